@@ -1,0 +1,46 @@
+"""ATLAS: Adaptive Testing for LLM Ability Scoring.
+
+Calibrate an item bank from a response matrix (IRT 1PL-4PL by marginal maximum likelihood),
+score models (theta with a standard error), and run computerized adaptive tests, simulated or
+live against a model endpoint.
+
+Public names are imported lazily so that ``import atlascat`` and the CLI start fast.
+"""
+from __future__ import annotations
+
+import importlib
+
+from ._version import __version__
+from .errors import AtlasError, BankError, ConfigError, ConvergenceError, LiveRunError, ResponseDataError
+
+# public name -> module that defines it
+_LAZY = {
+    "ResponseMatrix": "atlascat.responses",
+    "tinybenchmarks_threshold": "atlascat.responses",
+    "filter_items": "atlascat.filtering",
+    "stratified_split": "atlascat.filtering",
+    "ItemBank": "atlascat.irt.bank",
+    "calibrate": "atlascat.irt.calibrate",
+    "estimate_ability": "atlascat.irt.ability",
+    "CATConfig": "atlascat.cat.config",
+    "CATSession": "atlascat.cat.engine",
+    "simulate_cat": "atlascat.cat.engine",
+    "datasets": "atlascat.datasets",
+}
+
+__all__ = ["__version__", "AtlasError", "BankError", "ConfigError", "ConvergenceError",
+           "LiveRunError", "ResponseDataError", *_LAZY]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'atlascat' has no attribute {name!r}")
+    mod = importlib.import_module(module)
+    value = mod if module.endswith("." + name) else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

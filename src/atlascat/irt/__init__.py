@@ -1,0 +1,1 @@
+"""IRT core: item response functions, item banks, calibration, ability estimation, model fit."""

@@ -1,0 +1,340 @@
+"""ItemBank: a calibrated set of items (ids, a, b, c, u) plus optional metadata columns.
+
+File formats
+------------
+ours  ``item_id, a, b, c, u[, metadata columns ...]`` (CSV or Parquet).
+mirt  slope-intercept ``X|item_id, a1, d, g, u`` as written by R's mirt ``coef(..., simplify)``
+      and the paper's published banks: a = a1, b = -d / a1, c = g. Recognized automatically on
+      read; ``write(..., format="mirt")`` exports it back.
+
+Validation: every parameter finite, 0 <= c < u <= 1, unique non-empty ids. Items with a <= 0 are
+allowed (a bank is a fact about data) but listed by :attr:`ItemBank.nonpositive_items`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BankError
+from . import models
+
+__all__ = ["ItemBank", "normalize_item_id"]
+
+PARAM_COLUMNS = ("a", "b", "c", "u")
+MIRT_COLUMNS = ("a1", "d", "g", "u")
+_ID_CANDIDATES = ("item_id", "X", "item", "id", "")
+# Metadata columns holding lists/dicts: JSON-encoded in CSV, native in Parquet.
+_JSON_COLUMNS = ("choices", "choice_labels", "fewshot")
+
+_R_PREFIX = re.compile(r"^X(?=[0-9])")
+
+
+def normalize_item_id(item_id: str) -> str:
+    """Strip the ``X`` that R's ``make.names`` puts before ids starting with a digit (``X514``)."""
+    return _R_PREFIX.sub("", str(item_id))
+
+
+class ItemBank:
+    """A calibrated item bank (value object; arrays are read-only).
+
+    Parameters
+    ----------
+    item_ids : sequence of str
+    a, b : array-like, discrimination and difficulty
+    c, u : array-like or None, lower and upper asymptote (default 0 and 1)
+    metadata : DataFrame or None, one row per item in the same order (content area, prompt,
+        choices, answer key, scorer, ...). Its index is replaced by the item ids.
+    model : "1pl" | "2pl" | "3pl" | "4pl" or None (inferred from the parameters)
+    """
+
+    def __init__(self, item_ids, a, b, c=None, u=None, *, metadata=None, model=None):
+        ids = np.asarray([str(i) for i in item_ids], dtype=object)
+        n = len(ids)
+        a = np.array(a, dtype=float).reshape(-1)
+        b = np.array(b, dtype=float).reshape(-1)
+        c = np.zeros(n) if c is None else np.array(c, dtype=float).reshape(-1)
+        u = np.ones(n) if u is None else np.array(u, dtype=float).reshape(-1)
+        for name, arr in (("a", a), ("b", b), ("c", c), ("u", u)):
+            if arr.shape != (n,):
+                raise BankError(
+                    f"parameter {name!r} has {arr.size} values but there are {n} item ids; "
+                    "give one value per item"
+                )
+        self._validate(ids, a, b, c, u)
+        for arr in (a, b, c, u):
+            arr.flags.writeable = False
+        ids.flags.writeable = False
+        self.item_ids = ids
+        self.a, self.b, self.c, self.u = a, b, c, u
+        if metadata is not None:
+            metadata = pd.DataFrame(metadata).reset_index(drop=True)
+            if len(metadata) != n:
+                raise BankError(f"metadata has {len(metadata)} rows but the bank has {n} items")
+            metadata.index = pd.Index(ids, name="item_id")
+        self.metadata = metadata
+        self.model = model or self._infer_model()
+        self._index = {item: i for i, item in enumerate(ids)}
+
+    # ------------------------------------------------------------------ validation
+    @staticmethod
+    def _validate(ids, a, b, c, u):
+        if len(ids) == 0:
+            raise BankError("the item bank is empty; it needs at least one item row")
+        empty = [i for i, item in enumerate(ids) if item.strip() == "" or item.lower() == "nan"]
+        if empty:
+            raise BankError(f"item id is empty at row(s) {empty[:10]}; every item needs an id")
+        uniq, counts = np.unique(ids.astype(str), return_counts=True)
+        dup = uniq[counts > 1]
+        if dup.size:
+            rows = {d: [int(i) for i in np.flatnonzero(ids == d)] for d in dup[:5]}
+            raise BankError(f"duplicate item id(s) {list(dup[:5])} at rows {rows}; ids must be unique")
+        for name, arr in (("a", a), ("b", b), ("c", c), ("u", u)):
+            bad = np.flatnonzero(~np.isfinite(arr))
+            if bad.size:
+                raise BankError(
+                    f"parameter {name!r} is not finite for item(s) "
+                    f"{[ids[i] for i in bad[:10]]} (row(s) {bad[:10].tolist()}); fix or drop them"
+                )
+        bad = np.flatnonzero((c < 0) | (c >= u) | (u > 1))
+        if bad.size:
+            detail = ", ".join(f"{ids[i]} (row {i}: c={c[i]:.4g}, u={u[i]:.4g})" for i in bad[:10])
+            raise BankError(
+                f"asymptotes must satisfy 0 <= c < u <= 1; violated by {detail}"
+            )
+
+    def _infer_model(self) -> str:
+        if np.any(self.u < 1):
+            return "4pl"
+        if np.any(self.c > 0):
+            return "3pl"
+        if np.allclose(self.a, self.a[0]):
+            return "1pl"
+        return "2pl"
+
+    # ------------------------------------------------------------------ basics
+    def __len__(self) -> int:
+        return len(self.item_ids)
+
+    def __repr__(self) -> str:
+        return f"ItemBank(n_items={len(self)}, model={self.model!r})"
+
+    @property
+    def n_items(self) -> int:
+        return len(self.item_ids)
+
+    @property
+    def d(self) -> np.ndarray:
+        """mirt intercept d = -a b."""
+        return -self.a * self.b
+
+    @property
+    def params(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(a, b, c, u) as a tuple, ready for ``atlascat.irt.models`` functions."""
+        return self.a, self.b, self.c, self.u
+
+    @property
+    def nonpositive_items(self) -> np.ndarray:
+        """Ids of items with a <= 0 (they carry no or reversed information about theta)."""
+        return self.item_ids[self.a <= 0]
+
+    def index_of(self, item_ids: Iterable[str]) -> np.ndarray:
+        """Positions of the given item ids; a clear error names ids not in the bank."""
+        ids = [str(i) for i in item_ids]
+        missing = [i for i in ids if i not in self._index]
+        if missing:
+            raise BankError(
+                f"{len(missing)} item id(s) not in the bank, e.g. {missing[:5]}; "
+                "check the id format (R-style 'X514' vs '514': use normalize_ids=True)"
+            )
+        return np.fromiter((self._index[i] for i in ids), dtype=np.intp, count=len(ids))
+
+    def __contains__(self, item_id) -> bool:
+        return str(item_id) in self._index
+
+    def subset(self, items) -> "ItemBank":
+        """A new bank with the selected items: ids, a boolean mask, or integer positions."""
+        sel = np.asarray(items)
+        if sel.dtype == bool:
+            if sel.shape != (len(self),):
+                raise BankError(f"boolean mask has shape {sel.shape}; expected ({len(self)},)")
+            idx = np.flatnonzero(sel)
+        elif sel.dtype.kind in "iu":
+            idx = sel.astype(np.intp)
+        else:
+            idx = self.index_of(sel.tolist())
+        meta = None if self.metadata is None else self.metadata.iloc[idx]
+        return ItemBank(self.item_ids[idx], self.a[idx], self.b[idx], self.c[idx], self.u[idx],
+                        metadata=meta, model=self.model)
+
+    def with_metadata(self, metadata: pd.DataFrame) -> "ItemBank":
+        """Attach metadata given as a frame indexed (or with a column ``item_id``) by item id."""
+        meta = metadata.copy()
+        if "item_id" in meta.columns:
+            meta = meta.set_index("item_id")
+        meta.index = meta.index.astype(str)
+        missing = [i for i in self.item_ids if i not in meta.index]
+        if missing:
+            raise BankError(f"metadata lacks {len(missing)} bank item(s), e.g. {missing[:5]}")
+        return ItemBank(self.item_ids, *self.params, metadata=meta.loc[list(self.item_ids)],
+                        model=self.model)
+
+    # ------------------------------------------------------------------ IRT shortcuts
+    def probability(self, theta) -> np.ndarray:
+        """P(correct) for every theta and item; shape ``theta.shape + (n_items,)``."""
+        return models.probability(theta, *self.params)
+
+    def log_probability(self, theta):
+        return models.log_probability(theta, *self.params)
+
+    def information(self, theta) -> np.ndarray:
+        """Item Fisher information for every theta and item."""
+        return models.item_information(theta, *self.params)
+
+    def test_information(self, theta) -> np.ndarray:
+        return models.test_information(theta, *self.params)
+
+    def summary(self) -> dict:
+        """Item count, model, parameter quantiles, and items worth a look."""
+        q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
+        quant = {name: dict(zip(["min", "q05", "q25", "median", "q75", "q95", "max"],
+                                np.quantile(arr, q).round(4).tolist()))
+                 for name, arr in zip(PARAM_COLUMNS, self.params)}
+        return {
+            "n_items": len(self),
+            "model": self.model,
+            "quantiles": quant,
+            "nonpositive_a": self.nonpositive_items.tolist(),
+            "c_above_0.5": self.item_ids[self.c > 0.5].tolist(),
+        }
+
+    # ------------------------------------------------------------------ frames and files
+    def to_frame(self, format: str = "ours") -> pd.DataFrame:
+        """Our format ``item_id, a, b, c, u, <metadata>`` or mirt's ``X, a1, d, g, u``."""
+        if format == "ours":
+            df = pd.DataFrame({"item_id": self.item_ids.astype(str), "a": self.a, "b": self.b,
+                               "c": self.c, "u": self.u})
+            if self.metadata is not None:
+                meta = self.metadata.reset_index(drop=True)
+                meta = meta[[col for col in meta.columns if col not in df.columns]]
+                df = pd.concat([df, meta], axis=1)
+            return df
+        if format == "mirt":
+            return pd.DataFrame({"X": self.item_ids.astype(str), "a1": self.a, "d": self.d,
+                                 "g": self.c, "u": self.u})
+        raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, *, normalize_ids: bool = False, model=None) -> "ItemBank":
+        """Build a bank from a frame in our format or mirt's slope-intercept form (auto-detected)."""
+        df = df.copy()
+        cols = [str(col) for col in df.columns]
+        df.columns = cols
+        id_col = next((col for col in _ID_CANDIDATES if col in cols), None)
+        if id_col is None and cols and cols[0].startswith("Unnamed"):
+            id_col = cols[0]
+        if id_col is None:
+            if not isinstance(df.index, pd.RangeIndex):
+                df = df.reset_index()
+                id_col = str(df.columns[0])
+                df.columns = [str(col) for col in df.columns]
+            else:
+                raise BankError(
+                    f"no item id column found among {cols[:10]}; name it 'item_id' (or 'X' for mirt)"
+                )
+        ids = df[id_col].astype(str).to_numpy()
+        if normalize_ids:
+            ids = np.array([normalize_item_id(i) for i in ids], dtype=object)
+        if all(col in df.columns for col in ("a1", "d")):
+            a = cls._numeric(df, "a1", ids)
+            d = cls._numeric(df, "d", ids)
+            zero = np.flatnonzero(a == 0)
+            if zero.size:
+                raise BankError(
+                    f"a1 = 0 for item(s) {[ids[i] for i in zero[:10]]}: difficulty b = -d/a1 is "
+                    "undefined; drop these items"
+                )
+            b = -d / a
+            c = cls._numeric(df, "g", ids) if "g" in df.columns else None
+            used = {id_col, "a1", "d", "g", "u"}
+        elif all(col in df.columns for col in ("a", "b")):
+            a = cls._numeric(df, "a", ids)
+            b = cls._numeric(df, "b", ids)
+            c = cls._numeric(df, "c", ids) if "c" in df.columns else None
+            used = {id_col, "a", "b", "c", "u"}
+        else:
+            raise BankError(
+                f"bank columns {cols[:12]} are neither ours (item_id, a, b, c, u) nor mirt's "
+                "(X, a1, d, g, u)"
+            )
+        u = cls._numeric(df, "u", ids) if "u" in df.columns else None
+        extra = [col for col in df.columns if col not in used]
+        meta = df[extra].reset_index(drop=True) if extra else None
+        if meta is not None:
+            for col in _JSON_COLUMNS:
+                if col in meta.columns:
+                    meta[col] = meta[col].map(_maybe_json)
+        return cls(ids, a, b, c, u, metadata=meta, model=model)
+
+    @staticmethod
+    def _numeric(df, col, ids):
+        values = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero(np.isnan(values) & df[col].notna().to_numpy())
+        if bad.size:
+            raise BankError(
+                f"column {col!r} has non-numeric value {df[col].iloc[bad[0]]!r} for item "
+                f"{ids[bad[0]]} (row {bad[0]})"
+            )
+        return values
+
+    @classmethod
+    def read(cls, path, *, normalize_ids: bool = False, model=None) -> "ItemBank":
+        """Read a bank from CSV (optionally .gz) or Parquet; mirt form is recognized automatically."""
+        path = Path(path)
+        if not path.exists():
+            raise BankError(f"bank file {str(path)!r} does not exist")
+        try:
+            if path.suffix == ".parquet":
+                df = pd.read_parquet(path)
+            else:
+                df = pd.read_csv(path, dtype={"item_id": str, "X": str})
+        except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+            raise BankError(f"cannot read bank {str(path)!r}: {exc}") from exc
+        if len(df) == 0:
+            raise BankError(f"bank file {str(path)!r} has no item rows")
+        return cls.from_frame(df, normalize_ids=normalize_ids, model=model)
+
+    def write(self, path, *, format: str = "ours") -> Path:
+        """Write CSV or Parquet (by extension) in our format or mirt's slope-intercept form."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df = self.to_frame(format)
+        if path.suffix == ".parquet":
+            df.to_parquet(path, index=False)
+        else:
+            for col in _JSON_COLUMNS:
+                if col in df.columns:
+                    df[col] = df[col].map(_to_json)
+            df.to_csv(path, index=False, float_format="%.17g")
+        return path
+
+
+def _to_json(value):
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _maybe_json(value):
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value

@@ -1,0 +1,424 @@
+"""ResponseMatrix: subjects (LLMs) x items, float64 scores in [0, 1], NaN = not administered.
+
+Readers: wide CSV / CSV.GZ / Parquet (first column = subject id, named or not), long format
+(subject, item, score), pandas DataFrames, and response-pattern tables with a frequency column
+(one row per pattern, ``freq`` = how many subjects gave it; kept as row ``weights``).
+
+Validation happens once, at the boundary, with one clear error per problem that names the
+offending row or column: duplicate subject or item ids, text cells, values outside [0, 1], an
+empty matrix, all-missing rows or columns (an error unless ``on_empty="drop"``, which drops them
+with a warning listing them, or ``on_empty="keep"``).
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import ResponseDataError
+from .irt.bank import normalize_item_id
+
+__all__ = ["ResponseMatrix", "tinybenchmarks_threshold"]
+
+_LONG_SUBJECT = ("subject_id", "subject", "model")
+_LONG_ITEM = ("item_id", "item", "doc_id")
+_LONG_SCORE = ("score", "response", "correct", "acc", "value")
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _first_dupes(values) -> dict:
+    seen: dict[str, list[int]] = {}
+    for i, v in enumerate(values):
+        seen.setdefault(v, []).append(i)
+    return {k: rows for k, rows in seen.items() if len(rows) > 1}
+
+
+class ResponseMatrix:
+    """Scores of subjects (rows) on items (columns).
+
+    Parameters
+    ----------
+    values : array-like (n_subjects, n_items), float in [0, 1] or NaN for missing
+    subject_ids, item_ids : sequences of str (default "0", "1", ...)
+    weights : optional (n_subjects,) positive frequencies (response-pattern data)
+    on_empty : what to do with all-missing rows/columns: "error" (default), "drop" (drop them
+        with a warning listing them) or "keep" (keep them, e.g. to describe a file as it is)
+    """
+
+    def __init__(self, values, subject_ids=None, item_ids=None, *, weights=None,
+                 on_empty: str = "error"):
+        arr = np.array(values, dtype=float, copy=True)
+        if arr.ndim != 2 or arr.size == 0:
+            raise ResponseDataError(
+                f"the response matrix is empty (shape {arr.shape}); it needs at least one "
+                "subject row and one item column"
+            )
+        n, m = arr.shape
+        sids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)],
+                          dtype=object)
+        iids = np.asarray([str(i) for i in (range(m) if item_ids is None else item_ids)],
+                          dtype=object)
+        if sids.shape != (n,):
+            raise ResponseDataError(f"{len(sids)} subject ids for {n} rows")
+        if iids.shape != (m,):
+            raise ResponseDataError(f"{len(iids)} item ids for {m} columns")
+        dup = _first_dupes(sids.tolist())
+        if dup:
+            k, rows = next(iter(dup.items()))
+            raise ResponseDataError(
+                f"duplicate subject id {k!r} at rows {rows} ({len(dup)} duplicated id(s) in all); "
+                "each subject must appear once: merge or rename the rows"
+            )
+        dup = _first_dupes(iids.tolist())
+        if dup:
+            k, cols = next(iter(dup.items()))
+            raise ResponseDataError(
+                f"duplicate item id {k!r} in columns {cols} ({len(dup)} duplicated id(s) in all); "
+                "each item must appear once"
+            )
+        bad = np.argwhere(~np.isnan(arr) & ((arr < 0) | (arr > 1)))
+        if bad.size:
+            r, c = bad[0]
+            raise ResponseDataError(
+                f"value {arr[r, c]:g} outside [0, 1] at row {r} (subject {sids[r]!r}), column "
+                f"{iids[c]!r} ({len(bad)} such cell(s)); scores must be 0/1 or partial credit "
+                "in [0, 1]"
+            )
+        if weights is not None:
+            weights = np.asarray(weights, dtype=float).reshape(-1)
+            if weights.shape != (n,) or np.any(~np.isfinite(weights)) or np.any(weights < 0):
+                raise ResponseDataError(
+                    f"weights must be {n} finite non-negative frequencies, one per row"
+                )
+        observed = ~np.isnan(arr)
+        empty_rows = np.flatnonzero(~observed.any(axis=1))
+        empty_cols = np.flatnonzero(~observed.any(axis=0))
+        if empty_rows.size or empty_cols.size:
+            what = []
+            if empty_rows.size:
+                what.append(f"subject(s) with no response: {sids[empty_rows[:10]].tolist()}"
+                            + (" ..." if empty_rows.size > 10 else ""))
+            if empty_cols.size:
+                what.append(f"item(s) with no response: {iids[empty_cols[:10]].tolist()}"
+                            + (" ..." if empty_cols.size > 10 else ""))
+            if on_empty not in ("error", "drop", "keep"):
+                raise ResponseDataError(f"on_empty must be 'error', 'drop' or 'keep', not {on_empty!r}")
+            if on_empty == "error":
+                raise ResponseDataError(
+                    "; ".join(what) + ". Pass on_empty='drop' (CLI: --drop-empty) to drop them"
+                )
+        if (empty_rows.size or empty_cols.size) and on_empty == "drop":
+            warnings.warn("dropped all-missing rows/columns: " + "; ".join(what), stacklevel=2)
+            keep_r = np.setdiff1d(np.arange(n), empty_rows)
+            keep_c = np.setdiff1d(np.arange(m), empty_cols)
+            if keep_r.size == 0 or keep_c.size == 0:
+                raise ResponseDataError("no responses left after dropping all-missing rows/columns")
+            arr = arr[np.ix_(keep_r, keep_c)]
+            sids, iids = sids[keep_r], iids[keep_c]
+            weights = None if weights is None else weights[keep_r]
+        arr.flags.writeable = False
+        self.values = arr
+        self.subject_ids = sids
+        self.item_ids = iids
+        self.weights = weights
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.values.shape
+
+    @property
+    def n_subjects(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def n_items(self) -> int:
+        return self.values.shape[1]
+
+    @property
+    def observed(self) -> np.ndarray:
+        """Boolean mask of administered cells."""
+        return ~np.isnan(self.values)
+
+    @property
+    def missing_fraction(self) -> float:
+        return float(np.isnan(self.values).mean())
+
+    @property
+    def is_binary(self) -> bool:
+        v = self.values[~np.isnan(self.values)]
+        return bool(np.all((v == 0) | (v == 1)))
+
+    @property
+    def accuracy(self) -> np.ndarray:
+        """Per-subject mean score over administered items."""
+        return np.nanmean(self.values, axis=1)
+
+    @property
+    def item_means(self) -> np.ndarray:
+        """Per-item mean score (classical p-value) over subjects who saw it (frequency-weighted)."""
+        w = self._w()[:, None]
+        obs = self.observed
+        return (np.where(obs, self.values, 0.0) * w).sum(0) / (obs * w).sum(0)
+
+    @property
+    def n_observed(self) -> np.ndarray:
+        """Number of administered items per subject."""
+        return self.observed.sum(axis=1)
+
+    def _w(self) -> np.ndarray:
+        return np.ones(self.n_subjects) if self.weights is None else self.weights
+
+    def __repr__(self) -> str:
+        return (f"ResponseMatrix(n_subjects={self.n_subjects}, n_items={self.n_items}, "
+                f"missing={self.missing_fraction:.1%})")
+
+    # ------------------------------------------------------------------ transforms
+    def subset(self, subjects=None, items=None) -> "ResponseMatrix":
+        """Select subjects / items by ids, boolean mask, or integer positions (order kept as given)."""
+        r = self._select(subjects, self.subject_ids, "subject")
+        c = self._select(items, self.item_ids, "item")
+        w = None if self.weights is None else self.weights[r]
+        return ResponseMatrix(self.values[np.ix_(r, c)], self.subject_ids[r], self.item_ids[c],
+                              weights=w)
+
+    @staticmethod
+    def _select(sel, ids, what):
+        if sel is None:
+            return np.arange(len(ids))
+        sel = np.asarray(sel)
+        if sel.dtype == bool:
+            if sel.shape != ids.shape:
+                raise ResponseDataError(f"{what} mask has shape {sel.shape}; expected {ids.shape}")
+            return np.flatnonzero(sel)
+        if sel.dtype.kind in "iu":
+            return sel.astype(np.intp)
+        index = {v: i for i, v in enumerate(ids)}
+        missing = [s for s in sel.tolist() if str(s) not in index]
+        if missing:
+            raise ResponseDataError(f"{len(missing)} {what} id(s) not in the matrix, e.g. {missing[:5]}")
+        return np.array([index[str(s)] for s in sel.tolist()], dtype=np.intp)
+
+    def binarize(self, threshold: float = 0.5) -> "ResponseMatrix":
+        """Scores strictly above ``threshold`` become 1, others 0; missing stays missing."""
+        v = np.where(np.isnan(self.values), np.nan, (self.values > threshold).astype(float))
+        return ResponseMatrix(v, self.subject_ids, self.item_ids, weights=self.weights)
+
+    def expand(self) -> "ResponseMatrix":
+        """Repeat each row ``weights`` times (integer frequencies) to get one row per subject."""
+        if self.weights is None:
+            return self
+        reps = self.weights.astype(int)
+        if not np.allclose(reps, self.weights):
+            raise ResponseDataError("expand() needs integer frequencies")
+        idx = np.repeat(np.arange(self.n_subjects), reps)
+        sids = [f"{self.subject_ids[i]}#{k}" for i, k in
+                zip(idx, np.concatenate([np.arange(r) for r in reps]))]
+        return ResponseMatrix(self.values[idx], sids, self.item_ids)
+
+    def normalize_item_ids(self) -> "ResponseMatrix":
+        """Rename R-style item ids ``X514`` to ``514``."""
+        return ResponseMatrix(self.values, self.subject_ids,
+                              [normalize_item_id(i) for i in self.item_ids], weights=self.weights)
+
+    # ------------------------------------------------------------------ frames
+    def to_frame(self) -> pd.DataFrame:
+        """Wide frame indexed by subject id (index name ``subject_id``), one column per item."""
+        df = pd.DataFrame(self.values, index=pd.Index(self.subject_ids.astype(str), name="subject_id"),
+                          columns=self.item_ids.astype(str))
+        if self.weights is not None:
+            df.insert(0, "freq", self.weights)
+        return df
+
+    def to_long(self) -> pd.DataFrame:
+        """Long frame (subject_id, item_id, score) of the administered cells."""
+        r, c = np.nonzero(self.observed)
+        return pd.DataFrame({"subject_id": self.subject_ids[r].astype(str),
+                             "item_id": self.item_ids[c].astype(str),
+                             "score": self.values[r, c]})
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, *, subject_column: str | None = None,
+                   freq_column: str | None = None, normalize_ids: bool = False,
+                   on_empty: str = "error") -> "ResponseMatrix":
+        """Wide DataFrame: subject ids in ``subject_column``, else the index when it is not a
+        default RangeIndex, else the first column. Every other column is an item."""
+        df = df.copy()
+        df.columns = [str(c) for c in df.columns]
+        if subject_column is not None:
+            if subject_column not in df.columns:
+                raise ResponseDataError(f"subject column {subject_column!r} not found")
+            df = df.set_index(subject_column)
+        elif isinstance(df.index, pd.RangeIndex) and len(df.columns) > 0 and (
+                df.dtypes.iloc[0] == object or str(df.dtypes.iloc[0]).startswith("str")
+                or df.columns[0] in ("", "model", "subject", "subject_id")
+                or df.columns[0].startswith("Unnamed")):
+            df = df.set_index(df.columns[0])
+        weights = None
+        if freq_column is not None:
+            if freq_column not in df.columns:
+                raise ResponseDataError(
+                    f"frequency column {freq_column!r} not found; columns are {list(df.columns)[:10]}"
+                )
+            weights = pd.to_numeric(df.pop(freq_column), errors="coerce").to_numpy(float)
+            if np.any(np.isnan(weights)):
+                raise ResponseDataError(f"frequency column {freq_column!r} has non-numeric cells")
+        if df.shape[1] == 0 or df.shape[0] == 0:
+            raise ResponseDataError(
+                f"the response matrix is empty ({df.shape[0]} rows, {df.shape[1]} item columns)"
+            )
+        values = cls._numeric_values(df)
+        items = [normalize_item_id(c) for c in df.columns] if normalize_ids else list(df.columns)
+        sids = [str(s) for s in df.index] if not (freq_column and isinstance(df.index, pd.RangeIndex)) \
+            else [f"pattern{i}" for i in range(len(df))]
+        return cls(values, sids, items, weights=weights, on_empty=on_empty)
+
+    @staticmethod
+    def _numeric_values(df: pd.DataFrame) -> np.ndarray:
+        numeric = df.apply(pd.to_numeric, errors="coerce")
+        text = numeric.isna().to_numpy() & df.notna().to_numpy()
+        if text.any():
+            # blank-looking strings count as missing, anything else is an error
+            raw = df.to_numpy(dtype=object)
+            for r, c in np.argwhere(text):
+                cell = raw[r, c]
+                if isinstance(cell, str) and cell.strip().upper() in ("", "NA", "NAN", "NULL"):
+                    continue
+                raise ResponseDataError(
+                    f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), column "
+                    f"{df.columns[c]!r}; scores must be numbers in [0, 1] or blank for missing"
+                )
+        return numeric.to_numpy(dtype=float)
+
+    @classmethod
+    def from_long(cls, df: pd.DataFrame, *, subject: str | None = None, item: str | None = None,
+                  score: str | None = None, normalize_ids: bool = False,
+                  on_empty: str = "error") -> "ResponseMatrix":
+        """Long format: one row per (subject, item, score); column names are guessed if not given."""
+        cols = [str(c) for c in df.columns]
+
+        def pick(given, candidates, what):
+            if given is not None:
+                if given not in cols:
+                    raise ResponseDataError(f"{what} column {given!r} not found in {cols}")
+                return given
+            for cand in candidates:
+                if cand in cols:
+                    return cand
+            raise ResponseDataError(
+                f"no {what} column in long-format data (looked for {list(candidates)}); name it"
+            )
+
+        s, i, v = pick(subject, _LONG_SUBJECT, "subject"), pick(item, _LONG_ITEM, "item"), \
+            pick(score, _LONG_SCORE, "score")
+        long = df[[s, i, v]].copy()
+        long[s] = long[s].astype(str)
+        long[i] = long[i].astype(str)
+        if normalize_ids:
+            long[i] = long[i].map(normalize_item_id)
+        dup = long.duplicated([s, i], keep=False)
+        if dup.any():
+            first = long[dup].iloc[0]
+            raise ResponseDataError(
+                f"{int(dup.sum())} rows repeat a (subject, item) pair, e.g. subject {first[s]!r}, "
+                f"item {first[i]!r} (row {int(np.flatnonzero(dup.to_numpy())[0])}); keep one score per pair"
+            )
+        scores = pd.to_numeric(long[v], errors="coerce")
+        bad = scores.isna() & long[v].notna()
+        if bad.any():
+            r = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ResponseDataError(f"text score {long[v].iloc[r]!r} at row {r} of column {v!r}")
+        long[v] = scores
+        wide = long.pivot(index=s, columns=i, values=v)
+        return cls(wide.to_numpy(float), wide.index, wide.columns, on_empty=on_empty)
+
+    # ------------------------------------------------------------------ files
+    @classmethod
+    def read(cls, path, *, format: str | None = None, normalize_ids: bool = False,
+             freq_column: str | None = None, on_empty: str = "error",
+             subject_column: str | None = None) -> "ResponseMatrix":
+        """Read a wide (default) or long (``format="long"``) matrix from CSV, CSV.GZ or Parquet.
+
+        Wide files: first column = subject id (also when unnamed); other columns = items.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise ResponseDataError(f"response file {str(path)!r} does not exist")
+        if path.suffix == ".parquet":
+            df = pd.read_parquet(path)
+            if not isinstance(df.index, pd.RangeIndex):
+                df = df.reset_index()
+        elif path.suffix in (".csv", ".gz", ".txt", ".tsv"):
+            sep = "\t" if ".tsv" in path.suffixes else ","
+            try:
+                with _open_text(path) as fh:
+                    header = next(csv.reader(fh, delimiter=sep), None)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ResponseDataError(f"cannot read {str(path)!r}: {exc}") from exc
+            if not header:
+                raise ResponseDataError(f"{str(path)!r} is empty; expected a header row of item ids")
+            dup = _first_dupes(header[1:])
+            if dup and format != "long":
+                k, cols = next(iter(dup.items()))
+                raise ResponseDataError(
+                    f"duplicate item id {k!r} in the header of {str(path)!r} (columns "
+                    f"{[c + 1 for c in cols]}); each item must appear once"
+                )
+            df = pd.read_csv(path, sep=sep, dtype={header[0]: str}, keep_default_na=True,
+                             low_memory=False)
+            if df.shape[0] == 0:
+                raise ResponseDataError(f"{str(path)!r} has a header but no subject rows")
+        else:
+            raise ResponseDataError(
+                f"unsupported file type {path.suffix!r} for {str(path)!r}; use .csv, .csv.gz or .parquet"
+            )
+        if format == "long" or (format is None and cls._looks_long(df)):
+            return cls.from_long(df, normalize_ids=normalize_ids, on_empty=on_empty)
+        if subject_column is None and freq_column is None:
+            subject_column = str(df.columns[0])
+        return cls.from_frame(df, subject_column=subject_column, freq_column=freq_column,
+                              normalize_ids=normalize_ids, on_empty=on_empty)
+
+    @staticmethod
+    def _looks_long(df: pd.DataFrame) -> bool:
+        cols = {str(c) for c in df.columns}
+        return (len(cols) == 3 and bool(cols & set(_LONG_SUBJECT)) and bool(cols & set(_LONG_ITEM))
+                and bool(cols & set(_LONG_SCORE)))
+
+    def write(self, path) -> Path:
+        """Write wide CSV (``.csv``/``.csv.gz``) or Parquet; first column ``subject_id``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df = self.to_frame().reset_index()
+        if path.suffix == ".parquet":
+            df.to_parquet(path, index=False)
+        else:
+            df.to_csv(path, index=False, float_format="%.10g")
+        return path
+
+
+def tinybenchmarks_threshold(responses: ResponseMatrix, grid=None) -> float:
+    """Binarization threshold c minimizing mean_i |mean_j(y_ij > c) - mean_j(y_ij)|.
+
+    The tinyBenchmarks recipe (Polo et al., 2024) for partial-credit scores: pick the c whose
+    binarized accuracy best matches each subject's partial-credit accuracy, averaged over subjects.
+    """
+    grid = np.arange(0.01, 1.0, 0.01) if grid is None else np.asarray(grid, float)
+    y = responses.values
+    obs = ~np.isnan(y)
+    n_obs = obs.sum(axis=1)
+    mean = np.nansum(y, axis=1) / n_obs
+    # (n_grid, n_subjects): binarized accuracy at every threshold, one pass per threshold column
+    above = np.stack([((y > c) & obs).sum(axis=1) / n_obs for c in grid])
+    gap = np.abs(above - mean[None, :]).mean(axis=1)
+    return float(grid[int(np.argmin(gap))])

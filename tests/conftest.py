@@ -1,0 +1,22 @@
+"""Shared fixtures: paths to ../shared/data and seeded generators."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path of ``../shared/data`` (present in CI next to the checkout)."""
+    assert SHARED.is_dir(), f"../shared/data not found at {SHARED}"
+    return SHARED
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20261122)
