@@ -231,6 +231,29 @@ class ResponseMatrix:
         return ResponseMatrix(self.values, self.subject_ids,
                               [normalize_item_id(i) for i in self.item_ids], weights=self.weights)
 
+    def aligned_values(self, item_ids, *, extra: str = "error") -> np.ndarray:
+        """Scores as an array whose columns follow ``item_ids`` (e.g. a bank's item order).
+
+        Items in ``item_ids`` the matrix lacks become all-missing columns. Items of the matrix not
+        in ``item_ids`` are an error (``extra="error"``) or left out (``extra="ignore"``).
+        """
+        index = {v: i for i, v in enumerate(self.item_ids)}
+        wanted = [str(i) for i in item_ids]
+        if extra == "error":
+            known = set(wanted)
+            unknown = [i for i in self.item_ids if i not in known]
+            if unknown:
+                raise ResponseDataError(
+                    f"{len(unknown)} item(s) of the responses are not in the bank, e.g. "
+                    f"{unknown[:5]}; check the id format (R-style 'X514' vs '514': normalize_ids) "
+                    "or subset the responses to the bank's items"
+                )
+        out = np.full((self.n_subjects, len(wanted)), np.nan)
+        src = np.array([index.get(i, -1) for i in wanted], dtype=np.intp)
+        have = src >= 0
+        out[:, have] = self.values[:, src[have]]
+        return out
+
     # ------------------------------------------------------------------ frames
     def to_frame(self) -> pd.DataFrame:
         """Wide frame indexed by subject id (index name ``subject_id``), one column per item."""

@@ -1,0 +1,46 @@
+"""Fixed quadrature grids for a normal latent trait.
+
+mirt's default for one factor: 61 equally spaced nodes on [-6, 6] with weights proportional to
+the N(mean, sd^2) density at the nodes (normalized to sum to 1). catR's ``eapEst`` integrates on
+``nqp`` equally spaced nodes over ``[lower, upper]`` (33 on [-4, 4] in the reference CAT) the same
+way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+from scipy.stats import norm
+
+from ..errors import ConfigError
+
+__all__ = ["Quadrature", "normal_quadrature"]
+
+
+@dataclass(frozen=True)
+class Quadrature:
+    """Nodes and normalized prior log-weights (``log_weights`` logsumexp to 0)."""
+
+    nodes: np.ndarray
+    log_weights: np.ndarray
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.exp(self.log_weights)
+
+    def __len__(self) -> int:
+        return self.nodes.size
+
+
+def normal_quadrature(quadpts: int = 61, theta_range=(-6.0, 6.0), mean: float = 0.0,
+                      sd: float = 1.0) -> Quadrature:
+    """Equally spaced nodes on ``theta_range``, weights proportional to the N(mean, sd) density."""
+    lo, hi = float(theta_range[0]), float(theta_range[1])
+    if quadpts < 2 or not hi > lo:
+        raise ConfigError(f"need quadpts >= 2 and theta_range low < high, got {quadpts}, {theta_range}")
+    if not sd > 0:
+        raise ConfigError(f"prior sd must be positive, got {sd}")
+    nodes = np.linspace(lo, hi, int(quadpts))
+    log_w = norm.logpdf(nodes, loc=mean, scale=sd)
+    return Quadrature(nodes, log_w - logsumexp(log_w))
