@@ -161,15 +161,18 @@ class ResponseMatrix:
 
     @property
     def accuracy(self) -> np.ndarray:
-        """Per-subject mean score over administered items."""
-        return np.nanmean(self.values, axis=1)
+        """Per-subject mean score over administered items (NaN for a subject with none)."""
+        obs = self.observed
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(obs, self.values, 0.0).sum(1) / obs.sum(1)
 
     @property
     def item_means(self) -> np.ndarray:
         """Per-item mean score (classical p-value) over subjects who saw it (frequency-weighted)."""
         w = self._w()[:, None]
         obs = self.observed
-        return (np.where(obs, self.values, 0.0) * w).sum(0) / (obs * w).sum(0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (np.where(obs, self.values, 0.0) * w).sum(0) / (obs * w).sum(0)
 
     @property
     def n_observed(self) -> np.ndarray:
@@ -397,8 +400,9 @@ class ResponseMatrix:
                     f"duplicate item id {k!r} in the header of {str(path)!r} (columns "
                     f"{[c + 1 for c in cols]}); each item must appear once"
                 )
-            df = pd.read_csv(path, sep=sep, dtype={header[0]: str}, keep_default_na=True,
-                             low_memory=False)
+            # pattern tables (freq_column) may have no subject column: don't force one to text
+            dtype = None if freq_column else {header[0]: str}
+            df = pd.read_csv(path, sep=sep, dtype=dtype, keep_default_na=True, low_memory=False)
             if df.shape[0] == 0:
                 raise ResponseDataError(f"{str(path)!r} has a header but no subject rows")
         else:

@@ -48,26 +48,15 @@ _register_commands()
 
 
 def main(argv=None) -> int:
-    """Entry point: library errors become a one-line message and exit code 2."""
+    """Entry point. Library errors (AtlasError) become a one-line message and exit code 2;
+    usage errors are reported by typer/click with exit code 2 as usual."""
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv)  # standalone mode: exits through SystemExit
     except AtlasError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         return 2
-    except typer.Exit as exc:
-        return exc.exit_code
-    except SystemExit as exc:  # click's own usage errors
-        return int(exc.code or 0)
-    except Exception as exc:  # click usage errors in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            err_console.print("aborted")
-            return 1
-        raise
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return 0
 
 

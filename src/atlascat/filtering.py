@@ -1,0 +1,176 @@
+"""Psychometric item filtering and a score-stratified train/test split (ATLAS paper, section 3.2).
+
+Filtering, in this order:
+
+1. items with response SD < ``min_sd`` (0.01) or mean > ``max_mean`` (0.95) are dropped
+   (no variance / ceiling items carry almost no information);
+2. items whose point-biserial correlation with the subjects' total score is below
+   ``min_point_biserial`` (0.1) are dropped (they do not order subjects like the rest);
+3. subjects below the ``subject_percentile``-th percentile (0.1, i.e. the bottom 0.1%) of total
+   score are dropped (broken or degenerate models).
+
+With missing data the total score is the proportion correct over administered items, and every
+statistic of an item uses only the subjects who saw it. Pattern frequencies (``weights``) count.
+
+Point-biserial r_j = corr(y_j, t) over subjects with y_j observed (Pearson correlation of the 0/1
+item score with the total score; Lord and Novick, 1968, ch. 15).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError, ResponseDataError
+from .responses import ResponseMatrix
+
+__all__ = ["FilterReport", "filter_items", "point_biserial", "stratified_split"]
+
+
+@dataclass
+class FilterReport:
+    """What :func:`filter_items` dropped and why."""
+
+    thresholds: dict
+    n_items_before: int
+    n_subjects_before: int
+    dropped_items: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["item_id", "reason", "value"]))
+    dropped_subjects: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["subject_id", "reason", "value"]))
+
+    @property
+    def n_items_after(self) -> int:
+        return self.n_items_before - len(self.dropped_items)
+
+    @property
+    def n_subjects_after(self) -> int:
+        return self.n_subjects_before - len(self.dropped_subjects)
+
+    def to_dict(self) -> dict:
+        return {
+            "thresholds": self.thresholds,
+            "items_before": self.n_items_before,
+            "items_after": self.n_items_after,
+            "subjects_before": self.n_subjects_before,
+            "subjects_after": self.n_subjects_after,
+            "dropped_items": self.dropped_items.to_dict(orient="records"),
+            "dropped_subjects": self.dropped_subjects.to_dict(orient="records"),
+            "dropped_items_by_reason": self.dropped_items["reason"].value_counts().to_dict(),
+        }
+
+
+def _weighted_item_stats(y: np.ndarray, w: np.ndarray):
+    obs = ~np.isnan(y)
+    wo = obs * w[:, None]
+    n = wo.sum(axis=0)
+    y0 = np.where(obs, y, 0.0)
+    mean = (y0 * w[:, None]).sum(axis=0) / n
+    var = ((np.where(obs, y - mean, 0.0) ** 2) * w[:, None]).sum(axis=0) / n
+    return mean, np.sqrt(var)
+
+
+def point_biserial(responses: ResponseMatrix, total=None) -> np.ndarray:
+    """Correlation of every item with the total score (proportion correct), observed cells only.
+
+    Vectorized over items: weighted sums of y, t, y*t, y^2, t^2 restricted to each item's
+    observed subjects. Items with zero variance (or a constant total among their subjects) get NaN.
+    """
+    y = responses.values
+    w = responses._w()
+    t = responses.accuracy if total is None else np.asarray(total, float)
+    obs = ~np.isnan(y)
+    wo = obs * w[:, None]
+    y0 = np.where(obs, y, 0.0)
+    n = wo.sum(0)
+    sy = (y0 * w[:, None]).sum(0)
+    st = wo.T @ t
+    syt = (y0 * w[:, None]).T @ t
+    syy = (y0**2 * w[:, None]).sum(0)
+    stt = wo.T @ (t**2)
+    cov = syt / n - (sy / n) * (st / n)
+    vy = syy / n - (sy / n) ** 2
+    vt = stt / n - (st / n) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = cov / np.sqrt(vy * vt)
+    r[(vy <= 1e-15) | (vt <= 1e-15)] = np.nan
+    return r
+
+
+def filter_items(responses: ResponseMatrix, *, min_sd: float = 0.01, max_mean: float = 0.95,
+                 min_point_biserial: float = 0.1, subject_percentile: float = 0.1):
+    """Apply the paper's psychometric filter; returns ``(filtered ResponseMatrix, FilterReport)``.
+
+    Set a threshold to ``None`` to skip that rule.
+    """
+    if subject_percentile is not None and not 0 <= subject_percentile < 100:
+        raise ConfigError(f"subject_percentile must be in [0, 100), got {subject_percentile}")
+    report = FilterReport(
+        thresholds={"min_sd": min_sd, "max_mean": max_mean,
+                    "min_point_biserial": min_point_biserial,
+                    "subject_percentile": subject_percentile},
+        n_items_before=responses.n_items, n_subjects_before=responses.n_subjects)
+    ids = responses.item_ids
+    mean, sd = _weighted_item_stats(responses.values, responses._w())
+    rows = []
+    drop = np.zeros(responses.n_items, bool)
+    if min_sd is not None:
+        low_sd = sd < min_sd
+        rows += [(ids[j], "sd_below_min", sd[j]) for j in np.flatnonzero(low_sd)]
+        drop |= low_sd
+    if max_mean is not None:
+        ceil = (mean > max_mean) & ~drop
+        rows += [(ids[j], "mean_above_max", mean[j]) for j in np.flatnonzero(ceil)]
+        drop |= ceil
+    kept = responses.subset(items=~drop) if drop.any() else responses
+    if min_point_biserial is not None and kept.n_items > 1:
+        r = point_biserial(kept)
+        low = ~(r >= min_point_biserial)
+        kid = kept.item_ids
+        rows += [(kid[j], "point_biserial_below_min", r[j]) for j in np.flatnonzero(low)]
+        if low.all():
+            raise ResponseDataError(
+                "every item fails the point-biserial filter; check the data or lower "
+                "min_point_biserial (or skip filtering)"
+            )
+        kept = kept.subset(items=~low)
+    report.dropped_items = pd.DataFrame(rows, columns=["item_id", "reason", "value"])
+    if kept.n_items == 0:
+        raise ResponseDataError("every item was dropped by the filter; relax the thresholds")
+    if subject_percentile is not None and subject_percentile > 0:
+        acc = kept.accuracy
+        cut = np.nanpercentile(acc, subject_percentile)
+        low = acc < cut
+        report.dropped_subjects = pd.DataFrame(
+            {"subject_id": kept.subject_ids[low].astype(str),
+             "reason": f"total_below_p{subject_percentile:g}", "value": acc[low]})
+        if low.any():
+            kept = kept.subset(subjects=~low)
+    return kept, report
+
+
+def stratified_split(responses: ResponseMatrix, *, test_size: float = 0.1, n_bins: int = 10,
+                     rng: np.random.Generator | None = None):
+    """Split subjects into train/test, stratified by total score (proportion correct).
+
+    Subjects are put into ``n_bins`` quantile bins of total score; within each bin a share
+    ``test_size`` (rounded, at least one when the bin has two or more subjects) goes to test.
+    Returns ``(train, test)`` ResponseMatrix objects.
+    """
+    if not 0 < test_size < 1:
+        raise ConfigError(f"test_size must be in (0, 1), got {test_size}")
+    if responses.n_subjects < 2:
+        raise ResponseDataError("need at least two subjects to split")
+    rng = np.random.default_rng() if rng is None else rng
+    acc = responses.accuracy
+    edges = np.unique(np.quantile(acc, np.linspace(0, 1, n_bins + 1)))
+    bins = np.clip(np.searchsorted(edges, acc, side="right") - 1, 0, max(len(edges) - 2, 0))
+    test = np.zeros(responses.n_subjects, bool)
+    for b in np.unique(bins):
+        members = np.flatnonzero(bins == b)
+        k = int(round(test_size * members.size))
+        if k == 0 and members.size >= 2:
+            k = 1
+        test[rng.choice(members, size=k, replace=False)] = True
+    return responses.subset(subjects=~test), responses.subset(subjects=test)
