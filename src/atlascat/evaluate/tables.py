@@ -1,0 +1,156 @@
+"""Comparison tables in the ATLAS paper's layout, as numeric frames, CSV and Markdown.
+
+- Table 2 (ability): items used, theta MAE +- SE against the whole-bank theta, IES and RIE
+  relative to Random-100, and the 95% interval coverage (own SE; and with the whole-bank SE).
+- Table 3 (accuracy): p-IRT reconstructed accuracy MAE +- SE against the full accuracy, and the
+  method's direct estimate (mean score on its items; cluster-weighted for anchor points).
+- Table 6 (security and time): items (mean, SD), item exposure (mean over the bank, max, share of
+  items never used), test overlap, and selection + scoring time per model.
+
+The frames are numeric (what the CSV holds); :func:`format_table` turns one into display strings
+("0.123 ± 0.004") and :func:`to_markdown` into a GitHub Markdown table. A table built from several
+runs (``atlas compare``) carries a leading ``benchmark`` column.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+
+__all__ = ["TABLES", "make_table", "make_tables", "format_table", "to_markdown", "write_tables",
+           "wide_ability_table"]
+
+# name -> (title, numeric columns in order)
+TABLES = {
+    "ability": ("Table 2. Ability: theta error against the whole-bank theta",
+                ["items_mean", "theta_mae", "theta_mae_se", "ies", "rie", "coverage",
+                 "coverage_joint"]),
+    "accuracy": ("Table 3. Accuracy: reconstructed accuracy error against the full accuracy",
+                 ["items_mean", "acc_pirt_mae", "acc_pirt_mae_se", "acc_direct_mae",
+                  "acc_direct_mae_se"]),
+    "security": ("Table 6. Security and time",
+                 ["items_mean", "items_sd", "exposure_mean", "exposure_max", "exposure_unused",
+                  "overlap", "seconds_mean"]),
+}
+
+_HEADERS = {
+    "items_mean": "Items", "items_sd": "Items SD", "ies": "IES", "rie": "RIE",
+    "coverage": "Coverage 95%", "coverage_joint": "Coverage 95% (+ref SE)",
+    "exposure_mean": "Exposure mean", "exposure_max": "Exposure max",
+    "exposure_unused": "Items unused", "overlap": "Overlap", "seconds_mean": "Seconds/model",
+}
+# (value column, se column, header) pairs shown as "value ± se"
+_PAIRS = [("theta_mae", "theta_mae_se", "θ MAE ± SE"),
+          ("acc_pirt_mae", "acc_pirt_mae_se", "p-IRT acc. MAE ± SE"),
+          ("acc_direct_mae", "acc_direct_mae_se", "Direct acc. MAE ± SE")]
+
+
+def make_table(summary: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Numeric table ``name`` (ability | accuracy | security) from a per-method summary.
+
+    Columns absent from the summary are left out; ``benchmark`` (if present) and ``method`` lead.
+    """
+    if name not in TABLES:
+        raise ConfigError(f"unknown table {name!r}; choose one of {', '.join(TABLES)}")
+    keys = [c for c in ("benchmark", "method") if c in summary.columns]
+    if "method" not in keys:
+        raise ConfigError("the summary needs a 'method' column")
+    cols = [c for c in TABLES[name][1] if c in summary.columns]
+    return summary[keys + cols].reset_index(drop=True)
+
+
+def make_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {name: make_table(summary, name) for name in TABLES}
+
+
+def _fmt(v, digits=3) -> str:
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "–"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return f"{float(v):.{digits}f}"
+
+
+def format_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Display strings: MAE and its SE merged into "m ± se", items with one decimal, rates in %
+    with one decimal, times in seconds with 3 significant digits."""
+    out = pd.DataFrame(index=table.index)
+    used = set()
+    for col in table.columns:
+        if col in used:
+            continue
+        pair = next((p for p in _PAIRS if p[0] == col), None)
+        if pair and pair[1] in table.columns:
+            out[pair[2]] = [f"{_fmt(m, 3)} ± {_fmt(s, 3)}" if np.isfinite(m) else "–"
+                            for m, s in zip(table[pair[0]], table[pair[1]])]
+            used.update(pair[:2])
+            continue
+        header = _HEADERS.get(col, col)
+        vals = table[col]
+        if col in ("benchmark", "method"):
+            out[header] = vals.astype(str)
+        elif col.startswith("items"):
+            out[header] = [_fmt(v, 1) for v in vals]
+        elif col.startswith(("coverage", "exposure", "overlap")):
+            out[header] = ["–" if not np.isfinite(v) else f"{100 * v:.1f}%" for v in vals]
+        elif col == "seconds_mean":
+            out[header] = ["–" if not np.isfinite(v) else f"{v:.3g}" for v in vals]
+        else:
+            out[header] = [_fmt(v, 3) for v in vals]
+        used.add(col)
+    return out.reset_index(drop=True)
+
+
+def to_markdown(df: pd.DataFrame, *, title: str | None = None) -> str:
+    """A GitHub-flavoured Markdown table (first two columns left-aligned, others right)."""
+    cols = [str(c) for c in df.columns]
+    rows = [[str(v) for v in r] for r in df.itertuples(index=False)]
+    width = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(cols)]
+    left = {i for i, c in enumerate(cols) if c in ("benchmark", "method", "Benchmark", "Method")}
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) if i in left else c.rjust(w)
+                                 for i, (c, w) in enumerate(zip(cells, width))) + " |"
+
+    sep = "|" + "|".join((":" + "-" * (w + 1)) if i in left else ("-" * (w + 1) + ":")
+                         for i, w in enumerate(width)) + "|"
+    text = "\n".join([line(cols), sep] + [line(r) for r in rows])
+    return (f"**{title}**\n\n{text}\n" if title else text + "\n")
+
+
+def wide_ability_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Methods x benchmarks: "MAE ± SE (items)" cells, the paper's Table 2 shape across runs."""
+    if "benchmark" not in summary.columns:
+        raise ConfigError("wide_ability_table needs a 'benchmark' column (several runs)")
+    cell = [f"{m:.3f} ± {s:.3f} ({n:.0f})" for m, s, n in
+            zip(summary["theta_mae"], summary["theta_mae_se"], summary["items_mean"])]
+    df = summary.assign(cell=cell)
+    methods = list(dict.fromkeys(df["method"]))
+    benches = list(dict.fromkeys(df["benchmark"]))
+    wide = df.pivot(index="method", columns="benchmark", values="cell").reindex(methods)[benches]
+    return wide.fillna("–").reset_index().rename(columns={"method": "Method"})
+
+
+def write_tables(summary: pd.DataFrame, out_dir, *, prefix: str = "") -> dict[str, Path]:
+    """Write every table as ``<prefix>table_<name>.csv`` (numeric) and ``.md`` (formatted);
+    returns the paths by name (and ``markdown`` for the combined ``<prefix>tables.md``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths, blocks = {}, []
+    for name, table in make_tables(summary).items():
+        csv = out / f"{prefix}table_{name}.csv"
+        table.to_csv(csv, index=False)
+        md = to_markdown(format_table(table), title=TABLES[name][0])
+        (out / f"{prefix}table_{name}.md").write_text(md, encoding="utf-8")
+        paths[name] = csv
+        blocks.append(md)
+    if "benchmark" in summary.columns:
+        blocks.insert(0, to_markdown(wide_ability_table(summary),
+                                     title="Theta MAE ± SE (mean items) by benchmark"))
+    combined = out / f"{prefix}tables.md"
+    combined.write_text("\n".join(blocks), encoding="utf-8")
+    paths["markdown"] = combined
+    return paths
