@@ -1,4 +1,4 @@
-"""Ability (theta) estimation, batched over all subjects at once.
+"""Ability (theta) estimation, batched over all subjects at once: EAP, ML, MAP and WLE.
 
 EAP (Bock and Mislevy, 1982): posterior mean and SD of theta on a fixed quadrature grid,
 
@@ -6,40 +6,96 @@ EAP (Bock and Mislevy, 1982): posterior mean and SD of theta on a fixed quadratu
     theta_i = sum_q post_i(q) theta_q,   SE_i = sqrt(sum_q post_i(q) (theta_q - theta_i)^2).
 
 The log-likelihood on the grid is two matrix products (``models.loglik_matrix``).
+
+ML, MAP and WLE solve an estimating equation g_i(theta) = 0 for every subject at once,
+
+    ML   g = S(theta)                         S(theta) = sum_j (y_ij - P_j) P_j' / (P_j Q_j)
+    MAP  g = S(theta) - (theta - mu) / sigma^2                (normal prior N(mu, sigma^2))
+    WLE  g = S(theta) + J(theta) / (2 I(theta))               (Warm, 1989)
+
+with I = sum_j P_j'^2 / (P_j Q_j) (test information) and J = sum_j P_j' P_j'' / (P_j Q_j), sums over
+the items each subject answered. The solver is global and safeguarded, with no loop over subjects:
+
+1. evaluate g and the objective (log L; log L + log prior; log L + log I / 2) for every subject on
+   a grid over ``bounds`` by matrix products;
+2. every downward sign change of g brackets a local maximum; the bracket (or a bound) with the
+   largest objective is kept, so a 3PL likelihood with several modes still gets its global one;
+3. the bracket is refined by the Illinois variant of regula falsi, vectorized over the subjects
+   still active, until it is shorter than ``xtol``.
+
+Standard errors: ML and WLE 1 / sqrt(I(theta)); MAP 1 / sqrt(I(theta) + 1 / sigma^2); EAP the
+posterior SD. With the 1PL/2PL, log L + log I / 2 is exactly the objective WLE maximizes (Warm's
+correction is then the Jeffreys prior). Zero and perfect patterns: WLE, MAP and EAP are finite;
+ML returns -inf / +inf with ``flag`` ``"zero"`` / ``"perfect"`` (``"diverged"`` for the rare 3PL
+pattern whose likelihood keeps increasing towards a bound) and SE = inf; never NaN unless a
+subject answered no item of the bank (``flag="no_items"``: NaN for ML/WLE, the prior for EAP/MAP).
+
+References
+----------
+Bock, R. D. and Mislevy, R. J. (1982). Adaptive EAP estimation of ability in a microcomputer
+environment. Applied Psychological Measurement, 6, 431-444.
+Warm, T. A. (1989). Weighted likelihood estimation of ability in item response theory.
+Psychometrika, 54, 427-450.
+Baker, F. B. and Kim, S.-H. (2004). Item Response Theory: Parameter Estimation Techniques, ch. 7.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import pandas as pd
 from scipy.special import logsumexp
 
+from ..errors import ConfigError
 from . import models
 from .bank import ItemBank
 from .quadrature import normal_quadrature
 
-__all__ = ["response_array", "eap", "grid_posterior"]
+__all__ = [
+    "METHODS",
+    "AbilityResult",
+    "response_array",
+    "grid_posterior",
+    "eap",
+    "ml",
+    "map_estimate",
+    "wle",
+    "estimating_terms",
+    "estimate_ability",
+]
+
+METHODS = ("eap", "wle", "map", "ml")
+
+# |z| beyond this gives P = c or u to machine precision; clipping keeps every ratio finite.
+_Z_CLIP = 300.0
 
 
-def response_array(responses, bank: ItemBank) -> np.ndarray:
+# ---------------------------------------------------------------------------------------- input
+def response_array(responses, bank: ItemBank, *, extra: str = "error") -> np.ndarray:
     """Scores as a float array in the bank's item order.
 
     ``responses`` is a ResponseMatrix (aligned by item id: bank items absent from the matrix are
-    all-missing columns, matrix items absent from the bank are an error) or an array already in
-    bank order with shape (n_subjects, n_items).
+    all-missing columns; matrix items absent from the bank are an error, or dropped with
+    ``extra="ignore"``) or an array already in bank order with shape (n_subjects, n_items).
     """
     from ..responses import ResponseMatrix
 
     if isinstance(responses, ResponseMatrix):
-        return responses.aligned_values(bank.item_ids)
+        return responses.aligned_values(bank.item_ids, extra=extra)
     y = np.asarray(responses, dtype=float)
     if y.ndim == 1:
         y = y[None, :]
-    if y.shape[1] != len(bank):
+    if y.ndim != 2 or y.shape[1] != len(bank):
         from ..errors import ResponseDataError
 
-        raise ResponseDataError(f"responses have {y.shape[1]} columns but the bank has {len(bank)} items")
+        raise ResponseDataError(
+            f"responses have shape {y.shape} but the bank has {len(bank)} items; pass a "
+            "ResponseMatrix (aligned by item id) or an array with one column per bank item"
+        )
     return y
 
 
+# ------------------------------------------------------------------------------------------ EAP
 def grid_posterior(y: np.ndarray, bank: ItemBank, quad) -> np.ndarray:
     """Normalized posterior over the quadrature nodes, shape (n_subjects, n_nodes)."""
     log_p, log_q = bank.log_probability(quad.nodes)
@@ -58,3 +114,268 @@ def eap(responses, bank: ItemBank, *, quadpts: int = 61, theta_range=(-6.0, 6.0)
     theta = post @ quad.nodes
     var = post @ quad.nodes**2 - theta**2
     return theta, np.sqrt(np.maximum(var, 0.0))
+
+
+# ------------------------------------------------------------------------ IRF pieces, log-safe
+def _irf_pieces(theta, a, b, c, u):
+    """P, P', r = P'/(P Q) and P''/P' = a (1 - 2 sigma) for every (theta, item).
+
+    ``theta`` of any shape; results have shape ``theta.shape + (n_items,)``. sigma and 1 - sigma
+    come from one exponential of -|z| (no cancellation), so Q is accurate when P is close to 1
+    and the ratio r never evaluates 0/0. Equal to ``models.probability`` / ``dprobability`` /
+    ``d2probability`` (tested).
+    """
+    z = np.clip(a * (np.asarray(theta, dtype=float)[..., None] - b), -_Z_CLIP, _Z_CLIP)
+    e = np.exp(-np.abs(z))
+    d = 1.0 / (1.0 + e)
+    pos = z >= 0
+    s = np.where(pos, d, e * d)          # sigma(z)
+    t = np.where(pos, e * d, d)          # 1 - sigma(z)
+    rng_ = u - c
+    p = c + rng_ * s
+    q = (1.0 - u) + rng_ * t
+    dp = a * rng_ * s * t
+    r = dp / (p * q)
+    curv = a * (t - s)                   # P''/P' = a (1 - 2 sigma)
+    return p, dp, r, curv
+
+
+def estimating_terms(theta, y: np.ndarray, bank: ItemBank):
+    """Score S, information I and Warm's J at one theta per subject.
+
+    ``theta`` shape (n_subjects,), ``y`` (n_subjects, n_items) in bank order with NaN = missing.
+    Returns ``(S, I, J)`` each of shape (n_subjects,), summed over each subject's observed items:
+    S = sum (y - P) P'/(PQ), I = sum P'^2/(PQ), J = sum P' P''/(PQ).
+    """
+    y = np.asarray(y, dtype=float)
+    obs = ~np.isnan(y)
+    y1 = np.where(obs, y, 0.0)
+    return _terms_at(np.asarray(theta, dtype=float), y1, obs, bank.params)
+
+
+def _terms_at(theta, y1, obs, params):
+    p, dp, r, curv = _irf_pieces(theta, *params)
+    s = ((y1 - p * obs) * r).sum(axis=1)
+    info_j = dp * r * obs
+    i = info_j.sum(axis=1)
+    j = (info_j * curv).sum(axis=1)
+    return s, i, j
+
+
+def _terms_grid(nodes, y1, obs, params):
+    """S, I, J for every subject at every grid node by matrix products: (n_subjects, n_nodes)."""
+    p, dp, r, curv = _irf_pieces(nodes, *params)          # (G, n_items)
+    s = y1 @ r.T - obs @ (p * r).T
+    info = dp * r
+    i = obs @ info.T
+    j = obs @ (info * curv).T
+    return s, i, j
+
+
+# ---------------------------------------------------------------------------- the root finder
+@dataclass
+class AbilityResult:
+    """Result of :func:`estimate_ability` (also returned by :func:`ml`, :func:`map_estimate`,
+    :func:`wle`): arrays of shape (n_subjects,)."""
+
+    theta: np.ndarray
+    se: np.ndarray
+    n_items: np.ndarray
+    flag: np.ndarray
+    method: str
+
+    def to_frame(self, subject_ids=None) -> pd.DataFrame:
+        n = self.theta.size
+        ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)])
+        return pd.DataFrame({"subject_id": ids, "theta": self.theta, "se": self.se,
+                             "n_items": self.n_items.astype(int), "flag": self.flag})
+
+
+def _g_and_obj(method, s, i, j, loglik, theta, prior_mean, prior_sd):
+    """Estimating function g and the objective whose local maxima are g's downward roots."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if method == "ml":
+            return s, loglik
+        if method == "map":
+            prec = 1.0 / prior_sd**2
+            return s - (theta - prior_mean) * prec, loglik - 0.5 * (theta - prior_mean) ** 2 * prec
+        # wle
+        safe_i = np.maximum(i, 1e-300)
+        return s + j / (2.0 * safe_i), loglik + 0.5 * np.log(safe_i)
+
+
+def _solve(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=1.0,
+           bounds=(-10.0, 10.0), grid_step=0.25, xtol=1e-10, max_iter=100) -> AbilityResult:
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if not hi > lo:
+        raise ConfigError(f"bounds must satisfy low < high, got {bounds}")
+    if not grid_step > 0:
+        raise ConfigError(f"grid_step must be positive, got {grid_step}")
+    if method == "map" and not prior_sd > 0:
+        raise ConfigError(f"prior_sd must be positive, got {prior_sd}")
+    y = np.asarray(y, dtype=float)
+    n_sub = y.shape[0]
+    obs = ~np.isnan(y)
+    y1 = np.where(obs, y, 0.0)
+    obs_f = obs.astype(float)
+    n_obs = obs.sum(axis=1)
+    params = bank.params
+
+    # 1. grid: estimating function and objective for everyone at every node
+    nodes = np.linspace(lo, hi, max(int(np.ceil((hi - lo) / grid_step)) + 1, 3))
+    s_g, i_g, j_g = _terms_grid(nodes, y1, obs_f, params)
+    log_p, log_q = models.log_probability(nodes, *params)
+    loglik = models.loglik_matrix(y, log_p, log_q, observed=obs)
+    g, obj = _g_and_obj(method, s_g, i_g, j_g, loglik, nodes[None, :], prior_mean, prior_sd)
+
+    # 2. candidates: interior brackets with g > 0 at the left node and g <= 0 at the right one,
+    #    the lower bound when g < 0 there, the upper bound when g > 0 there; keep the best
+    down = (g[:, :-1] > 0) & (g[:, 1:] <= 0)
+    score = np.full((n_sub, nodes.size + 1), -np.inf)
+    score[:, 1:-1] = np.where(down, np.maximum(obj[:, :-1], obj[:, 1:]), -np.inf)
+    score[:, 0] = np.where(g[:, 0] < 0, obj[:, 0], -np.inf)
+    score[:, -1] = np.where(g[:, -1] > 0, obj[:, -1], -np.inf)
+    # a subject with no candidate (g == 0 everywhere, e.g. no information) keeps the better bound
+    none = ~np.isfinite(score).any(axis=1)
+    score[none, 0] = np.where(obj[none, 0] >= obj[none, -1], 0.0, -np.inf)
+    score[none, -1] = np.where(obj[none, 0] >= obj[none, -1], -np.inf, 0.0)
+    best = np.argmax(score, axis=1)
+
+    theta = np.empty(n_sub)
+    at_low, at_high = best == 0, best == nodes.size
+    theta[at_low], theta[at_high] = lo, hi
+    inner = ~(at_low | at_high)
+
+    # 3. Illinois regula falsi on the chosen brackets, vectorized over the active subjects
+    idx = np.flatnonzero(inner)
+    k = best[idx] - 1
+    a_x, b_x = nodes[k], nodes[k + 1]
+    a_g, b_g = g[idx, k], g[idx, k + 1]
+    side = np.zeros(idx.size, dtype=np.int8)
+    for _ in range(max_iter):
+        if idx.size == 0:
+            break
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = b_x - b_g * (b_x - a_x) / (b_g - a_g)
+        bad = ~np.isfinite(x) | (x <= np.minimum(a_x, b_x)) | (x >= np.maximum(a_x, b_x))
+        x = np.where(bad, 0.5 * (a_x + b_x), x)
+        s_x, i_x, j_x = _terms_at(x, y1[idx], obs_f[idx], params)
+        g_x, _ = _g_and_obj(method, s_x, i_x, j_x, 0.0, x, prior_mean, prior_sd)
+        left = g_x > 0                    # root lies to the right of x: x replaces a
+        # Illinois: halve the retained endpoint's value when the same side moves twice
+        b_g = np.where(left & (side == 1), 0.5 * b_g, b_g)
+        a_g = np.where(~left & (side == -1), 0.5 * a_g, a_g)
+        a_x, a_g = np.where(left, x, a_x), np.where(left, g_x, a_g)
+        b_x, b_g = np.where(left, b_x, x), np.where(left, b_g, g_x)
+        side = np.where(left, 1, -1).astype(np.int8)
+        done = (np.abs(b_x - a_x) <= xtol * (1.0 + np.abs(x))) | (g_x == 0)
+        if done.any():
+            theta[idx[done]] = np.where(g_x[done] == 0, x[done], 0.5 * (a_x[done] + b_x[done]))
+            keep = ~done
+            idx, a_x, b_x, a_g, b_g, side = (idx[keep], a_x[keep], b_x[keep], a_g[keep],
+                                             b_g[keep], side[keep])
+    if idx.size:  # not converged within max_iter: best bracket midpoint (bracket is tiny anyway)
+        theta[idx] = 0.5 * (a_x + b_x)
+
+    # standard errors and flags
+    _, info, _ = _terms_at(theta, y1, obs_f, params)
+    flag = np.full(n_sub, "ok", dtype=object)
+    with np.errstate(divide="ignore"):
+        if method == "map":
+            se = 1.0 / np.sqrt(info + 1.0 / prior_sd**2)
+        else:
+            se = 1.0 / np.sqrt(info)
+    bound = at_low | at_high
+    if method == "ml":
+        all_right = (n_obs > 0) & np.all(~obs | (y >= 1.0), axis=1)
+        all_wrong = (n_obs > 0) & np.all(~obs | (y <= 0.0), axis=1)
+        theta[at_low], theta[at_high] = -np.inf, np.inf
+        se[bound] = np.inf
+        flag[bound] = "diverged"
+        flag[at_high & all_right] = "perfect"
+        flag[at_low & all_wrong] = "zero"
+    else:
+        flag[bound] = "at_bound"
+    empty = n_obs == 0
+    if empty.any():
+        flag[empty] = "no_items"
+        if method == "map":
+            theta[empty], se[empty] = prior_mean, prior_sd
+        else:
+            theta[empty], se[empty] = np.nan, np.nan
+    return AbilityResult(theta, se, n_obs, flag, method)
+
+
+def ml(responses, bank: ItemBank, *, bounds=(-10.0, 10.0), grid_step: float = 0.25,
+       xtol: float = 1e-10) -> AbilityResult:
+    """Maximum likelihood theta with SE 1/sqrt(I(theta)); +-inf (flagged) where the likelihood
+    has no interior maximum within ``bounds`` (perfect and zero patterns)."""
+    return _solve(response_array(responses, bank), bank, "ml", bounds=bounds,
+                  grid_step=grid_step, xtol=xtol)
+
+
+def map_estimate(responses, bank: ItemBank, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
+                 bounds=(-10.0, 10.0), grid_step: float = 0.25,
+                 xtol: float = 1e-10) -> AbilityResult:
+    """Posterior mode under a N(prior_mean, prior_sd^2) prior; SE 1/sqrt(I(theta) + 1/prior_sd^2)."""
+    return _solve(response_array(responses, bank), bank, "map", prior_mean=prior_mean,
+                  prior_sd=prior_sd, bounds=bounds, grid_step=grid_step, xtol=xtol)
+
+
+def wle(responses, bank: ItemBank, *, bounds=(-10.0, 10.0), grid_step: float = 0.25,
+        xtol: float = 1e-10) -> AbilityResult:
+    """Warm's (1989) weighted likelihood estimate, root of S + J/(2I) = 0; SE 1/sqrt(I(theta)).
+
+    Finite for zero and perfect patterns; flagged ``"at_bound"`` only if the root lies outside
+    ``bounds``.
+    """
+    return _solve(response_array(responses, bank), bank, "wle", bounds=bounds,
+                  grid_step=grid_step, xtol=xtol)
+
+
+# --------------------------------------------------------------------------------- public entry
+def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_mean: float = 0.0,
+                     prior_sd: float = 1.0, quadpts: int = 61, theta_range=(-6.0, 6.0),
+                     bounds=(-10.0, 10.0), extra_items: str = "error",
+                     subject_ids=None) -> pd.DataFrame:
+    """Theta and SE for every subject, one row each.
+
+    Parameters
+    ----------
+    responses : ResponseMatrix (aligned to the bank by item id) or array in bank item order
+    bank : ItemBank
+    method : "eap" (posterior mean, SE = posterior SD; mirt's defaults), "wle" (Warm),
+        "map" (posterior mode) or "ml" (maximum likelihood)
+    prior_mean, prior_sd : normal prior for EAP and MAP
+    quadpts, theta_range : EAP quadrature (equally spaced nodes)
+    bounds : search interval of ML / MAP / WLE
+    extra_items : "error" (default) or "ignore" for response items the bank does not contain
+    subject_ids : ids for an array input (a ResponseMatrix brings its own)
+
+    Returns
+    -------
+    DataFrame with columns ``subject_id, theta, se, n_items, flag``. ``flag`` is ``"ok"``, or for
+    ML ``"perfect"`` / ``"zero"`` / ``"diverged"`` (theta = +-inf, se = inf), ``"at_bound"``
+    (WLE/MAP root beyond ``bounds``), ``"no_items"`` (no response to any bank item).
+    """
+    from ..responses import ResponseMatrix
+
+    method = str(method).lower()
+    if method not in METHODS:
+        raise ConfigError(f"unknown scoring method {method!r}; use one of {', '.join(METHODS)}")
+    if isinstance(responses, ResponseMatrix) and subject_ids is None:
+        subject_ids = responses.subject_ids
+    y = response_array(responses, bank, extra=extra_items)
+    if method == "eap":
+        quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
+        post = grid_posterior(y, bank, quad)
+        theta = post @ quad.nodes
+        se = np.sqrt(np.maximum(post @ quad.nodes**2 - theta**2, 0.0))
+        n_obs = (~np.isnan(y)).sum(axis=1)
+        flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
+        res = AbilityResult(theta, se, n_obs, flag, "eap")
+    else:
+        res = _solve(y, bank, method, prior_mean=prior_mean, prior_sd=prior_sd, bounds=bounds)
+    df = res.to_frame(subject_ids)
+    df.attrs["method"] = method
+    return df
