@@ -1,0 +1,45 @@
+"""Live adaptive evaluation of real models (see ``docs/live.md``).
+
+- :mod:`.items`    item content: loaders for benchmark item files, join to a bank, prompts;
+                   :func:`load_content_bank` (the shipped ARC bank with content)
+- :mod:`.scorers`  scorers by name: ``mc`` (letter / option text), ``gsm8k`` (numeric), callables
+- :mod:`.subjects` ``OpenAICompatible`` (chat and completion endpoints over HTTP),
+                   ``CallableSubject``, ``SimulatedSubject``
+- :mod:`.store`    the SQLite run store (WAL; pending item before asking, one transaction a step)
+- :mod:`.runner`   :func:`evaluate`, :func:`resume`, :func:`evaluate_many`
+- :mod:`.lmeval`   :func:`read_lmeval_samples`: lm-evaluation-harness sample logs -> ResponseMatrix
+- :mod:`.report`   a self-contained HTML page per run
+
+Names are loaded lazily so that importing this package needs neither httpx nor the CAT engine.
+"""
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "load_content_bank": "items", "load_item_content": "items", "attach_content": "items",
+    "build_prompt": "items", "Prompt": "items", "parse_choices": "items",
+    "register_scorer": "scorers", "get_scorer": "scorers", "score_answer": "scorers",
+    "OpenAICompatible": "subjects", "CallableSubject": "subjects", "SimulatedSubject": "subjects",
+    "Answer": "subjects", "Subject": "subjects", "SubjectError": "subjects",
+    "RunStore": "store",
+    "evaluate": "runner", "evaluate_many": "runner", "resume": "runner",
+    "PromptSettings": "runner", "RunResult": "runner",
+    "read_lmeval_samples": "lmeval",
+    "write_run_report": "report",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'atlascat.live' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,437 @@
+"""Items with content: loaders for benchmark item files, joining to a bank, prompt building.
+
+An item that can be *asked* needs more than its IRT parameters. Content-bearing banks carry
+these metadata columns (one row per item, indexed by item id):
+
+==============  ==========================================================================
+``benchmark``   arc, gsm8k, hellaswag, mmlu, truthfulqa, winogrande
+``question``    the question / context text
+``choices``     list of option texts (empty list for open-answer items such as GSM8K)
+``answer``      the key: an option letter ``A``, ``B``, ... (multiple choice) or the final
+                number as text (GSM8K)
+``scorer``      name of the scorer in :mod:`atlascat.live.scorers` (``mc``, ``gsm8k``, ...)
+``fewshot``     the Open LLM Leaderboard's few-shot context for this item (ends with the
+                item's own question, ready for a completion endpoint), or empty
+``source_id``   the id of the item in its original dataset, where known
+==============  ==========================================================================
+
+Options are always *presented* with letters A, B, C, ... in list order whatever labels the
+source used (a few ARC items use ``1``-``4``), and the key is stored as that letter.
+TruthfulQA's mc1 lists the correct answer first; its options are put in a fixed per-item
+permuted order (a hash of the item id) so that "always answer A" does not score 100%.
+
+The item files are ``../shared/data/openllm/items/<bench>[-secondary].parquet`` (metabench's
+item sets; ``metabench_idx`` is the matrix item id, MMLU uses ``mb_sub_idx``). The package ships
+one bank with content, ARC: :func:`load_content_bank`.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BankError, ConfigError
+
+__all__ = [
+    "CONTENT_BENCHMARKS", "CONTENT_COLUMNS", "PROMPT_STYLES", "Prompt", "parse_choices",
+    "load_item_content", "attach_content", "load_content_bank", "content_bank_path",
+    "build_prompt", "item_record", "letters", "SHIPPED_BANKS",
+]
+
+CONTENT_BENCHMARKS = ("arc", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande")
+CONTENT_COLUMNS = ("benchmark", "question", "choices", "answer", "scorer", "fewshot", "source_id")
+PROMPT_STYLES = ("zero-shot", "few-shot")
+#: benchmarks whose content bank ships with the package -> file name in datasets/data
+SHIPPED_BANKS = {"arc": "live_arc_bank.parquet"}
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def letters(n: int) -> list[str]:
+    """The first ``n`` option letters (A, B, ...)."""
+    if n > len(_LETTERS):
+        raise BankError(f"an item has {n} options; at most {len(_LETTERS)} are supported")
+    return list(_LETTERS[:n])
+
+
+# ---------------------------------------------------------------------------- parsing
+def _literal(node: ast.AST) -> Any:
+    """Evaluate a literal expression that may contain ``array([...], dtype=...)`` calls."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "array":
+        if len(node.args) != 1:
+            raise ValueError("array(...) with more than one positional argument")
+        return _literal(node.args[0])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_literal(node.operand)
+    raise ValueError(f"unsupported syntax {type(node).__name__}")
+
+
+def _to_list(value) -> list:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise ValueError(f"expected a list, got {type(value).__name__}")
+
+
+def parse_choices(value) -> tuple[list[str], list[str]]:
+    """Options of an item as ``(labels, texts)`` from any of the forms found in item files.
+
+    Accepted: a dict ``{'label': [...], 'text': [...]}`` (values lists or numpy arrays), a dict
+    ``{'choices': [...]}`` (TruthfulQA targets), a plain list/array of texts, or any of these
+    as a string: JSON, or the ``repr`` of a dict of numpy arrays
+    (``"{'label': array(['A', 'B'], dtype=object), ...}"``), parsed without ``eval``.
+    Labels default to A, B, ... when the source has none.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            try:
+                value = _literal(ast.parse(text, mode="eval").body)
+            except (SyntaxError, ValueError) as exc:
+                raise BankError(f"cannot parse choices {text[:80]!r}: {exc}") from exc
+    if isinstance(value, Mapping):
+        if "text" in value:
+            texts = _to_list(value["text"])
+            labels = _to_list(value["label"]) if "label" in value else letters(len(texts))
+        elif "choices" in value:
+            texts = _to_list(value["choices"])
+            labels = letters(len(texts))
+        else:
+            raise BankError(f"choices dict has keys {list(value)}; expected 'text' (+ 'label')")
+    else:
+        try:
+            texts = _to_list(value)
+        except ValueError as exc:
+            raise BankError(f"cannot read choices from {value!r:.80}: {exc}") from exc
+        labels = letters(len(texts))
+    if len(labels) != len(texts):
+        raise BankError(f"choices have {len(labels)} labels but {len(texts)} texts")
+    return [str(x) for x in labels], [str(x) for x in texts]
+
+
+def _gsm8k_key(solution: str) -> str:
+    match = re.search(r"####\s*(.+?)\s*$", str(solution).strip())
+    if match is None:
+        raise BankError(f"GSM8K solution has no '#### <answer>' line: {str(solution)[-80:]!r}")
+    return match.group(1).replace(",", "").strip()
+
+
+def _stable_permutation(item_id: str, n: int) -> np.ndarray:
+    """A fixed permutation of ``range(n)`` derived from the item id (no global randomness)."""
+    seed = int.from_bytes(hashlib.sha256(f"atlas-options:{item_id}".encode()).digest()[:8], "little")
+    return np.random.default_rng(seed).permutation(n)
+
+
+# ---------------------------------------------------------------------------- loaders
+def _read_item_files(bench: str, items_dir: Path) -> pd.DataFrame:
+    frames = []
+    for name in (f"{bench}.parquet", f"{bench}-secondary.parquet"):
+        path = items_dir / name
+        if path.exists():
+            frames.append(pd.read_parquet(path))
+    if not frames:
+        raise BankError(f"no item file {bench}.parquet in {str(items_dir)!r}; point items_dir at "
+                        "the folder holding the metabench item parquet files")
+    df = pd.concat(frames, ignore_index=True)
+    id_col = "mb_sub_idx" if bench == "mmlu" else "metabench_idx"
+    df["item_id"] = df[id_col].astype(str)
+    return df.drop_duplicates("item_id", keep="first").reset_index(drop=True)
+
+
+def _mc_row(item_id, question, texts, correct: int, fewshot, source_id, bench, scorer="mc"):
+    keys = letters(len(texts))
+    if not 0 <= correct < len(texts):
+        raise BankError(f"item {item_id}: answer index {correct} outside its {len(texts)} options")
+    return {"item_id": item_id, "benchmark": bench, "question": str(question),
+            "choices": [str(t) for t in texts], "answer": keys[correct], "scorer": scorer,
+            "fewshot": fewshot or "", "source_id": source_id or ""}
+
+
+def load_item_content(bench: str, items_dir) -> pd.DataFrame:
+    """Normalized item content of a benchmark (columns ``item_id`` + :data:`CONTENT_COLUMNS`).
+
+    Parameters
+    ----------
+    bench : one of :data:`CONTENT_BENCHMARKS`
+    items_dir : folder holding ``<bench>.parquet`` and optionally ``<bench>-secondary.parquet``
+        (metabench's item sets, e.g. ``../shared/data/openllm/items``). Both are read; ids are
+        the response-matrix item ids (``metabench_idx``, or ``mb_sub_idx`` for MMLU).
+    """
+    bench = bench.lower()
+    if bench not in CONTENT_BENCHMARKS:
+        raise ConfigError(f"no content loader for {bench!r}; choose one of {', '.join(CONTENT_BENCHMARKS)}")
+    df = _read_item_files(bench, Path(items_dir))
+    rows = []
+    for rec in df.to_dict("records"):
+        iid = rec["item_id"]
+        if bench == "arc":
+            labels, texts = parse_choices(rec["choices"])
+            key = str(rec["answerKey"]).strip()
+            if key not in labels:
+                raise BankError(f"ARC item {iid}: answerKey {key!r} not among labels {labels}")
+            rows.append(_mc_row(iid, rec["question"], texts, labels.index(key),
+                                rec.get("alltwentyfiveshot_longprompt"), rec.get("id"), bench))
+        elif bench == "mmlu":
+            _, texts = parse_choices(rec["choices"])
+            rows.append(_mc_row(iid, rec["question"], texts, int(rec["answer"]),
+                                rec.get("allfiveshot_longprompt"), rec.get("mb_sub_idx"), bench))
+        elif bench == "hellaswag":
+            _, texts = parse_choices(rec["endings"])
+            question = f"{rec['activity_label']}: {rec['ctx']}"
+            rows.append(_mc_row(iid, question, texts, int(rec["label"]),
+                                rec.get("alltenshot_longprompt"), rec.get("source_id"), bench))
+        elif bench == "winogrande":
+            texts = [rec["option1"], rec["option2"]]
+            rows.append(_mc_row(iid, rec["sentence"], texts, int(rec["answer"]) - 1,
+                                rec.get("allfiveshot_longprompt"), None, bench))
+        elif bench == "truthfulqa":
+            targets = rec["mc1_targets"]
+            if isinstance(targets, str):
+                targets = _literal(ast.parse(targets, mode="eval").body)
+            _, texts = parse_choices(targets)
+            labels = np.asarray(_to_list(targets["labels"]), dtype=int)
+            perm = _stable_permutation(iid, len(texts))
+            texts = [texts[j] for j in perm]
+            correct = int(np.flatnonzero(labels[perm] == 1)[0])
+            rows.append(_mc_row(iid, rec["question"], texts, correct, None, None, bench))
+        else:  # gsm8k
+            rows.append({"item_id": iid, "benchmark": bench, "question": str(rec["question"]),
+                         "choices": [], "answer": _gsm8k_key(rec["answer"]), "scorer": "gsm8k",
+                         "fewshot": rec.get("allfiveshot_longprompt") or "", "source_id": ""})
+    out = pd.DataFrame(rows, columns=["item_id", *CONTENT_COLUMNS])
+    return out.reset_index(drop=True)
+
+
+def attach_content(bank, content: pd.DataFrame, *, missing: str = "drop"):
+    """Join item content to a bank by item id.
+
+    Parameters
+    ----------
+    bank : ItemBank
+    content : frame with an ``item_id`` column (or index) and the :data:`CONTENT_COLUMNS`
+    missing : "drop" (keep only bank items that have content) or "error"
+
+    Returns
+    -------
+    ItemBank with the content columns as metadata (existing metadata columns are kept).
+    """
+    from ..irt.bank import ItemBank
+
+    content = content.copy()
+    if "item_id" in content.columns:
+        content = content.set_index("item_id")
+    content.index = content.index.astype(str)
+    have = np.array([i in content.index for i in bank.item_ids])
+    if not have.any():
+        raise BankError("no bank item has content: item ids do not match (e.g. bank "
+                        f"{list(bank.item_ids[:3])} vs content {list(content.index[:3])})")
+    if not have.all():
+        if missing == "error":
+            lacking = bank.item_ids[~have]
+            raise BankError(f"{lacking.size} bank item(s) have no content, e.g. {list(lacking[:5])}")
+        bank = bank.subset(have)
+    meta = content.loc[list(bank.item_ids), [c for c in CONTENT_COLUMNS if c in content.columns]]
+    if bank.metadata is not None:
+        old = bank.metadata[[c for c in bank.metadata.columns if c not in meta.columns]]
+        meta = pd.concat([old.reset_index(drop=True), meta.reset_index(drop=True)], axis=1)
+    return ItemBank(bank.item_ids, *bank.params, metadata=meta.reset_index(drop=True),
+                    model=bank.model)
+
+
+def content_bank_path(bench: str = "arc") -> Path:
+    """Path of a content bank shipped with the package."""
+    from ..datasets import data_path
+
+    bench = bench.lower()
+    if bench not in SHIPPED_BANKS:
+        raise ConfigError(f"no shipped content bank for {bench!r}; shipped: {', '.join(SHIPPED_BANKS)}. "
+                          "Build one with attach_content(bank, load_item_content(bench, items_dir))")
+    return data_path(SHIPPED_BANKS[bench])
+
+
+def load_content_bank(bench: str = "arc"):
+    """The calibrated bank with item content shipped with the package (see ``docs/live.md``).
+
+    ARC: 245 items (the metabench ARC item sets with content), 3PL parameters from our own
+    marginal-ML calibration of the dense ARC matrix (2193 models x 317 items).
+    """
+    from ..irt.bank import ItemBank
+
+    return _normalize_loaded(ItemBank.read(content_bank_path(bench)))
+
+
+def _normalize_loaded(bank):
+    """Parquet gives numpy arrays for list cells and None for empty strings; make them plain."""
+    meta = bank.metadata
+    if meta is None or "choices" not in meta.columns:
+        return bank
+    meta = meta.copy()
+    meta["choices"] = [list(_to_list(v)) if not isinstance(v, str) else parse_choices(v)[1]
+                       for v in meta["choices"]]
+    for col in ("fewshot", "source_id"):
+        if col in meta.columns:
+            meta[col] = meta[col].fillna("").astype(str)
+    from ..irt.bank import ItemBank
+
+    return ItemBank(bank.item_ids, *bank.params, metadata=meta.reset_index(drop=True),
+                    model=bank.model)
+
+
+def item_record(bank, item_id: str) -> dict:
+    """One item's content as a plain dict (``item_id`` + metadata columns)."""
+    if bank.metadata is None:
+        raise BankError("this bank has no item content (metadata); use a content bank "
+                        "(atlascat.live.items.load_content_bank / attach_content)")
+    if str(item_id) not in bank:
+        raise BankError(f"item {item_id!r} is not in the bank")
+    rec = bank.metadata.loc[str(item_id)].to_dict()
+    missing = [c for c in ("question", "answer", "scorer") if c not in rec]
+    if missing:
+        raise BankError(f"bank metadata lacks column(s) {missing} needed to ask an item")
+    choices = rec.get("choices")
+    if choices is None or (isinstance(choices, float) and np.isnan(choices)):
+        rec["choices"] = []
+    elif isinstance(choices, str):
+        rec["choices"] = parse_choices(choices)[1]
+    else:
+        rec["choices"] = [str(c) for c in _to_list(choices)]
+    rec["item_id"] = str(item_id)
+    return rec
+
+
+# ---------------------------------------------------------------------------- prompts
+@dataclass(frozen=True)
+class Prompt:
+    """What is sent to a model: chat ``messages`` or completion ``text``, plus generation settings.
+
+    :meth:`hash` is the SHA-256 of the canonical JSON of everything that determines the answer
+    (kind, messages/text, max_tokens, temperature, stop); the response cache is keyed on it.
+    """
+
+    kind: str  # "chat" | "completion"
+    messages: tuple = ()
+    text: str = ""
+    max_tokens: int = 16
+    temperature: float = 0.0
+    stop: tuple = ()
+    extra: Mapping = field(default_factory=dict)
+
+    def payload(self) -> dict:
+        """The request body fields other than ``model``."""
+        body: dict = {"max_tokens": int(self.max_tokens), "temperature": float(self.temperature)}
+        if self.kind == "chat":
+            body["messages"] = [dict(m) for m in self.messages]
+        else:
+            body["prompt"] = self.text
+        if self.stop:
+            body["stop"] = list(self.stop)
+        body.update(dict(self.extra))
+        return body
+
+    def hash(self) -> str:
+        canon = json.dumps({"kind": self.kind, **self.payload()}, sort_keys=True,
+                           ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+    def render(self) -> str:
+        """Human-readable text of the prompt (stored with each step)."""
+        if self.kind == "chat":
+            return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.messages)
+        return self.text
+
+
+_MC_INSTRUCTION = ("The following is a multiple-choice question. Reply with the letter of the "
+                   "correct option only.")
+_NUM_INSTRUCTION = ("Solve the following problem. Reason step by step, then give the final "
+                    "answer on the last line in the form '#### <number>'.")
+
+
+def _zero_shot_text(item: Mapping) -> str:
+    if item["choices"]:
+        opts = "\n".join(f"{k}. {t}" for k, t in zip(letters(len(item["choices"])), item["choices"]))
+        return f"{_MC_INSTRUCTION}\n\nQuestion: {item['question']}\n{opts}\nAnswer:"
+    return f"{_NUM_INSTRUCTION}\n\nQuestion: {item['question']}\nAnswer:"
+
+
+def build_prompt(item: Mapping, *, kind: str = "chat", style: str = "zero-shot",
+                 max_tokens: int | None = None, temperature: float = 0.0,
+                 system: str | None = None) -> Prompt:
+    """The prompt asking ``item`` (a dict from :func:`item_record`).
+
+    Styles
+    ------
+    zero-shot  an instruction, the question and lettered options; the model replies with a
+               letter (multiple choice) or a worked answer ending ``#### <number>`` (GSM8K).
+    few-shot   the Open LLM Leaderboard's few-shot context for the item (``fewshot`` column),
+               verbatim; ARC's continues with the option *text* and MMLU's with a letter, both
+               read by the ``mc`` scorer. Meant for completion endpoints and base models.
+    """
+    if kind not in ("chat", "completion"):
+        raise ConfigError(f"prompt kind must be 'chat' or 'completion', not {kind!r}")
+    if style not in PROMPT_STYLES:
+        raise ConfigError(f"prompt style must be one of {PROMPT_STYLES}, not {style!r}")
+    open_answer = not item["choices"]
+    if max_tokens is None:
+        max_tokens = 512 if open_answer else (48 if style == "few-shot" else 16)
+    if style == "few-shot":
+        if item.get("benchmark") in ("hellaswag", "winogrande"):
+            raise ConfigError(f"the few-shot context of {item.get('benchmark')} items is a "
+                              "loglikelihood continuation that cannot be scored from generated "
+                              "text; use --prompt-style zero-shot")
+        text = str(item.get("fewshot") or "")
+        if not text:
+            raise ConfigError(f"item {item['item_id']} has no few-shot context; use zero-shot")
+        stop = ("\n\nQuestion:", "\n\n") if not open_answer else ("\n\nQuestion:",)
+    else:
+        text = _zero_shot_text(item)
+        stop = ()
+    if kind == "chat":
+        messages = []
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": text})
+        return Prompt("chat", messages=tuple(messages), max_tokens=max_tokens,
+                      temperature=temperature, stop=stop)
+    if kind == "completion" and style == "zero-shot" and not open_answer:
+        stop = ("\n",)
+    return Prompt("completion", text=text, max_tokens=max_tokens, temperature=temperature,
+                  stop=stop)
+
+
+def correct_answer_text(item: Mapping) -> str:
+    """A reply that the item's scorer marks correct (used by scripted subjects)."""
+    if item["choices"]:
+        return str(item["answer"])
+    return f"#### {item['answer']}"
+
+
+def wrong_answer_text(item: Mapping) -> str:
+    """A reply that the item's scorer marks wrong (used by scripted subjects)."""
+    if item["choices"]:
+        keys = letters(len(item["choices"]))
+        return next(k for k in keys if k != str(item["answer"]))
+    try:
+        return f"#### {float(item['answer']) + 1:g}"
+    except ValueError:
+        return "#### none"
+
+
+def items_frame(bank, item_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Content of (some) bank items as a frame, for reports."""
+    ids = list(bank.item_ids if item_ids is None else item_ids)
+    return pd.DataFrame([item_record(bank, i) for i in ids])

@@ -1,0 +1,261 @@
+"""A scripted OpenAI-compatible HTTP server, for tests, demos and checking a setup offline.
+
+It speaks ``POST /v1/chat/completions`` and ``POST /v1/completions`` (and ``GET /v1/models``),
+recognizes which bank item a prompt asks (by its question text) and answers it correctly iff
+``item_uniform(seed, item) < P_item(theta)`` under the bank: exactly the policy of
+:class:`~atlascat.live.subjects.SimulatedSubject`, so a live run against it must reproduce an
+in-process simulated run with the same seeds.
+
+Faults are injected by a hook ``fault(n, item_id, times_seen) -> action`` called for every
+completion request (``n`` counts requests from 1, ``times_seen`` how often this item was
+requested before): ``None`` (answer), ``"429"``, ``"500"``, ``"malformed"`` (200 with a broken
+body), ``"hang"`` (sleep ``hang_s`` before answering) or ``"drop"`` (close without a reply).
+Every request is appended to :attr:`MockOpenAIServer.log`; :attr:`max_in_flight` is the
+largest number of completion requests it was serving at once.
+
+    python -m atlascat.live.mockserver --bank arc --theta 0.5 --port 8000
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from .items import item_record, letters
+from .subjects import item_uniform
+
+__all__ = ["MockOpenAIServer"]
+
+
+class MockOpenAIServer:
+    """Scripted OpenAI-compatible server on ``host:port`` (port 0 = a free port) in a thread.
+
+    Parameters
+    ----------
+    bank : content bank the prompts come from
+    theta, seed : the simulated model's ability and answer seed
+    api_key : if set, requests must carry ``Authorization: Bearer <api_key>`` (else 401)
+    fault : the fault hook described in the module docstring
+    hang_s : how long a ``"hang"`` lasts
+    """
+
+    def __init__(self, bank, theta: float, *, seed: int = 0, host: str = "127.0.0.1",
+                 port: int = 0, api_key: str | None = None,
+                 fault: Callable[[int, str, int], str | None] | None = None,
+                 hang_s: float = 2.0):
+        self.bank = bank
+        self.theta = float(theta)
+        self.seed = int(seed)
+        self.api_key = api_key
+        self.fault = fault
+        self.hang_s = float(hang_s)
+        self.log: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._seen: dict[str, int] = {}
+        p = bank.probability(self.theta)
+        self._p = dict(zip(bank.item_ids.tolist(), p.tolist()))
+        self._by_question: dict[str, list[str]] = {}
+        for item_id, q in zip(bank.item_ids, bank.metadata["question"]):
+            self._by_question.setdefault(str(q).strip(), []).append(str(item_id))
+        self._server = ThreadingHTTPServer((host, port), self._handler())
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> "MockOpenAIServer":
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        name="mock-openai")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # ------------------------------------------------------------------ policy
+    def identify(self, text: str) -> str | None:
+        """The bank item whose question a prompt asks (the last ``Question:`` block)."""
+        at = text.rfind("Question: ")
+        if at < 0:
+            return None
+        rest = text[at + len("Question: "):]
+        for sep in ("\nA. ", "\nAnswer:"):
+            cut = rest.find(sep)
+            if cut >= 0:
+                rest = rest[:cut]
+                break
+        ids = self._by_question.get(rest.strip())
+        return ids[0] if ids and len(ids) == 1 else None
+
+    def correct(self, item_id: str) -> bool:
+        return item_uniform(self.seed, item_id) < self._p[item_id]
+
+    def reply(self, item_id: str, few_shot: bool) -> str:
+        item = item_record(self.bank, item_id)
+        ok = self.correct(item_id)
+        if not item["choices"]:
+            value = item["answer"] if ok else f"{float(item['answer']) + 1:g}"
+            return f"Let me think step by step.\n#### {value}"
+        keys = letters(len(item["choices"]))
+        key = item["answer"] if ok else next(k for k in keys if k != item["answer"])
+        if few_shot:
+            return " " + item["choices"][keys.index(key)]
+        # vary the wording so the scorer's extraction is exercised
+        return key if item_uniform(self.seed + 1, item_id) < 0.5 else f"The answer is ({key})."
+
+    # ------------------------------------------------------------------ HTTP
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+            wbufsize = -1  # buffer headers + body, flushed in one send
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def _send(self, status: int, body: bytes, headers=None):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_GET(self):
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, json.dumps({"object": "list", "data": []}).encode())
+                else:
+                    self._send(404, b'{"error": "not found"}')
+
+            def do_POST(self):
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._post()
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _post(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                path = self.path.rstrip("/")
+                entry = {"n": 0, "path": path, "item_id": None, "status": None,
+                         "time": time.time(), "auth": self.headers.get("Authorization")}
+                try:
+                    body = json.loads(raw)
+                except json.JSONDecodeError:
+                    body = {}
+                chat = path.endswith("/chat/completions")
+                if chat:
+                    msgs = body.get("messages") or []
+                    text = msgs[-1].get("content", "") if msgs else ""
+                elif path.endswith("/completions"):
+                    text = str(body.get("prompt", ""))
+                else:
+                    self._send(404, b'{"error": "unknown endpoint"}')
+                    return
+                item_id = server.identify(text)
+                with server._lock:
+                    entry["n"] = len(server.log) + 1
+                    entry["item_id"] = item_id
+                    times = server._seen.get(item_id, 0)
+                    server._seen[item_id] = times + 1
+                    server.log.append(entry)
+                if server.api_key is not None and entry["auth"] != f"Bearer {server.api_key}":
+                    entry["status"] = 401
+                    self._send(401, b'{"error": {"message": "invalid api key"}}')
+                    return
+                if item_id is None:
+                    entry["status"] = 400
+                    self._send(400, b'{"error": {"message": "no known question in the prompt"}}')
+                    return
+                action = server.fault(entry["n"], item_id, times) if server.fault else None
+                entry["fault"] = action
+                if action == "429":
+                    entry["status"] = 429
+                    self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": "0"})
+                    return
+                if action == "500":
+                    entry["status"] = 500
+                    self._send(500, b'{"error": {"message": "internal error"}}')
+                    return
+                if action == "malformed":
+                    entry["status"] = 200
+                    entry["malformed"] = True
+                    self._send(200, b'{"choices": [{"message": {"content": "B"')
+                    return
+                if action == "drop":
+                    entry["status"] = "dropped"
+                    self.close_connection = True
+                    return
+                if action == "hang":
+                    entry["hung"] = True
+                    entry["status"] = "hanging"
+                    time.sleep(server.hang_s)
+                answer = server.reply(item_id, few_shot="Reply with the letter" not in text)
+                usage = {"prompt_tokens": len(text.split()), "completion_tokens": len(answer.split()),
+                         "total_tokens": len(text.split()) + len(answer.split())}
+                if chat:
+                    choice = {"index": 0, "message": {"role": "assistant", "content": answer},
+                              "finish_reason": "stop"}
+                    obj = "chat.completion"
+                else:
+                    choice = {"index": 0, "text": answer, "finish_reason": "stop"}
+                    obj = "text_completion"
+                payload = {"id": f"mock-{entry['n']}", "object": obj, "created": int(time.time()),
+                           "model": body.get("model", "mock"), "choices": [choice], "usage": usage}
+                entry["status"] = 200
+                entry["answer"] = answer
+                self._send(200, json.dumps(payload).encode())
+
+        return Handler
+
+
+def main(argv=None) -> None:  # pragma: no cover - manual use
+    import argparse
+
+    from .items import load_content_bank
+
+    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (ATLAS)")
+    parser.add_argument("--bank", default="arc")
+    parser.add_argument("--theta", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    srv = MockOpenAIServer(load_content_bank(args.bank), args.theta, seed=args.seed,
+                           host=args.host, port=args.port).start()
+    print(f"serving {srv.url} (theta={args.theta}, seed={args.seed}); Ctrl-C stops", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        srv.stop()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
