@@ -142,8 +142,9 @@ def exposure_rates(administered) -> np.ndarray:
 def security_summary(administered) -> dict:
     """Exposure (mean over items, max, share of items never used) and test overlap.
 
-    The overlap rate comes from :func:`atlascat.cat.security.overlap_rate` on the same matrix
-    (Chen 2005's expected share of common items between two random examinees).
+    The overlap rate is Chen's (2005) variable-length test overlap from the exposure rates and
+    test lengths (:func:`atlascat.cat.security.overlap_from_exposure`): the expected number of
+    items two random examinees share over the expected test length (1 for a fixed form).
     """
     from ..cat import security
 
@@ -153,7 +154,7 @@ def security_summary(administered) -> dict:
         "exposure_mean": float(rates.mean()),
         "exposure_max": float(rates.max()),
         "exposure_unused": float(np.mean(rates == 0)),
-        "overlap": float(security.overlap_rate(adm)),
+        "overlap": float(security.overlap_from_exposure(rates, adm.sum(axis=1))),
     }
 
 
