@@ -1,0 +1,116 @@
+"""``atlas design``: assemble a D-, A- or E-optimal fixed form from an item bank."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from ._common import console, print_frame
+
+
+def load_design_bank(spec: str):
+    """A bank from a file (unidimensional ItemBank, or MultidimBank when it has a1, a2 columns)
+    or, when no such file exists, the bundled published bank of that benchmark name."""
+    from ..datasets import BANK_BENCHMARKS, load_bank
+    from ..errors import BankError
+    from ..irt.bank import ItemBank
+
+    path = Path(spec)
+    if not path.exists():
+        if spec.lower() in BANK_BENCHMARKS:
+            return load_bank(spec.lower())
+        raise BankError(f"bank {spec!r} is neither a file nor a bundled benchmark "
+                        f"({', '.join(BANK_BENCHMARKS)})")
+    from ..irt.multidim import MultidimBank
+
+    if MultidimBank.is_multidim_file(path):
+        return MultidimBank.read(path)
+    return ItemBank.read(path, normalize_ids=True)
+
+
+def _read_thetas(path: Path, n_dims: int):
+    import numpy as np
+    import pandas as pd
+
+    from ..errors import ConfigError
+
+    df = pd.read_csv(path)
+    cols = [c for c in df.columns if str(c).lower().startswith("theta")]
+    if not cols:
+        raise ConfigError(f"{path}: no column named theta (or theta1..thetaK) with abilities")
+    if len(cols) != n_dims:
+        raise ConfigError(f"{path}: {len(cols)} theta column(s) {cols} but the bank has {n_dims} dimension(s)")
+    values = df[cols].to_numpy(dtype=float)
+    if not np.isfinite(values).all():
+        raise ConfigError(f"{path}: theta columns must be finite numbers")
+    return values[:, 0] if n_dims == 1 else values
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("design")
+    def design(
+        bank: str = typer.Option(..., "--bank", "-b",
+                                 help="Bank file (ours or mirt; a1..aK,d for a multidimensional 2PL) "
+                                      "or a bundled benchmark name (arc, gsm8k, ...)."),
+        criterion: str = typer.Option("D", "--criterion", "-c", help="D, A or E optimality."),
+        k: int = typer.Option(50, "-k", "--length", help="Number of items in the form."),
+        output: Path = typer.Option(None, "-o", "--output", help="Write the form (bank rows) to CSV."),
+        thetas: Path = typer.Option(None, "--thetas", exists=True, dir_okay=False,
+                                    help="CSV with a theta column (theta1..thetaK): design for this "
+                                         "sample instead of N(0, I)."),
+        prior_precision: float = typer.Option(None, "--prior-precision",
+                                              help="Lambda_0 (default: inverse variance of the theta "
+                                                   "distribution; 0 = pure Fisher information)."),
+        exchange: bool = typer.Option(True, "--exchange/--no-exchange", help="Run the exchange pass."),
+        random_forms: int = typer.Option(50, "--random-forms",
+                                         help="Compare with this many random forms (0: skip)."),
+        seed: int = typer.Option(0, "--seed", help="Seed for the random comparison forms."),
+        as_json: bool = typer.Option(False, "--json", help="Print a JSON summary instead of tables."),
+    ):
+        """Choose K items maximizing D-, A- or E-optimality over a theta distribution.
+
+        D: integrated log information; A: integrated inverse information (minimized); E: minimum
+        information over the central 95% of the distribution. Greedy selection plus an exchange
+        pass; see atlascat.design.optimal.
+        """
+        import numpy as np
+
+        from ..design.optimal import optimal_form, random_form_baseline
+
+        b = load_design_bank(bank)
+        n_dims = int(np.asarray(b.loadings).shape[1]) if hasattr(b, "loadings") else 1
+        sample = None if thetas is None else _read_thetas(thetas, n_dims)
+        res = optimal_form(b, k, criterion, sample, exchange=exchange,
+                           prior_precision=prior_precision)
+        summary = {"bank": bank, "n_items": len(b), "criterion": res.criterion, "k": res.k,
+                   "value": res.value, "greedy_value": res.greedy_value,
+                   "n_exchanges": res.n_exchanges}
+        if random_forms > 0:
+            cmp = random_form_baseline(b, res.indices, res.criterion, sample, n_forms=random_forms,
+                                       rng=np.random.default_rng(seed),
+                                       prior_precision=prior_precision)
+            summary.update({key: cmp[key] for key in ("random_median", "info", "random_info_median",
+                                                      "info_ratio", "fraction_beaten")})
+        form = res.to_frame(b)
+        if output is not None:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            form.to_csv(output, index=False, float_format="%.17g")
+            summary["output"] = str(output)
+        if as_json:
+            summary["item_ids"] = res.item_ids.tolist()
+            console.print_json(json.dumps(summary))
+            return
+        cols = [c for c in form.columns if c in ("position", "item_id", "a", "b", "c", "u", "d")
+                or str(c).startswith("a")]
+        print_frame(form[cols], title=f"{res.criterion}-optimal form, {res.k} of {len(b)} items")
+        direction = "minimized" if res.criterion == "A" else "maximized"
+        console.print(f"criterion {res.criterion} ({direction}): {res.value:.6g} "
+                      f"(greedy {res.greedy_value:.6g}, {res.n_exchanges} exchange(s))")
+        if random_forms > 0:
+            console.print(f"median of {random_forms} random {res.k}-item forms: "
+                          f"{summary['random_median']:.6g}; beats {summary['fraction_beaten']:.0%} of them")
+            console.print(f"integrated information: {summary['info']:.4g} vs random median "
+                          f"{summary['random_info_median']:.4g} (ratio {summary['info_ratio']:.2f})")
+        if output is not None:
+            console.print(f"wrote {output}")

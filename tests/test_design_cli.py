@@ -1,0 +1,53 @@
+"""`atlas design`: optimal forms from the command line."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from atlascat.cli import main
+from atlascat.datasets import load_bank
+from atlascat.design.optimal import form_criterion, optimal_form
+from atlascat.irt.multidim import MultidimBank
+
+
+def test_design_bundled_bank_writes_form(tmp_path, capsys):
+    out = tmp_path / "form.csv"
+    assert main(["design", "--bank", "truthfulqa", "--criterion", "A", "-k", "20", "-o", str(out),
+                 "--random-forms", "20", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    bank = load_bank("truthfulqa")
+    form = pd.read_csv(out, dtype={"item_id": str})
+    assert len(form) == 20 and list(form.position) == list(range(1, 21))
+    assert form.item_id.tolist() == summary["item_ids"]
+    expected = optimal_form(bank, 20, "A")
+    assert summary["value"] == np.float64(expected.value)
+    assert form_criterion(bank, form.item_id.to_numpy(), "A") == np.float64(summary["value"])
+    assert summary["fraction_beaten"] == 1.0 and summary["info_ratio"] > 1
+
+
+def test_design_bank_file_with_theta_sample(tmp_path, capsys):
+    bank = load_bank("arc").subset(np.arange(200))
+    path = bank.write(tmp_path / "bank.csv", format="mirt")
+    thetas = tmp_path / "thetas.csv"
+    pd.DataFrame({"theta": np.random.default_rng(0).normal(1.0, 0.5, 300)}).to_csv(thetas, index=False)
+    assert main(["design", "-b", str(path), "-k", "10", "--thetas", str(thetas)]) == 0
+    text = capsys.readouterr().out
+    assert "D-optimal form, 10 of 200 items" in text and "random" in text
+
+
+def test_design_multidimensional_bank(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    mb = MultidimBank([f"m{j}" for j in range(60)], rng.uniform(0, 2, (60, 2)), rng.normal(0, 1, 60))
+    path = mb.write(tmp_path / "mbank.csv")
+    assert main(["design", "-b", str(path), "-k", "8", "-c", "E", "--json", "--random-forms", "0"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["value"] == np.float64(optimal_form(mb, 8, "E").value)
+
+
+def test_design_errors(capsys):
+    assert main(["design", "--bank", "nope", "-k", "5"]) == 2
+    assert "neither a file nor a bundled benchmark" in capsys.readouterr().err
+    assert main(["design", "--bank", "arc", "-k", "5000"]) == 2
+    assert main(["design", "--bank", "arc", "-c", "Z"]) == 2
