@@ -508,7 +508,9 @@ def _leave_one_out(f, P):
     Q = 1.0 - P
     fw = np.zeros((nq, blk, n))
     bw = np.zeros((nq, blk, n))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # both directions are computed everywhere and the stable one is kept per (node, item): the
+    # discarded one may overflow, harmlessly
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         qinv = np.where(Q > 0, 1.0 / Q, 0.0)
         pinv = np.where(P > 0, 1.0 / P, 0.0)
         prev = np.zeros((nq, blk))
@@ -520,7 +522,7 @@ def _leave_one_out(f, P):
             nxt = (f[:, k:k + 1] - Q * nxt) * pinv
             bw[:, :, k - 1] = nxt
     out = np.where((P <= 0.5)[:, :, None], fw, bw)
-    return np.clip(out, 0.0, None)
+    return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None)
 
 
 def sx2(responses, bank: ItemBank, *, estimated=None, mincell: float = 1.0, quadpts: int = 61,
