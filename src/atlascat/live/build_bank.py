@@ -3,9 +3,12 @@
     python -m atlascat.live.build_bank --items ../shared/data/openllm/items [--published]
 
 Steps: calibrate a 3PL bank on the dense ARC matrix (``datasets.load_responses('arc')``,
-2193 models x 317 items) with our own marginal-ML EM (``atlascat.calibrate``), keep the items
-that have content in metabench's ARC item files (245), attach the content and write Parquet
-(zstd). ``--published`` uses the ATLAS paper's published ARC bank instead of our calibration.
+2193 models x 317 items) with our own marginal-ML EM (:func:`atlascat.irt.calibrate.calibrate`,
+mirt's settings: 61 nodes on [-6, 6], no priors) after the paper's psychometric filtering
+(:func:`atlascat.filtering.filter_items` defaults: item SD >= 0.01, mean <= 0.95, point-biserial
+>= 0.1; 185 items kept), keep the items that have content in metabench's ARC item files (158),
+attach the content and write Parquet (zstd). ``--published`` uses the ATLAS paper's published
+ARC bank instead (245 items with content).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from .items import SHIPPED_BANKS, attach_content, load_item_content
 __all__ = ["build_content_bank", "write_content_bank"]
 
 #: calibration settings of the shipped bank (recorded in docs/live.md)
-CALIBRATION = {"model": "3pl", "prior_c": "beta(5,17)"}
+CALIBRATION = {"model": "3pl", "filter": True}
 
 
 def build_content_bank(items_dir, *, bench: str = "arc", published: bool = False, bank=None):
@@ -28,10 +31,12 @@ def build_content_bank(items_dir, *, bench: str = "arc", published: bool = False
         if published:
             bank = datasets.load_bank(bench)
         else:
-            from ..irt.calibrate import Calibrator
+            from ..irt.calibrate import calibrate
 
-            responses = datasets.load_responses(bench)
-            bank = Calibrator(**CALIBRATION).fit(responses).bank_
+            result = calibrate(datasets.load_responses(bench), **CALIBRATION)
+            if not result.converged:
+                raise RuntimeError(f"the {bench} calibration did not converge")
+            bank = result.bank
     content = load_item_content(bench, items_dir)
     return attach_content(bank, content, missing="drop")
 

@@ -130,7 +130,16 @@ class MockOpenAIServer:
             def log_message(self, *args):  # keep test output clean
                 pass
 
+            def _done(self):
+                """The request stops counting as in flight (before its reply is written, so a
+                client that reacts to the reply never sees it counted)."""
+                if getattr(self, "_counted", False):
+                    self._counted = False
+                    with server._lock:
+                        server.in_flight -= 1
+
             def _send(self, status: int, body: bytes, headers=None):
+                self._done()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -153,11 +162,11 @@ class MockOpenAIServer:
                 with server._lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                self._counted = True
                 try:
                     self._post()
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    self._done()
 
             def _post(self):
                 length = int(self.headers.get("Content-Length") or 0)

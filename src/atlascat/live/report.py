@@ -26,7 +26,7 @@ th,td{border-bottom:1px solid #e3e6ea;padding:.3em .5em;text-align:left;vertical
 th{background:#f5f7f9}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .ok{color:#17803d;font-weight:600}.bad{color:#b42318;font-weight:600}
 .kv td:first-child{color:#556;width:14em}.pill{padding:.1em .5em;border-radius:1em;background:#eef}
-pre{white-space:pre-wrap;margin:0;font-size:.95em}
+pre{white-space:pre-wrap;margin:0;font-size:1.05em;font-family:ui-monospace,Menlo,Consolas,monospace}
 """
 
 
@@ -35,9 +35,16 @@ def _e(value) -> str:
 
 
 def _fmt(value, spec=".3f") -> str:
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+    if value is None or (isinstance(value, (float, np.floating)) and not np.isfinite(value)):
         return "-"
     return format(value, spec)
+
+
+def _val(x):
+    """None for SQL NULLs that pandas turned into NaN."""
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return None
+    return x
 
 
 def _time(ts) -> str:
@@ -115,6 +122,7 @@ def render_run_report(store, run_id: str, bank=None) -> str:
         kv.append(("last error", info["error"]))
     rows = []
     for rec in steps.to_dict("records"):
+        rec = {k: _val(v) for k, v in rec.items()}
         q = key = ""
         if meta is not None and rec["item_id"] in meta.index:
             q = str(meta.loc[rec["item_id"], "question"])
@@ -123,7 +131,7 @@ def render_run_report(store, run_id: str, bank=None) -> str:
         mark = ("<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>" if score == 0 else "<span class='pill'>pending</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
-        toks = "" if rec["prompt_tokens"] is None or np.isnan(rec["prompt_tokens"]) else \
+        toks = "" if rec["prompt_tokens"] is None else \
             f"{int(rec['prompt_tokens'])}/{int(rec['completion_tokens'] or 0)}"
         rows.append(
             f"<tr><td class='num'>{int(rec['step']) + 1}</td><td>{_e(rec['item_id'])}</td>"

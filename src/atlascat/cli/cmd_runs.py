@@ -1,0 +1,69 @@
+"""``atlas runs``: list live runs in a run store and their state."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ._common import console, print_frame
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("runs")
+    def runs(
+        db: Path = typer.Option(Path("atlas_runs.sqlite"), "--db", help="SQLite run store."),
+        run_id: Optional[str] = typer.Option(None, "--run", help="Show the steps of one run."),
+        html: Optional[Path] = typer.Option(None, "--html",
+                                            help="With --run: (re)write the run's HTML page here."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    ):
+        """List live runs: state (running / interrupted / error / done), theta, SE, items.
+
+        'interrupted' is a run whose process died (killed) before finishing; continue it with
+        atlas evaluate --resume RUN_ID --db DB.
+        """
+        import datetime as dt
+
+        from ..errors import LiveRunError
+        from ..live.store import RunStore
+
+        if not db.exists():
+            raise LiveRunError(f"run database {str(db)!r} does not exist (give --db)")
+        store = RunStore(db)
+        if run_id is not None:
+            info = store.get_run(run_id)
+            steps = store.steps(run_id)
+            if html is not None:
+                from ..live.report import write_run_report
+                from ..live.runner import load_bank_ref
+
+                bank = None
+                try:
+                    bank = load_bank_ref(info["bank_ref"]) if info["bank_ref"] else None
+                except Exception:  # noqa: BLE001 - the page is still useful without content
+                    bank = None
+                path = write_run_report(store, run_id, html, bank=bank)
+                console.print(f"wrote {path}")
+            cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
+                    "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked"]
+            if as_json:
+                typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "session"},
+                                       "steps": steps[cols].to_dict("records")}, default=str))
+                return
+            print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']})",
+                        max_rows=1000)
+            return
+        df = store.list_runs()
+        if as_json:
+            typer.echo(df.to_json(orient="records"))
+            return
+        if df.empty:
+            console.print(f"no runs in {db}")
+            return
+        df = df.assign(updated=[dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
+                                for t in df["updated_at"]])
+        print_frame(df[["run_id", "state", "model", "bank_ref", "n_items", "theta", "se",
+                        "accuracy", "stop_reason", "pending", "updated"]].fillna("-"),
+                    title=f"runs in {db}")
