@@ -399,6 +399,30 @@ class TestRunsInProcess:
         assert [e["item_id"] for e in delivered(srv.log)] == ref.items
 
 
+    def test_cli_several_models_share_the_concurrency_limit(self, bank, tmp_path, capsys):
+        from atlascat.cli import main
+
+        ref = reference_run(bank, tmp_path, config=CATConfig(se_stop=0.15))
+        db = tmp_path / "two.sqlite"
+        with MockOpenAIServer(bank, THETA, seed=SEED) as srv:
+            code = main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}",
+                         "--model", "model-a", "--model", "model-b", "--max-concurrency", "1",
+                         "--se-stop", "0.15", "--seed", str(CAT_SEED), "--db", str(db), "--json"])
+        out = capsys.readouterr().out
+        assert code == 0
+        results = json.loads(out)
+        assert [r["model"] for r in results] == ["model-a", "model-b"]
+        for r in results:  # the server's policy ignores the model name: both equal the reference
+            assert (r["status"], r["items"], r["theta"]) == ("done", ref.items, ref.theta)
+            assert Path(r["report"]).exists()
+        assert srv.max_in_flight == 1 and len(srv.log) == 2 * len(ref.items)
+        code = main(["runs", "--db", str(db), "--run", results[0]["run_id"], "--json",
+                     "--html", str(tmp_path / "page.html")])
+        listing = json.loads(capsys.readouterr().out)
+        assert code == 0 and [s["item_id"] for s in listing["steps"]] == ref.items
+        assert "model-a" in (tmp_path / "page.html").read_text()
+
+
 # =============================================================================== subprocess
 def atlas(*args, env=None, wait=True):
     cmd = [sys.executable, "-m", "atlascat", *map(str, args)]

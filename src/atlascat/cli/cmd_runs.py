@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ._common import console, print_frame
+from ._common import console, err_console, print_frame
 
 
 def register(app: typer.Typer) -> None:
@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
                 except Exception:  # noqa: BLE001 - the page is still useful without content
                     bank = None
                 path = write_run_report(store, run_id, html, bank=bank)
-                console.print(f"wrote {path}")
+                err_console.print(f"wrote {path}", highlight=False)
             cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
                     "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked"]
             if as_json:
