@@ -84,7 +84,8 @@ from scipy.optimize import brentq
 from scipy.stats import chi2, ncx2, norm
 
 from ..errors import ConfigError, ResponseDataError
-from .ability import _irf_pieces, _terms_at, estimate_ability, response_array
+from . import models
+from .ability import _irf_pieces, estimate_ability, response_array
 from .bank import ItemBank
 from .quadrature import normal_quadrature
 
@@ -631,12 +632,10 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     finite = np.isfinite(theta)
     th = np.where(finite, theta, 0.0)
     p, dp, r, curv = _irf_pieces(th, *bank.params)
-    q = 1.0 - p
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logit = np.log(p) - np.log1p(-p)
-    logit = np.where(obs, logit, 0.0)
+    log_p, log_q = models.log_probability(th, *bank.params)   # finite, accurate near 0 and 1
+    logit = np.where(obs, log_p - log_q, 0.0)
     y0 = np.where(obs, y, 0.0)
-    pq = np.where(obs, p * q, 0.0)
+    pq = np.where(obs, np.exp(log_p + log_q), 0.0)
     W = ((y0 - p) * obs * logit).sum(axis=1)
     var = (logit**2 * pq).sum(axis=1)
     dpo = dp * obs

@@ -1,0 +1,163 @@
+"""``atlas fit RESPONSES --bank BANK``: M2 / RMSEA / SRMSR / CFI / TLI, item fit S-X2, and
+optionally person fit (lz*) and Q3; partition-wise M2 for large banks."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from ._common import console, err_console, print_frame
+
+
+def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, seed: int = 0,
+               items: bool = True, person: bool = False, q3: bool = False) -> dict:
+    """The JSON-ready fit report (library calls only; used by the command and by tests)."""
+    import numpy as np
+
+    from ..irt import fit
+
+    est = bank.model if estimated is None else estimated
+    report: dict = {"n_subjects": int(rm.n_subjects), "n_items": int(len(bank)), "estimated": est}
+    n = len(bank)
+    if partition_size is None and n > fit.MAX_M2_ITEMS:
+        partition_size = 100
+        err_console.print(f"note: {n} items is too many for one M2; using partitions of ~100 items")
+    if partition_size is not None:
+        rng = np.random.default_rng(seed)
+        parts = fit.partition_items(n, partition_size, rng)
+        table, summary = fit.m2_partitioned(rm, bank, partitions=parts, estimated=est)
+        report.update({k: summary[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
+                                               "SRMSR", "TLI", "CFI")})
+        report["n_partitions"] = summary["n_partitions"]
+        report["partitions"] = table.to_dict(orient="records")
+        report["note"] = "M2 and the indices are averages over item partitions"
+    else:
+        parts = [np.arange(n)]
+        res = fit.m2(rm, bank, estimated=est)
+        d = res.to_dict()
+        report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR",
+                                         "TLI", "CFI", "n", "n_free", "M2_null", "df_null",
+                                         "n_dropped")})
+    if items:
+        y = rm.aligned_values(bank.item_ids)
+        w = rm.weights
+        rows = []
+        for idx in parts:  # S-X2 within each partition (its own summed score)
+            sx = fit.sx2(y[:, idx], bank.subset(idx), estimated=est, weights=w)
+            rows.append(sx)
+        import pandas as pd
+
+        sx = pd.concat(rows, ignore_index=True)
+        report["items"] = [{"item_id": r.item_id, "S_X2": float(r.S_X2), "df_S_X2": int(r.df_S_X2),
+                            "p_S_X2": None if np.isnan(r.p_S_X2) else float(r.p_S_X2)}
+                           for r in sx.itertuples()]
+    if person:
+        pf = fit.person_fit(rm, bank, method="wle")
+        z = pf["lz_star"].to_numpy()
+        ok = np.isfinite(z)
+        report["person_fit"] = {"statistic": "lz* at WLE theta (Snijders 2001)",
+                                "mean": float(np.mean(z[ok])) if ok.any() else None,
+                                "sd": float(np.std(z[ok])) if ok.any() else None,
+                                "share_below_-1.645": float(np.mean(z[ok] < -1.645)) if ok.any() else None,
+                                "lowest": pf.sort_values("lz_star").head(10)[
+                                    ["subject_id", "theta", "lz_star"]].to_dict(orient="records")}
+    if q3:
+        _, summary = fit.q3(rm, bank)
+        report["q3"] = summary
+    return report
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("fit")
+    def fit_cmd(
+        responses: Path = typer.Argument(..., exists=True, dir_okay=False,
+                                         help="Response matrix (0/1; pattern table with --freq-column)."),
+        bank: str = typer.Option(..., "--bank", "-b", help="Item bank file or a bundled name."),
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+        output: Path = typer.Option(None, "--output", "-o", help="Also write the JSON report here."),
+        freq_column: str = typer.Option(None, "--freq-column", help="Pattern frequency column."),
+        normalize_ids: bool = typer.Option(False, "--normalize-ids", help="X514 -> 514 item ids."),
+        estimated: str = typer.Option(None, "--estimated",
+                                      help="Parameters estimated from these data: none, rasch, 1pl, "
+                                           "2pl, 3pl, 4pl (default: the bank's model). Use none "
+                                           "for a bank calibrated on other data."),
+        partition_size: int = typer.Option(None, "--partition-size",
+                                           help="M2 per item partition of about this size "
+                                                "(automatic, 100, above 150 items)."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the random item partition."),
+        no_items: bool = typer.Option(False, "--no-items", help="Skip the S-X2 item fit."),
+        person: bool = typer.Option(False, "--person-fit", help="Add person fit (lz*)."),
+        q3: bool = typer.Option(False, "--q3", help="Add Q3 residual correlations."),
+        extra_items: str = typer.Option("ignore", "--extra-items",
+                                        help="ignore or error: response items not in the bank."),
+    ):
+        """Model fit: M2, df, p, RMSEA (90% CI), SRMSR, TLI, CFI, and S-X2 per item.
+
+        Subjects with a missing answer are left out of M2 and S-X2 (listwise). Banks over 150
+        items are split into partitions of about --partition-size items (averages reported).
+        """
+        from ..errors import ConfigError
+        from .cmd_score import align_items, load_bank, load_responses
+
+        if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl", "2pl",
+                                                               "3pl", "4pl"):
+            raise ConfigError(f"--estimated must be none, rasch, 1pl, 2pl, 3pl or 4pl, "
+                              f"got {estimated!r}")
+        bk = load_bank(bank, normalize_ids)
+        rm = load_responses(responses, freq_column, normalize_ids)
+        rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
+        report = fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),
+                            partition_size=partition_size, seed=seed, items=not no_items,
+                            person=person, q3=q3)
+        text = json.dumps(_clean(report), indent=2)
+        if output is not None:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(text)
+        if as_json:
+            console.print_json(text)
+            return
+        console.print(f"[bold]M2[/] = {report['M2']:.4g} on {report['df']:.0f} df, "
+                      f"p = {report['p']:.4g}   ({report['estimated']} parameters estimated)")
+        console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
+                      f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
+                      f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
+        if "n_partitions" in report:
+            console.print(f"(averages over {report['n_partitions']} item partitions)")
+        if "items" in report:
+            import pandas as pd
+
+            items = pd.DataFrame(report["items"]).sort_values("p_S_X2")
+            print_frame(items.head(20), title="S-X2 item fit (worst 20)")
+        if "person_fit" in report:
+            pf = report["person_fit"]
+            if pf["mean"] is not None:
+                console.print(f"person fit lz*: mean {pf['mean']:.3f}, sd {pf['sd']:.3f}, "
+                              f"{pf['share_below_-1.645']:.1%} below -1.645")
+        if "q3" in report and report["q3"].get("n_pairs"):
+            q = report["q3"]
+            console.print(f"Q3: mean {q['mean']:.3f}, max |Q3| {q['max_abs']:.3f}, "
+                          f"{q['n_above']} of {q['n_pairs']} pairs above {q['threshold']}")
+        if output is not None:
+            console.print(f"wrote {output}")
+
+
+def _clean(obj):
+    """JSON-safe copy: numpy scalars to Python, NaN/inf to null."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [_clean(v) for v in obj.tolist()]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj

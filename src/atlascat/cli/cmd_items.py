@@ -1,0 +1,80 @@
+"""``atlas items BANK [--responses R]``: item quality report (flags, information share, S-X2)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from ._common import console, print_frame
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("items")
+    def items(
+        bank: str = typer.Argument(..., help="Item bank file (ours or mirt's) or a bundled name."),
+        responses: Path = typer.Option(None, "--responses", "-r", exists=True, dir_okay=False,
+                                       help="Responses for the S-X2 item fit (0/1, complete rows)."),
+        output: Path = typer.Option(None, "--output", "-o", help="Write the full report (CSV)."),
+        as_json: bool = typer.Option(False, "--json", help="Print counts and flagged items as JSON."),
+        show_all: bool = typer.Option(False, "--all", help="List every item, not only flagged ones."),
+        freq_column: str = typer.Option(None, "--freq-column", help="Pattern frequency column."),
+        normalize_ids: bool = typer.Option(False, "--normalize-ids", help="X514 -> 514 item ids."),
+        estimated: str = typer.Option(None, "--estimated",
+                                      help="S-X2 df: parameters estimated from these responses "
+                                           "(none, rasch, 1pl, 2pl, 3pl, 4pl; default the bank's)."),
+        a_min: float = typer.Option(0.2, "--a-min", help="Flag 0 <= a below this (low_a)."),
+        c_max: float = typer.Option(0.5, "--c-max", help="Flag c at or above this (high_c)."),
+        c_warn: float = typer.Option(0.4, "--c-warn", help="Flag c at or above this (c_near_max)."),
+        b_max: float = typer.Option(4.0, "--b-max", help="Flag |b| above this (extreme_b)."),
+        u_min: float = typer.Option(0.9, "--u-min", help="Flag u below this (low_u)."),
+        alpha: float = typer.Option(0.01, "--alpha",
+                                    help="Flag S-X2 p below this after Benjamini-Hochberg."),
+    ):
+        """Item quality report: flawed items and each item's share of the test information.
+
+        Flags negative or near-zero discrimination, guessing near or above 0.5, extreme
+        difficulty, low upper asymptote, and (with --responses) poor S-X2 fit; the information
+        share shows how much weight an item gets in theta, versus 1/n in raw accuracy.
+        """
+        import pandas as pd
+
+        from ..evaluate.item_quality import FLAGS, item_quality
+        from .cmd_score import align_items, load_bank, load_responses
+
+        bk = load_bank(bank, normalize_ids)
+        rm = None
+        if responses is not None:
+            rm = load_responses(responses, freq_column, normalize_ids)
+            rm, bk = align_items(rm, bk, "ignore", restrict_bank=True)
+        q = item_quality(bk, rm, a_min=a_min, c_warn=c_warn, c_max=c_max, u_min=u_min,
+                         b_max=b_max, alpha=alpha,
+                         estimated=None if estimated is None else estimated.lower())
+        counts = {f: int(q["issues"].str.split(",").apply(lambda xs, f=f: f in xs).sum())
+                  for f in FLAGS}
+        if output is not None:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            q.to_csv(output, index=False, float_format="%.8g")
+        flagged = q[q["n_issues"] > 0]
+        if as_json:
+            out = {"n_items": int(len(q)), "n_flagged": int(len(flagged)), "counts": counts,
+                   "flagged": flagged[["item_id", "a", "b", "c", "u", "info_share",
+                                       "issues"]].to_dict(orient="records")}
+            console.print_json(json.dumps(out))
+            return
+        console.print(f"[bold]{len(q)} items[/], {len(flagged)} flagged: "
+                      + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+        shown = q if show_all else flagged.sort_values(["n_issues", "info_share"],
+                                                       ascending=[False, True])
+        cols = ["item_id", "a", "b", "c", "u", "info_share", "weight_ratio"]
+        if "p_S_X2" in q.columns:
+            cols += ["S_X2", "p_S_X2"]
+        cols.append("issues")
+        print_frame(pd.DataFrame(shown[cols]), title="item quality")
+        clean = q[q["n_issues"] == 0]
+        if len(flagged) and len(clean):
+            console.print(f"median weight ratio (information share x n): flagged "
+                          f"{flagged['weight_ratio'].median():.3f}, others "
+                          f"{clean['weight_ratio'].median():.3f}")
+        if output is not None:
+            console.print(f"wrote {output}")

@@ -1,0 +1,144 @@
+"""``atlas score RESPONSES --bank BANK``: theta and SE for every subject (EAP, WLE, MAP, ML),
+raw accuracy, and optionally p-IRT / gp-IRT reconstructed accuracy."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ._common import console, err_console, print_frame
+
+METHODS = ("eap", "wle", "map", "ml")
+
+
+def load_bank(spec: str, normalize_ids: bool):
+    """A bank file, or the name of a bundled benchmark bank (arc, gsm8k, ...)."""
+    from ..datasets import BANK_BENCHMARKS, load_bank as bundled
+    from ..errors import BankError
+    from ..irt.bank import ItemBank
+
+    path = Path(spec)
+    if path.exists():
+        return ItemBank.read(path, normalize_ids=normalize_ids)
+    if spec.lower() in BANK_BENCHMARKS:
+        return bundled(spec.lower())
+    raise BankError(f"bank {spec!r} is neither a file nor a bundled bank "
+                    f"({', '.join(BANK_BENCHMARKS)})")
+
+
+def load_responses(path: Path, freq_column: str | None, normalize_ids: bool):
+    from ..responses import ResponseMatrix
+
+    return ResponseMatrix.read(path, freq_column=freq_column, normalize_ids=normalize_ids,
+                               on_empty="keep")
+
+
+def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
+    """Drop (with a note) or reject response items the bank lacks; optionally restrict the bank
+    to the items the responses contain. Returns ``(rm, bank)``."""
+    from ..errors import ResponseDataError
+
+    unknown = [i for i in rm.item_ids if i not in bank]
+    if len(unknown) == rm.n_items:
+        raise ResponseDataError(
+            f"none of the {rm.n_items} response items is in the bank (responses: "
+            f"{list(rm.item_ids[:3])}, bank: {list(bank.item_ids[:3])}); check that they belong "
+            "together, or pass --normalize-ids for R-style 'X' ids")
+    if unknown:
+        if extra_items == "error":
+            raise ResponseDataError(
+                f"{len(unknown)} response item(s) are not in the bank, e.g. {unknown[:5]}; pass "
+                "--extra-items ignore to leave them out, or --normalize-ids for R-style 'X' ids")
+        err_console.print(f"[yellow]note:[/] {len(unknown)} response item(s) not in the bank were "
+                          f"left out (e.g. {unknown[:3]})")
+        rm = rm.subset(items=[i for i in rm.item_ids if i in bank])
+    if restrict_bank:
+        present = set(rm.item_ids)
+        keep = [i for i in bank.item_ids if i in present]
+        if len(keep) < len(bank):
+            bank = bank.subset(keep)
+    return rm, bank
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("score")
+    def score(
+        responses: Path = typer.Argument(..., exists=True, dir_okay=False,
+                                         help="Response matrix (wide CSV/CSV.GZ/Parquet or long)."),
+        bank: str = typer.Option(..., "--bank", "-b",
+                                 help="Item bank file (ours or mirt's a1,d,g,u) or a bundled name."),
+        method: str = typer.Option("eap", "--method", "-m", help="eap, wle, map or ml."),
+        output: Path = typer.Option(None, "--output", "-o", help="Write the scores to this CSV."),
+        freq_column: str = typer.Option(None, "--freq-column",
+                                        help="Column with pattern frequencies (e.g. freq)."),
+        normalize_ids: bool = typer.Option(False, "--normalize-ids",
+                                           help="Strip R's 'X' prefix from item ids (X514 -> 514)."),
+        prior_mean: float = typer.Option(0.0, "--prior-mean", help="EAP/MAP normal prior mean."),
+        prior_sd: float = typer.Option(1.0, "--prior-sd", help="EAP/MAP normal prior SD."),
+        quadpts: int = typer.Option(61, "--quadpts", help="EAP quadrature nodes on [-6, 6]."),
+        reconstruct: str = typer.Option("none", "--reconstruct",
+                                        help="none, pirt or gpirt: add reconstructed accuracy."),
+        lam: float = typer.Option(None, "--lambda", help="gp-IRT weight in [0, 1]."),
+        calibration: Path = typer.Option(None, "--calibration", exists=True, dir_okay=False,
+                                         help="Full responses of calibration models: estimate "
+                                              "the gp-IRT lambda from them (instead of --lambda)."),
+        extra_items: str = typer.Option("ignore", "--extra-items",
+                                        help="ignore (with a note) or error: response items "
+                                             "missing from the bank."),
+        seed: int = typer.Option(0, "--seed", help="Seed for the gp-IRT lambda estimate."),
+    ):
+        """Score every subject: theta, SE, items answered, raw and reconstructed accuracy.
+
+        Columns: subject_id, theta, se, n_items, accuracy, flag [, freq] [, accuracy_pirt]
+        [, accuracy_gpirt]. ML gives +-inf (flag perfect/zero) where no finite maximum exists.
+        """
+        import numpy as np
+
+        from ..errors import ConfigError
+        from ..evaluate.reconstruction import estimate_gpirt_lambda, reconstruct_accuracy
+        from ..irt.ability import estimate_ability
+
+        method = method.lower()
+        if method not in METHODS:
+            raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+        if reconstruct not in ("none", "pirt", "gpirt"):
+            raise ConfigError(f"--reconstruct must be none, pirt or gpirt, got {reconstruct!r}")
+        if extra_items not in ("ignore", "error"):
+            raise ConfigError(f"--extra-items must be ignore or error, got {extra_items!r}")
+        bk = load_bank(bank, normalize_ids)
+        rm = load_responses(responses, freq_column, normalize_ids)
+        rm, bk = align_items(rm, bk, extra_items)
+        df = estimate_ability(rm, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
+                              quadpts=quadpts)
+        y = rm.aligned_values(bk.item_ids)
+        obs = ~np.isnan(y)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            df.insert(4, "accuracy", np.where(obs, y, 0.0).sum(1) / obs.sum(1))
+        if rm.weights is not None:
+            df["freq"] = rm.weights
+        if reconstruct != "none":
+            if reconstruct == "gpirt" and lam is None:
+                if calibration is None:
+                    raise ConfigError("--reconstruct gpirt needs --lambda or --calibration "
+                                      "(full responses to estimate lambda from)")
+                cal, _ = align_items(load_responses(calibration, None, normalize_ids), bk,
+                                     "ignore")
+                n_adm = max(1, int(np.median(obs.sum(1))))
+                est = estimate_gpirt_lambda(cal, bk, n_adm, rng=np.random.default_rng(seed))
+                lam = est.lam
+                err_console.print(f"gp-IRT lambda for {n_adm} items, estimated on "
+                                  f"{calibration.name}: {lam:.3f}")
+            rec = reconstruct_accuracy(rm, bk, theta=np.clip(df["theta"].to_numpy(), -50, 50),
+                                       lam=lam if reconstruct == "gpirt" else None)
+            df["accuracy_pirt"] = rec["accuracy_pirt"].to_numpy()
+            if reconstruct == "gpirt":
+                df["accuracy_gpirt"] = rec["accuracy_gpirt"].to_numpy()
+        if output is not None:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            df.to_csv(output, index=False, float_format="%.8g")
+            console.print(f"wrote {len(df)} scores ({method}) to {output}")
+        else:
+            print_frame(df, title=f"theta by {method.upper()} ({len(bk)} bank items)")
+        finite = np.isfinite(df["se"])
+        console.print(f"{len(df)} subjects, median SE {np.median(df['se'][finite]):.4f}"
+                      + (f", {int((~finite).sum())} non-finite (ML)" if (~finite).any() else ""))
