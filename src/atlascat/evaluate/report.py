@@ -320,9 +320,11 @@ def build_report(runs, *, title: str = "ATLAS benchmark report") -> str:
              f"answers: each test model is scored from its own answers on the items each method "
              f"picks, and compared with its whole-bank theta. atlascat {__version__}.</p>"]
     if len(runs) > 1:
-        from .tables import wide_ability_table
+        from .tables import unique_names, wide_ability_table
 
-        allsum = pd.concat([r.summary.assign(benchmark=r.name) for r in runs], ignore_index=True)
+        names = unique_names([r.name for r in runs])
+        allsum = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(runs, names)],
+                           ignore_index=True)
         wide = wide_ability_table(allsum)
         parts.append("<h2>Overview</h2>" + "<table><thead><tr>" +
                      "".join(f"<th>{html.escape(str(c))}</th>" for c in wide.columns) +

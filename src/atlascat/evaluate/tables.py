@@ -21,7 +21,7 @@ import pandas as pd
 from ..errors import ConfigError
 
 __all__ = ["TABLES", "make_table", "make_tables", "format_table", "to_markdown", "write_tables",
-           "wide_ability_table"]
+           "wide_ability_table", "unique_names"]
 
 # name -> (title, numeric columns in order)
 TABLES = {
@@ -46,6 +46,16 @@ _HEADERS = {
 _PAIRS = [("theta_mae", "theta_mae_se", "θ MAE ± SE"),
           ("acc_pirt_mae", "acc_pirt_mae_se", "p-IRT acc. MAE ± SE"),
           ("acc_direct_mae", "acc_direct_mae_se", "Direct acc. MAE ± SE")]
+
+
+def unique_names(names) -> list[str]:
+    """Run names made unique by appending " (2)", " (3)", ... to repeats."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return out
 
 
 def make_table(summary: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -1,0 +1,109 @@
+"""``atlas benchmark RESPONSES``: the real-data comparison of ATLAS CAT against static subsets."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+
+from ._common import console, err_console
+
+
+def parse_floats(text: str, what: str) -> tuple[float, ...]:
+    from ..errors import ConfigError
+
+    try:
+        values = tuple(float(v) for v in str(text).split(",") if v.strip())
+    except ValueError:
+        raise ConfigError(f"{what} must be comma-separated numbers like 0.1,0.2,0.3; got {text!r}") from None
+    return values
+
+
+@contextmanager
+def stage_progress(stages: list[str], title: str = "benchmark"):
+    """A rich progress bar over named stages; yields ``done(stage)`` for ``run_benchmark``."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn)
+
+    with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=False) as progress:
+        task = progress.add_task(f"{title}: {stages[0]}", total=len(stages))
+
+        def done(stage: str):
+            i = stages.index(stage) if stage in stages else 0
+            nxt = stages[i + 1] if i + 1 < len(stages) else "done"
+            progress.update(task, advance=1, description=f"{title}: {nxt}")
+
+        yield done
+
+
+def print_text(text: str) -> None:
+    """Print plain text as is: no markup, no highlighting, no wrapping at the terminal width."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_tables(summary, title: str | None = None) -> None:
+    """Tables 2, 3 and 6 as aligned Markdown (readable in a terminal, pasteable in a README)."""
+    from ..evaluate.tables import TABLES, format_table, make_table, to_markdown
+
+    if title:
+        console.rule(f"[bold]{title}")
+    for name in TABLES:
+        print_text(to_markdown(format_table(make_table(summary, name)), title=TABLES[name][0]))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("benchmark")
+    def benchmark(
+        responses: Path = typer.Argument(..., exists=True, dir_okay=False,
+                                         help="Response matrix (models x items, CSV/CSV.GZ/Parquet)."),
+        out: Path = typer.Option(None, "-o", "--out", help="Run directory (default runs/<file stem>)."),
+        seed: int = typer.Option(0, "--seed", help="Master seed (split, baselines, CAT)."),
+        taus: str = typer.Option("0.1,0.2,0.3", "--taus", help="CAT SE thresholds, comma-separated."),
+        random_k: int = typer.Option(100, "--random-k", help="Random-k size (0: off)."),
+        replicates: int = typer.Option(10, "--replicates", help="Random-k replicate draws."),
+        anchor_k: int = typer.Option(100, "--anchor-k", help="Anchor points (0: off)."),
+        info_k: int = typer.Option(100, "--info-k", help="Information-subset size (0: off)."),
+        optimal_k: int = typer.Option(100, "--optimal-k", help="D/A/E-optimal form size (0: off)."),
+        criteria: str = typer.Option("D,A,E", "--criteria", help="Optimal-form criteria."),
+        exchange: bool = typer.Option(False, "--exchange/--no-exchange",
+                                      help="Exchange pass after the greedy optimal-form phase."),
+        test_size: float = typer.Option(0.1, "--test-size", help="Share of test models."),
+        no_filter: bool = typer.Option(False, "--no-filter", help="Skip the item filter."),
+        no_fit: bool = typer.Option(False, "--no-fit", help="Skip the M2 model-fit summary."),
+        model: str = typer.Option("3pl", "--model", help="IRT model for the calibration."),
+        prior_c: str = typer.Option(None, "--prior-c", help="Calibration prior on c, e.g. beta(5,17)."),
+        se_method: str = typer.Option(None, "--se-method",
+                                      help="CAT stopping SE: information (paper) or posterior."),
+        name: str = typer.Option(None, "--name", help="Run name (default: file stem)."),
+        report: Path = typer.Option(None, "--report", help="Also write the HTML report here."),
+    ):
+        """Split, calibrate on the train models, run ATLAS CAT and the baselines on the test
+        models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
+        from ..evaluate.protocol import BenchmarkConfig, plan_stages, run_benchmark
+        from ..responses import ResponseMatrix
+
+        stem = responses.name.split(".")[0]
+        name = name or stem
+        out = out or Path("runs") / stem
+        cal = {"prior_c": prior_c} if prior_c else {}
+        cat = {"se_method": se_method} if se_method else {}
+        config = BenchmarkConfig(
+            seed=seed, test_size=test_size, filter=not no_filter, model=model, model_fit=not no_fit,
+            calibrate_options=cal, taus=parse_floats(taus, "--taus"), cat_options=cat,
+            random_k=random_k, random_replicates=replicates, anchor_k=anchor_k, info_k=info_k,
+            optimal_k=optimal_k,
+            optimal_criteria=tuple(c.strip() for c in criteria.split(",") if c.strip()),
+            optimal_exchange=exchange)
+        rm = ResponseMatrix.read(responses, normalize_ids=True)
+        with stage_progress(plan_stages(config), name) as done:
+            run = run_benchmark(rm, config, name=name, progress=done)
+        run.info["source"] = str(responses)
+        run.write(out)
+        print_tables(run.summary, f"{name}: {run.info['n_test']} test models, "
+                                  f"{run.info['n_bank_items']} bank items")
+        console.print(f"run written to [bold]{out}[/]")
+        if report:
+            from ..evaluate.report import write_report
+
+            console.print(f"report written to [bold]{write_report([out], report)}[/]")

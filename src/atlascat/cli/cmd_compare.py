@@ -1,0 +1,42 @@
+"""``atlas compare RUN_DIR [RUN_DIR ...]``: the paper's comparison tables across benchmark runs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ._common import console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare")
+    def compare(
+        runs: list[Path] = typer.Argument(..., exists=True, file_okay=False,
+                                          help="Run directories written by `atlas benchmark`."),
+        out: Path = typer.Option(None, "-o", "--out",
+                                 help="Write the combined tables (CSV + Markdown) to this folder."),
+    ):
+        """Print (as Markdown) and optionally write Tables 2, 3 and 6 for one or more runs."""
+        import pandas as pd
+
+        from ..evaluate.protocol import BenchmarkRun
+        from ..evaluate.tables import (TABLES, format_table, make_table, to_markdown,
+                                       unique_names, wide_ability_table, write_tables)
+        from .cmd_benchmark import print_text
+
+        loaded = [BenchmarkRun.read(r) for r in runs]
+        names = unique_names([r.name for r in loaded])
+        summary = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(loaded, names)],
+                            ignore_index=True)
+        if len(loaded) > 1:
+            print_text(to_markdown(wide_ability_table(summary),
+                                   title="Theta MAE ± SE (mean items) by benchmark"))
+        for name in TABLES:
+            table = make_table(summary, name)
+            if len(loaded) == 1:
+                table = table.drop(columns="benchmark")
+            print_text(to_markdown(format_table(table), title=TABLES[name][0]))
+        if out:
+            paths = write_tables(summary if len(loaded) > 1 else summary.drop(columns="benchmark"),
+                                 out)
+            console.print(f"tables written to [bold]{paths['markdown'].parent}[/]")

@@ -1,0 +1,24 @@
+"""``atlas report RUN_DIR [RUN_DIR ...] -o report.html``: one self-contained HTML report."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ._common import console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    def report(
+        runs: list[Path] = typer.Argument(..., exists=True, file_okay=False,
+                                          help="Run directories written by `atlas benchmark`."),
+        out: Path = typer.Option(Path("report.html"), "-o", "--out", help="HTML file to write."),
+        title: str = typer.Option("ATLAS benchmark report", "--title"),
+    ):
+        """Tables, identity plots, theta vs accuracy and rank shifts, test information functions,
+        exposure histograms and example CAT trajectories, in one file with embedded images."""
+        from ..evaluate.report import write_report
+
+        path = write_report(runs, out, title=title)
+        console.print(f"report written to [bold]{path}[/] ({path.stat().st_size / 1e6:.1f} MB)")

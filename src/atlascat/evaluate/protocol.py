@@ -1,0 +1,477 @@
+"""The real-data comparison protocol behind ``atlas benchmark`` (ATLAS paper, section 5).
+
+Steps (every random choice flows from one seeded ``numpy.random.Generator``):
+
+1. **Split** the models 90/10, stratified by total score (:func:`atlascat.filtering.stratified_split`).
+2. **Filter and calibrate on the train models only**: the paper's psychometric item filter
+   (:func:`atlascat.filtering.filter_items`, optional) and a joint 3PL calibration
+   (:func:`atlascat.irt.calibrate.calibrate`). Test models never touch the bank.
+3. **Reference**: each test model's whole-bank theta is its WLE on every bank item (with SE);
+   its full accuracy is its mean score on the bank's items.
+4. **Methods**: each estimates every test model from that model's own real answers on the items
+   the method picks.
+
+   - ATLAS CAT at each tau: :func:`atlascat.cat.engine.simulate_cat` replays the real matrix
+     (paper defaults: first item near theta0, MFI with randomesque 5, EAP, stop at SE <= tau after
+     30 items); theta and SE are the CAT's own final estimate.
+   - Fixed forms: Random-k (averaged over replicates), tinyBenchmarks anchor points, the
+     metabench-style information subset, greedy D/A/E-optimal forms
+     (:func:`atlascat.design.optimal.optimal_form`) over the train models' theta distribution.
+     Every fixed form is scored with the same EAP settings (61 nodes on [-6, 6], N(0, 1) prior;
+     SE = posterior SD).
+
+   Accuracy: p-IRT reconstruction from each method's theta and answers
+   (:func:`atlascat.evaluate.reconstruction`), and the method's direct estimate (mean score on its
+   items, cluster-weighted for anchor points).
+5. **Metrics** per method (:mod:`atlascat.evaluate.metrics`): items, theta MAE +- SE, IES and RIE
+   vs Random-k, 95% coverage, p-IRT accuracy MAE +- SE, exposure, overlap, time per model.
+
+:class:`BenchmarkRun` holds everything and writes / reads a run directory::
+
+    run.json                  settings, sizes, calibration and filter summaries, timings
+    persons.csv.gz            one row per (method, replicate, test model)
+    summary.csv               one row of metrics per method
+    table_{ability,accuracy,security}.{csv,md}, tables.md
+    exposure.csv              exposure rate of every bank item under every method
+    forms.csv                 the items of every fixed form (method, replicate, position, item_id, weight)
+    trajectories.csv          theta and SE after each item of example CAT runs
+    reference.csv             test models' whole-bank theta, SE and full accuracy
+    bank.csv                  the calibrated bank
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .._version import __version__
+from ..errors import AtlasError, ConfigError
+from ..irt.bank import ItemBank
+from ..responses import ResponseMatrix
+from . import metrics
+from .baselines import FixedForm, anchor_points, information_form, random_forms
+
+__all__ = ["BenchmarkConfig", "BenchmarkRun", "run_benchmark", "plan_stages", "cat_label"]
+
+RUN_FILES = ("run.json", "persons.csv.gz", "summary.csv")
+
+
+def cat_label(tau: float) -> str:
+    return f"ATLAS tau={tau:g}"
+
+
+@dataclass
+class BenchmarkConfig:
+    """Settings of :func:`run_benchmark` (all stored in ``run.json``).
+
+    Parameters
+    ----------
+    seed : master seed; the split, calibration, baselines and CAT draw from one Generator
+    test_size, n_bins : stratified split (share of test models, score bins)
+    filter : apply the paper's item filter to the train matrix before calibration
+    model, calibrate_options : IRT model and extra keyword arguments of ``calibrate``
+    taus : CAT SE thresholds
+    cat_options : extra ``CATConfig`` fields (e.g. ``{"se_method": "posterior"}``)
+    random_k, random_replicates : Random-k size and number of replicate draws
+    anchor_k, info_k : sizes of the anchor-point and information forms
+    optimal_k, optimal_criteria : size and criteria of the greedy optimal forms (empty: none)
+    optimal_exchange : run the exchange pass after the greedy optimal-form phase
+    quadpts, theta_range : EAP settings for every fixed form (and the prior N(0, 1))
+    example_models : how many test models get a stored theta +- SE trajectory per CAT method
+    model_fit, fit_partition_size : M2 / RMSEA / SRMSR / CFI / TLI of the bank on the train
+        models, averaged over item partitions of about this size (the paper's procedure)
+    """
+
+    seed: int = 0
+    test_size: float = 0.1
+    n_bins: int = 10
+    filter: bool = True
+    model: str = "3pl"
+    calibrate_options: dict = field(default_factory=dict)
+    taus: tuple = (0.1, 0.2, 0.3)
+    cat_options: dict = field(default_factory=dict)
+    random_k: int = 100
+    random_replicates: int = 10
+    anchor_k: int = 100
+    info_k: int = 100
+    optimal_k: int = 100
+    optimal_criteria: tuple = ("D", "A", "E")
+    optimal_exchange: bool = False
+    quadpts: int = 61
+    theta_range: tuple = (-6.0, 6.0)
+    example_models: int = 3
+    model_fit: bool = True
+    fit_partition_size: int = 100
+
+    def __post_init__(self):
+        self.taus = tuple(float(t) for t in self.taus)
+        self.optimal_criteria = tuple(str(c).upper() for c in self.optimal_criteria)
+        self.theta_range = tuple(float(t) for t in self.theta_range)
+        if not self.taus and not (self.random_k or self.anchor_k or self.info_k):
+            raise ConfigError("nothing to compare: give at least one tau or one baseline")
+        if any(t <= 0 for t in self.taus):
+            raise ConfigError(f"CAT SE thresholds must be positive, got {self.taus}")
+        bad = [c for c in self.optimal_criteria if c not in ("D", "A", "E")]
+        if bad:
+            raise ConfigError(f"unknown optimal-form criteria {bad}; use D, A, E")
+        for name in ("random_k", "anchor_k", "info_k", "optimal_k", "random_replicates"):
+            if int(getattr(self, name)) < 0:
+                raise ConfigError(f"{name} must be >= 0 (0 switches the method off)")
+
+    @property
+    def reference_method(self) -> str | None:
+        return f"Random-{self.random_k}" if self.random_k else None
+
+
+def plan_stages(config: BenchmarkConfig) -> list[str]:
+    """Names of the stages :func:`run_benchmark` reports to its ``progress`` callback, in order."""
+    stages = ["split", "calibrate"] + (["model fit"] if config.model_fit else []) + ["reference"]
+    if config.random_k:
+        stages.append(f"Random-{config.random_k}")
+    if config.anchor_k:
+        stages.append(f"Anchor-{config.anchor_k}")
+    if config.info_k:
+        stages.append(f"Info-{config.info_k}")
+    if config.optimal_k:
+        stages += [f"{c}-optimal-{config.optimal_k}" for c in config.optimal_criteria]
+    stages += [cat_label(t) for t in config.taus]
+    stages.append("metrics")
+    return stages
+
+
+# ----------------------------------------------------------------------------- result object
+@dataclass
+class BenchmarkRun:
+    """Everything one benchmark run produced; :meth:`write` / :meth:`read` a run directory."""
+
+    name: str
+    config: BenchmarkConfig
+    bank: ItemBank
+    persons: pd.DataFrame
+    summary: pd.DataFrame
+    reference: pd.DataFrame
+    exposure: pd.DataFrame
+    forms: pd.DataFrame
+    trajectories: pd.DataFrame
+    info: dict
+
+    @property
+    def methods(self) -> list[str]:
+        return list(self.summary["method"])
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        from .tables import make_tables
+
+        return make_tables(self.summary)
+
+    def write(self, run_dir) -> Path:
+        from .tables import write_tables
+
+        out = Path(run_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        meta = {"name": self.name, "atlascat_version": __version__,
+                "config": _jsonable(asdict(self.config)), **_jsonable(self.info)}
+        (out / "run.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        self.persons.to_csv(out / "persons.csv.gz", index=False)
+        self.summary.to_csv(out / "summary.csv", index=False)
+        self.reference.to_csv(out / "reference.csv", index=False)
+        self.exposure.to_csv(out / "exposure.csv", index=False)
+        self.forms.to_csv(out / "forms.csv", index=False)
+        self.trajectories.to_csv(out / "trajectories.csv", index=False)
+        self.bank.write(out / "bank.csv")
+        write_tables(self.summary, out)
+        return out
+
+    @classmethod
+    def read(cls, run_dir) -> "BenchmarkRun":
+        path = Path(run_dir)
+        missing = [f for f in RUN_FILES if not (path / f).exists()]
+        if missing:
+            raise AtlasError(f"{path} is not a benchmark run directory (missing {missing}); "
+                             "create one with `atlas benchmark RESPONSES -o RUN_DIR`")
+        meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
+        cfg = meta.pop("config", {})
+        known = BenchmarkConfig.__dataclass_fields__
+        config = BenchmarkConfig(**{k: v for k, v in cfg.items() if k in known})
+        name = meta.pop("name", path.name)
+        meta.pop("atlascat_version", None)
+        str_ids = {"subject_id": str, "item_id": str}
+
+        def opt(fname, **kw):
+            f = path / fname
+            return pd.read_csv(f, **kw) if f.exists() and f.stat().st_size > 1 else pd.DataFrame()
+
+        return cls(name=name, config=config, bank=ItemBank.read(path / "bank.csv"),
+                   persons=pd.read_csv(path / "persons.csv.gz", dtype=str_ids),
+                   summary=pd.read_csv(path / "summary.csv"),
+                   reference=opt("reference.csv", dtype=str_ids),
+                   exposure=opt("exposure.csv", dtype=str_ids),
+                   forms=opt("forms.csv", dtype=str_ids),
+                   trajectories=opt("trajectories.csv", dtype=str_ids), info=meta)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return None if not np.isfinite(obj) else float(obj)
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    return obj
+
+
+# ----------------------------------------------------------------------------- adapters
+def _calibrate(train: ResponseMatrix, config: BenchmarkConfig, rng) -> tuple[ItemBank, dict]:
+    """Joint calibration on the train models; returns the bank and a JSON-able summary."""
+    from ..irt.calibrate import calibrate
+
+    options = {"random_state": int(config.seed), **config.calibrate_options}
+    result = calibrate(train, model=config.model, **options)
+    summary = {k: v for k, v in result.to_dict().items() if k != "loglik_trace"}
+    return result.bank, summary
+
+
+def _model_fit(train: ResponseMatrix, bank: ItemBank, config: BenchmarkConfig, rng) -> dict:
+    """Partition-averaged M2 fit indices of the bank on the (complete) train answers."""
+    from ..irt.fit import m2_partitioned
+
+    table, summary = m2_partitioned(train, bank, partition_size=config.fit_partition_size,
+                                    rng=rng)
+    keys = ("RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR", "CFI", "TLI", "M2", "df", "n_partitions")
+    return {k: summary[k] for k in keys if k in summary}
+
+
+def _score(y: np.ndarray, bank: ItemBank, method: str, config: BenchmarkConfig) -> pd.DataFrame:
+    from ..irt.ability import estimate_ability
+
+    return estimate_ability(y, bank, method=method, quadpts=config.quadpts,
+                            theta_range=config.theta_range)
+
+
+def _pirt(y: np.ndarray, administered: np.ndarray, theta: np.ndarray, bank: ItemBank) -> np.ndarray:
+    """p-IRT accuracy on the bank's items from a method's theta and its answers."""
+    from .reconstruction import pirt
+
+    return np.asarray(pirt(np.where(administered, y, np.nan), bank, theta), dtype=float)
+
+
+def _theta_histogram(thetas: np.ndarray, nodes: int = 41) -> tuple[np.ndarray, np.ndarray]:
+    """The train thetas binned on an equally spaced grid (nodes, weights) for design criteria."""
+    grid = np.linspace(-4.0, 4.0, nodes)
+    idx = np.clip(np.rint((np.clip(thetas, -4, 4) + 4.0) / (8.0 / (nodes - 1))), 0, nodes - 1)
+    w = np.bincount(idx.astype(int), minlength=nodes).astype(float)
+    keep = w > 0
+    return grid[keep], w[keep] / w.sum()
+
+
+# ----------------------------------------------------------------------------- main entry
+def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = None, *,
+                  name: str = "benchmark",
+                  progress: Callable[[str], None] | None = None) -> BenchmarkRun:
+    """Run the whole protocol on one response matrix (models x items).
+
+    ``progress(stage)`` is called after each stage of :func:`plan_stages` (for a progress bar).
+    """
+    from ..filtering import filter_items, stratified_split
+
+    config = config or BenchmarkConfig()
+    if not isinstance(responses, ResponseMatrix):
+        raise ConfigError("run_benchmark needs a ResponseMatrix (ResponseMatrix.read(path))")
+    rng = np.random.default_rng(config.seed)
+    done = progress or (lambda stage: None)
+    timings: dict[str, float] = {}
+    info: dict = {"source": None}
+
+    # 1. split
+    t0 = time.perf_counter()
+    train, test = stratified_split(responses, test_size=config.test_size, n_bins=config.n_bins,
+                                   rng=rng)
+    timings["split"] = time.perf_counter() - t0
+    done("split")
+
+    # 2. filter + calibrate (train only)
+    t0 = time.perf_counter()
+    if config.filter:
+        train_f, report = filter_items(train)
+        info["filter"] = {k: v for k, v in report.to_dict().items()
+                          if k not in ("dropped_items", "dropped_subjects")}
+    else:
+        train_f = train
+    bank, cal = _calibrate(train_f, config, rng)
+    info["calibration"] = cal
+    timings["calibrate"] = time.perf_counter() - t0
+    done("calibrate")
+    if config.model_fit:
+        t0 = time.perf_counter()
+        info["fit"] = _model_fit(train_f, bank, config, rng)
+        timings["model fit"] = time.perf_counter() - t0
+        done("model fit")
+
+    # 3. reference: whole-bank WLE and full accuracy of the test models; train thetas
+    t0 = time.perf_counter()
+    y_test = test.aligned_values(bank.item_ids, extra="ignore")
+    obs_test = ~np.isnan(y_test)
+    ref = _score(y_test, bank, "wle", config)
+    subjects = test.subject_ids.astype(str)
+    with np.errstate(invalid="ignore"):
+        acc_full = np.where(obs_test, y_test, 0.0).sum(1) / obs_test.sum(1)
+    reference = pd.DataFrame({"subject_id": subjects, "theta_ref": ref["theta"].to_numpy(),
+                              "se_ref": ref["se"].to_numpy(), "accuracy_full": acc_full,
+                              "n_items_full": obs_test.sum(1)})
+    y_train = train_f.aligned_values(bank.item_ids, extra="ignore")
+    train_theta = _score(y_train, bank, "eap", config)["theta"].to_numpy()
+    timings["reference"] = time.perf_counter() - t0
+    done("reference")
+
+    persons, exposure_rows, form_rows, trajectories, security = [], [], [], [], {}
+
+    def add_fixed(form: FixedForm, method: str, build_seconds: float):
+        t1 = time.perf_counter()
+        mask = np.zeros(len(bank), bool)
+        mask[bank.index_of(form.item_ids)] = True
+        adm = obs_test & mask[None, :]
+        est = _score(np.where(adm, y_test, np.nan), bank, "eap", config)
+        theta = est["theta"].to_numpy()
+        pirt = _pirt(y_test, adm, theta, bank)
+        direct = form.direct_accuracy(y_test[:, bank.index_of(form.item_ids)])
+        per_model = (time.perf_counter() - t1) / max(len(subjects), 1)
+        persons.append(pd.DataFrame({
+            "method": method, "replicate": form.replicate, "subject_id": subjects,
+            "theta": theta, "se": est["se"].to_numpy(), "n_items": adm.sum(1),
+            "accuracy_pirt": pirt, "accuracy_direct": direct, "seconds": per_model}))
+        w = form.weights if form.weights is not None else np.full(len(form), 1.0 / len(form))
+        form_rows.append(pd.DataFrame({"method": method, "replicate": form.replicate,
+                                       "position": np.arange(1, len(form) + 1),
+                                       "item_id": form.item_ids, "weight": w}))
+        security.setdefault(method, []).append(metrics.security_summary(adm))
+        exposure_rows.append((method, form.replicate, adm.mean(0)))
+        timings[method] = timings.get(method, 0.0) + build_seconds + per_model * len(subjects)
+
+    # 4a. fixed forms
+    if config.random_k:
+        t0 = time.perf_counter()
+        forms = random_forms(bank, min(config.random_k, len(bank)),
+                             n_replicates=max(1, config.random_replicates), rng=rng)
+        build = (time.perf_counter() - t0) / len(forms)
+        for form in forms:
+            add_fixed(form, f"Random-{config.random_k}", build)
+        done(f"Random-{config.random_k}")
+    if config.anchor_k:
+        t0 = time.perf_counter()
+        form = anchor_points(y_train, bank, min(config.anchor_k, len(bank)), rng=rng)
+        add_fixed(form, f"Anchor-{config.anchor_k}", time.perf_counter() - t0)
+        done(f"Anchor-{config.anchor_k}")
+    if config.info_k:
+        t0 = time.perf_counter()
+        form = information_form(bank, min(config.info_k, len(bank)), thetas=train_theta)
+        add_fixed(form, f"Info-{config.info_k}", time.perf_counter() - t0)
+        done(f"Info-{config.info_k}")
+    if config.optimal_k and config.optimal_criteria:
+        from ..design.optimal import optimal_form
+
+        design = _theta_histogram(train_theta)
+        for crit in config.optimal_criteria:
+            t0 = time.perf_counter()
+            opt = optimal_form(bank, min(config.optimal_k, len(bank)), crit, thetas=design,
+                               exchange=config.optimal_exchange, rng=rng)
+            label = f"{crit}-optimal-{config.optimal_k}"
+            add_fixed(FixedForm(label, opt.item_ids, info={"value": opt.value}), label,
+                      time.perf_counter() - t0)
+            done(label)
+
+    # 4b. CAT replaying the real answers
+    for tau in config.taus:
+        label = cat_label(tau)
+        t0 = time.perf_counter()
+        res = _run_cat(bank, test, tau, config, rng)
+        timings[label] = time.perf_counter() - t0
+        theta = res["theta"]
+        adm = res["administered"]
+        pirt = _pirt(y_test, adm, theta, bank)
+        with np.errstate(invalid="ignore"):
+            direct = np.where(adm, y_test, 0.0).sum(1) / adm.sum(1)
+        persons.append(pd.DataFrame({
+            "method": label, "replicate": 0, "subject_id": subjects, "theta": theta,
+            "se": res["se"], "n_items": adm.sum(1), "accuracy_pirt": pirt,
+            "accuracy_direct": direct, "seconds": res["seconds"]}))
+        security[label] = [metrics.security_summary(adm)]
+        exposure_rows.append((label, 0, adm.mean(0)))
+        if res.get("trajectories") is not None and len(res["trajectories"]):
+            trajectories.append(res["trajectories"].assign(method=label))
+        done(label)
+
+    # 5. metrics
+    persons_df = pd.concat(persons, ignore_index=True).merge(reference, on="subject_id",
+                                                             how="left")
+    summary = metrics.summarize_persons(persons_df, reference_method=config.reference_method)
+    sec = pd.DataFrame([{"method": m, **pd.DataFrame(v).mean().to_dict()}
+                        for m, v in security.items()])
+    summary = summary.merge(sec, on="method", how="left")
+    exposure = pd.DataFrame({"item_id": bank.item_ids.astype(str)})
+    for method in dict.fromkeys(m for m, _, _ in exposure_rows):
+        rates = [r for m, _, r in exposure_rows if m == method]
+        exposure[method] = np.mean(rates, axis=0)
+    done("metrics")
+
+    info.update({
+        "n_models": int(responses.n_subjects), "n_items_matrix": int(responses.n_items),
+        "n_train": int(train.n_subjects), "n_train_calibrated": int(train_f.n_subjects),
+        "n_test": int(test.n_subjects), "n_bank_items": int(len(bank)),
+        "reference_method": config.reference_method, "timings_seconds": timings,
+        "ies_definition": "IES = (theta MAE x mean items) / (Random-k theta MAE x its mean "
+                          "items); lower is better; Random-k = 1",
+        "coverage_definition": "share of test models with |theta_hat - theta_ref| <= 1.96 SE "
+                               "(coverage_joint: <= 1.96 sqrt(SE^2 + SE_ref^2))",
+    })
+    return BenchmarkRun(
+        name=name, config=config, bank=bank, persons=persons_df, summary=summary,
+        reference=reference, exposure=exposure,
+        forms=pd.concat(form_rows, ignore_index=True) if form_rows else pd.DataFrame(),
+        trajectories=(pd.concat(trajectories, ignore_index=True) if trajectories
+                      else pd.DataFrame()), info=info)
+
+
+def _run_cat(bank: ItemBank, test: ResponseMatrix, tau: float, config: BenchmarkConfig,
+             rng) -> dict:
+    """Replay the test models' real answers through the CAT engine at SE threshold ``tau``.
+
+    Returns theta, se, administered (n_test, n_bank) boolean, seconds per model, and the
+    step-by-step trajectories of ``config.example_models`` models.
+    """
+    from ..cat.config import CATConfig
+    from ..cat.engine import simulate_cat
+
+    cat_config = CATConfig(se_stop=tau, **config.cat_options)
+    result = simulate_cat(bank, cat_config, responses=test, rng=rng)
+    persons = result.persons
+    if list(persons["subject_id"].astype(str)) != list(test.subject_ids.astype(str)):
+        raise AtlasError("the CAT engine returned examinees in another order than the matrix")
+    m = np.asarray(result.item_matrix)
+    administered = np.zeros((m.shape[0], len(bank)), dtype=bool)
+    rows, cols = np.nonzero(m >= 0)
+    administered[rows, m[rows, cols]] = True
+    # example trajectories: test models at evenly spaced quantiles of the CAT theta
+    n_ex = min(int(config.example_models), len(persons))
+    trajectories = None
+    if n_ex > 0:
+        order = np.argsort(persons["theta"].to_numpy(), kind="stable")
+        picks = order[np.linspace(0, len(order) - 1, n_ex + 2)[1:-1].round().astype(int)]
+        chosen = set(persons["subject_id"].astype(str).iloc[picks])
+        adm = result.administered
+        trajectories = adm[adm["subject_id"].astype(str).isin(chosen)].reset_index(drop=True)
+    return {"theta": persons["theta"].to_numpy(float), "se": persons["se"].to_numpy(float),
+            "seconds": persons["seconds"].to_numpy(float), "administered": administered,
+            "trajectories": trajectories, "wall_seconds": float(result.wall_seconds)}
