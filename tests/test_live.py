@@ -9,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pandas as pd
 import pytest
 
 from atlascat.cat.config import CATConfig
-from atlascat.errors import BankError, ConfigError, LiveRunError, ResponseDataError
+from atlascat.errors import BankError, ConfigError, ResponseDataError
 from atlascat.live import runner
 from atlascat.live.items import (attach_content, build_prompt, content_bank_path, item_record,
                                  load_content_bank, load_item_content, parse_choices)
@@ -27,7 +26,7 @@ from atlascat.live.scorers import (extract_choice, extract_number, get_scorer, r
                                    score_answer)
 from atlascat.live.store import RunStore
 from atlascat.live.subjects import (CallableSubject, OpenAICompatible, SimulatedSubject,
-                                    SubjectError, item_uniform)
+                                    SubjectError)
 
 ROOT = Path(__file__).resolve().parents[1]
 THETA = 0.5      # the scripted model's true ability

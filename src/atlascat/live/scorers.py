@@ -143,11 +143,9 @@ def extract_number(answer: str) -> Decimal | None:
         match = re.search(_NUMBER, tail)
         if match:
             return _to_decimal(match.group(0))
-    match = None
-    for match in re.finditer(rf"answer\s*(?:is|:)\s*:?\s*({_NUMBER})", text, flags=re.IGNORECASE):
-        pass
-    if match is not None:
-        return _to_decimal(match.group(1))
+    stated = list(re.finditer(rf"answer\s*(?:is|:)\s*:?\s*({_NUMBER})", text, flags=re.IGNORECASE))
+    if stated:
+        return _to_decimal(stated[-1].group(1))
     numbers = re.findall(_NUMBER, text)
     return _to_decimal(numbers[-1]) if numbers else None
 
