@@ -1,0 +1,188 @@
+"""Answer sources for simulated adaptive tests.
+
+An answer source gives, for a block of examinees (row indices) and the item each was just
+given (bank positions), the score in [0, 1] or NaN for "no answer" (the engine then skips the
+item: it is not scored and is counted in ``n_skipped``).
+
+- :class:`ReplayAnswers`: replay a response matrix (real data): the answer is the recorded
+  score; a missing cell is NaN.
+- :class:`ModelAnswers`: draw from the IRT model at given thetas: y = 1{U < P_j(theta)} with U
+  the examinee's next uniform from its own generator.
+- :class:`CallableAnswers`: any Python callable ``fn(subject_ids, item_ids) -> scores``
+  (vectorized over the block), or ``fn(subject_id, item_id) -> score`` with
+  ``vectorized=False``; this is what a live runner builds on.
+
+Randomness: :class:`ModelAnswers` holds one generator per examinee and consumes exactly one
+uniform per answer, drawn in blocks; so examinee i's answers are the same whether the
+examinees run together or one by one with ``y = float(gen_i.random() < P)``.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy.special import expit
+
+from ..errors import ResponseDataError
+
+__all__ = ["AnswerSource", "ReplayAnswers", "ModelAnswers", "CallableAnswers", "UniformStreams",
+           "model_probability"]
+
+
+def model_probability(theta, a, b, c, u):
+    """P = c + (u - c) sigma(a (theta - b)), elementwise (all arguments broadcast)."""
+    return c + (u - c) * expit(a * (theta - b))
+
+
+class AnswerSource:
+    """Base class. ``subject_ids`` (n,) and ``answers(rows, items) -> float array``."""
+
+    subject_ids: np.ndarray
+
+    @property
+    def n_examinees(self) -> int:
+        return len(self.subject_ids)
+
+    def answers(self, rows: np.ndarray, items: np.ndarray) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+
+class ReplayAnswers(AnswerSource):
+    """Replay a response matrix aligned to the bank (ResponseMatrix or (n, J) array in bank order).
+
+    Bank items the matrix lacks are all-missing (skipped when selected); matrix items the bank
+    lacks are ignored.
+    """
+
+    def __init__(self, responses, bank, subject_ids=None):
+        from ..responses import ResponseMatrix
+
+        if isinstance(responses, ResponseMatrix):
+            overlap = np.isin(responses.item_ids, bank.item_ids)
+            if not overlap.any():
+                raise ResponseDataError(
+                    f"none of the {responses.n_items} response items is in the bank (e.g. "
+                    f"{list(responses.item_ids[:3])} vs bank {list(bank.item_ids[:3])}); check the "
+                    "id format (R-style 'X514' vs '514': normalize_ids=True)"
+                )
+            self.values = responses.aligned_values(bank.item_ids, extra="ignore")
+            ids = responses.subject_ids if subject_ids is None else subject_ids
+        else:
+            self.values = np.asarray(responses, dtype=float)
+            if self.values.ndim != 2 or self.values.shape[1] != len(bank):
+                raise ResponseDataError(
+                    f"responses have shape {self.values.shape}; expected (n_subjects, {len(bank)}) "
+                    "in the bank's item order"
+                )
+            ids = np.arange(self.values.shape[0]) if subject_ids is None else subject_ids
+        self.subject_ids = np.asarray([str(s) for s in ids], dtype=object)
+        if len(self.subject_ids) != self.values.shape[0]:
+            raise ResponseDataError(f"{len(self.subject_ids)} subject ids for "
+                                    f"{self.values.shape[0]} response rows")
+
+    def answers(self, rows, items):
+        return self.values[rows, items]
+
+
+class ModelAnswers(AnswerSource):
+    """Answers drawn from the bank's IRT model at true abilities ``thetas``.
+
+    ``rngs``: one Generator per examinee (e.g. ``rng.spawn(n)``); examinee i's k-th answer uses
+    the k-th uniform of ``rngs[i]``.
+    """
+
+    def __init__(self, thetas, bank, rngs, subject_ids=None):
+        self.thetas = np.asarray(thetas, dtype=float).reshape(-1)
+        if not np.all(np.isfinite(self.thetas)):
+            bad = np.flatnonzero(~np.isfinite(self.thetas))[:5].tolist()
+            raise ResponseDataError(f"true thetas must be finite; not at rows {bad}")
+        n = self.thetas.size
+        ids = np.arange(n) if subject_ids is None else subject_ids
+        self.subject_ids = np.asarray([str(s) for s in ids], dtype=object)
+        if len(self.subject_ids) != n:
+            raise ResponseDataError(f"{len(self.subject_ids)} subject ids for {n} thetas")
+        if len(rngs) != n:
+            raise ResponseDataError(f"{len(rngs)} generators for {n} examinees")
+        self.a, self.b, self.c, self.u = bank.params
+        self._stream = UniformStreams(rngs)
+
+    def answers(self, rows, items):
+        rows = np.asarray(rows, dtype=np.intp)
+        items = np.asarray(items, dtype=np.intp)
+        u = self._stream.next(rows, 1)[:, 0]
+        p = model_probability(self.thetas[rows], self.a[items], self.b[items], self.c[items],
+                              self.u[items])
+        return (u < p).astype(float)
+
+
+class UniformStreams:
+    """Per-examinee uniform streams consumed in order, drawn from each generator in blocks.
+
+    ``next(rows, k)`` returns the next k uniforms of every examinee in ``rows`` as (len(rows), k),
+    exactly the numbers ``rngs[i].random(k)`` would give at that point of the stream. Each
+    generator is called once per block of ``block`` draws, so the Python loop over examinees
+    runs once every ``block / k`` steps, not at every step.
+    """
+
+    def __init__(self, rngs, block: int = 256):
+        self.rngs = list(rngs)
+        self.block = int(block)
+        n = len(self.rngs)
+        self.buffer = np.empty((n, 0))
+        self.base = np.zeros(n, dtype=np.intp)     # stream position of buffer[i, 0]
+        self.filled = np.zeros(n, dtype=np.intp)   # stream position after the last drawn uniform
+        self.count = np.zeros(n, dtype=np.intp)    # stream position of the next unused uniform
+
+    def next(self, rows, k: int) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.intp)
+        short = rows[self.count[rows] + k > self.filled[rows]]
+        if short.size:
+            size = max(self.block, k)
+            keep = self.filled[short] - self.count[short]
+            width = int(keep.max()) + size
+            if width > self.buffer.shape[1]:
+                self.buffer = np.concatenate(
+                    [self.buffer, np.empty((self.buffer.shape[0], width - self.buffer.shape[1]))],
+                    axis=1)
+            for i, rem in zip(short, keep):
+                lo = self.count[i] - self.base[i]
+                self.buffer[i, :rem] = self.buffer[i, lo:lo + rem]
+                self.buffer[i, rem:rem + size] = self.rngs[i].random(size)
+                self.base[i] = self.count[i]
+                self.filled[i] = self.count[i] + rem + size
+        start = self.count[rows] - self.base[rows]
+        out = self.buffer[rows[:, None], start[:, None] + np.arange(k)]
+        self.count[rows] += k
+        return out
+
+
+class CallableAnswers(AnswerSource):
+    """Answers from a Python callable.
+
+    ``fn(subject_ids, item_ids) -> array`` of scores (NaN = no answer) for a block, or with
+    ``vectorized=False`` ``fn(subject_id, item_id) -> score`` called once per answer.
+    """
+
+    def __init__(self, fn: Callable, bank, subject_ids, *, vectorized: bool = True):
+        if not callable(fn):
+            raise TypeError("answer_fn must be callable")
+        self.fn = fn
+        self.item_ids = bank.item_ids
+        self.subject_ids = np.asarray([str(s) for s in subject_ids], dtype=object)
+        self.vectorized = vectorized
+
+    def answers(self, rows, items):
+        sids = self.subject_ids[rows]
+        iids = self.item_ids[items]
+        if self.vectorized:
+            out = np.asarray(self.fn(sids, iids), dtype=float).reshape(-1)
+        else:
+            out = np.array([self.fn(s, i) for s, i in zip(sids, iids)], dtype=float)
+        if out.shape != (len(rows),):
+            raise ResponseDataError(f"answer_fn returned {out.size} scores for {len(rows)} items")
+        bad = ~np.isnan(out) & ((out < 0) | (out > 1))
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise ResponseDataError(f"answer_fn returned score {out[j]:g} for subject {sids[j]!r}, "
+                                    f"item {iids[j]!r}; scores must be in [0, 1] or NaN")
+        return out

@@ -1,0 +1,949 @@
+"""The CAT engine: one core for batched simulation and step-by-step live sessions.
+
+Algorithm (ATLAS paper, Algorithm 1), for every examinee::
+
+    first item: uniform among items with |b - theta0| < window (nearest item if none)
+    repeat:     administer, score, update the posterior, estimate theta and SE
+                stop?  (SE <= tau and n >= min_items, or n = max_items, or another rule)
+                next item: randomesque pick among the k best by the selection criterion
+
+Estimation. The log-posterior of each examinee lives on a fixed quadrature grid and is updated
+incrementally: answering item j with score y adds y log P_j(theta_q) + (1 - y) log Q_j(theta_q)
+to node q (O(n_nodes) per answer). EAP theta = sum_q w_q theta_q / sum_q w_q and posterior SD
+follow (Bock and Mislevy, 1982). The reported SE is either the posterior SD or, as catR's
+``semTheta`` for a Bayesian estimate, 1 / sqrt(sum_j I_j(theta) + 1 / prior_sd^2) over the
+administered items (``se_method``).
+
+Batching. :class:`_Engine` holds the state of n examinees as arrays; :func:`simulate_cat` advances
+all active examinees together (one step = one selection + one answer for each of them), so the
+hot path is NumPy over (examinee x item) blocks with no Python loop over items or examinees.
+:class:`CATSession` is the same engine with n = 1. Every computation is row-wise, and each
+examinee draws its random numbers from its own generator in a fixed amount per selection
+(``config.uniforms_per_step``), so with ``rng.spawn`` children a batched simulation and
+sessions run one by one give identical item sequences and estimates.
+
+References
+----------
+Bock, R. D. and Mislevy, R. J. (1982). Adaptive EAP estimation of ability in a microcomputer
+environment. Applied Psychological Measurement, 6(4), 431-444.
+Magis, D. and Raiche, G. (2012). Random generation of response patterns under computerized
+adaptive testing with the R package catR. Journal of Statistical Software, 48(8).
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BankError, ConfigError, LiveRunError, ResponseDataError
+from ..irt import models
+from ..irt.bank import ItemBank, normalize_item_id
+from ..irt.quadrature import normal_quadrature
+from . import security
+from .config import CATConfig
+from .selection import (InfoPruner, ItemParams, first_item_scores, fisher_information,
+                        make_criterion, pick, ranked_candidates)
+from .stopping import build_stop_rules
+
+__all__ = ["CATSession", "CATResult", "simulate_cat", "bank_fingerprint", "examinee_generators"]
+
+_BLOCK_ROWS = 32  # rows per block in the (examinee x item) selection pass: keeps it in cache
+_SUM_BLOCK = 128  # column block of the test-information sum (see _Engine._test_information)
+
+
+# ------------------------------------------------------------------------------ tables
+class _Tables:
+    """Everything derived from (bank, config) once: grid, log P / log Q tables, components."""
+
+    def __init__(self, bank: ItemBank, config: CATConfig):
+        self.bank = bank
+        self.config = config
+        self.params = ItemParams.from_bank(bank)
+        self.params_padded = self.params.padded()
+        self.index = {str(item): i for i, item in enumerate(bank.item_ids)}
+        self.n_items = len(bank)
+        quad = normal_quadrature(config.quadpts, config.theta_range, config.prior_mean,
+                                 config.prior_sd)
+        self.nodes = quad.nodes
+        log_w = quad.log_weights.copy()
+        if config.quadrature_rule == "trapezoid":
+            log_w[[0, -1]] += np.log(0.5)
+        self.log_prior = log_w - np.logaddexp.reduce(log_w)
+        lp, lq = models.log_probability(self.nodes, *bank.params)
+        self.lp = np.ascontiguousarray(lp.T)  # (J, Q): one contiguous row per item
+        self.lq = np.ascontiguousarray(lq.T)
+        self.criterion = make_criterion(config, self.params)
+        # exact shortcut for MFI on large 3PL banks (see selection.InfoPruner)
+        self.pruner = None
+        if (config.selection == "mfi" and config.content_column is None
+                and InfoPruner.applicable(self.params)):
+            self.pruner = InfoPruner(self.params, config.theta_range)
+        self.rules = build_stop_rules(config)
+        self.prior_precision = 1.0 / config.prior_sd ** 2
+        # costs
+        if config.cost_column is not None:
+            meta = bank.metadata
+            if meta is None or config.cost_column not in meta.columns:
+                raise ConfigError(f"cost_column {config.cost_column!r} is not a bank metadata column")
+            cost = pd.to_numeric(meta[config.cost_column], errors="coerce").to_numpy(float)
+            if not np.all(np.isfinite(cost) & (cost >= 0)):
+                raise ConfigError(f"bank metadata column {config.cost_column!r} must hold "
+                                  "non-negative numeric costs for every item")
+            self.item_cost = cost
+            self.uniform_cost = bool(np.all(cost == cost[0]))
+        else:
+            self.item_cost = np.full(self.n_items, config.cost_per_item or 0.0)
+            self.uniform_cost = True
+        # content balancing (phase-2 component; None when off). Exposure control has state
+        # (counts), so it belongs to the engine, not to these shared tables.
+        from .content import make_content_balancer
+
+        self.content = make_content_balancer(bank, config)
+
+
+_TABLE_CACHE: "weakref.WeakKeyDictionary[ItemBank, dict]" = weakref.WeakKeyDictionary()
+
+
+def _tables(bank: ItemBank, config: CATConfig) -> _Tables:
+    """Tables for (bank, config), cached per bank object and config."""
+    if not isinstance(bank, ItemBank):
+        raise BankError(f"bank must be an ItemBank, got {type(bank).__name__}")
+    key = repr(sorted(config.to_dict().items(), key=lambda kv: kv[0]))
+    per_bank = _TABLE_CACHE.setdefault(bank, {})
+    tab = per_bank.get(key)
+    if tab is None:
+        if len(per_bank) > 8:
+            per_bank.clear()
+        tab = per_bank[key] = _Tables(bank, config)
+    return tab
+
+
+def bank_fingerprint(bank: ItemBank) -> str:
+    """A short hash of the item ids and parameters (to check a resumed session's bank)."""
+    h = hashlib.sha256()
+    h.update("\x1f".join(map(str, bank.item_ids)).encode())
+    for arr in bank.params:
+        h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
+    return h.hexdigest()[:16]
+
+
+def examinee_generators(rng, n: int) -> list:
+    """One child Generator per examinee: ``rng.spawn(n)`` (what :func:`simulate_cat` uses)."""
+    return _as_generator(rng).spawn(n)
+
+
+def _as_generator(rng) -> np.random.Generator:
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)):
+        return np.random.default_rng(int(rng))
+    raise ConfigError(f"rng must be a numpy Generator, an int seed or None, got {type(rng).__name__}")
+
+
+# ------------------------------------------------------------------------------ engine
+class _Engine:
+    """State of n examinees and the vectorized operations of one CAT step."""
+
+    def __init__(self, bank: ItemBank, config: CATConfig, n: int, exposure=None):
+        self.tab = tab = _tables(bank, config)
+        self.exposure = exposure
+        self.config = config
+        self.n = n
+        J = tab.n_items
+        W = -(-config.max_items // _SUM_BLOCK) * _SUM_BLOCK  # history width, whole sum blocks
+        self.width = W
+        self.log_post = np.tile(tab.log_prior, (n, 1))
+        self.n_items = np.zeros(n, dtype=np.intp)
+        self.n_skipped = np.zeros(n, dtype=np.intp)
+        self.n_used = np.zeros(n, dtype=np.intp)
+        self.used = np.zeros((n, J), dtype=bool)
+        self.items = np.full((n, W), -1, dtype=np.intp)
+        self.scores = np.full((n, W), np.nan)
+        self.theta_hist = np.full((n, W), np.nan)
+        self.se_hist = np.full((n, W), np.nan)
+        self.theta = np.zeros(n)
+        self.se = np.zeros(n)
+        self.post_sd = np.zeros(n)
+        self.test_info = np.zeros(n)
+        self.spent = np.zeros(n)
+        self.done = np.zeros(n, dtype=bool)
+        self.stop_reason = np.full(n, "", dtype=object)
+        self.area_counts = None if tab.content is None else np.zeros((n, tab.content.n_areas))
+        self.sh_trials = np.zeros(J, dtype=np.intp)   # Sympson-Hetter: times selected for a trial
+        self.sh_rejected: list[list[int]] | None = None  # per-row rejections (sessions only)
+        self._best_cache = None
+        self._estimate(np.arange(n))
+        if config.max_items < 1:  # pragma: no cover - validated by CATConfig
+            self.done[:] = True
+
+    # -------------------------------------------------------------- shortcuts for rules
+    @property
+    def prior_precision(self) -> float:
+        return self.tab.prior_precision
+
+    @property
+    def item_cost(self) -> np.ndarray:
+        return self.tab.item_cost
+
+    @property
+    def uniform_cost(self) -> bool:
+        return self.tab.uniform_cost
+
+    # -------------------------------------------------------------- estimation
+    def _estimate(self, rows):
+        tab = self.tab
+        lpost = self.log_post[rows]
+        w = np.exp(lpost - lpost.max(axis=1, keepdims=True))
+        s = w.sum(axis=1)
+        theta = (w * tab.nodes).sum(axis=1) / s
+        dev = tab.nodes - theta[:, None]
+        post_sd = np.sqrt((w * dev * dev).sum(axis=1) / s)
+        self.theta[rows] = theta
+        self.post_sd[rows] = post_sd
+        if self.config.se_method == "information":
+            info = self._test_information(rows, theta)
+            self.test_info[rows] = info
+            self.se[rows] = 1.0 / np.sqrt(info + tab.prior_precision)
+        else:
+            self.se[rows] = post_sd
+
+    def _test_information(self, rows, theta) -> np.ndarray:
+        """sum_j I_j(theta) over each row's administered items.
+
+        Summed in fixed blocks of 128 columns (zero-padded) that are then added in order, so
+        the floating-point result of a row does not depend on the other rows of the call.
+        """
+        n_max = int(self.n_items[rows].max()) if theta.size else 0
+        if n_max == 0:
+            return np.zeros(theta.size)
+        nb = -(-n_max // _SUM_BLOCK)
+        adm = self.items[rows, :nb * _SUM_BLOCK]
+        info = fisher_information(theta[:, None], self.tab.params_padded.table[:, adm])
+        blocks = info.reshape(theta.size, nb, _SUM_BLOCK).sum(axis=2)
+        total = blocks[:, 0].copy()
+        for b in range(1, nb):
+            total += blocks[:, b]
+        return total
+
+    def posterior(self, rows) -> np.ndarray:
+        """Normalized posterior weights on the grid, (len(rows), n_nodes)."""
+        lpost = self.log_post[rows]
+        w = np.exp(lpost - lpost.max(axis=1, keepdims=True))
+        return w / w.sum(axis=1, keepdims=True)
+
+    def expected_posterior_sd(self, rows, items) -> np.ndarray:
+        """Preposterior E[SD(theta | y, y_j)] over y_j in {0, 1} for item j per row."""
+        post = self.posterior(rows)
+        p = np.exp(self.tab.lp[np.maximum(items, 0)])
+        out = np.zeros(len(rows))
+        nodes = self.tab.nodes
+        for lik in (p, 1.0 - p):
+            joint = post * lik
+            mass = joint.sum(axis=1)
+            safe = np.maximum(mass, 1e-300)
+            mean = (joint * nodes).sum(axis=1) / safe
+            var = (joint * (nodes - mean[:, None]) ** 2).sum(axis=1) / safe
+            out += mass * np.sqrt(np.maximum(var, 0.0))
+        return out
+
+    def best_remaining(self, rows):
+        """(item, Fisher information) of the most informative available item per row."""
+        key = (id(rows), len(rows))
+        if self._best_cache is not None and self._best_cache[0] == key:
+            return self._best_cache[1]
+        info = fisher_information(self.theta[rows][:, None], self.tab.params)
+        info[self.used[rows]] = -np.inf
+        best = np.argmax(info, axis=1)
+        val = info[np.arange(len(rows)), best]
+        best = np.where(np.isfinite(val), best, -1)
+        self._best_cache = (key, (best, val))
+        return best, val
+
+    # -------------------------------------------------------------- selection
+    def blocked(self, rows) -> np.ndarray:
+        """Items not available to each row: used, or ineligible under exposure control."""
+        used = self.used[rows]
+        exp = self.exposure
+        if exp is not None:
+            inel = exp.ineligible()
+            if inel is not None:
+                used = used | inel[None, :]
+        return used
+
+    def select(self, rows, uniforms) -> np.ndarray:
+        """Next item (bank position) of every row; -1 where nothing is left to give."""
+        rows = np.asarray(rows, dtype=np.intp)
+        uniforms = np.asarray(uniforms, dtype=float).reshape(rows.size, -1)
+        out = np.full(rows.size, -1, dtype=np.intp)
+        for lo in range(0, rows.size, _BLOCK_ROWS):
+            sl = slice(lo, lo + _BLOCK_ROWS)
+            out[sl] = self._select_block(rows[sl], uniforms[sl])
+        self.last_fallback = np.zeros(rows.size, dtype=bool)
+        if self.exposure is not None and self.exposure.ineligible() is not None:
+            # exposure control may leave a row nothing eligible: then it is ignored for that row
+            stuck = np.flatnonzero((out < 0) & (self.n_used[rows] < self.tab.n_items))
+            for lo in range(0, stuck.size, _BLOCK_ROWS):
+                sl = stuck[lo:lo + _BLOCK_ROWS]
+                out[sl] = self._select_block(rows[sl], uniforms[sl], ignore_exposure=True)
+            self.last_fallback[stuck] = True
+        return out
+
+    def _select_block(self, rows, u, ignore_exposure: bool = False):
+        tab, cfg = self.tab, self.config
+        blocked = self.used[rows] if ignore_exposure else self.blocked(rows)
+        first = self.n_items[rows] == 0
+        items = np.full(rows.size, -1, dtype=np.intp)
+        exp = self.exposure
+        trials = exp is not None and exp.uses_trials
+        for group, is_first in ((first, True), (~first, False)):
+            if not group.any():
+                continue
+            g, ug, bg = rows[group], u[group], blocked[group]
+            if is_first:
+                scores, k = first_item_scores(bg, tab.params.b, cfg.theta0, cfg.first_item_window)
+                if tab.content is not None:
+                    scores = tab.content.apply(scores, self.area_counts[g], self.n_items[g])
+                n_cand = tab.n_items
+                cand, n_fin, _ = ranked_candidates(scores, n_cand)
+            elif cfg.selection == "random" and not trials and tab.content is None:
+                # uniform among all available items: the r-th available one, r = floor(u n)
+                avail = ~bg
+                n_avail = avail.sum(axis=1)
+                r = np.minimum((ug[:, 0] * n_avail).astype(np.intp), np.maximum(n_avail - 1, 0))
+                pos = np.argmax(np.cumsum(avail, axis=1) > r[:, None], axis=1)
+                items[group] = np.where(n_avail > 0, pos, -1)
+                continue
+            else:
+                k = tab.n_items if cfg.selection == "random" else cfg.randomesque
+                n_cand = min(tab.n_items, k + (cfg.sh_max_trials if trials else 0))
+                cand, n_fin = self._rank(g, bg, n_cand)
+            if trials:
+                chosen, rejected = exp.pick(cand, n_fin, k, ug)
+                self._sh_bookkeeping(g, chosen, rejected)
+            else:
+                chosen = pick(cand, n_fin, k, ug[:, 0])
+            items[group] = chosen
+        return items
+
+    def _rank(self, rows, blocked, n_cand):
+        """Ranked candidates by the selection criterion (after the first item).
+
+        Maximum information on a large bank first tries the exact pruned computation
+        (:class:`~atlascat.cat.selection.InfoPruner`); rows it cannot settle, and every other
+        criterion, score all items.
+        """
+        tab = self.tab
+        out_c = np.full((rows.size, min(n_cand, tab.n_items)), -1, dtype=np.intp)
+        out_n = np.zeros(rows.size, dtype=np.intp)
+        todo = np.ones(rows.size, dtype=bool)
+        pr = tab.pruner
+        if pr is not None and n_cand < pr.keep // 2:
+            theta = self.theta[rows]
+            cell, ok = pr.cells(theta)
+            for m in (min(64, pr.keep), pr.keep):
+                if m <= n_cand or not (todo & ok).any():
+                    continue
+                sel = np.flatnonzero(todo & ok)
+                cols = pr.order[cell[sel], :m]
+                sub = tab.params.take(cols)
+                info = fisher_information(theta[sel][:, None], sub)
+                info[np.take_along_axis(blocked[sel], cols, axis=1)] = -np.inf
+                cand, n_fin, vals = ranked_candidates(info, n_cand, cols)
+                exact = (n_fin >= n_cand) & (vals[:, -1] > pr.bound[cell[sel], m])
+                done = sel[exact]
+                out_c[done], out_n[done] = cand[exact], n_fin[exact]
+                todo[done] = False
+        if todo.any():
+            sel = np.flatnonzero(todo)
+            g = rows[sel]
+            scores = tab.criterion.scores(self.theta[g], self.n_items[g], blocked[sel],
+                                          tab.params)
+            np.copyto(scores, -np.inf, where=blocked[sel])
+            if tab.content is not None:
+                scores = tab.content.apply(scores, self.area_counts[g], self.n_items[g])
+            cand, n_fin, _ = ranked_candidates(scores, n_cand)
+            out_c[sel], out_n[sel] = cand, n_fin
+        return out_c, out_n
+
+    def _sh_bookkeeping(self, rows, chosen, rejected):
+        """Sympson-Hetter: rejected items leave the examinee's pool; count trials per item."""
+        r_idx, c_idx = np.nonzero(rejected >= 0)
+        rej_items = rejected[r_idx, c_idx]
+        self.used[rows[r_idx], rej_items] = True
+        np.add.at(self.n_used, rows[r_idx], 1)
+        np.add.at(self.sh_trials, rej_items, 1)
+        ok = chosen >= 0
+        np.add.at(self.sh_trials, chosen[ok], 1)
+        if self.sh_rejected is not None:
+            for r, j in zip(rows[r_idx], rej_items):
+                self.sh_rejected[r].append(int(j))
+
+    # -------------------------------------------------------------- updates
+    def record(self, rows, items, scores, *, check_stop: bool = True):
+        """Score ``items`` for ``rows``: update posterior, estimates, history; check stopping."""
+        rows = np.asarray(rows, dtype=np.intp)
+        items = np.asarray(items, dtype=np.intp)
+        y = np.asarray(scores, dtype=float)
+        if rows.size == 0:
+            return
+        tab = self.tab
+        yc = y[:, None]
+        self.log_post[rows] += yc * tab.lp[items] + (1.0 - yc) * tab.lq[items]
+        pos = self.n_items[rows]
+        self.items[rows, pos] = items
+        self.scores[rows, pos] = y
+        self.used[rows, items] = True
+        self.n_items[rows] += 1
+        self.n_used[rows] += 1
+        self._estimate(rows)
+        self.theta_hist[rows, pos] = self.theta[rows]
+        self.se_hist[rows, pos] = self.se[rows]
+        self.spent[rows] += tab.item_cost[items]
+        if self.area_counts is not None:
+            np.add.at(self.area_counts, (rows, tab.content.area_code[items]), 1.0)
+        if self.exposure is not None:
+            self.exposure.administered(items)
+        if check_stop:
+            self.check_stop(rows)
+
+    def record_one(self, r: int, j: int, y: float):
+        """``record`` for a single row with basic indexing (sessions): the same arithmetic,
+        element for element, as the batched path, at a fraction of the indexing overhead."""
+        tab = self.tab
+        sl = slice(r, r + 1)
+        self.log_post[sl] += y * tab.lp[j] + (1.0 - y) * tab.lq[j]
+        pos = int(self.n_items[r])
+        self.items[r, pos] = j
+        self.scores[r, pos] = y
+        self.used[r, j] = True
+        self.n_items[r] += 1
+        self.n_used[r] += 1
+        self._estimate(sl)
+        self.theta_hist[r, pos] = self.theta[r]
+        self.se_hist[r, pos] = self.se[r]
+        self.spent[r] += tab.item_cost[j]
+        if self.area_counts is not None:
+            self.area_counts[r, tab.content.area_code[j]] += 1.0
+        if self.exposure is not None:
+            self.exposure.administered(np.array([j]))
+
+    def skip(self, rows, items):
+        """Items selected but without an answer: out of the pool, not scored, counted."""
+        rows = np.asarray(rows, dtype=np.intp)
+        items = np.asarray(items, dtype=np.intp)
+        self.used[rows, items] = True
+        self.n_skipped[rows] += 1
+        self.n_used[rows] += 1
+        exhausted = rows[self.n_used[rows] >= self.tab.n_items]
+        self.finish(exhausted, "bank_exhausted")
+
+    def finish(self, rows, reason: str):
+        rows = np.asarray(rows, dtype=np.intp)
+        rows = rows[~self.done[rows]]
+        self.done[rows] = True
+        self.stop_reason[rows] = reason
+
+    def check_stop(self, rows):
+        """Evaluate the stopping rules for ``rows``; the first rule that fires names the reason."""
+        rows = np.asarray(rows, dtype=np.intp)
+        rows = rows[~self.done[rows]]
+        if rows.size == 0:
+            return
+        enough = self.n_items[rows] >= self.config.min_items
+        any_enough = bool(enough.any())
+        self._best_cache = None
+        stop = np.zeros(rows.size, dtype=bool)
+        reason = np.full(rows.size, "", dtype=object)
+        for rule in self.tab.rules:
+            if rule.precision:
+                if not any_enough:
+                    continue
+                fire = rule.check(self, rows) & enough
+            else:
+                fire = rule.check(self, rows)
+            new = fire & ~stop
+            if new.any():
+                reason[new] = rule.reason
+                stop |= new
+        exhausted = ~stop & (self.n_used[rows] >= self.tab.n_items)
+        reason[exhausted] = "bank_exhausted"
+        stop |= exhausted
+        self._best_cache = None
+        if stop.any():
+            self.done[rows[stop]] = True
+            self.stop_reason[rows[stop]] = reason[stop]
+
+    # -------------------------------------------------------------- replay (resume)
+    def history_of(self, row: int) -> dict:
+        n = int(self.n_items[row])
+        return {
+            "items": self.items[row, :n].copy(),
+            "scores": self.scores[row, :n].copy(),
+            "theta": self.theta_hist[row, :n].copy(),
+            "se": self.se_hist[row, :n].copy(),
+        }
+
+
+# ------------------------------------------------------------------------------ session
+class CATSession:
+    """One examinee's adaptive test, driven one answer at a time.
+
+    Parameters
+    ----------
+    bank : ItemBank
+    config : CATConfig, default ``CATConfig()``
+    rng : numpy Generator or int seed; the session draws ``config.uniforms_per_step`` uniforms
+        from it per selection (so it can be persisted and resumed exactly).
+    tracker : ExposureTracker shared by the sessions of one population, for
+        ``exposure="eligibility"`` (a private one if None).
+
+    Usage::
+
+        session = CATSession(bank, CATConfig(se_stop=0.2), rng=np.random.default_rng(1))
+        while (item := session.next_item()) is not None:
+            session.record(item, ask_model(item))
+        session.theta, session.se, session.stop_reason
+
+    ``record`` also accepts items the caller chose (they count like selected ones);
+    ``skip(item)`` takes an item out of the pool without scoring it. ``to_dict()`` gives a
+    JSON-serializable snapshot (config, answers, RNG state) and ``CATSession.from_dict(d, bank)``
+    resumes it exactly.
+    """
+
+    def __init__(self, bank: ItemBank, config: CATConfig | None = None, rng=None, *,
+                 tracker=None):
+        from .exposure import make_exposure_control
+
+        self.bank = bank
+        self.config = CATConfig() if config is None else config
+        if not isinstance(self.config, CATConfig):
+            raise ConfigError(f"config must be a CATConfig, got {type(self.config).__name__}")
+        self.rng = _as_generator(rng)
+        exposure = make_exposure_control(bank, self.config, tracker=tracker)
+        if exposure is not None:
+            exposure.start(1)
+        self._engine = _Engine(bank, self.config, 1, exposure=exposure)
+        self._engine.sh_rejected = [[]]
+        self._pending: int | None = None
+        self._pending_seconds = 0.0
+        self._seconds: list[float] = []
+        self._skipped: list[int] = []
+        self._events: list[tuple[str, int]] = []  # ("r" | "s", item) in order, for resuming
+        self._row = np.zeros(1, dtype=np.intp)
+
+    # -------------------------------------------------------------- properties
+    @property
+    def theta(self) -> float:
+        return float(self._engine.theta[0])
+
+    @property
+    def se(self) -> float:
+        return float(self._engine.se[0])
+
+    @property
+    def posterior_sd(self) -> float:
+        return float(self._engine.post_sd[0])
+
+    @property
+    def n_items(self) -> int:
+        return int(self._engine.n_items[0])
+
+    @property
+    def n_skipped(self) -> int:
+        return int(self._engine.n_skipped[0])
+
+    @property
+    def done(self) -> bool:
+        return bool(self._engine.done[0])
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self._engine.stop_reason[0] or None
+
+    @property
+    def administered(self) -> list[str]:
+        h = self._engine.history_of(0)
+        return [str(self.bank.item_ids[j]) for j in h["items"]]
+
+    @property
+    def skipped(self) -> list[str]:
+        return [str(self.bank.item_ids[j]) for j in self._skipped]
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """One row per scored item: item_id, order, score, theta, se, seconds."""
+        h = self._engine.history_of(0)
+        return pd.DataFrame({
+            "item_id": pd.Series(self.bank.item_ids[h["items"]], dtype=object).astype(str),
+            "order": np.arange(1, h["items"].size + 1),
+            "score": h["scores"],
+            "theta": h["theta"],
+            "se": h["se"],
+            "seconds": np.asarray(self._seconds, dtype=float),
+        })
+
+    def __repr__(self) -> str:
+        state = f"done ({self.stop_reason})" if self.done else "running"
+        return (f"CATSession(n_items={self.n_items}, theta={self.theta:.4f}, se={self.se:.4f}, "
+                f"{state})")
+
+    # -------------------------------------------------------------- stepping
+    def next_item(self) -> str | None:
+        """The item to administer next, or None once the test is over.
+
+        Calling it again before ``record`` returns the same item (no randomness consumed).
+        """
+        if self.done:
+            return None
+        if self._pending is not None:
+            return str(self.bank.item_ids[self._pending])
+        t0 = time.perf_counter()
+        u = self.rng.random(self.config.uniforms_per_step)
+        item = int(self._engine.select(self._row, u[None, :])[0])
+        if item < 0:
+            self._engine.finish(self._row, "bank_exhausted")
+            return None
+        self._pending = item
+        self._pending_seconds = time.perf_counter() - t0
+        return str(self.bank.item_ids[item])
+
+    def _position(self, item_id) -> int:
+        index = self._engine.tab.index
+        key = str(item_id)
+        j = index.get(key)
+        if j is None:
+            j = index.get(normalize_item_id(key))
+            if j is None:
+                raise LiveRunError(f"item {item_id!r} is not in the bank ({len(self.bank)} items)")
+        return j
+
+    def record(self, item_id, score) -> None:
+        """Record the score (0/1, or partial credit in [0, 1]) of an administered item."""
+        if self.done:
+            raise LiveRunError(f"the session is finished ({self.stop_reason}); start a new one "
+                               "to administer more items")
+        j = self._position(item_id)
+        try:
+            y = float(score)
+        except (TypeError, ValueError):
+            raise ResponseDataError(f"score for item {item_id!r} must be a number in [0, 1], "
+                                    f"got {score!r}") from None
+        if not 0.0 <= y <= 1.0:
+            raise ResponseDataError(f"score for item {item_id!r} must be in [0, 1], got {score!r}"
+                                    " (use skip() for an item without an answer)")
+        eng = self._engine
+        if eng.used[0, j] and j not in self._skipped:
+            raise LiveRunError(f"item {item_id!r} was already administered in this session")
+        t0 = time.perf_counter()
+        if j in self._skipped:  # a previously skipped item gets an answer after all
+            self._skipped.remove(j)
+            eng.used[0, j] = False
+            eng.n_skipped[0] -= 1
+            eng.n_used[0] -= 1
+        eng.record_one(0, j, y)
+        eng.check_stop(self._row)
+        spent = time.perf_counter() - t0
+        self._seconds.append(spent + (self._pending_seconds if self._pending == j else 0.0))
+        self._pending = None
+        self._pending_seconds = 0.0
+        self._events.append(("r", j))
+
+    def skip(self, item_id) -> None:
+        """Take an item out of the pool without scoring it (e.g. the model gave no answer)."""
+        if self.done:
+            raise LiveRunError(f"the session is finished ({self.stop_reason})")
+        j = self._position(item_id)
+        if self._engine.used[0, j]:
+            raise LiveRunError(f"item {item_id!r} was already used in this session")
+        self._engine.skip(self._row, np.array([j]))
+        self._skipped.append(j)
+        if self._pending == j:
+            self._pending = None
+        self._events.append(("s", j))
+
+    # -------------------------------------------------------------- persistence
+    def to_dict(self) -> dict:
+        """JSON-serializable snapshot; ``from_dict(d, bank)`` resumes exactly (RNG included)."""
+        eng = self._engine
+        h = eng.history_of(0)
+        ids = self.bank.item_ids
+        return {
+            "format": "atlascat.CATSession/1",
+            "config": self.config.to_dict(),
+            "bank": {"n_items": len(self.bank), "fingerprint": bank_fingerprint(self.bank)},
+            "events": [[kind, str(ids[j])] for kind, j in self._events],
+            "scores": [float(v) for v in h["scores"]],
+            "seconds": [float(v) for v in self._seconds],
+            "sh_rejected": [str(ids[j]) for j in eng.sh_rejected[0]],
+            "pending": None if self._pending is None else str(ids[self._pending]),
+            "pending_seconds": self._pending_seconds,
+            "done": self.done,
+            "stop_reason": self.stop_reason,
+            "theta": self.theta,
+            "se": self.se,
+            "rng": _jsonable_state(self.rng.bit_generator.state),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict, bank: ItemBank) -> "CATSession":
+        """Resume a session from ``to_dict()`` output with the same bank."""
+        if d.get("format") != "atlascat.CATSession/1":
+            raise ConfigError("not a CATSession snapshot (missing format 'atlascat.CATSession/1')")
+        fp = d["bank"]["fingerprint"]
+        if fp != bank_fingerprint(bank):
+            raise BankError("the bank differs from the one the session was run with "
+                            f"(fingerprint {bank_fingerprint(bank)} != {fp}); pass the same bank")
+        state = d["rng"]
+        bitgen = getattr(np.random, state["bit_generator"])()
+        bitgen.state = state
+        session = cls(bank, CATConfig.from_dict(d["config"]), np.random.Generator(bitgen))
+        eng = session._engine
+        scores = iter(d["scores"])
+        seconds = iter(d["seconds"])
+        for kind, item in d["events"]:
+            j = session._position(item)
+            if kind == "s":
+                eng.skip(session._row, np.array([j]))
+                session._skipped.append(j)
+            else:
+                if j in session._skipped:
+                    session._skipped.remove(j)
+                    eng.used[0, j] = False
+                    eng.n_skipped[0] -= 1
+                    eng.n_used[0] -= 1
+                eng.record_one(0, j, float(next(scores)))
+                session._seconds.append(next(seconds))
+            session._events.append((kind, j))
+        for item in d.get("sh_rejected", []):
+            j = session._position(item)
+            eng.used[0, j] = True
+            eng.n_used[0] += 1
+            eng.sh_rejected[0].append(j)
+        eng.done[0] = bool(d["done"])
+        eng.stop_reason[0] = d["stop_reason"] or ""
+        if d.get("pending") is not None:
+            session._pending = session._position(d["pending"])
+            session._pending_seconds = float(d.get("pending_seconds", 0.0))
+        return session
+
+
+def _jsonable_state(state):
+    if isinstance(state, dict):
+        return {k: _jsonable_state(v) for k, v in state.items()}
+    if isinstance(state, np.ndarray):
+        return state.tolist()
+    if isinstance(state, np.integer):
+        return int(state)
+    return state
+
+
+# ------------------------------------------------------------------------------ simulation
+@dataclass
+class CATResult:
+    """Outcome of :func:`simulate_cat`.
+
+    Attributes
+    ----------
+    persons : DataFrame, one row per examinee: subject_id, theta, se, posterior_sd, n_items,
+        n_skipped, seconds, stop_reason (+ theta_ref, error when reference thetas were given)
+    administered : DataFrame (long), one row per scored item: subject_id, item_id, order, score,
+        theta, se
+    n_skipped : int, replayed items without an answer (selected, not scored)
+    exposure : Series indexed by item id, share of examinees who were given the item
+    wall_seconds : float, total wall time of the simulation
+    """
+
+    persons: pd.DataFrame
+    administered: pd.DataFrame
+    n_skipped: int
+    exposure: pd.Series
+    config: CATConfig
+    wall_seconds: float
+    item_matrix: np.ndarray = field(repr=False)   # (n, max_items) bank positions, -1 padded
+    item_ids: np.ndarray = field(repr=False)
+    sh_trials: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def n_examinees(self) -> int:
+        return len(self.persons)
+
+    def selected_items(self, subject_id) -> pd.DataFrame:
+        """The items given to one examinee, in order: item_id, order, score, theta, se."""
+        df = self.administered
+        out = df[df["subject_id"] == str(subject_id)]
+        if out.empty and str(subject_id) not in set(self.persons["subject_id"]):
+            raise KeyError(f"no examinee {subject_id!r} in this result")
+        return out.drop(columns="subject_id").reset_index(drop=True)
+
+    def item_exposure(self) -> pd.DataFrame:
+        """item_id, n_administered, exposure rate (share of examinees)."""
+        counts = np.bincount(self.item_matrix[self.item_matrix >= 0],
+                             minlength=len(self.item_ids))
+        return pd.DataFrame({"item_id": self.item_ids.astype(str), "n_administered": counts,
+                             "exposure": counts / max(self.n_examinees, 1)})
+
+    def item_positions(self) -> pd.DataFrame:
+        """Per item: how often and where in the test it was given (see security.position_analysis)."""
+        return security.position_analysis(self.item_matrix, self.item_ids)
+
+    def overlap(self) -> dict:
+        """Test overlap rate by the exposure formula and by pairwise counting (they agree)."""
+        return security.overlap_report(self.item_matrix, len(self.item_ids))
+
+    def summary(self) -> dict:
+        """Headline figures: items, precision, accuracy vs reference, exposure, overlap, time."""
+        p = self.persons
+        rates = self.exposure.to_numpy()
+        out = {
+            "n_examinees": int(len(p)),
+            "items_mean": float(p["n_items"].mean()),
+            "items_sd": float(p["n_items"].std(ddof=1)) if len(p) > 1 else 0.0,
+            "items_min": int(p["n_items"].min()),
+            "items_max": int(p["n_items"].max()),
+            "se_mean": float(p["se"].mean()),
+            "n_skipped": int(self.n_skipped),
+            "stop_reasons": {str(k): int(v) for k, v in p["stop_reason"].value_counts().items()},
+            "exposure": security.exposure_summary(rates),
+            "overlap": self.overlap(),
+            "time_total_seconds": float(self.wall_seconds),
+            "time_per_examinee_seconds": float(self.wall_seconds / max(len(p), 1)),
+            "selection_time": security.selection_time(p["seconds"].to_numpy()),
+            "config": self.config.to_dict(),
+        }
+        if "theta_ref" in p.columns:
+            err = p["error"].to_numpy(float)
+            ok = np.isfinite(err)
+            out["mae"] = float(np.mean(np.abs(err[ok])))
+            out["rmse"] = float(np.sqrt(np.mean(err[ok] ** 2)))
+            out["bias"] = float(np.mean(err[ok]))
+            if ok.sum() > 2:
+                out["correlation"] = float(np.corrcoef(p["theta"][ok], p["theta_ref"][ok])[0, 1])
+        return out
+
+
+def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=None, thetas=None,
+                 answer_fn=None, rng=None, subject_ids=None, theta_ref=None,
+                 progress=None) -> CATResult:
+    """Run the adaptive test for many examinees at once.
+
+    Exactly one answer source: ``responses`` (ResponseMatrix or (n, J) array in bank order:
+    replay real answers; cells without an answer are skipped and counted), ``thetas`` (true
+    abilities: answers drawn from the bank's model), or ``answer_fn(subject_ids, item_ids) ->
+    scores`` (with ``subject_ids``). With ``thetas`` the true values are the reference for the
+    error columns; ``theta_ref`` supplies reference values otherwise.
+
+    Randomness: ``sel = rng.spawn(n)`` gives examinee i's selection generator (the one a
+    :class:`CATSession` for it would get); with ``thetas``, a second ``ans = rng.spawn(n)`` gives
+    its answer stream (answer k = 1{ans[i].random() < P}). So::
+
+        rng = np.random.default_rng(s); sel = rng.spawn(n); ans = rng.spawn(n)
+        CATSession(bank, config, sel[i])   # reproduces examinee i exactly
+
+    ``progress(n_done, n_total)`` is called after every step.
+    """
+    from .answers import CallableAnswers, ModelAnswers, ReplayAnswers
+
+    t_start = time.perf_counter()
+    config = CATConfig() if config is None else config
+    if not isinstance(config, CATConfig):
+        raise ConfigError(f"config must be a CATConfig, got {type(config).__name__}")
+    given = [x is not None for x in (responses, thetas, answer_fn)]
+    if sum(given) != 1 and not (responses is not None and thetas is not None
+                                and answer_fn is None):
+        raise ConfigError("give exactly one answer source: responses=, thetas= or answer_fn=")
+    rng = _as_generator(rng)
+    if responses is not None:
+        source = ReplayAnswers(responses, bank, subject_ids)
+        sel_rngs = rng.spawn(source.n_examinees)
+        if thetas is not None:  # thetas then only serve as the reference
+            theta_ref = thetas
+    elif thetas is not None:
+        n = np.asarray(thetas).reshape(-1).size
+        sel_rngs = rng.spawn(n)
+        source = ModelAnswers(thetas, bank, rng.spawn(n), subject_ids)
+        theta_ref = source.thetas if theta_ref is None else theta_ref
+    else:
+        if subject_ids is None:
+            raise ConfigError("answer_fn needs subject_ids (one per examinee)")
+        source = CallableAnswers(answer_fn, bank, subject_ids)
+        sel_rngs = rng.spawn(source.n_examinees)
+    n = source.n_examinees
+    if theta_ref is not None:
+        theta_ref = np.asarray(theta_ref, dtype=float).reshape(-1)
+        if theta_ref.size != n:
+            raise ConfigError(f"theta_ref has {theta_ref.size} values for {n} examinees")
+
+    from .answers import UniformStreams
+    from .exposure import make_exposure_control
+
+    exp = make_exposure_control(bank, config, cohort=n)
+    if exp is not None:
+        exp.start(n)
+    eng = _Engine(bank, config, n, exposure=exp)
+    streams = UniformStreams(sel_rngs)
+    seconds = np.zeros(n)
+    k = config.uniforms_per_step
+    active = np.flatnonzero(~eng.done)
+    while active.size:
+        t0 = time.perf_counter()
+        u = streams.next(active, k)
+        items = eng.select(active, u)
+        if exp is not None and exp.caps_cohort:
+            items = exp.resolve_conflicts(eng, active, items, u)
+        none = items < 0
+        if none.any():
+            eng.finish(active[none], "bank_exhausted")
+        rows, items = active[~none], items[~none]
+        y = source.answers(rows, items)
+        miss = np.isnan(y)
+        if miss.any():
+            eng.skip(rows[miss], items[miss])
+        eng.record(rows[~miss], items[~miss], y[~miss])
+        seconds[active] += (time.perf_counter() - t0) / active.size
+        active = active[~eng.done[active]]
+        if progress is not None:
+            progress(int(eng.done.sum()), n)
+    wall = time.perf_counter() - t_start
+    return _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
+
+
+def _collect(bank, config, eng: _Engine, subject_ids, seconds, theta_ref, wall) -> CATResult:
+    n = eng.n
+    sids = np.asarray([str(s) for s in subject_ids], dtype=object)
+    persons = pd.DataFrame({
+        "subject_id": sids,
+        "theta": eng.theta.copy(),
+        "se": eng.se.copy(),
+        "posterior_sd": eng.post_sd.copy(),
+        "n_items": eng.n_items.copy(),
+        "n_skipped": eng.n_skipped.copy(),
+        "seconds": seconds,
+        "stop_reason": eng.stop_reason.astype(str),
+    })
+    if theta_ref is not None:
+        persons["theta_ref"] = theta_ref
+        persons["error"] = persons["theta"] - theta_ref
+    item_matrix = eng.items[:, :config.max_items].copy()
+    mask = item_matrix >= 0
+    rows, cols = np.nonzero(mask)
+    administered = pd.DataFrame({
+        "subject_id": sids[rows],
+        "item_id": bank.item_ids[item_matrix[rows, cols]].astype(str),
+        "order": cols + 1,
+        "score": eng.scores[rows, cols],
+        "theta": eng.theta_hist[rows, cols],
+        "se": eng.se_hist[rows, cols],
+    })
+    counts = np.bincount(item_matrix[mask], minlength=len(bank))
+    exposure = pd.Series(counts / max(n, 1), index=pd.Index(bank.item_ids.astype(str),
+                                                            name="item_id"), name="exposure")
+    return CATResult(persons=persons, administered=administered,
+                     n_skipped=int(eng.n_skipped.sum()), exposure=exposure, config=config,
+                     wall_seconds=wall, item_matrix=item_matrix,
+                     item_ids=bank.item_ids.copy(), sh_trials=eng.sh_trials.copy())

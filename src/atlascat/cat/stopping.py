@@ -1,0 +1,173 @@
+"""Stopping rules: small components the engine asks, after every answer, whether to stop.
+
+Each rule looks at the state of a block of examinees (``rows``) and returns a boolean array;
+the engine evaluates the rules in order and records the name of the first one that fires as the
+examinee's ``stop_reason``. Precision and cost rules only fire once ``n >= min_items``; the
+length and budget rules always apply.
+
+=================  ========================================================================
+rule               stops when
+=================  ========================================================================
+``se``             SE <= se_stop (SE per ``se_method``: information or posterior SD)
+``reliability``    1 - posterior variance / prior variance >= reliability_stop
+``min_information``the best remaining item has I_j(theta) < min_info_stop
+``cost``           value_per_se x E[SE reduction by the next best item] < its cost
+                   (cost-aware stopping; the expected reduction is 1/sqrt(I + P) -
+                   1/sqrt(I + I_best + P) for the information SE, and the preposterior
+                   expected posterior SD for the posterior SE)
+``budget``         spent cost + cost of the next best item > budget
+``max_items``      n >= max_items
+=================  ========================================================================
+
+The engine object passed to ``check`` exposes ``n_items``, ``se``, ``post_sd``, ``test_info``
+(sum of item information at theta), ``spent`` (cost so far), ``config``, ``prior_precision``,
+``item_cost`` and ``best_remaining(rows)`` -> (best item, its information), computed once per
+check and shared by the rules that need it.
+
+References
+----------
+Babcock, B. and Weiss, D. J. (2012). Termination criteria in computerized adaptive tests: do
+variable-length CATs provide efficient and effective measurement? JCAT, 1, 1-18.
+Wainer, H. (ed.) (2000). Computerized Adaptive Testing: A Primer, ch. 5 (stopping rules).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "StopRule",
+    "SEStop",
+    "ReliabilityStop",
+    "MinInformationStop",
+    "CostAwareStop",
+    "BudgetStop",
+    "MaxItemsStop",
+    "build_stop_rules",
+]
+
+
+class StopRule:
+    """Base class: ``check(engine, rows) -> bool array``; ``reason`` names the rule."""
+
+    reason = "base"
+    precision = True  # only fires once n >= min_items
+
+    def check(self, engine, rows) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class SEStop(StopRule):
+    """SE <= tau."""
+
+    reason = "se"
+
+    def __init__(self, tau: float):
+        self.tau = float(tau)
+
+    def check(self, engine, rows):
+        return engine.se[rows] <= self.tau
+
+    def __repr__(self) -> str:
+        return f"SEStop(tau={self.tau})"
+
+
+class ReliabilityStop(StopRule):
+    """Marginal reliability of the estimate, 1 - var(theta | y) / var(theta) >= target."""
+
+    reason = "reliability"
+
+    def __init__(self, target: float, prior_sd: float):
+        self.target = float(target)
+        self.prior_var = float(prior_sd) ** 2
+
+    def check(self, engine, rows):
+        return 1.0 - engine.post_sd[rows] ** 2 / self.prior_var >= self.target
+
+
+class MinInformationStop(StopRule):
+    """The best item left has Fisher information below ``threshold`` at theta."""
+
+    reason = "min_information"
+
+    def __init__(self, threshold: float):
+        self.threshold = float(threshold)
+
+    def check(self, engine, rows):
+        _, info = engine.best_remaining(rows)
+        return info < self.threshold
+
+
+class CostAwareStop(StopRule):
+    """Stop when the value of the next best item's expected SE reduction is below its cost.
+
+    With v = value per unit of SE and c_j the cost of the best remaining item j* (by Fisher
+    information at theta): stop iff v * (SE_now - E[SE after j*]) < c_j*. For the information
+    SE, E[SE after j*] = 1 / sqrt(I(theta) + I_j*(theta) + 1/sigma^2); for the posterior SE it
+    is sum_y P(y) SD(theta | y_1..n, y), y in {0, 1} (preposterior analysis).
+    """
+
+    reason = "cost"
+
+    def __init__(self, value_per_se: float):
+        self.value = float(value_per_se)
+
+    def check(self, engine, rows):
+        best, info = engine.best_remaining(rows)
+        if engine.config.se_method == "information":
+            after = 1.0 / np.sqrt(engine.test_info[rows] + info + engine.prior_precision)
+        else:
+            after = engine.expected_posterior_sd(rows, best)
+        gain = self.value * np.maximum(engine.se[rows] - after, 0.0)
+        cost = engine.item_cost[np.maximum(best, 0)]
+        return (best < 0) | (gain < cost)
+
+
+class BudgetStop(StopRule):
+    """Stop when the next best item would take the total cost above the budget."""
+
+    reason = "budget"
+    precision = False
+
+    def __init__(self, budget: float):
+        self.budget = float(budget)
+
+    def check(self, engine, rows):
+        if engine.uniform_cost:
+            nxt = np.full(len(rows), engine.item_cost[0])
+        else:
+            best, _ = engine.best_remaining(rows)
+            nxt = engine.item_cost[np.maximum(best, 0)]
+        return engine.spent[rows] + nxt > self.budget * (1 + 1e-12)
+
+
+class MaxItemsStop(StopRule):
+    """n >= max_items."""
+
+    reason = "max_items"
+    precision = False
+
+    def __init__(self, max_items: int):
+        self.max_items = int(max_items)
+
+    def check(self, engine, rows):
+        return engine.n_items[rows] >= self.max_items
+
+
+def build_stop_rules(config) -> list[StopRule]:
+    """The rules a config enables, in the order they are checked."""
+    rules: list[StopRule] = []
+    if config.se_stop is not None:
+        rules.append(SEStop(config.se_stop))
+    if config.reliability_stop is not None:
+        rules.append(ReliabilityStop(config.reliability_stop, config.prior_sd))
+    if config.min_info_stop is not None:
+        rules.append(MinInformationStop(config.min_info_stop))
+    if config.value_per_se is not None:
+        rules.append(CostAwareStop(config.value_per_se))
+    if config.budget is not None:
+        rules.append(BudgetStop(config.budget))
+    rules.append(MaxItemsStop(config.max_items))
+    return rules

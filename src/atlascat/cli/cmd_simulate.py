@@ -1,0 +1,164 @@
+"""``atlas simulate``: run the adaptive test for many examinees at once and write the results."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ._common import console, print_frame, progress_bar
+
+_THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
+_THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
+
+
+def safe_filename(name: str) -> str:
+    """A file name for a subject id: runs of characters outside [A-Za-z0-9._-] become '_'."""
+    out = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "subject"
+    return out[:180]
+
+
+def unique_filenames(ids) -> list[str]:
+    """Sanitized, collision-free file stems for the subject ids (suffix _2, _3, ... on clashes)."""
+    seen: dict[str, int] = {}
+    out = []
+    for sid in ids:
+        base = safe_filename(sid)
+        n = seen.get(base.lower(), 0) + 1
+        seen[base.lower()] = n
+        out.append(base if n == 1 else f"{base}_{n}")
+    return out
+
+
+def read_thetas(path: Path):
+    """(subject_ids, thetas) from a CSV with subject_id/theta or the paper's Model_Name/Theta_WLE."""
+    import pandas as pd
+
+    from ..errors import ResponseDataError
+
+    if not path.exists():
+        raise ResponseDataError(f"theta file {str(path)!r} does not exist")
+    df = pd.read_csv(path)
+    id_col = next((c for c in _THETA_ID_COLUMNS if c in df.columns), None)
+    th_col = next((c for c in _THETA_COLUMNS if c in df.columns), None)
+    if th_col is None:
+        raise ResponseDataError(
+            f"{str(path)!r} has no theta column; expected one of {list(_THETA_COLUMNS)} "
+            f"(columns: {list(df.columns)[:10]})"
+        )
+    thetas = pd.to_numeric(df[th_col], errors="coerce")
+    if thetas.isna().any():
+        row = int(thetas.isna().to_numpy().nonzero()[0][0])
+        raise ResponseDataError(f"theta in row {row + 2} of {str(path)!r} is missing or not a number")
+    ids = df[id_col].astype(str).tolist() if id_col else [str(i) for i in range(len(df))]
+    return ids, thetas.to_numpy(float)
+
+
+def simulate_command(
+    bank: Path = typer.Option(..., "--bank", "-b", help="Item bank (ours or mirt's a1,d,g,u form)."),
+    responses: Optional[Path] = typer.Option(None, "--responses", "-r",
+                                             help="Response matrix to replay (real answers)."),
+    thetas: Optional[Path] = typer.Option(
+        None, "--thetas", "-t",
+        help="CSV of true thetas (subject_id,theta or Model_Name,Theta_WLE): answers drawn from "
+             "the bank's model. With --responses: reference thetas for the error columns."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
+    se_stop: Optional[float] = typer.Option(0.1, "--se-stop", help="Stop once SE <= this value."),
+    min_items: int = typer.Option(30, "--min-items"),
+    max_items: int = typer.Option(500, "--max-items"),
+    fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
+                                               help="Fixed-length test of N items (no SE stop)."),
+    randomesque: int = typer.Option(5, "--randomesque", help="Pick among the k best items."),
+    selection: str = typer.Option("mfi", "--selection", help="mfi | kl | astrat | random"),
+    se_method: str = typer.Option("information", "--se-method", help="information | posterior"),
+    reference: bool = typer.Option(False, "--reference",
+                                   help="catR's grid: 33 trapezoidal nodes on [-4, 4]."),
+    theta0: float = typer.Option(0.0, "--theta0", help="Starting theta."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    selected: bool = typer.Option(True, "--selected/--no-selected",
+                                  help="Write selected_items/<subject>.csv files."),
+) -> None:
+    """Simulate adaptive tests (replayed or model-drawn answers); write scores and diagnostics."""
+    import numpy as np
+    import pandas as pd
+
+    from ..cat.config import CATConfig
+    from ..cat.engine import simulate_cat
+    from ..errors import ConfigError
+    from ..irt.bank import ItemBank
+    from ..responses import ResponseMatrix
+
+    if responses is None and thetas is None:
+        raise ConfigError("give --responses (replay real answers) or --thetas (draw from the model)")
+    item_bank = ItemBank.read(bank, normalize_ids=True)
+    base = dict(se_stop=se_stop, min_items=min_items, max_items=max_items,
+                randomesque=randomesque, selection=selection, se_method=se_method, theta0=theta0)
+    if fixed_length is not None:
+        base.update(min_items=fixed_length, max_items=fixed_length, se_stop=None)
+    config = CATConfig.reference(**base) if reference else CATConfig(**base)
+
+    kwargs = {}
+    if responses is not None:
+        rm = ResponseMatrix.read(responses, normalize_ids=True, on_empty="keep")
+        kwargs["responses"] = rm
+        n_total = rm.n_subjects
+        if thetas is not None:
+            ids, values = read_thetas(thetas)
+            ref = pd.Series(values, index=ids)
+            ref = ref[~ref.index.duplicated()]
+            kwargs["theta_ref"] = ref.reindex(rm.subject_ids.astype(str)).to_numpy(float)
+    else:
+        ids, values = read_thetas(thetas)
+        kwargs.update(thetas=values, subject_ids=ids)
+        n_total = len(ids)
+
+    rng = np.random.default_rng(seed)
+    with progress_bar("simulating", n_total) as advance:
+        state = {"done": 0}
+
+        def progress(done, total):
+            advance(done - state["done"])
+            state["done"] = done
+
+        result = simulate_cat(item_bank, config, rng=rng, progress=progress, **kwargs)
+
+    out.mkdir(parents=True, exist_ok=True)
+    persons = result.persons
+    persons.to_csv(out / "person_scores.csv", index=False)
+    if selected:
+        sel_dir = out / "selected_items"
+        sel_dir.mkdir(exist_ok=True)
+        stems = unique_filenames(persons["subject_id"])
+        groups = dict(tuple(result.administered.groupby("subject_id", sort=False)))
+        empty = result.administered.iloc[:0]
+        for sid, stem in zip(persons["subject_id"], stems):
+            frame = groups.get(sid, empty).drop(columns="subject_id")
+            frame.to_csv(sel_dir / f"{stem}.csv", index=False)
+    exposure = result.item_exposure()
+    exposure["a"], exposure["b"] = item_bank.a, item_bank.b
+    exposure.to_csv(out / "item_exposure.csv", index=False)
+    result.item_positions().to_csv(out / "item_positions.csv", index=False)
+    summary = result.summary()
+    summary["inputs"] = {"bank": str(bank), "responses": None if responses is None else str(responses),
+                         "thetas": None if thetas is None else str(thetas), "seed": seed}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+
+    rows = [("examinees", summary["n_examinees"]),
+            ("items mean (sd)", f"{summary['items_mean']:.2f} ({summary['items_sd']:.2f})"),
+            ("SE mean", f"{summary['se_mean']:.4f}")]
+    if "mae" in summary:
+        rows.append(("MAE vs reference", f"{summary['mae']:.4f}"))
+    rows += [("max exposure", f"{summary['exposure']['max']:.3f}"),
+             ("overlap (formula / pairwise)",
+              f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
+             ("skipped (no answer)", summary["n_skipped"]),
+             ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
+    print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
+    console.print(f"wrote {out}/ (person_scores.csv, selected_items/, item_exposure.csv, "
+                  "item_positions.csv, summary.json)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate_command)
