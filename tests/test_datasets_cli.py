@@ -74,3 +74,11 @@ class TestCLI:
         out = subprocess.run([sys.executable, "-m", "atlascat", "--help"], capture_output=True,
                              text=True, check=True).stdout
         assert "info" in out
+
+
+def test_lazy_public_names_resolve_to_objects():
+    import atlascat
+
+    assert callable(atlascat.calibrate) and not isinstance(atlascat.calibrate, type(atlascat))
+    assert atlascat.datasets.load_bank is datasets.load_bank
+    assert atlascat.CATSession.__name__ == "CATSession"

@@ -28,6 +28,8 @@ _LAZY = {
     "datasets": "atlascat.datasets",
 }
 
+_MODULES = {"datasets"}  # names that are modules themselves; all others are attributes
+
 __all__ = ["__version__", "AtlasError", "BankError", "ConfigError", "ConvergenceError",
            "LiveRunError", "ResponseDataError", *_LAZY]
 
@@ -37,7 +39,7 @@ def __getattr__(name):
     if module is None:
         raise AttributeError(f"module 'atlascat' has no attribute {name!r}")
     mod = importlib.import_module(module)
-    value = mod if module.endswith("." + name) else getattr(mod, name)
+    value = mod if name in _MODULES else getattr(mod, name)
     globals()[name] = value
     return value
 
