@@ -121,23 +121,25 @@ def eap(responses, bank: ItemBank, *, quadpts: int = 61, theta_range=(-6.0, 6.0)
 def _irf_pieces(theta, a, b, c, u):
     """P, P', r = P'/(P Q) and P''/P' = a (1 - 2 sigma) for every (theta, item).
 
-    ``theta`` of any shape; results have shape ``theta.shape + (n_items,)``. sigma and 1 - sigma
-    come from one exponential of -|z| (no cancellation), so Q is accurate when P is close to 1
-    and the ratio r never evaluates 0/0. Equal to ``models.probability`` / ``dprobability`` /
-    ``d2probability`` (tested).
+    ``theta`` of any shape; results have shape ``theta.shape + (n_items,)``. With z clipped to
+    [-300, 300] (P is then at its asymptote to machine precision), e = exp(-z) is finite and
+    sigma = 1/(1 + e), 1 - sigma = e sigma are both accurate (no cancellation), so Q is accurate
+    when P is close to 1 and the ratio r never evaluates 0/0. Equal to ``models.probability`` /
+    ``dprobability`` / ``d2probability`` (tested).
     """
-    z = np.clip(a * (np.asarray(theta, dtype=float)[..., None] - b), -_Z_CLIP, _Z_CLIP)
-    e = np.exp(-np.abs(z))
-    d = 1.0 / (1.0 + e)
-    pos = z >= 0
-    s = np.where(pos, d, e * d)          # sigma(z)
-    t = np.where(pos, e * d, d)          # 1 - sigma(z)
+    z = (np.asarray(theta, dtype=float)[..., None] - b) * a
+    np.clip(z, -_Z_CLIP, _Z_CLIP, out=z)
+    e = np.exp(np.negative(z, out=z), out=z)   # exp(-z), reusing z's memory
+    s = np.add(e, 1.0)
+    np.reciprocal(s, out=s)                    # sigma(z)
+    t = np.multiply(e, s, out=e)               # 1 - sigma(z)
     rng_ = u - c
     p = c + rng_ * s
     q = (1.0 - u) + rng_ * t
-    dp = a * rng_ * s * t
+    dp = (a * rng_) * s * t
     r = dp / (p * q)
-    curv = a * (t - s)                   # P''/P' = a (1 - 2 sigma)
+    curv = np.subtract(t, s, out=t)
+    curv *= a                                  # P''/P' = a (1 - 2 sigma)
     return p, dp, r, curv
 
 
@@ -173,10 +175,13 @@ def _terms_at(theta, y1, obs, params, rows=None):
 
 def _terms_block(theta, y1, obs, params):
     p, dp, r, curv = _irf_pieces(theta, *params)
-    s = ((y1 - p * obs) * r).sum(axis=1)
-    info_j = dp * r * obs
-    i = info_j.sum(axis=1)
-    j = (info_j * curv).sum(axis=1)
+    p *= obs
+    np.subtract(y1, p, out=p)                  # (y - P) on observed cells, 0 elsewhere
+    s = np.einsum("ij,ij->i", p, r)
+    dp *= r
+    dp *= obs                                  # P'^2/(PQ) on observed cells
+    i = dp.sum(axis=1)
+    j = np.einsum("ij,ij->i", dp, curv)
     return s, i, j
 
 
