@@ -1,0 +1,483 @@
+"""Bradley-Terry ratings from paired comparisons (arena battles), with ties.
+
+Model
+-----
+Player i has strength gamma_i = exp(beta_i). Without ties (Bradley and Terry 1952)::
+
+    P(i beats j) = gamma_i / (gamma_i + gamma_j) = sigma(beta_i - beta_j).
+
+Ties follow Rao and Kupper (1967), with a tie parameter theta = exp(phi) >= 1::
+
+    P(i beats j) = gamma_i / (gamma_i + theta gamma_j)          = sigma(beta_i - beta_j - phi)
+    P(tie)       = (theta^2 - 1) gamma_i gamma_j / ((gamma_i + theta gamma_j)(gamma_j + theta gamma_i))
+
+(theta = 1: no ties, plain Bradley-Terry). Rao-Kupper is chosen over Davidson (1970) because it
+has a closed-form MM update (Hunter 2004, sec. 3.2) and a two-player closed form (below). Other
+tie handlings: ``ties="half"`` counts a tie as half a win for each side (the Elo convention),
+``ties="drop"`` ignores ties.
+
+MM algorithm (Hunter 2004)
+--------------------------
+With w_ij the wins of i over j, t_ij = t_ji the ties, n'_ij = w_ij + t_ij, the log-likelihood is
+
+    l = sum_i (W_i + T_i) log gamma_i - sum_{i != j} n'_ij log(gamma_i + theta gamma_j)
+        + T log(theta^2 - 1),
+
+(W_i wins, T_i ties of player i, T the number of tied games). Minorizing -log x by its tangent
+gives the updates, applied to all players at once (vectorized over the n x n count matrices)::
+
+    gamma_i <- (W_i + T_i) / ( sum_j n'_ij / (gamma_i + theta gamma_j)
+                               + theta sum_j n'_ji / (gamma_j + theta gamma_i) )
+    theta   <- T / C + sqrt(1 + (T / C)^2),   C = sum_{i != j} n'_ij gamma_j / (gamma_i + theta gamma_j),
+
+each of which increases l. The maximum likelihood estimate exists iff the "beat-or-tied" graph is
+strongly connected (Ford 1957; Hunter 2004, assumption 1); otherwise pass ``prior_games > 0``:
+every player then plays ``prior_games`` virtual games, half won and half lost, against a virtual
+player of rating 0 (a conjugate-style prior that keeps the MM form).
+
+Standard errors
+---------------
+From the observed information of l in (beta, phi). Each ordered pair contributes
+n'_ij q_ij (1 - q_ij) v v^T with q_ij = 1 - P(i beats j), v = e_i - e_j - e_phi, and the tie term
+adds 4 T u / (u - 1)^2 (u = theta^2) to the phi entry. Without virtual games the information is
+singular along the common shift of beta; the covariance of the identified ratings is
+L I^+ L^T, where L applies the constraint: sum-zero (beta - mean beta) or a reference player
+(beta - beta_ref, its SE is 0).
+
+Two-player check: with w wins, l losses and t ties in n games the fit is saturated, so
+theta = sqrt((n - w)(n - l) / (w l)) and beta_1 - beta_2 = 0.5 log(w (n - l) / (l (n - w)));
+without ties beta_1 - beta_2 = log(w / l) with SE 1 / sqrt(n p (1 - p)).
+
+References
+----------
+Bradley, R. A. and Terry, M. E. (1952). Rank analysis of incomplete block designs I.
+    Biometrika 39, 324-345.
+Rao, P. V. and Kupper, L. L. (1967). Ties in paired-comparison experiments: a generalization of
+    the Bradley-Terry model. JASA 62, 194-204.
+Davidson, R. R. (1970). On extending the Bradley-Terry model to accommodate ties in paired
+    comparison experiments. JASA 65, 317-328.
+Hunter, D. R. (2004). MM algorithms for generalized Bradley-Terry models. Annals of Statistics
+    32, 384-406.
+Ford, L. R. (1957). Solution of a ranking problem from binary comparisons. American Mathematical
+    Monthly 64, 28-33.
+Chiang, W.-L. et al. (2024). Chatbot Arena: an open platform for evaluating LLMs by human
+    preference. (Arena battle format; Elo scale 400 / ln 10 per logit, anchored at 1000.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.sparse.csgraph import connected_components
+from scipy.special import expit, log_expit
+
+from ..errors import ConfigError, ConvergenceError, ResponseDataError
+
+__all__ = ["Comparisons", "comparisons_from_battles", "read_battles", "BradleyTerry",
+           "outcome_probabilities", "ELO_SCALE", "ELO_BASE"]
+
+ELO_SCALE = 400.0 / np.log(10.0)
+ELO_BASE = 1000.0
+TIE_HANDLING = ("rao-kupper", "half", "drop")
+
+_WINNER_A = {"a", "model_a", "1", "win_a", "a_wins"}
+_WINNER_B = {"b", "model_b", "2", "win_b", "b_wins"}
+_TIE = {"tie", "draw", "tie (bothbad)", "tie_bothbad", "both_bad", "bothbad", "0", "=", "t"}
+
+
+# ============================================================================ data
+@dataclass(frozen=True)
+class Comparisons:
+    """Aggregated paired comparisons: player names, wins (n, n) with wins[i, j] = games i won
+    against j, ties (n, n) symmetric with a zero diagonal."""
+
+    players: np.ndarray
+    wins: np.ndarray
+    ties: np.ndarray
+
+    @property
+    def n_players(self) -> int:
+        return len(self.players)
+
+    @property
+    def games(self) -> np.ndarray:
+        """Games played between every pair, (n, n) symmetric."""
+        return self.wins + self.wins.T + self.ties
+
+    @property
+    def n_games(self) -> int:
+        return int(round(self.games.sum() / 2))
+
+    def summary(self) -> pd.DataFrame:
+        """Wins, losses, ties and games per player."""
+        return pd.DataFrame({"player": self.players, "wins": self.wins.sum(1),
+                             "losses": self.wins.sum(0), "ties": self.ties.sum(1),
+                             "games": self.games.sum(1)})
+
+    def add(self, i, j, outcome) -> "Comparisons":
+        """New counts with games appended: ``outcome`` 1 (i won), 0 (j won) or 0.5 (tie);
+        i, j, outcome are arrays of equal length (repeated pairs allowed)."""
+        i = np.asarray(i, dtype=np.intp)
+        j = np.asarray(j, dtype=np.intp)
+        o = np.asarray(outcome, dtype=float)
+        wins = self.wins.copy()
+        ties = self.ties.copy()
+        np.add.at(wins, (i[o == 1], j[o == 1]), 1.0)
+        np.add.at(wins, (j[o == 0], i[o == 0]), 1.0)
+        tie = o == 0.5
+        np.add.at(ties, (i[tie], j[tie]), 1.0)
+        np.add.at(ties, (j[tie], i[tie]), 1.0)
+        return Comparisons(self.players, wins, ties)
+
+    @classmethod
+    def empty(cls, players) -> "Comparisons":
+        players = np.asarray([str(p) for p in players], dtype=object)
+        n = len(players)
+        return cls(players, np.zeros((n, n)), np.zeros((n, n)))
+
+
+def _winner_codes(winner: pd.Series, a: pd.Series, b: pd.Series) -> np.ndarray:
+    """1 (a won), 0 (b won), 0.5 (tie) from the winner column; names of a/b are also accepted."""
+    w = winner.astype(str).str.strip()
+    low = w.str.lower()
+    out = np.full(len(w), np.nan)
+    out[low.isin(_WINNER_A).to_numpy() | (w == a).to_numpy()] = 1.0
+    out[low.isin(_WINNER_B).to_numpy() | (w == b).to_numpy()] = 0.0
+    out[low.isin(_TIE).to_numpy()] = 0.5
+    bad = np.flatnonzero(np.isnan(out))
+    if bad.size:
+        raise ResponseDataError(
+            f"winner {w.iloc[bad[0]]!r} at row {bad[0]} (and {bad.size - 1} more) is not one of "
+            "a / b / tie (also model_a, model_b, draw, 'tie (bothbad)', or the winning model's name)")
+    return out
+
+
+def comparisons_from_battles(battles: pd.DataFrame, players=None) -> Comparisons:
+    """Aggregate arena battles (columns model_a, model_b, winner) into count matrices.
+
+    ``players`` optionally fixes the player list and order (players without games are kept)."""
+    need = {"model_a", "model_b", "winner"}
+    missing = need - set(battles.columns)
+    if missing:
+        raise ResponseDataError(f"battles need columns model_a, model_b, winner; missing {sorted(missing)}")
+    df = battles.dropna(subset=["model_a", "model_b"])
+    a = df["model_a"].astype(str)
+    b = df["model_b"].astype(str)
+    self_play = np.flatnonzero((a == b).to_numpy())
+    if self_play.size:
+        raise ResponseDataError(f"row {df.index[self_play[0]]}: model {a.iloc[self_play[0]]!r} plays itself")
+    if df["winner"].isna().any():
+        row = df.index[np.flatnonzero(df["winner"].isna().to_numpy())[0]]
+        raise ResponseDataError(f"row {row}: winner is missing; use a, b or tie")
+    codes = _winner_codes(df["winner"], a, b)
+    names = pd.unique(pd.concat([a, b])) if players is None else np.asarray([str(p) for p in players])
+    index = {p: k for k, p in enumerate(names)}
+    unknown = sorted((set(a) | set(b)) - set(index))
+    if unknown:
+        raise ResponseDataError(f"battles name players not in the player list, e.g. {unknown[:5]}")
+    comp = Comparisons.empty(names)
+    return comp.add(a.map(index).to_numpy(), b.map(index).to_numpy(), codes)
+
+
+def read_battles(path) -> pd.DataFrame:
+    """Read arena battles from CSV (optionally .gz), JSON lines or Parquet."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        raise ResponseDataError(f"battles file {str(path)!r} does not exist")
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    if path.suffix in (".jsonl", ".json"):
+        return pd.read_json(path, lines=path.suffix == ".jsonl")
+    return pd.read_csv(path)
+
+
+# ============================================================================ model
+def outcome_probabilities(beta_i, beta_j, phi: float = 0.0):
+    """(P(i wins), P(tie), P(j wins)) under Rao-Kupper with log tie parameter phi (0: no ties)."""
+    delta = np.asarray(beta_i, dtype=float) - np.asarray(beta_j, dtype=float)
+    p_i = expit(delta - phi)
+    p_j = expit(-delta - phi)
+    return p_i, np.clip(1.0 - p_i - p_j, 0.0, 1.0), p_j
+
+
+def _strongly_connected(nprime: np.ndarray) -> bool:
+    n_comp, _ = connected_components(nprime > 0, directed=True, connection="strong")
+    return n_comp == 1
+
+
+class BradleyTerry:
+    """Bradley-Terry / Rao-Kupper ratings by the MM algorithm (scikit-learn style).
+
+    Parameters
+    ----------
+    ties : "rao-kupper" (default; estimates the tie parameter theta), "half" (a tie is half a win
+        for each side, plain Bradley-Terry), "drop" (ties ignored)
+    prior_games : virtual games (half won, half lost) of every player against a rating-0 anchor;
+        0 = plain maximum likelihood (needs a strongly connected comparison graph)
+    constraint : "sum_zero" (ratings sum to 0) or "reference" (``reference`` player at 0)
+    reference : player name for ``constraint="reference"``
+    method : "mm" (Hunter's MM algorithm, default) or "newton" (Newton-Raphson with step
+        halving on the same concave log-likelihood; a handful of iterations where MM, which
+        converges linearly, needs thousands on dense data; used by the arena simulations)
+    max_iter, tol : iterations and convergence on the largest change of beta and phi
+
+    Attributes
+    ----------
+    players_, ratings_ (beta, log-strength), se_, cov_ (n x n), tie_param_ (theta, 1 if no ties),
+    loglik_, n_iter_, converged_, comparisons_
+    """
+
+    def __init__(self, ties: str = "rao-kupper", prior_games: float = 0.0,
+                 constraint: str = "sum_zero", reference: str | None = None,
+                 method: str = "mm", max_iter: int = 100_000, tol: float = 1e-10):
+        self.ties = ties
+        self.method = method
+        self.prior_games = prior_games
+        self.constraint = constraint
+        self.reference = reference
+        self.max_iter = max_iter
+        self.tol = tol
+
+    # ---------------------------------------------------------------- fitting
+    def fit(self, battles, players=None, *, init=None) -> "BradleyTerry":
+        """Fit to a battles DataFrame (model_a, model_b, winner) or a :class:`Comparisons`.
+
+        ``init`` optionally warm-starts beta (one value per player)."""
+        comp = battles if isinstance(battles, Comparisons) else comparisons_from_battles(battles, players)
+        self._check_settings(comp)
+        wins, ties = comp.wins, comp.ties
+        if self.ties == "half":
+            wins, ties = wins + 0.5 * ties, np.zeros_like(ties)
+        elif self.ties == "drop":
+            ties = np.zeros_like(ties)
+        n = comp.n_players
+        prior = float(self.prior_games)
+        if prior > 0:  # virtual anchor player at index n
+            wins = np.pad(wins, ((0, 1), (0, 1)))
+            ties = np.pad(ties, ((0, 1), (0, 1)))
+            wins[:n, n] = wins[n, :n] = prior / 2.0
+        nprime = wins + ties
+        if prior == 0 and not _strongly_connected(nprime):
+            raise ConvergenceError(
+                "the maximum likelihood ratings do not exist: some players never lost or never won "
+                "against the rest (the beat-or-tied graph is not strongly connected); pass "
+                "prior_games > 0 (e.g. 1) to regularize")
+        if prior == 0 and (comp.games.sum(1) == 0).any():
+            raise ConvergenceError("some players have no games; pass prior_games > 0 or drop them")
+        solver = self._mm if self.method == "mm" else self._newton
+        beta, phi, n_iter, converged = solver(wins, ties, nprime, n, prior, init)
+        self.comparisons_ = comp
+        self.players_ = comp.players
+        self.tie_param_ = float(np.exp(phi))
+        self._phi = phi
+        cov_full = self._covariance(beta, phi, nprime, ties, n, prior)
+        L = self._constraint_matrix(n)
+        self.ratings_ = L @ beta[:n]
+        self.cov_ = L @ cov_full[:n, :n] @ L.T
+        self.se_ = np.sqrt(np.maximum(np.diag(self.cov_), 0.0))
+        self.phi_se_ = float(np.sqrt(max(cov_full[-1, -1], 0.0))) if self._estimates_phi(ties) else 0.0
+        self.loglik_ = float(self._loglik(beta[:n], phi, wins[:n, :n], ties[:n, :n]))
+        self.n_iter_, self.converged_ = n_iter, converged
+        return self
+
+    def _check_settings(self, comp):
+        if self.ties not in TIE_HANDLING:
+            raise ConfigError(f"unknown ties handling {self.ties!r}; use one of {', '.join(TIE_HANDLING)}")
+        if self.constraint not in ("sum_zero", "reference"):
+            raise ConfigError(f"unknown constraint {self.constraint!r}; use 'sum_zero' or 'reference'")
+        if self.constraint == "reference" and str(self.reference) not in set(comp.players):
+            raise ConfigError(f"reference player {self.reference!r} is not among the players")
+        if self.method not in ("mm", "newton"):
+            raise ConfigError(f"unknown method {self.method!r}; use 'mm' or 'newton'")
+        if self.prior_games < 0:
+            raise ConfigError(f"prior_games must be >= 0, got {self.prior_games}")
+        if comp.n_players < 2:
+            raise ConfigError("need at least two players")
+
+    @staticmethod
+    def _estimates_phi(ties) -> bool:
+        return ties.sum() > 0
+
+    def _mm(self, wins, ties, nprime, n, prior, init):
+        m = wins.shape[0]
+        score = wins.sum(1) + ties.sum(1)  # W_i + T_i
+        n_ties = ties.sum() / 2.0
+        gamma = np.ones(m)
+        if init is not None:
+            init = np.asarray(init, dtype=float)
+            if init.shape != (n,):
+                raise ConfigError(f"init needs one rating per player ({n}), got shape {init.shape}")
+            gamma[:n] = np.exp(init - (0 if prior > 0 else init.mean()))
+        theta = 1.5 if n_ties > 0 else 1.0
+        free = np.arange(m) < n  # the virtual anchor stays at gamma = 1
+        converged = False
+        beta_old = np.log(gamma)
+        phi_old = np.log(theta)
+        for it in range(1, int(self.max_iter) + 1):
+            S = gamma[:, None] + theta * gamma[None, :]
+            denom = (nprime / S).sum(1) + theta * (nprime.T / S.T).sum(1)
+            new = np.where(free & (denom > 0), score / np.where(denom > 0, denom, 1.0), gamma)
+            gamma = np.where(free, new, 1.0)
+            if prior == 0:
+                gamma = gamma / np.exp(np.log(gamma).mean())
+            if n_ties > 0:
+                S = gamma[:, None] + theta * gamma[None, :]
+                C = (nprime * gamma[None, :] / S).sum()
+                r = n_ties / C
+                theta = r + np.sqrt(1.0 + r * r)
+            beta = np.log(gamma)
+            phi = np.log(theta)
+            change = max(np.abs(beta - beta_old).max(), abs(phi - phi_old))
+            beta_old, phi_old = beta, phi
+            if change < self.tol:
+                converged = True
+                break
+        return beta, phi, it, converged
+
+    def _newton(self, wins, ties, nprime, n, prior, init):
+        """Newton-Raphson on (beta, phi) with step halving; the log-likelihood is concave (every
+        term is a log-sigmoid of a linear function, plus the concave log(e^(2 phi) - 1))."""
+        m = wins.shape[0]
+        score = wins.sum(1) + ties.sum(1)
+        n_ties = ties.sum() / 2.0
+        est_phi = n_ties > 0
+        beta = np.zeros(m)
+        if init is not None:
+            init = np.asarray(init, dtype=float)
+            if init.shape != (n,):
+                raise ConfigError(f"init needs one rating per player ({n}), got shape {init.shape}")
+            beta[:n] = init - (0 if prior > 0 else init.mean())
+        phi = np.log(1.5) if est_phi else 0.0
+        free = np.r_[np.arange(m) < n, [est_phi]]  # the anchor (if any) and phi (no ties) fixed
+
+        def objective(b, f):
+            return self._loglik(b, f, wins, ties)
+
+        current = objective(beta, phi)
+        converged = False
+        for it in range(1, int(self.max_iter) + 1):
+            p = expit(beta[:, None] - beta[None, :] - phi)  # P(i beats j)
+            grad = np.empty(m + 1)
+            grad[:m] = score - (nprime * p).sum(1) - (nprime.T * (1 - p.T)).sum(1)
+            u = np.exp(2 * phi)
+            grad[m] = -(nprime * (1 - p)).sum() + (2 * n_ties * u / (u - 1) if est_phi else 0.0)
+            info = self._covariance(beta, phi, nprime, ties, n, prior, return_info=True)
+            g = grad[free]
+            step = np.zeros(m + 1)
+            step[free] = np.linalg.lstsq(info[np.ix_(free, free)], g, rcond=None)[0]
+            t = 1.0
+            while True:
+                b_new = beta + t * step[:m]
+                f_new = phi + t * step[m]
+                if not est_phi or f_new > 0:
+                    if prior == 0:
+                        b_new = b_new - b_new[:n].mean()
+                    val = objective(b_new, f_new)
+                    if val >= current - 1e-12 * abs(current):
+                        break
+                t *= 0.5
+                if t < 1e-10:
+                    b_new, f_new, val = beta, phi, current
+                    break
+            change = max(np.abs(b_new - beta).max(), abs(f_new - phi))
+            beta, phi, current = b_new, f_new, val
+            if change < self.tol:
+                converged = True
+                break
+        return beta, phi, it, converged
+
+    @staticmethod
+    def _loglik(beta, phi, wins, ties):
+        """Log-likelihood of the games: wins log P(i beats j) + ties log P(tie), where
+        log P(tie) = log(theta^2 - 1) + log sigma(delta - phi) + log sigma(-delta - phi)."""
+        delta = beta[:, None] - beta[None, :]
+        ll = (wins * log_expit(delta - phi)).sum()
+        if ties.sum() > 0:
+            lt = np.log(np.expm1(2.0 * phi)) + log_expit(delta - phi) + log_expit(-delta - phi)
+            ll += 0.5 * (ties * lt).sum()  # each tied game is counted at (i, j) and (j, i)
+        return ll
+
+    def _covariance(self, beta, phi, nprime, ties, n, prior, return_info=False):
+        """Inverse observed information in (beta of all players incl. the anchor, phi); with
+        ``return_info`` the (m + 1) x (m + 1) information itself (phi row zero without ties)."""
+        m = len(beta)
+        q = expit(-(beta[:, None] - beta[None, :] - phi))  # 1 - P(i beats j)
+        c = nprime * q * (1 - q)  # curvature weight of each ordered pair
+        est_phi = self._estimates_phi(ties)
+        size = m + 1 if est_phi else m
+        info = np.zeros((size, size))
+        sym = c + c.T
+        info[:m, :m] = np.diag(sym.sum(1)) - sym
+        if est_phi:
+            # v = e_i - e_j - e_phi: cross terms -c (beta_i), +c (beta_j), phi-phi +c
+            info[:m, m] = info[m, :m] = -(c.sum(1) - c.sum(0))
+            u = np.exp(2 * phi)
+            info[m, m] = c.sum() + 4.0 * (ties.sum() / 2.0) * u / (u - 1.0) ** 2
+        if return_info:
+            if est_phi:
+                return info
+            full = np.zeros((m + 1, m + 1))
+            full[:m, :m] = info
+            return full
+        if prior > 0:
+            anchor = m - 1
+            keep = np.arange(size) != anchor  # anchor fixed at 0: drop its row and column
+            sub = np.linalg.inv(info[np.ix_(keep, keep)])
+            cov = np.zeros((size, size))
+            cov[np.ix_(keep, keep)] = sub
+        else:
+            cov = np.linalg.pinv(info, hermitian=True)
+        if est_phi:
+            return cov
+        out = np.zeros((size + 1, size + 1))
+        out[:size, :size] = cov
+        return out
+
+    def _constraint_matrix(self, n):
+        if self.constraint == "sum_zero":
+            return np.eye(n) - np.full((n, n), 1.0 / n)
+        ref = int(np.flatnonzero(self.players_ == str(self.reference))[0])
+        L = np.eye(n)
+        L[:, ref] -= 1.0
+        return L
+
+    # ---------------------------------------------------------------- use
+    def _check_fitted(self):
+        if not hasattr(self, "ratings_"):
+            raise ConfigError("this BradleyTerry model is not fitted yet; call fit(battles) first")
+
+    @property
+    def phi_(self) -> float:
+        self._check_fitted()
+        return self._phi
+
+    def index_of(self, names) -> np.ndarray:
+        self._check_fitted()
+        pos = {p: k for k, p in enumerate(self.players_)}
+        names = [str(x) for x in np.atleast_1d(names)]
+        missing = [x for x in names if x not in pos]
+        if missing:
+            raise ConfigError(f"unknown player(s) {missing[:5]}")
+        return np.array([pos[x] for x in names], dtype=np.intp)
+
+    def predict_proba(self, players_a, players_b) -> pd.DataFrame:
+        """P(a wins), P(tie), P(b wins) for pairs of player names (arrays of equal length)."""
+        ia, ib = self.index_of(players_a), self.index_of(players_b)
+        pa, pt, pb = outcome_probabilities(self.ratings_[ia], self.ratings_[ib], self._phi)
+        return pd.DataFrame({"model_a": self.players_[ia], "model_b": self.players_[ib],
+                             "p_a": pa, "p_tie": pt, "p_b": pb})
+
+    def to_frame(self) -> pd.DataFrame:
+        """Ratings table sorted by rating: player, rating, se, elo, elo_se, rank, record."""
+        self._check_fitted()
+        df = self.comparisons_.summary()
+        df.insert(1, "rating", self.ratings_)
+        df.insert(2, "se", self.se_)
+        df.insert(3, "elo", ELO_BASE + ELO_SCALE * self.ratings_)
+        df.insert(4, "elo_se", ELO_SCALE * self.se_)
+        df = df.sort_values("rating", ascending=False, kind="stable").reset_index(drop=True)
+        df.insert(0, "rank", np.arange(1, len(df) + 1))
+        return df
