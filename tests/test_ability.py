@@ -100,7 +100,7 @@ def test_score_is_derivative_of_loglik_and_j_is_dinfo_for_2pl(rng):
 
 
 # ------------------------------------------------------------------------------------- WLE
-@pytest.mark.parametrize("model", ["2pl", "3pl"])
+@pytest.mark.parametrize("model", ["2pl", "3pl", "4pl"])
 def test_wle_solves_warm_equation_brute_force(rng, model):
     bank = make_bank(rng, 30, model)
     theta = rng.normal(0, 1.2, 200)
@@ -115,7 +115,8 @@ def test_wle_solves_warm_equation_brute_force(rng, model):
                  for k in np.flatnonzero((gv[:-1] > 0) & (gv[1:] <= 0))]
         assert roots, f"pattern {i}: no root found by the brute-force scan"
         # several roots (3PL): Warm's penalized likelihood log L + log(I)/2 picks one
-        best = max(roots, key=lambda t: loglik(t, y[i], bank) + 0.5 * np.log(warm_g(t, y[i], bank)[1]))
+        best = max(roots, key=lambda t: loglik(t, y[i], bank)
+                   + 0.5 * np.log(warm_g(t, y[i], bank)[1]))
         assert abs(res.theta[i] - best) < 1e-6, (i, res.theta[i], roots)
         assert res.se[i] == pytest.approx(1 / np.sqrt(warm_g(best, y[i], bank)[1]), rel=1e-5)
 

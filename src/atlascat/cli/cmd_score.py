@@ -13,7 +13,8 @@ METHODS = ("eap", "wle", "map", "ml")
 
 def load_bank(spec: str, normalize_ids: bool):
     """A bank file, or the name of a bundled benchmark bank (arc, gsm8k, ...)."""
-    from ..datasets import BANK_BENCHMARKS, load_bank as bundled
+    from ..datasets import BANK_BENCHMARKS
+    from ..datasets import load_bank as bundled
     from ..errors import BankError
     from ..irt.bank import ItemBank
 
@@ -95,7 +96,10 @@ def register(app: typer.Typer) -> None:
         import numpy as np
 
         from ..errors import ConfigError
-        from ..evaluate.reconstruction import estimate_gpirt_lambda, reconstruct_accuracy
+        from ..evaluate.reconstruction import (
+            estimate_gpirt_lambda,
+            reconstruct_accuracy,
+        )
         from ..irt.ability import estimate_ability
 
         method = method.lower()

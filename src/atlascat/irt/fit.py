@@ -160,6 +160,12 @@ def _subject_ids(responses, n):
 
 def _aligned(responses, bank, weights):
     y = response_array(responses, bank)
+    empty = np.flatnonzero(np.isnan(y).all(axis=0))
+    if empty.size:
+        raise ResponseDataError(
+            f"{empty.size} bank item(s) have no response at all, e.g. "
+            f"{bank.item_ids[empty[:5]].tolist()}; fit the bank subset the responses cover "
+            "(bank.subset(...))")
     return y, _weights_of(responses, y.shape[0], weights)
 
 
