@@ -224,6 +224,10 @@ def test_m2_input_checks(rng):
     with pytest.raises(ConfigError, match="degrees of freedom"):
         fit.m2(simulate(rng, bank_from([1, 1.5], [0, 1]), 50), bank_from([1, 1.5], [0, 1]),
                estimated="2pl")
+    empty_col = simulate(rng, bank, 50)
+    empty_col[:, 2] = np.nan
+    with pytest.raises(ResponseDataError, match="no response at all"):
+        fit.m2(empty_col, bank)
     big = bank_from(np.ones(fit.MAX_M2_ITEMS + 1), np.zeros(fit.MAX_M2_ITEMS + 1))
     with pytest.raises(ConfigError, match="m2_partitioned"):
         fit.m2(np.zeros((3, len(big))), big)
