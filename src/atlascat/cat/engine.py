@@ -266,11 +266,15 @@ class _Engine:
         return best, val
 
     # -------------------------------------------------------------- selection
-    def blocked(self, rows) -> np.ndarray:
-        """Items not available to each row: used, or ineligible under exposure control."""
+    def blocked(self, rows, exposure: bool = True) -> np.ndarray:
+        """Items not available to each row: used, over the budget, or (``exposure``) ineligible
+        under exposure control."""
         used = self.used[rows]
+        if self.config.budget is not None and not self.tab.uniform_cost:
+            left = self.config.budget * (1 + 1e-12) - self.spent[rows]
+            used = used | (self.tab.item_cost[None, :] > left[:, None])
         exp = self.exposure
-        if exp is not None:
+        if exposure and exp is not None:
             inel = exp.ineligible()
             if inel is not None:
                 used = used | inel[None, :]
@@ -287,7 +291,7 @@ class _Engine:
         self.last_fallback = np.zeros(rows.size, dtype=bool)
         if self.exposure is not None and self.exposure.ineligible() is not None:
             # exposure control may leave a row nothing eligible: then it is ignored for that row
-            stuck = np.flatnonzero((out < 0) & (self.n_used[rows] < self.tab.n_items))
+            stuck = np.flatnonzero((out < 0) & ~self.blocked(rows, exposure=False).all(axis=1))
             for lo in range(0, stuck.size, _BLOCK_ROWS):
                 sl = stuck[lo:lo + _BLOCK_ROWS]
                 out[sl] = self._select_block(rows[sl], uniforms[sl], ignore_exposure=True)
@@ -296,7 +300,7 @@ class _Engine:
 
     def _select_block(self, rows, u, ignore_exposure: bool = False):
         tab, cfg = self.tab, self.config
-        blocked = self.used[rows] if ignore_exposure else self.blocked(rows)
+        blocked = self.blocked(rows, exposure=not ignore_exposure)
         first = self.n_items[rows] == 0
         items = np.full(rows.size, -1, dtype=np.intp)
         exp = self.exposure

@@ -102,8 +102,9 @@ def fisher_information(theta, p) -> np.ndarray:
     P = c + (u - c) s,  Q = (1 - u) + (u - c)(1 - s)   (Birnbaum, 1968; Barton and Lord, 1981).
 
     Evaluated with e = exp(-|z|) so that s and 1 - s are both formed without cancellation:
-    s (1 - s) = e / (1 + e)^2; finite for every finite input (the numerator underflows to 0
-    before the denominator does). Equals ``atlascat.irt.models.item_information`` to ~1e-13
+    s (1 - s) = e / (1 + e)^2 (|z| capped at 700), and the product is taken as
+    a^2 (u - c)^2 [s (1 - s) / P] [s (1 - s) / Q] so that nothing is squared before dividing:
+    finite, and accurate down to the smallest normal numbers, for every finite input. Equals ``atlascat.irt.models.item_information`` to ~1e-13
     relative, at a third of its cost.
     """
     if isinstance(p, np.ndarray):  # a (7, ...) parameter table (ItemParams.table layout)
@@ -114,6 +115,7 @@ def fisher_information(theta, p) -> np.ndarray:
     z *= a
     pos = z >= 0
     np.abs(z, out=z)
+    np.minimum(z, 700.0, out=z)       # e >= 1e-304: P Q > 0, the numerator underflows first
     np.negative(z, out=z)
     e = np.exp(z, out=z)
     r = e + 1.0
@@ -125,11 +127,11 @@ def fisher_information(theta, p) -> np.ndarray:
     s1 += c                           # P
     s0 *= uc
     s0 += omu                         # Q
-    s1 *= s0                          # P Q
     er *= r                           # s (1 - s)
-    er *= er
+    np.divide(er, s0, out=s0)         # s (1 - s) / Q
+    er /= s1                          # s (1 - s) / P
+    er *= s0
     er *= a2uc2
-    er /= s1
     return er
 
 

@@ -15,7 +15,7 @@ rule               stops when
                    (cost-aware stopping; the expected reduction is 1/sqrt(I + P) -
                    1/sqrt(I + I_best + P) for the information SE, and the preposterior
                    expected posterior SD for the posterior SE)
-``budget``         spent cost + cost of the next best item > budget
+``budget``         spent cost + cost of the cheapest item left > budget
 ``max_items``      n >= max_items
 =================  ========================================================================
 
@@ -126,7 +126,11 @@ class CostAwareStop(StopRule):
 
 
 class BudgetStop(StopRule):
-    """Stop when the next best item would take the total cost above the budget."""
+    """Stop when no item left fits in the budget: spent + min cost of the available items > B.
+
+    With item costs (``cost_column``) the engine also never selects an item that would exceed
+    the budget, so the total cost never passes it.
+    """
 
     reason = "budget"
     precision = False
@@ -136,11 +140,11 @@ class BudgetStop(StopRule):
 
     def check(self, engine, rows):
         if engine.uniform_cost:
-            nxt = np.full(len(rows), engine.item_cost[0])
+            cheapest = np.full(len(rows), engine.item_cost[0])
         else:
-            best, _ = engine.best_remaining(rows)
-            nxt = engine.item_cost[np.maximum(best, 0)]
-        return engine.spent[rows] + nxt > self.budget * (1 + 1e-12)
+            cost = np.where(engine.used[rows], np.inf, engine.item_cost[None, :])
+            cheapest = cost.min(axis=1)
+        return engine.spent[rows] + cheapest > self.budget * (1 + 1e-12)
 
 
 class MaxItemsStop(StopRule):

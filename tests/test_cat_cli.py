@@ -1,0 +1,105 @@
+"""``atlas simulate`` end to end on small files."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.cli import main
+from atlascat.cli.cmd_simulate import safe_filename, unique_filenames
+from atlascat.datasets import load_bank
+
+
+@pytest.fixture
+def files(tmp_path, rng):
+    bank = load_bank("arc").subset(np.arange(200))
+    bank_path = bank.write(tmp_path / "bank.csv", format="mirt")  # ids written as given
+    df = pd.read_csv(bank_path)
+    df["X"] = "X" + df["X"].astype(str)  # R-style ids, as in the paper's banks
+    df.to_csv(bank_path, index=False)
+    ids = ["org/model-a", "org/model_a", "weird name:1", "plain"]
+    thetas = np.array([-1.0, 0.0, 0.5, 1.5])
+    pd.DataFrame({"Model_Name": ids, "Theta_WLE": thetas, "SE": 0.1}).to_csv(
+        tmp_path / "thetas.csv", index=False)
+    p = bank.probability(thetas)
+    y = (rng.random(p.shape) < p).astype(float)
+    y[rng.random(y.shape) < 0.2] = np.nan
+    resp = pd.DataFrame(y, columns=bank.item_ids)
+    resp.insert(0, "model", ids)
+    resp.to_csv(tmp_path / "responses.csv", index=False)
+    return tmp_path, bank, ids, thetas
+
+
+def test_safe_filenames():
+    assert safe_filename("org/model v1:2") == "org_model_v1_2"
+    assert safe_filename("../..") == "subject"
+    assert unique_filenames(["a/b", "a_b", "A_B", "c"]) == ["a_b", "a_b_2", "A_B_3", "c"]
+
+
+def test_simulate_with_thetas(files):
+    tmp, bank, ids, thetas = files
+    out = tmp / "out"
+    rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "--thetas", str(tmp / "thetas.csv"),
+               "--se-stop", "0.3", "--min-items", "5", "--max-items", "40", "--seed", "3",
+               "-o", str(out)])
+    assert rc == 0
+    persons = pd.read_csv(out / "person_scores.csv")
+    assert list(persons["subject_id"]) == ids
+    np.testing.assert_allclose(persons["theta_ref"], thetas)
+    np.testing.assert_allclose(persons["error"], persons["theta"] - thetas)
+    files_written = sorted(p.name for p in (out / "selected_items").iterdir())
+    assert files_written == sorted(["org_model-a.csv", "org_model_a.csv", "weird_name_1.csv",
+                                    "plain.csv"])
+    sel = pd.read_csv(out / "selected_items" / "plain.csv")
+    assert list(sel.columns) == ["item_id", "order", "score", "theta", "se"]
+    assert len(sel) == persons.set_index("subject_id").loc["plain", "n_items"]
+    assert set(sel["item_id"].astype(str)) <= set(bank.item_ids)  # 'X' stripped
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_examinees"] == 4
+    assert summary["items_mean"] == pytest.approx(persons["n_items"].mean())
+    assert summary["mae"] == pytest.approx(persons["error"].abs().mean())
+    assert summary["overlap"]["formula"] == pytest.approx(summary["overlap"]["pairwise"])
+    expo = pd.read_csv(out / "item_exposure.csv")
+    assert len(expo) == 200 and expo["n_administered"].sum() == persons["n_items"].sum()
+    pos = pd.read_csv(out / "item_positions.csv")
+    assert pos["first_count"].sum() == 4
+    # same seed, same result
+    out2 = tmp / "out2"
+    main(["simulate", "--bank", str(tmp / "bank.csv"), "--thetas", str(tmp / "thetas.csv"),
+          "--se-stop", "0.3", "--min-items", "5", "--max-items", "40", "--seed", "3",
+          "-o", str(out2), "--no-selected"])
+    pd.testing.assert_frame_equal(persons.drop(columns="seconds"),
+                                  pd.read_csv(out2 / "person_scores.csv").drop(columns="seconds"))
+    assert not (out2 / "selected_items").exists()
+
+
+def test_simulate_replay_with_reference_and_skips(files):
+    tmp, bank, ids, thetas = files
+    out = tmp / "replay"
+    rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "--responses",
+               str(tmp / "responses.csv"), "--thetas", str(tmp / "thetas.csv"),
+               "--fixed-length", "20", "--reference", "--seed", "1", "-o", str(out)])
+    assert rc == 0
+    persons = pd.read_csv(out / "person_scores.csv")
+    assert (persons["n_items"] == 20).all()
+    assert persons["n_skipped"].sum() > 0
+    np.testing.assert_allclose(persons["theta_ref"], thetas)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_skipped"] == persons["n_skipped"].sum()
+    assert summary["config"]["quadpts"] == 33
+    assert "fixed_length_formula" in summary["overlap"]
+
+
+def test_bad_input_is_one_line_error(files, capsys):
+    tmp, *_ = files
+    rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "-o", str(tmp / "x")])
+    assert rc == 2
+    assert "--responses" in capsys.readouterr().err
+    rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "--thetas", str(tmp / "nope.csv"),
+               "-o", str(tmp / "x")])
+    assert rc == 2
+    rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "--thetas", str(tmp / "thetas.csv"),
+               "--min-items", "50", "--max-items", "10", "-o", str(tmp / "x")])
+    assert rc == 2
