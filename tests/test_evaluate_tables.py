@@ -28,6 +28,7 @@ def test_layout_of_the_three_tables():
     assert list(t) == ["ability", "accuracy", "security"]
     assert list(t["ability"].columns) == ["method", "items_mean", "theta_mae", "theta_mae_se",
                                           "ies", "rie", "coverage", "coverage_joint"]
+    # (coverage_posterior is only listed when the summary has it)
     assert list(t["security"].columns)[-2:] == ["overlap", "seconds_mean"]
     with pytest.raises(ConfigError, match="unknown table"):
         tables.make_table(_summary(), "table9")
@@ -36,7 +37,7 @@ def test_layout_of_the_three_tables():
 def test_formatting():
     f = tables.format_table(tables.make_table(_summary(), "ability"))
     assert list(f.columns) == ["method", "Items", "θ MAE ± SE", "IES", "RIE", "Coverage 95%",
-                               "Coverage 95% (+ref SE)"]
+                               "Cov. (+ref SE)"]
     row = f.iloc[2]
     assert row["θ MAE ± SE"] == "0.117 ± 0.007"
     assert row["Items"] == "35.2"

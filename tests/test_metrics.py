@@ -117,6 +117,7 @@ class TestSummarizePersons:
         rows.append(pd.DataFrame({"method": "CAT", "replicate": 0,
                                   "subject_id": np.arange(n).astype(str),
                                   "theta": ref + rng.normal(scale=0.2, size=n), "se": 0.1,
+                                  "posterior_sd": 0.2,
                                   "n_items": np.where(np.arange(n) % 2, 30, 40),
                                   "theta_ref": ref, "se_ref": 0.05, "accuracy_full": 0.5,
                                   "accuracy_pirt": 0.47, "seconds": 0.01}))
@@ -133,6 +134,8 @@ class TestSummarizePersons:
         assert s.loc["CAT", "theta_mae"] == pytest.approx(0.2 * np.sqrt(2 / np.pi), abs=0.015)
         assert s.loc["Random-100", "coverage"] == pytest.approx(0.95, abs=0.03)
         assert s.loc["CAT", "coverage"] == pytest.approx(0.6729, abs=0.05)  # SE half the error
+        assert s.loc["CAT", "coverage_posterior"] == pytest.approx(0.95, abs=0.03)
+        assert np.isnan(s.loc["Random-100", "coverage_posterior"])  # no posterior SD given
         assert s.loc["CAT", "acc_pirt_mae"] == pytest.approx(0.03)
         expected_ies = (s.loc["CAT", "theta_mae"] * 35) / (s.loc["Random-100", "theta_mae"] * 100)
         assert s.loc["CAT", "ies"] == pytest.approx(expected_ies)

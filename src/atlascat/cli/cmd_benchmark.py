@@ -72,6 +72,7 @@ def register(app: typer.Typer) -> None:
         no_filter: bool = typer.Option(False, "--no-filter", help="Skip the item filter."),
         no_fit: bool = typer.Option(False, "--no-fit", help="Skip the M2 model-fit summary."),
         model: str = typer.Option("3pl", "--model", help="IRT model for the calibration."),
+        prior_a: str = typer.Option(None, "--prior-a", help="Calibration prior on a, e.g. lognorm(0,0.5)."),
         prior_c: str = typer.Option(None, "--prior-c", help="Calibration prior on c, e.g. beta(5,17)."),
         se_method: str = typer.Option(None, "--se-method",
                                       help="CAT stopping SE: information (paper) or posterior."),
@@ -86,7 +87,7 @@ def register(app: typer.Typer) -> None:
         stem = responses.name.split(".")[0]
         name = name or stem
         out = out or Path("runs") / stem
-        cal = {"prior_c": prior_c} if prior_c else {}
+        cal = {k: v for k, v in (("prior_a", prior_a), ("prior_c", prior_c)) if v}
         cat = {"se_method": se_method} if se_method else {}
         config = BenchmarkConfig(
             seed=seed, test_size=test_size, filter=not no_filter, model=model, model_fit=not no_fit,

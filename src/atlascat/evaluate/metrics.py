@@ -28,7 +28,8 @@ Information Efficiency Score, relative to Random-100 (lower is better)
 95% interval coverage
     coverage = (1/n) sum_i 1{|theta_hat_i - theta_ref_i| <= z SE_i},  z = 1.959964
     the share of test models whose whole-bank theta lies inside theta_hat +- 1.96 SE.
-    ``coverage_joint`` widens the interval by the whole-bank estimate's own SE,
+    ``coverage_posterior`` uses the posterior SD as the SE (for a CAT whose stopping SE is the
+    information SE 1 / sqrt(I(theta) + prior precision)); ``coverage_joint`` widens the interval by the whole-bank estimate's own SE,
     z sqrt(SE_i^2 + SE_ref_i^2): that is how the 66% (HellaSwag) to 94% (ARC) figures for the
     paper's own CAT results at SE <= 0.1 are obtained (see tests/test_metrics.py).
 
@@ -165,7 +166,8 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
     """One row of metrics per method from a long per-person result table.
 
     ``persons`` columns: ``method, subject_id, theta, se, n_items, theta_ref`` and optionally
-    ``replicate, se_ref, accuracy_full, accuracy_pirt, accuracy_direct, seconds``. Replicated
+    ``replicate, se_ref, posterior_sd, accuracy_full, accuracy_pirt, accuracy_direct, seconds``
+    (``coverage_posterior`` uses ``posterior_sd`` in place of ``se``). Replicated
     methods (several ``replicate`` values, e.g. Random-k over seeds) are averaged per subject first
     (absolute error, coverage indicator, items, time), then over subjects; so the SE is over
     subjects of the replicate-averaged errors.
@@ -181,6 +183,11 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
     df["covered"] = covered(df["theta"], df["se"], df["theta_ref"], level=level).astype(float)
     df.loc[~np.isfinite(df["abs_err"] + df["se"]), "covered"] = np.nan
     has_ref_se = "se_ref" in df.columns
+    has_post = "posterior_sd" in df.columns
+    if has_post:
+        df["covered_posterior"] = covered(df["theta"], df["posterior_sd"], df["theta_ref"],
+                                          level=level).astype(float)
+        df.loc[~np.isfinite(df["abs_err"] + df["posterior_sd"]), "covered_posterior"] = np.nan
     if has_ref_se:
         df["covered_joint"] = covered(df["theta"], df["se"], df["theta_ref"], level=level,
                                       reference_se=df["se_ref"]).astype(float)
@@ -189,6 +196,7 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
         for c in acc_cols:
             df[c + "_err"] = np.abs(df[c] - df["accuracy_full"])
     agg_cols = ["abs_err", "covered", "n_items"] + (["covered_joint"] if has_ref_se else [])
+    agg_cols += ["covered_posterior"] if has_post else []
     agg_cols += [c + "_err" for c in acc_cols if "accuracy_full" in df.columns]
     agg_cols += [c for c in ("seconds",) if c in df.columns]
     n_rep = (df.groupby("method", sort=False)["replicate"].nunique()
@@ -204,6 +212,8 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
                "items_sd": float(g["n_items"].std(ddof=1)) if len(g) > 1 else 0.0,
                "theta_mae": e.mae, "theta_mae_sd": e.sd, "theta_mae_se": e.se,
                "coverage": float(g["covered"].mean())}
+        if has_post:
+            row["coverage_posterior"] = float(g["covered_posterior"].mean())
         if has_ref_se:
             row["coverage_joint"] = float(g["covered_joint"].mean())
         for c in acc_cols:

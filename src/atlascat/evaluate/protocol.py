@@ -316,7 +316,8 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
     done("calibrate")
     if config.model_fit:
         t0 = time.perf_counter()
-        info["fit"] = _model_fit(train_f, bank, config, rng)
+        # its own stream, so that switching the fit summary on or off changes no other result
+        info["fit"] = _model_fit(train_f, bank, config, np.random.default_rng([config.seed, 1]))
         timings["model fit"] = time.perf_counter() - t0
         done("model fit")
 
@@ -350,7 +351,8 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         per_model = (time.perf_counter() - t1) / max(len(subjects), 1)
         persons.append(pd.DataFrame({
             "method": method, "replicate": form.replicate, "subject_id": subjects,
-            "theta": theta, "se": est["se"].to_numpy(), "n_items": adm.sum(1),
+            "theta": theta, "se": est["se"].to_numpy(), "posterior_sd": est["se"].to_numpy(),
+            "n_items": adm.sum(1),
             "accuracy_pirt": pirt, "accuracy_direct": direct, "seconds": per_model}))
         w = form.weights if form.weights is not None else np.full(len(form), 1.0 / len(form))
         form_rows.append(pd.DataFrame({"method": method, "replicate": form.replicate,
@@ -405,7 +407,8 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
             direct = np.where(adm, y_test, 0.0).sum(1) / adm.sum(1)
         persons.append(pd.DataFrame({
             "method": label, "replicate": 0, "subject_id": subjects, "theta": theta,
-            "se": res["se"], "n_items": adm.sum(1), "accuracy_pirt": pirt,
+            "se": res["se"], "posterior_sd": res["posterior_sd"], "n_items": adm.sum(1),
+            "accuracy_pirt": pirt,
             "accuracy_direct": direct, "seconds": res["seconds"]}))
         security[label] = [metrics.security_summary(adm)]
         exposure_rows.append((label, 0, adm.mean(0)))
@@ -434,7 +437,8 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         "ies_definition": "IES = (theta MAE x mean items) / (Random-k theta MAE x its mean "
                           "items); lower is better; Random-k = 1",
         "coverage_definition": "share of test models with |theta_hat - theta_ref| <= 1.96 SE "
-                               "(coverage_joint: <= 1.96 sqrt(SE^2 + SE_ref^2))",
+                               "(coverage_posterior: SE = posterior SD; coverage_joint: "
+                               "<= 1.96 sqrt(SE^2 + SE_ref^2))",
     })
     return BenchmarkRun(
         name=name, config=config, bank=bank, persons=persons_df, summary=summary,
@@ -473,5 +477,6 @@ def _run_cat(bank: ItemBank, test: ResponseMatrix, tau: float, config: Benchmark
         adm = result.administered
         trajectories = adm[adm["subject_id"].astype(str).isin(chosen)].reset_index(drop=True)
     return {"theta": persons["theta"].to_numpy(float), "se": persons["se"].to_numpy(float),
+            "posterior_sd": persons["posterior_sd"].to_numpy(float),
             "seconds": persons["seconds"].to_numpy(float), "administered": administered,
             "trajectories": trajectories, "wall_seconds": float(result.wall_seconds)}

@@ -281,7 +281,9 @@ def _run_section(run, anchor: str) -> str:
     parts.append('<p class="note">IES = (θ MAE × mean items) / (Random-k θ MAE × its mean items): '
                  "lower is better, Random-k = 1. RIE uses MAE² (inverse relative information per "
                  "item, length-invariant). Coverage 95%: share of test models whose whole-bank θ "
-                 "lies in θ̂ ± 1.96 SE; the second coverage column adds the whole-bank SE.</p>")
+                 "lies in θ̂ ± 1.96 SE (the CAT's SE is its stopping SE, by default the information SE); "
+                 "posterior SD: the same with the posterior SD as SE; +ref SE: the interval also "
+                 "carries the whole-bank estimate's SE.</p>")
     parts.append(_img(_fig_error_vs_items(run.summary), "Each method's theta MAE against its "
                       "mean test length; blue: ATLAS CAT, grey: fixed forms.", "error vs items"))
     parts.append(_img(_fig_identity(run.persons, run.summary), "Per method: theta from the "
