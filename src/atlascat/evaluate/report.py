@@ -267,6 +267,9 @@ def _run_section(run, anchor: str) -> str:
         "calibration": ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                                  for k, v in cal.items() if k in
                                  ("model", "loglik", "n_iter", "converged", "seconds")),
+        "model fit (M2, partition mean)": (", ".join(
+            f"{k} {info['fit'][k]:.3f}" for k in ("RMSEA", "SRMSR", "CFI", "TLI")
+            if k in info["fit"]) if info.get("fit") else "not computed"),
         "CAT": f"tau in {', '.join(f'{t:g}' for t in cfg.taus)}; options {cfg.cat_options or 'paper defaults'}",
         "fixed forms": f"Random-{cfg.random_k} x {cfg.random_replicates} replicates, "
                        f"Anchor-{cfg.anchor_k}, Info-{cfg.info_k}, "
