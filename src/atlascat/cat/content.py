@@ -8,14 +8,17 @@ of them were given its priority factor is
 
 and the priority index of item j in area k(j) is PI_j = criterion_j(theta) x f_k(j): the
 information criterion is weighted by how much room the item's area still has, and items of
-full areas are not eligible. For a variable-length test, L = max(content_length, n + 1): past the
-planned length the targets grow with the test, so the areas stay in proportion.
+full areas are not eligible. Targets are two-sided, floor(X_k) <= x_k <= ceil(X_k) (Cheng and
+Chang's MPI with lower and upper bounds): when the slots left are all needed to bring areas up
+to their lower bounds, the other areas get priority 0. For a variable-length test,
+L = max(content_length, n + 1): past the planned length the targets grow with the test, so the
+areas stay in proportion.
 
 When no item of an open area is left for an examinee, the priority is ignored for that
 selection (the test never stops for lack of an area).
 
-With integer targets X_k a fixed-length test of L items hits every target exactly: no area
-exceeds ceil(X_k), and the counts add up to L = sum_k X_k.
+A fixed-length test of L items therefore ends with every area within one item of its target
+p_k L (exactly on it when p_k L is an integer), as long as the bank has the items.
 
 Reference
 ---------
@@ -58,18 +61,32 @@ class MaxPriorityIndex:
                               f"bank areas: {sorted(set(areas))[:20]}")
 
     def priority(self, counts: np.ndarray, n_items: np.ndarray) -> np.ndarray:
-        """f (n, K + 1): (X_k - x_k) / X_k clipped at 0, with X_k = p_k max(L, n + 1)."""
-        horizon = np.maximum(self.length, np.asarray(n_items) + 1).astype(float)
+        """Priority factor of every area, (n, K + 1) (last column: items without a target).
+
+        Upper bound (Cheng and Chang's f): (X_k - x_k) / X_k clipped at 0, X_k = p_k L,
+        L = max(length, n + 1); it is 0 exactly when x_k >= ceil(X_k). Lower bound floor(X_k):
+        with R = L - n slots left and D = sum_k max(floor(X_k) - x_k, 0) items still owed to
+        areas below their lower bound, items of areas that owe nothing get the factor
+        (R - D) / R, 0 once every remaining slot is owed.
+        """
+        n_items = np.asarray(n_items, dtype=float)
+        horizon = np.maximum(self.length, n_items + 1)
         quota = self.targets[None, :] * horizon[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            f = np.where(quota > 0, (quota - counts) / quota, 0.0)
-        f = np.clip(f, 0.0, None)
+            upper = np.where(quota > 0, (quota - counts) / quota, 0.0)
+        upper = np.clip(upper, 0.0, None)
+        owed = np.maximum(np.floor(quota + 1e-9) - counts, 0.0)
+        slots = horizon - n_items
+        spare = np.clip((slots - owed.sum(axis=1)) / slots, 0.0, 1.0)
+        f = np.where(owed > 0, upper, upper * spare[:, None])
         return np.concatenate([f, np.zeros((f.shape[0], 1))], axis=1)
 
     def apply(self, scores: np.ndarray, counts: np.ndarray, n_items: np.ndarray) -> np.ndarray:
         """Priority-weighted scores; items of full areas get -inf (unless nothing else is left)."""
         prio = self.priority(counts, n_items)[:, self.area_code]
-        out = np.where(scores > 0, scores * prio, scores)
+        positive = scores > 0
+        out = scores.copy()
+        out[positive] *= prio[positive]
         out[prio <= 0] = -np.inf
         empty = ~np.isfinite(out).any(axis=1) & np.isfinite(scores).any(axis=1)
         if empty.any():

@@ -250,20 +250,34 @@ class SympsonHetterCalibration:
 
 
 def calibrate_sympson_hetter(bank, config, thetas, rng=None, *, r_max: float | None = None,
-                             n_iter: int = 20, progress=None) -> SympsonHetterCalibration:
+                             n_iter: int = 10, rule: str = "monotone", margin: float = 0.05,
+                             progress=None) -> SympsonHetterCalibration:
     """Set Sympson-Hetter exposure parameters by iterative simulation.
 
-    Simulates the CAT (answers drawn from the model at ``thetas``, the population the bank
-    serves) and updates K_j <- r_max / P(S_j) if P(S_j) > r_max else 1, where P(S_j) is the share
-    of examinees for whom item j was selected (given a trial); the K of the iteration with the
-    smallest maximum exposure rate is returned (ties: the later one). A few thousand thetas
-    keep the sampling error of the rates small.
+    Simulates the CAT with ``config`` (answers drawn from the model at ``thetas``, the
+    population the bank serves) and updates the K from the selection rates P(S_j) (the share of
+    examinees for whom item j came up for a trial):
+
+    ``rule="classic"`` (Sympson and Hetter, 1985): K_j <- r_max / P(S_j) if P(S_j) > r_max, else 1.
+        Restricting some items raises the selection rates of others, so the classic iteration
+        oscillates around the target (items released to K = 1 overshoot at the next round); the
+        K of the iteration with the smallest maximum exposure is returned.
+    ``rule="monotone"`` (default): K_j <- min(K_j, r_max (1 - margin) / P(S_j)): a K never goes
+        back up, so the exposure rates settle at or below r_max (the margin makes up for the
+        rates that still creep up as more items are restricted); the last K is returned.
+
+    Use a few thousand thetas (resampled from the population if need be): the exposure rate of
+    an item at r_max has a sampling SD of sqrt(r_max (1 - r_max) / N).
     """
     from .engine import _as_generator, simulate_cat
 
     r = config.r_max if r_max is None else float(r_max)
     if not 0 < r <= 1:
         raise ConfigError(f"r_max must be in (0, 1], got {r}")
+    if rule not in ("classic", "monotone"):
+        raise ConfigError(f"rule must be 'classic' or 'monotone', got {rule!r}")
+    if not 0 <= margin < 1:
+        raise ConfigError(f"margin must be in [0, 1), got {margin}")
     thetas = np.asarray(thetas, dtype=float).reshape(-1)
     rng = _as_generator(rng)
     ids = [str(i) for i in bank.item_ids]
@@ -281,6 +295,10 @@ def calibrate_sympson_hetter(bank, config, thetas, rng=None, *, r_max: float | N
             best, best_k = max_exp, k.copy()
         if progress is not None:
             progress(it + 1, n_iter)
-        k = np.where(sel > r, r / np.maximum(sel, 1e-300), 1.0)
-    return SympsonHetterCalibration(pd.Series(best_k, index=pd.Index(ids, name="item_id"),
+        target = r * (1.0 - margin) if rule == "monotone" else r
+        with np.errstate(divide="ignore"):
+            new = np.where(sel > target, target / sel, 1.0)
+        k = np.minimum(k, new) if rule == "monotone" else new
+    final = best_k if rule == "classic" else k
+    return SympsonHetterCalibration(pd.Series(final, index=pd.Index(ids, name="item_id"),
                                               name="k"), pd.DataFrame(rows))
