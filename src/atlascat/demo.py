@@ -78,14 +78,15 @@ def main(argv=None) -> int:
     run_dir = run.write(out / "run")
     print_tables(run.summary, f"{args.bench}: ATLAS CAT vs static subsets on "
                               f"{run.info['n_test']} held-out models")
-    ref = run.summary[run.summary["method"] == config.reference_method]
+    ref_name = run.info.get("reference_method")
+    ref = run.summary[run.summary["method"] == ref_name]
     if len(ref):
         r = ref.iloc[0]
         for _, c in run.summary[run.summary["method"].str.startswith("ATLAS")].iterrows():
             print_text(f"{c['method']}: theta MAE {c['theta_mae']:.3f} with {c['items_mean']:.1f} "
-                       f"items on average vs {config.reference_method} {r['theta_mae']:.3f} with "
+                       f"items on average vs {ref_name} {r['theta_mae']:.3f} with "
                        f"{r['items_mean']:.0f}; IES {c['ies']:.2f} (lower is better, "
-                       f"{config.reference_method} = 1); 95% coverage {c['coverage']:.1%}")
+                       f"{ref_name} = 1); 95% coverage {c['coverage']:.1%}")
     report = write_report([run_dir], out / "report.html",
                           title=f"ATLAS demo: {args.bench} benchmark report")
     print_text(f"run directory: {run_dir}")
