@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
 
 from ..errors import ConfigError, ResponseDataError
 from ..irt.bank import ItemBank
@@ -150,9 +151,8 @@ def kmeans(x, k: int, *, rng: np.random.Generator, n_init: int = 4, max_iter: in
                 labels[far] = empty
                 dmin[far] = 0.0
                 counts = np.bincount(labels, minlength=k)
-            sums = np.zeros_like(centers)
-            np.add.at(sums, labels, x)
-            centers = sums / counts[:, None]
+            onehot = sparse.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
+            centers = np.asarray(onehot @ x) / counts[:, None]
             inertia = float(dmin.sum())
             if np.isfinite(prev) and prev - inertia <= tol * max(prev, 1e-300):
                 break
