@@ -141,6 +141,19 @@ class TestEligibility:
         back = ExposureTracker.from_dict(json.loads(json.dumps(tracker.to_dict())))
         np.testing.assert_array_equal(back.counts, tracker.counts)
 
+    def test_resume_does_not_count_twice(self, arc):
+        tracker = ExposureTracker(len(arc), r_max=0.5)
+        config = CATConfig(exposure="eligibility", r_max=0.5)
+        s = CATSession(arc, config, rng=0, tracker=tracker)
+        for _ in range(5):
+            s.record(s.next_item(), 1)
+        before = (tracker.counts.copy(), tracker.n_examinees)
+        r = CATSession.from_dict(json.loads(json.dumps(s.to_dict())), arc, tracker=tracker)
+        np.testing.assert_array_equal(tracker.counts, before[0])
+        assert tracker.n_examinees == before[1] == 1
+        r.record(r.next_item(), 0)
+        assert tracker.counts.sum() == 6
+
     def test_infeasible_cap_falls_back_instead_of_stalling(self):
         bank = load_bank("arc").subset(np.arange(40))
         config = CATConfig.fixed_length(30, exposure="eligibility", r_max=0.2)

@@ -695,8 +695,11 @@ class CATSession:
         }
 
     @classmethod
-    def from_dict(cls, d: dict, bank: ItemBank) -> "CATSession":
-        """Resume a session from ``to_dict()`` output with the same bank."""
+    def from_dict(cls, d: dict, bank: ItemBank, *, tracker=None) -> "CATSession":
+        """Resume a session from ``to_dict()`` output with the same bank.
+
+        ``tracker``: the shared ExposureTracker of an ``exposure="eligibility"`` population (the
+        resumed answers are not counted again)."""
         if d.get("format") != "atlascat.CATSession/1":
             raise ConfigError("not a CATSession snapshot (missing format 'atlascat.CATSession/1')")
         fp = d["bank"]["fingerprint"]
@@ -706,8 +709,12 @@ class CATSession:
         state = d["rng"]
         bitgen = getattr(np.random, state["bit_generator"])()
         bitgen.state = state
-        session = cls(bank, CATConfig.from_dict(d["config"]), np.random.Generator(bitgen))
+        session = cls(bank, CATConfig.from_dict(d["config"]), np.random.Generator(bitgen),
+                      tracker=tracker)
         eng = session._engine
+        exposure, eng.exposure = eng.exposure, None  # replaying: nothing new is administered
+        if exposure is not None and hasattr(exposure, "tracker"):
+            exposure.tracker.n_examinees -= 1  # this examinee was counted when it started
         scores = iter(d["scores"])
         seconds = iter(d["seconds"])
         for kind, item in d["events"]:
@@ -729,6 +736,7 @@ class CATSession:
             eng.used[0, j] = True
             eng.n_used[0] += 1
             eng.sh_rejected[0].append(j)
+        eng.exposure = exposure
         eng.done[0] = bool(d["done"])
         eng.stop_reason[0] = d["stop_reason"] or ""
         if d.get("pending") is not None:

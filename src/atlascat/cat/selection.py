@@ -31,8 +31,7 @@ tests. Applied Measurement in Education, 2(4), 359-375.
 from __future__ import annotations
 
 import numpy as np
-
-from ..irt import models
+from scipy.special import expit
 
 __all__ = [
     "ItemParams",
@@ -178,16 +177,26 @@ class KLInterval(SelectionCriterion):
         self.points = int(points)
         self._x, self._w = np.polynomial.legendre.leggauss(self.points)
 
+    @staticmethod
+    def _pq(theta, params):
+        """P and Q = 1 - P, each formed without cancellation (Q from sigma(-z))."""
+        z = params.a * (theta[:, None] - params.b)
+        p = params.c + params.uc * expit(z)
+        q = params.omu + params.uc * expit(-z)
+        return p, q
+
     def scores(self, theta, n_items, used, params):
         theta = np.asarray(theta, dtype=float)
         delta = self.width / np.sqrt(np.maximum(np.asarray(n_items, dtype=float), 1.0))
-        lp0, lq0 = models.log_probability(theta, params.a, params.b, params.c, params.u)
-        total = np.zeros_like(lp0)
-        for x, w in zip(self._x, self._w):
-            lp, lq = models.log_probability(theta + delta * x, params.a, params.b, params.c,
-                                            params.u)
-            kl = np.exp(lp) * (lp - lp0) + np.exp(lq) * (lq - lq0)
-            total += (w * delta)[:, None] * kl
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p0, q0 = self._pq(theta, params)
+            lp0, lq0 = np.log(p0), np.log(q0)
+            total = np.zeros_like(p0)
+            for x, w in zip(self._x, self._w):
+                p, q = self._pq(theta + delta * x, params)
+                kl = p * (np.log(p) - lp0) + q * (np.log(q) - lq0)
+                total += (w * delta)[:, None] * np.nan_to_num(kl, nan=0.0, posinf=0.0,
+                                                              neginf=0.0)
         return np.maximum(total, 0.0)
 
     def __repr__(self) -> str:
