@@ -81,6 +81,17 @@ class TestBatchedEqualsSequential:
             assert list(s.history["item_id"]) == list(batch["item_id"])
             np.testing.assert_array_equal(s.history["theta"].to_numpy(), batch["theta"].to_numpy())
 
+    def test_replay_row_without_answers_finishes_at_once(self, small_bank):
+        y = np.full((3, len(small_bank)), np.nan)
+        y[0, :5] = 1.0
+        y[2, :] = 0.0
+        res = simulate_cat(small_bank, CATConfig(se_stop=None, min_items=50, max_items=50),
+                           responses=y, rng=0)
+        p = res.persons
+        assert list(p["n_items"]) == [5, 0, 50]
+        assert list(p["stop_reason"]) == ["bank_exhausted", "bank_exhausted", "max_items"]
+        assert p["n_skipped"][1] == 0 and p["n_skipped"][2] == 0
+
     def test_replay_with_missing_cells_skips_and_counts(self, small_bank, rng):
         n = 30
         thetas = rng.normal(size=n)

@@ -79,6 +79,7 @@ class ReplayAnswers(AnswerSource):
         if len(self.subject_ids) != self.values.shape[0]:
             raise ResponseDataError(f"{len(self.subject_ids)} subject ids for "
                                     f"{self.values.shape[0]} response rows")
+        self.answerable = (~np.isnan(self.values)).sum(axis=1)  # answered bank items per row
 
     def answers(self, rows, items):
         return self.values[rows, items]

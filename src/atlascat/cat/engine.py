@@ -845,7 +845,8 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     """Run the adaptive test for many examinees at once.
 
     Exactly one answer source: ``responses`` (ResponseMatrix or (n, J) array in bank order:
-    replay real answers; cells without an answer are skipped and counted), ``thetas`` (true
+    replay real answers; cells without an answer are skipped and counted, and an examinee whose
+    pool holds no answered item any more is finished, ``bank_exhausted``), ``thetas`` (true
     abilities: answers drawn from the bank's model), or ``answer_fn(subject_ids, item_ids) ->
     scores`` (with ``subject_ids``). With ``thetas`` the true values are the reference for the
     error columns; ``theta_ref`` supplies reference values otherwise.
@@ -901,6 +902,12 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     streams = UniformStreams(sel_rngs)
     seconds = np.zeros(n)
     k = config.uniforms_per_step
+    # replayed answers: once an examinee has no answered item left in its pool it is finished
+    # (instead of skipping through the rest of the bank one item per step)
+    answerable = getattr(source, "answerable", None)
+    left = None if answerable is None else answerable.copy()
+    if left is not None:
+        eng.finish(np.flatnonzero(left == 0), "bank_exhausted")
     active = np.flatnonzero(~eng.done)
     while active.size:
         t0 = time.perf_counter()
@@ -917,6 +924,10 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         if miss.any():
             eng.skip(rows[miss], items[miss])
         eng.record(rows[~miss], items[~miss], y[~miss])
+        if left is not None:
+            scored = rows[~miss]
+            left[scored] -= 1
+            eng.finish(scored[left[scored] == 0], "bank_exhausted")
         seconds[active] += (time.perf_counter() - t0) / active.size
         active = active[~eng.done[active]]
         if progress is not None:
