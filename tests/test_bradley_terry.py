@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.optimize import minimize
-from scipy.special import expit, log_expit
 
 from atlascat.design.bradley_terry import (
     BradleyTerry,

@@ -147,7 +147,8 @@ def simulate_arena(true_ratings, strategy: str = "adaptive", *, n_games: int = 2
 
     After every batch the ratings are refitted (Rao-Kupper when ``tie_param`` > 1, with
     ``prior_games`` virtual games for every strategy so that early fits exist) and compared with
-    the truth. Returns one row per batch: games, spearman, rmse (of centered ratings).
+    the truth. Returns one row per batch: games, spearman, rmse (of centered ratings), information
+    (mean Fisher information of the batch's games about their rating difference, at the truth).
     """
     if strategy not in STRATEGIES:
         raise ConfigError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
@@ -187,8 +188,9 @@ def simulate_arena(true_ratings, strategy: str = "adaptive", *, n_games: int = 2
         played += m
         model = fitter.fit(comp, init=model.ratings_)
         rho = spearmanr(model.ratings_, truth).statistic
-        rows.append((played, float(rho), float(np.sqrt(np.mean((model.ratings_ - centered) ** 2)))))
-    return pd.DataFrame(rows, columns=["games", "spearman", "rmse"])
+        info = float(pair_information(truth[i], truth[j], phi).mean())
+        rows.append((played, float(rho), float(np.sqrt(np.mean((model.ratings_ - centered) ** 2))), info))
+    return pd.DataFrame(rows, columns=["games", "spearman", "rmse", "information"])
 
 
 def games_to_reach(history: pd.DataFrame, threshold: float = 0.95, *, sustained: bool = False):
@@ -211,7 +213,8 @@ def compare_schedulers(n_players: int = 20, *, rating_sd: float = 1.0, n_seeds: 
 
     Returns one row per (seed, strategy): games_first (first time reached), games_sustained
     (reached and kept to the end), reached (bool; when False both counts are censored at
-    ``n_games``, a lower bound), final_spearman, final_rmse.
+    ``n_games``, a lower bound), info_per_game (mean Fisher information of a game at the true
+    ratings), final_spearman, final_rmse.
     """
     rows = []
     for s in range(int(n_seeds)):
@@ -226,5 +229,6 @@ def compare_schedulers(n_players: int = 20, *, rating_sd: float = 1.0, n_seeds: 
                          "games_first": n_games if np.isnan(first) else first,
                          "games_sustained": n_games if np.isnan(kept) else kept,
                          "reached": not np.isnan(kept),
+                         "info_per_game": float(hist.information.mean()),
                          "final_spearman": hist.spearman.iloc[-1], "final_rmse": hist.rmse.iloc[-1]})
     return pd.DataFrame(rows)
