@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
             console.print_json(json.dumps(summary))
             return
         cols = [c for c in form.columns if c in ("position", "item_id", "a", "b", "c", "u", "d")
-                or str(c).startswith("a")]
+                or (str(c)[:1] == "a" and str(c)[1:].isdigit())]
         print_frame(form[cols], title=f"{res.criterion}-optimal form, {res.k} of {len(b)} items")
         direction = "minimized" if res.criterion == "A" else "maximized"
         console.print(f"criterion {res.criterion} ({direction}): {res.value:.6g} "
