@@ -92,28 +92,38 @@ class TestBatchedEqualsSequential:
         assert list(p["stop_reason"]) == ["bank_exhausted", "bank_exhausted", "max_items"]
         assert p["n_skipped"][1] == 0 and p["n_skipped"][2] == 0
 
-    def test_replay_with_missing_cells_skips_and_counts(self, small_bank, rng):
+    @pytest.mark.parametrize("missing, kw", [(0.3, {}), (0.7, {}), (0.9, {}),
+                                             (0.6, {"selection": "astrat"}),
+                                             (0.6, {"selection": "kl", "randomesque": 3})])
+    def test_replay_with_missing_cells_skips_and_counts(self, small_bank, rng, missing, kw):
         n = 30
         thetas = rng.normal(size=n)
         p = small_bank.probability(thetas)
         y = (rng.random(p.shape) < p).astype(float)
-        y[rng.random(y.shape) < 0.3] = np.nan
-        rm = ResponseMatrix(y, [f"s{i}" for i in range(n)], small_bank.item_ids)
-        config = CATConfig(se_stop=0.3, max_items=40, min_items=5)
+        y[rng.random(y.shape) < missing] = np.nan
+        rm = ResponseMatrix(y, [f"s{i}" for i in range(n)], small_bank.item_ids, on_empty="keep")
+        config = CATConfig(se_stop=0.3, max_items=30, min_items=5, **kw)
         res = simulate_cat(small_bank, config, responses=rm, rng=np.random.default_rng(2))
         assert res.n_skipped == res.persons["n_skipped"].sum() > 0
         sel = np.random.default_rng(2).spawn(n)
         for i in range(n):
             s = CATSession(small_bank, config, rng=sel[i])
+            skips_at_last_answer = 0
             while (item := s.next_item()) is not None:
                 score = y[i, small_bank.index_of([item])[0]]
                 if np.isnan(score):
                     s.skip(item)
                 else:
                     s.record(item, score)
+                    skips_at_last_answer = s.n_skipped
             batch = res.selected_items(f"s{i}")
             assert list(s.history["item_id"]) == list(batch["item_id"])
-            assert s.n_skipped == res.persons["n_skipped"][i]
+            assert s.stop_reason == res.persons["stop_reason"][i]
+            if s.stop_reason == "bank_exhausted" and np.isnan(y[i][~s._engine.used[0]]).all():
+                # the batch stops as soon as no answered item is left; a session skips on
+                assert res.persons["n_skipped"][i] == skips_at_last_answer
+            else:
+                assert s.n_skipped == res.persons["n_skipped"][i]
             # no skipped item was scored
             scored = small_bank.index_of(batch["item_id"])
             assert not np.isnan(y[i, scored]).any()

@@ -53,6 +53,7 @@ __all__ = ["CATSession", "CATResult", "simulate_cat", "bank_fingerprint", "exami
 
 _BLOCK_ROWS = 32  # rows per block in the (examinee x item) selection pass: keeps it in cache
 _SUM_BLOCK = 128  # column block of the test-information sum (see _Engine._test_information)
+_REPICK_EXTRA = 16  # ranked candidates kept beyond the pick size for re-picks after skips
 
 
 # ------------------------------------------------------------------------------ tables
@@ -280,14 +281,24 @@ class _Engine:
                 used = used | inel[None, :]
         return used
 
-    def select(self, rows, uniforms) -> np.ndarray:
-        """Next item (bank position) of every row; -1 where nothing is left to give."""
+    def select(self, rows, uniforms, *, keep: bool = False, extra: int = 0):
+        """Next item (bank position) of every row; -1 where nothing is left to give.
+
+        ``keep=True`` also returns the ranked candidates behind every pick, ``(cand, k,
+        complete)``: cand (n, C) bank positions best first (-1 padded; at least ``extra`` beyond
+        the pick size where the ranking allows), k the pick size of the row, complete whether
+        cand holds every eligible item. While theta, the answer count and the costs stay the
+        same (an item was skipped), the next pick is a pick from that list without the skipped
+        item (used by :func:`simulate_cat` for replayed answers with missing cells).
+        """
         rows = np.asarray(rows, dtype=np.intp)
         uniforms = np.asarray(uniforms, dtype=float).reshape(rows.size, -1)
         out = np.full(rows.size, -1, dtype=np.intp)
+        sink = [] if keep else None
         for lo in range(0, rows.size, _BLOCK_ROWS):
             sl = slice(lo, lo + _BLOCK_ROWS)
-            out[sl] = self._select_block(rows[sl], uniforms[sl])
+            out[sl] = self._select_block(rows[sl], uniforms[sl], extra=extra, sink=sink,
+                                         offset=lo)
         self.last_fallback = np.zeros(rows.size, dtype=bool)
         if self.exposure is not None and self.exposure.ineligible() is not None:
             # exposure control may leave a row nothing eligible: then it is ignored for that row
@@ -296,9 +307,19 @@ class _Engine:
                 sl = stuck[lo:lo + _BLOCK_ROWS]
                 out[sl] = self._select_block(rows[sl], uniforms[sl], ignore_exposure=True)
             self.last_fallback[stuck] = True
-        return out
+        if not keep:
+            return out
+        width = max([c.shape[1] for _, c, _, _ in sink] + [1])
+        cand = np.full((rows.size, width), -1, dtype=np.intp)
+        k = np.zeros(rows.size, dtype=np.intp)
+        complete = np.zeros(rows.size, dtype=bool)
+        for pos, c, kk, comp in sink:
+            cand[pos, :c.shape[1]] = c
+            k[pos], complete[pos] = kk, comp
+        return out, (cand, k, complete)
 
-    def _select_block(self, rows, u, ignore_exposure: bool = False):
+    def _select_block(self, rows, u, ignore_exposure: bool = False, extra: int = 0, sink=None,
+                      offset: int = 0):
         tab, cfg = self.tab, self.config
         blocked = self.blocked(rows, exposure=not ignore_exposure)
         first = self.n_items[rows] == 0
@@ -325,7 +346,7 @@ class _Engine:
                 continue
             else:
                 k = tab.n_items if cfg.selection == "random" else cfg.randomesque
-                n_cand = min(tab.n_items, k + (cfg.sh_max_trials if trials else 0))
+                n_cand = min(tab.n_items, k + (cfg.sh_max_trials if trials else 0) + extra)
                 cand, n_fin = self._rank(g, bg, n_cand)
             if trials:
                 chosen, rejected = exp.pick(cand, n_fin, k, ug)
@@ -333,6 +354,13 @@ class _Engine:
             else:
                 chosen = pick(cand, n_fin, k, ug[:, 0])
             items[group] = chosen
+            if sink is not None:
+                k_row = np.broadcast_to(np.asarray(k), (g.size,))
+                width = min(cand.shape[1], int(k_row.max()) + extra)
+                # every eligible item is in the kept list only if the ranking was not cut short
+                whole = (n_fin < cand.shape[1]) | (cand.shape[1] >= tab.n_items)
+                sink.append((offset + np.flatnonzero(group), cand[:, :width], k_row,
+                             whole & (n_fin <= width)))
         return items
 
     def _rank(self, rows, blocked, n_cand):
@@ -908,20 +936,30 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     left = None if answerable is None else answerable.copy()
     if left is not None:
         eng.finish(np.flatnonzero(left == 0), "bank_exhausted")
+    # skipped items re-picked from the ranking already made (theta has not moved): replay only,
+    # and not under exposure control (its state changes between picks)
+    repick = answerable is not None and exp is None and config.selection != "random"
     active = np.flatnonzero(~eng.done)
     while active.size:
         t0 = time.perf_counter()
         u = streams.next(active, k)
-        items = eng.select(active, u)
+        if repick:
+            items, cache = eng.select(active, u, keep=True, extra=_REPICK_EXTRA)
+        else:
+            items = eng.select(active, u)
         if exp is not None and exp.caps_cohort:
             items = exp.resolve_conflicts(eng, active, items, u)
         none = items < 0
         if none.any():
             eng.finish(active[none], "bank_exhausted")
-        rows, items = active[~none], items[~none]
+        where = np.flatnonzero(~none)
+        rows, items = active[where], items[where]
         y = source.answers(rows, items)
         miss = np.isnan(y)
-        if miss.any():
+        if miss.any() and repick:
+            y, items = _repick_skipped(eng, source, streams, cache, where, rows, items, y)
+            miss = np.isnan(y)
+        elif miss.any():
             eng.skip(rows[miss], items[miss])
         eng.record(rows[~miss], items[~miss], y[~miss])
         if left is not None:
@@ -934,6 +972,41 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
             progress(int(eng.done.sum()), n)
     wall = time.perf_counter() - t_start
     return _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
+
+
+def _repick_skipped(eng, source, streams, cache, where, rows, items, y):
+    """Skip unanswered picks and pick again from the cached ranking until every row has an
+    answer or its cached list no longer settles the pick (it then selects afresh next step).
+
+    Exactly the picks a fresh selection would make: theta, n and costs are unchanged by a
+    skip, so the ranking of the other items is too; the top k of what is left is the first k
+    remaining entries of the cached list, provided it still has k of them (or holds every
+    eligible item). Each pick consumes one uniform, as a fresh selection would.
+    """
+    cand_all, k_all, complete_all = cache
+    cand, k, complete = cand_all[where], k_all[where], complete_all[where]
+    removed = np.zeros(cand.shape, dtype=bool)
+    items = items.copy()
+    y = y.copy()
+    todo = np.flatnonzero(np.isnan(y))
+    while todo.size:
+        eng.skip(rows[todo], items[todo])
+        removed[todo] |= cand[todo] == items[todo][:, None]
+        remaining = (cand[todo] >= 0) & ~removed[todo]
+        n_rem = remaining.sum(axis=1)
+        ok = ((complete[todo] | (n_rem >= k[todo])) & (n_rem > 0) & ~eng.done[rows[todo]])
+        if not ok.any():
+            break
+        t, rem = todo[ok], remaining[ok]
+        u = streams.next(rows[t], eng.config.uniforms_per_step)[:, 0]
+        k_eff = np.minimum(k[t], n_rem[ok])
+        target = np.minimum((u * k_eff).astype(np.intp), k_eff - 1)
+        rank = np.cumsum(rem, axis=1) - 1
+        pos = np.argmax(rem & (rank == target[:, None]), axis=1)
+        items[t] = cand[t, pos]
+        y[t] = source.answers(rows[t], items[t])
+        todo = t[np.isnan(y[t])]
+    return y, items
 
 
 def _collect(bank, config, eng: _Engine, subject_ids, seconds, theta_ref, wall) -> CATResult:

@@ -355,7 +355,7 @@ class InfoPruner:
 
     @staticmethod
     def applicable(params: ItemParams) -> bool:
-        return bool(np.all(params.u == 1.0)) and len(params) > 256
+        return bool(np.all(params.u == 1.0)) and len(params) >= 2000
 
     def cells(self, theta) -> tuple[np.ndarray, np.ndarray]:
         """Cell of every theta and whether it lies inside the precomputed range."""
