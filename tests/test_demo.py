@@ -13,7 +13,12 @@ def test_demo_runs_end_to_end(tmp_path, capsys):
     assert demo.main(["--out", str(out), "--models", "400", "--fit-partition-size", "40"]) == 0
     text = capsys.readouterr().out
     # fit summary, the three tables, one line per CAT setting, and the report path
-    assert "calibration: 3pl MML-EM" in text and "RMSEA" in text
+    meta = json.loads((out / "run" / "run.json").read_text())
+    rows = meta["calibration"]["model_selection"]["candidates"]
+    best = min(rows, key=lambda r: r["bic"])["model"]
+    assert meta["calibration"]["model"] == best  # the model is the smallest-BIC candidate
+    assert f"calibration: {best} MML-EM" in text and "RMSEA" in text
+    assert f"-> {best}" in text and "CAT SE factor k on" in text
     for title in ("Table 2. Ability", "Table 3. Accuracy", "Table 6. Security"):
         assert title in text
     assert len(re.findall(r"^ATLAS tau=0\.[123]: theta MAE", text, flags=re.M)) == 3

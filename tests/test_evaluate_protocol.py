@@ -28,7 +28,7 @@ def _simulated(seed=11):
     return ResponseMatrix(y, [f"org/model-{i}" for i in range(N_MODELS)], bank.item_ids), theta
 
 
-CONFIG = dict(seed=3, taus=(0.25, 0.4), random_k=30, random_replicates=3, anchor_k=20,
+CONFIG = dict(seed=3, model="3pl", taus=(0.25, 0.4), random_k=30, random_replicates=3, anchor_k=20,
               info_k=20, optimal_k=20, optimal_criteria=("D", "E"), model_fit=False,
               example_models=2)
 
@@ -152,7 +152,118 @@ class TestProtocol:
             BenchmarkRun.read(tmp_path)
 
 
+class TestSECalibration:
+    def test_calibrated_coverage_matches_persons(self, run):
+        """se_calibrated = k_tau x SE on the CAT rows (k from the validation train models), NaN on
+        the fixed forms; coverage_calibrated is recomputed from the persons table."""
+        val = run.info["se_calibration"]
+        assert val["n_validation"] + val["n_fit"] == run.info["n_train_calibrated"]
+        assert set(val["factors"]) == {0.25, 0.4}
+        s = run.summary.set_index("method")
+        for tau in (0.25, 0.4):
+            g = run.persons[run.persons["method"] == f"ATLAS tau={tau:g}"]
+            k = val["factors"][tau]
+            assert 0.5 < k < 2.0  # data simulated from a 3PL: the stated SE is about right
+            np.testing.assert_allclose(g["se_calibrated"], k * g["se"])
+            cov = np.mean(np.abs(g["theta"] - g["theta_ref"]) <= 1.959964 * k * g["se"])
+            assert s.loc[f"ATLAS tau={tau:g}", "coverage_calibrated"] == pytest.approx(cov)
+        fixed = run.persons[~run.persons["method"].str.startswith("ATLAS")]
+        assert fixed["se_calibrated"].isna().all()
+        assert s.loc[["Random-30", "Anchor-20"], "coverage_calibrated"].isna().all()
+
+    def test_factor_is_the_validation_quantile(self):
+        """Independent recomputation of k on the validation split from its definition."""
+        from atlascat.filtering import filter_items, stratified_split
+        from atlascat.irt.calibrate import calibrate
+
+        rm, _ = _simulated()
+        cfg = BenchmarkConfig(seed=5, model="2pl", taus=(0.4,), example_models=0)
+        train, _ = filter_items(rm)
+        got = protocol.validation_se_factors(train, "2pl", cfg, np.random.default_rng(9))
+        rng = np.random.default_rng(9)
+        fit, val = stratified_split(train, test_size=0.2, n_bins=10, rng=rng)
+        assert (got["n_fit"], got["n_validation"]) == (fit.n_subjects, val.n_subjects)
+        bank = calibrate(fit, model="2pl", random_state=5).bank
+        y = val.aligned_values(bank.item_ids, extra="ignore")
+        ref = estimate_ability(y, bank, method="wle")["theta"].to_numpy()
+        res = protocol._run_cat(bank, ResponseMatrix(y, val.subject_ids, bank.item_ids), 0.4,
+                                {"cat_options": {}, "example_models": 0}, rng)
+        ratio = np.abs(res["theta"] - ref) / res["se"]
+        assert got["factors"][0.4] == pytest.approx(np.quantile(ratio, 0.95, method="higher") / 1.959964, rel=1e-6)
+        assert got["raw_coverage"][0.4] == pytest.approx(np.mean(ratio <= 1.959964), abs=1e-9)
+        # by construction 95% of the validation models lie inside theta_hat +- 1.96 k SE
+        assert np.mean(ratio <= 1.959964 * got["factors"][0.4] + 1e-12) >= 0.95
+        small = protocol.validation_se_factors(train.subset(subjects=train.subject_ids[:60]),
+                                               "2pl", cfg, np.random.default_rng(9))
+        assert small["factors"] == {} and "fewer than 20" in small["note"]
+
+    def test_switching_it_off_changes_nothing_else(self, run):
+        rm, _ = _simulated()
+        cfg = BenchmarkConfig(**{**CONFIG, "se_calibration": False})
+        assert "SE calibration" not in protocol.plan_stages(cfg)
+        off = run_benchmark(rm, cfg)
+        assert "se_calibrated" not in off.persons.columns
+        cols = ["method", "replicate", "subject_id", "theta", "se", "n_items"]
+        pd.testing.assert_frame_equal(off.persons[cols], run.persons[cols])
+
+
+class TestModelSelection:
+    @staticmethod
+    def _data(c_value, seed, n=1500, j=40):
+        rng = np.random.default_rng(seed)
+        bank = ItemBank([f"i{k}" for k in range(j)], rng.lognormal(0.4, 0.25, j),
+                        rng.normal(0.3, 1.0, j), np.full(j, c_value))
+        y = (rng.random((n, j)) < bank.probability(rng.normal(size=n))).astype(float)
+        return ResponseMatrix(y, [f"m{k}" for k in range(n)], bank.item_ids)
+
+    def test_bic_picks_the_generating_model(self):
+        """No guessing (c = 0, as exact-match generation) -> 2PL; 4-choice guessing -> 3PL."""
+        chosen, results, rows = protocol.select_model(self._data(0.0, 1), ("2pl", "3pl"),
+                                                      random_state=0)
+        assert chosen == "2pl"
+        chosen3, _, rows3 = protocol.select_model(self._data(0.25, 2), ("2pl", "3pl"),
+                                                  random_state=0)
+        assert chosen3 == "3pl"
+        # BIC recomputed from the definition: -2 log L + k log N
+        for r in rows:
+            k = {"2pl": 2, "3pl": 3}[r["model"]] * 40
+            assert r["n_params"] == k and r["n"] == 1500
+            assert r["bic"] == pytest.approx(-2 * results[r["model"]].loglik + k * np.log(1500))
+            assert r["chosen"] == (r["model"] == "2pl")
+        # the 3PL always has the larger likelihood (nested); BIC still prefers the 2PL
+        ll = {r["model"]: r["loglik"] for r in rows}
+        assert ll["3pl"] >= ll["2pl"] - 1e-6
+
+    def test_auto_in_the_protocol_records_the_comparison(self):
+        rm = self._data(0.0, 3, n=600, j=60)
+        run = run_benchmark(rm, BenchmarkConfig(seed=1, taus=(0.4,), random_k=20,
+                                                random_replicates=1, anchor_k=0, info_k=0,
+                                                optimal_k=0, model_fit=False,
+                                                se_calibration=False))
+        cal = run.info["calibration"]
+        sel = cal["model_selection"]
+        assert sel["criterion"] == "BIC" and {r["model"] for r in sel["candidates"]} == {"2pl", "3pl"}
+        best = min(sel["candidates"], key=lambda r: r["bic"])["model"]
+        assert cal["model"] == best == "2pl"
+        assert np.all(run.bank.c == 0)
+
+    def test_prior_on_c_goes_only_to_models_with_c(self):
+        assert protocol._options_for("2pl", {"prior_c": "beta(5,17)", "prior_a": "x"}) == {"prior_a": "x"}
+        assert protocol._options_for("3pl", {"prior_c": "beta(5,17)"}) == {"prior_c": "beta(5,17)"}
+        assert protocol.n_item_parameters("rasch", 10) == 11
+        assert protocol.n_item_parameters("4pl", 10) == 40
+
+
 class TestConfig:
+    def test_model_names(self):
+        assert BenchmarkConfig().model == "auto"
+        with pytest.raises(ConfigError, match="unknown IRT model"):
+            BenchmarkConfig(model="5pl")
+        with pytest.raises(ConfigError, match="unknown IRT model"):
+            BenchmarkConfig(model_candidates=("2pl", "auto"))
+        with pytest.raises(ConfigError, match="validation_size"):
+            BenchmarkConfig(validation_size=1.5)
+
     def test_validation(self):
         with pytest.raises(ConfigError, match="positive"):
             BenchmarkConfig(taus=(0.2, -1))

@@ -1,8 +1,8 @@
 """``python -m atlascat.demo`` (``make demo``): the whole ATLAS pipeline on bundled real data.
 
 On the Open LLM Leaderboard ARC matrix shipped with the package (2193 models x 317 items, fully
-observed): split the models 90/10 by total score, filter items and calibrate a 3PL bank on the
-train models, summarize the fit, run ATLAS CAT (tau = 0.1, 0.2, 0.3) and the static baselines on
+observed): split the models 90/10 by total score, filter items and calibrate a bank on the
+train models (2PL or 3PL, chosen by BIC on the train answers: ARC's 4-choice items get a 3PL), summarize the fit, run ATLAS CAT (tau = 0.1, 0.2, 0.3) and the static baselines on
 the held-out models' real answers, print the comparison tables, and write the run directory and a
 self-contained HTML report (default under ``./out/demo``). No network, a couple of minutes.
 """
@@ -27,6 +27,15 @@ def _fit_lines(run) -> list[str]:
         f"{cal.get('n_iter', '?')} iterations, converged {cal.get('converged', '?')}, "
         f"{cal.get('seconds', float('nan')):.1f} s",
     ]
+    sel = cal.get("model_selection")
+    if sel:
+        lines.append("  model choice (BIC on the train models, smaller is better): " + ", ".join(
+            f"{r['model']} {r['bic']:.0f}" for r in sel["candidates"]) + f" -> {cal.get('model')}")
+    val = run.info.get("se_calibration", {})
+    if val.get("factors"):
+        lines.append(f"  CAT SE factor k on {val['n_validation']} validation train models "
+                     "(reported as 'Cov. (val.-calibrated SE)' next to the raw coverage): "
+                     + ", ".join(f"tau={float(t):g}: {k:.2f}" for t, k in val["factors"].items()))
     fit = run.info.get("fit")
     if fit:
         lines.append(f"  model fit (M2 over {fit.get('n_partitions', '?')} item partitions, mean): "

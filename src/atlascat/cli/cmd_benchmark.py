@@ -71,7 +71,13 @@ def register(app: typer.Typer) -> None:
         test_size: float = typer.Option(0.1, "--test-size", help="Share of test models."),
         no_filter: bool = typer.Option(False, "--no-filter", help="Skip the item filter."),
         no_fit: bool = typer.Option(False, "--no-fit", help="Skip the M2 model-fit summary."),
-        model: str = typer.Option("3pl", "--model", help="IRT model for the calibration."),
+        model: str = typer.Option("auto", "--model",
+                                  help="IRT model: auto (2PL or 3PL by BIC on the train models), "
+                                       "2pl, 3pl, ..."),
+        no_se_calibration: bool = typer.Option(
+            False, "--no-se-calibration",
+            help="Skip the CAT SE factor estimated on a validation split of the train models "
+                 "(the 'Cov. (val.-calibrated SE)' column)."),
         prior_a: str = typer.Option(None, "--prior-a", help="Calibration prior on a, e.g. lognorm(0,0.5)."),
         prior_c: str = typer.Option(None, "--prior-c", help="Calibration prior on c, e.g. beta(5,17)."),
         se_method: str = typer.Option(None, "--se-method",
@@ -91,6 +97,7 @@ def register(app: typer.Typer) -> None:
         cat = {"se_method": se_method} if se_method else {}
         config = BenchmarkConfig(
             seed=seed, test_size=test_size, filter=not no_filter, model=model, model_fit=not no_fit,
+            se_calibration=not no_se_calibration,
             calibrate_options=cal, taus=parse_floats(taus, "--taus"), cat_options=cat,
             random_k=random_k, random_replicates=replicates, anchor_k=anchor_k, info_k=info_k,
             optimal_k=optimal_k,
@@ -103,6 +110,14 @@ def register(app: typer.Typer) -> None:
         run.write(out)
         print_tables(run.summary, f"{name}: {run.info['n_test']} test models, "
                                   f"{run.info['n_bank_items']} bank items")
+        sel = run.info.get("calibration", {}).get("model_selection")
+        if sel:
+            bics = ", ".join(f"{r['model']} {r['bic']:.0f}" for r in sel["candidates"])
+            console.print(f"model: [bold]{run.info['calibration']['model']}[/] (BIC {bics})")
+        factors = run.info.get("se_calibration", {}).get("factors", {})
+        if factors:
+            console.print("CAT SE factor on validation train models: " + ", ".join(
+                f"tau={float(t):g}: {k:.2f}" for t, k in factors.items()))
         console.print(f"run written to [bold]{out}[/]")
         if report:
             from ..evaluate.report import write_report

@@ -32,6 +32,9 @@ Information Efficiency Score, relative to Random-100 (lower is better)
     information SE 1 / sqrt(I(theta) + prior precision)); ``coverage_joint`` widens the interval by the whole-bank estimate's own SE,
     z sqrt(SE_i^2 + SE_ref_i^2): that is how the 66% (HellaSwag) to 94% (ARC) figures for the
     paper's own CAT results at SE <= 0.1 are obtained (see tests/test_metrics.py).
+    ``coverage_calibrated`` uses ``se_calibrated`` = k_tau x SE, with k_tau estimated on a
+    validation split of the train models (:func:`atlascat.evaluate.protocol.validation_se_factors`);
+    it is reported next to the raw coverage, never in its place.
 
 Exposure and overlap (paper appendix E and G.1): the exposure rate of an item is the share of test
 models it was given to; the test overlap rate is the expected share of items two models share,
@@ -188,6 +191,11 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
         df["covered_posterior"] = covered(df["theta"], df["posterior_sd"], df["theta_ref"],
                                           level=level).astype(float)
         df.loc[~np.isfinite(df["abs_err"] + df["posterior_sd"]), "covered_posterior"] = np.nan
+    has_cal = "se_calibrated" in df.columns
+    if has_cal:
+        df["covered_calibrated"] = covered(df["theta"], df["se_calibrated"], df["theta_ref"],
+                                           level=level).astype(float)
+        df.loc[~np.isfinite(df["abs_err"] + df["se_calibrated"]), "covered_calibrated"] = np.nan
     if has_ref_se:
         df["covered_joint"] = covered(df["theta"], df["se"], df["theta_ref"], level=level,
                                       reference_se=df["se_ref"]).astype(float)
@@ -197,6 +205,7 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
             df[c + "_err"] = np.abs(df[c] - df["accuracy_full"])
     agg_cols = ["abs_err", "covered", "n_items"] + (["covered_joint"] if has_ref_se else [])
     agg_cols += ["covered_posterior"] if has_post else []
+    agg_cols += ["covered_calibrated"] if has_cal else []
     agg_cols += [c + "_err" for c in acc_cols if "accuracy_full" in df.columns]
     agg_cols += [c for c in ("seconds",) if c in df.columns]
     n_rep = (df.groupby("method", sort=False)["replicate"].nunique()
@@ -216,6 +225,8 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
             row["coverage_posterior"] = float(g["covered_posterior"].mean())
         if has_ref_se:
             row["coverage_joint"] = float(g["covered_joint"].mean())
+        if has_cal:  # NaN for methods without a calibrated SE (the fixed forms)
+            row["coverage_calibrated"] = float(g["covered_calibrated"].mean())
         for c in acc_cols:
             if c + "_err" in g:
                 a = error_summary(g[c + "_err"], np.zeros(len(g)))

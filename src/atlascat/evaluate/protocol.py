@@ -4,8 +4,15 @@ Steps (every random choice flows from one seeded ``numpy.random.Generator``):
 
 1. **Split** the models 90/10, stratified by total score (:func:`atlascat.filtering.stratified_split`).
 2. **Filter and calibrate on the train models only**: the paper's psychometric item filter
-   (:func:`atlascat.filtering.filter_items`, optional) and a joint 3PL calibration
-   (:func:`atlascat.irt.calibrate.calibrate`). Test models never touch the bank.
+   (:func:`atlascat.filtering.filter_items`, optional) and a joint calibration
+   (:func:`atlascat.irt.calibrate.calibrate`). With ``model="auto"`` (default) the IRT model is
+   chosen on the train answers by BIC among ``model_candidates`` (2PL, 3PL;
+   :func:`select_model`): exact-match generation (GSM8K) has no guessing and gets a 2PL,
+   multiple choice (ARC, TruthfulQA) a 3PL. Test models never touch the bank.
+2b. **SE calibration on a validation split of the train models** (``se_calibration``, reported
+   next to the raw coverage, never in its place): a bank calibrated on the other train models,
+   the CAT replayed on the validation models, and the factor
+   k_tau = q_0.95(|theta_hat - theta_ref| / SE) / 1.96 (:func:`validation_se_factors`).
 3. **Reference**: each test model's whole-bank theta is its WLE on every bank item (with SE);
    its full accuracy is its mean score on the bank's items.
 4. **Methods**: each estimates every test model from that model's own real answers on the items
@@ -56,7 +63,8 @@ from ..responses import ResponseMatrix
 from . import metrics
 from .baselines import FixedForm, anchor_points, information_form, random_forms
 
-__all__ = ["BenchmarkConfig", "BenchmarkRun", "run_benchmark", "plan_stages", "cat_label"]
+__all__ = ["BenchmarkConfig", "BenchmarkRun", "run_benchmark", "plan_stages", "cat_label",
+           "select_model", "n_item_parameters", "validation_se_factors"]
 
 RUN_FILES = ("run.json", "persons.csv.gz", "summary.csv")
 
@@ -74,7 +82,13 @@ class BenchmarkConfig:
     seed : master seed; the split, calibration, baselines and CAT draw from one Generator
     test_size, n_bins : stratified split (share of test models, score bins)
     filter : apply the paper's item filter to the train matrix before calibration
-    model, calibrate_options : IRT model and extra keyword arguments of ``calibrate``
+    model, calibrate_options : IRT model ("auto", or any model of ``calibrate``) and extra
+        keyword arguments of ``calibrate``. "auto" fits every model of ``model_candidates`` on
+        the train answers and keeps the one with the smallest BIC (:func:`select_model`)
+    model_candidates : the models "auto" chooses among
+    se_calibration, validation_size : estimate the CAT's SE scale factor per tau on a
+        validation split (this share) of the train models (:func:`validation_se_factors`);
+        the persons table then carries ``se_calibrated`` and the summary ``coverage_calibrated``
     taus : CAT SE thresholds
     cat_options : extra ``CATConfig`` fields (e.g. ``{"se_method": "posterior"}``)
     random_k, random_replicates : Random-k size and number of replicate draws (the IES reference)
@@ -92,8 +106,11 @@ class BenchmarkConfig:
     test_size: float = 0.1
     n_bins: int = 10
     filter: bool = True
-    model: str = "3pl"
+    model: str = "auto"
     calibrate_options: dict = field(default_factory=dict)
+    model_candidates: tuple = ("2pl", "3pl")
+    se_calibration: bool = True
+    validation_size: float = 0.2
     taus: tuple = (0.1, 0.2, 0.3)
     cat_options: dict = field(default_factory=dict)
     random_k: int = 100
@@ -113,6 +130,18 @@ class BenchmarkConfig:
         self.taus = tuple(float(t) for t in self.taus)
         self.optimal_criteria = tuple(str(c).upper() for c in self.optimal_criteria)
         self.theta_range = tuple(float(t) for t in self.theta_range)
+        self.model = str(self.model).lower()
+        self.model_candidates = tuple(str(m).lower() for m in self.model_candidates)
+        from ..irt.calibrate import MODELS
+
+        unknown = [m for m in (self.model, *self.model_candidates) if m not in MODELS + ("auto",)]
+        if unknown or "auto" in self.model_candidates:
+            raise ConfigError(f"unknown IRT model(s) {unknown or ['auto']}; use 'auto' or one of "
+                              f"{', '.join(MODELS)} (candidates of 'auto': models only)")
+        if self.model == "auto" and not self.model_candidates:
+            raise ConfigError("model='auto' needs at least one model in model_candidates")
+        if not 0.0 < float(self.validation_size) < 1.0:
+            raise ConfigError(f"validation_size must be in (0, 1), got {self.validation_size}")
         if not self.taus and not (self.random_k or self.anchor_k or self.info_k):
             raise ConfigError("nothing to compare: give at least one tau or one baseline")
         if any(t <= 0 for t in self.taus):
@@ -127,7 +156,8 @@ class BenchmarkConfig:
 
 def plan_stages(config: BenchmarkConfig) -> list[str]:
     """Names of the stages :func:`run_benchmark` reports to its ``progress`` callback, in order."""
-    stages = ["split", "calibrate"] + (["model fit"] if config.model_fit else []) + ["reference"]
+    stages = ["split", "calibrate"] + (["model fit"] if config.model_fit else [])
+    stages += (["SE calibration"] if config.se_calibration and config.taus else []) + ["reference"]
     if config.random_k:
         stages.append(f"Random-{config.random_k}")
     if config.anchor_k:
@@ -231,14 +261,124 @@ def _jsonable(obj):
 
 
 # ----------------------------------------------------------------------------- adapters
+def n_item_parameters(model: str, n_items: int) -> int:
+    """Free parameters of a calibrated bank: items x (1 to 4), plus the Rasch latent variance."""
+    per = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}[str(model).lower()]
+    return per * int(n_items) + (1 if str(model).lower() in ("rasch", "1pl") else 0)
+
+
+def _options_for(model: str, options: dict) -> dict:
+    """``calibrate`` options valid for ``model`` (a prior on c only for the 3PL / 4PL)."""
+    out = dict(options)
+    if model not in ("3pl", "4pl"):
+        out.pop("prior_c", None)
+    if model in ("rasch", "1pl"):
+        out.pop("prior_a", None)
+    return out
+
+
+def select_model(train: ResponseMatrix, candidates=("2pl", "3pl"), **options):
+    """Choose the IRT model of a bank on the (train) answers by the Bayesian information criterion.
+
+    Every candidate is calibrated on ``train`` (``calibrate(train, model, **options)``; a prior
+    on c is passed only to models that have c) and scored by
+
+        BIC_m = -2 log L_m + k_m log N,
+
+    with log L_m the marginal log-likelihood (without the log prior), k_m the number of free item
+    parameters (:func:`n_item_parameters`) and N the number of train models (sum of pattern
+    weights) (Schwarz, 1978). The smallest BIC wins. BIC, unlike AIC, is consistent: with the
+    2000-odd models of a leaderboard, an extra lower asymptote per item has to buy about
+    log(2000) / 2 = 3.8 log-likelihood units per item to be kept. On exact-match generation
+    (GSM8K) no guessing is possible and the 3PL's c are noise: BIC picks the 2PL, and so does the
+    log-likelihood of held-out train models; on 4-choice items (ARC, TruthfulQA) it picks the 3PL.
+
+    Returns ``(model, results, table)``: the chosen name, ``{model: CalibrationResult}`` and a
+    list of JSON-able rows (model, loglik, n_params, n, bic, chosen).
+    """
+    from ..irt.calibrate import calibrate
+
+    candidates = tuple(dict.fromkeys(str(m).lower() for m in candidates))
+    if not candidates:
+        raise ConfigError("select_model needs at least one candidate model")
+    n = float(np.sum(train.weights)) if train.weights is not None else float(train.n_subjects)
+    results, rows = {}, []
+    for m in candidates:
+        res = calibrate(train, model=m, **_options_for(m, options))
+        k = n_item_parameters(m, len(res.bank))
+        results[m] = res
+        rows.append({"model": m, "loglik": float(res.loglik), "n_params": k, "n": n,
+                     "bic": float(-2.0 * res.loglik + k * np.log(n)),
+                     "aic": float(-2.0 * res.loglik + 2.0 * k)})
+    best = min(rows, key=lambda r: r["bic"])["model"]
+    for r in rows:
+        r["chosen"] = r["model"] == best
+    return best, results, rows
+
+
 def _calibrate(train: ResponseMatrix, config: BenchmarkConfig, rng) -> tuple[ItemBank, dict]:
-    """Joint calibration on the train models; returns the bank and a JSON-able summary."""
+    """Joint calibration on the train models; returns the bank and a JSON-able summary.
+
+    With ``config.model == "auto"`` the model is chosen by :func:`select_model` (BIC) and the
+    summary carries the comparison under ``model_selection``.
+    """
     from ..irt.calibrate import calibrate
 
     options = {"random_state": int(config.seed), **config.calibrate_options}
-    result = calibrate(train, model=config.model, **options)
+    if config.model == "auto":
+        chosen, results, rows = select_model(train, config.model_candidates, **options)
+        result = results[chosen]
+    else:
+        result = calibrate(train, model=config.model, **options)
+        rows = None
     summary = {k: v for k, v in result.to_dict().items() if k != "loglik_trace"}
+    if rows is not None:
+        summary["model_selection"] = {"criterion": "BIC", "candidates": rows}
     return result.bank, summary
+
+
+def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkConfig,
+                          rng: np.random.Generator) -> dict:
+    """Empirical scale factor of the CAT's SE, estimated on held-out TRAIN models only.
+
+    The train models are split again (stratified, ``config.validation_size`` of them held out);
+    a bank of the same ``model`` is calibrated on the rest; each validation model's whole-bank
+    WLE on that bank is its reference; the CAT at each tau replays its real answers. Then
+
+        k_tau = q_0.95( |theta_hat_i - theta_ref_i| / SE_i ) / 1.96
+
+    (q_0.95: the smallest validation ratio with at least 95% of the ratios at or below it)
+    is the factor by which the stated SE must be widened for theta_hat +- 1.96 k SE to hold 95%
+    of the validation models (k < 1: the SE was conservative). The test models are never used.
+    Applying k to the test models' SE gives ``coverage_calibrated``, reported next to the raw
+    coverage, never in its place. With fewer than 20 validation models it returns no factors.
+
+    Returns ``{"factors": {tau: k}, "n_fit": ..., "n_validation": ..., "raw_coverage": {tau: c}}``.
+    """
+    from ..filtering import stratified_split
+    from ..irt.calibrate import calibrate
+
+    fit, val = stratified_split(train, test_size=config.validation_size, n_bins=config.n_bins,
+                                rng=rng)
+    out = {"n_fit": int(fit.n_subjects), "n_validation": int(val.n_subjects), "factors": {},
+           "raw_coverage": {}, "model": model}
+    if val.n_subjects < 20:
+        out["note"] = "fewer than 20 validation models: no SE factor estimated"
+        return out
+    options = {"random_state": int(config.seed), **_options_for(model, config.calibrate_options)}
+    bank = calibrate(fit, model=model, **options).bank
+    y_val = val.aligned_values(bank.item_ids, extra="ignore")
+    ref = _score(y_val, bank, "wle", config)["theta"].to_numpy()
+    z95 = 1.959963984540054
+    for tau in config.taus:
+        res = _run_cat(bank, ResponseMatrix(y_val, val.subject_ids, bank.item_ids), tau,
+                       {**asdict(config), "example_models": 0}, rng)
+        ratio = np.abs(res["theta"] - ref) / res["se"]
+        ratio = ratio[np.isfinite(ratio)]
+        # the smallest observed ratio with at least 95% of the models at or below it
+        out["factors"][float(tau)] = float(np.quantile(ratio, 0.95, method="higher") / z95)
+        out["raw_coverage"][float(tau)] = float(np.mean(ratio <= z95))
+    return out
 
 
 def _model_fit(train: ResponseMatrix, bank: ItemBank, config: BenchmarkConfig, rng) -> dict:
@@ -317,6 +457,16 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         info["fit"] = _model_fit(train_f, bank, config, np.random.default_rng([config.seed, 1]))
         timings["model fit"] = time.perf_counter() - t0
         done("model fit")
+    se_factors: dict = {}
+    if config.se_calibration and config.taus:
+        t0 = time.perf_counter()
+        # its own stream: switching it off changes no other result
+        val = validation_se_factors(train_f, cal["model"], config,
+                                    np.random.default_rng([config.seed, 2]))
+        info["se_calibration"] = val
+        se_factors = val["factors"]
+        timings["SE calibration"] = time.perf_counter() - t0
+        done("SE calibration")
 
     # 3. reference: whole-bank WLE and full accuracy of the test models; train thetas
     t0 = time.perf_counter()
@@ -400,7 +550,7 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
     for tau in config.taus:
         label = cat_label(tau)
         t0 = time.perf_counter()
-        res = _run_cat(bank, test, tau, config, rng)
+        res = _run_cat(bank, test, tau, asdict(config), rng)
         timings[label] = time.perf_counter() - t0
         theta = res["theta"]
         adm = res["administered"]
@@ -411,7 +561,9 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
             "method": label, "replicate": 0, "subject_id": subjects, "theta": theta,
             "se": res["se"], "posterior_sd": res["posterior_sd"], "n_items": adm.sum(1),
             "accuracy_pirt": pirt,
-            "accuracy_direct": direct, "seconds": res["seconds"]}))
+            "accuracy_direct": direct, "seconds": res["seconds"],
+            **({"se_calibrated": res["se"] * se_factors.get(float(tau), np.nan)}
+               if config.se_calibration else {})}))
         security[label] = [metrics.security_summary(adm)]
         exposure_rows.append((label, 0, adm.mean(0)))
         if res.get("trajectories") is not None and len(res["trajectories"]):
@@ -440,7 +592,8 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
                           "items); lower is better; Random-k = 1",
         "coverage_definition": "share of test models with |theta_hat - theta_ref| <= 1.96 SE "
                                "(coverage_posterior: SE = posterior SD; coverage_joint: "
-                               "<= 1.96 sqrt(SE^2 + SE_ref^2))",
+                               "<= 1.96 sqrt(SE^2 + SE_ref^2); coverage_calibrated: SE x k_tau, "
+                               "k_tau estimated on a validation split of the train models)",
     })
     return BenchmarkRun(
         name=name, config=config, bank=bank, persons=persons_df, summary=summary,
@@ -450,9 +603,10 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
                       else pd.DataFrame()), info=info)
 
 
-def _run_cat(bank: ItemBank, test: ResponseMatrix, tau: float, config: BenchmarkConfig,
-             rng) -> dict:
+def _run_cat(bank: ItemBank, test: ResponseMatrix, tau: float, config: dict, rng) -> dict:
     """Replay the test models' real answers through the CAT engine at SE threshold ``tau``.
+
+    ``config``: the benchmark settings as a dict (``cat_options``, ``example_models``).
 
     Returns theta, se, administered (n_test, n_bank) boolean, seconds per model, and the
     step-by-step trajectories of ``config.example_models`` models.
@@ -460,7 +614,7 @@ def _run_cat(bank: ItemBank, test: ResponseMatrix, tau: float, config: Benchmark
     from ..cat.config import CATConfig
     from ..cat.engine import simulate_cat
 
-    cat_config = CATConfig(se_stop=tau, **config.cat_options)
+    cat_config = CATConfig(se_stop=tau, **config["cat_options"])
     result = simulate_cat(bank, cat_config, responses=test, rng=rng)
     persons = result.persons
     if list(persons["subject_id"].astype(str)) != list(test.subject_ids.astype(str)):
@@ -470,7 +624,7 @@ def _run_cat(bank: ItemBank, test: ResponseMatrix, tau: float, config: Benchmark
     rows, cols = np.nonzero(m >= 0)
     administered[rows, m[rows, cols]] = True
     # example trajectories: test models at evenly spaced quantiles of the CAT theta
-    n_ex = min(int(config.example_models), len(persons))
+    n_ex = min(int(config["example_models"]), len(persons))
     trajectories = None
     if n_ex > 0:
         order = np.argsort(persons["theta"].to_numpy(), kind="stable")

@@ -28,7 +28,7 @@ __all__ = ["TABLES", "make_table", "make_tables", "format_table", "to_markdown",
 TABLES = {
     "ability": ("Table 2. Ability: theta error against the whole-bank theta",
                 ["items_mean", "theta_mae", "theta_mae_se", "ies", "rie", "coverage",
-                 "coverage_posterior", "coverage_joint"]),
+                 "coverage_posterior", "coverage_joint", "coverage_calibrated"]),
     "accuracy": ("Table 3. Accuracy: reconstructed accuracy error against the full accuracy",
                  ["items_mean", "acc_pirt_mae", "acc_pirt_mae_se", "acc_direct_mae",
                   "acc_direct_mae_se"]),
@@ -40,7 +40,7 @@ TABLES = {
 _HEADERS = {
     "items_mean": "Items", "items_sd": "Items SD", "ies": "IES", "rie": "RIE",
     "coverage": "Coverage 95%", "coverage_posterior": "Cov. (posterior SD)",
-    "coverage_joint": "Cov. (+ref SE)",
+    "coverage_joint": "Cov. (+ref SE)", "coverage_calibrated": "Cov. (val.-calibrated SE)",
     "exposure_mean": "Exposure mean", "exposure_max": "Exposure max",
     "exposure_unused": "Items unused", "overlap": "Overlap", "seconds_mean": "Seconds/model",
 }
