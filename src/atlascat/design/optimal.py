@@ -83,8 +83,6 @@ __all__ = [
 ]
 
 CRITERIA = ("D", "A", "E")
-# Items per chunk when a (nodes x items x K) block would be large.
-_BLOCK_FLOATS = 4_000_000
 _JITTER = 1e-9
 # Soft-minimum sharpness of the E-criterion's greedy phase and exchange stages.
 _E_BETAS = (4.0, 16.0, 64.0)
@@ -264,9 +262,9 @@ def _score(M, design: ThetaDesign, criterion: str, smooth=None) -> float:
 def _candidate_scores(M, W, V, design: ThetaDesign, criterion: str, smooth=None) -> np.ndarray:
     """Score (larger is better) of M + W_qj v_j v_j^T for every item j, shape (J,).
 
-    Rank-one identities (module docstring); vectorized over nodes and items, chunked over items so
-    that no (Q x items x K) block exceeds a few million floats. ``smooth`` = (beta, scale) scores
-    the E-criterion by its soft minimum.
+    Rank-one identities (module docstring); vectorized over nodes and items (D and A: one matrix
+    product; E: closed-form 2 x 2 eigenvalues, or batched eigenvalues chunked over items for
+    K >= 3). ``smooth`` = (beta, scale) scores the E-criterion by its soft minimum.
     """
     Q, J = W.shape
     K = V.shape[1]
@@ -278,33 +276,31 @@ def _candidate_scores(M, W, V, design: ThetaDesign, criterion: str, smooth=None)
         if criterion == "A":
             return -(w @ (1.0 / (m + W)))
         return _reduce_min((m + W)[design.support], smooth)
-    out = np.empty(J)
-    if criterion == "E":
+    if criterion == "E" and K == 2:
+        sup = design.support
+        a = M[sup, 0, 0][:, None] + W[sup] * V[:, 0] ** 2
+        c = M[sup, 1, 1][:, None] + W[sup] * V[:, 1] ** 2
+        b = M[sup, 0, 1][:, None] + W[sup] * V[:, 0] * V[:, 1]
+        lam = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
+        return _reduce_min(lam, smooth)
+    if criterion == "E":  # K >= 3: batched eigenvalues, in blocks of items
         sup = design.support
         Ms = M[sup]
-        step = max(1, _BLOCK_FLOATS // (int(sup.sum()) * K * K))
+        out = np.empty(J)
+        step = max(1, 4_000_000 // (int(sup.sum()) * K * K))
         for s in range(0, J, step):
             sl = slice(s, s + step)
-            outer = np.einsum("jk,jl->jkl", V[sl], V[sl])
-            mats = Ms[:, None] + W[sup, sl][:, :, None, None] * outer[None]
+            mats = Ms[:, None] + W[sup, sl][:, :, None, None] * (V[sl, :, None] * V[sl, None, :])[None]
             out[sl] = _reduce_min(np.linalg.eigvalsh(mats)[..., 0], smooth)
         return out
+    # v^T B v = vec(B) . vec(v v^T): one matrix product (Q x K^2) @ (K^2 x J) for all nodes and items
     Minv = np.linalg.inv(M)
-    base_logdet = np.linalg.slogdet(M)[1] @ w if criterion == "D" else None
-    base_tr = np.trace(Minv, axis1=1, axis2=2) @ w if criterion == "A" else None
-    Minv2 = Minv @ Minv if criterion == "A" else None
-    step = max(1, _BLOCK_FLOATS // (Q * K))
-    for s in range(0, J, step):
-        sl = slice(s, s + step)
-        Vb = V[sl]
-        h = np.einsum("qjk,jk->qj", np.einsum("qkl,jl->qjk", Minv, Vb), Vb)
-        Wb = W[:, sl]
-        if criterion == "D":
-            out[sl] = base_logdet + w @ np.log1p(Wb * h)
-        else:
-            h2 = np.einsum("qjk,jk->qj", np.einsum("qkl,jl->qjk", Minv2, Vb), Vb)
-            out[sl] = -(base_tr - w @ (Wb * h2 / (1.0 + Wb * h)))
-    return out
+    outer = (V[:, :, None] * V[:, None, :]).reshape(J, K * K)
+    h = Minv.reshape(Q, K * K) @ outer.T
+    if criterion == "D":
+        return np.linalg.slogdet(M)[1] @ w + w @ np.log1p(W * h)
+    h2 = (Minv @ Minv).reshape(Q, K * K) @ outer.T
+    return -(np.trace(Minv, axis1=1, axis2=2) @ w - w @ (W * h2 / (1.0 + W * h)))
 
 
 # ---------------------------------------------------------------------------- result
