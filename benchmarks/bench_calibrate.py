@@ -1,0 +1,191 @@
+"""Calibration speed and accuracy figures (run as a script; prints a table).
+
+    .venv/bin/python benchmarks/bench_calibrate.py            # everything
+    .venv/bin/python benchmarks/bench_calibrate.py --quick    # skip the 3467 x 5600 run
+
+Figures:
+1. tiny_arc (3747 x 99, real data), 3PL, 61 nodes, no prior: seconds (median of --repeat runs),
+   EM iterations, marginal log-likelihood, and mirt's bank's log-likelihood on the same data.
+2. girth's ``threepl_mml`` on tiny_arc (the peer figure), run with the interpreter of a scratch
+   virtual environment (``--peer-python``, default /tmp/peers/bin/python) in a subprocess:
+   seconds and the marginal log-likelihood of its estimates in our parameterization. girth
+   orients data items x subjects and uses no 1.702 scaling in ``threepl_mml`` (its IRF is
+   c + (1 - c) / (1 + exp(-a (theta - b)))), so its (a, b, c) are ours as they are.
+3. Recovery: 3000 N(0, 1) subjects simulated from the first 1000 items of the published HellaSwag
+   bank, joint 3PL: ICC RMSD (median over items), corr(b) over items with true a > 0.5 (all, and
+   with |b| <= 3), and partitioned calibration (partitions of 250, mean-sigma) vs the joint bank.
+4. Speed at scale: 3467 subjects x all 5600 HellaSwag items simulated from the published bank,
+   joint 3PL: seconds, iterations, seconds per iteration (float64 and float32 E-step).
+
+Timings on a shared 2-core machine are inflated by whatever else runs; report medians.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+
+_GIRTH_SCRIPT = r"""
+import json, sys, time
+import numpy as np
+from girth import threepl_mml
+y = np.load(sys.argv[1])              # subjects x items, 0/1
+t = time.perf_counter()
+est = threepl_mml(y.T.astype(int))    # girth wants items x subjects
+secs = time.perf_counter() - t
+print(json.dumps({"seconds": secs, "a": np.asarray(est["Discrimination"]).tolist(),
+                  "b": np.asarray(est["Difficulty"]).tolist(),
+                  "c": np.asarray(est["Guessing"]).tolist()}))
+"""
+
+
+def simulate(bank, n_subjects, rng):
+    """0/1 responses of N(0, 1) subjects drawn from the bank's 3PL."""
+    theta = rng.standard_normal(n_subjects)
+    return (rng.random((n_subjects, len(bank))) < bank.probability(theta)).astype(float), theta
+
+
+def timed(fn, repeat):
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)), out
+
+
+def bench_tiny(repeat):
+    from atlascat.irt.bank import ItemBank
+    from atlascat.irt.calibrate import calibrate, marginal_loglik
+    from atlascat.responses import ResponseMatrix
+
+    rm = ResponseMatrix.read(SHARED / "openllm" / "tiny_arc.csv.gz")
+    mirt = ItemBank.read(SHARED / "reference" / "mirt_tiny" / "arc_items.csv")
+    secs, res = timed(lambda: calibrate(rm, "3pl"), repeat)
+    return rm, {
+        "tiny_arc_3pl_seconds": round(secs, 3),
+        "tiny_arc_iterations": res.n_iter,
+        "tiny_arc_converged": res.converged,
+        "tiny_arc_loglik_ours": round(res.loglik, 3),
+        "tiny_arc_loglik_mirt": round(marginal_loglik(rm, mirt), 3),
+    }
+
+
+def bench_girth(rm, peer_python):
+    from atlascat.irt.bank import ItemBank
+    from atlascat.irt.calibrate import marginal_loglik
+
+    if not Path(peer_python).exists():
+        return {"girth": "girth not installed"}
+    check = subprocess.run([peer_python, "-c", "import girth"], capture_output=True)
+    if check.returncode != 0:
+        return {"girth": "girth not installed"}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "y.npy"
+        np.save(path, rm.values)
+        proc = subprocess.run([peer_python, "-c", _GIRTH_SCRIPT, str(path)], capture_output=True,
+                              text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if proc.returncode != 0:
+        return {"girth": f"girth failed: {proc.stderr.strip()[-300:]}"}
+    est = json.loads(proc.stdout.strip().splitlines()[-1])
+    a, b, c = (np.asarray(est[k], float) for k in ("a", "b", "c"))
+    ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+    bank = ItemBank(rm.item_ids[ok], a[ok], b[ok], np.clip(c[ok], 0, 0.999))
+    ll = marginal_loglik(rm.subset(items=rm.item_ids[ok]), bank)
+    return {"girth_threepl_mml_seconds": round(est["seconds"], 3),
+            "girth_loglik": round(ll, 3), "girth_items_finite": int(ok.sum())}
+
+
+def bench_recovery(seed):
+    from atlascat import datasets
+    from atlascat.irt.bank import ItemBank
+    from atlascat.irt.calibrate import calibrate
+    from atlascat.irt.linking import icc_rmsd
+
+    true = datasets.load_bank("hellaswag").subset(np.arange(1000))
+    rng = np.random.default_rng(seed)
+    y, _ = simulate(true, 3000, rng)
+    true = ItemBank([str(i) for i in range(len(true))], *true.params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = time.perf_counter()
+        joint = calibrate(y, "3pl")
+        t_joint = time.perf_counter() - t
+        t = time.perf_counter()
+        part = calibrate(y, "3pl", partition_size=250, random_state=seed)
+        t_part = time.perf_counter() - t
+    tb = true.subset(joint.bank.item_ids)
+    rmsd = icc_rmsd(joint.bank, tb)
+    sel = tb.a > 0.5
+    mid = sel & (np.abs(tb.b) <= 3)
+    return {
+        "recovery_items_kept": len(joint.bank),
+        "recovery_joint_seconds": round(t_joint, 2),
+        "recovery_joint_iterations": joint.n_iter,
+        "recovery_icc_rmsd_median": round(float(rmsd.median()), 4),
+        "recovery_corr_b_a>0.5": round(float(np.corrcoef(joint.bank.b[sel], tb.b[sel])[0, 1]), 4),
+        "recovery_corr_b_a>0.5_|b|<=3": round(float(np.corrcoef(joint.bank.b[mid], tb.b[mid])[0, 1]), 4),
+        "partition_seconds": round(t_part, 2),
+        "partition_vs_joint_icc_rmsd_median": round(float(icc_rmsd(part.bank, joint.bank).median()), 4),
+        "partition_vs_true_icc_rmsd_median": round(float(icc_rmsd(part.bank, tb).median()), 4),
+    }
+
+
+def bench_big(seed, dtypes):
+    from atlascat import datasets
+    from atlascat.irt.calibrate import calibrate
+
+    bank = datasets.load_bank("hellaswag")
+    rng = np.random.default_rng(seed)
+    y, _ = simulate(bank, 3467, rng)
+    out = {"big_shape": list(y.shape)}
+    for dt in dtypes:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.perf_counter()
+            res = calibrate(y, "3pl", dtype=dt)
+            secs = time.perf_counter() - t
+        out.update({f"big_{dt}_seconds": round(secs, 1), f"big_{dt}_iterations": res.n_iter,
+                    f"big_{dt}_converged": res.converged,
+                    f"big_{dt}_seconds_per_iteration": round(secs / max(res.n_iter, 1), 3),
+                    f"big_{dt}_loglik": round(res.loglik, 2),
+                    "big_items_calibrated": len(res.bank)})
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="skip the 3467 x 5600 run")
+    parser.add_argument("--repeat", type=int, default=3, help="repeats of the tiny_arc timing")
+    parser.add_argument("--seed", type=int, default=20261122)
+    parser.add_argument("--peer-python", default="/tmp/peers/bin/python")
+    parser.add_argument("--dtypes", default="float64,float32")
+    parser.add_argument("--skip-recovery", action="store_true")
+    args = parser.parse_args(argv)
+    figures = {}
+    rm, tiny = bench_tiny(args.repeat)
+    figures.update(tiny)
+    figures.update(bench_girth(rm, args.peer_python))
+    if not args.skip_recovery:
+        figures.update(bench_recovery(args.seed))
+    if not args.quick:
+        figures.update(bench_big(args.seed, args.dtypes.split(",")))
+    width = max(len(k) for k in figures)
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value}")
+    return figures
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
