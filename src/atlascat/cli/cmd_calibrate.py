@@ -52,9 +52,7 @@ def register(app: typer.Typer) -> None:
     ):
         """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
 
-        Filters items and subjects first (drop with --no-filter), then fits all items jointly
-        (or in linked partitions with --partition-size), writes the bank, and prints the
-        log-likelihood, iterations, convergence and time.
+        Filters first (--no-filter to skip), fits all items jointly (or linked partitions).
         """
         import numpy as np
         import pandas as pd

@@ -47,10 +47,9 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option("ours", "--format", help="Output format: ours | mirt."),
         as_json: bool = typer.Option(False, "--json", help="Print the constants as JSON."),
     ):
-        """Link NEW to REF: theta_ref = A theta_new + B, so a* = a / A and b* = A b + B.
+        """Link NEW to REF through common items: theta_ref = A theta_new + B.
 
-        Characteristic-curve methods (Stocking-Lord, Haebara) or moment methods (mean-sigma,
-        mean-mean) on the anchor items; writes NEW on REF's scale (or the merged bank).
+        Writes NEW on REF's scale (a* = a / A, b* = A b + B), or the merged bank with --merge.
         """
         import numpy as np
 

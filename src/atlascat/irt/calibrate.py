@@ -332,7 +332,7 @@ def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float
         base = ta[:, f]
         step = np.clip(base + step, lo, hi) - base
         pred = (g * step).sum(axis=1)
-        go = (pred > 1e-10 * (1.0 + np.abs(f0))) & (np.abs(step).max(axis=1) > step_tol)
+        go = (pred > 1e-15 * (1.0 + np.abs(f0))) & (np.abs(step).max(axis=1) > step_tol)
         t = np.ones(active.size)
         new_f = f0.copy()
         moved = np.zeros(active.size, dtype=bool)
@@ -345,7 +345,10 @@ def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float
             trial = ta[idx].copy()
             trial[:, f] = base[idx] + t[idx, None] * step[idx]
             ft = model.objective(trial, ra[idx], nra[idx], x)
-            ok = np.isfinite(ft) & (ft >= f0[idx] + 1e-4 * t[idx] * pred[idx])
+            # Armijo, with a rounding allowance so that converged items can still take their
+            # last tiny Newton steps (|f| ~ 1e2-1e5, relative precision ~1e-16 per term)
+            ok = np.isfinite(ft) & (ft >= f0[idx] + 1e-4 * t[idx] * pred[idx]
+                                    - 1e-13 * np.abs(f0[idx]))
             if model.has_u:  # keep c < u
                 ok &= expit(trial[:, 2]) < expit(trial[:, 3]) - 1e-6
             good = idx[ok]
