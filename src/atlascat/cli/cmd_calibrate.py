@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
                                  help="Partition linking: mean-sigma | mean-mean."),
         no_filter: bool = typer.Option(False, "--no-filter",
                                        help="Skip psychometric item/subject filtering."),
-        max_iter: int = typer.Option(500, "--max-iter", help="EM iteration cap."),
+        max_iter: int = typer.Option(1000, "--max-iter", help="EM iteration cap."),
         tol: float = typer.Option(1e-4, "--tol", help="Stop when the largest parameter change < TOL."),
         convergence: str = typer.Option("params", "--convergence",
                                         help="params (mirt's rule on parameters) | icc (largest "

@@ -22,21 +22,23 @@ M-step: for every item at once maximize the complete-data log-likelihood plus lo
 
     l_j = sum_q r_jq log P_j(x_q) + (n_jq - r_jq) log Q_j(x_q) + log p(a_j) + log p(c_j)
 
-over the internal parameters (a or log a, d, logit c, logit u) by a batched modified Newton
-method: exact gradient and Hessian (written with the bounded ratios R s / P and R (1 - s) / Q),
-the Hessian's eigenvalues replaced by minus their absolute values (so every step is an ascent
-direction), a step cap and a per-item backtracking line search that never lets l_j decrease.
+over the internal parameters (a or log a, d, logit c, logit u) by a batched Newton method:
+exact gradient and Hessian (written with the bounded ratios R s / P and R (1 - s) / Q), Newton
+steps where the Hessian is negative definite (batched Cholesky) and Fisher scoring elsewhere (so
+every step is an ascent direction), a step cap and a per-item backtracking line search that
+never lets l_j decrease.
 The whole sequence is therefore a (generalized) EM and the marginal log-likelihood never
 decreases. The Rasch latent variance is updated from the posterior node masses N_q: the grid
 second moment sum_q pi_q(sigma^2) x_q^2 is matched to sum_q N_q x_q^2 / N (the exact M-step for
 weights proportional to the normal density at fixed nodes, as mirt does).
 
-Acceleration: SQUAREM (Varadhan and Roland, 2008, scheme S3) over the full internal parameter
-vector, with a monotonicity safeguard (an extrapolated point is used only if its log-likelihood
-is not below the last EM iterate's).
+Acceleration: SQUAREM (Varadhan and Roland, 2008, scheme S3) over the internal parameter
+vector, with one step length per item (alpha_j = -|r_j| / |v_j| from the item's own two EM
+steps, capped by a common adaptive bound) and a monotonicity safeguard (an extrapolated point is
+used only if its log-likelihood is not below the last EM iterate's).
 
 Convergence: mirt's rule, the largest absolute change of any internal parameter between two
-consecutive EM iterates is below ``tol`` (1e-4). Internal parameters are kept in wide bounds
+consecutive EM iterates is below ``tol`` (1e-4), or ``max_iter`` (1000) iterations. Internal parameters are kept in wide bounds
 (|a| <= 50, |d| <= 150, |logit c|, |logit u| <= 15) so that parameters drifting to a boundary of
 the likelihood (c -> 0, a -> infinity for a Guttman item) settle instead of moving forever.
 
@@ -87,6 +89,7 @@ _D_MAX = 150.0
 _LOGIT_MAX = 15.0
 _LOG_A_MIN = np.log(1e-3)
 _C_START = 0.1
+_PRED_REL = 1e-12  # M-step: stop an item when its predicted gain is below this x |objective|
 
 _U_START = 0.95
 
@@ -294,13 +297,15 @@ def _pd_solve(A, g, rel_tol: float = 1e-8):
 
 def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float = 1e-9,
            max_halvings: int = 8):
-    """Batched modified-Newton ascent of every item's complete-data objective.
+    """Batched Newton ascent of every item's complete-data objective (all items at once).
 
-    For each item: gradient g and Hessian H; H's eigenvalues are replaced by -max(|lambda|, eps)
-    so that the step s = -H_mod^-1 g is an ascent direction; steps are capped at 2 internal
-    units per coordinate; a backtracking (Armijo) line search accepts t s only if the objective
-    rises by at least 1e-4 t g.s. Items whose predicted gain g.s is negligible, whose step is
-    below ``step_tol`` or whose line search fails stop iterating. No item's objective decreases.
+    For each item: gradient g and Hessian H; the Newton step s = -H^-1 g where H is negative
+    definite (a batched Cholesky factorization decides), else the Fisher-scoring step
+    s = I^-1 g with the expected information I (plus a tiny ridge), so every step is an ascent
+    direction. Steps are capped at 2 internal units per coordinate and cut at the parameter
+    bounds; a backtracking (Armijo) line search accepts t s only if the objective rises by at
+    least 1e-4 t g.s (up to rounding). Items whose predicted gain g.s is at rounding level,
+    whose step is below ``step_tol`` or whose line search fails stop iterating.
     """
     th = th.copy()
     f = model.free
@@ -332,7 +337,7 @@ def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float
         base = ta[:, f]
         step = np.clip(base + step, lo, hi) - base
         pred = (g * step).sum(axis=1)
-        go = (pred > 1e-15 * (1.0 + np.abs(f0))) & (np.abs(step).max(axis=1) > step_tol)
+        go = (pred > _PRED_REL * (1.0 + np.abs(f0))) & (np.abs(step).max(axis=1) > step_tol)
         t = np.ones(active.size)
         new_f = f0.copy()
         moved = np.zeros(active.size, dtype=bool)
@@ -456,12 +461,12 @@ def _start_values(values: np.ndarray, weights, model: _ItemModel, prior_c=None):
     tot = y.sum(axis=1)
     k = obs.sum(axis=1).astype(float)
     # item-rest correlation: rest_ij = (T_i - y_ij) / (K_i - 1), over subjects who saw item j
-    km1 = np.maximum(k - 1.0, 1.0)
+    inv = 1.0 / np.maximum(k - 1.0, 1.0)
     yw = y * w[:, None]
-    e_rest = (W.T @ (tot / km1) - (yw / km1[:, None]).sum(axis=0)) / sw
-    e_rest2 = (W.T @ (tot**2 / km1**2) - 2 * (yw * y / km1[:, None] ** 2 * 0 + yw * (tot / km1**2)[:, None]).sum(axis=0)
-               + (yw * y / km1[:, None] ** 2).sum(axis=0)) / sw
-    e_yrest = ((yw * (tot / km1)[:, None]).sum(axis=0) - (yw * y / km1[:, None]).sum(axis=0)) / sw
+    yyw = yw * y
+    e_rest = (W.T @ (tot * inv) - inv @ yw) / sw
+    e_rest2 = (W.T @ (tot * inv) ** 2 - 2.0 * (tot * inv**2) @ yw + inv**2 @ yyw) / sw
+    e_yrest = ((tot * inv) @ yw - inv @ yyw) / sw
     var_rest = np.maximum(e_rest2 - e_rest**2, 1e-12)
     var_y = np.maximum(p * (1 - p), 1e-12)
     r_pb = (e_yrest - p * e_rest) / np.sqrt(var_y * var_rest)
@@ -546,7 +551,8 @@ class Calibrator:
     quadpts, theta_range : quadrature grid (61 nodes on [-6, 6], mirt's default)
     prior_a, prior_c : None (default, mirt parity) or a prior (spec string or object from
         :mod:`atlascat.irt.priors`), e.g. ``prior_c="beta(5,17)"``, ``prior_a="lognorm(0,0.5)"``
-    max_iter, tol : EM iteration cap and convergence tolerance (max abs internal parameter change)
+    max_iter, tol : EM iteration cap (1000; mirt's is 500, but banks with many near-degenerate
+        items need more) and convergence tolerance (max abs internal parameter change, 1e-4)
     accelerate : use SQUAREM (default True)
     partition_size : None for joint calibration, else partitioned calibration with partitions of
         at least this many items
@@ -570,7 +576,7 @@ class Calibrator:
     """
 
     def __init__(self, model: str = "3pl", *, quadpts: int = 61, theta_range=(-6.0, 6.0),
-                 prior_a=None, prior_c=None, max_iter: int = 500, tol: float = 1e-4,
+                 prior_a=None, prior_c=None, max_iter: int = 1000, tol: float = 1e-4,
                  accelerate: bool = True, partition_size: int | None = None,
                  link: str = "mean-sigma", filter: bool = False, dtype: str = "float64",
                  random_state=None, callback=None, max_newton: int = 8, start=None,
