@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/python -m atlascat.demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q tests
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
