@@ -11,10 +11,10 @@ Sections (all by default; ``--sections forms mirt mcat arena``):
   (60 ARC + 60 GSM8K items of the 1407 models that took both).
 - mcat: 2-dimensional CAT, D-rule vs A-rule vs random selection: RMSE after 10/20/30 items and
   items to reach posterior SD <= 0.3 on both dimensions.
-- arena: adaptive matchmaking (criterion "det", D-optimal, and "rank", expected drop of
-  misordering) vs random vs round-robin: games to reach Spearman >= 0.95 with the true ratings
-  (20 players, rating sd 0.5 / 1 / 2, 30 seeds), mean over seeds and the paired difference
-  adaptive - random with its standard error; information per game; final rating RMSE.
+- arena: adaptive matchmaking (D-optimal "det" criterion) vs random vs round-robin: games to
+  reach Spearman >= 0.95 with the true ratings (20 players, rating sd 0.5 / 1 / 2, 30 seeds),
+  mean over seeds and the paired difference adaptive - random with its standard error;
+  information per game; final rating RMSE.
 
 Run: ``.venv/bin/python benchmarks/bench_design.py [--quick] [--sections forms arena]``.
 Timings on a shared machine are inflated; set OPENBLAS_NUM_THREADS=1 when other jobs run.
@@ -156,19 +156,14 @@ def bench_arena(quick: bool):
     for sd in (0.5, 1.0, 2.0):
         t = time.perf_counter()
         df = compare_schedulers(20, rating_sd=sd, n_seeds=seeds, n_games=4000)
-        rank = compare_schedulers(20, rating_sd=sd, n_seeds=seeds, n_games=4000, criterion="rank",
-                                  strategies=("adaptive",))
-        rank["strategy"] = "adaptive_rank"
-        df = pd.concat([df.replace({"strategy": {"adaptive": "adaptive_det"}}), rank])
         secs = time.perf_counter() - t
         for metric in ("games_first", "games_sustained", "info_per_game", "final_rmse"):
             wide = df.pivot(index="seed", columns="strategy", values=metric)
             row = {"rating_sd": sd, "metric": metric}
-            for strat in ("adaptive_det", "adaptive_rank", "random", "round_robin"):
+            for strat in ("adaptive", "random", "round_robin"):
                 row[strat] = wide[strat].mean()
-            for strat in ("adaptive_det", "adaptive_rank"):
-                diff = wide[strat] - wide["random"]
-                row[f"{strat}-random"] = f"{diff.mean():.4g} +- {diff.std(ddof=1) / np.sqrt(len(diff)):.2g}"
+            diff = wide["adaptive"] - wide["random"]
+            row["adaptive-random"] = f"{diff.mean():.4g} +- {diff.std(ddof=1) / np.sqrt(len(diff)):.2g}"
             out.append(row)
         reached = df.groupby("strategy").reached.mean().round(2).to_dict()
         print(f"   sd {sd}: {secs:.0f} s; share of runs that reached and kept 0.95: {reached}", flush=True)

@@ -9,7 +9,6 @@ import pytest
 
 from atlascat.cli import main
 from atlascat.design.arena import (
-    _bvn_cdf,
     compare_schedulers,
     games_to_reach,
     pair_information,
@@ -53,42 +52,7 @@ class TestInformation:
                 expected = np.trace(S) - np.trace(S_new)
             assert score[k] == pytest.approx(expected, rel=1e-9)
         with pytest.raises(ConfigError, match="unknown criterion"):
-            score_pairs(beta, S, 0.0, "kl")
-
-    def test_bivariate_normal_cdf(self):
-        from scipy.stats import multivariate_normal
-
-        for h, k, r in ((0.3, -0.5, -0.2), (1.2, 0.7, -0.95), (0.5, 0.5, 0.6), (3.0, -3.0, -0.5),
-                        (-1.0, 2.0, 0.0)):
-            ref = multivariate_normal(mean=[0, 0], cov=[[1, r], [r, 1]]).cdf([h, k])
-            assert _bvn_cdf(h, k, r) == pytest.approx(ref, abs=1e-9)
-
-    def test_rank_scores_against_numerical_integration(self, rng):
-        """Expected drop of neighbour misordering = sum over neighbours of
-        Phi(-|m| / s) - int phi(z) Phi(-|m + tau z| / sigma) dz, recomputed pair by pair."""
-        from scipy.integrate import quad
-        from scipy.stats import norm
-
-        n = 6
-        beta = rng.normal(0, 0.5, n)
-        X = rng.normal(size=(20, n))
-        S = np.linalg.inv(X.T @ X / 3 + np.eye(n))
-        i, j, score, info = score_pairs(beta, S, 0.2, "rank")
-        order = np.argsort(beta)
-        for k in range(i.size):
-            v = np.zeros(n)
-            v[i[k]], v[j[k]] = 1, -1
-            S_new = S - info[k] * np.outer(S @ v, S @ v) / (1 + info[k] * v @ S @ v)
-            total = 0.0
-            for a, b in zip(order[:-1], order[1:]):
-                u = np.zeros(n)
-                u[a], u[b] = 1, -1
-                m, s2, p2 = beta[a] - beta[b], u @ S @ u, u @ S_new @ u
-                tau = np.sqrt(s2 - p2)
-                after = quad(lambda z: norm.pdf(z) * norm.cdf(-abs(m + tau * z) / np.sqrt(p2)), -12, 12,
-                             points=[-m / tau], limit=200)[0]
-                total += norm.cdf(-abs(m) / np.sqrt(s2)) - after
-            assert score[k] == pytest.approx(total, abs=1e-9)
+            score_pairs(beta, S, 0.0, "rank")
 
 
 class TestSchedule:

@@ -18,12 +18,10 @@ Criteria (all pairs scored at once from Sigma and Sigma^2, no loop over pairs):
 ``"variance"`` (A-optimal): the drop of the total variance, I ||Sigma v||^2 / (1 + I v^T Sigma v);
 ``"det"`` (D-optimal, the default): log(1 + I v^T Sigma v), the information gain in nats about
 the ratings: it plays the pair whose outcome is most informative given how uncertain their
-difference still is; ``"rank"``: the expected drop of the posterior probability that neighbours
-in the current order are misordered, sum over neighbours t of
-Phi(-|m_t| / s_t) - E Phi(-|m_t'| / s_t'), where the game shrinks s_t^2 by the Sherman-Morrison
-term and moves the estimate m_t by N(0, s_t^2 - s_t'^2) (a preposterior, knowledge-gradient
-style criterion; Frazier, Powell and Dayanik 2008): it spends games where the order is still in
-doubt, and is the one to use when the ranking is what matters.
+difference still is. (In simulation "det" needs fewer games than "variance" to a given rank
+correlation; a ranking-targeted preposterior criterion, the expected drop of the probability
+that neighbours are misordered, was tried and dropped: it lost the rating scale, final RMSE
+0.31 vs 0.10 at rating sd 0.5, without needing fewer games.)
 A batch of n pairs is chosen greedily, updating Sigma after each pick (the information does not
 depend on the outcome, so the batch design is exact for the linearized model). This is the
 paired-comparison version of the optimal design idea in ``design.optimal`` (the efficient-
@@ -41,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy.special import expit
-from scipy.stats import norm, spearmanr
+from scipy.stats import spearmanr
 
 from ..errors import ConfigError
 from .bradley_terry import BradleyTerry, Comparisons, comparisons_from_battles, outcome_probabilities
@@ -79,58 +77,9 @@ def score_pairs(ratings, cov, phi: float = 0.0, criterion: str = "det"):
         score = info * norm2 / (1.0 + info * vsv)
     elif criterion == "det":
         score = np.log1p(info * vsv)
-    elif criterion == "rank":
-        score = _rank_scores(beta, S, i, j, info, vsv)
     else:
-        raise ConfigError(f"unknown criterion {criterion!r}; use 'det', 'variance' or 'rank'")
+        raise ConfigError(f"unknown criterion {criterion!r}; use 'det' or 'variance'")
     return i, j, score, info
-
-
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(12)
-
-
-def _bvn_cdf(h, k, rho):
-    """P(X <= h, Y <= k) for standard bivariate normals with correlation rho (arrays broadcast).
-
-    Plackett's identity dPhi2/drho = phi2 integrated from 0 to rho with r = sin(t) (which removes
-    the 1 / sqrt(1 - r^2) singularity), by 12-point Gauss-Legendre (error < 1e-7):
-    Phi2 = Phi(h) Phi(k) + (1 / 2 pi) int_0^asin(rho) exp(-(h^2 - 2 h k sin t + k^2) / (2 cos^2 t)) dt.
-    """
-    h, k, rho = np.broadcast_arrays(np.asarray(h, float), np.asarray(k, float), np.asarray(rho, float))
-    top = np.arcsin(np.clip(rho, -1.0, 1.0))
-    t = 0.5 * top[..., None] * (_GL_X + 1.0)  # nodes on [0, asin(rho)]
-    st, ct2 = np.sin(t), np.cos(t) ** 2
-    hh, kk = h[..., None], k[..., None]
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        expo = np.where(ct2 > 0, -(hh * hh - 2.0 * hh * kk * st + kk * kk) / (2.0 * ct2), -np.inf)
-    integral = 0.5 * top * (np.exp(expo) * _GL_W).sum(axis=-1)
-    return np.clip(norm.cdf(h) * norm.cdf(k) + integral / (2.0 * np.pi), 0.0, 1.0)
-
-
-def _rank_scores(beta, S, i, j, info, vsv):
-    """Expected drop, after one game on each candidate pair, of the posterior probability that
-    neighbours in the current order are misordered (see module docstring).
-
-    For neighbours t = (k, l): m_t = beta_k - beta_l, s_t^2 = v_t^T Sigma v_t; the game removes
-    tau^2 = I (v_c^T Sigma v_t)^2 / (1 + I v_c^T Sigma v_c) of that variance and the estimate of m_t
-    moves by X ~ N(0, tau^2) (the preposterior). With sigma^2 = s_t^2 - tau^2 the expected
-    misorder probability afterwards, E Phi(-|m_t + X| / sigma), is the bivariate normal sum
-    Phi2(h, -q; rho) + Phi2(-h, q; rho), h = m_t / tau, q = m_t / s_t, rho = -tau / s_t.
-    Candidates x neighbours at once."""
-    order = np.argsort(beta, kind="stable")
-    ti, tj = order[:-1], order[1:]
-    m = beta[ti] - beta[tj]
-    st2 = np.maximum(S[ti, ti] + S[tj, tj] - 2.0 * S[ti, tj], 1e-12)
-    st = np.sqrt(st2)
-    before = norm.cdf(-np.abs(m) / st)
-    cross = S[i][:, ti] - S[i][:, tj] - S[j][:, ti] + S[j][:, tj]  # (candidates, neighbours)
-    tau2 = info[:, None] * cross**2 / (1.0 + info[:, None] * vsv[:, None])
-    tau = np.sqrt(np.clip(tau2, 1e-24 * st2[None, :], st2[None, :] * (1.0 - 1e-12)))
-    h = np.clip(m[None, :] / tau, -40.0, 40.0)
-    q = (m / st)[None, :]
-    rho = -tau / st[None, :]
-    after = _bvn_cdf(h, -q, rho) + _bvn_cdf(-h, q, rho)
-    return (before[None, :] - after).sum(axis=1)
 
 
 def _greedy_pairs(beta, cov, phi, n_pairs, criterion, rng=None):
