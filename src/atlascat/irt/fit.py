@@ -81,6 +81,7 @@ import numpy as np
 import pandas as pd
 from scipy import linalg
 from scipy.optimize import brentq
+from scipy.special import expit
 from scipy.stats import chi2, ncx2, norm
 
 from ..errors import ConfigError, ResponseDataError
@@ -285,8 +286,7 @@ def _delta_matrix(P, w, blocks):
 def _jacobian_blocks(nodes, bank: ItemBank, estimated: str):
     a, b, c, u = bank.params
     p, dp, r, curv = _irf_pieces(nodes, a, b, c, u)
-    z = np.clip(a * (nodes[:, None] - b), -300, 300)
-    s = 1.0 / (1.0 + np.exp(-z))
+    s = expit(a * (nodes[:, None] - b))
     ds = (u - c) * s * (1.0 - s)                      # dP/dd
     blocks = []
     if estimated == "none":
