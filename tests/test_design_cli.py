@@ -14,7 +14,7 @@ from atlascat.irt.multidim import MultidimBank
 
 def test_design_bundled_bank_writes_form(tmp_path, capsys):
     out = tmp_path / "form.csv"
-    assert main(["design", "--bank", "truthfulqa", "--criterion", "A", "-k", "20", "-o", str(out),
+    assert main(["design", "--bank", "paper-truthfulqa", "--criterion", "A", "-k", "20", "-o", str(out),
                  "--random-forms", "20", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     bank = load_bank("truthfulqa")
@@ -48,6 +48,6 @@ def test_design_multidimensional_bank(tmp_path, capsys):
 
 def test_design_errors(capsys):
     assert main(["design", "--bank", "nope", "-k", "5"]) == 2
-    assert "neither a file nor a bundled benchmark" in capsys.readouterr().err
+    assert "neither an existing file nor a bundled bank" in capsys.readouterr().err
     assert main(["design", "--bank", "arc", "-k", "5000"]) == 2
     assert main(["design", "--bank", "arc", "-c", "Z"]) == 2

@@ -15,6 +15,7 @@ import csv
 import gzip
 import io
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,22 @@ class ResponseMatrix:
 
     def __init__(self, values, subject_ids=None, item_ids=None, *, weights=None,
                  on_empty: str = "error"):
-        arr = np.array(values, dtype=float, copy=True)
+        from .validation import check_scores
+
+        if isinstance(values, ResponseMatrix):
+            subject_ids = values.subject_ids if subject_ids is None else subject_ids
+            item_ids = values.item_ids if item_ids is None else item_ids
+            weights = values.weights if weights is None else weights
+            values = values.values
+        elif isinstance(values, pd.DataFrame):  # keep the frame's labels
+            subject_ids = list(values.index) if subject_ids is None else subject_ids
+            item_ids = list(values.columns) if item_ids is None else item_ids
+            values = values.to_numpy(dtype=object)
+        sid_hint = None if subject_ids is None else [str(s) for s in subject_ids]
+        iid_hint = None if item_ids is None else [str(i) for i in item_ids]
+        arr = np.array(check_scores(values, item_ids=iid_hint, subject_ids=sid_hint) if
+                       np.asarray(values).dtype.kind not in "fiub" else values,
+                       dtype=float, copy=True)
         if arr.ndim != 2 or arr.size == 0:
             raise ResponseDataError(
                 f"the response matrix is empty (shape {arr.shape}); it needs at least one "
@@ -86,7 +102,7 @@ class ResponseMatrix:
                 f"duplicate item id {k!r} in columns {cols} ({len(dup)} duplicated id(s) in all); "
                 "each item must appear once"
             )
-        bad = np.argwhere(~np.isnan(arr) & ((arr < 0) | (arr > 1)))
+        bad = np.argwhere(np.isinf(arr) | (~np.isnan(arr) & ((arr < 0) | (arr > 1))))
         if bad.size:
             r, c = bad[0]
             raise ResponseDataError(
@@ -377,11 +393,12 @@ class ResponseMatrix:
 
         Wide files: first column = subject id (also when unnamed); other columns = items.
         """
-        path = Path(path)
-        if not path.exists():
-            raise ResponseDataError(f"response file {str(path)!r} does not exist")
+        from .validation import check_input_file, read_frame
+
+        path = check_input_file(path, what="response file")
+        what = "response file"
         if path.suffix == ".parquet":
-            df = pd.read_parquet(path)
+            df = read_frame(path, what=what, min_columns=2)
             if not isinstance(df.index, pd.RangeIndex):
                 df = df.reset_index()
         elif path.suffix in (".csv", ".gz", ".txt", ".tsv"):
@@ -389,10 +406,12 @@ class ResponseMatrix:
             try:
                 with _open_text(path) as fh:
                     header = next(csv.reader(fh, delimiter=sep), None)
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ResponseDataError(f"cannot read {str(path)!r}: {exc}") from exc
+            except (OSError, UnicodeDecodeError, EOFError, zlib.error, csv.Error):
+                read_frame(path, what=what)  # raises the one-line error naming the defect
+                raise ResponseDataError(f"cannot read {what} {str(path)!r}; check its format")
             if not header:
-                raise ResponseDataError(f"{str(path)!r} is empty; expected a header row of item ids")
+                raise ResponseDataError(f"{what} {str(path)!r} is empty; expected a header row "
+                                        "of item ids")
             dup = _first_dupes(header[1:])
             if dup and format != "long":
                 k, cols = next(iter(dup.items()))
@@ -402,9 +421,9 @@ class ResponseMatrix:
                 )
             # pattern tables (freq_column) may have no subject column: don't force one to text
             dtype = None if freq_column else {header[0]: str}
-            df = pd.read_csv(path, sep=sep, dtype=dtype, keep_default_na=True, low_memory=False)
+            df = read_frame(path, what=what, dtype=dtype, min_columns=2)
             if df.shape[0] == 0:
-                raise ResponseDataError(f"{str(path)!r} has a header but no subject rows")
+                raise ResponseDataError(f"{what} {str(path)!r} has a header but no subject rows")
         else:
             raise ResponseDataError(
                 f"unsupported file type {path.suffix!r} for {str(path)!r}; use .csv, .csv.gz or .parquet"
@@ -424,13 +443,16 @@ class ResponseMatrix:
 
     def write(self, path) -> Path:
         """Write wide CSV (``.csv``/``.csv.gz``) or Parquet; first column ``subject_id``."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from .validation import check_output_file, write_guard
+
+        path = check_output_file(path, option=None, what="response file")
         df = self.to_frame().reset_index()
-        if path.suffix == ".parquet":
-            df.to_parquet(path, index=False)
-        else:
-            df.to_csv(path, index=False, float_format="%.10g")
+        with write_guard(path, option=None, what="response file"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.suffix == ".parquet":
+                df.to_parquet(path, index=False)
+            else:
+                df.to_csv(path, index=False, float_format="%.10g")
         return path
 
 

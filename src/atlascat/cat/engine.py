@@ -728,8 +728,9 @@ class CATSession:
 
         ``tracker``: the shared ExposureTracker of an ``exposure="eligibility"`` population (the
         resumed answers are not counted again)."""
-        if d.get("format") != "atlascat.CATSession/1":
-            raise ConfigError("not a CATSession snapshot (missing format 'atlascat.CATSession/1')")
+        from ..validation import check_snapshot
+
+        check_snapshot(d)  # truncated / edited snapshots: one clear ConfigError
         fp = d["bank"]["fingerprint"]
         if fp != bank_fingerprint(bank):
             raise BankError("the bank differs from the one the session was run with "

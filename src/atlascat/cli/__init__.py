@@ -49,15 +49,51 @@ _register_commands()
 
 def main(argv=None) -> int:
     """Entry point. Library errors (AtlasError) become a one-line message and exit code 2;
-    usage errors are reported by typer/click with exit code 2 as usual."""
+    usage errors are reported by typer/click with exit code 2 as usual. Input that ends early
+    (a truncated .gz read by a library that raises EOFError, which click would turn into a bare
+    'Aborted.') is reported as an error with exit code 2 too."""
+    import errno
+
+    try:  # typer >= 0.20 vendors click
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - older typer on real click
+        from click.exceptions import ClickException
+
+    from ._common import print_error
+
     try:
-        app(args=argv)  # standalone mode: exits through SystemExit
+        rv = app(args=argv, standalone_mode=False)
     except AtlasError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        print_error(exc)
+        return 2
+    except typer.Abort as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, EOFError):
+            print_error("an input file ended unexpectedly (a truncated or damaged .gz file?); "
+                        "re-download or re-compress it")
+            return 2
+        err_console.print("Aborted.")
+        return 1
+    except ClickException as exc:  # usage errors: typer's own message, exit code 2
+        try:
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(exc)
+        except Exception:  # noqa: BLE001 - fall back to click's plain message
+            exc.show()
+        return exc.exit_code
+    except (UnicodeDecodeError, EOFError) as exc:  # a reader we did not wrap: still one line
+        print_error(f"cannot read an input file: {exc}; give UTF-8 text (CSV) or Parquet")
+        return 2
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:  # output piped into a closed reader (head): not an error
+            return 1
+        where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        print_error(f"cannot access{where}: {exc.strerror or exc}; check the path and permissions")
         return 2
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,19 +1,71 @@
-"""Shared CLI helpers: consoles, progress bars, table printing."""
+"""Shared CLI helpers: consoles, progress bars, tables, option conventions.
+
+Conventions every command follows (see ``docs/cli.md``):
+
+- ``-o/--output`` is the output path (a file or the run directory); nothing is written into the
+  current directory unless the user names it.
+- ``--model`` is the IRT model only; responses are the positional argument; ``--bank`` takes a
+  file or a bundled name (:func:`atlascat.datasets.resolve_bank`).
+- Old option spellings stay for one release as hidden aliases that print a deprecation warning
+  (:func:`deprecated_alias`).
+- Prose wraps only on a terminal; tables never cut a number or an id (piped or redirected
+  output is plain text at full width).
+"""
 from __future__ import annotations
 
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-console = Console()
-err_console = Console(stderr=True)
+# emoji=False: ":abc:" in a user's text must never become an emoji; highlight=False: no
+# colouring of numbers inside data. Prose wraps only on a terminal (soft_wrap otherwise).
+console = Console(emoji=False, highlight=False)
+console.soft_wrap = not console.is_terminal
+err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
+
+__all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
+           "warn", "deprecated_alias", "bank_option_help", "output_file", "output_dir",
+           "load_bank", "load_responses"]
+
+
+def print_error(message) -> None:
+    """``error: <message>`` on stderr, one line, markup in the message printed literally."""
+    from ..validation import one_line
+
+    err_console.print(Text("error: ", style="bold red") + Text(one_line(message)))
+
+
+def warn(message) -> None:
+    """``warning: <message>`` on stderr (literal text)."""
+    err_console.print(Text("warning: ", style="yellow") + Text(str(message)))
+
+
+def deprecated_alias(new_value, old_value, old: str, new: str):
+    """Value of an option that has a deprecated spelling kept for one release.
+
+    Returns ``old_value`` (with a warning) when only the old spelling was used, ``new_value``
+    otherwise; both at once is an error."""
+    from ..errors import ConfigError
+
+    if old_value is None or old_value is False or old_value == []:
+        return new_value
+    if new_value is not None and new_value is not False and new_value != []:
+        raise ConfigError(f"{old} and {new} are the same option ({old} is deprecated); give "
+                          f"only {new}")
+    warn(f"{old} is deprecated and will be removed in the next release; use {new}")
+    return old_value
 
 
 @contextmanager
 def progress_bar(description: str, total: int | None):
-    """A rich progress bar on stderr; yields ``advance(n=1)``."""
+    """A rich progress bar on stderr; yields ``advance(n=1, total=None)``.
+
+    ``advance(0, total=k)`` resets the total, e.g. to the iteration an iterative fit stopped at
+    (the bar then ends full at k instead of jumping to its cap)."""
     with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=False) as progress:
         task = progress.add_task(description, total=total)
@@ -26,13 +78,72 @@ def progress_bar(description: str, total: int | None):
         yield advance
 
 
+def _cell(value, float_format: str) -> str:
+    if isinstance(value, float):
+        return float_format.format(value)
+    return str(value)
+
+
 def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50):
-    """Print a DataFrame as a rich table."""
+    """Print a DataFrame. On a terminal: a rich table (cells fold, never cut; at most
+    ``max_rows`` rows with a count of the rest). Piped or redirected: plain aligned text of every
+    row at full width, so no number or id is ever truncated."""
+    if not console.is_terminal:
+        import pandas as pd
+
+        if title:
+            console.print(Text(title), soft_wrap=True)
+        if len(df) == 0:
+            console.print("(no rows)")
+            return
+        frame = pd.DataFrame({str(c): [_cell(v, float_format) for v in df[c]] for c in df.columns})
+        console.print(Text(frame.to_string(index=False)), soft_wrap=True)
+        return
     table = Table(title=title, show_lines=False)
     for col in df.columns:
-        table.add_column(str(col))
+        table.add_column(escape(str(col)), overflow="fold")
     for _, row in df.head(max_rows).iterrows():
-        table.add_row(*[float_format.format(v) if isinstance(v, float) else str(v) for v in row])
+        table.add_row(*[Text(_cell(v, float_format)) for v in row])
     console.print(table)
     if len(df) > max_rows:
-        console.print(f"... {len(df) - max_rows} more rows")
+        console.print(f"... {len(df) - max_rows} more rows (redirect the output to get all)")
+
+
+def bank_option_help(extra: str = "") -> str:
+    return ("Item bank: a file (ours item_id,a,b,c,u or mirt's X,a1,d,g,u; CSV/Parquet) or a "
+            "bundled name (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k = shipped content "
+            "banks; paper-arc, ... = the paper's banks)." + (" " + extra if extra else ""))
+
+
+RESPONSES_HELP = ("Response matrix: wide CSV/CSV.GZ/TSV/Parquet (subjects x items, first column "
+                  "= subject id, blank = missing), long format (subject,item,score), or a bundled "
+                  "name (arc, gsm8k, hellaswag, mmlu, truthfulqa, winogrande).")
+
+
+def output_file(path, option: str = "-o/--output"):
+    """Check an output file path before any work is done (directory, unwritable -> error)."""
+    from ..validation import check_output_file
+
+    return None if path is None else check_output_file(path, option=option)
+
+
+def output_dir(path, option: str = "-o/--output"):
+    from ..validation import check_output_dir
+
+    return None if path is None else check_output_dir(path, option=option)
+
+
+def load_bank(spec, normalize_ids: bool = False, option: str = "--bank"):
+    """A bank file or a bundled name (one meaning in every command)."""
+    from ..datasets import resolve_bank
+
+    return resolve_bank(spec, normalize_ids=normalize_ids, option=option)
+
+
+def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,
+                   on_empty: str = "keep", option: str = "RESPONSES"):
+    """A response matrix file or a bundled name."""
+    from ..datasets import resolve_responses
+
+    return resolve_responses(spec, option=option, freq_column=freq_column,
+                             normalize_ids=normalize_ids, on_empty=on_empty)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, print_frame
+from ._common import console, output_file, print_frame
 
 arena_app = typer.Typer(help="Paired comparisons (arena battles): Bradley-Terry ratings with ties, "
                              "adaptive matchmaking.", no_args_is_help=True)
@@ -16,18 +16,20 @@ arena_app = typer.Typer(help="Paired comparisons (arena battles): Bradley-Terry 
 def fit(
     battles: Path = typer.Argument(..., help="Battles CSV/JSONL/Parquet: model_a, model_b, winner (a|b|tie)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write the ratings table to CSV."),
-    ties: str = typer.Option("rao-kupper", "--ties", help="rao-kupper | half | drop."),
+    ties: str = typer.Option("rao-kupper", "--ties", help="Tie model: rao-kupper, half or drop."),
     prior_games: float = typer.Option(0.0, "--prior-games",
                                       help="Virtual games per player against a rating-0 anchor "
                                            "(needed when someone never won or never lost)."),
     reference: str = typer.Option(None, "--reference", help="Pin this player at rating 0 "
-                                                            "(default: ratings sum to zero)."),
+                                                            "[default: ratings sum to zero]."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON records instead of a table."),
 ):
     """Fit Bradley-Terry ratings (MM algorithm, Rao-Kupper ties) with standard errors."""
     from ..design.bradley_terry import BradleyTerry, read_battles
+    from ..validation import check_input_file
 
-    df = read_battles(battles)
+    output_file(output)
+    df = read_battles(check_input_file(battles, what="battles file", option="BATTLES"))
     model = BradleyTerry(ties=ties, prior_games=prior_games,
                          constraint="reference" if reference else "sum_zero",
                          reference=reference).fit(df)
@@ -58,7 +60,9 @@ def schedule_cmd(
     """The next pairs to play: maximal expected information about the ratings."""
     from ..design.arena import schedule
     from ..design.bradley_terry import read_battles
+    from ..validation import check_input_file
 
+    battles = check_input_file(battles, what="battles file", option="BATTLES")
     plan = schedule(read_battles(battles), n, criterion=criterion, prior_games=prior_games)
     if as_json:
         console.print_json(json.dumps(plan.to_dict(orient="records")))
@@ -75,7 +79,7 @@ def simulate_cmd(
     games: int = typer.Option(3000, "--games", help="Games per arena and strategy."),
     threshold: float = typer.Option(0.95, "--threshold", help="Target Spearman correlation."),
     tie_param: float = typer.Option(1.0, "--tie-param", help="Rao-Kupper theta of the truth (1: no ties)."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="Master seed of the simulated arenas."),
 ):
     """Adaptive vs random vs round-robin pairing: games to reach a rank correlation."""
     from ..design.arena import compare_schedulers

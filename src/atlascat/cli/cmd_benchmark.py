@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, err_console
+from ._common import (RESPONSES_HELP, console, escape, deprecated_alias, err_console, load_responses,
+                      output_dir, output_file)
 
 
 def parse_floats(text: str, what: str) -> tuple[float, ...]:
@@ -55,9 +56,11 @@ def print_tables(summary, title: str | None = None) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("benchmark")
     def benchmark(
-        responses: Path = typer.Argument(..., exists=True, dir_okay=False,
-                                         help="Response matrix (models x items, CSV/CSV.GZ/Parquet)."),
-        out: Path = typer.Option(None, "-o", "--out", help="Run directory (default runs/<file stem>)."),
+        responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
+        output: Path = typer.Option(None, "-o", "--output", show_default=False,
+                                    help="Run directory to write (required; created if missing)."),
+        out_old: Path = typer.Option(None, "--out", hidden=True,
+                                     help="Deprecated spelling of --output."),
         seed: int = typer.Option(0, "--seed", help="Master seed (split, baselines, CAT)."),
         taus: str = typer.Option("0.1,0.2,0.3", "--taus", help="CAT SE thresholds, comma-separated."),
         random_k: int = typer.Option(100, "--random-k", help="Random-k size (0: off)."),
@@ -65,11 +68,14 @@ def register(app: typer.Typer) -> None:
         anchor_k: int = typer.Option(100, "--anchor-k", help="Anchor points (0: off)."),
         info_k: int = typer.Option(100, "--info-k", help="Information-subset size (0: off)."),
         optimal_k: int = typer.Option(100, "--optimal-k", help="D/A/E-optimal form size (0: off)."),
-        criteria: str = typer.Option("D,A,E", "--criteria", help="Optimal-form criteria."),
+        criteria: str = typer.Option("D,A,E", "--criteria",
+                                     help="Optimal-form criteria, comma-separated (D, A, E)."),
         exchange: bool = typer.Option(False, "--exchange/--no-exchange",
                                       help="Exchange pass after the greedy optimal-form phase."),
-        test_size: float = typer.Option(0.1, "--test-size", help="Share of test models."),
+        test_size: float = typer.Option(0.1, "--test-size", help="Share of test models, in (0, 1)."),
         no_filter: bool = typer.Option(False, "--no-filter", help="Skip the item filter."),
+        drop_empty: bool = typer.Option(False, "--drop-empty",
+                                        help="Drop all-missing subjects/items instead of failing."),
         no_fit: bool = typer.Option(False, "--no-fit", help="Skip the M2 model-fit summary."),
         model: str = typer.Option("auto", "--model",
                                   help="IRT model: auto (2PL or 3PL by BIC on the train models), "
@@ -81,18 +87,26 @@ def register(app: typer.Typer) -> None:
         prior_a: str = typer.Option(None, "--prior-a", help="Calibration prior on a, e.g. lognorm(0,0.5)."),
         prior_c: str = typer.Option(None, "--prior-c", help="Calibration prior on c, e.g. beta(5,17)."),
         se_method: str = typer.Option(None, "--se-method",
-                                      help="CAT stopping SE: information (paper) or posterior."),
-        name: str = typer.Option(None, "--name", help="Run name (default: file stem)."),
-        report: Path = typer.Option(None, "--report", help="Also write the HTML report here."),
+                                      help="CAT stopping SE: information (paper) or posterior "
+                                           "[default: information]."),
+        name: str = typer.Option(None, "--name", help="Run name [default: the file stem]."),
+        report: Path = typer.Option(None, "--report", help="Also write the HTML report to this file."),
     ):
         """Split, calibrate on the train models, run ATLAS CAT and the baselines on the test
         models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
+        from ..errors import ConfigError
         from ..evaluate.protocol import BenchmarkConfig, plan_stages, run_benchmark
-        from ..responses import ResponseMatrix
 
-        stem = responses.name.split(".")[0]
+        out = deprecated_alias(output, out_old, "--out", "--output")
+        if out is None:
+            raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
+                              "is written to the current directory unless you name it)")
+        out = output_dir(out)
+        output_file(report, "--report")
+        if not 0.0 < test_size < 1.0:
+            raise ConfigError(f"--test-size must be in (0, 1), got {test_size}")
+        stem = Path(responses).name.split(".")[0]
         name = name or stem
-        out = out or Path("runs") / stem
         cal = {k: v for k, v in (("prior_a", prior_a), ("prior_c", prior_c)) if v}
         cat = {"se_method": se_method} if se_method else {}
         config = BenchmarkConfig(
@@ -103,7 +117,8 @@ def register(app: typer.Typer) -> None:
             optimal_k=optimal_k,
             optimal_criteria=tuple(c.strip() for c in criteria.split(",") if c.strip()),
             optimal_exchange=exchange)
-        rm = ResponseMatrix.read(responses, normalize_ids=True)
+        rm = load_responses(responses, normalize_ids=True,
+                            on_empty="drop" if drop_empty else "error")
         with stage_progress(plan_stages(config), name) as done:
             run = run_benchmark(rm, config, name=name, progress=done)
         run.info["source"] = str(responses)
@@ -118,7 +133,7 @@ def register(app: typer.Typer) -> None:
         if factors:
             console.print("CAT SE factor on validation train models: " + ", ".join(
                 f"tau={float(t):g}: {k:.2f}" for t, k in factors.items()))
-        console.print(f"run written to [bold]{out}[/]")
+        console.print(f"run written to [bold]{escape(str(out))}[/]")
         if report:
             from ..evaluate.report import write_report
 

@@ -7,17 +7,15 @@ from typing import Optional
 
 import typer
 
-from ._common import console, progress_bar
+from ._common import RESPONSES_HELP, console, load_responses, output_file, progress_bar
 
 
 def register(app: typer.Typer) -> None:
     @app.command("calibrate")
     def calibrate_cmd(
-        responses: Path = typer.Argument(..., exists=True, dir_okay=False,
-                                         help="Response matrix: wide CSV/CSV.GZ/Parquet (subjects x items, "
-                                              "blank = missing) or long format."),
+        responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
         output: Path = typer.Option(..., "-o", "--output", help="Bank file to write (.csv or .parquet)."),
-        model: str = typer.Option("3pl", "--model", help="rasch | 1pl | 2pl | 3pl | 4pl."),
+        model: str = typer.Option("3pl", "--model", help="IRT model: rasch, 1pl, 2pl, 3pl or 4pl."),
         quadpts: int = typer.Option(61, "--quadpts", help="Quadrature nodes on [-6, 6]."),
         prior_c: Optional[str] = typer.Option(None, "--prior-c",
                                               help="Prior on c, e.g. 'beta(5,17)' or 'logitnorm(-1.4,1)'. "
@@ -29,8 +27,9 @@ def register(app: typer.Typer) -> None:
                                                           "items and link them (joint when absent)."),
         link: str = typer.Option("mean-sigma", "--link",
                                  help="Partition linking: mean-sigma | mean-mean."),
-        no_filter: bool = typer.Option(False, "--no-filter",
-                                       help="Skip psychometric item/subject filtering."),
+        filter_: Optional[bool] = typer.Option(None, "--filter/--no-filter", show_default=False,
+                                               help="Psychometric item/subject filtering before "
+                                                    "calibrating [default: as atlascat.calibrate]."),
         max_iter: int = typer.Option(1000, "--max-iter", help="EM iteration cap."),
         tol: float = typer.Option(1e-4, "--tol", help="Stop when the largest parameter change < TOL."),
         convergence: str = typer.Option("params", "--convergence",
@@ -59,19 +58,21 @@ def register(app: typer.Typer) -> None:
 
         from ..errors import ConfigError
         from ..irt.calibrate import Calibrator
-        from ..responses import ResponseMatrix
 
         if fmt not in ("ours", "mirt"):
             raise ConfigError(f"--format must be 'ours' or 'mirt', not {fmt!r}")
         if convergence not in ("params", "icc"):
             raise ConfigError(f"--convergence must be 'params' or 'icc', not {convergence!r}")
-        rm = ResponseMatrix.read(responses, freq_column=freq_column, normalize_ids=normalize_ids,
-                                 on_empty="drop" if drop_empty else "error")
+        output_file(output)
+        output_file(summary, "--summary")
+        output_file(scores, "--scores")
+        lib_opts = {} if filter_ is None else {"filter": filter_}  # library default otherwise
         cal = Calibrator(model.lower(), quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
                          max_iter=max_iter, tol=tol, partition_size=partition_size, link=link,
-                         filter=not no_filter, dtype=dtype, random_state=seed,
-                         convergence=convergence)
+                         dtype=dtype, random_state=seed, convergence=convergence, **lib_opts)
         cal._check_settings()  # fail on bad settings before reading more or starting the bar
+        rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
+                            on_empty="drop" if drop_empty else "error")
         if quiet:
             cal.fit(rm)
         else:
@@ -79,17 +80,18 @@ def register(app: typer.Typer) -> None:
             if partition_size:
                 n_parts = max(1, rm.n_items // int(partition_size))
             with progress_bar("EM", total=max_iter * n_parts) as advance:
-                done = {"n": 0}
+                reached: dict = {}  # partition -> last iteration reported
 
                 def on_iter(info):
-                    pos = info["partition"] * max_iter + info["iteration"]
-                    if pos > done["n"]:
-                        advance(pos - done["n"])
-                        done["n"] = pos
+                    part, it = info.get("partition", 0), int(info["iteration"])
+                    if it > reached.get(part, 0):
+                        advance(it - reached.get(part, 0))
+                        reached[part] = it
 
                 cal.callback = on_iter
                 cal.fit(rm)
-                advance(max_iter * n_parts - done["n"])
+                n_done = sum(reached.values())
+                advance(0, total=max(n_done, 1))  # the bar ends at the iteration reached
         res = cal.result_
         res.bank.write(output, format=fmt)
         info = res.to_dict()

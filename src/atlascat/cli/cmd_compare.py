@@ -5,7 +5,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console
+from ._common import console, deprecated_alias, output_dir
 
 
 def register(app: typer.Typer) -> None:
@@ -13,8 +13,9 @@ def register(app: typer.Typer) -> None:
     def compare(
         runs: list[Path] = typer.Argument(..., exists=True, file_okay=False,
                                           help="Run directories written by `atlas benchmark`."),
-        out: Path = typer.Option(None, "-o", "--out",
-                                 help="Write the combined tables (CSV + Markdown) to this folder."),
+        output: Path = typer.Option(None, "-o", "--output",
+                                    help="Write the combined tables (CSV + Markdown) to this folder."),
+        out_old: Path = typer.Option(None, "--out", hidden=True, help="Deprecated spelling of --output."),
     ):
         """Print (as Markdown) and optionally write Tables 2, 3 and 6 for one or more runs."""
         import pandas as pd
@@ -24,6 +25,7 @@ def register(app: typer.Typer) -> None:
                                        unique_names, wide_ability_table, write_tables)
         from .cmd_benchmark import print_text
 
+        out = output_dir(deprecated_alias(output, out_old, "--out", "--output"))
         loaded = [BenchmarkRun.read(r) for r in runs]
         names = unique_names([r.name for r in loaded])
         summary = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(loaded, names)],

@@ -6,27 +6,23 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, print_frame
+from ._common import bank_option_help, console, output_file, print_frame
 
 
 def load_design_bank(spec: str):
     """A bank from a file (unidimensional ItemBank, or MultidimBank when it has a1, a2 columns)
-    or, when no such file exists, the bundled published bank of that benchmark name."""
-    from ..datasets import BANK_BENCHMARKS, load_bank
-    from ..errors import BankError
-    from ..irt.bank import ItemBank
+    or a bundled name (:func:`atlascat.datasets.resolve_bank`)."""
+    from ..datasets import resolve_bank
 
     path = Path(spec)
-    if not path.exists():
-        if spec.lower() in BANK_BENCHMARKS:
-            return load_bank(spec.lower())
-        raise BankError(f"bank {spec!r} is neither a file nor a bundled benchmark "
-                        f"({', '.join(BANK_BENCHMARKS)})")
-    from ..irt.multidim import MultidimBank
+    if path.is_file():
+        from ..irt.multidim import MultidimBank
+        from ..validation import read_frame
 
-    if MultidimBank.is_multidim_file(path):
-        return MultidimBank.read(path)
-    return ItemBank.read(path, normalize_ids=True)
+        cols = set(read_frame(path, what="bank file", option="--bank", nrows=0).columns.astype(str))
+        if {"a1", "a2", "d"} <= cols:  # a multidimensional 2PL (MultidimBank.is_multidim_file)
+            return MultidimBank.read(path)
+    return resolve_bank(spec, normalize_ids=True)
 
 
 def _read_thetas(path: Path, n_dims: int):
@@ -34,14 +30,15 @@ def _read_thetas(path: Path, n_dims: int):
     import pandas as pd
 
     from ..errors import ConfigError
+    from ..validation import read_frame
 
-    df = pd.read_csv(path)
+    df = read_frame(path, what="theta file", option="--thetas", error=ConfigError)
     cols = [c for c in df.columns if str(c).lower().startswith("theta")]
     if not cols:
         raise ConfigError(f"{path}: no column named theta (or theta1..thetaK) with abilities")
     if len(cols) != n_dims:
         raise ConfigError(f"{path}: {len(cols)} theta column(s) {cols} but the bank has {n_dims} dimension(s)")
-    values = df[cols].to_numpy(dtype=float)
+    values = df[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     if not np.isfinite(values).all():
         raise ConfigError(f"{path}: theta columns must be finite numbers")
     return values[:, 0] if n_dims == 1 else values
@@ -51,17 +48,18 @@ def register(app: typer.Typer) -> None:
     @app.command("design")
     def design(
         bank: str = typer.Option(..., "--bank", "-b",
-                                 help="Bank file (ours or mirt; a1..aK,d for a multidimensional 2PL) "
-                                      "or a bundled benchmark name (arc, gsm8k, ...)."),
+                                 help=bank_option_help("A file with a1..aK,d columns is a "
+                                                       "multidimensional 2PL.")),
         criterion: str = typer.Option("D", "--criterion", "-c", help="D, A or E optimality."),
         k: int = typer.Option(50, "-k", "--length", help="Number of items in the form."),
         output: Path = typer.Option(None, "-o", "--output", help="Write the form (bank rows) to CSV."),
-        thetas: Path = typer.Option(None, "--thetas", exists=True, dir_okay=False,
+        thetas: Path = typer.Option(None, "--thetas",
                                     help="CSV with a theta column (theta1..thetaK): design for this "
                                          "sample instead of N(0, I)."),
         prior_precision: float = typer.Option(None, "--prior-precision",
-                                              help="Lambda_0 (default: inverse variance of the theta "
-                                                   "distribution; 0 = pure Fisher information)."),
+                                              help="Lambda_0, 0 = pure Fisher information "
+                                                   "[default: inverse variance of the theta "
+                                                   "distribution]."),
         exchange: bool = typer.Option(True, "--exchange/--no-exchange", help="Run the exchange pass."),
         random_forms: int = typer.Option(50, "--random-forms",
                                          help="Compare with this many random forms (0: skip)."),
@@ -78,6 +76,7 @@ def register(app: typer.Typer) -> None:
 
         from ..design.optimal import optimal_form, random_form_baseline
 
+        output_file(output)
         b = load_design_bank(bank)
         n_dims = int(np.asarray(b.loadings).shape[1]) if hasattr(b, "loadings") else 1
         sample = None if thetas is None else _read_thetas(thetas, n_dims)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, err_console, print_frame
+from ._common import RESPONSES_HELP, bank_option_help, console, err_console, output_file, print_frame
 
 
 def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, seed: int = 0,
@@ -22,7 +22,8 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
     n = len(bank)
     if partition_size is None and n > fit.MAX_M2_ITEMS:
         partition_size = 100
-        err_console.print(f"note: {n} items is too many for one M2; using partitions of ~100 items")
+        err_console.print(f"note: {n} items is too many for one M2; using partitions of ~100 items "
+                          "(set --partition-size to choose)")
     if partition_size is not None:
         rng = np.random.default_rng(seed)
         parts = fit.partition_items(n, partition_size, rng)
@@ -71,9 +72,10 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
 def register(app: typer.Typer) -> None:
     @app.command("fit")
     def fit_cmd(
-        responses: Path = typer.Argument(..., exists=True, dir_okay=False,
-                                         help="Response matrix (0/1; pattern table with --freq-column)."),
-        bank: str = typer.Option(..., "--bank", "-b", help="Item bank file or a bundled name."),
+        responses: str = typer.Argument(..., metavar="RESPONSES",
+                                        help=RESPONSES_HELP + " 0/1 scores; a pattern table with "
+                                             "--freq-column."),
+        bank: str = typer.Option(..., "--bank", "-b", help=bank_option_help()),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
         output: Path = typer.Option(None, "--output", "-o", help="Also write the JSON report here."),
         freq_column: str = typer.Option(None, "--freq-column", help="Pattern frequency column."),
@@ -84,7 +86,7 @@ def register(app: typer.Typer) -> None:
                                            "for a bank calibrated on other data."),
         partition_size: int = typer.Option(None, "--partition-size",
                                            help="M2 per item partition of about this size "
-                                                "(automatic, 100, above 150 items)."),
+                                                "[default: 100 above 150 items, else none]."),
         seed: int = typer.Option(0, "--seed", help="Seed of the random item partition."),
         no_items: bool = typer.Option(False, "--no-items", help="Skip the S-X2 item fit."),
         person: bool = typer.Option(False, "--person-fit", help="Add person fit (lz*)."),
@@ -104,6 +106,9 @@ def register(app: typer.Typer) -> None:
                                                                "3pl", "4pl"):
             raise ConfigError(f"--estimated must be none, rasch, 1pl, 2pl, 3pl or 4pl, "
                               f"got {estimated!r}")
+        if extra_items not in ("ignore", "error"):
+            raise ConfigError(f"--extra-items must be ignore or error, got {extra_items!r}")
+        output_file(output)
         bk = load_bank(bank, normalize_ids)
         rm = load_responses(responses, freq_column, normalize_ids)
         rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)

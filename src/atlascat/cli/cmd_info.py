@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console
+from ._common import console, escape
 
 
 def describe(path: Path) -> dict:
@@ -14,13 +14,22 @@ def describe(path: Path) -> dict:
     import numpy as np
     import pandas as pd
 
+    from ..datasets import is_bundled_name, resolve_bank
     from ..irt.bank import ItemBank
     from ..responses import ResponseMatrix
+    from ..validation import check_input_file
 
+    if not Path(path).exists() and is_bundled_name(path):
+        return {"kind": "bank", "path": str(path), **resolve_bank(str(path)).summary()}
+    path = check_input_file(path, what="file", option="PATH")
     if _looks_like_bank(path):
         bank = ItemBank.read(path)
         return {"kind": "bank", "path": str(path), **bank.summary()}
     rm = ResponseMatrix.read(path, on_empty="keep")
+    if not rm.observed.any():
+        from ..errors import ResponseDataError
+
+        raise ResponseDataError(f"{str(path)!r} holds no response at all (every cell is blank)")
     acc = rm.accuracy
     acc = acc[~np.isnan(acc)]
     q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
@@ -44,19 +53,17 @@ def describe(path: Path) -> dict:
 
 
 def _looks_like_bank(path: Path) -> bool:
-    import pandas as pd
+    from ..validation import read_frame
 
-    if path.suffix == ".parquet":
-        cols = set(pd.read_parquet(path).columns.astype(str))
-    else:
-        cols = set(pd.read_csv(path, nrows=0).columns.astype(str))
+    cols = set(read_frame(path, what="file", option="PATH", nrows=0).columns.astype(str))
     return {"a1", "d"} <= cols or {"a", "b"} <= cols
 
 
 def register(app: typer.Typer) -> None:
     @app.command("info")
-    def info(path: Path = typer.Argument(..., exists=True, dir_okay=False,
-                                         help="Response matrix (CSV/CSV.GZ/Parquet) or item bank."),
+    def info(path: str = typer.Argument(..., metavar="PATH",
+                                        help="Response matrix (CSV/CSV.GZ/Parquet), item bank file, "
+                                             "or a bundled bank name (arc, paper-arc, ...)."),
              as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
         """Describe a response matrix or an item bank.
 
@@ -68,7 +75,7 @@ def register(app: typer.Typer) -> None:
             console.print_json(json.dumps(summary))
             return
         if summary["kind"] == "responses":
-            console.print(f"[bold]{path}[/]: response matrix")
+            console.print(f"[bold]{escape(path)}[/]: response matrix")
             console.print(f"  subjects: {summary['subjects']}   items: {summary['items']}   "
                           f"missing: {summary['missing_fraction']:.1%}   binary: {summary['binary']}")
             console.print(f"  accuracy quantiles: {summary['accuracy_quantiles']}")
@@ -77,7 +84,8 @@ def register(app: typer.Typer) -> None:
                 console.print(f"  [yellow]all-missing: {summary['subjects_without_response']} subjects, "
                               f"{summary['items_without_response']} items[/]")
         else:
-            console.print(f"[bold]{path}[/]: item bank, {summary['n_items']} items, model {summary['model']}")
+            console.print(f"[bold]{escape(path)}[/]: item bank, {summary['n_items']} items, "
+                          f"model {summary['model']}")
             for name, qs in summary["quantiles"].items():
                 console.print(f"  {name}: {qs}")
             na, nc = summary["nonpositive_a"], summary["c_above_0.5"]

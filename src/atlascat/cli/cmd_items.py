@@ -3,18 +3,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 
-from ._common import console, print_frame
+from ._common import bank_option_help, console, deprecated_alias, output_file, print_frame, warn
 
 
 def register(app: typer.Typer) -> None:
     @app.command("items")
     def items(
-        bank: str = typer.Argument(..., help="Item bank file (ours or mirt's) or a bundled name."),
-        responses: Path = typer.Option(None, "--responses", "-r", exists=True, dir_okay=False,
-                                       help="Responses for the S-X2 item fit (0/1, complete rows)."),
+        responses: Optional[str] = typer.Argument(
+            None, metavar="[RESPONSES]",
+            help="Responses for the S-X2 item fit (0/1, complete rows; file or bundled name)."),
+        bank: Optional[str] = typer.Option(None, "--bank", "-b", help=bank_option_help()),
+        responses_old: Optional[str] = typer.Option(None, "--responses", "-r", hidden=True,
+                                                    help="Deprecated: give RESPONSES positionally."),
         output: Path = typer.Option(None, "--output", "-o", help="Write the full report (CSV)."),
         as_json: bool = typer.Option(False, "--json", help="Print counts and flagged items as JSON."),
         show_all: bool = typer.Option(False, "--all", help="List every item, not only flagged ones."),
@@ -42,6 +46,16 @@ def register(app: typer.Typer) -> None:
         from ..evaluate.item_quality import FLAGS, item_quality
         from .cmd_score import align_items, load_bank, load_responses
 
+        from ..errors import ConfigError
+
+        if bank is None:
+            if responses is None:
+                raise ConfigError("give the bank with --bank BANK (file or bundled name)")
+            warn("`atlas items BANK` is deprecated and will be removed in the next release; use "
+                 "`atlas items --bank BANK [RESPONSES]`")
+            bank, responses = responses, None
+        responses = deprecated_alias(responses, responses_old, "--responses", "RESPONSES (positional)")
+        output_file(output)
         bk = load_bank(bank, normalize_ids)
         rm = None
         if responses is not None:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ._common import console
+from ._common import console, escape, load_bank, output_file
 
 
 def _read_anchors(path: Path) -> list[str]:
@@ -15,8 +15,14 @@ def _read_anchors(path: Path) -> list[str]:
     import pandas as pd
 
     from ..errors import ConfigError
+    from ..validation import check_input_file
 
-    text = path.read_text(encoding="utf-8")
+    path = check_input_file(path, what="anchor file", option="--anchors", error=ConfigError)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"anchor file {str(path)!r} is not UTF-8 text (offset {exc.start}); "
+                          "re-save it as UTF-8") from None
     first = text.splitlines()[0].strip() if text.strip() else ""
     if "," in first:
         df = pd.read_csv(path, dtype=str)
@@ -32,19 +38,23 @@ def _read_anchors(path: Path) -> list[str]:
 def register(app: typer.Typer) -> None:
     @app.command("link")
     def link_cmd(
-        ref: Path = typer.Argument(..., exists=True, dir_okay=False, help="Reference bank (target scale)."),
-        new: Path = typer.Argument(..., exists=True, dir_okay=False, help="Bank to move onto REF's scale."),
+        ref: str = typer.Argument(..., metavar="REF",
+                                  help="Reference bank (target scale): file or bundled name."),
+        new: str = typer.Argument(..., metavar="NEW",
+                                  help="Bank to move onto REF's scale: file or bundled name."),
         output: Path = typer.Option(..., "-o", "--output", help="Linked bank to write."),
         method: str = typer.Option("stocking-lord", "--method",
-                                   help="stocking-lord | haebara | mean-sigma | mean-mean."),
-        anchors: Optional[Path] = typer.Option(None, "--anchors", exists=True, dir_okay=False,
-                                               help="Anchor item ids (one per line); default: all "
-                                                    "items the banks share."),
+                                   help="Linking method: stocking-lord, haebara, mean-sigma or "
+                                        "mean-mean."),
+        anchors: Optional[Path] = typer.Option(None, "--anchors",
+                                               help="File of anchor item ids (one per line, or a "
+                                                    "CSV with item_id) [default: all items the "
+                                                    "banks share]."),
         merge: bool = typer.Option(False, "--merge",
                                    help="Write REF plus NEW's non-anchor items (linked) as one bank."),
         quadpts: int = typer.Option(61, "--quadpts", help="Grid nodes on [-4, 4] (characteristic curves)."),
         normalize_ids: bool = typer.Option(False, "--normalize-ids", help="Strip R's 'X' from ids."),
-        fmt: str = typer.Option("ours", "--format", help="Output format: ours | mirt."),
+        fmt: str = typer.Option("ours", "--format", help="Output format: ours (a,b,c,u) or mirt (a1,d,g,u)."),
         as_json: bool = typer.Option(False, "--json", help="Print the constants as JSON."),
     ):
         """Link NEW to REF through common items: theta_ref = A theta_new + B.
@@ -59,8 +69,9 @@ def register(app: typer.Typer) -> None:
 
         if fmt not in ("ours", "mirt"):
             raise ConfigError(f"--format must be 'ours' or 'mirt', not {fmt!r}")
-        ref_bank = ItemBank.read(ref, normalize_ids=normalize_ids)
-        new_bank = ItemBank.read(new, normalize_ids=normalize_ids)
+        output_file(output)
+        ref_bank = load_bank(ref, normalize_ids, option="REF")
+        new_bank = load_bank(new, normalize_ids, option="NEW")
         anchor_ids = _read_anchors(anchors) if anchors is not None else None
         result = link_banks(ref_bank, new_bank, method, anchors=anchor_ids, quadpts=quadpts)
         linked = result.transform(new_bank)
@@ -79,4 +90,4 @@ def register(app: typer.Typer) -> None:
         crit = "" if result.criterion is None else f", criterion {result.criterion:.4g}"
         console.print(f"{result.method}: A = {result.A:.6f}, B = {result.B:.6f} "
                       f"({len(result.anchors)} anchors{crit})")
-        console.print(f"wrote {output} ({len(linked)} items on the scale of {ref})")
+        console.print(f"wrote {escape(str(output))} ({len(linked)} items on the scale of {escape(ref)})")

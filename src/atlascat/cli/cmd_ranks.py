@@ -6,17 +6,20 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, print_frame
+from ._common import bank_option_help, console, output_dir, output_file, print_frame
 
 
 def register(app: typer.Typer) -> None:
     @app.command("ranks")
     def ranks(
-        data: Path = typer.Argument(..., exists=True, dir_okay=False,
-                                    help="Scores CSV from `atlas score` (columns subject_id, theta, "
-                                         "accuracy[, se]) or a response matrix (with --bank)."),
-        bank: str = typer.Option(None, "--bank", "-b", help="Bank, when DATA is a response matrix."),
-        method: str = typer.Option("eap", "--method", "-m", help="Scoring method (with --bank)."),
+        data: str = typer.Argument(..., metavar="DATA",
+                                   help="Scores CSV from `atlas score` (columns subject_id, theta, "
+                                        "accuracy[, se]) or, with --bank, a response matrix "
+                                        "(file or bundled name)."),
+        bank: str = typer.Option(None, "--bank", "-b",
+                                 help=bank_option_help("Only when DATA is a response matrix.")),
+        method: str = typer.Option("eap", "--method", "-m",
+                                   help="Scoring method with --bank: eap, wle, map or ml."),
         plots: Path = typer.Option(None, "--plots", help="Write the PNG figures to this folder."),
         output: Path = typer.Option(None, "--output", "-o", help="Write the per-model table (CSV)."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
@@ -34,8 +37,12 @@ def register(app: typer.Typer) -> None:
         from ..errors import ConfigError
         from ..evaluate.ranks import plot_rank_analysis, rank_analysis
 
+        output_file(output)
+        output_dir(plots, "--plots")
         if bank is None:
-            df = pd.read_csv(data)
+            from ..validation import read_frame
+
+            df = read_frame(data, what="scores file", option="DATA", error=ConfigError)
             missing = {"theta", "accuracy"} - set(df.columns)
             if missing:
                 raise ConfigError(f"{data} lacks column(s) {sorted(missing)}; give a scores CSV "
@@ -48,11 +55,16 @@ def register(app: typer.Typer) -> None:
 
             bk = load_bank(bank, normalize_ids)
             rm, bk = align_items(load_responses(data, None, normalize_ids), bk, "ignore")
-            df = estimate_ability(rm, bk, method)
+            df = estimate_ability(rm, bk, method.lower())
             y = rm.aligned_values(bk.item_ids)
             obs = ~np.isnan(y)
             df["accuracy"] = np.where(obs, y, 0.0).sum(1) / np.maximum(obs.sum(1), 1)
+        for col in ("theta", "accuracy") + (("se",) if "se" in df.columns else ()):
+            df[col] = pd.to_numeric(df[col], errors="coerce")
         df = df[np.isfinite(df["theta"]) & df["accuracy"].notna()]
+        if len(df) < 3:
+            raise ConfigError(f"rank analysis needs at least 3 models with a finite theta and an "
+                              f"accuracy; {data!r} has {len(df)}")
         se = df["se"].to_numpy() if "se" in df.columns else None
         rep = rank_analysis(df["theta"].to_numpy(), df["accuracy"].to_numpy(), se=se,
                             subject_ids=df["subject_id"].astype(str).to_numpy(),

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console
+from ._common import console, deprecated_alias, output_file
 
 
 def register(app: typer.Typer) -> None:
@@ -13,12 +13,17 @@ def register(app: typer.Typer) -> None:
     def report(
         runs: list[Path] = typer.Argument(..., exists=True, file_okay=False,
                                           help="Run directories written by `atlas benchmark`."),
-        out: Path = typer.Option(Path("report.html"), "-o", "--out", help="HTML file to write."),
-        title: str = typer.Option("ATLAS benchmark report", "--title"),
+        output: Path = typer.Option(None, "-o", "--output", show_default=False,
+                                    help="HTML file to write [default: report.html in the first "
+                                         "RUN_DIR]."),
+        out_old: Path = typer.Option(None, "--out", hidden=True, help="Deprecated spelling of --output."),
+        title: str = typer.Option("ATLAS benchmark report", "--title", help="Title of the page."),
     ):
         """Tables, identity plots, theta vs accuracy and rank shifts, test information functions,
         exposure histograms and example CAT trajectories, in one file with embedded images."""
         from ..evaluate.report import write_report
 
+        out = deprecated_alias(output, out_old, "--out", "--output")
+        out = output_file(out if out is not None else Path(runs[0]) / "report.html")
         path = write_report(runs, out, title=title)
         console.print(f"report written to [bold]{path}[/] ({path.stat().st_size / 1e6:.1f} MB)")

@@ -6,32 +6,25 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, err_console, print_frame
+from ._common import RESPONSES_HELP, bank_option_help, console, err_console, output_file, print_frame
 
 METHODS = ("eap", "wle", "map", "ml")
 
 
 def load_bank(spec: str, normalize_ids: bool):
-    """A bank file, or the name of a bundled benchmark bank (arc, gsm8k, ...)."""
-    from ..datasets import BANK_BENCHMARKS
-    from ..datasets import load_bank as bundled
-    from ..errors import BankError
-    from ..irt.bank import ItemBank
+    """A bank file, or a bundled name (see :func:`atlascat.datasets.resolve_bank`)."""
+    from ._common import load_bank as _load
 
-    path = Path(spec)
-    if path.exists():
-        return ItemBank.read(path, normalize_ids=normalize_ids)
-    if spec.lower() in BANK_BENCHMARKS:
-        return bundled(spec.lower())
-    raise BankError(f"bank {spec!r} is neither a file nor a bundled bank "
-                    f"({', '.join(BANK_BENCHMARKS)})")
+    return _load(spec, normalize_ids)
 
 
-def load_responses(path: Path, freq_column: str | None, normalize_ids: bool):
-    from ..responses import ResponseMatrix
+def load_responses(path, freq_column: str | None, normalize_ids: bool, *,
+                   option: str = "RESPONSES"):
+    """A response matrix file, or a bundled name (all-missing rows and columns kept)."""
+    from ._common import load_responses as _load
 
-    return ResponseMatrix.read(path, freq_column=freq_column, normalize_ids=normalize_ids,
-                               on_empty="keep")
+    return _load(path, freq_column=freq_column, normalize_ids=normalize_ids, on_empty="keep",
+                 option=option)
 
 
 def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
@@ -50,8 +43,8 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
             raise ResponseDataError(
                 f"{len(unknown)} response item(s) are not in the bank, e.g. {unknown[:5]}; pass "
                 "--extra-items ignore to leave them out, or --normalize-ids for R-style 'X' ids")
-        err_console.print(f"[yellow]note:[/] {len(unknown)} response item(s) not in the bank were "
-                          f"left out (e.g. {unknown[:3]})")
+        err_console.print(f"note: {len(unknown)} response item(s) not in the bank were left out "
+                          f"(e.g. {unknown[:3]})", markup=False)
         rm = rm.subset(items=[i for i in rm.item_ids if i in bank])
     if restrict_bank:
         present = set(rm.item_ids)
@@ -64,25 +57,25 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
 def register(app: typer.Typer) -> None:
     @app.command("score")
     def score(
-        responses: Path = typer.Argument(..., exists=True, dir_okay=False,
-                                         help="Response matrix (wide CSV/CSV.GZ/Parquet or long)."),
-        bank: str = typer.Option(..., "--bank", "-b",
-                                 help="Item bank file (ours or mirt's a1,d,g,u) or a bundled name."),
-        method: str = typer.Option("eap", "--method", "-m", help="eap, wle, map or ml."),
-        output: Path = typer.Option(None, "--output", "-o", help="Write the scores to this CSV."),
+        responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
+        bank: str = typer.Option(..., "--bank", "-b", help=bank_option_help()),
+        method: str = typer.Option("eap", "--method", "-m", help="Scoring method: eap, wle, map or ml."),
+        output: Path = typer.Option(None, "--output", "-o",
+                                    help="Write the scores to this CSV (printed when absent)."),
         freq_column: str = typer.Option(None, "--freq-column",
                                         help="Column with pattern frequencies (e.g. freq)."),
         normalize_ids: bool = typer.Option(False, "--normalize-ids",
                                            help="Strip R's 'X' prefix from item ids (X514 -> 514)."),
         prior_mean: float = typer.Option(0.0, "--prior-mean", help="EAP/MAP normal prior mean."),
-        prior_sd: float = typer.Option(1.0, "--prior-sd", help="EAP/MAP normal prior SD."),
+        prior_sd: float = typer.Option(1.0, "--prior-sd", help="EAP/MAP normal prior SD (> 0)."),
         quadpts: int = typer.Option(61, "--quadpts", help="EAP quadrature nodes on [-6, 6]."),
         reconstruct: str = typer.Option("none", "--reconstruct",
                                         help="none, pirt or gpirt: add reconstructed accuracy."),
         lam: float = typer.Option(None, "--lambda", help="gp-IRT weight in [0, 1]."),
-        calibration: Path = typer.Option(None, "--calibration", exists=True, dir_okay=False,
-                                         help="Full responses of calibration models: estimate "
-                                              "the gp-IRT lambda from them (instead of --lambda)."),
+        calibration: str = typer.Option(None, "--calibration",
+                                        help="Full responses of calibration models (file or "
+                                             "bundled name): estimate the gp-IRT lambda from them "
+                                             "(instead of --lambda)."),
         extra_items: str = typer.Option("ignore", "--extra-items",
                                         help="ignore (with a note) or error: response items "
                                              "missing from the bank."),
@@ -109,6 +102,13 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"--reconstruct must be none, pirt or gpirt, got {reconstruct!r}")
         if extra_items not in ("ignore", "error"):
             raise ConfigError(f"--extra-items must be ignore or error, got {extra_items!r}")
+        from ..validation import check_finite, check_positive
+
+        check_finite(prior_mean, "--prior-mean")
+        check_positive(prior_sd, "--prior-sd")
+        if lam is not None and not 0.0 <= check_finite(lam, "--lambda") <= 1.0:
+            raise ConfigError(f"--lambda must be in [0, 1], got {lam}")
+        output = output_file(output)
         bk = load_bank(bank, normalize_ids)
         rm = load_responses(responses, freq_column, normalize_ids)
         rm, bk = align_items(rm, bk, extra_items)
@@ -125,24 +125,29 @@ def register(app: typer.Typer) -> None:
                 if calibration is None:
                     raise ConfigError("--reconstruct gpirt needs --lambda or --calibration "
                                       "(full responses to estimate lambda from)")
-                cal, _ = align_items(load_responses(calibration, None, normalize_ids), bk,
-                                     "ignore")
+                cal, _ = align_items(load_responses(calibration, None, normalize_ids,
+                                                    option="--calibration"), bk, "ignore")
                 n_adm = max(1, int(np.median(obs.sum(1))))
                 est = estimate_gpirt_lambda(cal, bk, n_adm, rng=np.random.default_rng(seed))
                 lam = est.lam
                 err_console.print(f"gp-IRT lambda for {n_adm} items, estimated on "
-                                  f"{calibration.name}: {lam:.3f}")
+                                  f"{Path(calibration).name}: {lam:.3f}")
             rec = reconstruct_accuracy(rm, bk, theta=np.clip(df["theta"].to_numpy(), -50, 50),
                                        lam=lam if reconstruct == "gpirt" else None)
             df["accuracy_pirt"] = rec["accuracy_pirt"].to_numpy()
             if reconstruct == "gpirt":
                 df["accuracy_gpirt"] = rec["accuracy_gpirt"].to_numpy()
         if output is not None:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            df.to_csv(output, index=False, float_format="%.8g")
+            from ..validation import write_guard
+
+            with write_guard(output):
+                output.parent.mkdir(parents=True, exist_ok=True)
+                df.to_csv(output, index=False, float_format="%.8g")
             console.print(f"wrote {len(df)} scores ({method}) to {output}")
         else:
             print_frame(df, title=f"theta by {method.upper()} ({len(bk)} bank items)")
-        finite = np.isfinite(df["se"])
-        console.print(f"{len(df)} subjects, median SE {np.median(df['se'][finite]):.4f}"
-                      + (f", {int((~finite).sum())} non-finite (ML)" if (~finite).any() else ""))
+        finite = np.isfinite(df["se"].to_numpy(float))
+        med = f"{np.median(df['se'][finite]):.4f}" if finite.any() else "n/a"
+        console.print(f"{len(df)} subjects, median SE {med}"
+                      + (f", {int((~finite).sum())} non-finite (ML, or no items)"
+                         if (~finite).any() else ""))

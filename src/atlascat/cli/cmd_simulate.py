@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from ._common import console, print_frame, progress_bar
+from ._common import (bank_option_help, console, deprecated_alias, load_bank, load_responses,
+                      output_dir, print_frame, progress_bar)
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -32,47 +33,96 @@ def unique_filenames(ids) -> list[str]:
     return out
 
 
-def read_thetas(path: Path):
-    """(subject_ids, thetas) from a CSV with subject_id/theta or the paper's Model_Name/Theta_WLE."""
+THETA_LIMIT = 10.0  # ability estimates live in [-10, 10] (the WLE/ML search bounds)
+
+
+def read_thetas(path: Path, option: str = "--thetas"):
+    """(subject_ids, thetas) from a CSV with subject_id/theta or the paper's Model_Name/Theta_WLE.
+
+    Every theta must be a finite number in [-10, 10] (the range ability estimates can take)."""
+    import numpy as np
     import pandas as pd
 
     from ..errors import ResponseDataError
+    from ..validation import read_frame
 
-    if not path.exists():
-        raise ResponseDataError(f"theta file {str(path)!r} does not exist")
-    df = pd.read_csv(path)
+    df = read_frame(path, what="theta file", option=option)
     id_col = next((c for c in _THETA_ID_COLUMNS if c in df.columns), None)
     th_col = next((c for c in _THETA_COLUMNS if c in df.columns), None)
     if th_col is None:
         raise ResponseDataError(
-            f"{str(path)!r} has no theta column; expected one of {list(_THETA_COLUMNS)} "
-            f"(columns: {list(df.columns)[:10]})"
+            f"{option} {str(path)!r} has no theta column; expected one of {list(_THETA_COLUMNS)} "
+            f"(columns: {[str(c) for c in df.columns[:10]]})"
         )
+    if len(df) == 0:
+        raise ResponseDataError(f"{option} {str(path)!r} has a header but no rows")
     thetas = pd.to_numeric(df[th_col], errors="coerce")
     if thetas.isna().any():
         row = int(thetas.isna().to_numpy().nonzero()[0][0])
-        raise ResponseDataError(f"theta in row {row + 2} of {str(path)!r} is missing or not a number")
+        raise ResponseDataError(f"theta in row {row + 2} of {str(path)!r} is missing or not a "
+                                f"number ({df[th_col].iloc[row]!r})")
+    values = thetas.to_numpy(float)
+    bad = np.flatnonzero(~(np.abs(values) <= THETA_LIMIT))
+    if bad.size:
+        r = int(bad[0])
+        raise ResponseDataError(
+            f"theta {values[r]:g} in row {r + 2} of {str(path)!r} is outside [-{THETA_LIMIT:g}, "
+            f"{THETA_LIMIT:g}] ({bad.size} such row(s)); thetas are on the bank's logit scale")
     ids = df[id_col].astype(str).tolist() if id_col else [str(i) for i in range(len(df))]
-    return ids, thetas.to_numpy(float)
+    dup = pd.Index(ids).duplicated()
+    if dup.any():
+        raise ResponseDataError(f"subject id {ids[int(np.flatnonzero(dup)[0])]!r} appears twice "
+                                f"in {str(path)!r}; each subject once")
+    return ids, values
+
+
+def _json_safe(obj):
+    """Non-finite floats become null: the summary is strict JSON (no NaN / Infinity)."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [_json_safe(v) for v in obj.tolist()]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
 
 
 def simulate_command(
-    bank: Path = typer.Option(..., "--bank", "-b", help="Item bank (ours or mirt's a1,d,g,u form)."),
-    responses: Optional[Path] = typer.Option(None, "--responses", "-r",
-                                             help="Response matrix to replay (real answers)."),
+    responses: Optional[str] = typer.Argument(
+        None, metavar="[RESPONSES]",
+        help="Response matrix to replay (real answers; file or bundled name). Without it, "
+             "answers are drawn from the bank's model at --thetas."),
+    bank: str = typer.Option(..., "--bank", "-b", help=bank_option_help()),
     thetas: Optional[Path] = typer.Option(
         None, "--thetas", "-t",
         help="CSV of true thetas (subject_id,theta or Model_Name,Theta_WLE): answers drawn from "
-             "the bank's model. With --responses: reference thetas for the error columns."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
+             "the bank's model. With RESPONSES: reference thetas for the error columns."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Run directory to write (created if missing)."),
+    responses_old: Optional[str] = typer.Option(None, "--responses", "-r", hidden=True,
+                                                help="Deprecated: give RESPONSES positionally."),
+    out_old: Optional[Path] = typer.Option(None, "--out", hidden=True,
+                                           help="Deprecated spelling of --output."),
     se_stop: Optional[float] = typer.Option(0.1, "--se-stop", help="Stop once SE <= this value."),
-    min_items: int = typer.Option(30, "--min-items"),
-    max_items: int = typer.Option(500, "--max-items"),
+    min_items: int = typer.Option(30, "--min-items", help="Never stop before this many items."),
+    max_items: int = typer.Option(500, "--max-items", help="Stop after this many items."),
     fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                help="Fixed-length test of N items (no SE stop)."),
     randomesque: int = typer.Option(5, "--randomesque", help="Pick among the k best items."),
-    selection: str = typer.Option("mfi", "--selection", help="mfi | kl | astrat | random"),
-    se_method: str = typer.Option("information", "--se-method", help="information | posterior"),
+    selection: str = typer.Option("mfi", "--selection",
+                                  help="Item selection: mfi, kl, astrat or random."),
+    se_method: str = typer.Option("information", "--se-method",
+                                  help="Stopping SE: information (catR) or posterior (SD)."),
     reference: bool = typer.Option(False, "--reference",
                                    help="catR's grid: 33 trapezoidal nodes on [-4, 4]."),
     theta0: float = typer.Option(0.0, "--theta0", help="Starting theta."),
@@ -87,12 +137,22 @@ def simulate_command(
     from ..cat.config import CATConfig
     from ..cat.engine import simulate_cat
     from ..errors import ConfigError
-    from ..irt.bank import ItemBank
-    from ..responses import ResponseMatrix
 
+    from ..validation import check_finite
+
+    responses = deprecated_alias(responses, responses_old, "--responses", "RESPONSES (positional)")
+    out = deprecated_alias(output, out_old, "--out", "--output")
+    if out is None:
+        raise ConfigError("give the run directory with -o/--output (nothing is written to the "
+                          "current directory unless you name it)")
     if responses is None and thetas is None:
-        raise ConfigError("give --responses (replay real answers) or --thetas (draw from the model)")
-    item_bank = ItemBank.read(bank, normalize_ids=True)
+        raise ConfigError("give RESPONSES (a matrix to replay; formerly --responses) or --thetas "
+                          "(answers drawn from the model)")
+    check_finite(theta0, "--theta0")
+    if se_stop is not None:
+        check_finite(se_stop, "--se-stop")
+    out = output_dir(out)
+    item_bank = load_bank(bank, normalize_ids=True)
     base = dict(se_stop=se_stop, min_items=min_items, max_items=max_items,
                 randomesque=randomesque, selection=selection, se_method=se_method, theta0=theta0)
     if fixed_length is not None:
@@ -101,7 +161,7 @@ def simulate_command(
 
     kwargs = {}
     if responses is not None:
-        rm = ResponseMatrix.read(responses, normalize_ids=True, on_empty="keep")
+        rm = load_responses(responses, normalize_ids=True, on_empty="keep")
         kwargs["responses"] = rm
         n_total = rm.n_subjects
         if thetas is not None:
@@ -143,7 +203,7 @@ def simulate_command(
     summary = result.summary()
     summary["inputs"] = {"bank": str(bank), "responses": None if responses is None else str(responses),
                          "thetas": None if thetas is None else str(thetas), "seed": seed}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    (out / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2, allow_nan=False))
 
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (sd)", f"{summary['items_mean']:.2f} ({summary['items_sd']:.2f})"),

@@ -80,10 +80,13 @@ def response_array(responses, bank: ItemBank, *, extra: str = "error") -> np.nda
     ``extra="ignore"``) or an array already in bank order with shape (n_subjects, n_items).
     """
     from ..responses import ResponseMatrix
+    from ..validation import as_labelled_responses, check_bank, check_scores
 
+    check_bank(bank)
+    responses = as_labelled_responses(responses)
     if isinstance(responses, ResponseMatrix):
         return responses.aligned_values(bank.item_ids, extra=extra)
-    y = np.asarray(responses, dtype=float)
+    y = check_scores(responses)
     if y.ndim == 1:
         y = y[None, :]
     if y.ndim != 2 or y.shape[1] != len(bank):
@@ -91,7 +94,8 @@ def response_array(responses, bank: ItemBank, *, extra: str = "error") -> np.nda
 
         raise ResponseDataError(
             f"responses have shape {y.shape} but the bank has {len(bank)} items; pass a "
-            "ResponseMatrix (aligned by item id) or an array with one column per bank item"
+            "ResponseMatrix or labelled DataFrame (aligned by item id) or an array with one "
+            "column per bank item"
         )
     return y
 
@@ -110,6 +114,10 @@ def eap(responses, bank: ItemBank, *, quadpts: int = 61, theta_range=(-6.0, 6.0)
 
     Returns ``(theta, se)``, each of shape (n_subjects,).
     """
+    from ..validation import check_ability_settings
+
+    check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
+                           theta_range=theta_range)
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
     post = grid_posterior(response_array(responses, bank), bank, quad)
     theta = post @ quad.nodes
@@ -345,6 +353,9 @@ def map_estimate(responses, bank: ItemBank, *, prior_mean: float = 0.0, prior_sd
                  bounds=(-10.0, 10.0), grid_step: float = 0.25,
                  xtol: float = 1e-9) -> AbilityResult:
     """Posterior mode under a N(prior_mean, prior_sd^2) prior; SE 1/sqrt(I(theta) + 1/prior_sd^2)."""
+    from ..validation import check_ability_settings
+
+    check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, bounds=bounds)
     return _solve(response_array(responses, bank), bank, "map", prior_mean=prior_mean,
                   prior_sd=prior_sd, bounds=bounds, grid_step=grid_step, xtol=xtol)
 
@@ -387,9 +398,14 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     """
     from ..responses import ResponseMatrix
 
+    from ..validation import as_labelled_responses, check_ability_settings
+
     method = str(method).lower()
     if method not in METHODS:
         raise ConfigError(f"unknown scoring method {method!r}; use one of {', '.join(METHODS)}")
+    check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
+                           theta_range=theta_range, bounds=bounds, extra_items=extra_items)
+    responses = as_labelled_responses(responses)
     if isinstance(responses, ResponseMatrix) and subject_ids is None:
         subject_ids = responses.subject_ids
     y = response_array(responses, bank, extra=extra_items)

@@ -89,10 +89,12 @@ class ItemBank:
         if empty:
             raise BankError(f"item id is empty at row(s) {empty[:10]}; every item needs an id")
         uniq, counts = np.unique(ids.astype(str), return_counts=True)
-        dup = uniq[counts > 1]
-        if dup.size:
-            rows = {d: [int(i) for i in np.flatnonzero(ids == d)] for d in dup[:5]}
-            raise BankError(f"duplicate item id(s) {list(dup[:5])} at rows {rows}; ids must be unique")
+        dup = [str(d) for d in uniq[counts > 1]]
+        if dup:
+            rows = "; ".join(f"{d!r} at rows {[int(i) for i in np.flatnonzero(ids == d)]}"
+                             for d in dup[:5])
+            raise BankError(f"duplicate item id(s): {rows} ({len(dup)} duplicated id(s) in all); "
+                            "ids must be unique: rename or drop the repeated rows")
         for name, arr in (("a", a), ("b", b), ("c", c), ("u", u)):
             bad = np.flatnonzero(~np.isfinite(arr))
             if bad.size:
@@ -100,6 +102,12 @@ class ItemBank:
                     f"parameter {name!r} is not finite for item(s) "
                     f"{[ids[i] for i in bad[:10]]} (row(s) {bad[:10].tolist()}); fix or drop them"
                 )
+        from ..validation import MAX_ABS_A, MAX_ABS_B, bank_param_error
+
+        for name, arr, limit in (("a", a, MAX_ABS_A), ("b", b, MAX_ABS_B)):
+            bad = np.flatnonzero(np.abs(arr) > limit)
+            if bad.size:
+                raise bank_param_error(name, ids, arr, bad)
         bad = np.flatnonzero((c < 0) | (c >= u) | (u > 1))
         if bad.size:
             detail = ", ".join(f"{ids[i]} (row {i}: c={c[i]:.4g}, u={u[i]:.4g})" for i in bad[:10])
@@ -142,8 +150,12 @@ class ItemBank:
         """Ids of items with a <= 0 (they carry no or reversed information about theta)."""
         return self.item_ids[self.a <= 0]
 
-    def index_of(self, item_ids: Iterable[str]) -> np.ndarray:
-        """Positions of the given item ids; a clear error names ids not in the bank."""
+    def index_of(self, item_ids: Iterable[str] | str):
+        """Positions of the given item ids; a clear error names ids not in the bank.
+
+        A single id (a string) gives its position as an int; a sequence gives an array."""
+        if isinstance(item_ids, (str, bytes, np.str_)) or np.ndim(item_ids) == 0:
+            return int(self.index_of([item_ids])[0])
         ids = [str(i) for i in item_ids]
         missing = [i for i in ids if i not in self._index]
         if missing:
@@ -294,32 +306,31 @@ class ItemBank:
     @classmethod
     def read(cls, path, *, normalize_ids: bool = False, model=None) -> "ItemBank":
         """Read a bank from CSV (optionally .gz) or Parquet; mirt form is recognized automatically."""
+        from ..validation import read_frame
+
         path = Path(path)
-        if not path.exists():
-            raise BankError(f"bank file {str(path)!r} does not exist")
-        try:
-            if path.suffix == ".parquet":
-                df = pd.read_parquet(path)
-            else:
-                df = pd.read_csv(path, dtype={"item_id": str, "X": str})
-        except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-            raise BankError(f"cannot read bank {str(path)!r}: {exc}") from exc
+        df = read_frame(path, what="bank file", error=BankError,
+                        dtype=None if path.suffix == ".parquet" else {"item_id": str, "X": str},
+                        min_columns=2)
         if len(df) == 0:
             raise BankError(f"bank file {str(path)!r} has no item rows")
         return cls.from_frame(df, normalize_ids=normalize_ids, model=model)
 
     def write(self, path, *, format: str = "ours") -> Path:
         """Write CSV or Parquet (by extension) in our format or mirt's slope-intercept form."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from ..validation import check_output_file, write_guard
+
+        path = check_output_file(path, option=None, what="bank file")
         df = self.to_frame(format)
-        if path.suffix == ".parquet":
-            df.to_parquet(path, index=False)
-        else:
-            for col in _JSON_COLUMNS:
-                if col in df.columns:
-                    df[col] = df[col].map(_to_json)
-            df.to_csv(path, index=False, float_format="%.17g")
+        with write_guard(path, option=None, what="bank file"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.suffix == ".parquet":
+                df.to_parquet(path, index=False)
+            else:
+                for col in _JSON_COLUMNS:
+                    if col in df.columns:
+                        df[col] = df[col].map(_to_json)
+                df.to_csv(path, index=False, float_format="%.17g")
         return path
 
 

@@ -637,10 +637,13 @@ class Calibrator:
         """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes."""
         from ..responses import ResponseMatrix
 
+        from ..validation import as_labelled_responses, check_identified
+
         start = time.perf_counter()
         model, prior_a, prior_c = self._check_settings()
+        responses = as_labelled_responses(responses, on_empty="drop")  # DataFrames keep labels
         if not isinstance(responses, ResponseMatrix):
-            arr = np.asarray(responses, dtype=float)
+            arr = np.asarray(responses, dtype=object)
             if arr.ndim != 2:
                 raise ResponseDataError(f"responses must be 2-D (subjects x items), got shape {arr.shape}")
             responses = ResponseMatrix(arr, weights=weights, on_empty="drop")
@@ -667,6 +670,7 @@ class Calibrator:
             item_ids = item_ids[~constant]
         if values.shape[1] == 0:
             raise ResponseDataError("no item with variation in its responses is left to calibrate")
+        check_identified(values, model)  # e.g. one item under a 2PL: refuse, never "converge"
         w = responses.weights
         rng = self.random_state if isinstance(self.random_state, np.random.Generator) \
             else np.random.default_rng(self.random_state)

@@ -389,9 +389,12 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = 61,
         "2pl", "3pl", "4pl", or None for the bank's model
     weights : optional row frequencies (default: ``responses.weights``)
     """
+    from ..validation import check_fit_sample
+
     est = _estimated(bank, estimated)
     y, w = _aligned(responses, bank, weights)
     y, w, dropped = _complete_binary(y, w, "M2")
+    check_fit_sample(w, "M2")
     n_items = y.shape[1]
     if n_items < 2:
         raise ConfigError("M2 needs at least 2 items")

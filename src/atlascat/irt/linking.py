@@ -182,7 +182,10 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
         raise ConfigError(
             f"the banks share {len(anchors)} item(s); linking needs at least 2 common anchor items"
         )
+    from ..validation import check_link_anchors, check_linking_result
+
     r, n = ref.subset(anchors), new.subset(anchors)
+    check_link_anchors(r, n, method)
     crit = None
     if method == "mean-sigma":
         A, B = mean_sigma(r.b, n.b)
@@ -190,6 +193,7 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
         A, B = mean_mean(r.a, r.b, n.a, n.b)
     else:
         A, B, crit = _cc_link(r, n, method, quadpts, theta_range)
+    check_linking_result(A, B, method)
     return Linking(A, B, method, tuple(anchors), crit)
 
 

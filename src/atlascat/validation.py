@@ -1,0 +1,392 @@
+"""Validation at the public boundary: files, tables, DataFrames, arrays, settings.
+
+Every check raises an :class:`~atlascat.errors.AtlasError` subclass with a one-line message that
+names the culprit (file, row, column, item id, option) and says how to fix it. Library entry
+points and CLI commands call these helpers before any numerical work, so that a malformed input
+never reaches an estimator (where it would surface as a traceback, or worse, as a NaN result
+flagged ``ok``).
+
+What is refused here, and why, is listed in ``docs/robustness.md``.
+"""
+from __future__ import annotations
+
+import gzip
+import math
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from .errors import AtlasError, BankError, ConfigError, ResponseDataError
+
+__all__ = [
+    "MAX_ABS_A", "MAX_ABS_B",
+    "one_line", "check_input_file", "check_output_file", "check_output_dir", "read_frame",
+    "check_finite", "check_positive", "check_scores", "check_prob_array", "check_identified",
+    "check_snapshot",
+]
+
+# Parameters beyond these are refused by ItemBank: no calibrated bank comes near them (the
+# paper's five banks: |a| <= 35, |b| <= 4671), and past them P(theta) is a step function whose
+# likelihood, information and fit statistics overflow.
+MAX_ABS_A = 1e3
+MAX_ABS_B = 1e5
+
+_TEXT_SUFFIXES = (".csv", ".gz", ".txt", ".tsv")
+
+
+def one_line(text) -> str:
+    """Collapse a message to one line (library messages may quote multi-line exceptions)."""
+    return " ".join(str(text).split())
+
+
+def _label(path, option) -> str:
+    return f"{option} {str(path)!r}" if option else repr(str(path))
+
+
+# ----------------------------------------------------------------------------------- files
+def check_input_file(path, *, what: str = "input file", option: str | None = None,
+                     error=ResponseDataError) -> Path:
+    """An existing, readable regular file (not a directory)."""
+    if path is None:
+        raise error(f"no {what} given" + (f"; pass {option}" if option else ""))
+    p = Path(path)
+    if not p.exists():
+        raise error(f"{what} {_label(p, option)} does not exist; check the path")
+    if p.is_dir():
+        raise error(f"{what} {_label(p, option)} is a directory; give a file inside it")
+    if not os.access(p, os.R_OK):
+        raise error(f"{what} {_label(p, option)} is not readable (permission denied); "
+                    "fix its permissions or copy it")
+    return p
+
+
+def _writable_ancestor(p: Path, option, what) -> None:
+    anc = p
+    while not anc.exists():
+        if anc.parent == anc:
+            break
+        anc = anc.parent
+    if anc.exists() and not anc.is_dir():
+        raise ConfigError(f"{what} {_label(p, option)} cannot be created: {str(anc)!r} is a "
+                          "file, not a directory; choose another path")
+    if anc.exists() and not os.access(anc, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {_label(p, option)} is not writable ({str(anc)!r}: permission "
+                          "denied); choose a writable location")
+
+
+def check_output_file(path, *, option: str | None = "-o/--output",
+                      what: str = "output file") -> Path:
+    """A path a file can be written to: not a directory, its folder creatable and writable."""
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{what} {_label(p, option)} is a directory; give a file name inside "
+                          f"it, e.g. {str(p / 'out.csv')!r}")
+    _writable_ancestor(p.parent, option, what)
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ConfigError(f"{what} {_label(p, option)} exists and is not writable; choose "
+                          "another file")
+    return p
+
+
+def check_output_dir(path, *, option: str | None = "-o/--output",
+                     what: str = "output directory") -> Path:
+    """A directory that exists or can be created and written to (not an existing file)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{what} {_label(p, option)} is an existing file; give a directory "
+                          "(it is created if missing)")
+    _writable_ancestor(p, option, what)
+    return p
+
+
+def write_guard(path, *, option: str | None = "-o/--output", what: str = "output file"):
+    """Context manager turning OS errors while writing ``path`` into one-line ConfigErrors."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def _guard():
+        try:
+            yield
+        except OSError as exc:
+            raise ConfigError(f"cannot write {what} {_label(path, option)}: "
+                              f"{exc.strerror or exc}; choose a writable location") from None
+
+    return _guard()
+
+
+def read_frame(path, *, what: str = "input file", option: str | None = None,
+               error=ResponseDataError, dtype=None, nrows: int | None = None,
+               min_columns: int = 1):
+    """Read CSV / CSV.GZ / TSV / Parquet into a DataFrame with one-line errors for every way a
+    file can be broken: missing, directory, unreadable, not UTF-8, truncated or damaged gzip,
+    corrupt Parquet, empty, unparsable CSV, or (with ``min_columns`` > 1) a single column that
+    looks delimited by ``;``, tab or ``|`` (hint: save it comma-separated)."""
+    import pandas as pd
+
+    p = check_input_file(path, what=what, option=option, error=error)
+    label = _label(p, option)
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            df = pd.read_parquet(p)
+            if nrows is not None:
+                df = df.head(nrows)
+        elif suffix in _TEXT_SUFFIXES or suffix == "":
+            sep = "\t" if ".tsv" in [s.lower() for s in p.suffixes] else ","
+            df = pd.read_csv(p, sep=sep, dtype=dtype, nrows=nrows, low_memory=False,
+                             encoding="utf-8")
+        else:
+            raise error(f"unsupported file type {suffix!r} for {what} {label}; use .csv, "
+                        ".csv.gz, .tsv or .parquet")
+    except AtlasError:
+        raise
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start:exc.start + 1] if isinstance(exc.object, bytes) else b""
+        raise error(f"{what} {label} is not UTF-8 text (byte {bad!r} at offset {exc.start}); "
+                    "re-save it as UTF-8 CSV") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise error(f"{what} {label} is a truncated or damaged gzip file ({one_line(exc)}); "
+                    "re-download or re-compress it") from None
+    except pd.errors.EmptyDataError:
+        raise error(f"{what} {label} is empty; expected a header row and data rows") from None
+    except pd.errors.ParserError as exc:
+        raise error(f"{what} {label} is not valid CSV ({one_line(exc)}); check the delimiter "
+                    "(commas expected) and quoting") from None
+    except (IsADirectoryError, PermissionError) as exc:
+        raise error(f"cannot read {what} {label}: {exc.strerror}") from None
+    except Exception as exc:  # pyarrow / fastparquet errors on a corrupt Parquet file
+        if suffix == ".parquet":
+            raise error(f"{what} {label} is not a readable Parquet file ({one_line(exc)[:160]}); "
+                        "re-write it (DataFrame.to_parquet) or give a CSV") from None
+        raise
+    if min_columns > 1 and df.shape[1] < min_columns and df.shape[1] >= 1:
+        head = str(df.columns[0])
+        for sep, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "'|'")):
+            if sep in head:
+                raise error(f"{what} {label} has one column whose header contains {name}: it "
+                            f"looks delimited by {sep!r}, but commas are expected; re-save it "
+                            "comma-separated" + (" or name it .tsv" if sep == "\t" else ""))
+    return df
+
+
+# ------------------------------------------------------------------------------ numbers
+def check_finite(value, name: str, *, error=ConfigError) -> float:
+    """A finite real number (NaN, inf and text refused)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise error(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise error(f"{name} must be a finite number, got {value!r}")
+    return v
+
+
+def check_positive(value, name: str, *, error=ConfigError) -> float:
+    v = check_finite(value, name, error=error)
+    if not v > 0:
+        raise error(f"{name} must be positive, got {value!r}")
+    return v
+
+
+def check_scores(y: np.ndarray, *, item_ids=None, subject_ids=None) -> np.ndarray:
+    """A float array of scores in [0, 1] with NaN for missing; anything else is refused with the
+    first offending cell named."""
+    try:
+        arr = np.asarray(y, dtype=float)
+    except (TypeError, ValueError):
+        raw = np.asarray(y, dtype=object)
+        for idx in np.ndindex(raw.shape):
+            try:
+                float(raw[idx])
+            except (TypeError, ValueError):
+                raise ResponseDataError(
+                    f"non-numeric score {raw[idx]!r} at {_cell(idx, item_ids, subject_ids)}; "
+                    "scores must be numbers in [0, 1], NaN for missing") from None
+        raise
+    bad = np.argwhere(np.isinf(arr) | (~np.isnan(arr) & ((arr < 0) | (arr > 1))))
+    if bad.size:
+        idx = tuple(bad[0])
+        raise ResponseDataError(
+            f"score {arr[idx]:g} outside [0, 1] at {_cell(idx, item_ids, subject_ids)} "
+            f"({len(bad)} such cell(s)); scores must be 0/1 or partial credit in [0, 1], NaN "
+            "for missing")
+    return arr
+
+
+def _cell(idx, item_ids, subject_ids) -> str:
+    if len(idx) == 1:
+        c = idx[0]
+        return f"column {c}" + (f" (item {item_ids[c]!r})" if item_ids is not None else "")
+    r, c = idx[0], idx[1]
+    s = f"row {r}" + (f" (subject {subject_ids[r]!r})" if subject_ids is not None else "")
+    return s + f", column {c}" + (f" (item {item_ids[c]!r})" if item_ids is not None else "")
+
+
+def check_prob_array(values, name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError(f"{name} must be finite")
+    return arr
+
+
+# ------------------------------------------------------------------ model identification
+_N_PARAMS = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
+_EXTRA = {"rasch": 1, "1pl": 1}  # the common slope / latent variance
+
+
+def check_identified(values: np.ndarray, model: str) -> None:
+    """Refuse a calibration the data cannot identify: more free parameters than the pattern
+    table has free cells (2^m - 1 for m items), or fewer than two subjects.
+
+    One item under a 2PL, for example, has two parameters but a single observable proportion:
+    EM then 'converges' to any point of a ridge (a ~ 1e-16, b ~ 1e16)."""
+    n, m = values.shape
+    model = str(model).lower()
+    if n < 2:
+        raise ResponseDataError(f"calibration needs at least 2 subjects, got {n}; add subjects")
+    k = _N_PARAMS.get(model, 3) * m + _EXTRA.get(model, 0)
+    cells = 2.0 ** min(m, 60) - 1
+    if k > cells:
+        smaller = [mm for mm in ("1pl", "2pl", "3pl") if _N_PARAMS[mm] * m + _EXTRA.get(mm, 0)
+                   <= cells]
+        raise ResponseDataError(
+            f"{m} item(s) cannot identify a {model.upper()} ({k} parameters from {int(cells)} "
+            "free response-pattern proportions); add items"
+            + (f" or use model {smaller[-1]!r}" if smaller else " (at least 3 for a 1PL/2PL)"))
+
+
+# --------------------------------------------------------------------- CAT snapshots
+_SNAPSHOT_KEYS = {"format": str, "config": dict, "bank": dict, "events": list, "scores": list,
+                  "seconds": list, "rng": dict, "done": (bool, int)}
+
+
+def check_snapshot(d) -> None:
+    """Structure of a ``CATSession.to_dict()`` snapshot: keys, types, one score and one time per
+    recorded answer. Raises ConfigError naming the first defect (truncated or edited data)."""
+    if not isinstance(d, dict):
+        raise ConfigError(f"a CATSession snapshot is a dict (from to_dict()), got "
+                          f"{type(d).__name__}")
+    if d.get("format") != "atlascat.CATSession/1":
+        raise ConfigError("not a CATSession snapshot (missing format 'atlascat.CATSession/1')")
+    for key, typ in _SNAPSHOT_KEYS.items():
+        if key not in d:
+            raise ConfigError(f"CATSession snapshot lacks {key!r} (truncated?); save it again "
+                              "with to_dict()")
+        if not isinstance(d[key], typ):
+            raise ConfigError(f"CATSession snapshot field {key!r} has type "
+                              f"{type(d[key]).__name__}; it was edited or damaged")
+    if "fingerprint" not in d["bank"]:
+        raise ConfigError("CATSession snapshot lacks the bank fingerprint; save it again")
+    events = d["events"]
+    for i, ev in enumerate(events):
+        if (not isinstance(ev, (list, tuple)) or len(ev) != 2 or ev[0] not in ("r", "s")):
+            raise ConfigError(f"CATSession snapshot event {i} is {ev!r}; expected ['r'|'s', "
+                              "item_id]")
+    n_rec = sum(1 for ev in events if ev[0] == "r")
+    for key in ("scores", "seconds"):
+        if len(d[key]) != n_rec:
+            raise ConfigError(f"CATSession snapshot has {n_rec} recorded answer(s) but "
+                              f"{len(d[key])} {key} (truncated or edited); save it again")
+    for i, v in enumerate(d["scores"]):
+        try:
+            ok = 0.0 <= float(v) <= 1.0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ConfigError(f"CATSession snapshot score {i} is {v!r}; scores are in [0, 1]")
+    if "bit_generator" not in d["rng"] or "state" not in d["rng"]:
+        raise ConfigError("CATSession snapshot has no usable RNG state; save it again")
+    if not hasattr(np.random, str(d["rng"]["bit_generator"])):
+        raise ConfigError(f"CATSession snapshot names an unknown bit generator "
+                          f"{d['rng']['bit_generator']!r}")
+
+
+def bank_param_error(name: str, ids, values, rows) -> BankError:
+    limit = MAX_ABS_A if name in ("a", "a1") else MAX_ABS_B
+    detail = ", ".join(f"{ids[i]} (row {i}: {name}={values[i]:.4g})" for i in rows[:5])
+    return BankError(f"parameter {name!r} beyond +-{limit:g} for item(s) {detail}: no calibrated "
+                     "item is that extreme (P(theta) is then a step); fix or drop these items")
+
+
+# ------------------------------------------------------------------ library arguments
+def check_bank(bank):
+    """An ItemBank (a path or a bundled name is refused with the call that loads it)."""
+    from .irt.bank import ItemBank
+
+    if isinstance(bank, ItemBank):
+        return bank
+    if isinstance(bank, (str, Path)):
+        raise ConfigError(f"bank {str(bank)!r} is a name or path, not an ItemBank; load it with "
+                          "atlascat.datasets.resolve_bank(...) or ItemBank.read(...)")
+    raise ConfigError(f"bank must be an atlascat.ItemBank, got {type(bank).__name__}")
+
+
+def as_labelled_responses(responses, *, on_empty: str = "keep"):
+    """A pandas DataFrame (or Series) becomes a ResponseMatrix that keeps its labels: the index
+    as subject ids, the columns as item ids (so it is aligned to a bank by id, whatever the
+    column order). A frame without labels (RangeIndex columns) stays positional. Other inputs
+    pass through."""
+    import pandas as pd
+
+    from .responses import ResponseMatrix
+
+    if isinstance(responses, pd.Series):
+        responses = responses.to_frame().T
+    if isinstance(responses, pd.DataFrame):
+        if isinstance(responses.columns, pd.RangeIndex):
+            return responses.to_numpy(dtype=object)
+        return ResponseMatrix.from_frame(responses, on_empty=on_empty)
+    return responses
+
+
+def check_ability_settings(*, prior_mean=0.0, prior_sd=1.0, quadpts=61, theta_range=(-6.0, 6.0),
+                           bounds=(-10.0, 10.0), extra_items="error") -> None:
+    check_finite(prior_mean, "prior_mean (CLI --prior-mean)")
+    check_positive(prior_sd, "prior_sd (CLI --prior-sd)")
+    try:
+        q = int(quadpts)
+    except (TypeError, ValueError):
+        raise ConfigError(f"quadpts must be an integer, got {quadpts!r}") from None
+    if q != quadpts or q < 5 or q > 10001:
+        raise ConfigError(f"quadpts (CLI --quadpts) must be an integer in [5, 10001], got "
+                          f"{quadpts!r}")
+    for name, pair in (("theta_range", theta_range), ("bounds", bounds)):
+        lo, hi = (check_finite(v, name) for v in pair)
+        if not hi > lo:
+            raise ConfigError(f"{name} must be (low, high) with low < high, got {pair!r}")
+    if extra_items not in ("error", "ignore"):
+        raise ConfigError(f"extra_items must be 'error' or 'ignore', got {extra_items!r}")
+
+
+def check_fit_sample(weights, what: str = "M2", minimum: float = 2.0) -> None:
+    """Refuse a fit statistic on fewer than ``minimum`` complete response patterns."""
+    n = float(np.sum(weights))
+    if not n >= minimum:
+        raise ResponseDataError(
+            f"{what} needs at least {minimum:g} subjects with complete 0/1 responses, got {n:g}; "
+            "it is a statistic about a sample: add subjects (rows with a missing answer are "
+            "left out)")
+
+
+def check_link_anchors(ref, new, method: str) -> None:
+    """Refuse a linking the anchors cannot identify: fewer than two anchors with a > 0 in both
+    banks, or (mean-sigma) no spread of b."""
+    ok = (np.asarray(ref.a) > 0) & (np.asarray(new.a) > 0)
+    if ok.sum() < 2:
+        raise ConfigError(
+            f"only {int(ok.sum())} of the {len(ok)} anchor item(s) have a > 0 in both banks; "
+            "items without discrimination carry no scale information, so A and B are not "
+            "identified: use anchors with positive a")
+    if method == "mean-sigma":
+        for name, bank in (("reference", ref), ("new", new)):
+            if np.std(np.asarray(bank.b)[ok]) <= 1e-12:
+                raise ConfigError(f"the anchors' b have no spread in the {name} bank, so "
+                                  "mean-sigma cannot estimate A; use --method stocking-lord")
+
+
+def check_linking_result(A, B, method: str) -> None:
+    if not (np.isfinite(A) and np.isfinite(B) and A > 0):
+        raise ConfigError(f"{method} linking gave A = {A:g}, B = {B:g}, not a usable scale "
+                          "transformation; check the anchors or try another --method")
