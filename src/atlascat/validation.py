@@ -236,6 +236,12 @@ _N_PARAMS = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
 _EXTRA = {"rasch": 1, "1pl": 1}  # the common slope / latent variance
 
 
+def check_subjects(n: int, minimum: int = 2) -> None:
+    if n < minimum:
+        raise ResponseDataError(f"calibration needs at least {minimum} subjects (rows), got {n}; "
+                                "item parameters describe a population: add subjects")
+
+
 def check_identified(values: np.ndarray, model: str) -> None:
     """Refuse a calibration the data cannot identify: more free parameters than the pattern
     table has free cells (2^m - 1 for m items), or fewer than two subjects.

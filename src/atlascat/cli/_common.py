@@ -65,7 +65,11 @@ def progress_bar(description: str, total: int | None):
     """A rich progress bar on stderr; yields ``advance(n=1, total=None)``.
 
     ``advance(0, total=k)`` resets the total, e.g. to the iteration an iterative fit stopped at
-    (the bar then ends full at k instead of jumping to its cap)."""
+    (the bar then ends full at k instead of jumping to its cap). Off a terminal (stderr piped or
+    redirected) nothing is drawn: logs get no bar remnants, errors stay one line."""
+    if not err_console.is_terminal:
+        yield lambda n=1, total=None: None
+        return
     with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=False) as progress:
         task = progress.add_task(description, total=total)

@@ -26,6 +26,10 @@ def stage_progress(stages: list[str], title: str = "benchmark"):
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn)
 
+    if not err_console.is_terminal:  # no bar remnants in logs (see _common.progress_bar)
+        yield lambda stage: None
+        return
+
     with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=False) as progress:
         task = progress.add_task(f"{title}: {stages[0]}", total=len(stages))

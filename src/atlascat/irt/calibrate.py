@@ -637,7 +637,7 @@ class Calibrator:
         """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes."""
         from ..responses import ResponseMatrix
 
-        from ..validation import as_labelled_responses, check_identified
+        from ..validation import as_labelled_responses, check_identified, check_subjects
 
         start = time.perf_counter()
         model, prior_a, prior_c = self._check_settings()
@@ -650,6 +650,7 @@ class Calibrator:
         elif weights is not None:
             responses = ResponseMatrix(responses.values, responses.subject_ids, responses.item_ids,
                                        weights=weights)
+        check_subjects(responses.n_subjects)
         report = None
         if self.filter:
             from ..filtering import filter_items

@@ -181,16 +181,31 @@ def rmsea_ci(stat: float, df: float, n: float, ci: float = 0.9) -> tuple[float, 
     def cdf(lam):
         return ncx2.cdf(stat, df, lam) if lam > 0 else chi2.cdf(stat, df)
 
+    def normal_approx(target):
+        # F(stat; df, lam) = target with the noncentral chi-square ~ N(df + lam, 2 (df + 2 lam)):
+        # for the huge statistics where ncx2.cdf loses all precision (or returns NaN)
+        z = float(norm.ppf(target))
+        s = -2.0 * z + 2.0 * np.sqrt(max(z * z + stat - df / 2.0, 0.0))
+        return max((s * s - 2.0 * df) / 4.0, 0.0)
+
     def solve(target, upper):
         f0 = cdf(0.0) - target
+        if not np.isfinite(f0):
+            return normal_approx(target)
         if f0 <= 0:
             return 0.0
         hi = upper
-        while cdf(hi) - target > 0:
+        while True:
+            f_hi = cdf(hi) - target
+            if not np.isfinite(f_hi) or hi > 1e12:
+                return normal_approx(target)
+            if f_hi <= 0:
+                break
             hi *= 2.0
-            if hi > 1e12:
-                return float("nan")
-        return brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-12)
+        try:
+            return brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-12)
+        except ValueError:  # a NaN inside the bracket
+            return normal_approx(target)
 
     lam_l = solve(1.0 - alpha, max(stat, 1.0))
     lam_u = solve(alpha, max(n, 5.0 * stat, 1.0))

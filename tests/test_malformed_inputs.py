@@ -1,0 +1,421 @@
+"""Catalogue of malformed inputs: every command and the public Python API.
+
+Each CLI case must end with exit code 2 and ONE line on stderr (``error: ...``) that names the
+culprit (file, row, column, item id or option); each API case must raise the documented
+:class:`~atlascat.errors.AtlasError` subclass with a one-line message naming the culprit. No case
+may print a traceback, a bare ``Aborted.``, or succeed with a NaN / infinite / "converged" lie.
+
+The workspace below holds one small valid bank, matrix and theta file and every broken variant.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import atlascat as at
+from atlascat.cat.config import CATConfig
+from atlascat.cat.engine import CATSession
+from atlascat.cli import main
+from atlascat.errors import AtlasError, BankError, ConfigError, ResponseDataError
+from atlascat.irt import fit as irt_fit
+from atlascat.irt.ability import eap, estimate_ability, wle
+from atlascat.irt.bank import ItemBank
+from atlascat.irt.linking import link_banks
+from atlascat.responses import ResponseMatrix
+
+N_ITEMS, N_SUBJECTS = 12, 80
+IDS = [f"q{j}" for j in range(N_ITEMS)]
+
+
+def _bank() -> ItemBank:
+    rng = np.random.default_rng(5)
+    return ItemBank(IDS, rng.uniform(0.8, 2.0, N_ITEMS), np.linspace(-1.5, 1.5, N_ITEMS))
+
+
+def _responses(n=N_SUBJECTS) -> pd.DataFrame:
+    rng = np.random.default_rng(6)
+    theta = rng.normal(size=n)
+    p = _bank().probability(theta)
+    y = (rng.random(p.shape) < p).astype(int)
+    df = pd.DataFrame(y, columns=IDS)
+    df.insert(0, "model", [f"m{i}" for i in range(n)])
+    return df
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    d = tmp_path_factory.mktemp("malformed")
+    bank = _bank()
+    bank.write(d / "bank.csv")
+    resp = _responses()
+    resp.to_csv(d / "resp.csv", index=False)
+    resp.head(1).to_csv(d / "resp1.csv", index=False)
+    pd.DataFrame({"subject_id": ["a", "b"], "theta": [0.5, -1.0]}).to_csv(d / "th.csv", index=False)
+    # ---- broken files
+    (d / "adir").mkdir()
+    (d / "afile").write_text("not a directory\n")
+    (d / "empty.csv").write_bytes(b"")
+    (d / "header_only.csv").write_text("model," + ",".join(IDS) + "\n")
+    (d / "nonutf8_bank.csv").write_bytes(b"item_id,a,b\nq\xff1,1.0,0.0\nq2,1.2,0.5\n")
+    raw = resp.to_csv(index=False).encode()
+    (d / "nonutf8_resp.csv").write_bytes(raw.replace(b"m3,", b"m\xe93,", 1))
+    (d / "corrupt.parquet").write_bytes(b"PAR1" + bytes(range(256)) * 4)
+    gz = gzip.compress(raw * 20)
+    (d / "trunc.csv.gz").write_bytes(gz[: len(gz) // 2])
+    (d / "semicolon.csv").write_text(resp.to_csv(index=False, sep=";"))
+    (d / "resp.xlsx").write_bytes(b"PK\x03\x04")
+    (d / "dupbank.csv").write_text("item_id,a,b\nq1,1,0\nq2,1,1\nq1,1,2\n")
+    ext = bank.to_frame()
+    ext.loc[3, ["a", "b"]] = [1e6, 1e6]
+    ext.to_csv(d / "bank_extreme.csv", index=False)
+    huge = bank.to_frame()
+    huge.loc[2, "a"] = 1e308
+    huge.to_csv(d / "bank_huge_a.csv", index=False)
+    cu = bank.to_frame()
+    cu.loc[4, ["c", "u"]] = [0.6, 0.5]
+    cu.to_csv(d / "bank_c_ge_u.csv", index=False)
+    txt = bank.to_frame().astype({"b": object})
+    txt.loc[5, "b"] = "hard"
+    txt.to_csv(d / "bank_text.csv", index=False)
+    zero = bank.to_frame()
+    zero["a"] = 0.0
+    zero.to_csv(d / "bank_zero_a.csv", index=False)
+    other = bank.to_frame()
+    other["item_id"] = [f"z{j}" for j in range(N_ITEMS)]
+    other.to_csv(d / "bank_disjoint.csv", index=False)
+    bad = resp.astype(object)
+    bad.loc[4, "q2"] = "yes"
+    bad.to_csv(d / "resp_text.csv", index=False)
+    two = resp.copy()
+    two.loc[7, "q5"] = 2
+    two.to_csv(d / "resp_value2.csv", index=False)
+    dups = resp.copy()
+    dups.loc[9, "model"] = "m0"
+    dups.to_csv(d / "resp_dupsubject.csv", index=False)
+    (d / "resp_duphead.csv").write_text("model,q1,q2,q1\nm0,1,0,1\nm1,0,1,0\n")
+    miss = resp.astype(object)
+    miss.loc[11, IDS] = np.nan
+    miss.to_csv(d / "resp_allmissing_row.csv", index=False)
+    oth = resp.copy()
+    oth.columns = ["model"] + [f"z{j}" for j in range(N_ITEMS)]
+    oth.to_csv(d / "resp_other_items.csv", index=False)
+    resp[["model", "q0"]].to_csv(d / "one_item.csv", index=False)
+    (d / "th_empty.csv").write_bytes(b"")
+    (d / "th_nonutf8.csv").write_bytes(b"subject_id,theta\n\xff\xfeabc,0.5\n")
+    pd.DataFrame({"subject_id": ["a", "b"], "theta": [1e6, 0.5]}).to_csv(d / "th_huge.csv", index=False)
+    pd.DataFrame({"subject_id": ["a", "b"], "theta": ["high", 0.5]}).to_csv(d / "th_text.csv", index=False)
+    pd.DataFrame({"subject_id": ["a"], "ability": [0.1]}).to_csv(d / "th_notheta.csv", index=False)
+    (d / "anchors_nonutf8.txt").write_bytes(b"q1\nq\xff2\n")
+    pd.DataFrame({"subject_id": ["a", "b"], "acc": [0.1, 0.2]}).to_csv(d / "scores_bad.csv", index=False)
+    return d
+
+
+# ------------------------------------------------------------------------------ CLI cases
+# (id, argv with {d} = workspace, strings the one-line message must contain)
+CLI_CASES = [
+    # calibrate
+    ("calibrate-nonutf8", "calibrate {d}/nonutf8_resp.csv -o {d}/o/b.csv", ["nonutf8_resp.csv", "UTF-8"]),
+    ("calibrate-truncated-gz", "calibrate {d}/trunc.csv.gz -o {d}/o/b.csv", ["trunc.csv.gz", "gzip"]),
+    ("calibrate-corrupt-parquet", "calibrate {d}/corrupt.parquet -o {d}/o/b.csv", ["corrupt.parquet", "Parquet"]),
+    ("calibrate-dir-as-responses", "calibrate {d}/adir -o {d}/o/b.csv", ["adir", "directory"]),
+    ("calibrate-dir-as-output", "calibrate {d}/resp.csv -o {d}/adir", ["adir", "directory"]),
+    ("calibrate-output-under-file", "calibrate {d}/resp.csv -o {d}/afile/b.csv", ["afile", "not a directory"]),
+    ("calibrate-semicolon", "calibrate {d}/semicolon.csv -o {d}/o/b.csv", ["semicolon.csv", "';'"]),
+    ("calibrate-empty-file", "calibrate {d}/empty.csv -o {d}/o/b.csv", ["empty.csv", "empty"]),
+    ("calibrate-header-only", "calibrate {d}/header_only.csv -o {d}/o/b.csv", ["header_only.csv", "no subject rows"]),
+    ("calibrate-one-item", "calibrate {d}/one_item.csv -o {d}/o/b.csv --no-filter", ["1 item", "add items"]),
+    ("calibrate-one-subject", "calibrate {d}/resp1.csv -o {d}/o/b.csv --no-filter", ["subject"]),
+    ("calibrate-text-cell", "calibrate {d}/resp_text.csv -o {d}/o/b.csv", ["'yes'", "q2"]),
+    ("calibrate-value-2", "calibrate {d}/resp_value2.csv -o {d}/o/b.csv", ["outside [0, 1]", "q5"]),
+    ("calibrate-dup-subject", "calibrate {d}/resp_dupsubject.csv -o {d}/o/b.csv", ["duplicate subject id", "'m0'"]),
+    ("calibrate-dup-item", "calibrate {d}/resp_duphead.csv -o {d}/o/b.csv", ["duplicate item id", "'q1'"]),
+    ("calibrate-all-missing-row", "calibrate {d}/resp_allmissing_row.csv -o {d}/o/b.csv", ["m11", "--drop-empty"]),
+    ("calibrate-missing-file", "calibrate {d}/nosuch.csv -o {d}/o/b.csv", ["nosuch.csv", "does not exist"]),
+    ("calibrate-unsupported-type", "calibrate {d}/resp.xlsx -o {d}/o/b.csv", ["resp.xlsx", ".csv"]),
+    ("calibrate-bad-model", "calibrate {d}/resp.csv -o {d}/o/b.csv --model 5pl", ["5pl"]),
+    ("calibrate-bad-prior", "calibrate {d}/resp.csv -o {d}/o/b.csv --prior-c beta(x)", ["beta(x)"]),
+    ("calibrate-bad-quadpts", "calibrate {d}/resp.csv -o {d}/o/b.csv --quadpts 2", ["quadpts"]),
+    ("calibrate-bad-tol", "calibrate {d}/resp.csv -o {d}/o/b.csv --tol 0", ["tol"]),
+    ("calibrate-bad-format", "calibrate {d}/resp.csv -o {d}/o/b.csv --format xml", ["--format", "xml"]),
+    ("calibrate-summary-dir", "calibrate {d}/resp.csv -o {d}/o/b.csv --summary {d}/adir", ["--summary", "directory"]),
+    ("calibrate-unknown-bundled", "calibrate arcc -o {d}/o/b.csv", ["arcc", "bundled"]),
+    # fit
+    ("fit-bank-nonutf8", "fit {d}/resp.csv --bank {d}/nonutf8_bank.csv", ["nonutf8_bank.csv", "UTF-8"]),
+    ("fit-bank-extreme", "fit {d}/resp.csv --bank {d}/bank_extreme.csv", ["q3", "1e+06"]),
+    ("fit-one-subject", "fit {d}/resp1.csv --bank {d}/bank.csv", ["at least 2 subjects"]),
+    ("fit-bank-dir", "fit {d}/resp.csv --bank {d}/adir", ["adir", "directory"]),
+    ("fit-bank-corrupt-parquet", "fit {d}/resp.csv --bank {d}/corrupt.parquet", ["corrupt.parquet", "Parquet"]),
+    ("fit-bank-unknown", "fit {d}/resp.csv --bank nope", ["nope", "bundled bank"]),
+    ("fit-truncated-gz", "fit {d}/trunc.csv.gz --bank {d}/bank.csv", ["trunc.csv.gz", "gzip"]),
+    ("fit-output-dir", "fit {d}/resp.csv --bank {d}/bank.csv -o {d}/adir", ["adir", "directory"]),
+    ("fit-bad-estimated", "fit {d}/resp.csv --bank {d}/bank.csv --estimated 7pl", ["--estimated", "7pl"]),
+    ("fit-dup-bank-id", "fit {d}/resp.csv --bank {d}/dupbank.csv", ["'q1'", "rows [0, 2]"]),
+    ("fit-no-common-items", "fit {d}/resp_other_items.csv --bank {d}/bank.csv", ["none of the", "z0"]),
+    ("fit-bad-extra-items", "fit {d}/resp.csv --bank {d}/bank.csv --extra-items maybe", ["--extra-items"]),
+    # score
+    ("score-bank-nonutf8", "score {d}/resp.csv --bank {d}/nonutf8_bank.csv", ["nonutf8_bank.csv", "UTF-8"]),
+    ("score-bank-huge-a", "score {d}/resp.csv --bank {d}/bank_huge_a.csv", ["q2", "'a'"]),
+    ("score-prior-mean-nan", "score {d}/resp.csv --bank {d}/bank.csv --prior-mean nan", ["--prior-mean"]),
+    ("score-prior-sd-zero", "score {d}/resp.csv --bank {d}/bank.csv --prior-sd 0", ["--prior-sd"]),
+    ("score-bad-method", "score {d}/resp.csv --bank {d}/bank.csv --method xyz", ["--method", "xyz"]),
+    ("score-output-dir", "score {d}/resp.csv --bank {d}/bank.csv -o {d}/adir", ["adir", "directory"]),
+    ("score-output-under-file", "score {d}/resp.csv --bank {d}/bank.csv -o {d}/afile/s.csv", ["afile"]),
+    ("score-truncated-gz", "score {d}/trunc.csv.gz --bank {d}/bank.csv", ["trunc.csv.gz", "gzip"]),
+    ("score-c-ge-u", "score {d}/resp.csv --bank {d}/bank_c_ge_u.csv", ["q4", "c < u"]),
+    ("score-text-param", "score {d}/resp.csv --bank {d}/bank_text.csv", ["'hard'", "q5"]),
+    ("score-bad-reconstruct", "score {d}/resp.csv --bank {d}/bank.csv --reconstruct foo", ["--reconstruct"]),
+    ("score-lambda-out-of-range", "score {d}/resp.csv --bank {d}/bank.csv --reconstruct gpirt --lambda 2", ["--lambda"]),
+    ("score-bad-extra-items", "score {d}/resp.csv --bank {d}/bank.csv --extra-items maybe", ["--extra-items"]),
+    ("score-no-common-items", "score {d}/resp_other_items.csv --bank {d}/bank.csv", ["none of the"]),
+    ("score-semicolon", "score {d}/semicolon.csv --bank {d}/bank.csv", ["semicolon.csv", "';'"]),
+    ("score-dir-responses", "score {d}/adir --bank {d}/bank.csv", ["adir", "directory"]),
+    # items
+    ("items-bank-nonutf8", "items --bank {d}/nonutf8_bank.csv", ["nonutf8_bank.csv", "UTF-8"]),
+    ("items-responses-nonutf8", "items --bank {d}/bank.csv {d}/nonutf8_resp.csv", ["nonutf8_resp.csv", "UTF-8"]),
+    ("items-no-bank", "items", ["--bank"]),
+    ("items-output-dir", "items --bank {d}/bank.csv -o {d}/adir", ["adir", "directory"]),
+    ("items-bank-extreme", "items --bank {d}/bank_extreme.csv", ["q3"]),
+    # info
+    ("info-nonutf8", "info {d}/nonutf8_bank.csv", ["nonutf8_bank.csv", "UTF-8"]),
+    ("info-truncated-gz", "info {d}/trunc.csv.gz", ["trunc.csv.gz", "gzip"]),
+    ("info-corrupt-parquet", "info {d}/corrupt.parquet", ["corrupt.parquet", "Parquet"]),
+    ("info-dir", "info {d}/adir", ["adir", "directory"]),
+    ("info-empty", "info {d}/empty.csv", ["empty.csv", "empty"]),
+    ("info-dup-bank", "info {d}/dupbank.csv", ["'q1'", "rows [0, 2]"]),
+    ("info-semicolon", "info {d}/semicolon.csv", ["semicolon.csv", "';'"]),
+    ("info-missing", "info {d}/nosuch.csv", ["nosuch.csv"]),
+    # simulate
+    ("simulate-bank-nonutf8", "simulate --bank {d}/nonutf8_bank.csv --thetas {d}/th.csv -o {d}/sim", ["nonutf8_bank.csv", "UTF-8"]),
+    ("simulate-thetas-empty", "simulate --bank {d}/bank.csv --thetas {d}/th_empty.csv -o {d}/sim", ["th_empty.csv", "empty"]),
+    ("simulate-thetas-nonutf8", "simulate --bank {d}/bank.csv --thetas {d}/th_nonutf8.csv -o {d}/sim", ["th_nonutf8.csv", "UTF-8"]),
+    ("simulate-thetas-huge", "simulate --bank {d}/bank.csv --thetas {d}/th_huge.csv -o {d}/sim", ["th_huge.csv", "1e+06", "row 2"]),
+    ("simulate-thetas-text", "simulate --bank {d}/bank.csv --thetas {d}/th_text.csv -o {d}/sim", ["th_text.csv", "'high'"]),
+    ("simulate-thetas-dir", "simulate --bank {d}/bank.csv --thetas {d}/adir -o {d}/sim", ["adir", "directory"]),
+    ("simulate-output-is-file", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/afile", ["afile", "existing file"]),
+    ("simulate-no-input", "simulate --bank {d}/bank.csv -o {d}/sim", ["RESPONSES", "--thetas"]),
+    ("simulate-no-output", "simulate --bank {d}/bank.csv --thetas {d}/th.csv", ["-o/--output"]),
+    ("simulate-no-theta-column", "simulate --bank {d}/bank.csv --thetas {d}/th_notheta.csv -o {d}/sim", ["th_notheta.csv", "theta column"]),
+    ("simulate-truncated-gz", "simulate {d}/trunc.csv.gz --bank {d}/bank.csv -o {d}/sim", ["trunc.csv.gz", "gzip"]),
+    ("simulate-bad-selection", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --selection foo", ["foo"]),
+    ("simulate-theta0-nan", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --theta0 nan", ["--theta0"]),
+    ("simulate-bank-extreme", "simulate --bank {d}/bank_extreme.csv --thetas {d}/th.csv -o {d}/sim", ["q3"]),
+    ("simulate-max-items-zero", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --max-items 0", ["max_items"]),
+    # link
+    ("link-nonutf8", "link {d}/nonutf8_bank.csv {d}/bank.csv -o {d}/l.csv", ["nonutf8_bank.csv", "UTF-8"]),
+    ("link-zero-a", "link {d}/bank.csv {d}/bank_zero_a.csv -o {d}/l.csv", ["a > 0", "not identified"]),
+    ("link-disjoint", "link {d}/bank.csv {d}/bank_disjoint.csv -o {d}/l.csv", ["share 0"]),
+    ("link-output-dir", "link {d}/bank.csv {d}/bank.csv -o {d}/adir", ["adir", "directory"]),
+    ("link-bad-method", "link {d}/bank.csv {d}/bank.csv -o {d}/l.csv --method foo", ["foo"]),
+    ("link-anchors-nonutf8", "link {d}/bank.csv {d}/bank.csv -o {d}/l.csv --anchors {d}/anchors_nonutf8.txt", ["anchors_nonutf8.txt", "UTF-8"]),
+    ("link-anchors-dir", "link {d}/bank.csv {d}/bank.csv -o {d}/l.csv --anchors {d}/adir", ["adir", "directory"]),
+    ("link-bad-format", "link {d}/bank.csv {d}/bank.csv -o {d}/l.csv --format xml", ["--format"]),
+    ("link-ref-missing", "link {d}/nosuch.csv {d}/bank.csv -o {d}/l.csv", ["REF", "nosuch.csv"]),
+    # benchmark
+    ("benchmark-truncated-gz", "benchmark {d}/trunc.csv.gz -o {d}/run", ["trunc.csv.gz", "gzip"]),
+    ("benchmark-no-output", "benchmark {d}/resp.csv", ["-o/--output"]),
+    ("benchmark-output-is-file", "benchmark {d}/resp.csv -o {d}/afile", ["afile", "existing file"]),
+    ("benchmark-all-missing-row", "benchmark {d}/resp_allmissing_row.csv -o {d}/run", ["m11", "--drop-empty"]),
+    ("benchmark-bad-taus", "benchmark {d}/resp.csv -o {d}/run --taus a,b", ["--taus"]),
+    ("benchmark-bad-test-size", "benchmark {d}/resp.csv -o {d}/run --test-size 2", ["--test-size"]),
+    ("benchmark-nonutf8", "benchmark {d}/nonutf8_resp.csv -o {d}/run", ["nonutf8_resp.csv", "UTF-8"]),
+    # design
+    ("design-bank-nonutf8", "design --bank {d}/nonutf8_bank.csv -k 3", ["nonutf8_bank.csv", "UTF-8"]),
+    ("design-thetas-nonutf8", "design --bank {d}/bank.csv -k 3 --thetas {d}/th_nonutf8.csv", ["th_nonutf8.csv", "UTF-8"]),
+    ("design-output-dir", "design --bank {d}/bank.csv -k 3 -o {d}/adir", ["adir", "directory"]),
+    ("design-bank-dir", "design --bank {d}/adir -k 3", ["adir", "directory"]),
+    # ranks
+    ("ranks-nonutf8", "ranks {d}/nonutf8_bank.csv", ["nonutf8_bank.csv", "UTF-8"]),
+    ("ranks-no-theta", "ranks {d}/scores_bad.csv", ["scores_bad.csv", "theta"]),
+    ("ranks-bank-nonutf8", "ranks {d}/resp.csv --bank {d}/nonutf8_bank.csv", ["nonutf8_bank.csv", "UTF-8"]),
+    ("ranks-plots-is-file", "ranks {d}/resp.csv --bank {d}/bank.csv --plots {d}/afile", ["--plots", "existing file"]),
+    # compare / report / arena
+    ("compare-not-a-run", "compare {d}/adir", ["adir"]),
+    ("report-output-under-file", "report {d}/adir -o {d}/afile/r.html", ["afile", "not a directory"]),
+    ("arena-fit-dir", "arena fit {d}/adir", ["adir", "directory"]),
+    ("arena-fit-missing", "arena fit {d}/nosuch.csv", ["nosuch.csv", "does not exist"]),
+]
+
+
+@pytest.mark.parametrize("argv,needles", [pytest.param(a, n, id=i) for i, a, n in CLI_CASES])
+def test_cli_malformed(ws, capsys, argv, needles):
+    rc = main([part.format(d=ws) for part in argv.split()])
+    err = capsys.readouterr().err
+    assert rc == 2, f"exit code {rc}, stderr: {err!r}"
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, f"expected one line, got: {err!r}"
+    assert lines[0].startswith("error: ") and "Traceback" not in err and "Aborted" not in err
+    for needle in needles:
+        assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
+
+
+# ------------------------------------------------------------------------------ API cases
+def _snapshot():
+    bank = _bank()
+    s = CATSession(bank, CATConfig(min_items=3, max_items=6), np.random.default_rng(0))
+    for _ in range(3):
+        s.record(s.next_item(), 1)
+    return bank, s.to_dict()
+
+
+def _drop(d, key):
+    d = dict(d)
+    d.pop(key)
+    return d
+
+
+def _api_cases():
+    bank = _bank()
+    arr = _responses().drop(columns="model").to_numpy(float)
+    one = ResponseMatrix(arr[:1], ["m0"], IDS)
+    zero = ItemBank(IDS, np.zeros(N_ITEMS), bank.b)
+    flat = ItemBank(IDS, bank.a, np.zeros(N_ITEMS))
+    bad2, badm1 = arr[:3].copy(), arr[:3].copy()
+    bad2[1, 4], badm1[2, 7] = 2, -1
+    sb, snap = _snapshot()
+    short = dict(snap, scores=snap["scores"][:-1])
+    return [
+        ("rm-text", lambda: ResponseMatrix([["a", 1], [0, 1]]), ResponseDataError, ["'a'", "row 0"]),
+        ("rm-value-2", lambda: ResponseMatrix(np.array([[2.0, 1.0]])), ResponseDataError, ["outside"]),
+        ("rm-inf", lambda: ResponseMatrix([[np.inf, 1.0]]), ResponseDataError, ["outside"]),
+        ("rm-frame-text", lambda: ResponseMatrix.from_frame(pd.DataFrame({"q": ["x", 1]}, index=["a", "b"])),
+         ResponseDataError, ["'x'", "'q'"]),
+        ("rm-empty", lambda: ResponseMatrix(np.empty((0, 3))), ResponseDataError, ["empty"]),
+        ("bank-dup", lambda: ItemBank(["q1", "q1"], [1, 1], [0, 0]), BankError, ["'q1'", "rows [0, 1]"]),
+        ("bank-huge-a", lambda: ItemBank(["q"], [1e308], [0]), BankError, ["'a'", "q (row 0"]),
+        ("bank-huge-b", lambda: ItemBank(["q"], [1.0], [1e9]), BankError, ["'b'"]),
+        ("bank-nan", lambda: ItemBank(["q"], [1.0], [np.nan]), BankError, ["'b'", "not finite"]),
+        ("bank-index-of-missing", lambda: bank.index_of("q19"), BankError, ["'q19'"]),
+        ("ability-value-2", lambda: estimate_ability(bad2, bank), ResponseDataError, ["outside", "row 1"]),
+        ("ability-value-minus1", lambda: estimate_ability(badm1, bank, "wle"), ResponseDataError, ["-1"]),
+        ("ability-prior-nan", lambda: estimate_ability(arr, bank, prior_mean=np.nan), ConfigError, ["prior_mean"]),
+        ("ability-prior-sd", lambda: estimate_ability(arr, bank, prior_sd=-1), ConfigError, ["prior_sd"]),
+        ("ability-method", lambda: estimate_ability(arr, bank, "mle2"), ConfigError, ["mle2"]),
+        ("ability-shape", lambda: estimate_ability(arr[:, :5], bank), ResponseDataError, ["shape"]),
+        ("ability-bank-name", lambda: estimate_ability(arr, "arc"), ConfigError, ["'arc'", "ItemBank"]),
+        ("ability-quadpts", lambda: estimate_ability(arr, bank, quadpts=1), ConfigError, ["quadpts"]),
+        ("eap-prior-sd", lambda: eap(arr, bank, prior_sd=0), ConfigError, ["prior_sd"]),
+        ("wle-value-2", lambda: wle(bad2, bank), ResponseDataError, ["outside"]),
+        ("calibrate-one-item", lambda: at.calibrate(arr[:, :1], model="2pl"), ResponseDataError, ["1 item"]),
+        ("calibrate-two-items-3pl", lambda: at.calibrate(arr[:, :2], model="3pl"), ResponseDataError, ["2 item"]),
+        ("calibrate-one-subject", lambda: at.calibrate(arr[:1], model="2pl"), ResponseDataError, ["subject"]),
+        ("calibrate-text", lambda: at.calibrate([["x", 1], [0, 1]]), ResponseDataError, ["'x'"]),
+        ("calibrate-model", lambda: at.calibrate(arr, model="5pl"), ConfigError, ["5pl"]),
+        ("m2-one-subject", lambda: irt_fit.m2(one, bank), ResponseDataError, ["at least 2"]),
+        ("link-zero-a", lambda: link_banks(bank, zero), ConfigError, ["a > 0"]),
+        ("link-flat-b", lambda: link_banks(bank, flat, "mean-sigma"), ConfigError, ["spread"]),
+        ("snapshot-no-rng", lambda: CATSession.from_dict(_drop(snap, "rng"), sb), ConfigError, ["'rng'"]),
+        ("snapshot-short-scores", lambda: CATSession.from_dict(short, sb), ConfigError, ["scores"]),
+        ("snapshot-not-dict", lambda: CATSession.from_dict("{}", sb), ConfigError, ["dict"]),
+        ("snapshot-bad-event", lambda: CATSession.from_dict(dict(snap, events=[["x"]] + snap["events"][1:]), sb),
+         ConfigError, ["event 0"]),
+        ("resolve-bank-unknown", lambda: at.datasets.resolve_bank("nope"), BankError, ["'nope'", "paper-arc"]),
+        ("resolve-responses-unknown", lambda: at.datasets.resolve_responses("nope"), ResponseDataError, ["'nope'"]),
+    ]
+
+
+API_CASES = _api_cases()
+
+
+@pytest.mark.parametrize("call,exc,needles", [pytest.param(c, e, n, id=i) for i, c, e, n in API_CASES])
+def test_api_malformed(call, exc, needles):
+    with pytest.raises(exc) as info:
+        call()
+    msg = str(info.value)
+    assert "\n" not in msg.strip()
+    for needle in needles:
+        assert needle in msg, f"{needle!r} not in {msg!r}"
+
+
+FILE_API = [
+    ("read-nonutf8", lambda d: ResponseMatrix.read(d / "nonutf8_resp.csv"), ResponseDataError, ["nonutf8_resp.csv", "UTF-8"]),
+    ("read-truncated-gz", lambda d: ResponseMatrix.read(d / "trunc.csv.gz"), ResponseDataError, ["gzip"]),
+    ("read-semicolon", lambda d: ResponseMatrix.read(d / "semicolon.csv"), ResponseDataError, ["';'"]),
+    ("bank-read-corrupt", lambda d: ItemBank.read(d / "corrupt.parquet"), BankError, ["Parquet"]),
+    ("bank-read-dir", lambda d: ItemBank.read(d / "adir"), BankError, ["directory"]),
+    ("bank-write-dir", lambda d: _bank().write(d / "adir"), ConfigError, ["directory"]),
+    ("rm-write-under-file", lambda d: ResponseMatrix(np.eye(2)).write(d / "afile" / "x.csv"), ConfigError, ["afile"]),
+]
+
+
+@pytest.mark.parametrize("call,exc,needles", [pytest.param(c, e, n, id=i) for i, c, e, n in FILE_API])
+def test_file_api_malformed(ws, call, exc, needles):
+    with pytest.raises(exc) as info:
+        call(ws)
+    for needle in needles:
+        assert needle in str(info.value)
+
+
+def test_catalogue_size():
+    assert len(CLI_CASES) + len(API_CASES) + len(FILE_API) >= 80
+    commands = {a.split()[0] for _, a, _ in CLI_CASES if a}
+    assert commands >= {"calibrate", "fit", "score", "items", "info", "simulate", "link",
+                        "benchmark", "design", "ranks", "compare", "report", "arena"}
+
+
+# --------------------------------------------------- degenerate but valid: finite answers
+def test_index_of_single_string_is_not_split():
+    bank = _bank()
+    assert bank.index_of("q11") == 11
+    assert list(bank.index_of(["q11", "q1"])) == [11, 1]
+
+
+def test_extreme_but_allowed_bank_gives_finite_fit_and_scores(tmp_path):
+    """Parameters at the ItemBank limits still give finite scores and fit statistics."""
+    from atlascat.validation import MAX_ABS_A, MAX_ABS_B
+
+    bank = _bank()
+    a, b = bank.a.copy(), bank.b.copy()
+    a[3], b[3] = MAX_ABS_A, MAX_ABS_B
+    edge = ItemBank(IDS, a, b)
+    rm = ResponseMatrix.from_frame(_responses())
+    for method in ("eap", "wle", "map"):
+        df = estimate_ability(rm, edge, method)
+        # an answer the item makes impossible pushes WLE/MAP to the search bound: flagged so
+        assert np.isfinite(df["theta"]).all() and np.isfinite(df["se"]).all()
+        assert set(df["flag"]) <= {"ok", "at_bound"}
+    res = irt_fit.m2(rm, edge, estimated="none")
+    for key in ("M2", "RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR"):
+        assert math.isfinite(getattr(res, key)), key
+
+
+def test_simulate_summary_is_strict_json(ws, tmp_path):
+    th = tmp_path / "th.csv"
+    pd.DataFrame({"subject_id": ["lo", "hi"], "theta": [-10.0, 10.0]}).to_csv(th, index=False)
+    out = tmp_path / "sim"
+    assert main(["simulate", "--bank", str(ws / "bank.csv"), "--thetas", str(th), "-o", str(out),
+                 "--min-items", "3", "--max-items", "8"]) == 0
+    text = (out / "summary.json").read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    json.loads(text)
+
+
+def test_all_missing_subject_is_flagged_not_ok():
+    bank = _bank()
+    y = np.full((2, N_ITEMS), np.nan)
+    y[0, :3] = [1, 0, 1]
+    df = estimate_ability(y, bank, "wle")
+    assert df["flag"].tolist() == ["ok", "no_items"]
+
+
+def test_identified_small_calibration_is_finite_or_refused():
+    """Three items under a 1PL are identified: the result must be finite (never a ridge)."""
+    y = _responses(200).drop(columns="model").to_numpy(float)[:, [2, 5, 9]]
+    res = at.calibrate(y, model="1pl")
+    assert np.all(np.isfinite(res.bank.a)) and np.all(np.abs(res.bank.b) < 20)
+
+
+def test_errors_never_eat_markup_or_become_emoji(ws, capsys):
+    """Messages are printed literally: '[...]' stays, ':abc:' stays text."""
+    assert main(["fit", str(ws / "resp.csv"), "--bank", "[live]:abc:"]) == 2
+    err = capsys.readouterr().err
+    assert "[live]:abc:" in err
+
+
+def test_benchmark_offers_the_drop_empty_it_suggests(capsys):
+    main(["benchmark", "--help"])
+    assert "--drop-empty" in capsys.readouterr().out
