@@ -82,8 +82,8 @@ def register(app: typer.Typer) -> None:
         normalize_ids: bool = typer.Option(False, "--normalize-ids", help="X514 -> 514 item ids."),
         estimated: str = typer.Option(None, "--estimated",
                                       help="Parameters estimated from these data: none, rasch, 1pl, "
-                                           "2pl, 3pl, 4pl (default: the bank's model). Use none "
-                                           "for a bank calibrated on other data."),
+                                           "2pl, 3pl or 4pl; none for a bank calibrated on other "
+                                           "data [default: the bank's model]."),
         partition_size: int = typer.Option(None, "--partition-size",
                                            help="M2 per item partition of about this size "
                                                 "[default: 100 above 150 items, else none]."),

@@ -99,7 +99,7 @@ def _json_safe(obj):
 
 def simulate_command(
     responses: Optional[str] = typer.Argument(
-        None, metavar="[RESPONSES]",
+        None, metavar="RESPONSES",
         help="Response matrix to replay (real answers; file or bundled name). Without it, "
              "answers are drawn from the bank's model at --thetas."),
     bank: str = typer.Option(..., "--bank", "-b", help=bank_option_help()),

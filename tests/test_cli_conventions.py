@@ -1,0 +1,206 @@
+"""One consistent CLI: option names, help texts, deprecated aliases, bundled names, output that
+never truncates data, library defaults, and a progress bar that ends where the fit ended."""
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import typer
+from rich.console import Console
+
+import atlascat as at
+from atlascat import datasets
+from atlascat.cli import _common, app, main
+from atlascat.irt.bank import ItemBank
+
+OWNED_ELSEWHERE = {"evaluate", "runs"}   # live-runner's commands
+
+
+def _commands():
+    root = typer.main.get_command(app)
+
+    def walk(cmd, path=()):
+        if hasattr(cmd, "commands"):
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, path + (name,))
+        else:
+            yield path, cmd
+
+    return [(" ".join(p), c) for p, c in walk(root) if p[0] not in OWNED_ELSEWHERE]
+
+
+COMMANDS = _commands()
+
+
+@pytest.mark.parametrize("name,cmd", COMMANDS, ids=[n for n, _ in COMMANDS])
+def test_every_option_has_help_in_one_default_style(name, cmd):
+    for p in cmd.params:
+        if getattr(p, "hidden", False) or p.name == "help":
+            continue
+        assert (p.help or "").strip(), f"{name}: {p.name} has no help"
+        # defaults are shown by typer as [default: X]; computed ones are written the same way
+        assert not re.search(r"\(default|Default \w|; default ", p.help), f"{name}: {p.name}: {p.help}"
+        if p.param_type_name == "option" and isinstance(p.default, bool):
+            assert p.is_flag, f"{name}: {p.name} is a bool option that takes a value"
+
+
+@pytest.mark.parametrize("name,cmd", COMMANDS, ids=[n for n, _ in COMMANDS])
+def test_output_is_dash_o_output(name, cmd):
+    outs = [p for p in cmd.params if p.param_type_name == "option"
+            and any(o in ("-o", "--out", "--output") for o in p.opts) and not p.hidden]
+    for p in outs:
+        assert "-o" in p.opts and "--output" in p.opts, f"{name}: {p.opts}"
+
+
+def test_model_means_the_irt_model():
+    for name, cmd in COMMANDS:
+        for p in cmd.params:
+            if "--model" in getattr(p, "opts", []):
+                assert "IRT model" in p.help, name
+
+
+def test_flags_have_no_value_placeholder(capsys):
+    with pytest.raises(SystemExit):
+        app(["fit", "--help"], prog_name="atlas")
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "--json" in ln)
+    assert "<bool>" not in line and "BOOLEAN" not in line
+
+
+# --------------------------------------------------------------------------- fixtures
+@pytest.fixture
+def small(tmp_path):
+    rng = np.random.default_rng(4)
+    ids = [f"q{j}" for j in range(10)]
+    bank = ItemBank(ids, rng.uniform(0.8, 2, 10), np.linspace(-1.5, 1.5, 10))
+    bank.write(tmp_path / "bank.csv")
+    theta = rng.normal(size=120)
+    y = (rng.random((120, 10)) < bank.probability(theta)).astype(int)
+    df = pd.DataFrame(y, columns=ids)
+    df.insert(0, "model", [f"m{i}" for i in range(120)])
+    df.to_csv(tmp_path / "resp.csv", index=False)
+    pd.DataFrame({"subject_id": ["a", "b"], "theta": [0.0, 1.0]}).to_csv(tmp_path / "th.csv",
+                                                                         index=False)
+    return tmp_path
+
+
+# --------------------------------------------------------------------------- aliases
+def test_simulate_deprecated_spellings_still_work(small, capsys):
+    out = small / "sim"
+    rc = main(["simulate", "--bank", str(small / "bank.csv"), "--responses", str(small / "resp.csv"),
+               "--out", str(out), "--min-items", "3", "--max-items", "5"])
+    err = capsys.readouterr().err
+    assert rc == 0 and (out / "person_scores.csv").exists()
+    assert "--responses is deprecated" in err and "--out is deprecated" in err
+
+
+def test_simulate_positional_responses(small, capsys):
+    out = small / "sim2"
+    assert main(["simulate", str(small / "resp.csv"), "--bank", str(small / "bank.csv"),
+                 "-o", str(out), "--min-items", "3", "--max-items", "5"]) == 0
+    assert "deprecated" not in capsys.readouterr().err
+    assert len(pd.read_csv(out / "person_scores.csv")) == 120
+
+
+def test_old_and_new_spelling_together_is_an_error(small, capsys):
+    rc = main(["simulate", "--bank", str(small / "bank.csv"), "--thetas", str(small / "th.csv"),
+               "-o", str(small / "a"), "--out", str(small / "b")])
+    assert rc == 2 and "same option" in capsys.readouterr().err
+
+
+def test_items_positional_bank_is_deprecated(small, capsys):
+    assert main(["items", str(small / "bank.csv"), "--json"]) == 0
+    cap = capsys.readouterr()
+    assert "deprecated" in cap.err and json.loads(cap.out)["n_items"] == 10
+    assert main(["items", "--bank", str(small / "bank.csv"), str(small / "resp.csv"), "--json"]) == 0
+    assert "deprecated" not in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- names
+def test_bundled_names_mean_one_bank_everywhere(capsys):
+    content = datasets.resolve_bank("arc")
+    paper = datasets.resolve_bank("paper-arc")
+    assert len(paper) == 839 and len(content) != len(paper)
+    assert content.metadata is not None and "question" in content.metadata.columns
+    for argv in (["items", "--bank", "arc", "--json"], ["info", "arc", "--json"]):
+        assert main(argv) == 0
+        rep = json.loads(capsys.readouterr().out)
+        assert rep["n_items"] == len(content)
+    assert main(["info", "paper-arc", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_items"] == 839
+
+
+def test_missing_content_bank_points_to_the_paper_bank():
+    for bench in datasets.CONTENT_BENCHMARKS:
+        try:
+            datasets.content_bank_path(bench)
+        except at.BankError as exc:
+            assert bench in str(exc)
+            if bench in datasets.BANK_BENCHMARKS:
+                assert f"paper-{bench}" in str(exc)
+
+
+def test_bundled_matrix_name_as_responses(capsys):
+    assert main(["score", "truthfulqa", "--bank", "paper-truthfulqa", "-m", "eap"]) == 0
+    out = capsys.readouterr().out
+    assert f"{datasets.load_responses('truthfulqa').n_subjects} subjects" in out
+
+
+# --------------------------------------------------------------------------- output
+def test_piped_tables_never_truncate(capsys):
+    run_id = "1f6c0ffee" + "0123456789abcdef" * 3
+    df = pd.DataFrame({"run": [run_id], "model": ["org/" + "very-long-model-name-" * 4],
+                       "theta": [0.123456789]})
+    _common.print_frame(df, title="runs")
+    out = capsys.readouterr().out
+    assert run_id in out and "very-long-model-name-" * 4 in out and "0.1235" in out
+    assert "…" not in out and "..." not in out
+
+
+def test_piped_prose_is_not_wrapped(capsys):
+    _common.console.print("word " * 60)
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1
+
+
+def test_calibrate_progress_bar_ends_at_the_iteration_reached(small, monkeypatch):
+    buf = io.StringIO()
+    monkeypatch.setattr(_common, "err_console", Console(file=buf, force_terminal=True, width=100))
+    out = small / "bank_out.csv"
+    assert main(["calibrate", str(small / "resp.csv"), "-o", str(out), "--model", "2pl",
+                 "--max-iter", "700", "--summary", str(small / "s.json")]) == 0
+    n_iter = json.loads((small / "s.json").read_text())["n_iter"]
+    assert n_iter < 700
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
+    assert f"{n_iter}/{n_iter}" in text and "700/700" not in text
+
+
+def test_cli_and_library_calibrate_defaults_agree(small):
+    out = small / "cli_bank.csv"
+    assert main(["calibrate", str(small / "resp.csv"), "-o", str(out), "--quiet"]) == 0
+    lib = at.calibrate(at.ResponseMatrix.read(small / "resp.csv")).bank
+    cli = ItemBank.read(out)
+    assert list(cli.item_ids) == list(lib.item_ids)
+    np.testing.assert_allclose(cli.a, lib.a, rtol=1e-12)
+    np.testing.assert_allclose(cli.b, lib.b, rtol=1e-12)
+
+
+def test_report_defaults_into_the_run_directory_not_the_cwd(tmp_path, monkeypatch):
+    import atlascat.evaluate.report as report_mod
+
+    seen = {}
+
+    def fake_write_report(runs, out, title=None):
+        seen["out"] = out
+        out.write_text("<html></html>")
+        return out
+
+    monkeypatch.setattr(report_mod, "write_report", fake_write_report)
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "runs" / "arc"
+    run.mkdir(parents=True)
+    assert main(["report", str(run)]) == 0
+    assert seen["out"] == run / "report.html" and not (tmp_path / "report.html").exists()
