@@ -456,7 +456,7 @@ class TestCalibrateCLI:
         out, summary = tmp_path / "bank.csv", tmp_path / "s.json"
         code = main(["calibrate", str(shared_data / "openllm" / "tiny_truthfulqa.csv.gz"),
                      "-o", str(out), "--format", "mirt", "--max-iter", "20",
-                     "--summary", str(summary)])
+                     "--filter", "--summary", str(summary)])
         assert code == 0
         head = pd.read_csv(out)
         assert list(head.columns) == ["X", "a1", "d", "g", "u"]

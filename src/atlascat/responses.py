@@ -319,6 +319,12 @@ class ResponseMatrix:
             raise ResponseDataError(
                 f"the response matrix is empty ({df.shape[0]} rows, {df.shape[1]} item columns)"
             )
+        missing_ids = [i for i, v in enumerate(df.index) if v is None or (isinstance(v, float)
+                                                                          and np.isnan(v))
+                       or (isinstance(v, str) and not v.strip())]
+        if missing_ids:
+            raise ResponseDataError(f"subject id is missing at row(s) {missing_ids[:10]}; every "
+                                    "row needs an id in the first column (or the index)")
         values = cls._numeric_values(df)
         items = [normalize_item_id(c) for c in df.columns] if normalize_ids else list(df.columns)
         sids = [str(s) for s in df.index] if not (freq_column and isinstance(df.index, pd.RangeIndex)) \
@@ -422,6 +428,10 @@ class ResponseMatrix:
             # pattern tables (freq_column) may have no subject column: don't force one to text
             dtype = None if freq_column else {header[0]: str}
             df = read_frame(path, what=what, dtype=dtype, min_columns=2)
+            if not freq_column:
+                from .validation import literal_id_column
+
+                df = literal_id_column(df, path, header[0], sep=sep)
             if df.shape[0] == 0:
                 raise ResponseDataError(f"{what} {str(path)!r} has a header but no subject rows")
         else:

@@ -396,3 +396,19 @@ def check_linking_result(A, B, method: str) -> None:
     if not (np.isfinite(A) and np.isfinite(B) and A > 0):
         raise ConfigError(f"{method} linking gave A = {A:g}, B = {B:g}, not a usable scale "
                           "transformation; check the anchors or try another --method")
+
+
+def literal_id_column(df, path, column, *, sep: str = ","):
+    """Ids are text: a subject or item called ``NA``, ``null`` or ``nan`` must not become a
+    missing value. When pandas turned cells of the id ``column`` into NaN, re-read that column
+    verbatim (only then, so large files are parsed once in the usual case)."""
+    import pandas as pd
+
+    if column not in df.columns or not df[column].isna().any():
+        return df
+    raw = pd.read_csv(path, sep=sep, usecols=[column], dtype=str, keep_default_na=False,
+                      encoding="utf-8")[column]
+    if len(raw) == len(df):
+        df = df.copy()
+        df[column] = raw.to_numpy()
+    return df

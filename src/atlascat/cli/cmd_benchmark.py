@@ -101,6 +101,7 @@ def register(app: typer.Typer) -> None:
         from ..errors import ConfigError
         from ..evaluate.protocol import BenchmarkConfig, plan_stages, run_benchmark
 
+        tau_values = parse_floats(taus, "--taus")
         out = deprecated_alias(output, out_old, "--out", "--output")
         if out is None:
             raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
@@ -116,7 +117,7 @@ def register(app: typer.Typer) -> None:
         config = BenchmarkConfig(
             seed=seed, test_size=test_size, filter=not no_filter, model=model, model_fit=not no_fit,
             se_calibration=not no_se_calibration,
-            calibrate_options=cal, taus=parse_floats(taus, "--taus"), cat_options=cat,
+            calibrate_options=cal, taus=tau_values, cat_options=cat,
             random_k=random_k, random_replicates=replicates, anchor_k=anchor_k, info_k=info_k,
             optimal_k=optimal_k,
             optimal_criteria=tuple(c.strip() for c in criteria.split(",") if c.strip()),

@@ -51,7 +51,8 @@ def register(app: typer.Typer) -> None:
     ):
         """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
 
-        Filters first (--no-filter to skip), fits all items jointly (or linked partitions).
+        Filters items and subjects first when asked (--filter/--no-filter; the default is the
+        library's), fits all items jointly (or linked partitions).
         """
         import numpy as np
         import pandas as pd

@@ -312,6 +312,11 @@ class ItemBank:
         df = read_frame(path, what="bank file", error=BankError,
                         dtype=None if path.suffix == ".parquet" else {"item_id": str, "X": str},
                         min_columns=2)
+        if path.suffix != ".parquet":
+            from ..validation import literal_id_column
+
+            for col in ("item_id", "X"):
+                df = literal_id_column(df, path, col)
         if len(df) == 0:
             raise BankError(f"bank file {str(path)!r} has no item rows")
         return cls.from_frame(df, normalize_ids=normalize_ids, model=model)
