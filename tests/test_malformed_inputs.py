@@ -313,6 +313,19 @@ def _api_cases():
         ("snapshot-not-dict", lambda: CATSession.from_dict("{}", sb), ConfigError, ["dict"]),
         ("snapshot-bad-event", lambda: CATSession.from_dict(dict(snap, events=[["x"]] + snap["events"][1:]), sb),
          ConfigError, ["event 0"]),
+        ("link-bank-name", lambda: link_banks(bank, "arc"), ConfigError, ["'arc'", "ItemBank"]),
+        ("bank-bad-model", lambda: ItemBank(["q"], [1.0], [0.0], model="9pl"), BankError, ["9pl"]),
+        ("calibrate-missing-path", lambda: at.calibrate("no_such_matrix.csv"), ResponseDataError,
+         ["no_such_matrix.csv", "does not exist"]),
+        ("config-se-stop-nan", lambda: CATConfig(se_stop=float("nan")), ConfigError, ["se_stop"]),
+        ("session-record-nan", lambda: CATSession(bank).record("q1", float("nan")), ResponseDataError,
+         ["'q1'", "[0, 1]"]),
+        ("session-record-unknown", lambda: CATSession(bank).record("zz", 1), AtlasError, ["'zz'"]),
+        ("from-long-text", lambda: ResponseMatrix.from_long(
+            pd.DataFrame({"subject": ["a"], "item": ["q"], "score": ["x"]})), ResponseDataError, ["'x'", "row 0"]),
+        ("rm-weights-nan", lambda: ResponseMatrix(np.eye(2), weights=[np.nan, 1]), ResponseDataError, ["weights"]),
+        ("rm-missing-subject-id", lambda: ResponseMatrix.from_frame(
+            pd.DataFrame({"q": [1, 0]}, index=["a", None])), ResponseDataError, ["subject id", "row(s) [1]"]),
         ("resolve-bank-unknown", lambda: at.datasets.resolve_bank("nope"), BankError, ["'nope'", "paper-arc"]),
         ("resolve-responses-unknown", lambda: at.datasets.resolve_responses("nope"), ResponseDataError, ["'nope'"]),
     ]

@@ -338,6 +338,10 @@ def as_labelled_responses(responses, *, on_empty: str = "keep"):
 
     from .responses import ResponseMatrix
 
+    if isinstance(responses, (str, Path)):  # a file or a bundled name, as in the CLI
+        from .datasets import resolve_responses
+
+        return resolve_responses(responses, option="responses", on_empty=on_empty)
     if isinstance(responses, pd.Series):
         responses = responses.to_frame().T
     if isinstance(responses, pd.DataFrame):
@@ -412,3 +416,21 @@ def literal_id_column(df, path, column, *, sep: str = ","):
         df = df.copy()
         df[column] = raw.to_numpy()
     return df
+
+
+def json_safe(obj):
+    """A JSON-ready copy: numpy scalars and arrays to Python, non-finite floats to None (so the
+    output is strict JSON: no NaN / Infinity). Other objects pass through unchanged."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [json_safe(v) for v in obj.tolist()]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj

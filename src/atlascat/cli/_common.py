@@ -29,7 +29,14 @@ err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
 
 __all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
            "warn", "deprecated_alias", "bank_option_help", "output_file", "output_dir",
-           "load_bank", "load_responses"]
+           "load_bank", "load_responses", "json_safe"]
+
+
+def json_safe(obj):
+    """Strict-JSON copy (non-finite floats -> null); see :func:`atlascat.validation.json_safe`."""
+    from ..validation import json_safe as _safe
+
+    return _safe(obj)
 
 
 def print_error(message) -> None:

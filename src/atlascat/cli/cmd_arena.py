@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, output_file, print_frame
+from ._common import console, json_safe, output_file, print_frame
 
 arena_app = typer.Typer(help="Paired comparisons (arena battles): Bradley-Terry ratings with ties, "
                              "adaptive matchmaking.", no_args_is_help=True)
@@ -38,8 +38,8 @@ def fit(
         output.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(output, index=False, float_format="%.10g")
     if as_json:
-        console.print_json(json.dumps({"tie_param": model.tie_param_, "loglik": model.loglik_,
-                                       "ratings": table.to_dict(orient="records")}))
+        console.print_json(json.dumps(json_safe({"tie_param": model.tie_param_, "loglik": model.loglik_,
+                                       "ratings": table.to_dict(orient="records")})))
         return
     print_frame(table, title=f"Bradley-Terry ratings: {model.comparisons_.n_players} players, "
                              f"{model.comparisons_.n_games} games")

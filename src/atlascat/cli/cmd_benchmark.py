@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import (RESPONSES_HELP, console, escape, deprecated_alias, err_console, load_responses,
-                      output_dir, output_file)
+from ._common import (RESPONSES_HELP, console, deprecated_alias, err_console, escape,
+                      load_responses, output_dir, output_file)
 
 
 def parse_floats(text: str, what: str) -> tuple[float, ...]:

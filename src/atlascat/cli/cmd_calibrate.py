@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ._common import RESPONSES_HELP, console, load_responses, output_file, progress_bar
+from ._common import RESPONSES_HELP, console, json_safe, load_responses, output_file, progress_bar
 
 
 def register(app: typer.Typer) -> None:
@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
         info.update({"responses": str(responses), "output": str(output), "format": fmt})
         if summary is not None:
             summary.parent.mkdir(parents=True, exist_ok=True)
-            summary.write_text(json.dumps(info, indent=2, default=_jsonable))
+            summary.write_text(json.dumps(json_safe(info), indent=2, default=_jsonable))
         if scores is not None:
             df = pd.DataFrame({"subject_id": res.subject_ids.astype(str), "theta": res.theta,
                                "se": res.theta_se})

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import bank_option_help, console, output_file, print_frame
+from ._common import bank_option_help, console, json_safe, output_file, print_frame
 
 
 def load_design_bank(spec: str):
@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
             summary["output"] = str(output)
         if as_json:
             summary["item_ids"] = res.item_ids.tolist()
-            console.print_json(json.dumps(summary))
+            console.print_json(json.dumps(json_safe(summary)))
             return
         cols = [c for c in form.columns if c in ("position", "item_id", "a", "b", "c", "u", "d")
                 or (str(c)[:1] == "a" and str(c)[1:].isdigit())]

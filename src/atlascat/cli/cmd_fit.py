@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import RESPONSES_HELP, bank_option_help, console, err_console, output_file, print_frame
+from ._common import (RESPONSES_HELP, bank_option_help, console, err_console, output_file,
+                      print_frame)
 
 
 def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, seed: int = 0,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, escape
+from ._common import console, escape, json_safe
 
 
 def describe(path: Path) -> dict:
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
         """
         summary = describe(path)
         if as_json:
-            console.print_json(json.dumps(summary))
+            console.print_json(json.dumps(json_safe(summary)))
             return
         if summary["kind"] == "responses":
             console.print(f"[bold]{escape(path)}[/]: response matrix")

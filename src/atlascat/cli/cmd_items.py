@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from ._common import bank_option_help, console, deprecated_alias, output_file, print_frame, warn
+from ._common import (bank_option_help, console, deprecated_alias, json_safe, output_file,
+                      print_frame, warn)
 
 
 def register(app: typer.Typer) -> None:
@@ -74,7 +75,7 @@ def register(app: typer.Typer) -> None:
             out = {"n_items": int(len(q)), "n_flagged": int(len(flagged)), "counts": counts,
                    "flagged": flagged[["item_id", "a", "b", "c", "u", "info_share",
                                        "issues"]].to_dict(orient="records")}
-            console.print_json(json.dumps(out))
+            console.print_json(json.dumps(json_safe(out)))
             return
         console.print(f"[bold]{len(q)} items[/], {len(flagged)} flagged: "
                       + ", ".join(f"{k} {v}" for k, v in counts.items() if v))

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ._common import console, escape, load_bank, output_file
+from ._common import console, escape, json_safe, load_bank, output_file
 
 
 def _read_anchors(path: Path) -> list[str]:
@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
         linked.write(output, format=fmt)
         info = {**result.to_dict(), "output": str(output), "n_items_written": len(linked)}
         if as_json:
-            console.print_json(json.dumps(info))
+            console.print_json(json.dumps(json_safe(info)))
             return
         crit = "" if result.criterion is None else f", criterion {result.criterion:.4g}"
         console.print(f"{result.method}: A = {result.A:.6f}, B = {result.B:.6f} "

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import bank_option_help, console, output_dir, output_file, print_frame
+from ._common import bank_option_help, console, json_safe, output_dir, output_file, print_frame
 
 
 def register(app: typer.Typer) -> None:
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         if plots is not None:
             summary["plots"] = [str(p) for p in plot_rank_analysis(rep, plots)]
         if as_json:
-            console.print_json(json.dumps(summary))
+            console.print_json(json.dumps(json_safe(summary)))
             return
         console.print(f"{summary['n_models']} models: Spearman {rep.spearman:.4f}, "
                       f"Kendall {rep.kendall:.4f}")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import RESPONSES_HELP, bank_option_help, console, err_console, output_file, print_frame
+from ._common import (RESPONSES_HELP, bank_option_help, console, err_console, output_file,
+                      print_frame)
 
 METHODS = ("eap", "wle", "map", "ml")
 

@@ -8,8 +8,8 @@ from typing import Optional
 
 import typer
 
-from ._common import (bank_option_help, console, deprecated_alias, load_bank, load_responses,
-                      output_dir, print_frame, progress_bar)
+from ._common import (bank_option_help, console, deprecated_alias, json_safe, load_bank,
+                      load_responses, output_dir, print_frame, progress_bar)
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -74,27 +74,6 @@ def read_thetas(path: Path, option: str = "--thetas"):
         raise ResponseDataError(f"subject id {ids[int(np.flatnonzero(dup)[0])]!r} appears twice "
                                 f"in {str(path)!r}; each subject once")
     return ids, values
-
-
-def _json_safe(obj):
-    """Non-finite floats become null: the summary is strict JSON (no NaN / Infinity)."""
-    import math
-
-    import numpy as np
-
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_json_safe(v) for v in obj.tolist()]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
 
 
 def simulate_command(
@@ -203,7 +182,7 @@ def simulate_command(
     summary = result.summary()
     summary["inputs"] = {"bank": str(bank), "responses": None if responses is None else str(responses),
                          "thetas": None if thetas is None else str(thetas), "seed": seed}
-    (out / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2, allow_nan=False))
+    (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
 
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (sd)", f"{summary['items_mean']:.2f} ({summary['items_sd']:.2f})"),

@@ -77,7 +77,10 @@ class ItemBank:
                 raise BankError(f"metadata has {len(metadata)} rows but the bank has {n} items")
             metadata.index = pd.Index(ids, name="item_id")
         self.metadata = metadata
-        self.model = model or self._infer_model()
+        if model is not None and str(model).lower() not in ("rasch", "1pl", "2pl", "3pl", "4pl"):
+            raise BankError(f"unknown bank model {model!r}; use rasch, 1pl, 2pl, 3pl or 4pl (or "
+                            "None to infer it from the parameters)")
+        self.model = str(model).lower() if model else self._infer_model()
         self._index = {item: i for i, item in enumerate(ids)}
 
     # ------------------------------------------------------------------ validation

@@ -169,7 +169,11 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
 
     ``anchors``: the item ids to use (default: every id present in both banks; at least 2).
     """
-    method = method.lower().replace("_", "-")
+    from ..validation import check_bank
+
+    check_bank(ref)
+    check_bank(new)
+    method = str(method).lower().replace("_", "-")
     if method not in LINK_METHODS:
         raise ConfigError(f"unknown linking method {method!r}; choose one of {', '.join(LINK_METHODS)}")
     if anchors is None:
