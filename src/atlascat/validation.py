@@ -28,10 +28,11 @@ __all__ = [
 ]
 
 # Parameters beyond these are refused by ItemBank: no calibrated bank comes near them (the
-# paper's five banks: |a| <= 35, |b| <= 4671), and past them P(theta) is a step function whose
-# likelihood, information and fit statistics overflow.
+# paper's five banks: |a| <= 35, |b| <= 4671; a near-zero slope gives a large |b|, hence the
+# generous b limit), and past them P(theta) is a step function (huge a) or d = -a b overflows
+# the likelihood, information and fit statistics.
 MAX_ABS_A = 1e3
-MAX_ABS_B = 1e5
+MAX_ABS_B = 1e8
 
 _TEXT_SUFFIXES = (".csv", ".gz", ".txt", ".tsv")
 
@@ -287,12 +288,13 @@ def check_snapshot(d) -> None:
         raise ConfigError("CATSession snapshot lacks the bank fingerprint; save it again")
     events = d["events"]
     for i, ev in enumerate(events):
-        if (not isinstance(ev, (list, tuple)) or len(ev) != 2 or ev[0] not in ("r", "s")):
-            raise ConfigError(f"CATSession snapshot event {i} is {ev!r}; expected ['r'|'s', "
-                              "item_id]")
+        if (not isinstance(ev, (list, tuple)) or len(ev) != 2 or not isinstance(ev[0], str)
+                or not ev[0] or not isinstance(ev[1], (str, int))):
+            raise ConfigError(f"CATSession snapshot event {i} is {ev!r}; expected [kind, item_id] "
+                              "such as ['r', 'q12']")
     n_rec = sum(1 for ev in events if ev[0] == "r")
     for key in ("scores", "seconds"):
-        if len(d[key]) != n_rec:
+        if len(d[key]) < n_rec:
             raise ConfigError(f"CATSession snapshot has {n_rec} recorded answer(s) but "
                               f"{len(d[key])} {key} (truncated or edited); save it again")
     for i, v in enumerate(d["scores"]):
@@ -313,7 +315,8 @@ def bank_param_error(name: str, ids, values, rows) -> BankError:
     limit = MAX_ABS_A if name in ("a", "a1") else MAX_ABS_B
     detail = ", ".join(f"{ids[i]} (row {i}: {name}={values[i]:.4g})" for i in rows[:5])
     return BankError(f"parameter {name!r} beyond +-{limit:g} for item(s) {detail}: no calibrated "
-                     "item is that extreme (P(theta) is then a step); fix or drop these items")
+                     "item is that extreme; fix or drop these items (when calibrating: a prior "
+                     "such as --prior-a 'lognorm(0,0.5)' keeps slopes finite)")
 
 
 # ------------------------------------------------------------------ library arguments
