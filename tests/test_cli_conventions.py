@@ -204,3 +204,9 @@ def test_report_defaults_into_the_run_directory_not_the_cwd(tmp_path, monkeypatc
     run.mkdir(parents=True)
     assert main(["report", str(run)]) == 0
     assert seen["out"] == run / "report.html" and not (tmp_path / "report.html").exists()
+
+
+def test_piped_usage_errors_are_one_line(capsys):
+    assert main(["score", "--no-such-option"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--no-such-option" in err and "--help" in err

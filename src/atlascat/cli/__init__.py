@@ -96,7 +96,13 @@ def main(argv=None) -> int:
             return 2
         err_console.print("Aborted.")
         return 1
-    except ClickException as exc:  # usage errors: typer's own message, exit code 2
+    except ClickException as exc:  # usage errors: exit code 2
+        if not err_console.is_terminal and exc.format_message().strip():
+            # piped: one plain line, like every other error (no-args help is printed as is)
+            ctx = getattr(exc, "ctx", None)
+            where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            print_error(f"{exc.format_message()}{where}")
+            return exc.exit_code
         try:
             from typer import rich_utils
 
