@@ -63,8 +63,11 @@ def check_input_file(path, *, what: str = "input file", option: str | None = Non
     return p
 
 
-def _writable_ancestor(p: Path, option, what) -> None:
+def _writable_ancestor(p: Path, option, what, target: Path | None = None) -> None:
+    """``p``: the directory that must exist or be creatable; ``target``: the path the user gave
+    (named in the message)."""
     anc = p
+    p = p if target is None else target
     while not anc.exists():
         if anc.parent == anc:
             break
@@ -84,7 +87,7 @@ def check_output_file(path, *, option: str | None = "-o/--output",
     if p.is_dir():
         raise ConfigError(f"{what} {_label(p, option)} is a directory; give a file name inside "
                           f"it, e.g. {str(p / 'out.csv')!r}")
-    _writable_ancestor(p.parent, option, what)
+    _writable_ancestor(p.parent, option, what, target=p)
     if p.exists() and not os.access(p, os.W_OK):
         raise ConfigError(f"{what} {_label(p, option)} exists and is not writable; choose "
                           "another file")
@@ -159,8 +162,9 @@ def read_frame(path, *, what: str = "input file", option: str | None = None,
         raise error(f"cannot read {what} {label}: {exc.strerror}") from None
     except Exception as exc:  # pyarrow / fastparquet errors on a corrupt Parquet file
         if suffix == ".parquet":
-            raise error(f"{what} {label} is not a readable Parquet file ({one_line(exc)[:160]}); "
-                        "re-write it (DataFrame.to_parquet) or give a CSV") from None
+            reason = one_line(exc).split(". ")[0][:120]
+            raise error(f"{what} {label} is not a readable Parquet file ({reason}); re-write it "
+                        "(DataFrame.to_parquet) or give a CSV") from None
         raise
     if min_columns > 1 and df.shape[1] < min_columns and df.shape[1] >= 1:
         head = str(df.columns[0])
