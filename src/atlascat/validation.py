@@ -210,6 +210,12 @@ def check_scores(y: np.ndarray, *, item_ids=None, subject_ids=None) -> np.ndarra
                     f"non-numeric score {raw[idx]!r} at {_cell(idx, item_ids, subject_ids)}; "
                     "scores must be numbers in [0, 1], NaN for missing") from None
         raise
+    if arr.size == 0:
+        return arr
+    flat = arr.ravel()
+    lo, hi = np.fmin.reduce(flat), np.fmax.reduce(flat)  # NaN-ignoring, one pass each
+    if (lo >= 0 and hi <= 1) or (np.isnan(lo) and np.isnan(hi)):
+        return arr
     bad = np.argwhere(np.isinf(arr) | (~np.isnan(arr) & ((arr < 0) | (arr > 1))))
     if bad.size:
         idx = tuple(bad[0])
