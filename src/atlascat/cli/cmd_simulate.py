@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ._common import (bank_option_help, console, deprecated_alias, json_safe, load_bank,
+from ._common import (bank_option_help, console, deprecated_alias, escape, json_safe, load_bank,
                       load_responses, output_dir, print_frame, progress_bar)
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
@@ -195,7 +195,8 @@ def simulate_command(
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
-    console.print(f"wrote {out}/ (person_scores.csv, selected_items/, item_exposure.csv, "
+    console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
+                  f"{'selected_items/, ' if selected else ''}item_exposure.csv, "
                   "item_positions.csv, summary.json)")
 
 
