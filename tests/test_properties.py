@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import string
 
 import numpy as np
@@ -27,7 +28,9 @@ from atlascat.irt.ability import estimate_ability  # noqa: E402
 from atlascat.irt.bank import ItemBank  # noqa: E402
 from atlascat.responses import ResponseMatrix  # noqa: E402
 
-FAST = settings(max_examples=40, deadline=None,
+# ATLAS_HYPOTHESIS_EXAMPLES=500 for a deeper local search; CI keeps the suite fast
+N_EXAMPLES = int(os.environ.get("ATLAS_HYPOTHESIS_EXAMPLES", "40"))
+FAST = settings(max_examples=N_EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 
@@ -239,7 +242,7 @@ def test_bank_write_read_round_trip(tmp_path_factory, bank, suffix, fmt):
     np.testing.assert_allclose(back.c, bank.c, rtol=0, atol=0)
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=max(60, N_EXAMPLES), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=300), st.sampled_from([".csv", ".csv.gz", ".parquet", ".tsv"]),
        st.booleans())

@@ -276,7 +276,10 @@ def check_identified(values: np.ndarray, model: str) -> None:
 
 # --------------------------------------------------------------------- CAT snapshots
 _SNAPSHOT_KEYS = {"format": str, "config": dict, "bank": dict, "events": list, "scores": list,
-                  "seconds": list, "rng": dict, "done": (bool, int)}
+                  "seconds": list, "rng": dict, "done": (bool, int),
+                  "stop_reason": (str, type(None))}
+_SNAPSHOT_OPTIONAL = {"sh_rejected": list, "pending": (str, int, type(None)),
+                      "pending_seconds": (int, float)}
 
 
 def check_snapshot(d) -> None:
@@ -292,6 +295,10 @@ def check_snapshot(d) -> None:
             raise ConfigError(f"CATSession snapshot lacks {key!r} (truncated?); save it again "
                               "with to_dict()")
         if not isinstance(d[key], typ):
+            raise ConfigError(f"CATSession snapshot field {key!r} has type "
+                              f"{type(d[key]).__name__}; it was edited or damaged")
+    for key, typ in _SNAPSHOT_OPTIONAL.items():
+        if key in d and not isinstance(d[key], typ):
             raise ConfigError(f"CATSession snapshot field {key!r} has type "
                               f"{type(d[key]).__name__}; it was edited or damaged")
     if "fingerprint" not in d["bank"]:
