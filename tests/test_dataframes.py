@@ -130,3 +130,10 @@ def test_index_of_takes_one_id_or_many(bank):
     assert bank.index_of("item07") == 7
     assert bank.index_of(np.str_("item07")) == 7
     np.testing.assert_array_equal(bank.index_of(("item07", "item00")), [7, 0])
+
+
+def test_filter_and_split_take_labelled_frames(frame):
+    kept, report = at.filter_items(frame)
+    assert set(kept.item_ids) <= set(ITEMS) and set(kept.subject_ids) <= set(frame.index)
+    train, test = at.stratified_split(frame, rng=np.random.default_rng(0))
+    assert sorted(list(train.subject_ids) + list(test.subject_ids)) == sorted(frame.index)

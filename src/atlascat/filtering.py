@@ -104,6 +104,9 @@ def filter_items(responses: ResponseMatrix, *, min_sd: float = 0.01, max_mean: f
 
     Set a threshold to ``None`` to skip that rule.
     """
+    from .validation import as_response_matrix
+
+    responses = as_response_matrix(responses)  # DataFrames keep their labels
     if subject_percentile is not None and not 0 <= subject_percentile < 100:
         raise ConfigError(f"subject_percentile must be in [0, 100), got {subject_percentile}")
     report = FilterReport(
@@ -158,6 +161,9 @@ def stratified_split(responses: ResponseMatrix, *, test_size: float = 0.1, n_bin
     ``test_size`` (rounded, at least one when the bin has two or more subjects) goes to test.
     Returns ``(train, test)`` ResponseMatrix objects.
     """
+    from .validation import as_response_matrix
+
+    responses = as_response_matrix(responses)  # DataFrames keep their labels
     if not 0 < test_size < 1:
         raise ConfigError(f"test_size must be in (0, 1), got {test_size}")
     if responses.n_subjects < 2:

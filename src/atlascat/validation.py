@@ -454,3 +454,17 @@ def json_safe(obj):
     if isinstance(obj, (float, np.floating)):
         return float(obj) if math.isfinite(obj) else None
     return obj
+
+
+def as_response_matrix(responses, *, on_empty: str = "keep"):
+    """A ResponseMatrix from a ResponseMatrix, a labelled DataFrame (labels kept), an array
+    (NaN = missing), or a file path / bundled name."""
+    from .responses import ResponseMatrix
+
+    responses = as_labelled_responses(responses, on_empty=on_empty)
+    if isinstance(responses, ResponseMatrix):
+        return responses
+    arr = np.asarray(responses, dtype=object)
+    if arr.ndim != 2:
+        raise ResponseDataError(f"responses must be 2-D (subjects x items), got shape {arr.shape}")
+    return ResponseMatrix(arr, on_empty=on_empty)
