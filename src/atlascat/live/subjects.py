@@ -973,10 +973,11 @@ def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **kw):
                               f"pip install 'atlascat[{extra}]'") from None
         except AttributeError:
             raise ConfigError(f"--subject {kind}: this ATLAS has no {cls_name}") from None
-        opts = {k: v for k, v in kw.items() if k not in _HTTP_OPTS and v is not None}
+        opts = {k: v for k, v in kw.items()
+                if k not in _HTTP_OPTS and k not in ("chat", "bank") and v is not None}
         if model:
             opts.setdefault("name", model)
         if hasattr(cls, "from_spec"):
-            return cls.from_spec(rest, **opts)
+            return _construct(cls.from_spec, rest, **opts)
         return _construct(cls, rest, **opts)
     raise ConfigError(f"--subject {spec!r}: unknown kind {kind!r}; {usage}")
