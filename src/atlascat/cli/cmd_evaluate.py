@@ -267,9 +267,7 @@ def register(app: typer.Typer) -> None:
             common = dict(bank=bk, api_key_env=api_key_env, limiter=limiter, chat=chat,
                           max_concurrency=max(1, int(max_concurrency)), **http_opts)
             if kind in ("openai", "completions"):
-                if not names:
-                    raise ConfigError("give the model name with --llm NAME (repeat for several)")
-                subjects = [subject_from_spec(subject, model=n, **common) for n in names]
+                subjects = [subject_from_spec(subject, model=n, **common) for n in names or [None]]
             else:
                 if len(names) > 1:
                     raise ConfigError(f"--subject {kind}: takes one model; give --llm once")

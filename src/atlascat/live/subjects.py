@@ -943,6 +943,9 @@ def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **kw):
     if not sep or not rest:
         raise ConfigError(f"--subject {spec!r}: {usage}")
     http = {k: v for k, v in kw.items() if k in _HTTP_OPTS and v is not None}
+    if kind in ("openai", "completions") and not model:
+        raise ConfigError(f"--subject {kind}:URL needs the model name the server serves: "
+                          "--llm NAME (repeat for several)")
     if kind == "openai":
         return OpenAICompatible(rest, model or "", chat=kw.get("chat", True), **http)
     if kind == "completions":
