@@ -3,10 +3,11 @@
 - :mod:`.items`    item content: loaders for benchmark item files, join to a bank, prompts;
                    :func:`load_content_bank` (the shipped ARC bank with content)
 - :mod:`.scorers`  scorers by name: ``mc`` (letter / option text), ``gsm8k`` (numeric), callables
-- :mod:`.subjects` ``OpenAICompatible`` (chat and completion endpoints over HTTP),
-                   ``CallableSubject``, ``SimulatedSubject``
+- :mod:`.subjects` ``OpenAICompletionsSubject`` (log-likelihoods from echoed prompt logprobs),
+                   ``OpenAICompatible`` (chat / text prompts, approximate), ``ReplaySubject``,
+                   ``CallableSubject``, ``SimulatedSubject``, :func:`subject_from_spec`
 - :mod:`.store`    the SQLite run store (WAL; pending item before asking, one transaction a step)
-- :mod:`.runner`   :func:`evaluate`, :func:`resume`, :func:`evaluate_many`
+- :mod:`.runner`   :func:`evaluate`, :func:`resume`, :func:`evaluate_many` (rounds of k items)
 - :mod:`.lmeval`   :func:`read_lmeval_samples`: lm-evaluation-harness sample logs -> ResponseMatrix
 - :mod:`.report`   a self-contained HTML page per run
 
@@ -26,6 +27,8 @@ _LAZY = {
     "evaluate": "runner", "evaluate_many": "runner", "resume": "runner",
     "PromptSettings": "runner", "RunResult": "runner",
     "read_lmeval_samples": "lmeval",
+    "OpenAICompletionsSubject": "subjects", "ReplaySubject": "subjects",
+    "NoPromptLogprobsError": "subjects", "subject_from_spec": "subjects",
     "write_run_report": "report",
 }
 
