@@ -108,10 +108,16 @@ def _next_items(self, k):
 
 
 def _record_many(self, item_ids, scores):
+    """Stand-in: every answer of the round enters; the stopping rules are checked once after."""
+    eng = self._engine
     for item, score in zip(item_ids, scores):
-        if self.done:
-            break
-        self.record(item, score)
+        j = self._position(item)
+        eng.record_one(0, j, float(score))
+        self._seconds.append(0.0)
+        self._events.append(("r", j))
+        if self._pending == j:
+            self._pending = None
+    eng.check_stop(self._row)
 
 
 @pytest.fixture
@@ -267,7 +273,7 @@ class TestCompletionsSubject:
         assert continuation_logprob(lp, 9, 12) == -6.0     # "ld!"
         assert continuation_logprob(lp, 9, 11) == -2.0     # generated "!" excluded
         assert continuation_logprob(lp, 7, 12) == -6.0     # straddling " wor" left to the context
-        assert continuation_logprob(lp, 10, 11) == -2.0    # only a straddler: it is counted
+        assert continuation_logprob(lp, 10, 11) == 0.0     # inside a straddler: the harness's 0
         assert harness_split("Answer: ", "Paris") == ("Answer:", " Paris")
 
     def test_batches_and_falls_back_to_one_prompt_per_request(self):
@@ -686,3 +692,30 @@ class TestLiveFaults:
         assert res["status"] == "done" and res["n_items"] == 8
         sent = [e["item_id"] for e in srv.log]
         assert len(sent) == len(set(sent)) == 8  # no item sent twice
+
+
+# =============================================================================== with ToyLM
+def test_completions_client_equals_toylm_through_the_mock_server(bank, protocol, batched_session,
+                                                                 tmp_path):
+    """The HTTP completions path gives ToyLM's in-process log-likelihoods (to float summation
+    order) and the same adaptive run. ToyLM and the mock server's logprobs mode come from the
+    live-backends module (present once merged)."""
+    toylm = pytest.importorskip("atlascat.live.toylm", reason="ToyLM is merged from live-backends")
+    lm = toylm.ToyLM(seed=3, name="toy")
+    ids = list(bank.item_ids[:25])
+    reqs = [r for i in ids for r in _build_item_requests(bank, i).requests]
+    reqs += [Request("loglikelihood", "The capital of France is ", "Paris")]
+    cfg = CATConfig(se_stop=0.3, min_items=6, max_items=10)
+    ref = runner.evaluate(bank, lm, store=fast_store(tmp_path / "a.sqlite"), config=cfg,
+                          batch_size=4)
+    with MockOpenAIServer(lm=lm) as srv:
+        subj = OpenAICompletionsSubject(srv.url, "toy", timeout=30, batch_prompts=32)
+        np.testing.assert_allclose(subj.loglikelihood(reqs), lm.loglikelihood(reqs),
+                                   rtol=0, atol=1e-9)
+        res = runner.evaluate(bank, subj, store=fast_store(tmp_path / "b.sqlite"), config=cfg,
+                              batch_size=4)
+    assert (res.items, res.scores, res.theta) == (ref.items, ref.scores, ref.theta)
+    with MockOpenAIServer(lm=lm, prompt_logprobs="none") as srv:  # llama.cpp-like
+        with pytest.raises(NoPromptLogprobsError):
+            runner.evaluate(bank, OpenAICompletionsSubject(srv.url, "toy", timeout=30),
+                            store=fast_store(tmp_path / "c.sqlite"), config=cfg)

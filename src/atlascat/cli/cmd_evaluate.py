@@ -84,8 +84,9 @@ def leaderboard_prediction(bench: str | None, theta, se, responses=None) -> dict
         hi = _get(pred, "hi", "upper", "high")
         out = {"score": float(score), "lo": None if lo is None else float(lo),
                "hi": None if hi is None else float(hi)}
+        pct = _get(pred, "percentile")
         try:
-            out["percentile"] = float(link.percentile(out["score"]))
+            out["percentile"] = float(pct if pct is not None else link.percentile(out["score"]))
         except Exception:  # noqa: BLE001
             out["percentile"] = None
         return out
@@ -158,6 +159,9 @@ def register(app: typer.Typer) -> None:
                                                    help="Continue run RUN_ID (repeatable); bank, "
                                                         "subject and settings come from --db."),
         seed: int = typer.Option(0, "--seed", help="Seed of the CAT's random choices."),
+        device: Optional[str] = typer.Option(None, "--device",
+                                             help="hf: / lmeval: subjects: cpu or cuda "
+                                                  "(default: the backend's choice)."),
         chat: bool = typer.Option(True, "--chat/--completion",
                                   help="openai: subjects: /v1/chat/completions or /v1/completions "
                                        "text prompts (both approximate)."),
@@ -265,7 +269,8 @@ def register(app: typer.Typer) -> None:
             bk, ref = _load_bank(bank)
             kind = subject.partition(":")[0].strip().lower()
             common = dict(bank=bk, api_key_env=api_key_env, limiter=limiter, chat=chat,
-                          max_concurrency=max(1, int(max_concurrency)), **http_opts)
+                          max_concurrency=max(1, int(max_concurrency)), device=device,
+                          **http_opts)
             if kind in ("openai", "completions"):
                 subjects = [subject_from_spec(subject, model=n, **common) for n in names or [None]]
             else:

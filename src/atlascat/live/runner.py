@@ -204,7 +204,16 @@ def subject_from_description(desc: dict, bank=None, **overrides):
                                 kind=desc.get("kind", "chat"))
     if kind == "replay":
         return ReplaySubject(desc["matrix"], desc["model"], bank=bank)
-    if desc.get("spec"):  # hf:, lmeval: and other subjects that describe themselves by spec
+    backend = desc.get("backend")
+    if backend == "hf":
+        opts = {k: desc[k] for k in ("device", "dtype", "batch_size", "max_batch_tokens",
+                                     "max_length", "shared_prefix", "revision") if k in desc}
+        return subject_from_spec(f"hf:{desc['model']}", bank=bank, **opts)
+    if backend == "lmeval":
+        args = desc.get("model_args") or ""
+        return subject_from_spec(f"lmeval:{desc['model_type']}" + (f",{args}" if args else ""),
+                                 bank=bank)
+    if desc.get("spec"):  # other subjects that describe themselves by spec
         return subject_from_spec(desc["spec"], bank=bank, model=desc.get("model"))
     raise ConfigError(f"cannot rebuild a {kind!r} subject from the database; pass subject=...")
 

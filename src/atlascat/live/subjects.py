@@ -421,7 +421,7 @@ def harness_split(context: str, continuation: str) -> tuple[str, str]:
     return context, continuation
 
 
-def continuation_logprob(logprobs: Mapping, boundary: int, end: int) -> float:
+def continuation_logprob(logprobs: Mapping, boundary: int, end: int, text: str | None = None) -> float:
     """Sum of the log-probabilities of the echoed tokens that belong to the continuation.
 
     Boundary rule: a token belongs to the continuation iff its ``text_offset`` lies in
@@ -430,9 +430,9 @@ def continuation_logprob(logprobs: Mapping, boundary: int, end: int) -> float:
     context alone and takes the tokens of ``encode(context + continuation)`` past
     ``len(encode(context))``; the two agree whenever no token straddles the boundary, which the
     whitespace move makes the rule for BPE tokenizers (continuations start with a space). When a
-    token does straddle it, it is left to the context, as the harness does in that case; only if
-    no token starts inside the continuation is the straddling token counted (else the sum would
-    be an empty 0.0)."""
+    token does straddle it (``"Answer: 1" + "5"`` read as ``" 15"``), it is left to the context,
+    as the harness does: the continuation's tokens are those after it, and a continuation that
+    lies wholly inside the straddling token scores 0.0, the harness's (degenerate) value too."""
     if not isinstance(logprobs, Mapping):
         raise NoPromptLogprobs("no logprobs object")
     offsets = logprobs.get("text_offset")
@@ -441,13 +441,11 @@ def continuation_logprob(logprobs: Mapping, boundary: int, end: int) -> float:
         raise NoPromptLogprobs("no token_logprobs / text_offset")
     if len(offsets) != len(values):
         raise ValueError("token_logprobs and text_offset differ in length")
-    if int(offsets[0]) != 0 or int(offsets[-1]) < boundary:
+    # echoed: offsets start at the prompt's start and the returned text holds the whole prompt
+    if int(offsets[0]) != 0 or (isinstance(text, str) and len(text) < end):
         raise NoPromptLogprobs("the prompt was not echoed")
     picked = [i for i, off in enumerate(offsets) if boundary <= int(off) < end]
-    if not picked:
-        before = [i for i, off in enumerate(offsets) if int(off) < boundary]
-        picked = before[-1:]
-    total = 0.0
+    picked_values = []
     for i in picked:
         v = values[i]
         if v is None:
@@ -455,8 +453,9 @@ def continuation_logprob(logprobs: Mapping, boundary: int, end: int) -> float:
         v = float(v)
         if not math.isfinite(v) and v != -math.inf:
             raise ValueError(f"log-probability {v} is not a number")
-        total += v
-    return total
+        picked_values.append(v)
+    # numpy's (pairwise) sum, as in-process backends sum their arrays: same floats, same result
+    return float(np.sum(np.asarray(picked_values, dtype=np.float64)))
 
 
 class NoPromptLogprobs(Exception):
@@ -607,7 +606,8 @@ class OpenAICompletionsSubject(_HTTPSubject):
 
         def parse_one(choice, i):
             try:
-                return continuation_logprob(choice.get("logprobs"), *spans[i])
+                return continuation_logprob(choice.get("logprobs"), *spans[i],
+                                            text=choice.get("text"))
             except NoPromptLogprobs as exc:
                 raise self._no_logprobs_error(str(exc)) from None
 
@@ -775,9 +775,10 @@ class ReplaySubject:
         self._answers = {str(i): (None if np.isnan(v) else int(v >= 0.5))
                          for i, v in zip(matrix.item_ids, row)}
         self._bank = None
-        self._by_request: dict = {}
-        self._by_context: dict = {}
+        self._keys: dict = {}
+        self._first: dict = {}
         self._outputs: dict = {}
+        self._used: set = set()
         self._lock = threading.Lock()
         if bank is not None:
             self.bind(bank)
@@ -800,43 +801,52 @@ class ReplaySubject:
                 return self
             from .requests import build_item_requests
 
-            by_req, by_ctx, outputs = {}, {}, {}
+            keys, first, outputs = {}, {}, {}
             for item_id in map(str, bank.item_ids):
                 ir = build_item_requests(bank, item_id)
                 outputs[item_id] = _probe(ir)
-                for j, r in enumerate(ir.requests):
-                    if r.kind == "loglikelihood":
-                        key = (r.context, r.continuation)
-                        by_req[key] = None if key in by_req else (item_id, j)
-                    else:
-                        by_ctx[r.context] = None if r.context in by_ctx else (item_id, j)
-            self._bank, self._by_request, self._by_context, self._outputs = \
-                bank, by_req, by_ctx, outputs
+                keys[item_id] = tuple(_request_key(r) for r in ir.requests)
+                if keys[item_id]:
+                    first.setdefault(keys[item_id][0], []).append(item_id)
+            self._bank, self._keys, self._first, self._outputs = bank, keys, first, outputs
+            self._used = set()
         return self
 
-    def _lookup(self, table, key, what):
+    def _answer(self, requests, what):
+        """Outputs for ``requests``, which come item by item (all of an item's requests in a
+        row, as the runner sends them): each run of requests is matched to the bank item with
+        exactly those requests (among identical items, one not asked before)."""
         if self._bank is None:
             raise ConfigError("ReplaySubject needs the bank: ReplaySubject(..., bank=bank)")
-        hit = table.get(key, False)
-        if hit is False:
-            raise ConfigError(f"replay: a {what} request that is not one of the bank's items")
-        if hit is None:
-            raise ConfigError(f"replay: a {what} request shared by two bank items; cannot tell "
-                              "which recorded answer it is")
-        item_id, j = hit
-        ans = self._answers.get(item_id)
-        if ans is None:
-            raise ConfigError(f"replay: model {self.model!r} has no recorded answer for item "
-                              f"{item_id!r} in {self.source}; use a matrix without missing "
-                              "answers for this bank")
-        return self._outputs[item_id][ans][j]
+        keys = [_request_key(r) for r in requests]
+        out, i = [], 0
+        while i < len(keys):
+            cands = [it for it in self._first.get(keys[i], [])
+                     if tuple(keys[i:i + len(self._keys[it])]) == self._keys[it]]
+            if not cands:
+                raise ConfigError(f"replay: {what} request {i} is not the start of a bank item's "
+                                  "requests (requests must come item by item)")
+            with self._lock:
+                item_id = next((it for it in cands if it not in self._used), cands[0])
+                self._used.add(item_id)
+            ans = self._answers.get(item_id)
+            if ans is None:
+                raise ConfigError(f"replay: model {self.model!r} has no recorded answer for item "
+                                  f"{item_id!r} in {self.source}; use a matrix without missing "
+                                  "answers for this bank")
+            out.extend(self._outputs[item_id][ans])
+            i += len(self._keys[item_id])
+        return out
 
     def loglikelihood(self, requests) -> list[float]:
-        return [float(self._lookup(self._by_request, (r.context, r.continuation), "log-likelihood"))
-                for r in requests]
+        return [float(v) for v in self._answer(list(requests), "log-likelihood")]
 
     def generate_until(self, requests) -> list[str]:
-        return [str(self._lookup(self._by_context, r.context, "generation")) for r in requests]
+        return [str(v) for v in self._answer(list(requests), "generation")]
+
+
+def _request_key(r) -> tuple:
+    return (r.kind, r.context, r.continuation, tuple(r.until))
 
 
 def _probe(ir) -> dict:
