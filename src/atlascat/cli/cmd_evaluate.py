@@ -142,7 +142,7 @@ def register(app: typer.Typer) -> None:
         model_alias: Optional[List[str]] = typer.Option(None, "--model", "-m",
                                                         help="Deprecated alias of --llm (kept "
                                                              "for one release)."),
-        batch_size: int = typer.Option(1, "--batch-size", "-k",
+        batch_size: int = typer.Option(1, "--batch-size",
                                        help="Items selected jointly and asked at once per round "
                                             "(all choices of a round in one batch); 1 = classic "
                                             "CAT."),

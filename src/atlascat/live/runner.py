@@ -155,7 +155,12 @@ def bank_hash(bank) -> str:
     for arr in bank.params:
         h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
     if bank.metadata is not None:
-        for col in ("question", "choices", "answer", "scorer", "fewshot"):
+        try:  # the leaderboard request data (context, continuations, rule, ...) where present
+            from .requests import REQUEST_COLUMNS as request_cols
+        except ImportError:
+            request_cols = ()
+        for col in ("question", "choices", "answer", "scorer", "fewshot",
+                    *(c for c in request_cols if c not in ("question", "choices", "answer"))):
             if col in bank.metadata.columns:
                 values = ("\x1f".join(map(str, v)) if isinstance(v, (list, tuple, np.ndarray))
                           else str(v) for v in bank.metadata[col])
@@ -245,6 +250,10 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
     if getattr(subject, "kind", None) != "loglikelihood" and "question" not in bank.metadata.columns:
         raise BankError("live evaluation with prompts needs a bank with item content (question, "
                         "choices, answer, scorer); see atlascat.live.items")
+    if getattr(subject, "kind", None) == "loglikelihood" and len(bank):
+        from .requests import build_item_requests
+
+        build_item_requests(bank, bank.item_ids[0])  # a bank without request data fails here
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
     session = _session_cls()(bank, config=config, rng=np.random.default_rng(seed))

@@ -799,16 +799,24 @@ class ReplaySubject:
         with self._lock:
             if self._bank is bank:
                 return self
-            from .requests import build_item_requests
+            index = getattr(bank, "_atlas_replay_index", None)  # shared by every replayed model
+            if index is None:
+                from .requests import build_item_requests
 
-            keys, first, outputs = {}, {}, {}
-            for item_id in map(str, bank.item_ids):
-                ir = build_item_requests(bank, item_id)
-                outputs[item_id] = _probe(ir)
-                keys[item_id] = tuple(_request_key(r) for r in ir.requests)
-                if keys[item_id]:
-                    first.setdefault(keys[item_id][0], []).append(item_id)
-            self._bank, self._keys, self._first, self._outputs = bank, keys, first, outputs
+                keys, first, outputs = {}, {}, {}
+                for item_id in map(str, bank.item_ids):
+                    ir = build_item_requests(bank, item_id)
+                    outputs[item_id] = _probe(ir)
+                    keys[item_id] = tuple(_request_key(r) for r in ir.requests)
+                    if keys[item_id]:
+                        first.setdefault(keys[item_id][0], []).append(item_id)
+                index = (keys, first, outputs)
+                try:
+                    bank._atlas_replay_index = index
+                except AttributeError:  # pragma: no cover - a bank type with __slots__
+                    pass
+            self._bank = bank
+            self._keys, self._first, self._outputs = index
             self._used = set()
         return self
 
