@@ -611,6 +611,15 @@ class TestLiveFaults:
         assert runs.loc[0, "state"] == "error" and runs.loc[0, "n_items"] == 0
         assert len(srv.log) == 3  # asked, retried, then stopped (resumable)
 
+    def test_unreadable_replies_are_never_scored_silently(self, bank, tmp_path):
+        from atlascat.live.subjects import CallableSubject
+
+        subj = CallableSubject(lambda item, prompt: "I cannot help with that.", name="refuser")
+        with pytest.raises(LiveRunError, match="none of the model's first 10 replies"):
+            runner.evaluate(bank, subj, store=fast_store(tmp_path / "u.sqlite"))
+        runs = RunStore(tmp_path / "u.sqlite").list_runs()
+        assert runs.loc[0, "state"] == "error" and runs.loc[0, "n_items"] == 9
+
     def test_timeout_bounds_the_whole_request(self, bank):
         item = item_record(bank, bank.item_ids[0])
         from atlascat.live.items import build_prompt

@@ -364,6 +364,22 @@ def _ask_loglikelihood(subject, irs: list) -> list:
     return out
 
 
+#: a prompt run stops if this many first replies (of this process) are all unreadable
+UNREADABLE_AFTER = 10
+
+
+def _readable(item, text: str) -> bool:
+    """Whether the scorer can read an answer from ``text`` at all (right or wrong)."""
+    from .scorers import extract_choice, extract_number
+
+    scorer = item.get("scorer")
+    if scorer == "mc":
+        return extract_choice(text, item["choices"]) is not None
+    if scorer == "gsm8k":
+        return extract_number(text) is not None
+    return True
+
+
 def _outputs_from_text(ir, text: str) -> list:
     if all(r.kind == "generate_until" for r in ir.requests):
         return [text]
@@ -394,6 +410,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     session = _session_cls().from_dict(info["session"], bank)
     settings = PromptSettings(**info["prompt"])
     store.claim(run_id)  # one process per run (raises if another one is running it)
+    unread, n_read = [], 0
     try:
         opened = store.open_steps(run_id)
         while True:
@@ -457,6 +474,14 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
             elif todo:
                 _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts,
                                           records, hashes, answers, scores, stored, cache)
+            if not loglik:
+                unread += [n for n in todo if not _readable(records[n], answers[n].text)]
+                n_read += len(todo)
+                if n_read >= UNREADABLE_AFTER and len(unread) == n_read:
+                    raise LiveRunError(
+                        f"none of the model's first {n_read} replies holds an answer the scorer "
+                        f"can read (e.g. {answers[todo[-1]].text[:80]!r}); refusing to score "
+                        "them all wrong. Check --prompt-style / --max-tokens / --system")
             for n, sc in enumerate(scores):
                 if sc not in (0, 1):
                     raise LiveRunError(f"item {items[n]!r}: the scoring rule gave {sc!r}, not 0/1")
