@@ -387,6 +387,8 @@ def _cell_list(value) -> list[str]:
 def _cell_str(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))  # a CSV round trip reads GSM8K's "160" back as 160.0
     return str(value)
 
 
