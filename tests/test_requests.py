@@ -163,6 +163,7 @@ class TestGolden:
                     assert list(ir.norm) == [r["norm_chars"] for r in want]
                 if bench == "truthfulqa":
                     assert ir.n_choices == item["n_mc1"]
+                    assert ir.mc2_true == sum(item["mc2_labels"])
                     sets = [r["target_set"] for r in want]
                     assert sets == ["mc1"] * item["n_mc1"] + ["mc2"] * len(item["mc2_labels"])
                 n += 1
@@ -307,6 +308,12 @@ class TestScoring:
         ll = [-5.0, -6, -7, -8] + [0.0] * 6  # the mc2 requests do not enter mc1
         assert tqa.score(ll) == 1
         assert tqa.score([-6.0, -5, -7, -8] + [-99.0] * 6) == 0
+        # mc2: normalized probability mass of the 3 true mc2 answers (labels 1,1,1,0,0,0)
+        ll2 = [-1.0, -2.0, -3.0, -1.0, -2.0, -4.0]
+        p = np.exp(ll2)
+        assert tqa.mc2([0.0] * 4 + ll2) == pytest.approx(p[:3].sum() / p.sum())
+        with pytest.raises(BankError, match="TruthfulQA"):
+            build_item_requests(banks["arc"], "263").mc2([0.0] * 4)
         wg = build_item_requests(banks["winogrande"], "494")  # gold 1
         assert wg.score([-10.0, -9.0]) == 1 and wg.score([-9.0, -10.0]) == 0
         assert wg.score([-9.0, -9.0]) == 0  # tie -> option 1

@@ -27,6 +27,7 @@ and, to be asked the Open LLM Leaderboard's way (:mod:`atlascat.live.requests`, 
 ``gold``           index of the correct request (-1 for generation items)
 ``target``         GSM8K's gold answer string as the harness extracts it, else ""
 ``n_choices``      how many leading requests the rule scores (TruthfulQA: the mc1 targets)
+``mc2_true``       TruthfulQA: how many of the mc2 targets (after the mc1 ones) are true
 =================  =======================================================================
 
 Options are always *presented* with letters A, B, C, ... in list order whatever labels the

@@ -64,7 +64,7 @@ HARNESS_COMMIT = "b281b0921b636bc36ad05c0b0b0763bd6dd43463"
 RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact")
 #: metadata columns that carry an item's requests (one row per item)
 REQUEST_COLUMNS = ("rule", "context", "ctx_suffixes", "continuations", "gold", "target",
-                   "n_choices")
+                   "n_choices", "mc2_true")
 GSM8K_UNTIL = (":", "Question:", "Question")
 GSM8K_MAX_GEN_TOKS = 256
 _GSM8K_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -116,8 +116,9 @@ class ItemRequests:
     """An item's requests and the rule that turns the subject's outputs into 0/1.
 
     Attributes beyond the contract: ``gold`` (index of the correct request, or the GSM8K answer
-    string), ``norm`` (acc_norm divisors: characters of each choice text) and ``n_choices``
-    (how many leading requests the rule scores; TruthfulQA: the mc1 targets).
+    string), ``norm`` (acc_norm divisors: characters of each choice text), ``n_choices``
+    (how many leading requests the rule scores; TruthfulQA: the mc1 targets) and ``mc2_true``
+    (TruthfulQA: how many mc2 targets, which follow the mc1 ones, are true; see :meth:`mc2`).
     """
 
     item_id: str
@@ -127,6 +128,17 @@ class ItemRequests:
     gold: int | str = 0
     norm: tuple[int, ...] = ()
     n_choices: int = 0
+    mc2_true: int = 0
+
+    def mc2(self, outputs) -> float:
+        """TruthfulQA's mc2 (the leaderboard's TruthfulQA metric, not the 0/1 item score):
+        ``sum(exp(ll_true)) / sum(exp(ll_all))`` over the mc2 requests, unnormalized."""
+        if self.rule != "mc1" or self.mc2_true <= 0:
+            raise BankError(f"item {self.item_id}: mc2 is defined for TruthfulQA items only")
+        self.score(outputs)  # validates the outputs
+        ll = np.asarray(list(outputs), dtype=float)[self.n_choices:]
+        p = np.exp(ll - ll.max())
+        return float(p[: self.mc2_true].sum() / p.sum())
 
     def score(self, outputs) -> int:
         """0/1 from ``outputs``: one log-likelihood per request (same order), or one generation."""
@@ -321,15 +333,20 @@ def request_fields(bench: str, rec: Mapping, item_id: str = "?") -> dict:
     replaced by ``sentence[:i]`` (+ the option, per request).
     """
     doc = harness_doc(bench, rec)
-    out = {"rule": RULE_OF[bench], "ctx_suffixes": [], "gold": 0, "target": "", "n_choices": 0}
+    out = {"rule": RULE_OF[bench], "ctx_suffixes": [], "gold": 0, "target": "", "n_choices": 0,
+           "mc2_true": 0}
     if bench == "truthfulqa":
         mc1, labels1 = _targets(rec["mc1_targets"])
-        mc2, _ = _targets(rec["mc2_targets"])
+        mc2, labels2 = _targets(rec["mc2_targets"])
         if labels1[0] != 1 or sum(labels1) != 1:
             raise BankError(f"TruthfulQA item {item_id}: mc1 labels {labels1} do not put the one "
                             "correct answer first")
+        n_true = labels2.index(0) if 0 in labels2 else len(labels2)
+        if sum(labels2) != n_true or n_true == 0:
+            raise BankError(f"TruthfulQA item {item_id}: mc2 labels {labels2} do not list the true "
+                            "answers first")
         out.update(context=doc.query, continuations=[" " + c for c in mc1 + mc2],
-                   n_choices=len(mc1))
+                   n_choices=len(mc1), mc2_true=n_true)
         return out
     long = rec.get(LONGPROMPT_COLUMNS[bench])
     if not isinstance(long, str) or not long:
@@ -436,7 +453,8 @@ def requests_from_record(rec: Mapping, item_id: str = "?") -> ItemRequests:
         norm = tuple(len(c) - 1 if c.startswith(" ") else len(c) for c in conts[:n_choices])
         if min(norm) <= 0:
             raise BankError(f"item {item_id}: an empty choice cannot be length-normalized")
-    return ItemRequests(item_id, bench, rule, reqs, gold=gold, norm=norm, n_choices=n_choices)
+    return ItemRequests(item_id, bench, rule, reqs, gold=gold, norm=norm, n_choices=n_choices,
+                        mc2_true=_cell_int(rec.get("mc2_true"), 0))
 
 
 def build_item_requests(bank, item_id) -> ItemRequests:
