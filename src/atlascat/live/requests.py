@@ -6,19 +6,18 @@ lm-evaluation-harness at commit ``b281b09`` with few-shot prompts and log-likeli
 ``../shared/protocol/openllm_v1.md``). An item is measured on the bank's scale only if it is
 asked the same way, so a live run sends the harness's requests:
 
-==========  ===================================================  =========================  ==========
-benchmark   context (shared by the item's requests)              continuation(s)            rule
-==========  ===================================================  =========================  ==========
-arc         the 25-shot longprompt (ends ``Question: q\\nAnswer:``)  ``" " + choice_text``      acc_norm
-hellaswag   the 10-shot longprompt (ends with the preprocessed    ``" " + preprocess(end)``  acc_norm
-            query)
-mmlu        the 5-shot longprompt (with its description line)     ``" A"`` ... ``" D"``        acc
-truthfulqa  ``QA_PROMPT + "\\n\\nQ: " + q + "\\nA:"`` (0-shot)       mc1 choices, then mc2      mc1
-winogrande  5 shots + ``"\\n\\n" + sentence[:i]``, then the option  ``" " + rest.strip()``      partial
-            (the context differs per request)                     (shared)
-gsm8k       the 5-shot longprompt; generate until ``:``,          (generation, 256 tokens)   gsm8k_exact
-            ``Question:``, ``Question``
-==========  ===================================================  =========================  ==========
+- arc: context = the 25-shot longprompt (ends ``Question: q\nAnswer:``); one request
+  ``" " + choice_text`` per choice; rule acc_norm.
+- hellaswag: context = the 10-shot longprompt (ends with the preprocessed query); requests
+  ``" " + preprocess(ending)``; acc_norm.
+- mmlu: context = the 5-shot longprompt (starts with the subject's description line); requests
+  ``" A"`` ... ``" D"``; acc.
+- truthfulqa: context = ``QA_PROMPT + "\n\nQ: " + q + "\nA:"`` (0-shot); requests: the mc1
+  targets, then the mc2 targets; mc1.
+- winogrande: context = 5 shots + ``"\n\n" + sentence[:i]``, then the option (it differs per
+  request); the continuation ``" " + sentence[i+1:].strip()`` is shared; partial.
+- gsm8k: context = the 5-shot longprompt; one greedy generation until ``:``, ``Question:``,
+  ``Question`` (256 new tokens at most); gsm8k_exact.
 
 Rules (``MultipleChoiceTask.process_results`` and ``gsm8k.py`` at b281b09)
 --------------------------------------------------------------------------
@@ -45,8 +44,8 @@ import ast
 import json
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 
