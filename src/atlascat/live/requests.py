@@ -340,10 +340,8 @@ def request_fields(bench: str, rec: Mapping, item_id: str = "?") -> dict:
         if labels1[0] != 1 or sum(labels1) != 1:
             raise BankError(f"TruthfulQA item {item_id}: mc1 labels {labels1} do not put the one "
                             "correct answer first")
+        # the harness splits the mc2 list at its first label 0 (the true answers come first)
         n_true = labels2.index(0) if 0 in labels2 else len(labels2)
-        if sum(labels2) != n_true or n_true == 0:
-            raise BankError(f"TruthfulQA item {item_id}: mc2 labels {labels2} do not list the true "
-                            "answers first")
         out.update(context=doc.query, continuations=[" " + c for c in mc1 + mc2],
                    n_choices=len(mc1), mc2_true=n_true)
         return out
