@@ -422,3 +422,145 @@ class TestStorage:
             rec = pd.read_parquet(items_dir / "arc.parquet").iloc[0].to_dict()
             rec["question"] = rec["question"] + " (edited)"
             request_fields("arc", rec, "x")
+
+
+# =============================================================================== the harness
+def _harness_src():
+    import os
+    from pathlib import Path
+
+    src = os.environ.get("ATLAS_HARNESS_B281B09")
+    if not src or not (Path(src) / "lm_eval" / "tasks" / "winogrande.py").is_file():
+        pytest.skip("needs the lm-evaluation-harness source at commit b281b09: set "
+                    "ATLAS_HARNESS_B281B09 to a checkout of that commit (the folder holding "
+                    "lm_eval/)")
+    return Path(src)
+
+
+class _Anything:
+    def __call__(self, *a, **k):
+        return _Anything()
+
+    def __getattr__(self, name):
+        return _Anything()
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+
+@pytest.fixture(scope="module")
+def harness_tasks():
+    """The b281b09 task modules, imported with their heavy dependencies stubbed (restored after)."""
+    import importlib
+    import sys
+    import types
+
+    src = _harness_src()
+    saved = {k: v for k, v in sys.modules.items() if k == "lm_eval" or k.startswith("lm_eval.")}
+    heavy = ["datasets", "sqlitedict", "tqdm", "accelerate", "sacrebleu", "omegaconf",
+             "sklearn", "sklearn.metrics", "rouge_score", "torch", "torch.nn",
+             "torch.nn.functional", "transformers"]
+    before = {m: sys.modules.get(m) for m in heavy}
+    for k in saved:
+        del sys.modules[k]
+    for m in heavy:
+        mod = types.ModuleType(m)
+        mod.__getattr__ = lambda name: _Anything()  # PEP 562
+        sys.modules[m] = mod
+    pkg = types.ModuleType("lm_eval")
+    pkg.__path__ = [str(src / "lm_eval")]
+    sys.modules["lm_eval"] = pkg
+    tpkg = types.ModuleType("lm_eval.tasks")
+    tpkg.__path__ = [str(src / "lm_eval" / "tasks")]
+    sys.modules["lm_eval.tasks"] = tpkg
+    try:
+        mods = {n: importlib.import_module(f"lm_eval.tasks.{n}") for n in
+                ("arc", "hellaswag", "hendrycks_test", "truthfulqa", "winogrande", "gsm8k")}
+        yield mods
+    finally:
+        for k in [k for k in sys.modules if k == "lm_eval" or k.startswith("lm_eval.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+        for m, v in before.items():
+            if v is None:
+                sys.modules.pop(m, None)
+            else:
+                sys.modules[m] = v
+
+
+@pytest.mark.optional
+class TestAgainstHarness:
+    """Our requests and rules against the b281b09 task classes themselves, on every item.
+
+    Only the formatting and scoring code of the harness runs; its heavy imports (torch,
+    datasets, ...) are stubbed for the duration of the test."""
+
+    @staticmethod
+    def _task(cls, **attrs):
+        t = cls.__new__(cls)
+        t._fewshot_docs = None
+        for k, v in attrs.items():
+            setattr(t, k, v)
+        return t
+
+    def _doc(self, tasks, bench, r):
+        if bench == "arc":
+            t = self._task(tasks["arc"].ARCChallenge)
+            ch = r["choices"]
+            return t, t._process_doc({"id": "x", "question": r["question"], "answerKey": r["answerKey"],
+                                      "choices": {"text": list(ch["text"]), "label": list(ch["label"])}})
+        if bench == "hellaswag":
+            t = self._task(tasks["hellaswag"].HellaSwag)
+            return t, t._process_doc({**{k: r[k] for k in ("ctx_a", "ctx_b", "activity_label",
+                                                            "label")}, "endings": list(r["endings"])})
+        if bench == "mmlu":
+            t = self._task(tasks["hendrycks_test"].GeneralHendrycksTest, DATASET_NAME=r["subject"])
+            return t, t._process_doc({"question": r["question"], "choices": list(r["choices"]),
+                                      "answer": int(r["answer"])})
+        if bench == "truthfulqa":
+            t = self._task(tasks["truthfulqa"].TruthfulQAMultipleChoice)
+            return t, {"question": r["question"],
+                       **{s: {k: list(v) for k, v in r[s].items()} for s in ("mc1_targets", "mc2_targets")}}
+        if bench == "winogrande":
+            t = self._task(tasks["winogrande"].Winogrande)
+            return t, {k: r[k] for k in ("sentence", "option1", "option2", "answer")}
+        t = self._task(tasks["gsm8k"].GradeSchoolMath8K)
+        return t, {"question": r["question"], "answer": r["answer"]}
+
+    @pytest.mark.parametrize("bench", BENCHES)
+    def test_requests_and_scores_equal_the_harness(self, bench, harness_tasks, banks, raw):
+        import random
+
+        rng = np.random.default_rng(5)
+        for iid in banks[bench].item_ids:
+            r = raw[bench][iid]
+            t, doc = self._doc(harness_tasks, bench, r)
+            ir = build_item_requests(banks[bench], iid)
+            if bench == "truthfulqa":
+                ctx = t.fewshot_context(doc, 0, rnd=random.Random(0))
+            else:
+                long = r[LONGPROMPT[bench]]
+                last = r["sentence"] if bench == "winogrande" else t.doc_to_text(doc)
+                ctx = long[: len(long) - len(last)] + t.doc_to_text(doc)  # longprompt's shots
+            hreqs = t.construct_requests(doc, ctx)
+            hreqs = hreqs if isinstance(hreqs, (list, tuple)) else [hreqs]
+            mine = [(q.context, q.continuation) if q.kind == "loglikelihood"
+                    else (q.context, {"until": list(q.until)}) for q in ir.requests]
+            assert mine == [tuple(h.args) for h in hreqs], (bench, iid)
+            for _ in range(5):
+                if bench == "gsm8k":
+                    g = ir.gold
+                    out = [r["answer"], f"#### {g}.", f"Step 1: #### {g}", f"#### {g}\nQuestion: 1",
+                           "none", f"####{g}", f"#### 1{g}"][rng.integers(7)]
+                    cut = out
+                    for term in GSM8K_UNTIL:  # the harness LM cuts before process_results
+                        cut = cut.split(term)[0]
+                    assert ir.score([out]) == int(t.process_results(doc, [cut])["acc"])
+                    continue
+                lls = list(np.round(rng.normal(-5, 2, len(ir.requests)), int(rng.integers(0, 2))))
+                res = t.process_results(doc, lls)
+                metric = {"arc": "acc_norm", "hellaswag": "acc_norm", "mmlu": "acc",
+                          "truthfulqa": "mc1", "winogrande": "acc"}[bench]
+                assert ir.score(lls) == int(bool(res[metric])), (bench, iid, lls)
+                if bench == "truthfulqa":
+                    assert ir.mc2(lls) == pytest.approx(res["mc2"], abs=1e-12)
