@@ -728,3 +728,48 @@ def test_completions_client_equals_toylm_through_the_mock_server(bank, protocol,
         with pytest.raises(NoPromptLogprobsError):
             runner.evaluate(bank, OpenAICompletionsSubject(srv.url, "toy", timeout=30),
                             store=fast_store(tmp_path / "c.sqlite"), config=cfg)
+
+
+# =============================================================================== real requests
+@pytest.fixture(scope="module")
+def request_banks(shared_data):
+    """Content banks with the leaderboard's request data (atlascat.live.requests), one per
+    benchmark with a dense matrix, restricted to the matrix's items."""
+    from atlascat import datasets
+    from atlascat.live.items import attach_content, load_item_content
+
+    out = {}
+    for bench in ("arc", "hellaswag", "truthfulqa", "winogrande", "gsm8k"):
+        rm = datasets.load_responses(bench)
+        bank = attach_content(datasets.load_bank(bench),
+                              load_item_content(bench, shared_data / "openllm" / "items"))
+        out[bench] = (bank.subset([i for i in bank.item_ids if i in set(rm.item_ids)]), rm)
+    return out
+
+
+@pytest.mark.parametrize("bench", ["arc", "hellaswag", "truthfulqa", "winogrande", "gsm8k"])
+def test_replay_through_the_real_requests_and_rules(request_banks, batched_session, tmp_path,
+                                                    bench):
+    """Every benchmark's requests (log-likelihood and GSM8K generation) and scoring rule, asked
+    in rounds of 4 of a replayed leaderboard model: the live scores are its recorded answers."""
+    bank, rm = request_banks[bench]
+    row = 11
+    subj = ReplaySubject(rm, str(rm.subject_ids[row]), bank=bank)
+    res = runner.evaluate(bank, subj, store=fast_store(tmp_path / "r.sqlite"), batch_size=4,
+                          config=CATConfig(se_stop=0.3, min_items=8, max_items=12), seed=2)
+    recorded = dict(zip(map(str, rm.item_ids), rm.values[row]))
+    assert res.status == "done" and res.protocol == "leaderboard" and res.n_items >= 8
+    assert res.scores == [int(recorded[i] >= 0.5) for i in res.items]
+
+
+def test_completions_over_http_on_real_requests(request_banks, batched_session, tmp_path):
+    bank, _ = request_banks["winogrande"]  # partial scoring: contexts differ, one continuation
+    cfg = CATConfig(se_stop=0.3, min_items=6, max_items=8)
+    ref = runner.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "a.sqlite"),
+                          config=cfg, batch_size=4)
+    with StubCompletions() as srv:
+        res = runner.evaluate(bank, OpenAICompletionsSubject(srv.url, "toy", timeout=10,
+                                                             batch_prompts=64),
+                              store=fast_store(tmp_path / "b.sqlite"), config=cfg, batch_size=4)
+    assert (res.items, res.scores, res.theta) == (ref.items, ref.scores, ref.theta)
+    assert len(srv.log) == -(-res.n_items // 4)

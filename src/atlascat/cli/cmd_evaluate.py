@@ -19,15 +19,20 @@ SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo 
 
 def _load_bank(spec: str):
     """``arc`` (a shipped content bank) or a bank file with content columns -> (bank, ref)."""
+    from .. import datasets
     from ..errors import BankError
-    from ..live.items import SHIPPED_BANKS, _normalize_loaded, load_content_bank
+    from ..live.items import SHIPPED_BANKS, _normalize_loaded
+    from ..live.runner import bundled_content_bank
 
-    if spec.lower() in SHIPPED_BANKS and not Path(spec).exists():
-        return load_content_bank(spec.lower()), f"shipped:{spec.lower()}"
+    is_name = getattr(datasets, "is_bundled_name", None)
+    names = getattr(datasets, "bank_names", lambda: tuple(SHIPPED_BANKS))()
+    low = spec.lower()
+    if not Path(spec).exists() and (low in SHIPPED_BANKS or (is_name is not None and is_name(low))):
+        return bundled_content_bank(low), f"shipped:{low}"
     path = Path(spec)
     if not path.exists():
-        raise BankError(f"--bank {spec!r} is neither a shipped content bank "
-                        f"({', '.join(SHIPPED_BANKS)}) nor an existing file")
+        raise BankError(f"--bank {spec!r} is neither a bundled bank ({', '.join(names)}) nor an "
+                        "existing file")
     if path.is_dir():
         raise BankError(f"--bank {spec!r} is a directory; give a bank file (.parquet / .csv)")
     from ..irt.bank import ItemBank

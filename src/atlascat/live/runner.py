@@ -173,12 +173,26 @@ def bank_hash(bank) -> str:
     return digest
 
 
+def bundled_content_bank(name: str):
+    """The content bank shipped under ``name`` (``arc``, ...): the package's bundled-name
+    resolution where it exists (``atlascat.datasets.resolve_bank``), else the live content
+    banks of :mod:`atlascat.live.items`."""
+    from .. import datasets
+    from .items import load_content_bank
+
+    resolve = getattr(datasets, "resolve_bank", None)
+    is_name = getattr(datasets, "is_bundled_name", None)
+    if resolve is not None and is_name is not None and is_name(name):
+        return resolve(name)
+    return load_content_bank(name)
+
+
 def load_bank_ref(ref: str):
     """The bank a run was started on: ``shipped:<bench>`` or a bank file path."""
-    from .items import _normalize_loaded, load_content_bank
+    from .items import _normalize_loaded
 
     if ref.startswith("shipped:"):
-        return load_content_bank(ref.split(":", 1)[1])
+        return bundled_content_bank(ref.split(":", 1)[1])
     path = Path(ref)
     if not path.exists():
         raise BankError(f"the run's bank file {ref!r} no longer exists; pass the bank explicitly")
