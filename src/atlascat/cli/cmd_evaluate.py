@@ -144,7 +144,7 @@ def register(app: typer.Typer) -> None:
                                                 help="Name of the model to ask (sent to the "
                                                      "server); repeat to test several models "
                                                      "concurrently."),
-        model_alias: Optional[List[str]] = typer.Option(None, "--model", "-m",
+        model_alias: Optional[List[str]] = typer.Option(None, "--model", "-m", hidden=True,
                                                         help="Deprecated alias of --llm (kept "
                                                              "for one release)."),
         batch_size: int = typer.Option(1, "--batch-size",
@@ -152,21 +152,21 @@ def register(app: typer.Typer) -> None:
                                             "(all choices of a round in one batch); 1 = classic "
                                             "CAT."),
         se_stop: float = typer.Option(0.1, "--se-stop", help="Stop once SE <= this (after --min-items)."),
-        min_items: Optional[int] = typer.Option(None, "--min-items", help="Fewest items asked (default 30)."),
-        max_items: Optional[int] = typer.Option(None, "--max-items", help="Most items asked (default 500)."),
+        min_items: int = typer.Option(30, "--min-items", help="Fewest items asked."),
+        max_items: int = typer.Option(500, "--max-items", help="Most items asked."),
         output: Optional[Path] = typer.Option(None, "--output", "-o",
                                               help="Run directory: results.json, reports/ and "
                                                    "(unless --db is given) runs.sqlite go there."),
         db: Optional[Path] = typer.Option(None, "--db",
-                                          help="SQLite run store (default: OUTPUT/runs.sqlite, "
-                                               "or ./atlas_runs.sqlite without --output)."),
+                                          help="SQLite run store: OUTPUT/runs.sqlite with "
+                                               "--output, else ./atlas_runs.sqlite."),
         resume: Optional[List[str]] = typer.Option(None, "--resume",
                                                    help="Continue run RUN_ID (repeatable); bank, "
                                                         "subject and settings come from --db."),
         seed: int = typer.Option(0, "--seed", help="Seed of the CAT's random choices."),
         device: Optional[str] = typer.Option(None, "--device",
-                                             help="hf: / lmeval: subjects: cpu or cuda "
-                                                  "(default: the backend's choice)."),
+                                             help="hf: / lmeval: subjects: cpu or cuda (the "
+                                                  "backend chooses when not given)."),
         chat: bool = typer.Option(True, "--chat/--completion",
                                   help="openai: subjects: /v1/chat/completions or /v1/completions "
                                        "text prompts (both approximate)."),
@@ -176,28 +176,30 @@ def register(app: typer.Typer) -> None:
                                         help="Environment variable holding the API key (never "
                                              "stored; redacted from stored answers)."),
         timeout: Optional[float] = typer.Option(None, "--timeout",
-                                                help="Seconds for one whole HTTP request "
-                                                     "(default 60)."),
+                                                help="Seconds for one whole HTTP request: 60 "
+                                                     "unless given (a resumed run keeps its "
+                                                     "own)."),
         max_retries: Optional[int] = typer.Option(None, "--max-retries",
                                                   help="Retries on 429/5xx/timeouts/bad or empty "
-                                                       "replies (default 5)."),
+                                                       "replies: 5 unless given."),
         backoff: Optional[float] = typer.Option(None, "--backoff",
                                                 help="First retry delay in seconds, doubled each "
-                                                     "retry (default 1)."),
+                                                     "retry: 1 unless given."),
         prompt_style: str = typer.Option("zero-shot", "--prompt-style",
                                          help="Chat subjects: zero-shot (lettered options) or "
                                               "few-shot (the leaderboard's context)."),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens",
-                                                 help="Chat subjects: reply length (default 16 "
-                                                      "multiple choice, 512 GSM8K)."),
+                                                 help="Chat subjects: reply length: 16 for "
+                                                      "multiple choice, 512 for GSM8K unless "
+                                                      "given."),
         temperature: float = typer.Option(0.0, "--temperature", help="Chat subjects: sampling temperature."),
         system: Optional[str] = typer.Option(None, "--system", help="Chat subjects: system message."),
         no_cache: bool = typer.Option(False, "--no-cache",
                                       help="Always ask; do not reuse stored answers."),
         report_dir: Optional[Path] = typer.Option(None, "--report-dir",
-                                                  help="Where run pages go (default: "
-                                                       "OUTPUT/reports, or <db stem>_reports "
-                                                       "next to --db)."),
+                                                  help="Where run pages go: OUTPUT/reports with "
+                                                       "--output, else <db stem>_reports next "
+                                                       "to --db."),
         as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-item lines."),
     ):
@@ -290,9 +292,7 @@ def register(app: typer.Typer) -> None:
                     "log-likelihoods, so results are APPROXIMATE. Use completions:URL (vLLM), "
                     "hf: or lmeval: for the leaderboard's protocol.", markup=False,
                     highlight=False, soft_wrap=True)
-            overrides = {k: v for k, v in dict(min_items=min_items, max_items=max_items).items()
-                         if v is not None}
-            config = CATConfig(se_stop=se_stop, **overrides)
+            config = CATConfig(se_stop=se_stop, min_items=min_items, max_items=max_items)
             prompt = runner.PromptSettings(style=prompt_style, max_tokens=max_tokens,
                                            temperature=temperature, system=system)
             ids = [runner.start_run(store, bk, s, config=config, seed=seed, prompt=prompt,
