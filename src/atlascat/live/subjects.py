@@ -530,8 +530,12 @@ class OpenAICompletionsSubject(_HTTPSubject):
 
     def _choices(self, data, n: int) -> list:
         choices = data["choices"]
-        if not isinstance(choices, list) or len(choices) != n:
-            raise _WrongChoiceCount(f"{n} prompt(s) sent, {len(choices)} choice(s) returned")
+        if not isinstance(choices, list):
+            raise ValueError("choices is not a list")
+        if len(choices) != n:
+            msg = f"{n} prompt(s) sent, {len(choices)} choice(s) returned"
+            # a list the server did not take -> one prompt per request; else a malformed reply
+            raise _WrongChoiceCount(msg) if n > 1 else ValueError(msg)
         if all(isinstance(c, Mapping) and isinstance(c.get("index"), int) for c in choices):
             choices = sorted(choices, key=lambda c: c["index"])
             if [c["index"] for c in choices] != list(range(n)):
