@@ -529,6 +529,21 @@ class TestEvaluateCLI:
         assert code == 2 and text in err and err.count("\n") == 1, err
         assert "done" not in err and "\U0001f18e" not in err  # no emoji for ':abc:'
 
+    @pytest.mark.parametrize("args, text", [
+        (["--batch-size", "0", "--subject", "simulate:0"], "--batch-size must be >= 1"),
+        (["--resume", "abc", "--batch-size", "4"], "drop --batch-size"),
+        (["--subject", "completions:http://127.0.0.1:9/v1"], "--llm NAME"),
+        (["--subject", "simulate:0", "-o", "FILE"], "is a file; give a directory"),
+    ])
+    def test_bad_options(self, tmp_path, capsys, args, text):
+        from atlascat.cli import main
+
+        (tmp_path / "FILE").write_text("x")
+        args = [str(tmp_path / a) if a == "FILE" else a for a in args]
+        code = main(["evaluate", "--bank", "arc", "--db", str(tmp_path / "o.sqlite"), *args])
+        err = capsys.readouterr().err
+        assert code == 2 and text in err and err.count("\n") == 1, err
+
     def test_install_hint_printed_intact(self, tmp_path, capsys, monkeypatch):
         from atlascat.cli import main
 

@@ -222,6 +222,8 @@ def register(app: typer.Typer) -> None:
         from ..live.subjects import (OpenAICompatible, OpenAICompletionsSubject,
                                      subject_from_spec)
 
+        if batch_size < 1:
+            raise ConfigError(f"--batch-size must be >= 1, got {batch_size}")
         if model_alias:
             err_console.print("warning: --model NAME is deprecated in atlas evaluate (--model is "
                               "the IRT model elsewhere); use --llm NAME", markup=False,
@@ -249,6 +251,9 @@ def register(app: typer.Typer) -> None:
             if subject or names:
                 raise ConfigError("--resume takes bank, subject and model from the database; "
                                   "drop --subject/--llm")
+            if batch_size != 1:
+                raise ConfigError("--resume continues a run with its own batch size; drop "
+                                  "--batch-size")
             jobs = []
             for rid in resume:
                 info = store.get_run(rid)
