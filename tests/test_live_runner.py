@@ -32,7 +32,7 @@ from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import CATSession
 from atlascat.errors import AtlasError, ConfigError, LiveRunError
 from atlascat.live import runner
-from atlascat.live.items import item_record, load_content_bank
+from atlascat.live.items import item_record
 from atlascat.live.mockserver import MockOpenAIServer
 from atlascat.live.store import RunStore
 from atlascat.live.subjects import (NoPromptLogprobsError, OpenAICompatible,
@@ -46,7 +46,8 @@ FAST = CATConfig(se_stop=0.3, min_items=8, max_items=24)
 
 @pytest.fixture(scope="module")
 def bank():
-    return load_content_bank("arc")
+    """The bank ``--bank arc`` means (CLI runs and resumes see the same items)."""
+    return runner.bundled_content_bank("arc")
 
 
 def fast_store(path, **kw) -> RunStore:
