@@ -686,7 +686,7 @@ class Calibrator:
         from .defaults import resolve as _resolve_defaults
 
         choice = _resolve_defaults(self.model, self.prior_a, self.prior_c, values, w,
-                                   mirt_defaults=self.mirt_defaults, stacklevel=3)
+                                   mirt_defaults=self.mirt_defaults, stacklevel=4)
         model, prior_a, prior_c = self._check_settings(choice)
         self.defaults_ = choice
         rng = self.random_state if isinstance(self.random_state, np.random.Generator) \

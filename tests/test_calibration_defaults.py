@@ -1,0 +1,170 @@
+"""Calibration defaults (issue 13): model and priors from the data's size, identification
+warnings, the small-sample subject filter, and the comparisons with R's mirt kept under
+tests/data/mirt_*.csv (made by benchmarks/mirt_reference.R with mirt 1.45.1)."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.filtering import filter_items, weighted_percentile
+from atlascat.irt import defaults, fit
+from atlascat.irt.bank import ItemBank
+from atlascat.irt.calibrate import Calibrator, calibrate
+from atlascat.responses import ResponseMatrix
+
+DATA = Path(__file__).parent / "data"
+
+
+def simulate_3pl(rng, n_subjects, n_items):
+    a = rng.lognormal(0.3, 0.3, n_items)
+    b = rng.normal(0, 1, n_items)
+    c = rng.uniform(0.1, 0.3, n_items)
+    bank = ItemBank([f"i{j}" for j in range(n_items)], a, b, c)
+    theta = rng.normal(size=n_subjects)
+    y = (rng.random((n_subjects, n_items)) < bank.probability(theta)).astype(float)
+    return ResponseMatrix(y, [f"m{i}" for i in range(n_subjects)], bank.item_ids), bank
+
+
+# --------------------------------------------------------------------------- size bands
+class TestChooseDefaults:
+    @pytest.mark.parametrize("n, model", [(21, "1pl"), (99, "1pl"), (100, "2pl"), (999, "2pl"),
+                                          (1000, defaults.LARGE_N_DEFAULT[0]),
+                                          (8577, defaults.LARGE_N_DEFAULT[0])])
+    def test_model_by_number_of_subjects(self, n, model):
+        ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=n, n_items=500)
+        assert ch.model == model and ch.source == "auto"
+        assert f"{n:g} subjects" in ch.reason
+        if model == "1pl":
+            assert ch.prior_a is None and ch.prior_c is None
+        if model == "2pl":
+            assert ch.prior_a == defaults.MEDIUM_N_DEFAULT[1] and ch.prior_c is None
+
+    def test_large_sample_default_is_the_held_out_winner(self):
+        ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=2000, n_items=300)
+        assert (ch.model, ch.prior_a, ch.prior_c) == defaults.LARGE_N_DEFAULT
+
+    def test_mirt_defaults_and_explicit_values_are_kept(self):
+        ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=21, n_items=10,
+                                      mirt_defaults=True)
+        assert (ch.model, ch.prior_a, ch.prior_c, ch.source) == ("3pl", None, None, "mirt")
+        ch = defaults.choose_defaults("3pl", None, "beta(5,17)", n_subjects=5000, n_items=10)
+        assert (ch.model, ch.prior_a, ch.prior_c, ch.source) == ("3pl", None, "beta(5,17)", "user")
+        # an explicit model with automatic priors: the priors of the winner that fit the model
+        ch = defaults.choose_defaults("2pl", "auto", "auto", n_subjects=5000, n_items=10)
+        assert ch.prior_a is not None and ch.prior_c is None
+        ch = defaults.choose_defaults("1pl", "auto", "auto", n_subjects=5000, n_items=10)
+        assert ch.prior_a is None and ch.prior_c is None
+
+
+# ------------------------------------------------------- a 20-model leaderboard (issue 13)
+class TestSmallLeaderboard:
+    @pytest.fixture(scope="class")
+    def board(self):
+        rm, _ = simulate_3pl(np.random.default_rng(7), 20, 400)
+        return rm
+
+    def test_twenty_models_get_a_1pl_and_a_warning(self, board):
+        with pytest.warns(defaults.DefaultsWarning, match=r"20 subjects x \d+ items: calibrated "
+                                                         r"as a 1PL, not a 3PL"):
+            res = calibrate(board)
+        assert res.model == "1pl" and res.bank.model == "1pl"
+        np.testing.assert_allclose(res.bank.a, res.bank.a[0])
+        chosen = res.settings["defaults"]
+        assert chosen["model"] == "1pl" and chosen["source"] == "auto"
+        assert "20 subjects < 100" in chosen["reason"]
+        # below 30 subjects even a 1PL's difficulties are weak: said too, and kept in the result
+        assert any("1PL on 20 subjects" in w for w in chosen["warnings"])
+        assert res.to_dict()["settings"]["defaults"]["model"] == "1pl"
+
+    def test_forcing_a_3pl_warns_that_it_is_not_identified(self, board):
+        with pytest.warns(defaults.IdentificationWarning, match="3PL on 20 subjects.*without "
+                                                                "priors"):
+            cal = Calibrator("3pl", mirt_defaults=True, max_iter=20).fit(
+                board.subset(items=list(board.item_ids[:40])))
+        assert cal.defaults_.source == "user" and cal.defaults_.prior_c is None
+        assert cal.result_.settings["defaults"]["warnings"]
+
+    def test_constant_and_near_constant_items_are_named(self):
+        y = np.tile([[0.0, 1.0, 1.0, 0.0]], (10, 1))
+        y[::2] = 1.0 - y[::2]             # balanced items 0, 3
+        y[:, 1] = 1.0                     # everyone right
+        y[:, 2] = 0.0
+        y[3, 2] = 1.0                     # one right answer
+        probs = defaults.identification_problems(y, None, "2pl", "lognorm(0,1)", None)
+        assert any("1 item(s) were answered the same way" in p for p in probs)
+        assert any("1 item(s) have fewer than 3 answers" in p for p in probs)
+
+    def test_the_percentile_filter_keeps_every_model_of_a_small_board(self, board):
+        kept, report = filter_items(board, min_point_biserial=None)
+        assert kept.n_subjects == 20 and report.dropped_subjects.empty
+        assert report.thresholds["subject_rule_applied"] is False
+        assert report.thresholds["subject_percentile_min_subjects"] == 1000
+
+
+class TestFilterRule:
+    def test_applies_from_1000_subjects(self, rng):
+        y = (rng.random((1500, 30)) < 0.6).astype(float)
+        kept, report = filter_items(ResponseMatrix(y), min_point_biserial=None)
+        acc = y.mean(axis=1)
+        assert report.thresholds["subject_rule_applied"] is True
+        assert len(report.dropped_subjects) == int((acc < np.percentile(acc, 0.1)).sum()) >= 1
+
+    def test_weighted_percentile_equals_expanded_rows(self, shared_data, rng):
+        rm = ResponseMatrix.read(shared_data / "classic" / "lsat7_patterns.csv", freq_column="freq")
+        full = rm.expand()
+        for q in (0.1, 5, 37.5, 90):
+            assert weighted_percentile(rm.accuracy, q, rm.weights) == pytest.approx(
+                np.percentile(full.accuracy, q))
+        x = rng.normal(size=50)
+        assert weighted_percentile(x, 3.0) == pytest.approx(np.percentile(x, 3.0))
+        # a pattern table counts subjects, not rows: 1000 subjects, so the 0.1% rule applies
+        _, report = filter_items(rm, min_point_biserial=None)
+        assert report.thresholds["subject_rule_applied"] is True
+
+
+def test_large_sample_default_calibrates_with_priors(rng):
+    rm, truth = simulate_3pl(rng, 1200, 25)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", defaults.DefaultsWarning)   # no size warning at N >= 1000
+        res = calibrate(rm)
+    model, pa, pc = defaults.LARGE_N_DEFAULT
+    assert res.model == model
+    from atlascat.irt.priors import parse_prior
+
+    assert res.settings["prior_a"] == (None if pa is None else str(parse_prior(pa, "a")))
+    assert res.settings["prior_c"] == (None if pc is None else str(parse_prior(pc, "c")))
+    assert res.settings["defaults"]["source"] == "auto"
+    mirt = calibrate(rm, mirt_defaults=True)
+    assert mirt.model == "3pl" and mirt.settings["prior_a"] is None
+    assert mirt.settings["prior_c"] is None
+
+
+# -------------------------------------------------------------------- R mirt references
+def _mirt(name):
+    df = pd.read_csv(DATA / name, dtype={"item_id": str})
+    return df[df.item_id != "_summary"].reset_index(drop=True), df[df.item_id == "_summary"].iloc[0]
+
+
+def test_lsat6_rasch_against_mirt(shared_data):
+    items, summ = _mirt("mirt_lsat6_rasch.csv")
+    rm = ResponseMatrix.read(shared_data / "classic" / "lsat6_patterns.csv", freq_column="freq")
+    res = calibrate(rm, "rasch", mirt_defaults=True)
+    np.testing.assert_allclose(res.bank.d, items.d, atol=5e-3)
+    assert res.latent_variance == pytest.approx(summ.d, abs=5e-3)      # mirt: 0.5718
+    assert res.loglik == pytest.approx(summ.a1, abs=1e-2)
+    m2 = fit.m2(rm, res.bank, estimated="rasch", prior_sd=np.sqrt(res.latent_variance))
+    assert m2.df == 9 and m2.M2 == pytest.approx(summ.u, abs=1e-2)      # mirt: 5.2928
+
+
+def test_lsat7_2pl_against_mirt(shared_data):
+    items, summ = _mirt("mirt_lsat7_2pl.csv")
+    rm = ResponseMatrix.read(shared_data / "classic" / "lsat7_patterns.csv", freq_column="freq")
+    res = calibrate(rm, "2pl", mirt_defaults=True)
+    np.testing.assert_allclose(res.bank.a, items.a1, atol=5e-3)
+    np.testing.assert_allclose(res.bank.d, items.d, atol=5e-3)
+    assert res.loglik == pytest.approx(summ.a1, abs=1e-2)
+    assert fit.m2(rm, res.bank, estimated="2pl").M2 == pytest.approx(summ.u, abs=1e-2)
