@@ -46,6 +46,7 @@ from atlascat.irt.quadrature import normal_quadrature  # noqa: E402
 from atlascat.responses import ResponseMatrix  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "openllm"
+SETTINGS_BASELINE = "mirt 3PL"
 
 # name -> (model, prior_a, prior_c); "mirt" is mirt's default (3PL, no priors)
 SETTINGS = {
@@ -53,22 +54,20 @@ SETTINGS = {
     "1PL": ("1pl", None, None),
     "2PL": ("2pl", None, None),
     "2PL a~LN(0,1)": ("2pl", "lognorm(0,1)", None),
-    "2PL a~LN(0,0.5)": ("2pl", "lognorm(0,0.5)", None),
     "3PL a~LN(0,1) c~B(2,8)": ("3pl", "lognorm(0,1)", "beta(2,8)"),
     "3PL a~LN(0,0.5) c~B(5,17)": ("3pl", "lognorm(0,0.5)", "beta(5,17)"),
     "3PL a~LN(0,0.3) c~B(10,40)": ("3pl", "lognorm(0,0.3)", "beta(10,40)"),
+    "3PL a~LN(0,0.3) c~B(2,8)": ("3pl", "lognorm(0,0.3)", "beta(2,8)"),
     "3PL c~B(5,17)": ("3pl", None, "beta(5,17)"),
-    "3PL a~LN(0.5,1) c~B(5,17)": ("3pl", "lognorm(0.5,1)", "beta(5,17)"),
     "4PL a~LN(0,0.5) c~B(5,17)": ("4pl", "lognorm(0,0.5)", "beta(5,17)"),
 }
 
 
-def heldout_logloss(y: np.ndarray, bank, rng: np.random.Generator) -> tuple[float, int]:
-    """Two-fold within-model posterior-predictive log-loss (sum, count)."""
+def heldout_logloss(y: np.ndarray, bank, half: np.ndarray):
+    """Two-fold within-model posterior-predictive log-loss: per-model sums and counts."""
     quad = normal_quadrature(61, (-6.0, 6.0))
     P = np.clip(bank.probability(quad.nodes), 1e-12, 1 - 1e-12)   # (q, J)
-    half = rng.random(y.shape) < 0.5
-    total, count = 0.0, 0
+    total, count = np.zeros(y.shape[0]), np.zeros(y.shape[0])
     for a_side in (half, ~half):
         ya = np.where(a_side, y, np.nan)
         yb = np.where(~a_side, y, np.nan)
@@ -76,8 +75,8 @@ def heldout_logloss(y: np.ndarray, bank, rng: np.random.Generator) -> tuple[floa
         pred = np.clip(post @ P, 1e-12, 1 - 1e-12)                 # (n, J)
         obs = ~np.isnan(yb)
         ll = np.where(obs, np.where(yb == 1, np.log(pred), np.log1p(-pred)), 0.0)
-        total -= ll.sum()
-        count += int(obs.sum())
+        total -= ll.sum(axis=1)
+        count += obs.sum(axis=1)
     return total, count
 
 
@@ -102,6 +101,7 @@ def run(benchmarks, settings, seed: int, test_size: float, se_stop: float) -> pd
     for bench in benchmarks:
         rm = ResponseMatrix.read(DATA / f"dense_{bench}.csv.gz")
         train, test = stratified_split(rm, test_size=test_size, rng=np.random.default_rng(seed))
+        per_model = {}
         for name in settings:
             model, prior_a, prior_c = SETTINGS[name]
             t0 = time.perf_counter()
@@ -118,31 +118,91 @@ def run(benchmarks, settings, seed: int, test_size: float, se_stop: float) -> pd
             secs = time.perf_counter() - t0
             bank = res.bank
             test_b = test.subset(items=list(bank.item_ids))   # constant train items left out
-            y = test_b.values
-            tot, cnt = heldout_logloss(y, bank, np.random.default_rng(seed + 1))
+            # the halves are drawn over the full item set, so every setting (whatever items it
+            # left out) sees the same split
+            half_full = np.random.default_rng(seed + 1).random(test.values.shape) < 0.5
+            col = {str(i): k for k, i in enumerate(test.item_ids)}
+            idx = np.array([col[str(i)] for i in bank.item_ids])
+            tot, cnt = heldout_logloss(test.values[:, idx], bank, half_full[:, idx])
+            per_model[name] = tot / np.maximum(cnt, 1)
+            base = per_model.get(SETTINGS_BASELINE)
+            if base is not None:
+                diff = per_model[name] - base
+                d_mean, d_se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(diff.size))
+            else:
+                d_mean = d_se = float("nan")
             cov = cat_coverage(test_b, bank, seed + 2, se_stop)
             row = {"benchmark": bench, "setting": name, "model": model,
                    "n_train": train.n_subjects, "n_test": test.n_subjects,
-                   "n_items": len(bank), "logloss": tot / cnt, **cov,
+                   "n_items": len(bank), "logloss": float(tot.sum() / cnt.sum()),
+                   "d_logloss_vs_mirt": d_mean, "se_d_logloss": d_se, **cov,
                    "a_gt_5": float(np.mean(bank.a > 5)), "c_gt_0.5": float(np.mean(bank.c > 0.5)),
+                   "extreme": float(np.mean((bank.a > 5) | (bank.c > 0.5))),
                    "converged": bool(res.converged), "n_iter": int(res.n_iter),
                    "train_loglik": float(res.loglik), "seconds": round(secs, 1)}
             rows.append(row)
-            print(f"{bench:11s} {name:28s} logloss {row['logloss']:.4f} coverage "
+            print(f"{bench:11s} {name:28s} logloss {row['logloss']:.4f} "
+                  f"(vs mirt {d_mean:+.4f} +- {d_se:.4f}) coverage "
                   f"{row['coverage']:.3f} items {row['cat_items']:.0f} a>5 {row['a_gt_5']:.1%} "
                   f"c>.5 {row['c_gt_0.5']:.1%} {row['n_iter']} it {secs:.0f} s", flush=True)
     return pd.DataFrame(rows)
 
 
+SIZE_SETTINGS = {
+    "1PL": ("1pl", None, None),
+    "2PL a~LN(0,1)": ("2pl", "lognorm(0,1)", None),
+    "2PL (no prior)": ("2pl", None, None),
+    "3PL default priors": ("3pl", "lognorm(0,0.3)", "beta(10,40)"),
+    "mirt 3PL": ("3pl", None, None),
+}
+
+
+def size_study(bench: str, sizes, seed: int, test_size: float) -> pd.DataFrame:
+    """Held-out log-loss of each model family when only N train models are available: random
+    subsets (seeded) of the train split, the same held-out models and halves for every N."""
+    rm = ResponseMatrix.read(DATA / f"dense_{bench}.csv.gz")
+    train, test = stratified_split(rm, test_size=test_size, rng=np.random.default_rng(seed))
+    half_full = np.random.default_rng(seed + 1).random(test.values.shape) < 0.5
+    col = {str(i): k for k, i in enumerate(test.item_ids)}
+    rows = []
+    for n in sizes:
+        pick = np.sort(np.random.default_rng(seed + 3).permutation(train.n_subjects)[:n])
+        sub = train.subset(subjects=pick)
+        for name, (model, pa, pc) in SIZE_SETTINGS.items():
+            t0 = time.perf_counter()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = calibrate(sub, model, prior_a=pa, prior_c=pc, mirt_defaults=True,
+                                    max_iter=500)
+            except Exception as exc:  # noqa: BLE001
+                print(f"N={n:5d} {name:22s} FAILED: {exc}", flush=True)
+                continue
+            bank = res.bank
+            idx = np.array([col[str(i)] for i in bank.item_ids])
+            # items constant in the small train sample are not in the bank: score the others
+            tot, cnt = heldout_logloss(test.values[:, idx], bank, half_full[:, idx])
+            row = {"benchmark": bench, "n_train": int(n), "setting": name,
+                   "n_items": len(bank), "logloss": float(tot.sum() / cnt.sum()),
+                   "converged": bool(res.converged), "seconds": time.perf_counter() - t0}
+            rows.append(row)
+            print(f"N={n:5d} {name:22s} items {len(bank):4d} logloss {row['logloss']:.4f} "
+                  f"{'converged' if res.converged else 'NOT converged'}", flush=True)
+    return pd.DataFrame(rows)
+
+
 def markdown(df: pd.DataFrame) -> str:
-    lines = ["| benchmark | setting | held-out log-loss | CAT coverage (95%) | CAT items | a > 5 | c > 0.5 |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| benchmark | setting | held-out log-loss | vs mirt (+- SE) | CAT coverage (95%) "
+             "| CAT items | a > 5 | c > 0.5 | either |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in df.rename(columns={"c_gt_0.5": "c_gt_05"}).itertuples():
         if not np.isfinite(getattr(r, "logloss", np.nan)):
-            lines.append(f"| {r.benchmark} | {r.setting} | failed | | | | |")
+            lines.append(f"| {r.benchmark} | {r.setting} | failed | | | | | | |")
             continue
-        lines.append(f"| {r.benchmark} | {r.setting} | {r.logloss:.4f} | {r.coverage:.3f} | "
-                     f"{r.cat_items:.0f} | {r.a_gt_5:.1%} | {r.c_gt_05:.1%} |")
+        vs = "" if r.setting == SETTINGS_BASELINE else \
+            f"{r.d_logloss_vs_mirt:+.4f} +- {r.se_d_logloss:.4f}"
+        lines.append(f"| {r.benchmark} | {r.setting} | {r.logloss:.4f} | {vs} | {r.coverage:.3f} | "
+                     f"{r.cat_items:.0f} | {r.a_gt_5:.1%} | {r.c_gt_05:.1%} | {r.extreme:.1%} |")
     return "\n".join(lines)
 
 
@@ -154,8 +214,9 @@ def summary(df: pd.DataFrame, baseline: str = "mirt 3PL") -> pd.DataFrame:
         g = g.set_index("benchmark")
         out.append({"setting": name, "mean_logloss": g.logloss.mean(),
                     "beats_mirt": int((g.logloss < base.loc[g.index] - 1e-6).sum()),
-                    "mean_coverage": g.coverage.mean(), "max_a_gt_5": g.a_gt_5.max(),
-                    "max_c_gt_0.5": g["c_gt_0.5"].max()})
+                    "mean_coverage": g.coverage.mean(),
+                    "min_coverage": g.coverage.min(),
+                    "mean_extreme": g.extreme.mean(), "max_extreme": g.extreme.max()})
     return pd.DataFrame(out)
 
 
@@ -168,7 +229,19 @@ def main(argv=None):
     ap.add_argument("--test-size", type=float, default=0.1)
     ap.add_argument("--se-stop", type=float, default=0.2)
     ap.add_argument("--out", type=Path, default=None, help="CSV of the rows")
+    ap.add_argument("--size-study", default=None, metavar="BENCH",
+                    help="instead: held-out log-loss by number of train models on BENCH")
+    ap.add_argument("--sizes", default="20,50,100,200,500,1000,2000")
     args = ap.parse_args(argv)
+    if args.size_study:
+        df = size_study(args.size_study, [int(v) for v in args.sizes.split(",")], args.seed,
+                        args.test_size)
+        if args.out is not None:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            df.to_csv(args.out, index=False)
+        print(df.pivot(index="n_train", columns="setting", values="logloss")
+              .to_string(float_format=lambda v: f"{v:.4f}"))
+        return
     settings = list(SETTINGS) if args.settings == "all" else \
         [s.strip() for s in args.settings.split(";") if s.strip()]
     unknown = [s for s in settings if s not in SETTINGS]
@@ -182,7 +255,7 @@ def main(argv=None):
     print()
     print(markdown(df))
     print()
-    print(summary(df).to_markdown(index=False, floatfmt=".4f"))
+    print(summary(df).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
 
 
 if __name__ == "__main__":

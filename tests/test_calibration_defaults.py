@@ -31,21 +31,19 @@ def simulate_3pl(rng, n_subjects, n_items):
 
 # --------------------------------------------------------------------------- size bands
 class TestChooseDefaults:
-    @pytest.mark.parametrize("n, model", [(21, "1pl"), (99, "1pl"), (100, "2pl"), (999, "2pl"),
-                                          (1000, defaults.LARGE_N_DEFAULT[0]),
-                                          (8577, defaults.LARGE_N_DEFAULT[0])])
+    @pytest.mark.parametrize("n, model", [(10, "2pl"), (21, "2pl"), (499, "2pl"), (500, "3pl"),
+                                          (8577, "3pl")])
     def test_model_by_number_of_subjects(self, n, model):
         ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=n, n_items=500)
         assert ch.model == model and ch.source == "auto"
         assert f"{n:g} subjects" in ch.reason
-        if model == "1pl":
-            assert ch.prior_a is None and ch.prior_c is None
-        if model == "2pl":
-            assert ch.prior_a == defaults.MEDIUM_N_DEFAULT[1] and ch.prior_c is None
+        if model == "2pl":   # the slope prior is what makes small samples work
+            assert ch.prior_a == "lognorm(0,1)" and ch.prior_c is None
 
     def test_large_sample_default_is_the_held_out_winner(self):
         ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=2000, n_items=300)
-        assert (ch.model, ch.prior_a, ch.prior_c) == defaults.LARGE_N_DEFAULT
+        assert (ch.model, ch.prior_a, ch.prior_c) == ("3pl", "lognorm(0,0.3)", "beta(10,40)")
+        assert defaults.LARGE_N_DEFAULT == ("3pl", "lognorm(0,0.3)", "beta(10,40)")
 
     def test_mirt_defaults_and_explicit_values_are_kept(self):
         ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=21, n_items=10,
@@ -67,18 +65,21 @@ class TestSmallLeaderboard:
         rm, _ = simulate_3pl(np.random.default_rng(7), 20, 400)
         return rm
 
-    def test_twenty_models_get_a_1pl_and_a_warning(self, board):
+    def test_twenty_models_get_a_2pl_with_a_slope_prior_and_warnings(self, board):
         with pytest.warns(defaults.DefaultsWarning, match=r"20 subjects x \d+ items: calibrated "
-                                                         r"as a 1PL, not a 3PL"):
+                                                         r"as a 2PL, not a 3PL"):
             res = calibrate(board)
-        assert res.model == "1pl" and res.bank.model == "1pl"
-        np.testing.assert_allclose(res.bank.a, res.bank.a[0])
+        assert res.model == "2pl" and res.bank.model == "2pl" and np.all(res.bank.c == 0)
+        assert res.settings["prior_a"] is not None and res.settings["prior_c"] is None
         chosen = res.settings["defaults"]
-        assert chosen["model"] == "1pl" and chosen["source"] == "auto"
-        assert "20 subjects < 100" in chosen["reason"]
-        # below 30 subjects even a 1PL's difficulties are weak: said too, and kept in the result
-        assert any("1PL on 20 subjects" in w for w in chosen["warnings"])
-        assert res.to_dict()["settings"]["defaults"]["model"] == "1pl"
+        assert chosen["model"] == "2pl" and chosen["source"] == "auto"
+        assert chosen["prior_a"] == "lognorm(0,1)"
+        assert "20 subjects < 500" in chosen["reason"]
+        # below 100 subjects even a prior-ed 2PL is weakly identified: said, and kept in the result
+        assert any("2PL on 20 subjects" in w for w in chosen["warnings"])
+        assert res.to_dict()["settings"]["defaults"]["model"] == "2pl"
+        # the prior keeps the slopes sane where a prior-free 2PL runs away
+        assert np.median(res.bank.a) < 3 and res.bank.a.max() < 10
 
     def test_forcing_a_3pl_warns_that_it_is_not_identified(self, board):
         with pytest.warns(defaults.IdentificationWarning, match="3PL on 20 subjects.*without "
@@ -127,7 +128,7 @@ class TestFilterRule:
 
 
 def test_large_sample_default_calibrates_with_priors(rng):
-    rm, truth = simulate_3pl(rng, 1200, 25)
+    rm, truth = simulate_3pl(rng, 600, 25)
     with warnings.catch_warnings():
         warnings.simplefilter("error", defaults.DefaultsWarning)   # no size warning at N >= 1000
         res = calibrate(rm)
