@@ -9,7 +9,7 @@
 # other columns 0/1 (NA allowed). prior_a = lognormal(MU, SD) on a1 (mirt 'lnorm'), prior_c =
 # beta(ALPHA, BETA) on g (mirt 'expbeta'): densities of the natural parameters, as in atlascat.
 # OUT: item_id,a1,d,g,u plus one row item_id="_summary" whose a1 = logLik, d = latent variance,
-# g = iterations, u = M2 (NA unless m2=1); a second file OUT with _summary.json holds the same.
+# g = iterations, u = M2 (NA unless m2=1).
 suppressPackageStartupMessages(library(mirt))
 args <- commandArgs(trailingOnly = TRUE)
 infile <- args[1]; itemtype <- args[2]; out <- args[3]
