@@ -67,7 +67,7 @@ class TestSmallLeaderboard:
 
     def test_twenty_models_get_a_2pl_with_a_slope_prior_and_warnings(self, board):
         with pytest.warns(defaults.DefaultsWarning, match=r"20 subjects x \d+ items: calibrated "
-                                                         r"as a 2PL, not a 3PL"):
+                                                         r"as a 2PL with a ~ lognorm\(0,1\), not a 3PL"):
             res = calibrate(board)
         assert res.model == "2pl" and res.bank.model == "2pl" and np.all(res.bank.c == 0)
         assert res.settings["prior_a"] is not None and res.settings["prior_c"] is None
@@ -104,6 +104,30 @@ class TestSmallLeaderboard:
         assert kept.n_subjects == 20 and report.dropped_subjects.empty
         assert report.thresholds["subject_rule_applied"] is False
         assert report.thresholds["subject_percentile_min_subjects"] == 1000
+
+
+    def test_cli_says_which_model_and_why(self, board, tmp_path, capsys):
+        import json
+
+        from atlascat.cli import main
+
+        data = tmp_path / "board.csv"
+        pd.DataFrame(board.values[:, :60], index=board.subject_ids,
+                     columns=board.item_ids[:60]).rename_axis("model").to_csv(data)
+        out, summary = tmp_path / "bank.csv", tmp_path / "s.json"
+        assert main(["calibrate", str(data), "-o", str(out), "--summary", str(summary),
+                     "--quiet"]) == 0
+        text = capsys.readouterr().out
+        assert "model 2PL (auto): 20 subjects < 500" in text
+        assert "warning: 20 subjects x" in text and "calibrated as a 2PL" in text
+        info = json.loads(summary.read_text())
+        assert info["model"] == "2pl" and info["settings"]["defaults"]["warnings"]
+        assert info["filtering"]["subjects_after"] == 20      # no model dropped by the 0.1% rule
+        assert main(["calibrate", str(data), "-o", str(out), "--summary", str(summary),
+                     "--quiet", "--mirt-defaults", "--max-iter", "5"]) == 0
+        info = json.loads(summary.read_text())
+        assert info["model"] == "3pl" and info["settings"]["prior_c"] is None
+        assert info["settings"]["defaults"]["source"] == "mirt"
 
 
 class TestFilterRule:

@@ -77,24 +77,15 @@ def register(app: typer.Typer) -> None:
                          filter=not no_filter, dtype=dtype, random_state=seed,
                          convergence=convergence, mirt_defaults=mirt_defaults)
         cal._check_settings()  # fail on bad settings before reading more or starting the bar
-        if quiet:
-            cal.fit(rm)
-        else:
-            n_parts = 1
-            if partition_size:
-                n_parts = max(1, rm.n_items // int(partition_size))
-            with progress_bar("EM", total=max_iter * n_parts) as advance:
-                done = {"n": 0}
+        import warnings
 
-                def on_iter(info):
-                    pos = info["partition"] * max_iter + info["iteration"]
-                    if pos > done["n"]:
-                        advance(pos - done["n"])
-                        done["n"] = pos
+        from ..irt.defaults import DefaultsWarning, IdentificationWarning
 
-                cal.callback = on_iter
-                cal.fit(rm)
-                advance(max_iter * n_parts - done["n"])
+        # the defaults' warnings are printed below from the result, once
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DefaultsWarning)
+            warnings.simplefilter("ignore", IdentificationWarning)
+            _fit(cal, rm, quiet, partition_size, max_iter)
         res = cal.result_
         out_bank = res.bank
         if res.model == "rasch":
@@ -139,6 +130,28 @@ def register(app: typer.Typer) -> None:
             console.print(f"{len(res.linking)} partitions linked by {link}: A in "
                           f"[{As.min():.3f}, {As.max():.3f}]")
         console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
+
+
+def _fit(cal, rm, quiet: bool, partition_size, max_iter: int) -> None:
+    """Fit with a progress bar over the EM iterations (of every partition) unless quiet."""
+    if quiet:
+        cal.fit(rm)
+        return
+    n_parts = 1
+    if partition_size:
+        n_parts = max(1, rm.n_items // int(partition_size))
+    with progress_bar("EM", total=max_iter * n_parts) as advance:
+        done = {"n": 0}
+
+        def on_iter(info):
+            pos = info["partition"] * max_iter + info["iteration"]
+            if pos > done["n"]:
+                advance(pos - done["n"])
+                done["n"] = pos
+
+        cal.callback = on_iter
+        cal.fit(rm)
+        advance(max_iter * n_parts - done["n"])
 
 
 def _jsonable(value):

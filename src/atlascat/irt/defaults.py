@@ -132,7 +132,8 @@ def default_for_size(n_subjects: float) -> tuple[str, object, object, str]:
     return m, pa, pc, why
 
 
-def identification_problems(values: np.ndarray, weights, model: str, prior_a, prior_c) -> list[str]:
+def identification_problems(values: np.ndarray, weights, model: str, prior_a, prior_c, *,
+                            suggest_auto: bool = True) -> list[str]:
     """One-line descriptions of what the data cannot identify under ``model`` (may be empty)."""
     model = str(model).lower()
     w = np.ones(values.shape[0]) if weights is None else np.asarray(weights, float)
@@ -149,7 +150,8 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
                                                        else " even with priors")
         out.append(f"a {model.upper()} on {n:g} subjects: its {what} are weakly identified by so "
                    f"few answers{prior} (it needs about {limit}); treat the bank as provisional"
-                   + ("" if model in ("rasch", "1pl") else " or use model='auto'"))
+                   + ("" if model in ("rasch", "1pl") or not suggest_auto
+                      else " or use model='auto'"))
     if n < SUBJECTS_PER_PARAMETER * per and model not in ("rasch", "1pl"):
         out.append(f"{n:g} subjects for {per} parameters per item (fewer than "
                    f"{SUBJECTS_PER_PARAMETER} per parameter): estimates lean on the priors")
@@ -206,7 +208,8 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
 
 def warn_problems(choice: DefaultsChoice, values, weights, stacklevel: int = 3) -> DefaultsChoice:
     """Add the identification problems of ``choice`` on these data and warn about each."""
-    probs = identification_problems(values, weights, choice.model, choice.prior_a, choice.prior_c)
+    probs = identification_problems(values, weights, choice.model, choice.prior_a, choice.prior_c,
+                                    suggest_auto=choice.source != "auto")
     for p in probs:
         warnings.warn(p, IdentificationWarning, stacklevel=stacklevel)
     choice.warnings = list(choice.warnings) + probs
@@ -228,9 +231,11 @@ def resolve(model, prior_a, prior_c, values: np.ndarray, weights, *,
     choice = choose_defaults(model, prior_a, prior_c, n_subjects=n, n_items=values.shape[1],
                              mirt_defaults=mirt_defaults)
     if choice.source == "auto" and choice.model != LARGE_N_DEFAULT[0]:
+        prior = "" if choice.prior_a is None else f" with a ~ {choice.prior_a}"
         msg = (f"{n:g} subjects x {values.shape[1]} items: calibrated as a "
-               f"{choice.model.upper()}, not a {LARGE_N_DEFAULT[0].upper()} ({choice.reason}); "
-               "pass model= (CLI --model) to override")
+               f"{choice.model.upper()}{prior}, not a {LARGE_N_DEFAULT[0].upper()}: below "
+               f"{MODEL_MIN_SUBJECTS['3pl']} subjects the prior-ed 2PL predicts held-out "
+               "subjects best (docs/calibration.md); pass model= (CLI --model) to override")
         warnings.warn(msg, DefaultsWarning, stacklevel=stacklevel)
         choice.warnings.append(msg)
     return warn_problems(choice, values, w, stacklevel=stacklevel)
