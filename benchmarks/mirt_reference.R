@@ -3,7 +3,7 @@
 # with mirt 1.45.1 (bash ../shared/tools/install-mirt.sh); never run by the tests or CI.
 #
 #   Rscript benchmarks/mirt_reference.R INPUT.csv[.gz] ITEMTYPE OUT.csv [freq=COL] [prior_a=MU,SD]
-#           [prior_c=ALPHA,BETA] [m2=1]
+#           [prior_c=ALPHA,BETA] [m2=1] [tol=1e-4]
 #
 # INPUT: first column = subject id (or, with freq=COL, a pattern table with a frequency column),
 # other columns 0/1 (NA allowed). prior_a = lognormal(MU, SD) on a1 (mirt 'lnorm'), prior_c =
@@ -13,7 +13,7 @@
 suppressPackageStartupMessages(library(mirt))
 args <- commandArgs(trailingOnly = TRUE)
 infile <- args[1]; itemtype <- args[2]; out <- args[3]
-opt <- list(freq = NA, prior_a = NA, prior_c = NA, m2 = "0")
+opt <- list(freq = NA, prior_a = NA, prior_c = NA, m2 = "0", tol = NA)
 for (kv in args[-(1:3)]) {
   p <- strsplit(kv, "=", fixed = TRUE)[[1]]
   opt[[p[1]]] <- p[2]
@@ -42,8 +42,10 @@ if (!is.na(opt$prior_c)) {
 }
 if (length(pri)) spec <- paste0(spec, "\nPRIOR = ", paste(pri, collapse = ", "))
 model <- mirt.model(spec)
-t <- system.time(m <- mirt(Y, model, itemtype = itemtype, verbose = FALSE,
-                           technical = list(NCYCLES = 2000)))[["elapsed"]]
+fitargs <- list(data = Y, model = model, itemtype = itemtype, verbose = FALSE,
+                technical = list(NCYCLES = 2000))
+if (!is.na(opt$tol)) fitargs$TOL <- as.numeric(opt$tol)
+t <- system.time(m <- do.call(mirt, fitargs))[["elapsed"]]
 cf <- coef(m, simplify = TRUE)
 it <- cf$items
 res <- data.frame(item_id = rownames(it), a1 = it[, "a1"], d = it[, "d"],

@@ -80,6 +80,10 @@ MODEL_MIN_SUBJECTS_WITH_PRIOR = {"rasch": 30, "1pl": 30, "2pl": 100, "3pl": 500,
 SMALL_N_DEFAULT = ("2pl", "lognorm(0,1)", None)
 LARGE_N_DEFAULT = ("3pl", "lognorm(0,0.3)", "beta(10,40)")
 MIRT_DEFAULT = ("3pl", None, None)
+# the automatic priors of each model (what an explicit model with prior_a/prior_c="auto" gets):
+# the ones measured for it on held-out data
+MODEL_PRIORS = {"rasch": (None, None), "1pl": (None, None), "2pl": SMALL_N_DEFAULT[1:],
+                "3pl": LARGE_N_DEFAULT[1:], "4pl": LARGE_N_DEFAULT[1:]}
 SUBJECTS_PER_PARAMETER = 5
 MIN_MINORITY = 3
 _PER_ITEM = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
@@ -189,16 +193,13 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
     if not auto_model:
         source = "user"
         why = f"model {chosen!r} given by the caller"
-    # priors: explicit ones kept; automatic ones follow the size band's choice only when the
-    # resolved model has that parameter (a 2PL gets no c prior, a 1PL no slope prior)
+    # priors: explicit ones kept; automatic ones are the resolved model's own (MODEL_PRIORS:
+    # a 2PL gets the slope prior measured for the 2PL, a 1PL none), or none under mirt_defaults
+    auto_a, auto_c = (None, None) if mirt_defaults else MODEL_PRIORS.get(chosen, (None, None))
     if _is_auto(prior_a):
-        prior_a = pa if chosen in ("2pl", "3pl", "4pl") else None
-        if prior_a is None and chosen in ("2pl", "3pl", "4pl") and not mirt_defaults:
-            prior_a = (SMALL_N_DEFAULT[1] if chosen == "2pl" else LARGE_N_DEFAULT[1])
+        prior_a = auto_a
     if _is_auto(prior_c):
-        prior_c = pc if chosen in ("3pl", "4pl") else None
-        if prior_c is None and chosen in ("3pl", "4pl") and not mirt_defaults:
-            prior_c = LARGE_N_DEFAULT[2]
+        prior_c = auto_c
     if source == "user" and (prior_a is not None or prior_c is not None):
         why += f"; priors a ~ {prior_a}, c ~ {prior_c}"
     return DefaultsChoice(model=chosen, prior_a=prior_a, prior_c=prior_c,
