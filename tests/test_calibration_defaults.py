@@ -68,8 +68,8 @@ class TestSmallLeaderboard:
         return rm
 
     def test_twenty_models_get_a_2pl_with_a_slope_prior_and_warnings(self, board):
-        with pytest.warns(defaults.DefaultsWarning, match=r"20 subjects x \d+ items: calibrated "
-                                                         r"as a 2PL with a ~ lognorm\(0,1\), not a 3PL"):
+        msg = r"20 subjects x \d+ items: calibrated as a 2PL with a ~ lognorm\(0,1\), not a 3PL"
+        with pytest.warns(defaults.DefaultsWarning, match=msg):
             res = calibrate(board)
         assert res.model == "2pl" and res.bank.model == "2pl" and np.all(res.bank.c == 0)
         assert res.settings["prior_a"] is not None and res.settings["prior_c"] is None
@@ -130,6 +130,10 @@ class TestSmallLeaderboard:
         info = json.loads(summary.read_text())
         assert info["model"] == "3pl" and info["settings"]["prior_c"] is None
         assert info["settings"]["defaults"]["source"] == "mirt"
+        assert main(["calibrate", str(data), "-o", str(out), "--summary", str(summary),
+                     "--quiet", "--prior-a", "None", "--max-iter", "5"]) == 0
+        info = json.loads(summary.read_text())
+        assert info["model"] == "2pl" and info["settings"]["prior_a"] is None
 
 
 class TestFilterRule:

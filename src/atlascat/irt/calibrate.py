@@ -612,7 +612,8 @@ class Calibrator:
         from .defaults import _is_auto
 
         model = str(self.model if choice is None else choice.model).lower()
-        pa, pc = (self.prior_a, self.prior_c) if choice is None else (choice.prior_a, choice.prior_c)
+        pa, pc = ((self.prior_a, self.prior_c) if choice is None
+                  else (choice.prior_a, choice.prior_c))
         if choice is None and (_is_auto(model) or _is_auto(pa) or _is_auto(pc)):
             pa, pc = (None if _is_auto(pa) else pa), (None if _is_auto(pc) else pc)
             if _is_auto(model):

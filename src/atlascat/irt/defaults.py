@@ -196,10 +196,8 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
     # priors: explicit ones kept; automatic ones are the resolved model's own (MODEL_PRIORS:
     # a 2PL gets the slope prior measured for the 2PL, a 1PL none), or none under mirt_defaults
     auto_a, auto_c = (None, None) if mirt_defaults else MODEL_PRIORS.get(chosen, (None, None))
-    if _is_auto(prior_a):
-        prior_a = auto_a
-    if _is_auto(prior_c):
-        prior_c = auto_c
+    prior_a = auto_a if _is_auto(prior_a) else (None if _is_none(prior_a) else prior_a)
+    prior_c = auto_c if _is_auto(prior_c) else (None if _is_none(prior_c) else prior_c)
     if source == "user" and (prior_a is not None or prior_c is not None):
         why += f"; priors a ~ {prior_a}, c ~ {prior_c}"
     return DefaultsChoice(model=chosen, prior_a=prior_a, prior_c=prior_c,

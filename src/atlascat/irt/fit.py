@@ -25,7 +25,8 @@ Which parameters count as estimated is the caller's statement (``estimated``):
 sigma^2 estimated, sigma given as ``prior_sd``), ``"1pl"`` (intercepts + one common slope),
 ``"2pl"``, ``"3pl"``, ``"4pl"``. The Rasch variance column is the derivative of the quadrature
 weights w_q ~ exp(-(x_q - mu)^2 / (2 sigma^2)) on the fixed grid (mirt's discretization):
-d pi_A / d sigma^2 = sum_q w_q g_q K_A(x_q), g_q = h_q - sum_r w_r h_r, h = (x - mu)^2 / (2 sigma^4);
+d pi_A / d sigma^2 = sum_q w_q g_q K_A(x_q), g_q = h_q - sum_r w_r h_r,
+h = (x - mu)^2 / (2 sigma^4);
 it spans the same space as the common-slope column of the equivalent 1PL, so the Rasch and 1PL
 forms of one fit give the same M2 on n + n(n-1)/2 - (n + 1) df (LSAT6: mirt's 5.2916 on 9 df).
 Examples: LSAT7 2PL: 5 + 10 - 10 = 5 df (mirt's M2 11.938 on 5 df); the same data's 32-cell
