@@ -102,10 +102,15 @@ class TestSmallLeaderboard:
         assert any("1 item(s) have fewer than 3 answers" in p for p in probs)
 
     def test_the_percentile_filter_keeps_every_model_of_a_small_board(self, board):
-        kept, report = filter_items(board, min_point_biserial=None)
+        kept, report = filter_items(board)
         assert kept.n_subjects == 20 and report.dropped_subjects.empty
         assert report.thresholds["subject_rule_applied"] is False
         assert report.thresholds["subject_percentile_min_subjects"] == 1000
+        # every item is a good 3PL item: the point-biserial rule is not run on 20 subjects
+        assert report.thresholds["point_biserial_rule_applied"] is False
+        assert "point_biserial_below_min" not in set(report.dropped_items["reason"])
+        forced = filter_items(board, min_subjects_point_biserial=0)[1]
+        assert (forced.dropped_items["reason"] == "point_biserial_below_min").sum() > 40
 
 
     def test_cli_says_which_model_and_why(self, board, tmp_path, capsys):
