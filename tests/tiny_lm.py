@@ -25,7 +25,7 @@ The answer is 15 apples and 150 oranges; 1500 people came, 12 dogs, 123 cats.
 """
 
 
-def train_tokenizer(texts, vocab_size: int = 400):
+def train_tokenizer(texts, vocab_size: int = 1000):
     """A byte-level BPE tokenizer (GPT-2 style pre-tokenization, offsets not trimmed)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
@@ -57,21 +57,18 @@ def make_tiny_lm(out_dir, arch: str = "llama", texts=(), max_positions: int = 40
         cfg = transformers.LlamaConfig(
             vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_positions,
-            bos_token_id=eos, eos_token_id=eos, tie_word_embeddings=False)
+            bos_token_id=eos, eos_token_id=eos, tie_word_embeddings=False,
+            initializer_range=0.5)
         cls = transformers.LlamaForCausalLM
     elif arch == "gpt2":
         cfg = transformers.GPT2Config(vocab_size=vocab, n_embd=64, n_layer=2, n_head=4,
                                       n_positions=max_positions, bos_token_id=eos,
-                                      eos_token_id=eos)
+                                      eos_token_id=eos, initializer_range=0.5)
         cls = transformers.GPT2LMHeadModel
     else:
         raise ValueError(f"arch {arch!r}: use llama or gpt2")
     torch.manual_seed(seed)
-    model = cls(cfg)
-    with torch.no_grad():  # larger logits than the default init, so choices differ clearly
-        for p in model.parameters():
-            if p.dim() >= 2:
-                p.mul_(4.0)
+    model = cls(cfg)  # initializer_range 0.5: peaked predictions, so choices differ clearly
     model.generation_config.pad_token_id = eos
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)

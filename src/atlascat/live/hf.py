@@ -79,8 +79,10 @@ class HFSubject:
     device : "cpu", "cuda", "cuda:1", ... (default: "cuda" when available, else "cpu")
     dtype : "auto" (the checkpoint's dtype on GPU, float32 on CPU), "float32", "float16",
         "bfloat16" or "float64"
-    batch_size : sequences per forward pass (contexts in the first stage of shared-prefix
-        scoring, continuations in the second, whole requests otherwise)
+    batch_size : at most this many sequences per forward pass (contexts in the first stage of
+        shared-prefix scoring, continuations in the second, whole requests otherwise)
+    max_batch_tokens : and at most this many (padded) tokens per forward pass (one sequence
+        always runs, whatever its length)
     max_length : the model length (default as the harness: the config's ``n_positions`` /
         ``max_position_embeddings`` / ``n_ctx``, else the tokenizer's, else 2048)
     shared_prefix : score each distinct context once (default) or every request on its own
@@ -91,7 +93,8 @@ class HFSubject:
     kind = "loglikelihood"
 
     def __init__(self, model: Any, tokenizer: Any = None, *, device: str | None = None,
-                 dtype: str = "auto", batch_size: int = 16, max_length: int | None = None,
+                 dtype: str = "auto", batch_size: int = 16, max_batch_tokens: int = 16384,
+                 max_length: int | None = None,
                  shared_prefix: bool = True, name: str | None = None,
                  revision: str | None = None, trust_remote_code: bool = False,
                  local_files_only: bool = False):
@@ -108,6 +111,7 @@ class HFSubject:
             raise ConfigError(f"device {device!r} asked but torch sees no CUDA device; "
                               "use --device cpu or install a CUDA build of torch")
         self.batch_size = int(batch_size)
+        self.max_batch_tokens = int(max_batch_tokens)
         self.shared_prefix = bool(shared_prefix)
         self.revision = revision
         kw = {"revision": revision, "trust_remote_code": trust_remote_code,
@@ -171,6 +175,7 @@ class HFSubject:
     def describe(self) -> dict:
         return {"backend": "hf", "model": self.model_name, "revision": self.revision,
                 "device": str(self.device), "dtype": self.dtype, "batch_size": self.batch_size,
+                "max_batch_tokens": self.max_batch_tokens,
                 "max_length": self.max_length, "shared_prefix": self.shared_prefix,
                 "protocol": "lm-evaluation-harness loglikelihood (joint tokenization, no BOS)"}
 
@@ -201,6 +206,18 @@ class HFSubject:
         self.stats["tokens_run"] += int(input_ids.numel())
         out = self.model(**args)
         return out, kept
+
+    def _batches(self, widths: list[int]):
+        """Consecutive ``(start, stop)`` ranges of sequences (sorted longest first) that fit
+        ``batch_size`` rows and ``max_batch_tokens`` padded tokens."""
+        start = 0
+        while start < len(widths):
+            stop = start + 1
+            while (stop < len(widths) and stop - start < self.batch_size
+                   and (stop + 1 - start) * widths[start] <= self.max_batch_tokens):
+                stop += 1
+            yield start, stop
+            start = stop
 
     def _logprobs(self, logits):
         torch = self._torch
@@ -252,8 +269,8 @@ class HFSubject:
             inp = (c + k)[-(self.max_length + 1):][:-1]
             seqs.append((i, inp, k))
         seqs.sort(key=lambda s: -len(s[1]))
-        for b in range(0, len(seqs), self.batch_size):
-            batch = seqs[b:b + self.batch_size]
+        for b0, b1 in self._batches([len(s[1]) for s in seqs]):
+            batch = seqs[b0:b1]
             width = len(batch[0][1])
             ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
@@ -284,11 +301,8 @@ class HFSubject:
         """One pass per distinct context (cache kept), then the continuations on its cache."""
         torch = self._torch
         order = sorted(groups.items(), key=lambda kv: -len(kv[0]))
-        b = 0
-        while b < len(order):
-            # chunk: up to batch_size contexts
-            chunk = order[b:b + self.batch_size]
-            b += len(chunk)
+        for b0, b1 in self._batches([len(c) for c, _ in order]):
+            chunk = order[b0:b1]
             lens = [len(c) for c, _ in chunk]
             width = max(lens)
             ids = torch.full((len(chunk), width), self.pad_token_id, dtype=torch.long)
@@ -315,8 +329,9 @@ class HFSubject:
             # the rest of each continuation, batched on its context's cache rows
             rest = [(g, i) for g, i in members if len(pairs[i][1]) > 1]
             rest.sort(key=lambda gi: -len(pairs[gi[1]][1]))
-            for s in range(0, len(rest), self.batch_size):
-                sub = rest[s:s + self.batch_size]
+            # the cache rows count as tokens of the batch too
+            for s0, s1 in self._batches([width + len(pairs[i][1]) - 1 for _, i in rest]):
+                sub = rest[s0:s1]
                 lc = max(len(pairs[i][1]) - 1 for _, i in sub)
                 cids = torch.full((len(sub), lc), self.pad_token_id, dtype=torch.long)
                 cmask = torch.zeros((len(sub), lc), dtype=torch.long)
@@ -441,23 +456,23 @@ class HFSubject:
 
 def hf_subject_from_spec(spec: str, **kw) -> HFSubject:
     """``HFSubject`` from ``"PATH_OR_NAME[,key=value,...]"`` (keys: device, dtype, batch_size,
-    max_length, shared_prefix, revision, trust_remote_code, local_files_only, name); keyword
+    max_batch_tokens, max_length, shared_prefix, revision, trust_remote_code, local_files_only, name); keyword
     arguments override the spec."""
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if not parts or "=" in parts[0]:
         raise ConfigError(f"hf subject spec {spec!r} must start with a model path or name, "
                           "e.g. hf:gpt2,dtype=float32")
     model, opts = parts[0], {}
-    casts = {"batch_size": int, "max_length": int, "shared_prefix": _bool,
+    casts = {"batch_size": int, "max_batch_tokens": int, "max_length": int, "shared_prefix": _bool,
              "trust_remote_code": _bool, "local_files_only": _bool}
     for p in parts[1:]:
         key, sep, value = p.partition("=")
         key = key.strip()
-        if not sep or key not in ("device", "dtype", "batch_size", "max_length", "shared_prefix",
-                                  "revision", "trust_remote_code", "local_files_only", "name"):
+        known = ("device", "dtype", "batch_size", "max_batch_tokens", "max_length",
+                 "shared_prefix", "revision", "trust_remote_code", "local_files_only", "name")
+        if not sep or key not in known:
             raise ConfigError(f"hf subject option {p!r} is not key=value with a known key "
-                              "(device, dtype, batch_size, max_length, shared_prefix, revision, "
-                              "trust_remote_code, local_files_only, name)")
+                              f"({', '.join(known)})")
         opts[key] = casts.get(key, str)(value.strip())
     opts.update(kw)
     return HFSubject(model, **opts)

@@ -111,7 +111,7 @@ class MockOpenAIServer:
 
     def start(self) -> "MockOpenAIServer":
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name="mock-openai")
+                                        name="mock-openai", kwargs={"poll_interval": 0.05})
         self._thread.start()
         return self
 
