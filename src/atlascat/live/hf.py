@@ -122,13 +122,12 @@ class HFSubject:
                 torch_dtype = "auto" if self.device.type == "cuda" else torch.float32
             else:
                 torch_dtype = getattr(torch, dtype)
+            major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+            # transformers < 4.56 names the argument torch_dtype
+            dkey = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
             try:
-                try:
-                    mdl = transformers.AutoModelForCausalLM.from_pretrained(
-                        model, dtype=torch_dtype, **kw)
-                except TypeError:  # transformers < 4.56 names it torch_dtype
-                    mdl = transformers.AutoModelForCausalLM.from_pretrained(
-                        model, torch_dtype=torch_dtype, **kw)
+                mdl = transformers.AutoModelForCausalLM.from_pretrained(
+                    model, **{dkey: torch_dtype}, **kw)
             except (OSError, ValueError) as exc:
                 raise HFSubjectError(f"cannot load the model {model!r}: "
                                      f"{str(exc).splitlines()[0]}") from exc
