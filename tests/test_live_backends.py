@@ -131,7 +131,7 @@ class TestToyLM:
         assert lm.tokenize("Answer: 1")[-1] == " 1" and " 15" in lm.tokenize("Answer: 15 apples")
         lp = lm.char_logprobs("Answer: 1 apples")
         assert lm.loglikelihood(MERGE[:1])[0] == pytest.approx(lp[len("Answer: 1"):].sum())
-        assert lm.loglikelihood(MERGE[1:]) == [0.0]   # nothing left to score, as the harness
+        assert lm.loglikelihood(MERGE[1:2]) == [0.0]   # nothing left to score, as the harness
         # trailing whitespace of the context moves to the continuation
         a = lm.loglikelihood([Request("loglikelihood", "Question: x\nAnswer: ", "the sun")])
         assert a == lm.loglikelihood([Request("loglikelihood", "Question: x\nAnswer:", " the sun")])
@@ -302,6 +302,8 @@ def reference_loglikelihood(subject, r: Request, max_length: int) -> float:
     ctx_ids = tok(ctx, add_special_tokens=False)["input_ids"]
     whole = tok(ctx + cont, add_special_tokens=False)["input_ids"]
     cont_ids = whole[len(ctx_ids):]
+    if not cont_ids:
+        return 0.0
     inp = (ctx_ids + cont_ids)[-(max_length + 1):][:-1]
     with torch.inference_mode():
         logits = model(torch.tensor([inp])).logits[0]
@@ -379,6 +381,28 @@ class TestHFSubject:
         assert np.allclose(batched, direct[:6], atol=1e-6, rtol=0)
         print(f"\n[{len(reqs)} requests: hf {t_direct:.2f} s, server {t_served:.2f} s; "
               f"max |diff| {np.abs(np.array(served) - direct).max():.1e}]")
+
+    def test_gpt2_architecture(self, tmp_path):
+        from tiny_lm import make_tiny_lm
+
+        from atlascat.live.hf import HFSubject
+
+        path = make_tiny_lm(tmp_path / "gpt2", arch="gpt2", max_positions=256,
+                            texts=[ARC_CTX, HELLA_CTX, MMLU_CTX])
+        s = HFSubject(str(path), dtype="float64", batch_size=4)
+        long = Request("loglikelihood", "word " * 300 + "end", " of it")   # > 256 tokens
+        reqs = all_requests(golden=False) + MERGE + [long, long]
+        got = s.loglikelihood(reqs)
+        assert np.allclose(got, [reference_loglikelihood(s, r, 256) for r in reqs],
+                           atol=1e-9, rtol=0)
+        # empty context: the harness scores the continuation after the EOS token
+        empty = s.loglikelihood([Request("loglikelihood", "", " the sun")])[0]
+        import torch
+        ids = [s.eos_token_id] + s.encode(" the sun")
+        with torch.inference_mode():
+            lp = torch.log_softmax(s.model(torch.tensor([ids])).logits[0].double(), -1)
+        assert empty == pytest.approx(float(sum(lp[t, ids[t + 1]] for t in range(len(ids) - 1))),
+                                      abs=1e-9)
 
     def test_token_strings_and_offsets(self, hf64):
         text = HELLA_CTX + "  Wear gloves."

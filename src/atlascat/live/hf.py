@@ -208,12 +208,14 @@ class HFSubject:
 
     def _batches(self, widths: list[int]):
         """Consecutive ``(start, stop)`` ranges of sequences (sorted longest first) that fit
-        ``batch_size`` rows and ``max_batch_tokens`` padded tokens."""
+        ``batch_size`` rows and ``max_batch_tokens`` padded tokens, and no row shorter than
+        half the batch's width (padding would cost more than a separate pass)."""
         start = 0
         while start < len(widths):
             stop = start + 1
             while (stop < len(widths) and stop - start < self.batch_size
-                   and (stop + 1 - start) * widths[start] <= self.max_batch_tokens):
+                   and (stop + 1 - start) * widths[start] <= self.max_batch_tokens
+                   and 2 * widths[stop] >= widths[start]):
                 stop += 1
             yield start, stop
             start = stop
