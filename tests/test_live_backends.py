@@ -382,7 +382,7 @@ class TestHFSubject:
         print(f"\n[{len(reqs)} requests: hf {t_direct:.2f} s, server {t_served:.2f} s; "
               f"max |diff| {np.abs(np.array(served) - direct).max():.1e}]")
 
-    def test_gpt2_architecture(self, tmp_path):
+    def test_gpt2_architecture(self, tiny_path, tmp_path):  # tiny_path: skips without torch
         from tiny_lm import make_tiny_lm
 
         from atlascat.live.hf import HFSubject
