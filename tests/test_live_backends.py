@@ -448,8 +448,12 @@ class TestHFSubject:
     def test_spec_and_describe(self, tiny_path):
         from atlascat.live.hf import hf_subject_from_spec
 
-        s = hf_subject_from_spec(f"{tiny_path},dtype=float32,batch_size=2,shared_prefix=false")
-        assert (s.batch_size, s.shared_prefix, s.dtype) == (2, False, "float32")
+        s = hf_subject_from_spec(f"{tiny_path},dtype=float32,batch_size=2,shared_prefix=false",
+                                 batch_size=5, max_length=64, device=None)
+        assert (s.batch_size, s.shared_prefix, s.dtype, s.max_length) == (2, False, "float32", 64)
+        from atlascat.live.hf import HFSubject
+        t = HFSubject.from_spec(str(tiny_path), dtype="float64", name="tiny")
+        assert (t.name, t.dtype) == ("tiny", "float64")
         d = s.describe()
         assert d["backend"] == "hf" and d["device"] == "cpu" and "cache_key" not in d
         assert s.cache_key.startswith("hf:") and s.kind == "loglikelihood"

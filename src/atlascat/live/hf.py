@@ -160,6 +160,21 @@ class HFSubject:
         self.cache_key = f"hf:{self.model_name}@{revision or 'main'}:{self.dtype}"
         self.stats = {"forward_passes": 0, "tokens_run": 0}
 
+    @classmethod
+    def from_spec(cls, spec: str, *, device: str | None = None, dtype: str | None = None,
+                  batch_size: int | None = None, max_batch_tokens: int | None = None,
+                  max_length: int | None = None, shared_prefix: bool | None = None,
+                  revision: str | None = None, name: str | None = None,
+                  trust_remote_code: bool | None = None,
+                  local_files_only: bool | None = None) -> "HFSubject":
+        """From the text after ``hf:`` (see :func:`hf_subject_from_spec`); the keyword
+        arguments are defaults that options in the spec override."""
+        kw = dict(device=device, dtype=dtype, batch_size=batch_size,
+                  max_batch_tokens=max_batch_tokens, max_length=max_length,
+                  shared_prefix=shared_prefix, revision=revision, name=name,
+                  trust_remote_code=trust_remote_code, local_files_only=local_files_only)
+        return hf_subject_from_spec(spec, **kw)
+
     # ------------------------------------------------------------------ basics
     def _default_max_length(self) -> int:
         cfg = self.model.config
@@ -172,7 +187,8 @@ class HFSubject:
         return 2048
 
     def describe(self) -> dict:
-        return {"backend": "hf", "model": self.model_name, "revision": self.revision,
+        return {"backend": "hf", "model": self.model_name, "name": self.name,
+                "revision": self.revision,
                 "device": str(self.device), "dtype": self.dtype, "batch_size": self.batch_size,
                 "max_batch_tokens": self.max_batch_tokens,
                 "max_length": self.max_length, "shared_prefix": self.shared_prefix,
@@ -457,8 +473,8 @@ class HFSubject:
 
 def hf_subject_from_spec(spec: str, **kw) -> HFSubject:
     """``HFSubject`` from ``"PATH_OR_NAME[,key=value,...]"`` (keys: device, dtype, batch_size,
-    max_batch_tokens, max_length, shared_prefix, revision, trust_remote_code, local_files_only, name); keyword
-    arguments override the spec."""
+    max_batch_tokens, max_length, shared_prefix, revision, trust_remote_code, local_files_only,
+    name); keyword arguments are defaults that the spec's own options override."""
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if not parts or "=" in parts[0]:
         raise ConfigError(f"hf subject spec {spec!r} must start with a model path or name, "
@@ -475,8 +491,7 @@ def hf_subject_from_spec(spec: str, **kw) -> HFSubject:
             raise ConfigError(f"hf subject option {p!r} is not key=value with a known key "
                               f"({', '.join(known)})")
         opts[key] = casts.get(key, str)(value.strip())
-    opts.update(kw)
-    return HFSubject(model, **opts)
+    return HFSubject(model, **{**{k: v for k, v in kw.items() if v is not None}, **opts})
 
 
 def _bool(v: str) -> bool:

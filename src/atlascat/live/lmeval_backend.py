@@ -100,11 +100,18 @@ class LMEvalSubject:
         self.cache_key = f"lmeval:{self.model_type}:{self.model_args}"
         self.calls = 0
 
+    @classmethod
+    def from_spec(cls, spec: str, *, batch_size: int | str | None = None,
+                  device: str | None = None, name: str | None = None) -> "LMEvalSubject":
+        """From the text after ``lmeval:``, e.g. ``"hf,pretrained=gpt2,dtype=float32"``."""
+        return cls(spec, batch_size=batch_size, device=device, name=name)
+
     def describe(self) -> dict:
         # model_args may carry a URL or key: drop anything that looks like a secret
         args = ",".join(kv for kv in self.model_args.split(",")
                         if kv and not kv.lower().startswith(("api_key", "token", "key")))
         return {"backend": "lmeval", "model_type": self.model_type, "model_args": args,
+                "name": self.name,
                 "protocol": "lm-evaluation-harness LM interface"}
 
     def __repr__(self) -> str:
