@@ -512,3 +512,21 @@ class TestLMEvalSubject:
         assert gens == hf64.generate_until(GSM)
         assert s.name == str(tiny_path) and s.describe()["model_type"] == "hf"
         print(f"\n[lm_eval hf backend: {len(reqs)} requests in {t_lm:.2f} s]")
+
+    def test_local_completions_through_the_mock_server(self, lm_eval, hf64):
+        """lm_eval's own completions client (token-id prompts, echo, logprobs) against the mock
+        server backed by the tiny model: the harness's numbers, merge cases included."""
+        pytest.importorskip("tenacity", reason="lm_eval's API models need tenacity (lm-eval[api])")
+        from atlascat.live.lmeval_backend import LMEvalSubject
+
+        reqs = all_requests(golden=False) + MERGE
+        with MockOpenAIServer(lm=hf64) as srv:
+            s = LMEvalSubject(f"local-completions,base_url={srv.url}/completions,model=tiny,"
+                              f"tokenizer_backend=huggingface,tokenizer={hf64.model_name},"
+                              f"max_length={hf64.max_length}")
+            got = s.loglikelihood(reqs)
+            gens = s.generate_until(GSM)
+            assert all(isinstance(e["item_id"], type(None)) and e["status"] == 200
+                       for e in srv.log)
+        assert np.allclose(got, hf64.loglikelihood(reqs), atol=1e-6, rtol=0)
+        assert gens == hf64.generate_until(GSM)

@@ -436,39 +436,53 @@ class HFSubject:
         return tops
 
     # ------------------------------------------------------------------ generation
-    def generate_until(self, requests: Sequence) -> list[str]:
-        """Greedy generation per request, cut before the first stop string (see the module
-        docstring)."""
+    def generate_ids(self, ids: list[int], max_new: int, until: Sequence[str] = ()) -> list[int]:
+        """Greedy new token ids after ``ids`` (at most ``max_new``; stops at EOS or once the
+        decoded new text holds a stop string)."""
         torch, transformers = self._torch, _imports()[1]
-        results = []
         tok = self.tokenizer
+        stops = [u for u in until if u]
 
         class _Stop(transformers.StoppingCriteria):
-            def __init__(self, stops, start):
-                self.stops, self.start = stops, start
-
             def __call__(self, input_ids, scores, **kwargs):
-                text = tok.decode(input_ids[0, self.start:], skip_special_tokens=True)
-                done = any(s and s in text for s in self.stops)
+                text = tok.decode(input_ids[0, len(ids):], skip_special_tokens=True)
+                done = any(s in text for s in stops)
                 return torch.full((input_ids.shape[0],), done, dtype=torch.bool,
                                   device=input_ids.device)
 
+        if max_new <= 0:
+            return []
+        x = torch.tensor([list(ids)], device=self.device)
+        with torch.inference_mode():
+            gen = self.model.generate(
+                x, attention_mask=torch.ones_like(x), max_new_tokens=int(max_new),
+                do_sample=False, pad_token_id=self.pad_token_id,
+                stopping_criteria=transformers.StoppingCriteriaList([_Stop()]))
+        return gen[0, len(ids):].tolist()
+
+    def generate_until(self, requests: Sequence) -> list[str]:
+        """Greedy generation per request, cut before the first stop string (see the module
+        docstring)."""
+        results = []
         for r in requests:
-            until = [u for u in tuple(r.until) if u]
-            stops = until + ([self.eos_token] if self.eos_token else [])
+            stops = [u for u in tuple(r.until) if u] + ([self.eos_token] if self.eos_token else [])
             max_gen = int(r.max_gen_toks)
             ctx = self.encode(r.context) if r.context else [self.eos_token_id]
-            keep = max(self.max_length - max_gen, 1)
-            ctx = ctx[-keep:]
-            ids = torch.tensor([ctx], device=self.device)
-            with torch.inference_mode():
-                gen = self.model.generate(
-                    ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_gen,
-                    do_sample=False, pad_token_id=self.pad_token_id,
-                    stopping_criteria=transformers.StoppingCriteriaList([_Stop(stops, len(ctx))]))
-            text = tok.decode(gen[0, len(ctx):].tolist(), skip_special_tokens=True)
+            ctx = ctx[-max(self.max_length - max_gen, 1):]
+            new = self.generate_ids(ctx, max_gen, stops)
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
             results.append(cut_at_stop(text, stops))
         return results
+
+    # ------------------------------------------------------------------ token-id prompts
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def ids_logprobs(self, ids: Sequence[int], n_top: int = 0):
+        """For a server given a prompt of token ids: ``(token strings, logprobs, top_logprobs)``
+        of ``ids`` (first entries ``None``)."""
+        logprobs, tops = self._sequence_logprobs(list(ids), top=n_top)
+        return [self.tokenizer.decode([t]) for t in ids], logprobs, tops
 
 
 def hf_subject_from_spec(spec: str, **kw) -> HFSubject:

@@ -87,9 +87,10 @@ class LMEvalSubject:
             try:
                 self.lm = cls.create_from_arg_string(self.model_args, extra or None)
             except ImportError as exc:
+                why = exc.name or str(exc).splitlines()[0][:200]
                 raise LMEvalError(f"lm_eval model {self.model_type!r} needs a package that is "
-                                  f"not installed ({exc.name}); see lm-evaluation-harness's "
-                                  "install extras") from exc
+                                  f"not installed ({why}); see lm-evaluation-harness's "
+                                  "install extras, e.g. pip install 'lm-eval[api]'") from exc
             args = dict(kv.split("=", 1) for kv in self.model_args.split(",") if "=" in kv)
             default = args.get("pretrained") or args.get("model") or self.model_type
         else:

@@ -21,8 +21,10 @@ top_logprobs}`` for the prompt (first token's log-probability ``None``), compute
 object with ``token_logprobs(text) -> (tokens, logprobs, offsets)`` (optionally
 ``top_logprobs(text, n)`` and ``generate_until(requests)``): a
 :class:`~atlascat.live.toylm.ToyLM` by default, or an :class:`~atlascat.live.hf.HFSubject`.
-``prompt`` may be a string or a list of strings (one choice each). With ``max_tokens > 0`` the
-lm generates greedily (``stop`` honoured). When ``lm`` is given (or no bank), every completion and
+``prompt`` may be a string or a list of strings (one choice each), or token ids (a list of
+integers, or a list of such lists) when ``lm`` works on ids (``HFSubject``: then the scores are
+those of exactly these tokens, as lm-evaluation-harness's ``local-completions`` sends them).
+With ``max_tokens > 0`` the lm generates greedily (``stop`` honoured). When ``lm`` is given (or no bank), every completion and
 chat request is answered by the lm; otherwise only echo+logprobs requests are.
 ``prompt_logprobs="none"`` behaves like llama.cpp's server (echo ignored, ``logprobs: null``
 for the prompt); ``"null"`` echoes the prompt tokens with every ``token_logprobs`` entry
@@ -42,6 +44,7 @@ from typing import Callable
 
 from .items import item_record, letters
 from .subjects import item_uniform
+from .toylm import cut_at_stop
 
 PROMPT_LOGPROBS = ("full", "none", "null")
 
@@ -184,18 +187,61 @@ class MockOpenAIServer:
                 "text_offset": [offs[i] for i in keep],
                 "top_logprobs": [None if null else tops[i] for i in keep]}
 
+    def _ids_choice(self, k: int, ids: list, body: dict) -> tuple[dict, int, int]:
+        """A choice for a prompt of token ids (lm-evaluation-harness's API models send these);
+        needs an lm with ``ids_logprobs``, ``generate_ids`` and ``decode`` (HFSubject)."""
+        lm = self.lm
+        if not all(hasattr(lm, a) for a in ("ids_logprobs", "generate_ids", "decode")):
+            raise ValueError("this server's language model takes text prompts only")
+        if not ids or not all(isinstance(t, int) for t in ids):
+            raise ValueError("a token-id prompt must be a non-empty list of integers")
+        echo = bool(body.get("echo", False))
+        n_top = body.get("logprobs")
+        max_tokens = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
+        stop = body.get("stop")
+        until = [stop] if isinstance(stop, str) else [u for u in (stop or []) if u]
+        with self._lm_lock:
+            gen = lm.generate_ids(ids, max_tokens, until)
+            gen_text = lm.decode(gen)
+            full = list(ids) + list(gen)
+            logprobs = None
+            mode = self.prompt_logprobs
+            if n_top is not None and not (mode == "none" and not gen):
+                toks, lps, tops = lm.ids_logprobs(full, int(n_top))
+                offs, at = [], 0
+                for t in toks:
+                    offs.append(at)
+                    at += len(t)
+                first = 0 if (echo and mode != "none") else len(ids)
+                null = mode == "null"
+                logprobs = {"tokens": toks[first:],
+                            "token_logprobs": [None if null else v for v in lps[first:]],
+                            "text_offset": offs[first:],
+                            "top_logprobs": [None if null else v for v in tops[first:]]}
+            text = (lm.decode(ids) if echo and mode != "none" else "") + cut_at_stop(gen_text, until)
+        finish = "length" if max_tokens <= 0 or len(gen) >= max_tokens else "stop"
+        return ({"index": k, "text": text, "logprobs": logprobs, "finish_reason": finish},
+                len(ids), len(gen))
+
     def lm_completion(self, body: dict) -> dict:
         """The reply to an lm-mode ``/v1/completions`` request (raises ValueError when bad)."""
         prompts = body.get("prompt", "")
-        if isinstance(prompts, str):
+        if isinstance(prompts, str) or (isinstance(prompts, list) and prompts
+                                        and isinstance(prompts[0], int)):
             prompts = [prompts]
-        if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
-            raise ValueError("prompt must be a string or a list of strings")
+        if not isinstance(prompts, list) or not all(isinstance(p, (str, list)) for p in prompts):
+            raise ValueError("prompt must be a string, a list of strings, or token ids")
         echo = bool(body.get("echo", False))
         n_top = body.get("logprobs")
-        max_tokens = int(body.get("max_tokens", 16) if body.get("max_tokens") is not None else 16)
+        max_tokens = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
         choices, n_prompt, n_gen = [], 0, 0
         for k, prompt in enumerate(prompts):
+            if isinstance(prompt, list):
+                choice, n_p, n_g = self._ids_choice(k, prompt, body)
+                choices.append(choice)
+                n_prompt += n_p
+                n_gen += n_g
+                continue
             gen = self._generate(prompt, max_tokens, body.get("stop"))
             full = prompt + gen
             logprobs = None
