@@ -156,7 +156,6 @@ class HFSubject:
         params = inspect.signature(self.model.forward).parameters
         self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep")
                                if a in params), None)
-        self._has_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
         self.cache_key = f"hf:{self.model_name}@{revision or 'main'}:{self.dtype}"
         self.stats = {"forward_passes": 0, "tokens_run": 0}
 
@@ -308,7 +307,9 @@ class HFSubject:
                 where = {int(p): q for q, p in enumerate(keep.tolist())}
                 cols = [where[c] for c in cols]
             lp = self._logprobs(logits)
-            vals = lp[torch.tensor(rows), torch.tensor(cols), torch.tensor(toks)].double().cpu().numpy()
+            dev = lp.device
+            vals = lp[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev),
+                      torch.tensor(toks, device=dev)].double().cpu().numpy()
             at = 0
             for j, (i, _, k) in enumerate(batch):
                 out[i] = float(vals[at:at + len(k)].sum())
@@ -336,9 +337,11 @@ class HFSubject:
             where = {int(p): q for q, p in enumerate(keep.tolist())} if kept else None
             # first continuation token from each context's last position
             members = [(g, i) for g, (_, idx) in enumerate(chunk) for i in idx]
-            rows = torch.tensor([g for g, _ in members])
-            cols = torch.tensor([(where[last[g]] if kept else last[g]) for g, _ in members])
-            toks = torch.tensor([pairs[i][1][0] for _, i in members])
+            dev = lp_first.device
+            rows = torch.tensor([g for g, _ in members], device=dev)
+            cols = torch.tensor([(where[last[g]] if kept else last[g]) for g, _ in members],
+                                device=dev)
+            toks = torch.tensor([pairs[i][1][0] for _, i in members], device=dev)
             first = lp_first[rows, cols, toks].double().cpu().numpy()
             for (g, i), v in zip(members, first):
                 out[i] = float(v)
@@ -363,9 +366,6 @@ class HFSubject:
                 full_mask = torch.cat([mask[gi], cmask.to(self.device)], dim=1)
                 extra = {"position_ids": pos.to(self.device), "past_key_values": sub_cache,
                          "use_cache": True}
-                if self._has_kwargs or "cache_position" in inspect.signature(
-                        self.model.forward).parameters:
-                    extra["cache_position"] = torch.arange(width, width + lc, device=self.device)
                 res2, _ = self._forward(cids.to(self.device), full_mask, **extra)
                 lp = self._logprobs(res2.logits)
                 r_rows, r_cols, r_toks = [], [], []
@@ -375,8 +375,9 @@ class HFSubject:
                         r_rows.append(j)
                         r_cols.append(t - 1)
                         r_toks.append(k[t])
-                vals = lp[torch.tensor(r_rows), torch.tensor(r_cols),
-                          torch.tensor(r_toks)].double().cpu().numpy()
+                dev = lp.device
+                vals = lp[torch.tensor(r_rows, device=dev), torch.tensor(r_cols, device=dev),
+                          torch.tensor(r_toks, device=dev)].double().cpu().numpy()
                 at = 0
                 for j, (g, i) in enumerate(sub):
                     n = len(pairs[i][1]) - 1
