@@ -31,6 +31,8 @@ import copy
 import inspect
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..errors import AtlasError, ConfigError
 from .toylm import cut_at_stop, harness_pair
 
@@ -235,6 +237,18 @@ class HFSubject:
             yield start, stop
             start = stop
 
+    def _gather(self, logits, rows, cols, toks):
+        """log-softmax of ``logits[rows[n], cols[n]]`` at token ``toks[n]`` (only the rows used
+        are normalized), as float64 numpy."""
+        torch = self._torch
+        if not toks:
+            return np.zeros(0)
+        dev = logits.device
+        sel = logits[torch.as_tensor(rows, device=dev), torch.as_tensor(cols, device=dev)]
+        lp = self._logprobs(sel)
+        n = len(toks)
+        return lp[torch.arange(n, device=dev), torch.as_tensor(toks, device=dev)].double().cpu().numpy()
+
     def _logprobs(self, logits):
         torch = self._torch
         dt = torch.float64 if logits.dtype == torch.float64 else torch.float32
@@ -306,10 +320,7 @@ class HFSubject:
             if kept:
                 where = {int(p): q for q, p in enumerate(keep.tolist())}
                 cols = [where[c] for c in cols]
-            lp = self._logprobs(logits)
-            dev = lp.device
-            vals = lp[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev),
-                      torch.tensor(toks, device=dev)].double().cpu().numpy()
+            vals = self._gather(logits, rows, cols, toks)
             at = 0
             for j, (i, _, k) in enumerate(batch):
                 out[i] = float(vals[at:at + len(k)].sum())
@@ -333,19 +344,15 @@ class HFSubject:
             ids, mask = ids.to(self.device), mask.to(self.device)
             res, kept = self._forward(ids, mask, keep=keep.to(self.device), use_cache=True)
             cache = res.past_key_values
-            lp_first = self._logprobs(res.logits)
             where = {int(p): q for q, p in enumerate(keep.tolist())} if kept else None
             # first continuation token from each context's last position
             members = [(g, i) for g, (_, idx) in enumerate(chunk) for i in idx]
-            dev = lp_first.device
-            rows = torch.tensor([g for g, _ in members], device=dev)
-            cols = torch.tensor([(where[last[g]] if kept else last[g]) for g, _ in members],
-                                device=dev)
-            toks = torch.tensor([pairs[i][1][0] for _, i in members], device=dev)
-            first = lp_first[rows, cols, toks].double().cpu().numpy()
+            first = self._gather(res.logits, [g for g, _ in members],
+                                 [(where[last[g]] if kept else last[g]) for g, _ in members],
+                                 [pairs[i][1][0] for _, i in members])
             for (g, i), v in zip(members, first):
                 out[i] = float(v)
-            del lp_first, res
+            del res
             # the rest of each continuation, batched on its context's cache rows
             rest = [(g, i) for g, i in members if len(pairs[i][1]) > 1]
             rest.sort(key=lambda gi: -len(pairs[gi[1]][1]))
@@ -367,7 +374,6 @@ class HFSubject:
                 extra = {"position_ids": pos.to(self.device), "past_key_values": sub_cache,
                          "use_cache": True}
                 res2, _ = self._forward(cids.to(self.device), full_mask, **extra)
-                lp = self._logprobs(res2.logits)
                 r_rows, r_cols, r_toks = [], [], []
                 for j, (g, i) in enumerate(sub):
                     k = pairs[i][1]
@@ -375,15 +381,13 @@ class HFSubject:
                         r_rows.append(j)
                         r_cols.append(t - 1)
                         r_toks.append(k[t])
-                dev = lp.device
-                vals = lp[torch.tensor(r_rows, device=dev), torch.tensor(r_cols, device=dev),
-                          torch.tensor(r_toks, device=dev)].double().cpu().numpy()
+                vals = self._gather(res2.logits, r_rows, r_cols, r_toks)
                 at = 0
                 for j, (g, i) in enumerate(sub):
                     n = len(pairs[i][1]) - 1
                     out[i] += float(vals[at:at + n].sum())
                     at += n
-                del res2, lp, sub_cache
+                del res2, sub_cache
             del cache
 
     # ------------------------------------------------------------------ OpenAI-style scores
