@@ -226,6 +226,28 @@ class TestServerLogprobs:
         assert seen[:2] == [(1, None, 0), (2, None, 1)]
 
 
+def completions_client():
+    """live-runner's OpenAICompletionsSubject (merged from its branch)."""
+    from atlascat.live import subjects
+
+    if not hasattr(subjects, "OpenAICompletionsSubject"):
+        pytest.skip("OpenAICompletionsSubject is not in this branch yet (live-runner's)")
+    return subjects.OpenAICompletionsSubject
+
+
+def test_completions_client_against_the_toylm_server():
+    client_cls = completions_client()
+    lm = ToyLM(seed=5)
+    reqs = [r for rs in ITEMS.values() for r in rs]
+    with MockOpenAIServer(lm=lm) as srv:
+        got = client_cls(srv.url, "toy").loglikelihood(reqs)
+        assert client_cls(srv.url, "toy").generate_until(GSM) == lm.generate_until(GSM)
+    assert np.allclose(got, lm.loglikelihood(reqs), atol=1e-9, rtol=0)
+    with MockOpenAIServer(lm=lm, prompt_logprobs="none") as srv:
+        with pytest.raises(AtlasError, match="log-probabilities"):
+            client_cls(srv.url, "toy").loglikelihood(reqs[:2])
+
+
 # ----------------------------------------------------------------------------- LMEvalSubject
 def test_lmeval_missing_is_a_clear_error(monkeypatch):
     from atlascat.live.lmeval_backend import LMEvalSubject, parse_lmeval_spec
@@ -403,6 +425,19 @@ class TestHFSubject:
             lp = torch.log_softmax(s.model(torch.tensor([ids])).logits[0].double(), -1)
         assert empty == pytest.approx(float(sum(lp[t, ids[t + 1]] for t in range(len(ids) - 1))),
                                       abs=1e-9)
+
+    def test_hf_spec_and_completions_client_end_to_end(self, tiny_path, hf64):
+        """``hf:`` through subject_from_spec, and live-runner's completions client against the
+        server backed by the same model: identical log-likelihoods on every benchmark's items."""
+        client_cls = completions_client()
+        from atlascat.live.subjects import subject_from_spec
+
+        hf = subject_from_spec(f"hf:{tiny_path},dtype=float64")
+        reqs = all_requests()
+        direct = hf.loglikelihood(reqs)
+        with MockOpenAIServer(lm=hf64) as srv:
+            served = client_cls(srv.url, "tiny").loglikelihood(reqs)
+        assert np.allclose(served, direct, atol=1e-6, rtol=0)
 
     def test_token_strings_and_offsets(self, hf64):
         text = HELLA_CTX + "  Wear gloves."
