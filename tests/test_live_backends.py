@@ -475,6 +475,12 @@ class TestHFSubject:
         out = hf64.generate_until(reqs)
         assert all(isinstance(o, str) and not any(u in o for u in r.until)
                    for o, r in zip(out, reqs))
+        # batched (left-padded) generation gives the same text here
+        hf64.generation_batch_size = 4
+        try:
+            assert hf64.generate_until(reqs + reqs[:1]) == out + out[:1]
+        finally:
+            hf64.generation_batch_size = 1
         with MockOpenAIServer(lm=hf64) as srv:
             body = {"prompt": GSM_CTX, "max_tokens": GSM[0].max_gen_toks, "stop": list(GSM[0].until)}
             text = httpx.post(srv.url + "/completions", json=body, timeout=60).json()
