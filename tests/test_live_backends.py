@@ -447,6 +447,11 @@ class TestHFSubject:
         assert len(toks) == len(hf64.encode(text))
         tops = hf64.top_logprobs(text[:40], 3)
         assert tops[0] is None and all(len(t) == 3 for t in tops[1:])
+        with MockOpenAIServer(lm=hf64) as srv:  # longer than the model: 400, as vLLM
+            res = httpx.post(srv.url + "/completions", json={
+                "prompt": "word " * (hf64.max_length + 10), "echo": True, "logprobs": 1,
+                "max_tokens": 0}, timeout=60)
+        assert res.status_code == 400 and "tokens" in res.json()["error"]["message"]
 
     def test_generation_greedy_with_stops(self, hf64):
         import torch

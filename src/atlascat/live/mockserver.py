@@ -42,6 +42,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+from ..errors import AtlasError
 from .items import item_record, letters
 from .subjects import item_uniform
 from .toylm import cut_at_stop
@@ -396,7 +397,7 @@ class MockOpenAIServer:
                 if use_lm:
                     try:
                         payload = server.lm_chat(body) if chat else server.lm_completion(body)
-                    except (ValueError, TypeError) as exc:
+                    except (ValueError, TypeError, AtlasError) as exc:
                         entry["status"] = 400
                         self._send(400, json.dumps({"error": {"message": str(exc)}}).encode())
                         return
