@@ -2,6 +2,9 @@
 
 - :mod:`.items`    item content: loaders for benchmark item files, join to a bank, prompts;
                    :func:`load_content_bank` (the shipped ARC bank with content)
+- :mod:`.requests` the Open LLM Leaderboard's lm-evaluation-harness requests per item
+                   (:func:`build_requests`, :func:`build_item_requests`) and their scoring
+                   rules (acc_norm, acc, mc1, partial, gsm8k_exact)
 - :mod:`.scorers`  scorers by name: ``mc`` (letter / option text), ``gsm8k`` (numeric), callables
 - :mod:`.subjects` ``OpenAICompatible`` (chat and completion endpoints over HTTP),
                    ``CallableSubject``, ``SimulatedSubject``
@@ -19,6 +22,9 @@ import importlib
 _LAZY = {
     "load_content_bank": "items", "load_item_content": "items", "attach_content": "items",
     "build_prompt": "items", "Prompt": "items", "parse_choices": "items",
+    "content_item_ids": "items",
+    "Request": "requests", "ItemRequests": "requests", "build_requests": "requests",
+    "build_item_requests": "requests", "requests_from_record": "requests",
     "register_scorer": "scorers", "get_scorer": "scorers", "score_answer": "scorers",
     "OpenAICompatible": "subjects", "CallableSubject": "subjects", "SimulatedSubject": "subjects",
     "Answer": "subjects", "Subject": "subjects", "SubjectError": "subjects",
