@@ -119,6 +119,12 @@ class TestToyLM:
         assert ToyLM(seed=4).token_logprobs(text)[1] != lps
         # a proper distribution over the next character
         assert np.isclose(np.exp(lm._next_logprobs("Answer:")).sum(), 1.0)
+        # top alternatives: the most likely next characters, at each token's start
+        tops = lm.top_logprobs(text[:200], 3)
+        assert tops[0] is None and len(tops) == len(lm.tokenize(text[:200]))
+        at = len(toks[0]) + len(toks[1])
+        nxt = lm._next_logprobs(text[:at])
+        assert list(tops[2].values()) == pytest.approx(sorted(nxt, reverse=True)[:3])
 
     def test_loglikelihood_is_the_harness_computation(self):
         lm = ToyLM()
@@ -246,6 +252,62 @@ def test_completions_client_against_the_toylm_server():
     with MockOpenAIServer(lm=lm, prompt_logprobs="none") as srv:
         with pytest.raises(AtlasError, match="log-probabilities"):
             client_cls(srv.url, "toy").loglikelihood(reqs[:2])
+
+
+# ----------------------------------------------------------------------------- real items
+BENCHES = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
+
+
+@pytest.fixture(scope="module")
+def bank_items(shared_data):
+    """The first two content items of each benchmark as ItemRequests (build_item_requests on
+    a bank with the content attached)."""
+    from atlascat.irt.bank import ItemBank
+    from atlascat.live.items import attach_content, load_item_content
+    from atlascat.live.requests import build_item_requests
+
+    out = {}
+    for bench in BENCHES:
+        content = load_item_content(bench, shared_data / "openllm" / "items").head(2)
+        bank = ItemBank(content["item_id"].tolist(), np.ones(2), np.zeros(2))
+        bank = attach_content(bank, content, missing="error")
+        out[bench] = [build_item_requests(bank, i) for i in bank.item_ids]
+    return out
+
+
+def answer_through(subject_ll, subject_gen, items) -> list[int]:
+    """Score ItemRequests with a subject's loglikelihood / generate_until."""
+    scores = []
+    for it in items:
+        outs = (subject_ll(list(it.requests)) if it.kind == "loglikelihood"
+                else subject_gen(list(it.requests)))
+        scores.append(it.score(outs))
+    return scores
+
+
+def test_every_benchmark_through_the_toylm_server(bank_items):
+    """Each benchmark's real requests answered by ToyLM in process and through the mock
+    server's completions-with-logprobs path: the same log-likelihoods, generations and 0/1."""
+    lm = ToyLM()
+    with MockOpenAIServer(lm=lm) as srv:
+        def served_gen(reqs):
+            out = []
+            for r in reqs:
+                body = {"prompt": r.context, "max_tokens": r.max_gen_toks, "temperature": 0,
+                        "stop": list(r.until)}
+                out.append(httpx.post(srv.url + "/completions", json=body,
+                                      timeout=60).json()["choices"][0]["text"])
+            return out
+
+        for bench, items in bank_items.items():
+            for it in items[:1]:
+                if it.kind == "loglikelihood":
+                    assert np.allclose(server_loglikelihood(srv.url, it.requests),
+                                       lm.loglikelihood(it.requests), atol=1e-9, rtol=0)
+            direct = answer_through(lm.loglikelihood, lm.generate_until, items[:1])
+            served = answer_through(lambda rs: server_loglikelihood(srv.url, rs), served_gen,
+                                    items[:1])
+            assert direct == served and set(direct) <= {0, 1}, bench
 
 
 # ----------------------------------------------------------------------------- LMEvalSubject
@@ -438,6 +500,26 @@ class TestHFSubject:
         with MockOpenAIServer(lm=hf64) as srv:
             served = client_cls(srv.url, "tiny").loglikelihood(reqs)
         assert np.allclose(served, direct, atol=1e-6, rtol=0)
+
+    @pytest.mark.slow
+    def test_every_benchmark_item_through_hf_and_the_server(self, hf64, bank_items):
+        """Real requests of every benchmark (build_item_requests): scored in process and
+        through the HF-backed mock server, identical log-likelihoods and the same 0/1."""
+        with MockOpenAIServer(lm=hf64) as srv:
+            for bench, items in bank_items.items():
+                it = items[0]
+                if it.kind == "loglikelihood":
+                    direct = hf64.loglikelihood(it.requests)
+                    served = server_loglikelihood(srv.url, it.requests)
+                    assert np.allclose(served, direct, atol=1e-6, rtol=0), bench
+                    assert it.score(direct) == it.score(served)
+                else:  # GSM8K: greedy generation, cut at the stop strings, then '####' match
+                    gen = hf64.generate_until(it.requests)
+                    body = {"prompt": it.requests[0].context, "stop": list(it.requests[0].until),
+                            "max_tokens": it.requests[0].max_gen_toks}
+                    text = httpx.post(srv.url + "/completions", json=body,
+                                      timeout=120).json()["choices"][0]["text"]
+                    assert text == gen[0] and it.score(gen) in (0, 1)
 
     def test_token_strings_and_offsets(self, hf64):
         text = HELLA_CTX + "  Wear gloves."

@@ -224,6 +224,14 @@ class MockOpenAIServer:
         return ({"index": k, "text": text, "logprobs": logprobs, "finish_reason": finish},
                 len(ids), len(gen))
 
+    def _count_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        for how in ("encode", "tokenize"):
+            if hasattr(self.lm, how):
+                return len(getattr(self.lm, how)(text))
+        return len(self.lm.token_logprobs(text)[0])
+
     def lm_completion(self, body: dict) -> dict:
         """The reply to an lm-mode ``/v1/completions`` request (raises ValueError when bad)."""
         prompts = body.get("prompt", "")
@@ -256,8 +264,8 @@ class MockOpenAIServer:
                     logprobs = self._logprobs(full, len(prompt), int(n_top))
             text = full if (echo and mode != "none") else gen
             with self._lm_lock:
-                n_p = len(self.lm.token_logprobs(prompt)[0]) if prompt else 0
-                n_f = len(self.lm.token_logprobs(full)[0]) if gen else n_p
+                n_p = self._count_tokens(prompt)
+                n_f = self._count_tokens(full) if gen else n_p
             n_prompt += n_p
             n_gen += n_f - n_p
             finish = "length" if max_tokens <= 0 or n_f - n_p >= max_tokens else "stop"

@@ -110,18 +110,23 @@ class ToyLM:
             out += table[rows]
         return out
 
-    def char_logprobs(self, text: str) -> np.ndarray:
-        """log p(text[t] | text[:t]) for every character (the first given the start state)."""
+    def _all_logprobs(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(classes of ``text``, log-probabilities of every class at every position)."""
         a = self._classes(text)
         n = a.size
-        if n == 0:
-            return np.zeros(0)
         padded = np.concatenate([np.full(self.order, _START, dtype=np.int64), a])
         hist = np.lib.stride_tricks.sliding_window_view(padded, self.order)[:n]
         logits = self._logits(hist)
         mx = logits.max(axis=1, keepdims=True)
-        lse = (mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1)))
-        return logits[np.arange(n), a] - lse
+        lse = mx + np.log(np.exp(logits - mx).sum(axis=1, keepdims=True))
+        return a, logits - lse
+
+    def char_logprobs(self, text: str) -> np.ndarray:
+        """log p(text[t] | text[:t]) for every character (the first given the start state)."""
+        if not text:
+            return np.zeros(0)
+        a, lp = self._all_logprobs(text)
+        return lp[np.arange(a.size), a]
 
     def _next_logprobs(self, text: str) -> np.ndarray:
         a = self._classes(text[-self.order:]) if text else np.zeros(0, dtype=np.int64)
@@ -147,16 +152,16 @@ class ToyLM:
     def top_logprobs(self, text: str, n: int) -> list[dict[str, float] | None]:
         """Per token of ``text``: the ``n`` most likely next single characters after the text
         before it (``None`` for the first token)."""
-        out: list[dict[str, float] | None] = []
-        at = 0
-        for i, t in enumerate(self.tokenize(text)):
-            if i == 0:
-                out.append(None)
-            else:
-                lp = self._next_logprobs(text[:at])
-                best = np.argsort(-lp, kind="stable")[:max(int(n), 0)]
-                out.append({(chr(int(c)) if c < 256 else "\ufffd"): float(lp[c]) for c in best})
-            at += len(t)
+        toks = self.tokenize(text)
+        if not toks:
+            return []
+        starts = np.cumsum([0] + [len(t) for t in toks[:-1]])
+        _, lp = self._all_logprobs(text)
+        out: list[dict[str, float] | None] = [None]
+        k = max(int(n), 0)
+        for row in lp[starts[1:]]:
+            best = np.argsort(-row, kind="stable")[:k]
+            out.append({(chr(int(c)) if c < 256 else "\ufffd"): float(row[c]) for c in best})
         return out
 
     # ------------------------------------------------------------------ subject interface
