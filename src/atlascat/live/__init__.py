@@ -13,6 +13,8 @@
 - :mod:`.runner`   :func:`evaluate`, :func:`resume`, :func:`evaluate_many` (rounds of k items)
 - :mod:`.lmeval`   :func:`read_lmeval_samples`: lm-evaluation-harness sample logs -> ResponseMatrix
 - :mod:`.report`   a self-contained HTML page per run
+- :mod:`.hf`, :mod:`.lmeval_backend`, :mod:`.toylm`  log-likelihood backends: in-process
+                   transformers, any lm-evaluation-harness LM, a deterministic NumPy toy LM
 
 Names are loaded lazily so that importing this package needs neither httpx nor the CAT engine.
 """
@@ -36,6 +38,7 @@ _LAZY = {
     "OpenAICompletionsSubject": "subjects", "ReplaySubject": "subjects",
     "NoPromptLogprobsError": "subjects", "subject_from_spec": "subjects",
     "write_run_report": "report",
+    "HFSubject": "hf", "LMEvalSubject": "lmeval_backend", "ToyLM": "toylm",
 }
 
 __all__ = sorted(_LAZY)
