@@ -123,7 +123,7 @@ class TestSmallLeaderboard:
                      columns=board.item_ids[:60]).rename_axis("model").to_csv(data)
         out, summary = tmp_path / "bank.csv", tmp_path / "s.json"
         assert main(["calibrate", str(data), "-o", str(out), "--summary", str(summary),
-                     "--quiet"]) == 0
+                     "--quiet", "--filter"]) == 0
         text = capsys.readouterr().out
         assert "model 2PL (auto): 20 subjects < 500" in text
         assert "warning: 20 subjects x" in text and "calibrated as a 2PL" in text

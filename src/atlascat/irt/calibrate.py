@@ -562,8 +562,8 @@ class Calibrator:
     partition_size : None for joint calibration, else partitioned calibration with partitions of
         at least this many items
     link : "mean-sigma" (default) or "mean-mean", for partitioned calibration
-    filter : apply :func:`atlascat.filtering.filter_items` before calibrating (default False in
-        the library; the CLI filters by default)
+    filter : apply :func:`atlascat.filtering.filter_items` before calibrating (default False;
+        ``atlas calibrate`` uses the same default, ``--filter`` turns it on)
     dtype : "float64" (default) or "float32" for the large matrix products of the E-step
     random_state : seed or numpy Generator (partition assignment)
     callback : optional callable ``callback(info: dict)`` called after every recorded EM
