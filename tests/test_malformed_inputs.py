@@ -238,6 +238,19 @@ CLI_CASES = [
     ("report-output-under-file", "report {d}/adir -o {d}/afile/r.html", ["afile", "not a directory"]),
     ("arena-fit-dir", "arena fit {d}/adir", ["adir", "directory"]),
     ("arena-fit-missing", "arena fit {d}/nosuch.csv", ["nosuch.csv", "does not exist"]),
+    # evaluate / runs (live-runner's commands, through the same error path)
+    ("evaluate-bank-nonutf8", "evaluate --bank {d}/nonutf8_bank.csv --subject simulate:0.5 --db {d}/r.sqlite", ["nonutf8_bank.csv", "UTF-8"]),
+    ("evaluate-bank-dir", "evaluate --bank {d}/adir --subject simulate:0.5 --db {d}/r.sqlite", ["adir", "directory"]),
+    ("evaluate-bank-corrupt", "evaluate --bank {d}/corrupt.parquet --subject simulate:0.5 --db {d}/r.sqlite", ["corrupt.parquet", "Parquet"]),
+    ("evaluate-bank-unknown", "evaluate --bank nope --subject simulate:0.5 --db {d}/r.sqlite", ["'nope'", "bundled"]),
+    ("evaluate-subject-text-no-emoji", "evaluate --bank arc --subject simulate:abc --db {d}/r.sqlite", ["simulate:abc:"]),
+    ("evaluate-subject-nan", "evaluate --bank arc --subject simulate:nan --db {d}/r.sqlite", ["simulate:nan"]),
+    ("evaluate-subject-kind", "evaluate --bank arc --subject nope:x --db {d}/r.sqlite", ["'nope:x'"]),
+    ("evaluate-db-dir", "evaluate --bank arc --subject simulate:0.5 --db {d}/adir", ["adir", "directory"]),
+    ("evaluate-se-stop-nan", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --se-stop nan", ["se_stop"]),
+    ("runs-missing-db", "runs --db {d}/nosuch.sqlite", ["nosuch.sqlite"]),
+    ("runs-db-not-sqlite", "runs --db {d}/afile", ["afile"]),
+    ("runs-db-dir", "runs --db {d}/adir", ["adir", "directory"]),
 ]
 
 
@@ -367,7 +380,8 @@ def test_catalogue_size():
     assert len(CLI_CASES) + len(API_CASES) + len(FILE_API) >= 80
     commands = {a.split()[0] for _, a, _ in CLI_CASES if a}
     assert commands >= {"calibrate", "fit", "score", "items", "info", "simulate", "link",
-                        "benchmark", "design", "ranks", "compare", "report", "arena"}
+                        "benchmark", "design", "ranks", "compare", "report", "arena", "evaluate",
+                        "runs"}
 
 
 # --------------------------------------------------- degenerate but valid: finite answers
