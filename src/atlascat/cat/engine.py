@@ -44,7 +44,10 @@ from ..irt import models
 from ..irt.bank import ItemBank, normalize_item_id
 from ..irt.quadrature import normal_quadrature
 from . import security
+from .answers import CallableAnswers, ModelAnswers, ReplayAnswers, UniformStreams
 from .config import CATConfig
+from .content import make_content_balancer
+from .exposure_control import make_exposure_control
 from .selection import (InfoPruner, ItemParams, first_item_scores, fisher_information,
                         make_criterion, pick, ranked_candidates)
 from .stopping import build_stop_rules
@@ -101,8 +104,6 @@ class _Tables:
             self.uniform_cost = True
         # content balancing (phase-2 component; None when off). Exposure control has state
         # (counts), so it belongs to the engine, not to these shared tables.
-        from .content import make_content_balancer
-
         self.content = make_content_balancer(bank, config)
 
 
@@ -550,8 +551,6 @@ class CATSession:
 
     def __init__(self, bank: ItemBank, config: CATConfig | None = None, rng=None, *,
                  tracker=None):
-        from .exposure import make_exposure_control
-
         self.bank = bank
         self.config = CATConfig() if config is None else config
         if not isinstance(self.config, CATConfig):
@@ -888,8 +887,6 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
 
     ``progress(n_done, n_total)`` is called after every step.
     """
-    from .answers import CallableAnswers, ModelAnswers, ReplayAnswers
-
     t_start = time.perf_counter()
     config = CATConfig() if config is None else config
     if not isinstance(config, CATConfig):
@@ -919,9 +916,6 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         theta_ref = np.asarray(theta_ref, dtype=float).reshape(-1)
         if theta_ref.size != n:
             raise ConfigError(f"theta_ref has {theta_ref.size} values for {n} examinees")
-
-    from .answers import UniformStreams
-    from .exposure import make_exposure_control
 
     exp = make_exposure_control(bank, config, cohort=n)
     if exp is not None:
