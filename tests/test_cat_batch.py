@@ -7,7 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import json
+
+import numpy as np
+import pandas as pd
 import pytest
+
+from atlascat.cat.answers import model_probability
+from atlascat.cat.config import CATConfig
+from atlascat.cat.engine import CATSession, simulate_cat
+from atlascat.datasets import load_bank, load_test_thetas
+from atlascat.errors import AtlasError, ConfigError, LiveRunError, ResponseDataError
+from atlascat.irt.bank import ItemBank
+from atlascat.responses import ResponseMatrix
 
 CAT_DIR = Path(__file__).resolve().parents[1] / "src" / "atlascat" / "cat"
 
@@ -92,3 +104,292 @@ class TestImportStructure:
                                   "PATH": "/usr/bin:/bin"}, timeout=120)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == "ok"
+
+
+# ---------------------------------------------------------------------------- batched rounds
+@pytest.fixture(scope="module")
+def arc_bank():
+    return load_bank("arc")
+
+
+@pytest.fixture(scope="module")
+def small_bank():
+    rng = np.random.default_rng(7)
+    n = 120
+    areas = np.array(["x", "y", "z"])[rng.integers(0, 3, n)]
+    cost = rng.choice([1.0, 2.0, 3.0], n)
+    return ItemBank([f"i{j}" for j in range(n)], rng.lognormal(0.2, 0.3, n),
+                    rng.normal(0, 1.2, n), rng.uniform(0, 0.25, n),
+                    metadata=pd.DataFrame({"area": areas, "cost": cost}))
+
+
+def run_sessions(bank, config, thetas, seed, k, cut="predicted", use_record=False):
+    """Examinee i as a CATSession driven by next_items(k) / record_many; answers from its own
+    stream in pick order (what simulate_cat(thetas=...) does). Returns sessions, rounds."""
+    rng = np.random.default_rng(seed)
+    n = len(thetas)
+    sel, ans = rng.spawn(n), rng.spawn(n)
+    a, b, c, u = bank.params
+    sessions, rounds = [], []
+    for i in range(n):
+        s = CATSession(bank, config, rng=sel[i])
+        r = 0
+        while items := s.next_items(k, cut=cut):
+            assert 1 <= len(items) <= k and len(set(items)) == len(items)
+            j = bank.index_of(items)
+            y = (ans[i].random(len(items)) < model_probability(thetas[i], a[j], b[j], c[j],
+                                                               u[j])).astype(float)
+            if use_record:  # one by one, in pick order: the same as record_many
+                for item, v in zip(items, y):
+                    s.record(item, v)
+            else:
+                s.record_many(items, y)
+            r += 1
+        sessions.append(s)
+        rounds.append(r)
+    return sessions, rounds
+
+
+def assert_same(res, sessions, rounds=None):
+    for i, s in enumerate(sessions):
+        batch = res.selected_items(str(i))
+        seq = s.history
+        assert list(seq["item_id"]) == list(batch["item_id"]), i
+        np.testing.assert_array_equal(seq["score"].to_numpy(), batch["score"].to_numpy())
+        np.testing.assert_array_equal(seq["theta"].to_numpy(), batch["theta"].to_numpy())
+        np.testing.assert_array_equal(seq["se"].to_numpy(), batch["se"].to_numpy())
+        assert res.persons["stop_reason"][i] == s.stop_reason
+        assert res.persons["theta"][i] == s.theta and res.persons["se"][i] == s.se
+        if rounds is not None:
+            assert res.persons["rounds"][i] == rounds[i]
+
+
+def sh_params(bank, rng):
+    return dict(zip(map(str, bank.item_ids), rng.uniform(0.2, 1.0, len(bank)).tolist()))
+
+
+class TestBatchedEqualsSessions:
+    def test_k1_is_the_classic_cat(self, arc_bank):
+        """next_items(1) / record_many reproduce the classic simulate_cat bit for bit."""
+        thetas = load_test_thetas("arc")["theta"].to_numpy()[:25]
+        config = CATConfig(se_stop=0.2, max_items=80)
+        res = simulate_cat(arc_bank, config, thetas=thetas, rng=np.random.default_rng(11))
+        assert "rounds" not in res.persons.columns
+        sessions, rounds = run_sessions(arc_bank, config, thetas, 11, 1)
+        assert_same(res, sessions)
+        assert rounds == list(res.persons["n_items"])
+
+    @pytest.mark.parametrize("k", [2, 8])
+    def test_arc_bank(self, arc_bank, k):
+        thetas = load_test_thetas("arc")["theta"].to_numpy()[:30]
+        config = CATConfig(se_stop=0.2, max_items=80)
+        res = simulate_cat(arc_bank, config, thetas=thetas, rng=np.random.default_rng(11),
+                           batch_size=k)
+        sessions, rounds = run_sessions(arc_bank, config, thetas, 11, k)
+        assert_same(res, sessions, rounds)
+        assert res.persons["n_items"].nunique() > 1
+        # rounds of k: the items need about n / k rounds
+        p = res.persons
+        assert (p["rounds"] >= np.ceil(p["n_items"] / k)).all()
+        assert (p["rounds"] <= np.ceil(p["n_items"] / k) + 3).all()
+
+    @pytest.mark.parametrize("kw", [
+        dict(selection="kl", max_items=20, se_stop=None, min_items=20),
+        dict(selection="astrat", max_items=24, se_stop=None, min_items=24),
+        dict(selection="random", max_items=15, se_stop=None, min_items=15),
+        dict(se_method="posterior", se_stop=0.3, randomesque=1),
+        dict(se_stop=0.25, min_items=5, content_column="area",
+             content_targets={"x": 0.5, "y": 0.3, "z": 0.2}),
+        dict(se_stop=None, min_items=5, cost_column="cost", budget=40.0),
+        dict(se_stop=0.3, min_items=5, cost_per_item=0.01, value_per_se=1.0),
+        dict(se_stop=None, min_items=8, min_info_stop=0.3, max_items=60),
+        dict(se_stop=0.3, min_items=4, reliability_stop=0.9),
+        "sympson_hetter",
+    ])
+    @pytest.mark.parametrize("k, cut", [(3, "predicted"), (4, "none")])
+    def test_rules(self, small_bank, kw, k, cut):
+        thetas = np.random.default_rng(3).normal(size=12)
+        if kw == "sympson_hetter":
+            kw = dict(se_stop=0.3, min_items=6, exposure="sympson_hetter",
+                      exposure_params=sh_params(small_bank, np.random.default_rng(1)))
+        config = CATConfig(**kw)
+        res = simulate_cat(small_bank, config, thetas=thetas, rng=5, batch_size=k,
+                           batch_cut=cut)
+        sessions, rounds = run_sessions(small_bank, config, thetas, 5, k, cut,
+                                        use_record=kw.get("selection") == "kl")
+        assert_same(res, sessions, rounds)
+        if config.budget is not None:
+            spent = [small_bank.metadata["cost"].reindex(s.administered).sum() for s in sessions]
+            assert max(spent) <= config.budget
+        assert (res.persons["n_items"] <= config.max_items).all()
+
+    def test_replay_with_missing_cells(self, small_bank, rng):
+        n, k = 30, 4
+        thetas = rng.normal(size=n)
+        p = small_bank.probability(thetas)
+        y = (rng.random(p.shape) < p).astype(float)
+        y[rng.random(y.shape) < 0.5] = np.nan
+        y[0, 10:] = np.nan  # few answered items: the examinee runs out
+        rm = ResponseMatrix(y, [f"s{i}" for i in range(n)], small_bank.item_ids,
+                            on_empty="keep")
+        config = CATConfig(se_stop=0.3, max_items=30, min_items=5)
+        res = simulate_cat(small_bank, config, responses=rm, rng=np.random.default_rng(2),
+                           batch_size=k)
+        assert res.n_skipped == res.persons["n_skipped"].sum() > 0
+        sel = np.random.default_rng(2).spawn(n)
+        for i in range(n):
+            s = CATSession(small_bank, config, rng=sel[i])
+            left = int((~np.isnan(y[i])).sum())
+            while left and (items := s.next_items(k)):
+                scores = y[i, small_bank.index_of(items)]
+                s.record_many(items, [None if np.isnan(v) else v for v in scores])
+                left -= int((~np.isnan(scores)).sum())
+            batch = res.selected_items(f"s{i}")
+            assert list(s.history["item_id"]) == list(batch["item_id"])
+            np.testing.assert_array_equal(s.history["theta"].to_numpy(),
+                                          batch["theta"].to_numpy())
+            assert s.n_skipped == res.persons["n_skipped"][i]
+            assert s.stop_reason == res.persons["stop_reason"][i] or (
+                left == 0 and res.persons["stop_reason"][i] == "bank_exhausted")
+            scored = small_bank.index_of(batch["item_id"])
+            assert not np.isnan(y[i, scored]).any()
+
+    def test_cohort_eligibility_caps_hold(self, arc_bank):
+        thetas = load_test_thetas("arc")["theta"].to_numpy()[:60]
+        config = CATConfig(se_stop=0.3, max_items=40, exposure="eligibility", r_max=0.3)
+        res = simulate_cat(arc_bank, config, thetas=thetas, rng=1, batch_size=6)
+        assert res.exposure.max() <= 0.3 + 1e-12
+        assert (res.persons["n_items"] >= 30).all()
+
+
+class TestRounds:
+    def test_round_respects_max_items_and_stop(self, arc_bank):
+        config = CATConfig(se_stop=None, min_items=10, max_items=10)
+        s = CATSession(arc_bank, config, rng=1)
+        sizes = []
+        while items := s.next_items(4):
+            sizes.append(len(items))
+            s.record_many(items, [1, 0, 1, 0][:len(items)])
+        assert sizes == [4, 4, 2] and s.n_items == 10 and s.stop_reason == "max_items"
+        assert s.next_items(4) == [] and s.next_item() is None
+
+    def test_predicted_cut_ends_the_round_where_the_test_would_stop(self, arc_bank):
+        thetas = load_test_thetas("arc")["theta"].to_numpy()[:100]
+        config = CATConfig(se_stop=0.3)
+        items = {}
+        for k, cut in [(1, "predicted"), (8, "predicted"), (8, "none")]:
+            res = simulate_cat(arc_bank, config, thetas=thetas, rng=4, batch_size=k,
+                               batch_cut=cut)
+            items[k, cut] = res.persons["n_items"].mean()
+        # without the cut a round of 8 runs past min_items = 30 (to 32) and past the SE stop
+        assert items[8, "none"] > items[8, "predicted"]
+        assert items[8, "predicted"] <= 1.15 * items[1, "predicted"]
+
+    def test_pending_round_is_stable_and_draws_nothing(self, arc_bank):
+        s = CATSession(arc_bank, CATConfig(), rng=2)
+        first = s.next_items(5)
+        state = s.rng.bit_generator.state
+        assert s.next_items(5) == first and s.next_items(2) == first
+        assert s.next_item() == first[0] and s.pending == first
+        assert s.rng.bit_generator.state == state
+        s.record(first[1], 1)
+        assert s.next_items(5) == [first[0]] + first[2:]
+        s.record_many(list(reversed(first[2:])), [0, 1, 1])
+        assert s.next_items(5) == [first[0]]
+        s.skip(first[0])
+        nxt = s.next_items(5)
+        assert len(nxt) == 5 and not set(nxt) & set(first)
+        assert s.administered == [first[1]] + list(reversed(first[2:]))
+
+    def test_items_within_a_round_differ_and_are_informative(self, arc_bank):
+        s = CATSession(arc_bank, CATConfig(randomesque=1), rng=0)
+        s.record_many(s.next_items(10), [1, 0] * 5)
+        items = s.next_items(16)
+        assert len(set(items)) == 16
+        # randomesque 1 at a theta that barely moves within the round: the 16 most informative
+        info = arc_bank.information(s.theta)
+        free = np.ones(len(arc_bank), bool)
+        free[arc_bank.index_of(s.administered)] = False
+        best = set(np.asarray(arc_bank.item_ids)[free][np.argsort(-info[free])[:24]].astype(str))
+        assert len(set(items) & best) >= 14
+
+    def test_record_many_validates_before_recording(self, arc_bank):
+        s = CATSession(arc_bank, CATConfig(), rng=0)
+        items = s.next_items(3)
+        with pytest.raises(ResponseDataError, match="2 scores"):
+            s.record_many(items, [1, 0])
+        with pytest.raises(ResponseDataError, match="in \\[0, 1\\]"):
+            s.record_many(items, [1, 0, 2])
+        with pytest.raises(LiveRunError, match="twice"):
+            s.record_many([items[0], items[0]], [1, 1])
+        with pytest.raises(LiveRunError, match="not in the bank"):
+            s.record_many([items[0], "nope"], [1, 1])
+        assert s.n_items == 0 and s.pending == items
+        s.record_many(items, [1, None, float("nan")])
+        assert s.n_items == 1 and s.n_skipped == 2
+        with pytest.raises(LiveRunError, match="already"):
+            s.record_many(items[:1], [1])
+        for bad in (0, -1, 1.5, True, "2"):
+            with pytest.raises(ConfigError, match="batch size"):
+                s.next_items(bad)
+        with pytest.raises(ConfigError, match="cut"):
+            s.next_items(2, cut="sometimes")
+        with pytest.raises(ConfigError, match="batch_size"):
+            simulate_cat(arc_bank, CATConfig(), thetas=[0.0], batch_size=0)
+        assert issubclass(ConfigError, AtlasError)
+
+    def test_caller_chosen_item_drops_the_round(self, arc_bank):
+        s = CATSession(arc_bank, CATConfig(), rng=0)
+        items = s.next_items(3)
+        other = next(str(i) for i in arc_bank.item_ids if str(i) not in items)
+        s.record(other, 1)
+        assert s.pending == [] and s.n_items == 1
+        assert s.next_items(3) != items
+
+
+class TestResumeBatch:
+    @pytest.mark.parametrize("answered", [0, 1, 3])
+    def test_resume_with_an_outstanding_round(self, arc_bank, answered):
+        config = CATConfig(se_stop=0.12, min_items=20, max_items=60)
+        truth = 0.4
+        p_all = arc_bank.probability(truth)
+
+        def run(stop_at=None):
+            ans = np.random.default_rng(9)
+            s = CATSession(arc_bank, config, rng=np.random.default_rng(8))
+            n_round = 0
+            while items := s.next_items(5):
+                y = (ans.random(len(items)) < p_all[arc_bank.index_of(items)]).astype(float)
+                if n_round == stop_at:
+                    s.record_many(items[:answered], y[:answered])
+                    snap = json.loads(json.dumps(s.to_dict()))
+                    assert snap["pending_batch"] == items[answered:]
+                    s = CATSession.from_dict(snap, arc_bank)
+                    assert s.next_items(5) == items[answered:]
+                    s.record_many(items[answered:], y[answered:])
+                else:
+                    s.record_many(items, y)
+                n_round += 1
+            return s
+
+        full, resumed = run(), run(stop_at=2)
+        pd.testing.assert_frame_equal(resumed.history.drop(columns="seconds"),
+                                      full.history.drop(columns="seconds"))
+        assert resumed.stop_reason == full.stop_reason
+        assert resumed.theta == full.theta and resumed.se == full.se
+
+    def test_old_snapshot_with_single_pending_item(self, arc_bank):
+        s = CATSession(arc_bank, CATConfig(), rng=3)
+        item = s.next_item()
+        d = s.to_dict()
+        del d["pending_batch"], d["unchecked"]
+        r = CATSession.from_dict(d, arc_bank)
+        assert r.next_item() == item and r.pending == [item]
+
+    def test_truncated_snapshot_is_a_clear_error(self, arc_bank):
+        s = CATSession(arc_bank, CATConfig(), rng=3)
+        s.record_many(s.next_items(3), [1, 0, 1])
+        d = s.to_dict()
+        d["scores"] = d["scores"][:1]
+        with pytest.raises(ConfigError, match="truncated"):
+            CATSession.from_dict(d, arc_bank)

@@ -418,7 +418,8 @@ class _Engine:
                 self.sh_rejected[r].append(int(j))
 
     # -------------------------------------------------------------- updates
-    def record(self, rows, items, scores, *, check_stop: bool = True):
+    def record(self, rows, items, scores, *, check_stop: bool = True,
+               count_exposure: bool = True):
         """Score ``items`` for ``rows``: update posterior, estimates, history; check stopping."""
         rows = np.asarray(rows, dtype=np.intp)
         items = np.asarray(items, dtype=np.intp)
@@ -440,7 +441,7 @@ class _Engine:
         self.spent[rows] += tab.item_cost[items]
         if self.area_counts is not None:
             np.add.at(self.area_counts, (rows, tab.content.area_code[items]), 1.0)
-        if self.exposure is not None:
+        if self.exposure is not None and count_exposure:
             self.exposure.administered(items)
         if check_stop:
             self.check_stop(rows)
@@ -488,8 +489,17 @@ class _Engine:
         rows = rows[~self.done[rows]]
         if rows.size == 0:
             return
+        stop, reason = self._stop_decision(rows)
+        if stop.any():
+            self.done[rows[stop]] = True
+            self.stop_reason[rows[stop]] = reason[stop]
+
+    def _stop_decision(self, rows, precision: bool = True):
+        """(stop, reason) of the stopping rules on the current state of ``rows``, without
+        committing anything. ``precision=False`` evaluates only the rules that always apply
+        (length, budget) and bank exhaustion."""
         enough = self.n_items[rows] >= self.config.min_items
-        any_enough = bool(enough.any())
+        any_enough = bool(enough.any()) and precision
         self._best_cache = None
         stop = np.zeros(rows.size, dtype=bool)
         reason = np.full(rows.size, "", dtype=object)
@@ -508,9 +518,91 @@ class _Engine:
         reason[exhausted] = "bank_exhausted"
         stop |= exhausted
         self._best_cache = None
-        if stop.any():
-            self.done[rows[stop]] = True
-            self.stop_reason[rows[stop]] = reason[stop]
+        return stop, reason
+
+    # -------------------------------------------------------------- batched rounds
+    def select_batch(self, rows, k: int, draw, *, cut: str = "predicted", resolve=None,
+                     reserve=None) -> np.ndarray:
+        """Up to ``k`` items per row, chosen jointly by greedy sequential selection.
+
+        Pick m is an ordinary selection (criterion, randomesque, exposure control, content
+        balancing, budget; ``draw(rows)`` gives its ``uniforms_per_step`` uniforms per row) on a
+        *virtual* state: after every pick the row's posterior is updated with the pick's
+        expected answer, the posterior predictive probability y = sum_q pi_q P_j(theta_q), as
+        a Bernoulli pseudo-count (exactly how partial credit enters), and the item counts as
+        given (pool, test length, content counts, cost, KL window, a-stratum). The round stops
+        short for a row once the virtual state meets a stopping rule: always the length /
+        budget rules and bank exhaustion (never select beyond ``max_items``), and with
+        ``cut="predicted"`` also the precision rules (SE, reliability, ...; only from
+        ``min_items`` on), so a round does not run past the point where the test is predicted
+        to stop. The virtual state is discarded afterwards (Sympson-Hetter rejections stay, as
+        in a single selection). Every operation is row-wise, so a row's picks do not depend on
+        the other rows of the call. ``k = 1`` is exactly :meth:`select`.
+
+        ``resolve(rows, items, u)``: cohort exposure conflicts of one pick (simulation);
+        ``reserve(items)``: called with every pick (cohort eligibility reserves the items
+        picked earlier in the round). Returns (len(rows), k) bank positions, -1 padded; a row
+        whose first pick is -1 has nothing left to give.
+        """
+        rows = np.asarray(rows, dtype=np.intp)
+        if cut not in ("predicted", "none"):
+            raise ConfigError(f"batch cut must be 'predicted' or 'none', got {cut!r}")
+        picks = np.full((rows.size, k), -1, dtype=np.intp)
+        going = np.arange(rows.size)
+        saved = None
+        try:
+            for m in range(k):
+                r = rows[going]
+                u = np.asarray(draw(r), dtype=float).reshape(r.size, -1)
+                items = self.select(r, u)
+                if resolve is not None:
+                    items = resolve(r, items, u)
+                ok = items >= 0
+                going, items = going[ok], items[ok]
+                picks[going, m] = items
+                if reserve is not None and items.size:
+                    reserve(items)
+                if m == k - 1 or going.size == 0:
+                    break
+                if saved is None:
+                    saved = self._save_rows(rows)
+                r = rows[going]
+                post = self.posterior(r)
+                y = np.clip((post * np.exp(self.tab.lp[items])).sum(axis=1), 0.0, 1.0)
+                self.record(r, items, y, check_stop=False, count_exposure=False)
+                stop, _ = self._stop_decision(r, precision=cut == "predicted")
+                going = going[~stop]
+                if going.size == 0:
+                    break
+        finally:
+            if saved is not None:
+                self._restore_rows(rows, saved, picks)
+        return picks
+
+    def _save_rows(self, rows) -> dict:
+        saved = {name: getattr(self, name)[rows].copy()
+                 for name in ("log_post", "theta", "se", "post_sd", "test_info", "spent",
+                              "n_items")}
+        if self.area_counts is not None:
+            saved["area_counts"] = self.area_counts[rows].copy()
+        return saved
+
+    def _restore_rows(self, rows, saved, picks):
+        """Undo the virtual records of :meth:`select_batch` (the state before the round)."""
+        n0 = saved["n_items"]
+        virtual = self.n_items[rows] - n0
+        for m in range(int(virtual.max()) if virtual.size else 0):
+            sel = np.flatnonzero(virtual > m)
+            r, pos = rows[sel], n0[sel] + m
+            self.used[r, picks[sel, m]] = False
+            self.items[r, pos] = -1
+            self.scores[r, pos] = np.nan
+            self.theta_hist[r, pos] = np.nan
+            self.se_hist[r, pos] = np.nan
+        self.n_used[rows] -= virtual
+        for name, value in saved.items():
+            getattr(self, name)[rows] = value
+        self._best_cache = None
 
     # -------------------------------------------------------------- replay (resume)
     def history_of(self, row: int) -> dict:
@@ -561,8 +653,9 @@ class CATSession:
             exposure.start(1)
         self._engine = _Engine(bank, self.config, 1, exposure=exposure)
         self._engine.sh_rejected = [[]]
-        self._pending: int | None = None
-        self._pending_seconds = 0.0
+        self._pending: list[int] = []   # selected, not answered yet (a round of next_items)
+        self._pending_share = 0.0       # selection seconds charged to each pending item
+        self._unchecked = False         # answers recorded since the last stopping check
         self._seconds: list[float] = []
         self._skipped: list[int] = []
         self._events: list[tuple[str, int]] = []  # ("r" | "s", item) in order, for resuming
@@ -628,21 +721,63 @@ class CATSession:
     def next_item(self) -> str | None:
         """The item to administer next, or None once the test is over.
 
-        Calling it again before ``record`` returns the same item (no randomness consumed).
+        Calling it again before ``record`` returns the same item (no randomness consumed);
+        while a round from :meth:`next_items` is outstanding, its first unanswered item.
         """
         if self.done:
             return None
-        if self._pending is not None:
-            return str(self.bank.item_ids[self._pending])
+        if self._pending:
+            return str(self.bank.item_ids[self._pending[0]])
         t0 = time.perf_counter()
         u = self.rng.random(self.config.uniforms_per_step)
         item = int(self._engine.select(self._row, u[None, :])[0])
         if item < 0:
             self._engine.finish(self._row, "bank_exhausted")
             return None
-        self._pending = item
-        self._pending_seconds = time.perf_counter() - t0
+        self._pending = [item]
+        self._pending_share = time.perf_counter() - t0
         return str(self.bank.item_ids[item])
+
+    def next_items(self, k: int, *, cut: str = "predicted") -> list[str]:
+        """A round of up to ``k`` items chosen jointly, to administer concurrently; [] once the
+        test is over.
+
+        Greedy sequential selection (:meth:`_Engine.select_batch`): each pick is an ordinary
+        selection (criterion, randomesque, exposure control, content balancing, budget) after
+        the posterior was updated with the expected answers of the round's earlier picks.
+        The round is shorter than k where it reaches ``max_items``, the budget or the end of
+        the bank, and (``cut="predicted"``, default) where the test is predicted to stop: the
+        stopping rules fire on that expected state. ``k = 1`` is exactly :meth:`next_item`.
+        Answer the round with :meth:`record_many` (or :meth:`record` / :meth:`skip` item by
+        item, in any order); the stopping rules are checked once the whole round is answered.
+        Calling it again before then returns the round's unanswered items (no randomness
+        consumed). Uses ``config.uniforms_per_step`` uniforms per pick.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ConfigError(f"batch size k must be an integer >= 1, got {k!r}")
+        if self.done:
+            return []
+        if self._pending:
+            return [str(self.bank.item_ids[j]) for j in self._pending]
+        if k == 1:
+            item = self.next_item()
+            return [] if item is None else [item]
+        t0 = time.perf_counter()
+        ups = self.config.uniforms_per_step
+        picks = self._engine.select_batch(self._row, int(k),
+                                          lambda r: self.rng.random(ups)[None, :], cut=cut)[0]
+        picks = picks[picks >= 0]
+        if picks.size == 0:
+            self._engine.finish(self._row, "bank_exhausted")
+            return []
+        self._pending = [int(j) for j in picks]
+        self._pending_share = (time.perf_counter() - t0) / picks.size
+        return [str(self.bank.item_ids[j]) for j in self._pending]
+
+    @property
+    def pending(self) -> list[str]:
+        """Items selected (by next_item / next_items) and not answered yet."""
+        return [str(self.bank.item_ids[j]) for j in self._pending]
 
     def _position(self, item_id) -> int:
         index = self._engine.tab.index
@@ -654,12 +789,8 @@ class CATSession:
                 raise LiveRunError(f"item {item_id!r} is not in the bank ({len(self.bank)} items)")
         return j
 
-    def record(self, item_id, score) -> None:
-        """Record the score (0/1, or partial credit in [0, 1]) of an administered item."""
-        if self.done:
-            raise LiveRunError(f"the session is finished ({self.stop_reason}); start a new one "
-                               "to administer more items")
-        j = self._position(item_id)
+    @staticmethod
+    def _score(item_id, score) -> float:
         try:
             y = float(score)
         except (TypeError, ValueError):
@@ -668,9 +799,15 @@ class CATSession:
         if not 0.0 <= y <= 1.0:
             raise ResponseDataError(f"score for item {item_id!r} must be in [0, 1], got {score!r}"
                                     " (use skip() for an item without an answer)")
-        eng = self._engine
-        if eng.used[0, j] and j not in self._skipped:
+        return y
+
+    def _check_recordable(self, item_id, j):
+        if self._engine.used[0, j] and j not in self._skipped:
             raise LiveRunError(f"item {item_id!r} was already administered in this session")
+
+    def _record(self, j: int, y: float) -> None:
+        """Score item j; the stopping rules are checked once no selected item is outstanding."""
+        eng = self._engine
         t0 = time.perf_counter()
         if j in self._skipped:  # a previously skipped item gets an answer after all
             self._skipped.remove(j)
@@ -678,12 +815,73 @@ class CATSession:
             eng.n_skipped[0] -= 1
             eng.n_used[0] -= 1
         eng.record_one(0, j, y)
-        eng.check_stop(self._row)
-        spent = time.perf_counter() - t0
-        self._seconds.append(spent + (self._pending_seconds if self._pending == j else 0.0))
-        self._pending = None
-        self._pending_seconds = 0.0
+        share = 0.0
+        if j in self._pending:
+            self._pending.remove(j)
+            share = self._pending_share
+        elif self._pending:  # an item the caller chose: the outstanding selection is dropped
+            self._pending = []
+        self._unchecked = True
+        if not self._pending:
+            eng.check_stop(self._row)
+            self._unchecked = False
+        self._seconds.append(time.perf_counter() - t0 + share)
         self._events.append(("r", j))
+
+    def record(self, item_id, score) -> None:
+        """Record the score (0/1, or partial credit in [0, 1]) of an administered item."""
+        if self.done:
+            raise LiveRunError(f"the session is finished ({self.stop_reason}); start a new one "
+                               "to administer more items")
+        j = self._position(item_id)
+        y = self._score(item_id, score)
+        self._check_recordable(item_id, j)
+        self._record(j, y)
+
+    def record_many(self, item_ids, scores) -> None:
+        """Record the answers of a round: ``scores[i]`` (0/1 or partial credit) for
+        ``item_ids[i]``; None or NaN = no answer (the item is skipped). Everything is checked
+        before anything is recorded; the answers enter in the order given and the stopping
+        rules are checked once, when no item of the round is outstanding."""
+        if self.done:
+            raise LiveRunError(f"the session is finished ({self.stop_reason}); start a new one "
+                               "to administer more items")
+        item_ids = list(item_ids)
+        scores = list(scores)
+        if len(item_ids) != len(scores):
+            raise ResponseDataError(f"record_many got {len(item_ids)} item ids and {len(scores)} "
+                                    "scores; give one score (or None) per item")
+        plan, seen = [], set()
+        for item_id, score in zip(item_ids, scores):
+            j = self._position(item_id)
+            if j in seen:
+                raise LiveRunError(f"item {item_id!r} appears twice in record_many")
+            seen.add(j)
+            missing = score is None or (isinstance(score, (float, np.floating))
+                                        and np.isnan(score))
+            if missing:
+                if self._engine.used[0, j]:
+                    raise LiveRunError(f"item {item_id!r} was already used in this session")
+                plan.append((j, None))
+            else:
+                y = self._score(item_id, score)
+                self._check_recordable(item_id, j)
+                plan.append((j, y))
+        for j, y in plan:
+            if y is None:
+                self._skip(j)
+            else:
+                self._record(j, y)
+
+    def _skip(self, j: int) -> None:
+        self._engine.skip(self._row, np.array([j]))
+        self._skipped.append(j)
+        self._events.append(("s", j))
+        if j in self._pending:
+            self._pending.remove(j)
+            if not self._pending and self._unchecked and not self.done:
+                self._engine.check_stop(self._row)
+                self._unchecked = False
 
     def skip(self, item_id) -> None:
         """Take an item out of the pool without scoring it (e.g. the model gave no answer)."""
@@ -692,11 +890,7 @@ class CATSession:
         j = self._position(item_id)
         if self._engine.used[0, j]:
             raise LiveRunError(f"item {item_id!r} was already used in this session")
-        self._engine.skip(self._row, np.array([j]))
-        self._skipped.append(j)
-        if self._pending == j:
-            self._pending = None
-        self._events.append(("s", j))
+        self._skip(j)
 
     # -------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
@@ -712,8 +906,10 @@ class CATSession:
             "scores": [float(v) for v in h["scores"]],
             "seconds": [float(v) for v in self._seconds],
             "sh_rejected": [str(ids[j]) for j in eng.sh_rejected[0]],
-            "pending": None if self._pending is None else str(ids[self._pending]),
-            "pending_seconds": self._pending_seconds,
+            "pending": str(ids[self._pending[0]]) if self._pending else None,
+            "pending_seconds": self._pending_share,
+            "pending_batch": [str(ids[j]) for j in self._pending],
+            "unchecked": self._unchecked,
             "done": self.done,
             "stop_reason": self.stop_reason,
             "theta": self.theta,
@@ -755,8 +951,12 @@ class CATSession:
                     eng.used[0, j] = False
                     eng.n_skipped[0] -= 1
                     eng.n_used[0] -= 1
-                eng.record_one(0, j, float(next(scores)))
-                session._seconds.append(next(seconds))
+                y, sec = next(scores, None), next(seconds, None)
+                if y is None or sec is None:
+                    raise ConfigError("CATSession snapshot is truncated: fewer scores/seconds "
+                                      "than answer events; save it again with to_dict()")
+                eng.record_one(0, j, float(y))
+                session._seconds.append(sec)
             session._events.append((kind, j))
         for item in d.get("sh_rejected", []):
             j = session._position(item)
@@ -766,9 +966,12 @@ class CATSession:
         eng.exposure = exposure
         eng.done[0] = bool(d["done"])
         eng.stop_reason[0] = d["stop_reason"] or ""
-        if d.get("pending") is not None:
-            session._pending = session._position(d["pending"])
-            session._pending_seconds = float(d.get("pending_seconds", 0.0))
+        batch = d.get("pending_batch")
+        if batch is None:  # snapshots written before batched rounds
+            batch = [] if d.get("pending") is None else [d["pending"]]
+        session._pending = [session._position(item) for item in batch]
+        session._pending_share = float(d.get("pending_seconds", 0.0))
+        session._unchecked = bool(d.get("unchecked", False))
         return session
 
 
@@ -868,7 +1071,7 @@ class CATResult:
 
 def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=None, thetas=None,
                  answer_fn=None, rng=None, subject_ids=None, theta_ref=None,
-                 progress=None) -> CATResult:
+                 progress=None, batch_size: int = 1, batch_cut: str = "predicted") -> CATResult:
     """Run the adaptive test for many examinees at once.
 
     Exactly one answer source: ``responses`` (ResponseMatrix or (n, J) array in bank order:
@@ -885,7 +1088,13 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         rng = np.random.default_rng(s); sel = rng.spawn(n); ans = rng.spawn(n)
         CATSession(bank, config, sel[i])   # reproduces examinee i exactly
 
-    ``progress(n_done, n_total)`` is called after every step.
+    ``batch_size=k`` runs the test in rounds of up to k items chosen jointly
+    (:meth:`CATSession.next_items`, ``cut=batch_cut``), all answered before the next round;
+    examinee i is then exactly a session driven by ``next_items(k)`` / ``record_many`` with
+    ``sel[i]`` (answers with no value are skipped; no re-pick inside a round). The number of
+    rounds per examinee is the ``rounds`` column of ``persons``. ``k = 1`` is the classic CAT.
+
+    ``progress(n_done, n_total)`` is called after every step (round).
     """
     t_start = time.perf_counter()
     config = CATConfig() if config is None else config
@@ -917,12 +1126,24 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         if theta_ref.size != n:
             raise ConfigError(f"theta_ref has {theta_ref.size} values for {n} examinees")
 
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
+        raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if batch_cut not in ("predicted", "none"):
+        raise ConfigError(f"batch_cut must be 'predicted' or 'none', got {batch_cut!r}")
     exp = make_exposure_control(bank, config, cohort=n)
     if exp is not None:
         exp.start(n)
     eng = _Engine(bank, config, n, exposure=exp)
     streams = UniformStreams(sel_rngs)
     seconds = np.zeros(n)
+    if batch_size > 1:
+        rounds = _simulate_rounds(eng, source, streams, exp, int(batch_size), batch_cut,
+                                  seconds, progress)
+        wall = time.perf_counter() - t_start
+        res = _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
+        res.persons.insert(res.persons.columns.get_loc("n_skipped") + 1, "rounds", rounds)
+        return res
     k = config.uniforms_per_step
     # replayed answers: once an examinee has no answered item left in its pool it is finished
     # (instead of skipping through the rest of the bank one item per step)
@@ -966,6 +1187,60 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
             progress(int(eng.done.sum()), n)
     wall = time.perf_counter() - t_start
     return _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
+
+
+def _simulate_rounds(eng: _Engine, source, streams, exp, k: int, cut: str, seconds,
+                     progress) -> np.ndarray:
+    """The batched loop of :func:`simulate_cat`: rounds of up to k items per examinee.
+
+    Mirrors a session driven by ``next_items(k)`` / ``record_many``: the round's picks
+    (:meth:`_Engine.select_batch`), then its answers in pick order (scored, or skipped when
+    missing), then one stopping check for the rows that scored something. Replayed answers:
+    an examinee with no answered item left in its pool is finished (``bank_exhausted``).
+    Returns the number of rounds of every examinee.
+    """
+    n = eng.n
+    ups = eng.config.uniforms_per_step
+    answerable = getattr(source, "answerable", None)
+    left = None if answerable is None else answerable.copy()
+    if left is not None:
+        eng.finish(np.flatnonzero(left == 0), "bank_exhausted")
+    cohort = exp is not None and exp.caps_cohort
+    resolve = (lambda r, items, u: exp.resolve_conflicts(eng, r, items, u)) if cohort else None
+    reserve = exp.reserve if cohort else None
+    rounds = np.zeros(n, dtype=np.intp)
+    active = np.flatnonzero(~eng.done)
+    while active.size:
+        t0 = time.perf_counter()
+        picks = eng.select_batch(active, k, lambda r: streams.next(r, ups), cut=cut,
+                                 resolve=resolve, reserve=reserve)
+        if cohort:
+            exp.release()
+        none = picks[:, 0] < 0
+        eng.finish(active[none], "bank_exhausted")
+        rounds[active[~none]] += 1
+        scored = np.zeros(active.size, dtype=bool)
+        for m in range(k):
+            idx = np.flatnonzero(picks[:, m] >= 0)
+            if idx.size == 0:
+                break
+            rows, items = active[idx], picks[idx, m]
+            y = source.answers(rows, items)
+            miss = np.isnan(y)
+            eng.record(rows[~miss], items[~miss], y[~miss], check_stop=False)
+            if miss.any():
+                eng.skip(rows[miss], items[miss])
+            scored[idx[~miss]] = True
+            if left is not None:
+                left[rows[~miss]] -= 1
+        eng.check_stop(active[scored])
+        if left is not None:
+            eng.finish(active[left[active] == 0], "bank_exhausted")
+        seconds[active] += (time.perf_counter() - t0) / active.size
+        active = active[~eng.done[active]]
+        if progress is not None:
+            progress(int(eng.done.sum()), n)
+    return rounds
 
 
 def _repick_skipped(eng, source, streams, cache, where, rows, items, y):

@@ -93,6 +93,7 @@ class ExposureTracker:
         self.cohort = cohort
         self.n_examinees = 0
         self.pending = None
+        self.reserved = None  # items picked earlier in a batched round (cohort simulation)
 
     def limit(self) -> float:
         if self.cohort is not None:
@@ -101,6 +102,8 @@ class ExposureTracker:
 
     def ineligible(self) -> np.ndarray:
         used = self.counts if self.pending is None else self.counts + self.pending
+        if self.reserved is not None:
+            used = used + self.reserved
         return used >= self.limit()
 
     def rates(self) -> np.ndarray:
@@ -136,6 +139,17 @@ class ItemEligibility:
     def administered(self, items) -> None:
         np.add.at(self.tracker.counts, np.asarray(items, dtype=np.intp), 1)
 
+    def reserve(self, items) -> None:
+        """Count items picked in a batched round as taken until :meth:`release` (the round's
+        answers then count them for real)."""
+        t = self.tracker
+        if t.reserved is None:
+            t.reserved = np.zeros_like(t.counts)
+        np.add.at(t.reserved, np.asarray(items, dtype=np.intp), 1)
+
+    def release(self) -> None:
+        self.tracker.reserved = None
+
     def resolve_conflicts(self, engine, rows, items, u) -> np.ndarray:
         """Give every item to at most its remaining capacity this step (earlier rows first).
 
@@ -158,7 +172,8 @@ class ItemEligibility:
             start = np.r_[True, it[1:] != it[:-1]]
             first = np.maximum.accumulate(np.where(start, np.arange(it.size), 0))
             rank = np.arange(it.size) - first
-            capacity = limit - t.counts[it]
+            taken = t.counts if t.reserved is None else t.counts + t.reserved
+            capacity = limit - taken[it]
             over = srt[rank >= capacity]
             if over.size == 0:
                 break
