@@ -123,7 +123,8 @@ def small_bank():
                     metadata=pd.DataFrame({"area": areas, "cost": cost}))
 
 
-def run_sessions(bank, config, thetas, seed, k, cut="predicted", use_record=False):
+def run_sessions(bank, config, thetas, seed, k, cut="predicted", use_record=False,
+                 method="expected"):
     """Examinee i as a CATSession driven by next_items(k) / record_many; answers from its own
     stream in pick order (what simulate_cat(thetas=...) does). Returns sessions, rounds."""
     rng = np.random.default_rng(seed)
@@ -134,7 +135,7 @@ def run_sessions(bank, config, thetas, seed, k, cut="predicted", use_record=Fals
     for i in range(n):
         s = CATSession(bank, config, rng=sel[i])
         r = 0
-        while items := s.next_items(k, cut=cut):
+        while items := s.next_items(k, cut=cut, method=method):
             assert 1 <= len(items) <= k and len(set(items)) == len(items)
             j = bank.index_of(items)
             y = (ans[i].random(len(items)) < model_probability(thetas[i], a[j], b[j], c[j],
@@ -179,13 +180,14 @@ class TestBatchedEqualsSessions:
         assert_same(res, sessions)
         assert rounds == list(res.persons["n_items"])
 
-    @pytest.mark.parametrize("k", [2, 8])
-    def test_arc_bank(self, arc_bank, k):
+    @pytest.mark.parametrize("k, method", [(2, "expected"), (8, "expected"),
+                                           (5, "preposterior")])
+    def test_arc_bank(self, arc_bank, k, method):
         thetas = load_test_thetas("arc")["theta"].to_numpy()[:30]
         config = CATConfig(se_stop=0.2, max_items=80)
         res = simulate_cat(arc_bank, config, thetas=thetas, rng=np.random.default_rng(11),
-                           batch_size=k)
-        sessions, rounds = run_sessions(arc_bank, config, thetas, 11, k)
+                           batch_size=k, batch_method=method)
+        sessions, rounds = run_sessions(arc_bank, config, thetas, 11, k, method=method)
         assert_same(res, sessions, rounds)
         assert res.persons["n_items"].nunique() > 1
         # rounds of k: the items need about n / k rounds
@@ -334,6 +336,8 @@ class TestRounds:
                 s.next_items(bad)
         with pytest.raises(ConfigError, match="cut"):
             s.next_items(2, cut="sometimes")
+        with pytest.raises(ConfigError, match="method"):
+            s.next_items(2, method="oracle")
         with pytest.raises(ConfigError, match="batch_size"):
             simulate_cat(arc_bank, CATConfig(), thetas=[0.0], batch_size=0)
         assert issubclass(ConfigError, AtlasError)

@@ -180,6 +180,7 @@ class _Engine:
         self.sh_trials = np.zeros(J, dtype=np.intp)   # Sympson-Hetter: times selected for a trial
         self.sh_rejected: list[list[int]] | None = None  # per-row rejections (sessions only)
         self._best_cache = None
+        self._spread = None  # preposterior SD of theta per row during a batched round, or None
         self._estimate(np.arange(n))
         if config.max_items < 1:  # pragma: no cover - validated by CATConfig
             self.done[:] = True
@@ -376,9 +377,16 @@ class _Engine:
         out_n = np.zeros(rows.size, dtype=np.intp)
         todo = np.ones(rows.size, dtype=bool)
         pr = tab.pruner
+        spread = None if self._spread is None else self._spread[rows]
         if pr is not None and n_cand < pr.keep // 2:
             theta = self.theta[rows]
+            if spread is not None:  # the pruner's bound holds at a point theta only
+                todo_pr = spread == 0
+            else:
+                todo_pr = None
             cell, ok = pr.cells(theta)
+            if todo_pr is not None:
+                ok = ok & todo_pr
             for m in (min(64, pr.keep), pr.keep):
                 if m <= n_cand or not (todo & ok).any():
                     continue
@@ -395,14 +403,32 @@ class _Engine:
         if todo.any():
             sel = np.flatnonzero(todo)
             g = rows[sel]
-            scores = tab.criterion.scores(self.theta[g], self.n_items[g], blocked[sel],
-                                          tab.params)
+            if spread is not None and (spread[sel] > 0).any():
+                scores = self._preposterior_scores(g, spread[sel], blocked[sel])
+            else:
+                scores = tab.criterion.scores(self.theta[g], self.n_items[g], blocked[sel],
+                                              tab.params)
             np.copyto(scores, -np.inf, where=blocked[sel])
             if tab.content is not None:
                 scores = tab.content.apply(scores, self.area_counts[g], self.n_items[g])
             cand, n_fin, _ = ranked_candidates(scores, n_cand)
             out_c[sel], out_n[sel] = cand, n_fin
         return out_c, out_n
+
+    _GH = np.polynomial.hermite_e.hermegauss(7)
+
+    def _preposterior_scores(self, rows, spread, blocked):
+        """The criterion averaged over the preposterior of theta: theta_hat + spread Z, Z ~
+        N(0, 1) by 7-point Gauss-Hermite (``batch_method="preposterior"``)."""
+        x, w = self._GH
+        w = w / w.sum()
+        tab = self.tab
+        theta, n = self.theta[rows], self.n_items[rows]
+        total = None
+        for xg, wg in zip(x, w):
+            sc = wg * tab.criterion.scores(theta + spread * xg, n, blocked, tab.params)
+            total = sc if total is None else total + sc
+        return total
 
     def _sh_bookkeeping(self, rows, chosen, rejected):
         """Sympson-Hetter: rejected items leave the examinee's pool; count trials per item."""
@@ -521,8 +547,8 @@ class _Engine:
         return stop, reason
 
     # -------------------------------------------------------------- batched rounds
-    def select_batch(self, rows, k: int, draw, *, cut: str = "predicted", resolve=None,
-                     reserve=None) -> np.ndarray:
+    def select_batch(self, rows, k: int, draw, *, cut: str = "predicted",
+                     method: str = "expected", resolve=None, reserve=None) -> np.ndarray:
         """Up to ``k`` items per row, chosen jointly by greedy sequential selection.
 
         Pick m is an ordinary selection (criterion, randomesque, exposure control, content
@@ -535,7 +561,16 @@ class _Engine:
         budget rules and bank exhaustion (never select beyond ``max_items``), and with
         ``cut="predicted"`` also the precision rules (SE, reliability, ...; only from
         ``min_items`` on), so a round does not run past the point where the test is predicted
-        to stop. The virtual state is discarded afterwards (Sympson-Hetter rejections stay, as
+        to stop.
+
+        ``method="expected"``: every pick is scored at the virtual EAP theta (the expected
+        answers barely move it: the round's picks are the top items at the current theta, with
+        pool, content, cost and length advanced). ``method="preposterior"`` (Fisher
+        information only; other criteria fall back to "expected"): pick m is scored by its
+        expected information under the preposterior distribution of the theta estimate after
+        the round's m earlier answers, approximated as N(theta_virtual, sd0^2 - sd_m^2) with
+        sd0, sd_m the posterior SD before the round and after the m expected answers (the
+        variance of the estimate that those answers are expected to explain). The virtual state is discarded afterwards (Sympson-Hetter rejections stay, as
         in a single selection). Every operation is row-wise, so a row's picks do not depend on
         the other rows of the call. ``k = 1`` is exactly :meth:`select`.
 
@@ -547,6 +582,9 @@ class _Engine:
         rows = np.asarray(rows, dtype=np.intp)
         if cut not in ("predicted", "none"):
             raise ConfigError(f"batch cut must be 'predicted' or 'none', got {cut!r}")
+        if method not in ("expected", "preposterior"):
+            raise ConfigError(f"batch method must be 'expected' or 'preposterior', got {method!r}")
+        spread = method == "preposterior" and self.config.selection == "mfi"
         picks = np.full((rows.size, k), -1, dtype=np.intp)
         going = np.arange(rows.size)
         saved = None
@@ -574,9 +612,16 @@ class _Engine:
                 going = going[~stop]
                 if going.size == 0:
                     break
+                if spread:
+                    if self._spread is None:
+                        self._spread = np.zeros(self.n)
+                    sd0 = saved["post_sd"][going]
+                    r = rows[going]
+                    self._spread[r] = np.sqrt(np.maximum(sd0 * sd0 - self.post_sd[r] ** 2, 0.0))
         finally:
             if saved is not None:
                 self._restore_rows(rows, saved, picks)
+            self._spread = None
         return picks
 
     def _save_rows(self, rows) -> dict:
@@ -738,7 +783,7 @@ class CATSession:
         self._pending_share = time.perf_counter() - t0
         return str(self.bank.item_ids[item])
 
-    def next_items(self, k: int, *, cut: str = "predicted") -> list[str]:
+    def next_items(self, k: int, *, cut: str = "predicted", method: str = "expected") -> list[str]:
         """A round of up to ``k`` items chosen jointly, to administer concurrently; [] once the
         test is over.
 
@@ -747,7 +792,10 @@ class CATSession:
         the posterior was updated with the expected answers of the round's earlier picks.
         The round is shorter than k where it reaches ``max_items``, the budget or the end of
         the bank, and (``cut="predicted"``, default) where the test is predicted to stop: the
-        stopping rules fire on that expected state. ``k = 1`` is exactly :meth:`next_item`.
+        stopping rules fire on that expected state. ``method``: "expected" (default) scores
+        every pick at the updated theta, "preposterior" by its expected information under
+        the preposterior of the estimate (see ``_Engine.select_batch``; docs/cat.md has the
+        measurement behind the defaults). ``k = 1`` is exactly :meth:`next_item`.
         Answer the round with :meth:`record_many` (or :meth:`record` / :meth:`skip` item by
         item, in any order); the stopping rules are checked once the whole round is answered.
         Calling it again before then returns the round's unanswered items (no randomness
@@ -765,7 +813,8 @@ class CATSession:
         t0 = time.perf_counter()
         ups = self.config.uniforms_per_step
         picks = self._engine.select_batch(self._row, int(k),
-                                          lambda r: self.rng.random(ups)[None, :], cut=cut)[0]
+                                          lambda r: self.rng.random(ups)[None, :], cut=cut,
+                                          method=method)[0]
         picks = picks[picks >= 0]
         if picks.size == 0:
             self._engine.finish(self._row, "bank_exhausted")
@@ -1071,7 +1120,8 @@ class CATResult:
 
 def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=None, thetas=None,
                  answer_fn=None, rng=None, subject_ids=None, theta_ref=None,
-                 progress=None, batch_size: int = 1, batch_cut: str = "predicted") -> CATResult:
+                 progress=None, batch_size: int = 1, batch_cut: str = "predicted",
+                 batch_method: str = "expected") -> CATResult:
     """Run the adaptive test for many examinees at once.
 
     Exactly one answer source: ``responses`` (ResponseMatrix or (n, J) array in bank order:
@@ -1089,7 +1139,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         CATSession(bank, config, sel[i])   # reproduces examinee i exactly
 
     ``batch_size=k`` runs the test in rounds of up to k items chosen jointly
-    (:meth:`CATSession.next_items`, ``cut=batch_cut``), all answered before the next round;
+    (:meth:`CATSession.next_items`, ``cut=batch_cut``, ``method=batch_method``), all answered before the next round;
     examinee i is then exactly a session driven by ``next_items(k)`` / ``record_many`` with
     ``sel[i]`` (answers with no value are skipped; no re-pick inside a round). The number of
     rounds per examinee is the ``rounds`` column of ``persons``. ``k = 1`` is the classic CAT.
@@ -1131,6 +1181,9 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     if batch_cut not in ("predicted", "none"):
         raise ConfigError(f"batch_cut must be 'predicted' or 'none', got {batch_cut!r}")
+    if batch_method not in ("expected", "preposterior"):
+        raise ConfigError(f"batch_method must be 'expected' or 'preposterior', "
+                          f"got {batch_method!r}")
     exp = make_exposure_control(bank, config, cohort=n)
     if exp is not None:
         exp.start(n)
@@ -1139,7 +1192,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     seconds = np.zeros(n)
     if batch_size > 1:
         rounds = _simulate_rounds(eng, source, streams, exp, int(batch_size), batch_cut,
-                                  seconds, progress)
+                                  batch_method, seconds, progress)
         wall = time.perf_counter() - t_start
         res = _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
         res.persons.insert(res.persons.columns.get_loc("n_skipped") + 1, "rounds", rounds)
@@ -1189,8 +1242,8 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     return _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
 
 
-def _simulate_rounds(eng: _Engine, source, streams, exp, k: int, cut: str, seconds,
-                     progress) -> np.ndarray:
+def _simulate_rounds(eng: _Engine, source, streams, exp, k: int, cut: str, method: str,
+                     seconds, progress) -> np.ndarray:
     """The batched loop of :func:`simulate_cat`: rounds of up to k items per examinee.
 
     Mirrors a session driven by ``next_items(k)`` / ``record_many``: the round's picks
@@ -1213,7 +1266,7 @@ def _simulate_rounds(eng: _Engine, source, streams, exp, k: int, cut: str, secon
     while active.size:
         t0 = time.perf_counter()
         picks = eng.select_batch(active, k, lambda r: streams.next(r, ups), cut=cut,
-                                 resolve=resolve, reserve=reserve)
+                                 method=method, resolve=resolve, reserve=reserve)
         if cohort:
             exp.release()
         none = picks[:, 0] < 0
