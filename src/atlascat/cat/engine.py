@@ -1059,6 +1059,7 @@ class CATResult:
     item_matrix: np.ndarray = field(repr=False)   # (n, max_items) bank positions, -1 padded
     item_ids: np.ndarray = field(repr=False)
     sh_trials: np.ndarray | None = field(default=None, repr=False)
+    batch_size: int = 1
 
     @property
     def n_examinees(self) -> int:
@@ -1100,6 +1101,9 @@ class CATResult:
             "se_mean": float(p["se"].mean()),
             "n_skipped": int(self.n_skipped),
             "stop_reasons": {str(k): int(v) for k, v in p["stop_reason"].value_counts().items()},
+            "batch_size": int(self.batch_size),
+            "rounds_mean": float(p["rounds"].mean() if "rounds" in p.columns
+                                 else (p["n_items"] + p["n_skipped"]).mean()),
             "exposure": security.exposure_summary(rates),
             "overlap": self.overlap(),
             "time_total_seconds": float(self.wall_seconds),
@@ -1196,6 +1200,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         wall = time.perf_counter() - t_start
         res = _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
         res.persons.insert(res.persons.columns.get_loc("n_skipped") + 1, "rounds", rounds)
+        res.batch_size = int(batch_size)
         return res
     k = config.uniforms_per_step
     # replayed answers: once an examinee has no answered item left in its pool it is finished
