@@ -396,3 +396,15 @@ class TestResumeBatch:
         d["scores"] = d["scores"][:1]
         with pytest.raises(ConfigError, match="truncated"):
             CATSession.from_dict(d, arc_bank)
+
+
+@pytest.mark.parametrize("method", ["expected", "preposterior"])
+def test_large_bank_with_pruner(method):
+    """The 5600-item HellaSwag bank uses the exact MFI shortcut; batched rounds agree with
+    sessions there too (the preposterior scores bypass it)."""
+    bank = load_bank("hellaswag")
+    thetas = load_test_thetas("hellaswag")["theta"].to_numpy()[:8]
+    config = CATConfig(se_stop=0.25, max_items=40)
+    res = simulate_cat(bank, config, thetas=thetas, rng=2, batch_size=6, batch_method=method)
+    sessions, rounds = run_sessions(bank, config, thetas, 2, 6, method=method)
+    assert_same(res, sessions, rounds)

@@ -680,10 +680,15 @@ class CATSession:
             session.record(item, ask_model(item))
         session.theta, session.se, session.stop_reason
 
-    ``record`` also accepts items the caller chose (they count like selected ones);
-    ``skip(item)`` takes an item out of the pool without scoring it. ``to_dict()`` gives a
-    JSON-serializable snapshot (config, answers, RNG state) and ``CATSession.from_dict(d, bank)``
-    resumes it exactly.
+    Batched rounds (k items asked concurrently, e.g. to keep a GPU server busy)::
+
+        while items := session.next_items(8):
+            session.record_many(items, ask_model_concurrently(items))   # None = no answer
+
+    ``record`` also accepts items the caller chose (they count like selected ones, and drop an
+    outstanding selection); ``skip(item)`` takes an item out of the pool without scoring it.
+    ``to_dict()`` gives a JSON-serializable snapshot (config, answers, RNG state, the round's
+    unanswered items) and ``CATSession.from_dict(d, bank)`` resumes it exactly.
     """
 
     def __init__(self, bank: ItemBank, config: CATConfig | None = None, rng=None, *,
