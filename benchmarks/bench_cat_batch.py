@@ -20,7 +20,8 @@ seeds), MAE of theta against the whole-bank WLE, mean rounds (latency units: one
 concurrent batch of requests), averaged over the seeds. Variants: ``expected`` (default:
 picks at the posterior updated on the expected answers, round cut where the test is predicted
 to stop), ``no-cut`` (same picks, rounds always k long up to max_items), ``preposterior``
-(expected information under the preposterior of the estimate).
+(expected information under the preposterior of the estimate), ``mepv`` (minimum expected
+posterior variance over the posterior at the start of the round).
 """
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ BENCHES = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
 KS = (1, 2, 4, 8, 16)
 VARIANTS = {"expected": dict(batch_method="expected", batch_cut="predicted"),
             "no-cut": dict(batch_method="expected", batch_cut="none"),
-            "preposterior": dict(batch_method="preposterior", batch_cut="predicted")}
+            "preposterior": dict(batch_method="preposterior", batch_cut="predicted"),
+            "mepv": dict(batch_method="mepv", batch_cut="predicted")}
 
 
 def prepare(bench: str, seed: int = 0):

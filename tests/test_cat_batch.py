@@ -180,7 +180,7 @@ class TestBatchedEqualsSessions:
         assert rounds == list(res.persons["n_items"])
 
     @pytest.mark.parametrize("k, method", [(2, "expected"), (8, "expected"),
-                                           (5, "preposterior")])
+                                           (5, "preposterior"), (6, "mepv")])
     def test_arc_bank(self, arc_bank, k, method):
         thetas = load_test_thetas("arc")["theta"].to_numpy()[:30]
         config = CATConfig(se_stop=0.2, max_items=80)
@@ -207,17 +207,19 @@ class TestBatchedEqualsSessions:
         dict(se_stop=0.3, min_items=4, reliability_stop=0.9),
         "sympson_hetter",
     ])
-    @pytest.mark.parametrize("k, cut", [(3, "predicted"), (4, "none")])
-    def test_rules(self, small_bank, kw, k, cut):
+    @pytest.mark.parametrize("k, cut, method", [(3, "predicted", "expected"),
+                                                (4, "none", "expected"),
+                                                (5, "predicted", "mepv")])
+    def test_rules(self, small_bank, kw, k, cut, method):
         thetas = np.random.default_rng(3).normal(size=12)
         if kw == "sympson_hetter":
             kw = dict(se_stop=0.3, min_items=6, exposure="sympson_hetter",
                       exposure_params=sh_params(small_bank, np.random.default_rng(1)))
         config = CATConfig(**kw)
         res = simulate_cat(small_bank, config, thetas=thetas, rng=5, batch_size=k,
-                           batch_cut=cut)
+                           batch_cut=cut, batch_method=method)
         sessions, rounds = run_sessions(small_bank, config, thetas, 5, k, cut,
-                                        use_record=kw.get("selection") == "kl")
+                                        use_record=kw.get("selection") == "kl", method=method)
         assert_same(res, sessions, rounds)
         if config.budget is not None:
             spent = [small_bank.metadata["cost"].reindex(s.administered).sum() for s in sessions]
@@ -398,7 +400,7 @@ class TestResumeBatch:
             CATSession.from_dict(d, arc_bank)
 
 
-@pytest.mark.parametrize("method", ["expected", "preposterior"])
+@pytest.mark.parametrize("method", ["expected", "preposterior", "mepv"])
 def test_large_bank_with_pruner(method):
     """The 5600-item HellaSwag bank uses the exact MFI shortcut; batched rounds agree with
     sessions there too (the preposterior scores bypass it)."""

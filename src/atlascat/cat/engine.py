@@ -52,7 +52,10 @@ from .selection import (InfoPruner, ItemParams, first_item_scores, fisher_inform
                         make_criterion, pick, ranked_candidates)
 from .stopping import build_stop_rules
 
-__all__ = ["CATSession", "CATResult", "simulate_cat", "bank_fingerprint", "examinee_generators"]
+__all__ = ["CATSession", "CATResult", "simulate_cat", "bank_fingerprint", "examinee_generators",
+           "BATCH_METHODS"]
+
+BATCH_METHODS = ("expected", "preposterior", "mepv")  # see _Engine.select_batch
 
 _BLOCK_ROWS = 32  # rows per block in the (examinee x item) selection pass: keeps it in cache
 _SUM_BLOCK = 128  # column block of the test-information sum (see _Engine._test_information)
@@ -86,6 +89,7 @@ class _Tables:
         if (config.selection == "mfi" and config.content_column is None
                 and InfoPruner.applicable(self.params)):
             self.pruner = InfoPruner(self.params, config.theta_range)
+        self._info_nodes = None
         self.rules = build_stop_rules(config)
         self.prior_precision = 1.0 / config.prior_sd ** 2
         # costs
@@ -105,6 +109,16 @@ class _Tables:
         # content balancing (phase-2 component; None when off). Exposure control has state
         # (counts), so it belongs to the engine, not to these shared tables.
         self.content = make_content_balancer(bank, config)
+
+
+    @property
+    def info_nodes(self) -> np.ndarray:
+        """Fisher information of every item at every grid node, (J, Q) (built on first use)."""
+        if self._info_nodes is None:
+            info = fisher_information(self.nodes[None, :], self.params.table[:, :, None])
+            self._info_nodes = np.ascontiguousarray(info)
+            self.info_nodes_padded = np.concatenate([info, np.zeros((1, info.shape[1]))])
+        return self._info_nodes
 
 
 _TABLE_CACHE: "weakref.WeakKeyDictionary[ItemBank, dict]" = weakref.WeakKeyDictionary()
@@ -181,6 +195,7 @@ class _Engine:
         self.sh_rejected: list[list[int]] | None = None  # per-row rejections (sessions only)
         self._best_cache = None
         self._spread = None  # preposterior SD of theta per row during a batched round, or None
+        self._design = None  # (start posterior, node precision) per row: method "mepv"
         self._estimate(np.arange(n))
         if config.max_items < 1:  # pragma: no cover - validated by CATConfig
             self.done[:] = True
@@ -378,6 +393,8 @@ class _Engine:
         todo = np.ones(rows.size, dtype=bool)
         pr = tab.pruner
         spread = None if self._spread is None else self._spread[rows]
+        if self._design is not None:  # every row of the call is in the round's design
+            spread = np.ones(rows.size)
         if pr is not None and n_cand < pr.keep // 2:
             theta = self.theta[rows]
             if spread is not None:  # the pruner's bound holds at a point theta only
@@ -403,7 +420,9 @@ class _Engine:
         if todo.any():
             sel = np.flatnonzero(todo)
             g = rows[sel]
-            if spread is not None and (spread[sel] > 0).any():
+            if self._design is not None:
+                scores = self._mepv_scores(g)
+            elif spread is not None and (spread[sel] > 0).any():
                 scores = self._preposterior_scores(g, spread[sel], blocked[sel])
             else:
                 scores = tab.criterion.scores(self.theta[g], self.n_items[g], blocked[sel],
@@ -429,6 +448,24 @@ class _Engine:
             sc = wg * tab.criterion.scores(theta + spread * xg, n, blocked, tab.params)
             total = sc if total is None else total + sc
         return total
+
+    def _mepv_scores(self, rows):
+        """Expected reduction of the posterior variance by item j (``batch_method="mepv"``):
+        sum_q pi_q [1 / A_q - 1 / (A_q + I_j(theta_q))], pi the posterior at the start of the
+        round, A_q = 1 / prior_sd^2 + the information at node q of the items given and of the
+        round's earlier picks (the local normal approximation Var(theta | y) ~ 1 / A(theta),
+        averaged over where theta may be). Non-negative; a wide posterior favours picks that
+        cover it, a narrow one the most informative items at theta."""
+        post_all, prec_all = self._design
+        info = self.tab.info_nodes  # (J, Q)
+        J, Q = info.shape
+        out = np.empty((rows.size, J))
+        step = max(1, 2_000_000 // (J * Q))
+        for lo in range(0, rows.size, step):
+            r = rows[lo:lo + step]
+            post, prec = post_all[r][:, None, :], prec_all[r][:, None, :]
+            out[lo:lo + step] = (post / prec - post / (prec + info[None])).sum(axis=2)
+        return out
 
     def _sh_bookkeeping(self, rows, chosen, rejected):
         """Sympson-Hetter: rejected items leave the examinee's pool; count trials per item."""
@@ -582,9 +619,10 @@ class _Engine:
         rows = np.asarray(rows, dtype=np.intp)
         if cut not in ("predicted", "none"):
             raise ConfigError(f"batch cut must be 'predicted' or 'none', got {cut!r}")
-        if method not in ("expected", "preposterior"):
-            raise ConfigError(f"batch method must be 'expected' or 'preposterior', got {method!r}")
+        if method not in BATCH_METHODS:
+            raise ConfigError(f"batch method must be one of {BATCH_METHODS}, got {method!r}")
         spread = method == "preposterior" and self.config.selection == "mfi"
+        design = method == "mepv" and self.config.selection == "mfi" and k > 1
         picks = np.full((rows.size, k), -1, dtype=np.intp)
         going = np.arange(rows.size)
         saved = None
@@ -604,6 +642,8 @@ class _Engine:
                     break
                 if saved is None:
                     saved = self._save_rows(rows)
+                    if design:
+                        self._design = self._design_state(rows)
                 r = rows[going]
                 post = self.posterior(r)
                 y = np.clip((post * np.exp(self.tab.lp[items])).sum(axis=1), 0.0, 1.0)
@@ -612,6 +652,8 @@ class _Engine:
                 going = going[~stop]
                 if going.size == 0:
                     break
+                if design:
+                    self._design[1][r] += self.tab.info_nodes[items]
                 if spread:
                     if self._spread is None:
                         self._spread = np.zeros(self.n)
@@ -622,7 +664,24 @@ class _Engine:
             if saved is not None:
                 self._restore_rows(rows, saved, picks)
             self._spread = None
+            self._design = None
         return picks
+
+    def _design_state(self, rows):
+        """Start posterior and node precision (prior + information of the items given) of
+        ``rows``, in engine-sized arrays for :meth:`_mepv_scores`."""
+        tab = self.tab
+        Q = tab.info_nodes.shape[1]  # builds the node tables on first use
+        post = np.zeros((self.n, Q))
+        prec = np.zeros((self.n, Q))
+        post[rows] = self.posterior(rows)
+        n_max = int(self.n_items[rows].max()) if rows.size else 0
+        acc = np.full((rows.size, Q), tab.prior_precision)
+        for lo in range(0, n_max, 64):   # administered items, 64 columns at a time
+            cols = self.items[rows, lo:min(lo + 64, n_max)]
+            acc += tab.info_nodes_padded[cols].sum(axis=1)
+        prec[rows] = acc
+        return post, prec
 
     def _save_rows(self, rows) -> dict:
         saved = {name: getattr(self, name)[rows].copy()
@@ -1190,9 +1249,8 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     if batch_cut not in ("predicted", "none"):
         raise ConfigError(f"batch_cut must be 'predicted' or 'none', got {batch_cut!r}")
-    if batch_method not in ("expected", "preposterior"):
-        raise ConfigError(f"batch_method must be 'expected' or 'preposterior', "
-                          f"got {batch_method!r}")
+    if batch_method not in BATCH_METHODS:
+        raise ConfigError(f"batch_method must be one of {BATCH_METHODS}, got {batch_method!r}")
     exp = make_exposure_control(bank, config, cohort=n)
     if exp is not None:
         exp.start(n)
