@@ -123,7 +123,7 @@ def small_bank():
 
 
 def run_sessions(bank, config, thetas, seed, k, cut="predicted", use_record=False,
-                 method="expected"):
+                 method="mepv"):
     """Examinee i as a CATSession driven by next_items(k) / record_many; answers from its own
     stream in pick order (what simulate_cat(thetas=...) does). Returns sessions, rounds."""
     rng = np.random.default_rng(seed)
@@ -307,7 +307,7 @@ class TestRounds:
     def test_items_within_a_round_differ_and_are_informative(self, arc_bank):
         s = CATSession(arc_bank, CATConfig(randomesque=1), rng=0)
         s.record_many(s.next_items(10), [1, 0] * 5)
-        items = s.next_items(16)
+        items = s.next_items(16, method="expected")
         assert len(set(items)) == 16
         # randomesque 1 at a theta that barely moves within the round: the 16 most informative
         info = arc_bank.information(s.theta)
@@ -315,6 +315,28 @@ class TestRounds:
         free[arc_bank.index_of(s.administered)] = False
         best = set(np.asarray(arc_bank.item_ids)[free][np.argsort(-info[free])[:24]].astype(str))
         assert len(set(items) & best) >= 14
+
+    def test_mepv_covers_a_wide_posterior(self, arc_bank):
+        """First round (prior N(0, 1)): expected-answer picks cluster where the information
+        peaks at theta0; minimum expected posterior variance spreads them over the prior."""
+        spread = {}
+        for method in ("expected", "mepv"):
+            s = CATSession(arc_bank, CATConfig(randomesque=1), rng=0)
+            b = arc_bank.b[arc_bank.index_of(s.next_items(12, method=method))]
+            spread[method] = b.std()
+        assert spread["mepv"] > 2 * spread["expected"]
+        # later rounds (narrow posterior): both pick among the most informative items at theta
+        s = CATSession(arc_bank, CATConfig(randomesque=1, se_stop=None, max_items=100), rng=0)
+        while s.n_items < 40:
+            items = s.next_items(8, method="mepv")
+            s.record_many(items, (arc_bank.probability(0.5)[arc_bank.index_of(items)] > 0.5)
+                          .astype(float))
+        items = s.next_items(8, method="mepv")
+        info = arc_bank.information(s.theta)
+        free = np.ones(len(arc_bank), bool)
+        free[arc_bank.index_of(s.administered)] = False
+        top = np.asarray(arc_bank.item_ids)[free][np.argsort(-info[free])[:30]].astype(str)
+        assert len(set(items) & set(top)) >= 6
 
     def test_record_many_validates_before_recording(self, arc_bank):
         s = CATSession(arc_bank, CATConfig(), rng=0)

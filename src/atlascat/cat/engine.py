@@ -585,7 +585,7 @@ class _Engine:
 
     # -------------------------------------------------------------- batched rounds
     def select_batch(self, rows, k: int, draw, *, cut: str = "predicted",
-                     method: str = "expected", resolve=None, reserve=None) -> np.ndarray:
+                     method: str = "mepv", resolve=None, reserve=None) -> np.ndarray:
         """Up to ``k`` items per row, chosen jointly by greedy sequential selection.
 
         Pick m is an ordinary selection (criterion, randomesque, exposure control, content
@@ -600,7 +600,10 @@ class _Engine:
         ``min_items`` on), so a round does not run past the point where the test is predicted
         to stop.
 
-        ``method="expected"``: every pick is scored at the virtual EAP theta (the expected
+        ``method="mepv"`` (default; Fisher information only, other criteria fall back to
+        "expected"): picks after the first are scored by the expected reduction of the
+        posterior variance (:meth:`_mepv_scores`), integrated over the posterior at the start
+        of the round. ``method="expected"``: every pick is scored at the virtual EAP theta (the expected
         answers barely move it: the round's picks are the top items at the current theta, with
         pool, content, cost and length advanced). ``method="preposterior"`` (Fisher
         information only; other criteria fall back to "expected"): pick m is scored by its
@@ -847,7 +850,7 @@ class CATSession:
         self._pending_share = time.perf_counter() - t0
         return str(self.bank.item_ids[item])
 
-    def next_items(self, k: int, *, cut: str = "predicted", method: str = "expected") -> list[str]:
+    def next_items(self, k: int, *, cut: str = "predicted", method: str = "mepv") -> list[str]:
         """A round of up to ``k`` items chosen jointly, to administer concurrently; [] once the
         test is over.
 
@@ -856,10 +859,11 @@ class CATSession:
         the posterior was updated with the expected answers of the round's earlier picks.
         The round is shorter than k where it reaches ``max_items``, the budget or the end of
         the bank, and (``cut="predicted"``, default) where the test is predicted to stop: the
-        stopping rules fire on that expected state. ``method``: "expected" (default) scores
-        every pick at the updated theta, "preposterior" by its expected information under
-        the preposterior of the estimate (see ``_Engine.select_batch``; docs/cat.md has the
-        measurement behind the defaults). ``k = 1`` is exactly :meth:`next_item`.
+        stopping rules fire on that expected state. ``method`` scores picks 2..k:
+        "mepv" (default) by the expected reduction of the posterior variance over the
+        posterior at the start of the round, "expected" by the criterion at the updated theta,
+        "preposterior" by the expected information under the preposterior of the estimate
+        (see ``_Engine.select_batch``; docs/cat.md has the measurement behind the defaults). ``k = 1`` is exactly :meth:`next_item`.
         Answer the round with :meth:`record_many` (or :meth:`record` / :meth:`skip` item by
         item, in any order); the stopping rules are checked once the whole round is answered.
         Calling it again before then returns the round's unanswered items (no randomness
@@ -1189,7 +1193,7 @@ class CATResult:
 def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=None, thetas=None,
                  answer_fn=None, rng=None, subject_ids=None, theta_ref=None,
                  progress=None, batch_size: int = 1, batch_cut: str = "predicted",
-                 batch_method: str = "expected") -> CATResult:
+                 batch_method: str = "mepv") -> CATResult:
     """Run the adaptive test for many examinees at once.
 
     Exactly one answer source: ``responses`` (ResponseMatrix or (n, J) array in bank order:
