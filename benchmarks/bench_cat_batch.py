@@ -101,6 +101,28 @@ def run(benches, taus, seeds, ks=KS, variants=VARIANTS, log=print, seed0=0) -> p
     return df
 
 
+def timing(repeats: int = 3) -> pd.DataFrame:
+    """Wall time of simulate_cat on the paper's 5600-item HellaSwag bank (its 386 test models'
+    thetas, model-drawn answers, SE 0.1): classic k = 1 against rounds of 8 per method;
+    median of ``repeats`` runs (the tables are built on the first run)."""
+    from atlascat.datasets import load_bank, load_test_thetas
+
+    bank = load_bank("hellaswag")
+    th = load_test_thetas("hellaswag")["theta"].to_numpy()
+    rows = []
+    for k, method in [(1, "mepv"), (8, "expected"), (8, "mepv"), (8, "preposterior")]:
+        secs = []
+        for r in range(repeats):
+            t0 = time.perf_counter()
+            res = simulate_cat(bank, CATConfig(se_stop=0.1), thetas=th, rng=r, batch_size=k,
+                               batch_method=method)
+            secs.append(time.perf_counter() - t0)
+        rows.append({"k": k, "method": method if k > 1 else "classic",
+                     "seconds_median": float(np.median(secs)), "seconds_all": secs,
+                     "items": float(res.persons["n_items"].mean())})
+    return pd.DataFrame(rows)
+
+
 def table(df: pd.DataFrame, variant: str = "expected") -> str:
     """Markdown: one line per (bench, tau), items / growth / MAE / rounds for every k."""
     d = df[(df["variant"] == variant) | (df["k"] == 1)]
@@ -124,8 +146,13 @@ def main(argv=None):
     ap.add_argument("--ks", default=",".join(map(str, KS)))
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--timing", action="store_true",
+                    help="only the speed comparison on the 5600-item HellaSwag bank")
     ap.add_argument("-o", "--output", default=None, help="write the full table as CSV")
     a = ap.parse_args(argv)
+    if a.timing:
+        print(timing().to_string(index=False))
+        return
     variants = {v: VARIANTS[v] for v in a.variants.split(",")}
     df = run(a.benches.split(","), [float(t) for t in a.taus.split(",")], a.seeds,
              [int(k) for k in a.ks.split(",")], variants,
