@@ -170,6 +170,41 @@ def test_session_round_trip_resumes_exactly(case):
 
 
 @FAST
+@given(sessions(), st.integers(1, 4), st.integers(0, 6), st.booleans())
+def test_batched_session_round_trip_resumes_exactly(case, k, rounds, outstanding):
+    """Rounds of k items (next_items / record_many): saved after any round, or between
+    next_items and record_many, the resumed session continues exactly like the original."""
+    bank, config, seed, answers, _, _ = case
+    scores = [a if a != "skip" else 1 for a in answers] * 4
+
+    def drive(session, n_rounds, start=0, finish_pending=None):
+        asked, pos = [], start
+        if finish_pending:
+            session.record_many(finish_pending, scores[pos:pos + len(finish_pending)])
+            pos += len(finish_pending)
+        for _ in range(n_rounds):
+            items = session.next_items(k)
+            if not items:
+                break
+            asked.append(list(items))
+            session.record_many(items, scores[pos:pos + len(items)])
+            pos += len(items)
+        return asked, pos
+
+    reference = CATSession(bank, config, np.random.default_rng(seed))
+    full, _ = drive(reference, 50)
+
+    session = CATSession(bank, config, np.random.default_rng(seed))
+    first, pos = drive(session, rounds)
+    pending = session.next_items(k) if outstanding and not session.done else []
+    resumed = CATSession.from_dict(json.loads(json.dumps(session.to_dict())), bank)
+    rest, _ = drive(resumed, 50, start=pos, finish_pending=list(pending))
+    assert first + ([list(pending)] if pending else []) + rest == full
+    assert resumed.theta == reference.theta and resumed.se == reference.se
+    assert resumed.stop_reason == reference.stop_reason
+
+
+@FAST
 @given(sessions(), st.data())
 def test_damaged_snapshots_fail_with_atlas_error(case, draw):
     bank, config, seed, answers, cut, _ = case

@@ -279,7 +279,8 @@ _SNAPSHOT_KEYS = {"format": str, "config": dict, "bank": dict, "events": list, "
                   "seconds": list, "rng": dict, "done": (bool, int),
                   "stop_reason": (str, type(None))}
 _SNAPSHOT_OPTIONAL = {"sh_rejected": list, "pending": (str, int, type(None)),
-                      "pending_seconds": (int, float)}
+                      "pending_seconds": (int, float), "pending_batch": (list, type(None)),
+                      "unchecked": (bool, int)}
 
 
 def check_snapshot(d) -> None:
