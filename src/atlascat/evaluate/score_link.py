@@ -1,0 +1,375 @@
+"""Score link: from an adaptive test's theta (+- SE) to the published leaderboard score.
+
+A shipped content bank is a few dozen to a few hundred items of a benchmark whose leaderboard
+score is the accuracy on all of its items (ARC 1,172, HellaSwag 10,042, MMLU 14,042 over 57
+subjects, ...; TruthfulQA's published score is mc2 while the bank holds mc1 answers). A
+:class:`ScoreLink` maps what a test observed to that published score, fitted on the calibration
+models (their answers on the bank and their published scores):
+
+    score(theta) = g(theta) + beta * r,     r = mean_{j asked} (y_j - P_j(theta))   (optional)
+
+- ``g`` is a least-squares cubic spline of the published score on the calibration models'
+  whole-bank EAP theta (knots at theta quantiles), made non-decreasing and held constant outside
+  the calibration models' theta range. Fitting on theta directly, rather than going through the
+  bank's expected accuracy and a straight line, is what makes a short adaptive test predict the
+  score well (see ``docs/leaderboard.md``): the published score is not linear in the bank's
+  expected accuracy, and theta weights the items as the model says they discriminate.
+- ``beta * r`` (used only when ``responses`` are given and the link was fitted with answers):
+  the mean residual of the answers actually observed, a regression estimator (survey sampling's
+  difference estimator) that corrects a model's own bias where the IRT model misfits it; beta is
+  fitted on a replayed adaptive test of the calibration models.
+- The 95% interval adds the score's spread around ``g`` at that theta (residual variance of the
+  calibration models, kernel-smoothed over theta) to the spread of ``g`` over N(theta, se^2),
+  times a factor ``interval_scale`` chosen so that the interval covers 95% of the calibration
+  models' replayed adaptive tests.
+
+A link is plain numbers (grids of theta, score and variance; the bank's item parameters when
+beta is used); :meth:`ScoreLink.to_dict` / :meth:`ScoreLink.from_dict` round-trip through JSON.
+:func:`load_score_link` reads the one shipped with a bundled bank
+(``datasets/data/banks/<bench>_link.json``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import AtlasError, BankError, ConfigError
+
+__all__ = ["ScoreLink", "ScorePrediction", "load_score_link", "score_link_path",
+           "fit_monotone_spline", "LINK_BENCHMARKS"]
+
+LINK_BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
+_Z95 = 1.959963984540054
+_GRID = np.linspace(-6.0, 6.0, 241)
+
+
+@dataclass(frozen=True)
+class ScorePrediction:
+    """A predicted leaderboard score (0-1) with its 95% interval and percentile."""
+
+    score: float
+    lo: float
+    hi: float
+    percentile: float | None = None
+    benchmark: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        pct = "" if self.percentile is None else f", percentile {self.percentile:.0f}"
+        return (f"{100 * self.score:.1f} (95% {100 * self.lo:.1f}-{100 * self.hi:.1f}{pct})")
+
+
+def fit_monotone_spline(x, y, *, n_knots: int = 6, grid=_GRID) -> np.ndarray:
+    """Least-squares cubic spline of y on x (interior knots at x quantiles) on ``grid``.
+
+    The curve is made non-decreasing (running maximum over the grid)
+    and held constant outside [min x, max x]. Returns the curve's values on ``grid``.
+    """
+    from scipy.interpolate import make_lsq_spline
+
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if x.size < 4 * (n_knots + 4):
+        raise ConfigError(f"a score link needs at least {4 * (n_knots + 4)} calibration models "
+                          f"with a published score, got {x.size}")
+    order = np.argsort(x, kind="stable")
+    x, y = x[order], y[order]
+    inner = np.unique(np.quantile(x, np.linspace(0, 1, n_knots + 2)[1:-1]))
+    inner = inner[(inner > x[0]) & (inner < x[-1])]
+    t = np.r_[[x[0]] * 4, inner, [x[-1]] * 4]
+    spline = make_lsq_spline(x, y, t, k=3)
+    values = spline(np.clip(grid, x[0], x[-1]))
+    return np.maximum.accumulate(values)
+
+
+def _smoothed_variance(x, resid, grid, bandwidth: float = 0.5, floor: float = 1e-6) -> np.ndarray:
+    """Kernel (Gaussian) smoothed mean squared residual on ``grid``; constant beyond the data."""
+    x = np.asarray(x, float)
+    r2 = np.asarray(resid, float) ** 2
+    g = np.clip(grid, x.min(), x.max())
+    w = np.exp(-0.5 * ((g[:, None] - x[None, :]) / bandwidth) ** 2)
+    w_sum = w.sum(1)
+    # shrink towards the global variance where few models are near
+    prior_n = 20.0
+    var = (w @ r2 + prior_n * r2.mean()) / (w_sum + prior_n)
+    return np.maximum(var, floor)
+
+
+class ScoreLink:
+    """Map theta (+- SE), and optionally the observed answers, to the published score (0-1).
+
+    Build one with :meth:`fit`; predict with :meth:`predict` (one examinee) or
+    :meth:`predict_many` (arrays). See the module docstring for the model.
+    """
+
+    def __init__(self, benchmark: str, theta_grid, score_grid, var_grid, *,
+                 beta: float = 0.0, interval_scale: float = 1.0, item_ids=None,
+                 item_params=None, quantiles=None, info: Mapping | None = None):
+        self.benchmark = str(benchmark)
+        self.theta_grid = np.asarray(theta_grid, float)
+        self.score_grid = np.asarray(score_grid, float)
+        self.var_grid = np.asarray(var_grid, float)
+        if not (self.theta_grid.ndim == 1 and self.theta_grid.shape == self.score_grid.shape
+                == self.var_grid.shape and self.theta_grid.size >= 2):
+            raise BankError("a score link needs theta, score and variance grids of one length")
+        if np.any(np.diff(self.theta_grid) <= 0):
+            raise BankError("the score link's theta grid must be increasing")
+        self.beta = float(beta)
+        self.interval_scale = float(interval_scale)
+        self.item_ids = None if item_ids is None else [str(i) for i in item_ids]
+        self.item_params = None if item_params is None else np.asarray(item_params, float)
+        if self.item_params is not None and self.item_params.shape != (len(self.item_ids), 4):
+            raise BankError("score link item_params must be (n_items, 4): a, b, c, u")
+        self.quantiles = None if quantiles is None else np.sort(np.asarray(quantiles, float))
+        self.info = dict(info or {})
+
+    def __repr__(self) -> str:
+        return (f"ScoreLink({self.benchmark!r}, beta={self.beta:.3g}, "
+                f"interval_scale={self.interval_scale:.3g})")
+
+    # ---------------------------------------------------------------- fitting
+    @classmethod
+    def fit(cls, bank, responses, scores, *, benchmark: str = "", theta=None,
+            leaderboard_scores=None, n_knots: int = 6, cat_config=None, rng=None,
+            use_answers: bool = True) -> "ScoreLink":
+        """Fit on calibration models.
+
+        Parameters
+        ----------
+        bank : the calibrated ItemBank
+        responses : their answers, a ResponseMatrix or an (n, J) array in bank order
+        scores : their published scores, 0-1, shape (n,) (NaN rows are ignored)
+        theta : their whole-bank theta (default: EAP on all bank items, N(0, 1), 61 nodes)
+        leaderboard_scores : every leaderboard model's score (0-1), for :meth:`percentile`
+            (default: ``scores``)
+        cat_config : CATConfig of the replayed adaptive test used to fit beta and the interval
+            scale (default: ``CATConfig(se_stop=0.2)``); pass ``False`` to skip the replay
+            (beta = 0, interval scale 1)
+        use_answers : fit beta (the observed-answer correction); False keeps beta = 0
+        """
+        from ..irt.ability import eap, response_array
+
+        y = response_array(responses, bank, extra="ignore") if not isinstance(
+            responses, np.ndarray) else np.asarray(responses, float)
+        s = np.asarray(scores, float)
+        if y.shape[0] != s.shape[0]:
+            raise ConfigError(f"{y.shape[0]} calibration models but {s.shape[0]} scores")
+        keep = np.isfinite(s)
+        y, s = y[keep], s[keep]
+        if np.nanmax(s) > 1.0 + 1e-9:
+            raise ConfigError("scores must be in 0-1 (divide published percentages by 100)")
+        th = eap(y, bank)[0] if theta is None else np.asarray(theta, float)[keep]
+        grid = _GRID
+        curve = fit_monotone_spline(th, s, n_knots=n_knots, grid=grid)
+        resid = s - np.interp(th, grid, curve)
+        var = _smoothed_variance(th, resid, grid)
+        a, b, c, u = bank.params
+        quant = np.quantile(_finite(leaderboard_scores if leaderboard_scores is not None else s),
+                            np.linspace(0, 1, 201))
+        link = cls(benchmark, grid, curve, var, item_ids=list(bank.item_ids),
+                   item_params=np.c_[a, b, c, u], quantiles=quant,
+                   info={"n_models": int(s.size), "n_items": int(len(bank)),
+                         "model": getattr(bank, "model", None),
+                         "rmse_full_bank": float(np.sqrt(np.mean(resid ** 2))),
+                         "mae_full_bank": float(np.mean(np.abs(resid)))})
+        if cat_config is False:
+            return link
+        from ..cat.config import CATConfig
+        from ..cat.engine import simulate_cat
+
+        cfg = cat_config or CATConfig(se_stop=0.2)
+        rng = np.random.default_rng(0) if rng is None else np.random.default_rng(rng)
+        res = simulate_cat(bank, cfg, responses=y, rng=rng)
+        th_c = res.persons["theta"].to_numpy(float)
+        se_c = res.persons["se"].to_numpy(float)
+        m = np.asarray(res.item_matrix)
+        asked = np.zeros(y.shape, bool)
+        rows, cols = np.nonzero(m >= 0)
+        asked[rows, m[rows, cols]] = True
+        r = link._residual_many(th_c, asked, y)
+        base = link._curve(th_c)
+        if use_answers:
+            denom = float(np.sum(r * r))
+            beta = float(np.sum(r * (s - base)) / denom) if denom > 0 else 0.0
+            link.beta = float(np.clip(beta, 0.0, 1.0))
+        pred = base + link.beta * r
+        sd = np.sqrt(link._variance(th_c, se_c))
+        ratio = np.abs(s - pred) / sd
+        # smallest scale with 95% of the replayed calibration models inside the interval
+        link.interval_scale = float(max(1.0, np.quantile(ratio, 0.95) / _Z95))
+        link.info.update({"cat_se_stop": cfg.se_stop, "cat_mean_items": float(asked.sum(1).mean()),
+                          "cat_mae_calibration": float(np.mean(np.abs(s - pred)))})
+        return link
+
+    # ---------------------------------------------------------------- pieces
+    def _curve(self, theta):
+        return np.interp(theta, self.theta_grid, self.score_grid)
+
+    def _variance(self, theta, se):
+        """Predictive variance before ``interval_scale``: spread of g over N(theta, se^2) plus
+        the residual variance at theta."""
+        theta = np.asarray(theta, float)
+        se = np.asarray(se, float)
+        z = np.linspace(-3.0, 3.0, 25)
+        w = np.exp(-0.5 * z ** 2)
+        w /= w.sum()
+        pts = theta[..., None] + se[..., None] * z
+        g = self._curve(pts)
+        mean = (g * w).sum(-1)
+        var_g = ((g - mean[..., None]) ** 2 * w).sum(-1)
+        return var_g + np.interp(theta, self.theta_grid, self.var_grid)
+
+    def _probabilities(self, theta, cols=None):
+        p = self.item_params if cols is None else self.item_params[cols]
+        a, b, c, u = p.T
+        t = np.asarray(theta, float)[..., None]
+        return c + (u - c) / (1.0 + np.exp(-a * (t - b)))
+
+    def _residual_many(self, theta, asked, y):
+        """Mean residual y - P(theta) over the asked items of each row."""
+        P = self._probabilities(theta)
+        n = asked.sum(1)
+        tot = np.where(asked, np.nan_to_num(y) - P, 0.0).sum(1)
+        return np.where(n > 0, tot / np.maximum(n, 1), 0.0)
+
+    def _residual(self, theta: float, responses: Mapping) -> float:
+        if not responses or self.item_params is None:
+            return 0.0
+        index = {i: k for k, i in enumerate(self.item_ids)}
+        cols, ys = [], []
+        for item, value in responses.items():
+            k = index.get(str(item))
+            if k is None or value is None or (isinstance(value, float) and np.isnan(value)):
+                continue
+            cols.append(k)
+            ys.append(float(value))
+        if not cols:
+            return 0.0
+        P = self._probabilities(float(theta), np.asarray(cols))
+        return float(np.mean(np.asarray(ys) - P))
+
+    # ---------------------------------------------------------------- prediction
+    def predict(self, theta, se, responses: Mapping | None = None) -> ScorePrediction:
+        """Predicted published score (0-1) of one examinee with a 95% interval and percentile.
+
+        ``responses``: optional mapping item_id -> 0/1 of the answers observed (items not in
+        the link's bank are ignored); used for the observed-answer correction when beta > 0.
+        """
+        theta = float(theta)
+        se = float(se)
+        if not (np.isfinite(theta) and np.isfinite(se) and se >= 0):
+            raise ConfigError(f"predict needs a finite theta and SE >= 0, got {theta}, {se}")
+        r = self._residual(theta, responses) if (responses and self.beta) else 0.0
+        score, lo, hi = (float(v[0]) for v in self._predict_arrays(np.array([theta]),
+                                                                    np.array([se]),
+                                                                    np.array([r])))
+        return ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark)
+
+    def _predict_arrays(self, theta, se, r):
+        score = np.clip(self._curve(theta) + self.beta * r, 0.0, 1.0)
+        half = _Z95 * self.interval_scale * np.sqrt(self._variance(theta, se))
+        return score, np.clip(score - half, 0.0, 1.0), np.clip(score + half, 0.0, 1.0)
+
+    def predict_many(self, theta, se, *, asked=None, y=None):
+        """Vectorized :meth:`predict`: arrays ``(score, lo, hi)``.
+
+        ``asked`` (n, J) boolean and ``y`` (n, J) 0/1 in the link's item order switch on the
+        observed-answer correction.
+        """
+        theta = np.asarray(theta, float)
+        se = np.broadcast_to(np.asarray(se, float), theta.shape)
+        r = np.zeros_like(theta)
+        if asked is not None and y is not None and self.beta:
+            r = self._residual_many(theta, np.asarray(asked, bool), np.asarray(y, float))
+        return self._predict_arrays(theta, se, r)
+
+    def percentile(self, score) -> float:
+        """Percentile (0-100) of ``score`` (0-1) among the leaderboard models."""
+        if self.quantiles is None:
+            raise BankError("this score link carries no leaderboard distribution")
+        q = self.quantiles
+        levels = np.linspace(0.0, 100.0, q.size)
+        s = float(score)
+        if s <= q[0]:
+            return 0.0
+        if s >= q[-1]:
+            return 100.0
+        # average over ties of the quantile curve
+        lo = np.searchsorted(q, s, side="left")
+        hi = np.searchsorted(q, s, side="right")
+        if hi > lo:
+            return float(levels[lo:hi].mean())
+        return float(np.interp(s, q, levels))
+
+    # ---------------------------------------------------------------- I/O
+    def to_dict(self) -> dict:
+        d = {"format": "atlascat-score-link/1", "benchmark": self.benchmark,
+             "theta_grid": _round(self.theta_grid), "score_grid": _round(self.score_grid),
+             "var_grid": _round(self.var_grid, 8), "beta": self.beta,
+             "interval_scale": self.interval_scale,
+             "quantiles": None if self.quantiles is None else _round(self.quantiles),
+             "info": self.info}
+        if self.item_params is not None:
+            d["item_ids"] = list(self.item_ids)
+            d["item_params"] = [_round(row) for row in self.item_params]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "ScoreLink":
+        try:
+            return cls(d["benchmark"], d["theta_grid"], d["score_grid"], d["var_grid"],
+                       beta=d.get("beta", 0.0), interval_scale=d.get("interval_scale", 1.0),
+                       item_ids=d.get("item_ids"), item_params=d.get("item_params"),
+                       quantiles=d.get("quantiles"), info=d.get("info"))
+        except KeyError as exc:
+            raise BankError(f"score link is missing field {exc.args[0]!r}; rebuild it with "
+                            "python -m atlascat.live.build_bank") from None
+
+    def write(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), separators=(",", ":")) + "\n")
+        return path
+
+    @classmethod
+    def read(cls, path) -> "ScoreLink":
+        path = Path(path)
+        if not path.exists():
+            raise BankError(f"score link file {str(path)!r} does not exist")
+        return cls.from_dict(json.loads(path.read_text()))
+
+
+def _finite(values) -> np.ndarray:
+    v = np.asarray(values, float)
+    return v[np.isfinite(v)]
+
+
+def _round(values, digits: int = 6) -> list:
+    return [round(float(v), digits) for v in np.asarray(values, float)]
+
+
+def score_link_path(bench: str) -> Path:
+    """Path of the score link shipped with the bundled content bank ``bench``."""
+    from ..datasets import data_path
+
+    name = str(bench).lower()
+    if name not in LINK_BENCHMARKS:
+        raise ConfigError(f"no score link for {bench!r}; bundled: {', '.join(LINK_BENCHMARKS)}")
+    try:
+        return data_path(f"banks/{name}_link.json")
+    except AtlasError:
+        raise BankError(f"the score link of {name!r} is not in this package; build it with "
+                        "python -m atlascat.live.build_bank") from None
+
+
+def load_score_link(bench: str) -> ScoreLink:
+    """The score link shipped with the bundled content bank ``bench`` (arc, hellaswag, ...)."""
+    return ScoreLink.read(score_link_path(bench))
