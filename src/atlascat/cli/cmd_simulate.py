@@ -92,7 +92,10 @@ def simulate_command(
 
     if responses is None and thetas is None:
         raise ConfigError("give --responses (replay real answers) or --thetas (draw from the model)")
-    item_bank = ItemBank.read(bank, normalize_ids=True)
+    from ..evaluate.score_link import bundled_link, load_bundled_bank
+
+    link = bundled_link(bank)  # a bundled content bank name (arc, hellaswag, ...) with a link
+    item_bank = load_bundled_bank(str(bank)) if link else ItemBank.read(bank, normalize_ids=True)
     base = dict(se_stop=se_stop, min_items=min_items, max_items=max_items,
                 randomesque=randomesque, selection=selection, se_method=se_method, theta0=theta0)
     if fixed_length is not None:
@@ -126,6 +129,11 @@ def simulate_command(
 
     out.mkdir(parents=True, exist_ok=True)
     persons = result.persons
+    if link is not None:  # predicted published leaderboard score (0-1) with its 95% interval
+        from ..evaluate.score_link import predict_frame
+
+        persons = pd.concat([persons.reset_index(drop=True),
+                             predict_frame(link, persons, result.administered)], axis=1)
     persons.to_csv(out / "person_scores.csv", index=False)
     if selected:
         sel_dir = out / "selected_items"

@@ -40,6 +40,7 @@ import numpy as np
 from ..errors import AtlasError, BankError, ConfigError
 
 __all__ = ["ScoreLink", "ScorePrediction", "load_score_link", "score_link_path",
+           "bundled_link", "load_bundled_bank", "predict_frame",
            "fit_monotone_spline", "LINK_BENCHMARKS"]
 
 LINK_BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
@@ -373,3 +374,57 @@ def score_link_path(bench: str) -> Path:
 def load_score_link(bench: str) -> ScoreLink:
     """The score link shipped with the bundled content bank ``bench`` (arc, hellaswag, ...)."""
     return ScoreLink.read(score_link_path(bench))
+
+
+def bundled_link(bank_arg) -> ScoreLink | None:
+    """The score link of ``bank_arg`` when it names a bundled content bank (not a file path).
+
+    ``atlas simulate --bank arc`` (and friends) use it to add the predicted leaderboard score.
+    """
+    name = str(bank_arg)
+    if Path(name).exists() or name.lower() not in LINK_BENCHMARKS:
+        return None
+    try:
+        return load_score_link(name.lower())
+    except BankError:
+        return None
+
+
+def load_bundled_bank(bench: str):
+    """The shipped content bank ``datasets/data/banks/<bench>.parquet`` (item content kept)."""
+    from ..datasets import data_path
+    from ..irt.bank import ItemBank
+    from ..live.items import _normalize_loaded
+
+    name = str(bench).lower()
+    if name not in LINK_BENCHMARKS:
+        raise ConfigError(f"no bundled content bank {bench!r}; bundled: {', '.join(LINK_BENCHMARKS)}")
+    try:
+        path = data_path(f"banks/{name}.parquet")
+    except AtlasError:
+        raise BankError(f"the content bank {name!r} is not in this package; build it with "
+                        "python -m atlascat.live.build_bank") from None
+    return _normalize_loaded(ItemBank.read(path))
+
+
+def predict_frame(link: ScoreLink, persons, administered):
+    """Predicted leaderboard score per examinee of a ``simulate_cat`` result.
+
+    ``persons``: frame with subject_id, theta, se; ``administered``: frame with subject_id,
+    item_id, score (the answers observed). Returns a frame with ``leaderboard_accuracy``,
+    ``leaderboard_lo``, ``leaderboard_hi`` (0-1) and ``leaderboard_percentile`` (0-100), in the
+    order of ``persons``.
+    """
+    import pandas as pd
+
+    answers = {sid: dict(zip(g["item_id"].astype(str), g["score"]))
+               for sid, g in administered.groupby("subject_id", sort=False)}
+    rows = []
+    for sid, th, se in zip(persons["subject_id"], persons["theta"], persons["se"]):
+        if not (np.isfinite(th) and np.isfinite(se)):
+            rows.append((np.nan, np.nan, np.nan, np.nan))
+            continue
+        p = link.predict(th, se, responses=answers.get(sid))
+        rows.append((p.score, p.lo, p.hi, p.percentile))
+    return pd.DataFrame(rows, columns=["leaderboard_accuracy", "leaderboard_lo",
+                                       "leaderboard_hi", "leaderboard_percentile"])
