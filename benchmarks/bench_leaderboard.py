@@ -87,9 +87,13 @@ def run_one(bench, seed, items_dir, scores_path, taus, replicates):
         n = asked.sum(1)
         p_theta, lo_t, hi_t = link.predict_many(th, se)
         p_ans, lo_a, hi_a = link.predict_many(th, se, asked=asked, y=y_te)
+        short, link.short_grid = link.short_grid, None  # whole-bank curve only (ablation)
+        p_full = link.predict_many(th, se, asked=asked, y=y_te)[0]
+        link.short_grid = short
         k = int(round(n.mean()))
         row = dict(base, tau=tau, items=float(n.mean()),
                    atlas_theta=mae(p_theta), atlas_answers=mae(p_ans),
+                   atlas_full_curve=mae(p_full),
                    coverage_theta=float(np.mean((s_te >= lo_t) & (s_te <= hi_t))),
                    coverage_answers=float(np.mean((s_te >= lo_a) & (s_te <= hi_a))),
                    width_answers=float(100 * np.mean(hi_a - lo_a)),

@@ -14,6 +14,11 @@ models (their answers on the bank and their published scores):
   bank's expected accuracy and a straight line, is what makes a short adaptive test predict the
   score well (see ``docs/leaderboard.md``): the published score is not linear in the bank's
   expected accuracy, and theta weights the items as the model says they discriminate.
+- For a short test, ``g`` is blended (by the SE) towards a second curve fitted on the theta of
+  an adaptive test replayed on the calibration models (the default test, SE <= 0.2): the
+  published score regressed on the short test's own estimate, which absorbs the estimate's
+  shrinkage and the prior's misfit. At the whole bank's SE the first curve is used, at the
+  replayed test's median SE and above the second.
 - ``beta * r`` (used only when ``responses`` are given and the link was fitted with answers):
   the mean residual of the answers actually observed, a regression estimator (survey sampling's
   difference estimator) that corrects a model's own bias where the IRT model misfits it; beta is
@@ -113,7 +118,8 @@ class ScoreLink:
 
     def __init__(self, benchmark: str, theta_grid, score_grid, var_grid, *,
                  beta: float = 0.0, interval_scale: float = 1.0, item_ids=None,
-                 item_params=None, quantiles=None, info: Mapping | None = None):
+                 item_params=None, quantiles=None, info: Mapping | None = None,
+                 short_grid=None, se_anchor=None):
         self.benchmark = str(benchmark)
         self.theta_grid = np.asarray(theta_grid, float)
         self.score_grid = np.asarray(score_grid, float)
@@ -131,6 +137,10 @@ class ScoreLink:
             raise BankError("score link item_params must be (n_items, 4): a, b, c, u")
         self.quantiles = None if quantiles is None else np.sort(np.asarray(quantiles, float))
         self.info = dict(info or {})
+        self.short_grid = None if short_grid is None else np.asarray(short_grid, float)
+        if self.short_grid is not None and self.short_grid.shape != self.theta_grid.shape:
+            raise BankError("the score link's short-test grid must match its theta grid")
+        self.se_anchor = None if se_anchor is None else tuple(float(v) for v in se_anchor)
 
     def __repr__(self) -> str:
         return (f"ScoreLink({self.benchmark!r}, beta={self.beta:.3g}, "
@@ -167,7 +177,8 @@ class ScoreLink:
         y, s = y[keep], s[keep]
         if np.nanmax(s) > 1.0 + 1e-9:
             raise ConfigError("scores must be in 0-1 (divide published percentages by 100)")
-        th = eap(y, bank)[0] if theta is None else np.asarray(theta, float)[keep]
+        th_eap, se_eap = eap(y, bank)
+        th = th_eap if theta is None else np.asarray(theta, float)[keep]
         grid = _GRID
         curve = fit_monotone_spline(th, s, n_knots=n_knots, grid=grid)
         resid = s - np.interp(th, grid, curve)
@@ -195,8 +206,12 @@ class ScoreLink:
         asked = np.zeros(y.shape, bool)
         rows, cols = np.nonzero(m >= 0)
         asked[rows, m[rows, cols]] = True
+        # the published score regressed on the short test's own theta: E[score | theta_hat]
+        # at that precision (absorbs the estimate's shrinkage and the prior's misfit)
+        link.short_grid = fit_monotone_spline(th_c, s, n_knots=n_knots, grid=grid)
+        link.se_anchor = (float(np.median(se_eap)), float(np.median(se_c)))
         r = link._residual_many(th_c, asked, y)
-        base = link._curve(th_c)
+        base = link._curve(th_c, se_c)
         if use_answers:
             denom = float(np.sum(r * r))
             beta = float(np.sum(r * (s - base)) / denom) if denom > 0 else 0.0
@@ -211,8 +226,15 @@ class ScoreLink:
         return link
 
     # ---------------------------------------------------------------- pieces
-    def _curve(self, theta):
-        return np.interp(theta, self.theta_grid, self.score_grid)
+    def _curve(self, theta, se=None):
+        """g at theta: the whole-bank curve, blended towards the short-test curve as the SE
+        grows from the whole bank's median SE to the replayed short test's median SE."""
+        full = np.interp(theta, self.theta_grid, self.score_grid)
+        if se is None or self.short_grid is None or self.se_anchor is None:
+            return full
+        lo, hi = self.se_anchor
+        w = np.clip((np.asarray(se, float) - lo) / max(hi - lo, 1e-9), 0.0, 1.0)
+        return (1.0 - w) * full + w * np.interp(theta, self.theta_grid, self.short_grid)
 
     def _variance(self, theta, se):
         """Predictive variance before ``interval_scale``: spread of g over N(theta, se^2) plus
@@ -275,7 +297,7 @@ class ScoreLink:
         return ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark)
 
     def _predict_arrays(self, theta, se, r):
-        score = np.clip(self._curve(theta) + self.beta * r, 0.0, 1.0)
+        score = np.clip(self._curve(theta, se) + self.beta * r, 0.0, 1.0)
         half = _Z95 * self.interval_scale * np.sqrt(self._variance(theta, se))
         return score, np.clip(score - half, 0.0, 1.0), np.clip(score + half, 0.0, 1.0)
 
@@ -318,6 +340,9 @@ class ScoreLink:
              "interval_scale": self.interval_scale,
              "quantiles": None if self.quantiles is None else _round(self.quantiles),
              "info": self.info}
+        if self.short_grid is not None:
+            d["short_grid"] = _round(self.short_grid)
+            d["se_anchor"] = list(self.se_anchor)
         if self.item_params is not None:
             d["item_ids"] = list(self.item_ids)
             d["item_params"] = [_round(row) for row in self.item_params]
@@ -329,7 +354,8 @@ class ScoreLink:
             return cls(d["benchmark"], d["theta_grid"], d["score_grid"], d["var_grid"],
                        beta=d.get("beta", 0.0), interval_scale=d.get("interval_scale", 1.0),
                        item_ids=d.get("item_ids"), item_params=d.get("item_params"),
-                       quantiles=d.get("quantiles"), info=d.get("info"))
+                       quantiles=d.get("quantiles"), info=d.get("info"),
+                       short_grid=d.get("short_grid"), se_anchor=d.get("se_anchor"))
         except KeyError as exc:
             raise BankError(f"score link is missing field {exc.args[0]!r}; rebuild it with "
                             "python -m atlascat.live.build_bank") from None

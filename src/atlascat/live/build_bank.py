@@ -15,9 +15,11 @@ For each benchmark (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k),
    drops ceiling items with mean > 0.95 and items with point-biserial < 0.1).
 3. **IRT model chosen for the score, on held-out data** (``model="auto"``): the calibration
    models are split 80/20 (stratified, seeded); for each candidate (2PL; 3PL and 4PL with a
-   Beta(5, 17) prior on c) a bank is calibrated on the 80% with the score link, the adaptive test
-   (SE <= 0.2) replays the real answers of the 20%, and the model whose predicted leaderboard
-   score has the smallest mean absolute error wins. The final bank is calibrated on all
+   Beta(5, 17) prior on c) a bank is calibrated on the 80% with the score link, the adaptive
+   test (SE <= 0.2) replays the real answers of the 20%, and the model with the smallest ratio
+   of its score MAE to that of random-L (L its mean length; a line from the accuracy on L random
+   bank items) wins. A ratio, not the MAE itself: a model whose SE shrinks slowly would
+   otherwise win by asking more items (GSM8K's 4PL: 85 items, worse than random-85). The final bank is calibrated on all
    calibration models with that model.
 4. **Score link** (:class:`atlascat.evaluate.score_link.ScoreLink`): published score on theta
    (monotone spline), observed-answer correction and interval scale from a replayed adaptive
@@ -49,7 +51,7 @@ BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
 CANDIDATES = ("2pl", "3pl", "4pl")
 #: prior on the lower asymptote of the 3PL / 4PL
 PRIOR_C = "beta(5,17)"
-#: SE threshold of the adaptive test replayed to choose the model and fit the link
+#: SE threshold of the adaptive test replayed on the calibration models to fit the link
 SELECTION_TAU = 0.2
 
 
@@ -114,7 +116,14 @@ def _scores_for(rm, scores: pd.Series) -> np.ndarray:
 
 
 def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -> tuple[str, list]:
-    """Choose the IRT model by the held-out MAE of the predicted score (80/20 split of train)."""
+    """Choose the IRT model on held-out calibration models (80/20 split of ``train``).
+
+    For each candidate: bank + link on the 80%, the adaptive test (SE <= 0.2) on the 20%, and
+    the ratio of its score MAE to that of random-L (L = the adaptive test's mean length; a line
+    from the mean accuracy on L random bank items, fitted on the 80%, 10 draws). The smallest
+    ratio wins: the model whose adaptive test is the most efficient for the score, whatever
+    length its SE rule gives.
+    """
     from ..cat.config import CATConfig
     from ..cat.engine import simulate_cat
     from ..evaluate.score_link import ScoreLink
@@ -122,20 +131,30 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
 
     fit, val = stratified_split(train, test_size=0.2, rng=np.random.default_rng([seed, 3]))
     s_fit, s_val = _scores_for(fit, scores), _scores_for(val, scores)
+    ok_fit, ok_val = np.isfinite(s_fit), np.isfinite(s_val)
     rows = []
     for model in candidates:
         bank = _calibrate(fit, model, seed).bank
         link = ScoreLink.fit(bank, fit, s_fit, benchmark=bench, cat_config=False)
+        y_fit = fit.aligned_values(bank.item_ids, extra="ignore")
         y_val = val.aligned_values(bank.item_ids, extra="ignore")
         res = simulate_cat(bank, CATConfig(se_stop=SELECTION_TAU), responses=y_val,
                            rng=np.random.default_rng([seed, 4]))
         pred = link.predict_many(res.persons["theta"].to_numpy(float),
                                  res.persons["se"].to_numpy(float))[0]
-        ok = np.isfinite(s_val)
-        rows.append({"model": model, "val_mae": float(np.mean(np.abs(pred - s_val)[ok])),
-                     "val_items": float(res.persons["n_items"].mean())
-                     if "n_items" in res.persons else None})
-    best = min(rows, key=lambda r: r["val_mae"])["model"]
+        mae = float(np.mean(np.abs(pred - s_val)[ok_val]))
+        length = int(min(len(bank), max(1, round(float(res.persons["n_items"].mean())))))
+        rand = []
+        for rep in range(10):
+            sel = np.random.default_rng([seed, 6, rep]).choice(len(bank), length, replace=False)
+            acc_fit = np.nanmean(y_fit[:, sel], axis=1)
+            coef = np.polyfit(acc_fit[ok_fit], s_fit[ok_fit], 1)
+            p = np.polyval(coef, np.nanmean(y_val[:, sel], axis=1))
+            rand.append(float(np.mean(np.abs(p - s_val)[ok_val])))
+        rows.append({"model": model, "val_mae": mae, "val_items": float(length),
+                     "val_random_mae": float(np.mean(rand)),
+                     "ratio": mae / float(np.mean(rand))})
+    best = min(rows, key=lambda r: r["ratio"])["model"]
     return best, rows
 
 
@@ -164,7 +183,7 @@ def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "aut
     model = str(model).lower()
     if model == "auto":
         model, rows = _select_model(train, scores, tuple(candidates), seed, bench)
-        info["model_selection"] = {"criterion": "held-out MAE of the predicted score",
+        info["model_selection"] = {"criterion": "held-out score MAE / random-L MAE",
                                    "candidates": rows}
     info["model"] = model
     res = _calibrate(train, model, seed)
