@@ -177,7 +177,7 @@ def test_simulate_writes_leaderboard_accuracy(tmp_path):
     from typer.testing import CliRunner
 
     from atlascat import datasets
-    from atlascat.cli.main import app
+    from atlascat.cli import app
 
     rm = datasets.load_responses("winogrande")
     small = rm.subset(subjects=np.arange(6))

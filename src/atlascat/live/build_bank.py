@@ -234,8 +234,10 @@ def write_content_bank(bank, path) -> Path:
 
 def main(argv=None) -> None:  # pragma: no cover - maintenance script
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", required=True, help="folder with <bench>.parquet item files")
-    parser.add_argument("--scores", required=True, help="leaderboard_scores.csv.gz")
+    parser.add_argument("--items", default="../shared/data/openllm/items",
+                        help="folder with <bench>.parquet item files")
+    parser.add_argument("--scores", default="../shared/data/openllm/leaderboard_scores.csv.gz",
+                        help="published leaderboard scores (leaderboard_scores.csv.gz)")
     parser.add_argument("--bench", nargs="*", default=list(BENCHMARKS))
     parser.add_argument("--model", default="auto", help="auto | 2pl | 3pl | 4pl")
     parser.add_argument("--seed", type=int, default=0)
