@@ -47,7 +47,7 @@ def line(x, y):
     return lambda z: np.polyval(coef, z)
 
 
-def run_one(bench, seed, items_dir, scores_path, taus, replicates):
+def run_one(bench, seed, items_dir, scores_path, taus, replicates, cat_options=None):
     t0 = time.perf_counter()
     rm = content_matrix(bench, items_dir)
     scores = load_published_scores(scores_path, bench)
@@ -76,7 +76,7 @@ def run_one(bench, seed, items_dir, scores_path, taus, replicates):
             "floor_accuracy": mae(line(y_tr.mean(1), s_tr)(y_te.mean(1)))}
     rows = []
     for tau in taus:
-        res = simulate_cat(bank, CATConfig(se_stop=tau), responses=y_te,
+        res = simulate_cat(bank, CATConfig(se_stop=tau, **(cat_options or {})), responses=y_te,
                            rng=np.random.default_rng([seed, 10, int(round(100 * tau))]))
         th = res.persons["theta"].to_numpy(float)
         se = res.persons["se"].to_numpy(float)
@@ -150,12 +150,16 @@ def main(argv=None):
     ap.add_argument("--replicates", type=int, default=20)
     ap.add_argument("--items", default=str(DATA / "items"))
     ap.add_argument("--scores", default=str(DATA / "leaderboard_scores.csv.gz"))
+    ap.add_argument("--randomesque", type=int, default=None,
+                    help="CAT randomesque (default: the paper's 5)")
     ap.add_argument("-o", "--output", default=None, help="folder for rows.csv, table.csv/.md")
     args = ap.parse_args(argv)
     rows = []
     for bench in args.bench:
         for seed in args.seeds:
-            rows += run_one(bench, seed, args.items, args.scores, args.taus, args.replicates)
+            opts = {} if args.randomesque is None else {"randomesque": args.randomesque}
+            rows += run_one(bench, seed, args.items, args.scores, args.taus, args.replicates,
+                            opts)
     df = pd.DataFrame(rows)
     t = table(df)
     md = markdown(t)

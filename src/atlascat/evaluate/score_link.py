@@ -36,7 +36,7 @@ beta is used); :meth:`ScoreLink.to_dict` / :meth:`ScoreLink.from_dict` round-tri
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -424,7 +424,8 @@ def load_bundled_bank(bench: str):
 
     name = str(bench).lower()
     if name not in LINK_BENCHMARKS:
-        raise ConfigError(f"no bundled content bank {bench!r}; bundled: {', '.join(LINK_BENCHMARKS)}")
+        raise ConfigError(f"no bundled content bank {bench!r}; "
+                          f"bundled: {', '.join(LINK_BENCHMARKS)}")
     try:
         path = data_path(f"banks/{name}.parquet")
     except AtlasError:

@@ -19,8 +19,8 @@ For each benchmark (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k),
    test (SE <= 0.2) replays the real answers of the 20%, and the model with the smallest ratio
    of its score MAE to that of random-L (L its mean length; a line from the accuracy on L random
    bank items) wins. A ratio, not the MAE itself: a model whose SE shrinks slowly would
-   otherwise win by asking more items (GSM8K's 4PL: 85 items, worse than random-85). The final bank is calibrated on all
-   calibration models with that model.
+   otherwise win by asking more items (GSM8K's 4PL: 85 items, worse than random-85). The
+   final bank is calibrated on all calibration models with that model.
 4. **Score link** (:class:`atlascat.evaluate.score_link.ScoreLink`): published score on theta
    (monotone spline), observed-answer correction and interval scale from a replayed adaptive
    test of the calibration models.
