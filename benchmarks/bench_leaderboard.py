@@ -71,7 +71,7 @@ def run_one(bench, seed, items_dir, scores_path, taus, replicates, cat_options=N
     first_try = line(exp_acc(th_tr), s_tr)
     base = {"benchmark": bench, "seed": seed, "model": info["model"], "bank_items": len(bank),
             "train": int(train.n_subjects), "test": int(test.n_subjects),
-            "beta": link.beta, "interval_scale": link.interval_scale,
+            "ridge_lambda": link.info.get("ridge_lambda_cat"), "interval_scale": link.interval_scale,
             "floor_theta": mae(link.predict_many(th_te, se_te)[0]),
             "floor_accuracy": mae(line(y_tr.mean(1), s_tr)(y_te.mean(1)))}
     rows = []
@@ -87,6 +87,11 @@ def run_one(bench, seed, items_dir, scores_path, taus, replicates, cat_options=N
         n = asked.sum(1)
         p_theta, lo_t, hi_t = link.predict_many(th, se)
         p_ans, lo_a, hi_a = link.predict_many(th, se, asked=asked, y=y_te)
+        anchors = np.zeros(len(bank), bool)
+        anchors[[link.item_ids.index(a) for a in link.anchor_items]] = True
+        asked_a = asked | anchors[None, :]
+        n_a = asked_a.sum(1)
+        p_anc, lo_n, hi_n = link.predict_many(th, se, asked=asked_a, y=y_te)
         short, link.short_grid = link.short_grid, None  # whole-bank curve only (ablation)
         p_full = link.predict_many(th, se, asked=asked, y=y_te)[0]
         link.short_grid = short
@@ -94,11 +99,15 @@ def run_one(bench, seed, items_dir, scores_path, taus, replicates, cat_options=N
         row = dict(base, tau=tau, items=float(n.mean()),
                    atlas_theta=mae(p_theta), atlas_answers=mae(p_ans),
                    atlas_full_curve=mae(p_full),
+                   anchor_items=float(n_a.mean()), atlas_anchors=mae(p_anc),
+                   coverage_anchors=float(np.mean((s_te >= lo_n) & (s_te <= hi_n))),
                    coverage_theta=float(np.mean((s_te >= lo_t) & (s_te <= hi_t))),
                    coverage_answers=float(np.mean((s_te >= lo_a) & (s_te <= hi_a))),
                    width_answers=float(100 * np.mean(hi_a - lo_a)),
                    first_try=mae(first_try(exp_acc(th))))
-        for name, kk in (("random_k", k), ("random_2k", 2 * k)):
+        ka = int(round(n_a.mean()))
+        for name, kk in (("random_k", k), ("random_2k", 2 * k), ("random_ka", ka),
+                         ("random_2ka", 2 * ka)):
             kk = min(kk, len(bank))
             errs = []
             for rep in range(replicates):
@@ -123,22 +132,31 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
                 random_k=("random_k", "mean"), r2k_items=("random_2k_items", "mean"),
                 random_2k=("random_2k", "mean"), coverage=("coverage_answers", "mean"),
                 width=("width_answers", "mean"), floor=("floor_theta", "mean"),
+                a_items=("anchor_items", "mean"), anchors=("atlas_anchors", "mean"),
+                rka=("random_ka", "mean"), r2ka=("random_2ka", "mean"),
+                rka_items=("random_ka_items", "mean"), r2ka_items=("random_2ka_items", "mean"),
+                a_coverage=("coverage_anchors", "mean"),
                 floor_acc=("floor_accuracy", "mean")).reset_index()
     return out
 
 
 def markdown(t: pd.DataFrame) -> str:
-    head = ("| benchmark | SE stop | IRT | bank | ATLAS items | ATLAS MAE | ATLAS (theta only) | "
-            "first try | random-k | random-2k | 95% coverage | interval width | whole bank |\n"
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    head = ("| benchmark | SE stop | IRT | bank | ATLAS items | ATLAS MAE | theta only | "
+            "first try | random-k | random-2k | 95% cov. | width | whole bank | "
+            "ATLAS+5 anchors items | MAE | random-k | random-2k | 95% cov. |\n"
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "---:|---:|\n")
     lines = []
     for r in t.itertuples():
-        best = "**" if r.atlas <= r.random_k else ""
+        b1 = "**" if r.atlas <= r.random_k else ""
+        b2 = "**" if r.anchors <= r.rka else ""
         lines.append(
             f"| {r.benchmark} | {r.tau:g} | {r.model} | {r.bank:.0f} | {r.items:.1f} | "
-            f"{best}{r.atlas:.2f}{best} | {r.atlas_theta:.2f} | {r.first_try:.2f} | "
+            f"{b1}{r.atlas:.2f}{b1} | {r.atlas_theta:.2f} | {r.first_try:.2f} | "
             f"{r.random_k:.2f} ({r.rk_items:.0f}) | {r.random_2k:.2f} ({r.r2k_items:.0f}) | "
-            f"{100 * r.coverage:.1f}% | {r.width:.1f} | {r.floor:.2f} / {r.floor_acc:.2f} |")
+            f"{100 * r.coverage:.1f}% | {r.width:.1f} | {r.floor:.2f} / {r.floor_acc:.2f} | "
+            f"{r.a_items:.1f} | {b2}{r.anchors:.2f}{b2} | {r.rka:.2f} ({r.rka_items:.0f}) | "
+            f"{r.r2ka:.2f} ({r.r2ka_items:.0f}) | {100 * r.a_coverage:.1f}% |")
     return head + "\n".join(lines) + "\n"
 
 

@@ -15,17 +15,23 @@ from atlascat.evaluate.score_link import (LINK_BENCHMARKS, ScoreLink, ScorePredi
 from atlascat.irt.bank import ItemBank
 
 
-def _world(seed=0, n=500, J=30, misfit=0.0):
+def _world(seed=0, n=500, J=30, misfit=0.0, amplitude=0.6):
+    """A 2PL-ish bank, models, answers and a published score g(theta) + noise.
+
+    ``misfit``: each model also has a deviation delta (sd ``misfit``) from g that shows in its
+    answers to items i0-i4 only (the benchmark's other items the bank does not hold)."""
     rng = np.random.default_rng(seed)
     bank = ItemBank([f"i{j}" for j in range(J)], rng.lognormal(0.2, 0.3, J),
                     rng.normal(0, 1.2, J), np.full(J, 0.2))
     theta = rng.normal(size=n)
-    y = (rng.random((n, J)) < bank.probability(theta)).astype(float)
-    # published score: a nonlinear monotone function of theta plus model-specific noise
-    bias = misfit * rng.normal(size=n)
-    score = np.clip(0.25 + 0.6 / (1 + np.exp(-1.3 * (theta - 0.3))) + 0.01 * rng.normal(size=n)
-                    + bias, 0, 1)
-    return bank, theta, y, score, bias
+    delta = misfit * rng.normal(size=n)
+    p = bank.probability(theta)
+    if misfit:
+        p[:, :5] = np.clip(p[:, :5] + 0.35 * delta[:, None] / misfit, 0.01, 0.99)
+    y = (rng.random((n, J)) < p).astype(float)
+    score = np.clip(0.25 + amplitude / (1 + np.exp(-1.3 * (theta - 0.3))) + 0.01 * rng.normal(size=n)
+                    + delta, 0, 1)
+    return bank, theta, y, score, delta
 
 
 @pytest.fixture(scope="module")
@@ -92,25 +98,57 @@ def test_round_trip_json(fitted):
         ScoreLink.from_dict(bad)
 
 
-def test_answer_correction_moves_the_score_with_the_answers(fitted):
+def test_answer_correction_uses_item_weights(fitted):
     bank, *_, link = fitted
-    assert 0.0 <= link.beta <= 1.0
+    assert set(link.corrections) == {"cat", "anchors"} and len(link.anchor_items) == 5
     d = link.to_dict()
-    d["beta"] = 0.5
-    with_beta = ScoreLink.from_dict(d)
-    right = {f"i{j}": 1 for j in range(15)}
-    wrong = {f"i{j}": 0 for j in range(15)}
-    hi = with_beta.predict(0.0, 0.3, responses=right).score
-    lo = with_beta.predict(0.0, 0.3, responses=wrong).score
-    none = with_beta.predict(0.0, 0.3).score
-    assert lo < none < hi
-    # the correction is beta x mean residual of the observed answers
-    P = bank.probability(0.0)[:15]
-    assert hi - none == pytest.approx(0.5 * np.mean(1 - P), abs=1e-5)
-    # beta = 0: answers are ignored; unknown items are ignored
-    d["beta"] = 0.0
-    assert ScoreLink.from_dict(d).predict(0.0, 0.3, responses=right).score == pytest.approx(none)
-    assert with_beta.predict(0.0, 0.3, responses={"zzz": 1}).score == pytest.approx(none)
+    J = len(link.item_ids)
+    d["corrections"] = {"cat": {"weights": [0.02] * J, "intercept": 0.0, "scale": 1.0},
+                        "anchors": {"weights": [0.05] * J, "intercept": 0.01, "scale": 0.5}}
+    d["anchor_items"] = ["i0", "i1"]
+    lk = ScoreLink.from_dict(d)
+    right = {f"i{j}": 1 for j in range(5, 15)}
+    wrong = {f"i{j}": 0 for j in range(5, 15)}
+    none = lk.predict(0.0, 0.3)
+    hi, lo = lk.predict(0.0, 0.3, responses=right), lk.predict(0.0, 0.3, responses=wrong)
+    assert lo.score < none.score < hi.score
+    P = bank.probability(0.0)
+    assert hi.score - none.score == pytest.approx(0.02 * np.sum(1 - P[5:15]), abs=1e-5)
+    # every anchor answered: the anchor correction (own weights, intercept, interval scale)
+    both = {"i0": 1, "i1": 0}
+    got = lk.predict(0.0, 0.3, responses=both)
+    want = 0.01 + 0.05 * ((1 - P[0]) + (0 - P[1]))
+    assert got.score - none.score == pytest.approx(want, abs=1e-5)
+    assert got.hi - got.lo == pytest.approx(0.5 * (none.hi - none.lo), rel=1e-3)
+    # unknown items are ignored; the vectorized path agrees with predict
+    assert lk.predict(0.0, 0.3, responses={"zzz": 1}).score == pytest.approx(none.score)
+    asked = np.zeros((2, J), bool)
+    asked[0, 5:15] = True
+    asked[1, :2] = True
+    y = np.zeros((2, J))
+    y[0, 5:15] = 1
+    y[1, 0] = 1
+    s, lo_, hi_ = lk.predict_many(np.zeros(2), np.full(2, 0.3), asked=asked, y=y)
+    assert s[0] == pytest.approx(hi.score, abs=1e-6) and s[1] == pytest.approx(got.score, abs=1e-6)
+
+
+def test_anchor_correction_recovers_misfit_on_new_models():
+    """Items i0-i4 carry each model's deviation from g(theta): the fitted anchors find them and
+    the correction cuts the error on new models."""
+    bank, _, y, score, _ = _world(seed=3, misfit=0.04, amplitude=0.1)
+    link = ScoreLink.fit(bank, y, score, cat_config=CATConfig(se_stop=0.3, min_items=10,
+                                                              max_items=20), rng=2)
+    assert len(set(link.anchor_items) & {f"i{j}" for j in range(5)}) >= 4
+    _, _, y2, s2, _ = _world(seed=4, misfit=0.04, amplitude=0.1)
+    from atlascat.irt.ability import eap
+
+    th, se = eap(y2, bank)
+    plain = link.predict_many(th, se)[0]
+    corrected, lo, hi = link.predict_many(th, se, asked=np.ones(y2.shape, bool), y=y2)
+    assert np.mean(np.abs(corrected - s2)) < 0.8 * np.mean(np.abs(plain - s2))
+    assert np.mean((s2 >= lo) & (s2 <= hi)) > 0.85
+    off = ScoreLink.fit(bank, y, score, cat_config=False)
+    assert off.corrections == {} and off.anchor_items == []
 
 
 def test_fit_rejects_bad_input():

@@ -6,7 +6,7 @@ subjects, ...; TruthfulQA's published score is mc2 while the bank holds mc1 answ
 :class:`ScoreLink` maps what a test observed to that published score, fitted on the calibration
 models (their answers on the bank and their published scores):
 
-    score(theta) = g(theta) + beta * r,     r = mean_{j asked} (y_j - P_j(theta))   (optional)
+    score = g(theta, SE) + c_0 + sum_{j answered} w_j (y_j - P_j(theta))   (answers optional)
 
 - ``g`` is a least-squares cubic spline of the published score on the calibration models'
   whole-bank EAP theta (knots at theta quantiles), made non-decreasing and held constant outside
@@ -19,17 +19,20 @@ models (their answers on the bank and their published scores):
   published score regressed on the short test's own estimate, which absorbs the estimate's
   shrinkage and the prior's misfit. At the whole bank's SE the first curve is used, at the
   replayed test's median SE and above the second.
-- ``beta * r`` (used only when ``responses`` are given and the link was fitted with answers):
-  the mean residual of the answers actually observed, a regression estimator (survey sampling's
-  difference estimator) that corrects a model's own bias where the IRT model misfits it; beta is
-  fitted on a replayed adaptive test of the calibration models.
+- The answer correction (used when ``responses`` are given): a regression estimator on the
+  residuals of the answered items, with one weight per item (ridge regression of the published
+  score's deviation from ``g`` on the residuals, fitted on the adaptive test replayed on the
+  calibration models, penalty by cross-validation). Some items' residuals predict how a model
+  does on the rest of the benchmark beyond what theta says. ``anchor_items`` are the few items
+  whose residual predicts it best: a test that asks them in addition to its adaptive items gets
+  the ``anchors`` correction (fitted with them always answered); otherwise the ``cat`` one.
 - The 95% interval adds the score's spread around ``g`` at that theta (residual variance of the
   calibration models, kernel-smoothed over theta) to the spread of ``g`` over N(theta, se^2),
-  times a factor ``interval_scale`` chosen so that the interval covers 95% of the calibration
-  models' replayed adaptive tests.
+  times a factor chosen so that the interval covers 95% of the calibration models' replayed
+  adaptive tests (for the answer corrections: of their cross-validated predictions).
 
-A link is plain numbers (grids of theta, score and variance; the bank's item parameters when
-beta is used); :meth:`ScoreLink.to_dict` / :meth:`ScoreLink.from_dict` round-trip through JSON.
+A link is plain numbers (grids of theta, score and variance; the bank's item parameters and
+correction weights); :meth:`ScoreLink.to_dict` / :meth:`ScoreLink.from_dict` round-trip through JSON.
 :func:`load_score_link` reads the one shipped with a bundled bank
 (``datasets/data/banks/<bench>_link.json``).
 """
@@ -117,9 +120,9 @@ class ScoreLink:
     """
 
     def __init__(self, benchmark: str, theta_grid, score_grid, var_grid, *,
-                 beta: float = 0.0, interval_scale: float = 1.0, item_ids=None,
-                 item_params=None, quantiles=None, info: Mapping | None = None,
-                 short_grid=None, se_anchor=None):
+                 interval_scale: float = 1.0, item_ids=None, item_params=None,
+                 quantiles=None, info: Mapping | None = None, short_grid=None, se_anchor=None,
+                 corrections: Mapping | None = None, anchor_items=None):
         self.benchmark = str(benchmark)
         self.theta_grid = np.asarray(theta_grid, float)
         self.score_grid = np.asarray(score_grid, float)
@@ -129,7 +132,6 @@ class ScoreLink:
             raise BankError("a score link needs theta, score and variance grids of one length")
         if np.any(np.diff(self.theta_grid) <= 0):
             raise BankError("the score link's theta grid must be increasing")
-        self.beta = float(beta)
         self.interval_scale = float(interval_scale)
         self.item_ids = None if item_ids is None else [str(i) for i in item_ids]
         self.item_params = None if item_params is None else np.asarray(item_params, float)
@@ -141,16 +143,25 @@ class ScoreLink:
         if self.short_grid is not None and self.short_grid.shape != self.theta_grid.shape:
             raise BankError("the score link's short-test grid must match its theta grid")
         self.se_anchor = None if se_anchor is None else tuple(float(v) for v in se_anchor)
+        #: observed-answer corrections: {"cat" | "anchors": {"weights", "intercept", "scale"}}
+        self.corrections = {}
+        for key, c in dict(corrections or {}).items():
+            w = np.asarray(c["weights"], float)
+            if self.item_ids is None or w.shape != (len(self.item_ids),):
+                raise BankError("score link correction weights must have one value per item")
+            self.corrections[str(key)] = {"weights": w, "intercept": float(c["intercept"]),
+                                          "scale": float(c["scale"])}
+        self.anchor_items = [str(i) for i in (anchor_items or [])]
 
     def __repr__(self) -> str:
-        return (f"ScoreLink({self.benchmark!r}, beta={self.beta:.3g}, "
-                f"interval_scale={self.interval_scale:.3g})")
+        return (f"ScoreLink({self.benchmark!r}, corrections={sorted(self.corrections)}, "
+                f"anchors={len(self.anchor_items)}, interval_scale={self.interval_scale:.3g})")
 
     # ---------------------------------------------------------------- fitting
     @classmethod
     def fit(cls, bank, responses, scores, *, benchmark: str = "", theta=None,
             leaderboard_scores=None, n_knots: int = 6, cat_config=None, rng=None,
-            use_answers: bool = True) -> "ScoreLink":
+            use_answers: bool = True, n_anchors: int = 5) -> "ScoreLink":
         """Fit on calibration models.
 
         Parameters
@@ -161,10 +172,12 @@ class ScoreLink:
         theta : their whole-bank theta (default: EAP on all bank items, N(0, 1), 61 nodes)
         leaderboard_scores : every leaderboard model's score (0-1), for :meth:`percentile`
             (default: ``scores``)
-        cat_config : CATConfig of the replayed adaptive test used to fit beta and the interval
-            scale (default: ``CATConfig(se_stop=0.2)``); pass ``False`` to skip the replay
-            (beta = 0, interval scale 1)
-        use_answers : fit beta (the observed-answer correction); False keeps beta = 0
+        cat_config : CATConfig of the adaptive test replayed on the calibration models to fit
+            the short-test curve, the answer corrections and the interval scales (default:
+            ``CATConfig(se_stop=0.2)``); ``False`` skips the replay (theta link only)
+        use_answers : fit the observed-answer corrections (item weights)
+        n_anchors : number of score anchors (items whose residual best predicts the published
+            score beyond theta; asked in addition to the adaptive items)
         """
         from ..irt.ability import eap, response_array
 
@@ -210,19 +223,30 @@ class ScoreLink:
         # at that precision (absorbs the estimate's shrinkage and the prior's misfit)
         link.short_grid = fit_monotone_spline(th_c, s, n_knots=n_knots, grid=grid)
         link.se_anchor = (float(np.median(se_eap)), float(np.median(se_c)))
-        r = link._residual_many(th_c, asked, y)
         base = link._curve(th_c, se_c)
-        if use_answers:
-            denom = float(np.sum(r * r))
-            beta = float(np.sum(r * (s - base)) / denom) if denom > 0 else 0.0
-            link.beta = float(np.clip(beta, 0.0, 1.0))
-        pred = base + link.beta * r
         sd = np.sqrt(link._variance(th_c, se_c))
-        ratio = np.abs(s - pred) / sd
         # smallest scale with 95% of the replayed calibration models inside the interval
-        link.interval_scale = float(max(1.0, np.quantile(ratio, 0.95) / _Z95))
+        link.interval_scale = float(max(1.0, np.quantile(np.abs(s - base) / sd, 0.95) / _Z95))
         link.info.update({"cat_se_stop": cfg.se_stop, "cat_mean_items": float(asked.sum(1).mean()),
-                          "cat_mae_calibration": float(np.mean(np.abs(s - pred)))})
+                          "cat_mae_calibration": float(np.mean(np.abs(s - base)))})
+        if use_answers:
+            P_full = link._probabilities(th)
+            e_full = np.nan_to_num(y) - P_full
+            delta_full = resid
+            ec = e_full - e_full.mean(0)
+            dc = delta_full - delta_full.mean()
+            corr = (ec * dc[:, None]).sum(0) / np.sqrt((ec ** 2).sum(0) * (dc ** 2).sum(0) + 1e-300)
+            anchors = np.argsort(-np.abs(corr), kind="stable")[:max(0, int(n_anchors))]
+            link.anchor_items = [link.item_ids[k] for k in anchors]
+            e = np.nan_to_num(y) - link._probabilities(th_c)
+            delta = s - base
+            for key, mask in (("cat", asked), ("anchors", _with(asked, anchors))):
+                if key == "anchors" and anchors.size == 0:
+                    continue
+                fit = _ridge_correction(np.where(mask, e, 0.0), delta, sd, rng)
+                link.corrections[key] = fit
+                link.info[f"cat_mae_calibration_{key}"] = fit.pop("cv_mae")
+                link.info[f"ridge_lambda_{key}"] = fit.pop("lambda")
         return link
 
     # ---------------------------------------------------------------- pieces
@@ -256,16 +280,24 @@ class ScoreLink:
         t = np.asarray(theta, float)[..., None]
         return c + (u - c) / (1.0 + np.exp(-a * (t - b)))
 
-    def _residual_many(self, theta, asked, y):
-        """Mean residual y - P(theta) over the asked items of each row."""
-        P = self._probabilities(theta)
-        n = asked.sum(1)
-        tot = np.where(asked, np.nan_to_num(y) - P, 0.0).sum(1)
-        return np.where(n > 0, tot / np.maximum(n, 1), 0.0)
+    def _correction_key(self, answered) -> str | None:
+        """Which correction applies to a set of answered item indices (None: no answers)."""
+        if not self.corrections or len(answered) == 0:
+            return None
+        if "anchors" in self.corrections and self.anchor_items:
+            index = {i: k for k, i in enumerate(self.item_ids)}
+            if all(index[a] in answered for a in self.anchor_items):
+                return "anchors"
+        return "cat" if "cat" in self.corrections else None
 
-    def _residual(self, theta: float, responses: Mapping) -> float:
-        if not responses or self.item_params is None:
-            return 0.0
+    def _correct(self, key, theta, cols, ys) -> float:
+        c = self.corrections[key]
+        P = self._probabilities(float(theta), np.asarray(cols))
+        return float(c["intercept"] + np.sum(c["weights"][cols] * (np.asarray(ys) - P)))
+
+    def _answers(self, responses: Mapping | None):
+        if not responses or self.item_ids is None:
+            return [], []
         index = {i: k for k, i in enumerate(self.item_ids)}
         cols, ys = [], []
         for item, value in responses.items():
@@ -274,45 +306,59 @@ class ScoreLink:
                 continue
             cols.append(k)
             ys.append(float(value))
-        if not cols:
-            return 0.0
-        P = self._probabilities(float(theta), np.asarray(cols))
-        return float(np.mean(np.asarray(ys) - P))
+        return cols, ys
 
     # ---------------------------------------------------------------- prediction
     def predict(self, theta, se, responses: Mapping | None = None) -> ScorePrediction:
         """Predicted published score (0-1) of one examinee with a 95% interval and percentile.
 
         ``responses``: optional mapping item_id -> 0/1 of the answers observed (items not in
-        the link's bank are ignored); used for the observed-answer correction when beta > 0.
+        the link's bank are ignored); used for the observed-answer correction (the ``anchors``
+        one when every item of :attr:`anchor_items` is answered).
         """
         theta = float(theta)
         se = float(se)
         if not (np.isfinite(theta) and np.isfinite(se) and se >= 0):
             raise ConfigError(f"predict needs a finite theta and SE >= 0, got {theta}, {se}")
-        r = self._residual(theta, responses) if (responses and self.beta) else 0.0
-        score, lo, hi = (float(v[0]) for v in self._predict_arrays(np.array([theta]),
-                                                                    np.array([se]),
-                                                                    np.array([r])))
+        cols, ys = self._answers(responses)
+        key = self._correction_key(set(cols))
+        r = self._correct(key, theta, cols, ys) if key else 0.0
+        scale = self.corrections[key]["scale"] if key else self.interval_scale
+        score, lo, hi = (float(v[0]) for v in self._predict_arrays(
+            np.array([theta]), np.array([se]), np.array([r]), scale))
         return ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark)
 
-    def _predict_arrays(self, theta, se, r):
-        score = np.clip(self._curve(theta, se) + self.beta * r, 0.0, 1.0)
-        half = _Z95 * self.interval_scale * np.sqrt(self._variance(theta, se))
+    def _predict_arrays(self, theta, se, r, scale):
+        score = np.clip(self._curve(theta, se) + r, 0.0, 1.0)
+        half = _Z95 * np.asarray(scale) * np.sqrt(self._variance(theta, se))
         return score, np.clip(score - half, 0.0, 1.0), np.clip(score + half, 0.0, 1.0)
 
     def predict_many(self, theta, se, *, asked=None, y=None):
         """Vectorized :meth:`predict`: arrays ``(score, lo, hi)``.
 
         ``asked`` (n, J) boolean and ``y`` (n, J) 0/1 in the link's item order switch on the
-        observed-answer correction.
+        observed-answer correction (the anchor version for rows that answered every anchor).
         """
         theta = np.asarray(theta, float)
         se = np.broadcast_to(np.asarray(se, float), theta.shape)
         r = np.zeros_like(theta)
-        if asked is not None and y is not None and self.beta:
-            r = self._residual_many(theta, np.asarray(asked, bool), np.asarray(y, float))
-        return self._predict_arrays(theta, se, r)
+        scale = np.full(theta.shape, self.interval_scale)
+        if asked is not None and y is not None and self.corrections:
+            asked = np.asarray(asked, bool)
+            e = np.where(asked, np.nan_to_num(np.asarray(y, float)) - self._probabilities(theta),
+                         0.0)
+            use = asked.any(1)
+            keys = np.where(use, "cat", "")
+            if "anchors" in self.corrections and self.anchor_items:
+                cols = np.asarray([self.item_ids.index(a) for a in self.anchor_items])
+                keys = np.where(use & asked[:, cols].all(1), "anchors", keys)
+            for key in ("cat", "anchors"):
+                rows = keys == key
+                if key in self.corrections and rows.any():
+                    c = self.corrections[key]
+                    r[rows] = c["intercept"] + e[rows] @ c["weights"]
+                    scale[rows] = c["scale"]
+        return self._predict_arrays(theta, se, r, scale)
 
     def percentile(self, score) -> float:
         """Percentile (0-100) of ``score`` (0-1) among the leaderboard models."""
@@ -336,13 +382,16 @@ class ScoreLink:
     def to_dict(self) -> dict:
         d = {"format": "atlascat-score-link/1", "benchmark": self.benchmark,
              "theta_grid": _round(self.theta_grid), "score_grid": _round(self.score_grid),
-             "var_grid": _round(self.var_grid, 8), "beta": self.beta,
-             "interval_scale": self.interval_scale,
+             "var_grid": _round(self.var_grid, 8), "interval_scale": self.interval_scale,
              "quantiles": None if self.quantiles is None else _round(self.quantiles),
              "info": self.info}
         if self.short_grid is not None:
             d["short_grid"] = _round(self.short_grid)
             d["se_anchor"] = list(self.se_anchor)
+        if self.corrections:
+            d["corrections"] = {k: {"weights": _round(c["weights"], 7), "intercept": c["intercept"],
+                                    "scale": c["scale"]} for k, c in self.corrections.items()}
+            d["anchor_items"] = list(self.anchor_items)
         if self.item_params is not None:
             d["item_ids"] = list(self.item_ids)
             d["item_params"] = [_round(row) for row in self.item_params]
@@ -352,10 +401,11 @@ class ScoreLink:
     def from_dict(cls, d: Mapping) -> "ScoreLink":
         try:
             return cls(d["benchmark"], d["theta_grid"], d["score_grid"], d["var_grid"],
-                       beta=d.get("beta", 0.0), interval_scale=d.get("interval_scale", 1.0),
+                       interval_scale=d.get("interval_scale", 1.0),
                        item_ids=d.get("item_ids"), item_params=d.get("item_params"),
                        quantiles=d.get("quantiles"), info=d.get("info"),
-                       short_grid=d.get("short_grid"), se_anchor=d.get("se_anchor"))
+                       short_grid=d.get("short_grid"), se_anchor=d.get("se_anchor"),
+                       corrections=d.get("corrections"), anchor_items=d.get("anchor_items"))
         except KeyError as exc:
             raise BankError(f"score link is missing field {exc.args[0]!r}; rebuild it with "
                             "python -m atlascat.live.build_bank") from None
@@ -372,6 +422,41 @@ class ScoreLink:
         if not path.exists():
             raise BankError(f"score link file {str(path)!r} does not exist")
         return cls.from_dict(json.loads(path.read_text()))
+
+
+def _with(mask, cols) -> np.ndarray:
+    out = np.array(mask, bool, copy=True)
+    out[:, cols] = True
+    return out
+
+
+def _ridge(E, d, lam):
+    Em = E.mean(0)
+    dm = d.mean()
+    Ec = E - Em
+    w = np.linalg.solve(Ec.T @ Ec + lam * np.eye(E.shape[1]), Ec.T @ (d - dm))
+    return w, float(dm - Em @ w)
+
+
+def _ridge_correction(E, delta, sd, rng, lams=(3.0, 10.0, 30.0, 100.0, 300.0)) -> dict:
+    """Item weights for the residuals: ridge of delta on E, penalty by 2-fold cross-validation;
+    the interval scale from the out-of-fold errors (so it is honest for new models)."""
+    n = E.shape[0]
+    fold = np.zeros(n, bool)
+    fold[rng.permutation(n)[: n // 2]] = True
+    best = None
+    for lam in lams:
+        oof = np.empty(n)
+        for f in (fold, ~fold):
+            w, b = _ridge(E[~f], delta[~f], lam)
+            oof[f] = b + E[f] @ w
+        mae = float(np.mean(np.abs(delta - oof)))
+        if best is None or mae < best[0]:
+            best = (mae, lam, oof)
+    mae, lam, oof = best
+    w, b = _ridge(E, delta, lam)
+    scale = float(np.quantile(np.abs(delta - oof) / sd, 0.95) / _Z95)
+    return {"weights": w, "intercept": b, "scale": scale, "lambda": lam, "cv_mae": mae}
 
 
 def _finite(values) -> np.ndarray:
