@@ -22,8 +22,8 @@ For each benchmark (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k),
    otherwise win by asking more items (GSM8K's 4PL: 85 items, worse than random-85). The
    final bank is calibrated on all calibration models with that model.
 4. **Score link** (:class:`atlascat.evaluate.score_link.ScoreLink`): published score on theta
-   (monotone spline), observed-answer correction and interval scale from a replayed adaptive
-   test of the calibration models.
+   (monotone spline), per-item answer corrections, score anchors and interval scales from a
+   replayed adaptive test of the calibration models.
 5. **Content**: ``attach_content(bank, load_item_content(bench, items_dir))``; written as zstd
    Parquet ``banks/<bench>.parquet`` and ``banks/<bench>_link.json``.
 
@@ -251,8 +251,10 @@ def main(argv=None) -> None:  # pragma: no cover - maintenance script
         p = write_content_bank(bank, out / f"{bench}.parquet")
         link.info["build"] = {k: v for k, v in info.items() if k != "seconds"}
         q = link.write(out / f"{bench}_link.json")
-        print(f"{bench}: {len(bank)} items, {info['model']}, beta {link.beta:.2f}, interval x"
-              f"{link.interval_scale:.2f} -> {p.name} ({p.stat().st_size / 1024:.0f} KiB), "
+        scales = {k: round(c["scale"], 2) for k, c in link.corrections.items()}
+        print(f"{bench}: {len(bank)} items, {info['model']}, interval x"
+              f"{link.interval_scale:.2f} (with answers {scales}), anchors {link.anchor_items} "
+              f"-> {p.name} ({p.stat().st_size / 1024:.0f} KiB), "
               f"{q.name} ({q.stat().st_size / 1024:.0f} KiB), {info['seconds']} s")
         print("  " + json.dumps(info.get("model_selection", {}).get("candidates", [])))
 
