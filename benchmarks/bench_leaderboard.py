@@ -47,7 +47,8 @@ def line(x, y):
     return lambda z: np.polyval(coef, z)
 
 
-def run_one(bench, seed, items_dir, scores_path, taus, replicates, cat_options=None):
+def run_one(bench, seed, items_dir, scores_path, taus, replicates, cat_options=None,
+            extra_se=()):
     t0 = time.perf_counter()
     rm = content_matrix(bench, items_dir)
     scores = load_published_scores(scores_path, bench)
@@ -55,7 +56,9 @@ def run_one(bench, seed, items_dir, scores_path, taus, replicates, cat_options=N
     rm = rm.subset(subjects=has)
     train, test = stratified_split(rm, rng=np.random.default_rng(seed))
     bank, link, info = fit_bank_and_link(train, scores, bench=bench, seed=seed,
-                                         leaderboard_scores=scores.to_numpy(float))
+                                         leaderboard_scores=scores.to_numpy(float),
+                                         **({"extra_se_stops": tuple(extra_se)}
+                                            if extra_se is not None else {}))
     y_tr = train.aligned_values(bank.item_ids, extra="ignore")
     y_te = test.aligned_values(bank.item_ids, extra="ignore")
     s_tr = scores.reindex(train.subject_ids.astype(str)).to_numpy(float)
@@ -170,6 +173,9 @@ def main(argv=None):
     ap.add_argument("--scores", default=str(DATA / "leaderboard_scores.csv.gz"))
     ap.add_argument("--randomesque", type=int, default=None,
                     help="CAT randomesque (default: the paper's 5)")
+    ap.add_argument("--extra-se", nargs="*", type=float, default=None,
+                    help="further SE stops replayed for the answer corrections (default: the "
+                         "build's EXTRA_SE_STOPS)")
     ap.add_argument("-o", "--output", default=None, help="folder for rows.csv, table.csv/.md")
     args = ap.parse_args(argv)
     rows = []
@@ -177,7 +183,7 @@ def main(argv=None):
         for seed in args.seeds:
             opts = {} if args.randomesque is None else {"randomesque": args.randomesque}
             rows += run_one(bench, seed, args.items, args.scores, args.taus, args.replicates,
-                            opts)
+                            opts, args.extra_se)
     df = pd.DataFrame(rows)
     t = table(df)
     md = markdown(t)

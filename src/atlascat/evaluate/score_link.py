@@ -161,7 +161,8 @@ class ScoreLink:
     @classmethod
     def fit(cls, bank, responses, scores, *, benchmark: str = "", theta=None,
             leaderboard_scores=None, n_knots: int = 6, cat_config=None, rng=None,
-            use_answers: bool = True, n_anchors: int = 5) -> "ScoreLink":
+            use_answers: bool = True, n_anchors: int = 5,
+            extra_se_stops=()) -> "ScoreLink":
         """Fit on calibration models.
 
         Parameters
@@ -178,6 +179,9 @@ class ScoreLink:
         use_answers : fit the observed-answer corrections (item weights)
         n_anchors : number of score anchors (items whose residual best predicts the published
             score beyond theta; asked in addition to the adaptive items)
+        extra_se_stops : further SE stops replayed for the answer corrections (their rows are
+            stacked with the main replay's, so that the item weights fit tests of several
+            lengths; cross-validation folds keep each model's rows together)
         """
         from ..irt.ability import eap, response_array
 
@@ -238,15 +242,32 @@ class ScoreLink:
             corr = (ec * dc[:, None]).sum(0) / np.sqrt((ec ** 2).sum(0) * (dc ** 2).sum(0) + 1e-300)
             anchors = np.argsort(-np.abs(corr), kind="stable")[:max(0, int(n_anchors))]
             link.anchor_items = [link.item_ids[k] for k in anchors]
-            e = np.nan_to_num(y) - link._probabilities(th_c)
-            delta = s - base
-            for key, mask in (("cat", asked), ("anchors", _with(asked, anchors))):
+            runs = [(th_c, se_c, asked)]
+            for stop in extra_se_stops:
+                rx = simulate_cat(bank, cfg.replace(se_stop=float(stop)), responses=y, rng=rng)
+                mx = np.asarray(rx.item_matrix)
+                ax = np.zeros(y.shape, bool)
+                i, j = np.nonzero(mx >= 0)
+                ax[i, mx[i, j]] = True
+                runs.append((rx.persons["theta"].to_numpy(float),
+                             rx.persons["se"].to_numpy(float), ax))
+            groups = np.concatenate([np.arange(len(s))] * len(runs))
+            for key in ("cat", "anchors"):
                 if key == "anchors" and anchors.size == 0:
                     continue
-                fit = _ridge_correction(np.where(mask, e, 0.0), delta, sd, rng)
+                E, D, SD = [], [], []
+                for th_r, se_r, ask_r in runs:
+                    mask = _with(ask_r, anchors) if key == "anchors" else ask_r
+                    e = np.nan_to_num(y) - link._probabilities(th_r)
+                    E.append(np.where(mask, e, 0.0))
+                    D.append(s - link._curve(th_r, se_r))
+                    SD.append(np.sqrt(link._variance(th_r, se_r)))
+                fit = _ridge_correction(np.vstack(E), np.concatenate(D), np.concatenate(SD),
+                                        rng, groups=groups)
                 link.corrections[key] = fit
                 link.info[f"cat_mae_calibration_{key}"] = fit.pop("cv_mae")
                 link.info[f"ridge_lambda_{key}"] = fit.pop("lambda")
+            link.info["correction_se_stops"] = [cfg.se_stop, *map(float, extra_se_stops)]
         return link
 
     # ---------------------------------------------------------------- pieces
@@ -438,12 +459,14 @@ def _ridge(E, d, lam):
     return w, float(dm - Em @ w)
 
 
-def _ridge_correction(E, delta, sd, rng, lams=(3.0, 10.0, 30.0, 100.0, 300.0)) -> dict:
+def _ridge_correction(E, delta, sd, rng, lams=(3.0, 10.0, 30.0, 100.0, 300.0),
+                      groups=None) -> dict:
     """Item weights for the residuals: ridge of delta on E, penalty by 2-fold cross-validation;
     the interval scale from the out-of-fold errors (so it is honest for new models)."""
     n = E.shape[0]
-    fold = np.zeros(n, bool)
-    fold[rng.permutation(n)[: n // 2]] = True
+    groups = np.arange(n) if groups is None else np.asarray(groups)
+    ids = np.unique(groups)
+    fold = np.isin(groups, rng.permutation(ids)[: ids.size // 2])
     best = None
     for lam in lams:
         oof = np.empty(n)

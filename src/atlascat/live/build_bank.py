@@ -53,6 +53,8 @@ CANDIDATES = ("2pl", "3pl", "4pl")
 PRIOR_C = "beta(5,17)"
 #: SE threshold of the adaptive test replayed on the calibration models to fit the link
 SELECTION_TAU = 0.2
+#: further SE stops replayed for the score link's answer corrections
+EXTRA_SE_STOPS: tuple = (0.1,)
 
 
 def banks_dir() -> Path:
@@ -160,7 +162,8 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
 
 def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "auto",
                       candidates=CANDIDATES, filter: bool = True, seed: int = 0,
-                      leaderboard_scores=None, use_answers: bool = True):
+                      leaderboard_scores=None, use_answers: bool = True,
+                      extra_se_stops=EXTRA_SE_STOPS):
     """Calibrate a bank and fit its score link on the calibration models ``train``.
 
     ``train``: ResponseMatrix (models x content items); ``scores``: published scores (0-1)
@@ -192,7 +195,7 @@ def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "aut
     link = ScoreLink.fit(bank, train, s, benchmark=bench,
                          leaderboard_scores=leaderboard_scores,
                          cat_config=CATConfig(se_stop=SELECTION_TAU), rng=[seed, 5],
-                         use_answers=use_answers)
+                         use_answers=use_answers, extra_se_stops=extra_se_stops)
     link.info["model"] = model
     info["n_items"] = int(len(bank))
     return bank, link, info
