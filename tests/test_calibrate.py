@@ -153,7 +153,7 @@ def lsat6(shared_data):
 
 class TestClassic:
     def test_lsat7_2pl(self, lsat7):
-        res = calibrate(lsat7, "2pl")
+        res = calibrate(lsat7, "2pl", mirt_defaults=True)
         got = np.c_[res.bank.a, res.bank.d]
         np.testing.assert_allclose(got, LSAT7_MIRT, atol=1e-2)
         assert res.converged and res.loglik == pytest.approx(-2658.805, abs=0.01)
@@ -185,7 +185,7 @@ def _parity(shared_data, bench):
     rm = ResponseMatrix.read(shared_data / "openllm" / f"tiny_{bench}.csv.gz")
     mirt = ItemBank.read(shared_data / "reference" / "mirt_tiny" / f"{bench}_items.csv")
     persons = pd.read_csv(shared_data / "reference" / "mirt_tiny" / f"{bench}_persons.csv")
-    res = calibrate(rm, "3pl", quadpts=61)
+    res = calibrate(rm, "3pl", quadpts=61, mirt_defaults=True)
     theta, _ = eap(rm, res.bank)
     return {
         "rm": rm, "mirt": mirt, "res": res,
@@ -236,7 +236,8 @@ class TestMirtParity:
         theta_mirt, _ = eap(rm, mirt)
         theta_ours, _ = eap(rm, arc["res"].bank)
         assert abs(theta_mirt.mean()) > 0.05 and abs(theta_ours.mean()) < 0.03
-        one_step = calibrate(rm, "3pl", start=mirt, max_iter=1, accelerate=False)
+        one_step = calibrate(rm, "3pl", start=mirt, max_iter=1, accelerate=False,
+                             mirt_defaults=True)
         assert one_step.loglik - arc["ll_mirt"] > 20
 
 
@@ -293,7 +294,7 @@ def hellaswag_sim():
     y, _ = simulate(true, 2000, np.random.default_rng(11))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        joint = calibrate(y, "3pl")
+        joint = calibrate(y, "3pl", mirt_defaults=True)
     return true, y, joint
 
 
@@ -426,7 +427,7 @@ class TestEstimatorAPI:
         np.testing.assert_allclose(f32.bank.a, ref.bank.a, atol=5e-3)
 
     def test_icc_convergence_rule(self, lsat7):
-        res = calibrate(lsat7, "2pl", convergence="icc")
+        res = calibrate(lsat7, "2pl", convergence="icc", mirt_defaults=True)
         assert res.converged
         np.testing.assert_allclose(np.c_[res.bank.a, res.bank.d], LSAT7_MIRT, atol=1e-2)
 
@@ -442,7 +443,8 @@ class TestCalibrateCLI:
     def test_pattern_file_2pl(self, shared_data, tmp_path, capsys):
         out, summary, scores = tmp_path / "bank.csv", tmp_path / "s.json", tmp_path / "t.csv"
         code = main(["calibrate", str(shared_data / "classic" / "lsat7_patterns.csv"),
-                     "--freq-column", "freq", "--model", "2pl", "--no-filter", "-o", str(out),
+                     "--freq-column", "freq", "--model", "2pl", "--no-filter", "--mirt-defaults",
+                     "-o", str(out),
                      "--summary", str(summary), "--scores", str(scores), "--quiet"])
         assert code == 0
         bank = ItemBank.read(out)

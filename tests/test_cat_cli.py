@@ -75,6 +75,23 @@ def test_simulate_with_thetas(files):
     assert not (out2 / "selected_items").exists()
 
 
+def test_simulate_batch_size(files):
+    tmp, bank, ids, thetas = files
+    args = ["simulate", "--bank", str(tmp / "bank.csv"), "--thetas", str(tmp / "thetas.csv"),
+            "--se-stop", "0.3", "--min-items", "5", "--max-items", "40", "--seed", "3",
+            "--no-selected"]
+    assert main(args + ["-o", str(tmp / "k4"), "--batch-size", "4"]) == 0
+    persons = pd.read_csv(tmp / "k4" / "person_scores.csv")
+    assert (persons["rounds"] >= np.ceil(persons["n_items"] / 4)).all()
+    assert (persons["rounds"] < persons["n_items"]).all()
+    summary = json.loads((tmp / "k4" / "summary.json").read_text())
+    assert summary["batch_size"] == 4
+    assert summary["rounds_mean"] == pytest.approx(persons["rounds"].mean())
+    assert main(args + ["-o", str(tmp / "k1")]) == 0
+    assert json.loads((tmp / "k1" / "summary.json").read_text())["batch_size"] == 1
+    assert main(args + ["-o", str(tmp / "k0"), "--batch-size", "0"]) == 2
+
+
 def test_simulate_replay_with_reference_and_skips(files):
     tmp, bank, ids, thetas = files
     out = tmp / "replay"

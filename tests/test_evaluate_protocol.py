@@ -30,7 +30,7 @@ def _simulated(seed=11):
 
 CONFIG = dict(seed=3, model="3pl", taus=(0.25, 0.4), random_k=30, random_replicates=3, anchor_k=20,
               info_k=20, optimal_k=20, optimal_criteria=("D", "E"), model_fit=False,
-              example_models=2)
+              example_models=2, calibrate_options={"mirt_defaults": True})
 
 
 @pytest.fixture(scope="module")
@@ -219,10 +219,10 @@ class TestModelSelection:
     def test_bic_picks_the_generating_model(self):
         """No guessing (c = 0, as exact-match generation) -> 2PL; 4-choice guessing -> 3PL."""
         chosen, results, rows = protocol.select_model(self._data(0.0, 1), ("2pl", "3pl"),
-                                                      random_state=0)
+                                                      random_state=0, mirt_defaults=True)
         assert chosen == "2pl"
         chosen3, _, rows3 = protocol.select_model(self._data(0.25, 2), ("2pl", "3pl"),
-                                                  random_state=0)
+                                                  random_state=0, mirt_defaults=True)
         assert chosen3 == "3pl"
         # BIC recomputed from the definition: -2 log L + k log N
         for r in rows:

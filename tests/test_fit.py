@@ -100,6 +100,64 @@ def test_lsat6_1pl_matches_mirt(shared_data):
     assert res.M2 == pytest.approx(5.291576, abs=1e-2)
 
 
+MIRT_LSAT6_RASCH_M2 = 5.291576   # mirt's test suite: mirt(LSAT6, 1, "Rasch"); M2(mod)
+
+
+def test_lsat6_rasch_m2_counts_the_latent_variance(shared_data):
+    """mirt's Rasch: slopes 1, latent variance estimated (a free parameter with its own
+    Jacobian column); the 1PL form of the same fit gives the same M2 on the same 9 df."""
+    from atlascat.irt.calibrate import calibrate
+
+    rm = ResponseMatrix.read(shared_data / "classic" / "lsat6_patterns.csv", freq_column="freq")
+    res = calibrate(rm, "rasch", mirt_defaults=True)
+    assert res.latent_variance == pytest.approx(0.57, abs=1e-2)
+    np.testing.assert_allclose(res.bank.a, 1.0)
+    rasch = fit.m2(rm, res.bank, estimated="rasch", prior_sd=np.sqrt(res.latent_variance))
+    assert rasch.df == 9 and rasch.n_free == 6
+    assert rasch.M2 == pytest.approx(MIRT_LSAT6_RASCH_M2, abs=1e-2)
+    sd = np.sqrt(res.latent_variance)
+    one = bank_from(np.full(5, sd), res.bank.b / sd, ids=rm.item_ids)
+    assert fit.m2(rm, one, estimated="1pl").M2 == pytest.approx(rasch.M2, abs=1e-3)
+    # mirt's reference fit on this machine (tests/data/mirt_lsat6_rasch.csv, mirt 1.45.1)
+
+
+def test_lsat6_rasch_cli_calibrate_then_fit(shared_data, tmp_path):
+    """`atlas calibrate --model rasch` writes the bank on the N(0, 1) scale, so `atlas fit`
+    reproduces mirt's M2 (it gave 5.027: a = 1 with the variance 0.57 left behind)."""
+    import json
+
+    from atlascat.cli import main
+
+    data = shared_data / "classic" / "lsat6_patterns.csv"
+    bank = tmp_path / "lsat6.csv"
+    assert main(["calibrate", str(data), "--freq-column", "freq", "--model", "rasch",
+                 "--mirt-defaults", "-o", str(bank), "--quiet"]) == 0
+    out = tmp_path / "fit.json"
+    assert main(["fit", str(data), "--freq-column", "freq", "--bank", str(bank), "--json",
+                 "-o", str(out), "--no-items"]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["df"] == 9
+    assert rep["M2"] == pytest.approx(MIRT_LSAT6_RASCH_M2, abs=1e-2)
+
+
+def test_rasch_variance_column_matches_finite_differences(rng):
+    n, sd = 4, 0.8
+    bank = bank_from(np.ones(n), rng.normal(0, 1, n))
+    quad = normal_quadrature(31, (-6, 6), 0.0, sd)
+    P, blocks = fit._jacobian_blocks(quad.nodes, bank, "rasch", quad.weights, 0.0, sd)
+    delta = fit._delta_matrix(P, quad.weights, blocks)
+    assert delta.shape[1] == fit.free_parameters(n, "rasch") == n + 1
+    i, j = np.triu_indices(n, 1)
+
+    def moments(var):
+        w = normal_quadrature(31, (-6, 6), 0.0, np.sqrt(var)).weights
+        return np.r_[w @ P, ((P * w[:, None]).T @ P)[i, j]]
+
+    h = 1e-6
+    fd = (moments(sd**2 + h) - moments(sd**2 - h)) / (2 * h)
+    np.testing.assert_allclose(delta[:, -1], fd, atol=1e-8)
+
+
 def test_pattern_frequencies_equal_expanded_rows(lsat7):
     rm, bank = lsat7
     full = rm.expand()

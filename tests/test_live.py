@@ -36,7 +36,8 @@ CAT_SEED = 3     # the CAT's seed
 
 @pytest.fixture(scope="module")
 def bank():
-    return load_content_bank("arc")
+    """The bank ``--bank arc`` means (the CLI runs below must see the same items)."""
+    return runner.bundled_content_bank("arc")
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +110,8 @@ class TestItems:
             firsts.append(row["answer"] == "A")
         assert np.mean(firsts) < 0.5  # the source always lists the correct answer first
 
-    def test_shipped_bank_has_content_and_is_small(self, bank, items_dir):
+    def test_shipped_bank_has_content_and_is_small(self, items_dir):
+        bank = load_content_bank("arc")
         from atlascat import datasets
         from atlascat.filtering import filter_items
         from atlascat.irt.quadrature import normal_quadrature

@@ -44,12 +44,18 @@ from ..irt import models
 from ..irt.bank import ItemBank, normalize_item_id
 from ..irt.quadrature import normal_quadrature
 from . import security
+from .answers import CallableAnswers, ModelAnswers, ReplayAnswers, UniformStreams
 from .config import CATConfig
+from .content import make_content_balancer
+from .exposure_control import make_exposure_control
 from .selection import (InfoPruner, ItemParams, first_item_scores, fisher_information,
                         make_criterion, pick, ranked_candidates)
 from .stopping import build_stop_rules
 
-__all__ = ["CATSession", "CATResult", "simulate_cat", "bank_fingerprint", "examinee_generators"]
+__all__ = ["CATSession", "CATResult", "simulate_cat", "bank_fingerprint", "examinee_generators",
+           "BATCH_METHODS"]
+
+BATCH_METHODS = ("expected", "preposterior", "mepv")  # see _Engine.select_batch
 
 _BLOCK_ROWS = 32  # rows per block in the (examinee x item) selection pass: keeps it in cache
 _SUM_BLOCK = 128  # column block of the test-information sum (see _Engine._test_information)
@@ -83,6 +89,7 @@ class _Tables:
         if (config.selection == "mfi" and config.content_column is None
                 and InfoPruner.applicable(self.params)):
             self.pruner = InfoPruner(self.params, config.theta_range)
+        self._info_nodes = None
         self.rules = build_stop_rules(config)
         self.prior_precision = 1.0 / config.prior_sd ** 2
         # costs
@@ -101,9 +108,17 @@ class _Tables:
             self.uniform_cost = True
         # content balancing (phase-2 component; None when off). Exposure control has state
         # (counts), so it belongs to the engine, not to these shared tables.
-        from .content import make_content_balancer
-
         self.content = make_content_balancer(bank, config)
+
+
+    @property
+    def info_nodes(self) -> np.ndarray:
+        """Fisher information of every item at every grid node, (J, Q) (built on first use)."""
+        if self._info_nodes is None:
+            info = fisher_information(self.nodes[None, :], self.params.table[:, :, None])
+            self._info_nodes = np.ascontiguousarray(info)
+            self.info_nodes_padded = np.concatenate([info, np.zeros((1, info.shape[1]))])
+        return self._info_nodes
 
 
 _TABLE_CACHE: "weakref.WeakKeyDictionary[ItemBank, dict]" = weakref.WeakKeyDictionary()
@@ -179,6 +194,8 @@ class _Engine:
         self.sh_trials = np.zeros(J, dtype=np.intp)   # Sympson-Hetter: times selected for a trial
         self.sh_rejected: list[list[int]] | None = None  # per-row rejections (sessions only)
         self._best_cache = None
+        self._spread = None  # preposterior SD of theta per row during a batched round, or None
+        self._design = None  # (start posterior, node precision) per row: method "mepv"
         self._estimate(np.arange(n))
         if config.max_items < 1:  # pragma: no cover - validated by CATConfig
             self.done[:] = True
@@ -375,9 +392,18 @@ class _Engine:
         out_n = np.zeros(rows.size, dtype=np.intp)
         todo = np.ones(rows.size, dtype=bool)
         pr = tab.pruner
+        spread = None if self._spread is None else self._spread[rows]
+        if self._design is not None:  # every row of the call is in the round's design
+            spread = np.ones(rows.size)
         if pr is not None and n_cand < pr.keep // 2:
             theta = self.theta[rows]
+            if spread is not None:  # the pruner's bound holds at a point theta only
+                todo_pr = spread == 0
+            else:
+                todo_pr = None
             cell, ok = pr.cells(theta)
+            if todo_pr is not None:
+                ok = ok & todo_pr
             for m in (min(64, pr.keep), pr.keep):
                 if m <= n_cand or not (todo & ok).any():
                     continue
@@ -391,17 +417,103 @@ class _Engine:
                 done = sel[exact]
                 out_c[done], out_n[done] = cand[exact], n_fin[exact]
                 todo[done] = False
+        if self._design is not None and tab.content is None:
+            for m_min in (64, 512):  # a second, wider try before the full scan
+                if not todo.any():
+                    break
+                sel = np.flatnonzero(todo)
+                exact, cand, n_fin = self._mepv_pruned(rows[sel], blocked[sel], n_cand, m_min)
+                done = sel[exact]
+                out_c[done], out_n[done] = cand[exact], n_fin[exact]
+                todo[done] = False
         if todo.any():
             sel = np.flatnonzero(todo)
             g = rows[sel]
-            scores = tab.criterion.scores(self.theta[g], self.n_items[g], blocked[sel],
-                                          tab.params)
+            if self._design is not None:
+                scores = self._mepv_scores(g)
+            elif spread is not None and (spread[sel] > 0).any():
+                scores = self._preposterior_scores(g, spread[sel], blocked[sel])
+            else:
+                scores = tab.criterion.scores(self.theta[g], self.n_items[g], blocked[sel],
+                                              tab.params)
             np.copyto(scores, -np.inf, where=blocked[sel])
             if tab.content is not None:
                 scores = tab.content.apply(scores, self.area_counts[g], self.n_items[g])
             cand, n_fin, _ = ranked_candidates(scores, n_cand)
             out_c[sel], out_n[sel] = cand, n_fin
         return out_c, out_n
+
+    _GH = np.polynomial.hermite_e.hermegauss(7)
+
+    def _preposterior_scores(self, rows, spread, blocked):
+        """The criterion averaged over the preposterior of theta: theta_hat + spread Z, Z ~
+        N(0, 1) by 7-point Gauss-Hermite (``batch_method="preposterior"``)."""
+        x, w = self._GH
+        w = w / w.sum()
+        tab = self.tab
+        theta, n = self.theta[rows], self.n_items[rows]
+        total = None
+        for xg, wg in zip(x, w):
+            sc = wg * tab.criterion.scores(theta + spread * xg, n, blocked, tab.params)
+            total = sc if total is None else total + sc
+        return total
+
+    def _mepv_pruned(self, rows, blocked, n_cand, m_min: int = 64):
+        """Exact top ``n_cand`` of :meth:`_mepv_scores` without scoring every item, where it
+        can be certified.
+
+        1/A - 1/(A + I) = I / (A (A + I)) <= I / A^2, so bound_j = sum_q pi_q I_jq / A_q^2 (one
+        matrix product) bounds item j's score. The exact scores of the M items with the largest
+        bounds are computed; if the n_cand-th best of them beats the largest bound left out
+        (inflated by 1e-9 against rounding), no other item can enter the top n_cand and the
+        ranking equals the full computation (same values, same tie-breaking by position).
+        Returns ``(exact, cand, n_fin)``; rows where ``exact`` is False need the full scan.
+        """
+        post_all, prec_all = self._design
+        info = self.tab.info_nodes
+        J = info.shape[0]
+        m = min(J, max(m_min, 4 * n_cand))
+        exact = np.zeros(rows.size, dtype=bool)
+        cand = np.full((rows.size, min(n_cand, J)), -1, dtype=np.intp)
+        n_fin = np.zeros(rows.size, dtype=np.intp)
+        if m >= J:
+            return exact, cand, n_fin
+        post, prec = post_all[rows], prec_all[rows]
+        bound = (post / (prec * prec)) @ info.T
+        bound[blocked] = -np.inf
+        part = np.argpartition(-bound, m, axis=1)
+        cols = part[:, :m]
+        # position m of the partition holds the largest bound left out
+        left_out = np.take_along_axis(bound, part[:, m:m + 1], axis=1)[:, 0]
+        sub = info[cols]  # (n, m, Q)
+        p3, a3 = post[:, None, :], prec[:, None, :]
+        scores = (p3 / a3 - p3 / (a3 + sub)).sum(axis=2)
+        scores[np.take_along_axis(blocked, cols, axis=1)] = -np.inf
+        c, nf, vals = ranked_candidates(scores, n_cand, cols)
+        kth = vals[:, -1]
+        ok = ~np.isfinite(left_out) | ((nf >= min(n_cand, J))
+                                       & (kth > left_out * (1.0 + 1e-9) + 1e-300))
+        exact[:] = ok
+        cand[ok], n_fin[ok] = c[ok], nf[ok]
+        return exact, cand, n_fin
+
+    def _mepv_scores(self, rows):
+        """Expected reduction of the posterior variance by item j (``batch_method="mepv"``):
+        sum_q pi_q [1 / A_q - 1 / (A_q + I_j(theta_q))], pi the posterior at the start of the
+        round, A_q = 1 / prior_sd^2 + the information at node q of the items given and of the
+        round's earlier picks (the local normal approximation Var(theta | y) ~ 1 / A(theta),
+        averaged over where theta may be). Non-negative; a wide posterior favours picks that
+        cover it, a narrow one the most informative items at theta."""
+        post_all, prec_all = self._design
+        info = self.tab.info_nodes  # (J, Q)
+        J, Q = info.shape
+        out = np.empty((rows.size, J))
+        step = max(1, 2_000_000 // (J * Q))
+        for lo in range(0, rows.size, step):
+            r = rows[lo:lo + step]
+            post, prec = post_all[r][:, None, :], prec_all[r][:, None, :]
+            out[lo:lo + step] = (post / prec - post / (prec + info[None])).sum(axis=2)
+        return out
 
     def _sh_bookkeeping(self, rows, chosen, rejected):
         """Sympson-Hetter: rejected items leave the examinee's pool; count trials per item."""
@@ -417,7 +529,8 @@ class _Engine:
                 self.sh_rejected[r].append(int(j))
 
     # -------------------------------------------------------------- updates
-    def record(self, rows, items, scores, *, check_stop: bool = True):
+    def record(self, rows, items, scores, *, check_stop: bool = True,
+               count_exposure: bool = True):
         """Score ``items`` for ``rows``: update posterior, estimates, history; check stopping."""
         rows = np.asarray(rows, dtype=np.intp)
         items = np.asarray(items, dtype=np.intp)
@@ -439,7 +552,7 @@ class _Engine:
         self.spent[rows] += tab.item_cost[items]
         if self.area_counts is not None:
             np.add.at(self.area_counts, (rows, tab.content.area_code[items]), 1.0)
-        if self.exposure is not None:
+        if self.exposure is not None and count_exposure:
             self.exposure.administered(items)
         if check_stop:
             self.check_stop(rows)
@@ -487,8 +600,17 @@ class _Engine:
         rows = rows[~self.done[rows]]
         if rows.size == 0:
             return
+        stop, reason = self._stop_decision(rows)
+        if stop.any():
+            self.done[rows[stop]] = True
+            self.stop_reason[rows[stop]] = reason[stop]
+
+    def _stop_decision(self, rows, precision: bool = True):
+        """(stop, reason) of the stopping rules on the current state of ``rows``, without
+        committing anything. ``precision=False`` evaluates only the rules that always apply
+        (length, budget) and bank exhaustion."""
         enough = self.n_items[rows] >= self.config.min_items
-        any_enough = bool(enough.any())
+        any_enough = bool(enough.any()) and precision
         self._best_cache = None
         stop = np.zeros(rows.size, dtype=bool)
         reason = np.full(rows.size, "", dtype=object)
@@ -507,9 +629,135 @@ class _Engine:
         reason[exhausted] = "bank_exhausted"
         stop |= exhausted
         self._best_cache = None
-        if stop.any():
-            self.done[rows[stop]] = True
-            self.stop_reason[rows[stop]] = reason[stop]
+        return stop, reason
+
+    # -------------------------------------------------------------- batched rounds
+    def select_batch(self, rows, k: int, draw, *, cut: str = "predicted",
+                     method: str = "mepv", resolve=None, reserve=None) -> np.ndarray:
+        """Up to ``k`` items per row, chosen jointly by greedy sequential selection.
+
+        Pick m is an ordinary selection (criterion, randomesque, exposure control, content
+        balancing, budget; ``draw(rows)`` gives its ``uniforms_per_step`` uniforms per row) on a
+        *virtual* state: after every pick the row's posterior is updated with the pick's
+        expected answer, the posterior predictive probability y = sum_q pi_q P_j(theta_q), as
+        a Bernoulli pseudo-count (exactly how partial credit enters), and the item counts as
+        given (pool, test length, content counts, cost, KL window, a-stratum). The round stops
+        short for a row once the virtual state meets a stopping rule: always the length /
+        budget rules and bank exhaustion (never select beyond ``max_items``), and with
+        ``cut="predicted"`` also the precision rules (SE, reliability, ...; only from
+        ``min_items`` on), so a round does not run past the point where the test is predicted
+        to stop.
+
+        ``method="mepv"`` (default; Fisher information only, other criteria fall back to
+        "expected"): picks after the first are scored by the expected reduction of the
+        posterior variance (:meth:`_mepv_scores`), integrated over the posterior at the start
+        of the round. ``method="expected"``: every pick is scored at the virtual EAP theta (the expected
+        answers barely move it: the round's picks are the top items at the current theta, with
+        pool, content, cost and length advanced). ``method="preposterior"`` (Fisher
+        information only; other criteria fall back to "expected"): pick m is scored by its
+        expected information under the preposterior distribution of the theta estimate after
+        the round's m earlier answers, approximated as N(theta_virtual, sd0^2 - sd_m^2) with
+        sd0, sd_m the posterior SD before the round and after the m expected answers (the
+        variance of the estimate that those answers are expected to explain). The virtual state is discarded afterwards (Sympson-Hetter rejections stay, as
+        in a single selection). Every operation is row-wise, so a row's picks do not depend on
+        the other rows of the call. ``k = 1`` is exactly :meth:`select`.
+
+        ``resolve(rows, items, u)``: cohort exposure conflicts of one pick (simulation);
+        ``reserve(items)``: called with every pick (cohort eligibility reserves the items
+        picked earlier in the round). Returns (len(rows), k) bank positions, -1 padded; a row
+        whose first pick is -1 has nothing left to give.
+        """
+        rows = np.asarray(rows, dtype=np.intp)
+        if cut not in ("predicted", "none"):
+            raise ConfigError(f"batch cut must be 'predicted' or 'none', got {cut!r}")
+        if method not in BATCH_METHODS:
+            raise ConfigError(f"batch method must be one of {BATCH_METHODS}, got {method!r}")
+        spread = method == "preposterior" and self.config.selection == "mfi"
+        design = method == "mepv" and self.config.selection == "mfi" and k > 1
+        picks = np.full((rows.size, k), -1, dtype=np.intp)
+        going = np.arange(rows.size)
+        saved = None
+        try:
+            for m in range(k):
+                r = rows[going]
+                u = np.asarray(draw(r), dtype=float).reshape(r.size, -1)
+                items = self.select(r, u)
+                if resolve is not None:
+                    items = resolve(r, items, u)
+                ok = items >= 0
+                going, items = going[ok], items[ok]
+                picks[going, m] = items
+                if reserve is not None and items.size:
+                    reserve(items)
+                if m == k - 1 or going.size == 0:
+                    break
+                if saved is None:
+                    saved = self._save_rows(rows)
+                    if design:
+                        self._design = self._design_state(rows)
+                r = rows[going]
+                post = self.posterior(r)
+                y = np.clip((post * np.exp(self.tab.lp[items])).sum(axis=1), 0.0, 1.0)
+                self.record(r, items, y, check_stop=False, count_exposure=False)
+                stop, _ = self._stop_decision(r, precision=cut == "predicted")
+                going = going[~stop]
+                if going.size == 0:
+                    break
+                if design:
+                    self._design[1][r] += self.tab.info_nodes[items]
+                if spread:
+                    if self._spread is None:
+                        self._spread = np.zeros(self.n)
+                    sd0 = saved["post_sd"][going]
+                    r = rows[going]
+                    self._spread[r] = np.sqrt(np.maximum(sd0 * sd0 - self.post_sd[r] ** 2, 0.0))
+        finally:
+            if saved is not None:
+                self._restore_rows(rows, saved, picks)
+            self._spread = None
+            self._design = None
+        return picks
+
+    def _design_state(self, rows):
+        """Start posterior and node precision (prior + information of the items given) of
+        ``rows``, in engine-sized arrays for :meth:`_mepv_scores`."""
+        tab = self.tab
+        Q = tab.info_nodes.shape[1]  # builds the node tables on first use
+        post = np.zeros((self.n, Q))
+        prec = np.zeros((self.n, Q))
+        post[rows] = self.posterior(rows)
+        n_max = int(self.n_items[rows].max()) if rows.size else 0
+        acc = np.full((rows.size, Q), tab.prior_precision)
+        for lo in range(0, n_max, 64):   # administered items, 64 columns at a time
+            cols = self.items[rows, lo:min(lo + 64, n_max)]
+            acc += tab.info_nodes_padded[cols].sum(axis=1)
+        prec[rows] = acc
+        return post, prec
+
+    def _save_rows(self, rows) -> dict:
+        saved = {name: getattr(self, name)[rows].copy()
+                 for name in ("log_post", "theta", "se", "post_sd", "test_info", "spent",
+                              "n_items")}
+        if self.area_counts is not None:
+            saved["area_counts"] = self.area_counts[rows].copy()
+        return saved
+
+    def _restore_rows(self, rows, saved, picks):
+        """Undo the virtual records of :meth:`select_batch` (the state before the round)."""
+        n0 = saved["n_items"]
+        virtual = self.n_items[rows] - n0
+        for m in range(int(virtual.max()) if virtual.size else 0):
+            sel = np.flatnonzero(virtual > m)
+            r, pos = rows[sel], n0[sel] + m
+            self.used[r, picks[sel, m]] = False
+            self.items[r, pos] = -1
+            self.scores[r, pos] = np.nan
+            self.theta_hist[r, pos] = np.nan
+            self.se_hist[r, pos] = np.nan
+        self.n_used[rows] -= virtual
+        for name, value in saved.items():
+            getattr(self, name)[rows] = value
+        self._best_cache = None
 
     # -------------------------------------------------------------- replay (resume)
     def history_of(self, row: int) -> dict:
@@ -542,16 +790,19 @@ class CATSession:
             session.record(item, ask_model(item))
         session.theta, session.se, session.stop_reason
 
-    ``record`` also accepts items the caller chose (they count like selected ones);
-    ``skip(item)`` takes an item out of the pool without scoring it. ``to_dict()`` gives a
-    JSON-serializable snapshot (config, answers, RNG state) and ``CATSession.from_dict(d, bank)``
-    resumes it exactly.
+    Batched rounds (k items asked concurrently, e.g. to keep a GPU server busy)::
+
+        while items := session.next_items(8):
+            session.record_many(items, ask_model_concurrently(items))   # None = no answer
+
+    ``record`` also accepts items the caller chose (they count like selected ones, and drop an
+    outstanding selection); ``skip(item)`` takes an item out of the pool without scoring it.
+    ``to_dict()`` gives a JSON-serializable snapshot (config, answers, RNG state, the round's
+    unanswered items) and ``CATSession.from_dict(d, bank)`` resumes it exactly.
     """
 
     def __init__(self, bank: ItemBank, config: CATConfig | None = None, rng=None, *,
                  tracker=None):
-        from .exposure import make_exposure_control
-
         self.bank = bank
         self.config = CATConfig() if config is None else config
         if not isinstance(self.config, CATConfig):
@@ -562,8 +813,9 @@ class CATSession:
             exposure.start(1)
         self._engine = _Engine(bank, self.config, 1, exposure=exposure)
         self._engine.sh_rejected = [[]]
-        self._pending: int | None = None
-        self._pending_seconds = 0.0
+        self._pending: list[int] = []   # selected, not answered yet (a round of next_items)
+        self._pending_share = 0.0       # selection seconds charged to each pending item
+        self._unchecked = False         # answers recorded since the last stopping check
         self._seconds: list[float] = []
         self._skipped: list[int] = []
         self._events: list[tuple[str, int]] = []  # ("r" | "s", item) in order, for resuming
@@ -629,21 +881,68 @@ class CATSession:
     def next_item(self) -> str | None:
         """The item to administer next, or None once the test is over.
 
-        Calling it again before ``record`` returns the same item (no randomness consumed).
+        Calling it again before ``record`` returns the same item (no randomness consumed);
+        while a round from :meth:`next_items` is outstanding, its first unanswered item.
         """
         if self.done:
             return None
-        if self._pending is not None:
-            return str(self.bank.item_ids[self._pending])
+        if self._pending:
+            return str(self.bank.item_ids[self._pending[0]])
         t0 = time.perf_counter()
         u = self.rng.random(self.config.uniforms_per_step)
         item = int(self._engine.select(self._row, u[None, :])[0])
         if item < 0:
             self._engine.finish(self._row, "bank_exhausted")
             return None
-        self._pending = item
-        self._pending_seconds = time.perf_counter() - t0
+        self._pending = [item]
+        self._pending_share = time.perf_counter() - t0
         return str(self.bank.item_ids[item])
+
+    def next_items(self, k: int, *, cut: str = "predicted", method: str = "mepv") -> list[str]:
+        """A round of up to ``k`` items chosen jointly, to administer concurrently; [] once the
+        test is over.
+
+        Greedy sequential selection (:meth:`_Engine.select_batch`): each pick is an ordinary
+        selection (criterion, randomesque, exposure control, content balancing, budget) after
+        the posterior was updated with the expected answers of the round's earlier picks.
+        The round is shorter than k where it reaches ``max_items``, the budget or the end of
+        the bank, and (``cut="predicted"``, default) where the test is predicted to stop: the
+        stopping rules fire on that expected state. ``method`` scores picks 2..k:
+        "mepv" (default) by the expected reduction of the posterior variance over the
+        posterior at the start of the round, "expected" by the criterion at the updated theta,
+        "preposterior" by the expected information under the preposterior of the estimate
+        (see ``_Engine.select_batch``; docs/cat.md has the measurement behind the defaults). ``k = 1`` is exactly :meth:`next_item`.
+        Answer the round with :meth:`record_many` (or :meth:`record` / :meth:`skip` item by
+        item, in any order); the stopping rules are checked once the whole round is answered.
+        Calling it again before then returns the round's unanswered items (no randomness
+        consumed). Uses ``config.uniforms_per_step`` uniforms per pick.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ConfigError(f"batch size k must be an integer >= 1, got {k!r}")
+        if self.done:
+            return []
+        if self._pending:
+            return [str(self.bank.item_ids[j]) for j in self._pending]
+        if k == 1:
+            item = self.next_item()
+            return [] if item is None else [item]
+        t0 = time.perf_counter()
+        ups = self.config.uniforms_per_step
+        picks = self._engine.select_batch(self._row, int(k),
+                                          lambda r: self.rng.random(ups)[None, :], cut=cut,
+                                          method=method)[0]
+        picks = picks[picks >= 0]
+        if picks.size == 0:
+            self._engine.finish(self._row, "bank_exhausted")
+            return []
+        self._pending = [int(j) for j in picks]
+        self._pending_share = (time.perf_counter() - t0) / picks.size
+        return [str(self.bank.item_ids[j]) for j in self._pending]
+
+    @property
+    def pending(self) -> list[str]:
+        """Items selected (by next_item / next_items) and not answered yet."""
+        return [str(self.bank.item_ids[j]) for j in self._pending]
 
     def _position(self, item_id) -> int:
         index = self._engine.tab.index
@@ -655,12 +954,8 @@ class CATSession:
                 raise LiveRunError(f"item {item_id!r} is not in the bank ({len(self.bank)} items)")
         return j
 
-    def record(self, item_id, score) -> None:
-        """Record the score (0/1, or partial credit in [0, 1]) of an administered item."""
-        if self.done:
-            raise LiveRunError(f"the session is finished ({self.stop_reason}); start a new one "
-                               "to administer more items")
-        j = self._position(item_id)
+    @staticmethod
+    def _score(item_id, score) -> float:
         try:
             y = float(score)
         except (TypeError, ValueError):
@@ -669,9 +964,15 @@ class CATSession:
         if not 0.0 <= y <= 1.0:
             raise ResponseDataError(f"score for item {item_id!r} must be in [0, 1], got {score!r}"
                                     " (use skip() for an item without an answer)")
-        eng = self._engine
-        if eng.used[0, j] and j not in self._skipped:
+        return y
+
+    def _check_recordable(self, item_id, j):
+        if self._engine.used[0, j] and j not in self._skipped:
             raise LiveRunError(f"item {item_id!r} was already administered in this session")
+
+    def _record(self, j: int, y: float) -> None:
+        """Score item j; the stopping rules are checked once no selected item is outstanding."""
+        eng = self._engine
         t0 = time.perf_counter()
         if j in self._skipped:  # a previously skipped item gets an answer after all
             self._skipped.remove(j)
@@ -679,12 +980,73 @@ class CATSession:
             eng.n_skipped[0] -= 1
             eng.n_used[0] -= 1
         eng.record_one(0, j, y)
-        eng.check_stop(self._row)
-        spent = time.perf_counter() - t0
-        self._seconds.append(spent + (self._pending_seconds if self._pending == j else 0.0))
-        self._pending = None
-        self._pending_seconds = 0.0
+        share = 0.0
+        if j in self._pending:
+            self._pending.remove(j)
+            share = self._pending_share
+        elif self._pending:  # an item the caller chose: the outstanding selection is dropped
+            self._pending = []
+        self._unchecked = True
+        if not self._pending:
+            eng.check_stop(self._row)
+            self._unchecked = False
+        self._seconds.append(time.perf_counter() - t0 + share)
         self._events.append(("r", j))
+
+    def record(self, item_id, score) -> None:
+        """Record the score (0/1, or partial credit in [0, 1]) of an administered item."""
+        if self.done:
+            raise LiveRunError(f"the session is finished ({self.stop_reason}); start a new one "
+                               "to administer more items")
+        j = self._position(item_id)
+        y = self._score(item_id, score)
+        self._check_recordable(item_id, j)
+        self._record(j, y)
+
+    def record_many(self, item_ids, scores) -> None:
+        """Record the answers of a round: ``scores[i]`` (0/1 or partial credit) for
+        ``item_ids[i]``; None or NaN = no answer (the item is skipped). Everything is checked
+        before anything is recorded; the answers enter in the order given and the stopping
+        rules are checked once, when no item of the round is outstanding."""
+        if self.done:
+            raise LiveRunError(f"the session is finished ({self.stop_reason}); start a new one "
+                               "to administer more items")
+        item_ids = list(item_ids)
+        scores = list(scores)
+        if len(item_ids) != len(scores):
+            raise ResponseDataError(f"record_many got {len(item_ids)} item ids and {len(scores)} "
+                                    "scores; give one score (or None) per item")
+        plan, seen = [], set()
+        for item_id, score in zip(item_ids, scores):
+            j = self._position(item_id)
+            if j in seen:
+                raise LiveRunError(f"item {item_id!r} appears twice in record_many")
+            seen.add(j)
+            missing = score is None or (isinstance(score, (float, np.floating))
+                                        and np.isnan(score))
+            if missing:
+                if self._engine.used[0, j]:
+                    raise LiveRunError(f"item {item_id!r} was already used in this session")
+                plan.append((j, None))
+            else:
+                y = self._score(item_id, score)
+                self._check_recordable(item_id, j)
+                plan.append((j, y))
+        for j, y in plan:
+            if y is None:
+                self._skip(j)
+            else:
+                self._record(j, y)
+
+    def _skip(self, j: int) -> None:
+        self._engine.skip(self._row, np.array([j]))
+        self._skipped.append(j)
+        self._events.append(("s", j))
+        if j in self._pending:
+            self._pending.remove(j)
+            if not self._pending and self._unchecked and not self.done:
+                self._engine.check_stop(self._row)
+                self._unchecked = False
 
     def skip(self, item_id) -> None:
         """Take an item out of the pool without scoring it (e.g. the model gave no answer)."""
@@ -693,11 +1055,7 @@ class CATSession:
         j = self._position(item_id)
         if self._engine.used[0, j]:
             raise LiveRunError(f"item {item_id!r} was already used in this session")
-        self._engine.skip(self._row, np.array([j]))
-        self._skipped.append(j)
-        if self._pending == j:
-            self._pending = None
-        self._events.append(("s", j))
+        self._skip(j)
 
     # -------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
@@ -713,8 +1071,10 @@ class CATSession:
             "scores": [float(v) for v in h["scores"]],
             "seconds": [float(v) for v in self._seconds],
             "sh_rejected": [str(ids[j]) for j in eng.sh_rejected[0]],
-            "pending": None if self._pending is None else str(ids[self._pending]),
-            "pending_seconds": self._pending_seconds,
+            "pending": str(ids[self._pending[0]]) if self._pending else None,
+            "pending_seconds": self._pending_share,
+            "pending_batch": [str(ids[j]) for j in self._pending],
+            "unchecked": self._unchecked,
             "done": self.done,
             "stop_reason": self.stop_reason,
             "theta": self.theta,
@@ -756,8 +1116,12 @@ class CATSession:
                     eng.used[0, j] = False
                     eng.n_skipped[0] -= 1
                     eng.n_used[0] -= 1
-                eng.record_one(0, j, float(next(scores)))
-                session._seconds.append(next(seconds))
+                y, sec = next(scores, None), next(seconds, None)
+                if y is None or sec is None:
+                    raise ConfigError("CATSession snapshot is truncated: fewer scores/seconds "
+                                      "than answer events; save it again with to_dict()")
+                eng.record_one(0, j, float(y))
+                session._seconds.append(sec)
             session._events.append((kind, j))
         for item in d.get("sh_rejected", []):
             j = session._position(item)
@@ -767,9 +1131,12 @@ class CATSession:
         eng.exposure = exposure
         eng.done[0] = bool(d["done"])
         eng.stop_reason[0] = d["stop_reason"] or ""
-        if d.get("pending") is not None:
-            session._pending = session._position(d["pending"])
-            session._pending_seconds = float(d.get("pending_seconds", 0.0))
+        batch = d.get("pending_batch")
+        if batch is None:  # snapshots written before batched rounds
+            batch = [] if d.get("pending") is None else [d["pending"]]
+        session._pending = [session._position(item) for item in batch]
+        session._pending_share = float(d.get("pending_seconds", 0.0))
+        session._unchecked = bool(d.get("unchecked", False))
         return session
 
 
@@ -808,6 +1175,7 @@ class CATResult:
     item_matrix: np.ndarray = field(repr=False)   # (n, max_items) bank positions, -1 padded
     item_ids: np.ndarray = field(repr=False)
     sh_trials: np.ndarray | None = field(default=None, repr=False)
+    batch_size: int = 1
 
     @property
     def n_examinees(self) -> int:
@@ -849,6 +1217,9 @@ class CATResult:
             "se_mean": float(p["se"].mean()),
             "n_skipped": int(self.n_skipped),
             "stop_reasons": {str(k): int(v) for k, v in p["stop_reason"].value_counts().items()},
+            "batch_size": int(self.batch_size),
+            "rounds_mean": float(p["rounds"].mean() if "rounds" in p.columns
+                                 else (p["n_items"] + p["n_skipped"]).mean()),
             "exposure": security.exposure_summary(rates),
             "overlap": self.overlap(),
             "time_total_seconds": float(self.wall_seconds),
@@ -869,7 +1240,8 @@ class CATResult:
 
 def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=None, thetas=None,
                  answer_fn=None, rng=None, subject_ids=None, theta_ref=None,
-                 progress=None) -> CATResult:
+                 progress=None, batch_size: int = 1, batch_cut: str = "predicted",
+                 batch_method: str = "mepv") -> CATResult:
     """Run the adaptive test for many examinees at once.
 
     Exactly one answer source: ``responses`` (ResponseMatrix or (n, J) array in bank order:
@@ -886,10 +1258,14 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         rng = np.random.default_rng(s); sel = rng.spawn(n); ans = rng.spawn(n)
         CATSession(bank, config, sel[i])   # reproduces examinee i exactly
 
-    ``progress(n_done, n_total)`` is called after every step.
-    """
-    from .answers import CallableAnswers, ModelAnswers, ReplayAnswers
+    ``batch_size=k`` runs the test in rounds of up to k items chosen jointly
+    (:meth:`CATSession.next_items`, ``cut=batch_cut``, ``method=batch_method``), all answered before the next round;
+    examinee i is then exactly a session driven by ``next_items(k)`` / ``record_many`` with
+    ``sel[i]`` (answers with no value are skipped; no re-pick inside a round). The number of
+    rounds per examinee is the ``rounds`` column of ``persons``. ``k = 1`` is the classic CAT.
 
+    ``progress(n_done, n_total)`` is called after every step (round).
+    """
     t_start = time.perf_counter()
     config = CATConfig() if config is None else config
     if not isinstance(config, CATConfig):
@@ -920,15 +1296,27 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         if theta_ref.size != n:
             raise ConfigError(f"theta_ref has {theta_ref.size} values for {n} examinees")
 
-    from .answers import UniformStreams
-    from .exposure import make_exposure_control
-
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
+        raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if batch_cut not in ("predicted", "none"):
+        raise ConfigError(f"batch_cut must be 'predicted' or 'none', got {batch_cut!r}")
+    if batch_method not in BATCH_METHODS:
+        raise ConfigError(f"batch_method must be one of {BATCH_METHODS}, got {batch_method!r}")
     exp = make_exposure_control(bank, config, cohort=n)
     if exp is not None:
         exp.start(n)
     eng = _Engine(bank, config, n, exposure=exp)
     streams = UniformStreams(sel_rngs)
     seconds = np.zeros(n)
+    if batch_size > 1:
+        rounds = _simulate_rounds(eng, source, streams, exp, int(batch_size), batch_cut,
+                                  batch_method, seconds, progress)
+        wall = time.perf_counter() - t_start
+        res = _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
+        res.persons.insert(res.persons.columns.get_loc("n_skipped") + 1, "rounds", rounds)
+        res.batch_size = int(batch_size)
+        return res
     k = config.uniforms_per_step
     # replayed answers: once an examinee has no answered item left in its pool it is finished
     # (instead of skipping through the rest of the bank one item per step)
@@ -972,6 +1360,60 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
             progress(int(eng.done.sum()), n)
     wall = time.perf_counter() - t_start
     return _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
+
+
+def _simulate_rounds(eng: _Engine, source, streams, exp, k: int, cut: str, method: str,
+                     seconds, progress) -> np.ndarray:
+    """The batched loop of :func:`simulate_cat`: rounds of up to k items per examinee.
+
+    Mirrors a session driven by ``next_items(k)`` / ``record_many``: the round's picks
+    (:meth:`_Engine.select_batch`), then its answers in pick order (scored, or skipped when
+    missing), then one stopping check for the rows that scored something. Replayed answers:
+    an examinee with no answered item left in its pool is finished (``bank_exhausted``).
+    Returns the number of rounds of every examinee.
+    """
+    n = eng.n
+    ups = eng.config.uniforms_per_step
+    answerable = getattr(source, "answerable", None)
+    left = None if answerable is None else answerable.copy()
+    if left is not None:
+        eng.finish(np.flatnonzero(left == 0), "bank_exhausted")
+    cohort = exp is not None and exp.caps_cohort
+    resolve = (lambda r, items, u: exp.resolve_conflicts(eng, r, items, u)) if cohort else None
+    reserve = exp.reserve if cohort else None
+    rounds = np.zeros(n, dtype=np.intp)
+    active = np.flatnonzero(~eng.done)
+    while active.size:
+        t0 = time.perf_counter()
+        picks = eng.select_batch(active, k, lambda r: streams.next(r, ups), cut=cut,
+                                 method=method, resolve=resolve, reserve=reserve)
+        if cohort:
+            exp.release()
+        none = picks[:, 0] < 0
+        eng.finish(active[none], "bank_exhausted")
+        rounds[active[~none]] += 1
+        scored = np.zeros(active.size, dtype=bool)
+        for m in range(k):
+            idx = np.flatnonzero(picks[:, m] >= 0)
+            if idx.size == 0:
+                break
+            rows, items = active[idx], picks[idx, m]
+            y = source.answers(rows, items)
+            miss = np.isnan(y)
+            eng.record(rows[~miss], items[~miss], y[~miss], check_stop=False)
+            if miss.any():
+                eng.skip(rows[miss], items[miss])
+            scored[idx[~miss]] = True
+            if left is not None:
+                left[rows[~miss]] -= 1
+        eng.check_stop(active[scored])
+        if left is not None:
+            eng.finish(active[left[active] == 0], "bank_exhausted")
+        seconds[active] += (time.perf_counter() - t0) / active.size
+        active = active[~eng.done[active]]
+        if progress is not None:
+            progress(int(eng.done.sum()), n)
+    return rounds
 
 
 def _repick_skipped(eng, source, streams, cache, where, rows, items, y):

@@ -12,6 +12,7 @@ import pkgutil
 import sys
 
 import typer
+from rich.markup import escape
 
 from .._version import __version__
 from ..errors import AtlasError
@@ -53,7 +54,9 @@ def main(argv=None) -> int:
     try:
         app(args=argv)  # standalone mode: exits through SystemExit
     except AtlasError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        # the message is plain text: no markup ([live] stays), no emoji (:abc:), no wrapping
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", emoji=False,
+                          highlight=False, soft_wrap=True)
         return 2
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

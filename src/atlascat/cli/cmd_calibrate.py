@@ -17,13 +17,17 @@ def register(app: typer.Typer) -> None:
                                          help="Response matrix: wide CSV/CSV.GZ/Parquet (subjects x items, "
                                               "blank = missing) or long format."),
         output: Path = typer.Option(..., "-o", "--output", help="Bank file to write (.csv or .parquet)."),
-        model: str = typer.Option("3pl", "--model", help="rasch | 1pl | 2pl | 3pl | 4pl."),
+        model: str = typer.Option("auto", "--model",
+                                  help="auto | rasch | 1pl | 2pl | 3pl | 4pl. auto: chosen from the "
+                                       "number of subjects (1PL < 100, 2PL < 1000, else 3PL)."),
         quadpts: int = typer.Option(61, "--quadpts", help="Quadrature nodes on [-6, 6]."),
-        prior_c: Optional[str] = typer.Option(None, "--prior-c",
-                                              help="Prior on c, e.g. 'beta(5,17)' or 'logitnorm(-1.4,1)'. "
-                                                   "Off by default (mirt parity)."),
-        prior_a: Optional[str] = typer.Option(None, "--prior-a",
-                                              help="Prior on a, e.g. 'lognorm(0,0.5)' or 'norm(1,1)'."),
+        prior_c: str = typer.Option("auto", "--prior-c",
+                                    help="Prior on c: auto (the default for the model and data size), "
+                                         "none, or e.g. 'beta(5,17)', 'logitnorm(-1.4,1)'."),
+        prior_a: str = typer.Option("auto", "--prior-a",
+                                    help="Prior on a: auto, none, or e.g. 'lognorm(0,0.5)', 'norm(1,1)'."),
+        mirt_defaults: bool = typer.Option(False, "--mirt-defaults",
+                                           help="mirt's defaults for parity: auto means 3PL, no priors."),
         partition_size: Optional[int] = typer.Option(None, "--partition-size",
                                                      help="Calibrate random partitions of at least N "
                                                           "items and link them (joint when absent)."),
@@ -58,6 +62,7 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
 
         from ..errors import ConfigError
+        from ..irt.bank import ItemBank
         from ..irt.calibrate import Calibrator
         from ..responses import ResponseMatrix
 
@@ -70,28 +75,26 @@ def register(app: typer.Typer) -> None:
         cal = Calibrator(model.lower(), quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
                          max_iter=max_iter, tol=tol, partition_size=partition_size, link=link,
                          filter=not no_filter, dtype=dtype, random_state=seed,
-                         convergence=convergence)
+                         convergence=convergence, mirt_defaults=mirt_defaults)
         cal._check_settings()  # fail on bad settings before reading more or starting the bar
-        if quiet:
-            cal.fit(rm)
-        else:
-            n_parts = 1
-            if partition_size:
-                n_parts = max(1, rm.n_items // int(partition_size))
-            with progress_bar("EM", total=max_iter * n_parts) as advance:
-                done = {"n": 0}
+        import warnings
 
-                def on_iter(info):
-                    pos = info["partition"] * max_iter + info["iteration"]
-                    if pos > done["n"]:
-                        advance(pos - done["n"])
-                        done["n"] = pos
+        from ..irt.defaults import DefaultsWarning, IdentificationWarning
 
-                cal.callback = on_iter
-                cal.fit(rm)
-                advance(max_iter * n_parts - done["n"])
+        # the defaults' warnings are printed below from the result, once
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DefaultsWarning)
+            warnings.simplefilter("ignore", IdentificationWarning)
+            _fit(cal, rm, quiet, partition_size, max_iter)
         res = cal.result_
-        res.bank.write(output, format=fmt)
+        out_bank = res.bank
+        if res.model == "rasch":
+            # the file is read on the N(0, 1) scale (score, fit, CAT): write the equivalent 1PL,
+            # common slope sqrt(latent variance), not a = 1 with the variance left behind
+            sd = float(np.sqrt(res.latent_variance))
+            out_bank = ItemBank(res.bank.item_ids, np.full(len(res.bank), sd), res.bank.b / sd,
+                                metadata=res.bank.metadata, model="1pl")
+        out_bank.write(output, format=fmt)
         info = res.to_dict()
         info.update({"responses": str(responses), "output": str(output), "format": fmt})
         if summary is not None:
@@ -108,6 +111,11 @@ def register(app: typer.Typer) -> None:
             f"{len(res.subject_ids)} subjects: log-likelihood {res.loglik:.3f}, "
             f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s"
         )
+        chosen = res.settings.get("defaults") if res.settings else None
+        if chosen:
+            console.print(f"model {chosen['model'].upper()} ({chosen['source']}): {chosen['reason']}")
+            for msg in chosen.get("warnings", []):
+                console.print(f"[yellow]warning:[/] {msg}")
         if res.filter_report is not None:
             rep = res.filter_report
             console.print(f"filtering dropped {rep.n_items_before - rep.n_items_after} item(s) and "
@@ -115,12 +123,35 @@ def register(app: typer.Typer) -> None:
         if res.dropped_items:
             console.print(f"left out {len(res.dropped_items)} item(s) with constant responses")
         if res.model == "rasch":
-            console.print(f"latent variance {res.latent_variance:.4f}")
+            console.print(f"latent variance {res.latent_variance:.4f}; bank written on the N(0, 1) "
+                          f"scale as the equivalent 1PL (common slope {out_bank.a[0]:.4f})")
         if res.linking:
             As = np.array([lk["A"] for lk in res.linking])
             console.print(f"{len(res.linking)} partitions linked by {link}: A in "
                           f"[{As.min():.3f}, {As.max():.3f}]")
         console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
+
+
+def _fit(cal, rm, quiet: bool, partition_size, max_iter: int) -> None:
+    """Fit with a progress bar over the EM iterations (of every partition) unless quiet."""
+    if quiet:
+        cal.fit(rm)
+        return
+    n_parts = 1
+    if partition_size:
+        n_parts = max(1, rm.n_items // int(partition_size))
+    with progress_bar("EM", total=max_iter * n_parts) as advance:
+        done = {"n": 0}
+
+        def on_iter(info):
+            pos = info["partition"] * max_iter + info["iteration"]
+            if pos > done["n"]:
+                advance(pos - done["n"])
+                done["n"] = pos
+
+        cal.callback = on_iter
+        cal.fit(rm)
+        advance(max_iter * n_parts - done["n"])
 
 
 def _jsonable(value):

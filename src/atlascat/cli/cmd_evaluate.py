@@ -1,4 +1,4 @@
-"""``atlas evaluate``: live adaptive test of real models through OpenAI-compatible endpoints."""
+"""``atlas evaluate``: live adaptive test of real models (log-likelihood or chat subjects)."""
 from __future__ import annotations
 
 import json
@@ -6,93 +6,211 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.markup import escape
 
 from ._common import console, err_console, print_frame
 
-
-def _parse_subject(spec: str):
-    """``openai:URL`` -> ("openai", URL); ``simulate:THETA[:SEED]`` -> ("simulate", ...)."""
-    from ..errors import ConfigError
-
-    kind, _, rest = spec.partition(":")
-    kind = kind.lower()
-    if kind == "openai" and rest:
-        return "openai", rest
-    if kind in ("simulate", "sim") and rest:
-        return "simulate", rest
-    raise ConfigError(f"--subject {spec!r}: use openai:URL (an OpenAI-compatible server, e.g. "
-                      "openai:http://127.0.0.1:8000/v1) or simulate:THETA[:SEED]")
+SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
+                "e.g. vLLM: the leaderboard's log-likelihood protocol), hf:PATH_OR_NAME "
+                "(transformers, in process), lmeval:MODEL,ARGS (an lm-evaluation-harness "
+                "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix), "
+                "openai:URL (chat prompts: APPROXIMATE protocol) or simulate:THETA[:SEED].")
 
 
 def _load_bank(spec: str):
     """``arc`` (a shipped content bank) or a bank file with content columns -> (bank, ref)."""
+    from .. import datasets
     from ..errors import BankError
-    from ..live.items import SHIPPED_BANKS, _normalize_loaded, load_content_bank
+    from ..live.items import SHIPPED_BANKS, _normalize_loaded
+    from ..live.runner import bundled_content_bank
 
-    if spec.lower() in SHIPPED_BANKS and not Path(spec).exists():
-        return load_content_bank(spec.lower()), f"shipped:{spec.lower()}"
+    is_name = getattr(datasets, "is_bundled_name", None)
+    names = getattr(datasets, "bank_names", lambda: tuple(SHIPPED_BANKS))()
+    low = spec.lower()
+    if not Path(spec).exists() and (low in SHIPPED_BANKS or (is_name is not None and is_name(low))):
+        return bundled_content_bank(low), f"shipped:{low}"
     path = Path(spec)
     if not path.exists():
-        raise BankError(f"--bank {spec!r} is neither a shipped content bank "
-                        f"({', '.join(SHIPPED_BANKS)}) nor an existing file")
+        raise BankError(f"--bank {spec!r} is neither a bundled bank ({', '.join(names)}) nor an "
+                        "existing file")
+    if path.is_dir():
+        raise BankError(f"--bank {spec!r} is a directory; give a bank file (.parquet / .csv)")
     from ..irt.bank import ItemBank
 
     return _normalize_loaded(ItemBank.read(path, normalize_ids=True)), str(path.resolve())
+
+
+def bench_of(bank, ref: str | None) -> str | None:
+    """The benchmark a bank measures: from ``shipped:<bench>`` or a unique ``benchmark`` column."""
+    if ref and ref.startswith("shipped:"):
+        return ref.split(":", 1)[1]
+    meta = getattr(bank, "metadata", None)
+    if meta is not None and "benchmark" in meta.columns:
+        values = {str(v) for v in meta["benchmark"].dropna()}
+        if len(values) == 1:
+            return values.pop()
+    return None
+
+
+def _get(obj, *names):
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    return None
+
+
+def leaderboard_prediction(bench: str | None, theta, se, responses=None) -> dict:
+    """{score, lo, hi, percentile} on the 0-1 scale from the bank's score link, or {note}.
+
+    Never raises: a bank without a link (or an ATLAS without score links) gives a note saying
+    so, and the run's theta +- SE stands on its own."""
+    if theta is None or se is None:
+        return {"note": "no estimate"}
+    if bench is None:
+        return {"note": "no score link: the bank's benchmark is unknown (use a shipped bank "
+                        "such as arc, or a bank with a 'benchmark' column)"}
+    try:
+        from ..evaluate.score_link import load_score_link
+    except ImportError:
+        return {"note": "no score link: this ATLAS has no atlascat.evaluate.score_link"}
+    try:
+        link = load_score_link(bench)
+    except Exception as exc:  # noqa: BLE001 - degrade to a note, never fail a finished run
+        return {"note": f"no score link for {bench!r} ({type(exc).__name__}: {exc})"}
+    try:
+        try:
+            pred = link.predict(theta, se, responses=responses)
+        except TypeError:
+            pred = link.predict(theta, se)
+        score = _get(pred, "score", "mean", "estimate")
+        lo = _get(pred, "lo", "lower", "low")
+        hi = _get(pred, "hi", "upper", "high")
+        out = {"score": float(score), "lo": None if lo is None else float(lo),
+               "hi": None if hi is None else float(hi)}
+        pct = _get(pred, "percentile")
+        try:
+            out["percentile"] = float(pct if pct is not None else link.percentile(out["score"]))
+        except Exception:  # noqa: BLE001
+            out["percentile"] = None
+        return out
+    except Exception as exc:  # noqa: BLE001
+        return {"note": f"score link for {bench!r} failed ({type(exc).__name__}: {exc})"}
+
+
+def _ordinal(p: float) -> str:
+    n = int(round(p))
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def format_result(row: dict) -> str:
+    """The human summary of one finished run (plain text, no markup)."""
+    from ..live.runner import PROTOCOL_LABELS
+
+    lines = [f"{row['model']} on {row.get('bench') or row.get('bank') or 'bank'}: "
+             f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
+             + (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")"]
+    lb = row.get("leaderboard") or {}
+    if "score" in lb:
+        text = f"  predicted leaderboard score: {100 * lb['score']:.1f}%"
+        if lb.get("lo") is not None and lb.get("hi") is not None:
+            text += f" (95% interval {100 * lb['lo']:.1f}-{100 * lb['hi']:.1f}%)"
+        if lb.get("percentile") is not None:
+            text += f", {_ordinal(lb['percentile'])} percentile of the leaderboard's models"
+        lines.append(text)
+    else:
+        lines.append(f"  predicted leaderboard score: not available ({lb.get('note', 'no link')})")
+    proto = row.get("protocol") or "approximate"
+    lines.append(f"  protocol: {PROTOCOL_LABELS.get(proto, proto)}")
+    if proto == "approximate":
+        lines.append("  (answers were read from chat text, not from log-likelihoods as in the "
+                     "bank's calibration: theta and score are approximate; use completions:URL, "
+                     "hf: or lmeval: for the leaderboard's protocol)")
+    if row.get("report"):
+        lines.append(f"  report: {row['report']}")
+    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("evaluate")
     def evaluate(
         bank: Optional[str] = typer.Option(None, "--bank", "-b",
-                                           help="Content bank: 'arc' (shipped) or a bank file "
-                                                "with question/choices/answer/scorer columns."),
-        subject: Optional[str] = typer.Option(None, "--subject", "-s",
-                                              help="openai:URL (OpenAI-compatible server, e.g. "
-                                                   "openai:http://127.0.0.1:8000/v1) or "
-                                                   "simulate:THETA[:SEED]."),
-        model: Optional[List[str]] = typer.Option(None, "--model", "-m",
-                                                  help="Model name; repeat to test several "
-                                                       "models concurrently."),
+                                           help="Content bank: a bundled name (arc, ...) or a "
+                                                "bank file with item content."),
+        subject: Optional[str] = typer.Option(None, "--subject", "-s", help=SUBJECT_HELP),
+        llm: Optional[List[str]] = typer.Option(None, "--llm",
+                                                help="Name of the model to ask (sent to the "
+                                                     "server); repeat to test several models "
+                                                     "concurrently."),
+        model_alias: Optional[List[str]] = typer.Option(None, "--model", "-m", hidden=True,
+                                                        help="Deprecated alias of --llm (kept "
+                                                             "for one release)."),
+        batch_size: int = typer.Option(1, "--batch-size",
+                                       help="Items selected jointly and asked at once per round "
+                                            "(all choices of a round in one batch); 1 = classic "
+                                            "CAT."),
         se_stop: float = typer.Option(0.1, "--se-stop", help="Stop once SE <= this (after --min-items)."),
-        min_items: Optional[int] = typer.Option(None, "--min-items", help="Default 30."),
-        max_items: Optional[int] = typer.Option(None, "--max-items", help="Default 500."),
-        db: Path = typer.Option(Path("atlas_runs.sqlite"), "--db", help="SQLite run store."),
+        min_items: int = typer.Option(30, "--min-items", help="Fewest items asked."),
+        max_items: int = typer.Option(500, "--max-items", help="Most items asked."),
+        output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                              help="Run directory: results.json, reports/ and "
+                                                   "(unless --db is given) runs.sqlite go there."),
+        db: Optional[Path] = typer.Option(None, "--db",
+                                          help="SQLite run store: OUTPUT/runs.sqlite with "
+                                               "--output, else ./atlas_runs.sqlite."),
         resume: Optional[List[str]] = typer.Option(None, "--resume",
                                                    help="Continue run RUN_ID (repeatable); bank, "
                                                         "subject and settings come from --db."),
         seed: int = typer.Option(0, "--seed", help="Seed of the CAT's random choices."),
+        device: Optional[str] = typer.Option(None, "--device",
+                                             help="hf: / lmeval: subjects: cpu or cuda (the "
+                                                  "backend chooses when not given)."),
         chat: bool = typer.Option(True, "--chat/--completion",
-                                  help="/v1/chat/completions or /v1/completions."),
+                                  help="openai: subjects: /v1/chat/completions or /v1/completions "
+                                       "text prompts (both approximate)."),
         max_concurrency: int = typer.Option(4, "--max-concurrency",
-                                            help="Requests in flight at once, over all models."),
+                                            help="HTTP requests in flight at once, over all models."),
         api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env",
                                         help="Environment variable holding the API key (never "
-                                             "stored)."),
-        timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per request (default 60)."),
+                                             "stored; redacted from stored answers)."),
+        timeout: Optional[float] = typer.Option(None, "--timeout",
+                                                help="Seconds for one whole HTTP request: 60 "
+                                                     "unless given (a resumed run keeps its "
+                                                     "own)."),
         max_retries: Optional[int] = typer.Option(None, "--max-retries",
-                                                  help="Retries on 429/5xx/timeouts/bad JSON (default 5)."),
+                                                  help="Retries on 429/5xx/timeouts/bad or empty "
+                                                       "replies: 5 unless given."),
         backoff: Optional[float] = typer.Option(None, "--backoff",
                                                 help="First retry delay in seconds, doubled each "
-                                                     "retry (default 1)."),
+                                                     "retry: 1 unless given."),
         prompt_style: str = typer.Option("zero-shot", "--prompt-style",
-                                         help="zero-shot (lettered options) or few-shot "
-                                              "(the leaderboard's context)."),
-        max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Default: 16 MC, 512 GSM8K."),
-        temperature: float = typer.Option(0.0, "--temperature"),
-        system: Optional[str] = typer.Option(None, "--system", help="System message (chat)."),
+                                         help="Chat subjects: zero-shot (lettered options) or "
+                                              "few-shot (the leaderboard's context)."),
+        max_tokens: Optional[int] = typer.Option(None, "--max-tokens",
+                                                 help="Chat subjects: reply length: 16 for "
+                                                      "multiple choice, 512 for GSM8K unless "
+                                                      "given."),
+        temperature: float = typer.Option(0.0, "--temperature", help="Chat subjects: sampling temperature."),
+        system: Optional[str] = typer.Option(None, "--system", help="Chat subjects: system message."),
         no_cache: bool = typer.Option(False, "--no-cache",
                                       help="Always ask; do not reuse stored answers."),
         report_dir: Optional[Path] = typer.Option(None, "--report-dir",
-                                                  help="Where run pages go (default: "
-                                                       "<db stem>_reports next to --db)."),
+                                                  help="Where run pages go: OUTPUT/reports with "
+                                                       "--output, else <db stem>_reports next "
+                                                       "to --db."),
         as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-item lines."),
     ):
-        """Measure models adaptively: theta +- SE from a few dozen real questions.
+        """Measure models adaptively: theta +- SE and the predicted leaderboard score from a
+        few dozen items.
 
-        Every step is saved in --db before and after asking; a killed run continues with
-        --resume RUN_ID without asking an answered item again. API keys are read from the
-        environment only.
+        With a log-likelihood subject (completions:, hf:, lmeval:, replay:) every item is asked
+        as the Open LLM Leaderboard asked it, so the result is on the bank's scale. openai:
+        (chat) subjects are asked prompts and labelled APPROXIMATE. Every step is saved in the
+        run store before and after asking; a killed run continues with --resume RUN_ID without
+        asking an answered item again. API keys are read from the environment only.
         """
         import threading
 
@@ -101,8 +219,20 @@ def register(app: typer.Typer) -> None:
         from ..live import runner
         from ..live.report import write_run_report
         from ..live.store import RunStore
-        from ..live.subjects import OpenAICompatible, SimulatedSubject
+        from ..live.subjects import (OpenAICompatible, OpenAICompletionsSubject,
+                                     subject_from_spec)
 
+        if batch_size < 1:
+            raise ConfigError(f"--batch-size must be >= 1, got {batch_size}")
+        if model_alias:
+            err_console.print("warning: --model NAME is deprecated in atlas evaluate (--model is "
+                              "the IRT model elsewhere); use --llm NAME", markup=False,
+                              highlight=False, soft_wrap=True)
+        names = list(llm or []) + list(model_alias or [])
+        if output is not None and output.exists() and not output.is_dir():
+            raise ConfigError(f"--output {str(output)!r} is a file; give a directory for the run")
+        if db is None:
+            db = (output / "runs.sqlite") if output is not None else Path("atlas_runs.sqlite")
         store = RunStore(db)
         limiter = threading.BoundedSemaphore(max(1, int(max_concurrency)))
         http_opts = {k: v for k, v in dict(timeout=timeout, max_retries=max_retries,
@@ -112,89 +242,114 @@ def register(app: typer.Typer) -> None:
             if quiet or as_json:
                 return
             mark = "[green]correct[/]" if info.score else "[red]wrong[/]"
-            err_console.print(f"[dim]{info.model}[/] step {info.step + 1:>3} item {info.item_id:>6} "
-                              f"{mark:<20} theta {info.theta:+.3f}  SE {info.se:.3f}"
-                              + ("  (cached)" if info.cached else ""), highlight=False)
+            err_console.print(f"[dim]{escape(info.model)}[/] step {info.step + 1:>3} item "
+                              f"{escape(str(info.item_id)):>6} {mark:<20} theta {info.theta:+.3f}"
+                              f"  SE {info.se:.3f}" + ("  (cached)" if info.cached else ""),
+                              highlight=False, emoji=False)
 
         if resume:
-            if subject or model:
+            if subject or names:
                 raise ConfigError("--resume takes bank, subject and model from the database; "
-                                  "drop --subject/--model")
-            banks, subjects = [], []
+                                  "drop --subject/--llm")
+            if batch_size != 1:
+                raise ConfigError("--resume continues a run with its own batch size; drop "
+                                  "--batch-size")
+            jobs = []
             for rid in resume:
                 info = store.get_run(rid)
                 bk = _load_bank(bank)[0] if bank else runner.load_bank_ref(info["bank_ref"])
                 desc = info["subject"]
+                stored = {k: desc[k] for k in ("timeout", "max_retries", "backoff", "max_backoff")
+                          if k in desc}
+                key_env = desc.get("api_key_env") or api_key_env
                 if desc.get("type") == "openai":
-                    subj = OpenAICompatible(desc["base_url"], desc["model"],
-                                            api_key_env=desc.get("api_key_env") or api_key_env,
+                    subj = OpenAICompatible(desc["base_url"], desc["model"], api_key_env=key_env,
                                             chat=desc.get("kind") == "chat", limiter=limiter,
-                                            **{**{k: desc[k] for k in ("timeout", "max_retries",
-                                                                        "backoff", "max_backoff")
-                                                  if k in desc}, **http_opts})
+                                            **{**stored, **http_opts})
+                elif desc.get("type") == "completions":
+                    subj = OpenAICompletionsSubject(desc["base_url"], desc["model"],
+                                                    api_key_env=key_env, limiter=limiter,
+                                                    max_concurrency=max(1, int(max_concurrency)),
+                                                    batch_prompts=desc.get("batch_prompts", 16),
+                                                    **{**stored, **http_opts})
                 else:
                     subj = runner.subject_from_description(desc, bk)
-                banks.append(bk)
-                subjects.append(subj)
-            jobs = list(zip(resume, banks, subjects))
+                jobs.append((rid, bk, info["bank_ref"], subj))
         else:
             if not bank or not subject:
                 raise ConfigError("give --bank and --subject (or --resume RUN_ID)")
             bk, ref = _load_bank(bank)
-            kind, target = _parse_subject(subject)
-            if kind == "openai":
-                if not model:
-                    raise ConfigError("give the model name with --model (repeat for several)")
-                subjects = [OpenAICompatible(target, m, api_key_env=api_key_env, chat=chat,
-                                             limiter=limiter, **http_opts) for m in model]
+            kind = subject.partition(":")[0].strip().lower()
+            common = dict(bank=bk, api_key_env=api_key_env, limiter=limiter, chat=chat,
+                          max_concurrency=max(1, int(max_concurrency)), device=device,
+                          **http_opts)
+            if kind in ("openai", "completions"):
+                subjects = [subject_from_spec(subject, model=n, **common) for n in names or [None]]
             else:
-                theta_s, _, sseed = target.partition(":")
-                try:
-                    theta_v, sseed_v = float(theta_s), int(sseed or 0)
-                except ValueError:
-                    raise ConfigError(f"--subject simulate:{target}: THETA must be a number and "
-                                      "SEED an integer") from None
-                names = model or [f"simulated(theta={theta_v:g})"]
-                subjects = [SimulatedSubject(bk, theta_v, seed=sseed_v, name=n,
-                                             kind="chat" if chat else "completion") for n in names]
-            overrides = {k: v for k, v in dict(min_items=min_items, max_items=max_items).items()
-                         if v is not None}
-            config = CATConfig(se_stop=se_stop, **overrides)
+                if len(names) > 1:
+                    raise ConfigError(f"--subject {kind}: takes one model; give --llm once")
+                subjects = [subject_from_spec(subject, model=names[0] if names else None,
+                                              **common)]
+            if any(runner.subject_protocol(s) == "approximate" for s in subjects):
+                err_console.print(
+                    f"note: {subject.split(':')[0]}: subjects are asked chat/text prompts and "
+                    "their answers read from text; the bank was calibrated on the leaderboard's "
+                    "log-likelihoods, so results are APPROXIMATE. Use completions:URL (vLLM), "
+                    "hf: or lmeval: for the leaderboard's protocol.", markup=False,
+                    highlight=False, soft_wrap=True)
+            config = CATConfig(se_stop=se_stop, min_items=min_items, max_items=max_items)
             prompt = runner.PromptSettings(style=prompt_style, max_tokens=max_tokens,
                                            temperature=temperature, system=system)
             ids = [runner.start_run(store, bk, s, config=config, seed=seed, prompt=prompt,
-                                    bank_ref=ref) for s in subjects]
+                                    bank_ref=ref, batch_size=batch_size) for s in subjects]
             for rid, s in zip(ids, subjects):
-                err_console.print(f"run [bold]{rid}[/] started for {s.name} (db {db})",
-                                  highlight=False)
-            jobs = [(rid, bk, s) for rid, s in zip(ids, subjects)]
+                err_console.print(f"run {rid} started for {s.name} (db {db})", markup=False,
+                                  highlight=False, soft_wrap=True)
+            jobs = [(rid, bk, ref, s) for rid, s in zip(ids, subjects)]
 
-        results = _run_all(store, jobs, cache=not no_cache, on_step=on_step)
-        reports = report_dir or db.parent / f"{db.stem}_reports"
+        results = _run_all(store, [(rid, bk, s) for rid, bk, _, s in jobs],
+                           cache=not no_cache, on_step=on_step)
+        if report_dir is not None:
+            reports = report_dir
+        elif output is not None:
+            reports = output / "reports"
+        else:
+            reports = db.parent / f"{db.stem}_reports"
         rows = []
-        for (rid, bk, _), res in zip(jobs, results):
+        for (rid, bk, ref, _), res in zip(jobs, results):
             path = write_run_report(store, rid, reports / f"{rid}.html", bank=bk)
-            rows.append({**res.to_dict(), "report": str(path)})
-        for _, _, s in jobs:
+            row = {**res.to_dict(), "report": str(path), "bench": bench_of(bk, ref),
+                   "bank": ref}
+            from ..live.runner import PROTOCOL_LABELS
+
+            row["protocol_label"] = PROTOCOL_LABELS.get(row["protocol"] or "", row["protocol"])
+            if res.status == "done":
+                row["leaderboard"] = leaderboard_prediction(
+                    row["bench"], res.theta, res.se, dict(zip(res.items, res.scores)))
+            rows.append(row)
+        for _, _, _, s in jobs:
             if hasattr(s, "close"):
                 s.close()
+        if output is not None:
+            output.mkdir(parents=True, exist_ok=True)
+            (output / "results.json").write_text(json.dumps(rows, indent=1, default=str))
         if as_json:
-            typer.echo(json.dumps(rows, indent=1))
+            typer.echo(json.dumps(rows, indent=1, default=str))
         else:
             import pandas as pd
 
             table = pd.DataFrame([{
                 "run": r["run_id"], "model": r["model"], "status": r["status"],
-                "theta": r["theta"], "SE": r["se"], "items": r["n_items"],
-                "accuracy": r["accuracy"], "stop": r["stop_reason"] or "-",
-                "tokens": r["prompt_tokens"] + r["completion_tokens"],
+                "protocol": r["protocol"] or "-", "theta": r["theta"], "SE": r["se"],
+                "items": r["n_items"],
+                "leaderboard": (f"{100 * r['leaderboard']['score']:.1f}%"
+                                if "score" in (r.get("leaderboard") or {}) else "-"),
+                "stop": r["stop_reason"] or "-",
             } for r in rows])
             print_frame(table, title="Live adaptive evaluation")
             for r in rows:
                 if r["status"] == "done":
-                    console.print(f"{r['model']}: theta = {r['theta']:.3f} +- {r['se']:.3f} "
-                                  f"({r['n_items']} items, reconstructed accuracy "
-                                  f"{r['accuracy']:.1%}); report {r['report']}", highlight=False)
+                    console.print(format_result(r), markup=False, highlight=False, soft_wrap=True)
         failed = [r for r in rows if r["status"] != "done"]
         if failed:
             raise LiveRunError("; ".join(f"run {r['run_id']} ({r['model']}) stopped: {r['error']}"

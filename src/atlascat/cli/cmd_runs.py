@@ -15,19 +15,28 @@ def register(app: typer.Typer) -> None:
     def runs(
         db: Path = typer.Option(Path("atlas_runs.sqlite"), "--db", help="SQLite run store."),
         run_id: Optional[str] = typer.Option(None, "--run", help="Show the steps of one run."),
-        html: Optional[Path] = typer.Option(None, "--html",
-                                            help="With --run: (re)write the run's HTML page here."),
+        output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                              help="With --run: (re)write the run's HTML page "
+                                                   "to this file."),
+        html: Optional[Path] = typer.Option(None, "--html", hidden=True,
+                                            help="Deprecated alias of --output."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ):
-        """List live runs: state (running / interrupted / error / done), theta, SE, items.
+        """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
 
         'interrupted' is a run whose process died (killed) before finishing; continue it with
         atlas evaluate --resume RUN_ID --db DB.
         """
         import datetime as dt
 
-        from ..errors import LiveRunError
+        from ..errors import ConfigError, LiveRunError
         from ..live.store import RunStore
+
+        html = output or html
+        if html is not None and run_id is None:
+            raise ConfigError("-o/--output writes one run's page: give --run RUN_ID too")
+        if html is not None and html.is_dir():
+            raise ConfigError(f"-o/--output {str(html)!r} is a directory; give an .html file path")
 
         if not db.exists():
             raise LiveRunError(f"run database {str(db)!r} does not exist (give --db)")
@@ -47,12 +56,14 @@ def register(app: typer.Typer) -> None:
                 path = write_run_report(store, run_id, html, bank=bank)
                 err_console.print(f"wrote {path}", highlight=False)
             cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
-                    "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked"]
+                    "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked",
+                    "answer_chars"]
             if as_json:
                 typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "session"},
                                        "steps": steps[cols].to_dict("records")}, default=str))
                 return
-            print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']})",
+            print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']}, "
+                                           f"protocol {info.get('protocol') or 'approximate'})",
                         max_rows=1000)
             return
         df = store.list_runs()
@@ -64,6 +75,6 @@ def register(app: typer.Typer) -> None:
             return
         df = df.assign(updated=[dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
                                 for t in df["updated_at"]])
-        print_frame(df[["run_id", "state", "model", "bank_ref", "n_items", "theta", "se",
-                        "accuracy", "stop_reason", "pending", "updated"]].fillna("-"),
+        print_frame(df[["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta",
+                        "se", "accuracy", "stop_reason", "pending", "updated"]].fillna("-"),
                     title=f"runs in {db}")

@@ -77,6 +77,8 @@ def simulate_command(
                                    help="catR's grid: 33 trapezoidal nodes on [-4, 4]."),
     theta0: float = typer.Option(0.0, "--theta0", help="Starting theta."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
+    batch_size: int = typer.Option(1, "--batch-size", min=1,
+                                   help="Items per adaptive round, chosen jointly (1: classic CAT)."),
     selected: bool = typer.Option(True, "--selected/--no-selected",
                                   help="Write selected_items/<subject>.csv files."),
 ) -> None:
@@ -125,7 +127,8 @@ def simulate_command(
             advance(done - state["done"])
             state["done"] = done
 
-        result = simulate_cat(item_bank, config, rng=rng, progress=progress, **kwargs)
+        result = simulate_cat(item_bank, config, rng=rng, progress=progress,
+                              batch_size=batch_size, **kwargs)
 
     out.mkdir(parents=True, exist_ok=True)
     persons = result.persons

@@ -544,13 +544,18 @@ class Calibrator:
 
     Parameters
     ----------
-    model : "rasch" | "1pl" | "2pl" | "3pl" | "4pl"
+    model : "auto" (default) | "rasch" | "1pl" | "2pl" | "3pl" | "4pl"
+        "auto" chooses the model from the number of subjects (:mod:`atlascat.irt.defaults`:
+        1PL below 100, 2PL below 1000, else 3PL) and says which and why (a warning, and
+        ``result_.settings["defaults"]``).
         "rasch" is mirt's Rasch: slopes fixed at 1 and the latent variance estimated; the bank
         keeps a = 1 and ``latent_variance_`` holds sigma^2. "1pl" is the same fit expressed on
         the N(0, 1) scale: common slope a = sigma, b = -d / sigma.
     quadpts, theta_range : quadrature grid (61 nodes on [-6, 6], mirt's default)
-    prior_a, prior_c : None (default, mirt parity) or a prior (spec string or object from
-        :mod:`atlascat.irt.priors`), e.g. ``prior_c="beta(5,17)"``, ``prior_a="lognorm(0,0.5)"``
+    prior_a, prior_c : "auto" (default: the held-out winner's weak priors for the chosen model,
+        a ~ lognorm(0,1), c ~ beta(2,8)), None for no prior (mirt), or a prior (spec string or
+        object from :mod:`atlascat.irt.priors`), e.g. ``prior_c="beta(5,17)"``
+    mirt_defaults : True resolves "auto" to mirt's defaults (3PL, no priors) for parity
     max_iter, tol : EM iteration cap (1000; mirt's is 500, but banks with many near-degenerate
         items need more) and convergence tolerance (max abs internal parameter change, 1e-4)
     accelerate : use SQUAREM (default True)
@@ -572,16 +577,18 @@ class Calibrator:
     Fitted attributes
     -----------------
     bank_, loglik_, loglik_trace_, n_iter_, converged_, seconds_, latent_variance_, theta_,
-    theta_se_, dropped_items_, filter_report_, result_ (a :class:`CalibrationResult`).
+    theta_se_, dropped_items_, filter_report_, defaults_ (the resolved model, priors, reason and
+    warnings), result_ (a :class:`CalibrationResult`).
     """
 
-    def __init__(self, model: str = "3pl", *, quadpts: int = 61, theta_range=(-6.0, 6.0),
-                 prior_a=None, prior_c=None, max_iter: int = 1000, tol: float = 1e-4,
+    def __init__(self, model: str = "auto", *, quadpts: int = 61, theta_range=(-6.0, 6.0),
+                 prior_a="auto", prior_c="auto", max_iter: int = 1000, tol: float = 1e-4,
                  accelerate: bool = True, partition_size: int | None = None,
                  link: str = "mean-sigma", filter: bool = False, dtype: str = "float64",
                  random_state=None, callback=None, max_newton: int = 8, start=None,
-                 convergence: str = "params"):
+                 convergence: str = "params", mirt_defaults: bool = False):
         self.model = model
+        self.mirt_defaults = mirt_defaults
         self.quadpts = quadpts
         self.theta_range = theta_range
         self.prior_a = prior_a
@@ -600,8 +607,17 @@ class Calibrator:
         self.convergence = convergence
 
     # ------------------------------------------------------------------ validation
-    def _check_settings(self):
-        model = str(self.model).lower()
+    def _check_settings(self, choice=None):
+        # "auto" model / priors are resolved from the data's size in fit (irt/defaults.py)
+        from .defaults import _is_auto
+
+        model = str(self.model if choice is None else choice.model).lower()
+        pa, pc = ((self.prior_a, self.prior_c) if choice is None
+                  else (choice.prior_a, choice.prior_c))
+        if choice is None and (_is_auto(model) or _is_auto(pa) or _is_auto(pc)):
+            pa, pc = (None if _is_auto(pa) else pa), (None if _is_auto(pc) else pc)
+            if _is_auto(model):
+                model = "3pl"      # validate the rest; the model is chosen in fit
         if model not in MODELS:
             raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
         if int(self.quadpts) < 5:
@@ -624,8 +640,8 @@ class Calibrator:
                     "partitioned calibration links partitions on the N(0, 1) scale; use model "
                     "'1pl' (the same fit with a common slope) instead of 'rasch'"
                 )
-        prior_a = parse_prior(self.prior_a, "a")
-        prior_c = parse_prior(self.prior_c, "c")
+        prior_a = parse_prior(None if pa == "none" else pa, "a")
+        prior_c = parse_prior(None if pc == "none" else pc, "c")
         if prior_a is not None and model in ("rasch", "1pl"):
             raise ConfigError(f"a prior on the slope needs a 2PL/3PL/4PL model, not {model!r}")
         if prior_c is not None and model not in ("3pl", "4pl"):
@@ -668,6 +684,12 @@ class Calibrator:
         if values.shape[1] == 0:
             raise ResponseDataError("no item with variation in its responses is left to calibrate")
         w = responses.weights
+        from .defaults import resolve as _resolve_defaults
+
+        choice = _resolve_defaults(self.model, self.prior_a, self.prior_c, values, w,
+                                   mirt_defaults=self.mirt_defaults, stacklevel=4)
+        model, prior_a, prior_c = self._check_settings(choice)
+        self.defaults_ = choice
         rng = self.random_state if isinstance(self.random_state, np.random.Generator) \
             else np.random.default_rng(self.random_state)
         item_model = _ItemModel(model if model != "1pl" else "rasch", prior_a, prior_c)
@@ -677,7 +699,8 @@ class Calibrator:
                     "prior_c": None if prior_c is None else str(prior_c),
                     "max_iter": int(self.max_iter), "tol": float(self.tol),
                     "accelerate": bool(self.accelerate), "partition_size": self.partition_size,
-                    "link": self.link if self.partition_size else None, "dtype": self.dtype}
+                    "link": self.link if self.partition_size else None, "dtype": self.dtype,
+                    "defaults": choice.to_dict()}
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             start_bank = None if self.start is None else self.start
             fit = self._fit_joint(values, w, item_model, 0, 1, start_bank=start_bank,
@@ -969,7 +992,7 @@ def marginal_loglik(responses, bank: ItemBank, quadpts: int = 61, theta_range=(-
     return _bank_estep(values, weights, bank, quad, latent_sd).loglik
 
 
-def calibrate(responses, model: str = "3pl", **settings) -> CalibrationResult:
+def calibrate(responses, model: str = "auto", **settings) -> CalibrationResult:
     """Calibrate an item bank: ``Calibrator(model, **settings).fit(responses).result_``.
 
     See :class:`Calibrator` for the settings. Returns a :class:`CalibrationResult` with the

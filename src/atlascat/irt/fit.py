@@ -21,7 +21,14 @@ dP/da = (u - c) s (1 - s) theta, dP/dd = (u - c) s (1 - s), dP/dc = 1 - s, dP/du
 
 Which parameters count as estimated is the caller's statement (``estimated``):
 ``"none"`` (the bank is known, e.g. simulated truth: df = number of moments), ``"rasch"``
-(intercepts only), ``"1pl"`` (intercepts + one common slope), ``"2pl"``, ``"3pl"``, ``"4pl"``.
+(intercepts + the latent variance: mirt's Rasch, slopes fixed and theta ~ N(mu, sigma^2) with
+sigma^2 estimated, sigma given as ``prior_sd``), ``"1pl"`` (intercepts + one common slope),
+``"2pl"``, ``"3pl"``, ``"4pl"``. The Rasch variance column is the derivative of the quadrature
+weights w_q ~ exp(-(x_q - mu)^2 / (2 sigma^2)) on the fixed grid (mirt's discretization):
+d pi_A / d sigma^2 = sum_q w_q g_q K_A(x_q), g_q = h_q - sum_r w_r h_r,
+h = (x - mu)^2 / (2 sigma^4);
+it spans the same space as the common-slope column of the equivalent 1PL, so the Rasch and 1PL
+forms of one fit give the same M2 on n + n(n-1)/2 - (n + 1) df (LSAT6: mirt's 5.2916 on 9 df).
 Examples: LSAT7 2PL: 5 + 10 - 10 = 5 df (mirt's M2 11.938 on 5 df); the same data's 32-cell
 table has 2^5 - 1 - 10 = 21 df, mirt's "model df" of the full-information G2, not of M2.
 
@@ -108,6 +115,8 @@ __all__ = [
 ESTIMATED = ("none", "rasch", "1pl", "2pl", "3pl", "4pl")
 # free parameters per item (the 1PL adds one common slope)
 _PER_ITEM = {"none": 0, "rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
+# plus one shared parameter: the 1PL's common slope, the Rasch model's latent variance
+_SHARED = {"rasch": 1, "1pl": 1}
 MAX_M2_ITEMS = 150
 
 
@@ -124,7 +133,7 @@ def free_parameters(n_items: int, estimated: str) -> int:
     """Number of free item parameters of ``n_items`` items under ``estimated``."""
     if estimated not in _PER_ITEM:
         raise ConfigError(f"estimated must be one of {', '.join(ESTIMATED)}, got {estimated!r}")
-    return n_items * _PER_ITEM[estimated] + (1 if estimated == "1pl" else 0)
+    return n_items * _PER_ITEM[estimated] + _SHARED.get(estimated, 0)
 
 
 def _weights_of(responses, n_rows, weights):
@@ -261,13 +270,20 @@ def _xi_matrix(P, w):
 
 def _delta_matrix(P, w, blocks):
     """Jacobian d(pi_1, pi_2)/d gamma'. ``blocks``: list of (G, shared) with G = dP/dparam
-    (Q, n); shared=True sums the item columns into one (a common slope)."""
+    (Q, n); shared=True sums the item columns into one (a common slope); shared="weights" makes
+    G a (Q,) derivative of the log quadrature weights (the Rasch latent variance), one column
+    sum_q w_q G_q K_A(x_q)."""
     n = P.shape[1]
     pi_i, pj = _pair_index(n)
     m = pi_i.size
     cols = []
     ar = np.arange(n)
     for G, shared in blocks:
+        if isinstance(shared, str) and shared == "weights":
+            wg = w * G
+            E2 = (P * wg[:, None]).T @ P
+            cols.append(np.concatenate([wg @ P, E2[pi_i, pj]])[:, None])
+            continue
         uni = w @ G
         B = (G * w[:, None]).T @ P                        # B[i, j] = sum_q w G_i P_j
         if shared:
@@ -283,7 +299,8 @@ def _delta_matrix(P, w, blocks):
     return np.hstack(cols)
 
 
-def _jacobian_blocks(nodes, bank: ItemBank, estimated: str):
+def _jacobian_blocks(nodes, bank: ItemBank, estimated: str, weights=None,
+                     prior_mean: float = 0.0, prior_sd: float = 1.0):
     a, b, c, u = bank.params
     p, dp, r, curv = _irf_pieces(nodes, a, b, c, u)
     s = expit(a * (nodes[:, None] - b))
@@ -294,6 +311,12 @@ def _jacobian_blocks(nodes, bank: ItemBank, estimated: str):
     blocks.append((ds, False))                        # intercepts d
     if estimated == "1pl":
         blocks.append((ds * nodes[:, None], True))    # common slope
+    if estimated == "rasch":                          # latent variance: d log w_q / d sigma^2
+        if weights is None:
+            weights = normal_quadrature(nodes.size, (nodes[0], nodes[-1]), prior_mean,
+                                        prior_sd).weights
+        sq = (nodes - prior_mean) ** 2 / (2.0 * prior_sd**4)
+        blocks.append((sq - weights @ sq, "weights"))
     if estimated in ("2pl", "3pl", "4pl"):
         blocks.append((ds * nodes[:, None], False))   # slopes a
     if estimated in ("3pl", "4pl"):
@@ -407,8 +430,8 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = 61,
     p2 = cross[pi_i, pj]
 
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
-    P, blocks = _jacobian_blocks(quad.nodes, bank, est)
     wq = quad.weights
+    P, blocks = _jacobian_blocks(quad.nodes, bank, est, wq, prior_mean, prior_sd)
     xi, pi1, pi2, e2 = _xi_matrix(P, wq)
     delta = _delta_matrix(P, wq, blocks)
     resid = np.concatenate([p1 - pi1, p2 - pi2])

@@ -2,13 +2,19 @@
 
 - :mod:`.items`    item content: loaders for benchmark item files, join to a bank, prompts;
                    :func:`load_content_bank` (the shipped ARC bank with content)
+- :mod:`.requests` the Open LLM Leaderboard's lm-evaluation-harness requests per item
+                   (:func:`build_requests`, :func:`build_item_requests`) and their scoring
+                   rules (acc_norm, acc, mc1, partial, gsm8k_exact)
 - :mod:`.scorers`  scorers by name: ``mc`` (letter / option text), ``gsm8k`` (numeric), callables
-- :mod:`.subjects` ``OpenAICompatible`` (chat and completion endpoints over HTTP),
-                   ``CallableSubject``, ``SimulatedSubject``
+- :mod:`.subjects` ``OpenAICompletionsSubject`` (log-likelihoods from echoed prompt logprobs),
+                   ``OpenAICompatible`` (chat / text prompts, approximate), ``ReplaySubject``,
+                   ``CallableSubject``, ``SimulatedSubject``, :func:`subject_from_spec`
 - :mod:`.store`    the SQLite run store (WAL; pending item before asking, one transaction a step)
-- :mod:`.runner`   :func:`evaluate`, :func:`resume`, :func:`evaluate_many`
+- :mod:`.runner`   :func:`evaluate`, :func:`resume`, :func:`evaluate_many` (rounds of k items)
 - :mod:`.lmeval`   :func:`read_lmeval_samples`: lm-evaluation-harness sample logs -> ResponseMatrix
 - :mod:`.report`   a self-contained HTML page per run
+- :mod:`.hf`, :mod:`.lmeval_backend`, :mod:`.toylm`  log-likelihood backends: in-process
+                   transformers, any lm-evaluation-harness LM, a deterministic NumPy toy LM
 
 Names are loaded lazily so that importing this package needs neither httpx nor the CAT engine.
 """
@@ -19,6 +25,9 @@ import importlib
 _LAZY = {
     "load_content_bank": "items", "load_item_content": "items", "attach_content": "items",
     "build_prompt": "items", "Prompt": "items", "parse_choices": "items",
+    "content_item_ids": "items",
+    "Request": "requests", "ItemRequests": "requests", "build_requests": "requests",
+    "build_item_requests": "requests", "requests_from_record": "requests",
     "register_scorer": "scorers", "get_scorer": "scorers", "score_answer": "scorers",
     "OpenAICompatible": "subjects", "CallableSubject": "subjects", "SimulatedSubject": "subjects",
     "Answer": "subjects", "Subject": "subjects", "SubjectError": "subjects",
@@ -26,7 +35,10 @@ _LAZY = {
     "evaluate": "runner", "evaluate_many": "runner", "resume": "runner",
     "PromptSettings": "runner", "RunResult": "runner",
     "read_lmeval_samples": "lmeval",
+    "OpenAICompletionsSubject": "subjects", "ReplaySubject": "subjects",
+    "NoPromptLogprobsError": "subjects", "subject_from_spec": "subjects",
     "write_run_report": "report",
+    "HFSubject": "hf", "LMEvalSubject": "lmeval_backend", "ToyLM": "toylm",
 }
 
 __all__ = sorted(_LAZY)

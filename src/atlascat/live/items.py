@@ -15,6 +15,21 @@ these metadata columns (one row per item, indexed by item id):
 ``source_id``   the id of the item in its original dataset, where known
 ==============  ==========================================================================
 
+and, to be asked the Open LLM Leaderboard's way (:mod:`atlascat.live.requests`, built by
+:func:`load_item_content` from the harness formats and the item's ``*_longprompt``), the
+:data:`~atlascat.live.requests.REQUEST_COLUMNS`:
+
+=================  =======================================================================
+``rule``           acc_norm, acc, mc1, partial or gsm8k_exact
+``context``        the context shared by the item's requests (stored once per item)
+``ctx_suffixes``   per-request text appended to ``context`` (WinoGrande's options), or []
+``continuations``  one per log-likelihood request ([] for generation items)
+``gold``           index of the correct request (-1 for generation items)
+``target``         GSM8K's gold answer string as the harness extracts it, else ""
+``n_choices``      how many leading requests the rule scores (TruthfulQA: the mc1 targets)
+``mc2_true``       TruthfulQA: how many of the mc2 targets (after the mc1 ones) are true
+=================  =======================================================================
+
 Options are always *presented* with letters A, B, C, ... in list order whatever labels the
 source used (a few ARC items use ``1``-``4``), and the key is stored as that letter.
 TruthfulQA's mc1 lists the correct answer first; its options are put in a fixed per-item
@@ -42,12 +57,17 @@ from ..errors import BankError, ConfigError
 __all__ = [
     "CONTENT_BENCHMARKS", "CONTENT_COLUMNS", "PROMPT_STYLES", "Prompt", "parse_choices",
     "load_item_content", "attach_content", "load_content_bank", "content_bank_path",
-    "build_prompt", "item_record", "letters", "SHIPPED_BANKS",
+    "build_prompt", "item_record", "letters", "SHIPPED_BANKS", "content_item_ids",
+    "ITEM_ID_COLUMN",
 ]
 
 CONTENT_BENCHMARKS = ("arc", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande")
 CONTENT_COLUMNS = ("benchmark", "question", "choices", "answer", "scorer", "fewshot", "source_id")
 PROMPT_STYLES = ("zero-shot", "few-shot")
+#: column of the item files holding the response-matrix item id
+ITEM_ID_COLUMN = {"arc": "metabench_idx", "gsm8k": "metabench_idx", "hellaswag": "metabench_idx",
+                  "mmlu": "mb_sub_idx", "truthfulqa": "metabench_idx",
+                  "winogrande": "metabench_idx"}
 #: benchmarks whose content bank ships with the package -> file name in datasets/data
 SHIPPED_BANKS = {"arc": "live_arc_bank.parquet"}
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -148,8 +168,7 @@ def _read_item_files(bench: str, items_dir: Path) -> pd.DataFrame:
         raise BankError(f"no item file {bench}.parquet in {str(items_dir)!r}; point items_dir at "
                         "the folder holding the metabench item parquet files")
     df = pd.concat(frames, ignore_index=True)
-    id_col = "mb_sub_idx" if bench == "mmlu" else "metabench_idx"
-    df["item_id"] = df[id_col].astype(str)
+    df["item_id"] = df[ITEM_ID_COLUMN[bench]].astype(str)
     return df.drop_duplicates("item_id", keep="first").reset_index(drop=True)
 
 
@@ -162,8 +181,28 @@ def _mc_row(item_id, question, texts, correct: int, fewshot, source_id, bench, s
             "fewshot": fewshot or "", "source_id": source_id or ""}
 
 
-def load_item_content(bench: str, items_dir) -> pd.DataFrame:
-    """Normalized item content of a benchmark (columns ``item_id`` + :data:`CONTENT_COLUMNS`).
+def _check_bench(bench: str) -> str:
+    bench = str(bench).lower()
+    if bench not in CONTENT_BENCHMARKS:
+        raise ConfigError(f"no content loader for {bench!r}; choose one of {', '.join(CONTENT_BENCHMARKS)}")
+    return bench
+
+
+def content_item_ids(bench: str, items_dir) -> list[str]:
+    """Ids (response-matrix id space) of the items of ``bench`` that have content.
+
+    ``metabench_idx`` as a string, or ``mb_sub_idx`` (``subject.idx``) for MMLU, from
+    ``<bench>.parquet`` and ``<bench>-secondary.parquet`` in ``items_dir`` (first occurrence
+    kept). Counts for ``../shared/data/openllm/items``: arc 245, hellaswag 151, mmlu 198,
+    truthfulqa 290, winogrande 239, gsm8k 486.
+    """
+    bench = _check_bench(bench)
+    return _read_item_files(bench, Path(items_dir))["item_id"].tolist()
+
+
+def load_item_content(bench: str, items_dir, *, requests: bool = True) -> pd.DataFrame:
+    """Normalized item content of a benchmark: ``item_id``, :data:`CONTENT_COLUMNS` and (with
+    ``requests=True``) the leaderboard request data, :data:`~atlascat.live.requests.REQUEST_COLUMNS`.
 
     Parameters
     ----------
@@ -171,14 +210,23 @@ def load_item_content(bench: str, items_dir) -> pd.DataFrame:
     items_dir : folder holding ``<bench>.parquet`` and optionally ``<bench>-secondary.parquet``
         (metabench's item sets, e.g. ``../shared/data/openllm/items``). Both are read; ids are
         the response-matrix item ids (``metabench_idx``, or ``mb_sub_idx`` for MMLU).
+    requests : also build the harness requests (checked against each item's longprompt;
+        a mismatch raises :class:`BankError`).
+
+    Join it to a calibrated bank with :func:`attach_content`; then
+    :func:`atlascat.live.build_requests` gives each item's requests.
     """
-    bench = bench.lower()
-    if bench not in CONTENT_BENCHMARKS:
-        raise ConfigError(f"no content loader for {bench!r}; choose one of {', '.join(CONTENT_BENCHMARKS)}")
+    from .requests import REQUEST_COLUMNS, request_fields
+
+    bench = _check_bench(bench)
     df = _read_item_files(bench, Path(items_dir))
     rows = []
     for rec in df.to_dict("records"):
         iid = rec["item_id"]
+        if requests:
+            extra = request_fields(bench, rec, iid)
+        else:
+            extra = {}
         if bench == "arc":
             labels, texts = parse_choices(rec["choices"])
             key = str(rec["answerKey"]).strip()
@@ -213,8 +261,24 @@ def load_item_content(bench: str, items_dir) -> pd.DataFrame:
             rows.append({"item_id": iid, "benchmark": bench, "question": str(rec["question"]),
                          "choices": [], "answer": _gsm8k_key(rec["answer"]), "scorer": "gsm8k",
                          "fewshot": rec.get("allfiveshot_longprompt") or "", "source_id": ""})
-    out = pd.DataFrame(rows, columns=["item_id", *CONTENT_COLUMNS])
+        rows[-1].update(extra)
+    columns = ["item_id", *CONTENT_COLUMNS, *(REQUEST_COLUMNS if requests else ())]
+    out = pd.DataFrame(rows, columns=columns)
     return out.reset_index(drop=True)
+
+
+#: rules whose request context is the leaderboard's longprompt (= the chat ``fewshot`` text)
+_FEWSHOT_IS_CONTEXT = ("acc_norm", "acc", "gsm8k_exact")
+
+
+def _restore_fewshot(rec: dict) -> dict:
+    """``fewshot`` is stored empty where it equals the request ``context``; fill it back in."""
+    few = rec.get("fewshot")
+    empty = few is None or (isinstance(few, float) and np.isnan(few)) or few == ""
+    ctx = rec.get("context")
+    if empty and isinstance(ctx, str) and ctx and rec.get("rule") in _FEWSHOT_IS_CONTEXT:
+        rec["fewshot"] = ctx
+    return rec
 
 
 def attach_content(bank, content: pd.DataFrame, *, missing: str = "drop"):
@@ -224,11 +288,16 @@ def attach_content(bank, content: pd.DataFrame, *, missing: str = "drop"):
     ----------
     bank : ItemBank
     content : frame with an ``item_id`` column (or index) and the :data:`CONTENT_COLUMNS`
+        (plus, from :func:`load_item_content`, the request columns
+        :data:`~atlascat.live.requests.REQUEST_COLUMNS`, which are carried along)
     missing : "drop" (keep only bank items that have content) or "error"
 
     Returns
     -------
-    ItemBank with the content columns as metadata (existing metadata columns are kept).
+    ItemBank with the content columns as metadata (existing metadata columns are kept). The
+    long few-shot text is stored once: ``fewshot`` is left empty where it equals the request
+    ``context`` (ARC, HellaSwag, MMLU, GSM8K); :func:`item_record` and
+    :func:`load_content_bank` fill it back in.
     """
     from ..irt.bank import ItemBank
 
@@ -245,7 +314,14 @@ def attach_content(bank, content: pd.DataFrame, *, missing: str = "drop"):
             lacking = bank.item_ids[~have]
             raise BankError(f"{lacking.size} bank item(s) have no content, e.g. {list(lacking[:5])}")
         bank = bank.subset(have)
-    meta = content.loc[list(bank.item_ids), [c for c in CONTENT_COLUMNS if c in content.columns]]
+    from .requests import REQUEST_COLUMNS
+
+    wanted = [c for c in (*CONTENT_COLUMNS, *REQUEST_COLUMNS) if c in content.columns]
+    meta = content.loc[list(bank.item_ids), wanted]
+    if "fewshot" in meta.columns and "context" in meta.columns and "rule" in meta.columns:
+        meta = meta.copy()
+        same = (meta["fewshot"] == meta["context"]) & meta["rule"].isin(_FEWSHOT_IS_CONTEXT)
+        meta.loc[same, "fewshot"] = ""
     if bank.metadata is not None:
         old = bank.metadata[[c for c in bank.metadata.columns if c not in meta.columns]]
         meta = pd.concat([old.reset_index(drop=True), meta.reset_index(drop=True)], axis=1)
@@ -286,6 +362,9 @@ def _normalize_loaded(bank):
     for col in ("fewshot", "source_id"):
         if col in meta.columns:
             meta[col] = meta[col].fillna("").astype(str)
+    if "fewshot" in meta.columns and "context" in meta.columns and "rule" in meta.columns:
+        meta["fewshot"] = [_restore_fewshot({"fewshot": f, "context": c, "rule": r})["fewshot"]
+                           for f, c, r in zip(meta["fewshot"], meta["context"], meta["rule"])]
     from ..irt.bank import ItemBank
 
     return ItemBank(bank.item_ids, *bank.params, metadata=meta.reset_index(drop=True),
@@ -311,7 +390,7 @@ def item_record(bank, item_id: str) -> dict:
     else:
         rec["choices"] = [str(c) for c in _to_list(choices)]
     rec["item_id"] = str(item_id)
-    return rec
+    return _restore_fewshot(rec)
 
 
 # ---------------------------------------------------------------------------- prompts

@@ -13,6 +13,25 @@ body), ``"hang"`` (sleep ``hang_s`` before answering) or ``"drop"`` (close witho
 Every request is appended to :attr:`MockOpenAIServer.log`; :attr:`max_in_flight` is the
 largest number of completion requests it was serving at once.
 
+Language-model mode (log-likelihood scoring)
+--------------------------------------------
+``POST /v1/completions`` with ``echo=true`` and ``logprobs=N`` (``max_tokens=0``) is answered
+like vLLM / OpenAI's legacy API: ``choices[i].logprobs = {tokens, token_logprobs, text_offset,
+top_logprobs}`` for the prompt (first token's log-probability ``None``), computed by ``lm``, any
+object with ``token_logprobs(text) -> (tokens, logprobs, offsets)`` (optionally
+``top_logprobs(text, n)`` and ``generate_until(requests)``): a
+:class:`~atlascat.live.toylm.ToyLM` by default, or an :class:`~atlascat.live.hf.HFSubject`.
+``prompt`` may be a string or a list of strings (one choice each), or token ids (a list of
+integers, or a list of such lists) when ``lm`` works on ids (``HFSubject``: then the scores are
+those of exactly these tokens, as lm-evaluation-harness's ``local-completions`` sends them).
+With ``max_tokens > 0`` the lm generates greedily (``stop`` honoured). When ``lm`` is given (or no bank), every completion and
+chat request is answered by the lm; otherwise only echo+logprobs requests are.
+``prompt_logprobs="none"`` behaves like llama.cpp's server (echo ignored, ``logprobs: null``
+for the prompt); ``"null"`` echoes the prompt tokens with every ``token_logprobs`` entry
+``None``.
+
+    python -m atlascat.live.mockserver --lm toylm --port 8000
+
     python -m atlascat.live.mockserver --bank arc --theta 0.5 --port 8000
 """
 from __future__ import annotations
@@ -23,8 +42,12 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+from ..errors import AtlasError
 from .items import item_record, letters
 from .subjects import item_uniform
+from .toylm import cut_at_stop
+
+PROMPT_LOGPROBS = ("full", "none", "null")
 
 __all__ = ["MockOpenAIServer"]
 
@@ -39,14 +62,30 @@ class MockOpenAIServer:
     api_key : if set, requests must carry ``Authorization: Bearer <api_key>`` (else 401)
     fault : the fault hook described in the module docstring
     hang_s : how long a ``"hang"`` lasts
+    lm : the language model of the log-likelihood mode (module docstring); default ToyLM
+    prompt_logprobs : "full" (default), "none" (like llama.cpp) or "null"
+    model_name : the model id reported by ``GET /v1/models`` and in replies
     """
 
-    def __init__(self, bank, theta: float, *, seed: int = 0, host: str = "127.0.0.1",
-                 port: int = 0, api_key: str | None = None,
+    def __init__(self, bank=None, theta: float = 0.0, *, seed: int = 0,
+                 host: str = "127.0.0.1", port: int = 0, api_key: str | None = None,
                  fault: Callable[[int, str, int], str | None] | None = None,
-                 hang_s: float = 2.0):
+                 hang_s: float = 2.0, lm=None, prompt_logprobs: str = "full",
+                 model_name: str | None = None):
+        if prompt_logprobs not in PROMPT_LOGPROBS:
+            from ..errors import ConfigError
+            raise ConfigError(f"prompt_logprobs {prompt_logprobs!r} is not one of "
+                              f"{', '.join(PROMPT_LOGPROBS)}")
         self.bank = bank
         self.theta = float(theta)
+        self.lm_only = lm is not None or bank is None
+        if lm is None:
+            from .toylm import ToyLM
+            lm = ToyLM(seed=seed)
+        self.lm = lm
+        self.prompt_logprobs = prompt_logprobs
+        self.model_name = model_name or getattr(lm, "name", None) or "mock"
+        self._lm_lock = threading.Lock()
         self.seed = int(seed)
         self.api_key = api_key
         self.fault = fault
@@ -56,11 +95,14 @@ class MockOpenAIServer:
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._seen: dict[str, int] = {}
-        p = bank.probability(self.theta)
-        self._p = dict(zip(bank.item_ids.tolist(), p.tolist()))
+        self._p: dict[str, float] = {}
         self._by_question: dict[str, list[str]] = {}
-        for item_id, q in zip(bank.item_ids, bank.metadata["question"]):
-            self._by_question.setdefault(str(q).strip(), []).append(str(item_id))
+        if bank is not None:
+            p = bank.probability(self.theta)
+            self._p = dict(zip(bank.item_ids.tolist(), p.tolist()))
+            if "question" in bank.metadata:
+                for item_id, q in zip(bank.item_ids, bank.metadata["question"]):
+                    self._by_question.setdefault(str(q).strip(), []).append(str(item_id))
         self._server = ThreadingHTTPServer((host, port), self._handler())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -73,7 +115,7 @@ class MockOpenAIServer:
 
     def start(self) -> "MockOpenAIServer":
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name="mock-openai")
+                                        name="mock-openai", kwargs={"poll_interval": 0.05})
         self._thread.start()
         return self
 
@@ -118,6 +160,133 @@ class MockOpenAIServer:
         # vary the wording so the scorer's extraction is exercised
         return key if item_uniform(self.seed + 1, item_id) < 0.5 else f"The answer is ({key})."
 
+    # ------------------------------------------------------------------ language model
+    def _generate(self, prompt: str, max_tokens: int, stop) -> str:
+        from .requests import Request
+
+        if max_tokens <= 0:
+            return ""
+        if not hasattr(self.lm, "generate_until"):
+            raise ValueError("this server's language model cannot generate")
+        until = (stop,) if isinstance(stop, str) else tuple(stop or ())
+        with self._lm_lock:
+            return self.lm.generate_until([Request("generate_until", prompt, until=until,
+                                                   max_gen_toks=int(max_tokens))])[0]
+
+    def _logprobs(self, text: str, start: int, n_top: int, null: bool = False) -> dict:
+        """OpenAI ``logprobs`` object for the tokens of ``text`` at offsets >= ``start``."""
+        with self._lm_lock:
+            toks, lps, offs = self.lm.token_logprobs(text)
+            tops = (self.lm.top_logprobs(text, n_top)
+                    if n_top > 0 and not null and hasattr(self.lm, "top_logprobs") else None)
+        keep = [i for i, o in enumerate(offs) if o >= start]
+        if tops is None:
+            tops = [None if (null or lps[i] is None) else {toks[i]: lps[i]}
+                    for i in range(len(toks))]
+        return {"tokens": [toks[i] for i in keep],
+                "token_logprobs": [None if null else lps[i] for i in keep],
+                "text_offset": [offs[i] for i in keep],
+                "top_logprobs": [None if null else tops[i] for i in keep]}
+
+    def _ids_choice(self, k: int, ids: list, body: dict) -> tuple[dict, int, int]:
+        """A choice for a prompt of token ids (lm-evaluation-harness's API models send these);
+        needs an lm with ``ids_logprobs``, ``generate_ids`` and ``decode`` (HFSubject)."""
+        lm = self.lm
+        if not all(hasattr(lm, a) for a in ("ids_logprobs", "generate_ids", "decode")):
+            raise ValueError("this server's language model takes text prompts only")
+        if not ids or not all(isinstance(t, int) for t in ids):
+            raise ValueError("a token-id prompt must be a non-empty list of integers")
+        echo = bool(body.get("echo", False))
+        n_top = body.get("logprobs")
+        max_tokens = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
+        stop = body.get("stop")
+        until = [stop] if isinstance(stop, str) else [u for u in (stop or []) if u]
+        with self._lm_lock:
+            gen = lm.generate_ids(ids, max_tokens, until)
+            gen_text = lm.decode(gen)
+            full = list(ids) + list(gen)
+            logprobs = None
+            mode = self.prompt_logprobs
+            if n_top is not None and not (mode == "none" and not gen):
+                toks, lps, tops = lm.ids_logprobs(full, int(n_top))
+                offs, at = [], 0
+                for t in toks:
+                    offs.append(at)
+                    at += len(t)
+                first = 0 if (echo and mode != "none") else len(ids)
+                null = mode == "null"
+                logprobs = {"tokens": toks[first:],
+                            "token_logprobs": [None if null else v for v in lps[first:]],
+                            "text_offset": offs[first:],
+                            "top_logprobs": [None if null else v for v in tops[first:]]}
+            text = (lm.decode(ids) if echo and mode != "none" else "") + cut_at_stop(gen_text, until)
+        finish = "length" if max_tokens <= 0 or len(gen) >= max_tokens else "stop"
+        return ({"index": k, "text": text, "logprobs": logprobs, "finish_reason": finish},
+                len(ids), len(gen))
+
+    def _count_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        for how in ("encode", "tokenize"):
+            if hasattr(self.lm, how):
+                return len(getattr(self.lm, how)(text))
+        return len(self.lm.token_logprobs(text)[0])
+
+    def lm_completion(self, body: dict) -> dict:
+        """The reply to an lm-mode ``/v1/completions`` request (raises ValueError when bad)."""
+        prompts = body.get("prompt", "")
+        if isinstance(prompts, str) or (isinstance(prompts, list) and prompts
+                                        and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        if not isinstance(prompts, list) or not all(isinstance(p, (str, list)) for p in prompts):
+            raise ValueError("prompt must be a string, a list of strings, or token ids")
+        echo = bool(body.get("echo", False))
+        n_top = body.get("logprobs")
+        max_tokens = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
+        choices, n_prompt, n_gen = [], 0, 0
+        for k, prompt in enumerate(prompts):
+            if isinstance(prompt, list):
+                choice, n_p, n_g = self._ids_choice(k, prompt, body)
+                choices.append(choice)
+                n_prompt += n_p
+                n_gen += n_g
+                continue
+            gen = self._generate(prompt, max_tokens, body.get("stop"))
+            full = prompt + gen
+            logprobs = None
+            mode = self.prompt_logprobs
+            if n_top is not None:
+                if echo and mode == "full":
+                    logprobs = self._logprobs(full, 0, int(n_top))
+                elif echo and mode == "null":
+                    logprobs = self._logprobs(full, 0, 0, null=True)
+                elif gen:  # completion tokens only (as llama.cpp and non-echo requests)
+                    logprobs = self._logprobs(full, len(prompt), int(n_top))
+            text = full if (echo and mode != "none") else gen
+            with self._lm_lock:
+                n_p = self._count_tokens(prompt)
+                n_f = self._count_tokens(full) if gen else n_p
+            n_prompt += n_p
+            n_gen += n_f - n_p
+            finish = "length" if max_tokens <= 0 or n_f - n_p >= max_tokens else "stop"
+            choices.append({"index": k, "text": text, "logprobs": logprobs,
+                            "finish_reason": finish})
+        return {"object": "text_completion", "choices": choices,
+                "model": body.get("model", self.model_name),
+                "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_gen,
+                          "total_tokens": n_prompt + n_gen}}
+
+    def lm_chat(self, body: dict) -> dict:
+        msgs = body.get("messages") or []
+        text = str(msgs[-1].get("content", "")) if msgs else ""
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 256
+        gen = self._generate(text, int(max_tokens), body.get("stop"))
+        return {"object": "chat.completion", "model": body.get("model", self.model_name),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": gen},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": len(text.split()), "completion_tokens": len(gen.split()),
+                          "total_tokens": len(text.split()) + len(gen.split())}}
+
     # ------------------------------------------------------------------ HTTP
     def _handler(self):
         server = self
@@ -154,7 +323,9 @@ class MockOpenAIServer:
 
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, json.dumps({"object": "list", "data": []}).encode())
+                    data = ([{"id": server.model_name, "object": "model"}]
+                            if server.lm_only else [])
+                    self._send(200, json.dumps({"object": "list", "data": data}).encode())
                 else:
                     self._send(404, b'{"error": "not found"}')
 
@@ -183,22 +354,28 @@ class MockOpenAIServer:
                     msgs = body.get("messages") or []
                     text = msgs[-1].get("content", "") if msgs else ""
                 elif path.endswith("/completions"):
-                    text = str(body.get("prompt", ""))
+                    prompt = body.get("prompt", "")
+                    text = prompt if isinstance(prompt, str) else \
+                        (str(prompt[0]) if isinstance(prompt, list) and prompt else "")
                 else:
                     self._send(404, b'{"error": "unknown endpoint"}')
                     return
-                item_id = server.identify(text)
+                use_lm = server.lm_only or (not chat and bool(body.get("echo"))
+                                            and body.get("logprobs") is not None)
+                entry["lm"] = use_lm
+                item_id = server.identify(text) if server._by_question else None
                 with server._lock:
                     entry["n"] = len(server.log) + 1
                     entry["item_id"] = item_id
-                    times = server._seen.get(item_id, 0)
-                    server._seen[item_id] = times + 1
+                    key = item_id if item_id is not None else text
+                    times = server._seen.get(key, 0)
+                    server._seen[key] = times + 1
                     server.log.append(entry)
                 if server.api_key is not None and entry["auth"] != f"Bearer {server.api_key}":
                     entry["status"] = 401
                     self._send(401, b'{"error": {"message": "invalid api key"}}')
                     return
-                if item_id is None:
+                if item_id is None and not use_lm:
                     entry["status"] = 400
                     self._send(400, b'{"error": {"message": "no known question in the prompt"}}')
                     return
@@ -225,6 +402,19 @@ class MockOpenAIServer:
                     entry["hung"] = True
                     entry["status"] = "hanging"
                     time.sleep(server.hang_s)
+                if use_lm:
+                    try:
+                        payload = server.lm_chat(body) if chat else server.lm_completion(body)
+                    except (ValueError, TypeError, AtlasError) as exc:
+                        entry["status"] = 400
+                        self._send(400, json.dumps({"error": {"message": str(exc)}}).encode())
+                        return
+                    payload.update({"id": f"mock-{entry['n']}", "created": int(time.time())})
+                    entry["status"] = 200
+                    entry["answer"] = payload["choices"][0].get("text", "") if not chat else \
+                        payload["choices"][0]["message"]["content"]
+                    self._send(200, json.dumps(payload).encode())
+                    return
                 answer = server.reply(item_id, few_shot="Reply with the letter" not in text)
                 usage = {"prompt_tokens": len(text.split()), "completion_tokens": len(answer.split()),
                          "total_tokens": len(text.split()) + len(answer.split())}
@@ -252,13 +442,32 @@ def main(argv=None) -> None:  # pragma: no cover - manual use
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (ATLAS)")
     parser.add_argument("--bank", default="arc")
     parser.add_argument("--theta", type=float, default=0.0)
+    parser.add_argument("--lm", default=None,
+                        help="answer everything with a language model: 'toylm' or "
+                             "'hf:PATH' (needs atlascat[hf])")
+    parser.add_argument("--prompt-logprobs", default="full", choices=PROMPT_LOGPROBS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
-    srv = MockOpenAIServer(load_content_bank(args.bank), args.theta, seed=args.seed,
-                           host=args.host, port=args.port).start()
-    print(f"serving {srv.url} (theta={args.theta}, seed={args.seed}); Ctrl-C stops", flush=True)
+    if args.lm:
+        if args.lm == "toylm":
+            from .toylm import ToyLM
+            lm = ToyLM(seed=args.seed)
+        elif args.lm.startswith("hf:"):
+            from .hf import hf_subject_from_spec
+            lm = hf_subject_from_spec(args.lm[3:])
+        else:
+            parser.error("--lm must be 'toylm' or 'hf:PATH'")
+        srv = MockOpenAIServer(None, lm=lm, seed=args.seed, host=args.host, port=args.port,
+                               prompt_logprobs=args.prompt_logprobs).start()
+        print(f"serving {srv.url} (lm={args.lm}); Ctrl-C stops", flush=True)
+    else:
+        srv = MockOpenAIServer(load_content_bank(args.bank), args.theta, seed=args.seed,
+                               host=args.host, port=args.port,
+                               prompt_logprobs=args.prompt_logprobs).start()
+        print(f"serving {srv.url} (theta={args.theta}, seed={args.seed}); Ctrl-C stops",
+              flush=True)
     try:
         while True:
             time.sleep(3600)

@@ -1,6 +1,7 @@
 """A self-contained HTML page per live run (inline CSS and SVG; no scripts, no external files).
 
-Shows the result (theta +- SE, reconstructed accuracy, items used, stop reason), the run's
+Shows the result (theta +- SE, reconstructed accuracy, items used, stop reason), the protocol
+the items were asked with (the leaderboard's log-likelihoods, or APPROXIMATE for chat), the run's
 settings, the theta / SE trajectory, and every step (item, question, the model's answer, key,
 score, theta, SE, latency, tokens). Every text is HTML-escaped; nothing secret is in the store,
 so nothing secret can reach the page.
@@ -99,8 +100,13 @@ def render_run_report(store, run_id: str, bank=None) -> str:
           if theta is not None and se is not None else "-")
     n = int(info["n_items"])
     lat = answered["latency_s"].astype(float)
+    from .runner import PROTOCOL_LABELS
+
+    proto = info.get("protocol") or "approximate"
     kv = [
         ("model", subj.get("model")),
+        ("protocol", PROTOCOL_LABELS.get(proto, proto)),
+        ("items per round", info.get("batch_size") or 1),
         ("endpoint", subj.get("base_url", subj.get("type"))),
         ("endpoint kind", subj.get("kind")),
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
@@ -131,12 +137,16 @@ def render_run_report(store, run_id: str, bank=None) -> str:
         mark = ("<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>" if score == 0 else "<span class='pill'>pending</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
+        chars = rec.get("answer_chars")
+        if chars is not None and int(chars) > len(ans):
+            ans = (f"{ans[:200]} [stored cut: {int(chars)} characters, sha256 "
+                   f"{str(rec.get('answer_sha256'))[:16]}...]")
         toks = "" if rec["prompt_tokens"] is None else \
             f"{int(rec['prompt_tokens'])}/{int(rec['completion_tokens'] or 0)}"
         rows.append(
             f"<tr><td class='num'>{int(rec['step']) + 1}</td><td>{_e(rec['item_id'])}</td>"
             f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>"
-            f"<td><pre>{_e(ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>"
+            f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>"
             f"<td>{_e(key)}</td><td>{mark}</td>"
             f"<td class='num'>{_fmt(rec['theta'])}</td><td class='num'>{_fmt(rec['se'])}</td>"
             f"<td class='num'>{_fmt(rec['latency_s'])}</td><td class='num'>{toks}</td>"
@@ -149,7 +159,8 @@ def render_run_report(store, run_id: str, bank=None) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>ATLAS run {_e(run_id)} - {_e(info['model'])}</title><style>{_CSS}</style></head><body>"
         f"<h1>ATLAS live run <code>{_e(run_id)}</code></h1>"
-        f"<div class='muted'>{_e(info['model'])} on {_e(info['bank_ref'] or 'bank')}</div>"
+        f"<div class='muted'>{_e(info['model'])} on {_e(info['bank_ref'] or 'bank')} &middot; "
+        f"protocol: {_e(PROTOCOL_LABELS.get(proto, proto))}</div>"
         f"<p class='big'>theta = {_fmt(theta)} &#177; {_fmt(se)}"
         f"<span class='muted'> &middot; {n} items &middot; reconstructed accuracy "
         f"{_fmt(info['accuracy'], '.1%') if info['accuracy'] is not None else '-'}</span></p>"

@@ -1,26 +1,38 @@
 """Live adaptive evaluation: a CAT session asking a real model, every step persisted.
 
-Loop of one run (Algorithm 1 of the ATLAS paper, with a model in the loop)::
+Loop of one run (Algorithm 1 of the ATLAS paper, with a model in the loop, k items a round)::
 
-    item  = session.next_item()                      # select (None: a stopping rule fired)
-    store.begin_step(item, prompt)                   # transaction 1: the pending item
-    reply = cache.get(model, item, prompt hash) or subject.ask(prompt)
-    score = scorer(item, reply)
-    session.record(item, score)                      # EAP theta, SE
-    store.complete_step(reply, score, theta, se, session snapshot)   # transaction 2
+    items = session.next_items(k)                    # select k jointly ([]: a stopping rule fired)
+    store.begin_round(items, requests/prompts)       # transaction 1: the pending items
+    log-likelihood subject (the leaderboard's protocol):
+        outputs = subject.loglikelihood(all requests of the k items)   # ONE call, one batch
+        score_i = ItemRequests_i.score(outputs_i)                      # acc_norm / acc / mc1 / ...
+    prompt subject (chat; approximate protocol):
+        reply_i = subject.ask(prompt_i)  (k at once)  ->  score_i = scorer(item_i, reply_i)
+    session.record_many(items, scores)               # EAP theta, SE
+    store.complete_round(replies, scores, theta, se, session snapshot)  # transaction 2
 
-The snapshot saved in transaction 2 is the complete CAT state (responses, theta, SE, and the
-random generator's state), so :func:`resume` continues a killed run exactly where it stopped:
-answered items are never asked again, the next selection draws the same random numbers, and the
-final theta, SE and item sequence equal those of an uninterrupted run with the same seed. Only an
-item that was *pending* (asked, reply not yet saved) when the process died is asked again.
+With k = 1 this is the classic CAT (``next_item`` / ``record``). The snapshot saved in
+transaction 2 is the complete CAT state (responses, theta, SE, and the random generator's
+state), so :func:`resume` continues a killed run exactly where it stopped: answered items are
+never asked again, the next selection draws the same random numbers, and the final theta, SE
+and item sequence equal those of an uninterrupted run with the same seed. Only items that were
+*pending* (asked, reply not yet saved) when the process died are asked again; a prompt
+subject's answers that arrived before the crash are kept (status ``scored``) and not re-asked.
+
+Every result carries ``protocol``: ``"leaderboard"`` (log-likelihood requests, as the bank was
+calibrated), ``"approximate"`` (chat / text prompts, answers read from free text: the theta is
+not on the bank's scale exactly) or ``"simulated"``.
 
 Several models run concurrently (one thread each, :func:`evaluate_many`); requests to one
-endpoint are bounded by the subjects' shared concurrency limiter.
+endpoint are bounded by the subjects' shared concurrency limiter. One run is run by one process
+at a time (the store's run lock).
 """
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -37,7 +49,23 @@ from .subjects import Answer, SubjectError
 
 __all__ = ["PromptSettings", "RunResult", "StepInfo", "evaluate", "evaluate_many", "resume",
            "start_run", "continue_run", "bank_hash", "load_bank_ref", "subject_from_description",
-           "expected_accuracy"]
+           "expected_accuracy", "subject_protocol", "PROTOCOL_LABELS"]
+
+#: how each protocol reads in results and reports
+PROTOCOL_LABELS = {
+    "leaderboard": "leaderboard (log-likelihood)",
+    "approximate": "APPROXIMATE (chat; differs from the bank's)",
+    "simulated": "simulated (the bank's own model)",
+}
+
+
+def subject_protocol(subject) -> str:
+    """``"leaderboard"`` for log-likelihood subjects, ``"approximate"`` for prompt subjects, or
+    the subject's own ``protocol`` attribute."""
+    proto = getattr(subject, "protocol", None)
+    if proto:
+        return str(proto)
+    return "leaderboard" if getattr(subject, "kind", None) == "loglikelihood" else "approximate"
 
 
 @dataclass(frozen=True)
@@ -92,6 +120,8 @@ class RunResult:
     completion_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    protocol: str | None = None
+    batch_size: int = 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -108,7 +138,8 @@ class RunResult:
                    scores=done["score"].astype(int).tolist(),
                    prompt_tokens=int(info["prompt_tokens"]),
                    completion_tokens=int(info["completion_tokens"]),
-                   latency_s=float(info["latency_s"]), error=info["error"])
+                   latency_s=float(info["latency_s"]), error=info["error"],
+                   protocol=info.get("protocol"), batch_size=int(info.get("batch_size") or 1))
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -124,7 +155,12 @@ def bank_hash(bank) -> str:
     for arr in bank.params:
         h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
     if bank.metadata is not None:
-        for col in ("question", "choices", "answer", "scorer", "fewshot"):
+        try:  # the leaderboard request data (context, continuations, rule, ...) where present
+            from .requests import REQUEST_COLUMNS as request_cols
+        except ImportError:
+            request_cols = ()
+        for col in ("question", "choices", "answer", "scorer", "fewshot",
+                    *(c for c in request_cols if c not in ("question", "choices", "answer"))):
             if col in bank.metadata.columns:
                 values = ("\x1f".join(map(str, v)) if isinstance(v, (list, tuple, np.ndarray))
                           else str(v) for v in bank.metadata[col])
@@ -137,12 +173,26 @@ def bank_hash(bank) -> str:
     return digest
 
 
+def bundled_content_bank(name: str):
+    """The content bank shipped under ``name`` (``arc``, ...): the package's bundled-name
+    resolution where it exists (``atlascat.datasets.resolve_bank``), else the live content
+    banks of :mod:`atlascat.live.items`."""
+    from .. import datasets
+    from .items import load_content_bank
+
+    resolve = getattr(datasets, "resolve_bank", None)
+    is_name = getattr(datasets, "is_bundled_name", None)
+    if resolve is not None and is_name is not None and is_name(name):
+        return resolve(name)
+    return load_content_bank(name)
+
+
 def load_bank_ref(ref: str):
     """The bank a run was started on: ``shipped:<bench>`` or a bank file path."""
-    from .items import _normalize_loaded, load_content_bank
+    from .items import _normalize_loaded
 
     if ref.startswith("shipped:"):
-        return load_content_bank(ref.split(":", 1)[1])
+        return bundled_content_bank(ref.split(":", 1)[1])
     path = Path(ref)
     if not path.exists():
         raise BankError(f"the run's bank file {ref!r} no longer exists; pass the bank explicitly")
@@ -153,19 +203,37 @@ def load_bank_ref(ref: str):
 
 def subject_from_description(desc: dict, bank=None, **overrides):
     """Rebuild a subject from its stored description (the API key comes from the environment)."""
-    from .subjects import OpenAICompatible, SimulatedSubject
+    from .subjects import (OpenAICompatible, OpenAICompletionsSubject, ReplaySubject,
+                           SimulatedSubject, subject_from_spec)
 
     kind = desc.get("type")
+    http = {k: desc[k] for k in ("timeout", "max_retries", "backoff", "max_backoff") if k in desc}
+    http.update({k: v for k, v in overrides.items() if v is not None})
     if kind == "openai":
-        opts = {k: desc[k] for k in ("timeout", "max_retries", "backoff", "max_backoff") if k in desc}
-        opts.update({k: v for k, v in overrides.items() if v is not None})
         return OpenAICompatible(desc["base_url"], desc["model"], api_key_env=desc.get("api_key_env"),
-                                chat=desc.get("kind", "chat") == "chat", **opts)
+                                chat=desc.get("kind", "chat") == "chat", **http)
+    if kind == "completions":
+        return OpenAICompletionsSubject(desc["base_url"], desc["model"],
+                                        api_key_env=desc.get("api_key_env"),
+                                        batch_prompts=desc.get("batch_prompts", 16), **http)
     if kind == "simulated":
         if bank is None:
             raise ConfigError("a simulated subject needs the bank to be rebuilt")
         return SimulatedSubject(bank, desc["theta"], seed=desc["seed"], name=desc["model"],
                                 kind=desc.get("kind", "chat"))
+    if kind == "replay":
+        return ReplaySubject(desc["matrix"], desc["model"], bank=bank)
+    backend = desc.get("backend")
+    if backend == "hf":
+        opts = {k: desc[k] for k in ("device", "dtype", "batch_size", "max_batch_tokens",
+                                     "max_length", "shared_prefix", "revision") if k in desc}
+        return subject_from_spec(f"hf:{desc['model']}", bank=bank, **opts)
+    if backend == "lmeval":
+        args = desc.get("model_args") or ""
+        return subject_from_spec(f"lmeval:{desc['model_type']}" + (f",{args}" if args else ""),
+                                 bank=bank)
+    if desc.get("spec"):  # other subjects that describe themselves by spec
+        return subject_from_spec(desc["spec"], bank=bank, model=desc.get("model"))
     raise ConfigError(f"cannot rebuild a {kind!r} subject from the database; pass subject=...")
 
 
@@ -183,29 +251,162 @@ def _session_cls():
 # ---------------------------------------------------------------------------- runs
 def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
               prompt: PromptSettings | None = None, bank_ref: str | None = None,
-              run_id: str | None = None) -> str:
-    """Create a run (CAT session seeded with ``seed``) in ``store``; returns its id."""
+              run_id: str | None = None, batch_size: int = 1) -> str:
+    """Create a run (CAT session seeded with ``seed``) in ``store``; returns its id.
+
+    ``batch_size`` k: items selected and asked per round (stored with the run; a resumed run
+    uses the same k)."""
     from ..cat.config import CATConfig
 
-    if bank.metadata is None or "question" not in bank.metadata.columns:
-        raise BankError("live evaluation needs a bank with item content (question, choices, "
-                        "answer, scorer); see atlascat.live.items")
+    k = _check_batch_size(batch_size)
+    if bank.metadata is None:
+        raise BankError("live evaluation needs a bank with item content; see atlascat.live.items")
+    if getattr(subject, "kind", None) != "loglikelihood" and "question" not in bank.metadata.columns:
+        raise BankError("live evaluation with prompts needs a bank with item content (question, "
+                        "choices, answer, scorer); see atlascat.live.items")
+    if getattr(subject, "kind", None) == "loglikelihood" and len(bank):
+        from .requests import build_item_requests
+
+        build_item_requests(bank, bank.item_ids[0])  # a bank without request data fails here
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
     session = _session_cls()(bank, config=config, rng=np.random.default_rng(seed))
+    store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
         bank_ref=bank_ref, bank_hash=bank_hash(bank), n_bank_items=len(bank),
         config=config.to_dict(), prompt=asdict(prompt), seed=seed, session=session.to_dict(),
-        run_id=run_id)
+        run_id=run_id, protocol=subject_protocol(subject), batch_size=k)
 
 
+def _check_batch_size(k) -> int:
+    try:
+        k_int = int(k)
+    except (TypeError, ValueError):
+        k_int = 0
+    if k_int < 1 or k_int != k:
+        raise ConfigError(f"batch size must be an integer >= 1, got {k!r}")
+    return k_int
+
+
+def _next_round(session, k: int) -> list:
+    """The next k items (k = 1: the classic ``next_item``); [] when the test is over."""
+    if k == 1:
+        item = session.next_item()
+        return [] if item is None else [str(item)]
+    if not hasattr(session, "next_items"):
+        raise ConfigError("--batch-size > 1 needs CATSession.next_items, which this ATLAS lacks; "
+                          "use --batch-size 1")
+    return [str(i) for i in session.next_items(k)]
+
+
+def _record_round(session, items, scores) -> None:
+    if len(items) == 1:
+        session.record(items[0], scores[0])
+    else:
+        session.record_many(items, scores)
+
+
+def _requests_hash(ir) -> str:
+    payload = {"rule": ir.rule, "requests": [
+        [r.kind, r.context, r.continuation, list(r.until), r.max_gen_toks] for r in ir.requests]}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _requests_render(ir) -> str:
+    """What the steps table keeps of an item's requests: the rule, a hash of each context, its
+    last 200 characters, and the continuations / stop strings (contexts are long and shared)."""
+    rows = []
+    for r in ir.requests:
+        rows.append({"kind": r.kind,
+                     "context_sha256": hashlib.sha256(r.context.encode()).hexdigest()[:16],
+                     "context_tail": r.context[-200:], "continuation": r.continuation,
+                     "until": list(r.until) or None})
+    return json.dumps({"rule": ir.rule, "requests": rows}, ensure_ascii=False)
+
+
+def _check_outputs(values, n: int, what: str) -> list:
+    """A subject's outputs for n requests: n finite numbers (or -inf), never silently bad."""
+    values = list(values) if values is not None else []
+    if len(values) != n:
+        raise LiveRunError(f"the subject returned {len(values)} {what} for {n} request(s)")
+    out = []
+    for v in values:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise LiveRunError(f"the subject returned a non-numeric log-likelihood {v!r}") from None
+        if math.isnan(f) or f == math.inf:
+            raise LiveRunError(f"the subject returned log-likelihood {f}; check the model "
+                               "(a NaN usually means overflow in its dtype)")
+        out.append(f)
+    if n >= 2 and len(set(out)) == 1:
+        raise LiveRunError(f"the subject returned the same log-likelihood ({out[0]}) for all {n} "
+                           "requests of the round: it is not reading the continuations (a server "
+                           "that ignores echo / logprobs?); refusing to score at chance")
+    return out
+
+
+def _ask_loglikelihood(subject, irs: list) -> list:
+    """One round of log-likelihood items: all their requests in ONE subject call (one for the
+    generations); -> [(outputs, Answer)] per item."""
+    import time
+
+    ll, gen = [], []
+    for n, ir in enumerate(irs):
+        for j, r in enumerate(ir.requests):
+            (ll if r.kind == "loglikelihood" else gen).append((n, j, r))
+    results = [[None] * len(ir.requests) for ir in irs]
+    t0 = time.perf_counter()
+    if ll:
+        values = _check_outputs(subject.loglikelihood([r for _, _, r in ll]), len(ll),
+                                "log-likelihood(s)")
+        for (n, j, _), v in zip(ll, values):
+            results[n][j] = v
+    if gen:
+        texts = list(subject.generate_until([r for _, _, r in gen]))
+        if len(texts) != len(gen) or any(t is None or not isinstance(t, str) for t in texts):
+            raise LiveRunError(f"the subject returned {len(texts)} generation(s) (or a null one) "
+                               f"for {len(gen)} request(s)")
+        for (n, j, _), t in zip(gen, texts):
+            results[n][j] = t
+    latency = (time.perf_counter() - t0) / max(1, len(irs))
+    out = []
+    for vals in results:
+        text = vals[0] if len(vals) == 1 and isinstance(vals[0], str) else json.dumps(vals)
+        out.append((vals, Answer(text=text, latency_s=latency, attempts=1)))
+    return out
+
+
+#: a prompt run stops if this many first replies (of this process) are all unreadable
+UNREADABLE_AFTER = 10
+
+
+def _readable(item, text: str) -> bool:
+    """Whether the scorer can read an answer from ``text`` at all (right or wrong)."""
+    from .scorers import extract_choice, extract_number
+
+    scorer = item.get("scorer")
+    if scorer == "mc":
+        return extract_choice(text, item["choices"]) is not None
+    if scorer == "gsm8k":
+        return extract_number(text) is not None
+    return True
+
+
+def _outputs_from_text(ir, text: str) -> list:
+    if all(r.kind == "generate_until" for r in ir.requests):
+        return [text]
+    return json.loads(text)
+
+
+# ---------------------------------------------------------------------------- runs
 def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = True,
                  on_step: Callable[[StepInfo], None] | None = None) -> RunResult:
     """Drive a stored run to its end (a fresh run or a resumed one).
 
     Raises :class:`LiveRunError` (run marked ``error``, resumable) when the subject fails
-    after its retries.
+    after its retries, and when another process is running the same run.
     """
     info = store.get_run(run_id)
     if info["status"] == "done":
@@ -215,45 +416,101 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                         "content differ); resume it with the same bank")
     if subject.cache_key != info["cache_key"]:
         raise ConfigError(f"run {run_id} asks {info['cache_key']!r}, not {subject.cache_key!r}")
+    store.add_redactor(getattr(subject, "redact", None))
+    k = int(info.get("batch_size") or 1)
+    loglik = getattr(subject, "kind", None) == "loglikelihood"
+    if loglik:
+        from .requests import build_item_requests
     session = _session_cls().from_dict(info["session"], bank)
     settings = PromptSettings(**info["prompt"])
-    store.claim(run_id)
-    pending = store.pending_step(run_id)
+    store.claim(run_id)  # one process per run (raises if another one is running it)
+    unread, n_read = [], 0
     try:
+        opened = store.open_steps(run_id)
         while True:
-            item_id = session.next_item()
-            if item_id is None:
+            items = _next_round(session, k)
+            if not items:
                 break
-            step = int(session.n_items)
-            if pending is not None and (pending["step"] != step or pending["item_id"] != item_id):
-                raise LiveRunError(
-                    f"run {run_id}: the CAT picked item {item_id!r} at step {step} but the database "
-                    f"has item {pending['item_id']!r} pending at step {pending['step']}; the bank "
-                    "or the engine changed since the run started")
-            pending = None
-            item = item_record(bank, item_id)
-            prompt = build_prompt(item, kind=subject.kind, style=settings.style,
-                                  max_tokens=settings.max_tokens,
-                                  temperature=settings.temperature, system=settings.system)
-            phash = prompt.hash()
-            store.begin_step(run_id, step, item_id, prompt.render(), phash)
-            hit = store.cache_get(subject.cache_key, item_id, phash) if cache else None
-            if hit is not None:
-                answer = Answer(text=hit["answer"], latency_s=float(hit["latency_s"] or 0.0),
-                                prompt_tokens=hit["prompt_tokens"],
-                                completion_tokens=hit["completion_tokens"], attempts=0,
-                                cached=True)
+            first = int(session.n_items)
+            steps = list(range(first, first + len(items)))
+            if opened:
+                got = [(int(o["step"]), o["item_id"]) for o in opened]
+                if got != list(zip(steps, items)):
+                    raise LiveRunError(
+                        f"run {run_id}: the CAT picked {list(zip(steps, items))} but the database "
+                        f"has {got} pending; the bank or the engine changed since the run started")
+                scored = store.scored_steps(run_id)
             else:
-                answer = subject.ask(prompt, item)
-            score = score_answer(item, answer.text)
-            session.record(item_id, score)
+                scored = {}
+            opened = []
+            if loglik:
+                irs = [build_item_requests(bank, i) for i in items]
+                hashes = [_requests_hash(ir) for ir in irs]
+                texts = [_requests_render(ir) for ir in irs]
+            else:
+                records = [item_record(bank, i) for i in items]
+                prompts = [build_prompt(it, kind=subject.kind, style=settings.style,
+                                        max_tokens=settings.max_tokens,
+                                        temperature=settings.temperature, system=settings.system)
+                           for it in records]
+                hashes = [p.hash() for p in prompts]
+                texts = [p.render() for p in prompts]
+            store.begin_round(run_id, list(zip(steps, items, texts, hashes)), round_no=first)
+            answers: list = [None] * len(items)
+            scores: list = [None] * len(items)
+            stored = [False] * len(items)
+            for n, step in enumerate(steps):
+                row = scored.get(step)
+                if row is not None:  # answered before a crash: kept, not asked again
+                    answers[n] = Answer(text=row["answer"] or "", latency_s=float(row["latency_s"] or 0),
+                                        prompt_tokens=row["prompt_tokens"],
+                                        completion_tokens=row["completion_tokens"],
+                                        attempts=int(row["attempts"] or 1),
+                                        cached=bool(row["cached"]))
+                    scores[n], stored[n] = int(row["score"]), True
+                    continue
+                hit = store.cache_get(subject.cache_key, items[n], hashes[n]) if cache else None
+                if hit is not None:
+                    answers[n] = Answer(text=hit["answer"], latency_s=float(hit["latency_s"] or 0.0),
+                                        prompt_tokens=hit["prompt_tokens"],
+                                        completion_tokens=hit["completion_tokens"], attempts=0,
+                                        cached=True)
+                    scores[n] = (int(irs[n].score(_outputs_from_text(irs[n], hit["answer"])))
+                                 if loglik else score_answer(records[n], hit["answer"]))
+            todo = [n for n in range(len(items)) if answers[n] is None]
+            if todo and loglik:
+                for n, (outputs, answer) in zip(todo, _ask_loglikelihood(subject, [irs[n] for n in todo])):
+                    answers[n], scores[n] = answer, int(irs[n].score(outputs))
+            elif todo and len(todo) == 1:
+                n = todo[0]
+                answers[n] = subject.ask(prompts[n], records[n])
+                scores[n] = score_answer(records[n], answers[n].text)
+            elif todo:
+                _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts,
+                                          records, hashes, answers, scores, stored, cache)
+            if not loglik:
+                unread += [n for n in todo if not _readable(records[n], answers[n].text)]
+                n_read += len(todo)
+                if n_read >= UNREADABLE_AFTER and len(unread) == n_read:
+                    raise LiveRunError(
+                        f"none of the model's first {n_read} replies holds an answer the scorer "
+                        f"can read (e.g. {answers[todo[-1]].text[:80]!r}); refusing to score "
+                        "them all wrong. Check --prompt-style / --max-tokens / --system")
+            for n, sc in enumerate(scores):
+                if sc not in (0, 1):
+                    raise LiveRunError(f"item {items[n]!r}: the scoring rule gave {sc!r}, not 0/1")
+            _record_round(session, items, scores)
             theta, se = float(session.theta), float(session.se)
-            store.complete_step(run_id, step, item_id=item_id, answer=answer, score=score,
-                                theta=theta, se=se, session=session.to_dict(),
-                                cache_key=subject.cache_key if cache else None, prompt_hash=phash)
+            store.complete_round(run_id, [dict(step=s, item_id=i, answer=a, score=sc,
+                                               prompt_hash=h, stored=st)
+                                          for s, i, a, sc, h, st in zip(steps, items, answers,
+                                                                        scores, hashes, stored)],
+                                 theta=theta, se=se, session=session.to_dict(),
+                                 cache_key=subject.cache_key if cache else None)
             if on_step is not None:
-                on_step(StepInfo(run_id, subject.name, step, item_id, score, theta, se,
-                                 answer.cached, float(answer.latency_s)))
+                for s, i, a, sc in zip(steps, items, answers, scores):
+                    on_step(StepInfo(run_id, subject.name, s, i, sc, theta, se, a.cached,
+                                     float(a.latency_s)))
     except SubjectError as exc:
         store.fail_run(run_id, str(exc))
         raise LiveRunError(f"{exc}. Run {run_id} is saved with {session.n_items} answered item(s); "
@@ -264,15 +521,45 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     except AtlasError as exc:
         store.fail_run(run_id, str(exc))
         raise
+    finally:
+        store.release(run_id)
     store.finish_run(run_id, stop_reason=getattr(session, "stop_reason", None),
                      accuracy=expected_accuracy(bank, session.theta))
     return RunResult.from_store(store, run_id)
 
 
+def _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts, records,
+                              hashes, answers, scores, stored, cache) -> None:
+    """Ask a round's prompts at once; each answer is stored as soon as it arrives, so a crash
+    loses only the ones still in flight. The first failure is raised after the others end."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(n):
+        answer = subject.ask(prompts[n], records[n])
+        return n, answer, score_answer(records[n], answer.text)
+
+    errors = []
+    with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="atlas-round") as pool:
+        futures = [pool.submit(one, n) for n in todo]
+        for fut in futures:
+            try:
+                n, answer, score = fut.result()
+            except BaseException as exc:  # noqa: BLE001 - re-raised below
+                errors.append(exc)
+                continue
+            answers[n], scores[n], stored[n] = answer, score, True
+            store.record_answer(run_id, steps[n], item_id=items[n], answer=answer, score=score,
+                                cache_key=subject.cache_key if cache else None,
+                                prompt_hash=hashes[n])
+    if errors:
+        raise errors[0]
+
+
 def evaluate(bank, subject, *, store, config=None, seed: int = 0,
              prompt: PromptSettings | None = None, cache: bool = True,
              bank_ref: str | None = None, run_id: str | None = None,
-             on_step: Callable[[StepInfo], None] | None = None) -> RunResult:
+             on_step: Callable[[StepInfo], None] | None = None,
+             batch_size: int = 1) -> RunResult:
     """Run one adaptive test of ``subject`` on ``bank``, persisted in ``store`` (path or RunStore).
 
     Parameters
@@ -284,10 +571,11 @@ def evaluate(bank, subject, *, store, config=None, seed: int = 0,
     prompt : PromptSettings (style, max_tokens, temperature, system message)
     cache : reuse stored answers of the same model to the same prompt
     bank_ref : how to find the bank again on resume (``shipped:arc`` or a file path)
+    batch_size : items selected jointly and asked at once per round (1 = the classic CAT)
     """
     store = store if isinstance(store, RunStore) else RunStore(store)
     rid = start_run(store, bank, subject, config=config, seed=seed, prompt=prompt,
-                    bank_ref=bank_ref, run_id=run_id)
+                    bank_ref=bank_ref, run_id=run_id, batch_size=batch_size)
     return continue_run(store, rid, bank, subject, cache=cache, on_step=on_step)
 
 
@@ -309,7 +597,7 @@ def evaluate_many(bank, subjects: Sequence, *, store, config=None, seed: int = 0
                   prompt: PromptSettings | None = None, cache: bool = True,
                   bank_ref: str | None = None, resume_ids: Sequence[str] | None = None,
                   on_step: Callable[[StepInfo], None] | None = None,
-                  max_workers: int | None = None) -> list:
+                  max_workers: int | None = None, batch_size: int = 1) -> list:
     """Evaluate several subjects concurrently (one thread per run).
 
     Every run is created first (so all ids exist even if one fails early); a failing run is
@@ -319,7 +607,7 @@ def evaluate_many(bank, subjects: Sequence, *, store, config=None, seed: int = 0
     store = store if isinstance(store, RunStore) else RunStore(store)
     if resume_ids is None:
         ids = [start_run(store, bank, s, config=config, seed=seed, prompt=prompt,
-                         bank_ref=bank_ref) for s in subjects]
+                         bank_ref=bank_ref, batch_size=batch_size) for s in subjects]
     else:
         if len(resume_ids) != len(subjects):
             raise ConfigError("give one run id per subject")

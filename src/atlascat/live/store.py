@@ -11,12 +11,29 @@ steps   one row per administered item: ``pending`` is written (its own transacti
         together with the run's new session snapshot in *one* transaction after it answers.
 cache   answers keyed by (model key, item id, prompt hash), reused instead of asking again.
 
+A round of k items (``--batch-size k``) writes its k pending steps in one transaction before
+asking; an answer that arrives is stored at once (status ``scored``); the round's scores enter the
+CAT session, and the steps become ``answered``, in one more transaction.
+
 Resuming (:func:`atlascat.live.runner.resume`) restores the snapshot, so every answered item
-keeps its answer; only an item that was pending when the process died (asked, answer not yet
-saved) is asked again.
+keeps its answer; only items that were pending when the process died (asked, answer not yet
+saved) are asked again.
+
+Safety
+------
+- One process at a time per run: :meth:`RunStore.claim` takes an exclusive lock (``flock`` on
+  ``<db>.locks/<run_id>.lock``, released by the OS when the process dies, even by SIGKILL), so
+  two ``--resume`` of one run cannot both ask its pending items.
+- Secrets: every text stored (prompt, answer, error, cache) passes through the redactors
+  registered with :meth:`RunStore.add_redactor` (the runner registers each subject's
+  ``redact``, which removes its API key).
+- Size: an answer longer than ``max_answer_chars`` is stored cut to that length, with the
+  SHA-256 and the length of the whole answer (``answer_sha256``, ``answer_chars``) kept in the
+  step; such answers are not cached (a cut answer could be scored differently).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -33,7 +50,16 @@ from ..errors import LiveRunError
 
 __all__ = ["RunStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+#: default cap on the characters of one answer kept in the database
+MAX_ANSWER_CHARS = 20_000
+
+# columns added in schema 2 (added in place to a version-1 database)
+_V2_COLUMNS = {
+    "runs": [("protocol", "TEXT"), ("batch_size", "INTEGER NOT NULL DEFAULT 1")],
+    "steps": [("answer_sha256", "TEXT"), ("answer_chars", "INTEGER"), ("round", "INTEGER")],
+}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -63,7 +89,9 @@ CREATE TABLE IF NOT EXISTS runs (
     latency_s REAL NOT NULL DEFAULT 0,
     error TEXT,
     pid INTEGER,
-    host TEXT
+    host TEXT,
+    protocol TEXT,
+    batch_size INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -84,6 +112,9 @@ CREATE TABLE IF NOT EXISTS steps (
     completion_tokens INTEGER,
     attempts INTEGER,
     cached INTEGER,
+    answer_sha256 TEXT,
+    answer_chars INTEGER,
+    round INTEGER,
     PRIMARY KEY (run_id, step)
 );
 CREATE TABLE IF NOT EXISTS cache (
@@ -123,13 +154,23 @@ class RunStore:
     synchronous : SQLite's ``synchronous`` pragma. ``"FULL"`` (default) makes every committed
         step durable even across a power loss (one fsync per transaction, a few ms);
         ``"NORMAL"`` is still safe against a killed process (WAL), for throwaway stores.
+    max_answer_chars : answers longer than this are stored cut, with their SHA-256 and length
     """
 
-    def __init__(self, path, *, synchronous: str = "FULL"):
+    def __init__(self, path, *, synchronous: str = "FULL", max_answer_chars: int = MAX_ANSWER_CHARS):
         if str(synchronous).upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise LiveRunError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
+        if int(max_answer_chars) < 1:
+            raise LiveRunError(f"max_answer_chars must be >= 1, got {max_answer_chars}")
         self.synchronous = str(synchronous).upper()
+        self.max_answer_chars = int(max_answer_chars)
+        self._redactors: list = []
+        self._locks: dict = {}
+        self._locks_guard = threading.Lock()
         self.path = Path(path)
+        if self.path.is_dir():
+            raise LiveRunError(f"--db {str(self.path)!r} is a directory; give a database file "
+                               "path such as runs.sqlite")
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -141,9 +182,52 @@ class RunStore:
         except sqlite3.DatabaseError as exc:
             raise LiveRunError(f"{str(self.path)!r} is not a usable run database: {exc}") from exc
         row = self._con().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is not None and int(row[0]) == 1:
+            self._migrate_v1()
+            row = (str(SCHEMA_VERSION),)
         if row is None or int(row[0]) != SCHEMA_VERSION:
             raise LiveRunError(f"run database {str(self.path)!r} has schema version {row and row[0]}; "
                                f"this ATLAS reads version {SCHEMA_VERSION}")
+
+    def _migrate_v1(self) -> None:
+        """Schema 1 -> 2: add the new columns in place (old runs keep working)."""
+        with self._tx() as con:
+            for table, cols in _V2_COLUMNS.items():
+                have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+                for name, decl in cols:
+                    if name not in have:
+                        con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+            con.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+
+    # ------------------------------------------------------------------ text hygiene
+    def add_redactor(self, fn) -> None:
+        """Register ``fn(text) -> text`` applied to every text stored (e.g. a subject's
+        ``redact``, which removes its API key)."""
+        if fn is not None and fn not in self._redactors:
+            self._redactors.append(fn)
+
+    def redact(self, text):
+        if text is None:
+            return None
+        text = str(text)
+        for fn in self._redactors:
+            text = fn(text)
+        return text
+
+    def _answer_fields(self, text) -> tuple:
+        """-> (text stored (redacted, capped), sha256 of the redacted whole, its length, whole?)"""
+        if text is None:
+            return None, None, None, True
+        clean = self.redact(text)
+        digest = hashlib.sha256(clean.encode("utf-8", errors="surrogatepass")).hexdigest()
+        whole = len(clean) <= self.max_answer_chars
+        return (clean if whole else clean[:self.max_answer_chars]), digest, len(clean), whole
+
+    def _cap(self, text):
+        text = self.redact(text)
+        if text is not None and len(text) > self.max_answer_chars:
+            text = text[:self.max_answer_chars]
+        return text
 
     # ------------------------------------------------------------------ connections
     def _con(self) -> sqlite3.Connection:
@@ -181,7 +265,8 @@ class RunStore:
     # ------------------------------------------------------------------ runs
     def create_run(self, *, model: str, subject: dict, cache_key: str, bank_ref: str | None,
                    bank_hash: str, n_bank_items: int, config: dict, prompt: dict,
-                   seed: int | None, session: dict, run_id: str | None = None) -> str:
+                   seed: int | None, session: dict, run_id: str | None = None,
+                   protocol: str | None = None, batch_size: int = 1) -> str:
         run_id = run_id or uuid.uuid4().hex[:12]
         now = time.time()
         with self._tx() as con:
@@ -190,10 +275,11 @@ class RunStore:
             con.execute(
                 "INSERT INTO runs (run_id, created_at, updated_at, status, model, subject_json, "
                 "cache_key, bank_ref, bank_hash, n_bank_items, config_json, prompt_json, seed, "
-                "session_json, pid, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, now, now, "running", model, _dumps(subject), cache_key, bank_ref,
-                 bank_hash, int(n_bank_items), _dumps(config), _dumps(prompt), seed,
-                 _dumps(session), os.getpid(), socket.gethostname()))
+                "session_json, pid, host, protocol, batch_size) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, now, now, "running", model, self.redact(_dumps(subject)), cache_key,
+                 bank_ref, bank_hash, int(n_bank_items), _dumps(config), _dumps(prompt), seed,
+                 _dumps(session), os.getpid(), socket.gethostname(), protocol, int(batch_size)))
         return run_id
 
     def get_run(self, run_id: str) -> dict:
@@ -209,31 +295,89 @@ class RunStore:
             out[key[:-5]] = json.loads(out.pop(key))
         return out
 
+    # ------------------------------------------------------------------ one process per run
+    def _lock_path(self, run_id: str) -> Path:
+        return Path(str(self.path) + ".locks") / f"{run_id}.lock"
+
+    def _acquire(self, run_id: str) -> bool:
+        """Take the run's exclusive lock (non-blocking); False if another holder has it."""
+        with self._locks_guard:
+            if run_id in self._locks:  # another thread of this process runs it
+                return False
+            try:
+                import fcntl
+            except ImportError:  # pragma: no cover - Windows: the pid check in claim() remains
+                self._locks[run_id] = None
+                return True
+            path = self._lock_path(run_id)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                return False
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
+            self._locks[run_id] = fd
+            return True
+
+    def release(self, run_id: str) -> None:
+        """Give up the run's lock (done by finish_run / fail_run; the OS does it on exit)."""
+        with self._locks_guard:
+            fd = self._locks.pop(run_id, None)
+        if fd is not None:
+            os.close(fd)
+
     def claim(self, run_id: str) -> None:
-        """Mark a run as running in this process (on start and resume)."""
-        with self._tx() as con:
-            con.execute("UPDATE runs SET status='running', error=NULL, pid=?, host=?, "
-                        "updated_at=? WHERE run_id=?",
-                        (os.getpid(), socket.gethostname(), time.time(), run_id))
+        """Mark a run as running in this process (on start and resume).
+
+        Raises :class:`LiveRunError` when another process (or another RunStore in this one)
+        is running it: two processes asking one run's pending items would ask them twice."""
+        if not self._acquire(run_id):
+            info = self._con().execute("SELECT pid, host FROM runs WHERE run_id=?",
+                                       (run_id,)).fetchone()
+            who = f"process {info['pid']} on {info['host']}" if info else "another process"
+            raise LiveRunError(f"run {run_id} is already being run by {who} (lock "
+                               f"{str(self._lock_path(run_id))!r}); wait for it to finish or "
+                               "stop it, then resume")
+        try:
+            with self._tx() as con:
+                row = con.execute("SELECT status, pid, host FROM runs WHERE run_id=?",
+                                  (run_id,)).fetchone()
+                if (row is not None and row["status"] == "running"
+                        and row["host"] == socket.gethostname() and row["pid"] != os.getpid()
+                        and _pid_alive(row["pid"]) and not _has_lock_support()):
+                    raise LiveRunError(f"run {run_id} is already being run by process "
+                                       f"{row['pid']}; wait for it to finish or stop it")
+                con.execute("UPDATE runs SET status='running', error=NULL, pid=?, host=?, "
+                            "updated_at=? WHERE run_id=?",
+                            (os.getpid(), socket.gethostname(), time.time(), run_id))
+        except BaseException:
+            self.release(run_id)
+            raise
 
     def finish_run(self, run_id: str, *, stop_reason: str | None, accuracy: float | None) -> None:
         with self._tx() as con:
             con.execute("UPDATE runs SET status='done', stop_reason=?, accuracy=?, updated_at=?, "
                         "error=NULL WHERE run_id=?", (stop_reason, accuracy, time.time(), run_id))
+        self.release(run_id)
 
     def fail_run(self, run_id: str, error: str) -> None:
         with self._tx() as con:
             con.execute("UPDATE runs SET status='error', error=?, updated_at=? WHERE run_id=?",
-                        (error, time.time(), run_id))
+                        (self._cap(error), time.time(), run_id))
+        self.release(run_id)
 
     def list_runs(self) -> pd.DataFrame:
         """All runs, newest first, with a ``state`` that tells a killed run from a live one."""
         rows = [dict(r) for r in self._con().execute(
             "SELECT run_id, created_at, updated_at, status, model, bank_ref, n_items, n_correct, "
             "theta, se, stop_reason, accuracy, prompt_tokens, completion_tokens, latency_s, "
-            "error, pid, host FROM runs ORDER BY created_at DESC")]
+            "error, pid, host, protocol, batch_size FROM runs ORDER BY created_at DESC")]
         pending = {r[0]: r[1] for r in self._con().execute(
-            "SELECT run_id, COUNT(*) FROM steps WHERE status='pending' GROUP BY run_id")}
+            "SELECT run_id, COUNT(*) FROM steps WHERE status IN ('pending', 'scored') "
+            "GROUP BY run_id")}
         host = socket.gethostname()
         for r in rows:
             state = r["status"]
@@ -241,65 +385,131 @@ class RunStore:
                 state = "interrupted"
             r["state"] = state
             r["pending"] = pending.get(r["run_id"], 0)
-        cols = ["run_id", "state", "model", "bank_ref", "n_items", "theta", "se", "accuracy",
-                "stop_reason", "pending", "prompt_tokens", "completion_tokens", "latency_s",
-                "created_at", "updated_at", "error"]
+        cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
+                "accuracy", "stop_reason", "pending", "batch_size", "prompt_tokens",
+                "completion_tokens", "latency_s", "created_at", "updated_at", "error"]
         return pd.DataFrame(rows, columns=cols)
 
     # ------------------------------------------------------------------ steps
     def begin_step(self, run_id: str, step: int, item_id: str, prompt: str, prompt_hash: str) -> int:
         """Write the pending item before asking; returns how many times it has been asked."""
+        return self.begin_round(run_id, [(step, item_id, prompt, prompt_hash)])[0]
+
+    def begin_round(self, run_id: str, steps, round_no: int | None = None) -> list[int]:
+        """Write a round's pending items (``(step, item_id, prompt, prompt_hash)`` each) in one
+        transaction before any is asked; -> how many times each has been asked."""
+        now = time.time()
+        out = []
+        with self._tx() as con:
+            for step, item_id, prompt, prompt_hash in steps:
+                row = con.execute("SELECT item_id, status, times_asked FROM steps WHERE run_id=? "
+                                  "AND step=?", (run_id, step)).fetchone()
+                if row is None:
+                    con.execute("INSERT INTO steps (run_id, step, item_id, status, prompt, "
+                                "prompt_hash, asked_at, round) VALUES (?,?,?,?,?,?,?,?)",
+                                (run_id, step, item_id, "pending", self._cap(prompt), prompt_hash,
+                                 now, round_no))
+                    out.append(1)
+                    continue
+                if row["status"] not in ("pending", "scored") or row["item_id"] != item_id:
+                    raise LiveRunError(
+                        f"run {run_id}: step {step} is already {row['status']} with item "
+                        f"{row['item_id']!r}, cannot ask {item_id!r} there (the bank or CAT "
+                        "settings changed since the run started?)")
+                if row["status"] == "scored":  # answered before the crash: not asked again
+                    out.append(int(row["times_asked"]))
+                    continue
+                con.execute("UPDATE steps SET times_asked=times_asked+1, asked_at=?, prompt=?, "
+                            "prompt_hash=? WHERE run_id=? AND step=?",
+                            (now, self._cap(prompt), prompt_hash, run_id, step))
+                out.append(int(row["times_asked"]) + 1)
+        return out
+
+    def _write_answer(self, con, run_id, step, item_id, answer, score, now, statuses) -> bool:
+        text, digest, n_chars, whole = self._answer_fields(answer.text)
+        cur = con.execute(
+            "UPDATE steps SET status='scored', answered_at=?, answer=?, answer_sha256=?, "
+            "answer_chars=?, score=?, latency_s=?, prompt_tokens=?, completion_tokens=?, "
+            f"attempts=?, cached=? WHERE run_id=? AND step=? AND item_id=? AND status IN {statuses}",
+            (now, text, digest, n_chars, int(score), float(answer.latency_s),
+             answer.prompt_tokens, answer.completion_tokens, int(answer.attempts),
+             int(bool(answer.cached)), run_id, step, item_id))
+        if cur.rowcount != 1:
+            raise LiveRunError(f"run {run_id}: step {step} (item {item_id}) is not pending")
+        return whole
+
+    def _cache_put(self, con, cache_key, item_id, prompt_hash, answer, now) -> None:
+        text, _, _, whole = self._answer_fields(answer.text)
+        if cache_key is not None and not answer.cached and whole:
+            con.execute("INSERT OR IGNORE INTO cache VALUES (?,?,?,?,?,?,?,?)",
+                        (cache_key, item_id, prompt_hash, text, answer.prompt_tokens,
+                         answer.completion_tokens, float(answer.latency_s), now))
+
+    def record_answer(self, run_id: str, step: int, *, item_id: str, answer, score: int,
+                      cache_key: str | None, prompt_hash: str) -> None:
+        """Store one answer of a round as soon as it arrives (status ``scored``; it enters the
+        CAT with :meth:`complete_round`). A resumed round does not ask it again."""
         now = time.time()
         with self._tx() as con:
-            row = con.execute("SELECT item_id, status, times_asked FROM steps WHERE run_id=? "
-                              "AND step=?", (run_id, step)).fetchone()
-            if row is None:
-                con.execute("INSERT INTO steps (run_id, step, item_id, status, prompt, prompt_hash, "
-                            "asked_at) VALUES (?,?,?,?,?,?,?)",
-                            (run_id, step, item_id, "pending", prompt, prompt_hash, now))
-                return 1
-            if row["status"] != "pending" or row["item_id"] != item_id:
-                raise LiveRunError(
-                    f"run {run_id}: step {step} is already {row['status']} with item "
-                    f"{row['item_id']!r}, cannot ask {item_id!r} there (the bank or CAT settings "
-                    "changed since the run started?)")
-            con.execute("UPDATE steps SET times_asked=times_asked+1, asked_at=?, prompt=?, "
-                        "prompt_hash=? WHERE run_id=? AND step=?",
-                        (now, prompt, prompt_hash, run_id, step))
-            return int(row["times_asked"]) + 1
+            self._write_answer(con, run_id, step, item_id, answer, score, now, "('pending')")
+            self._cache_put(con, cache_key, item_id, prompt_hash, answer, now)
+
+    def scored_steps(self, run_id: str) -> dict:
+        """{step: row} of answers stored but not yet entered into the CAT (status ``scored``)."""
+        rows = self._con().execute("SELECT * FROM steps WHERE run_id=? AND status='scored'",
+                                   (run_id,)).fetchall()
+        return {int(r["step"]): dict(r) for r in rows}
+
+    def complete_round(self, run_id: str, results, *, theta: float, se: float, session: dict,
+                       cache_key: str | None) -> None:
+        """A round's answers (those not stored yet), scores, theta, SE and the new session
+        snapshot: one transaction. ``results``: dicts with ``step, item_id, answer, score,
+        prompt_hash, stored`` (``stored``: the answer was written by :meth:`record_answer`)."""
+        now = time.time()
+        n_correct = ptok = ctok = 0
+        lat = 0.0
+        with self._tx() as con:
+            for r in results:
+                answer = r["answer"]
+                if not r.get("stored"):
+                    self._write_answer(con, run_id, r["step"], r["item_id"], answer, r["score"],
+                                       now, "('pending')")
+                    self._cache_put(con, cache_key, r["item_id"], r["prompt_hash"], answer, now)
+                cur = con.execute("UPDATE steps SET status='answered', theta=?, se=? WHERE "
+                                  "run_id=? AND step=? AND item_id=? AND status='scored'",
+                                  (float(theta), float(se), run_id, r["step"], r["item_id"]))
+                if cur.rowcount != 1:
+                    raise LiveRunError(f"run {run_id}: step {r['step']} (item {r['item_id']}) "
+                                       "is not pending")
+                n_correct += int(r["score"])
+                ptok += answer.prompt_tokens or 0
+                ctok += answer.completion_tokens or 0
+                lat += 0.0 if answer.cached else float(answer.latency_s)
+            con.execute(
+                "UPDATE runs SET session_json=?, n_items=n_items+?, n_correct=n_correct+?, theta=?, "
+                "se=?, prompt_tokens=prompt_tokens+?, completion_tokens=completion_tokens+?, "
+                "latency_s=latency_s+?, updated_at=? WHERE run_id=?",
+                (_dumps(session), len(results), n_correct, float(theta), float(se), ptok, ctok,
+                 lat, now, run_id))
 
     def complete_step(self, run_id: str, step: int, *, item_id: str, answer, score: int,
                       theta: float, se: float, session: dict, cache_key: str | None,
                       prompt_hash: str) -> None:
         """Answer, score, theta, SE, timing and the new session snapshot: one transaction."""
-        now = time.time()
-        ptok = answer.prompt_tokens or 0
-        ctok = answer.completion_tokens or 0
-        lat = 0.0 if answer.cached else float(answer.latency_s)
-        with self._tx() as con:
-            cur = con.execute(
-                "UPDATE steps SET status='answered', answered_at=?, answer=?, score=?, theta=?, "
-                "se=?, latency_s=?, prompt_tokens=?, completion_tokens=?, attempts=?, cached=? "
-                "WHERE run_id=? AND step=? AND item_id=? AND status='pending'",
-                (now, answer.text, int(score), float(theta), float(se), float(answer.latency_s),
-                 answer.prompt_tokens, answer.completion_tokens, int(answer.attempts),
-                 int(bool(answer.cached)), run_id, step, item_id))
-            if cur.rowcount != 1:
-                raise LiveRunError(f"run {run_id}: step {step} (item {item_id}) is not pending")
-            con.execute(
-                "UPDATE runs SET session_json=?, n_items=n_items+1, n_correct=n_correct+?, theta=?, "
-                "se=?, prompt_tokens=prompt_tokens+?, completion_tokens=completion_tokens+?, "
-                "latency_s=latency_s+?, updated_at=? WHERE run_id=?",
-                (_dumps(session), int(score), float(theta), float(se), ptok, ctok, lat, now, run_id))
-            if cache_key is not None and not answer.cached:
-                con.execute("INSERT OR IGNORE INTO cache VALUES (?,?,?,?,?,?,?,?)",
-                            (cache_key, item_id, prompt_hash, answer.text, answer.prompt_tokens,
-                             answer.completion_tokens, float(answer.latency_s), now))
+        self.complete_round(run_id, [dict(step=step, item_id=item_id, answer=answer, score=score,
+                                          prompt_hash=prompt_hash)],
+                            theta=theta, se=se, session=session, cache_key=cache_key)
 
     def pending_step(self, run_id: str) -> dict | None:
-        row = self._con().execute("SELECT * FROM steps WHERE run_id=? AND status='pending' "
-                                  "ORDER BY step", (run_id,)).fetchone()
+        row = self._con().execute("SELECT * FROM steps WHERE run_id=? AND status IN "
+                                  "('pending', 'scored') ORDER BY step", (run_id,)).fetchone()
         return None if row is None else dict(row)
+
+    def open_steps(self, run_id: str) -> list[dict]:
+        """Steps asked but not entered into the CAT (``pending`` or ``scored``), by step."""
+        return [dict(r) for r in self._con().execute(
+            "SELECT * FROM steps WHERE run_id=? AND status IN ('pending', 'scored') ORDER BY step",
+            (run_id,))]
 
     def steps(self, run_id: str) -> pd.DataFrame:
         return pd.read_sql_query("SELECT * FROM steps WHERE run_id=? ORDER BY step",
@@ -311,6 +521,14 @@ class RunStore:
                                   "FROM cache WHERE model=? AND item_id=? AND prompt_hash=?",
                                   (cache_key, item_id, prompt_hash)).fetchone()
         return None if row is None else dict(row)
+
+
+def _has_lock_support() -> bool:
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:  # pragma: no cover
+        return False
+    return True
 
 
 def _pid_alive(pid) -> bool:
