@@ -133,6 +133,9 @@ def simulate_command(
     if se_stop is not None:
         check_finite(se_stop, "--se-stop")
     out = output_dir(out)
+    from ..evaluate.score_link import bundled_link
+
+    link = bundled_link(bank)  # a bundled content bank name (arc, hellaswag, ...) with a link
     item_bank = load_bank(bank, normalize_ids=True)
     base = dict(se_stop=se_stop, min_items=min_items, max_items=max_items,
                 randomesque=randomesque, selection=selection, se_method=se_method, theta0=theta0)
@@ -168,6 +171,11 @@ def simulate_command(
 
     out.mkdir(parents=True, exist_ok=True)
     persons = result.persons
+    if link is not None:  # predicted published leaderboard score (0-1) with its 95% interval
+        from ..evaluate.score_link import predict_frame
+
+        persons = pd.concat([persons.reset_index(drop=True),
+                             predict_frame(link, persons, result.administered)], axis=1)
     persons.to_csv(out / "person_scores.csv", index=False)
     if selected:
         sel_dir = out / "selected_items"

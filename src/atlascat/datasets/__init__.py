@@ -31,8 +31,6 @@ BANK_BENCHMARKS = ("arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande")
 
 CONTENT_BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
 PAPER_PREFIX = "paper-"
-# fallback while data/banks/<bench>.parquet is not built: the first shipped content bank
-_LEGACY_CONTENT = {"arc": "live_arc_bank.parquet"}
 
 __all__ = ["RESPONSE_BENCHMARKS", "BANK_BENCHMARKS", "CONTENT_BENCHMARKS", "data_path",
            "load_responses", "load_bank", "load_test_thetas", "load_test_accuracy",
@@ -119,9 +117,6 @@ def content_bank_path(bench: str) -> Path:
     path = Path(str(resources.files(__name__) / "data" / "banks" / f"{bench}.parquet"))
     if path.exists():
         return path
-    legacy = _LEGACY_CONTENT.get(bench)
-    if legacy is not None and (Path(str(resources.files(__name__) / "data")) / legacy).exists():
-        return data_path(legacy)
     from ..errors import BankError
 
     paper = f"; the paper's published bank is 'paper-{bench}'" if bench in BANK_BENCHMARKS else ""

@@ -1,44 +1,232 @@
-"""Rebuild the shipped content bank ``datasets/data/live_arc_bank.parquet``.
+"""Build the shipped content banks and their score links (``datasets/data/banks/``).
 
-    python -m atlascat.live.build_bank --items ../shared/data/openllm/items [--published]
+    python -m atlascat.live.build_bank --items ../shared/data/openllm/items \\
+        --scores ../shared/data/openllm/leaderboard_scores.csv.gz [--bench arc ...]
 
-Steps: calibrate a 3PL bank on the dense ARC matrix (``datasets.load_responses('arc')``,
-2193 models x 317 items) with our own marginal-ML EM (:func:`atlascat.irt.calibrate.calibrate`,
-mirt's settings: 61 nodes on [-6, 6], no priors) after the paper's psychometric filtering
-(:func:`atlascat.filtering.filter_items` defaults: item SD >= 0.01, mean <= 0.95, point-biserial
->= 0.1; 185 items kept), keep the items that have content in metabench's ARC item files (158),
-attach the content and write Parquet (zstd). ``--published`` uses the ATLAS paper's published
-ARC bank instead (245 items with content).
+For each benchmark (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k),
+:func:`build_content_bank` does:
+
+1. **Items that can be asked**: the dense Open LLM Leaderboard matrix (bundled,
+   ``datasets.load_responses(bench)``) restricted to the items that have content in metabench's
+   item files (``metabench_idx``; MMLU ``mb_sub_idx``): ARC 245, HellaSwag 63, MMLU 102,
+   TruthfulQA 157, WinoGrande 114, GSM8K 486 items. Only these can be in a live bank, so the
+   bank is calibrated on them alone.
+2. **Filter**: the paper's item filter (:func:`atlascat.filtering.filter_items` defaults; it
+   drops ceiling items with mean > 0.95 and items with point-biserial < 0.1).
+3. **IRT model chosen for the score, on held-out data** (``model="auto"``): the calibration
+   models are split 80/20 (stratified, seeded); for each candidate (2PL; 3PL and 4PL with a
+   Beta(5, 17) prior on c) a bank is calibrated on the 80% with the score link, the adaptive
+   test (SE <= 0.2) replays the real answers of the 20%, and the model with the smallest ratio
+   of its score MAE to that of random-L (L its mean length; a line from the accuracy on L random
+   bank items) wins. A ratio, not the MAE itself: a model whose SE shrinks slowly would
+   otherwise win by asking more items (GSM8K's 4PL: 85 items, worse than random-85). The
+   final bank is calibrated on all calibration models with that model.
+4. **Score link** (:class:`atlascat.evaluate.score_link.ScoreLink`): published score on theta
+   (monotone spline), per-item answer corrections, score anchors and interval scales from a
+   replayed adaptive test of the calibration models.
+5. **Content**: ``attach_content(bank, load_item_content(bench, items_dir))``; written as zstd
+   Parquet ``banks/<bench>.parquet`` and ``banks/<bench>_link.json``.
+
+``docs/leaderboard.md`` has the held-out study behind these choices
+(``benchmarks/bench_leaderboard.py``).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import time
 from pathlib import Path
 
-from .items import SHIPPED_BANKS, attach_content, load_item_content
+import numpy as np
+import pandas as pd
 
-__all__ = ["build_content_bank", "write_content_bank"]
+from ..errors import BankError, ConfigError
 
-#: calibration settings of the shipped bank (recorded in docs/live.md)
-CALIBRATION = {"model": "3pl", "filter": True}
+__all__ = ["build_content_bank", "write_content_bank", "fit_bank_and_link", "content_item_ids",
+           "content_matrix", "load_published_scores", "BENCHMARKS", "CANDIDATES", "PRIOR_C",
+           "banks_dir"]
+
+BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
+#: IRT models tried for every bank (chosen on held-out calibration models, see module doc)
+CANDIDATES = ("2pl", "3pl", "4pl")
+#: prior on the lower asymptote of the 3PL / 4PL
+PRIOR_C = "beta(5,17)"
+#: SE threshold of the adaptive test replayed on the calibration models to fit the link
+SELECTION_TAU = 0.2
+#: further SE stops replayed for the score link's answer corrections
+EXTRA_SE_STOPS: tuple = (0.1,)
 
 
-def build_content_bank(items_dir, *, bench: str = "arc", published: bool = False, bank=None):
-    """A content bank for ``bench``: our calibration of the dense matrix (or ``bank``) + content."""
+def banks_dir() -> Path:
+    """The package folder holding the shipped content banks and score links."""
+    return Path(__file__).resolve().parents[1] / "datasets" / "data" / "banks"
+
+
+def content_item_ids(bench: str, items_dir) -> list[str]:
+    """Matrix item ids that have content in ``items_dir/<bench>{,-secondary}.parquet``."""
+    items_dir = Path(items_dir)
+    ids: list[str] = []
+    col = "mb_sub_idx" if bench == "mmlu" else "metabench_idx"
+    for name in (f"{bench}.parquet", f"{bench}-secondary.parquet"):
+        path = items_dir / name
+        if path.exists():
+            ids += pd.read_parquet(path, columns=[col])[col].astype(str).tolist()
+    if not ids:
+        raise BankError(f"no item file {bench}.parquet in {str(items_dir)!r}; point --items at "
+                        "the folder holding metabench's item parquet files")
+    return list(dict.fromkeys(ids))
+
+
+def load_published_scores(path, bench: str) -> pd.Series:
+    """Published leaderboard score (0-1) of every model for ``bench``, indexed by model name."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"leaderboard score file {str(path)!r} does not exist; pass "
+                          "../shared/data/openllm/leaderboard_scores.csv.gz")
+    df = pd.read_csv(path)
+    if bench not in df.columns or "name" not in df.columns:
+        raise ConfigError(f"{str(path)!r} has no 'name' and {bench!r} columns")
+    s = df.drop_duplicates("name").set_index("name")[bench].astype(float) / 100.0
+    return s
+
+
+def content_matrix(bench: str, items_dir, responses=None):
+    """The response matrix restricted to the items with content (default: bundled dense)."""
     from .. import datasets
 
-    if bank is None:
-        if published:
-            bank = datasets.load_bank(bench)
-        else:
-            from ..irt.calibrate import calibrate
+    rm = datasets.load_responses(bench) if responses is None else responses
+    ids = set(content_item_ids(bench, items_dir))
+    keep = np.array([str(i) in ids for i in rm.item_ids])
+    if not keep.any():
+        raise BankError(f"no item of the {bench} matrix has content in {str(items_dir)!r}")
+    return rm.subset(items=keep)
 
-            result = calibrate(datasets.load_responses(bench), **CALIBRATION)
-            if not result.converged:
-                raise RuntimeError(f"the {bench} calibration did not converge")
-            bank = result.bank
-    content = load_item_content(bench, items_dir)
-    return attach_content(bank, content, missing="drop")
+
+def _calibrate(train, model: str, seed: int):
+    from ..irt.calibrate import calibrate
+
+    # priors pinned (not the library's "auto" defaults), so the recipe studied in
+    # docs/leaderboard.md is what the build runs: no prior on a, Beta(5, 17) on c
+    opts = {"prior_a": "none", "prior_c": PRIOR_C if model in ("3pl", "4pl") else "none"}
+    res = calibrate(train, model=model, random_state=int(seed), **opts)
+    if not res.converged:
+        raise BankError(f"the {model} calibration did not converge ({train.n_subjects} models "
+                        f"x {train.n_items} items)")
+    return res
+
+
+def _scores_for(rm, scores: pd.Series) -> np.ndarray:
+    return scores.reindex(rm.subject_ids.astype(str)).to_numpy(float)
+
+
+def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -> tuple[str, list]:
+    """Choose the IRT model on held-out calibration models (80/20 split of ``train``).
+
+    For each candidate: bank + link on the 80%, the adaptive test (SE <= 0.2) on the 20%, and
+    the ratio of its score MAE to that of random-L (L = the adaptive test's mean length; a line
+    from the mean accuracy on L random bank items, fitted on the 80%, 10 draws). The smallest
+    ratio wins: the model whose adaptive test is the most efficient for the score, whatever
+    length its SE rule gives.
+    """
+    from ..cat.config import CATConfig
+    from ..cat.engine import simulate_cat
+    from ..evaluate.score_link import ScoreLink
+    from ..filtering import stratified_split
+
+    fit, val = stratified_split(train, test_size=0.2, rng=np.random.default_rng([seed, 3]))
+    s_fit, s_val = _scores_for(fit, scores), _scores_for(val, scores)
+    ok_fit, ok_val = np.isfinite(s_fit), np.isfinite(s_val)
+    rows = []
+    for model in candidates:
+        bank = _calibrate(fit, model, seed).bank
+        link = ScoreLink.fit(bank, fit, s_fit, benchmark=bench, cat_config=False)
+        y_fit = fit.aligned_values(bank.item_ids, extra="ignore")
+        y_val = val.aligned_values(bank.item_ids, extra="ignore")
+        res = simulate_cat(bank, CATConfig(se_stop=SELECTION_TAU), responses=y_val,
+                           rng=np.random.default_rng([seed, 4]))
+        pred = link.predict_many(res.persons["theta"].to_numpy(float),
+                                 res.persons["se"].to_numpy(float))[0]
+        mae = float(np.mean(np.abs(pred - s_val)[ok_val]))
+        length = int(min(len(bank), max(1, round(float(res.persons["n_items"].mean())))))
+        rand = []
+        for rep in range(10):
+            sel = np.random.default_rng([seed, 6, rep]).choice(len(bank), length, replace=False)
+            acc_fit = np.nanmean(y_fit[:, sel], axis=1)
+            coef = np.polyfit(acc_fit[ok_fit], s_fit[ok_fit], 1)
+            p = np.polyval(coef, np.nanmean(y_val[:, sel], axis=1))
+            rand.append(float(np.mean(np.abs(p - s_val)[ok_val])))
+        rows.append({"model": model, "val_mae": mae, "val_items": float(length),
+                     "val_random_mae": float(np.mean(rand)),
+                     "ratio": mae / float(np.mean(rand))})
+    best = min(rows, key=lambda r: r["ratio"])["model"]
+    return best, rows
+
+
+def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "auto",
+                      candidates=CANDIDATES, filter: bool = True, seed: int = 0,
+                      leaderboard_scores=None, use_answers: bool = True,
+                      extra_se_stops=EXTRA_SE_STOPS):
+    """Calibrate a bank and fit its score link on the calibration models ``train``.
+
+    ``train``: ResponseMatrix (models x content items); ``scores``: published scores (0-1)
+    indexed by model name. Returns ``(bank, link, info)``.
+    """
+    from ..cat.config import CATConfig
+    from ..evaluate.score_link import ScoreLink
+    from ..filtering import filter_items
+
+    info: dict = {"benchmark": bench, "n_models": int(train.n_subjects),
+                  "n_content_items": int(train.n_items)}
+    s_all = _scores_for(train, scores)
+    if np.isfinite(s_all).sum() < 100:
+        raise ConfigError(f"only {np.isfinite(s_all).sum()} {bench} models have a published "
+                          "score; check the model names of the matrix and the score file")
+    if filter:
+        train, report = filter_items(train)
+        info["filter"] = {k: v for k, v in report.to_dict().items()
+                          if k not in ("dropped_items", "dropped_subjects")}
+    model = str(model).lower()
+    if model == "auto":
+        model, rows = _select_model(train, scores, tuple(candidates), seed, bench)
+        info["model_selection"] = {"criterion": "held-out score MAE / random-L MAE",
+                                   "candidates": rows}
+    info["model"] = model
+    res = _calibrate(train, model, seed)
+    bank = res.bank
+    s = _scores_for(train, scores)
+    link = ScoreLink.fit(bank, train, s, benchmark=bench,
+                         leaderboard_scores=leaderboard_scores,
+                         cat_config=CATConfig(se_stop=SELECTION_TAU), rng=[seed, 5],
+                         use_answers=use_answers, extra_se_stops=extra_se_stops)
+    link.info["model"] = model
+    info["n_items"] = int(len(bank))
+    return bank, link, info
+
+
+def build_content_bank(bench: str, *, items_dir, scores_path, model: str = "auto", seed: int = 0,
+                       responses=None, attach: bool = True):
+    """Build one shipped content bank and its score link; returns ``(bank, link, info)``.
+
+    ``responses``: the calibration matrix (default: the bundled dense matrix of ``bench``).
+    ``attach``: join the item content (``attach_content(bank, load_item_content(...))``).
+    """
+    bench = str(bench).lower()
+    if bench not in BENCHMARKS:
+        raise ConfigError(f"unknown benchmark {bench!r}; choose one of {', '.join(BENCHMARKS)}")
+    t0 = time.perf_counter()
+    rm = content_matrix(bench, items_dir, responses)
+    scores = load_published_scores(scores_path, bench)
+    bank, link, info = fit_bank_and_link(rm, scores, bench=bench, model=model, seed=seed,
+                                         leaderboard_scores=scores.to_numpy(float))
+    if attach:
+        from .items import attach_content, load_item_content
+
+        bank = attach_content(bank, load_item_content(bench, items_dir), missing="drop")
+        if len(bank) != info["n_items"]:
+            raise BankError(f"{info['n_items'] - len(bank)} calibrated {bench} items lost their "
+                            "content when attached")
+    info["seconds"] = round(time.perf_counter() - t0, 1)
+    return bank, link, info
 
 
 def write_content_bank(bank, path) -> Path:
@@ -51,16 +239,29 @@ def write_content_bank(bank, path) -> Path:
 
 def main(argv=None) -> None:  # pragma: no cover - maintenance script
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", required=True, help="folder with <bench>.parquet item files")
-    parser.add_argument("--bench", default="arc")
-    parser.add_argument("--published", action="store_true",
-                        help="use the paper's published bank instead of our calibration")
-    parser.add_argument("--out", default=None, help="output path (default: the shipped file)")
+    parser.add_argument("--items", default="../shared/data/openllm/items",
+                        help="folder with <bench>.parquet item files")
+    parser.add_argument("--scores", default="../shared/data/openllm/leaderboard_scores.csv.gz",
+                        help="published leaderboard scores (leaderboard_scores.csv.gz)")
+    parser.add_argument("--bench", nargs="*", default=list(BENCHMARKS))
+    parser.add_argument("--model", default="auto", help="auto | 2pl | 3pl | 4pl")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("-o", "--output", default=None, help="output folder (default: shipped)")
     args = parser.parse_args(argv)
-    bank = build_content_bank(args.items, bench=args.bench, published=args.published)
-    out = args.out or Path(__file__).resolve().parents[1] / "datasets" / "data" / SHIPPED_BANKS[args.bench]
-    write_content_bank(bank, out)
-    print(f"wrote {len(bank)} items to {out} ({Path(out).stat().st_size / 1024:.0f} KiB)")
+    out = Path(args.output) if args.output else banks_dir()
+    for bench in args.bench:
+        bank, link, info = build_content_bank(bench, items_dir=args.items,
+                                              scores_path=args.scores, model=args.model,
+                                              seed=args.seed)
+        p = write_content_bank(bank, out / f"{bench}.parquet")
+        link.info["build"] = {k: v for k, v in info.items() if k != "seconds"}
+        q = link.write(out / f"{bench}_link.json")
+        scales = {k: round(c["scale"], 2) for k, c in link.corrections.items()}
+        print(f"{bench}: {len(bank)} items, {info['model']}, interval x"
+              f"{link.interval_scale:.2f} (with answers {scales}), anchors {link.anchor_items} "
+              f"-> {p.name} ({p.stat().st_size / 1024:.0f} KiB), "
+              f"{q.name} ({q.stat().st_size / 1024:.0f} KiB), {info['seconds']} s")
+        print("  " + json.dumps(info.get("model_selection", {}).get("candidates", [])))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -69,7 +69,7 @@ ITEM_ID_COLUMN = {"arc": "metabench_idx", "gsm8k": "metabench_idx", "hellaswag":
                   "mmlu": "mb_sub_idx", "truthfulqa": "metabench_idx",
                   "winogrande": "metabench_idx"}
 #: benchmarks whose content bank ships with the package -> file name in datasets/data
-SHIPPED_BANKS = {"arc": "live_arc_bank.parquet"}
+SHIPPED_BANKS = {bench: f"banks/{bench}.parquet" for bench in CONTENT_BENCHMARKS}
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -331,20 +331,18 @@ def attach_content(bank, content: pd.DataFrame, *, missing: str = "drop"):
 
 def content_bank_path(bench: str = "arc") -> Path:
     """Path of a content bank shipped with the package."""
-    from ..datasets import data_path
+    from ..datasets import content_bank_path as _path
 
-    bench = bench.lower()
-    if bench not in SHIPPED_BANKS:
-        raise ConfigError(f"no shipped content bank for {bench!r}; shipped: {', '.join(SHIPPED_BANKS)}. "
-                          "Build one with attach_content(bank, load_item_content(bench, items_dir))")
-    return data_path(SHIPPED_BANKS[bench])
+    return _path(bench)
 
 
 def load_content_bank(bench: str = "arc"):
     """The calibrated bank with item content shipped with the package (see ``docs/live.md``).
 
-    ARC: 245 items (the metabench ARC item sets with content), 3PL parameters from our own
-    marginal-ML calibration of the dense ARC matrix (2193 models x 317 items).
+    One per benchmark (arc, gsm8k, hellaswag, mmlu, truthfulqa, winogrande): the items with
+    content that survive filtering, calibrated on the dense matrix by
+    :func:`atlascat.live.build_bank.build_content_bank` (see ``docs/leaderboard.md``), with the
+    leaderboard's requests in the metadata.
     """
     from ..irt.bank import ItemBank
 
