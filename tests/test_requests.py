@@ -564,3 +564,20 @@ class TestAgainstHarness:
                 assert ir.score(lls) == int(bool(res[metric])), (bench, iid, lls)
                 if bench == "truthfulqa":
                     assert ir.mc2(lls) == pytest.approx(res["mc2"], abs=1e-12)
+
+
+class TestShippedBanks:
+    """Every item of every shipped content bank is asked exactly as the leaderboard asked it."""
+
+    @pytest.mark.parametrize("bench", BENCHES)
+    def test_shipped_requests_equal_fresh_ones(self, bench, items_dir):
+        from atlascat.live.items import load_content_bank
+
+        bank = load_content_bank(bench)
+        assert len(bank) > 0 and set(bank.item_ids) <= set(content_item_ids(bench, items_dir))
+        ids = list(bank.item_ids)
+        fresh = attach_content(ItemBank(ids, np.ones(len(ids)), np.zeros(len(ids))),
+                               load_item_content(bench, items_dir))
+        for iid in ids:
+            assert build_requests(bank, iid) == build_requests(fresh, iid)
+            assert build_item_requests(bank, iid).rule == build_item_requests(fresh, iid).rule
