@@ -48,6 +48,9 @@ def register(app: typer.Typer) -> None:
         drop_empty: bool = typer.Option(False, "--drop-empty",
                                         help="Drop all-missing subjects/items instead of failing."),
         dtype: str = typer.Option("float64", "--dtype", help="E-step precision: float64 | float32."),
+        device: str = typer.Option("cpu", "--device",
+                                   help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
+                                        "PyTorch or CuPy; pip install 'atlascat[gpu]')."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ):
         """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
@@ -70,7 +73,7 @@ def register(app: typer.Typer) -> None:
         cal = Calibrator(model.lower(), quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
                          max_iter=max_iter, tol=tol, partition_size=partition_size, link=link,
                          filter=not no_filter, dtype=dtype, random_state=seed,
-                         convergence=convergence)
+                         convergence=convergence, device=device)
         cal._check_settings()  # fail on bad settings before reading more or starting the bar
         if quiet:
             cal.fit(rm)

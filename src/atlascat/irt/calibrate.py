@@ -221,18 +221,28 @@ class _ItemModel:
         h = xp.stack([xp.stack(row, axis=1) for row in h], axis=1)
         return (out[0], g, h) if with_value else (g, h)
 
-    def _derivs(self, th, r, nr, x, fisher: bool = False, with_value: bool = False):
-        """:meth:`derivatives` as lists: g[k] and h[k][l], each of shape (n_items,)."""
+    def _derivs(self, th, r, nr, x, fisher: bool = False, with_value: bool = False,
+                both: bool = False):
+        """:meth:`derivatives` as lists: g[k] and h[k][l], each of shape (n_items,).
+
+        ``both=True`` returns the observed Hessian and minus the Fisher information together,
+        ``(value?, g, h, h_fisher)``, from one pass over the (items x nodes) intermediates.
+        """
         xp = _xp.namespace(th, r)
         a, d, c, u = self.natural(th)
         z = a[:, None] * x[None, :] + d[:, None]
         s, sm = _xp.expit_pair(z, xp)
-        one2s = 1.0 - 2.0 * s
         ssum = lambda v: xp.sum(v, axis=1)  # noqa: E731
+        kinds = (False, True) if both else (bool(fisher),)
+        n = r + nr
+        # (items x nodes) second-derivative terms, per kind (observed / Fisher)
+        T = {kind: {} for kind in kinds}
         if not (self.has_c or self.has_u):
             ez, fz = sm, s
             gz = r * ez - nr * fz
-            hzz = -(r + nr) * s * sm
+            hzz = -n * s * sm               # observed = Fisher for the 1PL/2PL
+            for kind in kinds:
+                T[kind]["zz"] = hzz
             if with_value:
                 value = ssum(r * _xp.log_expit(z, xp)) + ssum(nr * _xp.log_expit(-z, xp))
         else:
@@ -246,71 +256,80 @@ class _ItemModel:
             ssm = rng * s * sm
             ez, fz = ssm * ip, ssm * iq
             gz = r * ez - nr * fz
-            if fisher:
-                hzz = -(r + nr) * ez * fz
-            else:
-                hzz = r * ez * (one2s - ez) - nr * fz * (one2s + fz)
-        gz0, gz1 = ssum(gz), gz @ x                        # sum_q gz, sum_q gz x
-        hz0, hz1, hz2 = ssum(hzz), hzz @ x, hzz @ (x * x)   # sum hzz, hzz x, hzz x^2
-        G, H = {}, {}
-        # slope and intercept through z = a x + d
-        if self.log_slope:
-            G[0] = a * gz1
-            H[0, 0] = a * a * hz2 + (0.0 if fisher else a * gz1)
-            H[0, 1] = a * hz1
-        else:
-            G[0] = gz1
-            H[0, 0] = hz2
-            H[0, 1] = hz1
+            for kind in kinds:
+                if kind:
+                    T[kind]["zz"] = -n * ez * fz
+                else:
+                    one2s = 1.0 - 2.0 * s
+                    T[kind]["zz"] = r * ez * (one2s - ez) - nr * fz * (one2s + fz)
+        G = {1: ssum(gz)}
+        gz1 = gz @ x
+        G[0] = a * gz1 if self.log_slope else gz1
         slope_scale = a if self.log_slope else 1.0
-        G[1] = gz0
-        H[1, 1] = hz0
-        n = r + nr
         if self.has_c:
             cc = (c * (1.0 - c))[:, None]
             eg, fg = cc * sm * ip, cc * sm * iq
             G[2] = ssum(r * eg - nr * fg)
-            if fisher:
-                hgg = -n * eg * fg
-                hgz = -n * eg * fz
-            else:
-                c12 = (1.0 - 2.0 * c)[:, None]
-                hgg = r * eg * (c12 - eg) - nr * fg * (c12 + fg)
-                hgz = -r * eg * (s + ez) + nr * fg * (s - fz)
-            H[2, 2] = ssum(hgg)
-            H[0, 2] = slope_scale * (hgz @ x)
-            H[1, 2] = ssum(hgz)
+            for kind in kinds:
+                if kind:
+                    T[kind]["gg"] = -n * eg * fg
+                    T[kind]["gz"] = -n * eg * fz
+                else:
+                    c12 = (1.0 - 2.0 * c)[:, None]
+                    T[kind]["gg"] = r * eg * (c12 - eg) - nr * fg * (c12 + fg)
+                    T[kind]["gz"] = -r * eg * (s + ez) + nr * fg * (s - fz)
         if self.has_u:
             uu = (u * (1.0 - u))[:, None]
             ev, fv = uu * s * ip, uu * s * iq
             G[3] = ssum(r * ev - nr * fv)
-            if fisher:
-                hvv = -n * ev * fv
-                hvz = -n * ev * fz
-                hgv = -n * eg * fv
-            else:
-                u12 = (1.0 - 2.0 * u)[:, None]
-                hvv = r * ev * (u12 - ev) - nr * fv * (u12 + fv)
-                hvz = r * ev * (sm - ez) - nr * fv * (sm + fz)
-                hgv = -r * eg * ev - nr * fg * fv
-            H[3, 3] = ssum(hvv)
-            H[0, 3] = slope_scale * (hvz @ x)
-            H[1, 3] = ssum(hvz)
-            H[2, 3] = ssum(hgv)
+            for kind in kinds:
+                if kind:
+                    T[kind]["vv"] = -n * ev * fv
+                    T[kind]["vz"] = -n * ev * fz
+                    T[kind]["gv"] = -n * eg * fv
+                else:
+                    u12 = (1.0 - 2.0 * u)[:, None]
+                    T[kind]["vv"] = r * ev * (u12 - ev) - nr * fv * (u12 + fv)
+                    T[kind]["vz"] = r * ev * (sm - ez) - nr * fv * (sm + fz)
+                    T[kind]["gv"] = -r * eg * ev - nr * fg * fv
+        prior_a = prior_c = None
         if self.prior_a is not None:
-            _, g, h = _prior_terms(self.prior_a, th[:, 0], xp)
-            G[0] = G[0] + g
-            H[0, 0] = H[0, 0] + h
+            _, ga, prior_a = _prior_terms(self.prior_a, th[:, 0], xp)
+            G[0] = G[0] + ga
         if self.prior_c is not None and self.has_c:
-            _, g, h = _prior_terms(self.prior_c, th[:, 2], xp)
-            G[2] = G[2] + g
-            H[2, 2] = H[2, 2] + h
+            _, gc, prior_c = _prior_terms(self.prior_c, th[:, 2], xp)
+            G[2] = G[2] + gc
         f = self.free
-        g_list = [G[k] for k in f]
-        h_list = [[H[min(k, l), max(k, l)] for l in f] for k in f]
-        if with_value:
-            return value + self.log_prior(th), g_list, h_list
-        return g_list, h_list
+        hessians = []
+        for kind in kinds:
+            t = T[kind]
+            hzz = t["zz"]
+            hz0, hz1, hz2 = ssum(hzz), hzz @ x, hzz @ (x * x)   # sum hzz, hzz x, hzz x^2
+            H = {}
+            # slope and intercept through z = a x + d
+            if self.log_slope:
+                H[0, 0] = a * a * hz2 + (0.0 if kind else a * gz1)
+                H[0, 1] = a * hz1
+            else:
+                H[0, 0] = hz2
+                H[0, 1] = hz1
+            H[1, 1] = hz0
+            if self.has_c:
+                H[2, 2] = ssum(t["gg"])
+                H[0, 2] = slope_scale * (t["gz"] @ x)
+                H[1, 2] = ssum(t["gz"])
+            if self.has_u:
+                H[3, 3] = ssum(t["vv"])
+                H[0, 3] = slope_scale * (t["vz"] @ x)
+                H[1, 3] = ssum(t["vz"])
+                H[2, 3] = ssum(t["gv"])
+            if prior_a is not None:
+                H[0, 0] = H[0, 0] + prior_a
+            if prior_c is not None:
+                H[2, 2] = H[2, 2] + prior_c
+            hessians.append([[H[min(k, l), max(k, l)] for l in f] for k in f])
+        out = ((value + self.log_prior(th),) if with_value else ()) + ([G[k] for k in f],)
+        return out + tuple(hessians)
 
 
 # ====================================================================== M-step
@@ -407,13 +426,12 @@ def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float
         nra = nr_full[active] if sub else nr_full
         fa = (f0[active] if sub else f0) if f0 is not None else None
         if fa is None:
-            fa, g, h = model._derivs(ta, ra, nra, x, with_value=True)
+            fa, g, h, hf = model._derivs(ta, ra, nra, x, with_value=True, both=True)
             f0 = fa
         else:
-            g, h = model._derivs(ta, ra, nra, x)
+            g, h, hf = model._derivs(ta, ra, nra, x, both=True)
         step, ok = _pd_solve([[-v for v in row] for row in h], g)
         if not sync or not bool(xp.all(ok)):  # Fisher scoring where H is not negative definite
-            _, hf = model._derivs(ta, ra, nra, x, fisher=True)
             info = [[-v for v in row] for row in hf]
             big = xp.abs(info[0][0])
             for i in range(k):
