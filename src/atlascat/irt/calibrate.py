@@ -587,6 +587,18 @@ class _Data:
         xdt = getattr(xp, dtype) if isinstance(dtype, str) else dtype
         return cls(xp, device, xdt, blocks, n_eff, dense, on_host)
 
+    def as_float64(self) -> "_Data":
+        """The same data in float64 (converted where it lies: no host transfer on a device)."""
+        f64 = self.xp.float64
+        if self.on_host:
+            blocks = [(y.astype(np.float64), None if m is None else m.astype(np.float64), w)
+                      for y, m, w in self.blocks]
+        else:
+            blocks = [(_xp.astype(y, f64, self.xp),
+                       None if m is None else _xp.astype(m, f64, self.xp), w)
+                      for y, m, w in self.blocks]
+        return _Data(self.xp, self.device, f64, blocks, self.n_eff, self.dense, self.on_host)
+
     def iter_blocks(self):
         for y, msk, wb in self.blocks:
             if self.on_host:
@@ -801,7 +813,11 @@ class Calibrator:
     filter : apply :func:`atlascat.filtering.filter_items` before calibrating (default False in
         the library; the CLI filters by default)
     dtype : "float64" (default) or "float32" for the large matrix products of the E-step
-        (everything else, the M-step included, runs in float64)
+        (everything else, the M-step included, runs in float64). float32 E-steps run while
+        they make progress; once their rounding noise dominates (the log-likelihood falls, or
+        gains less than 1e-5 per subject over 10 iterations) the EM finishes in float64, so
+        the result meets the same stopping rule as a float64 fit
+        (``settings["float32_iterations"]`` says how many ran in float32)
     device : "cpu" (NumPy, default) or "cuda" (PyTorch, else CuPy, through array_api_compat):
         where the EM runs; the data is moved there once and the loop reads back one small
         vector per iteration
@@ -937,6 +953,8 @@ class Calibrator:
             fit = self._fit_joint(values, w, item_model, 0, 1, start_bank=start_bank,
                                   item_ids=item_ids)
             bank = self._to_bank(item_ids, fit["th"], item_model, model, fit["var"])
+            if self.dtype == "float32":  # iterations before the float64 finish
+                settings["float32_iterations"] = fit["float32_iterations"]
             if model == "1pl":  # report thetas on the N(0, 1) scale of the 1PL bank
                 sd = np.sqrt(fit["var"])
                 fit["theta"], fit["theta_se"] = fit["theta"] / sd, fit["theta_se"] / sd
@@ -1014,12 +1032,12 @@ class Calibrator:
             th = _set_free(th0_d, free, [P[:, i] for i in range(k)])
             return th, (p[-1] if rasch else None)
 
-        state = {"n_iter": 0, "trace": []}
+        state = {"n_iter": 0, "trace": [], "data": data, "f32_iter": None}
 
         def estep(th, log_var, **kw):
             log_w = _grid_log_weights(x, xp.exp(log_var)) if rasch else log_w0
             log_p, log_q = item_model.node_logs(th, x)
-            return _estep(data, log_p, log_q, log_w, **kw)
+            return _estep(state["data"], log_p, log_q, log_w, **kw)
 
         def em_map(p):
             """One EM iteration from p: (new parameters, log-posterior at p), on the device."""
@@ -1055,7 +1073,19 @@ class Calibrator:
             return [float(v) for v in _xp.to_numpy(vec)]
 
         def report(obj, ch, per_item, extra):
-            state["trace"].append(obj)
+            trace = state["trace"]
+            if state["f32_iter"] is None and self.dtype == "float32" and trace:
+                # float32 E-steps stop paying once their rounding noise (about 1e-6 of the
+                # log-likelihood, enough to move parameters on the likelihood's flat ridges by
+                # more than tol) dominates the EM's progress: a decrease, impossible in exact
+                # arithmetic, or less than 1e-5 per subject over the last 10 iterations. The
+                # remaining iterations then run in float64, so that mirt's rule is met and the
+                # solution is the float64 one.
+                stalled = len(trace) >= 10 and obj - trace[-10] < 1e-5 * data.n_eff
+                if obj < max(trace) or stalled:
+                    state["data"] = data.as_float64()
+                    state["f32_iter"] = state["n_iter"]
+            trace.append(obj)
             if self.callback is not None:
                 pi = _xp.to_numpy(per_item)
                 worst = int(np.argmax(pi))
@@ -1128,6 +1158,9 @@ class Calibrator:
                 step_max = max(1.0, step_max / 4.0)
         th, log_var = unpack(p)
         var = float(_xp.to_numpy(xp.exp(log_var))) if rasch else 1.0
+        if state["f32_iter"] is None and self.dtype == "float32":
+            state["f32_iter"] = state["n_iter"]
+            state["data"] = data.as_float64()   # scores, thetas and log-likelihood in float64
         es = estep(th, log_var if rasch else zero, x=x)
         loglik = float(_xp.to_numpy(es.loglik))
         th_h = np.array(_xp.to_numpy(th), dtype=float)
@@ -1138,7 +1171,8 @@ class Calibrator:
             raise ConvergenceError("calibration produced non-finite values; check the data")
         return {"th": th_h, "var": var, "loglik": loglik, "log_posterior": log_post,
                 "trace": np.asarray(state["trace"]), "n_iter": state["n_iter"],
-                "converged": converged, "theta": np.asarray(_xp.to_numpy(es.theta), float),
+                "converged": converged, "float32_iterations": state["f32_iter"],
+                "theta": np.asarray(_xp.to_numpy(es.theta), float),
                 "theta_se": np.asarray(_xp.to_numpy(es.se), float), "nodes": quad.nodes}
 
     # ------------------------------------------------------------------ banks
