@@ -125,6 +125,8 @@ def to_numpy(x) -> np.ndarray:
 
 def astype(x, dtype, xp):
     """``x`` cast to ``dtype`` (``xp.astype`` of the standard; NumPy 1.x has only the method)."""
+    if isinstance(x, np.ndarray):  # NumPy: no copy when the dtype is already right
+        return x.astype(dtype, copy=False)
     f = getattr(xp, "astype", None)
     return f(x, dtype) if f is not None else x.astype(dtype)
 
@@ -135,8 +137,19 @@ def concat(arrays, xp, axis=0):
     return f(arrays, axis=axis)
 
 
+def _scipy_special():
+    try:
+        from scipy import special
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        return None
+    return special
+
+
 def expit_pair(x, xp):
     """(sigma(x), sigma(-x)) from one exponential, each with full relative precision."""
+    if is_numpy(xp) and isinstance(x, np.ndarray):  # NumPy: scipy's ufuncs are faster
+        sp = _scipy_special()
+        return sp.expit(x), sp.expit(-x)
     e = xp.exp(-xp.abs(x))
     big = 1.0 / (1.0 + e)
     small = e * big
@@ -146,12 +159,16 @@ def expit_pair(x, xp):
 
 def expit(x, xp):
     """Logistic sigma(x) = 1 / (1 + exp(-x)), overflow-free for either sign."""
+    if is_numpy(xp) and isinstance(x, np.ndarray):
+        return _scipy_special().expit(x)
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def log_expit(x, xp):
     """log sigma(x) = min(x, 0) - log1p(exp(-|x|)), exact for large |x|."""
+    if is_numpy(xp) and isinstance(x, np.ndarray):
+        return _scipy_special().log_expit(x)
     return xp.minimum(x, xp.zeros_like(x)) - xp.log1p(xp.exp(-xp.abs(x)))
 
 

@@ -464,11 +464,18 @@ def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float
         pending = go
         cand_cols = base
         for _ls in range(max_halvings):
-            if sync and not bool(xp.any(pending)):
-                break
+            part = False
+            if sync:
+                if not bool(xp.any(pending)):
+                    break
+                part = not bool(xp.all(pending))
             trial_cols = [b_ + t * s_ for b_, s_ in zip(base, step)]
             trial = _set_free(ta, f, trial_cols)
-            ft = model.objective(trial, ra, nra, x)
+            if part:  # host: evaluate the items still searching only
+                ft = fa + 0.0
+                ft[pending] = model.objective(trial[pending], ra[pending], nra[pending], x)
+            else:
+                ft = model.objective(trial, ra, nra, x)
             # Armijo, with a rounding allowance so that converged items can still take their
             # last tiny Newton steps (|f| ~ 1e2-1e5, relative precision ~1e-16 per term)
             okt = xp.logical_and(xp.isfinite(ft),
