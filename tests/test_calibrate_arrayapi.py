@@ -134,6 +134,8 @@ def test_float32_converges_to_the_float64_solution(rng):
         r32 = calibrate(y, "3pl", dtype="float32")
     assert r64.converged and r32.converged
     assert r32.n_iter < 3 * r64.n_iter
+    assert 1 <= r32.settings["float32_iterations"] <= r32.n_iter
+    assert r32.settings["dtype"] == "float32"
     n = y.shape[0]
     assert abs(r32.loglik - r64.loglik) / n < 1e-3
     # the float32 bank scored in float64 on the data: as good as the float64 bank
