@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
         dtype: str = typer.Option("float64", "--dtype", help="E-step precision: float64 | float32."),
         device: str = typer.Option("cpu", "--device",
                                    help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
-                                        "PyTorch or CuPy; pip install 'atlascat[gpu]')."),
+                                        "PyTorch or CuPy, the package's 'gpu' extra)."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ):
         """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
