@@ -71,8 +71,8 @@ def backend_for(device: str):
 
         compat = _compat()
         if compat is None:
-            raise ConfigError("device 'torch:...' needs array_api_compat; pip install "
-                              "'atlascat[gpu]'")
+            raise ConfigError("device 'torch:...' needs array_api_compat; install it (the "
+                              "'gpu' extra)")
         return compat.array_namespace(torch.empty(0)), torch.device(dev.split(":", 1)[1])
     if dev.startswith("cuda"):
         try:
@@ -84,17 +84,18 @@ def backend_for(device: str):
                 raise ConfigError(f"device {device!r}: torch finds no CUDA GPU; use device='cpu'")
             compat = _compat()
             if compat is None:
-                raise ConfigError("device='cuda' needs array_api_compat; pip install "
-                                  "'atlascat[gpu]'")
+                raise ConfigError("device='cuda' needs array_api_compat; install it (the "
+                                  "'gpu' extra) or use device='cpu'")
             return compat.array_namespace(torch.empty(0)), torch.device(dev)
         try:
             import cupy
         except ImportError:
-            raise ConfigError(f"device {device!r} needs PyTorch or CuPy; pip install "
-                              "'atlascat[gpu]' or use device='cpu'") from None
+            raise ConfigError(f"device {device!r} needs PyTorch or CuPy; install torch and "
+                              "array_api_compat (the 'gpu' extra) or use device='cpu'") from None
         compat = _compat()
         if compat is None:
-            raise ConfigError("device='cuda' needs array_api_compat; pip install 'atlascat[gpu]'")
+            raise ConfigError("device='cuda' needs array_api_compat; install it (the 'gpu' extra) "
+                          "or use device='cpu'")
         return compat.array_namespace(cupy.empty(0)), None
     raise ConfigError(f"unknown device {device!r}; use 'cpu' or 'cuda'")
 
