@@ -1046,11 +1046,20 @@ class Calibrator:
             log_p, log_q = item_model.node_logs(th, x)
             return _estep(state["data"], log_p, log_q, log_w, **kw)
 
-        def em_map(p):
-            """One EM iteration from p: (new parameters, log-posterior at p), on the device."""
+        def em_map(p, at_least=None):
+            """One EM iteration from p: (new parameters, log-posterior at p), on the device.
+
+            With ``at_least`` (SQUAREM's safeguard), the log-posterior at p is read first and,
+            if it is below ``at_least``, the M-step is skipped: ``(None, value)``.
+            """
             th, log_var = unpack(p)
             es = estep(th, log_var)
             obj = es.loglik + xp.sum(item_model.log_prior(th))
+            if at_least is not None:
+                (objh,) = to_host(obj)
+                if not (math.isfinite(objh) and objh >= at_least):
+                    state["n_iter"] += 1
+                    return None, objh
             nr = es.n - es.r if es.n.ndim == 2 else es.n
             th_new = _mstep(item_model, th, es.r, nr, x, self.max_newton)
             log_var_new = xp.log(_rasch_variance(x, es.node_mass)) if rasch else None
@@ -1150,10 +1159,10 @@ class Calibrator:
             if rasch:
                 alpha = _xp.concat([alpha, al[-1:]], xp)
             pe = xp.clip(p0 - 2.0 * alpha * r + alpha * alpha * v, lo, hi)
-            p3, fe = em_map(pe)
-            ch, per_item, extra = change(pe, p3)
-            feh, chh = to_host(fe, ch)
-            if math.isfinite(feh) and feh >= f1h:
+            p3, fe = em_map(pe, at_least=f1h)   # no M-step for a rejected extrapolation
+            if p3 is not None:
+                ch, per_item, extra = change(pe, p3)
+                feh, chh = to_host(fe, ch)
                 report(feh, chh, per_item, extra)
                 p = p3
                 if at_max:
