@@ -35,7 +35,15 @@ weights proportional to the normal density at fixed nodes, as mirt does).
 Acceleration: SQUAREM (Varadhan and Roland, 2008, scheme S3) over the internal parameter
 vector, with one step length per item (alpha_j = -|r_j| / |v_j| from the item's own two EM
 steps, capped by a common adaptive bound) and a monotonicity safeguard (an extrapolated point is
-used only if its log-likelihood is not below the last EM iterate's).
+used only if its log-likelihood is not below the last EM iterate's; a rejected point costs its
+E-step only).
+
+Arrays: every kernel (E-step, M-step, log-likelihood, Rasch variance, the final EAP pass) is
+written against the Python array API standard and takes its namespace from its arguments
+(:mod:`atlascat.irt._xp`), so NumPy (default), PyTorch and CuPy arrays run the same code
+(``device="cuda"``). The data is moved to the device once; the loop reads back one small vector
+per EM iteration (two when an extrapolation is tried). With ``dtype="float32"`` the large
+products run in float32 until their rounding noise dominates, then the EM finishes in float64.
 
 Convergence: mirt's rule, the largest absolute change of any internal parameter between two
 consecutive EM iterates is below ``tol`` (1e-4), or ``max_iter`` (1000) iterations. Internal parameters are kept in wide bounds
