@@ -204,3 +204,16 @@ def test_cli_device_option(shared_data, tmp_path, capsys):
                  "--device", "tpu", "-o", str(tmp_path / "b.csv"), "--quiet"])
     assert code == 2
     assert "unknown device 'tpu'" in capsys.readouterr().err
+
+
+@pytest.mark.optional
+def test_torch_streams_host_blocks_when_data_exceeds_memory_limit(rng, torch_cpu):
+    """Data larger than the bound stays on the host and is moved one block per E-step."""
+    y = _sim(rng, n=150, missing=0.2, model="2pl")
+    xp, dev = _xp.backend_for("torch:cpu")
+    rows, on_host = C._plan_blocks(y, xp, dev, "float64", 20_000, 61)
+    assert on_host and rows < 150
+    ref = calibrate(y, "2pl", max_iter=100)
+    got = calibrate(y, "2pl", max_iter=100, device="torch:cpu", memory_limit=20_000)
+    np.testing.assert_allclose(got.loglik, ref.loglik, rtol=1e-9)
+    np.testing.assert_allclose(got.bank.b, ref.bank.b, rtol=1e-6, atol=1e-6)
