@@ -130,10 +130,6 @@ def _prior_terms(prior, t, xp):
     raise ConfigError(f"prior {prior} has no array-API form; use beta, logitnorm, lognorm, norm")
 
 
-def _device(x):
-    return getattr(x, "device", None)
-
-
 class _ItemModel:
     """Internal parameterization of one item type and its derivatives, batched over items.
 
