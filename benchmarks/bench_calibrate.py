@@ -17,9 +17,19 @@ Figures:
 4. Missing data: the full union_arc matrix, 3PL: seconds, iterations, convergence, the smallest
    log-likelihood change between recorded iterations (never negative), finite bank.
 5. Speed at scale: 3467 subjects x all 5600 HellaSwag items simulated from the published bank,
-   joint 3PL: seconds, iterations, seconds per iteration (float64 and float32 E-step).
+   joint 3PL on the CPU with 2 BLAS threads (a subprocess per fit, so the thread count holds):
+   seconds, iterations, seconds per iteration, log-likelihood, for float64 and float32 E-steps;
+   with ``--baseline-src OLD/src`` the same fits with an older checkout's code in the same run
+   (before/after figures under the same load).
+6. mirt on tiny_arc (``Rscript ../shared/tools/mirt_fit.R``) when R and mirt are installed.
+7. GPU (only when ``torch.cuda.is_available()``): the 3467 x 5600 fit with ``device="cuda"``
+   (float64 and float32) and a simulated leaderboard of 8,577 subjects x 50,265 items (items
+   resampled from the published HellaSwag bank) with 60% of the cells missing.
 
-Timings on a shared 2-core machine are inflated by whatever else runs; report medians.
+    .venv/bin/python benchmarks/bench_calibrate.py --skip-recovery --baseline-src /tmp/old/src
+
+Timings on a shared 2-core machine are inflated by whatever else runs; report medians, and
+per-iteration seconds and iteration counts, which do not depend on the load.
 """
 from __future__ import annotations
 
@@ -162,26 +172,126 @@ def bench_union():
             "union_arc_bank_finite": finite, "union_arc_items_left_out": len(res.dropped_items)}
 
 
-def bench_big(seed, dtypes):
+_BIG_SCRIPT = r"""
+import json, sys, time, warnings
+import numpy as np
+from atlascat import datasets
+from atlascat.irt.calibrate import calibrate
+seed, dtype, device = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+bank = datasets.load_bank("hellaswag")
+rng = np.random.default_rng(seed)
+theta = rng.standard_normal(3467)
+y = (rng.random((3467, len(bank))) < bank.probability(theta)).astype(float)
+kw = {} if device == "cpu" else {"device": device}
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    t = time.perf_counter()
+    res = calibrate(y, "3pl", dtype=dtype, **kw)
+    secs = time.perf_counter() - t
+print(json.dumps({"seconds": secs, "n_iter": int(res.n_iter), "converged": bool(res.converged),
+                  "loglik": float(res.loglik), "n_subjects": int(y.shape[0]),
+                  "n_items": int(len(res.bank)),
+                  "float32_iterations": res.settings.get("float32_iterations")}))
+"""
+
+
+def _run_big(src, seed, dtype, device="cpu", threads=2):
+    """One 3467 x 5600 fit in a subprocess importing atlascat from ``src`` (2 BLAS threads)."""
+    env = {**os.environ, "PYTHONPATH": str(src), "OPENBLAS_NUM_THREADS": str(threads),
+           "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+           "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, "-c", _BIG_SCRIPT, str(seed), dtype, device],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip()[-300:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_big(seed, dtypes, baseline_src=None, device="cpu", threads=2):
+    """3467 x 5600 joint 3PL: ours (this checkout) and, optionally, an older checkout."""
+    out = {}
+    runs = [("", ROOT / "src")]
+    if baseline_src:
+        runs.append(("baseline_", Path(baseline_src)))
+    tag = "big" if device == "cpu" else f"big_{device.replace(':', '')}"
+    for dt in dtypes:
+        for prefix, src in runs:
+            if device != "cpu" and prefix:
+                continue
+            if dt == "float32" and prefix:  # the old float32 path runs to the 1000 cap
+                continue
+            res = _run_big(src, seed, dt, device, threads)
+            key = f"{prefix}{tag}_{dt}"
+            if "error" in res:
+                out[f"{key}_error"] = res["error"]
+                continue
+            out.update({f"{key}_seconds": round(res["seconds"], 1),
+                        f"{key}_iterations": res["n_iter"],
+                        f"{key}_converged": res["converged"],
+                        f"{key}_seconds_per_iteration": round(res["seconds"] / max(res["n_iter"], 1), 3),
+                        f"{key}_loglik": round(res["loglik"], 2)})
+            if res.get("float32_iterations") is not None:
+                out[f"{key}_float32_iterations"] = res["float32_iterations"]
+            out["big_shape"] = [res["n_subjects"], res["n_items"]]
+    return out
+
+
+def bench_mirt_tiny():
+    """mirt 1.45 on tiny_arc (3PL, EM, 61 nodes, its defaults) through ../shared/tools/mirt_fit.R."""
+    import shutil
+
+    script = SHARED.parent / "tools" / "mirt_fit.R"
+    if shutil.which("Rscript") is None or not script.exists():
+        return {"mirt": "R / mirt not installed"}
+    check = subprocess.run(["Rscript", "-e", "library(mirt)"], capture_output=True)
+    if check.returncode != 0:
+        return {"mirt": "mirt not installed"}
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run(["Rscript", str(script), str(SHARED / "openllm" / "tiny_arc.csv.gz"),
+                               "3PL", str(Path(tmp) / "arc")], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"mirt": f"mirt failed: {proc.stderr.strip()[-300:]}"}
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"mirt_tiny_arc_3pl_seconds": round(float(info["seconds"]), 2),
+            "mirt_tiny_arc_iterations": info.get("iterations"),
+            "mirt_tiny_arc_loglik": round(float(info["loglik"]), 3)}
+
+
+def bench_gpu_large(seed, dtype="float32", n_subjects=8577, n_items=50265, missing=0.6):
+    """Simulated leaderboard: items resampled from the HellaSwag bank, 60% of cells missing."""
     from atlascat import datasets
+    from atlascat.irt.bank import ItemBank
     from atlascat.irt.calibrate import calibrate
 
-    bank = datasets.load_bank("hellaswag")
+    src = datasets.load_bank("hellaswag")
     rng = np.random.default_rng(seed)
-    y, _ = simulate(bank, 3467, rng)
-    out = {"big_shape": list(y.shape)}
-    for dt in dtypes:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t = time.perf_counter()
-            res = calibrate(y, "3pl", dtype=dt)
-            secs = time.perf_counter() - t
-        out.update({f"big_{dt}_seconds": round(secs, 1), f"big_{dt}_iterations": res.n_iter,
-                    f"big_{dt}_converged": res.converged,
-                    f"big_{dt}_seconds_per_iteration": round(secs / max(res.n_iter, 1), 3),
-                    f"big_{dt}_loglik": round(res.loglik, 2),
-                    "big_items_calibrated": len(res.bank)})
-    return out
+    pick = rng.integers(0, len(src), n_items)
+    bank = ItemBank([str(i) for i in range(n_items)], src.a[pick], src.b[pick], src.c[pick])
+    theta = rng.standard_normal(n_subjects)
+    y = np.empty((n_subjects, n_items))
+    for s in range(0, n_subjects, 1000):  # in blocks: bounded memory while simulating
+        sl = slice(s, min(n_subjects, s + 1000))
+        blk = (rng.random((sl.stop - sl.start, n_items)) < bank.probability(theta[sl])).astype(float)
+        blk[rng.random(blk.shape) < missing] = np.nan
+        y[sl] = blk
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = time.perf_counter()
+        res = calibrate(y, "3pl", device="cuda", dtype=dtype)
+        secs = time.perf_counter() - t
+    key = f"gpu_{n_subjects}x{n_items}_{dtype}"
+    return {f"{key}_seconds": round(secs, 1), f"{key}_iterations": res.n_iter,
+            f"{key}_converged": res.converged,
+            f"{key}_seconds_per_iteration": round(secs / max(res.n_iter, 1), 3),
+            f"{key}_missing": round(float(np.isnan(y).mean()), 3)}
+
+
+def _gpu_available():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
 
 
 def main(argv=None):
@@ -192,16 +302,29 @@ def main(argv=None):
     parser.add_argument("--peer-python", default="/tmp/peers/bin/python")
     parser.add_argument("--dtypes", default="float64,float32")
     parser.add_argument("--skip-recovery", action="store_true")
+    parser.add_argument("--skip-mirt", action="store_true", help="do not run R's mirt")
+    parser.add_argument("--baseline-src", default=None,
+                        help="src/ folder of an older checkout: also time its 3467 x 5600 fit")
+    parser.add_argument("--threads", type=int, default=2, help="BLAS threads of the CPU fits")
     args = parser.parse_args(argv)
     figures = {}
     rm, tiny = bench_tiny(args.repeat)
     figures.update(tiny)
     figures.update(bench_girth(rm, args.peer_python))
+    if not args.skip_mirt:
+        figures.update(bench_mirt_tiny())
     if not args.skip_recovery:
         figures.update(bench_recovery(args.seed))
         figures.update(bench_union())
+    dtypes = args.dtypes.split(",")
     if not args.quick:
-        figures.update(bench_big(args.seed, args.dtypes.split(",")))
+        figures.update(bench_big(args.seed, dtypes, args.baseline_src, "cpu", args.threads))
+    if _gpu_available():
+        if not args.quick:
+            figures.update(bench_big(args.seed, dtypes, None, "cuda"))
+        figures.update(bench_gpu_large(args.seed))
+    else:
+        figures["gpu"] = "no CUDA device (torch absent or no GPU): GPU figures not measured"
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         print(f"{key:<{width}}  {value}")

@@ -53,6 +53,9 @@ def register(app: typer.Typer) -> None:
         drop_empty: bool = typer.Option(False, "--drop-empty",
                                         help="Drop all-missing subjects/items instead of failing."),
         dtype: str = typer.Option("float64", "--dtype", help="E-step precision: float64 | float32."),
+        device: str = typer.Option("cpu", "--device",
+                                   help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
+                                        "PyTorch or CuPy, the package's 'gpu' extra)."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ):
         """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
@@ -78,7 +81,7 @@ def register(app: typer.Typer) -> None:
         cal = Calibrator(model.lower(), quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
                          max_iter=max_iter, tol=tol, partition_size=partition_size, link=link,
                          dtype=dtype, random_state=seed, convergence=convergence,
-                         mirt_defaults=mirt_defaults, **lib_opts)
+                         mirt_defaults=mirt_defaults, device=device, **lib_opts)
         cal._check_settings()  # fail on bad settings before reading more or starting the bar
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
                             on_empty="drop" if drop_empty else "error")

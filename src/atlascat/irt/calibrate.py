@@ -35,7 +35,15 @@ weights proportional to the normal density at fixed nodes, as mirt does).
 Acceleration: SQUAREM (Varadhan and Roland, 2008, scheme S3) over the internal parameter
 vector, with one step length per item (alpha_j = -|r_j| / |v_j| from the item's own two EM
 steps, capped by a common adaptive bound) and a monotonicity safeguard (an extrapolated point is
-used only if its log-likelihood is not below the last EM iterate's).
+used only if its log-likelihood is not below the last EM iterate's; a rejected point costs its
+E-step only).
+
+Arrays: every kernel (E-step, M-step, log-likelihood, Rasch variance, the final EAP pass) is
+written against the Python array API standard and takes its namespace from its arguments
+(:mod:`atlascat.irt._xp`), so NumPy (default), PyTorch and CuPy arrays run the same code
+(``device="cuda"``). The data is moved to the device once; the loop reads back one small vector
+per EM iteration (two when an extrapolation is tried). With ``dtype="float32"`` the large
+products run in float32 until their rounding noise dominates, then the EM finishes in float64.
 
 Convergence: mirt's rule, the largest absolute change of any internal parameter between two
 consecutive EM iterates is below ``tol`` (1e-4), or ``max_iter`` (1000) iterations. Internal parameters are kept in wide bounds
@@ -64,16 +72,16 @@ environment. Journal of Statistical Software 48(6).
 """
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import expit, log_expit, logsumexp
 from scipy.stats import norm
 
 from ..errors import ConfigError, ConvergenceError, ResponseDataError
+from . import _xp
 from .bank import ItemBank
 from .priors import parse_prior
 from .quadrature import normal_quadrature
@@ -87,7 +95,7 @@ LINKS = ("mean-sigma", "mean-mean")
 _A_MAX = 50.0
 _D_MAX = 150.0
 _LOGIT_MAX = 15.0
-_LOG_A_MIN = np.log(1e-3)
+_LOG_A_MIN = math.log(1e-3)
 _C_START = 0.1
 _PRED_REL = 1e-12  # M-step: stop an item when its predicted gain is below this x |objective|
 
@@ -95,11 +103,40 @@ _U_START = 0.95
 
 
 # ====================================================================== item model
+def _prior_terms(prior, t, xp):
+    """(log p, d/dt, d2/dt2) of a prior at internal parameter ``t``, in ``t``'s namespace.
+
+    The formulas of :mod:`atlascat.irt.priors` (``prior.terms``) written with array-API
+    operations only, so that they run on the device; log c and log(1 - c) are taken as
+    log sigma(+-t), exact where ``prior.terms`` clips at 1e-300.
+    """
+    name = type(prior).__name__
+    if name == "BetaPrior":
+        from scipy.special import betaln
+
+        al, be = float(prior.alpha), float(prior.beta)
+        c = _xp.expit(t, xp)
+        logp = ((al - 1.0) * _xp.log_expit(t, xp) + (be - 1.0) * _xp.log_expit(-t, xp)
+                - float(betaln(al, be)))
+        return logp, (al - 1.0) * (1.0 - c) - (be - 1.0) * c, -(al + be - 2.0) * c * (1.0 - c)
+    mu, sd = float(prior.mu), float(prior.sigma)
+    z = (t - mu) / sd
+    const = -math.log(sd) - 0.5 * _xp.LOG_2PI
+    hess = xp.zeros_like(t) - 1.0 / sd**2
+    if name == "LogNormalPrior":
+        return -t - 0.5 * z * z + const, -1.0 - z / sd, hess
+    if name in ("LogitNormalPrior", "NormalPrior"):
+        return -0.5 * z * z + const, -z / sd, hess
+    raise ConfigError(f"prior {prior} has no array-API form; use beta, logitnorm, lognorm, norm")
+
+
 class _ItemModel:
     """Internal parameterization of one item type and its derivatives, batched over items.
 
     Internal parameter matrix ``th`` has shape (n_items, 4): columns slope (a, or log a when
     the slope has a log-normal prior), d, logit c, logit u. ``free`` lists the estimated columns.
+    Every method takes arrays of any array-API namespace (NumPy, PyTorch, CuPy) and returns
+    arrays of the same namespace; nothing leaves the device.
     """
 
     def __init__(self, model: str, prior_a=None, prior_c=None):
@@ -111,19 +148,21 @@ class _ItemModel:
         self.has_u = model == "4pl"
         self.free = {"rasch": [1], "1pl": [1], "2pl": [0, 1], "3pl": [0, 1, 2],
                      "4pl": [0, 1, 2, 3]}[model]
-        a_lo, a_hi = (_LOG_A_MIN, np.log(_A_MAX)) if self.log_slope else (-_A_MAX, _A_MAX)
+        a_lo, a_hi = (_LOG_A_MIN, math.log(_A_MAX)) if self.log_slope else (-_A_MAX, _A_MAX)
         self.lo = np.array([a_lo, -_D_MAX, -_LOGIT_MAX, -_LOGIT_MAX])
         self.hi = np.array([a_hi, _D_MAX, _LOGIT_MAX, _LOGIT_MAX])
 
     # ------------------------------------------------------------------ parameters
     def natural(self, th):
-        """(a, d, c, u) from internal parameters."""
-        a = np.exp(th[:, 0]) if self.log_slope else th[:, 0]
-        c = expit(th[:, 2]) if self.has_c else np.zeros(th.shape[0])
-        u = expit(th[:, 3]) if self.has_u else np.ones(th.shape[0])
+        """(a, d, c, u) from internal parameters (c, u as arrays even when fixed)."""
+        xp = _xp.namespace(th)
+        a = xp.exp(th[:, 0]) if self.log_slope else th[:, 0]
+        c = _xp.expit(th[:, 2], xp) if self.has_c else xp.zeros_like(th[:, 1])
+        u = _xp.expit(th[:, 3], xp) if self.has_u else xp.ones_like(th[:, 1])
         return a, th[:, 1], c, u
 
     def internal(self, a, d, c, u):
+        """Internal parameters (host NumPy, used once for start values)."""
         th = np.empty((len(a), 4))
         th[:, 0] = np.log(np.maximum(a, 1e-3)) if self.log_slope else a
         th[:, 1] = d
@@ -136,31 +175,37 @@ class _ItemModel:
     # ------------------------------------------------------------------ log-probabilities
     def node_logs(self, th, x):
         """(log P, log Q), each (n_items, n_nodes), finite for parameters inside the bounds."""
+        xp = _xp.namespace(th, x)
         a, d, c, u = self.natural(th)
         z = a[:, None] * x[None, :] + d[:, None]
         if not (self.has_c or self.has_u):
-            return log_expit(z), log_expit(-z)
+            return _xp.log_expit(z, xp), _xp.log_expit(-z, xp)
         rng = (u - c)[:, None]
-        p = c[:, None] + rng * expit(z)
-        q = (1.0 - u)[:, None] + rng * expit(-z)
         if self.has_u:
-            return np.log(p), np.log(q)
-        # 3PL: log Q = log(1 - c) + log sigma(-z) keeps full precision for large z
-        return np.log(p), np.log1p(-c)[:, None] + log_expit(-z)
+            p = c[:, None] + rng * _xp.expit(z, xp)
+            q = (1.0 - u)[:, None] + rng * _xp.expit(-z, xp)
+            return xp.log(p), xp.log(q)
+        # 3PL: log P = log(c + (1 - c) s) = log sigma(z) + log1p(c e^-z) written with
+        # log sigma(-gamma) etc. would cost more; c + (1 - c) s is exact to rounding here.
+        # log Q = log(1 - c) + log sigma(-z) keeps full precision for large z.
+        p = c[:, None] + rng * _xp.expit(z, xp)
+        return xp.log(p), _xp.log_expit(-th[:, 2], xp)[:, None] + _xp.log_expit(-z, xp)
 
     def log_prior(self, th):
         """Sum of log prior densities per item (zeros without priors)."""
-        out = np.zeros(th.shape[0])
+        xp = _xp.namespace(th)
+        out = xp.zeros_like(th[:, 1])
         if self.prior_a is not None:
-            out += self.prior_a.terms(th[:, 0])[0]
+            out = out + _prior_terms(self.prior_a, th[:, 0], xp)[0]
         if self.prior_c is not None and self.has_c:
-            out += self.prior_c.terms(th[:, 2])[0]
+            out = out + _prior_terms(self.prior_c, th[:, 2], xp)[0]
         return out
 
     def objective(self, th, r, nr, x):
         """Complete-data log-likelihood + log prior per item, shape (n_items,)."""
+        xp = _xp.namespace(th)
         log_p, log_q = self.node_logs(th, x)
-        return (r * log_p).sum(axis=1) + (nr * log_q).sum(axis=1) + self.log_prior(th)
+        return xp.sum(r * log_p, axis=1) + xp.sum(nr * log_q, axis=1) + self.log_prior(th)
 
     # ------------------------------------------------------------------ derivatives
     def derivatives(self, th, r, nr, x, fisher: bool = False, with_value: bool = False):
@@ -173,130 +218,180 @@ class _ItemModel:
         -sum_q n dP_k dP_l / (P Q) = -sum_q n e_k f_l (negative semi-definite; Fisher scoring).
         ``with_value=True`` also returns the objective (first element of the tuple).
         """
+        xp = _xp.namespace(th)
+        out = self._derivs(th, r, nr, x, fisher, with_value)
+        g, h = out[-2], out[-1]
+        g = xp.stack(g, axis=1)
+        h = xp.stack([xp.stack(row, axis=1) for row in h], axis=1)
+        return (out[0], g, h) if with_value else (g, h)
+
+    def _derivs(self, th, r, nr, x, fisher: bool = False, with_value: bool = False,
+                both: bool = False):
+        """:meth:`derivatives` as lists: g[k] and h[k][l], each of shape (n_items,).
+
+        ``both=True`` returns the observed Hessian and minus the Fisher information together,
+        ``(value?, g, h, h_fisher)``, from one pass over the (items x nodes) intermediates.
+        """
+        xp = _xp.namespace(th, r)
         a, d, c, u = self.natural(th)
         z = a[:, None] * x[None, :] + d[:, None]
-        s, sm = expit(z), expit(-z)
-        one2s = 1.0 - 2.0 * s
+        s, sm = _xp.expit_pair(z, xp)
+        ssum = lambda v: xp.sum(v, axis=1)  # noqa: E731
+        kinds = (False, True) if both else (bool(fisher),)
+        n = r + nr
+        # (items x nodes) second-derivative terms, per kind (observed / Fisher)
+        T = {kind: {} for kind in kinds}
         if not (self.has_c or self.has_u):
             ez, fz = sm, s
             gz = r * ez - nr * fz
-            hzz = -(r + nr) * s * sm
+            hzz = -n * s * sm               # observed = Fisher for the 1PL/2PL
+            for kind in kinds:
+                T[kind]["zz"] = hzz
             if with_value:
-                value = (r * np.log(s)).sum(axis=1) + (nr * np.log(sm)).sum(axis=1)
+                value = ssum(r * _xp.log_expit(z, xp)) + ssum(nr * _xp.log_expit(-z, xp))
         else:
             rng = (u - c)[:, None]
             p_ = c[:, None] + rng * s
             q_ = (1.0 - u)[:, None] + rng * sm
             if with_value:
-                value = (r * np.log(p_)).sum(axis=1) + (nr * np.log(q_)).sum(axis=1)
+                value = ssum(r * xp.log(p_)) + ssum(nr * xp.log(q_))
             ip = 1.0 / p_
             iq = 1.0 / q_
             ssm = rng * s * sm
             ez, fz = ssm * ip, ssm * iq
             gz = r * ez - nr * fz
-            if fisher:
-                hzz = -(r + nr) * ez * fz
-            else:
-                hzz = r * ez * (one2s - ez) - nr * fz * (one2s + fz)
-        xs = np.stack([np.ones_like(x), x, x * x], axis=1)          # (q, 3)
-        gz_m = gz @ xs[:, :2]                                        # sum_q gz, sum_q gz x
-        hzz_m = hzz @ xs                                             # sum hzz, hzz x, hzz x^2
-        n_items = th.shape[0]
-        full_g = np.zeros((n_items, 4))
-        full_h = np.zeros((n_items, 4, 4))
-        # slope and intercept through z = a x + d
-        if self.log_slope:
-            full_g[:, 0] = a * gz_m[:, 1]
-            full_h[:, 0, 0] = a * a * hzz_m[:, 2] + (0.0 if fisher else a * gz_m[:, 1])
-            full_h[:, 0, 1] = a * hzz_m[:, 1]
-            slope_scale = a
-        else:
-            full_g[:, 0] = gz_m[:, 1]
-            full_h[:, 0, 0] = hzz_m[:, 2]
-            full_h[:, 0, 1] = hzz_m[:, 1]
-            slope_scale = np.ones(n_items)
-        full_g[:, 1] = gz_m[:, 0]
-        full_h[:, 1, 1] = hzz_m[:, 0]
-        n = r + nr
+            for kind in kinds:
+                if kind:
+                    T[kind]["zz"] = -n * ez * fz
+                else:
+                    one2s = 1.0 - 2.0 * s
+                    T[kind]["zz"] = r * ez * (one2s - ez) - nr * fz * (one2s + fz)
+        G = {1: ssum(gz)}
+        gz1 = gz @ x
+        G[0] = a * gz1 if self.log_slope else gz1
+        slope_scale = a if self.log_slope else 1.0
         if self.has_c:
             cc = (c * (1.0 - c))[:, None]
             eg, fg = cc * sm * ip, cc * sm * iq
-            full_g[:, 2] = (r * eg - nr * fg).sum(axis=1)
-            if fisher:
-                hgg = -n * eg * fg
-                hgz = -n * eg * fz
-            else:
-                c12 = (1.0 - 2.0 * c)[:, None]
-                hgg = r * eg * (c12 - eg) - nr * fg * (c12 + fg)
-                hgz = -r * eg * (s + ez) + nr * fg * (s - fz)
-            full_h[:, 2, 2] = hgg.sum(axis=1)
-            hgz = hgz @ xs[:, :2]
-            full_h[:, 0, 2] = slope_scale * hgz[:, 1]
-            full_h[:, 1, 2] = hgz[:, 0]
+            G[2] = ssum(r * eg - nr * fg)
+            for kind in kinds:
+                if kind:
+                    T[kind]["gg"] = -n * eg * fg
+                    T[kind]["gz"] = -n * eg * fz
+                else:
+                    c12 = (1.0 - 2.0 * c)[:, None]
+                    T[kind]["gg"] = r * eg * (c12 - eg) - nr * fg * (c12 + fg)
+                    T[kind]["gz"] = -r * eg * (s + ez) + nr * fg * (s - fz)
         if self.has_u:
             uu = (u * (1.0 - u))[:, None]
             ev, fv = uu * s * ip, uu * s * iq
-            full_g[:, 3] = (r * ev - nr * fv).sum(axis=1)
-            if fisher:
-                hvv = -n * ev * fv
-                hvz = -n * ev * fz
-                hgv = -n * eg * fv
-            else:
-                u12 = (1.0 - 2.0 * u)[:, None]
-                hvv = r * ev * (u12 - ev) - nr * fv * (u12 + fv)
-                hvz = r * ev * (sm - ez) - nr * fv * (sm + fz)
-                hgv = -r * eg * ev - nr * fg * fv
-            full_h[:, 3, 3] = hvv.sum(axis=1)
-            hvz = hvz @ xs[:, :2]
-            full_h[:, 0, 3] = slope_scale * hvz[:, 1]
-            full_h[:, 1, 3] = hvz[:, 0]
-            full_h[:, 2, 3] = hgv.sum(axis=1)
+            G[3] = ssum(r * ev - nr * fv)
+            for kind in kinds:
+                if kind:
+                    T[kind]["vv"] = -n * ev * fv
+                    T[kind]["vz"] = -n * ev * fz
+                    T[kind]["gv"] = -n * eg * fv
+                else:
+                    u12 = (1.0 - 2.0 * u)[:, None]
+                    T[kind]["vv"] = r * ev * (u12 - ev) - nr * fv * (u12 + fv)
+                    T[kind]["vz"] = r * ev * (sm - ez) - nr * fv * (sm + fz)
+                    T[kind]["gv"] = -r * eg * ev - nr * fg * fv
+        prior_a = prior_c = None
         if self.prior_a is not None:
-            _, g, h = self.prior_a.terms(th[:, 0])
-            full_g[:, 0] += g
-            full_h[:, 0, 0] += h
+            _, ga, prior_a = _prior_terms(self.prior_a, th[:, 0], xp)
+            G[0] = G[0] + ga
         if self.prior_c is not None and self.has_c:
-            _, g, h = self.prior_c.terms(th[:, 2])
-            full_g[:, 2] += g
-            full_h[:, 2, 2] += h
-        iu = np.triu_indices(4, 1)
-        full_h[:, iu[1], iu[0]] = full_h[:, iu[0], iu[1]]
+            _, gc, prior_c = _prior_terms(self.prior_c, th[:, 2], xp)
+            G[2] = G[2] + gc
         f = self.free
-        if with_value:
-            return value + self.log_prior(th), full_g[:, f], full_h[:, f][:, :, f]
-        return full_g[:, f], full_h[:, f][:, :, f]
+        hessians = []
+        for kind in kinds:
+            t = T[kind]
+            hzz = t["zz"]
+            hz0, hz1, hz2 = ssum(hzz), hzz @ x, hzz @ (x * x)   # sum hzz, hzz x, hzz x^2
+            H = {}
+            # slope and intercept through z = a x + d
+            if self.log_slope:
+                H[0, 0] = a * a * hz2 + (0.0 if kind else a * gz1)
+                H[0, 1] = a * hz1
+            else:
+                H[0, 0] = hz2
+                H[0, 1] = hz1
+            H[1, 1] = hz0
+            if self.has_c:
+                H[2, 2] = ssum(t["gg"])
+                H[0, 2] = slope_scale * (t["gz"] @ x)
+                H[1, 2] = ssum(t["gz"])
+            if self.has_u:
+                H[3, 3] = ssum(t["vv"])
+                H[0, 3] = slope_scale * (t["vz"] @ x)
+                H[1, 3] = ssum(t["vz"])
+                H[2, 3] = ssum(t["gv"])
+            if prior_a is not None:
+                H[0, 0] = H[0, 0] + prior_a
+            if prior_c is not None:
+                H[2, 2] = H[2, 2] + prior_c
+            hessians.append([[H[min(k, l), max(k, l)] for l in f] for k in f])
+        out = ((value + self.log_prior(th),) if with_value else ()) + ([G[k] for k in f],)
+        return out + tuple(hessians)
 
 
 # ====================================================================== M-step
 def _pd_solve(A, g, rel_tol: float = 1e-8):
-    """Solve A s = g for a batch of small symmetric matrices by Cholesky, (n, k, k) and (n, k).
+    """Solve A s = g for a batch of small symmetric matrices by Cholesky.
 
-    Returns ``(s, ok)``; ``ok`` is False where A is not numerically positive definite (pivot
-    <= rel_tol * largest diagonal entry), and there ``s`` is meaningless. Loops run over the
-    k <= 4 columns only, every operation is vectorized over the batch.
+    ``A`` is a k x k nested list and ``g`` a length-k list of arrays of shape (n,) (or an
+    (n, k, k) and an (n, k) array, then the result is an (n, k) array). Returns ``(s, ok)``;
+    ``ok`` is False where A is not numerically positive definite (pivot <= rel_tol * largest
+    diagonal entry), and there ``s`` is meaningless. Loops run over the k <= 4 columns only.
     """
-    n, k, _ = A.shape
-    L = np.zeros_like(A)
-    ok = np.ones(n, dtype=bool)
-    tiny = rel_tol * np.abs(A[:, np.arange(k), np.arange(k)]).max(axis=1) + 1e-300
+    as_arrays = not isinstance(g, list)
+    if as_arrays:
+        xp0 = _xp.namespace(g)
+        k0 = g.shape[1]
+        A = [[A[:, i, j] for j in range(k0)] for i in range(k0)]
+        g = [g[:, i] for i in range(k0)]
+    xp = _xp.namespace(g[0])
+    k = len(g)
+    diag = [xp.abs(A[i][i]) for i in range(k)]
+    big = diag[0]
+    for v in diag[1:]:
+        big = xp.maximum(big, v)
+    tiny = rel_tol * big + 1e-300
+    L = [[None] * k for _ in range(k)]
+    ok = None
     for j in range(k):
-        d = A[:, j, j] - (L[:, j, :j] ** 2).sum(axis=1)
-        ok &= d > tiny
-        ljj = np.sqrt(np.maximum(d, tiny))
-        L[:, j, j] = ljj
+        d = A[j][j]
+        for p in range(j):
+            d = d - L[j][p] * L[j][p]
+        okj = d > tiny
+        ok = okj if ok is None else xp.logical_and(ok, okj)
+        ljj = xp.sqrt(xp.maximum(d, tiny))
+        L[j][j] = ljj
         for i in range(j + 1, k):
-            L[:, i, j] = (A[:, i, j] - (L[:, i, :j] * L[:, j, :j]).sum(axis=1)) / ljj
-    y = np.zeros_like(g)
+            v = A[i][j]
+            for p in range(j):
+                v = v - L[i][p] * L[j][p]
+            L[i][j] = v / ljj
+    y = [None] * k
     for i in range(k):
-        y[:, i] = (g[:, i] - (L[:, i, :i] * y[:, :i]).sum(axis=1)) / L[:, i, i]
-    s = np.zeros_like(g)
+        v = g[i]
+        for p in range(i):
+            v = v - L[i][p] * y[p]
+        y[i] = v / L[i][i]
+    s = [None] * k
     for i in reversed(range(k)):
-        s[:, i] = (y[:, i] - (L[:, i + 1:, i] * s[:, i + 1:]).sum(axis=1)) / L[:, i, i]
+        v = y[i]
+        for p in range(i + 1, k):
+            v = v - L[p][i] * s[p]
+        s[i] = v / L[i][i]
+    if as_arrays:
+        return xp0.stack(s, axis=1), ok
     return s, ok
 
 
 def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float = 1e-9,
-           max_halvings: int = 8):
+           max_halvings: int = 8, sync: bool | None = None):
     """Batched Newton ascent of every item's complete-data objective (all items at once).
 
     For each item: gradient g and Hessian H; the Newton step s = -H^-1 g where H is negative
@@ -306,147 +401,316 @@ def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float
     bounds; a backtracking (Armijo) line search accepts t s only if the objective rises by at
     least 1e-4 t g.s (up to rounding). Items whose predicted gain g.s is at rounding level,
     whose step is below ``step_tol`` or whose line search fails stop iterating.
+
+    ``nr`` is n - r, (n_items, n_nodes), or the node masses n, (n_nodes,), for dense data.
+    ``sync`` (default: True on host arrays) lets the loops read scalars back to exit early and
+    restrict work to the items still active; with ``sync=False`` (accelerators) every loop runs
+    its full count with masks and nothing is read back. Both give the same iterates.
     """
-    th = th.copy()
+    xp = _xp.namespace(th, r)
+    sync = _xp.can_sync(xp) if sync is None else sync
     f = model.free
-    lo, hi = model.lo[f], model.hi[f]
+    k = len(f)
+    lo = [float(model.lo[j]) for j in f]
+    hi = [float(model.hi[j]) for j in f]
     dense_n = nr.ndim == 1
-    active = np.arange(th.shape[0])
+    nr_full = nr[None, :] - r if dense_n else nr
+    th = th + 0.0  # a copy: the host path updates rows in place
+    active = xp.zeros_like(th[:, 1]) == 0.0
     f0 = None
     for _ in range(max_newton):
-        if active.size == 0:
-            break
-        ta = th[active]
-        ra = r[active]
-        nra = nr[None, :] - ra if dense_n else nr[active]
-        if f0 is None:
-            f0, g, h = model.derivatives(ta, ra, nra, x, with_value=True)
-        else:
-            g, h = model.derivatives(ta, ra, nra, x)
-        step, ok = _pd_solve(-h, g)
-        if not ok.all():  # Fisher scoring where the Hessian is not negative definite
-            bad = ~ok
-            _, hf = model.derivatives(ta[bad], ra[bad], nra[bad], x, fisher=True)
-            info = -hf
-            ridge = 1e-8 * np.abs(info).max(axis=(1, 2)) + 1e-12
-            info[:, np.arange(len(f)), np.arange(len(f))] += ridge[:, None]
-            step[bad], _ = _pd_solve(info, g[bad])
-        big = np.abs(step).max(axis=1)
-        step *= np.minimum(1.0, 2.0 / np.maximum(big, 1e-300))[:, None]
-        # a step pushing a parameter through its bound is cut at the bound
-        base = ta[:, f]
-        step = np.clip(base + step, lo, hi) - base
-        pred = (g * step).sum(axis=1)
-        go = (pred > _PRED_REL * (1.0 + np.abs(f0))) & (np.abs(step).max(axis=1) > step_tol)
-        t = np.ones(active.size)
-        new_f = f0.copy()
-        moved = np.zeros(active.size, dtype=bool)
-        pending = go.copy()
-        cand = ta.copy()
-        for _ls in range(max_halvings):
-            idx = np.flatnonzero(pending)
-            if idx.size == 0:
+        if sync:
+            if not bool(xp.any(active)):
                 break
-            trial = ta[idx].copy()
-            trial[:, f] = base[idx] + t[idx, None] * step[idx]
-            ft = model.objective(trial, ra[idx], nra[idx], x)
+            sub = not bool(xp.all(active))
+        else:
+            sub = False
+        ta = th[active] if sub else th
+        ra = r[active] if sub else r
+        nra = nr_full[active] if sub else nr_full
+        fa = (f0[active] if sub else f0) if f0 is not None else None
+        if fa is None:
+            fa, g, h, hf = model._derivs(ta, ra, nra, x, with_value=True, both=True)
+            f0 = fa
+        else:
+            g, h, hf = model._derivs(ta, ra, nra, x, both=True)
+        step, ok = _pd_solve([[-v for v in row] for row in h], g)
+        if not sync or not bool(xp.all(ok)):  # Fisher scoring where H is not negative definite
+            info = [[-v for v in row] for row in hf]
+            big = xp.abs(info[0][0])
+            for i in range(k):
+                for j in range(k):
+                    big = xp.maximum(big, xp.abs(info[i][j]))
+            ridge = 1e-8 * big + 1e-12
+            for i in range(k):
+                info[i][i] = info[i][i] + ridge
+            sf, _ = _pd_solve(info, g)
+            step = [xp.where(ok, s_, t_) for s_, t_ in zip(step, sf)]
+        big = xp.abs(step[0])
+        for s_ in step[1:]:
+            big = xp.maximum(big, xp.abs(s_))
+        scale = xp.minimum(xp.ones_like(big), 2.0 / xp.maximum(big, xp.full_like(big, 1e-300)))
+        # a step pushing a parameter through its bound is cut at the bound
+        base = [ta[:, j] for j in f]
+        step = [xp.clip(b_ + s_ * scale, lo[i], hi[i]) - b_
+                for i, (b_, s_) in enumerate(zip(base, step))]
+        pred = step[0] * g[0]
+        smax = xp.abs(step[0])
+        for i in range(1, k):
+            pred = pred + step[i] * g[i]
+            smax = xp.maximum(smax, xp.abs(step[i]))
+        go = xp.logical_and(pred > _PRED_REL * (1.0 + xp.abs(fa)), smax > step_tol)
+        if not sync:
+            go = xp.logical_and(go, active)
+        t = xp.ones_like(fa)
+        new_f = fa
+        moved = xp.zeros_like(go)
+        pending = go
+        cand_cols = base
+        for _ls in range(max_halvings):
+            part = False
+            if sync:
+                if not bool(xp.any(pending)):
+                    break
+                part = not bool(xp.all(pending))
+            trial_cols = [b_ + t * s_ for b_, s_ in zip(base, step)]
+            trial = _set_free(ta, f, trial_cols)
+            if part:  # host: evaluate the items still searching only
+                ft = fa + 0.0
+                ft[pending] = model.objective(trial[pending], ra[pending], nra[pending], x)
+            else:
+                ft = model.objective(trial, ra, nra, x)
             # Armijo, with a rounding allowance so that converged items can still take their
             # last tiny Newton steps (|f| ~ 1e2-1e5, relative precision ~1e-16 per term)
-            ok = np.isfinite(ft) & (ft >= f0[idx] + 1e-4 * t[idx] * pred[idx]
-                                    - 1e-13 * np.abs(f0[idx]))
+            okt = xp.logical_and(xp.isfinite(ft),
+                                 ft >= fa + 1e-4 * t * pred - 1e-13 * xp.abs(fa))
             if model.has_u:  # keep c < u
-                ok &= expit(trial[:, 2]) < expit(trial[:, 3]) - 1e-6
-            good = idx[ok]
-            cand[good] = trial[ok]
-            new_f[good] = ft[ok]
-            moved[good] = True
-            pending[good] = False
-            t[idx[~ok]] *= 0.5
-        th[active] = cand
-        keep = moved & (t * np.abs(step).max(axis=1) > step_tol)
-        active = active[keep]
-        f0 = new_f[keep]
+                okt = xp.logical_and(okt, _xp.expit(trial[:, 2], xp)
+                                     < _xp.expit(trial[:, 3], xp) - 1e-6)
+            acc = xp.logical_and(pending, okt)
+            cand_cols = [xp.where(acc, tc, cc) for tc, cc in zip(trial_cols, cand_cols)]
+            new_f = xp.where(acc, ft, new_f)
+            moved = xp.logical_or(moved, acc)
+            pending = xp.logical_and(pending, xp.logical_not(okt))
+            t = xp.where(pending, 0.5 * t, t)
+        cand = _set_free(ta, f, cand_cols)
+        keep = xp.logical_and(moved, t * smax > step_tol)
+        if sub:
+            th[active] = cand
+            f0[active] = new_f
+            act_new = xp.zeros_like(active)
+            act_new[active] = keep
+            active = act_new
+        else:
+            th = cand
+            f0 = new_f
+            active = xp.logical_and(active, keep)
     return th
 
 
+def _set_free(th, free, cols):
+    """``th`` with its ``free`` columns replaced by ``cols`` (a new array, no setitem)."""
+    xp = _xp.namespace(th)
+    out = [th[:, j] for j in range(th.shape[1])]
+    for j, col in zip(free, cols):
+        out[j] = col
+    return xp.stack(out, axis=1)
+
+
 # ====================================================================== data and E-step
+def _plan_blocks(values, xp, device, dtype, memory_limit, quadpts):
+    """(rows per block, keep the data on the host) for a memory bound of ``memory_limit`` bytes.
+
+    The data takes n m b bytes (b = 4 or 8) per array, twice with missing cells (scores and
+    mask); each block of subjects needs about 6 (rows x nodes) float64 work arrays. Without a
+    bound: everything in one block, except on a CUDA device, where the bound is 80% of its free
+    memory. Data that fits within half the bound is moved to the device once and worked on in
+    blocks whose work arrays fit in the other half; larger data stays on the host and is moved
+    one block per E-step (the only per-iteration transfer, needed only when the device is too
+    small for the matrix).
+    """
+    n, m = values.shape
+    item = 4 if dtype == "float32" else 8
+    n_arrays = 1 if not np.isnan(values).any() else 2
+    limit = memory_limit
+    if limit is None and device is not None and "cuda" in str(device):
+        try:
+            import torch
+
+            limit = 0.8 * torch.cuda.mem_get_info(device)[0]
+        except Exception:  # pragma: no cover - no torch / no CUDA runtime
+            limit = None
+    if limit is None:
+        return None, False
+    limit = float(limit)
+    row_data = m * item * n_arrays
+    row_work = 6 * quadpts * 8
+    if n * row_data <= 0.5 * limit:
+        rows = int(max(1, (0.5 * limit) // row_work))
+        return (None if rows >= n else rows), False
+    rows = int(max(1, (0.5 * limit) // (row_data + row_work)))
+    return rows, not _xp.is_numpy(xp)
+
+
+
 @dataclass
 class _Data:
-    y: np.ndarray            # (n, m) scores with 0 in missing cells, compute dtype
-    mask: np.ndarray | None  # (n, m) observed mask (compute dtype), None when dense
-    w: np.ndarray | None     # (n,) row weights, None when all 1
+    """Response data on the compute device, in row blocks of at most ``block_rows`` subjects.
+
+    ``blocks`` holds (y, mask, w) per block: scores with 0 in missing cells (compute dtype),
+    the observed mask (compute dtype) or None when the block is dense, and row weights (float64)
+    or None when all 1. ``host_blocks`` keeps the same blocks on the host when the data does not
+    fit on the device; they are then moved one block at a time during each E-step.
+    """
+    xp: object
+    device: object
+    dtype: object
+    blocks: list
     n_eff: float
+    dense: bool
+    on_host: bool = False
 
     @classmethod
-    def build(cls, values: np.ndarray, weights=None, dtype=np.float64):
+    def build(cls, values: np.ndarray, weights=None, dtype="float64", xp=np, device=None,
+              block_rows: int | None = None, on_host: bool = False):
         obs = ~np.isnan(values)
         dense = bool(obs.all())
-        y = np.where(obs, values, 0.0).astype(dtype)
-        mask = None if dense else obs.astype(dtype)
+        n = values.shape[0]
         w = None if weights is None else np.asarray(weights, dtype=float)
         if w is not None and np.all(w == 1):
             w = None
-        n_eff = float(values.shape[0] if w is None else w.sum())
-        return cls(y, mask, w, n_eff)
+        n_eff = float(n if w is None else w.sum())
+        step = n if not block_rows else max(1, int(block_rows))
+        np_dt = np.dtype(dtype if isinstance(dtype, str) else "float64")
+        blocks = []
+        for s in range(0, n, step):
+            sl = slice(s, min(n, s + step))
+            o = obs[sl]
+            y = np.where(o, values[sl], 0.0).astype(np_dt)
+            msk = None if dense else o.astype(np_dt)
+            wb = None if w is None else w[sl]
+            if on_host:
+                blocks.append((y, msk, wb))
+            else:
+                blocks.append(tuple(None if v is None else
+                                    _xp.asarray(v, xp, dt, device)
+                                    for v, dt in ((y, dtype), (msk, dtype), (wb, "float64"))))
+        xdt = getattr(xp, dtype) if isinstance(dtype, str) else dtype
+        return cls(xp, device, xdt, blocks, n_eff, dense, on_host)
+
+    def as_float64(self) -> "_Data":
+        """The same data in float64 (converted where it lies: no host transfer on a device)."""
+        f64 = self.xp.float64
+        if self.on_host:
+            blocks = [(y.astype(np.float64), None if m is None else m.astype(np.float64), w)
+                      for y, m, w in self.blocks]
+        else:
+            blocks = [(_xp.astype(y, f64, self.xp),
+                       None if m is None else _xp.astype(m, f64, self.xp), w)
+                      for y, m, w in self.blocks]
+        return _Data(self.xp, self.device, f64, blocks, self.n_eff, self.dense, self.on_host)
+
+    def iter_blocks(self):
+        for y, msk, wb in self.blocks:
+            if self.on_host:
+                dt = self.dtype
+                y = _xp.asarray(y, self.xp, dt, self.device)
+                msk = None if msk is None else _xp.asarray(msk, self.xp, dt, self.device)
+                wb = None if wb is None else _xp.asarray(wb, self.xp, "float64", self.device)
+            yield y, msk, wb
 
 
 @dataclass
 class _EStep:
-    loglik: float
-    r: np.ndarray          # (m, q)
-    n: np.ndarray          # (m, q), or (q,) for dense data
-    node_mass: np.ndarray  # (q,)
-    post: np.ndarray       # (n, q)
+    loglik: object         # 0-d array (float64) on the device
+    r: object              # (m, q)
+    n: object              # (m, q), or (q,) for dense data
+    node_mass: object      # (q,)
+    theta: object = None   # (n,) posterior means, when asked for
+    se: object = None      # (n,) posterior SDs, when asked for
+    post: object = None    # (n, q), when asked for
 
 
-def _estep(data: _Data, log_p, log_q, log_w) -> _EStep:
-    """E-step from (n_items, n_nodes) log-probabilities and the nodes' log prior weights."""
-    dt = data.y.dtype
-    L = (data.y @ (log_p - log_q).astype(dt, copy=False)).astype(np.float64, copy=False)
-    if data.mask is None:
-        L += log_q.sum(axis=0)
-    else:
-        L += data.mask @ log_q.astype(dt, copy=False)
-    L += log_w
-    mx = L.max(axis=1, keepdims=True)
-    np.subtract(L, mx, out=L)
-    np.exp(L, out=L)
-    tot = L.sum(axis=1, keepdims=True)
-    L /= tot
-    lse = mx[:, 0] + np.log(tot[:, 0])
-    post = L
-    if data.w is None:
-        loglik = float(lse.sum())
-        wp = post
-    else:
-        loglik = float(data.w @ lse)
-        wp = post * data.w[:, None]
-    wpd = wp.astype(dt, copy=False)
-    r = (data.y.T @ wpd).astype(np.float64, copy=False)
-    node_mass = wp.sum(axis=0)
-    n = node_mass.copy() if data.mask is None else (data.mask.T @ wpd).astype(np.float64)
-    return _EStep(loglik, r, n, node_mass, post)
+def _estep(data: _Data, log_p, log_q, log_w, x=None, want_post: bool = False) -> _EStep:
+    """E-step from (n_items, n_nodes) log-probabilities and the nodes' log prior weights.
+
+    The large products run in the data's dtype; everything after them (posterior, sums,
+    log-likelihood) is float64. Subjects are processed block by block (``data.iter_blocks``).
+    With ``x`` the posterior mean and SD of every subject are returned as well.
+    """
+    xp = data.xp
+    f64 = xp.float64
+    dt = data.dtype
+    diff = log_p - log_q
+    D = _xp.astype(diff, dt, xp)
+    lq = _xp.astype(log_q, dt, xp)
+    lq_sum = xp.sum(log_q, axis=0)
+    loglik = None
+    r = n_obs = node_mass = None
+    thetas, ses, posts = [], [], []
+    for y, msk, wb in data.iter_blocks():
+        L = _xp.astype(y @ D, f64, xp)
+        L = L + (lq_sum if msk is None else _xp.astype(msk @ lq, f64, xp))
+        L = L + log_w
+        lse, e, tot = _xp.logsumexp_rows(L, xp)
+        post = e / tot
+        if x is not None:
+            th_ = post @ x
+            thetas.append(th_)
+            ses.append(xp.sqrt(xp.clip(post @ (x * x) - th_ * th_, 0.0, None)))
+        if want_post:
+            posts.append(post)
+        if wb is None:
+            ll = xp.sum(lse)
+            wp = post
+        else:
+            ll = xp.sum(wb * lse)
+            wp = post * wb[:, None]
+        wpd = _xp.astype(wp, dt, xp)
+        rb = _xp.astype(y.T @ wpd, f64, xp)
+        nm = xp.sum(wp, axis=0)
+        nb = None if msk is None else _xp.astype(msk.T @ wpd, f64, xp)
+        if loglik is None:
+            loglik, r, node_mass, n_obs = ll, rb, nm, nb
+        else:
+            loglik, r, node_mass = loglik + ll, r + rb, node_mass + nm
+            n_obs = None if nb is None else n_obs + nb
+    n = node_mass if data.dense else n_obs
+    out = _EStep(loglik, r, n, node_mass)
+    if x is not None:
+        out.theta = _xp.concat(thetas, xp) if len(thetas) > 1 else thetas[0]
+        out.se = _xp.concat(ses, xp) if len(ses) > 1 else ses[0]
+    if want_post:
+        out.post = _xp.concat(posts, xp) if len(posts) > 1 else posts[0]
+    return out
 
 
 def _grid_log_weights(nodes, var):
-    lw = -0.5 * nodes**2 / var
-    return lw - logsumexp(lw)
+    """log pi_q for N(0, var) weights on the grid, normalized (array or float ``var``)."""
+    xp = _xp.namespace(nodes)
+    lw = -0.5 * nodes * nodes / var
+    mx = xp.max(lw)
+    return lw - (mx + xp.log(xp.sum(xp.exp(lw - mx))))
 
 
-def _rasch_variance(nodes, node_mass, lo=1e-3, hi=100.0):
-    """Latent variance whose grid weights match the posterior second moment on the nodes."""
-    target = float(node_mass @ nodes**2 / node_mass.sum())
+def _rasch_variance(nodes, node_mass, lo=1e-3, hi=100.0, n_bisect: int = 64):
+    """Latent variance whose grid weights match the posterior second moment on the nodes.
 
-    def gap(log_v):
-        return float(np.exp(_grid_log_weights(nodes, np.exp(log_v))) @ nodes**2) - target
-
-    a, b = np.log(lo), np.log(hi)
-    ga, gb = gap(a), gap(b)
-    if ga >= 0:
-        return lo
-    if gb <= 0:
-        return hi
-    return float(np.exp(brentq(gap, a, b, xtol=1e-12)))
+    The grid second moment is increasing in the variance; bisection on log v over
+    [log lo, log hi] with a fixed number of halvings (2^-64 of the bracket, below rounding)
+    runs on the device without reading anything back. Returns a 0-d float64 array.
+    """
+    xp = _xp.namespace(nodes, node_mass)
+    x2 = nodes * nodes
+    target = xp.sum(node_mass * x2) / xp.sum(node_mass)
+    a = xp.zeros_like(target) + math.log(lo)
+    b = xp.zeros_like(target) + math.log(hi)
+    for _ in range(n_bisect):
+        mid = 0.5 * (a + b)
+        gap = xp.sum(xp.exp(_grid_log_weights(nodes, xp.exp(mid))) * x2) - target
+        a = xp.where(gap < 0, mid, a)
+        b = xp.where(gap < 0, b, mid)
+    return xp.exp(0.5 * (a + b))
 
 
 # ====================================================================== starting values
@@ -565,6 +829,16 @@ class Calibrator:
     filter : apply :func:`atlascat.filtering.filter_items` before calibrating (default False;
         ``atlas calibrate`` uses the same default, ``--filter`` turns it on)
     dtype : "float64" (default) or "float32" for the large matrix products of the E-step
+        (everything else, the M-step included, runs in float64). float32 E-steps run while
+        they make progress; once their rounding noise dominates (the log-likelihood falls, or
+        gains less than 1e-5 per subject over 10 iterations) the EM finishes in float64, so
+        the result meets the same stopping rule as a float64 fit
+        (``settings["float32_iterations"]`` says how many ran in float32)
+    device : "cpu" (NumPy, default) or "cuda" (PyTorch, else CuPy, through array_api_compat):
+        where the EM runs; the data is moved there once and the loop reads back one small
+        vector per iteration
+    memory_limit : bytes the E-step may use on the device (default: no bound on the CPU, 80%
+        of the free memory on a GPU); larger data is processed in blocks of subjects
     random_state : seed or numpy Generator (partition assignment)
     callback : optional callable ``callback(info: dict)`` called after every recorded EM
         iteration with keys ``iteration``, ``loglik``, ``max_change``, ``worst_item`` (the item
@@ -586,7 +860,8 @@ class Calibrator:
                  accelerate: bool = True, partition_size: int | None = None,
                  link: str = "mean-sigma", filter: bool = False, dtype: str = "float64",
                  random_state=None, callback=None, max_newton: int = 8, start=None,
-                 convergence: str = "params", mirt_defaults: bool = False):
+                 convergence: str = "params", mirt_defaults: bool = False, device="cpu",
+                 memory_limit: float | None = None):
         self.model = model
         self.mirt_defaults = mirt_defaults
         self.quadpts = quadpts
@@ -605,6 +880,8 @@ class Calibrator:
         self.max_newton = max_newton
         self.start = start
         self.convergence = convergence
+        self.device = device
+        self.memory_limit = memory_limit
 
     # ------------------------------------------------------------------ validation
     def _check_settings(self, choice=None):
@@ -632,6 +909,10 @@ class Calibrator:
             raise ConfigError(f"convergence must be 'params' or 'icc', not {self.convergence!r}")
         if self.dtype not in ("float64", "float32"):
             raise ConfigError(f"dtype must be 'float64' or 'float32', got {self.dtype!r}")
+        _xp.backend_for(self.device)  # unknown device / missing GPU library -> ConfigError
+        if self.memory_limit is not None and not float(self.memory_limit) > 0:
+            raise ConfigError(f"memory_limit must be a positive number of bytes, got "
+                              f"{self.memory_limit!r}")
         if self.partition_size is not None:
             if int(self.partition_size) < 2:
                 raise ConfigError(f"partition_size must be >= 2, got {self.partition_size}")
@@ -705,12 +986,14 @@ class Calibrator:
                     "max_iter": int(self.max_iter), "tol": float(self.tol),
                     "accelerate": bool(self.accelerate), "partition_size": self.partition_size,
                     "link": self.link if self.partition_size else None, "dtype": self.dtype,
-                    "defaults": choice.to_dict()}
+                    "defaults": choice.to_dict(), "device": str(self.device)}
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             start_bank = None if self.start is None else self.start
             fit = self._fit_joint(values, w, item_model, 0, 1, start_bank=start_bank,
                                   item_ids=item_ids)
             bank = self._to_bank(item_ids, fit["th"], item_model, model, fit["var"])
+            if self.dtype == "float32":  # iterations before the float64 finish
+                settings["float32_iterations"] = fit["float32_iterations"]
             if model == "1pl":  # report thetas on the N(0, 1) scale of the 1PL bank
                 sd = np.sqrt(fit["var"])
                 fit["theta"], fit["theta_se"] = fit["theta"] / sd, fit["theta_se"] / sd
@@ -745,12 +1028,16 @@ class Calibrator:
     def _fit_joint(self, values, weights, item_model: _ItemModel, part: int, n_parts: int,
                    max_iter: int | None = None, start_bank: ItemBank | None = None,
                    item_ids=None):
-        dt = np.float32 if self.dtype == "float32" else np.float64
-        data = _Data.build(values, weights, dt)
+        xp, device = _xp.backend_for(self.device)
+        block_rows, on_host = _plan_blocks(values, xp, device, self.dtype, self.memory_limit,
+                                           int(self.quadpts))
+        data = _Data.build(values, weights, self.dtype, xp, device, block_rows, on_host)
         quad = normal_quadrature(int(self.quadpts), self.theta_range)
-        x = quad.nodes
+        x = _xp.asarray(quad.nodes, xp, "float64", device)
+        log_w0 = _xp.asarray(quad.log_weights, xp, "float64", device)
         rasch = item_model.model == "rasch"
         free = item_model.free
+        k = len(free)
         n_items = values.shape[1]
         th0 = _start_values(values, weights, item_model, item_model.prior_c)
         if start_bank is not None and item_ids is not None:
@@ -760,137 +1047,181 @@ class Calibrator:
                 given = item_model.internal(sb.a, sb.d, np.clip(sb.c, 1e-6, 1 - 1e-6),
                                             np.clip(sb.u, 1e-6, 1 - 1e-6))
                 th0[np.ix_(np.flatnonzero(have), free)] = given[:, free]
+        # fixed (non-free) columns hold +-inf for absent c/u; finite stand-ins keep the
+        # arithmetic of every backend NaN-free (they are never read through natural())
+        th0_fixed = th0.copy()
+        th0 = np.where(np.isfinite(th0), th0, 0.0)
+        th0_d = _xp.asarray(th0, xp, "float64", device)
         max_iter = int(self.max_iter if max_iter is None else max_iter)
         tol = float(self.tol)
-        lo_v, hi_v = np.log(1e-3), np.log(100.0)
+        lo_np = np.tile(item_model.lo[free], n_items)
+        hi_np = np.tile(item_model.hi[free], n_items)
+        if rasch:
+            lo_np, hi_np = np.append(lo_np, np.log(1e-3)), np.append(hi_np, np.log(100.0))
+        lo = _xp.asarray(lo_np, xp, "float64", device)
+        hi = _xp.asarray(hi_np, xp, "float64", device)
+        n_par = n_items * k
 
         def pack(th, log_var):
-            p = th[:, free].ravel()
-            return np.append(p, log_var) if rasch else p
+            p = xp.reshape(xp.stack([th[:, j] for j in free], axis=1), (-1,))
+            return _xp.concat([p, xp.reshape(log_var, (1,))], xp) if rasch else p
 
         def unpack(p):
-            th = th0.copy()
-            k = len(free)
-            th[:, free] = p[: n_items * k].reshape(n_items, k)
-            return th, (float(p[-1]) if rasch else 0.0)
+            P = xp.reshape(p[:n_par], (n_items, k))
+            th = _set_free(th0_d, free, [P[:, i] for i in range(k)])
+            return th, (p[-1] if rasch else None)
 
-        lo = np.tile(item_model.lo[free], n_items)
-        hi = np.tile(item_model.hi[free], n_items)
-        if rasch:
-            lo, hi = np.append(lo, lo_v), np.append(hi, hi_v)
+        state = {"n_iter": 0, "trace": [], "data": data, "f32_iter": None}
 
-        state = {"n_iter": 0, "trace": [], "worst": None}
-
-        def estep(th, log_w):
+        def estep(th, log_var, **kw):
+            log_w = _grid_log_weights(x, xp.exp(log_var)) if rasch else log_w0
             log_p, log_q = item_model.node_logs(th, x)
-            return _estep(data, log_p, log_q, log_w)
+            return _estep(state["data"], log_p, log_q, log_w, **kw)
 
-        def em_map(p):
-            """One EM iteration from p: (new parameters, log-posterior at p)."""
+        def em_map(p, at_least=None):
+            """One EM iteration from p: (new parameters, log-posterior at p), on the device.
+
+            With ``at_least`` (SQUAREM's safeguard), the log-posterior at p is read first and,
+            if it is below ``at_least``, the M-step is skipped: ``(None, value)``.
+            """
             th, log_var = unpack(p)
-            log_w = _grid_log_weights(x, np.exp(log_var)) if rasch else quad.log_weights
-            es = estep(th, log_w)
-            obj = es.loglik + float(item_model.log_prior(th).sum())
+            es = estep(th, log_var)
+            obj = es.loglik + xp.sum(item_model.log_prior(th))
+            if at_least is not None:
+                (objh,) = to_host(obj)
+                if not (math.isfinite(objh) and objh >= at_least):
+                    state["n_iter"] += 1
+                    return None, objh
             nr = es.n - es.r if es.n.ndim == 2 else es.n
             th_new = _mstep(item_model, th, es.r, nr, x, self.max_newton)
-            log_var_new = np.log(_rasch_variance(x, es.node_mass)) if rasch else 0.0
+            log_var_new = xp.log(_rasch_variance(x, es.node_mass)) if rasch else None
             state["n_iter"] += 1
             return pack(th_new, log_var_new), obj
 
-        def report(obj, change):
-            state["trace"].append(obj)
-            if self.callback is not None:
-                worst = state["worst"]
-                self.callback({"iteration": state["n_iter"], "loglik": obj, "max_change": change,
-                               "worst_item": None if worst is None or item_ids is None
-                               else str(item_ids[worst]),
-                               "partition": part, "n_partitions": n_parts})
-
         def change(pa, pb):
-            """Largest parameter change (or item-curve change); remembers the item."""
-            k = len(free)
+            """Largest parameter change (or item-curve change), a 0-d device array, and the
+            per-item changes (for the callback's worst item)."""
             if self.convergence == "params":
-                per_item = np.abs(pb - pa)[: n_items * k].reshape(n_items, k).max(axis=1)
-                extra = abs(pb[-1] - pa[-1]) if rasch else 0.0
+                per_item = xp.max(xp.reshape(xp.abs(pb - pa)[:n_par], (n_items, k)), axis=1)
+                extra = xp.abs(pb[-1] - pa[-1]) if rasch else None
             else:
                 tha, lva = unpack(pa)
                 thb, lvb = unpack(pb)
-                pa_, pb_ = (np.exp(item_model.node_logs(t, x)[0]) for t in (tha, thb))
-                per_item = np.abs(pb_ - pa_).max(axis=1)
-                extra = abs(lvb - lva)
-            worst = int(np.argmax(per_item))
-            state["worst"] = worst if per_item[worst] >= extra else None
-            return max(float(per_item[worst]), float(extra))
+                pa_, pb_ = (xp.exp(item_model.node_logs(t, x)[0]) for t in (tha, thb))
+                per_item = xp.max(xp.abs(pb_ - pa_), axis=1)
+                extra = xp.abs(lvb - lva) if rasch else None
+            ch = xp.max(per_item)
+            if extra is not None:
+                ch = xp.maximum(ch, extra)
+            return ch, per_item, extra
 
-        p = pack(th0, 0.0)
+        def to_host(*vals):
+            """One device->host transfer per EM iteration: the scalars the loop decides on."""
+            vec = xp.stack([xp.reshape(_xp.astype(v, xp.float64, xp), ()) for v in vals])
+            return [float(v) for v in _xp.to_numpy(vec)]
+
+        def report(obj, ch, per_item, extra):
+            trace = state["trace"]
+            if state["f32_iter"] is None and self.dtype == "float32" and trace:
+                # float32 E-steps stop paying once their rounding noise (about 1e-6 of the
+                # log-likelihood, enough to move parameters on the likelihood's flat ridges by
+                # more than tol) dominates the EM's progress: a decrease, impossible in exact
+                # arithmetic, or less than 1e-5 per subject over the last 10 iterations. The
+                # remaining iterations then run in float64, so that mirt's rule is met and the
+                # solution is the float64 one.
+                stalled = len(trace) >= 10 and obj - trace[-10] < 1e-5 * data.n_eff
+                if obj < max(trace) or stalled:
+                    state["data"] = data.as_float64()
+                    state["f32_iter"] = state["n_iter"]
+            trace.append(obj)
+            if self.callback is not None:
+                pi = _xp.to_numpy(per_item)
+                worst = int(np.argmax(pi))
+                ex = 0.0 if extra is None else float(_xp.to_numpy(extra))
+                self.callback({"iteration": state["n_iter"], "loglik": obj, "max_change": ch,
+                               "worst_item": None if pi[worst] < ex or item_ids is None
+                               else str(item_ids[worst]),
+                               "partition": part, "n_partitions": n_parts})
+
+        zero = xp.zeros_like(x[0])
+        p = pack(th0_d, zero)
         converged = False
         step_max = 1.0
         while state["n_iter"] < max_iter:
             p0 = p
             p1, f0 = em_map(p0)
-            ch = change(p0, p1)
-            report(f0, ch)
+            ch, per_item, extra = change(p0, p1)
+            f0h, chh = to_host(f0, ch)
+            report(f0h, chh, per_item, extra)
             p = p1
-            if ch < tol:
+            if chh < tol:
                 converged = True
                 break
             if not self.accelerate or state["n_iter"] >= max_iter:
                 continue
             p2, f1 = em_map(p1)
-            ch = change(p1, p2)
-            report(f1, ch)
+            ch, per_item, extra = change(p1, p2)
+            # SQUAREM S3 extrapolation: one step length per item (and one for the variance)
+            r = p1 - p0
+            v = (p2 - p1) - r
+            rr_ = xp.sum(xp.reshape(r[:n_par] ** 2, (n_items, k)), axis=1)
+            vv_ = xp.sum(xp.reshape(v[:n_par] ** 2, (n_items, k)), axis=1)
+            if rasch:
+                rr_ = _xp.concat([rr_, xp.reshape(r[-1] ** 2, (1,))], xp)
+                vv_ = _xp.concat([vv_, xp.reshape(v[-1] ** 2, (1,))], xp)
+            ok_v = vv_ > 0
+            al = -xp.sqrt(rr_ / xp.where(ok_v, vv_, xp.ones_like(vv_)))
+            al = xp.where(xp.logical_and(ok_v, xp.isfinite(al)), al, -xp.ones_like(al))
+            at_max_d = xp.any(al <= -step_max)
+            al = xp.clip(al, -step_max, -1.0)
+            trivial_d = xp.all(al == -1.0)
+            f1h, chh, at_max, trivial = to_host(f1, ch, at_max_d, trivial_d)
+            report(f1h, chh, per_item, extra)
             p = p2
-            if ch < tol:
+            if chh < tol:
                 converged = True
                 break
             if state["n_iter"] >= max_iter:
                 break
-            # SQUAREM S3 extrapolation with a monotonicity safeguard
-            r = p1 - p0
-            v = (p2 - p1) - r
-            k = len(free)
-            rr_ = (r[: n_items * k].reshape(n_items, k) ** 2).sum(axis=1)
-            vv_ = (v[: n_items * k].reshape(n_items, k) ** 2).sum(axis=1)
-            if rasch:
-                rr_, vv_ = np.append(rr_, r[-1] ** 2), np.append(vv_, v[-1] ** 2)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                al = -np.sqrt(rr_ / vv_)
-            al = np.where(np.isfinite(al), al, -1.0)
-            at_max = bool(np.any(al <= -step_max))
-            al = np.clip(al, -step_max, -1.0)
-            if np.all(al == -1.0):  # the extrapolation is p2 itself
+            if trivial:  # the extrapolation is p2 itself
                 if at_max:
                     step_max *= 4.0
                 continue
-            alpha = np.repeat(al[:n_items], k)
+            alpha = xp.reshape(xp.stack([al[:n_items]] * k, axis=1), (-1,))
             if rasch:
-                alpha = np.append(alpha, al[-1])
-            pe = np.clip(p0 - 2.0 * alpha * r + alpha * alpha * v, lo, hi)
-            p3, fe = em_map(pe)
-            if np.isfinite(fe) and fe >= f1:
-                ch = change(pe, p3)
-                report(fe, ch)
+                alpha = _xp.concat([alpha, al[-1:]], xp)
+            pe = xp.clip(p0 - 2.0 * alpha * r + alpha * alpha * v, lo, hi)
+            p3, fe = em_map(pe, at_least=f1h)   # no M-step for a rejected extrapolation
+            if p3 is not None:
+                ch, per_item, extra = change(pe, p3)
+                feh, chh = to_host(fe, ch)
+                report(feh, chh, per_item, extra)
                 p = p3
                 if at_max:
                     step_max *= 4.0
-                if ch < tol:
+                if chh < tol:
                     converged = True
                     break
             elif at_max:
                 step_max = max(1.0, step_max / 4.0)
         th, log_var = unpack(p)
-        var = float(np.exp(log_var)) if rasch else 1.0
-        log_w = _grid_log_weights(x, var) if rasch else quad.log_weights
-        es = estep(th, log_w)
-        theta = es.post @ x
-        se = np.sqrt(np.maximum(es.post @ x**2 - theta**2, 0.0))
-        log_post = es.loglik + float(item_model.log_prior(th).sum())
-        if not np.isfinite(es.loglik) or not np.all(np.isfinite(th[:, free])):
+        var = float(_xp.to_numpy(xp.exp(log_var))) if rasch else 1.0
+        if state["f32_iter"] is None and self.dtype == "float32":
+            state["f32_iter"] = state["n_iter"]
+            state["data"] = data.as_float64()   # scores, thetas and log-likelihood in float64
+        es = estep(th, log_var if rasch else zero, x=x)
+        loglik = float(_xp.to_numpy(es.loglik))
+        th_h = np.array(_xp.to_numpy(th), dtype=float)
+        fixed = [j for j in range(4) if j not in free]
+        th_h[:, fixed] = th0_fixed[:, fixed]
+        log_post = loglik + float(_xp.to_numpy(xp.sum(item_model.log_prior(th))))
+        if not math.isfinite(loglik) or not np.all(np.isfinite(th_h[:, free])):
             raise ConvergenceError("calibration produced non-finite values; check the data")
-        return {"th": th, "var": var, "loglik": es.loglik, "log_posterior": log_post,
+        return {"th": th_h, "var": var, "loglik": loglik, "log_posterior": log_post,
                 "trace": np.asarray(state["trace"]), "n_iter": state["n_iter"],
-                "converged": converged, "theta": theta, "theta_se": se, "post": es.post,
-                "nodes": x}
+                "converged": converged, "float32_iterations": state["f32_iter"],
+                "theta": np.asarray(_xp.to_numpy(es.theta), float),
+                "theta_se": np.asarray(_xp.to_numpy(es.se), float), "nodes": quad.nodes}
 
     # ------------------------------------------------------------------ banks
     @staticmethod
@@ -956,10 +1287,9 @@ class Calibrator:
         # fixed-parameter scoring pass on the linked bank
         quad = normal_quadrature(int(self.quadpts), self.theta_range)
         es = _bank_estep(values, weights, bank, quad)
-        theta = es.post @ quad.nodes
-        se = np.sqrt(np.maximum(es.post @ quad.nodes**2 - theta**2, 0.0))
+        theta, se = es.theta, es.se
         return CalibrationResult(
-            bank=bank, model=model, loglik=es.loglik, loglik_trace=np.concatenate(traces),
+            bank=bank, model=model, loglik=float(es.loglik), loglik_trace=np.concatenate(traces),
             n_iter=n_iter, converged=bool(converged), seconds=0.0, theta=theta, theta_se=se,
             subject_ids=None, latent_variance=1.0, log_posterior=None,
             partitions=[item_ids[p].tolist() for p in parts], linking=linking)
@@ -973,7 +1303,8 @@ def _bank_estep(values, weights, bank: ItemBank, quad, latent_sd: float = 1.0) -
     data = _Data.build(values, weights)
     log_p, log_q = models.log_probability(quad.nodes, *bank.params)   # (q, m)
     log_w = quad.log_weights if latent_sd == 1.0 else _grid_log_weights(quad.nodes, latent_sd**2)
-    return _estep(data, log_p.T, log_q.T, log_w)
+    return _estep(data, np.ascontiguousarray(log_p.T), np.ascontiguousarray(log_q.T), log_w,
+                  x=quad.nodes)
 
 
 def marginal_loglik(responses, bank: ItemBank, quadpts: int = 61, theta_range=(-6.0, 6.0), *,
@@ -994,7 +1325,7 @@ def marginal_loglik(responses, bank: ItemBank, quadpts: int = 61, theta_range=(-
         weights = responses.weights
     values = response_array(responses, bank)
     quad = normal_quadrature(quadpts, theta_range)
-    return _bank_estep(values, weights, bank, quad, latent_sd).loglik
+    return float(_bank_estep(values, weights, bank, quad, latent_sd).loglik)
 
 
 def calibrate(responses, model: str = "auto", **settings) -> CalibrationResult:

@@ -1,0 +1,219 @@
+"""The EM kernels run unchanged on any array-API namespace.
+
+- ``array_api_strict`` (a NumPy-backed namespace that allows only the standard): the full EM
+  run equals the NumPy run to 1e-10 (float64), missing data and pattern weights included.
+- the sync-free (masked) M-step used on accelerators gives the iterates of the host M-step.
+- float32 E-step: converges, and its solution is the float64 one within 1e-3 log-likelihood
+  per subject.
+- PyTorch (CPU) runs the same code with ``device="torch:cpu"``: skipped with a reason where
+  torch or array_api_compat is absent (CI has neither).
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+from atlascat.errors import ConfigError
+from atlascat.irt import _xp
+from atlascat.irt import calibrate as C
+from atlascat.irt.bank import ItemBank
+from atlascat.irt.calibrate import Calibrator, calibrate
+from atlascat.irt.priors import parse_prior
+from atlascat.irt.quadrature import normal_quadrature
+
+
+def _sim(rng, n=200, m=10, missing=0.3, model="3pl"):
+    a = rng.uniform(0.6, 2.2, m)
+    b = rng.normal(0, 1, m)
+    c = rng.uniform(0.05, 0.25, m) if model in ("3pl", "4pl") else np.zeros(m)
+    bank = ItemBank([f"i{j}" for j in range(m)], a, b, c)
+    theta = rng.standard_normal(n)
+    y = (rng.random((n, m)) < bank.probability(theta)).astype(float)
+    drop = rng.random((n, m)) < missing
+    drop[:, 0] = False                      # no all-missing subject
+    y[drop] = np.nan
+    return y
+
+
+@pytest.fixture(scope="module")
+def strict():
+    return pytest.importorskip("array_api_strict", reason="array_api_strict not installed")
+
+
+@pytest.mark.parametrize("model,prior_a,prior_c,missing,max_iter", [
+    ("3pl", None, None, 0.3, 1000),                  # to convergence
+    ("2pl", "lognorm(0,0.5)", None, 0.0, 1000),      # to convergence
+    ("3pl", "norm(1,1)", "beta(5,17)", 0.2, 1000),   # to convergence
+    ("rasch", None, None, 0.25, 1000),               # to convergence
+    ("4pl", None, "logitnorm(-1.4,1)", 0.0, 20),     # 20 iterations (the 4PL is slow)
+])
+def test_full_em_under_array_api_strict_equals_numpy(rng, strict, model, prior_a, prior_c,
+                                                     missing, max_iter):
+    y = _sim(rng, missing=missing, model=model)
+    w = rng.integers(1, 4, y.shape[0]).astype(float)
+    kw = dict(prior_a=prior_a, prior_c=prior_c, max_iter=max_iter, weights=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = calibrate(y, model, **kw)
+        got = calibrate(y, model, device=strict, **kw)
+    assert got.n_iter == ref.n_iter and got.converged == ref.converged
+    assert ref.converged or max_iter < 1000
+    np.testing.assert_allclose(got.loglik, ref.loglik, rtol=1e-12)
+    np.testing.assert_allclose(got.loglik_trace, ref.loglik_trace, rtol=1e-12)
+    for attr in ("a", "b", "c", "u"):
+        np.testing.assert_allclose(getattr(got.bank, attr), getattr(ref.bank, attr),
+                                   rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got.theta, ref.theta, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got.theta_se, ref.theta_se, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got.latent_variance, ref.latent_variance, rtol=1e-10)
+
+
+def test_strict_kernels_reject_non_standard_calls(strict):
+    """The namespace really is the strict one (a NumPy-only call would raise inside it)."""
+    x = strict.asarray([0.0, 1.0])
+    assert _xp.namespace(x) is strict
+    assert not hasattr(x, "ravel")
+    np.testing.assert_allclose(_xp.to_numpy(_xp.expit(x, strict)), [0.5, 1 / (1 + np.exp(-1))])
+
+
+@pytest.mark.parametrize("prior", ["beta(5,17)", "logitnorm(-1.4,1)", "lognorm(0,0.5)",
+                                   "norm(1,1)"])
+def test_prior_terms_match_priors_module(rng, prior):
+    target = "c" if prior.startswith(("beta", "logit")) else "a"
+    p = parse_prior(prior, target)
+    t = rng.uniform(-4, 4, 50)
+    for got, want in zip(C._prior_terms(p, t, np), p.terms(t)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("model", ["2pl", "3pl", "4pl"])
+def test_masked_mstep_equals_host_mstep(rng, model):
+    """sync=False (accelerators: fixed loop counts, masks, no reads) gives the same iterates."""
+    im = C._ItemModel(model)
+    x = normal_quadrature(31).nodes
+    m = 80
+    n = rng.uniform(5, 50, (m, x.size))
+    r = rng.uniform(0, 1, (m, x.size)) * n
+    th = im.internal(rng.uniform(-1, 4, m), rng.normal(0, 3, m), rng.uniform(0.01, 0.6, m),
+                     rng.uniform(0.7, 0.99, m))
+    th = np.where(np.isfinite(th), th, 0.0)
+    host = C._mstep(im, th, r, n - r, x, max_newton=6, sync=True)
+    masked = C._mstep(im, th, r, n - r, x, max_newton=6, sync=False)
+    np.testing.assert_allclose(masked, host, rtol=1e-12, atol=1e-12)
+    assert np.any(np.abs(host - th) > 1e-3)  # it did move
+
+
+def test_blocks_equal_one_block(rng):
+    """A memory bound that forces blocks of subjects changes nothing but the summation order."""
+    y = _sim(rng, n=250, m=10, missing=0.2)
+    ref = calibrate(y, "2pl", max_iter=40)
+    got = calibrate(y, "2pl", max_iter=40, memory_limit=20_000)   # ~blocks of a few rows
+    rows, on_host = C._plan_blocks(y, np, None, "float64", 20_000, 61)
+    assert rows is not None and rows < 250 and not on_host
+    np.testing.assert_allclose(got.bank.b, ref.bank.b, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got.theta, ref.theta, rtol=1e-9, atol=1e-9)
+
+
+def test_bad_device_and_memory_limit():
+    y = np.array([[0, 1], [1, 0], [1, 1], [0, 0]], float)
+    with pytest.raises(ConfigError, match="device"):
+        Calibrator("2pl", device="tpu").fit(y)
+    with pytest.raises(ConfigError, match="memory_limit"):
+        Calibrator("2pl", memory_limit=-1).fit(y)
+
+
+# ------------------------------------------------------------------------------ float32
+@pytest.mark.slow
+def test_float32_converges_to_the_float64_solution(rng):
+    bank = ItemBank([str(j) for j in range(300)], rng.uniform(0.5, 2.5, 300),
+                    rng.normal(0, 1.5, 300), rng.uniform(0.0, 0.3, 300))
+    theta = rng.standard_normal(800)
+    y = (rng.random((800, 300)) < bank.probability(theta)).astype(float)
+    y = y[:, (y.min(axis=0) < y.max(axis=0))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r64 = calibrate(y, "3pl")
+        r32 = calibrate(y, "3pl", dtype="float32")
+    assert r64.converged and r32.converged
+    assert r32.n_iter < 3 * r64.n_iter
+    assert 1 <= r32.settings["float32_iterations"] <= r32.n_iter
+    assert r32.settings["dtype"] == "float32"
+    n = y.shape[0]
+    assert abs(r32.loglik - r64.loglik) / n < 1e-3
+    # the float32 bank scored in float64 on the data: as good as the float64 bank
+    from atlascat.irt.calibrate import marginal_loglik
+    assert abs(marginal_loglik(y, r32.bank) - r64.loglik) / n < 1e-3
+
+
+# ------------------------------------------------------------------------------ torch (CPU)
+@pytest.fixture(scope="module")
+def torch_cpu():
+    torch = pytest.importorskip("torch", reason="PyTorch not installed (optional 'gpu' extra)")
+    pytest.importorskip("array_api_compat", reason="array_api_compat not installed")
+    return torch
+
+
+@pytest.mark.optional
+@pytest.mark.parametrize("model,missing,dtype", [("3pl", 0.3, "float64"), ("rasch", 0.0, "float64"),
+                                                 ("2pl", 0.2, "float32")])
+def test_torch_cpu_equals_numpy(rng, torch_cpu, model, missing, dtype):
+    y = _sim(rng, missing=missing, model=model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = calibrate(y, model, max_iter=200, dtype=dtype)
+        got = calibrate(y, model, max_iter=200, dtype=dtype, device="torch:cpu")
+    assert got.converged == ref.converged
+    tol = 1e-7 if dtype == "float64" else 1e-3
+    np.testing.assert_allclose(got.loglik, ref.loglik, rtol=tol)
+    np.testing.assert_allclose(got.bank.b, ref.bank.b, rtol=tol * 10, atol=tol * 10)
+    np.testing.assert_allclose(got.theta, ref.theta, rtol=tol * 10, atol=tol * 10)
+
+
+@pytest.mark.optional
+def test_torch_kernels_stay_on_torch(rng, torch_cpu):
+    torch = torch_cpu
+    xp = _xp.namespace(torch.zeros(1))
+    im = C._ItemModel("3pl")
+    x = torch.linspace(-6, 6, 21, dtype=torch.float64)
+    th = torch.tensor([[1.0, 0.5, -2.0, 0.0], [2.0, -1.0, -1.0, 0.0]], dtype=torch.float64)
+    lp, lq = im.node_logs(th, x)
+    assert isinstance(lp, torch.Tensor) and lp.shape == (2, 21)
+    r = torch.asarray(rng.uniform(0, 10, (2, 21)), dtype=torch.float64)
+    out = C._mstep(im, th, r, 10 - r, x, sync=False)
+    assert isinstance(out, torch.Tensor)
+    ref = C._mstep(im, th.numpy(), r.numpy(), 10 - r.numpy(), x.numpy(), sync=True)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-7, atol=1e-7)   # rounding order only
+    assert not np.allclose(ref, th.numpy())                               # it moved
+    assert xp is _xp.namespace(out)
+
+
+# ------------------------------------------------------------------------------ CLI
+def test_cli_device_option(shared_data, tmp_path, capsys):
+    import json
+
+    from atlascat.cli import main
+
+    src = str(shared_data / "classic" / "lsat7_patterns.csv")
+    out, summary = tmp_path / "bank.csv", tmp_path / "s.json"
+    code = main(["calibrate", src, "--freq-column", "freq", "--model", "2pl", "--no-filter",
+                 "--device", "cpu", "-o", str(out), "--summary", str(summary), "--quiet"])
+    assert code == 0
+    assert json.loads(summary.read_text())["settings"]["device"] == "cpu"
+    capsys.readouterr()
+    code = main(["calibrate", src, "--freq-column", "freq", "--model", "2pl", "--no-filter",
+                 "--device", "tpu", "-o", str(tmp_path / "b.csv"), "--quiet"])
+    assert code == 2
+    assert "unknown device 'tpu'" in capsys.readouterr().err
+
+
+@pytest.mark.optional
+def test_torch_streams_host_blocks_when_data_exceeds_memory_limit(rng, torch_cpu):
+    """Data larger than the bound stays on the host and is moved one block per E-step."""
+    y = _sim(rng, n=150, missing=0.2, model="2pl")
+    xp, dev = _xp.backend_for("torch:cpu")
+    rows, on_host = C._plan_blocks(y, xp, dev, "float64", 20_000, 61)
+    assert on_host and rows < 150
+    ref = calibrate(y, "2pl", max_iter=100)
+    got = calibrate(y, "2pl", max_iter=100, device="torch:cpu", memory_limit=20_000)
+    np.testing.assert_allclose(got.loglik, ref.loglik, rtol=1e-9)
+    np.testing.assert_allclose(got.bank.b, ref.bank.b, rtol=1e-6, atol=1e-6)
