@@ -54,78 +54,23 @@ def fast_store(path, **kw) -> RunStore:
     return RunStore(path, synchronous="NORMAL", **kw)
 
 
-# =============================================================================== stand-ins
-@dataclass(frozen=True)
-class Request:
-    kind: str
-    context: str
-    continuation: str | None = None
-    until: tuple = ()
-    max_gen_toks: int = 256
-
-
-@dataclass(frozen=True)
-class ItemRequests:
-    item_id: str
-    benchmark: str
-    rule: str
-    requests: tuple
-    gold: int = 0
-
-    def score(self, outputs) -> int:
-        return int(int(np.argmax(np.asarray(outputs, dtype=float))) == self.gold)
-
-
-def _build_item_requests(bank, item_id):
-    rec = item_record(bank, item_id)
-    ctx = f"Question: {rec['question']}\nAnswer:"
-    reqs = tuple(Request("loglikelihood", ctx, " " + c) for c in rec["choices"])
-    return ItemRequests(str(item_id), "arc", "acc", reqs, gold=ord(rec["answer"]) - ord("A"))
+from atlascat.live.requests import Request, build_item_requests  # noqa: E402
 
 
 @pytest.fixture
-def protocol(monkeypatch):
-    """``atlascat.live.requests`` as the contract describes it (minimal, acc rule)."""
-    mod = types.ModuleType("atlascat.live.requests")
-    mod.Request, mod.ItemRequests = Request, ItemRequests
-    mod.build_item_requests = _build_item_requests
-    mod.build_requests = lambda bank, item_id: list(_build_item_requests(bank, item_id).requests)
-    monkeypatch.setitem(sys.modules, "atlascat.live.requests", mod)
+def protocol():
+    """``atlascat.live.requests``: the leaderboard's requests and rules (the real module; a
+    stand-in here once made ``bank_hash`` cache a hash without the request columns on the
+    module-scoped bank, so a later resume saw "a different bank")."""
+    import atlascat.live.requests as mod
+
     return mod
 
 
-def _next_items(self, k):
-    """Stand-in joint selection: the CAT's next item, then the most informative unused items at
-    the current theta (deterministic given the session state, as the contract requires)."""
-    first = self.next_item()
-    if first is None:
-        return []
-    room = self.config.max_items - self.n_items
-    used = set(self.administered) | {first}
-    info = np.asarray(self.bank.information(self.theta), dtype=float)
-    order = [str(self.bank.item_ids[j]) for j in np.argsort(-info, kind="stable")]
-    rest = [i for i in order if i not in used][:max(0, min(k, room) - 1)]
-    return [first, *rest]
-
-
-def _record_many(self, item_ids, scores):
-    """Stand-in: every answer of the round enters; the stopping rules are checked once after."""
-    eng = self._engine
-    for item, score in zip(item_ids, scores):
-        j = self._position(item)
-        eng.record_one(0, j, float(score))
-        self._seconds.append(0.0)
-        self._events.append(("r", j))
-        if self._pending == j:
-            self._pending = None
-    eng.check_stop(self._row)
-
-
 @pytest.fixture
-def batched_session(monkeypatch):
-    if not hasattr(CATSession, "next_items"):
-        monkeypatch.setattr(CATSession, "next_items", _next_items, raising=False)
-        monkeypatch.setattr(CATSession, "record_many", _record_many, raising=False)
+def batched_session():
+    """Joint selection (``CATSession.next_items`` / ``record_many``) is the CAT engine's."""
+    assert hasattr(CATSession, "next_items") and hasattr(CATSession, "record_many")
 
 
 # =============================================================================== a tiny LM + server
@@ -728,7 +673,7 @@ def test_completions_client_equals_toylm_through_the_mock_server(bank, protocol,
     toylm = pytest.importorskip("atlascat.live.toylm", reason="ToyLM is merged from live-backends")
     lm = toylm.ToyLM(seed=3, name="toy")
     ids = list(bank.item_ids[:25])
-    reqs = [r for i in ids for r in _build_item_requests(bank, i).requests]
+    reqs = [r for i in ids for r in build_item_requests(bank, i).requests]
     reqs += [Request("loglikelihood", "The capital of France is ", "Paris")]
     cfg = CATConfig(se_stop=0.3, min_items=6, max_items=10)
     ref = runner.evaluate(bank, lm, store=fast_store(tmp_path / "a.sqlite"), config=cfg,
