@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from ..validation import json_safe
+
 from ._common import (RESPONSES_HELP, bank_option_help, console, err_console, output_file,
                       print_frame)
 
@@ -116,7 +118,7 @@ def register(app: typer.Typer) -> None:
         report = fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),
                             partition_size=partition_size, seed=seed, items=not no_items,
                             person=person, q3=q3)
-        text = json.dumps(_clean(report), indent=2)
+        text = json.dumps(json_safe(report), indent=2)
         if output is not None:
             output.parent.mkdir(parents=True, exist_ok=True)
             output.write_text(text)
@@ -146,24 +148,3 @@ def register(app: typer.Typer) -> None:
                           f"{q['n_above']} of {q['n_pairs']} pairs above {q['threshold']}")
         if output is not None:
             console.print(f"wrote {output}")
-
-
-def _clean(obj):
-    """JSON-safe copy: numpy scalars to Python, NaN/inf to null."""
-    import math
-
-    import numpy as np
-
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_clean(v) for v in obj.tolist()]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
