@@ -84,6 +84,9 @@ MIRT_DEFAULT = ("3pl", None, None)
 # the ones measured for it on held-out data
 MODEL_PRIORS = {"rasch": (None, None), "1pl": (None, None), "2pl": SMALL_N_DEFAULT[1:],
                 "3pl": LARGE_N_DEFAULT[1:], "4pl": LARGE_N_DEFAULT[1:]}
+# the automatic prior on the 4PL's upper asymptote u (none below the 4PL, none under
+# mirt_defaults)
+MODEL_PRIOR_U = {"4pl": None}
 SUBJECTS_PER_PARAMETER = 5
 MIN_MINORITY = 3
 _PER_ITEM = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
@@ -105,11 +108,14 @@ class DefaultsChoice:
     source: str                      # "auto" | "user" | "mirt"
     reason: str
     warnings: list = field(default_factory=list)
+    prior_u: object = None           # 4PL only
+
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["prior_a"] = None if self.prior_a is None else str(self.prior_a)
         d["prior_c"] = None if self.prior_c is None else str(self.prior_c)
+        d["prior_u"] = None if self.prior_u is None else str(self.prior_u)
         return d
 
 
@@ -175,7 +181,7 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
 
 
 def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
-                    mirt_defaults: bool = False) -> DefaultsChoice:
+                    mirt_defaults: bool = False, prior_u=AUTO) -> DefaultsChoice:
     """Resolve ``"auto"`` model and priors for data of ``n_subjects`` x ``n_items``.
 
     Explicit values (a model name, a prior spec, or None for no prior) are kept. With
@@ -198,11 +204,15 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
     auto_a, auto_c = (None, None) if mirt_defaults else MODEL_PRIORS.get(chosen, (None, None))
     prior_a = auto_a if _is_auto(prior_a) else (None if _is_none(prior_a) else prior_a)
     prior_c = auto_c if _is_auto(prior_c) else (None if _is_none(prior_c) else prior_c)
+    auto_u = None if mirt_defaults else MODEL_PRIOR_U.get(chosen)
+    prior_u = auto_u if _is_auto(prior_u) else (None if _is_none(prior_u) else prior_u)
     if source == "user" and (prior_a is not None or prior_c is not None):
         why += f"; priors a ~ {prior_a}, c ~ {prior_c}"
+    if source == "user" and prior_u is not None:
+        why += f", u ~ {prior_u}"
     return DefaultsChoice(model=chosen, prior_a=prior_a, prior_c=prior_c,
                           n_subjects=float(n_subjects), n_items=int(n_items), source=source,
-                          reason=why)
+                          reason=why, prior_u=prior_u)
 
 
 def warn_problems(choice: DefaultsChoice, values, weights, stacklevel: int = 3) -> DefaultsChoice:
@@ -221,14 +231,14 @@ class DefaultsWarning(UserWarning):
 
 
 def resolve(model, prior_a, prior_c, values: np.ndarray, weights, *,
-            mirt_defaults: bool = False, stacklevel: int = 3) -> DefaultsChoice:
+            mirt_defaults: bool = False, stacklevel: int = 3, prior_u=AUTO) -> DefaultsChoice:
     """:func:`choose_defaults` on these data, then warn: a :class:`DefaultsWarning` when the
     automatic model is smaller than the large-sample default, an :class:`IdentificationWarning`
     for each identification problem. Returns the choice (warnings listed in it)."""
     w = None if weights is None else np.asarray(weights, float)
     n = float(values.shape[0] if w is None else w.sum())
     choice = choose_defaults(model, prior_a, prior_c, n_subjects=n, n_items=values.shape[1],
-                             mirt_defaults=mirt_defaults)
+                             mirt_defaults=mirt_defaults, prior_u=prior_u)
     if choice.source == "auto" and choice.model != LARGE_N_DEFAULT[0]:
         prior = "" if choice.prior_a is None else f" with a ~ {choice.prior_a}"
         msg = (f"{n:g} subjects x {values.shape[1]} items: calibrated as a "
