@@ -65,6 +65,44 @@ SETTINGS = {
     "4PL a~LN(0,0.5) c~B(2,8) u~B(8,2)": ("4pl", "lognorm(0,0.5)", "beta(2,8)", "beta(8,2)"),
     "4PL a~LN(0,0.3) c~B(10,40) u~B(40,10)": ("4pl", "lognorm(0,0.3)", "beta(10,40)",
                                               "beta(40,10)"),
+    "4PL (no priors)": ("4pl", None, None, None),
+    "4PL c~B(5,17) u~B(17,5)": ("4pl", None, "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(0,1) c~B(2,8) u~B(8,2)": ("4pl", "lognorm(0,1)", "beta(2,8)", "beta(8,2)"),
+    "4PL a~LN(0.5,0.3) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(0.5,0.3)", "beta(5,17)",
+                                              "beta(17,5)"),
+    "3PL a~LN(0.5,0.3) c~B(10,40)": ("3pl", "lognorm(0.5,0.3)", "beta(10,40)"),
+    "4PL a~LN(0,0.2) c~B(10,40) u~B(40,10)": ("4pl", "lognorm(0,0.2)", "beta(10,40)",
+                                              "beta(40,10)"),
+    "4PL a~LN(1,0.5) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(1,0.5)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(1,0.3) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(1,0.3)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(0.5,0.7) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(0.5,0.7)", "beta(5,17)",
+                                              "beta(17,5)"),
+    "4PL a~LN(0.7,0.4) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(0.7,0.4)", "beta(5,17)",
+                                              "beta(17,5)"),
+    "4PL a~LN(1,0.5) c~B(10,40) u~B(40,10)": ("4pl", "lognorm(1,0.5)", "beta(10,40)",
+                                              "beta(40,10)"),
+    "4PL a~N(2,3) c~B(5,17) u~B(17,5)": ("4pl", "norm(2,3)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(1.5,1) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(1.5,1)", "beta(5,17)", "beta(17,5)"),
+    "4PL c~B(2,8) u~B(8,2)": ("4pl", None, "beta(2,8)", "beta(8,2)"),
+    "4PL c~B(10,40) u~B(40,10)": ("4pl", None, "beta(10,40)", "beta(40,10)"),
+    "4PL a~LN(0,0.3) c~B(10,40)": ("4pl", "lognorm(0,0.3)", "beta(10,40)", None),
+    "4PL a~LN(0,0.3) c~B(10,40) u~B(17,5)": ("4pl", "lognorm(0,0.3)", "beta(10,40)",
+                                             "beta(17,5)"),
+    "4PL a~N(1,1) c~B(5,17) u~B(17,5)": ("4pl", "norm(1,1)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1.5,1) c~B(5,17) u~B(17,5)": ("4pl", "norm(1.5,1)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(2,1.5) c~B(5,17) u~B(17,5)": ("4pl", "norm(2,1.5)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(2,2) c~B(5,17) u~B(17,5)": ("4pl", "norm(2,2)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1,0.7) c~B(5,17) u~B(17,5)": ("4pl", "norm(1,0.7)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1,0.5) c~B(5,17) u~B(17,5)": ("4pl", "norm(1,0.5)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1,0.3) c~B(5,17) u~B(17,5)": ("4pl", "norm(1,0.3)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1,0.5) c~B(10,40) u~B(40,10)": ("4pl", "norm(1,0.5)", "beta(10,40)", "beta(40,10)"),
+    "3PL a~N(1,1) c~B(5,17)": ("3pl", "norm(1,1)", "beta(5,17)"),
+    "3PL a~N(1,0.5) c~B(10,40)": ("3pl", "norm(1,0.5)", "beta(10,40)"),
+    "4PL a~N(1,0.6) c~B(6,20) u~B(17,5)": ("4pl", "norm(1,0.6)", "beta(6,20)", "beta(17,5)"),
+    "4PL a~N(1,0.5) c~B(7,25) u~B(17,5)": ("4pl", "norm(1,0.5)", "beta(7,25)", "beta(17,5)"),
+    "4PL a~N(1,0.7) c~B(7,25) u~B(17,5)": ("4pl", "norm(1,0.7)", "beta(7,25)", "beta(17,5)"),
+    "4PL a~N(1,0.5) c~B(5,17) u~B(10,2)": ("4pl", "norm(1,0.5)", "beta(5,17)", "beta(10,2)"),
+    "4PL a~N(1.2,0.6) c~B(5,17) u~B(17,5)": ("4pl", "norm(1.2,0.6)", "beta(5,17)", "beta(17,5)"),
 }
 
 
@@ -161,6 +199,7 @@ SIZE_SETTINGS = {
     "2PL (no prior)": ("2pl", None, None),
     "3PL default priors": ("3pl", "lognorm(0,0.3)", "beta(10,40)"),
     "mirt 3PL": ("3pl", None, None),
+    "4PL a~N(1,0.5) c~B(5,17) u~B(10,2)": ("4pl", "norm(1,0.5)", "beta(5,17)", "beta(10,2)"),
 }
 
 
@@ -175,12 +214,13 @@ def size_study(bench: str, sizes, seed: int, test_size: float) -> pd.DataFrame:
     for n in sizes:
         pick = np.sort(np.random.default_rng(seed + 3).permutation(train.n_subjects)[:n])
         sub = train.subset(subjects=pick)
-        for name, (model, pa, pc) in SIZE_SETTINGS.items():
+        for name, (model, pa, pc, *rest) in SIZE_SETTINGS.items():
             t0 = time.perf_counter()
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    res = calibrate(sub, model, prior_a=pa, prior_c=pc, mirt_defaults=True,
+                    res = calibrate(sub, model, prior_a=pa, prior_c=pc,
+                                    prior_u=rest[0] if rest else None, mirt_defaults=True,
                                     max_iter=500)
             except Exception as exc:  # noqa: BLE001
                 print(f"N={n:5d} {name:22s} FAILED: {exc}", flush=True)

@@ -66,27 +66,30 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 __all__ = ["AUTO", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
-           "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "SMALL_N_DEFAULT", "choose_defaults",
+           "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
+           "SMALL_N_DEFAULT", "choose_defaults",
            "identification_problems", "resolve"]
 
 AUTO = "auto"
 # smallest N (subjects) at which the default uses each model
-MODEL_MIN_SUBJECTS = {"2pl": 0, "3pl": 500}
+MODEL_MIN_SUBJECTS = {"2pl": 0, "3pl": 500, "4pl": 1000}
 # the same without priors (an explicit model with no prior is flagged below these)
 MODEL_MIN_SUBJECTS_NO_PRIOR = {"rasch": 30, "1pl": 30, "2pl": 500, "3pl": 1000, "4pl": 2000}
 # ... and with priors on the slope (and c): below these an IdentificationWarning is given
 MODEL_MIN_SUBJECTS_WITH_PRIOR = {"rasch": 30, "1pl": 30, "2pl": 100, "3pl": 500, "4pl": 1000}
-# the defaults per size band: (model, prior_a, prior_c)
+# the defaults per size band: (model, prior_a, prior_c); the 4PL's prior on u is LARGE_N_PRIOR_U
 SMALL_N_DEFAULT = ("2pl", "lognorm(0,1)", None)
-LARGE_N_DEFAULT = ("3pl", "lognorm(0,0.3)", "beta(10,40)")
+MID_N_DEFAULT = ("3pl", "lognorm(0,0.3)", "beta(10,40)")
+LARGE_N_DEFAULT = ("4pl", "norm(1,0.5)", "beta(5,17)")
+LARGE_N_PRIOR_U = "beta(10,2)"
 MIRT_DEFAULT = ("3pl", None, None)
 # the automatic priors of each model (what an explicit model with prior_a/prior_c="auto" gets):
 # the ones measured for it on held-out data
 MODEL_PRIORS = {"rasch": (None, None), "1pl": (None, None), "2pl": SMALL_N_DEFAULT[1:],
-                "3pl": LARGE_N_DEFAULT[1:], "4pl": LARGE_N_DEFAULT[1:]}
+                "3pl": MID_N_DEFAULT[1:], "4pl": LARGE_N_DEFAULT[1:]}
 # the automatic prior on the 4PL's upper asymptote u (none below the 4PL, none under
 # mirt_defaults)
-MODEL_PRIOR_U = {"4pl": None}
+MODEL_PRIOR_U = {"4pl": LARGE_N_PRIOR_U}
 SUBJECTS_PER_PARAMETER = 5
 MIN_MINORITY = 3
 _PER_ITEM = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
@@ -135,10 +138,16 @@ def default_for_size(n_subjects: float) -> tuple[str, object, object, str]:
         why = (f"{n:g} subjects < {MODEL_MIN_SUBJECTS['3pl']}: 2PL with a ~ {pa} (the prior-ed "
                "2PL predicted held-out models best below 500 train models, better than a 1PL "
                "even at 10-20; lower asymptotes need more subjects)")
+    elif n < MODEL_MIN_SUBJECTS["4pl"]:
+        m, pa, pc = MID_N_DEFAULT
+        why = (f"{MODEL_MIN_SUBJECTS['3pl']} <= {n:g} subjects < {MODEL_MIN_SUBJECTS['4pl']}: "
+               f"3PL with priors a ~ {pa}, c ~ {pc} (a 4PL needs about "
+               f"{MODEL_MIN_SUBJECTS['4pl']} subjects even with priors; docs/calibration.md)")
     else:
         m, pa, pc = LARGE_N_DEFAULT
-        why = (f"{n:g} subjects >= {MODEL_MIN_SUBJECTS['3pl']}: 3PL with priors a ~ {pa}, "
-               f"c ~ {pc} (chosen on held-out models; docs/calibration.md)")
+        why = (f"{n:g} subjects >= {MODEL_MIN_SUBJECTS['4pl']}: 4PL with priors a ~ {pa}, "
+               f"c ~ {pc}, u ~ {LARGE_N_PRIOR_U} (better held-out log-loss than mirt's 3PL on "
+               "6 of 6 leaderboards; docs/calibration.md)")
     return m, pa, pc, why
 
 
@@ -226,8 +235,8 @@ def warn_problems(choice: DefaultsChoice, values, weights, stacklevel: int = 3) 
 
 
 class DefaultsWarning(UserWarning):
-    """The calibration chose a smaller model than the large-sample default because of the data's
-    size (says which and why)."""
+    """The calibration chose the small-sample 2PL, not a 3PL/4PL, because of the data's size
+    (says which and why)."""
 
 
 def resolve(model, prior_a, prior_c, values: np.ndarray, weights, *,
@@ -239,10 +248,10 @@ def resolve(model, prior_a, prior_c, values: np.ndarray, weights, *,
     n = float(values.shape[0] if w is None else w.sum())
     choice = choose_defaults(model, prior_a, prior_c, n_subjects=n, n_items=values.shape[1],
                              mirt_defaults=mirt_defaults, prior_u=prior_u)
-    if choice.source == "auto" and choice.model != LARGE_N_DEFAULT[0]:
+    if choice.source == "auto" and choice.model == SMALL_N_DEFAULT[0]:
         prior = "" if choice.prior_a is None else f" with a ~ {choice.prior_a}"
         msg = (f"{n:g} subjects x {values.shape[1]} items: calibrated as a "
-               f"{choice.model.upper()}{prior}, not a {LARGE_N_DEFAULT[0].upper()}: below "
+               f"{choice.model.upper()}{prior}, not a {MID_N_DEFAULT[0].upper()}: below "
                f"{MODEL_MIN_SUBJECTS['3pl']} subjects the prior-ed 2PL predicts held-out "
                "subjects best (docs/calibration.md); pass model= (CLI --model) to override")
         warnings.warn(msg, DefaultsWarning, stacklevel=stacklevel)
