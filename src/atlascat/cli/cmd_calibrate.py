@@ -18,8 +18,8 @@ def register(app: typer.Typer) -> None:
         output: Path = typer.Option(..., "-o", "--output", help="Bank file to write (.csv or .parquet)."),
         model: str = typer.Option("auto", "--model",
                                   help="IRT model: auto, rasch, 1pl, 2pl, 3pl or 4pl; auto is chosen "
-                                       "from the number of subjects (1PL < 100, 2PL < 1000, else "
-                                       "3PL)."),
+                                       "from the number of subjects (2PL < 500, 3PL < 1000, else "
+                                       "4PL)."),
         quadpts: int = typer.Option(61, "--quadpts", help="Quadrature nodes on [-6, 6]."),
         prior_c: str = typer.Option("auto", "--prior-c",
                                     help="Prior on c: auto (the default for the model and data size), "

@@ -840,7 +840,8 @@ class Calibrator:
         a ~ lognorm(0,1), c ~ beta(2,8)), None for no prior (mirt), or a prior (spec string or
         object from :mod:`atlascat.irt.priors`), e.g. ``prior_c="beta(5,17)"``
     prior_u : prior on the 4PL's upper asymptote u (a beta or logit-normal density on u, as for
-        c), e.g. ``"beta(17,5)"``; "auto" (default) is no prior, None is no prior. Whatever
+        c), e.g. ``"beta(17,5)"``; "auto" (default) is the 4PL's measured prior beta(10,2)
+        (none under ``mirt_defaults``), None is no prior. Whatever
         the prior, the 4PL's EM keeps u - c >= 1e-6 on every item (M-step line search,
         SQUAREM extrapolations and start values), so the bank's c < u always holds.
     mirt_defaults : True resolves "auto" to mirt's defaults (3PL, no priors) for parity
