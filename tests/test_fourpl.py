@@ -145,3 +145,21 @@ def test_cli_prior_u(tmp_path, rng):
     assert s["settings"]["defaults"]["prior_u"] == "beta(17,5)"
     bank = ItemBank.read(out)
     assert np.all(bank.u > bank.c)
+
+
+@pytest.mark.optional
+def test_4pl_default_torch_cpu_equals_numpy(rng):
+    pytest.importorskip("torch", reason="PyTorch not installed (optional 'gpu' extra)")
+    m = 12
+    true = ItemBank([f"i{j}" for j in range(m)], rng.uniform(0.8, 2, m), rng.normal(0, 1, m),
+                    rng.uniform(0.05, 0.25, m), rng.uniform(0.8, 0.97, m), model="4pl")
+    y = (rng.random((400, m)) < true.probability(rng.normal(0, 1, 400))).astype(float)
+    kw = dict(prior_a="norm(1,0.5)", prior_c="beta(5,17)", prior_u="beta(10,2)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = calibrate(y, "4pl", **kw)
+        got = calibrate(y, "4pl", device="torch:cpu", **kw)
+    assert got.converged and ref.converged
+    np.testing.assert_allclose(got.loglik, ref.loglik, rtol=1e-7)
+    np.testing.assert_allclose(got.bank.u, ref.bank.u, rtol=1e-6, atol=1e-6)
+    assert np.all(got.bank.u > got.bank.c)
