@@ -48,7 +48,7 @@ from atlascat.responses import ResponseMatrix  # noqa: E402
 DATA = ROOT.parent / "shared" / "data" / "openllm"
 SETTINGS_BASELINE = "mirt 3PL"
 
-# name -> (model, prior_a, prior_c); "mirt" is mirt's default (3PL, no priors)
+# name -> (model, prior_a, prior_c[, prior_u]); "mirt" is mirt's default (3PL, no priors)
 SETTINGS = {
     "mirt 3PL": ("3pl", None, None),
     "1PL": ("1pl", None, None),
@@ -59,7 +59,50 @@ SETTINGS = {
     "3PL a~LN(0,0.3) c~B(10,40)": ("3pl", "lognorm(0,0.3)", "beta(10,40)"),
     "3PL a~LN(0,0.3) c~B(2,8)": ("3pl", "lognorm(0,0.3)", "beta(2,8)"),
     "3PL c~B(5,17)": ("3pl", None, "beta(5,17)"),
-    "4PL a~LN(0,0.5) c~B(5,17)": ("4pl", "lognorm(0,0.5)", "beta(5,17)"),
+    "4PL a~LN(0,0.5) c~B(5,17)": ("4pl", "lognorm(0,0.5)", "beta(5,17)", None),
+    "4PL a~LN(0,0.3) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(0,0.3)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(0,0.5) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(0,0.5)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(0,0.5) c~B(2,8) u~B(8,2)": ("4pl", "lognorm(0,0.5)", "beta(2,8)", "beta(8,2)"),
+    "4PL a~LN(0,0.3) c~B(10,40) u~B(40,10)": ("4pl", "lognorm(0,0.3)", "beta(10,40)",
+                                              "beta(40,10)"),
+    "4PL (no priors)": ("4pl", None, None, None),
+    "4PL c~B(5,17) u~B(17,5)": ("4pl", None, "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(0,1) c~B(2,8) u~B(8,2)": ("4pl", "lognorm(0,1)", "beta(2,8)", "beta(8,2)"),
+    "4PL a~LN(0.5,0.3) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(0.5,0.3)", "beta(5,17)",
+                                              "beta(17,5)"),
+    "3PL a~LN(0.5,0.3) c~B(10,40)": ("3pl", "lognorm(0.5,0.3)", "beta(10,40)"),
+    "4PL a~LN(0,0.2) c~B(10,40) u~B(40,10)": ("4pl", "lognorm(0,0.2)", "beta(10,40)",
+                                              "beta(40,10)"),
+    "4PL a~LN(1,0.5) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(1,0.5)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(1,0.3) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(1,0.3)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(0.5,0.7) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(0.5,0.7)", "beta(5,17)",
+                                              "beta(17,5)"),
+    "4PL a~LN(0.7,0.4) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(0.7,0.4)", "beta(5,17)",
+                                              "beta(17,5)"),
+    "4PL a~LN(1,0.5) c~B(10,40) u~B(40,10)": ("4pl", "lognorm(1,0.5)", "beta(10,40)",
+                                              "beta(40,10)"),
+    "4PL a~N(2,3) c~B(5,17) u~B(17,5)": ("4pl", "norm(2,3)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~LN(1.5,1) c~B(5,17) u~B(17,5)": ("4pl", "lognorm(1.5,1)", "beta(5,17)", "beta(17,5)"),
+    "4PL c~B(2,8) u~B(8,2)": ("4pl", None, "beta(2,8)", "beta(8,2)"),
+    "4PL c~B(10,40) u~B(40,10)": ("4pl", None, "beta(10,40)", "beta(40,10)"),
+    "4PL a~LN(0,0.3) c~B(10,40)": ("4pl", "lognorm(0,0.3)", "beta(10,40)", None),
+    "4PL a~LN(0,0.3) c~B(10,40) u~B(17,5)": ("4pl", "lognorm(0,0.3)", "beta(10,40)",
+                                             "beta(17,5)"),
+    "4PL a~N(1,1) c~B(5,17) u~B(17,5)": ("4pl", "norm(1,1)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1.5,1) c~B(5,17) u~B(17,5)": ("4pl", "norm(1.5,1)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(2,1.5) c~B(5,17) u~B(17,5)": ("4pl", "norm(2,1.5)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(2,2) c~B(5,17) u~B(17,5)": ("4pl", "norm(2,2)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1,0.7) c~B(5,17) u~B(17,5)": ("4pl", "norm(1,0.7)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1,0.5) c~B(5,17) u~B(17,5)": ("4pl", "norm(1,0.5)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1,0.3) c~B(5,17) u~B(17,5)": ("4pl", "norm(1,0.3)", "beta(5,17)", "beta(17,5)"),
+    "4PL a~N(1,0.5) c~B(10,40) u~B(40,10)": ("4pl", "norm(1,0.5)", "beta(10,40)", "beta(40,10)"),
+    "3PL a~N(1,1) c~B(5,17)": ("3pl", "norm(1,1)", "beta(5,17)"),
+    "3PL a~N(1,0.5) c~B(10,40)": ("3pl", "norm(1,0.5)", "beta(10,40)"),
+    "4PL a~N(1,0.6) c~B(6,20) u~B(17,5)": ("4pl", "norm(1,0.6)", "beta(6,20)", "beta(17,5)"),
+    "4PL a~N(1,0.5) c~B(7,25) u~B(17,5)": ("4pl", "norm(1,0.5)", "beta(7,25)", "beta(17,5)"),
+    "4PL a~N(1,0.7) c~B(7,25) u~B(17,5)": ("4pl", "norm(1,0.7)", "beta(7,25)", "beta(17,5)"),
+    "4PL a~N(1,0.5) c~B(5,17) u~B(10,2)": ("4pl", "norm(1,0.5)", "beta(5,17)", "beta(10,2)"),
+    "4PL a~N(1.2,0.6) c~B(5,17) u~B(17,5)": ("4pl", "norm(1.2,0.6)", "beta(5,17)", "beta(17,5)"),
 }
 
 
@@ -103,13 +146,14 @@ def run(benchmarks, settings, seed: int, test_size: float, se_stop: float) -> pd
         train, test = stratified_split(rm, test_size=test_size, rng=np.random.default_rng(seed))
         per_model = {}
         for name in settings:
-            model, prior_a, prior_c = SETTINGS[name]
+            model, prior_a, prior_c, *rest = SETTINGS[name]
+            prior_u = rest[0] if rest else None
             t0 = time.perf_counter()
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     res = calibrate(train, model, prior_a=prior_a, prior_c=prior_c,
-                                    mirt_defaults=True)
+                                    prior_u=prior_u, mirt_defaults=True)
             except Exception as exc:  # noqa: BLE001 - a failed setting is a result too
                 print(f"{bench:11s} {name:28s} FAILED: {exc}", flush=True)
                 rows.append({"benchmark": bench, "setting": name, "model": model,
@@ -137,6 +181,7 @@ def run(benchmarks, settings, seed: int, test_size: float, se_stop: float) -> pd
                    "n_items": len(bank), "logloss": float(tot.sum() / cnt.sum()),
                    "d_logloss_vs_mirt": d_mean, "se_d_logloss": d_se, **cov,
                    "a_gt_5": float(np.mean(bank.a > 5)), "c_gt_0.5": float(np.mean(bank.c > 0.5)),
+                   "min_u_minus_c": float(np.min(bank.u - bank.c)),
                    "extreme": float(np.mean((bank.a > 5) | (bank.c > 0.5))),
                    "converged": bool(res.converged), "n_iter": int(res.n_iter),
                    "train_loglik": float(res.loglik), "seconds": round(secs, 1)}
@@ -154,6 +199,7 @@ SIZE_SETTINGS = {
     "2PL (no prior)": ("2pl", None, None),
     "3PL default priors": ("3pl", "lognorm(0,0.3)", "beta(10,40)"),
     "mirt 3PL": ("3pl", None, None),
+    "4PL a~N(1,0.5) c~B(5,17) u~B(10,2)": ("4pl", "norm(1,0.5)", "beta(5,17)", "beta(10,2)"),
 }
 
 
@@ -168,12 +214,13 @@ def size_study(bench: str, sizes, seed: int, test_size: float) -> pd.DataFrame:
     for n in sizes:
         pick = np.sort(np.random.default_rng(seed + 3).permutation(train.n_subjects)[:n])
         sub = train.subset(subjects=pick)
-        for name, (model, pa, pc) in SIZE_SETTINGS.items():
+        for name, (model, pa, pc, *rest) in SIZE_SETTINGS.items():
             t0 = time.perf_counter()
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    res = calibrate(sub, model, prior_a=pa, prior_c=pc, mirt_defaults=True,
+                    res = calibrate(sub, model, prior_a=pa, prior_c=pc,
+                                    prior_u=rest[0] if rest else None, mirt_defaults=True,
                                     max_iter=500)
             except Exception as exc:  # noqa: BLE001
                 print(f"N={n:5d} {name:22s} FAILED: {exc}", flush=True)

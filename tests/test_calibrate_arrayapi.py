@@ -46,6 +46,7 @@ def strict():
     ("3pl", "norm(1,1)", "beta(5,17)", 0.2, 1000),   # to convergence
     ("rasch", None, None, 0.25, 1000),               # to convergence
     ("4pl", None, "logitnorm(-1.4,1)", 0.0, 20),     # 20 iterations (the 4PL is slow)
+    ("4pl", "norm(1,0.5)", "beta(5,17)", 0.1, 1000),  # the large-N default (u ~ beta(10,2))
 ])
 def test_full_em_under_array_api_strict_equals_numpy(rng, strict, model, prior_a, prior_c,
                                                      missing, max_iter):

@@ -32,7 +32,7 @@ def simulate_3pl(rng, n_subjects, n_items):
 # --------------------------------------------------------------------------- size bands
 class TestChooseDefaults:
     @pytest.mark.parametrize("n, model", [(10, "2pl"), (21, "2pl"), (499, "2pl"), (500, "3pl"),
-                                          (8577, "3pl")])
+                                          (999, "3pl"), (1000, "4pl"), (8577, "4pl")])
     def test_model_by_number_of_subjects(self, n, model):
         ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=n, n_items=500)
         assert ch.model == model and ch.source == "auto"
@@ -41,9 +41,21 @@ class TestChooseDefaults:
             assert ch.prior_a == "lognorm(0,1)" and ch.prior_c is None
 
     def test_large_sample_default_is_the_held_out_winner(self):
+        # the 4PL with weak priors on a (raw), c and u: better held-out log-loss than mirt's
+        # prior-free 3PL on 6 of 6 leaderboards (docs/calibration.md)
         ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=2000, n_items=300)
-        assert (ch.model, ch.prior_a, ch.prior_c) == ("3pl", "lognorm(0,0.3)", "beta(10,40)")
-        assert defaults.LARGE_N_DEFAULT == ("3pl", "lognorm(0,0.3)", "beta(10,40)")
+        assert (ch.model, ch.prior_a, ch.prior_c, ch.prior_u) == \
+            ("4pl", "norm(1,0.5)", "beta(5,17)", "beta(10,2)")
+        assert defaults.LARGE_N_DEFAULT == ("4pl", "norm(1,0.5)", "beta(5,17)")
+        assert defaults.LARGE_N_PRIOR_U == "beta(10,2)"
+        ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=700, n_items=300)
+        assert (ch.model, ch.prior_a, ch.prior_c, ch.prior_u) == \
+            ("3pl", "lognorm(0,0.3)", "beta(10,40)", None)
+        assert defaults.MID_N_DEFAULT == ("3pl", "lognorm(0,0.3)", "beta(10,40)")
+        # mirt parity: no prior on u either
+        ch = defaults.choose_defaults("4pl", "auto", "auto", n_subjects=2000, n_items=300,
+                                      mirt_defaults=True)
+        assert (ch.prior_a, ch.prior_c, ch.prior_u) == (None, None, None)
 
     def test_mirt_defaults_and_explicit_values_are_kept(self):
         ch = defaults.choose_defaults("auto", "auto", "auto", n_subjects=21, n_items=10,
@@ -56,6 +68,11 @@ class TestChooseDefaults:
         assert (ch.prior_a, ch.prior_c) == ("lognorm(0,1)", None)
         ch = defaults.choose_defaults("3pl", "auto", "auto", n_subjects=50, n_items=10)
         assert (ch.prior_a, ch.prior_c) == ("lognorm(0,0.3)", "beta(10,40)")
+        ch = defaults.choose_defaults("4pl", "auto", "auto", n_subjects=50, n_items=10)
+        assert (ch.prior_a, ch.prior_c, ch.prior_u) == ("norm(1,0.5)", "beta(5,17)", "beta(10,2)")
+        ch = defaults.choose_defaults("4pl", "auto", "auto", n_subjects=50, n_items=10,
+                                      prior_u="none")
+        assert ch.prior_u is None
         ch = defaults.choose_defaults("1pl", "auto", "auto", n_subjects=5000, n_items=10)
         assert ch.prior_a is None and ch.prior_c is None
 
@@ -162,12 +179,16 @@ class TestFilterRule:
         assert report.thresholds["subject_rule_applied"] is True
 
 
-def test_large_sample_default_calibrates_with_priors(rng):
-    rm, truth = simulate_3pl(rng, 600, 25)
+@pytest.mark.parametrize("n, band", [(600, "MID_N_DEFAULT"), (1200, "LARGE_N_DEFAULT")])
+def test_large_sample_default_calibrates_with_priors(rng, n, band):
+    rm, truth = simulate_3pl(rng, n, 25)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", defaults.DefaultsWarning)   # no size warning at N >= 1000
+        warnings.simplefilter("error", defaults.DefaultsWarning)   # no size warning at N >= 500
+        warnings.simplefilter("error", defaults.IdentificationWarning)  # the default is identified
         res = calibrate(rm)
-    model, pa, pc = defaults.LARGE_N_DEFAULT
+    model, pa, pc = getattr(defaults, band)
+    if model == "4pl":
+        assert res.settings["prior_u"] == "beta(10,2)" and np.all(res.bank.u > res.bank.c)
     assert res.model == model
     from atlascat.irt.priors import parse_prior
 
@@ -231,7 +252,7 @@ def test_dense_arc_default_priors_against_mirt(dense_arc):
     assert marginal_loglik(rm, mirt) == pytest.approx(summ.a1, abs=1e-3)   # same likelihood
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = calibrate(dense_arc)                                            # the default
+        res = calibrate(dense_arc, "3pl")               # the 3PL's automatic priors
     assert res.settings["defaults"]["prior_a"] == "lognorm(0,0.3)"
     ours = res.bank.subset(list(mirt.item_ids))
 
@@ -291,8 +312,9 @@ def test_lsat7_3pl_default_priors_against_mirt(shared_data):
 
     items, summ = _mirt("mirt_lsat7_3pl_prior.csv")
     rm = ResponseMatrix.read(shared_data / "classic" / "lsat7_patterns.csv", freq_column="freq")
-    res = calibrate(rm, tol=1e-7)                           # N = 1000: the 3PL default
+    res = calibrate(rm, "3pl", tol=1e-7)             # the 3PL's automatic priors
     assert res.settings["defaults"]["model"] == "3pl"
+    assert res.settings["defaults"]["prior_a"] == "lognorm(0,0.3)"
     np.testing.assert_allclose(res.bank.a, items.a1, atol=0.02)
     np.testing.assert_allclose(res.bank.d, items.d, atol=0.05)
     np.testing.assert_allclose(res.bank.c, items.g, atol=0.025)

@@ -18,14 +18,17 @@ def register(app: typer.Typer) -> None:
         output: Path = typer.Option(..., "-o", "--output", help="Bank file to write (.csv or .parquet)."),
         model: str = typer.Option("auto", "--model",
                                   help="IRT model: auto, rasch, 1pl, 2pl, 3pl or 4pl; auto is chosen "
-                                       "from the number of subjects (1PL < 100, 2PL < 1000, else "
-                                       "3PL)."),
+                                       "from the number of subjects (2PL < 500, 3PL < 1000, else "
+                                       "4PL)."),
         quadpts: int = typer.Option(61, "--quadpts", help="Quadrature nodes on [-6, 6]."),
         prior_c: str = typer.Option("auto", "--prior-c",
                                     help="Prior on c: auto (the default for the model and data size), "
                                          "none, or e.g. 'beta(5,17)', 'logitnorm(-1.4,1)'."),
         prior_a: str = typer.Option("auto", "--prior-a",
                                     help="Prior on a: auto, none, or e.g. 'lognorm(0,0.5)', 'norm(1,1)'."),
+        prior_u: str = typer.Option("auto", "--prior-u",
+                                    help="Prior on the 4PL's upper asymptote u: auto (the 4PL's "
+                                         "default), none, or e.g. 'beta(17,5)'."),
         mirt_defaults: bool = typer.Option(False, "--mirt-defaults",
                                            help="mirt's defaults for parity: auto means 3PL, no priors."),
         partition_size: Optional[int] = typer.Option(None, "--partition-size",
@@ -79,7 +82,7 @@ def register(app: typer.Typer) -> None:
         output_file(scores, "--scores")
         lib_opts = {} if filter_ is None else {"filter": filter_}  # library default otherwise
         cal = Calibrator(model.lower(), quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
-                         max_iter=max_iter, tol=tol, partition_size=partition_size, link=link,
+                         prior_u=prior_u, max_iter=max_iter, tol=tol, partition_size=partition_size, link=link,
                          dtype=dtype, random_state=seed, convergence=convergence,
                          mirt_defaults=mirt_defaults, device=device, **lib_opts)
         cal._check_settings()  # fail on bad settings before reading more or starting the bar

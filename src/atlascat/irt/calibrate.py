@@ -100,6 +100,9 @@ _C_START = 0.1
 _PRED_REL = 1e-12  # M-step: stop an item when its predicted gain is below this x |objective|
 
 _U_START = 0.95
+# 4PL: every iterate keeps u - c >= _UC_GAP (M-step line search, SQUAREM, start values), so
+# the bank's 0 <= c < u <= 1 holds by construction
+_UC_GAP = 1e-6
 
 
 # ====================================================================== item model
@@ -139,10 +142,11 @@ class _ItemModel:
     arrays of the same namespace; nothing leaves the device.
     """
 
-    def __init__(self, model: str, prior_a=None, prior_c=None):
+    def __init__(self, model: str, prior_a=None, prior_c=None, prior_u=None):
         self.model = model
         self.prior_a = prior_a
         self.prior_c = prior_c
+        self.prior_u = prior_u if model == "4pl" else None
         self.log_slope = prior_a is not None and prior_a.internal == "log"
         self.has_c = model in ("3pl", "4pl")
         self.has_u = model == "4pl"
@@ -191,6 +195,14 @@ class _ItemModel:
         p = c[:, None] + rng * _xp.expit(z, xp)
         return xp.log(p), _xp.log_expit(-th[:, 2], xp)[:, None] + _xp.log_expit(-z, xp)
 
+    def feasible(self, th):
+        """Per item: True where the asymptotes are ordered, u - c >= ``_UC_GAP`` (always True
+        below the 4PL)."""
+        xp = _xp.namespace(th)
+        if not self.has_u:
+            return xp.zeros_like(th[:, 1]) == 0.0
+        return _xp.expit(th[:, 2], xp) <= _xp.expit(th[:, 3], xp) - _UC_GAP
+
     def log_prior(self, th):
         """Sum of log prior densities per item (zeros without priors)."""
         xp = _xp.namespace(th)
@@ -199,6 +211,8 @@ class _ItemModel:
             out = out + _prior_terms(self.prior_a, th[:, 0], xp)[0]
         if self.prior_c is not None and self.has_c:
             out = out + _prior_terms(self.prior_c, th[:, 2], xp)[0]
+        if self.prior_u is not None:
+            out = out + _prior_terms(self.prior_u, th[:, 3], xp)[0]
         return out
 
     def objective(self, th, r, nr, x):
@@ -296,13 +310,16 @@ class _ItemModel:
                     T[kind]["vv"] = r * ev * (u12 - ev) - nr * fv * (u12 + fv)
                     T[kind]["vz"] = r * ev * (sm - ez) - nr * fv * (sm + fz)
                     T[kind]["gv"] = -r * eg * ev - nr * fg * fv
-        prior_a = prior_c = None
+        prior_a = prior_c = prior_u = None
         if self.prior_a is not None:
             _, ga, prior_a = _prior_terms(self.prior_a, th[:, 0], xp)
             G[0] = G[0] + ga
         if self.prior_c is not None and self.has_c:
             _, gc, prior_c = _prior_terms(self.prior_c, th[:, 2], xp)
             G[2] = G[2] + gc
+        if self.prior_u is not None:
+            _, gu, prior_u = _prior_terms(self.prior_u, th[:, 3], xp)
+            G[3] = G[3] + gu
         f = self.free
         hessians = []
         for kind in kinds:
@@ -331,6 +348,8 @@ class _ItemModel:
                 H[0, 0] = H[0, 0] + prior_a
             if prior_c is not None:
                 H[2, 2] = H[2, 2] + prior_c
+            if prior_u is not None:
+                H[3, 3] = H[3, 3] + prior_u
             hessians.append([[H[min(k, l), max(k, l)] for l in f] for k in f])
         out = ((value + self.log_prior(th),) if with_value else ()) + ([G[k] for k in f],)
         return out + tuple(hessians)
@@ -485,8 +504,7 @@ def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float
             okt = xp.logical_and(xp.isfinite(ft),
                                  ft >= fa + 1e-4 * t * pred - 1e-13 * xp.abs(fa))
             if model.has_u:  # keep c < u
-                okt = xp.logical_and(okt, _xp.expit(trial[:, 2], xp)
-                                     < _xp.expit(trial[:, 3], xp) - 1e-6)
+                okt = xp.logical_and(okt, model.feasible(trial))
             acc = xp.logical_and(pending, okt)
             cand_cols = [xp.where(acc, tc, cc) for tc, cc in zip(trial_cols, cand_cols)]
             new_f = xp.where(acc, ft, new_f)
@@ -751,6 +769,8 @@ def _start_values(values: np.ndarray, weights, model: _ItemModel, prior_c=None):
         c = np.full(n, prior_c.mode if prior_c is not None else _C_START) if model.has_c else np.zeros(n)
         c = np.minimum(c, 0.5)
         u = np.full(n, _U_START) if model.has_u else np.ones(n)
+        if model.has_u and model.prior_u is not None:
+            u = np.full(n, max(float(model.prior_u.mode), 0.6))
         p_adj = np.clip((pc - c) / (u - c), 0.02, 0.98)
         d = 1.702 * norm.ppf(p_adj) / root
     return model.internal(a, d, c, u)
@@ -819,6 +839,11 @@ class Calibrator:
     prior_a, prior_c : "auto" (default: the held-out winner's weak priors for the chosen model,
         a ~ lognorm(0,1), c ~ beta(2,8)), None for no prior (mirt), or a prior (spec string or
         object from :mod:`atlascat.irt.priors`), e.g. ``prior_c="beta(5,17)"``
+    prior_u : prior on the 4PL's upper asymptote u (a beta or logit-normal density on u, as for
+        c), e.g. ``"beta(17,5)"``; "auto" (default) is the 4PL's measured prior beta(10,2)
+        (none under ``mirt_defaults``), None is no prior. Whatever
+        the prior, the 4PL's EM keeps u - c >= 1e-6 on every item (M-step line search,
+        SQUAREM extrapolations and start values), so the bank's c < u always holds.
     mirt_defaults : True resolves "auto" to mirt's defaults (3PL, no priors) for parity
     max_iter, tol : EM iteration cap (1000; mirt's is 500, but banks with many near-degenerate
         items need more) and convergence tolerance (max abs internal parameter change, 1e-4)
@@ -856,7 +881,7 @@ class Calibrator:
     """
 
     def __init__(self, model: str = "auto", *, quadpts: int = 61, theta_range=(-6.0, 6.0),
-                 prior_a="auto", prior_c="auto", max_iter: int = 1000, tol: float = 1e-4,
+                 prior_a="auto", prior_c="auto", prior_u="auto", max_iter: int = 1000, tol: float = 1e-4,
                  accelerate: bool = True, partition_size: int | None = None,
                  link: str = "mean-sigma", filter: bool = False, dtype: str = "float64",
                  random_state=None, callback=None, max_newton: int = 8, start=None,
@@ -868,6 +893,7 @@ class Calibrator:
         self.theta_range = theta_range
         self.prior_a = prior_a
         self.prior_c = prior_c
+        self.prior_u = prior_u
         self.max_iter = max_iter
         self.tol = tol
         self.accelerate = accelerate
@@ -889,10 +915,11 @@ class Calibrator:
         from .defaults import _is_auto
 
         model = str(self.model if choice is None else choice.model).lower()
-        pa, pc = ((self.prior_a, self.prior_c) if choice is None
-                  else (choice.prior_a, choice.prior_c))
-        if choice is None and (_is_auto(model) or _is_auto(pa) or _is_auto(pc)):
+        pa, pc, pu = ((self.prior_a, self.prior_c, self.prior_u) if choice is None
+                      else (choice.prior_a, choice.prior_c, choice.prior_u))
+        if choice is None and (_is_auto(model) or _is_auto(pa) or _is_auto(pc) or _is_auto(pu)):
             pa, pc = (None if _is_auto(pa) else pa), (None if _is_auto(pc) else pc)
+            pu = None if _is_auto(pu) else pu
             if _is_auto(model):
                 model = "3pl"      # validate the rest; the model is chosen in fit
         if model not in MODELS:
@@ -923,11 +950,15 @@ class Calibrator:
                 )
         prior_a = parse_prior(None if pa == "none" else pa, "a")
         prior_c = parse_prior(None if pc == "none" else pc, "c")
+        prior_u = parse_prior(None if pu == "none" else pu, "c")  # beta / logitnorm, as c
         if prior_a is not None and model in ("rasch", "1pl"):
             raise ConfigError(f"a prior on the slope needs a 2PL/3PL/4PL model, not {model!r}")
         if prior_c is not None and model not in ("3pl", "4pl"):
             raise ConfigError(f"a prior on c needs a 3PL or 4PL model, not {model!r}")
-        return model, prior_a, prior_c
+        if prior_u is not None and model != "4pl":
+            raise ConfigError(f"a prior on u needs the 4PL model, not {model!r}; drop prior_u "
+                              "(CLI --prior-u) or pass model='4pl'")
+        return model, prior_a, prior_c, prior_u
 
     # ------------------------------------------------------------------ fit
     def fit(self, responses, weights=None):
@@ -937,7 +968,7 @@ class Calibrator:
         from ..validation import as_labelled_responses, check_identified, check_subjects
 
         start = time.perf_counter()
-        model, prior_a, prior_c = self._check_settings()
+        model, prior_a, prior_c, prior_u = self._check_settings()
         responses = as_labelled_responses(responses, on_empty="drop")  # DataFrames keep labels
         if not isinstance(responses, ResponseMatrix):
             arr = np.asarray(responses, dtype=object)
@@ -973,16 +1004,18 @@ class Calibrator:
         from .defaults import resolve as _resolve_defaults
 
         choice = _resolve_defaults(self.model, self.prior_a, self.prior_c, values, w,
-                                   mirt_defaults=self.mirt_defaults, stacklevel=4)
-        model, prior_a, prior_c = self._check_settings(choice)
+                                   mirt_defaults=self.mirt_defaults, stacklevel=4,
+                                   prior_u=self.prior_u)
+        model, prior_a, prior_c, prior_u = self._check_settings(choice)
         self.defaults_ = choice
         rng = self.random_state if isinstance(self.random_state, np.random.Generator) \
             else np.random.default_rng(self.random_state)
-        item_model = _ItemModel(model if model != "1pl" else "rasch", prior_a, prior_c)
+        item_model = _ItemModel(model if model != "1pl" else "rasch", prior_a, prior_c, prior_u)
         settings = {"model": model, "quadpts": int(self.quadpts),
                     "theta_range": [float(v) for v in self.theta_range],
                     "prior_a": None if prior_a is None else str(prior_a),
                     "prior_c": None if prior_c is None else str(prior_c),
+                    "prior_u": None if prior_u is None else str(prior_u),
                     "max_iter": int(self.max_iter), "tol": float(self.tol),
                     "accelerate": bool(self.accelerate), "partition_size": self.partition_size,
                     "link": self.link if self.partition_size else None, "dtype": self.dtype,
@@ -1044,8 +1077,13 @@ class Calibrator:
             have = np.array([i in start_bank for i in item_ids])
             if have.any():
                 sb = start_bank.subset([str(i) for i in item_ids[have]])
-                given = item_model.internal(sb.a, sb.d, np.clip(sb.c, 1e-6, 1 - 1e-6),
-                                            np.clip(sb.u, 1e-6, 1 - 1e-6))
+                c_sb = np.clip(sb.c, 1e-6, 1 - 1e-6)
+                u_sb = np.clip(sb.u, 1e-6, 1 - 1e-6)
+                if item_model.has_u:  # an unordered start (u <= c + gap): c halfway below u
+                    bad = u_sb - c_sb < 1e3 * _UC_GAP
+                    c_sb = np.where(bad, np.minimum(c_sb, u_sb) / 2.0, c_sb)
+                    u_sb = np.where(bad, np.maximum(u_sb, 2e3 * _UC_GAP), u_sb)
+                given = item_model.internal(sb.a, sb.d, c_sb, u_sb)
                 th0[np.ix_(np.flatnonzero(have), free)] = given[:, free]
         # fixed (non-free) columns hold +-inf for absent c/u; finite stand-ins keep the
         # arithmetic of every backend NaN-free (they are never read through natural())
@@ -1191,6 +1229,13 @@ class Calibrator:
             if rasch:
                 alpha = _xp.concat([alpha, al[-1:]], xp)
             pe = xp.clip(p0 - 2.0 * alpha * r + alpha * alpha * v, lo, hi)
+            if item_model.has_u:
+                # an extrapolation may cross u below c: those items keep their EM iterate p2
+                # (itself ordered: the M-step's line search accepts ordered points only)
+                Pe = xp.reshape(pe, (n_items, k))
+                ok_u = item_model.feasible(unpack(pe)[0])
+                pe = xp.reshape(xp.where(ok_u[:, None], Pe, xp.reshape(p2, (n_items, k))),
+                                (-1,))
             p3, fe = em_map(pe, at_least=f1h)   # no M-step for a rejected extrapolation
             if p3 is not None:
                 ch, per_item, extra = change(pe, p3)

@@ -9,8 +9,20 @@ N (subjects)    model   priors                                  why (held-out lo
 ==============  ======  ======================================  ==================================
 N < 500         2PL     a ~ lognormal(0, 1)                     best or tied from 10 to 200 models;
                                                                 beats the 1PL even at N = 10-20
-N >= 500        3PL     a ~ lognormal(0, 0.3), c ~ beta(10, 40) held-out pick on the full matrices
+500 <= N < 1000 3PL     a ~ lognormal(0, 0.3), c ~ beta(10, 40) first held-out run (3PL settings)
+N >= 1000       4PL     a ~ normal(1, 0.5), c ~ beta(5, 17),    held-out log-loss below mirt's
+                        u ~ beta(10, 2)                         3PL on 6 of 6 leaderboards
 ==============  ======  ======================================  ==================================
+
+The 4PL row (second run, after the engine kept u > c): every other 4PL and 3PL setting tried
+either lost to mirt's prior-free 3PL on held-out log-loss (every log-normal slope prior: it
+forbids the negative slopes a few mislabelled items need) or kept 25-80% of items at a > 5 (no
+slope prior). The normal prior on the raw slope does both: -0.0003 to -0.0023 log-loss per
+response against mirt, 0-6% of items with a > 5, CAT coverage 0.92-0.99; Winogrande keeps 8% of
+items with c > 0.5 (two options: chance is 0.5). Below 1000 subjects (size study on ARC,
+TruthfulQA, Winogrande) it still beats the 3PL band's priors but trails mirt's 3PL on two of
+three; the 3PL band stays there, where the identification table asks for about 1000 subjects
+for a 4PL even with priors.
 
 Both choices were made on held-out models (``benchmarks/bench_calibration_defaults.py``; tables
 in ``docs/calibration.md``):
@@ -66,24 +78,30 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 __all__ = ["AUTO", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
-           "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "SMALL_N_DEFAULT", "choose_defaults",
+           "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
+           "SMALL_N_DEFAULT", "choose_defaults",
            "identification_problems", "resolve"]
 
 AUTO = "auto"
 # smallest N (subjects) at which the default uses each model
-MODEL_MIN_SUBJECTS = {"2pl": 0, "3pl": 500}
+MODEL_MIN_SUBJECTS = {"2pl": 0, "3pl": 500, "4pl": 1000}
 # the same without priors (an explicit model with no prior is flagged below these)
 MODEL_MIN_SUBJECTS_NO_PRIOR = {"rasch": 30, "1pl": 30, "2pl": 500, "3pl": 1000, "4pl": 2000}
 # ... and with priors on the slope (and c): below these an IdentificationWarning is given
 MODEL_MIN_SUBJECTS_WITH_PRIOR = {"rasch": 30, "1pl": 30, "2pl": 100, "3pl": 500, "4pl": 1000}
-# the defaults per size band: (model, prior_a, prior_c)
+# the defaults per size band: (model, prior_a, prior_c); the 4PL's prior on u is LARGE_N_PRIOR_U
 SMALL_N_DEFAULT = ("2pl", "lognorm(0,1)", None)
-LARGE_N_DEFAULT = ("3pl", "lognorm(0,0.3)", "beta(10,40)")
+MID_N_DEFAULT = ("3pl", "lognorm(0,0.3)", "beta(10,40)")
+LARGE_N_DEFAULT = ("4pl", "norm(1,0.5)", "beta(5,17)")
+LARGE_N_PRIOR_U = "beta(10,2)"
 MIRT_DEFAULT = ("3pl", None, None)
 # the automatic priors of each model (what an explicit model with prior_a/prior_c="auto" gets):
 # the ones measured for it on held-out data
 MODEL_PRIORS = {"rasch": (None, None), "1pl": (None, None), "2pl": SMALL_N_DEFAULT[1:],
-                "3pl": LARGE_N_DEFAULT[1:], "4pl": LARGE_N_DEFAULT[1:]}
+                "3pl": MID_N_DEFAULT[1:], "4pl": LARGE_N_DEFAULT[1:]}
+# the automatic prior on the 4PL's upper asymptote u (none below the 4PL, none under
+# mirt_defaults)
+MODEL_PRIOR_U = {"4pl": LARGE_N_PRIOR_U}
 SUBJECTS_PER_PARAMETER = 5
 MIN_MINORITY = 3
 _PER_ITEM = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
@@ -105,11 +123,14 @@ class DefaultsChoice:
     source: str                      # "auto" | "user" | "mirt"
     reason: str
     warnings: list = field(default_factory=list)
+    prior_u: object = None           # 4PL only
+
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["prior_a"] = None if self.prior_a is None else str(self.prior_a)
         d["prior_c"] = None if self.prior_c is None else str(self.prior_c)
+        d["prior_u"] = None if self.prior_u is None else str(self.prior_u)
         return d
 
 
@@ -129,10 +150,16 @@ def default_for_size(n_subjects: float) -> tuple[str, object, object, str]:
         why = (f"{n:g} subjects < {MODEL_MIN_SUBJECTS['3pl']}: 2PL with a ~ {pa} (the prior-ed "
                "2PL predicted held-out models best below 500 train models, better than a 1PL "
                "even at 10-20; lower asymptotes need more subjects)")
+    elif n < MODEL_MIN_SUBJECTS["4pl"]:
+        m, pa, pc = MID_N_DEFAULT
+        why = (f"{MODEL_MIN_SUBJECTS['3pl']} <= {n:g} subjects < {MODEL_MIN_SUBJECTS['4pl']}: "
+               f"3PL with priors a ~ {pa}, c ~ {pc} (a 4PL needs about "
+               f"{MODEL_MIN_SUBJECTS['4pl']} subjects even with priors; docs/calibration.md)")
     else:
         m, pa, pc = LARGE_N_DEFAULT
-        why = (f"{n:g} subjects >= {MODEL_MIN_SUBJECTS['3pl']}: 3PL with priors a ~ {pa}, "
-               f"c ~ {pc} (chosen on held-out models; docs/calibration.md)")
+        why = (f"{n:g} subjects >= {MODEL_MIN_SUBJECTS['4pl']}: 4PL with priors a ~ {pa}, "
+               f"c ~ {pc}, u ~ {LARGE_N_PRIOR_U} (better held-out log-loss than mirt's 3PL on "
+               "6 of 6 leaderboards; docs/calibration.md)")
     return m, pa, pc, why
 
 
@@ -175,7 +202,7 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
 
 
 def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
-                    mirt_defaults: bool = False) -> DefaultsChoice:
+                    mirt_defaults: bool = False, prior_u=AUTO) -> DefaultsChoice:
     """Resolve ``"auto"`` model and priors for data of ``n_subjects`` x ``n_items``.
 
     Explicit values (a model name, a prior spec, or None for no prior) are kept. With
@@ -198,11 +225,15 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
     auto_a, auto_c = (None, None) if mirt_defaults else MODEL_PRIORS.get(chosen, (None, None))
     prior_a = auto_a if _is_auto(prior_a) else (None if _is_none(prior_a) else prior_a)
     prior_c = auto_c if _is_auto(prior_c) else (None if _is_none(prior_c) else prior_c)
+    auto_u = None if mirt_defaults else MODEL_PRIOR_U.get(chosen)
+    prior_u = auto_u if _is_auto(prior_u) else (None if _is_none(prior_u) else prior_u)
     if source == "user" and (prior_a is not None or prior_c is not None):
         why += f"; priors a ~ {prior_a}, c ~ {prior_c}"
+    if source == "user" and prior_u is not None:
+        why += f", u ~ {prior_u}"
     return DefaultsChoice(model=chosen, prior_a=prior_a, prior_c=prior_c,
                           n_subjects=float(n_subjects), n_items=int(n_items), source=source,
-                          reason=why)
+                          reason=why, prior_u=prior_u)
 
 
 def warn_problems(choice: DefaultsChoice, values, weights, stacklevel: int = 3) -> DefaultsChoice:
@@ -216,23 +247,23 @@ def warn_problems(choice: DefaultsChoice, values, weights, stacklevel: int = 3) 
 
 
 class DefaultsWarning(UserWarning):
-    """The calibration chose a smaller model than the large-sample default because of the data's
-    size (says which and why)."""
+    """The calibration chose the small-sample 2PL, not a 3PL/4PL, because of the data's size
+    (says which and why)."""
 
 
 def resolve(model, prior_a, prior_c, values: np.ndarray, weights, *,
-            mirt_defaults: bool = False, stacklevel: int = 3) -> DefaultsChoice:
+            mirt_defaults: bool = False, stacklevel: int = 3, prior_u=AUTO) -> DefaultsChoice:
     """:func:`choose_defaults` on these data, then warn: a :class:`DefaultsWarning` when the
     automatic model is smaller than the large-sample default, an :class:`IdentificationWarning`
     for each identification problem. Returns the choice (warnings listed in it)."""
     w = None if weights is None else np.asarray(weights, float)
     n = float(values.shape[0] if w is None else w.sum())
     choice = choose_defaults(model, prior_a, prior_c, n_subjects=n, n_items=values.shape[1],
-                             mirt_defaults=mirt_defaults)
-    if choice.source == "auto" and choice.model != LARGE_N_DEFAULT[0]:
+                             mirt_defaults=mirt_defaults, prior_u=prior_u)
+    if choice.source == "auto" and choice.model == SMALL_N_DEFAULT[0]:
         prior = "" if choice.prior_a is None else f" with a ~ {choice.prior_a}"
         msg = (f"{n:g} subjects x {values.shape[1]} items: calibrated as a "
-               f"{choice.model.upper()}{prior}, not a {LARGE_N_DEFAULT[0].upper()}: below "
+               f"{choice.model.upper()}{prior}, not a {MID_N_DEFAULT[0].upper()}: below "
                f"{MODEL_MIN_SUBJECTS['3pl']} subjects the prior-ed 2PL predicts held-out "
                "subjects best (docs/calibration.md); pass model= (CLI --model) to override")
         warnings.warn(msg, DefaultsWarning, stacklevel=stacklevel)
