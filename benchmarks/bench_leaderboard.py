@@ -83,10 +83,7 @@ def run_one(bench, seed, items_dir, scores_path, taus, replicates, cat_options=N
                            rng=np.random.default_rng([seed, 10, int(round(100 * tau))]))
         th = res.persons["theta"].to_numpy(float)
         se = res.persons["se"].to_numpy(float)
-        m = np.asarray(res.item_matrix)
-        asked = np.zeros(y_te.shape, bool)
-        r, c = np.nonzero(m >= 0)
-        asked[r, m[r, c]] = True
+        asked = res.asked_mask()
         n = asked.sum(1)
         p_theta, lo_t, hi_t = link.predict_many(th, se)
         p_ans, lo_a, hi_a = link.predict_many(th, se, asked=asked, y=y_te)

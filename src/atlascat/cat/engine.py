@@ -1190,6 +1190,14 @@ class CATResult:
             raise KeyError(f"no examinee {subject_id!r} in this result")
         return out.drop(columns="subject_id").reset_index(drop=True)
 
+    def asked_mask(self) -> np.ndarray:
+        """Boolean (examinees x bank items): True where the item was administered."""
+        m = np.asarray(self.item_matrix)
+        asked = np.zeros((m.shape[0], len(self.item_ids)), dtype=bool)
+        rows, cols = np.nonzero(m >= 0)
+        asked[rows, m[rows, cols]] = True
+        return asked
+
     def item_exposure(self) -> pd.DataFrame:
         """item_id, n_administered, exposure rate (share of examinees)."""
         counts = np.bincount(self.item_matrix[self.item_matrix >= 0],

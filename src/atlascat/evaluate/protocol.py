@@ -619,10 +619,7 @@ def _run_cat(bank: ItemBank, test: ResponseMatrix, tau: float, config: dict, rng
     persons = result.persons
     if list(persons["subject_id"].astype(str)) != list(test.subject_ids.astype(str)):
         raise AtlasError("the CAT engine returned examinees in another order than the matrix")
-    m = np.asarray(result.item_matrix)
-    administered = np.zeros((m.shape[0], len(bank)), dtype=bool)
-    rows, cols = np.nonzero(m >= 0)
-    administered[rows, m[rows, cols]] = True
+    administered = result.asked_mask()
     # example trajectories: test models at evenly spaced quantiles of the CAT theta
     n_ex = min(int(config["example_models"]), len(persons))
     trajectories = None

@@ -219,10 +219,7 @@ class ScoreLink:
         res = simulate_cat(bank, cfg, responses=y, rng=rng)
         th_c = res.persons["theta"].to_numpy(float)
         se_c = res.persons["se"].to_numpy(float)
-        m = np.asarray(res.item_matrix)
-        asked = np.zeros(y.shape, bool)
-        rows, cols = np.nonzero(m >= 0)
-        asked[rows, m[rows, cols]] = True
+        asked = res.asked_mask()
         # the published score regressed on the short test's own theta: E[score | theta_hat]
         # at that precision (absorbs the estimate's shrinkage and the prior's misfit)
         link.short_grid = fit_monotone_spline(th_c, s, n_knots=n_knots, grid=grid)
@@ -245,12 +242,8 @@ class ScoreLink:
             runs = [(th_c, se_c, asked)]
             for stop in extra_se_stops:
                 rx = simulate_cat(bank, cfg.replace(se_stop=float(stop)), responses=y, rng=rng)
-                mx = np.asarray(rx.item_matrix)
-                ax = np.zeros(y.shape, bool)
-                i, j = np.nonzero(mx >= 0)
-                ax[i, mx[i, j]] = True
                 runs.append((rx.persons["theta"].to_numpy(float),
-                             rx.persons["se"].to_numpy(float), ax))
+                             rx.persons["se"].to_numpy(float), rx.asked_mask()))
             groups = np.concatenate([np.arange(len(s))] * len(runs))
             for key in ("cat", "anchors"):
                 if key == "anchors" and anchors.size == 0:
