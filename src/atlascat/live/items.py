@@ -98,6 +98,18 @@ def _literal(node: ast.AST) -> Any:
     raise ValueError(f"unsupported syntax {type(node).__name__}")
 
 
+def parse_literal(text: str, what: str = "a value"):
+    """A stored cell written as JSON or as the ``repr`` of Python/numpy literals
+    (``"{'label': array(['A', 'B'], dtype=object)}"``), parsed without ``eval``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return _literal(ast.parse(text, mode="eval").body)
+        except (SyntaxError, ValueError) as exc:
+            raise BankError(f"cannot read {what} from {text[:80]!r}: {exc}") from None
+
+
 def _to_list(value) -> list:
     if isinstance(value, np.ndarray):
         return value.tolist()
@@ -116,14 +128,7 @@ def parse_choices(value) -> tuple[list[str], list[str]]:
     Labels default to A, B, ... when the source has none.
     """
     if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            try:
-                value = _literal(ast.parse(text, mode="eval").body)
-            except (SyntaxError, ValueError) as exc:
-                raise BankError(f"cannot parse choices {text[:80]!r}: {exc}") from exc
+        value = parse_literal(value.strip(), "choices")
     if isinstance(value, Mapping):
         if "text" in value:
             texts = _to_list(value["text"])
@@ -250,7 +255,7 @@ def load_item_content(bench: str, items_dir, *, requests: bool = True) -> pd.Dat
         elif bench == "truthfulqa":
             targets = rec["mc1_targets"]
             if isinstance(targets, str):
-                targets = _literal(ast.parse(targets, mode="eval").body)
+                targets = parse_literal(targets, "mc1_targets")
             _, texts = parse_choices(targets)
             labels = np.asarray(_to_list(targets["labels"]), dtype=int)
             perm = _stable_permutation(iid, len(texts))

@@ -40,8 +40,6 @@ context is stored once per item, not once per choice), written by
 """
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -246,13 +244,10 @@ def _texts(value) -> list[str]:
 
 def _targets(value) -> tuple[list[str], list[int]]:
     """TruthfulQA ``{'choices': [...], 'labels': [...]}`` in any stored form."""
-    from .items import _literal, _to_list
+    from .items import _to_list, parse_literal
 
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            value = _literal(ast.parse(value, mode="eval").body)
+        value = parse_literal(value, "TruthfulQA targets")
     choices = [str(c) for c in _to_list(value["choices"])]
     labels = [int(x) for x in _to_list(value["labels"])]
     if len(labels) != len(choices):
@@ -376,7 +371,7 @@ def request_fields(bench: str, rec: Mapping, item_id: str = "?") -> dict:
 # ============================================================================ building
 def _cell_list(value) -> list[str]:
     """A stored list cell (list, numpy array, JSON or repr string, None/NaN) as a list of str."""
-    from .items import _literal
+    from .items import parse_literal
 
     if value is None:
         return []
@@ -386,13 +381,7 @@ def _cell_list(value) -> list[str]:
         text = value.strip()
         if not text:
             return []
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            try:
-                value = _literal(ast.parse(text, mode="eval").body)
-            except (SyntaxError, ValueError) as exc:
-                raise BankError(f"cannot read a list from {text[:60]!r}: {exc}") from None
+        value = parse_literal(text, "a list")
     if isinstance(value, np.ndarray):
         value = value.tolist()
     return [str(v) for v in value]
