@@ -21,7 +21,6 @@ import sys
 import threading
 import time
 import types
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -115,7 +114,27 @@ class ToyLLSubject:
         raise AssertionError
 
 
-class StubCompletions:
+class _LocalServer:
+    """A threaded HTTP server on 127.0.0.1 (random port) serving one handler class."""
+
+    def _serve(self, handler):
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class StubCompletions(_LocalServer):
     """OpenAI legacy ``/v1/completions`` on 127.0.0.1 with the toy LM.
 
     mode: ``ok`` | ``nolists`` (400 for a list prompt) | ``nologprobs`` (llama.cpp: no logprobs)
@@ -175,20 +194,7 @@ class StubCompletions:
                                   "usage": {"prompt_tokens": 10 * len(prompts),
                                             "completion_tokens": 0}})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
 
 # =============================================================================== completions subject
@@ -500,7 +506,7 @@ class TestEvaluateCLI:
 
 
 # =============================================================================== issue-12 faults
-class FaultServer:
+class FaultServer(_LocalServer):
     """A chat server on 127.0.0.1 that misbehaves in one way (``mode``), answering the letter of
     ``reply(item)`` otherwise: ``null`` (content null), ``trickle`` (one byte every ``gap`` s),
     ``echo`` (the reply contains the request's API key), ``huge`` (a reply of ``size`` bytes)."""
@@ -546,20 +552,7 @@ class FaultServer:
                 else:
                     self.wfile.write(payload)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
 
 class TestLiveFaults:

@@ -981,7 +981,7 @@ def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **kw):
                                 name=model or f"simulated(theta={theta:g})",
                                 kind="chat" if kw.get("chat", True) else "completion")
     if kind == "replay":
-        matrix, hash_, who = rest.rpartition("#")[0], "#", rest.rpartition("#")[2]
+        matrix, _, who = rest.rpartition("#")
         if not matrix or not who:
             raise ConfigError(f"--subject {spec!r}: use replay:MATRIX.csv#MODEL (the model's id "
                               "in the matrix's first column)")
