@@ -155,10 +155,8 @@ def bank_hash(bank) -> str:
     for arr in bank.params:
         h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
     if bank.metadata is not None:
-        try:  # the leaderboard request data (context, continuations, rule, ...) where present
-            from .requests import REQUEST_COLUMNS as request_cols
-        except ImportError:
-            request_cols = ()
+        from .requests import REQUEST_COLUMNS as request_cols  # the leaderboard request data
+
         for col in ("question", "choices", "answer", "scorer", "fewshot",
                     *(c for c in request_cols if c not in ("question", "choices", "answer"))):
             if col in bank.metadata.columns:
@@ -174,17 +172,10 @@ def bank_hash(bank) -> str:
 
 
 def bundled_content_bank(name: str):
-    """The content bank shipped under ``name`` (``arc``, ...): the package's bundled-name
-    resolution where it exists (``atlascat.datasets.resolve_bank``), else the live content
-    banks of :mod:`atlascat.live.items`."""
-    from .. import datasets
-    from .items import load_content_bank
+    """The content bank shipped under ``name`` (``arc``, ...), as ``--bank NAME`` resolves it."""
+    from ..datasets import resolve_bank
 
-    resolve = getattr(datasets, "resolve_bank", None)
-    is_name = getattr(datasets, "is_bundled_name", None)
-    if resolve is not None and is_name is not None and is_name(name):
-        return resolve(name)
-    return load_content_bank(name)
+    return resolve_bank(name)
 
 
 def load_bank_ref(ref: str):
@@ -294,9 +285,6 @@ def _next_round(session, k: int) -> list:
     if k == 1:
         item = session.next_item()
         return [] if item is None else [str(item)]
-    if not hasattr(session, "next_items"):
-        raise ConfigError("--batch-size > 1 needs CATSession.next_items, which this ATLAS lacks; "
-                          "use --batch-size 1")
     return [str(i) for i in session.next_items(k)]
 
 
