@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import ConfigError
 
 __all__ = ["namespace", "is_numpy", "can_sync", "backend_for", "asarray", "to_numpy", "astype",
-           "concat", "expit", "expit_pair", "log_expit", "logsumexp_rows"]
+           "concat", "contiguous", "expit", "expit_pair", "log_expit", "logsumexp_rows"]
 
 DEVICES = ("cpu", "cuda")
 
@@ -130,6 +130,19 @@ def astype(x, dtype, xp):
         return x.astype(dtype, copy=False)
     f = getattr(xp, "astype", None)
     return f(x, dtype) if f is not None else x.astype(dtype)
+
+
+def contiguous(x, xp):
+    """``x`` in row-major order (a copy only when it is not), for the elementwise kernels."""
+    if is_numpy(xp) and isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x)
+    if hasattr(x, "contiguous"):  # torch
+        return x.contiguous()
+    if hasattr(x, "__cuda_array_interface__"):  # cupy
+        import cupy
+
+        return cupy.ascontiguousarray(x)
+    return x
 
 
 def concat(arrays, xp, axis=0):

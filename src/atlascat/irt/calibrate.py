@@ -481,36 +481,12 @@ def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float
         go = xp.logical_and(pred > _PRED_REL * (1.0 + xp.abs(fa)), smax > step_tol)
         if not sync:
             go = xp.logical_and(go, active)
-        t = xp.ones_like(fa)
-        new_f = fa
-        moved = xp.zeros_like(go)
-        pending = go
-        cand_cols = base
-        for _ls in range(max_halvings):
-            part = False
-            if sync:
-                if not bool(xp.any(pending)):
-                    break
-                part = not bool(xp.all(pending))
-            trial_cols = [b_ + t * s_ for b_, s_ in zip(base, step)]
-            trial = _set_free(ta, f, trial_cols)
-            if part:  # host: evaluate the items still searching only
-                ft = fa + 0.0
-                ft[pending] = model.objective(trial[pending], ra[pending], nra[pending], x)
-            else:
-                ft = model.objective(trial, ra, nra, x)
-            # Armijo, with a rounding allowance so that converged items can still take their
-            # last tiny Newton steps (|f| ~ 1e2-1e5, relative precision ~1e-16 per term)
-            okt = xp.logical_and(xp.isfinite(ft),
-                                 ft >= fa + 1e-4 * t * pred - 1e-13 * xp.abs(fa))
-            if model.has_u:  # keep c < u
-                okt = xp.logical_and(okt, model.feasible(trial))
-            acc = xp.logical_and(pending, okt)
-            cand_cols = [xp.where(acc, tc, cc) for tc, cc in zip(trial_cols, cand_cols)]
-            new_f = xp.where(acc, ft, new_f)
-            moved = xp.logical_or(moved, acc)
-            pending = xp.logical_and(pending, xp.logical_not(okt))
-            t = xp.where(pending, 0.5 * t, t)
+        if sync:
+            cand_cols, new_f, moved, t = _line_search_host(model, ta, ra, nra, x, base, step,
+                                                           fa, pred, go, max_halvings)
+        else:
+            cand_cols, new_f, moved, t = _line_search_masked(model, ta, ra, nra, x, base, step,
+                                                             fa, pred, go, max_halvings)
         cand = _set_free(ta, f, cand_cols)
         keep = xp.logical_and(moved, t * smax > step_tol)
         if sub:
@@ -524,6 +500,94 @@ def _mstep(model: _ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float
             f0 = new_f
             active = xp.logical_and(active, keep)
     return th
+
+
+def _armijo_ok(model, trial, ft, fa, t, pred):
+    """Armijo acceptance of trial points, with a rounding allowance so that converged items
+    can still take their last tiny Newton steps (|f| ~ 1e2-1e5, relative precision ~1e-16 per
+    term); a 4PL trial must also keep c < u."""
+    xp = _xp.namespace(ft)
+    ok = xp.logical_and(xp.isfinite(ft), ft >= fa + 1e-4 * t * pred - 1e-13 * xp.abs(fa))
+    if model.has_u:
+        ok = xp.logical_and(ok, model.feasible(trial))
+    return ok
+
+
+def _line_search_masked(model, ta, r, nr, x, base, step, fa, pred, go, max_halvings):
+    """Backtracking on t = 1, 1/2, ..., 2^-(max_halvings-1) with masks and a fixed count
+    (nothing read back: the accelerator path). Returns (columns, objective, moved, t)."""
+    xp = _xp.namespace(fa)
+    free = model.free
+    t = xp.ones_like(fa)
+    new_f, moved, pending, cand_cols = fa, xp.zeros_like(go), go, base
+    for _ in range(max_halvings):
+        trial_cols = [b_ + t * s_ for b_, s_ in zip(base, step)]
+        trial = _set_free(ta, free, trial_cols)
+        ft = model.objective(trial, r, nr, x)
+        okt = _armijo_ok(model, trial, ft, fa, t, pred)
+        acc = xp.logical_and(pending, okt)
+        cand_cols = [xp.where(acc, tc, cc) for tc, cc in zip(trial_cols, cand_cols)]
+        new_f = xp.where(acc, ft, new_f)
+        moved = xp.logical_or(moved, acc)
+        pending = xp.logical_and(pending, xp.logical_not(okt))
+        t = xp.where(pending, 0.5 * t, t)
+    return cand_cols, new_f, moved, t
+
+
+def _line_search_host(model, ta, r, nr, x, base, step, fa, pred, go, max_halvings):
+    """:func:`_line_search_masked`'s result in at most two objective calls (host arrays).
+
+    t = 1 for every item in ``go``; then, for the items that failed, every remaining step
+    length 2^-h (h = 1, ..., max_halvings - 1) stacked into one call, the largest acceptable
+    one winning: the same point as trying them one after another, without one pass of
+    Python overhead per halving (items at rounding level fail every halving).
+    """
+    xp = _xp.namespace(fa)
+    free = model.free
+    t = xp.ones_like(fa)
+    new_f, moved, cand_cols = fa, xp.zeros_like(go), list(base)
+    pending = go
+    for ts in ([1.0], [0.5 ** h for h in range(1, max_halvings)]):
+        if not ts or not bool(xp.any(pending)):
+            break
+        whole = bool(xp.all(pending))
+        sel = (lambda v: v) if whole else (lambda v: v[pending])  # noqa: E731
+        b_s, s_s, fa_s, pr_s = [sel(v) for v in base], [sel(v) for v in step], sel(fa), sel(pred)
+        n_s, H = int(fa_s.shape[0]), len(ts)
+        tcol = _xp.concat([xp.full_like(fa_s, tv) for tv in ts], xp)          # (H n_s,)
+        trial_cols = [_xp.concat([b_] * H, xp) + tcol * _xp.concat([s_] * H, xp)
+                      for b_, s_ in zip(b_s, s_s)]
+        tile = (lambda v: v) if H == 1 else (lambda v: _xp.concat([v] * H, xp))  # noqa: E731
+        trial = _set_free(tile(sel(ta)), free, trial_cols)
+        ft = model.objective(trial, tile(sel(r)), tile(sel(nr)), x)
+        ok = _armijo_ok(model, trial, ft, tile(fa_s), tcol, tile(pr_s))
+        # the first acceptable step length of each item (H = none)
+        chosen = xp.full_like(fa_s, float(H))
+        for h in reversed(range(H)):
+            chosen = xp.where(ok[h * n_s:(h + 1) * n_s], float(h), chosen)
+        got = chosen < H
+        new_t = xp.full_like(fa_s, 0.5 ** (max_halvings if H > 1 else 1))
+        pick_f, pick_cols = fa_s, b_s
+        for h in range(H):
+            at = chosen == float(h)
+            seg = slice(h * n_s, (h + 1) * n_s)
+            new_t = xp.where(at, ts[h], new_t)
+            pick_f = xp.where(at, ft[seg], pick_f)
+            pick_cols = [xp.where(at, tc[seg], pc) for tc, pc in zip(trial_cols, pick_cols)]
+        if whole:
+            t, new_f, moved, cand_cols = new_t, pick_f, got, pick_cols
+        else:
+            t, new_f, moved = t + 0.0, new_f + 0.0, moved | False
+            t[pending], new_f[pending], moved[pending] = new_t, pick_f, got
+            for i, pc in enumerate(pick_cols):
+                col = cand_cols[i] + 0.0
+                col[pending] = pc
+                cand_cols[i] = col
+            got_full = xp.zeros_like(pending)
+            got_full[pending] = got
+            got = got_full
+        pending = xp.logical_and(pending, xp.logical_not(got))
+    return cand_cols, new_f, moved, t
 
 
 def _set_free(th, free, cols):
@@ -666,9 +730,14 @@ def _estep(data: _Data, log_p, log_q, log_w, x=None, want_post: bool = False) ->
     loglik = None
     r = n_obs = node_mass = None
     thetas, ses, posts = [], [], []
+    # The products are taken in the orientation BLAS runs fastest for these shapes (many
+    # subjects and items, ~61 nodes): the (nodes x subjects) and (nodes x items) results,
+    # L^T = D^T Y^T and r^T = post^T Y, measured 1.3-1.7x faster than Y D and Y^T post with
+    # OpenBLAS on 3467 x 5257 x 61 (docs/calibration.md); the transposes are views.
+    Dt, lqt = D.T, lq.T
     for y, msk, wb in data.iter_blocks():
-        L = _xp.astype(y @ D, f64, xp)
-        L = L + (lq_sum if msk is None else _xp.astype(msk @ lq, f64, xp))
+        L = _xp.astype((Dt @ y.T).T, f64, xp)
+        L = L + (lq_sum if msk is None else _xp.astype((lqt @ msk.T).T, f64, xp))
         L = L + log_w
         lse, e, tot = _xp.logsumexp_rows(L, xp)
         post = e / tot
@@ -684,16 +753,17 @@ def _estep(data: _Data, log_p, log_q, log_w, x=None, want_post: bool = False) ->
         else:
             ll = xp.sum(wb * lse)
             wp = post * wb[:, None]
-        wpd = _xp.astype(wp, dt, xp)
-        rb = _xp.astype(y.T @ wpd, f64, xp)
+        wpt = _xp.astype(wp, dt, xp).T
+        rb = _xp.astype(wpt @ y, f64, xp)                                  # (nodes, items)
         nm = xp.sum(wp, axis=0)
-        nb = None if msk is None else _xp.astype(msk.T @ wpd, f64, xp)
+        nb = None if msk is None else _xp.astype(wpt @ msk, f64, xp)
         if loglik is None:
             loglik, r, node_mass, n_obs = ll, rb, nm, nb
         else:
             loglik, r, node_mass = loglik + ll, r + rb, node_mass + nm
             n_obs = None if nb is None else n_obs + nb
-    n = node_mass if data.dense else n_obs
+    r = _xp.contiguous(r.T, xp)
+    n = node_mass if data.dense else _xp.contiguous(n_obs.T, xp)
     out = _EStep(loglik, r, n, node_mass)
     if x is not None:
         out.theta = _xp.concat(thetas, xp) if len(thetas) > 1 else thetas[0]
@@ -963,6 +1033,12 @@ class Calibrator:
     # ------------------------------------------------------------------ fit
     def fit(self, responses, weights=None):
         """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes."""
+        from .._heap import retained_heap
+
+        with retained_heap():  # the EM's temporaries reuse freed memory (atlascat._heap)
+            return self._fit(responses, weights)
+
+    def _fit(self, responses, weights=None):
         from ..responses import ResponseMatrix
 
         from ..validation import as_labelled_responses, check_identified, check_subjects
