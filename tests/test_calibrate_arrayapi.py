@@ -218,3 +218,63 @@ def test_torch_streams_host_blocks_when_data_exceeds_memory_limit(rng, torch_cpu
     got = calibrate(y, "2pl", max_iter=100, device="torch:cpu", memory_limit=20_000)
     np.testing.assert_allclose(got.loglik, ref.loglik, rtol=1e-9)
     np.testing.assert_allclose(got.bank.b, ref.bank.b, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("model", ["3pl", "4pl"])
+def test_host_line_search_equals_sequential_backtracking(rng, model):
+    """The host line search (t = 1, then every halving of the failures in one call) lands on
+    the step length and point that trying t = 1, 1/2, 1/4, ... one after another gives."""
+    im = C._ItemModel(model)
+    x = normal_quadrature(31).nodes
+    m = 400
+    n = rng.uniform(5, 50, (m, x.size))
+    r = rng.uniform(0, 1, (m, x.size)) * n
+    th = im.internal(rng.uniform(0.2, 3, m), rng.normal(0, 2, m), rng.uniform(0.01, 0.4, m),
+                     rng.uniform(0.7, 0.99, m))
+    th = np.where(np.isfinite(th), th, 0.0)
+    fa, g, _h = im._derivs(th, r, n - r, x, with_value=True)
+    # gradient steps of random lengths: many overshoot and need halvings, some fail outright
+    scale = 10.0 ** rng.uniform(-4, 1.5, m)
+    step = [gi * scale / (1.0 + np.abs(gi)) for gi in g]
+    pred = sum(s_ * g_ for s_, g_ in zip(step, g))
+    go = rng.random(m) < 0.9
+    base = [th[:, j] for j in im.free]
+    host = C._line_search_host(im, th, r, n - r, x, base, step, fa, pred, go, 8)
+    seq = C._line_search_masked(im, th, r, n - r, x, base, step, fa, pred, go, 8)
+    for a_, b_ in zip(host[0], seq[0]):
+        np.testing.assert_array_equal(a_, b_)
+    np.testing.assert_array_equal(host[1], seq[1])
+    np.testing.assert_array_equal(host[2], seq[2])
+    np.testing.assert_array_equal(host[3], seq[3])
+    t = host[3]
+    assert np.any(host[2] & (t == 1.0)) and np.any(host[2] & (t < 1.0))  # both kinds occur
+    assert not np.any(host[2] & ~go)
+
+
+def test_start_values_equal_the_direct_formulas(rng):
+    """Item-rest biserial start values, computed as a few matrix-vector products, equal the
+    same formulas written cell by cell (missing cells, weights, partial credit)."""
+    from scipy.stats import norm
+
+    n, m = 120, 15
+    y = (rng.random((n, m)) < rng.uniform(0.2, 0.8, m)).astype(float)
+    y[:, 2] = rng.random(n)                                    # partial credit
+    y[rng.random((n, m)) < 0.25] = np.nan
+    w = rng.integers(1, 4, n).astype(float)
+    got = C._start_values(y, w, C._ItemModel("2pl"))
+    obs = ~np.isnan(y)
+    for j in range(m):
+        rows = obs[:, j]
+        k = obs[rows].sum(axis=1)
+        rest = (np.nansum(y[rows], axis=1) - y[rows, j]) / np.maximum(k - 1, 1)
+        ww, yj = w[rows], y[rows, j]
+        p = np.average(yj, weights=ww)
+        cov = np.average(yj * rest, weights=ww) - p * np.average(rest, weights=ww)
+        r_pb = cov / np.sqrt(p * (1 - p) * (np.average(rest**2, weights=ww)
+                                            - np.average(rest, weights=ww) ** 2))
+        pc = np.clip(p, 0.01, 0.99)
+        lam = np.clip(r_pb * np.sqrt(pc * (1 - pc)) / norm.pdf(norm.ppf(pc)), -0.9, 0.9)
+        root = np.sqrt(1 - lam**2)
+        assert got[j, 0] == pytest.approx(1.702 * lam / root, rel=1e-10)
+        assert got[j, 1] == pytest.approx(1.702 * norm.ppf(np.clip(pc, 0.02, 0.98)) / root,
+                                          rel=1e-10)

@@ -102,8 +102,11 @@ class ResponseMatrix:
                 f"duplicate item id {k!r} in columns {cols} ({len(dup)} duplicated id(s) in all); "
                 "each item must appear once"
             )
-        bad = np.argwhere(np.isinf(arr) | (~np.isnan(arr) & ((arr < 0) | (arr > 1))))
-        if bad.size:
+        lo, hi = np.fmin.reduce(arr, axis=None), np.fmax.reduce(arr, axis=None)  # NaN-ignoring
+        in_range = (lo >= 0 and hi <= 1) or (np.isnan(lo) and np.isnan(hi))
+        bad = None if in_range else \
+            np.argwhere(np.isinf(arr) | (~np.isnan(arr) & ((arr < 0) | (arr > 1))))
+        if bad is not None and bad.size:
             r, c = bad[0]
             raise ResponseDataError(
                 f"value {arr[r, c]:g} outside [0, 1] at row {r} (subject {sids[r]!r}), column "

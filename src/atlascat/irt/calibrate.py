@@ -803,22 +803,36 @@ def _rasch_variance(nodes, node_mass, lo=1e-3, hi=100.0, n_bisect: int = 64):
 
 # ====================================================================== starting values
 def _start_values(values: np.ndarray, weights, model: _ItemModel, prior_c=None):
-    """Classical starting values (p-values, item-rest biserials), see the module docstring."""
-    obs = ~np.isnan(values)
-    y = np.where(obs, values, 0.0)
-    w = np.ones(values.shape[0]) if weights is None else np.asarray(weights, float)
-    W = obs * w[:, None]
-    sw = W.sum(axis=0)
-    p = (y * w[:, None]).sum(axis=0) / sw
+    """Classical starting values (p-values, item-rest biserials), see the module docstring.
+
+    Every per-item sum is one matrix-vector product over the data (no full-size temporaries
+    beyond the squared scores, and the zero-filled copy and mask when cells are missing).
+    """
+    n_rows, n_items = values.shape
+    w = np.ones(n_rows) if weights is None else np.asarray(weights, float)
+    missing = bool(np.isnan(values).any())
+    if missing:
+        obs = ~np.isnan(values)
+        y = np.where(obs, values, 0.0)
+        k = obs.sum(axis=1).astype(float)
+    else:
+        y, k = values, np.full(n_rows, float(n_items))
     tot = y.sum(axis=1)
-    k = obs.sum(axis=1).astype(float)
     # item-rest correlation: rest_ij = (T_i - y_ij) / (K_i - 1), over subjects who saw item j
     inv = 1.0 / np.maximum(k - 1.0, 1.0)
-    yw = y * w[:, None]
-    yyw = yw * y
-    e_rest = (W.T @ (tot * inv) - inv @ yw) / sw
-    e_rest2 = (W.T @ (tot * inv) ** 2 - 2.0 * (tot * inv**2) @ yw + inv**2 @ yyw) / sw
-    e_yrest = ((tot * inv) @ yw - inv @ yyw) / sw
+    ti = tot * inv
+    # sum_i over the subjects who saw j, of w, w ti, w ti^2
+    W_cols = np.stack([w, w * ti, w * ti * ti], axis=1)
+    sw, s_ti, s_ti2 = (obs.T @ W_cols if missing else
+                       np.broadcast_to(W_cols.sum(axis=0), (n_items, 3))).T
+    # sum_i w y_ij (1, inv, tot inv^2, tot inv) and sum_i w y_ij^2 (inv^2, inv)
+    s_y, s_y_inv, s_y_tinv2, s_y_ti = (y.T @ np.stack([w, w * inv, w * tot * inv**2, w * ti],
+                                                      axis=1)).T
+    s_yy_inv2, s_yy_inv = ((y * y).T @ np.stack([w * inv**2, w * inv], axis=1)).T
+    p = s_y / sw
+    e_rest = (s_ti - s_y_inv) / sw
+    e_rest2 = (s_ti2 - 2.0 * s_y_tinv2 + s_yy_inv2) / sw
+    e_yrest = (s_y_ti - s_yy_inv) / sw
     var_rest = np.maximum(e_rest2 - e_rest**2, 1e-12)
     var_y = np.maximum(p * (1 - p), 1e-12)
     r_pb = (e_yrest - p * e_rest) / np.sqrt(var_y * var_rest)
@@ -1047,7 +1061,8 @@ class Calibrator:
         model, prior_a, prior_c, prior_u = self._check_settings()
         responses = as_labelled_responses(responses, on_empty="drop")  # DataFrames keep labels
         if not isinstance(responses, ResponseMatrix):
-            arr = np.asarray(responses, dtype=object)
+            arr = responses if isinstance(responses, np.ndarray) else \
+                np.asarray(responses, dtype=object)
             if arr.ndim != 2:
                 raise ResponseDataError(f"responses must be 2-D (subjects x items), got shape {arr.shape}")
             responses = ResponseMatrix(arr, weights=weights, on_empty="drop")
@@ -1062,10 +1077,8 @@ class Calibrator:
             responses, report = filter_items(responses)
         values = responses.values
         item_ids = responses.item_ids
-        obs = ~np.isnan(values)
-        lo = np.where(obs, values, np.inf).min(axis=0)
-        hi = np.where(obs, values, -np.inf).max(axis=0)
-        constant = lo == hi
+        # NaN-ignoring column extremes, no temporaries (every column has a response)
+        constant = np.fmin.reduce(values, axis=0) == np.fmax.reduce(values, axis=0)
         dropped = [str(i) for i in item_ids[constant]]
         if dropped:
             warnings.warn(

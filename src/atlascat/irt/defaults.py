@@ -186,9 +186,13 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
     if n < SUBJECTS_PER_PARAMETER * per and model not in ("rasch", "1pl"):
         out.append(f"{n:g} subjects for {per} parameters per item (fewer than "
                    f"{SUBJECTS_PER_PARAMETER} per parameter): estimates lean on the priors")
-    obs = ~np.isnan(values)
-    right = (np.where(obs, values, 0.0) * w[:, None]).sum(axis=0)
-    seen = (obs * w[:, None]).sum(axis=0)
+    if np.isnan(values).any():
+        obs = ~np.isnan(values)
+        right = np.where(obs, values, 0.0).T @ w
+        seen = obs.T @ w
+    else:  # dense: one matrix-vector product, no temporaries
+        right = values.T @ w
+        seen = np.full(values.shape[1], w.sum())
     minority = np.minimum(right, seen - right)
     const = int(np.sum(minority == 0))
     if const:
