@@ -278,3 +278,56 @@ def test_start_values_equal_the_direct_formulas(rng):
         assert got[j, 0] == pytest.approx(1.702 * lam / root, rel=1e-10)
         assert got[j, 1] == pytest.approx(1.702 * norm.ppf(np.clip(pc, 0.02, 0.98)) / root,
                                           rel=1e-10)
+
+
+# ------------------------------------------------------------------------------ EAP scoring
+def _eap_case(rng, missing=0.3):
+    bank = ItemBank([f"i{j}" for j in range(25)], rng.uniform(0.5, 2.5, 25), rng.normal(0, 1, 25),
+                    rng.uniform(0, 0.25, 25), rng.uniform(0.9, 1.0, 25))
+    y = (rng.random((150, 25)) < bank.probability(rng.standard_normal(150))).astype(float)
+    y[rng.random(y.shape) < missing] = np.nan
+    y[:, 0] = np.where(np.isnan(y[:, 0]), 1.0, y[:, 0])     # every subject answered something
+    y[:3, 1] = [0.25, 0.5, 0.75]                              # partial credit
+    return bank, y
+
+
+def test_eap_equals_the_grid_formula(rng):
+    """ability.eap (the E-step kernel) equals the posterior written directly on the grid."""
+    from atlascat.irt.ability import eap, grid_posterior
+
+    bank, y = _eap_case(rng)
+    for mean, sd in ((0.0, 1.0), (0.5, 1.3)):
+        quad = normal_quadrature(41, (-5, 5), mean, sd)
+        post = grid_posterior(y, bank, quad)
+        theta, se = eap(y, bank, quadpts=41, theta_range=(-5, 5), prior_mean=mean, prior_sd=sd)
+        np.testing.assert_allclose(theta, post @ quad.nodes, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(se, np.sqrt(post @ quad.nodes**2 - (post @ quad.nodes)**2),
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_eap_under_array_api_strict_equals_numpy(rng, strict):
+    from atlascat.irt.ability import eap
+
+    bank, y = _eap_case(rng)
+    ref = eap(y, bank)
+    got = eap(y, bank, device=strict)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-12, atol=1e-12)
+    blocks = eap(y, bank, memory_limit=20_000, device=strict)     # blocks of a few subjects
+    np.testing.assert_allclose(blocks[0], ref[0], rtol=1e-12, atol=1e-12)
+    f32 = eap(y, bank, dtype="float32")
+    np.testing.assert_allclose(f32[0], ref[0], atol=1e-5)
+    with pytest.raises(ConfigError, match="dtype"):
+        eap(y, bank, dtype="float16")
+
+
+@pytest.mark.optional
+def test_eap_on_torch_equals_numpy(rng, torch_cpu):
+    from atlascat.irt.ability import eap
+
+    bank, y = _eap_case(rng)
+    ref = eap(y, bank)
+    got = eap(y, bank, device="torch:cpu")
+    assert isinstance(got[0], np.ndarray)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-10, atol=1e-12)

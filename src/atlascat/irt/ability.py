@@ -109,20 +109,39 @@ def grid_posterior(y: np.ndarray, bank: ItemBank, quad) -> np.ndarray:
 
 
 def eap(responses, bank: ItemBank, *, quadpts: int = 61, theta_range=(-6.0, 6.0),
-        prior_mean: float = 0.0, prior_sd: float = 1.0):
+        prior_mean: float = 0.0, prior_sd: float = 1.0, device="cpu", dtype: str = "float64",
+        memory_limit=None):
     """EAP theta and posterior SD for every subject; defaults are mirt's (61 nodes, [-6, 6], N(0,1)).
 
-    Returns ``(theta, se)``, each of shape (n_subjects,).
+    theta_i = sum_q x_q post_iq, SD_i^2 = sum_q x_q^2 post_iq - theta_i^2, with
+    post_iq proportional to pi_q prod_j P_j(x_q)^y_ij Q_j(x_q)^(1 - y_ij) over the observed
+    items (Bock and Mislevy, 1982). Computed by the calibration's array-API E-step kernel, so
+    ``device="cuda"`` (PyTorch or CuPy, as :func:`atlascat.irt.calibrate.calibrate`) scores
+    on a GPU; ``dtype="float32"`` runs the one large product in float32 (the posterior is
+    float64); ``memory_limit`` (bytes) bounds the device memory by scoring blocks of subjects.
+
+    Returns ``(theta, se)``, NumPy arrays of shape (n_subjects,).
     """
     from ..validation import check_ability_settings
 
     check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
                            theta_range=theta_range)
+    return _eap_array(response_array(responses, bank), bank, quadpts, theta_range, prior_mean,
+                      prior_sd, device=device, dtype=dtype, memory_limit=memory_limit)
+
+
+def _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, *, device="cpu",
+               dtype="float64", memory_limit=None):
+    """:func:`eap` on scores already in the bank's item order (checked settings)."""
+    from . import _xp
+    from .calibrate import _bank_estep
+
+    if dtype not in ("float32", "float64"):
+        raise ConfigError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
-    post = grid_posterior(response_array(responses, bank), bank, quad)
-    theta = post @ quad.nodes
-    var = post @ quad.nodes**2 - theta**2
-    return theta, np.sqrt(np.maximum(var, 0.0))
+    es = _bank_estep(y, None, bank, quad, device=device, dtype=dtype, memory_limit=memory_limit,
+                     stats=False)
+    return _xp.to_numpy(es.theta), _xp.to_numpy(es.se)
 
 
 # ------------------------------------------------------------------------ IRF pieces, log-safe
@@ -410,10 +429,7 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         subject_ids = responses.subject_ids
     y = response_array(responses, bank, extra=extra_items)
     if method == "eap":
-        quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
-        post = grid_posterior(y, bank, quad)
-        theta = post @ quad.nodes
-        se = np.sqrt(np.maximum(post @ quad.nodes**2 - theta**2, 0.0))
+        theta, se = _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd)
         n_obs = (~np.isnan(y)).sum(axis=1)
         flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
         res = AbilityResult(theta, se, n_obs, flag, "eap")

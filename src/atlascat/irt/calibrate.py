@@ -713,12 +713,14 @@ class _EStep:
     post: object = None    # (n, q), when asked for
 
 
-def _estep(data: _Data, log_p, log_q, log_w, x=None, want_post: bool = False) -> _EStep:
+def _estep(data: _Data, log_p, log_q, log_w, x=None, want_post: bool = False,
+           stats: bool = True) -> _EStep:
     """E-step from (n_items, n_nodes) log-probabilities and the nodes' log prior weights.
 
     The large products run in the data's dtype; everything after them (posterior, sums,
     log-likelihood) is float64. Subjects are processed block by block (``data.iter_blocks``).
-    With ``x`` the posterior mean and SD of every subject are returned as well.
+    With ``x`` the posterior mean and SD of every subject are returned as well; with
+    ``stats=False`` the item statistics r, n are not computed (scoring only: one product).
     """
     xp = data.xp
     f64 = xp.float64
@@ -753,17 +755,20 @@ def _estep(data: _Data, log_p, log_q, log_w, x=None, want_post: bool = False) ->
         else:
             ll = xp.sum(wb * lse)
             wp = post * wb[:, None]
-        wpt = _xp.astype(wp, dt, xp).T
-        rb = _xp.astype(wpt @ y, f64, xp)                                  # (nodes, items)
         nm = xp.sum(wp, axis=0)
-        nb = None if msk is None else _xp.astype(wpt @ msk, f64, xp)
+        rb = nb = None
+        if stats:
+            wpt = _xp.astype(wp, dt, xp).T
+            rb = _xp.astype(wpt @ y, f64, xp)                              # (nodes, items)
+            nb = None if msk is None else _xp.astype(wpt @ msk, f64, xp)
         if loglik is None:
             loglik, r, node_mass, n_obs = ll, rb, nm, nb
         else:
-            loglik, r, node_mass = loglik + ll, r + rb, node_mass + nm
+            loglik, node_mass = loglik + ll, node_mass + nm
+            r = None if rb is None else r + rb
             n_obs = None if nb is None else n_obs + nb
-    r = _xp.contiguous(r.T, xp)
-    n = node_mass if data.dense else _xp.contiguous(n_obs.T, xp)
+    r = None if r is None else _xp.contiguous(r.T, xp)
+    n = node_mass if data.dense or n_obs is None else _xp.contiguous(n_obs.T, xp)
     out = _EStep(loglik, r, n, node_mass)
     if x is not None:
         out.theta = _xp.concat(thetas, xp) if len(thetas) > 1 else thetas[0]
@@ -1430,15 +1435,24 @@ class Calibrator:
 
 
 # ====================================================================== public helpers
-def _bank_estep(values, weights, bank: ItemBank, quad, latent_sd: float = 1.0) -> _EStep:
-    """E-step of a fixed bank on an array in the bank's item order."""
+def _bank_estep(values, weights, bank: ItemBank, quad, latent_sd: float = 1.0, *,
+                device="cpu", dtype: str = "float64", memory_limit=None,
+                stats: bool = True) -> _EStep:
+    """E-step of a fixed bank on an array in the bank's item order, on ``device`` (the array-API
+    kernel of the EM; the bank's node log-probabilities are moved there once). The results
+    stay on the device. ``stats=False`` skips the item statistics (scoring only)."""
     from . import models
 
-    data = _Data.build(values, weights)
+    xp, dev = _xp.backend_for(device)
+    block_rows, on_host = _plan_blocks(values, xp, dev, dtype, memory_limit, len(quad.nodes))
+    data = _Data.build(values, weights, dtype, xp, dev, block_rows, on_host)
     log_p, log_q = models.log_probability(quad.nodes, *bank.params)   # (q, m)
     log_w = quad.log_weights if latent_sd == 1.0 else _grid_log_weights(quad.nodes, latent_sd**2)
-    return _estep(data, np.ascontiguousarray(log_p.T), np.ascontiguousarray(log_q.T), log_w,
-                  x=quad.nodes)
+
+    def put(a):
+        return _xp.asarray(np.ascontiguousarray(a), xp, "float64", dev)
+
+    return _estep(data, put(log_p.T), put(log_q.T), put(log_w), x=put(quad.nodes), stats=stats)
 
 
 def marginal_loglik(responses, bank: ItemBank, quadpts: int = 61, theta_range=(-6.0, 6.0), *,
