@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_calibrate.py --quick    # skip the 3467 x 5600 run
 
 Figures:
-1. tiny_arc (3747 x 99, real data), 3PL, 61 nodes, no prior: seconds (median of --repeat runs),
+1. tiny_arc (3747 x 99, real data), 3PL, 61 nodes, no prior (``mirt_defaults=True``): seconds (median of --repeat runs),
    EM iterations, marginal log-likelihood, and mirt's bank's log-likelihood on the same data.
 2. girth's ``threepl_mml`` on tiny_arc (the peer figure), run with the interpreter of a scratch
    virtual environment (``--peer-python``, default /tmp/peers/bin/python) in a subprocess:
@@ -18,9 +18,12 @@ Figures:
    log-likelihood change between recorded iterations (never negative), finite bank.
 5. Speed at scale: 3467 subjects x all 5600 HellaSwag items simulated from the published bank,
    joint 3PL on the CPU with 2 BLAS threads (a subprocess per fit, so the thread count holds):
-   seconds, iterations, seconds per iteration, log-likelihood, for float64 and float32 E-steps;
-   with ``--baseline-src OLD/src`` the same fits with an older checkout's code in the same run
-   (before/after figures under the same load).
+   seconds, iterations, seconds per iteration, log-likelihood, for float64 and float32 E-steps,
+   with mirt's settings (``mirt``: no priors, the issue's figure) and with the 3PL's default
+   priors (``auto``); float32 minus float64 log-likelihood per subject. With
+   ``--baseline-src OLD/src`` the same fits with an older checkout's code, alternating with
+   ours (before/after figures under the same load); ``--big-repeat N`` runs each fit N times
+   and reports the median seconds.
 6. mirt on tiny_arc (``Rscript ../shared/tools/mirt_fit.R``) when R and mirt are installed.
 7. GPU (only when ``torch.cuda.is_available()``): the 3467 x 5600 fit with ``device="cuda"``
    (float64 and float32) and a simulated leaderboard of 8,577 subjects x 50,265 items (items
@@ -84,7 +87,8 @@ def bench_tiny(repeat):
 
     rm = ResponseMatrix.read(SHARED / "openllm" / "tiny_arc.csv.gz")
     mirt = ItemBank.read(SHARED / "reference" / "mirt_tiny" / "arc_items.csv")
-    secs, res = timed(lambda: calibrate(rm, "3pl"), repeat)
+    # mirt's settings (3PL, no priors), as girth and mirt itself are run
+    secs, res = timed(lambda: calibrate(rm, "3pl", mirt_defaults=True), repeat)
     return rm, {
         "tiny_arc_3pl_seconds": round(secs, 3),
         "tiny_arc_iterations": res.n_iter,
@@ -177,12 +181,14 @@ import json, sys, time, warnings
 import numpy as np
 from atlascat import datasets
 from atlascat.irt.calibrate import calibrate
-seed, dtype, device = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+seed, dtype, device, priors = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 bank = datasets.load_bank("hellaswag")
 rng = np.random.default_rng(seed)
 theta = rng.standard_normal(3467)
 y = (rng.random((3467, len(bank))) < bank.probability(theta)).astype(float)
 kw = {} if device == "cpu" else {"device": device}
+if priors == "mirt":   # mirt's defaults: no priors (the issue's 3PL)
+    kw.update(prior_a=None, prior_c=None)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     t = time.perf_counter()
@@ -195,44 +201,61 @@ print(json.dumps({"seconds": secs, "n_iter": int(res.n_iter), "converged": bool(
 """
 
 
-def _run_big(src, seed, dtype, device="cpu", threads=2):
+def _run_big(src, seed, dtype, device="cpu", threads=2, priors="mirt"):
     """One 3467 x 5600 fit in a subprocess importing atlascat from ``src`` (2 BLAS threads)."""
     env = {**os.environ, "PYTHONPATH": str(src), "OPENBLAS_NUM_THREADS": str(threads),
            "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
            "PYTHONWARNINGS": "ignore"}
-    proc = subprocess.run([sys.executable, "-c", _BIG_SCRIPT, str(seed), dtype, device],
+    proc = subprocess.run([sys.executable, "-c", _BIG_SCRIPT, str(seed), dtype, device, priors],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip()[-300:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def bench_big(seed, dtypes, baseline_src=None, device="cpu", threads=2):
-    """3467 x 5600 joint 3PL: ours (this checkout) and, optionally, an older checkout."""
+def bench_big(seed, dtypes, baseline_src=None, device="cpu", threads=2, repeat=1,
+              priors=("mirt", "auto")):
+    """3467 x 5600 joint 3PL: ours (this checkout) and, optionally, an older checkout, run in
+    turn (ours, old, ours, old, ...) ``repeat`` times; seconds are the median of the runs.
+
+    ``priors``: "mirt" = mirt's defaults (no priors; the issue's figure), "auto" = the 3PL's
+    default priors (a ~ lognorm(0, 0.3), c ~ beta(10, 40)).
+    """
     out = {}
     runs = [("", ROOT / "src")]
     if baseline_src:
         runs.append(("baseline_", Path(baseline_src)))
     tag = "big" if device == "cpu" else f"big_{device.replace(':', '')}"
-    for dt in dtypes:
-        for prefix, src in runs:
-            if device != "cpu" and prefix:
-                continue
-            if dt == "float32" and prefix:  # the old float32 path runs to the 1000 cap
-                continue
-            res = _run_big(src, seed, dt, device, threads)
-            key = f"{prefix}{tag}_{dt}"
-            if "error" in res:
-                out[f"{key}_error"] = res["error"]
-                continue
-            out.update({f"{key}_seconds": round(res["seconds"], 1),
-                        f"{key}_iterations": res["n_iter"],
-                        f"{key}_converged": res["converged"],
-                        f"{key}_seconds_per_iteration": round(res["seconds"] / max(res["n_iter"], 1), 3),
-                        f"{key}_loglik": round(res["loglik"], 2)})
-            if res.get("float32_iterations") is not None:
-                out[f"{key}_float32_iterations"] = res["float32_iterations"]
-            out["big_shape"] = [res["n_subjects"], res["n_items"]]
+    for pr in priors:
+        for dt in dtypes:
+            results = {}
+            for _ in range(max(1, repeat)):
+                for prefix, src in runs:
+                    if device != "cpu" and prefix:
+                        continue
+                    results.setdefault(prefix, []).append(
+                        _run_big(src, seed, dt, device, threads, pr))
+            for prefix, got in results.items():
+                key = f"{prefix}{tag}_{pr}_{dt}"
+                errs = [g["error"] for g in got if "error" in g]
+                if errs:
+                    out[f"{key}_error"] = errs[0]
+                    continue
+                res = got[0]
+                secs = [g["seconds"] for g in got]
+                out.update({f"{key}_seconds": round(float(np.median(secs)), 1),
+                            f"{key}_seconds_runs": [round(v, 1) for v in secs],
+                            f"{key}_iterations": res["n_iter"],
+                            f"{key}_converged": res["converged"],
+                            f"{key}_seconds_per_iteration": round(float(np.median(secs)) / max(res["n_iter"], 1), 3),
+                            f"{key}_loglik": round(res["loglik"], 3)})
+                if res.get("float32_iterations") is not None:
+                    out[f"{key}_float32_iterations"] = res["float32_iterations"]
+                out["big_shape"] = [res["n_subjects"], res["n_items"]]
+    for pr in priors:  # float32 against float64, per subject
+        a, b = out.get(f"{tag}_{pr}_float32_loglik"), out.get(f"{tag}_{pr}_float64_loglik")
+        if a is not None and b is not None:
+            out[f"{tag}_{pr}_float32_minus_float64_loglik_per_subject"] = float(f"{(a - b) / 3467:.2e}")
     return out
 
 
@@ -306,6 +329,10 @@ def main(argv=None):
     parser.add_argument("--baseline-src", default=None,
                         help="src/ folder of an older checkout: also time its 3467 x 5600 fit")
     parser.add_argument("--threads", type=int, default=2, help="BLAS threads of the CPU fits")
+    parser.add_argument("--big-repeat", type=int, default=1,
+                        help="runs of each 3467 x 5600 fit (seconds: their median)")
+    parser.add_argument("--priors", default="mirt,auto",
+                        help="3467 x 5600 settings: mirt (no priors), auto (default priors)")
     args = parser.parse_args(argv)
     figures = {}
     rm, tiny = bench_tiny(args.repeat)
@@ -318,10 +345,12 @@ def main(argv=None):
         figures.update(bench_union())
     dtypes = args.dtypes.split(",")
     if not args.quick:
-        figures.update(bench_big(args.seed, dtypes, args.baseline_src, "cpu", args.threads))
+        figures.update(bench_big(args.seed, dtypes, args.baseline_src, "cpu", args.threads,
+                                 args.big_repeat, tuple(args.priors.split(","))))
     if _gpu_available():
         if not args.quick:
-            figures.update(bench_big(args.seed, dtypes, None, "cuda"))
+            figures.update(bench_big(args.seed, dtypes, None, "cuda",
+                                     priors=tuple(args.priors.split(","))))
         figures.update(bench_gpu_large(args.seed))
     else:
         figures["gpu"] = "no CUDA device (torch absent or no GPU): GPU figures not measured"

@@ -331,3 +331,27 @@ def test_eap_on_torch_equals_numpy(rng, torch_cpu):
     assert isinstance(got[0], np.ndarray)
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got[1], ref[1], rtol=1e-10, atol=1e-12)
+
+
+def test_estimate_ability_device(rng, tmp_path):
+    from atlascat.cli import main
+    from atlascat.irt.ability import estimate_ability
+
+    bank, y = _eap_case(rng, missing=0.0)
+    y = (y > 0.5).astype(float)
+    ref = estimate_ability(y, bank)
+    got = estimate_ability(y, bank, device="cpu")
+    np.testing.assert_array_equal(got["theta"], ref["theta"])
+    with pytest.raises(ConfigError, match="EAP only"):
+        estimate_ability(y, bank, "wle", device="cuda")
+    with pytest.raises(ConfigError, match="device"):
+        estimate_ability(y, bank, device="tpu")
+    resp, bk = tmp_path / "y.csv", tmp_path / "bank.csv"
+    import pandas as pd
+    pd.DataFrame(y, columns=bank.item_ids).to_csv(resp)
+    bank.write(bk)
+    assert main(["score", str(resp), "--bank", str(bk), "--device", "cpu",
+                 "-o", str(tmp_path / "s.csv")]) == 0
+    out = pd.read_csv(tmp_path / "s.csv")
+    np.testing.assert_allclose(out["theta"], ref["theta"], atol=1e-6)   # CSV keeps 8 digits
+    assert main(["score", str(resp), "--bank", str(bk), "--device", "tpu"]) == 2

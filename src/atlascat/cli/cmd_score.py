@@ -81,6 +81,9 @@ def register(app: typer.Typer) -> None:
                                         help="ignore (with a note) or error: response items "
                                              "missing from the bank."),
         seed: int = typer.Option(0, "--seed", help="Seed for the gp-IRT lambda estimate."),
+        device: str = typer.Option("cpu", "--device",
+                                   help="Where EAP runs: cpu (NumPy) | cuda (GPU through "
+                                        "PyTorch or CuPy, the package's 'gpu' extra)."),
     ):
         """Score every subject: theta, SE, items answered, raw and reconstructed accuracy.
 
@@ -114,7 +117,7 @@ def register(app: typer.Typer) -> None:
         rm = load_responses(responses, freq_column, normalize_ids)
         rm, bk = align_items(rm, bk, extra_items)
         df = estimate_ability(rm, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
-                              quadpts=quadpts)
+                              quadpts=quadpts, device=device)
         y = rm.aligned_values(bk.item_ids)
         obs = ~np.isnan(y)
         with np.errstate(invalid="ignore", divide="ignore"):

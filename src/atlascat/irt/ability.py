@@ -394,7 +394,7 @@ def wle(responses, bank: ItemBank, *, bounds=(-10.0, 10.0), grid_step: float = 0
 def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_mean: float = 0.0,
                      prior_sd: float = 1.0, quadpts: int = 61, theta_range=(-6.0, 6.0),
                      bounds=(-10.0, 10.0), extra_items: str = "error",
-                     subject_ids=None) -> pd.DataFrame:
+                     subject_ids=None, device="cpu") -> pd.DataFrame:
     """Theta and SE for every subject, one row each.
 
     Parameters
@@ -408,6 +408,8 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     bounds : search interval of ML / MAP / WLE
     extra_items : "error" (default) or "ignore" for response items the bank does not contain
     subject_ids : ids for an array input (a ResponseMatrix brings its own)
+    device : where EAP runs: "cpu" (NumPy) or "cuda" (see :func:`eap`); the other methods run
+        on the CPU only
 
     Returns
     -------
@@ -424,12 +426,16 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         raise ConfigError(f"unknown scoring method {method!r}; use one of {', '.join(METHODS)}")
     check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
                            theta_range=theta_range, bounds=bounds, extra_items=extra_items)
+    if method != "eap" and str(device).lower() != "cpu":
+        raise ConfigError(f"device {device!r} runs EAP only; {method.upper()} runs on the CPU "
+                          "(device='cpu')")
     responses = as_labelled_responses(responses)
     if isinstance(responses, ResponseMatrix) and subject_ids is None:
         subject_ids = responses.subject_ids
     y = response_array(responses, bank, extra=extra_items)
     if method == "eap":
-        theta, se = _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd)
+        theta, se = _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd,
+                               device=device)
         n_obs = (~np.isnan(y)).sum(axis=1)
         flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
         res = AbilityResult(theta, se, n_obs, flag, "eap")
