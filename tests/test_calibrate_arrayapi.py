@@ -87,17 +87,21 @@ def test_prior_terms_match_priors_module(rng, prior):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+def _mstep_case(rng, model, m, a_range, d_sd, c_range, n_nodes=31):
+    """An item model, nodes, random internal parameters and node statistics (r, n) for m items."""
+    im = C._ItemModel(model)
+    x = normal_quadrature(n_nodes).nodes
+    n = rng.uniform(5, 50, (m, x.size))
+    r = rng.uniform(0, 1, (m, x.size)) * n
+    th = im.internal(rng.uniform(*a_range, m), rng.normal(0, d_sd, m), rng.uniform(*c_range, m),
+                     rng.uniform(0.7, 0.99, m))
+    return im, x, np.where(np.isfinite(th), th, 0.0), r, n
+
+
 @pytest.mark.parametrize("model", ["2pl", "3pl", "4pl"])
 def test_masked_mstep_equals_host_mstep(rng, model):
     """sync=False (accelerators: fixed loop counts, masks, no reads) gives the same iterates."""
-    im = C._ItemModel(model)
-    x = normal_quadrature(31).nodes
-    m = 80
-    n = rng.uniform(5, 50, (m, x.size))
-    r = rng.uniform(0, 1, (m, x.size)) * n
-    th = im.internal(rng.uniform(-1, 4, m), rng.normal(0, 3, m), rng.uniform(0.01, 0.6, m),
-                     rng.uniform(0.7, 0.99, m))
-    th = np.where(np.isfinite(th), th, 0.0)
+    im, x, th, r, n = _mstep_case(rng, model, 80, (-1, 4), 3, (0.01, 0.6))
     host = C._mstep(im, th, r, n - r, x, max_newton=6, sync=True)
     masked = C._mstep(im, th, r, n - r, x, max_newton=6, sync=False)
     np.testing.assert_allclose(masked, host, rtol=1e-12, atol=1e-12)
@@ -224,14 +228,8 @@ def test_torch_streams_host_blocks_when_data_exceeds_memory_limit(rng, torch_cpu
 def test_host_line_search_equals_sequential_backtracking(rng, model):
     """The host line search (t = 1, then every halving of the failures in one call) lands on
     the step length and point that trying t = 1, 1/2, 1/4, ... one after another gives."""
-    im = C._ItemModel(model)
-    x = normal_quadrature(31).nodes
     m = 400
-    n = rng.uniform(5, 50, (m, x.size))
-    r = rng.uniform(0, 1, (m, x.size)) * n
-    th = im.internal(rng.uniform(0.2, 3, m), rng.normal(0, 2, m), rng.uniform(0.01, 0.4, m),
-                     rng.uniform(0.7, 0.99, m))
-    th = np.where(np.isfinite(th), th, 0.0)
+    im, x, th, r, n = _mstep_case(rng, model, m, (0.2, 3), 2, (0.01, 0.4))
     fa, g, _h = im._derivs(th, r, n - r, x, with_value=True)
     # gradient steps of random lengths: many overshoot and need halvings, some fail outright
     scale = 10.0 ** rng.uniform(-4, 1.5, m)
