@@ -7,7 +7,9 @@ Figures:
 1. tiny_arc (3747 x 99, real data), 3PL, 61 nodes, no prior (``mirt_defaults=True``): seconds (median of --repeat runs),
    EM iterations, marginal log-likelihood, and mirt's bank's log-likelihood on the same data.
 2. girth's ``threepl_mml`` on tiny_arc (the peer figure), run with the interpreter of a scratch
-   virtual environment (``--peer-python``, default /tmp/peers/bin/python) in a subprocess:
+   virtual environment (``--peer-python``, default /tmp/peers/bin/python) in a subprocess
+   (girth 0.8 fails under NumPy 2: ``python -m venv /tmp/peers && /tmp/peers/bin/pip install
+   girth "numpy<2" "scipy<1.14"``):
    seconds and the marginal log-likelihood of its estimates in our parameterization. girth
    orients data items x subjects and uses no 1.702 scaling in ``threepl_mml`` (its IRF is
    c + (1 - c) / (1 + exp(-a (theta - b)))), so its (a, b, c) are ours as they are.
