@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Mapping
 
 from ..errors import ConfigError
+from ..validation import check_finite
 
 __all__ = ["CATConfig", "SELECTION_METHODS", "SE_METHODS", "EXPOSURE_METHODS"]
 
@@ -137,14 +138,7 @@ class CATConfig:
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
         for name in ("theta0", "first_item_window", "prior_mean", "prior_sd", "kl_width", "r_max"):
-            value = getattr(self, name)
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise ConfigError(f"{name} must be a number, got {value!r}") from None
-            if not math.isfinite(value):
-                raise ConfigError(f"{name} must be finite, got {value!r}")
-            set_(name, value)
+            set_(name, check_finite(getattr(self, name), name))
         for name in ("randomesque", "min_items", "max_items", "quadpts", "kl_points",
                      "astrat_strata", "sh_max_trials"):
             value = getattr(self, name)

@@ -20,9 +20,6 @@ from ..errors import ConfigError
 __all__ = ["namespace", "is_numpy", "can_sync", "backend_for", "asarray", "to_numpy", "astype",
            "concat", "contiguous", "expit", "expit_pair", "log_expit", "logsumexp_rows"]
 
-DEVICES = ("cpu", "cuda")
-
-
 def _compat():
     try:
         import array_api_compat
@@ -69,11 +66,7 @@ def backend_for(device: str):
     if dev.startswith("torch:"):  # PyTorch on a named device, e.g. "torch:cpu" (tests)
         import torch
 
-        compat = _compat()
-        if compat is None:
-            raise ConfigError("device 'torch:...' needs array_api_compat; install it (the "
-                              "'gpu' extra)")
-        return compat.array_namespace(torch.empty(0)), torch.device(dev.split(":", 1)[1])
+        return _wrapped(torch.empty(0), device), torch.device(dev.split(":", 1)[1])
     if dev.startswith("cuda"):
         try:
             import torch
@@ -82,22 +75,23 @@ def backend_for(device: str):
         if torch is not None:
             if not torch.cuda.is_available():
                 raise ConfigError(f"device {device!r}: torch finds no CUDA GPU; use device='cpu'")
-            compat = _compat()
-            if compat is None:
-                raise ConfigError("device='cuda' needs array_api_compat; install it (the "
-                                  "'gpu' extra) or use device='cpu'")
-            return compat.array_namespace(torch.empty(0)), torch.device(dev)
+            return _wrapped(torch.empty(0), device), torch.device(dev)
         try:
             import cupy
         except ImportError:
             raise ConfigError(f"device {device!r} needs PyTorch or CuPy; install torch and "
                               "array_api_compat (the 'gpu' extra) or use device='cpu'") from None
-        compat = _compat()
-        if compat is None:
-            raise ConfigError("device='cuda' needs array_api_compat; install it (the 'gpu' extra) "
-                          "or use device='cpu'")
-        return compat.array_namespace(cupy.empty(0)), None
+        return _wrapped(cupy.empty(0), device), None
     raise ConfigError(f"unknown device {device!r}; use 'cpu' or 'cuda'")
+
+
+def _wrapped(array, device):
+    """array_api_compat's standard namespace for ``array``'s library (torch or cupy)."""
+    compat = _compat()
+    if compat is None:
+        raise ConfigError(f"device {device!r} needs array_api_compat; install it (the 'gpu' "
+                          "extra) or use device='cpu'")
+    return compat.array_namespace(array)
 
 
 def asarray(x, xp, dtype, device=None):

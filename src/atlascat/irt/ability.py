@@ -5,7 +5,9 @@ EAP (Bock and Mislevy, 1982): posterior mean and SD of theta on a fixed quadratu
     post_i(q) ∝ prior(q) prod_j P_j(theta_q)^y_ij Q_j(theta_q)^(1 - y_ij)   (observed j only)
     theta_i = sum_q post_i(q) theta_q,   SE_i = sqrt(sum_q post_i(q) (theta_q - theta_i)^2).
 
-The log-likelihood on the grid is two matrix products (``models.loglik_matrix``).
+:func:`eap` runs the calibration's array-API E-step kernel (``calibrate._bank_estep``: two
+matrix products, on NumPy or a GPU); :func:`grid_posterior` writes the same posterior directly
+with ``models.loglik_matrix``.
 
 ML, MAP and WLE solve an estimating equation g_i(theta) = 0 for every subject at once,
 
