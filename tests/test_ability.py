@@ -234,3 +234,18 @@ def test_estimate_ability_frame_and_errors(rng):
         ability.estimate_ability(y[:, :3], bank)
     with pytest.raises(ConfigError):
         ability.wle(y, bank, bounds=(2, -2))
+
+
+def test_ml_perfect_pattern_on_steep_items_diverges():
+    """Where P rounds to 1 (a = 4 far above b), the score must stay positive: a perfect
+    pattern has no finite ML estimate (hypothesis found 'ok' at theta 9.69 before the score
+    was written without y - P)."""
+    from atlascat.irt.ability import estimate_ability, estimating_terms
+
+    bank = ItemBank(["i0", "i1"], [4.0, 4.0], [-3.0, 0.5], [0.0, 0.0])
+    right = estimate_ability(np.ones((1, 2)), bank, "ml")
+    assert right["flag"].iloc[0] == "perfect" and right["theta"].iloc[0] == np.inf
+    wrong = estimate_ability(np.zeros((1, 2)), bank, "ml")
+    assert wrong["flag"].iloc[0] == "zero" and wrong["theta"].iloc[0] == -np.inf
+    s, _, _ = estimating_terms(np.array([10.0, -10.0]), np.array([[1.0, 1.0], [0.0, 0.0]]), bank)
+    assert s[0] > 0 > s[1]

@@ -202,11 +202,17 @@ def _terms_at(theta, y1, obs, params, rows=None):
     return out[0], out[1], out[2]
 
 
+def _score_parts(p, dp, r):
+    """(Q r, P r) = (P'/P, P'/Q): the score is S = sum y Q r - (1 - y) P r, which equals
+    sum (y - P) r without forming y - P, whose cancellation makes S exactly 0 where P rounds
+    to 1 (steep items far above b), faking a finite ML estimate for a perfect pattern."""
+    return dp / p, p * r
+
+
 def _terms_block(theta, y1, obs, params):
     p, dp, r, curv = _irf_pieces(theta, *params)
-    p *= obs
-    np.subtract(y1, p, out=p)                  # (y - P) on observed cells, 0 elsewhere
-    s = np.einsum("ij,ij->i", p, r)
+    qr, pr = _score_parts(p, dp, r)
+    s = np.einsum("ij,ij->i", y1, qr) - np.einsum("ij,ij->i", np.subtract(obs, y1), pr)
     dp *= r
     dp *= obs                                  # P'^2/(PQ) on observed cells
     i = dp.sum(axis=1)
@@ -217,7 +223,8 @@ def _terms_block(theta, y1, obs, params):
 def _terms_grid(nodes, y1, obs, params):
     """S, I, J for every subject at every grid node by matrix products: (n_subjects, n_nodes)."""
     p, dp, r, curv = _irf_pieces(nodes, *params)          # (G, n_items)
-    s = y1 @ r.T - obs @ (p * r).T
+    qr, pr = _score_parts(p, dp, r)
+    s = y1 @ qr.T - np.subtract(obs, y1) @ pr.T
     info = dp * r
     i = obs @ info.T
     j = obs @ (info * curv).T
