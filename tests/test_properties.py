@@ -28,9 +28,13 @@ from atlascat.irt.ability import estimate_ability  # noqa: E402
 from atlascat.irt.bank import ItemBank  # noqa: E402
 from atlascat.responses import ResponseMatrix  # noqa: E402
 
-# ATLAS_HYPOTHESIS_EXAMPLES=500 for a deeper local search; CI keeps the suite fast
+# ATLAS_HYPOTHESIS_EXAMPLES=500 for a deeper local search; CI keeps the suite fast.
+# Local runs draw new examples every time (they found the steep-item ML bug); CI
+# (.ci/run sets ATLAS_HYPOTHESIS_DERANDOMIZE=1) draws the same ones, so a landing never
+# depends on the draw.
 N_EXAMPLES = int(os.environ.get("ATLAS_HYPOTHESIS_EXAMPLES", "40"))
-FAST = settings(max_examples=N_EXAMPLES, deadline=None,
+DERANDOMIZE = os.environ.get("ATLAS_HYPOTHESIS_DERANDOMIZE") == "1"
+FAST = settings(max_examples=N_EXAMPLES, deadline=None, derandomize=DERANDOMIZE,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 
@@ -277,7 +281,7 @@ def test_bank_write_read_round_trip(tmp_path_factory, bank, suffix, fmt):
     np.testing.assert_allclose(back.c, bank.c, rtol=0, atol=0)
 
 
-@settings(max_examples=max(60, N_EXAMPLES), deadline=None,
+@settings(max_examples=max(60, N_EXAMPLES), deadline=None, derandomize=DERANDOMIZE,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=300), st.sampled_from([".csv", ".csv.gz", ".parquet", ".tsv"]),
        st.booleans())
