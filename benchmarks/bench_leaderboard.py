@@ -1,4 +1,18 @@
-"""Held-out accuracy of the predicted leaderboard score: ATLAS vs random-k (issue 11, item 5).
+"""Held-out accuracy of the predicted leaderboard score: ATLAS vs random-k (issues 11 and 17).
+
+Two studies:
+
+``--population union`` (default; issue 17): the whole leaderboard population. The models of
+``population_matrix(bench, population="union")`` (every model with answers on the content
+items, from the union matrices; MMLU: dense) are split (``--test-size``, default 20%, stratified
+by total score, seeded). Bank and link are built on the rest exactly as the shipped ones
+(``fit_bank_and_link``). Held-out models that answered >= 90% of the bank's items replay their
+real answers in the adaptive test (SE stop ``--taus``, the bank's default stopping rules);
+per band of published score (10 points): MAE, 95% coverage, interval width and items used,
+next to random-k from the same bank (k = ATLAS's mean length over all held-out models; a line
+from the accuracy on the answered ones of the k items, fitted on the calibration models).
+
+``--population dense`` (issue 11; the second table):
 
 For each benchmark and seed: the models of the dense matrix restricted to the items with content
 are split 90/10, stratified by total score (``atlascat.filtering.stratified_split`` with
@@ -36,7 +50,7 @@ from atlascat.cat.engine import simulate_cat
 from atlascat.filtering import stratified_split
 from atlascat.irt.ability import eap
 from atlascat.live.build_bank import (BENCHMARKS, content_matrix, fit_bank_and_link,
-                                      load_published_scores)
+                                      load_published_scores, population_matrix)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "openllm"
@@ -123,6 +137,96 @@ def run_one(bench, seed, items_dir, scores_path, taus, replicates, cat_options=N
     return rows
 
 
+def run_population(bench, seed, items_dir, scores_path, tau, replicates, *, test_size=0.2,
+                   min_share=0.9, cat_options=None):
+    """One benchmark and seed of the whole-population study: one row per held-out model."""
+    t0 = time.perf_counter()
+    rm = population_matrix(bench, items_dir, population="union")
+    scores = load_published_scores(scores_path, bench)
+    has = np.isfinite(scores.reindex(rm.subject_ids.astype(str)).to_numpy(float))
+    rm = rm.subset(subjects=has)
+    train, test = stratified_split(rm, test_size=test_size, rng=np.random.default_rng(seed))
+    bank, link, info = fit_bank_and_link(train, scores, bench=bench, seed=seed,
+                                         leaderboard_scores=scores.to_numpy(float))
+    y_tr = train.aligned_values(bank.item_ids, extra="ignore")
+    y_te = test.aligned_values(bank.item_ids, extra="ignore")
+    s_tr = scores.reindex(train.subject_ids.astype(str)).to_numpy(float)
+    s_te = scores.reindex(test.subject_ids.astype(str)).to_numpy(float)
+    keep = np.isfinite(y_te).mean(1) >= min_share
+    y_te, s_te, ids = y_te[keep], s_te[keep], test.subject_ids[keep].astype(str)
+    cfg = _population_config(link, tau, cat_options)
+    res = simulate_cat(bank, cfg, responses=y_te,
+                       rng=np.random.default_rng([seed, 10, int(round(100 * tau))]))
+    th = res.persons["theta"].to_numpy(float)
+    se = res.persons["se"].to_numpy(float)
+    asked = res.asked_mask()
+    n = asked.sum(1)
+    pred, lo, hi = link.predict_many(th, se, asked=asked, y=y_te)
+    out = pd.DataFrame({"benchmark": bench, "seed": seed, "model": info["model"],
+                        "bank_items": len(bank), "subject_id": ids, "published": 100 * s_te,
+                        "items": n, "pred": 100 * pred, "lo": 100 * lo, "hi": 100 * hi,
+                        "stop_reason": res.persons.get("stop_reason", pd.Series([""] * len(n)))
+                        .to_numpy(), "theta": th, "se": se})
+    k = int(min(len(bank), max(1, round(float(n.mean())))))
+    rand = np.zeros((replicates, len(ids)))
+    for rep in range(replicates):
+        sel = np.random.default_rng([seed, 20, k, rep]).choice(len(bank), k, replace=False)
+        with np.errstate(invalid="ignore"):
+            acc_tr = np.nanmean(y_tr[:, sel], axis=1)
+            acc_te = np.nanmean(y_te[:, sel], axis=1)
+        ok = np.isfinite(acc_tr) & np.isfinite(s_tr)
+        rand[rep] = 100 * line(acc_tr[ok], s_tr[ok])(acc_te)
+    out["random_k_abs_err"] = np.nanmean(np.abs(rand - out["published"].to_numpy()), axis=0)
+    out["random_k"] = k
+    print(f"{bench} seed {seed}: {info['model']}, {len(bank)} items, {len(train.subject_ids)} "
+          f"calibration models, {len(ids)} held-out, {time.perf_counter() - t0:.0f} s", flush=True)
+    return out
+
+
+def _population_config(link, tau, cat_options):
+    """The CAT of the shipped banks: SE stop tau plus the link's default stopping rules."""
+    opts = dict(cat_options or {})
+    stop = getattr(link, "stop_settings", None)
+    if callable(stop):
+        opts = {**stop(), **opts}
+    return CATConfig(se_stop=tau, **opts)
+
+
+def band_table(df: pd.DataFrame, width: float = 10.0) -> pd.DataFrame:
+    """Per benchmark and band of published score: n, MAE, coverage, width, items, random-k."""
+    d = df.copy()
+    d["band"] = (np.floor(d["published"] / width) * width).clip(upper=100 - width).astype(int)
+    d["abs_err"] = (d["pred"] - d["published"]).abs()
+    d["covered"] = (d["published"] >= d["lo"]) & (d["published"] <= d["hi"])
+    d["width"] = d["hi"] - d["lo"]
+    g = d.groupby(["benchmark", "band"], sort=True)
+    t = g.agg(n=("abs_err", "size"), mae=("abs_err", "mean"), coverage=("covered", "mean"),
+              width=("width", "mean"), items=("items", "mean"),
+              random_k=("random_k_abs_err", "mean"), k=("random_k", "mean")).reset_index()
+    allb = d.groupby("benchmark", sort=True).agg(
+        n=("abs_err", "size"), mae=("abs_err", "mean"), coverage=("covered", "mean"),
+        width=("width", "mean"), items=("items", "mean"), random_k=("random_k_abs_err", "mean"),
+        k=("random_k", "mean")).reset_index()
+    allb["band"] = -1
+    order = [b for b in BENCHMARKS if b in set(t["benchmark"])]
+    t = pd.concat([t, allb], ignore_index=True)
+    t["benchmark"] = pd.Categorical(t["benchmark"], order, ordered=True)
+    return t.sort_values(["benchmark", "band"]).reset_index(drop=True)
+
+
+def band_markdown(t: pd.DataFrame, width: float = 10.0) -> str:
+    head = ("| benchmark | published score | held-out models | ATLAS items | ATLAS MAE | "
+            "95% cov. | width | random-k MAE (k) |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+    lines = []
+    for r in t.itertuples():
+        band = "all" if r.band < 0 else f"{r.band}-{r.band + width:g}"
+        b = "**" if r.mae <= r.random_k else ""
+        lines.append(f"| {r.benchmark} | {band} | {r.n} | {r.items:.1f} | {b}{r.mae:.2f}{b} | "
+                     f"{100 * r.coverage:.0f}% | {r.width:.1f} | {r.random_k:.2f} "
+                     f"({r.k:.0f}) |")
+    return head + "\n".join(lines) + "\n"
+
+
 def table(df: pd.DataFrame) -> pd.DataFrame:
     g = df.groupby(["benchmark", "tau"], sort=False)
     out = g.agg(seeds=("seed", "nunique"), model=("model", lambda s: "/".join(sorted(set(s)))),
@@ -164,7 +268,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", nargs="*", default=list(BENCHMARKS))
     ap.add_argument("--seeds", nargs="*", type=int, default=[0])
-    ap.add_argument("--taus", nargs="*", type=float, default=[0.2, 0.3])
+    ap.add_argument("--taus", nargs="*", type=float, default=[0.2],
+                    help="SE stops (default 0.2; the dense study used 0.2 0.3)")
     ap.add_argument("--replicates", type=int, default=20)
     ap.add_argument("--items", default=str(DATA / "items"))
     ap.add_argument("--scores", default=str(DATA / "leaderboard_scores.csv.gz"))
@@ -174,7 +279,28 @@ def main(argv=None):
                     help="further SE stops replayed for the answer corrections (default: the "
                          "build's EXTRA_SE_STOPS)")
     ap.add_argument("-o", "--output", default=None, help="folder for rows.csv, table.csv/.md")
+    ap.add_argument("--population", default="union", choices=("union", "dense"),
+                    help="union: whole-population study per band (issue 17); dense: issue 11's")
+    ap.add_argument("--test-size", type=float, default=0.2,
+                    help="held-out share of the union study (default 0.2)")
     args = ap.parse_args(argv)
+    if args.population == "union":
+        opts = {} if args.randomesque is None else {"randomesque": args.randomesque}
+        frames = [run_population(bench, seed, args.items, args.scores, tau, args.replicates,
+                                 test_size=args.test_size, cat_options=opts)
+                  for bench in args.bench for seed in args.seeds for tau in args.taus]
+        df = pd.concat(frames, ignore_index=True)
+        t = band_table(df)
+        md = band_markdown(t)
+        print()
+        print(md)
+        if args.output:
+            out = Path(args.output)
+            out.mkdir(parents=True, exist_ok=True)
+            df.to_csv(out / "population_rows.csv", index=False)
+            t.to_csv(out / "population_table.csv", index=False)
+            (out / "population_table.md").write_text(md)
+        return
     rows = []
     for bench in args.bench:
         for seed in args.seeds:

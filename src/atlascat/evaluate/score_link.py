@@ -74,11 +74,38 @@ class ScorePrediction:
         return (f"{100 * self.score:.1f} (95% {100 * self.lo:.1f}-{100 * self.hi:.1f}{pct})")
 
 
-def fit_monotone_spline(x, y, *, n_knots: int = 6, grid=_GRID) -> np.ndarray:
+def _isotonic(values, weights) -> np.ndarray:
+    """Weighted least-squares non-decreasing fit (pool adjacent violators; Barlow et al., 1972).
+
+    Unlike a running maximum, a local bump is averaged with its neighbours instead of being
+    carried to the end of the curve (a running maximum turned one high blip at the low end of
+    WinoGrande's calibration range into a floor 3 points too high for every weak model).
+    """
+    v = np.asarray(values, float)
+    w = np.maximum(np.asarray(weights, float), 1e-12)
+    means, wts, sizes = [], [], []
+    for vi, wi in zip(v, w):
+        means.append(vi)
+        wts.append(wi)
+        sizes.append(1)
+        while len(means) > 1 and means[-2] > means[-1]:
+            m2, w2, n2 = means.pop(), wts.pop(), sizes.pop()
+            m1, w1, n1 = means.pop(), wts.pop(), sizes.pop()
+            means.append((m1 * w1 + m2 * w2) / (w1 + w2))
+            wts.append(w1 + w2)
+            sizes.append(n1 + n2)
+    return np.repeat(means, sizes)
+
+
+def fit_monotone_spline(x, y, *, n_knots: int = 6, grid=_GRID, monotone: bool = True) -> np.ndarray:
     """Least-squares cubic spline of y on x (interior knots at x quantiles) on ``grid``.
 
-    The curve is made non-decreasing (running maximum over the grid)
-    and held constant outside [min x, max x]. Returns the curve's values on ``grid``.
+    With ``monotone`` the curve is made non-decreasing by a weighted isotonic regression of its
+    grid values (weights: the density of x near each grid point, so that the fit matters where
+    the data are); ``monotone=False`` keeps the spline as fitted (TruthfulQA's published mc2 is
+    not monotone in ability: the weakest models score near the share of true options, models
+    that confidently pick the common misconception score lower). Either way the curve is held
+    constant outside [min x, max x]. Returns the curve's values on ``grid``.
     """
     from scipy.interpolate import make_lsq_spline
 
@@ -95,8 +122,13 @@ def fit_monotone_spline(x, y, *, n_knots: int = 6, grid=_GRID) -> np.ndarray:
     inner = inner[(inner > x[0]) & (inner < x[-1])]
     t = np.r_[[x[0]] * 4, inner, [x[-1]] * 4]
     spline = make_lsq_spline(x, y, t, k=3)
+    grid = np.asarray(grid, float)
     values = spline(np.clip(grid, x[0], x[-1]))
-    return np.maximum.accumulate(values)
+    if not monotone:
+        return values
+    step = float(np.median(np.diff(grid))) if grid.size > 1 else 1.0
+    density = np.exp(-0.5 * ((grid[:, None] - x[None, :]) / max(2 * step, 0.05)) ** 2).sum(1)
+    return _isotonic(values, density + 1e-3 * max(float(density.max()), 1e-12))
 
 
 def _smoothed_variance(x, resid, grid, bandwidth: float = 0.5, floor: float = 1e-6) -> np.ndarray:
@@ -162,7 +194,7 @@ class ScoreLink:
     def fit(cls, bank, responses, scores, *, benchmark: str = "", theta=None,
             leaderboard_scores=None, n_knots: int = 6, cat_config=None, rng=None,
             use_answers: bool = True, n_anchors: int = 5,
-            extra_se_stops=()) -> "ScoreLink":
+            extra_se_stops=(), monotone: bool = True) -> "ScoreLink":
         """Fit on calibration models.
 
         Parameters
@@ -182,6 +214,8 @@ class ScoreLink:
         extra_se_stops : further SE stops replayed for the answer corrections (their rows are
             stacked with the main replay's, so that the item weights fit tests of several
             lengths; cross-validation folds keep each model's rows together)
+        monotone : make the curves non-decreasing in theta (isotonic); False for a benchmark
+            whose published score is not monotone in the bank's ability (TruthfulQA mc2)
         """
         from ..irt.ability import eap, response_array
 
@@ -197,7 +231,7 @@ class ScoreLink:
         th_eap, se_eap = eap(y, bank)
         th = th_eap if theta is None else np.asarray(theta, float)[keep]
         grid = _GRID
-        curve = fit_monotone_spline(th, s, n_knots=n_knots, grid=grid)
+        curve = fit_monotone_spline(th, s, n_knots=n_knots, grid=grid, monotone=monotone)
         resid = s - np.interp(th, grid, curve)
         var = _smoothed_variance(th, resid, grid)
         a, b, c, u = bank.params
@@ -206,7 +240,7 @@ class ScoreLink:
         link = cls(benchmark, grid, curve, var, item_ids=list(bank.item_ids),
                    item_params=np.c_[a, b, c, u], quantiles=quant,
                    info={"n_models": int(s.size), "n_items": int(len(bank)),
-                         "model": getattr(bank, "model", None),
+                         "model": getattr(bank, "model", None), "monotone": bool(monotone),
                          "rmse_full_bank": float(np.sqrt(np.mean(resid ** 2))),
                          "mae_full_bank": float(np.mean(np.abs(resid)))})
         if cat_config is False:
@@ -222,7 +256,8 @@ class ScoreLink:
         asked = res.asked_mask()
         # the published score regressed on the short test's own theta: E[score | theta_hat]
         # at that precision (absorbs the estimate's shrinkage and the prior's misfit)
-        link.short_grid = fit_monotone_spline(th_c, s, n_knots=n_knots, grid=grid)
+        link.short_grid = fit_monotone_spline(th_c, s, n_knots=n_knots, grid=grid,
+                                              monotone=monotone)
         link.se_anchor = (float(np.median(se_eap)), float(np.median(se_c)))
         base = link._curve(th_c, se_c)
         sd = np.sqrt(link._variance(th_c, se_c))

@@ -43,8 +43,8 @@ import pandas as pd
 from ..errors import BankError, ConfigError
 
 __all__ = ["build_content_bank", "write_content_bank", "fit_bank_and_link", "content_item_ids",
-           "content_matrix", "load_published_scores", "BENCHMARKS", "CANDIDATES", "PRIOR_C",
-           "banks_dir"]
+           "content_matrix", "population_matrix", "load_published_scores", "BENCHMARKS",
+           "CANDIDATES", "PRIOR_C", "POPULATIONS", "banks_dir"]
 
 BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
 #: IRT models tried for every bank (chosen on held-out calibration models, see module doc)
@@ -55,6 +55,31 @@ PRIOR_C = "beta(5,17)"
 SELECTION_TAU = 0.2
 #: further SE stops replayed for the score link's answer corrections
 EXTRA_SE_STOPS: tuple = (0.1,)
+#: calibration population: "union" = every leaderboard model with answers (the union matrices,
+#: missing cells masked), "dense" = the fully observed blocks (strong models only)
+POPULATIONS = ("union", "dense")
+#: union matrix file of each benchmark (MMLU has none: its dense matrix already spans the
+#: leaderboard down to chance, published 22.7-89.4 against 17.8-89.4 for all models)
+UNION_FILES = {"arc": "union_arc.csv.gz", "hellaswag": "union_hellaswag.csv.gz",
+               "truthfulqa": "union_truthfulqa.csv.gz", "winogrande": "union_winogrande.csv.gz",
+               "gsm8k": "union_gsm8k.csv.gz"}
+#: a content item enters a union bank when at least this many models answered it
+MIN_ITEM_ANSWERS = 200
+#: a model enters a union calibration when it answered at least this share of those items
+MIN_MODEL_SHARE = 0.5
+#: published scores that are recording errors, not results (treated as missing): TruthfulQA's
+#: mc2 is the normalized probability of the true answers, about 0.45 for a model at chance, so
+#: the 54 models published at exactly 0.0 were not evaluated
+INVALID_SCORE_MAX = {"truthfulqa": 0.0}
+#: benchmarks whose published score is not monotone in the bank's ability (see ScoreLink.fit)
+NON_MONOTONE = ("truthfulqa",)
+#: the item filter of the build (:func:`atlascat.filtering.filter_items`): the paper's rules
+#: without the ceiling rule and without dropping models for a low total. On the whole
+#: population an item that 96% of the models get right is what measures the weak ones
+#: (HellaSwag, held-out, seed 0: 61 items instead of 49, MAE 0.94 instead of 1.30 points, and
+#: 1.8-3.7 instead of 5.5-18.8 in the bands below 60); the bottom 0.1% by total are the
+#: chance-level models the bank must measure.
+FILTER_OPTIONS = {"subject_percentile": None, "max_mean": None}
 
 
 def banks_dir() -> Path:
@@ -87,6 +112,8 @@ def load_published_scores(path, bench: str) -> pd.Series:
     if bench not in df.columns or "name" not in df.columns:
         raise ConfigError(f"{str(path)!r} has no 'name' and {bench!r} columns")
     s = df.drop_duplicates("name").set_index("name")[bench].astype(float) / 100.0
+    if bench in INVALID_SCORE_MAX:
+        s = s.where(s > INVALID_SCORE_MAX[bench])
     return s
 
 
@@ -100,6 +127,39 @@ def content_matrix(bench: str, items_dir, responses=None):
     if not keep.any():
         raise BankError(f"no item of the {bench} matrix has content in {str(items_dir)!r}")
     return rm.subset(items=keep)
+
+
+def population_matrix(bench: str, items_dir, *, population: str = "union", data_dir=None):
+    """The calibration matrix of ``bench``: models x content items.
+
+    ``population="union"``: every leaderboard model with answers (``data_dir/union_<bench>``),
+    restricted to the content items that at least :data:`MIN_ITEM_ANSWERS` models answered and
+    to the models that answered at least :data:`MIN_MODEL_SHARE` of them (missing cells stay
+    NaN: the EM masks them). In the union matrices the weak models answered content items too
+    (HellaSwag: 675 models published 25.9-92.8 answered 58 of the 63 well-answered content
+    items; WinoGrande: 919 models, 47.9-91.5, 106 of 114), so the content items alone carry the
+    whole range. MMLU has no union matrix: its dense matrix is used (it spans the leaderboard).
+    ``population="dense"``: the bundled dense matrix (the banks of earlier releases).
+    """
+    from ..responses import ResponseMatrix
+
+    if population not in POPULATIONS:
+        raise ConfigError(f"unknown population {population!r}; choose one of "
+                          f"{', '.join(POPULATIONS)}")
+    if population == "dense" or bench not in UNION_FILES:
+        return content_matrix(bench, items_dir)
+    path = Path(data_dir if data_dir is not None else Path(items_dir).parent) / UNION_FILES[bench]
+    if not path.exists():
+        raise ConfigError(f"union matrix {str(path)!r} does not exist; pass --data "
+                          "../shared/data/openllm (the folder holding union_<bench>.csv.gz)")
+    rm = ResponseMatrix.read(path, on_empty="drop")
+    ids = set(content_item_ids(bench, items_dir))
+    keep = np.array([str(i) in ids for i in rm.item_ids]) & (rm.observed.sum(0) >= MIN_ITEM_ANSWERS)
+    if not keep.any():
+        raise BankError(f"no content item of {str(path)!r} has {MIN_ITEM_ANSWERS} answers")
+    values = rm.values[:, keep]
+    rows = np.isfinite(values).sum(1) >= MIN_MODEL_SHARE * keep.sum()
+    return rm.subset(subjects=rows, items=keep)
 
 
 def _calibrate(train, model: str, seed: int):
@@ -140,7 +200,8 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
     rows = []
     for model in candidates:
         bank = _calibrate(fit, model, seed).bank
-        link = ScoreLink.fit(bank, fit, s_fit, benchmark=bench, cat_config=False)
+        link = ScoreLink.fit(bank, fit, s_fit, benchmark=bench, cat_config=False,
+                             monotone=bench not in NON_MONOTONE)
         y_fit = fit.aligned_values(bank.item_ids, extra="ignore")
         y_val = val.aligned_values(bank.item_ids, extra="ignore")
         res = simulate_cat(bank, CATConfig(se_stop=SELECTION_TAU), responses=y_val,
@@ -166,11 +227,13 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
 def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "auto",
                       candidates=CANDIDATES, filter: bool = True, seed: int = 0,
                       leaderboard_scores=None, use_answers: bool = True,
-                      extra_se_stops=EXTRA_SE_STOPS):
+                      extra_se_stops=EXTRA_SE_STOPS, filter_options=None):
     """Calibrate a bank and fit its score link on the calibration models ``train``.
 
     ``train``: ResponseMatrix (models x content items); ``scores``: published scores (0-1)
-    indexed by model name. Returns ``(bank, link, info)``.
+    indexed by model name. ``filter_options``: keyword arguments of
+    :func:`atlascat.filtering.filter_items` (default: :data:`FILTER_OPTIONS`).
+    Returns ``(bank, link, info)``.
     """
     from ..cat.config import CATConfig
     from ..evaluate.score_link import ScoreLink
@@ -183,7 +246,8 @@ def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "aut
         raise ConfigError(f"only {np.isfinite(s_all).sum()} {bench} models have a published "
                           "score; check the model names of the matrix and the score file")
     if filter:
-        train, report = filter_items(train)
+        opts = dict(FILTER_OPTIONS if filter_options is None else filter_options)
+        train, report = filter_items(train, **opts)
         info["filter"] = {k: v for k, v in report.to_dict().items()
                           if k not in ("dropped_items", "dropped_subjects")}
     model = str(model).lower()
@@ -198,25 +262,34 @@ def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "aut
     link = ScoreLink.fit(bank, train, s, benchmark=bench,
                          leaderboard_scores=leaderboard_scores,
                          cat_config=CATConfig(se_stop=SELECTION_TAU), rng=[seed, 5],
-                         use_answers=use_answers, extra_se_stops=extra_se_stops)
+                         use_answers=use_answers, extra_se_stops=extra_se_stops,
+                         monotone=bench not in NON_MONOTONE)
     link.info["model"] = model
     info["n_items"] = int(len(bank))
     return bank, link, info
 
 
 def build_content_bank(bench: str, *, items_dir, scores_path, model: str = "auto", seed: int = 0,
-                       responses=None, attach: bool = True):
+                       responses=None, attach: bool = True, population: str = "union",
+                       data_dir=None):
     """Build one shipped content bank and its score link; returns ``(bank, link, info)``.
 
-    ``responses``: the calibration matrix (default: the bundled dense matrix of ``bench``).
+    ``responses``: the calibration matrix (default: :func:`population_matrix` of
+    ``population``, the whole leaderboard population from the union matrices in ``data_dir``,
+    default the parent folder of ``items_dir``).
     ``attach``: join the item content (``attach_content(bank, load_item_content(...))``).
     """
     bench = str(bench).lower()
     if bench not in BENCHMARKS:
         raise ConfigError(f"unknown benchmark {bench!r}; choose one of {', '.join(BENCHMARKS)}")
     t0 = time.perf_counter()
-    rm = content_matrix(bench, items_dir, responses)
+    if responses is None:
+        rm = population_matrix(bench, items_dir, population=population, data_dir=data_dir)
+    else:
+        rm = content_matrix(bench, items_dir, responses)
     scores = load_published_scores(scores_path, bench)
+    has = np.isfinite(_scores_for(rm, scores))
+    rm = rm.subset(subjects=has)
     bank, link, info = fit_bank_and_link(rm, scores, bench=bench, model=model, seed=seed,
                                          leaderboard_scores=scores.to_numpy(float))
     if attach:
@@ -226,6 +299,7 @@ def build_content_bank(bench: str, *, items_dir, scores_path, model: str = "auto
         if len(bank) != info["n_items"]:
             raise BankError(f"{info['n_items'] - len(bank)} calibrated {bench} items lost their "
                             "content when attached")
+    info["population"] = population if responses is None else "given"
     info["seconds"] = round(time.perf_counter() - t0, 1)
     return bank, link, info
 
@@ -247,13 +321,18 @@ def main(argv=None) -> None:  # pragma: no cover - maintenance script
     parser.add_argument("--bench", nargs="*", default=list(BENCHMARKS))
     parser.add_argument("--model", default="auto", help="auto | 2pl | 3pl | 4pl")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--population", default="union", choices=POPULATIONS,
+                        help="calibration models: union (whole leaderboard) or dense")
+    parser.add_argument("--data", default=None,
+                        help="folder with union_<bench>.csv.gz (default: the parent of --items)")
     parser.add_argument("-o", "--output", default=None, help="output folder (default: shipped)")
     args = parser.parse_args(argv)
     out = Path(args.output) if args.output else banks_dir()
     for bench in args.bench:
         bank, link, info = build_content_bank(bench, items_dir=args.items,
                                               scores_path=args.scores, model=args.model,
-                                              seed=args.seed)
+                                              seed=args.seed, population=args.population,
+                                              data_dir=args.data)
         p = write_content_bank(bank, out / f"{bench}.parquet")
         link.info["build"] = {k: v for k, v in info.items() if k != "seconds"}
         q = link.write(out / f"{bench}_link.json")
