@@ -78,6 +78,8 @@ CHANCE = {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.20,
 #: ``MIN_SUPPORT`` calibration models are that near (kernel-weighted).
 SUPPORT_BANDWIDTH = 0.25
 MIN_SUPPORT = 10.0
+#: a curve whose lowest value is more than this above the floor never reached chance level
+BOTTOM_TOLERANCE = 0.05
 #: lz* below this (one-sided 1% of N(0, 1)) flags the answers as not fitting the IRT model.
 LZ_CRITICAL = -2.326
 #: person fit is computed from this many answered items on (lz* is meaningless on a handful).
@@ -236,8 +238,21 @@ class ScoreLink:
     def support_bounds(self) -> tuple[float, float]:
         """(low, high) theta between which the link saw enough calibration models: at least
         ``min_models`` kernel-weighted models (bandwidth ``bandwidth``) and inside the
-        calibration models' theta range. Outside it a prediction carries a warning and its
+        calibration models' theta range; and, when the whole-bank curve bottoms out more than
+        ``BOTTOM_TOLERANCE`` above the floor, above the theta where it goes flat (no calibration
+        model scored lower, so a model below it may be at chance). Outside it a prediction carries a warning and its
         interval extends to the floor / top."""
+        lo, hi = self._data_bounds()
+        # a curve whose flat bottom is above the floor: below where it flattens, the link saw
+        # no model score lower, so a lower score (down to chance) is not excluded
+        bottom = float(self.score_grid.min())
+        if bottom > self.support["floor"] + BOTTOM_TOLERANCE:
+            flat = np.flatnonzero(self.score_grid <= bottom + 1e-9)
+            lo = max(lo, float(self.theta_grid[flat[-1]]))
+        return lo, hi
+
+    def _data_bounds(self) -> tuple[float, float]:
+        """(low, high) theta with enough calibration models (count and range only)."""
         lo, hi = self.support["theta_range"]
         count = self.support["count"]
         if count is None:
@@ -507,13 +522,14 @@ class ScoreLink:
         se = np.asarray(se, float)
         score, lo, hi = (np.array(v, float, copy=True) for v in (score, lo, hi))
         low, high = self.support_bounds()
+        data_low = self._data_bounds()[0]
         floor, top = self.support["floor"], self.support["top"]
         below = theta - _Z95 * se < low
         above = theta + _Z95 * se > high
-        out = (theta < low) & (score > floor)
+        out = (theta < data_low) & (score > floor)
         if out.any() and self.item_params is not None:
             a_min = float(np.mean(self.item_params[:, 2]))
-            a_low = float(self._expected_accuracy(low))
+            a_low = float(self._expected_accuracy(data_low))
             ratio = (np.clip((self._expected_accuracy(theta[out]) - a_min) / (a_low - a_min),
                              0.0, 1.0) if a_low > a_min else 1.0)
             score[out] = floor + (score[out] - floor) * ratio
