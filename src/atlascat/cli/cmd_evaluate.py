@@ -85,8 +85,11 @@ def leaderboard_prediction(bench: str | None, theta, se, responses=None,
     try:
         try:
             pred = link.predict(theta, se, responses=responses, stop_reason=stop_reason)
-        except TypeError:
-            pred = link.predict(theta, se)
+        except TypeError:   # a link without stop notes (or without answers)
+            try:
+                pred = link.predict(theta, se, responses=responses)
+            except TypeError:
+                pred = link.predict(theta, se)
         score = _get(pred, "score", "mean", "estimate")
         lo = _get(pred, "lo", "lower", "low")
         hi = _get(pred, "hi", "upper", "high")
@@ -114,10 +117,9 @@ def _stop_settings(bench: str | None, margin: float) -> dict:
     try:
         from ..evaluate.score_link import load_score_link
 
-        link = load_score_link(bench)
-    except Exception:  # noqa: BLE001 - no link: no floor/ceiling stop
+        return dict(load_score_link(bench).stop_settings(margin))
+    except Exception:  # noqa: BLE001 - no (usable) link: no floor/ceiling stop
         return {}
-    return link.stop_settings(margin)
 
 
 def _ordinal(p: float) -> str:

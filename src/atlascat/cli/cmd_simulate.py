@@ -214,6 +214,10 @@ def simulate_command(
               f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
+    if "leaderboard_warning" in persons.columns:
+        warned = int((persons["leaderboard_warning"].fillna("") != "").sum())
+        rows.append(("leaderboard warnings", f"{warned} of {len(persons)} (see "
+                                             "person_scores.csv leaderboard_warning)"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
                   f"{'selected_items/, ' if selected else ''}item_exposure.csv, "
