@@ -94,6 +94,11 @@ class CATConfig:
         the metadata column holding each item's content area, the target proportion of each area
         (summing to 1), and the planned test length the targets apply to (default: max_items for
         a fixed-length test, else min_items; beyond it the targets scale with the test length).
+    floor_theta, ceiling_theta, bound_z : float or None, float or None, float
+        Floor / ceiling stop (``stopping.py``): stop once theta + bound_z SE < floor_theta
+        (reason ``floor``) or theta - bound_z SE > ceiling_theta (``ceiling``), n >= min_items.
+        A bank with a score link gives them: ``config.replace(**link.stop_settings(margin))``
+        (where the link's curve is within ``margin`` of its lowest / highest value).
     cost_per_item, cost_column, value_per_se, budget
         Cost-aware stopping (``stopping.py``): stop when value_per_se x (expected SE reduction of
         the next best item) < its cost (n >= min_items); stop before the total cost would exceed
@@ -134,6 +139,10 @@ class CATConfig:
     cost_column: str | None = None
     value_per_se: float | None = None
     budget: float | None = None
+    # ---- floor / ceiling stop (thresholds from a score link)
+    floor_theta: float | None = None
+    ceiling_theta: float | None = None
+    bound_z: float = 1.96
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -237,6 +246,17 @@ class CATConfig:
             raise ConfigError("cost-aware stopping (value_per_se) needs cost_per_item or cost_column")
         if self.budget is not None and self.cost_per_item is None and self.cost_column is None:
             raise ConfigError("a budget needs cost_per_item or cost_column")
+        # ---- floor / ceiling
+        for name in ("floor_theta", "ceiling_theta"):
+            if getattr(self, name) is not None:
+                set_(name, check_finite(getattr(self, name), name))
+        set_("bound_z", check_finite(self.bound_z, "bound_z"))
+        if self.bound_z < 0:
+            raise ConfigError(f"bound_z must be >= 0, got {self.bound_z}")
+        if (self.floor_theta is not None and self.ceiling_theta is not None
+                and self.floor_theta >= self.ceiling_theta):
+            raise ConfigError(f"floor_theta ({self.floor_theta}) must be below ceiling_theta "
+                              f"({self.ceiling_theta})")
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -269,7 +289,8 @@ class CATConfig:
     def is_fixed_length(self) -> bool:
         return (self.min_items == self.max_items or
                 (self.se_stop is None and self.reliability_stop is None and
-                 self.min_info_stop is None and self.value_per_se is None and self.budget is None))
+                 self.min_info_stop is None and self.value_per_se is None and self.budget is None
+                 and self.floor_theta is None and self.ceiling_theta is None))
 
     @property
     def stage_items(self) -> int:

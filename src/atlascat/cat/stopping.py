@@ -8,6 +8,10 @@ length and budget rules always apply.
 =================  ========================================================================
 rule               stops when
 =================  ========================================================================
+``floor``          theta + z SE < floor_theta (the test is sure the examinee is where the
+                   score link's curve is within a margin of its lowest value: at or near
+                   chance; ``bound_z`` = z)
+``ceiling``        theta - z SE > ceiling_theta (the same at the top of the curve)
 ``se``             SE <= se_stop (SE per ``se_method``: information or posterior SD)
 ``reliability``    1 - posterior variance / prior variance >= reliability_stop
 ``min_information``the best remaining item has I_j(theta) < min_info_stop
@@ -19,7 +23,12 @@ rule               stops when
 ``max_items``      n >= max_items
 =================  ========================================================================
 
-The engine object passed to ``check`` exposes ``n_items``, ``se``, ``post_sd``, ``test_info``
+The floor and ceiling rules (catR's classification stop, Magis and Raiche, 2012, with the
+thresholds where the leaderboard score stops moving) come before ``se``, so that a test ending
+there says so. The CAT layer does not know score links: the thresholds are plain numbers in the
+config, produced by ``ScoreLink.stop_settings(margin)``.
+
+The engine object passed to ``check`` exposes ``n_items``, ``theta``, ``se``, ``post_sd``, ``test_info``
 (sum of item information at theta), ``spent`` (cost so far), ``config``, ``prior_precision``,
 ``item_cost`` and ``best_remaining(rows)`` -> (best item, its information), computed once per
 check and shared by the rules that need it.
@@ -28,6 +37,9 @@ References
 ----------
 Babcock, B. and Weiss, D. J. (2012). Termination criteria in computerized adaptive tests: do
 variable-length CATs provide efficient and effective measurement? JCAT, 1, 1-18.
+Magis, D. and Raiche, G. (2012). Random generation of response patterns under computerized
+adaptive testing with the R package catR. Journal of Statistical Software, 48(8) (stop rule
+"classification").
 Wainer, H. (ed.) (2000). Computerized Adaptive Testing: A Primer, ch. 5 (stopping rules).
 """
 from __future__ import annotations
@@ -37,6 +49,8 @@ import numpy as np
 __all__ = [
     "StopRule",
     "SEStop",
+    "FloorStop",
+    "CeilingStop",
     "ReliabilityStop",
     "MinInformationStop",
     "CostAwareStop",
@@ -72,6 +86,40 @@ class SEStop(StopRule):
 
     def __repr__(self) -> str:
         return f"SEStop(tau={self.tau})"
+
+
+class FloorStop(StopRule):
+    """theta + z SE < floor_theta: the examinee's theta range lies wholly where the score link's
+    curve is within its margin of the bottom (at or near chance)."""
+
+    reason = "floor"
+
+    def __init__(self, floor_theta: float, z: float = 1.96):
+        self.floor_theta = float(floor_theta)
+        self.z = float(z)
+
+    def check(self, engine, rows):
+        return engine.theta[rows] + self.z * engine.se[rows] < self.floor_theta
+
+    def __repr__(self) -> str:
+        return f"FloorStop(floor_theta={self.floor_theta}, z={self.z})"
+
+
+class CeilingStop(StopRule):
+    """theta - z SE > ceiling_theta: the theta range lies wholly where the curve is within its
+    margin of the top."""
+
+    reason = "ceiling"
+
+    def __init__(self, ceiling_theta: float, z: float = 1.96):
+        self.ceiling_theta = float(ceiling_theta)
+        self.z = float(z)
+
+    def check(self, engine, rows):
+        return engine.theta[rows] - self.z * engine.se[rows] > self.ceiling_theta
+
+    def __repr__(self) -> str:
+        return f"CeilingStop(ceiling_theta={self.ceiling_theta}, z={self.z})"
 
 
 class ReliabilityStop(StopRule):
@@ -163,6 +211,10 @@ class MaxItemsStop(StopRule):
 def build_stop_rules(config) -> list[StopRule]:
     """The rules a config enables, in the order they are checked."""
     rules: list[StopRule] = []
+    if getattr(config, "floor_theta", None) is not None:
+        rules.append(FloorStop(config.floor_theta, config.bound_z))
+    if getattr(config, "ceiling_theta", None) is not None:
+        rules.append(CeilingStop(config.ceiling_theta, config.bound_z))
     if config.se_stop is not None:
         rules.append(SEStop(config.se_stop))
     if config.reliability_stop is not None:

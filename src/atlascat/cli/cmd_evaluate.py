@@ -61,8 +61,11 @@ def _get(obj, *names):
     return None
 
 
-def leaderboard_prediction(bench: str | None, theta, se, responses=None) -> dict:
-    """{score, lo, hi, percentile} on the 0-1 scale from the bank's score link, or {note}.
+def leaderboard_prediction(bench: str | None, theta, se, responses=None,
+                           stop_reason: str | None = None) -> dict:
+    """{score, lo, hi, percentile, flag, warning} on the 0-1 scale from the bank's score link,
+    or {note}. ``warning`` is one line ("" when none): outside the link's data, answers not
+    fitting the IRT model, stopped at or near chance / the top (``stop_reason``).
 
     Never raises: a bank without a link (or an ATLAS without score links) gives a note saying
     so, and the run's theta +- SE stands on its own."""
@@ -81,14 +84,19 @@ def leaderboard_prediction(bench: str | None, theta, se, responses=None) -> dict
         return {"note": f"no score link for {bench!r} ({type(exc).__name__}: {exc})"}
     try:
         try:
-            pred = link.predict(theta, se, responses=responses)
-        except TypeError:
-            pred = link.predict(theta, se)
+            pred = link.predict(theta, se, responses=responses, stop_reason=stop_reason)
+        except TypeError:   # a link without stop notes (or without answers)
+            try:
+                pred = link.predict(theta, se, responses=responses)
+            except TypeError:
+                pred = link.predict(theta, se)
         score = _get(pred, "score", "mean", "estimate")
         lo = _get(pred, "lo", "lower", "low")
         hi = _get(pred, "hi", "upper", "high")
         out = {"score": float(score), "lo": None if lo is None else float(lo),
                "hi": None if hi is None else float(hi)}
+        out["flag"] = str(_get(pred, "flag") or "")
+        out["warning"] = str(_get(pred, "warning") or "")
         pct = _get(pred, "percentile")
         try:
             out["percentile"] = float(pct if pct is not None else link.percentile(out["score"]))
@@ -97,6 +105,21 @@ def leaderboard_prediction(bench: str | None, theta, se, responses=None) -> dict
         return out
     except Exception as exc:  # noqa: BLE001
         return {"note": f"score link for {bench!r} failed ({type(exc).__name__}: {exc})"}
+
+
+def _stop_settings(bench: str | None, margin: float) -> dict:
+    """CATConfig fields of the floor / ceiling stop from the bank's score link ({} without)."""
+    from ..validation import check_finite
+
+    check_finite(margin, "--bound-margin")
+    if bench is None:
+        return {}
+    try:
+        from ..evaluate.score_link import load_score_link
+
+        return dict(load_score_link(bench).stop_settings(margin))
+    except Exception:  # noqa: BLE001 - no (usable) link: no floor/ceiling stop
+        return {}
 
 
 def _ordinal(p: float) -> str:
@@ -120,6 +143,8 @@ def format_result(row: dict) -> str:
         if lb.get("percentile") is not None:
             text += f", {_ordinal(lb['percentile'])} percentile of the leaderboard's models"
         lines.append(text)
+        if lb.get("warning"):
+            lines.append(f"  warning: {lb['warning']}")
     else:
         lines.append(f"  predicted leaderboard score: not available ({lb.get('note', 'no link')})")
     proto = row.get("protocol") or "approximate"
@@ -154,6 +179,13 @@ def register(app: typer.Typer) -> None:
         se_stop: float = typer.Option(0.1, "--se-stop", help="Stop once SE <= this (after --min-items)."),
         min_items: int = typer.Option(30, "--min-items", help="Fewest items asked."),
         max_items: int = typer.Option(500, "--max-items", help="Most items asked."),
+        bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
+                                        help="Banks with a score link: stop once the model is "
+                                             "surely at the floor (chance) or the top of the "
+                                             "link's curve."),
+        bound_margin: float = typer.Option(0.02, "--bound-margin",
+                                           help="Floor/top stop: how close (0-1 score units) "
+                                                "to the curve's lowest/highest value counts."),
         output: Optional[Path] = typer.Option(None, "--output", "-o",
                                               help="Run directory: results.json, reports/ and "
                                                    "(unless --db is given) runs.sqlite go there."),
@@ -298,6 +330,8 @@ def register(app: typer.Typer) -> None:
                     "hf: or lmeval: for the leaderboard's protocol.", markup=False,
                     highlight=False, soft_wrap=True)
             config = CATConfig(se_stop=se_stop, min_items=min_items, max_items=max_items)
+            if bound_stop:
+                config = config.replace(**_stop_settings(bench_of(bk, ref), bound_margin))
             prompt = runner.PromptSettings(style=prompt_style, max_tokens=max_tokens,
                                            temperature=temperature, system=system)
             ids = [runner.start_run(store, bk, s, config=config, seed=seed, prompt=prompt,
@@ -317,15 +351,17 @@ def register(app: typer.Typer) -> None:
             reports = db.parent / f"{db.stem}_reports"
         rows = []
         for (rid, bk, ref, _), res in zip(jobs, results):
-            path = write_run_report(store, rid, reports / f"{rid}.html", bank=bk)
-            row = {**res.to_dict(), "report": str(path), "bench": bench_of(bk, ref),
-                   "bank": ref}
+            row = {**res.to_dict(), "bench": bench_of(bk, ref), "bank": ref}
             from ..live.runner import PROTOCOL_LABELS
 
             row["protocol_label"] = PROTOCOL_LABELS.get(row["protocol"] or "", row["protocol"])
             if res.status == "done":
                 row["leaderboard"] = leaderboard_prediction(
-                    row["bench"], res.theta, res.se, dict(zip(res.items, res.scores)))
+                    row["bench"], res.theta, res.se, dict(zip(res.items, res.scores)),
+                    stop_reason=res.stop_reason)
+            path = write_run_report(store, rid, reports / f"{rid}.html", bank=bk,
+                                    leaderboard=row.get("leaderboard"))
+            row["report"] = str(path)
             rows.append(row)
         for _, _, _, s in jobs:
             if hasattr(s, "close"):
@@ -343,6 +379,7 @@ def register(app: typer.Typer) -> None:
                 "protocol": r["protocol"] or "-", "theta": r["theta"], "SE": r["se"],
                 "items": r["n_items"],
                 "leaderboard": (f"{100 * r['leaderboard']['score']:.1f}%"
+                                + (" (!)" if r["leaderboard"].get("warning") else "")
                                 if "score" in (r.get("leaderboard") or {}) else "-"),
                 "stop": r["stop_reason"] or "-",
             } for r in rows])

@@ -110,6 +110,13 @@ def simulate_command(
                                    help="Items per adaptive round, chosen jointly (1: classic CAT)."),
     selected: bool = typer.Option(True, "--selected/--no-selected",
                                   help="Write selected_items/<subject>.csv files."),
+    bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
+                                    help="Bundled banks with a score link: stop once the "
+                                         "examinee is surely at the floor (chance) or the top "
+                                         "of the link's curve."),
+    bound_margin: float = typer.Option(0.02, "--bound-margin",
+                                       help="Floor/top stop: how close (0-1 score units) to "
+                                            "the curve's lowest/highest value counts as there."),
 ) -> None:
     """Simulate adaptive tests (replayed or model-drawn answers); write scores and diagnostics."""
     import numpy as np
@@ -142,6 +149,8 @@ def simulate_command(
     if fixed_length is not None:
         base.update(min_items=fixed_length, max_items=fixed_length, se_stop=None)
     config = CATConfig.reference(**base) if reference else CATConfig(**base)
+    if link is not None and bound_stop and fixed_length is None:
+        config = config.replace(**link.stop_settings(check_finite(bound_margin, "--bound-margin")))
 
     kwargs = {}
     if responses is not None:
@@ -205,6 +214,10 @@ def simulate_command(
               f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
+    if "leaderboard_warning" in persons.columns:
+        warned = int((persons["leaderboard_warning"].fillna("") != "").sum())
+        rows.append(("leaderboard warnings", f"{warned} of {len(persons)} (see "
+                                             "person_scores.csv leaderboard_warning)"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
                   f"{'selected_items/, ' if selected else ''}item_exposure.csv, "

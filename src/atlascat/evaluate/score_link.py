@@ -31,6 +31,19 @@ models (their answers on the bank and their published scores):
   times a factor chosen so that the interval covers 95% of the calibration models' replayed
   adaptive tests (for the answer corrections: of their cross-validated predictions).
 
+**Honest outside the data.** ``fit`` also stores the link's *support*: a Gaussian-kernel count
+of calibration models per theta-grid point (bandwidth 0.25: about the number of models within
++- 0.3), their theta and published-score ranges and the benchmark's chance level
+(:data:`CHANCE`). Where theta's 95% range (theta +- 1.96 SE) reaches a region with fewer than
+``min_models`` (10) effective calibration models, the interval's side towards that region goes
+to the bound the data cannot exclude: the *floor* (chance level, or the lowest calibration score
+if lower) below, ``top`` (1.0) above; below the support the point estimate also falls towards
+the floor as the bank's expected accuracy falls towards its guessing floor (instead of being held
+at the lowest calibrated score). Answers that do not fit the IRT model (Snijders' lz* < -2.33,
+one-sided 1%) widen the interval to its union with the interval the number correct alone
+supports. Each case adds a one-line warning to :class:`ScorePrediction`. Inside the support,
+with fitting answers, nothing changes.
+
 A link is plain numbers (grids of theta, score and variance; the bank's item parameters and
 correction weights); :meth:`ScoreLink.to_dict` / :meth:`ScoreLink.from_dict` round-trip through JSON.
 :func:`load_score_link` reads the one shipped with a bundled bank
@@ -49,11 +62,28 @@ from ..errors import AtlasError, BankError, ConfigError
 
 __all__ = ["ScoreLink", "ScorePrediction", "load_score_link", "score_link_path",
            "bundled_link", "load_bundled_bank", "predict_frame",
-           "fit_monotone_spline", "LINK_BENCHMARKS"]
+           "fit_monotone_spline", "LINK_BENCHMARKS", "CHANCE", "stop_note"]
 
 LINK_BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
 _Z95 = 1.959963984540054
 _GRID = np.linspace(-6.0, 6.0, 241)
+
+#: Chance level of each benchmark's published score (0-1): what a model answering at random
+#: gets. TruthfulQA's published score is mc2 (the normalized probability mass on the true
+#: answers), which has no single chance level; 0.20 is about the lowest credible published score
+#: (broken models publish lower, down to 0). GSM8K is exact-match generation: 0.
+CHANCE = {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.20,
+          "winogrande": 0.50, "gsm8k": 0.0}
+#: Kernel bandwidth (theta) of the support count; a grid point is *supported* when at least
+#: ``MIN_SUPPORT`` calibration models are that near (kernel-weighted).
+SUPPORT_BANDWIDTH = 0.25
+MIN_SUPPORT = 10.0
+#: a curve whose lowest value is more than this above the floor never reached chance level
+BOTTOM_TOLERANCE = 0.05
+#: lz* below this (one-sided 1% of N(0, 1)) flags the answers as not fitting the IRT model.
+LZ_CRITICAL = -2.326
+#: person fit is computed from this many answered items on (lz* is meaningless on a handful).
+MIN_FIT_ITEMS = 10
 
 
 @dataclass(frozen=True)
@@ -65,13 +95,28 @@ class ScorePrediction:
     hi: float
     percentile: float | None = None
     benchmark: str = ""
+    #: one line each: outside the link's data, answers not fitting, stopped at the floor/top
+    warnings: tuple = ()
+    #: short machine-readable summary: "" or "+"-joined of below_data, above_data, misfit,
+    #: floor, ceiling
+    flag: str = ""
+    #: Snijders' lz* of the answered items at theta (None: too few answers or none given)
+    lz_star: float | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["warnings"] = list(self.warnings)
+        return d
+
+    @property
+    def warning(self) -> str:
+        """The warnings as one line ("" when there are none)."""
+        return "; ".join(self.warnings)
 
     def __str__(self) -> str:
         pct = "" if self.percentile is None else f", percentile {self.percentile:.0f}"
-        return (f"{100 * self.score:.1f} (95% {100 * self.lo:.1f}-{100 * self.hi:.1f}{pct})")
+        text = f"{100 * self.score:.1f} (95% {100 * self.lo:.1f}-{100 * self.hi:.1f}{pct})"
+        return text + (f" [warning: {self.warning}]" if self.warnings else "")
 
 
 def _isotonic(values, weights) -> np.ndarray:
@@ -154,7 +199,8 @@ class ScoreLink:
     def __init__(self, benchmark: str, theta_grid, score_grid, var_grid, *,
                  interval_scale: float = 1.0, item_ids=None, item_params=None,
                  quantiles=None, info: Mapping | None = None, short_grid=None, se_anchor=None,
-                 corrections: Mapping | None = None, anchor_items=None):
+                 corrections: Mapping | None = None, anchor_items=None,
+                 support: Mapping | None = None):
         self.benchmark = str(benchmark)
         self.theta_grid = np.asarray(theta_grid, float)
         self.score_grid = np.asarray(score_grid, float)
@@ -184,6 +230,97 @@ class ScoreLink:
             self.corrections[str(key)] = {"weights": w, "intercept": float(c["intercept"]),
                                           "scale": float(c["scale"])}
         self.anchor_items = [str(i) for i in (anchor_items or [])]
+        self.support = self._normalize_support(support)
+        self._bank_cache = None
+
+    def _normalize_support(self, support: Mapping | None) -> dict:
+        """What the link knows of its calibration data, with fallbacks for links written
+        before the support was stored: the theta range is where ``var_grid`` stops being
+        constant (it is held constant beyond the calibration models' thetas), the chance level
+        :data:`CHANCE` (else the curve's lowest value), no per-theta count."""
+        d = dict(support or {})
+        grid = self.theta_grid
+        count = d.get("count")
+        if count is not None:
+            count = np.asarray(count, float)
+            if count.shape != grid.shape:
+                raise BankError("the score link's support count must match its theta grid")
+        theta_range = d.get("theta_range")
+        if theta_range is None:
+            moving = np.flatnonzero(np.abs(np.diff(self.var_grid)) > 0)
+            theta_range = ((grid[moving[0]], grid[moving[-1] + 1]) if moving.size
+                           else (grid[0], grid[-1]))
+        chance = d.get("chance")
+        if chance is None:
+            chance = CHANCE.get(self.benchmark.lower(), float(np.min(self.score_grid)))
+        floor = d.get("floor")
+        floor = float(chance) if floor is None else float(floor)
+        score_range = d.get("score_range")
+        return {"count": count, "bandwidth": float(d.get("bandwidth", SUPPORT_BANDWIDTH)),
+                "min_models": float(d.get("min_models", MIN_SUPPORT)),
+                "theta_range": tuple(float(v) for v in theta_range),
+                "score_range": None if score_range is None else tuple(float(v) for v in score_range),
+                "chance": float(chance), "floor": floor, "top": float(d.get("top", 1.0))}
+
+    @property
+    def chance(self) -> float:
+        """The benchmark's chance level (0-1) as this link knows it."""
+        return self.support["chance"]
+
+    def support_bounds(self) -> tuple[float, float]:
+        """(low, high) theta between which the link saw enough calibration models: at least
+        ``min_models`` kernel-weighted models (bandwidth ``bandwidth``) and inside the
+        calibration models' theta range; and, when the whole-bank curve bottoms out more than
+        ``BOTTOM_TOLERANCE`` above the floor, above the theta where it goes flat (no calibration
+        model scored lower, so a model below it may be at chance). Outside it a prediction carries a warning and its
+        interval extends to the floor / top."""
+        lo, hi = self._data_bounds()
+        # a curve whose flat bottom is above the floor: below where it flattens, the link saw
+        # no model score lower, so a lower score (down to chance) is not excluded
+        bottom = float(self.score_grid.min())
+        if bottom > self.support["floor"] + BOTTOM_TOLERANCE:
+            flat = np.flatnonzero(self.score_grid <= bottom + 1e-9)
+            lo = max(lo, float(self.theta_grid[flat[-1]]))
+        return lo, hi
+
+    def _data_bounds(self) -> tuple[float, float]:
+        """(low, high) theta with enough calibration models (count and range only)."""
+        lo, hi = self.support["theta_range"]
+        count = self.support["count"]
+        if count is None:
+            return lo, hi
+        ok = np.flatnonzero(count >= self.support["min_models"])
+        if ok.size == 0:
+            return lo, lo   # nothing is supported: every theta is outside
+        return max(lo, float(self.theta_grid[ok[0]])), min(hi, float(self.theta_grid[ok[-1]]))
+
+    def stop_settings(self, margin: float = 0.02, z: float = 1.96) -> dict:
+        """CATConfig fields of the floor / ceiling stopping rule for this link's bank.
+
+        ``floor_theta``: the highest theta at which the short-test curve is still within
+        ``margin`` (0-1 score units) of its lowest value; ``ceiling_theta``: the lowest theta at
+        which it is within ``margin`` of its highest. An adaptive test whose theta +- z SE lies
+        wholly beyond one of them stops (after ``min_items``): more items cannot move the
+        predicted score by more than ``margin`` through the curve. Use as
+        ``config.replace(**link.stop_settings())``.
+        """
+        margin = float(margin)
+        if not (np.isfinite(margin) and margin >= 0):
+            raise ConfigError(f"the floor/ceiling margin must be >= 0 (score units 0-1), "
+                              f"got {margin!r}")
+        curve = self.short_grid if self.short_grid is not None else self.score_grid
+        grid = self.theta_grid
+        # the curve must stay within the margin over the WHOLE region beyond the bound (the
+        # same as "within margin of its lowest value" for a monotone curve; a U-shaped one such
+        # as TruthfulQA's gets no floor where its low end rises again)
+        below = np.maximum.accumulate(curve) - np.minimum.accumulate(curve)
+        above = (np.maximum.accumulate(curve[::-1]) - np.minimum.accumulate(curve[::-1]))[::-1]
+        low = np.flatnonzero(below <= margin)
+        high = np.flatnonzero(above <= margin)
+        floor_theta, ceiling_theta = float(grid[low[-1]]), float(grid[high[0]])
+        if floor_theta >= ceiling_theta:   # a flat link: no room for either rule
+            return {"floor_theta": None, "ceiling_theta": None, "bound_z": float(z)}
+        return {"floor_theta": floor_theta, "ceiling_theta": ceiling_theta, "bound_z": float(z)}
 
     def __repr__(self) -> str:
         return (f"ScoreLink({self.benchmark!r}, corrections={sorted(self.corrections)}, "
@@ -194,7 +331,8 @@ class ScoreLink:
     def fit(cls, bank, responses, scores, *, benchmark: str = "", theta=None,
             leaderboard_scores=None, n_knots: int = 6, cat_config=None, rng=None,
             use_answers: bool = True, n_anchors: int = 5,
-            extra_se_stops=(), monotone: bool = True) -> "ScoreLink":
+            extra_se_stops=(), monotone: bool = True,
+            chance: float | None = None) -> "ScoreLink":
         """Fit on calibration models.
 
         Parameters
@@ -216,6 +354,9 @@ class ScoreLink:
             lengths; cross-validation folds keep each model's rows together)
         monotone : make the curves non-decreasing in theta (isotonic); False for a benchmark
             whose published score is not monotone in the bank's ability (TruthfulQA mc2)
+        chance : the benchmark's chance level (0-1); default :data:`CHANCE` for a known
+            ``benchmark``, else the lowest calibration score. The interval's floor outside
+            the data is min(chance, the 1% quantile of the calibration scores).
         """
         from ..irt.ability import eap, response_array
 
@@ -242,7 +383,8 @@ class ScoreLink:
                    info={"n_models": int(s.size), "n_items": int(len(bank)),
                          "model": getattr(bank, "model", None), "monotone": bool(monotone),
                          "rmse_full_bank": float(np.sqrt(np.mean(resid ** 2))),
-                         "mae_full_bank": float(np.mean(np.abs(resid)))})
+                         "mae_full_bank": float(np.mean(np.abs(resid)))},
+                   support=_fit_support(th, s, grid, benchmark, chance))
         if cat_config is False:
             return link
         from ..cat.config import CATConfig
@@ -358,12 +500,21 @@ class ScoreLink:
         return cols, ys
 
     # ---------------------------------------------------------------- prediction
-    def predict(self, theta, se, responses: Mapping | None = None) -> ScorePrediction:
+    def predict(self, theta, se, responses: Mapping | None = None, *,
+                stop_reason: str | None = None) -> ScorePrediction:
         """Predicted published score (0-1) of one examinee with a 95% interval and percentile.
 
         ``responses``: optional mapping item_id -> 0/1 of the answers observed (items not in
         the link's bank are ignored); used for the observed-answer correction (the ``anchors``
-        one when every item of :attr:`anchor_items` is answered).
+        one when every item of :attr:`anchor_items` is answered) and, from ``MIN_FIT_ITEMS``
+        answers on, for person fit (lz*). ``stop_reason``: the adaptive test's stop reason;
+        ``"floor"`` / ``"ceiling"`` (the floor/ceiling rule of :meth:`stop_settings`) add the
+        note "at or near chance (<= X%)" / "at or near the top (>= X%)".
+
+        Outside the link's data (theta +- 1.96 SE beyond :meth:`support_bounds`) the interval
+        extends to the floor (below) or the top (above), and when the answers do not fit the
+        IRT model (lz* < ``LZ_CRITICAL``) it becomes the union with the interval the number
+        correct alone supports (see :meth:`_accuracy_interval`); each adds a warning.
         """
         theta = float(theta)
         se = float(se)
@@ -373,25 +524,147 @@ class ScoreLink:
         key = self._correction_key(set(cols))
         r = self._correct(key, theta, cols, ys) if key else 0.0
         scale = self.corrections[key]["scale"] if key else self.interval_scale
-        score, lo, hi = (float(v[0]) for v in self._predict_arrays(
-            np.array([theta]), np.array([se]), np.array([r]), scale))
-        return ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark)
+        th, sv = np.array([theta]), np.array([se])
+        score, lo, hi = self._predict_arrays(th, sv, np.array([r]), scale)
+        score, lo, hi, below, above = self._honest(th, sv, score, lo, hi)
+        score, lo, hi = float(score[0]), float(lo[0]), float(hi[0])
+        lz = None
+        if len(cols) >= MIN_FIT_ITEMS and self.item_params is not None:
+            row = np.full((1, len(self.item_ids)), np.nan)
+            row[0, cols] = ys
+            lz = float(self._lz_star(th, row)[0])
+            lz = lz if np.isfinite(lz) else None
+        misfit = lz is not None and lz < LZ_CRITICAL
+        if misfit:
+            alo, ahi = self._accuracy_interval(cols, ys, scale)
+            lo, hi = min(lo, alo), max(hi, ahi)
+        warnings, flags = self._warnings(theta, se, bool(below[0]), bool(above[0]), lz if misfit
+                                         else None)
+        pred = ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark,
+                               tuple(warnings), "+".join(flags), lz)
+        return _with_stop_note(pred, stop_reason, self.chance)
 
     def _predict_arrays(self, theta, se, r, scale):
         score = np.clip(self._curve(theta, se) + r, 0.0, 1.0)
         half = _Z95 * np.asarray(scale) * np.sqrt(self._variance(theta, se))
         return score, np.clip(score - half, 0.0, 1.0), np.clip(score + half, 0.0, 1.0)
 
-    def predict_many(self, theta, se, *, asked=None, y=None):
-        """Vectorized :meth:`predict`: arrays ``(score, lo, hi)``.
+    def _expected_accuracy(self, theta, cols=None):
+        return self._probabilities(theta, cols).mean(-1)
+
+    def _honest(self, theta, se, score, lo, hi):
+        """Outside the link's data (vectorized): the interval's side towards the empty region
+        goes to the floor / top; below the support the point estimate falls from the curve's
+        value at the support's edge L towards the floor in proportion to the bank's expected
+        accuracy above its guessing floor, (A(theta) - A(-inf)) / (A(L) - A(-inf)), A = mean
+        P_j (the curve is held constant there, which would keep a model at chance at the
+        lowest calibrated score). Returns (score, lo, hi, below, above)."""
+        theta = np.asarray(theta, float)
+        se = np.asarray(se, float)
+        score, lo, hi = (np.array(v, float, copy=True) for v in (score, lo, hi))
+        low, high = self.support_bounds()
+        data_low = self._data_bounds()[0]
+        floor, top = self.support["floor"], self.support["top"]
+        below = theta - _Z95 * se < low
+        above = theta + _Z95 * se > high
+        out = (theta < data_low) & (score > floor)
+        if out.any() and self.item_params is not None:
+            a_min = float(np.mean(self.item_params[:, 2]))
+            a_low = float(self._expected_accuracy(data_low))
+            ratio = (np.clip((self._expected_accuracy(theta[out]) - a_min) / (a_low - a_min),
+                             0.0, 1.0) if a_low > a_min else 1.0)
+            score[out] = floor + (score[out] - floor) * ratio
+        lo = np.where(below, np.minimum(lo, floor), lo)
+        hi = np.where(above, np.maximum(hi, top), hi)
+        return np.clip(score, lo, hi), lo, hi, below, above
+
+    def _item_bank(self):
+        if self._bank_cache is None:
+            from ..irt.bank import ItemBank
+
+            a, b, c, u = self.item_params.T
+            self._bank_cache = ItemBank(self.item_ids, a, b, c, u)
+        return self._bank_cache
+
+    def _lz_star(self, theta, y):
+        """Snijders' lz* of the answered items (NaN = not asked) at the test's theta, with the
+        MAP estimating equation and the N(0, 1) prior (the adaptive test's EAP is close to the
+        MAP; its lz* correction is the nearest of the three lz* knows)."""
+        from ..irt.fit import person_fit
+
+        pf = person_fit(np.asarray(y, float), self._item_bank(), method="map",
+                        theta=np.asarray(theta, float))
+        return pf["lz_star"].to_numpy(float)
+
+    def _accuracy_interval(self, cols, ys, scale) -> tuple[float, float]:
+        """The score interval the number correct alone supports, whatever the pattern.
+
+        The Wilson 95% interval of the proportion correct on the answered items is mapped to
+        theta through their expected proportion correct, mean_j P_j(theta) (increasing), then to
+        the score through the curve +- 1.96 x scale x the residual SD there. An end beyond the
+        support (or beyond what the items can express: all at guessing / at the top) goes to
+        the floor / top.
+        """
+        n = len(ys)
+        p = float(np.mean(ys))
+        z = _Z95
+        den = 1.0 + z * z / n
+        centre = (p + z * z / (2 * n)) / den
+        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+        grid = self.theta_grid
+        E = np.maximum.accumulate(self._expected_accuracy(grid, np.asarray(cols)))
+        E = E + 1e-12 * np.arange(E.size)   # strictly increasing for interp
+        low, high = self.support_bounds()
+        floor, top = self.support["floor"], self.support["top"]
+        sd = lambda t: np.sqrt(float(np.interp(t, grid, self.var_grid)))  # noqa: E731
+        p_lo, p_hi = centre - half, centre + half
+        if p_lo <= E[0]:
+            lo = floor
+        else:
+            t = float(np.interp(p_lo, E, grid))
+            lo = floor if t < low else float(self._curve(t)) - z * scale * sd(t)
+        if p_hi >= E[-1]:
+            hi = top
+        else:
+            t = float(np.interp(p_hi, E, grid))
+            hi = top if t > high else float(self._curve(t)) + z * scale * sd(t)
+        return max(0.0, lo), min(1.0, hi)
+
+    def _warnings(self, theta, se, below, above, lz):
+        low, high = self.support_bounds()
+        sup = self.support
+        warnings, flags = [], []
+        reach = f"theta {theta:.2f} +- {_Z95 * se:.2f}"
+        if below:
+            flags.append("below_data")
+            warnings.append(f"{reach} reaches below the link's calibration models (supported "
+                            f"from theta {low:.2f}): the score may be as low as "
+                            f"{100 * sup['floor']:.0f}% (chance {100 * sup['chance']:.0f}%)")
+        if above:
+            flags.append("above_data")
+            warnings.append(f"{reach} reaches above the link's calibration models (supported "
+                            f"to theta {high:.2f}): the score may be as high as "
+                            f"{100 * sup['top']:.0f}%")
+        if lz is not None:
+            flags.append("misfit")
+            warnings.append(f"the answers do not fit the IRT model (person fit lz* = {lz:.2f} "
+                            f"< {LZ_CRITICAL:.2f}): interval widened to what the number correct "
+                            "supports")
+        return warnings, flags
+
+    def predict_many(self, theta, se, *, asked=None, y=None, flags: bool = False):
+        """Vectorized :meth:`predict`: arrays ``(score, lo, hi)`` (and ``flag``, an object array
+        of :attr:`ScorePrediction.flag` strings, with ``flags=True``).
 
         ``asked`` (n, J) boolean and ``y`` (n, J) 0/1 in the link's item order switch on the
-        observed-answer correction (the anchor version for rows that answered every anchor).
+        observed-answer correction (the anchor version for rows that answered every anchor)
+        and person fit.
         """
         theta = np.asarray(theta, float)
         se = np.broadcast_to(np.asarray(se, float), theta.shape)
         r = np.zeros_like(theta)
         scale = np.full(theta.shape, self.interval_scale)
+        misfit = np.zeros(theta.shape, bool)
         if asked is not None and y is not None and self.corrections:
             asked = np.asarray(asked, bool)
             e = np.where(asked, np.nan_to_num(np.asarray(y, float)) - self._probabilities(theta),
@@ -407,7 +680,26 @@ class ScoreLink:
                     c = self.corrections[key]
                     r[rows] = c["intercept"] + e[rows] @ c["weights"]
                     scale[rows] = c["scale"]
-        return self._predict_arrays(theta, se, r, scale)
+        score, lo, hi = self._predict_arrays(theta, se, r, scale)
+        score, lo, hi, below, above = self._honest(theta, se, score, lo, hi)
+        if asked is not None and y is not None and self.item_params is not None:
+            asked = np.asarray(asked, bool)
+            enough = asked.sum(1) >= MIN_FIT_ITEMS
+            if enough.any():
+                yy = np.where(asked, np.asarray(y, float), np.nan)[enough]
+                lz = np.full(theta.shape, np.nan)
+                lz[enough] = self._lz_star(theta[enough], yy)
+                misfit = np.nan_to_num(lz, nan=0.0) < LZ_CRITICAL
+                for i in np.flatnonzero(misfit):
+                    cols = np.flatnonzero(asked[i])
+                    alo, ahi = self._accuracy_interval(cols, np.asarray(y, float)[i, cols],
+                                                       scale[i])
+                    lo[i], hi[i] = min(lo[i], alo), max(hi[i], ahi)
+        if not flags:
+            return score, lo, hi
+        names = np.array(["+".join(n for n, f in zip(("below_data", "above_data", "misfit"), fl)
+                                   if f) for fl in zip(below, above, misfit)], dtype=object)
+        return score, lo, hi, names
 
     def percentile(self, score) -> float:
         """Percentile (0-100) of ``score`` (0-1) among the leaderboard models."""
@@ -441,6 +733,13 @@ class ScoreLink:
             d["corrections"] = {k: {"weights": _round(c["weights"], 7), "intercept": c["intercept"],
                                     "scale": c["scale"]} for k, c in self.corrections.items()}
             d["anchor_items"] = list(self.anchor_items)
+        sup = self.support
+        d["support"] = {"count": None if sup["count"] is None else _round(sup["count"], 3),
+                        "bandwidth": sup["bandwidth"], "min_models": sup["min_models"],
+                        "theta_range": list(sup["theta_range"]),
+                        "score_range": None if sup["score_range"] is None
+                        else list(sup["score_range"]),
+                        "chance": sup["chance"], "floor": sup["floor"], "top": sup["top"]}
         if self.item_params is not None:
             d["item_ids"] = list(self.item_ids)
             d["item_params"] = [_round(row) for row in self.item_params]
@@ -454,7 +753,8 @@ class ScoreLink:
                        item_ids=d.get("item_ids"), item_params=d.get("item_params"),
                        quantiles=d.get("quantiles"), info=d.get("info"),
                        short_grid=d.get("short_grid"), se_anchor=d.get("se_anchor"),
-                       corrections=d.get("corrections"), anchor_items=d.get("anchor_items"))
+                       corrections=d.get("corrections"), anchor_items=d.get("anchor_items"),
+                       support=d.get("support"))
         except KeyError as exc:
             raise BankError(f"score link is missing field {exc.args[0]!r}; rebuild it with "
                             "python -m atlascat.live.build_bank") from None
@@ -471,6 +771,49 @@ class ScoreLink:
         if not path.exists():
             raise BankError(f"score link file {str(path)!r} does not exist")
         return cls.from_dict(json.loads(path.read_text()))
+
+
+def _fit_support(theta, scores, grid, benchmark, chance=None) -> dict:
+    """The link's support from the calibration models' theta and published scores."""
+    th = np.asarray(theta, float)
+    s = np.asarray(scores, float)
+    ok = np.isfinite(th) & np.isfinite(s)
+    th, s = th[ok], s[ok]
+    count = np.exp(-0.5 * ((grid[:, None] - th[None, :]) / SUPPORT_BANDWIDTH) ** 2).sum(1)
+    if chance is None:
+        chance = CHANCE.get(str(benchmark).lower(), float(s.min()))
+    chance = float(chance)
+    if not 0.0 <= chance <= 1.0:
+        raise ConfigError(f"chance must be a score in 0-1, got {chance!r}")
+    return {"count": count, "bandwidth": SUPPORT_BANDWIDTH, "min_models": MIN_SUPPORT,
+            "theta_range": (float(th.min()), float(th.max())),
+            "score_range": (float(s.min()), float(s.max())), "chance": chance,
+            "floor": min(chance, float(np.quantile(s, 0.01))), "top": 1.0}
+
+
+def stop_note(prediction: ScorePrediction, stop_reason: str | None,
+              chance: float | None = None) -> str | None:
+    """The one-line note of an adaptive test stopped by the floor / ceiling rule:
+    "at or near chance (<= X%)" (X = the upper bound; "at or near the bottom of the link's
+    data" when chance is excluded by the interval) or "at or near the top (>= X%)" (X = the
+    lower bound); None for any other stop reason."""
+    if stop_reason == "floor":
+        where = ("at or near chance" if chance is None or prediction.lo <= chance + 0.02
+                 else "at or near the bottom of the link's data")
+        return f"{where} (<= {100 * prediction.hi:.0f}%)"
+    if stop_reason == "ceiling":
+        return f"at or near the top (>= {100 * prediction.lo:.0f}%)"
+    return None
+
+
+def _with_stop_note(pred: ScorePrediction, stop_reason, chance) -> ScorePrediction:
+    note = stop_note(pred, stop_reason, chance)
+    if note is None:
+        return pred
+    from dataclasses import replace
+
+    return replace(pred, warnings=(note, *pred.warnings),
+                   flag="+".join(f for f in (str(stop_reason), pred.flag) if f))
 
 
 def _with(mask, cols) -> np.ndarray:
@@ -566,21 +909,27 @@ def load_bundled_bank(bench: str):
 def predict_frame(link: ScoreLink, persons, administered):
     """Predicted leaderboard score per examinee of a ``simulate_cat`` result.
 
-    ``persons``: frame with subject_id, theta, se; ``administered``: frame with subject_id,
-    item_id, score (the answers observed). Returns a frame with ``leaderboard_accuracy``,
-    ``leaderboard_lo``, ``leaderboard_hi`` (0-1) and ``leaderboard_percentile`` (0-100), in the
+    ``persons``: frame with subject_id, theta, se (and stop_reason, for the floor / ceiling
+    note); ``administered``: frame with subject_id, item_id, score (the answers observed).
+    Returns a frame with ``leaderboard_accuracy``, ``leaderboard_lo``, ``leaderboard_hi``
+    (0-1), ``leaderboard_percentile`` (0-100), ``leaderboard_flag`` (:attr:`ScorePrediction.flag`,
+    "" when none) and ``leaderboard_warning`` (the warnings as one line, "" when none), in the
     order of ``persons``.
     """
     import pandas as pd
 
     answers = {sid: dict(zip(g["item_id"].astype(str), g["score"]))
                for sid, g in administered.groupby("subject_id", sort=False)}
+    reasons = (persons["stop_reason"] if "stop_reason" in persons.columns
+               else pd.Series([None] * len(persons)))
     rows = []
-    for sid, th, se in zip(persons["subject_id"], persons["theta"], persons["se"]):
+    for sid, th, se, why in zip(persons["subject_id"], persons["theta"], persons["se"], reasons):
         if not (np.isfinite(th) and np.isfinite(se)):
-            rows.append((np.nan, np.nan, np.nan, np.nan))
+            rows.append((np.nan, np.nan, np.nan, np.nan, "", ""))
             continue
-        p = link.predict(th, se, responses=answers.get(sid))
-        rows.append((p.score, p.lo, p.hi, p.percentile))
+        p = link.predict(th, se, responses=answers.get(sid),
+                         stop_reason=why if isinstance(why, str) else None)
+        rows.append((p.score, p.lo, p.hi, p.percentile, p.flag, p.warning))
     return pd.DataFrame(rows, columns=["leaderboard_accuracy", "leaderboard_lo",
-                                       "leaderboard_hi", "leaderboard_percentile"])
+                                       "leaderboard_hi", "leaderboard_percentile",
+                                       "leaderboard_flag", "leaderboard_warning"])

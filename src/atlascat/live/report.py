@@ -88,8 +88,10 @@ def _trajectory_svg(theta, se, width=760, height=260) -> str:
             "</svg>")
 
 
-def render_run_report(store, run_id: str, bank=None) -> str:
-    """The HTML text of a run's page. ``bank`` (optional) adds each item's question and key."""
+def render_run_report(store, run_id: str, bank=None, leaderboard=None) -> str:
+    """The HTML text of a run's page. ``bank`` (optional) adds each item's question and key;
+    ``leaderboard`` (optional, ``atlas evaluate``'s {score, lo, hi, percentile, warning} or
+    {note}) the predicted leaderboard score and its one-line warning."""
     info = store.get_run(run_id)
     steps = store.steps(run_id)
     answered = steps[steps["status"] == "answered"]
@@ -124,6 +126,20 @@ def render_run_report(store, run_id: str, bank=None) -> str:
                    f"temperature {prm.get('temperature')}"),
         ("started / updated", f"{_time(info['created_at'])} / {_time(info['updated_at'])}"),
     ]
+    lb = leaderboard or {}
+    warn_html = ""
+    if "score" in lb:
+        text = f"{100 * lb['score']:.1f}%"
+        if lb.get("lo") is not None and lb.get("hi") is not None:
+            text += f" (95% interval {100 * lb['lo']:.1f}-{100 * lb['hi']:.1f}%)"
+        if lb.get("percentile") is not None:
+            text += f", percentile {lb['percentile']:.0f}"
+        kv.insert(9, ("predicted leaderboard score", text))
+        if lb.get("warning"):
+            kv.insert(10, ("warning", lb["warning"]))
+            warn_html = f"<p class='bad'>warning: {_e(lb['warning'])}</p>"
+    elif lb.get("note"):
+        kv.insert(9, ("predicted leaderboard score", f"not available ({lb['note']})"))
     if info["error"]:
         kv.append(("last error", info["error"]))
     rows = []
@@ -165,7 +181,7 @@ def render_run_report(store, run_id: str, bank=None) -> str:
         f"<span class='muted'> &middot; {n} items &middot; reconstructed accuracy "
         f"{_fmt(info['accuracy'], '.1%') if info['accuracy'] is not None else '-'}</span></p>"
         "<table class='kv'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in kv)
-        + "</table>"
+        + "</table>" + warn_html +
         f"<h2>Trajectory</h2>{_trajectory_svg(answered['theta'].tolist(), answered['se'].tolist())}"
         f"<h2>Items</h2>{table}"
         f"<h2>Settings</h2><pre>{settings}</pre>"
@@ -173,9 +189,10 @@ def render_run_report(store, run_id: str, bank=None) -> str:
         "over the bank's items at theta.</p></body></html>")
 
 
-def write_run_report(store, run_id: str, path, bank=None) -> Path:
+def write_run_report(store, run_id: str, path, bank=None, leaderboard=None) -> Path:
     """Write :func:`render_run_report` to ``path`` (folders created); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_run_report(store, run_id, bank=bank), encoding="utf-8")
+    path.write_text(render_run_report(store, run_id, bank=bank, leaderboard=leaderboard),
+                    encoding="utf-8")
     return path
