@@ -106,6 +106,7 @@ def test_answer_correction_uses_item_weights(fitted):
     d["corrections"] = {"cat": {"weights": [0.02] * J, "intercept": 0.0, "scale": 1.0},
                         "anchors": {"weights": [0.05] * J, "intercept": 0.01, "scale": 0.5}}
     d["anchor_items"] = ["i0", "i1"]
+    d.pop("local_scale", None)  # the theta-only interval without its local width here
     lk = ScoreLink.from_dict(d)
     right = {f"i{j}": 1 for j in range(5, 15)}
     wrong = {f"i{j}": 0 for j in range(5, 15)}
