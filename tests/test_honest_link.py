@@ -95,7 +95,7 @@ class TestSupport:
         assert "below_data" in legacy.predict(-5.0, 0.3).flag
 
     def test_chance_constants(self):
-        assert CHANCE == {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.20,
+        assert CHANCE == {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.46,
                           "winogrande": 0.50, "gsm8k": 0.0}
         assert load_score_link("winogrande").chance == 0.5
         with pytest.raises(ConfigError):

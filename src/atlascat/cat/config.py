@@ -97,6 +97,13 @@ class CATConfig:
     floor_theta, ceiling_theta, bound_z : float or None, float or None, float
         Floor / ceiling stop (``stopping.py``): stop once theta + bound_z SE < floor_theta
         (reason ``floor``) or theta - bound_z SE > ceiling_theta (``ceiling``), n >= min_items.
+    score_curve, score_sd_stop : tuples of floats or None
+        Score-precision stop (``stopping.py``): a score link's curve (published score against
+        theta) and the target SD of the score's theta part, both on ``linspace(-6, 6, K)``;
+        stop once the SD of the curve over N(theta, SE^2) is <= the target at theta (reason
+        ``score_precision``, n >= min_items): where the curve is flat (chance level, the top)
+        more items cannot narrow the predicted score's interval. From
+        ``ScoreLink.stop_settings()``.
         A bank with a score link gives them: ``config.replace(**link.stop_settings(margin))``
         (where the link's curve is within ``margin`` of its lowest / highest value).
     cost_per_item, cost_column, value_per_se, budget
@@ -143,6 +150,9 @@ class CATConfig:
     floor_theta: float | None = None
     ceiling_theta: float | None = None
     bound_z: float = 1.96
+    # ---- score precision (from a score link)
+    score_curve: tuple | None = None
+    score_sd_stop: tuple | None = None
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -257,6 +267,20 @@ class CATConfig:
                 and self.floor_theta >= self.ceiling_theta):
             raise ConfigError(f"floor_theta ({self.floor_theta}) must be below ceiling_theta "
                               f"({self.ceiling_theta})")
+        # ---- score precision
+        if (self.score_curve is None) != (self.score_sd_stop is None):
+            raise ConfigError("score_curve and score_sd_stop go together (both from "
+                              "ScoreLink.stop_settings())")
+        if self.score_curve is not None:
+            curve = tuple(float(v) for v in self.score_curve)
+            target = tuple(float(v) for v in self.score_sd_stop)
+            if (len(curve) < 2 or len(curve) != len(target)
+                    or not all(math.isfinite(v) for v in curve + target)
+                    or min(target) < 0):
+                raise ConfigError("score_curve and score_sd_stop must be finite, of one length "
+                                  ">= 2, with score_sd_stop >= 0")
+            set_("score_curve", curve)
+            set_("score_sd_stop", target)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -290,7 +314,8 @@ class CATConfig:
         return (self.min_items == self.max_items or
                 (self.se_stop is None and self.reliability_stop is None and
                  self.min_info_stop is None and self.value_per_se is None and self.budget is None
-                 and self.floor_theta is None and self.ceiling_theta is None))
+                 and self.floor_theta is None and self.ceiling_theta is None
+                 and self.score_curve is None))
 
     @property
     def stage_items(self) -> int:
@@ -328,4 +353,7 @@ class CATConfig:
         d = dict(d)
         if "theta_range" in d:
             d["theta_range"] = tuple(d["theta_range"])
+        for key in ("score_curve", "score_sd_stop"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])
         return cls(**d)

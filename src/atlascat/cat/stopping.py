@@ -12,6 +12,9 @@ rule               stops when
                    score link's curve is within a margin of its lowest value: at or near
                    chance; ``bound_z`` = z)
 ``ceiling``        theta - z SE > ceiling_theta (the same at the top of the curve)
+``score_precision``SD of the score link's curve over N(theta, SE^2) <= the link's target at
+                   theta (a fraction of the published score's residual SD there): more items
+                   cannot narrow the predicted score's interval by more than a few percent
 ``se``             SE <= se_stop (SE per ``se_method``: information or posterior SD)
 ``reliability``    1 - posterior variance / prior variance >= reliability_stop
 ``min_information``the best remaining item has I_j(theta) < min_info_stop
@@ -25,8 +28,11 @@ rule               stops when
 
 The floor and ceiling rules (catR's classification stop, Magis and Raiche, 2012, with the
 thresholds where the leaderboard score stops moving) come before ``se``, so that a test ending
-there says so. The CAT layer does not know score links: the thresholds are plain numbers in the
-config, produced by ``ScoreLink.stop_settings(margin)``.
+there says so; so does the score-precision rule, which generalizes them to curves that are
+flat but not level (ARC's whole-population curve rises 3 points per theta unit near chance,
+where the bank has no information: weak models never reach SE 0.2 nor clear a 2-point
+floor). The CAT layer does not know score links: the thresholds and curves are plain numbers
+in the config, produced by ``ScoreLink.stop_settings(margin)``.
 
 The engine object passed to ``check`` exposes ``n_items``, ``theta``, ``se``, ``post_sd``, ``test_info``
 (sum of item information at theta), ``spent`` (cost so far), ``config``, ``prior_precision``,
@@ -48,6 +54,7 @@ import numpy as np
 
 __all__ = [
     "StopRule",
+    "ScorePrecisionStop",
     "SEStop",
     "FloorStop",
     "CeilingStop",
@@ -103,6 +110,39 @@ class FloorStop(StopRule):
 
     def __repr__(self) -> str:
         return f"FloorStop(floor_theta={self.floor_theta}, z={self.z})"
+
+
+class ScorePrecisionStop(StopRule):
+    """The predicted score is as precise as the score link allows: SD of g over N(theta, SE^2)
+    <= target(theta).
+
+    ``curve`` (g, a score link's curve) and ``target`` are values on ``linspace(-6, 6, K)``;
+    the SD is taken over 9 Gauss-Hermite nodes. Where g is flat (chance level, the top of the
+    leaderboard) a wide theta SE already gives a precise score and the test stops; where g is
+    steep the SE rule decides. The link sets the target to a fraction of the published score's
+    residual SD at theta, so that more items could narrow the score's interval by a few
+    percent at most.
+    """
+
+    reason = "score_precision"
+
+    def __init__(self, curve, target):
+        self.curve = np.asarray(curve, float)
+        self.target = np.asarray(target, float)
+        self.grid = np.linspace(-6.0, 6.0, self.curve.size)
+        z, w = np.polynomial.hermite_e.hermegauss(9)
+        self.z, self.w = z, w / w.sum()
+
+    def check(self, engine, rows):
+        th = engine.theta[rows]
+        pts = th[:, None] + engine.se[rows][:, None] * self.z[None, :]
+        g = np.interp(pts, self.grid, self.curve)
+        mean = g @ self.w
+        sd = np.sqrt(np.maximum(((g - mean[:, None]) ** 2) @ self.w, 0.0))
+        return sd <= np.interp(th, self.grid, self.target)
+
+    def __repr__(self) -> str:
+        return f"ScorePrecisionStop(K={self.curve.size})"
 
 
 class CeilingStop(StopRule):
@@ -215,6 +255,8 @@ def build_stop_rules(config) -> list[StopRule]:
         rules.append(FloorStop(config.floor_theta, config.bound_z))
     if getattr(config, "ceiling_theta", None) is not None:
         rules.append(CeilingStop(config.ceiling_theta, config.bound_z))
+    if getattr(config, "score_curve", None) is not None:
+        rules.append(ScorePrecisionStop(config.score_curve, config.score_sd_stop))
     if config.se_stop is not None:
         rules.append(SEStop(config.se_stop))
     if config.reliability_stop is not None:

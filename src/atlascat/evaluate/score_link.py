@@ -70,14 +70,19 @@ _GRID = np.linspace(-6.0, 6.0, 241)
 
 #: Chance level of each benchmark's published score (0-1): what a model answering at random
 #: gets. TruthfulQA's published score is mc2 (the normalized probability mass on the true
-#: answers), which has no single chance level; 0.20 is about the lowest credible published score
-#: (broken models publish lower, down to 0). GSM8K is exact-match generation: 0.
-CHANCE = {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.20,
+#: answers): with uniform probabilities it is the share of true options, 0.459 on average over
+#: the 290 TruthfulQA items with content, and the weakest leaderboard models publish 0.45-0.48;
+#: models that confidently pick the misconception publish less (down to about 0.30), so
+#: TruthfulQA's curve is U-shaped and its floor (below) lies under chance. GSM8K is exact-match
+#: generation: 0.
+CHANCE = {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.46,
           "winogrande": 0.50, "gsm8k": 0.0}
 #: Kernel bandwidth (theta) of the support count; a grid point is *supported* when at least
 #: ``MIN_SUPPORT`` calibration models are that near (kernel-weighted).
 SUPPORT_BANDWIDTH = 0.25
 MIN_SUPPORT = 10.0
+#: score-precision stop: the theta part of the score's SD at most this share of its residual SD
+PRECISION_RATIO = 0.5
 #: a curve whose lowest value is more than this above the floor never reached chance level
 BOTTOM_TOLERANCE = 0.05
 #: lz* below this (one-sided 1% of N(0, 1)) flags the answers as not fitting the IRT model.
@@ -299,15 +304,22 @@ class ScoreLink:
             return lo, lo   # nothing is supported: every theta is outside
         return max(lo, float(self.theta_grid[ok[0]])), min(hi, float(self.theta_grid[ok[-1]]))
 
-    def stop_settings(self, margin: float = 0.02, z: float = 1.96) -> dict:
-        """CATConfig fields of the floor / ceiling stopping rule for this link's bank.
+    def stop_settings(self, margin: float = 0.02, z: float = 1.96,
+                      precision: float | None = PRECISION_RATIO) -> dict:
+        """CATConfig fields of the floor / ceiling and score-precision stopping rules.
 
         ``floor_theta``: the highest theta at which the short-test curve is still within
         ``margin`` (0-1 score units) of its lowest value; ``ceiling_theta``: the lowest theta at
         which it is within ``margin`` of its highest. An adaptive test whose theta +- z SE lies
         wholly beyond one of them stops (after ``min_items``): more items cannot move the
-        predicted score by more than ``margin`` through the curve. Use as
-        ``config.replace(**link.stop_settings())``.
+        predicted score by more than ``margin`` through the curve.
+
+        ``score_curve`` / ``score_sd_stop`` (unless ``precision`` is None): the short-test
+        curve and ``precision`` x the published score's residual SD around the curve, on
+        ``linspace(-6, 6, 49)``: the test stops (after ``min_items``) once the part of the
+        score's uncertainty due to theta is that small next to the part no item can remove
+        (with 0.5 more items could narrow the interval by at most 1 - 1/sqrt(1.25) = 11%).
+        Use as ``config.replace(**link.stop_settings())``.
         """
         margin = float(margin)
         if not (np.isfinite(margin) and margin >= 0):
@@ -323,9 +335,18 @@ class ScoreLink:
         low = np.flatnonzero(below <= margin)
         high = np.flatnonzero(above <= margin)
         floor_theta, ceiling_theta = float(grid[low[-1]]), float(grid[high[0]])
+        out = {"floor_theta": floor_theta, "ceiling_theta": ceiling_theta, "bound_z": float(z)}
         if floor_theta >= ceiling_theta:   # a flat link: no room for either rule
-            return {"floor_theta": None, "ceiling_theta": None, "bound_z": float(z)}
-        return {"floor_theta": floor_theta, "ceiling_theta": ceiling_theta, "bound_z": float(z)}
+            out.update(floor_theta=None, ceiling_theta=None)
+        if precision is not None:
+            precision = float(precision)
+            if not (np.isfinite(precision) and precision > 0):
+                raise ConfigError(f"the score-precision ratio must be > 0, got {precision!r}")
+            coarse = np.linspace(-6.0, 6.0, 49)
+            out["score_curve"] = tuple(np.round(np.interp(coarse, grid, curve), 6))
+            sd = np.sqrt(np.interp(coarse, grid, self.var_grid))
+            out["score_sd_stop"] = tuple(np.round(precision * sd, 6))
+        return out
 
     def __repr__(self) -> str:
         return (f"ScoreLink({self.benchmark!r}, corrections={sorted(self.corrections)}, "
@@ -822,7 +843,8 @@ def _fit_support(theta, scores, grid, benchmark, chance=None) -> dict:
 
 def stop_note(prediction: ScorePrediction, stop_reason: str | None,
               chance: float | None = None) -> str | None:
-    """The one-line note of an adaptive test stopped by the floor / ceiling rule:
+    """The one-line note of an adaptive test stopped by the floor / ceiling rule (or by the
+    score-precision rule with chance inside the interval):
     "at or near chance (<= X%)" (X = the upper bound; "at or near the bottom of the link's
     data" when chance is excluded by the interval) or "at or near the top (>= X%)" (X = the
     lower bound); None for any other stop reason."""
@@ -832,6 +854,9 @@ def stop_note(prediction: ScorePrediction, stop_reason: str | None,
         return f"{where} (<= {100 * prediction.hi:.0f}%)"
     if stop_reason == "ceiling":
         return f"at or near the top (>= {100 * prediction.lo:.0f}%)"
+    if stop_reason == "score_precision" and chance is not None and prediction.lo <= chance + 0.02:
+        # stopped where the curve is flat and chance cannot be excluded
+        return f"at or near chance (<= {100 * prediction.hi:.0f}%)"
     return None
 
 
