@@ -82,7 +82,10 @@ CHANCE = {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.46,
 SUPPORT_BANDWIDTH = 0.25
 MIN_SUPPORT = 10.0
 #: score-precision stop: the theta part of the score's SD at most this share of its residual SD
-PRECISION_RATIO = 0.5
+PRECISION_RATIO = 0.75
+#: ... and never asked to be below this (score units): where the residual SD is tiny (GSM8K
+#: near 0%) a fraction of it would ask for precision no user reads
+PRECISION_FLOOR = 0.01
 #: a curve whose lowest value is more than this above the floor never reached chance level
 BOTTOM_TOLERANCE = 0.05
 #: lz* below this (one-sided 1% of N(0, 1)) flags the answers as not fitting the IRT model.
@@ -305,7 +308,8 @@ class ScoreLink:
         return max(lo, float(self.theta_grid[ok[0]])), min(hi, float(self.theta_grid[ok[-1]]))
 
     def stop_settings(self, margin: float = 0.02, z: float = 1.96,
-                      precision: float | None = PRECISION_RATIO) -> dict:
+                      precision: float | None = None, precision_floor: float | None = None
+                      ) -> dict:
         """CATConfig fields of the floor / ceiling and score-precision stopping rules.
 
         ``floor_theta``: the highest theta at which the short-test curve is still within
@@ -314,8 +318,9 @@ class ScoreLink:
         wholly beyond one of them stops (after ``min_items``): more items cannot move the
         predicted score by more than ``margin`` through the curve.
 
-        ``score_curve`` / ``score_sd_stop`` (unless ``precision`` is None): the short-test
-        curve and ``precision`` x the published score's residual SD around the curve, on
+        ``score_curve`` / ``score_sd_stop`` (unless ``precision`` is 0): the short-test
+        curve and max(``precision`` x the published score's residual SD around the curve,
+        ``precision_floor``) (defaults :data:`PRECISION_RATIO`, :data:`PRECISION_FLOOR`), on
         ``linspace(-6, 6, 49)``: the test stops (after ``min_items``) once the part of the
         score's uncertainty due to theta is that small next to the part no item can remove
         (with 0.5 more items could narrow the interval by at most 1 - 1/sqrt(1.25) = 11%).
@@ -338,14 +343,17 @@ class ScoreLink:
         out = {"floor_theta": floor_theta, "ceiling_theta": ceiling_theta, "bound_z": float(z)}
         if floor_theta >= ceiling_theta:   # a flat link: no room for either rule
             out.update(floor_theta=None, ceiling_theta=None)
-        if precision is not None:
+        precision = PRECISION_RATIO if precision is None else precision
+        precision_floor = PRECISION_FLOOR if precision_floor is None else precision_floor
+        if precision:
             precision = float(precision)
             if not (np.isfinite(precision) and precision > 0):
                 raise ConfigError(f"the score-precision ratio must be > 0, got {precision!r}")
             coarse = np.linspace(-6.0, 6.0, 49)
             out["score_curve"] = tuple(np.round(np.interp(coarse, grid, curve), 6))
             sd = np.sqrt(np.interp(coarse, grid, self.var_grid))
-            out["score_sd_stop"] = tuple(np.round(precision * sd, 6))
+            out["score_sd_stop"] = tuple(np.round(np.maximum(precision * sd,
+                                                             float(precision_floor)), 6))
         return out
 
     def __repr__(self) -> str:
