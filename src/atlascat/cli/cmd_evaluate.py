@@ -177,7 +177,7 @@ def register(app: typer.Typer) -> None:
                                             "(all choices of a round in one batch); 1 = classic "
                                             "CAT."),
         se_stop: float = typer.Option(0.1, "--se-stop", help="Stop once SE <= this (after --min-items)."),
-        min_items: int = typer.Option(30, "--min-items", help="Fewest items asked."),
+        min_items: int | None = typer.Option(None, "--min-items", help="Fewest items asked (default 30, or the bundled bank's own minimum: gsm8k 45)."),
         max_items: int = typer.Option(500, "--max-items", help="Most items asked."),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
                                         help="Banks with a score link: stop once the model is "
@@ -329,9 +329,16 @@ def register(app: typer.Typer) -> None:
                     "log-likelihoods, so results are APPROXIMATE. Use completions:URL (vLLM), "
                     "hf: or lmeval: for the leaderboard's protocol.", markup=False,
                     highlight=False, soft_wrap=True)
-            config = CATConfig(se_stop=se_stop, min_items=min_items, max_items=max_items)
+            config = CATConfig(se_stop=se_stop,
+                               min_items=min(30, max_items) if min_items is None else min_items,
+                               max_items=max_items)
             if bound_stop:
-                config = config.replace(**_stop_settings(bench_of(bk, ref), bound_margin))
+                settings = _stop_settings(bench_of(bk, ref), bound_margin)
+                if min_items is not None or "min_items" not in settings:
+                    settings.pop("min_items", None)
+                else:
+                    settings["min_items"] = min(settings["min_items"], config.max_items)
+                config = config.replace(**settings)
             prompt = runner.PromptSettings(style=prompt_style, max_tokens=max_tokens,
                                            temperature=temperature, system=system)
             ids = [runner.start_run(store, bk, s, config=config, seed=seed, prompt=prompt,

@@ -93,7 +93,7 @@ def simulate_command(
     out_old: Optional[Path] = typer.Option(None, "--out", hidden=True,
                                            help="Deprecated spelling of --output."),
     se_stop: Optional[float] = typer.Option(0.1, "--se-stop", help="Stop once SE <= this value."),
-    min_items: int = typer.Option(30, "--min-items", help="Never stop before this many items."),
+    min_items: int | None = typer.Option(None, "--min-items", help="Never stop before this many items (default 30, or the bundled bank's own minimum: gsm8k 45)."),
     max_items: int = typer.Option(500, "--max-items", help="Stop after this many items."),
     fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                help="Fixed-length test of N items (no SE stop)."),
@@ -144,13 +144,20 @@ def simulate_command(
 
     link = bundled_link(bank)  # a bundled content bank name (arc, hellaswag, ...) with a link
     item_bank = load_bank(bank, normalize_ids=True)
-    base = dict(se_stop=se_stop, min_items=min_items, max_items=max_items,
+    base = dict(se_stop=se_stop,
+                min_items=min(30, max_items) if min_items is None else min_items,
+                max_items=max_items,
                 randomesque=randomesque, selection=selection, se_method=se_method, theta0=theta0)
     if fixed_length is not None:
         base.update(min_items=fixed_length, max_items=fixed_length, se_stop=None)
     config = CATConfig.reference(**base) if reference else CATConfig(**base)
     if link is not None and bound_stop and fixed_length is None:
-        config = config.replace(**link.stop_settings(check_finite(bound_margin, "--bound-margin")))
+        settings = link.stop_settings(check_finite(bound_margin, "--bound-margin"))
+        if min_items is not None or "min_items" not in settings:
+            settings.pop("min_items", None)
+        else:
+            settings["min_items"] = min(settings["min_items"], config.max_items)
+        config = config.replace(**settings)
 
     kwargs = {}
     if responses is not None:
