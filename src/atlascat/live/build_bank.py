@@ -208,9 +208,8 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
                              monotone=bench not in NON_MONOTONE)
         y_fit = fit.aligned_values(bank.item_ids, extra="ignore")
         y_val = val.aligned_values(bank.item_ids, extra="ignore")
-        res = simulate_cat(bank, CATConfig(se_stop=SELECTION_TAU, min_items=MIN_ITEMS.get(bench, 30)),
-                           responses=y_val,
-                           rng=np.random.default_rng([seed, 4]))
+        cfg = CATConfig(se_stop=SELECTION_TAU, min_items=MIN_ITEMS.get(bench, 30))
+        res = simulate_cat(bank, cfg, responses=y_val, rng=np.random.default_rng([seed, 4]))
         pred = link.predict_many(res.persons["theta"].to_numpy(float),
                                  res.persons["se"].to_numpy(float))[0]
         mae = float(np.mean(np.abs(pred - s_val)[ok_val]))
