@@ -177,7 +177,9 @@ def register(app: typer.Typer) -> None:
                                             "(all choices of a round in one batch); 1 = classic "
                                             "CAT."),
         se_stop: float = typer.Option(0.1, "--se-stop", help="Stop once SE <= this (after --min-items)."),
-        min_items: int | None = typer.Option(None, "--min-items", help="Fewest items asked (default 30, or the bundled bank's own minimum: gsm8k 45)."),
+        min_items: int | None = typer.Option(
+            None, "--min-items", help="Fewest items asked (default 30, or the bundled bank's "
+            "own minimum: gsm8k 45)."),
         max_items: int = typer.Option(500, "--max-items", help="Most items asked."),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
                                         help="Banks with a score link: stop once the model is "
