@@ -130,6 +130,13 @@ class RunResult:
         if self.observed_accuracy is None and self.n_items:
             self.observed_accuracy = self.n_correct / self.n_items
 
+    def __repr__(self) -> str:
+        est = ("theta=None" if self.theta is None
+               else f"theta={self.theta:.3f} +- {self.se:.3f}")
+        return (f"RunResult(run_id={self.run_id!r}, model={self.model!r}, "
+                f"status={self.status!r}, {est}, n_items={self.n_items}, "
+                f"n_correct={self.n_correct})")
+
     @property
     def accuracy(self) -> float | None:
         """Old name of :attr:`model_based_accuracy` (kept readable for old code and runs)."""
