@@ -176,7 +176,7 @@ def test_observed_and_model_based_accuracy_are_both_stored_and_labelled(bank, tm
     (["--max-items", "3"], "--min-items (30) must be <= --max-items (3); lower --min-items"),
     (["--min-items", "-1"], "--min-items must be >= 0, got -1"),
     (["--max-items", "0", "--min-items", "0"], "--max-items must be >= 1, got 0"),
-    (["--se-stop", "0"], "--se-stop must be > 0"),
+    (["--se-stop", "0"], "--se-stop must be a number > 0"),
     (["--fixed-length", "0"], "--fixed-length must be >= 1"),
     (["--fixed-length", "5", "--max-items", "9"], "--fixed-length 5 sets the test length; drop "
                                                   "--max-items"),

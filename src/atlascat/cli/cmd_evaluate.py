@@ -495,8 +495,8 @@ def _cat_config(se_stop: float, min_items: int, max_items: int, fixed_length: in
     if min_items > max_items:
         raise ConfigError(f"--min-items ({min_items}) must be <= --max-items ({max_items}); lower "
                           "--min-items (or use --fixed-length N for exactly N items)")
-    if not se_stop > 0:
-        raise ConfigError(f"--se-stop must be > 0, got {se_stop}")
+    if not 0 < se_stop < float("inf"):
+        raise ConfigError(f"--se-stop must be a number > 0, got {se_stop}")
     return _cli_names(lambda: CATConfig(se_stop=se_stop, min_items=min_items,
                                         max_items=max_items))
 
