@@ -227,3 +227,33 @@ def test_per_item_lines_are_aligned(tmp_path, capsys):
     for word in ("step", "item", "theta", "SE"):
         assert len({ln.index(f" {word} ") for ln in lines}) == 1, (word, lines)
     assert {ln.split()[5] for ln in lines} <= {"correct", "wrong"}
+
+
+# ------------------------------------------------------------------------------- devices
+@pytest.mark.parametrize("cuda, args, want", [
+    (False, "pretrained=x", "cpu"),            # CPU-only torch: never the harness's "cuda"
+    (True, "pretrained=x", None),              # CUDA present: the backend chooses
+    (False, "pretrained=x,device=cuda:1", None),  # the user's own device= is kept
+])
+def test_lmeval_torch_backend_device_is_chosen_safely(monkeypatch, cuda, args, want):
+    import types
+
+    from atlascat.live import lmeval_backend
+
+    seen = {}
+
+    class FakeLM:
+        @classmethod
+        def create_from_arg_string(cls, arg_string, extra):
+            seen["extra"] = extra
+            return cls()
+
+    registry = types.SimpleNamespace(get_model=lambda name: FakeLM)
+    monkeypatch.setattr(lmeval_backend, "_lm_eval", lambda: (registry, object))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
+        cuda=types.SimpleNamespace(is_available=lambda: cuda)))
+    lmeval_backend.LMEvalSubject(f"hf,{args}")
+    assert (seen["extra"] or {}).get("device") == want
+    monkeypatch.setitem(sys.modules, "torch", None)  # no torch at all: the backend chooses
+    lmeval_backend.LMEvalSubject(f"hf,{args}")
+    assert (seen["extra"] or {}).get("device") is None
