@@ -20,3 +20,9 @@ def shared_data() -> Path:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261122)
+
+
+@pytest.fixture(autouse=True)
+def _atlas_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own ATLAS_HOME (the default run store), never the user's."""
+    monkeypatch.setenv("ATLAS_HOME", str(tmp_path_factory.mktemp("atlas_home")))

@@ -227,6 +227,8 @@ def test_estimate_ability_frame_and_errors(rng):
     extra = ResponseMatrix(np.c_[y, y[:, :1]], [f"m{k}" for k in range(5)],
                            list(bank.item_ids) + ["zzz"], on_empty="keep")
     with pytest.raises(ResponseDataError, match="not in the bank"):
+        ability.estimate_ability(extra, bank, extra_items="error")
+    with pytest.warns(UserWarning, match="not in the bank"):  # the default (issue 19)
         ability.estimate_ability(extra, bank)
     df2 = ability.estimate_ability(extra, bank, "map", extra_items="ignore")
     np.testing.assert_allclose(df2["theta"], df["theta"])

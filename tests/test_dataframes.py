@@ -71,6 +71,8 @@ def test_eap_and_wle_functions_align_frames(frame, bank):
 def test_frame_with_unknown_item_is_an_error_naming_it(frame, bank):
     extra = frame.assign(not_in_bank=1.0)
     with pytest.raises(ResponseDataError, match="not_in_bank"):
+        estimate_ability(extra, bank, extra_items="error")
+    with pytest.warns(UserWarning, match="not_in_bank"):  # the default warns (issue 19)
         estimate_ability(extra, bank)
     df = estimate_ability(extra, bank, extra_items="ignore")
     pd.testing.assert_frame_equal(df, estimate_ability(frame, bank))

@@ -247,7 +247,7 @@ CLI_CASES = [
     ("evaluate-subject-nan", "evaluate --bank arc --subject simulate:nan --db {d}/r.sqlite", ["simulate:nan"]),
     ("evaluate-subject-kind", "evaluate --bank arc --subject nope:x --db {d}/r.sqlite", ["'nope:x'"]),
     ("evaluate-db-dir", "evaluate --bank arc --subject simulate:0.5 --db {d}/adir", ["adir", "directory"]),
-    ("evaluate-se-stop-nan", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --se-stop nan", ["se_stop"]),
+    ("evaluate-se-stop-nan", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --se-stop nan", ["--se-stop"]),
     ("runs-missing-db", "runs --db {d}/nosuch.sqlite", ["nosuch.sqlite"]),
     ("runs-db-not-sqlite", "runs --db {d}/afile", ["afile"]),
     ("runs-db-dir", "runs --db {d}/adir", ["adir", "directory"]),

@@ -27,3 +27,18 @@ class ConfigError(AtlasError, ValueError):
 
 class LiveRunError(AtlasError, RuntimeError):
     """A live evaluation failed in a way the user can resume from."""
+
+
+def warn_user(message, category=UserWarning) -> None:
+    """``warnings.warn`` attributed to the first caller outside ``atlascat`` (the user's line),
+    however deep in the package the warning is raised; the package's own tests count as
+    callers."""
+    import os
+    import sys
+    import warnings
+
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 2  # stacklevel 2 = the caller of warn_user
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

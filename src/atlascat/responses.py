@@ -14,14 +14,13 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import warnings
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .errors import ResponseDataError
+from .errors import ResponseDataError, warn_user
 from .irt.bank import normalize_item_id
 
 __all__ = ["ResponseMatrix", "tinybenchmarks_threshold"]
@@ -137,7 +136,7 @@ class ResponseMatrix:
                     "; ".join(what) + ". Pass on_empty='drop' (CLI: --drop-empty) to drop them"
                 )
         if (empty_rows.size or empty_cols.size) and on_empty == "drop":
-            warnings.warn("dropped all-missing rows/columns: " + "; ".join(what), stacklevel=2)
+            warn_user("dropped all-missing rows/columns: " + "; ".join(what))
             keep_r = np.setdiff1d(np.arange(n), empty_rows)
             keep_c = np.setdiff1d(np.arange(m), empty_cols)
             if keep_r.size == 0 or keep_c.size == 0:

@@ -387,8 +387,8 @@ def check_ability_settings(*, prior_mean=0.0, prior_sd=1.0, quadpts=61, theta_ra
         lo, hi = (check_finite(v, name) for v in pair)
         if not hi > lo:
             raise ConfigError(f"{name} must be (low, high) with low < high, got {pair!r}")
-    if extra_items not in ("error", "ignore"):
-        raise ConfigError(f"extra_items must be 'error' or 'ignore', got {extra_items!r}")
+    if extra_items not in ("warn", "error", "ignore"):
+        raise ConfigError(f"extra_items must be 'warn', 'error' or 'ignore', got {extra_items!r}")
 
 
 def check_fit_sample(weights, what: str = "M2", minimum: float = 2.0) -> None:

@@ -902,7 +902,7 @@ class CATSession:
         """A round of up to ``k`` items chosen jointly, to administer concurrently; [] once the
         test is over.
 
-        Greedy sequential selection (:meth:`_Engine.select_batch`): each pick is an ordinary
+        Greedy sequential selection (the engine's batch selection): each pick is an ordinary
         selection (criterion, randomesque, exposure control, content balancing, budget) after
         the posterior was updated with the expected answers of the round's earlier picks.
         The round is shorter than k where it reaches ``max_items``, the budget or the end of
@@ -911,7 +911,7 @@ class CATSession:
         "mepv" (default) by the expected reduction of the posterior variance over the
         posterior at the start of the round, "expected" by the criterion at the updated theta,
         "preposterior" by the expected information under the preposterior of the estimate
-        (see ``_Engine.select_batch``; docs/cat.md has the measurement behind the defaults). ``k = 1`` is exactly :meth:`next_item`.
+        (docs/cat.md has the measurement behind the defaults). ``k = 1`` is exactly :meth:`next_item`.
         Answer the round with :meth:`record_many` (or :meth:`record` / :meth:`skip` item by
         item, in any order); the stopping rules are checked once the whole round is answered.
         Calling it again before then returns the round's unanswered items (no randomness
@@ -1181,6 +1181,14 @@ class CATResult:
     @property
     def n_examinees(self) -> int:
         return len(self.persons)
+
+    def __repr__(self) -> str:
+        p = self.persons
+        n = len(p)
+        items = f", mean items {p['n_items'].mean():.1f}" if n and "n_items" in p else ""
+        se = f", mean SE {p['se'].mean():.3f}" if n and "se" in p else ""
+        return (f"CATResult(n_examinees={n}{items}{se}, max_items={self.config.max_items}, "
+                f"{self.wall_seconds:.2g} s)")
 
     def selected_items(self, subject_id) -> pd.DataFrame:
         """The items given to one examinee, in order: item_id, order, score, theta, se."""

@@ -95,7 +95,7 @@ def main(argv=None) -> int:
                         "re-download or re-compress it")
             return 2
         err_console.print("Aborted.")
-        return 1
+        return 130 if isinstance(cause, KeyboardInterrupt) else 1
     except ClickException as exc:  # usage errors: exit code 2
         if not err_console.is_terminal and exc.format_message().strip():
             # piped: one plain line, like every other error (no-args help is printed as is)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
@@ -128,6 +129,26 @@ def _ordinal(p: float) -> str:
     return f"{n}{suffix}"
 
 
+def protocol_label(protocol: str | None, bank=None) -> str:
+    """How a run's protocol reads: a leaderboard run says whether its bank's items are scored by
+    log-likelihood or by generation (GSM8K: exact match), from the bank's ``rule`` column."""
+    from ..live.runner import PROTOCOL_LABELS
+
+    proto = protocol or "approximate"
+    meta = getattr(bank, "metadata", None)
+    if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
+        rules = {str(r) for r in meta["rule"].dropna()}
+        if rules and rules <= GENERATION_RULES:
+            return "leaderboard (generation, exact match)"
+        if rules & GENERATION_RULES:
+            return "leaderboard (log-likelihood and generation)"
+    return PROTOCOL_LABELS.get(proto, proto)
+
+
+#: scoring rules whose requests are generations (see atlascat.live.requests)
+GENERATION_RULES = frozenset({"gsm8k_exact"})
+
+
 def format_result(row: dict) -> str:
     """The human summary of one finished run (plain text, no markup)."""
     from ..live.runner import PROTOCOL_LABELS
@@ -148,7 +169,16 @@ def format_result(row: dict) -> str:
     else:
         lines.append(f"  predicted leaderboard score: not available ({lb.get('note', 'no link')})")
     proto = row.get("protocol") or "approximate"
-    lines.append(f"  protocol: {PROTOCOL_LABELS.get(proto, proto)}")
+    lines.append(f"  protocol: {row.get('protocol_label') or PROTOCOL_LABELS.get(proto, proto)}")
+    obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
+    if obs is not None or mod is not None:
+        acc = []
+        if obs is not None:
+            acc.append(f"observed {100 * obs:.1f}% ({row.get('n_correct')}/{row.get('n_items')} "
+                       "of the items asked)")
+        if mod is not None:
+            acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
+        lines.append("  accuracy: " + "; ".join(acc))
     if proto == "approximate":
         lines.append("  (answers were read from chat text, not from log-likelihoods as in the "
                      "bank's calibration: theta and score are approximate; use completions:URL, "
@@ -188,12 +218,19 @@ def register(app: typer.Typer) -> None:
         bound_margin: float = typer.Option(0.02, "--bound-margin",
                                            help="Floor/top stop: how close (0-1 score units) "
                                                 "to the curve's lowest/highest value counts."),
+        fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
+                                                   help="A fixed-length adaptive test: exactly N "
+                                                        "items, no SE stop (replaces --se-stop, "
+                                                        "--min-items, --max-items)."),
         output: Optional[Path] = typer.Option(None, "--output", "-o",
                                               help="Run directory: results.json, reports/ and "
                                                    "(unless --db is given) runs.sqlite go there."),
         db: Optional[Path] = typer.Option(None, "--db",
                                           help="SQLite run store: OUTPUT/runs.sqlite with "
-                                               "--output, else ./atlas_runs.sqlite."),
+                                               "--output, else runs.sqlite in $ATLAS_HOME "
+                                               "(default $XDG_DATA_HOME/atlascat, "
+                                               "~/.local/share/atlascat); never the current "
+                                               "directory."),
         resume: Optional[List[str]] = typer.Option(None, "--resume",
                                                    help="Continue run RUN_ID (repeatable); bank, "
                                                         "subject and settings come from --db."),
@@ -233,7 +270,8 @@ def register(app: typer.Typer) -> None:
         report_dir: Optional[Path] = typer.Option(None, "--report-dir",
                                                   help="Where run pages go: OUTPUT/reports with "
                                                        "--output, else <db stem>_reports next "
-                                                       "to --db."),
+                                                       "to the run store (a resumed run keeps "
+                                                       "its own)."),
         as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-item lines."),
     ):
@@ -244,15 +282,16 @@ def register(app: typer.Typer) -> None:
         as the Open LLM Leaderboard asked it, so the result is on the bank's scale. openai:
         (chat) subjects are asked prompts and labelled APPROXIMATE. Every step is saved in the
         run store before and after asking; a killed run continues with --resume RUN_ID without
-        asking an answered item again. API keys are read from the environment only.
+        asking an answered item again. Ctrl-C (or SIGTERM) stops after the item in flight
+        (press again to abandon it), marks the run interrupted, prints the --resume command
+        and exits with status 130. API keys are read from the environment only.
         """
         import threading
 
-        from ..cat.config import CATConfig
         from ..errors import ConfigError, LiveRunError
         from ..live import runner
         from ..live.report import write_run_report
-        from ..live.store import RunStore
+        from ..live.store import RunStore, default_store_path
         from ..live.subjects import (OpenAICompatible, OpenAICompletionsSubject,
                                      subject_from_spec)
 
@@ -266,20 +305,10 @@ def register(app: typer.Typer) -> None:
         if output is not None and output.exists() and not output.is_dir():
             raise ConfigError(f"--output {str(output)!r} is a file; give a directory for the run")
         if db is None:
-            db = (output / "runs.sqlite") if output is not None else Path("atlas_runs.sqlite")
-        store = RunStore(db)
-        limiter = threading.BoundedSemaphore(max(1, int(max_concurrency)))
+            db = (output / "runs.sqlite") if output is not None else default_store_path()
         http_opts = {k: v for k, v in dict(timeout=timeout, max_retries=max_retries,
                                             backoff=backoff).items() if v is not None}
-
-        def on_step(info):
-            if quiet or as_json:
-                return
-            mark = "[green]correct[/]" if info.score else "[red]wrong[/]"
-            err_console.print(f"[dim]{escape(info.model)}[/] step {info.step + 1:>3} item "
-                              f"{escape(str(info.item_id)):>6} {mark:<20} theta {info.theta:+.3f}"
-                              f"  SE {info.se:.3f}" + ("  (cached)" if info.cached else ""),
-                              highlight=False, emoji=False)
+        limiter = threading.BoundedSemaphore(max(1, int(max_concurrency)))
 
         if resume:
             if subject or names:
@@ -288,6 +317,13 @@ def register(app: typer.Typer) -> None:
             if batch_size != 1:
                 raise ConfigError("--resume continues a run with its own batch size; drop "
                                   "--batch-size")
+            if fixed_length is not None:
+                raise ConfigError("--resume continues a run with its own stopping rule; drop "
+                                  "--fixed-length")
+            if not db.exists():
+                raise LiveRunError(f"run database {str(db)!r} does not exist; give the --db (or "
+                                   "-o) the run was started with")
+            store = RunStore(db)
             jobs = []
             for rid in resume:
                 info = store.get_run(rid)
@@ -309,10 +345,27 @@ def register(app: typer.Typer) -> None:
                 else:
                     subj = runner.subject_from_description(desc, bk)
                 jobs.append((rid, bk, info["bank_ref"], subj))
+                cfg = info.get("config") or {}
+                plan = (int(cfg.get("min_items", 0)), int(cfg.get("max_items", 500)),
+                        cfg.get("se_stop"))
         else:
             if not bank or not subject:
                 raise ConfigError("give --bank and --subject (or --resume RUN_ID)")
+            # everything is checked before the run store is created: a call that fails here
+            # leaves no file behind
+            config = _cat_config(se_stop, min_items, max_items, fixed_length)
+            prompt = _cli_names(lambda: runner.PromptSettings(
+                style=prompt_style, max_tokens=max_tokens, temperature=temperature,
+                system=system))
             bk, ref = _load_bank(bank)
+            if bound_stop and fixed_length is None:
+                settings = _stop_settings(bench_of(bk, ref), bound_margin)
+                if min_items is not None or "min_items" not in settings:
+                    settings.pop("min_items", None)
+                else:
+                    settings["min_items"] = min(settings["min_items"], config.max_items)
+                config = config.replace(**settings)
+            plan = (config.min_items, config.max_items, config.se_stop)
             kind = subject.partition(":")[0].strip().lower()
             common = dict(bank=bk, api_key_env=api_key_env, limiter=limiter, chat=chat,
                           max_concurrency=max(1, int(max_concurrency)), device=device,
@@ -331,39 +384,57 @@ def register(app: typer.Typer) -> None:
                     "log-likelihoods, so results are APPROXIMATE. Use completions:URL (vLLM), "
                     "hf: or lmeval: for the leaderboard's protocol.", markup=False,
                     highlight=False, soft_wrap=True)
-            config = CATConfig(se_stop=se_stop,
-                               min_items=min(30, max_items) if min_items is None else min_items,
-                               max_items=max_items)
-            if bound_stop:
-                settings = _stop_settings(bench_of(bk, ref), bound_margin)
-                if min_items is not None or "min_items" not in settings:
-                    settings.pop("min_items", None)
-                else:
-                    settings["min_items"] = min(settings["min_items"], config.max_items)
-                config = config.replace(**settings)
-            prompt = runner.PromptSettings(style=prompt_style, max_tokens=max_tokens,
-                                           temperature=temperature, system=system)
-            ids = [runner.start_run(store, bk, s, config=config, seed=seed, prompt=prompt,
-                                    bank_ref=ref, batch_size=batch_size) for s in subjects]
+            new_db = not db.exists()
+            new_out = output is not None and not output.exists()
+            ids = []
+            try:
+                store = RunStore(db)
+                for s in subjects:
+                    ids.append(runner.start_run(store, bk, s, config=config, seed=seed,
+                                                prompt=prompt, bank_ref=ref,
+                                                batch_size=batch_size))
+            except BaseException:
+                if not ids:  # nothing was started: leave nothing behind
+                    _remove_new(db, new_db, output, new_out, locals().get("store"))
+                raise
+            reports = report_dir or ((output / "reports") if output is not None
+                                     else db.parent / f"{db.stem}_reports")
             for rid, s in zip(ids, subjects):
+                store.set_run_output(rid, output_dir=_absolute(output or reports),
+                                     report_dir=_absolute(reports))
                 err_console.print(f"run {rid} started for {s.name} (db {db})", markup=False,
                                   highlight=False, soft_wrap=True)
             jobs = [(rid, bk, ref, s) for rid, s in zip(ids, subjects)]
 
-        results = _run_all(store, [(rid, bk, s) for rid, bk, _, s in jobs],
-                           cache=not no_cache, on_step=on_step)
-        if report_dir is not None:
-            reports = report_dir
-        elif output is not None:
-            reports = output / "reports"
-        else:
-            reports = db.parent / f"{db.stem}_reports"
+        show = _LiveDisplay([s.name for _, _, _, s in jobs],
+                            [str(i) for _, bk, _, _ in jobs for i in bk.item_ids], plan,
+                            lines=not (quiet or as_json), bar=not as_json)
+        stop = _StopRequest()
+        try:
+            with stop.installed(), show:
+                results = _run_all(store, [(rid, bk, s) for rid, bk, _, s in jobs],
+                                   cache=not no_cache, on_step=show.step_callback(stop))
+        except KeyboardInterrupt:
+            for rid, *_ in jobs:
+                store.interrupt_run(rid)
+            counts = []
+            for rid, *_ in jobs:
+                got = store.get_run(rid)
+                counts.append(f"run {rid} ({got['model']}): {got['n_items']} item(s) answered")
+            err_console.print("interrupted: " + "; ".join(counts) + ". Resume with: atlas "
+                              "evaluate " + " ".join(f"--resume {rid}" for rid, *_ in jobs)
+                              + f" --db {db}", markup=False, highlight=False, soft_wrap=True)
+            for _, _, _, s in jobs:
+                if hasattr(s, "close"):
+                    s.close()
+            raise typer.Exit(130)
         rows = []
         for (rid, bk, ref, _), res in zip(jobs, results):
+            outdir, reports = _run_dirs(store, rid, db, output, report_dir)
             row = {**res.to_dict(), "bench": bench_of(bk, ref), "bank": ref}
             from ..live.runner import PROTOCOL_LABELS
 
-            row["protocol_label"] = PROTOCOL_LABELS.get(row["protocol"] or "", row["protocol"])
+            row["protocol_label"] = protocol_label(row["protocol"], bk)
             if res.status == "done":
                 row["leaderboard"] = leaderboard_prediction(
                     row["bench"], res.theta, res.se, dict(zip(res.items, res.scores)),
@@ -371,13 +442,16 @@ def register(app: typer.Typer) -> None:
             path = write_run_report(store, rid, reports / f"{rid}.html", bank=bk,
                                     leaderboard=row.get("leaderboard"))
             row["report"] = str(path)
+            row["_outdir"] = outdir
             rows.append(row)
         for _, _, _, s in jobs:
             if hasattr(s, "close"):
                 s.close()
-        if output is not None:
-            output.mkdir(parents=True, exist_ok=True)
-            (output / "results.json").write_text(json.dumps(rows, indent=1, default=str))
+        by_dir: dict = {}
+        for r in rows:
+            by_dir.setdefault(r.pop("_outdir"), []).append(r)
+        for outdir, group in by_dir.items():
+            _write_results(outdir / "results.json", group, merge=bool(resume))
         if as_json:
             typer.echo(json.dumps(rows, indent=1, default=str))
         else:
@@ -420,3 +494,236 @@ def register(app: typer.Typer) -> None:
             return [one(jobs[0])]
         with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="atlas-live") as pool:
             return list(pool.map(one, jobs))
+
+
+# ------------------------------------------------------------------------------- helpers
+#: CATConfig / PromptSettings field -> the atlas evaluate option that sets it
+_OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop": "--se-stop",
+                 "max_tokens": "--max-tokens", "temperature": "--temperature",
+                 "prompt style": "--prompt-style"}
+
+
+def _cli_names(build):
+    """``build()``, with the library's field names in a ConfigError replaced by the options."""
+    import re
+
+    from ..errors import ConfigError
+
+    try:
+        return build()
+    except ConfigError as exc:
+        msg = str(exc)
+        for field, opt in _OPTION_NAMES.items():
+            msg = re.sub(rf"(?<![-\w]){re.escape(field)}(?![\w])", opt, msg)
+        raise ConfigError(msg) from exc
+
+
+def _cat_config(se_stop: float, min_items: int | None, max_items: int,
+                fixed_length: int | None):
+    """The CAT's stopping rule from the options, with errors that name the options."""
+    from ..cat.config import CATConfig
+    from ..errors import ConfigError
+
+    if fixed_length is not None:
+        if fixed_length < 1:
+            raise ConfigError(f"--fixed-length must be >= 1, got {fixed_length}")
+        given = [opt for opt, v, d in (("--se-stop", se_stop, 0.1),
+                                       ("--min-items", min_items, None),
+                                       ("--max-items", max_items, 500)) if v != d]
+        if given:
+            raise ConfigError(f"--fixed-length {fixed_length} sets the test length; drop "
+                              f"{', '.join(given)}")
+        return _cli_names(lambda: CATConfig.fixed_length(int(fixed_length)))
+    if max_items < 1:
+        raise ConfigError(f"--max-items must be >= 1, got {max_items}")
+    if min_items is None:  # the bundled bank's own minimum may raise it (stop_settings)
+        min_items = min(30, max_items)
+    if min_items < 0:
+        raise ConfigError(f"--min-items must be >= 0, got {min_items}")
+    if min_items > max_items:
+        raise ConfigError(f"--min-items ({min_items}) must be <= --max-items ({max_items}); lower "
+                          "--min-items (or use --fixed-length N for exactly N items)")
+    if not 0 < se_stop < float("inf"):
+        raise ConfigError(f"--se-stop must be a number > 0, got {se_stop}")
+    return _cli_names(lambda: CATConfig(se_stop=se_stop, min_items=min_items,
+                                        max_items=max_items))
+
+
+def _absolute(path):
+    return None if path is None else Path(path).expanduser().resolve()
+
+
+def _remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
+    """Remove what a failed start created (the store file, its journal and lock folder, the
+    output folder), so a call that fails before asking anything leaves nothing behind."""
+    import shutil
+
+    if store is not None:
+        store.close()
+    if new_db:
+        for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")):
+            if p.exists():
+                p.unlink()
+        if Path(f"{db}.locks").is_dir():
+            shutil.rmtree(Path(f"{db}.locks"), ignore_errors=True)
+    if new_out and output is not None and output.is_dir():
+        shutil.rmtree(output, ignore_errors=True)
+    if new_db and db.parent.exists() and not any(db.parent.iterdir()) and db.parent != Path.cwd():
+        try:
+            db.parent.rmdir()
+        except OSError:
+            pass
+
+
+def _run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
+    """``(output_dir, report_dir)`` of a run: the options when given, else the run's own (recorded
+    when it started), else (runs of older versions) ``<db stem>_reports`` next to the store."""
+    recorded = store.run_output(rid)
+    if output is not None:
+        return output, (report_dir or output / "reports")
+    if report_dir is not None:
+        return (recorded[0] if recorded and recorded[0] else report_dir), report_dir
+    if recorded is not None and recorded[1] is not None:
+        return (recorded[0] or recorded[1]), recorded[1]
+    legacy = db.parent / f"{db.stem}_reports"
+    return legacy, legacy
+
+
+def _write_results(path: Path, rows: list, *, merge: bool) -> None:
+    """Write results.json atomically; ``merge``: keep the other runs' rows already there (a
+    resumed run replaces its own row)."""
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = list(rows)
+    if merge and path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, ValueError):
+            old = []
+        if isinstance(old, list):
+            new = {r["run_id"]: r for r in rows}
+            out = [new.pop(r.get("run_id"), r) if isinstance(r, dict) else r for r in old]
+            out += [r for r in rows if r["run_id"] in new]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(out, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+class _StopRequest:
+    """SIGINT / SIGTERM during a live run: the first signal asks the runs to stop after the
+    item in flight (it is scored and saved); a second one abandons it (it stays pending and is
+    asked again on resume). Handlers are installed only in the main thread, and restored."""
+
+    def __init__(self):
+        import threading
+
+        self.event = threading.Event()
+        self.count = 0
+
+    def _handler(self, signum, frame):
+        self.count += 1
+        self.event.set()
+        if self.count == 1:
+            err_console.print("stopping after the item in flight (press Ctrl-C again to abandon "
+                              "it; it is asked again on resume)", markup=False, highlight=False,
+                              soft_wrap=True)
+            return
+        raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        for sig in old:
+            signal.signal(sig, self._handler)
+        try:
+            yield self
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+
+
+class _Stopped(KeyboardInterrupt):
+    """Raised from the step callback once a stop was requested (after the round was saved)."""
+
+
+class _LiveDisplay:
+    """What a live run shows on stderr: aligned per-item lines (unless --quiet / --json) and, on a
+    terminal, a progress bar per run with items asked, theta +- SE and the time left. Piped,
+    there is no bar (the per-item lines are the progress)."""
+
+    def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool):
+        import threading
+
+        self.lines = lines
+        self.bar = bar and err_console.is_terminal
+        self.w_model = max([len(m) for m in models] + [1])
+        self.w_item = min(max([len(i) for i in item_ids] + [4]), 40)
+        self.min_items, self.max_items, self.se_stop = plan
+        self.lock = threading.Lock()
+        self.progress = None
+        self.tasks: dict = {}
+        self.models = list(models)
+
+    def __enter__(self):
+        if self.bar:
+            from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self.progress = Progress(
+                TextColumn("{task.description}"), BarColumn(),
+                TextColumn("{task.completed:>4.0f} items"), TextColumn("{task.fields[est]}"),
+                TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+                console=err_console, transient=False)
+            self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+        return False
+
+    def expected_total(self, n: int, se: float) -> int:
+        """Items the run will likely ask: SE shrinks about as 1 / sqrt(items), so reaching
+        --se-stop takes about n (se / se_stop)^2 items, within [--min-items, --max-items]."""
+        if not self.se_stop or not se or se != se:
+            return self.max_items
+        guess = int(round(n * (se / self.se_stop) ** 2)) if n else self.max_items
+        return int(min(self.max_items, max(self.min_items, n, guess)))
+
+    def line(self, info) -> "Text":
+        from rich.text import Text
+
+        text = Text(f"{info.model:<{self.w_model}}  step {info.step + 1:>4}  item ")
+        item = str(info.item_id)
+        text.append(f"{item:<{self.w_item}}" if len(item) <= self.w_item else item)
+        text.append("  ")
+        text.append("correct" if info.score else "wrong  ", style="green" if info.score else "red")
+        text.append(f"  theta {info.theta:+.3f}  SE {info.se:.3f}"
+                    + ("  (cached)" if info.cached else ""))
+        return text
+
+    def step_callback(self, stop: "_StopRequest"):
+        def on_step(info):
+            with self.lock:
+                if self.lines:
+                    target = self.progress.console if self.progress is not None else err_console
+                    target.print(self.line(info), highlight=False, emoji=False, soft_wrap=True)
+                if self.progress is not None:
+                    task = self.tasks.get(info.run_id)
+                    if task is None:
+                        task = self.tasks[info.run_id] = self.progress.add_task(
+                            escape(info.model), total=self.max_items, est="")
+                    self.progress.update(task, completed=info.step + 1,
+                                         total=self.expected_total(info.step + 1, info.se),
+                                         est=f"theta {info.theta:+.2f} +- {info.se:.2f}")
+            if stop.event.is_set():
+                raise _Stopped()
+
+        return on_step

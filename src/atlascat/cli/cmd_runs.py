@@ -13,7 +13,10 @@ from ._common import console, err_console, print_frame
 def register(app: typer.Typer) -> None:
     @app.command("runs")
     def runs(
-        db: Path = typer.Option(Path("atlas_runs.sqlite"), "--db", help="SQLite run store."),
+        db: Optional[Path] = typer.Option(None, "--db",
+                                          help="SQLite run store (default: runs.sqlite in "
+                                               "$ATLAS_HOME, else $XDG_DATA_HOME/atlascat, else "
+                                               "~/.local/share/atlascat)."),
         run_id: Optional[str] = typer.Option(None, "--run", help="Show the steps of one run."),
         output: Optional[Path] = typer.Option(None, "--output", "-o",
                                               help="With --run: (re)write the run's HTML page "
@@ -24,14 +27,17 @@ def register(app: typer.Typer) -> None:
     ):
         """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
 
-        'interrupted' is a run whose process died (killed) before finishing; continue it with
-        atlas evaluate --resume RUN_ID --db DB.
+        'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
+        finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
+        twice: observed (right / asked, over the items asked) and model-based (the bank's
+        expected proportion correct at theta).
         """
         import datetime as dt
 
         from ..errors import ConfigError, LiveRunError
-        from ..live.store import RunStore
+        from ..live.store import RunStore, default_store_path
 
+        db = db if db is not None else default_store_path()
         html = output or html
         if html is not None and run_id is None:
             raise ConfigError("-o/--output writes one run's page: give --run RUN_ID too")
@@ -75,6 +81,9 @@ def register(app: typer.Typer) -> None:
             return
         df = df.assign(updated=[dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
                                 for t in df["updated_at"]])
+        df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
+                                "model-based"})
         print_frame(df[["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta",
-                        "se", "accuracy", "stop_reason", "pending", "updated"]].fillna("-"),
+                        "se", "observed", "model-based", "stop_reason", "pending",
+                        "updated"]].fillna("-"),
                     title=f"runs in {db}")

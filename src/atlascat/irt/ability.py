@@ -243,6 +243,11 @@ class AbilityResult:
     flag: np.ndarray
     method: str
 
+    def __repr__(self) -> str:
+        ok = int(np.sum(np.asarray(self.flag) == "ok"))
+        return (f"AbilityResult(method={self.method!r}, n_subjects={np.size(self.theta)}, "
+                f"{ok} flagged ok)")
+
     def to_frame(self, subject_ids=None) -> pd.DataFrame:
         n = self.theta.size
         ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)])
@@ -402,7 +407,7 @@ def wle(responses, bank: ItemBank, *, bounds=(-10.0, 10.0), grid_step: float = 0
 # --------------------------------------------------------------------------------- public entry
 def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_mean: float = 0.0,
                      prior_sd: float = 1.0, quadpts: int = 61, theta_range=(-6.0, 6.0),
-                     bounds=(-10.0, 10.0), extra_items: str = "error",
+                     bounds=(-10.0, 10.0), extra_items: str = "warn",
                      subject_ids=None, device="cpu") -> pd.DataFrame:
     """Theta and SE for every subject, one row each.
 
@@ -415,7 +420,9 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     prior_mean, prior_sd : normal prior for EAP and MAP
     quadpts, theta_range : EAP quadrature (equally spaced nodes)
     bounds : search interval of ML / MAP / WLE
-    extra_items : "error" (default) or "ignore" for response items the bank does not contain
+    extra_items : what to do with response items the bank does not contain (e.g. the constant
+        items :func:`~atlascat.calibrate` leaves out): "warn" (default: left out, with a warning
+        naming them), "ignore" (left out silently) or "error" (strict: raise)
     subject_ids : ids for an array input (a ResponseMatrix brings its own)
     device : where EAP runs: "cpu" (NumPy) or "cuda" (see :func:`eap`); the other methods run
         on the CPU only
@@ -441,6 +448,18 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     responses = as_labelled_responses(responses)
     if isinstance(responses, ResponseMatrix) and subject_ids is None:
         subject_ids = responses.subject_ids
+    if extra_items == "warn":
+        if isinstance(responses, ResponseMatrix):
+            known = {str(i) for i in bank.item_ids}
+            unknown = [str(i) for i in responses.item_ids if str(i) not in known]
+            if unknown:
+                from ..errors import warn_user
+
+                warn_user(f"{len(unknown)} item(s) of the responses are not in the bank and were "
+                          f"left out of the scores, e.g. {unknown[:5]} (calibrate drops items "
+                          "everyone answered alike); pass extra_items='ignore' to silence this "
+                          "or 'error' to refuse")
+        extra_items = "ignore"
     y = response_array(responses, bank, extra=extra_items)
     if method == "eap":
         theta, se = _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd,

@@ -74,13 +74,12 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import norm
 
-from ..errors import ConfigError, ConvergenceError, ResponseDataError
+from ..errors import ConfigError, ConvergenceError, ResponseDataError, warn_user
 from . import _xp
 from .bank import ItemBank
 from .priors import parse_prior
@@ -888,6 +887,13 @@ class CalibrationResult:
     linking: list | None = None
     settings: dict = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        state = "converged" if self.converged else "NOT converged"
+        drop = f", {len(self.dropped_items)} dropped" if len(self.dropped_items) else ""
+        return (f"CalibrationResult(model={self.model!r}, n_items={len(self.bank)}, "
+                f"n_subjects={len(self.subject_ids)}, loglik={self.loglik:.4g}, "
+                f"n_iter={self.n_iter} {state}{drop}, {self.seconds:.2g} s)")
+
     def to_dict(self) -> dict:
         """JSON-ready summary (no per-subject arrays)."""
         out = {
@@ -1086,9 +1092,9 @@ class Calibrator:
         constant = np.fmin.reduce(values, axis=0) == np.fmax.reduce(values, axis=0)
         dropped = [str(i) for i in item_ids[constant]]
         if dropped:
-            warnings.warn(
+            warn_user(
                 f"{len(dropped)} item(s) have the same response from every subject who saw them "
-                f"(their MLE is at infinity) and were left out: {dropped[:10]}", stacklevel=2)
+                f"(their MLE is at infinity) and were left out: {dropped[:10]}")
             values = values[:, ~constant]
             item_ids = item_ids[~constant]
         if values.shape[1] == 0:

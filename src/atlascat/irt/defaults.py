@@ -72,10 +72,11 @@ Mislevy, R. J. (1986). Bayes modal estimation in item response models. Psychomet
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+
+from ..errors import warn_user
 
 __all__ = ["AUTO", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
@@ -245,7 +246,7 @@ def warn_problems(choice: DefaultsChoice, values, weights, stacklevel: int = 3) 
     probs = identification_problems(values, weights, choice.model, choice.prior_a, choice.prior_c,
                                     suggest_auto=choice.source != "auto")
     for p in probs:
-        warnings.warn(p, IdentificationWarning, stacklevel=stacklevel)
+        warn_user(p, IdentificationWarning)
     choice.warnings = list(choice.warnings) + probs
     return choice
 
@@ -270,6 +271,6 @@ def resolve(model, prior_a, prior_c, values: np.ndarray, weights, *,
                f"{choice.model.upper()}{prior}, not a {MID_N_DEFAULT[0].upper()}: below "
                f"{MODEL_MIN_SUBJECTS['3pl']} subjects the prior-ed 2PL predicts held-out "
                "subjects best (docs/calibration.md); pass model= (CLI --model) to override")
-        warnings.warn(msg, DefaultsWarning, stacklevel=stacklevel)
+        warn_user(msg, DefaultsWarning)
         choice.warnings.append(msg)
     return warn_problems(choice, values, w, stacklevel=stacklevel)

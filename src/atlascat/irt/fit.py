@@ -81,7 +81,6 @@ Applied Psychological Measurement, 41, 178-194.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -91,7 +90,7 @@ from scipy.optimize import brentq
 from scipy.special import expit
 from scipy.stats import chi2, ncx2, norm
 
-from ..errors import ConfigError, ResponseDataError
+from ..errors import ConfigError, ResponseDataError, warn_user
 from . import models
 from .ability import _irf_pieces, estimate_ability, response_array
 from .bank import ItemBank
@@ -356,8 +355,8 @@ def _m2_stat(resid, xi, delta, n_total):
         W = vecs[:, keep] / np.sqrt(vals[keep])
         z = W.T @ resid
         Z = W.T @ delta
-        warnings.warn("the moment covariance Xi is not positive definite (near-deterministic "
-                      "items?); M2 uses its pseudo-inverse", RuntimeWarning, stacklevel=3)
+        warn_user("the moment covariance Xi is not positive definite (near-deterministic "
+                  "items?); M2 uses its pseudo-inverse", RuntimeWarning)
     if Z.shape[1]:
         # project z off the column space of Z (normal equations, eigen-solved for rank safety)
         vals, vecs = linalg.eigh(Z.T @ Z, check_finite=False)
@@ -478,8 +477,8 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = 61,
     m2n, dfn, tli, cfi = float("nan"), n_mom - n_items, float("nan"), float("nan")
     if null_model:
         if np.any((p1 <= 0) | (p1 >= 1)):
-            warnings.warn("an item has proportion correct 0 or 1; CFI/TLI are undefined",
-                          RuntimeWarning, stacklevel=2)
+            warn_user("an item has proportion correct 0 or 1; CFI/TLI are undefined",
+                      RuntimeWarning)
         else:
             m2n = null_m2(p1, p2, N)
             tli = float((m2n / dfn - stat / df) / (m2n / dfn - 1.0))

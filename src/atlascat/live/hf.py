@@ -57,10 +57,30 @@ def _imports():
     return torch, transformers
 
 
+def _new_cache(model):
+    """An empty ``DynamicCache`` for ``model`` (the form transformers supports; the legacy
+    tuple-of-tuples ``past_key_values`` is deprecated), or None on a transformers without one
+    (the model then makes its own)."""
+    try:
+        from transformers import DynamicCache
+    except ImportError:  # pragma: no cover - very old transformers
+        return None
+    try:
+        return DynamicCache(config=model.config)  # sliding-window layers need the config
+    except TypeError:  # transformers < 4.56: no config argument
+        return DynamicCache()
+
+
 def _select_cache(cache, idx):
     """A cache holding rows ``idx`` of ``cache`` (``cache`` itself is left as it is)."""
     if isinstance(cache, tuple):
-        return tuple(tuple(t[idx] for t in layer) for layer in cache)
+        rows = tuple(tuple(t[idx] for t in layer) for layer in cache)
+        try:  # hand the model a Cache object, not the deprecated tuple form
+            from transformers import DynamicCache
+
+            return DynamicCache.from_legacy_cache(rows)
+        except (ImportError, AttributeError):  # pragma: no cover - depends on transformers
+            return rows
     sub = copy.copy(cache)
     if hasattr(cache, "layers"):
         sub.layers = [copy.copy(layer) for layer in cache.layers]
@@ -347,7 +367,9 @@ class HFSubject:
             last = [n - 1 for n in lens]
             keep = torch.tensor(sorted(set(last)), dtype=torch.long)
             ids, mask = ids.to(self.device), mask.to(self.device)
-            res, kept = self._forward(ids, mask, keep=keep.to(self.device), use_cache=True)
+            fresh = _new_cache(self.model)
+            res, kept = self._forward(ids, mask, keep=keep.to(self.device), use_cache=True,
+                                      **({} if fresh is None else {"past_key_values": fresh}))
             cache = res.past_key_values
             where = {int(p): q for q, p in enumerate(keep.tolist())} if kept else None
             # first continuation token from each context's last position

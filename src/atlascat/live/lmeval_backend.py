@@ -23,6 +23,23 @@ class LMEvalError(AtlasError, RuntimeError):
     """lm-evaluation-harness is missing or its model cannot be built."""
 
 
+#: lm_eval model types that run torch in process and default to "cuda" themselves
+_TORCH_BACKENDS = ("hf", "hf-auto", "huggingface", "hf-multimodal", "mamba_ssm")
+
+
+def _default_device(model_type: str) -> str | None:
+    """``"cpu"`` for an in-process torch backend when torch has no CUDA (the harness's own
+    default, ``"cuda"``, fails there with "Torch not compiled with CUDA enabled"); else None
+    (the backend chooses)."""
+    if model_type not in _TORCH_BACKENDS:
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return None if torch.cuda.is_available() else "cpu"
+
+
 def _lm_eval():
     try:
         from lm_eval.api.instance import Instance
@@ -82,6 +99,8 @@ class LMEvalSubject:
             extra = {}
             if batch_size is not None:
                 extra["batch_size"] = batch_size
+            if device is None and "device=" not in self.model_args:
+                device = _default_device(self.model_type)
             if device is not None:
                 extra["device"] = device
             try:

@@ -112,7 +112,8 @@ class RunResult:
     se: float | None
     n_items: int
     n_correct: int
-    accuracy: float | None
+    #: the bank's expected proportion correct at theta (a model-based estimate, not observed)
+    model_based_accuracy: float | None
     stop_reason: str | None
     items: list = field(default_factory=list)
     scores: list = field(default_factory=list)
@@ -122,6 +123,24 @@ class RunResult:
     error: str | None = None
     protocol: str | None = None
     batch_size: int = 1
+    #: right / asked over the items this run asked
+    observed_accuracy: float | None = None
+
+    def __post_init__(self):
+        if self.observed_accuracy is None and self.n_items:
+            self.observed_accuracy = self.n_correct / self.n_items
+
+    def __repr__(self) -> str:
+        est = ("theta=None" if self.theta is None
+               else f"theta={self.theta:.3f} +- {self.se:.3f}")
+        return (f"RunResult(run_id={self.run_id!r}, model={self.model!r}, "
+                f"status={self.status!r}, {est}, n_items={self.n_items}, "
+                f"n_correct={self.n_correct})")
+
+    @property
+    def accuracy(self) -> float | None:
+        """Old name of :attr:`model_based_accuracy` (kept readable for old code and runs)."""
+        return self.model_based_accuracy
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -133,7 +152,7 @@ class RunResult:
         done = steps[steps["status"] == "answered"]
         return cls(run_id=run_id, model=info["model"], status=info["status"], theta=info["theta"],
                    se=info["se"], n_items=int(info["n_items"]), n_correct=int(info["n_correct"]),
-                   accuracy=info["accuracy"], stop_reason=info["stop_reason"],
+                   model_based_accuracy=info["accuracy"], stop_reason=info["stop_reason"],
                    items=done["item_id"].astype(str).tolist(),
                    scores=done["score"].astype(int).tolist(),
                    prompt_tokens=int(info["prompt_tokens"]),
@@ -504,7 +523,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
         raise LiveRunError(f"{exc}. Run {run_id} is saved with {session.n_items} answered item(s); "
                            f"resume it with: atlas evaluate --resume {run_id} --db {store.path}") from exc
     except KeyboardInterrupt:
-        store.fail_run(run_id, "interrupted (Ctrl-C)")
+        store.interrupt_run(run_id)
         raise
     except AtlasError as exc:
         store.fail_run(run_id, str(exc))

@@ -4,12 +4,14 @@ One database file holds any number of runs (WAL journal, ``synchronous=FULL``; e
 has its own connection). Tables:
 
 runs    one row per run: model, subject description (no secret), bank reference and hash,
-        CAT settings, prompt settings, seed, status (running / done / error), the CAT session
-        snapshot after the last answered step, theta, SE, items, tokens, latency, error text.
+        CAT settings, prompt settings, seed, status (running / done / error / interrupted), the
+        CAT session snapshot after the last answered step, theta, SE, items, tokens, latency,
+        error text.
 steps   one row per administered item: ``pending`` is written (its own transaction) *before*
         the model is asked; the answer, score, theta, SE, latency and tokens are written
         together with the run's new session snapshot in *one* transaction after it answers.
 cache   answers keyed by (model key, item id, prompt hash), reused instead of asking again.
+run_outputs  where each run's results.json and report go (a resumed run writes there too).
 
 A round of k items (``--batch-size k``) writes its k pending steps in one transaction before
 asking; an answer that arrives is stored at once (status ``scored``); the round's scores enter the
@@ -48,7 +50,23 @@ import pandas as pd
 
 from ..errors import LiveRunError
 
-__all__ = ["RunStore", "SCHEMA_VERSION"]
+__all__ = ["RunStore", "SCHEMA_VERSION", "default_store_path", "atlas_home"]
+
+
+def atlas_home() -> Path:
+    """Where ATLAS keeps its run store when none is named: ``$ATLAS_HOME``, else
+    ``$XDG_DATA_HOME/atlascat``, else ``~/.local/share/atlascat`` (never the current directory)."""
+    env = os.environ.get("ATLAS_HOME")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "atlascat"
+
+
+def default_store_path() -> Path:
+    """The default run store: ``atlas_home() / "runs.sqlite"``."""
+    return atlas_home() / "runs.sqlite"
 
 SCHEMA_VERSION = 2
 
@@ -127,6 +145,11 @@ CREATE TABLE IF NOT EXISTS cache (
     latency_s REAL,
     created_at REAL NOT NULL,
     PRIMARY KEY (model, item_id, prompt_hash)
+);
+CREATE TABLE IF NOT EXISTS run_outputs (
+    run_id TEXT PRIMARY KEY,
+    output_dir TEXT,
+    report_dir TEXT
 );
 """
 
@@ -369,6 +392,32 @@ class RunStore:
                         (self._cap(error), time.time(), run_id))
         self.release(run_id)
 
+    def interrupt_run(self, run_id: str, reason: str = "interrupted (Ctrl-C / SIGTERM)") -> None:
+        """Mark a run ``interrupted`` (stopped on request; resumable) and release its lock."""
+        con = self._con()
+        if con.in_transaction:  # an interrupt between BEGIN and COMMIT of this thread
+            con.execute("ROLLBACK")
+        with self._tx() as con:
+            con.execute("UPDATE runs SET status='interrupted', error=?, updated_at=? "
+                        "WHERE run_id=? AND status='running'",
+                        (self._cap(reason), time.time(), run_id))
+        self.release(run_id)
+
+    def set_run_output(self, run_id: str, *, output_dir, report_dir) -> None:
+        """Remember where a run's results.json and report go (a resumed run writes there)."""
+        with self._tx() as con:
+            con.execute("INSERT OR REPLACE INTO run_outputs VALUES (?,?,?)",
+                        (run_id, None if output_dir is None else str(output_dir),
+                         None if report_dir is None else str(report_dir)))
+
+    def run_output(self, run_id: str) -> tuple | None:
+        """``(output_dir, report_dir)`` recorded for a run (Paths or None), or None."""
+        row = self._con().execute("SELECT output_dir, report_dir FROM run_outputs WHERE run_id=?",
+                                  (run_id,)).fetchone()
+        if row is None:
+            return None
+        return tuple(None if v is None else Path(v) for v in (row[0], row[1]))
+
     def list_runs(self) -> pd.DataFrame:
         """All runs, newest first, with a ``state`` that tells a killed run from a live one."""
         rows = [dict(r) for r in self._con().execute(
@@ -385,8 +434,11 @@ class RunStore:
                 state = "interrupted"
             r["state"] = state
             r["pending"] = pending.get(r["run_id"], 0)
-        cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
-                "accuracy", "stop_reason", "pending", "batch_size", "prompt_tokens",
+            r["observed_accuracy"] = (r["n_correct"] / r["n_items"]) if r["n_items"] else None
+            r["model_based_accuracy"] = r["accuracy"]
+        cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "n_correct",
+                "theta", "se", "observed_accuracy", "model_based_accuracy", "accuracy",
+                "stop_reason", "pending", "batch_size", "prompt_tokens",
                 "completion_tokens", "latency_s", "created_at", "updated_at", "error"]
         return pd.DataFrame(rows, columns=cols)
 
