@@ -81,6 +81,13 @@ CHANCE = {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.46,
 #: ``MIN_SUPPORT`` calibration models are that near (kernel-weighted).
 SUPPORT_BANDWIDTH = 0.25
 MIN_SUPPORT = 10.0
+#: chance of a 0/1 answer of each bank (a guess among the options): ARC, HellaSwag and MMLU
+#: four options, WinoGrande two, TruthfulQA mc1 0.23 on average (1 / options over its 290 items
+#: with content), GSM8K none (exact match)
+ANSWER_CHANCE = {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.23,
+                 "winogrande": 0.50, "gsm8k": 0.0}
+#: one-sided level of the test "the answers are better than guessing"
+CHANCE_ALPHA = 0.025
 #: share of the calibration models' replayed (out-of-fold) predictions the 95% interval is
 #: scaled to cover: a little above 0.95, because coverage conditional on a band of published
 #: score is lower than overall in the bands that collect the large residuals (held-out, seed 0:
@@ -589,7 +596,12 @@ class ScoreLink:
         if misfit:
             alo, ahi = self._accuracy_interval(cols, ys, scale)
             lo, hi = min(lo, alo), max(hi, ahi)
+        guess = bool(self._chance_not_excluded(np.array([len(cols)]),
+                                               np.array([float(np.sum(ys))]))[0])
+        if guess:
+            lo = min(lo, self.chance)
         warnings, flags = self._warnings(theta, se, bool(below[0]), bool(above[0]), lz if misfit
+                                         else None, (int(np.sum(ys)), len(cols)) if guess
                                          else None)
         pred = ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark,
                                tuple(warnings), "+".join(flags), lz)
@@ -689,7 +701,25 @@ class ScoreLink:
             hi = top if t > high else float(self._curve(t)) + z * scale * sd(t)
         return max(0.0, lo), min(1.0, hi)
 
-    def _warnings(self, theta, se, below, above, lz):
+    def _chance_not_excluded(self, n, k) -> np.ndarray:
+        """Rows whose k right of n answered cannot be told from guessing: the binomial
+        P(X >= k | n, answer chance) >= :data:`CHANCE_ALPHA`. Their interval then reaches down to
+        the benchmark's chance level: a real weak LLM's wrong answers are systematic (the link
+        learns where such patterns publish), but a pure guesser with the same number right
+        would publish chance, and its answers cannot exclude that (uniform 0/1 answers at 0.25
+        on ARC read 29.5% (23-36%) on the link: 22% of their intervals missed 25%)."""
+        from scipy.stats import binom
+
+        p = ANSWER_CHANCE.get(self.benchmark)
+        n = np.asarray(n, float)
+        k = np.asarray(k, float)
+        if p is None or self.chance is None:
+            return np.zeros(n.shape, bool)
+        if p <= 0:
+            return (n > 0) & (k <= 0)
+        return (n > 0) & (binom.sf(k - 1, n, p) >= CHANCE_ALPHA)
+
+    def _warnings(self, theta, se, below, above, lz, guess=None):
         low, high = self.support_bounds()
         sup = self.support
         warnings, flags = [], []
@@ -709,6 +739,10 @@ class ScoreLink:
             warnings.append(f"the answers do not fit the IRT model (person fit lz* = {lz:.2f} "
                             f"< {LZ_CRITICAL:.2f}): interval widened to what the number correct "
                             "supports")
+        if guess is not None:
+            flags.append("chance")
+            warnings.append(f"{guess[0]} of {guess[1]} right cannot be told from guessing: the "
+                            f"score may be as low as chance ({100 * self.chance:.0f}%)")
         return warnings, flags
 
     def predict_many(self, theta, se, *, asked=None, y=None, flags: bool = False):
@@ -759,10 +793,17 @@ class ScoreLink:
                     alo, ahi = self._accuracy_interval(cols, np.asarray(y, float)[i, cols],
                                                        scale[i])
                     lo[i], hi[i] = min(lo[i], alo), max(hi[i], ahi)
+        guess = np.zeros(theta.shape, bool)
+        if asked is not None and y is not None:
+            asked = np.asarray(asked, bool)
+            k = np.where(asked, np.nan_to_num(np.asarray(y, float)), 0.0).sum(1)
+            guess = self._chance_not_excluded(asked.sum(1), k)
+            lo = np.where(guess, np.minimum(lo, self.chance), lo)
         if not flags:
             return score, lo, hi
-        names = np.array(["+".join(n for n, f in zip(("below_data", "above_data", "misfit"), fl)
-                                   if f) for fl in zip(below, above, misfit)], dtype=object)
+        names = np.array(["+".join(n for n, f in zip(("below_data", "above_data", "misfit",
+                                                      "chance"), fl) if f)
+                          for fl in zip(below, above, misfit, guess)], dtype=object)
         return score, lo, hi, names
 
     def percentile(self, score) -> float:
