@@ -112,23 +112,22 @@ class TestItems:
 
     def test_shipped_bank_has_content_and_is_small(self, items_dir):
         bank = load_content_bank("arc")
-        from atlascat import datasets
-        from atlascat.filtering import filter_items
-        from atlascat.irt.quadrature import normal_quadrature
 
-        # 158 content items survive the filter; the IRT model is chosen per benchmark for the
-        # leaderboard score (docs/leaderboard.md)
-        assert len(bank) == 158 and bank.model in ("2pl", "3pl", "4pl")
+        # 239 of the 245 content items survive the filter on the whole leaderboard population
+        # (union matrices); the IRT model is chosen per benchmark for the leaderboard score
+        # (docs/leaderboard.md)
+        assert len(bank) == 239 and bank.model in ("2pl", "3pl", "4pl")
         assert content_bank_path("arc").stat().st_size < 1_000_000
-        # our calibration of the dense ARC matrix after the paper's psychometric filter
-        dense = datasets.load_responses("arc")
-        kept, _ = filter_items(dense)
-        assert set(bank.item_ids) <= set(kept.item_ids)
+        from atlascat.irt.ability import eap
+        from atlascat.live.build_bank import population_matrix
+
+        rm = population_matrix("arc", items_dir)
+        assert set(bank.item_ids) <= set(rm.item_ids)
         assert (bank.a > 0).all() and (bank.c < 0.9).all() and (np.abs(bank.b) < 10).all()
-        # it reproduces the observed item p-values: E_theta~N(0,1)[P_j(theta)] vs item means
-        quad = normal_quadrature(61)
-        implied = quad.weights @ bank.probability(quad.nodes)
-        observed = kept.subset(items=list(bank.item_ids)).item_means
+        # it reproduces the observed item p-values at the population's own thetas
+        y = rm.aligned_values(bank.item_ids, extra="ignore")
+        implied = np.where(np.isnan(y), np.nan, bank.probability(eap(y, bank)[0]))
+        implied, observed = np.nanmean(implied, axis=0), np.nanmean(y, axis=0)
         assert np.corrcoef(implied, observed)[0, 1] > 0.995
         assert np.abs(implied - observed).max() < 0.08
         content = load_item_content("arc", items_dir).set_index("item_id")
@@ -385,7 +384,8 @@ class TestRunsInProcess:
                               fault=lambda n, i, t: "500" if broken["on"] and n > 8 else None) as srv:
             code = main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}",
                          "--model", "mock", "--seed", str(CAT_SEED), "--db", str(db),
-                         "--max-retries", "2", "--backoff", "0", "--timeout", "5", "-q"])
+                         "--max-retries", "2", "--backoff", "0", "--timeout", "5", "-q",
+                         "--no-bound-stop"])  # the in-process reference has no link stops
             err = capsys.readouterr().err
             assert code == 2
             assert "failed 3 attempt(s); last: HTTP 500" in err and "--resume" in err
@@ -441,7 +441,8 @@ def test_sigkill_mid_run_then_resume_matches_uninterrupted(bank, tmp_path):
     key = "sk-atlas-test-4f1d9c0e7b2a"
     env = {**os.environ, "ATLAS_TEST_KEY": key, "COLUMNS": "200"}
     common = ["--bank", "arc", "--model", "mock-model", "--seed", CAT_SEED, "--se-stop", 0.1,
-              "--api-key-env", "ATLAS_TEST_KEY", "--timeout", 10]
+              "--api-key-env", "ATLAS_TEST_KEY", "--timeout", 10,
+              "--no-bound-stop"]  # as the in-process reference run: SE rule only
 
     # uninterrupted reference through HTTP (its own server and database)
     with MockOpenAIServer(bank, THETA, seed=SEED, api_key=key) as srv:
