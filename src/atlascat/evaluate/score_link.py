@@ -95,6 +95,9 @@ CHANCE_ALPHA = 0.025
 COVERAGE_TARGET = 0.97
 #: score-precision stop: the theta part of the score's SD at most this share of its residual SD
 PRECISION_RATIO = 0.75
+#: minimum-information stop of the linked banks: an item this informative shrinks an SE of 0.45
+#: by 1%
+MIN_INFO_STOP = 0.1
 #: ... and never asked to be below this (score units): where the residual SD is tiny (GSM8K
 #: near 0%) a fraction of it would ask for precision no user reads
 PRECISION_FLOOR = 0.01
@@ -336,6 +339,10 @@ class ScoreLink:
         ``linspace(-6, 6, 49)``: the test stops (after ``min_items``) once the part of the
         score's uncertainty due to theta is that small next to the part no item can remove
         (with 0.5 more items could narrow the interval by at most 1 - 1/sqrt(1.25) = 11%).
+        ``min_info_stop`` (with the score-precision rule): stop once no item left has Fisher
+        information :data:`MIN_INFO_STOP` at theta (at the ends of the range, where the content
+        banks have no item left that could move the estimate: ARC's best item below theta -2.5
+        carries < 0.5, its 30th best 0.05; weak models otherwise ran to the end of the bank).
         ``min_items``: the bank's shortest test, when its build set one (``info["min_items"]``;
         GSM8K: the IRT SE reaches 0.2 in 30 items while the score still moves); a user's own
         ``--min-items`` wins over it. Use as ``config.replace(**link.stop_settings())``.
@@ -368,6 +375,8 @@ class ScoreLink:
             sd = np.sqrt(np.interp(coarse, grid, self.var_grid))
             out["score_sd_stop"] = tuple(np.round(np.maximum(precision * sd,
                                                              float(precision_floor)), 6))
+        if precision:
+            out["min_info_stop"] = MIN_INFO_STOP
         if self.info.get("min_items") is not None:
             out["min_items"] = int(self.info["min_items"])
         return out
