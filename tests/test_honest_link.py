@@ -186,7 +186,7 @@ def arc():
 
 #: the link-based stops that end a test at chance level: the floor rule, and the score-precision
 #: rule where the link's curve is flat (on the whole-population banks it fires first)
-AT_CHANCE_STOPS = ("floor", "score_precision")
+AT_CHANCE_STOPS = ("floor", "score_precision", "min_information")
 
 
 class TestAtChanceOnArc:

@@ -922,8 +922,9 @@ def stop_note(prediction: ScorePrediction, stop_reason: str | None,
         return f"{where} (<= {100 * prediction.hi:.0f}%)"
     if stop_reason == "ceiling":
         return f"at or near the top (>= {100 * prediction.lo:.0f}%)"
-    if stop_reason == "score_precision" and chance is not None and prediction.lo <= chance + 0.02:
-        # stopped where the curve is flat and chance cannot be excluded
+    if (stop_reason in ("score_precision", "min_information") and chance is not None
+            and prediction.lo <= chance + 0.02):
+        # stopped where more items cannot help and chance cannot be excluded
         return f"at or near chance (<= {100 * prediction.hi:.0f}%)"
     return None
 
