@@ -209,7 +209,7 @@ def register(app: typer.Typer) -> None:
         se_stop: float = typer.Option(0.1, "--se-stop", help="Stop once SE <= this (after --min-items)."),
         min_items: int | None = typer.Option(
             None, "--min-items", help="Fewest items asked. [default: 30, or the bundled bank's "
-            "own minimum (gsm8k 45); at most --max-items]"),
+            "own minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most --max-items]"),
         max_items: int = typer.Option(500, "--max-items", help="Most items asked."),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
                                         help="Banks with a score link: stop once the model is "

@@ -95,7 +95,8 @@ def simulate_command(
     se_stop: Optional[float] = typer.Option(0.1, "--se-stop", help="Stop once SE <= this value."),
     min_items: int | None = typer.Option(
         None, "--min-items", help="Never stop before this many items. [default: 30, or the "
-        "bundled bank's own minimum (gsm8k 45); at most --max-items]"),
+        "bundled bank's own minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most "
+        "--max-items]"),
     max_items: int = typer.Option(500, "--max-items", help="Stop after this many items."),
     fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                help="Fixed-length test of N items (no SE stop)."),
