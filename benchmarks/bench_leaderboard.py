@@ -291,15 +291,7 @@ def main(argv=None):
                   for bench in args.bench for seed in args.seeds for tau in args.taus]
         df = pd.concat(frames, ignore_index=True)
         t = band_table(df)
-        md = band_markdown(t)
-        print()
-        print(md)
-        if args.output:
-            out = Path(args.output)
-            out.mkdir(parents=True, exist_ok=True)
-            df.to_csv(out / "population_rows.csv", index=False)
-            t.to_csv(out / "population_table.csv", index=False)
-            (out / "population_table.md").write_text(md)
+        _report(df, t, band_markdown(t), args.output, "population_")
         return
     rows = []
     for bench in args.bench:
@@ -309,15 +301,19 @@ def main(argv=None):
                             opts, args.extra_se)
     df = pd.DataFrame(rows)
     t = table(df)
-    md = markdown(t)
+    _report(df, t, markdown(t), args.output, "")
+
+
+def _report(df, t, md, output, prefix):
+    """Print the markdown table; write rows, table and markdown to ``output`` if given."""
     print()
     print(md)
-    if args.output:
-        out = Path(args.output)
+    if output:
+        out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
-        df.to_csv(out / "rows.csv", index=False)
-        t.to_csv(out / "table.csv", index=False)
-        (out / "table.md").write_text(md)
+        df.to_csv(out / f"{prefix}rows.csv", index=False)
+        t.to_csv(out / f"{prefix}table.csv", index=False)
+        (out / f"{prefix}table.md").write_text(md)
 
 
 if __name__ == "__main__":

@@ -194,7 +194,8 @@ class TestAtChanceOnArc:
     bank (their SE plateaus near 0.45: the bank has no information down there)."""
 
     def _run(self, bank, link, rule, **kw):
-        cfg = CATConfig(se_stop=0.2)
+        # both arms ask the bank's own shortest test (ARC 45): the rules are what differs
+        cfg = CATConfig(se_stop=0.2, min_items=link.stop_settings().get("min_items", 30))
         if rule:
             cfg = cfg.replace(**link.stop_settings(0.02))
         res = simulate_cat(bank, cfg, rng=np.random.default_rng(0), **kw)

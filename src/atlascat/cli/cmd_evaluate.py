@@ -359,12 +359,10 @@ def register(app: typer.Typer) -> None:
                 system=system))
             bk, ref = _load_bank(bank)
             if bound_stop and fixed_length is None:
-                settings = _stop_settings(bench_of(bk, ref), bound_margin)
-                if min_items is not None or "min_items" not in settings:
-                    settings.pop("min_items", None)
-                else:
-                    settings["min_items"] = min(settings["min_items"], config.max_items)
-                config = config.replace(**settings)
+                from ._common import with_link_stops
+
+                config = with_link_stops(config, _stop_settings(bench_of(bk, ref), bound_margin),
+                                         min_items is not None)
             plan = (config.min_items, config.max_items, config.se_stop)
             kind = subject.partition(":")[0].strip().lower()
             common = dict(bank=bk, api_key_env=api_key_env, limiter=limiter, chat=chat,

@@ -155,12 +155,11 @@ def simulate_command(
         base.update(min_items=fixed_length, max_items=fixed_length, se_stop=None)
     config = CATConfig.reference(**base) if reference else CATConfig(**base)
     if link is not None and bound_stop and fixed_length is None:
-        settings = link.stop_settings(check_finite(bound_margin, "--bound-margin"))
-        if min_items is not None or "min_items" not in settings:
-            settings.pop("min_items", None)
-        else:
-            settings["min_items"] = min(settings["min_items"], config.max_items)
-        config = config.replace(**settings)
+        from ._common import with_link_stops
+
+        config = with_link_stops(config, link.stop_settings(check_finite(bound_margin,
+                                                                         "--bound-margin")),
+                                 min_items is not None)
 
     kwargs = {}
     if responses is not None:
