@@ -1,0 +1,127 @@
+"""Every command in the README runs as written, in order, from a fresh folder (issue 19, item 4).
+
+The commands are read from the README itself: every line of a ```bash block (``make`` lines
+excepted: they are the suite's own entry points) and every ``$ ...`` command of a ```text block
+(with its ``\\`` continuation lines). They run in a temporary folder that has ``../shared``
+beside it, exactly as a user in a clone would type them. A command ending in ``&`` starts a
+server: it is started in the background (on a free port when 8000 is taken; the URLs of the
+later commands follow it) and stopped at the end.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def readme_commands(text: str) -> list[str]:
+    """The README's shell commands, in order (see the module docstring)."""
+    commands: list[str] = []
+    block = None
+    pending = ""
+    for line in text.splitlines():
+        if line.startswith("```"):
+            block = None if block is not None else (line[3:].strip() or "plain")
+            pending = ""
+            continue
+        if block == "bash":
+            cmd = line.strip()
+            if cmd and not cmd.startswith("#") and not cmd.startswith("make "):
+                pending += cmd
+                if pending.endswith("\\"):
+                    pending = pending[:-1] + " "
+                    continue
+                commands.append(pending)
+            pending = ""
+        elif block == "text":
+            if pending:
+                pending += line.strip()
+            elif line.startswith("$ "):
+                pending = line[2:].strip()
+            else:
+                continue
+            if pending.endswith("\\"):
+                pending = pending[:-1] + " "
+                continue
+            commands.append(pending)
+            pending = ""
+    # a trailing shell comment is the README's explanation, not part of the command
+    return [" ".join(re.sub(r"\s+#\s.*$", "", c).split()) for c in commands]
+
+
+def _free_port(preferred: int) -> int:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+
+def _wait_for(port: int, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the README's server did not listen on port {port}")
+
+
+def test_readme_parser_finds_the_commands():
+    cmds = readme_commands(README.read_text())
+    assert any(c.startswith("atlas calibrate") for c in cmds)
+    assert any(c.startswith("atlas evaluate") and "--batch-size 8" in c for c in cmds)
+    assert not any(c.startswith("make ") or c.endswith("\\") for c in cmds)
+    assert readme_commands("```bash\natlas a \\\n  --b 1\n```\n```text\n$ atlas c \\\n"
+                           "   --d\nout\n```\n") == ["atlas a --b 1", "atlas c --d"]
+
+
+@pytest.mark.slow
+def test_every_readme_command_runs_as_written(tmp_path, shared_data):
+    (tmp_path / "shared").symlink_to(shared_data.parent, target_is_directory=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "ATLAS_HOME": str(tmp_path / "home"), "OPENBLAS_NUM_THREADS": "1",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": str(ROOT / "src")}
+    servers: list[subprocess.Popen] = []
+    port = None
+    try:
+        for cmd in readme_commands(README.read_text()):
+            if port is not None:
+                cmd = cmd.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+            if cmd.endswith("&"):
+                cmd = cmd[:-1].strip()
+                m = re.search(r"--port (\d+)", cmd)
+                port = _free_port(int(m.group(1)) if m else 8000)
+                cmd = re.sub(r"--port \d+", f"--port {port}", cmd)
+                args = shlex.split(cmd)
+                args[0] = sys.executable if args[0] == "python" else args[0]
+                servers.append(subprocess.Popen(args, cwd=work, env=env,
+                                                stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.DEVNULL))
+                _wait_for(port)
+                continue
+            run = subprocess.run(["bash", "-c", cmd], cwd=work, env=env, capture_output=True,
+                                 text=True, timeout=300)
+            assert run.returncode == 0, (f"README command failed: {cmd}\n"
+                                         f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+    finally:
+        for p in servers:
+            p.terminate()
+            p.wait(timeout=10)
+    assert (work / "runs" / "arc" / "report.html").exists()
+    assert (work / "runs" / "my-model" / "results.json").exists()
+    assert (work / "report.html").exists()
