@@ -123,12 +123,6 @@ def _stop_settings(bench: str | None, margin: float) -> dict:
         return {}
 
 
-def _ordinal(p: float) -> str:
-    n = int(round(p))
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
 def protocol_label(protocol: str | None, bank=None) -> str:
     """How a run's protocol reads: a leaderboard run says whether its bank's items are scored by
     log-likelihood or by generation (GSM8K: exact match), from the bank's ``rule`` column."""
@@ -157,17 +151,11 @@ def format_result(row: dict) -> str:
              f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
              + (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")"]
     lb = row.get("leaderboard") or {}
-    if "score" in lb:
-        text = f"  predicted leaderboard score: {100 * lb['score']:.1f}%"
-        if lb.get("lo") is not None and lb.get("hi") is not None:
-            text += f" (95% interval {100 * lb['lo']:.1f}-{100 * lb['hi']:.1f}%)"
-        if lb.get("percentile") is not None:
-            text += f", {_ordinal(lb['percentile'])} percentile of the leaderboard's models"
-        lines.append(text)
-        if lb.get("warning"):
-            lines.append(f"  warning: {lb['warning']}")
-    else:
-        lines.append(f"  predicted leaderboard score: not available ({lb.get('note', 'no link')})")
+    from ..evaluate.score_link import describe_prediction
+
+    lines.append(f"  predicted leaderboard score: {describe_prediction(lb)}")
+    if lb.get("warning"):
+        lines.append(f"  warning: {lb['warning']}")
     proto = row.get("protocol") or "approximate"
     lines.append(f"  protocol: {row.get('protocol_label') or PROTOCOL_LABELS.get(proto, proto)}")
     obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")

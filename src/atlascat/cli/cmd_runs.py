@@ -73,8 +73,12 @@ def register(app: typer.Typer) -> None:
                         max_rows=1000)
             return
         df = store.list_runs()
+        predictions = [_prediction(store, r) for r in df.to_dict("records")]
         if as_json:
-            typer.echo(df.to_json(orient="records"))
+            records = json.loads(df.to_json(orient="records"))
+            for rec, lb in zip(records, predictions):
+                rec["leaderboard"] = lb
+            typer.echo(json.dumps(records))
             return
         if df.empty:
             console.print(f"no runs in {db}")
@@ -83,7 +87,27 @@ def register(app: typer.Typer) -> None:
                                 for t in df["updated_at"]])
         df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
                                 "model-based"})
+        from ..evaluate.score_link import describe_prediction
+
+        df["leaderboard"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
+                                                                   else "")
+                             if lb.get("score") is not None else "-" for lb in predictions]
         print_frame(df[["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta",
-                        "se", "observed", "model-based", "stop_reason", "pending",
+                        "se", "observed", "model-based", "leaderboard", "stop_reason", "pending",
                         "updated"]].fillna("-"),
                     title=f"runs in {db}")
+
+
+def _prediction(store, run: dict) -> dict:
+    """The predicted leaderboard score of a finished run, computed as ``atlas evaluate`` does
+    (the same function, the run's own answers and stop reason): one number everywhere."""
+    from .cmd_evaluate import leaderboard_prediction
+
+    ref = run.get("bank_ref") or ""
+    if run.get("state") != "done" or not ref.startswith("shipped:"):
+        return {}
+    steps = store.steps(run["run_id"])
+    done = steps[(steps["status"] == "answered") & steps["score"].notna()]
+    answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
+    return leaderboard_prediction(ref.split(":", 1)[1], run["theta"], run["se"], answers,
+                                  stop_reason=run.get("stop_reason"))

@@ -132,12 +132,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None) -> str:
     lb = leaderboard or {}
     warn_html = ""
     if "score" in lb:
-        text = f"{100 * lb['score']:.1f}%"
-        if lb.get("lo") is not None and lb.get("hi") is not None:
-            text += f" (95% interval {100 * lb['lo']:.1f}-{100 * lb['hi']:.1f}%)"
-        if lb.get("percentile") is not None:
-            text += f", percentile {lb['percentile']:.0f}"
-        kv.insert(9, ("predicted leaderboard score", text))
+        from ..evaluate.score_link import describe_prediction
+
+        kv.insert(9, ("predicted leaderboard score", describe_prediction(lb)))
         if lb.get("warning"):
             kv.insert(10, ("warning", lb["warning"]))
             warn_html = f"<p class='bad'>warning: {_e(lb['warning'])}</p>"
