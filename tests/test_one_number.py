@@ -9,7 +9,7 @@ import json
 import pytest
 
 from atlascat.cli import main
-from atlascat.evaluate.score_link import describe_prediction
+from atlascat.live.report import describe_prediction
 
 
 @pytest.mark.parametrize("theta", ["-3", "0.5"])

@@ -151,7 +151,7 @@ def format_result(row: dict) -> str:
              f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
              + (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")"]
     lb = row.get("leaderboard") or {}
-    from ..evaluate.score_link import describe_prediction
+    from ..live.report import describe_prediction
 
     lines.append(f"  predicted leaderboard score: {describe_prediction(lb)}")
     if lb.get("warning"):

@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
                                 for t in df["updated_at"]])
         df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
                                 "model-based"})
-        from ..evaluate.score_link import describe_prediction
+        from ..live.report import describe_prediction
 
         df["leaderboard"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
                                                                    else "")

@@ -62,8 +62,7 @@ from ..errors import AtlasError, BankError, ConfigError
 
 __all__ = ["ScoreLink", "ScorePrediction", "load_score_link", "score_link_path",
            "bundled_link", "load_bundled_bank", "predict_frame",
-           "fit_monotone_spline", "LINK_BENCHMARKS", "CHANCE", "stop_note",
-           "describe_prediction"]
+           "fit_monotone_spline", "LINK_BENCHMARKS", "CHANCE", "stop_note"]
 
 LINK_BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
 _Z95 = 1.959963984540054
@@ -908,32 +907,6 @@ def _fit_support(theta, scores, grid, benchmark, chance=None) -> dict:
             "theta_range": (float(th.min()), float(th.max())),
             "score_range": (float(s.min()), float(s.max())), "chance": chance,
             "floor": min(chance, float(np.quantile(s, 0.01))), "top": 1.0}
-
-
-def _ordinal(p: float) -> str:
-    n = int(round(p))
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def describe_prediction(lb: Mapping, *, short: bool = False) -> str:
-    """The one way a predicted leaderboard score is written (CLI, HTML report, ``atlas runs``).
-
-    ``lb``: ``{score, lo, hi, percentile, ...}`` on the 0-1 scale (``ScorePrediction.to_dict()``
-    or a run's ``leaderboard`` entry), or ``{note}``. Long: "71.9% (95% interval 68.5-75.3%),
-    88th percentile of the leaderboard's models"; ``short``: "71.9% (68.5-75.3)".
-    """
-    if lb.get("score") is None:
-        return f"not available ({lb.get('note', 'no score link')})"
-    text = f"{100 * lb['score']:.1f}%"
-    has_interval = lb.get("lo") is not None and lb.get("hi") is not None
-    if short:
-        return text + (f" ({100 * lb['lo']:.1f}-{100 * lb['hi']:.1f})" if has_interval else "")
-    if has_interval:
-        text += f" (95% interval {100 * lb['lo']:.1f}-{100 * lb['hi']:.1f}%)"
-    if lb.get("percentile") is not None:
-        text += f", {_ordinal(lb['percentile'])} percentile of the leaderboard's models"
-    return text
 
 
 def stop_note(prediction: ScorePrediction, stop_reason: str | None,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["render_run_report", "write_run_report"]
+__all__ = ["render_run_report", "write_run_report", "describe_prediction"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;
@@ -88,6 +88,32 @@ def _trajectory_svg(theta, se, width=760, height=260) -> str:
             "</svg>")
 
 
+def _ordinal(p: float) -> str:
+    n = int(round(p))
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def describe_prediction(lb, *, short: bool = False) -> str:
+    """The one way a predicted leaderboard score is written (CLI, HTML report, ``atlas runs``).
+
+    ``lb``: ``{score, lo, hi, percentile, ...}`` on the 0-1 scale (``ScorePrediction.to_dict()``
+    or a run's ``leaderboard`` entry), or ``{note}``. Long: "71.9% (95% interval 68.5-75.3%),
+    88th percentile of the leaderboard's models"; ``short``: "71.9% (68.5-75.3)".
+    """
+    if lb.get("score") is None:
+        return f"not available ({lb.get('note', 'no score link')})"
+    text = f"{100 * lb['score']:.1f}%"
+    has_interval = lb.get("lo") is not None and lb.get("hi") is not None
+    if short:
+        return text + (f" ({100 * lb['lo']:.1f}-{100 * lb['hi']:.1f})" if has_interval else "")
+    if has_interval:
+        text += f" (95% interval {100 * lb['lo']:.1f}-{100 * lb['hi']:.1f}%)"
+    if lb.get("percentile") is not None:
+        text += f", {_ordinal(lb['percentile'])} percentile of the leaderboard's models"
+    return text
+
+
 def render_run_report(store, run_id: str, bank=None, leaderboard=None) -> str:
     """The HTML text of a run's page. ``bank`` (optional) adds each item's question and key;
     ``leaderboard`` (optional, ``atlas evaluate``'s {score, lo, hi, percentile, warning} or
@@ -132,8 +158,6 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None) -> str:
     lb = leaderboard or {}
     warn_html = ""
     if "score" in lb:
-        from ..evaluate.score_link import describe_prediction
-
         kv.insert(9, ("predicted leaderboard score", describe_prediction(lb)))
         if lb.get("warning"):
             kv.insert(10, ("warning", lb["warning"]))
