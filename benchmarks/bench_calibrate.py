@@ -126,12 +126,12 @@ def bench_girth(rm, peer_python):
 
 
 def bench_recovery(seed):
-    from atlascat import datasets
+    from atlascat import catalogue
     from atlascat.irt.bank import ItemBank
     from atlascat.irt.calibrate import calibrate
     from atlascat.irt.linking import icc_rmsd
 
-    true = datasets.load_bank("hellaswag").subset(np.arange(1000))
+    true = catalogue.load_paper_bank("hellaswag").subset(np.arange(1000))
     rng = np.random.default_rng(seed)
     y, _ = simulate(true, 3000, rng)
     true = ItemBank([str(i) for i in range(len(true))], *true.params)
@@ -181,10 +181,10 @@ def bench_union():
 _BIG_SCRIPT = r"""
 import json, sys, time, warnings
 import numpy as np
-from atlascat import datasets
+from atlascat import catalogue
 from atlascat.irt.calibrate import calibrate
 seed, dtype, device, priors = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-bank = datasets.load_bank("hellaswag")
+bank = catalogue.load_paper_bank("hellaswag")
 rng = np.random.default_rng(seed)
 theta = rng.standard_normal(3467)
 y = (rng.random((3467, len(bank))) < bank.probability(theta)).astype(float)
@@ -284,11 +284,11 @@ def bench_mirt_tiny():
 
 def bench_gpu_large(seed, dtype="float32", n_subjects=8577, n_items=50265, missing=0.6):
     """Simulated leaderboard: items resampled from the HellaSwag bank, 60% of cells missing."""
-    from atlascat import datasets
+    from atlascat import catalogue
     from atlascat.irt.bank import ItemBank
     from atlascat.irt.calibrate import calibrate
 
-    src = datasets.load_bank("hellaswag")
+    src = catalogue.load_paper_bank("hellaswag")
     rng = np.random.default_rng(seed)
     pick = rng.integers(0, len(src), n_items)
     bank = ItemBank([str(i) for i in range(n_items)], src.a[pick], src.b[pick], src.c[pick])

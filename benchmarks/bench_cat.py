@@ -14,7 +14,7 @@ import numpy as np
 
 from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import CATSession, _TABLE_CACHE, simulate_cat
-from atlascat.datasets import load_bank, load_test_thetas
+from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 
 
 def batched(bank, thetas, ids, repeats=5):

@@ -105,7 +105,7 @@ def timing(repeats: int = 3) -> pd.DataFrame:
     """Wall time of simulate_cat on the paper's 5600-item HellaSwag bank (its 386 test models'
     thetas, model-drawn answers, SE 0.1): classic k = 1 against rounds of 8 per method;
     median of ``repeats`` runs (the tables are built on the first run)."""
-    from atlascat.datasets import load_bank, load_test_thetas
+    from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 
     bank = load_bank("hellaswag")
     th = load_test_thetas("hellaswag")["theta"].to_numpy()

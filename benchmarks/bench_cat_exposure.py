@@ -23,7 +23,7 @@ from atlascat.cat.config import CATConfig
 from atlascat.cat.content import content_report
 from atlascat.cat.engine import simulate_cat
 from atlascat.cat.exposure import calibrate_sympson_hetter
-from atlascat.datasets import load_bank, load_test_thetas
+from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.irt.bank import ItemBank
 
 

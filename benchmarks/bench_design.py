@@ -42,7 +42,7 @@ def timed(fn, repeat=1):
 
 # ---------------------------------------------------------------------------------------- forms
 def bench_forms(quick: bool):
-    from atlascat.datasets import BANK_BENCHMARKS, load_bank
+    from atlascat.catalogue import BANK_BENCHMARKS, load_paper_bank as load_bank
     from atlascat.design.optimal import optimal_form, random_form_baseline, random_forms
     from atlascat.irt.ability import eap
 
@@ -77,7 +77,7 @@ def bench_forms(quick: bool):
 
 # ---------------------------------------------------------------------------------------- mirt
 def bench_mirt(quick: bool):
-    from atlascat.datasets import load_responses
+    from atlascat.catalogue import load_responses
     from atlascat.irt.multidim import (MultidimBank, MultidimIRT, procrustes, select_dimension,
                                        simulate_responses, tucker_congruence)
 

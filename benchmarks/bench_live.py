@@ -17,7 +17,8 @@ from pathlib import Path
 
 from atlascat.cat.config import CATConfig
 from atlascat.live import runner
-from atlascat.live.items import build_prompt, item_record, load_content_bank
+from atlascat.content.items import build_prompt, item_record
+from atlascat.catalogue import load_content_bank
 from atlascat.live.mockserver import MockOpenAIServer
 from atlascat.live.store import RunStore
 from atlascat.live.subjects import OpenAICompatible, SimulatedSubject

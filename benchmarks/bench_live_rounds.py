@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from atlascat import datasets
+from atlascat import catalogue
 from atlascat.cat.config import CATConfig
 from atlascat.live import runner
-from atlascat.live.items import attach_content, load_item_content
+from atlascat.content.items import attach_content, load_item_content
 from atlascat.live.store import RunStore
 from atlascat.live.subjects import OpenAICompletionsSubject, ReplaySubject
 
@@ -29,8 +29,8 @@ ITEMS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "openll
 
 
 def main(n_models: int = 40) -> None:
-    bank = attach_content(datasets.load_bank("arc"), load_item_content("arc", ITEMS))
-    rm = datasets.load_responses("arc")
+    bank = attach_content(catalogue.load_paper_bank("arc"), load_item_content("arc", ITEMS))
+    rm = catalogue.load_responses("arc")
     bank = bank.subset([i for i in bank.item_ids if i in set(rm.item_ids)])
     rng = np.random.default_rng(0)
     models = [str(m) for m in rng.choice(rm.subject_ids, n_models, replace=False)]

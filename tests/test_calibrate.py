@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from atlascat import datasets
+from atlascat import catalogue
 from atlascat.cli import main
 from atlascat.errors import ConfigError, ResponseDataError
 from atlascat.irt import calibrate as C
@@ -289,7 +289,7 @@ class TestMissingData:
 def hellaswag_sim():
     """First 200 items of the published HellaSwag bank, 2000 N(0, 1) subjects (the 1000 x 3000
     version runs in the benchmark)."""
-    true = datasets.load_bank("hellaswag").subset(np.arange(200))
+    true = catalogue.load_paper_bank("hellaswag").subset(np.arange(200))
     true = ItemBank([str(i) for i in range(200)], *true.params)
     y, _ = simulate(true, 2000, np.random.default_rng(11))
     with warnings.catch_warnings():

@@ -16,7 +16,7 @@ import pytest
 from atlascat.cat.answers import model_probability
 from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import CATSession, simulate_cat
-from atlascat.datasets import load_bank, load_test_thetas
+from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.errors import AtlasError, ConfigError, LiveRunError, ResponseDataError
 from atlascat.irt.bank import ItemBank
 from atlascat.responses import ResponseMatrix

@@ -9,7 +9,7 @@ import pytest
 
 from atlascat.cli import main
 from atlascat.cli.cmd_simulate import safe_filename, unique_filenames
-from atlascat.datasets import load_bank
+from atlascat.catalogue import load_paper_bank as load_bank
 
 
 @pytest.fixture

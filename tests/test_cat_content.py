@@ -8,7 +8,7 @@ import pytest
 from atlascat.cat.config import CATConfig
 from atlascat.cat.content import MaxPriorityIndex, content_report
 from atlascat.cat.engine import CATSession, simulate_cat
-from atlascat.datasets import load_bank, load_test_thetas
+from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.errors import ConfigError
 from atlascat.irt.bank import ItemBank
 

@@ -10,7 +10,7 @@ import pytest
 from atlascat.cat.answers import model_probability
 from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import CATSession, bank_fingerprint, simulate_cat
-from atlascat.datasets import load_bank, load_test_thetas
+from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.errors import BankError, ConfigError, LiveRunError, ResponseDataError
 from atlascat.irt.ability import eap
 from atlascat.irt.bank import ItemBank

@@ -12,7 +12,7 @@ from atlascat.cat.engine import CATSession, simulate_cat
 from atlascat.cat.exposure import (ExposureTracker, SympsonHetter, calibrate_sympson_hetter,
                                    make_exposure_control)
 from atlascat.cat.selection import pick, ranked_candidates
-from atlascat.datasets import load_bank, load_test_thetas
+from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.errors import ConfigError
 
 

@@ -10,7 +10,7 @@ from atlascat.cat.engine import CATSession, _Engine, simulate_cat
 from atlascat.cat.selection import (AStratified, InfoPruner, ItemParams, KLInterval,
                                     MaxInformation, first_item_scores, fisher_information, pick,
                                     ranked_candidates)
-from atlascat.datasets import load_bank
+from atlascat.catalogue import load_paper_bank as load_bank
 from atlascat.irt import models
 from atlascat.irt.bank import ItemBank
 

@@ -9,7 +9,7 @@ import pytest
 from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import CATSession, simulate_cat
 from atlascat.cat.stopping import build_stop_rules
-from atlascat.datasets import load_bank
+from atlascat.catalogue import load_paper_bank as load_bank
 from atlascat.irt.ability import eap
 from atlascat.irt.bank import ItemBank
 

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 import atlascat as at
-from atlascat import datasets
+from atlascat import catalogue
 from atlascat.cli import _common, app, main
 from atlascat.irt.bank import ItemBank
 
@@ -122,8 +122,8 @@ def test_items_positional_bank_is_deprecated(small, capsys):
 
 # --------------------------------------------------------------------------- names
 def test_bundled_names_mean_one_bank_everywhere(capsys):
-    content = datasets.resolve_bank("arc")
-    paper = datasets.resolve_bank("paper-arc")
+    content = catalogue.resolve_bank("arc")
+    paper = catalogue.resolve_bank("paper-arc")
     assert len(paper) == 839 and len(content) != len(paper)
     assert content.metadata is not None and "question" in content.metadata.columns
     for argv in (["items", "--bank", "arc", "--json"], ["info", "arc", "--json"]):
@@ -135,19 +135,19 @@ def test_bundled_names_mean_one_bank_everywhere(capsys):
 
 
 def test_missing_content_bank_points_to_the_paper_bank():
-    for bench in datasets.CONTENT_BENCHMARKS:
+    for bench in catalogue.CONTENT_BENCHMARKS:
         try:
-            datasets.content_bank_path(bench)
+            catalogue.content_bank_path(bench)
         except at.BankError as exc:
             assert bench in str(exc)
-            if bench in datasets.BANK_BENCHMARKS:
+            if bench in catalogue.BANK_BENCHMARKS:
                 assert f"paper-{bench}" in str(exc)
 
 
 def test_bundled_matrix_name_as_responses(capsys):
     assert main(["score", "truthfulqa", "--bank", "paper-truthfulqa", "-m", "eap"]) == 0
     out = capsys.readouterr().out
-    assert f"{datasets.load_responses('truthfulqa').n_subjects} subjects" in out
+    assert f"{catalogue.load_responses('truthfulqa').n_subjects} subjects" in out
 
 
 # --------------------------------------------------------------------------- output

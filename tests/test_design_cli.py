@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from atlascat.cli import main
-from atlascat.datasets import load_bank
+from atlascat.catalogue import load_paper_bank as load_bank
 from atlascat.design.optimal import form_criterion, optimal_form
 from atlascat.irt.multidim import MultidimBank
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import LinearConstraint, milp
 
-from atlascat.datasets import BANK_BENCHMARKS, load_bank
+from atlascat.catalogue import BANK_BENCHMARKS, load_paper_bank as load_bank
 from atlascat.design.optimal import (
     _candidate_scores,
     _form_matrices,

@@ -12,8 +12,9 @@ from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import simulate_cat
 from atlascat.cat.stopping import CeilingStop, FloorStop, build_stop_rules
 from atlascat.errors import ConfigError
-from atlascat.evaluate.score_link import (CHANCE, LZ_CRITICAL, ScoreLink, load_bundled_bank,
-                                          load_score_link, predict_frame)
+from atlascat.link.settings import CHANCE, LZ_CRITICAL
+from atlascat.link.score_link import ScoreLink, predict_frame
+from atlascat.catalogue import load_bundled_bank, load_score_link
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from atlascat import datasets
+from atlascat import catalogue
 from atlascat.evaluate.item_quality import benjamini_hochberg, item_quality
 from atlascat.irt.bank import ItemBank
 
@@ -57,7 +57,7 @@ def test_benjamini_hochberg():
 
 
 def test_published_arc_bank_report():
-    bank = datasets.load_bank("arc")
+    bank = catalogue.load_paper_bank("arc")
     q = item_quality(bank)
     assert len(q) == 839
     neg = set(q.loc[q["issues"].str.contains("negative_a"), "item_id"])

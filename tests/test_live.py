@@ -18,8 +18,9 @@ import pytest
 from atlascat.cat.config import CATConfig
 from atlascat.errors import BankError, ConfigError, ResponseDataError
 from atlascat.live import runner
-from atlascat.live.items import (attach_content, build_prompt, content_bank_path, item_record,
-                                 load_content_bank, load_item_content, parse_choices)
+from atlascat.content.items import attach_content, build_prompt, item_record, load_item_content
+from atlascat.catalogue import content_bank_path, load_content_bank
+from atlascat.content.parsing import parse_choices
 from atlascat.live.lmeval import read_lmeval_samples
 from atlascat.live.mockserver import MockOpenAIServer
 from atlascat.live.scorers import (extract_choice, extract_number, get_scorer, register_scorer,
@@ -73,13 +74,13 @@ class TestItems:
         ("arc", 245, 245), ("gsm8k", 486, 486), ("hellaswag", 151, 150), ("mmlu", 198, 102),
         ("truthfulqa", 290, 290), ("winogrande", 239, 239)])
     def test_loaders_give_matrix_ids_and_valid_keys(self, items_dir, bench, n_items, n_matched):
-        from atlascat import datasets
+        from atlascat import catalogue
 
         df = load_item_content(bench, items_dir)
         assert len(df) == n_items and df["item_id"].is_unique
-        ids = set(datasets.load_responses(bench).item_ids)
+        ids = set(catalogue.load_responses(bench).item_ids)
         if bench != "mmlu":
-            ids |= set(datasets.load_bank(bench).item_ids)
+            ids |= set(catalogue.load_paper_bank(bench).item_ids)
         assert len(ids & set(df["item_id"])) == n_matched
         for rec in df.to_dict("records"):
             if rec["scorer"] == "mc":
@@ -138,9 +139,9 @@ class TestItems:
                                                       content.loc[list(bank.item_ids), "choices"]))
 
     def test_attach_content(self, items_dir):
-        from atlascat import datasets
+        from atlascat import catalogue
 
-        published = datasets.load_bank("arc")
+        published = catalogue.load_paper_bank("arc")
         content = load_item_content("arc", items_dir)
         joined = attach_content(published, content)
         assert len(joined) == 245

@@ -18,7 +18,7 @@ import pytest
 
 from atlascat.errors import AtlasError
 from atlascat.live.mockserver import MockOpenAIServer
-from atlascat.live.requests import Request
+from atlascat.content.requests import Request
 from atlascat.live.toylm import ToyLM, cut_at_stop, harness_pair
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -263,8 +263,8 @@ def bank_items(shared_data):
     """The first two content items of each benchmark as ItemRequests (build_item_requests on
     a bank with the content attached)."""
     from atlascat.irt.bank import ItemBank
-    from atlascat.live.items import attach_content, load_item_content
-    from atlascat.live.requests import build_item_requests
+    from atlascat.content.items import attach_content, load_item_content
+    from atlascat.content.requests import build_item_requests
 
     out = {}
     for bench in BENCHES:

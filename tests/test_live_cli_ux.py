@@ -206,7 +206,7 @@ def test_fixed_length(tmp_path, capsys):
 # ------------------------------------------------------------------------------- output
 def test_protocol_line_says_generation_for_gsm8k_and_loglikelihood_for_arc(bank):
     from atlascat.cli.cmd_evaluate import format_result, protocol_label
-    from atlascat.datasets import resolve_bank
+    from atlascat.catalogue import resolve_bank
 
     assert protocol_label("leaderboard", resolve_bank("gsm8k")) == \
         "leaderboard (generation, exact match)"

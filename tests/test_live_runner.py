@@ -31,7 +31,7 @@ from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import CATSession
 from atlascat.errors import AtlasError, ConfigError, LiveRunError
 from atlascat.live import runner
-from atlascat.live.items import item_record
+from atlascat.content.items import item_record
 from atlascat.live.mockserver import MockOpenAIServer
 from atlascat.live.store import RunStore
 from atlascat.live.subjects import (NoPromptLogprobsError, OpenAICompatible,
@@ -53,7 +53,7 @@ def fast_store(path, **kw) -> RunStore:
     return RunStore(path, synchronous="NORMAL", **kw)
 
 
-from atlascat.live.requests import Request, build_item_requests  # noqa: E402
+from atlascat.content.requests import Request, build_item_requests  # noqa: E402
 
 
 @pytest.fixture
@@ -375,9 +375,9 @@ class TestRounds:
 # =============================================================================== replay
 class TestReplay:
     def test_replay_reproduces_recorded_answers(self, bank, tmp_path, protocol, batched_session):
-        from atlascat import datasets
+        from atlascat import catalogue
 
-        rm = datasets.load_responses("arc")
+        rm = catalogue.load_responses("arc")
         model = str(rm.subject_ids[100])
         row = dict(zip(map(str, rm.item_ids), rm.values[100]))
         subj = subject_from_spec(f"replay:arc#{model}", bank=bank)
@@ -397,7 +397,7 @@ class TestReplay:
 
 # =============================================================================== CLI output
 def _fake_link(monkeypatch, fail=False):
-    mod = types.ModuleType("atlascat.evaluate.score_link")
+    import atlascat.catalogue as mod
 
     class Pred:
         def __init__(self, score):
@@ -417,8 +417,7 @@ def _fake_link(monkeypatch, fail=False):
         assert bench == "arc"
         return Link()
 
-    mod.load_score_link = load_score_link
-    monkeypatch.setitem(sys.modules, "atlascat.evaluate.score_link", mod)
+    monkeypatch.setattr(mod, "load_score_link", load_score_link)
 
 
 class TestEvaluateCLI:
@@ -576,7 +575,7 @@ class TestLiveFaults:
 
     def test_timeout_bounds_the_whole_request(self, bank):
         item = item_record(bank, bank.item_ids[0])
-        from atlascat.live.items import build_prompt
+        from atlascat.content.items import build_prompt
 
         with FaultServer(bank, "trickle") as srv:
             subj = OpenAICompatible(srv.url, "m", timeout=1.5, max_retries=0)
@@ -689,13 +688,13 @@ def test_completions_client_equals_toylm_through_the_mock_server(bank, protocol,
 def request_banks(shared_data):
     """Content banks with the leaderboard's request data (atlascat.live.requests), one per
     benchmark with a dense matrix, restricted to the matrix's items."""
-    from atlascat import datasets
-    from atlascat.live.items import attach_content, load_item_content
+    from atlascat import catalogue
+    from atlascat.content.items import attach_content, load_item_content
 
     out = {}
     for bench in ("arc", "hellaswag", "truthfulqa", "winogrande", "gsm8k"):
-        rm = datasets.load_responses(bench)
-        bank = attach_content(datasets.load_bank(bench),
+        rm = catalogue.load_responses(bench)
+        bank = attach_content(catalogue.load_paper_bank(bench),
                               load_item_content(bench, shared_data / "openllm" / "items"))
         out[bench] = (bank.subset([i for i in bank.item_ids if i in set(rm.item_ids)]), rm)
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from atlascat import datasets
+from atlascat import catalogue
 from atlascat.errors import ConfigError
 from atlascat.evaluate import reconstruction as rc
 from atlascat.irt.ability import estimate_ability
@@ -78,8 +78,8 @@ def test_pirt_beats_sample_mean_when_the_model_holds(rng):
 def test_pirt_on_arc_dense_matrix():
     """Acceptance: 100 random items per model, published ARC bank, ids normalized; items of the
     matrix that the bank lacks are dropped from the target (they cannot be predicted)."""
-    rm = datasets.load_responses("arc")
-    bank = datasets.load_bank("arc")
+    rm = catalogue.load_responses("arc")
+    bank = catalogue.load_paper_bank("arc")
     n_extra = sum(i not in bank for i in rm.item_ids)
     assert n_extra > 0
     frame, s = rc.pirt_experiment(rm, bank, 100, rng=np.random.default_rng(0))

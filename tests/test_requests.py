@@ -21,10 +21,8 @@ import pytest
 from atlascat.errors import AtlasError, BankError, LiveRunError
 from atlascat.irt.bank import ItemBank
 from atlascat.live import ItemRequests, Request, build_item_requests, build_requests
-from atlascat.live.items import (attach_content, content_item_ids, item_record,
-                                 load_item_content)
-from atlascat.live.requests import (GSM8K_UNTIL, QA_PROMPT, REQUEST_COLUMNS, gsm8k_cut,
-                                    gsm8k_extract, requests_from_record, score_outputs)
+from atlascat.content.items import attach_content, content_item_ids, item_record, load_item_content
+from atlascat.content.requests import GSM8K_UNTIL, QA_PROMPT, REQUEST_COLUMNS, gsm8k_cut, gsm8k_extract, requests_from_record, score_outputs
 
 BENCHES = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
 LONGPROMPT = {"arc": "alltwentyfiveshot_longprompt", "hellaswag": "alltenshot_longprompt",
@@ -228,7 +226,7 @@ class TestEveryItem:
         assert n == 92
 
     def test_hellaswag_preprocess_order(self):
-        from atlascat.live.requests import hellaswag_preprocess as pre
+        from atlascat.content.requests import hellaswag_preprocess as pre
 
         assert pre(" [title] Wear a hat.") == " Wear a hat."   # strip first: no " [title]" left
         assert pre("Go [title] Wear [step] it") == "Go. Wear it"
@@ -278,12 +276,12 @@ class TestEveryItem:
             assert ir.score(["x\n#### " + ir.gold]) == 1
 
     def test_content_ids_in_matrix_space(self, items_dir):
-        from atlascat import datasets
+        from atlascat import catalogue
 
         for bench in BENCHES:
             ids = content_item_ids(bench, items_dir)
             assert len(ids) == len(set(ids)) == N_CONTENT[bench]
-            dense = set(datasets.load_responses(bench).item_ids)
+            dense = set(catalogue.load_responses(bench).item_ids)
             assert len(dense & set(ids)) == N_IN_DENSE[bench], bench
         assert "high_school_government_and_politics.117" in content_item_ids("mmlu", items_dir)
 
@@ -417,7 +415,7 @@ class TestStorage:
             requests_from_record({"rule": "acc", "context": "x", "continuations": [" a", " b"],
                                   "gold": 2})
         with pytest.raises(BankError, match="not the|does not end"):
-            from atlascat.live.requests import request_fields
+            from atlascat.content.requests import request_fields
 
             rec = pd.read_parquet(items_dir / "arc.parquet").iloc[0].to_dict()
             rec["question"] = rec["question"] + " (edited)"
@@ -571,7 +569,7 @@ class TestShippedBanks:
 
     @pytest.mark.parametrize("bench", BENCHES)
     def test_shipped_requests_equal_fresh_ones(self, bench, items_dir):
-        from atlascat.live.items import load_content_bank
+        from atlascat.catalogue import load_content_bank
 
         bank = load_content_bank(bench)
         assert len(bank) > 0 and set(bank.item_ids) <= set(content_item_ids(bench, items_dir))

@@ -9,9 +9,10 @@ import pytest
 
 from atlascat.cat.config import CATConfig
 from atlascat.errors import AtlasError, BankError, ConfigError
-from atlascat.evaluate.score_link import (LINK_BENCHMARKS, ScoreLink, ScorePrediction,
-                                          fit_monotone_spline, load_bundled_bank,
-                                          load_score_link)
+from atlascat.catalogue import LINK_BENCHMARKS, load_bundled_bank, load_score_link
+from atlascat.link.score_link import ScoreLink
+from atlascat.link.prediction import ScorePrediction
+from atlascat.link.curve import fit_monotone_spline
 from atlascat.irt.bank import ItemBank
 
 
@@ -215,10 +216,10 @@ def test_shipped_bank_and_link(bench):
 def test_simulate_writes_leaderboard_accuracy(tmp_path):
     from typer.testing import CliRunner
 
-    from atlascat import datasets
+    from atlascat import catalogue
     from atlascat.cli import app
 
-    rm = datasets.load_responses("winogrande")
+    rm = catalogue.load_responses("winogrande")
     small = rm.subset(subjects=np.arange(6))
     path = tmp_path / "m.csv"
     small.write(path)
@@ -236,7 +237,7 @@ def test_isotonic_monotone_averages_a_bump_instead_of_carrying_it():
     """A running maximum carries one high blip at the low end to the whole lower range; the
     isotonic fit pools it with its neighbours (what made WinoGrande's weak models 3 points
     too high)."""
-    from atlascat.evaluate.score_link import _isotonic
+    from atlascat.link.curve import isotonic as _isotonic
 
     v = np.array([0.60, 0.50, 0.50, 0.50, 0.55, 0.70])
     w = np.array([1.0, 10, 10, 10, 10, 10])

@@ -31,10 +31,13 @@ _LAZY = {
     "CATResult": "atlascat.cat.engine",
     "simulate_cat": "atlascat.cat.engine",
     "ExposureTracker": "atlascat.cat.exposure_control",
+    "load_bank": "atlascat.catalogue",
+    "load_responses": "atlascat.catalogue",
+    "catalogue": "atlascat.catalogue",
     "datasets": "atlascat.datasets",
 }
 
-_MODULES = {"datasets"}  # names that are modules themselves; all others are attributes
+_MODULES = {"catalogue", "datasets"}  # names that are modules themselves; all others are attributes
 
 __all__ = ["__version__", "AtlasError", "BankError", "ConfigError", "ConvergenceError",
            "LiveRunError", "ResponseDataError", *_LAZY]

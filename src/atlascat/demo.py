@@ -64,7 +64,7 @@ def main(argv=None) -> int:
 
     from .cli._common import console
     from .cli.cmd_benchmark import print_tables, print_text, stage_progress
-    from .datasets import load_responses
+    from .catalogue import load_responses
     from .evaluate.protocol import BenchmarkConfig, plan_stages, run_benchmark
     from .evaluate.report import write_report
 
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     config = BenchmarkConfig(seed=args.seed, fit_partition_size=args.fit_partition_size)
     with stage_progress(plan_stages(config), args.bench) as done:
         run = run_benchmark(rm, config, name=f"{args.bench} (bundled dense matrix)", progress=done)
-    run.info["source"] = f"atlascat.datasets.load_responses({args.bench!r})"
+    run.info["source"] = f"atlascat.catalogue.load_responses({args.bench!r})"
     console.print("[bold]Calibration and fit[/]")
     for line in _fit_lines(run):
         print_text(line)

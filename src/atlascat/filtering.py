@@ -141,7 +141,7 @@ def filter_items(responses: ResponseMatrix, *, min_sd: float = 0.01, max_mean: f
     ``report.thresholds["subject_rule_applied"]`` and ``["point_biserial_rule_applied"]`` say
     whether they ran.
     """
-    from .validation import as_response_matrix
+    from .responses import as_response_matrix
 
     responses = as_response_matrix(responses)  # DataFrames keep their labels
     if subject_percentile is not None and not 0 <= subject_percentile < 100:
@@ -207,7 +207,7 @@ def stratified_split(responses: ResponseMatrix, *, test_size: float = 0.1, n_bin
     ``test_size`` (rounded, at least one when the bin has two or more subjects) goes to test.
     Returns ``(train, test)`` ResponseMatrix objects.
     """
-    from .validation import as_response_matrix
+    from .responses import as_response_matrix
 
     responses = as_response_matrix(responses)  # DataFrames keep their labels
     if not 0 < test_size < 1:

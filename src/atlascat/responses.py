@@ -21,9 +21,14 @@ import numpy as np
 import pandas as pd
 
 from .errors import ResponseDataError, warn_user
-from .irt.bank import normalize_item_id
+from .validation import normalize_item_id
 
-__all__ = ["ResponseMatrix", "tinybenchmarks_threshold"]
+__all__ = ["ResponseMatrix", "tinybenchmarks_threshold", "as_response_matrix",
+           "as_labelled_responses", "register_name_resolver"]
+
+#: how a name that is not a file becomes a ResponseMatrix (the catalogue registers its bundled
+#: matrices here when imported; None: names are read as file paths)
+_NAME_RESOLVER = None
 
 _LONG_SUBJECT = ("subject_id", "subject", "model")
 _LONG_ITEM = ("item_id", "item", "doc_id")
@@ -483,3 +488,47 @@ def tinybenchmarks_threshold(responses: ResponseMatrix, grid=None) -> float:
     above = np.stack([((y > c) & obs).sum(axis=1) / n_obs for c in grid])
     gap = np.abs(above - mean[None, :]).mean(axis=1)
     return float(grid[int(np.argmin(gap))])
+
+
+# ------------------------------------------------------------------ library arguments
+def register_name_resolver(resolver) -> None:
+    """Let the library's functions read a bundled name where they take a response matrix:
+    ``resolver(spec, option=..., on_empty=...)`` returns a ResponseMatrix for a path or a
+    name. :mod:`atlascat.catalogue` registers its own on import, so the data types below it
+    need not know what ships."""
+    global _NAME_RESOLVER
+    _NAME_RESOLVER = resolver
+
+
+def as_labelled_responses(responses, *, on_empty: str = "keep"):
+    """A pandas DataFrame (or Series) becomes a ResponseMatrix that keeps its labels: the index
+    as subject ids, the columns as item ids (so it is aligned to a bank by id, whatever the
+    column order). A frame without labels (RangeIndex columns) stays positional. A file path
+    (or, with the catalogue loaded, a bundled name) is read. Other inputs pass through."""
+    if isinstance(responses, (str, Path)):  # a file or a bundled name, as in the CLI
+        if _NAME_RESOLVER is not None:
+            return _NAME_RESOLVER(responses, option="responses", on_empty=on_empty)
+        if not Path(responses).exists() and not Path(responses).suffix:
+            raise ResponseDataError(f"responses {str(responses)!r} is not an existing file; a "
+                                    "bundled matrix is read by atlascat.catalogue.load_responses"
+                                    f"({str(responses)!r})")
+        return ResponseMatrix.read(responses, on_empty=on_empty)
+    if isinstance(responses, pd.Series):
+        responses = responses.to_frame().T
+    if isinstance(responses, pd.DataFrame):
+        if isinstance(responses.columns, pd.RangeIndex):
+            return responses.to_numpy(dtype=object)
+        return ResponseMatrix.from_frame(responses, on_empty=on_empty)
+    return responses
+
+
+def as_response_matrix(responses, *, on_empty: str = "keep") -> ResponseMatrix:
+    """A ResponseMatrix from a ResponseMatrix, a labelled DataFrame (labels kept), an array
+    (NaN = missing), or a file path / bundled name."""
+    responses = as_labelled_responses(responses, on_empty=on_empty)
+    if isinstance(responses, ResponseMatrix):
+        return responses
+    arr = np.asarray(responses, dtype=object)
+    if arr.ndim != 2:
+        raise ResponseDataError(f"responses must be 2-D (subjects x items), got shape {arr.shape}")
+    return ResponseMatrix(arr, on_empty=on_empty)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import math
 import os
+import re
 import zlib
 from pathlib import Path
 
@@ -335,6 +336,15 @@ def bank_param_error(name: str, ids, values, rows) -> BankError:
     return BankError(f"parameter {name!r} beyond +-{limit:g} for item(s) {detail}: no calibrated "
                      "item is that extreme; fix or drop these items (when calibrating: a prior "
                      "such as --prior-a 'lognorm(0,0.5)' keeps slopes finite)")
+
+
+# ------------------------------------------------------------------ ids
+_R_PREFIX = re.compile(r"^X(?=[0-9])")
+
+
+def normalize_item_id(item_id: str) -> str:
+    """Strip the ``X`` that R's ``make.names`` puts before ids starting with a digit (``X514``)."""
+    return _R_PREFIX.sub("", str(item_id))
 
 
 # ------------------------------------------------------------------ library arguments

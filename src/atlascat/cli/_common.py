@@ -5,7 +5,7 @@ Conventions every command follows (see ``docs/cli.md``):
 - ``-o/--output`` is the output path (a file or the run directory); nothing is written into the
   current directory unless the user names it.
 - ``--model`` is the IRT model only; responses are the positional argument; ``--bank`` takes a
-  file or a bundled name (:func:`atlascat.datasets.resolve_bank`).
+  file or a bundled name (:func:`atlascat.catalogue.resolve_bank`).
 - Old option spellings stay for one release as hidden aliases that print a deprecation warning
   (:func:`deprecated_alias`).
 - Prose wraps only on a terminal; tables never cut a number or an id (piped or redirected
@@ -160,7 +160,7 @@ def output_dir(path, option: str = "-o/--output"):
 
 def load_bank(spec, normalize_ids: bool = False, option: str = "--bank"):
     """A bank file or a bundled name (one meaning in every command)."""
-    from ..datasets import resolve_bank
+    from ..catalogue import resolve_bank
 
     return resolve_bank(spec, normalize_ids=normalize_ids, option=option)
 
@@ -168,7 +168,7 @@ def load_bank(spec, normalize_ids: bool = False, option: str = "--bank"):
 def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,
                    on_empty: str = "keep", option: str = "RESPONSES"):
     """A response matrix file or a bundled name."""
-    from ..datasets import resolve_responses
+    from ..catalogue import resolve_responses
 
     return resolve_responses(spec, option=option, freq_column=freq_column,
                              normalize_ids=normalize_ids, on_empty=on_empty)

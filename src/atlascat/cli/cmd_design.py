@@ -11,8 +11,8 @@ from ._common import bank_option_help, console, json_safe, output_file, print_fr
 
 def load_design_bank(spec: str):
     """A bank from a file (unidimensional ItemBank, or MultidimBank when it has a1, a2 columns)
-    or a bundled name (:func:`atlascat.datasets.resolve_bank`)."""
-    from ..datasets import resolve_bank
+    or a bundled name (:func:`atlascat.catalogue.resolve_bank`)."""
+    from ..catalogue import resolve_bank
 
     path = Path(spec)
     if path.is_file():

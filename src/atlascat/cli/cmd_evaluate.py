@@ -20,15 +20,14 @@ SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo 
 
 def _load_bank(spec: str):
     """``arc`` (a shipped content bank) or a bank file with content columns -> (bank, ref)."""
-    from .. import datasets
+    from ..catalogue import bank_names, is_bundled_name
+    from ..content.items import normalize_loaded
     from ..errors import BankError
-    from ..live.items import SHIPPED_BANKS, _normalize_loaded
     from ..live.runner import bundled_content_bank
 
-    is_name = getattr(datasets, "is_bundled_name", None)
-    names = getattr(datasets, "bank_names", lambda: tuple(SHIPPED_BANKS))()
+    names = bank_names()
     low = spec.lower()
-    if not Path(spec).exists() and (low in SHIPPED_BANKS or (is_name is not None and is_name(low))):
+    if not Path(spec).exists() and is_bundled_name(low):
         return bundled_content_bank(low), f"shipped:{low}"
     path = Path(spec)
     if not path.exists():
@@ -38,7 +37,7 @@ def _load_bank(spec: str):
         raise BankError(f"--bank {spec!r} is a directory; give a bank file (.parquet / .csv)")
     from ..irt.bank import ItemBank
 
-    return _normalize_loaded(ItemBank.read(path, normalize_ids=True)), str(path.resolve())
+    return normalize_loaded(ItemBank.read(path, normalize_ids=True)), str(path.resolve())
 
 
 def bench_of(bank, ref: str | None) -> str | None:
@@ -76,7 +75,7 @@ def leaderboard_prediction(bench: str | None, theta, se, responses=None,
         return {"note": "no score link: the bank's benchmark is unknown (use a shipped bank "
                         "such as arc, or a bank with a 'benchmark' column)"}
     try:
-        from ..evaluate.score_link import load_score_link
+        from ..catalogue import load_score_link
     except ImportError:
         return {"note": "no score link: this ATLAS has no atlascat.evaluate.score_link"}
     try:
@@ -116,7 +115,7 @@ def _stop_settings(bench: str | None, margin: float) -> dict:
     if bench is None:
         return {}
     try:
-        from ..evaluate.score_link import load_score_link
+        from ..catalogue import load_score_link
 
         return dict(load_score_link(bench).stop_settings(margin))
     except Exception:  # noqa: BLE001 - no (usable) link: no floor/ceiling stop
@@ -139,7 +138,7 @@ def protocol_label(protocol: str | None, bank=None) -> str:
     return PROTOCOL_LABELS.get(proto, proto)
 
 
-#: scoring rules whose requests are generations (see atlascat.live.requests)
+#: scoring rules whose requests are generations (see atlascat.content.requests)
 GENERATION_RULES = frozenset({"gsm8k_exact"})
 
 

@@ -14,7 +14,7 @@ def describe(path: Path) -> dict:
     import numpy as np
     import pandas as pd
 
-    from ..datasets import is_bundled_name, resolve_bank
+    from ..catalogue import is_bundled_name, resolve_bank
     from ..irt.bank import ItemBank
     from ..responses import ResponseMatrix
     from ..validation import check_input_file

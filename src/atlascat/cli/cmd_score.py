@@ -13,7 +13,7 @@ METHODS = ("eap", "wle", "map", "ml")
 
 
 def load_bank(spec: str, normalize_ids: bool):
-    """A bank file, or a bundled name (see :func:`atlascat.datasets.resolve_bank`)."""
+    """A bank file, or a bundled name (see :func:`atlascat.catalogue.resolve_bank`)."""
     from ._common import load_bank as _load
 
     return _load(spec, normalize_ids)

@@ -143,7 +143,7 @@ def simulate_command(
     if se_stop is not None:
         check_finite(se_stop, "--se-stop")
     out = output_dir(out)
-    from ..evaluate.score_link import bundled_link
+    from ..catalogue import bundled_link
 
     link = bundled_link(bank)  # a bundled content bank name (arc, hellaswag, ...) with a link
     item_bank = load_bank(bank, normalize_ids=True)
@@ -190,7 +190,7 @@ def simulate_command(
     out.mkdir(parents=True, exist_ok=True)
     persons = result.persons
     if link is not None:  # predicted published leaderboard score (0-1) with its 95% interval
-        from ..evaluate.score_link import predict_frame
+        from ..link import predict_frame
 
         persons = pd.concat([persons.reset_index(drop=True),
                              predict_frame(link, persons, result.administered)], axis=1)

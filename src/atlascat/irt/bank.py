@@ -13,7 +13,6 @@ allowed (a bank is a fact about data) but listed by :attr:`ItemBank.nonpositive_
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Iterable
 
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BankError
+from ..validation import normalize_item_id
 from . import models
 
 __all__ = ["ItemBank", "normalize_item_id"]
@@ -30,13 +30,6 @@ MIRT_COLUMNS = ("a1", "d", "g", "u")
 _ID_CANDIDATES = ("item_id", "X", "item", "id", "")
 # Metadata columns holding lists/dicts: JSON-encoded in CSV, native in Parquet.
 _JSON_COLUMNS = ("choices", "choice_labels", "fewshot")
-
-_R_PREFIX = re.compile(r"^X(?=[0-9])")
-
-
-def normalize_item_id(item_id: str) -> str:
-    """Strip the ``X`` that R's ``make.names`` puts before ids starting with a digit (``X514``)."""
-    return _R_PREFIX.sub("", str(item_id))
 
 
 class ItemBank:

@@ -7,7 +7,7 @@ For each benchmark (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k),
 :func:`build_content_bank` does:
 
 1. **Items that can be asked**: the dense Open LLM Leaderboard matrix (bundled,
-   ``datasets.load_responses(bench)``) restricted to the items that have content in metabench's
+   ``catalogue.load_responses(bench)``) restricted to the items that have content in metabench's
    item files (``metabench_idx``; MMLU ``mb_sub_idx``): ARC 245, HellaSwag 63, MMLU 102,
    TruthfulQA 157, WinoGrande 114, GSM8K 486 items. Only these can be in a live bank, so the
    bank is calibrated on them alone.
@@ -126,9 +126,9 @@ def load_published_scores(path, bench: str) -> pd.Series:
 
 def content_matrix(bench: str, items_dir, responses=None):
     """The response matrix restricted to the items with content (default: bundled dense)."""
-    from .. import datasets
+    from .. import catalogue
 
-    rm = datasets.load_responses(bench) if responses is None else responses
+    rm = catalogue.load_responses(bench) if responses is None else responses
     ids = set(content_item_ids(bench, items_dir))
     keep = np.array([str(i) in ids for i in rm.item_ids])
     if not keep.any():
@@ -198,7 +198,7 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
     """
     from ..cat.config import CATConfig
     from ..cat.engine import simulate_cat
-    from ..evaluate.score_link import ScoreLink
+    from ..link import ScoreLink
     from ..filtering import stratified_split
 
     fit, val = stratified_split(train, test_size=0.2, rng=np.random.default_rng([seed, 3]))
@@ -243,7 +243,7 @@ def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "aut
     Returns ``(bank, link, info)``.
     """
     from ..cat.config import CATConfig
-    from ..evaluate.score_link import ScoreLink
+    from ..link import ScoreLink
     from ..filtering import filter_items
 
     info: dict = {"benchmark": bench, "n_models": int(train.n_subjects),
@@ -304,7 +304,7 @@ def build_content_bank(bench: str, *, items_dir, scores_path, model: str = "auto
     bank, link, info = fit_bank_and_link(rm, scores, bench=bench, model=model, seed=seed,
                                          leaderboard_scores=scores.to_numpy(float))
     if attach:
-        from .items import attach_content, load_item_content
+        from ..content.items import attach_content, load_item_content
 
         bank = attach_content(bank, load_item_content(bench, items_dir), missing="drop")
         if len(bank) != info["n_items"]:

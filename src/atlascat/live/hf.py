@@ -1,7 +1,7 @@
 """In-process Hugging Face ``transformers`` subject, answering requests as lm-evaluation-harness.
 
 ``HFSubject("path/or/name", device="cuda", dtype="bfloat16")`` loads a causal LM and answers
-the leaderboard's requests (:class:`~atlascat.live.requests.Request`) the way the harness's
+the leaderboard's requests (:class:`~atlascat.content.requests.Request`) the way the harness's
 ``hf-causal-experimental`` model did at the Open LLM Leaderboard's commit (see
 ``shared/protocol/openllm_v1.md`` section 1):
 

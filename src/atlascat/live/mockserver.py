@@ -43,7 +43,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
 from ..errors import AtlasError
-from .items import item_record, letters
+from ..content.items import item_record
+from ..content.parsing import letters
 from .subjects import item_uniform
 from .toylm import cut_at_stop
 
@@ -162,7 +163,7 @@ class MockOpenAIServer:
 
     # ------------------------------------------------------------------ language model
     def _generate(self, prompt: str, max_tokens: int, stop) -> str:
-        from .requests import Request
+        from ..content.requests import Request
 
         if max_tokens <= 0:
             return ""
@@ -437,7 +438,7 @@ class MockOpenAIServer:
 def main(argv=None) -> None:  # pragma: no cover - manual use
     import argparse
 
-    from .items import load_content_bank
+    from ..catalogue import load_content_bank
 
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (ATLAS)")
     parser.add_argument("--bank", default="arc")

@@ -42,7 +42,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import AtlasError, BankError, ConfigError, LiveRunError
-from .items import PROMPT_STYLES, build_prompt, item_record
+from ..content.items import PROMPT_STYLES, build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
 from .subjects import Answer, SubjectError
@@ -174,7 +174,7 @@ def bank_hash(bank) -> str:
     for arr in bank.params:
         h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
     if bank.metadata is not None:
-        from .requests import REQUEST_COLUMNS as request_cols  # the leaderboard request data
+        from ..content.requests import REQUEST_COLUMNS as request_cols  # the leaderboard request data
 
         for col in ("question", "choices", "answer", "scorer", "fewshot",
                     *(c for c in request_cols if c not in ("question", "choices", "answer"))):
@@ -192,14 +192,14 @@ def bank_hash(bank) -> str:
 
 def bundled_content_bank(name: str):
     """The content bank shipped under ``name`` (``arc``, ...), as ``--bank NAME`` resolves it."""
-    from ..datasets import resolve_bank
+    from ..catalogue import resolve_bank
 
     return resolve_bank(name)
 
 
 def load_bank_ref(ref: str):
     """The bank a run was started on: ``shipped:<bench>`` or a bank file path."""
-    from .items import _normalize_loaded
+    from ..content.items import normalize_loaded
 
     if ref.startswith("shipped:"):
         return bundled_content_bank(ref.split(":", 1)[1])
@@ -208,7 +208,7 @@ def load_bank_ref(ref: str):
         raise BankError(f"the run's bank file {ref!r} no longer exists; pass the bank explicitly")
     from ..irt.bank import ItemBank
 
-    return _normalize_loaded(ItemBank.read(path))
+    return normalize_loaded(ItemBank.read(path))
 
 
 def subject_from_description(desc: dict, bank=None, **overrides):
@@ -270,12 +270,12 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
 
     k = _check_batch_size(batch_size)
     if bank.metadata is None:
-        raise BankError("live evaluation needs a bank with item content; see atlascat.live.items")
+        raise BankError("live evaluation needs a bank with item content; see atlascat.content.items")
     if getattr(subject, "kind", None) != "loglikelihood" and "question" not in bank.metadata.columns:
         raise BankError("live evaluation with prompts needs a bank with item content (question, "
-                        "choices, answer, scorer); see atlascat.live.items")
+                        "choices, answer, scorer); see atlascat.content.items")
     if getattr(subject, "kind", None) == "loglikelihood" and len(bank):
-        from .requests import build_item_requests
+        from ..content.requests import build_item_requests
 
         build_item_requests(bank, bank.item_ids[0])  # a bank without request data fails here
     config = config if config is not None else CATConfig()
@@ -427,7 +427,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     k = int(info.get("batch_size") or 1)
     loglik = getattr(subject, "kind", None) == "loglikelihood"
     if loglik:
-        from .requests import build_item_requests
+        from ..content.requests import build_item_requests
     session = _session_cls().from_dict(info["session"], bank)
     settings = PromptSettings(**info["prompt"])
     store.claim(run_id)  # one process per run (raises if another one is running it)
@@ -571,7 +571,7 @@ def evaluate(bank, subject, *, store, config=None, seed: int = 0,
 
     Parameters
     ----------
-    bank : ItemBank with content metadata (:func:`atlascat.live.items.load_content_bank`)
+    bank : ItemBank with content metadata (:func:`atlascat.catalogue.load_content_bank`)
     subject : a :class:`~atlascat.live.subjects.Subject`
     config : CATConfig (default: the paper's settings, SE stop 0.1)
     seed : seeds the CAT's generator (first item and randomesque picks)

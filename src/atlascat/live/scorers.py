@@ -1,7 +1,7 @@
 """Scorers: turn a model's raw answer into 0/1 (the paper's "modular scoring interface").
 
 A scorer is any callable ``(item, answer) -> 0 | 1`` where ``item`` is the item's content dict
-(:func:`atlascat.live.items.item_record`: ``question``, ``choices``, ``answer`` key, ...) and
+(:func:`atlascat.content.items.item_record`: ``question``, ``choices``, ``answer`` key, ...) and
 ``answer`` the raw text the model returned. Scorers are registered by name; the ``scorer``
 column of a content bank names the one each item uses.
 

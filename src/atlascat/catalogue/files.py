@@ -1,0 +1,37 @@
+"""Where the shipped data lies and which benchmarks it covers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import AtlasError
+
+#: the package's data folder (sources and licences in its README.md)
+DATA_DIR = Path(__file__).resolve().parent.parent / "datasets" / "data"
+
+#: dense Open LLM Leaderboard response matrices shipped (``dense_<bench>.csv.gz``)
+RESPONSE_BENCHMARKS = ("arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande", "mmlu")
+#: the ATLAS paper's published 3PL banks shipped (``<bench>_3pl_bank.csv.gz``)
+BANK_BENCHMARKS = ("arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande")
+#: our content banks with score links (``banks/<bench>.parquet``, ``banks/<bench>_link.json``)
+CONTENT_BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
+#: a bank name with this prefix is the paper's (``paper-arc``)
+PAPER_PREFIX = "paper-"
+
+
+def data_path(name: str) -> Path:
+    """Path of a bundled data file (relative to the data folder)."""
+    path = DATA_DIR / name
+    if not path.exists():
+        raise AtlasError(f"bundled data file {name!r} not found in the package")
+    return path
+
+
+def check_benchmark(bench: str, allowed) -> str:
+    """``bench`` lower-cased (a ``paper-`` prefix dropped for the paper's files) if in
+    ``allowed``, else an error that lists them."""
+    bench = str(bench).lower()
+    if bench.startswith(PAPER_PREFIX) and allowed is BANK_BENCHMARKS:
+        bench = bench[len(PAPER_PREFIX):]
+    if bench not in allowed:
+        raise AtlasError(f"unknown benchmark {bench!r}; choose one of {', '.join(allowed)}")
+    return bench

@@ -1,0 +1,20 @@
+"""The score link: from an adaptive test's theta (+- SE) and answers to the published
+leaderboard score with a 95% interval (see ``docs/leaderboard.md``).
+
+- :mod:`.score_link`: :class:`ScoreLink` (fit, predict, stop settings, JSON round trip) and
+  :func:`predict_frame`.
+- :mod:`.prediction`: :class:`ScorePrediction` and the floor / ceiling stop notes.
+- :mod:`.curve`, :mod:`.correction`: the curves over theta and the answers' correction.
+- :mod:`.settings`: chance levels and the other constants.
+
+A link is fitted by the evaluation code, shipped by the catalogue
+(:func:`atlascat.catalogue.load_score_link`) and used by the live runner: it sits below all
+three and knows nothing of files shipped.
+"""
+from .curve import fit_monotone_spline
+from .prediction import ScorePrediction, stop_note
+from .score_link import ScoreLink, predict_frame
+from .settings import ANSWER_CHANCE, CHANCE
+
+__all__ = ["ScoreLink", "ScorePrediction", "predict_frame", "stop_note", "fit_monotone_spline",
+           "CHANCE", "ANSWER_CHANCE"]

@@ -1,0 +1,777 @@
+"""Score link: from an adaptive test's theta (+- SE) to the published leaderboard score.
+
+A shipped content bank is a few dozen to a few hundred items of a benchmark whose leaderboard
+score is the accuracy on all of its items (ARC 1,172, HellaSwag 10,042, MMLU 14,042 over 57
+subjects, ...; TruthfulQA's published score is mc2 while the bank holds mc1 answers). A
+:class:`ScoreLink` maps what a test observed to that published score, fitted on the calibration
+models (their answers on the bank and their published scores):
+
+    score = g(theta, SE) + c_0 + sum_{j answered} w_j (y_j - P_j(theta))   (answers optional)
+
+- ``g`` is a least-squares cubic spline of the published score on the calibration models'
+  whole-bank EAP theta (knots at theta quantiles), made non-decreasing and held constant outside
+  the calibration models' theta range. Fitting on theta directly, rather than going through the
+  bank's expected accuracy and a straight line, is what makes a short adaptive test predict the
+  score well (see ``docs/leaderboard.md``): the published score is not linear in the bank's
+  expected accuracy, and theta weights the items as the model says they discriminate.
+- For a short test, ``g`` is blended (by the SE) towards a second curve fitted on the theta of
+  an adaptive test replayed on the calibration models (the default test, SE <= 0.2): the
+  published score regressed on the short test's own estimate, which absorbs the estimate's
+  shrinkage and the prior's misfit. At the whole bank's SE the first curve is used, at the
+  replayed test's median SE and above the second.
+- The answer correction (used when ``responses`` are given): a regression estimator on the
+  residuals of the answered items, with one weight per item (ridge regression of the published
+  score's deviation from ``g`` on the residuals, fitted on the adaptive test replayed on the
+  calibration models, penalty by cross-validation). Some items' residuals predict how a model
+  does on the rest of the benchmark beyond what theta says. ``anchor_items`` are the few items
+  whose residual predicts it best: a test that asks them in addition to its adaptive items gets
+  the ``anchors`` correction (fitted with them always answered); otherwise the ``cat`` one.
+- The 95% interval adds the score's spread around ``g`` at that theta (residual variance of the
+  calibration models, kernel-smoothed over theta) to the spread of ``g`` over N(theta, se^2),
+  times a factor chosen so that the interval covers 95% of the calibration models' replayed
+  adaptive tests (for the answer corrections: of their cross-validated predictions).
+
+**Honest outside the data.** ``fit`` also stores the link's *support*: a Gaussian-kernel count
+of calibration models per theta-grid point (bandwidth 0.25: about the number of models within
++- 0.3), their theta and published-score ranges and the benchmark's chance level
+(:data:`CHANCE`). Where theta's 95% range (theta +- 1.96 SE) reaches a region with fewer than
+``min_models`` (10) effective calibration models, the interval's side towards that region goes
+to the bound the data cannot exclude: the *floor* (chance level, or the lowest calibration score
+if lower) below, ``top`` (1.0) above; below the support the point estimate also falls towards
+the floor as the bank's expected accuracy falls towards its guessing floor (instead of being held
+at the lowest calibrated score). Answers that do not fit the IRT model (Snijders' lz* < -2.33,
+one-sided 1%) widen the interval to its union with the interval the number correct alone
+supports. Each case adds a one-line warning to :class:`ScorePrediction`. Inside the support,
+with fitting answers, nothing changes.
+
+A link is plain numbers (grids of theta, score and variance; the bank's item parameters and
+correction weights); :meth:`ScoreLink.to_dict` / :meth:`ScoreLink.from_dict` round-trip through JSON.
+:func:`atlascat.catalogue.load_score_link` reads the one shipped with a bundled bank
+(``datasets/data/banks/<bench>_link.json``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import BankError, ConfigError
+from .correction import ridge_correction, with_columns
+from .curve import (check_local, finite_values, fit_monotone_spline, fit_support, local_scale,
+                    rounded, smoothed_variance)
+from .prediction import ScorePrediction, with_stop_note
+from .settings import (ANSWER_CHANCE, BOTTOM_TOLERANCE, CHANCE, CHANCE_ALPHA, COVERAGE_TARGET, GRID,
+                       LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP, MIN_SUPPORT, PRECISION_FLOOR,
+                       PRECISION_RATIO, SUPPORT_BANDWIDTH, Z95)
+
+__all__ = ["ScoreLink", "predict_frame"]
+
+
+class ScoreLink:
+    """Map theta (+- SE), and optionally the observed answers, to the published score (0-1).
+
+    Build one with :meth:`fit`; predict with :meth:`predict` (one examinee) or
+    :meth:`predict_many` (arrays). See the module docstring for the model.
+    """
+
+    def __init__(self, benchmark: str, theta_grid, score_grid, var_grid, *,
+                 interval_scale: float = 1.0, item_ids=None, item_params=None, local_scale=None,
+                 quantiles=None, info: Mapping | None = None, short_grid=None, se_anchor=None,
+                 corrections: Mapping | None = None, anchor_items=None,
+                 support: Mapping | None = None):
+        self.benchmark = str(benchmark)
+        self.theta_grid = np.asarray(theta_grid, float)
+        self.score_grid = np.asarray(score_grid, float)
+        self.var_grid = np.asarray(var_grid, float)
+        if not (self.theta_grid.ndim == 1 and self.theta_grid.shape == self.score_grid.shape
+                == self.var_grid.shape and self.theta_grid.size >= 2):
+            raise BankError("a score link needs theta, score and variance grids of one length")
+        if np.any(np.diff(self.theta_grid) <= 0):
+            raise BankError("the score link's theta grid must be increasing")
+        self.interval_scale = float(interval_scale)
+        #: interval width multiplier over theta for the theta-only prediction (1 = none)
+        self.local_scale = None if local_scale is None else check_local(local_scale,
+                                                                         self.theta_grid)
+        self.item_ids = None if item_ids is None else [str(i) for i in item_ids]
+        self.item_params = None if item_params is None else np.asarray(item_params, float)
+        if self.item_params is not None and self.item_params.shape != (len(self.item_ids), 4):
+            raise BankError("score link item_params must be (n_items, 4): a, b, c, u")
+        self.quantiles = None if quantiles is None else np.sort(np.asarray(quantiles, float))
+        self.info = dict(info or {})
+        self.short_grid = None if short_grid is None else np.asarray(short_grid, float)
+        if self.short_grid is not None and self.short_grid.shape != self.theta_grid.shape:
+            raise BankError("the score link's short-test grid must match its theta grid")
+        self.se_anchor = None if se_anchor is None else tuple(float(v) for v in se_anchor)
+        #: observed-answer corrections: {"cat" | "anchors": {"weights", "intercept", "scale"}}
+        self.corrections = {}
+        for key, c in dict(corrections or {}).items():
+            w = np.asarray(c["weights"], float)
+            if self.item_ids is None or w.shape != (len(self.item_ids),):
+                raise BankError("score link correction weights must have one value per item")
+            self.corrections[str(key)] = {"weights": w, "intercept": float(c["intercept"]),
+                                          "scale": float(c["scale"])}
+            if c.get("local") is not None:
+                self.corrections[str(key)]["local"] = check_local(c["local"], self.theta_grid)
+        self.anchor_items = [str(i) for i in (anchor_items or [])]
+        self.support = self._normalize_support(support)
+        self._bank_cache = None
+
+    def _normalize_support(self, support: Mapping | None) -> dict:
+        """What the link knows of its calibration data, with fallbacks for links written
+        before the support was stored: the theta range is where ``var_grid`` stops being
+        constant (it is held constant beyond the calibration models' thetas), the chance level
+        :data:`CHANCE` (else the curve's lowest value), no per-theta count."""
+        d = dict(support or {})
+        grid = self.theta_grid
+        count = d.get("count")
+        if count is not None:
+            count = np.asarray(count, float)
+            if count.shape != grid.shape:
+                raise BankError("the score link's support count must match its theta grid")
+        theta_range = d.get("theta_range")
+        if theta_range is None:
+            moving = np.flatnonzero(np.abs(np.diff(self.var_grid)) > 0)
+            theta_range = ((grid[moving[0]], grid[moving[-1] + 1]) if moving.size
+                           else (grid[0], grid[-1]))
+        chance = d.get("chance")
+        if chance is None:
+            chance = CHANCE.get(self.benchmark.lower(), float(np.min(self.score_grid)))
+        floor = d.get("floor")
+        floor = float(chance) if floor is None else float(floor)
+        score_range = d.get("score_range")
+        return {"count": count, "bandwidth": float(d.get("bandwidth", SUPPORT_BANDWIDTH)),
+                "min_models": float(d.get("min_models", MIN_SUPPORT)),
+                "theta_range": tuple(float(v) for v in theta_range),
+                "score_range": None if score_range is None else tuple(float(v) for v in score_range),
+                "chance": float(chance), "floor": floor, "top": float(d.get("top", 1.0))}
+
+    @property
+    def chance(self) -> float:
+        """The benchmark's chance level (0-1) as this link knows it."""
+        return self.support["chance"]
+
+    def support_bounds(self) -> tuple[float, float]:
+        """(low, high) theta between which the link saw enough calibration models: at least
+        ``min_models`` kernel-weighted models (bandwidth ``bandwidth``) and inside the
+        calibration models' theta range; and, when the whole-bank curve bottoms out more than
+        ``BOTTOM_TOLERANCE`` above the floor, above the theta where it goes flat (no calibration
+        model scored lower, so a model below it may be at chance). Outside it a prediction carries a warning and its
+        interval extends to the floor / top."""
+        lo, hi = self._data_bounds()
+        # a curve whose flat bottom is above the floor: below where it flattens, the link saw
+        # no model score lower, so a lower score (down to chance) is not excluded
+        bottom = float(self.score_grid.min())
+        if bottom > self.support["floor"] + BOTTOM_TOLERANCE:
+            flat = np.flatnonzero(self.score_grid <= bottom + 1e-9)
+            lo = max(lo, float(self.theta_grid[flat[-1]]))
+        return lo, hi
+
+    def _data_bounds(self) -> tuple[float, float]:
+        """(low, high) theta with enough calibration models (count and range only)."""
+        lo, hi = self.support["theta_range"]
+        count = self.support["count"]
+        if count is None:
+            return lo, hi
+        ok = np.flatnonzero(count >= self.support["min_models"])
+        if ok.size == 0:
+            return lo, lo   # nothing is supported: every theta is outside
+        return max(lo, float(self.theta_grid[ok[0]])), min(hi, float(self.theta_grid[ok[-1]]))
+
+    def stop_settings(self, margin: float = 0.02, z: float = 1.96,
+                      precision: float | None = None, precision_floor: float | None = None
+                      ) -> dict:
+        """CATConfig fields of the floor / ceiling and score-precision stopping rules.
+
+        ``floor_theta``: the highest theta at which the short-test curve is still within
+        ``margin`` (0-1 score units) of its lowest value; ``ceiling_theta``: the lowest theta at
+        which it is within ``margin`` of its highest. An adaptive test whose theta +- z SE lies
+        wholly beyond one of them stops (after ``min_items``): more items cannot move the
+        predicted score by more than ``margin`` through the curve.
+
+        ``score_curve`` / ``score_sd_stop`` (unless ``precision`` is 0): the short-test
+        curve and max(``precision`` x the published score's residual SD around the curve,
+        ``precision_floor``) (defaults :data:`PRECISION_RATIO`, :data:`PRECISION_FLOOR`), on
+        ``linspace(-6, 6, 49)``: the test stops (after ``min_items``) once the part of the
+        score's uncertainty due to theta is that small next to the part no item can remove
+        (with 0.5 more items could narrow the interval by at most 1 - 1/sqrt(1.25) = 11%).
+        ``min_info_stop`` (with the score-precision rule): stop once no item left has Fisher
+        information :data:`MIN_INFO_STOP` at theta (at the ends of the range, where the content
+        banks have no item left that could move the estimate: ARC's best item below theta -2.5
+        carries < 0.5, its 30th best 0.05; weak models otherwise ran to the end of the bank).
+        ``min_items``: the bank's shortest test, when its build set one (``info["min_items"]``;
+        ``build_bank.MIN_ITEMS``: ARC, TruthfulQA, WinoGrande 45, GSM8K 55); a user's own
+        ``--min-items`` wins over it. Use as ``config.replace(**link.stop_settings())``.
+        """
+        margin = float(margin)
+        if not (np.isfinite(margin) and margin >= 0):
+            raise ConfigError(f"the floor/ceiling margin must be >= 0 (score units 0-1), "
+                              f"got {margin!r}")
+        curve = self.short_grid if self.short_grid is not None else self.score_grid
+        grid = self.theta_grid
+        # the curve must stay within the margin over the WHOLE region beyond the bound (the
+        # same as "within margin of its lowest value" for a monotone curve; a U-shaped one such
+        # as TruthfulQA's gets no floor where its low end rises again)
+        below = np.maximum.accumulate(curve) - np.minimum.accumulate(curve)
+        above = (np.maximum.accumulate(curve[::-1]) - np.minimum.accumulate(curve[::-1]))[::-1]
+        low = np.flatnonzero(below <= margin)
+        high = np.flatnonzero(above <= margin)
+        floor_theta, ceiling_theta = float(grid[low[-1]]), float(grid[high[0]])
+        out = {"floor_theta": floor_theta, "ceiling_theta": ceiling_theta, "bound_z": float(z)}
+        if floor_theta >= ceiling_theta:   # a flat link: no room for either rule
+            out.update(floor_theta=None, ceiling_theta=None)
+        precision = PRECISION_RATIO if precision is None else precision
+        precision_floor = PRECISION_FLOOR if precision_floor is None else precision_floor
+        if precision:
+            precision = float(precision)
+            if not (np.isfinite(precision) and precision > 0):
+                raise ConfigError(f"the score-precision ratio must be > 0, got {precision!r}")
+            coarse = np.linspace(-6.0, 6.0, 49)
+            out["score_curve"] = tuple(np.round(np.interp(coarse, grid, curve), 6))
+            sd = np.sqrt(np.interp(coarse, grid, self.var_grid))
+            out["score_sd_stop"] = tuple(np.round(np.maximum(precision * sd,
+                                                             float(precision_floor)), 6))
+        if precision:
+            out["min_info_stop"] = MIN_INFO_STOP
+        if self.info.get("min_items") is not None:
+            out["min_items"] = int(self.info["min_items"])
+        return out
+
+    def __repr__(self) -> str:
+        return (f"ScoreLink({self.benchmark!r}, corrections={sorted(self.corrections)}, "
+                f"anchors={len(self.anchor_items)}, interval_scale={self.interval_scale:.3g})")
+
+    # ---------------------------------------------------------------- fitting
+    @classmethod
+    def fit(cls, bank, responses, scores, *, benchmark: str = "", theta=None,
+            leaderboard_scores=None, n_knots: int = 6, cat_config=None, rng=None,
+            use_answers: bool = True, n_anchors: int = 5,
+            extra_se_stops=(), monotone: bool = True,
+            chance: float | None = None) -> "ScoreLink":
+        """Fit on calibration models.
+
+        Parameters
+        ----------
+        bank : the calibrated ItemBank
+        responses : their answers, a ResponseMatrix or an (n, J) array in bank order
+        scores : their published scores, 0-1, shape (n,) (NaN rows are ignored)
+        theta : their whole-bank theta (default: EAP on all bank items, N(0, 1), 61 nodes)
+        leaderboard_scores : every leaderboard model's score (0-1), for :meth:`percentile`
+            (default: ``scores``)
+        cat_config : CATConfig of the adaptive test replayed on the calibration models to fit
+            the short-test curve, the answer corrections and the interval scales (default:
+            ``CATConfig(se_stop=0.2)``); ``False`` skips the replay (theta link only)
+        use_answers : fit the observed-answer corrections (item weights)
+        n_anchors : number of score anchors (items whose residual best predicts the published
+            score beyond theta; asked in addition to the adaptive items)
+        extra_se_stops : further SE stops replayed for the answer corrections (their rows are
+            stacked with the main replay's, so that the item weights fit tests of several
+            lengths; cross-validation folds keep each model's rows together)
+        monotone : make the curves non-decreasing in theta (isotonic); False for a benchmark
+            whose published score is not monotone in the bank's ability (TruthfulQA mc2)
+        chance : the benchmark's chance level (0-1); default :data:`CHANCE` for a known
+            ``benchmark``, else the lowest calibration score. The interval's floor outside
+            the data is min(chance, the 1% quantile of the calibration scores).
+        """
+        from ..irt.ability import eap, response_array
+
+        y = response_array(responses, bank, extra="ignore") if not isinstance(
+            responses, np.ndarray) else np.asarray(responses, float)
+        s = np.asarray(scores, float)
+        if y.shape[0] != s.shape[0]:
+            raise ConfigError(f"{y.shape[0]} calibration models but {s.shape[0]} scores")
+        keep = np.isfinite(s)
+        y, s = y[keep], s[keep]
+        if np.nanmax(s) > 1.0 + 1e-9:
+            raise ConfigError("scores must be in 0-1 (divide published percentages by 100)")
+        th_eap, se_eap = eap(y, bank)
+        th = th_eap if theta is None else np.asarray(theta, float)[keep]
+        grid = GRID
+        curve = fit_monotone_spline(th, s, n_knots=n_knots, grid=grid, monotone=monotone)
+        resid = s - np.interp(th, grid, curve)
+        var = smoothed_variance(th, resid, grid)
+        a, b, c, u = bank.params
+        quant = np.quantile(finite_values(leaderboard_scores if leaderboard_scores is not None else s),
+                            np.linspace(0, 1, 201))
+        link = cls(benchmark, grid, curve, var, item_ids=list(bank.item_ids),
+                   item_params=np.c_[a, b, c, u], quantiles=quant,
+                   info={"n_models": int(s.size), "n_items": int(len(bank)),
+                         "model": getattr(bank, "model", None), "monotone": bool(monotone),
+                         "rmse_full_bank": float(np.sqrt(np.mean(resid ** 2))),
+                         "mae_full_bank": float(np.mean(np.abs(resid)))},
+                   support=fit_support(th, s, grid, benchmark, chance))
+        if cat_config is False:
+            return link
+        from ..cat.config import CATConfig
+        from ..cat.engine import simulate_cat
+
+        cfg = cat_config or CATConfig(se_stop=0.2)
+        rng = np.random.default_rng(0) if rng is None else np.random.default_rng(rng)
+        res = simulate_cat(bank, cfg, responses=y, rng=rng)
+        th_c = res.persons["theta"].to_numpy(float)
+        se_c = res.persons["se"].to_numpy(float)
+        asked = res.asked_mask()
+        # the published score regressed on the short test's own theta: E[score | theta_hat]
+        # at that precision (absorbs the estimate's shrinkage and the prior's misfit)
+        link.short_grid = fit_monotone_spline(th_c, s, n_knots=n_knots, grid=grid,
+                                              monotone=monotone)
+        link.se_anchor = (float(np.median(se_eap)), float(np.median(se_c)))
+        base = link._curve(th_c, se_c)
+        sd = np.sqrt(link._variance(th_c, se_c))
+        # the interval's width over theta follows the replayed models' standardized errors
+        # (kernel-smoothed, shrunk to 1 where few models are), then the smallest overall scale
+        # with 95% of the replayed calibration models inside the interval
+        z = (s - base) / sd
+        link.local_scale = local_scale(th_c, z, grid)
+        f = np.interp(th_c, grid, link.local_scale)
+        link.interval_scale = float(max(1.0, np.quantile(np.abs(z) / f, COVERAGE_TARGET)
+                                        / Z95))
+        link.info.update({"cat_se_stop": cfg.se_stop, "cat_mean_items": float(asked.sum(1).mean()),
+                          "cat_mae_calibration": float(np.mean(np.abs(s - base)))})
+        if use_answers:
+            P_full = link._probabilities(th)
+            e_full = np.nan_to_num(y) - P_full
+            delta_full = resid
+            ec = e_full - e_full.mean(0)
+            dc = delta_full - delta_full.mean()
+            corr = (ec * dc[:, None]).sum(0) / np.sqrt((ec ** 2).sum(0) * (dc ** 2).sum(0) + 1e-300)
+            anchors = np.argsort(-np.abs(corr), kind="stable")[:max(0, int(n_anchors))]
+            link.anchor_items = [link.item_ids[k] for k in anchors]
+            runs = [(th_c, se_c, asked)]
+            for stop in extra_se_stops:
+                rx = simulate_cat(bank, cfg.replace(se_stop=float(stop)), responses=y, rng=rng)
+                runs.append((rx.persons["theta"].to_numpy(float),
+                             rx.persons["se"].to_numpy(float), rx.asked_mask()))
+            groups = np.concatenate([np.arange(len(s))] * len(runs))
+            for key in ("cat", "anchors"):
+                if key == "anchors" and anchors.size == 0:
+                    continue
+                E, D, SD = [], [], []
+                for th_r, se_r, ask_r in runs:
+                    mask = with_columns(ask_r, anchors) if key == "anchors" else ask_r
+                    e = np.nan_to_num(y) - link._probabilities(th_r)
+                    E.append(np.where(mask, e, 0.0))
+                    D.append(s - link._curve(th_r, se_r))
+                    SD.append(np.sqrt(link._variance(th_r, se_r)))
+                fit = ridge_correction(np.vstack(E), np.concatenate(D), np.concatenate(SD),
+                                        rng, groups=groups,
+                                        theta=np.concatenate([r[0] for r in runs]), grid=grid)
+                link.corrections[key] = fit
+                link.info[f"cat_mae_calibration_{key}"] = fit.pop("cv_mae")
+                link.info[f"ridge_lambda_{key}"] = fit.pop("lambda")
+            link.info["correction_se_stops"] = [cfg.se_stop, *map(float, extra_se_stops)]
+        return link
+
+    # ---------------------------------------------------------------- pieces
+    def _curve(self, theta, se=None):
+        """g at theta: the whole-bank curve, blended towards the short-test curve as the SE
+        grows from the whole bank's median SE to the replayed short test's median SE."""
+        full = np.interp(theta, self.theta_grid, self.score_grid)
+        if se is None or self.short_grid is None or self.se_anchor is None:
+            return full
+        lo, hi = self.se_anchor
+        w = np.clip((np.asarray(se, float) - lo) / max(hi - lo, 1e-9), 0.0, 1.0)
+        return (1.0 - w) * full + w * np.interp(theta, self.theta_grid, self.short_grid)
+
+    def _variance(self, theta, se):
+        """Predictive variance before ``interval_scale``: spread of g over N(theta, se^2) plus
+        the residual variance at theta."""
+        theta = np.asarray(theta, float)
+        se = np.asarray(se, float)
+        z = np.linspace(-3.0, 3.0, 25)
+        w = np.exp(-0.5 * z ** 2)
+        w /= w.sum()
+        pts = theta[..., None] + se[..., None] * z
+        g = self._curve(pts)
+        mean = (g * w).sum(-1)
+        var_g = ((g - mean[..., None]) ** 2 * w).sum(-1)
+        return var_g + np.interp(theta, self.theta_grid, self.var_grid)
+
+    def _probabilities(self, theta, cols=None):
+        p = self.item_params if cols is None else self.item_params[cols]
+        a, b, c, u = p.T
+        t = np.asarray(theta, float)[..., None]
+        return c + (u - c) / (1.0 + np.exp(-a * (t - b)))
+
+    def _correction_key(self, answered) -> str | None:
+        """Which correction applies to a set of answered item indices (None: no answers)."""
+        if not self.corrections or len(answered) == 0:
+            return None
+        if "anchors" in self.corrections and self.anchor_items:
+            index = {i: k for k, i in enumerate(self.item_ids)}
+            if all(index[a] in answered for a in self.anchor_items):
+                return "anchors"
+        return "cat" if "cat" in self.corrections else None
+
+    def _correct(self, key, theta, cols, ys) -> float:
+        c = self.corrections[key]
+        P = self._probabilities(float(theta), np.asarray(cols))
+        return float(c["intercept"] + np.sum(c["weights"][cols] * (np.asarray(ys) - P)))
+
+    def _answers(self, responses: Mapping | None):
+        if not responses or self.item_ids is None:
+            return [], []
+        index = {i: k for k, i in enumerate(self.item_ids)}
+        cols, ys = [], []
+        for item, value in responses.items():
+            k = index.get(str(item))
+            if k is None or value is None or (isinstance(value, float) and np.isnan(value)):
+                continue
+            cols.append(k)
+            ys.append(float(value))
+        return cols, ys
+
+    # ---------------------------------------------------------------- prediction
+    def predict(self, theta, se, responses: Mapping | None = None, *,
+                stop_reason: str | None = None) -> ScorePrediction:
+        """Predicted published score (0-1) of one examinee with a 95% interval and percentile.
+
+        ``responses``: optional mapping item_id -> 0/1 of the answers observed (items not in
+        the link's bank are ignored); used for the observed-answer correction (the ``anchors``
+        one when every item of :attr:`anchor_items` is answered) and, from ``MIN_FIT_ITEMS``
+        answers on, for person fit (lz*). ``stop_reason``: the adaptive test's stop reason;
+        ``"floor"`` / ``"ceiling"`` (the floor/ceiling rule of :meth:`stop_settings`) add the
+        note "at or near chance (<= X%)" / "at or near the top (>= X%)".
+
+        Outside the link's data (theta +- 1.96 SE beyond :meth:`support_bounds`) the interval
+        extends to the floor (below) or the top (above), and when the answers do not fit the
+        IRT model (lz* < ``LZ_CRITICAL``) it becomes the union with the interval the number
+        correct alone supports (see :meth:`_accuracy_interval`); each adds a warning.
+        """
+        theta = float(theta)
+        se = float(se)
+        if not (np.isfinite(theta) and np.isfinite(se) and se >= 0):
+            raise ConfigError(f"predict needs a finite theta and SE >= 0, got {theta}, {se}")
+        cols, ys = self._answers(responses)
+        key = self._correction_key(set(cols))
+        r = self._correct(key, theta, cols, ys) if key else 0.0
+        scale = (self.corrections[key]["scale"] if key else self.interval_scale) * float(
+            self._local(key, np.array([theta]))[0])
+        th, sv = np.array([theta]), np.array([se])
+        score, lo, hi = self._predict_arrays(th, sv, np.array([r]), scale)
+        score, lo, hi, below, above = self._honest(th, sv, score, lo, hi)
+        score, lo, hi = float(score[0]), float(lo[0]), float(hi[0])
+        lz = None
+        if len(cols) >= MIN_FIT_ITEMS and self.item_params is not None:
+            row = np.full((1, len(self.item_ids)), np.nan)
+            row[0, cols] = ys
+            lz = float(self._lz_star(th, row)[0])
+            lz = lz if np.isfinite(lz) else None
+        misfit = lz is not None and lz < LZ_CRITICAL
+        if misfit:
+            alo, ahi = self._accuracy_interval(cols, ys, scale)
+            lo, hi = min(lo, alo), max(hi, ahi)
+        guess = bool(self._chance_not_excluded(np.array([len(cols)]),
+                                               np.array([float(np.sum(ys))]))[0])
+        if guess:
+            lo = min(lo, self.chance)
+        warnings, flags = self._warnings(theta, se, bool(below[0]), bool(above[0]), lz if misfit
+                                         else None, (int(np.sum(ys)), len(cols)) if guess
+                                         else None)
+        pred = ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark,
+                               tuple(warnings), "+".join(flags), lz)
+        return with_stop_note(pred, stop_reason, self.chance)
+
+    def _local(self, key, theta) -> np.ndarray:
+        """The interval width multiplier at ``theta`` for correction ``key`` (None: theta
+        only); 1 for links fitted before it existed."""
+        grid = self.local_scale if key is None else self.corrections[key].get("local")
+        if grid is None:
+            return np.ones(np.shape(theta))
+        return np.interp(theta, self.theta_grid, grid)
+
+    def _predict_arrays(self, theta, se, r, scale):
+        score = np.clip(self._curve(theta, se) + r, 0.0, 1.0)
+        half = Z95 * np.asarray(scale) * np.sqrt(self._variance(theta, se))
+        return score, np.clip(score - half, 0.0, 1.0), np.clip(score + half, 0.0, 1.0)
+
+    def _expected_accuracy(self, theta, cols=None):
+        return self._probabilities(theta, cols).mean(-1)
+
+    def _honest(self, theta, se, score, lo, hi):
+        """Outside the link's data (vectorized): the interval's side towards the empty region
+        goes to the floor / top; below the support the point estimate falls from the curve's
+        value at the support's edge L towards the floor in proportion to the bank's expected
+        accuracy above its guessing floor, (A(theta) - A(-inf)) / (A(L) - A(-inf)), A = mean
+        P_j (the curve is held constant there, which would keep a model at chance at the
+        lowest calibrated score). Returns (score, lo, hi, below, above)."""
+        theta = np.asarray(theta, float)
+        se = np.asarray(se, float)
+        score, lo, hi = (np.array(v, float, copy=True) for v in (score, lo, hi))
+        low, high = self.support_bounds()
+        data_low = self._data_bounds()[0]
+        floor, top = self.support["floor"], self.support["top"]
+        below = theta - Z95 * se < low
+        above = theta + Z95 * se > high
+        out = (theta < data_low) & (score > floor)
+        if out.any() and self.item_params is not None:
+            a_min = float(np.mean(self.item_params[:, 2]))
+            a_low = float(self._expected_accuracy(data_low))
+            ratio = (np.clip((self._expected_accuracy(theta[out]) - a_min) / (a_low - a_min),
+                             0.0, 1.0) if a_low > a_min else 1.0)
+            score[out] = floor + (score[out] - floor) * ratio
+        lo = np.where(below, np.minimum(lo, floor), lo)
+        hi = np.where(above, np.maximum(hi, top), hi)
+        return np.clip(score, lo, hi), lo, hi, below, above
+
+    def _item_bank(self):
+        if self._bank_cache is None:
+            from ..irt.bank import ItemBank
+
+            a, b, c, u = self.item_params.T
+            self._bank_cache = ItemBank(self.item_ids, a, b, c, u)
+        return self._bank_cache
+
+    def _lz_star(self, theta, y):
+        """Snijders' lz* of the answered items (NaN = not asked) at the test's theta, with the
+        MAP estimating equation and the N(0, 1) prior (the adaptive test's EAP is close to the
+        MAP; its lz* correction is the nearest of the three lz* knows)."""
+        from ..irt.fit import person_fit
+
+        pf = person_fit(np.asarray(y, float), self._item_bank(), method="map",
+                        theta=np.asarray(theta, float))
+        return pf["lz_star"].to_numpy(float)
+
+    def _accuracy_interval(self, cols, ys, scale) -> tuple[float, float]:
+        """The score interval the number correct alone supports, whatever the pattern.
+
+        The Wilson 95% interval of the proportion correct on the answered items is mapped to
+        theta through their expected proportion correct, mean_j P_j(theta) (increasing), then to
+        the score through the curve +- 1.96 x scale x the residual SD there. An end beyond the
+        support (or beyond what the items can express: all at guessing / at the top) goes to
+        the floor / top.
+        """
+        n = len(ys)
+        p = float(np.mean(ys))
+        z = Z95
+        den = 1.0 + z * z / n
+        centre = (p + z * z / (2 * n)) / den
+        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+        grid = self.theta_grid
+        E = np.maximum.accumulate(self._expected_accuracy(grid, np.asarray(cols)))
+        E = E + 1e-12 * np.arange(E.size)   # strictly increasing for interp
+        low, high = self.support_bounds()
+        floor, top = self.support["floor"], self.support["top"]
+        sd = lambda t: np.sqrt(float(np.interp(t, grid, self.var_grid)))  # noqa: E731
+        p_lo, p_hi = centre - half, centre + half
+        if p_lo <= E[0]:
+            lo = floor
+        else:
+            t = float(np.interp(p_lo, E, grid))
+            lo = floor if t < low else float(self._curve(t)) - z * scale * sd(t)
+        if p_hi >= E[-1]:
+            hi = top
+        else:
+            t = float(np.interp(p_hi, E, grid))
+            hi = top if t > high else float(self._curve(t)) + z * scale * sd(t)
+        return max(0.0, lo), min(1.0, hi)
+
+    def _chance_not_excluded(self, n, k) -> np.ndarray:
+        """Rows whose k right of n answered cannot be told from guessing: the binomial
+        P(X >= k | n, answer chance) >= :data:`CHANCE_ALPHA`. Their interval then reaches down to
+        the benchmark's chance level: a real weak LLM's wrong answers are systematic (the link
+        learns where such patterns publish), but a pure guesser with the same number right
+        would publish chance, and its answers cannot exclude that (uniform 0/1 answers at 0.25
+        on ARC read 29.5% (23-36%) on the link: 22% of their intervals missed 25%)."""
+        from scipy.stats import binom
+
+        p = ANSWER_CHANCE.get(self.benchmark)
+        n = np.asarray(n, float)
+        k = np.asarray(k, float)
+        if p is None or self.chance is None:
+            return np.zeros(n.shape, bool)
+        if p <= 0:
+            return (n > 0) & (k <= 0)
+        return (n > 0) & (binom.sf(k - 1, n, p) >= CHANCE_ALPHA)
+
+    def _warnings(self, theta, se, below, above, lz, guess=None):
+        low, high = self.support_bounds()
+        sup = self.support
+        warnings, flags = [], []
+        reach = f"theta {theta:.2f} +- {Z95 * se:.2f}"
+        if below:
+            flags.append("below_data")
+            warnings.append(f"{reach} reaches below the link's calibration models (supported "
+                            f"from theta {low:.2f}): the score may be as low as "
+                            f"{100 * sup['floor']:.0f}% (chance {100 * sup['chance']:.0f}%)")
+        if above:
+            flags.append("above_data")
+            warnings.append(f"{reach} reaches above the link's calibration models (supported "
+                            f"to theta {high:.2f}): the score may be as high as "
+                            f"{100 * sup['top']:.0f}%")
+        if lz is not None:
+            flags.append("misfit")
+            warnings.append(f"the answers do not fit the IRT model (person fit lz* = {lz:.2f} "
+                            f"< {LZ_CRITICAL:.2f}): interval widened to what the number correct "
+                            "supports")
+        if guess is not None:
+            flags.append("chance")
+            warnings.append(f"{guess[0]} of {guess[1]} right cannot be told from guessing: the "
+                            f"score may be as low as chance ({100 * self.chance:.0f}%)")
+        return warnings, flags
+
+    def predict_many(self, theta, se, *, asked=None, y=None, flags: bool = False):
+        """Vectorized :meth:`predict`: arrays ``(score, lo, hi)`` (and ``flag``, an object array
+        of :attr:`ScorePrediction.flag` strings, with ``flags=True``).
+
+        ``asked`` (n, J) boolean and ``y`` (n, J) 0/1 in the link's item order switch on the
+        observed-answer correction (the anchor version for rows that answered every anchor)
+        and person fit.
+        """
+        theta = np.asarray(theta, float)
+        se = np.broadcast_to(np.asarray(se, float), theta.shape)
+        r = np.zeros_like(theta)
+        scale = np.full(theta.shape, self.interval_scale)
+        misfit = np.zeros(theta.shape, bool)
+        if asked is not None and y is not None and self.corrections:
+            asked = np.asarray(asked, bool)
+            e = np.where(asked, np.nan_to_num(np.asarray(y, float)) - self._probabilities(theta),
+                         0.0)
+            use = asked.any(1)
+            keys = np.where(use, "cat", "")
+            if "anchors" in self.corrections and self.anchor_items:
+                cols = np.asarray([self.item_ids.index(a) for a in self.anchor_items])
+                keys = np.where(use & asked[:, cols].all(1), "anchors", keys)
+            for key in ("cat", "anchors"):
+                rows = keys == key
+                if key in self.corrections and rows.any():
+                    c = self.corrections[key]
+                    r[rows] = c["intercept"] + e[rows] @ c["weights"]
+                    scale[rows] = c["scale"] * self._local(key, theta[rows])
+        if asked is None or y is None or not self.corrections:
+            scale = scale * self._local(None, theta)
+        else:
+            plain = ~np.asarray(asked, bool).any(1)
+            scale[plain] = scale[plain] * self._local(None, theta[plain])
+        score, lo, hi = self._predict_arrays(theta, se, r, scale)
+        score, lo, hi, below, above = self._honest(theta, se, score, lo, hi)
+        if asked is not None and y is not None and self.item_params is not None:
+            asked = np.asarray(asked, bool)
+            enough = asked.sum(1) >= MIN_FIT_ITEMS
+            if enough.any():
+                yy = np.where(asked, np.asarray(y, float), np.nan)[enough]
+                lz = np.full(theta.shape, np.nan)
+                lz[enough] = self._lz_star(theta[enough], yy)
+                misfit = np.nan_to_num(lz, nan=0.0) < LZ_CRITICAL
+                for i in np.flatnonzero(misfit):
+                    cols = np.flatnonzero(asked[i])
+                    alo, ahi = self._accuracy_interval(cols, np.asarray(y, float)[i, cols],
+                                                       scale[i])
+                    lo[i], hi[i] = min(lo[i], alo), max(hi[i], ahi)
+        guess = np.zeros(theta.shape, bool)
+        if asked is not None and y is not None:
+            asked = np.asarray(asked, bool)
+            k = np.where(asked, np.nan_to_num(np.asarray(y, float)), 0.0).sum(1)
+            guess = self._chance_not_excluded(asked.sum(1), k)
+            lo = np.where(guess, np.minimum(lo, self.chance), lo)
+        if not flags:
+            return score, lo, hi
+        names = np.array(["+".join(n for n, f in zip(("below_data", "above_data", "misfit",
+                                                      "chance"), fl) if f)
+                          for fl in zip(below, above, misfit, guess)], dtype=object)
+        return score, lo, hi, names
+
+    def percentile(self, score) -> float:
+        """Percentile (0-100) of ``score`` (0-1) among the leaderboard models."""
+        if self.quantiles is None:
+            raise BankError("this score link carries no leaderboard distribution")
+        q = self.quantiles
+        levels = np.linspace(0.0, 100.0, q.size)
+        s = float(score)
+        if s <= q[0]:
+            return 0.0
+        if s >= q[-1]:
+            return 100.0
+        # average over ties of the quantile curve
+        lo = np.searchsorted(q, s, side="left")
+        hi = np.searchsorted(q, s, side="right")
+        if hi > lo:
+            return float(levels[lo:hi].mean())
+        return float(np.interp(s, q, levels))
+
+    # ---------------------------------------------------------------- I/O
+    def to_dict(self) -> dict:
+        d = {"format": "atlascat-score-link/1", "benchmark": self.benchmark,
+             "theta_grid": rounded(self.theta_grid), "score_grid": rounded(self.score_grid),
+             "var_grid": rounded(self.var_grid, 8), "interval_scale": self.interval_scale,
+             "quantiles": None if self.quantiles is None else rounded(self.quantiles),
+             "info": self.info}
+        if self.local_scale is not None:
+            d["local_scale"] = rounded(self.local_scale, 4)
+        if self.short_grid is not None:
+            d["short_grid"] = rounded(self.short_grid)
+            d["se_anchor"] = list(self.se_anchor)
+        if self.corrections:
+            d["corrections"] = {k: {"weights": rounded(c["weights"], 7), "intercept": c["intercept"],
+                                    "scale": c["scale"],
+                                    **({"local": rounded(c["local"], 4)} if "local" in c else {})}
+                                for k, c in self.corrections.items()}
+            d["anchor_items"] = list(self.anchor_items)
+        sup = self.support
+        d["support"] = {"count": None if sup["count"] is None else rounded(sup["count"], 3),
+                        "bandwidth": sup["bandwidth"], "min_models": sup["min_models"],
+                        "theta_range": list(sup["theta_range"]),
+                        "score_range": None if sup["score_range"] is None
+                        else list(sup["score_range"]),
+                        "chance": sup["chance"], "floor": sup["floor"], "top": sup["top"]}
+        if self.item_params is not None:
+            d["item_ids"] = list(self.item_ids)
+            d["item_params"] = [rounded(row) for row in self.item_params]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "ScoreLink":
+        try:
+            return cls(d["benchmark"], d["theta_grid"], d["score_grid"], d["var_grid"],
+                       interval_scale=d.get("interval_scale", 1.0),
+                       local_scale=d.get("local_scale"), item_ids=d.get("item_ids"), item_params=d.get("item_params"),
+                       quantiles=d.get("quantiles"), info=d.get("info"),
+                       short_grid=d.get("short_grid"), se_anchor=d.get("se_anchor"),
+                       corrections=d.get("corrections"), anchor_items=d.get("anchor_items"),
+                       support=d.get("support"))
+        except KeyError as exc:
+            raise BankError(f"score link is missing field {exc.args[0]!r}; rebuild it with "
+                            "python -m atlascat.live.build_bank") from None
+
+    def write(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), separators=(",", ":")) + "\n")
+        return path
+
+    @classmethod
+    def read(cls, path) -> "ScoreLink":
+        path = Path(path)
+        if not path.exists():
+            raise BankError(f"score link file {str(path)!r} does not exist")
+        return cls.from_dict(json.loads(path.read_text()))
+
+
+def predict_frame(link: ScoreLink, persons, administered):
+    """Predicted leaderboard score per examinee of a ``simulate_cat`` result.
+
+    ``persons``: frame with subject_id, theta, se (and stop_reason, for the floor / ceiling
+    note); ``administered``: frame with subject_id, item_id, score (the answers observed).
+    Returns a frame with ``leaderboard_accuracy``, ``leaderboard_lo``, ``leaderboard_hi``
+    (0-1), ``leaderboard_percentile`` (0-100), ``leaderboard_flag`` (:attr:`ScorePrediction.flag`,
+    "" when none) and ``leaderboard_warning`` (the warnings as one line, "" when none), in the
+    order of ``persons``.
+    """
+    import pandas as pd
+
+    answers = {sid: dict(zip(g["item_id"].astype(str), g["score"]))
+               for sid, g in administered.groupby("subject_id", sort=False)}
+    reasons = (persons["stop_reason"] if "stop_reason" in persons.columns
+               else pd.Series([None] * len(persons)))
+    rows = []
+    for sid, th, se, why in zip(persons["subject_id"], persons["theta"], persons["se"], reasons):
+        if not (np.isfinite(th) and np.isfinite(se)):
+            rows.append((np.nan, np.nan, np.nan, np.nan, "", ""))
+            continue
+        p = link.predict(th, se, responses=answers.get(sid),
+                         stop_reason=why if isinstance(why, str) else None)
+        rows.append((p.score, p.lo, p.hi, p.percentile, p.flag, p.warning))
+    return pd.DataFrame(rows, columns=["leaderboard_accuracy", "leaderboard_lo",
+                                       "leaderboard_hi", "leaderboard_percentile",
+                                       "leaderboard_flag", "leaderboard_warning"])
