@@ -35,6 +35,9 @@ class Answer:
 
 @runtime_checkable
 class Subject(Protocol):
+    """A prompt subject: ``ask(prompt, item) -> Answer`` (log-likelihood subjects have
+    ``loglikelihood(requests)`` / ``generate_until(requests)`` instead)."""
+
     name: str
     kind: str
     cache_key: str
