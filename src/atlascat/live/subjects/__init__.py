@@ -1,0 +1,63 @@
+"""Subjects: the models a live adaptive test asks.
+
+Two kinds of subject, told apart by ``subject.kind``:
+
+- **log-likelihood subjects** (``kind = "loglikelihood"``; the leaderboard's protocol) answer the
+  lm-evaluation-harness requests of a whole round in one call::
+
+      subject.loglikelihood(requests) -> list[float]   # sum log p(continuation | context)
+      subject.generate_until(requests) -> list[str]    # greedy generation up to a stop string
+
+- **prompt subjects** (``kind = "chat"`` or ``"completion"``) answer one
+  :class:`~atlascat.live.items.Prompt` at a time, ``subject.ask(prompt, item) -> Answer``; a
+  letter or number is then extracted from the text. This is not how the banks were calibrated:
+  their results are labelled ``protocol = "approximate"``.
+
+Every subject has ``name`` (the model name), ``cache_key`` (what the answer cache is keyed on
+besides item and prompt hash), ``protocol`` and ``describe()`` (a JSON-safe description; never
+a secret).
+
+Adapters
+--------
+OpenAICompletionsSubject  ``/v1/completions`` with ``echo`` + prompt ``logprobs`` (vLLM), the
+                          leaderboard's log-likelihoods over HTTP; a server without prompt
+                          log-probabilities is refused with :class:`NoPromptLogprobsError`.
+OpenAICompatible          OpenAI-style ``/v1/chat/completions`` or ``/v1/completions`` asked with
+                          prompts (approximate protocol).
+ReplaySubject             answers from a recorded response matrix (``replay:MATRIX.csv#MODEL``).
+CallableSubject           wraps a Python function ``fn(item, prompt) -> str``.
+SimulatedSubject          answers correctly with the bank's probability at a fixed theta.
+:func:`subject_from_spec` builds any of these (and ``hf:`` / ``lmeval:`` subjects from
+:mod:`atlascat.live.hf` / :mod:`atlascat.live.lmeval_backend`) from a ``--subject`` string.
+
+Modules (one kind of subject each; this package re-exports every name)
+----------------------------------------------------------------------
+:mod:`.base`         ``Answer``, the ``Subject`` protocol, ``SubjectError``
+:mod:`.http`         the HTTP plumbing shared by the HTTP subjects (deadline, retries, redaction)
+:mod:`.chat`         ``OpenAICompatible`` (prompts, approximate protocol)
+:mod:`.completions`  ``OpenAICompletionsSubject`` (echoed prompt log-probabilities)
+:mod:`.replay`       ``ReplaySubject``
+:mod:`.scripted`     ``CallableSubject``, ``SimulatedSubject``, ``item_uniform``
+:mod:`.spec`         :func:`subject_from_spec`, :func:`parse_theta_spec`
+
+``httpx`` is imported by the HTTP subjects only (optional extra ``atlascat[live]``).
+"""
+from __future__ import annotations
+
+# the private helpers stay importable from here too, as from the one-file module they came from
+from .base import Answer, Subject, SubjectError
+from .chat import OpenAICompatible
+from .completions import (NoPromptLogprobs, NoPromptLogprobsError, OpenAICompletionsSubject,
+                          _MaxTokensRefused, _WrongChoiceCount, continuation_logprob,
+                          harness_split)  # noqa: F401
+from .http import MAX_REPLY_BYTES, RETRY_STATUS, _HTTPSubject, _safe_url, _Transient  # noqa: F401
+from .replay import (_CORRECT_LL, _WRONG_LL, ReplaySubject, _gold_text, _probe, _read_matrix,
+                     _request_key)  # noqa: F401
+from .scripted import CallableSubject, SimulatedSubject, item_uniform
+from .spec import (SUBJECT_SPECS, _HTTP_OPTS, _construct, parse_theta_spec,  # noqa: F401
+                   subject_from_spec)
+
+__all__ = ["Answer", "Subject", "SubjectError", "OpenAICompatible", "OpenAICompletionsSubject",
+           "NoPromptLogprobsError", "ReplaySubject", "CallableSubject", "SimulatedSubject",
+           "subject_from_spec", "parse_theta_spec", "continuation_logprob", "harness_split",
+           "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_SPECS"]

@@ -1,0 +1,47 @@
+"""What every subject shares: the :class:`Answer` a prompt subject returns, the :class:`Subject`
+protocol and :class:`SubjectError` (a subject could not answer; the run can be resumed).
+
+A subject has ``name``, ``kind`` (``"loglikelihood"``, ``"chat"`` or ``"completion"``),
+``cache_key``, ``protocol`` and ``describe()`` (a JSON-safe description; never a secret).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol, runtime_checkable
+
+from ...errors import LiveRunError
+from ..items import Prompt
+
+__all__ = ["Answer", "Subject", "SubjectError"]
+
+
+class SubjectError(LiveRunError):
+    """A subject could not answer (after retries); the run can be resumed later."""
+
+
+@dataclass
+class Answer:
+    """A model's reply to one prompt."""
+
+    text: str
+    latency_s: float
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    attempts: int = 1
+    finish_reason: str | None = None
+    cached: bool = False
+    meta: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class Subject(Protocol):
+    """A prompt subject: ``ask(prompt, item) -> Answer`` (log-likelihood subjects have
+    ``loglikelihood(requests)`` / ``generate_until(requests)`` instead)."""
+
+    name: str
+    kind: str
+    cache_key: str
+
+    def ask(self, prompt: Prompt, item: Mapping) -> Answer: ...
+
+    def describe(self) -> dict: ...

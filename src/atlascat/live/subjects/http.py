@@ -1,0 +1,259 @@
+"""The HTTP plumbing every OpenAI-compatible subject shares (:class:`_HTTPSubject`).
+
+One deadline for the *whole* request (a server trickling bytes cannot stretch it), a cap on the
+reply size, retries with exponential backoff ``min(max_backoff, backoff * 2**(k-1))`` on 429 /
+5xx / timeouts / connection errors / malformed or empty replies (honouring ``Retry-After``), a
+concurrency limit shared by every subject given the same limiter, and the API key read from an
+environment variable, sent only in the ``Authorization`` header and redacted from every reply.
+
+``httpx`` is imported when an HTTP subject is built (optional extra ``atlascat[live]``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from typing import Callable, Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from ...errors import AtlasError, ConfigError
+from .base import SubjectError
+
+__all__ = ["RETRY_STATUS", "MAX_REPLY_BYTES"]
+
+#: HTTP statuses retried with backoff (besides every 5xx)
+RETRY_STATUS = frozenset({408, 409, 425, 429})
+
+#: a reply longer than this is an error (what is stored is capped much lower by the store)
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+
+
+def _safe_url(url: str) -> str:
+    """The URL without user:password (never stored or printed with credentials)."""
+    parts = urlsplit(url)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+
+class _Transient(Exception):
+    """One attempt failed in a way worth retrying (message = what happened)."""
+
+
+class _HTTPSubject:
+    """What every HTTP subject shares: URL and key handling, one whole-request deadline, a cap
+    on reply size, retries with backoff, a concurrency limiter, redaction of the key."""
+
+    #: the ``type`` written by ``describe()``
+    _type = "openai"
+
+    def __init__(self, base_url: str, model: str, *, api_key_env: str | None = "OPENAI_API_KEY",
+                 timeout: float = 60.0, max_retries: int = 5, backoff: float = 1.0,
+                 max_backoff: float = 30.0, max_concurrency: int = 4,
+                 limiter: threading.Semaphore | None = None, sleep: Callable = time.sleep,
+                 extra_body: Mapping | None = None, max_reply_bytes: int = MAX_REPLY_BYTES):
+        try:
+            import httpx  # noqa: F401  (optional dependency)
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ConfigError("live evaluation needs httpx: pip install 'atlascat[live]'") from exc
+        if not model:
+            raise ConfigError("give the model name (--llm NAME)")
+        parts = urlsplit(str(base_url))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"base URL {_safe_url(str(base_url))!r} is not an http(s) URL, "
+                              "e.g. http://127.0.0.1:8000/v1")
+        if parts.path in ("", "/"):
+            base_url = str(base_url).rstrip("/") + "/v1"
+        try:
+            ok = (math.isfinite(float(timeout)) and float(timeout) > 0 and int(max_retries) >= 0
+                  and float(backoff) >= 0 and int(max_concurrency) >= 1
+                  and int(max_reply_bytes) >= 1024)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ConfigError("timeout must be a finite number > 0, max_retries >= 0, "
+                              "backoff >= 0, max_concurrency >= 1, max_reply_bytes >= 1024")
+        self.base_url = str(base_url).rstrip("/")
+        self.model = str(model)
+        self.name = self.model
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.max_reply_bytes = int(max_reply_bytes)
+        self.extra_body = dict(extra_body or {})
+        self._limiter = limiter or threading.BoundedSemaphore(int(max_concurrency))
+        self._max_concurrency = int(max_concurrency)
+        self._sleep = sleep
+        self._key = os.environ.get(api_key_env) if api_key_env else None
+        self._client = None
+        self._client_lock = threading.Lock()
+
+    # never show the key, even by accident
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(base_url={_safe_url(self.base_url)!r}, "
+                f"model={self.model!r}, kind={self.kind!r}, api_key_env={self.api_key_env!r})")
+
+    __str__ = __repr__
+
+    def __getstate__(self):
+        raise TypeError(f"{type(self).__name__} holds a secret and is not picklable")
+
+    def describe(self) -> dict:
+        return {"type": self._type, "base_url": _safe_url(self.base_url), "model": self.model,
+                "kind": self.kind, "api_key_env": self.api_key_env, "timeout": self.timeout,
+                "max_retries": self.max_retries, "backoff": self.backoff,
+                "max_backoff": self.max_backoff}
+
+    def redact(self, text):
+        """``text`` with the API key (and its Bearer header form) replaced by ``***``."""
+        if self._key and isinstance(text, str) and self._key in text:
+            text = text.replace(self._key, "***")
+        return text
+
+    _redact = redact
+
+    def _http(self):
+        import httpx
+
+        with self._client_lock:
+            if self._client is None:
+                headers = {"Content-Type": "application/json"}
+                if self._key:
+                    headers["Authorization"] = f"Bearer {self._key}"
+                # the per-read timeout only bounds silences; _once() bounds the whole request
+                limits = httpx.Limits(max_connections=max(4, 2 * self._max_concurrency))
+                self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), headers=headers,
+                                            limits=limits)
+            return self._client
+
+    def close(self) -> None:
+        with self._client_lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def _delay(self, attempt: int, retry_after) -> float:
+        delay = self.backoff * 2.0 ** (attempt - 1)
+        if retry_after is not None:
+            try:
+                delay = max(delay, float(retry_after))
+            except ValueError:
+                pass
+        return min(self.max_backoff, delay)
+
+    def _once(self, url: str, body: dict):
+        """One POST bounded as a whole by ``self.timeout`` seconds (connect, headers and body:
+        a server trickling one byte at a time cannot stretch it); -> (status, headers, bytes).
+
+        The request runs on a helper thread that the caller stops waiting for at the deadline;
+        that thread gives up by itself at the next chunk (or silence) after the deadline."""
+        import httpx
+
+        client = self._http()
+        deadline = time.monotonic() + self.timeout
+        box: dict = {}
+        done = threading.Event()
+        cap = self.max_reply_bytes
+
+        def work():
+            try:
+                with client.stream("POST", url, json=body) as resp:
+                    chunks, size = [], 0
+                    for chunk in resp.iter_bytes():
+                        if time.monotonic() > deadline:
+                            raise _Transient(f"timed out after {self.timeout:g} s (whole request)")
+                        size += len(chunk)
+                        if size > cap:
+                            raise _Transient(f"reply larger than {cap} bytes (max_reply_bytes)")
+                        chunks.append(chunk)
+                    box["reply"] = (resp.status_code, resp.headers, b"".join(chunks))
+            except _Transient as exc:
+                box["error"] = str(exc)
+            except httpx.TimeoutException:
+                box["error"] = f"timed out after {self.timeout:g} s"
+            except httpx.TransportError as exc:
+                box["error"] = (f"connection error ({type(exc).__name__}: "
+                                f"{self.redact(str(exc))[:200]})")
+            except Exception as exc:  # noqa: BLE001 - reported, never raised on a helper thread
+                box["error"] = f"{type(exc).__name__}: {self.redact(str(exc))[:200]}"
+            finally:
+                done.set()
+
+        threading.Thread(target=work, daemon=True, name="atlas-http").start()
+        if not done.wait(self.timeout):
+            raise _Transient(f"timed out after {self.timeout:g} s (whole request)")
+        if "error" in box:
+            raise _Transient(box["error"])
+        return box["reply"]
+
+    def _post_json(self, path: str, body: dict, *, fatal_status=None, retries: int | None = None):
+        """POST ``body`` to ``base_url + path`` with retries; -> (parsed JSON, latency, attempts).
+
+        ``fatal_status(status, text) -> Exception | None`` may turn a 4xx into a specific error
+        (raised as is, not retried)."""
+        url = self.base_url + path
+        last = "no attempt made"
+        retries = self.max_retries if retries is None else int(retries)
+        for attempt in range(1, retries + 2):
+            retry_after = None
+            with self._limiter:
+                t0 = time.perf_counter()
+                try:
+                    status, headers, content = self._once(url, body)
+                except _Transient as exc:
+                    status, headers, content = None, {}, b""
+                    last = str(exc)
+                latency = time.perf_counter() - t0
+            if status is not None:
+                text = content.decode("utf-8", errors="replace")
+                if status == 200:
+                    try:
+                        return json.loads(text), latency, attempt
+                    except ValueError:
+                        last = f"malformed response (not JSON: {self.redact(text[:120])!r})"
+                elif status in (401, 403):
+                    raise SubjectError(
+                        f"HTTP {status} from {_safe_url(url)}: not authorized. Check that the "
+                        f"environment variable {self.api_key_env} holds a valid key")
+                elif status in RETRY_STATUS or status >= 500:
+                    last = f"HTTP {status} ({self.redact(text[:200]).strip()!r})"
+                    retry_after = headers.get("retry-after")
+                else:
+                    special = fatal_status(status, text) if fatal_status else None
+                    if special is not None:
+                        raise special
+                    raise SubjectError(
+                        f"HTTP {status} from {_safe_url(url)} for model {self.model!r}: "
+                        f"{self.redact(text[:300]).strip()} (not retried; check the model name "
+                        "and request settings)")
+            if attempt <= retries:
+                self._sleep(self._delay(attempt, retry_after))
+        raise SubjectError(f"model {self.model!r} at {_safe_url(url)} failed "
+                           f"{retries + 1} attempt(s); last: {last}")
+
+    def _retrying(self, path: str, body: dict, parse: Callable, *, fatal_status=None):
+        """POST with retries where a 200 whose content ``parse`` rejects (ValueError, KeyError,
+        IndexError, TypeError) counts as a failed attempt too; -> (parse(data), latency, attempts)."""
+        last = None
+        total_attempts = 0
+        budget = self.max_retries
+        while True:
+            data, latency, attempts = self._post_json(path, body, fatal_status=fatal_status,
+                                                      retries=budget)
+            total_attempts += attempts
+            try:
+                return parse(data), latency, total_attempts
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+                if isinstance(exc, AtlasError):
+                    raise
+                last = f"malformed response ({type(exc).__name__}: {self.redact(str(exc))[:160]})"
+            budget -= attempts
+            if budget < 0:
+                raise SubjectError(f"model {self.model!r} at {_safe_url(self.base_url + path)} "
+                                   f"failed {total_attempts} attempt(s); last: {last}")
+            self._sleep(self._delay(total_attempts, None))

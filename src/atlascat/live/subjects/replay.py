@@ -1,0 +1,181 @@
+"""Replay: a recorded response matrix answers the leaderboard's requests (one model's row), so
+the whole live path (requests, subject call, scoring rule, CAT) runs on real answers."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ...errors import BankError, ConfigError
+
+__all__ = ["ReplaySubject"]
+
+_CORRECT_LL, _WRONG_LL = -1e-3, -1e3   # acc_norm divides by lengths: a 1e6 ratio survives it
+
+
+class ReplaySubject:
+    """Answers the leaderboard's requests from a recorded response matrix (one model's row), so
+    the whole live path (requests, subject call, scoring rule, CAT) runs on real answers.
+
+    For every bank item it builds the item's requests (:func:`atlascat.live.requests.
+    build_item_requests`), finds which choice the item's rule scores correct (by probing the rule
+    with one-hot outputs), and answers each request with log-likelihoods (or a generation) that
+    the rule scores as the recorded 0/1 (a recorded value >= 0.5 counts as correct). An item the
+    model has no recorded answer for raises an error naming it.
+
+    Parameters
+    ----------
+    matrix : a :class:`~atlascat.responses.ResponseMatrix`, a matrix file, or a bundled name
+    model : the subject id (row) to replay
+    bank : the content bank the runner asks from (needed to map requests back to items)
+    """
+
+    kind = "loglikelihood"
+    protocol = "leaderboard"
+
+    def __init__(self, matrix, model: str, *, bank=None):
+        from ...responses import ResponseMatrix
+
+        source = matrix
+        if not isinstance(matrix, ResponseMatrix):
+            matrix = _read_matrix(matrix)
+            source = str(source)
+        else:
+            source = "(in memory)"
+        ids = [str(s) for s in matrix.subject_ids]
+        if str(model) not in ids:
+            near = [s for s in ids if str(model).lower() in s.lower()][:5]
+            raise ConfigError(f"model {model!r} is not a subject of {source} ({len(ids)} subjects)"
+                              + (f"; did you mean {', '.join(near)}?" if near else
+                                 "; use a subject id from the matrix's first column"))
+        row = np.asarray(matrix.values[ids.index(str(model))], dtype=float)
+        self.source = source
+        self.model = self.name = str(model)
+        self._answers = {str(i): (None if np.isnan(v) else int(v >= 0.5))
+                         for i, v in zip(matrix.item_ids, row)}
+        self._bank = None
+        self._keys: dict = {}
+        self._first: dict = {}
+        self._outputs: dict = {}
+        self._used: set = set()
+        self._lock = threading.Lock()
+        if bank is not None:
+            self.bind(bank)
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.model}@replay:{self.source}"
+
+    def describe(self) -> dict:
+        return {"type": "replay", "model": self.model, "matrix": self.source,
+                "kind": self.kind}
+
+    def answer_of(self, item_id) -> int | None:
+        return self._answers.get(str(item_id))
+
+    def bind(self, bank) -> "ReplaySubject":
+        """Index the bank's requests (done once; ``loglikelihood`` calls it lazily)."""
+        with self._lock:
+            if self._bank is bank:
+                return self
+            index = getattr(bank, "_atlas_replay_index", None)  # shared by every replayed model
+            if index is None:
+                from ..requests import build_item_requests
+
+                keys, first, outputs = {}, {}, {}
+                for item_id in map(str, bank.item_ids):
+                    ir = build_item_requests(bank, item_id)
+                    outputs[item_id] = _probe(ir)
+                    keys[item_id] = tuple(_request_key(r) for r in ir.requests)
+                    if keys[item_id]:
+                        first.setdefault(keys[item_id][0], []).append(item_id)
+                index = (keys, first, outputs)
+                try:
+                    bank._atlas_replay_index = index
+                except AttributeError:  # pragma: no cover - a bank type with __slots__
+                    pass
+            self._bank = bank
+            self._keys, self._first, self._outputs = index
+            self._used = set()
+        return self
+
+    def _answer(self, requests, what):
+        """Outputs for ``requests``, which come item by item (all of an item's requests in a
+        row, as the runner sends them): each run of requests is matched to the bank item with
+        exactly those requests (among identical items, one not asked before)."""
+        if self._bank is None:
+            raise ConfigError("ReplaySubject needs the bank: ReplaySubject(..., bank=bank)")
+        keys = [_request_key(r) for r in requests]
+        out, i = [], 0
+        while i < len(keys):
+            cands = [it for it in self._first.get(keys[i], [])
+                     if tuple(keys[i:i + len(self._keys[it])]) == self._keys[it]]
+            if not cands:
+                raise ConfigError(f"replay: {what} request {i} is not the start of a bank item's "
+                                  "requests (requests must come item by item)")
+            with self._lock:
+                item_id = next((it for it in cands if it not in self._used), cands[0])
+                self._used.add(item_id)
+            ans = self._answers.get(item_id)
+            if ans is None:
+                raise ConfigError(f"replay: model {self.model!r} has no recorded answer for item "
+                                  f"{item_id!r} in {self.source}; use a matrix without missing "
+                                  "answers for this bank")
+            out.extend(self._outputs[item_id][ans])
+            i += len(self._keys[item_id])
+        return out
+
+    def loglikelihood(self, requests) -> list[float]:
+        return [float(v) for v in self._answer(list(requests), "log-likelihood")]
+
+    def generate_until(self, requests) -> list[str]:
+        return [str(v) for v in self._answer(list(requests), "generation")]
+
+
+def _request_key(r) -> tuple:
+    return (r.kind, r.context, r.continuation, tuple(r.until))
+
+
+def _probe(ir) -> dict:
+    """Outputs the item's rule scores 0 and 1: {0: outputs, 1: outputs} (one per request)."""
+
+    n = len(ir.requests)
+    if n and all(r.kind == "generate_until" for r in ir.requests):
+        answer = str(_gold_text(ir))
+        good, bad = [f"The answer is {answer}.\n#### {answer}"], ["#### -987654321"]
+        if ir.score(good) == 1 and ir.score(bad) == 0:
+            return {1: good, 0: bad}
+        raise BankError(f"replay: cannot construct a correct generation for item {ir.item_id!r}")
+    for gold in range(n):
+        one = [_CORRECT_LL if i == gold else _WRONG_LL for i in range(n)]
+        if ir.score(one) == 1:
+            wrong_j = (gold + 1) % n
+            other = [_CORRECT_LL if i == wrong_j else _WRONG_LL for i in range(n)]
+            if n > 1 and ir.score(other) == 0:
+                return {1: one, 0: other}
+    raise BankError(f"replay: no choice of item {ir.item_id!r} is scored correct by its rule "
+                    f"{ir.rule!r}")
+
+
+def _gold_text(ir):
+    gold = getattr(ir, "gold", None)
+    if gold is None:
+        raise AttributeError("no gold")
+    return gold
+
+
+def _read_matrix(spec):
+    from pathlib import Path
+
+    from ...responses import ResponseMatrix
+
+    path = Path(str(spec))
+    if path.exists():
+        return ResponseMatrix.read(path, normalize_ids=True)
+    from ...datasets import load_responses
+
+    try:
+        return load_responses(str(spec))
+    except Exception as exc:  # noqa: BLE001 - reported as one line naming the spec
+        raise ConfigError(f"replay matrix {str(spec)!r} is neither a file nor a bundled matrix "
+                          f"({type(exc).__name__}: {exc})") from None

@@ -1,0 +1,92 @@
+"""In-process prompt subjects: a Python function (:class:`CallableSubject`) and a model that
+answers item i correctly iff ``u(seed, i) < P_i(theta)`` (:class:`SimulatedSubject`, with the
+per-item uniform ``u`` of :func:`item_uniform`)."""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from typing import Callable, Mapping
+
+import numpy as np
+
+from ...errors import ConfigError
+from ..items import Prompt, correct_answer_text, wrong_answer_text
+from .base import Answer
+
+__all__ = ["CallableSubject", "SimulatedSubject", "item_uniform"]
+
+
+class CallableSubject:
+    """A subject backed by a Python function ``fn(item, prompt) -> str`` (prompt protocol).
+
+    ``item`` is the item's content dict, ``prompt`` the :class:`Prompt` that would be sent.
+    """
+
+    def __init__(self, fn: Callable, name: str = "callable", *, kind: str = "chat"):
+        if not callable(fn):
+            raise ConfigError("CallableSubject needs a callable fn(item, prompt) -> str")
+        if kind not in ("chat", "completion"):
+            raise ConfigError(f"kind must be 'chat' or 'completion', not {kind!r}")
+        self.fn, self.name, self.kind = fn, str(name), kind
+        self.protocol = "approximate"
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.name}@callable#{self.kind}"
+
+    def describe(self) -> dict:
+        return {"type": "callable", "model": self.name, "kind": self.kind,
+                "function": getattr(self.fn, "__qualname__", type(self.fn).__name__)}
+
+    def ask(self, prompt: Prompt, item: Mapping) -> Answer:
+        t0 = time.perf_counter()
+        out = self.fn(item, prompt)
+        if isinstance(out, Answer):
+            return out
+        return Answer(text="" if out is None else str(out), latency_s=time.perf_counter() - t0)
+
+
+def item_uniform(seed: int, item_id: str) -> float:
+    """A uniform(0, 1) number fixed by ``(seed, item_id)``: the same item always draws the same.
+
+    Lets a scripted subject answer deterministically per item, so an interrupted and resumed
+    run sees exactly the answers an uninterrupted one would.
+    """
+    digest = hashlib.sha256(f"{int(seed)}:{item_id}".encode()).digest()
+    return (int.from_bytes(digest[:8], "little") >> 11) / float(1 << 53)
+
+
+class SimulatedSubject:
+    """Answers item i correctly iff ``item_uniform(seed, i) < P_i(theta)`` under ``bank``.
+
+    The replies are texts the item's scorer reads (the key letter / ``#### n`` or a wrong one),
+    so the full live path (prompt, reply, scorer) is exercised.
+    """
+
+    def __init__(self, bank, theta: float, *, seed: int = 0, name: str | None = None,
+                 kind: str = "chat"):
+        self.theta = float(theta)
+        if not math.isfinite(self.theta):
+            raise ConfigError(f"the simulated subject's theta must be finite, got {theta!r}")
+        self.seed = int(seed)
+        self.kind = kind
+        self.protocol = "simulated"
+        self.name = name or f"simulated(theta={self.theta:g},seed={self.seed})"
+        self._p = dict(zip(bank.item_ids.tolist(), np.asarray(bank.probability(self.theta)).tolist()))
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.name}@simulated(theta={self.theta!r},seed={self.seed})#{self.kind}"
+
+    def describe(self) -> dict:
+        return {"type": "simulated", "model": self.name, "kind": self.kind, "theta": self.theta,
+                "seed": self.seed}
+
+    def correct(self, item_id: str) -> bool:
+        return item_uniform(self.seed, item_id) < self._p[str(item_id)]
+
+    def ask(self, prompt: Prompt, item: Mapping) -> Answer:
+        ok = self.correct(item["item_id"])
+        return Answer(text=correct_answer_text(item) if ok else wrong_answer_text(item),
+                      latency_s=0.0)
