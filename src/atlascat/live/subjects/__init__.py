@@ -9,7 +9,7 @@ Two kinds of subject, told apart by ``subject.kind``:
       subject.generate_until(requests) -> list[str]    # greedy generation up to a stop string
 
 - **prompt subjects** (``kind = "chat"`` or ``"completion"``) answer one
-  :class:`~atlascat.live.items.Prompt` at a time, ``subject.ask(prompt, item) -> Answer``; a
+  :class:`~atlascat.content.items.Prompt` at a time, ``subject.ask(prompt, item) -> Answer``; a
   letter or number is then extracted from the text. This is not how the banks were calibrated:
   their results are labelled ``protocol = "approximate"``.
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Protocol, runtime_checkable
 
 from ...errors import LiveRunError
-from ..items import Prompt
+from ...content.items import Prompt
 
 __all__ = ["Answer", "Subject", "SubjectError"]
 

@@ -7,7 +7,7 @@ import time
 from typing import Callable, Mapping
 
 from ...errors import ConfigError
-from ..items import Prompt
+from ...content.items import Prompt
 from .base import Answer
 from .http import MAX_REPLY_BYTES, _HTTPSubject, _safe_url
 

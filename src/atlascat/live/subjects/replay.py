@@ -17,7 +17,7 @@ class ReplaySubject:
     """Answers the leaderboard's requests from a recorded response matrix (one model's row), so
     the whole live path (requests, subject call, scoring rule, CAT) runs on real answers.
 
-    For every bank item it builds the item's requests (:func:`atlascat.live.requests.
+    For every bank item it builds the item's requests (:func:`atlascat.content.requests.
     build_item_requests`), finds which choice the item's rule scores correct (by probing the rule
     with one-hot outputs), and answers each request with log-likelihoods (or a generation) that
     the rule scores as the recorded 0/1 (a recorded value >= 0.5 counts as correct). An item the
@@ -80,7 +80,7 @@ class ReplaySubject:
                 return self
             index = getattr(bank, "_atlas_replay_index", None)  # shared by every replayed model
             if index is None:
-                from ..requests import build_item_requests
+                from ...content.requests import build_item_requests
 
                 keys, first, outputs = {}, {}, {}
                 for item_id in map(str, bank.item_ids):
@@ -172,7 +172,7 @@ def _read_matrix(spec):
     path = Path(str(spec))
     if path.exists():
         return ResponseMatrix.read(path, normalize_ids=True)
-    from ...datasets import load_responses
+    from ...catalogue import load_responses
 
     try:
         return load_responses(str(spec))

@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ...errors import ConfigError
-from ..items import Prompt, correct_answer_text, wrong_answer_text
+from ...content.items import Prompt, correct_answer_text, wrong_answer_text
 from .base import Answer
 
 __all__ = ["CallableSubject", "SimulatedSubject", "item_uniform"]
