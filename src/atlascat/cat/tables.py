@@ -1,0 +1,114 @@
+"""Tables derived once from (bank, config), shared by every examinee of a CAT.
+
+The posterior of each examinee lives on a fixed quadrature grid theta_1..theta_Q with the
+normal prior N(prior_mean, prior_sd) as log weights (end nodes halved for the trapezoid rule).
+Answering item j with score y adds y log P_j(theta_q) + (1 - y) log Q_j(theta_q) to node q, so
+the tables hold log P and log Q of every item at every node, one contiguous (Q,) row per item
+(Bock and Mislevy, 1982), together with the selection criterion, the stopping rules, item costs
+and content balancing built from the config.
+
+Bock, R. D. and Mislevy, R. J. (1982). Adaptive EAP estimation of ability in a microcomputer
+environment. Applied Psychological Measurement, 6(4), 431-444.
+"""
+from __future__ import annotations
+
+import hashlib
+import weakref
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BankError, ConfigError
+from ..irt import models
+from ..irt.bank import ItemBank
+from ..irt.quadrature import normal_quadrature
+from .config import CATConfig
+from .content import make_content_balancer
+from .selection import InfoPruner, ItemParams, fisher_information, make_criterion
+from .stopping import build_stop_rules
+
+__all__ = ["bank_fingerprint"]
+
+
+class _Tables:
+    """Everything derived from (bank, config) once: grid, log P / log Q tables, components."""
+
+    def __init__(self, bank: ItemBank, config: CATConfig):
+        self.bank = bank
+        self.config = config
+        self.params = ItemParams.from_bank(bank)
+        self.params_padded = self.params.padded()
+        self.index = {str(item): i for i, item in enumerate(bank.item_ids)}
+        self.n_items = len(bank)
+        quad = normal_quadrature(config.quadpts, config.theta_range, config.prior_mean,
+                                 config.prior_sd)
+        self.nodes = quad.nodes
+        log_w = quad.log_weights.copy()
+        if config.quadrature_rule == "trapezoid":
+            log_w[[0, -1]] += np.log(0.5)
+        self.log_prior = log_w - np.logaddexp.reduce(log_w)
+        lp, lq = models.log_probability(self.nodes, *bank.params)
+        self.lp = np.ascontiguousarray(lp.T)  # (J, Q): one contiguous row per item
+        self.lq = np.ascontiguousarray(lq.T)
+        self.criterion = make_criterion(config, self.params)
+        # exact shortcut for MFI on large 3PL banks (see selection.InfoPruner)
+        self.pruner = None
+        if (config.selection == "mfi" and config.content_column is None
+                and InfoPruner.applicable(self.params)):
+            self.pruner = InfoPruner(self.params, config.theta_range)
+        self._info_nodes = None
+        self.rules = build_stop_rules(config)
+        self.prior_precision = 1.0 / config.prior_sd ** 2
+        # costs
+        if config.cost_column is not None:
+            meta = bank.metadata
+            if meta is None or config.cost_column not in meta.columns:
+                raise ConfigError(f"cost_column {config.cost_column!r} is not a bank metadata column")
+            cost = pd.to_numeric(meta[config.cost_column], errors="coerce").to_numpy(float)
+            if not np.all(np.isfinite(cost) & (cost >= 0)):
+                raise ConfigError(f"bank metadata column {config.cost_column!r} must hold "
+                                  "non-negative numeric costs for every item")
+            self.item_cost = cost
+            self.uniform_cost = bool(np.all(cost == cost[0]))
+        else:
+            self.item_cost = np.full(self.n_items, config.cost_per_item or 0.0)
+            self.uniform_cost = True
+        # content balancing (phase-2 component; None when off). Exposure control has state
+        # (counts), so it belongs to the engine, not to these shared tables.
+        self.content = make_content_balancer(bank, config)
+
+    @property
+    def info_nodes(self) -> np.ndarray:
+        """Fisher information of every item at every grid node, (J, Q) (built on first use)."""
+        if self._info_nodes is None:
+            info = fisher_information(self.nodes[None, :], self.params.table[:, :, None])
+            self._info_nodes = np.ascontiguousarray(info)
+            self.info_nodes_padded = np.concatenate([info, np.zeros((1, info.shape[1]))])
+        return self._info_nodes
+
+
+_TABLE_CACHE: "weakref.WeakKeyDictionary[ItemBank, dict]" = weakref.WeakKeyDictionary()
+
+
+def _tables(bank: ItemBank, config: CATConfig) -> _Tables:
+    """Tables for (bank, config), cached per bank object and config."""
+    if not isinstance(bank, ItemBank):
+        raise BankError(f"bank must be an ItemBank, got {type(bank).__name__}")
+    key = repr(sorted(config.to_dict().items(), key=lambda kv: kv[0]))
+    per_bank = _TABLE_CACHE.setdefault(bank, {})
+    tab = per_bank.get(key)
+    if tab is None:
+        if len(per_bank) > 8:
+            per_bank.clear()
+        tab = per_bank[key] = _Tables(bank, config)
+    return tab
+
+
+def bank_fingerprint(bank: ItemBank) -> str:
+    """A short hash of the item ids and parameters (to check a resumed session's bank)."""
+    h = hashlib.sha256()
+    h.update("\x1f".join(map(str, bank.item_ids)).encode())
+    for arr in bank.params:
+        h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
+    return h.hexdigest()[:16]
+
