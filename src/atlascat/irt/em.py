@@ -77,14 +77,14 @@ def fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = 61,
 
     def unpack(p):
         P = xp.reshape(p[:n_par], (n_items, k))
-        th = set_free(th0_d, free, [P[:, i] for i in range(k)])
+        th = set_free(th0_d, free, [P[:, i] for i in range(k)], xp)
         return th, (p[-1] if rasch else None)
 
     state = {"n_iter": 0, "trace": [], "data": data, "f32_iter": None}
 
     def e_step(th, log_var, **kw):
         log_w = grid_log_weights(x, xp.exp(log_var)) if rasch else log_w0
-        log_p, log_q = item_model.node_logs(th, x)
+        log_p, log_q = item_model.node_logs(th, x, xp)
         return estep(state["data"], log_p, log_q, log_w, **kw)
 
     def em_map(p, at_least=None):
@@ -95,7 +95,7 @@ def fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = 61,
         """
         th, log_var = unpack(p)
         es = e_step(th, log_var)
-        obj = es.loglik + xp.sum(item_model.log_prior(th))
+        obj = es.loglik + xp.sum(item_model.log_prior(th, xp))
         if at_least is not None:
             (objh,) = to_host(obj)
             if not (math.isfinite(objh) and objh >= at_least):
@@ -116,7 +116,7 @@ def fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = 61,
         else:
             tha, lva = unpack(pa)
             thb, lvb = unpack(pb)
-            pa_, pb_ = (xp.exp(item_model.node_logs(t, x)[0]) for t in (tha, thb))
+            pa_, pb_ = (xp.exp(item_model.node_logs(t, x, xp)[0]) for t in (tha, thb))
             per_item = xp.max(xp.abs(pb_ - pa_), axis=1)
             extra = xp.abs(lvb - lva) if rasch else None
         ch = xp.max(per_item)
@@ -191,7 +191,7 @@ def fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = 61,
             # an extrapolation may cross u below c: those items keep their EM iterate p2
             # (itself ordered: the M-step's line search accepts ordered points only)
             Pe = xp.reshape(pe, (n_items, k))
-            ok_u = item_model.feasible(unpack(pe)[0])
+            ok_u = item_model.feasible(unpack(pe)[0], xp)
             pe = xp.reshape(xp.where(ok_u[:, None], Pe, xp.reshape(p2, (n_items, k))),
                             (-1,))
         p3, fe = em_map(pe, at_least=f1h)   # no M-step for a rejected extrapolation

@@ -85,9 +85,9 @@ class ItemModel:
         self.hi = np.array([a_hi, D_MAX, LOGIT_MAX, LOGIT_MAX])
 
     # ------------------------------------------------------------------ parameters
-    def natural(self, th):
+    def natural(self, th, xp=None):
         """(a, d, c, u) from internal parameters (c, u as arrays even when fixed)."""
-        xp = arrays.namespace(th)
+        xp = arrays.namespace(th) if xp is None else xp
         a = xp.exp(th[:, 0]) if self.log_slope else th[:, 0]
         c = arrays.expit(th[:, 2], xp) if self.has_c else xp.zeros_like(th[:, 1])
         u = arrays.expit(th[:, 3], xp) if self.has_u else xp.ones_like(th[:, 1])
@@ -105,10 +105,10 @@ class ItemModel:
         return th
 
     # ------------------------------------------------------------------ log-probabilities
-    def node_logs(self, th, x):
+    def node_logs(self, th, x, xp=None):
         """(log P, log Q), each (n_items, n_nodes), finite for parameters inside the bounds."""
-        xp = arrays.namespace(th, x)
-        a, d, c, u = self.natural(th)
+        xp = arrays.namespace(th, x) if xp is None else xp
+        a, d, c, u = self.natural(th, xp)
         z = a[:, None] * x[None, :] + d[:, None]
         if not (self.has_c or self.has_u):
             return arrays.log_expit(z, xp), arrays.log_expit(-z, xp)
@@ -123,17 +123,17 @@ class ItemModel:
         p = c[:, None] + rng * arrays.expit(z, xp)
         return xp.log(p), arrays.log_expit(-th[:, 2], xp)[:, None] + arrays.log_expit(-z, xp)
 
-    def feasible(self, th):
+    def feasible(self, th, xp=None):
         """Per item: True where the asymptotes are ordered, u - c >= ``UC_GAP`` (always True
         below the 4PL)."""
-        xp = arrays.namespace(th)
+        xp = arrays.namespace(th) if xp is None else xp
         if not self.has_u:
             return xp.zeros_like(th[:, 1]) == 0.0
         return arrays.expit(th[:, 2], xp) <= arrays.expit(th[:, 3], xp) - UC_GAP
 
-    def log_prior(self, th):
+    def log_prior(self, th, xp=None):
         """Sum of log prior densities per item (zeros without priors)."""
-        xp = arrays.namespace(th)
+        xp = arrays.namespace(th) if xp is None else xp
         out = xp.zeros_like(th[:, 1])
         if self.prior_a is not None:
             out = out + prior_terms(self.prior_a, th[:, 0], xp)[0]
@@ -143,11 +143,11 @@ class ItemModel:
             out = out + prior_terms(self.prior_u, th[:, 3], xp)[0]
         return out
 
-    def objective(self, th, r, nr, x):
+    def objective(self, th, r, nr, x, xp=None):
         """Complete-data log-likelihood + log prior per item, shape (n_items,)."""
-        xp = arrays.namespace(th)
-        log_p, log_q = self.node_logs(th, x)
-        return xp.sum(r * log_p, axis=1) + xp.sum(nr * log_q, axis=1) + self.log_prior(th)
+        xp = arrays.namespace(th) if xp is None else xp
+        log_p, log_q = self.node_logs(th, x, xp)
+        return xp.sum(r * log_p, axis=1) + xp.sum(nr * log_q, axis=1) + self.log_prior(th, xp)
 
     # ------------------------------------------------------------------ derivatives
     def derivatives(self, th, r, nr, x, fisher: bool = False, with_value: bool = False):
@@ -175,7 +175,7 @@ class ItemModel:
         ``(value?, g, h, h_fisher)``, from one pass over the (items x nodes) intermediates.
         """
         xp = arrays.namespace(th, r)
-        a, d, c, u = self.natural(th)
+        a, d, c, u = self.natural(th, xp)
         z = a[:, None] * x[None, :] + d[:, None]
         s, sm = arrays.expit_pair(z, xp)
         ssum = lambda v: xp.sum(v, axis=1)  # noqa: E731
@@ -279,7 +279,7 @@ class ItemModel:
             if prior_u is not None:
                 H[3, 3] = H[3, 3] + prior_u
             hessians.append([[H[min(k, l), max(k, l)] for l in f] for k in f])
-        out = ((value + self.log_prior(th),) if with_value else ()) + ([G[k] for k in f],)
+        out = ((value + self.log_prior(th, xp),) if with_value else ()) + ([G[k] for k in f],)
         return out + tuple(hessians)
 
     _derivs = derivative_terms   # former name

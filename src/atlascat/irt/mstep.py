@@ -152,7 +152,7 @@ def mstep(model: ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float =
         else:
             cand_cols, new_f, moved, t = line_search_masked(model, ta, ra, nra, x, base, step,
                                                             fa, pred, go, max_halvings)
-        cand = set_free(ta, f, cand_cols)
+        cand = set_free(ta, f, cand_cols, xp)
         keep = xp.logical_and(moved, t * smax > step_tol)
         if sub:
             th[active] = cand
@@ -167,14 +167,14 @@ def mstep(model: ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float =
     return th
 
 
-def armijo_ok(model, trial, ft, fa, t, pred):
+def armijo_ok(model, trial, ft, fa, t, pred, xp=None):
     """Armijo acceptance of trial points, with a rounding allowance so that converged items
     can still take their last tiny Newton steps (|f| ~ 1e2-1e5, relative precision ~1e-16 per
     term); a 4PL trial must also keep c < u."""
-    xp = arrays.namespace(ft)
+    xp = arrays.namespace(ft) if xp is None else xp
     ok = xp.logical_and(xp.isfinite(ft), ft >= fa + 1e-4 * t * pred - 1e-13 * xp.abs(fa))
     if model.has_u:
-        ok = xp.logical_and(ok, model.feasible(trial))
+        ok = xp.logical_and(ok, model.feasible(trial, xp))
     return ok
 
 
@@ -187,9 +187,9 @@ def line_search_masked(model, ta, r, nr, x, base, step, fa, pred, go, max_halvin
     new_f, moved, pending, cand_cols = fa, xp.zeros_like(go), go, base
     for _ in range(max_halvings):
         trial_cols = [b_ + t * s_ for b_, s_ in zip(base, step)]
-        trial = set_free(ta, free, trial_cols)
-        ft = model.objective(trial, r, nr, x)
-        okt = armijo_ok(model, trial, ft, fa, t, pred)
+        trial = set_free(ta, free, trial_cols, xp)
+        ft = model.objective(trial, r, nr, x, xp)
+        okt = armijo_ok(model, trial, ft, fa, t, pred, xp)
         acc = xp.logical_and(pending, okt)
         cand_cols = [xp.where(acc, tc, cc) for tc, cc in zip(trial_cols, cand_cols)]
         new_f = xp.where(acc, ft, new_f)
@@ -223,9 +223,9 @@ def line_search_host(model, ta, r, nr, x, base, step, fa, pred, go, max_halvings
         trial_cols = [arrays.concat([b_] * H, xp) + tcol * arrays.concat([s_] * H, xp)
                       for b_, s_ in zip(b_s, s_s)]
         tile = (lambda v: v) if H == 1 else (lambda v: arrays.concat([v] * H, xp))  # noqa: E731
-        trial = set_free(tile(sel(ta)), free, trial_cols)
-        ft = model.objective(trial, tile(sel(r)), tile(sel(nr)), x)
-        ok = armijo_ok(model, trial, ft, tile(fa_s), tcol, tile(pr_s))
+        trial = set_free(tile(sel(ta)), free, trial_cols, xp)
+        ft = model.objective(trial, tile(sel(r)), tile(sel(nr)), x, xp)
+        ok = armijo_ok(model, trial, ft, tile(fa_s), tcol, tile(pr_s), xp)
         # the first acceptable step length of each item (H = none)
         chosen = xp.full_like(fa_s, float(H))
         for h in reversed(range(H)):
@@ -255,9 +255,9 @@ def line_search_host(model, ta, r, nr, x, base, step, fa, pred, go, max_halvings
     return cand_cols, new_f, moved, t
 
 
-def set_free(th, free, cols):
+def set_free(th, free, cols, xp=None):
     """``th`` with its ``free`` columns replaced by ``cols`` (a new array, no setitem)."""
-    xp = arrays.namespace(th)
+    xp = arrays.namespace(th) if xp is None else xp
     out = [th[:, j] for j in range(th.shape[1])]
     for j, col in zip(free, cols):
         out[j] = col
