@@ -49,6 +49,21 @@ from .partitioned import fit_partitioned
 from .priors import parse_prior
 from .result import CalibrationResult
 
+# the kernels' former private names, still importable from here
+from .estep import DeviceData as _Data, EStepResult as _EStep  # noqa: F401
+from .estep import bank_estep as _bank_estep, estep as _estep  # noqa: F401
+from .estep import grid_log_weights as _grid_log_weights, plan_blocks as _plan_blocks  # noqa: F401
+from .estep import rasch_variance as _rasch_variance  # noqa: F401
+from .itemmodel import A_MAX as _A_MAX, C_START as _C_START, D_MAX as _D_MAX  # noqa: F401
+from .itemmodel import LOG_A_MIN as _LOG_A_MIN, LOGIT_MAX as _LOGIT_MAX  # noqa: F401
+from .itemmodel import U_START as _U_START, UC_GAP as _UC_GAP  # noqa: F401
+from .itemmodel import ItemModel as _ItemModel, prior_terms as _prior_terms  # noqa: F401
+from .mstep import PRED_REL as _PRED_REL, armijo_ok as _armijo_ok  # noqa: F401
+from .mstep import line_search_host as _line_search_host  # noqa: F401
+from .mstep import line_search_masked as _line_search_masked, mstep as _mstep  # noqa: F401
+from .mstep import pd_solve as _pd_solve, set_free as _set_free  # noqa: F401
+from .start import start_values as _start_values  # noqa: F401
+
 __all__ = ["MODELS", "CalibrationResult", "Calibrator", "calibrate", "marginal_loglik"]
 
 MODELS = ("rasch", "1pl", "2pl", "3pl", "4pl")
@@ -329,18 +344,3 @@ def calibrate(responses, model: str = "auto", **settings) -> CalibrationResult:
     weights = settings.pop("weights", None)
     return Calibrator(model, **settings).fit(responses, weights=weights).result_
 
-
-# ---------------------------------------------------------------- former private names (kept)
-from .estep import (DeviceData as _Data, EStepResult as _EStep, bank_estep as _bank_estep,  # noqa: E402,F401
-                    estep as _estep, grid_log_weights as _grid_log_weights,
-                    plan_blocks as _plan_blocks, rasch_variance as _rasch_variance)
-from .itemmodel import (A_MAX as _A_MAX, C_START as _C_START, D_MAX as _D_MAX,  # noqa: E402,F401
-                        LOG_A_MIN as _LOG_A_MIN, LOGIT_MAX as _LOGIT_MAX, U_START as _U_START,
-                        UC_GAP as _UC_GAP, prior_terms as _prior_terms)
-from .mstep import (PRED_REL as _PRED_REL, armijo_ok as _armijo_ok,  # noqa: E402,F401
-                    line_search_host as _line_search_host,
-                    line_search_masked as _line_search_masked, mstep as _mstep,
-                    pd_solve as _pd_solve, set_free as _set_free)
-from .start import start_values as _start_values  # noqa: E402,F401
-
-_ItemModel = ItemModel
