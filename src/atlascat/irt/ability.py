@@ -5,9 +5,9 @@ EAP (Bock and Mislevy, 1982): posterior mean and SD of theta on a fixed quadratu
     post_i(q) ∝ prior(q) prod_j P_j(theta_q)^y_ij Q_j(theta_q)^(1 - y_ij)   (observed j only)
     theta_i = sum_q post_i(q) theta_q,   SE_i = sqrt(sum_q post_i(q) (theta_q - theta_i)^2).
 
-:func:`eap` runs the calibration's array-API E-step kernel (``calibrate._bank_estep``: two
-matrix products, on NumPy or a GPU); :func:`grid_posterior` writes the same posterior directly
-with ``models.loglik_matrix``.
+:func:`eap` runs the calibration's array-API E-step kernel
+(:func:`atlascat.irt.estep.bank_estep`: two matrix products, on NumPy or a GPU);
+:func:`grid_posterior` writes the same posterior directly with ``models.loglik_matrix``.
 
 ML, MAP and WLE solve an estimating equation g_i(theta) = 0 for every subject at once,
 
@@ -50,8 +50,10 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from ..errors import ConfigError
-from . import models
+from . import arrays, models
 from .bank import ItemBank
+from .estep import bank_estep
+from .inputs import response_array
 from .quadrature import normal_quadrature
 
 __all__ = [
@@ -65,41 +67,13 @@ __all__ = [
     "wle",
     "estimating_terms",
     "estimate_ability",
+    "irf_pieces",
 ]
 
 METHODS = ("eap", "wle", "map", "ml")
 
 # |z| beyond this gives P = c or u to machine precision; clipping keeps every ratio finite.
 _Z_CLIP = 300.0
-
-
-# ---------------------------------------------------------------------------------------- input
-def response_array(responses, bank: ItemBank, *, extra: str = "error") -> np.ndarray:
-    """Scores as a float array in the bank's item order.
-
-    ``responses`` is a ResponseMatrix (aligned by item id: bank items absent from the matrix are
-    all-missing columns; matrix items absent from the bank are an error, or dropped with
-    ``extra="ignore"``) or an array already in bank order with shape (n_subjects, n_items).
-    """
-    from ..responses import ResponseMatrix
-    from ..validation import as_labelled_responses, check_bank, check_scores
-
-    check_bank(bank)
-    responses = as_labelled_responses(responses)
-    if isinstance(responses, ResponseMatrix):
-        return responses.aligned_values(bank.item_ids, extra=extra)
-    y = check_scores(responses)
-    if y.ndim == 1:
-        y = y[None, :]
-    if y.ndim != 2 or y.shape[1] != len(bank):
-        from ..errors import ResponseDataError
-
-        raise ResponseDataError(
-            f"responses have shape {y.shape} but the bank has {len(bank)} items; pass a "
-            "ResponseMatrix or labelled DataFrame (aligned by item id) or an array with one "
-            "column per bank item"
-        )
-    return y
 
 
 # ------------------------------------------------------------------------------------------ EAP
@@ -135,19 +109,16 @@ def eap(responses, bank: ItemBank, *, quadpts: int = 61, theta_range=(-6.0, 6.0)
 def _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, *, device="cpu",
                dtype="float64", memory_limit=None):
     """:func:`eap` on scores already in the bank's item order (checked settings)."""
-    from . import _xp
-    from .calibrate import _bank_estep
-
     if dtype not in ("float32", "float64"):
         raise ConfigError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
-    es = _bank_estep(y, None, bank, quad, device=device, dtype=dtype, memory_limit=memory_limit,
-                     stats=False)
-    return _xp.to_numpy(es.theta), _xp.to_numpy(es.se)
+    es = bank_estep(y, None, bank, quad, device=device, dtype=dtype, memory_limit=memory_limit,
+                    stats=False)
+    return arrays.to_numpy(es.theta), arrays.to_numpy(es.se)
 
 
 # ------------------------------------------------------------------------ IRF pieces, log-safe
-def _irf_pieces(theta, a, b, c, u):
+def irf_pieces(theta, a, b, c, u):
     """P, P', r = P'/(P Q) and P''/P' = a (1 - 2 sigma) for every (theta, item).
 
     ``theta`` of any shape; results have shape ``theta.shape + (n_items,)``. With z clipped to
@@ -170,6 +141,9 @@ def _irf_pieces(theta, a, b, c, u):
     curv = np.subtract(t, s, out=t)
     curv *= a                                  # P''/P' = a (1 - 2 sigma)
     return p, dp, r, curv
+
+
+_irf_pieces = irf_pieces   # former name
 
 
 def estimating_terms(theta, y: np.ndarray, bank: ItemBank):
@@ -210,7 +184,7 @@ def _score_parts(p, dp, r):
 
 
 def _terms_block(theta, y1, obs, params):
-    p, dp, r, curv = _irf_pieces(theta, *params)
+    p, dp, r, curv = irf_pieces(theta, *params)
     qr, pr = _score_parts(p, dp, r)
     s = np.einsum("ij,ij->i", y1, qr) - np.einsum("ij,ij->i", np.subtract(obs, y1), pr)
     dp *= r
@@ -222,7 +196,7 @@ def _terms_block(theta, y1, obs, params):
 
 def _terms_grid(nodes, y1, obs, params):
     """S, I, J for every subject at every grid node by matrix products: (n_subjects, n_nodes)."""
-    p, dp, r, curv = _irf_pieces(nodes, *params)          # (G, n_items)
+    p, dp, r, curv = irf_pieces(nodes, *params)          # (G, n_items)
     qr, pr = _score_parts(p, dp, r)
     s = y1 @ qr.T - np.subtract(obs, y1) @ pr.T
     info = dp * r

@@ -80,7 +80,7 @@ from ..errors import warn_user
 
 __all__ = ["AUTO", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
-           "SMALL_N_DEFAULT", "choose_defaults",
+           "SMALL_N_DEFAULT", "choose_defaults", "is_auto",
            "identification_problems", "resolve"]
 
 AUTO = "auto"
@@ -135,8 +135,12 @@ class DefaultsChoice:
         return d
 
 
-def _is_auto(value) -> bool:
+def is_auto(value) -> bool:
+    """True for the setting "auto" (any case, surrounding blanks ignored)."""
     return isinstance(value, str) and value.strip().lower() == AUTO
+
+
+_is_auto = is_auto   # former name
 
 
 def _is_none(value) -> bool:

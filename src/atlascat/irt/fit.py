@@ -92,7 +92,7 @@ from scipy.stats import chi2, ncx2, norm
 
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import models
-from .ability import _irf_pieces, estimate_ability, response_array
+from .ability import estimate_ability, irf_pieces, response_array
 from .bank import ItemBank
 from .quadrature import normal_quadrature
 
@@ -316,7 +316,7 @@ def _delta_matrix(P, w, blocks):
 def _jacobian_blocks(nodes, bank: ItemBank, estimated: str, weights=None,
                      prior_mean: float = 0.0, prior_sd: float = 1.0):
     a, b, c, u = bank.params
-    p, dp, r, curv = _irf_pieces(nodes, a, b, c, u)
+    p, dp, r, curv = irf_pieces(nodes, a, b, c, u)
     s = expit(a * (nodes[:, None] - b))
     ds = (u - c) * s * (1.0 - s)                      # dP/dd
     blocks = []
@@ -677,7 +677,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     n_obs = obs.sum(axis=1)
     finite = np.isfinite(theta)
     th = np.where(finite, theta, 0.0)
-    p, dp, r, curv = _irf_pieces(th, *bank.params)
+    p, dp, r, curv = irf_pieces(th, *bank.params)
     log_p, log_q = models.log_probability(th, *bank.params)   # finite, accurate near 0 and 1
     logit = np.where(obs, log_p - log_q, 0.0)
     y0 = np.where(obs, y, 0.0)

@@ -1,0 +1,75 @@
+"""irt/arrays.namespace: NumPy arrays take a fast path (no array_api_compat import) and the
+optional import is attempted once per process, failed or not (a core-only install otherwise
+retried the failed import on every kernel call)."""
+import builtins
+
+import numpy as np
+import pytest
+
+from atlascat.irt import _xp, arrays
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch):
+    """An empty import cache for the test, restored afterwards."""
+    monkeypatch.setattr(arrays, "_COMPAT", [])
+    return arrays
+
+
+def _count_compat_imports(monkeypatch, fail: bool):
+    calls = []
+    real_import = builtins.__import__
+
+    def spy(name, *args, **kwargs):
+        if name == "array_api_compat":
+            calls.append(name)
+            if fail:
+                raise ImportError("array_api_compat is not installed (simulated)")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", spy)
+    return calls
+
+
+def test_numpy_arrays_do_not_import_array_api_compat(fresh_cache, monkeypatch):
+    calls = _count_compat_imports(monkeypatch, fail=True)
+    assert arrays.namespace(np.ones(3)) is np
+    assert arrays.namespace(np.ones(3), np.float64(1.0), 2.0, None) is np
+    assert calls == []
+    assert arrays._COMPAT == []   # not even tried
+
+
+def test_a_failed_import_is_attempted_once(fresh_cache, monkeypatch):
+    calls = _count_compat_imports(monkeypatch, fail=True)
+    for _ in range(5):
+        assert arrays._compat() is None
+    assert calls == ["array_api_compat"]
+
+
+def test_without_array_api_compat_other_arrays_use_their_own_namespace(fresh_cache,
+                                                                      monkeypatch):
+    calls = _count_compat_imports(monkeypatch, fail=True)
+
+    class Space:
+        pass
+
+    class Arr:
+        def __array_namespace__(self):
+            return Space
+
+    for _ in range(3):
+        assert arrays.namespace(Arr(), Arr()) is Space
+    assert calls == ["array_api_compat"]
+
+
+def test_a_successful_import_is_cached(fresh_cache, monkeypatch):
+    pytest.importorskip("array_api_compat")
+    calls = _count_compat_imports(monkeypatch, fail=False)
+    first = arrays._compat()
+    assert first is not None and arrays._compat() is first
+    assert len(calls) == 1
+
+
+def test_the_former_module_name_still_works():
+    assert _xp.namespace is arrays.namespace
+    assert _xp.expit is arrays.expit
