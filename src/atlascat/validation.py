@@ -348,40 +348,6 @@ def normalize_item_id(item_id: str) -> str:
 
 
 # ------------------------------------------------------------------ library arguments
-def check_bank(bank):
-    """An ItemBank (a path or a bundled name is refused with the call that loads it)."""
-    from .irt.bank import ItemBank
-
-    if isinstance(bank, ItemBank):
-        return bank
-    if isinstance(bank, (str, Path)):
-        raise ConfigError(f"bank {str(bank)!r} is a name or path, not an ItemBank; load it with "
-                          "atlascat.datasets.resolve_bank(...) or ItemBank.read(...)")
-    raise ConfigError(f"bank must be an atlascat.ItemBank, got {type(bank).__name__}")
-
-
-def as_labelled_responses(responses, *, on_empty: str = "keep"):
-    """A pandas DataFrame (or Series) becomes a ResponseMatrix that keeps its labels: the index
-    as subject ids, the columns as item ids (so it is aligned to a bank by id, whatever the
-    column order). A frame without labels (RangeIndex columns) stays positional. Other inputs
-    pass through."""
-    import pandas as pd
-
-    from .responses import ResponseMatrix
-
-    if isinstance(responses, (str, Path)):  # a file or a bundled name, as in the CLI
-        from .datasets import resolve_responses
-
-        return resolve_responses(responses, option="responses", on_empty=on_empty)
-    if isinstance(responses, pd.Series):
-        responses = responses.to_frame().T
-    if isinstance(responses, pd.DataFrame):
-        if isinstance(responses.columns, pd.RangeIndex):
-            return responses.to_numpy(dtype=object)
-        return ResponseMatrix.from_frame(responses, on_empty=on_empty)
-    return responses
-
-
 def check_ability_settings(*, prior_mean=0.0, prior_sd=1.0, quadpts=61, theta_range=(-6.0, 6.0),
                            bounds=(-10.0, 10.0), extra_items="error") -> None:
     check_finite(prior_mean, "prior_mean (CLI --prior-mean)")
@@ -465,17 +431,3 @@ def json_safe(obj):
     if isinstance(obj, (float, np.floating)):
         return float(obj) if math.isfinite(obj) else None
     return obj
-
-
-def as_response_matrix(responses, *, on_empty: str = "keep"):
-    """A ResponseMatrix from a ResponseMatrix, a labelled DataFrame (labels kept), an array
-    (NaN = missing), or a file path / bundled name."""
-    from .responses import ResponseMatrix
-
-    responses = as_labelled_responses(responses, on_empty=on_empty)
-    if isinstance(responses, ResponseMatrix):
-        return responses
-    arr = np.asarray(responses, dtype=object)
-    if arr.ndim != 2:
-        raise ResponseDataError(f"responses must be 2-D (subjects x items), got shape {arr.shape}")
-    return ResponseMatrix(arr, on_empty=on_empty)

@@ -409,7 +409,8 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     """
     from ..responses import ResponseMatrix
 
-    from ..validation import as_labelled_responses, check_ability_settings
+    from ..responses import as_labelled_responses
+    from ..validation import check_ability_settings
 
     method = str(method).lower()
     if method not in METHODS:

@@ -19,11 +19,11 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..errors import BankError
+from ..errors import BankError, ConfigError
 from ..validation import normalize_item_id
 from . import models
 
-__all__ = ["ItemBank", "normalize_item_id"]
+__all__ = ["ItemBank", "normalize_item_id", "check_bank"]
 
 PARAM_COLUMNS = ("a", "b", "c", "u")
 MIRT_COLUMNS = ("a1", "d", "g", "u")
@@ -350,3 +350,13 @@ def _maybe_json(value):
         except json.JSONDecodeError:
             return value
     return value
+
+
+def check_bank(bank):
+    """An ItemBank (a path or a bundled name is refused with the call that loads it)."""
+    if isinstance(bank, ItemBank):
+        return bank
+    if isinstance(bank, (str, Path)):
+        raise ConfigError(f"bank {str(bank)!r} is a name or path, not an ItemBank; load it with "
+                          "atlascat.catalogue.resolve_bank(...) or ItemBank.read(...)")
+    raise ConfigError(f"bank must be an atlascat.ItemBank, got {type(bank).__name__}")

@@ -217,7 +217,8 @@ class Calibrator:
     def _fit(self, responses, weights=None):
         from ..responses import ResponseMatrix
 
-        from ..validation import as_labelled_responses, check_identified, check_subjects
+        from ..responses import as_labelled_responses
+        from ..validation import check_identified, check_subjects
 
         start = time.perf_counter()
         model, prior_a, prior_c, prior_u = self._check_settings()

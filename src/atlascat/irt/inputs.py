@@ -16,7 +16,9 @@ def response_array(responses, bank: ItemBank, *, extra: str = "error") -> np.nda
     ``extra="ignore"``) or an array already in bank order with shape (n_subjects, n_items).
     """
     from ..responses import ResponseMatrix
-    from ..validation import as_labelled_responses, check_bank, check_scores
+    from ..responses import as_labelled_responses
+    from ..validation import check_scores
+    from .bank import check_bank
 
     check_bank(bank)
     responses = as_labelled_responses(responses)

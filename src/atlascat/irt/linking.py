@@ -169,7 +169,7 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
 
     ``anchors``: the item ids to use (default: every id present in both banks; at least 2).
     """
-    from ..validation import check_bank
+    from .bank import check_bank
 
     check_bank(ref)
     check_bank(new)
