@@ -1,7 +1,7 @@
 """Moved: what ships with the package is found by name in :mod:`atlascat.catalogue`; this
 folder keeps the data files (``data/``, sources and licences in ``data/README.md``).
 
-The old names keep working with a :class:`DeprecationWarning`. ``load_bank`` here still returns
+The old names keep working, with a DeprecationWarning. ``load_bank`` here still returns
 the ATLAS paper's published bank (``load_bank("hellaswag")`` the paper's 5,600 items): it is
 :func:`atlascat.catalogue.load_paper_bank`; :func:`atlascat.catalogue.load_bank` takes the
 CLI's names (``"hellaswag"`` our content bank, ``"paper-hellaswag"`` the paper's).

@@ -1,10 +1,8 @@
 """Live adaptive evaluation of real models (see ``docs/live.md``).
 
-- :mod:`.items`    item content: loaders for benchmark item files, join to a bank, prompts;
-                   :func:`load_content_bank` (the shipped ARC bank with content)
-- :mod:`.requests` the Open LLM Leaderboard's lm-evaluation-harness requests per item
-                   (:func:`build_requests`, :func:`build_item_requests`) and their scoring
-                   rules (acc_norm, acc, mc1, partial, gsm8k_exact)
+- item content and the Open LLM Leaderboard's requests live in :mod:`atlascat.content` (re-exported
+  here: :func:`build_prompt`, :func:`build_requests`, :func:`build_item_requests`, ...); the
+  shipped content banks in :mod:`atlascat.catalogue` (:func:`load_content_bank`)
 - :mod:`.scorers`  scorers by name: ``mc`` (letter / option text), ``gsm8k`` (numeric), callables
 - :mod:`.subjects` ``OpenAICompletionsSubject`` (log-likelihoods from echoed prompt logprobs),
                    ``OpenAICompatible`` (chat / text prompts, approximate), ``ReplaySubject``,
@@ -22,12 +20,14 @@ from __future__ import annotations
 
 import importlib
 
+_ITEMS, _REQUESTS = "atlascat.content.items", "atlascat.content.requests"
+#: name -> its module (relative to this package unless absolute)
 _LAZY = {
-    "load_content_bank": "items", "load_item_content": "items", "attach_content": "items",
-    "build_prompt": "items", "Prompt": "items", "parse_choices": "items",
-    "content_item_ids": "items",
-    "Request": "requests", "ItemRequests": "requests", "build_requests": "requests",
-    "build_item_requests": "requests", "requests_from_record": "requests",
+    "load_content_bank": "atlascat.catalogue", "load_item_content": _ITEMS,
+    "attach_content": _ITEMS, "build_prompt": _ITEMS, "Prompt": _ITEMS, "parse_choices": _ITEMS,
+    "content_item_ids": _ITEMS,
+    "Request": _REQUESTS, "ItemRequests": _REQUESTS, "build_requests": _REQUESTS,
+    "build_item_requests": _REQUESTS, "requests_from_record": _REQUESTS,
     "register_scorer": "scorers", "get_scorer": "scorers", "score_answer": "scorers",
     "OpenAICompatible": "subjects", "CallableSubject": "subjects", "SimulatedSubject": "subjects",
     "Answer": "subjects", "Subject": "subjects", "SubjectError": "subjects",
@@ -48,7 +48,8 @@ def __getattr__(name):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'atlascat.live' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(importlib.import_module(module if module.startswith("atlascat.")
+                                            else f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
 
