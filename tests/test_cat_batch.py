@@ -20,6 +20,7 @@ from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.errors import AtlasError, ConfigError, LiveRunError, ResponseDataError
 from atlascat.irt.bank import ItemBank
 from atlascat.responses import ResponseMatrix
+from test_layering import find_cycle
 
 CAT_DIR = Path(__file__).resolve().parents[1] / "src" / "atlascat" / "cat"
 
@@ -50,27 +51,7 @@ def _cat_imports(cat_dir: Path = CAT_DIR) -> dict[str, set[str]]:
     return graph
 
 
-def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}
-
-    def visit(node, stack):
-        state[node] = 1
-        for dep in sorted(graph[node]):
-            if state.get(dep) == 1:
-                return stack + [node, dep]
-            if dep not in state:
-                found = visit(dep, stack + [node])
-                if found:
-                    return found
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state:
-            found = visit(node, [])
-            if found:
-                return found
-    return None
+_find_cycle = find_cycle  # the package-wide checker's (tests/test_layering.py)
 
 
 class TestImportStructure:
