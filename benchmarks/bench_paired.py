@@ -1,0 +1,160 @@
+"""Paired comparison of two models on held-out leaderboard models (issue 18, item 5).
+
+For each benchmark: bank and score link are built on 80% of the whole population (seeded split,
+exactly as ``bench_leaderboard.py --population union``); the other 20% (models that answered
+>= 90% of the bank) replay their real answers, and so do the calibration models. Every pair of
+models gets the difference of their predicted scores with the interval of
+:func:`atlascat.evaluate.paired.paired_difference`: sd = sqrt(sd_a^2 + sd_b^2 - 2 rho sd_a sd_b)
+(sd from each 95% interval), times a pair scale fitted on the *calibration* pairs so that 95% of
+them are covered. Reported on the *held-out* pairs: coverage of the published difference (all
+pairs; pairs within 5 points; the 1% of pairs whose answers agree most beyond what their
+accuracy explains), and the share of pairs 1.5-2.5 / 4-6 / 8-12 points apart that the interval
+tells apart (excludes 0, right sign), per test length: the adaptive default (SE 0.2 plus the
+bank's stop rules) and fixed lengths.
+
+    PYTHONPATH=src OPENBLAS_NUM_THREADS=1 python benchmarks/bench_paired.py -o runs/paired
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from atlascat.cat.config import CATConfig  # noqa: E402
+from atlascat.cat.engine import simulate_cat  # noqa: E402
+from atlascat.evaluate.paired import difference_interval, excess_agreement  # noqa: E402
+from atlascat.filtering import stratified_split  # noqa: E402
+from atlascat.live.build_bank import (fit_bank_and_link, load_published_scores,  # noqa: E402
+                                      population_matrix)
+
+SHARED = ROOT.parent / "shared" / "data" / "openllm"
+BENCHES = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
+LENGTHS = ("adaptive", 30, 60, 100)
+GAPS = ((0.015, 0.025), (0.04, 0.06), (0.08, 0.12))
+
+
+def replay(bank, link, y, length, seed):
+    """Predicted score (0-1), interval and items of each model replaying ``y``."""
+    stops = link.stop_settings()
+    if length == "adaptive":
+        cfg = CATConfig(se_stop=0.2, **stops)
+    else:
+        k = int(min(length, len(bank)))
+        cfg = CATConfig(se_stop=None, min_items=k, max_items=k)
+    res = simulate_cat(bank, cfg, responses=y, rng=np.random.default_rng([seed, 30]))
+    th = res.persons["theta"].to_numpy(float)
+    se = res.persons["se"].to_numpy(float)
+    asked = res.asked_mask()
+    pred, lo, hi = link.predict_many(th, se, asked=asked, y=y)
+    return pred, lo, hi, asked
+
+
+def pair_arrays(s, pred, lo, hi, y, asked):
+    n = len(s)
+    i, j = np.triu_indices(n, 1)
+    return dict(i=i, j=j, true=s[i] - s[j], pred=pred[i] - pred[j],
+                sd_a=(hi[i] - lo[i]) / 3.92, sd_b=(hi[j] - lo[j]) / 3.92,
+                excess=excess_agreement(y[i], y[j], asked[i]))
+
+
+def fit_scale(p, coverage=0.95) -> float:
+    """Pair scale: the factor on the combined sd that covers ``coverage`` of these pairs."""
+    sd = np.sqrt(p["sd_a"] ** 2 + p["sd_b"] ** 2)
+    return float(np.quantile(np.abs(p["true"] - p["pred"]) / sd, coverage) / 1.959964)
+
+
+def evaluate_pairs(p, scale) -> dict:
+    d = difference_interval(p["pred"], p["sd_a"], p["sd_b"], scale=scale)
+    cover = (d["lo"] <= p["true"]) & (p["true"] <= d["hi"])
+    top = p["excess"] >= np.quantile(p["excess"], 0.99)
+    out = {"pairs": int(len(cover)), "coverage": float(cover.mean()),
+           "coverage_within_5": float(cover[np.abs(p["true"]) <= 0.05].mean()),
+           "coverage_top1pct_agreement": float(cover[top].mean()),
+           "median_halfwidth": float(np.median(d["hi"] - d["lo"]) / 2 * 100)}
+    told = ((d["lo"] > 0) & (p["true"] > 0)) | ((d["hi"] < 0) & (p["true"] < 0))
+    for a, b in GAPS:
+        m = (np.abs(p["true"]) >= a) & (np.abs(p["true"]) <= b)
+        out[f"told_apart_{round(100 * (a + b) / 2)}pt"] = float(told[m].mean()) if m.any() else np.nan
+    return out
+
+
+def run(bench, seed, lengths):
+    t0 = time.perf_counter()
+    rm = population_matrix(bench, SHARED / "items", population="union")
+    scores = load_published_scores(SHARED / "leaderboard_scores.csv.gz", bench)
+    has = np.isfinite(scores.reindex(rm.subject_ids.astype(str)).to_numpy(float))
+    rm = rm.subset(subjects=has)
+    train, test = stratified_split(rm, test_size=0.2, rng=np.random.default_rng(seed))
+    bank, link, info = fit_bank_and_link(train, scores, bench=bench, seed=seed,
+                                         leaderboard_scores=scores.to_numpy(float))
+    parts = {}
+    for name, part in (("train", train), ("test", test)):
+        y = part.aligned_values(bank.item_ids, extra="ignore")
+        s = scores.reindex(part.subject_ids.astype(str)).to_numpy(float)
+        keep = np.isfinite(y).mean(1) >= 0.9
+        if name == "train" and keep.sum() > 1500:   # 1500 calibration models: 1.1M pairs
+            keep &= np.random.default_rng([seed, 31]).random(len(keep)) < 1500 / keep.sum()
+        parts[name] = (y[keep], s[keep])
+    rows = []
+    for length in lengths:
+        pairs = {}
+        items = {}
+        for name, (y, s) in parts.items():
+            pred, lo, hi, asked = replay(bank, link, y, length, seed)
+            items[name] = float(asked.sum(1).mean())
+            pairs[name] = pair_arrays(s, pred, lo, hi, y, asked)
+        scale = fit_scale(pairs["train"])
+        row = {"benchmark": bench, "seed": seed, "length": str(length),
+               "items": round(items["test"], 1), "pair_scale": round(scale, 3),
+               **evaluate_pairs(pairs["test"], scale)}
+        unscaled = evaluate_pairs(pairs["test"], 1.0)
+        row["coverage_unscaled"] = unscaled["coverage"]
+        rows.append(row)
+        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()},
+              flush=True)
+    print(f"{bench} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
+    return rows
+
+
+def markdown(df: pd.DataFrame) -> str:
+    cols = ["benchmark", "length", "items", "pair_scale", "coverage", "coverage_within_5",
+            "coverage_top1pct_agreement", "median_halfwidth", "told_apart_2pt", "told_apart_5pt",
+            "told_apart_10pt"]
+    head = ("| benchmark | test | items | pair scale | coverage | within 5 pts | top-1% agreement "
+            "| median half-width | told apart: 2 pts | 5 pts | 10 pts |")
+    lines = [head, "|" + "---|" * len(cols)]
+    for _, r in df[cols].iterrows():
+        lines.append("| " + " | ".join([
+            r["benchmark"], r["length"], f"{r['items']:.1f}", f"{r['pair_scale']:.2f}",
+            f"{100 * r['coverage']:.1f}%", f"{100 * r['coverage_within_5']:.1f}%",
+            f"{100 * r['coverage_top1pct_agreement']:.1f}%", f"{r['median_halfwidth']:.1f}",
+            *(f"{100 * r[c]:.0f}%" for c in cols[-3:])]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", nargs="*", default=list(BENCHES))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lengths", nargs="*", default=[str(x) for x in LENGTHS])
+    ap.add_argument("-o", "--output", type=Path, default=Path("runs/paired"))
+    args = ap.parse_args(argv)
+    lengths = [x if x == "adaptive" else int(x) for x in args.lengths]
+    rows = [r for b in args.bench for r in run(b, args.seed, lengths)]
+    df = pd.DataFrame(rows)
+    args.output.mkdir(parents=True, exist_ok=True)
+    df.to_csv(args.output / "paired.csv", index=False)
+    md = markdown(df)
+    (args.output / "paired.md").write_text(md + "\n")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

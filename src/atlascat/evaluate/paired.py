@@ -1,0 +1,94 @@
+"""Paired comparison of two models: the difference of their predicted scores with a 95%
+interval (issue 18; measured in ``benchmarks/bench_paired.py``, ``docs/leaderboard.md``).
+
+Each prediction carries a 95% interval from its score link; its sd is taken as
+(hi - lo) / (2 x 1.96). The difference d = score_a - score_b has
+
+    sd_d = scale x sqrt(sd_a^2 + sd_b^2 - 2 rho sd_a sd_b),     interval d +- 1.96 sd_d
+
+``rho`` is the correlation of the two predictions' errors. For two unrelated models it is 0:
+their published scores deviate from what their answers say independently (measured on the
+leaderboard: the correlation of two calibration models' residuals is 0.00 +- 0.01 for all but
+the pairs whose answers agree far beyond what their accuracy explains, :func:`excess_agreement`;
+for the 0.1% that agree most it reaches 0.4-0.6 on ARC: near-duplicates such as merges or
+checkpoints of one model). ``scale`` is the pair scale: each link's interval is calibrated to
+cover 97% of single models, so their combination in quadrature covers more than 95% of pairs;
+:data:`PAIR_SCALE` holds, per benchmark, the factor that covers 95% of the calibration models'
+pairs (adaptive test at SE 0.2), fitted by ``bench_paired.py``.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import ConfigError
+
+__all__ = ["difference_interval", "paired_difference", "excess_agreement", "PAIR_SCALE", "Z95"]
+
+Z95 = 1.959963984540054
+#: per benchmark, the factor on the combined sd that covers 95% of the calibration pairs
+#: (``python benchmarks/bench_paired.py``, seed 0, adaptive test; see docs/leaderboard.md);
+#: 1.0 for a bank not listed (the plain combination, which covers more than 95%)
+PAIR_SCALE: dict[str, float] = {}
+
+
+def _sd(lo, hi) -> np.ndarray:
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    if np.any(hi < lo):
+        raise ConfigError("an interval's upper bound is below its lower bound")
+    return (hi - lo) / (2 * Z95)
+
+
+def difference_interval(diff, sd_a, sd_b, *, rho=0.0, scale: float = 1.0) -> dict:
+    """The difference ``diff`` (a - b) with its 95% interval from the two sds (vectorized).
+
+    Returns arrays ``diff``, ``sd``, ``lo``, ``hi`` and ``told_apart`` (the interval excludes
+    0)."""
+    diff = np.asarray(diff, float)
+    sd_a, sd_b, rho = (np.asarray(v, float) for v in (sd_a, sd_b, rho))
+    if np.any((rho < -1) | (rho > 1)):
+        raise ConfigError(f"rho must lie in [-1, 1], got {rho}")
+    if not (np.isfinite(scale) and scale > 0):
+        raise ConfigError(f"the pair scale must be > 0, got {scale!r}")
+    var = sd_a ** 2 + sd_b ** 2 - 2 * rho * sd_a * sd_b
+    sd = scale * np.sqrt(np.maximum(var, 0.0))
+    lo, hi = diff - Z95 * sd, diff + Z95 * sd
+    return {"diff": diff, "sd": sd, "lo": lo, "hi": hi, "told_apart": (lo > 0) | (hi < 0)}
+
+
+def paired_difference(a: Mapping, b: Mapping, *, benchmark: str | None = None,
+                      rho: float = 0.0, scale: float | None = None) -> dict:
+    """Difference of two predictions (mappings with ``score``, ``lo``, ``hi``, 0-1) with its
+    95% interval; ``scale`` defaults to the benchmark's :data:`PAIR_SCALE` (1.0 if none)."""
+    for name, p in (("first", a), ("second", b)):
+        missing = [k for k in ("score", "lo", "hi") if p.get(k) is None]
+        if missing:
+            raise ConfigError(f"the {name} prediction has no {', '.join(missing)}: compare runs "
+                              "that predicted a leaderboard score")
+    if scale is None:
+        scale = PAIR_SCALE.get(str(benchmark).lower(), 1.0) if benchmark else 1.0
+    out = difference_interval(float(a["score"]) - float(b["score"]),
+                              _sd(a["lo"], a["hi"]), _sd(b["lo"], b["hi"]), rho=rho,
+                              scale=scale)
+    return {k: (bool(v) if k == "told_apart" else float(v)) for k, v in out.items()} | {
+        "scale": float(scale), "rho": float(rho)}
+
+
+def excess_agreement(y_a, y_b, mask=None) -> np.ndarray:
+    """How much more two models' 0/1 answers agree than their accuracies explain, on the items
+    of ``mask`` (default: both answered), row by row:
+
+        mean(y_a == y_b) - (p_a p_b + (1 - p_a)(1 - p_b)),   p = accuracy on those items
+
+    Near 0 for unrelated models; large for near-duplicates (merges, checkpoints of one model).
+    """
+    ya, yb = np.atleast_2d(np.asarray(y_a, float)), np.atleast_2d(np.asarray(y_b, float))
+    both = np.isfinite(ya) & np.isfinite(yb)
+    m = both if mask is None else both & np.atleast_2d(np.asarray(mask, bool))
+    n = m.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pa = np.where(m, ya, 0).sum(1) / n
+        pb = np.where(m, yb, 0).sum(1) / n
+        agree = np.where(m, ya == yb, False).sum(1) / n
+        return agree - (pa * pb + (1 - pa) * (1 - pb))

@@ -1,0 +1,93 @@
+"""Paired comparison (issue 18, item 5): the difference of two predicted scores with its 95%
+interval, checked against a direct computation and by simulation; `atlas compare-models` on
+two live runs."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from atlascat.cli import main
+from atlascat.errors import ConfigError
+from atlascat.evaluate.paired import (Z95, difference_interval, excess_agreement,
+                                      paired_difference)
+
+
+def test_difference_of_two_predictions_matches_the_formula():
+    a = {"score": 0.62, "lo": 0.58, "hi": 0.66}
+    b = {"score": 0.55, "lo": 0.50, "hi": 0.60}
+    d = paired_difference(a, b, rho=0.3, scale=0.9)
+    sa, sb = 0.08 / (2 * Z95), 0.10 / (2 * Z95)
+    sd = 0.9 * np.sqrt(sa ** 2 + sb ** 2 - 2 * 0.3 * sa * sb)
+    assert d["diff"] == pytest.approx(0.07)
+    assert d["sd"] == pytest.approx(sd)
+    assert (d["lo"], d["hi"]) == pytest.approx((0.07 - Z95 * sd, 0.07 + Z95 * sd))
+    assert d["told_apart"] is True
+    assert paired_difference(b, a, scale=1.0)["diff"] == pytest.approx(-0.07)
+    same = paired_difference(a, a, scale=1.0)
+    assert same["diff"] == 0 and not same["told_apart"]
+
+
+def test_interval_covers_95_percent_of_simulated_pairs():
+    rng = np.random.default_rng(0)
+    n = 20000
+    sd_a, sd_b = rng.uniform(0.01, 0.05, n), rng.uniform(0.01, 0.05, n)
+    rho = 0.5
+    z1, z2 = rng.standard_normal((2, n))
+    ea = sd_a * z1
+    eb = sd_b * (rho * z1 + np.sqrt(1 - rho ** 2) * z2)
+    true = rng.uniform(-0.1, 0.1, n)
+    d = difference_interval(true + ea - eb, sd_a, sd_b, rho=rho)
+    cover = np.mean((d["lo"] <= true) & (true <= d["hi"]))
+    assert 0.94 <= cover <= 0.96
+    wrong = difference_interval(true + ea - eb, sd_a, sd_b, rho=0.0)   # ignoring rho: too wide
+    assert np.mean((wrong["lo"] <= true) & (true <= wrong["hi"])) > 0.98
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(ConfigError, match="rho"):
+        difference_interval(0.0, 0.01, 0.01, rho=1.5)
+    with pytest.raises(ConfigError, match="scale"):
+        difference_interval(0.0, 0.01, 0.01, scale=0.0)
+    with pytest.raises(ConfigError, match="no lo, hi"):
+        paired_difference({"score": 0.5}, {"score": 0.4, "lo": 0.3, "hi": 0.5})
+
+
+def test_excess_agreement():
+    rng = np.random.default_rng(1)
+    a = (rng.random((400, 200)) < 0.6).astype(float)
+    b = (rng.random((400, 200)) < 0.6).astype(float)
+    assert abs(np.mean(excess_agreement(a, b))) < 0.01          # independent: about 0
+    assert np.all(excess_agreement(a, a) > 0.4)                   # identical: 1 - (p^2 + q^2)
+    twin = np.where(rng.random(a.shape) < 0.9, a, b)
+    assert 0.2 < np.mean(excess_agreement(a, twin)) < np.mean(excess_agreement(a, a))
+    b[:, :50] = np.nan
+    mask = np.zeros(a.shape, bool)
+    mask[:, 100:] = True
+    assert np.isfinite(excess_agreement(a, b, mask)).all()
+
+
+def test_compare_models_on_two_live_runs(tmp_path, capsys):
+    db = tmp_path / "runs.sqlite"
+    ids = []
+    for theta in ("1.5", "-0.5"):
+        out = tmp_path / f"run{theta}"
+        code = main(["evaluate", "--bank", "arc", "--subject", f"simulate:{theta}:3",
+                     "--se-stop", "0.2", "--db", str(db), "-o", str(out)])
+        assert code == 0
+        ids.append(json.loads((out / "results.json").read_text())[0]["run_id"])
+        capsys.readouterr()
+    code = main(["compare-models", ids[0], ids[1], "--db", str(db), "--json"])
+    got = json.loads(capsys.readouterr().out)
+    assert code == 0 and got["rows"][0]["benchmark"] == "arc"
+    row = got["rows"][0]
+    assert row["difference"] == pytest.approx(row["first"] - row["second"])
+    assert row["lo"] < row["difference"] < row["hi"] and row["told_apart"] == "yes"
+    code = main(["compare-models", ids[0], ids[1], "--db", str(db)])
+    table = capsys.readouterr().out
+    assert code == 0 and "arc" in table and "yes" in table
+    code = main(["compare-models", ids[0], ids[0], "--db", str(db)])
+    assert code != 0
+    code = main(["compare-models", ids[0], "nope", "--db", str(db)])
+    assert code != 0 and "no run 'nope'" in capsys.readouterr().err
