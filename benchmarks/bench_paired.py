@@ -10,7 +10,7 @@ them are covered. Reported on the *held-out* pairs: coverage of the published di
 pairs; pairs within 5 points; the 1% of pairs whose answers agree most beyond what their
 accuracy explains), and the share of pairs 1.5-2.5 / 4-6 / 8-12 points apart that the interval
 tells apart (excludes 0, right sign), per test length: the adaptive default (SE 0.2 plus the
-bank's stop rules) and fixed lengths.
+bank's stop rules), fixed lengths and the whole bank (``all``).
 
     PYTHONPATH=src OPENBLAS_NUM_THREADS=1 python benchmarks/bench_paired.py -o runs/paired
 """
@@ -36,7 +36,7 @@ from atlascat.live.build_bank import (fit_bank_and_link, load_published_scores, 
 
 SHARED = ROOT.parent / "shared" / "data" / "openllm"
 BENCHES = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
-LENGTHS = ("adaptive", 30, 60, 100)
+LENGTHS = ("adaptive", 30, 60, 100, "all")
 GAPS = ((0.015, 0.025), (0.04, 0.06), (0.08, 0.12))
 
 
@@ -46,7 +46,7 @@ def replay(bank, link, y, length, seed):
     if length == "adaptive":
         cfg = CATConfig(se_stop=0.2, **stops)
     else:
-        k = int(min(length, len(bank)))
+        k = len(bank) if length == "all" else int(min(length, len(bank)))
         cfg = CATConfig(se_stop=None, min_items=k, max_items=k)
     res = simulate_cat(bank, cfg, responses=y, rng=np.random.default_rng([seed, 30]))
     th = res.persons["theta"].to_numpy(float)
@@ -146,7 +146,7 @@ def main(argv=None):
     ap.add_argument("--lengths", nargs="*", default=[str(x) for x in LENGTHS])
     ap.add_argument("-o", "--output", type=Path, default=Path("runs/paired"))
     args = ap.parse_args(argv)
-    lengths = [x if x == "adaptive" else int(x) for x in args.lengths]
+    lengths = [x if x in ("adaptive", "all") else int(x) for x in args.lengths]
     rows = [r for b in args.bench for r in run(b, args.seed, lengths)]
     df = pd.DataFrame(rows)
     args.output.mkdir(parents=True, exist_ok=True)
