@@ -54,7 +54,7 @@ __all__ = [
     "Request", "ItemRequests", "build_requests", "build_item_requests", "requests_from_record",
     "RULES", "REQUEST_COLUMNS", "QA_PROMPT", "GSM8K_UNTIL", "GSM8K_MAX_GEN_TOKS",
     "HarnessDoc", "harness_doc", "hellaswag_preprocess", "mmlu_description", "request_fields",
-    "gsm8k_extract", "gsm8k_cut", "score_outputs", "HARNESS_COMMIT",
+    "gsm8k_extract", "gsm8k_cut", "score_outputs", "chosen_index", "HARNESS_COMMIT",
 ]
 
 #: lm-evaluation-harness commit the Open LLM Leaderboard v1 ran
@@ -144,6 +144,25 @@ class ItemRequests:
                              n_choices=self.n_choices or len(self.requests),
                              n_requests=len(self.requests), item_id=self.item_id)
 
+    def choice(self, outputs) -> dict:
+        """What the model chose, readably: for log-likelihood items the option texts with their
+        log-likelihoods (and per character, for acc_norm), the chosen and the gold index; for
+        a generation the text, the answer extracted from it and the gold answer."""
+        self.score(outputs)  # validates the outputs
+        if self.kind == "generate_until":
+            text = outputs if isinstance(outputs, str) else list(outputs)[0]
+            return {"kind": "generation", "text": text,
+                    "extracted": gsm8k_extract(gsm8k_cut(text)), "gold": str(self.gold)}
+        ll = np.asarray(list(outputs), dtype=float)
+        k = self.n_choices or len(self.requests)
+        per_char = (ll[:k] / np.asarray(self.norm, float)).tolist() if self.rule == "acc_norm" \
+            else None
+        return {"kind": "loglikelihood", "rule": self.rule,
+                "options": [r.continuation for r in self.requests[:k]],
+                "loglikelihood": ll[:k].tolist(), "per_char": per_char,
+                "chosen": chosen_index(self.rule, ll[:k], self.norm, self.item_id),
+                "gold": 0 if self.rule == "mc1" else int(self.gold)}
+
     @property
     def kind(self) -> str:
         return self.requests[0].kind if self.requests else "loglikelihood"
@@ -197,16 +216,20 @@ def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = 
         raise LiveRunError(f"item {item_id}: invalid log-likelihoods {ll.tolist()[:6]}; a subject "
                            "must return finite (or -inf) values")
     k = ll.size if not n_choices else int(n_choices)
-    scored = ll[:k]
+    return int(chosen_index(rule, ll[:k], norm, item_id) == (0 if rule == "mc1" else int(gold)))
+
+
+def chosen_index(rule: str, scored, norm=(), item_id: str = "?") -> int:
+    """The option a log-likelihood rule picks among the ``scored`` requests: the largest
+    log-likelihood (acc, mc1, partial) or the largest per character of the choice (acc_norm)."""
+    scored = np.asarray(scored, dtype=float)
     if rule == "acc_norm":
         div = np.asarray(norm, dtype=float)
-        if div.size != k:
+        if div.size != scored.size:
             raise BankError(f"item {item_id}: acc_norm needs one length per choice "
-                            f"({div.size} for {k})")
-        return int(_argmax(scored / div) == int(gold))
-    if rule == "mc1":
-        return int(_argmax(scored) == 0)
-    return int(_argmax(scored) == int(gold))  # acc, partial
+                            f"({div.size} for {scored.size})")
+        return _argmax(scored / div)
+    return _argmax(scored)
 
 
 # ============================================================================ harness formats

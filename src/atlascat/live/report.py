@@ -63,7 +63,7 @@ def _trajectory_svg(theta, se, width=760, height=260) -> str:
     lo, hi = float(np.min(theta - se)), float(np.max(theta + se))
     pad = 0.1 * max(hi - lo, 0.5)
     lo, hi = lo - pad, hi + pad
-    left, right, top, bottom = 50, 15, 15, 30
+    left, right, top, bottom = 62, 15, 15, 30
     w, h = width - left - right, height - top - bottom
     xs = left + (np.arange(n) / max(n - 1, 1)) * w
 
@@ -80,12 +80,59 @@ def _trajectory_svg(theta, se, width=760, height=260) -> str:
     xt = "".join(f"<text x='{left + (k - 1) / max(n - 1, 1) * w:.1f}' y='{height - 8}' font-size='11' "
                  f"text-anchor='middle'>{k}</text>"
                  for k in sorted({1, n, *range(10, n, 10)}))
-    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-            f"role='img' aria-label='theta trajectory'>{grid}"
+    legend = (f"<rect x='{left + w - 170}' y='{top + 4}' width='14' height='10' fill='#c7d7f5'/>"
+              f"<text x='{left + w - 152}' y='{top + 13}' font-size='11'>theta &#177; 1 SE</text>"
+              f"<line x1='{left + w - 84}' x2='{left + w - 70}' y1='{top + 9}' y2='{top + 9}' "
+              f"stroke='#1f4fb5' stroke-width='2'/>"
+              f"<text x='{left + w - 66}' y='{top + 13}' font-size='11'>theta (EAP)</text>")
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height + 14}' "
+            f"role='img' aria-label='theta trajectory: theta and its SE band after each item'>"
+            f"{grid}"
             f"<polygon points='{band}' fill='#c7d7f5' opacity='0.7'/>"
             f"<polyline points='{line}' fill='none' stroke='#1f4fb5' stroke-width='2'/>{xt}"
-            f"<text x='{left}' y='{top - 3}' font-size='11' fill='#556'>theta &#177; SE by step</text>"
+            f"{legend}"
+            f"<text x='{left + w / 2:.0f}' y='{height + 10}' font-size='12' text-anchor='middle'>"
+            "items asked</text>"
+            f"<text x='14' y='{top + h / 2:.0f}' font-size='12' text-anchor='middle' "
+            f"transform='rotate(-90 14 {top + h / 2:.0f})'>ability theta</text>"
             "</svg>")
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _choice_html(bank, item_id, answer) -> str:
+    """The option the model chose and the gold one, with every option's log-likelihood (and
+    per character, for acc_norm), or the generation and the answer read from it; "" when the
+    bank has no requests for the item or the stored answer is not its outputs."""
+    if bank is None or answer is None:
+        return ""
+    try:
+        from ..content.requests import build_item_requests
+
+        ir = build_item_requests(bank, item_id)
+        c = ir.choice(answer if ir.kind == "generate_until" else json.loads(answer))
+    except Exception:  # noqa: BLE001 - a page without the detail is still a page
+        return ""
+    if c["kind"] == "generation":
+        return (f"answered <b>{_e(c['extracted'])}</b> (gold <b>{_e(c['gold'])}</b>)"
+                f"<details><summary>generation</summary><pre>{_e(c['text'][:2000])}</pre>"
+                "</details>")
+    opts, chosen, gold = c["options"], c["chosen"], c["gold"]
+    head = f"chose <b>{_e(_short(opts[chosen]))}</b>"
+    head += " (the gold option)" if chosen == gold else f", gold <b>{_e(_short(opts[gold]))}</b>"
+    per = c["per_char"]
+    rows = "".join(
+        f"<tr><td>{'&#9664; chosen' if i == chosen else ''}{' gold' if i == gold else ''}</td>"
+        f"<td>{_e(_short(t, 80))}</td><td class='num'>{ll:.3f}</td>"
+        + (f"<td class='num'>{per[i]:.4f}</td>" if per else "") + "</tr>"
+        for i, (t, ll) in enumerate(zip(opts, c["loglikelihood"])))
+    cols = "<th></th><th>option</th><th>log-likelihood</th>" + (
+        "<th>per character</th>" if per else "")
+    return (f"{head}<details><summary>log-likelihoods ({_e(c['rule'])})</summary>"
+            f"<table><thead><tr>{cols}</tr></thead><tbody>{rows}</tbody></table></details>")
 
 
 def _ordinal(p: float) -> str:
@@ -173,6 +220,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None) -> str:
         if meta is not None and rec["item_id"] in meta.index:
             q = str(meta.loc[rec["item_id"], "question"])
             key = str(meta.loc[rec["item_id"], "answer"])
+        choice = _choice_html(bank, rec["item_id"], rec["answer"]) if proto != "approximate" \
+            else ""
         score = rec["score"]
         mark = ("<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>" if score == 0 else "<span class='pill'>pending</span>")
@@ -186,7 +235,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None) -> str:
         rows.append(
             f"<tr><td class='num'>{int(rec['step']) + 1}</td><td>{_e(rec['item_id'])}</td>"
             f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>"
-            f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>"
+            + (f"<td>{choice}</td>" if choice else
+               f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>") +
             f"<td>{_e(key)}</td><td>{mark}</td>"
             f"<td class='num'>{_fmt(rec['theta'])}</td><td class='num'>{_fmt(rec['se'])}</td>"
             f"<td class='num'>{_fmt(rec['latency_s'])}</td><td class='num'>{toks}</td>"
