@@ -1,0 +1,125 @@
+"""The joint prior of a suite: a multivariate normal over the members' abilities.
+
+Each member's items are unidimensional on its own theta_b (the member bank's IRT model); the
+benchmarks move together, so the suite's prior is
+
+    theta = (theta_1, ..., theta_B) ~ N(mu, Sigma),
+
+estimated on calibration models from their whole-bank EAP thetas: mu the mean, Sigma the
+pairwise covariance of the EAPs plus the mean posterior variance on the diagonal (the law of
+total variance, Var theta = Var E[theta | y] + E Var[theta | y], undoes the EAP's shrinkage).
+Pairwise-complete estimates use every model on every pair of members it answered; the matrix
+is then made positive definite (eigenvalues floored). ``resid_corr`` is the correlation of the
+members' standardized score residuals, (score_b - g_b(theta_b)) / sd_b(theta_b), with g_b and
+sd_b the member's score link curve and residual SD: what the published scores share beyond the
+abilities (used to draw the residuals jointly when predicting the aggregate).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+
+__all__ = ["SuitePrior", "fit_prior", "member_thetas", "nearest_pd"]
+
+#: a model enters the prior fit of a member when it answered at least this share of its items
+MIN_SHARE = 0.5
+
+
+@dataclass
+class SuitePrior:
+    """N(mean, cov) over the members' thetas and the residual correlation of their scores."""
+
+    names: tuple
+    mean: np.ndarray
+    cov: np.ndarray
+    resid_corr: np.ndarray
+    n_models: int = 0
+
+    def __post_init__(self):
+        self.names = tuple(str(n) for n in self.names)
+        b = len(self.names)
+        self.mean = np.asarray(self.mean, float).reshape(b)
+        self.cov = np.asarray(self.cov, float).reshape(b, b)
+        self.resid_corr = np.asarray(self.resid_corr, float).reshape(b, b)
+        if not np.all(np.isfinite(self.cov)) or np.any(np.linalg.eigvalsh(self.cov) <= 0):
+            raise ConfigError("the suite prior's covariance must be finite and positive definite")
+
+    @property
+    def precision(self) -> np.ndarray:
+        return np.linalg.inv(self.cov)
+
+    def subset(self, names) -> "SuitePrior":
+        idx = [self.names.index(n) for n in names]
+        return SuitePrior(tuple(names), self.mean[idx], self.cov[np.ix_(idx, idx)],
+                          self.resid_corr[np.ix_(idx, idx)], self.n_models)
+
+    def to_dict(self) -> dict:
+        r = lambda a: np.round(np.asarray(a, float), 6).tolist()  # noqa: E731
+        return {"names": list(self.names), "mean": r(self.mean), "cov": r(self.cov),
+                "resid_corr": r(self.resid_corr), "n_models": int(self.n_models)}
+
+    @classmethod
+    def from_dict(cls, d) -> "SuitePrior":
+        return cls(tuple(d["names"]), d["mean"], d["cov"], d["resid_corr"],
+                   int(d.get("n_models", 0)))
+
+
+def nearest_pd(m, floor: float = 1e-4) -> np.ndarray:
+    """Symmetric matrix with eigenvalues floored at ``floor`` (same eigenvectors)."""
+    m = 0.5 * (np.asarray(m, float) + np.asarray(m, float).T)
+    w, v = np.linalg.eigh(m)
+    return (v * np.maximum(w, floor)) @ v.T
+
+
+def member_thetas(member, responses) -> pd.DataFrame:
+    """Whole-bank EAP theta, SE of the models in ``responses`` that answered at least
+    :data:`MIN_SHARE` of the member's items: frame indexed by subject id."""
+    from ..irt.ability import eap
+
+    y = responses.aligned_values(member.bank.item_ids, extra="ignore")
+    keep = np.isfinite(y).mean(1) >= MIN_SHARE
+    theta, se = eap(y[keep], member.bank)
+    return pd.DataFrame({"theta": theta, "se": se},
+                        index=pd.Index(responses.subject_ids[keep].astype(str)))
+
+
+def fit_prior(suite, responses: dict, scores: dict | None = None) -> SuitePrior:
+    """Fit the suite prior on calibration models.
+
+    ``suite``: a resolved :class:`~atlascat.suite.definition.Suite`; ``responses``: member name
+    -> ResponseMatrix of the calibration models; ``scores``: member name -> published scores
+    (0-1, a Series indexed by model name) for the residual correlation (identity without).
+    """
+    names = suite.names
+    missing = [n for n in names if n not in responses]
+    if missing:
+        raise ConfigError(f"fit_prior needs a response matrix for every member; missing {missing}")
+    thetas, var_se, resid = {}, {}, {}
+    for m in suite.members:
+        t = member_thetas(m, responses[m.name])
+        thetas[m.name] = t["theta"]
+        var_se[m.name] = float(np.mean(t["se"] ** 2))
+        if scores is not None and m.name in scores:
+            s = scores[m.name].reindex(t.index).to_numpy(float)
+            link = m.link
+            g = np.interp(t["theta"], link.theta_grid, link.score_grid)
+            sd = np.sqrt(np.interp(t["theta"], link.theta_grid, link.var_grid))
+            resid[m.name] = pd.Series((s - g) / sd, index=t.index)
+    th = pd.DataFrame(thetas)[names]
+    cov = th.cov(min_periods=30).to_numpy(float) + np.diag([var_se[n] for n in names])
+    if not np.all(np.isfinite(cov)):
+        raise ConfigError("fit_prior: some pair of members shares fewer than 30 calibration "
+                          "models")
+    corr = np.eye(len(names))
+    if len(resid) == len(names):
+        c = pd.DataFrame(resid)[names].corr(min_periods=30).to_numpy(float)
+        corr = np.where(np.isfinite(c), c, np.eye(len(names)))
+        corr = nearest_pd(corr, 1e-3)
+        d = np.sqrt(np.diag(corr))
+        corr = corr / np.outer(d, d)
+    return SuitePrior(tuple(names), th.mean().to_numpy(float), nearest_pd(cov),
+                      corr, int(th.notna().any(axis=1).sum()))
