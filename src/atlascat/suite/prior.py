@@ -5,9 +5,11 @@ benchmarks move together, so the suite's prior is
 
     theta = (theta_1, ..., theta_B) ~ N(mu, Sigma),
 
-estimated on calibration models from their whole-bank EAP thetas: mu the mean, Sigma the
-pairwise covariance of the EAPs plus the mean posterior variance on the diagonal (the law of
-total variance, Var theta = Var E[theta | y] + E Var[theta | y], undoes the EAP's shrinkage).
+estimated on calibration models from their whole-bank EAP thetas: mu the mean; on the
+diagonal of Sigma the variance of the EAPs plus their mean posterior variance (the law of total
+variance, Var theta = Var E[theta | y] + E Var[theta | y]); off it the EAPs' covariance divided
+by the reliabilities r_b r_c, r_b = Var EAP_b / Var theta_b (in the normal model
+EAP_b = mu_b + r_b (x_b - mu_b), so Cov(EAP_b, EAP_c) = r_b r_c Cov(theta_b, theta_c)).
 Pairwise-complete estimates use every model on every pair of members it answered; the matrix
 is then made positive definite (eigenvalues floored). ``resid_corr`` is the correlation of the
 members' standardized score residuals, (score_b - g_b(theta_b)) / sd_b(theta_b), with g_b and
@@ -110,7 +112,11 @@ def fit_prior(suite, responses: dict, scores: dict | None = None) -> SuitePrior:
             sd = np.sqrt(np.interp(t["theta"], link.theta_grid, link.var_grid))
             resid[m.name] = pd.Series((s - g) / sd, index=t.index)
     th = pd.DataFrame(thetas)[names]
-    cov = th.cov(min_periods=30).to_numpy(float) + np.diag([var_se[n] for n in names])
+    cov_eap = th.cov(min_periods=30).to_numpy(float)
+    var_theta = np.diag(cov_eap) + np.array([var_se[n] for n in names])
+    rel = np.diag(cov_eap) / var_theta                      # EAP = mu + rel (x - mu)
+    cov = cov_eap / np.outer(rel, rel)
+    cov[np.diag_indices_from(cov)] = var_theta
     if not np.all(np.isfinite(cov)):
         raise ConfigError("fit_prior: some pair of members shares fewer than 30 calibration "
                           "models")
