@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import time
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from atlascat.cat.engine import simulate_cat
 from atlascat.live.build_bank import (BENCHMARKS, fit_bank_and_link, load_published_scores,
                                       population_matrix)
 from atlascat.evaluate.score_link import load_score_link
+from atlascat.suite.prior import COMPONENTS
 from atlascat.suite import (SuiteConfig, SuiteMember, fit_joint_link, fit_prior,
                             simulate_suite)
 from build_suite import openllm_suite
@@ -154,7 +156,18 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=SuiteConfig.batch_size)
     ap.add_argument("--member-weight", type=float, default=SuiteConfig.member_weight)
     ap.add_argument("--min-items", type=int, default=SuiteConfig.min_items)
+    ap.add_argument("--min-per-member", type=int, default=SuiteConfig.min_per_member)
+    ap.add_argument("--components", type=int, default=COMPONENTS,
+                    help="normal mixture components of the joint prior (1: one normal)")
+    ap.add_argument("--randomesque", type=int, default=SuiteConfig.randomesque)
+    ap.add_argument("--no-corrections", action="store_true",
+                    help="without the member links' answer corrections")
+    ap.add_argument("--no-joint-link", action="store_true", help="skip the joint link")
+    ap.add_argument("--cache", default=None,
+                    help="folder to keep the rebuilt banks, links and prior between runs")
     ap.add_argument("--replicates", type=int, default=20)
+    ap.add_argument("--no-baselines", action="store_true",
+                    help="skip the six tests and random-k (quick runs of the suite alone)")
     ap.add_argument("--no-union", action="store_true", help="skip the union held-out table")
     ap.add_argument("-o", "--output", default=None)
     args = ap.parse_args(argv)
@@ -168,18 +181,29 @@ def main(argv=None):
     t_dense, t_all, train_ids = split(args.seed, args.test_size, populations, scores)
     print(f"held-out: {len(t_dense)} dense, {len(t_all)} whole population; "
           f"{len(train_ids)} calibration models", flush=True)
-    members, banks_info = rebuild(args.seed, populations, scores, train_ids)
-    suite = openllm_suite(members=members)
     train_resp = {b: populations[b].subset(subjects=np.isin(
         populations[b].subject_ids.astype(str), train_ids)) for b in BENCHMARKS}
-    suite = suite.replace(prior=fit_prior(suite, train_resp, scores))
+    cache = Path(args.cache) / f"seed{args.seed}_{args.test_size}.pkl" if args.cache else None
+    if cache is not None and cache.exists():
+        suite, banks_info = pickle.loads(cache.read_bytes())
+    else:
+        members, banks_info = rebuild(args.seed, populations, scores, train_ids)
+        suite = openllm_suite(members=members)
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_bytes(pickle.dumps((suite, banks_info)))
+    suite = suite.replace(prior=fit_prior(suite, train_resp, scores,
+                                          components=args.components), joint_link=None)
     cfg = SuiteConfig(max_items=args.max_items, target_se=args.target_se,
                       batch_size=args.batch_size, member_weight=args.member_weight,
-                      min_items=args.min_items, seed=args.seed)
-    t1 = time.perf_counter()
-    suite = suite.replace(joint_link=fit_joint_link(suite, train_resp, scores, cfg))
-    print(f"joint link fitted on {suite.joint_link.n_models} replays, "
-          f"{time.perf_counter() - t1:.0f} s", flush=True)
+                      min_items=args.min_items, min_per_member=args.min_per_member,
+                      randomesque=args.randomesque, corrections=not args.no_corrections,
+                      seed=args.seed)
+    if not args.no_joint_link:
+        t1 = time.perf_counter()
+        suite = suite.replace(joint_link=fit_joint_link(suite, train_resp, scores, cfg))
+        print(f"joint link fitted on {suite.joint_link.n_models} replays, "
+              f"{time.perf_counter() - t1:.0f} s", flush=True)
     truth = pd.DataFrame({b: scores[b] for b in BENCHMARKS}).loc[t_all].to_numpy(float)
     res = simulate_suite(suite, populations, cfg, subject_ids=t_all)
     df = res.scores
@@ -190,13 +214,19 @@ def main(argv=None):
     d = df[dense]
     rows.append(summary("suite", d["n_items"], d["average"], d["average_lo"], d["average_hi"],
                         avg_true[dense]))
-    rows.append(summary("suite (no joint link)", d["n_items"], raw["average"][dense],
-                        raw["average_lo"][dense], raw["average_hi"][dense], avg_true[dense]))
-    six = six_tests(suite, populations, t_dense, args.seed)
+    if not args.no_joint_link:
+        rows.append(summary("suite (no joint link)", d["n_items"], raw["average"][dense],
+                            raw["average_lo"][dense], raw["average_hi"][dense],
+                            avg_true[dense]))
+    if args.no_baselines:
+        six = {k: np.full((len(t_dense), len(BENCHMARKS)), np.nan)
+               for k in ("score", "lo", "hi", "items")}
+    else:
+        six = six_tests(suite, populations, t_dense, args.seed)
     rows.append(summary("six tests (SE 0.2)", six["items"].sum(1), six["score"].mean(1),
                         six["lo"].mean(1) - 0.0, six["hi"].mean(1), avg_true[dense]))
     k = float(d["n_items"].mean())
-    for name, kk in (("random-k", k), ("random-2k", 2 * k)):
+    for name, kk in (() if args.no_baselines else (("random-k", k), ("random-2k", 2 * k))):
         per = int(round(kk / len(BENCHMARKS)))
         p = random_k(suite, populations, scores, train_ids, t_dense, per, args.seed,
                      args.replicates)
@@ -236,8 +266,12 @@ def main(argv=None):
         u["band"] = (np.floor(u["published"] / 10) * 10).clip(upper=90).astype(int)
         agg = dict(n=("abs_err", "size"), items=("n_items", "mean"), mae=("abs_err", "mean"),
                    coverage=("covered", "mean"), width=("width", "mean"))
-        bands = pd.concat([u.groupby("band").agg(**agg).reset_index(),
-                           u.agg(**agg).T.assign(band=-1)], ignore_index=True)
+        g = u.groupby("band").agg(**agg).reset_index()
+        allrow = pd.DataFrame([{"band": "all", "n": len(u), "items": u["n_items"].mean(),
+                                "mae": u["abs_err"].mean(), "coverage": u["covered"].mean(),
+                                "width": u["width"].mean()}])
+        g["band"] = [f"{b}-{b + 10}" for b in g["band"]]
+        bands = pd.concat([g, allrow], ignore_index=True)
     print()
     print(markdown(table))
     print()

@@ -122,7 +122,7 @@ def test_one_member_posterior_matches_eap(suite):
     rows, cols = np.nonzero(np.ones_like(y))
     lik.add(rows, cols, y[rows, cols])
     mode, cov = gaussian_posterior(prior, lik)
-    th, w = importance(prior, lik, mode, cov, normal_draws(1024, 1, 0))
+    th, w = importance(prior, lik, normal_draws(1024, 1, 0))
     full = np.full((20, len(m.bank)), np.nan)
     full[:, :15] = y
     ref, ref_se = eap(full, m.bank, quadpts=241)

@@ -1,33 +1,38 @@
-"""The joint posterior of a suite's abilities: Laplace (Fisher scoring) + importance sampling.
+"""The joint posterior of a suite's abilities: grid likelihoods, normal messages, importance
+sampling.
 
 Every answer y_j of member b(j)'s item j depends on that member's theta only (4PL,
-P_j = c_j + (u_j - c_j) / (1 + exp(-a_j (theta_b - b_j)))); the thetas share the prior
-N(mu, Sigma) of :class:`~atlascat.suite.prior.SuitePrior`. The log posterior
+P_j = c_j + (u_j - c_j) / (1 + exp(-a_j (theta_b - b_j)))); the thetas share the prior of
+:class:`~atlascat.suite.prior.SuitePrior` (a normal or a normal mixture). The posterior is
 
-    l(theta) = sum_j [y_j log P_j + (1 - y_j) log(1 - P_j)] - (theta - mu)' Sigma^-1 (theta - mu) / 2
+    p(theta | y) ∝ prior(theta) prod_b L_b(theta_b),   log L_b = sum_{j in b} log P_j^y Q_j^(1-y)
 
-is maximized by Fisher scoring, vectorized over subjects: the likelihood's information is
-diagonal (I_b = sum_{j in b} P_j'^2 / (P_j Q_j)), so each step solves (diag(I) + Sigma^-1)
-delta = grad, a B x B system per subject. The Laplace approximation N(m, S),
-S = (diag(I(m)) + Sigma^-1)^-1, drives the item selection; predictions use importance sampling
-with that Gaussian (widened by :data:`PROPOSAL_SCALE`) as proposal over fixed scrambled-Sobol
-normal draws (seeded), weights w_k ∝ exp(l(theta_k)) / q(theta_k) (Geweke, 1989).
+- each L_b is kept on a fine theta grid (:class:`GridLikelihood`, updated answer by answer);
+- for item selection and stopping, each L_b is replaced by a normal message (moment matching
+  on the grid, :func:`site_messages`) and combined exactly with each prior component
+  (:func:`component_posteriors`; :func:`gaussian_posterior` their moments);
+- predictions use importance sampling (Geweke, 1989) with those component posteriors (widened
+  by :data:`PROPOSAL_SCALE`) as a deterministic-mixture proposal over fixed scrambled-Sobol
+  normal draws (seeded) and the exact target (:func:`importance`).
 
-Reference: Geweke, J. (1989). Bayesian inference in econometric models using Monte Carlo
-integration. Econometrica, 57, 1317-1339.
+References: Geweke, J. (1989). Bayesian inference in econometric models using Monte Carlo
+integration. Econometrica, 57, 1317-1339. Minka, T. (2001). Expectation propagation for
+approximate Bayesian inference. UAI. Owen, A. and Zhou, Y. (2000). Safe and effective
+importance sampling. JASA, 95, 135-143.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import logsumexp
 
 from ..errors import ConfigError
 
-__all__ = ["ItemPool", "GridLikelihood", "gaussian_posterior", "importance", "normal_draws",
-           "PROPOSAL_SCALE", "GRID"]
+__all__ = ["ItemPool", "GridLikelihood", "site_messages", "component_posteriors",
+           "gaussian_posterior", "importance", "normal_draws", "PROPOSAL_SCALE", "GRID"]
 
-#: proposal SD over the Laplace SD (a wider proposal keeps the weights bounded in the tails)
+#: proposal SD over the normal posterior's SD (wider keeps the weights bounded in the tails)
 PROPOSAL_SCALE = 1.25
 _EPS = 1e-9
 #: theta grid of the per-member likelihoods (step 0.05: finer than the sharpest items' slope)
@@ -110,17 +115,14 @@ class GridLikelihood:
         return out
 
 
-def gaussian_posterior(prior, lik):
-    """Gaussian joint posterior N(m, S) of every subject from the grid likelihoods.
-
-    Each member's likelihood is matched by a normal message N(l_b, 1 / lambda_b): the 1-D
-    posterior on the grid under the marginal prior N(mu_b, Sigma_bb) has mean a_b and variance
-    v_b, so lambda_b = 1 / v_b - 1 / Sigma_bb and l_b = (a_b / v_b - mu_b / Sigma_bb) / lambda_b
-    (expectation propagation's site update, Minka 2001). Then
-    S = (Sigma^-1 + diag(lambda))^-1, m = S (Sigma^-1 mu + lambda l). Robust to the very
-    discriminating items of LLM banks, whose likelihood is a step, not a parabola."""
+def site_messages(prior, lik):
+    """Each member's likelihood as a normal message: precision lambda_b and lambda_b l_b,
+    (B, N) each. The 1-D posterior on the grid under the marginal prior N(mu_b, Sigma_bb) has
+    mean a_b and variance v_b, so lambda_b = 1 / v_b - 1 / Sigma_bb and
+    lambda_b l_b = a_b / v_b - mu_b / Sigma_bb (expectation propagation's site update, Minka
+    2001): robust to the very discriminating items of LLM banks, whose likelihood is a step,
+    not a parabola."""
     mu, cov = prior.mean, prior.cov
-    lam_p = prior.precision
     g = lik.grid
     sd = np.sqrt(np.diag(cov))
     logpost = lik.values - 0.5 * ((g[None, None, :] - mu[:, None, None])
@@ -131,11 +133,39 @@ def gaussian_posterior(prior, lik):
     a = (w * g).sum(-1)                                            # (B, N)
     v = np.maximum((w * g * g).sum(-1) - a * a, 1e-6)
     prior_var = (sd ** 2)[:, None]
-    lam = np.maximum(1.0 / v - 1.0 / prior_var, 0.0)               # (B, N)
-    eta = np.where(lam > 0, a / v - mu[:, None] / prior_var, 0.0)  # lam * l
-    S = np.linalg.inv(lam_p[None] + lam.T[:, :, None] * np.eye(mu.size)[None])
-    m = np.einsum("nij,nj->ni", S, (lam_p @ mu)[None] + eta.T)
-    return m, S
+    lam = np.maximum(1.0 / v - 1.0 / prior_var, 0.0)
+    eta = np.where(lam > 0, a / v - mu[:, None] / prior_var, 0.0)
+    return lam, eta
+
+
+def component_posteriors(prior, lam, eta):
+    """Per prior component c: the normal posterior N(m_c, S_c) given the site messages,
+    S_c = (Sigma_c^-1 + diag(lambda))^-1, m_c = S_c (Sigma_c^-1 mu_c + lambda l), and the
+    posterior component weights r_c ∝ pi_c |S_c|^1/2 |Sigma_c|^-1/2
+    exp((m_c' S_c^-1 m_c - mu_c' Sigma_c^-1 mu_c) / 2). Shapes (N, C, B), (N, C, B, B), (N, C)."""
+    w, mus, covs = prior.components
+    b = mus.shape[1]
+    precs = np.linalg.inv(covs)                                    # (C, B, B)
+    H = precs[None] + (lam.T[:, None, :, None] * np.eye(b)[None, None])
+    S = np.linalg.inv(H)
+    rhs = np.einsum("cij,cj->ci", precs, mus)[None] + eta.T[:, None, :]
+    m = np.einsum("ncij,ncj->nci", S, rhs)
+    logr = (np.log(w)[None] + 0.5 * np.linalg.slogdet(S)[1]
+            - 0.5 * np.linalg.slogdet(covs)[1][None]
+            - 0.5 * np.einsum("ci,ci->c", mus, np.einsum("cij,cj->ci", precs, mus))[None]
+            + 0.5 * np.einsum("nci,nci->nc", m, rhs))
+    r = np.exp(logr - logr.max(1, keepdims=True))
+    return m, S, r / r.sum(1, keepdims=True)
+
+
+def gaussian_posterior(prior, lik):
+    """Normal approximation N(m, S) of every subject's joint posterior (N, B), (N, B, B): the
+    moments of the mixture of :func:`component_posteriors`."""
+    m, S, r = component_posteriors(prior, *site_messages(prior, lik))
+    mean = np.einsum("nc,nci->ni", r, m)
+    d = m - mean[:, None, :]
+    cov = np.einsum("nc,ncij->nij", r, S + d[..., :, None] * d[..., None, :])
+    return mean, cov
 
 
 def normal_draws(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -146,19 +176,27 @@ def normal_draws(n: int, dim: int, seed: int = 0) -> np.ndarray:
     return norm.ppf(np.clip(u, 1e-12, 1 - 1e-12))
 
 
-def importance(prior, lik, mode, cov, z):
+def importance(prior, lik, z):
     """Weighted posterior draws: ``theta`` (N, K, B) and normalized weights (N, K).
 
-    ``z`` (K, B) standard normal draws; theta_k = m + PROPOSAL_SCALE L z_k (L L' = S); target
-    N(theta; mu, Sigma) prod_b L_b(theta_b) with the grid likelihoods ``lik``."""
-    b = mode.shape[1]
+    Proposal: the equal mixture of the prior components' normal posteriors
+    (:func:`component_posteriors`), each widened by :data:`PROPOSAL_SCALE`; the K draws ``z``
+    (K, B) are split evenly among the components (deterministic-mixture importance sampling,
+    Owen and Zhou, 2000). Target: prior density times prod_b L_b(theta_b) (grid likelihoods)."""
+    m, S, _ = component_posteriors(prior, *site_messages(prior, lik))
+    n, c, b = m.shape
     if z.shape[1] != b:
         raise ConfigError("importance: draws must have one column per member")
-    L = np.linalg.cholesky(cov + 1e-12 * np.eye(b)[None])
-    thetas = mode[:, None, :] + PROPOSAL_SCALE * np.einsum("nij,kj->nki", L, z)
-    d = thetas - prior.mean
-    lp = -0.5 * np.einsum("nki,ij,nkj->nk", d, prior.precision, d)
-    logw = lik.at(thetas) + lp + 0.5 * (z * z).sum(1)[None, :]
+    L = np.linalg.cholesky(S + 1e-12 * np.eye(b)[None, None])      # (N, C, B, B)
+    comp = np.arange(z.shape[0]) % c
+    thetas = m[:, comp, :] + PROPOSAL_SCALE * np.einsum("nkij,kj->nki", L[:, comp], z)
+    # log proposal: mean over components of N(theta; m_c, s^2 S_c)
+    Sinv = np.linalg.inv(S) / PROPOSAL_SCALE ** 2
+    logdet = np.linalg.slogdet(S)[1] + 2 * b * np.log(PROPOSAL_SCALE)   # (N, C)
+    d = thetas[:, :, None, :] - m[:, None, :, :]                     # (N, K, C, B)
+    q = np.einsum("nkci,ncij,nkcj->nkc", d, Sinv, d)
+    lq = logsumexp(-0.5 * logdet[:, None, :] - 0.5 * q, axis=2)
+    logw = lik.at(thetas) + prior.log_density(thetas) - lq
     logw -= logw.max(1, keepdims=True)
     w = np.exp(logw)
     return thetas, w / w.sum(1, keepdims=True)

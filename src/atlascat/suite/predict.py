@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["weighted_quantiles", "member_curves", "predict_scores", "curve_slopes",
+__all__ = ["answer_corrections", "weighted_quantiles", "member_curves", "predict_scores", "curve_slopes",
            "residual_sd"]
 
 _Z95 = 1.959963984540054
@@ -57,17 +57,53 @@ def residual_sd(link, theta) -> np.ndarray:
     return np.sqrt(np.interp(theta, link.theta_grid, link.var_grid))
 
 
-def curve_slopes(links, theta, h: float = 0.05) -> np.ndarray:
-    """d g_b / d theta_b at ``theta`` (N, B), central differences on the whole-bank curve."""
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(9)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def curve_slopes(links, theta, sd=None, h: float = 0.05) -> np.ndarray:
+    """Slope of each member's curve g_b at the posterior (N, B).
+
+    With ``sd`` (N, B) the statistical linearization over N(theta_b, sd_b^2),
+    Cov(g_b, theta_b) / Var(theta_b) = E[g_b(theta_b + sd_b x) x] / sd_b (Gauss-Hermite, 9
+    nodes): a member whose curve is flat at the mode but steep within the posterior (a weak
+    model at a benchmark's floor) still counts. Without, central differences at ``theta``."""
     out = np.empty_like(theta)
     for b, link in enumerate(links):
-        up = np.interp(theta[:, b] + h, link.theta_grid, link.score_grid)
-        dn = np.interp(theta[:, b] - h, link.theta_grid, link.score_grid)
-        out[:, b] = (up - dn) / (2 * h)
+        if sd is None:
+            up = np.interp(theta[:, b] + h, link.theta_grid, link.score_grid)
+            dn = np.interp(theta[:, b] - h, link.theta_grid, link.score_grid)
+            out[:, b] = (up - dn) / (2 * h)
+            continue
+        s = np.maximum(sd[:, b], h)
+        g = np.interp(theta[:, b][:, None] + s[:, None] * _GH_X, link.theta_grid,
+                      link.score_grid)
+        out[:, b] = (g * _GH_X) @ _GH_W / s
     return out
 
 
-def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None):
+def answer_corrections(links, pool, theta, y, asked) -> np.ndarray:
+    """Each member link's observed-answer correction at the posterior mean ``theta`` (N, B):
+    c_0 + sum_{j asked} w_j (y_j - P_j(theta_b)) (the link's ``cat`` regression estimator,
+    :class:`~atlascat.evaluate.score_link.ScoreLink`); 0 for a member with no answer or a
+    link without corrections."""
+    out = np.zeros(theta.shape)
+    for b, (link, sl) in enumerate(zip(links, pool.slices())):
+        c = getattr(link, "corrections", {}).get("cat")
+        if c is None or link.item_ids is None:
+            continue
+        index = {i: k for k, i in enumerate(link.item_ids)}
+        cols = np.array([index.get(str(i), -1) for i in pool.item_ids[sl]])
+        ok = cols >= 0
+        w = np.where(ok, c["weights"][np.maximum(cols, 0)], 0.0)
+        P, _ = pool.irf(theta[:, b][:, None], np.arange(sl.start, sl.stop))
+        a = asked[:, sl]
+        e = np.where(a, np.nan_to_num(y[:, sl]) - P, 0.0)
+        out[:, b] = np.where(a.any(1), c["intercept"] + e @ w, 0.0)
+    return out
+
+
+def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=None):
     """Points and 95% intervals of the members and the aggregate, all 0-1.
 
     ``thetas`` (N, K, B) posterior draws with weights ``w`` (N, K); ``e`` (K, B) iid standard
@@ -76,13 +112,15 @@ def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None):
     dict: ``score``, ``lo``, ``hi`` (N, B), ``theta``, ``theta_sd`` (N, B), ``average``,
     ``average_lo``, ``average_hi``, ``average_sd`` (N,), and the raw link draws' posterior
     mean ``g_mean`` (N, B) and covariance ``g_cov`` (N, B, B) (what the joint link is fitted
-    on)."""
+    on). ``shift`` (N, B): added to every draw of g (the answer corrections)."""
     n, k, b = thetas.shape
     g = np.empty_like(thetas)
     sd = np.empty_like(thetas)
     for j, link in enumerate(links):
         g[..., j] = member_curves(link, thetas[..., j])
         sd[..., j] = residual_sd(link, thetas[..., j])
+    if shift is not None:
+        g = g + shift[:, None, :]
     g_mean = np.einsum("nk,nkb->nb", w, g)
     dev = g - g_mean[:, None, :]
     g_cov = np.einsum("nk,nki,nkj->nij", w, dev, dev)

@@ -22,24 +22,34 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.special import logsumexp
 
 from ..errors import ConfigError
 
-__all__ = ["SuitePrior", "fit_prior", "member_thetas", "nearest_pd"]
+__all__ = ["SuitePrior", "fit_prior", "fit_mixture", "member_thetas", "nearest_pd",
+           "COMPONENTS"]
 
 #: a model enters the prior fit of a member when it answered at least this share of its items
 MIN_SHARE = 0.5
+#: components of the prior's normal mixture (1: one multivariate normal)
+COMPONENTS = 3
 
 
 @dataclass
 class SuitePrior:
-    """N(mean, cov) over the members' thetas and the residual correlation of their scores."""
+    """N(mean, cov) over the members' thetas and the residual correlation of their scores.
+
+    ``mixture``: optional ``{"weights": (C,), "means": (C, B), "covs": (C, B, B)}``, a normal
+    mixture that replaces N(mean, cov) as the prior density (mean / cov stay its overall
+    moments): the benchmarks' abilities are not jointly normal over the whole leaderboard
+    (at a benchmark's floor the others still spread), and a mixture follows that."""
 
     names: tuple
     mean: np.ndarray
     cov: np.ndarray
     resid_corr: np.ndarray
     n_models: int = 0
+    mixture: dict | None = None
 
     def __post_init__(self):
         self.names = tuple(str(n) for n in self.names)
@@ -49,25 +59,72 @@ class SuitePrior:
         self.resid_corr = np.asarray(self.resid_corr, float).reshape(b, b)
         if not np.all(np.isfinite(self.cov)) or np.any(np.linalg.eigvalsh(self.cov) <= 0):
             raise ConfigError("the suite prior's covariance must be finite and positive definite")
+        if self.mixture is not None:
+            w = np.asarray(self.mixture["weights"], float)
+            c = w.size
+            self.mixture = {"weights": w / w.sum(),
+                            "means": np.asarray(self.mixture["means"], float).reshape(c, b),
+                            "covs": np.asarray(self.mixture["covs"], float).reshape(c, b, b)}
+
+    @property
+    def components(self):
+        """(weights (C,), means (C, B), covs (C, B, B)) of the prior density."""
+        if self.mixture is None:
+            return np.ones(1), self.mean[None], self.cov[None]
+        m = self.mixture
+        return m["weights"], m["means"], m["covs"]
+
+    def log_density(self, theta) -> np.ndarray:
+        """log prior density at ``theta`` (..., B), up to one constant."""
+        w, mu, cov = self.components
+        prec = np.linalg.inv(cov)
+        logdet = np.linalg.slogdet(cov)[1]
+        d = theta[..., None, :] - mu                                   # (..., C, B)
+        q = np.einsum("...ci,cij,...cj->...c", d, prec, d)
+        return logsumexp(np.log(w) - 0.5 * logdet - 0.5 * q, axis=-1)
 
     @property
     def precision(self) -> np.ndarray:
         return np.linalg.inv(self.cov)
 
-    def subset(self, names) -> "SuitePrior":
-        idx = [self.names.index(n) for n in names]
-        return SuitePrior(tuple(names), self.mean[idx], self.cov[np.ix_(idx, idx)],
-                          self.resid_corr[np.ix_(idx, idx)], self.n_models)
-
     def to_dict(self) -> dict:
         r = lambda a: np.round(np.asarray(a, float), 6).tolist()  # noqa: E731
-        return {"names": list(self.names), "mean": r(self.mean), "cov": r(self.cov),
-                "resid_corr": r(self.resid_corr), "n_models": int(self.n_models)}
+        d = {"names": list(self.names), "mean": r(self.mean), "cov": r(self.cov),
+             "resid_corr": r(self.resid_corr), "n_models": int(self.n_models)}
+        if self.mixture is not None:
+            d["mixture"] = {k: r(v) for k, v in self.mixture.items()}
+        return d
 
     @classmethod
     def from_dict(cls, d) -> "SuitePrior":
         return cls(tuple(d["names"]), d["mean"], d["cov"], d["resid_corr"],
-                   int(d.get("n_models", 0)))
+                   int(d.get("n_models", 0)), d.get("mixture"))
+
+
+def fit_mixture(x, n_components: int, *, iters: int = 200, ridge: float = 1e-3, seed: int = 0):
+    """Normal mixture by EM (Dempster, Laird and Rubin, 1977) on complete rows ``x`` (N, B);
+    started from the thirds (quantiles) of the rows' mean. Returns weights, means, covs."""
+    n, b = x.shape
+    order = np.argsort(x.mean(1))
+    resp = np.zeros((n, n_components))
+    for c, chunk in enumerate(np.array_split(order, n_components)):
+        resp[chunk, c] = 1.0
+    for _ in range(iters):
+        nk = resp.sum(0) + 1e-12
+        w = nk / n
+        mu = (resp.T @ x) / nk[:, None]
+        d = x[:, None, :] - mu[None]
+        cov = np.einsum("nc,nci,ncj->cij", resp, d, d) / nk[:, None, None] + ridge * np.eye(b)
+        prec = np.linalg.inv(cov)
+        logdet = np.linalg.slogdet(cov)[1]
+        q = np.einsum("nci,cij,ncj->nc", d, prec, d)
+        logp = np.log(w) - 0.5 * logdet - 0.5 * q
+        new = np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
+        if np.max(np.abs(new - resp)) < 1e-6:
+            resp = new
+            break
+        resp = new
+    return w, mu, cov
 
 
 def nearest_pd(m, floor: float = 1e-4) -> np.ndarray:
@@ -89,12 +146,16 @@ def member_thetas(member, responses) -> pd.DataFrame:
                         index=pd.Index(responses.subject_ids[keep].astype(str)))
 
 
-def fit_prior(suite, responses: dict, scores: dict | None = None) -> SuitePrior:
+def fit_prior(suite, responses: dict, scores: dict | None = None, *,
+              components: int = COMPONENTS) -> SuitePrior:
     """Fit the suite prior on calibration models.
 
     ``suite``: a resolved :class:`~atlascat.suite.definition.Suite`; ``responses``: member name
     -> ResponseMatrix of the calibration models; ``scores``: member name -> published scores
-    (0-1, a Series indexed by model name) for the residual correlation (identity without).
+    (0-1, a Series indexed by model name) for the residual correlation (identity without);
+    ``components`` > 1: a normal mixture (:func:`fit_mixture`) on the models with every
+    member's theta (at least 100 per component, else one normal), each component's diagonal
+    plus the members' mean posterior variance.
     """
     names = suite.names
     missing = [n for n in names if n not in responses]
@@ -127,5 +188,11 @@ def fit_prior(suite, responses: dict, scores: dict | None = None) -> SuitePrior:
         corr = nearest_pd(corr, 1e-3)
         d = np.sqrt(np.diag(corr))
         corr = corr / np.outer(d, d)
+    mixture = None
+    complete = th.dropna().to_numpy(float)
+    if components > 1 and len(complete) >= 100 * components:
+        w, mu, cv = fit_mixture(complete, components)
+        cv = cv + np.diag([var_se[n] for n in names])[None]
+        mixture = {"weights": w, "means": mu, "covs": cv}
     return SuitePrior(tuple(names), th.mean().to_numpy(float), nearest_pd(cov),
-                      corr, int(th.notna().any(axis=1).sum()))
+                      corr, int(th.notna().any(axis=1).sum()), mixture)

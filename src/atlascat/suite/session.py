@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from .posterior import GridLikelihood, ItemPool, gaussian_posterior, importance, normal_draws
-from .predict import curve_slopes, predict_scores, residual_sd
+from .predict import answer_corrections, curve_slopes, predict_scores, residual_sd
 from .selection import expected_information, pick_round
 
 __all__ = ["SuiteConfig", "SuiteSession"]
@@ -29,7 +29,8 @@ __all__ = ["SuiteConfig", "SuiteSession"]
 @dataclass
 class SuiteConfig:
     """Settings of a suite test. ``target_se``: stop once the aggregate's SE (points) is at or
-    below it; ``member_weight``: weight of the members' own variances in the selection."""
+    below it; ``member_weight``: weight of the members' own variances in the selection;
+    ``corrections``: add each member link's observed-answer correction."""
 
     target_se: float = 0.6
     max_items: int = 150
@@ -38,6 +39,7 @@ class SuiteConfig:
     randomesque: int = 2
     member_weight: float = 0.05
     min_per_member: int = 0
+    corrections: bool = True
     draws: int = 512
     seed: int = 0
 
@@ -107,7 +109,8 @@ class SuiteSession:
     def refresh(self) -> None:
         """Joint posterior mode / covariance and the aggregate's SE (points) of every subject."""
         self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
-        slopes = curve_slopes(self.links, self.mode)
+        slopes = curve_slopes(self.links, self.mode,
+                              np.sqrt(np.diagonal(self.cov, axis1=1, axis2=2)))
         joint = self.suite.joint_link
         if joint is None:
             d = slopes * self.weights
@@ -186,9 +189,13 @@ class SuiteSession:
         """The current prediction arrays (see :func:`predict_scores`), 0-1; ``joint=False``:
         without the suite's joint link (the members' own curves)."""
         self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
-        th, w = importance(self.prior, self.lik, self.mode, self.cov, self._z)
+        th, w = importance(self.prior, self.lik, self._z)
+        shift = None
+        if self.config.corrections:
+            theta = np.einsum("nk,nkb->nb", w, th)
+            shift = answer_corrections(self.links, self.pool, theta, self.y, self.asked)
         return predict_scores(self.links, self.weights, th, w, self._e, self.prior.resid_corr,
-                              self.suite.joint_link if joint else None)
+                              self.suite.joint_link if joint else None, shift)
 
     def prediction(self) -> pd.DataFrame:
         """One row per subject: subject_id, n_items, average(_lo, _hi) and per member
