@@ -109,7 +109,7 @@ def resume_suite(store, run_id: str, *, subject=None, cache: bool = True,
 def suite_result(store: RunStore, run_id: str) -> dict:
     """A suite run's result: the run's fields (:class:`RunResult`) plus ``suite``, ``average``
     {score, lo, hi, percentile} (also as ``leaderboard``), ``benchmarks`` [{name, weight, score,
-    lo, hi, items}] (0-1 scores) and ``se_points``, from the stored answers."""
+    lo, hi, items, percentile}] (0-1 scores) and ``se_points``, from the stored answers."""
     info = store.get_run(run_id)
     if not is_suite_run(info):
         raise ConfigError(f"run {run_id} is not a suite run")
@@ -129,6 +129,10 @@ def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
 
+def _rank(pct) -> str:
+    return "-" if pct is None else f"{pct:.0f}"
+
+
 def suite_table_rows(row: dict) -> list[dict]:
     """The suite table as printed, written to the HTML page and kept in ``results.json``:
     one row per benchmark (predicted score, 95% interval, items asked), then the average with
@@ -137,14 +141,14 @@ def suite_table_rows(row: dict) -> list[dict]:
     for b in row.get("benchmarks") or []:
         out.append({"benchmark": b["name"], "predicted": _pct(b["score"]),
                     "95% interval": f"{_pct(b['lo'])}-{_pct(b['hi'])}", "items": b["items"],
-                    "percentile": ""})
+                    "percentile": _rank(b.get("percentile"))})
     avg = row.get("average")
     if avg:
         pct = avg.get("percentile")
         out.append({"benchmark": "average", "predicted": _pct(avg["score"]),
                     "95% interval": f"{_pct(avg['lo'])}-{_pct(avg['hi'])}",
                     "items": row.get("n_items"),
-                    "percentile": "-" if pct is None else f"{pct:.0f}"})
+                    "percentile": _rank(pct)})
     return out
 
 

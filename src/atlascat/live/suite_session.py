@@ -198,7 +198,7 @@ class SuiteLiveSession:
     # ------------------------------------------------------------------ the result
     def prediction(self, stop_reason: str | None = None) -> dict:
         """The suite's result: ``average`` {score, lo, hi, percentile} and ``benchmarks``
-        [{name, weight, score, lo, hi, items}] (scores 0-1)."""
+        [{name, weight, score, lo, hi, items, percentile}] (scores 0-1)."""
         self.inner.refresh()
         row = self.inner.prediction().iloc[0]
         avg = {"score": float(row["average"]), "lo": float(row["average_lo"]),
@@ -206,10 +206,19 @@ class SuiteLiveSession:
         avg["percentile"] = average_percentile(self.ref, avg["score"])
         members = [{"name": m.name, "weight": float(m.weight), "score": float(row[m.name]),
                     "lo": float(row[f"{m.name}_lo"]), "hi": float(row[f"{m.name}_hi"]),
-                    "items": int(row[f"{m.name}_items"])} for m in self.suite.members]
+                    "items": int(row[f"{m.name}_items"]),
+                    "percentile": _link_percentile(m.link, float(row[m.name]))}
+                   for m in self.suite.members]
         return {"suite": self.suite.name, "average": avg, "benchmarks": members,
                 "n_items": self.n_items, "se_points": float(self.inner.se[0]),
                 "stop_reason": stop_reason or self.stop_reason}
+
+
+def _link_percentile(link, score: float) -> float | None:
+    try:
+        return float(link.percentile(score))
+    except Exception:  # noqa: BLE001 - a link without the leaderboard's distribution
+        return None
 
 
 def composite_for(ref: str):
