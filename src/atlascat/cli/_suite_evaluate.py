@@ -177,7 +177,7 @@ def _drive(store, rid, bank, subject, *, db, output, report_dir, cache, as_json,
     row["table"] = suite_table_rows(row)
     outdir, reports = _run_dirs(store, rid, db, output, report_dir)
     row["report"] = str(write_suite_report(store, rid, reports / f"{rid}.html", row))
-    _write_results(outdir / "results.json", [row], merge=True)
+    _write_results(outdir / "results.json", [row], merge=resumed)
     if as_json:
         typer.echo(json.dumps([row], indent=1, default=str))
     else:
