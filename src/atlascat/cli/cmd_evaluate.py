@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markup import escape
 
 from ._common import console, err_console, print_frame
+from ._live import (_absolute, _LiveDisplay, _remove_new, _run_dirs, _Stopped,  # noqa: F401
+                    _StopRequest, _write_results, GENERATION_RULES, protocol_label)
 
 SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
                 "e.g. vLLM: the leaderboard's log-likelihood protocol), hf:PATH_OR_NAME "
@@ -122,26 +122,6 @@ def _stop_settings(bench: str | None, margin: float) -> dict:
         return {}
 
 
-def protocol_label(protocol: str | None, bank=None) -> str:
-    """How a run's protocol reads: a leaderboard run says whether its bank's items are scored by
-    log-likelihood or by generation (GSM8K: exact match), from the bank's ``rule`` column."""
-    from ..live.runner import PROTOCOL_LABELS
-
-    proto = protocol or "approximate"
-    meta = getattr(bank, "metadata", None)
-    if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
-        rules = {str(r) for r in meta["rule"].dropna()}
-        if rules and rules <= GENERATION_RULES:
-            return "leaderboard (generation, exact match)"
-        if rules & GENERATION_RULES:
-            return "leaderboard (log-likelihood and generation)"
-    return PROTOCOL_LABELS.get(proto, proto)
-
-
-#: scoring rules whose requests are generations (see atlascat.content.requests)
-GENERATION_RULES = frozenset({"gsm8k_exact"})
-
-
 def format_result(row: dict) -> str:
     """The human summary of one finished run (plain text, no markup)."""
     from ..live.runner import PROTOCOL_LABELS
@@ -178,9 +158,19 @@ def format_result(row: dict) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("evaluate")
     def evaluate(
-        bank: Optional[str] = typer.Option(None, "--bank", "-b",
-                                           help="Content bank: a bundled name (arc, ...) or a "
-                                                "bank file with item content."),
+        bank: Optional[List[str]] = typer.Option(None, "--bank", "-b",
+                                                 help="Content bank: a bundled name (arc, ...) "
+                                                      "or a bank file with item content (once; "
+                                                      "several benchmarks: --suite)."),
+        suite: Optional[str] = typer.Option(None, "--suite",
+                                            help="Ask every benchmark of a suite (openllm-v1, "
+                                                 "or a suite JSON file) in one run: each "
+                                                 "benchmark's predicted score and the average "
+                                                 "with its percentile."),
+        target_se: Optional[float] = typer.Option(None, "--target-se",
+                                                  help="--suite: stop once the average's SE "
+                                                       "(points, 0-100) is at or below this "
+                                                       "(after --min-items). [default: 0.6]"),
         subject: Optional[str] = typer.Option(None, "--subject", "-s", help=SUBJECT_HELP),
         llm: Optional[List[str]] = typer.Option(None, "--llm",
                                                 help="Name of the model to ask (sent to the "
@@ -189,15 +179,16 @@ def register(app: typer.Typer) -> None:
         model_alias: Optional[List[str]] = typer.Option(None, "--model", "-m", hidden=True,
                                                         help="Deprecated alias of --llm (kept "
                                                              "for one release)."),
-        batch_size: int = typer.Option(1, "--batch-size",
-                                       help="Items selected jointly and asked at once per round "
-                                            "(all choices of a round in one batch); 1 = classic "
-                                            "CAT."),
+        batch_size: Optional[int] = typer.Option(
+            None, "--batch-size", help="Items selected jointly and asked at once per round (all "
+            "choices of a round in one batch). [default: 1 = classic CAT; --suite: 6]"),
         se_stop: float = typer.Option(0.1, "--se-stop", help="Stop once SE <= this (after --min-items)."),
         min_items: int | None = typer.Option(
             None, "--min-items", help="Fewest items asked. [default: 30, or the bundled bank's "
             "own minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most --max-items]"),
-        max_items: int = typer.Option(500, "--max-items", help="Most items asked."),
+        max_items: Optional[int] = typer.Option(None, "--max-items",
+                                                help="Most items asked. [default: 500; "
+                                                     "--suite: 150]"),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
                                         help="Banks with a score link: stop once the model is "
                                              "surely at the floor (chance) or the top of the "
@@ -282,8 +273,20 @@ def register(app: typer.Typer) -> None:
         from ..live.subjects import (OpenAICompatible, OpenAICompletionsSubject,
                                      subject_from_spec)
 
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {batch_size}")
+        if bank and len(bank) > 1:
+            raise ConfigError(f"--bank was given {len(bank)} times ({', '.join(bank)}); one run "
+                              "asks one bank. To ask several benchmarks in one run and get "
+                              "their average, use --suite (e.g. --suite openllm-v1)")
+        if suite is not None and (bank or resume):
+            raise ConfigError("--suite asks the suite's own banks; drop "
+                              + ("--bank" if bank else "--resume (a suite run resumes with "
+                                 "--resume RUN_ID alone)"))
+        if suite is None and target_se is not None:
+            raise ConfigError("--target-se is the average's stop of --suite; a single bank "
+                              "stops on --se-stop")
+        bank = bank[0] if bank else None
         if model_alias:
             err_console.print("warning: --model NAME is deprecated in atlas evaluate (--model is "
                               "the IRT model elsewhere); use --llm NAME", markup=False,
@@ -301,7 +304,7 @@ def register(app: typer.Typer) -> None:
             if subject or names:
                 raise ConfigError("--resume takes bank, subject and model from the database; "
                                   "drop --subject/--llm")
-            if batch_size != 1:
+            if batch_size is not None:
                 raise ConfigError("--resume continues a run with its own batch size; drop "
                                   "--batch-size")
             if fixed_length is not None:
@@ -311,11 +314,9 @@ def register(app: typer.Typer) -> None:
                 raise LiveRunError(f"run database {str(db)!r} does not exist; give the --db (or "
                                    "-o) the run was started with")
             store = RunStore(db)
-            jobs = []
-            for rid in resume:
-                info = store.get_run(rid)
-                bk = _load_bank(bank)[0] if bank else runner.load_bank_ref(info["bank_ref"])
-                desc = info["subject"]
+
+            def rebuild(desc, bk):
+                """The stored subject, with this call's HTTP settings and limiter."""
                 stored = {k: desc[k] for k in ("timeout", "max_retries", "backoff", "max_backoff")
                           if k in desc}
                 key_env = desc.get("api_key_env") or api_key_env
@@ -331,13 +332,45 @@ def register(app: typer.Typer) -> None:
                                                     **{**stored, **http_opts})
                 else:
                     subj = runner.subject_from_description(desc, bk)
-                jobs.append((rid, bk, info["bank_ref"], subj))
+                return subj
+
+            from ._suite_evaluate import is_suite_ref, resume_suite_runs
+
+            if any(is_suite_ref(store.get_run(rid)["bank_ref"]) for rid in resume):
+                if bank:
+                    raise ConfigError("a suite run asks the suite's own banks; drop --bank")
+                return resume_suite_runs(store, resume, db=db, output=output,
+                                         report_dir=report_dir, cache=not no_cache,
+                                         as_json=as_json, quiet=quiet, subject_for=rebuild)
+            jobs = []
+            for rid in resume:
+                info = store.get_run(rid)
+                bk = _load_bank(bank)[0] if bank else runner.load_bank_ref(info["bank_ref"])
+                jobs.append((rid, bk, info["bank_ref"], rebuild(info["subject"], bk)))
                 cfg = info.get("config") or {}
                 plan = (int(cfg.get("min_items", 0)), int(cfg.get("max_items", 500)),
                         cfg.get("se_stop"))
+        elif suite is not None:
+            if not subject:
+                raise ConfigError("give --subject (who answers the suite)")
+            from ._suite_evaluate import start_suite, suite_config
+
+            config = suite_config(target_se=target_se, se_stop=se_stop, min_items=min_items,
+                                  max_items=max_items, fixed_length=fixed_length,
+                                  batch_size=batch_size, seed=seed)
+            prompt = _cli_names(lambda: runner.PromptSettings(
+                style=prompt_style, max_tokens=max_tokens, temperature=temperature,
+                system=system))
+            return start_suite(suite, subject, names, db=db, output=output,
+                               report_dir=report_dir, config=config, prompt=prompt,
+                               subject_kw=dict(api_key_env=api_key_env, limiter=limiter,
+                                               chat=chat, device=device,
+                                               max_concurrency=max(1, int(max_concurrency)),
+                                               **http_opts),
+                               cache=not no_cache, as_json=as_json, quiet=quiet)
         else:
             if not bank or not subject:
-                raise ConfigError("give --bank and --subject (or --resume RUN_ID)")
+                raise ConfigError("give --bank (or --suite) and --subject (or --resume RUN_ID)")
             # everything is checked before the run store is created: a call that fails here
             # leaves no file behind
             config = _cat_config(se_stop, min_items, max_items, fixed_length)
@@ -377,7 +410,7 @@ def register(app: typer.Typer) -> None:
                 for s in subjects:
                     ids.append(runner.start_run(store, bk, s, config=config, seed=seed,
                                                 prompt=prompt, bank_ref=ref,
-                                                batch_size=batch_size))
+                                                batch_size=batch_size or 1))
             except BaseException:
                 if not ids:  # nothing was started: leave nothing behind
                     _remove_new(db, new_db, output, new_out, locals().get("store"))
@@ -514,11 +547,12 @@ def _cat_config(se_stop: float, min_items: int | None, max_items: int,
             raise ConfigError(f"--fixed-length must be >= 1, got {fixed_length}")
         given = [opt for opt, v, d in (("--se-stop", se_stop, 0.1),
                                        ("--min-items", min_items, None),
-                                       ("--max-items", max_items, 500)) if v != d]
+                                       ("--max-items", max_items, None)) if v != d]
         if given:
             raise ConfigError(f"--fixed-length {fixed_length} sets the test length; drop "
                               f"{', '.join(given)}")
         return _cli_names(lambda: CATConfig.fixed_length(int(fixed_length)))
+    max_items = 500 if max_items is None else max_items
     if max_items < 1:
         raise ConfigError(f"--max-items must be >= 1, got {max_items}")
     if min_items is None:  # the bundled bank's own minimum may raise it (stop_settings)
@@ -532,183 +566,3 @@ def _cat_config(se_stop: float, min_items: int | None, max_items: int,
         raise ConfigError(f"--se-stop must be a number > 0, got {se_stop}")
     return _cli_names(lambda: CATConfig(se_stop=se_stop, min_items=min_items,
                                         max_items=max_items))
-
-
-def _absolute(path):
-    return None if path is None else Path(path).expanduser().resolve()
-
-
-def _remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
-    """Remove what a failed start created (the store file, its journal and lock folder, the
-    output folder), so a call that fails before asking anything leaves nothing behind."""
-    import shutil
-
-    if store is not None:
-        store.close()
-    if new_db:
-        for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")):
-            if p.exists():
-                p.unlink()
-        if Path(f"{db}.locks").is_dir():
-            shutil.rmtree(Path(f"{db}.locks"), ignore_errors=True)
-    if new_out and output is not None and output.is_dir():
-        shutil.rmtree(output, ignore_errors=True)
-    if new_db and db.parent.exists() and not any(db.parent.iterdir()) and db.parent != Path.cwd():
-        try:
-            db.parent.rmdir()
-        except OSError:
-            pass
-
-
-def _run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
-    """``(output_dir, report_dir)`` of a run: the options when given, else the run's own (recorded
-    when it started), else (runs of older versions) ``<db stem>_reports`` next to the store."""
-    recorded = store.run_output(rid)
-    if output is not None:
-        return output, (report_dir or output / "reports")
-    if report_dir is not None:
-        return (recorded[0] if recorded and recorded[0] else report_dir), report_dir
-    if recorded is not None and recorded[1] is not None:
-        return (recorded[0] or recorded[1]), recorded[1]
-    legacy = db.parent / f"{db.stem}_reports"
-    return legacy, legacy
-
-
-def _write_results(path: Path, rows: list, *, merge: bool) -> None:
-    """Write results.json atomically; ``merge``: keep the other runs' rows already there (a
-    resumed run replaces its own row)."""
-    import os
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    out = list(rows)
-    if merge and path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except (OSError, ValueError):
-            old = []
-        if isinstance(old, list):
-            new = {r["run_id"]: r for r in rows}
-            out = [new.pop(r.get("run_id"), r) if isinstance(r, dict) else r for r in old]
-            out += [r for r in rows if r["run_id"] in new]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(out, indent=1, default=str))
-    os.replace(tmp, path)
-
-
-class _StopRequest:
-    """SIGINT / SIGTERM during a live run: the first signal asks the runs to stop after the
-    item in flight (it is scored and saved); a second one abandons it (it stays pending and is
-    asked again on resume). Handlers are installed only in the main thread, and restored."""
-
-    def __init__(self):
-        import threading
-
-        self.event = threading.Event()
-        self.count = 0
-
-    def _handler(self, signum, frame):
-        self.count += 1
-        self.event.set()
-        if self.count == 1:
-            err_console.print("stopping after the item in flight (press Ctrl-C again to abandon "
-                              "it; it is asked again on resume)", markup=False, highlight=False,
-                              soft_wrap=True)
-            return
-        raise KeyboardInterrupt
-
-    @contextmanager
-    def installed(self):
-        import signal
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            yield self
-            return
-        old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-        for sig in old:
-            signal.signal(sig, self._handler)
-        try:
-            yield self
-        finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
-
-
-class _Stopped(KeyboardInterrupt):
-    """Raised from the step callback once a stop was requested (after the round was saved)."""
-
-
-class _LiveDisplay:
-    """What a live run shows on stderr: aligned per-item lines (unless --quiet / --json) and, on a
-    terminal, a progress bar per run with items asked, theta +- SE and the time left. Piped,
-    there is no bar (the per-item lines are the progress)."""
-
-    def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool):
-        import threading
-
-        self.lines = lines
-        self.bar = bar and err_console.is_terminal
-        self.w_model = max([len(m) for m in models] + [1])
-        self.w_item = min(max([len(i) for i in item_ids] + [4]), 40)
-        self.min_items, self.max_items, self.se_stop = plan
-        self.lock = threading.Lock()
-        self.progress = None
-        self.tasks: dict = {}
-        self.models = list(models)
-
-    def __enter__(self):
-        if self.bar:
-            from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
-
-            self.progress = Progress(
-                TextColumn("{task.description}"), BarColumn(),
-                TextColumn("{task.completed:>4.0f} items"), TextColumn("{task.fields[est]}"),
-                TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
-                console=err_console, transient=False)
-            self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        if self.progress is not None:
-            self.progress.__exit__(*exc)
-        return False
-
-    def expected_total(self, n: int, se: float) -> int:
-        """Items the run will likely ask: SE shrinks about as 1 / sqrt(items), so reaching
-        --se-stop takes about n (se / se_stop)^2 items, within [--min-items, --max-items]."""
-        if not self.se_stop or not se or se != se:
-            return self.max_items
-        guess = int(round(n * (se / self.se_stop) ** 2)) if n else self.max_items
-        return int(min(self.max_items, max(self.min_items, n, guess)))
-
-    def line(self, info) -> "Text":
-        from rich.text import Text
-
-        text = Text(f"{info.model:<{self.w_model}}  step {info.step + 1:>4}  item ")
-        item = str(info.item_id)
-        text.append(f"{item:<{self.w_item}}" if len(item) <= self.w_item else item)
-        text.append("  ")
-        text.append("correct" if info.score else "wrong  ", style="green" if info.score else "red")
-        text.append(f"  theta {info.theta:+.3f}  SE {info.se:.3f}"
-                    + ("  (cached)" if info.cached else ""))
-        return text
-
-    def step_callback(self, stop: "_StopRequest"):
-        def on_step(info):
-            with self.lock:
-                if self.lines:
-                    target = self.progress.console if self.progress is not None else err_console
-                    target.print(self.line(info), highlight=False, emoji=False, soft_wrap=True)
-                if self.progress is not None:
-                    task = self.tasks.get(info.run_id)
-                    if task is None:
-                        task = self.tasks[info.run_id] = self.progress.add_task(
-                            escape(info.model), total=self.max_items, est="")
-                    self.progress.update(task, completed=info.step + 1,
-                                         total=self.expected_total(info.step + 1, info.se),
-                                         est=f"theta {info.theta:+.2f} +- {info.se:.2f}")
-            if stop.event.is_set():
-                raise _Stopped()
-
-        return on_step

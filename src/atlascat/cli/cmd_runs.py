@@ -50,7 +50,12 @@ def register(app: typer.Typer) -> None:
         if run_id is not None:
             info = store.get_run(run_id)
             steps = store.steps(run_id)
-            if html is not None:
+            from ..live.suite_run import is_suite_run, write_suite_report
+
+            if html is not None and is_suite_run(info):
+                err_console.print(f"wrote {write_suite_report(store, run_id, html)}",
+                                  highlight=False)
+            elif html is not None:
                 from ..live.report import write_run_report
                 from ..live.runner import load_bank_ref
 
@@ -100,10 +105,17 @@ def register(app: typer.Typer) -> None:
 
 def _prediction(store, run: dict) -> dict:
     """The predicted leaderboard score of a finished run, computed as ``atlas evaluate`` does
-    (the same function, the run's own answers and stop reason): one number everywhere."""
+    (the same function, the run's own answers and stop reason): one number everywhere. A
+    suite run's is its predicted average (:func:`atlascat.live.suite_run.suite_result`)."""
+    from ..live.suite_run import is_suite_run, suite_result
     from .cmd_evaluate import leaderboard_prediction
 
     ref = run.get("bank_ref") or ""
+    if run.get("state") == "done" and is_suite_run(run):
+        try:
+            return suite_result(store, run["run_id"])["leaderboard"]
+        except Exception as exc:  # noqa: BLE001 - the listing stays readable
+            return {"note": f"suite prediction failed ({type(exc).__name__}: {exc})"}
     if run.get("state") != "done" or not ref.startswith("shipped:"):
         return {}
     steps = store.steps(run["run_id"])

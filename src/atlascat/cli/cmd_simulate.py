@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -77,11 +77,21 @@ def read_thetas(path: Path, option: str = "--thetas"):
 
 
 def simulate_command(
-    responses: Optional[str] = typer.Argument(
+    responses: Optional[List[str]] = typer.Argument(
         None, metavar="RESPONSES",
         help="Response matrix to replay (real answers; file or bundled name). Without it, "
-             "answers are drawn from the bank's model at --thetas."),
-    bank: str = typer.Option(..., "--bank", "-b", help=bank_option_help()),
+             "answers are drawn from the bank's model at --thetas. With --suite: one "
+             "BENCH=MATRIX pair per member (bundled names allowed; BENCH alone = its bundled "
+             "matrix)."),
+    bank: Optional[List[str]] = typer.Option(None, "--bank", "-b", help=bank_option_help()),
+    suite: Optional[str] = typer.Option(
+        None, "--suite",
+        help="Replay a suite (bundled name such as openllm-v1, or a suite JSON file) as one "
+             "adaptive test aimed at its average; writes suite_scores.csv."),
+    target_se: Optional[float] = typer.Option(
+        None, "--target-se",
+        help="--suite: stop once the average's SE (points, 0-100) is at or below this. "
+             "[default: 0.6]"),
     thetas: Optional[Path] = typer.Option(
         None, "--thetas", "-t",
         help="CSV of true thetas (subject_id,theta or Model_Name,Theta_WLE): answers drawn from "
@@ -97,10 +107,13 @@ def simulate_command(
         None, "--min-items", help="Never stop before this many items. [default: 30, or the "
         "bundled bank's own minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most "
         "--max-items]"),
-    max_items: int = typer.Option(500, "--max-items", help="Stop after this many items."),
+    max_items: int | None = typer.Option(
+        None, "--max-items", help="Stop after this many items. [default: 500; --suite: 150 "
+        "in all]"),
     fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                help="Fixed-length test of N items (no SE stop)."),
-    randomesque: int = typer.Option(5, "--randomesque", help="Pick among the k best items."),
+    randomesque: int | None = typer.Option(
+        None, "--randomesque", help="Pick among the k best items. [default: 5; --suite: 2]"),
     selection: str = typer.Option("mfi", "--selection",
                                   help="Item selection: mfi, kl, astrat or random."),
     se_method: str = typer.Option("information", "--se-method",
@@ -109,8 +122,9 @@ def simulate_command(
                                    help="catR's grid: 33 trapezoidal nodes on [-4, 4]."),
     theta0: float = typer.Option(0.0, "--theta0", help="Starting theta."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
-    batch_size: int = typer.Option(1, "--batch-size", min=1,
-                                   help="Items per adaptive round, chosen jointly (1: classic CAT)."),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", min=1, help="Items per adaptive round, chosen jointly (1: classic "
+        "CAT). [default: 1; --suite: 6, mixing benchmarks]"),
     selected: bool = typer.Option(True, "--selected/--no-selected",
                                   help="Write selected_items/<subject>.csv files."),
     bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
@@ -131,11 +145,29 @@ def simulate_command(
 
     from ..validation import check_finite
 
-    responses = deprecated_alias(responses, responses_old, "--responses", "RESPONSES (positional)")
     out = deprecated_alias(output, out_old, "--out", "--output")
     if out is None:
         raise ConfigError("give the run directory with -o/--output (nothing is written to the "
                           "current directory unless you name it)")
+    if suite is not None:
+        if bank:
+            raise ConfigError("--suite runs the suite's own banks; drop --bank")
+        return simulate_suite_command(suite, list(responses or []), output_dir(out),
+                                      target_se=target_se, max_items=max_items,
+                                      min_items=min_items, batch_size=batch_size,
+                                      randomesque=randomesque, seed=seed)
+    if target_se is not None:
+        raise ConfigError("--target-se is the average's stop of --suite; a single bank stops "
+                          "on --se-stop")
+    bank = single_bank(bank)
+    if responses and len(responses) > 1:
+        raise ConfigError(f"give one RESPONSES matrix (got {len(responses)}); to replay several "
+                          "benchmarks as one test use --suite openllm-v1 BENCH=MATRIX ...")
+    responses = deprecated_alias(responses[0] if responses else None, responses_old,
+                                 "--responses", "RESPONSES (positional)")
+    max_items = 500 if max_items is None else max_items
+    randomesque = 5 if randomesque is None else randomesque
+    batch_size = 1 if batch_size is None else batch_size
     if responses is None and thetas is None:
         raise ConfigError("give RESPONSES (a matrix to replay; formerly --responses) or --thetas "
                           "(answers drawn from the model)")
@@ -231,6 +263,86 @@ def simulate_command(
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
                   f"{'selected_items/, ' if selected else ''}item_exposure.csv, "
                   "item_positions.csv, summary.json)")
+
+
+def single_bank(banks) -> str:
+    """The one --bank value; several are an error that points to --suite."""
+    from ..errors import ConfigError
+
+    if not banks:
+        raise ConfigError("give the item bank with --bank (a file or a bundled name), or "
+                          "--suite to replay several benchmarks as one test")
+    if len(banks) > 1:
+        raise ConfigError(f"--bank was given {len(banks)} times ({', '.join(banks)}); one "
+                          "test runs one bank. To ask several benchmarks as one test and get "
+                          "their average, use --suite (e.g. --suite openllm-v1 arc=A.csv "
+                          "hellaswag=H.csv ...)")
+    return banks[0]
+
+
+def parse_pairs(pairs, names) -> dict:
+    """``BENCH=MATRIX`` (or a bare bundled ``BENCH``) arguments as {member: matrix spec}."""
+    from ..errors import ConfigError
+
+    out = {}
+    for p in pairs:
+        name, sep, spec = str(p).partition("=")
+        name = name.strip().lower()
+        spec = spec.strip() if sep else name
+        if name not in names:
+            raise ConfigError(f"{p!r}: {name!r} is not a member of the suite "
+                              f"({', '.join(names)}); give BENCH=MATRIX pairs")
+        if name in out:
+            raise ConfigError(f"{name!r} is given twice")
+        out[name] = spec
+    if not out:
+        raise ConfigError("give the answers to replay: one BENCH=MATRIX pair per member "
+                          f"({', '.join(names)}; bundled names allowed, e.g. arc=arc)")
+    return out
+
+
+def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_items,
+                           batch_size, randomesque, seed) -> None:
+    """``atlas simulate --suite``: replay recorded answers through the suite test."""
+    from ..suite import SuiteConfig, load_suite, simulate_suite
+
+    suite = load_suite(suite_arg)
+    specs = parse_pairs(pairs, suite.names)
+    matrices = {n: load_responses(spec, normalize_ids=True, on_empty="keep",
+                                  option=f"{n}=MATRIX") for n, spec in specs.items()}
+    d = SuiteConfig()
+    cfg = SuiteConfig(target_se=d.target_se if target_se is None else target_se,
+                      max_items=d.max_items if max_items is None else max_items,
+                      min_items=(min(d.min_items, d.max_items if max_items is None else max_items)
+                                 if min_items is None else min_items),
+                      batch_size=d.batch_size if batch_size is None else batch_size,
+                      randomesque=d.randomesque if randomesque is None else randomesque,
+                      seed=seed)
+    with progress_bar("simulating", 1) as advance:
+        result = simulate_suite(suite, matrices, cfg)
+        advance(1)
+    scores = result.scores
+    out.mkdir(parents=True, exist_ok=True)
+    cols = ["subject_id", "n_items", "average", "average_lo", "average_hi"]
+    for n in suite.names:
+        cols += [n, f"{n}_lo", f"{n}_hi", f"{n}_items"]
+    scores[cols].to_csv(out / "suite_scores.csv", index=False)
+    summary = {"suite": suite.name, "members": suite.names, "weights": suite.weights.tolist(),
+               "inputs": specs, "config": cfg.to_dict(), "n_subjects": int(len(scores)),
+               "items_mean": float(scores["n_items"].mean()),
+               "stop_reasons": scores["stop_reason"].value_counts().to_dict()}
+    (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
+    rows = [("examinees", len(scores)),
+            ("items mean", f"{scores['n_items'].mean():.1f}"),
+            ("average mean (95% width)", f"{100 * scores['average'].mean():.1f} "
+             f"({100 * (scores['average_hi'] - scores['average_lo']).mean():.1f} points)")]
+    rows += [(f"{n} items mean", f"{scores[f'{n}_items'].mean():.1f}") for n in suite.names]
+    import pandas as pd
+
+    print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
+                title=f"atlas simulate --suite {suite.name}")
+    console.print(f"wrote {escape(str(out))}/ (suite_scores.csv, summary.json)")
+    return None
 
 
 def register(app: typer.Typer) -> None:

@@ -161,10 +161,13 @@ def describe_prediction(lb, *, short: bool = False) -> str:
     return text
 
 
-def render_run_report(store, run_id: str, bank=None, leaderboard=None) -> str:
+def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
+                      headline: str | None = None, sections: str = "") -> str:
     """The HTML text of a run's page. ``bank`` (optional) adds each item's question and key;
     ``leaderboard`` (optional, ``atlas evaluate``'s {score, lo, hi, percentile, warning} or
-    {note}) the predicted leaderboard score and its one-line warning."""
+    {note}) the predicted leaderboard score and its one-line warning. ``headline`` replaces
+    the theta line at the top, ``sections`` (HTML) goes after the summary (a suite run's
+    table)."""
     info = store.get_run(run_id)
     steps = store.steps(run_id)
     answered = steps[steps["status"] == "answered"]
@@ -251,11 +254,12 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None) -> str:
         f"<h1>ATLAS live run <code>{_e(run_id)}</code></h1>"
         f"<div class='muted'>{_e(info['model'])} on {_e(info['bank_ref'] or 'bank')} &middot; "
         f"protocol: {_e(PROTOCOL_LABELS.get(proto, proto))}</div>"
-        f"<p class='big'>theta = {_fmt(theta)} &#177; {_fmt(se)}"
-        f"<span class='muted'> &middot; {n} items &middot; model-based accuracy "
+        + (f"<p class='big'>{_e(headline)}" if headline is not None else
+           f"<p class='big'>theta = {_fmt(theta)} &#177; {_fmt(se)}")
+        + f"<span class='muted'> &middot; {n} items &middot; model-based accuracy "
         f"{_fmt(info['accuracy'], '.1%') if info['accuracy'] is not None else '-'}</span></p>"
         "<table class='kv'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in kv)
-        + "</table>" + warn_html +
+        + "</table>" + warn_html + sections +
         f"<h2>Trajectory</h2>{_trajectory_svg(answered['theta'].tolist(), answered['se'].tolist())}"
         f"<h2>Items</h2>{table}"
         f"<h2>Settings</h2><pre>{settings}</pre>"

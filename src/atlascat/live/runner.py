@@ -198,9 +198,14 @@ def bundled_content_bank(name: str):
 
 
 def load_bank_ref(ref: str):
-    """The bank a run was started on: ``shipped:<bench>`` or a bank file path."""
+    """The bank a run was started on: ``shipped:<bench>``, ``suite:<suite>`` (the suite's
+    composite bank) or a bank file path."""
     from ..content.items import normalize_loaded
 
+    if ref.startswith("suite:"):
+        from .suite_session import composite_for
+
+        return composite_for(ref.split(":", 1)[1])
     if ref.startswith("shipped:"):
         return bundled_content_bank(ref.split(":", 1)[1])
     path = Path(ref)
@@ -256,6 +261,20 @@ def _session_cls():
     from ..cat.engine import CATSession
 
     return CATSession
+
+
+def _restore_session(state: dict, bank):
+    """The session of a stored snapshot: a CAT session, or a suite's (``type: suite``)."""
+    if state.get("type") == "suite":
+        from .suite_session import SuiteLiveSession
+
+        return SuiteLiveSession.from_dict(state, bank)
+    return _session_cls().from_dict(state, bank)
+
+
+def _model_accuracy(session, bank) -> float:
+    own = getattr(session, "expected_accuracy", None)
+    return float(own()) if callable(own) else expected_accuracy(bank, session.theta)
 
 
 # ---------------------------------------------------------------------------- runs
@@ -428,7 +447,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     loglik = getattr(subject, "kind", None) == "loglikelihood"
     if loglik:
         from ..content.requests import build_item_requests
-    session = _session_cls().from_dict(info["session"], bank)
+    session = _restore_session(info["session"], bank)
     settings = PromptSettings(**info["prompt"])
     store.claim(run_id)  # one process per run (raises if another one is running it)
     unread, n_read = [], 0
@@ -531,7 +550,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     finally:
         store.release(run_id)
     store.finish_run(run_id, stop_reason=getattr(session, "stop_reason", None),
-                     accuracy=expected_accuracy(bank, session.theta))
+                     accuracy=_model_accuracy(session, bank))
     return RunResult.from_store(store, run_id)
 
 

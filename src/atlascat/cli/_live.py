@@ -1,0 +1,211 @@
+"""What ``atlas evaluate``'s single-bank and suite runs share: the run directories, the
+atomic ``results.json`` writer, the Ctrl-C handling and the per-item display."""
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.markup import escape
+
+from ._common import err_console
+
+
+def protocol_label(protocol: str | None, bank=None) -> str:
+    """How a run's protocol reads: a leaderboard run says whether its bank's items are scored by
+    log-likelihood or by generation (GSM8K: exact match), from the bank's ``rule`` column."""
+    from ..live.runner import PROTOCOL_LABELS
+
+    proto = protocol or "approximate"
+    meta = getattr(bank, "metadata", None)
+    if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
+        rules = {str(r) for r in meta["rule"].dropna()}
+        if rules and rules <= GENERATION_RULES:
+            return "leaderboard (generation, exact match)"
+        if rules & GENERATION_RULES:
+            return "leaderboard (log-likelihood and generation)"
+    return PROTOCOL_LABELS.get(proto, proto)
+
+
+#: scoring rules whose requests are generations (see atlascat.content.requests)
+GENERATION_RULES = frozenset({"gsm8k_exact"})
+
+
+def _absolute(path):
+    return None if path is None else Path(path).expanduser().resolve()
+
+
+def _remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
+    """Remove what a failed start created (the store file, its journal and lock folder, the
+    output folder), so a call that fails before asking anything leaves nothing behind."""
+    import shutil
+
+    if store is not None:
+        store.close()
+    if new_db:
+        for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")):
+            if p.exists():
+                p.unlink()
+        if Path(f"{db}.locks").is_dir():
+            shutil.rmtree(Path(f"{db}.locks"), ignore_errors=True)
+    if new_out and output is not None and output.is_dir():
+        shutil.rmtree(output, ignore_errors=True)
+    if new_db and db.parent.exists() and not any(db.parent.iterdir()) and db.parent != Path.cwd():
+        try:
+            db.parent.rmdir()
+        except OSError:
+            pass
+
+
+def _run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
+    """``(output_dir, report_dir)`` of a run: the options when given, else the run's own (recorded
+    when it started), else (runs of older versions) ``<db stem>_reports`` next to the store."""
+    recorded = store.run_output(rid)
+    if output is not None:
+        return output, (report_dir or output / "reports")
+    if report_dir is not None:
+        return (recorded[0] if recorded and recorded[0] else report_dir), report_dir
+    if recorded is not None and recorded[1] is not None:
+        return (recorded[0] or recorded[1]), recorded[1]
+    legacy = db.parent / f"{db.stem}_reports"
+    return legacy, legacy
+
+
+def _write_results(path: Path, rows: list, *, merge: bool) -> None:
+    """Write results.json atomically; ``merge``: keep the other runs' rows already there (a
+    resumed run replaces its own row)."""
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = list(rows)
+    if merge and path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, ValueError):
+            old = []
+        if isinstance(old, list):
+            new = {r["run_id"]: r for r in rows}
+            out = [new.pop(r.get("run_id"), r) if isinstance(r, dict) else r for r in old]
+            out += [r for r in rows if r["run_id"] in new]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(out, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+class _StopRequest:
+    """SIGINT / SIGTERM during a live run: the first signal asks the runs to stop after the
+    item in flight (it is scored and saved); a second one abandons it (it stays pending and is
+    asked again on resume). Handlers are installed only in the main thread, and restored."""
+
+    def __init__(self):
+        import threading
+
+        self.event = threading.Event()
+        self.count = 0
+
+    def _handler(self, signum, frame):
+        self.count += 1
+        self.event.set()
+        if self.count == 1:
+            err_console.print("stopping after the item in flight (press Ctrl-C again to abandon "
+                              "it; it is asked again on resume)", markup=False, highlight=False,
+                              soft_wrap=True)
+            return
+        raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        for sig in old:
+            signal.signal(sig, self._handler)
+        try:
+            yield self
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+
+
+class _Stopped(KeyboardInterrupt):
+    """Raised from the step callback once a stop was requested (after the round was saved)."""
+
+
+class _LiveDisplay:
+    """What a live run shows on stderr: aligned per-item lines (unless --quiet / --json) and, on a
+    terminal, a progress bar per run with items asked, theta +- SE and the time left. Piped,
+    there is no bar (the per-item lines are the progress)."""
+
+    def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool):
+        import threading
+
+        self.lines = lines
+        self.bar = bar and err_console.is_terminal
+        self.w_model = max([len(m) for m in models] + [1])
+        self.w_item = min(max([len(i) for i in item_ids] + [4]), 40)
+        self.min_items, self.max_items, self.se_stop = plan
+        self.lock = threading.Lock()
+        self.progress = None
+        self.tasks: dict = {}
+        self.models = list(models)
+
+    def __enter__(self):
+        if self.bar:
+            from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self.progress = Progress(
+                TextColumn("{task.description}"), BarColumn(),
+                TextColumn("{task.completed:>4.0f} items"), TextColumn("{task.fields[est]}"),
+                TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+                console=err_console, transient=False)
+            self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+        return False
+
+    def expected_total(self, n: int, se: float) -> int:
+        """Items the run will likely ask: SE shrinks about as 1 / sqrt(items), so reaching
+        --se-stop takes about n (se / se_stop)^2 items, within [--min-items, --max-items]."""
+        if not self.se_stop or not se or se != se:
+            return self.max_items
+        guess = int(round(n * (se / self.se_stop) ** 2)) if n else self.max_items
+        return int(min(self.max_items, max(self.min_items, n, guess)))
+
+    def line(self, info) -> "Text":
+        from rich.text import Text
+
+        text = Text(f"{info.model:<{self.w_model}}  step {info.step + 1:>4}  item ")
+        item = str(info.item_id)
+        text.append(f"{item:<{self.w_item}}" if len(item) <= self.w_item else item)
+        text.append("  ")
+        text.append("correct" if info.score else "wrong  ", style="green" if info.score else "red")
+        text.append(f"  theta {info.theta:+.3f}  SE {info.se:.3f}"
+                    + ("  (cached)" if info.cached else ""))
+        return text
+
+    def step_callback(self, stop: "_StopRequest"):
+        def on_step(info):
+            with self.lock:
+                if self.lines:
+                    target = self.progress.console if self.progress is not None else err_console
+                    target.print(self.line(info), highlight=False, emoji=False, soft_wrap=True)
+                if self.progress is not None:
+                    task = self.tasks.get(info.run_id)
+                    if task is None:
+                        task = self.tasks[info.run_id] = self.progress.add_task(
+                            escape(info.model), total=self.max_items, est="")
+                    self.progress.update(task, completed=info.step + 1,
+                                         total=self.expected_total(info.step + 1, info.se),
+                                         est=f"theta {info.theta:+.2f} +- {info.se:.2f}")
+            if stop.event.is_set():
+                raise _Stopped()
+
+        return on_step

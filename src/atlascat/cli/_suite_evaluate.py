@@ -1,0 +1,204 @@
+"""``atlas evaluate --suite``: every benchmark of a suite asked in ONE live run.
+
+One run id, one resume, one ``results.json`` row and one HTML page; the table printed (each
+benchmark's predicted score, 95% interval and items asked, then the average with its interval
+and percentile) is :func:`atlascat.live.suite_run.suite_table_rows` of
+:func:`~atlascat.live.suite_run.suite_result`, the numbers the page, ``results.json`` and
+``atlas runs`` show.
+"""
+from __future__ import annotations
+
+import json
+
+import typer
+
+from ._common import console, err_console, print_frame
+from ._live import (_absolute, _LiveDisplay, _remove_new, _run_dirs, _StopRequest,
+                    _write_results, protocol_label)
+
+__all__ = ["suite_config", "start_suite", "resume_suite_runs", "is_suite_ref"]
+
+
+def _say(text: str) -> None:
+    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def is_suite_ref(ref) -> bool:
+    from ..live.suite_run import SUITE_PREFIX
+
+    return str(ref or "").startswith(SUITE_PREFIX)
+
+
+def suite_config(*, target_se, se_stop, min_items, max_items, fixed_length, batch_size, seed):
+    """The suite test's settings from ``atlas evaluate``'s options (errors name the options)."""
+    from ..errors import ConfigError
+    from ..suite import SuiteConfig
+
+    if se_stop != 0.1:
+        raise ConfigError("--se-stop is a single bank's theta SE; with --suite the test stops on "
+                          "the average's SE in points: use --target-se")
+    if fixed_length is not None:
+        if fixed_length < 1:
+            raise ConfigError(f"--fixed-length must be >= 1, got {fixed_length}")
+        if min_items is not None or max_items is not None or target_se is not None:
+            raise ConfigError("--fixed-length sets the test length; drop --min-items, "
+                              "--max-items and --target-se")
+        min_items = max_items = int(fixed_length)
+    d = SuiteConfig()
+    max_items = d.max_items if max_items is None else int(max_items)
+    min_items = min(d.min_items, max_items) if min_items is None else int(min_items)
+    kw = dict(target_se=d.target_se if target_se is None else float(target_se),
+              max_items=max_items, min_items=min_items,
+              batch_size=d.batch_size if batch_size is None else int(batch_size), seed=int(seed))
+    if kw["max_items"] < 1:
+        raise ConfigError(f"--max-items must be >= 1, got {kw['max_items']}")
+    if not 0 <= kw["min_items"] <= kw["max_items"]:
+        raise ConfigError(f"--min-items ({kw['min_items']}) must be in 0..--max-items "
+                          f"({kw['max_items']})")
+    if kw["batch_size"] < 1:
+        raise ConfigError(f"--batch-size must be >= 1, got {kw['batch_size']}")
+    if not kw["target_se"] > 0:
+        raise ConfigError(f"--target-se must be > 0 (points), got {kw['target_se']}")
+    return SuiteConfig(**kw)
+
+
+def start_suite(suite: str, spec: str, names, *, db, output, report_dir, config, prompt,
+                subject_kw: dict, cache: bool, as_json: bool, quiet: bool) -> None:
+    """A new suite run of the subject ``spec`` (checked before the run store is created)."""
+    from ..errors import ConfigError
+    from ..live import runner
+    from ..live.store import RunStore
+    from ..live.subjects import subject_from_spec
+    from ..live.suite_run import start_suite_run
+    from ..live.suite_session import composite_for, suite_ref
+
+    if len(names) > 1:
+        raise ConfigError("--suite asks one model in one run; give --llm once")
+    kind = spec.partition(":")[0].strip().lower()
+    if kind == "replay":
+        raise ConfigError("--suite with replay: subjects: replay the benchmarks' matrices with "
+                          "atlas simulate --suite openllm-v1 BENCH=MATRIX ...")
+    ref = suite_ref(suite)
+    bank = composite_for(ref)
+    subject = subject_from_spec(spec, model=names[0] if names else None, bank=bank, **subject_kw)
+    if runner.subject_protocol(subject) == "approximate":
+        _say(f"note: {kind}: subjects are asked chat/text prompts and their answers read from "
+             "text; the banks were calibrated on the leaderboard's log-likelihoods, so results "
+             "are APPROXIMATE. Use completions:URL (vLLM), hf: or lmeval: for the leaderboard's "
+             "protocol.")
+    new_db = not db.exists()
+    new_out = output is not None and not output.exists()
+    rid = None
+    try:
+        store = RunStore(db)
+        rid = start_suite_run(store, ref, subject, config=config, prompt=prompt)
+    except BaseException:
+        if rid is None:  # nothing was started: leave nothing behind
+            _remove_new(db, new_db, output, new_out, locals().get("store"))
+        raise
+    reports = report_dir or ((output / "reports") if output is not None
+                             else db.parent / f"{db.stem}_reports")
+    store.set_run_output(rid, output_dir=_absolute(output or reports),
+                         report_dir=_absolute(reports))
+    _say(f"run {rid} started for {subject.name} on suite {ref} (db {db})")
+    _drive(store, rid, bank, subject, db=db, output=output, report_dir=report_dir, cache=cache,
+           as_json=as_json, quiet=quiet, resumed=False)
+
+
+def resume_suite_runs(store, ids, *, db, output, report_dir, cache, as_json, quiet,
+                      subject_for) -> None:
+    """``--resume`` of suite runs (one after the other); ``subject_for(desc, bank)`` rebuilds a
+    stored subject (with the command's HTTP settings)."""
+    from ..errors import ConfigError
+    from ..live.suite_run import is_suite_run, suite_of_run
+    from ..live.suite_session import composite_for
+
+    for rid in ids:
+        info = store.get_run(rid)
+        if not is_suite_run(info):
+            raise ConfigError(f"run {rid} is a single-bank run; resume suite runs and "
+                              "single-bank runs in separate calls")
+    for rid in ids:
+        info = store.get_run(rid)
+        bank = composite_for(suite_of_run(info))
+        _drive(store, rid, bank, subject_for(info["subject"], bank), db=db, output=output,
+               report_dir=report_dir, cache=cache, as_json=as_json, quiet=quiet, resumed=True)
+
+
+class _SuiteDisplay(_LiveDisplay):
+    """Per-item lines with the predicted average and its SE (points) instead of theta."""
+
+    def line(self, info):
+        from rich.text import Text
+
+        text = Text(f"{info.model:<{self.w_model}}  step {info.step + 1:>4}  item ")
+        item = str(info.item_id)
+        text.append(f"{item:<{self.w_item}}" if len(item) <= self.w_item else item)
+        text.append("  ")
+        text.append("correct" if info.score else "wrong  ", style="green" if info.score else "red")
+        text.append(f"  average {100 * info.theta:5.1f}  SE {100 * info.se:4.2f}"
+                    + ("  (cached)" if info.cached else ""))
+        return text
+
+
+def _drive(store, rid, bank, subject, *, db, output, report_dir, cache, as_json, quiet,
+           resumed) -> None:
+    """Run (or continue) one suite run to its end, then print, write results.json and the page."""
+    from ..errors import AtlasError, LiveRunError
+    from ..live import runner
+    from ..live.suite_run import suite_result, suite_table_rows, write_suite_report
+
+    cfg = store.get_run(rid).get("config") or {}
+    plan = (int(cfg.get("min_items", 0)), int(cfg.get("max_items", 150)),
+            float(cfg.get("target_se", 0.6)) / 100.0)
+    show = _SuiteDisplay([subject.name], [str(i) for i in bank.item_ids], plan,
+                         lines=not (quiet or as_json), bar=not as_json)
+    stop = _StopRequest()
+    error = None
+    try:
+        with stop.installed(), show:
+            runner.continue_run(store, rid, bank, subject, cache=cache,
+                                on_step=show.step_callback(stop))
+    except KeyboardInterrupt:
+        store.interrupt_run(rid)
+        got = store.get_run(rid)
+        _say(f"interrupted: run {rid} ({got['model']}): {got['n_items']} item(s) answered. "
+             f"Resume with: atlas evaluate --resume {rid} --db {db}")
+        raise typer.Exit(130)
+    except AtlasError as exc:
+        error = str(exc)
+    finally:
+        if hasattr(subject, "close"):
+            subject.close()
+    row = suite_result(store, rid)
+    if error is not None:
+        row["status"], row["error"] = "error", error
+    row["protocol_label"] = protocol_label(row["protocol"], bank)
+    row["table"] = suite_table_rows(row)
+    outdir, reports = _run_dirs(store, rid, db, output, report_dir)
+    row["report"] = str(write_suite_report(store, rid, reports / f"{rid}.html", row))
+    _write_results(outdir / "results.json", [row], merge=resumed)
+    if as_json:
+        typer.echo(json.dumps([row], indent=1, default=str))
+    else:
+        _print(row)
+    if row["status"] != "done":
+        raise LiveRunError(f"run {rid} ({row['model']}) stopped: {row['error']}")
+
+
+def _print(row: dict) -> None:
+    import pandas as pd
+
+    from ..live.report import describe_prediction
+
+    if row["table"]:
+        print_frame(pd.DataFrame(row["table"]),
+                    title=f"{row['model']} on {row['suite']}: predicted leaderboard scores (%)")
+    lines = [f"run {row['run_id']}: {row['n_items']} items"
+             + (f", stop: {row['stop_reason']}" if row.get("stop_reason") else "")
+             + f", status {row['status']}"]
+    if row.get("average"):
+        lines.append(f"  average: {describe_prediction(row['average'])}")
+    lines.append(f"  protocol: {row['protocol_label']}")
+    lines.append(f"  report: {row['report']}")
+    console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)

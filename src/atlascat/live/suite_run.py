@@ -1,0 +1,181 @@
+"""A whole suite (the Open LLM Leaderboard's six benchmarks) asked live in ONE run.
+
+The run is an ordinary live run of the run store (one run id, per-step persistence, resume,
+the answer cache, Ctrl-C): its bank is the suite's composite bank (``bank_ref``
+``suite:<suite>``, items ``<member>/<item_id>``, each asked with its own benchmark's protocol)
+and its session a :class:`~atlascat.live.suite_session.SuiteLiveSession`, so
+:func:`atlascat.live.runner.continue_run` drives it unchanged. The step log's ``theta`` / ``se``
+are the predicted average (0-1) and its SE (0-1).
+
+:func:`suite_result` is the one place a suite run's numbers come from (``atlas evaluate``'s
+table, ``results.json``, the HTML page and ``atlas runs``): it replays the run's stored answers
+into a fresh SuiteSession, so every reader gets the same numbers.
+
+Example::
+
+    from atlascat.live.suite_run import evaluate_suite
+    from atlascat.live.suite_session import composite_for
+    from atlascat.live.subjects import SimulatedSubject
+
+    bank = composite_for("openllm-v1")
+    res = evaluate_suite("openllm-v1", SimulatedSubject(bank, 0.5), store="runs.sqlite")
+    res["average"], res["benchmarks"]
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+from ..errors import BankError, ConfigError
+from .report import describe_prediction, render_run_report
+from .runner import (PromptSettings, RunResult, bank_hash, continue_run, subject_protocol)
+from .store import RunStore
+from .suite_session import SuiteLiveSession, composite_for, suite_ref
+
+__all__ = ["start_suite_run", "evaluate_suite", "resume_suite", "suite_result", "is_suite_run",
+           "suite_of_run", "suite_table_rows", "write_suite_report", "SUITE_PREFIX"]
+
+#: ``bank_ref`` prefix of suite runs
+SUITE_PREFIX = "suite:"
+
+
+def is_suite_run(info: dict) -> bool:
+    """Whether a stored run (``store.get_run`` / ``list_runs`` row) is a suite run."""
+    return str(info.get("bank_ref") or "").startswith(SUITE_PREFIX)
+
+
+def suite_of_run(info: dict) -> str:
+    return str(info["bank_ref"])[len(SUITE_PREFIX):]
+
+
+def start_suite_run(store: RunStore, suite, subject, *, config=None,
+                    prompt: PromptSettings | None = None, run_id: str | None = None) -> str:
+    """Create a suite run in ``store`` (``suite``: a bundled name or a suite JSON file);
+    returns its id. ``config``: :class:`~atlascat.suite.SuiteConfig` (stop on the average's SE
+    in points, item limits, items per round)."""
+    from ..suite import SuiteConfig
+
+    ref = suite_ref(suite)
+    bank = composite_for(ref)
+    config = config if config is not None else SuiteConfig()
+    if getattr(subject, "kind", None) == "loglikelihood":
+        from ..content.requests import build_item_requests
+
+        for m in dict.fromkeys(bank.metadata["member"]):  # a member without requests fails here
+            build_item_requests(bank, bank.item_ids[list(bank.metadata["member"]).index(m)])
+    elif "question" not in bank.metadata.columns:
+        raise BankError("live evaluation with prompts needs item content (question, choices, "
+                        "answer, scorer)")
+    prompt = prompt or PromptSettings()
+    session = SuiteLiveSession(ref, config)
+    store.add_redactor(getattr(subject, "redact", None))
+    return store.create_run(
+        model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
+        bank_ref=SUITE_PREFIX + ref, bank_hash=bank_hash(bank), n_bank_items=len(bank),
+        config={"suite": ref, **config.to_dict()}, prompt=asdict(prompt), seed=config.seed,
+        session=session.to_dict(), run_id=run_id, protocol=subject_protocol(subject),
+        batch_size=int(config.batch_size))
+
+
+def evaluate_suite(suite, subject, *, store, config=None, prompt: PromptSettings | None = None,
+                   cache: bool = True, run_id: str | None = None,
+                   on_step: Callable | None = None) -> dict:
+    """Ask ``subject`` the whole suite adaptively in one run; -> :func:`suite_result`."""
+    store = store if isinstance(store, RunStore) else RunStore(store)
+    rid = start_suite_run(store, suite, subject, config=config, prompt=prompt, run_id=run_id)
+    continue_run(store, rid, composite_for(suite_ref(suite)), subject, cache=cache,
+                 on_step=on_step)
+    return suite_result(store, rid)
+
+
+def resume_suite(store, run_id: str, *, subject=None, cache: bool = True,
+                 on_step: Callable | None = None) -> dict:
+    """Continue a suite run that was killed or interrupted (the subject defaults to the stored
+    one); -> :func:`suite_result`."""
+    from .runner import subject_from_description
+
+    store = store if isinstance(store, RunStore) else RunStore(store)
+    info = store.get_run(run_id)
+    if not is_suite_run(info):
+        raise ConfigError(f"run {run_id} is not a suite run; use atlascat.live.runner.resume")
+    bank = composite_for(suite_of_run(info))
+    subject = subject or subject_from_description(info["subject"], bank)
+    continue_run(store, run_id, bank, subject, cache=cache, on_step=on_step)
+    return suite_result(store, run_id)
+
+
+def suite_result(store: RunStore, run_id: str) -> dict:
+    """A suite run's result: the run's fields (:class:`RunResult`) plus ``suite``, ``average``
+    {score, lo, hi, percentile} (also as ``leaderboard``), ``benchmarks`` [{name, weight, score,
+    lo, hi, items, percentile}] (0-1 scores) and ``se_points``, from the stored answers."""
+    info = store.get_run(run_id)
+    if not is_suite_run(info):
+        raise ConfigError(f"run {run_id} is not a suite run")
+    res = RunResult.from_store(store, run_id)
+    row = {**res.to_dict(), "suite": None, "average": None, "benchmarks": [],
+           "leaderboard": {"note": "no answered item yet"}}
+    if res.n_items:
+        session = SuiteLiveSession.from_dict(info["session"])
+        pred = session.prediction(stop_reason=info.get("stop_reason"))
+        row.update(pred, stop_reason=res.stop_reason, leaderboard=dict(pred["average"]))
+    else:
+        row["suite"] = suite_of_run(info)
+    return row
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def _rank(pct) -> str:
+    return "-" if pct is None else f"{pct:.0f}"
+
+
+def suite_table_rows(row: dict) -> list[dict]:
+    """The suite table as printed, written to the HTML page and kept in ``results.json``:
+    one row per benchmark (predicted score, 95% interval, items asked), then the average with
+    its interval and percentile (percent units, one decimal)."""
+    out = []
+    for b in row.get("benchmarks") or []:
+        out.append({"benchmark": b["name"], "predicted": _pct(b["score"]),
+                    "95% interval": f"{_pct(b['lo'])}-{_pct(b['hi'])}", "items": b["items"],
+                    "percentile": _rank(b.get("percentile"))})
+    avg = row.get("average")
+    if avg:
+        pct = avg.get("percentile")
+        out.append({"benchmark": "average", "predicted": _pct(avg["score"]),
+                    "95% interval": f"{_pct(avg['lo'])}-{_pct(avg['hi'])}",
+                    "items": row.get("n_items"),
+                    "percentile": _rank(pct)})
+    return out
+
+
+def _suite_html(row: dict) -> str:
+    rows = suite_table_rows(row)
+    cols = ["benchmark", "predicted", "95% interval", "items", "percentile"]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join(
+        "<tr>" + "".join(f"<td class='{'num' if c != 'benchmark' else ''}' data-col='{c}'>"
+                         f"{html.escape(str(r[c]))}</td>" for c in cols) + "</tr>"
+        for r in rows)
+    return (f"<h2>Suite {html.escape(str(row.get('suite')))}: predicted leaderboard scores</h2>"
+            f"<table class='suite'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            "<p class='muted'>Scores in percent (0-100); the trajectory below is the predicted "
+            "average (0-1) and its SE by step.</p>")
+
+
+def write_suite_report(store: RunStore, run_id: str, path, row: dict | None = None) -> Path:
+    """The run's HTML page with the suite table (the numbers of :func:`suite_result`)."""
+    row = row if row is not None else suite_result(store, run_id)
+    info = store.get_run(run_id)
+    bank = composite_for(suite_of_run(info))
+    avg = row.get("average")
+    headline = (f"average = {describe_prediction(avg)}" if avg else "no answered item yet")
+    page = render_run_report(store, run_id, bank=bank, leaderboard=row.get("leaderboard"),
+                             headline=headline, sections=_suite_html(row))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path

@@ -1,0 +1,226 @@
+"""A suite asked live as one run: the members' banks as one composite bank, and a
+:class:`~atlascat.suite.SuiteSession` behind the session interface the live runner drives.
+
+The composite bank concatenates the members' content banks; item ids become
+``<member>/<item_id>`` and each item keeps its metadata, so it is asked with its own benchmark's
+protocol (requests, scorer). :class:`SuiteLiveSession` gives the runner what a
+:class:`~atlascat.cat.session.CATSession` gives it: ``next_item`` / ``next_items``, ``record`` /
+``record_many``, ``n_items``, ``theta`` and ``se`` for the step log (here the predicted
+average, 0-1, and the average's SE, 0-1), ``stop_reason`` and a JSON snapshot
+(``to_dict`` / ``from_dict``). The snapshot holds the answers round by round and the random
+generator's state: a resumed run replays the answers into a fresh SuiteSession, restores the
+generator and picks exactly what the uninterrupted run would have picked.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BankError, ConfigError
+
+__all__ = ["SuiteLiveSession", "composite_bank", "composite_for", "load_live_suite",
+           "suite_ref", "split_item", "average_percentile", "SEP"]
+
+#: separates the member's name from the item id in the composite bank
+SEP = "/"
+
+
+@functools.lru_cache(maxsize=8)
+def _load(ref: str):
+    from ..suite import load_suite
+
+    return load_suite(ref)
+
+
+def suite_ref(name_or_path) -> str:
+    """How a run names its suite: a bundled name as given, a file as its absolute path."""
+    p = Path(str(name_or_path))
+    if p.suffix == ".json" or p.exists():
+        return str(p.expanduser().resolve())
+    return str(name_or_path).lower()
+
+
+def load_live_suite(ref: str):
+    """The suite (banks and links loaded) a run was started on; cached per process."""
+    suite = _load(str(ref))
+    if suite.prior is None:
+        raise ConfigError(f"suite {ref!r} has no joint prior; a live suite run needs one")
+    return suite
+
+
+@functools.lru_cache(maxsize=8)
+def _composite(ref: str):
+    return composite_bank(load_live_suite(ref))
+
+
+def composite_bank(suite):
+    """The members' banks as one ItemBank: ids ``<member>/<item_id>``, parameters and content
+    (metadata, with a ``member`` column) kept; a member without content is an error."""
+    from ..irt.bank import ItemBank
+
+    ids, params, metas = [], [[], [], [], []], []
+    for m in suite.members:
+        bank = m.bank
+        if getattr(bank, "metadata", None) is None:
+            raise BankError(f"suite member {m.name!r} has no item content; a live suite run "
+                            "asks content banks")
+        ids += [f"{m.name}{SEP}{i}" for i in bank.item_ids]
+        for acc, arr in zip(params, bank.params):
+            acc.append(np.asarray(arr, float))
+        meta = bank.metadata.reset_index(drop=True).copy()
+        meta["member"] = m.name
+        if "benchmark" not in meta.columns:
+            meta["benchmark"] = m.source or m.name
+        metas.append(meta)
+    a, b, c, u = (np.concatenate(x) for x in params)
+    return ItemBank(ids, a, b, c, u, metadata=pd.concat(metas, ignore_index=True))
+
+
+def split_item(item_id: str) -> tuple[str, str]:
+    """``"arc/17"`` -> ``("arc", "17")``."""
+    member, sep, item = str(item_id).partition(SEP)
+    if not sep:
+        raise ConfigError(f"item {item_id!r} is not a suite item (<member>{SEP}<item_id>)")
+    return member, item
+
+
+def average_percentile(ref: str, score) -> float | None:
+    """Percentile (0-100) of an average (0-1) among the leaderboard models' published averages
+    (``<suite>_averages.csv`` beside the suite file: quantiles, built by
+    ``benchmarks/build_suite_averages.py``); None when the suite ships none."""
+    from ..suite import suite_path
+
+    p = Path(str(ref))
+    try:
+        path = p if p.suffix == ".json" else suite_path(str(ref))
+    except ConfigError:
+        return None
+    q_path = path.with_name(f"{path.stem}_averages.csv")
+    if score is None or not q_path.exists():
+        return None
+    q = _quantiles(str(q_path))
+    s = float(score)
+    if not math.isfinite(s):
+        return None
+    if s <= q[0]:
+        return 0.0
+    if s >= q[-1]:
+        return 100.0
+    levels = np.linspace(0.0, 100.0, q.size)
+    return float(np.interp(s, q, levels))
+
+
+@functools.lru_cache(maxsize=8)
+def _quantiles(path: str) -> np.ndarray:
+    q = pd.read_csv(path)["average"].to_numpy(float)
+    return np.maximum.accumulate(q)
+
+
+class SuiteLiveSession:
+    """One subject's suite test with the live runner's session interface (see the module)."""
+
+    def __init__(self, ref: str, config=None):
+        from ..suite import SuiteConfig, SuiteSession
+
+        self.ref = str(ref)
+        self.suite = load_live_suite(self.ref)
+        self.config = config if config is not None else SuiteConfig()
+        self.inner = SuiteSession(self.suite, self.config, subject_ids=["subject"])
+        self.rounds: list = []
+        self.theta = float("nan")
+        self.se = float("inf")
+
+    # ------------------------------------------------------------------ the runner's interface
+    @property
+    def n_items(self) -> int:
+        return int(self.inner.n_items[0])
+
+    @property
+    def stop_reason(self) -> str | None:
+        return str(self.inner.stop_reason[0]) or None
+
+    def next_items(self, k=None) -> list[str]:
+        """The next round's items (the suite's own batch size; ``k`` is the run's, the same)."""
+        return [f"{m}{SEP}{i}" for m, i in self.inner.next_items()[0]]
+
+    def next_item(self):
+        items = self.next_items()
+        return items[0] if items else None
+
+    def record_many(self, items, scores) -> None:
+        answers = {split_item(i): float(s) for i, s in zip(items, scores)}
+        self.inner.update(answers)
+        self.rounds.append([[str(i), int(s)] for i, s in zip(items, scores)])
+        self._estimate()
+
+    def record(self, item, score) -> None:
+        self.record_many([item], [score])
+
+    def _estimate(self) -> None:
+        """theta / se of the step log: the predicted average and its SE (0-1)."""
+        self.inner.refresh()
+        self.se = float(self.inner.se[0]) / 100.0
+        self.theta = float(self.inner.predict()["average"][0])
+
+    def expected_accuracy(self) -> float:
+        """Expected proportion correct over the composite bank at the members' posterior modes."""
+        mode = self.inner.mode[0]
+        p = [np.asarray(m.bank.probability(float(mode[b]))) for b, m in
+             enumerate(self.suite.members)]
+        return float(np.mean(np.concatenate(p)))
+
+    # ------------------------------------------------------------------ snapshot
+    def to_dict(self) -> dict:
+        return {"type": "suite", "suite": self.ref, "config": self.config.to_dict(),
+                "rounds": self.rounds, "rng": self.inner.rng.bit_generator.state,
+                "theta": self.theta, "se": self.se,
+                "stop_reason": self.stop_reason}
+
+    @classmethod
+    def from_dict(cls, state: dict, bank=None) -> "SuiteLiveSession":
+        """Replay the stored answers round by round into a fresh session (same sums in the same
+        order), then restore the generator: the next picks are the uninterrupted run's."""
+        from ..suite import SuiteConfig
+
+        out = cls(state["suite"], SuiteConfig(**state["config"]))
+        for rnd in state.get("rounds", []):
+            out.inner.update({split_item(i): float(s) for i, s in rnd})
+            out.rounds.append([[str(i), int(s)] for i, s in rnd])
+        out.inner.rng.bit_generator.state = state["rng"]
+        if state.get("theta") is not None:
+            out.theta, out.se = float(state["theta"]), float(state["se"])
+        return out
+
+    # ------------------------------------------------------------------ the result
+    def prediction(self, stop_reason: str | None = None) -> dict:
+        """The suite's result: ``average`` {score, lo, hi, percentile} and ``benchmarks``
+        [{name, weight, score, lo, hi, items, percentile}] (scores 0-1)."""
+        self.inner.refresh()
+        row = self.inner.prediction().iloc[0]
+        avg = {"score": float(row["average"]), "lo": float(row["average_lo"]),
+               "hi": float(row["average_hi"])}
+        avg["percentile"] = average_percentile(self.ref, avg["score"])
+        members = [{"name": m.name, "weight": float(m.weight), "score": float(row[m.name]),
+                    "lo": float(row[f"{m.name}_lo"]), "hi": float(row[f"{m.name}_hi"]),
+                    "items": int(row[f"{m.name}_items"]),
+                    "percentile": _link_percentile(m.link, float(row[m.name]))}
+                   for m in self.suite.members]
+        return {"suite": self.suite.name, "average": avg, "benchmarks": members,
+                "n_items": self.n_items, "se_points": float(self.inner.se[0]),
+                "stop_reason": stop_reason or self.stop_reason}
+
+
+def _link_percentile(link, score: float) -> float | None:
+    try:
+        return float(link.percentile(score))
+    except Exception:  # noqa: BLE001 - a link without the leaderboard's distribution
+        return None
+
+
+def composite_for(ref: str):
+    """The composite bank of a suite reference (cached per process)."""
+    return _composite(str(ref))

@@ -1,0 +1,172 @@
+"""A suite: several benchmarks asked as one test, and the aggregate of their scores.
+
+A suite is plain data: its members (a name, a bank, a score link, a weight) and, once fitted,
+the joint prior of the members' abilities (:class:`~atlascat.suite.prior.SuitePrior`). The
+aggregate is the weighted mean of the members' published scores,
+
+    average = sum_b w_b score_b,   sum_b w_b = 1
+
+(the Open LLM Leaderboard v1 average: the six scores, w_b = 1/6). Bundled suites live in
+``datasets/data/suites/<name>.json``; :func:`load_suite` reads one by name or path, and a user
+builds another from their own banks with ``Suite(name, [SuiteMember(...), ...], prior)``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from .link import SuiteLink
+from .prior import SuitePrior
+
+__all__ = ["Suite", "SuiteMember", "load_suite", "bundled_suites", "suite_path"]
+
+
+@dataclass
+class SuiteMember:
+    """One benchmark of a suite: ``bank`` an ItemBank or a bundled bank name, ``link`` a
+    ScoreLink (None: the bundled link of a bundled name), ``weight`` its share of the
+    aggregate."""
+
+    name: str
+    bank: Any = None
+    weight: float = 1.0
+    link: Any = None
+    #: the bundled bank name this member was loaded from (what :meth:`Suite.to_dict` writes)
+    source: str | None = None
+
+    def resolve(self) -> "SuiteMember":
+        """The member with its bank and link loaded (bundled names read from the package)."""
+        from ..evaluate.score_link import load_bundled_bank, load_score_link
+
+        bank = self.bank if self.bank is not None else self.name
+        link = self.link
+        source = self.source
+        if isinstance(bank, str):
+            source = bank
+            if link is None:
+                link = load_score_link(bank)
+            bank = load_bundled_bank(bank)
+        if link is None:
+            raise ConfigError(f"suite member {self.name!r} has a bank but no score link")
+        return SuiteMember(self.name, bank, float(self.weight), link, source)
+
+
+@dataclass
+class Suite:
+    """Members and (optional) joint prior of a suite; weights are normalized to sum to 1."""
+
+    name: str
+    members: Sequence[SuiteMember]
+    prior: SuitePrior | None = None
+    description: str = ""
+    info: dict = field(default_factory=dict)
+    #: the joint score link (:class:`~atlascat.suite.link.SuiteLink`); None: members' curves
+    joint_link: SuiteLink | None = None
+
+    def __post_init__(self):
+        self.members = tuple(self.members)
+        if not self.members:
+            raise ConfigError("a suite needs at least one member")
+        names = [m.name for m in self.members]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"suite member names must be unique, got {names}")
+        w = np.array([float(m.weight) for m in self.members])
+        if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum() > 0):
+            raise ConfigError(f"suite weights must be >= 0 and not all 0, got {w.tolist()}")
+        for m, v in zip(self.members, w / w.sum()):
+            m.weight = float(v)
+        if self.prior is not None and list(self.prior.names) != names:
+            raise ConfigError(f"the suite prior is over {list(self.prior.names)}, the members "
+                              f"are {names}")
+
+    @property
+    def names(self) -> list[str]:
+        return [m.name for m in self.members]
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.array([m.weight for m in self.members])
+
+    def resolved(self) -> "Suite":
+        """The suite with every member's bank and link loaded."""
+        return Suite(self.name, [m.resolve() for m in self.members], self.prior,
+                     self.description, dict(self.info), self.joint_link)
+
+    def replace(self, **changes) -> "Suite":
+        """A copy with some fields changed (``members``, ``prior``, ``joint_link``, ...)."""
+        d = {"name": self.name, "members": self.members, "prior": self.prior,
+             "description": self.description, "info": dict(self.info),
+             "joint_link": self.joint_link}
+        d.update(changes)
+        return Suite(**d)
+
+    def to_dict(self) -> dict:
+        members = []
+        for m in self.members:
+            bank = m.bank if isinstance(m.bank, str) else m.source
+            if m.bank is not None and bank is None:
+                raise ConfigError(f"member {m.name!r} holds an in-memory bank; only suites of "
+                                  "bundled banks are written as plain data")
+            members.append({"name": m.name, "bank": bank or m.name, "weight": m.weight})
+        d = {"name": self.name, "description": self.description,
+             "aggregate": "weighted mean of the members' published scores",
+             "members": members, "info": self.info}
+        if self.prior is not None:
+            d["prior"] = self.prior.to_dict()
+        if self.joint_link is not None:
+            d["joint_link"] = self.joint_link.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d) -> "Suite":
+        try:
+            members = [SuiteMember(str(m["name"]), m.get("bank", m["name"]),
+                                   float(m.get("weight", 1.0))) for m in d["members"]]
+        except (KeyError, TypeError) as exc:
+            raise ConfigError(f"a suite needs 'members' with a 'name' each ({exc})") from None
+        prior = SuitePrior.from_dict(d["prior"]) if d.get("prior") else None
+        joint = SuiteLink.from_dict(d["joint_link"]) if d.get("joint_link") else None
+        return cls(str(d.get("name", "suite")), members, prior, str(d.get("description", "")),
+                   dict(d.get("info", {})), joint)
+
+    def write(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        return path
+
+
+def _suites_dir() -> Path:
+    return Path(__file__).resolve().parents[1] / "datasets" / "data" / "suites"
+
+
+def bundled_suites() -> list[str]:
+    """Names of the suites shipped with the package."""
+    return sorted(p.stem for p in _suites_dir().glob("*.json"))
+
+
+def suite_path(name: str) -> Path:
+    """Path of a bundled suite definition."""
+    path = _suites_dir() / f"{str(name).lower()}.json"
+    if not path.exists():
+        raise ConfigError(f"no bundled suite {name!r}; bundled: {', '.join(bundled_suites())} "
+                          "(or give the path of a suite JSON file)")
+    return path
+
+
+def load_suite(name_or_path) -> Suite:
+    """A bundled suite by name (``"openllm-v1"``) or a suite JSON file, banks and links loaded."""
+    p = Path(str(name_or_path))
+    path = p if p.suffix == ".json" or p.exists() else suite_path(str(name_or_path))
+    if not path.exists():
+        raise ConfigError(f"suite file {str(path)!r} does not exist")
+    try:
+        d = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"suite file {str(path)!r} is not valid JSON: {exc}") from None
+    return Suite.from_dict(d).resolved()

@@ -1,0 +1,157 @@
+"""From the joint posterior to published scores: each member's and the aggregate's.
+
+Each weighted posterior draw theta_k is pushed through every member's score link curve g_b
+(the whole-bank curve; below the link's data it falls towards the floor as the link does,
+``ScoreLink._honest``) and given a residual e_bk = sd_b(theta_bk) r_bk, where r_k ~ N(0, R)
+(R the residual correlation of :class:`~atlascat.suite.prior.SuitePrior`, fixed quasi-random
+draws) and sd_b the link's residual SD. Then
+
+    score_bk = g_b(theta_bk) + e_bk,   average_k = sum_b w_b score_bk,
+
+so the aggregate keeps the correlations of the members. Points are weighted means of g (the
+residual has mean 0), 95% intervals weighted 2.5% / 97.5% quantiles. Where a member's theta
+reaches beyond its link's support (posterior mean +- 1.96 SD), its interval extends to the
+link's floor / top and the aggregate's interval by the weight times that extension.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["answer_corrections", "weighted_quantiles", "member_curves", "predict_scores", "curve_slopes",
+           "residual_sd"]
+
+_Z95 = 1.959963984540054
+
+
+def weighted_quantiles(values, weights, qs) -> np.ndarray:
+    """Weighted quantiles along the last axis: (..., len(qs)) (midpoint plotting positions)."""
+    order = np.argsort(values, axis=-1)
+    v = np.take_along_axis(values, order, -1)
+    w = np.take_along_axis(np.broadcast_to(weights, values.shape), order, -1)
+    cw = np.cumsum(w, -1)
+    pos = (cw - 0.5 * w) / cw[..., -1:]
+    cols = []
+    for q in qs:
+        hi = np.clip((pos < q).sum(-1, keepdims=True), 1, v.shape[-1] - 1)
+        lo = hi - 1
+        p0, p1 = np.take_along_axis(pos, lo, -1), np.take_along_axis(pos, hi, -1)
+        v0, v1 = np.take_along_axis(v, lo, -1), np.take_along_axis(v, hi, -1)
+        f = np.clip((q - p0) / np.maximum(p1 - p0, 1e-300), 0.0, 1.0)
+        cols.append((v0 + f * (v1 - v0))[..., 0])
+    out = np.stack(cols, -1)
+    return out
+
+
+def member_curves(link, theta) -> np.ndarray:
+    """The link's whole-bank curve at ``theta`` (any shape), falling towards the floor below
+    the link's data as :meth:`ScoreLink.predict` does."""
+    t = np.asarray(theta, float)
+    flat = t.reshape(-1)
+    g = np.interp(flat, link.theta_grid, link.score_grid)
+    zero = np.zeros_like(flat)
+    g = link._honest(flat, zero, g, g.copy(), g.copy())[0]
+    return g.reshape(t.shape)
+
+
+def residual_sd(link, theta) -> np.ndarray:
+    return np.sqrt(np.interp(theta, link.theta_grid, link.var_grid))
+
+
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(9)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def curve_slopes(links, theta, sd=None, h: float = 0.05) -> np.ndarray:
+    """Slope of each member's curve g_b at the posterior (N, B).
+
+    With ``sd`` (N, B) the statistical linearization over N(theta_b, sd_b^2),
+    Cov(g_b, theta_b) / Var(theta_b) = E[g_b(theta_b + sd_b x) x] / sd_b (Gauss-Hermite, 9
+    nodes): a member whose curve is flat at the mode but steep within the posterior (a weak
+    model at a benchmark's floor) still counts. Without, central differences at ``theta``."""
+    out = np.empty_like(theta)
+    for b, link in enumerate(links):
+        if sd is None:
+            up = np.interp(theta[:, b] + h, link.theta_grid, link.score_grid)
+            dn = np.interp(theta[:, b] - h, link.theta_grid, link.score_grid)
+            out[:, b] = (up - dn) / (2 * h)
+            continue
+        s = np.maximum(sd[:, b], h)
+        g = np.interp(theta[:, b][:, None] + s[:, None] * _GH_X, link.theta_grid,
+                      link.score_grid)
+        out[:, b] = (g * _GH_X) @ _GH_W / s
+    return out
+
+
+def answer_corrections(links, pool, theta, y, asked) -> np.ndarray:
+    """Each member link's observed-answer correction at the posterior mean ``theta`` (N, B):
+    c_0 + sum_{j asked} w_j (y_j - P_j(theta_b)) (the link's ``cat`` regression estimator,
+    :class:`~atlascat.evaluate.score_link.ScoreLink`); 0 for a member with no answer or a
+    link without corrections."""
+    out = np.zeros(theta.shape)
+    for b, (link, sl) in enumerate(zip(links, pool.slices())):
+        c = getattr(link, "corrections", {}).get("cat")
+        if c is None or link.item_ids is None:
+            continue
+        index = {i: k for k, i in enumerate(link.item_ids)}
+        cols = np.array([index.get(str(i), -1) for i in pool.item_ids[sl]])
+        ok = cols >= 0
+        w = np.where(ok, c["weights"][np.maximum(cols, 0)], 0.0)
+        P, _ = pool.irf(theta[:, b][:, None], np.arange(sl.start, sl.stop))
+        a = asked[:, sl]
+        e = np.where(a, np.nan_to_num(y[:, sl]) - P, 0.0)
+        out[:, b] = np.where(a.any(1), c["intercept"] + e @ w, 0.0)
+    return out
+
+
+def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=None):
+    """Points and 95% intervals of the members and the aggregate, all 0-1.
+
+    ``thetas`` (N, K, B) posterior draws with weights ``w`` (N, K); ``e`` (K, B) iid standard
+    normal residual draws, correlated by ``resid_corr`` (R; or by the joint link's D when
+    ``joint``, a :class:`~atlascat.suite.link.SuiteLink`, recalibrates the draws). Returns a
+    dict: ``score``, ``lo``, ``hi`` (N, B), ``theta``, ``theta_sd`` (N, B), ``average``,
+    ``average_lo``, ``average_hi``, ``average_sd`` (N,), and the raw link draws' posterior
+    mean ``g_mean`` (N, B) and covariance ``g_cov`` (N, B, B) (what the joint link is fitted
+    on). ``shift`` (N, B): added to every draw of g (the answer corrections)."""
+    n, k, b = thetas.shape
+    g = np.empty_like(thetas)
+    sd = np.empty_like(thetas)
+    for j, link in enumerate(links):
+        g[..., j] = member_curves(link, thetas[..., j])
+        sd[..., j] = residual_sd(link, thetas[..., j])
+    if shift is not None:
+        g = g + shift[:, None, :]
+    g_mean = np.einsum("nk,nkb->nb", w, g)
+    dev = g - g_mean[:, None, :]
+    g_cov = np.einsum("nk,nki,nkj->nij", w, dev, dev)
+    if joint is None:
+        base = g
+        s = np.clip(g + sd * (e @ np.linalg.cholesky(resid_corr + 1e-12 * np.eye(b)).T), 0, 1)
+    else:
+        base = joint.apply(g)
+        s = np.clip(base + e @ np.linalg.cholesky(joint.resid_cov).T, 0.0, 1.0)
+    g = base
+    score = np.einsum("nk,nkb->nb", w, g)
+    q = weighted_quantiles(np.moveaxis(s, 2, 1), w[:, None, :], [0.025, 0.975])
+    lo, hi = q[..., 0], q[..., 1]
+    theta = np.einsum("nk,nkb->nb", w, thetas)
+    theta_sd = np.sqrt(np.maximum(np.einsum("nk,nkb->nb", w, thetas ** 2) - theta ** 2, 0.0))
+    avg_draws = s @ weights
+    average = score @ weights
+    qa = weighted_quantiles(avg_draws, w, [0.025, 0.975])
+    a_lo, a_hi = qa[:, 0], qa[:, 1]
+    a_sd = np.sqrt(np.maximum((w * avg_draws ** 2).sum(1) - (w * avg_draws).sum(1) ** 2, 0.0))
+    for j, link in enumerate(links):
+        low, high = link.support_bounds()
+        floor, top = link.support["floor"], link.support["top"]
+        below = theta[:, j] - _Z95 * theta_sd[:, j] < low
+        above = theta[:, j] + _Z95 * theta_sd[:, j] > high
+        new_lo = np.where(below, np.minimum(lo[:, j], floor), lo[:, j])
+        new_hi = np.where(above, np.maximum(hi[:, j], top), hi[:, j])
+        a_lo = a_lo - weights[j] * (lo[:, j] - new_lo)
+        a_hi = a_hi + weights[j] * (new_hi - hi[:, j])
+        lo[:, j], hi[:, j] = new_lo, new_hi
+    score = np.clip(score, lo, hi)
+    return {"score": score, "lo": lo, "hi": hi, "theta": theta, "theta_sd": theta_sd,
+            "average": average, "average_lo": a_lo, "average_hi": a_hi, "average_sd": a_sd,
+            "g_mean": g_mean, "g_cov": g_cov}

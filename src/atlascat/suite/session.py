@@ -1,0 +1,214 @@
+"""A suite test step by step: next items to ask, update with answers, current prediction.
+
+:class:`SuiteSession` holds any number of subjects at once (a live run drives one; the replay
+simulation drives hundreds). Each round: the joint Gaussian posterior (:func:`gaussian_posterior`), the
+aggregate's delta-method SE
+
+    SE^2 = d' S d + sum_bc w_b w_c R_bc sd_b sd_c       (d_b = w_b g_b'(m_b); sd_b residual SD)
+
+(with a joint link: d = (beta' w) g'(m), residual w' D w) checked against ``target_se``
+(points, 0-100) from ``min_items`` on, else up to
+``batch_size`` items chosen for the aggregate (:func:`pick_round`). The prediction pushes
+importance-weighted posterior draws through the members' score links (:func:`predict_scores`).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from .posterior import GridLikelihood, ItemPool, gaussian_posterior, importance, normal_draws
+from .predict import answer_corrections, curve_slopes, predict_scores, residual_sd
+from .selection import expected_information, pick_round
+
+__all__ = ["SuiteConfig", "SuiteSession"]
+
+
+@dataclass
+class SuiteConfig:
+    """Settings of a suite test. ``target_se``: stop once the aggregate's SE (points) is at or
+    below it; ``member_weight``: weight of the members' own variances in the selection;
+    ``corrections``: add each member link's observed-answer correction."""
+
+    target_se: float = 0.6
+    max_items: int = 150
+    min_items: int = 30
+    batch_size: int = 6
+    randomesque: int = 2
+    member_weight: float = 0.05
+    min_per_member: int = 0
+    corrections: bool = True
+    draws: int = 512
+    seed: int = 0
+
+    def __post_init__(self):
+        if not (self.max_items >= 1 and 0 <= self.min_items <= self.max_items):
+            raise ConfigError(f"need 0 <= min_items ({self.min_items}) <= max_items "
+                              f"({self.max_items}), max_items >= 1")
+        if self.batch_size < 1 or self.randomesque < 1 or self.draws < 16:
+            raise ConfigError("batch_size and randomesque must be >= 1, draws >= 16")
+        if self.target_se is not None and not self.target_se > 0:
+            raise ConfigError(f"target_se must be > 0 points, got {self.target_se}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class SuiteSession:
+    """Adaptive suite test of ``subject_ids`` (vectorized). ``available`` (N, G) bool: items
+    whose answer can be obtained (replay); default all."""
+
+    def __init__(self, suite, config: SuiteConfig | None = None, subject_ids=("subject",),
+                 available=None):
+        if suite.prior is None:
+            raise ConfigError(f"suite {suite.name!r} has no joint prior; fit one with "
+                              "atlascat.suite.fit_prior")
+        self.suite = suite if all(not isinstance(m.bank, str) and m.link is not None
+                                  for m in suite.members) else suite.resolved()
+        self.config = config or SuiteConfig()
+        self.links = [m.link for m in self.suite.members]
+        self.weights = self.suite.weights
+        self.prior = self.suite.prior
+        self.pool = ItemPool.from_banks([m.bank for m in self.suite.members])
+        self.subject_ids = [str(s) for s in subject_ids]
+        n, g = len(self.subject_ids), len(self.pool)
+        self.y = np.full((n, g), np.nan)
+        self.asked = np.zeros((n, g), bool)
+        self.available = (np.ones((n, g), bool) if available is None
+                          else np.asarray(available, bool).copy())
+        self.done = np.zeros(n, bool)
+        self.stop_reason = np.array([""] * n, dtype=object)
+        self.rng = np.random.default_rng([self.config.seed, 18])
+        self._index = {(int(m), i): k for k, (m, i) in
+                       enumerate(zip(self.pool.member, self.pool.item_ids))}
+        z = normal_draws(self.config.draws, 2 * self.pool.n_members, self.config.seed)
+        self._z = z[:, :self.pool.n_members]
+        self._e = z[:, self.pool.n_members:]
+        self.mode = np.tile(self.prior.mean, (n, 1))
+        self.cov = np.tile(self.prior.cov, (n, 1, 1))
+        self.se = np.full(n, np.inf)
+        self.lik = GridLikelihood(self.pool, n)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def n_items(self) -> np.ndarray:
+        return self.asked.sum(1)
+
+    def items_per_member(self) -> np.ndarray:
+        return self.asked.astype(int) @ self.pool.onehot.astype(int)
+
+    def column(self, member: str, item_id) -> int:
+        b = self.suite.names.index(member)
+        try:
+            return self._index[(b, str(item_id))]
+        except KeyError:
+            raise ConfigError(f"item {item_id!r} is not in the suite's {member} bank") from None
+
+    def refresh(self) -> None:
+        """Joint posterior mode / covariance and the aggregate's SE (points) of every subject."""
+        self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
+        slopes = curve_slopes(self.links, self.mode,
+                              np.sqrt(np.diagonal(self.cov, axis1=1, axis2=2)))
+        joint = self.suite.joint_link
+        if joint is None:
+            d = slopes * self.weights
+            sd = np.stack([residual_sd(l, self.mode[:, b]) for b, l in enumerate(self.links)], 1)
+            wsd = sd * self.weights
+            resid = np.einsum("ni,ij,nj->n", wsd, self.prior.resid_corr, wsd)
+        else:   # average = w' (beta g + alpha + e): gradient (beta' w) * g', residual w' D w
+            d = slopes * (self.weights @ joint.coef[:, :-1])
+            resid = np.full(len(d), self.weights @ joint.resid_cov @ self.weights)
+        var = np.einsum("ni,nij,nj->n", d, self.cov, d) + resid
+        self.se = 100.0 * np.sqrt(var)
+        self._slopes, self._d = slopes, d
+        cfg = self.config
+        n = self.n_items
+        left = (self.available & ~self.asked).any(1)
+        rules = [(n >= cfg.max_items, "max_items"), (~left, "no_items"),
+                 ((n >= cfg.min_items) & (self.se <= (cfg.target_se or 0.0)), "target_se")]
+        for hit, why in rules:
+            new = hit & ~self.done
+            self.stop_reason[new] = why
+            self.done |= hit
+
+    # ------------------------------------------------------------------ steps
+    def next_columns(self) -> np.ndarray:
+        """(N, k) pool columns to ask next (-1: none; done subjects get none)."""
+        self.refresh()
+        cfg = self.config
+        k = max(1, min(cfg.batch_size, cfg.max_items - int(self.n_items.min(initial=0))))
+        out = np.full((len(self.subject_ids), cfg.batch_size), -1, int)
+        act = ~self.done
+        if not act.any():
+            return out
+        info = expected_information(self.pool, self.mode[act], self.cov[act])
+        avail = self.available[act] & ~self.asked[act]
+        room = (cfg.max_items - self.n_items[act])[:, None] > np.arange(cfg.batch_size)[None]
+        bonus = None
+        if cfg.min_per_member > 0:
+            short = self.items_per_member()[act] < cfg.min_per_member
+            bonus = np.where(short[:, self.pool.member], 1e6, 0.0)
+        picks = pick_round(self.pool, self.cov[act], self._d[act], self._slopes[act], info,
+                           avail, k, self.rng, randomesque=cfg.randomesque,
+                           member_weight=cfg.member_weight, bonus=bonus)
+        picks = np.where(room[:, :k], picks, -1)
+        out[act, :k] = picks
+        return out
+
+    def next_items(self) -> list[list[tuple[str, str]]]:
+        """Per subject, the (member, item_id) pairs to ask next ([] once it is done)."""
+        cols = self.next_columns()
+        names = self.suite.names
+        return [[(names[int(self.pool.member[c])], str(self.pool.item_ids[c])) for c in row
+                 if c >= 0] for row in cols]
+
+    def record(self, rows, cols, values) -> None:
+        """Record answers by pool column (vectorized); NaN values mark the item unavailable."""
+        rows, cols = np.asarray(rows, int), np.asarray(cols, int)
+        values = np.asarray(values, float)
+        ok = np.isfinite(values)
+        new = ok & ~self.asked[rows, cols]
+        self.y[rows[new], cols[new]] = values[new]
+        self.asked[rows[new], cols[new]] = True
+        self.lik.add(rows[new], cols[new], values[new])
+        self.available[rows[~ok], cols[~ok]] = False
+
+    def update(self, answers, subject: int = 0) -> None:
+        """Record one subject's answers: mapping (member, item_id) -> 0/1 (None: not
+        obtainable)."""
+        cols, vals = [], []
+        for (member, item), v in dict(answers).items():
+            cols.append(self.column(member, item))
+            vals.append(np.nan if v is None else float(v))
+        self.record(np.full(len(cols), subject), cols, vals)
+
+    # ------------------------------------------------------------------ prediction
+    def predict(self, joint: bool = True) -> dict:
+        """The current prediction arrays (see :func:`predict_scores`), 0-1; ``joint=False``:
+        without the suite's joint link (the members' own curves)."""
+        self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
+        th, w = importance(self.prior, self.lik, self._z)
+        shift = None
+        if self.config.corrections:
+            theta = np.einsum("nk,nkb->nb", w, th)
+            shift = answer_corrections(self.links, self.pool, theta, self.y, self.asked)
+        return predict_scores(self.links, self.weights, th, w, self._e, self.prior.resid_corr,
+                              self.suite.joint_link if joint else None, shift)
+
+    def prediction(self) -> pd.DataFrame:
+        """One row per subject: subject_id, n_items, average(_lo, _hi) and per member
+        <name>, <name>_lo, <name>_hi, <name>_items (scores 0-1), stop_reason."""
+        p = self.predict()
+        cols = {"subject_id": self.subject_ids, "n_items": self.n_items,
+                "average": p["average"], "average_lo": p["average_lo"],
+                "average_hi": p["average_hi"]}
+        per = self.items_per_member()
+        for b, name in enumerate(self.suite.names):
+            cols[name] = p["score"][:, b]
+            cols[f"{name}_lo"] = p["lo"][:, b]
+            cols[f"{name}_hi"] = p["hi"][:, b]
+            cols[f"{name}_items"] = per[:, b]
+        cols["stop_reason"] = self.stop_reason
+        return pd.DataFrame(cols)

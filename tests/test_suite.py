@@ -1,0 +1,216 @@
+"""Suites (issue 18): definition, joint prior, joint posterior, selection, session, replay."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.errors import ConfigError
+from atlascat.evaluate.score_link import ScoreLink
+from atlascat.irt.ability import eap
+from atlascat.irt.bank import ItemBank
+from atlascat.responses import ResponseMatrix
+from atlascat.suite import (Suite, SuiteConfig, SuiteLink, SuiteMember, SuitePrior, SuiteSession,
+                            fit_prior, load_suite, simulate_suite)
+from atlascat.suite.posterior import GridLikelihood, ItemPool, gaussian_posterior, importance
+from atlascat.suite.posterior import normal_draws
+from atlascat.suite.predict import weighted_quantiles
+from atlascat.suite.selection import pick_round, variance_reduction
+
+GRID = np.linspace(-6, 6, 241)
+COV = np.array([[1.0, 0.8, 0.6], [0.8, 1.0, 0.7], [0.6, 0.7, 1.0]])
+
+
+def _bank(name, n, seed):
+    rng = np.random.default_rng(seed)
+    return ItemBank([f"{name}{i}" for i in range(n)], rng.uniform(0.8, 2.5, n),
+                    rng.normal(0, 1.2, n), np.full(n, 0.1))
+
+
+def _link(name, lo, hi):
+    score = lo + (hi - lo) / (1 + np.exp(-1.2 * GRID))
+    return ScoreLink(name, GRID, score, np.full(GRID.size, 0.015 ** 2),
+                     support={"chance": lo, "floor": lo, "theta_range": (-6.0, 6.0)})
+
+
+@pytest.fixture(scope="module")
+def suite():
+    members = [SuiteMember("a", _bank("a", 40, 1), 1.0, _link("a", 0.25, 0.9)),
+               SuiteMember("b", _bank("b", 30, 2), 1.0, _link("b", 0.5, 0.85)),
+               SuiteMember("c", _bank("c", 50, 3), 2.0, _link("c", 0.0, 0.8))]
+    prior = SuitePrior(("a", "b", "c"), np.zeros(3), COV, np.eye(3), 1000)
+    return Suite("toy", members, prior)
+
+
+def _answers(suite, n, seed):
+    """Correlated true thetas and 0/1 answers drawn from the banks."""
+    rng = np.random.default_rng(seed)
+    theta = rng.multivariate_normal(np.zeros(3), COV, n)
+    ids = [f"m{i}" for i in range(n)]
+    mats = {}
+    for b, m in enumerate(suite.members):
+        y = (rng.random((n, len(m.bank))) < m.bank.probability(theta[:, b])).astype(float)
+        mats[m.name] = ResponseMatrix(pd.DataFrame(y, index=ids, columns=m.bank.item_ids))
+    return theta, ids, mats
+
+
+def test_bundled_suite_loads_and_round_trips():
+    s = load_suite("openllm-v1")
+    assert s.names == ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]
+    assert np.allclose(s.weights, 1 / 6)
+    assert s.prior is not None and s.prior.cov.shape == (6, 6)
+    assert all(len(m.bank) > 0 and m.link is not None for m in s.members)
+    d = s.to_dict()
+    assert [m["bank"] for m in d["members"]] == s.names
+    again = Suite.from_dict(json.loads(json.dumps(d)))
+    assert np.allclose(again.prior.cov, s.prior.cov) and again.names == s.names
+
+
+def test_suite_validation(suite):
+    assert np.isclose(suite.weights.sum(), 1) and np.isclose(suite.weights[2], 0.5)
+    with pytest.raises(ConfigError, match="unique"):
+        Suite("x", [SuiteMember("a", "arc"), SuiteMember("a", "arc")])
+    with pytest.raises(ConfigError, match="weights"):
+        Suite("x", [SuiteMember("a", "arc", -1.0)])
+    with pytest.raises(ConfigError, match="no bundled suite"):
+        load_suite("no-such-suite")
+    with pytest.raises(ConfigError, match="in-memory"):
+        suite.to_dict()
+
+
+def test_variance_reduction_is_the_rank_one_update(suite):
+    pool = ItemPool.from_banks([m.bank for m in suite.members])
+    rng = np.random.default_rng(0)
+    S = np.stack([COV * 0.3, COV * 0.5])
+    d = rng.normal(size=(2, 3))
+    info = rng.uniform(0.1, 2.0, (2, len(pool)))
+    V = variance_reduction(pool, S, d, np.zeros((2, 3)), info)
+    for n in range(2):
+        for j in (0, 45, 110):
+            e = np.zeros(3)
+            e[pool.member[j]] = 1.0
+            post = np.linalg.inv(np.linalg.inv(S[n]) + info[n, j] * np.outer(e, e))
+            assert np.isclose(V[n, j], d[n] @ S[n] @ d[n] - d[n] @ post @ d[n])
+
+
+def test_pick_round_respects_availability(suite):
+    pool = ItemPool.from_banks([m.bank for m in suite.members])
+    n = 3
+    avail = np.ones((n, len(pool)), bool)
+    avail[1] = False
+    avail[1, :4] = True
+    picks = pick_round(pool, np.tile(COV, (n, 1, 1)), np.ones((n, 3)), np.ones((n, 3)),
+                       np.ones((n, len(pool))), avail, 6, np.random.default_rng(0),
+                       randomesque=3)
+    assert picks.shape == (n, 6)
+    for row in picks:
+        got = row[row >= 0]
+        assert len(set(got)) == len(got)
+    assert sorted(picks[1][picks[1] >= 0]) == [0, 1, 2, 3] and (picks[1] == -1).sum() == 2
+
+
+def test_one_member_posterior_matches_eap(suite):
+    """One member, N(0, 1) prior: the importance-sampled posterior mean is the grid EAP."""
+    m = suite.members[0]
+    prior = SuitePrior(("a",), [0.0], [[1.0]], [[1.0]])
+    pool = ItemPool.from_banks([m.bank])
+    rng = np.random.default_rng(3)
+    y = (rng.random((20, 15)) < 0.6).astype(float)
+    lik = GridLikelihood(pool, 20)
+    rows, cols = np.nonzero(np.ones_like(y))
+    lik.add(rows, cols, y[rows, cols])
+    mode, cov = gaussian_posterior(prior, lik)
+    th, w = importance(prior, lik, normal_draws(1024, 1, 0))
+    full = np.full((20, len(m.bank)), np.nan)
+    full[:, :15] = y
+    ref, ref_se = eap(full, m.bank, quadpts=241)
+    post = (w * th[..., 0]).sum(1)
+    assert np.allclose(post, ref, atol=0.03)
+    assert np.allclose(mode[:, 0], ref, atol=0.15)
+    assert np.allclose(np.sqrt(cov[:, 0, 0]), ref_se, atol=0.1)
+
+
+def test_session_step_by_step(suite):
+    ses = SuiteSession(suite, SuiteConfig(batch_size=4, max_items=12, min_items=0,
+                                          target_se=0.01, draws=256), subject_ids=["x"])
+    asked = []
+    while True:
+        items = ses.next_items()[0]
+        if not items:
+            break
+        assert len(items) <= 4 and not set(items) & set(asked)
+        asked += items
+        ses.update({it: 1.0 for it in items})
+    assert len(asked) == 12 and ses.stop_reason[0] == "max_items"
+    p = ses.prediction()
+    assert list(p.columns[:5]) == ["subject_id", "n_items", "average", "average_lo", "average_hi"]
+    assert {"a", "a_lo", "a_hi", "a_items", "c_items"} <= set(p.columns)
+    row = p.iloc[0]
+    assert row["n_items"] == 12 and row[["a_items", "b_items", "c_items"]].sum() == 12
+    for k in ("average", "a", "b", "c"):
+        assert row[f"{k}_lo"] <= row[k] <= row[f"{k}_hi"]
+    with pytest.raises(ConfigError, match="not in the suite"):
+        ses.update({("a", "zzz"): 1.0})
+
+
+def test_replay_accuracy_and_missing_member(suite):
+    theta, ids, mats = _answers(suite, 60, 7)
+    truth = np.column_stack([m.link._curve(theta[:, b]) for b, m in enumerate(suite.members)])
+    avg = truth @ suite.weights
+    cfg = SuiteConfig(max_items=40, target_se=0.01, batch_size=5, draws=256)
+    res = simulate_suite(suite, mats, cfg)
+    df = res.scores
+    assert (df["n_items"] == 40).all()
+    err = np.abs(df["average"].to_numpy() - avg)
+    assert err.mean() < 0.045
+    cover = (avg >= df["average_lo"]) & (avg <= df["average_hi"])
+    assert cover.mean() >= 0.8
+    # member b's matrix withheld: predicted from a and c, and its interval is wider
+    res2 = simulate_suite(suite, {"a": mats["a"], "c": mats["c"]}, cfg)
+    d2 = res2.scores
+    assert (d2["b_items"] == 0).all() and np.isfinite(d2["b"]).all()
+    w_with = (df["b_hi"] - df["b_lo"]).mean()
+    w_without = (d2["b_hi"] - d2["b_lo"]).mean()
+    assert w_without > w_with
+    assert np.corrcoef(d2["b"], truth[:, 1])[0, 1] > 0.7
+
+
+def test_selection_beats_random_at_equal_items(suite):
+    theta, ids, mats = _answers(suite, 80, 11)
+    truth = np.column_stack([m.link._curve(theta[:, b]) for b, m in enumerate(suite.members)])
+    avg = truth @ suite.weights
+    base = dict(max_items=18, min_items=0, target_se=0.01, batch_size=3, draws=256)
+    ada = simulate_suite(suite, mats, SuiteConfig(**base)).scores
+    rnd = simulate_suite(suite, mats, SuiteConfig(**base, randomesque=10_000)).scores
+    e_ada = np.abs(ada["average"] - avg).mean()
+    e_rnd = np.abs(rnd["average"] - avg).mean()
+    assert e_ada < e_rnd
+
+
+def test_fit_prior_and_joint_link(suite):
+    theta, ids, mats = _answers(suite, 400, 5)
+    scores = {}
+    rng = np.random.default_rng(1)
+    for b, m in enumerate(suite.members):
+        s = m.link._curve(theta[:, b]) + rng.normal(0, 0.015, len(ids))
+        scores[m.name] = pd.Series(s, index=ids)
+    prior = fit_prior(suite, mats, scores)
+    assert prior.names == ("a", "b", "c")
+    assert np.allclose(prior.cov, COV, atol=0.2)
+    assert np.allclose(np.diag(prior.resid_corr), 1) and np.abs(prior.resid_corr[0, 1]) < 0.3
+    g = np.column_stack([m.link._curve(theta[:, b]) for b, m in enumerate(suite.members)])
+    truth = 0.02 + 0.9 * g + rng.normal(0, 0.01, g.shape)
+    jl = SuiteLink.fit(g, np.zeros((len(g), 3, 3)), truth)
+    assert np.allclose(jl.coef[:, :-1], 0.9 * np.eye(3), atol=0.05)
+    assert np.allclose(np.sqrt(np.diag(jl.resid_cov)), 0.01, atol=0.003)
+    again = SuiteLink.from_dict(json.loads(json.dumps(jl.to_dict())))
+    assert np.allclose(again.coef, jl.coef, atol=1e-6)
+
+
+def test_weighted_quantiles():
+    v = np.array([[0.0, 1.0, 2.0, 3.0]])
+    assert np.allclose(weighted_quantiles(v, np.full((1, 4), 0.25), [0.5]), 1.5)
+    w = np.array([[0.1, 0.1, 0.7, 0.1]])   # midpoints 0.05, 0.15, 0.55, 0.95
+    assert np.allclose(weighted_quantiles(v, w, [0.5]), 1.875)

@@ -1,0 +1,87 @@
+"""``atlas simulate --suite`` (issue 18): one replay, one suite_scores.csv."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat import datasets
+from atlascat.cli import main
+from atlascat.cli.cmd_simulate import parse_pairs, single_bank
+from atlascat.errors import ConfigError
+
+BENCHES = ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]
+
+
+@pytest.fixture(scope="module")
+def matrices(tmp_path_factory):
+    """Small slices of the bundled dense matrices; the first model has no MMLU answers."""
+    d = tmp_path_factory.mktemp("suite_mats")
+    ids = None
+    for b in BENCHES:
+        path = datasets.data_path(f"dense_{b}.csv.gz")
+        df = pd.read_csv(path, nrows=4000)
+        if ids is None:
+            ids = list(df.iloc[:4, 0])
+        df = df[df.iloc[:, 0].isin(ids)]
+        if b == "mmlu":
+            df = df[df.iloc[:, 0] != ids[0]]
+        df.to_csv(d / f"{b}.csv", index=False)
+    return d, ids
+
+
+def test_simulate_suite_writes_suite_scores(matrices, tmp_path, capsys):
+    d, ids = matrices
+    out = tmp_path / "run"
+    pairs = [f"{b}={d / (b + '.csv')}" for b in BENCHES]
+    rc = main(["simulate", "--suite", "openllm-v1", *pairs, "-o", str(out), "--max-items", "60",
+               "--min-items", "10", "--seed", "1"])
+    assert rc in (0, None)
+    df = pd.read_csv(out / "suite_scores.csv")
+    cols = ["subject_id", "n_items", "average", "average_lo", "average_hi"]
+    for b in BENCHES:
+        cols += [b, f"{b}_lo", f"{b}_hi", f"{b}_items"]
+    assert list(df.columns) == cols
+    assert set(df["subject_id"]) >= set(ids[:1])
+    assert (df["n_items"] <= 60).all()
+    assert (df[[f"{b}_items" for b in BENCHES]].sum(axis=1) == df["n_items"]).all()
+    for k in ["average", *BENCHES]:
+        assert ((df[f"{k}_lo"] <= df[k]) & (df[k] <= df[f"{k}_hi"])).all()
+        assert df[k].between(0, 1).all()
+    first = df[df["subject_id"] == ids[0]].iloc[0]
+    assert first["mmlu_items"] == 0 and np.isfinite(first["mmlu"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["suite"] == "openllm-v1" and summary["config"]["max_items"] == 60
+    assert "suite_scores.csv" in capsys.readouterr().out
+
+
+def test_bank_twice_points_to_suite(tmp_path, capsys):
+    rc = main(["simulate", "arc", "--bank", "arc", "--bank", "hellaswag", "-o",
+               str(tmp_path / "x")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--suite" in err and "2 times" in err
+    with pytest.raises(ConfigError, match="--suite"):
+        single_bank([])
+
+
+def test_pairs_are_checked():
+    names = BENCHES
+    assert parse_pairs(["arc=a.csv", "gsm8k"], names) == {"arc": "a.csv", "gsm8k": "gsm8k"}
+    with pytest.raises(ConfigError, match="not a member"):
+        parse_pairs(["bbh=x.csv"], names)
+    with pytest.raises(ConfigError, match="twice"):
+        parse_pairs(["arc=x.csv", "arc=y.csv"], names)
+    with pytest.raises(ConfigError, match="BENCH=MATRIX"):
+        parse_pairs([], names)
+
+
+def test_suite_options_are_refused_elsewhere(tmp_path, capsys):
+    assert main(["simulate", "arc", "--bank", "arc", "--target-se", "0.5", "-o",
+                 str(tmp_path / "y")]) == 2
+    assert "--suite" in capsys.readouterr().err
+    assert main(["simulate", "--suite", "openllm-v1", "--bank", "arc", "arc=arc", "-o",
+                 str(tmp_path / "z")]) == 2
+    assert "drop --bank" in capsys.readouterr().err

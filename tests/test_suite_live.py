@@ -1,0 +1,229 @@
+"""``atlas evaluate --suite``: the whole leaderboard in one live run (issue 18, deliverable 4).
+
+One run id and one resume for all six benchmarks; the printed table, ``results.json``, the HTML
+page and ``atlas runs`` carry the same numbers; a SIGKILLed run resumes into the uninterrupted
+run's result; Ctrl-C stops like a single-bank run; ``--bank`` twice points to ``--suite``.
+Subjects: ``simulate:``, the mock server (chat, and the toy LM's log-likelihoods), a callable.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from atlascat.cli import main
+from atlascat.live.mockserver import MockOpenAIServer
+from atlascat.live.report import describe_prediction
+from atlascat.live.store import RunStore
+from atlascat.live.subjects import CallableSubject
+from atlascat.live.suite_run import evaluate_suite, resume_suite, suite_result
+from atlascat.live.suite_session import composite_for, split_item
+from atlascat.live.toylm import ToyLM
+from atlascat.suite import SuiteConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SHORT = ["--max-items", "24", "--min-items", "12"]
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return composite_for("openllm-v1")
+
+
+def _atlas(*args, wait=True):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "atlascat", *map(str, args)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return proc
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def _printed_table(out: str) -> list[dict]:
+    rows = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 5 and re.fullmatch(r"[\d.]+-[\d.]+", parts[2]):
+            rows.append(dict(zip(["benchmark", "predicted", "95% interval", "items",
+                                  "percentile"], parts)))
+    return rows
+
+
+def _html_table(page: str) -> list[dict]:
+    body = page.split("<table class='suite'>", 1)[1].split("</table>", 1)[0]
+    rows = []
+    for tr in re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1]):
+        rows.append({c: html.unescape(v) for c, v in
+                     re.findall(r"data-col='([^']+)'>(.*?)</td>", tr)})
+    return rows
+
+
+def test_simulated_run_end_to_end_one_number_everywhere(bank, tmp_path, capsys):
+    out_dir = tmp_path / "run"
+    code = main(["evaluate", "--suite", "openllm-v1", "--subject", "simulate:0.5", "-o",
+                 str(out_dir), "-q", *SHORT])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    saved = json.loads((out_dir / "results.json").read_text())
+    assert len(saved) == 1
+    row = saved[0]
+    assert row["status"] == "done" and row["suite"] == "openllm-v1" and row["n_items"] == 24
+    names = ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]
+    assert [b["name"] for b in row["benchmarks"]] == names
+    assert sum(b["items"] for b in row["benchmarks"]) == row["n_items"]
+    # every asked item is a <member>/<item_id> of the composite bank, counted under its member
+    members = [split_item(i)[0] for i in row["items"]]
+    assert {m: members.count(m) for m in names} == {b["name"]: b["items"]
+                                                    for b in row["benchmarks"]}
+    avg = row["average"]
+    assert avg["lo"] <= avg["score"] <= avg["hi"] and 0 <= avg["percentile"] <= 100
+    assert row["leaderboard"] == avg
+    # printed table == results.json table == the numbers themselves
+    table = row["table"]
+    assert _printed_table(captured.out) == [{k: str(v) for k, v in r.items()} for r in table]
+    for r, b in zip(table, row["benchmarks"]):
+        assert (r["benchmark"], r["predicted"], r["95% interval"], r["items"]) == (
+            b["name"], f"{100 * b['score']:.1f}",
+            f"{100 * b['lo']:.1f}-{100 * b['hi']:.1f}", b["items"])
+    assert table[-1] == {"benchmark": "average", "predicted": f"{100 * avg['score']:.1f}",
+                         "95% interval": f"{100 * avg['lo']:.1f}-{100 * avg['hi']:.1f}",
+                         "items": row["n_items"], "percentile": f"{avg['percentile']:.0f}"}
+    assert describe_prediction(avg) in captured.out
+    # the HTML page shows exactly that table
+    page = Path(row["report"]).read_text()
+    assert Path(row["report"]) == (out_dir / "reports" / f"{row['run_id']}.html").resolve()
+    assert _html_table(page) == [{k: str(v) for k, v in r.items()} for r in table]
+    assert html.escape(describe_prediction(avg)) in page
+    # atlas runs: the same average in its leaderboard column
+    db = out_dir / "runs.sqlite"
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert len(listed) == 1 and listed[0]["run_id"] == row["run_id"]
+    assert listed[0]["leaderboard"] == avg and listed[0]["bank_ref"] == "suite:openllm-v1"
+    assert main(["runs", "--db", str(db)]) == 0
+    assert describe_prediction(avg, short=True) in capsys.readouterr().out
+    # atlas runs --run -o rewrites the page with the same table
+    assert main(["runs", "--db", str(db), "--run", row["run_id"], "-o",
+                 str(tmp_path / "page.html"), "--json"]) == 0
+    capsys.readouterr()
+    assert _html_table((tmp_path / "page.html").read_text()) == _html_table(page)
+
+
+def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_result(bank, tmp_path, capsys):
+    common = ["--suite", "openllm-v1", "--llm", "mock", "--seed", "2", *SHORT, "--json"]
+    with MockOpenAIServer(bank, 0.3, seed=5) as srv:
+        code = main(["evaluate", "--subject", f"openai:{srv.url}", *common,
+                     "--db", str(tmp_path / "ref.sqlite")])
+        ref = json.loads(capsys.readouterr().out)[0]
+    assert code == 0 and ref["status"] == "done" and ref["n_items"] >= 12
+
+    box, kill_at = {}, 9  # in the second round of 6
+
+    def fault(n, item_id, times_seen):
+        if n == kill_at and "p" in box:
+            os.kill(box["p"].pid, signal.SIGKILL)
+            return "drop"
+        return None
+
+    db = tmp_path / "killed.sqlite"
+    with MockOpenAIServer(bank, 0.3, seed=5, fault=fault) as srv:
+        box["p"] = _atlas("evaluate", "--subject", f"openai:{srv.url}", *common, "--db", db,
+                          "--max-concurrency", "1", wait=False)
+        box["p"].communicate(timeout=120)
+        assert box["p"].returncode == -signal.SIGKILL
+        runs = RunStore(db).list_runs()
+        assert len(runs) == 1 and runs["state"][0] == "interrupted"
+        assert runs["n_items"][0] == 6 and runs["pending"][0] == 6
+        rid = runs["run_id"][0]
+        code = main(["evaluate", "--resume", rid, "--db", str(db), "--json"])
+        res = json.loads(capsys.readouterr().out)[0]
+    assert code == 0
+    assert res["run_id"] == rid and res["status"] == "done"
+    for key in ("items", "scores", "n_items", "average", "benchmarks", "table", "theta", "se"):
+        assert res[key] == ref[key], key
+    # the killed process stopped at its 9th request (the second round), nothing after it
+    assert sum(e["status"] == "dropped" for e in srv.log) == 1
+    assert {e["item_id"] for e in srv.log if e["status"] == 200} == set(res["items"])
+    assert len(RunStore(db).list_runs()) == 1
+
+
+def test_sigint_stops_after_the_round_and_resume_finishes_the_same_run(bank, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    db = run_dir / "runs.sqlite"
+    with MockOpenAIServer(bank, 0.5, seed=7, hang_s=0.1, fault=lambda n, i, t: "hang") as srv:
+        proc = _atlas("evaluate", "--suite", "openllm-v1", "--subject", f"openai:{srv.url}",
+                      "--llm", "mock", *SHORT, "-o", run_dir, wait=False)
+        deadline = time.time() + 60
+        while time.time() < deadline and len(srv.log) < 3:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        runs = RunStore(db).list_runs()
+        rid = runs["run_id"][0]
+        assert runs["state"][0] == "interrupted" and runs["pending"][0] == 0
+        assert 1 <= runs["n_items"][0] < 24
+        assert f"--resume {rid}" in err and "Traceback" not in err
+        assert not (run_dir / "results.json").exists()
+        assert main(["evaluate", "--resume", rid, "--db", str(db), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)[0]
+    assert res["run_id"] == rid and res["status"] == "done" and res["n_items"] == 24
+    saved = json.loads((run_dir / "results.json").read_text())
+    assert [r["run_id"] for r in saved] == [rid]
+    assert saved[0]["table"] == res["table"]
+    assert Path(res["report"]) == (run_dir / "reports" / f"{rid}.html").resolve()
+    sent = [e["item_id"] for e in srv.log]
+    assert len(sent) == len(set(sent)) == 24  # no item asked twice
+
+
+def test_toy_lm_log_likelihood_protocol(bank, tmp_path, capsys):
+    with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
+        code = main(["evaluate", "--suite", "openllm-v1", "--subject", f"completions:{srv.url}",
+                     "--llm", "toy", "--db", str(tmp_path / "t.sqlite"), "--max-items", "12",
+                     "--min-items", "6", "--json"])
+    res = json.loads(capsys.readouterr().out)[0]
+    assert code == 0 and res["status"] == "done" and res["protocol"] == "leaderboard"
+    assert res["n_items"] == 12 and res["protocol_label"].startswith("leaderboard")
+    assert sum(b["items"] for b in res["benchmarks"]) == 12
+
+
+def test_callable_subject_library_run_and_resume(bank, tmp_path):
+    def always_a(item, prompt):
+        return "A" if item["choices"] else "#### 0"
+
+    store = RunStore(tmp_path / "c.sqlite", synchronous="NORMAL")
+    subject = CallableSubject(always_a, name="always-a")
+    res = evaluate_suite("openllm-v1", subject, store=store,
+                         config=SuiteConfig(max_items=12, min_items=6))
+    assert res["status"] == "done" and res["n_items"] == 12 and res["protocol"] == "approximate"
+    assert suite_result(store, res["run_id"]) == res
+    # a finished run resumes to the same result
+    assert resume_suite(store, res["run_id"], subject=subject) == res
+
+
+def test_bank_twice_points_to_suite(capsys):
+    code = main(["evaluate", "--bank", "arc", "--bank", "gsm8k", "--subject", "simulate:0"])
+    err = capsys.readouterr().err
+    assert code != 0 and "--bank was given 2 times" in err and "--suite openllm-v1" in err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--suite", "openllm-v1", "--bank", "arc", "--subject", "simulate:0"], "drop --bank"),
+    (["--suite", "openllm-v1", "--subject", "simulate:0", "--se-stop", "0.2"], "--target-se"),
+    (["--bank", "arc", "--subject", "simulate:0", "--target-se", "1"], "--suite"),
+    (["--suite", "no-such-suite", "--subject", "simulate:0"], "openllm-v1"),
+])
+def test_suite_option_errors_leave_nothing_behind(args, words, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["evaluate", *args, "-o", str(out)]) != 0
+    assert words in capsys.readouterr().err
+    assert not out.exists()
