@@ -91,3 +91,22 @@ def test_compare_models_on_two_live_runs(tmp_path, capsys):
     assert code != 0
     code = main(["compare-models", ids[0], "nope", "--db", str(db)])
     assert code != 0 and "no run 'nope'" in capsys.readouterr().err
+
+
+def test_compare_models_on_two_suite_runs(tmp_path, capsys):
+    db = tmp_path / "runs.sqlite"
+    ids = []
+    for theta in ("1.0", "-1.0"):
+        out = tmp_path / f"suite{theta}"
+        code = main(["evaluate", "--suite", "openllm-v1", "--subject", f"simulate:{theta}:3",
+                     "--max-items", "36", "--db", str(db), "-o", str(out)])
+        assert code == 0, capsys.readouterr().err
+        ids.append(json.loads((out / "results.json").read_text())[0]["run_id"])
+        capsys.readouterr()
+    code = main(["compare-models", ids[0], ids[1], "--db", str(db), "--json"])
+    got = json.loads(capsys.readouterr().out)
+    assert code == 0
+    rows = {r["benchmark"]: r for r in got["rows"]}
+    assert {"arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k", "average"} == set(rows)
+    avg = rows["average"]
+    assert avg["lo"] < avg["difference"] < avg["hi"] and avg["told_apart"] == "yes"

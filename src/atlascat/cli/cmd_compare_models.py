@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
 
 def run_predictions(store, run_id: str) -> dict:
     """{benchmark: prediction (score, lo, hi, ... 0-1)} of a finished run, as `atlas runs`
-    computes it."""
+    computes it; a suite run gives each of its benchmarks and ``average``."""
     from ..errors import ConfigError
     from .cmd_runs import _prediction
 
@@ -81,6 +81,14 @@ def run_predictions(store, run_id: str) -> dict:
     if run.get("state") != "done":
         raise ConfigError(f"run {run_id} is {run.get('state')}: finish it first "
                           f"(atlas evaluate --resume {run_id})")
+    from ..live.suite_run import is_suite_run, suite_result
+
+    if is_suite_run(run):
+        res = suite_result(store, run_id)
+        out = {b["name"]: b for b in res["benchmarks"] if b.get("score") is not None}
+        if res.get("average") and res["average"].get("score") is not None:
+            out["average"] = res["average"]
+        return out
     ref = str(run.get("bank_ref") or "")
     pred = _prediction(store, run)
     if pred.get("score") is None:
