@@ -17,8 +17,9 @@ def register(app: typer.Typer) -> None:
         run_a: str = typer.Argument(..., help="Run id of the first model (see `atlas runs`)."),
         run_b: str = typer.Argument(..., help="Run id of the second model (the baseline)."),
         db: Optional[Path] = typer.Option(None, "--db",
-                                          help="SQLite run store (default: the one "
-                                               "`atlas evaluate` writes to)."),
+                                          help="SQLite run store [default: runs.sqlite in "
+                                               "$ATLAS_HOME, as `atlas evaluate` and `atlas "
+                                               "runs`]."),
         rho: float = typer.Option(0.0, "--rho",
                                   help="Correlation of the two predictions' errors: 0 for "
                                        "unrelated models (measured: docs/leaderboard.md); "
