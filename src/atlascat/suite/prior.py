@@ -32,7 +32,7 @@ __all__ = ["SuitePrior", "fit_prior", "fit_mixture", "member_thetas", "nearest_p
 #: a model enters the prior fit of a member when it answered at least this share of its items
 MIN_SHARE = 0.5
 #: components of the prior's normal mixture (1: one multivariate normal)
-COMPONENTS = 3
+COMPONENTS = 5
 
 
 @dataclass

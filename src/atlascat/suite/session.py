@@ -38,7 +38,7 @@ class SuiteConfig:
     batch_size: int = 6
     randomesque: int = 2
     member_weight: float = 0.05
-    min_per_member: int = 0
+    min_per_member: int = 10
     corrections: bool = True
     draws: int = 512
     seed: int = 0
