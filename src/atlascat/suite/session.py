@@ -1,14 +1,15 @@
 """A suite test step by step: next items to ask, update with answers, current prediction.
 
 :class:`SuiteSession` holds any number of subjects at once (a live run drives one; the replay
-simulation drives hundreds). Each round: the joint Gaussian posterior (:func:`gaussian_posterior`), the
-aggregate's delta-method SE
+simulation drives hundreds). Each round: the joint posterior's normal approximation
+(:func:`gaussian_posterior`), the aggregate's delta-method SE
 
     SE^2 = d' S d + sum_bc w_b w_c R_bc sd_b sd_c       (d_b = w_b g_b'(m_b); sd_b residual SD)
 
-(with a joint link: d = (beta' w) g'(m), residual w' D w) checked against ``target_se``
-(points, 0-100) from ``min_items`` on, else up to
-``batch_size`` items chosen for the aggregate (:func:`pick_round`). The prediction pushes
+(g' by statistical linearization over the posterior; with a joint link d = (beta' w) g'(m)
+and the residual term w' D w) is checked against ``target_se`` (points, 0-100) from
+``min_items`` on; else up to ``batch_size`` items are chosen for the aggregate
+(:func:`pick_round`; members below ``min_per_member`` items first). The prediction pushes
 importance-weighted posterior draws through the members' score links (:func:`predict_scores`).
 """
 from __future__ import annotations
