@@ -26,6 +26,9 @@ from .selection import expected_information, pick_round
 
 __all__ = ["SuiteConfig", "SuiteSession"]
 
+#: subjects predicted at once (bounds the (n, draws, members) arrays of the prediction)
+PREDICT_BLOCK = 256
+
 
 @dataclass
 class SuiteConfig:
@@ -190,13 +193,19 @@ class SuiteSession:
         """The current prediction arrays (see :func:`predict_scores`), 0-1; ``joint=False``:
         without the suite's joint link (the members' own curves)."""
         self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
-        th, w = importance(self.prior, self.lik, self._z)
-        shift = None
-        if self.config.corrections:
-            theta = np.einsum("nk,nkb->nb", w, th)
-            shift = answer_corrections(self.links, self.pool, theta, self.y, self.asked)
-        return predict_scores(self.links, self.weights, th, w, self._e, self.prior.resid_corr,
-                              self.suite.joint_link if joint else None, shift)
+        parts = []
+        for s0 in range(0, len(self.subject_ids), PREDICT_BLOCK):
+            r = slice(s0, s0 + PREDICT_BLOCK)
+            th, w = importance(self.prior, self.lik.rows(r), self._z)
+            shift = None
+            if self.config.corrections:
+                theta = np.einsum("nk,nkb->nb", w, th)
+                shift = answer_corrections(self.links, self.pool, theta, self.y[r],
+                                           self.asked[r])
+            parts.append(predict_scores(self.links, self.weights, th, w, self._e,
+                                        self.prior.resid_corr,
+                                        self.suite.joint_link if joint else None, shift))
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def prediction(self) -> pd.DataFrame:
         """One row per subject: subject_id, n_items, average(_lo, _hi) and per member
