@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from atlascat.live.build_bank import BENCHMARKS, load_published_scores, population_matrix
-from atlascat.suite import Suite, SuiteMember, fit_prior
+from atlascat.suite import Suite, SuiteMember, fit_joint_link, fit_prior
 from atlascat.suite.definition import _suites_dir
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "openllm"
@@ -45,11 +45,17 @@ def openllm_suite(prior=None, members=None) -> Suite:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", default=str(_suites_dir() / "openllm-v1.json"))
+    ap.add_argument("--joint-link", action="store_true",
+                    help="also fit the joint link (the suite test replayed on the calibration "
+                         "models with all six scores; a few minutes)")
     args = ap.parse_args(argv)
     suite = openllm_suite().resolved()
     responses, scores = calibration_data(suite.names)
     prior = fit_prior(suite, responses, scores)
     out = openllm_suite(prior)
+    if args.joint_link:
+        out = out.replace(joint_link=fit_joint_link(suite.replace(prior=prior), responses,
+                                                    scores))
     print(out.write(args.output))
     print(np.round(prior.mean, 2), "\n", np.round(prior.cov, 2), "\n", np.round(prior.resid_corr, 2))
 

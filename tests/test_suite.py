@@ -61,11 +61,14 @@ def test_bundled_suite_loads_and_round_trips():
     assert s.names == ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]
     assert np.allclose(s.weights, 1 / 6)
     assert s.prior is not None and s.prior.cov.shape == (6, 6)
+    assert len(s.prior.components[0]) == 5 and s.joint_link.coef.shape == (6, 7)
     assert all(len(m.bank) > 0 and m.link is not None for m in s.members)
     d = s.to_dict()
     assert [m["bank"] for m in d["members"]] == s.names
     again = Suite.from_dict(json.loads(json.dumps(d)))
     assert np.allclose(again.prior.cov, s.prior.cov) and again.names == s.names
+    assert np.allclose(again.joint_link.coef, s.joint_link.coef)
+    assert np.allclose(again.prior.components[1], s.prior.components[1])
 
 
 def test_suite_validation(suite):

@@ -98,6 +98,13 @@ class GridLikelihood:
         contrib = y * self.log_p[:, cols].T + (1 - y) * self.log_q[:, cols].T
         np.add.at(self.values, (self.pool.member[cols], rows), contrib)
 
+    def rows(self, rows) -> "GridLikelihood":
+        """The likelihoods of some subjects (a view sharing the tables)."""
+        out = object.__new__(GridLikelihood)
+        out.pool, out.grid, out.log_p, out.log_q = self.pool, self.grid, self.log_p, self.log_q
+        out.values = self.values[:, rows]
+        return out
+
     def at(self, theta) -> np.ndarray:
         """Sum over members of the log likelihood at ``theta`` (N, K, B), linear interpolation
         on the grid (held at the ends)."""
@@ -176,7 +183,7 @@ def normal_draws(n: int, dim: int, seed: int = 0) -> np.ndarray:
     return norm.ppf(np.clip(u, 1e-12, 1 - 1e-12))
 
 
-def importance(prior, lik, z):
+def importance(prior, lik, z, *, block: int = 128):
     """Weighted posterior draws: ``theta`` (N, K, B) and normalized weights (N, K).
 
     Proposal: the equal mixture of the prior components' normal posteriors
@@ -190,12 +197,16 @@ def importance(prior, lik, z):
     L = np.linalg.cholesky(S + 1e-12 * np.eye(b)[None, None])      # (N, C, B, B)
     comp = np.arange(z.shape[0]) % c
     thetas = m[:, comp, :] + PROPOSAL_SCALE * np.einsum("nkij,kj->nki", L[:, comp], z)
-    # log proposal: mean over components of N(theta; m_c, s^2 S_c)
+    # log proposal: mean over components of N(theta; m_c, s^2 S_c); blocks of subjects bound
+    # the (n, K, C, B) temporaries
     Sinv = np.linalg.inv(S) / PROPOSAL_SCALE ** 2
     logdet = np.linalg.slogdet(S)[1] + 2 * b * np.log(PROPOSAL_SCALE)   # (N, C)
-    d = thetas[:, :, None, :] - m[:, None, :, :]                     # (N, K, C, B)
-    q = np.einsum("nkci,ncij,nkcj->nkc", d, Sinv, d)
-    lq = logsumexp(-0.5 * logdet[:, None, :] - 0.5 * q, axis=2)
+    lq = np.empty(thetas.shape[:2])
+    for s0 in range(0, n, block):
+        r = slice(s0, min(n, s0 + block))
+        d = thetas[r, :, None, :] - m[r, None, :, :]
+        q = np.einsum("nkci,ncij,nkcj->nkc", d, Sinv[r], d)
+        lq[r] = logsumexp(-0.5 * logdet[r, None, :] - 0.5 * q, axis=2)
     logw = lik.at(thetas) + prior.log_density(thetas) - lq
     logw -= logw.max(1, keepdims=True)
     w = np.exp(logw)

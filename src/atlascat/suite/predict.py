@@ -8,7 +8,9 @@ draws) and sd_b the link's residual SD. Then
 
     score_bk = g_b(theta_bk) + e_bk,   average_k = sum_b w_b score_bk,
 
-so the aggregate keeps the correlations of the members. Points are weighted means of g (the
+so the aggregate keeps the correlations of the members. Where a member was asked items, its
+link's observed-answer correction (evaluated at the posterior mean) shifts its draws
+(:func:`answer_corrections`). Points are weighted means of g (the
 residual has mean 0), 95% intervals weighted 2.5% / 97.5% quantiles. Where a member's theta
 reaches beyond its link's support (posterior mean +- 1.96 SD), its interval extends to the
 link's floor / top and the aggregate's interval by the weight times that extension.
@@ -17,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["answer_corrections", "weighted_quantiles", "member_curves", "predict_scores", "curve_slopes",
-           "residual_sd"]
+__all__ = ["answer_corrections", "weighted_quantiles", "member_curves", "predict_scores",
+           "curve_slopes", "residual_sd"]
 
 _Z95 = 1.959963984540054
 

@@ -32,7 +32,7 @@ __all__ = ["SuitePrior", "fit_prior", "fit_mixture", "member_thetas", "nearest_p
 #: a model enters the prior fit of a member when it answered at least this share of its items
 MIN_SHARE = 0.5
 #: components of the prior's normal mixture (1: one multivariate normal)
-COMPONENTS = 3
+COMPONENTS = 5
 
 
 @dataclass
@@ -79,8 +79,8 @@ class SuitePrior:
         w, mu, cov = self.components
         prec = np.linalg.inv(cov)
         logdet = np.linalg.slogdet(cov)[1]
-        d = theta[..., None, :] - mu                                   # (..., C, B)
-        q = np.einsum("...ci,cij,...cj->...c", d, prec, d)
+        q = np.stack([np.einsum("...i,ij,...j->...", theta - mu[c], prec[c], theta - mu[c])
+                      for c in range(w.size)], -1)                     # (..., C)
         return logsumexp(np.log(w) - 0.5 * logdet - 0.5 * q, axis=-1)
 
     @property

@@ -23,18 +23,23 @@ _GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(7)
 _GH_W = _GH_W / _GH_W.sum()
 
 
-def expected_information(pool, mode, cov) -> np.ndarray:
+def expected_information(pool, mode, cov, block: int = 256) -> np.ndarray:
     """Fisher information of every item averaged over the member's marginal posterior
     N(m_b, S_bb), (N, G) (posterior-weighted information, van der Linden 1998): a very
-    discriminating item is worth its information only where theta may be."""
+    discriminating item is worth its information only where theta may be. Blocks of
+    ``block`` subjects bound the (n, G, 7) temporaries."""
     m = pool.member
-    sd = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))[:, m]             # (N, G)
-    t = mode[:, m][..., None] + sd[..., None] * _GH_X                  # (N, G, 7)
     a, b, c, u = (p[None, :, None] for p in (pool.a, pool.b, pool.c, pool.u))
-    s = 1.0 / (1.0 + np.exp(-np.clip(a * (t - b), -35, 35)))
-    P = c + (u - c) * s
-    dP = a * (u - c) * s * (1.0 - s)
-    return (dP * dP / np.clip(P * (1.0 - P), 1e-9, None)) @ _GH_W
+    out = np.empty((mode.shape[0], m.size))
+    for s0 in range(0, mode.shape[0], block):
+        r = slice(s0, s0 + block)
+        sd = np.sqrt(np.diagonal(cov[r], axis1=1, axis2=2))[:, m]         # (n, G)
+        t = mode[r][:, m][..., None] + sd[..., None] * _GH_X               # (n, G, 7)
+        s = 1.0 / (1.0 + np.exp(-np.clip(a * (t - b), -35, 35)))
+        P = c + (u - c) * s
+        dP = a * (u - c) * s * (1.0 - s)
+        out[r] = (dP * dP / np.clip(P * (1.0 - P), 1e-9, None)) @ _GH_W
+    return out
 
 
 def _c2(S, d, slopes, member_weight):

@@ -1,14 +1,15 @@
 """A suite test step by step: next items to ask, update with answers, current prediction.
 
 :class:`SuiteSession` holds any number of subjects at once (a live run drives one; the replay
-simulation drives hundreds). Each round: the joint Gaussian posterior (:func:`gaussian_posterior`), the
-aggregate's delta-method SE
+simulation drives hundreds). Each round: the joint posterior's normal approximation
+(:func:`gaussian_posterior`), the aggregate's delta-method SE
 
     SE^2 = d' S d + sum_bc w_b w_c R_bc sd_b sd_c       (d_b = w_b g_b'(m_b); sd_b residual SD)
 
-(with a joint link: d = (beta' w) g'(m), residual w' D w) checked against ``target_se``
-(points, 0-100) from ``min_items`` on, else up to
-``batch_size`` items chosen for the aggregate (:func:`pick_round`). The prediction pushes
+(g' by statistical linearization over the posterior; with a joint link d = (beta' w) g'(m)
+and the residual term w' D w) is checked against ``target_se`` (points, 0-100) from
+``min_items`` on; else up to ``batch_size`` items are chosen for the aggregate
+(:func:`pick_round`; members below ``min_per_member`` items first). The prediction pushes
 importance-weighted posterior draws through the members' score links (:func:`predict_scores`).
 """
 from __future__ import annotations
@@ -25,6 +26,9 @@ from .selection import expected_information, pick_round
 
 __all__ = ["SuiteConfig", "SuiteSession"]
 
+#: subjects predicted at once (bounds the (n, draws, members) arrays of the prediction)
+PREDICT_BLOCK = 256
+
 
 @dataclass
 class SuiteConfig:
@@ -38,7 +42,7 @@ class SuiteConfig:
     batch_size: int = 6
     randomesque: int = 2
     member_weight: float = 0.05
-    min_per_member: int = 0
+    min_per_member: int = 10
     corrections: bool = True
     draws: int = 512
     seed: int = 0
@@ -189,13 +193,19 @@ class SuiteSession:
         """The current prediction arrays (see :func:`predict_scores`), 0-1; ``joint=False``:
         without the suite's joint link (the members' own curves)."""
         self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
-        th, w = importance(self.prior, self.lik, self._z)
-        shift = None
-        if self.config.corrections:
-            theta = np.einsum("nk,nkb->nb", w, th)
-            shift = answer_corrections(self.links, self.pool, theta, self.y, self.asked)
-        return predict_scores(self.links, self.weights, th, w, self._e, self.prior.resid_corr,
-                              self.suite.joint_link if joint else None, shift)
+        parts = []
+        for s0 in range(0, len(self.subject_ids), PREDICT_BLOCK):
+            r = slice(s0, s0 + PREDICT_BLOCK)
+            th, w = importance(self.prior, self.lik.rows(r), self._z)
+            shift = None
+            if self.config.corrections:
+                theta = np.einsum("nk,nkb->nb", w, th)
+                shift = answer_corrections(self.links, self.pool, theta, self.y[r],
+                                           self.asked[r])
+            parts.append(predict_scores(self.links, self.weights, th, w, self._e,
+                                        self.prior.resid_corr,
+                                        self.suite.joint_link if joint else None, shift))
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def prediction(self) -> pd.DataFrame:
         """One row per subject: subject_id, n_items, average(_lo, _hi) and per member
