@@ -15,7 +15,7 @@ import numpy as np
 
 from atlascat.live.build_bank import BENCHMARKS, load_published_scores, population_matrix
 from atlascat.suite import Suite, SuiteMember, fit_joint_link, fit_prior
-from atlascat.suite.definition import _suites_dir
+from atlascat.catalogue.suites import SUITES_DIR
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "openllm"
 DESCRIPTION = ("Open LLM Leaderboard v1: ARC (25-shot), HellaSwag (10-shot), MMLU (5-shot), "
@@ -44,7 +44,7 @@ def openllm_suite(prior=None, members=None) -> Suite:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-o", "--output", default=str(_suites_dir() / "openllm-v1.json"))
+    ap.add_argument("-o", "--output", default=str(SUITES_DIR / "openllm-v1.json"))
     ap.add_argument("--joint-link", action="store_true",
                     help="also fit the joint link (the suite test replayed on the calibration "
                          "models with all six scores; a few minutes)")

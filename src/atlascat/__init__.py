@@ -32,6 +32,8 @@ _LAZY = {
     "simulate_cat": "atlascat.cat.engine",
     "ExposureTracker": "atlascat.cat.exposure_control",
     "load_bank": "atlascat.catalogue",
+    "load_suite": "atlascat.suite",
+    "Suite": "atlascat.suite",
     "load_responses": "atlascat.catalogue",
     "catalogue": "atlascat.catalogue",
     "datasets": "atlascat.datasets",

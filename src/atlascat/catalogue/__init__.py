@@ -9,7 +9,9 @@
   with its score link (``load_score_link``); ``paper-arc`` ... ``paper-winogrande`` the ATLAS
   paper's published 3PL banks (``load_paper_bank``);
 - ``resolve_bank`` / ``resolve_responses``: a file path or a bundled name, as every command
-  reads ``--bank`` and a response matrix.
+  reads ``--bank`` and a response matrix;
+- suites (``bundled_suites``, ``suite_path``): ``openllm-v1``, read by
+  :func:`atlascat.suite.load_suite`.
 
 Below it sit the data types (:class:`~atlascat.responses.ResponseMatrix`,
 :class:`~atlascat.irt.bank.ItemBank`), the IRT core and the score link, none of which know a
@@ -23,6 +25,7 @@ from .banks import (bank_names, content_bank_path, is_bundled_name, load_bank, l
 from .files import (BANK_BENCHMARKS, CONTENT_BENCHMARKS, DATA_DIR, PAPER_PREFIX,
                     RESPONSE_BENCHMARKS, data_path)
 from .links import LINK_BENCHMARKS, bundled_link, load_bundled_bank, load_score_link, score_link_path
+from .suites import SUITES_DIR, bundled_suites, suite_path
 from .matrices import (load_items, load_m2_partitions, load_responses, load_test_accuracy,
                        load_test_thetas, resolve_responses)
 
@@ -33,4 +36,5 @@ __all__ = ["RESPONSE_BENCHMARKS", "BANK_BENCHMARKS", "CONTENT_BENCHMARKS", "LINK
            "load_test_accuracy", "load_m2_partitions", "load_items", "bank_names",
            "is_bundled_name", "load_bank", "load_content_bank", "load_paper_bank",
            "content_bank_path", "resolve_bank", "resolve_responses", "score_link_path",
-           "load_score_link", "bundled_link", "load_bundled_bank"]
+           "load_score_link", "bundled_link", "load_bundled_bank", "SUITES_DIR", "bundled_suites",
+           "suite_path"]

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ConfigError
+from ..catalogue.suites import bundled_suites, suite_path
 from .link import SuiteLink
 from .prior import SuitePrior
 
@@ -41,7 +42,7 @@ class SuiteMember:
 
     def resolve(self) -> "SuiteMember":
         """The member with its bank and link loaded (bundled names read from the package)."""
-        from ..evaluate.score_link import load_bundled_bank, load_score_link
+        from ..catalogue import load_bundled_bank, load_score_link
 
         bank = self.bank if self.bank is not None else self.name
         link = self.link
@@ -139,24 +140,6 @@ class Suite:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
         return path
-
-
-def _suites_dir() -> Path:
-    return Path(__file__).resolve().parents[1] / "datasets" / "data" / "suites"
-
-
-def bundled_suites() -> list[str]:
-    """Names of the suites shipped with the package."""
-    return sorted(p.stem for p in _suites_dir().glob("*.json"))
-
-
-def suite_path(name: str) -> Path:
-    """Path of a bundled suite definition."""
-    path = _suites_dir() / f"{str(name).lower()}.json"
-    if not path.exists():
-        raise ConfigError(f"no bundled suite {name!r}; bundled: {', '.join(bundled_suites())} "
-                          "(or give the path of a suite JSON file)")
-    return path
 
 
 def load_suite(name_or_path) -> Suite:
