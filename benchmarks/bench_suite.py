@@ -36,7 +36,7 @@ from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import simulate_cat
 from atlascat.live.build_bank import (BENCHMARKS, fit_bank_and_link, load_published_scores,
                                       population_matrix)
-from atlascat.evaluate.score_link import load_score_link
+from atlascat.catalogue import load_score_link
 from atlascat.suite.prior import COMPONENTS
 from atlascat.suite import (SuiteConfig, SuiteMember, fit_joint_link, fit_prior,
                             simulate_suite)
@@ -48,10 +48,10 @@ Z95 = 1.959963984540054
 
 def split(seed, test_size, populations, scores):
     """(dense held-out ids, union held-out ids, calibration ids)."""
-    from atlascat import datasets
+    from atlascat import catalogue
 
     full = pd.DataFrame({b: scores[b] for b in BENCHMARKS}).dropna()
-    dense = set.intersection(*[set(datasets.load_responses(b).subject_ids.astype(str))
+    dense = set.intersection(*[set(catalogue.load_responses(b).subject_ids.astype(str))
                                for b in BENCHMARKS]) & set(full.index)
     union = set().union(*[set(rm.subject_ids.astype(str)) for rm in populations.values()])
     other = (union & set(full.index)) - dense

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from atlascat import datasets
+from atlascat import catalogue
 from atlascat.cli import main
 from atlascat.cli.cmd_simulate import parse_pairs, single_bank
 from atlascat.errors import ConfigError
@@ -21,7 +21,7 @@ def matrices(tmp_path_factory):
     d = tmp_path_factory.mktemp("suite_mats")
     ids = None
     for b in BENCHES:
-        path = datasets.data_path(f"dense_{b}.csv.gz")
+        path = catalogue.data_path(f"dense_{b}.csv.gz")
         df = pd.read_csv(path, nrows=4000)
         if ids is None:
             ids = list(df.iloc[:4, 0])
