@@ -179,6 +179,10 @@ class _LiveDisplay:
         guess = int(round(n * (se / self.se_stop) ** 2)) if n else self.max_items
         return int(min(self.max_items, max(self.min_items, n, guess)))
 
+    def estimate_text(self, info) -> str:
+        """What a step's line says of the current estimate."""
+        return f"theta {info.theta:+.3f}  SE {info.se:.3f}"
+
     def line(self, info) -> "Text":
         from rich.text import Text
 
@@ -187,8 +191,7 @@ class _LiveDisplay:
         text.append(f"{item:<{self.w_item}}" if len(item) <= self.w_item else item)
         text.append("  ")
         text.append("correct" if info.score else "wrong  ", style="green" if info.score else "red")
-        text.append(f"  theta {info.theta:+.3f}  SE {info.se:.3f}"
-                    + ("  (cached)" if info.cached else ""))
+        text.append(f"  {self.estimate_text(info)}" + ("  (cached)" if info.cached else ""))
         return text
 
     def step_callback(self, stop: "_StopRequest"):

@@ -128,17 +128,8 @@ def resume_suite_runs(store, ids, *, db, output, report_dir, cache, as_json, qui
 class _SuiteDisplay(_LiveDisplay):
     """Per-item lines with the predicted average and its SE (points) instead of theta."""
 
-    def line(self, info):
-        from rich.text import Text
-
-        text = Text(f"{info.model:<{self.w_model}}  step {info.step + 1:>4}  item ")
-        item = str(info.item_id)
-        text.append(f"{item:<{self.w_item}}" if len(item) <= self.w_item else item)
-        text.append("  ")
-        text.append("correct" if info.score else "wrong  ", style="green" if info.score else "red")
-        text.append(f"  average {100 * info.theta:5.1f}  SE {100 * info.se:4.2f}"
-                    + ("  (cached)" if info.cached else ""))
-        return text
+    def estimate_text(self, info) -> str:
+        return f"average {100 * info.theta:5.1f}  SE {100 * info.se:4.2f}"
 
 
 def _drive(store, rid, bank, subject, *, db, output, report_dir, cache, as_json, quiet,
