@@ -230,6 +230,8 @@ class HFSubject:
         params = inspect.signature(self.model.forward).parameters
         self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep")
                                if a in params), None)
+        # transformers >= 5.x names the key/value cache `cache` (`past_key_values` deprecated)
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
         self.cache_key = f"hf:{self.model_name}@{revision or 'main'}:{self.dtype}" + (
             f":gguf={self.gguf_file}"  # a folder's GGUF file (a .gguf path names its file)
             if self.gguf_file and not self.model_name.endswith(self.gguf_file) else "")
@@ -436,8 +438,8 @@ class HFSubject:
             ids, mask = ids.to(self.device), mask.to(self.device)
             fresh = _new_cache(self.model)
             res, kept = self._forward(ids, mask, keep=keep.to(self.device), use_cache=True,
-                                      **({} if fresh is None else {"past_key_values": fresh}))
-            cache = res.past_key_values
+                                      **({} if fresh is None else {self._cache_arg: fresh}))
+            cache = res.cache if self._cache_arg == "cache" else res.past_key_values
             where = {int(p): q for q, p in enumerate(keep.tolist())} if kept else None
             # first continuation token from each context's last position
             members = [(g, i) for g, (_, idx) in enumerate(chunk) for i in idx]
@@ -466,7 +468,7 @@ class HFSubject:
                 gi = torch.tensor([g for g, _ in sub], device=self.device)
                 sub_cache = _select_cache(cache, gi)
                 full_mask = torch.cat([mask[gi], cmask.to(self.device)], dim=1)
-                extra = {"position_ids": pos.to(self.device), "past_key_values": sub_cache,
+                extra = {"position_ids": pos.to(self.device), self._cache_arg: sub_cache,
                          "use_cache": True}
                 res2, _ = self._forward(cids.to(self.device), full_mask, **extra)
                 r_rows, r_cols, r_toks = [], [], []
