@@ -46,12 +46,11 @@ ALL_BENCHES = LL_BENCHES[:2] + ("mmlu", "truthfulqa", "winogrande", "gsm8k")
 #: SmolLM2-135M-Instruct's model card ("Instruction model" table; "All evaluations are
 #: zero-shot unless stated otherwise", run with lighteval). Not the leaderboard's protocol.
 PUBLISHED = {
-    "arc": (37.3, "ARC (Average): mean of ARC-Easy and ARC-Challenge, zero-shot"),
-    "hellaswag": (40.9, "zero-shot (the leaderboard: 10-shot)"),
-    "mmlu": (29.3, "MMLU (cloze): scores the answer texts, zero-shot (the leaderboard: the "
-                   "letters A-D, 5-shot)"),
+    "arc": (37.3, "ARC (Average) of Easy and Challenge, 0-shot"),
+    "hellaswag": (40.9, "0-shot"),
+    "mmlu": (29.3, "MMLU (cloze), 0-shot"),
     "truthfulqa": (None, "not reported"),
-    "winogrande": (None, "not reported for the Instruct model (base SmolLM2-135M: 51.3)"),
+    "winogrande": (None, "not reported (base model: 51.3)"),
     "gsm8k": (1.4, "5-shot"),
 }
 
@@ -276,8 +275,9 @@ def report(args) -> None:
     out = Path(args.out)
     lines = ["## Agreement with lm-eval's HFLM and speed", "", agreement_tables(out),
              "## Adaptive tests beside the full bank", "",
-             "| bench | items asked | theta +- SE | predicted leaderboard score | model-based "
-             "accuracy on the bank | full-bank accuracy (items) | published (model card) |",
+             "| bench | items asked (stop) | theta +- SE | predicted leaderboard score | "
+             "model-based accuracy on the bank | full-bank accuracy (items) | published "
+             "(model card) |",
              "|---|---|---|---|---|---|---|"]
     for bench in ALL_BENCHES:
         a = out / f"adaptive_{bench}.json"
@@ -291,8 +291,10 @@ def report(args) -> None:
         mba = ad.get("model_based_accuracy")
         full = (f"{100 * fu['accuracy']:.1f} ({fu['n_items']}/{fu['n_bank']})"
                 if fu.get("accuracy") is not None else "not run")
+        if fu and fu.get("status") != "done":
+            full += " (partial)"
         lines.append(
-            f"| {bench} | {ad.get('n_items', '-')} | "
+            f"| {bench} | {ad.get('n_items', '-')} ({ad.get('stop_reason', '-')}) | "
             + (f"{ad['theta']:.2f} +- {ad['se']:.2f}" if ad else "-")
             + f" | {pred} | " + (f"{100 * mba:.1f}" if mba is not None else "-")
             + f" | {full} | " + (f"{pub} ({how})" if pub is not None else how) + " |")
