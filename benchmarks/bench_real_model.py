@@ -271,6 +271,24 @@ def full_pass(args, bench: str) -> None:
     print(json.dumps({k: rec[k] for k in ("bench", "n_items", "accuracy", "wall_s")}), flush=True)
 
 
+def partial_pass(args, bench: str) -> dict:
+    """An unfinished full pass (its state file names the run): the items answered so far."""
+    state = Path(args.out) / f"full_{bench}.state.json"
+    if not state.exists():
+        return {}
+    from atlascat.catalogue import load_content_bank
+    from atlascat.live.store import RunStore
+
+    rid = json.loads(state.read_text())["run_id"]
+    steps = RunStore(Path(args.db) if args.db else Path(args.out) / "runs.sqlite").steps(rid)
+    steps = steps[steps["score"].notna()]
+    if steps.empty:
+        return {}
+    return {"bench": bench, "run_id": rid, "n_items": len(steps), "status": "partial",
+            "n_bank": len(load_content_bank(bench).item_ids),
+            "accuracy": float(steps["score"].mean())}
+
+
 def report(args) -> None:
     out = Path(args.out)
     lines = ["## Agreement with lm-eval's HFLM and speed", "", agreement_tables(out),
@@ -283,7 +301,7 @@ def report(args) -> None:
         a = out / f"adaptive_{bench}.json"
         f = out / f"full_{bench}.json"
         ad = json.loads(a.read_text()) if a.exists() else {}
-        fu = json.loads(f.read_text()) if f.exists() else {}
+        fu = json.loads(f.read_text()) if f.exists() else partial_pass(args, bench)
         pub, how = PUBLISHED[bench]
         lb = ad.get("leaderboard") or {}
         pred = (f"{100 * lb['score']:.1f} ({100 * lb['lo']:.1f}-{100 * lb['hi']:.1f})"
@@ -292,7 +310,7 @@ def report(args) -> None:
         full = (f"{100 * fu['accuracy']:.1f} ({fu['n_items']}/{fu['n_bank']})"
                 if fu.get("accuracy") is not None else "not run")
         if fu and fu.get("status") != "done":
-            full += " (partial)"
+            full = full.replace(")", " so far)")
         lines.append(
             f"| {bench} | {ad.get('n_items', '-')} ({ad.get('stop_reason', '-')}) | "
             + (f"{ad['theta']:.2f} +- {ad['se']:.2f}" if ad else "-")
