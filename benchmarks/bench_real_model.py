@@ -294,9 +294,9 @@ def report(args) -> None:
     lines = ["## Agreement with lm-eval's HFLM and speed", "", agreement_tables(out),
              "## Adaptive tests beside the full bank", "",
              "| bench | items asked (stop) | theta +- SE | predicted leaderboard score | "
-             "model-based accuracy on the bank | full-bank accuracy (items) | published "
-             "(model card) |",
-             "|---|---|---|---|---|---|---|"]
+             "model-based accuracy on the bank | full-bank accuracy (items) | theta from the "
+             "full bank | published (model card) |",
+             "|---|---|---|---|---|---|---|---|"]
     for bench in ALL_BENCHES:
         a = out / f"adaptive_{bench}.json"
         f = out / f"full_{bench}.json"
@@ -315,7 +315,10 @@ def report(args) -> None:
             f"| {bench} | {ad.get('n_items', '-')} ({ad.get('stop_reason', '-')}) | "
             + (f"{ad['theta']:.2f} +- {ad['se']:.2f}" if ad else "-")
             + f" | {pred} | " + (f"{100 * mba:.1f}" if mba is not None else "-")
-            + f" | {full} | " + (f"{pub} ({how})" if pub is not None else how) + " |")
+            + f" | {full} | "
+            + (f"{fu['theta_all_items']:.2f} +- {fu['se']:.2f}" if fu.get("theta_all_items")
+               is not None else "-")
+            + " | " + (f"{pub} ({how})" if pub is not None else how) + " |")
     (out / "report.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
