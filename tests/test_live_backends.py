@@ -413,6 +413,30 @@ class TestHFSubject:
         assert merged >= 2
         print(f"\n[{len(reqs)} requests, shared-prefix scoring {t_shared:.2f} s, float64 CPU]")
 
+    def test_is_greedy_as_the_harness(self, hf64, tiny_path):
+        """``loglikelihood_greedy``'s flag: every continuation token is its position's argmax
+        (shared-prefix and per-request paths), including continuations that are greedy."""
+        import torch
+
+        from atlascat.live.hf import HFSubject
+
+        reqs = all_requests(golden=False) + MERGE
+        for r in (ARC[0], MMLU[0], HELLA[0]):  # continuations the model itself would write
+            new = hf64.generate_ids(hf64.encode(r.context), 3)
+            reqs.append(Request("loglikelihood", r.context, hf64.decode(new)))
+        ref = []
+        for r in reqs:
+            c, k = hf64.encode_pair(r.context, r.continuation)
+            with torch.inference_mode():
+                logits = hf64.model(torch.tensor([c + k])).logits[0]
+            ref.append(all(int(logits[len(c) - 1 + t].argmax()) == k[t] for t in range(len(k))))
+        assert any(ref) and not all(ref)
+        for shared in (True, False):
+            s = HFSubject(str(tiny_path), dtype="float64", batch_size=8, shared_prefix=shared)
+            ll, greedy = s.loglikelihood_greedy(reqs)
+            assert greedy == ref, shared
+            assert ll == s.loglikelihood(reqs)
+
     def test_shared_prefix_equals_per_request_and_runs_each_context_once(self, tiny_path):
         from atlascat.live.hf import HFSubject
 

@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import AtlasError, ConfigError
 from .toylm import cut_at_stop, harness_pair
 
-__all__ = ["HFSubject", "hf_subject_from_spec", "DTYPES"]
+__all__ = ["HFSubject", "hf_subject_from_spec", "find_gguf", "DTYPES"]
 
 DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
 _HUGE = 1000000000000000019884624838656  # transformers' "no limit" model_max_length
@@ -55,6 +55,47 @@ def _imports():
             f"hf subjects need torch and transformers ({exc.name} is not installed): "
             "pip install 'atlascat[hf]'") from exc
     return torch, transformers
+
+
+def find_gguf(model: Any, gguf_file: str | None = None) -> tuple[str, str] | None:
+    """``(folder, file name)`` when ``model`` names a GGUF checkpoint, else None.
+
+    A GGUF checkpoint is a ``.gguf`` file, or a folder holding one (``gguf_file`` picks one of
+    several) and no ``config.json`` (a folder with a ``config.json`` is an ordinary
+    transformers checkpoint, unless ``gguf_file`` is given). transformers then loads the model
+    and its tokenizer from the GGUF file itself (``from_pretrained(folder, gguf_file=name)``,
+    weights de-quantized), so no hand conversion is needed. Needs no torch.
+    """
+    from pathlib import Path
+
+    if not isinstance(model, (str, Path)):
+        return None
+    path = Path(model).expanduser()
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            return None
+        if gguf_file and gguf_file != path.name:
+            raise ConfigError(f"gguf_file={gguf_file!r} but the model is the file {str(path)!r}")
+        return str(path.parent), path.name
+    if str(model).lower().endswith(".gguf"):
+        raise HFSubjectError(f"GGUF file {str(model)!r} does not exist")
+    if not path.is_dir():
+        if gguf_file:  # a Hub repository and one of its GGUF files
+            return str(model), gguf_file
+        return None
+    found = sorted(p.name for p in path.iterdir()
+                   if p.is_file() and p.suffix.lower() == ".gguf")
+    if gguf_file:
+        if gguf_file not in found:
+            raise HFSubjectError(f"{str(path)!r} has no GGUF file {gguf_file!r} "
+                                 f"(it has: {', '.join(found) or 'none'})")
+        return str(path), gguf_file
+    if not found or (path / "config.json").is_file():
+        return None
+    if len(found) > 1:
+        raise ConfigError(f"{str(path)!r} holds {len(found)} GGUF files ({', '.join(found)}): "
+                          "name one, hf:FOLDER/FILE.gguf or hf:FOLDER,gguf_file=FILE.gguf")
+    return str(path), found[0]
 
 
 def _new_cache(model):
@@ -111,6 +152,8 @@ class HFSubject:
         ``max_position_embeddings`` / ``n_ctx``, else the tokenizer's, else 2048)
     shared_prefix : score each distinct context once (default) or every request on its own
     name : the model name reported in runs (default: ``model``)
+    gguf_file : the GGUF file in the folder ``model`` (default: found; see :func:`find_gguf`:
+        ``model`` may also be a ``.gguf`` file or a folder holding one)
     revision, trust_remote_code, local_files_only : passed to ``from_pretrained``
     """
 
@@ -121,7 +164,7 @@ class HFSubject:
                  generation_batch_size: int = 1, max_length: int | None = None,
                  shared_prefix: bool = True, name: str | None = None,
                  revision: str | None = None, trust_remote_code: bool = False,
-                 local_files_only: bool = False):
+                 local_files_only: bool = False, gguf_file: str | None = None):
         torch, transformers = _imports()
         self._torch = torch
         if dtype not in DTYPES:
@@ -141,6 +184,12 @@ class HFSubject:
         self.revision = revision
         kw = {"revision": revision, "trust_remote_code": trust_remote_code,
               "local_files_only": local_files_only}
+        gguf = find_gguf(model, gguf_file)
+        self.gguf_file = gguf[1] if gguf else None
+        source = model
+        if gguf:
+            source = gguf[0]
+            kw["gguf_file"] = gguf[1]
         if isinstance(model, str):
             self.model_name = model
             if dtype == "auto":
@@ -152,7 +201,7 @@ class HFSubject:
             dkey = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
             try:
                 mdl = transformers.AutoModelForCausalLM.from_pretrained(
-                    model, **{dkey: torch_dtype}, **kw)
+                    source, **{dkey: torch_dtype}, **kw)
             except (OSError, ValueError) as exc:
                 raise HFSubjectError(f"cannot load the model {model!r}: "
                                      f"{str(exc).splitlines()[0]}") from exc
@@ -165,7 +214,7 @@ class HFSubject:
         if tokenizer is None:
             try:
                 tokenizer = transformers.AutoTokenizer.from_pretrained(
-                    model if isinstance(model, str) else self.model_name, **kw)
+                    source if isinstance(model, str) else self.model_name, **kw)
             except (OSError, ValueError) as exc:
                 raise HFSubjectError(f"cannot load the tokenizer of {self.model_name!r}: "
                                      f"{str(exc).splitlines()[0]}") from exc
@@ -181,7 +230,11 @@ class HFSubject:
         params = inspect.signature(self.model.forward).parameters
         self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep")
                                if a in params), None)
-        self.cache_key = f"hf:{self.model_name}@{revision or 'main'}:{self.dtype}"
+        # transformers >= 5.x names the key/value cache `cache` (`past_key_values` deprecated)
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        self.cache_key = f"hf:{self.model_name}@{revision or 'main'}:{self.dtype}" + (
+            f":gguf={self.gguf_file}"  # a folder's GGUF file (a .gguf path names its file)
+            if self.gguf_file and not self.model_name.endswith(self.gguf_file) else "")
         self.stats = {"forward_passes": 0, "tokens_run": 0}
 
     @classmethod
@@ -190,14 +243,16 @@ class HFSubject:
                   generation_batch_size: int | None = None, max_length: int | None = None, shared_prefix: bool | None = None,
                   revision: str | None = None, name: str | None = None,
                   trust_remote_code: bool | None = None,
-                  local_files_only: bool | None = None) -> "HFSubject":
+                  local_files_only: bool | None = None,
+                  gguf_file: str | None = None) -> "HFSubject":
         """From the text after ``hf:`` (see :func:`hf_subject_from_spec`); the keyword
         arguments are defaults that options in the spec override."""
         kw = dict(device=device, dtype=dtype, batch_size=batch_size,
                   max_batch_tokens=max_batch_tokens, generation_batch_size=generation_batch_size,
                   max_length=max_length,
                   shared_prefix=shared_prefix, revision=revision, name=name,
-                  trust_remote_code=trust_remote_code, local_files_only=local_files_only)
+                  trust_remote_code=trust_remote_code, local_files_only=local_files_only,
+                  gguf_file=gguf_file)
         return hf_subject_from_spec(spec, **kw)
 
     # ------------------------------------------------------------------ basics
@@ -218,6 +273,7 @@ class HFSubject:
                 "max_batch_tokens": self.max_batch_tokens,
                 "generation_batch_size": self.generation_batch_size,
                 "max_length": self.max_length, "shared_prefix": self.shared_prefix,
+                **({"gguf_file": self.gguf_file} if self.gguf_file else {}),
                 "protocol": "lm-evaluation-harness loglikelihood (joint tokenization, no BOS)"}
 
     def __repr__(self) -> str:
@@ -272,7 +328,9 @@ class HFSubject:
         sel = logits[torch.as_tensor(rows, device=dev), torch.as_tensor(cols, device=dev)]
         lp = self._logprobs(sel)
         n = len(toks)
-        return lp[torch.arange(n, device=dev), torch.as_tensor(toks, device=dev)].double().cpu().numpy()
+        tk = torch.as_tensor(toks, device=dev)
+        self._last_hits = (lp.argmax(dim=-1) == tk).cpu().numpy()  # greedy token at each position
+        return lp[torch.arange(n, device=dev), tk].double().cpu().numpy()
 
     def _logprobs(self, logits):
         torch = self._torch
@@ -282,6 +340,11 @@ class HFSubject:
     # ------------------------------------------------------------------ scoring
     def loglikelihood(self, requests: Sequence) -> list[float]:
         """Sum of log p(continuation | context) per request, as the harness computes it."""
+        return self.loglikelihood_greedy(requests)[0]
+
+    def loglikelihood_greedy(self, requests: Sequence) -> tuple[list[float], list[bool]]:
+        """``(log-likelihoods, is_greedy)``: the harness's pair, ``is_greedy`` true when every
+        continuation token is the argmax of its position (the scores use only the first)."""
         torch = self._torch
         pairs = []
         enc_cache: dict[str, list[int]] = {}
@@ -297,6 +360,7 @@ class HFSubject:
             c = enc_cache[ctx]
             pairs.append((c, self.encode(ctx + cont)[len(c):]))
         out = [0.0] * len(pairs)
+        self._greedy_out = [True] * len(pairs)
         alone, groups = [], {}
         for i, (c, k) in enumerate(pairs):
             if not k:
@@ -313,7 +377,11 @@ class HFSubject:
                 self._score_whole(pairs, alone, out)
             if groups:
                 self._score_shared(pairs, groups, out)
-        return out
+        return out, self._greedy_out
+
+    def _hit(self, i: int, a: int, b: int) -> None:
+        """Request ``i`` stays greedy only if positions ``a:b`` of the last gather were."""
+        self._greedy_out[i] = self._greedy_out[i] and bool(self._last_hits[a:b].all())
 
     def _score_whole(self, pairs, idx: list[int], out: list[float]) -> None:
         """Each request on its own: the harness's computation, right-padded batches."""
@@ -349,6 +417,7 @@ class HFSubject:
             at = 0
             for j, (i, _, k) in enumerate(batch):
                 out[i] = float(vals[at:at + len(k)].sum())
+                self._hit(i, at, at + len(k))
                 at += len(k)
 
     def _score_shared(self, pairs, groups: dict, out: list[float]) -> None:
@@ -369,16 +438,17 @@ class HFSubject:
             ids, mask = ids.to(self.device), mask.to(self.device)
             fresh = _new_cache(self.model)
             res, kept = self._forward(ids, mask, keep=keep.to(self.device), use_cache=True,
-                                      **({} if fresh is None else {"past_key_values": fresh}))
-            cache = res.past_key_values
+                                      **({} if fresh is None else {self._cache_arg: fresh}))
+            cache = res.cache if self._cache_arg == "cache" else res.past_key_values
             where = {int(p): q for q, p in enumerate(keep.tolist())} if kept else None
             # first continuation token from each context's last position
             members = [(g, i) for g, (_, idx) in enumerate(chunk) for i in idx]
             first = self._gather(res.logits, [g for g, _ in members],
                                  [(where[last[g]] if kept else last[g]) for g, _ in members],
                                  [pairs[i][1][0] for _, i in members])
-            for (g, i), v in zip(members, first):
+            for n, ((g, i), v) in enumerate(zip(members, first)):
                 out[i] = float(v)
+                self._hit(i, n, n + 1)
             del res
             # the rest of each continuation, batched on its context's cache rows
             rest = [(g, i) for g, i in members if len(pairs[i][1]) > 1]
@@ -398,7 +468,7 @@ class HFSubject:
                 gi = torch.tensor([g for g, _ in sub], device=self.device)
                 sub_cache = _select_cache(cache, gi)
                 full_mask = torch.cat([mask[gi], cmask.to(self.device)], dim=1)
-                extra = {"position_ids": pos.to(self.device), "past_key_values": sub_cache,
+                extra = {"position_ids": pos.to(self.device), self._cache_arg: sub_cache,
                          "use_cache": True}
                 res2, _ = self._forward(cids.to(self.device), full_mask, **extra)
                 r_rows, r_cols, r_toks = [], [], []
@@ -413,6 +483,7 @@ class HFSubject:
                 for j, (g, i) in enumerate(sub):
                     n = len(pairs[i][1]) - 1
                     out[i] += float(vals[at:at + n].sum())
+                    self._hit(i, at, at + n)
                     at += n
                 del res2, sub_cache
             del cache
@@ -546,7 +617,8 @@ class HFSubject:
 def hf_subject_from_spec(spec: str, **kw) -> HFSubject:
     """``HFSubject`` from ``"PATH_OR_NAME[,key=value,...]"`` (keys: device, dtype, batch_size,
     max_batch_tokens, generation_batch_size, max_length, shared_prefix, revision, trust_remote_code, local_files_only,
-    name); keyword arguments are defaults that the spec's own options override."""
+    name, gguf_file); keyword arguments are defaults that the spec's own options override.
+    ``PATH`` may be a ``.gguf`` file or a folder holding one (:func:`find_gguf`)."""
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if not parts or "=" in parts[0]:
         raise ConfigError(f"hf subject spec {spec!r} must start with a model path or name, "
@@ -560,7 +632,8 @@ def hf_subject_from_spec(spec: str, **kw) -> HFSubject:
         key = key.strip()
         known = ("device", "dtype", "batch_size", "max_batch_tokens", "generation_batch_size",
                  "max_length",
-                 "shared_prefix", "revision", "trust_remote_code", "local_files_only", "name")
+                 "shared_prefix", "revision", "trust_remote_code", "local_files_only", "name",
+                 "gguf_file")
         if not sep or key not in known:
             raise ConfigError(f"hf subject option {p!r} is not key=value with a known key "
                               f"({', '.join(known)})")

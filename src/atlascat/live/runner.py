@@ -241,7 +241,8 @@ def subject_from_description(desc: dict, bank=None, **overrides):
     backend = desc.get("backend")
     if backend == "hf":
         opts = {k: desc[k] for k in ("device", "dtype", "batch_size", "max_batch_tokens",
-                                     "max_length", "shared_prefix", "revision") if k in desc}
+                                     "max_length", "shared_prefix", "revision", "gguf_file")
+                if k in desc}
         return subject_from_spec(f"hf:{desc['model']}", bank=bank, **opts)
     if backend == "lmeval":
         args = desc.get("model_args") or ""
