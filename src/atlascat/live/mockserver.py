@@ -48,7 +48,15 @@ from ..content.parsing import letters
 from .subjects import item_uniform
 from .toylm import cut_at_stop
 
-PROMPT_LOGPROBS = ("full", "none", "null")
+PROMPT_LOGPROBS = ("full", "none", "null", "shifted")
+
+
+def _shift(logprobs: dict) -> dict:
+    """Echoed log-probabilities one token late: position i carries position i + 1's values
+    (the last gets the first's, a null one)."""
+    vals, tops = logprobs["token_logprobs"], logprobs["top_logprobs"]
+    return {**logprobs, "token_logprobs": [*vals[1:], -30.0],
+            "top_logprobs": [*tops[1:], {logprobs["tokens"][-1]: -30.0}]}
 
 __all__ = ["MockOpenAIServer"]
 
@@ -64,7 +72,8 @@ class MockOpenAIServer:
     fault : the fault hook described in the module docstring
     hang_s : how long a ``"hang"`` lasts
     lm : the language model of the log-likelihood mode (module docstring); default ToyLM
-    prompt_logprobs : "full" (default), "none" (like llama.cpp) or "null"
+    prompt_logprobs : "full" (default), "none" (like llama.cpp), "null" or "shifted" (every
+        entry one token late, as llama-cpp-python's server 0.3.36 echoes them)
     model_name : the model id reported by ``GET /v1/models`` and in replies
     """
 
@@ -259,6 +268,8 @@ class MockOpenAIServer:
             if n_top is not None:
                 if echo and mode == "full":
                     logprobs = self._logprobs(full, 0, int(n_top))
+                elif echo and mode == "shifted":
+                    logprobs = _shift(self._logprobs(full, 0, int(n_top)))
                 elif echo and mode == "null":
                     logprobs = self._logprobs(full, 0, 0, null=True)
                 elif gen:  # completion tokens only (as llama.cpp and non-echo requests)

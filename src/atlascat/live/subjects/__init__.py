@@ -48,8 +48,8 @@ from __future__ import annotations
 from .base import Answer, Subject, SubjectError
 from .chat import OpenAICompatible
 from .completions import (NoPromptLogprobs, NoPromptLogprobsError, OpenAICompletionsSubject,
-                          _MaxTokensRefused, _WrongChoiceCount, continuation_logprob,
-                          harness_split)  # noqa: F401
+                          ShiftedPromptLogprobsError, _MaxTokensRefused, _WrongChoiceCount,
+                          continuation_logprob, echo_alignment, harness_split)  # noqa: F401
 from .http import MAX_REPLY_BYTES, RETRY_STATUS, _HTTPSubject, _safe_url, _Transient  # noqa: F401
 from .replay import (_CORRECT_LL, _WRONG_LL, ReplaySubject, _gold_text, _probe, _read_matrix,
                      _request_key)  # noqa: F401
@@ -58,6 +58,6 @@ from .spec import (SUBJECT_SPECS, _HTTP_OPTS, _construct, parse_theta_spec,  # n
                    subject_from_spec)
 
 __all__ = ["Answer", "Subject", "SubjectError", "OpenAICompatible", "OpenAICompletionsSubject",
-           "NoPromptLogprobsError", "ReplaySubject", "CallableSubject", "SimulatedSubject",
+           "NoPromptLogprobsError", "ShiftedPromptLogprobsError", "echo_alignment", "ReplaySubject", "CallableSubject", "SimulatedSubject",
            "subject_from_spec", "parse_theta_spec", "continuation_logprob", "harness_split",
            "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_SPECS"]

@@ -17,13 +17,50 @@ from ...errors import ConfigError
 from .base import SubjectError
 from .http import _HTTPSubject, _safe_url
 
-__all__ = ["OpenAICompletionsSubject", "NoPromptLogprobsError", "continuation_logprob",
-           "harness_split"]
+__all__ = ["OpenAICompletionsSubject", "NoPromptLogprobsError", "ShiftedPromptLogprobsError",
+           "continuation_logprob", "harness_split", "echo_alignment"]
 
 
 class NoPromptLogprobsError(ConfigError):
     """The server does not return log-probabilities of the prompt (echo): the leaderboard's
     log-likelihood protocol cannot be followed. Not resumable: use another server or subject."""
+
+
+class ShiftedPromptLogprobsError(NoPromptLogprobsError):
+    """The server's echoed prompt log-probabilities are one token late: each prompt token
+    carries the distribution that predicts the token after it (llama-cpp-python's server,
+    0.3.36, seen here). The continuation's log-likelihood cannot be read from them."""
+
+
+#: the first reply with at least this many tokens with top log-probabilities is checked
+ALIGNMENT_MIN_TOKENS = 30
+
+
+def echo_alignment(logprobs) -> str:
+    """Whether echoed prompt log-probabilities belong to their tokens: "aligned", "shifted"
+    (each entry is the distribution of the NEXT token) or "unknown".
+
+    With ``logprobs >= 1`` each position's ``top_logprobs`` is the model's distribution there.
+    Count m0 = positions whose most likely token is the token at that position, and m1 = those
+    whose most likely token is the one after it. A language model on text predicts a good share
+    of its tokens, so an aligned reply has m0 well above m1 and a shifted one the reverse (a
+    llama-cpp-python reply on 120 tokens of this README: m0 = 4, m1 = 37). A model that predicts
+    nothing (a random toy LM) gives "unknown" and is let through."""
+    if not isinstance(logprobs, Mapping):
+        return "unknown"
+    toks, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
+    if not toks or not tops or len(toks) != len(tops):
+        return "unknown"
+    best = [max(t, key=t.get) if isinstance(t, Mapping) and t else None for t in tops]
+    if sum(b is not None for b in best) < ALIGNMENT_MIN_TOKENS:
+        return "unknown"
+    m0 = sum(b == toks[i] for i, b in enumerate(best) if b is not None)
+    m1 = sum(b == toks[i + 1] for i, b in enumerate(best[:-1]) if b is not None)
+    if m1 >= 5 and m1 >= 3 * max(m0, 1):
+        return "shifted"
+    if m0 >= 5 and m0 >= 3 * max(m1, 1):
+        return "aligned"
+    return "unknown"
 
 
 def harness_split(context: str, continuation: str) -> tuple[str, str]:
@@ -109,6 +146,8 @@ class OpenAICompletionsSubject(_HTTPSubject):
         self._max_tokens = 0
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
         self._usage_lock = threading.Lock()
+        #: "aligned" / "shifted" once a long enough reply was checked (:func:`echo_alignment`)
+        self.echo_alignment = "unknown"
 
     @property
     def cache_key(self) -> str:
@@ -132,6 +171,18 @@ class OpenAICompletionsSubject(_HTTPSubject):
             "(vLLM serves them; llama.cpp's server and chat-only APIs do not). Use such a "
             "server, --subject hf:MODEL or lmeval:..., or openai:URL for the approximate chat "
             "protocol")
+
+    def _check_alignment(self, logprobs) -> None:
+        verdict = echo_alignment(logprobs)
+        if verdict == "shifted":
+            raise ShiftedPromptLogprobsError(
+                f"{_safe_url(self.base_url)}/completions echoes the prompt's log-probabilities "
+                "one token late (each token carries the distribution of the token after it, as "
+                "llama-cpp-python's server does): the leaderboard's log-likelihoods cannot be "
+                "read from them. Use vLLM, --subject hf:MODEL.gguf (the same GGUF file, in "
+                "process) or lmeval:...")
+        if verdict == "aligned":
+            self.echo_alignment = verdict
 
     def _count(self, data):
         usage = data.get("usage") or {} if isinstance(data, Mapping) else {}
@@ -187,7 +238,10 @@ class OpenAICompletionsSubject(_HTTPSubject):
                 return self._send(make_body([prompts[i] for i in idx], idx), len(idx),
                                   lambda c, k: parse_one(c, idx[k]))
             except (_WrongChoiceCount, SubjectError) as exc:
-                if isinstance(exc, SubjectError) and "HTTP 4" not in str(exc):
+                # a list refused: HTTP 4xx, or a 500 (llama-cpp-python's server asserts one
+                # prompt); a server that fails single prompts too still fails below
+                if isinstance(exc, SubjectError) and not any(
+                        f"HTTP {c}" in str(exc) for c in ("4", "500")):
                     raise
                 self._lists_ok = False  # the server does not take a list of prompts
                 return [self._send(make_body(prompts[i], [i]), 1,
@@ -223,6 +277,8 @@ class OpenAICompletionsSubject(_HTTPSubject):
                     "max_tokens": self._max_tokens, "temperature": 0, **self.extra_body}
 
         def parse_one(choice, i):
+            if self.echo_alignment == "unknown":
+                self._check_alignment(choice.get("logprobs"))
             try:
                 return continuation_logprob(choice.get("logprobs"), *spans[i],
                                             text=choice.get("text"))
