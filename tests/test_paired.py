@@ -68,16 +68,22 @@ def test_excess_agreement():
     assert np.isfinite(excess_agreement(a, b, mask)).all()
 
 
-def test_compare_models_on_two_live_runs(tmp_path, capsys):
+def _two_runs(tmp_path, capsys, thetas, options) -> tuple:
+    """Two finished `atlas evaluate` runs of simulated models in one store -> (db, run ids)."""
     db = tmp_path / "runs.sqlite"
     ids = []
-    for theta in ("1.5", "-0.5"):
+    for theta in thetas:
         out = tmp_path / f"run{theta}"
-        code = main(["evaluate", "--bank", "arc", "--subject", f"simulate:{theta}:3",
-                     "--se-stop", "0.2", "--db", str(db), "-o", str(out)])
-        assert code == 0
+        code = main(["evaluate", *options, "--subject", f"simulate:{theta}:3", "--db", str(db),
+                     "-o", str(out)])
+        assert code == 0, capsys.readouterr().err
         ids.append(json.loads((out / "results.json").read_text())[0]["run_id"])
         capsys.readouterr()
+    return db, ids
+
+
+def test_compare_models_on_two_live_runs(tmp_path, capsys):
+    db, ids = _two_runs(tmp_path, capsys, ("1.5", "-0.5"), ["--bank", "arc", "--se-stop", "0.2"])
     code = main(["compare-models", ids[0], ids[1], "--db", str(db), "--json"])
     got = json.loads(capsys.readouterr().out)
     assert code == 0 and got["rows"][0]["benchmark"] == "arc"
@@ -94,15 +100,8 @@ def test_compare_models_on_two_live_runs(tmp_path, capsys):
 
 
 def test_compare_models_on_two_suite_runs(tmp_path, capsys):
-    db = tmp_path / "runs.sqlite"
-    ids = []
-    for theta in ("1.0", "-1.0"):
-        out = tmp_path / f"suite{theta}"
-        code = main(["evaluate", "--suite", "openllm-v1", "--subject", f"simulate:{theta}:3",
-                     "--max-items", "36", "--db", str(db), "-o", str(out)])
-        assert code == 0, capsys.readouterr().err
-        ids.append(json.loads((out / "results.json").read_text())[0]["run_id"])
-        capsys.readouterr()
+    db, ids = _two_runs(tmp_path, capsys, ("1.0", "-1.0"),
+                        ["--suite", "openllm-v1", "--max-items", "36"])
     code = main(["compare-models", ids[0], ids[1], "--db", str(db), "--json"])
     got = json.loads(capsys.readouterr().out)
     assert code == 0
