@@ -9,7 +9,8 @@ import pytest
 
 from atlascat import catalogue
 from atlascat.cli import main
-from atlascat.cli.cmd_simulate import parse_pairs, single_bank
+from atlascat.cli._common import one_bank as single_bank
+from atlascat.cli.cmd_simulate import parse_pairs
 from atlascat.errors import ConfigError
 
 BENCHES = ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]

@@ -28,7 +28,7 @@ console.soft_wrap = not console.is_terminal
 err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
 
 __all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
-           "warn", "deprecated_alias", "bank_option_help", "output_file", "output_dir",
+           "warn", "deprecated_alias", "bank_option_help", "one_bank", "output_file", "output_dir",
            "load_bank", "load_responses", "json_safe"]
 
 
@@ -143,6 +143,22 @@ def bank_option_help(extra: str = "") -> str:
 RESPONSES_HELP = ("Response matrix: wide CSV/CSV.GZ/TSV/Parquet (subjects x items, first column "
                   "= subject id, blank = missing), long format (subject,item,score), or a bundled "
                   "name (arc, gsm8k, hellaswag, mmlu, truthfulqa, winogrande).")
+
+
+def one_bank(banks, *, required: bool = True) -> str | None:
+    """The one ``--bank`` value (``--bank`` is a list option so that a second one is caught):
+    several are an error that points to ``--suite``; none is an error when ``required``."""
+    from ..errors import ConfigError
+
+    banks = list(banks or [])
+    if len(banks) > 1:
+        raise ConfigError(f"--bank was given {len(banks)} times ({', '.join(banks)}); one test "
+                          "asks one bank. To ask several benchmarks as one test and get their "
+                          "average, use --suite (e.g. --suite openllm-v1)")
+    if not banks and required:
+        raise ConfigError("give the item bank with --bank (a file or a bundled name), or "
+                          "--suite to ask several benchmarks as one test")
+    return banks[0] if banks else None
 
 
 def output_file(path, option: str = "-o/--output"):

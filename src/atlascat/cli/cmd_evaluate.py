@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ._common import console, err_console, print_frame
+from ._common import console, err_console, one_bank, print_frame
 from ._live import (_absolute, _LiveDisplay, _remove_new, _run_dirs, _Stopped,  # noqa: F401
                     _StopRequest, _write_results, GENERATION_RULES, protocol_label)
 
@@ -275,10 +275,7 @@ def register(app: typer.Typer) -> None:
 
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {batch_size}")
-        if bank and len(bank) > 1:
-            raise ConfigError(f"--bank was given {len(bank)} times ({', '.join(bank)}); one run "
-                              "asks one bank. To ask several benchmarks in one run and get "
-                              "their average, use --suite (e.g. --suite openllm-v1)")
+        bank = one_bank(bank, required=False)  # a second --bank points to --suite
         if suite is not None and (bank or resume):
             raise ConfigError("--suite asks the suite's own banks; drop "
                               + ("--bank" if bank else "--resume (a suite run resumes with "
@@ -286,7 +283,6 @@ def register(app: typer.Typer) -> None:
         if suite is None and target_se is not None:
             raise ConfigError("--target-se is the average's stop of --suite; a single bank "
                               "stops on --se-stop")
-        bank = bank[0] if bank else None
         if model_alias:
             err_console.print("warning: --model NAME is deprecated in atlas evaluate (--model is "
                               "the IRT model elsewhere); use --llm NAME", markup=False,

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from ._common import (bank_option_help, console, deprecated_alias, escape, json_safe, load_bank,
-                      load_responses, output_dir, print_frame, progress_bar)
+                      load_responses, one_bank, output_dir, print_frame, progress_bar)
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -159,7 +159,7 @@ def simulate_command(
     if target_se is not None:
         raise ConfigError("--target-se is the average's stop of --suite; a single bank stops "
                           "on --se-stop")
-    bank = single_bank(bank)
+    bank = one_bank(bank)
     if responses and len(responses) > 1:
         raise ConfigError(f"give one RESPONSES matrix (got {len(responses)}); to replay several "
                           "benchmarks as one test use --suite openllm-v1 BENCH=MATRIX ...")
@@ -264,20 +264,6 @@ def simulate_command(
                   f"{'selected_items/, ' if selected else ''}item_exposure.csv, "
                   "item_positions.csv, summary.json)")
 
-
-def single_bank(banks) -> str:
-    """The one --bank value; several are an error that points to --suite."""
-    from ..errors import ConfigError
-
-    if not banks:
-        raise ConfigError("give the item bank with --bank (a file or a bundled name), or "
-                          "--suite to replay several benchmarks as one test")
-    if len(banks) > 1:
-        raise ConfigError(f"--bank was given {len(banks)} times ({', '.join(banks)}); one "
-                          "test runs one bank. To ask several benchmarks as one test and get "
-                          "their average, use --suite (e.g. --suite openllm-v1 arc=A.csv "
-                          "hellaswag=H.csv ...)")
-    return banks[0]
 
 
 def parse_pairs(pairs, names) -> dict:
