@@ -290,20 +290,16 @@ def parse_pairs(pairs, names) -> dict:
 def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_items,
                            batch_size, randomesque, seed) -> None:
     """``atlas simulate --suite``: replay recorded answers through the suite test."""
-    from ..suite import SuiteConfig, load_suite, simulate_suite
+    from ..suite import load_suite, simulate_suite
+    from ._suite_evaluate import suite_config_from_options
 
     suite = load_suite(suite_arg)
     specs = parse_pairs(pairs, suite.names)
     matrices = {n: load_responses(spec, normalize_ids=True, on_empty="keep",
                                   option=f"{n}=MATRIX") for n, spec in specs.items()}
-    d = SuiteConfig()
-    cfg = SuiteConfig(target_se=d.target_se if target_se is None else target_se,
-                      max_items=d.max_items if max_items is None else max_items,
-                      min_items=(min(d.min_items, d.max_items if max_items is None else max_items)
-                                 if min_items is None else min_items),
-                      batch_size=d.batch_size if batch_size is None else batch_size,
-                      randomesque=d.randomesque if randomesque is None else randomesque,
-                      seed=seed)
+    cfg = suite_config_from_options(target_se=target_se, min_items=min_items,
+                                    max_items=max_items, batch_size=batch_size,
+                                    randomesque=randomesque, seed=seed)
     with progress_bar("simulating", 1) as advance:
         result = simulate_suite(suite, matrices, cfg)
         advance(1)
