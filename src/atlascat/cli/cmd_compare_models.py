@@ -43,7 +43,8 @@ def register(app: typer.Typer) -> None:
         if run_a == run_b:
             raise ConfigError("give two different runs (RUN_A RUN_B)")
         store = RunStore(db)
-        preds = [run_predictions(store, r) for r in (run_a, run_b)]
+        runs = store.list_runs()
+        preds = [run_predictions(store, r, runs) for r in (run_a, run_b)]
         common = [k for k in preds[0] if k in preds[1]]
         if not common:
             raise ConfigError(f"runs {run_a} ({', '.join(preds[0]) or 'no prediction'}) and "
@@ -68,13 +69,14 @@ def register(app: typer.Typer) -> None:
                           "docs/leaderboard.md)", highlight=False)
 
 
-def run_predictions(store, run_id: str) -> dict:
+def run_predictions(store, run_id: str, runs=None) -> dict:
     """{benchmark: prediction (score, lo, hi, ... 0-1)} of a finished run, as `atlas runs`
-    computes it; a suite run gives each of its benchmarks and ``average``."""
+    computes it; a suite run gives each of its benchmarks and ``average``. ``runs``: the
+    store's :meth:`~atlascat.live.store.RunStore.list_runs`, when already read."""
     from ..errors import ConfigError
     from .cmd_runs import _prediction
 
-    runs = store.list_runs()
+    runs = store.list_runs() if runs is None else runs
     match = runs[runs["run_id"] == run_id]
     if match.empty:
         raise ConfigError(f"no run {run_id!r} in the store; list them with `atlas runs`")

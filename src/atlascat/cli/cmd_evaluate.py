@@ -67,17 +67,15 @@ def leaderboard_prediction(bench: str | None, theta, se, responses=None,
     or {note}. ``warning`` is one line ("" when none): outside the link's data, answers not
     fitting the IRT model, stopped at or near chance / the top (``stop_reason``).
 
-    Never raises: a bank without a link (or an ATLAS without score links) gives a note saying
-    so, and the run's theta +- SE stands on its own."""
+    Never raises: a bank without a link gives a note saying so, and the run's theta +- SE
+    stands on its own."""
     if theta is None or se is None:
         return {"note": "no estimate"}
     if bench is None:
         return {"note": "no score link: the bank's benchmark is unknown (use a shipped bank "
                         "such as arc, or a bank with a 'benchmark' column)"}
-    try:
-        from ..catalogue import load_score_link
-    except ImportError:
-        return {"note": "no score link: this ATLAS has no atlascat.evaluate.score_link"}
+    from ..catalogue import load_score_link
+
     try:
         link = load_score_link(bench)
     except Exception as exc:  # noqa: BLE001 - degrade to a note, never fail a finished run
