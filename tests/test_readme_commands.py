@@ -88,6 +88,39 @@ def test_readme_parser_finds_the_commands():
                            "   --d\nout\n```\n") == ["atlas a --b 1", "atlas c --d"]
 
 
+def readme_arc_table(text: str) -> dict[str, list[str]]:
+    """The README's ARC benchmark table: method -> [items, MAE +- SE, IES, coverage]."""
+    head = "| Method | Items | theta MAE +- SE | IES | Coverage 95% |"
+    lines = text[text.index(head):].splitlines()[2:]
+    rows = {}
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def check_readme_arc_table(text: str, table_csv: Path) -> None:
+    """The README's ARC table is what `atlas benchmark` now prints (issue 19: tables that
+    reproduce with their stated command)."""
+    import pandas as pd
+
+    got = pd.read_csv(table_csv).set_index("method")
+    for method, (items, mae, ies, cov) in readme_arc_table(text).items():
+        r = got.loc[method]
+        now = [f"{r.items_mean:.1f}", f"{r.theta_mae:.3f} +- {r.theta_mae_se:.3f}",
+               f"{r.ies:.3f}", f"{100 * r.coverage:.1f}%"]
+        assert [items, mae, ies, cov] == now, (
+            f"README's ARC table, {method}: {[items, mae, ies, cov]} but the command now gives "
+            f"{now}; regenerate the table")
+
+
+def test_readme_arc_table_is_parsed():
+    rows = readme_arc_table(README.read_text())
+    assert {"Random-100", "ATLAS tau=0.2"} <= set(rows) and all(len(v) == 4 for v in rows.values())
+
+
 @pytest.mark.slow
 def test_every_readme_command_runs_as_written(tmp_path, shared_data):
     (tmp_path / "shared").symlink_to(shared_data.parent, target_is_directory=True)
@@ -123,5 +156,6 @@ def test_every_readme_command_runs_as_written(tmp_path, shared_data):
             p.terminate()
             p.wait(timeout=10)
     assert (work / "runs" / "arc" / "report.html").exists()
+    check_readme_arc_table(README.read_text(), work / "runs" / "arc" / "table_ability.csv")
     assert (work / "runs" / "my-model" / "results.json").exists()
     assert (work / "report.html").exists()

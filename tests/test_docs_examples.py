@@ -1,0 +1,365 @@
+"""The examples in docs/*.md run as written (issue 19, item 4: docs that run).
+
+Every fenced block of a docs page is one of:
+
+- ```python: run, in order, in a fresh folder with ``../shared`` beside it; consecutive python
+  blocks share one process (a later block may use the names an earlier one made, as a reader
+  going down the page would) until a shell command comes between them;
+- ```bash: every line (with its ``\\`` continuations) is a command, run in that folder in order;
+- ```text with ``$ command`` lines: the command runs, and the lines under it (up to the next
+  ``$`` line or the end of the block) are what it prints: each must appear in its output, in
+  order (spaces collapsed; run ids, report paths and seconds may differ);
+- any other block is a diagram or printed output, and may not hold a command (a line starting
+  with ``atlas `` or ``python ``): such a block must say what it is with a directive.
+
+A directive is an HTML comment on the line just above the fence::
+
+    <!-- docs-test: skip REASON -->        not run; the reason is required and shown
+    <!-- docs-test: synopsis -->           usage lines: every `atlas SUB` exists and every
+                                           --option it names is in `atlas SUB --help`
+    <!-- docs-test: same-as-readme -->     every command is one the README test runs
+    <!-- docs-test: no-output-check REASON -->  run a text block, do not compare its output
+    <!-- docs-test: server COMMAND -->     start COMMAND (a server) first, for the rest of the page
+
+Servers are started on their ``--port`` (or a free one when it is taken; the page's URLs follow).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from test_readme_commands import README, readme_commands
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = sorted(p.name for p in DOCS.glob("*.md"))
+DIRECTIVE = re.compile(r"^<!--\s*docs-test:\s*([a-z-]+)\s*(.*?)\s*-->\s*$")
+KINDS = {"skip", "synopsis", "same-as-readme", "no-output-check", "server"}
+COMMAND = re.compile(r"^\s*(\$ )?(atlas|python|pip|PYTHONPATH=\S+ .*python)\s")
+# what may differ between the page and a new run: run ids, report paths, timings
+VOLATILE = [(re.compile(r"\b[0-9a-f]{12}\b"), "<run>"),
+            (re.compile(r"\d+(\.\d+)? ?s\b"), "<seconds>")]
+
+
+@dataclass
+class Block:
+    page: str
+    line: int              # 1-based line of the opening fence
+    lang: str
+    text: str
+    directive: str = ""
+    argument: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"docs/{self.page}:{self.line}"
+
+
+def doc_blocks(page: str, text: str | None = None) -> list[Block]:
+    """The fenced blocks of a docs page, each with the directive just above it (if any)."""
+    lines = (text if text is not None else (DOCS / page).read_text()).splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        if lines[i].startswith("```"):
+            start, lang = i, lines[i][3:].strip()
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            k = start - 1
+            while k >= 0 and not lines[k].strip():
+                k -= 1
+            m = DIRECTIVE.match(lines[k]) if k >= 0 else None
+            blocks.append(Block(page, start + 1, lang, "\n".join(lines[start + 1:j]),
+                                m.group(1) if m else "", m.group(2) if m else ""))
+            i = j + 1
+        else:
+            i += 1
+    return blocks
+
+
+def shell_commands(text: str) -> list[str]:
+    """The lines of a bash block, continuations joined, comments and blank lines dropped."""
+    out, pending = [], ""
+    for line in text.splitlines():
+        cmd = line.strip()
+        if not pending and (not cmd or cmd.startswith("#")):
+            continue
+        pending += cmd
+        if pending.endswith("\\"):
+            pending = pending[:-1] + " "
+            continue
+        out.append(" ".join(re.sub(r"\s+#\s.*$", "", pending).split()))
+        pending = ""
+    return out
+
+
+def synopsis_lines(text: str) -> list[str]:
+    """Usage lines: an indented line continues the one above; trailing comments dropped."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if line[:1].isspace() and out:
+            out[-1] += " " + line.strip()
+        elif line.strip():
+            out.append(line.strip())
+    return [re.sub(r"\s+#\s.*$", "", x) for x in out]
+
+
+def transcript(text: str) -> list[tuple[str, list[str]]]:
+    """(command, expected output lines) of each ``$`` line of a text block."""
+    out: list[tuple[str, list[str]]] = []
+    cont = False
+    for line in text.splitlines():
+        if line.startswith("$ ") or cont:
+            cmd = line[2:].strip() if not cont else line.strip()
+            if cont:
+                out[-1] = (out[-1][0] + " " + cmd.rstrip("\\").strip(), [])
+            else:
+                out.append((cmd.rstrip("\\").strip(), []))
+            cont = cmd.endswith("\\")
+        elif out and line.strip():
+            out[-1][1].append(line)
+    return out
+
+
+def _norm(line: str) -> str:
+    line = " ".join(line.split())
+    for pattern, repl in VOLATILE:
+        line = pattern.sub(repl, line)
+    return line
+
+
+def _free_port(preferred: int) -> int:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+
+def _wait_for(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    import time
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        assert proc.poll() is None, f"the docs' server exited ({proc.args})"
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the docs' server did not listen on port {port}")
+
+
+# ------------------------------------------------------------------ the page's own rules
+
+def test_parser_reads_blocks_directives_and_transcripts():
+    page = textwrap.dedent("""\
+        text
+        <!-- docs-test: skip needs a GPU -->
+
+        ```python
+        x = 1
+        ```
+        ```text
+        $ atlas a \\
+          --b 1
+        out 1
+        out 2
+        $ atlas c
+        ```
+        """)
+    b = doc_blocks("x.md", page)
+    assert [(x.lang, x.line, x.directive, x.argument) for x in b] == [
+        ("python", 4, "skip", "needs a GPU"), ("text", 7, "", "")]
+    assert transcript(b[1].text) == [("atlas a --b 1", ["out 1", "out 2"]), ("atlas c", [])]
+    assert shell_commands("# c\natlas x \\\n  --y 2   # why\n\natlas z\n") == [
+        "atlas x --y 2", "atlas z"]
+    assert _norm("run 9b39a87d5fa9:  150 items in 2.5 s") == "run <run>: 150 items in <seconds>"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_block_is_run_or_says_why_not(page):
+    """A command in a block the test does not run must be marked with a directive and a reason."""
+    for b in doc_blocks(page):
+        assert not b.directive or b.directive in KINDS, f"{b.where}: unknown directive {b.directive}"
+        if b.directive in ("skip", "no-output-check"):
+            assert len(b.argument) > 5, f"{b.where}: say why the block is not run / checked"
+        if b.lang in ("python", "bash") or b.directive:
+            continue
+        if b.lang == "text" and transcript(b.text):
+            continue
+        stray = [ln for ln in b.text.splitlines() if COMMAND.match(ln)]
+        assert not stray, (f"{b.where}: a command in a ```{b.lang or ' '} block that no test "
+                           f"runs: {stray[0]!r}; make it ```bash, a `$ ` line of a ```text "
+                           "block, or add a docs-test directive")
+
+
+def synopsis_problem(line: str) -> str | None:
+    """What is wrong with one `atlas ...` usage line (None: the command and options exist)."""
+    from typer.main import get_command
+    from atlascat.cli import app
+
+    words = line.split()
+    if not words or words[0] != "atlas":
+        return None
+    cmd, path = get_command(app), []
+    for w in words[1:]:
+        sub = getattr(cmd, "commands", {}).get(w)
+        if sub is None:
+            break
+        cmd, path = sub, path + [w]
+    if not path:
+        return f"`{line}` names no atlas command"
+    known = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+    for opt in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", line):
+        if opt not in known:
+            return f"`atlas {' '.join(path)}` has no option {opt}"
+    return None
+
+
+def test_synopsis_check_catches_a_wrong_option_or_command():
+    assert synopsis_problem("atlas calibrate R -o bank.csv [--model 2pl] [--quiet]") is None
+    assert "no option --modle" in synopsis_problem("atlas calibrate R [--modle 2pl]")
+    assert "no atlas command" in synopsis_problem("atlas calibrat R")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_synopses_name_real_commands_and_options(page):
+    for b in doc_blocks(page):
+        if b.directive == "synopsis":
+            for line in synopsis_lines(b.text):
+                problem = synopsis_problem(line)
+                assert problem is None, f"{b.where}: {problem}"
+
+
+def test_same_as_readme_blocks_are_the_readmes_commands():
+    readme = set(readme_commands(README.read_text()))
+    for page in PAGES:
+        for b in doc_blocks(page):
+            if b.directive != "same-as-readme":
+                continue
+            for cmd in shell_commands(b.text):
+                assert cmd in readme or cmd == "python -m atlascat.demo", (
+                    f"{b.where}: `{cmd}` is not a README command the README test runs")
+
+
+# ------------------------------------------------------------------ running the pages
+
+def _env(tmp_path: Path) -> dict:
+    return {**os.environ, "ATLAS_HOME": str(tmp_path / "home"), "OPENBLAS_NUM_THREADS": "1",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYTHONPATH": str(ROOT / "src"), "MPLBACKEND": "Agg"}
+
+
+class PageRunner:
+    """Runs one page's blocks in order in ``work`` (``../shared`` beside it)."""
+
+    def __init__(self, tmp_path: Path, shared: Path):
+        (tmp_path / "shared").symlink_to(shared.parent, target_is_directory=True)
+        self.work = tmp_path / "work"
+        self.work.mkdir()
+        self.env = _env(tmp_path)
+        self.servers: list[subprocess.Popen] = []
+        self.ports: dict[str, str] = {}
+        self.python: list[Block] = []
+
+    def url(self, text: str) -> str:
+        for old, new in self.ports.items():
+            text = text.replace(f"127.0.0.1:{old}", f"127.0.0.1:{new}")
+        return text
+
+    def start_server(self, b: Block) -> None:
+        cmd = b.argument
+        m = re.search(r"--port (\d+)", cmd)
+        port = _free_port(int(m.group(1)) if m else 8000)
+        self.ports[m.group(1) if m else "8000"] = str(port)
+        cmd = re.sub(r"--port \d+", f"--port {port}", cmd) if m else f"{cmd} --port {port}"
+        args = shlex.split(cmd)
+        args[0] = sys.executable if args[0] == "python" else args[0]
+        proc = subprocess.Popen(args, cwd=self.work, env=self.env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        self.servers.append(proc)
+        _wait_for(port, proc)
+
+    def shell(self, cmd: str, where: str) -> str:
+        run = subprocess.run(["bash", "-c", self.url(cmd)], cwd=self.work, env=self.env,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, (f"{where}: `{cmd}` failed (exit {run.returncode})\n"
+                                     f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+        return run.stdout + run.stderr
+
+    def run_python(self) -> None:
+        """All the page's python blocks in one process, in order, each named on failure."""
+        if not self.python:
+            return
+        parts = ["import sys, traceback", "__ns = {'__name__': '__main__'}"]
+        for n, b in enumerate(self.python):
+            path = self.work / f"_docs_block{n}.py"
+            path.write_text(self.url(b.text) + "\n")
+            parts.append(f"try:\n    exec(compile(open({path.name!r}).read(), {b.where!r}, "
+                         f"'exec'), __ns)\nexcept BaseException:\n    traceback.print_exc()\n"
+                         f"    sys.exit('failed: {b.where}')")
+        script = self.work / "_docs_page.py"
+        script.write_text("\n".join(parts) + "\n")
+        run = subprocess.run([sys.executable, script.name], cwd=self.work, env=self.env,
+                             capture_output=True, text=True, timeout=400)
+        assert run.returncode == 0, f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+        self.python = []
+
+    def close(self) -> None:
+        for p in self.servers:
+            p.terminate()
+            p.wait(timeout=10)
+
+
+def check_transcript(out: str, expected: list[str], where: str, cmd: str) -> None:
+    got = [_norm(x) for x in out.splitlines() if x.strip()]
+    pos = 0
+    for line in expected:
+        want = _norm(line)
+        try:
+            pos = got.index(want, pos) + 1
+        except ValueError:
+            raise AssertionError(f"{where}: `{cmd}` no longer prints\n  {line.strip()}\n"
+                                 f"it printed:\n" + "\n".join(got[-40:])) from None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES)
+def test_page_runs_as_written(page, tmp_path, shared_data):
+    blocks = [b for b in doc_blocks(page) if b.directive not in ("skip", "synopsis",
+                                                                 "same-as-readme")]
+    runnable = [b for b in blocks if b.lang in ("python", "bash")
+                or (b.lang == "text" and transcript(b.text)) or b.directive == "server"]
+    if not runnable:
+        return
+    runner = PageRunner(tmp_path, shared_data)
+    try:
+        for b in runnable:
+            if b.directive == "server":
+                runner.run_python()
+                runner.start_server(b)
+            if b.lang == "python":
+                runner.python.append(b)
+                continue
+            runner.run_python()          # shell after python: the python ran first
+            if b.lang == "bash":
+                for cmd in shell_commands(b.text):
+                    runner.shell(cmd, b.where)
+            elif b.lang == "text":
+                for cmd, expected in transcript(b.text):
+                    out = runner.shell(cmd, b.where)
+                    if b.directive != "no-output-check":
+                        check_transcript(out, expected, b.where, cmd)
+        runner.run_python()
+    finally:
+        runner.close()
