@@ -254,6 +254,25 @@ def test_same_as_readme_blocks_are_the_readmes_commands():
 
 # ------------------------------------------------------------------ running the pages
 
+# The page's Python process: reads "FILE\tWHERE" lines, runs each file in one namespace, and
+# ends each block's output with a status line. A deprecated name in an example is an error:
+# the docs teach the current API.
+WORKER = """\
+import sys, traceback, warnings
+warnings.filterwarnings("error", category=DeprecationWarning, module="__main__")
+ns = {"__name__": "__main__"}
+for line in sys.stdin:
+    path, where = line.rstrip("\\n").split("\\t")
+    try:
+        exec(compile(open(path).read(), where, "exec"), ns)
+        status = "ok"
+    except BaseException:
+        traceback.print_exc(file=sys.stdout)
+        status = "failed"
+    print("\\n__DOCS_BLOCK_DONE__", status, flush=True)
+"""
+
+
 def _env(tmp_path: Path) -> dict:
     return {**os.environ, "ATLAS_HOME": str(tmp_path / "home"), "OPENBLAS_NUM_THREADS": "1",
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -271,6 +290,8 @@ class PageRunner:
         self.servers: list[subprocess.Popen] = []
         self.ports: dict[str, str] = {}
         self.python: list[Block] = []
+        self.worker: subprocess.Popen | None = None
+        self.blocks_run = 0
 
     def url(self, text: str) -> str:
         for old, new in self.ports.items():
@@ -291,31 +312,46 @@ class PageRunner:
         _wait_for(port, proc)
 
     def shell(self, cmd: str, where: str) -> str:
-        run = subprocess.run(["bash", "-c", self.url(cmd)], cwd=self.work, env=self.env,
-                             capture_output=True, text=True, timeout=300)
+        # one stream, unbuffered: what a terminal shows, in its order
+        run = subprocess.run(["bash", "-c", self.url(cmd)], cwd=self.work,
+                             env={**self.env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=300)
         assert run.returncode == 0, (f"{where}: `{cmd}` failed (exit {run.returncode})\n"
-                                     f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
-        return run.stdout + run.stderr
+                                     f"{run.stdout[-3000:]}")
+        return run.stdout
 
     def run_python(self) -> None:
-        """All the page's python blocks in one process, in order, each named on failure."""
+        """The page's python blocks so far, in order, in the page's one Python process (started
+        on first use, kept across shell commands: names carry down the page); a failing block
+        is named."""
         if not self.python:
             return
-        parts = ["import sys, traceback", "__ns = {'__name__': '__main__'}"]
+        if self.worker is None:
+            script = self.work / "_docs_worker.py"
+            script.write_text(WORKER)
+            self.worker = subprocess.Popen([sys.executable, script.name], cwd=self.work,
+                                           env=self.env, stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                           text=True)
         for n, b in enumerate(self.python):
-            path = self.work / f"_docs_block{n}.py"
+            path = self.work / f"_docs_block{self.blocks_run + n}.py"
             path.write_text(self.url(b.text) + "\n")
-            parts.append(f"try:\n    exec(compile(open({path.name!r}).read(), {b.where!r}, "
-                         f"'exec'), __ns)\nexcept BaseException:\n    traceback.print_exc()\n"
-                         f"    sys.exit('failed: {b.where}')")
-        script = self.work / "_docs_page.py"
-        script.write_text("\n".join(parts) + "\n")
-        run = subprocess.run([sys.executable, script.name], cwd=self.work, env=self.env,
-                             capture_output=True, text=True, timeout=400)
-        assert run.returncode == 0, f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+            self.worker.stdin.write(f"{path.name}\t{b.where}\n")
+            self.worker.stdin.flush()
+            out, status = [], "the page's Python process ended"
+            for line in self.worker.stdout:
+                if line.startswith("__DOCS_BLOCK_DONE__"):
+                    status = line.split()[-1]
+                    break
+                out.append(line)
+            assert status == "ok", f"{b.where} failed ({status}):\n{''.join(out)[-3000:]}"
+        self.blocks_run += len(self.python)
         self.python = []
 
     def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stdin.close()
+            self.worker.wait(timeout=30)
         for p in self.servers:
             p.terminate()
             p.wait(timeout=10)
@@ -331,6 +367,17 @@ def check_transcript(out: str, expected: list[str], where: str, cmd: str) -> Non
         except ValueError:
             raise AssertionError(f"{where}: `{cmd}` no longer prints\n  {line.strip()}\n"
                                  f"it printed:\n" + "\n".join(got[-40:])) from None
+
+
+@pytest.mark.slow
+def test_readme_python_runs_as_written(tmp_path, shared_data):
+    """The README's Python examples (its shell commands: tests/test_readme_commands.py)."""
+    blocks = [b for b in doc_blocks("README.md", README.read_text()) if b.lang == "python"
+              and b.directive != "skip"]
+    assert blocks
+    runner = PageRunner(tmp_path, shared_data)
+    runner.python = blocks
+    runner.run_python()
 
 
 @pytest.mark.slow

@@ -64,3 +64,17 @@ def test_a_random_toy_model_is_let_through():
         subject = OpenAICompletionsSubject(srv.url, "toy", max_retries=0)
         assert len(subject.loglikelihood(REQS)) == 2
         assert subject.echo_alignment == "unknown"
+
+
+def test_chance_hits_on_a_long_prompt_are_not_a_verdict():
+    """A toy LM's single-character guesses hit the next token 5 times in ~1,000 tokens of an
+    ARC prompt (found by the docs test): chance, not a shifted server."""
+    n = 1000
+    toks = [f"w{i}" for i in range(n)]
+    tops = [None] + [{"x": -1.0} for _ in range(n - 1)]
+    for i in (10, 200, 400, 600, 800):          # 5 positions whose guess is the next token
+        tops[i] = {toks[i + 1]: -1.0}
+    assert echo_alignment({"tokens": toks, "top_logprobs": tops}) == "unknown"
+    for i in range(1, n - 1, 5):                # a fifth of them: shifted
+        tops[i] = {toks[i + 1]: -1.0}
+    assert echo_alignment({"tokens": toks, "top_logprobs": tops}) == "shifted"

@@ -95,8 +95,30 @@ def test_compare_models_on_two_live_runs(tmp_path, capsys):
     assert code == 0 and "arc" in table and "yes" in table
     code = main(["compare-models", ids[0], ids[0], "--db", str(db)])
     assert code != 0
+    # the -o folders of runs stored with --db: the folders name the runs, --db holds them
+    code = main(["compare-models", str(tmp_path / "run1.5"), str(tmp_path / "run-0.5"),
+                 "--db", str(db), "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["first"] == ids[0]
     code = main(["compare-models", ids[0], "nope", "--db", str(db)])
     assert code != 0 and "no run 'nope'" in capsys.readouterr().err
+
+
+def test_compare_models_takes_run_folders(tmp_path, capsys):
+    """RUN_A / RUN_B may be the folders `atlas evaluate -o` wrote (each with its own store)."""
+    for theta, name in (("1.5", "tuned"), ("-0.5", "base")):
+        code = main(["evaluate", "--bank", "arc", "--se-stop", "0.2", "--subject",
+                     f"simulate:{theta}:3", "-o", str(tmp_path / name), "-q"])
+        assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    code = main(["compare-models", str(tmp_path / "tuned"), str(tmp_path / "base"), "--json"])
+    got = json.loads(capsys.readouterr().out)
+    assert code == 0 and got["rows"][0]["benchmark"] == "arc"
+    assert got["rows"][0]["told_apart"] == "yes" and got["rows"][0]["difference"] > 0
+    (tmp_path / "empty").mkdir()
+    code = main(["compare-models", str(tmp_path / "tuned"), str(tmp_path / "empty")])
+    assert code == 2 and "holds no results.json" in capsys.readouterr().err
+    code = main(["compare-models", str(tmp_path / "tuned"), str(tmp_path / "tuned")])
+    assert code == 2 and "two different runs" in capsys.readouterr().err
 
 
 def test_compare_models_on_two_suite_runs(tmp_path, capsys):

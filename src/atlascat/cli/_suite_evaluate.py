@@ -151,7 +151,7 @@ def _drive(store, rid, bank, subject, *, db, output, report_dir, cache, as_json,
     """Run (or continue) one suite run to its end, then print, write results.json and the page."""
     from ..errors import AtlasError, LiveRunError
     from ..live import runner
-    from ..live.suite_run import suite_result, suite_table_rows, write_suite_report
+    from ..live.suite_run import suite_result, write_suite_report
 
     cfg = store.get_run(rid).get("config") or {}
     plan = (int(cfg.get("min_items", 0)), int(cfg.get("max_items", 150)),
@@ -179,7 +179,6 @@ def _drive(store, rid, bank, subject, *, db, output, report_dir, cache, as_json,
     if error is not None:
         row["status"], row["error"] = "error", error
     row["protocol_label"] = protocol_label(row["protocol"], bank)
-    row["table"] = suite_table_rows(row)
     outdir, reports = _run_dirs(store, rid, db, output, report_dir)
     row["report"] = str(write_suite_report(store, rid, reports / f"{rid}.html", row))
     _write_results(outdir / "results.json", [row], merge=resumed)

@@ -14,8 +14,10 @@ from ._common import err_console, print_frame
 def register(app: typer.Typer) -> None:
     @app.command("compare-models")
     def compare_models(
-        run_a: str = typer.Argument(..., help="Run id of the first model (see `atlas runs`)."),
-        run_b: str = typer.Argument(..., help="Run id of the second model (the baseline)."),
+        run_a: str = typer.Argument(..., help="The first model's run: a run id (see `atlas "
+                                              "runs`) or the folder `atlas evaluate -o` wrote."),
+        run_b: str = typer.Argument(..., help="The second model's run (the baseline): a run "
+                                              "id or a run folder."),
         db: Optional[Path] = typer.Option(None, "--db",
                                           help="SQLite run store [default: runs.sqlite in "
                                                "$ATLAS_HOME, as `atlas evaluate` and `atlas "
@@ -37,14 +39,29 @@ def register(app: typer.Typer) -> None:
         from ..evaluate.paired import paired_difference
         from ..live.store import RunStore, default_store_path
 
-        db = db if db is not None else default_store_path()
-        if not db.exists():
-            raise LiveRunError(f"run database {str(db)!r} does not exist (give --db)")
-        if run_a == run_b:
+        stores: dict[Path, tuple] = {}
+
+        def resolve(run: str) -> tuple:
+            """(store, its runs, run id) of a run id or of a run folder."""
+            folder = Path(run)
+            if folder.is_dir():
+                path, run_id = run_folder(folder, db)
+            else:
+                path, run_id = (db if db is not None else default_store_path()), run
+                if not path.exists():
+                    raise LiveRunError(f"run database {str(path)!r} does not exist (give --db, "
+                                       "or the run's folder instead of its id)")
+            path = path.resolve()
+            if path not in stores:
+                store = RunStore(path)
+                stores[path] = (store, store.list_runs())
+            return (*stores[path], run_id)
+
+        first, second = resolve(run_a), resolve(run_b)
+        if first[2] == second[2]:
             raise ConfigError("give two different runs (RUN_A RUN_B)")
-        store = RunStore(db)
-        runs = store.list_runs()
-        preds = [run_predictions(store, r, runs) for r in (run_a, run_b)]
+        run_a, run_b = first[2], second[2]
+        preds = [run_predictions(store, r, runs) for store, runs, r in (first, second)]
         common = [k for k in preds[0] if k in preds[1]]
         if not common:
             raise ConfigError(f"runs {run_a} ({', '.join(preds[0]) or 'no prediction'}) and "
@@ -67,6 +84,30 @@ def register(app: typer.Typer) -> None:
         err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
                           "near-duplicates get narrower intervals with --rho (see "
                           "docs/leaderboard.md)", highlight=False)
+
+
+def run_folder(folder: Path, db: Path | None = None) -> tuple[Path, str]:
+    """(run store, run id) of the folder ``atlas evaluate -o FOLDER`` wrote: its
+    ``results.json`` names the run; its ``runs.sqlite`` holds it, or ``db`` does (a run made
+    with ``--db``)."""
+    from ..errors import ConfigError
+
+    results, store = folder / "results.json", folder / "runs.sqlite"
+    if not results.exists():
+        raise ConfigError(f"{str(folder)!r} holds no results.json: give a finished run's folder "
+                          "(atlas evaluate -o FOLDER) or its run id")
+    try:
+        rows = json.loads(results.read_text())
+        run_id = str((rows[0] if isinstance(rows, list) else rows)["run_id"])
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ConfigError(f"{str(results)!r} is not an atlas evaluate results file ({exc})") \
+            from None
+    if not store.exists():
+        if db is None or not Path(db).exists():
+            raise ConfigError(f"run {run_id} of {str(folder)!r} is stored elsewhere (its folder "
+                              "has no runs.sqlite): give the run store with --db")
+        store = Path(db)
+    return store, run_id
 
 
 def run_predictions(store, run_id: str, runs=None) -> dict:

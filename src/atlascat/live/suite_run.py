@@ -109,7 +109,8 @@ def resume_suite(store, run_id: str, *, subject=None, cache: bool = True,
 def suite_result(store: RunStore, run_id: str) -> dict:
     """A suite run's result: the run's fields (:class:`RunResult`) plus ``suite``, ``average``
     {score, lo, hi, percentile} (also as ``leaderboard``), ``benchmarks`` [{name, weight, score,
-    lo, hi, items, percentile}] (0-1 scores) and ``se_points``, from the stored answers."""
+    lo, hi, items, percentile}] (0-1 scores), ``se_points`` and ``table`` (the printed table,
+    :func:`suite_table_rows`), from the stored answers."""
     info = store.get_run(run_id)
     if not is_suite_run(info):
         raise ConfigError(f"run {run_id} is not a suite run")
@@ -122,6 +123,7 @@ def suite_result(store: RunStore, run_id: str) -> dict:
         row.update(pred, stop_reason=res.stop_reason, leaderboard=dict(pred["average"]))
     else:
         row["suite"] = suite_of_run(info)
+    row["table"] = suite_table_rows(row)
     return row
 
 

@@ -44,8 +44,10 @@ def echo_alignment(logprobs) -> str:
     Count m0 = positions whose most likely token is the token at that position, and m1 = those
     whose most likely token is the one after it. A language model on text predicts a good share
     of its tokens, so an aligned reply has m0 well above m1 and a shifted one the reverse (a
-    llama-cpp-python reply on 120 tokens of this README: m0 = 4, m1 = 37). A model that predicts
-    nothing (a random toy LM) gives "unknown" and is let through."""
+    llama-cpp-python reply on 120 tokens of this README: m0 = 4, m1 = 37). A verdict needs the
+    winning count to be at least 5, at least 10% of the positions checked and at least three
+    times the other: a model that predicts nothing (a random toy LM: 5 chance hits among 955
+    tokens of an ARC prompt) gives "unknown" and is let through."""
     if not isinstance(logprobs, Mapping):
         return "unknown"
     toks, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
@@ -56,9 +58,10 @@ def echo_alignment(logprobs) -> str:
         return "unknown"
     m0 = sum(b == toks[i] for i, b in enumerate(best) if b is not None)
     m1 = sum(b == toks[i + 1] for i, b in enumerate(best[:-1]) if b is not None)
-    if m1 >= 5 and m1 >= 3 * max(m0, 1):
+    need = max(5, 0.1 * sum(b is not None for b in best))
+    if m1 >= need and m1 >= 3 * max(m0, 1):
         return "shifted"
-    if m0 >= 5 and m0 >= 3 * max(m1, 1):
+    if m0 >= need and m0 >= 3 * max(m1, 1):
         return "aligned"
     return "unknown"
 
