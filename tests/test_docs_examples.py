@@ -32,109 +32,15 @@ import socket
 import subprocess
 import sys
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from docs_blocks import (COMMAND, DOCS, KINDS, ROOT, Block, check_transcript, doc_blocks,
+                         normalize, shell_commands, synopsis_lines, transcript)
 from test_readme_commands import README, readme_commands
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs"
 PAGES = sorted(p.name for p in DOCS.glob("*.md"))
-DIRECTIVE = re.compile(r"^<!--\s*docs-test:\s*([a-z-]+)\s*(.*?)\s*-->\s*$")
-KINDS = {"skip", "synopsis", "same-as-readme", "no-output-check", "server"}
-COMMAND = re.compile(r"^\s*(\$ )?(atlas|python|pip|PYTHONPATH=\S+ .*python)\s")
-# what may differ between the page and a new run: run ids, report paths, timings
-VOLATILE = [(re.compile(r"\b[0-9a-f]{12}\b"), "<run>"),
-            (re.compile(r"\d+(\.\d+)? ?s\b"), "<seconds>")]
-
-
-@dataclass
-class Block:
-    page: str
-    line: int              # 1-based line of the opening fence
-    lang: str
-    text: str
-    directive: str = ""
-    argument: str = ""
-
-    @property
-    def where(self) -> str:
-        return f"docs/{self.page}:{self.line}"
-
-
-def doc_blocks(page: str, text: str | None = None) -> list[Block]:
-    """The fenced blocks of a docs page, each with the directive just above it (if any)."""
-    lines = (text if text is not None else (DOCS / page).read_text()).splitlines()
-    blocks, i = [], 0
-    while i < len(lines):
-        if lines[i].startswith("```"):
-            start, lang = i, lines[i][3:].strip()
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
-            k = start - 1
-            while k >= 0 and not lines[k].strip():
-                k -= 1
-            m = DIRECTIVE.match(lines[k]) if k >= 0 else None
-            blocks.append(Block(page, start + 1, lang, "\n".join(lines[start + 1:j]),
-                                m.group(1) if m else "", m.group(2) if m else ""))
-            i = j + 1
-        else:
-            i += 1
-    return blocks
-
-
-def shell_commands(text: str) -> list[str]:
-    """The lines of a bash block, continuations joined, comments and blank lines dropped."""
-    out, pending = [], ""
-    for line in text.splitlines():
-        cmd = line.strip()
-        if not pending and (not cmd or cmd.startswith("#")):
-            continue
-        pending += cmd
-        if pending.endswith("\\"):
-            pending = pending[:-1] + " "
-            continue
-        out.append(" ".join(re.sub(r"\s+#\s.*$", "", pending).split()))
-        pending = ""
-    return out
-
-
-def synopsis_lines(text: str) -> list[str]:
-    """Usage lines: an indented line continues the one above; trailing comments dropped."""
-    out: list[str] = []
-    for line in text.splitlines():
-        if line[:1].isspace() and out:
-            out[-1] += " " + line.strip()
-        elif line.strip():
-            out.append(line.strip())
-    return [re.sub(r"\s+#\s.*$", "", x) for x in out]
-
-
-def transcript(text: str) -> list[tuple[str, list[str]]]:
-    """(command, expected output lines) of each ``$`` line of a text block."""
-    out: list[tuple[str, list[str]]] = []
-    cont = False
-    for line in text.splitlines():
-        if line.startswith("$ ") or cont:
-            cmd = line[2:].strip() if not cont else line.strip()
-            if cont:
-                out[-1] = (out[-1][0] + " " + cmd.rstrip("\\").strip(), [])
-            else:
-                out.append((cmd.rstrip("\\").strip(), []))
-            cont = cmd.endswith("\\")
-        elif out and line.strip():
-            out[-1][1].append(line)
-    return out
-
-
-def _norm(line: str) -> str:
-    line = " ".join(line.split())
-    for pattern, repl in VOLATILE:
-        line = pattern.sub(repl, line)
-    return line
 
 
 def _free_port(preferred: int) -> int:
@@ -183,7 +89,17 @@ def test_parser_reads_blocks_directives_and_transcripts():
     assert transcript(b[1].text) == [("atlas a --b 1", ["out 1", "out 2"]), ("atlas c", [])]
     assert shell_commands("# c\natlas x \\\n  --y 2   # why\n\natlas z\n") == [
         "atlas x --y 2", "atlas z"]
-    assert _norm("run 9b39a87d5fa9:  150 items in 2.5 s") == "run <run>: 150 items in <seconds>"
+    assert normalize("run 9b39a87d5fa9:  150 items in 2.5 s") == "run <run>: 150 items in <seconds>"
+
+
+def test_transcript_check_catches_a_changed_number():
+    out = "M2 = 11.94 on 5 df\nrun 0123456789ab: 45 items in 2.5 s\nreport: r/0123456789ab.html\n"
+    check_transcript(out, ["run fedcba987654: 45 items in 3 s", "report: r/fedcba987654.html"],
+                     "x.md:1", "atlas x")
+    with pytest.raises(AssertionError, match="no longer prints"):
+        check_transcript(out, ["M2 = 11.95 on 5 df"], "x.md:1", "atlas x")
+    with pytest.raises(AssertionError, match="no longer prints"):      # order matters
+        check_transcript(out, ["report: r/0123456789ab.html", "M2 = 11.94 on 5 df"], "x", "y")
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -355,18 +271,6 @@ class PageRunner:
         for p in self.servers:
             p.terminate()
             p.wait(timeout=10)
-
-
-def check_transcript(out: str, expected: list[str], where: str, cmd: str) -> None:
-    got = [_norm(x) for x in out.splitlines() if x.strip()]
-    pos = 0
-    for line in expected:
-        want = _norm(line)
-        try:
-            pos = got.index(want, pos) + 1
-        except ValueError:
-            raise AssertionError(f"{where}: `{cmd}` no longer prints\n  {line.strip()}\n"
-                                 f"it printed:\n" + "\n".join(got[-40:])) from None
 
 
 @pytest.mark.slow

@@ -2,7 +2,9 @@
 
 The commands are read from the README itself: every line of a ```bash block (``make`` lines
 excepted: they are the suite's own entry points) and every ``$ ...`` command of a ```text block
-(with its ``\\`` continuation lines). They run in a temporary folder that has ``../shared``
+(with its ``\\`` continuation lines), whose output must contain the lines the README shows under
+it (tests/docs_blocks.py; ``<!-- docs-test: no-output-check REASON -->`` above a block that
+shows another run's output). They run in a temporary folder that has ``../shared``
 beside it, exactly as a user in a clone would type them. A command ending in ``&`` starts a
 server: it is started in the background (on a free port when 8000 is taken; the URLs of the
 later commands follow it) and stopped at the end.
@@ -20,43 +22,33 @@ from pathlib import Path
 
 import pytest
 
+from docs_blocks import check_transcript, doc_blocks, shell_commands, transcript
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
 
-def readme_commands(text: str) -> list[str]:
-    """The README's shell commands, in order (see the module docstring)."""
-    commands: list[str] = []
-    block = None
-    pending = ""
-    for line in text.splitlines():
-        if line.startswith("```"):
-            block = None if block is not None else (line[3:].strip() or "plain")
-            pending = ""
+def readme_steps(text: str) -> list[tuple[str, list[str] | None, str]]:
+    """(command, the output the README shows for it or None, where) in README order: every line
+    of a ```bash block (``make`` lines excepted: they are the suite's own entry points) and
+    every ``$ ...`` command of a ```text block, with the lines shown under it (None where the
+    block's directive is ``no-output-check`` or it shows nothing)."""
+    steps = []
+    for b in doc_blocks("README.md", text):
+        if b.directive == "skip":
             continue
-        if block == "bash":
-            cmd = line.strip()
-            if cmd and not cmd.startswith("#") and not cmd.startswith("make "):
-                pending += cmd
-                if pending.endswith("\\"):
-                    pending = pending[:-1] + " "
-                    continue
-                commands.append(pending)
-            pending = ""
-        elif block == "text":
-            if pending:
-                pending += line.strip()
-            elif line.startswith("$ "):
-                pending = line[2:].strip()
-            else:
-                continue
-            if pending.endswith("\\"):
-                pending = pending[:-1] + " "
-                continue
-            commands.append(pending)
-            pending = ""
-    # a trailing shell comment is the README's explanation, not part of the command
-    return [" ".join(re.sub(r"\s+#\s.*$", "", c).split()) for c in commands]
+        if b.lang == "bash":
+            steps += [(c, None, b.where) for c in shell_commands(b.text)
+                      if not c.startswith("make ")]
+        elif b.lang == "text":
+            steps += [(c, (out or None) if b.directive != "no-output-check" else None, b.where)
+                      for c, out in transcript(b.text)]
+    return steps
+
+
+def readme_commands(text: str) -> list[str]:
+    """The README's shell commands, in order (see :func:`readme_steps`)."""
+    return [c for c, _, _ in readme_steps(text)]
 
 
 def _free_port(preferred: int) -> int:
@@ -132,7 +124,7 @@ def test_every_readme_command_runs_as_written(tmp_path, shared_data):
     servers: list[subprocess.Popen] = []
     port = None
     try:
-        for cmd in readme_commands(README.read_text()):
+        for cmd, shown, where in readme_steps(README.read_text()):
             if port is not None:
                 cmd = cmd.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
             if cmd.endswith("&"):
@@ -147,10 +139,13 @@ def test_every_readme_command_runs_as_written(tmp_path, shared_data):
                                                 stderr=subprocess.DEVNULL))
                 _wait_for(port)
                 continue
-            run = subprocess.run(["bash", "-c", cmd], cwd=work, env=env, capture_output=True,
-                                 text=True, timeout=300)
-            assert run.returncode == 0, (f"README command failed: {cmd}\n"
-                                         f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+            run = subprocess.run(["bash", "-c", cmd], cwd=work,
+                                 env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, timeout=300)
+            assert run.returncode == 0, (f"{where}: README command failed: {cmd}\n"
+                                         f"{run.stdout[-3000:]}")
+            if shown:
+                check_transcript(run.stdout, shown, where, cmd)
     finally:
         for p in servers:
             p.terminate()
