@@ -1,8 +1,14 @@
-"""Fenced blocks of the README and docs/*.md: the parser shared by tests/test_docs_examples.py
-and tests/test_readme_commands.py (see the former's docstring for the rules)."""
+"""Fenced blocks of the README and docs/*.md: the parser and the server starter shared by
+tests/test_docs_examples.py and tests/test_readme_commands.py (see the former's docstring for
+the rules)."""
 from __future__ import annotations
 
 import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,3 +120,37 @@ def check_transcript(out: str, expected: list[str], where: str, cmd: str) -> Non
         except ValueError:
             raise AssertionError(f"{where}: `{cmd}` no longer prints\n  {line.strip()}\n"
                                  f"it printed:\n" + "\n".join(got[-40:])) from None
+
+
+def free_port(preferred: int) -> int:
+    """``preferred`` when it is free on 127.0.0.1, else any free port."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+
+def start_server(cmd: str, cwd: Path, env: dict, timeout: float = 60.0):
+    """Start a page's server command on its ``--port`` (8000 when it names none; a free port
+    when that one is taken) and wait until it listens: -> (process, port named, port used)."""
+    m = re.search(r"--port (\d+)", cmd)
+    named = m.group(1) if m else "8000"
+    port = free_port(int(named))
+    cmd = re.sub(r"--port \d+", f"--port {port}", cmd) if m else f"{cmd} --port {port}"
+    args = shlex.split(cmd)
+    args[0] = sys.executable if args[0] == "python" else args[0]
+    proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server `{cmd}` exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, named, port
+        time.sleep(0.1)
+    proc.terminate()
+    raise AssertionError(f"the server `{cmd}` did not listen on port {port}")

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import socket
 import subprocess
 import sys
 import textwrap
@@ -37,32 +35,10 @@ from pathlib import Path
 import pytest
 
 from docs_blocks import (COMMAND, DOCS, KINDS, ROOT, Block, check_transcript, doc_blocks,
-                         normalize, shell_commands, synopsis_lines, transcript)
+                         normalize, shell_commands, start_server, synopsis_lines, transcript)
 from test_readme_commands import README, readme_commands
 
 PAGES = sorted(p.name for p in DOCS.glob("*.md"))
-
-
-def _free_port(preferred: int) -> int:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", preferred))
-            return preferred
-        except OSError:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-
-def _wait_for(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
-    import time
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        assert proc.poll() is None, f"the docs' server exited ({proc.args})"
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"the docs' server did not listen on port {port}")
 
 
 # ------------------------------------------------------------------ the page's own rules
@@ -215,17 +191,9 @@ class PageRunner:
         return text
 
     def start_server(self, b: Block) -> None:
-        cmd = b.argument
-        m = re.search(r"--port (\d+)", cmd)
-        port = _free_port(int(m.group(1)) if m else 8000)
-        self.ports[m.group(1) if m else "8000"] = str(port)
-        cmd = re.sub(r"--port \d+", f"--port {port}", cmd) if m else f"{cmd} --port {port}"
-        args = shlex.split(cmd)
-        args[0] = sys.executable if args[0] == "python" else args[0]
-        proc = subprocess.Popen(args, cwd=self.work, env=self.env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc, named, port = start_server(b.argument, self.work, self.env)
         self.servers.append(proc)
-        _wait_for(port, proc)
+        self.ports[named] = str(port)
 
     def shell(self, cmd: str, where: str) -> str:
         # one stream, unbuffered: what a terminal shows, in its order

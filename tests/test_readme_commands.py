@@ -12,17 +12,14 @@ later commands follow it) and stopped at the end.
 from __future__ import annotations
 
 import os
-import re
-import shlex
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from docs_blocks import check_transcript, doc_blocks, shell_commands, transcript
+from docs_blocks import (check_transcript, doc_blocks, shell_commands, start_server,
+                         transcript)
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -49,26 +46,6 @@ def readme_steps(text: str) -> list[tuple[str, list[str] | None, str]]:
 def readme_commands(text: str) -> list[str]:
     """The README's shell commands, in order (see :func:`readme_steps`)."""
     return [c for c, _, _ in readme_steps(text)]
-
-
-def _free_port(preferred: int) -> int:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", preferred))
-            return preferred
-        except OSError:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-
-def _wait_for(port: int, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"the README's server did not listen on port {port}")
 
 
 def test_readme_parser_finds_the_commands():
@@ -128,16 +105,9 @@ def test_every_readme_command_runs_as_written(tmp_path, shared_data):
             if port is not None:
                 cmd = cmd.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
             if cmd.endswith("&"):
-                cmd = cmd[:-1].strip()
-                m = re.search(r"--port (\d+)", cmd)
-                port = _free_port(int(m.group(1)) if m else 8000)
-                cmd = re.sub(r"--port \d+", f"--port {port}", cmd)
-                args = shlex.split(cmd)
-                args[0] = sys.executable if args[0] == "python" else args[0]
-                servers.append(subprocess.Popen(args, cwd=work, env=env,
-                                                stdout=subprocess.DEVNULL,
-                                                stderr=subprocess.DEVNULL))
-                _wait_for(port)
+                proc, _, used = start_server(cmd[:-1].strip(), work, env)
+                servers.append(proc)
+                port = used
                 continue
             run = subprocess.run(["bash", "-c", cmd], cwd=work,
                                  env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
