@@ -13,7 +13,7 @@ from atlascat.irt.ability import eap
 from atlascat.irt.bank import ItemBank
 from atlascat.responses import ResponseMatrix
 from atlascat.suite import (Suite, SuiteConfig, SuiteLink, SuiteMember, SuitePrior, SuiteSession,
-                            fit_prior, load_suite, simulate_suite)
+                            fit_joint_link, fit_prior, load_suite, simulate_suite)
 from atlascat.suite.posterior import GridLikelihood, ItemPool, gaussian_posterior, importance
 from atlascat.suite.posterior import normal_draws
 from atlascat.suite.predict import weighted_quantiles
@@ -210,6 +210,48 @@ def test_fit_prior_and_joint_link(suite):
     assert np.allclose(np.sqrt(np.diag(jl.resid_cov)), 0.01, atol=0.003)
     again = SuiteLink.from_dict(json.loads(json.dumps(jl.to_dict())))
     assert np.allclose(again.coef, jl.coef, atol=1e-6)
+    assert again.answer_weights is None and np.all(jl.answer_shift(np.ones((2, 7))) == 0)
+
+
+def test_joint_link_answer_stacking():
+    """Item residuals that carry part of the score's residual: the answer stacking finds them,
+    shrinks the residual covariance and round-trips."""
+    rng = np.random.default_rng(3)
+    n, b, G = 1500, 3, 40
+    g = rng.uniform(0.3, 0.8, (n, b))
+    E = np.where(rng.random((n, G)) < 0.3, rng.normal(0, 0.5, (n, G)), 0.0)
+    w = np.zeros((b, G))
+    w[0, :5] = 0.02
+    w[2, 10:20] = -0.01
+    truth = 0.01 + 0.95 * g + E @ w.T + rng.normal(0, 0.005, (n, b))
+    plain = SuiteLink.fit(g, np.zeros((n, b, b)), truth)
+    jl = SuiteLink.fit(g, np.zeros((n, b, b)), truth, residuals=E)
+    assert jl.answer_weights.shape == (b, G)
+    assert np.allclose(jl.answer_weights[0, :5], 0.02, atol=0.004)
+    assert np.abs(jl.answer_weights[1]).max() < 0.004
+    d, d0 = np.diag(jl.resid_cov), np.diag(plain.resid_cov)
+    assert np.all(d[[0, 2]] < 0.6 * d0[[0, 2]]) and d[1] < 1.2 * d0[1]
+    again = SuiteLink.from_dict(json.loads(json.dumps(jl.to_dict())))
+    assert np.allclose(again.answer_shift(E[:5]), jl.answer_shift(E[:5]), atol=1e-5)
+    with pytest.raises(ConfigError):
+        jl.answer_shift(E[:, :10])
+
+
+def test_fit_joint_link_with_answer_stacking_end_to_end(suite):
+    """A published score that counts two items of member a beyond theta: the answer stacking
+    fitted on replays weighs them and the suite's predictions use it."""
+    theta, ids, mats = _answers(suite, 300, 13)
+    ya = mats["a"].aligned_values(suite.members[0].bank.item_ids)
+    scores = {m.name: pd.Series(m.link._curve(theta[:, b]), index=ids)
+              for b, m in enumerate(suite.members)}
+    scores["a"] = scores["a"] + 0.03 * (ya[:, :2].sum(1) - 1)
+    cfg = SuiteConfig(max_items=30, target_se=0.01, batch_size=5, draws=128, min_per_member=10)
+    jl = fit_joint_link(suite, mats, scores, cfg, answers=True)
+    assert jl.answer_weights.shape == (3, 120) and np.isfinite(jl.answer_weights).all()
+    res = simulate_suite(suite.replace(joint_link=jl), mats, cfg, subject_ids=ids[:40])
+    df = res.scores
+    assert np.isfinite(df[["average", "average_lo", "average_hi", "a"]].to_numpy()).all()
+    assert (df["average_lo"] <= df["average"]).all() and (df["average"] <= df["average_hi"]).all()
 
 
 def test_weighted_quantiles():

@@ -12,6 +12,17 @@ every posterior draw of g (so the posterior's spread and correlations stay in th
 adds e with D = Cov(residuals) - mean_n beta V_n beta' (V_n the subject's posterior covariance
 of g; floored positive definite): the interval is as wide as the calibration replays' errors,
 split into what the posterior knows and what it cannot.
+
+Optionally (``residuals`` given to :meth:`SuiteLink.fit`) an *answer stacking* on top: each
+member's remaining residual regressed (ridge, penalty by 5-fold cross-validation) on the
+answer residuals of every item of the pool, y_j - P_j(theta_b) for the items asked (0 for the
+others; theta_b the posterior mean),
+
+    score_b = alpha_b + sum_c beta_bc ghat_c + sum_j W_bj (y_j - P_j) + e_b,
+
+so the answers carry what the members' thetas cannot (the published score's item-level
+content, across benchmarks); D is then the covariance of the out-of-fold residuals minus the
+posterior's part.
 """
 from __future__ import annotations
 
@@ -26,15 +37,48 @@ __all__ = ["SuiteLink", "RIDGE"]
 
 #: ridge penalty on the stacking weights (scores are 0-1)
 RIDGE = 1e-3
+#: penalties tried (5-fold cross-validation) for the answer stacking's item weights
+ANSWER_RIDGES = tuple(np.logspace(0.0, 4.0, 17))
+
+
+def _ridge_cv(X, Y, alphas=ANSWER_RIDGES, folds: int = 5, seed: int = 0, groups=None):
+    """Ridge of each column of ``Y`` on ``X`` (intercepts unpenalized), each column's penalty by
+    k-fold CV (squared error; rows of one ``groups`` value in one fold). Returns (W (p, k),
+    intercepts (k,), out-of-fold fits (n, k), penalties (k,))."""
+    n = len(Y)
+    groups = np.arange(n) if groups is None else np.unique(np.asarray(groups),
+                                                           return_inverse=True)[1]
+    fold = (np.random.default_rng([seed, 18]).permutation(groups.max() + 1) % folds)[groups]
+    alphas = np.asarray(alphas, float)
+    fits = np.empty((len(alphas),) + Y.shape)
+    for f in range(folds):
+        tr, te = fold != f, fold == f
+        xm, ym = X[tr].mean(0), Y[tr].mean(0)
+        U, sv, Vt = np.linalg.svd(X[tr] - xm, full_matrices=False)
+        uy = U.T @ (Y[tr] - ym)
+        P = (X[te] - xm) @ Vt.T
+        for k, a in enumerate(alphas):
+            fits[k][te] = ym + P @ ((sv / (sv ** 2 + a))[:, None] * uy)
+    best = np.argmin(((fits - Y) ** 2).sum(1), 0)
+    xm, ym = X.mean(0), Y.mean(0)
+    U, sv, Vt = np.linalg.svd(X - xm, full_matrices=False)
+    uy = U.T @ (Y - ym)
+    W = np.column_stack([Vt.T @ ((sv / (sv ** 2 + alphas[b])) * uy[:, k])
+                         for k, b in enumerate(best)])
+    oof = np.column_stack([fits[b][:, k] for k, b in enumerate(best)])
+    return W, ym - xm @ W, oof, alphas[best]
 
 
 @dataclass
 class SuiteLink:
-    """``coef`` (B, B + 1): weights on the members' ghat and an intercept; ``resid_cov`` D."""
+    """``coef`` (B, B + 1): weights on the members' ghat and an intercept; ``resid_cov`` D;
+    ``answer_weights`` (B, G): the answer stacking's item weights in the suite's pool order
+    (None: none)."""
 
     coef: np.ndarray
     resid_cov: np.ndarray
     n_models: int = 0
+    answer_weights: np.ndarray | None = None
 
     def __post_init__(self):
         self.coef = np.asarray(self.coef, float)
@@ -42,11 +86,19 @@ class SuiteLink:
         if self.coef.shape != (b, b + 1):
             raise ConfigError("a suite link's coef must be (B, B + 1)")
         self.resid_cov = np.asarray(self.resid_cov, float).reshape(b, b)
+        if self.answer_weights is not None:
+            self.answer_weights = np.asarray(self.answer_weights, float)
+            if self.answer_weights.ndim != 2 or self.answer_weights.shape[0] != b:
+                raise ConfigError("a suite link's answer_weights must be (B, pool items)")
 
     @classmethod
-    def fit(cls, ghat, post_cov, truth, ridge: float = RIDGE) -> "SuiteLink":
+    def fit(cls, ghat, post_cov, truth, ridge: float = RIDGE, residuals=None,
+            seed: int = 0, groups=None) -> "SuiteLink":
         """Fit on calibration replays: ``ghat`` (N, B) posterior means of g, ``post_cov``
-        (N, B, B) their posterior covariances, ``truth`` (N, B) published scores (0-1)."""
+        (N, B, B) their posterior covariances, ``truth`` (N, B) published scores (0-1);
+        ``residuals`` (N, G): the replays' answer residuals (:func:`answer_residuals`) for the
+        answer stacking (None: without); ``groups`` (N,): rows of one model (several replays),
+        kept in one cross-validation fold."""
         ghat, truth = np.asarray(ghat, float), np.asarray(truth, float)
         ok = np.isfinite(truth).all(1) & np.isfinite(ghat).all(1)
         if ok.sum() < 3 * ghat.shape[1] + 10:
@@ -57,19 +109,42 @@ class SuiteLink:
         pen[-1, -1] = 0.0
         coef = np.linalg.solve(X.T @ X + pen, X.T @ truth[ok]).T
         resid = truth[ok] - X @ coef.T
+        W = None
+        if residuals is not None:
+            E = np.asarray(residuals, float)[ok]
+            W, icpt, oof, _ = _ridge_cv(E, resid, seed=seed, groups=None if groups is None
+                                        else np.asarray(groups)[ok])
+            coef[:, -1] += icpt
+            resid = resid - oof
+            W = W.T
         beta = coef[:, :-1]
         known = np.einsum("ij,njk,lk->il", beta, np.asarray(post_cov, float)[ok], beta) / ok.sum()
         D = nearest_pd(np.cov(resid.T) - known, 1e-6)
-        return cls(coef, D, int(ok.sum()))
+        return cls(coef, D, int(ok.sum()), W)
 
     def apply(self, g) -> np.ndarray:
         """Recalibrated scores of draws ``g`` (..., B)."""
         return g @ self.coef[:, :-1].T + self.coef[:, -1]
 
+    def answer_shift(self, residuals) -> np.ndarray:
+        """The answer stacking's shift (N, B) of answer residuals (N, G); 0 without one."""
+        residuals = np.asarray(residuals, float)
+        if self.answer_weights is None:
+            return np.zeros((residuals.shape[0], self.coef.shape[0]))
+        if residuals.shape[1] != self.answer_weights.shape[1]:
+            raise ConfigError(f"the joint link's answer weights cover "
+                              f"{self.answer_weights.shape[1]} items, the pool has "
+                              f"{residuals.shape[1]}")
+        return residuals @ self.answer_weights.T
+
     def to_dict(self) -> dict:
-        return {"coef": np.round(self.coef, 6).tolist(),
-                "resid_cov": np.round(self.resid_cov, 9).tolist(), "n_models": self.n_models}
+        d = {"coef": np.round(self.coef, 6).tolist(),
+             "resid_cov": np.round(self.resid_cov, 9).tolist(), "n_models": self.n_models}
+        if self.answer_weights is not None:
+            d["answer_weights"] = np.round(self.answer_weights, 7).tolist()
+        return d
 
     @classmethod
     def from_dict(cls, d) -> "SuiteLink":
-        return cls(d["coef"], d["resid_cov"], int(d.get("n_models", 0)))
+        return cls(d["coef"], d["resid_cov"], int(d.get("n_models", 0)),
+                   d.get("answer_weights"))

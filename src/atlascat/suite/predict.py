@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["answer_corrections", "weighted_quantiles", "member_curves", "predict_scores",
+__all__ = ["answer_corrections", "answer_residuals", "weighted_quantiles", "member_curves", "predict_scores",
            "curve_slopes", "residual_sd"]
 
 _Z95 = 1.959963984540054
@@ -105,7 +105,18 @@ def answer_corrections(links, pool, theta, y, asked) -> np.ndarray:
     return out
 
 
-def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=None):
+def answer_residuals(pool, theta, y, asked) -> np.ndarray:
+    """(N, G) answer residuals y_j - P_j(theta_b) of the items asked (0 for the others) at the
+    posterior mean ``theta`` (N, B): what the joint link's answer stacking reads."""
+    out = np.zeros(asked.shape)
+    for b, sl in enumerate(pool.slices()):
+        P, _ = pool.irf(theta[:, b][:, None], np.arange(sl.start, sl.stop))
+        out[:, sl] = np.where(asked[:, sl], np.nan_to_num(y[:, sl]) - P, 0.0)
+    return out
+
+
+def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=None,
+                   joint_shift=None):
     """Points and 95% intervals of the members and the aggregate, all 0-1.
 
     ``thetas`` (N, K, B) posterior draws with weights ``w`` (N, K); ``e`` (K, B) iid standard
@@ -114,7 +125,8 @@ def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=N
     dict: ``score``, ``lo``, ``hi`` (N, B), ``theta``, ``theta_sd`` (N, B), ``average``,
     ``average_lo``, ``average_hi``, ``average_sd`` (N,), and the raw link draws' posterior
     mean ``g_mean`` (N, B) and covariance ``g_cov`` (N, B, B) (what the joint link is fitted
-    on). ``shift`` (N, B): added to every draw of g (the answer corrections)."""
+    on). ``shift`` (N, B): added to every draw of g (the answer corrections); ``joint_shift``
+    (N, B): added after the joint link (its answer stacking, :meth:`SuiteLink.answer_shift`)."""
     n, k, b = thetas.shape
     g = np.empty_like(thetas)
     sd = np.empty_like(thetas)
@@ -131,6 +143,8 @@ def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=N
         s = np.clip(g + sd * (e @ np.linalg.cholesky(resid_corr + 1e-12 * np.eye(b)).T), 0, 1)
     else:
         base = joint.apply(g)
+        if joint_shift is not None:
+            base = base + joint_shift[:, None, :]
         s = np.clip(base + e @ np.linalg.cholesky(joint.resid_cov).T, 0.0, 1.0)
     g = base
     score = np.einsum("nk,nkb->nb", w, g)

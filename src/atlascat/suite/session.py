@@ -21,7 +21,8 @@ import pandas as pd
 
 from ..errors import ConfigError
 from .posterior import GridLikelihood, ItemPool, gaussian_posterior, importance, normal_draws
-from .predict import answer_corrections, curve_slopes, predict_scores, residual_sd
+from .predict import (answer_corrections, answer_residuals, curve_slopes, predict_scores,
+                      residual_sd)
 from .selection import expected_information, pick_round
 
 __all__ = ["SuiteConfig", "SuiteSession"]
@@ -193,18 +194,21 @@ class SuiteSession:
         """The current prediction arrays (see :func:`predict_scores`), 0-1; ``joint=False``:
         without the suite's joint link (the members' own curves)."""
         self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
+        link = self.suite.joint_link if joint else None
         parts = []
         for s0 in range(0, len(self.subject_ids), PREDICT_BLOCK):
             r = slice(s0, s0 + PREDICT_BLOCK)
             th, w = importance(self.prior, self.lik.rows(r), self._z)
-            shift = None
+            theta = np.einsum("nk,nkb->nb", w, th)
+            shift = jshift = None
             if self.config.corrections:
-                theta = np.einsum("nk,nkb->nb", w, th)
                 shift = answer_corrections(self.links, self.pool, theta, self.y[r],
                                            self.asked[r])
+            if link is not None and link.answer_weights is not None:
+                jshift = link.answer_shift(answer_residuals(self.pool, theta, self.y[r],
+                                                            self.asked[r]))
             parts.append(predict_scores(self.links, self.weights, th, w, self._e,
-                                        self.prior.resid_corr,
-                                        self.suite.joint_link if joint else None, shift))
+                                        self.prior.resid_corr, link, shift, jshift))
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def prediction(self) -> pd.DataFrame:

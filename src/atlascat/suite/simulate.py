@@ -74,12 +74,14 @@ def simulate_suite(suite, responses: dict, config: SuiteConfig | None = None, *,
 
 
 def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | None = None,
-                   subject_ids=None):
+                   subject_ids=None, answers: bool = False):
     """Fit the suite's joint link (:class:`~atlascat.suite.link.SuiteLink`) on calibration
     models: replay the suite test (``config``) on ``responses`` and stack each member's
-    published score (``scores``: member -> Series, 0-1) on the members' predicted scores.
+    published score (``scores``: member -> Series, 0-1) on the members' predicted scores
+    (``answers``: and on the replays' answer residuals, the answer stacking).
     Subjects: those with every published score (default: all in ``responses``)."""
     from .link import SuiteLink
+    from .predict import answer_residuals
 
     suite = suite.replace(joint_link=None)
     ids, _ = answer_matrix(suite.resolved() if any(isinstance(m.bank, str) for m in
@@ -90,4 +92,7 @@ def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | N
     ids = [i for i, k in zip(ids, keep) if k]
     res = simulate_suite(suite, responses, config, subject_ids=ids)
     p = res.session.predict(joint=False)
-    return SuiteLink.fit(p["g_mean"], p["g_cov"], truth[keep])
+    s = res.session
+    E = answer_residuals(s.pool, p["theta"], s.y, s.asked) if answers else None
+    return SuiteLink.fit(p["g_mean"], p["g_cov"], truth[keep], residuals=E,
+                         seed=s.config.seed)
