@@ -10,8 +10,8 @@ the shipped bank, to skip the model search), the joint prior (``fit_prior``) and
 never touch them. Each held-out model then takes, replaying its real answers:
 
 - ``suite``: the suite test (``SuiteConfig``: ``--max-items``, ``--target-se``, ...), predicted
-  average and scores with the joint link (``--answer-stacking``: with its answer stacking, the
-  item residuals of the answers); ``suite (no joint link)``: the members' own curves;
+  average and scores with the joint link and its answer stacking (the item residuals of the
+  answers; ``--no-answer-stacking``: without); ``suite (no joint link)``: the members' own curves;
 - ``six tests``: six separate adaptive tests (SE 0.2, each bank's default stopping rules), each
   predicted by its link (answer corrections on), averaged;
 - ``random-k`` / ``random-2k``: k = the suite's mean number of items (2k), spread evenly over the
@@ -164,8 +164,8 @@ def main(argv=None):
     ap.add_argument("--no-corrections", action="store_true",
                     help="without the member links' answer corrections")
     ap.add_argument("--no-joint-link", action="store_true", help="skip the joint link")
-    ap.add_argument("--answer-stacking", action="store_true",
-                    help="the joint link with its answer stacking (item residuals)")
+    ap.add_argument("--no-answer-stacking", action="store_true",
+                    help="the joint link without its answer stacking (item residuals)")
     ap.add_argument("--cache", default=None,
                     help="folder to keep the rebuilt banks, links and prior between runs")
     ap.add_argument("--replicates", type=int, default=20)
@@ -205,7 +205,7 @@ def main(argv=None):
     if not args.no_joint_link:
         t1 = time.perf_counter()
         suite = suite.replace(joint_link=fit_joint_link(suite, train_resp, scores, cfg,
-                                                              answers=args.answer_stacking))
+                                                              answers=not args.no_answer_stacking))
         print(f"joint link fitted on {suite.joint_link.n_models} replays, "
               f"{time.perf_counter() - t1:.0f} s", flush=True)
     truth = pd.DataFrame({b: scores[b] for b in BENCHMARKS}).loc[t_all].to_numpy(float)

@@ -48,6 +48,8 @@ def main(argv=None):
     ap.add_argument("--joint-link", action="store_true",
                     help="also fit the joint link (the suite test replayed on the calibration "
                          "models with all six scores; a few minutes)")
+    ap.add_argument("--no-answer-stacking", action="store_true",
+                    help="the joint link without its answer stacking")
     args = ap.parse_args(argv)
     suite = openllm_suite().resolved()
     responses, scores = calibration_data(suite.names)
@@ -55,7 +57,7 @@ def main(argv=None):
     out = openllm_suite(prior)
     if args.joint_link:
         out = out.replace(joint_link=fit_joint_link(suite.replace(prior=prior), responses,
-                                                    scores))
+                                                    scores, answers=not args.no_answer_stacking))
     print(out.write(args.output))
     print(np.round(prior.mean, 2), "\n", np.round(prior.cov, 2), "\n", np.round(prior.resid_corr, 2))
 
