@@ -86,3 +86,32 @@ def test_suite_options_are_refused_elsewhere(tmp_path, capsys):
     assert main(["simulate", "--suite", "openllm-v1", "--bank", "arc", "arc=arc", "-o",
                  str(tmp_path / "z")]) == 2
     assert "drop --bank" in capsys.readouterr().err
+
+
+def test_target_se_below_the_floor_is_said_and_one_above_it_stops_the_test(matrices, tmp_path,
+                                                                            capsys):
+    """The default test is the --max-items budget (no SE target); a target the average's SE can
+    never reach (its floor is the joint link's residual) is reported once; a reachable one
+    stops the test early with stop reason target_se."""
+    from atlascat.suite import SuiteConfig, SuiteSession, load_suite
+
+    assert SuiteConfig().target_se is None
+    suite = load_suite("openllm-v1")
+    floor = SuiteSession(suite).floor_se()[0]
+    w, D = suite.weights, suite.joint_link.resid_cov
+    assert floor == pytest.approx(100 * np.sqrt(w @ D @ w)) and 0.5 < floor < 2.0
+    d, _ = matrices
+    pairs = [f"{b}={d / (b + '.csv')}" for b in BENCHES]
+    out = tmp_path / "low"
+    assert main(["simulate", "--suite", "openllm-v1", *pairs, "-o", str(out), "--max-items",
+                 "40", "--target-se", "0.6"]) in (0, None)
+    err = capsys.readouterr().err
+    assert "at or below the average's SE floor" in err and f"({floor:.2f} points" in err
+    assert (pd.read_csv(out / "suite_scores.csv")["n_items"] == 40).all()
+    out = tmp_path / "high"
+    assert main(["simulate", "--suite", "openllm-v1", *pairs, "-o", str(out), "--max-items",
+                 "150", "--target-se", "2.5"]) in (0, None)
+    assert "SE floor" not in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stop_reasons"].get("target_se", 0) >= 1
+    assert pd.read_csv(out / "suite_scores.csv")["n_items"].min() < 150

@@ -71,9 +71,24 @@ def suite_config_from_options(*, target_se=None, min_items=None, max_items=None,
         raise ConfigError(f"--batch-size must be >= 1, got {kw['batch_size']}")
     if kw["randomesque"] < 1:
         raise ConfigError(f"--randomesque must be >= 1, got {kw['randomesque']}")
-    if not kw["target_se"] > 0:
+    if kw["target_se"] is not None and not kw["target_se"] > 0:
         raise ConfigError(f"--target-se must be > 0 (points), got {kw['target_se']}")
     return SuiteConfig(**kw)
+
+
+def floor_note(suite, config) -> str | None:
+    """A one-line note when ``config.target_se`` cannot stop the test: it is at or below the
+    average's SE floor (the score links' residual, which no item removes)."""
+    from ..suite import SuiteSession
+
+    if config.target_se is None:
+        return None
+    floor = float(SuiteSession(suite, config).floor_se()[0])
+    if config.target_se > floor:
+        return None
+    return (f"note: --target-se {config.target_se:g} is at or below the average's SE floor "
+            f"({floor:.2f} points: the score links' residual, which no item removes); the test "
+            f"runs to --max-items ({config.max_items})")
 
 
 def start_suite(suite: str, spec: str, names, *, db, output, report_dir, config, prompt,
@@ -84,7 +99,7 @@ def start_suite(suite: str, spec: str, names, *, db, output, report_dir, config,
     from ..live.store import RunStore
     from ..live.subjects import subject_from_spec
     from ..live.suite_run import start_suite_run
-    from ..live.suite_session import composite_for, suite_ref
+    from ..live.suite_session import composite_for, load_live_suite, suite_ref
 
     if len(names) > 1:
         raise ConfigError("--suite asks one model in one run; give --llm once")
@@ -100,6 +115,9 @@ def start_suite(suite: str, spec: str, names, *, db, output, report_dir, config,
              "text; the banks were calibrated on the leaderboard's log-likelihoods, so results "
              "are APPROXIMATE. Use completions:URL (vLLM), hf: or lmeval: for the leaderboard's "
              "protocol.")
+    note = floor_note(load_live_suite(ref), config)
+    if note:
+        _say(note)
     new_db = not db.exists()
     new_out = output is not None and not output.exists()
     rid = None
@@ -155,7 +173,7 @@ def _drive(store, rid, bank, subject, *, db, output, report_dir, cache, as_json,
 
     cfg = store.get_run(rid).get("config") or {}
     plan = (int(cfg.get("min_items", 0)), int(cfg.get("max_items", 150)),
-            float(cfg.get("target_se", 0.6)) / 100.0)
+            float(cfg.get("target_se") or 0.0) / 100.0)
     show = _SuiteDisplay([subject.name], [str(i) for i in bank.item_ids], plan,
                          lines=not (quiet or as_json), bar=not as_json)
     stop = _StopRequest()

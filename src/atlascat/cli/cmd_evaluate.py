@@ -168,7 +168,8 @@ def register(app: typer.Typer) -> None:
         target_se: Optional[float] = typer.Option(None, "--target-se",
                                                   help="--suite: stop once the average's SE "
                                                        "(points, 0-100) is at or below this "
-                                                       "(after --min-items). [default: 0.6]"),
+                                                       "(after --min-items). [default: none: "
+                                                       "the --max-items budget]"),
         subject: Optional[str] = typer.Option(None, "--subject", "-s", help=SUBJECT_HELP),
         llm: Optional[List[str]] = typer.Option(None, "--llm",
                                                 help="Name of the model to ask (sent to the "
@@ -444,8 +445,6 @@ def register(app: typer.Typer) -> None:
         for (rid, bk, ref, _), res in zip(jobs, results):
             outdir, reports = _run_dirs(store, rid, db, output, report_dir)
             row = {**res.to_dict(), "bench": bench_of(bk, ref), "bank": ref}
-            from ..live.runner import PROTOCOL_LABELS
-
             row["protocol_label"] = protocol_label(row["protocol"], bk)
             if res.status == "done":
                 row["leaderboard"] = leaderboard_prediction(

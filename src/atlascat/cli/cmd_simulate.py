@@ -8,8 +8,9 @@ from typing import List, Optional
 
 import typer
 
-from ._common import (bank_option_help, console, deprecated_alias, escape, json_safe, load_bank,
-                      load_responses, one_bank, output_dir, print_frame, progress_bar)
+from ._common import (bank_option_help, console, deprecated_alias, err_console, escape,
+                      json_safe, load_bank, load_responses, one_bank, output_dir, print_frame,
+                      progress_bar)
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -91,7 +92,7 @@ def simulate_command(
     target_se: Optional[float] = typer.Option(
         None, "--target-se",
         help="--suite: stop once the average's SE (points, 0-100) is at or below this. "
-             "[default: 0.6]"),
+             "[default: none: the --max-items budget]"),
     thetas: Optional[Path] = typer.Option(
         None, "--thetas", "-t",
         help="CSV of true thetas (subject_id,theta or Model_Name,Theta_WLE): answers drawn from "
@@ -291,7 +292,7 @@ def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_i
                            batch_size, randomesque, seed) -> None:
     """``atlas simulate --suite``: replay recorded answers through the suite test."""
     from ..suite import load_suite, simulate_suite
-    from ._suite_evaluate import suite_config_from_options
+    from ._suite_evaluate import floor_note, suite_config_from_options
 
     suite = load_suite(suite_arg)
     specs = parse_pairs(pairs, suite.names)
@@ -300,6 +301,9 @@ def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_i
     cfg = suite_config_from_options(target_se=target_se, min_items=min_items,
                                     max_items=max_items, batch_size=batch_size,
                                     randomesque=randomesque, seed=seed)
+    note = floor_note(suite, cfg)
+    if note:
+        err_console.print(note, highlight=False)
     with progress_bar("simulating", 1) as advance:
         result = simulate_suite(suite, matrices, cfg)
         advance(1)

@@ -34,10 +34,13 @@ PREDICT_BLOCK = 256
 @dataclass
 class SuiteConfig:
     """Settings of a suite test. ``target_se``: stop once the aggregate's SE (points) is at or
-    below it; ``member_weight``: weight of the members' own variances in the selection;
-    ``corrections``: add each member link's observed-answer correction."""
+    below it (None, the default: the test is the ``max_items`` budget: on held-out leaderboard
+    models the error keeps falling with more items while the SE sits near its floor, the joint
+    link's residual, see :meth:`SuiteSession.floor_se`); ``member_weight``: weight of the
+    members' own variances in the selection; ``corrections``: add each member link's
+    observed-answer correction."""
 
-    target_se: float = 0.6
+    target_se: float | None = None
     max_items: int = 150
     min_items: int = 30
     batch_size: int = 6
@@ -137,6 +140,18 @@ class SuiteSession:
             new = hit & ~self.done
             self.stop_reason[new] = why
             self.done |= hit
+
+    def floor_se(self) -> np.ndarray:
+        """The part of the aggregate's SE (points, per subject) that no item removes: the
+        links' residual (w' D w with the joint link; else the members' residual SDs at the
+        current mode). ``target_se`` at or below it never stops the test."""
+        joint = self.suite.joint_link
+        if joint is not None:
+            return np.full(len(self.subject_ids),
+                           100.0 * np.sqrt(self.weights @ joint.resid_cov @ self.weights))
+        sd = np.stack([residual_sd(l, self.mode[:, b]) for b, l in enumerate(self.links)], 1)
+        wsd = sd * self.weights
+        return 100.0 * np.sqrt(np.einsum("ni,ij,nj->n", wsd, self.prior.resid_corr, wsd))
 
     # ------------------------------------------------------------------ steps
     def next_columns(self) -> np.ndarray:
