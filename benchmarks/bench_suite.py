@@ -63,6 +63,18 @@ def split(seed, test_size, populations, scores):
     return t_dense, t_dense + t_union, sorted(union - set(t_dense) - set(t_union))
 
 
+def populations_and_scores():
+    """Per benchmark: the whole population's answers (models with a published score) and the
+    published scores (0-1)."""
+    populations, scores = {}, {}
+    for b in BENCHMARKS:
+        rm = population_matrix(b, DATA / "items", population="union", data_dir=DATA)
+        scores[b] = load_published_scores(DATA / "leaderboard_scores.csv.gz", b)
+        has = np.isfinite(scores[b].reindex(rm.subject_ids.astype(str)).to_numpy(float))
+        populations[b] = rm.subset(subjects=has)
+    return populations, scores
+
+
 def rebuild(seed, populations, scores, train_ids):
     """Banks and links of the six benchmarks on the calibration models only."""
     members, banks_info = [], {}
@@ -175,12 +187,7 @@ def main(argv=None):
     ap.add_argument("-o", "--output", default=None)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    populations, scores = {}, {}
-    for b in BENCHMARKS:
-        rm = population_matrix(b, DATA / "items", population="union", data_dir=DATA)
-        scores[b] = load_published_scores(DATA / "leaderboard_scores.csv.gz", b)
-        has = np.isfinite(scores[b].reindex(rm.subject_ids.astype(str)).to_numpy(float))
-        populations[b] = rm.subset(subjects=has)
+    populations, scores = populations_and_scores()
     t_dense, t_all, train_ids = split(args.seed, args.test_size, populations, scores)
     print(f"held-out: {len(t_dense)} dense, {len(t_all)} whole population; "
           f"{len(train_ids)} calibration models", flush=True)

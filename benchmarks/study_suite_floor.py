@@ -48,9 +48,9 @@ import numpy as np
 import pandas as pd
 
 from atlascat.irt.ability import eap
-from atlascat.live.build_bank import BENCHMARKS, load_published_scores, population_matrix
+from atlascat.live.build_bank import BENCHMARKS
 from atlascat.suite.link import SuiteLink
-from bench_suite import DATA, markdown, rebuild, split
+from bench_suite import markdown, populations_and_scores, rebuild, split
 
 ALPHAS = np.logspace(-2, 5, 29)
 
@@ -86,12 +86,7 @@ def irf(bank, theta):
 
 
 def load(seed, test_size, cache):
-    populations, scores = {}, {}
-    for b in BENCHMARKS:
-        rm = population_matrix(b, DATA / "items", population="union", data_dir=DATA)
-        scores[b] = load_published_scores(DATA / "leaderboard_scores.csv.gz", b)
-        has = np.isfinite(scores[b].reindex(rm.subject_ids.astype(str)).to_numpy(float))
-        populations[b] = rm.subset(subjects=has)
+    populations, scores = populations_and_scores()
     t_dense, _, train_ids = split(seed, test_size, populations, scores)
     path = Path(cache) / f"seed{seed}_{test_size}.pkl" if cache else None
     if path is not None and path.exists():
