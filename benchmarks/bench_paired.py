@@ -13,6 +13,9 @@ tells apart (excludes 0, right sign), per test length: the adaptive default (SE 
 bank's stop rules), fixed lengths and the whole bank (``all``).
 
     PYTHONPATH=src OPENBLAS_NUM_THREADS=1 python benchmarks/bench_paired.py -o runs/paired
+
+``--shared N`` adds the design in which the second model is asked the first one's adaptive items
+(N random pairs per part).
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from atlascat.cat.config import CATConfig  # noqa: E402
 from atlascat.cat.engine import simulate_cat  # noqa: E402
 from atlascat.evaluate.paired import difference_interval, excess_agreement  # noqa: E402
+from atlascat.irt.ability import eap  # noqa: E402
 from atlascat.filtering import stratified_split  # noqa: E402
 from atlascat.live.build_bank import (fit_bank_and_link, load_published_scores,  # noqa: E402
                                       population_matrix)
@@ -64,6 +68,25 @@ def pair_arrays(s, pred, lo, hi, y, asked):
                 excess=excess_agreement(y[i], y[j], asked[i]))
 
 
+def shared_pairs(bank, link, y, s, asked, n_pairs, seed):
+    """Random ordered pairs (i, j) in which j is asked the items i's adaptive test asked: both
+    predicted (EAP on those items, then the link) from the same items; j's missing answers stay
+    unobserved."""
+    rng = np.random.default_rng([seed, 32])
+    n = len(s)
+    i, j = rng.integers(n, size=n_pairs), rng.integers(n, size=n_pairs)
+    i, j = i[i != j], j[i != j]
+    m = asked[i]
+    preds = []
+    for rows in (i, j):
+        yy = np.where(m, y[rows], np.nan)
+        th, se = eap(yy, bank)
+        preds.append(link.predict_many(th, se, asked=m & np.isfinite(yy), y=yy))
+    (pa, la, ha), (pb, lb, hb) = preds
+    return dict(i=i, j=j, true=s[i] - s[j], pred=pa - pb, sd_a=(ha - la) / 3.92,
+                sd_b=(hb - lb) / 3.92, excess=excess_agreement(y[i], y[j], m))
+
+
 def fit_scale(p, coverage=0.95) -> float:
     """Pair scale: the factor on the combined sd that covers ``coverage`` of these pairs."""
     sd = np.sqrt(p["sd_a"] ** 2 + p["sd_b"] ** 2)
@@ -85,7 +108,7 @@ def evaluate_pairs(p, scale) -> dict:
     return out
 
 
-def run(bench, seed, lengths):
+def run(bench, seed, lengths, shared=0):
     t0 = time.perf_counter()
     rm = population_matrix(bench, SHARED / "items", population="union")
     scores = load_published_scores(SHARED / "leaderboard_scores.csv.gz", bench)
@@ -104,21 +127,25 @@ def run(bench, seed, lengths):
         parts[name] = (y[keep], s[keep])
     rows = []
     for length in lengths:
-        pairs = {}
-        items = {}
+        pairs, items, same = {}, {}, {}
         for name, (y, s) in parts.items():
             pred, lo, hi, asked = replay(bank, link, y, length, seed)
             items[name] = float(asked.sum(1).mean())
             pairs[name] = pair_arrays(s, pred, lo, hi, y, asked)
-        scale = fit_scale(pairs["train"])
-        row = {"benchmark": bench, "seed": seed, "length": str(length),
-               "items": round(items["test"], 1), "pair_scale": round(scale, 3),
-               **evaluate_pairs(pairs["test"], scale)}
-        unscaled = evaluate_pairs(pairs["test"], 1.0)
-        row["coverage_unscaled"] = unscaled["coverage"]
-        rows.append(row)
-        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()},
-              flush=True)
+            if shared and length == "adaptive":
+                same[name] = shared_pairs(bank, link, y, s, asked, shared, seed)
+        designs = [(str(length), pairs)]
+        if same:
+            designs.append(("adaptive, same items", same))
+        for label, prs in designs:
+            scale = fit_scale(prs["train"])
+            row = {"benchmark": bench, "seed": seed, "length": label,
+                   "items": round(items["test"], 1), "pair_scale": round(scale, 3),
+                   **evaluate_pairs(prs["test"], scale)}
+            row["coverage_unscaled"] = evaluate_pairs(prs["test"], 1.0)["coverage"]
+            rows.append(row)
+            print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()},
+                  flush=True)
     print(f"{bench} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
     return rows
 
@@ -144,10 +171,13 @@ def main(argv=None):
     ap.add_argument("--bench", nargs="*", default=list(BENCHES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lengths", nargs="*", default=[str(x) for x in LENGTHS])
+    ap.add_argument("--shared", type=int, default=0,
+                    help="also the design in which the second model is asked the first's "
+                         "adaptive items: this many random pairs per part (0: not run)")
     ap.add_argument("-o", "--output", type=Path, default=Path("runs/paired"))
     args = ap.parse_args(argv)
     lengths = [x if x in ("adaptive", "all") else int(x) for x in args.lengths]
-    rows = [r for b in args.bench for r in run(b, args.seed, lengths)]
+    rows = [r for b in args.bench for r in run(b, args.seed, lengths, args.shared)]
     df = pd.DataFrame(rows)
     args.output.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.output / "paired.csv", index=False)
