@@ -80,11 +80,6 @@ def ridge_cv(X, y, alphas=ALPHAS, folds=5, seed=0, standardize=False):
     return (lambda Xn: ym + ((np.asarray(Xn, float) - mu) / sd) @ w), a
 
 
-def irf(bank, theta):
-    a, b, c, u = bank.params
-    return c + (u - c) / (1.0 + np.exp(-a * (np.asarray(theta, float)[:, None] - b)))
-
-
 def load(seed, test_size, cache):
     populations, scores = populations_and_scores()
     t_dense, _, train_ids = split(seed, test_size, populations, scores)
@@ -128,7 +123,7 @@ def main(argv=None):
             th, se = np.full(len(want), np.nan), np.full(len(want), np.nan)
             th[enough], se[enough] = eap(Y[enough], m.bank)
             P = np.full(Y.shape, np.nan)
-            P[enough] = irf(m.bank, th[enough])
+            P[enough] = m.bank.probability(th[enough])
             d[part] = {"Y": Y, "ok": enough, "theta": th, "se": se, "P": P}
         colmean = np.nanmean(d["tr"]["Y"][d["tr"]["ok"]], 0)
         for part in ("tr", "te"):

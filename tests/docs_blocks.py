@@ -3,6 +3,7 @@ tests/test_docs_examples.py and tests/test_readme_commands.py (see the former's 
 the rules)."""
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import socket
@@ -120,6 +121,19 @@ def check_transcript(out: str, expected: list[str], where: str, cmd: str) -> Non
         except ValueError:
             raise AssertionError(f"{where}: `{cmd}` no longer prints\n  {line.strip()}\n"
                                  f"it printed:\n" + "\n".join(got[-40:])) from None
+
+
+def user_folder(tmp_path: Path, shared: Path) -> tuple[Path, dict]:
+    """(work folder, environment) of a user in a fresh clone: ``tmp_path/work`` with
+    ``../shared`` beside it, the run store in ``tmp_path/home``, this checkout's ``atlas`` and
+    package first on the paths."""
+    (tmp_path / "shared").symlink_to(shared.parent, target_is_directory=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "ATLAS_HOME": str(tmp_path / "home"), "OPENBLAS_NUM_THREADS": "1",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": str(ROOT / "src"), "MPLBACKEND": "Agg"}
+    return work, env
 
 
 def free_port(preferred: int) -> int:

@@ -25,7 +25,6 @@ Servers are started on their ``--port`` (or a free one when it is taken; the pag
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -34,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from docs_blocks import (COMMAND, DOCS, KINDS, ROOT, Block, check_transcript, doc_blocks,
-                         normalize, shell_commands, start_server, synopsis_lines, transcript)
+from docs_blocks import (COMMAND, DOCS, KINDS, Block, check_transcript, doc_blocks, normalize,
+                         shell_commands, start_server, synopsis_lines, transcript, user_folder)
 from test_readme_commands import README, readme_commands
 
 PAGES = sorted(p.name for p in DOCS.glob("*.md"))
@@ -165,20 +164,11 @@ for line in sys.stdin:
 """
 
 
-def _env(tmp_path: Path) -> dict:
-    return {**os.environ, "ATLAS_HOME": str(tmp_path / "home"), "OPENBLAS_NUM_THREADS": "1",
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "PYTHONPATH": str(ROOT / "src"), "MPLBACKEND": "Agg"}
-
-
 class PageRunner:
     """Runs one page's blocks in order in ``work`` (``../shared`` beside it)."""
 
     def __init__(self, tmp_path: Path, shared: Path):
-        (tmp_path / "shared").symlink_to(shared.parent, target_is_directory=True)
-        self.work = tmp_path / "work"
-        self.work.mkdir()
-        self.env = _env(tmp_path)
+        self.work, self.env = user_folder(tmp_path, shared)
         self.servers: list[subprocess.Popen] = []
         self.ports: dict[str, str] = {}
         self.python: list[Block] = []
@@ -249,16 +239,19 @@ def test_readme_python_runs_as_written(tmp_path, shared_data):
     assert blocks
     runner = PageRunner(tmp_path, shared_data)
     runner.python = blocks
-    runner.run_python()
+    try:
+        runner.run_python()
+    finally:
+        runner.close()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_page_runs_as_written(page, tmp_path, shared_data):
-    blocks = [b for b in doc_blocks(page) if b.directive not in ("skip", "synopsis",
-                                                                 "same-as-readme")]
-    runnable = [b for b in blocks if b.lang in ("python", "bash")
-                or (b.lang == "text" and transcript(b.text)) or b.directive == "server"]
+    runnable = [b for b in doc_blocks(page)
+                if b.directive not in ("skip", "synopsis", "same-as-readme")
+                and (b.lang in ("python", "bash") or b.directive == "server"
+                     or (b.lang == "text" and transcript(b.text)))]
     if not runnable:
         return
     runner = PageRunner(tmp_path, shared_data)

@@ -11,15 +11,13 @@ later commands follow it) and stopped at the end.
 """
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from docs_blocks import (check_transcript, doc_blocks, shell_commands, start_server,
-                         transcript)
+                         transcript, user_folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -92,12 +90,7 @@ def test_readme_arc_table_is_parsed():
 
 @pytest.mark.slow
 def test_every_readme_command_runs_as_written(tmp_path, shared_data):
-    (tmp_path / "shared").symlink_to(shared_data.parent, target_is_directory=True)
-    work = tmp_path / "work"
-    work.mkdir()
-    env = {**os.environ, "ATLAS_HOME": str(tmp_path / "home"), "OPENBLAS_NUM_THREADS": "1",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": str(ROOT / "src")}
+    work, env = user_folder(tmp_path, shared_data)
     servers: list[subprocess.Popen] = []
     port = None
     try:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["answer_corrections", "answer_residuals", "weighted_quantiles", "member_curves", "predict_scores",
-           "curve_slopes", "residual_sd"]
+__all__ = ["answer_corrections", "answer_residuals", "weighted_quantiles", "member_curves",
+           "predict_scores", "curve_slopes", "residual_sd"]
 
 _Z95 = 1.959963984540054
 
@@ -84,12 +84,13 @@ def curve_slopes(links, theta, sd=None, h: float = 0.05) -> np.ndarray:
     return out
 
 
-def answer_corrections(links, pool, theta, y, asked) -> np.ndarray:
-    """Each member link's observed-answer correction at the posterior mean ``theta`` (N, B):
-    c_0 + sum_{j asked} w_j (y_j - P_j(theta_b)) (the link's ``cat`` regression estimator,
+def answer_corrections(links, pool, residuals, asked) -> np.ndarray:
+    """Each member link's observed-answer correction (N, B) from the answer residuals
+    (:func:`answer_residuals`, y_j - P_j at the posterior mean): c_0 + sum_{j asked} w_j
+    (y_j - P_j(theta_b)) (the link's ``cat`` regression estimator,
     :class:`~atlascat.evaluate.score_link.ScoreLink`); 0 for a member with no answer or a
     link without corrections."""
-    out = np.zeros(theta.shape)
+    out = np.zeros((asked.shape[0], len(links)))
     for b, (link, sl) in enumerate(zip(links, pool.slices())):
         c = getattr(link, "corrections", {}).get("cat")
         if c is None or link.item_ids is None:
@@ -98,10 +99,7 @@ def answer_corrections(links, pool, theta, y, asked) -> np.ndarray:
         cols = np.array([index.get(str(i), -1) for i in pool.item_ids[sl]])
         ok = cols >= 0
         w = np.where(ok, c["weights"][np.maximum(cols, 0)], 0.0)
-        P, _ = pool.irf(theta[:, b][:, None], np.arange(sl.start, sl.stop))
-        a = asked[:, sl]
-        e = np.where(a, np.nan_to_num(y[:, sl]) - P, 0.0)
-        out[:, b] = np.where(a.any(1), c["intercept"] + e @ w, 0.0)
+        out[:, b] = np.where(asked[:, sl].any(1), c["intercept"] + residuals[:, sl] @ w, 0.0)
     return out
 
 

@@ -122,13 +122,9 @@ class SuiteSession:
         joint = self.suite.joint_link
         if joint is None:
             d = slopes * self.weights
-            sd = np.stack([residual_sd(l, self.mode[:, b]) for b, l in enumerate(self.links)], 1)
-            wsd = sd * self.weights
-            resid = np.einsum("ni,ij,nj->n", wsd, self.prior.resid_corr, wsd)
         else:   # average = w' (beta g + alpha + e): gradient (beta' w) * g', residual w' D w
             d = slopes * (self.weights @ joint.coef[:, :-1])
-            resid = np.full(len(d), self.weights @ joint.resid_cov @ self.weights)
-        var = np.einsum("ni,nij,nj->n", d, self.cov, d) + resid
+        var = np.einsum("ni,nij,nj->n", d, self.cov, d) + self._residual_var()
         self.se = 100.0 * np.sqrt(var)
         self._slopes, self._d = slopes, d
         cfg = self.config
@@ -141,17 +137,21 @@ class SuiteSession:
             self.stop_reason[new] = why
             self.done |= hit
 
-    def floor_se(self) -> np.ndarray:
-        """The part of the aggregate's SE (points, per subject) that no item removes: the
-        links' residual (w' D w with the joint link; else the members' residual SDs at the
-        current mode). ``target_se`` at or below it never stops the test."""
+    def _residual_var(self) -> np.ndarray:
+        """Per subject, the aggregate's residual variance (0-1 scale): w' D w with the joint
+        link; else from the members' residual SDs at the current mode and their correlation."""
         joint = self.suite.joint_link
         if joint is not None:
-            return np.full(len(self.subject_ids),
-                           100.0 * np.sqrt(self.weights @ joint.resid_cov @ self.weights))
+            return np.full(len(self.subject_ids), self.weights @ joint.resid_cov @ self.weights)
         sd = np.stack([residual_sd(l, self.mode[:, b]) for b, l in enumerate(self.links)], 1)
         wsd = sd * self.weights
-        return 100.0 * np.sqrt(np.einsum("ni,ij,nj->n", wsd, self.prior.resid_corr, wsd))
+        return np.einsum("ni,ij,nj->n", wsd, self.prior.resid_corr, wsd)
+
+    def floor_se(self) -> np.ndarray:
+        """The part of the aggregate's SE (points, per subject) that no item removes: the
+        links' residual (:meth:`_residual_var`). ``target_se`` at or below it never stops the
+        test."""
+        return 100.0 * np.sqrt(self._residual_var())
 
     # ------------------------------------------------------------------ steps
     def next_columns(self) -> np.ndarray:
@@ -215,13 +215,12 @@ class SuiteSession:
             r = slice(s0, s0 + PREDICT_BLOCK)
             th, w = importance(self.prior, self.lik.rows(r), self._z)
             theta = np.einsum("nk,nkb->nb", w, th)
+            resid = answer_residuals(self.pool, theta, self.y[r], self.asked[r])
             shift = jshift = None
             if self.config.corrections:
-                shift = answer_corrections(self.links, self.pool, theta, self.y[r],
-                                           self.asked[r])
+                shift = answer_corrections(self.links, self.pool, resid, self.asked[r])
             if link is not None and link.answer_weights is not None:
-                jshift = link.answer_shift(answer_residuals(self.pool, theta, self.y[r],
-                                                            self.asked[r]))
+                jshift = link.answer_shift(resid)
             parts.append(predict_scores(self.links, self.weights, th, w, self._e,
                                         self.prior.resid_corr, link, shift, jshift))
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
