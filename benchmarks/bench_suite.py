@@ -149,6 +149,26 @@ def markdown(df: pd.DataFrame, digits: int = 2) -> str:
                              for row in df.itertuples(index=False)) + "\n"
 
 
+def average_pairs(pred, lo, hi, truth) -> dict:
+    """Every pair of models: the difference of the predicted averages with the paired interval
+    (``atlascat.evaluate.paired``, scale 1.0, rho 0) against the true difference."""
+    from atlascat.evaluate.paired import PAIR_SCALE, difference_interval
+
+    i, j = np.triu_indices(len(pred), 1)
+    sd = (np.asarray(hi) - np.asarray(lo)) / (2 * Z95)
+    true = truth[i] - truth[j]
+    d = difference_interval(pred[i] - pred[j], sd[i], sd[j], scale=PAIR_SCALE["average"])
+    cover = (d["lo"] <= true) & (true <= d["hi"])
+    told = ((d["lo"] > 0) & (true > 0)) | ((d["hi"] < 0) & (true < 0))
+    out = {"pairs": int(i.size), "coverage": float(cover.mean()),
+           "coverage_within_5": float(cover[np.abs(true) <= 0.05].mean()),
+           "median_halfwidth": float(np.median(d["hi"] - d["lo"]) / 2 * 100)}
+    for a, b in ((0.015, 0.025), (0.04, 0.06), (0.08, 0.12)):
+        m = (np.abs(true) >= a) & (np.abs(true) <= b)
+        out[f"told_apart_{round(100 * (a + b) / 2)}pt"] = float(told[m].mean())
+    return out
+
+
 def summary(name, items, pred, lo, hi, truth):
     err = 100 * np.abs(pred - truth)
     row = {"method": name, "items": float(np.mean(items)), "mae": float(np.mean(err)),
@@ -283,6 +303,11 @@ def main(argv=None):
                                 "width": u["width"].mean()}])
         g["band"] = [f"{b}-{b + 10}" for b in g["band"]]
         bands = pd.concat([g, allrow], ignore_index=True)
+    pairs = pd.DataFrame([{"models": name} | average_pairs(
+        df["average"].to_numpy()[m], df["average_lo"].to_numpy()[m],
+        df["average_hi"].to_numpy()[m], avg_true[m])
+        for name, m in (("dense held-out", dense), ("whole population", np.ones_like(dense)))
+        if not (args.no_union and name == "whole population")])
     print()
     print(markdown(table))
     print()
@@ -290,13 +315,17 @@ def main(argv=None):
     if bands is not None:
         print()
         print(markdown(bands))
+    print()
+    print(markdown(pairs))
     print(f"\n{time.perf_counter() - t0:.0f} s")
     if args.output:
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
         table.to_csv(out / "table.csv", index=False)
-        (out / "tables.md").write_text("\n".join(markdown(t) for t in (table, per_bench, bands)
+        (out / "tables.md").write_text("\n".join(markdown(t) for t in
+                                                 (table, per_bench, bands, pairs)
                                                  if t is not None))
+        pairs.to_csv(out / "pairs.csv", index=False)
         per_bench.to_csv(out / "per_benchmark.csv", index=False)
         df.assign(dense=dense).to_csv(out / "suite_scores.csv", index=False)
         if bands is not None:

@@ -16,6 +16,7 @@ from atlascat.suite import (Suite, SuiteConfig, SuiteLink, SuiteMember, SuitePri
                             fit_joint_link, fit_prior, load_suite, simulate_suite)
 from atlascat.suite.posterior import GridLikelihood, ItemPool, gaussian_posterior, importance
 from atlascat.suite.posterior import normal_draws
+from atlascat.suite.link import variance_slope
 from atlascat.suite.predict import weighted_quantiles
 from atlascat.suite.selection import pick_round, variance_reduction
 
@@ -235,6 +236,71 @@ def test_joint_link_answer_stacking():
     assert np.allclose(again.answer_shift(E[:5]), jl.answer_shift(E[:5]), atol=1e-5)
     with pytest.raises(ConfigError):
         jl.answer_shift(E[:, :10])
+
+
+def test_variance_slope_recovers_the_gamma_glm():
+    """E[r^2] = a + k pv recovered from simulated heteroscedastic residuals; k is floored at 1
+    (the posterior's own spread is never shrunk)."""
+    rng = np.random.default_rng(7)
+    pv = np.exp(rng.uniform(np.log(0.01), np.log(10.0), 40_000))
+    r = rng.normal(0.0, np.sqrt(0.3 + 2.3 * pv))
+    a, k = variance_slope(r ** 2, pv)
+    assert abs(a - 0.3) < 0.04 and abs(k - 2.3) < 0.12
+    a, k = variance_slope(rng.normal(0.0, np.sqrt(1.0 + 0.4 * pv)) ** 2, pv)
+    assert k == 1.0 and a > 0.5
+    a, k = variance_slope(rng.normal(0.0, 0.2, 500) ** 2, np.zeros(500))
+    assert k == 1.0 and abs(a - 0.04) < 0.01
+
+
+def test_joint_link_heteroscedastic_residual():
+    """Residuals that grow faster than the posterior variance: the link's per-subject covariance
+    C_n + G_n matches the squared errors both where the posterior is sure and where it is not,
+    and the fit without that growth keeps post_scale at 0."""
+    rng = np.random.default_rng(11)
+    n, b = 6000, 3
+    g = rng.uniform(0.3, 0.8, (n, b))
+    v = np.exp(rng.uniform(np.log(1e-6), np.log(1e-3), n))          # posterior var of each g
+    V = v[:, None, None] * np.eye(b)
+    k_true, a_true = np.array([3.0, 1.0, 2.0]), np.array([1e-4, 4e-4, 2e-4])
+    G = 0.81 * v[:, None]
+    e = rng.normal(0.0, 1.0, (n, b)) * np.sqrt(a_true + k_true * G)
+    truth = 0.02 + 0.9 * g + e
+    jl = SuiteLink.fit(g, V, truth)
+    assert np.allclose(1.0 + jl.post_scale ** 2, k_true, atol=0.2)
+    assert np.allclose(np.diag(jl.resid_cov), a_true, rtol=0.2)
+    total = np.diagonal(jl.resid_covs(V), axis1=1, axis2=2) + G
+    for part in (v < np.quantile(v, 0.2), v > np.quantile(v, 0.8)):
+        ratio = (e[part] ** 2).mean(0) / total[part].mean(0)
+        assert np.all(np.abs(ratio - 1.0) < 0.15), ratio
+    again = SuiteLink.from_dict(json.loads(json.dumps(jl.to_dict())))
+    assert np.allclose(again.resid_covs(V[:5]), jl.resid_covs(V[:5]), rtol=1e-4)
+    old = jl.to_dict()
+    del old["post_scale"]
+    legacy = SuiteLink.from_dict(old)
+    assert legacy.post_scale is None
+    assert np.allclose(legacy.resid_covs(V[:2]), legacy.resid_cov)
+    flat = SuiteLink.fit(g, V, 0.02 + 0.9 * g + rng.normal(0.0, 0.01, (n, b)))
+    assert np.all(flat.post_scale == 0.0)
+    with pytest.raises(ConfigError):
+        SuiteLink(jl.coef, jl.resid_cov, post_scale=[-1.0, 0.0, 0.0])
+
+
+def test_session_se_carries_the_heteroscedastic_part(suite):
+    """The aggregate's SE adds d2' S d2 (d2 = slopes * (beta' K w)) to the posterior part and
+    w' D w; the floor no item removes stays w' D w."""
+    b = len(suite.members)
+    coef = np.hstack([np.eye(b), np.zeros((b, 1))])
+    D = np.eye(b) * 1e-4
+    plain = SuiteSession(suite.replace(joint_link=SuiteLink(coef, D)), SuiteConfig(draws=64))
+    het = SuiteSession(suite.replace(joint_link=SuiteLink(coef, D, post_scale=np.ones(b))),
+                       SuiteConfig(draws=64))
+    plain.refresh()
+    het.refresh()
+    w = suite.weights
+    post = (plain.se / 100) ** 2 - w @ D @ w
+    assert np.allclose((het.se / 100) ** 2, 2 * post + w @ D @ w)
+    assert np.allclose(het.floor_se(), plain.floor_se())
+    assert np.allclose(het.floor_se(), 100 * np.sqrt(w @ D @ w))
 
 
 def test_fit_joint_link_with_answer_stacking_end_to_end(suite):

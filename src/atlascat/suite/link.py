@@ -23,6 +23,18 @@ others; theta_b the posterior mean),
 so the answers carry what the members' thetas cannot (the published score's item-level
 content, across benchmarks); D is then the covariance of the out-of-fold residuals minus the
 posterior's part.
+
+The replays' squared errors grow faster than the posterior's own variance G_n = beta V_n beta'
+(a subject with few answers, or none on a member, is off by more than its posterior says: on
+the seed-0 calibration replays E[r^2] ~ 0.18 + 2.3 (w'G_n w) in points^2 for the average). So
+the residual is heteroscedastic: member b's squared error is modelled as a_b + k_b G_n,bb
+(gamma GLM with identity link, k_b >= 1), and a subject's residual covariance is
+
+    C_n = D + K G_n K,   K = diag(sqrt(k_b - 1)),   D_bc = rho_bc sqrt(a_b a_c),
+
+with rho the correlation of the standardized residuals r_nb / sqrt(a_b + k_b G_n,bb), on top
+of the posterior draws' G_n: narrow for a model that answered many items on every member,
+wide for one whose answers say little.
 """
 from __future__ import annotations
 
@@ -33,7 +45,7 @@ import numpy as np
 from ..errors import ConfigError
 from .prior import nearest_pd
 
-__all__ = ["SuiteLink", "RIDGE"]
+__all__ = ["SuiteLink", "RIDGE", "variance_slope"]
 
 #: ridge penalty on the stacking weights (scores are 0-1)
 RIDGE = 1e-3
@@ -69,16 +81,35 @@ def _ridge_cv(X, Y, alphas=ANSWER_RIDGES, folds: int = 5, seed: int = 0, groups=
     return W, ym - xm @ W, oof, alphas[best]
 
 
+def variance_slope(r2, pv, iters: int = 50) -> tuple[float, float]:
+    """(a, k) of E[r^2] = a + k pv: gamma GLM with identity link (iteratively reweighted least
+    squares, weights 1 / mu^2; McCullagh and Nelder, 1989, ch. 8), a >= 0, k >= 1."""
+    r2, pv = np.asarray(r2, float), np.asarray(pv, float)
+    A = np.column_stack([np.ones_like(pv), pv])
+    a, k = max(float(np.mean(r2) - np.mean(pv)), 1e-12), 1.0
+    for _ in range(iters):
+        wt = 1.0 / np.maximum(a + k * pv, 1e-12) ** 2
+        a_new, k_new = np.linalg.lstsq(A * np.sqrt(wt)[:, None], r2 * np.sqrt(wt), rcond=None)[0]
+        a_new, k_new = max(a_new, 1e-12), max(k_new, 1.0)
+        if abs(a_new - a) <= 1e-10 + 1e-8 * a and abs(k_new - k) <= 1e-8 * k:
+            a, k = a_new, k_new
+            break
+        a, k = a_new, k_new
+    return float(a), float(k)
+
+
 @dataclass
 class SuiteLink:
     """``coef`` (B, B + 1): weights on the members' ghat and an intercept; ``resid_cov`` D;
     ``answer_weights`` (B, G): the answer stacking's item weights in the suite's pool order
-    (None: none)."""
+    (None: none); ``post_scale`` (B,): K's diagonal sqrt(k_b - 1) (None: 0, a homoscedastic
+    residual D)."""
 
     coef: np.ndarray
     resid_cov: np.ndarray
     n_models: int = 0
     answer_weights: np.ndarray | None = None
+    post_scale: np.ndarray | None = None
 
     def __post_init__(self):
         self.coef = np.asarray(self.coef, float)
@@ -90,6 +121,10 @@ class SuiteLink:
             self.answer_weights = np.asarray(self.answer_weights, float)
             if self.answer_weights.ndim != 2 or self.answer_weights.shape[0] != b:
                 raise ConfigError("a suite link's answer_weights must be (B, pool items)")
+        if self.post_scale is not None:
+            self.post_scale = np.asarray(self.post_scale, float).reshape(-1)
+            if self.post_scale.shape != (b,) or (self.post_scale < 0).any():
+                raise ConfigError("a suite link's post_scale must be B values >= 0")
 
     @classmethod
     def fit(cls, ghat, post_cov, truth, ridge: float = RIDGE, residuals=None,
@@ -118,9 +153,24 @@ class SuiteLink:
             resid = resid - oof
             W = W.T
         beta = coef[:, :-1]
-        known = np.einsum("ij,njk,lk->il", beta, np.asarray(post_cov, float)[ok], beta) / ok.sum()
-        D = nearest_pd(np.cov(resid.T) - known, 1e-6)
-        return cls(coef, D, int(ok.sum()), W)
+        G = np.einsum("ij,njk,lk->nil", beta, np.asarray(post_cov, float)[ok], beta)
+        Gd = np.diagonal(G, axis1=1, axis2=2)
+        a, k = np.array([variance_slope(resid[:, b] ** 2, Gd[:, b])
+                         for b in range(len(beta))]).T
+        z = resid / np.sqrt(a + k * Gd)
+        rho = np.corrcoef(z.T)
+        D = nearest_pd(np.sqrt(a)[:, None] * rho * np.sqrt(a)[None, :], 1e-6)
+        return cls(coef, D, int(ok.sum()), W, np.sqrt(k - 1.0))
+
+    def resid_covs(self, g_cov) -> np.ndarray:
+        """Each subject's residual covariance C_n = D + K beta V_n beta' K (N, B, B) from the
+        posterior covariance of g, ``g_cov`` (N, B, B)."""
+        g_cov = np.asarray(g_cov, float)
+        C = np.broadcast_to(self.resid_cov, g_cov.shape).copy()
+        if self.post_scale is not None and self.post_scale.any():
+            KB = self.post_scale[:, None] * self.coef[:, :-1]
+            C += np.einsum("ij,njk,lk->nil", KB, g_cov, KB)
+        return C
 
     def apply(self, g) -> np.ndarray:
         """Recalibrated scores of draws ``g`` (..., B)."""
@@ -142,9 +192,11 @@ class SuiteLink:
              "resid_cov": np.round(self.resid_cov, 9).tolist(), "n_models": self.n_models}
         if self.answer_weights is not None:
             d["answer_weights"] = np.round(self.answer_weights, 7).tolist()
+        if self.post_scale is not None:
+            d["post_scale"] = np.round(self.post_scale, 6).tolist()
         return d
 
     @classmethod
     def from_dict(cls, d) -> "SuiteLink":
         return cls(d["coef"], d["resid_cov"], int(d.get("n_models", 0)),
-                   d.get("answer_weights"))
+                   d.get("answer_weights"), d.get("post_scale"))

@@ -118,8 +118,9 @@ def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=N
     """Points and 95% intervals of the members and the aggregate, all 0-1.
 
     ``thetas`` (N, K, B) posterior draws with weights ``w`` (N, K); ``e`` (K, B) iid standard
-    normal residual draws, correlated by ``resid_corr`` (R; or by the joint link's D when
-    ``joint``, a :class:`~atlascat.suite.link.SuiteLink`, recalibrates the draws). Returns a
+    normal residual draws, correlated by ``resid_corr`` (R; or by the joint link's
+    per-subject C_n when ``joint``, a :class:`~atlascat.suite.link.SuiteLink`, recalibrates
+    the draws, :meth:`~atlascat.suite.link.SuiteLink.resid_covs`). Returns a
     dict: ``score``, ``lo``, ``hi`` (N, B), ``theta``, ``theta_sd`` (N, B), ``average``,
     ``average_lo``, ``average_hi``, ``average_sd`` (N,), and the raw link draws' posterior
     mean ``g_mean`` (N, B) and covariance ``g_cov`` (N, B, B) (what the joint link is fitted
@@ -143,7 +144,8 @@ def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=N
         base = joint.apply(g)
         if joint_shift is not None:
             base = base + joint_shift[:, None, :]
-        s = np.clip(base + e @ np.linalg.cholesky(joint.resid_cov).T, 0.0, 1.0)
+        chol = np.linalg.cholesky(joint.resid_covs(g_cov) + 1e-12 * np.eye(b))
+        s = np.clip(base + np.einsum("kc,nbc->nkb", e, chol), 0.0, 1.0)
     g = base
     score = np.einsum("nk,nkb->nb", w, g)
     q = weighted_quantiles(np.moveaxis(s, 2, 1), w[:, None, :], [0.025, 0.975])

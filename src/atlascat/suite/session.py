@@ -7,7 +7,8 @@ simulation drives hundreds). Each round: the joint posterior's normal approximat
     SE^2 = d' S d + sum_bc w_b w_c R_bc sd_b sd_c       (d_b = w_b g_b'(m_b); sd_b residual SD)
 
 (g' by statistical linearization over the posterior; with a joint link d = (beta' w) g'(m)
-and the residual term w' D w) is checked against ``target_se`` (points, 0-100) from
+and the residual term w' D w + d2' S d2, d2 = (beta' K w) g'(m), the link's heteroscedastic
+part, :class:`~atlascat.suite.link.SuiteLink`) is checked against ``target_se`` (points, 0-100) from
 ``min_items`` on; else up to ``batch_size`` items are chosen for the aggregate
 (:func:`pick_round`; members below ``min_per_member`` items first). The prediction pushes
 importance-weighted posterior draws through the members' score links (:func:`predict_scores`).
@@ -125,6 +126,10 @@ class SuiteSession:
         else:   # average = w' (beta g + alpha + e): gradient (beta' w) * g', residual w' D w
             d = slopes * (self.weights @ joint.coef[:, :-1])
         var = np.einsum("ni,nij,nj->n", d, self.cov, d) + self._residual_var()
+        if joint is not None and joint.post_scale is not None:
+            # the heteroscedastic part w' K beta G beta' K w, G = J S J (J: the slopes)
+            d2 = slopes * ((joint.post_scale * self.weights) @ joint.coef[:, :-1])
+            var = var + np.einsum("ni,nij,nj->n", d2, self.cov, d2)
         self.se = 100.0 * np.sqrt(var)
         self._slopes, self._d = slopes, d
         cfg = self.config
@@ -139,7 +144,9 @@ class SuiteSession:
 
     def _residual_var(self) -> np.ndarray:
         """Per subject, the aggregate's residual variance (0-1 scale): w' D w with the joint
-        link; else from the members' residual SDs at the current mode and their correlation."""
+        link (its heteroscedastic part d2' S d2 shrinks with the answers and is added in
+        :meth:`refresh`); else from the members' residual SDs at the current mode and their
+        correlation."""
         joint = self.suite.joint_link
         if joint is not None:
             return np.full(len(self.subject_ids), self.weights @ joint.resid_cov @ self.weights)
