@@ -5,13 +5,13 @@ joint posterior, the six predictions carry the prior's pull and the links' misfi
 population tested. The joint link is a linear stacking fitted on calibration models' replayed
 suite tests (Wolpert, 1992):
 
-    score_b = alpha_b + sum_c beta_bc ghat_c + e_b,   e ~ N(0, D),
+    score_b = alpha_b + sum_c beta_bc ghat_c + e_b,
 
 with ghat_c the posterior mean of g_c(theta_c) (ridge, small penalty). Prediction applies it to
 every posterior draw of g (so the posterior's spread and correlations stay in the interval) and
-adds e with D = Cov(residuals) - mean_n beta V_n beta' (V_n the subject's posterior covariance
-of g; floored positive definite): the interval is as wide as the calibration replays' errors,
-split into what the posterior knows and what it cannot.
+adds a residual e_n ~ N(0, C_n) (V_n the subject's posterior covariance of g; C_n below): the
+interval is as wide as the calibration replays' errors, split into what the posterior knows and
+what it cannot.
 
 Optionally (``residuals`` given to :meth:`SuiteLink.fit`) an *answer stacking* on top: each
 member's remaining residual regressed (ridge, penalty by 5-fold cross-validation) on the
@@ -21,8 +21,7 @@ others; theta_b the posterior mean),
     score_b = alpha_b + sum_c beta_bc ghat_c + sum_j W_bj (y_j - P_j) + e_b,
 
 so the answers carry what the members' thetas cannot (the published score's item-level
-content, across benchmarks); D is then the covariance of the out-of-fold residuals minus the
-posterior's part.
+content, across benchmarks); the residuals r below are then the out-of-fold ones.
 
 The replays' squared errors grow faster than the posterior's own variance G_n = beta V_n beta'
 (a subject with few answers, or none on a member, is off by more than its posterior says: on
