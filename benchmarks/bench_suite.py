@@ -151,22 +151,15 @@ def markdown(df: pd.DataFrame, digits: int = 2) -> str:
 
 def average_pairs(pred, lo, hi, truth) -> dict:
     """Every pair of models: the difference of the predicted averages with the paired interval
-    (``atlascat.evaluate.paired``, scale 1.0, rho 0) against the true difference."""
-    from atlascat.evaluate.paired import PAIR_SCALE, difference_interval
+    (``atlascat.evaluate.paired``, the average's pair scale, rho 0) against the true
+    difference (``bench_paired.evaluate_pairs``)."""
+    from atlascat.evaluate.paired import PAIR_SCALE
+    from bench_paired import evaluate_pairs
 
     i, j = np.triu_indices(len(pred), 1)
     sd = (np.asarray(hi) - np.asarray(lo)) / (2 * Z95)
-    true = truth[i] - truth[j]
-    d = difference_interval(pred[i] - pred[j], sd[i], sd[j], scale=PAIR_SCALE["average"])
-    cover = (d["lo"] <= true) & (true <= d["hi"])
-    told = ((d["lo"] > 0) & (true > 0)) | ((d["hi"] < 0) & (true < 0))
-    out = {"pairs": int(i.size), "coverage": float(cover.mean()),
-           "coverage_within_5": float(cover[np.abs(true) <= 0.05].mean()),
-           "median_halfwidth": float(np.median(d["hi"] - d["lo"]) / 2 * 100)}
-    for a, b in ((0.015, 0.025), (0.04, 0.06), (0.08, 0.12)):
-        m = (np.abs(true) >= a) & (np.abs(true) <= b)
-        out[f"told_apart_{round(100 * (a + b) / 2)}pt"] = float(told[m].mean())
-    return out
+    return evaluate_pairs({"true": truth[i] - truth[j], "pred": pred[i] - pred[j],
+                           "sd_a": sd[i], "sd_b": sd[j]}, PAIR_SCALE["average"])
 
 
 def summary(name, items, pred, lo, hi, truth):
