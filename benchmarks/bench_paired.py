@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from atlascat.cat.config import CATConfig  # noqa: E402
 from atlascat.cat.engine import simulate_cat  # noqa: E402
-from atlascat.evaluate.paired import difference_interval, excess_agreement  # noqa: E402
+from atlascat.evaluate.paired import Z95, difference_interval, excess_agreement  # noqa: E402
 from atlascat.irt.ability import eap  # noqa: E402
 from atlascat.filtering import stratified_split  # noqa: E402
 from atlascat.live.build_bank import (fit_bank_and_link, load_published_scores,  # noqa: E402
@@ -60,12 +60,15 @@ def replay(bank, link, y, length, seed):
     return pred, lo, hi, asked
 
 
-def pair_arrays(s, pred, lo, hi, y, asked):
-    n = len(s)
-    i, j = np.triu_indices(n, 1)
-    return dict(i=i, j=j, true=s[i] - s[j], pred=pred[i] - pred[j],
-                sd_a=(hi[i] - lo[i]) / 3.92, sd_b=(hi[j] - lo[j]) / 3.92,
-                excess=excess_agreement(y[i], y[j], asked[i]))
+def pair_arrays(s, pred, lo, hi, y=None, asked=None):
+    """Every pair (i < j): true and predicted differences, the two sds (from the 95%
+    intervals) and, given the answers ``y`` / ``asked``, their excess agreement."""
+    i, j = np.triu_indices(len(s), 1)
+    sd = (np.asarray(hi) - np.asarray(lo)) / (2 * Z95)
+    out = dict(i=i, j=j, true=s[i] - s[j], pred=pred[i] - pred[j], sd_a=sd[i], sd_b=sd[j])
+    if y is not None:
+        out["excess"] = excess_agreement(y[i], y[j], asked[i])
+    return out
 
 
 def shared_pairs(bank, link, y, s, asked, n_pairs, seed):
@@ -83,14 +86,14 @@ def shared_pairs(bank, link, y, s, asked, n_pairs, seed):
         th, se = eap(yy, bank)
         preds.append(link.predict_many(th, se, asked=m & np.isfinite(yy), y=yy))
     (pa, la, ha), (pb, lb, hb) = preds
-    return dict(i=i, j=j, true=s[i] - s[j], pred=pa - pb, sd_a=(ha - la) / 3.92,
-                sd_b=(hb - lb) / 3.92, excess=excess_agreement(y[i], y[j], m))
+    return dict(i=i, j=j, true=s[i] - s[j], pred=pa - pb, sd_a=(ha - la) / (2 * Z95),
+                sd_b=(hb - lb) / (2 * Z95), excess=excess_agreement(y[i], y[j], m))
 
 
 def fit_scale(p, coverage=0.95) -> float:
     """Pair scale: the factor on the combined sd that covers ``coverage`` of these pairs."""
     sd = np.sqrt(p["sd_a"] ** 2 + p["sd_b"] ** 2)
-    return float(np.quantile(np.abs(p["true"] - p["pred"]) / sd, coverage) / 1.959964)
+    return float(np.quantile(np.abs(p["true"] - p["pred"]) / sd, coverage) / Z95)
 
 
 def evaluate_pairs(p, scale) -> dict:

@@ -35,16 +35,12 @@ import pandas as pd
 
 from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import simulate_cat
-from atlascat.live.build_bank import (BENCHMARKS, fit_bank_and_link, load_published_scores,
-                                      population_matrix)
+from atlascat.live.build_bank import BENCHMARKS, fit_bank_and_link
 from atlascat.catalogue import load_score_link
 from atlascat.suite.prior import COMPONENTS
 from atlascat.suite import (SuiteConfig, SuiteMember, fit_joint_link, fit_prior,
                             simulate_suite)
-from build_suite import openllm_suite
-
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "openllm"
-Z95 = 1.959963984540054
+from build_suite import calibration_data, openllm_suite
 
 
 def split(seed, test_size, populations, scores):
@@ -66,23 +62,21 @@ def split(seed, test_size, populations, scores):
 def populations_and_scores():
     """Per benchmark: the whole population's answers (models with a published score) and the
     published scores (0-1)."""
-    populations, scores = {}, {}
-    for b in BENCHMARKS:
-        rm = population_matrix(b, DATA / "items", population="union", data_dir=DATA)
-        scores[b] = load_published_scores(DATA / "leaderboard_scores.csv.gz", b)
-        has = np.isfinite(scores[b].reindex(rm.subject_ids.astype(str)).to_numpy(float))
-        populations[b] = rm.subset(subjects=has)
-    return populations, scores
+    return calibration_data(BENCHMARKS)
 
 
-def rebuild(seed, populations, scores, train_ids):
+def training_responses(populations, train_ids) -> dict:
+    """Each benchmark's population restricted to the calibration models."""
+    return {b: rm.subset(subjects=np.isin(rm.subject_ids.astype(str), train_ids))
+            for b, rm in populations.items()}
+
+
+def rebuild(seed, train_resp, scores):
     """Banks and links of the six benchmarks on the calibration models only."""
     members, banks_info = [], {}
     for b in BENCHMARKS:
-        rm = populations[b]
-        tr = rm.subset(subjects=np.isin(rm.subject_ids.astype(str), train_ids))
         t0 = time.perf_counter()
-        bank, link, info = fit_bank_and_link(tr, scores[b], bench=b,
+        bank, link, info = fit_bank_and_link(train_resp[b], scores[b], bench=b,
                                              model=load_score_link(b).info["model"], seed=seed,
                                              leaderboard_scores=scores[b].to_numpy(float))
         banks_info[b] = {"items": len(bank), "model": info["model"],
@@ -93,17 +87,35 @@ def rebuild(seed, populations, scores, train_ids):
     return members, banks_info
 
 
+def rebuilt_suite(seed, test_size, cache, train_resp, scores):
+    """(suite, banks_info) of a split: read from ``cache`` (a folder; None: none) or rebuilt
+    (:func:`rebuild`) and written there."""
+    path = Path(cache) / f"seed{seed}_{test_size}.pkl" if cache else None
+    if path is not None and path.exists():
+        return pickle.loads(path.read_bytes())
+    members, banks_info = rebuild(seed, train_resp, scores)
+    suite = openllm_suite(members=members)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pickle.dumps((suite, banks_info)))
+    return suite, banks_info
+
+
+def answers_for(rm, bank, ids) -> np.ndarray:
+    """(len(ids), items) answers of models ``ids`` to ``bank``'s items (NaN: none)."""
+    pos = pd.Index(rm.subject_ids.astype(str)).get_indexer(ids)
+    y = np.full((len(ids), len(bank)), np.nan)
+    y[pos >= 0] = rm.aligned_values(bank.item_ids, extra="ignore")[pos[pos >= 0]]
+    return y
+
+
 def six_tests(suite, populations, ids, seed):
     """Six separate adaptive tests (SE 0.2, the link's stopping rules): per benchmark score,
     lo, hi and items, (N, 6) each."""
     n = len(ids)
     out = {k: np.full((n, len(BENCHMARKS)), np.nan) for k in ("score", "lo", "hi", "items")}
     for j, m in enumerate(suite.members):
-        rm = populations[m.name]
-        pos = pd.Index(rm.subject_ids.astype(str)).get_indexer(ids)
-        have = pos >= 0
-        y = np.full((n, len(m.bank)), np.nan)
-        y[have] = rm.aligned_values(m.bank.item_ids, extra="ignore")[pos[have]]
+        y = answers_for(populations[m.name], m.bank, ids)
         rows = np.isfinite(y).mean(1) >= 0.9
         cfg = CATConfig(se_stop=0.2, **m.link.stop_settings())
         res = simulate_cat(m.bank, cfg, responses=y[rows], rng=np.random.default_rng([seed, j]))
@@ -125,17 +137,16 @@ def random_k(suite, populations, scores, train_ids, ids, per_bench, seed, reps=2
         idx = pd.Index(rm.subject_ids.astype(str))
         tr = idx.get_indexer(train_ids)
         tr = tr[tr >= 0]
-        te = idx.get_indexer(ids)
+        y_tr, y_te = y_all[tr], answers_for(rm, m.bank, ids)
         s_tr = scores[m.name].reindex(idx[tr]).to_numpy(float)
         k = int(min(len(m.bank), max(1, per_bench)))
         for r in range(reps):
             sel = np.random.default_rng([seed, 30, j, k, r]).choice(len(m.bank), k, replace=False)
             with np.errstate(invalid="ignore", divide="ignore"):
-                a_tr = np.nanmean(y_all[tr][:, sel], 1)
+                a_tr = np.nanmean(y_tr[:, sel], 1)
                 ok = np.isfinite(a_tr) & np.isfinite(s_tr)
                 coef = np.polyfit(a_tr[ok], s_tr[ok], 1)
-                a_te = np.where(te[:, None] >= 0, y_all[np.maximum(te, 0)][:, sel], np.nan)
-                acc = np.nanmean(a_te, 1)
+                acc = np.nanmean(y_te[:, sel], 1)
             fallback = np.nanmean(s_tr)
             preds[r, :, j] = np.where(np.isfinite(acc), np.polyval(coef, acc), fallback)
     return preds
@@ -152,14 +163,11 @@ def markdown(df: pd.DataFrame, digits: int = 2) -> str:
 def average_pairs(pred, lo, hi, truth) -> dict:
     """Every pair of models: the difference of the predicted averages with the paired interval
     (``atlascat.evaluate.paired``, the average's pair scale, rho 0) against the true
-    difference (``bench_paired.evaluate_pairs``)."""
+    difference (``bench_paired``'s pairs and scoring)."""
     from atlascat.evaluate.paired import PAIR_SCALE
-    from bench_paired import evaluate_pairs
+    from bench_paired import evaluate_pairs, pair_arrays
 
-    i, j = np.triu_indices(len(pred), 1)
-    sd = (np.asarray(hi) - np.asarray(lo)) / (2 * Z95)
-    return evaluate_pairs({"true": truth[i] - truth[j], "pred": pred[i] - pred[j],
-                           "sd_a": sd[i], "sd_b": sd[j]}, PAIR_SCALE["average"])
+    return evaluate_pairs(pair_arrays(truth, pred, lo, hi), PAIR_SCALE["average"])
 
 
 def summary(name, items, pred, lo, hi, truth):
@@ -204,17 +212,8 @@ def main(argv=None):
     t_dense, t_all, train_ids = split(args.seed, args.test_size, populations, scores)
     print(f"held-out: {len(t_dense)} dense, {len(t_all)} whole population; "
           f"{len(train_ids)} calibration models", flush=True)
-    train_resp = {b: populations[b].subset(subjects=np.isin(
-        populations[b].subject_ids.astype(str), train_ids)) for b in BENCHMARKS}
-    cache = Path(args.cache) / f"seed{args.seed}_{args.test_size}.pkl" if args.cache else None
-    if cache is not None and cache.exists():
-        suite, banks_info = pickle.loads(cache.read_bytes())
-    else:
-        members, banks_info = rebuild(args.seed, populations, scores, train_ids)
-        suite = openllm_suite(members=members)
-        if cache is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_bytes(pickle.dumps((suite, banks_info)))
+    train_resp = training_responses(populations, train_ids)
+    suite, banks_info = rebuilt_suite(args.seed, args.test_size, args.cache, train_resp, scores)
     suite = suite.replace(prior=fit_prior(suite, train_resp, scores,
                                           components=args.components), joint_link=None)
     cfg = SuiteConfig(max_items=args.max_items, target_se=args.target_se,
@@ -231,7 +230,6 @@ def main(argv=None):
     truth = pd.DataFrame({b: scores[b] for b in BENCHMARKS}).loc[t_all].to_numpy(float)
     res = simulate_suite(suite, populations, cfg, subject_ids=t_all)
     df = res.scores
-    raw = res.session.predict(joint=False)
     dense = np.isin(np.asarray(t_all), t_dense)
     avg_true = truth.mean(1)
     rows = []
@@ -239,6 +237,7 @@ def main(argv=None):
     rows.append(summary("suite", d["n_items"], d["average"], d["average_lo"], d["average_hi"],
                         avg_true[dense]))
     if not args.no_joint_link:
+        raw = res.session.predict(joint=False)
         rows.append(summary("suite (no joint link)", d["n_items"], raw["average"][dense],
                             raw["average_lo"][dense], raw["average_hi"][dense],
                             avg_true[dense]))
@@ -247,8 +246,12 @@ def main(argv=None):
                for k in ("score", "lo", "hi", "items")}
     else:
         six = six_tests(suite, populations, t_dense, args.seed)
-    rows.append(summary("six tests (SE 0.2)", six["items"].sum(1), six["score"].mean(1),
-                        six["lo"].mean(1) - 0.0, six["hi"].mean(1), avg_true[dense]))
+    # six tests' average interval: sum of independent halves is not an interval; report the
+    # normal approximation sqrt(sum half_b^2) / 6 instead
+    a_half = np.sqrt((((six["hi"] - six["lo"]) / 2) ** 2).sum(1)) / len(BENCHMARKS)
+    a_pred = six["score"].mean(1)
+    rows.append(summary("six tests (SE 0.2)", six["items"].sum(1), a_pred, a_pred - a_half,
+                        a_pred + a_half, avg_true[dense]))
     k = float(d["n_items"].mean())
     for name, kk in (() if args.no_baselines else (("random-k", k), ("random-2k", 2 * k))):
         per = int(round(kk / len(BENCHMARKS)))
@@ -272,14 +275,6 @@ def main(argv=None):
         "six_coverage": np.nanmean((truth[dense] >= six["lo"]) & (truth[dense] <= six["hi"]), 0),
     })
     per_bench["ratio"] = per_bench["suite_mae"] / per_bench["six_mae"]
-    # six tests' average interval: sum of independent halves is not an interval; report the
-    # normal approximation sqrt(sum half_b^2) / 6 instead
-    half = (six["hi"] - six["lo"]) / 2
-    a_half = np.sqrt((half ** 2).sum(1)) / len(BENCHMARKS)
-    a_pred = six["score"].mean(1)
-    table.loc[table.method == "six tests (SE 0.2)", "coverage"] = float(np.mean(
-        np.abs(avg_true[dense] - a_pred) <= a_half))
-    table.loc[table.method == "six tests (SE 0.2)", "width"] = float(100 * np.mean(2 * a_half))
     bands = None
     if not args.no_union:
         u = df.copy()

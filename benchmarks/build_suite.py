@@ -23,15 +23,14 @@ DESCRIPTION = ("Open LLM Leaderboard v1: ARC (25-shot), HellaSwag (10-shot), MML
                "is the mean of the six published scores, as the leaderboard defined it.")
 
 
-def calibration_data(benches, data=DATA, exclude=()):
-    """Response matrices and published scores of the calibration population per benchmark."""
-    exclude = set(map(str, exclude))
+def calibration_data(benches, data=DATA):
+    """Per benchmark: the whole population's answers (models with a published score) and the
+    published scores (0-1)."""
     responses, scores = {}, {}
     for b in benches:
         rm = population_matrix(b, data / "items", population="union", data_dir=data)
         s = load_published_scores(data / "leaderboard_scores.csv.gz", b)
         keep = np.isfinite(s.reindex(rm.subject_ids.astype(str)).to_numpy(float))
-        keep &= ~np.isin(rm.subject_ids.astype(str), list(exclude))
         responses[b], scores[b] = rm.subset(subjects=keep), s
     return responses, scores
 

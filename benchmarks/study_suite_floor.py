@@ -40,7 +40,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import pickle
 import time
 from pathlib import Path
 
@@ -50,7 +49,8 @@ import pandas as pd
 from atlascat.irt.ability import eap
 from atlascat.live.build_bank import BENCHMARKS
 from atlascat.suite.link import SuiteLink
-from bench_suite import markdown, populations_and_scores, rebuild, split
+from bench_suite import (answers_for, markdown, populations_and_scores, rebuilt_suite, split,
+                         training_responses)
 
 ALPHAS = np.logspace(-2, 5, 29)
 
@@ -83,13 +83,9 @@ def ridge_cv(X, y, alphas=ALPHAS, folds=5, seed=0, standardize=False):
 def load(seed, test_size, cache):
     populations, scores = populations_and_scores()
     t_dense, _, train_ids = split(seed, test_size, populations, scores)
-    path = Path(cache) / f"seed{seed}_{test_size}.pkl" if cache else None
-    if path is not None and path.exists():
-        suite, _ = pickle.loads(path.read_bytes())
-        members = suite.members
-    else:
-        members, _ = rebuild(seed, populations, scores, train_ids)
-    return populations, scores, t_dense, train_ids, members
+    suite, _ = rebuilt_suite(seed, test_size, cache, training_responses(populations, train_ids),
+                             scores)
+    return populations, scores, t_dense, train_ids, suite.members
 
 
 def main(argv=None):
@@ -112,13 +108,9 @@ def main(argv=None):
     per = {}
     for m in members:
         rm = populations[m.name]
-        ids = pd.Index(rm.subject_ids.astype(str))
-        y = rm.aligned_values(m.bank.item_ids, extra="ignore")
         d = {}
         for part, want in (("tr", train), ("te", test)):
-            pos = ids.get_indexer(want)
-            Y = np.full((len(want), len(m.bank)), np.nan)
-            Y[pos >= 0] = y[pos[pos >= 0]]
+            Y = answers_for(rm, m.bank, want)
             enough = np.isfinite(Y).mean(1) >= 0.9
             th, se = np.full(len(want), np.nan), np.full(len(want), np.nan)
             th[enough], se[enough] = eap(Y[enough], m.bank)
