@@ -145,13 +145,12 @@ def resume_suite_runs(store, ids, *, db, output, report_dir, cache, as_json, qui
     from ..live.suite_run import is_suite_run, suite_of_run
     from ..live.suite_session import composite_for
 
-    for rid in ids:
-        info = store.get_run(rid)
+    infos = {rid: store.get_run(rid) for rid in ids}
+    for rid, info in infos.items():
         if not is_suite_run(info):
             raise ConfigError(f"run {rid} is a single-bank run; resume suite runs and "
                               "single-bank runs in separate calls")
-    for rid in ids:
-        info = store.get_run(rid)
+    for rid, info in infos.items():
         bank = composite_for(suite_of_run(info))
         _drive(store, rid, bank, subject_for(info["subject"], bank), db=db, output=output,
                report_dir=report_dir, cache=cache, as_json=as_json, quiet=quiet, resumed=True)

@@ -23,10 +23,10 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import ConfigError
+from ..link.settings import Z95
 
 __all__ = ["difference_interval", "paired_difference", "excess_agreement", "PAIR_SCALE", "Z95"]
 
-Z95 = 1.959963984540054
 #: per benchmark, the factor on the combined sd that covers 95% of the calibration pairs
 #: (``python benchmarks/bench_paired.py``, seed 0, adaptive test; see docs/leaderboard.md);
 #: 1.0 for a bank not listed (the plain combination, which covers more than 95%). ``average``:

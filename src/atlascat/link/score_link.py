@@ -66,7 +66,24 @@ from .settings import (ANSWER_CHANCE, BOTTOM_TOLERANCE, CHANCE, CHANCE_ALPHA, CO
                        LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP, MIN_SUPPORT, PRECISION_FLOOR,
                        PRECISION_RATIO, SUPPORT_BANDWIDTH, Z95)
 
-__all__ = ["ScoreLink", "predict_frame"]
+__all__ = ["ScoreLink", "predict_frame", "percentile_of"]
+
+
+def percentile_of(quantiles, score) -> float:
+    """Percentile (0-100) of ``score`` on the curve of equally spaced ``quantiles`` (0 below
+    the first, 100 above the last, averaged over ties)."""
+    q = np.asarray(quantiles, float)
+    levels = np.linspace(0.0, 100.0, q.size)
+    s = float(score)
+    if s <= q[0]:
+        return 0.0
+    if s >= q[-1]:
+        return 100.0
+    lo = np.searchsorted(q, s, side="left")
+    hi = np.searchsorted(q, s, side="right")
+    if hi > lo:
+        return float(levels[lo:hi].mean())
+    return float(np.interp(s, q, levels))
 
 
 class ScoreLink:
@@ -676,19 +693,7 @@ class ScoreLink:
         """Percentile (0-100) of ``score`` (0-1) among the leaderboard models."""
         if self.quantiles is None:
             raise BankError("this score link carries no leaderboard distribution")
-        q = self.quantiles
-        levels = np.linspace(0.0, 100.0, q.size)
-        s = float(score)
-        if s <= q[0]:
-            return 0.0
-        if s >= q[-1]:
-            return 100.0
-        # average over ties of the quantile curve
-        lo = np.searchsorted(q, s, side="left")
-        hi = np.searchsorted(q, s, side="right")
-        if hi > lo:
-            return float(levels[lo:hi].mean())
-        return float(np.interp(s, q, levels))
+        return percentile_of(self.quantiles, score)
 
     # ---------------------------------------------------------------- I/O
     def to_dict(self) -> dict:

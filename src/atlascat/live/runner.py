@@ -279,6 +279,22 @@ def _model_accuracy(session, bank) -> float:
 
 
 # ---------------------------------------------------------------------------- runs
+def check_content(bank, subject, probe_ids) -> None:
+    """A clear error now, before any run is created, when ``bank`` cannot be asked of
+    ``subject``: no item content, or (log-likelihood subjects) no request data for the items
+    ``probe_ids`` (one per source of requests)."""
+    if bank.metadata is None:
+        raise BankError("live evaluation needs a bank with item content; see atlascat.content.items")
+    if getattr(subject, "kind", None) == "loglikelihood":
+        from ..content.requests import build_item_requests
+
+        for item in probe_ids:
+            build_item_requests(bank, item)
+    elif "question" not in bank.metadata.columns:
+        raise BankError("live evaluation with prompts needs a bank with item content (question, "
+                        "choices, answer, scorer); see atlascat.content.items")
+
+
 def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
               prompt: PromptSettings | None = None, bank_ref: str | None = None,
               run_id: str | None = None, batch_size: int = 1) -> str:
@@ -289,15 +305,7 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
     from ..cat.config import CATConfig
 
     k = _check_batch_size(batch_size)
-    if bank.metadata is None:
-        raise BankError("live evaluation needs a bank with item content; see atlascat.content.items")
-    if getattr(subject, "kind", None) != "loglikelihood" and "question" not in bank.metadata.columns:
-        raise BankError("live evaluation with prompts needs a bank with item content (question, "
-                        "choices, answer, scorer); see atlascat.content.items")
-    if getattr(subject, "kind", None) == "loglikelihood" and len(bank):
-        from ..content.requests import build_item_requests
-
-        build_item_requests(bank, bank.item_ids[0])  # a bank without request data fails here
+    check_content(bank, subject, bank.item_ids[:1])
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
     session = _session_cls()(bank, config=config, rng=np.random.default_rng(seed))

@@ -28,9 +28,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from ..errors import BankError, ConfigError
+from ..errors import ConfigError
 from .report import describe_prediction, render_run_report
-from .runner import (PromptSettings, RunResult, bank_hash, continue_run, subject_protocol)
+from .runner import (PromptSettings, RunResult, bank_hash, check_content, continue_run,
+                     subject_protocol)
 from .store import RunStore
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
 
@@ -60,14 +61,8 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     ref = suite_ref(suite)
     bank = composite_for(ref)
     config = config if config is not None else SuiteConfig()
-    if getattr(subject, "kind", None) == "loglikelihood":
-        from ..content.requests import build_item_requests
-
-        for m in dict.fromkeys(bank.metadata["member"]):  # a member without requests fails here
-            build_item_requests(bank, bank.item_ids[list(bank.metadata["member"]).index(m)])
-    elif "question" not in bank.metadata.columns:
-        raise BankError("live evaluation with prompts needs item content (question, choices, "
-                        "answer, scorer)")
+    members = list(bank.metadata["member"])
+    check_content(bank, subject, [bank.item_ids[members.index(m)] for m in dict.fromkeys(members)])
     prompt = prompt or PromptSettings()
     session = SuiteLiveSession(ref, config)
     store.add_redactor(getattr(subject, "redact", None))

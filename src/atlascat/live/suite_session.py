@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BankError, ConfigError
+from ..link.score_link import percentile_of
 
 __all__ = ["SuiteLiveSession", "composite_bank", "composite_for", "load_live_suite",
            "suite_ref", "split_item", "average_percentile", "SEP"]
@@ -102,16 +103,9 @@ def average_percentile(ref: str, score) -> float | None:
     q_path = path.with_name(f"{path.stem}_averages.csv")
     if score is None or not q_path.exists():
         return None
-    q = _quantiles(str(q_path))
-    s = float(score)
-    if not math.isfinite(s):
+    if not math.isfinite(float(score)):
         return None
-    if s <= q[0]:
-        return 0.0
-    if s >= q[-1]:
-        return 100.0
-    levels = np.linspace(0.0, 100.0, q.size)
-    return float(np.interp(s, q, levels))
+    return percentile_of(_quantiles(str(q_path)), score)
 
 
 @functools.lru_cache(maxsize=8)

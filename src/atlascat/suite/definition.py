@@ -12,6 +12,7 @@ builds another from their own banks with ``Suite(name, [SuiteMember(...), ...], 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,17 +95,14 @@ class Suite:
         return np.array([m.weight for m in self.members])
 
     def resolved(self) -> "Suite":
-        """The suite with every member's bank and link loaded."""
-        return Suite(self.name, [m.resolve() for m in self.members], self.prior,
-                     self.description, dict(self.info), self.joint_link)
+        """The suite with every member's bank and link loaded (itself when they all are)."""
+        if all(not isinstance(m.bank, str) and m.link is not None for m in self.members):
+            return self
+        return self.replace(members=[m.resolve() for m in self.members])
 
     def replace(self, **changes) -> "Suite":
         """A copy with some fields changed (``members``, ``prior``, ``joint_link``, ...)."""
-        d = {"name": self.name, "members": self.members, "prior": self.prior,
-             "description": self.description, "info": dict(self.info),
-             "joint_link": self.joint_link}
-        d.update(changes)
-        return Suite(**d)
+        return dataclasses.replace(self, **{"info": dict(self.info), **changes})
 
     def to_dict(self) -> dict:
         members = []

@@ -52,14 +52,11 @@ RIDGE = 1e-3
 ANSWER_RIDGES = tuple(np.logspace(0.0, 4.0, 17))
 
 
-def _ridge_cv(X, Y, alphas=ANSWER_RIDGES, folds: int = 5, seed: int = 0, groups=None):
+def _ridge_cv(X, Y, alphas=ANSWER_RIDGES, folds: int = 5, seed: int = 0):
     """Ridge of each column of ``Y`` on ``X`` (intercepts unpenalized), each column's penalty by
-    k-fold CV (squared error; rows of one ``groups`` value in one fold). Returns (W (p, k),
-    intercepts (k,), out-of-fold fits (n, k), penalties (k,))."""
-    n = len(Y)
-    groups = np.arange(n) if groups is None else np.unique(np.asarray(groups),
-                                                           return_inverse=True)[1]
-    fold = (np.random.default_rng([seed, 18]).permutation(groups.max() + 1) % folds)[groups]
+    k-fold CV (squared error). Returns (W (p, k), intercepts (k,), out-of-fold fits (n, k),
+    penalties (k,))."""
+    fold = np.random.default_rng([seed, 18]).permutation(len(Y)) % folds
     alphas = np.asarray(alphas, float)
     fits = np.empty((len(alphas),) + Y.shape)
     for f in range(folds):
@@ -127,12 +124,11 @@ class SuiteLink:
 
     @classmethod
     def fit(cls, ghat, post_cov, truth, ridge: float = RIDGE, residuals=None,
-            seed: int = 0, groups=None) -> "SuiteLink":
+            seed: int = 0) -> "SuiteLink":
         """Fit on calibration replays: ``ghat`` (N, B) posterior means of g, ``post_cov``
         (N, B, B) their posterior covariances, ``truth`` (N, B) published scores (0-1);
         ``residuals`` (N, G): the replays' answer residuals (:func:`answer_residuals`) for the
-        answer stacking (None: without); ``groups`` (N,): rows of one model (several replays),
-        kept in one cross-validation fold."""
+        answer stacking (None: without)."""
         ghat, truth = np.asarray(ghat, float), np.asarray(truth, float)
         ok = np.isfinite(truth).all(1) & np.isfinite(ghat).all(1)
         if ok.sum() < 3 * ghat.shape[1] + 10:
@@ -146,8 +142,7 @@ class SuiteLink:
         W = None
         if residuals is not None:
             E = np.asarray(residuals, float)[ok]
-            W, icpt, oof, _ = _ridge_cv(E, resid, seed=seed, groups=None if groups is None
-                                        else np.asarray(groups)[ok])
+            W, icpt, oof, _ = _ridge_cv(E, resid, seed=seed)
             coef[:, -1] += icpt
             resid = resid - oof
             W = W.T

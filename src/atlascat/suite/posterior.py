@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..errors import ConfigError
+from ..irt.models import probability
 
 __all__ = ["ItemPool", "GridLikelihood", "site_messages", "component_posteriors",
            "gaussian_posterior", "importance", "normal_draws", "PROPOSAL_SCALE", "GRID"]
@@ -74,12 +75,6 @@ class ItemPool:
         return [slice(int(e - n), int(e)) for e, n in
                 zip(ends, np.bincount(self.member, minlength=self.n_members))]
 
-    def irf(self, theta, cols=None):
-        """P and dP/dtheta at ``theta`` (any shape ending in the items ``cols``)."""
-        a, b, c, u = ((p if cols is None else p[cols]) for p in (self.a, self.b, self.c, self.u))
-        s = 1.0 / (1.0 + np.exp(-np.clip(a * (theta - b), -35, 35)))
-        return c + (u - c) * s, a * (u - c) * s * (1.0 - s)
-
 
 class GridLikelihood:
     """Per-member log likelihood of every subject on a theta grid, (B, N, Q), updated answer
@@ -88,7 +83,7 @@ class GridLikelihood:
     def __init__(self, pool, n_subjects: int, grid=GRID):
         self.pool = pool
         self.grid = np.asarray(grid, float)
-        P, _ = pool.irf(self.grid[:, None])
+        P = probability(self.grid, pool.a, pool.b, pool.c, pool.u)
         P = np.clip(P, _EPS, 1 - _EPS)
         self.log_p, self.log_q = np.log(P), np.log1p(-P)        # (Q, G)
         self.values = np.zeros((pool.n_members, n_subjects, self.grid.size))

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["answer_corrections", "answer_residuals", "weighted_quantiles", "member_curves",
+from ..irt.models import probability
+from ..link.settings import Z95
+
+__all__ = ["answer_corrections", "correction_weights", "answer_residuals", "weighted_quantiles", "member_curves",
            "predict_scores", "curve_slopes", "residual_sd"]
 
-_Z95 = 1.959963984540054
 
 
 def weighted_quantiles(values, weights, qs) -> np.ndarray:
@@ -63,20 +65,13 @@ _GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(9)
 _GH_W = _GH_W / _GH_W.sum()
 
 
-def curve_slopes(links, theta, sd=None, h: float = 0.05) -> np.ndarray:
-    """Slope of each member's curve g_b at the posterior (N, B).
-
-    With ``sd`` (N, B) the statistical linearization over N(theta_b, sd_b^2),
-    Cov(g_b, theta_b) / Var(theta_b) = E[g_b(theta_b + sd_b x) x] / sd_b (Gauss-Hermite, 9
-    nodes): a member whose curve is flat at the mode but steep within the posterior (a weak
-    model at a benchmark's floor) still counts. Without, central differences at ``theta``."""
+def curve_slopes(links, theta, sd, h: float = 0.05) -> np.ndarray:
+    """Slope of each member's curve g_b over the posterior N(theta_b, sd_b^2) (N, B): the
+    statistical linearization Cov(g_b, theta_b) / Var(theta_b) = E[g_b(theta_b + sd_b x) x] /
+    sd_b (Gauss-Hermite, 9 nodes; sd at least ``h``): a member whose curve is flat at the mode
+    but steep within the posterior (a weak model at a benchmark's floor) still counts."""
     out = np.empty_like(theta)
     for b, link in enumerate(links):
-        if sd is None:
-            up = np.interp(theta[:, b] + h, link.theta_grid, link.score_grid)
-            dn = np.interp(theta[:, b] - h, link.theta_grid, link.score_grid)
-            out[:, b] = (up - dn) / (2 * h)
-            continue
         s = np.maximum(sd[:, b], h)
         g = np.interp(theta[:, b][:, None] + s[:, None] * _GH_X, link.theta_grid,
                       link.score_grid)
@@ -84,23 +79,33 @@ def curve_slopes(links, theta, sd=None, h: float = 0.05) -> np.ndarray:
     return out
 
 
-def answer_corrections(links, pool, residuals, asked) -> np.ndarray:
-    """Each member link's observed-answer correction (N, B) from the answer residuals
-    (:func:`answer_residuals`, y_j - P_j at the posterior mean): c_0 + sum_{j asked} w_j
-    (y_j - P_j(theta_b)) (the link's ``cat`` regression estimator,
-    :class:`~atlascat.evaluate.score_link.ScoreLink`); 0 for a member with no answer or a
-    link without corrections."""
-    out = np.zeros((asked.shape[0], len(links)))
+def correction_weights(links, pool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The member links' ``cat`` answer corrections in the pool's order: intercepts (B,), item
+    weights (G,) (0 for an item the link does not weigh) and which members have one (B,)."""
+    icpt, w = np.zeros(len(links)), np.zeros(len(pool))
+    has = np.zeros(len(links), bool)
     for b, (link, sl) in enumerate(zip(links, pool.slices())):
         c = getattr(link, "corrections", {}).get("cat")
         if c is None or link.item_ids is None:
             continue
         index = {i: k for k, i in enumerate(link.item_ids)}
         cols = np.array([index.get(str(i), -1) for i in pool.item_ids[sl]])
-        ok = cols >= 0
-        w = np.where(ok, c["weights"][np.maximum(cols, 0)], 0.0)
-        out[:, b] = np.where(asked[:, sl].any(1), c["intercept"] + residuals[:, sl] @ w, 0.0)
-    return out
+        w[sl] = np.where(cols >= 0, c["weights"][np.maximum(cols, 0)], 0.0)
+        icpt[b], has[b] = c["intercept"], True
+    return icpt, w, has
+
+
+def answer_corrections(corrections, pool, residuals, asked) -> np.ndarray:
+    """Each member link's observed-answer correction (N, B) from the answer residuals
+    (:func:`answer_residuals`, y_j - P_j at the posterior mean): c_0 + sum_{j asked} w_j
+    (y_j - P_j(theta_b)) (the link's ``cat`` regression estimator,
+    :class:`~atlascat.link.score_link.ScoreLink`; ``corrections`` from
+    :func:`correction_weights`); 0 for a member with no answer or a link without
+    corrections."""
+    icpt, w, has = corrections
+    onehot = pool.onehot
+    any_asked = (asked.astype(float) @ onehot) > 0
+    return np.where(any_asked & has, icpt + (residuals * w) @ onehot, 0.0)
 
 
 def answer_residuals(pool, theta, y, asked) -> np.ndarray:
@@ -108,7 +113,7 @@ def answer_residuals(pool, theta, y, asked) -> np.ndarray:
     posterior mean ``theta`` (N, B): what the joint link's answer stacking reads."""
     out = np.zeros(asked.shape)
     for b, sl in enumerate(pool.slices()):
-        P, _ = pool.irf(theta[:, b][:, None], np.arange(sl.start, sl.stop))
+        P = probability(theta[:, b], pool.a[sl], pool.b[sl], pool.c[sl], pool.u[sl])
         out[:, sl] = np.where(asked[:, sl], np.nan_to_num(y[:, sl]) - P, 0.0)
     return out
 
@@ -160,8 +165,8 @@ def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=N
     for j, link in enumerate(links):
         low, high = link.support_bounds()
         floor, top = link.support["floor"], link.support["top"]
-        below = theta[:, j] - _Z95 * theta_sd[:, j] < low
-        above = theta[:, j] + _Z95 * theta_sd[:, j] > high
+        below = theta[:, j] - Z95 * theta_sd[:, j] < low
+        above = theta[:, j] + Z95 * theta_sd[:, j] > high
         new_lo = np.where(below, np.minimum(lo[:, j], floor), lo[:, j])
         new_hi = np.where(above, np.maximum(hi[:, j], top), hi[:, j])
         a_lo = a_lo - weights[j] * (lo[:, j] - new_lo)

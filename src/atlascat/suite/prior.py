@@ -25,6 +25,7 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from ..errors import ConfigError
+from .predict import residual_sd
 
 __all__ = ["SuitePrior", "fit_prior", "fit_mixture", "member_thetas", "nearest_pd",
            "COMPONENTS"]
@@ -82,10 +83,6 @@ class SuitePrior:
         q = np.stack([np.einsum("...i,ij,...j->...", theta - mu[c], prec[c], theta - mu[c])
                       for c in range(w.size)], -1)                     # (..., C)
         return logsumexp(np.log(w) - 0.5 * logdet - 0.5 * q, axis=-1)
-
-    @property
-    def precision(self) -> np.ndarray:
-        return np.linalg.inv(self.cov)
 
     def to_dict(self) -> dict:
         r = lambda a: np.round(np.asarray(a, float), 6).tolist()  # noqa: E731
@@ -168,10 +165,9 @@ def fit_prior(suite, responses: dict, scores: dict | None = None, *,
         var_se[m.name] = float(np.mean(t["se"] ** 2))
         if scores is not None and m.name in scores:
             s = scores[m.name].reindex(t.index).to_numpy(float)
-            link = m.link
-            g = np.interp(t["theta"], link.theta_grid, link.score_grid)
-            sd = np.sqrt(np.interp(t["theta"], link.theta_grid, link.var_grid))
-            resid[m.name] = pd.Series((s - g) / sd, index=t.index)
+            th = t["theta"].to_numpy(float)
+            resid[m.name] = pd.Series((s - m.link._curve(th)) / residual_sd(m.link, th),
+                                      index=t.index)
     th = pd.DataFrame(thetas)[names]
     cov_eap = th.cov(min_periods=30).to_numpy(float)
     var_theta = np.diag(cov_eap) + np.array([var_se[n] for n in names])

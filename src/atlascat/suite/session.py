@@ -22,8 +22,8 @@ import pandas as pd
 
 from ..errors import ConfigError
 from .posterior import GridLikelihood, ItemPool, gaussian_posterior, importance, normal_draws
-from .predict import (answer_corrections, answer_residuals, curve_slopes, predict_scores,
-                      residual_sd)
+from .predict import (answer_corrections, answer_residuals, correction_weights, curve_slopes,
+                      predict_scores, residual_sd)
 from .selection import expected_information, pick_round
 
 __all__ = ["SuiteConfig", "SuiteSession"]
@@ -74,8 +74,7 @@ class SuiteSession:
         if suite.prior is None:
             raise ConfigError(f"suite {suite.name!r} has no joint prior; fit one with "
                               "atlascat.suite.fit_prior")
-        self.suite = suite if all(not isinstance(m.bank, str) and m.link is not None
-                                  for m in suite.members) else suite.resolved()
+        self.suite = suite.resolved()
         self.config = config or SuiteConfig()
         self.links = [m.link for m in self.suite.members]
         self.weights = self.suite.weights
@@ -97,6 +96,9 @@ class SuiteSession:
         self._e = z[:, self.pool.n_members:]
         self.mode = np.tile(self.prior.mean, (n, 1))
         self.cov = np.tile(self.prior.cov, (n, 1, 1))
+        self._corrections = correction_weights(self.links, self.pool)
+        self._answers = 0            # answers recorded; the posterior is of _posterior_at
+        self._posterior_at = -1
         self.se = np.full(n, np.inf)
         self.lik = GridLikelihood(self.pool, n)
 
@@ -117,7 +119,7 @@ class SuiteSession:
 
     def refresh(self) -> None:
         """Joint posterior mode / covariance and the aggregate's SE (points) of every subject."""
-        self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
+        self._posterior()
         slopes = curve_slopes(self.links, self.mode,
                               np.sqrt(np.diagonal(self.cov, axis1=1, axis2=2)))
         joint = self.suite.joint_link
@@ -141,6 +143,13 @@ class SuiteSession:
             new = hit & ~self.done
             self.stop_reason[new] = why
             self.done |= hit
+
+    def _posterior(self) -> None:
+        """The joint posterior's normal approximation (``mode``, ``cov``), recomputed only when
+        answers were recorded since the last one."""
+        if self._posterior_at != self._answers:
+            self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
+            self._posterior_at = self._answers
 
     def _residual_var(self) -> np.ndarray:
         """Per subject, the aggregate's residual variance (0-1 scale): w' D w with the joint
@@ -200,6 +209,7 @@ class SuiteSession:
         self.y[rows[new], cols[new]] = values[new]
         self.asked[rows[new], cols[new]] = True
         self.lik.add(rows[new], cols[new], values[new])
+        self._answers += int(new.sum())
         self.available[rows[~ok], cols[~ok]] = False
 
     def update(self, answers, subject: int = 0) -> None:
@@ -214,8 +224,9 @@ class SuiteSession:
     # ------------------------------------------------------------------ prediction
     def predict(self, joint: bool = True) -> dict:
         """The current prediction arrays (see :func:`predict_scores`), 0-1; ``joint=False``:
-        without the suite's joint link (the members' own curves)."""
-        self.mode, self.cov = gaussian_posterior(self.prior, self.lik)
+        without the suite's joint link (the members' own curves); ``resid`` (N, G) the answer
+        residuals at the posterior mean (:func:`answer_residuals`)."""
+        self._posterior()
         link = self.suite.joint_link if joint else None
         parts = []
         for s0 in range(0, len(self.subject_ids), PREDICT_BLOCK):
@@ -225,11 +236,12 @@ class SuiteSession:
             resid = answer_residuals(self.pool, theta, self.y[r], self.asked[r])
             shift = jshift = None
             if self.config.corrections:
-                shift = answer_corrections(self.links, self.pool, resid, self.asked[r])
+                shift = answer_corrections(self._corrections, self.pool, resid, self.asked[r])
             if link is not None and link.answer_weights is not None:
                 jshift = link.answer_shift(resid)
             parts.append(predict_scores(self.links, self.weights, th, w, self._e,
-                                        self.prior.resid_corr, link, shift, jshift))
+                                        self.prior.resid_corr, link, shift, jshift)
+                         | {"resid": resid})
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def prediction(self) -> pd.DataFrame:

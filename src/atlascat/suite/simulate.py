@@ -53,12 +53,16 @@ def answer_matrix(suite, responses: dict, subject_ids=None):
 
 
 def simulate_suite(suite, responses: dict, config: SuiteConfig | None = None, *,
-                   subject_ids=None, progress=None) -> SuiteResult:
+                   subject_ids=None) -> SuiteResult:
     """Run the suite test on recorded answers: ``responses`` member name -> ResponseMatrix."""
-    suite = suite if all(not isinstance(m.bank, str) for m in suite.members) else suite.resolved()
+    suite = suite.resolved()
     ids, Y = answer_matrix(suite, responses, subject_ids)
+    return _replay(suite, ids, Y, config)
+
+
+def _replay(suite, ids, Y, config) -> SuiteResult:
+    """The suite test of subjects ``ids`` answering from ``Y`` (N, G; NaN: not obtainable)."""
     session = SuiteSession(suite, config, ids, available=np.isfinite(Y))
-    rounds = 0
     while True:
         cols = session.next_columns()
         rows, k = np.nonzero(cols >= 0)
@@ -66,11 +70,7 @@ def simulate_suite(suite, responses: dict, config: SuiteConfig | None = None, *,
             break
         c = cols[rows, k]
         session.record(rows, c, Y[rows, c])
-        rounds += 1
-        if progress is not None:
-            progress(int(session.done.sum()), len(ids))
-    scores = session.prediction()
-    return SuiteResult(scores, session)
+    return SuiteResult(session.prediction(), session)
 
 
 def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | None = None,
@@ -82,18 +82,12 @@ def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | N
     MAE of the average 0.71 -> 0.65 / 0.79 -> 0.69 on two seeds, docs/leaderboard.md).
     Subjects: those with every published score (default: all in ``responses``)."""
     from .link import SuiteLink
-    from .predict import answer_residuals
 
-    suite = suite.replace(joint_link=None)
-    ids, _ = answer_matrix(suite.resolved() if any(isinstance(m.bank, str) for m in
-                                                   suite.members) else suite,
-                           responses, subject_ids)
+    suite = suite.replace(joint_link=None).resolved()
+    ids, Y = answer_matrix(suite, responses, subject_ids)
     truth = np.column_stack([scores[n].reindex(ids).to_numpy(float) for n in suite.names])
     keep = np.isfinite(truth).all(1)
-    ids = [i for i, k in zip(ids, keep) if k]
-    res = simulate_suite(suite, responses, config, subject_ids=ids)
-    p = res.session.predict(joint=False)
-    s = res.session
-    E = answer_residuals(s.pool, p["theta"], s.y, s.asked) if answers else None
-    return SuiteLink.fit(p["g_mean"], p["g_cov"], truth[keep], residuals=E,
-                         seed=s.config.seed)
+    s = _replay(suite, [i for i, k in zip(ids, keep) if k], Y[keep], config).session
+    p = s.predict(joint=False)
+    return SuiteLink.fit(p["g_mean"], p["g_cov"], truth[keep],
+                         residuals=p["resid"] if answers else None, seed=s.config.seed)
