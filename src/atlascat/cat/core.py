@@ -42,7 +42,6 @@ class _Engine(_JointRounds):
         self.n = n
         J = tab.n_items
         W = -(-config.max_items // _SUM_BLOCK) * _SUM_BLOCK  # history width, whole sum blocks
-        self.width = W
         self.log_post = np.tile(tab.log_prior, (n, 1))
         self.n_items = np.zeros(n, dtype=np.intp)
         self.n_skipped = np.zeros(n, dtype=np.intp)
@@ -385,6 +384,12 @@ class _Engine(_JointRounds):
         self.n_used[rows] += 1
         exhausted = rows[self.n_used[rows] >= self.tab.n_items]
         self.finish(exhausted, "bank_exhausted")
+
+    def unskip(self, r: int, j: int):
+        """Undo :meth:`skip` of item ``j`` for row ``r`` (it gets an answer after all)."""
+        self.used[r, j] = False
+        self.n_skipped[r] -= 1
+        self.n_used[r] -= 1
 
     def finish(self, rows, reason: str):
         rows = np.asarray(rows, dtype=np.intp)

@@ -53,7 +53,7 @@ from .generators import _as_generator, examinee_generators
 from .result import CATResult
 from .rounds import BATCH_METHODS
 from .session import CATSession
-from .tables import _TABLE_CACHE, _Tables, _tables, bank_fingerprint  # noqa: F401 (re-export)
+from .tables import _TABLE_CACHE, bank_fingerprint  # noqa: F401 (re-export)
 
 __all__ = ["CATSession", "CATResult", "simulate_cat", "bank_fingerprint", "examinee_generators",
            "BATCH_METHODS"]
@@ -132,21 +132,21 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     eng = _Engine(bank, config, n, exposure=exp)
     streams = UniformStreams(sel_rngs)
     seconds = np.zeros(n)
-    if batch_size > 1:
-        rounds = _simulate_rounds(eng, source, streams, exp, int(batch_size), batch_cut,
-                                  batch_method, seconds, progress)
-        wall = time.perf_counter() - t_start
-        res = _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
-        res.persons.insert(res.persons.columns.get_loc("n_skipped") + 1, "rounds", rounds)
-        res.batch_size = int(batch_size)
-        return res
-    k = config.uniforms_per_step
     # replayed answers: once an examinee has no answered item left in its pool it is finished
     # (instead of skipping through the rest of the bank one item per step)
     answerable = getattr(source, "answerable", None)
     left = None if answerable is None else answerable.copy()
     if left is not None:
         eng.finish(np.flatnonzero(left == 0), "bank_exhausted")
+    if batch_size > 1:
+        rounds = _simulate_rounds(eng, source, streams, exp, int(batch_size), batch_cut,
+                                  batch_method, seconds, progress, left)
+        wall = time.perf_counter() - t_start
+        res = _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
+        res.persons.insert(res.persons.columns.get_loc("n_skipped") + 1, "rounds", rounds)
+        res.batch_size = int(batch_size)
+        return res
+    k = config.uniforms_per_step
     # skipped items re-picked from the ranking already made (theta has not moved): replay only,
     # and not under exposure control (its state changes between picks)
     repick = answerable is not None and exp is None and config.selection != "random"
@@ -186,21 +186,18 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
 
 
 def _simulate_rounds(eng: _Engine, source, streams, exp, k: int, cut: str, method: str,
-                     seconds, progress) -> np.ndarray:
+                     seconds, progress, left) -> np.ndarray:
     """The batched loop of :func:`simulate_cat`: rounds of up to k items per examinee.
 
     Mirrors a session driven by ``next_items(k)`` / ``record_many``: the round's picks
     (:meth:`_Engine.select_batch`), then its answers in pick order (scored, or skipped when
     missing), then one stopping check for the rows that scored something. Replayed answers:
-    an examinee with no answered item left in its pool is finished (``bank_exhausted``).
-    Returns the number of rounds of every examinee.
+    an examinee with no answered item left in its pool (``left``: answered items left per
+    examinee, None: not a replay) is finished (``bank_exhausted``). Returns the number of rounds
+    of every examinee.
     """
     n = eng.n
     ups = eng.config.uniforms_per_step
-    answerable = getattr(source, "answerable", None)
-    left = None if answerable is None else answerable.copy()
-    if left is not None:
-        eng.finish(np.flatnonzero(left == 0), "bank_exhausted")
     cohort = exp is not None and exp.caps_cohort
     resolve = (lambda r, items, u: exp.resolve_conflicts(eng, r, items, u)) if cohort else None
     reserve = exp.reserve if cohort else None

@@ -199,14 +199,10 @@ class CATSession:
         return [str(self.bank.item_ids[j]) for j in self._pending]
 
     def _position(self, item_id) -> int:
-        index = self._engine.tab.index
-        key = str(item_id)
-        j = index.get(key)
-        if j is None:
-            j = index.get(normalize_item_id(key))
-            if j is None:
-                raise LiveRunError(f"item {item_id!r} is not in the bank ({len(self.bank)} items)")
-        return j
+        for key in (str(item_id), normalize_item_id(str(item_id))):
+            if key in self.bank:
+                return int(self.bank.index_of(key))
+        raise LiveRunError(f"item {item_id!r} is not in the bank ({len(self.bank)} items)")
 
     @staticmethod
     def _score(item_id, score) -> float:
@@ -224,15 +220,17 @@ class CATSession:
         if self._engine.used[0, j] and j not in self._skipped:
             raise LiveRunError(f"item {item_id!r} was already administered in this session")
 
+    def _unskip(self, j: int) -> None:
+        """A previously skipped item gets an answer after all."""
+        if j in self._skipped:
+            self._skipped.remove(j)
+            self._engine.unskip(0, j)
+
     def _record(self, j: int, y: float) -> None:
         """Score item j; the stopping rules are checked once no selected item is outstanding."""
         eng = self._engine
         t0 = time.perf_counter()
-        if j in self._skipped:  # a previously skipped item gets an answer after all
-            self._skipped.remove(j)
-            eng.used[0, j] = False
-            eng.n_skipped[0] -= 1
-            eng.n_used[0] -= 1
+        self._unskip(j)
         eng.record_one(0, j, y)
         share = 0.0
         if j in self._pending:
@@ -366,11 +364,7 @@ class CATSession:
                 eng.skip(session._row, np.array([j]))
                 session._skipped.append(j)
             else:
-                if j in session._skipped:
-                    session._skipped.remove(j)
-                    eng.used[0, j] = False
-                    eng.n_skipped[0] -= 1
-                    eng.n_used[0] -= 1
+                session._unskip(j)
                 y, sec = next(scores, None), next(seconds, None)
                 if y is None or sec is None:
                     raise ConfigError("CATSession snapshot is truncated: fewer scores/seconds "

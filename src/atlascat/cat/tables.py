@@ -34,11 +34,9 @@ class _Tables:
     """Everything derived from (bank, config) once: grid, log P / log Q tables, components."""
 
     def __init__(self, bank: ItemBank, config: CATConfig):
-        self.bank = bank
-        self.config = config
+        # no reference to the bank itself: the cache is keyed weakly by it
         self.params = ItemParams.from_bank(bank)
         self.params_padded = self.params.padded()
-        self.index = {str(item): i for i, item in enumerate(bank.item_ids)}
         self.n_items = len(bank)
         quad = normal_quadrature(config.quadpts, config.theta_range, config.prior_mean,
                                  config.prior_sd)
