@@ -112,8 +112,7 @@ def _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, *, device="c
     if dtype not in ("float32", "float64"):
         raise ConfigError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
-    es = bank_estep(y, None, bank, quad, device=device, dtype=dtype, memory_limit=memory_limit,
-                    stats=False)
+    es = bank_estep(y, None, bank, quad, device=device, dtype=dtype, memory_limit=memory_limit)
     return arrays.to_numpy(es.theta), arrays.to_numpy(es.se)
 
 

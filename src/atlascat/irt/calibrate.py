@@ -40,7 +40,6 @@ import numpy as np
 
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import arrays
-from .bank import ItemBank
 from .defaults import is_auto, resolve as resolve_defaults
 from .em import fit_joint
 from .estep import marginal_loglik
@@ -49,19 +48,12 @@ from .partitioned import fit_partitioned
 from .priors import parse_prior
 from .result import CalibrationResult
 
-# the kernels' former private names, still importable from here
-from .estep import DeviceData as _Data, EStepResult as _EStep  # noqa: F401
-from .estep import bank_estep as _bank_estep, estep as _estep  # noqa: F401
-from .estep import grid_log_weights as _grid_log_weights, plan_blocks as _plan_blocks  # noqa: F401
-from .estep import rasch_variance as _rasch_variance  # noqa: F401
-from .itemmodel import A_MAX as _A_MAX, C_START as _C_START, D_MAX as _D_MAX  # noqa: F401
-from .itemmodel import LOG_A_MIN as _LOG_A_MIN, LOGIT_MAX as _LOGIT_MAX  # noqa: F401
-from .itemmodel import U_START as _U_START, UC_GAP as _UC_GAP  # noqa: F401
+# the kernels' former private names the tests still reach through this module
+from .estep import plan_blocks as _plan_blocks  # noqa: F401
+from .itemmodel import UC_GAP as _UC_GAP  # noqa: F401
 from .itemmodel import ItemModel as _ItemModel, prior_terms as _prior_terms  # noqa: F401
-from .mstep import PRED_REL as _PRED_REL, armijo_ok as _armijo_ok  # noqa: F401
 from .mstep import line_search_host as _line_search_host  # noqa: F401
 from .mstep import line_search_masked as _line_search_masked, mstep as _mstep  # noqa: F401
-from .mstep import pd_solve as _pd_solve, set_free as _set_free  # noqa: F401
 from .start import start_values as _start_values  # noqa: F401
 
 __all__ = ["MODELS", "CalibrationResult", "Calibrator", "calibrate", "marginal_loglik"]
@@ -271,10 +263,9 @@ class Calibrator:
                     "link": self.link if self.partition_size else None, "dtype": self.dtype,
                     "defaults": choice.to_dict(), "device": str(self.device)}
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
-            start_bank = None if self.start is None else self.start
-            fit = self._fit_joint(values, w, item_model, 0, 1, start_bank=start_bank,
-                                  item_ids=item_ids)
-            bank = self._to_bank(item_ids, fit["th"], item_model, model, fit["var"])
+            fit = fit_joint(values, w, item_model, start_bank=self.start, item_ids=item_ids,
+                            **self._em_settings())
+            bank = to_bank(item_ids, fit["th"], item_model, model, fit["var"])
             if self.dtype == "float32":  # iterations before the float64 finish
                 settings["float32_iterations"] = fit["float32_iterations"]
             if model == "1pl":  # report thetas on the N(0, 1) scale of the 1PL bank
@@ -287,7 +278,9 @@ class Calibrator:
                 latent_variance=fit["var"], log_posterior=fit["log_posterior"],
                 dropped_items=dropped, filter_report=report, settings=settings)
         else:
-            result = self._fit_partitioned(values, w, item_ids, item_model, model, rng)
+            result = fit_partitioned(values, w, item_ids, item_model, model, rng,
+                                     partition_size=int(self.partition_size), link=self.link,
+                                     **self._em_settings())
             result.subject_ids = responses.subject_ids
             result.dropped_items = dropped
             result.filter_report = report
@@ -307,8 +300,6 @@ class Calibrator:
         self.filter_report_ = report
         return self
 
-    # ------------------------------------------------------------------ joint EM
-
     # ------------------------------------------------------------------ the EM (irt/em.py)
     def _em_settings(self) -> dict:
         """The settings :func:`atlascat.irt.em.fit_joint` takes from this estimator."""
@@ -317,22 +308,6 @@ class Calibrator:
                 "max_iter": int(self.max_iter), "tol": float(self.tol),
                 "accelerate": self.accelerate, "convergence": self.convergence,
                 "max_newton": self.max_newton, "callback": self.callback}
-
-    def _fit_joint(self, values, weights, item_model: ItemModel, part: int, n_parts: int,
-                   max_iter: int | None = None, start_bank: ItemBank | None = None,
-                   item_ids=None):
-        settings = self._em_settings()
-        if max_iter is not None:
-            settings["max_iter"] = int(max_iter)
-        return fit_joint(values, weights, item_model, part=part, n_parts=n_parts,
-                         start_bank=start_bank, item_ids=item_ids, **settings)
-
-    _to_bank = staticmethod(to_bank)
-
-    def _fit_partitioned(self, values, weights, item_ids, item_model: ItemModel, model: str, rng):
-        return fit_partitioned(values, weights, item_ids, item_model, model, rng,
-                               partition_size=int(self.partition_size), link=self.link,
-                               **self._em_settings())
 
 
 def calibrate(responses, model: str = "auto", **settings) -> CalibrationResult:

@@ -53,7 +53,7 @@ def fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = 61,
     free = item_model.free
     k = len(free)
     n_items = values.shape[1]
-    th0 = start_values(values, weights, item_model, item_model.prior_c)
+    th0 = start_values(values, weights, item_model)
     if start_bank is not None and item_ids is not None:
         th0 = warm_start(th0, start_bank, item_ids, item_model)
     # fixed (non-free) columns hold +-inf for absent c/u; finite stand-ins keep the
@@ -212,7 +212,7 @@ def fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = 61,
     if state["f32_iter"] is None and dtype == "float32":
         state["f32_iter"] = state["n_iter"]
         state["data"] = data.as_float64()   # scores, thetas and log-likelihood in float64
-    es = e_step(th, log_var if rasch else zero, x=x)
+    es = e_step(th, log_var if rasch else zero, x=x, stats=False)
     loglik = float(arrays.to_numpy(es.loglik))
     th_h = np.array(arrays.to_numpy(th), dtype=float)
     fixed = [j for j in range(4) if j not in free]

@@ -239,15 +239,16 @@ class ItemModel:
                     T[kind]["vz"] = r * ev * (sm - ez) - nr * fv * (sm + fz)
                     T[kind]["gv"] = -r * eg * ev - nr * fg * fv
         prior_a = prior_c = prior_u = None
+        log_prior = xp.zeros_like(th[:, 1])      # as :meth:`log_prior`, from the same terms
         if self.prior_a is not None:
-            _, ga, prior_a = prior_terms(self.prior_a, th[:, 0], xp)
-            G[0] = G[0] + ga
+            la, ga, prior_a = prior_terms(self.prior_a, th[:, 0], xp)
+            log_prior, G[0] = log_prior + la, G[0] + ga
         if self.prior_c is not None and self.has_c:
-            _, gc, prior_c = prior_terms(self.prior_c, th[:, 2], xp)
-            G[2] = G[2] + gc
+            lc, gc, prior_c = prior_terms(self.prior_c, th[:, 2], xp)
+            log_prior, G[2] = log_prior + lc, G[2] + gc
         if self.prior_u is not None:
-            _, gu, prior_u = prior_terms(self.prior_u, th[:, 3], xp)
-            G[3] = G[3] + gu
+            lu, gu, prior_u = prior_terms(self.prior_u, th[:, 3], xp)
+            log_prior, G[3] = log_prior + lu, G[3] + gu
         f = self.free
         hessians = []
         for kind in kinds:
@@ -279,7 +280,7 @@ class ItemModel:
             if prior_u is not None:
                 H[3, 3] = H[3, 3] + prior_u
             hessians.append([[H[min(k, l), max(k, l)] for l in f] for k in f])
-        out = ((value + self.log_prior(th, xp),) if with_value else ()) + ([G[k] for k in f],)
+        out = ((value + log_prior,) if with_value else ()) + ([G[k] for k in f],)
         return out + tuple(hessians)
 
     _derivs = derivative_terms   # former name

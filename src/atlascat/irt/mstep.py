@@ -24,17 +24,11 @@ PRED_REL = 1e-12  # M-step: stop an item when its predicted gain is below this x
 def pd_solve(A, g, rel_tol: float = 1e-8):
     """Solve A s = g for a batch of small symmetric matrices by Cholesky.
 
-    ``A`` is a k x k nested list and ``g`` a length-k list of arrays of shape (n,) (or an
-    (n, k, k) and an (n, k) array, then the result is an (n, k) array). Returns ``(s, ok)``;
+    ``A`` is a k x k nested list and ``g`` a length-k list of arrays of shape (n,). Returns
+    ``(s, ok)``;
     ``ok`` is False where A is not numerically positive definite (pivot <= rel_tol * largest
     diagonal entry), and there ``s`` is meaningless. Loops run over the k <= 4 columns only.
     """
-    as_arrays = not isinstance(g, list)
-    if as_arrays:
-        xp0 = arrays.namespace(g)
-        k0 = g.shape[1]
-        A = [[A[:, i, j] for j in range(k0)] for i in range(k0)]
-        g = [g[:, i] for i in range(k0)]
     xp = arrays.namespace(g[0])
     k = len(g)
     diag = [xp.abs(A[i][i]) for i in range(k)]
@@ -69,8 +63,6 @@ def pd_solve(A, g, rel_tol: float = 1e-8):
         for p in range(i + 1, k):
             v = v - L[p][i] * s[p]
         s[i] = v / L[i][i]
-    if as_arrays:
-        return xp0.stack(s, axis=1), ok
     return s, ok
 
 

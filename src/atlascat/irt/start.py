@@ -15,7 +15,7 @@ from .itemmodel import C_START, U_START, UC_GAP, ItemModel
 __all__ = ["start_values", "warm_start"]
 
 
-def start_values(values: np.ndarray, weights, model: ItemModel, prior_c=None):
+def start_values(values: np.ndarray, weights, model: ItemModel):
     """Classical starting values (p-values, item-rest biserials), see the module docstring.
 
     Every per-item sum is one matrix-vector product over the data (no full-size temporaries
@@ -63,7 +63,8 @@ def start_values(values: np.ndarray, weights, model: ItemModel, prior_c=None):
         a = 1.702 * lam / root
         if model.log_slope:
             a = np.maximum(a, 0.25)
-        c = np.full(n, prior_c.mode if prior_c is not None else C_START) if model.has_c else np.zeros(n)
+        c = (np.full(n, model.prior_c.mode if model.prior_c is not None else C_START)
+             if model.has_c else np.zeros(n))
         c = np.minimum(c, 0.5)
         u = np.full(n, U_START) if model.has_u else np.ones(n)
         if model.has_u and model.prior_u is not None:
