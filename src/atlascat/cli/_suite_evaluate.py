@@ -16,17 +16,11 @@ from ._common import console, err_console, print_frame
 from ._live import (_absolute, _LiveDisplay, _remove_new, _run_dirs, _StopRequest,
                     _write_results, protocol_label)
 
-__all__ = ["suite_config", "start_suite", "resume_suite_runs", "is_suite_ref"]
+__all__ = ["suite_config", "start_suite", "resume_suite_runs"]
 
 
 def _say(text: str) -> None:
     err_console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-
-def is_suite_ref(ref) -> bool:
-    from ..live.suite_run import SUITE_PREFIX
-
-    return str(ref or "").startswith(SUITE_PREFIX)
 
 
 def suite_config(*, target_se, se_stop, min_items, max_items, fixed_length, batch_size, seed):
@@ -137,15 +131,14 @@ def start_suite(suite: str, spec: str, names, *, db, output, report_dir, config,
            as_json=as_json, quiet=quiet, resumed=False)
 
 
-def resume_suite_runs(store, ids, *, db, output, report_dir, cache, as_json, quiet,
+def resume_suite_runs(store, infos: dict, *, db, output, report_dir, cache, as_json, quiet,
                       subject_for) -> None:
-    """``--resume`` of suite runs (one after the other); ``subject_for(desc, bank)`` rebuilds a
-    stored subject (with the command's HTTP settings)."""
+    """``--resume`` of suite runs (one after the other; ``infos``: run id -> stored run);
+    ``subject_for(desc, bank)`` rebuilds a stored subject (with the command's HTTP settings)."""
     from ..errors import ConfigError
     from ..live.suite_run import is_suite_run, suite_of_run
     from ..live.suite_session import composite_for
 
-    infos = {rid: store.get_run(rid) for rid in ids}
     for rid, info in infos.items():
         if not is_suite_run(info):
             raise ConfigError(f"run {rid} is a single-bank run; resume suite runs and "

@@ -8,8 +8,8 @@ from typing import List, Optional
 import typer
 
 from ._common import console, err_console, one_bank, print_frame
-from ._live import (_absolute, _LiveDisplay, _remove_new, _run_dirs, _Stopped,  # noqa: F401
-                    _StopRequest, _write_results, GENERATION_RULES, protocol_label)
+from ._live import (_absolute, _LiveDisplay, _remove_new, _run_dirs,  # noqa: F401
+                    _StopRequest, _write_results, protocol_label)
 
 SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
                 "e.g. vLLM: the leaderboard's log-likelihood protocol), hf:PATH_OR_NAME "
@@ -329,18 +329,20 @@ def register(app: typer.Typer) -> None:
                     subj = runner.subject_from_description(desc, bk)
                 return subj
 
-            from ._suite_evaluate import is_suite_ref, resume_suite_runs
+            from ..live.suite_run import is_suite_run
+            from ._suite_evaluate import resume_suite_runs
 
-            if any(is_suite_ref(store.get_run(rid)["bank_ref"]) for rid in resume):
+            infos = {rid: store.get_run(rid) for rid in resume}
+            if any(is_suite_run(info) for info in infos.values()):
                 if bank:
                     raise ConfigError("a suite run asks the suite's own banks; drop --bank")
-                return resume_suite_runs(store, resume, db=db, output=output,
+                return resume_suite_runs(store, infos, db=db, output=output,
                                          report_dir=report_dir, cache=not no_cache,
                                          as_json=as_json, quiet=quiet, subject_for=rebuild)
             jobs = []
-            for rid in resume:
-                info = store.get_run(rid)
-                bk = _load_bank(bank)[0] if bank else runner.load_bank_ref(info["bank_ref"])
+            given = _load_bank(bank)[0] if bank else None
+            for rid, info in infos.items():
+                bk = given if given is not None else runner.load_bank_ref(info["bank_ref"])
                 jobs.append((rid, bk, info["bank_ref"], rebuild(info["subject"], bk)))
                 cfg = info.get("config") or {}
                 plan = (int(cfg.get("min_items", 0)), int(cfg.get("max_items", 500)),

@@ -161,7 +161,7 @@ class ItemRequests:
                 "options": [r.continuation for r in self.requests[:k]],
                 "loglikelihood": ll[:k].tolist(), "per_char": per_char,
                 "chosen": chosen_index(self.rule, ll[:k], self.norm, self.item_id),
-                "gold": 0 if self.rule == "mc1" else int(self.gold)}
+                "gold": gold_index(self.rule, self.gold)}
 
     @property
     def kind(self) -> str:
@@ -216,7 +216,12 @@ def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = 
         raise LiveRunError(f"item {item_id}: invalid log-likelihoods {ll.tolist()[:6]}; a subject "
                            "must return finite (or -inf) values")
     k = ll.size if not n_choices else int(n_choices)
-    return int(chosen_index(rule, ll[:k], norm, item_id) == (0 if rule == "mc1" else int(gold)))
+    return int(chosen_index(rule, ll[:k], norm, item_id) == gold_index(rule, gold))
+
+
+def gold_index(rule: str, gold) -> int:
+    """The gold option's index: 0 under mc1 (the correct answer is listed first), else ``gold``."""
+    return 0 if rule == "mc1" else int(gold)
 
 
 def chosen_index(rule: str, scored, norm=(), item_id: str = "?") -> int:

@@ -111,9 +111,10 @@ def _choice_html(bank, item_id, answer) -> str:
         return ""
     try:
         from ..content.requests import build_item_requests
+        from .runner import _outputs_from_text
 
         ir = build_item_requests(bank, item_id)
-        c = ir.choice(answer if ir.kind == "generate_until" else json.loads(answer))
+        c = ir.choice(_outputs_from_text(ir, answer))
     except Exception:  # noqa: BLE001 - a page without the detail is still a page
         return ""
     if c["kind"] == "generation":

@@ -44,18 +44,15 @@ Modules (one kind of subject each; this package re-exports every name)
 """
 from __future__ import annotations
 
-# the private helpers stay importable from here too, as from the one-file module they came from
 from .base import Answer, Subject, SubjectError
 from .chat import OpenAICompatible
-from .completions import (NoPromptLogprobs, NoPromptLogprobsError, OpenAICompletionsSubject,
-                          ShiftedPromptLogprobsError, _MaxTokensRefused, _WrongChoiceCount,
-                          continuation_logprob, echo_alignment, harness_split)  # noqa: F401
-from .http import MAX_REPLY_BYTES, RETRY_STATUS, _HTTPSubject, _safe_url, _Transient  # noqa: F401
-from .replay import (_CORRECT_LL, _WRONG_LL, ReplaySubject, _gold_text, _probe, _read_matrix,
-                     _request_key)  # noqa: F401
+from .completions import (NoPromptLogprobsError, OpenAICompletionsSubject,
+                          ShiftedPromptLogprobsError, continuation_logprob, echo_alignment,
+                          harness_split)
+from .http import MAX_REPLY_BYTES, RETRY_STATUS
+from .replay import ReplaySubject
 from .scripted import CallableSubject, SimulatedSubject, item_uniform
-from .spec import (SUBJECT_SPECS, _HTTP_OPTS, _construct, parse_theta_spec,  # noqa: F401
-                   subject_from_spec)
+from .spec import SUBJECT_SPECS, parse_theta_spec, subject_from_spec
 
 __all__ = ["Answer", "Subject", "SubjectError", "OpenAICompatible", "OpenAICompletionsSubject",
            "NoPromptLogprobsError", "ShiftedPromptLogprobsError", "echo_alignment", "ReplaySubject", "CallableSubject", "SimulatedSubject",

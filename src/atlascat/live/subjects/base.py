@@ -16,7 +16,12 @@ __all__ = ["Answer", "Subject", "SubjectError"]
 
 
 class SubjectError(LiveRunError):
-    """A subject could not answer (after retries); the run can be resumed later."""
+    """A subject could not answer (after retries); the run can be resumed later. ``status``:
+    the HTTP status that ended it (the last attempt's), None when none did."""
+
+    def __init__(self, *args, status: int | None = None):
+        super().__init__(*args)
+        self.status = status
 
 
 @dataclass

@@ -243,8 +243,9 @@ class OpenAICompletionsSubject(_HTTPSubject):
             except (_WrongChoiceCount, SubjectError) as exc:
                 # a list refused: HTTP 4xx, or a 500 (llama-cpp-python's server asserts one
                 # prompt); a server that fails single prompts too still fails below
-                if isinstance(exc, SubjectError) and not any(
-                        f"HTTP {c}" in str(exc) for c in ("4", "500")):
+                status = getattr(exc, "status", None)
+                if isinstance(exc, SubjectError) and not (
+                        status is not None and (400 <= status < 500 or status == 500)):
                     raise
                 self._lists_ok = False  # the server does not take a list of prompts
                 return [self._send(make_body(prompts[i], [i]), 1,

@@ -197,7 +197,7 @@ class _HTTPSubject:
         ``fatal_status(status, text) -> Exception | None`` may turn a 4xx into a specific error
         (raised as is, not retried)."""
         url = self.base_url + path
-        last = "no attempt made"
+        last, last_status = "no attempt made", None
         retries = self.max_retries if retries is None else int(retries)
         for attempt in range(1, retries + 2):
             retry_after = None
@@ -207,7 +207,7 @@ class _HTTPSubject:
                     status, headers, content = self._once(url, body)
                 except _Transient as exc:
                     status, headers, content = None, {}, b""
-                    last = str(exc)
+                    last, last_status = str(exc), None
                 latency = time.perf_counter() - t0
             if status is not None:
                 text = content.decode("utf-8", errors="replace")
@@ -216,12 +216,15 @@ class _HTTPSubject:
                         return json.loads(text), latency, attempt
                     except ValueError:
                         last = f"malformed response (not JSON: {self.redact(text[:120])!r})"
+                        last_status = None
                 elif status in (401, 403):
                     raise SubjectError(
                         f"HTTP {status} from {_safe_url(url)}: not authorized. Check that the "
-                        f"environment variable {self.api_key_env} holds a valid key")
+                        f"environment variable {self.api_key_env} holds a valid key",
+                        status=status)
                 elif status in RETRY_STATUS or status >= 500:
                     last = f"HTTP {status} ({self.redact(text[:200]).strip()!r})"
+                    last_status = status
                     retry_after = headers.get("retry-after")
                 else:
                     special = fatal_status(status, text) if fatal_status else None
@@ -230,11 +233,11 @@ class _HTTPSubject:
                     raise SubjectError(
                         f"HTTP {status} from {_safe_url(url)} for model {self.model!r}: "
                         f"{self.redact(text[:300]).strip()} (not retried; check the model name "
-                        "and request settings)")
+                        "and request settings)", status=status)
             if attempt <= retries:
                 self._sleep(self._delay(attempt, retry_after))
         raise SubjectError(f"model {self.model!r} at {_safe_url(url)} failed "
-                           f"{retries + 1} attempt(s); last: {last}")
+                           f"{retries + 1} attempt(s); last: {last}", status=last_status)
 
     def _retrying(self, path: str, body: dict, parse: Callable, *, fatal_status=None):
         """POST with retries where a 200 whose content ``parse`` rejects (ValueError, KeyError,
