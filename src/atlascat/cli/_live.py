@@ -57,6 +57,42 @@ def _remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
             pass
 
 
+def _approximate_note(kind: str, banks: str = "the bank was") -> None:
+    """The warning that ``kind:`` subjects are asked by text prompts, not the calibration's
+    log-likelihoods."""
+    err_console.print(
+        f"note: {kind}: subjects are asked chat/text prompts and their answers read from text; "
+        f"{banks} calibrated on the leaderboard's log-likelihoods, so results are APPROXIMATE. "
+        "Use completions:URL (vLLM), hf: or lmeval: for the leaderboard's protocol.",
+        markup=False, highlight=False, soft_wrap=True)
+
+
+def _start_runs(db: Path, output, report_dir, start) -> tuple:
+    """Create new runs: ``start(store, ids)`` appends each run id it starts. If none started,
+    whatever the attempt created is removed (:func:`_remove_new`). Each run records its output
+    and report folders (``report_dir``, else ``output/reports``, else ``<db stem>_reports``).
+    Returns ``(store, ids)``."""
+    from ..live.store import RunStore
+
+    new_db = not db.exists()
+    new_out = output is not None and not output.exists()
+    ids: list = []
+    store = None
+    try:
+        store = RunStore(db)
+        start(store, ids)
+    except BaseException:
+        if not ids:  # nothing was started: leave nothing behind
+            _remove_new(db, new_db, output, new_out, store)
+        raise
+    reports = report_dir or ((output / "reports") if output is not None
+                             else db.parent / f"{db.stem}_reports")
+    for rid in ids:
+        store.set_run_output(rid, output_dir=_absolute(output or reports),
+                             report_dir=_absolute(reports))
+    return store, ids
+
+
 def _run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
     """``(output_dir, report_dir)`` of a run: the options when given, else the run's own (recorded
     when it started), else (runs of older versions) ``<db stem>_reports`` next to the store."""

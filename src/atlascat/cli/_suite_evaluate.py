@@ -13,7 +13,7 @@ import json
 import typer
 
 from ._common import console, err_console, print_frame
-from ._live import (_absolute, _LiveDisplay, _remove_new, _run_dirs, _StopRequest,
+from ._live import (_approximate_note, _LiveDisplay, _run_dirs, _start_runs, _StopRequest,
                     _write_results, protocol_label)
 
 __all__ = ["suite_config", "start_suite", "resume_suite_runs"]
@@ -90,7 +90,6 @@ def start_suite(suite: str, spec: str, names, *, db, output, report_dir, config,
     """A new suite run of the subject ``spec`` (checked before the run store is created)."""
     from ..errors import ConfigError
     from ..live import runner
-    from ..live.store import RunStore
     from ..live.subjects import subject_from_spec
     from ..live.suite_run import start_suite_run
     from ..live.suite_session import composite_for, load_live_suite, suite_ref
@@ -105,27 +104,12 @@ def start_suite(suite: str, spec: str, names, *, db, output, report_dir, config,
     bank = composite_for(ref)
     subject = subject_from_spec(spec, model=names[0] if names else None, bank=bank, **subject_kw)
     if runner.subject_protocol(subject) == "approximate":
-        _say(f"note: {kind}: subjects are asked chat/text prompts and their answers read from "
-             "text; the banks were calibrated on the leaderboard's log-likelihoods, so results "
-             "are APPROXIMATE. Use completions:URL (vLLM), hf: or lmeval: for the leaderboard's "
-             "protocol.")
+        _approximate_note(kind, "the banks were")
     note = floor_note(load_live_suite(ref), config)
     if note:
         _say(note)
-    new_db = not db.exists()
-    new_out = output is not None and not output.exists()
-    rid = None
-    try:
-        store = RunStore(db)
-        rid = start_suite_run(store, ref, subject, config=config, prompt=prompt)
-    except BaseException:
-        if rid is None:  # nothing was started: leave nothing behind
-            _remove_new(db, new_db, output, new_out, locals().get("store"))
-        raise
-    reports = report_dir or ((output / "reports") if output is not None
-                             else db.parent / f"{db.stem}_reports")
-    store.set_run_output(rid, output_dir=_absolute(output or reports),
-                         report_dir=_absolute(reports))
+    store, (rid,) = _start_runs(db, output, report_dir, lambda store, ids: ids.append(
+        start_suite_run(store, ref, subject, config=config, prompt=prompt)))
     _say(f"run {rid} started for {subject.name} on suite {ref} (db {db})")
     _drive(store, rid, bank, subject, db=db, output=output, report_dir=report_dir, cache=cache,
            as_json=as_json, quiet=quiet, resumed=False)

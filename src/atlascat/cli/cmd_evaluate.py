@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from ._common import console, err_console, one_bank, print_frame
-from ._live import (_absolute, _LiveDisplay, _remove_new, _run_dirs,  # noqa: F401
+from ._live import (_approximate_note, _LiveDisplay, _run_dirs, _start_runs,  # noqa: F401
                     _StopRequest, _write_results, protocol_label)
 
 SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
@@ -393,30 +393,16 @@ def register(app: typer.Typer) -> None:
                 subjects = [subject_from_spec(subject, model=names[0] if names else None,
                                               **common)]
             if any(runner.subject_protocol(s) == "approximate" for s in subjects):
-                err_console.print(
-                    f"note: {subject.split(':')[0]}: subjects are asked chat/text prompts and "
-                    "their answers read from text; the bank was calibrated on the leaderboard's "
-                    "log-likelihoods, so results are APPROXIMATE. Use completions:URL (vLLM), "
-                    "hf: or lmeval: for the leaderboard's protocol.", markup=False,
-                    highlight=False, soft_wrap=True)
-            new_db = not db.exists()
-            new_out = output is not None and not output.exists()
-            ids = []
-            try:
-                store = RunStore(db)
+                _approximate_note(subject.split(':')[0])
+
+            def start(store, ids):
                 for s in subjects:
                     ids.append(runner.start_run(store, bk, s, config=config, seed=seed,
                                                 prompt=prompt, bank_ref=ref,
                                                 batch_size=batch_size or 1))
-            except BaseException:
-                if not ids:  # nothing was started: leave nothing behind
-                    _remove_new(db, new_db, output, new_out, locals().get("store"))
-                raise
-            reports = report_dir or ((output / "reports") if output is not None
-                                     else db.parent / f"{db.stem}_reports")
+
+            store, ids = _start_runs(db, output, report_dir, start)
             for rid, s in zip(ids, subjects):
-                store.set_run_output(rid, output_dir=_absolute(output or reports),
-                                     report_dir=_absolute(reports))
                 err_console.print(f"run {rid} started for {s.name} (db {db})", markup=False,
                                   highlight=False, soft_wrap=True)
             jobs = [(rid, bk, ref, s) for rid, s in zip(ids, subjects)]
