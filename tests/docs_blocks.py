@@ -111,6 +111,16 @@ def normalize(line: str) -> str:
 
 
 
+def run_shell(cmd: str, cwd: Path, env: dict, failed: str) -> str:
+    """``cmd`` in bash, stdout and stderr in one unbuffered stream (what a terminal shows, in
+    its order); a non-zero exit fails with ``failed`` and the output's tail."""
+    run = subprocess.run(["bash", "-c", cmd], cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"},
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=300)
+    assert run.returncode == 0, f"{failed} (exit {run.returncode})\n{run.stdout[-3000:]}"
+    return run.stdout
+
+
 def check_transcript(out: str, expected: list[str], where: str, cmd: str) -> None:
     got = [normalize(x) for x in out.splitlines() if x.strip()]
     pos = 0

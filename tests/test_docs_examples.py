@@ -34,7 +34,8 @@ from pathlib import Path
 import pytest
 
 from docs_blocks import (COMMAND, DOCS, KINDS, Block, check_transcript, doc_blocks, normalize,
-                         shell_commands, start_server, synopsis_lines, transcript, user_folder)
+                         run_shell, shell_commands, start_server, synopsis_lines, transcript,
+                         user_folder)
 from test_readme_commands import README, readme_commands
 
 PAGES = sorted(p.name for p in DOCS.glob("*.md"))
@@ -186,13 +187,7 @@ class PageRunner:
         self.ports[named] = str(port)
 
     def shell(self, cmd: str, where: str) -> str:
-        # one stream, unbuffered: what a terminal shows, in its order
-        run = subprocess.run(["bash", "-c", self.url(cmd)], cwd=self.work,
-                             env={**self.env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, timeout=300)
-        assert run.returncode == 0, (f"{where}: `{cmd}` failed (exit {run.returncode})\n"
-                                     f"{run.stdout[-3000:]}")
-        return run.stdout
+        return run_shell(self.url(cmd), self.work, self.env, f"{where}: `{cmd}` failed")
 
     def run_python(self) -> None:
         """The page's python blocks so far, in order, in the page's one Python process (started

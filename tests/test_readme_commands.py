@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from docs_blocks import (check_transcript, doc_blocks, shell_commands, start_server,
+from docs_blocks import (check_transcript, doc_blocks, run_shell, shell_commands, start_server,
                          transcript, user_folder)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,13 +102,9 @@ def test_every_readme_command_runs_as_written(tmp_path, shared_data):
                 servers.append(proc)
                 port = used
                 continue
-            run = subprocess.run(["bash", "-c", cmd], cwd=work,
-                                 env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, timeout=300)
-            assert run.returncode == 0, (f"{where}: README command failed: {cmd}\n"
-                                         f"{run.stdout[-3000:]}")
+            out = run_shell(cmd, work, env, f"{where}: README command failed: {cmd}")
             if shown:
-                check_transcript(run.stdout, shown, where, cmd)
+                check_transcript(out, shown, where, cmd)
     finally:
         for p in servers:
             p.terminate()

@@ -12,8 +12,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from atlascat.live.suite_run import evaluate_suite, resume_suite, suite_result
 from atlascat.live.suite_session import composite_for, split_item
 from atlascat.live.toylm import ToyLM
 from atlascat.suite import SuiteConfig
+from test_live_cli_ux import _atlas as _atlas_in
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = ["--max-items", "24", "--min-items", "12"]
@@ -39,13 +38,7 @@ def bank():
 
 
 def _atlas(*args, wait=True):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "200"}
-    proc = subprocess.Popen([sys.executable, "-m", "atlascat", *map(str, args)], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not wait:
-        return proc
-    out, err = proc.communicate(timeout=120)
-    return proc.returncode, out, err
+    return _atlas_in(*args, cwd=ROOT, wait=wait)
 
 
 def _printed_table(out: str) -> list[dict]:
@@ -67,7 +60,7 @@ def _html_table(page: str) -> list[dict]:
     return rows
 
 
-def test_simulated_run_end_to_end_one_number_everywhere(bank, tmp_path, capsys):
+def test_simulated_run_end_to_end_one_number_everywhere(tmp_path, capsys):
     out_dir = tmp_path / "run"
     code = main(["evaluate", "--suite", "openllm-v1", "--subject", "simulate:0.5", "-o",
                  str(out_dir), "-q", *SHORT])
@@ -185,7 +178,7 @@ def test_sigint_stops_after_the_round_and_resume_finishes_the_same_run(bank, tmp
     assert len(sent) == len(set(sent)) == 24  # no item asked twice
 
 
-def test_toy_lm_log_likelihood_protocol(bank, tmp_path, capsys):
+def test_toy_lm_log_likelihood_protocol(tmp_path, capsys):
     with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
         code = main(["evaluate", "--suite", "openllm-v1", "--subject", f"completions:{srv.url}",
                      "--llm", "toy", "--db", str(tmp_path / "t.sqlite"), "--max-items", "12",
@@ -196,7 +189,7 @@ def test_toy_lm_log_likelihood_protocol(bank, tmp_path, capsys):
     assert sum(b["items"] for b in res["benchmarks"]) == 12
 
 
-def test_callable_subject_library_run_and_resume(bank, tmp_path):
+def test_callable_subject_library_run_and_resume(tmp_path):
     def always_a(item, prompt):
         return "A" if item["choices"] else "#### 0"
 
