@@ -11,7 +11,9 @@ never touch them. Each held-out model then takes, replaying its real answers:
 
 - ``suite``: the suite test (``SuiteConfig``: ``--max-items``, ``--target-se``, ...), predicted
   average and scores with the joint link and its answer stacking (the item residuals of the
-  answers; ``--no-answer-stacking``: without); ``suite (no joint link)``: the members' own curves;
+  answers; ``--no-answer-stacking``: without) and its neighbour correction (``--no-neighbours``:
+  without); ``suite (no neighbour correction)``: the same test without that correction;
+  ``suite (no joint link)``: the members' own curves;
 - ``six tests``: six separate adaptive tests (SE 0.2, each bank's default stopping rules), each
   predicted by its link (answer corrections on), averaged;
 - ``random-k`` / ``random-2k``: k = the suite's mean number of items (2k), spread evenly over the
@@ -25,6 +27,7 @@ Errors in points (0-100). Run::
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import pickle
 import time
@@ -199,6 +202,8 @@ def main(argv=None):
     ap.add_argument("--no-joint-link", action="store_true", help="skip the joint link")
     ap.add_argument("--no-answer-stacking", action="store_true",
                     help="the joint link without its answer stacking (item residuals)")
+    ap.add_argument("--no-neighbours", action="store_true",
+                    help="the joint link without its neighbour correction")
     ap.add_argument("--cache", default=None,
                     help="folder to keep the rebuilt banks, links and prior between runs")
     ap.add_argument("--replicates", type=int, default=20)
@@ -224,9 +229,13 @@ def main(argv=None):
     if not args.no_joint_link:
         t1 = time.perf_counter()
         suite = suite.replace(joint_link=fit_joint_link(suite, train_resp, scores, cfg,
-                                                              answers=not args.no_answer_stacking))
+                                                        answers=not args.no_answer_stacking,
+                                                        neighbours=not args.no_neighbours))
+        nb = suite.joint_link.neighbours
         print(f"joint link fitted on {suite.joint_link.n_models} replays, "
-              f"{time.perf_counter() - t1:.0f} s", flush=True)
+              f"{time.perf_counter() - t1:.0f} s" + ("" if nb is None else
+              f"; neighbour correction: K {nb.k}, tau {nb.tau:g}, shrinkage "
+              f"{np.round(nb.shrink, 2).tolist()}"), flush=True)
     truth = pd.DataFrame({b: scores[b] for b in BENCHMARKS}).loc[t_all].to_numpy(float)
     res = simulate_suite(suite, populations, cfg, subject_ids=t_all)
     df = res.scores
@@ -236,6 +245,13 @@ def main(argv=None):
     d = df[dense]
     rows.append(summary("suite", d["n_items"], d["average"], d["average_lo"], d["average_hi"],
                         avg_true[dense]))
+    if suite.joint_link is not None and suite.joint_link.neighbours is not None:
+        plain = copy.copy(res.session)
+        plain.joint = plain.joint.without_neighbours()
+        raw = plain.predict()
+        rows.append(summary("suite (no neighbour correction)", d["n_items"],
+                            raw["average"][dense], raw["average_lo"][dense],
+                            raw["average_hi"][dense], avg_true[dense]))
     if not args.no_joint_link:
         raw = res.session.predict(joint=False)
         rows.append(summary("suite (no joint link)", d["n_items"], raw["average"][dense],

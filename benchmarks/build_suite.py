@@ -49,6 +49,8 @@ def main(argv=None):
                          "models with all six scores; a few minutes)")
     ap.add_argument("--no-answer-stacking", action="store_true",
                     help="the joint link without its answer stacking")
+    ap.add_argument("--no-neighbours", action="store_true",
+                    help="the joint link without its neighbour correction")
     args = ap.parse_args(argv)
     suite = openllm_suite().resolved()
     responses, scores = calibration_data(suite.names)
@@ -56,7 +58,8 @@ def main(argv=None):
     out = openllm_suite(prior)
     if args.joint_link:
         out = out.replace(joint_link=fit_joint_link(suite.replace(prior=prior), responses,
-                                                    scores, answers=not args.no_answer_stacking))
+                                                    scores, answers=not args.no_answer_stacking,
+                                                    neighbours=not args.no_neighbours))
     print(out.write(args.output))
     print(np.round(prior.mean, 2), "\n", np.round(prior.cov, 2), "\n", np.round(prior.resid_corr, 2))
 

@@ -80,8 +80,10 @@ class Suite:
         w = np.array([float(m.weight) for m in self.members])
         if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum() > 0):
             raise ConfigError(f"suite weights must be >= 0 and not all 0, got {w.tolist()}")
-        for m, v in zip(self.members, w / w.sum()):
-            m.weight = float(v)
+        if abs(w.sum() - 1.0) > 1e-12:    # normalize once (again would drift by an ulp)
+            w = w / w.sum()
+        self.members = tuple(m if m.weight == v else dataclasses.replace(m, weight=float(v))
+                             for m, v in zip(self.members, w))
         if self.prior is not None and list(self.prior.names) != names:
             raise ConfigError(f"the suite prior is over {list(self.prior.names)}, the members "
                               f"are {names}")

@@ -34,6 +34,10 @@ the residual is heteroscedastic: member b's squared error is modelled as a_b + k
 with rho the correlation of the standardized residuals r_nb / sqrt(a_b + k_b G_n,bb), on top
 of the posterior draws' G_n: narrow for a model that answered many items on every member,
 wide for one whose answers say little.
+
+Optionally a neighbour correction on top (:mod:`atlascat.suite.neighbours`): the errors of the
+calibration models that answered the subject's items most alike, scored by this link on those
+items; D and K are then refitted on the corrected cross-validated residuals.
 """
 from __future__ import annotations
 
@@ -42,9 +46,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
+from .neighbours import NeighbourCorrection
 from .prior import nearest_pd
 
-__all__ = ["SuiteLink", "RIDGE", "variance_slope"]
+__all__ = ["SuiteLink", "RIDGE", "variance_slope", "residual_model"]
 
 #: ridge penalty on the stacking weights (scores are 0-1)
 RIDGE = 1e-3
@@ -94,18 +99,36 @@ def variance_slope(r2, pv, iters: int = 50) -> tuple[float, float]:
     return float(a), float(k)
 
 
+def residual_model(beta, resid, post_cov):
+    """(D, K's diagonal) of residuals ``resid`` (N, B) of a stacking with weights ``beta``
+    (B, B) on subjects with posterior covariances ``post_cov`` (N, B, B) of g: member b's
+    squared error a_b + k_b G_n,bb (:func:`variance_slope`), G_n = beta V_n beta', and
+    D_bc = rho_bc sqrt(a_b a_c) (rho: the standardized residuals' correlation)."""
+    G = np.einsum("ij,njk,lk->nil", beta, post_cov, beta)
+    Gd = np.diagonal(G, axis1=1, axis2=2)
+    a, k = np.array([variance_slope(resid[:, b] ** 2, Gd[:, b])
+                     for b in range(len(beta))]).T
+    z = resid / np.sqrt(a + k * Gd)
+    rho = np.corrcoef(z.T)
+    D = nearest_pd(np.sqrt(a)[:, None] * rho * np.sqrt(a)[None, :], 1e-6)
+    return D, np.sqrt(k - 1.0)
+
+
 @dataclass
 class SuiteLink:
     """``coef`` (B, B + 1): weights on the members' ghat and an intercept; ``resid_cov`` D;
     ``answer_weights`` (B, G): the answer stacking's item weights in the suite's pool order
     (None: none); ``post_scale`` (B,): K's diagonal sqrt(k_b - 1) (None: 0, a homoscedastic
-    residual D)."""
+    residual D); ``neighbours``: the neighbour correction
+    (:class:`~atlascat.suite.neighbours.NeighbourCorrection`; D and K are then the corrected
+    prediction's)."""
 
     coef: np.ndarray
     resid_cov: np.ndarray
     n_models: int = 0
     answer_weights: np.ndarray | None = None
     post_scale: np.ndarray | None = None
+    neighbours: NeighbourCorrection | None = None
 
     def __post_init__(self):
         self.coef = np.asarray(self.coef, float)
@@ -129,6 +152,12 @@ class SuiteLink:
         (N, B, B) their posterior covariances, ``truth`` (N, B) published scores (0-1);
         ``residuals`` (N, G): the replays' answer residuals (:func:`answer_residuals`) for the
         answer stacking (None: without)."""
+        return cls.fit_with_residuals(ghat, post_cov, truth, ridge, residuals, seed)[0]
+
+    @classmethod
+    def fit_with_residuals(cls, ghat, post_cov, truth, ridge: float = RIDGE, residuals=None,
+                           seed: int = 0):
+        """:meth:`fit`, and the rows it used (N,) bool with their (out-of-fold) residuals."""
         ghat, truth = np.asarray(ghat, float), np.asarray(truth, float)
         ok = np.isfinite(truth).all(1) & np.isfinite(ghat).all(1)
         if ok.sum() < 3 * ghat.shape[1] + 10:
@@ -146,15 +175,8 @@ class SuiteLink:
             coef[:, -1] += icpt
             resid = resid - oof
             W = W.T
-        beta = coef[:, :-1]
-        G = np.einsum("ij,njk,lk->nil", beta, np.asarray(post_cov, float)[ok], beta)
-        Gd = np.diagonal(G, axis1=1, axis2=2)
-        a, k = np.array([variance_slope(resid[:, b] ** 2, Gd[:, b])
-                         for b in range(len(beta))]).T
-        z = resid / np.sqrt(a + k * Gd)
-        rho = np.corrcoef(z.T)
-        D = nearest_pd(np.sqrt(a)[:, None] * rho * np.sqrt(a)[None, :], 1e-6)
-        return cls(coef, D, int(ok.sum()), W, np.sqrt(k - 1.0))
+        D, scale = residual_model(coef[:, :-1], resid, np.asarray(post_cov, float)[ok])
+        return cls(coef, D, int(ok.sum()), W, scale), ok, resid
 
     def resid_covs(self, g_cov) -> np.ndarray:
         """Each subject's residual covariance C_n = D + K beta V_n beta' K (N, B, B) from the
@@ -181,6 +203,15 @@ class SuiteLink:
                               f"{residuals.shape[1]}")
         return residuals @ self.answer_weights.T
 
+    def without_neighbours(self) -> "SuiteLink":
+        """The link without its neighbour correction (and with the residual model of the
+        uncorrected prediction); itself when it has none."""
+        nb = self.neighbours
+        if nb is None:
+            return self
+        return SuiteLink(self.coef, nb.plain_resid_cov, self.n_models, self.answer_weights,
+                         nb.plain_post_scale)
+
     def to_dict(self) -> dict:
         d = {"coef": np.round(self.coef, 6).tolist(),
              "resid_cov": np.round(self.resid_cov, 9).tolist(), "n_models": self.n_models}
@@ -188,9 +219,13 @@ class SuiteLink:
             d["answer_weights"] = np.round(self.answer_weights, 7).tolist()
         if self.post_scale is not None:
             d["post_scale"] = np.round(self.post_scale, 6).tolist()
+        if self.neighbours is not None:
+            d["neighbours"] = self.neighbours.to_dict()
         return d
 
     @classmethod
     def from_dict(cls, d) -> "SuiteLink":
+        nb = d.get("neighbours")
         return cls(d["coef"], d["resid_cov"], int(d.get("n_models", 0)),
-                   d.get("answer_weights"), d.get("post_scale"))
+                   d.get("answer_weights"), d.get("post_scale"),
+                   NeighbourCorrection.from_dict(nb) if nb else None)

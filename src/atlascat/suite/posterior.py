@@ -93,6 +93,15 @@ class GridLikelihood:
         contrib = y * self.log_p[:, cols].T + (1 - y) * self.log_q[:, cols].T
         np.add.at(self.values, (self.pool.member[cols], rows), contrib)
 
+    def add_matrix(self, asked, y) -> None:
+        """Add every subject's answers at once: ``asked`` (N, G) bool, ``y`` (N, G) 0/1 (read
+        where asked); one matrix product per member (bulk replays)."""
+        asked = np.asarray(asked, bool)
+        y1 = np.where(asked, np.nan_to_num(np.asarray(y, float)), 0.0)
+        y0 = asked - y1
+        for b, sl in enumerate(self.pool.slices()):
+            self.values[b] += y1[:, sl] @ self.log_p[:, sl].T + y0[:, sl] @ self.log_q[:, sl].T
+
     def rows(self, rows) -> "GridLikelihood":
         """The likelihoods of some subjects (a view sharing the tables)."""
         out = object.__new__(GridLikelihood)
@@ -199,9 +208,9 @@ def importance(prior, lik, z, *, block: int = 128):
     lq = np.empty(thetas.shape[:2])
     for s0 in range(0, n, block):
         r = slice(s0, min(n, s0 + block))
-        d = thetas[r, :, None, :] - m[r, None, :, :]
-        q = np.einsum("nkci,ncij,nkcj->nkc", d, Sinv[r], d)
-        lq[r] = logsumexp(-0.5 * logdet[r, None, :] - 0.5 * q, axis=2)
+        d = thetas[r, None, :, :] - m[r, :, None, :]                   # (n, C, K, B)
+        q = ((d @ Sinv[r]) * d).sum(-1)                                 # (n, C, K)
+        lq[r] = logsumexp(-0.5 * logdet[r, :, None] - 0.5 * q, axis=1)
     logw = lik.at(thetas) + prior.log_density(thetas) - lq
     logw -= logw.max(1, keepdims=True)
     w = np.exp(logw)

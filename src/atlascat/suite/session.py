@@ -23,13 +23,16 @@ import pandas as pd
 from ..errors import ConfigError
 from .posterior import GridLikelihood, ItemPool, gaussian_posterior, importance, normal_draws
 from .predict import (answer_corrections, answer_residuals, correction_weights, curve_slopes,
-                      predict_scores, residual_sd)
+                      member_curves, predict_scores, residual_sd)
 from .selection import expected_information, pick_round
 
 __all__ = ["SuiteConfig", "SuiteSession"]
 
 #: subjects predicted at once (bounds the (n, draws, members) arrays of the prediction)
 PREDICT_BLOCK = 256
+#: neighbours scored at once by the neighbour correction (bounds the sub-sessions' (n, items)
+#: arrays)
+NEIGHBOUR_BLOCK = 2048
 
 
 @dataclass
@@ -39,7 +42,8 @@ class SuiteConfig:
     models the error keeps falling with more items while the SE sits near its floor, the joint
     link's residual, see :meth:`SuiteSession.floor_se`); ``member_weight``: weight of the
     members' own variances in the selection; ``corrections``: add each member link's
-    observed-answer correction."""
+    observed-answer correction; ``neighbours``: the joint link's neighbour correction (when
+    the link has one, :mod:`atlascat.suite.neighbours`)."""
 
     target_se: float | None = None
     max_items: int = 150
@@ -49,6 +53,7 @@ class SuiteConfig:
     member_weight: float = 0.05
     min_per_member: int = 10
     corrections: bool = True
+    neighbours: bool = True
     draws: int = 512
     seed: int = 0
 
@@ -79,6 +84,11 @@ class SuiteSession:
         self.links = [m.link for m in self.suite.members]
         self.weights = self.suite.weights
         self.prior = self.suite.prior
+        joint = self.suite.joint_link
+        #: the joint link as this session applies it (without its neighbour correction when
+        #: ``config.neighbours`` is off)
+        self.joint = (joint.without_neighbours() if joint is not None
+                      and not self.config.neighbours else joint)
         self.pool = ItemPool.from_banks([m.bank for m in self.suite.members])
         self.subject_ids = [str(s) for s in subject_ids]
         n, g = len(self.subject_ids), len(self.pool)
@@ -122,7 +132,7 @@ class SuiteSession:
         self._posterior()
         slopes = curve_slopes(self.links, self.mode,
                               np.sqrt(np.diagonal(self.cov, axis1=1, axis2=2)))
-        joint = self.suite.joint_link
+        joint = self.joint
         if joint is None:
             d = slopes * self.weights
         else:   # average = w' (beta g + alpha + e): gradient (beta' w) * g', residual w' D w
@@ -156,7 +166,7 @@ class SuiteSession:
         link (its heteroscedastic part d2' S d2 shrinks with the answers and is added in
         :meth:`refresh`); else from the members' residual SDs at the current mode and their
         correlation."""
-        joint = self.suite.joint_link
+        joint = self.joint
         if joint is not None:
             return np.full(len(self.subject_ids), self.weights @ joint.resid_cov @ self.weights)
         sd = np.stack([residual_sd(l, self.mode[:, b]) for b, l in enumerate(self.links)], 1)
@@ -227,22 +237,56 @@ class SuiteSession:
         without the suite's joint link (the members' own curves); ``resid`` (N, G) the answer
         residuals at the posterior mean (:func:`answer_residuals`)."""
         self._posterior()
-        link = self.suite.joint_link if joint else None
+        link = self.joint if joint else None
         parts = []
         for s0 in range(0, len(self.subject_ids), PREDICT_BLOCK):
             r = slice(s0, s0 + PREDICT_BLOCK)
-            th, w = importance(self.prior, self.lik.rows(r), self._z)
-            theta = np.einsum("nk,nkb->nb", w, th)
-            resid = answer_residuals(self.pool, theta, self.y[r], self.asked[r])
-            shift = jshift = None
-            if self.config.corrections:
-                shift = answer_corrections(self._corrections, self.pool, resid, self.asked[r])
-            if link is not None and link.answer_weights is not None:
-                jshift = link.answer_shift(resid)
+            th, w, resid, shift, jshift = self._draws(r, link)
+            if link is not None and link.neighbours is not None:
+                nshift = link.neighbours.shift(self._plain_points, self.asked[r], self.y[r],
+                                               self.subject_ids[r])
+                jshift = nshift if jshift is None else jshift + nshift
             parts.append(predict_scores(self.links, self.weights, th, w, self._e,
                                         self.prior.resid_corr, link, shift, jshift)
                          | {"resid": resid})
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+    def _draws(self, r, link):
+        """Subjects ``r``: posterior draws and weights, answer residuals at the posterior mean,
+        the member links' answer corrections and the joint link's answer stacking shift."""
+        th, w = importance(self.prior, self.lik.rows(r), self._z)
+        theta = np.einsum("nk,nkb->nb", w, th)
+        resid = answer_residuals(self.pool, theta, self.y[r], self.asked[r])
+        shift = jshift = None
+        if self.config.corrections:
+            shift = answer_corrections(self._corrections, self.pool, resid, self.asked[r])
+        if link is not None and link.answer_weights is not None:
+            jshift = link.answer_shift(resid)
+        return th, w, resid, shift, jshift
+
+    def _plain_points(self, asked, y) -> np.ndarray:
+        """(R, B) point predictions of the joint link without its neighbour correction (the
+        posterior mean of the recalibrated draws, no interval) for answers ``y`` to the items
+        ``asked`` (R, G): how the neighbour correction scores the neighbours."""
+        out = []
+        link = self.joint.without_neighbours()
+        for s0 in range(0, len(asked), NEIGHBOUR_BLOCK):
+            r = slice(s0, s0 + NEIGHBOUR_BLOCK)
+            sub = SuiteSession(self.suite, self.config, range(len(asked[r])))
+            sub.asked = np.asarray(asked[r], bool).copy()
+            sub.y = np.where(sub.asked, y[r], np.nan)
+            sub.lik.add_matrix(sub.asked, sub.y)
+            sub._answers = int(sub.asked.sum())
+            sub._posterior()
+            for t0 in range(0, len(sub.asked), PREDICT_BLOCK):
+                rr = slice(t0, t0 + PREDICT_BLOCK)
+                th, w, _, shift, jshift = sub._draws(rr, link)
+                g = np.stack([member_curves(l, th[..., b]) for b, l in enumerate(self.links)], 2)
+                if shift is not None:
+                    g = g + shift[:, None, :]
+                pts = np.einsum("nk,nkb->nb", w, link.apply(g))
+                out.append(pts if jshift is None else pts + jshift)
+        return np.concatenate(out) if out else np.zeros((0, self.pool.n_members))
 
     def prediction(self) -> pd.DataFrame:
         """One row per subject: subject_id, n_items, average(_lo, _hi) and per member

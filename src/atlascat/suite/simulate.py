@@ -74,14 +74,17 @@ def _replay(suite, ids, Y, config) -> SuiteResult:
 
 
 def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | None = None,
-                   subject_ids=None, answers: bool = True):
+                   subject_ids=None, answers: bool = True, neighbours: bool = True):
     """Fit the suite's joint link (:class:`~atlascat.suite.link.SuiteLink`) on calibration
     models: replay the suite test (``config``) on ``responses`` and stack each member's
     published score (``scores``: member -> Series, 0-1) on the members' predicted scores
     (``answers``, default: and on the replays' answer residuals, the answer stacking; held-out
-    MAE of the average 0.71 -> 0.65 / 0.79 -> 0.69 on two seeds, docs/leaderboard.md).
+    MAE of the average 0.71 -> 0.65 / 0.79 -> 0.69 on two seeds, docs/leaderboard.md);
+    ``neighbours`` (default): and the neighbour correction on top
+    (:func:`~atlascat.suite.neighbours.fit_neighbours`; its residual model replaces the link's).
     Subjects: those with every published score (default: all in ``responses``)."""
-    from .link import SuiteLink
+    from .link import SuiteLink, residual_model
+    from .neighbours import fit_neighbours
 
     suite = suite.replace(joint_link=None).resolved()
     ids, Y = answer_matrix(suite, responses, subject_ids)
@@ -89,5 +92,15 @@ def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | N
     keep = np.isfinite(truth).all(1)
     s = _replay(suite, [i for i, k in zip(ids, keep) if k], Y[keep], config).session
     p = s.predict(joint=False)
-    return SuiteLink.fit(p["g_mean"], p["g_cov"], truth[keep],
-                         residuals=p["resid"] if answers else None, seed=s.config.seed)
+    link, ok, resid = SuiteLink.fit_with_residuals(
+        p["g_mean"], p["g_cov"], truth[keep], residuals=p["resid"] if answers else None,
+        seed=s.config.seed)
+    if not neighbours:
+        return link
+    scorer = SuiteSession(suite.replace(joint_link=link), s.config)
+    nb, sub, corrected = fit_neighbours(
+        scorer._plain_points, Y[keep][ok], truth[keep][ok], np.asarray(s.subject_ids)[ok],
+        s.asked[ok], s.y[ok], resid, weights=suite.weights, seed=s.config.seed)
+    nb.plain_resid_cov, nb.plain_post_scale = link.resid_cov, link.post_scale
+    D, scale = residual_model(link.coef[:, :-1], corrected, p["g_cov"][ok][sub])
+    return SuiteLink(link.coef, D, link.n_models, link.answer_weights, scale, nb)
