@@ -91,11 +91,16 @@ def test_simulated_run_end_to_end_one_number_everywhere(tmp_path, capsys):
                          "95% interval": f"{100 * avg['lo']:.1f}-{100 * avg['hi']:.1f}",
                          "items": row["n_items"], "percentile": f"{avg['percentile']:.0f}"}
     assert describe_prediction(avg) in captured.out
+    # the leaderboard models that answered most alike (the neighbour correction's), on the page
+    near = row["nearest_models"]
+    assert len(near) == 5 and all(0.0 <= n["agreement"] <= 1.0 for n in near)
+    assert [n["agreement"] for n in near] == sorted((n["agreement"] for n in near), reverse=True)
     # the HTML page shows exactly that table
     page = Path(row["report"]).read_text()
     assert Path(row["report"]) == (out_dir / "reports" / f"{row['run_id']}.html").resolve()
     assert _html_table(page) == [{k: str(v) for k, v in r.items()} for r in table]
     assert html.escape(describe_prediction(avg)) in page
+    assert "most like: " + html.escape(near[0]["model"]) in page
     # atlas runs: the same average in its leaderboard column
     db = out_dir / "runs.sqlite"
     assert main(["runs", "--db", str(db), "--json"]) == 0

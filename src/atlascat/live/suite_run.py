@@ -104,8 +104,8 @@ def resume_suite(store, run_id: str, *, subject=None, cache: bool = True,
 def suite_result(store: RunStore, run_id: str) -> dict:
     """A suite run's result: the run's fields (:class:`RunResult`) plus ``suite``, ``average``
     {score, lo, hi, percentile} (also as ``leaderboard``), ``benchmarks`` [{name, weight, score,
-    lo, hi, items, percentile}] (0-1 scores), ``se_points`` and ``table`` (the printed table,
-    :func:`suite_table_rows`), from the stored answers."""
+    lo, hi, items, percentile}] (0-1 scores), ``se_points``, ``nearest_models`` and ``table``
+    (the printed table, :func:`suite_table_rows`), from the stored answers."""
     info = store.get_run(run_id)
     if not is_suite_run(info):
         raise ConfigError(f"run {run_id} is not a suite run")
@@ -159,8 +159,18 @@ def _suite_html(row: dict) -> str:
         for r in rows)
     return (f"<h2>Suite {html.escape(str(row.get('suite')))}: predicted leaderboard scores</h2>"
             f"<table class='suite'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            + _nearest_html(row.get("nearest_models")) +
             "<p class='muted'>Scores in percent (0-100); the trajectory below is the predicted "
             "average (0-1) and its SE by step.</p>")
+
+
+def _nearest_html(nearest) -> str:
+    if not nearest:
+        return ""
+    models = ", ".join(f"{html.escape(str(n['model']))} ({100 * n['agreement']:.0f}%)"
+                       for n in nearest)
+    return (f"<p class='nearest'>Answered the asked items most like: {models} (share of the "
+            "same answers; the neighbour correction reads these models' errors).</p>")
 
 
 def write_suite_report(store: RunStore, run_id: str, path, row: dict | None = None) -> Path:

@@ -191,8 +191,11 @@ class SuiteLiveSession:
 
     # ------------------------------------------------------------------ the result
     def prediction(self, stop_reason: str | None = None) -> dict:
-        """The suite's result: ``average`` {score, lo, hi, percentile} and ``benchmarks``
-        [{name, weight, score, lo, hi, items, percentile}] (scores 0-1)."""
+        """The suite's result: ``average`` {score, lo, hi, percentile}, ``benchmarks``
+        [{name, weight, score, lo, hi, items, percentile}] (scores 0-1) and
+        ``nearest_models`` [{model, agreement}]: the leaderboard models whose answers to the
+        asked items were most alike (the joint link's neighbour correction reads their
+        errors)."""
         self.inner.refresh()
         row = self.inner.prediction().iloc[0]
         avg = {"score": float(row["average"]), "lo": float(row["average_lo"]),
@@ -203,9 +206,10 @@ class SuiteLiveSession:
                     "items": int(row[f"{m.name}_items"]),
                     "percentile": _link_percentile(m.link, float(row[m.name]))}
                    for m in self.suite.members]
+        nearest = [{"model": m, "agreement": a} for m, a in self.inner.nearest_models()[0]]
         return {"suite": self.suite.name, "average": avg, "benchmarks": members,
                 "n_items": self.n_items, "se_points": float(self.inner.se[0]),
-                "stop_reason": stop_reason or self.stop_reason}
+                "stop_reason": stop_reason or self.stop_reason, "nearest_models": nearest}
 
 
 def _link_percentile(link, score: float) -> float | None:

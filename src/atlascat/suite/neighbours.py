@@ -56,9 +56,9 @@ def agreement(asked, y, answers, min_share: float = 0.6, exclude=None) -> np.nda
     seen = np.isfinite(answers).astype(np.float32)
     y1 = (asked & (y == 1)).astype(np.float32)
     a = asked.astype(np.float32)
-    same = y1 @ one.T + (a - y1) @ (seen - one).T
-    both = a @ seen.T
-    out = np.where(both > 0, same / np.maximum(both, 1.0), -1.0).astype(float)
+    same = (y1 @ one.T + (a - y1) @ (seen - one).T).astype(float)     # exact counts
+    both = (a @ seen.T).astype(float)
+    out = np.where(both > 0, same / np.maximum(both, 1.0), -1.0)
     out[both < min_share * asked.sum(1, keepdims=True)] = -1.0
     if exclude is not None:
         exclude = np.asarray(exclude, int)

@@ -251,6 +251,17 @@ class SuiteSession:
                          | {"resid": resid})
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
+    def nearest_models(self, k: int = 5) -> list[list[tuple[str, float]]]:
+        """Per subject, the ``k`` calibration models of the joint link's neighbour correction
+        that answered the asked items most alike: (model id, share of the same answers);
+        [] without a neighbour correction or answers."""
+        nb = None if self.joint is None else self.joint.neighbours
+        if nb is None:
+            return [[] for _ in self.subject_ids]
+        idx, sim = nb.nearest(self.asked, self.y, exclude=nb.index_of(self.subject_ids), k=k)
+        return [[(nb.ids[i], float(a)) for i, a in zip(ri, ra) if i >= 0]
+                for ri, ra in zip(idx, sim)]
+
     def _draws(self, r, link):
         """Subjects ``r``: posterior draws and weights, answer residuals at the posterior mean,
         the member links' answer corrections and the joint link's answer stacking shift."""
