@@ -25,8 +25,10 @@ The calibration models' answers (pool order) travel with the link, packed two bi
 from __future__ import annotations
 
 import base64
+import dataclasses
 import zlib
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -50,14 +52,23 @@ def agreement(asked, y, answers, min_share: float = 0.6, exclude=None) -> np.nda
     -1 where m has fewer than ``min_share`` of n's asked items. ``asked`` (N, G) bool, ``y``
     (N, G) 0/1 (NaN where not asked), ``answers`` (M, G) 0/1/NaN; ``exclude`` (N,) an index
     of M per subject to leave out (itself; -1: none) or None."""
+    return _agreement(asked, y, *_planes(answers), min_share, exclude)
+
+
+def _planes(answers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(correct, wrong, observed) indicator matrices (M, G) of 0/1/NaN ``answers``, float32 for
+    the matrix products of :func:`agreement`."""
+    answers = np.asarray(answers, float)
+    one, zero = (answers == 1).astype(np.float32), (answers == 0).astype(np.float32)
+    return one, zero, one + zero
+
+
+def _agreement(asked, y, one, zero, seen, min_share, exclude) -> np.ndarray:
     asked = np.asarray(asked, bool)
     y = np.nan_to_num(np.asarray(y, float))
-    answers = np.asarray(answers, float)
-    one = (answers == 1).astype(np.float32)
-    seen = np.isfinite(answers).astype(np.float32)
     y1 = (asked & (y == 1)).astype(np.float32)
     a = asked.astype(np.float32)
-    same = (y1 @ one.T + (a - y1) @ (seen - one).T).astype(float)     # exact counts
+    same = (y1 @ one.T + (a - y1) @ zero.T).astype(float)     # exact counts
     both = (a @ seen.T).astype(float)
     out = np.where(both > 0, same / np.maximum(both, 1.0), -1.0)
     out[both < min_share * asked.sum(1, keepdims=True)] = -1.0
@@ -74,7 +85,8 @@ def _kernel_mean(sim, resid, k: int, tau: float) -> np.ndarray:
     s = sim[:, :k]
     wt = np.where(s >= 0, np.exp(tau * (s - s[:, :1])), 0.0)
     tot = wt.sum(1)
-    out = np.einsum("nk,nkb->nb", wt, np.nan_to_num(resid[:, :k])) / np.maximum(tot, 1e-300)[:, None]
+    out = np.einsum("nk,nkb->nb", wt, np.nan_to_num(resid[:, :k]))
+    out /= np.maximum(tot, 1e-300)[:, None]
     return np.where((tot > 0)[:, None], out, 0.0)
 
 
@@ -129,7 +141,7 @@ class NeighbourCorrection:
         """(index (N, k) into the calibration models, agreement (N, k)), most alike first;
         index -1 / agreement -1 where fewer models qualify."""
         k = int(k or self.k)
-        sim = agreement(asked, y, self.answers, self.min_share, exclude)
+        sim = _agreement(asked, y, *self._planes, self.min_share, exclude)
         k = min(k, sim.shape[1])
         idx = np.argpartition(-sim, k - 1, axis=1)[:, :k]
         part = np.take_along_axis(sim, idx, 1)
@@ -148,14 +160,20 @@ class NeighbourCorrection:
         out = np.full((n * k, self.scores.shape[1]), np.nan)
         if ok.any():
             a = np.asarray(asked, bool)[rows[ok]]
-            yy = np.where(a, self.answers[m[ok]], np.nan)
-            out[ok] = self.scores[m[ok]] - score_fn(a & np.isfinite(yy), yy)
+            out[ok] = self.scores[m[ok]] - score_fn(a, np.where(a, self.answers[m[ok]], np.nan))
         return out.reshape(n, k, -1)
+
+    @cached_property
+    def _planes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return _planes(self.answers)
+
+    @cached_property
+    def _rows(self) -> dict:
+        return {m: i for i, m in enumerate(self.ids)}
 
     def index_of(self, subject_ids) -> np.ndarray:
         """(N,) each subject's row among the calibration models (-1: not one of them)."""
-        pos = {m: i for i, m in enumerate(self.ids)}
-        return np.array([pos.get(str(s), -1) for s in subject_ids], int)
+        return np.array([self._rows.get(str(s), -1) for s in subject_ids], int)
 
     def shift(self, score_fn, asked, y, subject_ids=None) -> np.ndarray:
         """The correction (N, B) to add to the joint link's prediction of subjects who answered
@@ -190,22 +208,24 @@ class NeighbourCorrection:
 
 
 def fit_neighbours(score_fn, answers, scores, ids, asked, y, resid, *, weights,
-                   cv_models: int = CV_MODELS, neighbours=NEIGHBOURS, sharpness=SHARPNESS,
-                   min_share: float = 0.6, seed: int = 0):
+                   plain_resid_cov, plain_post_scale=None, cv_models: int = CV_MODELS,
+                   neighbours=NEIGHBOURS, sharpness=SHARPNESS, min_share: float = 0.6,
+                   seed: int = 0):
     """Choose K, tau and the shrinkages by cross-validation on calibration replays.
 
     ``answers`` (M, G) and ``scores`` (M, B): the calibration models (the neighbours);
     ``asked``, ``y`` (M, G): their replayed tests; ``resid`` (M, B) their out-of-fold joint-link
-    residuals; ``weights`` (B,) the aggregate's. A seeded subsample of ``cv_models`` models is
-    corrected from the other calibration models; K and tau minimize the aggregate's squared
-    error after per-member least-squares shrinkages lambda_b in [0, 1]. Returns (the correction
-    with a placeholder residual model, the subsample's rows, its corrected residuals (n, B))."""
+    residuals; ``weights`` (B,) the aggregate's; ``plain_resid_cov`` / ``plain_post_scale`` the
+    joint link's residual model without the correction. A seeded subsample of ``cv_models``
+    models is corrected from the other calibration models; K and tau minimize the aggregate's
+    squared error after per-member least-squares shrinkages lambda_b in [0, 1]. Returns (the
+    correction, the subsample's rows, its corrected residuals (n, B))."""
     answers, scores, resid = (np.asarray(v, float) for v in (answers, scores, resid))
     rng = np.random.default_rng([seed, 18, 7])
     sub = np.sort(rng.choice(len(scores), min(cv_models, len(scores)), replace=False))
     nc = NeighbourCorrection(answers, scores, ids, max(neighbours), 0.0,
-                             np.ones(scores.shape[1]), np.eye(scores.shape[1]),
-                             min_share=min_share)
+                             np.ones(scores.shape[1]), plain_resid_cov, plain_post_scale,
+                             min_share)
     idx, sim = nc.nearest(asked[sub], y[sub], exclude=sub)
     R = nc.neighbour_residuals(score_fn, asked[sub], idx)
     target = resid[sub]
@@ -218,5 +238,4 @@ def fit_neighbours(score_fn, answers, scores, ids, asked, y, resid, *, weights,
             if best is None or err < best[0]:
                 best = (err, k, tau, lam, target - lam * c)
     _, k, tau, lam, corrected = best
-    nc.k, nc.tau, nc.shrink = int(k), float(tau), lam
-    return nc, sub, corrected
+    return dataclasses.replace(nc, k=int(k), tau=float(tau), shrink=lam), sub, corrected

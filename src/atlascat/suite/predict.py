@@ -57,6 +57,13 @@ def member_curves(link, theta) -> np.ndarray:
     return g.reshape(t.shape)
 
 
+def link_draws(links, thetas, shift=None) -> np.ndarray:
+    """Every member's curve at its draws ``thetas`` (N, K, B), plus the answer corrections
+    ``shift`` (N, B) when given: the draws g a prediction averages."""
+    g = np.stack([member_curves(l, thetas[..., j]) for j, l in enumerate(links)], -1)
+    return g if shift is None else g + shift[:, None, :]
+
+
 def residual_sd(link, theta) -> np.ndarray:
     return np.sqrt(np.interp(theta, link.theta_grid, link.var_grid))
 
@@ -132,18 +139,13 @@ def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=N
     on). ``shift`` (N, B): added to every draw of g (the answer corrections); ``joint_shift``
     (N, B): added after the joint link (its answer stacking, :meth:`SuiteLink.answer_shift`)."""
     n, k, b = thetas.shape
-    g = np.empty_like(thetas)
-    sd = np.empty_like(thetas)
-    for j, link in enumerate(links):
-        g[..., j] = member_curves(link, thetas[..., j])
-        sd[..., j] = residual_sd(link, thetas[..., j])
-    if shift is not None:
-        g = g + shift[:, None, :]
+    g = link_draws(links, thetas, shift)
     g_mean = np.einsum("nk,nkb->nb", w, g)
     dev = g - g_mean[:, None, :]
     g_cov = np.einsum("nk,nki,nkj->nij", w, dev, dev)
     if joint is None:
         base = g
+        sd = np.stack([residual_sd(l, thetas[..., j]) for j, l in enumerate(links)], -1)
         s = np.clip(g + sd * (e @ np.linalg.cholesky(resid_corr + 1e-12 * np.eye(b)).T), 0, 1)
     else:
         base = joint.apply(g)

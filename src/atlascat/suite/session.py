@@ -23,7 +23,7 @@ import pandas as pd
 from ..errors import ConfigError
 from .posterior import GridLikelihood, ItemPool, gaussian_posterior, importance, normal_draws
 from .predict import (answer_corrections, answer_residuals, correction_weights, curve_slopes,
-                      member_curves, predict_scores, residual_sd)
+                      link_draws, predict_scores, residual_sd)
 from .selection import expected_information, pick_round
 
 __all__ = ["SuiteConfig", "SuiteSession"]
@@ -222,6 +222,19 @@ class SuiteSession:
         self._answers += int(new.sum())
         self.available[rows[~ok], cols[~ok]] = False
 
+    def record_matrix(self, asked, y) -> None:
+        """Record every subject's answers at once into a session with none yet: ``asked``
+        (N, G) bool, ``y`` (N, G) 0/1 (read where asked and finite); one matrix product per
+        member (:meth:`GridLikelihood.add_matrix`) instead of :meth:`record`'s answer-by-answer
+        sums."""
+        if self._answers:
+            raise ConfigError("record_matrix is for a session without answers; use record")
+        y = np.asarray(y, float)
+        self.asked = np.asarray(asked, bool) & np.isfinite(y)
+        self.y = np.where(self.asked, y, np.nan)
+        self.lik.add_matrix(self.asked, self.y)
+        self._answers = int(self.asked.sum())
+
     def update(self, answers, subject: int = 0) -> None:
         """Record one subject's answers: mapping (member, item_id) -> 0/1 (None: not
         obtainable)."""
@@ -284,18 +297,12 @@ class SuiteSession:
         for s0 in range(0, len(asked), NEIGHBOUR_BLOCK):
             r = slice(s0, s0 + NEIGHBOUR_BLOCK)
             sub = SuiteSession(self.suite, self.config, range(len(asked[r])))
-            sub.asked = np.asarray(asked[r], bool).copy()
-            sub.y = np.where(sub.asked, y[r], np.nan)
-            sub.lik.add_matrix(sub.asked, sub.y)
-            sub._answers = int(sub.asked.sum())
+            sub.record_matrix(asked[r], y[r])
             sub._posterior()
             for t0 in range(0, len(sub.asked), PREDICT_BLOCK):
                 rr = slice(t0, t0 + PREDICT_BLOCK)
                 th, w, _, shift, jshift = sub._draws(rr, link)
-                g = np.stack([member_curves(l, th[..., b]) for b, l in enumerate(self.links)], 2)
-                if shift is not None:
-                    g = g + shift[:, None, :]
-                pts = np.einsum("nk,nkb->nb", w, link.apply(g))
+                pts = np.einsum("nk,nkb->nb", w, link.apply(link_draws(self.links, th, shift)))
                 out.append(pts if jshift is None else pts + jshift)
         return np.concatenate(out) if out else np.zeros((0, self.pool.n_members))
 

@@ -100,7 +100,7 @@ def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | N
     scorer = SuiteSession(suite.replace(joint_link=link), s.config)
     nb, sub, corrected = fit_neighbours(
         scorer._plain_points, Y[keep][ok], truth[keep][ok], np.asarray(s.subject_ids)[ok],
-        s.asked[ok], s.y[ok], resid, weights=suite.weights, seed=s.config.seed)
-    nb.plain_resid_cov, nb.plain_post_scale = link.resid_cov, link.post_scale
+        s.asked[ok], s.y[ok], resid, weights=suite.weights, plain_resid_cov=link.resid_cov,
+        plain_post_scale=link.post_scale, seed=s.config.seed)
     D, scale = residual_model(link.coef[:, :-1], corrected, p["g_cov"][ok][sub])
     return SuiteLink(link.coef, D, link.n_models, link.answer_weights, scale, nb)
