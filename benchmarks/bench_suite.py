@@ -188,6 +188,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--test-size", type=float, default=0.2)
+    ap.add_argument("--run-seed", type=int, default=None,
+                    help="seed of the tests' random choices (randomesque, posterior draws, the "
+                         "joint link's cross-validation; default: --seed): the same split "
+                         "replicated")
     ap.add_argument("--max-items", type=int, default=150)
     ap.add_argument("--target-se", type=float, default=SuiteConfig.target_se)
     ap.add_argument("--batch-size", type=int, default=SuiteConfig.batch_size)
@@ -225,7 +229,7 @@ def main(argv=None):
                       batch_size=args.batch_size, member_weight=args.member_weight,
                       min_items=args.min_items, min_per_member=args.min_per_member,
                       randomesque=args.randomesque, corrections=not args.no_corrections,
-                      seed=args.seed)
+                      seed=args.seed if args.run_seed is None else args.run_seed)
     if not args.no_joint_link:
         t1 = time.perf_counter()
         suite = suite.replace(joint_link=fit_joint_link(suite, train_resp, scores, cfg,

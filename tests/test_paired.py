@@ -10,8 +10,8 @@ import pytest
 
 from atlascat.cli import main
 from atlascat.errors import ConfigError
-from atlascat.evaluate.paired import (Z95, difference_interval, excess_agreement,
-                                      paired_difference)
+from atlascat.evaluate.paired import (PAIR_SCALE, Z95, difference_interval,
+                                      excess_agreement, paired_difference)
 
 
 def test_difference_of_two_predictions_matches_the_formula():
@@ -27,6 +27,10 @@ def test_difference_of_two_predictions_matches_the_formula():
     assert paired_difference(b, a, scale=1.0)["diff"] == pytest.approx(-0.07)
     same = paired_difference(a, a, scale=1.0)
     assert same["diff"] == 0 and not same["told_apart"]
+    # a suite's average gets its own pair scale (fitted by benchmarks/suite_pair_scale.py)
+    avg = paired_difference(a, b, benchmark="average")
+    assert avg["scale"] == PAIR_SCALE["average"] < 1.0
+    assert avg["sd"] == pytest.approx(PAIR_SCALE["average"] * np.hypot(sa, sb))
 
 
 def test_interval_covers_95_percent_of_simulated_pairs():
