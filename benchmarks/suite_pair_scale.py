@@ -4,7 +4,8 @@
 pair scale ``PAIR_SCALE["average"]`` (:mod:`atlascat.evaluate.paired`). Each run's interval is
 calibrated for single models, so the plain combination (scale 1) covers more or less than 95% of
 pairs depending on the split: 94.8-97.7% of the dense held-out pairs on four splits. This script
-reads ``bench_suite.py``'s ``suite_scores.csv`` of the ``--fit`` splits, pools every pair of
+reads ``bench_suite.py``'s ``suite_scores.csv`` (predictions and the published average) of
+the ``--fit`` splits, pools every pair of
 their held-out models (whole population: the models users compare), and fits the factor that
 covers 95% of them (``bench_paired.fit_scale``); then it reports, for each ``--check`` split,
 the pairs' coverage, half-width and share told apart at the shipped scale and at the fitted
@@ -24,35 +25,26 @@ import numpy as np
 import pandas as pd
 
 from atlascat.evaluate.paired import PAIR_SCALE
-from atlascat.live.build_bank import BENCHMARKS, load_published_scores
 from bench_paired import evaluate_pairs, fit_scale, pair_arrays
 from bench_suite import markdown
-from build_suite import DATA
 
 KEYS = ("true", "pred", "sd_a", "sd_b")
 
 
-def published_average(data=DATA) -> pd.Series:
-    """The leaderboard average (0-1) of the models with all six published scores."""
-    s = pd.DataFrame({b: load_published_scores(data / "leaderboard_scores.csv.gz", b)
-                      for b in BENCHMARKS})
-    return s.dropna().mean(axis=1)
-
-
-def split_pairs(run: Path, truth: pd.Series, dense_only: bool) -> dict:
+def split_pairs(run: Path, dense_only: bool) -> dict:
     """Every pair of one split's held-out models (``suite_scores.csv``)."""
     df = pd.read_csv(Path(run) / "suite_scores.csv")
+    if "published_average" not in df:
+        raise SystemExit(f"{run}: suite_scores.csv has no published_average column; rerun "
+                         "bench_suite.py to write it")
     if dense_only:
         df = df[df["dense"].astype(bool)]
-    t = truth.reindex(df["subject_id"].astype(str)).to_numpy(float)
-    if not np.isfinite(t).all():
-        raise SystemExit(f"{run}: a held-out model has no published average")
-    return pair_arrays(t, df["average"].to_numpy(), df["average_lo"].to_numpy(),
-                       df["average_hi"].to_numpy())
+    return pair_arrays(df["published_average"].to_numpy(), df["average"].to_numpy(),
+                       df["average_lo"].to_numpy(), df["average_hi"].to_numpy())
 
 
-def pooled(runs, truth, dense_only) -> dict:
-    parts = [split_pairs(r, truth, dense_only) for r in runs]
+def pooled(runs, dense_only) -> dict:
+    parts = [split_pairs(r, dense_only) for r in runs]
     return {k: np.concatenate([p[k] for p in parts]) for k in KEYS}
 
 
@@ -61,18 +53,17 @@ def main(argv=None):
     ap.add_argument("--fit", nargs="+", required=True, help="bench_suite.py output folders")
     ap.add_argument("--check", nargs="*", default=[], help="bench_suite.py output folders")
     args = ap.parse_args(argv)
-    truth = published_average()
-    scale = fit_scale(pooled(args.fit, truth, False))
-    dense = fit_scale(pooled(args.fit, truth, True))
+    scale = fit_scale(pooled(args.fit, False))
+    dense = fit_scale(pooled(args.fit, True))
     shipped = PAIR_SCALE["average"]
     print(f"fitted on {', '.join(args.fit)}: {scale:.3f} (whole population; dense held-out "
           f"only: {dense:.3f}); shipped {shipped:.2f}")
+    scales = {1.0: "plain", round(scale, 2): "fitted", shipped: "shipped"}  # shipped wins a tie
     rows = []
     for run in args.check:
         for name, only in (("dense held-out", True), ("whole population", False)):
-            p = split_pairs(run, truth, only)
-            scales = {1.0: "plain", round(scale, 2): "fitted", shipped: "shipped"}
-            for s, label in scales.items():      # one row a value (shipped wins a tie)
+            p = split_pairs(run, only)
+            for s, label in scales.items():
                 rows.append({"split": run, "models": name, "scale": f"{label} {s:.2f}"}
                             | evaluate_pairs(p, s))
     if rows:
