@@ -8,27 +8,8 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from ..live.report import GENERATION_RULES, protocol_label  # noqa: F401 - one label for CLI and HTML
 from ._common import err_console
-
-
-def protocol_label(protocol: str | None, bank=None) -> str:
-    """How a run's protocol reads: a leaderboard run says whether its bank's items are scored by
-    log-likelihood or by generation (GSM8K: exact match), from the bank's ``rule`` column."""
-    from ..live.runner import PROTOCOL_LABELS
-
-    proto = protocol or "approximate"
-    meta = getattr(bank, "metadata", None)
-    if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
-        rules = {str(r) for r in meta["rule"].dropna()}
-        if rules and rules <= GENERATION_RULES:
-            return "leaderboard (generation, exact match)"
-        if rules & GENERATION_RULES:
-            return "leaderboard (log-likelihood and generation)"
-    return PROTOCOL_LABELS.get(proto, proto)
-
-
-#: scoring rules whose requests are generations (see atlascat.content.requests)
-GENERATION_RULES = frozenset({"gsm8k_exact"})
 
 
 def _absolute(path):

@@ -14,7 +14,7 @@ import typer
 
 from ._common import console, err_console, print_frame
 from ._live import (_approximate_note, _LiveDisplay, _run_dirs, _start_runs, _StopRequest,
-                    _write_results, protocol_label)
+                    _write_results)
 
 __all__ = ["suite_config", "start_suite", "resume_suite_runs"]
 
@@ -172,7 +172,6 @@ def _drive(store, rid, bank, subject, *, db, output, report_dir, cache, as_json,
     row = suite_result(store, rid)
     if error is not None:
         row["status"], row["error"] = "error", error
-    row["protocol_label"] = protocol_label(row["protocol"], bank)
     outdir, reports = _run_dirs(store, rid, db, output, report_dir)
     row["report"] = str(write_suite_report(store, rid, reports / f"{rid}.html", row))
     _write_results(outdir / "results.json", [row], merge=resumed)
@@ -197,6 +196,8 @@ def _print(row: dict) -> None:
              + f", status {row['status']}"]
     if row.get("average"):
         lines.append(f"  average: {describe_prediction(row['average'])}")
+    lines += [f"  warning: {b['name']}: {b['warning']}" for b in row.get("benchmarks") or []
+              if b.get("warning")]
     lines.append(f"  protocol: {row['protocol_label']}")
     lines.append(f"  report: {row['report']}")
     console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)

@@ -27,6 +27,8 @@ def register(app: typer.Typer) -> None:
     ):
         """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
 
+        A suite run has no theta: its leaderboard column is the predicted average.
+
         'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
         finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
         twice: observed (right / asked, over the items asked) and model-based (the bank's
@@ -79,6 +81,12 @@ def register(app: typer.Typer) -> None:
             return
         df = store.list_runs()
         predictions = [_prediction(store, r) for r in df.to_dict("records")]
+        from ..live.suite_run import is_suite_run
+
+        if not df.empty:
+            # a suite run has no theta: its store columns hold the average, shown as such
+            suite = [is_suite_run(r) for r in df.to_dict("records")]
+            df.loc[suite, ["theta", "se", "model_based_accuracy"]] = None
         if as_json:
             records = json.loads(df.to_json(orient="records"))
             for rec, lb in zip(records, predictions):
@@ -99,7 +107,7 @@ def register(app: typer.Typer) -> None:
                              if lb.get("score") is not None else "-" for lb in predictions]
         print_frame(df[["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta",
                         "se", "observed", "model-based", "leaderboard", "stop_reason", "pending",
-                        "updated"]].fillna("-"),
+                        "updated"]].astype(object).fillna("-"),
                     title=f"runs in {db}")
 
 

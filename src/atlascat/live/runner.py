@@ -392,6 +392,7 @@ def _ask_loglikelihood(subject, irs: list) -> list:
         for j, r in enumerate(ir.requests):
             (ll if r.kind == "loglikelihood" else gen).append((n, j, r))
     results = [[None] * len(ir.requests) for ir in irs]
+    before = dict(getattr(subject, "usage", None) or {})
     t0 = time.perf_counter()
     if ll:
         values = _check_outputs(subject.loglikelihood([r for _, _, r in ll]), len(ll),
@@ -406,11 +407,37 @@ def _ask_loglikelihood(subject, irs: list) -> list:
         for (n, j, _), t in zip(gen, texts):
             results[n][j] = t
     latency = (time.perf_counter() - t0) / max(1, len(irs))
+    tokens = _round_tokens(before, getattr(subject, "usage", None), irs)
     out = []
-    for vals in results:
+    for vals, (prompt, completion) in zip(results, tokens):
         text = vals[0] if len(vals) == 1 and isinstance(vals[0], str) else json.dumps(vals)
-        out.append((vals, Answer(text=text, latency_s=latency, attempts=1)))
+        out.append((vals, Answer(text=text, latency_s=latency, attempts=1, prompt_tokens=prompt,
+                                 completion_tokens=completion)))
     return out
+
+
+def _round_tokens(before: dict, after, irs: list) -> list[tuple]:
+    """Each item's share of the tokens the subject reported for one round (``usage`` counters
+    before and after): one request carries several items' prompts, so the round's prompt and
+    tokens are shared out in proportion to each item's request characters, its completion
+    tokens among its generation requests (largest remainders, so the shares add up to the
+    round's counts); (None, None) per item
+    when the subject reports none."""
+    if not after:
+        return [(None, None)] * len(irs)
+    chars = np.array([sum(len(r.context) + len(r.continuation or "") for r in ir.requests)
+                      for ir in irs], float)
+    gens = np.array([sum(r.kind != "loglikelihood" for r in ir.requests) for ir in irs], float)
+    shares = []
+    for key, by in (("prompt_tokens", chars), ("completion_tokens", gens)):
+        by = by if by.sum() > 0 else chars
+        weights = by / by.sum() if by.sum() > 0 else np.full(len(irs), 1 / len(irs))
+        total = int(after.get(key, 0)) - int(before.get(key, 0))
+        raw = weights * max(total, 0)
+        part = np.floor(raw).astype(int)
+        part[np.argsort(part - raw)[: max(total, 0) - int(part.sum())]] += 1
+        shares.append(part.tolist())
+    return list(zip(*shares))
 
 
 #: a prompt run stops if this many first replies (of this process) are all unreadable
