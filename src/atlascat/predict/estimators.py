@@ -38,8 +38,8 @@ source population) cannot make it undercover.
 Combination. G = alpha + beta * M is the model-based prediction calibrated on the source
 models (the same design replayed on them); tau^2 its mean squared error there. A target is
 outside the source population when |D - G| > z_cut * sqrt(SE_D^2 + tau^2) (the random items'
-residuals contradict the model), or when G or M lies beyond the source models' score range, or D's
-interval lies wholly beyond it (a calibration fitted there cannot be extrapolated); then the
+residuals contradict the model), or when G, M or D lies beyond the source models' score range
+(a calibration fitted there cannot be extrapolated); then the
 prediction is D. Otherwise the precision-weighted
 mean C = (G / tau^2 + D / SE_D^2) / (1 / tau^2 + 1 / SE_D^2). The reported 95% interval is the
 design interval D +- 1.96 SE_D, widened (never narrowed) to contain the point prediction, so
@@ -124,7 +124,7 @@ def combine(model, design, se, alpha, beta, tau2, z_cut, source_range=(0.0, 1.0)
     se2 = np.maximum(se ** 2, 1e-12)
     z = np.abs(design - g) / np.sqrt(se2 + tau2)
     lo_src, hi_src = source_range
-    beyond = (np.minimum(g, model) < lo_src) | (np.maximum(g, model) > hi_src) | (design - Z95 * se > hi_src) | (design + Z95 * se < lo_src)
+    beyond = (np.minimum(g, model) < lo_src) | (np.maximum(g, model) > hi_src) | (design > hi_src) | (design < lo_src)
     outside = (z > z_cut) | beyond
     pooled = (g / tau2 + design / se2) / (1.0 / tau2 + 1.0 / se2)
     score = np.clip(np.where(outside, design, pooled), 0.0, 1.0)

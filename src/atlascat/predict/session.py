@@ -94,8 +94,9 @@ class PredictSession:
         n = int(r["n_items"][0])
         warning = ""
         if outside:
-            warning = ("the answers do not fit the source models (design and model predictions "
-                       f"differ by {float(r['z'][0]):.1f} SE): the design-based estimate is used")
+            warning = ("the model looks outside the source models (beyond their scores, or "
+                       "design and model predictions differ by "
+                       f"{float(r['z'][0]):.1f} SE): the design-based estimate is used")
         elif n < 2 * int(p.n_folds):
             warning = f"only {n} items answered: the interval is wide"
         return BenchmarkPrediction(
