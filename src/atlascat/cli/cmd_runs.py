@@ -80,7 +80,9 @@ def register(app: typer.Typer) -> None:
                         max_rows=1000)
             return
         df = store.list_runs()
-        predictions = [_prediction(store, r) for r in df.to_dict("records")]
+        from ..live.evaluation import predict_run
+
+        predictions = [predict_run(store, r) for r in df.to_dict("records")]
         from ..live.suite_run import is_suite_run
 
         if not df.empty:
@@ -109,25 +111,3 @@ def register(app: typer.Typer) -> None:
                         "se", "observed", "model-based", "leaderboard", "stop_reason", "pending",
                         "updated"]].astype(object).fillna("-"),
                     title=f"runs in {db}")
-
-
-def _prediction(store, run: dict) -> dict:
-    """The predicted leaderboard score of a finished run, computed as ``atlas evaluate`` does
-    (the same function, the run's own answers and stop reason): one number everywhere. A
-    suite run's is its predicted average (:func:`atlascat.live.suite_run.suite_result`)."""
-    from ..live.suite_run import is_suite_run, suite_result
-    from .cmd_evaluate import leaderboard_prediction
-
-    ref = run.get("bank_ref") or ""
-    if run.get("state") == "done" and is_suite_run(run):
-        try:
-            return suite_result(store, run["run_id"])["leaderboard"]
-        except Exception as exc:  # noqa: BLE001 - the listing stays readable
-            return {"note": f"suite prediction failed ({type(exc).__name__}: {exc})"}
-    if run.get("state") != "done" or not ref.startswith("shipped:"):
-        return {}
-    steps = store.steps(run["run_id"])
-    done = steps[(steps["status"] == "answered") & steps["score"].notna()]
-    answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
-    return leaderboard_prediction(ref.split(":", 1)[1], run["theta"], run["se"], answers,
-                                  stop_reason=run.get("stop_reason"))

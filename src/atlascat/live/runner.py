@@ -216,20 +216,28 @@ def load_bank_ref(ref: str):
     return normalize_loaded(ItemBank.read(path))
 
 
-def subject_from_description(desc: dict, bank=None, **overrides):
-    """Rebuild a subject from its stored description (the API key comes from the environment)."""
+def subject_from_description(desc: dict, bank=None, *, limiter=None, max_concurrency=None,
+                             api_key_env: str | None = None, **overrides):
+    """Rebuild a subject from its stored description (the API key comes from the environment:
+    the stored variable's name, else ``api_key_env``). HTTP subjects take this process's
+    ``limiter`` (a semaphore shared by the runs), ``max_concurrency`` and HTTP settings
+    (``overrides``: timeout, max_retries, backoff, over the stored ones)."""
     from .subjects import (OpenAICompatible, OpenAICompletionsSubject, ReplaySubject,
                            SimulatedSubject, subject_from_spec)
 
     kind = desc.get("type")
     http = {k: desc[k] for k in ("timeout", "max_retries", "backoff", "max_backoff") if k in desc}
     http.update({k: v for k, v in overrides.items() if v is not None})
+    if limiter is not None:
+        http["limiter"] = limiter
+    key_env = desc.get("api_key_env") or api_key_env
     if kind == "openai":
-        return OpenAICompatible(desc["base_url"], desc["model"], api_key_env=desc.get("api_key_env"),
+        return OpenAICompatible(desc["base_url"], desc["model"], api_key_env=key_env,
                                 chat=desc.get("kind", "chat") == "chat", **http)
     if kind == "completions":
-        return OpenAICompletionsSubject(desc["base_url"], desc["model"],
-                                        api_key_env=desc.get("api_key_env"),
+        if max_concurrency is not None:
+            http["max_concurrency"] = max_concurrency
+        return OpenAICompletionsSubject(desc["base_url"], desc["model"], api_key_env=key_env,
                                         batch_prompts=desc.get("batch_prompts", 16), **http)
     if kind == "simulated":
         if bank is None:

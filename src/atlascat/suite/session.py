@@ -58,11 +58,16 @@ class SuiteConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if not (self.max_items >= 1 and 0 <= self.min_items <= self.max_items):
-            raise ConfigError(f"need 0 <= min_items ({self.min_items}) <= max_items "
-                              f"({self.max_items}), max_items >= 1")
-        if self.batch_size < 1 or self.randomesque < 1 or self.draws < 16:
-            raise ConfigError("batch_size and randomesque must be >= 1, draws >= 16")
+        if self.max_items < 1:
+            raise ConfigError(f"max_items must be >= 1, got {self.max_items}")
+        if not 0 <= self.min_items <= self.max_items:
+            raise ConfigError(f"min_items ({self.min_items}) must be in 0..max_items "
+                              f"({self.max_items})")
+        for name in ("batch_size", "randomesque"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.draws < 16:
+            raise ConfigError(f"draws must be >= 16, got {self.draws}")
         if self.target_se is not None and not self.target_se > 0:
             raise ConfigError(f"target_se must be > 0 points, got {self.target_se}")
 
