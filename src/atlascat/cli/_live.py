@@ -28,7 +28,7 @@ def protocol_label(protocol: str | None, bank=None) -> str:
 
 
 #: scoring rules whose requests are generations (see atlascat.content.requests)
-GENERATION_RULES = frozenset({"gsm8k_exact"})
+GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match"})
 
 
 def _absolute(path):

@@ -34,16 +34,23 @@ def _load_bank(spec: str):
         raise BankError(f"--bank {spec!r} is neither a bundled bank ({', '.join(names)}) nor an "
                         "existing file")
     if path.is_dir():
-        raise BankError(f"--bank {spec!r} is a directory; give a bank file (.parquet / .csv)")
+        from ..bankdir import load_bank_dir
+
+        return load_bank_dir(path).bank, str(path.resolve())  # atlas build-bank's folder
     from ..irt.bank import ItemBank
 
     return normalize_loaded(ItemBank.read(path, normalize_ids=True)), str(path.resolve())
 
 
 def bench_of(bank, ref: str | None) -> str | None:
-    """The benchmark a bank measures: from ``shipped:<bench>`` or a unique ``benchmark`` column."""
+    """The benchmark a bank measures: from ``shipped:<bench>`` or a unique ``benchmark`` column;
+    for a bank folder (``atlas build-bank``) the folder itself, which carries its link."""
     if ref and ref.startswith("shipped:"):
         return ref.split(":", 1)[1]
+    from ..bankdir import is_bank_dir
+
+    if ref and is_bank_dir(ref):
+        return ref
     meta = getattr(bank, "metadata", None)
     if meta is not None and "benchmark" in meta.columns:
         values = {str(v) for v in meta["benchmark"].dropna()}
@@ -74,8 +81,11 @@ def leaderboard_prediction(bench: str | None, theta, se, responses=None,
     if bench is None:
         return {"note": "no score link: the bank's benchmark is unknown (use a shipped bank "
                         "such as arc, or a bank with a 'benchmark' column)"}
+    from ..bankdir import is_bank_dir
     from ..catalogue import load_score_link
 
+    if is_bank_dir(bench):
+        return folder_prediction(bench, theta, se, responses, stop_reason)
     try:
         link = load_score_link(bench)
     except Exception as exc:  # noqa: BLE001 - degrade to a note, never fail a finished run
@@ -105,6 +115,29 @@ def leaderboard_prediction(bench: str | None, theta, se, responses=None,
         return {"note": f"score link for {bench!r} failed ({type(exc).__name__}: {exc})"}
 
 
+def folder_prediction(path, theta, se, responses=None, stop_reason: str | None = None) -> dict:
+    """{score, lo, hi, percentile, flag, warning} of a bank folder's test, from the folder's
+    prediction (:func:`atlascat.bankdir.predict_scores`); {note} when it fails."""
+    import pandas as pd
+
+    from ..bankdir import load_bank_dir, predict_scores
+
+    try:
+        folder = load_bank_dir(path)
+        answers = dict(responses or {})
+        persons = pd.DataFrame({"subject_id": ["model"], "theta": [float(theta)],
+                                "se": [float(se)], "stop_reason": [stop_reason]})
+        administered = pd.DataFrame({"subject_id": "model", "item_id": list(answers),
+                                     "score": [float(v) for v in answers.values()]})
+        row = predict_scores(folder, persons, administered).iloc[0]
+    except Exception as exc:  # noqa: BLE001 - degrade to a note, never fail a finished run
+        return {"note": f"bank folder {str(path)!r}: no prediction ({type(exc).__name__}: {exc})"}
+    return {"score": float(row["leaderboard_accuracy"]), "lo": float(row["leaderboard_lo"]),
+            "hi": float(row["leaderboard_hi"]), "percentile": float(row["leaderboard_percentile"]),
+            "flag": str(row["leaderboard_flag"] or ""),
+            "warning": str(row["leaderboard_warning"] or "")}
+
+
 def _stop_settings(bench: str | None, margin: float) -> dict:
     """CATConfig fields of the floor / ceiling stop from the bank's score link ({} without)."""
     from ..validation import check_finite
@@ -113,9 +146,11 @@ def _stop_settings(bench: str | None, margin: float) -> dict:
     if bench is None:
         return {}
     try:
+        from ..bankdir import is_bank_dir, load_bank_dir
         from ..catalogue import load_score_link
 
-        return dict(load_score_link(bench).stop_settings(margin))
+        link = load_bank_dir(bench).link if is_bank_dir(bench) else load_score_link(bench)
+        return dict(link.stop_settings(margin))
     except Exception:  # noqa: BLE001 - no (usable) link: no floor/ceiling stop
         return {}
 

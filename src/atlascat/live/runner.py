@@ -174,7 +174,9 @@ def bank_hash(bank) -> str:
     for arr in bank.params:
         h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
     if bank.metadata is not None:
-        from ..content.requests import REQUEST_COLUMNS as request_cols  # the leaderboard request data
+        from ..content.requests import GENERATION_COLUMNS, REQUEST_COLUMNS
+
+        request_cols = (*REQUEST_COLUMNS, *GENERATION_COLUMNS)  # the request data
 
         for col in ("question", "choices", "answer", "scorer", "fewshot",
                     *(c for c in request_cols if c not in ("question", "choices", "answer"))):
@@ -199,7 +201,7 @@ def bundled_content_bank(name: str):
 
 def load_bank_ref(ref: str):
     """The bank a run was started on: ``shipped:<bench>``, ``suite:<suite>`` (the suite's
-    composite bank) or a bank file path."""
+    composite bank), a bank file path or a bank folder."""
     from ..content.items import normalize_loaded
 
     if ref.startswith("suite:"):
@@ -211,6 +213,10 @@ def load_bank_ref(ref: str):
     path = Path(ref)
     if not path.exists():
         raise BankError(f"the run's bank file {ref!r} no longer exists; pass the bank explicitly")
+    if path.is_dir():
+        from ..catalogue import resolve_bank
+
+        return resolve_bank(path)  # a bank folder (atlas build-bank)
     from ..irt.bank import ItemBank
 
     return normalize_loaded(ItemBank.read(path))
