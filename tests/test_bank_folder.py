@@ -197,6 +197,7 @@ def test_build_bank_then_simulate_writes_scores_with_intervals(matrix_bank):
     folder = load_bank_dir(root / "bank")
     assert folder.manifest["n_models"] == 20 and folder.manifest["source"]["kind"] == "matrix"
     assert folder.requests is None and folder.link.info["n_models"] == 20
+    assert folder.link.support["min_models"] == 0.5 and folder.manifest["cross_fit"]["factor"] >= 1
     r = CliRunner().invoke(app, ["simulate", "--bank", str(root / "bank"),
                                  str(root / "targets.csv"), "--max-items", "50", "-o",
                                  str(root / "sim")])
@@ -273,8 +274,11 @@ def test_score_link_from_20_models_and_not_19(rng):
     y = (rng.random(p.shape) < p).astype(float)
     s = y.mean(1)
     link = ScoreLink.fit(bank, y, s, cat_config=False)
-    assert link.info["n_models"] == 20
-    assert link.support["min_models"] == pytest.approx(2.5)
+    assert link.info["n_models"] == 20 and link.support["min_models"] == 10.0
+    from atlascat.link.curve import knots_for, support_for
+
+    assert [knots_for(n) for n in (16, 20, 24, 40, 400)] == [0, 1, 2, 6, 6]
+    assert [support_for(n) for n in (20, 83, 400, 5000)] == [0.5, 2.075, 10.0, 10.0]
     assert link.predict(2.0, 0.2).score > link.predict(-2.0, 0.2).score
     with pytest.raises(ConfigError, match="at least 20 calibration models"):
         ScoreLink.fit(bank, y[:19], s[:19], cat_config=False)

@@ -7,8 +7,8 @@
       -> calibration with the size defaults (:mod:`atlascat.irt.defaults`: below 500 models a
          2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest)
       -> score link (:class:`atlascat.link.ScoreLink`) fitted on the source models, its spline
-         and support sized for N (:func:`atlascat.link.score_link.knots_for`,
-         :func:`atlascat.link.score_link.support_for`)
+         and support sized for N (:func:`atlascat.link.curve.knots_for`,
+         :func:`atlascat.link.curve.support_for`)
       -> from sample logs: every item's requests exactly as logged, its scoring rule and gold
          (:mod:`atlascat.bankdir.samplelogs`), in the bank's metadata and ``requests.jsonl``
       -> the folder (:mod:`atlascat.bankdir.folder`) with a manifest.
@@ -127,17 +127,25 @@ def read_scores(path, models: Sequence[str]) -> pd.Series:
 
 
 def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0, min_items: int = 30,
-             max_items: int = 500, chance=None, leaderboard_scores=None, monotone: bool = True,
+             max_items: int | None = None, chance=None, leaderboard_scores=None,
+             monotone: bool = True,
              extra_se_stops=(0.1,), use_answers: bool = True, **fit_options):
     """The score link of ``bank`` fitted on the source models (their answers and scores):
     short-test curve, answer corrections and interval scales from an adaptive test replayed on
-    them (SE <= :data:`LINK_SE_STOP`, ``min_items`` to ``max_items`` items), spline and
+    them (SE <= :data:`LINK_SE_STOP`, ``min_items`` to ``max_items`` items; None: the CAT's
+    default), spline and
     support sized for the number of models."""
     from ..cat.config import CATConfig
     from ..link import ScoreLink
+    from ..link.curve import support_for
 
-    top = min(int(max_items), len(bank))
-    cfg = CATConfig(se_stop=LINK_SE_STOP, min_items=min(int(min_items), top), max_items=top)
+    if "min_support" not in fit_options and max_items is not None:  # a bank folder's link
+        fit_options["min_support"] = support_for(np.isfinite(np.asarray(scores, float)).sum())
+    if max_items is None:  # the CAT's own default length (the shipped banks' links)
+        cfg = CATConfig(se_stop=LINK_SE_STOP, min_items=int(min_items))
+    else:
+        top = min(int(max_items), len(bank))
+        cfg = CATConfig(se_stop=LINK_SE_STOP, min_items=min(int(min_items), top), max_items=top)
     return ScoreLink.fit(bank, responses, scores, benchmark=benchmark, cat_config=cfg,
                          rng=[seed, 5], use_answers=use_answers, extra_se_stops=extra_se_stops,
                          monotone=monotone, chance=chance, leaderboard_scores=leaderboard_scores,

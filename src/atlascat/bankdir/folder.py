@@ -79,8 +79,9 @@ def load_bank_dir(path) -> BankFolder:
     """Read a bank folder written by :func:`write_bank_dir` (``atlas build-bank``)."""
     p = Path(str(path))
     if not is_bank_dir(p):
-        raise BankError(f"{str(p)!r} is not a bank folder (no {MANIFEST}); build one with "
-                        "atlas build-bank RESULTS -o DIR")
+        what = "a directory but not a bank folder" if p.is_dir() else "not a bank folder"
+        raise BankError(f"{str(p)!r} is {what} (no {MANIFEST}); give a bank file, or build a "
+                        "folder with atlas build-bank RESULTS -o DIR")
     manifest = _read_json(p / MANIFEST, "the manifest")
     for name in (BANK_FILE, LINK_FILE):
         if not (p / name).is_file():

@@ -60,7 +60,7 @@ import numpy as np
 from ..errors import BankError, ConfigError
 from .correction import ridge_correction, with_columns
 from .curve import (MIN_LINK_MODELS, check_local, finite_values, fit_monotone_spline, fit_support,
-                    knots_for, local_scale, rounded, smoothed_variance, support_for)
+                    knots_for, local_scale, rounded, smoothed_variance)
 from .prediction import ScorePrediction, with_stop_note
 from .settings import (ANSWER_CHANCE, BOTTOM_TOLERANCE, CHANCE, CHANCE_ALPHA, COVERAGE_TARGET, GRID,
                        LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP, MIN_SUPPORT, PRECISION_FLOOR,
@@ -265,7 +265,8 @@ class ScoreLink:
             leaderboard_scores=None, n_knots: int | None = None, cat_config=None, rng=None,
             use_answers: bool = True, n_anchors: int = 5,
             extra_se_stops=(), monotone: bool = True,
-            chance: float | None = None, min_models: int = MIN_LINK_MODELS) -> "ScoreLink":
+            chance: float | None = None, min_models: int = MIN_LINK_MODELS,
+            min_support: float | None = None) -> "ScoreLink":
         """Fit on calibration models.
 
         Parameters
@@ -294,6 +295,9 @@ class ScoreLink:
             the data is min(chance, the 1% quantile of the calibration scores).
         min_models : fewest calibration models accepted (:data:`MIN_LINK_MODELS`, 20; a
             cross-fitting fold may go lower, with ``n_knots=0``: a cubic polynomial)
+        min_support : kernel-weighted models a theta region needs to count as inside the data
+            (default :data:`MIN_SUPPORT`, 10, the shipped banks'; a small population wants
+            :func:`atlascat.link.curve.support_for` its size, as the bank builder passes)
         """
         from ..irt.ability import eap, response_array
 
@@ -326,7 +330,8 @@ class ScoreLink:
                          "rmse_full_bank": float(np.sqrt(np.mean(resid ** 2))),
                          "mae_full_bank": float(np.mean(np.abs(resid)))},
                    support=fit_support(th, s, grid, benchmark, chance,
-                                       min_models=support_for(s.size)))
+                                       min_models=MIN_SUPPORT if min_support is None
+                                       else float(min_support)))
         if cat_config is False:
             return link
         from ..cat.config import CATConfig
