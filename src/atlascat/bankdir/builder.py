@@ -27,7 +27,7 @@ import datetime as _dt
 import os
 import warnings
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
