@@ -281,6 +281,7 @@ CLI_CASES = [
     ("build-bank-scores-unknown", "build-bank {d}/resp.csv --scores {d}/scores_unknown.csv -o {d}/bb", ["--scores", "'zz'", "not in the results"]),
     ("build-bank-too-few-models", "build-bank {d}/resp10.csv -o {d}/bb", ["10 model(s)", "at least 20"]),
     ("build-bank-metric-on-matrix", "build-bank {d}/resp.csv --metric acc -o {d}/bb", ["--metric", "response matrix"]),
+    ("build-bank-output-is-file", "build-bank {d}/resp.csv -o {d}/afile", ["afile", "existing file"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 

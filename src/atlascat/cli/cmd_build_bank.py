@@ -53,8 +53,9 @@ def register(app: typer.Typer) -> None:
         its scoring rule, so `atlas evaluate --bank DIR` asks a new model the same.
         """
         from ..bankdir import build_bank
-        from ..validation import check_finite
+        from ..validation import check_finite, check_output_dir
 
+        check_output_dir(output, what="bank folder")  # before any work
         if chance is not None:
             check_finite(chance, "--chance")
         folder = build_bank(results if len(results) > 1 else results[0], output, scores=scores,
