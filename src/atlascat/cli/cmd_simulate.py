@@ -184,10 +184,13 @@ def simulate_command(
     if se_stop is not None:
         check_finite(se_stop, "--se-stop")
     out = output_dir(out)
+    from ..bankdir import is_bank_dir, load_bank_dir
     from ..catalogue import bundled_link
 
-    link = bundled_link(bank)  # a bundled content bank name (arc, hellaswag, ...) with a link
-    item_bank = load_bank(bank, normalize_ids=True)
+    folder = load_bank_dir(bank) if is_bank_dir(bank) else None  # atlas build-bank's folder
+    # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
+    link = folder.link if folder is not None else bundled_link(bank)
+    item_bank = folder.bank if folder is not None else load_bank(bank, normalize_ids=True)
     base = dict(se_stop=se_stop,
                 min_items=min(30, max_items) if min_items is None else min_items,
                 max_items=max_items,
@@ -230,7 +233,12 @@ def simulate_command(
 
     out.mkdir(parents=True, exist_ok=True)
     persons = result.persons
-    if link is not None:  # predicted published leaderboard score (0-1) with its 95% interval
+    if folder is not None:  # the built bank's predicted score (0-1) with its 95% interval
+        from ..bankdir import predict_scores
+
+        persons = pd.concat([persons.reset_index(drop=True),
+                             predict_scores(folder, persons, result.administered)], axis=1)
+    elif link is not None:  # predicted published leaderboard score (0-1) with its 95% interval
         from ..link import predict_frame
 
         persons = pd.concat([persons.reset_index(drop=True),

@@ -14,14 +14,15 @@ from ..errors import BankError, ConfigError
 
 __all__ = ["BankRef"]
 
-_KINDS = ("shipped", "suite", "file")
+_KINDS = ("shipped", "suite", "file", "dir")
 
 
 @dataclass(frozen=True)
 class BankRef:
     """Which bank a run asks: ``kind`` shipped (a bundled content bank, ``name`` its benchmark),
-    suite (the suite's composite bank) or file (``name`` an absolute path). ``str()`` is the
-    stored form (``shipped:arc``, ``suite:openllm-v1``, the path); :meth:`parse` reads it back."""
+    suite (the suite's composite bank), file (``name`` an absolute path) or dir (a bank folder
+    of ``atlas build-bank``, which carries its own score link). ``str()`` is the stored form
+    (``shipped:arc``, ``suite:openllm-v1``, the path); :meth:`parse` reads it back."""
 
     kind: str
     name: str
@@ -37,7 +38,9 @@ class BankRef:
         for kind in ("shipped", "suite"):
             if text.startswith(kind + ":"):
                 return cls(kind, text.split(":", 1)[1])
-        return cls("file", text)
+        from ..bankdir import is_bank_dir
+
+        return cls("dir" if is_bank_dir(text) else "file", text)
 
     @classmethod
     def from_option(cls, spec: str) -> "BankRef":
@@ -52,15 +55,23 @@ class BankRef:
             raise BankError(f"--bank {spec!r} is neither a bundled bank "
                             f"({', '.join(bank_names())}) nor an existing file")
         if path.is_dir():
-            raise BankError(f"--bank {spec!r} is a directory; give a bank file (.parquet / .csv)")
+            from ..bankdir import load_bank_dir
+
+            load_bank_dir(path)  # a bank folder, or one line saying what it lacks
+            return cls("dir", str(path.resolve()))
         return cls("file", str(path.resolve()))
 
     def __str__(self) -> str:
-        return self.name if self.kind == "file" else f"{self.kind}:{self.name}"
+        return self.name if self.kind in ("file", "dir") else f"{self.kind}:{self.name}"
 
     def load(self):
         """The bank (cached per process: one bank object per reference)."""
         return _load_bank(self)
+
+    def folder(self):
+        """The loaded bank folder (:class:`~atlascat.bankdir.BankFolder`) of a ``dir``
+        reference (cached per process), else None."""
+        return _load_folder(self.name) if self.kind == "dir" else None
 
     @property
     def bench(self) -> str | None:
@@ -70,6 +81,8 @@ class BankRef:
             return self.name
         if self.kind == "suite":
             return None
+        if self.kind == "dir":
+            return self.folder().benchmark
         meta = getattr(self.load(), "metadata", None)
         if meta is not None and "benchmark" in meta.columns:
             values = {str(v) for v in meta["benchmark"].dropna()}
@@ -80,6 +93,8 @@ class BankRef:
     def score_link(self):
         """The bank's score link (theta -> the benchmark's published score), or None: a shipped
         bank's, or the one shipped for the benchmark a bank file names."""
+        if self.kind == "dir":
+            return self.folder().link
         return _score_link(self.bench) if self.bench is not None else None
 
     def stop_settings(self, margin: float) -> dict:
@@ -103,6 +118,8 @@ def _load_bank(ref: BankRef):
         from .suite_session import composite_for
 
         return composite_for(ref.name)
+    if ref.kind == "dir":
+        return _load_folder(ref.name).bank
     if ref.kind == "shipped":
         from ..catalogue import resolve_bank
 
@@ -114,6 +131,13 @@ def _load_bank(ref: BankRef):
     from ..irt.bank import ItemBank
 
     return normalize_loaded(ItemBank.read(path, normalize_ids=True))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_folder(path: str):
+    from ..bankdir import load_bank_dir
+
+    return load_bank_dir(path)
 
 
 @functools.lru_cache(maxsize=16)

@@ -43,6 +43,8 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
     run's theta +- SE then stands on its own)."""
     if theta is None or se is None:
         return {"note": "no estimate"}
+    if ref.kind == "dir":
+        return _folder_prediction(ref.folder(), theta, se, answers, stop_reason)
     try:
         link = ref.score_link()
     except Exception as exc:  # noqa: BLE001 - a broken installation's link: never fail a run
@@ -57,6 +59,25 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
         return {"note": f"score link for {ref.bench!r} failed ({exc})"}
     return {"score": pred.score, "lo": pred.lo, "hi": pred.hi, "flag": pred.flag,
             "warning": pred.warning, "percentile": pred.percentile}
+
+
+def _folder_prediction(folder, theta, se, answers, stop_reason) -> dict:
+    """A bank folder's prediction for one run: :func:`atlascat.bankdir.predict_scores`, the
+    one place every command reads a built bank's predicted score from."""
+    import pandas as pd
+
+    from ..bankdir import predict_scores
+
+    answers = dict(answers or {})
+    persons = pd.DataFrame({"subject_id": ["model"], "theta": [float(theta)], "se": [float(se)],
+                            "stop_reason": [stop_reason]})
+    administered = pd.DataFrame({"subject_id": "model", "item_id": list(answers),
+                                 "score": [float(v) for v in answers.values()]})
+    row = predict_scores(folder, persons, administered).iloc[0]
+    return {"score": float(row["leaderboard_accuracy"]), "lo": float(row["leaderboard_lo"]),
+            "hi": float(row["leaderboard_hi"]), "percentile": float(row["leaderboard_percentile"]),
+            "flag": str(row["leaderboard_flag"] or ""),
+            "warning": str(row["leaderboard_warning"] or "")}
 
 
 def predict_run(store: RunStore, run) -> dict:

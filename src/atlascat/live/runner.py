@@ -176,7 +176,9 @@ def bank_hash(bank) -> str:
     for arr in bank.params:
         h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
     if bank.metadata is not None:
-        from ..content.requests import REQUEST_COLUMNS as request_cols  # the leaderboard request data
+        from ..content.requests import GENERATION_COLUMNS, REQUEST_COLUMNS
+
+        request_cols = (*REQUEST_COLUMNS, *GENERATION_COLUMNS)  # the request data
 
         for col in ("question", "choices", "answer", "scorer", "fewshot",
                     *(c for c in request_cols if c not in ("question", "choices", "answer"))):

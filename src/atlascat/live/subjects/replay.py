@@ -141,9 +141,10 @@ def _probe(ir) -> dict:
     n = len(ir.requests)
     if n and all(r.kind == "generate_until" for r in ir.requests):
         answer = str(_gold_text(ir))
-        good, bad = [f"The answer is {answer}.\n#### {answer}"], ["#### -987654321"]
-        if ir.score(good) == 1 and ir.score(bad) == 0:
-            return {1: good, 0: bad}
+        bad = ["#### -987654321"]
+        for good in ([f"The answer is {answer}.\n#### {answer}"], [answer]):
+            if ir.score(good) == 1 and ir.score(bad) == 0:
+                return {1: good, 0: bad}
         raise BankError(f"replay: cannot construct a correct generation for item {ir.item_id!r}")
     for gold in range(n):
         one = [_CORRECT_LL if i == gold else _WRONG_LL for i in range(n)]
