@@ -227,7 +227,7 @@ CLI_CASES = [
     ("simulate-bad-selection", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --selection foo", ["foo"]),
     ("simulate-theta0-nan", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --theta0 nan", ["--theta0"]),
     ("simulate-bank-extreme", "simulate --bank {d}/bank_extreme.csv --thetas {d}/th.csv -o {d}/sim", ["q3"]),
-    ("simulate-max-items-zero", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --max-items 0", ["max_items"]),
+    ("simulate-max-items-zero", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --max-items 0", ["--max-items must be >= 1"]),
     # link
     ("link-nonutf8", "link {d}/nonutf8_bank.csv {d}/bank.csv -o {d}/l.csv", ["nonutf8_bank.csv", "UTF-8"]),
     ("link-zero-a", "link {d}/bank.csv {d}/bank_zero_a.csv -o {d}/l.csv", ["a > 0", "not identified"]),
