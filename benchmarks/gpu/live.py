@@ -112,7 +112,10 @@ def suite_run(gguf: Path, device: str, dtype: str, work: Path, *, max_items=None
     if max_items:
         argv += ["--max-items", str(max_items), "--min-items", str(max_items)]
     log("atlas " + " ".join(argv))
-    with Meter() as meter:
+    import contextlib
+
+    with Meter() as meter, open(work / f"{tag}.stdout.json", "w") as fh, \
+            contextlib.redirect_stdout(fh):   # the JSON result: kept out of the log
         t = time.perf_counter()
         rc = main(argv)
         wall = time.perf_counter() - t

