@@ -49,11 +49,11 @@ def phase_calib(args) -> None:
     calib.warm_up(acc)
     rows, misses, eap_rows, profiles = [], [], [], []
     steps = [("hellaswag", lambda: calib.run_hellaswag(sz, args.device, args.seed, rows, misses)),
+             ("eap", lambda: calib.run_eap(sz, args.device, args.seed, eap_rows)),
              ("leaderboard", lambda: calib.run_leaderboard(
                  sz, args.device, args.seed, rows, misses,
                  skip_cpu=lambda what: (what == "float32" and over(0.55)) or
-                 (what == "full-count" and over(0.3)), profiles=profiles)),
-             ("eap", lambda: calib.run_eap(sz, args.device, args.seed, eap_rows))]
+                 (what == "full-count" and over(0.3)), profiles=profiles))]
     errors = []
 
     def over(share):   # past this share of the phase's time budget
@@ -153,19 +153,25 @@ def phase_live(args) -> None:
         bench = args.lmeval_bench
         if not any(m == bench for m, _, _ in live.asked_items(run)):
             bench = max(rec["suite"]["items_per_benchmark"].items(), key=lambda kv: kv[1])[0]
-        rec["lmeval"] = step("lmeval", lambda: live.lmeval_compare(run, gguf, args.device,
-                                                                    dtype, bench))
+        t = time.perf_counter()
+        folder = step("save", lambda: live.save_copy(run["subject"], work / "model"))
+        rec["saved_copy_s"] = time.perf_counter() - t
+        if folder is not None:
+            rec["lmeval"] = step("lmeval", lambda: live.lmeval_compare(
+                run, folder, args.device, dtype, bench))
         rec["full_tokens"] = step("tokens", lambda: live.full_tokens(run["subject"],
                                                                      args.small))
-        f32 = step("float32", lambda: _float32(live, run, gguf, args.device))
-        if f32:
-            rec["float32"] = f32
-        if args.gen_batch and time.perf_counter() - t0 < args.time_budget:
+        if folder is not None and args.gen_batch and \
+                time.perf_counter() - t0 < args.time_budget:
             run2 = step("suite_genbatch", lambda: live.suite_run(
-                gguf, args.device, dtype, work, max_items=max_items,
+                folder, args.device, dtype, work, max_items=max_items,
                 opts=f",generation_batch_size={args.gen_batch}", tag="suite_genbatch"))
             if run2 is not None:
                 rec["suite_genbatch"] = _suite_record(run2, dtype)
+        if time.perf_counter() - t0 < args.time_budget + 40:
+            f32 = step("float32", lambda: _float32(live, run, gguf, args.device))
+            if f32:
+                rec["float32"] = f32
     rec["phase_s"] = time.perf_counter() - t0
     _write_live(out, rec, errors)
     log(f"live done in {rec['phase_s']:.0f} s")
@@ -267,7 +273,8 @@ def live_markdown(rec: dict, errors: list) -> str:
                   f"{100 * a['lo']:.1f}-{100 * a['hi']:.1f} |", ""]
     g = rec.get("suite_genbatch")
     if g:
-        lines += [f"Same suite with `generation_batch_size` set (`{g['command']}`): "
+        lines += [f"Same suite, the same weights loaded from the saved copy, with "
+                  f"`generation_batch_size` set (`{g['command']}`): "
                   f"{g['wall_s']:.1f} s wall, {g['run_s']:.1f} s run, generation "
                   f"{g['generation_s']:.1f} s, {g['items']} items.", ""]
     r = rec.get("replay")
@@ -291,7 +298,11 @@ def live_markdown(rec: dict, errors: list) -> str:
                   f"| lmeval:hf (HFLM) | {lm['lmeval_s']:.2f} (load {lm['lmeval_load_s']:.1f}) | "
                   f"{lm['harness_tokens']:,} (one request at a time, unpadded) |", "",
                   f"Largest log-likelihood difference {lm['max_abs_ll_diff']:.2e}; same 0/1 "
-                  f"answers on {lm['same_scores']}/{lm['items']} items.", ""]
+                  f"answers on {lm['same_scores']}/{lm['items']} items. HFLM loads the suite "
+                  "model's weights saved as a safetensors folder (transformers parses a GGUF "
+                  "file in Python on every load); `hf:` from that folder against `hf:` from the "
+                  f"GGUF file: largest difference "
+                  f"{lm.get('saved_copy_vs_gguf_max_abs_ll_diff', float('nan')):.1e}.", ""]
     ft = rec.get("full_tokens")
     if ft:
         lines += ["Tokens a full harness run of the six benchmarks would need (the shipped banks' "
@@ -311,9 +322,10 @@ def live_markdown(rec: dict, errors: list) -> str:
                   f"{once:,.0f} |", "", f"(GSM8K also generates up to {new:,.0f} new tokens.)",
                   ""]
         if s:
-            lines.append(f"The suite run fed the model {s['tokens_run']:,} tokens: "
-                         f"{tot / max(s['tokens_run'], 1):,.0f}x fewer than the full harness "
-                         "run's prefill.")
+            fed = s["tokens_run"] + s["generation_prompt_tokens"]
+            lines.append(f"The suite run fed the model {fed:,} prompt tokens (scoring passes, "
+                         f"padded, and generation prompts): {tot / max(fed, 1):,.0f}x fewer "
+                         "than the full harness run's prefill.")
     if errors:
         lines += ["", "## Errors", ""] + [f"- {e}" for e in errors]
     lines.append(f"\nPhase wall time: {rec.get('phase_s', 0):.0f} s.")

@@ -198,8 +198,33 @@ def harness_tokens(subject, requests) -> int:
     return total
 
 
-def lmeval_compare(run: dict, gguf: Path, device: str, dtype: str, bench: str) -> dict:
-    """One benchmark's asked items through HFLM (``lmeval:hf``) and through ``hf:``."""
+def save_copy(subject, dest: Path) -> Path:
+    """The subject's loaded weights (de-quantized from the GGUF file, in its dtype) and
+    tokenizer saved as an ordinary transformers folder: transformers parses a GGUF file in
+    Python on every load (20 s and more for this one), a safetensors folder loads in a second.
+    transformers refuses to save a model it loaded from GGUF, so the quantizer is detached for
+    the save (the weights are plain tensors by then)."""
+    model = subject.model
+    quantizer = getattr(model, "hf_quantizer", None)
+    qc = getattr(model.config, "quantization_config", None)
+    model.hf_quantizer = None
+    if qc is not None:
+        del model.config.quantization_config
+    try:
+        model.save_pretrained(dest)
+    finally:
+        model.hf_quantizer = quantizer
+        if qc is not None:
+            model.config.quantization_config = qc
+    subject.tokenizer.save_pretrained(dest)
+    return dest
+
+
+def lmeval_compare(run: dict, folder: Path, device: str, dtype: str, bench: str) -> dict:
+    """One benchmark's asked items through HFLM (``lmeval:hf``, loaded from ``folder``, the
+    suite model's weights saved by :func:`save_copy`) and through the suite's ``hf:`` subject;
+    also ``hf:`` loaded from ``folder`` against the GGUF-loaded one (the same weights)."""
+    from atlascat.live.hf import HFSubject
     from atlascat.catalogue import load_content_bank
     from atlascat.content.requests import build_item_requests
     from atlascat.live.lmeval_backend import LMEvalSubject
@@ -209,8 +234,7 @@ def lmeval_compare(run: dict, gguf: Path, device: str, dtype: str, bench: str) -
     irs = [build_item_requests(bank, i) for _, i, _ in items]
     reqs = [r for ir in irs for r in ir.requests]
     hf = run["subject"]
-    spec = (f"hf,pretrained={gguf.parent},gguf_file={gguf.name},dtype={dtype},device={device},"
-            "add_bos_token=False")
+    spec = f"hf,pretrained={folder},dtype={dtype},device={device},add_bos_token=False"
     t = time.perf_counter()
     lm = LMEvalSubject(spec, batch_size=16)
     load = time.perf_counter() - t
@@ -229,6 +253,10 @@ def lmeval_compare(run: dict, gguf: Path, device: str, dtype: str, bench: str) -
     a, b = np.asarray(out.pop("hf_ll")), np.asarray(out.pop("lmeval_ll"))
     out.pop("hf_again_ll")
     out["max_abs_ll_diff"] = float(np.max(np.abs(a - b))) if len(a) else None
+    copy = HFSubject(str(folder), device=device, dtype=dtype)
+    c = np.asarray(copy.loglikelihood(reqs))
+    out["saved_copy_vs_gguf_max_abs_ll_diff"] = float(np.max(np.abs(a - c))) if len(a) else None
+    del copy
     at, same = 0, 0
     for ir in irs:
         n = len(ir.requests)

