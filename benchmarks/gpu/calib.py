@@ -277,7 +277,8 @@ def phase_timers(device: str):
     saved = []
 
     def wrap(owner, name, label, is_class=False):
-        orig = getattr(owner, name)
+        # the attribute as stored (a classmethod object for DeviceData.build), put back after
+        orig = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
         fn = orig.__func__ if is_class else orig
 
         def timed(*a, **k):

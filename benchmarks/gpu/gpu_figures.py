@@ -285,7 +285,9 @@ def live_markdown(rec: dict, errors: list) -> str:
     f = rec.get("float32")
     if f:
         lines += [f"float32 re-scoring of the {f['compared_items']} log-likelihood items asked: "
-                  f"{f['same_answers']} answers the same as bfloat16 ({f['seconds']:.1f} s); "
+                  f"{f['same_answers']} answers the same as the suite run's "
+                  f"{(s or {}).get('dtype', '')} ({f['seconds']:.1f} s, weights loaded from the "
+                  "GGUF file in float32); "
                   f"the average from the float32 answers "
                   f"{100 * f['average_from_float32_answers']:.1f}.", ""]
     lm = rec.get("lmeval")
