@@ -24,6 +24,7 @@ knot, and its interval is scaled on the source models' own replayed tests (see
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import warnings
 from pathlib import Path
@@ -322,6 +323,15 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                               budget=budget, chance=chance)
         widen(link, cf["factor"])
         link.info["cross_fit"] = cf
+    from ..predict import BenchmarkPredictor
+
+    # the benchmark predictor: every item of the results (dropped ones too), for models unlike
+    # the source models (docs/your_benchmark.md, "Study"); a benchmark no longer than the
+    # budget is simply asked in full
+    predictor = None
+    if rm.n_items > budget:
+        predictor = BenchmarkPredictor(budget=budget).fit(
+            bank, rm, scores=published if scores is not None else None, rng=int(seed))
     agreement = [r["agreement"] for r in recs or [] if np.isfinite(r["agreement"])]
     manifest = {
         "benchmark": bench, "built": _dt.datetime.now(_dt.timezone.utc).isoformat(
@@ -351,7 +361,14 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
             "rule_agreement_mean": float(np.mean(agreement)) if agreement else None},
         "link": {k: v for k, v in link.info.items() if isinstance(v, (int, float, str))},
     }
+    manifest["predictor"] = None if predictor is None else {
+        "file": "predictor.json", "budget": int(budget), "n_items": int(rm.n_items)}
     if output is None:
         return BankFolder(Path("."), bank, link, manifest, recs, {})
     write_bank_dir(output, bank, link, manifest, recs)
+    target = Path(output) / "predictor.json"
+    if predictor is not None:
+        target.write_text(json.dumps(predictor.to_dict()) + "\n", encoding="utf-8")
+    elif target.exists():  # a rebuilt folder keeps no stale predictor
+        target.unlink()
     return load_bank_dir(output)

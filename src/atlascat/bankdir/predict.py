@@ -4,17 +4,27 @@
 :func:`predict_scores` with the loaded :class:`~atlascat.bankdir.folder.BankFolder` and what
 the tests observed; it returns, per model, the score (0-1) with its 95% interval.
 
-Today the prediction is the folder's score link (:meth:`atlascat.link.ScoreLink.predict`:
-``g(theta, SE)`` plus the answered items' residual correction, interval from the source
-models' replayed tests; ``docs/your_benchmark.md``). A predictor stored beside it
-(``predictor.json``, a later release: for models unlike the source models) is to be hooked in
-here, so that every command takes it up at once.
+Two designs, both read here:
+
+- an adaptive test (the CAT) scored by the folder's score link
+  (:meth:`atlascat.link.ScoreLink.predict`: ``g(theta, SE)`` plus the answered items' residual
+  correction, interval from the source models' replayed tests): :func:`predict_scores`;
+- the folder's benchmark predictor (``predictor.json``,
+  :class:`atlascat.predict.BenchmarkPredictor`): it chooses the items itself and stays right
+  for models unlike the source models (stronger, other families), its interval valid by
+  design: :func:`replay_predictor` (recorded answers) and :func:`load_predictor`.
 """
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
-__all__ = ["predict_scores", "PREDICTION_COLUMNS"]
+__all__ = ["predict_scores", "replay_predictor", "load_predictor", "PREDICTION_COLUMNS",
+           "PREDICTOR_FILE"]
+
+#: the benchmark predictor's file in a bank folder
+PREDICTOR_FILE = "predictor.json"
 
 #: columns of :func:`predict_scores` (the shipped banks' ``person_scores.csv`` names)
 PREDICTION_COLUMNS = ("leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi",
@@ -39,3 +49,42 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
     from ..link import predict_frame
 
     return predict_frame(folder.link, persons, administered)
+
+
+def load_predictor(folder):
+    """The folder's :class:`~atlascat.predict.BenchmarkPredictor`, or None (a folder built
+    without one)."""
+    from ..errors import BankError
+    from ..predict import BenchmarkPredictor
+
+    path = folder.extra(PREDICTOR_FILE)
+    if path is None:
+        return None
+    try:
+        return BenchmarkPredictor.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError) as exc:
+        raise BankError(f"{str(path)!r} cannot be read ({exc}); rebuild the folder with atlas "
+                        "build-bank") from None
+
+
+def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.DataFrame:
+    """The folder's predictor on recorded answers (``responses``: a ResponseMatrix of the
+    targets): one row per target, ``subject_id``, ``n_items`` (items used, at most ``budget``),
+    :data:`PREDICTION_COLUMNS` (the score and its 95% interval, 0-1), ``method``
+    ("combined", or "design" for a target outside the source models), the model-based and
+    design-based parts and theta."""
+    import numpy as np
+
+    predictor = load_predictor(folder)
+    out = predictor.replay(responses, budget=budget, rng=np.random.default_rng(seed))
+    pct = [float(folder.link.percentile(v)) for v in out["score"]]
+    warning = np.where(out["method"] == "design",
+                       "unlike the source models: the design-based estimate (random items) is "
+                       "used", "")
+    return pd.DataFrame({
+        "subject_id": out["subject"].astype(str), "n_items": out["n_items"],
+        "leaderboard_accuracy": out["score"], "leaderboard_lo": out["lower"],
+        "leaderboard_hi": out["upper"], "leaderboard_percentile": pct,
+        "leaderboard_flag": out["flag"], "leaderboard_warning": warning,
+        "method": out["method"], "se": out["se"], "model_score": out["model_score"],
+        "design_score": out["design_score"], "theta": out["theta"]})

@@ -225,6 +225,8 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     from ..catalogue import bundled_link
 
     folder = load_bank_dir(bank) if is_bank_dir(bank) else None  # atlas build-bank's folder
+    if folder is not None and o.responses and folder.extra("predictor.json") is not None:
+        return _replay_predictor(o, bank, folder, out)
     # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
     link = folder.link if folder is not None else bundled_link(bank)
     item_bank = folder.bank if folder is not None else load_bank(bank, normalize_ids=True)
@@ -264,6 +266,46 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         persons = pd.concat([persons.reset_index(drop=True),
                              predict_frame(link, persons, result.administered)], axis=1)
     _write_bank_outputs(o, bank, out, result, persons, item_bank)
+
+
+def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
+    """A bank folder's benchmark predictor on recorded answers: each target asked at most
+    --max-items items (default the folder's budget) of the design; person_scores.csv and
+    summary.json."""
+    import pandas as pd
+
+    from ..bankdir import replay_predictor
+    from ..errors import ConfigError
+
+    for opt, value in (("--thetas", o.thetas), ("--fixed-length", o.fixed_length),
+                       ("--se-stop", o.se_stop), ("--min-items", o.min_items)):
+        if value is not None:
+            raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
+                              "--max-items items of its own design (rebuild the folder to use "
+                              "the adaptive test alone)")
+    budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", 50))
+    rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
+    with progress_bar("predicting", 1) as advance:
+        persons = replay_predictor(folder, rm, budget=budget, seed=o.seed)
+        advance(1)
+    out.mkdir(parents=True, exist_ok=True)
+    persons.to_csv(out / "person_scores.csv", index=False)
+    summary = {"design": "benchmark predictor", "budget": budget,
+               "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
+               "outside_source": int((persons["method"] == "design").sum()),
+               "width_mean": float((persons["leaderboard_hi"]
+                                    - persons["leaderboard_lo"]).mean()),
+               "inputs": {"bank": str(bank), "responses": o.responses[0], "seed": o.seed}}
+    (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
+    rows = [("examinees", summary["n_examinees"]),
+            ("items mean (at most)", f"{summary['items_mean']:.1f} ({budget})"),
+            ("predicted score mean (95% width)",
+             f"{100 * persons['leaderboard_accuracy'].mean():.1f} "
+             f"({100 * summary['width_mean']:.1f} points)"),
+            ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]
+    print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
+                title="atlas simulate (bank folder's predictor)")
+    console.print(f"wrote {escape(str(out))}/ (person_scores.csv, summary.json)")
 
 
 def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank) -> None:
