@@ -81,10 +81,12 @@ def main(argv=None) -> int:
     except ImportError:  # pragma: no cover - older typer on real click
         from click.exceptions import ClickException
 
+    from .._blas import small_products
     from ._common import print_error
 
     try:
-        rv = app(args=argv, standalone_mode=False)
+        with small_products():  # one BLAS thread for small products (atlascat._blas)
+            rv = app(args=argv, standalone_mode=False)
     except AtlasError as exc:
         print_error(exc)
         return 2
