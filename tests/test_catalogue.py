@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
+from conftest import HANG_S
+
 from atlascat import catalogue
 from atlascat.errors import AtlasError, BankError, ResponseDataError
 
@@ -101,7 +103,7 @@ def test_the_package_imports_without_deprecation_warnings(tmp_path):
             "import atlascat as at; at.load_bank('arc'); at.catalogue.load_score_link('arc')\n"
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=HANG_S)
     assert out.returncode == 0, out.stderr
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)

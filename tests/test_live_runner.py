@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import HANG_S
+
 from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import CATSession
 from atlascat.errors import AtlasError, ConfigError, LiveRunError
@@ -647,7 +649,7 @@ class TestLiveFaults:
                 time.sleep(0.02)
             code = main(["evaluate", "--resume", rid, "--db", str(db)])
             err = capsys.readouterr().err
-            out, perr = proc.communicate(timeout=120)
+            out, perr = proc.communicate(timeout=HANG_S)
         assert code == 2 and f"run {rid} is already being run by process {proc.pid}" in err
         assert proc.returncode == 0, perr
         res = json.loads(out)[0]
