@@ -210,3 +210,36 @@ def test_piped_usage_errors_are_one_line(capsys):
     assert main(["score", "--no-such-option"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--no-such-option" in err and "--help" in err
+
+
+# --------------------------------------------------------------------------- help (issue 28)
+def _help(name, monkeypatch, capsys) -> str:
+    monkeypatch.setenv("COLUMNS", "400")   # one line per option: nothing wrapped
+    with pytest.raises(SystemExit):
+        app([*name.split(), "--help"], prog_name="atlas")
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", sorted(n for n, _ in COMMANDS))
+def test_help_prints_every_help_text_whole(name, monkeypatch, capsys):
+    """A help text's '[default: ...]' note is printed, not taken for rich markup and dropped
+    ("Run name ." was "Run name [default: the file stem]."); no '<list[str]>', no '{ARG}'."""
+    out = _help(name, monkeypatch, capsys)
+    cmd = dict(COMMANDS)[name]
+    for p in cmd.params:
+        if p.help and not p.hidden and "[" in p.help:
+            assert " ".join(p.help.split()) in " ".join(out.split()), (name, p.name)
+    assert "<list[" not in out and "{" not in out.splitlines()[1]
+    assert not re.search(r"\w \.(\s|$)", out), name
+
+
+def test_help_shows_the_computed_defaults(monkeypatch, capsys):
+    out = " ".join(_help("simulate", monkeypatch, capsys).split())
+    for text in ("Never stop before this many items. [default: 30",
+                 "Stop after this many items. [default: 500",
+                 "[default: 1; --suite: 6", "Pick among the k best items. [default: 5"):
+        assert text in out
+    out = " ".join(_help("evaluate", monkeypatch, capsys).split())
+    assert "Fewest items asked. [default: 30" in out and "[default: 1 = classic CAT" in out
+    usage = _help("calibrate", monkeypatch, capsys).splitlines()[1]
+    assert "atlas calibrate [OPTIONS] RESPONSES" in usage
