@@ -450,8 +450,7 @@ class ScoreLink:
         answers on, for person fit (lz*). ``stop_reason``: the adaptive test's stop reason;
         ``"floor"`` / ``"ceiling"`` (the floor/ceiling rule of :meth:`stop_settings`) add the
         note "at or near chance (<= X%)" / "at or near the top (>= X%)". ``lz_star``: the
-        answers' lz* at ``theta`` when already computed (:meth:`lz_star_many` does many at
-        once); otherwise it is computed here.
+        answers' lz* at ``theta`` if already computed (:meth:`lz_star_many`).
 
         Outside the link's data (theta +- 1.96 SE beyond :meth:`support_bounds`) the interval
         extends to the floor (below) or the top (above), and when the answers do not fit the
@@ -554,20 +553,16 @@ class ScoreLink:
         return pf["lz_star"].to_numpy(float)
 
     def lz_star_many(self, theta, responses) -> np.ndarray:
-        """lz* of many examinees in one pass (as :meth:`predict` computes it for one):
-        ``theta`` (n,), ``responses`` a sequence of n mappings item_id -> 0/1 (or None).
-        NaN where fewer than ``MIN_FIT_ITEMS`` answers are in the link's bank or the link
-        carries no item parameters."""
+        """lz* of n examinees in one pass, as :meth:`predict` computes it for one (``responses``:
+        n mappings item_id -> 0/1 or None); NaN below ``MIN_FIT_ITEMS`` answers in the bank."""
         theta = np.asarray(theta, float).reshape(-1)
         out = np.full(theta.shape, np.nan)
         if self.item_params is None or theta.size == 0:
             return out
         y = np.full((theta.size, len(self.item_ids)), np.nan)
-        for i, resp in enumerate(responses):
-            cols, ys = self._answers(resp)
+        for i, (cols, ys) in enumerate(map(self._answers, responses)):
             y[i, cols] = ys
-        enough = (np.sum(~np.isnan(y), axis=1) >= MIN_FIT_ITEMS) & np.isfinite(theta)
-        if enough.any():
+        if (enough := (np.sum(~np.isnan(y), 1) >= MIN_FIT_ITEMS) & np.isfinite(theta)).any():
             out[enough] = self._lz_star(theta[enough], y[enough])
         return out
 
@@ -791,8 +786,7 @@ def predict_frame(link: ScoreLink, persons, administered):
     reasons = (persons["stop_reason"] if "stop_reason" in persons.columns
                else pd.Series([None] * len(persons)))
     given = [answers.get(sid) for sid in persons["subject_id"]]
-    # person fit of every examinee in one vectorized pass (one by one, it took half the time)
-    lz = link.lz_star_many(persons["theta"].to_numpy(float), given)
+    lz = link.lz_star_many(persons["theta"].to_numpy(float), given)  # all at once: faster
     rows = []
     for resp, th, se, why, lz_i in zip(given, persons["theta"], persons["se"], reasons, lz):
         if not (np.isfinite(th) and np.isfinite(se)):
