@@ -81,9 +81,10 @@ def register(app: typer.Typer) -> None:
         drop_empty: bool = typer.Option(False, "--drop-empty",
                                         help="Drop all-missing subjects/items instead of failing."),
         no_fit: bool = typer.Option(False, "--no-fit", help="Skip the M2 model-fit summary."),
-        model: str = typer.Option("auto", "--model",
-                                  help="IRT model: auto (2PL or 3PL by BIC on the train models), "
-                                       "2pl, 3pl, ..."),
+        model: str = typer.Option("bic", "--model",
+                                  help="IRT model: bic (2PL or 3PL by BIC on the train models), "
+                                       "auto (calibrate's default for the data's size), 2pl, "
+                                       "3pl, ..."),
         no_se_calibration: bool = typer.Option(
             False, "--no-se-calibration",
             help="Skip the CAT SE factor estimated on a validation split of the train models "
