@@ -243,3 +243,18 @@ def test_help_shows_the_computed_defaults(monkeypatch, capsys):
     assert "Fewest items asked. [default: 30" in out and "[default: 1 = classic CAT" in out
     usage = _help("calibrate", monkeypatch, capsys).splitlines()[1]
     assert "atlas calibrate [OPTIONS] RESPONSES" in usage
+
+
+def test_library_warnings_print_as_one_line(tmp_path, capsys):
+    """Issue 28, daily use: calibrate printed a raw 'typer/main.py:1445: UserWarning: ...'."""
+    from atlascat.cli import main
+
+    rng = np.random.default_rng(2)
+    y = (rng.random((300, 6)) < 0.6).astype(float)
+    y[:, 2] = 1.0                                         # every model right: left out
+    at.ResponseMatrix(y, [f"m{i}" for i in range(300)], [f"q{j}" for j in range(6)]).write(
+        tmp_path / "resp.csv")
+    assert main(["calibrate", str(tmp_path / "resp.csv"), "-o", str(tmp_path / "b.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 item(s) have the same response from every subject" in err
+    assert "UserWarning" not in err and ".py:" not in err

@@ -63,10 +63,11 @@ def main(argv=None) -> int:
         from click.exceptions import ClickException
 
     from .._blas import small_products
-    from ._common import print_error
+    from ._common import one_line_warnings, print_error
 
     try:
-        with small_products():  # one BLAS thread for small products (atlascat._blas)
+        # one BLAS thread for small products (atlascat._blas); warnings as one line each
+        with small_products(), one_line_warnings():
             rv = app(args=argv, standalone_mode=False)
     except AtlasError as exc:
         print_error(exc)

@@ -188,3 +188,18 @@ def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,
 
     return resolve_responses(spec, option=option, freq_column=freq_column,
                              normalize_ids=normalize_ids, on_empty=on_empty)
+
+
+@contextmanager
+def one_line_warnings():
+    """Python warnings raised by the library (``atlascat.errors.warn_user``) print as
+    ``warning: <message>``, one line, like the CLI's own (:func:`warn`), instead of Python's
+    ``<file>:<line>: UserWarning: ...`` pointing into typer, the library's caller."""
+    import warnings
+
+    shown = warnings.showwarning
+    warnings.showwarning = lambda message, *args, **kwargs: warn(message)
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
