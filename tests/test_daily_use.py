@@ -48,5 +48,7 @@ def test_load_responses_takes_a_path_as_the_cli_does(shared_data):
     path = shared_data / "openllm" / "tiny_truthfulqa.csv.gz"
     assert load_responses(str(path)).shape == load_responses(path).shape == (4635, 97)
     assert load_responses("arc").shape == (2193, 317)          # names still work
-    with pytest.raises(ResponseDataError, match="neither an existing file nor a bundled"):
+    with pytest.raises(ResponseDataError, match="'no/such.csv' does not exist; check the path"):
         load_responses("no/such.csv")
+    with pytest.raises(ResponseDataError, match="neither an existing file nor a bundled"):
+        load_responses("nope")
