@@ -52,3 +52,16 @@ def test_load_responses_takes_a_path_as_the_cli_does(shared_data):
         load_responses("no/such.csv")
     with pytest.raises(ResponseDataError, match="neither an existing file nor a bundled"):
         load_responses("nope")
+
+
+def test_readme_counts_the_commands_and_says_to_activate_the_venv():
+    import re
+
+    from conftest import ROOT
+
+    from atlascat.cli import app
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    n = len(app.registered_commands) + len(app.registered_groups)   # `atlas --help` lists
+    assert f"across all {n} commands" in readme, re.findall(r"across all \d+ commands", readme)
+    assert "source .venv/bin/activate" in readme and ".venv/bin/atlas" in readme
