@@ -112,12 +112,20 @@ def test_old_and_new_spelling_together_is_an_error(small, capsys):
     assert rc == 2 and "same option" in capsys.readouterr().err
 
 
-def test_items_positional_bank_is_deprecated(small, capsys):
-    assert main(["items", str(small / "bank.csv"), "--json"]) == 0
-    cap = capsys.readouterr()
-    assert "deprecated" in cap.err and json.loads(cap.out)["n_items"] == 10
+def test_items_takes_the_bank_as_an_option_only(small, capsys):
+    """The old `atlas items BANK` is gone (no shims in an unreleased package: CHANGELOG.md)."""
+    assert main(["items", str(small / "bank.csv"), "--json"]) == 2
+    assert "give the bank with --bank BANK" in capsys.readouterr().err
     assert main(["items", "--bank", str(small / "bank.csv"), str(small / "resp.csv"), "--json"]) == 0
-    assert "deprecated" not in capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["n_items"] == 10
+
+
+@pytest.mark.parametrize("argv", [["benchmark", "R", "--out", "x"], ["compare", ".", "--out", "x"],
+                                  ["report", ".", "--out", "x"], ["runs", "--html", "x.html"],
+                                  ["items", "--bank", "arc", "--responses", "R"]])
+def test_removed_spellings_are_usage_errors(argv, capsys):
+    assert main(argv) == 2
+    assert "No such option" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- names

@@ -424,7 +424,7 @@ class TestRunsInProcess:
             assert Path(r["report"]).exists()
         assert srv.max_in_flight == 1 and len(srv.log) == 2 * len(ref.items)
         code = main(["runs", "--db", str(db), "--run", results[0]["run_id"], "--json",
-                     "--html", str(tmp_path / "page.html")])
+                     "-o", str(tmp_path / "page.html")])
         listing = json.loads(capsys.readouterr().out)
         assert code == 0 and [s["item_id"] for s in listing["steps"]] == ref.items
         assert "model-a" in (tmp_path / "page.html").read_text()

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import (RESPONSES_HELP, console, deprecated_alias, err_console, escape,
-                      load_responses, output_dir, output_file)
+from ._common import (RESPONSES_HELP, console, err_console, escape, load_responses, output_dir,
+                      output_file)
 
 
 def parse_floats(text: str, what: str) -> tuple[float, ...]:
@@ -63,8 +63,6 @@ def register(app: typer.Typer) -> None:
         responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
         output: Path = typer.Option(None, "-o", "--output", show_default=False,
                                     help="Run directory to write (required; created if missing)."),
-        out_old: Path = typer.Option(None, "--out", hidden=True,
-                                     help="Deprecated spelling of --output."),
         seed: int = typer.Option(0, "--seed", help="Master seed (split, baselines, CAT)."),
         taus: str = typer.Option("0.1,0.2,0.3", "--taus", help="CAT SE thresholds, comma-separated."),
         random_k: int = typer.Option(100, "--random-k", help="Random-k size (0: off)."),
@@ -103,7 +101,7 @@ def register(app: typer.Typer) -> None:
         from ..evaluate.protocol import BenchmarkConfig, plan_stages, run_benchmark
 
         tau_values = parse_floats(taus, "--taus")
-        out = deprecated_alias(output, out_old, "--out", "--output")
+        out = output
         if out is None:
             raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
                               "is written to the current directory unless you name it)")

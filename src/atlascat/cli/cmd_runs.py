@@ -22,8 +22,6 @@ def register(app: typer.Typer) -> None:
         output: Optional[Path] = typer.Option(None, "--output", "-o",
                                               help="With --run: (re)write the run's HTML page "
                                                    "to this file."),
-        html: Optional[Path] = typer.Option(None, "--html", hidden=True,
-                                            help="Deprecated alias of --output."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ):
         """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
@@ -42,7 +40,7 @@ def register(app: typer.Typer) -> None:
         from ..errors import ConfigError, LiveRunError
         from ..live.store import RunStore, default_store_path, known_stores
 
-        html = output or html
+        html = output
         if html is not None and run_id is None:
             raise ConfigError("-o/--output writes one run's page: give --run RUN_ID too")
         if html is not None and html.is_dir():

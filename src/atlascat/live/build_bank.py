@@ -21,7 +21,7 @@ For each benchmark (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k),
    bank items) wins. A ratio, not the MAE itself: a model whose SE shrinks slowly would
    otherwise win by asking more items (GSM8K's 4PL: 85 items, worse than random-85). The
    final bank is calibrated on all calibration models with that model.
-4. **Score link** (:class:`atlascat.evaluate.score_link.ScoreLink`): published score on theta
+4. **Score link** (:class:`atlascat.link.score_link.ScoreLink`): published score on theta
    (monotone spline), per-item answer corrections, score anchors and interval scales from a
    replayed adaptive test of the calibration models.
 5. **Content**: ``attach_content(bank, load_item_content(bench, items_dir))``; written as zstd
