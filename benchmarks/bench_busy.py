@@ -4,12 +4,16 @@
     .venv/bin/python benchmarks/bench_busy.py                 # 2 busy processes beside, 3 repeats
     .venv/bin/python benchmarks/bench_busy.py --load demo     # `make demo` beside instead
     .venv/bin/python benchmarks/bench_busy.py --load none     # a quiet-machine comparison
+    git archive df37acf src | tar -x -C /tmp/landed           # the code as landed, then:
+    .venv/bin/python benchmarks/bench_busy.py --before-src /tmp/landed/src
 
 The commands are the README's Quick start lines on ``../shared/data/openllm/dense_arc.csv.gz``
-(calibrate, then score and simulate with the bank it wrote). Each runs as its own ``atlas``
-process, process start included, alternately with ``ATLAS_BLAS_THREADS=off`` ("before": the
-thread count OpenBLAS chose, one per core) and unset ("after": one thread for small products,
-:mod:`atlascat._blas`), so both see the same load. The load is ``--load spin``: two processes
+(calibrate, then score and simulate with the bank it wrote). Each runs as its own
+``python -m atlascat`` process, process start included, alternately "before" and "after", so
+both see the same load. "After" is this checkout as it is (one BLAS thread for small products,
+:mod:`atlascat._blas`); "before" is the same code with ``ATLAS_BLAS_THREADS=off`` (the thread
+count OpenBLAS chose, one per core), or with ``--before-src DIR`` another checkout's ``src``
+(e.g. the code as landed before this work) on ``PYTHONPATH``, threads left to OpenBLAS. The load is ``--load spin``: two processes
 that keep a core busy each (``while True: pass``, niced to 0 like the commands), or ``--load
 demo``: ``make demo`` restarted whenever it ends. Printed: the median wall seconds of each
 command in each mode over ``--repeat`` runs, and before / after; and whether the outputs of the
@@ -29,7 +33,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "openllm" / "dense_arc.csv.gz"
-ATLAS = Path(sys.executable).parent / "atlas"
 
 
 def commands(data: Path, out: Path) -> dict[str, list[str]]:
@@ -63,16 +66,18 @@ def stop_load(procs: list[subprocess.Popen]) -> None:
         p.wait()
 
 
-def run(mode: str, argv: list[str]) -> tuple[float, str]:
+def run(mode: str, argv: list[str], before_src: Path | None = None) -> tuple[float, str]:
     env = dict(os.environ)
-    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONPATH"):
         env.pop(k, None)  # as a user's shell: no thread setting
-    if mode == "before":
+    env.pop("ATLAS_BLAS_THREADS", None)
+    if mode == "before" and before_src is not None:
+        env["PYTHONPATH"] = str(before_src)
+    elif mode == "before":
         env["ATLAS_BLAS_THREADS"] = "off"
-    else:
-        env.pop("ATLAS_BLAS_THREADS", None)
     t0 = time.perf_counter()
-    done = subprocess.run([str(ATLAS), *argv], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "atlascat", *argv], env=env,
+                          capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({mode}): {done.stderr.strip()}")
@@ -81,7 +86,8 @@ def run(mode: str, argv: list[str]) -> tuple[float, str]:
 
 def plain(text: str) -> list[str]:
     """Printed lines without their timings."""
-    return [re.sub(r"\d+(\.\d+)? ?(s|ms)\b", "T", ln) for ln in text.splitlines()]
+    return [" ".join(re.sub(r"\d+(\.\d+)? ?(s|ms)\b", "T", ln).split())
+            for ln in text.splitlines()]
 
 
 def compare_outputs(dirs: dict[str, Path]) -> str:
@@ -106,6 +112,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--load", choices=["spin", "demo", "none"], default="spin")
     ap.add_argument("--busy", type=int, default=2, help="busy processes for --load spin")
+    ap.add_argument("--before-src", type=Path, default=None,
+                    help="'before' runs this src folder (another checkout) instead of "
+                         "ATLAS_BLAS_THREADS=off")
     args = ap.parse_args(argv)
     with open("/proc/loadavg") as fh:
         load_before = fh.read().split()[:3]
@@ -122,16 +131,17 @@ def main(argv=None) -> int:
             order = ("before", "after") if rep % 2 == 0 else ("after", "before")
             for name in ("calibrate", "score", "simulate"):
                 for mode in order:
-                    sec, out = run(mode, commands(args.data, dirs[mode])[name])
+                    sec, out = run(mode, commands(args.data, dirs[mode])[name], args.before_src)
                     times[(mode, name)].append(sec)
                     printed[(mode, name)] = plain(out.replace(str(dirs[mode]), "OUT"))
                     print(f"  {name:9s} {mode:6s} {sec:6.2f} s", file=sys.stderr, flush=True)
     finally:
         stop_load(load)
-    print(f"load: {args.load} ({args.busy if args.load == 'spin' else ''} beside); "
+    before = (f"before = {args.before_src}" if args.before_src
+              else "before = ATLAS_BLAS_THREADS=off")
+    print(f"{before}; load: {args.load} ({args.busy if args.load == 'spin' else ''} beside); "
           f"load average before the run {' '.join(load_before)}; {args.repeat} repeats, medians")
-    print("| command | before: BLAS threads unlimited (s) | after: one thread for small "
-          "products (s) | before / after |")
+    print("| command | before (s) | after (s) | before / after |")
     print("|---|---:|---:|---:|")
     for name in ("calibrate", "score", "simulate"):
         b = statistics.median(times[("before", name)])

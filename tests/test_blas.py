@@ -101,3 +101,24 @@ def test_same_results_with_and_without_the_limit(two_threads, monkeypatch):
         fits[mode] = (bank.params, at.estimate_ability(y, bank, method="eap")["theta"].to_numpy())
     np.testing.assert_allclose(fits["off"][0], fits["auto"][0], rtol=0, atol=1e-8)
     np.testing.assert_allclose(fits["off"][1], fits["auto"][1], rtol=0, atol=1e-8)
+
+
+def test_threads_share_one_limit_and_the_last_restores_it(two_threads):
+    import threading
+
+    inside, release = threading.Barrier(3), threading.Event()
+
+    def worker():
+        with _blas.small_products():
+            inside.wait()
+            release.wait()
+
+    workers = [threading.Thread(target=worker) for _ in range(2)]
+    for w in workers:
+        w.start()
+    inside.wait()
+    assert blas_threads() == 1
+    release.set()
+    for w in workers:
+        w.join()
+    assert blas_threads() == 2

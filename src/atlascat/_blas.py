@@ -36,7 +36,8 @@ LARGE_PRODUCT_CELLS = 1_000_000_000
 # OpenBLAS is loaded on the first scipy.linalg import, usually inside a command)
 _ENV_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
-_state = threading.local()
+_lock = threading.Lock()
+_state = {"depth": 0, "outer": None, "limiter": None, "saved_env": None}
 
 
 def blas_limit() -> int | None:
@@ -85,33 +86,41 @@ def _current_threads(ctl) -> int | None:
 
 @contextlib.contextmanager
 def small_products():
-    """Run the block with BLAS limited to :func:`blas_limit` threads (re-entrant, thread-local).
+    """Run the block with BLAS limited to :func:`blas_limit` threads (re-entrant).
 
     Libraries already loaded are limited through ``threadpoolctl``; libraries loaded inside the
     block read the limit from ``OPENBLAS_NUM_THREADS`` / ``MKL_NUM_THREADS`` /
-    ``BLIS_NUM_THREADS`` (set for the block where the user has not set them). Nested calls cost
-    nothing.
+    ``BLIS_NUM_THREADS`` (set for the block where the user has not set them). BLAS's thread
+    count belongs to the process, so the blocks of all Python threads share one limit: the
+    first to enter sets it, the last to leave restores it. Nested calls cost nothing.
     """
     limit = blas_limit()
-    if limit is None or getattr(_state, "outer", None) is not None:
+    if limit is None:
         yield
         return
-    ctl = _blas_controller()
-    outer = _current_threads(ctl)
-    saved = {k: os.environ.get(k) for k in _ENV_VARS}
-    for k in _ENV_VARS:
-        os.environ.setdefault(k, str(limit))
-    _state.outer = outer if outer is not None else limit
+    with _lock:
+        if _state["depth"] == 0:
+            ctl = _blas_controller()
+            outer = _current_threads(ctl)
+            _state["saved_env"] = {k: os.environ.get(k) for k in _ENV_VARS}
+            for k in _ENV_VARS:
+                os.environ.setdefault(k, str(limit))
+            _state["outer"] = outer if outer is not None else limit
+            _state["limiter"] = ctl.limit(limits=limit)
+        _state["depth"] += 1
     try:
-        with ctl.limit(limits=limit):
-            yield
+        yield
     finally:
-        _state.outer = None
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        with _lock:
+            _state["depth"] -= 1
+            if _state["depth"] == 0:
+                _state["limiter"].restore_original_limits()
+                for k, v in _state["saved_env"].items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+                _state.update(outer=None, limiter=None, saved_env=None)
 
 
 @contextlib.contextmanager
@@ -119,7 +128,7 @@ def large_products(cells: float):
     """Inside :func:`small_products`, give a product of ``cells`` multiply-adds per output
     column block (subjects x items x nodes for the E-step) the thread count that was in
     effect before the limit, if it is at least ``LARGE_PRODUCT_CELLS``; otherwise nothing."""
-    outer = getattr(_state, "outer", None)
+    outer = _state["outer"]
     if outer is None or cells < LARGE_PRODUCT_CELLS or outer <= (blas_limit() or outer):
         yield
         return
