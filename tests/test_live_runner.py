@@ -659,6 +659,7 @@ class TestLiveFaults:
 
 
 # =============================================================================== with ToyLM
+@pytest.mark.slow
 def test_completions_client_equals_toylm_through_the_mock_server(bank, protocol, batched_session,
                                                                  tmp_path):
     """The HTTP completions path gives ToyLM's in-process log-likelihoods (to float summation
