@@ -11,7 +11,7 @@ output (every product's element is one dot product, computed by one thread eithe
 
 :func:`small_products` limits BLAS to one thread (``threadpoolctl``) for what it wraps: the CLI
 runs every command inside it, and the library's entry points (``calibrate``,
-``estimate_ability``, ``simulate_cat``) enter it themselves. :func:`large_products` gives the
+``estimate_ability``, ``eap``, ``simulate_cat``) enter it themselves (:func:`with_small_products`). :func:`large_products` gives the
 threads back to a product large enough to gain from them on an idle machine (the joint E-step
 of a matrix of at least ``LARGE_PRODUCT_CELLS`` subjects x items x nodes, about 3,000 x 5,000
 x 61): it restores the count that was in effect before :func:`small_products` limited it.
@@ -24,10 +24,12 @@ that :func:`large_products` returns to, so it is never exceeded.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 
-__all__ = ["small_products", "large_products", "blas_limit", "LARGE_PRODUCT_CELLS"]
+__all__ = ["small_products", "large_products", "with_small_products", "blas_limit",
+           "LARGE_PRODUCT_CELLS"]
 
 # (subjects x items x nodes) of an E-step from which two BLAS threads pay on an idle machine
 LARGE_PRODUCT_CELLS = 1_000_000_000
@@ -121,6 +123,16 @@ def small_products():
                     else:
                         os.environ[k] = v
                 _state.update(outer=None, limiter=None, saved_env=None)
+
+
+def with_small_products(func):
+    """Decorator: ``func`` runs inside :func:`small_products` (a wrapper defined here, not
+    contextlib's, so that :func:`atlascat.errors.warn_user` still points at the user's line)."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with small_products():
+            return func(*args, **kwargs)
+    return wrapper
 
 
 @contextlib.contextmanager
