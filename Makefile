@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo test bench venv clean
+.PHONY: demo test test-fast bench venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,15 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m atlascat.demo
 
-test: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q tests
+PYTEST := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q
+
+# two passes: every test not marked slow first (a failure shows in minutes), then the slow ones
+# (README and docs examples run as written, long fits); CI (.ci/run) runs both
+test: test-fast
+	$(PYTEST) -m slow tests
+
+test-fast: $(STAMP)
+	$(PYTEST) -m "not slow" tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

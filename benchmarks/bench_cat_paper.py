@@ -3,7 +3,7 @@
     python benchmarks/bench_cat_paper.py [--markdown]
 
 For each of the five published banks: the paper's test models (theta = their whole-bank WLE,
-``datasets.load_test_thetas``), answers drawn from the bank's 3PL at that theta, the paper's CAT
+``catalogue.load_test_thetas``), answers drawn from the bank's 3PL at that theta, the paper's CAT
 (first item |b| < 0.5, MFI randomesque 5, EAP, information SE, 30 <= n <= 500), tau in
 {0.1, 0.2, 0.3}, seed 0. Reported: mean items, MAE vs the true theta, max and mean exposure
 (over the items used), test overlap, time per examinee (batched wall time / N), and the paper's

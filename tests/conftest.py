@@ -9,6 +9,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 
+# a subprocess that has not ended after an hour hangs; anything shorter would fail tests on a
+# busy machine that are only slow there (``from conftest import HANG_S``)
+HANG_S = 3600
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:

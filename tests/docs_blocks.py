@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from conftest import HANG_S
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 DIRECTIVE = re.compile(r"^<!--\s*docs-test:\s*([a-z-]+)\s*(.*?)\s*-->\s*$")
@@ -116,7 +118,7 @@ def run_shell(cmd: str, cwd: Path, env: dict, failed: str) -> str:
     its order); a non-zero exit fails with ``failed`` and the output's tail."""
     run = subprocess.run(["bash", "-c", cmd], cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"},
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         timeout=300)
+                         timeout=HANG_S)
     assert run.returncode == 0, f"{failed} (exit {run.returncode})\n{run.stdout[-3000:]}"
     return run.stdout
 

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import HANG_S
+
 from atlascat.cat.answers import model_probability
 from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import CATSession, simulate_cat
@@ -81,7 +83,7 @@ class TestImportStructure:
         env_path = str(CAT_DIR.parents[1])
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env={"PYTHONPATH": env_path, "OPENBLAS_NUM_THREADS": "1",
-                                  "PATH": "/usr/bin:/bin"}, timeout=120)
+                                  "PATH": "/usr/bin:/bin"}, timeout=HANG_S)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == "ok"
 

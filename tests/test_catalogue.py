@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
+from conftest import HANG_S
+
 from atlascat import catalogue
 from atlascat.errors import AtlasError, BankError, ResponseDataError
 
@@ -43,32 +45,15 @@ def test_cli_and_python_agree_on_a_name(tmp_path):
         assert f"item bank, {len(catalogue.load_bank(name))} items" in out.output
 
 
-def test_old_load_bank_keeps_the_papers_meaning_with_a_warning():
-    datasets = importlib.import_module("atlascat.datasets")
-    datasets.__dict__.pop("load_bank", None)   # the first use warns; later uses are cached
-    with pytest.warns(DeprecationWarning, match="atlascat.catalogue.load_paper_bank"):
-        old = datasets.load_bank
-    assert len(old("hellaswag")) == 5600
+@pytest.mark.parametrize("old", ["atlascat.evaluate.score_link", "atlascat.live.items",
+                                 "atlascat.live.requests", "atlascat._moved"])
+def test_moved_modules_are_gone(old):
+    """No shims in an unreleased package (issue 28, item 5; CHANGELOG.md says what moved)."""
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
+    import atlascat.datasets
 
-
-@pytest.mark.parametrize("old, name, new", [
-    ("atlascat.evaluate.score_link", "ScoreLink", "atlascat.link.score_link"),
-    ("atlascat.evaluate.score_link", "load_score_link", "atlascat.catalogue.links"),
-    ("atlascat.evaluate.score_link", "_isotonic", "atlascat.link.curve"),
-    ("atlascat.live.items", "build_prompt", "atlascat.content.items"),
-    ("atlascat.live.items", "load_content_bank", "atlascat.catalogue.banks"),
-    ("atlascat.live.requests", "build_item_requests", "atlascat.content.requests"),
-    ("atlascat.datasets", "resolve_responses", "atlascat.catalogue.matrices"),
-])
-def test_moved_names_warn_and_are_the_same_object(old, name, new):
-    mod = importlib.import_module(old)
-    mod.__dict__.pop(name, None)
-    with pytest.warns(DeprecationWarning, match=name):
-        value = getattr(mod, name)
-    target = importlib.import_module(new)
-    assert value is getattr(target, name.lstrip("_")) or value is getattr(target, name)
-    with pytest.raises(AttributeError):
-        getattr(mod, "no_such_name")
+    assert not hasattr(atlascat.datasets, "load_bank")   # the data folder only
 
 
 def test_library_reads_a_bundled_matrix_by_name_through_the_catalogue():
@@ -101,7 +86,7 @@ def test_the_package_imports_without_deprecation_warnings(tmp_path):
             "import atlascat as at; at.load_bank('arc'); at.catalogue.load_score_link('arc')\n"
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=HANG_S)
     assert out.returncode == 0, out.stderr
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)

@@ -106,12 +106,20 @@ def test_simulate_positional_responses(small, capsys):
     assert len(pd.read_csv(out / "person_scores.csv")) == 120
 
 
-def test_items_positional_bank_is_deprecated(small, capsys):
-    assert main(["items", str(small / "bank.csv"), "--json"]) == 0
-    cap = capsys.readouterr()
-    assert "deprecated" in cap.err and json.loads(cap.out)["n_items"] == 10
+def test_items_takes_the_bank_as_an_option_only(small, capsys):
+    """The old `atlas items BANK` is gone (no shims in an unreleased package: CHANGELOG.md)."""
+    assert main(["items", str(small / "bank.csv"), "--json"]) == 2
+    assert "give the bank with --bank BANK" in capsys.readouterr().err
     assert main(["items", "--bank", str(small / "bank.csv"), str(small / "resp.csv"), "--json"]) == 0
-    assert "deprecated" not in capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["n_items"] == 10
+
+
+@pytest.mark.parametrize("argv", [["benchmark", "R", "--out", "x"], ["compare", ".", "--out", "x"],
+                                  ["report", ".", "--out", "x"], ["runs", "--html", "x.html"],
+                                  ["items", "--bank", "arc", "--responses", "R"]])
+def test_removed_spellings_are_usage_errors(argv, capsys):
+    assert main(argv) == 2
+    assert "No such option" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- names
@@ -204,3 +212,51 @@ def test_piped_usage_errors_are_one_line(capsys):
     assert main(["score", "--no-such-option"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--no-such-option" in err and "--help" in err
+
+
+# --------------------------------------------------------------------------- help (issue 28)
+def _help(name, monkeypatch, capsys) -> str:
+    monkeypatch.setenv("COLUMNS", "400")   # one line per option: nothing wrapped
+    with pytest.raises(SystemExit):
+        app([*name.split(), "--help"], prog_name="atlas")
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", sorted(n for n, _ in COMMANDS))
+def test_help_prints_every_help_text_whole(name, monkeypatch, capsys):
+    """A help text's '[default: ...]' note is printed, not taken for rich markup and dropped
+    ("Run name ." was "Run name [default: the file stem]."); no '<list[str]>', no '{ARG}'."""
+    out = _help(name, monkeypatch, capsys)
+    cmd = dict(COMMANDS)[name]
+    for p in cmd.params:
+        if p.help and not p.hidden and "[" in p.help:
+            assert " ".join(p.help.split()) in " ".join(out.split()), (name, p.name)
+    assert "<list[" not in out and "{" not in out.splitlines()[1]
+    assert not re.search(r"\w \.(\s|$)", out), name
+
+
+def test_help_shows_the_computed_defaults(monkeypatch, capsys):
+    out = " ".join(_help("simulate", monkeypatch, capsys).split())
+    for text in ("Never stop before this many items. [default: 30",
+                 "Stop after this many items. [default: 500",
+                 "[default: 1; --suite: 6", "Pick among the k best items. [default: 5"):
+        assert text in out
+    out = " ".join(_help("evaluate", monkeypatch, capsys).split())
+    assert "Fewest items asked. [default: 30" in out and "[default: 1 = classic CAT" in out
+    usage = _help("calibrate", monkeypatch, capsys).splitlines()[1]
+    assert "atlas calibrate [OPTIONS] RESPONSES" in usage
+
+
+def test_library_warnings_print_as_one_line(tmp_path, capsys):
+    """Issue 28, daily use: calibrate printed a raw 'typer/main.py:1445: UserWarning: ...'."""
+    from atlascat.cli import main
+
+    rng = np.random.default_rng(2)
+    y = (rng.random((300, 6)) < 0.6).astype(float)
+    y[:, 2] = 1.0                                         # every model right: left out
+    at.ResponseMatrix(y, [f"m{i}" for i in range(300)], [f"q{j}" for j in range(6)]).write(
+        tmp_path / "resp.csv")
+    assert main(["calibrate", str(tmp_path / "resp.csv"), "-o", str(tmp_path / "b.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 item(s) have the same response from every subject" in err
+    assert "UserWarning" not in err and ".py:" not in err

@@ -6,41 +6,41 @@ import sys
 import numpy as np
 import pytest
 
-from atlascat import AtlasError, __version__, datasets
+from atlascat import AtlasError, __version__, catalogue
 from atlascat.cli import main
 
 
 class TestDatasets:
     def test_responses(self):
-        rm = datasets.load_responses("arc")
+        rm = catalogue.load_responses("arc")
         assert rm.shape == (2193, 317) and rm.is_binary
 
     @pytest.mark.parametrize("bench,n", [("arc", 839), ("gsm8k", 1306), ("hellaswag", 5600),
                                          ("truthfulqa", 627), ("winogrande", 1045)])
     def test_banks_match_published_sizes(self, bench, n):
-        bank = datasets.load_bank(bench)
+        bank = catalogue.load_paper_bank(bench)
         assert len(bank) == n and bank.model == "3pl"
         assert not any(i.startswith("X") for i in bank.item_ids[:20])
-        thetas = datasets.load_test_thetas(bench)
+        thetas = catalogue.load_test_thetas(bench)
         assert list(thetas.columns) == ["subject_id", "theta", "se"] and len(thetas) > 300
-        assert {"subject_id", "accuracy"} <= set(datasets.load_test_accuracy(bench).columns)
-        assert "RMSEA" in datasets.load_m2_partitions(bench).columns
+        assert {"subject_id", "accuracy"} <= set(catalogue.load_test_accuracy(bench).columns)
+        assert "RMSEA" in catalogue.load_m2_partitions(bench).columns
 
     def test_bank_ids_join_the_matrix(self):
-        rm, bank = datasets.load_responses("arc"), datasets.load_bank("arc")
+        rm, bank = catalogue.load_responses("arc"), catalogue.load_paper_bank("arc")
         shared = set(rm.item_ids) & set(bank.item_ids)
         assert len(shared) > 250
 
     def test_items_content(self):
-        items = datasets.load_items("arc")
+        items = catalogue.load_items("arc")
         assert {"item_id", "question", "choices", "answerKey"} <= set(items.columns)
 
     def test_unknown_benchmark(self):
         with pytest.raises(AtlasError, match="unknown benchmark 'nope'"):
-            datasets.load_bank("nope")
+            catalogue.load_paper_bank("nope")
 
     def test_package_data_is_small(self):
-        total = sum(p.stat().st_size for p in datasets.data_path("README.md").parent.iterdir())
+        total = sum(p.stat().st_size for p in catalogue.data_path("README.md").parent.iterdir())
         assert total <= 5 * 1024 * 1024
 
 
@@ -60,7 +60,7 @@ class TestCLI:
         assert main(["info", str(shared_data / "atlas_banks" / "arc_3pl_bank.csv"), "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["n_items"] == 839 and out["model"] == "3pl"
-        bank = datasets.load_bank("arc")
+        bank = catalogue.load_paper_bank("arc")
         assert len(out["nonpositive_a"]) == int(np.sum(bank.a <= 0))
 
     def test_bad_input_is_one_line_error(self, tmp_path, capsys):
@@ -80,5 +80,5 @@ def test_lazy_public_names_resolve_to_objects():
     import atlascat
 
     assert callable(atlascat.calibrate) and not isinstance(atlascat.calibrate, type(atlascat))
-    assert atlascat.datasets.load_bank is datasets.load_bank
+    assert atlascat.catalogue.load_paper_bank is catalogue.load_paper_bank
     assert atlascat.CATSession.__name__ == "CATSession"

@@ -256,7 +256,7 @@ class TestModelSelection:
 
 class TestConfig:
     def test_model_names(self):
-        assert BenchmarkConfig().model == "auto"
+        assert BenchmarkConfig().model == "bic"   # "auto" is calibrate's size default
         with pytest.raises(ConfigError, match="unknown IRT model"):
             BenchmarkConfig(model="5pl")
         with pytest.raises(ConfigError, match="unknown IRT model"):
@@ -318,3 +318,21 @@ class TestCommands:
 
         assert main(["compare", str(tmp_path)]) == 2
         assert "not a benchmark run" in " ".join(capsys.readouterr().err.split())
+
+
+def test_model_auto_means_what_it_means_in_calibrate():
+    """Issue 28, daily use: --model auto is calibrate's size default in benchmark too; the BIC
+    choice between 2PL and 3PL is --model bic (benchmark's default)."""
+    import warnings
+
+    from atlascat.irt.calibrate import calibrate
+
+    rm, _ = _simulated()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = calibrate(rm, model="auto", random_state=0).model
+        _, summary = protocol._calibrate(rm, BenchmarkConfig(model="auto"), None)
+        _, by_bic = protocol._calibrate(rm, BenchmarkConfig(), None)
+    assert summary["model"] == expected and "model_selection" not in summary
+    assert by_bic["model_selection"]["criterion"] == "BIC"
+    assert by_bic["model"] in ("2pl", "3pl")

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import HANG_S
+
 from atlascat.cat.config import CATConfig
 from atlascat.errors import BankError, ConfigError, ResponseDataError
 from atlascat.live import runner
@@ -422,7 +424,7 @@ class TestRunsInProcess:
             assert Path(r["report"]).exists()
         assert srv.max_in_flight == 1 and len(srv.log) == 2 * len(ref.items)
         code = main(["runs", "--db", str(db), "--run", results[0]["run_id"], "--json",
-                     "--html", str(tmp_path / "page.html")])
+                     "-o", str(tmp_path / "page.html")])
         listing = json.loads(capsys.readouterr().out)
         assert code == 0 and [s["item_id"] for s in listing["steps"]] == ref.items
         assert "model-a" in (tmp_path / "page.html").read_text()
@@ -435,7 +437,7 @@ def atlas(*args, env=None, wait=True):
                             cwd=ROOT, text=True)
     if not wait:
         return proc
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=HANG_S)
     return proc.returncode, out, err
 
 
@@ -474,7 +476,7 @@ def test_sigkill_mid_run_then_resume_matches_uninterrupted(bank, tmp_path):
     with MockOpenAIServer(bank, THETA, seed=SEED, api_key=key, fault=fault) as srv:
         proc_box["p"] = atlas("evaluate", "--subject", f"openai:{srv.url}", *common, "--db", db,
                               env=env, wait=False)
-        out1, err1 = proc_box["p"].communicate(timeout=120)
+        out1, err1 = proc_box["p"].communicate(timeout=HANG_S)
         assert proc_box["p"].returncode == -signal.SIGKILL
         code, out, _ = atlas("runs", "--db", db, "--json", env=env)
         listed = json.loads(out)

@@ -285,6 +285,7 @@ def answer_through(subject_ll, subject_gen, items) -> list[int]:
     return scores
 
 
+@pytest.mark.slow
 def test_every_benchmark_through_the_toylm_server(bank_items):
     """Each benchmark's real requests answered by ToyLM in process and through the mock
     server's completions-with-logprobs path: the same log-likelihoods, generations and 0/1."""

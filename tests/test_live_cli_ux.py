@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import HANG_S
+
 from atlascat.cli import main
 from atlascat.live import runner
 from atlascat.live.mockserver import MockOpenAIServer
@@ -38,7 +40,7 @@ def _atlas(*args, cwd, wait=True):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if not wait:
         return proc
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=HANG_S)
     return proc.returncode, out, err
 
 
@@ -56,7 +58,7 @@ def test_sigint_marks_interrupted_exits_130_and_resume_writes_into_the_run_dir(b
         while time.time() < deadline and len(srv.log) < 3:  # it is asking its third item
             time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=HANG_S)
         assert proc.returncode == 130, err
         code, listed, _ = _atlas("runs", "--db", db, "--json", cwd=cwd)
         run = json.loads(listed)[0]
@@ -259,3 +261,29 @@ def test_lmeval_torch_backend_device_is_chosen_safely(monkeypatch, cuda, args, w
     monkeypatch.setitem(sys.modules, "torch", None)  # no torch at all: the backend chooses
     lmeval_backend.LMEvalSubject(f"hf,{args}")
     assert (seen["extra"] or {}).get("device") is None
+
+
+# ------------------------------------------------------------------------------- atlas runs
+def test_runs_without_db_finds_runs_written_with_o(tmp_path, capsys):
+    """Issue 28, daily use: a run written with -o DIR is listed by `atlas runs` without --db
+    (its store is remembered in $ATLAS_HOME/stores.txt), next to the default store's runs."""
+    args = ["evaluate", "--bank", "arc", "--subject", "simulate:0.5", "--se-stop", "0.3",
+            "--min-items", "5", "--max-items", "8", "--json"]
+    assert main([*args, "-o", str(tmp_path / "mine")]) == 0
+    elsewhere = json.loads(capsys.readouterr().out)[0]["run_id"]
+    assert main(args) == 0                                   # one in the default store too
+    default = json.loads(capsys.readouterr().out)[0]["run_id"]
+    assert main(["runs", "--json"]) == 0
+    listed = {r["run_id"]: r["db"] for r in json.loads(capsys.readouterr().out)}
+    assert listed == {default: str(default_store_path()),
+                      elsewhere: str((tmp_path / "mine" / "runs.sqlite").resolve())}
+    assert main(["runs", "--run", elsewhere, "--json"]) == 0  # one run, found without --db
+    assert json.loads(capsys.readouterr().out)["run"]["run_id"] == elsewhere
+    assert main(["runs"]) == 0
+    assert "runs in 2 run stores" in capsys.readouterr().out
+
+
+def test_runs_without_any_store_says_so(capsys):
+    assert main(["runs"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: run database") and "give --db" in err

@@ -5,7 +5,7 @@ subject, ``atlas evaluate`` output (protocol label, predicted leaderboard score)
 faults of issue 12 (null content, trickling server, concurrent --resume, echoed API key, 5 MB
 replies, bad --subject values, the install hint).
 
-The request builder (``atlascat.live.requests``), ``CATSession.next_items`` / ``record_many`` and
+The request builder (``atlascat.content.requests``), ``CATSession.next_items`` / ``record_many`` and
 the score link are written by other modules; the tests install small stand-ins for them (see
 ``protocol`` and ``batched_session`` below) so that they exercise this module's code only.
 """
@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from conftest import HANG_S
 
 from atlascat.cat.config import CATConfig
 from atlascat.cat.engine import CATSession
@@ -58,10 +60,10 @@ from atlascat.content.requests import Request, build_item_requests  # noqa: E402
 
 @pytest.fixture
 def protocol():
-    """``atlascat.live.requests``: the leaderboard's requests and rules (the real module; a
+    """``atlascat.content.requests``: the leaderboard's requests and rules (the real module; a
     stand-in here once made ``bank_hash`` cache a hash without the request columns on the
     module-scoped bank, so a later resume saw "a different bank")."""
-    import atlascat.live.requests as mod
+    import atlascat.content.requests as mod
 
     return mod
 
@@ -646,7 +648,7 @@ class TestLiveFaults:
                 time.sleep(0.02)
             code = main(["evaluate", "--resume", rid, "--db", str(db)])
             err = capsys.readouterr().err
-            out, perr = proc.communicate(timeout=120)
+            out, perr = proc.communicate(timeout=HANG_S)
         assert code == 2 and f"run {rid} is already being run by process {proc.pid}" in err
         assert proc.returncode == 0, perr
         res = json.loads(out)[0]
@@ -656,6 +658,7 @@ class TestLiveFaults:
 
 
 # =============================================================================== with ToyLM
+@pytest.mark.slow
 def test_completions_client_equals_toylm_through_the_mock_server(bank, protocol, batched_session,
                                                                  tmp_path):
     """The HTTP completions path gives ToyLM's in-process log-likelihoods (to float summation
@@ -685,7 +688,7 @@ def test_completions_client_equals_toylm_through_the_mock_server(bank, protocol,
 # =============================================================================== real requests
 @pytest.fixture(scope="module")
 def request_banks(shared_data):
-    """Content banks with the leaderboard's request data (atlascat.live.requests), one per
+    """Content banks with the leaderboard's request data (atlascat.content.requests), one per
     benchmark with a dense matrix, restricted to the matrix's items."""
     from atlascat import catalogue
     from atlascat.content.items import attach_content, load_item_content

@@ -92,6 +92,7 @@ def test_at_chance_is_low_quick_and_honest(bench):
         assert (pf["leaderboard_warning"] != "").mean() >= 0.8, bench
 
 
+@pytest.mark.slow
 def test_toy_lm_server_gets_a_low_score_with_chance_inside(tmp_path):
     """The offline toy LM (random weights) through the OpenAI-style completions server."""
     from typer.testing import CliRunner

@@ -86,6 +86,7 @@ def test_single_run_report_is_self_contained(runs, tmp_path):
         assert needle in body, needle
 
 
+@pytest.mark.slow
 def test_multi_run_report_has_overview(runs):
     text = build_report(list(runs), title="Two runs")
     p = _parse(text)

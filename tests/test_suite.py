@@ -57,6 +57,7 @@ def _answers(suite, n, seed):
     return theta, ids, mats
 
 
+@pytest.mark.slow
 def test_bundled_suite_loads_and_round_trips():
     s = load_suite("openllm-v1")
     assert s.names == ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]
@@ -303,6 +304,7 @@ def test_session_se_carries_the_heteroscedastic_part(suite):
     assert np.allclose(het.floor_se(), 100 * np.sqrt(w @ D @ w))
 
 
+@pytest.mark.slow
 def test_fit_joint_link_with_answer_stacking_end_to_end(suite):
     """A published score that counts two items of member a beyond theta: the answer stacking
     fitted on replays weighs them and the suite's predictions use it."""
@@ -400,6 +402,7 @@ def _families(suite, n_fam, size, seed):
     return ids, mats, scores
 
 
+@pytest.mark.slow
 def test_neighbour_correction_end_to_end_on_model_families(suite):
     """Families whose published scores share an offset their thetas miss: the fitted neighbour
     correction finds it (held-out MAE of the aggregate well below the plain joint link's), its

@@ -34,6 +34,7 @@ def matrices(tmp_path_factory):
     return d, ids
 
 
+@pytest.mark.slow
 def test_simulate_suite_writes_suite_scores(matrices, tmp_path, capsys):
     d, ids = matrices
     out = tmp_path / "run"
@@ -122,6 +123,7 @@ def test_suite_options_are_refused_elsewhere(tmp_path, capsys):
     assert "drop --bank" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_target_se_below_the_floor_is_said_and_one_above_it_stops_the_test(matrices, tmp_path,
                                                                             capsys):
     """The default test is the --max-items budget (no SE target); a target the average's SE can

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import HANG_S
+
 from atlascat.cli import main
 from atlascat.live.mockserver import MockOpenAIServer
 from atlascat.live.report import describe_prediction
@@ -162,7 +164,7 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_result(bank, tmp_pa
     with MockOpenAIServer(bank, 0.3, seed=5, fault=fault) as srv:
         box["p"] = _atlas("evaluate", "--subject", f"openai:{srv.url}", *common, "--db", db,
                           "--max-concurrency", "1", wait=False)
-        box["p"].communicate(timeout=120)
+        box["p"].communicate(timeout=HANG_S)
         assert box["p"].returncode == -signal.SIGKILL
         runs = RunStore(db).list_runs()
         assert len(runs) == 1 and runs["state"][0] == "interrupted"
@@ -191,7 +193,7 @@ def test_sigint_stops_after_the_round_and_resume_finishes_the_same_run(bank, tmp
         while time.time() < deadline and len(srv.log) < 3:
             time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=HANG_S)
         assert proc.returncode == 130, err
         runs = RunStore(db).list_runs()
         rid = runs["run_id"][0]

@@ -36,10 +36,9 @@ _LAZY = {
     "Suite": "atlascat.suite",
     "load_responses": "atlascat.catalogue",
     "catalogue": "atlascat.catalogue",
-    "datasets": "atlascat.datasets",
 }
 
-_MODULES = {"catalogue", "datasets"}  # names that are modules themselves; all others are attributes
+_MODULES = {"catalogue"}  # names that are modules themselves; all others are attributes
 
 __all__ = ["__version__", "AtlasError", "BankError", "ConfigError", "ConvergenceError",
            "LiveRunError", "ResponseDataError", *_LAZY]

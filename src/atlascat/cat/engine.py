@@ -43,6 +43,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from .._blas import with_small_products
 from ..errors import ConfigError
 from ..irt.bank import ItemBank
 from .answers import CallableAnswers, ModelAnswers, ReplayAnswers, UniformStreams
@@ -61,6 +62,7 @@ __all__ = ["CATSession", "CATResult", "simulate_cat", "bank_fingerprint", "exami
 _REPICK_EXTRA = 16  # ranked candidates kept beyond the pick size for re-picks after skips
 
 
+@with_small_products
 def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=None, thetas=None,
                  answer_fn=None, rng=None, subject_ids=None, theta_ref=None,
                  progress=None, batch_size: int = 1, batch_cut: str = "predicted",

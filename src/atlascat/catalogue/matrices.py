@@ -10,9 +10,10 @@ from ..responses import ResponseMatrix
 from .files import BANK_BENCHMARKS, PAPER_PREFIX, RESPONSE_BENCHMARKS, check_benchmark, data_path
 
 
-def load_responses(bench: str = "arc") -> ResponseMatrix:
-    """The dense (fully observed) Open LLM Leaderboard response matrix of ``bench``."""
-    return ResponseMatrix.read(data_path(f"dense_{check_benchmark(bench, RESPONSE_BENCHMARKS)}.csv.gz"))
+def load_responses(bench="arc") -> ResponseMatrix:
+    """The dense (fully observed) Open LLM Leaderboard response matrix of ``bench``, or the
+    matrix in the file ``bench`` names (a path, as the CLI's RESPONSES: :func:`resolve_responses`)."""
+    return resolve_responses(bench, option="load_responses:")
 
 
 def load_test_thetas(bench: str = "arc") -> pd.DataFrame:

@@ -16,28 +16,9 @@ import typer
 from .._version import __version__
 from ..errors import AtlasError
 from ._common import console, err_console
+from ._help import fix_help_format
 
-def _flags_without_placeholder() -> None:
-    """Help shows ``--json`` as a flag, not ``--json <bool>`` (typer >= 0.20 prints a type column
-    for every option, flags included)."""
-    try:
-        from typer.core import TyperOption
-    except ImportError:  # pragma: no cover
-        return
-    original = getattr(TyperOption, "display_type_rich", None)
-    if original is None or getattr(original, "_atlas", False):
-        return
-
-    def display_type_rich(self, ctx):
-        if getattr(self, "is_flag", False) or getattr(self, "is_bool_flag", False):
-            return None
-        return original(self, ctx)
-
-    display_type_rich._atlas = True
-    TyperOption.display_type_rich = display_type_rich
-
-
-_flags_without_placeholder()
+fix_help_format()  # literal help texts, <str> not <list[str]>, no {ARG} (cli/_help.py)
 
 app = typer.Typer(
     name="atlas",
@@ -81,10 +62,13 @@ def main(argv=None) -> int:
     except ImportError:  # pragma: no cover - older typer on real click
         from click.exceptions import ClickException
 
-    from ._common import print_error
+    from .._blas import small_products
+    from ._common import one_line_warnings, print_error
 
     try:
-        rv = app(args=argv, standalone_mode=False)
+        # one BLAS thread for small products (atlascat._blas); warnings as one line each
+        with small_products(), one_line_warnings():
+            rv = app(args=argv, standalone_mode=False)
     except AtlasError as exc:
         print_error(exc)
         return 2

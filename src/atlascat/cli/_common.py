@@ -220,3 +220,18 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
 def print_text(text: str) -> None:
     """Print plain text as is: no markup, no highlighting, no wrapping at the terminal width."""
     console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def one_line_warnings():
+    """Python warnings raised by the library (``atlascat.errors.warn_user``) print as
+    ``warning: <message>``, one line, like the CLI's own (:func:`warn`), instead of Python's
+    ``<file>:<line>: UserWarning: ...`` pointing into typer, the library's caller."""
+    import warnings
+
+    shown = warnings.showwarning
+    warnings.showwarning = lambda message, *args, **kwargs: warn(message)
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown

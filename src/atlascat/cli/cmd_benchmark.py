@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import (RESPONSES_HELP, console, deprecated_alias, err_console, escape,
-                      load_responses, output_dir, output_file, print_text)
+from ._common import (RESPONSES_HELP, console, err_console, escape, load_responses, output_dir,
+                      output_file, print_text)
 
 
 def parse_floats(text: str, what: str) -> tuple[float, ...]:
@@ -58,8 +58,6 @@ def register(app: typer.Typer) -> None:
         responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
         output: Path = typer.Option(None, "-o", "--output", show_default=False,
                                     help="Run directory to write (required; created if missing)."),
-        out_old: Path = typer.Option(None, "--out", hidden=True,
-                                     help="Deprecated spelling of --output."),
         seed: int = typer.Option(0, "--seed", help="Master seed (split, baselines, CAT)."),
         taus: str = typer.Option("0.1,0.2,0.3", "--taus", help="CAT SE thresholds, comma-separated."),
         random_k: int = typer.Option(100, "--random-k", help="Random-k size (0: off)."),
@@ -76,9 +74,10 @@ def register(app: typer.Typer) -> None:
         drop_empty: bool = typer.Option(False, "--drop-empty",
                                         help="Drop all-missing subjects/items instead of failing."),
         no_fit: bool = typer.Option(False, "--no-fit", help="Skip the M2 model-fit summary."),
-        model: str = typer.Option("auto", "--model",
-                                  help="IRT model: auto (2PL or 3PL by BIC on the train models), "
-                                       "2pl, 3pl, ..."),
+        model: str = typer.Option("bic", "--model",
+                                  help="IRT model: bic (2PL or 3PL by BIC on the train models), "
+                                       "auto (calibrate's default for the data's size), 2pl, "
+                                       "3pl, ..."),
         no_se_calibration: bool = typer.Option(
             False, "--no-se-calibration",
             help="Skip the CAT SE factor estimated on a validation split of the train models "
@@ -97,7 +96,7 @@ def register(app: typer.Typer) -> None:
         from ..evaluate.protocol import BenchmarkConfig, plan_stages, run_benchmark
 
         tau_values = parse_floats(taus, "--taus")
-        out = deprecated_alias(output, out_old, "--out", "--output")
+        out = output
         if out is None:
             raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
                               "is written to the current directory unless you name it)")

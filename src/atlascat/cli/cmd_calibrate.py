@@ -131,8 +131,6 @@ def register(app: typer.Typer) -> None:
             rep = res.filter_report
             console.print(f"filtering dropped {rep.n_items_before - rep.n_items_after} item(s) and "
                           f"{rep.n_subjects_before - rep.n_subjects_after} subject(s)")
-        if res.dropped_items:
-            console.print(f"left out {len(res.dropped_items)} item(s) with constant responses")
         if res.model == "rasch":
             console.print(f"latent variance {res.latent_variance:.4f}; bank written on the N(0, 1) "
                           f"scale as the equivalent 1PL (common slope {out_bank.a[0]:.4f})")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, deprecated_alias, output_dir
+from ._common import console, output_dir
 
 
 def register(app: typer.Typer) -> None:
@@ -15,7 +15,6 @@ def register(app: typer.Typer) -> None:
                                           help="Run directories written by `atlas benchmark`."),
         output: Path = typer.Option(None, "-o", "--output",
                                     help="Write the combined tables (CSV + Markdown) to this folder."),
-        out_old: Path = typer.Option(None, "--out", hidden=True, help="Deprecated spelling of --output."),
     ):
         """Print (as Markdown) and optionally write Tables 2, 3 and 6 for one or more runs."""
         import pandas as pd
@@ -25,7 +24,7 @@ def register(app: typer.Typer) -> None:
                                        unique_names, wide_ability_table, write_tables)
         from ._common import print_text
 
-        out = output_dir(deprecated_alias(output, out_old, "--out", "--output"))
+        out = output_dir(output)
         loaded = [BenchmarkRun.read(r) for r in runs]
         names = unique_names([r.name for r in loaded])
         summary = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(loaded, names)],

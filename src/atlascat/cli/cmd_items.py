@@ -7,8 +7,7 @@ from typing import Optional
 
 import typer
 
-from ._common import (bank_option_help, console, deprecated_alias, json_safe, output_file,
-                      print_frame, warn)
+from ._common import bank_option_help, console, json_safe, output_file, print_frame
 
 
 def register(app: typer.Typer) -> None:
@@ -18,8 +17,6 @@ def register(app: typer.Typer) -> None:
             None, metavar="RESPONSES",
             help="Responses for the S-X2 item fit (0/1, complete rows; file or bundled name)."),
         bank: Optional[str] = typer.Option(None, "--bank", "-b", help=bank_option_help()),
-        responses_old: Optional[str] = typer.Option(None, "--responses", "-r", hidden=True,
-                                                    help="Deprecated: give RESPONSES positionally."),
         output: Path = typer.Option(None, "--output", "-o", help="Write the full report (CSV)."),
         as_json: bool = typer.Option(False, "--json", help="Print counts and flagged items as JSON."),
         show_all: bool = typer.Option(False, "--all", help="List every item, not only flagged ones."),
@@ -39,7 +36,7 @@ def register(app: typer.Typer) -> None:
         """Item quality report: flawed items and each item's share of the test information.
 
         Flags negative or near-zero discrimination, guessing near or above 0.5, extreme
-        difficulty, low upper asymptote, and (with --responses) poor S-X2 fit; the information
+        difficulty, low upper asymptote, and (with RESPONSES) poor S-X2 fit; the information
         share shows how much weight an item gets in theta, versus 1/n in raw accuracy.
         """
         import pandas as pd
@@ -50,12 +47,8 @@ def register(app: typer.Typer) -> None:
         from ..errors import ConfigError
 
         if bank is None:
-            if responses is None:
-                raise ConfigError("give the bank with --bank BANK (file or bundled name)")
-            warn("`atlas items BANK` is deprecated and will be removed in the next release; use "
-                 "`atlas items --bank BANK [RESPONSES]`")
-            bank, responses = responses, None
-        responses = deprecated_alias(responses, responses_old, "--responses", "RESPONSES (positional)")
+            raise ConfigError("give the bank with --bank BANK (file or bundled name); RESPONSES "
+                              "(positional) are the answers for the S-X2 item fit")
         output_file(output)
         bk = load_bank(bank, normalize_ids)
         rm = None

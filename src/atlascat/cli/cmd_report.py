@@ -5,7 +5,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, deprecated_alias, output_file
+from ._common import console, output_file
 
 
 def register(app: typer.Typer) -> None:
@@ -16,14 +16,12 @@ def register(app: typer.Typer) -> None:
         output: Path = typer.Option(None, "-o", "--output", show_default=False,
                                     help="HTML file to write [default: report.html in the first "
                                          "RUN_DIR]."),
-        out_old: Path = typer.Option(None, "--out", hidden=True, help="Deprecated spelling of --output."),
         title: str = typer.Option("ATLAS benchmark report", "--title", help="Title of the page."),
     ):
         """Tables, identity plots, theta vs accuracy and rank shifts, test information functions,
         exposure histograms and example CAT trajectories, in one file with embedded images."""
         from ..evaluate.report import write_report
 
-        out = deprecated_alias(output, out_old, "--out", "--output")
-        out = output_file(out if out is not None else Path(runs[0]) / "report.html")
+        out = output_file(output if output is not None else Path(runs[0]) / "report.html")
         path = write_report(runs, out, title=title)
         console.print(f"report written to [bold]{path}[/] ({path.stat().st_size / 1e6:.1f} MB)")

@@ -16,13 +16,12 @@ def register(app: typer.Typer) -> None:
         db: Optional[Path] = typer.Option(None, "--db",
                                           help="SQLite run store (default: runs.sqlite in "
                                                "$ATLAS_HOME, else $XDG_DATA_HOME/atlascat, else "
-                                               "~/.local/share/atlascat)."),
+                                               "~/.local/share/atlascat, and every store a run "
+                                               "wrote elsewhere with -o/--db)."),
         run_id: Optional[str] = typer.Option(None, "--run", help="Show the steps of one run."),
         output: Optional[Path] = typer.Option(None, "--output", "-o",
                                               help="With --run: (re)write the run's HTML page "
                                                    "to this file."),
-        html: Optional[Path] = typer.Option(None, "--html", hidden=True,
-                                            help="Deprecated alias of --output."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ):
         """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
@@ -32,24 +31,32 @@ def register(app: typer.Typer) -> None:
         'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
         finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
         twice: observed (right / asked, over the items asked) and model-based (the bank's
-        expected proportion correct at theta).
+        expected proportion correct at theta). Without --db it lists the default store and
+        every store a finished or interrupted run wrote elsewhere (-o DIR, --db FILE; remembered
+        in $ATLAS_HOME/stores.txt).
         """
         import datetime as dt
 
-        from ..errors import ConfigError, LiveRunError
-        from ..live.store import RunStore, default_store_path
+        import pandas as pd
 
-        db = db if db is not None else default_store_path()
-        html = output or html
+        from ..errors import ConfigError, LiveRunError
+        from ..live.store import RunStore, default_store_path, known_stores
+
+        html = output
         if html is not None and run_id is None:
             raise ConfigError("-o/--output writes one run's page: give --run RUN_ID too")
         if html is not None and html.is_dir():
             raise ConfigError(f"-o/--output {str(html)!r} is a directory; give an .html file path")
 
-        if not db.exists():
+        paths = [db] if db is not None else known_stores()
+        if db is not None and not db.exists():
             raise LiveRunError(f"run database {str(db)!r} does not exist (give --db)")
-        store = RunStore(db)
+        if not paths:
+            raise LiveRunError(f"run database {str(default_store_path())!r} does not exist and "
+                               "no run was written elsewhere (give --db)")
+        stores = [RunStore(p) for p in paths]
         if run_id is not None:
+            store = next((st for st in stores if st.has_run(run_id)), stores[0])
             info = store.get_run(run_id)
             steps = store.steps(run_id)
             from ..live.suite_run import is_suite_run, write_suite_report
@@ -79,12 +86,13 @@ def register(app: typer.Typer) -> None:
                                            f"protocol {info.get('protocol') or 'approximate'})",
                         max_rows=1000)
             return
-        df = store.list_runs()
+        frames = [st.list_runs().assign(db=str(st.path)) for st in stores]
+        df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        by_path = {str(st.path): st for st in stores}
         from ..live.evaluation import predict_run
-
-        predictions = [predict_run(store, r) for r in df.to_dict("records")]
         from ..live.suite_run import is_suite_run
 
+        predictions = [predict_run(by_path[r["db"]], r) for r in df.to_dict("records")]
         if not df.empty:
             # a suite run has no theta: its store columns hold the average, shown as such
             suite = [is_suite_run(r) for r in df.to_dict("records")]
@@ -95,8 +103,9 @@ def register(app: typer.Typer) -> None:
                 rec["leaderboard"] = lb
             typer.echo(json.dumps(records))
             return
+        where = str(stores[0].path) if len(stores) == 1 else f"{len(stores)} run stores"
         if df.empty:
-            console.print(f"no runs in {db}")
+            console.print(f"no runs in {where}")
             return
         df = df.assign(updated=[dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
                                 for t in df["updated_at"]])
@@ -107,7 +116,7 @@ def register(app: typer.Typer) -> None:
         df["leaderboard"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
                                                                    else "")
                              if lb.get("score") is not None else "-" for lb in predictions]
-        print_frame(df[["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta",
-                        "se", "observed", "model-based", "leaderboard", "stop_reason", "pending",
-                        "updated"]].astype(object).fillna("-"),
-                    title=f"runs in {db}")
+        cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
+                "observed", "model-based", "leaderboard", "stop_reason", "pending", "updated"]
+        print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
+                    title=f"runs in {where}")

@@ -54,7 +54,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from ..errors import ConfigError
 
@@ -92,6 +91,8 @@ def error_summary(estimate, reference) -> ErrorSummary:
 
 
 def _z(level: float) -> float:
+    from scipy.stats import norm  # lazy: scipy.stats costs ~1 s at import
+
     if not 0 < level < 1:
         raise ConfigError(f"coverage level must be in (0, 1), got {level}")
     return float(norm.ppf(0.5 + level / 2))

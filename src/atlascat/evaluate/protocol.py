@@ -5,10 +5,11 @@ Steps (every random choice flows from one seeded ``numpy.random.Generator``):
 1. **Split** the models 90/10, stratified by total score (:func:`atlascat.filtering.stratified_split`).
 2. **Filter and calibrate on the train models only**: the paper's psychometric item filter
    (:func:`atlascat.filtering.filter_items`, optional) and a joint calibration
-   (:func:`atlascat.irt.calibrate.calibrate`). With ``model="auto"`` (default) the IRT model is
+   (:func:`atlascat.irt.calibrate.calibrate`). With ``model="bic"`` (default) the IRT model is
    chosen on the train answers by BIC among ``model_candidates`` (2PL, 3PL;
    :func:`select_model`): exact-match generation (GSM8K) has no guessing and gets a 2PL,
-   multiple choice (ARC, TruthfulQA) a 3PL. Test models never touch the bank.
+   multiple choice (ARC, TruthfulQA) a 3PL; ``model="auto"`` means what it means in
+   ``calibrate``: the default for the data's size. Test models never touch the bank.
 2b. **SE calibration on a validation split of the train models** (``se_calibration``, reported
    next to the raw coverage, never in its place): a bank calibrated on the other train models,
    the CAT replayed on the validation models, and the factor
@@ -82,10 +83,11 @@ class BenchmarkConfig:
     seed : master seed; the split, calibration, baselines and CAT draw from one Generator
     test_size, n_bins : stratified split (share of test models, score bins)
     filter : apply the paper's item filter to the train matrix before calibration
-    model, calibrate_options : IRT model ("auto", or any model of ``calibrate``) and extra
-        keyword arguments of ``calibrate``. "auto" fits every model of ``model_candidates`` on
-        the train answers and keeps the one with the smallest BIC (:func:`select_model`)
-    model_candidates : the models "auto" chooses among
+    model, calibrate_options : IRT model ("bic", or any model of ``calibrate``: "auto" is
+        its default for the data's size) and extra keyword arguments of ``calibrate``. "bic"
+        fits every model of ``model_candidates`` on the train answers and keeps the one with
+        the smallest BIC (:func:`select_model`)
+    model_candidates : the models "bic" chooses among
     se_calibration, validation_size : estimate the CAT's SE scale factor per tau on a
         validation split (this share) of the train models (:func:`validation_se_factors`);
         the persons table then carries ``se_calibrated`` and the summary ``coverage_calibrated``
@@ -106,7 +108,7 @@ class BenchmarkConfig:
     test_size: float = 0.1
     n_bins: int = 10
     filter: bool = True
-    model: str = "auto"
+    model: str = "bic"
     calibrate_options: dict = field(default_factory=dict)
     model_candidates: tuple = ("2pl", "3pl")
     se_calibration: bool = True
@@ -134,12 +136,14 @@ class BenchmarkConfig:
         self.model_candidates = tuple(str(m).lower() for m in self.model_candidates)
         from ..irt.calibrate import MODELS
 
-        unknown = [m for m in (self.model, *self.model_candidates) if m not in MODELS + ("auto",)]
-        if unknown or "auto" in self.model_candidates:
-            raise ConfigError(f"unknown IRT model(s) {unknown or ['auto']}; use 'auto' or one of "
-                              f"{', '.join(MODELS)} (candidates of 'auto': models only)")
-        if self.model == "auto" and not self.model_candidates:
-            raise ConfigError("model='auto' needs at least one model in model_candidates")
+        known = MODELS + ("auto", "bic")
+        unknown = [m for m in (self.model, *self.model_candidates) if m not in known]
+        bad = [m for m in self.model_candidates if m in ("auto", "bic")]
+        if unknown or bad:
+            raise ConfigError(f"unknown IRT model(s) {unknown or bad}; use 'bic', 'auto' or one of "
+                              f"{', '.join(MODELS)} (candidates of 'bic': models only)")
+        if self.model == "bic" and not self.model_candidates:
+            raise ConfigError("model='bic' needs at least one model in model_candidates")
         if not 0.0 < float(self.validation_size) < 1.0:
             raise ConfigError(f"validation_size must be in (0, 1), got {self.validation_size}")
         if not self.taus and not (self.random_k or self.anchor_k or self.info_k):
@@ -319,13 +323,13 @@ def select_model(train: ResponseMatrix, candidates=("2pl", "3pl"), **options):
 def _calibrate(train: ResponseMatrix, config: BenchmarkConfig, rng) -> tuple[ItemBank, dict]:
     """Joint calibration on the train models; returns the bank and a JSON-able summary.
 
-    With ``config.model == "auto"`` the model is chosen by :func:`select_model` (BIC) and the
+    With ``config.model == "bic"`` the model is chosen by :func:`select_model` (BIC) and the
     summary carries the comparison under ``model_selection``.
     """
     from ..irt.calibrate import calibrate
 
     options = {"random_state": int(config.seed), **config.calibrate_options}
-    if config.model == "auto":
+    if config.model == "bic":
         chosen, results, rows = select_model(train, config.model_candidates, **options)
         result = results[chosen]
     else:

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
+from .._blas import with_small_products
 from ..errors import ConfigError
 from . import arrays, models
 from .bank import ItemBank
@@ -84,6 +85,7 @@ def grid_posterior(y: np.ndarray, bank: ItemBank, quad) -> np.ndarray:
     return np.exp(log_post - logsumexp(log_post, axis=1, keepdims=True))
 
 
+@with_small_products
 def eap(responses, bank: ItemBank, *, quadpts: int = 61, theta_range=(-6.0, 6.0),
         prior_mean: float = 0.0, prior_sd: float = 1.0, device="cpu", dtype: str = "float64",
         memory_limit=None):
@@ -378,6 +380,7 @@ def wle(responses, bank: ItemBank, *, bounds=(-10.0, 10.0), grid_step: float = 0
 
 
 # --------------------------------------------------------------------------------- public entry
+@with_small_products
 def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_mean: float = 0.0,
                      prior_sd: float = 1.0, quadpts: int = 61, theta_range=(-6.0, 6.0),
                      bounds=(-10.0, 10.0), extra_items: str = "warn",

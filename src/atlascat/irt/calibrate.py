@@ -201,9 +201,12 @@ class Calibrator:
     # ------------------------------------------------------------------ fit
     def fit(self, responses, weights=None):
         """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes."""
+        from .._blas import small_products
         from .._heap import retained_heap
 
-        with retained_heap():  # the EM's temporaries reuse freed memory (atlascat._heap)
+        # the EM's temporaries reuse freed memory (atlascat._heap); its products are small
+        # for BLAS threads except a large joint E-step's (atlascat._blas)
+        with retained_heap(), small_products():
             return self._fit(responses, weights)
 
     def _fit(self, responses, weights=None):

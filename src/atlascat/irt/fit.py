@@ -88,7 +88,6 @@ import pandas as pd
 from scipy import linalg
 from scipy.optimize import brentq
 from scipy.special import expit
-from scipy.stats import chi2, ncx2, norm
 
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import models
@@ -182,6 +181,8 @@ def rmsea_ci(stat: float, df: float, n: float, ci: float = 0.9) -> tuple[float, 
     """RMSEA confidence interval by inverting the noncentral chi-square (as mirt's RMSEA.CI):
     lambda_l: F(stat; df, lambda_l) = 1 - alpha/2, lambda_u: F(stat; df, lambda_u) = alpha/2,
     RMSEA = sqrt(lambda / (n df)); a bound whose equation has no root is 0."""
+    from scipy.stats import chi2, ncx2, norm  # lazy: scipy.stats costs ~1 s at import
+
     alpha = (1.0 - ci) / 2.0
     if not (df > 0 and np.isfinite(stat)):
         return float("nan"), float("nan")
@@ -426,6 +427,8 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = 61,
         "2pl", "3pl", "4pl", or None for the bank's model
     weights : optional row frequencies (default: ``responses.weights``)
     """
+    from scipy.stats import chi2  # lazy: scipy.stats costs ~1 s at import
+
     from ..validation import check_fit_sample
 
     est = _estimated(bank, estimated)
@@ -577,6 +580,8 @@ def sx2(responses, bank: ItemBank, *, estimated=None, mincell: float = 1.0, quad
         weights=None, block: int = 64) -> pd.DataFrame:
     """Orlando-Thissen S-X2 item fit for every item: columns item_id, S_X2, df_S_X2, p_S_X2,
     n_groups. Uses the subjects who answered every item (0/1 scores)."""
+    from scipy.stats import chi2  # lazy: scipy.stats costs ~1 s at import
+
     est = _estimated(bank, estimated)
     y, w = _aligned(responses, bank, weights)
     y, w, _ = _complete_binary(y, w, "S-X2")
@@ -663,6 +668,8 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     infinite ML theta (perfect/zero patterns) get NaN (the statistics are undefined there).
     Returns columns subject_id, theta, n_items, lz, lz_star, p_lz_star.
     """
+    from scipy.stats import norm  # lazy: scipy.stats costs ~1 s at import
+
     method = str(method).lower()
     if method not in ("ml", "wle", "map"):
         raise ConfigError(f"person_fit method must be ml, wle or map (lz* needs the estimating "

@@ -7,7 +7,6 @@ ch. 16; logistic scaling), c = 0.1 (or the mode of c's prior), u = 0.95.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import norm
 
 from .bank import ItemBank
 from .itemmodel import C_START, U_START, UC_GAP, ItemModel
@@ -21,6 +20,8 @@ def start_values(values: np.ndarray, weights, model: ItemModel):
     Every per-item sum is one matrix-vector product over the data (no full-size temporaries
     beyond the squared scores, and the zero-filled copy and mask when cells are missing).
     """
+    from scipy.stats import norm  # lazy: scipy.stats costs ~1 s at import
+
     n_rows, n_items = values.shape
     w = np.ones(n_rows) if weights is None else np.asarray(weights, float)
     missing = bool(np.isnan(values).any())

@@ -455,7 +455,7 @@ class ScoreLink:
 
     # ---------------------------------------------------------------- prediction
     def predict(self, theta, se, responses: Mapping | None = None, *,
-                stop_reason: str | None = None) -> ScorePrediction:
+                stop_reason: str | None = None, lz_star: float | None = None) -> ScorePrediction:
         """Predicted published score (0-1) of one examinee with a 95% interval and percentile.
 
         ``responses``: optional mapping item_id -> 0/1 of the answers observed (items not in
@@ -463,7 +463,8 @@ class ScoreLink:
         one when every item of :attr:`anchor_items` is answered) and, from ``MIN_FIT_ITEMS``
         answers on, for person fit (lz*). ``stop_reason``: the adaptive test's stop reason;
         ``"floor"`` / ``"ceiling"`` (the floor/ceiling rule of :meth:`stop_settings`) add the
-        note "at or near chance (<= X%)" / "at or near the top (>= X%)".
+        note "at or near chance (<= X%)" / "at or near the top (>= X%)". ``lz_star``: the
+        answers' lz* at ``theta`` if already computed (:meth:`lz_star_many`).
 
         Outside the link's data (theta +- 1.96 SE beyond :meth:`support_bounds`) the interval
         extends to the floor (below) or the top (above), and when the answers do not fit the
@@ -485,10 +486,11 @@ class ScoreLink:
         score, lo, hi = float(score[0]), float(lo[0]), float(hi[0])
         lz = None
         if len(cols) >= MIN_FIT_ITEMS and self.item_params is not None:
-            row = np.full((1, len(self.item_ids)), np.nan)
-            row[0, cols] = ys
-            lz = float(self._lz_star(th, row)[0])
-            lz = lz if np.isfinite(lz) else None
+            if lz_star is None:
+                row = np.full((1, len(self.item_ids)), np.nan)
+                row[0, cols] = ys
+                lz_star = float(self._lz_star(th, row)[0])
+            lz = lz_star if np.isfinite(lz_star) else None
         misfit = lz is not None and lz < LZ_CRITICAL
         if misfit:
             alo, ahi = self._accuracy_interval(cols, ys, scale)
@@ -563,6 +565,20 @@ class ScoreLink:
         pf = person_fit(np.asarray(y, float), self._item_bank(), method="map",
                         theta=np.asarray(theta, float))
         return pf["lz_star"].to_numpy(float)
+
+    def lz_star_many(self, theta, responses) -> np.ndarray:
+        """lz* of n examinees in one pass, as :meth:`predict` computes it for one (``responses``:
+        n mappings item_id -> 0/1 or None); NaN below ``MIN_FIT_ITEMS`` answers in the bank."""
+        theta = np.asarray(theta, float).reshape(-1)
+        out = np.full(theta.shape, np.nan)
+        if self.item_params is None or theta.size == 0:
+            return out
+        y = np.full((theta.size, len(self.item_ids)), np.nan)
+        for i, (cols, ys) in enumerate(map(self._answers, responses)):
+            y[i, cols] = ys
+        if (enough := (np.sum(~np.isnan(y), 1) >= MIN_FIT_ITEMS) & np.isfinite(theta)).any():
+            out[enough] = self._lz_star(theta[enough], y[enough])
+        return out
 
     def _accuracy_interval(self, cols, ys, scale) -> tuple[float, float]:
         """The score interval the number correct alone supports, whatever the pattern.
@@ -783,13 +799,15 @@ def predict_frame(link: ScoreLink, persons, administered):
                for sid, g in administered.groupby("subject_id", sort=False)}
     reasons = (persons["stop_reason"] if "stop_reason" in persons.columns
                else pd.Series([None] * len(persons)))
+    given = [answers.get(sid) for sid in persons["subject_id"]]
+    lz = link.lz_star_many(persons["theta"].to_numpy(float), given)  # all at once: faster
     rows = []
-    for sid, th, se, why in zip(persons["subject_id"], persons["theta"], persons["se"], reasons):
+    for resp, th, se, why, lz_i in zip(given, persons["theta"], persons["se"], reasons, lz):
         if not (np.isfinite(th) and np.isfinite(se)):
             rows.append((np.nan, np.nan, np.nan, np.nan, "", ""))
             continue
-        p = link.predict(th, se, responses=answers.get(sid),
-                         stop_reason=why if isinstance(why, str) else None)
+        p = link.predict(th, se, responses=resp, stop_reason=why if isinstance(why, str)
+                         else None, lz_star=None if np.isnan(lz_i) else float(lz_i))
         rows.append((p.score, p.lo, p.hi, p.percentile, p.flag, p.warning))
     return pd.DataFrame(rows, columns=["leaderboard_accuracy", "leaderboard_lo",
                                        "leaderboard_hi", "leaderboard_percentile",

@@ -42,7 +42,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-from ..errors import AtlasError
+from ..errors import AtlasError, LiveRunError
 from ..content.items import item_record
 from ..content.parsing import letters
 from .subjects import item_uniform
@@ -113,7 +113,12 @@ class MockOpenAIServer:
             if "question" in bank.metadata:
                 for item_id, q in zip(bank.item_ids, bank.metadata["question"]):
                     self._by_question.setdefault(str(q).strip(), []).append(str(item_id))
-        self._server = ThreadingHTTPServer((host, port), self._handler())
+        try:
+            self._server = ThreadingHTTPServer((host, port), self._handler())
+        except OSError as exc:  # EADDRINUSE, EACCES (a port below 1024), a host not here
+            raise LiveRunError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; another "
+                               "server may hold the port: pick another with --port (0: any "
+                               "free port)") from None
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -447,7 +452,19 @@ class MockOpenAIServer:
         return Handler
 
 
-def main(argv=None) -> None:  # pragma: no cover - manual use
+def main(argv=None) -> int:
+    """``python -m atlascat.live.mockserver``: serve until Ctrl-C; a port that cannot be served
+    ends in one line ``error: ...`` and exit status 2 (tests/test_daily_use.py)."""
+    import sys
+
+    try:
+        return _serve(argv)
+    except AtlasError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _serve(argv) -> int:  # pragma: no cover - manual use
     import argparse
 
     from ..catalogue import load_content_bank
@@ -486,7 +503,8 @@ def main(argv=None) -> None:  # pragma: no cover - manual use
             time.sleep(3600)
     except KeyboardInterrupt:
         srv.stop()
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    raise SystemExit(main())

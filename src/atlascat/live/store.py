@@ -50,7 +50,8 @@ import pandas as pd
 
 from ..errors import LiveRunError
 
-__all__ = ["RunStore", "SCHEMA_VERSION", "default_store_path", "atlas_home"]
+__all__ = ["RunStore", "SCHEMA_VERSION", "default_store_path", "atlas_home", "known_stores",
+           "register_store"]
 
 
 def atlas_home() -> Path:
@@ -67,6 +68,41 @@ def atlas_home() -> Path:
 def default_store_path() -> Path:
     """The default run store: ``atlas_home() / "runs.sqlite"``."""
     return atlas_home() / "runs.sqlite"
+
+
+def _registry_path() -> Path:
+    return atlas_home() / "stores.txt"
+
+
+def register_store(path) -> None:
+    """Remember a run store outside ``atlas_home()`` (a run written with ``-o DIR`` / ``--db``)
+    in ``atlas_home() / "stores.txt"``, one absolute path a line, so that ``atlas runs`` without
+    ``--db`` finds its runs. Best effort: a home that cannot be written is skipped silently."""
+    path = Path(path).expanduser().resolve()
+    if path == default_store_path().expanduser().resolve():
+        return
+    registry = _registry_path()
+    try:
+        known = registry.read_text().splitlines() if registry.exists() else []
+        if str(path) in known:
+            return
+        registry.parent.mkdir(parents=True, exist_ok=True)
+        with registry.open("a") as fh:
+            fh.write(f"{path}\n")
+    except OSError:
+        pass
+
+
+def known_stores() -> list[Path]:
+    """The run stores ``atlas runs`` lists without ``--db``: the default store, then every
+    store registered by :func:`register_store` that still exists (newest registration last)."""
+    stores = [default_store_path()] if default_store_path().exists() else []
+    registry = _registry_path()
+    lines = registry.read_text().splitlines() if registry.exists() else []
+    for line in dict.fromkeys(ln.strip() for ln in lines if ln.strip()):
+        if Path(line).is_file() and Path(line) not in stores:
+            stores.append(Path(line))
+    return stores
 
 SCHEMA_VERSION = 2
 
@@ -305,6 +341,11 @@ class RunStore:
                  _dumps(session), os.getpid(), socket.gethostname(), protocol, int(batch_size)))
         return run_id
 
+    def has_run(self, run_id: str) -> bool:
+        """Whether this store holds run ``run_id``."""
+        return self._con().execute("SELECT 1 FROM runs WHERE run_id=?",
+                                   (run_id,)).fetchone() is not None
+
     def get_run(self, run_id: str) -> dict:
         row = self._con().execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if row is None:
@@ -385,6 +426,7 @@ class RunStore:
             con.execute("UPDATE runs SET status='done', stop_reason=?, accuracy=?, updated_at=?, "
                         "error=NULL WHERE run_id=?", (stop_reason, accuracy, time.time(), run_id))
         self.release(run_id)
+        register_store(self.path)
 
     def fail_run(self, run_id: str, error: str) -> None:
         with self._tx() as con:
@@ -402,6 +444,7 @@ class RunStore:
                         "WHERE run_id=? AND status='running'",
                         (self._cap(reason), time.time(), run_id))
         self.release(run_id)
+        register_store(self.path)
 
     def set_run_output(self, run_id: str, *, output_dir, report_dir) -> None:
         """Remember where a run's results.json and report go (a resumed run writes there)."""
