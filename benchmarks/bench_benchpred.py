@@ -55,7 +55,7 @@ def split_models(full: np.ndarray, split: str, seed: int):
     return order[: int(0.5 * n)], order[-int(0.3 * n):]
 
 
-def run_one(df: pd.DataFrame, split: str, seed: int, budget: int) -> dict:
+def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, settings=None) -> dict:
     full = df.to_numpy(float)
     ids = [str(c) for c in df.columns]
     src, tgt = split_models(full, split, seed)
@@ -65,7 +65,7 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bank = Calibrator().fit(source).bank_
-    pred = BenchmarkPredictor(budget).fit(bank, source, rng=seed)
+    pred = BenchmarkPredictor(budget, **(settings or {})).fit(bank, source, rng=seed)
     r = pred.replay(targets, rng=seed + 1000)
     truth = r.full_score.to_numpy()
     return {"mae": 100 * np.abs(r.score - truth).mean(),
@@ -110,7 +110,10 @@ def main(argv=None) -> None:
     ap.add_argument("--budget", type=int, default=50)
     ap.add_argument("--datasets", default=",".join(NAMES))
     ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a BenchmarkPredictor setting (for studies), e.g. --set mix=0.5")
     a = ap.parse_args(argv)
+    settings = {k: float(v) for k, v in (s.split("=", 1) for s in a.set)}
     rows = []
     for name in a.datasets.split(","):
         df = load(name)
@@ -118,7 +121,7 @@ def main(argv=None) -> None:
             t0 = time.time()
             for seed in range(a.seeds):
                 rows.append({"dataset": name, "split": split, "seed": seed,
-                             **run_one(df, split, seed, a.budget)})
+                             **run_one(df, split, seed, a.budget, settings)})
             last = pd.DataFrame(rows[-a.seeds:])
             print(f"{name:17s} {split:13s} MAE {last.mae.mean():5.2f}  coverage "
                   f"{last.n_hits.sum() / last.n_targets.sum():.3f}  items <= {last.items_max.max()}"

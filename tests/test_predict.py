@@ -122,7 +122,8 @@ def test_session_matches_replay_arithmetic(world, predictor):
     with pytest.raises(ConfigError, match="not handed out"):
         fresh.record(next(i for i in world["strong"].item_ids if i not in first), 1)
     fresh.record(first[0], y[int(first[0][1:])])
-    assert fresh.prediction().n_items == 1                     # answered prefix only
+    one = fresh.prediction()
+    assert one.n_items == 1 and (one.lower, one.upper) == (0.0, 1.0)   # answered prefix only
 
 
 def test_des_raj_unbiased_and_covers_with_a_wrong_model():

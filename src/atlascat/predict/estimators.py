@@ -39,9 +39,9 @@ M is sharp where the target resembles the source models and biased where it does
 Combination. G = alpha + beta * M is the model prediction calibrated on the source models (the
 same design replayed on them), tau^2 its mean squared error there. A target is outside the source
 population when |D - G| > z_cut * sqrt(SE_D^2 + tau^2) (the design contradicts the model), when
-G or M lies beyond the source models' score range or D beyond it by more than 1.96 SE_D, or when
-its theta lies beyond the central ``1 - 2 q`` of the source models' replayed thetas; then the
-prediction is D. Otherwise the precision-weighted mean
+G, M or D lies beyond the source models' score range (a calibration fitted there cannot be
+extrapolated), or when its theta lies beyond the central ``1 - 2 q`` of the source models'
+replayed thetas; then the prediction is D. Otherwise the precision-weighted mean
 C = (G / tau^2 + D / SE_D^2) / (1 / tau^2 + 1 / SE_D^2). The reported 95% interval is the design
 interval D +- 1.96 SE_D, widened (never narrowed) to contain the point prediction.
 
@@ -143,25 +143,26 @@ def des_raj(y_drawn, q, f, f_rest):
     return total, np.sqrt(var)
 
 
-def model_prediction(y, asked, tables, nodes, log_post):
-    """M (mean over items: answers where asked, posterior-mean P elsewhere) and theta's EAP."""
+def model_prediction(y, asked, avail, tables, nodes, log_post):
+    """M (mean over the ``avail`` items: answers where asked, posterior-mean P elsewhere) and
+    theta's EAP."""
     post = posterior(log_post)
     f = post @ tables[0]
-    avail = np.isfinite(y)
     m = np.where(asked, np.nan_to_num(y), np.where(avail, f, 0.0)).sum(1)
     return m / np.maximum(avail.sum(1), 1), post @ nodes
 
 
 def combine(model, design, se, theta, *, alpha, beta, tau2, z_cut, source_range=(0.0, 1.0),
-            theta_range=(-np.inf, np.inf)):
+            theta_range=(-np.inf, np.inf), d_margin=0.0):
     """Point prediction, 95% interval (0-1), its SD and the out-of-population flag (module
-    docstring). Returns (score, lower, upper, sd, outside, z)."""
+    docstring; ``d_margin``: how many SE_D the design estimate must lie beyond the source
+    scores to flag, 0 = its point value). Returns (score, lower, upper, sd, outside, z)."""
     g = alpha + beta * model
     se2 = np.maximum(se ** 2, 1e-12)
     z = np.abs(design - g) / np.sqrt(se2 + tau2)
     lo_src, hi_src = source_range
     beyond = ((np.minimum(g, model) < lo_src) | (np.maximum(g, model) > hi_src)
-              | (design - Z95 * se > hi_src) | (design + Z95 * se < lo_src)
+              | (design - d_margin * se > hi_src) | (design + d_margin * se < lo_src)
               | (theta < theta_range[0]) | (theta > theta_range[1]))
     outside = (z > z_cut) | beyond
     pooled = (g / tau2 + design / se2) / (1.0 / tau2 + 1.0 / se2)

@@ -44,11 +44,14 @@ class BenchmarkPredictor:
     ----------
     budget : items asked per target (default 50)
     mix : share of each draw's probability proportional to the model's uncertainty, the rest
-        uniform, 0-1 (default 0.8; 0 = simple random sampling)
+        uniform, 0-1 (default 0.5, chosen on BenchPred's interpolation split among 0.5 and
+        0.8; 0 = simple random sampling)
     z_cut : a target whose design and model predictions differ by more than z_cut combined SEs
         is treated as outside the source population (default 2.0)
     theta_quantile : a target whose theta lies beyond the [q, 1 - q] quantiles of the source
         models' replayed thetas is treated as outside (default 0.02)
+    d_margin : a design estimate more than d_margin SEs beyond the source scores flags the
+        target as outside (default 0: its point value)
     n_replays : design replays per source model when fitting the calibration (default 2)
     min_tau : floor of the model prediction's RMS error, 0-1 (default 0.01)
     quadpts, theta_range : the theta grid (61 nodes on [-6, 6], N(0, 1) prior)
@@ -58,13 +61,14 @@ class BenchmarkPredictor:
     ``theta_support_`` (the source thetas' quantiles).
     """
 
-    def __init__(self, budget: int = 50, *, mix: float = 0.8, z_cut: float = 2.0,
-                 theta_quantile: float = 0.02, n_replays: int = 2, min_tau: float = 0.01,
-                 quadpts: int = 61, theta_range=(-6.0, 6.0)):
+    def __init__(self, budget: int = 50, *, mix: float = 0.5, z_cut: float = 2.0,
+                 theta_quantile: float = 0.02, d_margin: float = 0.0, n_replays: int = 2,
+                 min_tau: float = 0.01, quadpts: int = 61, theta_range=(-6.0, 6.0)):
         self.budget = budget
         self.mix = mix
         self.z_cut = z_cut
         self.theta_quantile = theta_quantile
+        self.d_margin = d_margin
         self.n_replays = n_replays
         self.min_tau = min_tau
         self.quadpts = quadpts
@@ -78,6 +82,8 @@ class BenchmarkPredictor:
         if not 0.0 <= float(self.mix) < 1.0:
             raise ConfigError(f"mix must be in [0, 1), got {self.mix}; 1 - mix is the uniform "
                               "share that keeps the estimate unbiased")
+        if not float(self.d_margin) >= 0.0:
+            raise ConfigError(f"d_margin must be >= 0, got {self.d_margin}")
         if not 0.0 <= float(self.theta_quantile) < 0.5:
             raise ConfigError(f"theta_quantile must be in [0, 0.5), got {self.theta_quantile}")
         if not self.z_cut > 0 or not self.min_tau > 0:
@@ -137,26 +143,30 @@ class BenchmarkPredictor:
         rows = np.arange(y.shape[0])[:, None]
         asked = np.zeros(y.shape, dtype=bool)
         asked[rows, d["item"]] = True
-        return self._estimate(y, asked, d["item"], d["q"], d["f"], d["f_rest"], d["log_post"])
+        return self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"], d["f_rest"],
+                              d["log_post"])
 
-    def _estimate(self, y, asked, item, q, f, f_rest, log_post) -> dict:
+    def _estimate(self, y, avail, asked, item, q, f, f_rest, log_post) -> dict:
+        """D and its SE (capped at 1, the whole score range), M and theta; ``avail`` marks the
+        items the score is the mean over."""
         tables, nodes, _ = self._grid()
-        n_avail = np.maximum(np.isfinite(y).sum(1), 1)
+        n_avail = np.maximum(avail.sum(1), 1)
         y_drawn = np.nan_to_num(np.take_along_axis(y, item, axis=1))
         total, se_total = est.des_raj(y_drawn, q, f, f_rest)
-        model, theta = est.model_prediction(y, asked, tables, nodes, log_post)
-        return dict(model=model, design=total / n_avail, se=se_total / n_avail, theta=theta,
-                    n=asked.sum(1))
+        model, theta = est.model_prediction(y, asked, avail, tables, nodes, log_post)
+        return dict(model=model, design=total / n_avail,
+                    se=np.minimum(se_total / n_avail, 1.0), theta=theta, n=asked.sum(1))
 
     def _combine(self, arr: dict):
         return est.combine(arr["model"], arr["design"], arr["se"], arr["theta"],
                            alpha=self.alpha_, beta=self.beta_, tau2=self.tau2_,
                            z_cut=self.z_cut, source_range=self.source_range_,
-                           theta_range=self.theta_support_)
+                           theta_range=self.theta_support_, d_margin=float(self.d_margin))
 
     def predict_draws(self, y, item, q, f, f_rest) -> dict:
         """Predictions from draws already answered (rows = targets; ``y`` in ``item_ids_``
-        order; ``item``, ``q``, ``f``, ``f_rest`` one column per draw, as
+        order, NaN where not asked; the score is the mean over ALL items; ``item``, ``q``,
+        ``f``, ``f_rest`` one column per draw, as
         :func:`~atlascat.predict.estimators.sequential_design` returns them)."""
         self._require_fitted()
         y = np.asarray(y, float)
@@ -166,7 +176,8 @@ class BenchmarkPredictor:
         asked[rows, item] = True
         tables, _, log_prior = self._grid()
         lp = est.log_posterior(y, asked, tables, log_prior)
-        arr = self._estimate(y, asked, item, np.asarray(q, float), np.asarray(f, float),
+        avail = np.ones(y.shape, dtype=bool)       # a live target can be asked every item
+        arr = self._estimate(y, avail, asked, item, np.asarray(q, float), np.asarray(f, float),
                              np.asarray(f_rest, float), lp)
         score, lo, hi, sd, outside, z = self._combine(arr)
         return dict(score=score, lower=lo, upper=hi, se=sd, model_score=arr["model"],
@@ -218,6 +229,7 @@ class BenchmarkPredictor:
                 "settings": {"budget": int(self.budget), "mix": float(self.mix),
                              "z_cut": float(self.z_cut),
                              "theta_quantile": float(self.theta_quantile),
+                             "d_margin": float(self.d_margin),
                              "n_replays": int(self.n_replays),
                              "min_tau": float(self.min_tau), "quadpts": int(self.quadpts),
                              "theta_range": [float(v) for v in self.theta_range]},
@@ -239,7 +251,8 @@ class BenchmarkPredictor:
                               "rebuild the bank with this version of atlascat")
         s = d["settings"]
         self = cls(s["budget"], mix=s["mix"], z_cut=s["z_cut"],
-                   theta_quantile=s["theta_quantile"], n_replays=s["n_replays"],
+                   theta_quantile=s["theta_quantile"], d_margin=s["d_margin"],
+                   n_replays=s["n_replays"],
                    min_tau=s["min_tau"], quadpts=s["quadpts"], theta_range=s["theta_range"])
         it = d["items"]
         self.item_ids_ = np.asarray(it["item_id"], dtype=object)
