@@ -72,6 +72,16 @@ def test_combined_sharper_than_design_inside_the_source(world):
 def test_budget_bound_replay_and_session(world, predictor):
     out = predictor.replay(world["strong"], budget=25, rng=1)
     assert out.n_items.max() == 25 and out.n_items.min() == 25
+    # missing answers: a target with fewer available items than the budget is asked all of
+    # them and gets its exact score; one with more is asked exactly the budget
+    y = world["strong"].values[:3].copy()
+    y[0, 30:] = np.nan
+    y[1, ::2] = np.nan
+    part = predictor.replay(ResponseMatrix(y, item_ids=world["strong"].item_ids), rng=2)
+    assert list(part.n_items) == [30, 40, 40]
+    assert part.score[0] == pytest.approx(np.nanmean(y[0]))
+    assert part.lower[0] == pytest.approx(part.upper[0])
+    assert np.isfinite(part.score).all() and (part.lower <= part.upper).all()
     s = predictor.session(budget=12, rng=3)
     asked = []
     while not s.done:

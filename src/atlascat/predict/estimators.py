@@ -102,45 +102,55 @@ def sequential_design(y, tables, log_prior, budget, mix, rng):
     """Replay the sequential design on every row of ``y`` (NaN = no answer, never drawn).
 
     Returns a dict of arrays, one column per draw k (shape (T, n) with n = min(budget, the
-    fewest available items)): ``item`` (index drawn), ``q`` (its draw probability), ``f``
-    (its prediction f_j^(k)), ``f_rest`` (sum of f^(k) over R_k), and ``log_post`` (T, n_nodes)
-    after the last answer. Loops over draws only; every draw is vectorized over rows.
+    most available items of a row)): ``item`` (index drawn), ``q`` (its draw probability),
+    ``f`` (its prediction f_j^(k)), ``f_rest`` (sum of f^(k) over R_k), ``valid`` (False once a
+    row has no item left: a row with fewer available items than the budget is asked all of
+    them), and ``log_post`` (T, n_nodes) after the last answer. Loops over draws only; every
+    draw is vectorized over rows.
     """
     p, log_p, log_q = tables
     n_rows, n_items = y.shape
     avail = np.isfinite(y)
-    n = int(min(budget, avail.sum(1).min()))
+    n = int(min(budget, avail.sum(1).max()))
     yv = np.nan_to_num(y)
     rows = np.arange(n_rows)
     lp = np.tile(log_prior, (n_rows, 1))
     remaining = avail.copy()
     out = {k: np.zeros((n_rows, n)) for k in ("q", "f", "f_rest")}
     out["item"] = np.zeros((n_rows, n), dtype=int)
+    out["valid"] = np.zeros((n_rows, n), dtype=bool)
     for k in range(n):
+        live = remaining.any(1)
         f = posterior(lp) @ p
         q = draw_probabilities(f, remaining, mix)
         cq = np.cumsum(q, axis=1)
         j = np.minimum((cq < rng.random((n_rows, 1)) * cq[:, -1:]).sum(1), n_items - 1)
         j = np.where(remaining[rows, j], j, np.argmax(q, axis=1))      # rounding guard
-        out["item"][:, k], out["q"][:, k], out["f"][:, k] = j, q[rows, j], f[rows, j]
+        out["item"][:, k] = j
+        out["q"][:, k] = np.where(live, q[rows, j], 1.0)
+        out["f"][:, k] = np.where(live, f[rows, j], 0.0)
         out["f_rest"][:, k] = np.where(remaining, f, 0.0).sum(1)
+        out["valid"][:, k] = live
         remaining[rows, j] = False
-        lp += np.where(yv[rows, j][:, None] > 0.5, log_p[:, j].T, log_q[:, j].T)
+        step = np.where(yv[rows, j][:, None] > 0.5, log_p[:, j].T, log_q[:, j].T)
+        lp += np.where(live[:, None], step, 0.0)
     out["log_post"] = lp
     return out
 
 
-def des_raj(y_drawn, q, f, f_rest):
+def des_raj(y_drawn, q, f, f_rest, valid=None):
     """Des Raj's estimate of the total and its SE from the draws (rows = targets, columns =
-    draws in order; module docstring). Rows with one draw get SE = inf."""
+    draws in order, ``valid`` marks the draws made; module docstring). A row with one draw gets
+    SE = inf, a row with none a total of NaN."""
+    valid = np.ones(np.shape(y_drawn), dtype=bool) if valid is None else np.asarray(valid, bool)
+    y_drawn = np.where(valid, y_drawn, 0.0)
     before = np.cumsum(y_drawn, axis=1) - y_drawn
-    t = before + f_rest + (y_drawn - f) / q
-    n = t.shape[1]
-    total = t.mean(1)
-    if n < 2:
-        return total, np.full(t.shape[0], np.inf)
-    var = ((t - total[:, None]) ** 2).sum(1) / (n * (n - 1))
-    return total, np.sqrt(var)
+    t = np.where(valid, before + f_rest + (y_drawn - f) / np.where(valid, q, 1.0), 0.0)
+    n = valid.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = t.sum(1) / n
+        var = np.where(valid, (t - total[:, None]) ** 2, 0.0).sum(1) / (n * (n - 1))
+    return total, np.where(n >= 2, np.sqrt(var), np.inf)
 
 
 def model_prediction(y, asked, avail, tables, nodes, log_post):

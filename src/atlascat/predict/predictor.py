@@ -140,22 +140,26 @@ class BenchmarkPredictor:
         budget = int(self.budget if budget is None else budget)
         tables, nodes, log_prior = self._grid()
         d = est.sequential_design(y, tables, log_prior, budget, float(self.mix), rng)
-        rows = np.arange(y.shape[0])[:, None]
+        rows = np.broadcast_to(np.arange(y.shape[0])[:, None], d["item"].shape)
         asked = np.zeros(y.shape, dtype=bool)
-        asked[rows, d["item"]] = True
+        asked[rows[d["valid"]], d["item"][d["valid"]]] = True
         return self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"], d["f_rest"],
-                              d["log_post"])
+                              d["log_post"], d["valid"])
 
-    def _estimate(self, y, avail, asked, item, q, f, f_rest, log_post) -> dict:
+    def _estimate(self, y, avail, asked, item, q, f, f_rest, log_post, valid=None) -> dict:
         """D and its SE (capped at 1, the whole score range), M and theta; ``avail`` marks the
-        items the score is the mean over."""
+        items the score is the mean over. A row asked every available item gets its exact
+        score (SE 0)."""
         tables, nodes, _ = self._grid()
         n_avail = np.maximum(avail.sum(1), 1)
         y_drawn = np.nan_to_num(np.take_along_axis(y, item, axis=1))
-        total, se_total = est.des_raj(y_drawn, q, f, f_rest)
+        total, se_total = est.des_raj(y_drawn, q, f, f_rest, valid)
         model, theta = est.model_prediction(y, asked, avail, tables, nodes, log_post)
-        return dict(model=model, design=total / n_avail,
-                    se=np.minimum(se_total / n_avail, 1.0), theta=theta, n=asked.sum(1))
+        design, se = total / n_avail, np.minimum(se_total / n_avail, 1.0)
+        every = asked.sum(1) >= avail.sum(1)
+        exact = np.where(asked, np.nan_to_num(y), 0.0).sum(1) / n_avail
+        return dict(model=model, design=np.where(every, exact, design),
+                    se=np.where(every, 0.0, se), theta=theta, n=asked.sum(1))
 
     def _combine(self, arr: dict):
         return est.combine(arr["model"], arr["design"], arr["se"], arr["theta"],
