@@ -6,10 +6,12 @@ Protocol: budget 50 items; interpolation = a random 25% of the models are the ta
 RandomState(seed).permutation, as their main.py), the rest the source; extrapolation = the
 source is the weakest 50% of models by full accuracy, the targets the strongest 30%; seeds 0-4.
 Per seed: calibrate the source with the library defaults (Calibrator()), fit BenchmarkPredictor
-(budget 50) on the source, replay every target's real answers (a fresh random sample of 50 items
-per target, Generator(seed + 1000)). The truth is each target's mean over all items.
+(budget 50) on the source, replay every target's real answers (a fresh run of the predictor's
+sequential design, 50 items per target, Generator(seed + 1000)). The truth is each target's mean
+over all items.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_benchpred.py [--seeds 5] [--write-docs]
+        [--set NAME=VALUE ...]   # a BenchmarkPredictor setting, e.g. --set mix=0.8
 
 writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed) and, with
 --write-docs, the table of docs/your_benchmark.md's section "## Study: models unlike the
