@@ -61,8 +61,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["Z95", "grid_tables", "posterior", "draw_probabilities", "sequential_design",
-           "des_raj", "model_prediction", "combine"]
+__all__ = ["Z95", "grid_tables", "posterior", "log_posterior", "draw_probabilities",
+           "sequential_design", "des_raj", "model_prediction", "combine"]
 
 Z95 = 1.959963984540054
 
