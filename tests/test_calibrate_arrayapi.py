@@ -353,3 +353,49 @@ def test_estimate_ability_device(rng, tmp_path):
     out = pd.read_csv(tmp_path / "s.csv")
     np.testing.assert_allclose(out["theta"], ref["theta"], atol=1e-6)   # CSV keeps 8 digits
     assert main(["score", str(resp), "--bank", str(bk), "--device", "tpu"]) == 2
+
+
+@pytest.mark.parametrize("model", ["2pl", "3pl", "4pl"])
+def test_masked_mstep_early_exit_changes_nothing(rng, model, monkeypatch):
+    """The accelerator path's early exits (one flag read per Newton step and per halving) give
+    exactly the iterates of running every loop its full count."""
+    from atlascat.irt import mstep as mstep_mod
+
+    im, x, th, r, n = _mstep_case(rng, model, 80, (-1, 4), 3, (0.01, 0.6))
+    monkeypatch.setattr(mstep_mod, "EARLY_EXIT", False)
+    full = C._mstep(im, th, r, n - r, x, max_newton=12, sync=False)
+    monkeypatch.setattr(mstep_mod, "EARLY_EXIT", True)
+    early = C._mstep(im, th, r, n - r, x, max_newton=12, sync=False)
+    np.testing.assert_array_equal(early, full)
+    assert np.any(np.abs(full - th) > 1e-3)  # it did move
+    m = 300
+    im, x, th, r, n = _mstep_case(rng, model, m, (0.2, 3), 2, (0.01, 0.4))
+    fa, g, _h = im._derivs(th, r, n - r, x, with_value=True)
+    step = [gi * 10.0 ** rng.uniform(-4, 1.5, m) / (1.0 + np.abs(gi)) for gi in g]
+    pred = sum(s_ * g_ for s_, g_ in zip(step, g))
+    base = [th[:, j] for j in im.free]
+    for go in (rng.random(m) < 0.9, np.zeros(m, bool)):
+        a = C._line_search_masked(im, th, r, n - r, x, base, step, fa, pred, go, 8)
+        b = C._line_search_masked(im, th, r, n - r, x, base, step, fa, pred, go, 8,
+                                  early_exit=True)
+        for a_, b_ in zip(a[0], b[0]):
+            np.testing.assert_array_equal(a_, b_)
+        for a_, b_ in zip(a[1:], b[1:]):
+            np.testing.assert_array_equal(a_, b_)
+
+
+@pytest.mark.optional
+@pytest.mark.filterwarnings("ignore:a 3PL on 200 subjects")
+def test_torch_calibration_same_with_and_without_early_exit(rng, torch_cpu, monkeypatch):
+    """A whole EM on torch (the accelerator path) ends at the same bank either way."""
+    from atlascat.irt import mstep as mstep_mod
+
+    y = _sim(rng, n=200, missing=0.3)
+    monkeypatch.setattr(mstep_mod, "EARLY_EXIT", False)
+    full = calibrate(y, "3pl", max_iter=60, device="torch:cpu")
+    monkeypatch.setattr(mstep_mod, "EARLY_EXIT", True)
+    early = calibrate(y, "3pl", max_iter=60, device="torch:cpu")
+    assert early.n_iter == full.n_iter
+    np.testing.assert_array_equal(early.loglik_trace, full.loglik_trace)
+    for a_, b_ in zip(early.bank.params, full.bank.params):
+        np.testing.assert_array_equal(a_, b_)

@@ -95,7 +95,7 @@ def test_simulate_batch_size(files):
 def test_simulate_replay_with_reference_and_skips(files):
     tmp, bank, ids, thetas = files
     out = tmp / "replay"
-    rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "--responses",
+    rc = main(["simulate", "--bank", str(tmp / "bank.csv"),
                str(tmp / "responses.csv"), "--thetas", str(tmp / "thetas.csv"),
                "--fixed-length", "20", "--reference", "--seed", "1", "-o", str(out)])
     assert rc == 0
@@ -113,7 +113,7 @@ def test_bad_input_is_one_line_error(files, capsys):
     tmp, *_ = files
     rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "-o", str(tmp / "x")])
     assert rc == 2
-    assert "--responses" in capsys.readouterr().err
+    assert "give RESPONSES" in capsys.readouterr().err
     rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "--thetas", str(tmp / "nope.csv"),
                "-o", str(tmp / "x")])
     assert rc == 2

@@ -18,7 +18,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("irt",),
     ("cat", "design", "content"),
     ("link", "predict"),
-    ("catalogue", "datasets"),
+    ("catalogue", "datasets", "bankdir"),
     ("evaluate", "suite"),
     ("live",),
     ("cli", "demo", "__main__", "__init__"),

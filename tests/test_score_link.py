@@ -224,7 +224,7 @@ def test_simulate_writes_leaderboard_accuracy(tmp_path):
     path = tmp_path / "m.csv"
     small.write(path)
     out = tmp_path / "out"
-    r = CliRunner().invoke(app, ["simulate", "--bank", "winogrande", "--responses", str(path),
+    r = CliRunner().invoke(app, ["simulate", "--bank", "winogrande", str(path),
                                  "-o", str(out), "--se-stop", "0.3", "--no-selected"])
     assert r.exit_code == 0, r.output
     df = pd.read_csv(out / "person_scores.csv")

@@ -5,6 +5,9 @@
   leaderboard population, each with a score link), ``banks/<bench>.parquet``;
 - ``paper-arc``, ``paper-gsm8k``, ``paper-hellaswag``, ``paper-truthfulqa``,
   ``paper-winogrande``: the ATLAS paper's published 3PL banks (parameters only).
+
+A path is a bank file, or a bank folder written by ``atlas build-bank``
+(:func:`atlascat.bankdir.load_bank_dir`).
 """
 from __future__ import annotations
 
@@ -64,7 +67,8 @@ def load_bank(name: str = "arc") -> ItemBank:
 
 
 def resolve_bank(spec, *, normalize_ids: bool = True, option: str = "--bank") -> ItemBank:
-    """An ItemBank from a file path or a bundled name (see the module docstring).
+    """An ItemBank from a file path, a bank folder (``atlas build-bank``) or a bundled name
+    (see the module docstring).
 
     A path that exists wins over a name; a missing path that is not a bundled name is an error
     that lists the names."""
@@ -72,6 +76,10 @@ def resolve_bank(spec, *, normalize_ids: bool = True, option: str = "--bank") ->
         return spec
     text = str(spec)
     path = Path(text)
+    if path.is_dir():
+        from ..bankdir.folder import load_bank_dir
+
+        return load_bank_dir(path).bank  # a bank folder (atlas build-bank)
     if path.exists():
         return ItemBank.read(path, normalize_ids=normalize_ids)
     if is_bundled_name(text):

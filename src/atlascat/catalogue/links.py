@@ -31,11 +31,16 @@ def load_score_link(bench: str) -> ScoreLink:
 
 
 def bundled_link(bank_arg) -> ScoreLink | None:
-    """The score link of ``bank_arg`` when it names a bundled content bank (not a file path).
+    """The score link of ``bank_arg`` when it names a bundled content bank (not a file path)
+    or a bank folder (``atlas build-bank``).
 
     ``atlas simulate --bank arc`` (and friends) use it to add the predicted leaderboard score.
     """
     name = str(bank_arg)
+    from ..bankdir.folder import is_bank_dir, load_bank_dir
+
+    if is_bank_dir(name):
+        return load_bank_dir(name).link  # a bank folder carries its own link
     if Path(name).exists() or name.lower() not in LINK_BENCHMARKS:
         return None
     try:

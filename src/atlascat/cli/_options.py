@@ -39,11 +39,17 @@ def cli_names(build: Callable[[], T]) -> T:
 
 
 def cat_config(*, se_stop: float | None = None, min_items: int | None = None,
-               max_items: int | None = None, fixed_length: int | None = None, **fields):
+               max_items: int | None = None, fixed_length: int | None = None,
+               reference: bool = False, **fields):
     """A CATConfig from a command's options (None: not given, the class's default;
     ``min_items`` is capped at ``max_items`` when only the latter is given). ``fixed_length``:
-    exactly N items, no SE stop; it replaces --se-stop / --min-items / --max-items."""
+    exactly N items, no SE stop; it replaces --se-stop / --min-items / --max-items.
+    ``reference``: on catR's grid (:meth:`CATConfig.reference`)."""
     from ..cat.config import CATConfig
+
+    if reference:
+        fields = {**{k: v for k, v in CATConfig.reference().to_dict().items()
+                     if k in ("quadpts", "theta_range", "quadrature_rule")}, **fields}
 
     if fixed_length is not None:
         given = [opt for opt, v in (("--se-stop", se_stop), ("--min-items", min_items),

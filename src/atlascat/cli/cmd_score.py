@@ -12,6 +12,24 @@ from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, er
 METHODS = ("eap", "wle", "map", "ml")
 
 
+def _with_folder_prediction(df, bank_dir, rm, bk):
+    """``df`` with a bank folder's predicted score columns (``leaderboard_accuracy``, ``_lo``,
+    ``_hi``, ...) from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..bankdir import load_bank_dir, predict_scores
+
+    y = rm.aligned_values(bk.item_ids)
+    r, c = np.nonzero(np.isfinite(y))
+    administered = pd.DataFrame({"subject_id": np.asarray(rm.subject_ids, dtype=object)[r],
+                                 "item_id": np.asarray(bk.item_ids, dtype=object)[c],
+                                 "score": y[r, c]})
+    pred = predict_scores(load_bank_dir(bank_dir), df[["subject_id", "theta", "se"]],
+                          administered)
+    return pd.concat([df.reset_index(drop=True), pred], axis=1)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("score")
     def score(
@@ -99,6 +117,10 @@ def register(app: typer.Typer) -> None:
             df["accuracy_pirt"] = rec["accuracy_pirt"].to_numpy()
             if reconstruct == "gpirt":
                 df["accuracy_gpirt"] = rec["accuracy_gpirt"].to_numpy()
+        from ..bankdir import is_bank_dir
+
+        if is_bank_dir(bank):  # a bank folder: its predicted score with the 95% interval
+            df = _with_folder_prediction(df, bank, rm, bk)
         if output is not None:
             from ..validation import write_guard
 

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from ._common import (bank_option_help, console, deprecated_alias, err_console, escape,
-                      json_safe, load_bank, load_responses, one_bank, output_dir, print_frame,
-                      progress_bar)
+from ._common import (bank_option_help, console, err_console, escape, json_safe, load_bank,
+                      load_responses, one_bank, output_dir, print_frame, progress_bar)
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -77,49 +77,78 @@ def read_thetas(path: Path, option: str = "--thetas"):
     return ids, values
 
 
+#: help texts of the options (the command's signature stays readable)
+HELP = {
+    "responses": "Response matrix to replay (real answers; file or bundled name). Without it, "
+                 "answers are drawn from the bank's model at --thetas. With --suite: one "
+                 "BENCH=MATRIX pair per member (bundled names allowed; BENCH alone = its "
+                 "bundled matrix).",
+    "suite": "Replay a suite (bundled name such as openllm-v1, or a suite JSON file) as one "
+             "adaptive test aimed at its average; writes suite_scores.csv.",
+    "scores": "--suite: published scores (a model column and one column per member, percent or "
+              "0-1; e.g. the leaderboard's score file) to report the error of the predicted "
+              "average against.",
+    "target_se": "--suite: stop once the average's SE (points, 0-100) is at or below this. "
+                 "[default: none: the --max-items budget]",
+    "thetas": "CSV of true thetas (subject_id,theta or Model_Name,Theta_WLE): answers drawn "
+              "from the bank's model. With RESPONSES: reference thetas for the error columns.",
+    "se_stop": "Stop once SE <= this value. [default: 0.1]",
+    "min_items": "Never stop before this many items. [default: 30, or the bundled bank's own "
+                 "minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most --max-items]",
+    "max_items": "Stop after this many items. [default: 500; --suite: 150 in all]",
+    "randomesque": "Pick among the k best items. [default: 5; --suite: 2]",
+    "batch_size": "Items per adaptive round, chosen jointly (1: classic CAT). [default: 1; "
+                  "--suite: 6, mixing benchmarks]",
+    "bound_stop": "Banks with a score link: stop once the examinee is surely at the floor "
+                  "(chance) or the top of the link's curve.",
+    "bound_margin": "Floor/top stop: how close (0-1 score units) to the curve's lowest/highest "
+                    "value counts as there.",
+}
+
+
+@dataclass
+class _Options:
+    """The command's options, as typed (None: not given)."""
+
+    responses: Optional[List[str]]
+    bank: Optional[List[str]]
+    suite: Optional[str]
+    scores: Optional[Path]
+    target_se: Optional[float]
+    thetas: Optional[Path]
+    output: Optional[Path]
+    se_stop: Optional[float]
+    min_items: Optional[int]
+    max_items: Optional[int]
+    fixed_length: Optional[int]
+    randomesque: Optional[int]
+    selection: str
+    se_method: str
+    reference: bool
+    theta0: float
+    seed: int
+    batch_size: Optional[int]
+    selected: bool
+    bound_stop: bool
+    bound_margin: float
+
+
 def simulate_command(
-    responses: Optional[List[str]] = typer.Argument(
-        None, metavar="RESPONSES",
-        help="Response matrix to replay (real answers; file or bundled name). Without it, "
-             "answers are drawn from the bank's model at --thetas. With --suite: one "
-             "BENCH=MATRIX pair per member (bundled names allowed; BENCH alone = its bundled "
-             "matrix)."),
+    responses: Optional[List[str]] = typer.Argument(None, metavar="RESPONSES",
+                                                    help=HELP["responses"]),
     bank: Optional[List[str]] = typer.Option(None, "--bank", "-b", help=bank_option_help()),
-    suite: Optional[str] = typer.Option(
-        None, "--suite",
-        help="Replay a suite (bundled name such as openllm-v1, or a suite JSON file) as one "
-             "adaptive test aimed at its average; writes suite_scores.csv."),
-    scores: Optional[Path] = typer.Option(
-        None, "--scores",
-        help="--suite: published scores (a model column and one column per member, percent "
-             "or 0-1; e.g. the leaderboard's score file) to report the error of the predicted "
-             "average against."),
-    target_se: Optional[float] = typer.Option(
-        None, "--target-se",
-        help="--suite: stop once the average's SE (points, 0-100) is at or below this. "
-             "[default: none: the --max-items budget]"),
-    thetas: Optional[Path] = typer.Option(
-        None, "--thetas", "-t",
-        help="CSV of true thetas (subject_id,theta or Model_Name,Theta_WLE): answers drawn from "
-             "the bank's model. With RESPONSES: reference thetas for the error columns."),
+    suite: Optional[str] = typer.Option(None, "--suite", help=HELP["suite"]),
+    scores: Optional[Path] = typer.Option(None, "--scores", help=HELP["scores"]),
+    target_se: Optional[float] = typer.Option(None, "--target-se", help=HELP["target_se"]),
+    thetas: Optional[Path] = typer.Option(None, "--thetas", "-t", help=HELP["thetas"]),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Run directory to write (created if missing)."),
-    responses_old: Optional[str] = typer.Option(None, "--responses", "-r", hidden=True,
-                                                help="Deprecated: give RESPONSES positionally."),
-    out_old: Optional[Path] = typer.Option(None, "--out", hidden=True,
-                                           help="Deprecated spelling of --output."),
-    se_stop: Optional[float] = typer.Option(0.1, "--se-stop", help="Stop once SE <= this value."),
-    min_items: int | None = typer.Option(
-        None, "--min-items", help="Never stop before this many items. [default: 30, or the "
-        "bundled bank's own minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most "
-        "--max-items]"),
-    max_items: int | None = typer.Option(
-        None, "--max-items", help="Stop after this many items. [default: 500; --suite: 150 "
-        "in all]"),
+    se_stop: Optional[float] = typer.Option(None, "--se-stop", help=HELP["se_stop"]),
+    min_items: Optional[int] = typer.Option(None, "--min-items", help=HELP["min_items"]),
+    max_items: Optional[int] = typer.Option(None, "--max-items", help=HELP["max_items"]),
     fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                help="Fixed-length test of N items (no SE stop)."),
-    randomesque: int | None = typer.Option(
-        None, "--randomesque", help="Pick among the k best items. [default: 5; --suite: 2]"),
+    randomesque: Optional[int] = typer.Option(None, "--randomesque", help=HELP["randomesque"]),
     selection: str = typer.Option("mfi", "--selection",
                                   help="Item selection: mfi, kl, astrat or random."),
     se_method: str = typer.Option("information", "--se-method",
@@ -128,96 +157,92 @@ def simulate_command(
                                    help="catR's grid: 33 trapezoidal nodes on [-4, 4]."),
     theta0: float = typer.Option(0.0, "--theta0", help="Starting theta."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
-    batch_size: int | None = typer.Option(
-        None, "--batch-size", min=1, help="Items per adaptive round, chosen jointly (1: classic "
-        "CAT). [default: 1; --suite: 6, mixing benchmarks]"),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=HELP["batch_size"]),
     selected: bool = typer.Option(True, "--selected/--no-selected",
                                   help="Write selected_items/<subject>.csv files."),
     bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
-                                    help="Bundled banks with a score link: stop once the "
-                                         "examinee is surely at the floor (chance) or the top "
-                                         "of the link's curve."),
-    bound_margin: float = typer.Option(0.02, "--bound-margin",
-                                       help="Floor/top stop: how close (0-1 score units) to "
-                                            "the curve's lowest/highest value counts as there."),
+                                    help=HELP["bound_stop"]),
+    bound_margin: float = typer.Option(0.02, "--bound-margin", help=HELP["bound_margin"]),
 ) -> None:
     """Simulate adaptive tests (replayed or model-drawn answers); write scores and diagnostics."""
+    run_simulate(_Options(**locals()))
+
+
+def run_simulate(o: _Options) -> None:
+    """Check the options against each other, then replay a suite or one bank."""
+    from ..errors import ConfigError
+
+    if o.output is None:
+        raise ConfigError("give the run directory with -o/--output (nothing is written to the "
+                          "current directory unless you name it)")
+    if o.suite is not None:
+        if o.bank:
+            raise ConfigError("--suite runs the suite's own banks; drop --bank")
+        return simulate_suite_command(o.suite, list(o.responses or []), output_dir(o.output),
+                                      target_se=o.target_se, max_items=o.max_items,
+                                      min_items=o.min_items, batch_size=o.batch_size,
+                                      randomesque=o.randomesque, seed=o.seed, scores=o.scores)
+    if o.scores is not None:
+        raise ConfigError("--scores goes with --suite (a single bank's published scores are "
+                          "its score link's)")
+    if o.target_se is not None:
+        raise ConfigError("--target-se is the average's stop of --suite; a single bank stops "
+                          "on --se-stop")
+    if o.responses and len(o.responses) > 1:
+        raise ConfigError(f"give one RESPONSES matrix (got {len(o.responses)}); to replay "
+                          "several benchmarks as one test use --suite openllm-v1 BENCH=MATRIX ...")
+    if not o.responses and o.thetas is None:
+        raise ConfigError("give RESPONSES (a matrix to replay) or --thetas (answers drawn from "
+                          "the model)")
+    return _simulate_bank(o, one_bank(o.bank), output_dir(o.output))
+
+
+def _config(o: _Options, link):
+    """The CAT's settings from the options (and the score link's floor / top stops)."""
+    from ..validation import check_finite
+    from ._common import with_link_stops
+    from ._options import cat_config
+
+    check_finite(o.theta0, "--theta0")
+    config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
+                        fixed_length=o.fixed_length, reference=o.reference,
+                        randomesque=5 if o.randomesque is None else o.randomesque,
+                        selection=o.selection, se_method=o.se_method, theta0=o.theta0)
+    if link is not None and o.bound_stop and o.fixed_length is None:
+        config = with_link_stops(config, link.stop_settings(check_finite(o.bound_margin,
+                                                                         "--bound-margin")),
+                                 o.min_items is not None)
+    return config
+
+
+def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
+    """One bank's adaptive test on every examinee, then the predicted scores and the files."""
     import numpy as np
     import pandas as pd
 
-    from ..cat.config import CATConfig
+    from ..bankdir import is_bank_dir, load_bank_dir
     from ..cat.engine import simulate_cat
-    from ..errors import ConfigError
-
-    from ..validation import check_finite
-
-    out = deprecated_alias(output, out_old, "--out", "--output")
-    if out is None:
-        raise ConfigError("give the run directory with -o/--output (nothing is written to the "
-                          "current directory unless you name it)")
-    if suite is not None:
-        if bank:
-            raise ConfigError("--suite runs the suite's own banks; drop --bank")
-        return simulate_suite_command(suite, list(responses or []), output_dir(out),
-                                      target_se=target_se, max_items=max_items,
-                                      min_items=min_items, batch_size=batch_size,
-                                      randomesque=randomesque, seed=seed, scores=scores)
-    if scores is not None:
-        raise ConfigError("--scores goes with --suite (a single bank's published scores are "
-                          "its score link's)")
-    if target_se is not None:
-        raise ConfigError("--target-se is the average's stop of --suite; a single bank stops "
-                          "on --se-stop")
-    bank = one_bank(bank)
-    if responses and len(responses) > 1:
-        raise ConfigError(f"give one RESPONSES matrix (got {len(responses)}); to replay several "
-                          "benchmarks as one test use --suite openllm-v1 BENCH=MATRIX ...")
-    responses = deprecated_alias(responses[0] if responses else None, responses_old,
-                                 "--responses", "RESPONSES (positional)")
-    max_items = 500 if max_items is None else max_items
-    randomesque = 5 if randomesque is None else randomesque
-    batch_size = 1 if batch_size is None else batch_size
-    if responses is None and thetas is None:
-        raise ConfigError("give RESPONSES (a matrix to replay; formerly --responses) or --thetas "
-                          "(answers drawn from the model)")
-    check_finite(theta0, "--theta0")
-    if se_stop is not None:
-        check_finite(se_stop, "--se-stop")
-    out = output_dir(out)
     from ..catalogue import bundled_link
 
-    link = bundled_link(bank)  # a bundled content bank name (arc, hellaswag, ...) with a link
-    item_bank = load_bank(bank, normalize_ids=True)
-    base = dict(se_stop=se_stop,
-                min_items=min(30, max_items) if min_items is None else min_items,
-                max_items=max_items,
-                randomesque=randomesque, selection=selection, se_method=se_method, theta0=theta0)
-    if fixed_length is not None:
-        base.update(min_items=fixed_length, max_items=fixed_length, se_stop=None)
-    config = CATConfig.reference(**base) if reference else CATConfig(**base)
-    if link is not None and bound_stop and fixed_length is None:
-        from ._common import with_link_stops
-
-        config = with_link_stops(config, link.stop_settings(check_finite(bound_margin,
-                                                                         "--bound-margin")),
-                                 min_items is not None)
-
+    folder = load_bank_dir(bank) if is_bank_dir(bank) else None  # atlas build-bank's folder
+    # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
+    link = folder.link if folder is not None else bundled_link(bank)
+    item_bank = folder.bank if folder is not None else load_bank(bank, normalize_ids=True)
+    config = _config(o, link)
     kwargs = {}
-    if responses is not None:
-        rm = load_responses(responses, normalize_ids=True, on_empty="keep")
+    if o.responses:
+        rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
         kwargs["responses"] = rm
         n_total = rm.n_subjects
-        if thetas is not None:
-            ids, values = read_thetas(thetas)
+        if o.thetas is not None:
+            ids, values = read_thetas(o.thetas)
             ref = pd.Series(values, index=ids)
             ref = ref[~ref.index.duplicated()]
             kwargs["theta_ref"] = ref.reindex(rm.subject_ids.astype(str)).to_numpy(float)
     else:
-        ids, values = read_thetas(thetas)
+        ids, values = read_thetas(o.thetas)
         kwargs.update(thetas=values, subject_ids=ids)
         n_total = len(ids)
-
-    rng = np.random.default_rng(seed)
     with progress_bar("simulating", n_total) as advance:
         state = {"done": 0}
 
@@ -225,18 +250,30 @@ def simulate_command(
             advance(done - state["done"])
             state["done"] = done
 
-        result = simulate_cat(item_bank, config, rng=rng, progress=progress,
-                              batch_size=batch_size, **kwargs)
-
-    out.mkdir(parents=True, exist_ok=True)
+        result = simulate_cat(item_bank, config, rng=np.random.default_rng(o.seed),
+                              progress=progress, batch_size=o.batch_size or 1, **kwargs)
     persons = result.persons
-    if link is not None:  # predicted published leaderboard score (0-1) with its 95% interval
+    if folder is not None:  # the built bank's predicted score (0-1) with its 95% interval
+        from ..bankdir import predict_scores
+
+        persons = pd.concat([persons.reset_index(drop=True),
+                             predict_scores(folder, persons, result.administered)], axis=1)
+    elif link is not None:  # predicted published leaderboard score (0-1) with its 95% interval
         from ..link import predict_frame
 
         persons = pd.concat([persons.reset_index(drop=True),
                              predict_frame(link, persons, result.administered)], axis=1)
+    _write_bank_outputs(o, bank, out, result, persons, item_bank)
+
+
+def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank) -> None:
+    """person_scores.csv, selected_items/, item_exposure.csv, item_positions.csv,
+    summary.json, and the summary table."""
+    import pandas as pd
+
+    out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
-    if selected:
+    if o.selected:
         sel_dir = out / "selected_items"
         sel_dir.mkdir(exist_ok=True)
         stems = unique_filenames(persons["subject_id"])
@@ -250,10 +287,10 @@ def simulate_command(
     exposure.to_csv(out / "item_exposure.csv", index=False)
     result.item_positions().to_csv(out / "item_positions.csv", index=False)
     summary = result.summary()
-    summary["inputs"] = {"bank": str(bank), "responses": None if responses is None else str(responses),
-                         "thetas": None if thetas is None else str(thetas), "seed": seed}
+    summary["inputs"] = {"bank": str(bank),
+                         "responses": o.responses[0] if o.responses else None,
+                         "thetas": None if o.thetas is None else str(o.thetas), "seed": o.seed}
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
-
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (sd)", f"{summary['items_mean']:.2f} ({summary['items_sd']:.2f})"),
             ("SE mean", f"{summary['se_mean']:.4f}")]
@@ -270,9 +307,8 @@ def simulate_command(
                                              "person_scores.csv leaderboard_warning)"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
-                  f"{'selected_items/, ' if selected else ''}item_exposure.csv, "
+                  f"{'selected_items/, ' if o.selected else ''}item_exposure.csv, "
                   "item_positions.csv, summary.json)")
-
 
 
 def parse_pairs(pairs, names) -> dict:

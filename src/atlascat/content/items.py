@@ -20,7 +20,7 @@ and, to be asked the Open LLM Leaderboard's way (:mod:`atlascat.content.requests
 :data:`~atlascat.content.requests.REQUEST_COLUMNS`:
 
 =================  =======================================================================
-``rule``           acc_norm, acc, mc1, partial or gsm8k_exact
+``rule``           acc_norm, acc, mc1, partial, gsm8k_exact or exact_match
 ``context``        the context shared by the item's requests (stored once per item)
 ``ctx_suffixes``   per-request text appended to ``context`` (WinoGrande's options), or []
 ``continuations``  one per log-likelihood request ([] for generation items)
@@ -28,6 +28,8 @@ and, to be asked the Open LLM Leaderboard's way (:mod:`atlascat.content.requests
 ``target``         GSM8K's gold answer string as the harness extracts it, else ""
 ``n_choices``      how many leading requests the rule scores (TruthfulQA: the mc1 targets)
 ``mc2_true``       TruthfulQA: how many of the mc2 targets (after the mc1 ones) are true
+``until``          (optional) a generation item's stop strings (default GSM8K's)
+``max_gen_toks``   (optional) a generation item's token limit (default 256)
 =================  =======================================================================
 
 Options are always *presented* with letters A, B, C, ... in list order whatever labels the
@@ -240,9 +242,10 @@ def attach_content(bank, content: pd.DataFrame, *, missing: str = "drop"):
             lacking = bank.item_ids[~have]
             raise BankError(f"{lacking.size} bank item(s) have no content, e.g. {list(lacking[:5])}")
         bank = bank.subset(have)
-    from .requests import REQUEST_COLUMNS
+    from .requests import GENERATION_COLUMNS, REQUEST_COLUMNS
 
-    wanted = [c for c in (*CONTENT_COLUMNS, *REQUEST_COLUMNS) if c in content.columns]
+    wanted = [c for c in (*CONTENT_COLUMNS, *REQUEST_COLUMNS, *GENERATION_COLUMNS)
+              if c in content.columns]
     meta = content.loc[list(bank.item_ids), wanted]
     if "fewshot" in meta.columns and "context" in meta.columns and "rule" in meta.columns:
         meta = meta.copy()

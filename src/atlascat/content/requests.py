@@ -33,9 +33,13 @@ partial      WinoGrande's partial scoring: one log-likelihood per option (the op
 gsm8k_exact  the generation is cut before the first stop string; ``#### (-?[0-9.,]+)``, first
              match, stripped, commas removed; exact *string* equality with the gold answer
              extracted the same way (``"160."`` is not ``"160"``); no match is wrong.
+exact_match  (banks built from sample logs, :mod:`atlascat.bankdir`) the harness's
+             ``exact_match`` without a filter: the generation cut before the first of the
+             item's own stop strings, stripped, equal to the stripped ``target``.
 
 Request data travel in a bank's metadata (:data:`REQUEST_COLUMNS`, one row per item: the
-context is stored once per item, not once per choice), written by
+context is stored once per item, not once per choice; a generation item may add its own stop
+strings and token limit, :data:`GENERATION_COLUMNS`, else GSM8K's are used), written by
 :func:`atlascat.content.items.attach_content` from :func:`atlascat.content.items.load_item_content`.
 """
 from __future__ import annotations
@@ -55,14 +59,19 @@ __all__ = [
     "RULES", "REQUEST_COLUMNS", "QA_PROMPT", "GSM8K_UNTIL", "GSM8K_MAX_GEN_TOKS",
     "HarnessDoc", "harness_doc", "hellaswag_preprocess", "mmlu_description", "request_fields",
     "gsm8k_extract", "gsm8k_cut", "score_outputs", "chosen_index", "HARNESS_COMMIT",
+    "GENERATION_RULES", "GENERATION_COLUMNS",
 ]
 
 #: lm-evaluation-harness commit the Open LLM Leaderboard v1 ran
 HARNESS_COMMIT = "b281b0921b636bc36ad05c0b0b0763bd6dd43463"
-RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact")
+RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact", "exact_match")
+#: rules scored on a generation (one ``generate_until`` request)
+GENERATION_RULES = ("gsm8k_exact", "exact_match")
 #: metadata columns that carry an item's requests (one row per item)
 REQUEST_COLUMNS = ("rule", "context", "ctx_suffixes", "continuations", "gold", "target",
                    "n_choices", "mc2_true")
+#: optional metadata columns of a generation item: its stop strings and token limit
+GENERATION_COLUMNS = ("until", "max_gen_toks")
 GSM8K_UNTIL = (":", "Question:", "Question")
 GSM8K_MAX_GEN_TOKS = 256
 _GSM8K_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -140,9 +149,10 @@ class ItemRequests:
 
     def score(self, outputs) -> int:
         """0/1 from ``outputs``: one log-likelihood per request (same order), or one generation."""
+        until = self.requests[0].until if self.kind == "generate_until" else GSM8K_UNTIL
         return score_outputs(self.rule, outputs, gold=self.gold, norm=self.norm,
                              n_choices=self.n_choices or len(self.requests),
-                             n_requests=len(self.requests), item_id=self.item_id)
+                             n_requests=len(self.requests), item_id=self.item_id, until=until)
 
     def choice(self, outputs) -> dict:
         """What the model chose, readably: for log-likelihood items the option texts with their
@@ -151,8 +161,10 @@ class ItemRequests:
         self.score(outputs)  # validates the outputs
         if self.kind == "generate_until":
             text = outputs if isinstance(outputs, str) else list(outputs)[0]
+            cut = gsm8k_cut(text, self.requests[0].until)
             return {"kind": "generation", "text": text,
-                    "extracted": gsm8k_extract(gsm8k_cut(text)), "gold": str(self.gold)}
+                    "extracted": cut.strip() if self.rule == "exact_match" else gsm8k_extract(cut),
+                    "gold": str(self.gold)}
         ll = np.asarray(list(outputs), dtype=float)
         k = self.n_choices or len(self.requests)
         per_char = (ll[:k] / np.asarray(self.norm, float)).tolist() if self.rule == "acc_norm" \
@@ -190,19 +202,23 @@ def _argmax(values: np.ndarray) -> int:
 
 
 def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = None,
-                  n_requests: int | None = None, item_id: str = "?") -> int:
-    """Apply ``rule`` to a subject's ``outputs`` (see the module docstring); returns 0 or 1."""
+                  n_requests: int | None = None, item_id: str = "?",
+                  until: Sequence[str] = GSM8K_UNTIL) -> int:
+    """Apply ``rule`` to a subject's ``outputs`` (see the module docstring); returns 0 or 1.
+    ``until``: the stop strings a generation is cut at (the item's own)."""
     if rule not in RULES:
         raise BankError(f"item {item_id}: unknown scoring rule {rule!r}; use one of {', '.join(RULES)}")
     if isinstance(outputs, (str, bytes)):
         outputs = [outputs]
     outputs = list(outputs)
-    if rule == "gsm8k_exact":
+    if rule in GENERATION_RULES:
         if len(outputs) != 1 or not isinstance(outputs[0], str):
             raise LiveRunError(f"item {item_id}: a generation item needs exactly one generated "
                                f"string, got {len(outputs)} output(s) of type "
                                f"{type(outputs[0]).__name__ if outputs else 'none'}")
-        got = gsm8k_extract(gsm8k_cut(outputs[0]))
+        if rule == "exact_match":
+            return int(gsm8k_cut(outputs[0], until).strip() == str(gold).strip())
+        got = gsm8k_extract(gsm8k_cut(outputs[0], until))
         return int(got != _GSM8K_INVALID and got == str(gold))
     if n_requests is not None and len(outputs) != n_requests:
         raise LiveRunError(f"item {item_id}: {len(outputs)} log-likelihood(s) for {n_requests} "
@@ -440,11 +456,13 @@ def requests_from_record(rec: Mapping, item_id: str = "?") -> ItemRequests:
     bench = _cell_str(rec.get("benchmark"))
     if not context:
         raise BankError(f"item {item_id}: empty request context")
-    if rule == "gsm8k_exact":
+    if rule in GENERATION_RULES:
         target = _cell_str(rec.get("target"))
-        if not target:
+        if not target and rule == "gsm8k_exact":
             raise BankError(f"item {item_id}: a gsm8k_exact item needs its gold answer in 'target'")
-        req = Request("generate_until", context, until=GSM8K_UNTIL, max_gen_toks=GSM8K_MAX_GEN_TOKS)
+        until = tuple(_cell_list(rec.get("until"))) or GSM8K_UNTIL
+        max_gen = _cell_int(rec.get("max_gen_toks"), 0) or GSM8K_MAX_GEN_TOKS
+        req = Request("generate_until", context, until=until, max_gen_toks=max_gen)
         return ItemRequests(item_id, bench, rule, (req,), gold=target, n_choices=1)
     conts = _cell_list(rec.get("continuations"))
     suffixes = _cell_list(rec.get("ctx_suffixes"))

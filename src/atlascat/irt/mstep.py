@@ -19,6 +19,11 @@ __all__ = ["mstep", "pd_solve", "armijo_ok", "line_search_masked", "line_search_
            "set_free", "PRED_REL"]
 
 PRED_REL = 1e-12  # M-step: stop an item when its predicted gain is below this x |objective|
+#: accelerator path (``sync=False``): read back one flag per Newton step and per halving and
+#: leave a loop once no item is left in it (the iterates are the same as running every loop its
+#: full count: a loop with no active item changes nothing); False runs the full counts with no
+#: read at all (benchmarks/gpu measures both)
+EARLY_EXIT = True
 
 
 def pd_solve(A, g, rel_tol: float = 1e-8):
@@ -80,8 +85,10 @@ def mstep(model: ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float =
 
     ``nr`` is n - r, (n_items, n_nodes), or the node masses n, (n_nodes,), for dense data.
     ``sync`` (default: True on host arrays) lets the loops read scalars back to exit early and
-    restrict work to the items still active; with ``sync=False`` (accelerators) every loop runs
-    its full count with masks and nothing is read back. Both give the same iterates.
+    restrict work to the items still active; with ``sync=False`` (accelerators) the loops run
+    on masks over all items, reading back one flag per Newton step and per halving to stop once
+    no item is left (:data:`EARLY_EXIT`; False: every loop its full count, nothing read back).
+    All give the same iterates.
     """
     xp = arrays.namespace(th, r)
     sync = arrays.can_sync(xp) if sync is None else sync
@@ -101,6 +108,8 @@ def mstep(model: ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float =
             sub = not bool(xp.all(active))
         else:
             sub = False
+            if EARLY_EXIT and f0 is not None and not bool(xp.any(active)):
+                break  # nothing left to move: the remaining passes would change nothing
         ta = th[active] if sub else th
         ra = r[active] if sub else r
         nra = nr_full[active] if sub else nr_full
@@ -143,7 +152,8 @@ def mstep(model: ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float =
                                                           fa, pred, go, max_halvings)
         else:
             cand_cols, new_f, moved, t = line_search_masked(model, ta, ra, nra, x, base, step,
-                                                            fa, pred, go, max_halvings)
+                                                            fa, pred, go, max_halvings,
+                                                            early_exit=EARLY_EXIT)
         cand = set_free(ta, f, cand_cols, xp)
         keep = xp.logical_and(moved, t * smax > step_tol)
         if sub:
@@ -170,14 +180,19 @@ def armijo_ok(model, trial, ft, fa, t, pred, xp=None):
     return ok
 
 
-def line_search_masked(model, ta, r, nr, x, base, step, fa, pred, go, max_halvings):
-    """Backtracking on t = 1, 1/2, ..., 2^-(max_halvings-1) with masks and a fixed count
-    (nothing read back: the accelerator path). Returns (columns, objective, moved, t)."""
+def line_search_masked(model, ta, r, nr, x, base, step, fa, pred, go, max_halvings,
+                       early_exit: bool = False):
+    """Backtracking on t = 1, 1/2, ..., 2^-(max_halvings-1) with masks (the accelerator path):
+    a fixed count with nothing read back, or, with ``early_exit``, one flag read per halving
+    and a stop once no item is pending (the same result: a pass with none pending changes
+    nothing). Returns (columns, objective, moved, t)."""
     xp = arrays.namespace(fa)
     free = model.free
     t = xp.ones_like(fa)
     new_f, moved, pending, cand_cols = fa, xp.zeros_like(go), go, base
     for _ in range(max_halvings):
+        if early_exit and not bool(xp.any(pending)):
+            break
         trial_cols = [b_ + t * s_ for b_, s_ in zip(base, step)]
         trial = set_free(ta, free, trial_cols, xp)
         ft = model.objective(trial, r, nr, x, xp)

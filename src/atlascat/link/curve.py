@@ -32,6 +32,28 @@ def isotonic(values, weights) -> np.ndarray:
 
 
 
+#: fewest calibration models a score link is fitted on (a cubic spline with one interior knot
+#: has 5 coefficients: 4 models per coefficient)
+MIN_LINK_MODELS = 20
+
+
+def knots_for(n: int, most: int = 6) -> int:
+    """Interior knots of the link's spline for ``n`` models: 4 models per coefficient (a cubic
+    spline with k interior knots has k + 4), so 1 knot at 20 models (0, a cubic polynomial, at
+    16-19), the full ``most`` (6) from 40 up (the shipped banks' setting)."""
+    return int(min(most, max(0, n // 4 - 4)))
+
+
+def support_for(n: int) -> float:
+    """Kernel-weighted models a theta-grid point needs to count as inside the link's data:
+    :data:`MIN_SUPPORT` (10) from 400 models up, n / 40 below (at least 0.5: about one model
+    within +-0.3 theta). The kernel count of N models spread over 4-6 theta units is about
+    N / 8 at their density, so a fixed 10 (the shipped banks, 2,000-5,000 models) would put a
+    population of 20-80 models 'outside its own data' almost everywhere (HELM MMLU, 83 models:
+    70 of them flagged on their own answers)."""
+    return float(min(MIN_SUPPORT, max(0.5, n / 40.0)))
+
+
 def fit_monotone_spline(x, y, *, n_knots: int = 6, grid=GRID, monotone: bool = True) -> np.ndarray:
     """Least-squares cubic spline of y on x (interior knots at x quantiles) on ``grid``.
 
@@ -49,8 +71,11 @@ def fit_monotone_spline(x, y, *, n_knots: int = 6, grid=GRID, monotone: bool = T
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if x.size < 4 * (n_knots + 4):
-        raise ConfigError(f"a score link needs at least {4 * (n_knots + 4)} calibration models "
-                          f"with a published score, got {x.size}")
+        raise ConfigError(f"a score link with {n_knots} knot(s) needs at least "
+                          f"{4 * (n_knots + 4)} calibration models with a published score, got "
+                          f"{x.size}" + (f" (use n_knots={knots_for(x.size)})"
+                                         if x.size >= MIN_LINK_MODELS else
+                                         f"; a link needs at least {MIN_LINK_MODELS}"))
     order = np.argsort(x, kind="stable")
     x, y = x[order], y[order]
     inner = np.unique(np.quantile(x, np.linspace(0, 1, n_knots + 2)[1:-1]))
@@ -115,8 +140,10 @@ def check_local(values, grid) -> np.ndarray:
 
 
 
-def fit_support(theta, scores, grid, benchmark, chance=None) -> dict:
-    """The link's support from the calibration models' theta and published scores."""
+def fit_support(theta, scores, grid, benchmark, chance=None, min_models: float = MIN_SUPPORT
+                ) -> dict:
+    """The link's support from the calibration models' theta and published scores
+    (``min_models``: kernel-weighted models a supported grid point needs)."""
     th = np.asarray(theta, float)
     s = np.asarray(scores, float)
     ok = np.isfinite(th) & np.isfinite(s)
@@ -127,7 +154,7 @@ def fit_support(theta, scores, grid, benchmark, chance=None) -> dict:
     chance = float(chance)
     if not 0.0 <= chance <= 1.0:
         raise ConfigError(f"chance must be a score in 0-1, got {chance!r}")
-    return {"count": count, "bandwidth": SUPPORT_BANDWIDTH, "min_models": MIN_SUPPORT,
+    return {"count": count, "bandwidth": SUPPORT_BANDWIDTH, "min_models": float(min_models),
             "theta_range": (float(th.min()), float(th.max())),
             "score_range": (float(s.min()), float(s.max())), "chance": chance,
             "floor": min(chance, float(np.quantile(s, 0.01))), "top": 1.0}

@@ -59,8 +59,8 @@ import numpy as np
 
 from ..errors import BankError, ConfigError
 from .correction import ridge_correction, with_columns
-from .curve import (check_local, finite_values, fit_monotone_spline, fit_support, local_scale,
-                    rounded, smoothed_variance)
+from .curve import (MIN_LINK_MODELS, check_local, finite_values, fit_monotone_spline, fit_support,
+                    knots_for, local_scale, rounded, smoothed_variance)
 from .prediction import ScorePrediction, with_stop_note
 from .settings import (ANSWER_CHANCE, BOTTOM_TOLERANCE, CHANCE, CHANCE_ALPHA, COVERAGE_TARGET, GRID,
                        LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP, MIN_SUPPORT, PRECISION_FLOOR,
@@ -262,10 +262,11 @@ class ScoreLink:
     # ---------------------------------------------------------------- fitting
     @classmethod
     def fit(cls, bank, responses, scores, *, benchmark: str = "", theta=None,
-            leaderboard_scores=None, n_knots: int = 6, cat_config=None, rng=None,
+            leaderboard_scores=None, n_knots: int | None = None, cat_config=None, rng=None,
             use_answers: bool = True, n_anchors: int = 5,
             extra_se_stops=(), monotone: bool = True,
-            chance: float | None = None) -> "ScoreLink":
+            chance: float | None = None, min_models: int = MIN_LINK_MODELS,
+            min_support: float | None = None) -> "ScoreLink":
         """Fit on calibration models.
 
         Parameters
@@ -274,6 +275,8 @@ class ScoreLink:
         responses : their answers, a ResponseMatrix or an (n, J) array in bank order
         scores : their published scores, 0-1, shape (n,) (NaN rows are ignored)
         theta : their whole-bank theta (default: EAP on all bank items, N(0, 1), 61 nodes)
+        n_knots : interior knots of the spline (default :func:`knots_for` the number of models:
+            6 from 40 models up, 1 at 20; fewer than 20 models are refused)
         leaderboard_scores : every leaderboard model's score (0-1), for :meth:`percentile`
             (default: ``scores``)
         cat_config : CATConfig of the adaptive test replayed on the calibration models to fit
@@ -290,6 +293,11 @@ class ScoreLink:
         chance : the benchmark's chance level (0-1); default :data:`CHANCE` for a known
             ``benchmark``, else the lowest calibration score. The interval's floor outside
             the data is min(chance, the 1% quantile of the calibration scores).
+        min_models : fewest calibration models accepted (:data:`MIN_LINK_MODELS`, 20; a
+            cross-fitting fold may go lower, with ``n_knots=0``: a cubic polynomial)
+        min_support : kernel-weighted models a theta region needs to count as inside the data
+            (default :data:`MIN_SUPPORT`, 10, the shipped banks'; a small population wants
+            :func:`atlascat.link.curve.support_for` its size, as the bank builder passes)
         """
         from ..irt.ability import eap, response_array
 
@@ -302,6 +310,10 @@ class ScoreLink:
         y, s = y[keep], s[keep]
         if np.nanmax(s) > 1.0 + 1e-9:
             raise ConfigError("scores must be in 0-1 (divide published percentages by 100)")
+        if s.size < min_models:
+            raise ConfigError(f"a score link needs at least {min_models} calibration models "
+                              f"with a published score, got {s.size}; add models' results")
+        n_knots = knots_for(s.size) if n_knots is None else int(n_knots)
         th_eap, se_eap = eap(y, bank)
         th = th_eap if theta is None else np.asarray(theta, float)[keep]
         grid = GRID
@@ -317,7 +329,9 @@ class ScoreLink:
                          "model": getattr(bank, "model", None), "monotone": bool(monotone),
                          "rmse_full_bank": float(np.sqrt(np.mean(resid ** 2))),
                          "mae_full_bank": float(np.mean(np.abs(resid)))},
-                   support=fit_support(th, s, grid, benchmark, chance))
+                   support=fit_support(th, s, grid, benchmark, chance,
+                                       min_models=MIN_SUPPORT if min_support is None
+                                       else float(min_support)))
         if cat_config is False:
             return link
         from ..cat.config import CATConfig

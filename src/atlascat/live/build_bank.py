@@ -21,7 +21,8 @@ For each benchmark (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k),
    bank items) wins. A ratio, not the MAE itself: a model whose SE shrinks slowly would
    otherwise win by asking more items (GSM8K's 4PL: 85 items, worse than random-85). The
    final bank is calibrated on all calibration models with that model.
-4. **Score link** (:class:`atlascat.evaluate.score_link.ScoreLink`): published score on theta
+4. **Score link** (:class:`atlascat.link.ScoreLink`, fitted by the bank builder's
+   :func:`atlascat.bankdir.builder.fit_link`, the step ``atlas build-bank`` uses): published score on theta
    (monotone spline), per-item answer corrections, score anchors and interval scales from a
    replayed adaptive test of the calibration models.
 5. **Content**: ``attach_content(bank, load_item_content(bench, items_dir))``; written as zstd
@@ -242,8 +243,7 @@ def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "aut
     :func:`atlascat.filtering.filter_items` (default: :data:`FILTER_OPTIONS`).
     Returns ``(bank, link, info)``.
     """
-    from ..cat.config import CATConfig
-    from ..link import ScoreLink
+    from ..bankdir.builder import fit_link
     from ..filtering import filter_items
 
     info: dict = {"benchmark": bench, "n_models": int(train.n_subjects),
@@ -267,12 +267,11 @@ def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "aut
     bank = res.bank
     s = _scores_for(train, scores)
     min_items = MIN_ITEMS.get(bench, 30)
-    link = ScoreLink.fit(bank, train, s, benchmark=bench,
-                         leaderboard_scores=leaderboard_scores,
-                         cat_config=CATConfig(se_stop=SELECTION_TAU, min_items=min_items),
-                         rng=[seed, 5],
-                         use_answers=use_answers, extra_se_stops=extra_se_stops,
-                         monotone=bench not in NON_MONOTONE)
+    # the bank builder's link step (atlascat.bankdir), with the shipped banks' settings: the
+    # replayed test stops at SE <= 0.2 (SELECTION_TAU) after min_items, no cross-fitting
+    link = fit_link(bank, train, s, benchmark=bench, seed=seed, min_items=min_items,
+                    leaderboard_scores=leaderboard_scores, use_answers=use_answers,
+                    extra_se_stops=extra_se_stops, monotone=bench not in NON_MONOTONE)
     link.info["model"] = model
     if bench in MIN_ITEMS:
         link.info["min_items"] = int(MIN_ITEMS[bench])

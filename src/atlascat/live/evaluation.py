@@ -24,126 +24,17 @@ Example::
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import AtlasError, BankError, ConfigError
+from ..errors import AtlasError, ConfigError
+from .bankref import BankRef
 from .runner import RunResult, continue_run, start_run
 from .store import RunStore
 
 __all__ = ["BankRef", "Evaluation", "predict_score", "predict_run", "run_predictions",
            "run_folder"]
-
-_KINDS = ("shipped", "suite", "file")
-
-
-@dataclass(frozen=True)
-class BankRef:
-    """Which bank a run asks: ``kind`` shipped (a bundled content bank, ``name`` its benchmark),
-    suite (the suite's composite bank) or file (``name`` an absolute path). ``str()`` is the
-    stored form (``shipped:arc``, ``suite:openllm-v1``, the path); :meth:`parse` reads it back."""
-
-    kind: str
-    name: str
-
-    def __post_init__(self):
-        if self.kind not in _KINDS:
-            raise ConfigError(f"a bank reference is one of {_KINDS}, got {self.kind!r}")
-
-    @classmethod
-    def parse(cls, text: str) -> "BankRef":
-        """The stored form back (``shipped:<bench>``, ``suite:<suite>`` or a path)."""
-        text = str(text)
-        for kind in ("shipped", "suite"):
-            if text.startswith(kind + ":"):
-                return cls(kind, text.split(":", 1)[1])
-        return cls("file", text)
-
-    @classmethod
-    def from_option(cls, spec: str) -> "BankRef":
-        """What a user gives ``--bank``: a bundled content bank's name (``arc``) or a bank file
-        with content columns; an existing path wins over a name."""
-        from ..catalogue import bank_names, is_bundled_name
-
-        path = Path(spec)
-        if not path.exists() and is_bundled_name(str(spec).lower()):
-            return cls("shipped", str(spec).lower())
-        if not path.exists():
-            raise BankError(f"--bank {spec!r} is neither a bundled bank "
-                            f"({', '.join(bank_names())}) nor an existing file")
-        if path.is_dir():
-            raise BankError(f"--bank {spec!r} is a directory; give a bank file (.parquet / .csv)")
-        return cls("file", str(path.resolve()))
-
-    def __str__(self) -> str:
-        return self.name if self.kind == "file" else f"{self.kind}:{self.name}"
-
-    def load(self):
-        """The bank (cached per process: one bank object per reference)."""
-        return _load_bank(self)
-
-    @property
-    def bench(self) -> str | None:
-        """The benchmark the bank measures: a shipped bank's name, else a unique value of its
-        ``benchmark`` column (None when unknown or mixed)."""
-        if self.kind == "shipped":
-            return self.name
-        if self.kind == "suite":
-            return None
-        meta = getattr(self.load(), "metadata", None)
-        if meta is not None and "benchmark" in meta.columns:
-            values = {str(v) for v in meta["benchmark"].dropna()}
-            if len(values) == 1:
-                return values.pop()
-        return None
-
-    def score_link(self):
-        """The bank's score link (theta -> the benchmark's published score), or None: a shipped
-        bank's, or the one shipped for the benchmark a bank file names."""
-        return _score_link(self.bench) if self.bench is not None else None
-
-    def stop_settings(self, margin: float) -> dict:
-        """CATConfig fields of the floor / ceiling / score-precision stops from the score link
-        ({} without one)."""
-        from ..validation import check_finite
-
-        check_finite(margin, "--bound-margin")
-        try:
-            link = self.score_link()
-        except Exception:  # noqa: BLE001 - no usable link: no link stops (the result says why)
-            return {}
-        return {} if link is None else dict(link.stop_settings(margin))
-
-
-@functools.lru_cache(maxsize=32)
-def _load_bank(ref: BankRef):
-    from ..content.items import normalize_loaded
-
-    if ref.kind == "suite":
-        from .suite_session import composite_for
-
-        return composite_for(ref.name)
-    if ref.kind == "shipped":
-        from ..catalogue import resolve_bank
-
-        return resolve_bank(ref.name)
-    path = Path(ref.name)
-    if not path.exists():
-        raise BankError(f"the run's bank file {ref.name!r} no longer exists; pass the bank "
-                        "explicitly")
-    from ..irt.bank import ItemBank
-
-    return normalize_loaded(ItemBank.read(path, normalize_ids=True))
-
-
-@functools.lru_cache(maxsize=16)
-def _score_link(bench: str):
-    from ..catalogue import LINK_BENCHMARKS, load_score_link
-
-    return load_score_link(bench) if bench in LINK_BENCHMARKS else None
-
 
 # ------------------------------------------------------------------ the predicted score
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
@@ -152,6 +43,8 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
     run's theta +- SE then stands on its own)."""
     if theta is None or se is None:
         return {"note": "no estimate"}
+    if ref.kind == "dir":
+        return _folder_prediction(ref.folder(), theta, se, answers, stop_reason)
     try:
         link = ref.score_link()
     except Exception as exc:  # noqa: BLE001 - a broken installation's link: never fail a run
@@ -166,6 +59,25 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
         return {"note": f"score link for {ref.bench!r} failed ({exc})"}
     return {"score": pred.score, "lo": pred.lo, "hi": pred.hi, "flag": pred.flag,
             "warning": pred.warning, "percentile": pred.percentile}
+
+
+def _folder_prediction(folder, theta, se, answers, stop_reason) -> dict:
+    """A bank folder's prediction for one run: :func:`atlascat.bankdir.predict_scores`, the
+    one place every command reads a built bank's predicted score from."""
+    import pandas as pd
+
+    from ..bankdir import predict_scores
+
+    answers = dict(answers or {})
+    persons = pd.DataFrame({"subject_id": ["model"], "theta": [float(theta)], "se": [float(se)],
+                            "stop_reason": [stop_reason]})
+    administered = pd.DataFrame({"subject_id": "model", "item_id": list(answers),
+                                 "score": [float(v) for v in answers.values()]})
+    row = predict_scores(folder, persons, administered).iloc[0]
+    return {"score": float(row["leaderboard_accuracy"]), "lo": float(row["leaderboard_lo"]),
+            "hi": float(row["leaderboard_hi"]), "percentile": float(row["leaderboard_percentile"]),
+            "flag": str(row["leaderboard_flag"] or ""),
+            "warning": str(row["leaderboard_warning"] or "")}
 
 
 def predict_run(store: RunStore, run) -> dict:

@@ -1,5 +1,9 @@
 """Import lm-evaluation-harness sample logs (``samples_<task>_<timestamp>.jsonl``) as responses.
 
+(The matrix alone. :mod:`atlascat.bankdir.samplelogs` reads the same files with every item's
+requests, for ``atlas build-bank``; this module reads its records, ``.jsonl.gz`` and the older
+repr-string spelling included, through it.)
+
 lm-eval-harness run with ``--log_samples`` writes one JSON object per document and line::
 
     {"doc_id": 0, "doc": {..., "metabench_idx": 263}, "target": "...", "filter": "none",
@@ -21,8 +25,6 @@ did not answer are missing), ready for calibration or scoring.
 """
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -33,16 +35,12 @@ from ..errors import ResponseDataError
 __all__ = ["read_lmeval_samples", "read_lmeval_file", "METRIC_ORDER"]
 
 METRIC_ORDER = ("exact_match", "acc", "acc_norm")
-_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)\.jsonl$")
 
 
 def _task_of(path: Path) -> str | None:
-    m = _SAMPLES.match(path.name)
-    if m:
-        return m.group("task")
-    if path.name.startswith("samples_") and path.name.endswith(".jsonl"):
-        return path.name[len("samples_"):-len(".jsonl")]
-    return None
+    from ..bankdir.samplelogs import task_of
+
+    return task_of(path)
 
 
 def _subject_of(path: Path) -> str:
@@ -54,57 +52,50 @@ def read_lmeval_file(path, *, metric: str | None = None, id_field: str = "metabe
                      doc_ids: Mapping | Sequence | None = None,
                      filter_name: str | None = None) -> dict[str, float]:
     """``{item_id: score}`` from one ``samples_*.jsonl`` file (see the module docstring)."""
+    from ..bankdir.samplelogs import iter_records
+
     path = Path(path)
     scores: dict[str, float] = {}
     filters: set[str] = set()
     chosen_metric = metric
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ResponseDataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(rec, dict) or "doc_id" not in rec:
-                raise ResponseDataError(f"{path}:{lineno}: no 'doc_id' field; is this an "
-                                        "lm-eval-harness samples_*.jsonl log?")
-            flt = str(rec.get("filter", "none"))
-            filters.add(flt)
-            if filter_name is not None and flt != filter_name:
-                continue
+    # records of .jsonl or .jsonl.gz, repr-string fields parsed (bankdir.samplelogs)
+    for lineno, rec in iter_records(path):
+        flt = str(rec.get("filter", "none"))
+        filters.add(flt)
+        if filter_name is not None and flt != filter_name:
+            continue
+        if chosen_metric is None:
+            chosen_metric = next((m for m in METRIC_ORDER if m in rec), None)
             if chosen_metric is None:
-                chosen_metric = next((m for m in METRIC_ORDER if m in rec), None)
-                if chosen_metric is None:
-                    raise ResponseDataError(
-                        f"{path}:{lineno}: none of the metrics {METRIC_ORDER} is present; name "
-                        f"the score field with metric=... (fields: {sorted(rec)[:12]})")
-            if chosen_metric not in rec:
-                raise ResponseDataError(f"{path}:{lineno}: metric {chosen_metric!r} missing")
-            try:
-                value = float(rec[chosen_metric])
-            except (TypeError, ValueError) as exc:
-                raise ResponseDataError(f"{path}:{lineno}: {chosen_metric}={rec[chosen_metric]!r} "
-                                        "is not a number") from exc
-            if not 0.0 <= value <= 1.0:
-                raise ResponseDataError(f"{path}:{lineno}: {chosen_metric}={value:g} outside [0, 1]")
-            doc = rec.get("doc") if isinstance(rec.get("doc"), dict) else {}
-            doc_id = rec["doc_id"]
-            if id_field and id_field in doc:
-                item = str(doc[id_field])
-            elif doc_ids is not None:
-                try:
-                    item = str(doc_ids[doc_id] if isinstance(doc_ids, Mapping) else doc_ids[int(doc_id)])
-                except (KeyError, IndexError, ValueError) as exc:
-                    raise ResponseDataError(f"{path}:{lineno}: doc_id {doc_id!r} not in the given "
-                                            "doc_ids mapping") from exc
-            else:
-                item = str(doc_id)
-            if item in scores:
                 raise ResponseDataError(
-                    f"{path}:{lineno}: item {item} appears twice"
-                    + (f" (filters {sorted(filters)}: pass filter_name=...)" if len(filters) > 1 else ""))
-            scores[item] = value
+                    f"{path}:{lineno}: none of the metrics {METRIC_ORDER} is present; name "
+                    f"the score field with metric=... (fields: {sorted(rec)[:12]})")
+        if chosen_metric not in rec:
+            raise ResponseDataError(f"{path}:{lineno}: metric {chosen_metric!r} missing")
+        try:
+            value = float(rec[chosen_metric])
+        except (TypeError, ValueError) as exc:
+            raise ResponseDataError(f"{path}:{lineno}: {chosen_metric}={rec[chosen_metric]!r} "
+                                    "is not a number") from exc
+        if not 0.0 <= value <= 1.0:
+            raise ResponseDataError(f"{path}:{lineno}: {chosen_metric}={value:g} outside [0, 1]")
+        doc = rec.get("doc") if isinstance(rec.get("doc"), dict) else {}
+        doc_id = rec["doc_id"]
+        if id_field and id_field in doc:
+            item = str(doc[id_field])
+        elif doc_ids is not None:
+            try:
+                item = str(doc_ids[doc_id] if isinstance(doc_ids, Mapping) else doc_ids[int(doc_id)])
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ResponseDataError(f"{path}:{lineno}: doc_id {doc_id!r} not in the given "
+                                        "doc_ids mapping") from exc
+        else:
+            item = str(doc_id)
+        if item in scores:
+            raise ResponseDataError(
+                f"{path}:{lineno}: item {item} appears twice"
+                + (f" (filters {sorted(filters)}: pass filter_name=...)" if len(filters) > 1 else ""))
+        scores[item] = value
     if filter_name is None and len(filters) > 1:
         raise ResponseDataError(f"{path}: several filters {sorted(filters)}; choose one with "
                                 "filter_name=...")
@@ -138,14 +129,9 @@ def read_lmeval_samples(paths, *, task: str | None = None, metric: str | None = 
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files.extend(sorted(p.rglob("samples_*.jsonl")))
-        elif p.exists():
-            files.append(p)
-        else:
-            raise ResponseDataError(f"{str(p)!r} does not exist")
+    from ..bankdir.samplelogs import sample_files
+
+    files = sample_files(paths)
     if task is not None:
         files = [f for f in files if _task_of(f) == task]
     if not files:

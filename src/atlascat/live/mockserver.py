@@ -10,7 +10,7 @@ Faults are injected by a hook ``fault(n, item_id, times_seen) -> action`` called
 completion request (``n`` counts requests from 1, ``times_seen`` how often this item was
 requested before): ``None`` (answer), ``"429"``, ``"500"``, ``"malformed"`` (200 with a broken
 body), ``"hang"`` (sleep ``hang_s`` before answering) or ``"drop"`` (close without a reply).
-Every request is appended to :attr:`MockOpenAIServer.log`; :attr:`max_in_flight` is the
+Every request is appended to :attr:`MockOpenAIServer.log` (with its JSON ``body``); :attr:`max_in_flight` is the
 largest number of completion requests it was serving at once.
 
 Language-model mode (log-likelihood scoring)
@@ -375,6 +375,7 @@ class MockOpenAIServer:
                 use_lm = server.lm_only or (not chat and bool(body.get("echo"))
                                             and body.get("logprobs") is not None)
                 entry["lm"] = use_lm
+                entry["body"] = body  # what was asked, as received (tests compare requests)
                 item_id = server.identify(text) if server._by_question else None
                 with server._lock:
                     entry["n"] = len(server.log) + 1

@@ -34,6 +34,7 @@ import hashlib
 import json
 import math
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ from ..errors import AtlasError, BankError, ConfigError, LiveRunError
 from ..content.items import PROMPT_STYLES, build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
-from .subjects import Answer, SubjectError
+from .subjects import Answer, SubjectError, is_loglikelihood
 
 __all__ = ["PromptSettings", "RunResult", "StepInfo", "evaluate", "evaluate_many", "resume",
            "start_run", "continue_run", "bank_hash", "load_bank_ref", "subject_from_description",
@@ -65,7 +66,7 @@ def subject_protocol(subject) -> str:
     proto = getattr(subject, "protocol", None)
     if proto:
         return str(proto)
-    return "leaderboard" if getattr(subject, "kind", None) == "loglikelihood" else "approximate"
+    return "leaderboard" if is_loglikelihood(subject) else "approximate"
 
 
 @dataclass(frozen=True)
@@ -165,8 +166,9 @@ class RunResult:
 def bank_hash(bank) -> str:
     """SHA-256 over item ids, parameters and item content (question, options, key, scorer).
 
-    Cached on the bank object (banks are immutable value objects)."""
-    cached = getattr(bank, "_atlas_live_hash", None)
+    Cached per bank object (banks are immutable value objects), weakly: the cache neither
+    writes into the bank nor keeps it alive."""
+    cached = _BANK_HASHES.get(bank)
     if cached is not None:
         return cached
     h = hashlib.sha256()
@@ -174,7 +176,9 @@ def bank_hash(bank) -> str:
     for arr in bank.params:
         h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
     if bank.metadata is not None:
-        from ..content.requests import REQUEST_COLUMNS as request_cols  # the leaderboard request data
+        from ..content.requests import GENERATION_COLUMNS, REQUEST_COLUMNS
+
+        request_cols = (*REQUEST_COLUMNS, *GENERATION_COLUMNS)  # the request data
 
         for col in ("question", "choices", "answer", "scorer", "fewshot",
                     *(c for c in request_cols if c not in ("question", "choices", "answer"))):
@@ -182,12 +186,12 @@ def bank_hash(bank) -> str:
                 values = ("\x1f".join(map(str, v)) if isinstance(v, (list, tuple, np.ndarray))
                           else str(v) for v in bank.metadata[col])
                 h.update(col.encode() + b"\x1e" + "\x1e".join(values).encode())
-    digest = h.hexdigest()
-    try:
-        bank._atlas_live_hash = digest
-    except AttributeError:  # pragma: no cover - a bank type with __slots__
-        pass
+    digest = _BANK_HASHES[bank] = h.hexdigest()
     return digest
+
+
+#: bank_hash's cache, keyed weakly by the bank object
+_BANK_HASHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def bundled_content_bank(name: str):
@@ -199,21 +203,10 @@ def bundled_content_bank(name: str):
 
 def load_bank_ref(ref: str):
     """The bank a run was started on: ``shipped:<bench>``, ``suite:<suite>`` (the suite's
-    composite bank) or a bank file path."""
-    from ..content.items import normalize_loaded
+    composite bank) or a bank file path (see :class:`~atlascat.live.bankref.BankRef`)."""
+    from .bankref import BankRef
 
-    if ref.startswith("suite:"):
-        from .suite_session import composite_for
-
-        return composite_for(ref.split(":", 1)[1])
-    if ref.startswith("shipped:"):
-        return bundled_content_bank(ref.split(":", 1)[1])
-    path = Path(ref)
-    if not path.exists():
-        raise BankError(f"the run's bank file {ref!r} no longer exists; pass the bank explicitly")
-    from ..irt.bank import ItemBank
-
-    return normalize_loaded(ItemBank.read(path))
+    return BankRef.parse(ref).load()
 
 
 def subject_from_description(desc: dict, bank=None, *, limiter=None, max_concurrency=None,
@@ -293,7 +286,7 @@ def check_content(bank, subject, probe_ids) -> None:
     ``probe_ids`` (one per source of requests)."""
     if bank.metadata is None:
         raise BankError("live evaluation needs a bank with item content; see atlascat.content.items")
-    if getattr(subject, "kind", None) == "loglikelihood":
+    if is_loglikelihood(subject):
         from ..content.requests import build_item_requests
 
         for item in probe_ids:
@@ -488,7 +481,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
         raise ConfigError(f"run {run_id} asks {info['cache_key']!r}, not {subject.cache_key!r}")
     store.add_redactor(getattr(subject, "redact", None))
     k = int(info.get("batch_size") or 1)
-    loglik = getattr(subject, "kind", None) == "loglikelihood"
+    loglik = is_loglikelihood(subject)
     if loglik:
         from ..content.requests import build_item_requests
     session = _restore_session(info["session"], bank)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ConfigError
+from .bankref import BankRef
 from .report import protocol_label, render_run_report
 from .runner import (PromptSettings, RunResult, bank_hash, check_content, continue_run,
                      subject_protocol)
@@ -36,19 +37,18 @@ from .store import RunStore
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
 
 __all__ = ["start_suite_run", "evaluate_suite", "resume_suite", "suite_result", "is_suite_run",
-           "suite_of_run", "suite_table_rows", "write_suite_report", "SUITE_PREFIX"]
+           "suite_of_run", "suite_table_rows", "write_suite_report"]
 
-#: ``bank_ref`` prefix of suite runs
-SUITE_PREFIX = "suite:"
 
 
 def is_suite_run(info: dict) -> bool:
     """Whether a stored run (``store.get_run`` / ``list_runs`` row) is a suite run."""
-    return str(info.get("bank_ref") or "").startswith(SUITE_PREFIX)
+    return bool(info.get("bank_ref")) and BankRef.parse(info["bank_ref"]).kind == "suite"
 
 
 def suite_of_run(info: dict) -> str:
-    return str(info["bank_ref"])[len(SUITE_PREFIX):]
+    """The suite a suite run asks (its reference: a bundled name or a suite file)."""
+    return BankRef.parse(info["bank_ref"]).name
 
 
 def start_suite_run(store: RunStore, suite, subject, *, config=None,
@@ -68,7 +68,7 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
-        bank_ref=SUITE_PREFIX + ref, bank_hash=bank_hash(bank), n_bank_items=len(bank),
+        bank_ref=str(BankRef("suite", ref)), bank_hash=bank_hash(bank), n_bank_items=len(bank),
         config={"suite": ref, **config.to_dict()}, prompt=asdict(prompt), seed=config.seed,
         session=session.to_dict(), run_id=run_id, protocol=subject_protocol(subject),
         batch_size=int(config.batch_size))

@@ -30,9 +30,9 @@ __all__ = ["Suite", "SuiteMember", "load_suite", "bundled_suites", "suite_path"]
 
 @dataclass
 class SuiteMember:
-    """One benchmark of a suite: ``bank`` an ItemBank or a bundled bank name, ``link`` a
-    ScoreLink (None: the bundled link of a bundled name), ``weight`` its share of the
-    aggregate."""
+    """One benchmark of a suite: ``bank`` an ItemBank, a bundled bank name or a bank folder
+    (``atlas build-bank``), ``link`` a ScoreLink (None: the bundled link of a bundled name, the
+    folder's own link), ``weight`` its share of the aggregate."""
 
     name: str
     bank: Any = None
@@ -48,7 +48,13 @@ class SuiteMember:
         bank = self.bank if self.bank is not None else self.name
         link = self.link
         source = self.source
-        if isinstance(bank, str):
+        from ..bankdir import is_bank_dir, load_bank_dir
+
+        if isinstance(bank, str) and is_bank_dir(bank):  # a bank folder (atlas build-bank)
+            source, folder = bank, load_bank_dir(bank)
+            link = folder.link if link is None else link
+            bank = folder.bank
+        elif isinstance(bank, str):
             source = bank
             if link is None:
                 link = load_score_link(bank)

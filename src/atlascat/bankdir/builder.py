@@ -1,0 +1,357 @@
+"""Build a bank folder from the results a user has: a response matrix or lm-eval sample logs.
+
+    results of N models (matrix, or samples_<task>_*.jsonl[.gz] with each item's arguments)
+      -> each model's score: its mean over ALL items of the results (or a --scores file)
+      -> item filter: items every model answered alike are dropped (no information; the
+         point-biserial rule from 100 models up, :func:`atlascat.filtering.filter_items`)
+      -> calibration with the size defaults (:mod:`atlascat.irt.defaults`: below 500 models a
+         2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest)
+      -> score link (:class:`atlascat.link.ScoreLink`) fitted on the source models, its spline
+         and support sized for N (:func:`atlascat.link.curve.knots_for`,
+         :func:`atlascat.link.curve.support_for`)
+      -> from sample logs: every item's requests exactly as logged, its scoring rule and gold
+         (:mod:`atlascat.bankdir.samplelogs`), in the bank's metadata and ``requests.jsonl``
+      -> the folder (:mod:`atlascat.bankdir.folder`) with a manifest.
+
+:func:`build_bank` is the library call behind ``atlas build-bank``; the shipped banks'
+maintenance script (:mod:`atlascat.live.build_bank`) fits its banks and links with
+:func:`fit_link`, the same link step with the shipped banks' settings.
+
+At least :data:`MIN_MODELS` (20) source models: the score link's spline then has one interior
+knot, and its interval is scaled on the source models' own replayed tests (see
+``docs/your_benchmark.md`` for its coverage on held-out models).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BankError, ConfigError, ResponseDataError
+
+__all__ = ["build_bank", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
+           "read_results", "cross_fit_factor", "widen", "BUDGET", "FOLDS"]
+
+#: fewest source models a bank folder is built from
+MIN_MODELS = 20
+#: the test length a bank folder's link is fitted for (``atlas simulate --max-items 50``)
+BUDGET = 50
+#: cross-fitting folds that size a bank folder's interval (:func:`cross_fit_factor`)
+FOLDS = 5
+#: SE stop of the adaptive test replayed on the source models to fit the link's short-test
+#: curve, answer corrections and interval scales (the shipped banks' setting)
+LINK_SE_STOP = 0.2
+_LOG_SUFFIXES = (".jsonl", ".jsonl.gz")
+
+
+def _is_logs(paths: Sequence) -> bool:
+    """Whether the source is sample logs (jsonl files, or folders holding samples_*.jsonl)."""
+    for p in map(Path, paths):
+        if p.is_dir():
+            return True
+        if p.name.endswith(_LOG_SUFFIXES):
+            return True
+    return False
+
+
+def read_results(source, *, task=None, metric=None, filter_name=None, id_field="metabench_idx"):
+    """``(ResponseMatrix, SampleLogs or None, [source files])`` from a matrix or sample logs."""
+    paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    if not paths:
+        raise ConfigError("give the results: a response matrix file or sample logs")
+    if _is_logs(paths):
+        from .samplelogs import read_sample_logs
+
+        logs = read_sample_logs(paths, task=task, metric=metric, id_field=id_field,
+                                filter_name=filter_name)
+        sets = {m: frozenset(s) for m, s in logs.scores.items()}
+        ref_model, ref = max(sets.items(), key=lambda kv: len(kv[1]))
+        for m, s in sets.items():
+            if s != ref:
+                raise ResponseDataError(
+                    f"models with different item sets: {m!r} has {len(s)} items, {ref_model!r} "
+                    f"{len(ref)} ({len(s ^ ref)} differ); run every model on the same task "
+                    "(same --limit), or give a response matrix with missing cells")
+        return logs.matrix(), logs, [str(f) for f in logs.files]
+    if len(paths) > 1:
+        raise ConfigError(f"give one response matrix (got {len(paths)} files); several files "
+                          "are read as sample logs only (samples_<task>_*.jsonl)")
+    if metric is not None or task is not None or filter_name is not None:
+        raise ConfigError("--metric, --task and --filter choose among sample logs; a response "
+                          "matrix already holds one score per cell")
+    from ..responses import ResponseMatrix
+
+    path = Path(paths[0])
+    if not path.exists():
+        raise ResponseDataError(f"{str(path)!r} does not exist; give a response matrix file or "
+                                "sample logs")
+    return ResponseMatrix.read(path, on_empty="drop"), None, [str(path)]
+
+
+def read_scores(path, models: Sequence[str]) -> pd.Series:
+    """Published scores (0-1) from a CSV with a model column and a score column.
+
+    Columns: the first of model / subject_id / name / Model_Name, and ``score`` (else the
+    second column). Percentages (any value above 1) are divided by 100. A model the results do
+    not hold is an error (a misspelt name would silently lose a source model)."""
+    from ..validation import read_frame
+
+    df = read_frame(path, what="scores file", option="--scores")
+    id_col = next((c for c in ("model", "subject_id", "name", "Model_Name") if c in df.columns),
+                  df.columns[0])
+    sc_col = "score" if "score" in df.columns else (df.columns[1] if df.shape[1] > 1 else None)
+    if sc_col is None or sc_col == id_col:
+        raise ConfigError(f"--scores {str(path)!r} needs two columns: model, score")
+    s = pd.to_numeric(df[sc_col], errors="coerce")
+    s.index = df[id_col].astype(str)
+    if s.isna().any():
+        raise ConfigError(f"--scores {str(path)!r}: score of {s.index[s.isna()][0]!r} is "
+                          "missing or not a number")
+    if s.index.duplicated().any():
+        raise ConfigError(f"--scores {str(path)!r}: model {s.index[s.index.duplicated()][0]!r} "
+                          "appears twice")
+    known = set(map(str, models))
+    unknown = [m for m in s.index if m not in known]
+    if unknown:
+        raise ConfigError(f"--scores names {len(unknown)} model(s) not in the results, e.g. "
+                          f"{unknown[:3]}; use the results' model names (e.g. "
+                          f"{sorted(known)[:2]})")
+    if (s < 0).any() or (s > 100).any():
+        raise ConfigError(f"--scores {str(path)!r}: scores must be in 0-1 (or 0-100 percent)")
+    return s / 100.0 if (s > 1).any() else s
+
+
+def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0, min_items: int = 30,
+             max_items: int | None = None, chance=None, leaderboard_scores=None,
+             monotone: bool = True,
+             extra_se_stops=(0.1,), use_answers: bool = True, **fit_options):
+    """The score link of ``bank`` fitted on the source models (their answers and scores):
+    short-test curve, answer corrections and interval scales from an adaptive test replayed on
+    them (SE <= :data:`LINK_SE_STOP`, ``min_items`` to ``max_items`` items; None: the CAT's
+    default), spline and
+    support sized for the number of models."""
+    from ..cat.config import CATConfig
+    from ..link import ScoreLink
+    from ..link.curve import support_for
+
+    if "min_support" not in fit_options and max_items is not None:  # a bank folder's link
+        fit_options["min_support"] = support_for(np.isfinite(np.asarray(scores, float)).sum())
+    if max_items is None:  # the CAT's own default length (the shipped banks' links)
+        cfg = CATConfig(se_stop=LINK_SE_STOP, min_items=int(min_items))
+    else:
+        top = min(int(max_items), len(bank))
+        cfg = CATConfig(se_stop=LINK_SE_STOP, min_items=min(int(min_items), top), max_items=top)
+    return ScoreLink.fit(bank, responses, scores, benchmark=benchmark, cat_config=cfg,
+                         rng=[seed, 5], use_answers=use_answers, extra_se_stops=extra_se_stops,
+                         monotone=monotone, chance=chance, leaderboard_scores=leaderboard_scores,
+                         **fit_options)
+
+
+def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int = 0,
+                     folds: int = 5, budget: int = 50, chance=None) -> dict:
+    """How much the link's 95% interval must widen to cover models it was not fitted on.
+
+    K-fold cross-fitting on the source models: for each fold, a bank and a link are fitted on
+    the other folds, the fold's models take the adaptive test (at most ``budget`` items) on
+    their real answers, and each gets the ratio r = |score - prediction| / (the half-width of
+    its interval on the error's side): the interval covers it iff r <= 1. The factor is
+    max(1, the 95% quantile of r) over the models the fitted link counts as inside its data
+    (outside it the interval already reaches the bound the data cannot exclude). In-sample
+    replays overstate a small population's precision: the items were calibrated on the very
+    answers they replay (HELM MMLU, 20 source models: 47% of held-out models inside the
+    in-sample interval). Returns {"factor", "folds", "ratio_q95", "n", "coverage_before"}.
+    """
+    from ..cat.config import CATConfig
+    from ..cat.engine import simulate_cat
+    from ..irt.calibrate import calibrate
+    from ..link.curve import knots_for
+
+    y_all = np.asarray(responses, float)
+    s_all = np.asarray(scores, float)
+    n = y_all.shape[0]
+    fold_of = np.random.default_rng([seed, 11]).permutation(n) % int(folds)
+    ratios, inside = [], []
+    for k in range(int(folds)):
+        test = fold_of == k
+        tr = ~test & np.isfinite(s_all)
+        keep_items = np.nanstd(y_all[tr], axis=0) > 0
+        from ..responses import ResponseMatrix
+
+        rm_tr = ResponseMatrix(y_all[tr][:, keep_items], [f"m{i}" for i in np.flatnonzero(tr)],
+                               [str(j) for j in np.flatnonzero(keep_items)], on_empty="keep")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bank = calibrate(rm_tr, model=model, random_state=int(seed)).bank
+        cols = np.asarray([int(i) for i in bank.item_ids])
+        m = int(tr.sum())
+        link = fit_link(bank, y_all[tr][:, cols], s_all[tr], benchmark=benchmark, seed=seed,
+                        max_items=budget, chance=chance, extra_se_stops=(),
+                        min_models=min(m, 16), n_knots=knots_for(m))
+        top = min(int(budget), len(bank))
+        cfg = CATConfig(se_stop=0.1, min_items=min(30, top), max_items=top)
+        yt = y_all[test][:, cols]
+        res = simulate_cat(bank, cfg, responses=yt, rng=np.random.default_rng([seed, 12, k]))
+        th = res.persons["theta"].to_numpy(float)
+        se = res.persons["se"].to_numpy(float)
+        score, lo, hi, flag = link.predict_many(th, se, asked=res.asked_mask(),
+                                                y=np.nan_to_num(yt), flags=True)
+        st = s_all[test]
+        half = np.where(st >= score, hi - score, score - lo)
+        r = np.abs(st - score) / np.maximum(half, 1e-9)
+        ok = np.isfinite(r) & np.isfinite(st)
+        ratios.extend(r[ok].tolist())
+        inside.extend([f in ("", "misfit") for f in flag[ok]])
+    ratios, inside = np.asarray(ratios), np.asarray(inside, bool)
+    use = ratios[inside] if inside.sum() >= 10 else ratios
+    q = float(np.quantile(use, 0.95)) if use.size else 1.0
+    return {"factor": max(1.0, q), "folds": int(folds), "ratio_q95": q, "n": int(use.size),
+            "coverage_before": float(np.mean(ratios <= 1.0)) if ratios.size else float("nan")}
+
+
+def widen(link, factor: float):
+    """Multiply every interval scale of ``link`` (plain and answer corrections) by ``factor``."""
+    link.interval_scale = float(link.interval_scale * factor)
+    for c in link.corrections.values():
+        c["scale"] = float(c["scale"] * factor)
+    return link
+
+
+def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
+    """Request metadata rows and requests.jsonl records of the items ``ids`` (those whose gold
+    the logs determine), and the ids dropped for an undetermined gold."""
+    from ..content.parsing import letters
+
+    rows, recs, dropped = [], [], []
+    for i in ids:
+        it = logs.items.get(i)
+        if it is None:
+            raise ResponseDataError(f"item {i} has no logged 'arguments'; log samples with a "
+                                    "harness that records them (lm-eval >= 0.4)")
+        f = logs.rule_fields(i)
+        if f["rule"] not in ("exact_match", "gsm8k_exact") and f["gold"] < 0:
+            dropped.append(i)
+            continue
+        conts = [c.strip() for c in f["continuations"]]
+        gen = not conts
+        answer = f["target"] if gen else (letters(len(conts))[f["gold"]] if len(conts) <= 26
+                                          else conts[f["gold"]])
+        question = f["context"].rstrip().rsplit("\n\n", 1)[-1]
+        rows.append({"item_id": i, "benchmark": logs.task, "question": question,
+                     "choices": conts, "answer": answer,
+                     "scorer": "" if gen or len(conts) > 26 else "mc", "fewshot": "",
+                     **{k: v for k, v in f.items() if k != "agreement"}})
+        recs.append({"item_id": i, "doc_id": it.doc_id, "kind": it.kind,
+                     "requests": [r.to_dict() for r in it.requests], "rule": f["rule"],
+                     "gold": f["gold"], "target": f["target"], "agreement": f["agreement"],
+                     "doc": it.doc if isinstance(it.doc, (dict, list, str)) else str(it.doc)})
+    return pd.DataFrame(rows), recs, dropped
+
+
+def build_bank(source, output=None, *, scores=None, task: str | None = None,
+               metric: str | None = None, filter_name: str | None = None,
+               id_field: str | None = "metabench_idx", name: str | None = None,
+               model: str = "auto", seed: int = 0, chance: float | None = None,
+               min_models: int = MIN_MODELS, budget: int = BUDGET, folds: int = FOLDS):
+    """Build a bank folder (see the module docstring); returns the loaded
+    :class:`~atlascat.bankdir.folder.BankFolder` (written to ``output`` when given).
+
+    Parameters
+    ----------
+    source : a response matrix file, or sample log files / run folders (one task)
+    output : folder to write (created; its extra files are kept)
+    scores : CSV of (model, score) when the benchmark's score is not the mean over the items
+        (else each model's mean over all items of the results, dropped items included)
+    task, metric, filter_name, id_field : sample logs: which task, per-sample metric (default
+        the task's first), harness filter and doc field of the item id
+    name : the benchmark's name (default: the task, or the matrix file's stem)
+    model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
+    chance : the score of a model answering at random, 0-1 (default: the lowest source score)
+    budget : the test length the link is fitted for (its replayed tests stop there)
+    folds : cross-fitting folds that size the interval (:func:`cross_fit_factor`; 0: none)
+    """
+    from .._version import __version__
+    from ..content.items import attach_content
+    from ..filtering import filter_items
+    from ..irt.calibrate import calibrate
+    from .folder import BankFolder, load_bank_dir, write_bank_dir
+
+    rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
+                                   id_field=id_field)
+    n = rm.n_subjects
+    if n < min_models:
+        raise ResponseDataError(f"the results hold {n} model(s); a bank needs at least "
+                                f"{min_models} source models (add more models' results)")
+    models = [str(m) for m in rm.subject_ids]
+    if scores is not None:
+        published = read_scores(scores, models).reindex(models)
+        score_note = f"published scores from {scores}"
+    else:
+        published = pd.Series(np.nanmean(rm.values, axis=1), index=models)
+        score_note = f"each model's mean over all {rm.n_items} items of the results"
+    s = published.to_numpy(float)
+    if np.isfinite(s).sum() < min_models:
+        raise ConfigError(f"only {int(np.isfinite(s).sum())} models have a score; the link "
+                          f"needs at least {min_models}")
+    bench = name or (logs.task if logs is not None else Path(files[0]).name.split(".")[0])
+    train, report = filter_items(rm, subject_percentile=None, max_mean=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = calibrate(train, model=model, random_state=int(seed))
+    if not res.converged:
+        raise BankError(f"the calibration did not converge ({train.n_subjects} models x "
+                        f"{train.n_items} items); try --model 1pl")
+    bank = res.bank
+    dropped_gold: list[str] = []
+    recs = None
+    if logs is not None:
+        meta, recs, dropped_gold = _content(logs, list(map(str, bank.item_ids)))
+        if dropped_gold:
+            bank = bank.subset([i for i in bank.item_ids if str(i) not in set(dropped_gold)])
+        bank = attach_content(bank, meta.set_index("item_id"), missing="error")
+    y = rm.aligned_values(bank.item_ids, extra="ignore")
+    link = fit_link(bank, y, s, benchmark=bench, seed=seed, chance=chance, max_items=budget,
+                    extra_se_stops=())
+    link.info["model"] = bank.model
+    if folds:
+        cf = cross_fit_factor(y, s, model=bank.model, benchmark=bench, seed=seed, folds=folds,
+                              budget=budget, chance=chance)
+        widen(link, cf["factor"])
+        link.info["cross_fit"] = cf
+    agreement = [r["agreement"] for r in recs or [] if np.isfinite(r["agreement"])]
+    manifest = {
+        "benchmark": bench, "built": _dt.datetime.now(_dt.timezone.utc).isoformat(
+            timespec="seconds"),
+        "atlas_version": __version__,
+        "source": {"kind": "sample_logs" if logs is not None else "matrix", "files": files,
+                   "task": None if logs is None else logs.task,
+                   "metric": None if logs is None else logs.metric,
+                   "filter": None if logs is None else logs.filter,
+                   "harness": None if logs is None else (logs.harness or "unknown")},
+        "score": score_note,
+        "models": models, "n_models": n,
+        "items": {"n_results": int(rm.n_items), "n_bank": int(len(bank)),
+                  "dropped_filter": [str(i) for i in report.dropped_items["item_id"]],
+                  "dropped_calibration": [str(i) for i in res.dropped_items],
+                  "dropped_gold_undetermined": dropped_gold},
+        "settings": {"model": model, "seed": int(seed), "chance": chance,
+                     "link_se_stop": LINK_SE_STOP, "min_models": int(min_models),
+                     "budget": int(budget), "folds": int(folds)},
+        "cross_fit": link.info.get("cross_fit"),
+        "calibration": {"model": bank.model, "warnings": sorted({str(w.message)
+                                                                  for w in caught})},
+        "requests": None if recs is None else {
+            "n_items": len(recs),
+            "rules": sorted({r["rule"] for r in recs}),
+            "rule_agreement_min": float(min(agreement)) if agreement else None,
+            "rule_agreement_mean": float(np.mean(agreement)) if agreement else None},
+        "link": {k: v for k, v in link.info.items() if isinstance(v, (int, float, str))},
+    }
+    if output is None:
+        return BankFolder(Path("."), bank, link, manifest, recs, {})
+    write_bank_dir(output, bank, link, manifest, recs)
+    return load_bank_dir(output)

@@ -1,0 +1,444 @@
+"""lm-evaluation-harness sample logs (``--log_samples``) with the exact requests of every item.
+
+The harness writes one JSON object per document and line into
+``<output_path>/<model, '/' written '__'>/samples_<task>_<timestamp>.jsonl`` (``.jsonl.gz``
+read as well)::
+
+    {"doc_id": 0, "doc": {...}, "target": "...", "arguments": {...}, "resps": [...],
+     "filtered_resps": [...], "filter": "none", "metrics": ["acc"], "acc": 1.0, ...}
+
+Two spellings of the same record are read:
+
+- lm-eval 0.4.x: ``arguments`` is a JSON object ``{"gen_args_0": {"arg_0": context,
+  "arg_1": continuation}, "gen_args_1": ...}``, numbers are numbers;
+- older logs (metabench's, ``../shared/data/lmeval_samples``): ``arguments``, ``doc``,
+  ``resps`` and the metric are strings holding a Python ``repr`` (``"{'gen_args_0': ...}"``,
+  ``'0.0'``), parsed without ``eval`` (:func:`atlascat.content.parsing.parse_literal`);
+  ``arguments`` may also be a list of ``[context, continuation]`` pairs.
+
+Each ``gen_args_k`` is one request, in order: ``loglikelihood`` when ``arg_1`` is a string (the
+continuation; multiple choice sends one per choice, WinoGrande-style tasks put the option in the
+context), ``generate_until`` when ``arg_1`` is the generation kwargs (``until``, ``max_gen_toks``,
+...). ``loglikelihood_rolling`` (a context alone) has no 0/1 score and is refused.
+
+**The scoring rule** (what turns a model's outputs into the item's 0/1, as the harness did):
+
+========================  =====================================================================
+metric                    rule (:mod:`atlascat.content.requests`)
+========================  =====================================================================
+acc_norm                  ``acc_norm``: argmax of ll_j / characters of choice j
+acc, mc1, any other       ``acc``: argmax of ll_j (first maximum)
+(log-likelihood)
+exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number>`` (GSM8K's
+                          strict match), else ``exact_match``: the generation cut at the item's
+                          stop strings, stripped, equal to the stripped target
+========================  =====================================================================
+
+The gold option of a log-likelihood item is ``target`` when it is an index (or the text of
+exactly one continuation); otherwise (WinoGrande logs the shared continuation as its target) it
+is the option every logged model's outputs and metric agree on: with rule r, option g is
+consistent with a model iff ``[r picks g] == metric``. Every item records how many of the logged
+(model, item) scores its rule reproduces from the logged outputs (``agreement``): 1.0 means the
+bank scores a new model as the harness scored the logged ones.
+
+Item id: ``doc[id_field]`` when the doc has it (default ``metabench_idx``), else ``doc_id``.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from ..content.parsing import parse_literal
+from ..content.requests import (GSM8K_MAX_GEN_TOKS, Request, gsm8k_extract, score_outputs)
+from ..errors import AtlasError, ResponseDataError
+
+__all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
+           "parse_arguments", "task_of", "subject_of", "NON_METRIC_FIELDS"]
+
+_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
+                      r"\.jsonl(\.gz)?$")
+#: record fields that are not per-sample metrics
+NON_METRIC_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps",
+                               "filter", "metrics", "doc_hash", "prompt_hash", "target_hash"})
+
+
+def task_of(path: Path) -> str | None:
+    """The task of ``samples_<task>_<timestamp>.jsonl[.gz]`` (None for another name)."""
+    m = _SAMPLES.match(path.name)
+    if m:
+        return m.group("task")
+    name = re.sub(r"\.jsonl(\.gz)?$", "", path.name)
+    if path.name.startswith("samples_") and name != path.name:
+        return name[len("samples_"):]
+    return None
+
+
+def subject_of(path: Path) -> str:
+    """lm-eval writes a model's samples under a folder named after it, '/' -> '__'."""
+    return path.parent.name.replace("__", "/")
+
+
+def sample_files(paths) -> list[Path]:
+    """``samples_*.jsonl[.gz]`` files: the given files, and those found under the given folders."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted([*p.rglob("samples_*.jsonl"), *p.rglob("samples_*.jsonl.gz")]))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise ResponseDataError(f"{str(p)!r} does not exist; give sample log files "
+                                    "(samples_<task>_*.jsonl) or the folders holding them")
+    return files
+
+
+def _maybe_literal(value, what: str):
+    """A field the older logs store as a Python repr string -> its value (else as is)."""
+    if isinstance(value, str) and value[:1] in "[{(":
+        try:
+            return parse_literal(value, what)
+        except AtlasError:
+            return value
+    return value
+
+
+def iter_records(path) -> Iterator[tuple[int, dict]]:
+    """``(line number, record)`` of one sample log, repr-string fields parsed."""
+    path = Path(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ResponseDataError(f"{path}:{lineno}: not valid JSON ({exc.msg}); is "
+                                            "this an lm-eval-harness samples_*.jsonl log?") from None
+                if not isinstance(rec, dict) or "doc_id" not in rec:
+                    raise ResponseDataError(f"{path}:{lineno}: no 'doc_id' field; is this an "
+                                            "lm-eval-harness samples_*.jsonl log?")
+                for key in ("arguments", "doc", "resps", "filtered_resps", "metrics"):
+                    if key in rec:
+                        rec[key] = _maybe_literal(rec[key], key)
+                yield lineno, rec
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ResponseDataError(f"{path}: cannot read it ({exc}); give an uncompressed or "
+                                "gzip-compressed samples_*.jsonl log") from None
+
+
+def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
+    """The requests of one logged ``arguments`` field (both spellings, see the module doc)."""
+    if isinstance(arguments, Mapping):
+        keys = sorted(arguments, key=lambda k: int(re.sub(r"\D", "", str(k)) or 0))
+        pairs = []
+        for k in keys:
+            a = arguments[k]
+            if not isinstance(a, Mapping) or "arg_0" not in a:
+                raise ResponseDataError(f"{where}: arguments[{k!r}] has no 'arg_0'")
+            pairs.append([a["arg_0"], *([a["arg_1"]] if "arg_1" in a else [])])
+    elif isinstance(arguments, (list, tuple)):
+        pairs = [list(a) if isinstance(a, (list, tuple)) else [a] for a in arguments]
+    else:
+        raise ResponseDataError(f"{where}: 'arguments' is neither an object nor a list "
+                                f"({type(arguments).__name__}); is this an lm-eval sample log?")
+    if not pairs:
+        raise ResponseDataError(f"{where}: 'arguments' holds no request")
+    out = []
+    for pair in pairs:
+        if len(pair) < 2:
+            raise ResponseDataError(f"{where}: a request with a context alone "
+                                    "(loglikelihood_rolling, perplexity) has no 0/1 score; build "
+                                    "banks from multiple-choice or generation tasks")
+        ctx, second = pair[0], pair[1]
+        if isinstance(second, Mapping):
+            until = second.get("until", ())
+            until = (until,) if isinstance(until, str) else tuple(str(u) for u in until or ())
+            out.append(Request("generate_until", str(ctx), until=until,
+                               max_gen_toks=int(second.get("max_gen_toks", GSM8K_MAX_GEN_TOKS))))
+        else:
+            out.append(Request("loglikelihood", str(ctx), str(second)))
+    if len({r.kind for r in out}) > 1:
+        raise ResponseDataError(f"{where}: an item mixes log-likelihood and generation requests")
+    return tuple(out)
+
+
+def _number(value, where: str, metric: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ResponseDataError(f"{where}: {metric}={value!r} is not a number") from None
+    if not 0.0 <= v <= 1.0:
+        raise ResponseDataError(f"{where}: {metric}={v:g} outside [0, 1]; a bank needs a 0/1 "
+                                "(or 0-1) per-sample metric")
+    return v
+
+
+def _metrics_of(rec: Mapping) -> list[str]:
+    """The record's per-sample metrics: its ``metrics`` list, else its numeric fields."""
+    listed = rec.get("metrics")
+    if isinstance(listed, (list, tuple)) and listed:
+        return [str(m) for m in listed]
+    out = []
+    for k, v in rec.items():
+        if k in NON_METRIC_FIELDS:
+            continue
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            continue
+        out.append(k)
+    return out
+
+
+def _outputs(rec: Mapping, kind: str, n: int):
+    """A logged model's outputs for the rule: one log-likelihood per request, or the raw
+    generation (None when the log does not hold them in a readable form)."""
+    try:
+        if kind == "generate_until":
+            resps = rec.get("resps")
+            text = resps[0][0] if isinstance(resps[0], (list, tuple)) else resps[0]
+            return [str(text)]
+        vals = rec.get("filtered_resps", rec.get("resps"))
+        out = []
+        for v in vals:
+            while isinstance(v, (list, tuple)):
+                v = v[0]
+            out.append(float(v))
+        return out if len(out) == n else None
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+
+
+@dataclass(frozen=True)
+class LoggedItem:
+    """One document of a task: its requests (as logged), target, doc and where it came from."""
+
+    item_id: str
+    doc_id: str
+    requests: tuple[Request, ...]
+    target: str
+    doc: object
+    arguments: object = None
+
+    @property
+    def kind(self) -> str:
+        return self.requests[0].kind
+
+
+@dataclass
+class SampleLogs:
+    """What :func:`read_sample_logs` found: per model the 0/1 scores, per item the requests.
+
+    ``outputs[model][item]``: the logged outputs the rule check uses; ``harness``: the version
+    the run folders' ``results_*.json`` name (None when absent)."""
+
+    task: str
+    metric: str
+    filter: str | None
+    files: list[Path]
+    scores: dict = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)
+    items: dict = field(default_factory=dict)
+    harness: str | None = None
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.scores)
+
+    def item_ids(self) -> list[str]:
+        ids = list(dict.fromkeys(i for sc in self.scores.values() for i in sc))
+        if all(i.lstrip("-").isdigit() for i in ids):
+            ids.sort(key=int)
+        return ids
+
+    def matrix(self):
+        """models x items ResponseMatrix (NaN where a model has no sample of an item)."""
+        from ..responses import ResponseMatrix
+
+        ids = self.item_ids()
+        col = {i: j for j, i in enumerate(ids)}
+        values = np.full((len(self.scores), len(ids)), np.nan)
+        for r, sc in enumerate(self.scores.values()):
+            for item, v in sc.items():
+                values[r, col[item]] = v
+        return ResponseMatrix(values, list(self.scores), ids, on_empty="keep")
+
+    def rule_fields(self, item_id: str) -> dict:
+        """The request metadata columns of one item (``REQUEST_COLUMNS`` + until/max_gen_toks)
+        and the share of logged scores the rule reproduces (``agreement``, NaN without outputs).
+
+        The gold option and the rule follow the module docstring; an item whose gold the logs
+        do not determine gets ``gold = -1``."""
+        it = self.items[item_id]
+        reqs = it.requests
+        logged = [(self.outputs[m].get(item_id), self.scores[m].get(item_id))
+                  for m in self.scores]
+        logged = [(o, s) for o, s in logged if o is not None and s is not None]
+        if it.kind == "generate_until":
+            target = str(it.target)
+            rule = "gsm8k_exact" if "#### " in target else "exact_match"
+            gold_text = gsm8k_extract(target) if rule == "gsm8k_exact" else target
+            out = {"rule": rule, "context": reqs[0].context, "ctx_suffixes": [],
+                   "continuations": [], "gold": -1, "target": gold_text, "n_choices": 1,
+                   "mc2_true": 0, "until": list(reqs[0].until),
+                   "max_gen_toks": int(reqs[0].max_gen_toks)}
+            hits = [score_outputs(rule, o, gold=gold_text, until=reqs[0].until) == round(s)
+                    for o, s in logged]
+            out["agreement"] = float(np.mean(hits)) if hits else float("nan")
+            return out
+        rule = "acc_norm" if self.metric == "acc_norm" else "acc"
+        ctxs = [r.context for r in reqs]
+        conts = [r.continuation for r in reqs]
+        prefix = os.path.commonprefix(ctxs)
+        suffixes = [c[len(prefix):] for c in ctxs]
+        norm = [len(c) - 1 if c.startswith(" ") else len(c) for c in conts]
+        n = len(reqs)
+        gold_t = _gold_from_target(it.target, conts)
+        chosen = []
+        for o, s in logged:
+            if rule == "acc_norm" and min(norm) <= 0:
+                break
+            ll = np.asarray(o, float)
+            pick = int(np.argmax(ll / np.asarray(norm, float) if rule == "acc_norm" else ll))
+            chosen.append((pick, s >= 0.5))
+        consistent = [g for g in range(n) if all((p == g) == ok for p, ok in chosen)]
+        if gold_t is not None and (gold_t in consistent or not chosen):
+            gold = gold_t
+        elif len(consistent) == 1:
+            gold = consistent[0]
+        elif gold_t is not None:
+            gold = gold_t
+        else:
+            gold = -1
+        out = {"rule": rule, "context": prefix,
+               "ctx_suffixes": suffixes if any(suffixes) else [], "continuations": conts,
+               "gold": int(gold), "target": "", "n_choices": n, "mc2_true": 0}
+        hits = [(p == gold) == ok for p, ok in chosen]
+        out["agreement"] = float(np.mean(hits)) if hits else float("nan")
+        return out
+
+
+def _gold_from_target(target, conts: Sequence[str]) -> int | None:
+    t = str(target).strip()
+    if re.fullmatch(r"\d+", t) and int(t) < len(conts):
+        return int(t)
+    same = [j for j, c in enumerate(conts) if c.strip() == t]
+    return same[0] if len(same) == 1 else None
+
+
+def _harness_version(files: Sequence[Path]) -> str | None:
+    """``lm_eval_version`` (or ``git_hash``) from a ``results_*.json`` beside the logs."""
+    for folder in dict.fromkeys(f.parent for f in files):
+        for res in sorted(folder.glob("results_*.json")):
+            try:
+                d = json.loads(res.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            for key in ("lm_eval_version", "git_hash"):
+                if d.get(key):
+                    return f"{key}={d[key]}"
+    return None
+
+
+def read_sample_logs(paths, *, task: str | None = None, metric: str | None = None,
+                     id_field: str | None = "metabench_idx", filter_name: str | None = None,
+                     subject_ids: Sequence[str] | None = None) -> SampleLogs:
+    """Read the sample logs of one task, several models.
+
+    Parameters
+    ----------
+    paths : files and/or folders (searched recursively for ``samples_*.jsonl[.gz]``)
+    task : keep only this task's files (required when they hold several tasks)
+    metric : the per-sample metric that is the item's score (default: the task's first one,
+        the record's ``metrics`` list, else its first numeric field)
+    id_field : doc field that is the item id when present (else ``doc_id``)
+    filter_name : the harness filter to keep when a task logs several (GSM8K's
+        ``strict-match`` / ``flexible-extract``)
+    subject_ids : one model name per file (default: the folder name, ``__`` read as ``/``)
+    """
+    files = sample_files(paths)
+    if task is not None:
+        files = [f for f in files if task_of(f) == task]
+    if not files:
+        raise ResponseDataError(f"no samples_*.jsonl file found in {[str(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]}"
+                                + (f" for task {task!r}" if task else "")
+                                + "; run lm_eval with --log_samples")
+    tasks = sorted({task_of(f) or "?" for f in files})
+    if len(tasks) > 1:
+        raise ResponseDataError(f"sample logs of different tasks mixed ({', '.join(tasks)}); "
+                                "give one task's files or choose one with --task")
+    names = list(subject_ids) if subject_ids is not None else [subject_of(f) for f in files]
+    if len(names) != len(files):
+        raise ResponseDataError(f"{len(names)} model names for {len(files)} files")
+    logs = SampleLogs(task=tasks[0], metric=metric or "", filter=filter_name, files=files,
+                      harness=_harness_version(files))
+    for name, f in zip(names, files):
+        _read_one(logs, name, f, id_field=id_field, metric=metric, filter_name=filter_name)
+    return logs
+
+
+def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_name) -> None:
+    scores = logs.scores.setdefault(name, {})
+    outputs = logs.outputs.setdefault(name, {})
+    filters: set[str] = set()
+    seen: set[str] = set()
+    for lineno, rec in iter_records(f):
+        where = f"{f}:{lineno}"
+        flt = str(rec.get("filter", "none"))
+        filters.add(flt)
+        if filter_name is not None and flt != filter_name:
+            continue
+        if not logs.metric:
+            found = _metrics_of(rec)
+            if not found:
+                raise ResponseDataError(f"{where}: no per-sample metric found; name it with "
+                                        f"--metric (fields: {sorted(rec)[:12]})")
+            logs.metric = found[0]
+        if logs.metric not in rec:
+            raise ResponseDataError(f"metric {logs.metric!r} is not in the logs ({where} has "
+                                    f"{', '.join(_metrics_of(rec)) or 'no metric'}); choose one "
+                                    "of those with --metric")
+        value = _number(rec[logs.metric], where, logs.metric)
+        doc = rec.get("doc")
+        doc_id = str(rec["doc_id"])
+        item = str(doc[id_field]) if id_field and isinstance(doc, Mapping) and id_field in doc \
+            else doc_id
+        if item in seen:
+            raise ResponseDataError(
+                f"{where}: item {item} appears twice in one file"
+                + (f" (filters {sorted(filters)}: choose one with --filter)"
+                   if len(filters) > 1 else ""))
+        seen.add(item)
+        if item in scores and scores[item] != value:
+            raise ResponseDataError(f"model {name!r}: files disagree on item {item} ({f}); keep "
+                                    "one run per model")
+        scores[item] = value
+        reqs = parse_arguments(rec.get("arguments"), where) if "arguments" in rec else None
+        if reqs is None:
+            continue
+        outputs[item] = _outputs(rec, reqs[0].kind, len(reqs))
+        known = logs.items.get(item)
+        if known is None:
+            logs.items[item] = LoggedItem(item, doc_id, reqs, str(rec.get("target", "")), doc,
+                                          rec.get("arguments"))
+        elif known.requests != reqs:
+            raise ResponseDataError(f"{where}: item {item} was asked other requests than in "
+                                    "another model's log (few-shot seed, prompt or task version "
+                                    "differ); build a bank from runs of one task configuration")
+    if filter_name is None and len(filters) > 1:
+        raise ResponseDataError(f"{f}: several filters {sorted(filters)}; choose one with "
+                                "--filter")
+    if not seen:
+        raise ResponseDataError(f"{f}: no samples"
+                                + (f" with filter {filter_name!r}" if filter_name else ""))

@@ -1,0 +1,297 @@
+"""Bank folders (``atlas build-bank``): from a matrix or lm-eval sample logs to ``--bank DIR``.
+
+The real sample logs (``../shared/data/lmeval_samples/pythia-14m``) are of one model; a bank
+needs 20, so the logs of 21 models are made from each real file (``tests/lmeval_logs.py``:
+every record kept as logged, only the answers differ). What is checked against the logs is
+what the real file holds: every item's requests.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from atlascat.bankdir import (build_bank, is_bank_dir, load_bank_dir, parse_arguments,
+                              predict_scores, read_sample_logs)
+from atlascat.cli import app
+from atlascat.content.requests import build_item_requests
+from atlascat.errors import AtlasError, ConfigError, ResponseDataError
+
+from lmeval_logs import generation_logs, logged_requests, read_raw, synthetic_models
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "lmeval_samples" / "pythia-14m"
+
+
+def _real(task: str) -> Path:
+    files = sorted(REAL.glob(f"samples_metabench_{task}_secondary_*.jsonl.gz"))
+    assert files, f"no real {task} sample log in {REAL}"
+    return files[0]
+
+
+@pytest.fixture(scope="module")
+def logs_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("logs")
+    for task in ("winogrande", "truthfulqa"):
+        synthetic_models(_real(task), root / task, 21)
+    generation_logs(root / "gen")
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(logs_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("banks")
+    return {task: build_bank(logs_dir / task, out / task)
+            for task in ("winogrande", "truthfulqa", "gen")}
+
+
+# ----------------------------------------------------------------------------- reading logs
+def test_both_spellings_of_arguments_are_read():
+    py_repr = "{'gen_args_0': {'arg_0': 'Q: x?\\nA:', 'arg_1': ' yes'}, " \
+              "'gen_args_1': {'arg_0': 'Q: x?\\nA:', 'arg_1': ' no'}}"
+    as_json = {"gen_args_0": {"arg_0": "Q: x?\nA:", "arg_1": " yes"},
+               "gen_args_1": {"arg_0": "Q: x?\nA:", "arg_1": " no"}}
+    from atlascat.content.parsing import parse_literal
+
+    a, b = parse_arguments(parse_literal(py_repr)), parse_arguments(as_json)
+    assert a == b and [r.continuation for r in a] == [" yes", " no"]
+    assert parse_arguments([["Q:", " yes"], ["Q:", " no"]]) == a[:0] + tuple(
+        type(a[0])("loglikelihood", "Q:", c) for c in (" yes", " no"))
+    gen = parse_arguments({"gen_args_0": {"arg_0": "Q", "arg_1": {"until": "\n",
+                                                                  "max_gen_toks": 7}}})
+    assert gen[0].kind == "generate_until" and gen[0].until == ("\n",) and gen[0].max_gen_toks == 7
+    with pytest.raises(ResponseDataError, match="loglikelihood_rolling"):
+        parse_arguments({"gen_args_0": {"arg_0": "some text"}})
+
+
+def test_real_logs_read_with_their_requests():
+    """The real files: WinoGrande in JSON form, TruthfulQA as Python repr strings."""
+    for task, n_items, n_req in (("winogrande", 106, 2), ("truthfulqa", 136, None)):
+        logs = read_sample_logs(_real(task), subject_ids=["pythia-14m"])
+        assert logs.metric == "acc" and logs.models == ["pythia-14m"]
+        assert len(logs.items) == n_items == logs.matrix().n_items
+        raw = read_raw(_real(task))
+        for rec in raw:
+            item = next(i for i in logs.items.values() if i.doc_id == str(rec["doc_id"]))
+            assert [(r.context, r.continuation) for r in item.requests] == logged_requests(rec)
+            if n_req:
+                assert len(item.requests) == n_req
+        scores = logs.scores["pythia-14m"]
+        assert sorted(scores.values())[0] == 0.0 and set(scores.values()) <= {0.0, 1.0}
+
+
+# ----------------------------------------------------------------------------- acceptance 3
+@pytest.mark.parametrize("task", ["winogrande", "truthfulqa"])
+def test_bank_requests_equal_the_logged_arguments(built, logs_dir, task):
+    """Every item of a bank built from the real logs asks exactly the logged requests, and its
+    rule reproduces every logged score (the harness's own)."""
+    folder = built[task]
+    raw = {str(r["doc"]["metabench_idx"] if isinstance(r["doc"], dict) else
+               __import__("ast").literal_eval(r["doc"])["metabench_idx"]): r
+           for r in read_raw(_real(task))}
+    assert len(folder.bank) == len(raw)          # no item lost
+    for item in folder.bank.item_ids:
+        ir = build_item_requests(folder.bank, item)
+        assert [(r.context, r.continuation) for r in ir.requests] == \
+            logged_requests(raw[str(item)])
+    stored = {r["item_id"]: r for r in folder.requests}
+    assert set(stored) == set(map(str, folder.bank.item_ids))
+    for item, rec in stored.items():
+        assert [(q["context"], q["continuation"]) for q in rec["requests"]] == \
+            logged_requests(raw[item])
+    man = folder.manifest
+    assert man["requests"]["rule_agreement_min"] == 1.0
+    assert man["source"]["task"] == f"metabench_{task}_secondary"
+    assert man["source"]["metric"] == "acc" and man["n_models"] == 21
+    # WinoGrande: the option is in the context, the continuation shared; gold from the answers
+    if task == "winogrande":
+        ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
+        assert ir.requests[0].continuation == ir.requests[1].continuation
+        assert ir.requests[0].context != ir.requests[1].context
+
+
+def _served(srv) -> list:
+    """Every prompt the toy server received (a batched body holds a list)."""
+    out = []
+    for e in srv.log:
+        p = e["body"].get("prompt")
+        out.extend(p if isinstance(p, list) else [p])
+    return out
+
+
+def test_live_evaluate_asks_exactly_the_logged_requests(built, tmp_path):
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.toylm import ToyLM
+
+    folder = built["winogrande"]
+    out = tmp_path / "run"
+    with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
+        r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder.path), "--subject",
+                                     f"completions:{srv.url}", "--llm", "toy", "--max-items",
+                                     "8", "--min-items", "8", "-q", "-o", str(out)])
+        served = _served(srv)
+    assert r.exit_code == 0, r.output
+    row = json.loads((out / "results.json").read_text())[0]
+    assert row["n_items"] == 8 and row["protocol"] == "leaderboard"
+    lb = row["leaderboard"]
+    assert 0.0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1.0
+    asked = [str(s["item_id"]) for s in _steps(out)]
+    stored = {r["item_id"]: r for r in folder.requests}
+    expected = [q["context"] + q["continuation"] for i in asked for q in stored[i]["requests"]]
+    assert sorted(served) == sorted(expected)
+
+
+def _steps(out: Path) -> list:
+    import sqlite3
+
+    with sqlite3.connect(out / "runs.sqlite") as con:
+        return [{"item_id": i} for (i,) in con.execute("select item_id from steps")]
+
+
+def test_generation_items_travel_with_their_stops(built, tmp_path):
+    """generate_until items: the context, stop strings and token limit of each logged item."""
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.toylm import ToyLM
+
+    folder = built["gen"]
+    assert folder.manifest["requests"]["rules"] == ["exact_match"]
+    stored = {r["item_id"]: r["requests"][0] for r in folder.requests}
+    out = tmp_path / "run"
+    with MockOpenAIServer(lm=ToyLM()) as srv:
+        r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder.path), "--subject",
+                                     f"completions:{srv.url}", "--llm", "toy", "--max-items",
+                                     "6", "--min-items", "6", "-q", "-o", str(out)])
+        bodies = [e["body"] for e in srv.log]
+    assert r.exit_code == 0, r.output
+    asked = [s["item_id"] for s in _steps(out)]
+    got = sorted((b["prompt"], tuple(b["stop"]), b["max_tokens"]) for b in bodies)
+    want = sorted((stored[i]["context"], tuple(stored[i]["until"]), stored[i]["max_gen_toks"])
+                  for i in asked)
+    assert got == want and len({w[2] for w in want}) > 1   # limits differ per item
+    ir = build_item_requests(folder.bank, asked[0])
+    gold = str(ir.gold)
+    assert ir.score([f" {gold}\n"]) == 1 and ir.score([f" {int(gold) + 1}"]) == 0
+
+
+# ----------------------------------------------------------------------------- matrix path
+@pytest.fixture(scope="module")
+def matrix_bank(tmp_path_factory, shared_data):
+    from atlascat.responses import ResponseMatrix
+
+    rm = ResponseMatrix.read(shared_data / "benchpred" / "helm_mmlu.csv.gz")
+    idx = np.random.default_rng(0).permutation(rm.n_subjects)
+    root = tmp_path_factory.mktemp("matrix")
+    rm.subset(subjects=idx[:20]).write(root / "source.csv")
+    rm.subset(subjects=idx[20:]).write(root / "targets.csv")
+    r = CliRunner().invoke(app, ["build-bank", str(root / "source.csv"), "-o",
+                                 str(root / "bank")])
+    assert r.exit_code == 0, r.output
+    return root
+
+
+def test_build_bank_then_simulate_writes_scores_with_intervals(matrix_bank):
+    root = matrix_bank
+    folder = load_bank_dir(root / "bank")
+    assert folder.manifest["n_models"] == 20 and folder.manifest["source"]["kind"] == "matrix"
+    assert folder.requests is None and folder.link.info["n_models"] == 20
+    assert folder.link.support["min_models"] == 0.5 and folder.manifest["cross_fit"]["factor"] >= 1
+    r = CliRunner().invoke(app, ["simulate", "--bank", str(root / "bank"),
+                                 str(root / "targets.csv"), "--max-items", "50", "-o",
+                                 str(root / "sim")])
+    assert r.exit_code == 0, r.output
+    ps = pd.read_csv(root / "sim" / "person_scores.csv")
+    shipped = ("leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi")
+    assert set(shipped) <= set(ps.columns) and len(ps) == 63
+    assert (ps["n_items"] <= 50).all() and (ps["n_items"] >= 30).all()
+    s, lo, hi = (ps[c].to_numpy() for c in shipped)
+    assert ((0 <= lo) & (lo <= s) & (s <= hi) & (hi <= 1)).all()
+    from atlascat.responses import ResponseMatrix
+
+    tgt = ResponseMatrix.read(root / "targets.csv")
+    truth = pd.Series(np.nanmean(tgt.values, 1), index=tgt.subject_ids)[ps["subject_id"]]
+    err = np.abs(s - truth.to_numpy())
+    assert err.mean() < 0.05                      # 3.1 points measured (seed 0)
+    assert np.mean((lo <= truth.to_numpy()) & (truth.to_numpy() <= hi)) >= 0.85
+
+
+def test_score_accepts_a_bank_folder(matrix_bank, tmp_path):
+    out = tmp_path / "scores.csv"
+    r = CliRunner().invoke(app, ["score", str(matrix_bank / "targets.csv"), "--bank",
+                                 str(matrix_bank / "bank"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(out)
+    assert len(df) == 63 and np.corrcoef(df["theta"], df["accuracy"])[0, 1] > 0.9
+    # the folder's prediction from all answers follows the accuracy (2.6 points apart on
+    # average, measured: the link is fitted for 50-item tests on 20 models)
+    assert (df["leaderboard_lo"] <= df["leaderboard_accuracy"]).all()
+    assert np.abs(df["leaderboard_accuracy"] - df["accuracy"]).mean() < 0.035
+    assert np.corrcoef(df["leaderboard_accuracy"], df["accuracy"])[0, 1] > 0.95
+
+
+def test_a_bank_folder_is_a_suite_member(matrix_bank):
+    from atlascat.suite.definition import SuiteMember
+
+    m = SuiteMember("mine", str(matrix_bank / "bank")).resolve()
+    folder = load_bank_dir(matrix_bank / "bank")
+    assert m.source == str(matrix_bank / "bank") and len(m.bank) == len(folder.bank)
+    assert m.link.to_dict() == folder.link.to_dict()
+
+
+def test_predict_scores_is_the_link_with_answers(matrix_bank):
+    folder = load_bank_dir(matrix_bank / "bank")
+    items = list(folder.bank.item_ids[:40])
+    persons = pd.DataFrame({"subject_id": ["a", "b"], "theta": [-1.0, 1.0], "se": [0.3, 0.3]})
+    adm = pd.DataFrame({"subject_id": ["a"] * 40 + ["b"] * 40, "item_id": items * 2,
+                        "score": [0.0] * 40 + [1.0] * 40})
+    p = predict_scores(folder, persons, adm)
+    assert p["leaderboard_accuracy"].iloc[0] < p["leaderboard_accuracy"].iloc[1]
+    one = folder.link.predict(1.0, 0.3, responses=dict(zip(items, [1.0] * 40)))
+    assert p["leaderboard_accuracy"].iloc[1] == pytest.approx(one.score)
+
+
+def test_loader_exposes_extra_files(matrix_bank, tmp_path):
+    import shutil
+
+    d = tmp_path / "bank"
+    shutil.copytree(matrix_bank / "bank", d)
+    (d / "predictor.json").write_text("{}")
+    folder = load_bank_dir(d)
+    assert is_bank_dir(d) and folder.extra("predictor.json") == d / "predictor.json"
+    assert folder.extra("other.json") is None and set(folder.extras) == {"predictor.json"}
+    with pytest.raises(AtlasError, match="not a bank folder"):
+        load_bank_dir(tmp_path)
+
+
+def test_scores_file_is_the_published_score(matrix_bank, tmp_path):
+    from atlascat.responses import ResponseMatrix
+
+    rm = ResponseMatrix.read(matrix_bank / "source.csv")
+    pub = pd.DataFrame({"model": rm.subject_ids, "score": 100 * np.linspace(0.3, 0.8, 20)})
+    pub.to_csv(tmp_path / "scores.csv", index=False)
+    f = build_bank(matrix_bank / "source.csv", None, scores=tmp_path / "scores.csv", folds=0)
+    assert f.link.support["score_range"] == pytest.approx((0.3, 0.8))
+    assert "published scores" in f.manifest["score"]
+
+
+# ----------------------------------------------------------------------------- small N link
+def test_score_link_from_20_models_and_not_19(rng):
+    from atlascat.irt.bank import ItemBank
+    from atlascat.link import ScoreLink
+
+    bank = ItemBank([f"i{j}" for j in range(60)], rng.lognormal(0, 0.3, 60), rng.normal(0, 1, 60))
+    th = np.linspace(-2, 2, 20)
+    p = 1 / (1 + np.exp(-bank.a * (th[:, None] - bank.b)))
+    y = (rng.random(p.shape) < p).astype(float)
+    s = y.mean(1)
+    link = ScoreLink.fit(bank, y, s, cat_config=False)
+    assert link.info["n_models"] == 20 and link.support["min_models"] == 10.0
+    from atlascat.link.curve import knots_for, support_for
+
+    assert [knots_for(n) for n in (16, 20, 24, 40, 400)] == [0, 1, 2, 6, 6]
+    assert [support_for(n) for n in (20, 83, 400, 5000)] == [0.5, 2.075, 10.0, 10.0]
+    assert link.predict(2.0, 0.2).score > link.predict(-2.0, 0.2).score
+    with pytest.raises(ConfigError, match="at least 20 calibration models"):
+        ScoreLink.fit(bank, y[:19], s[:19], cat_config=False)
