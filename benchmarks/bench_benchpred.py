@@ -6,10 +6,12 @@ Protocol: budget 50 items; interpolation = a random 25% of the models are the ta
 RandomState(seed).permutation, as their main.py), the rest the source; extrapolation = the
 source is the weakest 50% of models by full accuracy, the targets the strongest 30%; seeds 0-4.
 Per seed: calibrate the source with the library defaults (Calibrator()), fit BenchmarkPredictor
-(budget 50) on the source, replay every target's real answers (a fresh random sample of 50 items
-per target, Generator(seed + 1000)). The truth is each target's mean over all items.
+(budget 50) on the source, replay every target's real answers (a fresh run of the predictor's
+sequential design, 50 items per target, Generator(seed + 1000)). The truth is each target's mean
+over all items.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_benchpred.py [--seeds 5] [--write-docs]
+        [--set NAME=VALUE ...]   # a BenchmarkPredictor setting, e.g. --set mix=0.8
 
 writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed) and, with
 --write-docs, the table of docs/your_benchmark.md's section "## Study: models unlike the
@@ -55,7 +57,7 @@ def split_models(full: np.ndarray, split: str, seed: int):
     return order[: int(0.5 * n)], order[-int(0.3 * n):]
 
 
-def run_one(df: pd.DataFrame, split: str, seed: int, budget: int) -> dict:
+def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, settings=None) -> dict:
     full = df.to_numpy(float)
     ids = [str(c) for c in df.columns]
     src, tgt = split_models(full, split, seed)
@@ -65,7 +67,7 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bank = Calibrator().fit(source).bank_
-    pred = BenchmarkPredictor(budget).fit(bank, source, rng=seed)
+    pred = BenchmarkPredictor(budget, **(settings or {})).fit(bank, source, rng=seed)
     r = pred.replay(targets, rng=seed + 1000)
     truth = r.full_score.to_numpy()
     return {"mae": 100 * np.abs(r.score - truth).mean(),
@@ -110,7 +112,10 @@ def main(argv=None) -> None:
     ap.add_argument("--budget", type=int, default=50)
     ap.add_argument("--datasets", default=",".join(NAMES))
     ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a BenchmarkPredictor setting (for studies), e.g. --set mix=0.5")
     a = ap.parse_args(argv)
+    settings = {k: float(v) for k, v in (s.split("=", 1) for s in a.set)}
     rows = []
     for name in a.datasets.split(","):
         df = load(name)
@@ -118,7 +123,7 @@ def main(argv=None) -> None:
             t0 = time.time()
             for seed in range(a.seeds):
                 rows.append({"dataset": name, "split": split, "seed": seed,
-                             **run_one(df, split, seed, a.budget)})
+                             **run_one(df, split, seed, a.budget, settings)})
             last = pd.DataFrame(rows[-a.seeds:])
             print(f"{name:17s} {split:13s} MAE {last.mae.mean():5.2f}  coverage "
                   f"{last.n_hits.sum() / last.n_targets.sum():.3f}  items <= {last.items_max.max()}"

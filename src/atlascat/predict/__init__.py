@@ -1,8 +1,9 @@
 """Predicted full-benchmark scores that stay right for models unlike the source models.
 
-- :mod:`.estimators`: the IRT prediction, the cross-fitted design-based (difference /
-  prediction-powered) correction from a random sample of items, their combination and the
-  interval, vectorized over targets (formulas and references there).
+- :mod:`.estimators`: the sequential design (items drawn with probabilities from the IRT
+  model's uncertainty, active inference), Des Raj's design-based estimate with the IRT
+  prediction as a control variate, the IRT prediction, their combination and the interval,
+  vectorized over targets (formulas and references there).
 - :mod:`.predictor`: :class:`BenchmarkPredictor` (fit from a bank and the source models'
   answers, vectorized replay over a target matrix, ``to_dict`` / ``from_dict`` for
   ``predictor.json``).

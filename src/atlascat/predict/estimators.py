@@ -1,54 +1,56 @@
 """The estimators behind a predicted benchmark score, vectorized over targets (rows).
 
-The benchmark score of a target is the mean over ALL N items, ``mu = (1/N) sum_i y_i``. The
-items asked are a simple random sample S (without replacement, n of N) drawn before any answer
-is seen, so every item is asked with the same probability n / N whatever the target.
+The benchmark score of a target is the mean over ALL N items, ``mu = (1/N) sum_i y_i``, so the
+quantity to estimate is the total ``Y = sum_i y_i``; the answers are fixed numbers and the only
+randomness is which items are asked.
 
-Model-based prediction (IRT). With the source calibration's P_i(theta) on a quadrature grid,
-the posterior of theta given the answers on S (N(0, 1) prior, Bock and Mislevy 1982) gives each
-unasked item its posterior-mean probability f_i = sum_q post(q) P_i(theta_q), and
+Design: sequential sampling with probabilities proportional to the model's uncertainty
+(active inference, Zrnic and Candes 2024), without replacement. Before draw k, with the answers
+of draws 1..k-1 known, the IRT posterior of theta (N(0, 1) prior on a quadrature grid, Bock and
+Mislevy 1982) gives every item its posterior-mean probability f_i^(k) = sum_q post(q) P_i(theta_q).
+Draw k takes item j from the items not asked yet (R_k) with probability
 
-    M = (1/N) [ sum_{i in S} y_i + sum_{i not in S} f_i ]
+    q_j^(k) = m * s_j / sum_{R_k} s + (1 - m) / |R_k|,    s_j = sqrt(f_j^(k) (1 - f_j^(k)))
 
-(the p-IRT estimator of Polo et al. 2024, tinyBenchmarks). M is sharp where the target resembles
-the source models and biased where it does not (hard items fitted on models that never solved
-them, another ability profile).
+(the predicted residual SD; the uniform share 1 - m keeps every q > 0, so the estimator is
+unbiased whatever the model, and bounds the weight of an item the model wrongly thinks certain).
+Items the model is unsure about, the informative ones, are asked more often: the IRT prediction
+gets sharper than from a simple random sample.
 
-Design-based correction (difference / prediction-powered estimator). The mean residual of the
-sampled items estimates the model's error on the unasked ones:
+Des Raj's estimator (Des Raj 1956, ordered sampling without replacement) with the model as a
+control variate: every draw gives an estimate of the total,
 
-    D = (1/N) [ sum_{i in S} y_i + sum_{i not in S} fbar_i + (N - n) rbar ],
-    rbar = (1/n) sum_{i in S} (y_i - f_i^(-k(i))),   fbar = (1/K) sum_k f^(-k)
+    t_k = sum_{i asked before k} y_i + sum_{i in R_k} f_i^(k) + (y_j - f_j^(k)) / q_j^(k),
 
-where f^(-k) is computed from the answers outside fold k of S (K-fold cross-fitting, so an
-item's own answer never enters its prediction, and the unasked items get the same fold
-predictors as the residuals: with a misspecified model the full-data posterior differs
-systematically from the fold posteriors, and mixing the two would bias D; Chernozhukov et al. 2018, Zrnic and Candes 2024
-"Cross-prediction-powered inference"). For any fixed predictor f, D is unbiased for mu under
-simple random sampling of items, whatever the target and however wrong the model is
-(Angelopoulos et al. 2023, prediction-powered inference; Sarndal, Swensson and Wretman 1992,
-the difference estimator), and
+conditionally unbiased given the earlier draws, E[t_k | draws 1..k-1] = Y, whatever f and q
+(they depend only on earlier answers). Their mean D = (1/n) sum_k t_k is unbiased for Y, the
+t_k - Y are martingale differences (uncorrelated), and
 
-    Var(D) = (s_r^2 / n) (1 - n / N)                 (finite-population correction)
+    Var^(D) = sum_k (t_k - D)^2 / (n (n - 1))
 
-with s_r^2 the sample variance of the cross-fitted residuals. Its 95% interval D +- 1.96 SE is
-valid by design: it needs no assumption on the item parameters, so their uncertainty (a small
-source population) cannot make it undercover.
+is Des Raj's unbiased variance estimator. The 95% interval D / N +- 1.96 SE needs no assumption
+on the item parameters: it is valid by design (item parameter uncertainty of a small source
+population cannot make it undercover; it only widens it).
 
-Combination. G = alpha + beta * M is the model-based prediction calibrated on the source
-models (the same design replayed on them); tau^2 its mean squared error there. A target is
-outside the source population when |D - G| > z_cut * sqrt(SE_D^2 + tau^2) (the random items'
-residuals contradict the model), or when G, M or D lies beyond the source models' score range
-(a calibration fitted there cannot be extrapolated); then the
-prediction is D. Otherwise the precision-weighted
-mean C = (G / tau^2 + D / SE_D^2) / (1 / tau^2 + 1 / SE_D^2). The reported 95% interval is the
-design interval D +- 1.96 SE_D, widened (never narrowed) to contain the point prediction, so
-its coverage is at least the design interval's.
+Model-based prediction (IRT). With the posterior after all n answers,
+M = (1/N) [ sum_{asked} y_i + sum_{not asked} f_i ] (the p-IRT estimator of Polo et al. 2024).
+M is sharp where the target resembles the source models and biased where it does not.
+
+Combination. G = alpha + beta * M is the model prediction calibrated on the source models (the
+same design replayed on them), tau^2 its mean squared error there. A target is outside the source
+population when |D - G| > z_cut * sqrt(SE_D^2 + tau^2) (the design contradicts the model), when
+G, M or D lies beyond the source models' score range (a calibration fitted there cannot be
+extrapolated), or when its theta lies beyond the central ``1 - 2 q`` of the source models'
+replayed thetas; then the prediction is D. Otherwise the precision-weighted mean
+C = (G / tau^2 + D / SE_D^2) / (1 / tau^2 + 1 / SE_D^2). The reported 95% interval is the design
+interval D +- 1.96 SE_D, widened (never narrowed) to contain the point prediction.
 
 References
 ----------
+Des Raj (1956). Some estimators in sampling with varying probabilities without replacement.
+JASA 51, 269-284.
+Zrnic and Candes (2024). Active statistical inference. ICML.
 Angelopoulos, Bates, Fannjiang, Jordan, Zrnic (2023). Prediction-powered inference. Science 382.
-Zrnic and Candes (2024). Active statistical inference. ICML; Cross-prediction-powered inference. PNAS.
 Polo, Weber, Choshen, Sun, Xu, Yurochkin (2024). tinyBenchmarks: evaluating LLMs with fewer
 examples. ICML.
 Zhang, Dorner, Hardt (2025). How benchmark prediction from fewer data misses the mark. NeurIPS.
@@ -59,7 +61,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["Z95", "grid_tables", "posterior_probabilities", "model_and_design", "combine"]
+__all__ = ["Z95", "grid_tables", "posterior", "log_posterior", "draw_probabilities",
+           "sequential_design", "des_raj", "model_prediction", "combine"]
 
 Z95 = 1.959963984540054
 
@@ -72,59 +75,105 @@ def grid_tables(a, b, c, u, nodes):
     return p, np.log(p), np.log1p(-p)
 
 
-def posterior_probabilities(y, asked, p, log_p, log_q, nodes, log_prior):
-    """Posterior-mean P_i for every target (rows) and item given the answers where ``asked``.
+def posterior(log_post):
+    """Normalised posterior weights (T, n_nodes) from unnormalised log posteriors."""
+    return np.exp(log_post - logsumexp(log_post, axis=1, keepdims=True))
 
-    log post(q) = log prior(q) + sum_{asked j} [y_j log P_j(q) + (1 - y_j) log Q_j(q)];
-    returns (f, theta): f = post @ P, shape (T, N), and the posterior mean of theta, (T,).
-    """
-    y1 = np.where(asked, y, 0.0)
+
+def log_posterior(y, asked, tables, log_prior):
+    """log prior(q) + sum_{asked j} [y_j log P_j(q) + (1 - y_j) log Q_j(q)], shape (T, n_nodes)."""
+    _, log_p, log_q = tables
+    y1 = np.where(asked, np.nan_to_num(y), 0.0)
     y0 = np.where(asked, 1.0 - np.nan_to_num(y), 0.0)
-    lp = y1 @ log_p.T + y0 @ log_q.T + log_prior
-    post = np.exp(lp - logsumexp(lp, axis=1, keepdims=True))
-    return post @ p, post @ nodes
+    return y1 @ log_p.T + y0 @ log_q.T + log_prior
 
 
-def model_and_design(y, asked, folds, tables, nodes, log_prior, n_folds):
-    """M, D and SE_D for every target (rows), from answers ``y`` where ``asked`` (T, N).
+def draw_probabilities(f, remaining, mix):
+    """q over the remaining items (rows sum to 1): mix * s / sum s + (1 - mix) / |R|."""
+    s = np.where(remaining, np.sqrt(np.clip(f * (1.0 - f), 0.0, None)), 0.0)
+    n_rem = np.maximum(remaining.sum(1, keepdims=True), 1)
+    s_sum = s.sum(1, keepdims=True)
+    prop = np.where(s_sum > 0, s / np.where(s_sum > 0, s_sum, 1.0), 1.0 / n_rem)
+    q = np.where(remaining, mix * prop + (1.0 - mix) / n_rem, 0.0)
+    return q / np.maximum(q.sum(1, keepdims=True), 1e-300)
 
-    ``folds`` (T, N) gives each asked item its cross-fitting fold (0..n_folds-1; ignored
-    elsewhere); ``asked`` must be a simple random sample of each row's items. Rows with fewer
-    than two answers get D = M and an SE of 0.5 (no design information yet).
-    Returns (M, D, se, theta, n).
+
+def sequential_design(y, tables, log_prior, budget, mix, rng):
+    """Replay the sequential design on every row of ``y`` (NaN = no answer, never drawn).
+
+    Returns a dict of arrays, one column per draw k (shape (T, n) with n = min(budget, the
+    most available items of a row)): ``item`` (index drawn), ``q`` (its draw probability),
+    ``f`` (its prediction f_j^(k)), ``f_rest`` (sum of f^(k) over R_k), ``valid`` (False once a
+    row has no item left: a row with fewer available items than the budget is asked all of
+    them), and ``log_post`` (T, n_nodes) after the last answer. Loops over draws only; every
+    draw is vectorized over rows.
     """
     p, log_p, log_q = tables
-    y = np.where(asked, np.nan_to_num(y), 0.0)
-    n_items = y.shape[1]
-    n = asked.sum(1)
-    f, theta = posterior_probabilities(y, asked, p, log_p, log_q, nodes, log_prior)
-    model = (np.where(asked, y, f)).sum(1) / n_items
-    resid = np.zeros_like(y)
-    f_bar = np.zeros_like(y)
-    for k in range(n_folds):                 # K posteriors, each vectorized over targets
-        out = asked & (folds == k)
-        fk, _ = posterior_probabilities(y, asked & ~out, p, log_p, log_q, nodes, log_prior)
-        resid = np.where(out, y - fk, resid)
-        f_bar += fk / n_folds
-    n_safe = np.maximum(n, 1)
-    rbar = resid.sum(1) / n_safe
-    s2 = ((resid - rbar[:, None]) ** 2 * asked).sum(1) / np.maximum(n - 1, 1)
-    known = np.where(asked, y, 0.0).sum(1)
-    design = (known + np.where(asked, 0.0, f_bar).sum(1) + (n_items - n) * rbar) / n_items
-    se = np.sqrt(s2 / n_safe * (1.0 - n / n_items))
-    few = n < 2
-    design = np.where(few, model, design)
-    se = np.where(few, 0.5, se)
-    return model, design, se, theta, n
+    n_rows, n_items = y.shape
+    avail = np.isfinite(y)
+    n = int(min(budget, avail.sum(1).max()))
+    yv = np.nan_to_num(y)
+    rows = np.arange(n_rows)
+    lp = np.tile(log_prior, (n_rows, 1))
+    remaining = avail.copy()
+    out = {k: np.zeros((n_rows, n)) for k in ("q", "f", "f_rest")}
+    out["item"] = np.zeros((n_rows, n), dtype=int)
+    out["valid"] = np.zeros((n_rows, n), dtype=bool)
+    for k in range(n):
+        live = remaining.any(1)
+        f = posterior(lp) @ p
+        q = draw_probabilities(f, remaining, mix)
+        cq = np.cumsum(q, axis=1)
+        j = np.minimum((cq < rng.random((n_rows, 1)) * cq[:, -1:]).sum(1), n_items - 1)
+        j = np.where(remaining[rows, j], j, np.argmax(q, axis=1))      # rounding guard
+        out["item"][:, k] = j
+        out["q"][:, k] = np.where(live, q[rows, j], 1.0)
+        out["f"][:, k] = np.where(live, f[rows, j], 0.0)
+        out["f_rest"][:, k] = np.where(remaining, f, 0.0).sum(1)
+        out["valid"][:, k] = live
+        remaining[rows, j] = False
+        step = np.where(yv[rows, j][:, None] > 0.5, log_p[:, j].T, log_q[:, j].T)
+        lp += np.where(live[:, None], step, 0.0)
+    out["log_post"] = lp
+    return out
 
 
-def combine(model, design, se, alpha, beta, tau2, z_cut, source_range=(0.0, 1.0)):
-    """Point prediction, 95% interval (0-1) and the out-of-population flag (module docstring)."""
+def des_raj(y_drawn, q, f, f_rest, valid=None):
+    """Des Raj's estimate of the total and its SE from the draws (rows = targets, columns =
+    draws in order, ``valid`` marks the draws made; module docstring). A row with one draw gets
+    SE = inf, a row with none a total of NaN."""
+    valid = np.ones(np.shape(y_drawn), dtype=bool) if valid is None else np.asarray(valid, bool)
+    y_drawn = np.where(valid, y_drawn, 0.0)
+    before = np.cumsum(y_drawn, axis=1) - y_drawn
+    t = np.where(valid, before + f_rest + (y_drawn - f) / np.where(valid, q, 1.0), 0.0)
+    n = valid.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = t.sum(1) / n
+        var = np.where(valid, (t - total[:, None]) ** 2, 0.0).sum(1) / (n * (n - 1))
+    return total, np.where(n >= 2, np.sqrt(var), np.inf)
+
+
+def model_prediction(y, asked, avail, tables, nodes, log_post):
+    """M (mean over the ``avail`` items: answers where asked, posterior-mean P elsewhere) and
+    theta's EAP."""
+    post = posterior(log_post)
+    f = post @ tables[0]
+    m = np.where(asked, np.nan_to_num(y), np.where(avail, f, 0.0)).sum(1)
+    return m / np.maximum(avail.sum(1), 1), post @ nodes
+
+
+def combine(model, design, se, theta, *, alpha, beta, tau2, z_cut, source_range=(0.0, 1.0),
+            theta_range=(-np.inf, np.inf), d_margin=0.0):
+    """Point prediction, 95% interval (0-1), its SD and the out-of-population flag (module
+    docstring; ``d_margin``: how many SE_D the design estimate must lie beyond the source
+    scores to flag, 0 = its point value). Returns (score, lower, upper, sd, outside, z)."""
     g = alpha + beta * model
     se2 = np.maximum(se ** 2, 1e-12)
     z = np.abs(design - g) / np.sqrt(se2 + tau2)
     lo_src, hi_src = source_range
-    beyond = (np.minimum(g, model) < lo_src) | (np.maximum(g, model) > hi_src) | (design > hi_src) | (design < lo_src)
+    beyond = ((np.minimum(g, model) < lo_src) | (np.maximum(g, model) > hi_src)
+              | (design - d_margin * se > hi_src) | (design + d_margin * se < lo_src)
+              | (theta < theta_range[0]) | (theta > theta_range[1]))
     outside = (z > z_cut) | beyond
     pooled = (g / tau2 + design / se2) / (1.0 / tau2 + 1.0 / se2)
     score = np.clip(np.where(outside, design, pooled), 0.0, 1.0)

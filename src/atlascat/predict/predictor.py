@@ -3,17 +3,18 @@
 :class:`BenchmarkPredictor` is fitted from a calibrated :class:`~atlascat.irt.bank.ItemBank`,
 the source models' answers (a :class:`~atlascat.responses.ResponseMatrix` over ALL the
 benchmark's items, including any the bank dropped) and their scores (default: each model's mean
-over all items, the benchmark score). It asks a simple random sample of ``budget`` items and
-predicts the mean over all items with the estimators of :mod:`atlascat.predict.estimators`:
-the IRT prediction as a control variate, corrected by the cross-fitted residuals of the random
-items (unbiased whatever the model), pooled with the source-calibrated IRT prediction while the
-two agree, and reduced to the design-based estimate when they do not (a target outside the
-source population). The 95% interval is the design-based one (valid by design), widened to
-contain the point prediction.
+over all items, the benchmark score). It asks ``budget`` items one after another, each drawn with
+a probability proportional to the IRT model's uncertainty about it (mixed with uniform), and
+predicts the mean over all items with the estimators of :mod:`atlascat.predict.estimators`: Des
+Raj's estimator with the IRT prediction as a control variate (unbiased whatever the model, with a
+variance estimate valid by design), pooled with the source-calibrated IRT prediction while the two
+agree, and reduced to the design-based estimate when they do not or when the target lies beyond
+the source models (a target outside the source population). The 95% interval is the design-based
+one, widened to contain the point prediction.
 
-Fitting replays the same design on the source models (``n_replays`` random samples each) to
-calibrate the IRT prediction to their scores (least squares G = alpha + beta * M) and to measure
-its error tau^2 there (floored at ``min_tau`` ^ 2).
+Fitting replays the same design on the source models (``n_replays`` runs each) to calibrate the
+IRT prediction to their scores (least squares G = alpha + beta * M), to measure its error tau^2
+there (floored at ``min_tau`` ^ 2) and the range of their thetas.
 
 Items the bank dropped (answered alike by every source model) keep a place in the score: they get
 the bank's median slope and a difficulty one unit beyond the hardest (all failed) or easiest
@@ -33,43 +34,58 @@ __all__ = ["BenchmarkPredictor", "MIN_SOURCE_MODELS"]
 
 MIN_SOURCE_MODELS = 20
 _KIND = "atlascat.predict.BenchmarkPredictor"
+_VERSION = 2
 
 
 class BenchmarkPredictor:
-    """Predicted full-benchmark score from a random sample of its items (see module docstring).
+    """Predicted full-benchmark score from a sequential sample of its items (module docstring).
 
     Parameters
     ----------
     budget : items asked per target (default 50)
-    n_folds : cross-fitting folds of the design correction (default 5)
+    mix : share of each draw's probability proportional to the model's uncertainty, the rest
+        uniform, 0-1 (default 0.5, chosen on BenchPred's interpolation split among 0.5 and
+        0.8; 0 = simple random sampling)
     z_cut : a target whose design and model predictions differ by more than z_cut combined SEs
         is treated as outside the source population (default 2.0)
-    n_replays : random samples per source model when fitting the calibration (default 2)
+    theta_quantile : a target whose theta lies beyond the [q, 1 - q] quantiles of the source
+        models' replayed thetas is treated as outside (default 0.02)
+    d_margin : a design estimate more than d_margin SEs beyond the source scores flags the
+        target as outside (default 0: its point value)
+    n_replays : design replays per source model when fitting the calibration (default 2)
     min_tau : floor of the model prediction's RMS error, 0-1 (default 0.01)
     quadpts, theta_range : the theta grid (61 nodes on [-6, 6], N(0, 1) prior)
 
     Fitted attributes: ``item_ids_``, ``a_``, ``b_``, ``c_``, ``u_`` (every benchmark item),
-    ``alpha_``, ``beta_``, ``tau2_``, ``n_source_``, ``source_range_`` (min, max source score).
+    ``alpha_``, ``beta_``, ``tau2_``, ``n_source_``, ``source_range_`` (min, max source score),
+    ``theta_support_`` (the source thetas' quantiles).
     """
 
-    def __init__(self, budget: int = 50, *, n_folds: int = 5, z_cut: float = 2.0,
-                 n_replays: int = 2, min_tau: float = 0.01, quadpts: int = 61,
-                 theta_range=(-6.0, 6.0)):
+    def __init__(self, budget: int = 50, *, mix: float = 0.5, z_cut: float = 2.0,
+                 theta_quantile: float = 0.02, d_margin: float = 0.0, n_replays: int = 2,
+                 min_tau: float = 0.01, quadpts: int = 61, theta_range=(-6.0, 6.0)):
         self.budget = budget
-        self.n_folds = n_folds
+        self.mix = mix
         self.z_cut = z_cut
+        self.theta_quantile = theta_quantile
+        self.d_margin = d_margin
         self.n_replays = n_replays
         self.min_tau = min_tau
         self.quadpts = quadpts
         self.theta_range = tuple(theta_range)
 
     # ------------------------------------------------------------------ fitting
-    def _check(self):
-        if int(self.budget) < 2 * int(self.n_folds):
-            raise ConfigError(f"budget {self.budget} is below 2 x n_folds ({2 * self.n_folds}); "
-                              "ask at least two items per cross-fitting fold")
-        if int(self.n_folds) < 2:
-            raise ConfigError(f"n_folds must be at least 2, got {self.n_folds}")
+    def _check(self, budget=None):
+        budget = self.budget if budget is None else budget
+        if int(budget) < 2:
+            raise ConfigError(f"budget must be at least 2 items, got {budget}")
+        if not 0.0 <= float(self.mix) < 1.0:
+            raise ConfigError(f"mix must be in [0, 1), got {self.mix}; 1 - mix is the uniform "
+                              "share that keeps the estimate unbiased")
+        if not float(self.d_margin) >= 0.0:
+            raise ConfigError(f"d_margin must be >= 0, got {self.d_margin}")
+        if not 0.0 <= float(self.theta_quantile) < 0.5:
+            raise ConfigError(f"theta_quantile must be in [0, 0.5), got {self.theta_quantile}")
         if not self.z_cut > 0 or not self.min_tau > 0:
             raise ConfigError("z_cut and min_tau must be positive")
 
@@ -99,8 +115,8 @@ class BenchmarkPredictor:
             raise ResponseDataError("scores must hold one finite value (0-1) per source model")
         rng = np.random.default_rng(rng)
         reps = np.repeat(np.arange(source.n_subjects), int(self.n_replays))
-        model = self._replay_arrays(y[reps], rng)["model"]
-        t = truth[reps]
+        arr = self._replay_arrays(y[reps], rng)
+        model, t = arr["model"], truth[reps]
         var = np.var(model)
         beta = float(np.cov(model, t, bias=True)[0, 1] / var) if var > 1e-12 else 1.0
         alpha = float(t.mean() - beta * model.mean())
@@ -109,6 +125,8 @@ class BenchmarkPredictor:
         self.tau2_ = float(max(np.mean(resid ** 2), self.min_tau ** 2))
         self.n_source_ = int(source.n_subjects)
         self.source_range_ = (float(truth.min()), float(truth.max()))
+        qq = float(self.theta_quantile)
+        self.theta_support_ = tuple(float(v) for v in np.quantile(arr["theta"], [qq, 1 - qq]))
         return self
 
     # ------------------------------------------------------------------ replay
@@ -120,54 +138,74 @@ class BenchmarkPredictor:
     def _replay_arrays(self, y: np.ndarray, rng, budget=None) -> dict:
         """The design on every row of ``y`` (items in ``item_ids_`` order, NaN = not available)."""
         budget = int(self.budget if budget is None else budget)
-        n_rows, n_items = y.shape
-        keys = rng.random((n_rows, n_items))
-        keys[np.isnan(y)] = np.inf                     # only available items are drawn
-        order = np.argsort(keys, axis=1)[:, :budget]
-        rows = np.arange(n_rows)[:, None]
-        asked = np.zeros((n_rows, n_items), dtype=bool)
-        asked[rows, order] = np.isfinite(keys[rows, order])
-        folds = np.full((n_rows, n_items), -1)
-        folds[rows, order] = np.arange(budget)[None, :] % int(self.n_folds)
         tables, nodes, log_prior = self._grid()
-        model, design, se, theta, n = est.model_and_design(
-            y, asked, folds, tables, nodes, log_prior, int(self.n_folds))
-        return dict(model=model, design=design, se=se, theta=theta, n=n)
+        d = est.sequential_design(y, tables, log_prior, budget, float(self.mix), rng)
+        rows = np.broadcast_to(np.arange(y.shape[0])[:, None], d["item"].shape)
+        asked = np.zeros(y.shape, dtype=bool)
+        asked[rows[d["valid"]], d["item"][d["valid"]]] = True
+        return self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"], d["f_rest"],
+                              d["log_post"], d["valid"])
 
-    def predict_arrays(self, y: np.ndarray, asked: np.ndarray, folds: np.ndarray) -> dict:
-        """Predictions for answers already collected (rows = targets, items in ``item_ids_``
-        order; ``asked`` a simple random sample per row, ``folds`` its cross-fitting folds)."""
-        tables, nodes, log_prior = self._grid()
-        model, design, se, theta, n = est.model_and_design(
-            y, asked, folds, tables, nodes, log_prior, int(self.n_folds))
-        score, lo, hi, sd, outside, z = est.combine(model, design, se, self.alpha_, self.beta_,
-                                                    self.tau2_, self.z_cut, self.source_range_)
-        return dict(score=score, lower=lo, upper=hi, se=sd, model_score=model,
-                    design_score=design, design_se=se, theta=theta, n_items=n,
-                    outside=outside, z=z)
+    def _estimate(self, y, avail, asked, item, q, f, f_rest, log_post, valid=None) -> dict:
+        """D and its SE (capped at 1, the whole score range), M and theta; ``avail`` marks the
+        items the score is the mean over. A row asked every available item gets its exact
+        score (SE 0)."""
+        tables, nodes, _ = self._grid()
+        n_avail = np.maximum(avail.sum(1), 1)
+        y_drawn = np.nan_to_num(np.take_along_axis(y, item, axis=1))
+        total, se_total = est.des_raj(y_drawn, q, f, f_rest, valid)
+        model, theta = est.model_prediction(y, asked, avail, tables, nodes, log_post)
+        design, se = total / n_avail, np.minimum(se_total / n_avail, 1.0)
+        every = asked.sum(1) >= avail.sum(1)
+        exact = np.where(asked, np.nan_to_num(y), 0.0).sum(1) / n_avail
+        return dict(model=model, design=np.where(every, exact, design),
+                    se=np.where(every, 0.0, se), theta=theta, n=asked.sum(1))
+
+    def _combine(self, arr: dict):
+        return est.combine(arr["model"], arr["design"], arr["se"], arr["theta"],
+                           alpha=self.alpha_, beta=self.beta_, tau2=self.tau2_,
+                           z_cut=self.z_cut, source_range=self.source_range_,
+                           theta_range=self.theta_support_, d_margin=float(self.d_margin))
+
+    def predict_draws(self, y, item, q, f, f_rest) -> dict:
+        """Predictions from draws already answered (rows = targets; ``y`` in ``item_ids_``
+        order, NaN where not asked; the score is the mean over ALL items; ``item``, ``q``,
+        ``f``, ``f_rest`` one column per draw, as
+        :func:`~atlascat.predict.estimators.sequential_design` returns them)."""
+        self._require_fitted()
+        y = np.asarray(y, float)
+        item = np.asarray(item, int)
+        rows = np.arange(y.shape[0])[:, None]
+        asked = np.zeros(y.shape, dtype=bool)
+        asked[rows, item] = True
+        tables, _, log_prior = self._grid()
+        lp = est.log_posterior(y, asked, tables, log_prior)
+        avail = np.ones(y.shape, dtype=bool)       # a live target can be asked every item
+        arr = self._estimate(y, avail, asked, item, np.asarray(q, float), np.asarray(f, float),
+                             np.asarray(f_rest, float), lp)
+        score, lo, hi, sd, outside, z = self._combine(arr)
+        return dict(score=score, lower=lo, upper=hi, se=sd, model_score=arr["model"],
+                    design_score=arr["design"], design_se=arr["se"], theta=arr["theta"],
+                    n_items=arr["n"], outside=outside, z=z)
 
     def replay(self, targets: ResponseMatrix, *, budget=None, rng=None) -> pd.DataFrame:
         """Replay the design on every target's real answers (one row per target).
 
-        Each target is asked a simple random sample of at most ``budget`` (default the
-        predictor's) of the items it has answers for. Columns: ``subject``, ``n_items``,
-        ``score``, ``lower``, ``upper`` (95%, 0-1), ``se``, ``method`` ("design" for a target
-        outside the source population, else "combined"), ``flag``, ``model_score``,
-        ``design_score``, ``theta``, ``full_score`` (the target's mean over its answered items,
-        for studies).
+        Each target is asked at most ``budget`` (default the predictor's) of the items it has
+        answers for, drawn one after another (module docstring). Columns: ``subject``,
+        ``n_items``, ``score``, ``lower``, ``upper`` (95%, 0-1), ``se``, ``method`` ("design"
+        for a target outside the source population, else "combined"), ``flag``,
+        ``model_score``, ``design_score``, ``theta``, ``full_score`` (the target's mean over its
+        answered items, for studies).
         """
         self._require_fitted()
         budget = int(self.budget if budget is None else budget)
-        if budget < 2 * int(self.n_folds):
-            raise ConfigError(f"budget {budget} is below 2 x n_folds ({2 * self.n_folds})")
+        self._check(budget)
         if not isinstance(targets, ResponseMatrix):
             targets = ResponseMatrix(targets)
         y = targets.aligned_values(self.item_ids_, extra="ignore")
-        rng = np.random.default_rng(rng)
-        arr = self._replay_arrays(y, rng, budget)
-        score, lo, hi, sd, outside, z = est.combine(arr["model"], arr["design"], arr["se"],
-                                                    self.alpha_, self.beta_, self.tau2_,
-                                                    self.z_cut, self.source_range_)
+        arr = self._replay_arrays(y, np.random.default_rng(rng), budget)
+        score, lo, hi, sd, outside, z = self._combine(arr)
         return pd.DataFrame({
             "subject": list(targets.subject_ids), "n_items": arr["n"].astype(int),
             "score": score, "lower": lo, "upper": hi, "se": sd,
@@ -191,9 +229,12 @@ class BenchmarkPredictor:
     def to_dict(self) -> dict:
         """JSON-serialisable description (saved as ``predictor.json`` in a bank folder)."""
         self._require_fitted()
-        return {"kind": _KIND, "version": 1,
-                "settings": {"budget": int(self.budget), "n_folds": int(self.n_folds),
-                             "z_cut": float(self.z_cut), "n_replays": int(self.n_replays),
+        return {"kind": _KIND, "version": _VERSION,
+                "settings": {"budget": int(self.budget), "mix": float(self.mix),
+                             "z_cut": float(self.z_cut),
+                             "theta_quantile": float(self.theta_quantile),
+                             "d_margin": float(self.d_margin),
+                             "n_replays": int(self.n_replays),
                              "min_tau": float(self.min_tau), "quadpts": int(self.quadpts),
                              "theta_range": [float(v) for v in self.theta_range]},
                 "items": {"item_id": [str(i) for i in self.item_ids_],
@@ -201,17 +242,22 @@ class BenchmarkPredictor:
                           "c": self.c_.tolist(), "u": self.u_.tolist()},
                 "calibration": {"alpha": self.alpha_, "beta": self.beta_, "tau2": self.tau2_,
                                 "n_source": self.n_source_,
-                                "source_range": list(self.source_range_)}}
+                                "source_range": list(self.source_range_),
+                                "theta_support": list(self.theta_support_)}}
 
     @classmethod
     def from_dict(cls, d: dict) -> "BenchmarkPredictor":
         if not isinstance(d, dict) or d.get("kind") != _KIND:
             raise ConfigError("not a predictor description (predictor.json); write it with "
                               "BenchmarkPredictor.to_dict")
+        if d.get("version") != _VERSION:
+            raise ConfigError(f"predictor.json version {d.get('version')} is not {_VERSION}; "
+                              "rebuild the bank with this version of atlascat")
         s = d["settings"]
-        self = cls(s["budget"], n_folds=s["n_folds"], z_cut=s["z_cut"],
-                   n_replays=s["n_replays"], min_tau=s["min_tau"], quadpts=s["quadpts"],
-                   theta_range=s["theta_range"])
+        self = cls(s["budget"], mix=s["mix"], z_cut=s["z_cut"],
+                   theta_quantile=s["theta_quantile"], d_margin=s["d_margin"],
+                   n_replays=s["n_replays"],
+                   min_tau=s["min_tau"], quadpts=s["quadpts"], theta_range=s["theta_range"])
         it = d["items"]
         self.item_ids_ = np.asarray(it["item_id"], dtype=object)
         self.a_, self.b_, self.c_, self.u_ = (np.asarray(it[k], float) for k in "abcu")
@@ -219,6 +265,7 @@ class BenchmarkPredictor:
         self.alpha_, self.beta_, self.tau2_ = cal["alpha"], cal["beta"], cal["tau2"]
         self.n_source_ = cal["n_source"]
         self.source_range_ = tuple(cal["source_range"])
+        self.theta_support_ = tuple(cal["theta_support"])
         return self
 
 

@@ -1,10 +1,13 @@
 """A live test of one target with a :class:`~atlascat.predict.predictor.BenchmarkPredictor`.
 
-The items are asked in the order of one random permutation of the benchmark drawn when the
-session starts (seeded Generator), so the answered items are a simple random sample at every
-length: stopping after any number of answers keeps the design-based estimate unbiased. Item k of
-the permutation belongs to cross-fitting fold k mod K. The prediction is the predictor's
-(:mod:`atlascat.predict.estimators`), computed on the answers recorded so far.
+The session runs the predictor's sequential design (:mod:`atlascat.predict.estimators`): each
+item is drawn from the items not asked yet with a probability proportional to the IRT model's
+uncertainty about it given the answers recorded so far (mixed with uniform), from a seeded
+Generator. ``next_items(k)`` draws a round of k items one after another with the same posterior
+(the answers of a round are not known while it is drawn), so each draw's probability depends on
+earlier answers only and Des Raj's estimator stays unbiased at every length: stopping after any
+number of answers is allowed. The prediction uses the draws in order up to the first one not
+answered yet.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..errors import ConfigError
+from . import estimators as est
 
 __all__ = ["PredictSession", "BenchmarkPrediction"]
 
@@ -51,12 +55,12 @@ class PredictSession:
         if self.budget < 1:
             raise ConfigError(f"budget must be at least 1, got {budget}")
         n = len(predictor.item_ids_)
-        self._order = np.random.default_rng(rng).permutation(n)
+        self._rng = np.random.default_rng(rng)
         self._index = {str(i): k for k, i in enumerate(predictor.item_ids_)}
-        self._pos = np.empty(n, dtype=int)
-        self._pos[self._order] = np.arange(n)
         self._y = np.full(n, np.nan)
-        self._next = 0                      # position in the permutation of the next item
+        self._drawn = np.zeros(n, dtype=bool)
+        self._draws: list[tuple[int, float, float, float]] = []   # (item, q, f, f_rest)
+        self._tables, self._nodes, self._log_prior = predictor._grid()
 
     @property
     def n_items(self) -> int:
@@ -64,19 +68,34 @@ class PredictSession:
 
     @property
     def done(self) -> bool:
-        return self.n_items >= self.budget or self._next >= len(self._order)
+        return len(self._draws) >= self.budget or bool(self._drawn.all())
 
     def next_items(self, k: int = 1) -> list[str]:
         """The next (up to) ``k`` item ids to ask, never past the budget."""
-        room = max(0, min(int(k), self.budget - self._next, len(self._order) - self._next))
-        ids = self.predictor.item_ids_[self._order[self._next:self._next + room]]
-        self._next += room
-        return [str(i) for i in ids]
+        room = max(0, min(int(k), self.budget - len(self._draws), int((~self._drawn).sum())))
+        if room == 0:
+            return []
+        answered = np.isfinite(self._y)[None, :]
+        lp = est.log_posterior(self._y[None, :], answered, self._tables, self._log_prior)
+        f = est.posterior(lp) @ self._tables[0]
+        out = []
+        for _ in range(room):
+            remaining = ~self._drawn[None, :]
+            q = est.draw_probabilities(f, remaining, float(self.predictor.mix))[0]
+            j = int(min(np.searchsorted(np.cumsum(q), self._rng.random() * q.sum(), "right"),
+                        len(q) - 1))
+            if not remaining[0, j]:
+                j = int(np.argmax(q))
+            self._draws.append((j, float(q[j]), float(f[0, j]),
+                                float(np.where(remaining[0], f[0], 0.0).sum())))
+            self._drawn[j] = True
+            out.append(str(self.predictor.item_ids_[j]))
+        return out
 
     def record(self, item_id, score: float) -> None:
         """Record a 0/1 answer to an item handed out by :meth:`next_items`."""
         j = self._index.get(str(item_id))
-        if j is None or self._pos[j] >= self._next:
+        if j is None or not self._drawn[j]:
             raise ConfigError(f"item {item_id!r} was not handed out by next_items; record only "
                               "the items the session asked")
         s = float(score)
@@ -84,20 +103,32 @@ class PredictSession:
             raise ConfigError(f"score of item {item_id!r} must be 0 or 1, got {score!r}")
         self._y[j] = s
 
+    def _answered_draws(self):
+        n = 0
+        while n < len(self._draws) and np.isfinite(self._y[self._draws[n][0]]):
+            n += 1
+        return self._draws[:n]
+
     def prediction(self) -> BenchmarkPrediction:
-        """The prediction from the answers recorded so far."""
+        """The prediction from the answers recorded so far (the draws up to the first one
+        without an answer)."""
         p = self.predictor
-        asked = np.isfinite(self._y)[None, :]
-        folds = (self._pos % int(p.n_folds))[None, :]
-        r = p.predict_arrays(self._y[None, :], asked, folds)
+        draws = self._answered_draws()
+        if not draws:
+            raise ConfigError("no answers recorded yet; record the answer to the first item "
+                              "next_items handed out before asking for a prediction")
+        cols = [np.asarray([d[c] for d in draws])[None, :] for c in range(4)]
+        y = np.full_like(self._y, np.nan)
+        y[cols[0][0]] = self._y[cols[0][0]]
+        r = p.predict_draws(y[None, :], cols[0].astype(int), cols[1], cols[2], cols[3])
         outside = bool(r["outside"][0])
         n = int(r["n_items"][0])
         warning = ""
         if outside:
-            warning = ("the model looks outside the source models (beyond their scores, or "
-                       "design and model predictions differ by "
+            warning = ("the model looks outside the source models (beyond their scores or "
+                       "thetas, or design and model predictions differ by "
                        f"{float(r['z'][0]):.1f} SE): the design-based estimate is used")
-        elif n < 2 * int(p.n_folds):
+        elif n < 10:
             warning = f"only {n} items answered: the interval is wide"
         return BenchmarkPrediction(
             score=float(r["score"][0]), lower=float(r["lower"][0]), upper=float(r["upper"][0]),
