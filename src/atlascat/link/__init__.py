@@ -12,8 +12,8 @@ A link is fitted by the evaluation code, shipped by the catalogue
 three and knows nothing of files shipped.
 """
 from .curve import fit_monotone_spline
-from .prediction import ScorePrediction, stop_note
-from .score_link import ScoreLink, predict_frame
+from .prediction import ScorePrediction, predict_frame, stop_note
+from .score_link import ScoreLink
 from .settings import ANSWER_CHANCE, CHANCE
 
 __all__ = ["ScoreLink", "ScorePrediction", "predict_frame", "stop_note", "fit_monotone_spline",
