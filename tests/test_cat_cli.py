@@ -43,7 +43,7 @@ def test_simulate_with_thetas(files):
     out = tmp / "out"
     rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "--thetas", str(tmp / "thetas.csv"),
                "--se-stop", "0.3", "--min-items", "5", "--max-items", "40", "--seed", "3",
-               "-o", str(out)])
+               "-o", str(out), "--selected-folder"])
     assert rc == 0
     persons = pd.read_csv(out / "person_scores.csv")
     assert list(persons["subject_id"]) == ids
@@ -56,6 +56,13 @@ def test_simulate_with_thetas(files):
     assert list(sel.columns) == ["item_id", "order", "score", "theta", "se"]
     assert len(sel) == persons.set_index("subject_id").loc["plain", "n_items"]
     assert set(sel["item_id"].astype(str)) <= set(bank.item_ids)  # 'X' stripped
+    # the long file holds the same rows, every examinee's, in one file
+    long = pd.read_csv(out / "selected_items.csv")
+    assert list(long.columns) == ["subject_id", "item_id", "order", "score", "theta", "se"]
+    assert len(long) == persons["n_items"].sum()
+    pd.testing.assert_frame_equal(
+        long[long["subject_id"] == "plain"].drop(columns="subject_id").reset_index(drop=True),
+        sel)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n_examinees"] == 4
     assert summary["items_mean"] == pytest.approx(persons["n_items"].mean())
@@ -72,7 +79,7 @@ def test_simulate_with_thetas(files):
           "-o", str(out2), "--no-selected"])
     pd.testing.assert_frame_equal(persons.drop(columns="seconds"),
                                   pd.read_csv(out2 / "person_scores.csv").drop(columns="seconds"))
-    assert not (out2 / "selected_items").exists()
+    assert not (out2 / "selected_items").exists() and not (out2 / "selected_items.csv").exists()
 
 
 def test_simulate_batch_size(files):

@@ -129,6 +129,7 @@ class _Options:
     seed: int
     batch_size: Optional[int]
     selected: bool
+    selected_folder: bool
     bound_stop: bool
     bound_margin: float
 
@@ -159,7 +160,12 @@ def simulate_command(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=HELP["batch_size"]),
     selected: bool = typer.Option(True, "--selected/--no-selected",
-                                  help="Write selected_items/<subject>.csv files."),
+                                  help="Write selected_items.csv: every administered item, one "
+                                       "row each (subject_id, item_id, order, score, theta, "
+                                       "se)."),
+    selected_folder: bool = typer.Option(False, "--selected-folder",
+                                         help="Also write selected_items/<subject>.csv, one "
+                                              "file per examinee (catR's layout)."),
     bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
                                     help=HELP["bound_stop"]),
     bound_margin: float = typer.Option(0.02, "--bound-margin", help=HELP["bound_margin"]),
@@ -315,7 +321,9 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
 
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
-    if o.selected:
+    if o.selected:  # one long file: one open instead of one per examinee
+        result.administered.to_csv(out / "selected_items.csv", index=False)
+    if o.selected_folder:
         sel_dir = out / "selected_items"
         sel_dir.mkdir(exist_ok=True)
         stems = unique_filenames(persons["subject_id"])
@@ -349,7 +357,8 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
                                              "person_scores.csv leaderboard_warning)"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
-                  f"{'selected_items/, ' if o.selected else ''}item_exposure.csv, "
+                  f"{'selected_items.csv, ' if o.selected else ''}"
+                  f"{'selected_items/, ' if o.selected_folder else ''}item_exposure.csv, "
                   "item_positions.csv, summary.json)")
 
 
