@@ -13,7 +13,8 @@ from atlascat.cat.engine import simulate_cat
 from atlascat.cat.stopping import CeilingStop, FloorStop, build_stop_rules
 from atlascat.errors import ConfigError
 from atlascat.link.settings import CHANCE, LZ_CRITICAL
-from atlascat.link.score_link import ScoreLink, predict_frame
+from atlascat.link import predict_frame
+from atlascat.link.score_link import ScoreLink
 from atlascat.catalogue import load_bundled_bank, load_score_link
 
 

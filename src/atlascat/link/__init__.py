@@ -1,8 +1,8 @@
 """The score link: from an adaptive test's theta (+- SE) and answers to the published
 leaderboard score with a 95% interval (see ``docs/leaderboard.md``).
 
-- :mod:`.score_link`: :class:`ScoreLink` (fit, predict, stop settings, JSON round trip) and
-  :func:`predict_frame`.
+- :mod:`.score_link`: :class:`ScoreLink` (fit, predict, stop settings, JSON round trip).
+- :mod:`.frames`: :func:`predict_frame`, the predictions of every examinee of a simulation.
 - :mod:`.prediction`: :class:`ScorePrediction` and the floor / ceiling stop notes.
 - :mod:`.curve`, :mod:`.correction`: the curves over theta and the answers' correction.
 - :mod:`.settings`: chance levels and the other constants.
@@ -13,7 +13,8 @@ three and knows nothing of files shipped.
 """
 from .curve import fit_monotone_spline
 from .prediction import ScorePrediction, stop_note
-from .score_link import ScoreLink, predict_frame
+from .frames import predict_frame
+from .score_link import ScoreLink
 from .settings import ANSWER_CHANCE, CHANCE
 
 __all__ = ["ScoreLink", "ScorePrediction", "predict_frame", "stop_note", "fit_monotone_spline",

@@ -66,7 +66,7 @@ from .settings import (ANSWER_CHANCE, BOTTOM_TOLERANCE, CHANCE, CHANCE_ALPHA, CO
                        LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP, MIN_SUPPORT, PRECISION_FLOOR,
                        PRECISION_RATIO, SUPPORT_BANDWIDTH, Z95)
 
-__all__ = ["ScoreLink", "predict_frame", "percentile_of"]
+__all__ = ["ScoreLink", "percentile_of"]
 
 
 def percentile_of(quantiles, score) -> float:
@@ -134,6 +134,7 @@ class ScoreLink:
         self.anchor_items = [str(i) for i in (anchor_items or [])]
         self.support = self._normalize_support(support)
         self._bank_cache = None
+        self._index = None   # item id -> column, built on first use (_answers)
 
     def _normalize_support(self, support: Mapping | None) -> dict:
         """What the link knows of its calibration data, with fallbacks for links written
@@ -429,8 +430,9 @@ class ScoreLink:
     def _answers(self, responses: Mapping | None):
         if not responses or self.item_ids is None:
             return [], []
-        index = {i: k for k, i in enumerate(self.item_ids)}
-        cols, ys = [], []
+        if self._index is None:
+            self._index = {i: k for k, i in enumerate(self.item_ids)}
+        index, cols, ys = self._index, [], []
         for item, value in responses.items():
             k = index.get(str(item))
             if k is None or value is None or (isinstance(value, float) and np.isnan(value)):
@@ -767,34 +769,3 @@ class ScoreLink:
         if not path.exists():
             raise BankError(f"score link file {str(path)!r} does not exist")
         return cls.from_dict(json.loads(path.read_text()))
-
-
-def predict_frame(link: ScoreLink, persons, administered):
-    """Predicted leaderboard score per examinee of a ``simulate_cat`` result.
-
-    ``persons``: frame with subject_id, theta, se (and stop_reason, for the floor / ceiling
-    note); ``administered``: frame with subject_id, item_id, score (the answers observed).
-    Returns a frame with ``leaderboard_accuracy``, ``leaderboard_lo``, ``leaderboard_hi``
-    (0-1), ``leaderboard_percentile`` (0-100), ``leaderboard_flag`` (:attr:`ScorePrediction.flag`,
-    "" when none) and ``leaderboard_warning`` (the warnings as one line, "" when none), in the
-    order of ``persons``.
-    """
-    import pandas as pd
-
-    answers = {sid: dict(zip(g["item_id"].astype(str), g["score"]))
-               for sid, g in administered.groupby("subject_id", sort=False)}
-    reasons = (persons["stop_reason"] if "stop_reason" in persons.columns
-               else pd.Series([None] * len(persons)))
-    given = [answers.get(sid) for sid in persons["subject_id"]]
-    lz = link.lz_star_many(persons["theta"].to_numpy(float), given)  # all at once: faster
-    rows = []
-    for resp, th, se, why, lz_i in zip(given, persons["theta"], persons["se"], reasons, lz):
-        if not (np.isfinite(th) and np.isfinite(se)):
-            rows.append((np.nan, np.nan, np.nan, np.nan, "", ""))
-            continue
-        p = link.predict(th, se, responses=resp, stop_reason=why if isinstance(why, str)
-                         else None, lz_star=None if np.isnan(lz_i) else float(lz_i))
-        rows.append((p.score, p.lo, p.hi, p.percentile, p.flag, p.warning))
-    return pd.DataFrame(rows, columns=["leaderboard_accuracy", "leaderboard_lo",
-                                       "leaderboard_hi", "leaderboard_percentile",
-                                       "leaderboard_flag", "leaderboard_warning"])
