@@ -1,8 +1,8 @@
 """The score link: from an adaptive test's theta (+- SE) and answers to the published
 leaderboard score with a 95% interval (see ``docs/leaderboard.md``).
 
-- :mod:`.score_link`: :class:`ScoreLink` (fit, predict, stop settings, JSON round trip) and
-  :func:`predict_frame`.
+- :mod:`.score_link`: :class:`ScoreLink` (fit, predict, stop settings, JSON round trip).
+- :mod:`.frames`: :func:`predict_frame`, the predictions of every examinee of a simulation.
 - :mod:`.prediction`: :class:`ScorePrediction` and the floor / ceiling stop notes.
 - :mod:`.curve`, :mod:`.correction`: the curves over theta and the answers' correction.
 - :mod:`.settings`: chance levels and the other constants.
@@ -12,7 +12,8 @@ A link is fitted by the evaluation code, shipped by the catalogue
 three and knows nothing of files shipped.
 """
 from .curve import fit_monotone_spline
-from .prediction import ScorePrediction, predict_frame, stop_note
+from .frames import predict_frame
+from .prediction import ScorePrediction, stop_note
 from .score_link import ScoreLink
 from .settings import ANSWER_CHANCE, CHANCE
 

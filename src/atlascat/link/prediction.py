@@ -1,10 +1,7 @@
-"""A predicted leaderboard score, the notes of the floor / ceiling stops, and the predicted
-scores of a whole simulation (:func:`predict_frame`)."""
+"""A predicted leaderboard score and the notes of the floor / ceiling stops."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -66,35 +63,3 @@ def with_stop_note(pred: ScorePrediction, stop_reason, chance) -> ScorePredictio
         return pred
     return replace(pred, warnings=(note, *pred.warnings),
                    flag="+".join(f for f in (str(stop_reason), pred.flag) if f))
-
-
-def predict_frame(link, persons, administered):
-    """Predicted leaderboard score per examinee of a ``simulate_cat`` result, through ``link``
-    (a :class:`~atlascat.link.score_link.ScoreLink`).
-
-    ``persons``: frame with subject_id, theta, se (and stop_reason, for the floor / ceiling
-    note); ``administered``: frame with subject_id, item_id, score (the answers observed).
-    Returns a frame with ``leaderboard_accuracy``, ``leaderboard_lo``, ``leaderboard_hi``
-    (0-1), ``leaderboard_percentile`` (0-100), ``leaderboard_flag`` (:attr:`ScorePrediction.flag`,
-    "" when none) and ``leaderboard_warning`` (the warnings as one line, "" when none), in the
-    order of ``persons``.
-    """
-    import pandas as pd
-
-    answers = {sid: dict(zip(g["item_id"].astype(str), g["score"]))
-               for sid, g in administered.groupby("subject_id", sort=False)}
-    reasons = (persons["stop_reason"] if "stop_reason" in persons.columns
-               else pd.Series([None] * len(persons)))
-    given = [answers.get(sid) for sid in persons["subject_id"]]
-    lz = link.lz_star_many(persons["theta"].to_numpy(float), given)  # all at once: faster
-    rows = []
-    for resp, th, se, why, lz_i in zip(given, persons["theta"], persons["se"], reasons, lz):
-        if not (np.isfinite(th) and np.isfinite(se)):
-            rows.append((np.nan, np.nan, np.nan, np.nan, "", ""))
-            continue
-        p = link.predict(th, se, responses=resp, stop_reason=why if isinstance(why, str)
-                         else None, lz_star=None if np.isnan(lz_i) else float(lz_i))
-        rows.append((p.score, p.lo, p.hi, p.percentile, p.flag, p.warning))
-    return pd.DataFrame(rows, columns=["leaderboard_accuracy", "leaderboard_lo",
-                                       "leaderboard_hi", "leaderboard_percentile",
-                                       "leaderboard_flag", "leaderboard_warning"])

@@ -134,6 +134,7 @@ class ScoreLink:
         self.anchor_items = [str(i) for i in (anchor_items or [])]
         self.support = self._normalize_support(support)
         self._bank_cache = None
+        self._index = None   # item id -> column, built on first use (_answers)
 
     def _normalize_support(self, support: Mapping | None) -> dict:
         """What the link knows of its calibration data, with fallbacks for links written
@@ -443,8 +444,9 @@ class ScoreLink:
     def _answers(self, responses: Mapping | None):
         if not responses or self.item_ids is None:
             return [], []
-        index = {i: k for k, i in enumerate(self.item_ids)}
-        cols, ys = [], []
+        if self._index is None:
+            self._index = {i: k for k, i in enumerate(self.item_ids)}
+        index, cols, ys = self._index, [], []
         for item, value in responses.items():
             k = index.get(str(item))
             if k is None or value is None or (isinstance(value, float) and np.isnan(value)):
