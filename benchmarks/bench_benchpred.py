@@ -1,25 +1,46 @@
 """BenchPred's protocol (Zhang, Dorner, Hardt 2025) on every matrix of ../shared/data/benchpred
-through atlascat.predict, beside BenchPred's own methods (benchmarks/results/benchpred/peers.csv,
+through the commands users run, ``atlas build-bank`` and ``atlas simulate`` (in process, via
+``atlascat.cli.main``), beside BenchPred's own methods (benchmarks/results/benchpred/peers.csv,
 run from their public code in a scratch environment; see the README there).
 
 Protocol: budget 50 items; interpolation = a random 25% of the models are the targets (numpy
 RandomState(seed).permutation, as their main.py), the rest the source; extrapolation = the
 source is the weakest 50% of models by full accuracy, the targets the strongest 30%; seeds 0-4.
-Per seed: calibrate the source with the library defaults (Calibrator()), fit BenchmarkPredictor
-(budget 50) on the source, replay every target's real answers (a fresh run of the predictor's
-sequential design, 50 items per target, Generator(seed + 1000)). The truth is each target's mean
-over all items.
+Per seed, in a temporary folder: SOURCE.csv and TARGETS.csv (rows m<row number>: a few model
+names repeat in the v2 matrices), then
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_benchpred.py [--seeds 5] [--write-docs]
-        [--set NAME=VALUE ...]   # a BenchmarkPredictor setting, e.g. --set mix=0.8
+    atlas build-bank SOURCE.csv -o BANK --seed S --budget 50      # bank, link, predictor.json
+    atlas simulate --bank BANK TARGETS.csv --max-items 50 --seed S+1000 -o RUN
+    atlas simulate --bank BANK_CAT TARGETS.csv --max-items 50 --seed S+1000 -o RUN_CAT
 
-writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed) and, with
---write-docs, the table of docs/your_benchmark.md's section "## Study: models unlike the
-source models". A few minutes on 2 cores.
+where BANK_CAT is a copy of BANK without predictor.json (the adaptive test scored by the
+folder's score link). Each RUN/person_scores.csv gives the predicted score and its 95%
+interval; the truth is each target's mean over all items. The build's cross-fit of the link's
+interval keeps the library default (5 folds; ``atlas build-bank`` has no option for it).
+
+``--check-library`` also runs the library with the same seeds: BenchmarkPredictor(50).fit(bank,
+source, rng=S).replay(targets, rng=S+1000) on the built folder's bank (``library_diff``: the
+largest difference from the CLI's scores, points; the seeds are handled alike, so 0) and on
+Calibrator()'s bank of all the source's items (``library_mae``: the library path before the
+CLI; it differs where build-bank's item filter drops items: the point-biserial rule applies
+from 100 source models, so on the v2 matrices).
+
+    OPENBLAS_NUM_THREADS=1 nice python benchmarks/bench_benchpred.py [--seeds 5] [--write-docs]
+        [--datasets v2_musr,helm_mmlu] [--check-library]
+        [--set NAME=VALUE ...]   # a BenchmarkPredictor setting: the library path alone (a study;
+                                 # build-bank has no option for them), nothing written
+
+writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed, design) and,
+with --write-docs, table.md and the table of docs/your_benchmark.md's section "## Study: models
+unlike the source models". About ten minutes on 2 cores.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import shutil
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -27,6 +48,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from atlascat.bankdir import load_bank_dir
+from atlascat.cli import main as cli_main
 from atlascat.irt.calibrate import Calibrator
 from atlascat.predict import BenchmarkPredictor
 from atlascat.responses import ResponseMatrix
@@ -37,6 +60,7 @@ OUT = ROOT / "benchmarks" / "results" / "benchpred"
 DOC = ROOT / "docs" / "your_benchmark.md"
 NAMES = ["v2_ifeval", "v2_musr", "v2_arc_challenge", "helm_mmlu", "helm_med_qa"]
 SECTION = "## Study: models unlike the source models"
+SUBSECTION = "### BenchPred's protocol, beside BenchPred's own methods"
 PEER_LABEL = {"random_sampling": "random", "random_sampling_and_learn": "random + ridge",
               "aipw": "AIPW", "anchor_points_weighted": "anchor points (weighted)",
               "anchor_points_predictor": "anchor points (predictor)", "pca": "PCA"}
@@ -57,11 +81,76 @@ def split_models(full: np.ndarray, split: str, seed: int):
     return order[: int(0.5 * n)], order[-int(0.3 * n):]
 
 
-def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, settings=None) -> dict:
+def _write(df: pd.DataFrame, rows: np.ndarray, path: Path) -> Path:
+    """A wide matrix file: first column the model (m<row number>), then the items."""
+    frame = pd.DataFrame(df.to_numpy(float)[rows], columns=[str(c) for c in df.columns],
+                         index=pd.Index([f"m{i}" for i in rows], name="model"))
+    frame.to_csv(path)
+    return path
+
+
+def _cli(args: list) -> None:
+    """``atlas ARGS`` in process; its console output is dropped, a failure raises."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as e:
+        rc = cli_main([str(a) for a in args])
+    if rc:
+        raise SystemExit(f"atlas {' '.join(map(str, args))} failed ({rc}): {e.getvalue()}")
+
+
+def _metrics(p: pd.DataFrame, truth: pd.Series) -> dict:
+    """Error, coverage, width and items of one run's person_scores.csv (scores 0-1)."""
+    t = truth.reindex(p.subject_id.astype(str)).to_numpy()
+    est, lo, hi = (p[c].to_numpy(float) for c in ("leaderboard_accuracy", "leaderboard_lo",
+                                                   "leaderboard_hi"))
+    hit = (t >= lo) & (t <= hi)
+    out = {"mae": 100 * np.abs(est - t).mean(), "coverage": hit.mean(),
+           "width": 100 * (hi - lo).mean(), "items_max": int(p.n_items.max()),
+           "items_mean": float(p.n_items.mean()), "n_targets": len(p), "n_hits": int(hit.sum())}
+    if "design_score" in p:
+        out.update(design_mae=100 * np.abs(p.design_score.to_numpy(float) - t).mean(),
+                   model_mae=100 * np.abs(p.model_score.to_numpy(float) - t).mean(),
+                   outside=float((p.method == "design").mean()))
+    return out
+
+
+def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
+            check: bool = False) -> list:
+    """One seed through build-bank and simulate: a row for the folder's predictor and one for
+    the adaptive test scored by the folder's link. ``check``: the predictor row also gets
+    ``library_diff`` (largest |CLI - library| score, points, the library fitting
+    BenchmarkPredictor on the folder's own bank with the same seeds) and ``library_mae`` (the
+    library path with Calibrator() defaults on all the source's items, :func:`run_library`)."""
+    full = df.to_numpy(float)
+    src, tgt = split_models(full, split, seed)
+    truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
+    source, targets = _write(df, src, tmp / "SOURCE.csv"), _write(df, tgt, tmp / "TARGETS.csv")
+    bank, cat_bank = tmp / "BANK", tmp / "BANK_CAT"
+    _cli(["build-bank", source, "-o", bank, "--seed", seed, "--budget", budget])
+    shutil.copytree(bank, cat_bank)
+    (cat_bank / "predictor.json").unlink()
+    rows = []
+    for design, folder in (("predictor", bank), ("adaptive + link", cat_bank)):
+        run = tmp / f"RUN_{folder.name}"
+        _cli(["simulate", "--bank", folder, targets, "--max-items", budget, "--seed", seed + 1000,
+              "-o", run] + (["--no-selected"] if folder == cat_bank else []))
+        p = pd.read_csv(run / "person_scores.csv")
+        rows.append({"design": design, "n_source": len(src), **_metrics(p, truth)})
+        if design == "predictor" and check:
+            lib = same_bank_library(df, split, seed, budget, load_bank_dir(bank).bank)
+            rows[-1]["library_diff"] = library_diff(lib, p)
+            rows[-1]["library_mae"] = run_library(df, split, seed, budget)[0]["mae"]
+    for d in (bank, cat_bank):
+        shutil.rmtree(d)
+    return rows
+
+
+def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=None):
+    """The library path with the same seeds: Calibrator() on the source,
+    BenchmarkPredictor(budget, **settings).fit(bank, source, rng=seed), .replay(targets,
+    rng=seed + 1000). Returns (metrics, predicted scores by target id)."""
     full = df.to_numpy(float)
     ids = [str(c) for c in df.columns]
     src, tgt = split_models(full, split, seed)
-    # row numbers as ids: a few model names repeat in the v2 matrices
     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
     with warnings.catch_warnings():
@@ -69,41 +158,75 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, settings=None)
         bank = Calibrator().fit(source).bank_
     pred = BenchmarkPredictor(budget, **(settings or {})).fit(bank, source, rng=seed)
     r = pred.replay(targets, rng=seed + 1000)
-    truth = r.full_score.to_numpy()
-    return {"mae": 100 * np.abs(r.score - truth).mean(),
-            "coverage": ((truth >= r.lower) & (truth <= r.upper)).mean(),
-            "width": 100 * (r.upper - r.lower).mean(),
-            "items_max": int(r.n_items.max()), "items_mean": float(r.n_items.mean()),
-            "design_mae": 100 * np.abs(r.design_score - truth).mean(),
-            "model_mae": 100 * np.abs(r.model_score - truth).mean(),
-            "outside": float((r.method == "design").mean()), "n_targets": len(r),
-            "n_source": len(src), "n_hits": int(((truth >= r.lower) & (truth <= r.upper)).sum())}
+    p = pd.DataFrame({"subject_id": r.subject.astype(str), "n_items": r.n_items,
+                      "leaderboard_accuracy": r.score, "leaderboard_lo": r.lower,
+                      "leaderboard_hi": r.upper, "design_score": r.design_score,
+                      "model_score": r.model_score, "method": r.method})
+    truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
+    return ({"design": "predictor (library)", "n_source": len(src), **_metrics(p, truth)},
+            pd.Series(r.score.to_numpy(), index=p.subject_id))
+
+
+def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank) -> pd.Series:
+    """BenchmarkPredictor(budget).fit(bank, source, rng=seed).replay(targets, rng=seed + 1000)
+    on a given bank (the built folder's): predicted scores by target id."""
+    full = df.to_numpy(float)
+    ids = [str(c) for c in df.columns]
+    src, tgt = split_models(full, split, seed)
+    source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
+    targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
+    r = BenchmarkPredictor(budget).fit(bank, source, rng=seed).replay(targets, rng=seed + 1000)
+    return pd.Series(r.score.to_numpy(), index=r.subject.astype(str))
+
+
+def library_diff(lib: pd.Series, persons: pd.DataFrame) -> float:
+    """Largest |library - CLI| predicted score over the targets, in points."""
+    cli = persons.set_index(persons.subject_id.astype(str)).leaderboard_accuracy
+    return float(100 * np.abs(lib.reindex(cli.index).to_numpy() - cli.to_numpy()).max())
+
+
+def _num(x: float) -> str:
+    return "-" if not np.isfinite(x) else f"{x:.2f}"
 
 
 def table(res: pd.DataFrame, peers: pd.DataFrame) -> str:
     best = peers.loc[peers.groupby(["dataset", "split"]).mae.idxmin()].set_index(["dataset", "split"])
-    g = res.groupby(["dataset", "split"], sort=False)
+    lines = ["| data | split | design (atlas simulate) | MAE | 95% coverage | width | items "
+             "(mean / max) | design part only | IRT only | best BenchPred method | vs best |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for col in ("design_mae", "model_mae"):
+        if col not in res:
+            res = res.assign(**{col: np.nan})
+    g = res.groupby(["dataset", "split", "design"], sort=False)
     agg = g.agg(mae=("mae", "mean"), hits=("n_hits", "sum"), n=("n_targets", "sum"),
-                items=("items_max", "max"), design=("design_mae", "mean"),
-                model=("model_mae", "mean"), outside=("outside", "mean"), width=("width", "mean"))
-    lines = ["| data | split | ATLAS MAE | 95% coverage | width | items (max) | design part only | "
-             "IRT only | best BenchPred method | ATLAS vs best |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for (name, split), row in agg.iterrows():
+                items=("items_max", "max"), items_mean=("items_mean", "mean"),
+                width=("width", "mean"), design_mae=("design_mae", "mean"),
+                model_mae=("model_mae", "mean"))
+    for (name, split, design), row in agg.iterrows():
         b = best.loc[(name, split)]
         ratio = row.mae / b.mae
         bound = 1.0 if split == "interpolation" else 1.1
+        cov = row.hits / row.n
         verdict = "meets" if ratio <= bound else f"**loses** (x{ratio:.2f}; bound x{bound:.1f})"
-        lines.append(f"| {name} | {split} | {row.mae:.2f} | {row.hits / row.n:.3f} | "
-                     f"{row.width:.1f} | {row['items']} | {row.design:.2f} | {row.model:.2f} | "
+        if not 0.90 <= cov <= 0.99:
+            verdict += "; **coverage outside 0.90-0.99**"
+        lines.append(f"| {name} | {split} | {design} | {row.mae:.2f} | {cov:.3f} | "
+                     f"{row.width:.1f} | {row.items_mean:.1f} / {int(row['items'])} | "
+                     f"{_num(row.design_mae)} | {_num(row.model_mae)} | "
                      f"{b.mae:.2f} ({PEER_LABEL.get(b.method, b.method)}) | {verdict} |")
     return "\n".join(lines)
 
 
 def write_docs(text: str) -> None:
-    body = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Your own benchmark\n"
-    head = body.split(SECTION)[0].rstrip() + "\n\n"
-    DOC.write_text(head + SECTION + "\n\n" + text + "\n", encoding="utf-8")
+    """Replace the first table under the "### BenchPred's protocol" heading of the Study section
+    (the prose around it is written by hand)."""
+    body = DOC.read_text(encoding="utf-8")
+    at = body.index(SUBSECTION, body.index(SECTION))
+    lines = body[at:].split("\n")
+    first = next(i for i, line in enumerate(lines) if line.startswith("| data |"))
+    last = next(i for i in range(first, len(lines)) if not lines[i].startswith("|"))
+    lines[first:last] = text.split("\n")
+    DOC.write_text(body[:at] + "\n".join(lines), encoding="utf-8")
 
 
 def main(argv=None) -> None:
@@ -112,29 +235,44 @@ def main(argv=None) -> None:
     ap.add_argument("--budget", type=int, default=50)
     ap.add_argument("--datasets", default=",".join(NAMES))
     ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--check-library", action="store_true",
+                    help="also run the library path with the same seeds and compare")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="a BenchmarkPredictor setting (for studies), e.g. --set mix=0.5")
+                    help="a BenchmarkPredictor setting (a study: `atlas build-bank` has no option "
+                         "for them, so this runs the library path alone), e.g. --set mix=0.8")
     a = ap.parse_args(argv)
     settings = {k: float(v) for k, v in (s.split("=", 1) for s in a.set)}
     rows = []
-    for name in a.datasets.split(","):
-        df = load(name)
-        for split in ("interpolation", "extrapolation"):
-            t0 = time.time()
-            for seed in range(a.seeds):
-                rows.append({"dataset": name, "split": split, "seed": seed,
-                             **run_one(df, split, seed, a.budget, settings)})
-            last = pd.DataFrame(rows[-a.seeds:])
-            print(f"{name:17s} {split:13s} MAE {last.mae.mean():5.2f}  coverage "
-                  f"{last.n_hits.sum() / last.n_targets.sum():.3f}  items <= {last.items_max.max()}"
-                  f"  ({time.time() - t0:.0f}s)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="benchpred_") as tmp:
+        for name in a.datasets.split(","):
+            df = load(name)
+            for split in ("interpolation", "extrapolation"):
+                t0, new = time.time(), []
+                for seed in range(a.seeds):
+                    if settings:
+                        out = [run_library(df, split, seed, a.budget, settings)[0]]
+                    else:
+                        out = run_one(df, split, seed, a.budget, Path(tmp), a.check_library)
+                    new += [{"dataset": name, "split": split, "seed": seed, **r} for r in out]
+                rows += new
+                last = pd.DataFrame(new)
+                for design, d in last.groupby("design", sort=False):
+                    extra = (f"  same-bank library diff <= {d.library_diff.max():.4f}; "
+                             f"library (Calibrator()) MAE {d.library_mae.mean():.2f}"
+                             if "library_diff" in d and d.library_diff.notna().any() else "")
+                    print(f"{name:17s} {split:13s} {design:16s} MAE {d.mae.mean():5.2f}  coverage "
+                          f"{d.n_hits.sum() / d.n_targets.sum():.3f}  items <= "
+                          f"{d.items_max.max()}{extra}", flush=True)
+                print(f"  ({time.time() - t0:.0f}s)", flush=True)
     res = pd.DataFrame(rows)
     OUT.mkdir(parents=True, exist_ok=True)
-    res.round(4).to_csv(OUT / "atlas.csv", index=False)
+    if not settings:  # a study of settings writes nothing
+        res.round(4).to_csv(OUT / "atlas.csv", index=False)
     text = table(res, pd.read_csv(OUT / "peers.csv"))
     print(text)
-    if a.write_docs:
+    if a.write_docs and not settings:
         (OUT / "table.md").write_text(text + "\n", encoding="utf-8")
+        write_docs(text)
 
 
 if __name__ == "__main__":
