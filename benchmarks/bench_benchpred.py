@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from atlascat.bankdir import load_bank_dir
+from atlascat.bankdir.builder import predictor_bank
 from atlascat.cli import main as cli_main
 from atlascat.irt.calibrate import Calibrator
 from atlascat.predict import BenchmarkPredictor
@@ -169,12 +170,15 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
 
 def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank) -> pd.Series:
     """BenchmarkPredictor(budget).fit(bank, source, rng=seed).replay(targets, rng=seed + 1000)
-    on a given bank (the built folder's): predicted scores by target id."""
+    on the bank atlas build-bank fits the predictor on (the built folder's, or every
+    non-constant item's: :func:`atlascat.bankdir.builder.predictor_bank`): predicted scores by
+    target id."""
     full = df.to_numpy(float)
     ids = [str(c) for c in df.columns]
     src, tgt = split_models(full, split, seed)
     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
+    bank = predictor_bank(source, bank, seed=seed)  # as atlas build-bank chooses it
     r = BenchmarkPredictor(budget).fit(bank, source, rng=seed).replay(targets, rng=seed + 1000)
     return pd.Series(r.score.to_numpy(), index=r.subject.astype(str))
 

@@ -253,6 +253,24 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
     return pd.DataFrame(rows), recs, dropped
 
 
+def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
+    """The bank the benchmark predictor is fitted on: ``bank`` when it holds every item of the
+    results that any model answered differently from another, else a calibration of all of
+    them. The item filter (point-biserial, from 100 models) serves the adaptive test; the
+    predictor estimates the mean over every item, and an item filtered out would be predicted
+    flat."""
+    from ..irt.calibrate import calibrate
+
+    y = rm.values
+    varies = (np.nanmax(y, axis=0) > np.nanmin(y, axis=0))
+    if len(bank) >= int(varies.sum()):
+        return bank
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = calibrate(rm, model=model, random_state=int(seed))
+    return full.bank if full.converged else bank
+
+
 def build_bank(source, output=None, *, scores=None, task: str | None = None,
                metric: str | None = None, filter_name: str | None = None,
                id_field: str | None = "metabench_idx", name: str | None = None,
@@ -330,8 +348,12 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     # budget is simply asked in full
     predictor = None
     if rm.n_items > budget:
+        # the item filter (point-biserial, from 100 models) serves the adaptive test; the
+        # predictor estimates the mean over every item, so it gets every non-constant item
+        # calibrated (a filtered-out item would otherwise be predicted flat)
         predictor = BenchmarkPredictor(budget=budget).fit(
-            bank, rm, scores=published if scores is not None else None, rng=int(seed))
+            predictor_bank(rm, bank, model=model, seed=seed), rm,
+            scores=published if scores is not None else None, rng=int(seed))
     agreement = [r["agreement"] for r in recs or [] if np.isfinite(r["agreement"])]
     manifest = {
         "benchmark": bench, "built": _dt.datetime.now(_dt.timezone.utc).isoformat(
