@@ -351,6 +351,29 @@ def _harness_version(files: Sequence[Path]) -> str | None:
     return None
 
 
+def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None = None
+               ) -> tuple[list[Path], str, list[str]]:
+    """(files, task, one model name per file) of the sample logs of ONE task found in
+    ``paths`` (files and/or folders); ``task`` keeps only that task's files. One-line errors:
+    no file, several tasks mixed, a name count that does not match."""
+    files = sample_files(paths)
+    if task is not None:
+        files = [f for f in files if task_of(f) == task]
+    if not files:
+        given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        raise ResponseDataError(f"no samples_*.jsonl file found in {[str(p) for p in given]}"
+                                + (f" for task {task!r}" if task else "")
+                                + "; run lm_eval with --log_samples")
+    tasks = sorted({task_of(f) or "?" for f in files})
+    if len(tasks) > 1:
+        raise ResponseDataError(f"sample logs of different tasks mixed ({', '.join(tasks)}); "
+                                "give one task's files or choose one with --task")
+    names = list(subject_ids) if subject_ids is not None else [subject_of(f) for f in files]
+    if len(names) != len(files):
+        raise ResponseDataError(f"{len(names)} model names for {len(files)} files")
+    return files, tasks[0], names
+
+
 def read_sample_logs(paths, *, task: str | None = None, metric: str | None = None,
                      id_field: str | None = "metabench_idx", filter_name: str | None = None,
                      subject_ids: Sequence[str] | None = None) -> SampleLogs:
@@ -367,21 +390,8 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
         ``strict-match`` / ``flexible-extract``)
     subject_ids : one model name per file (default: the folder name, ``__`` read as ``/``)
     """
-    files = sample_files(paths)
-    if task is not None:
-        files = [f for f in files if task_of(f) == task]
-    if not files:
-        raise ResponseDataError(f"no samples_*.jsonl file found in {[str(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]}"
-                                + (f" for task {task!r}" if task else "")
-                                + "; run lm_eval with --log_samples")
-    tasks = sorted({task_of(f) or "?" for f in files})
-    if len(tasks) > 1:
-        raise ResponseDataError(f"sample logs of different tasks mixed ({', '.join(tasks)}); "
-                                "give one task's files or choose one with --task")
-    names = list(subject_ids) if subject_ids is not None else [subject_of(f) for f in files]
-    if len(names) != len(files):
-        raise ResponseDataError(f"{len(names)} model names for {len(files)} files")
-    logs = SampleLogs(task=tasks[0], metric=metric or "", filter=filter_name, files=files,
+    files, the_task, names = task_files(paths, task, subject_ids)
+    logs = SampleLogs(task=the_task, metric=metric or "", filter=filter_name, files=files,
                       harness=_harness_version(files))
     for name, f in zip(names, files):
         _read_one(logs, name, f, id_field=id_field, metric=metric, filter_name=filter_name)

@@ -37,17 +37,6 @@ __all__ = ["read_lmeval_samples", "read_lmeval_file", "METRIC_ORDER"]
 METRIC_ORDER = ("exact_match", "acc", "acc_norm")
 
 
-def _task_of(path: Path) -> str | None:
-    from ..bankdir.samplelogs import task_of
-
-    return task_of(path)
-
-
-def _subject_of(path: Path) -> str:
-    """lm-eval writes the model's samples under a folder named after it, '/' -> '__'."""
-    return path.parent.name.replace("__", "/")
-
-
 def read_lmeval_file(path, *, metric: str | None = None, id_field: str = "metabench_idx",
                      doc_ids: Mapping | Sequence | None = None,
                      filter_name: str | None = None) -> dict[str, float]:
@@ -127,23 +116,9 @@ def read_lmeval_samples(paths, *, task: str | None = None, metric: str | None = 
     """
     from ..responses import ResponseMatrix
 
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    from ..bankdir.samplelogs import sample_files
+    from ..bankdir.samplelogs import task_files
 
-    files = sample_files(paths)
-    if task is not None:
-        files = [f for f in files if _task_of(f) == task]
-    if not files:
-        raise ResponseDataError(f"no samples_*.jsonl file found in {[str(p) for p in paths]}"
-                                + (f" for task {task!r}" if task else ""))
-    tasks = {_task_of(f) for f in files}
-    if len(tasks) > 1:
-        raise ResponseDataError(f"files of several tasks {sorted(t or '?' for t in tasks)}; "
-                                "choose one with task=...")
-    names = list(subject_ids) if subject_ids is not None else [_subject_of(f) for f in files]
-    if len(names) != len(files):
-        raise ResponseDataError(f"{len(names)} subject ids for {len(files)} files")
+    files, _, names = task_files(paths, task, subject_ids)
     merged: dict[str, dict[str, float]] = {}
     for name, f in zip(names, files):
         scores = read_lmeval_file(f, metric=metric, id_field=id_field, doc_ids=doc_ids,
