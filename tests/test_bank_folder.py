@@ -295,3 +295,24 @@ def test_score_link_from_20_models_and_not_19(rng):
     assert link.predict(2.0, 0.2).score > link.predict(-2.0, 0.2).score
     with pytest.raises(ConfigError, match="at least 20 calibration models"):
         ScoreLink.fit(bank, y[:19], s[:19], cat_config=False)
+
+
+@pytest.mark.parametrize("task", ["winogrande", "gen"])
+def test_replay_on_a_bank_folder_gives_the_logged_scores(built, logs_dir, tmp_path, task):
+    """replay: a source model's recorded answers, asked through the folder's requests and rule,
+    come back as the scores it logged (log-likelihood and generation items)."""
+    folder = built[task]
+    rm = read_sample_logs(logs_dir / task).matrix()
+    rm.write(tmp_path / "answers.csv")
+    model = rm.subject_ids[7]
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder.path), "--subject",
+                                 f"replay:{tmp_path / 'answers.csv'}#{model}", "--max-items",
+                                 "10", "--min-items", "10", "-q", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    import sqlite3
+
+    with sqlite3.connect(out / "runs.sqlite") as con:
+        got = {str(i): float(s) for i, s in con.execute("select item_id, score from steps")}
+    row = dict(zip(map(str, rm.item_ids), rm.values[7]))
+    assert len(got) == 10 and got == {i: row[i] for i in got}
