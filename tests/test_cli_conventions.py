@@ -14,7 +14,8 @@ from rich.console import Console
 
 import atlascat as at
 from atlascat import catalogue
-from atlascat.cli import _common, app, main
+import atlascat.cli._common as display
+from atlascat.cli import app, main
 from atlascat.irt.bank import ItemBank
 
 OWNED_ELSEWHERE = {"evaluate", "runs"}   # live-runner's commands
@@ -155,20 +156,20 @@ def test_piped_tables_never_truncate(capsys):
     run_id = "1f6c0ffee" + "0123456789abcdef" * 3
     df = pd.DataFrame({"run": [run_id], "model": ["org/" + "very-long-model-name-" * 4],
                        "theta": [0.123456789]})
-    _common.print_frame(df, title="runs")
+    display.print_frame(df, title="runs")
     out = capsys.readouterr().out
     assert run_id in out and "very-long-model-name-" * 4 in out and "0.1235" in out
     assert "…" not in out and "..." not in out
 
 
 def test_piped_prose_is_not_wrapped(capsys):
-    _common.console.print("word " * 60)
+    display.console.print("word " * 60)
     assert len(capsys.readouterr().out.strip().splitlines()) == 1
 
 
 def test_calibrate_progress_bar_ends_at_the_iteration_reached(small, monkeypatch):
     buf = io.StringIO()
-    monkeypatch.setattr(_common, "err_console", Console(file=buf, force_terminal=True, width=100))
+    monkeypatch.setattr(display, "err_console", Console(file=buf, force_terminal=True, width=100))
     out = small / "bank_out.csv"
     assert main(["calibrate", str(small / "resp.csv"), "-o", str(out), "--model", "2pl",
                  "--max-iter", "700", "--summary", str(small / "s.json")]) == 0

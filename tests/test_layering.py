@@ -17,7 +17,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("responses", "filtering"),
     ("irt",),
     ("cat", "design", "content"),
-    ("link",),
+    ("link", "predict"),
     ("catalogue", "datasets", "bankdir"),
     ("evaluate", "suite"),
     ("live",),

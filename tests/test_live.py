@@ -384,7 +384,7 @@ class TestRunsInProcess:
         with MockOpenAIServer(bank, THETA, seed=SEED,
                               fault=lambda n, i, t: "500" if broken["on"] and n > 8 else None) as srv:
             code = main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}",
-                         "--model", "mock", "--seed", str(CAT_SEED), "--db", str(db),
+                         "--llm", "mock", "--seed", str(CAT_SEED), "--db", str(db),
                          "--max-retries", "2", "--backoff", "0", "--timeout", "5", "-q",
                          "--no-bound-stop"])  # the in-process reference has no link stops
             err = capsys.readouterr().err
@@ -410,7 +410,7 @@ class TestRunsInProcess:
         db = tmp_path / "two.sqlite"
         with MockOpenAIServer(bank, THETA, seed=SEED) as srv:
             code = main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}",
-                         "--model", "model-a", "--model", "model-b", "--max-concurrency", "1",
+                         "--llm", "model-a", "--llm", "model-b", "--max-concurrency", "1",
                          "--se-stop", "0.15", "--seed", str(CAT_SEED), "--db", str(db), "--json",
                          "--no-bound-stop"])  # the in-process reference has no link stops
         out = capsys.readouterr().out
@@ -442,7 +442,7 @@ def atlas(*args, env=None, wait=True):
 def test_sigkill_mid_run_then_resume_matches_uninterrupted(bank, tmp_path):
     key = "sk-atlas-test-4f1d9c0e7b2a"
     env = {**os.environ, "ATLAS_TEST_KEY": key, "COLUMNS": "200"}
-    common = ["--bank", "arc", "--model", "mock-model", "--seed", CAT_SEED, "--se-stop", 0.1,
+    common = ["--bank", "arc", "--llm", "mock-model", "--seed", CAT_SEED, "--se-stop", 0.1,
               "--api-key-env", "ATLAS_TEST_KEY", "--timeout", 10,
               "--no-bound-stop"]  # as the in-process reference run: SE rule only
 

@@ -174,10 +174,10 @@ def test_observed_and_model_based_accuracy_are_both_stored_and_labelled(bank, tm
 # ------------------------------------------------------------------------------- options
 @pytest.mark.parametrize("args, text", [
     (["--min-items", "30", "--max-items", "3"],
-     "--min-items (30) must be <= --max-items (3); lower --min-items"),
+     "--min-items (30) must be between 0 and --max-items (3); lower --min-items"),
     (["--min-items", "-1"], "--min-items must be >= 0, got -1"),
     (["--max-items", "0", "--min-items", "0"], "--max-items must be >= 1, got 0"),
-    (["--se-stop", "0"], "--se-stop must be a number > 0"),
+    (["--se-stop", "0"], "--se-stop must be positive and finite"),
     (["--fixed-length", "0"], "--fixed-length must be >= 1"),
     (["--fixed-length", "5", "--max-items", "9"], "--fixed-length 5 sets the test length; drop "
                                                   "--max-items"),
@@ -205,7 +205,8 @@ def test_fixed_length(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------- output
 def test_protocol_line_says_generation_for_gsm8k_and_loglikelihood_for_arc(bank):
-    from atlascat.cli.cmd_evaluate import format_result, protocol_label
+    from atlascat.cli.cmd_evaluate import format_result
+    from atlascat.live.report import protocol_label
     from atlascat.catalogue import resolve_bank
 
     assert protocol_label("leaderboard", resolve_bank("gsm8k")) == \

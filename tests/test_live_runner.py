@@ -397,19 +397,18 @@ class TestReplay:
 
 # =============================================================================== CLI output
 def _fake_link(monkeypatch, fail=False):
-    import atlascat.catalogue as mod
-
-    class Pred:
-        def __init__(self, score):
-            self.score, self.lo, self.hi = score, score - 0.02, score + 0.02
+    """The evaluation service reads a link that predicts 61.2% (59.2-63.2), 73rd percentile
+    (``fail``: the link cannot be loaded)."""
+    import atlascat.live.bankref as mod
+    from atlascat.link.prediction import ScorePrediction
 
     class Link:
-        def predict(self, theta, se, responses=None):
+        def predict(self, theta, se, responses=None, stop_reason=None):
             assert responses and set(responses.values()) <= {0, 1}
-            return Pred(0.612)
+            return ScorePrediction(0.612, 0.592, 0.632, percentile=73.2, benchmark="arc")
 
-        def percentile(self, score):
-            return 73.2
+        def stop_settings(self, margin):
+            return {}
 
     def load_score_link(bench):
         if fail:
@@ -417,7 +416,7 @@ def _fake_link(monkeypatch, fail=False):
         assert bench == "arc"
         return Link()
 
-    monkeypatch.setattr(mod, "load_score_link", load_score_link)
+    monkeypatch.setattr(mod, "_score_link", load_score_link)
 
 
 class TestEvaluateCLI:
@@ -449,13 +448,13 @@ class TestEvaluateCLI:
         _fake_link(monkeypatch, fail=True)
         with MockOpenAIServer(bank, 0.5, seed=7) as srv:
             code = main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}",
-                         "--model", "mock", "--se-stop", "0.3", "--max-items", "24", "--min-items", "8",
+                         "--llm", "mock", "--se-stop", "0.3", "--max-items", "24", "--min-items", "8",
                          "--db", str(tmp_path / "c.sqlite"), "-q"])
         cap = capsys.readouterr()
         assert code == 0
         assert "protocol: APPROXIMATE (chat; differs from the bank's)" in cap.out
         assert "predicted leaderboard score: not available (no score link for 'arc'" in cap.out
-        assert "--model NAME is deprecated" in cap.err and "APPROXIMATE" in cap.err
+        assert "APPROXIMATE" in cap.err
         code = main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}", "--llm", "m",
                      "--db", str(tmp_path / "c.sqlite"), "--json", "--max-items", "1",
                      "--min-items", "1", "--max-retries", "0", "--timeout", "1"])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -55,7 +56,40 @@ def test_simulate_suite_writes_suite_scores(matrices, tmp_path, capsys):
     assert first["mmlu_items"] == 0 and np.isfinite(first["mmlu"])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["suite"] == "openllm-v1" and summary["config"]["max_items"] == 60
-    assert "suite_scores.csv" in capsys.readouterr().out
+    # the summary says how many had answers on all six (the first model has no MMLU answers)
+    present = [set(pd.read_csv(d / f"{b}.csv").iloc[:, 0]) for b in BENCHES]
+    full = sum(all(s in p for p in present) for s in df["subject_id"])
+    assert ids[0] not in set.intersection(*present)
+    assert summary["n_subjects"] == len(df) and summary["n_all_members"] == full < len(df)
+    captured = capsys.readouterr()
+    assert "suite_scores.csv" in captured.out
+    assert re.search(rf"with answers on all members\s+{full}\b", captured.out)
+    assert f"{len(df) - full} of {len(df)} examinees lack answers on some member" in captured.err
+
+
+def test_simulate_suite_reports_the_error_against_published_averages(matrices, tmp_path,
+                                                                      capsys):
+    d, ids = matrices
+    published = pd.DataFrame({"name": ids, **{b: np.linspace(40, 70, len(ids)) + k
+                                              for k, b in enumerate(BENCHES)}})
+    published.loc[1, "gsm8k"] = np.nan            # not every model has all six published
+    published.to_csv(tmp_path / "scores.csv", index=False)
+    out = tmp_path / "run"
+    pairs = [f"{b}={d / (b + '.csv')}" for b in BENCHES]
+    assert main(["simulate", "--suite", "openllm-v1", *pairs, "-o", str(out), "--max-items",
+                 "30", "--min-items", "10", "--scores", str(tmp_path / "scores.csv")]) in (0, None)
+    df = pd.read_csv(out / "suite_scores.csv")
+    pub = dict(zip(ids, published[BENCHES].mean(axis=1, skipna=False) / 100))
+    assert np.allclose(df["published_average"], df["subject_id"].map(pub), equal_nan=True)
+    known = df[df["published_average"].notna()]
+    err = json.loads((out / "summary.json").read_text())["error"]
+    assert err["n"] == len(known) == len(ids) - 1
+    assert err["mae_points"] == pytest.approx(
+        100 * (known["average"] - known["published_average"]).abs().mean())
+    assert err["coverage_95"] == pytest.approx(
+        ((known["average_lo"] <= known["published_average"])
+         & (known["published_average"] <= known["average_hi"])).mean())
+    assert f"MAE vs published average (n={err['n']})" in capsys.readouterr().out
 
 
 def test_bank_twice_points_to_suite(tmp_path, capsys):

@@ -80,6 +80,9 @@ def test_simulated_run_end_to_end_one_number_everywhere(tmp_path, capsys):
     avg = row["average"]
     assert avg["lo"] <= avg["score"] <= avg["hi"] and 0 <= avg["percentile"] <= 100
     assert row["leaderboard"] == avg
+    # a suite has no theta: no field named theta, no model-based accuracy of one bank
+    assert not {"theta", "se", "model_based_accuracy", "accuracy"} & set(row)
+    assert 0 < row["se_points"] < 10
     # printed table == results.json table == the numbers themselves
     table = row["table"]
     assert _printed_table(captured.out) == [{k: str(v) for k, v in r.items()} for r in table]
@@ -101,12 +104,19 @@ def test_simulated_run_end_to_end_one_number_everywhere(tmp_path, capsys):
     assert _html_table(page) == [{k: str(v) for k, v in r.items()} for r in table]
     assert html.escape(describe_prediction(avg)) in page
     assert "most like: " + html.escape(near[0]["model"]) in page
+    text = html.unescape(page)
+    summary = text.split("<h2>Trajectory</h2>")[0].replace(row["model"], "")  # simulated(theta=..)
+    assert "theta" not in summary and "model-based" not in summary and "None" not in summary
+    assert text.count(describe_prediction(avg)) == 1          # one interval for the average
+    assert f"protocol: {row['protocol_label']}" in text         # as the CLI says it
+    assert "predicted average (%)" in text and "ability theta" not in text
     # atlas runs: the same average in its leaderboard column
     db = out_dir / "runs.sqlite"
     assert main(["runs", "--db", str(db), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert len(listed) == 1 and listed[0]["run_id"] == row["run_id"]
     assert listed[0]["leaderboard"] == avg and listed[0]["bank_ref"] == "suite:openllm-v1"
+    assert listed[0]["theta"] is None and listed[0]["se"] is None
     assert main(["runs", "--db", str(db)]) == 0
     assert describe_prediction(avg, short=True) in capsys.readouterr().out
     # atlas runs --run -o rewrites the page with the same table
@@ -114,6 +124,22 @@ def test_simulated_run_end_to_end_one_number_everywhere(tmp_path, capsys):
                  str(tmp_path / "page.html"), "--json"]) == 0
     capsys.readouterr()
     assert _html_table((tmp_path / "page.html").read_text()) == _html_table(page)
+
+
+def test_members_at_chance_are_warned_everywhere(tmp_path, capsys):
+    out_dir = tmp_path / "weak"
+    code = main(["evaluate", "--suite", "openllm-v1", "--subject", "simulate:-3", "-o",
+                 str(out_dir), "-q", *SHORT])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    row = json.loads((out_dir / "results.json").read_text())[0]
+    warned = {b["name"]: b["warning"] for b in row["benchmarks"] if b.get("warning")}
+    assert {"arc", "hellaswag", "mmlu"} <= set(warned)
+    assert all(w.startswith("at or near chance") for w in warned.values())
+    page = html.unescape(Path(row["report"]).read_text())
+    for name, w in warned.items():
+        assert f"warning: {name}: {w}" in captured.out
+        assert f"warning: {name}: {w}" in page
 
 
 def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_result(bank, tmp_path, capsys):
@@ -146,8 +172,9 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_result(bank, tmp_pa
         res = json.loads(capsys.readouterr().out)[0]
     assert code == 0
     assert res["run_id"] == rid and res["status"] == "done"
-    for key in ("items", "scores", "n_items", "average", "benchmarks", "table", "theta", "se"):
+    for key in ("items", "scores", "n_items", "average", "benchmarks", "table", "se_points"):
         assert res[key] == ref[key], key
+    assert "theta" not in res and "se" not in res  # a suite's estimate is its average
     # the killed process stopped at its 9th request (the second round), nothing after it
     assert sum(e["status"] == "dropped" for e in srv.log) == 1
     assert {e["item_id"] for e in srv.log if e["status"] == 200} == set(res["items"])

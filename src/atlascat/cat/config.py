@@ -170,9 +170,12 @@ class CATConfig:
             raise ConfigError(f"randomesque must be >= 1 (1 = always the best item), got {self.randomesque}")
         if self.max_items < 1:
             raise ConfigError(f"max_items must be >= 1, got {self.max_items}")
+        if self.min_items < 0:
+            raise ConfigError(f"min_items must be >= 0, got {self.min_items}")
         if not 0 <= self.min_items <= self.max_items:
             raise ConfigError(
-                f"min_items ({self.min_items}) must be between 0 and max_items ({self.max_items})"
+                f"min_items ({self.min_items}) must be between 0 and max_items ({self.max_items}); "
+                "lower min_items or raise max_items"
             )
         set_("se_stop", _opt_positive("se_stop", self.se_stop))
         if self.se_method not in SE_METHODS:

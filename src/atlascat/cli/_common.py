@@ -188,3 +188,35 @@ def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,
 
     return resolve_responses(spec, option=option, freq_column=freq_column,
                              normalize_ids=normalize_ids, on_empty=on_empty)
+
+
+def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
+    """Drop (with a note) or reject response items the bank lacks; optionally restrict the bank
+    to the items the responses contain. Returns ``(rm, bank)``."""
+    from ..errors import ResponseDataError
+
+    unknown = [i for i in rm.item_ids if i not in bank]
+    if len(unknown) == rm.n_items:
+        raise ResponseDataError(
+            f"none of the {rm.n_items} response items is in the bank (responses: "
+            f"{list(rm.item_ids[:3])}, bank: {list(bank.item_ids[:3])}); check that they belong "
+            "together, or pass --normalize-ids for R-style 'X' ids")
+    if unknown:
+        if extra_items == "error":
+            raise ResponseDataError(
+                f"{len(unknown)} response item(s) are not in the bank, e.g. {unknown[:5]}; pass "
+                "--extra-items ignore to leave them out, or --normalize-ids for R-style 'X' ids")
+        err_console.print(f"note: {len(unknown)} response item(s) not in the bank were left out "
+                          f"(e.g. {unknown[:3]})", markup=False)
+        rm = rm.subset(items=[i for i in rm.item_ids if i in bank])
+    if restrict_bank:
+        present = set(rm.item_ids)
+        keep = [i for i in bank.item_ids if i in present]
+        if len(keep) < len(bank):
+            bank = bank.subset(keep)
+    return rm, bank
+
+
+def print_text(text: str) -> None:
+    """Print plain text as is: no markup, no highlighting, no wrapping at the terminal width."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -8,34 +8,15 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from ..live.report import GENERATION_RULES, protocol_label  # noqa: F401 - one label for CLI and HTML
 from ._common import err_console
-
-
-def protocol_label(protocol: str | None, bank=None) -> str:
-    """How a run's protocol reads: a leaderboard run says whether its bank's items are scored by
-    log-likelihood or by generation (GSM8K: exact match), from the bank's ``rule`` column."""
-    from ..live.runner import PROTOCOL_LABELS
-
-    proto = protocol or "approximate"
-    meta = getattr(bank, "metadata", None)
-    if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
-        rules = {str(r) for r in meta["rule"].dropna()}
-        if rules and rules <= GENERATION_RULES:
-            return "leaderboard (generation, exact match)"
-        if rules & GENERATION_RULES:
-            return "leaderboard (log-likelihood and generation)"
-    return PROTOCOL_LABELS.get(proto, proto)
-
-
-#: scoring rules whose requests are generations (see atlascat.content.requests)
-GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match"})
 
 
 def _absolute(path):
     return None if path is None else Path(path).expanduser().resolve()
 
 
-def _remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
+def remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
     """Remove what a failed start created (the store file, its journal and lock folder, the
     output folder), so a call that fails before asking anything leaves nothing behind."""
     import shutil
@@ -57,7 +38,7 @@ def _remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
             pass
 
 
-def _approximate_note(kind: str, banks: str = "the bank was") -> None:
+def approximate_note(kind: str, banks: str = "the bank was") -> None:
     """The warning that ``kind:`` subjects are asked by text prompts, not the calibration's
     log-likelihoods."""
     err_console.print(
@@ -67,9 +48,9 @@ def _approximate_note(kind: str, banks: str = "the bank was") -> None:
         markup=False, highlight=False, soft_wrap=True)
 
 
-def _start_runs(db: Path, output, report_dir, start) -> tuple:
+def start_runs(db: Path, output, report_dir, start) -> tuple:
     """Create new runs: ``start(store, ids)`` appends each run id it starts. If none started,
-    whatever the attempt created is removed (:func:`_remove_new`). Each run records its output
+    whatever the attempt created is removed (:func:`remove_new`). Each run records its output
     and report folders (``report_dir``, else ``output/reports``, else ``<db stem>_reports``).
     Returns ``(store, ids)``."""
     from ..live.store import RunStore
@@ -83,7 +64,7 @@ def _start_runs(db: Path, output, report_dir, start) -> tuple:
         start(store, ids)
     except BaseException:
         if not ids:  # nothing was started: leave nothing behind
-            _remove_new(db, new_db, output, new_out, store)
+            remove_new(db, new_db, output, new_out, store)
         raise
     reports = report_dir or ((output / "reports") if output is not None
                              else db.parent / f"{db.stem}_reports")
@@ -93,7 +74,7 @@ def _start_runs(db: Path, output, report_dir, start) -> tuple:
     return store, ids
 
 
-def _run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
+def run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
     """``(output_dir, report_dir)`` of a run: the options when given, else the run's own (recorded
     when it started), else (runs of older versions) ``<db stem>_reports`` next to the store."""
     recorded = store.run_output(rid)
@@ -107,7 +88,7 @@ def _run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
     return legacy, legacy
 
 
-def _write_results(path: Path, rows: list, *, merge: bool) -> None:
+def write_results(path: Path, rows: list, *, merge: bool) -> None:
     """Write results.json atomically; ``merge``: keep the other runs' rows already there (a
     resumed run replaces its own row)."""
     import os
@@ -128,7 +109,7 @@ def _write_results(path: Path, rows: list, *, merge: bool) -> None:
     os.replace(tmp, path)
 
 
-class _StopRequest:
+class StopRequest:
     """SIGINT / SIGTERM during a live run: the first signal asks the runs to stop after the
     item in flight (it is scored and saved); a second one abandons it (it stays pending and is
     asked again on resume). Handlers are installed only in the main thread, and restored."""
@@ -167,11 +148,11 @@ class _StopRequest:
                 signal.signal(sig, handler)
 
 
-class _Stopped(KeyboardInterrupt):
+class Stopped(KeyboardInterrupt):
     """Raised from the step callback once a stop was requested (after the round was saved)."""
 
 
-class _LiveDisplay:
+class LiveDisplay:
     """What a live run shows on stderr: aligned per-item lines (unless --quiet / --json) and, on a
     terminal, a progress bar per run with items asked, theta +- SE and the time left. Piped,
     there is no bar (the per-item lines are the progress)."""
@@ -230,7 +211,7 @@ class _LiveDisplay:
         text.append(f"  {self.estimate_text(info)}" + ("  (cached)" if info.cached else ""))
         return text
 
-    def step_callback(self, stop: "_StopRequest"):
+    def step_callback(self, stop: "StopRequest"):
         def on_step(info):
             with self.lock:
                 if self.lines:
@@ -245,6 +226,6 @@ class _LiveDisplay:
                                          total=self.expected_total(info.step + 1, info.se),
                                          est=f"theta {info.theta:+.2f} +- {info.se:.2f}")
             if stop.event.is_set():
-                raise _Stopped()
+                raise Stopped()
 
         return on_step

@@ -13,8 +13,8 @@ import json
 import typer
 
 from ._common import console, err_console, print_frame
-from ._live import (_approximate_note, _LiveDisplay, _run_dirs, _start_runs, _StopRequest,
-                    _write_results, protocol_label)
+from ._live import (approximate_note, LiveDisplay, run_dirs, start_runs, StopRequest,
+                    write_results)
 
 __all__ = ["suite_config", "start_suite", "resume_suite_runs"]
 
@@ -104,11 +104,11 @@ def start_suite(suite: str, spec: str, names, *, db, output, report_dir, config,
     bank = composite_for(ref)
     subject = subject_from_spec(spec, model=names[0] if names else None, bank=bank, **subject_kw)
     if runner.subject_protocol(subject) == "approximate":
-        _approximate_note(kind, "the banks were")
+        approximate_note(kind, "the banks were")
     note = floor_note(load_live_suite(ref), config)
     if note:
         _say(note)
-    store, (rid,) = _start_runs(db, output, report_dir, lambda store, ids: ids.append(
+    store, (rid,) = start_runs(db, output, report_dir, lambda store, ids: ids.append(
         start_suite_run(store, ref, subject, config=config, prompt=prompt)))
     _say(f"run {rid} started for {subject.name} on suite {ref} (db {db})")
     _drive(store, rid, bank, subject, db=db, output=output, report_dir=report_dir, cache=cache,
@@ -133,7 +133,7 @@ def resume_suite_runs(store, infos: dict, *, db, output, report_dir, cache, as_j
                report_dir=report_dir, cache=cache, as_json=as_json, quiet=quiet, resumed=True)
 
 
-class _SuiteDisplay(_LiveDisplay):
+class _SuiteDisplay(LiveDisplay):
     """Per-item lines with the predicted average and its SE (points) instead of theta."""
 
     def estimate_text(self, info) -> str:
@@ -152,7 +152,7 @@ def _drive(store, rid, bank, subject, *, db, output, report_dir, cache, as_json,
             float(cfg.get("target_se") or 0.0) / 100.0)
     show = _SuiteDisplay([subject.name], [str(i) for i in bank.item_ids], plan,
                          lines=not (quiet or as_json), bar=not as_json)
-    stop = _StopRequest()
+    stop = StopRequest()
     error = None
     try:
         with stop.installed(), show:
@@ -172,10 +172,9 @@ def _drive(store, rid, bank, subject, *, db, output, report_dir, cache, as_json,
     row = suite_result(store, rid)
     if error is not None:
         row["status"], row["error"] = "error", error
-    row["protocol_label"] = protocol_label(row["protocol"], bank)
-    outdir, reports = _run_dirs(store, rid, db, output, report_dir)
+    outdir, reports = run_dirs(store, rid, db, output, report_dir)
     row["report"] = str(write_suite_report(store, rid, reports / f"{rid}.html", row))
-    _write_results(outdir / "results.json", [row], merge=resumed)
+    write_results(outdir / "results.json", [row], merge=resumed)
     if as_json:
         typer.echo(json.dumps([row], indent=1, default=str))
     else:
@@ -197,6 +196,8 @@ def _print(row: dict) -> None:
              + f", status {row['status']}"]
     if row.get("average"):
         lines.append(f"  average: {describe_prediction(row['average'])}")
+    lines += [f"  warning: {b['name']}: {b['warning']}" for b in row.get("benchmarks") or []
+              if b.get("warning")]
     lines.append(f"  protocol: {row['protocol_label']}")
     lines.append(f"  report: {row['report']}")
     console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)

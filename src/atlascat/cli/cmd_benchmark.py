@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ._common import (RESPONSES_HELP, console, deprecated_alias, err_console, escape,
-                      load_responses, output_dir, output_file)
+                      load_responses, output_dir, output_file, print_text)
 
 
 def parse_floats(text: str, what: str) -> tuple[float, ...]:
@@ -40,11 +40,6 @@ def stage_progress(stages: list[str], title: str = "benchmark"):
             progress.update(task, advance=1, description=f"{title}: {nxt}")
 
         yield done
-
-
-def print_text(text: str) -> None:
-    """Print plain text as is: no markup, no highlighting, no wrapping at the terminal width."""
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def print_tables(summary, title: str | None = None) -> None:

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
         from ..evaluate.protocol import BenchmarkRun
         from ..evaluate.tables import (TABLES, format_table, make_table, to_markdown,
                                        unique_names, wide_ability_table, write_tables)
-        from .cmd_benchmark import print_text
+        from ._common import print_text
 
         out = output_dir(deprecated_alias(output, out_old, "--out", "--output"))
         loaded = [BenchmarkRun.read(r) for r in runs]

@@ -37,6 +37,7 @@ def register(app: typer.Typer) -> None:
         """
         from ..errors import ConfigError, LiveRunError
         from ..evaluate.paired import paired_difference
+        from ..live.evaluation import run_folder, run_predictions
         from ..live.store import RunStore, default_store_path
 
         stores: dict[Path, tuple] = {}
@@ -84,58 +85,3 @@ def register(app: typer.Typer) -> None:
         err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
                           "near-duplicates get narrower intervals with --rho (see "
                           "docs/leaderboard.md)", highlight=False)
-
-
-def run_folder(folder: Path, db: Path | None = None) -> tuple[Path, str]:
-    """(run store, run id) of the folder ``atlas evaluate -o FOLDER`` wrote: its
-    ``results.json`` names the run; its ``runs.sqlite`` holds it, or ``db`` does (a run made
-    with ``--db``)."""
-    from ..errors import ConfigError
-
-    results, store = folder / "results.json", folder / "runs.sqlite"
-    if not results.exists():
-        raise ConfigError(f"{str(folder)!r} holds no results.json: give a finished run's folder "
-                          "(atlas evaluate -o FOLDER) or its run id")
-    try:
-        rows = json.loads(results.read_text())
-        run_id = str((rows[0] if isinstance(rows, list) else rows)["run_id"])
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ConfigError(f"{str(results)!r} is not an atlas evaluate results file ({exc})") \
-            from None
-    if not store.exists():
-        if db is None or not Path(db).exists():
-            raise ConfigError(f"run {run_id} of {str(folder)!r} is stored elsewhere (its folder "
-                              "has no runs.sqlite): give the run store with --db")
-        store = Path(db)
-    return store, run_id
-
-
-def run_predictions(store, run_id: str, runs=None) -> dict:
-    """{benchmark: prediction (score, lo, hi, ... 0-1)} of a finished run, as `atlas runs`
-    computes it; a suite run gives each of its benchmarks and ``average``. ``runs``: the
-    store's :meth:`~atlascat.live.store.RunStore.list_runs`, when already read."""
-    from ..errors import ConfigError
-    from .cmd_runs import _prediction
-
-    runs = store.list_runs() if runs is None else runs
-    match = runs[runs["run_id"] == run_id]
-    if match.empty:
-        raise ConfigError(f"no run {run_id!r} in the store; list them with `atlas runs`")
-    run = match.iloc[0].to_dict()
-    if run.get("state") != "done":
-        raise ConfigError(f"run {run_id} is {run.get('state')}: finish it first "
-                          f"(atlas evaluate --resume {run_id})")
-    from ..live.suite_run import is_suite_run, suite_result
-
-    if is_suite_run(run):
-        res = suite_result(store, run_id)
-        out = {b["name"]: b for b in res["benchmarks"] if b.get("score") is not None}
-        if res.get("average") and res["average"].get("score") is not None:
-            out["average"] = res["average"]
-        return out
-    ref = str(run.get("bank_ref") or "")
-    pred = _prediction(store, run)
-    if pred.get("score") is None:
-        raise ConfigError(f"run {run_id} has no predicted leaderboard score (bank {ref!r}: "
-                          "only the shipped banks carry a score link)")
-    return {ref.split(":", 1)[1]: pred}

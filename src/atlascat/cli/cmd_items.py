@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
 
         from ..evaluate.item_quality import FLAGS, item_quality
-        from .cmd_score import align_items, load_bank, load_responses
+        from ._common import align_items, load_bank, load_responses
 
         from ..errors import ConfigError
 
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         bk = load_bank(bank, normalize_ids)
         rm = None
         if responses is not None:
-            rm = load_responses(responses, freq_column, normalize_ids)
+            rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
             rm, bk = align_items(rm, bk, "ignore", restrict_bank=True)
         q = item_quality(bk, rm, a_min=a_min, c_warn=c_warn, c_max=c_max, u_min=u_min,
                          b_max=b_max, alpha=alpha,

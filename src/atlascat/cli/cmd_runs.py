@@ -27,6 +27,8 @@ def register(app: typer.Typer) -> None:
     ):
         """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
 
+        A suite run has no theta: its leaderboard column is the predicted average.
+
         'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
         finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
         twice: observed (right / asked, over the items asked) and model-based (the bank's
@@ -78,7 +80,15 @@ def register(app: typer.Typer) -> None:
                         max_rows=1000)
             return
         df = store.list_runs()
-        predictions = [_prediction(store, r) for r in df.to_dict("records")]
+        from ..live.evaluation import predict_run
+
+        predictions = [predict_run(store, r) for r in df.to_dict("records")]
+        from ..live.suite_run import is_suite_run
+
+        if not df.empty:
+            # a suite run has no theta: its store columns hold the average, shown as such
+            suite = [is_suite_run(r) for r in df.to_dict("records")]
+            df.loc[suite, ["theta", "se", "model_based_accuracy"]] = None
         if as_json:
             records = json.loads(df.to_json(orient="records"))
             for rec, lb in zip(records, predictions):
@@ -99,27 +109,5 @@ def register(app: typer.Typer) -> None:
                              if lb.get("score") is not None else "-" for lb in predictions]
         print_frame(df[["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta",
                         "se", "observed", "model-based", "leaderboard", "stop_reason", "pending",
-                        "updated"]].fillna("-"),
+                        "updated"]].astype(object).fillna("-"),
                     title=f"runs in {db}")
-
-
-def _prediction(store, run: dict) -> dict:
-    """The predicted leaderboard score of a finished run, computed as ``atlas evaluate`` does
-    (the same function, the run's own answers and stop reason): one number everywhere. A
-    suite run's is its predicted average (:func:`atlascat.live.suite_run.suite_result`)."""
-    from ..live.suite_run import is_suite_run, suite_result
-    from .cmd_evaluate import leaderboard_prediction
-
-    ref = run.get("bank_ref") or ""
-    if run.get("state") == "done" and is_suite_run(run):
-        try:
-            return suite_result(store, run["run_id"])["leaderboard"]
-        except Exception as exc:  # noqa: BLE001 - the listing stays readable
-            return {"note": f"suite prediction failed ({type(exc).__name__}: {exc})"}
-    if run.get("state") != "done" or not ref.startswith("shipped:"):
-        return {}
-    steps = store.steps(run["run_id"])
-    done = steps[(steps["status"] == "answered") & steps["score"].notna()]
-    answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
-    return leaderboard_prediction(ref.split(":", 1)[1], run["theta"], run["se"], answers,
-                                  stop_reason=run.get("stop_reason"))

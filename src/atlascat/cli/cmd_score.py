@@ -6,53 +6,10 @@ from pathlib import Path
 
 import typer
 
-from ._common import (RESPONSES_HELP, bank_option_help, console, err_console, output_file,
-                      print_frame)
+from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
+                      load_bank, load_responses, output_file, print_frame)
 
 METHODS = ("eap", "wle", "map", "ml")
-
-
-def load_bank(spec: str, normalize_ids: bool):
-    """A bank file, or a bundled name (see :func:`atlascat.catalogue.resolve_bank`)."""
-    from ._common import load_bank as _load
-
-    return _load(spec, normalize_ids)
-
-
-def load_responses(path, freq_column: str | None, normalize_ids: bool, *,
-                   option: str = "RESPONSES"):
-    """A response matrix file, or a bundled name (all-missing rows and columns kept)."""
-    from ._common import load_responses as _load
-
-    return _load(path, freq_column=freq_column, normalize_ids=normalize_ids, on_empty="keep",
-                 option=option)
-
-
-def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
-    """Drop (with a note) or reject response items the bank lacks; optionally restrict the bank
-    to the items the responses contain. Returns ``(rm, bank)``."""
-    from ..errors import ResponseDataError
-
-    unknown = [i for i in rm.item_ids if i not in bank]
-    if len(unknown) == rm.n_items:
-        raise ResponseDataError(
-            f"none of the {rm.n_items} response items is in the bank (responses: "
-            f"{list(rm.item_ids[:3])}, bank: {list(bank.item_ids[:3])}); check that they belong "
-            "together, or pass --normalize-ids for R-style 'X' ids")
-    if unknown:
-        if extra_items == "error":
-            raise ResponseDataError(
-                f"{len(unknown)} response item(s) are not in the bank, e.g. {unknown[:5]}; pass "
-                "--extra-items ignore to leave them out, or --normalize-ids for R-style 'X' ids")
-        err_console.print(f"note: {len(unknown)} response item(s) not in the bank were left out "
-                          f"(e.g. {unknown[:3]})", markup=False)
-        rm = rm.subset(items=[i for i in rm.item_ids if i in bank])
-    if restrict_bank:
-        present = set(rm.item_ids)
-        keep = [i for i in bank.item_ids if i in present]
-        if len(keep) < len(bank):
-            bank = bank.subset(keep)
-    return rm, bank
 
 
 def _with_folder_prediction(df, bank_dir, rm, bk):
@@ -132,7 +89,7 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"--lambda must be in [0, 1], got {lam}")
         output = output_file(output)
         bk = load_bank(bank, normalize_ids)
-        rm = load_responses(responses, freq_column, normalize_ids)
+        rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
         rm, bk = align_items(rm, bk, extra_items)
         df = estimate_ability(rm, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                               quadpts=quadpts, device=device)
@@ -147,8 +104,9 @@ def register(app: typer.Typer) -> None:
                 if calibration is None:
                     raise ConfigError("--reconstruct gpirt needs --lambda or --calibration "
                                       "(full responses to estimate lambda from)")
-                cal, _ = align_items(load_responses(calibration, None, normalize_ids,
-                                                    option="--calibration"), bk, "ignore")
+                cal_rm = load_responses(calibration, normalize_ids=normalize_ids,
+                                        option="--calibration")
+                cal, _ = align_items(cal_rm, bk, "ignore")
                 n_adm = max(1, int(np.median(obs.sum(1))))
                 est = estimate_gpirt_lambda(cal, bk, n_adm, rng=np.random.default_rng(seed))
                 lam = est.lam

@@ -89,6 +89,11 @@ def simulate_command(
         None, "--suite",
         help="Replay a suite (bundled name such as openllm-v1, or a suite JSON file) as one "
              "adaptive test aimed at its average; writes suite_scores.csv."),
+    scores: Optional[Path] = typer.Option(
+        None, "--scores",
+        help="--suite: published scores (a model column and one column per member, percent "
+             "or 0-1; e.g. the leaderboard's score file) to report the error of the predicted "
+             "average against."),
     target_se: Optional[float] = typer.Option(
         None, "--target-se",
         help="--suite: stop once the average's SE (points, 0-100) is at or below this. "
@@ -156,7 +161,10 @@ def simulate_command(
         return simulate_suite_command(suite, list(responses or []), output_dir(out),
                                       target_se=target_se, max_items=max_items,
                                       min_items=min_items, batch_size=batch_size,
-                                      randomesque=randomesque, seed=seed)
+                                      randomesque=randomesque, seed=seed, scores=scores)
+    if scores is not None:
+        raise ConfigError("--scores goes with --suite (a single bank's published scores are "
+                          "its score link's)")
     if target_se is not None:
         raise ConfigError("--target-se is the average's stop of --suite; a single bank stops "
                           "on --se-stop")
@@ -297,42 +305,70 @@ def parse_pairs(pairs, names) -> dict:
 
 
 def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_items,
-                           batch_size, randomesque, seed) -> None:
+                           batch_size, randomesque, seed, scores=None) -> None:
     """``atlas simulate --suite``: replay recorded answers through the suite test."""
-    from ..suite import load_suite, simulate_suite
+    import pandas as pd
+
+    from ..suite import load_suite, published_averages, replay_summary, simulate_suite
+    from ..validation import read_frame
     from ._suite_evaluate import floor_note, suite_config_from_options
 
     suite = load_suite(suite_arg)
     specs = parse_pairs(pairs, suite.names)
     matrices = {n: load_responses(spec, normalize_ids=True, on_empty="keep",
                                   option=f"{n}=MATRIX") for n, spec in specs.items()}
+    published = None
+    if scores is not None:
+        published = published_averages(
+            read_frame(scores, what="published scores", option="--scores"), suite)
     cfg = suite_config_from_options(target_se=target_se, min_items=min_items,
                                     max_items=max_items, batch_size=batch_size,
                                     randomesque=randomesque, seed=seed)
     note = floor_note(suite, cfg)
     if note:
         err_console.print(note, highlight=False)
-    with progress_bar("simulating", 1) as advance:
-        result = simulate_suite(suite, matrices, cfg)
-        advance(1)
-    scores = result.scores
+    with progress_bar("asking, then predicting", cfg.max_items + 1) as advance:
+        done = [0]
+
+        def step(phase, k, total):  # one bar: items asked, then blocks of predictions
+            at = k if phase == "asking" else cfg.max_items + k
+            if phase == "predicting" and k == 1:
+                advance(0, total=cfg.max_items + total)
+            advance(max(0, at - done[0]))
+            done[0] = max(done[0], at)
+
+        result = simulate_suite(suite, matrices, cfg, on_progress=step)
+    table = result.scores
     out.mkdir(parents=True, exist_ok=True)
     cols = ["subject_id", "n_items", "average", "average_lo", "average_hi"]
     for n in suite.names:
         cols += [n, f"{n}_lo", f"{n}_hi", f"{n}_items"]
-    scores[cols].to_csv(out / "suite_scores.csv", index=False)
+    if published is not None:
+        table = table.assign(published_average=published.reindex(
+            table["subject_id"].astype(str)).to_numpy())
+        cols.append("published_average")
+    table[cols].to_csv(out / "suite_scores.csv", index=False)
+    facts = replay_summary(result, published)
     summary = {"suite": suite.name, "members": suite.names, "weights": suite.weights.tolist(),
-               "inputs": specs, "config": cfg.to_dict(), "n_subjects": int(len(scores)),
-               "items_mean": float(scores["n_items"].mean()),
-               "stop_reasons": scores["stop_reason"].value_counts().to_dict()}
+               "inputs": specs, "config": cfg.to_dict(), **facts}
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
-    rows = [("examinees", len(scores)),
-            ("items mean", f"{scores['n_items'].mean():.1f}"),
-            ("average mean (95% width)", f"{100 * scores['average'].mean():.1f} "
-             f"({100 * (scores['average_hi'] - scores['average_lo']).mean():.1f} points)")]
-    rows += [(f"{n} items mean", f"{scores[f'{n}_items'].mean():.1f}") for n in suite.names]
-    import pandas as pd
-
+    rows = [("examinees", facts["n_subjects"]),
+            ("with answers on all members", facts["n_all_members"]),
+            ("no item to ask (no_items)", facts["n_no_items"]),
+            ("items mean", f"{facts['items_mean']:.1f}"),
+            ("average mean (95% width)", f"{100 * table['average'].mean():.1f} "
+             f"({facts['width_mean_points']:.1f} points)")]
+    for key, label in (("error", "published"), ("error_all_members", "published, all members")):
+        if key in facts:
+            e = facts[key]
+            rows.append((f"MAE vs {label} average (n={e['n']})",
+                         f"{e['mae_points']:.2f} points, 95% coverage {100 * e['coverage_95']:.0f}%"))
+    rows += [(f"{n} items mean", f"{table[f'{n}_items'].mean():.1f}") for n in suite.names]
+    if facts["n_all_members"] < facts["n_subjects"]:
+        err_console.print(f"note: {facts['n_subjects'] - facts['n_all_members']} of "
+                          f"{facts['n_subjects']} examinees lack answers on some member; they are "
+                          "predicted from the members they have, with wider intervals",
+                          highlight=False)
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title=f"atlas simulate --suite {suite.name}")
     console.print(f"wrote {escape(str(out))}/ (suite_scores.csv, summary.json)")

@@ -11,11 +11,33 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["render_run_report", "write_run_report", "describe_prediction"]
+__all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
+           "GENERATION_RULES"]
+
+#: scoring rules whose requests are generations (see atlascat.content.requests)
+GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match"})
+
+
+def protocol_label(protocol: str | None, bank=None) -> str:
+    """How a run's protocol reads (CLI, ``results.json`` and HTML alike): a leaderboard run says
+    whether its bank's items are scored by log-likelihood or by generation (GSM8K: exact
+    match), from the bank's ``rule`` column."""
+    from .runner import PROTOCOL_LABELS
+
+    proto = protocol or "approximate"
+    meta = getattr(bank, "metadata", None)
+    if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
+        rules = {str(r) for r in meta["rule"].dropna()}
+        if rules and rules <= GENERATION_RULES:
+            return "leaderboard (generation, exact match)"
+        if rules & GENERATION_RULES:
+            return "leaderboard (log-likelihood and generation)"
+    return PROTOCOL_LABELS.get(proto, proto)
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;
@@ -54,12 +76,14 @@ def _time(ts) -> str:
     return _dt.datetime.fromtimestamp(float(ts)).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _trajectory_svg(theta, se, width=760, height=260) -> str:
-    """Theta with a +-SE band and the SE itself against the step number."""
+def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EAP)",
+                    axis: str = "ability theta", scale: float = 1.0) -> str:
+    """The estimate after each item with a +-SE band (theta for a bank; a suite's predicted
+    average, ``scale`` 100 for percent), against the step number."""
     n = len(theta)
     if n == 0:
         return "<p class='muted'>no answered item yet</p>"
-    theta, se = np.asarray(theta, float), np.asarray(se, float)
+    theta, se = scale * np.asarray(theta, float), scale * np.asarray(se, float)
     lo, hi = float(np.min(theta - se)), float(np.max(theta + se))
     pad = 0.1 * max(hi - lo, 0.5)
     lo, hi = lo - pad, hi + pad
@@ -74,19 +98,21 @@ def _trajectory_svg(theta, se, width=760, height=260) -> str:
     band += " " + " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs[::-1], y((theta - se)[::-1])))
     line = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(theta)))
     ticks = np.linspace(lo, hi, 5)
+    digits = 1 if scale != 1.0 else 2
     grid = "".join(f"<line x1='{left}' x2='{left + w}' y1='{y(t):.1f}' y2='{y(t):.1f}' stroke='#eee'/>"
-                   f"<text x='{left - 6}' y='{y(t) + 4:.1f}' font-size='11' text-anchor='end'>{t:.2f}</text>"
+                   f"<text x='{left - 6}' y='{y(t) + 4:.1f}' font-size='11' text-anchor='end'>{t:.{digits}f}</text>"
                    for t in ticks)
     xt = "".join(f"<text x='{left + (k - 1) / max(n - 1, 1) * w:.1f}' y='{height - 8}' font-size='11' "
                  f"text-anchor='middle'>{k}</text>"
                  for k in sorted({1, n, *range(10, n, 10)}))
-    legend = (f"<rect x='{left + w - 170}' y='{top + 4}' width='14' height='10' fill='#c7d7f5'/>"
-              f"<text x='{left + w - 152}' y='{top + 13}' font-size='11'>theta &#177; 1 SE</text>"
-              f"<line x1='{left + w - 84}' x2='{left + w - 70}' y1='{top + 9}' y2='{top + 9}' "
+    short = label.split(" (")[0]
+    legend = (f"<rect x='{left + w - 200}' y='{top + 4}' width='14' height='10' fill='#c7d7f5'/>"
+              f"<text x='{left + w - 182}' y='{top + 13}' font-size='11'>{_e(short)} &#177; 1 SE</text>"
+              f"<line x1='{left + w - 90}' x2='{left + w - 76}' y1='{top + 9}' y2='{top + 9}' "
               f"stroke='#1f4fb5' stroke-width='2'/>"
-              f"<text x='{left + w - 66}' y='{top + 13}' font-size='11'>theta (EAP)</text>")
+              f"<text x='{left + w - 72}' y='{top + 13}' font-size='11'>{_e(label)}</text>")
     return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height + 14}' "
-            f"role='img' aria-label='theta trajectory: theta and its SE band after each item'>"
+            f"role='img' aria-label='trajectory: {_e(short)} and its SE band after each item'>"
             f"{grid}"
             f"<polygon points='{band}' fill='#c7d7f5' opacity='0.7'/>"
             f"<polyline points='{line}' fill='none' stroke='#1f4fb5' stroke-width='2'/>{xt}"
@@ -94,7 +120,7 @@ def _trajectory_svg(theta, se, width=760, height=260) -> str:
             f"<text x='{left + w / 2:.0f}' y='{height + 10}' font-size='12' text-anchor='middle'>"
             "items asked</text>"
             f"<text x='14' y='{top + h / 2:.0f}' font-size='12' text-anchor='middle' "
-            f"transform='rotate(-90 14 {top + h / 2:.0f})'>ability theta</text>"
+            f"transform='rotate(-90 14 {top + h / 2:.0f})'>{_e(axis)}</text>"
             "</svg>")
 
 
@@ -122,6 +148,10 @@ def _choice_html(bank, item_id, answer) -> str:
                 f"<details><summary>generation</summary><pre>{_e(c['text'][:2000])}</pre>"
                 "</details>")
     opts, chosen, gold = c["options"], c["chosen"], c["gold"]
+    if c["rule"] == "partial":  # WinoGrande: the options are the fillers that end the contexts
+        fill = _bank_choices(bank, item_id, len(opts)) or \
+            _fillers([r.context for r in ir.requests[:len(opts)]])
+        opts = [f"{f} ... {_short(t, 40)}" for f, t in zip(fill, opts)]
     head = f"chose <b>{_e(_short(opts[chosen]))}</b>"
     head += " (the gold option)" if chosen == gold else f", gold <b>{_e(_short(opts[gold]))}</b>"
     per = c["per_char"]
@@ -134,6 +164,32 @@ def _choice_html(bank, item_id, answer) -> str:
         "<th>per character</th>" if per else "")
     return (f"{head}<details><summary>log-likelihoods ({_e(c['rule'])})</summary>"
             f"<table><thead><tr>{cols}</tr></thead><tbody>{rows}</tbody></table></details>")
+
+
+def _bank_choices(bank, item_id, n: int) -> list[str] | None:
+    """The item's option texts from the bank's content (``choices``), when it has ``n``."""
+    meta = getattr(bank, "metadata", None)
+    if meta is None or "choices" not in meta.columns or item_id not in meta.index:
+        return None
+    value = meta.loc[item_id, "choices"]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    value = [str(v) for v in value] if value is not None else []
+    return value if len(value) == n else None
+
+
+def _fillers(contexts: list[str]) -> list[str]:
+    """WinoGrande's options as read from their requests: each context is the shared few-shot
+    prefix and sentence start, then the option; the shared part is cut at its last whitespace
+    (two options may begin alike, "Sarah" / "Samuel")."""
+    if not contexts:
+        return []
+    prefix = os.path.commonprefix(contexts)
+    cut = max(prefix.rfind(" "), prefix.rfind("\n")) + 1
+    return [c[cut:].strip() or c[-40:] for c in contexts]
 
 
 def _ordinal(p: float) -> str:
@@ -162,61 +218,103 @@ def describe_prediction(lb, *, short: bool = False) -> str:
     return text
 
 
+def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
+    """The quantities a run reports, each once with its one interval: a bank run's predicted
+    leaderboard score, theta and the model-based accuracy; a suite run's predicted average (its
+    benchmarks are in the suite table; a suite has no theta)."""
+    theta, se = info["theta"], info["se"]
+    if suite is not None:
+        avg = suite.get("average")
+        rows = [("predicted average", describe_prediction(avg) if avg else "no answered item yet")]
+        if suite.get("se_points") is not None:
+            rows.append(("SE of the average", f"{suite['se_points']:.2f} points"))
+        return rows
+    lb = leaderboard or {}
+    rows = []
+    if "score" in lb:
+        rows.append(("predicted leaderboard score", describe_prediction(lb)))
+    elif lb.get("note"):
+        rows.append(("predicted leaderboard score", f"not available ({lb['note']})"))
+    ci = (f"[{theta - 1.96 * se:.3f}, {theta + 1.96 * se:.3f}]"
+          if theta is not None and se is not None else "-")
+    rows += [("theta (95% CI)", f"{_fmt(theta)} {ci}"),
+             ("model-based accuracy (expected over the bank at theta)",
+              _fmt(info["accuracy"], ".1%") if info["accuracy"] is not None else "-")]
+    return rows
+
+
+def _test_row(info, cfg, suite) -> tuple[str, str]:
+    """How the test was run: a bank's CAT settings, or a suite's budget and rounds."""
+    if suite is not None:
+        target = cfg.get("target_se")
+        stop = (f"stop at an SE of {target} points or {cfg.get('max_items')} items"
+                if target else f"{cfg.get('max_items')} items (the budget)")
+        return ("test", f"suite {suite.get('suite') or cfg.get('suite')}: {stop}, at least "
+                        f"{cfg.get('min_items')}, rounds of {cfg.get('batch_size')}, seed "
+                        f"{info['seed']}")
+    stop = (f"SE stop {cfg['se_stop']}" if cfg.get("se_stop") is not None
+            else "score-precision stop")
+    return ("CAT", f"{stop}, items {cfg.get('min_items')}-{cfg.get('max_items')}, "
+                   f"{cfg.get('selection')} (randomesque {cfg.get('randomesque')}), "
+                   f"seed {info['seed']}")
+
+
+def _warnings(leaderboard, suite) -> list[str]:
+    if suite is not None:
+        return [f"{b['name']}: {b['warning']}" for b in suite.get("benchmarks") or []
+                if b.get("warning")]
+    lb = leaderboard or {}
+    return [lb["warning"]] if lb.get("warning") else []
+
+
 def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
-                      headline: str | None = None, sections: str = "") -> str:
-    """The HTML text of a run's page. ``bank`` (optional) adds each item's question and key;
-    ``leaderboard`` (optional, ``atlas evaluate``'s {score, lo, hi, percentile, warning} or
-    {note}) the predicted leaderboard score and its one-line warning. ``headline`` replaces
-    the theta line at the top, ``sections`` (HTML) goes after the summary (a suite run's
-    table)."""
+                      suite: dict | None = None, sections: str = "") -> str:
+    """The HTML text of a run's page. ``bank`` (optional) adds each item's question, its
+    options and key; ``leaderboard`` (``atlas evaluate``'s {score, lo, hi, percentile,
+    warning} or {note}) the predicted leaderboard score that heads the page. ``suite`` (a
+    suite run's :func:`atlascat.live.suite_run.suite_result`) makes it a suite page: the
+    predicted average heads it, the trajectory is the average, no theta is shown; ``sections``
+    (HTML) goes after the summary (the suite table)."""
     info = store.get_run(run_id)
     steps = store.steps(run_id)
     answered = steps[steps["status"] == "answered"]
     meta = getattr(bank, "metadata", None)
     subj, cfg, prm = info["subject"], info["config"], info["prompt"]
-    theta, se = info["theta"], info["se"]
-    ci = (f"[{theta - 1.96 * se:.3f}, {theta + 1.96 * se:.3f}]"
-          if theta is not None and se is not None else "-")
     n = int(info["n_items"])
     lat = answered["latency_s"].astype(float)
-    from .runner import PROTOCOL_LABELS
-
     proto = info.get("protocol") or "approximate"
+    label = protocol_label(proto, bank)
+    tokens = steps["prompt_tokens"].notna().any()
+    summary = _summary_rows(info, leaderboard, suite)
+    warnings = _warnings(leaderboard, suite)
     kv = [
         ("model", subj.get("model")),
-        ("protocol", PROTOCOL_LABELS.get(proto, proto)),
+        ("protocol", label),
         ("items per round", info.get("batch_size") or 1),
         ("endpoint", subj.get("base_url", subj.get("type"))),
         ("endpoint kind", subj.get("kind")),
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
         ("status", info["status"] + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
-        ("theta (95% CI)", f"{_fmt(theta)} {ci}"),
-        ("SE", _fmt(se)),
-        ("model-based accuracy (expected over the bank at theta)",
-         _fmt(info["accuracy"], ".1%") if info["accuracy"] is not None else "-"),
+        *summary[1:],  # the first is the page's headline
         ("observed accuracy (right / asked)",
          _fmt(info["n_correct"] / n, ".1%") if n else "-"),
         ("items used", f"{n} ({int(info['n_correct'])} correct)"),
-        ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"),
+        ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
+         if tokens or info["prompt_tokens"] else "not reported by the subject"),
         ("latency total / median per item",
          f"{info['latency_s']:.2f} s / {(float(np.median(lat)) if len(lat) else 0.0):.3f} s"),
-        ("CAT", f"SE stop {cfg.get('se_stop')}, items {cfg.get('min_items')}-{cfg.get('max_items')}, "
-                f"{cfg.get('selection')} (randomesque {cfg.get('randomesque')}), seed {info['seed']}"),
+        _test_row(info, cfg, suite),
         ("prompt", f"{prm.get('style')}, max_tokens {prm.get('max_tokens') or 'auto'}, "
                    f"temperature {prm.get('temperature')}"),
         ("started / updated", f"{_time(info['created_at'])} / {_time(info['updated_at'])}"),
     ]
-    lb = leaderboard or {}
-    warn_html = ""
-    if "score" in lb:
-        kv.insert(9, ("predicted leaderboard score", describe_prediction(lb)))
-        if lb.get("warning"):
-            kv.insert(10, ("warning", lb["warning"]))
-            warn_html = f"<p class='bad'>warning: {_e(lb['warning'])}</p>"
-    elif lb.get("note"):
-        kv.insert(9, ("predicted leaderboard score", f"not available ({lb['note']})"))
     if info["error"]:
         kv.append(("last error", info["error"]))
+    warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
+    if suite is not None:
+        est, est_se, scale, spec = "average %", "SE (points)", 100.0, ".1f"
+    else:
+        est, est_se, scale, spec = "theta", "SE", 1.0, ".3f"
     rows = []
     for rec in steps.to_dict("records"):
         rec = {k: _val(v) for k, v in rec.items()}
@@ -236,37 +334,47 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                    f"{str(rec.get('answer_sha256'))[:16]}...]")
         toks = "" if rec["prompt_tokens"] is None else \
             f"{int(rec['prompt_tokens'])}/{int(rec['completion_tokens'] or 0)}"
+        est_v = None if rec["theta"] is None else scale * rec["theta"]
+        se_v = None if rec["se"] is None else scale * rec["se"]
         rows.append(
             f"<tr><td class='num'>{int(rec['step']) + 1}</td><td>{_e(rec['item_id'])}</td>"
             f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>"
             + (f"<td>{choice}</td>" if choice else
                f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>") +
             f"<td>{_e(key)}</td><td>{mark}</td>"
-            f"<td class='num'>{_fmt(rec['theta'])}</td><td class='num'>{_fmt(rec['se'])}</td>"
-            f"<td class='num'>{_fmt(rec['latency_s'])}</td><td class='num'>{toks}</td>"
+            f"<td class='num'>{_fmt(est_v, spec)}</td><td class='num'>{_fmt(se_v, spec)}</td>"
+            f"<td class='num'>{_fmt(rec['latency_s'])}</td>"
+            + (f"<td class='num'>{toks}</td>" if tokens else "") +
             f"<td>{'cache' if rec['cached'] == 1 else ''}</td></tr>")
     table = ("<table><thead><tr><th>#</th><th>item</th><th>question</th><th>answer</th><th>key</th>"
-             "<th>score</th><th>theta</th><th>SE</th><th>latency s</th><th>tokens</th><th></th>"
+             f"<th>score</th><th>{_e(est)}</th><th>{_e(est_se)}</th><th>latency s</th>"
+             + ("<th>tokens</th>" if tokens else "") + "<th></th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
-    settings = _e(json.dumps({"cat": cfg, "prompt": prm, "subject": subj}, indent=1, sort_keys=True))
+    if suite is not None:
+        traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist(),
+                               label="average", axis="predicted average (%)", scale=100.0)
+    else:
+        traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
+    headline = f"{summary[0][0]}: {summary[0][1]}"
+    settings = _e(json.dumps({"cat" if suite is None else "suite": cfg, "prompt": prm,
+                              "subject": subj}, indent=1, sort_keys=True))
+    note = ("The trajectory is the predicted average (percent) and its SE after each round."
+            if suite is not None else
+            "Model-based accuracy = mean probability correct over the bank's items at theta; "
+            "observed accuracy = right / asked over the adaptively chosen items.")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>ATLAS run {_e(run_id)} - {_e(info['model'])}</title><style>{_CSS}</style></head><body>"
         f"<h1>ATLAS live run <code>{_e(run_id)}</code></h1>"
         f"<div class='muted'>{_e(info['model'])} on {_e(info['bank_ref'] or 'bank')} &middot; "
-        f"protocol: {_e(PROTOCOL_LABELS.get(proto, proto))}</div>"
-        + (f"<p class='big'>{_e(headline)}" if headline is not None else
-           f"<p class='big'>theta = {_fmt(theta)} &#177; {_fmt(se)}")
-        + f"<span class='muted'> &middot; {n} items &middot; model-based accuracy "
-        f"{_fmt(info['accuracy'], '.1%') if info['accuracy'] is not None else '-'}</span></p>"
+        f"protocol: {_e(label)}</div>"
+        f"<p class='big'>{_e(headline)}<span class='muted'> &middot; {n} items</span></p>"
         "<table class='kv'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in kv)
         + "</table>" + warn_html + sections +
-        f"<h2>Trajectory</h2>{_trajectory_svg(answered['theta'].tolist(), answered['se'].tolist())}"
+        f"<h2>Trajectory</h2>{traj}"
         f"<h2>Items</h2>{table}"
         f"<h2>Settings</h2><pre>{settings}</pre>"
-        "<p class='muted'>Generated by ATLAS. Model-based accuracy = mean probability correct "
-        "over the bank's items at theta; observed accuracy = right / asked over the adaptively "
-        "chosen items.</p></body></html>")
+        f"<p class='muted'>Generated by ATLAS. {note}</p></body></html>")
 
 
 def write_run_report(store, run_id: str, path, bank=None, leaderboard=None) -> Path:

@@ -34,6 +34,7 @@ import hashlib
 import json
 import math
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ from ..errors import AtlasError, BankError, ConfigError, LiveRunError
 from ..content.items import PROMPT_STYLES, build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
-from .subjects import Answer, SubjectError
+from .subjects import Answer, SubjectError, is_loglikelihood
 
 __all__ = ["PromptSettings", "RunResult", "StepInfo", "evaluate", "evaluate_many", "resume",
            "start_run", "continue_run", "bank_hash", "load_bank_ref", "subject_from_description",
@@ -65,7 +66,7 @@ def subject_protocol(subject) -> str:
     proto = getattr(subject, "protocol", None)
     if proto:
         return str(proto)
-    return "leaderboard" if getattr(subject, "kind", None) == "loglikelihood" else "approximate"
+    return "leaderboard" if is_loglikelihood(subject) else "approximate"
 
 
 @dataclass(frozen=True)
@@ -165,8 +166,9 @@ class RunResult:
 def bank_hash(bank) -> str:
     """SHA-256 over item ids, parameters and item content (question, options, key, scorer).
 
-    Cached on the bank object (banks are immutable value objects)."""
-    cached = getattr(bank, "_atlas_live_hash", None)
+    Cached per bank object (banks are immutable value objects), weakly: the cache neither
+    writes into the bank nor keeps it alive."""
+    cached = _BANK_HASHES.get(bank)
     if cached is not None:
         return cached
     h = hashlib.sha256()
@@ -184,12 +186,12 @@ def bank_hash(bank) -> str:
                 values = ("\x1f".join(map(str, v)) if isinstance(v, (list, tuple, np.ndarray))
                           else str(v) for v in bank.metadata[col])
                 h.update(col.encode() + b"\x1e" + "\x1e".join(values).encode())
-    digest = h.hexdigest()
-    try:
-        bank._atlas_live_hash = digest
-    except AttributeError:  # pragma: no cover - a bank type with __slots__
-        pass
+    digest = _BANK_HASHES[bank] = h.hexdigest()
     return digest
+
+
+#: bank_hash's cache, keyed weakly by the bank object
+_BANK_HASHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def bundled_content_bank(name: str):
@@ -201,41 +203,34 @@ def bundled_content_bank(name: str):
 
 def load_bank_ref(ref: str):
     """The bank a run was started on: ``shipped:<bench>``, ``suite:<suite>`` (the suite's
-    composite bank), a bank file path or a bank folder."""
-    from ..content.items import normalize_loaded
+    composite bank) or a bank file path (see :class:`~atlascat.live.bankref.BankRef`)."""
+    from .bankref import BankRef
 
-    if ref.startswith("suite:"):
-        from .suite_session import composite_for
-
-        return composite_for(ref.split(":", 1)[1])
-    if ref.startswith("shipped:"):
-        return bundled_content_bank(ref.split(":", 1)[1])
-    path = Path(ref)
-    if not path.exists():
-        raise BankError(f"the run's bank file {ref!r} no longer exists; pass the bank explicitly")
-    if path.is_dir():
-        from ..catalogue import resolve_bank
-
-        return resolve_bank(path)  # a bank folder (atlas build-bank)
-    from ..irt.bank import ItemBank
-
-    return normalize_loaded(ItemBank.read(path))
+    return BankRef.parse(ref).load()
 
 
-def subject_from_description(desc: dict, bank=None, **overrides):
-    """Rebuild a subject from its stored description (the API key comes from the environment)."""
+def subject_from_description(desc: dict, bank=None, *, limiter=None, max_concurrency=None,
+                             api_key_env: str | None = None, **overrides):
+    """Rebuild a subject from its stored description (the API key comes from the environment:
+    the stored variable's name, else ``api_key_env``). HTTP subjects take this process's
+    ``limiter`` (a semaphore shared by the runs), ``max_concurrency`` and HTTP settings
+    (``overrides``: timeout, max_retries, backoff, over the stored ones)."""
     from .subjects import (OpenAICompatible, OpenAICompletionsSubject, ReplaySubject,
                            SimulatedSubject, subject_from_spec)
 
     kind = desc.get("type")
     http = {k: desc[k] for k in ("timeout", "max_retries", "backoff", "max_backoff") if k in desc}
     http.update({k: v for k, v in overrides.items() if v is not None})
+    if limiter is not None:
+        http["limiter"] = limiter
+    key_env = desc.get("api_key_env") or api_key_env
     if kind == "openai":
-        return OpenAICompatible(desc["base_url"], desc["model"], api_key_env=desc.get("api_key_env"),
+        return OpenAICompatible(desc["base_url"], desc["model"], api_key_env=key_env,
                                 chat=desc.get("kind", "chat") == "chat", **http)
     if kind == "completions":
-        return OpenAICompletionsSubject(desc["base_url"], desc["model"],
-                                        api_key_env=desc.get("api_key_env"),
+        if max_concurrency is not None:
+            http["max_concurrency"] = max_concurrency
+        return OpenAICompletionsSubject(desc["base_url"], desc["model"], api_key_env=key_env,
                                         batch_prompts=desc.get("batch_prompts", 16), **http)
     if kind == "simulated":
         if bank is None:
@@ -291,7 +286,7 @@ def check_content(bank, subject, probe_ids) -> None:
     ``probe_ids`` (one per source of requests)."""
     if bank.metadata is None:
         raise BankError("live evaluation needs a bank with item content; see atlascat.content.items")
-    if getattr(subject, "kind", None) == "loglikelihood":
+    if is_loglikelihood(subject):
         from ..content.requests import build_item_requests
 
         for item in probe_ids:
@@ -398,6 +393,7 @@ def _ask_loglikelihood(subject, irs: list) -> list:
         for j, r in enumerate(ir.requests):
             (ll if r.kind == "loglikelihood" else gen).append((n, j, r))
     results = [[None] * len(ir.requests) for ir in irs]
+    before = dict(getattr(subject, "usage", None) or {})
     t0 = time.perf_counter()
     if ll:
         values = _check_outputs(subject.loglikelihood([r for _, _, r in ll]), len(ll),
@@ -412,11 +408,37 @@ def _ask_loglikelihood(subject, irs: list) -> list:
         for (n, j, _), t in zip(gen, texts):
             results[n][j] = t
     latency = (time.perf_counter() - t0) / max(1, len(irs))
+    tokens = _round_tokens(before, getattr(subject, "usage", None), irs)
     out = []
-    for vals in results:
+    for vals, (prompt, completion) in zip(results, tokens):
         text = vals[0] if len(vals) == 1 and isinstance(vals[0], str) else json.dumps(vals)
-        out.append((vals, Answer(text=text, latency_s=latency, attempts=1)))
+        out.append((vals, Answer(text=text, latency_s=latency, attempts=1, prompt_tokens=prompt,
+                                 completion_tokens=completion)))
     return out
+
+
+def _round_tokens(before: dict, after, irs: list) -> list[tuple]:
+    """Each item's share of the tokens the subject reported for one round (``usage`` counters
+    before and after): one request carries several items' prompts, so the round's prompt and
+    tokens are shared out in proportion to each item's request characters, its completion
+    tokens among its generation requests (largest remainders, so the shares add up to the
+    round's counts); (None, None) per item
+    when the subject reports none."""
+    if not after:
+        return [(None, None)] * len(irs)
+    chars = np.array([sum(len(r.context) + len(r.continuation or "") for r in ir.requests)
+                      for ir in irs], float)
+    gens = np.array([sum(r.kind != "loglikelihood" for r in ir.requests) for ir in irs], float)
+    shares = []
+    for key, by in (("prompt_tokens", chars), ("completion_tokens", gens)):
+        by = by if by.sum() > 0 else chars
+        weights = by / by.sum() if by.sum() > 0 else np.full(len(irs), 1 / len(irs))
+        total = int(after.get(key, 0)) - int(before.get(key, 0))
+        raw = weights * max(total, 0)
+        part = np.floor(raw).astype(int)
+        part[np.argsort(part - raw)[: max(total, 0) - int(part.sum())]] += 1
+        shares.append(part.tolist())
+    return list(zip(*shares))
 
 
 #: a prompt run stops if this many first replies (of this process) are all unreadable
@@ -459,7 +481,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
         raise ConfigError(f"run {run_id} asks {info['cache_key']!r}, not {subject.cache_key!r}")
     store.add_redactor(getattr(subject, "redact", None))
     k = int(info.get("batch_size") or 1)
-    loglik = getattr(subject, "kind", None) == "loglikelihood"
+    loglik = is_loglikelihood(subject)
     if loglik:
         from ..content.requests import build_item_requests
     session = _restore_session(info["session"], bank)

@@ -29,26 +29,26 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ConfigError
-from .report import describe_prediction, render_run_report
+from .bankref import BankRef
+from .report import protocol_label, render_run_report
 from .runner import (PromptSettings, RunResult, bank_hash, check_content, continue_run,
                      subject_protocol)
 from .store import RunStore
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
 
 __all__ = ["start_suite_run", "evaluate_suite", "resume_suite", "suite_result", "is_suite_run",
-           "suite_of_run", "suite_table_rows", "write_suite_report", "SUITE_PREFIX"]
+           "suite_of_run", "suite_table_rows", "write_suite_report"]
 
-#: ``bank_ref`` prefix of suite runs
-SUITE_PREFIX = "suite:"
 
 
 def is_suite_run(info: dict) -> bool:
     """Whether a stored run (``store.get_run`` / ``list_runs`` row) is a suite run."""
-    return str(info.get("bank_ref") or "").startswith(SUITE_PREFIX)
+    return bool(info.get("bank_ref")) and BankRef.parse(info["bank_ref"]).kind == "suite"
 
 
 def suite_of_run(info: dict) -> str:
-    return str(info["bank_ref"])[len(SUITE_PREFIX):]
+    """The suite a suite run asks (its reference: a bundled name or a suite file)."""
+    return BankRef.parse(info["bank_ref"]).name
 
 
 def start_suite_run(store: RunStore, suite, subject, *, config=None,
@@ -68,7 +68,7 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
-        bank_ref=SUITE_PREFIX + ref, bank_hash=bank_hash(bank), n_bank_items=len(bank),
+        bank_ref=str(BankRef("suite", ref)), bank_hash=bank_hash(bank), n_bank_items=len(bank),
         config={"suite": ref, **config.to_dict()}, prompt=asdict(prompt), seed=config.seed,
         session=session.to_dict(), run_id=run_id, protocol=subject_protocol(subject),
         batch_size=int(config.batch_size))
@@ -104,22 +104,31 @@ def resume_suite(store, run_id: str, *, subject=None, cache: bool = True,
 def suite_result(store: RunStore, run_id: str) -> dict:
     """A suite run's result: the run's fields (:class:`RunResult`) plus ``suite``, ``average``
     {score, lo, hi, percentile} (also as ``leaderboard``), ``benchmarks`` [{name, weight, score,
-    lo, hi, items, percentile}] (0-1 scores), ``se_points``, ``nearest_models`` and ``table``
-    (the printed table, :func:`suite_table_rows`), from the stored answers."""
+    lo, hi, items, percentile[, warning]}] (0-1 scores), ``se_points``, ``nearest_models`` and
+    ``table`` (the printed table, :func:`suite_table_rows`), from the stored answers. No
+    ``theta`` / ``se``: a suite's estimate is its average."""
     info = store.get_run(run_id)
     if not is_suite_run(info):
         raise ConfigError(f"run {run_id} is not a suite run")
     res = RunResult.from_store(store, run_id)
-    row = {**res.to_dict(), "suite": None, "average": None, "benchmarks": [],
-           "leaderboard": {"note": "no answered item yet"}}
+    # a suite has no theta: the run store's theta / se columns hold its average (the step
+    # log's estimate), which the result names as what it is: ``average`` and ``se_points``
+    row = {k: v for k, v in res.to_dict().items() if k not in _NOT_SUITE_FIELDS}
+    row.update({"suite": None, "average": None, "benchmarks": [],
+                "leaderboard": {"note": "no answered item yet"}})
     if res.n_items:
         session = SuiteLiveSession.from_dict(info["session"])
         pred = session.prediction(stop_reason=info.get("stop_reason"))
         row.update(pred, stop_reason=res.stop_reason, leaderboard=dict(pred["average"]))
     else:
         row["suite"] = suite_of_run(info)
+    row["protocol_label"] = protocol_label(row.get("protocol"), composite_for(suite_of_run(info)))
     row["table"] = suite_table_rows(row)
     return row
+
+
+#: RunResult fields a suite run does not have (a bank's theta and its model-based accuracy)
+_NOT_SUITE_FIELDS = frozenset({"theta", "se", "model_based_accuracy", "accuracy"})
 
 
 def _pct(x) -> str:
@@ -160,8 +169,8 @@ def _suite_html(row: dict) -> str:
     return (f"<h2>Suite {html.escape(str(row.get('suite')))}: predicted leaderboard scores</h2>"
             f"<table class='suite'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             + _nearest_html(row.get("nearest_models")) +
-            "<p class='muted'>Scores in percent (0-100); the trajectory below is the predicted "
-            "average (0-1) and its SE by step.</p>")
+            "<p class='muted'>Scores in percent; each interval is the 95% interval of the "
+            "predicted leaderboard score.</p>")
 
 
 def _nearest_html(nearest) -> str:
@@ -178,10 +187,7 @@ def write_suite_report(store: RunStore, run_id: str, path, row: dict | None = No
     row = row if row is not None else suite_result(store, run_id)
     info = store.get_run(run_id)
     bank = composite_for(suite_of_run(info))
-    avg = row.get("average")
-    headline = (f"average = {describe_prediction(avg)}" if avg else "no answered item yet")
-    page = render_run_report(store, run_id, bank=bank, leaderboard=row.get("leaderboard"),
-                             headline=headline, sections=_suite_html(row))
+    page = render_run_report(store, run_id, bank=bank, suite=row, sections=_suite_html(row))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")

@@ -192,7 +192,8 @@ class SuiteLiveSession:
     # ------------------------------------------------------------------ the result
     def prediction(self, stop_reason: str | None = None) -> dict:
         """The suite's result: ``average`` {score, lo, hi, percentile}, ``benchmarks``
-        [{name, weight, score, lo, hi, items, percentile}] (scores 0-1) and
+        [{name, weight, score, lo, hi, items, percentile[, warning]}] (scores 0-1; the warning
+        as a single bank's: at or near chance, outside the link's calibration models) and
         ``nearest_models`` [{model, agreement}]: the leaderboard models whose answers to the
         asked items were most alike (the joint link's neighbour correction reads their
         errors)."""
@@ -206,10 +207,30 @@ class SuiteLiveSession:
                     "items": int(row[f"{m.name}_items"]),
                     "percentile": _link_percentile(m.link, float(row[m.name]))}
                    for m in self.suite.members]
+        for m, b in zip(self.suite.members, members):
+            warning = member_warning(m.link, b["score"], b["lo"], b["hi"])
+            if warning:
+                b["warning"] = warning
         nearest = [{"model": m, "agreement": a} for m, a in self.inner.nearest_models()[0]]
         return {"suite": self.suite.name, "average": avg, "benchmarks": members,
                 "n_items": self.n_items, "se_points": float(self.inner.se[0]),
                 "stop_reason": stop_reason or self.stop_reason, "nearest_models": nearest}
+
+
+def member_warning(link, score: float, lo: float, hi: float) -> str | None:
+    """A member's one-line warning, worded as a single bank's (:func:`atlascat.link.prediction.
+    stop_note`): "at or near chance (<= hi%)" when the 95% interval reaches within 2 points of
+    the benchmark's chance level, else "outside the link's calibration models" when the score
+    lies beyond every calibration model's published score; None otherwise."""
+    support = getattr(link, "support", None) or {}
+    chance = support.get("chance")
+    if chance is not None and lo <= chance + 0.02:
+        return f"at or near chance (<= {100 * hi:.0f}%)"
+    low_high = support.get("score_range")
+    if low_high is not None and not low_high[0] <= score <= low_high[1]:
+        return (f"outside the link's calibration models (their scores "
+                f"{100 * low_high[0]:.0f}-{100 * low_high[1]:.0f}%)")
+    return None
 
 
 def _link_percentile(link, score: float) -> float | None:

@@ -14,8 +14,10 @@ from .prior import SuitePrior, fit_prior
 from .session import SuiteConfig, SuiteSession
 from .link import SuiteLink
 from .neighbours import NeighbourCorrection
-from .simulate import SuiteResult, answer_matrix, fit_joint_link, simulate_suite
+from .simulate import (SuiteResult, answer_matrix, fit_joint_link, published_averages,
+                       replay_summary, simulate_suite)
 
 __all__ = ["Suite", "SuiteMember", "load_suite", "bundled_suites", "suite_path", "SuitePrior",
            "fit_prior", "SuiteConfig", "SuiteSession", "SuiteResult", "simulate_suite",
+           "replay_summary", "published_averages",
            "answer_matrix", "SuiteLink", "fit_joint_link", "NeighbourCorrection"]

@@ -58,11 +58,16 @@ class SuiteConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if not (self.max_items >= 1 and 0 <= self.min_items <= self.max_items):
-            raise ConfigError(f"need 0 <= min_items ({self.min_items}) <= max_items "
-                              f"({self.max_items}), max_items >= 1")
-        if self.batch_size < 1 or self.randomesque < 1 or self.draws < 16:
-            raise ConfigError("batch_size and randomesque must be >= 1, draws >= 16")
+        if self.max_items < 1:
+            raise ConfigError(f"max_items must be >= 1, got {self.max_items}")
+        if not 0 <= self.min_items <= self.max_items:
+            raise ConfigError(f"min_items ({self.min_items}) must be in 0..max_items "
+                              f"({self.max_items})")
+        for name in ("batch_size", "randomesque"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.draws < 16:
+            raise ConfigError(f"draws must be >= 16, got {self.draws}")
         if self.target_se is not None and not self.target_se > 0:
             raise ConfigError(f"target_se must be > 0 points, got {self.target_se}")
 
@@ -245,14 +250,16 @@ class SuiteSession:
         self.record(np.full(len(cols), subject), cols, vals)
 
     # ------------------------------------------------------------------ prediction
-    def predict(self, joint: bool = True) -> dict:
+    def predict(self, joint: bool = True, on_block=None) -> dict:
         """The current prediction arrays (see :func:`predict_scores`), 0-1; ``joint=False``:
         without the suite's joint link (the members' own curves); ``resid`` (N, G) the answer
-        residuals at the posterior mean (:func:`answer_residuals`)."""
+        residuals at the posterior mean (:func:`answer_residuals`). ``on_block(done, total)``
+        is called after each block of subjects (a progress bar's hook)."""
         self._posterior()
         link = self.joint if joint else None
         parts = []
-        for s0 in range(0, len(self.subject_ids), PREDICT_BLOCK):
+        starts = range(0, len(self.subject_ids), PREDICT_BLOCK)
+        for s0 in starts:
             r = slice(s0, s0 + PREDICT_BLOCK)
             th, w, resid, shift, jshift = self._draws(r, link)
             if link is not None and link.neighbours is not None:
@@ -262,6 +269,8 @@ class SuiteSession:
             parts.append(predict_scores(self.links, self.weights, th, w, self._e,
                                         self.prior.resid_corr, link, shift, jshift)
                          | {"resid": resid})
+            if on_block is not None:
+                on_block(len(parts), len(starts))
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def nearest_models(self, k: int = 5) -> list[list[tuple[str, float]]]:
@@ -306,10 +315,11 @@ class SuiteSession:
                 out.append(pts if jshift is None else pts + jshift)
         return np.concatenate(out) if out else np.zeros((0, self.pool.n_members))
 
-    def prediction(self) -> pd.DataFrame:
+    def prediction(self, on_block=None) -> pd.DataFrame:
         """One row per subject: subject_id, n_items, average(_lo, _hi) and per member
-        <name>, <name>_lo, <name>_hi, <name>_items (scores 0-1), stop_reason."""
-        p = self.predict()
+        <name>, <name>_lo, <name>_hi, <name>_items (scores 0-1), stop_reason
+        (``on_block``: see :meth:`predict`)."""
+        p = self.predict(on_block=on_block)
         cols = {"subject_id": self.subject_ids, "n_items": self.n_items,
                 "average": p["average"], "average_lo": p["average_lo"],
                 "average_hi": p["average_hi"]}

@@ -15,7 +15,8 @@ import pandas as pd
 from ..errors import ConfigError
 from .session import SuiteConfig, SuiteSession
 
-__all__ = ["SuiteResult", "simulate_suite", "answer_matrix", "fit_joint_link"]
+__all__ = ["SuiteResult", "simulate_suite", "answer_matrix", "fit_joint_link", "replay_summary",
+           "published_averages"]
 
 
 @dataclass
@@ -53,16 +54,20 @@ def answer_matrix(suite, responses: dict, subject_ids=None):
 
 
 def simulate_suite(suite, responses: dict, config: SuiteConfig | None = None, *,
-                   subject_ids=None) -> SuiteResult:
-    """Run the suite test on recorded answers: ``responses`` member name -> ResponseMatrix."""
+                   subject_ids=None, on_progress=None) -> SuiteResult:
+    """Run the suite test on recorded answers: ``responses`` member name -> ResponseMatrix.
+    ``on_progress(phase, done, total)``: called after each round of items ("asking": items
+    asked of the longest test so far, out of ``max_items``) and each block of predictions
+    ("predicting"), for a progress bar."""
     suite = suite.resolved()
     ids, Y = answer_matrix(suite, responses, subject_ids)
-    return _replay(suite, ids, Y, config)
+    return _replay(suite, ids, Y, config, on_progress)
 
 
-def _replay(suite, ids, Y, config) -> SuiteResult:
+def _replay(suite, ids, Y, config, on_progress=None) -> SuiteResult:
     """The suite test of subjects ``ids`` answering from ``Y`` (N, G; NaN: not obtainable)."""
     session = SuiteSession(suite, config, ids, available=np.isfinite(Y))
+    total = session.config.max_items
     while True:
         cols = session.next_columns()
         rows, k = np.nonzero(cols >= 0)
@@ -70,7 +75,42 @@ def _replay(suite, ids, Y, config) -> SuiteResult:
             break
         c = cols[rows, k]
         session.record(rows, c, Y[rows, c])
-    return SuiteResult(session.prediction(), session)
+        if on_progress is not None:
+            on_progress("asking", int(session.n_items.max(initial=0)), total)
+    block = None if on_progress is None else (lambda d, t: on_progress("predicting", d, t))
+    return SuiteResult(session.prediction(on_block=block), session)
+
+
+def replay_summary(result: SuiteResult, published=None) -> dict:
+    """What a bulk replay says about itself: how many subjects, how many had answers on every
+    member (the others are predicted from the members they have, with wider intervals), how
+    many got no item at all (stop reason ``no_items``), items, the mean 95% width; and, where
+    ``published`` (subject -> published average, 0-1; NaN or absent where unknown) is given,
+    the error of the predicted average against it: n, MAE and RMSE in points, 95% coverage,
+    over all subjects with a published average and over those with answers on every member."""
+    scores = result.scores
+    sess = result.session
+    seen = sess.asked | sess.available  # answers that were, or could have been, asked
+    has_all = np.stack([seen[:, sl].any(1) for sl in sess.pool.slices()], 1).all(1)
+    out = {"n_subjects": int(len(scores)), "n_all_members": int(has_all.sum()),
+           "n_no_items": int((scores["stop_reason"] == "no_items").sum()),
+           "items_mean": float(scores["n_items"].mean()),
+           "width_mean_points": float(100 * (scores["average_hi"] - scores["average_lo"]).mean()),
+           "stop_reasons": scores["stop_reason"].value_counts().to_dict()}
+    if published is not None:
+        pub = pd.Series(published, dtype=float).reindex(scores["subject_id"].astype(str))
+        known = np.isfinite(pub.to_numpy())
+        for key, mask in (("error", known), ("error_all_members", known & has_all)):
+            if not mask.any():
+                continue
+            p = pub.to_numpy()[mask]
+            s = scores.loc[mask]
+            err = 100 * (s["average"].to_numpy() - p)
+            cover = (s["average_lo"].to_numpy() <= p) & (p <= s["average_hi"].to_numpy())
+            out[key] = {"n": int(mask.sum()), "mae_points": float(np.mean(np.abs(err))),
+                        "rmse_points": float(np.sqrt(np.mean(err ** 2))),
+                        "coverage_95": float(cover.mean())}
+    return out
 
 
 def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | None = None,
@@ -104,3 +144,20 @@ def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | N
         plain_post_scale=link.post_scale, seed=s.config.seed)
     D, scale = residual_model(link.coef[:, :-1], corrected, p["g_cov"][ok][sub])
     return SuiteLink(link.coef, D, link.n_models, link.answer_weights, scale, nb)
+
+
+def published_averages(table: pd.DataFrame, suite) -> pd.Series:
+    """Each model's published suite average (0-1) from a table of published scores: a model
+    column (``model``, ``name`` or the first column) and one column per member (percent or
+    0-1, as the leaderboard's score file); the suite-weighted mean where every member is
+    known, NaN elsewhere."""
+    key = next((c for c in ("model", "name") if c in table.columns), table.columns[0])
+    missing = [n for n in suite.names if n not in table.columns]
+    if missing:
+        raise ConfigError(f"the published scores have no column for {missing}; they need a "
+                          f"model column and one column per member ({', '.join(suite.names)})")
+    vals = table[list(suite.names)].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    if np.nanmax(vals, initial=0.0) > 1.0:
+        vals = vals / 100.0
+    avg = vals @ np.asarray(suite.weights, float) / float(np.sum(suite.weights))
+    return pd.Series(avg, index=table[key].astype(str).to_numpy()).groupby(level=0).first()

@@ -44,7 +44,7 @@ Modules (one kind of subject each; this package re-exports every name)
 """
 from __future__ import annotations
 
-from .base import Answer, Subject, SubjectError
+from .base import Answer, LogLikelihoodSubject, Subject, SubjectError, is_loglikelihood
 from .chat import OpenAICompatible
 from .completions import (NoPromptLogprobsError, OpenAICompletionsSubject,
                           ShiftedPromptLogprobsError, continuation_logprob, echo_alignment,
@@ -54,7 +54,7 @@ from .replay import ReplaySubject
 from .scripted import CallableSubject, SimulatedSubject, item_uniform
 from .spec import SUBJECT_SPECS, parse_theta_spec, subject_from_spec
 
-__all__ = ["Answer", "Subject", "SubjectError", "OpenAICompatible", "OpenAICompletionsSubject",
+__all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_loglikelihood", "OpenAICompatible", "OpenAICompletionsSubject",
            "NoPromptLogprobsError", "ShiftedPromptLogprobsError", "echo_alignment", "ReplaySubject", "CallableSubject", "SimulatedSubject",
            "subject_from_spec", "parse_theta_spec", "continuation_logprob", "harness_split",
            "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_SPECS"]

@@ -12,7 +12,7 @@ from typing import Mapping, Protocol, runtime_checkable
 from ...errors import LiveRunError
 from ...content.items import Prompt
 
-__all__ = ["Answer", "Subject", "SubjectError"]
+__all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_loglikelihood"]
 
 
 class SubjectError(LiveRunError):
@@ -50,3 +50,26 @@ class Subject(Protocol):
     def ask(self, prompt: Prompt, item: Mapping) -> Answer: ...
 
     def describe(self) -> dict: ...
+
+
+@runtime_checkable
+class LogLikelihoodSubject(Protocol):
+    """A subject asked the leaderboard's requests themselves (``kind == "loglikelihood"``):
+    ``loglikelihood(requests)`` -> one log-likelihood per (context, continuation) request,
+    ``generate_until(requests)`` -> one generation per request."""
+
+    name: str
+    kind: str
+    cache_key: str
+
+    def loglikelihood(self, requests) -> list: ...
+
+    def generate_until(self, requests) -> list: ...
+
+    def describe(self) -> dict: ...
+
+
+def is_loglikelihood(subject) -> bool:
+    """Whether ``subject`` is asked the bank's requests (the leaderboard's protocol) rather than
+    text prompts: its ``kind`` (every subject has one, see :class:`Subject`)."""
+    return subject.kind == "loglikelihood"

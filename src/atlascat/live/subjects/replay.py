@@ -3,6 +3,7 @@ the whole live path (requests, subject call, scoring rule, CAT) runs on real ans
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -10,6 +11,8 @@ from ...errors import BankError, ConfigError
 
 __all__ = ["ReplaySubject"]
 
+#: the request index of a bank (shared by every replayed model), keyed weakly by the bank
+_REPLAY_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _CORRECT_LL, _WRONG_LL = -1e-3, -1e3   # acc_norm divides by lengths: a 1e6 ratio survives it
 
 
@@ -78,7 +81,7 @@ class ReplaySubject:
         with self._lock:
             if self._bank is bank:
                 return self
-            index = getattr(bank, "_atlas_replay_index", None)  # shared by every replayed model
+            index = _REPLAY_INDEX.get(bank)  # shared by every replayed model of the bank
             if index is None:
                 from ...content.requests import build_item_requests
 
@@ -89,11 +92,7 @@ class ReplaySubject:
                     keys[item_id] = tuple(_request_key(r) for r in ir.requests)
                     if keys[item_id]:
                         first.setdefault(keys[item_id][0], []).append(item_id)
-                index = (keys, first, outputs)
-                try:
-                    bank._atlas_replay_index = index
-                except AttributeError:  # pragma: no cover - a bank type with __slots__
-                    pass
+                index = _REPLAY_INDEX[bank] = (keys, first, outputs)
             self._bank = bank
             self._keys, self._first, self._outputs = index
             self._used = set()

@@ -1,0 +1,89 @@
+"""One way from command-line options to a configuration, for every command.
+
+Defaults come from the configuration classes (:class:`~atlascat.cat.config.CATConfig`,
+:class:`~atlascat.suite.SuiteConfig`, :class:`~atlascat.live.runner.PromptSettings`), values
+are validated there only, and :data:`OPTION_NAMES` is the one map from their fields to the
+options that set them, so a ConfigError names what the user typed (:func:`cli_names`). What
+stays here is what only a command line has: options given together that contradict each other
+(``--fixed-length`` with ``--max-items``), and "not given" (None) resolved to the default.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, TypeVar
+
+from ..errors import ConfigError
+
+__all__ = ["OPTION_NAMES", "cli_names", "cat_config", "suite_config"]
+
+T = TypeVar("T")
+
+#: configuration field -> the option that sets it (CATConfig, SuiteConfig, PromptSettings)
+OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop": "--se-stop",
+                "randomesque": "--randomesque", "batch_size": "--batch-size",
+                "target_se": "--target-se", "max_tokens": "--max-tokens",
+                "temperature": "--temperature", "prompt style": "--prompt-style",
+                "selection": "--selection", "se_method": "--se-method", "theta0": "--theta0"}
+
+
+def cli_names(build: Callable[[], T]) -> T:
+    """``build()``, with the configuration's field names in a ConfigError replaced by the
+    options that set them."""
+    try:
+        return build()
+    except ConfigError as exc:
+        msg = str(exc)
+        for field, opt in OPTION_NAMES.items():
+            msg = re.sub(rf"(?<![-\w]){re.escape(field)}(?![\w])", opt, msg)
+        raise ConfigError(msg) from exc
+
+
+def cat_config(*, se_stop: float | None = None, min_items: int | None = None,
+               max_items: int | None = None, fixed_length: int | None = None, **fields):
+    """A CATConfig from a command's options (None: not given, the class's default;
+    ``min_items`` is capped at ``max_items`` when only the latter is given). ``fixed_length``:
+    exactly N items, no SE stop; it replaces --se-stop / --min-items / --max-items."""
+    from ..cat.config import CATConfig
+
+    if fixed_length is not None:
+        given = [opt for opt, v in (("--se-stop", se_stop), ("--min-items", min_items),
+                                    ("--max-items", max_items)) if v is not None]
+        if given:
+            raise ConfigError(f"--fixed-length {fixed_length} sets the test length; drop "
+                              f"{', '.join(given)}")
+        if fixed_length < 1:
+            raise ConfigError(f"--fixed-length must be >= 1, got {fixed_length}")
+        return cli_names(lambda: CATConfig.fixed_length(int(fixed_length), **fields))
+    d = CATConfig()
+    max_items = d.max_items if max_items is None else int(max_items)
+    if min_items is None:
+        min_items = min(d.min_items, max(max_items, 0))
+    se_stop = d.se_stop if se_stop is None else se_stop
+    return cli_names(lambda: CATConfig(se_stop=se_stop, min_items=int(min_items),
+                                       max_items=max_items, **fields))
+
+
+def suite_config(*, target_se=None, min_items=None, max_items=None, batch_size=None,
+                 randomesque=None, seed: int = 0, fixed_length: int | None = None,
+                 se_stop: float | None = None):
+    """A SuiteConfig from a command's options (None: the class's default; ``min_items`` never
+    above ``max_items`` unless given). ``se_stop`` is a single bank's and is refused."""
+    from ..suite import SuiteConfig
+
+    if se_stop is not None:
+        raise ConfigError("--se-stop is a single bank's theta SE; with --suite the test stops on "
+                          "the average's SE in points: use --target-se")
+    if fixed_length is not None:
+        if min_items is not None or max_items is not None or target_se is not None:
+            raise ConfigError("--fixed-length sets the test length; drop --min-items, "
+                              "--max-items and --target-se")
+        if fixed_length < 1:
+            raise ConfigError(f"--fixed-length must be >= 1, got {fixed_length}")
+        min_items = max_items = int(fixed_length)
+    d = SuiteConfig()
+    max_items = d.max_items if max_items is None else int(max_items)
+    given = {k: v for k, v in dict(target_se=target_se, batch_size=batch_size,
+                                   randomesque=randomesque).items() if v is not None}
+    min_items = min(d.min_items, max(max_items, 0)) if min_items is None else int(min_items)
+    return cli_names(lambda: SuiteConfig(max_items=max_items, min_items=min_items,
+                                         seed=int(seed), **given))
