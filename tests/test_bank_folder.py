@@ -85,6 +85,7 @@ def test_real_logs_read_with_their_requests():
 
 # ----------------------------------------------------------------------------- acceptance 3
 @pytest.mark.parametrize("task", ["winogrande", "truthfulqa"])
+@pytest.mark.slow
 def test_bank_requests_equal_the_logged_arguments(built, logs_dir, task):
     """Every item of a bank built from the real logs asks exactly the logged requests, and its
     rule reproduces every logged score (the harness's own)."""
@@ -122,6 +123,7 @@ def _served(srv) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_live_evaluate_asks_exactly_the_logged_requests(built, tmp_path):
     from atlascat.live.mockserver import MockOpenAIServer
     from atlascat.live.toylm import ToyLM
@@ -151,6 +153,7 @@ def _steps(out: Path) -> list:
         return [{"item_id": i} for (i,) in con.execute("select item_id from steps")]
 
 
+@pytest.mark.slow
 def test_generation_items_travel_with_their_stops(built, tmp_path):
     """generate_until items: the context, stop strings and token limit of each logged item."""
     from atlascat.live.mockserver import MockOpenAIServer
@@ -192,6 +195,7 @@ def matrix_bank(tmp_path_factory, shared_data):
     return root
 
 
+@pytest.mark.slow
 def test_build_bank_then_simulate_writes_scores_with_intervals(matrix_bank):
     root = matrix_bank
     folder = load_bank_dir(root / "bank")
@@ -217,6 +221,7 @@ def test_build_bank_then_simulate_writes_scores_with_intervals(matrix_bank):
     assert np.mean((lo <= truth.to_numpy()) & (truth.to_numpy() <= hi)) >= 0.85
 
 
+@pytest.mark.slow
 def test_score_accepts_a_bank_folder(matrix_bank, tmp_path):
     out = tmp_path / "scores.csv"
     r = CliRunner().invoke(app, ["score", str(matrix_bank / "targets.csv"), "--bank",
@@ -231,6 +236,7 @@ def test_score_accepts_a_bank_folder(matrix_bank, tmp_path):
     assert np.corrcoef(df["leaderboard_accuracy"], df["accuracy"])[0, 1] > 0.95
 
 
+@pytest.mark.slow
 def test_a_bank_folder_is_a_suite_member(matrix_bank):
     from atlascat.suite.definition import SuiteMember
 
@@ -240,6 +246,7 @@ def test_a_bank_folder_is_a_suite_member(matrix_bank):
     assert m.link.to_dict() == folder.link.to_dict()
 
 
+@pytest.mark.slow
 def test_predict_scores_is_the_link_with_answers(matrix_bank):
     folder = load_bank_dir(matrix_bank / "bank")
     items = list(folder.bank.item_ids[:40])
@@ -252,6 +259,7 @@ def test_predict_scores_is_the_link_with_answers(matrix_bank):
     assert p["leaderboard_accuracy"].iloc[1] == pytest.approx(one.score)
 
 
+@pytest.mark.slow
 def test_loader_exposes_extra_files(matrix_bank, tmp_path):
     import shutil
 
@@ -265,6 +273,7 @@ def test_loader_exposes_extra_files(matrix_bank, tmp_path):
         load_bank_dir(tmp_path)
 
 
+@pytest.mark.slow
 def test_scores_file_is_the_published_score(matrix_bank, tmp_path):
     from atlascat.responses import ResponseMatrix
 
@@ -295,3 +304,25 @@ def test_score_link_from_20_models_and_not_19(rng):
     assert link.predict(2.0, 0.2).score > link.predict(-2.0, 0.2).score
     with pytest.raises(ConfigError, match="at least 20 calibration models"):
         ScoreLink.fit(bank, y[:19], s[:19], cat_config=False)
+
+
+@pytest.mark.parametrize("task", ["winogrande", "gen"])
+@pytest.mark.slow
+def test_replay_on_a_bank_folder_gives_the_logged_scores(built, logs_dir, tmp_path, task):
+    """replay: a source model's recorded answers, asked through the folder's requests and rule,
+    come back as the scores it logged (log-likelihood and generation items)."""
+    folder = built[task]
+    rm = read_sample_logs(logs_dir / task).matrix()
+    rm.write(tmp_path / "answers.csv")
+    model = rm.subject_ids[7]
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder.path), "--subject",
+                                 f"replay:{tmp_path / 'answers.csv'}#{model}", "--max-items",
+                                 "10", "--min-items", "10", "-q", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    import sqlite3
+
+    with sqlite3.connect(out / "runs.sqlite") as con:
+        got = {str(i): float(s) for i, s in con.execute("select item_id, score from steps")}
+    row = dict(zip(map(str, rm.item_ids), rm.values[7]))
+    assert len(got) == 10 and got == {i: row[i] for i in got}

