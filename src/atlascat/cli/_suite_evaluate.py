@@ -16,58 +16,11 @@ from ._common import console, err_console, print_frame
 from ._live import (approximate_note, LiveDisplay, run_dirs, start_runs, StopRequest,
                     write_results)
 
-__all__ = ["suite_config", "start_suite", "resume_suite_runs"]
+__all__ = ["start_suite", "resume_suite_runs", "floor_note"]
 
 
 def _say(text: str) -> None:
     err_console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-
-def suite_config(*, target_se, se_stop, min_items, max_items, fixed_length, batch_size, seed):
-    """The suite test's settings from ``atlas evaluate``'s options (errors name the options)."""
-    from ..errors import ConfigError
-
-    if se_stop != 0.1:
-        raise ConfigError("--se-stop is a single bank's theta SE; with --suite the test stops on "
-                          "the average's SE in points: use --target-se")
-    if fixed_length is not None:
-        if fixed_length < 1:
-            raise ConfigError(f"--fixed-length must be >= 1, got {fixed_length}")
-        if min_items is not None or max_items is not None or target_se is not None:
-            raise ConfigError("--fixed-length sets the test length; drop --min-items, "
-                              "--max-items and --target-se")
-        min_items = max_items = int(fixed_length)
-    return suite_config_from_options(target_se=target_se, min_items=min_items,
-                                     max_items=max_items, batch_size=batch_size, seed=seed)
-
-
-def suite_config_from_options(*, target_se=None, min_items=None, max_items=None,
-                              batch_size=None, randomesque=None, seed=0):
-    """A SuiteConfig from the CLI's suite options (None: the suite's default; ``min_items``
-    never above ``max_items``), each bad value an error that names its option."""
-    from ..errors import ConfigError
-    from ..suite import SuiteConfig
-
-    d = SuiteConfig()
-    max_items = d.max_items if max_items is None else int(max_items)
-    min_items = min(d.min_items, max_items) if min_items is None else int(min_items)
-    kw = dict(target_se=d.target_se if target_se is None else float(target_se),
-              max_items=max_items, min_items=min_items,
-              batch_size=d.batch_size if batch_size is None else int(batch_size),
-              randomesque=d.randomesque if randomesque is None else int(randomesque),
-              seed=int(seed))
-    if kw["max_items"] < 1:
-        raise ConfigError(f"--max-items must be >= 1, got {kw['max_items']}")
-    if not 0 <= kw["min_items"] <= kw["max_items"]:
-        raise ConfigError(f"--min-items ({kw['min_items']}) must be in 0..--max-items "
-                          f"({kw['max_items']})")
-    if kw["batch_size"] < 1:
-        raise ConfigError(f"--batch-size must be >= 1, got {kw['batch_size']}")
-    if kw["randomesque"] < 1:
-        raise ConfigError(f"--randomesque must be >= 1, got {kw['randomesque']}")
-    if kw["target_se"] is not None and not kw["target_se"] > 0:
-        raise ConfigError(f"--target-se must be > 0 (points), got {kw['target_se']}")
-    return SuiteConfig(**kw)
 
 
 def floor_note(suite, config) -> str | None:

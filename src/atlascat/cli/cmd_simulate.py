@@ -390,7 +390,8 @@ def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_i
 
     from ..suite import load_suite, published_averages, replay_summary, simulate_suite
     from ..validation import read_frame
-    from ._suite_evaluate import floor_note, suite_config_from_options
+    from ._options import suite_config
+    from ._suite_evaluate import floor_note
 
     suite = load_suite(suite_arg)
     specs = parse_pairs(pairs, suite.names)
@@ -400,9 +401,8 @@ def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_i
     if scores is not None:
         published = published_averages(
             read_frame(scores, what="published scores", option="--scores"), suite)
-    cfg = suite_config_from_options(target_se=target_se, min_items=min_items,
-                                    max_items=max_items, batch_size=batch_size,
-                                    randomesque=randomesque, seed=seed)
+    cfg = suite_config(target_se=target_se, min_items=min_items, max_items=max_items,
+                       batch_size=batch_size, randomesque=randomesque, seed=seed)
     note = floor_note(suite, cfg)
     if note:
         err_console.print(note, highlight=False)
