@@ -8,7 +8,6 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from ..live.report import GENERATION_RULES, protocol_label  # noqa: F401 - one label for CLI and HTML
 from ._common import err_console
 
 
