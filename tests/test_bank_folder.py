@@ -133,7 +133,8 @@ def test_live_evaluate_asks_exactly_the_logged_requests(built, tmp_path):
     with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
         r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder.path), "--subject",
                                      f"completions:{srv.url}", "--llm", "toy", "--max-items",
-                                     "8", "--min-items", "8", "-q", "-o", str(out)])
+                                     "8", "--min-items", "8", "--design", "adaptive", "-q",
+                                     "-o", str(out)])
         served = _served(srv)
     assert r.exit_code == 0, r.output
     row = json.loads((out / "results.json").read_text())[0]
@@ -219,6 +220,28 @@ def test_build_bank_then_simulate_writes_scores_with_intervals(matrix_bank):
     err = np.abs(s - truth.to_numpy())
     assert err.mean() < 0.05                      # 3.1 points measured (seed 0)
     assert np.mean((lo <= truth.to_numpy()) & (truth.to_numpy() <= hi)) >= 0.85
+
+
+@pytest.mark.slow
+def test_simulate_design_option_picks_the_design(matrix_bank, tmp_path):
+    """--design adaptive: the adaptive test scored by the link (no predictor columns);
+    --design predictor: the predictor (exactly --max-items items); without RESPONSES the
+    predictor is one clear error."""
+    root = matrix_bank
+    args = ["simulate", "--bank", str(root / "bank"), str(root / "targets.csv"),
+            "--max-items", "40"]
+    r = CliRunner().invoke(app, args + ["--design", "adaptive", "-o", str(tmp_path / "a")])
+    assert r.exit_code == 0, r.output
+    ada = pd.read_csv(tmp_path / "a" / "person_scores.csv")
+    assert "method" not in ada.columns and (ada["n_items"] <= 40).all()
+    r = CliRunner().invoke(app, args + ["--design", "predictor", "-o", str(tmp_path / "p")])
+    assert r.exit_code == 0, r.output
+    pre = pd.read_csv(tmp_path / "p" / "person_scores.csv")
+    assert set(pre["method"]) <= {"combined", "design"} and (pre["n_items"] == 40).all()
+    bad = CliRunner().invoke(app, ["simulate", "--bank", str(root / "bank"), "--thetas",
+                                   str(tmp_path / "none.csv"), "--design", "predictor",
+                                   "-o", str(tmp_path / "x")])
+    assert bad.exit_code != 0 and "--design predictor needs" in str(bad.exception)
 
 
 @pytest.mark.slow
@@ -318,7 +341,8 @@ def test_replay_on_a_bank_folder_gives_the_logged_scores(built, logs_dir, tmp_pa
     out = tmp_path / "run"
     r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder.path), "--subject",
                                  f"replay:{tmp_path / 'answers.csv'}#{model}", "--max-items",
-                                 "10", "--min-items", "10", "-q", "-o", str(out)])
+                                 "10", "--min-items", "10", "--design", "adaptive", "-q",
+                                 "-o", str(out)])
     assert r.exit_code == 0, r.output
     import sqlite3
 
@@ -326,3 +350,96 @@ def test_replay_on_a_bank_folder_gives_the_logged_scores(built, logs_dir, tmp_pa
         got = {str(i): float(s) for i, s in con.execute("select item_id, score from steps")}
     row = dict(zip(map(str, rm.item_ids), rm.values[7]))
     assert len(got) == 10 and got == {i: row[i] for i in got}
+
+
+# ----------------------------------------------------------------------------- live predictor
+@pytest.mark.slow
+def test_live_predictor_asks_logged_requests_and_every_reader_agrees(built, tmp_path):
+    """``atlas evaluate --bank DIR`` on a folder built from sample logs runs the folder's
+    benchmark predictor: ``--max-items`` items drawn by its design, each asked exactly as
+    logged (dropped items too), and one predicted score in results.json, ``atlas runs``, the
+    HTML page and :func:`predict_run`."""
+    from atlascat.live.evaluation import predict_run
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.report import describe_prediction
+    from atlascat.live.store import RunStore
+    from atlascat.live.toylm import ToyLM
+
+    folder = built["winogrande"]
+    assert folder.extra("predictor_items.parquet") is not None
+    out = tmp_path / "run"
+    with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
+        r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder.path), "--subject",
+                                     f"completions:{srv.url}", "--llm", "toy", "--max-items",
+                                     "12", "-q", "-o", str(out)])
+        served = _served(srv)
+    assert r.exit_code == 0, r.output
+    assert "design: benchmark predictor" in r.output
+    row = json.loads((out / "results.json").read_text())[0]
+    lb = row["leaderboard"]
+    assert row["n_items"] == 12 and row["stop_reason"] == "budget"
+    assert lb["design"] == "benchmark predictor" and lb["n_items"] == 12
+    assert lb["method"] in ("combined", "design")
+    assert 0.0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1.0
+    # every item asked as logged (requests.jsonl holds the bank's items; the predictor's
+    # items file holds every item, the filtered ones too)
+    from atlascat.bankdir import load_predictor_items
+
+    items = load_predictor_items(folder)
+    asked = [str(s["item_id"]) for s in _steps(out)]
+    assert len(set(asked)) == 12 and set(asked) <= set(map(str, items.item_ids))
+    expected = [q.context + q.continuation for i in asked
+                for q in build_item_requests(items, i).requests]
+    assert sorted(served) == sorted(expected)
+    # one number everywhere
+    store = RunStore(out / "runs.sqlite")
+    again = predict_run(store, row["run_id"])
+    assert again["score"] == lb["score"] and (again["lo"], again["hi"]) == (lb["lo"], lb["hi"])
+    runs = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite")])
+    assert runs.exit_code == 0 and describe_prediction(lb, short=True) in runs.output
+    page = (out / "reports" / f"{row['run_id']}.html").read_text()
+    assert __import__("html").escape(describe_prediction(lb)) in page
+    assert "benchmark predictor" in page
+    # the adaptive test's stop options are refused with the predictor, taken with --design
+    bad = CliRunner().invoke(app, ["evaluate", "--bank", str(folder.path), "--subject",
+                                   "completions:http://127.0.0.1:9", "--llm", "toy",
+                                   "--min-items", "8", "-o", str(tmp_path / "bad")])
+    assert bad.exit_code != 0 and "--design adaptive" in str(bad.exception)
+    assert not (tmp_path / "bad").exists()        # refused before any run store is made
+
+
+@pytest.mark.slow
+def test_live_predictor_run_resumes_exactly_after_a_failure(built, tmp_path):
+    """A predictor run whose server fails mid-run is saved, resumes, and ends with the items,
+    answers and prediction of an uninterrupted run with the same seed."""
+    from atlascat.live.evaluation import BankRef, Evaluation, predict_run
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.subjects import subject_from_spec
+    from atlascat.live.toylm import ToyLM
+
+    ref = BankRef.from_option(str(built["winogrande"].path))
+    failing = [False]
+
+    def run(db):
+        with MockOpenAIServer(lm=ToyLM(seed=2),
+                              fault=lambda n, item, t: "500" if failing[0] and n >= 3 else None
+                              ) as srv:
+            subj = subject_from_spec(f"completions:{srv.url}", model="toy",
+                                     bank=ref.predictor()[1], max_retries=0, backoff=0.01)
+            ev = Evaluation.start(db, ref, [subj], seed=7, budget=10, batch_size=2)
+            first = ev.run()[0]
+            if first.status == "done":
+                return first, ev, None
+            failing[0] = False
+            ev = Evaluation.resume(db, [first.run_id], lambda desc, bank: subj)
+            return ev.run()[0], ev, first
+
+    whole, ev1, _ = run(tmp_path / "a.sqlite")
+    failing[0] = True
+    broken, ev2, first = run(tmp_path / "b.sqlite")
+    assert first is not None and first.status == "error" and 0 < first.n_items < 10
+    assert whole.status == broken.status == "done"
+    assert (broken.items, broken.scores) == (whole.items, whole.scores)
+    p1 = predict_run(ev1.store, whole.run_id)
+    p2 = predict_run(ev2.store, broken.run_id)
+    assert (p1["score"], p1["lo"], p1["hi"]) == (p2["score"], p2["lo"], p2["hi"])

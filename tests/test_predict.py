@@ -136,6 +136,43 @@ def test_session_matches_replay_arithmetic(world, predictor):
     assert one.n_items == 1 and (one.lower, one.upper) == (0.0, 1.0)   # answered prefix only
 
 
+def test_session_saved_mid_test_resumes_exactly(world, predictor):
+    """to_dict / from_dict mid-test (through JSON): the restored session draws the same items,
+    and ends with the same prediction, as the one never saved; the live adapter's snapshot
+    holds the predictor, so the prediction needs the store alone."""
+    from atlascat.live.predictor_session import PredictorLiveSession, is_predictor_state
+    from atlascat.predict.session import PredictSession
+
+    y = world["strong"].values[3]
+
+    def answer(s, items):
+        for item in items:
+            s.record(item, y[int(item[1:])])
+
+    whole = predictor.session(rng=21)
+    while not whole.done:
+        answer(whole, whole.next_items(4))
+    part = predictor.session(rng=21)
+    answer(part, part.next_items(4))
+    answer(part, part.next_items(4))
+    back = PredictSession.from_dict(predictor, json.loads(json.dumps(part.to_dict())))
+    assert back.n_items == 8 and back.theta_se() == part.theta_se()
+    while not back.done:
+        answer(back, back.next_items(4))
+    assert [d[0] for d in back._draws] == [d[0] for d in whole._draws]
+    assert back.prediction() == whole.prediction() and back.stop_reason == "budget"
+    live = PredictorLiveSession(predictor, budget=12, rng=3)
+    answer(live, live.next_items(5))
+    state = json.loads(json.dumps(live.to_dict()))
+    assert is_predictor_state(state) and not is_predictor_state({"type": "suite"})
+    again = PredictorLiveSession.from_dict(state)
+    assert again.prediction() == live.prediction() and (again.theta, again.se) == (live.theta,
+                                                                                   live.se)
+    assert again.next_items(7) == live.next_items(7) and again.done and live.done
+    with pytest.raises(ConfigError, match="not a saved predictor session"):
+        PredictSession.from_dict(predictor, {"budget": 3})
+
+
 def test_des_raj_unbiased_and_covers_with_a_wrong_model():
     """Des Raj's estimator under the sequential design: unbiased for the total and its
     interval covers ~95%, although the model's probabilities are deliberately wrong (a target

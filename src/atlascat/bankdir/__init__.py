@@ -12,11 +12,12 @@
 """
 from .builder import MIN_MODELS, build_bank, fit_link, read_scores
 from .folder import BankFolder, is_bank_dir, load_bank_dir, write_bank_dir
-from .predict import (PREDICTION_COLUMNS, PREDICTOR_FILE, load_predictor, predict_scores,
-                      replay_predictor)
+from .predict import (PREDICTION_COLUMNS, PREDICTOR_FILE, PREDICTOR_ITEMS_FILE, load_predictor,
+                      load_predictor_items, predict_scores, replay_predictor)
 from .samplelogs import LoggedItem, SampleLogs, parse_arguments, read_sample_logs
 
 __all__ = ["build_bank", "fit_link", "read_scores", "MIN_MODELS", "BankFolder", "is_bank_dir",
            "load_bank_dir", "write_bank_dir", "predict_scores", "PREDICTION_COLUMNS",
-           "replay_predictor", "load_predictor", "PREDICTOR_FILE",
+           "replay_predictor", "load_predictor", "load_predictor_items", "PREDICTOR_FILE",
+           "PREDICTOR_ITEMS_FILE",
            "read_sample_logs", "SampleLogs", "LoggedItem", "parse_arguments"]

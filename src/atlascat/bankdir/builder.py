@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BankError, ConfigError, ResponseDataError
+from .predict import PREDICTOR_ITEMS_FILE
 
 __all__ = ["build_bank", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
            "read_results", "cross_fit_factor", "widen", "BUDGET", "FOLDS"]
@@ -347,14 +348,23 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     # the benchmark predictor: every item of the results (dropped ones too), for models unlike
     # the source models (docs/your_benchmark.md, "Study"); a benchmark no longer than the
     # budget is simply asked in full
-    predictor = None
+    predictor, pitems = None, None
     if rm.n_items > budget:
         # the item filter (point-biserial, from 100 models) serves the adaptive test; the
         # predictor estimates the mean over every item, so it gets every non-constant item
-        # calibrated (a filtered-out item would otherwise be predicted flat)
+        # calibrated (a filtered-out item would otherwise be predicted flat); from sample logs
+        # it keeps the items a live run can ask (their gold determined) and their requests
+        prm, pmeta, unaskable = rm, None, []
+        if logs is not None:
+            pmeta, _, unaskable = _content(logs, [str(i) for i in rm.item_ids])
+            if unaskable:
+                prm = rm.subset(items=[i for i in rm.item_ids if str(i) not in set(unaskable)])
         predictor = BenchmarkPredictor(budget=budget).fit(
-            predictor_bank(rm, bank, model=model, seed=seed), rm,
-            scores=published if scores is not None else None, rng=int(seed))
+            predictor_bank(prm, bank, model=model, seed=seed), prm,
+            scores=s if (scores is not None or unaskable) else None, rng=int(seed))
+        if pmeta is not None:
+            pitems = attach_content(predictor.item_bank(model=bank.model),
+                                    pmeta.set_index("item_id"), missing="error")
     agreement = [r["agreement"] for r in recs or [] if np.isfinite(r["agreement"])]
     manifest = {
         "benchmark": bench, "built": _dt.datetime.now(_dt.timezone.utc).isoformat(
@@ -385,13 +395,19 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "link": {k: v for k, v in link.info.items() if isinstance(v, (int, float, str))},
     }
     manifest["predictor"] = None if predictor is None else {
-        "file": "predictor.json", "budget": int(budget), "n_items": int(rm.n_items)}
+        "file": "predictor.json", "budget": int(budget),
+        "n_items": int(len(predictor.item_ids_)),
+        "items_file": None if pitems is None else PREDICTOR_ITEMS_FILE}
     if output is None:
         return BankFolder(Path("."), bank, link, manifest, recs, {})
     write_bank_dir(output, bank, link, manifest, recs)
-    target = Path(output) / "predictor.json"
+    target, items_file = Path(output) / "predictor.json", Path(output) / PREDICTOR_ITEMS_FILE
     if predictor is not None:
         target.write_text(json.dumps(predictor.to_dict()) + "\n", encoding="utf-8")
     elif target.exists():  # a rebuilt folder keeps no stale predictor
         target.unlink()
+    if pitems is not None:
+        pitems.to_frame("ours").to_parquet(items_file, index=False, compression="zstd")
+    elif items_file.exists():
+        items_file.unlink()
     return load_bank_dir(output)

@@ -20,11 +20,15 @@ import json
 
 import pandas as pd
 
-__all__ = ["predict_scores", "replay_predictor", "load_predictor", "PREDICTION_COLUMNS",
+__all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
+           "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE"]
 
 #: the benchmark predictor's file in a bank folder
 PREDICTOR_FILE = "predictor.json"
+#: the predictor's items with their logged requests (folders built from sample logs): what a
+#: live run on the predictor asks
+PREDICTOR_ITEMS_FILE = "predictor_items.parquet"
 
 #: columns of :func:`predict_scores` (the shipped banks' ``person_scores.csv`` names)
 PREDICTION_COLUMNS = ("leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi",
@@ -62,6 +66,24 @@ def load_predictor(folder):
         return None
     try:
         return BenchmarkPredictor.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError) as exc:
+        raise BankError(f"{str(path)!r} cannot be read ({exc}); rebuild the folder with atlas "
+                        "build-bank") from None
+
+
+def load_predictor_items(folder):
+    """The predictor's items as an :class:`~atlascat.irt.bank.ItemBank` with their logged
+    requests (what a live run on the predictor asks), or None (a folder built from a response
+    matrix, or without a predictor)."""
+    from ..content.items import normalize_loaded
+    from ..errors import BankError
+    from ..irt.bank import ItemBank
+
+    path = folder.extra(PREDICTOR_ITEMS_FILE)
+    if path is None:
+        return None
+    try:
+        return normalize_loaded(ItemBank.read(path))
     except (OSError, ValueError, KeyError) as exc:
         raise BankError(f"{str(path)!r} cannot be read ({exc}); rebuild the folder with atlas "
                         "build-bank") from None

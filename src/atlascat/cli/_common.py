@@ -120,6 +120,18 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
         console.print(f"... {len(df) - max_rows} more rows (redirect the output to get all)")
 
 
+def predictor_only(o) -> None:
+    """A bank folder's predictor asks --max-items items of its own design: the adaptive test's
+    stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it."""
+    from ..errors import ConfigError
+
+    for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
+                       ("--min-items", o.min_items)):
+        if value is not None:
+            raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
+                              "--max-items items of its own design (or --design adaptive)")
+
+
 def with_link_stops(config, settings: dict, min_items_given: bool):
     """``config`` with a score link's stopping rules (``ScoreLink.stop_settings()``).
 

@@ -42,7 +42,12 @@ HELP = {
                "[default: 0.1]",
     "min_items": "Fewest items asked. [default: 30, or the bundled bank's own minimum: arc, "
                  "truthfulqa, winogrande 45, gsm8k 55; at most --max-items]",
-    "max_items": "Most items asked. [default: 500; --suite: 150]",
+    "max_items": "Most items asked. [default: 500; --suite: 150; a bank folder's predictor: "
+                 "its budget, 50]",
+    "design": "A bank folder (atlas build-bank DIR from sample logs): auto = its benchmark "
+              "predictor (items drawn at random, weighted to the uncertain ones; right for "
+              "models unlike the source models) when it has one, else the adaptive test; "
+              "adaptive = the adaptive test; predictor = the predictor or an error.",
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": "Floor/top stop: how close (0-1 score units) to the curve's lowest/highest "
@@ -84,6 +89,11 @@ def format_result(row: dict) -> str:
              f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
              + (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")",
              f"  predicted leaderboard score: {describe_prediction(lb)}"]
+    if lb.get("design"):
+        how = ("the design-based estimate alone: the model is unlike the source models"
+               if lb.get("method") == "design" else
+               "design-based estimate pooled with the IRT prediction")
+        lines.append(f"  design: {lb['design']}, items drawn at random ({how})")
     if lb.get("warning"):
         lines.append(f"  warning: {lb['warning']}")
     proto = row.get("protocol") or "approximate"
@@ -112,6 +122,7 @@ class _Options:
 
     bank: Optional[List[str]]
     suite: Optional[str]
+    design: str
     target_se: Optional[float]
     subject: Optional[str]
     llm: Optional[List[str]]
@@ -162,6 +173,7 @@ def register(app: typer.Typer) -> None:
     def evaluate(
         bank: Optional[List[str]] = typer.Option(None, "--bank", "-b", help=HELP["bank"]),
         suite: Optional[str] = typer.Option(None, "--suite", help=HELP["suite"]),
+        design: str = typer.Option("auto", "--design", help=HELP["design"]),
         target_se: Optional[float] = typer.Option(None, "--target-se", help=HELP["target_se"]),
         subject: Optional[str] = typer.Option(None, "--subject", "-s", help=SUBJECT_HELP),
         llm: Optional[List[str]] = typer.Option(None, "--llm", help=HELP["llm"]),
@@ -262,24 +274,30 @@ def _start(o: _Options, limiter):
     """New single-bank runs, one per --llm (everything is checked before the run store is
     created: a call that fails here leaves no file behind)."""
     from ..errors import ConfigError
-    from ..live.evaluation import BankRef, Evaluation
+    from ..live.evaluation import BankRef, Evaluation, choose_design
     from ..live.runner import subject_protocol
     from ..live.subjects import subject_from_spec
-    from ._common import with_link_stops
+    from ._common import predictor_only, with_link_stops
     from ._options import cat_config
 
-    config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
-                        fixed_length=o.fixed_length)
     prompt = o.prompt()
     ref = BankRef.from_option(o.bank)
-    if o.bound_stop and o.fixed_length is None:
-        config = with_link_stops(config, ref.stop_settings(o.bound_margin),
-                                 o.min_items is not None)
+    design = choose_design(ref, o.design)
+    if design == "predictor":
+        predictor_only(o)
+        config, bank = None, ref.predictor()[1]
+    else:
+        config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
+                            fixed_length=o.fixed_length)
+        if o.bound_stop and o.fixed_length is None:
+            config = with_link_stops(config, ref.stop_settings(o.bound_margin),
+                                     o.min_items is not None)
+        bank = ref.load()
     names = list(o.llm or [])
     kind = o.subject.partition(":")[0].strip().lower()
     if kind not in ("openai", "completions") and len(names) > 1:
         raise ConfigError(f"--subject {kind}: takes one model; give --llm once")
-    subjects = [subject_from_spec(o.subject, model=n, bank=ref.load(), **_subject_kw(o, limiter))
+    subjects = [subject_from_spec(o.subject, model=n, bank=bank, **_subject_kw(o, limiter))
                 for n in (names or [None])]
     if any(subject_protocol(s) == "approximate" for s in subjects):
         approximate_note(kind)
@@ -287,7 +305,8 @@ def _start(o: _Options, limiter):
 
     def start(store, ids):
         ev = Evaluation.start(store, ref, subjects, config=config, prompt=prompt, seed=o.seed,
-                              batch_size=o.batch_size or 1)
+                              batch_size=o.batch_size or 1, design=design,
+                              budget=o.max_items if design == "predictor" else None)
         made.append(ev)
         ids.extend(j.run_id for j in ev.jobs)
 

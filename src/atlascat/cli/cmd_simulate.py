@@ -10,7 +10,8 @@ from typing import List, Optional
 import typer
 
 from ._common import (bank_option_help, console, err_console, escape, json_safe, load_bank,
-                      load_responses, one_bank, output_dir, print_frame, progress_bar)
+                      load_responses, one_bank, output_dir, predictor_only, print_frame,
+                      progress_bar)
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -95,7 +96,13 @@ HELP = {
     "se_stop": "Stop once SE <= this value. [default: 0.1]",
     "min_items": "Never stop before this many items. [default: 30, or the bundled bank's own "
                  "minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most --max-items]",
-    "max_items": "Stop after this many items. [default: 500; --suite: 150 in all]",
+    "max_items": "Stop after this many items. [default: 500; --suite: 150 in all; a bank "
+                 "folder's predictor: its budget, 50]",
+    "design": "A bank folder (atlas build-bank DIR) with RESPONSES: auto = its benchmark "
+              "predictor (items drawn at random, weighted to the uncertain ones; right for "
+              "models unlike the source models) when it has one, else the adaptive test; "
+              "adaptive = the adaptive test scored by the folder's score link; predictor = the "
+              "predictor or an error.",
     "randomesque": "Pick among the k best items. [default: 5; --suite: 2]",
     "batch_size": "Items per adaptive round, chosen jointly (1: classic CAT). [default: 1; "
                   "--suite: 6, mixing benchmarks]",
@@ -113,6 +120,7 @@ class _Options:
     responses: Optional[List[str]]
     bank: Optional[List[str]]
     suite: Optional[str]
+    design: str
     scores: Optional[Path]
     target_se: Optional[float]
     thetas: Optional[Path]
@@ -139,6 +147,7 @@ def simulate_command(
                                                     help=HELP["responses"]),
     bank: Optional[List[str]] = typer.Option(None, "--bank", "-b", help=bank_option_help()),
     suite: Optional[str] = typer.Option(None, "--suite", help=HELP["suite"]),
+    design: str = typer.Option("auto", "--design", help=HELP["design"]),
     scores: Optional[Path] = typer.Option(None, "--scores", help=HELP["scores"]),
     target_se: Optional[float] = typer.Option(None, "--target-se", help=HELP["target_se"]),
     thetas: Optional[Path] = typer.Option(None, "--thetas", "-t", help=HELP["thetas"]),
@@ -231,7 +240,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     from ..catalogue import bundled_link
 
     folder = load_bank_dir(bank) if is_bank_dir(bank) else None  # atlas build-bank's folder
-    if folder is not None and o.responses and folder.extra("predictor.json") is not None:
+    if _use_predictor(o, folder):
         return _replay_predictor(o, bank, folder, out)
     # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
     link = folder.link if folder is not None else bundled_link(bank)
@@ -274,6 +283,20 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     _write_bank_outputs(o, bank, out, result, persons, item_bank)
 
 
+def _use_predictor(o: _Options, folder) -> bool:
+    """--design: a bank folder's predictor replayed on RESPONSES, or the adaptive test."""
+    from ..errors import ConfigError
+    from ..live.evaluation import DESIGNS
+
+    if o.design not in DESIGNS:
+        raise ConfigError(f"--design must be one of {', '.join(DESIGNS)}, got {o.design!r}")
+    has = folder is not None and folder.extra("predictor.json") is not None
+    if o.design == "predictor" and not (has and o.responses):
+        raise ConfigError("--design predictor needs a bank folder with a predictor "
+                          "(atlas build-bank, more items than its budget) and RESPONSES")
+    return o.design != "adaptive" and has and bool(o.responses)
+
+
 def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     """A bank folder's benchmark predictor on recorded answers: each target asked at most
     --max-items items (default the folder's budget) of the design; person_scores.csv and
@@ -283,12 +306,10 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     from ..bankdir import replay_predictor
     from ..errors import ConfigError
 
-    for opt, value in (("--thetas", o.thetas), ("--fixed-length", o.fixed_length),
-                       ("--se-stop", o.se_stop), ("--min-items", o.min_items)):
-        if value is not None:
-            raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
-                              "--max-items items of its own design (rebuild the folder to use "
-                              "the adaptive test alone)")
+    if o.thetas is not None:
+        raise ConfigError("--thetas is the adaptive test's; this bank folder's predictor asks "
+                          "--max-items items of its own design (or --design adaptive)")
+    predictor_only(o)
     budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", 50))
     rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
     with progress_bar("predicting", 1) as advance:

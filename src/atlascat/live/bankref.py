@@ -73,6 +73,12 @@ class BankRef:
         reference (cached per process), else None."""
         return _load_folder(self.name) if self.kind == "dir" else None
 
+    def predictor(self):
+        """(the bank folder's benchmark predictor, its items with their logged requests) of a
+        ``dir`` reference whose folder has both (built from sample logs with more items than
+        the budget), else None (cached per process)."""
+        return _load_predictor(self.name) if self.kind == "dir" else None
+
     @property
     def bench(self) -> str | None:
         """The benchmark the bank measures: a shipped bank's name, else a unique value of its
@@ -138,6 +144,15 @@ def _load_folder(path: str):
     from ..bankdir import load_bank_dir
 
     return load_bank_dir(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_predictor(path: str):
+    from ..bankdir import load_predictor, load_predictor_items
+
+    folder = _load_folder(path)
+    predictor, items = load_predictor(folder), load_predictor_items(folder)
+    return None if predictor is None or items is None else (predictor, items)
 
 
 @functools.lru_cache(maxsize=16)

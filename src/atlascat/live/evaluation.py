@@ -34,7 +34,7 @@ from .runner import RunResult, continue_run, start_run
 from .store import RunStore
 
 __all__ = ["BankRef", "Evaluation", "predict_score", "predict_run", "run_predictions",
-           "run_folder"]
+           "run_folder", "choose_design", "predictor_prediction", "DESIGNS"]
 
 # ------------------------------------------------------------------ the predicted score
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
@@ -94,6 +94,13 @@ def predict_run(store: RunStore, run) -> dict:
         return suite_result(store, row["run_id"])["leaderboard"]
     if not row.get("bank_ref"):
         return {"note": "the run's bank was not stored"}
+    state = row.get("session")
+    if state is None:
+        state = store.get_run(row["run_id"]).get("session")
+    from .predictor_session import is_predictor_state
+
+    if is_predictor_state(state):
+        return predictor_prediction(BankRef.parse(row["bank_ref"]), state)
     steps = store.steps(row["run_id"])
     done = steps[(steps["status"] == "answered") & steps["score"].notna()]
     answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
@@ -155,15 +162,53 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
 # ------------------------------------------------------------------ the service
 @dataclass
 class Job:
-    """One run of an evaluation: its id, bank and subject (who answers)."""
+    """One run of an evaluation: its id, bank and subject (who answers); ``design``
+    "adaptive" (the CAT on the bank) or "predictor" (the bank folder's benchmark predictor,
+    which asks the predictor's items)."""
 
     run_id: str
     ref: BankRef
     subject: object
+    design: str = "adaptive"
 
     @property
     def bank(self):
-        return self.ref.load()
+        return self.ref.predictor()[1] if self.design == "predictor" else self.ref.load()
+
+
+DESIGNS = ("auto", "adaptive", "predictor")
+
+
+def choose_design(ref: BankRef, design: str = "auto") -> str:
+    """"predictor" or "adaptive": ``auto`` takes a bank folder's benchmark predictor when it
+    has one that can be asked live (built from sample logs), else the adaptive test."""
+    if design not in DESIGNS:
+        raise ConfigError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}")
+    if design == "adaptive":
+        return design
+    if ref.predictor() is not None:
+        return "predictor"
+    if design == "predictor":
+        raise ConfigError(f"bank {ref} has no benchmark predictor that can be asked live: build "
+                          "the folder from sample logs (atlas build-bank LOGS -o DIR) with more "
+                          "items than --budget, or use --design adaptive")
+    return "adaptive"
+
+
+def predictor_prediction(ref: BankRef, state: dict) -> dict:
+    """The prediction of a predictor run's stored session snapshot (see
+    :mod:`atlascat.live.predictor_session`), with the percentile among the folder's source
+    models when the folder is still there."""
+    from .predictor_session import PredictorLiveSession
+
+    try:
+        session = PredictorLiveSession.from_dict(state)
+        if session.n_items == 0:
+            return {"note": "no answered item yet"}
+        folder = ref.folder() if ref.kind == "dir" and Path(ref.name).is_dir() else None
+        return session.leaderboard(folder.link if folder is not None else None)
+    except AtlasError as exc:
+        return {"note": f"the predictor's prediction failed ({exc})"}
 
 
 @dataclass
@@ -182,12 +227,27 @@ class Evaluation:
 
     @classmethod
     def start(cls, store, ref: BankRef, subjects, *, config=None, prompt=None, seed: int = 0,
-              batch_size: int = 1) -> "Evaluation":
+              batch_size: int = 1, design: str = "auto", budget: int | None = None
+              ) -> "Evaluation":
+        """New runs of ``ref`` for ``subjects``. ``design`` (:func:`choose_design`): the
+        adaptive test with ``config``, or a bank folder's benchmark predictor asking ``budget``
+        items (default the predictor's; seeded by ``seed``)."""
         store = store if isinstance(store, RunStore) else RunStore(store)
-        bank = ref.load()
-        jobs = [Job(start_run(store, bank, s, config=config, seed=seed, prompt=prompt,
-                              bank_ref=str(ref), batch_size=batch_size), ref, s)
-                for s in subjects]
+        use = choose_design(ref, design)
+        jobs = []
+        for s in subjects:
+            session = None
+            if use == "predictor":
+                from ..cat.config import CATConfig
+                from .predictor_session import PredictorLiveSession
+
+                session = PredictorLiveSession(ref.predictor()[0], budget=budget, rng=seed)
+                k = session.budget   # the stored plan: exactly the budget, no SE stop
+                config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)
+            job = Job("", ref, s, use)
+            job.run_id = start_run(store, job.bank, s, config=config, seed=seed, prompt=prompt,
+                                   bank_ref=str(ref), batch_size=batch_size, session=session)
+            jobs.append(job)
         return cls(store, jobs)
 
     @classmethod
@@ -200,7 +260,15 @@ class Evaluation:
         for rid in run_ids:
             info = store.get_run(rid)
             r = ref if ref is not None else BankRef.parse(info["bank_ref"])
-            jobs.append(Job(rid, r, subject_for(info["subject"], r.load())))
+            from .predictor_session import is_predictor_state
+
+            job = Job(rid, r, None, "predictor" if is_predictor_state(info.get("session"))
+                      else "adaptive")
+            if job.design == "predictor" and r.predictor() is None:
+                raise ConfigError(f"run {rid} asks the benchmark predictor of {r}, which has "
+                                  "none now; pass the folder it was started on with --bank")
+            job.subject = subject_for(info["subject"], job.bank)
+            jobs.append(job)
         return cls(store, jobs)
 
     def run(self, *, cache: bool = True, on_step: Callable | None = None) -> list[RunResult]:
@@ -233,7 +301,10 @@ class Evaluation:
         for job, res in zip(self.jobs, self.outcomes):
             row = {**res.to_dict(), "bench": job.ref.bench, "bank": str(job.ref),
                    "protocol_label": protocol_label(res.protocol, job.bank)}
-            if res.status == "done":
+            if res.status == "done" and job.design == "predictor":
+                row["design"] = "benchmark predictor"
+                row["leaderboard"] = predict_run(self.store, job.run_id)
+            elif res.status == "done":
                 row["leaderboard"] = predict_score(job.ref, res.theta, res.se,
                                                    dict(zip(res.items, res.scores)),
                                                    stop_reason=res.stop_reason)

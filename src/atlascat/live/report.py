@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .predictor_session import is_predictor_state
+
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
            "GENERATION_RULES"]
 
@@ -233,6 +235,10 @@ def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
     rows = []
     if "score" in lb:
         rows.append(("predicted leaderboard score", describe_prediction(lb)))
+        if lb.get("design"):
+            rows.append(("how", "the design-based estimate alone (the model is unlike the "
+                                "source models)" if lb.get("method") == "design" else
+                                "design-based estimate pooled with the IRT prediction"))
     elif lb.get("note"):
         rows.append(("predicted leaderboard score", f"not available ({lb['note']})"))
     ci = (f"[{theta - 1.96 * se:.3f}, {theta + 1.96 * se:.3f}]"
@@ -252,6 +258,10 @@ def _test_row(info, cfg, suite) -> tuple[str, str]:
         return ("test", f"suite {suite.get('suite') or cfg.get('suite')}: {stop}, at least "
                         f"{cfg.get('min_items')}, rounds of {cfg.get('batch_size')}, seed "
                         f"{info['seed']}")
+    if is_predictor_state(info.get("session")):
+        return ("test", f"benchmark predictor: {cfg.get('max_items')} items drawn one after "
+                        "another at random (weighted to the items the IRT model is unsure "
+                        f"about), seed {info['seed']}")
     stop = (f"SE stop {cfg['se_stop']}" if cfg.get("se_stop") is not None
             else "score-precision stop")
     return ("CAT", f"{stop}, items {cfg.get('min_items')}-{cfg.get('max_items')}, "

@@ -265,11 +265,16 @@ def _session_cls():
 
 
 def _restore_session(state: dict, bank):
-    """The session of a stored snapshot: a CAT session, or a suite's (``type: suite``)."""
+    """The session of a stored snapshot: a CAT session, a suite's (``type: suite``) or a
+    bank folder's benchmark predictor's (``type: predict``)."""
     if state.get("type") == "suite":
         from .suite_session import SuiteLiveSession
 
         return SuiteLiveSession.from_dict(state, bank)
+    if state.get("type") == "predict":
+        from .predictor_session import PredictorLiveSession
+
+        return PredictorLiveSession.from_dict(state, bank)
     return _session_cls().from_dict(state, bank)
 
 
@@ -297,18 +302,21 @@ def check_content(bank, subject, probe_ids) -> None:
 
 def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
               prompt: PromptSettings | None = None, bank_ref: str | None = None,
-              run_id: str | None = None, batch_size: int = 1) -> str:
+              run_id: str | None = None, batch_size: int = 1, session=None) -> str:
     """Create a run (CAT session seeded with ``seed``) in ``store``; returns its id.
 
     ``batch_size`` k: items selected and asked per round (stored with the run; a resumed run
-    uses the same k)."""
+    uses the same k). ``session``: another session to drive instead of the CAT (e.g. a
+    :class:`~atlascat.live.predictor_session.PredictorLiveSession`), with ``to_dict`` and the
+    ``type`` :func:`_restore_session` knows."""
     from ..cat.config import CATConfig
 
     k = _check_batch_size(batch_size)
     check_content(bank, subject, bank.item_ids[:1])
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
-    session = _session_cls()(bank, config=config, rng=np.random.default_rng(seed))
+    if session is None:
+        session = _session_cls()(bank, config=config, rng=np.random.default_rng(seed))
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,

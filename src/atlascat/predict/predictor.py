@@ -214,6 +214,14 @@ class BenchmarkPredictor:
             "model_score": arr["model"], "design_score": arr["design"], "theta": arr["theta"],
             "full_score": np.nanmean(y, axis=1)})
 
+    def item_bank(self, *, model=None):
+        """Every item the predictor draws from, as an :class:`~atlascat.irt.bank.ItemBank`
+        with its parameters (dropped items with their stand-ins)."""
+        from ..irt.bank import ItemBank
+
+        self._require_fitted()
+        return ItemBank(self.item_ids_, self.a_, self.b_, self.c_, self.u_, model=model)
+
     def session(self, *, budget=None, rng=None):
         """A live test for one target: :class:`atlascat.predict.session.PredictSession`."""
         from .session import PredictSession

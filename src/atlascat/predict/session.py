@@ -7,7 +7,8 @@ Generator. ``next_items(k)`` draws a round of k items one after another with the
 (the answers of a round are not known while it is drawn), so each draw's probability depends on
 earlier answers only and Des Raj's estimator stays unbiased at every length: stopping after any
 number of answers is allowed. The prediction uses the draws in order up to the first one not
-answered yet.
+answered yet. ``to_dict`` / ``from_dict`` save and restore a session exactly (the draws, the
+answers and the generator's state), so a live run resumed after a crash draws the same items.
 """
 from __future__ import annotations
 
@@ -70,6 +71,21 @@ class PredictSession:
     def done(self) -> bool:
         return len(self._draws) >= self.budget or bool(self._drawn.all())
 
+    @property
+    def stop_reason(self) -> str | None:
+        """"budget" (``budget`` items drawn), "all_items" (every item drawn), or None."""
+        if len(self._draws) >= self.budget:
+            return "budget"
+        return "all_items" if bool(self._drawn.all()) else None
+
+    def theta_se(self) -> tuple[float, float]:
+        """The EAP theta and posterior SD of the answers recorded so far (N(0, 1) prior)."""
+        answered = np.isfinite(self._y)[None, :]
+        lp = est.log_posterior(self._y[None, :], answered, self._tables, self._log_prior)
+        w = est.posterior(lp)[0]
+        mean = float(w @ self._nodes)
+        return mean, float(np.sqrt(max(w @ (self._nodes - mean) ** 2, 0.0)))
+
     def next_items(self, k: int = 1) -> list[str]:
         """The next (up to) ``k`` item ids to ask, never past the budget."""
         room = max(0, min(int(k), self.budget - len(self._draws), int((~self._drawn).sum())))
@@ -103,6 +119,34 @@ class PredictSession:
             raise ConfigError(f"score of item {item_id!r} must be 0 or 1, got {score!r}")
         self._y[j] = s
 
+    def to_dict(self) -> dict:
+        """JSON-serialisable state (without the predictor: :meth:`from_dict` takes it)."""
+        ids = self.predictor.item_ids_
+        return {"format": "atlascat.PredictSession/1", "budget": self.budget,
+                "draws": [[str(ids[j]), q, f, r] for j, q, f, r in self._draws],
+                "answers": {str(ids[j]): float(self._y[j]) for j in np.flatnonzero(
+                    np.isfinite(self._y))},
+                "rng": _jsonable(self._rng.bit_generator.state)}
+
+    @classmethod
+    def from_dict(cls, predictor, d: dict) -> "PredictSession":
+        """The session :meth:`to_dict` saved, with the same ``predictor``."""
+        try:
+            state = d["rng"]
+            bitgen = getattr(np.random, state["bit_generator"])()
+            bitgen.state = state
+            out = cls(predictor, budget=int(d["budget"]), rng=np.random.Generator(bitgen))
+            for item, q, f, r in d["draws"]:
+                j = out._index[str(item)]
+                out._draws.append((j, float(q), float(f), float(r)))
+                out._drawn[j] = True
+            for item, v in d["answers"].items():
+                out.record(item, v)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"not a saved predictor session ({type(exc).__name__}: {exc}); "
+                              "the run's snapshot is damaged or from another bank") from None
+        return out
+
     def _answered_draws(self):
         n = 0
         while n < len(self._draws) and np.isfinite(self._y[self._draws[n][0]]):
@@ -135,3 +179,12 @@ class PredictSession:
             se=float(r["se"][0]), n_items=n, method="design" if outside else "combined",
             warning=warning, model_score=float(r["model_score"][0]),
             design_score=float(r["design_score"][0]), theta=float(r["theta"][0]))
+
+
+def _jsonable(state):
+    """A generator state with numpy scalars and arrays as plain JSON values."""
+    if isinstance(state, dict):
+        return {k: _jsonable(v) for k, v in state.items()}
+    if isinstance(state, np.ndarray):
+        return state.tolist()
+    return state.item() if isinstance(state, np.generic) else state
