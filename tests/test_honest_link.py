@@ -9,7 +9,7 @@ import pytest
 from test_score_link import _world
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import simulate_cat
+from atlascat.cat.simulate import simulate_cat
 from atlascat.cat.stopping import CeilingStop, FloorStop, build_stop_rules
 from atlascat.errors import ConfigError
 from atlascat.link.settings import CHANCE, LZ_CRITICAL

@@ -231,7 +231,7 @@ class CATConfig:
         if self.exposure == "sympson_hetter" and self.exposure_params is None:
             raise ConfigError(
                 "exposure='sympson_hetter' needs exposure_params (item id -> K); compute them with "
-                "atlascat.cat.exposure.calibrate_sympson_hetter(bank, config, thetas, rng)"
+                "atlascat.cat.exposure_calibration.calibrate_sympson_hetter(bank, config, thetas, rng)"
             )
         # ---- content
         if (self.content_column is None) != (self.content_targets is None):

@@ -119,7 +119,7 @@ def make_content_balancer(bank, config):
 def content_report(result, bank, column: str, targets) -> pd.DataFrame:
     """Per examinee and area: items given, target count, and the deviation.
 
-    ``result``: a :class:`~atlascat.cat.engine.CATResult`. Target count = p_k x n_items of that
+    ``result``: a :class:`~atlascat.cat.result.CATResult`. Target count = p_k x n_items of that
     examinee. Columns: subject_id, area, n, target, deviation.
     """
     areas = bank.metadata[column].astype(str)

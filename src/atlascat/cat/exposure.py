@@ -1,9 +1,40 @@
-"""Exposure-control components the CAT engine plugs into its selection.
+"""Item exposure control: Sympson-Hetter and the restricted (item-eligibility) method.
 
-Sympson-Hetter (probabilistic administration) and the restricted / item-eligibility method; the
-theory, the references and :func:`~atlascat.cat.exposure.calibrate_sympson_hetter` (which runs
-the engine) are in :mod:`atlascat.cat.exposure`. This module sits below the engine and imports
-nothing of :mod:`atlascat.cat` (so the engine never imports a module that imports it back).
+Maximum-information selection gives the few most informative items to almost everybody; an
+item seen by most test takers is compromised. Two controls plug into the engine's selection:
+
+Sympson-Hetter (1985)
+    Each item has an exposure parameter K_j = P(administer j | j selected). At every step the
+    engine ranks the items, picks one (randomesque among the best k still in the pool) and
+    administers it with probability K_j; a rejected item leaves the examinee's pool for the rest
+    of the test and the pick is repeated (at most ``sh_max_trials`` times, then the best item
+    left is given). Since P(A_j) = K_j P(S_j), the K_j are set by iterative simulation
+    (:func:`~atlascat.cat.exposure_calibration.calibrate_sympson_hetter`): start with K = 1;
+    simulate; set K_j = r_max / P(S_j) where the selection rate P(S_j) > r_max, else 1; repeat.
+
+Restricted / item-eligibility method (Revuelta and Ponsoda, 1998; the deterministic form of
+van der Linden and Veldkamp, 2004)
+    An item is ineligible while its exposure rate has reached r_max. Live sessions sharing an
+    :class:`ExposureTracker` use the running rate count_j / n_examinees_started; a batched
+    simulation of a cohort of N examinees caps every item at floor(r_max N) administrations,
+    resolving same-step contention by examinee order, so no rate exceeds r_max. (Examinees of
+    one cohort then depend on each other, so this mode is not reproduced by independent
+    sessions.)
+
+References
+----------
+Sympson, J. B. and Hetter, R. D. (1985). Controlling item-exposure rates in computerized adaptive
+testing. Proceedings of the 27th annual meeting of the Military Testing Association, 973-977.
+Revuelta, J. and Ponsoda, V. (1998). A comparison of item exposure control methods in
+computerized adaptive testing. Journal of Educational Measurement, 35(4), 311-327.
+van der Linden, W. J. and Veldkamp, B. P. (2004). Constraining item exposure in computerized
+adaptive testing with shadow tests. Journal of Educational and Behavioral Statistics, 29(3).
+
+This module holds the components the engine plugs into its selection and imports nothing
+of :mod:`atlascat.cat`; :mod:`atlascat.cat.exposure_calibration` sets the Sympson-Hetter
+parameters by running the engine (one way only: exposure_calibration -> simulate ->
+exposure; the calibration cannot live here, the engine would import a module that
+imports it back).
 """
 from __future__ import annotations
 

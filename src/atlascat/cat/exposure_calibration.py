@@ -1,39 +1,13 @@
-"""Item exposure control: Sympson-Hetter and the restricted (item-eligibility) method.
+"""Sympson-Hetter exposure parameters set by iterative simulation (Sympson and Hetter, 1985).
 
-Maximum-information selection gives the few most informative items to almost everybody; an
-item seen by most test takers is compromised. Two controls plug into the engine's selection:
+K_j = P(administer j | j selected); since P(A_j) = K_j P(S_j), start with K = 1, simulate the CAT,
+set K_j = r_max / P(S_j) where the selection rate exceeds r_max, repeat. The components and the
+theory are in :mod:`atlascat.cat.exposure`; this module runs the engine
+(:func:`~atlascat.cat.simulate.simulate_cat`), which imports those components, so it sits above
+both.
 
-Sympson-Hetter (1985)
-    Each item has an exposure parameter K_j = P(administer j | j selected). At every step the
-    engine ranks the items, picks one (randomesque among the best k still in the pool) and
-    administers it with probability K_j; a rejected item leaves the examinee's pool for the rest
-    of the test and the pick is repeated (at most ``sh_max_trials`` times, then the best item
-    left is given). Since P(A_j) = K_j P(S_j), the K_j are set by iterative simulation
-    (:func:`calibrate_sympson_hetter`): start with K = 1; simulate; set
-    K_j = r_max / P(S_j) where the selection rate P(S_j) > r_max, else 1; repeat.
-
-Restricted / item-eligibility method (Revuelta and Ponsoda, 1998; the deterministic form of
-van der Linden and Veldkamp, 2004)
-    An item is ineligible while its exposure rate has reached r_max. Live sessions sharing an
-    :class:`ExposureTracker` use the running rate count_j / n_examinees_started; a batched
-    simulation of a cohort of N examinees caps every item at floor(r_max N) administrations,
-    resolving same-step contention by examinee order, so no rate exceeds r_max. (Examinees of
-    one cohort then depend on each other, so this mode is not reproduced by independent
-    sessions.)
-
-References
-----------
 Sympson, J. B. and Hetter, R. D. (1985). Controlling item-exposure rates in computerized adaptive
 testing. Proceedings of the 27th annual meeting of the Military Testing Association, 973-977.
-Revuelta, J. and Ponsoda, V. (1998). A comparison of item exposure control methods in
-computerized adaptive testing. Journal of Educational Measurement, 35(4), 311-327.
-van der Linden, W. J. and Veldkamp, B. P. (2004). Constraining item exposure in computerized
-adaptive testing with shadow tests. Journal of Educational and Behavioral Statistics, 29(3).
-
-Module layout: the control components live in :mod:`atlascat.cat.exposure_control` (below the
-engine, which imports them); this module re-exports them and adds the calibration of the
-Sympson-Hetter parameters, which runs the engine. The imports go one way only
-(exposure -> engine -> exposure_control), so there is no import cycle.
 """
 from __future__ import annotations
 
@@ -43,18 +17,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .engine import _as_generator, simulate_cat
-from .exposure_control import (ExposureTracker, ItemEligibility, SympsonHetter,
-                               make_exposure_control)
+from .generators import _as_generator
+from .simulate import simulate_cat
 
-__all__ = [
-    "SympsonHetter",
-    "ExposureTracker",
-    "ItemEligibility",
-    "make_exposure_control",
-    "SympsonHetterCalibration",
-    "calibrate_sympson_hetter",
-]
+__all__ = ["SympsonHetterCalibration", "calibrate_sympson_hetter"]
 
 
 @dataclass

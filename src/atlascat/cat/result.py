@@ -1,4 +1,4 @@
-"""The outcome of a simulated adaptive test (:func:`~atlascat.cat.engine.simulate_cat`).
+"""The outcome of a simulated adaptive test (:func:`~atlascat.cat.simulate.simulate_cat`).
 
 One row per examinee and one per administered item, the exposure rate of every item
 (share of examinees given it), and the figures built on them: test overlap, item positions

@@ -11,7 +11,7 @@ after the first are scored by ``method``:
 - "preposterior": the criterion averaged over N(theta_virtual, sd0^2 - sd_m^2) by 7-point
   Gauss-Hermite.
 
-The mixin runs on the state of :class:`~atlascat.cat.core._Engine` (posterior, select,
+The mixin runs on the state of :class:`~atlascat.cat.state._Engine` (posterior, select,
 record, stopping decision) and restores it after the round.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ BATCH_METHODS = ("expected", "preposterior", "mepv")  # see _JointRounds.select_
 
 
 class _JointRounds:
-    """Joint selection of a round of k items (mixed into :class:`~atlascat.cat.core._Engine`)."""
+    """Joint selection of a round of k items (mixed into :class:`~atlascat.cat.state._Engine`)."""
 
     _GH = np.polynomial.hermite_e.hermegauss(7)
 

@@ -4,7 +4,7 @@ One step for a block of examinees (rows): select the next item (first item unifo
 |b - theta0| < window, then a randomesque pick among the k best by the selection criterion,
 with exposure control, content balancing and the budget), record the answer, update the
 posterior, estimate theta and SE, check the stopping rules. Both
-:func:`~atlascat.cat.engine.simulate_cat` (n examinees) and
+:func:`~atlascat.cat.simulate.simulate_cat` (n examinees) and
 :class:`~atlascat.cat.session.CATSession` (n = 1) run on it; every computation is row-wise.
 
 Estimation: the log-posterior on the grid gains y log P_j + (1 - y) log Q_j per answer
@@ -174,7 +174,7 @@ class _Engine(_JointRounds):
         the pick size where the ranking allows), k the pick size of the row, complete whether
         cand holds every eligible item. While theta, the answer count and the costs stay the
         same (an item was skipped), the next pick is a pick from that list without the skipped
-        item (used by :func:`~atlascat.cat.engine.simulate_cat` for replayed answers with
+        item (used by :func:`~atlascat.cat.simulate.simulate_cat` for replayed answers with
         missing cells).
         """
         rows = np.asarray(rows, dtype=np.intp)

@@ -336,7 +336,7 @@ class ScoreLink:
         if cat_config is False:
             return link
         from ..cat.config import CATConfig
-        from ..cat.engine import simulate_cat
+        from ..cat.simulate import simulate_cat
 
         cfg = cat_config or CATConfig(se_stop=0.2)
         rng = np.random.default_rng(0) if rng is None else np.random.default_rng(rng)
