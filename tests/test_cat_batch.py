@@ -207,10 +207,10 @@ class TestBatchedEqualsSessions:
         sessions, rounds = run_sessions(small_bank, config, thetas, 5, k, cut,
                                         use_record=kw.get("selection") == "kl", method=method)
         assert_same(res, sessions, rounds)
-        if config.budget is not None:
+        if config.stopping.budget is not None:
             spent = [small_bank.metadata["cost"].reindex(s.administered).sum() for s in sessions]
-            assert max(spent) <= config.budget
-        assert (res.persons["n_items"] <= config.max_items).all()
+            assert max(spent) <= config.stopping.budget
+        assert (res.persons["n_items"] <= config.stopping.max_items).all()
 
     def test_replay_with_missing_cells(self, small_bank, rng):
         n, k = 30, 4

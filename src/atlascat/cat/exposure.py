@@ -226,18 +226,19 @@ def make_exposure_control(bank, config, *, cohort: int | None = None, tracker=No
     ``cohort``: size of a batched simulation (eligibility caps per cohort); ``tracker``: a shared
     :class:`ExposureTracker` for live sessions (a private running one if None).
     """
-    if config.exposure == "none":
+    exposure = config.exposure
+    if exposure.method == "none":
         return None
-    if config.exposure == "sympson_hetter":
-        params = config.exposure_params or {}
+    if exposure.method == "sympson_hetter":
+        params = exposure.params or {}
         unknown = [i for i in params if i not in bank]
         if unknown:
             raise ConfigError(f"exposure_params name {len(unknown)} item(s) not in the bank, "
                               f"e.g. {unknown[:5]}")
         k = np.array([params.get(str(i), 1.0) for i in bank.item_ids], dtype=float)
-        return SympsonHetter(k, config.sh_max_trials)
+        return SympsonHetter(k, exposure.sh_max_trials)
     if tracker is None:
-        tracker = ExposureTracker(len(bank), config.r_max, cohort)
+        tracker = ExposureTracker(len(bank), exposure.r_max, cohort)
     elif len(tracker.counts) != len(bank):
         raise ConfigError(f"exposure tracker covers {len(tracker.counts)} items, the bank has "
                           f"{len(bank)}")

@@ -60,7 +60,7 @@ def calibrate_sympson_hetter(bank, config, thetas, rng=None, *, r_max: float | N
     Use a few thousand thetas (resampled from the population if need be): the exposure rate of
     an item at r_max has a sampling SD of sqrt(r_max (1 - r_max) / N).
     """
-    r = config.r_max if r_max is None else float(r_max)
+    r = config.exposure.r_max if r_max is None else float(r_max)
     if not 0 < r <= 1:
         raise ConfigError(f"r_max must be in (0, 1], got {r}")
     if rule not in ("classic", "monotone"):

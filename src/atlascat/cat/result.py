@@ -52,7 +52,7 @@ class CATResult:
         n = len(p)
         items = f", mean items {p['n_items'].mean():.1f}" if n and "n_items" in p else ""
         se = f", mean SE {p['se'].mean():.3f}" if n and "se" in p else ""
-        return (f"CATResult(n_examinees={n}{items}{se}, max_items={self.config.max_items}, "
+        return (f"CATResult(n_examinees={n}{items}{se}, max_items={self.config.stopping.max_items}, "
                 f"{self.wall_seconds:.2g} s)")
 
     def selected_items(self, subject_id) -> pd.DataFrame:

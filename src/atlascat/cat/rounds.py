@@ -140,8 +140,8 @@ class _JointRounds:
             raise ConfigError(f"batch cut must be 'predicted' or 'none', got {cut!r}")
         if method not in BATCH_METHODS:
             raise ConfigError(f"batch method must be one of {BATCH_METHODS}, got {method!r}")
-        spread = method == "preposterior" and self.config.selection == "mfi"
-        design = method == "mepv" and self.config.selection == "mfi" and k > 1
+        spread = method == "preposterior" and self.config.selection.criterion == "mfi"
+        design = method == "mepv" and self.config.selection.criterion == "mfi" and k > 1
         picks = np.full((rows.size, k), -1, dtype=np.intp)
         going = np.arange(rows.size)
         saved = None

@@ -148,7 +148,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     k = config.uniforms_per_step
     # skipped items re-picked from the ranking already made (theta has not moved): replay only,
     # and not under exposure control (its state changes between picks)
-    repick = answerable is not None and exp is None and config.selection != "random"
+    repick = answerable is not None and exp is None and config.selection.criterion != "random"
     active = np.flatnonzero(~eng.done)
     while active.size:
         t0 = time.perf_counter()
@@ -286,7 +286,7 @@ def _collect(bank, config, eng: _Engine, subject_ids, seconds, theta_ref, wall) 
     if theta_ref is not None:
         persons["theta_ref"] = theta_ref
         persons["error"] = persons["theta"] - theta_ref
-    item_matrix = eng.items[:, :config.max_items].copy()
+    item_matrix = eng.items[:, :config.stopping.max_items].copy()
     mask = item_matrix >= 0
     rows, cols = np.nonzero(mask)
     administered = pd.DataFrame({
