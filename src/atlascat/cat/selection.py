@@ -140,7 +140,10 @@ class SelectionCriterion:
 
     ``theta``: (n,) current estimates; ``n_items``: (n,) items answered so far; ``used``: (n, J)
     boolean mask of items no longer available (the engine sets those scores to -inf anyway).
+    ``params``: the bank's :class:`ItemParams` (``a``, ``b``, ``c``, ``u`` arrays).
     ``nonnegative`` tells content balancing that scores can be multiplied by priority factors.
+    A subclass of your own goes in ``CATConfig(selection=obj)`` (``Selection(criterion=obj)``);
+    the engine uses it after the first item, with randomesque, exposure control and the budget.
     """
 
     name = "base"

@@ -34,10 +34,17 @@ where the bank has no information: weak models never reach SE 0.2 nor clear a 2-
 floor). The CAT layer does not know score links: the thresholds and curves are plain numbers
 in the config, produced by ``ScoreLink.stop_settings(margin)``.
 
-The engine object passed to ``check`` exposes ``n_items``, ``theta``, ``se``, ``post_sd``, ``test_info``
-(sum of item information at theta), ``spent`` (cost so far), ``config``, ``prior_precision``,
-``item_cost`` and ``best_remaining(rows)`` -> (best item, its information), computed once per
-check and shared by the rules that need it.
+The engine object passed to ``check`` exposes, per examinee row, ``n_items``, ``theta``, ``se``,
+``post_sd``, ``test_info`` (sum of item information at theta), ``spent`` (cost so far),
+``scores`` and ``items`` (answers and bank positions so far, NaN / -1 padded), ``used`` (items
+out of the pool), and ``config``, ``prior_precision``, ``item_cost`` and
+``best_remaining(rows)`` -> (best item, its information), computed once per check and shared by
+the rules that need it.
+
+Your own rule: subclass :class:`StopRule` (a ``reason`` and a vectorized ``check``; set
+``precision = False`` for a rule that may fire before ``min_items``) and pass it as
+``CATConfig(stop_rules=[rule])`` (``Stopping(rules=...)``); :func:`build_stop_rules` checks it
+after the built-in rules, before ``max_items``.
 
 References
 ----------
