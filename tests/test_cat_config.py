@@ -192,3 +192,12 @@ def test_cli_errors_name_the_option_not_the_field():
         cat_config(min_items=50, max_items=40)
     with pytest.raises(ConfigError, match="--selection must be one of"):
         cat_config(selection="best")
+
+
+def test_comparing_a_part_with_a_name_raises_instead_of_being_false():
+    c = CATConfig(selection="kl")
+    assert c.selection.criterion == "kl" and c.exposure.method == "none"
+    with pytest.raises(TypeError, match=r"config\.selection\.criterion"):
+        c.selection == "kl"  # noqa: B015
+    with pytest.raises(TypeError, match=r"config\.exposure\.method"):
+        c.exposure != "none"  # noqa: B015

@@ -90,6 +90,24 @@ class _Part:
         return replace(self, **changes)
 
 
+class _NamedPart(_Part):
+    """A part whose flat keyword names one of its fields (``selection`` the criterion,
+    ``exposure`` the method): comparing the part itself with a name is a mistake that would be
+    silently False, so it raises."""
+
+    _named = ""
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            raise TypeError(f"compare config.{type(self).__name__.lower()}.{self._named} with "
+                            f"{other!r}, not the {type(self).__name__} part")
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self))
+
+    __hash__ = None
+
+
 @dataclass(frozen=True)
 class Estimation(_Part):
     """EAP ability on a fixed grid and its SE.
@@ -130,8 +148,8 @@ class Estimation(_Part):
                               f"got {self.quadrature_rule!r}")
 
 
-@dataclass(frozen=True)
-class Selection(_Part):
+@dataclass(frozen=True, eq=False)
+class Selection(_NamedPart):
     """How the next item is chosen.
 
     criterion : "mfi" (maximum Fisher information), "kl" (Kullback-Leibler information over
@@ -147,6 +165,7 @@ class Selection(_Part):
         per stratum before moving up (default ceil(min_items / astrat_strata)).
     """
 
+    _named = "criterion"
     criterion: Any = "mfi"
     theta0: float = 0.0
     first_item_window: float = 0.5
@@ -320,8 +339,8 @@ class Stopping(_Part):
                  and self.score_curve is None and not self.rules))
 
 
-@dataclass(frozen=True)
-class Exposure(_Part):
+@dataclass(frozen=True, eq=False)
+class Exposure(_NamedPart):
     """Item exposure control (:mod:`atlascat.cat.exposure`).
 
     method : "none"; "sympson_hetter" administers a selected item j with probability K_j
@@ -331,6 +350,7 @@ class Exposure(_Part):
     sh_max_trials : Sympson-Hetter trials per selection.
     """
 
+    _named = "method"
     method: str = "none"
     r_max: float = 0.2
     params: Mapping[str, float] | None = None
