@@ -6,19 +6,17 @@ top-5, EAP ability with an N(0, 1) prior, stop when at least 30 items were given
 most ``se_stop``, or at 500 items. ``CATConfig.reference()`` returns the exact settings of the
 paper's catR run (33 quadrature nodes on [-4, 4], trapezoidal integration as catR's ``eapEst``).
 
-=================  =====================================================================
-part               settings (flat keyword of ``CATConfig(...)`` where it differs)
-=================  =====================================================================
-:class:`Estimation` prior_mean, prior_sd, quadpts, theta_range, quadrature_rule, se_method
-:class:`Selection`  criterion (``selection``), theta0, first_item_window, randomesque,
-                   kl_width, kl_points, astrat_strata, astrat_stage_items
-:class:`Stopping`   min_items, max_items, se_stop, reliability_stop, min_info_stop,
-                   floor_theta, ceiling_theta, bound_z, score_curve, score_sd_stop,
-                   cost_per_item, cost_column, value_per_se, budget, rules (``stop_rules``)
-:class:`Exposure`   method (``exposure``), r_max, params (``exposure_params``), sh_max_trials
-:class:`Content`    column (``content_column``), targets (``content_targets``), length
-                   (``content_length``)
-=================  =====================================================================
+The parts, with their fields (the flat keyword of ``CATConfig(...)`` where it differs):
+
+- :class:`Estimation`: prior_mean, prior_sd, quadpts, theta_range, quadrature_rule, se_method
+- :class:`Selection`: criterion (``selection``), theta0, first_item_window, randomesque,
+  kl_width, kl_points, astrat_strata, astrat_stage_items
+- :class:`Stopping`: min_items, max_items, se_stop, reliability_stop, min_info_stop,
+  floor_theta, ceiling_theta, bound_z, score_curve, score_sd_stop, cost_per_item, cost_column,
+  value_per_se, budget, rules (``stop_rules``)
+- :class:`Exposure`: method (``exposure``), r_max, params (``exposure_params``), sh_max_trials
+- :class:`Content`: column (``content_column``), targets (``content_targets``), length
+  (``content_length``)
 
 Like catsim's simulator, which composes selector, estimator and stopper objects, the engine
 takes components a user writes: ``Selection(criterion=obj)`` with a
@@ -469,28 +467,12 @@ class CATConfig:
                      exposure=exposure, content=content)
         parts: dict[str, Any] = {}
         for name, value in given.items():
-            cls = PARTS[name]
-            if value is None or isinstance(value, cls):
-                parts[name] = value
-            elif isinstance(value, Mapping):
-                parts[name] = _part_from_dict(cls, value, name)
-            elif name in ("selection", "exposure"):  # the flat keyword: criterion / method
+            part = _as_part(name, value)
+            if part is not None:
+                parts[name] = part
+            elif value is not None:  # selection / exposure as a flat keyword: criterion / method
                 flat[name] = value
-                parts[name] = None
-            else:
-                raise ConfigError(f"{name} must be a {cls.__name__} (atlascat.cat.config), "
-                                  f"got {type(value).__name__}")
-        unknown = sorted(set(flat) - set(FLAT))
-        if unknown:
-            raise ConfigError(f"unknown CATConfig setting(s) {unknown}; known: {sorted(FLAT)} "
-                              f"or the parts {sorted(PARTS)}")
-        changes: dict[str, dict] = {}
-        for key, value in flat.items():
-            part, attr = FLAT[key]
-            changes.setdefault(part, {})[attr] = value
-        for name, cls in PARTS.items():
-            part, kw = parts[name], changes.get(name, {})
-            part = cls(**kw) if part is None else (replace(part, **kw) if kw else part)
+        for name, part in _compose(parts, flat).items():
             object.__setattr__(self, name, part)
         self.__post_init__()
 
@@ -536,24 +518,12 @@ class CATConfig:
         """A copy with some settings changed (flat keywords or parts), validated again; every
         setting not named is kept (``config.replace(selection="kl")`` keeps randomesque)."""
         parts = {name: getattr(self, name) for name in PARTS}
-        for name, cls in PARTS.items():
-            value = changes.get(name)
-            if isinstance(value, Mapping):
-                value = _part_from_dict(cls, value, name)
-            if isinstance(value, cls):
-                parts[name] = value
+        for name in PARTS:
+            part = _as_part(name, changes.get(name))
+            if part is not None:
+                parts[name] = part
                 del changes[name]
-        unknown = sorted(set(changes) - set(FLAT))
-        if unknown:
-            raise ConfigError(f"unknown CATConfig setting(s) {unknown}; known: {sorted(FLAT)} "
-                              f"or the parts {sorted(PARTS)}")
-        per_part: dict[str, dict] = {}
-        for key, value in changes.items():
-            part, attr = FLAT[key]
-            per_part.setdefault(part, {})[attr] = value
-        for part, kw in per_part.items():  # every part changed once, the rest of it kept
-            parts[part] = replace(parts[part], **kw)
-        return CATConfig(**parts)
+        return CATConfig(**_compose(parts, changes))
 
     # ------------------------------------------------------------------ derived
     @property
@@ -630,6 +600,38 @@ class CATConfig:
             if d.get(key) is not None and not isinstance(d[key], Mapping):
                 d[key] = tuple(d[key])
         return cls(**d)
+
+
+def _as_part(name: str, value):
+    """``value`` as the part ``name`` (a part, or its fields as a dict); None when it is None
+    or, for ``selection`` / ``exposure``, a flat value (a criterion, a method)."""
+    cls = PARTS[name]
+    if value is None or isinstance(value, cls):
+        return value
+    if isinstance(value, Mapping):
+        return _part_from_dict(cls, value, name)
+    if name in ("selection", "exposure"):
+        return None
+    raise ConfigError(f"{name} must be a {cls.__name__} (atlascat.cat.config), "
+                      f"got {type(value).__name__}")
+
+
+def _compose(parts: Mapping, flat: Mapping) -> dict:
+    """Every part: the given one (default: the class's defaults) with the flat keywords that
+    belong to it applied, each part changed once (so its checks see all of its new values)."""
+    unknown = sorted(set(flat) - set(FLAT))
+    if unknown:
+        raise ConfigError(f"unknown CATConfig setting(s) {unknown}; known: {sorted(FLAT)} "
+                          f"or the parts {sorted(PARTS)}")
+    changes: dict[str, dict] = {}
+    for key, value in flat.items():
+        part, attr = FLAT[key]
+        changes.setdefault(part, {})[attr] = value
+    out = {}
+    for name, cls in PARTS.items():
+        part, kw = parts.get(name), changes.get(name, {})
+        out[name] = cls(**kw) if part is None else (replace(part, **kw) if kw else part)
+    return out
 
 
 def _part_from_dict(cls, d: Mapping, name: str):
