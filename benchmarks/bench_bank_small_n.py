@@ -42,7 +42,7 @@ def read_matrix(name: str):
 def one_split(rm, n: int, seed: int, budget: int = 50) -> dict:
     from atlascat.bankdir import build_bank, predict_scores, replay_predictor
     from atlascat.cat.config import CATConfig
-    from atlascat.cat.engine import simulate_cat
+    from atlascat.cat.simulate import simulate_cat
 
     idx = np.random.default_rng([seed, n]).permutation(rm.n_subjects)
     src, tgt = idx[:n], idx[n:]

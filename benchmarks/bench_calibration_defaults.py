@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from atlascat.cat.config import CATConfig  # noqa: E402
-from atlascat.cat.engine import simulate_cat  # noqa: E402
+from atlascat.cat.simulate import simulate_cat  # noqa: E402
 from atlascat.filtering import stratified_split  # noqa: E402
 from atlascat.irt.ability import grid_posterior  # noqa: E402
 from atlascat.irt.calibrate import calibrate  # noqa: E402

@@ -13,7 +13,9 @@ import time
 import numpy as np
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import CATSession, _TABLE_CACHE, simulate_cat
+from atlascat.cat.session import CATSession
+from atlascat.cat.simulate import simulate_cat
+from atlascat.cat.tables import _TABLE_CACHE
 from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import simulate_cat
+from atlascat.cat.simulate import simulate_cat
 from atlascat.evaluate.protocol import BenchmarkConfig, _calibrate
 from atlascat.filtering import filter_items, stratified_split
 from atlascat.irt.ability import estimate_ability

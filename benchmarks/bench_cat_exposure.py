@@ -21,8 +21,8 @@ import pandas as pd
 
 from atlascat.cat.config import CATConfig
 from atlascat.cat.content import content_report
-from atlascat.cat.engine import simulate_cat
-from atlascat.cat.exposure import calibrate_sympson_hetter
+from atlascat.cat.simulate import simulate_cat
+from atlascat.cat.exposure_calibration import calibrate_sympson_hetter
 from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.irt.bank import ItemBank
 

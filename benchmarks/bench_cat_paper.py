@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import simulate_cat
+from atlascat.cat.simulate import simulate_cat
 from atlascat.catalogue import BANK_BENCHMARKS, load_paper_bank as load_bank, load_test_thetas
 
 REF = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "reference"

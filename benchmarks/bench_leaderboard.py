@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import simulate_cat
+from atlascat.cat.simulate import simulate_cat
 from atlascat.filtering import stratified_split
 from atlascat.irt.ability import eap
 from atlascat.live.build_bank import (BENCHMARKS, content_matrix, fit_bank_and_link,

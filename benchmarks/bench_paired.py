@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from atlascat.cat.config import CATConfig  # noqa: E402
-from atlascat.cat.engine import simulate_cat  # noqa: E402
+from atlascat.cat.simulate import simulate_cat  # noqa: E402
 from atlascat.evaluate.paired import Z95, difference_interval, excess_agreement  # noqa: E402
 from atlascat.irt.ability import eap  # noqa: E402
 from atlascat.filtering import stratified_split  # noqa: E402

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import simulate_cat
+from atlascat.cat.simulate import simulate_cat
 from atlascat.live.build_bank import BENCHMARKS, fit_bank_and_link
 from atlascat.catalogue import load_score_link
 from atlascat.suite.prior import COMPONENTS

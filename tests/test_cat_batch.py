@@ -17,7 +17,8 @@ from conftest import HANG_S
 
 from atlascat.cat.answers import model_probability
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import CATSession, simulate_cat
+from atlascat.cat.session import CATSession
+from atlascat.cat.simulate import simulate_cat
 from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.errors import AtlasError, ConfigError, LiveRunError, ResponseDataError
 from atlascat.irt.bank import ItemBank
@@ -59,8 +60,8 @@ _find_cycle = find_cycle  # the package-wide checker's (tests/test_layering.py)
 class TestImportStructure:
     def test_no_cycle_among_cat_modules(self):
         graph = _cat_imports()
-        assert {"engine", "exposure", "exposure_control"} <= set(graph)
-        assert "engine" in graph["exposure"] and "exposure_control" in graph["engine"]
+        assert {"simulate", "exposure", "exposure_calibration"} <= set(graph)
+        assert "simulate" in graph["exposure_calibration"] and "exposure" in graph["simulate"]
         cycle = _find_cycle(graph)
         assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
@@ -74,11 +75,13 @@ class TestImportStructure:
         assert _find_cycle(graph) in (["engine", "exposure", "engine"],
                                       ["exposure", "engine", "exposure"])
 
-    @pytest.mark.parametrize("first", ["atlascat.cat.exposure"])
+    @pytest.mark.parametrize("first", ["atlascat.cat.exposure_calibration", "atlascat.cat.exposure"])
     def test_import_any_module_first(self, first):
         code = (f"import {first}\n"
-                "from atlascat.cat.exposure import calibrate_sympson_hetter, ExposureTracker\n"
-                "from atlascat.cat.engine import CATSession, simulate_cat\n"
+                "from atlascat.cat.exposure_calibration import calibrate_sympson_hetter\n"
+                "from atlascat.cat.exposure import ExposureTracker\n"
+                "from atlascat.cat.session import CATSession\n"
+                "from atlascat.cat.simulate import simulate_cat\n"
                 "print('ok')")
         env_path = str(CAT_DIR.parents[1])
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -204,10 +207,10 @@ class TestBatchedEqualsSessions:
         sessions, rounds = run_sessions(small_bank, config, thetas, 5, k, cut,
                                         use_record=kw.get("selection") == "kl", method=method)
         assert_same(res, sessions, rounds)
-        if config.budget is not None:
+        if config.stopping.budget is not None:
             spent = [small_bank.metadata["cost"].reindex(s.administered).sum() for s in sessions]
-            assert max(spent) <= config.budget
-        assert (res.persons["n_items"] <= config.max_items).all()
+            assert max(spent) <= config.stopping.budget
+        assert (res.persons["n_items"] <= config.stopping.max_items).all()
 
     def test_replay_with_missing_cells(self, small_bank, rng):
         n, k = 30, 4
@@ -419,13 +422,13 @@ def test_large_bank_with_pruner(method):
 
 def test_mepv_pruning_is_exact(monkeypatch):
     """The bound-pruned mepv ranking equals the full scan (same items, thetas, SEs)."""
-    from atlascat.cat import engine
+    from atlascat.cat import state
 
     bank = load_bank("hellaswag")
     thetas = load_test_thetas("hellaswag")["theta"].to_numpy()[:12]
     config = CATConfig(se_stop=0.2, max_items=40)
     calls = {"n": 0, "exact": 0, "first": 0, "first_exact": 0}
-    orig = engine._Engine._mepv_pruned
+    orig = state._Engine._mepv_pruned
 
     def counting(self, rows, blocked, n_cand, m_min=64):
         out = orig(self, rows, blocked, n_cand, m_min)
@@ -436,7 +439,7 @@ def test_mepv_pruning_is_exact(monkeypatch):
             calls["first_exact"] += int(out[0].sum())
         return out
 
-    monkeypatch.setattr(engine._Engine, "_mepv_pruned", counting)
+    monkeypatch.setattr(state._Engine, "_mepv_pruned", counting)
     pruned = simulate_cat(bank, config, thetas=thetas, rng=1, batch_size=8)
     # the shortcut settles most picks (the second, wider try the rest but a few)
     assert calls["first_exact"] > 0.5 * calls["first"] > 0
@@ -446,7 +449,7 @@ def test_mepv_pruning_is_exact(monkeypatch):
         return (np.zeros(rows.size, bool), np.full((rows.size, n_cand), -1),
                 np.zeros(rows.size, np.intp))
 
-    monkeypatch.setattr(engine._Engine, "_mepv_pruned", never)
+    monkeypatch.setattr(state._Engine, "_mepv_pruned", never)
     full = simulate_cat(bank, config, thetas=thetas, rng=1, batch_size=8)
     pd.testing.assert_frame_equal(pruned.administered, full.administered)
     pd.testing.assert_frame_equal(pruned.persons.drop(columns="seconds"),

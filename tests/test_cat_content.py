@@ -7,7 +7,8 @@ import pytest
 
 from atlascat.cat.config import CATConfig
 from atlascat.cat.content import MaxPriorityIndex, content_report
-from atlascat.cat.engine import CATSession, simulate_cat
+from atlascat.cat.session import CATSession
+from atlascat.cat.simulate import simulate_cat
 from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.errors import ConfigError
 from atlascat.irt.bank import ItemBank

@@ -9,7 +9,9 @@ import pytest
 
 from atlascat.cat.answers import model_probability
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import CATSession, bank_fingerprint, simulate_cat
+from atlascat.cat.session import CATSession
+from atlascat.cat.simulate import simulate_cat
+from atlascat.cat.tables import bank_fingerprint
 from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.errors import BankError, ConfigError, LiveRunError, ResponseDataError
 from atlascat.irt.ability import eap

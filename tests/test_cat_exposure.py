@@ -8,9 +8,10 @@ import pytest
 from scipy import stats
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import CATSession, simulate_cat
-from atlascat.cat.exposure import (ExposureTracker, SympsonHetter, calibrate_sympson_hetter,
-                                   make_exposure_control)
+from atlascat.cat.session import CATSession
+from atlascat.cat.simulate import simulate_cat
+from atlascat.cat.exposure import ExposureTracker, SympsonHetter, make_exposure_control
+from atlascat.cat.exposure_calibration import calibrate_sympson_hetter
 from atlascat.cat.selection import pick, ranked_candidates
 from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 from atlascat.errors import ConfigError

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import CATSession
+from atlascat.cat.session import CATSession
 from atlascat.irt.bank import ItemBank
 
 

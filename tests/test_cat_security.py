@@ -8,7 +8,7 @@ import pytest
 
 from atlascat.cat import security
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import simulate_cat
+from atlascat.cat.simulate import simulate_cat
 from atlascat.catalogue import load_paper_bank as load_bank, load_test_thetas
 
 

@@ -6,7 +6,9 @@ import pytest
 from scipy import integrate, stats
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import CATSession, _Engine, simulate_cat
+from atlascat.cat.session import CATSession
+from atlascat.cat.simulate import simulate_cat
+from atlascat.cat.state import _Engine
 from atlascat.cat.selection import (AStratified, InfoPruner, ItemParams, KLInterval,
                                     MaxInformation, first_item_scores, fisher_information, pick,
                                     ranked_candidates)

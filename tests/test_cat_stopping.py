@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import CATSession, simulate_cat
+from atlascat.cat.session import CATSession
+from atlascat.cat.simulate import simulate_cat
 from atlascat.cat.stopping import build_stop_rules
 from atlascat.catalogue import load_paper_bank as load_bank
 from atlascat.irt.ability import eap

@@ -9,7 +9,7 @@ import pytest
 from test_score_link import _world
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import simulate_cat
+from atlascat.cat.simulate import simulate_cat
 from atlascat.cat.stopping import CeilingStop, FloorStop, build_stop_rules
 from atlascat.errors import ConfigError
 from atlascat.link.settings import CHANCE, LZ_CRITICAL
@@ -162,7 +162,7 @@ class TestFloorCeilingStop:
         old = cfg.to_dict()
         for k in ("floor_theta", "ceiling_theta", "bound_z"):
             del old[k]
-        assert CATConfig.from_dict(old).floor_theta is None   # stored before the rule
+        assert CATConfig.from_dict(old).stopping.floor_theta is None   # stored before the rule
         with pytest.raises(ConfigError):
             CATConfig(floor_theta=1.0, ceiling_theta=0.5)
         with pytest.raises(ConfigError):

@@ -335,6 +335,41 @@ class TestRunsInProcess:
         assert asked[11] == asked[12] and len(set(asked)) == len(asked) - 1  # only the pending one
         assert store.steps(rid)["times_asked"].max() == 2
 
+    def test_a_run_stored_with_an_old_flat_config_resumes(self, bank, tmp_path):
+        """A run stored before CATConfig was composed of parts (flat keys, and none of the
+        floor / ceiling / score-precision settings of later versions) resumes exactly."""
+        config = CATConfig(se_stop=0.2, min_items=8, max_items=40, randomesque=3)
+        ref = reference_run(bank, tmp_path, config=config)
+        old = {k: v for k, v in config.to_dict().items()
+               if k not in ("floor_theta", "ceiling_theta", "bound_z", "score_curve",
+                            "score_sd_stop")}
+        sim = SimulatedSubject(bank, THETA, seed=SEED)
+        asked = []
+
+        def fn(item, prompt):
+            asked.append(item["item_id"])
+            if len(asked) == 6:
+                raise _Crash()
+            return sim.ask(prompt, item).text
+
+        db = tmp_path / "old.sqlite"
+        subj = CallableSubject(fn, name=sim.name)
+        store = fast_store(db)
+        rid = runner.start_run(store, bank, subj, seed=CAT_SEED, config=config)
+        with pytest.raises(_Crash):
+            runner.continue_run(store, rid, bank, subj)
+        con = sqlite3.connect(db)
+        session = json.loads(con.execute("SELECT session_json FROM runs WHERE run_id=?",
+                                         (rid,)).fetchone()[0])
+        session["config"] = old
+        con.execute("UPDATE runs SET session_json=?, config_json=? WHERE run_id=?",
+                    (json.dumps(session), json.dumps(old), rid))
+        con.commit()
+        con.close()
+        res = runner.resume(fast_store(db), rid, bank=bank, subject=subj)
+        assert res.status == "done" and res.items == ref.items and res.scores == ref.scores
+        assert (res.theta, res.se, res.stop_reason) == (ref.theta, ref.se, ref.stop_reason)
+
     def test_cache_answers_repeat_questions(self, bank, tmp_path):
         calls = []
         sim = SimulatedSubject(bank, THETA, seed=SEED)

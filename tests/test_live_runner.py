@@ -30,7 +30,7 @@ import pytest
 from conftest import HANG_S
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import CATSession
+from atlascat.cat.session import CATSession
 from atlascat.errors import AtlasError, ConfigError, LiveRunError
 from atlascat.live import runner
 from atlascat.content.items import item_record

@@ -19,7 +19,7 @@ import pytest
 
 import atlascat as at
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import CATSession
+from atlascat.cat.session import CATSession
 from atlascat.cli import main
 from atlascat.errors import AtlasError, BankError, ConfigError, ResponseDataError
 from atlascat.irt import fit as irt_fit

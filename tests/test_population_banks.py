@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import simulate_cat
+from atlascat.cat.simulate import simulate_cat
 from atlascat.link.settings import CHANCE
 from atlascat.catalogue import LINK_BENCHMARKS, load_bundled_bank, load_score_link
 from atlascat.link import predict_frame

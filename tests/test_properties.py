@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from atlascat.cat.config import CATConfig  # noqa: E402
-from atlascat.cat.engine import CATSession  # noqa: E402
+from atlascat.cat.session import CATSession  # noqa: E402
 from atlascat.errors import AtlasError  # noqa: E402
 from atlascat.irt.ability import estimate_ability  # noqa: E402
 from atlascat.irt.bank import ItemBank  # noqa: E402

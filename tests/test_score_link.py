@@ -179,7 +179,7 @@ def test_monotone_spline_is_monotone_and_flat_outside_data():
 @pytest.mark.slow
 def test_fit_bank_and_link_on_held_out_real_models(shared_data):
     """A 2PL bank + link from 1,500 HellaSwag models predicts the others' published score."""
-    from atlascat.cat.engine import simulate_cat
+    from atlascat.cat.simulate import simulate_cat
     from atlascat.filtering import stratified_split
     from atlascat.live.build_bank import content_matrix, fit_bank_and_link, load_published_scores
 

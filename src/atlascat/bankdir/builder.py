@@ -169,7 +169,7 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
     in-sample interval). Returns {"factor", "folds", "ratio_q95", "n", "coverage_before"}.
     """
     from ..cat.config import CATConfig
-    from ..cat.engine import simulate_cat
+    from ..cat.simulate import simulate_cat
     from ..irt.calibrate import calibrate
     from ..link.curve import knots_for
     from ..responses import ResponseMatrix

@@ -99,27 +99,29 @@ class MaxPriorityIndex:
 
 def make_content_balancer(bank, config):
     """The balancer a config asks for (None without ``content_column``)."""
-    if config.content_column is None:
+    content = config.content
+    if content.column is None:
         return None
     meta = bank.metadata
-    if meta is None or config.content_column not in meta.columns:
+    if meta is None or content.column not in meta.columns:
         have = [] if meta is None else list(meta.columns)
-        raise ConfigError(f"content_column {config.content_column!r} is not a column of the bank "
+        raise ConfigError(f"content_column {content.column!r} is not a column of the bank "
                           f"metadata (columns: {have}); add the content area of every item")
-    areas = meta[config.content_column]
+    areas = meta[content.column]
     if areas.isna().any():
         bad = list(areas.index[areas.isna()][:5])
         raise ConfigError(f"content area missing for item(s) {bad}")
-    length = config.content_length
+    length = content.length
     if length is None:
-        length = config.max_items if config.is_fixed_length else max(config.min_items, 1)
-    return MaxPriorityIndex(areas.to_numpy(), config.content_targets, length)
+        stop = config.stopping
+        length = stop.max_items if stop.is_fixed_length else max(stop.min_items, 1)
+    return MaxPriorityIndex(areas.to_numpy(), content.targets, length)
 
 
 def content_report(result, bank, column: str, targets) -> pd.DataFrame:
     """Per examinee and area: items given, target count, and the deviation.
 
-    ``result``: a :class:`~atlascat.cat.engine.CATResult`. Target count = p_k x n_items of that
+    ``result``: a :class:`~atlascat.cat.result.CATResult`. Target count = p_k x n_items of that
     examinee. Columns: subject_id, area, n, target, deviation.
     """
     areas = bank.metadata[column].astype(str)

@@ -15,7 +15,7 @@ __all__ = ["examinee_generators"]
 
 def examinee_generators(rng, n: int) -> list:
     """One child Generator per examinee: ``rng.spawn(n)`` (what
-    :func:`~atlascat.cat.engine.simulate_cat` uses)."""
+    :func:`~atlascat.cat.simulate.simulate_cat` uses)."""
     return _as_generator(rng).spawn(n)
 
 

@@ -1,4 +1,4 @@
-"""The outcome of a simulated adaptive test (:func:`~atlascat.cat.engine.simulate_cat`).
+"""The outcome of a simulated adaptive test (:func:`~atlascat.cat.simulate.simulate_cat`).
 
 One row per examinee and one per administered item, the exposure rate of every item
 (share of examinees given it), and the figures built on them: test overlap, item positions
@@ -52,7 +52,7 @@ class CATResult:
         n = len(p)
         items = f", mean items {p['n_items'].mean():.1f}" if n and "n_items" in p else ""
         se = f", mean SE {p['se'].mean():.3f}" if n and "se" in p else ""
-        return (f"CATResult(n_examinees={n}{items}{se}, max_items={self.config.max_items}, "
+        return (f"CATResult(n_examinees={n}{items}{se}, max_items={self.config.stopping.max_items}, "
                 f"{self.wall_seconds:.2g} s)")
 
     def selected_items(self, subject_id) -> pd.DataFrame:

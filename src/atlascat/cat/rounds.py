@@ -11,7 +11,7 @@ after the first are scored by ``method``:
 - "preposterior": the criterion averaged over N(theta_virtual, sd0^2 - sd_m^2) by 7-point
   Gauss-Hermite.
 
-The mixin runs on the state of :class:`~atlascat.cat.core._Engine` (posterior, select,
+The mixin runs on the state of :class:`~atlascat.cat.state._Engine` (posterior, select,
 record, stopping decision) and restores it after the round.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ BATCH_METHODS = ("expected", "preposterior", "mepv")  # see _JointRounds.select_
 
 
 class _JointRounds:
-    """Joint selection of a round of k items (mixed into :class:`~atlascat.cat.core._Engine`)."""
+    """Joint selection of a round of k items (mixed into :class:`~atlascat.cat.state._Engine`)."""
 
     _GH = np.polynomial.hermite_e.hermegauss(7)
 
@@ -140,8 +140,8 @@ class _JointRounds:
             raise ConfigError(f"batch cut must be 'predicted' or 'none', got {cut!r}")
         if method not in BATCH_METHODS:
             raise ConfigError(f"batch method must be one of {BATCH_METHODS}, got {method!r}")
-        spread = method == "preposterior" and self.config.selection == "mfi"
-        design = method == "mepv" and self.config.selection == "mfi" and k > 1
+        spread = method == "preposterior" and self.config.selection.criterion == "mfi"
+        design = method == "mepv" and self.config.selection.criterion == "mfi" and k > 1
         picks = np.full((rows.size, k), -1, dtype=np.intp)
         going = np.arange(rows.size)
         saved = None

@@ -140,7 +140,10 @@ class SelectionCriterion:
 
     ``theta``: (n,) current estimates; ``n_items``: (n,) items answered so far; ``used``: (n, J)
     boolean mask of items no longer available (the engine sets those scores to -inf anyway).
+    ``params``: the bank's :class:`ItemParams` (``a``, ``b``, ``c``, ``u`` arrays).
     ``nonnegative`` tells content balancing that scores can be multiplied by priority factors.
+    A subclass of your own goes in ``CATConfig(selection=obj)`` (``Selection(criterion=obj)``);
+    the engine uses it after the first item, with randomesque, exposure control and the budget.
     """
 
     name = "base"
@@ -248,13 +251,16 @@ class RandomSelection(SelectionCriterion):
 
 
 def make_criterion(config, params: ItemParams) -> SelectionCriterion:
-    """The criterion named by ``config.selection``."""
-    if config.selection == "mfi":
+    """The criterion of ``config.selection``: a named one, or the user's object itself."""
+    sel = config.selection
+    if sel.is_custom:
+        return sel.criterion
+    if sel.criterion == "mfi":
         return MaxInformation()
-    if config.selection == "kl":
-        return KLInterval(config.kl_width, config.kl_points)
-    if config.selection == "astrat":
-        return AStratified(params.a, config.astrat_strata, config.stage_items)
+    if sel.criterion == "kl":
+        return KLInterval(sel.kl_width, sel.kl_points)
+    if sel.criterion == "astrat":
+        return AStratified(params.a, sel.astrat_strata, config.stage_items)
     return RandomSelection()
 
 

@@ -4,7 +4,7 @@
 ``config.uniforms_per_step`` uniforms from the session's generator), ``record`` scores and
 updates the posterior, ``next_items(k)`` / ``record_many`` run joint rounds of k items. With
 the generator ``rng.spawn(n)[i]`` a session reproduces examinee i of
-:func:`~atlascat.cat.engine.simulate_cat` exactly. ``to_dict`` / ``from_dict`` persist and
+:func:`~atlascat.cat.simulate.simulate_cat` exactly. ``to_dict`` / ``from_dict`` persist and
 resume it (answers replayed, RNG state restored).
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pandas as pd
 from ..errors import BankError, ConfigError, LiveRunError, ResponseDataError
 from ..irt.bank import ItemBank, normalize_item_id
 from .config import CATConfig
-from .core import _Engine
-from .exposure_control import make_exposure_control
+from .state import _Engine
+from .exposure import make_exposure_control
 from .generators import _as_generator
 from .tables import bank_fingerprint
 

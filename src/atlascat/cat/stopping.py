@@ -34,10 +34,17 @@ where the bank has no information: weak models never reach SE 0.2 nor clear a 2-
 floor). The CAT layer does not know score links: the thresholds and curves are plain numbers
 in the config, produced by ``ScoreLink.stop_settings(margin)``.
 
-The engine object passed to ``check`` exposes ``n_items``, ``theta``, ``se``, ``post_sd``, ``test_info``
-(sum of item information at theta), ``spent`` (cost so far), ``config``, ``prior_precision``,
-``item_cost`` and ``best_remaining(rows)`` -> (best item, its information), computed once per
-check and shared by the rules that need it.
+The engine object passed to ``check`` exposes, per examinee row, ``n_items``, ``theta``, ``se``,
+``post_sd``, ``test_info`` (sum of item information at theta), ``spent`` (cost so far),
+``scores`` and ``items`` (answers and bank positions so far, NaN / -1 padded), ``used`` (items
+out of the pool), and ``config``, ``prior_precision``, ``item_cost`` and
+``best_remaining(rows)`` -> (best item, its information), computed once per check and shared by
+the rules that need it.
+
+Your own rule: subclass :class:`StopRule` (a ``reason`` and a vectorized ``check``; set
+``precision = False`` for a rule that may fire before ``min_items``) and pass it as
+``CATConfig(stop_rules=[rule])`` (``Stopping(rules=...)``); :func:`build_stop_rules` checks it
+after the built-in rules, before ``max_items``.
 
 References
 ----------
@@ -204,7 +211,7 @@ class CostAwareStop(StopRule):
 
     def check(self, engine, rows):
         best, info = engine.best_remaining(rows)
-        if engine.config.se_method == "information":
+        if engine.config.estimation.se_method == "information":
             after = 1.0 / np.sqrt(engine.test_info[rows] + info + engine.prior_precision)
         else:
             after = engine.expected_posterior_sd(rows, best)
@@ -250,22 +257,24 @@ class MaxItemsStop(StopRule):
 
 def build_stop_rules(config) -> list[StopRule]:
     """The rules a config enables, in the order they are checked."""
+    stop = config.stopping
     rules: list[StopRule] = []
-    if getattr(config, "floor_theta", None) is not None:
-        rules.append(FloorStop(config.floor_theta, config.bound_z))
-    if getattr(config, "ceiling_theta", None) is not None:
-        rules.append(CeilingStop(config.ceiling_theta, config.bound_z))
-    if getattr(config, "score_curve", None) is not None:
-        rules.append(ScorePrecisionStop(config.score_curve, config.score_sd_stop))
-    if config.se_stop is not None:
-        rules.append(SEStop(config.se_stop))
-    if config.reliability_stop is not None:
-        rules.append(ReliabilityStop(config.reliability_stop, config.prior_sd))
-    if config.min_info_stop is not None:
-        rules.append(MinInformationStop(config.min_info_stop))
-    if config.value_per_se is not None:
-        rules.append(CostAwareStop(config.value_per_se))
-    if config.budget is not None:
-        rules.append(BudgetStop(config.budget))
-    rules.append(MaxItemsStop(config.max_items))
+    if stop.floor_theta is not None:
+        rules.append(FloorStop(stop.floor_theta, stop.bound_z))
+    if stop.ceiling_theta is not None:
+        rules.append(CeilingStop(stop.ceiling_theta, stop.bound_z))
+    if stop.score_curve is not None:
+        rules.append(ScorePrecisionStop(stop.score_curve, stop.score_sd_stop))
+    if stop.se_stop is not None:
+        rules.append(SEStop(stop.se_stop))
+    if stop.reliability_stop is not None:
+        rules.append(ReliabilityStop(stop.reliability_stop, config.estimation.prior_sd))
+    if stop.min_info_stop is not None:
+        rules.append(MinInformationStop(stop.min_info_stop))
+    if stop.value_per_se is not None:
+        rules.append(CostAwareStop(stop.value_per_se))
+    if stop.budget is not None:
+        rules.append(BudgetStop(stop.budget))
+    rules.extend(stop.rules)  # the user's own (CATConfig(stop_rules=...))
+    rules.append(MaxItemsStop(stop.max_items))
     return rules

@@ -38,11 +38,11 @@ class _Tables:
         self.params = ItemParams.from_bank(bank)
         self.params_padded = self.params.padded()
         self.n_items = len(bank)
-        quad = normal_quadrature(config.quadpts, config.theta_range, config.prior_mean,
-                                 config.prior_sd)
+        est, stop = config.estimation, config.stopping
+        quad = normal_quadrature(est.quadpts, est.theta_range, est.prior_mean, est.prior_sd)
         self.nodes = quad.nodes
         log_w = quad.log_weights.copy()
-        if config.quadrature_rule == "trapezoid":
+        if est.quadrature_rule == "trapezoid":
             log_w[[0, -1]] += np.log(0.5)
         self.log_prior = log_w - np.logaddexp.reduce(log_w)
         lp, lq = models.log_probability(self.nodes, *bank.params)
@@ -51,25 +51,25 @@ class _Tables:
         self.criterion = make_criterion(config, self.params)
         # exact shortcut for MFI on large 3PL banks (see selection.InfoPruner)
         self.pruner = None
-        if (config.selection == "mfi" and config.content_column is None
+        if (config.selection.criterion == "mfi" and not config.content.enabled
                 and InfoPruner.applicable(self.params)):
-            self.pruner = InfoPruner(self.params, config.theta_range)
+            self.pruner = InfoPruner(self.params, est.theta_range)
         self._info_nodes = None
         self.rules = build_stop_rules(config)
-        self.prior_precision = 1.0 / config.prior_sd ** 2
+        self.prior_precision = 1.0 / est.prior_sd ** 2
         # costs
-        if config.cost_column is not None:
+        if stop.cost_column is not None:
             meta = bank.metadata
-            if meta is None or config.cost_column not in meta.columns:
-                raise ConfigError(f"cost_column {config.cost_column!r} is not a bank metadata column")
-            cost = pd.to_numeric(meta[config.cost_column], errors="coerce").to_numpy(float)
+            if meta is None or stop.cost_column not in meta.columns:
+                raise ConfigError(f"cost_column {stop.cost_column!r} is not a bank metadata column")
+            cost = pd.to_numeric(meta[stop.cost_column], errors="coerce").to_numpy(float)
             if not np.all(np.isfinite(cost) & (cost >= 0)):
-                raise ConfigError(f"bank metadata column {config.cost_column!r} must hold "
+                raise ConfigError(f"bank metadata column {stop.cost_column!r} must hold "
                                   "non-negative numeric costs for every item")
             self.item_cost = cost
             self.uniform_cost = bool(np.all(cost == cost[0]))
         else:
-            self.item_cost = np.full(self.n_items, config.cost_per_item or 0.0)
+            self.item_cost = np.full(self.n_items, stop.cost_per_item or 0.0)
             self.uniform_cost = True
         # content balancing (phase-2 component; None when off). Exposure control has state
         # (counts), so it belongs to the engine, not to these shared tables.
@@ -92,7 +92,7 @@ def _tables(bank: ItemBank, config: CATConfig) -> _Tables:
     """Tables for (bank, config), cached per bank object and config."""
     if not isinstance(bank, ItemBank):
         raise BankError(f"bank must be an ItemBank, got {type(bank).__name__}")
-    key = repr(sorted(config.to_dict().items(), key=lambda kv: kv[0]))
+    key = config.cache_key()  # the cached tables hold the custom components: ids stay unique
     per_bank = _TABLE_CACHE.setdefault(bank, {})
     tab = per_bank.get(key)
     if tab is None:

@@ -142,7 +142,7 @@ def with_link_stops(config, settings: dict, min_items_given: bool):
     if min_items_given or "min_items" not in settings:
         settings.pop("min_items", None)
     else:
-        settings["min_items"] = min(int(settings["min_items"]), config.max_items)
+        settings["min_items"] = min(int(settings["min_items"]), config.stopping.max_items)
     return config.replace(**settings)
 
 

@@ -60,7 +60,7 @@ def cat_config(*, se_stop: float | None = None, min_items: int | None = None,
         if fixed_length < 1:
             raise ConfigError(f"--fixed-length must be >= 1, got {fixed_length}")
         return cli_names(lambda: CATConfig.fixed_length(int(fixed_length), **fields))
-    d = CATConfig()
+    d = CATConfig().stopping
     max_items = d.max_items if max_items is None else int(max_items)
     if min_items is None:
         min_items = min(d.min_items, max(max_items, 0))

@@ -236,7 +236,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     import pandas as pd
 
     from ..bankdir import is_bank_dir, load_bank_dir
-    from ..cat.engine import simulate_cat
+    from ..cat.simulate import simulate_cat
     from ..catalogue import bundled_link
 
     folder = load_bank_dir(bank) if is_bank_dir(bank) else None  # atlas build-bank's folder

@@ -19,7 +19,7 @@ Steps (every random choice flows from one seeded ``numpy.random.Generator``):
 4. **Methods**: each estimates every test model from that model's own real answers on the items
    the method picks.
 
-   - ATLAS CAT at each tau: :func:`atlascat.cat.engine.simulate_cat` replays the real matrix
+   - ATLAS CAT at each tau: :func:`atlascat.cat.simulate.simulate_cat` replays the real matrix
      (paper defaults: first item near theta0, MFI with randomesque 5, EAP, stop at SE <= tau after
      30 items); theta and SE are the CAT's own final estimate.
    - Fixed forms: Random-k (averaged over replicates), tinyBenchmarks anchor points, the
@@ -616,7 +616,7 @@ def _run_cat(bank: ItemBank, test: ResponseMatrix, tau: float, config: dict, rng
     step-by-step trajectories of ``config.example_models`` models.
     """
     from ..cat.config import CATConfig
-    from ..cat.engine import simulate_cat
+    from ..cat.simulate import simulate_cat
 
     cat_config = CATConfig(se_stop=tau, **config["cat_options"])
     result = simulate_cat(bank, cat_config, responses=test, rng=rng)

@@ -336,7 +336,7 @@ class ScoreLink:
         if cat_config is False:
             return link
         from ..cat.config import CATConfig
-        from ..cat.engine import simulate_cat
+        from ..cat.simulate import simulate_cat
 
         cfg = cat_config or CATConfig(se_stop=0.2)
         rng = np.random.default_rng(0) if rng is None else np.random.default_rng(rng)
@@ -359,7 +359,7 @@ class ScoreLink:
         f = np.interp(th_c, grid, link.local_scale)
         link.interval_scale = float(max(1.0, np.quantile(np.abs(z) / f, COVERAGE_TARGET)
                                         / Z95))
-        link.info.update({"cat_se_stop": cfg.se_stop, "cat_mean_items": float(asked.sum(1).mean()),
+        link.info.update({"cat_se_stop": cfg.stopping.se_stop, "cat_mean_items": float(asked.sum(1).mean()),
                           "cat_mae_calibration": float(np.mean(np.abs(s - base)))})
         if use_answers:
             P_full = link._probabilities(th)
@@ -392,7 +392,7 @@ class ScoreLink:
                 link.corrections[key] = fit
                 link.info[f"cat_mae_calibration_{key}"] = fit.pop("cv_mae")
                 link.info[f"ridge_lambda_{key}"] = fit.pop("lambda")
-            link.info["correction_se_stops"] = [cfg.se_stop, *map(float, extra_se_stops)]
+            link.info["correction_se_stops"] = [cfg.stopping.se_stop, *map(float, extra_se_stops)]
         return link
 
     # ---------------------------------------------------------------- pieces

@@ -198,7 +198,7 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
     length its SE rule gives.
     """
     from ..cat.config import CATConfig
-    from ..cat.engine import simulate_cat
+    from ..cat.simulate import simulate_cat
     from ..link import ScoreLink
     from ..filtering import stratified_split
 

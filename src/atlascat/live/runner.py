@@ -259,7 +259,7 @@ def expected_accuracy(bank, theta: float) -> float:
 
 
 def _session_cls():
-    from ..cat.engine import CATSession
+    from ..cat.session import CATSession
 
     return CATSession
 

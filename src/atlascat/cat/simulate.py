@@ -1,4 +1,4 @@
-"""The CAT engine: one core for batched simulation and step-by-step live sessions.
+"""simulate_cat: the adaptive test of many examinees at once, on the engine live sessions share.
 
 Algorithm (ATLAS paper, Algorithm 1), for every examinee::
 
@@ -14,7 +14,7 @@ follow (Bock and Mislevy, 1982). The reported SE is either the posterior SD or, 
 ``semTheta`` for a Bayesian estimate, 1 / sqrt(sum_j I_j(theta) + 1 / prior_sd^2) over the
 administered items (``se_method``).
 
-Batching. The engine core (:mod:`atlascat.cat.core`) holds the state of n examinees as arrays;
+Batching. The engine (:mod:`atlascat.cat.state`) holds the state of n examinees as arrays;
 :func:`simulate_cat` (this module) advances all active examinees together (one step = one
 selection + one answer for each of them), so the hot path is NumPy over (examinee x item)
 blocks with no Python loop over items or examinees. :class:`CATSession`
@@ -24,10 +24,10 @@ each examinee draws its random numbers from its own generator in a fixed amount 
 sessions run one by one give identical item sequences and estimates.
 
 Modules: :mod:`~atlascat.cat.tables` (grid and log P / log Q tables per bank and config),
-:mod:`~atlascat.cat.core` (state and one step), :mod:`~atlascat.cat.rounds` (joint rounds of k
-items), :mod:`~atlascat.cat.session` (:class:`CATSession`), :mod:`~atlascat.cat.result`
-(:class:`CATResult`), :mod:`~atlascat.cat.generators` (per-examinee generators). This module
-re-exports their public names, so ``atlascat.cat.engine`` stays the entry point.
+:mod:`~atlascat.cat.state` (engine state and one step), :mod:`~atlascat.cat.rounds` (joint
+rounds of k items), :mod:`~atlascat.cat.session` (:class:`CATSession`),
+:mod:`~atlascat.cat.result` (:class:`CATResult`), :mod:`~atlascat.cat.generators`
+(per-examinee generators).
 
 References
 ----------
@@ -48,16 +48,13 @@ from ..errors import ConfigError
 from ..irt.bank import ItemBank
 from .answers import CallableAnswers, ModelAnswers, ReplayAnswers, UniformStreams
 from .config import CATConfig
-from .core import _Engine
-from .exposure_control import make_exposure_control
-from .generators import _as_generator, examinee_generators
+from .exposure import make_exposure_control
+from .generators import _as_generator
 from .result import CATResult
 from .rounds import BATCH_METHODS
-from .session import CATSession
-from .tables import _TABLE_CACHE, bank_fingerprint  # noqa: F401 (re-export)
+from .state import _Engine
 
-__all__ = ["CATSession", "CATResult", "simulate_cat", "bank_fingerprint", "examinee_generators",
-           "BATCH_METHODS"]
+__all__ = ["simulate_cat"]
 
 _REPICK_EXTRA = 16  # ranked candidates kept beyond the pick size for re-picks after skips
 
@@ -151,7 +148,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     k = config.uniforms_per_step
     # skipped items re-picked from the ranking already made (theta has not moved): replay only,
     # and not under exposure control (its state changes between picks)
-    repick = answerable is not None and exp is None and config.selection != "random"
+    repick = answerable is not None and exp is None and config.selection.criterion != "random"
     active = np.flatnonzero(~eng.done)
     while active.size:
         t0 = time.perf_counter()
@@ -289,7 +286,7 @@ def _collect(bank, config, eng: _Engine, subject_ids, seconds, theta_ref, wall) 
     if theta_ref is not None:
         persons["theta_ref"] = theta_ref
         persons["error"] = persons["theta"] - theta_ref
-    item_matrix = eng.items[:, :config.max_items].copy()
+    item_matrix = eng.items[:, :config.stopping.max_items].copy()
     mask = item_matrix >= 0
     rows, cols = np.nonzero(mask)
     administered = pd.DataFrame({

@@ -4,7 +4,7 @@ One step for a block of examinees (rows): select the next item (first item unifo
 |b - theta0| < window, then a randomesque pick among the k best by the selection criterion,
 with exposure control, content balancing and the budget), record the answer, update the
 posterior, estimate theta and SE, check the stopping rules. Both
-:func:`~atlascat.cat.engine.simulate_cat` (n examinees) and
+:func:`~atlascat.cat.simulate.simulate_cat` (n examinees) and
 :class:`~atlascat.cat.session.CATSession` (n = 1) run on it; every computation is row-wise.
 
 Estimation: the log-posterior on the grid gains y log P_j + (1 - y) log Q_j per answer
@@ -41,7 +41,7 @@ class _Engine(_JointRounds):
         self.config = config
         self.n = n
         J = tab.n_items
-        W = -(-config.max_items // _SUM_BLOCK) * _SUM_BLOCK  # history width, whole sum blocks
+        W = -(-config.stopping.max_items // _SUM_BLOCK) * _SUM_BLOCK  # history: whole sum blocks
         self.log_post = np.tile(tab.log_prior, (n, 1))
         self.n_items = np.zeros(n, dtype=np.intp)
         self.n_skipped = np.zeros(n, dtype=np.intp)
@@ -65,7 +65,7 @@ class _Engine(_JointRounds):
         self._spread = None  # preposterior SD of theta per row during a batched round, or None
         self._design = None  # (start posterior, node precision) per row: method "mepv"
         self._estimate(np.arange(n))
-        if config.max_items < 1:  # pragma: no cover - validated by CATConfig
+        if config.stopping.max_items < 1:  # pragma: no cover - validated by CATConfig
             self.done[:] = True
 
     # -------------------------------------------------------------- shortcuts for rules
@@ -92,7 +92,7 @@ class _Engine(_JointRounds):
         post_sd = np.sqrt((w * dev * dev).sum(axis=1) / s)
         self.theta[rows] = theta
         self.post_sd[rows] = post_sd
-        if self.config.se_method == "information":
+        if self.config.estimation.se_method == "information":
             info = self._test_information(rows, theta)
             self.test_info[rows] = info
             self.se[rows] = 1.0 / np.sqrt(info + tab.prior_precision)
@@ -156,8 +156,9 @@ class _Engine(_JointRounds):
         """Items not available to each row: used, over the budget, or (``exposure``) ineligible
         under exposure control."""
         used = self.used[rows]
-        if self.config.budget is not None and not self.tab.uniform_cost:
-            left = self.config.budget * (1 + 1e-12) - self.spent[rows]
+        budget = self.config.stopping.budget
+        if budget is not None and not self.tab.uniform_cost:
+            left = budget * (1 + 1e-12) - self.spent[rows]
             used = used | (self.tab.item_cost[None, :] > left[:, None])
         exp = self.exposure
         if exposure and exp is not None:
@@ -174,7 +175,7 @@ class _Engine(_JointRounds):
         the pick size where the ranking allows), k the pick size of the row, complete whether
         cand holds every eligible item. While theta, the answer count and the costs stay the
         same (an item was skipped), the next pick is a pick from that list without the skipped
-        item (used by :func:`~atlascat.cat.engine.simulate_cat` for replayed answers with
+        item (used by :func:`~atlascat.cat.simulate.simulate_cat` for replayed answers with
         missing cells).
         """
         rows = np.asarray(rows, dtype=np.intp)
@@ -206,7 +207,7 @@ class _Engine(_JointRounds):
 
     def _select_block(self, rows, u, ignore_exposure: bool = False, extra: int = 0, sink=None,
                       offset: int = 0):
-        tab, cfg = self.tab, self.config
+        tab, cfg = self.tab, self.config.selection
         blocked = self.blocked(rows, exposure=not ignore_exposure)
         first = self.n_items[rows] == 0
         items = np.full(rows.size, -1, dtype=np.intp)
@@ -222,7 +223,7 @@ class _Engine(_JointRounds):
                     scores = tab.content.apply(scores, self.area_counts[g], self.n_items[g])
                 n_cand = tab.n_items
                 cand, n_fin, _ = ranked_candidates(scores, n_cand)
-            elif cfg.selection == "random" and not trials and tab.content is None:
+            elif cfg.criterion == "random" and not trials and tab.content is None:
                 # uniform among all available items: the r-th available one, r = floor(u n)
                 avail = ~bg
                 n_avail = avail.sum(axis=1)
@@ -231,8 +232,9 @@ class _Engine(_JointRounds):
                 items[group] = np.where(n_avail > 0, pos, -1)
                 continue
             else:
-                k = tab.n_items if cfg.selection == "random" else cfg.randomesque
-                n_cand = min(tab.n_items, k + (cfg.sh_max_trials if trials else 0) + extra)
+                k = tab.n_items if cfg.criterion == "random" else cfg.randomesque
+                sh = self.config.exposure.sh_max_trials if trials else 0
+                n_cand = min(tab.n_items, k + sh + extra)
                 cand, n_fin = self._rank(g, bg, n_cand)
             if trials:
                 chosen, rejected = exp.pick(cand, n_fin, k, ug)
@@ -412,7 +414,7 @@ class _Engine(_JointRounds):
         """(stop, reason) of the stopping rules on the current state of ``rows``, without
         committing anything. ``precision=False`` evaluates only the rules that always apply
         (length, budget) and bank exhaustion."""
-        enough = self.n_items[rows] >= self.config.min_items
+        enough = self.n_items[rows] >= self.config.stopping.min_items
         any_enough = bool(enough.any()) and precision
         self._best_cache = None
         stop = np.zeros(rows.size, dtype=bool)
