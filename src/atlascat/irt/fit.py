@@ -668,7 +668,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     infinite ML theta (perfect/zero patterns) get NaN (the statistics are undefined there).
     Returns columns subject_id, theta, n_items, lz, lz_star, p_lz_star.
     """
-    from scipy.stats import norm  # lazy: scipy.stats costs ~1 s at import
+    from scipy.special import ndtr  # scipy.stats.norm.cdf's own function, without its import
 
     method = str(method).lower()
     if method not in ("ml", "wle", "map"):
@@ -711,7 +711,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     lz = np.where(bad, np.nan, lz)
     lzs = np.where(bad | ~(tau2 > 0), np.nan, lzs)
     return pd.DataFrame({"subject_id": ids, "theta": theta, "n_items": n_obs, "lz": lz,
-                         "lz_star": lzs, "p_lz_star": norm.cdf(lzs)})
+                         "lz_star": lzs, "p_lz_star": ndtr(lzs)})
 
 
 # --------------------------------------------------------------------------------------- Q3
