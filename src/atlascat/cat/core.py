@@ -103,14 +103,16 @@ class _Engine(_JointRounds):
         """sum_j I_j(theta) over each row's administered items.
 
         Summed in fixed blocks of 128 columns (zero-padded) that are then added in order, so
-        the floating-point result of a row does not depend on the other rows of the call.
+        the floating-point result of a row does not depend on the other rows of the call; the
+        information is computed for the first ``n_max`` columns only (the padding's is 0).
         """
         n_max = int(self.n_items[rows].max()) if theta.size else 0
         if n_max == 0:
             return np.zeros(theta.size)
         nb = -(-n_max // _SUM_BLOCK)
-        adm = self.items[rows, :nb * _SUM_BLOCK]
-        info = fisher_information(theta[:, None], self.tab.params_padded.table[:, adm])
+        table = self.tab.params_padded.table[:, self.items[rows, :n_max]]
+        info = np.zeros((theta.size, nb * _SUM_BLOCK))
+        info[:, :n_max] = fisher_information(theta[:, None], table)
         blocks = info.reshape(theta.size, nb, _SUM_BLOCK).sum(axis=2)
         total = blocks[:, 0].copy()
         for b in range(1, nb):
