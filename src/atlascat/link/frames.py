@@ -19,8 +19,10 @@ __all__ = ["predict_frame"]
 COLUMNS = ["leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi", "leaderboard_percentile",
            "leaderboard_flag", "leaderboard_warning"]
 
-#: stop reasons that may add a note ("at or near chance / the top", see stop_note)
-NOTED = ("floor", "ceiling", "score_precision", "min_information")
+#: stop reasons that add a note ("at or near chance / the top", see stop_note), and those that
+#: add one where chance is in the interval (lo <= chance + 0.02)
+NOTED = ("floor", "ceiling")
+NOTED_NEAR_CHANCE = ("score_precision", "min_information")
 
 
 def _texts(link, theta, se, pred, reasons):
@@ -30,11 +32,14 @@ def _texts(link, theta, se, pred, reasons):
 
     n = theta.size
     flag, warning = np.full(n, "", dtype=object), np.full(n, "", dtype=object)
-    noted = pd.Series(reasons, dtype=object).isin(NOTED).to_numpy() & np.isfinite(pred.score)
-    for i in np.flatnonzero(pred.below | pred.above | pred.misfit | pred.guess | noted):
+    stops = pd.Series(reasons, dtype=object)
+    noted = np.isfinite(pred.score) & (stops.isin(NOTED).to_numpy() | (
+        stops.isin(NOTED_NEAR_CHANCE).to_numpy() & (pred.lo <= link.chance + 0.02)))
+    misfit = pred.misfit
+    for i in np.flatnonzero(pred.below | pred.above | misfit | pred.guess | noted):
         warnings, flags = link._warnings(
             float(theta[i]), float(se[i]), bool(pred.below[i]), bool(pred.above[i]),
-            float(pred.lz[i]) if pred.misfit[i] else None,
+            float(pred.lz[i]) if misfit[i] else None,
             (int(pred.n_right[i]), int(pred.n_answered[i])) if pred.guess[i] else None)
         why = reasons[i] if isinstance(reasons[i], str) else None
         note = stop_note(ScorePrediction(float(pred.score[i]), float(pred.lo[i]),
