@@ -86,7 +86,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import linalg
-from scipy.optimize import brentq
 from scipy.special import expit
 
 from ..errors import ConfigError, ResponseDataError, warn_user
@@ -181,6 +180,7 @@ def rmsea_ci(stat: float, df: float, n: float, ci: float = 0.9) -> tuple[float, 
     """RMSEA confidence interval by inverting the noncentral chi-square (as mirt's RMSEA.CI):
     lambda_l: F(stat; df, lambda_l) = 1 - alpha/2, lambda_u: F(stat; df, lambda_u) = alpha/2,
     RMSEA = sqrt(lambda / (n df)); a bound whose equation has no root is 0."""
+    from scipy.optimize import brentq  # lazy: scipy.optimize costs ~0.1 s at import
     from scipy.stats import chi2, ncx2, norm  # lazy: scipy.stats costs ~1 s at import
 
     alpha = (1.0 - ci) / 2.0
