@@ -130,18 +130,3 @@ def test_threads_share_one_limit_and_the_last_restores_it(monkeypatch):
         w.join()
     assert depth == [2] and _blas._state["depth"] == 0 and _blas._state["limiter"] is None
     assert blas_threads() == before
-
-
-def test_answers_by_subject_is_pandas_groupby():
-    import pandas as pd
-
-    from atlascat.link.frames import answers_by_subject
-
-    rng = np.random.default_rng(5)
-    df = pd.DataFrame({"subject_id": rng.choice(["b", "a", "c"], 40), "item_id": rng.integers(0, 90, 40),
-                       "score": rng.integers(0, 2, 40).astype(float)})
-    expected = {sid: dict(zip(g["item_id"].astype(str), g["score"]))
-                for sid, g in df.groupby("subject_id", sort=False)}
-    got = answers_by_subject(df)
-    assert got == expected and list(got) == list(expected)
-    assert all(list(got[s]) == list(expected[s]) for s in got)

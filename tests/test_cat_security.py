@@ -39,7 +39,7 @@ class TestOverlap:
                             p=np.linspace(1, 3, n_items) / np.linspace(1, 3, n_items).sum())
                  for _ in range(80)]
         ref = brute_force_overlap(tests)
-        pair = security.overlap_pairwise(tests, n_items, block=7)  # several blocks
+        pair = security.overlap_pairwise(tests, n_items)
         rates = security.exposure_rates(tests, n_items)
         formula = security.overlap_from_exposure(rates, security.test_lengths(tests))
         assert pair["overlap"] == pytest.approx(ref, rel=1e-12)

@@ -18,9 +18,9 @@ sum_{a<b} (L_a + L_b)/2 = (N - 1) N Lbar / 2, hence the exposure formula
 
 which, with the bank size n and the population variance S_r^2 of the rates, is the fixed-length
 result of Chen et al. (2003), T = N/(N-1) (n S_r^2 / L + L / n) - 1/(N-1) (-> n S_r^2/L + L/n for
-large N). :func:`overlap_pairwise` counts the shared items of every pair directly (incidence
-matrix products); :func:`overlap_from_exposure` and :func:`overlap_fixed_length` use the rates
-only. They agree to rounding.
+large N). :func:`overlap_pairwise` counts the shared items of the pairs of every two test lengths
+(blocks of the incidence product X X^T); :func:`overlap_from_exposure` and
+:func:`overlap_fixed_length` use the rates only. They agree to rounding.
 
 References
 ----------
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 __all__ = [
     "as_item_matrix",
@@ -100,13 +99,17 @@ def overlap_fixed_length(rates, test_length: float, n_examinees: int) -> float:
     return float(big_n / (big_n - 1) * (n * s2 / length + length / n) - 1.0 / (big_n - 1))
 
 
-def overlap_pairwise(tests, n_items: int, block: int = 1024) -> dict:
+def overlap_pairwise(tests, n_items: int) -> dict:
     """Overlap by counting the items every pair of examinees shares.
 
     Returns ``{"overlap": T, "mean_shared": mean over pairs of |A_a n A_b|, "mean_pair_length":
     mean over pairs of (L_a + L_b) / 2, "mean_pair_ratio": mean over pairs of
-    |A_a n A_b| / ((L_a + L_b) / 2)}``; T = mean_shared / mean_pair_length. The shared counts are
-    blocks of the incidence product X X^T (X: examinees x items, 0/1), upper triangle only.
+    |A_a n A_b| / ((L_a + L_b) / 2)}``; T = mean_shared / mean_pair_length. The pairs are
+    counted by their two test lengths: with C[g, j] the examinees of length l_g given item j,
+    the pairs of lengths (l_g, l_h), g < h, share sum_j C[g, j] C[h, j] items and those within
+    length l_g share sum_j C[g, j] (C[g, j] - 1) / 2, each pair's ratio dividing by its own
+    (l_g + l_h) / 2 (the blocks of the incidence product X X^T summed by length group, without
+    forming the N x N product).
     """
     m = as_item_matrix(tests)
     big_n = m.shape[0]
@@ -114,23 +117,19 @@ def overlap_pairwise(tests, n_items: int, block: int = 1024) -> dict:
         nan = float("nan")
         return {"overlap": nan, "mean_shared": nan, "mean_pair_length": nan, "mean_pair_ratio": nan}
     rows, cols = np.nonzero(m >= 0)
-    x = sparse.csr_matrix((np.ones(rows.size), (rows, m[rows, cols])), shape=(big_n, n_items))
-    x.sum_duplicates()
-    x.data[:] = 1.0
-    lengths = np.asarray(x.sum(axis=1)).ravel()
-    xt = x.T.tocsc()
-    shared_total = pair_len_total = ratio_total = 0.0
-    for lo in range(0, big_n, block):
-        hi = min(lo + block, big_n)
-        shared = np.asarray((x[lo:hi] @ xt).todense())
-        a_idx = np.arange(lo, hi)[:, None]
-        upper = np.arange(big_n)[None, :] > a_idx
-        pair_len = (lengths[lo:hi, None] + lengths[None, :]) / 2.0
-        shared_total += shared[upper].sum()
-        pair_len_total += pair_len[upper].sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = np.where(pair_len > 0, shared / pair_len, 0.0)
-        ratio_total += ratio[upper].sum()
+    row, item = np.divmod(np.unique(rows * n_items + m[rows, cols]), n_items)  # each item once
+    lengths = np.bincount(row, minlength=big_n)
+    lens, group = np.unique(lengths, return_inverse=True)
+    counts = np.bincount(group[row] * n_items + item,
+                         minlength=lens.size * n_items).reshape(lens.size, n_items).astype(float)
+    given = counts.sum(axis=0)
+    shared_total = float((given * (given - 1.0) / 2.0).sum())
+    pair_len_total = (big_n - 1) * float(lengths.sum()) / 2.0
+    shared = counts @ counts.T                                  # across length groups
+    np.fill_diagonal(shared, (counts * (counts - 1.0) / 2.0).sum(axis=1))   # within one
+    pair_len = (lens[:, None] + lens[None, :]) / 2.0
+    upper = np.triu(np.ones(shared.shape, dtype=bool)) & (pair_len > 0)
+    ratio_total = float((shared[upper] / pair_len[upper]).sum())
     n_pairs = big_n * (big_n - 1) / 2.0
     return {
         "overlap": float(shared_total / pair_len_total) if pair_len_total else float("nan"),

@@ -86,7 +86,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import linalg
-from scipy.optimize import brentq
 from scipy.special import expit
 
 from ..errors import ConfigError, ResponseDataError, warn_user
@@ -181,6 +180,7 @@ def rmsea_ci(stat: float, df: float, n: float, ci: float = 0.9) -> tuple[float, 
     """RMSEA confidence interval by inverting the noncentral chi-square (as mirt's RMSEA.CI):
     lambda_l: F(stat; df, lambda_l) = 1 - alpha/2, lambda_u: F(stat; df, lambda_u) = alpha/2,
     RMSEA = sqrt(lambda / (n df)); a bound whose equation has no root is 0."""
+    from scipy.optimize import brentq  # lazy: scipy.optimize costs ~0.1 s at import
     from scipy.stats import chi2, ncx2, norm  # lazy: scipy.stats costs ~1 s at import
 
     alpha = (1.0 - ci) / 2.0
@@ -668,7 +668,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     infinite ML theta (perfect/zero patterns) get NaN (the statistics are undefined there).
     Returns columns subject_id, theta, n_items, lz, lz_star, p_lz_star.
     """
-    from scipy.stats import norm  # lazy: scipy.stats costs ~1 s at import
+    from scipy.special import ndtr  # scipy.stats.norm.cdf's own function, without its import
 
     method = str(method).lower()
     if method not in ("ml", "wle", "map"):
@@ -711,7 +711,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     lz = np.where(bad, np.nan, lz)
     lzs = np.where(bad | ~(tau2 > 0), np.nan, lzs)
     return pd.DataFrame({"subject_id": ids, "theta": theta, "n_items": n_obs, "lz": lz,
-                         "lz_star": lzs, "p_lz_star": norm.cdf(lzs)})
+                         "lz_star": lzs, "p_lz_star": ndtr(lzs)})
 
 
 # --------------------------------------------------------------------------------------- Q3

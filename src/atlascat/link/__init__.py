@@ -2,7 +2,8 @@
 leaderboard score with a 95% interval (see ``docs/leaderboard.md``).
 
 - :mod:`.score_link`: :class:`ScoreLink` (fit, predict, stop settings, JSON round trip).
-- :mod:`.frames`: :func:`predict_frame`, the predictions of every examinee of a simulation.
+- :mod:`.frames`: :func:`predict_frame`, the predictions of every examinee of a simulation,
+  all at once (:mod:`.batch`: :meth:`ScoreLink.predict`'s arithmetic on arrays).
 - :mod:`.prediction`: :class:`ScorePrediction` and the floor / ceiling stop notes.
 - :mod:`.curve`, :mod:`.correction`: the curves over theta and the answers' correction.
 - :mod:`.settings`: chance levels and the other constants.

@@ -1,32 +1,55 @@
 """Predicted leaderboard scores for every examinee of a simulation (:func:`predict_frame`).
 
 Each examinee's prediction is :meth:`ScoreLink.predict` on its own theta, SE, answers and stop
-reason; what does not depend on the examinee is done once for all of them: the answers are
-grouped by examinee in one pass of NumPy (pandas' groupby made a frame per examinee) and the
-person fit (Snijders' lz*) of every examinee is one vectorized call
-(:meth:`ScoreLink.lz_star_many`).
+reason, computed for all examinees at once by :func:`~atlascat.link.batch.predict_batch` (the
+same arithmetic on arrays; answers grouped by examinee in one pass of NumPy,
+:func:`~atlascat.link.batch.answer_table`). Only the text of the rows that carry a warning or
+a floor / ceiling note is written one row at a time (:meth:`ScoreLink._warnings`,
+:func:`~atlascat.link.prediction.stop_note`, the one source of those lines).
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["predict_frame", "answers_by_subject"]
+from .batch import answer_table, predict_batch
+from .prediction import ScorePrediction, stop_note
+
+__all__ = ["predict_frame"]
 
 COLUMNS = ["leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi", "leaderboard_percentile",
            "leaderboard_flag", "leaderboard_warning"]
 
+#: stop reasons that add a note ("at or near chance / the top", see stop_note), and those that
+#: add one where chance is in the interval (lo <= chance + 0.02)
+NOTED = ("floor", "ceiling")
+NOTED_NEAR_CHANCE = ("score_precision", "min_information")
 
-def answers_by_subject(administered) -> dict:
-    """subject_id -> {item_id (str): score} of a frame with subject_id, item_id, score, each
-    examinee's answers in the frame's order."""
+
+def _texts(link, theta, se, pred, reasons):
+    """(flag, warning) object arrays: ScorePrediction.flag and .warning of every row, "" when
+    none."""
     import pandas as pd
 
-    codes, subjects = pd.factorize(administered["subject_id"].to_numpy())
-    order = np.argsort(codes, kind="stable")
-    bounds = np.cumsum(np.bincount(codes, minlength=len(subjects)))[:-1]
-    items = np.split(administered["item_id"].astype(str).to_numpy()[order], bounds)
-    scores = np.split(administered["score"].to_numpy()[order], bounds)
-    return {sid: dict(zip(i.tolist(), s.tolist())) for sid, i, s in zip(subjects, items, scores)}
+    n = theta.size
+    flag, warning = np.full(n, "", dtype=object), np.full(n, "", dtype=object)
+    stops = pd.Series(reasons, dtype=object)
+    noted = np.isfinite(pred.score) & (stops.isin(NOTED).to_numpy() | (
+        stops.isin(NOTED_NEAR_CHANCE).to_numpy() & (pred.lo <= link.chance + 0.02)))
+    misfit = pred.misfit
+    for i in np.flatnonzero(pred.below | pred.above | misfit | pred.guess | noted):
+        warnings, flags = link._warnings(
+            float(theta[i]), float(se[i]), bool(pred.below[i]), bool(pred.above[i]),
+            float(pred.lz[i]) if misfit[i] else None,
+            (int(pred.n_right[i]), int(pred.n_answered[i])) if pred.guess[i] else None)
+        why = reasons[i] if isinstance(reasons[i], str) else None
+        note = stop_note(ScorePrediction(float(pred.score[i]), float(pred.lo[i]),
+                                         float(pred.hi[i])), why, link.chance)
+        if note is not None:
+            warnings = [note, *warnings]
+            flags = [str(why), "+".join(flags)]
+        flag[i] = "+".join(f for f in flags if f)
+        warning[i] = "; ".join(warnings)
+    return flag, warning
 
 
 def predict_frame(link, persons, administered):
@@ -42,17 +65,14 @@ def predict_frame(link, persons, administered):
     """
     import pandas as pd
 
-    answers = answers_by_subject(administered)
-    reasons = (persons["stop_reason"] if "stop_reason" in persons.columns
-               else pd.Series([None] * len(persons)))
-    given = [answers.get(sid) for sid in persons["subject_id"]]
-    lz = link.lz_star_many(persons["theta"].to_numpy(float), given)
-    rows = []
-    for resp, th, se, why, lz_i in zip(given, persons["theta"], persons["se"], reasons, lz):
-        if not (np.isfinite(th) and np.isfinite(se)):
-            rows.append((np.nan, np.nan, np.nan, np.nan, "", ""))
-            continue
-        p = link.predict(th, se, responses=resp, stop_reason=why if isinstance(why, str)
-                         else None, lz_star=None if np.isnan(lz_i) else float(lz_i))
-        rows.append((p.score, p.lo, p.hi, p.percentile, p.flag, p.warning))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    theta = persons["theta"].to_numpy(float)
+    se = persons["se"].to_numpy(float)
+    reasons = (persons["stop_reason"].to_numpy(object) if "stop_reason" in persons.columns
+               else np.full(len(persons), None, dtype=object))
+    answers = answer_table(link, persons["subject_id"].to_numpy(), administered)
+    pred = predict_batch(link, theta, se, answers)
+    flag, warning = _texts(link, theta, se, pred, reasons)
+    return pd.DataFrame({"leaderboard_accuracy": pred.score, "leaderboard_lo": pred.lo,
+                         "leaderboard_hi": pred.hi, "leaderboard_percentile": pred.percentile,
+                         "leaderboard_flag": flag, "leaderboard_warning": warning},
+                        columns=COLUMNS)

@@ -623,7 +623,7 @@ class ScoreLink:
         learns where such patterns publish), but a pure guesser with the same number right
         would publish chance, and its answers cannot exclude that (uniform 0/1 answers at 0.25
         on ARC read 29.5% (23-36%) on the link: 22% of their intervals missed 25%)."""
-        from scipy.stats import binom
+        from scipy.special import betainc  # binom.sf(x) = I_p(x + 1, n - x) without scipy.stats
 
         p = ANSWER_CHANCE.get(self.benchmark)
         n = np.asarray(n, float)
@@ -632,7 +632,10 @@ class ScoreLink:
             return np.zeros(n.shape, bool)
         if p <= 0:
             return (n > 0) & (k <= 0)
-        return (n > 0) & (binom.sf(k - 1, n, p) >= CHANCE_ALPHA)
+        x = np.floor(k - 1)
+        with np.errstate(invalid="ignore"):
+            tail = np.where(x < 0, 1.0, np.where(x >= n, 0.0, betainc(x + 1, n - x, p)))
+        return (n > 0) & (tail >= CHANCE_ALPHA)
 
     def _warnings(self, theta, se, below, above, lz, guess=None):
         low, high = self.support_bounds()
