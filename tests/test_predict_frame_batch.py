@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from atlascat.cat.config import CATConfig
-from atlascat.cat.engine import simulate_cat
+from atlascat.cat.simulate import simulate_cat
 from atlascat.catalogue import load_bundled_bank, load_score_link
 from atlascat.errors import BankError, ConfigError
 from atlascat.link import ScoreLink, predict_frame
