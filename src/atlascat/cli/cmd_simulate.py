@@ -221,8 +221,8 @@ def _config(o: _Options, link):
     check_finite(o.theta0, "--theta0")
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
                         fixed_length=o.fixed_length, reference=o.reference,
-                        randomesque=5 if o.randomesque is None else o.randomesque,
-                        selection=o.selection, se_method=o.se_method, theta0=o.theta0)
+                        selection=o.selection, se_method=o.se_method, theta0=o.theta0,
+                        **({} if o.randomesque is None else {"randomesque": o.randomesque}))
     if link is not None and o.bound_stop and o.fixed_length is None:
         config = with_link_stops(config, link.stop_settings(check_finite(o.bound_margin,
                                                                          "--bound-margin")),
