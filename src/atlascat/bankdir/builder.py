@@ -328,12 +328,16 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                         f"{train.n_items} items); try --model 1pl")
     bank = res.bank
     dropped_gold: list[str] = []
-    recs = None
-    if logs is not None:
-        meta, recs, dropped_gold = _content(logs, list(map(str, bank.item_ids)))
+    recs, meta, unaskable = None, None, set()
+    if logs is not None:  # every item's logged content once (the predictor asks them all)
+        meta, all_recs, undetermined = _content(logs, [str(i) for i in rm.item_ids])
+        meta, unaskable = meta.set_index("item_id"), set(undetermined)
+        dropped_gold = [str(i) for i in bank.item_ids if str(i) in unaskable]
         if dropped_gold:
-            bank = bank.subset([i for i in bank.item_ids if str(i) not in set(dropped_gold)])
-        bank = attach_content(bank, meta.set_index("item_id"), missing="error")
+            bank = bank.subset([i for i in bank.item_ids if str(i) not in unaskable])
+        by_id = {r["item_id"]: r for r in all_recs}
+        recs = [by_id[str(i)] for i in bank.item_ids]
+        bank = attach_content(bank, meta, missing="error")
     y = rm.aligned_values(bank.item_ids, extra="ignore")
     link = fit_link(bank, y, s, benchmark=bench, seed=seed, chance=chance, max_items=budget,
                     extra_se_stops=())
@@ -354,17 +358,15 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         # predictor estimates the mean over every item, so it gets every non-constant item
         # calibrated (a filtered-out item would otherwise be predicted flat); from sample logs
         # it keeps the items a live run can ask (their gold determined) and their requests
-        prm, pmeta, unaskable = rm, None, []
-        if logs is not None:
-            pmeta, _, unaskable = _content(logs, [str(i) for i in rm.item_ids])
-            if unaskable:
-                prm = rm.subset(items=[i for i in rm.item_ids if str(i) not in set(unaskable)])
+        prm = rm
+        if unaskable:
+            prm = rm.subset(items=[i for i in rm.item_ids if str(i) not in unaskable])
         predictor = BenchmarkPredictor(budget=budget).fit(
             predictor_bank(prm, bank, model=model, seed=seed), prm,
             scores=s if (scores is not None or unaskable) else None, rng=int(seed))
-        if pmeta is not None:
-            pitems = attach_content(predictor.item_bank(model=bank.model),
-                                    pmeta.set_index("item_id"), missing="error")
+        if meta is not None:
+            pitems = attach_content(predictor.item_bank(model=bank.model), meta,
+                                    missing="error")
     agreement = [r["agreement"] for r in recs or [] if np.isfinite(r["agreement"])]
     manifest = {
         "benchmark": bench, "built": _dt.datetime.now(_dt.timezone.utc).isoformat(

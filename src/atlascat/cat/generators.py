@@ -2,7 +2,8 @@
 
 Every examinee draws its uniforms from its own generator (``rng.spawn(n)``), a fixed number
 per selection (``config.uniforms_per_step``), so a batched simulation and sessions run one by
-one give the same item sequences.
+one give the same item sequences. :func:`generator_state` / :func:`generator_from_state` save and
+restore a generator exactly (a resumed session draws what the uninterrupted one would have).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["examinee_generators"]
+__all__ = ["examinee_generators", "generator_state", "generator_from_state"]
 
 
 def examinee_generators(rng, n: int) -> list:
@@ -28,3 +29,25 @@ def _as_generator(rng) -> np.random.Generator:
     if isinstance(rng, (int, np.integer)):
         return np.random.default_rng(int(rng))
     raise ConfigError(f"rng must be a numpy Generator, an int seed or None, got {type(rng).__name__}")
+
+
+def generator_state(rng: np.random.Generator) -> dict:
+    """The generator's bit-generator state as plain JSON values (numpy arrays as lists)."""
+    return _plain(rng.bit_generator.state)
+
+
+def generator_from_state(state: dict) -> np.random.Generator:
+    """A Generator in the state :func:`generator_state` saved."""
+    bitgen = getattr(np.random, state["bit_generator"])()
+    bitgen.state = state
+    return np.random.Generator(bitgen)
+
+
+def _plain(state):
+    if isinstance(state, dict):
+        return {k: _plain(v) for k, v in state.items()}
+    if isinstance(state, np.ndarray):
+        return state.tolist()
+    if isinstance(state, np.integer):
+        return int(state)
+    return state

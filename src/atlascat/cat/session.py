@@ -19,7 +19,7 @@ from ..irt.bank import ItemBank, normalize_item_id
 from .config import CATConfig
 from .state import _Engine
 from .exposure import make_exposure_control
-from .generators import _as_generator
+from .generators import _as_generator, generator_from_state, generator_state
 from .tables import bank_fingerprint
 
 __all__ = ["CATSession"]
@@ -331,7 +331,7 @@ class CATSession:
             "stop_reason": self.stop_reason,
             "theta": self.theta,
             "se": self.se,
-            "rng": _jsonable_state(self.rng.bit_generator.state),
+            "rng": generator_state(self.rng),
         }
 
     @classmethod
@@ -347,10 +347,7 @@ class CATSession:
         if fp != bank_fingerprint(bank):
             raise BankError("the bank differs from the one the session was run with "
                             f"(fingerprint {bank_fingerprint(bank)} != {fp}); pass the same bank")
-        state = d["rng"]
-        bitgen = getattr(np.random, state["bit_generator"])()
-        bitgen.state = state
-        session = cls(bank, CATConfig.from_dict(d["config"]), np.random.Generator(bitgen),
+        session = cls(bank, CATConfig.from_dict(d["config"]), generator_from_state(d["rng"]),
                       tracker=tracker)
         eng = session._engine
         exposure, eng.exposure = eng.exposure, None  # replaying: nothing new is administered
@@ -387,13 +384,3 @@ class CATSession:
         session._pending_share = float(d.get("pending_seconds", 0.0))
         session._unchecked = bool(d.get("unchecked", False))
         return session
-
-
-def _jsonable_state(state):
-    if isinstance(state, dict):
-        return {k: _jsonable_state(v) for k, v in state.items()}
-    if isinstance(state, np.ndarray):
-        return state.tolist()
-    if isinstance(state, np.integer):
-        return int(state)
-    return state

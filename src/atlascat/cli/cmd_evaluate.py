@@ -274,7 +274,7 @@ def _start(o: _Options, limiter):
     """New single-bank runs, one per --llm (everything is checked before the run store is
     created: a call that fails here leaves no file behind)."""
     from ..errors import ConfigError
-    from ..live.evaluation import BankRef, Evaluation, choose_design
+    from ..live.evaluation import BankRef, Evaluation, choose_design, design_bank
     from ..live.runner import subject_protocol
     from ..live.subjects import subject_from_spec
     from ._common import predictor_only, with_link_stops
@@ -285,14 +285,14 @@ def _start(o: _Options, limiter):
     design = choose_design(ref, o.design)
     if design == "predictor":
         predictor_only(o)
-        config, bank = None, ref.predictor()[1]
+        config = None
     else:
         config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
                             fixed_length=o.fixed_length)
         if o.bound_stop and o.fixed_length is None:
             config = with_link_stops(config, ref.stop_settings(o.bound_margin),
                                      o.min_items is not None)
-        bank = ref.load()
+    bank = design_bank(ref, design)
     names = list(o.llm or [])
     kind = o.subject.partition(":")[0].strip().lower()
     if kind not in ("openai", "completions") and len(names) > 1:

@@ -286,10 +286,9 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
 def _use_predictor(o: _Options, folder) -> bool:
     """--design: a bank folder's predictor replayed on RESPONSES, or the adaptive test."""
     from ..errors import ConfigError
-    from ..live.evaluation import DESIGNS
+    from ..live.evaluation import check_design
 
-    if o.design not in DESIGNS:
-        raise ConfigError(f"--design must be one of {', '.join(DESIGNS)}, got {o.design!r}")
+    check_design(o.design)
     has = folder is not None and folder.extra("predictor.json") is not None
     if o.design == "predictor" and not (has and o.responses):
         raise ConfigError("--design predictor needs a bank folder with a predictor "

@@ -34,7 +34,8 @@ from .runner import RunResult, continue_run, start_run
 from .store import RunStore
 
 __all__ = ["BankRef", "Evaluation", "predict_score", "predict_run", "run_predictions",
-           "run_folder", "choose_design", "predictor_prediction", "DESIGNS"]
+           "run_folder", "choose_design", "check_design", "design_bank", "predictor_prediction",
+           "DESIGNS"]
 
 # ------------------------------------------------------------------ the predicted score
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
@@ -94,17 +95,17 @@ def predict_run(store: RunStore, run) -> dict:
         return suite_result(store, row["run_id"])["leaderboard"]
     if not row.get("bank_ref"):
         return {"note": "the run's bank was not stored"}
-    state = row.get("session")
-    if state is None:
-        state = store.get_run(row["run_id"]).get("session")
-    from .predictor_session import is_predictor_state
+    ref = BankRef.parse(row["bank_ref"])
+    if ref.kind == "dir":  # a bank folder's run may be its predictor's (the snapshot says)
+        from .predictor_session import is_predictor_state
 
-    if is_predictor_state(state):
-        return predictor_prediction(BankRef.parse(row["bank_ref"]), state)
+        state = row["session"] if "session" in row else store.get_run(row["run_id"])["session"]
+        if is_predictor_state(state):
+            return predictor_prediction(ref, state)
     steps = store.steps(row["run_id"])
     done = steps[(steps["status"] == "answered") & steps["score"].notna()]
     answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
-    return predict_score(BankRef.parse(row["bank_ref"]), row["theta"], row["se"], answers,
+    return predict_score(ref, row["theta"], row["se"], answers,
                          stop_reason=row.get("stop_reason"))
 
 
@@ -173,18 +174,29 @@ class Job:
 
     @property
     def bank(self):
-        return self.ref.predictor()[1] if self.design == "predictor" else self.ref.load()
+        return design_bank(self.ref, self.design)
 
 
 DESIGNS = ("auto", "adaptive", "predictor")
 
 
+def check_design(design: str) -> str:
+    """``design`` if it is one of :data:`DESIGNS`, else one clear error."""
+    if design not in DESIGNS:
+        raise ConfigError(f"--design must be one of {', '.join(DESIGNS)}, got {design!r}")
+    return design
+
+
+def design_bank(ref: BankRef, design: str):
+    """The bank a run of ``design`` ("adaptive" or "predictor") asks: the predictor's items
+    (with their logged requests) or the bank itself."""
+    return ref.predictor()[1] if design == "predictor" else ref.load()
+
+
 def choose_design(ref: BankRef, design: str = "auto") -> str:
     """"predictor" or "adaptive": ``auto`` takes a bank folder's benchmark predictor when it
     has one that can be asked live (built from sample logs), else the adaptive test."""
-    if design not in DESIGNS:
-        raise ConfigError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}")
-    if design == "adaptive":
+    if check_design(design) == "adaptive":
         return design
     if ref.predictor() is not None:
         return "predictor"
@@ -234,20 +246,21 @@ class Evaluation:
         items (default the predictor's; seeded by ``seed``)."""
         store = store if isinstance(store, RunStore) else RunStore(store)
         use = choose_design(ref, design)
-        jobs = []
-        for s in subjects:
-            session = None
-            if use == "predictor":
-                from ..cat.config import CATConfig
-                from .predictor_session import PredictorLiveSession
+        sessions = [None] * len(subjects)       # None: the CAT of ``config``
+        if use == "predictor":
+            from ..cat.config import CATConfig
+            from .predictor_session import PredictorLiveSession
 
-                session = PredictorLiveSession(ref.predictor()[0], budget=budget, rng=seed)
-                k = session.budget   # the stored plan: exactly the budget, no SE stop
-                config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)
-            job = Job("", ref, s, use)
-            job.run_id = start_run(store, job.bank, s, config=config, seed=seed, prompt=prompt,
-                                   bank_ref=str(ref), batch_size=batch_size, session=session)
-            jobs.append(job)
+            predictor = ref.predictor()[0]
+            sessions = [PredictorLiveSession(predictor, budget=budget, rng=seed)
+                        for _ in subjects]
+            k = sessions[0].budget if sessions else predictor.budget
+            config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
+        bank = design_bank(ref, use)
+        jobs = [Job(start_run(store, bank, s, config=config, seed=seed, prompt=prompt,
+                              bank_ref=str(ref), batch_size=batch_size, session=session),
+                    ref, s, use)
+                for s, session in zip(subjects, sessions)]
         return cls(store, jobs)
 
     @classmethod

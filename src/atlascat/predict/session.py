@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..cat.generators import generator_from_state, generator_state
 from ..errors import ConfigError
 from . import estimators as est
 
@@ -62,6 +63,7 @@ class PredictSession:
         self._drawn = np.zeros(n, dtype=bool)
         self._draws: list[tuple[int, float, float, float]] = []   # (item, q, f, f_rest)
         self._tables, self._nodes, self._log_prior = predictor._grid()
+        self._theta_se = None                       # (theta, SE) of the answers so far
 
     @property
     def n_items(self) -> int:
@@ -79,12 +81,15 @@ class PredictSession:
         return "all_items" if bool(self._drawn.all()) else None
 
     def theta_se(self) -> tuple[float, float]:
-        """The EAP theta and posterior SD of the answers recorded so far (N(0, 1) prior)."""
-        answered = np.isfinite(self._y)[None, :]
-        lp = est.log_posterior(self._y[None, :], answered, self._tables, self._log_prior)
-        w = est.posterior(lp)[0]
-        mean = float(w @ self._nodes)
-        return mean, float(np.sqrt(max(w @ (self._nodes - mean) ** 2, 0.0)))
+        """The EAP theta and posterior SD of the answers recorded so far (N(0, 1) prior);
+        computed once per answer."""
+        if self._theta_se is None:
+            answered = np.isfinite(self._y)[None, :]
+            lp = est.log_posterior(self._y[None, :], answered, self._tables, self._log_prior)
+            w = est.posterior(lp)[0]
+            mean = float(w @ self._nodes)
+            self._theta_se = mean, float(np.sqrt(max(w @ (self._nodes - mean) ** 2, 0.0)))
+        return self._theta_se
 
     def next_items(self, k: int = 1) -> list[str]:
         """The next (up to) ``k`` item ids to ask, never past the budget."""
@@ -118,6 +123,7 @@ class PredictSession:
         if s not in (0.0, 1.0):
             raise ConfigError(f"score of item {item_id!r} must be 0 or 1, got {score!r}")
         self._y[j] = s
+        self._theta_se = None
 
     def to_dict(self) -> dict:
         """JSON-serialisable state (without the predictor: :meth:`from_dict` takes it)."""
@@ -126,16 +132,13 @@ class PredictSession:
                 "draws": [[str(ids[j]), q, f, r] for j, q, f, r in self._draws],
                 "answers": {str(ids[j]): float(self._y[j]) for j in np.flatnonzero(
                     np.isfinite(self._y))},
-                "rng": _jsonable(self._rng.bit_generator.state)}
+                "rng": generator_state(self._rng)}
 
     @classmethod
     def from_dict(cls, predictor, d: dict) -> "PredictSession":
         """The session :meth:`to_dict` saved, with the same ``predictor``."""
         try:
-            state = d["rng"]
-            bitgen = getattr(np.random, state["bit_generator"])()
-            bitgen.state = state
-            out = cls(predictor, budget=int(d["budget"]), rng=np.random.Generator(bitgen))
+            out = cls(predictor, budget=int(d["budget"]), rng=generator_from_state(d["rng"]))
             for item, q, f, r in d["draws"]:
                 j = out._index[str(item)]
                 out._draws.append((j, float(q), float(f), float(r)))
@@ -180,11 +183,3 @@ class PredictSession:
             warning=warning, model_score=float(r["model_score"][0]),
             design_score=float(r["design_score"][0]), theta=float(r["theta"][0]))
 
-
-def _jsonable(state):
-    """A generator state with numpy scalars and arrays as plain JSON values."""
-    if isinstance(state, dict):
-        return {k: _jsonable(v) for k, v in state.items()}
-    if isinstance(state, np.ndarray):
-        return state.tolist()
-    return state.item() if isinstance(state, np.generic) else state
