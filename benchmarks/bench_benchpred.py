@@ -12,9 +12,10 @@ names repeat in the v2 matrices), then
     atlas build-bank SOURCE.csv -o BANK --seed S --budget 50      # bank, link, predictor.json
     atlas simulate --bank BANK TARGETS.csv --max-items 50 --seed S+1000 -o RUN
     atlas simulate --bank BANK_CAT TARGETS.csv --max-items 50 --seed S+1000 -o RUN_CAT
+    atlas simulate --bank BANK_CAT TARGETS.csv --max-items 50 --min-items 50 --seed S+1000 ...
 
 where BANK_CAT is a copy of BANK without predictor.json (the adaptive test scored by the
-folder's score link). Each RUN/person_scores.csv gives the predicted score and its 95%
+folder's score link; its default stop, SE 0.1 after 30 items, and the whole budget). Each RUN/person_scores.csv gives the predicted score and its 95%
 interval; the truth is each target's mean over all items. The build's cross-fit of the link's
 interval keeps the library default (5 folds; ``atlas build-bank`` has no option for it).
 
@@ -114,10 +115,20 @@ def _metrics(p: pd.DataFrame, truth: pd.Series) -> dict:
     return out
 
 
+def designs(bank: Path, cat_bank: Path, budget: int) -> list:
+    """(design, folder, extra simulate options): the folder's predictor; the adaptive test
+    scored by the folder's link with its default stop (SE 0.1 after 30 items, at most the
+    budget); the same adaptive test spending the whole budget (``--min-items budget``)."""
+    return [("predictor", bank, []),
+            ("adaptive + link", cat_bank, ["--no-selected"]),
+            ("adaptive + link, whole budget", cat_bank, ["--no-selected", "--min-items", budget])]
+
+
 def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
             check: bool = False) -> list:
-    """One seed through build-bank and simulate: a row for the folder's predictor and one for
-    the adaptive test scored by the folder's link. ``check``: the predictor row also gets
+    """One seed through build-bank and simulate: a row per design of :func:`designs` (the
+    folder's predictor, the adaptive test scored by the folder's link with its default stop and
+    spending the whole budget). ``check``: the predictor row also gets
     ``library_diff`` (largest |CLI - library| score, points, the library fitting
     BenchmarkPredictor on the folder's own bank with the same seeds) and ``library_mae`` (the
     library path with Calibrator() defaults on all the source's items, :func:`run_library`)."""
@@ -130,10 +141,10 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
     shutil.copytree(bank, cat_bank)
     (cat_bank / "predictor.json").unlink()
     rows = []
-    for design, folder in (("predictor", bank), ("adaptive + link", cat_bank)):
-        run = tmp / f"RUN_{folder.name}"
+    for design, folder, extra in designs(bank, cat_bank, budget):
+        run = tmp / f"RUN_{len(rows)}"
         _cli(["simulate", "--bank", folder, targets, "--max-items", budget, "--seed", seed + 1000,
-              "-o", run] + (["--no-selected"] if folder == cat_bank else []))
+              "-o", run] + extra)
         p = pd.read_csv(run / "person_scores.csv")
         rows.append({"design": design, "n_source": len(src), **_metrics(p, truth)})
         if design == "predictor" and check:

@@ -24,8 +24,9 @@ def test_cli_path_equals_library_and_reports_both_designs(bench, shared_data, tm
     df = bench.load("helm_mmlu")
     rows = bench.run_one(df, "extrapolation", 0, 50, tmp_path, check=True)
     by = {r["design"]: r for r in rows}
-    assert set(by) == {"predictor", "adaptive + link"}
-    pred, cat = by["predictor"], by["adaptive + link"]
+    assert set(by) == {"predictor", "adaptive + link", "adaptive + link, whole budget"}
+    pred, cat, whole = by["predictor"], by["adaptive + link"], by["adaptive + link, whole budget"]
+    assert whole["items_max"] == 50 and whole["items_mean"] == 50   # --min-items = the budget
     assert pred["library_diff"] == 0.0          # same predictor, same seeds: same scores
     assert pred["library_mae"] == pytest.approx(pred["mae"])  # < 100 source models: no pb filter
     assert pred["items_max"] == 50 and cat["items_max"] <= 50
@@ -39,5 +40,5 @@ def test_cli_path_equals_library_and_reports_both_designs(bench, shared_data, tm
     text = bench.table(res, pd.DataFrame({"dataset": ["helm_mmlu"], "split": ["extrapolation"],
                                           "method": ["aipw"], "mae": [pred["mae"] / 2]}))
     lines = text.splitlines()
-    assert len(lines) == 4 and "**loses** (x2.00; bound x1.1)" in lines[2]
+    assert len(lines) == 5 and "**loses** (x2.00; bound x1.1)" in lines[2]
     assert np.isfinite(pred["width"]) and f"{pred['mae']:.2f}" in lines[2]
