@@ -30,6 +30,8 @@ from 100 source models, so on the v2 matrices).
         [--datasets v2_musr,helm_mmlu] [--check-library]
         [--set NAME=VALUE ...]   # a BenchmarkPredictor setting: the library path alone (a study;
                                  # build-bank has no option for them), nothing written
+        [--replays K]            # with --set: K replays of each seed's targets (pooled),
+                                 # written to results/benchpred/replays_<settings>.csv
 
 writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed, design) and,
 with --write-docs, table.md and the table of docs/your_benchmark.md's section "## Study: models
@@ -156,10 +158,13 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
     return rows
 
 
-def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=None):
+def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=None,
+                replays: int = 1):
     """The library path with the same seeds: Calibrator() on the source,
     BenchmarkPredictor(budget, **settings).fit(bank, source, rng=seed), .replay(targets,
-    rng=seed + 1000). Returns (metrics, predicted scores by target id)."""
+    rng=seed + 1000) (``replays`` > 1: also rng=[seed + 1000, r] for r = 1 .. replays - 1, the
+    metrics pooled over the replays). Returns (metrics, predicted scores by target id, of the
+    first replay)."""
     full = df.to_numpy(float)
     ids = [str(c) for c in df.columns]
     src, tgt = split_models(full, split, seed)
@@ -169,14 +174,17 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
         warnings.simplefilter("ignore")
         bank = Calibrator().fit(source).bank_
     pred = BenchmarkPredictor(budget, **(settings or {})).fit(bank, source, rng=seed)
-    r = pred.replay(targets, rng=seed + 1000)
-    p = pd.DataFrame({"subject_id": r.subject.astype(str), "n_items": r.n_items,
-                      "leaderboard_accuracy": r.score, "leaderboard_lo": r.lower,
-                      "leaderboard_hi": r.upper, "design_score": r.design_score,
-                      "model_score": r.model_score, "method": r.method})
+    runs = [pred.replay(targets, rng=seed + 1000 if k == 0 else [seed + 1000, k])
+            for k in range(int(replays))]
+    p = pd.concat([pd.DataFrame({
+        "subject_id": r.subject.astype(str), "n_items": r.n_items,
+        "leaderboard_accuracy": r.score, "leaderboard_lo": r.lower, "leaderboard_hi": r.upper,
+        "design_score": r.design_score, "model_score": r.model_score, "method": r.method})
+        for r in runs], ignore_index=True)
     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
+    first = runs[0]
     return ({"design": "predictor (library)", "n_source": len(src), **_metrics(p, truth)},
-            pd.Series(r.score.to_numpy(), index=p.subject_id))
+            pd.Series(first.score.to_numpy(), index=first.subject.astype(str)))
 
 
 def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank) -> pd.Series:
@@ -255,8 +263,13 @@ def main(argv=None) -> None:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a BenchmarkPredictor setting (a study: `atlas build-bank` has no option "
                          "for them, so this runs the library path alone), e.g. --set mix=0.8")
+    ap.add_argument("--replays", type=int, default=1,
+                    help="with --set: replay each seed's targets this many times (their own "
+                         "draws; the extrapolation split is the same for every seed)")
     a = ap.parse_args(argv)
     settings = {k: float(v) for k, v in (s.split("=", 1) for s in a.set)}
+    if a.replays > 1 and not settings:
+        ap.error("--replays is for a study of settings (--set): the commands replay once")
     rows = []
     with tempfile.TemporaryDirectory(prefix="benchpred_") as tmp:
         for name in a.datasets.split(","):
@@ -265,7 +278,8 @@ def main(argv=None) -> None:
                 t0, new = time.time(), []
                 for seed in range(a.seeds):
                     if settings:
-                        out = [run_library(df, split, seed, a.budget, settings)[0]]
+                        out = [run_library(df, split, seed, a.budget, settings,
+                                           a.replays)[0]]
                     else:
                         out = run_one(df, split, seed, a.budget, Path(tmp), a.check_library)
                     new += [{"dataset": name, "split": split, "seed": seed, **r} for r in out]
@@ -281,8 +295,11 @@ def main(argv=None) -> None:
                 print(f"  ({time.time() - t0:.0f}s)", flush=True)
     res = pd.DataFrame(rows)
     OUT.mkdir(parents=True, exist_ok=True)
-    if not settings:  # a study of settings writes nothing
+    if not settings:  # a study of settings writes nothing but its replays
         res.round(4).to_csv(OUT / "atlas.csv", index=False)
+    elif a.replays > 1:
+        tag = ",".join(f"{k}={v:g}" for k, v in sorted(settings.items()))
+        res.round(4).to_csv(OUT / f"replays_{tag}.csv", index=False)
     text = table(res, pd.read_csv(OUT / "peers.csv"))
     print(text)
     if a.write_docs and not settings:

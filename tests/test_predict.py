@@ -115,11 +115,16 @@ def test_session_matches_replay_arithmetic(world, predictor):
         for item in s.next_items(7):
             s.record(item, y[int(item[1:])])
     pred = s.prediction()
-    item, q, f, rest = (np.asarray([d[c] for d in s._draws])[None, :] for c in range(4))
+    item, q, f, rest, g, g_rest = (np.asarray([d[c] for d in s._draws])[None, :]
+                                   for c in range(6))
     assert len(set(item[0])) == 40 and np.all((q > 0) & (q <= 1))
+    assert np.all((g > 0) & (g < 1)) and not np.allclose(g, f)     # two models, both used
     ref = predictor.predict_draws(np.where(s._drawn, s._y, np.nan)[None, :], item.astype(int),
-                                  q, f, rest)
+                                  q, f, rest, g, g_rest)
     assert pred.score == pytest.approx(float(ref["score"][0]))
+    irt_only = predictor.predict_draws(np.where(s._drawn, s._y, np.nan)[None, :],
+                                       item.astype(int), q, f, rest)
+    assert irt_only["design_score"][0] != pytest.approx(float(ref["design_score"][0]))
     assert pred.lower <= pred.score <= pred.upper
     assert 0.0 <= pred.lower and pred.upper <= 1.0
     assert pred.method in ("design", "combined")
@@ -226,3 +231,93 @@ def test_bad_input(world):
         BenchmarkPredictor().replay(world["strong"])
     assert isinstance(BenchmarkPredictor(40).fit(world["bank"], world["source"]).session(),
                       PredictSession)
+
+
+def test_two_control_variates_stay_unbiased_and_cover():
+    """The level model as a second control variate with predictable weights (and half of the
+    draws' uncertainty part): still unbiased, the interval still covers, with a wrong IRT model
+    and a wrong level model (its item ease from a population far weaker than the target)."""
+    rng = np.random.default_rng(13)
+    n_items, budget, reps = 400, 40, 3000
+    nodes = np.linspace(-6, 6, 61)
+    log_prior = -0.5 * nodes ** 2
+    a, b = rng.lognormal(0, 0.3, n_items), rng.normal(0, 1.2, n_items)
+    y = (rng.random(n_items) < 1 / (1 + np.exp(-a * (2.0 - b)))).astype(float)
+    weak = (rng.random((30, n_items)) < 1 / (1 + np.exp(-a * (-1.0 - b)))).astype(float)
+    x = est.level_logits(weak, weak.mean(1))
+    c0 = est.level_start(x, weak.mean())
+    assert np.mean(1 / (1 + np.exp(-(x + c0)))) == pytest.approx(weak.mean(), abs=1e-9)
+    wrong = est.grid_tables(a * 0.5, b + 2.0, np.zeros(n_items), np.ones(n_items), nodes)
+    rows = np.tile(y, (reps, 1))
+    d = est.sequential_design(rows, wrong, log_prior, budget, 0.5, np.random.default_rng(4),
+                              level=(x, c0), share=0.5)
+    assert not np.allclose(d["g"], d["f"])
+    y_drawn = np.take_along_axis(rows, d["item"], axis=1)
+    total, se = est.des_raj(y_drawn, d["q"], d["f"], d["f_rest"], None, d["g"], d["g_rest"])
+    err = total - y.sum()
+    assert abs(err.mean()) < 4 * err.std() / np.sqrt(reps)   # unbiased
+    assert 0.92 <= np.mean(np.abs(err) <= est.Z95 * se) <= 0.98
+    # each model alone on the same draws is unbiased too; the mixture is the sharpest
+    irt, _ = est.des_raj(y_drawn, d["q"], d["f"], d["f_rest"])
+    lev, _ = est.des_raj(y_drawn, d["q"], d["g"], d["g_rest"])
+    rmse = lambda t: np.sqrt(np.mean((t - y.sum()) ** 2))      # noqa: E731
+    assert rmse(total) < min(rmse(irt), rmse(lev)) * 1.02
+
+
+def test_predictable_weights_use_earlier_draws_only():
+    rng = np.random.default_rng(2)
+    t1, t2 = rng.normal(0, 1, (4, 12)), rng.normal(0, 3, (4, 12))
+    valid = np.ones((4, 12), dtype=bool)
+    w = est.predictable_weights(t1, t2, valid)
+    assert np.all(w[:, :3] == 0.5) and np.all((w >= 0) & (w <= 1))
+    t1b, t2b = t1.copy(), t2.copy()
+    t1b[:, 8:], t2b[:, 8:] = 99.0, -99.0                     # later draws change nothing before
+    np.testing.assert_array_equal(est.predictable_weights(t1b, t2b, valid)[:, :9], w[:, :9])
+    # the noisier series gets the smaller weight once there is data
+    assert np.mean(w[:, 6:]) > 0.6
+
+
+def test_level_offset_is_the_map_level():
+    x = np.linspace(-2, 2, 30)
+    y = (x > -0.5).astype(float)
+    c = est.level_offset(x[None], y[None], np.ones((1, 30), dtype=bool), 0.0, sd=2.0)
+    mu = 1 / (1 + np.exp(-(x + c[0])))
+    assert abs((y - mu).sum() - c[0] / 4.0) < 1e-8           # the gradient of the log posterior
+    none = est.level_offset(x[None, :0], y[None, :0], np.ones((1, 0), dtype=bool), 0.7)
+    assert none[0] == 0.7                                    # no answers: the prior's level
+
+
+def test_version_2_predictor_json_still_loads(world, predictor):
+    """A bank folder built before the level model (predictor.json version 2) loads and runs
+    the IRT model alone, exactly as that version did (share 0, one control variate)."""
+    d = json.loads(json.dumps(predictor.to_dict()))
+    assert d["version"] == 3 and len(d["items"]["level_x"]) == N_ITEMS
+    d["version"] = 2
+    for key in ("share", "level_fraction"):
+        d["settings"].pop(key)
+    d["items"].pop("level_x")
+    d["calibration"].pop("level_c0")
+    old = BenchmarkPredictor.from_dict(d)
+    assert old.share == 0.0 and old._level() is None
+    out = old.replay(world["strong"], rng=3)
+    tables, _, log_prior = old._grid()
+    y = world["strong"].aligned_values(old.item_ids_)
+    ref = est.sequential_design(y, tables, log_prior, 40, 0.5, np.random.default_rng(3))
+    total, _ = est.des_raj(np.take_along_axis(y, ref["item"], 1), ref["q"], ref["f"],
+                           ref["f_rest"], ref["valid"])
+    np.testing.assert_allclose(out.design_score.to_numpy(), total / N_ITEMS, atol=1e-12)
+    fresh = BenchmarkPredictor(40, share=0.0, level_fraction=0.0).fit(
+        world["bank"], world["source"], rng=0)                # the same design, fitted now
+    assert fresh._level() is None and fresh.to_dict()["items"]["level_x"] is None
+    np.testing.assert_array_equal(fresh.replay(world["strong"], rng=3).score, out.score)
+    s = old.session(rng=1)                                   # and its live session runs
+    for item in s.next_items(10):
+        s.record(item, 1.0)
+    assert s.prediction().n_items == 10
+    saved = s.to_dict()                                      # a run saved by that version
+    saved["format"] = "atlascat.PredictSession/1"
+    saved["draws"] = [row[:4] for row in saved["draws"]]
+    back = PredictSession.from_dict(old, json.loads(json.dumps(saved)))
+    assert back.prediction() == s.prediction()
+    with pytest.raises(ConfigError, match="version 1"):
+        BenchmarkPredictor.from_dict({**d, "version": 1})

@@ -4,32 +4,45 @@ The benchmark score of a target is the mean over ALL N items, ``mu = (1/N) sum_i
 quantity to estimate is the total ``Y = sum_i y_i``; the answers are fixed numbers and the only
 randomness is which items are asked.
 
-Design: sequential sampling with probabilities proportional to the model's uncertainty
-(active inference, Zrnic and Candes 2024), without replacement. Before draw k, with the answers
-of draws 1..k-1 known, the IRT posterior of theta (N(0, 1) prior on a quadrature grid, Bock and
-Mislevy 1982) gives every item its posterior-mean probability f_i^(k) = sum_q post(q) P_i(theta_q).
-Draw k takes item j from the items not asked yet (R_k) with probability
+Two models of the target's answers, both from the answers of draws 1..k-1 only:
 
-    q_j^(k) = m * s_j / sum_{R_k} s + (1 - m) / |R_k|,    s_j = sqrt(f_j^(k) (1 - f_j^(k)))
+- IRT: the posterior of theta (N(0, 1) prior on a quadrature grid, Bock and Mislevy 1982)
+  gives every item its posterior-mean probability f_i^(k) = sum_q post(q) P_i(theta_q);
+- level: g_i^(k) = expit(x_i + c^(k)), x_i the logit of item i's proportion correct among the
+  strongest quarter of the source models (smoothed, (k_i + 1/2) / (m_i + 1)), c^(k) the MAP
+  level of the target's answers so far (prior N(c_0, 2^2), c_0 matching the source models'
+  mean score). It knows which items the best source models solve, which the IRT model, fitted
+  on all of them, blurs for a target stronger than every one (docs/your_benchmark.md, "How
+  close can a design-based estimate get?").
 
-(the predicted residual SD; the uniform share 1 - m keeps every q > 0, so the estimator is
-unbiased whatever the model, and bounds the weight of an item the model wrongly thinks certain).
-Items the model is unsure about, the informative ones, are asked more often: the IRT prediction
-gets sharper than from a simple random sample.
+Design: sequential sampling with probabilities proportional to the models' uncertainty
+(active inference, Zrnic and Candes 2024), without replacement. Draw k takes item j from the
+items not asked yet (R_k) with probability
 
-Des Raj's estimator (Des Raj 1956, ordered sampling without replacement) with the model as a
+    q_j^(k) = m [(1 - h) s_j / sum_{R_k} s + h s'_j / sum_{R_k} s'] + (1 - m) / |R_k|,
+    s_j = sqrt(f_j^(k) (1 - f_j^(k))),   s'_j = sqrt(g_j^(k) (1 - g_j^(k)))
+
+(the predicted residual SDs, h the level model's share; the uniform share 1 - m keeps every
+q > 0, so the estimator is unbiased whatever the models, and bounds the weight of an item they
+wrongly think certain). Items the models are unsure about, the informative ones, are asked more
+often: the IRT prediction gets sharper than from a simple random sample.
+
+Des Raj's estimator (Des Raj 1956, ordered sampling without replacement) with a model as a
 control variate: every draw gives an estimate of the total,
 
     t_k = sum_{i asked before k} y_i + sum_{i in R_k} f_i^(k) + (y_j - f_j^(k)) / q_j^(k),
 
 conditionally unbiased given the earlier draws, E[t_k | draws 1..k-1] = Y, whatever f and q
-(they depend only on earlier answers). Their mean D = (1/n) sum_k t_k is unbiased for Y, the
-t_k - Y are martingale differences (uncorrelated), and
+(they depend only on earlier answers). With both models, t_k = w_k t_k(f) + (1 - w_k) t_k(g),
+w_k the weight that minimises the variance of the mixture over draws 1..k-1 (1/2 for the first
+three): w_k depends on earlier draws only, so t_k stays conditionally unbiased. Their mean
+D = (1/n) sum_k t_k is unbiased for Y, the t_k - Y are martingale differences (uncorrelated),
+and
 
     Var^(D) = sum_k (t_k - D)^2 / (n (n - 1))
 
-is Des Raj's unbiased variance estimator. The 95% interval D / N +- 1.96 SE needs no assumption
-on the item parameters: it is valid by design (item parameter uncertainty of a small source
+is Des Raj's variance estimator. The 95% interval D / N +- 1.96 SE needs no assumption on the
+item parameters: it is valid by design (item parameter uncertainty of a small source
 population cannot make it undercover; it only widens it).
 
 Model-based prediction (IRT). With the posterior after all n answers,
@@ -61,10 +74,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["Z95", "grid_tables", "posterior", "log_posterior", "draw_probabilities",
-           "sequential_design", "des_raj", "model_prediction", "combine"]
+__all__ = ["Z95", "grid_tables", "posterior", "log_posterior", "level_logits", "level_start",
+           "level_offset", "level_prediction", "draw_probabilities", "sequential_design",
+           "draw_terms", "predictable_weights", "des_raj", "model_prediction", "combine"]
 
 Z95 = 1.959963984540054
+LEVEL_PRIOR_SD = 2.0      # SD of the level model's prior on the target's level c
+LEVEL_BURN_IN = 3         # draws before the two control variates are weighted by their variance
 
 
 def grid_tables(a, b, c, u, nodes):
@@ -88,25 +104,83 @@ def log_posterior(y, asked, tables, log_prior):
     return y1 @ log_p.T + y0 @ log_q.T + log_prior
 
 
-def draw_probabilities(f, remaining, mix):
-    """q over the remaining items (rows sum to 1): mix * s / sum s + (1 - mix) / |R|."""
-    s = np.where(remaining, np.sqrt(np.clip(f * (1.0 - f), 0.0, None)), 0.0)
-    n_rem = np.maximum(remaining.sum(1, keepdims=True), 1)
+def level_logits(y, scores, fraction=0.25, min_models=3):
+    """x_i = logit((k_i + 1/2) / (m_i + 1)): item i's smoothed proportion correct among the
+    strongest ``fraction`` of the source models (at least ``min_models``) by ``scores``; ``y``
+    (models, items) with NaN for no answer."""
+    y = np.asarray(y, float)
+    n = max(int(min_models), int(np.ceil(float(fraction) * y.shape[0])))
+    top = y[np.argsort(np.asarray(scores, float), kind="stable")[-min(n, y.shape[0]):]]
+    k, m = np.nansum(top, axis=0), np.isfinite(top).sum(0)
+    p = (k + 0.5) / (m + 1.0)
+    return np.log(p) - np.log1p(-p)
+
+
+def level_start(x, mean_score):
+    """c_0 with mean_i expit(x_i + c_0) = mean_score (bisection; 0 < mean_score < 1)."""
+    target = float(np.clip(mean_score, 1e-6, 1 - 1e-6))
+    lo, hi = -40.0, 40.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.mean(_expit(x + mid)) < target else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def level_offset(x_drawn, y_drawn, valid, c0, sd=LEVEL_PRIOR_SD):
+    """Per row, the MAP level c of answers y ~ Bernoulli(expit(x + c)) with prior N(c0, sd^2)
+    over the ``valid`` draws (Newton's method from c0; the log posterior is strictly concave)."""
+    c = np.full(np.shape(y_drawn)[0], float(c0))
+    yv = np.where(valid, y_drawn, 0.0)
+    for _ in range(50):
+        mu = np.where(valid, _expit(x_drawn + c[:, None]), 0.0)
+        grad = (yv - mu).sum(1) - (c - c0) / sd ** 2
+        hess = (mu * (1.0 - mu)).sum(1) + 1.0 / sd ** 2
+        step = np.clip(grad / hess, -5.0, 5.0)
+        c = c + step
+        if np.all(np.abs(step) < 1e-10):
+            break
+    return c
+
+
+def level_prediction(x, c):
+    """g (rows, items) = expit(x_i + c_row)."""
+    return np.clip(_expit(np.asarray(x)[None, :] + np.asarray(c)[:, None]), 1e-9, 1 - 1e-9)
+
+
+def _expit(z):
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, float)))
+
+
+def _share(s, remaining, n_rem):
+    s = np.where(remaining, s, 0.0)
     s_sum = s.sum(1, keepdims=True)
-    prop = np.where(s_sum > 0, s / np.where(s_sum > 0, s_sum, 1.0), 1.0 / n_rem)
+    return np.where(s_sum > 0, s / np.where(s_sum > 0, s_sum, 1.0), 1.0 / n_rem)
+
+
+def draw_probabilities(f, remaining, mix, g=None, share=0.0):
+    """q over the remaining items (rows sum to 1): mix * [(1 - share) s(f) / sum s(f) +
+    share s(g) / sum s(g)] + (1 - mix) / |R|, s(p) = sqrt(p (1 - p))."""
+    n_rem = np.maximum(remaining.sum(1, keepdims=True), 1)
+    prop = _share(np.sqrt(np.clip(f * (1.0 - f), 0.0, None)), remaining, n_rem)
+    if g is not None and share > 0:
+        prop = (1.0 - share) * prop + share * _share(
+            np.sqrt(np.clip(g * (1.0 - g), 0.0, None)), remaining, n_rem)
     q = np.where(remaining, mix * prop + (1.0 - mix) / n_rem, 0.0)
     return q / np.maximum(q.sum(1, keepdims=True), 1e-300)
 
 
-def sequential_design(y, tables, log_prior, budget, mix, rng):
+def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=0.0):
     """Replay the sequential design on every row of ``y`` (NaN = no answer, never drawn).
 
-    Returns a dict of arrays, one column per draw k (shape (T, n) with n = min(budget, the
-    most available items of a row)): ``item`` (index drawn), ``q`` (its draw probability),
-    ``f`` (its prediction f_j^(k)), ``f_rest`` (sum of f^(k) over R_k), ``valid`` (False once a
-    row has no item left: a row with fewer available items than the budget is asked all of
-    them), and ``log_post`` (T, n_nodes) after the last answer. Loops over draws only; every
-    draw is vectorized over rows.
+    ``level``: (x, c_0) of the level model (:func:`level_logits`, :func:`level_start`), None
+    for the IRT model alone (then ``g`` = ``f``); ``share``: its share of the draws'
+    uncertainty part. Returns a dict of arrays, one column per draw k (shape (T, n) with
+    n = min(budget, the most available items of a row)): ``item`` (index drawn), ``q`` (its
+    draw probability), ``f`` and ``g`` (the two models' predictions f_j^(k), g_j^(k)),
+    ``f_rest`` and ``g_rest`` (their sums over R_k), ``valid`` (False once a row has no item
+    left: a row with fewer available items than the budget is asked all of them), and
+    ``log_post`` (T, n_nodes) after the last answer. Loops over draws only; every draw is
+    vectorized over rows.
     """
     p, log_p, log_q = tables
     n_rows, n_items = y.shape
@@ -116,20 +190,27 @@ def sequential_design(y, tables, log_prior, budget, mix, rng):
     rows = np.arange(n_rows)
     lp = np.tile(log_prior, (n_rows, 1))
     remaining = avail.copy()
-    out = {k: np.zeros((n_rows, n)) for k in ("q", "f", "f_rest")}
+    out = {k: np.zeros((n_rows, n)) for k in ("q", "f", "f_rest", "g", "g_rest")}
     out["item"] = np.zeros((n_rows, n), dtype=int)
     out["valid"] = np.zeros((n_rows, n), dtype=bool)
     for k in range(n):
         live = remaining.any(1)
         f = posterior(lp) @ p
-        q = draw_probabilities(f, remaining, mix)
+        g = f
+        if level is not None:
+            x, c0 = level
+            c = level_offset(x[out["item"][:, :k]], yv[rows[:, None], out["item"][:, :k]],
+                             out["valid"][:, :k], c0)
+            g = level_prediction(x, c)
+        q = draw_probabilities(f, remaining, mix, None if level is None else g, share)
         cq = np.cumsum(q, axis=1)
         j = np.minimum((cq < rng.random((n_rows, 1)) * cq[:, -1:]).sum(1), n_items - 1)
         j = np.where(remaining[rows, j], j, np.argmax(q, axis=1))      # rounding guard
         out["item"][:, k] = j
         out["q"][:, k] = np.where(live, q[rows, j], 1.0)
-        out["f"][:, k] = np.where(live, f[rows, j], 0.0)
-        out["f_rest"][:, k] = np.where(remaining, f, 0.0).sum(1)
+        for name, pred in (("f", f), ("g", g)):
+            out[name][:, k] = np.where(live, pred[rows, j], 0.0)
+            out[name + "_rest"][:, k] = np.where(remaining, pred, 0.0).sum(1)
         out["valid"][:, k] = live
         remaining[rows, j] = False
         step = np.where(yv[rows, j][:, None] > 0.5, log_p[:, j].T, log_q[:, j].T)
@@ -138,14 +219,44 @@ def sequential_design(y, tables, log_prior, budget, mix, rng):
     return out
 
 
-def des_raj(y_drawn, q, f, f_rest, valid=None):
+def draw_terms(y_drawn, q, f, f_rest, valid):
+    """Des Raj's t_k per draw (module docstring), 0 where not ``valid``."""
+    before = np.cumsum(y_drawn, axis=1) - y_drawn
+    return np.where(valid, before + f_rest + (y_drawn - f) / np.where(valid, q, 1.0), 0.0)
+
+
+def predictable_weights(t1, t2, valid, burn_in=LEVEL_BURN_IN):
+    """w_k minimising the variance of w t1 + (1 - w) t2 over the draws before k (clipped to
+    0-1; 1/2 until ``burn_in`` earlier draws): w = (v2 - c) / (v1 + v2 - 2 c)."""
+    v = valid.astype(float)
+
+    def prev(a):                                   # sum over the draws j < k (no later term)
+        c = np.cumsum(a * v, axis=1)
+        return np.concatenate([np.zeros_like(c[:, :1]), c[:, :-1]], axis=1)
+
+    cnt = prev(np.ones_like(v))
+    m = np.maximum(cnt, 1.0)
+    m1, m2 = prev(t1) / m, prev(t2) / m
+    v1 = prev(t1 * t1) / m - m1 ** 2
+    v2 = prev(t2 * t2) / m - m2 ** 2
+    c = prev(t1 * t2) / m - m1 * m2
+    den = v1 + v2 - 2.0 * c
+    w = np.clip(np.where(den > 1e-12, (v2 - c) / np.where(den > 1e-12, den, 1.0), 0.5), 0, 1)
+    return np.where(cnt >= burn_in, w, 0.5)
+
+
+def des_raj(y_drawn, q, f, f_rest, valid=None, g=None, g_rest=None):
     """Des Raj's estimate of the total and its SE from the draws (rows = targets, columns =
-    draws in order, ``valid`` marks the draws made; module docstring). A row with one draw gets
-    SE = inf, a row with none a total of NaN."""
+    draws in order, ``valid`` marks the draws made; module docstring); with the level model's
+    ``g``, ``g_rest`` the two control variates are mixed with :func:`predictable_weights`. A
+    row with one draw gets SE = inf, a row with none a total of NaN."""
     valid = np.ones(np.shape(y_drawn), dtype=bool) if valid is None else np.asarray(valid, bool)
     y_drawn = np.where(valid, y_drawn, 0.0)
-    before = np.cumsum(y_drawn, axis=1) - y_drawn
-    t = np.where(valid, before + f_rest + (y_drawn - f) / np.where(valid, q, 1.0), 0.0)
+    t = draw_terms(y_drawn, q, f, f_rest, valid)
+    if g is not None:
+        t2 = draw_terms(y_drawn, q, g, g_rest, valid)
+        w = predictable_weights(t, t2, valid)
+        t = np.where(valid, w * t + (1.0 - w) * t2, 0.0)
     n = valid.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         total = t.sum(1) / n

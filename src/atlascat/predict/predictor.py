@@ -4,12 +4,13 @@
 the source models' answers (a :class:`~atlascat.responses.ResponseMatrix` over ALL the
 benchmark's items, including any the bank dropped) and their scores (default: each model's mean
 over all items, the benchmark score). It asks ``budget`` items one after another, each drawn with
-a probability proportional to the IRT model's uncertainty about it (mixed with uniform), and
-predicts the mean over all items with the estimators of :mod:`atlascat.predict.estimators`: Des
-Raj's estimator with the IRT prediction as a control variate (unbiased whatever the model, with a
-variance estimate valid by design), pooled with the source-calibrated IRT prediction while the two
-agree, and reduced to the design-based estimate when they do not or when the target lies beyond
-the source models (a target outside the source population). The 95% interval is the design-based
+a probability proportional to two models' uncertainty about it (the IRT model and a level model
+made from the strongest source models' answers, mixed with uniform), and predicts the mean over
+all items with the estimators of :mod:`atlascat.predict.estimators`: Des Raj's estimator with the
+two models' predictions as control variates (unbiased whatever the models, with a variance
+estimate valid by design), pooled with the source-calibrated IRT prediction while the two agree,
+and reduced to the design-based estimate when they do not or when the target lies beyond the
+source models (a target outside the source population). The 95% interval is the design-based
 one, widened to contain the point prediction.
 
 Fitting replays the same design on the source models (``n_replays`` runs each) to calibrate the
@@ -34,7 +35,8 @@ __all__ = ["BenchmarkPredictor", "MIN_SOURCE_MODELS"]
 
 MIN_SOURCE_MODELS = 20
 _KIND = "atlascat.predict.BenchmarkPredictor"
-_VERSION = 2
+_VERSION = 3
+_READS = (2, 3)           # version 2: no level model (the IRT model alone)
 
 
 class BenchmarkPredictor:
@@ -43,9 +45,14 @@ class BenchmarkPredictor:
     Parameters
     ----------
     budget : items asked per target (default 50)
-    mix : share of each draw's probability proportional to the model's uncertainty, the rest
+    mix : share of each draw's probability proportional to the models' uncertainty, the rest
         uniform, 0-1 (default 0.5, chosen on BenchPred's interpolation split among 0.5 and
         0.8; 0 = simple random sampling)
+    share : the level model's share of that uncertainty part, 0-1 (default 0.5; 0 = the IRT
+        model's uncertainty alone; the level model is a control variate in either case)
+    level_fraction : the strongest share of the source models (by score) whose proportions
+        correct make the level model (default 0.25, at least 3 models; 0 = no level model, the
+        IRT model alone: the design of predictor.json version 2)
     z_cut : a target whose design and model predictions differ by more than z_cut combined SEs
         is treated as outside the source population (default 2.0)
     theta_quantile : a target whose theta lies beyond the [q, 1 - q] quantiles of the source
@@ -57,15 +64,19 @@ class BenchmarkPredictor:
     quadpts, theta_range : the theta grid (61 nodes on [-6, 6], N(0, 1) prior)
 
     Fitted attributes: ``item_ids_``, ``a_``, ``b_``, ``c_``, ``u_`` (every benchmark item),
+    ``level_x_``, ``level_c0_`` (the level model; None from a version-2 predictor.json),
     ``alpha_``, ``beta_``, ``tau2_``, ``n_source_``, ``source_range_`` (min, max source score),
     ``theta_support_`` (the source thetas' quantiles).
     """
 
-    def __init__(self, budget: int = 50, *, mix: float = 0.5, z_cut: float = 2.0,
+    def __init__(self, budget: int = 50, *, mix: float = 0.5, share: float = 0.5,
+                 level_fraction: float = 0.25, z_cut: float = 2.0,
                  theta_quantile: float = 0.02, d_margin: float = 0.0, n_replays: int = 2,
                  min_tau: float = 0.01, quadpts: int = 61, theta_range=(-6.0, 6.0)):
         self.budget = budget
         self.mix = mix
+        self.share = share
+        self.level_fraction = level_fraction
         self.z_cut = z_cut
         self.theta_quantile = theta_quantile
         self.d_margin = d_margin
@@ -82,6 +93,10 @@ class BenchmarkPredictor:
         if not 0.0 <= float(self.mix) < 1.0:
             raise ConfigError(f"mix must be in [0, 1), got {self.mix}; 1 - mix is the uniform "
                               "share that keeps the estimate unbiased")
+        if not 0.0 <= float(self.share) <= 1.0:
+            raise ConfigError(f"share must be in [0, 1], got {self.share}")
+        if not 0.0 <= float(self.level_fraction) <= 1.0:
+            raise ConfigError(f"level_fraction must be in [0, 1], got {self.level_fraction}")
         if not float(self.d_margin) >= 0.0:
             raise ConfigError(f"d_margin must be >= 0, got {self.d_margin}")
         if not 0.0 <= float(self.theta_quantile) < 0.5:
@@ -113,6 +128,10 @@ class BenchmarkPredictor:
         truth = np.nanmean(y, axis=1) if scores is None else np.asarray(scores, float).reshape(-1)
         if truth.shape != (source.n_subjects,) or not np.all(np.isfinite(truth)):
             raise ResponseDataError("scores must hold one finite value (0-1) per source model")
+        self.level_x_, self.level_c0_ = None, None
+        if float(self.level_fraction) > 0:
+            self.level_x_ = est.level_logits(y, truth, float(self.level_fraction))
+            self.level_c0_ = float(est.level_start(self.level_x_, truth.mean()))
         rng = np.random.default_rng(rng)
         reps = np.repeat(np.arange(source.n_subjects), int(self.n_replays))
         arr = self._replay_arrays(y[reps], rng)
@@ -139,21 +158,30 @@ class BenchmarkPredictor:
         """The design on every row of ``y`` (items in ``item_ids_`` order, NaN = not available)."""
         budget = int(self.budget if budget is None else budget)
         tables, nodes, log_prior = self._grid()
-        d = est.sequential_design(y, tables, log_prior, budget, float(self.mix), rng)
+        d = est.sequential_design(y, tables, log_prior, budget, float(self.mix), rng,
+                                  level=self._level(), share=float(self.share))
         rows = np.broadcast_to(np.arange(y.shape[0])[:, None], d["item"].shape)
         asked = np.zeros(y.shape, dtype=bool)
         asked[rows[d["valid"]], d["item"][d["valid"]]] = True
         return self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"], d["f_rest"],
-                              d["log_post"], d["valid"])
+                              d["log_post"], d["valid"], d["g"], d["g_rest"])
 
-    def _estimate(self, y, avail, asked, item, q, f, f_rest, log_post, valid=None) -> dict:
+    def _level(self):
+        """(x, c_0) of the level model, or None (a version-2 predictor: the IRT model alone)."""
+        x = getattr(self, "level_x_", None)
+        return None if x is None else (x, self.level_c0_)
+
+    def _estimate(self, y, avail, asked, item, q, f, f_rest, log_post, valid=None, g=None,
+                  g_rest=None) -> dict:
         """D and its SE (capped at 1, the whole score range), M and theta; ``avail`` marks the
         items the score is the mean over. A row asked every available item gets its exact
         score (SE 0)."""
         tables, nodes, _ = self._grid()
         n_avail = np.maximum(avail.sum(1), 1)
         y_drawn = np.nan_to_num(np.take_along_axis(y, item, axis=1))
-        total, se_total = est.des_raj(y_drawn, q, f, f_rest, valid)
+        if self._level() is None:
+            g = g_rest = None
+        total, se_total = est.des_raj(y_drawn, q, f, f_rest, valid, g, g_rest)
         model, theta = est.model_prediction(y, asked, avail, tables, nodes, log_post)
         design, se = total / n_avail, np.minimum(se_total / n_avail, 1.0)
         every = asked.sum(1) >= avail.sum(1)
@@ -167,10 +195,10 @@ class BenchmarkPredictor:
                            z_cut=self.z_cut, source_range=self.source_range_,
                            theta_range=self.theta_support_, d_margin=float(self.d_margin))
 
-    def predict_draws(self, y, item, q, f, f_rest) -> dict:
+    def predict_draws(self, y, item, q, f, f_rest, g=None, g_rest=None) -> dict:
         """Predictions from draws already answered (rows = targets; ``y`` in ``item_ids_``
         order, NaN where not asked; the score is the mean over ALL items; ``item``, ``q``,
-        ``f``, ``f_rest`` one column per draw, as
+        ``f``, ``f_rest``, ``g``, ``g_rest`` one column per draw, as
         :func:`~atlascat.predict.estimators.sequential_design` returns them)."""
         self._require_fitted()
         y = np.asarray(y, float)
@@ -182,7 +210,9 @@ class BenchmarkPredictor:
         lp = est.log_posterior(y, asked, tables, log_prior)
         avail = np.ones(y.shape, dtype=bool)       # a live target can be asked every item
         arr = self._estimate(y, avail, asked, item, np.asarray(q, float), np.asarray(f, float),
-                             np.asarray(f_rest, float), lp)
+                             np.asarray(f_rest, float), lp, None,
+                             None if g is None else np.asarray(g, float),
+                             None if g_rest is None else np.asarray(g_rest, float))
         score, lo, hi, sd, outside, z = self._combine(arr)
         return dict(score=score, lower=lo, upper=hi, se=sd, model_score=arr["model"],
                     design_score=arr["design"], design_se=arr["se"], theta=arr["theta"],
@@ -239,6 +269,8 @@ class BenchmarkPredictor:
         self._require_fitted()
         return {"kind": _KIND, "version": _VERSION,
                 "settings": {"budget": int(self.budget), "mix": float(self.mix),
+                             "share": float(self.share),
+                             "level_fraction": float(self.level_fraction),
                              "z_cut": float(self.z_cut),
                              "theta_quantile": float(self.theta_quantile),
                              "d_margin": float(self.d_margin),
@@ -247,22 +279,25 @@ class BenchmarkPredictor:
                              "theta_range": [float(v) for v in self.theta_range]},
                 "items": {"item_id": [str(i) for i in self.item_ids_],
                           "a": self.a_.tolist(), "b": self.b_.tolist(),
-                          "c": self.c_.tolist(), "u": self.u_.tolist()},
+                          "c": self.c_.tolist(), "u": self.u_.tolist(),
+                          "level_x": None if self.level_x_ is None else self.level_x_.tolist()},
                 "calibration": {"alpha": self.alpha_, "beta": self.beta_, "tau2": self.tau2_,
                                 "n_source": self.n_source_,
                                 "source_range": list(self.source_range_),
-                                "theta_support": list(self.theta_support_)}}
+                                "theta_support": list(self.theta_support_),
+                                "level_c0": self.level_c0_}}
 
     @classmethod
     def from_dict(cls, d: dict) -> "BenchmarkPredictor":
         if not isinstance(d, dict) or d.get("kind") != _KIND:
             raise ConfigError("not a predictor description (predictor.json); write it with "
                               "BenchmarkPredictor.to_dict")
-        if d.get("version") != _VERSION:
-            raise ConfigError(f"predictor.json version {d.get('version')} is not {_VERSION}; "
-                              "rebuild the bank with this version of atlascat")
+        if d.get("version") not in _READS:
+            raise ConfigError(f"predictor.json version {d.get('version')} is not one of "
+                              f"{list(_READS)}; rebuild the bank with this version of atlascat")
         s = d["settings"]
-        self = cls(s["budget"], mix=s["mix"], z_cut=s["z_cut"],
+        self = cls(s["budget"], mix=s["mix"], share=s.get("share", 0.0),
+                   level_fraction=s.get("level_fraction", 0.0), z_cut=s["z_cut"],
                    theta_quantile=s["theta_quantile"], d_margin=s["d_margin"],
                    n_replays=s["n_replays"],
                    min_tau=s["min_tau"], quadpts=s["quadpts"], theta_range=s["theta_range"])
@@ -274,6 +309,9 @@ class BenchmarkPredictor:
         self.n_source_ = cal["n_source"]
         self.source_range_ = tuple(cal["source_range"])
         self.theta_support_ = tuple(cal["theta_support"])
+        x = it.get("level_x")
+        self.level_x_ = None if x is None else np.asarray(x, float)
+        self.level_c0_ = cal.get("level_c0")
         return self
 
 

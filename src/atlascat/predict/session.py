@@ -1,9 +1,9 @@
 """A live test of one target with a :class:`~atlascat.predict.predictor.BenchmarkPredictor`.
 
 The session runs the predictor's sequential design (:mod:`atlascat.predict.estimators`): each
-item is drawn from the items not asked yet with a probability proportional to the IRT model's
-uncertainty about it given the answers recorded so far (mixed with uniform), from a seeded
-Generator. ``next_items(k)`` draws a round of k items one after another with the same posterior
+item is drawn from the items not asked yet with a probability proportional to the models'
+uncertainty about it given the answers recorded so far (the IRT model and the level model,
+mixed with uniform), from a seeded Generator. ``next_items(k)`` draws a round of k items one after another with the same posterior
 (the answers of a round are not known while it is drawn), so each draw's probability depends on
 earlier answers only and Des Raj's estimator stays unbiased at every length: stopping after any
 number of answers is allowed. The prediction uses the draws in order up to the first one not
@@ -61,7 +61,9 @@ class PredictSession:
         self._index = {str(i): k for k, i in enumerate(predictor.item_ids_)}
         self._y = np.full(n, np.nan)
         self._drawn = np.zeros(n, dtype=bool)
-        self._draws: list[tuple[int, float, float, float]] = []   # (item, q, f, f_rest)
+        # (item, q, f, f_rest, g, g_rest): the draw, its probability, the two models'
+        # predictions of it and their sums over the items not drawn before it
+        self._draws: list[tuple[int, float, float, float, float, float]] = []
         self._tables, self._nodes, self._log_prior = predictor._grid()
         self._theta_se = None                       # (theta, SE) of the answers so far
 
@@ -99,16 +101,26 @@ class PredictSession:
         answered = np.isfinite(self._y)[None, :]
         lp = est.log_posterior(self._y[None, :], answered, self._tables, self._log_prior)
         f = est.posterior(lp) @ self._tables[0]
+        g, level = f, self.predictor._level()
+        if level is not None:
+            x, c0 = level
+            done = np.flatnonzero(answered[0])
+            c = est.level_offset(x[done][None, :], self._y[done][None, :],
+                                 np.ones((1, done.size), dtype=bool), c0)
+            g = est.level_prediction(x, c)
         out = []
         for _ in range(room):
             remaining = ~self._drawn[None, :]
-            q = est.draw_probabilities(f, remaining, float(self.predictor.mix))[0]
+            q = est.draw_probabilities(f, remaining, float(self.predictor.mix),
+                                       None if level is None else g,
+                                       float(self.predictor.share))[0]
             j = int(min(np.searchsorted(np.cumsum(q), self._rng.random() * q.sum(), "right"),
                         len(q) - 1))
             if not remaining[0, j]:
                 j = int(np.argmax(q))
             self._draws.append((j, float(q[j]), float(f[0, j]),
-                                float(np.where(remaining[0], f[0], 0.0).sum())))
+                                float(np.where(remaining[0], f[0], 0.0).sum()),
+                                float(g[0, j]), float(np.where(remaining[0], g[0], 0.0).sum())))
             self._drawn[j] = True
             out.append(str(self.predictor.item_ids_[j]))
         return out
@@ -128,8 +140,8 @@ class PredictSession:
     def to_dict(self) -> dict:
         """JSON-serialisable state (without the predictor: :meth:`from_dict` takes it)."""
         ids = self.predictor.item_ids_
-        return {"format": "atlascat.PredictSession/1", "budget": self.budget,
-                "draws": [[str(ids[j]), q, f, r] for j, q, f, r in self._draws],
+        return {"format": "atlascat.PredictSession/2", "budget": self.budget,
+                "draws": [[str(ids[j]), *rest] for j, *rest in self._draws],
                 "answers": {str(ids[j]): float(self._y[j]) for j in np.flatnonzero(
                     np.isfinite(self._y))},
                 "rng": generator_state(self._rng)}
@@ -139,9 +151,10 @@ class PredictSession:
         """The session :meth:`to_dict` saved, with the same ``predictor``."""
         try:
             out = cls(predictor, budget=int(d["budget"]), rng=generator_from_state(d["rng"]))
-            for item, q, f, r in d["draws"]:
+            for item, q, f, r, *gr in d["draws"]:   # format 1: no level model (g = f)
                 j = out._index[str(item)]
-                out._draws.append((j, float(q), float(f), float(r)))
+                g, g_rest = gr if gr else (f, r)
+                out._draws.append((j, float(q), float(f), float(r), float(g), float(g_rest)))
                 out._drawn[j] = True
             for item, v in d["answers"].items():
                 out.record(item, v)
@@ -164,10 +177,10 @@ class PredictSession:
         if not draws:
             raise ConfigError("no answers recorded yet; record the answer to the first item "
                               "next_items handed out before asking for a prediction")
-        cols = [np.asarray([d[c] for d in draws])[None, :] for c in range(4)]
+        cols = [np.asarray([d[c] for d in draws])[None, :] for c in range(6)]
         y = np.full_like(self._y, np.nan)
         y[cols[0][0]] = self._y[cols[0][0]]
-        r = p.predict_draws(y[None, :], cols[0].astype(int), cols[1], cols[2], cols[3])
+        r = p.predict_draws(y[None, :], cols[0].astype(int), *cols[1:])
         outside = bool(r["outside"][0])
         n = int(r["n_items"][0])
         warning = ""
