@@ -77,9 +77,7 @@ def pps_errors(y: np.ndarray, g: np.ndarray, n: int, mix: float, rng) -> np.ndar
     cols = {k: np.zeros((rows_n, n)) for k in ("q", "f", "f_rest", "y")}
     for k in range(n):
         q = est.draw_probabilities(g, remaining, mix)
-        cq = np.cumsum(q, axis=1)
-        j = np.minimum((cq < rng.random((rows_n, 1)) * cq[:, -1:]).sum(1), n_items - 1)
-        j = np.where(remaining[rows, j], j, np.argmax(q, axis=1))
+        j = est.draw_items(q, remaining, rng)
         cols["q"][:, k], cols["f"][:, k], cols["y"][:, k] = q[rows, j], g[rows, j], y[rows, j]
         cols["f_rest"][:, k] = np.where(remaining, g, 0.0).sum(1)
         remaining[rows, j] = False

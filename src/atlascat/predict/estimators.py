@@ -72,10 +72,11 @@ Bock and Mislevy (1982). Adaptive EAP estimation of ability. Applied Psych. Meas
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import expit, logsumexp
 
 __all__ = ["Z95", "grid_tables", "posterior", "log_posterior", "level_logits", "level_start",
-           "level_offset", "level_prediction", "draw_probabilities", "sequential_design",
+           "level_offset", "level_prediction", "draw_probabilities", "draw_items",
+           "sequential_design",
            "draw_terms", "predictable_weights", "des_raj", "model_prediction", "combine"]
 
 Z95 = 1.959963984540054
@@ -122,7 +123,7 @@ def level_start(x, mean_score):
     lo, hi = -40.0, 40.0
     for _ in range(100):
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if np.mean(_expit(x + mid)) < target else (lo, mid)
+        lo, hi = (mid, hi) if np.mean(expit(x + mid)) < target else (lo, mid)
     return 0.5 * (lo + hi)
 
 
@@ -132,7 +133,7 @@ def level_offset(x_drawn, y_drawn, valid, c0, sd=LEVEL_PRIOR_SD):
     c = np.full(np.shape(y_drawn)[0], float(c0))
     yv = np.where(valid, y_drawn, 0.0)
     for _ in range(50):
-        mu = np.where(valid, _expit(x_drawn + c[:, None]), 0.0)
+        mu = np.where(valid, expit(x_drawn + c[:, None]), 0.0)
         grad = (yv - mu).sum(1) - (c - c0) / sd ** 2
         hess = (mu * (1.0 - mu)).sum(1) + 1.0 / sd ** 2
         step = np.clip(grad / hess, -5.0, 5.0)
@@ -142,13 +143,13 @@ def level_offset(x_drawn, y_drawn, valid, c0, sd=LEVEL_PRIOR_SD):
     return c
 
 
-def level_prediction(x, c):
-    """g (rows, items) = expit(x_i + c_row)."""
-    return np.clip(_expit(np.asarray(x)[None, :] + np.asarray(c)[:, None]), 1e-9, 1 - 1e-9)
-
-
-def _expit(z):
-    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, float)))
+def level_prediction(level, item, y_item, valid):
+    """g (rows, items) = expit(x_i + c_row), c_row the MAP level (:func:`level_offset`) of each
+    row's answers ``y_item`` to the items ``item`` (columns marked ``valid``); ``level`` is
+    (x, c_0). The replay and a live session predict with this one function."""
+    x, c0 = level
+    c = level_offset(x[item], y_item, valid, c0)
+    return np.clip(expit(np.asarray(x)[None, :] + c[:, None]), 1e-9, 1 - 1e-9)
 
 
 def _share(s, remaining, n_rem):
@@ -167,6 +168,16 @@ def draw_probabilities(f, remaining, mix, g=None, share=0.0):
             np.sqrt(np.clip(g * (1.0 - g), 0.0, None)), remaining, n_rem)
     q = np.where(remaining, mix * prop + (1.0 - mix) / n_rem, 0.0)
     return q / np.maximum(q.sum(1, keepdims=True), 1e-300)
+
+
+def draw_items(q, remaining, rng):
+    """One item per row drawn with probabilities ``q`` (rows of :func:`draw_probabilities`)
+    by inverse CDF from one uniform per row; a draw that rounding puts on an item not
+    ``remaining`` takes the row's most probable item."""
+    rows = np.arange(q.shape[0])
+    cq = np.cumsum(q, axis=1)
+    j = np.minimum((cq < rng.random((q.shape[0], 1)) * cq[:, -1:]).sum(1), q.shape[1] - 1)
+    return np.where(remaining[rows, j], j, np.argmax(q, axis=1))
 
 
 def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=0.0):
@@ -198,14 +209,10 @@ def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=
         f = posterior(lp) @ p
         g = f
         if level is not None:
-            x, c0 = level
-            c = level_offset(x[out["item"][:, :k]], yv[rows[:, None], out["item"][:, :k]],
-                             out["valid"][:, :k], c0)
-            g = level_prediction(x, c)
+            done = out["item"][:, :k]
+            g = level_prediction(level, done, yv[rows[:, None], done], out["valid"][:, :k])
         q = draw_probabilities(f, remaining, mix, None if level is None else g, share)
-        cq = np.cumsum(q, axis=1)
-        j = np.minimum((cq < rng.random((n_rows, 1)) * cq[:, -1:]).sum(1), n_items - 1)
-        j = np.where(remaining[rows, j], j, np.argmax(q, axis=1))      # rounding guard
+        j = draw_items(q, remaining, rng)
         out["item"][:, k] = j
         out["q"][:, k] = np.where(live, q[rows, j], 1.0)
         for name, pred in (("f", f), ("g", g)):

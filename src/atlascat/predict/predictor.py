@@ -168,8 +168,7 @@ class BenchmarkPredictor:
 
     def _level(self):
         """(x, c_0) of the level model, or None (a version-2 predictor: the IRT model alone)."""
-        x = getattr(self, "level_x_", None)
-        return None if x is None else (x, self.level_c0_)
+        return None if self.level_x_ is None else (self.level_x_, self.level_c0_)
 
     def _estimate(self, y, avail, asked, item, q, f, f_rest, log_post, valid=None, g=None,
                   g_rest=None) -> dict:

@@ -103,11 +103,8 @@ class PredictSession:
         f = est.posterior(lp) @ self._tables[0]
         g, level = f, self.predictor._level()
         if level is not None:
-            x, c0 = level
-            done = np.flatnonzero(answered[0])
-            c = est.level_offset(x[done][None, :], self._y[done][None, :],
-                                 np.ones((1, done.size), dtype=bool), c0)
-            g = est.level_prediction(x, c)
+            done = np.flatnonzero(answered[0])[None, :]
+            g = est.level_prediction(level, done, self._y[done], np.ones(done.shape, dtype=bool))
         out = []
         for _ in range(room):
             remaining = ~self._drawn[None, :]
