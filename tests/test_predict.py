@@ -293,6 +293,7 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     d = json.loads(json.dumps(predictor.to_dict()))
     assert d["version"] == 3 and len(d["items"]["level_x"]) == N_ITEMS
     d["version"] = 2
+    d["settings"]["mix"] = 0.5                               # version 2's default
     for key in ("share", "level_fraction"):
         d["settings"].pop(key)
     d["items"].pop("level_x")
@@ -306,7 +307,7 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     total, _ = est.des_raj(np.take_along_axis(y, ref["item"], 1), ref["q"], ref["f"],
                            ref["f_rest"], ref["valid"])
     np.testing.assert_allclose(out.design_score.to_numpy(), total / N_ITEMS, atol=1e-12)
-    fresh = BenchmarkPredictor(40, share=0.0, level_fraction=0.0).fit(
+    fresh = BenchmarkPredictor(40, mix=0.5, share=0.0, level_fraction=0.0).fit(
         world["bank"], world["source"], rng=0)                # the same design, fitted now
     assert fresh._level() is None and fresh.to_dict()["items"]["level_x"] is None
     np.testing.assert_array_equal(fresh.replay(world["strong"], rng=3).score, out.score)
