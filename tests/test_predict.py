@@ -211,6 +211,28 @@ def test_des_raj_unbiased_and_covers_with_a_wrong_model():
     assert np.sqrt(np.mean((t1 - y.sum()) ** 2)) < 0.95 * np.sqrt(np.mean((t0 - y.sum()) ** 2))
 
 
+def test_model_prediction_held_to_its_own_replayed_range(predictor):
+    """M is on the IRT model's scale: the out-of-population rule holds it to the source models'
+    replayed M, and G (M calibrated to the score) and D to their scores; a predictor.json
+    without ``model_range`` (written before it) holds M to the scores, as it did."""
+    lo, hi = predictor.model_range_
+    assert 0.0 <= lo < hi <= 1.0
+    kw = dict(alpha=0.0, beta=1.0, tau2=0.01 ** 2, z_cut=2.0, source_range=(0.4, 0.6))
+    one = np.array([0.65])                                   # M beyond the scores, G = 0.65 too
+    args = (one, one, np.array([0.05]), np.array([0.0]))
+    assert est.combine(*args, **kw)[4][0]                    # G beyond the scores: outside
+    m = np.array([0.65])
+    inside = dict(kw, alpha=-0.15)                           # G = 0.5, D = 0.5: inside the scores
+    dsg = (m, np.array([0.5]), np.array([0.05]), np.array([0.0]))
+    assert est.combine(*dsg, **inside)[4][0]                 # M held to the scores (old rule)
+    assert not est.combine(*dsg, **inside, model_range=(0.5, 0.7))[4][0]
+    assert est.combine(*dsg, **inside, model_range=(0.5, 0.6))[4][0]
+    d = json.loads(json.dumps(predictor.to_dict()))
+    assert d["calibration"]["model_range"] == [lo, hi]
+    d["calibration"].pop("model_range")
+    assert BenchmarkPredictor.from_dict(d).model_range_ is None
+
+
 def test_draw_probabilities_floor():
     f = np.array([[0.0, 1.0, 0.5, 0.5, 0.2]])
     remaining = np.array([[True, True, True, False, True]])
@@ -298,6 +320,7 @@ def test_version_2_predictor_json_still_loads(world, predictor):
         d["settings"].pop(key)
     d["items"].pop("level_x")
     d["calibration"].pop("level_c0")
+    d["calibration"].pop("model_range")
     old = BenchmarkPredictor.from_dict(d)
     assert old.share == 0.0 and old._level() is None
     out = old.replay(world["strong"], rng=3)
@@ -309,6 +332,7 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     np.testing.assert_allclose(out.design_score.to_numpy(), total / N_ITEMS, atol=1e-12)
     fresh = BenchmarkPredictor(40, mix=0.5, share=0.0, level_fraction=0.0).fit(
         world["bank"], world["source"], rng=0)                # the same design, fitted now
+    fresh.model_range_ = None                                 # and version 2's rule for M
     assert fresh._level() is None and fresh.to_dict()["items"]["level_x"] is None
     np.testing.assert_array_equal(fresh.replay(world["strong"], rng=3).score, out.score)
     s = old.session(rng=1)                                   # and its live session runs

@@ -52,8 +52,9 @@ M is sharp where the target resembles the source models and biased where it does
 Combination. G = alpha + beta * M is the model prediction calibrated on the source models (the
 same design replayed on them), tau^2 its mean squared error there. A target is outside the source
 population when |D - G| > z_cut * sqrt(SE_D^2 + tau^2) (the design contradicts the model), when
-G, M or D lies beyond the source models' score range (a calibration fitted there cannot be
-extrapolated), or when its theta lies beyond the central ``1 - 2 q`` of the source models'
+G or D lies beyond the source models' score range or M beyond the range of their replayed M
+(a calibration fitted there cannot be extrapolated; M is on its own scale, which G maps to the
+score's), or when its theta lies beyond the central ``1 - 2 q`` of the source models'
 replayed thetas; then the prediction is D. Otherwise the precision-weighted mean
 C = (G / tau^2 + D / SE_D^2) / (1 / tau^2 + 1 / SE_D^2). The reported 95% interval is the design
 interval D +- 1.96 SE_D, widened (never narrowed) to contain the point prediction.
@@ -281,15 +282,18 @@ def model_prediction(y, asked, avail, tables, nodes, log_post):
 
 
 def combine(model, design, se, theta, *, alpha, beta, tau2, z_cut, source_range=(0.0, 1.0),
-            theta_range=(-np.inf, np.inf), d_margin=0.0):
+            theta_range=(-np.inf, np.inf), d_margin=0.0, model_range=None):
     """Point prediction, 95% interval (0-1), its SD and the out-of-population flag (module
     docstring; ``d_margin``: how many SE_D the design estimate must lie beyond the source
-    scores to flag, 0 = its point value). Returns (score, lower, upper, sd, outside, z)."""
+    scores to flag, 0 = its point value; ``model_range``: (min, max) of the source models'
+    replayed M, None = ``source_range``, as predictor.json files written before it).
+    Returns (score, lower, upper, sd, outside, z)."""
     g = alpha + beta * model
     se2 = np.maximum(se ** 2, 1e-12)
     z = np.abs(design - g) / np.sqrt(se2 + tau2)
     lo_src, hi_src = source_range
-    beyond = ((np.minimum(g, model) < lo_src) | (np.maximum(g, model) > hi_src)
+    lo_m, hi_m = source_range if model_range is None else model_range
+    beyond = ((g < lo_src) | (g > hi_src) | (model < lo_m) | (model > hi_m)
               | (design - d_margin * se > hi_src) | (design + d_margin * se < lo_src)
               | (theta < theta_range[0]) | (theta > theta_range[1]))
     outside = (z > z_cut) | beyond

@@ -67,6 +67,8 @@ class BenchmarkPredictor:
     Fitted attributes: ``item_ids_``, ``a_``, ``b_``, ``c_``, ``u_`` (every benchmark item),
     ``level_x_``, ``level_c0_`` (the level model; None from a version-2 predictor.json),
     ``alpha_``, ``beta_``, ``tau2_``, ``n_source_``, ``source_range_`` (min, max source score),
+    ``model_range_`` (min, max of the source models' replayed IRT prediction M; None from a
+    predictor.json written before it: M is then held to ``source_range_``),
     ``theta_support_`` (the source thetas' quantiles).
     """
 
@@ -145,6 +147,7 @@ class BenchmarkPredictor:
         self.tau2_ = float(max(np.mean(resid ** 2), self.min_tau ** 2))
         self.n_source_ = int(source.n_subjects)
         self.source_range_ = (float(truth.min()), float(truth.max()))
+        self.model_range_ = (float(model.min()), float(model.max()))
         qq = float(self.theta_quantile)
         self.theta_support_ = tuple(float(v) for v in np.quantile(arr["theta"], [qq, 1 - qq]))
         return self
@@ -193,6 +196,7 @@ class BenchmarkPredictor:
         return est.combine(arr["model"], arr["design"], arr["se"], arr["theta"],
                            alpha=self.alpha_, beta=self.beta_, tau2=self.tau2_,
                            z_cut=self.z_cut, source_range=self.source_range_,
+                           model_range=self.model_range_,
                            theta_range=self.theta_support_, d_margin=float(self.d_margin))
 
     def predict_draws(self, y, item, q, f, f_rest, g=None, g_rest=None) -> dict:
@@ -284,6 +288,8 @@ class BenchmarkPredictor:
                 "calibration": {"alpha": self.alpha_, "beta": self.beta_, "tau2": self.tau2_,
                                 "n_source": self.n_source_,
                                 "source_range": list(self.source_range_),
+                                "model_range": (None if self.model_range_ is None
+                                                else list(self.model_range_)),
                                 "theta_support": list(self.theta_support_),
                                 "level_c0": self.level_c0_}}
 
@@ -308,6 +314,8 @@ class BenchmarkPredictor:
         self.alpha_, self.beta_, self.tau2_ = cal["alpha"], cal["beta"], cal["tau2"]
         self.n_source_ = cal["n_source"]
         self.source_range_ = tuple(cal["source_range"])
+        m = cal.get("model_range")
+        self.model_range_ = None if m is None else tuple(m)
         self.theta_support_ = tuple(cal["theta_support"])
         x = it.get("level_x")
         self.level_x_ = None if x is None else np.asarray(x, float)
