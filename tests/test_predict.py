@@ -217,16 +217,16 @@ def test_model_prediction_held_to_its_own_replayed_range(predictor):
     without ``model_range`` (written before it) holds M to the scores, as it did."""
     lo, hi = predictor.model_range_
     assert 0.0 <= lo < hi <= 1.0
-    kw = dict(alpha=0.0, beta=1.0, tau2=0.01 ** 2, z_cut=2.0, source_range=(0.4, 0.6))
-    one = np.array([0.65])                                   # M beyond the scores, G = 0.65 too
-    args = (one, one, np.array([0.05]), np.array([0.0]))
-    assert est.combine(*args, **kw)[4][0]                    # G beyond the scores: outside
-    m = np.array([0.65])
-    inside = dict(kw, alpha=-0.15)                           # G = 0.5, D = 0.5: inside the scores
-    dsg = (m, np.array([0.5]), np.array([0.05]), np.array([0.0]))
-    assert est.combine(*dsg, **inside)[4][0]                 # M held to the scores (old rule)
-    assert not est.combine(*dsg, **inside, model_range=(0.5, 0.7))[4][0]
-    assert est.combine(*dsg, **inside, model_range=(0.5, 0.6))[4][0]
+    def outside(model, design, alpha, model_range=None):
+        return est.combine(np.array([model]), np.array([design]), np.array([0.05]),
+                           np.array([0.0]), alpha=alpha, beta=1.0, tau2=0.01 ** 2, z_cut=2.0,
+                           source_range=(0.4, 0.6), model_range=model_range)[4][0]
+
+    assert outside(0.65, 0.65, 0.0, model_range=(0.5, 0.7))  # G = M beyond the scores
+    # M = 0.65, G = 0.5, D = 0.5: only M lies beyond the scores
+    assert outside(0.65, 0.5, -0.15)                          # held to the scores (old rule)
+    assert not outside(0.65, 0.5, -0.15, model_range=(0.5, 0.7))
+    assert outside(0.65, 0.5, -0.15, model_range=(0.5, 0.6))
     d = json.loads(json.dumps(predictor.to_dict()))
     assert d["calibration"]["model_range"] == [lo, hi]
     d["calibration"].pop("model_range")

@@ -46,9 +46,9 @@ class BenchmarkPredictor:
     ----------
     budget : items asked per target (default 50)
     mix : share of each draw's probability proportional to the models' uncertainty, the rest
-        uniform, 0-1 (default 0.7: the smallest total MAE over BenchPred's ten rows, 60 draws
-        each, among 0.5, 0.6, 0.7, 0.75 and 0.85 with the level model; 0 = simple random
-        sampling)
+        uniform, 0-1 (default 0.7: with 0.75 the smallest total MAE over BenchPred's ten rows,
+        60 draws each, among 0.5, 0.6, 0.7, 0.75 and 0.85 with the level model; docs/
+        your_benchmark.md; 0 = simple random sampling)
     share : the level model's share of that uncertainty part, 0-1 (default 0.5; 0 = the IRT
         model's uncertainty alone; the level model is a control variate in either case)
     level_fraction : the strongest share of the source models (by score) whose proportions
