@@ -32,6 +32,9 @@ from 100 source models, so on the v2 matrices).
                                  # build-bank has no option for them), nothing written
         [--replays K]            # with --set: K replays of each seed's targets (pooled),
                                  # written to results/benchpred/replays_<settings>.csv
+        [--splits weaker]        # our mirror image of extrapolation (source: the strongest
+                                 # 50%; targets: the weakest 30%), beside a random sample's
+                                 # mean; written to atlas_weaker.csv, not the docs
 
 writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed, design) and,
 with --write-docs, table.md and the table of docs/your_benchmark.md's section "## Study: models
@@ -75,14 +78,40 @@ def load(name: str) -> pd.DataFrame:
     return df[df.mean(axis=1) > 1e-8]          # as BenchPred's get_scores
 
 
+SPLITS = ("interpolation", "extrapolation")   # BenchPred's; "weaker" is our mirror image
+RANDOM_LABEL = "random sample, 12 draws per seed (this script)"   # where no peer was run
+
+
 def split_models(full: np.ndarray, split: str, seed: int):
-    """BenchPred's main.py: source and target row indices."""
+    """BenchPred's main.py: source and target row indices. ``weaker`` (not BenchPred's) mirrors
+    extrapolation: the source is the strongest 50% of models, the targets the weakest 30%."""
     n = len(full)
     if split == "interpolation":
         tgt = np.random.RandomState(seed).permutation(n)[: int(0.25 * n)]
         return np.setdiff1d(np.arange(n), tgt), tgt
     order = np.argsort(full.mean(axis=1), kind="stable")
+    if split == "weaker":
+        return order[-int(0.5 * n):], order[: int(0.3 * n)]
+    if split != "extrapolation":
+        raise ValueError(f"unknown split {split!r}")
     return order[: int(0.5 * n)], order[-int(0.3 * n):]
+
+
+def random_sample_mae(df: pd.DataFrame, split: str, budget: int, seeds: int,
+                      replays: int = 12) -> float:
+    """MAE (points) of a simple random sample's mean (``budget`` items without replacement per
+    target; BenchPred's "random sampling"), over ``seeds`` x ``replays`` draws."""
+    full = df.to_numpy(float)
+    errs = []
+    for seed in range(seeds):
+        tgt = split_models(full, split, seed)[1]
+        y = full[tgt]
+        rng = np.random.default_rng([seed, 7])
+        for _ in range(replays):
+            pick = np.argsort(rng.random(y.shape), axis=1)[:, :budget]
+            est = np.take_along_axis(y, pick, axis=1).mean(axis=1)
+            errs.append(np.abs(est - y.mean(axis=1)).mean())
+    return 100 * float(np.mean(errs))
 
 
 def _write(df: pd.DataFrame, rows: np.ndarray, path: Path) -> Path:
@@ -226,17 +255,21 @@ def table(res: pd.DataFrame, peers: pd.DataFrame) -> str:
                 width=("width", "mean"), design_mae=("design_mae", "mean"),
                 model_mae=("model_mae", "mean"))
     for (name, split, design), row in agg.iterrows():
-        b = best.loc[(name, split)]
-        ratio = row.mae / b.mae
-        bound = 1.0 if split == "interpolation" else 1.1
         cov = row.hits / row.n
-        verdict = "meets" if ratio <= bound else f"**loses** (x{ratio:.2f}; bound x{bound:.1f})"
+        if (name, split) in best.index:
+            b = best.loc[(name, split)]
+            ratio = row.mae / b.mae
+            bound = 1.0 if split == "interpolation" else 1.1
+            verdict = ("meets" if ratio <= bound
+                       else f"**loses** (x{ratio:.2f}; bound x{bound:.1f})")
+            peer = f"{b.mae:.2f} ({PEER_LABEL.get(b.method, b.method)})"
+        else:                                  # a split BenchPred's methods were not run on
+            verdict, peer = "-", "-"
         if not 0.90 <= cov <= 0.99:
             verdict += "; **coverage outside 0.90-0.99**"
         lines.append(f"| {name} | {split} | {design} | {row.mae:.2f} | {cov:.3f} | "
                      f"{row.width:.1f} | {row.items_mean:.1f} / {int(row['items'])} | "
-                     f"{_num(row.design_mae)} | {_num(row.model_mae)} | "
-                     f"{b.mae:.2f} ({PEER_LABEL.get(b.method, b.method)}) | {verdict} |")
+                     f"{_num(row.design_mae)} | {_num(row.model_mae)} | {peer} | {verdict} |")
     return "\n".join(lines)
 
 
@@ -266,7 +299,16 @@ def main(argv=None) -> None:
     ap.add_argument("--replays", type=int, default=1,
                     help="with --set: replay each seed's targets this many times (their own "
                          "draws; the extrapolation split is the same for every seed)")
+    ap.add_argument("--splits", default=",".join(SPLITS),
+                    help="interpolation, extrapolation (BenchPred's) and/or weaker (the "
+                         "strongest 50%% of models the source, the weakest 30%% the targets); "
+                         "other than BenchPred's two, writes atlas_<splits>.csv, not the docs")
     a = ap.parse_args(argv)
+    splits = a.splits.split(",")
+    for split in splits:
+        if split not in SPLITS + ("weaker",):
+            ap.error(f"unknown split {split!r}: interpolation, extrapolation or weaker")
+    protocol = tuple(splits) == SPLITS
     settings = {k: float(v) for k, v in (s.split("=", 1) for s in a.set)}
     if a.replays > 1 and not settings:
         ap.error("--replays is for a study of settings (--set): the commands replay once")
@@ -274,7 +316,7 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory(prefix="benchpred_") as tmp:
         for name in a.datasets.split(","):
             df = load(name)
-            for split in ("interpolation", "extrapolation"):
+            for split in splits:
                 t0, new = time.time(), []
                 for seed in range(a.seeds):
                     if settings:
@@ -295,14 +337,19 @@ def main(argv=None) -> None:
                 print(f"  ({time.time() - t0:.0f}s)", flush=True)
     res = pd.DataFrame(rows)
     OUT.mkdir(parents=True, exist_ok=True)
+    suffix = "" if protocol else "_" + "_".join(splits)
     if not settings:  # a study of settings writes nothing but its replays
-        res.round(4).to_csv(OUT / "atlas.csv", index=False)
+        res.round(4).to_csv(OUT / f"atlas{suffix}.csv", index=False)
     elif a.replays > 1:
         tag = ",".join(f"{k}={v:g}" for k, v in sorted(settings.items()))
-        res.round(4).to_csv(OUT / f"replays_{tag}.csv", index=False)
-    text = table(res, pd.read_csv(OUT / "peers.csv"))
+        res.round(4).to_csv(OUT / f"replays_{tag}{suffix}.csv", index=False)
+    peers = pd.read_csv(OUT / "peers.csv")
+    ours = [{"dataset": name, "split": split, "method": RANDOM_LABEL,
+             "mae": random_sample_mae(load(name), split, a.budget, a.seeds)}
+            for name in a.datasets.split(",") for split in splits if split not in SPLITS]
+    text = table(res, pd.concat([peers, pd.DataFrame(ours)], ignore_index=True))
     print(text)
-    if a.write_docs and not settings:
+    if a.write_docs and not settings and protocol:
         (OUT / "table.md").write_text(text + "\n", encoding="utf-8")
         write_docs(text)
 

@@ -48,6 +48,24 @@ def built(logs_dir, tmp_path_factory):
             for task in ("winogrande", "truthfulqa", "gen")}
 
 
+def test_chance_comes_from_the_options_of_the_logged_items(built):
+    """From sample logs the floor is the score of answering at random: 1 / options averaged
+    over the items (WinoGrande's two options: 0.5), 0 for generated answers; a known
+    benchmark keeps its own, and a matrix 0."""
+    from atlascat.bankdir.builder import default_chance
+
+    settings = {t: built[t].manifest["settings"] for t in built}
+    assert settings["winogrande"]["chance"] == pytest.approx(0.5)
+    assert settings["winogrande"]["chance_from"] == "options"
+    assert 0.0 < settings["truthfulqa"]["chance"] < 0.5      # mc1: several options an item
+    assert settings["gen"]["chance"] == 0.0 and settings["gen"]["chance_from"] == "options"
+    for task in built:
+        assert built[task].link.support["floor"] <= settings[task]["chance"] + 1e-12
+    assert default_chance("ARC") == (0.25, "benchmark") and default_chance("x") == (0.0, "matrix")
+    meta = pd.DataFrame({"choices": [["a", "b"], ["a", "b", "c", "d"], []]})
+    assert default_chance("x", meta) == (pytest.approx((0.5 + 0.25 + 0.0) / 3), "options")
+
+
 # ----------------------------------------------------------------------------- reading logs
 def test_both_spellings_of_arguments_are_read():
     py_repr = "{'gen_args_0': {'arg_0': 'Q: x?\\nA:', 'arg_1': ' yes'}, " \
@@ -203,6 +221,9 @@ def test_build_bank_then_simulate_writes_scores_with_intervals(matrix_bank):
     assert folder.manifest["n_models"] == 20 and folder.manifest["source"]["kind"] == "matrix"
     assert folder.requests is None and folder.link.info["n_models"] == 20
     assert folder.link.support["min_models"] == 0.5 and folder.manifest["cross_fit"]["factor"] >= 1
+    # a matrix says nothing of chance: a weaker model's interval may reach down to 0
+    assert folder.manifest["settings"]["chance"] == 0.0 == folder.link.support["floor"]
+    assert folder.manifest["settings"]["chance_from"] == "matrix"
     r = CliRunner().invoke(app, ["simulate", "--bank", str(root / "bank"),
                                  str(root / "targets.csv"), "--max-items", "50", "-o",
                                  str(root / "sim")])

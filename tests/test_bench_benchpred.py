@@ -42,3 +42,31 @@ def test_cli_path_equals_library_and_reports_both_designs(bench, shared_data, tm
     lines = text.splitlines()
     assert len(lines) == 5 and "**loses** (x2.00; bound x1.1)" in lines[2]
     assert np.isfinite(pred["width"]) and f"{pred['mae']:.2f}" in lines[2]
+
+
+def test_splits_and_the_random_sample_baseline(bench):
+    full = np.random.default_rng(0).random((40, 80))
+    acc = full.mean(axis=1)
+    src, tgt = bench.split_models(full, "extrapolation", 3)
+    assert len(src) == 20 and len(tgt) == 12 and acc[src].max() < acc[tgt].min()
+    src, tgt = bench.split_models(full, "weaker", 3)            # the mirror image
+    assert len(src) == 20 and len(tgt) == 12 and acc[src].min() > acc[tgt].max()
+    src, tgt = bench.split_models(full, "interpolation", 3)
+    assert len(tgt) == 10 and len(np.intersect1d(src, tgt)) == 0 and len(src) == 30
+    with pytest.raises(ValueError, match="unknown split"):
+        bench.split_models(full, "sideways", 0)
+    df = pd.DataFrame((full > 0.5).astype(float))
+    assert bench.random_sample_mae(df, "weaker", 80, 2, replays=2) == 0.0   # every item: exact
+    mae = bench.random_sample_mae(df, "weaker", 10, 2, replays=3)
+    assert 0 < mae < 50 and mae == bench.random_sample_mae(df, "weaker", 10, 2, replays=3)
+
+
+def test_table_marks_a_split_without_a_peer(bench):
+    res = pd.DataFrame([{"dataset": "d", "split": s, "seed": 0, "design": "predictor",
+                         "mae": 3.0, "n_hits": 19, "n_targets": 20, "items_max": 50,
+                         "items_mean": 50.0, "width": 12.0} for s in ("extrapolation", "weaker")])
+    peers = pd.DataFrame({"dataset": ["d"], "split": ["extrapolation"], "method": ["aipw"],
+                          "mae": [2.9]})
+    lines = bench.table(res, peers).splitlines()
+    assert "| 2.90 (AIPW) | meets |" in lines[2]                # 3.0 <= 1.1 x 2.9
+    assert lines[3].endswith("| - | - |")                       # no peer on this split

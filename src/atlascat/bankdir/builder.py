@@ -37,7 +37,7 @@ from ..errors import BankError, ConfigError, ResponseDataError
 from .predict import PREDICTOR_ITEMS_FILE
 
 __all__ = ["build_bank", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
-           "read_results", "cross_fit_factor", "widen", "BUDGET", "FOLDS"]
+           "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS"]
 
 #: fewest source models a bank folder is built from
 MIN_MODELS = 20
@@ -255,6 +255,25 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
     return pd.DataFrame(rows), recs, dropped
 
 
+def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[float, str]:
+    """(chance, where it came from) when the user gives none: the score of a model answering
+    at random, the floor a weaker model's interval reaches down to. A known benchmark's
+    (:data:`atlascat.link.settings.CHANCE`); from sample logs the mean over items of
+    1 / options (0 for a generated answer); from a matrix 0, the lowest score its results
+    cannot exclude. (The lowest source score, the default before, kept the interval of a model
+    weaker than every source model above its score: coverage 0 in docs/your_benchmark.md's
+    "weaker" check.)"""
+    from ..link.settings import CHANCE
+
+    known = CHANCE.get(str(benchmark).lower())
+    if known is not None:
+        return float(known), "benchmark"
+    if meta is not None and len(meta):
+        n = np.array([len(c) for c in meta["choices"]], float)
+        return float(np.mean(np.where(n > 0, 1.0 / np.maximum(n, 1.0), 0.0))), "options"
+    return 0.0, "matrix"
+
+
 def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
     """The bank the benchmark predictor is fitted on: ``bank`` when it holds every item of the
     results that any model answered differently from another, else a calibration of all of
@@ -291,7 +310,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         the task's first), harness filter and doc field of the item id
     name : the benchmark's name (default: the task, or the matrix file's stem)
     model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
-    chance : the score of a model answering at random, 0-1 (default: the lowest source score)
+    chance : the score of a model answering at random, 0-1 (default :func:`default_chance`: a
+        known benchmark's, from sample logs the mean of 1 / options, from a matrix 0)
     budget : the test length the link is fitted for (its replayed tests stop there)
     folds : cross-fitting folds that size the interval (:func:`cross_fit_factor`; 0: none)
     """
@@ -339,6 +359,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         recs = [by_id[str(i)] for i in bank.item_ids]
         bank = attach_content(bank, meta, missing="error")
     y = rm.aligned_values(bank.item_ids, extra="ignore")
+    chance, chance_from = ((float(chance), "given") if chance is not None
+                           else default_chance(bench, meta))
     link = fit_link(bank, y, s, benchmark=bench, seed=seed, chance=chance, max_items=budget,
                     extra_se_stops=())
     link.info["model"] = bank.model
@@ -384,6 +406,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                   "dropped_calibration": [str(i) for i in res.dropped_items],
                   "dropped_gold_undetermined": dropped_gold},
         "settings": {"model": model, "seed": int(seed), "chance": chance,
+                     "chance_from": chance_from,
                      "link_se_stop": LINK_SE_STOP, "min_models": int(min_models),
                      "budget": int(budget), "folds": int(folds)},
         "cross_fit": link.info.get("cross_fit"),

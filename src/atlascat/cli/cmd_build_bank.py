@@ -42,8 +42,10 @@ def register(app: typer.Typer) -> None:
                                    help="Test length the score link is fitted for."),
         chance: Optional[float] = typer.Option(None, "--chance",
                                                help="Score (0-1) of a model answering at "
-                                                    "random. [default: the lowest source "
-                                                    "score]"),
+                                                    "random: the floor of a weaker model's "
+                                                    "interval. [default: from sample logs "
+                                                    "the mean of 1 / options, 0 for "
+                                                    "generation; from a matrix 0]"),
         seed: int = typer.Option(0, "--seed", help="Random seed."),
     ):
         """Build a bank folder (bank, requests, score link, manifest) for --bank DIR.
