@@ -111,10 +111,7 @@ class PredictSession:
             q = est.draw_probabilities(f, remaining, float(self.predictor.mix),
                                        None if level is None else g,
                                        float(self.predictor.share))[0]
-            j = int(min(np.searchsorted(np.cumsum(q), self._rng.random() * q.sum(), "right"),
-                        len(q) - 1))
-            if not remaining[0, j]:
-                j = int(np.argmax(q))
+            j = int(est.draw_items(q[None, :], remaining, self._rng)[0])
             self._draws.append((j, float(q[j]), float(f[0, j]),
                                 float(np.where(remaining[0], f[0], 0.0).sum()),
                                 float(g[0, j]), float(np.where(remaining[0], g[0], 0.0).sum())))
