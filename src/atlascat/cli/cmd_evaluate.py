@@ -23,12 +23,15 @@ SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo 
                 "e.g. vLLM: the leaderboard's log-likelihood protocol), hf:PATH_OR_NAME "
                 "(transformers, in process), lmeval:MODEL,ARGS (an lm-evaluation-harness "
                 "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix), "
-                "openai:URL (chat prompts: APPROXIMATE protocol) or simulate:THETA[:SEED].")
+                "openai:URL (chat prompts: APPROXIMATE protocol), simulate:THETA[:SEED], or "
+                "cmd:COMMAND (your program scores items by id: JSON lines {\"item_id\"} in, "
+                "{\"item_id\", \"score\": 0/1} out; for a bank folder built from a matrix).")
 
 #: help texts of the options (the command's signature stays readable)
 HELP = {
-    "bank": "Content bank: a bundled name (arc, ...) or a bank file with item content (once; "
-            "several benchmarks: --suite).",
+    "bank": "Content bank: a bundled name (arc, ...), a bank file with item content or a bank "
+            "folder (atlas build-bank; from a matrix: asked by item id, --subject cmd: or "
+            "replay:) (once; several benchmarks: --suite).",
     "suite": "Ask every benchmark of a suite (openllm-v1, or a suite JSON file) in one run: "
              "each benchmark's predicted score and the average with its percentile.",
     "target_se": "--suite: stop once the average's SE (points, 0-100) is at or below this "
@@ -44,7 +47,7 @@ HELP = {
                  "truthfulqa, winogrande 45, gsm8k 55; at most --max-items]",
     "max_items": "Most items asked. [default: 500; --suite: 150; a bank folder's predictor: "
                  "its budget, 50]",
-    "design": "A bank folder (atlas build-bank DIR from sample logs): auto = its benchmark "
+    "design": "A bank folder (atlas build-bank DIR): auto = its benchmark "
               "predictor (items drawn at random, weighted to the uncertain ones; right for "
               "models unlike the source models) when it has one, else the adaptive test; "
               "adaptive = the adaptive test; predictor = the predictor or an error.",
@@ -67,7 +70,7 @@ HELP = {
     "api_key_env": "Environment variable holding the API key (never stored; redacted from "
                    "stored answers).",
     "timeout": "Seconds for one whole HTTP request: 60 unless given (a resumed run keeps its "
-               "own).",
+               "own); cmd: subjects, for one round of items (no limit unless given).",
     "max_retries": "Retries on 429/5xx/timeouts/bad or empty replies: 5 unless given.",
     "backoff": "First retry delay in seconds, doubled each retry: 1 unless given.",
     "prompt_style": "Chat subjects: zero-shot (lettered options) or few-shot (the "

@@ -74,9 +74,11 @@ class BankRef:
         return _load_folder(self.name) if self.kind == "dir" else None
 
     def predictor(self):
-        """(the bank folder's benchmark predictor, its items with their logged requests) of a
-        ``dir`` reference whose folder has both (built from sample logs with more items than
-        the budget), else None (cached per process)."""
+        """(the bank folder's benchmark predictor, its items) of a ``dir`` reference whose
+        folder has a predictor (more items than the budget), else None (cached per process).
+        The items carry their logged requests when the folder was built from sample logs; from
+        a response matrix they are ids and parameters only, asked by item id (an item-scored
+        subject, :mod:`atlascat.live.subjects.itemscored`)."""
         return _load_predictor(self.name) if self.kind == "dir" else None
 
     @property
@@ -151,8 +153,11 @@ def _load_predictor(path: str):
     from ..bankdir import load_predictor, load_predictor_items
 
     folder = _load_folder(path)
-    predictor, items = load_predictor(folder), load_predictor_items(folder)
-    return None if predictor is None or items is None else (predictor, items)
+    predictor = load_predictor(folder)
+    if predictor is None:
+        return None
+    items = load_predictor_items(folder)
+    return predictor, (predictor.item_bank() if items is None else items)
 
 
 @functools.lru_cache(maxsize=16)

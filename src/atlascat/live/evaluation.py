@@ -195,15 +195,16 @@ def design_bank(ref: BankRef, design: str):
 
 def choose_design(ref: BankRef, design: str = "auto") -> str:
     """"predictor" or "adaptive": ``auto`` takes a bank folder's benchmark predictor when it
-    has one that can be asked live (built from sample logs), else the adaptive test."""
+    has one (its items asked by their logged requests, or by item id from a folder built from
+    a matrix), else the adaptive test."""
     if check_design(design) == "adaptive":
         return design
     if ref.predictor() is not None:
         return "predictor"
     if design == "predictor":
-        raise ConfigError(f"bank {ref} has no benchmark predictor that can be asked live: build "
-                          "the folder from sample logs (atlas build-bank LOGS -o DIR) with more "
-                          "items than --budget, or use --design adaptive")
+        raise ConfigError(f"bank {ref} has no benchmark predictor: build a folder (atlas "
+                          "build-bank RESULTS -o DIR) from results with more items than "
+                          "--budget, or use --design adaptive")
     return "adaptive"
 
 

@@ -22,7 +22,9 @@ subject's answers that arrived before the crash are kept (status ``scored``) and
 
 Every result carries ``protocol``: ``"leaderboard"`` (log-likelihood requests, as the bank was
 calibrated), ``"approximate"`` (chat / text prompts, answers read from free text: the theta is
-not on the bank's scale exactly) or ``"simulated"``.
+not on the bank's scale exactly), ``"simulated"``, or, for item-scored subjects (a bank without
+requests, items scored by id: :mod:`atlascat.live.subjects.itemscored`), ``"item command"``
+(the user's program) and ``"recorded"`` (recorded answers).
 
 Several models run concurrently (one thread each, :func:`evaluate_many`); requests to one
 endpoint are bounded by the subjects' shared concurrency limiter. One run is run by one process
@@ -45,7 +47,7 @@ from ..errors import AtlasError, BankError, ConfigError, LiveRunError
 from ..content.items import PROMPT_STYLES, build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
-from .subjects import Answer, SubjectError, is_loglikelihood
+from .subjects import Answer, SubjectError, is_item_scored, is_loglikelihood
 
 __all__ = ["PromptSettings", "RunResult", "StepInfo", "evaluate", "evaluate_many", "resume",
            "start_run", "continue_run", "bank_hash", "load_bank_ref", "subject_from_description",
@@ -56,6 +58,8 @@ PROTOCOL_LABELS = {
     "leaderboard": "leaderboard (log-likelihood)",
     "approximate": "APPROXIMATE (chat; differs from the bank's)",
     "simulated": "simulated (the bank's own model)",
+    "item command": "scored by your command (item ids in, 0/1 out)",
+    "recorded": "recorded answers (by item id)",
 }
 
 
@@ -214,8 +218,8 @@ def subject_from_description(desc: dict, bank=None, *, limiter=None, max_concurr
     the stored variable's name, else ``api_key_env``). HTTP subjects take this process's
     ``limiter`` (a semaphore shared by the runs), ``max_concurrency`` and HTTP settings
     (``overrides``: timeout, max_retries, backoff, over the stored ones)."""
-    from .subjects import (OpenAICompatible, OpenAICompletionsSubject, ReplaySubject,
-                           SimulatedSubject, subject_from_spec)
+    from .subjects import (CommandSubject, OpenAICompatible, OpenAICompletionsSubject,
+                           RecordedAnswers, ReplaySubject, SimulatedSubject, subject_from_spec)
 
     kind = desc.get("type")
     http = {k: desc[k] for k in ("timeout", "max_retries", "backoff", "max_backoff") if k in desc}
@@ -236,8 +240,12 @@ def subject_from_description(desc: dict, bank=None, *, limiter=None, max_concurr
             raise ConfigError("a simulated subject needs the bank to be rebuilt")
         return SimulatedSubject(bank, desc["theta"], seed=desc["seed"], name=desc["model"],
                                 kind=desc.get("kind", "chat"))
+    if kind == "replay" and desc.get("kind") == "item":
+        return RecordedAnswers(desc["matrix"], desc["model"])
     if kind == "replay":
         return ReplaySubject(desc["matrix"], desc["model"], bank=bank)
+    if kind == "command":
+        return CommandSubject(desc["command"], desc["model"], timeout=http.get("timeout"))
     backend = desc.get("backend")
     if backend == "hf":
         opts = {k: desc[k] for k in ("device", "dtype", "batch_size", "max_batch_tokens",
@@ -287,9 +295,14 @@ def _model_accuracy(session, bank) -> float:
 def check_content(bank, subject, probe_ids) -> None:
     """A clear error now, before any run is created, when ``bank`` cannot be asked of
     ``subject``: no item content, or (log-likelihood subjects) no request data for the items
-    ``probe_ids`` (one per source of requests)."""
+    ``probe_ids`` (one per source of requests). An item-scored subject needs item ids only."""
+    if is_item_scored(subject):
+        return
     if bank.metadata is None:
-        raise BankError("live evaluation needs a bank with item content; see atlascat.content.items")
+        raise BankError("this bank has no item content (a folder built from a response matrix "
+                        "has none): ask it by item id with --subject cmd:COMMAND (your harness "
+                        "scores each item) or replay:MATRIX#MODEL, or build the folder from "
+                        "lm-evaluation-harness sample logs")
     if is_loglikelihood(subject):
         from ..content.requests import build_item_requests
 
@@ -424,6 +437,26 @@ def _ask_loglikelihood(subject, irs: list) -> list:
     return out
 
 
+def _ask_items(subject, items: list) -> list:
+    """One round of an item-scored subject: every item id in ONE call; -> [(0/1, Answer)]."""
+    import time
+
+    t0 = time.perf_counter()
+    got = list(subject.score_items(items))
+    if len(got) != len(items):
+        raise LiveRunError(f"the subject scored {len(got)} item(s) for {len(items)} asked")
+    latency = (time.perf_counter() - t0) / max(1, len(items))
+    return [(int(score), Answer(text=str(text), latency_s=latency)) for score, text in got]
+
+
+def _item_score(text: str) -> int:
+    """The score of an item-scored subject's stored reply (a JSON line with ``score``)."""
+    try:
+        return int(json.loads(text)["score"])
+    except (ValueError, KeyError, TypeError):
+        raise LiveRunError(f"a stored reply {text[:80]!r} holds no score") from None
+
+
 def _round_tokens(before: dict, after, irs: list) -> list[tuple]:
     """Each item's share of the tokens the subject reported for one round (``usage`` counters
     before and after): one request carries several items' prompts, so the round's prompt and
@@ -489,6 +522,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     store.add_redactor(getattr(subject, "redact", None))
     k = int(info.get("batch_size") or 1)
     loglik = is_loglikelihood(subject)
+    by_id = is_item_scored(subject)
     if loglik:
         from ..content.requests import build_item_requests
     session = _restore_session(info["session"], bank)
@@ -517,6 +551,9 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                 irs = [build_item_requests(bank, i) for i in items]
                 hashes = [_requests_hash(ir) for ir in irs]
                 texts = [_requests_render(ir) for ir in irs]
+            elif by_id:
+                texts = [json.dumps({"item_id": i}) for i in items]
+                hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
             else:
                 records = [item_record(bank, i) for i in items]
                 prompts = [build_prompt(it, kind=subject.kind, style=settings.style,
@@ -546,11 +583,15 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                         completion_tokens=hit["completion_tokens"], attempts=0,
                                         cached=True)
                     scores[n] = (int(irs[n].score(_outputs_from_text(irs[n], hit["answer"])))
-                                 if loglik else score_answer(records[n], hit["answer"]))
+                                 if loglik else _item_score(hit["answer"]) if by_id
+                                 else score_answer(records[n], hit["answer"]))
             todo = [n for n in range(len(items)) if answers[n] is None]
             if todo and loglik:
                 for n, (outputs, answer) in zip(todo, _ask_loglikelihood(subject, [irs[n] for n in todo])):
                     answers[n], scores[n] = answer, int(irs[n].score(outputs))
+            elif todo and by_id:
+                for n, (score, answer) in zip(todo, _ask_items(subject, [items[n] for n in todo])):
+                    answers[n], scores[n] = answer, score
             elif todo and len(todo) == 1:
                 n = todo[0]
                 answers[n] = subject.ask(prompts[n], records[n])
@@ -558,7 +599,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
             elif todo:
                 _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts,
                                           records, hashes, answers, scores, stored, cache)
-            if not loglik:
+            if not loglik and not by_id:
                 unread += [n for n in todo if not _readable(records[n], answers[n].text)]
                 n_read += len(todo)
                 if n_read >= UNREADABLE_AFTER and len(unread) == n_read:

@@ -58,6 +58,12 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     in points, item limits, items per round)."""
     from ..suite import SuiteConfig
 
+    from .subjects import is_item_scored
+
+    if is_item_scored(subject):
+        raise ConfigError("a suite run asks each benchmark's own requests; a subject that scores "
+                          "items by id (cmd:, replay: on a folder without requests) asks one "
+                          "bank folder at a time (--bank DIR)")
     ref = suite_ref(suite)
     bank = composite_for(ref)
     config = config if config is not None else SuiteConfig()

@@ -1,6 +1,6 @@
 """Subjects: the models a live adaptive test asks.
 
-Two kinds of subject, told apart by ``subject.kind``:
+Three kinds of subject, told apart by ``subject.kind``:
 
 - **log-likelihood subjects** (``kind = "loglikelihood"``; the leaderboard's protocol) answer the
   lm-evaluation-harness requests of a whole round in one call::
@@ -12,6 +12,9 @@ Two kinds of subject, told apart by ``subject.kind``:
   :class:`~atlascat.content.items.Prompt` at a time, ``subject.ask(prompt, item) -> Answer``; a
   letter or number is then extracted from the text. This is not how the banks were calibrated:
   their results are labelled ``protocol = "approximate"``.
+- **item-scored subjects** (``kind = "item"``) are given item ids and score the items
+  themselves, ``subject.score_items(ids) -> [(0/1, reply line)]``: a bank without requests
+  (built from a response matrix) asked through the user's own harness (:mod:`.itemscored`).
 
 Every subject has ``name`` (the model name), ``cache_key`` (what the answer cache is keyed on
 besides item and prompt hash), ``protocol`` and ``describe()`` (a JSON-safe description; never
@@ -25,6 +28,8 @@ OpenAICompletionsSubject  ``/v1/completions`` with ``echo`` + prompt ``logprobs`
 OpenAICompatible          OpenAI-style ``/v1/chat/completions`` or ``/v1/completions`` asked with
                           prompts (approximate protocol).
 ReplaySubject             answers from a recorded response matrix (``replay:MATRIX.csv#MODEL``).
+RecordedAnswers           the same, asked by item id (a bank without requests).
+CommandSubject            the user's program scores items by id (``cmd:COMMAND``).
 CallableSubject           wraps a Python function ``fn(item, prompt) -> str``.
 SimulatedSubject          answers correctly with the bank's probability at a fixed theta.
 :func:`subject_from_spec` builds any of these (and ``hf:`` / ``lmeval:`` subjects from
@@ -37,6 +42,7 @@ Modules (one kind of subject each; this package re-exports every name)
 :mod:`.chat`         ``OpenAICompatible`` (prompts, approximate protocol)
 :mod:`.completions`  ``OpenAICompletionsSubject`` (echoed prompt log-probabilities)
 :mod:`.replay`       ``ReplaySubject``
+:mod:`.itemscored`   ``CommandSubject``, ``RecordedAnswers`` (item-scored subjects)
 :mod:`.scripted`     ``CallableSubject``, ``SimulatedSubject``, ``item_uniform``
 :mod:`.spec`         :func:`subject_from_spec`, :func:`parse_theta_spec`
 
@@ -44,17 +50,21 @@ Modules (one kind of subject each; this package re-exports every name)
 """
 from __future__ import annotations
 
-from .base import Answer, LogLikelihoodSubject, Subject, SubjectError, is_loglikelihood
+from .base import (Answer, ItemScoredSubject, LogLikelihoodSubject, Subject, SubjectError,
+                   is_item_scored, is_loglikelihood)
 from .chat import OpenAICompatible
 from .completions import (NoPromptLogprobsError, OpenAICompletionsSubject,
                           ShiftedPromptLogprobsError, continuation_logprob, echo_alignment,
                           harness_split)
 from .http import MAX_REPLY_BYTES, RETRY_STATUS
+from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
 from .scripted import CallableSubject, SimulatedSubject, item_uniform
-from .spec import SUBJECT_SPECS, parse_theta_spec, subject_from_spec
+from .spec import SUBJECT_SPECS, has_requests, parse_theta_spec, subject_from_spec
 
 __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_loglikelihood", "OpenAICompatible", "OpenAICompletionsSubject",
            "NoPromptLogprobsError", "ShiftedPromptLogprobsError", "echo_alignment", "ReplaySubject", "CallableSubject", "SimulatedSubject",
            "subject_from_spec", "parse_theta_spec", "continuation_logprob", "harness_split",
-           "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_SPECS"]
+           "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_SPECS",
+           "ItemScoredSubject", "is_item_scored", "CommandSubject", "RecordedAnswers",
+           "has_requests"]

@@ -1,7 +1,7 @@
 """What every subject shares: the :class:`Answer` a prompt subject returns, the :class:`Subject`
 protocol and :class:`SubjectError` (a subject could not answer; the run can be resumed).
 
-A subject has ``name``, ``kind`` (``"loglikelihood"``, ``"chat"`` or ``"completion"``),
+A subject has ``name``, ``kind`` (``"loglikelihood"``, ``"chat"``, ``"completion"`` or ``"item"``),
 ``cache_key``, ``protocol`` and ``describe()`` (a JSON-safe description; never a secret).
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Mapping, Protocol, runtime_checkable
 from ...errors import LiveRunError
 from ...content.items import Prompt
 
-__all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_loglikelihood"]
+__all__ = ["Answer", "Subject", "LogLikelihoodSubject", "ItemScoredSubject", "SubjectError",
+           "is_loglikelihood", "is_item_scored"]
 
 
 class SubjectError(LiveRunError):
@@ -67,6 +68,27 @@ class LogLikelihoodSubject(Protocol):
     def generate_until(self, requests) -> list: ...
 
     def describe(self) -> dict: ...
+
+
+@runtime_checkable
+class ItemScoredSubject(Protocol):
+    """A subject that scores items itself (``kind == "item"``): ``score_items(item_ids)`` ->
+    one (score 0/1, raw reply text) per item id, for a bank without requests (built from a
+    response matrix) whose items the user's own harness can run."""
+
+    name: str
+    kind: str
+    cache_key: str
+
+    def score_items(self, item_ids) -> list: ...
+
+    def describe(self) -> dict: ...
+
+
+def is_item_scored(subject) -> bool:
+    """Whether ``subject`` scores items by id itself (:class:`ItemScoredSubject`): no item
+    content or requests are needed."""
+    return getattr(subject, "kind", None) == "item"
 
 
 def is_loglikelihood(subject) -> bool:

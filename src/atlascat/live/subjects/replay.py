@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import BankError, ConfigError
 
-__all__ = ["ReplaySubject"]
+__all__ = ["ReplaySubject", "recorded_answers"]
 
 #: the request index of a bank (shared by every replayed model), keyed weakly by the bank
 _REPLAY_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -37,25 +37,8 @@ class ReplaySubject:
     protocol = "leaderboard"
 
     def __init__(self, matrix, model: str, *, bank=None):
-        from ...responses import ResponseMatrix
-
-        source = matrix
-        if not isinstance(matrix, ResponseMatrix):
-            matrix = _read_matrix(matrix)
-            source = str(source)
-        else:
-            source = "(in memory)"
-        ids = [str(s) for s in matrix.subject_ids]
-        if str(model) not in ids:
-            near = [s for s in ids if str(model).lower() in s.lower()][:5]
-            raise ConfigError(f"model {model!r} is not a subject of {source} ({len(ids)} subjects)"
-                              + (f"; did you mean {', '.join(near)}?" if near else
-                                 "; use a subject id from the matrix's first column"))
-        row = np.asarray(matrix.values[ids.index(str(model))], dtype=float)
-        self.source = source
+        self.source, self._answers = recorded_answers(matrix, model)
         self.model = self.name = str(model)
-        self._answers = {str(i): (None if np.isnan(v) else int(v >= 0.5))
-                         for i, v in zip(matrix.item_ids, row)}
         self._bank = None
         self._keys: dict = {}
         self._first: dict = {}
@@ -129,6 +112,26 @@ class ReplaySubject:
 
     def generate_until(self, requests) -> list[str]:
         return [str(v) for v in self._answer(list(requests), "generation")]
+
+
+def recorded_answers(matrix, model) -> tuple[str, dict]:
+    """(where the answers come from, {item id: 0/1 or None}) of ``model``'s row of ``matrix``
+    (a :class:`~atlascat.responses.ResponseMatrix`, a matrix file or a bundled name); a value
+    >= 0.5 counts as correct, NaN as no recorded answer."""
+    from ...responses import ResponseMatrix
+
+    source = "(in memory)" if isinstance(matrix, ResponseMatrix) else str(matrix)
+    if not isinstance(matrix, ResponseMatrix):
+        matrix = _read_matrix(matrix)
+    ids = [str(s) for s in matrix.subject_ids]
+    if str(model) not in ids:
+        near = [s for s in ids if str(model).lower() in s.lower()][:5]
+        raise ConfigError(f"model {model!r} is not a subject of {source} ({len(ids)} subjects)"
+                          + (f"; did you mean {', '.join(near)}?" if near else
+                             "; use a subject id from the matrix's first column"))
+    row = np.asarray(matrix.values[ids.index(str(model))], dtype=float)
+    return source, {str(i): (None if np.isnan(v) else int(v >= 0.5))
+                    for i, v in zip(matrix.item_ids, row)}
 
 
 def _request_key(r) -> tuple:

@@ -6,13 +6,14 @@ import math
 from ...errors import ConfigError
 from .chat import OpenAICompatible
 from .completions import OpenAICompletionsSubject
+from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
 from .scripted import SimulatedSubject
 
-__all__ = ["subject_from_spec", "parse_theta_spec", "SUBJECT_SPECS"]
+__all__ = ["subject_from_spec", "parse_theta_spec", "has_requests", "SUBJECT_SPECS"]
 
 SUBJECT_SPECS = ("openai:URL", "completions:URL", "hf:PATH_OR_NAME", "lmeval:MODEL,ARGS",
-                 "replay:MATRIX.csv#MODEL", "simulate:THETA[:SEED]")
+                 "replay:MATRIX.csv#MODEL", "simulate:THETA[:SEED]", "cmd:COMMAND")
 
 _HTTP_OPTS = ("api_key_env", "timeout", "max_retries", "backoff", "max_backoff",
               "max_concurrency", "limiter", "sleep", "extra_body", "max_reply_bytes")
@@ -44,6 +45,12 @@ def parse_theta_spec(text: str) -> tuple[float, int]:
     return theta, seed
 
 
+def has_requests(bank) -> bool:
+    """Whether ``bank`` holds its items' content (requests or prompts): a bank folder built from
+    a response matrix does not, and is asked by item id (:mod:`.itemscored`)."""
+    return getattr(bank, "metadata", None) is not None
+
+
 def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **kw):
     """Build a subject from a ``--subject`` string.
 
@@ -52,7 +59,9 @@ def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **kw):
     ``completions:URL``      ``/v1/completions`` with echo + logprobs (leaderboard protocol)
     ``hf:PATH_OR_NAME``      in-process transformers (``atlascat.live.hf.HFSubject``)
     ``lmeval:MODEL,ARGS``    an lm-evaluation-harness backend (``atlascat.live.lmeval_backend``)
-    ``replay:MATRIX#MODEL``  answers recorded in a response matrix (file or bundled name)
+    ``replay:MATRIX#MODEL``  answers recorded in a response matrix (file or bundled name); on
+                             a bank without requests (built from a matrix) asked by item id
+    ``cmd:COMMAND``          the user's program scores the items by id (:mod:`.itemscored`)
     ``simulate:THETA[:SEED]`` the bank's own model at a fixed theta (needs ``bank``)
     ======================== ====================================================================
 
@@ -88,7 +97,11 @@ def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **kw):
         if not matrix or not who:
             raise ConfigError(f"--subject {spec!r}: use replay:MATRIX.csv#MODEL (the model's id "
                               "in the matrix's first column)")
+        if bank is not None and not has_requests(bank):
+            return RecordedAnswers(matrix, who)
         return ReplaySubject(matrix, who, bank=bank)
+    if kind == "cmd":
+        return CommandSubject(rest, model, timeout=kw.get("timeout"))
     if kind in ("hf", "lmeval"):
         module, cls_name, extra = {"hf": ("hf", "HFSubject", "hf"),
                                    "lmeval": ("lmeval_backend", "LMEvalSubject", "lmeval")}[kind]

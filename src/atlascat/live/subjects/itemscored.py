@@ -1,0 +1,151 @@
+"""Item-scored subjects: the subject scores each item itself, asked by item id only.
+
+A bank folder built from a response matrix (``atlas build-bank RESULTS.csv``) has item ids and
+parameters but no requests: ATLAS cannot ask a model its items. Whoever made the matrix can: an
+item-scored subject (``kind = "item"``) is given the ids the design picks and returns a 0/1
+score for each, from the user's own harness (:class:`CommandSubject`, ``cmd:COMMAND``) or from
+recorded answers (:class:`RecordedAnswers`, ``replay:MATRIX#MODEL`` on a bank without
+requests). The run is then the same live run as any other: the adaptive test or the folder's
+benchmark predictor, every answer stored, resumable, one predicted score in every reader.
+
+The score means what the calibration models' scores meant only if the command scores an item
+as their results were scored (same prompt, same metric): the run's protocol label says who
+scored it.
+
+The command's protocol (one process per round of items): standard input gets one JSON object a
+line, ``{"item_id": "..."}``; standard output must give one JSON object a line for every item
+asked, ``{"item_id": "...", "score": 0 or 1}`` (any order; other keys are kept with the answer).
+A non-zero exit or a timeout fails the round: the run is saved and resumes with
+``--resume``.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from ...errors import ConfigError, LiveRunError
+from .base import SubjectError
+from .replay import recorded_answers
+
+__all__ = ["CommandSubject", "RecordedAnswers", "parse_scores"]
+
+
+def parse_scores(item_ids, text: str, who: str) -> list[tuple[int, str]]:
+    """(score, reply line) per item of ``item_ids`` from the JSON lines ``text`` (module
+    docstring); one clear error for a line that is not such an object, a score that is not
+    0/1, an item missing, repeated or not asked."""
+    want = [str(i) for i in item_ids]
+    got: dict = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            rec = None
+        if not isinstance(rec, dict) or "item_id" not in rec or "score" not in rec:
+            raise LiveRunError(f"{who}: reply line {n} is not a JSON object with item_id and "
+                               f"score: {line[:120]!r}")
+        item, score = str(rec["item_id"]), rec["score"]
+        if isinstance(score, bool):
+            score = int(score)
+        if not isinstance(score, (int, float)) or score not in (0, 1):
+            raise LiveRunError(f"{who}: item {item!r} scored {score!r}; a score is 0 or 1")
+        if item not in want:
+            raise LiveRunError(f"{who}: reply line {n} scores item {item!r}, which was not asked")
+        if item in got:
+            raise LiveRunError(f"{who}: item {item!r} is scored twice")
+        got[item] = (int(score), line.strip())
+    missing = [i for i in want if i not in got]
+    if missing:
+        raise LiveRunError(f"{who}: no score for {len(missing)} of the {len(want)} item(s) asked "
+                           f"(e.g. {missing[0]!r}); print one line per item_id read")
+    return [got[i] for i in want]
+
+
+class CommandSubject:
+    """A program of the user's that scores items by id (``cmd:COMMAND``; module docstring).
+
+    Parameters
+    ----------
+    command : the program and its arguments (a string, split as a shell would, but run without
+        one; or a list)
+    name : the model's name in the run store (default: the command)
+    timeout : seconds one round may take (default: no limit)
+    """
+
+    kind = "item"
+    protocol = "item command"
+
+    def __init__(self, command, name: str | None = None, *, timeout: float | None = None):
+        try:
+            argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+        except ValueError as exc:
+            raise ConfigError(f"--subject cmd:{command}: cannot split the command ({exc})") from None
+        if not argv:
+            raise ConfigError("--subject cmd:COMMAND needs a command, e.g. cmd:'python score.py'")
+        if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
+            raise ConfigError(f"--subject cmd: program {argv[0]!r} not found (give its path, or a "
+                              "program on PATH)")
+        self.argv = argv
+        self.command = shlex.join(argv)
+        self.model = self.name = str(name) if name else self.command
+        self.timeout = None if timeout is None else float(timeout)
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.name}@cmd:{self.command}"
+
+    def describe(self) -> dict:
+        return {"type": "command", "model": self.name, "command": self.command,
+                "kind": self.kind, "timeout": self.timeout}
+
+    def score_items(self, item_ids) -> list[tuple[int, str]]:
+        ids = [str(i) for i in item_ids]
+        payload = "".join(json.dumps({"item_id": i}) + "\n" for i in ids)
+        try:
+            proc = subprocess.run(self.argv, input=payload, capture_output=True, text=True,
+                                  timeout=self.timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise SubjectError(f"the command {self.command!r} did not score {len(ids)} item(s) "
+                               f"within {self.timeout:g} s") from None
+        except OSError as exc:
+            raise SubjectError(f"the command {self.command!r} could not run ({exc})") from None
+        if proc.returncode != 0:
+            tail = [ln for ln in (proc.stderr or "").splitlines() if ln.strip()][-1:]
+            raise SubjectError(f"the command {self.command!r} exited with status "
+                               f"{proc.returncode}" + (f": {tail[0][:200]}" if tail else ""))
+        return parse_scores(ids, proc.stdout, f"the command {self.command!r}")
+
+
+class RecordedAnswers:
+    """A model's recorded 0/1 answers, asked by item id (``replay:MATRIX#MODEL`` on a bank
+    without requests, such as a folder built from a response matrix): the whole live path on
+    real answers. An item the model has no recorded answer for is an error naming it."""
+
+    kind = "item"
+    protocol = "recorded"
+
+    def __init__(self, matrix, model: str):
+        self.source, self._answers = recorded_answers(matrix, model)
+        self.model = self.name = str(model)
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.model}@replay:{self.source}#item"
+
+    def describe(self) -> dict:
+        return {"type": "replay", "model": self.model, "matrix": self.source, "kind": self.kind}
+
+    def score_items(self, item_ids) -> list[tuple[int, str]]:
+        out = []
+        for item in map(str, item_ids):
+            ans = self._answers.get(item)
+            if ans is None:
+                raise ConfigError(f"replay: model {self.model!r} has no recorded answer for item "
+                                  f"{item!r} in {self.source}")
+            out.append((int(ans), json.dumps({"item_id": item, "score": int(ans)})))
+        return out

@@ -1,0 +1,197 @@
+"""Subjects that score items by id (``cmd:COMMAND``, ``replay:`` on a folder without requests):
+a bank folder built from a response matrix asked live, every answer stored, resumable."""
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from atlascat.bankdir import build_bank
+from atlascat.cli import app
+from atlascat.errors import ConfigError, LiveRunError
+from atlascat.live.subjects import (CommandSubject, RecordedAnswers, SubjectError,
+                                    is_item_scored, subject_from_spec)
+from atlascat.live.subjects.itemscored import parse_scores
+
+SCORER = '''\
+import json, os, sys
+import pandas as pd
+answers = pd.read_csv(sys.argv[1], index_col=0).loc[sys.argv[2]]
+calls = sys.argv[3] if len(sys.argv) > 3 else None
+if calls:
+    n = int(open(calls).read()) + 1 if os.path.exists(calls) else 1
+    open(calls, "w").write(str(n))
+    if n == 3 and os.path.exists(calls + ".fail"):
+        sys.exit("the harness crashed")
+for line in sys.stdin:
+    item = json.loads(line)["item_id"]
+    print(json.dumps({"item_id": item, "score": int(answers[item]), "note": "ok"}))
+'''
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """A bank folder built from a simulated matrix of 30 source models x 80 items (no
+    requests), and 4 held-out models' answers."""
+    rng = np.random.default_rng(5)
+    a, b = rng.lognormal(0, 0.3, 80), rng.normal(0, 1, 80)
+    theta = rng.normal(0, 1, 34)
+    y = (rng.random((34, 80)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(int)
+    root = tmp_path_factory.mktemp("itemscored")
+    cols = [f"q{j}" for j in range(80)]
+    pd.DataFrame(y[:30], index=[f"src{i}" for i in range(30)], columns=cols).rename_axis(
+        "model").to_csv(root / "source.csv")
+    pd.DataFrame(y[30:], index=[f"new{i}" for i in range(4)], columns=cols).rename_axis(
+        "model").to_csv(root / "targets.csv")
+    (root / "scorer.py").write_text(SCORER)
+    build_bank(root / "source.csv", root / "bank", folds=0)
+    return root
+
+
+def _cmd(root: Path, model: str, calls: Path | None = None) -> str:
+    args = [sys.executable, str(root / "scorer.py"), str(root / "targets.csv"), model]
+    return "cmd:" + shlex.join(args + ([str(calls)] if calls else []))
+
+
+def _evaluate(root: Path, subject: str, out: Path, *extra) -> dict:
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(root / "bank"), "--subject", subject,
+                                 "--max-items", "20", "-q", "-o", str(out), *extra])
+    assert r.exit_code == 0, r.output + str(r.exception)
+    return json.loads((out / "results.json").read_text())[0]
+
+
+def _steps(out: Path) -> pd.DataFrame:
+    from atlascat.live.store import RunStore
+
+    store = RunStore(out / "runs.sqlite")
+    return store.steps(store.list_runs()["run_id"].iloc[0])
+
+
+# ----------------------------------------------------------------------------- replies
+def test_replies_are_read_by_item_id_in_any_order():
+    got = parse_scores(["a", "b", "c"], '{"item_id": "c", "score": 1}\n\n'
+                       '{"item_id": "a", "score": false, "x": 2}\n{"item_id": "b", "score": 1.0}',
+                       "cmd")
+    assert [s for s, _ in got] == [0, 1, 1] and '"x": 2' in got[0][1]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("0\n1", "not a JSON object with item_id and score"),
+    ('{"item_id": "a", "score": 2}\n{"item_id": "b", "score": 1}', "a score is 0 or 1"),
+    ('{"item_id": "a", "score": 1}', "no score for 1 of the 2"),
+    ('{"item_id": "a", "score": 1}\n{"item_id": "a", "score": 0}', "scored twice"),
+    ('{"item_id": "z", "score": 1}', "was not asked"),
+])
+def test_a_bad_reply_is_one_clear_line(text, words):
+    with pytest.raises(LiveRunError, match=words) as e:
+        parse_scores(["a", "b"], text, "the command 'x'")
+    assert "\n" not in str(e.value)
+
+
+def test_a_command_that_fails_is_a_resumable_subject_error(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        CommandSubject("no-such-program-atlas --x")
+    crash = CommandSubject([sys.executable, "-c", "import sys; sys.exit('disk full')"])
+    with pytest.raises(SubjectError, match="status 1: disk full"):
+        crash.score_items(["a"])
+    slow = CommandSubject([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)
+    with pytest.raises(SubjectError, match="within 1 s"):
+        slow.score_items(["a"])
+
+
+# ----------------------------------------------------------------------------- live runs
+def test_replay_asks_a_matrix_folder_by_item_id_and_every_reader_agrees(folder, tmp_path):
+    """``replay:`` on a folder built from a matrix: the folder's predictor asks exactly
+    ``--max-items`` items by id, each scored as recorded; one prediction in results.json,
+    :func:`predict_run` and ``atlas runs``."""
+    from atlascat.live.evaluation import predict_run
+    from atlascat.live.report import describe_prediction
+    from atlascat.live.store import RunStore
+
+    subj = subject_from_spec(f"replay:{folder / 'targets.csv'}#new1", bank=None)
+    assert not is_item_scored(subj)               # a bank with requests: asked by request
+    from atlascat.bankdir import load_bank_dir
+
+    bank = load_bank_dir(folder / "bank").bank
+    assert isinstance(subject_from_spec(f"replay:{folder / 'targets.csv'}#new1", bank=bank),
+                      RecordedAnswers)
+    out = tmp_path / "run"
+    row = _evaluate(folder, f"replay:{folder / 'targets.csv'}#new1", out)
+    lb = row["leaderboard"]
+    assert row["protocol"] == "recorded" and row["n_items"] == 20
+    assert lb["design"] == "benchmark predictor" and 0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1
+    truth = pd.read_csv(folder / "targets.csv", index_col=0).loc["new1"]
+    steps = _steps(out)
+    assert len(set(steps["item_id"])) == 20
+    assert (steps["score"].astype(int).to_numpy()
+            == truth[steps["item_id"].astype(str)].to_numpy()).all()
+    again = predict_run(RunStore(out / "runs.sqlite"), row["run_id"])
+    assert (again["score"], again["lo"], again["hi"]) == (lb["score"], lb["lo"], lb["hi"])
+    runs = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite")])
+    assert runs.exit_code == 0 and describe_prediction(lb, short=True) in runs.output
+    # the adaptive test, scored by the folder's link, asks by id as well
+    cat = _evaluate(folder, f"replay:{folder / 'targets.csv'}#new1", tmp_path / "cat",
+                    "--design", "adaptive")
+    assert cat["protocol"] == "recorded" and 0 < cat["n_items"] <= 20
+    assert 0 <= cat["leaderboard"]["lo"] <= cat["leaderboard"]["hi"] <= 1
+
+
+def test_a_command_scores_the_items_as_the_recorded_answers_would(folder, tmp_path):
+    """The user's program scoring items by id gives the run the replay of the same answers
+    gives: the same items, scores and prediction (same seed)."""
+    rep = _evaluate(folder, f"replay:{folder / 'targets.csv'}#new2", tmp_path / "rep")
+    cmd = _evaluate(folder, _cmd(folder, "new2"), tmp_path / "cmd", "--llm", "new2")
+    assert cmd["protocol"] == "item command" and cmd["model"] == "new2"
+    assert list(_steps(tmp_path / "cmd")["item_id"]) == list(_steps(tmp_path / "rep")["item_id"])
+    assert cmd["leaderboard"]["score"] == rep["leaderboard"]["score"]
+    assert '"note": "ok"' in _steps(tmp_path / "cmd")["answer"].iloc[0]
+
+
+def test_a_command_run_resumes_after_the_command_fails(folder, tmp_path):
+    """The command exits 1 on its third round: the run is saved with the answers so far, and
+    --resume ends it with the items and prediction of a run that never failed."""
+    whole = _evaluate(folder, _cmd(folder, "new3"), tmp_path / "whole", "--batch-size", "5")
+    calls = tmp_path / "calls"
+    Path(str(calls) + ".fail").write_text("")
+    out = tmp_path / "broken"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject",
+                                 _cmd(folder, "new3", calls), "--max-items", "20",
+                                 "--batch-size", "5", "-q", "-o", str(out)])
+    assert r.exit_code != 0 and "the harness crashed" in r.output + str(r.exception)
+    from atlascat.live.store import RunStore
+
+    info = RunStore(out / "runs.sqlite").list_runs().iloc[0]
+    assert info["state"] == "error" and int(info["n_items"]) == 10
+    Path(str(calls) + ".fail").unlink()
+    again = CliRunner().invoke(app, ["evaluate", "--resume", info["run_id"], "--db",
+                                     str(out / "runs.sqlite"), "-q"])
+    assert again.exit_code == 0, again.output + str(again.exception)
+    steps = _steps(out)
+    assert list(steps["item_id"]) == list(_steps(tmp_path / "whole")["item_id"])
+    from atlascat.live.evaluation import predict_run
+
+    store = RunStore(out / "runs.sqlite")
+    assert predict_run(store, info["run_id"])["score"] == whole["leaderboard"]["score"]
+
+
+def test_a_folder_without_requests_says_how_to_ask_it(folder, tmp_path):
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject",
+                                 "simulate:0.5", "-o", str(tmp_path / "x")])
+    assert r.exit_code != 0
+    msg = str(r.exception) + r.output
+    assert "cmd:COMMAND" in msg and "replay:" in msg
+
+
+def test_a_suite_run_refuses_an_item_scored_subject(folder):
+    from atlascat.live.store import RunStore
+    from atlascat.live.suite_run import start_suite_run
+
+    subj = RecordedAnswers(folder / "targets.csv", "new0")
+    with pytest.raises(ConfigError, match="one bank folder at a time"):
+        start_suite_run(RunStore(folder / "suite.sqlite"), "openllm-v1", subj)
