@@ -151,6 +151,9 @@ def test_a_command_scores_the_items_as_the_recorded_answers_would(folder, tmp_pa
     assert list(_steps(tmp_path / "cmd")["item_id"]) == list(_steps(tmp_path / "rep")["item_id"])
     assert cmd["leaderboard"]["score"] == rep["leaderboard"]["score"]
     assert '"note": "ok"' in _steps(tmp_path / "cmd")["answer"].iloc[0]
+    page = (tmp_path / "cmd" / "reports" / f"{cmd['run_id']}.html").read_text()
+    assert "scored by your command" in page and "scorer.py" in page   # the command is named
+    assert "zero-shot, max_tokens" not in page                         # no prompt was sent
 
 
 def test_a_command_run_resumes_after_the_command_fails(folder, tmp_path):

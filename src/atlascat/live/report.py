@@ -301,7 +301,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("model", subj.get("model")),
         ("protocol", label),
         ("items per round", info.get("batch_size") or 1),
-        ("endpoint", subj.get("base_url", subj.get("type"))),
+        ("endpoint", subj.get("base_url", subj.get("command", subj.get("type")))),
         ("endpoint kind", subj.get("kind")),
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
         ("status", info["status"] + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
@@ -318,6 +318,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                    f"temperature {prm.get('temperature')}"),
         ("started / updated", f"{_time(info['created_at'])} / {_time(info['updated_at'])}"),
     ]
+    if subj.get("kind") == "item":   # scored by id: no prompt was sent
+        kv = [row for row in kv if row[0] != "prompt"]
     if info["error"]:
         kv.append(("last error", info["error"]))
     warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
