@@ -24,12 +24,9 @@ import json, os, sys
 import pandas as pd
 answers = pd.read_csv(sys.argv[1], index_col=0).loc[sys.argv[2]]
 calls = sys.argv[3] if len(sys.argv) > 3 else None
-if calls:
-    n = int(open(calls).read()) + 1 if os.path.exists(calls) else 1
-    open(calls, "w").write(str(n))
-    if n == 3 and os.path.exists(calls + ".fail"):
+for n, line in enumerate(sys.stdin, 1):
+    if calls and n == 11 and os.path.exists(calls + ".fail"):
         sys.exit("the harness crashed")
-for line in sys.stdin:
     item = json.loads(line)["item_id"]
     print(json.dumps({"item_id": item, "score": int(answers[item]), "note": "ok"}))
 '''
@@ -98,11 +95,37 @@ def test_a_command_that_fails_is_a_resumable_subject_error(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         CommandSubject("no-such-program-atlas --x")
     crash = CommandSubject([sys.executable, "-c", "import sys; sys.exit('disk full')"])
-    with pytest.raises(SubjectError, match="status 1: disk full"):
+    with pytest.raises(SubjectError, match=r"status 1 after scoring 0 of 1 item\(s\): disk full"):
         crash.score_items(["a"])
     slow = CommandSubject([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)
     with pytest.raises(SubjectError, match="within 1 s"):
         slow.score_items(["a"])
+
+
+def test_the_command_runs_once_for_every_round(tmp_path):
+    """One process answers every round (a harness loads its model once); after a failure the
+    next round starts a new one."""
+    starts = tmp_path / "starts"
+    prog = tmp_path / "p.py"
+    prog.write_text(
+        "import json, sys\n"
+        f"open({str(starts)!r}, 'a').write('x')\n"
+        "for line in sys.stdin:\n"
+        "    item = json.loads(line)['item_id']\n"
+        "    if item == 'boom':\n"
+        "        sys.exit('boom')\n"
+        "    print(json.dumps({'item_id': item, 'score': int(item.endswith('1'))}))\n")
+    subj = CommandSubject([sys.executable, str(prog)], "m")
+    try:
+        assert [s for s, _ in subj.score_items(["q1", "q2"])] == [1, 0]
+        assert [s for s, _ in subj.score_items(["q11"])] == [1]
+        assert starts.read_text() == "x"
+        with pytest.raises(SubjectError, match="after scoring 0 of 1 item.*boom"):
+            subj.score_items(["boom"])
+        assert [s for s, _ in subj.score_items(["q3"])] == [0]
+        assert starts.read_text() == "xx"
+    finally:
+        subj.close()
 
 
 # ----------------------------------------------------------------------------- live runs
@@ -157,7 +180,8 @@ def test_a_command_scores_the_items_as_the_recorded_answers_would(folder, tmp_pa
 
 
 def test_a_command_run_resumes_after_the_command_fails(folder, tmp_path):
-    """The command exits 1 on its third round: the run is saved with the answers so far, and
+    """The command exits 1 on its eleventh item (the third round of 5): the run is saved with
+    the answers so far, and
     --resume ends it with the items and prediction of a run that never failed."""
     whole = _evaluate(folder, _cmd(folder, "new3"), tmp_path / "whole", "--batch-size", "5")
     calls = tmp_path / "calls"

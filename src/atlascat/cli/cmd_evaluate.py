@@ -24,8 +24,9 @@ SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo 
                 "(transformers, in process), lmeval:MODEL,ARGS (an lm-evaluation-harness "
                 "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix), "
                 "openai:URL (chat prompts: APPROXIMATE protocol), simulate:THETA[:SEED], or "
-                "cmd:COMMAND (your program scores items by id: JSON lines {\"item_id\"} in, "
-                "{\"item_id\", \"score\": 0/1} out; for a bank folder built from a matrix).")
+                "cmd:COMMAND (your program, started once, scores items by id: a JSON line "
+                "{\"item_id\"} in, a line {\"item_id\", \"score\": 0/1} out; for a bank "
+                "folder built from a matrix).")
 
 #: help texts of the options (the command's signature stays readable)
 HELP = {

@@ -12,18 +12,25 @@ The score means what the calibration models' scores meant only if the command sc
 as their results were scored (same prompt, same metric): the run's protocol label says who
 scored it.
 
-The command's protocol (one process per round of items): standard input gets one JSON object a
-line, ``{"item_id": "..."}``; standard output must give one JSON object a line for every item
-asked, ``{"item_id": "...", "score": 0 or 1}`` (any order; other keys are kept with the answer).
-A non-zero exit or a timeout fails the round: the run is saved and resumes with
-``--resume``.
+The command's protocol: ATLAS starts it once per run (so a harness loads its model once) and
+writes one JSON object a line to its standard input, ``{"item_id": "..."}``; for every line it
+must print one line, ``{"item_id": "...", "score": 0 or 1}`` (other keys are kept with the
+answer), and flush (a Python program runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k items writes k lines, then reads k replies (any order). Its
+standard error is kept (the last lines name a failure). The command exiting early, or a round
+taking longer than ``timeout``, fails the round: the run is saved, the process stopped, and
+``--resume`` starts it again.
 """
 from __future__ import annotations
 
+import collections
 import json
+import os
+import queue
 import shlex
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 from ...errors import ConfigError, LiveRunError
@@ -94,6 +101,11 @@ class CommandSubject:
         self.command = shlex.join(argv)
         self.model = self.name = str(name) if name else self.command
         self.timeout = None if timeout is None else float(timeout)
+        self._proc = None
+        self._lines: queue.Queue = queue.Queue()
+        self._stderr: collections.deque = collections.deque(maxlen=20)
+        self._lock = threading.Lock()
+        self._pumps: list = []
 
     @property
     def cache_key(self) -> str:
@@ -103,22 +115,90 @@ class CommandSubject:
         return {"type": "command", "model": self.name, "command": self.command,
                 "kind": self.kind, "timeout": self.timeout}
 
+    # ------------------------------------------------------------ the process
+    def _start(self):
+        try:
+            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, bufsize=1,
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except OSError as exc:
+            raise SubjectError(f"the command {self.command!r} could not start ({exc})") from None
+        self._lines, self._stderr = queue.Queue(), collections.deque(maxlen=20)
+
+        def pump(stream, put, end: bool):
+            for line in stream:
+                put(line)
+            if end:
+                put(None)                      # standard output closed: the process ended
+
+        self._pumps = [threading.Thread(target=pump, args=args, daemon=True, name="atlas-cmd-io")
+                       for args in ((proc.stdout, self._lines.put, True),
+                                    (proc.stderr, self._stderr.append, False))]
+        for t in self._pumps:
+            t.start()
+        self._proc = proc
+        return proc
+
+    def _failed(self, why: str) -> SubjectError:
+        """Stop the process (a later round starts a new one) and say why, with the last line
+        it wrote to standard error."""
+        self.close(wait=1.0)
+        for t in self._pumps:                  # the pipes close with the process
+            t.join(timeout=5.0)
+        tail = [ln.strip() for ln in self._stderr if ln.strip()][-1:]
+        return SubjectError(f"the command {self.command!r} {why}"
+                            + (f": {tail[0][:200]}" if tail else ""))
+
     def score_items(self, item_ids) -> list[tuple[int, str]]:
         ids = [str(i) for i in item_ids]
-        payload = "".join(json.dumps({"item_id": i}) + "\n" for i in ids)
+        with self._lock:
+            proc = self._proc if self._proc is not None and self._proc.poll() is None \
+                else self._start()
+            try:
+                proc.stdin.write("".join(json.dumps({"item_id": i}) + "\n" for i in ids))
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                raise self._failed(f"exited with status {_status(proc)} before reading the "
+                                   "items") from None
+            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            replies = []
+            while len(replies) < len(ids):
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    line = self._lines.get(timeout=left)
+                except queue.Empty:
+                    raise self._failed(f"did not score {len(ids)} item(s) within "
+                                       f"{self.timeout:g} s") from None
+                if line is None:
+                    raise self._failed(f"exited with status {_status(proc)} after scoring "
+                                       f"{len(replies)} of {len(ids)} item(s)")
+                if line.strip():
+                    replies.append(line)
+        return parse_scores(ids, "".join(replies), f"the command {self.command!r}")
+
+    def close(self, wait: float = 5.0) -> None:
+        """End the process: its standard input closed (a harness reading lines then exits),
+        killed if it has not ended within ``wait`` seconds."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
         try:
-            proc = subprocess.run(self.argv, input=payload, capture_output=True, text=True,
-                                  timeout=self.timeout, check=False)
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
-            raise SubjectError(f"the command {self.command!r} did not score {len(ids)} item(s) "
-                               f"within {self.timeout:g} s") from None
-        except OSError as exc:
-            raise SubjectError(f"the command {self.command!r} could not run ({exc})") from None
-        if proc.returncode != 0:
-            tail = [ln for ln in (proc.stderr or "").splitlines() if ln.strip()][-1:]
-            raise SubjectError(f"the command {self.command!r} exited with status "
-                               f"{proc.returncode}" + (f": {tail[0][:200]}" if tail else ""))
-        return parse_scores(ids, proc.stdout, f"the command {self.command!r}")
+            proc.kill()
+            proc.wait()
+
+
+def _status(proc) -> str:
+    """The exit status of a process that closed its output (``?`` if it has not ended)."""
+    try:
+        return str(proc.wait(timeout=5))
+    except subprocess.TimeoutExpired:
+        return "?"
 
 
 class RecordedAnswers:
