@@ -179,6 +179,40 @@ def test_a_command_scores_the_items_as_the_recorded_answers_would(folder, tmp_pa
     assert "zero-shot, max_tokens" not in page                         # no prompt was sent
 
 
+def test_one_command_asks_several_models_and_they_compare(folder, tmp_path):
+    """``{model}`` in the command: one process per --llm, run concurrently; each run is scored
+    from its own model's answers, and ``atlas compare-models`` takes two of them."""
+    spec = "cmd:" + shlex.join([sys.executable, str(folder / "scorer.py"),
+                                str(folder / "targets.csv")]) + " {model}"
+    out = tmp_path / "two"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject", spec,
+                                 "--llm", "new0", "--llm", "new1", "--max-items", "20", "-q",
+                                 "-o", str(out)])
+    assert r.exit_code == 0, r.output + str(r.exception)
+    rows = json.loads((out / "results.json").read_text())
+    assert [x["model"] for x in rows] == ["new0", "new1"]
+    from atlascat.live.store import RunStore
+
+    store = RunStore(out / "runs.sqlite")
+    truth = pd.read_csv(folder / "targets.csv", index_col=0)
+    for x in rows:
+        st = store.steps(x["run_id"])
+        assert (st["score"].astype(int).to_numpy()
+                == truth.loc[x["model"], st["item_id"].astype(str)].to_numpy()).all()
+    cmp = CliRunner().invoke(app, ["compare-models", rows[0]["run_id"], rows[1]["run_id"],
+                                   "--db", str(out / "runs.sqlite"), "--json"])
+    assert cmp.exit_code == 0, cmp.output
+    row = json.loads(cmp.output)["rows"][0]
+    first, second = (100 * x["leaderboard"]["score"] for x in rows)
+    assert row["first"] == pytest.approx(first) and row["second"] == pytest.approx(second)
+    assert row["difference"] == pytest.approx(first - second)
+    assert row["lo"] <= row["difference"] <= row["hi"]
+    one = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject",
+                                   "cmd:" + shlex.join([sys.executable, "x.py"]), "--llm", "a",
+                                   "--llm", "b", "-o", str(tmp_path / "no")])
+    assert one.exit_code != 0 and "{model}" in str(one.exception)
+
+
 def test_a_command_run_resumes_after_the_command_fails(folder, tmp_path):
     """The command exits 1 on its eleventh item (the third round of 5): the run is saved with
     the answers so far, and

@@ -37,8 +37,8 @@ HELP = {
              "each benchmark's predicted score and the average with its percentile.",
     "target_se": "--suite: stop once the average's SE (points, 0-100) is at or below this "
                  "(after --min-items). [default: none: the --max-items budget]",
-    "llm": "Name of the model to ask (sent to the server); repeat to test several models "
-           "concurrently.",
+    "llm": "Name of the model to ask (sent to the server; cmd: its name, put for {model} in "
+           "the command); repeat to test several models concurrently.",
     "batch_size": "Items selected jointly and asked at once per round (all choices of a round "
                   "in one batch). [default: 1 = classic CAT; --suite: 6]",
     "se_stop": "A single bank: stop once theta's SE <= this (after --min-items); banks with a "
@@ -299,8 +299,10 @@ def _start(o: _Options, limiter):
     bank = design_bank(ref, design)
     names = list(o.llm or [])
     kind = o.subject.partition(":")[0].strip().lower()
-    if kind not in ("openai", "completions") and len(names) > 1:
-        raise ConfigError(f"--subject {kind}: takes one model; give --llm once")
+    if len(names) > 1 and not (kind in ("openai", "completions")
+                               or (kind == "cmd" and "{model}" in o.subject)):
+        raise ConfigError(f"--subject {kind}: takes one model; give --llm once"
+                          + (" (or put {model} in the command)" if kind == "cmd" else ""))
     subjects = [subject_from_spec(o.subject, model=n, bank=bank, **_subject_kw(o, limiter))
                 for n in (names or [None])]
     if any(subject_protocol(s) == "approximate" for s in subjects):

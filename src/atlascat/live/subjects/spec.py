@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 
 from ...errors import ConfigError
 from .chat import OpenAICompatible
@@ -61,7 +62,8 @@ def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **kw):
     ``lmeval:MODEL,ARGS``    an lm-evaluation-harness backend (``atlascat.live.lmeval_backend``)
     ``replay:MATRIX#MODEL``  answers recorded in a response matrix (file or bundled name); on
                              a bank without requests (built from a matrix) asked by item id
-    ``cmd:COMMAND``          the user's program scores the items by id (:mod:`.itemscored`)
+    ``cmd:COMMAND``          the user's program scores the items by id (:mod:`.itemscored`);
+                             ``{model}`` in it is the model's name (``model``)
     ``simulate:THETA[:SEED]`` the bank's own model at a fixed theta (needs ``bank``)
     ======================== ====================================================================
 
@@ -101,6 +103,11 @@ def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **kw):
             return RecordedAnswers(matrix, who)
         return ReplaySubject(matrix, who, bank=bank)
     if kind == "cmd":
+        if "{model}" in rest:
+            if not model:
+                raise ConfigError(f"--subject {spec!r}: the command names {{model}}; give the "
+                                  "model with --llm NAME (repeat for several)")
+            rest = rest.replace("{model}", shlex.quote(str(model)))
         return CommandSubject(rest, model, timeout=kw.get("timeout"))
     if kind in ("hf", "lmeval"):
         module, cls_name, extra = {"hf": ("hf", "HFSubject", "hf"),
