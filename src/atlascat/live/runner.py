@@ -47,7 +47,7 @@ from ..errors import AtlasError, BankError, ConfigError, LiveRunError
 from ..content.items import PROMPT_STYLES, build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
-from .subjects import Answer, SubjectError, is_item_scored, is_loglikelihood
+from .subjects import Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood
 
 __all__ = ["PromptSettings", "RunResult", "StepInfo", "evaluate", "evaluate_many", "resume",
            "start_run", "continue_run", "bank_hash", "load_bank_ref", "subject_from_description",
@@ -298,7 +298,7 @@ def check_content(bank, subject, probe_ids) -> None:
     ``probe_ids`` (one per source of requests). An item-scored subject needs item ids only."""
     if is_item_scored(subject):
         return
-    if bank.metadata is None:
+    if not has_requests(bank):
         raise BankError("this bank has no item content (a folder built from a response matrix "
                         "has none): ask it by item id with --subject cmd:COMMAND (your harness "
                         "scores each item) or replay:MATRIX#MODEL, or build the folder from "

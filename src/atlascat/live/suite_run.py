@@ -34,6 +34,7 @@ from .report import protocol_label, render_run_report
 from .runner import (PromptSettings, RunResult, bank_hash, check_content, continue_run,
                      subject_protocol)
 from .store import RunStore
+from .subjects import is_item_scored
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
 
 __all__ = ["start_suite_run", "evaluate_suite", "resume_suite", "suite_result", "is_suite_run",
@@ -57,8 +58,6 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     returns its id. ``config``: :class:`~atlascat.suite.SuiteConfig` (stop on the average's SE
     in points, item limits, items per round)."""
     from ..suite import SuiteConfig
-
-    from .subjects import is_item_scored
 
     if is_item_scored(subject):
         raise ConfigError("a suite run asks each benchmark's own requests; a subject that scores "

@@ -15,10 +15,10 @@ scored it.
 The command's protocol: ATLAS starts it once per run (so a harness loads its model once) and
 writes one JSON object a line to its standard input, ``{"item_id": "..."}``; for every line it
 must print one line, ``{"item_id": "...", "score": 0 or 1}`` (other keys are kept with the
-answer), and flush (a Python program runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k items writes k lines, then reads k replies (any order). Its
-standard error is kept (the last lines name a failure). The command exiting early, or a round
-taking longer than ``timeout``, fails the round: the run is saved, the process stopped, and
-``--resume`` starts it again.
+answer), and flush (a Python program runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k
+items writes k lines, then reads k replies (any order). Its standard error is kept (the last
+line names a failure). The command exiting early, or a round taking longer than ``timeout``,
+fails the round: the run is saved, the process stopped, and ``--resume`` starts it again.
 """
 from __future__ import annotations
 
@@ -91,7 +91,8 @@ class CommandSubject:
         try:
             argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
         except ValueError as exc:
-            raise ConfigError(f"--subject cmd:{command}: cannot split the command ({exc})") from None
+            raise ConfigError(f"--subject cmd:{command}: cannot split the command "
+                              f"({exc})") from None
         if not argv:
             raise ConfigError("--subject cmd:COMMAND needs a command, e.g. cmd:'python score.py'")
         if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
