@@ -368,8 +368,10 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     else:
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
     headline = f"{summary[0][0]}: {summary[0][1]}"
-    settings = _e(json.dumps({"cat" if suite is None else "suite": cfg, "prompt": prm,
-                              "subject": subj}, indent=1, sort_keys=True))
+    shown = {"cat" if suite is None else "suite": cfg, "prompt": prm, "subject": subj}
+    if subj.get("kind") == "item":   # scored by id: no prompt settings applied
+        shown.pop("prompt")
+    settings = _e(json.dumps(shown, indent=1, sort_keys=True))
     note = ("The trajectory is the predicted average (percent) and its SE after each round."
             if suite is not None else
             "Model-based accuracy = mean probability correct over the bank's items at theta; "
