@@ -346,3 +346,49 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     assert back.prediction() == s.prediction()
     with pytest.raises(ConfigError, match="version 1"):
         BenchmarkPredictor.from_dict({**d, "version": 1})
+
+
+def test_chance_floor_keeps_targets_at_chance_inside():
+    """Four-option items whose weakest source models answer at chance: a target like them whose
+    design estimate falls below every source score (sampling noise) is flagged outside without
+    the chance level and kept inside with it, and predicted closer; a source whose weakest model
+    is well above chance keeps the check below it (it serves weaker targets)."""
+    rng = np.random.default_rng(11)
+    n = 240
+    a, b = rng.lognormal(0.2, 0.3, n), rng.normal(1.0, 1.0, n)
+    ids = [f"i{j}" for j in range(n)]
+
+    def answers(theta):
+        p = 0.25 + 0.75 / (1.0 + np.exp(-a[None, :] * (theta[:, None] - b[None, :])))
+        return (rng.random(p.shape) < p).astype(float)
+
+    thetas = np.concatenate([np.full(12, -4.0), rng.normal(0.0, 1.0, 48)])
+    source = ResponseMatrix(answers(thetas), item_ids=ids)
+    targets = ResponseMatrix(answers(np.concatenate([np.full(40, -4.0),
+                                                     rng.normal(0.0, 1.0, 40)])), item_ids=ids)
+    bank = ItemBank(ids, a, b, np.full(n, 0.25))
+    plain = BenchmarkPredictor(30).fit(bank, source, rng=0)
+    aware = BenchmarkPredictor(30, chance=0.25).fit(bank, source, rng=0)
+    assert not plain.source_at_chance() and aware.source_at_chance()
+    lo_src = aware.source_range_[0]
+    runs = [(plain.replay(targets, rng=s), aware.replay(targets, rng=s)) for s in range(4)]
+    below = np.concatenate([(p.design_score < lo_src).to_numpy() for p, _ in runs])
+    assert below.mean() > 0.1                    # at chance, a design estimate often lies below
+    was = np.concatenate([(p.method == "design").to_numpy() for p, _ in runs])
+    now = np.concatenate([(w.method == "design").to_numpy() for _, w in runs])
+    assert now.mean() < was.mean() and not np.any(now & ~was)
+    err = lambda k: np.mean(np.concatenate([np.abs(r[k].score - r[k].full_score) for r in runs]))
+    assert err(1) < err(0)
+    cover = np.concatenate([((w.full_score >= w.lower) & (w.full_score <= w.upper)).to_numpy()
+                            for _, w in runs])
+    assert cover.mean() >= 0.9
+    # the same chance level, but the weakest source model well above it: the check stays
+    high = ResponseMatrix(answers(rng.normal(1.5, 0.5, 30)), item_ids=ids)
+    assert not BenchmarkPredictor(30, chance=0.25).fit(bank, high, rng=0).source_at_chance()
+    d = json.loads(json.dumps(aware.to_dict()))
+    assert d["settings"]["chance"] == 0.25
+    assert BenchmarkPredictor.from_dict(d).source_at_chance()
+    d["settings"].pop("chance")                 # a predictor.json written before it
+    assert BenchmarkPredictor.from_dict(d).chance is None
+    with pytest.raises(ConfigError, match="chance"):
+        BenchmarkPredictor(30, chance=1.5).fit(bank, source)

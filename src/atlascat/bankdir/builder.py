@@ -383,7 +383,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         prm = rm
         if unaskable:
             prm = rm.subset(items=[i for i in rm.item_ids if str(i) not in unaskable])
-        predictor = BenchmarkPredictor(budget=budget).fit(
+        predictor = BenchmarkPredictor(budget=budget, chance=chance).fit(
             predictor_bank(prm, bank, model=model, seed=seed), prm,
             scores=s if (scores is not None or unaskable) else None, rng=int(seed))
         if meta is not None:

@@ -282,20 +282,25 @@ def model_prediction(y, asked, avail, tables, nodes, log_post):
 
 
 def combine(model, design, se, theta, *, alpha, beta, tau2, z_cut, source_range=(0.0, 1.0),
-            theta_range=(-np.inf, np.inf), d_margin=0.0, model_range=None):
+            theta_range=(-np.inf, np.inf), d_margin=0.0, model_range=None,
+            check_below=True):
     """Point prediction, 95% interval (0-1), its SD and the out-of-population flag (module
     docstring; ``d_margin``: how many SE_D the design estimate must lie beyond the source
     scores to flag, 0 = its point value; ``model_range``: (min, max) of the source models'
-    replayed M, None = ``source_range``, as predictor.json files written before it).
+    replayed M, None = ``source_range``, as predictor.json files written before it;
+    ``check_below``: False where no target can lie below the source models, whose weakest
+    answer at chance: only a prediction or theta beyond their top then flags).
     Returns (score, lower, upper, sd, outside, z)."""
     g = alpha + beta * model
     se2 = np.maximum(se ** 2, 1e-12)
     z = np.abs(design - g) / np.sqrt(se2 + tau2)
     lo_src, hi_src = source_range
     lo_m, hi_m = source_range if model_range is None else model_range
-    beyond = ((g < lo_src) | (g > hi_src) | (model < lo_m) | (model > hi_m)
-              | (design - d_margin * se > hi_src) | (design + d_margin * se < lo_src)
-              | (theta < theta_range[0]) | (theta > theta_range[1]))
+    beyond = ((g > hi_src) | (model > hi_m) | (design - d_margin * se > hi_src)
+              | (theta > theta_range[1]))
+    if check_below:
+        beyond |= ((g < lo_src) | (model < lo_m) | (design + d_margin * se < lo_src)
+                   | (theta < theta_range[0]))
     outside = (z > z_cut) | beyond
     pooled = (g / tau2 + design / se2) / (1.0 / tau2 + 1.0 / se2)
     score = np.clip(np.where(outside, design, pooled), 0.0, 1.0)
