@@ -9,7 +9,7 @@ source is the weakest 50% of models by full accuracy, the targets the strongest 
 Per seed, in a temporary folder: SOURCE.csv and TARGETS.csv (rows m<row number>: a few model
 names repeat in the v2 matrices), then
 
-    atlas build-bank SOURCE.csv -o BANK --seed S --budget 50      # bank, link, predictor.json
+    atlas build-bank SOURCE.csv -o BANK --seed S --budget 50 --chance C   # bank, link, predictor
     atlas simulate --bank BANK TARGETS.csv --max-items 50 --seed S+1000 -o RUN
     atlas simulate --bank BANK_CAT TARGETS.csv --max-items 50 --seed S+1000 -o RUN_CAT
     atlas simulate --bank BANK_CAT TARGETS.csv --max-items 50 --min-items 50 --seed S+1000 ...
@@ -17,7 +17,11 @@ names repeat in the v2 matrices), then
 where BANK_CAT is a copy of BANK without predictor.json (the adaptive test scored by the
 folder's score link; its default stop, SE 0.1 after 30 items, and the whole budget). Each RUN/person_scores.csv gives the predicted score and its 95%
 interval; the truth is each target's mean over all items. The build's cross-fit of the link's
-interval keeps the library default (5 folds; ``atlas build-bank`` has no option for it).
+interval keeps the library default (5 folds; ``atlas build-bank`` has no option for it). C is
+the benchmark's chance level (:data:`CHANCE`: what a user of these benchmarks knows, their
+answer options; a matrix does not carry it): the floor of the link's interval, and where the
+weakest source models answer at chance, the predictor does not take a design estimate below
+them for a weaker model. ``--no-chance`` builds without it (chance 0, a matrix's default).
 
 ``--check-library`` also runs the library with the same seeds: BenchmarkPredictor(50).fit(bank,
 source, rng=S).replay(targets, rng=S+1000) on the built folder's bank (``library_diff``: the
@@ -27,7 +31,7 @@ CLI; it differs where build-bank's item filter drops items: the point-biserial r
 from 100 source models, so on the v2 matrices).
 
     OPENBLAS_NUM_THREADS=1 nice python benchmarks/bench_benchpred.py [--seeds 5] [--write-docs]
-        [--datasets v2_musr,helm_mmlu] [--check-library]
+        [--datasets v2_musr,helm_mmlu] [--check-library] [--no-chance]
         [--set NAME=VALUE ...]   # a BenchmarkPredictor setting: the library path alone (a study;
                                  # build-bank has no option for them), nothing written
         [--replays K]            # with --set: K replays of each seed's targets (pooled),
@@ -68,6 +72,11 @@ DOC = ROOT / "docs" / "your_benchmark.md"
 NAMES = ["v2_ifeval", "v2_musr", "v2_arc_challenge", "helm_mmlu", "helm_med_qa"]
 SECTION = "## Study: models unlike the source models"
 SUBSECTION = "### BenchPred's protocol, beside BenchPred's own methods"
+# the score of a model answering at random: IFEval is generation (0); MuSR's three parts have 2,
+# 5 and 3 options (250, 256 and 250 items: the v2 leaderboard's random baselines); ARC-Challenge,
+# HELM MMLU and HELM MedQA ask 4 options
+CHANCE = {"v2_ifeval": 0.0, "v2_musr": (250 / 2 + 256 / 5 + 250 / 3) / 756,
+          "v2_arc_challenge": 0.25, "helm_mmlu": 0.25, "helm_med_qa": 0.25}
 PEER_LABEL = {"random_sampling": "random", "random_sampling_and_learn": "random + ridge",
               "aipw": "AIPW", "anchor_points_weighted": "anchor points (weighted)",
               "anchor_points_predictor": "anchor points (predictor)", "pca": "PCA"}
@@ -156,7 +165,7 @@ def designs(bank: Path, cat_bank: Path, budget: int) -> list:
 
 
 def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
-            check: bool = False) -> list:
+            check: bool = False, chance: float = 0.0) -> list:
     """One seed through build-bank and simulate: a row per design of :func:`designs` (the
     folder's predictor, the adaptive test scored by the folder's link with its default stop and
     spending the whole budget). ``check``: the predictor row also gets
@@ -168,7 +177,8 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
     source, targets = _write(df, src, tmp / "SOURCE.csv"), _write(df, tgt, tmp / "TARGETS.csv")
     bank, cat_bank = tmp / "BANK", tmp / "BANK_CAT"
-    _cli(["build-bank", source, "-o", bank, "--seed", seed, "--budget", budget])
+    _cli(["build-bank", source, "-o", bank, "--seed", seed, "--budget", budget,
+          "--chance", chance])
     shutil.copytree(bank, cat_bank)
     (cat_bank / "predictor.json").unlink()
     rows = []
@@ -179,9 +189,10 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
         p = pd.read_csv(run / "person_scores.csv")
         rows.append({"design": design, "n_source": len(src), **_metrics(p, truth)})
         if design == "predictor" and check:
-            lib = same_bank_library(df, split, seed, budget, load_bank_dir(bank).bank)
+            lib = same_bank_library(df, split, seed, budget, load_bank_dir(bank).bank, chance)
             rows[-1]["library_diff"] = library_diff(lib, p)
-            rows[-1]["library_mae"] = run_library(df, split, seed, budget)[0]["mae"]
+            rows[-1]["library_mae"] = run_library(df, split, seed, budget,
+                                                  {"chance": chance})[0]["mae"]
     for d in (bank, cat_bank):
         shutil.rmtree(d)
     return rows
@@ -216,8 +227,10 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
             pd.Series(first.score.to_numpy(), index=first.subject.astype(str)))
 
 
-def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank) -> pd.Series:
-    """BenchmarkPredictor(budget).fit(bank, source, rng=seed).replay(targets, rng=seed + 1000)
+def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank,
+                      chance: float = 0.0) -> pd.Series:
+    """BenchmarkPredictor(budget, chance=chance).fit(bank, source, rng=seed).replay(targets,
+    rng=seed + 1000)
     on the bank atlas build-bank fits the predictor on (the built folder's, or every
     non-constant item's: :func:`atlascat.bankdir.builder.predictor_bank`): predicted scores by
     target id."""
@@ -227,7 +240,8 @@ def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank
     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
     bank = predictor_bank(source, bank, seed=seed)  # as atlas build-bank chooses it
-    r = BenchmarkPredictor(budget).fit(bank, source, rng=seed).replay(targets, rng=seed + 1000)
+    r = BenchmarkPredictor(budget, chance=chance).fit(bank, source, rng=seed).replay(
+        targets, rng=seed + 1000)
     return pd.Series(r.score.to_numpy(), index=r.subject.astype(str))
 
 
@@ -296,6 +310,8 @@ def main(argv=None) -> None:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a BenchmarkPredictor setting (a study: `atlas build-bank` has no option "
                          "for them, so this runs the library path alone), e.g. --set mix=0.8")
+    ap.add_argument("--no-chance", action="store_true",
+                    help="build every bank without the benchmark's chance level (CHANCE)")
     ap.add_argument("--replays", type=int, default=1,
                     help="with --set: replay each seed's targets this many times (their own "
                          "draws; the extrapolation split is the same for every seed)")
@@ -316,6 +332,7 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory(prefix="benchpred_") as tmp:
         for name in a.datasets.split(","):
             df = load(name)
+            chance = 0.0 if a.no_chance else CHANCE[name]
             ours += [{"dataset": name, "split": split, "method": RANDOM_LABEL,
                       "mae": random_sample_mae(df, split, a.budget, a.seeds)}
                      for split in splits if split not in SPLITS]
@@ -323,10 +340,11 @@ def main(argv=None) -> None:
                 t0, new = time.time(), []
                 for seed in range(a.seeds):
                     if settings:
-                        out = [run_library(df, split, seed, a.budget, settings,
-                                           a.replays)[0]]
+                        out = [run_library(df, split, seed, a.budget,
+                                           {"chance": chance, **settings}, a.replays)[0]]
                     else:
-                        out = run_one(df, split, seed, a.budget, Path(tmp), a.check_library)
+                        out = run_one(df, split, seed, a.budget, Path(tmp), a.check_library,
+                                      chance)
                     new += [{"dataset": name, "split": split, "seed": seed, **r} for r in out]
                 rows += new
                 last = pd.DataFrame(new)

@@ -311,7 +311,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     name : the benchmark's name (default: the task, or the matrix file's stem)
     model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
     chance : the score of a model answering at random, 0-1 (default :func:`default_chance`: a
-        known benchmark's, from sample logs the mean of 1 / options, from a matrix 0)
+        known benchmark's, from sample logs the mean of 1 / options, from a matrix 0): the
+        link's floor, and the predictor's (``BenchmarkPredictor(chance=...)``)
     budget : the test length the link is fitted for (its replayed tests stop there)
     folds : cross-fitting folds that size the interval (:func:`cross_fit_factor`; 0: none)
     """

@@ -43,7 +43,9 @@ def register(app: typer.Typer) -> None:
         chance: Optional[float] = typer.Option(None, "--chance",
                                                help="Score (0-1) of a model answering at "
                                                     "random: the floor of a weaker model's "
-                                                    "interval. [default: from sample logs "
+                                                    "interval; where the weakest source "
+                                                    "models score at chance, no target is "
+                                                    "taken for weaker. [default: from sample logs "
                                                     "the mean of 1 / options, 0 for "
                                                     "generation; from a matrix 0]"),
         seed: int = typer.Option(0, "--seed", help="Random seed."),
