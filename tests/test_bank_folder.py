@@ -211,6 +211,8 @@ def matrix_bank(tmp_path_factory, shared_data):
     r = CliRunner().invoke(app, ["build-bank", str(root / "source.csv"), "-o",
                                  str(root / "bank")])
     assert r.exit_code == 0, r.output
+    # the summary says what a matrix cannot: its chance level (and the predictor keeps it)
+    assert "chance level" in r.output and "give --chance for multiple" in r.output
     return root
 
 
@@ -224,6 +226,7 @@ def test_build_bank_then_simulate_writes_scores_with_intervals(matrix_bank):
     # a matrix says nothing of chance: a weaker model's interval may reach down to 0
     assert folder.manifest["settings"]["chance"] == 0.0 == folder.link.support["floor"]
     assert folder.manifest["settings"]["chance_from"] == "matrix"
+    assert json.loads((root / "bank" / "predictor.json").read_text())["settings"]["chance"] == 0.0
     r = CliRunner().invoke(app, ["simulate", "--bank", str(root / "bank"),
                                  str(root / "targets.csv"), "--max-items", "50", "-o",
                                  str(root / "sim")])

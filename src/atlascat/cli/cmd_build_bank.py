@@ -73,6 +73,7 @@ def register(app: typer.Typer) -> None:
                 ("models", m["n_models"]),
                 ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
                 ("IRT model", m["calibration"]["model"]),
+                ("chance level", _chance_row(m["settings"])),
                 ("interval widened (cross-fit)", f"x{m['cross_fit']['factor']:.2f}"
                  if m.get("cross_fit") else "no")]
         if m.get("requests"):
@@ -86,3 +87,15 @@ def register(app: typer.Typer) -> None:
         print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas build-bank")
         files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
         console.print(f"wrote {escape(str(output))}/ ({files})")
+
+
+_CHANCE_FROM = {"given": "--chance", "benchmark": "the benchmark's", "options": "1 / options",
+                "matrix": "a matrix's default; give --chance for multiple choice"}
+
+
+def _chance_row(settings: dict) -> str:
+    """The folder's chance level and where it came from (a matrix cannot tell: 0)."""
+    c, src = settings.get("chance"), settings.get("chance_from")
+    if c is None:
+        return "unknown"
+    return f"{100 * float(c):.1f}% ({_CHANCE_FROM.get(src, src)})"
