@@ -290,6 +290,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     answered = steps[steps["status"] == "answered"]
     meta = getattr(bank, "metadata", None)
     subj, cfg, prm = info["subject"], info["config"], info["prompt"]
+    by_id = subj.get("kind") == "item"     # scored by id: no prompt was sent
     n = int(info["n_items"])
     lat = answered["latency_s"].astype(float)
     proto = info.get("protocol") or "approximate"
@@ -318,7 +319,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                    f"temperature {prm.get('temperature')}"),
         ("started / updated", f"{_time(info['created_at'])} / {_time(info['updated_at'])}"),
     ]
-    if subj.get("kind") == "item":   # scored by id: no prompt was sent
+    if by_id:
         kv = [row for row in kv if row[0] != "prompt"]
     if info["error"]:
         kv.append(("last error", info["error"]))
@@ -369,7 +370,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
     headline = f"{summary[0][0]}: {summary[0][1]}"
     shown = {"cat" if suite is None else "suite": cfg, "prompt": prm, "subject": subj}
-    if subj.get("kind") == "item":   # scored by id: no prompt settings applied
+    if by_id:
         shown.pop("prompt")
     settings = _e(json.dumps(shown, indent=1, sort_keys=True))
     note = ("The trajectory is the predicted average (percent) and its SE after each round."

@@ -36,6 +36,7 @@ import hashlib
 import json
 import math
 import threading
+import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -406,8 +407,6 @@ def _check_outputs(values, n: int, what: str) -> list:
 def _ask_loglikelihood(subject, irs: list) -> list:
     """One round of log-likelihood items: all their requests in ONE subject call (one for the
     generations); -> [(outputs, Answer)] per item."""
-    import time
-
     ll, gen = [], []
     for n, ir in enumerate(irs):
         for j, r in enumerate(ir.requests):
@@ -439,8 +438,6 @@ def _ask_loglikelihood(subject, irs: list) -> list:
 
 def _ask_items(subject, items: list) -> list:
     """One round of an item-scored subject: every item id in ONE call; -> [(0/1, Answer)]."""
-    import time
-
     t0 = time.perf_counter()
     got = list(subject.score_items(items))
     if len(got) != len(items):
