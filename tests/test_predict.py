@@ -313,14 +313,15 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     """A bank folder built before the level model (predictor.json version 2) loads and runs
     the IRT model alone, exactly as that version did (share 0, one control variate)."""
     d = json.loads(json.dumps(predictor.to_dict()))
-    assert d["version"] == 3 and len(d["items"]["level_x"]) == N_ITEMS
+    assert d["version"] == 4 and len(d["items"]["level_x"]) == N_ITEMS
     d["version"] = 2
     d["settings"]["mix"] = 0.5                               # version 2's default
-    for key in ("share", "level_fraction"):
+    for key in ("share", "level_fraction", "ridge"):
         d["settings"].pop(key)
     d["items"].pop("level_x")
-    d["calibration"].pop("level_c0")
-    d["calibration"].pop("model_range")
+    d.pop("ridge")
+    for key in ("level_c0", "model_range", "gamma"):
+        d["calibration"].pop(key)
     old = BenchmarkPredictor.from_dict(d)
     assert old.share == 0.0 and old._level() is None
     out = old.replay(world["strong"], rng=3)
@@ -330,7 +331,7 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     total, _ = est.des_raj(np.take_along_axis(y, ref["item"], 1), ref["q"], ref["f"],
                            ref["f_rest"], ref["valid"])
     np.testing.assert_allclose(out.design_score.to_numpy(), total / N_ITEMS, atol=1e-12)
-    fresh = BenchmarkPredictor(40, mix=0.5, share=0.0, level_fraction=0.0).fit(
+    fresh = BenchmarkPredictor(40, mix=0.5, share=0.0, level_fraction=0.0, ridge=False).fit(
         world["bank"], world["source"], rng=0)                # the same design, fitted now
     fresh.model_range_ = None                                 # and version 2's rule for M
     assert fresh._level() is None and fresh.to_dict()["items"]["level_x"] is None

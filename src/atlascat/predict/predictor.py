@@ -8,14 +8,17 @@ a probability proportional to two models' uncertainty about it (the IRT model an
 made from the strongest source models' answers, mixed with uniform), and predicts the mean over
 all items with the estimators of :mod:`atlascat.predict.estimators`: Des Raj's estimator with the
 two models' predictions as control variates (unbiased whatever the models, with a variance
-estimate valid by design), pooled with the source-calibrated IRT prediction while the two agree,
+estimate valid by design), pooled with the source-calibrated model prediction (the IRT
+prediction stacked with a ridge regression of the score on the asked items' answers among the
+source models, :mod:`atlascat.predict.regression`) while the two agree,
 and reduced to the design-based estimate when they do not or when the target lies beyond the
 source models (a target outside the source population). The 95% interval is the design-based
 one, widened to contain the point prediction.
 
 Fitting replays the same design on the source models (``n_replays`` runs each) to calibrate the
-IRT prediction to their scores (least squares G = alpha + beta * M), to measure its error tau^2
-there (floored at ``min_tau`` ^ 2) and the range of their thetas.
+model prediction to their scores (least squares G = alpha + beta * M + gamma * R, R each
+source model's leave-one-out ridge prediction on its replayed items), to measure its error
+tau^2 there (floored at ``min_tau`` ^ 2) and the range of their thetas.
 
 Items the bank dropped (answered alike by every source model) keep a place in the score: they get
 the bank's median slope and a difficulty one unit beyond the hardest (all failed) or easiest
@@ -30,13 +33,14 @@ from ..errors import ConfigError, ResponseDataError
 from ..irt.quadrature import normal_quadrature
 from ..responses import ResponseMatrix
 from . import estimators as est
+from . import regression
 
 __all__ = ["BenchmarkPredictor", "MIN_SOURCE_MODELS"]
 
 MIN_SOURCE_MODELS = 20
 _KIND = "atlascat.predict.BenchmarkPredictor"
-_VERSION = 3
-_READS = (2, 3)           # version 2: no level model (the IRT model alone)
+_VERSION = 4
+_READS = (2, 3, 4)        # version 2: no level model (the IRT model alone); 3: no ridge part
 
 
 class BenchmarkPredictor:
@@ -67,13 +71,19 @@ class BenchmarkPredictor:
         only one beyond their top flags the target as outside (on MuSR's interpolation split
         11% of the targets were flagged for a design estimate below them; docs/
         your_benchmark.md)
+    ridge : stack the IRT prediction with a ridge regression of the score on the asked items'
+        answers among the source models (default True; the source models' answers are kept in
+        predictor.json for it). On BenchPred's interpolation split it brings MuSR's predictor
+        from 2.50 to 2.26 points (60 draws; docs/your_benchmark.md); False: the IRT
+        prediction alone, as predictor.json version 3
     n_replays : design replays per source model when fitting the calibration (default 2)
     min_tau : floor of the model prediction's RMS error, 0-1 (default 0.01)
     quadpts, theta_range : the theta grid (61 nodes on [-6, 6], N(0, 1) prior)
 
     Fitted attributes: ``item_ids_``, ``a_``, ``b_``, ``c_``, ``u_`` (every benchmark item),
     ``level_x_``, ``level_c0_`` (the level model; None from a version-2 predictor.json),
-    ``alpha_``, ``beta_``, ``tau2_``, ``n_source_``, ``source_range_`` (min, max source score),
+    ``alpha_``, ``beta_``, ``gamma_`` (None without a ridge part), ``ridge_answers_``,
+    ``ridge_scores_`` (the source models' answers and scores), ``tau2_``, ``n_source_``, ``source_range_`` (min, max source score),
     ``model_range_`` (min, max of the source models' replayed IRT prediction M; None from a
     predictor.json written before it: M is then held to ``source_range_``),
     ``theta_support_`` (the source thetas' quantiles).
@@ -82,8 +92,8 @@ class BenchmarkPredictor:
     def __init__(self, budget: int = 50, *, mix: float = 0.7, share: float = 0.5,
                  level_fraction: float = 0.25, z_cut: float = 2.0,
                  theta_quantile: float = 0.02, d_margin: float = 0.0, chance=None,
-                 n_replays: int = 2, min_tau: float = 0.01, quadpts: int = 61,
-                 theta_range=(-6.0, 6.0)):
+                 ridge: bool = True, n_replays: int = 2, min_tau: float = 0.01,
+                 quadpts: int = 61, theta_range=(-6.0, 6.0)):
         self.budget = budget
         self.mix = mix
         self.share = share
@@ -92,6 +102,7 @@ class BenchmarkPredictor:
         self.theta_quantile = theta_quantile
         self.d_margin = d_margin
         self.chance = chance
+        self.ridge = ridge
         self.n_replays = n_replays
         self.min_tau = min_tau
         self.quadpts = quadpts
@@ -142,19 +153,19 @@ class BenchmarkPredictor:
         truth = np.nanmean(y, axis=1) if scores is None else np.asarray(scores, float).reshape(-1)
         if truth.shape != (source.n_subjects,) or not np.all(np.isfinite(truth)):
             raise ResponseDataError("scores must hold one finite value (0-1) per source model")
+        self.ridge_answers_ = self.ridge_scores_ = self.gamma_ = self._ridge_x = None
+        if self.ridge:
+            self.ridge_answers_, self.ridge_scores_ = y.copy(), truth.copy()
         self.level_x_, self.level_c0_ = None, None
         if float(self.level_fraction) > 0:
             self.level_x_ = est.level_logits(y, truth, float(self.level_fraction))
             self.level_c0_ = float(est.level_start(self.level_x_, truth.mean()))
         rng = np.random.default_rng(rng)
         reps = np.repeat(np.arange(source.n_subjects), int(self.n_replays))
-        arr = self._replay_arrays(y[reps], rng)
+        arr = self._replay_arrays(y[reps], rng, loo_rows=reps)
         model, t = arr["model"], truth[reps]
-        var = np.var(model)
-        beta = float(np.cov(model, t, bias=True)[0, 1] / var) if var > 1e-12 else 1.0
-        alpha = float(t.mean() - beta * model.mean())
-        resid = t - (alpha + beta * model)
-        self.alpha_, self.beta_ = alpha, beta
+        self.alpha_, self.beta_, self.gamma_ = _stack(model, arr.get("ridge"), t)
+        resid = t - self._calibrated(arr)
         self.tau2_ = float(max(np.mean(resid ** 2), self.min_tau ** 2))
         self.n_source_ = int(source.n_subjects)
         self.source_range_ = (float(truth.min()), float(truth.max()))
@@ -169,8 +180,9 @@ class BenchmarkPredictor:
         tables = est.grid_tables(self.a_, self.b_, self.c_, self.u_, quad.nodes)
         return tables, quad.nodes, quad.log_weights
 
-    def _replay_arrays(self, y: np.ndarray, rng, budget=None) -> dict:
-        """The design on every row of ``y`` (items in ``item_ids_`` order, NaN = not available)."""
+    def _replay_arrays(self, y: np.ndarray, rng, budget=None, loo_rows=None) -> dict:
+        """The design on every row of ``y`` (items in ``item_ids_`` order, NaN = not available;
+        ``loo_rows``: the rows are these source models, whose ridge prediction leaves them out)."""
         budget = int(self.budget if budget is None else budget)
         tables, nodes, log_prior = self._grid()
         d = est.sequential_design(y, tables, log_prior, budget, float(self.mix), rng,
@@ -179,17 +191,17 @@ class BenchmarkPredictor:
         asked = np.zeros(y.shape, dtype=bool)
         asked[rows[d["valid"]], d["item"][d["valid"]]] = True
         return self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"], d["f_rest"],
-                              d["log_post"], d["valid"], d["g"], d["g_rest"])
+                              d["log_post"], d["valid"], d["g"], d["g_rest"], loo_rows)
 
     def _level(self):
         """(x, c_0) of the level model, or None (a version-2 predictor: the IRT model alone)."""
         return None if self.level_x_ is None else (self.level_x_, self.level_c0_)
 
     def _estimate(self, y, avail, asked, item, q, f, f_rest, log_post, valid=None, g=None,
-                  g_rest=None) -> dict:
-        """D and its SE (capped at 1, the whole score range), M and theta; ``avail`` marks the
-        items the score is the mean over. A row asked every available item gets its exact
-        score (SE 0)."""
+                  g_rest=None, loo_rows=None) -> dict:
+        """D and its SE (capped at 1, the whole score range), M, theta and, with a ridge part,
+        R; ``avail`` marks the items the score is the mean over. A row asked every available
+        item gets its exact score (SE 0)."""
         tables, nodes, _ = self._grid()
         n_avail = np.maximum(avail.sum(1), 1)
         y_drawn = np.nan_to_num(np.take_along_axis(y, item, axis=1))
@@ -200,12 +212,36 @@ class BenchmarkPredictor:
         design, se = total / n_avail, np.minimum(se_total / n_avail, 1.0)
         every = asked.sum(1) >= avail.sum(1)
         exact = np.where(asked, np.nan_to_num(y), 0.0).sum(1) / n_avail
-        return dict(model=model, design=np.where(every, exact, design),
-                    se=np.where(every, 0.0, se), theta=theta, n=asked.sum(1))
+        out = dict(model=model, design=np.where(every, exact, design),
+                   se=np.where(every, 0.0, se), theta=theta, n=asked.sum(1))
+        if self.ridge_answers_ is not None:
+            valid = np.ones(item.shape, dtype=bool) if valid is None else valid
+            answers = np.take_along_axis(np.nan_to_num(y), item, axis=1)
+            out["ridge"] = regression.ridge_scores(
+                self._ridge_design(), self.ridge_scores_, item, valid,
+                None if loo_rows is not None else answers, loo_rows)
+        return out
+
+    def _ridge_design(self):
+        """The source models' answers with a missing cell given its item's mean (cached)."""
+        if getattr(self, "_ridge_x", None) is None:
+            y = self.ridge_answers_
+            seen = np.isfinite(y)
+            means = np.where(seen, y, 0.0).sum(0) / np.maximum(seen.sum(0), 1)
+            self._ridge_x = np.where(seen, y, means[None, :])
+        return self._ridge_x
+
+    def _calibrated(self, arr: dict):
+        """G = alpha + beta M (+ gamma R): the model prediction calibrated on the source."""
+        g = self.alpha_ + self.beta_ * arr["model"]
+        if self.gamma_ is not None:
+            g = g + self.gamma_ * arr["ridge"]
+        return g
 
     def _combine(self, arr: dict):
         return est.combine(arr["model"], arr["design"], arr["se"], arr["theta"],
                            alpha=self.alpha_, beta=self.beta_, tau2=self.tau2_,
+                           calibrated=self._calibrated(arr),
                            z_cut=self.z_cut, source_range=self.source_range_,
                            model_range=self.model_range_,
                            theta_range=self.theta_support_, d_margin=float(self.d_margin),
@@ -299,6 +335,7 @@ class BenchmarkPredictor:
                              "theta_quantile": float(self.theta_quantile),
                              "d_margin": float(self.d_margin),
                              "chance": None if self.chance is None else float(self.chance),
+                             "ridge": bool(self.ridge),
                              "n_replays": int(self.n_replays),
                              "min_tau": float(self.min_tau), "quadpts": int(self.quadpts),
                              "theta_range": [float(v) for v in self.theta_range]},
@@ -312,7 +349,11 @@ class BenchmarkPredictor:
                                 "model_range": (None if self.model_range_ is None
                                                 else list(self.model_range_)),
                                 "theta_support": list(self.theta_support_),
-                                "level_c0": self.level_c0_}}
+                                "level_c0": self.level_c0_, "gamma": self.gamma_},
+                "ridge": None if self.ridge_answers_ is None else {
+                    "shape": list(self.ridge_answers_.shape),
+                    "answers": regression.pack_answers(self.ridge_answers_),
+                    "scores": self.ridge_scores_.tolist()}}
 
     @classmethod
     def from_dict(cls, d: dict) -> "BenchmarkPredictor":
@@ -326,7 +367,8 @@ class BenchmarkPredictor:
         self = cls(s["budget"], mix=s["mix"], share=s.get("share", 0.0),
                    level_fraction=s.get("level_fraction", 0.0), z_cut=s["z_cut"],
                    theta_quantile=s["theta_quantile"], d_margin=s["d_margin"],
-                   chance=s.get("chance"), n_replays=s["n_replays"],
+                   chance=s.get("chance"), ridge=bool(s.get("ridge", False)),
+                   n_replays=s["n_replays"],
                    min_tau=s["min_tau"], quadpts=s["quadpts"], theta_range=s["theta_range"])
         it = d["items"]
         self.item_ids_ = np.asarray(it["item_id"], dtype=object)
@@ -341,6 +383,17 @@ class BenchmarkPredictor:
         x = it.get("level_x")
         self.level_x_ = None if x is None else np.asarray(x, float)
         self.level_c0_ = cal.get("level_c0")
+        self.gamma_, self._ridge_x = cal.get("gamma"), None
+        self.ridge_answers_ = self.ridge_scores_ = None
+        r = d.get("ridge")
+        if r is not None and self.gamma_ is not None:
+            self.ridge_answers_ = regression.unpack_answers(r["answers"], r["shape"])
+            self.ridge_scores_ = np.asarray(r["scores"], float)
+            if self.ridge_answers_.shape != (len(r["scores"]), len(self.item_ids_)):
+                raise ConfigError("predictor.json's ridge part does not match its items; "
+                                  "rebuild the bank")
+        else:
+            self.gamma_ = None
         return self
 
 
@@ -356,3 +409,15 @@ def _full_params(bank, ids, item_means):
     a[have], b[have] = ba[pos[have]], bb[pos[have]]
     c[have], u[have] = np.asarray(bank.c, float)[pos[have]], np.asarray(bank.u, float)[pos[have]]
     return a, b, c, u
+
+
+def _stack(model, ridge, truth):
+    """(alpha, beta, gamma) of the least-squares calibration truth ~ alpha + beta M (+ gamma R)
+    on the source models' replays; gamma None without a ridge part."""
+    if ridge is None:
+        var = np.var(model)
+        beta = float(np.cov(model, truth, bias=True)[0, 1] / var) if var > 1e-12 else 1.0
+        return float(truth.mean() - beta * model.mean()), beta, None
+    design = np.column_stack([np.ones_like(model), model, ridge])
+    coef = np.linalg.lstsq(design, truth, rcond=None)[0]
+    return float(coef[0]), float(coef[1]), float(coef[2])
