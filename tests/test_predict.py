@@ -10,6 +10,7 @@ from atlascat.errors import ConfigError, ResponseDataError
 from atlascat.irt.bank import ItemBank
 from atlascat.predict import BenchmarkPredictor, PredictSession
 from atlascat.predict import estimators as est
+from atlascat.predict.predictor import _design_weight
 from atlascat.responses import ResponseMatrix
 
 N_ITEMS = 300
@@ -393,3 +394,63 @@ def test_chance_floor_keeps_targets_at_chance_inside():
     assert BenchmarkPredictor.from_dict(d).chance is None
     with pytest.raises(ConfigError, match="chance"):
         BenchmarkPredictor(30, chance=1.5).fit(bank, source)
+
+
+def test_design_weight_is_the_least_variance_combination_of_correlated_estimates():
+    """G and D use the same answers, so their errors correlate: the weight fitted by least
+    squares on replays (source) is the least-variance combination for that correlation
+    (analytic, checked on fresh draws), and its error is well below the precision-weighted
+    mean's, which treats them as independent and overstates its own precision."""
+    rng = np.random.default_rng(0)
+    tau, se, rho, truth = 0.03, 0.045, 0.5, 0.5
+    c = rho * tau * se
+    cov = [[tau ** 2, c], [c, se ** 2]]
+
+    def draws(n):
+        err = rng.multivariate_normal([0.0, 0.0], cov, n)
+        return truth + err[:, 0], truth + err[:, 1]
+
+    w, _ = _design_weight(*draws(50_000), np.full(50_000, truth))
+    best = (tau ** 2 - c) / (tau ** 2 + se ** 2 - 2 * c)
+    assert w == pytest.approx(best, abs=0.02)
+    g, d = draws(200_000)
+    n = len(g)
+
+    def combine(**kw):
+        return est.combine(g, d, np.full(n, se), np.zeros(n), alpha=0.0, beta=1.0,
+                           tau2=tau ** 2, z_cut=1e9, calibrated=g, **kw)
+
+    blue = (tau ** 2 * se ** 2 - c ** 2) / (tau ** 2 + se ** 2 - 2 * c)
+    score, _, _, sd, outside, _ = combine(weight=w, pooled_tau2=blue)
+    assert not outside.any() and sd[0] ** 2 == pytest.approx(blue)
+    assert np.mean((score - truth) ** 2) == pytest.approx(blue, rel=0.03)
+    naive = combine()                                         # a predictor.json without w
+    naive_mse = np.mean((naive[0] - truth) ** 2)
+    assert naive_mse > 1.03 * np.mean((score - truth) ** 2)
+    assert naive[3][0] ** 2 < 0.75 * naive_mse               # and it overstates its precision
+
+
+def test_design_weight_fitted_on_the_source_and_kept(world, predictor):
+    """Fitted on the source models' replays, D's weight is small (G and D err together) and
+    predicts targets like the source models closer than the precision-weighted mean."""
+    assert 0.0 <= predictor.design_weight_ <= 0.3 and predictor.pooled_tau2_ > 0
+    truth = world["like"].values.mean(1)
+    err = np.zeros(2)
+    for r in range(3):
+        arr = predictor._replay_arrays(world["like"].aligned_values(predictor.item_ids_),
+                                       np.random.default_rng(r))
+        fitted = predictor._combine(arr)[0]
+        w, predictor.design_weight_ = predictor.design_weight_, None
+        precision = predictor._combine(arr)[0]
+        predictor.design_weight_ = w
+        err += [np.abs(fitted - truth).mean(), np.abs(precision - truth).mean()]
+    assert err[0] < 0.97 * err[1]
+    d = json.loads(json.dumps(predictor.to_dict()))
+    back = BenchmarkPredictor.from_dict(d)
+    assert (back.design_weight_, back.pooled_tau2_) == (predictor.design_weight_,
+                                                        predictor.pooled_tau2_)
+    for key in ("design_weight", "pooled_tau2"):              # a file written before them
+        d["calibration"].pop(key)
+    old = BenchmarkPredictor.from_dict(d)
+    assert old.design_weight_ is None
+    assert np.isfinite(old.replay(world["like"], rng=2).score).all()

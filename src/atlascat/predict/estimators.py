@@ -49,15 +49,21 @@ Model-based prediction (IRT). With the posterior after all n answers,
 M = (1/N) [ sum_{asked} y_i + sum_{not asked} f_i ] (the p-IRT estimator of Polo et al. 2024).
 M is sharp where the target resembles the source models and biased where it does not.
 
-Combination. G = alpha + beta * M is the model prediction calibrated on the source models (the
+Combination. G = alpha + beta * M (+ gamma * R, the ridge prediction of
+:mod:`atlascat.predict.regression`) is the model prediction calibrated on the source models (the
 same design replayed on them), tau^2 its mean squared error there. A target is outside the source
 population when |D - G| > z_cut * sqrt(SE_D^2 + tau^2) (the design contradicts the model), when
 G or D lies beyond the source models' score range or M beyond the range of their replayed M
 (a calibration fitted there cannot be extrapolated; M is on its own scale, which G maps to the
 score's), or when its theta lies beyond the central ``1 - 2 q`` of the source models'
 replayed thetas; then the prediction is D. Otherwise the precision-weighted mean
-C = (G / tau^2 + D / SE_D^2) / (1 / tau^2 + 1 / SE_D^2). The reported 95% interval is the design
-interval D +- 1.96 SE_D, widened (never narrowed) to contain the point prediction.
+C = G + w (D - G), w the least-squares weight on the source models' replays,
+w = sum (t - G)(D - G) / sum (D - G)^2 clipped to 0-1 (stacking, Wolpert 1992: G and D use the
+same answers and their errors correlate, 0.5-0.8 on BenchPred's matrices, so the
+precision-weighted mean (G / tau^2 + D / SE_D^2) / (1 / tau^2 + 1 / SE_D^2), which treats
+them as independent, gives D too much weight; a predictor.json without w keeps that mean). The
+reported 95% interval is the design interval D +- 1.96 SE_D, widened (never narrowed) to
+contain the point prediction.
 
 References
 ----------
@@ -67,6 +73,7 @@ Zrnic and Candes (2024). Active statistical inference. ICML.
 Angelopoulos, Bates, Fannjiang, Jordan, Zrnic (2023). Prediction-powered inference. Science 382.
 Polo, Weber, Choshen, Sun, Xu, Yurochkin (2024). tinyBenchmarks: evaluating LLMs with fewer
 examples. ICML.
+Wolpert (1992). Stacked generalization. Neural Networks 5, 241-259.
 Zhang, Dorner, Hardt (2025). How benchmark prediction from fewer data misses the mark. NeurIPS.
 Bock and Mislevy (1982). Adaptive EAP estimation of ability. Applied Psych. Measurement 6.
 """
@@ -283,14 +290,16 @@ def model_prediction(y, asked, avail, tables, nodes, log_post):
 
 def combine(model, design, se, theta, *, alpha, beta, tau2, z_cut, source_range=(0.0, 1.0),
             theta_range=(-np.inf, np.inf), d_margin=0.0, model_range=None,
-            check_below=True, calibrated=None):
+            check_below=True, calibrated=None, weight=None, pooled_tau2=None):
     """Point prediction, 95% interval (0-1), its SD and the out-of-population flag (module
     docstring; ``d_margin``: how many SE_D the design estimate must lie beyond the source
     scores to flag, 0 = its point value; ``model_range``: (min, max) of the source models'
     replayed M, None = ``source_range``, as predictor.json files written before it;
     ``check_below``: False where no target can lie below the source models, whose weakest
     answer at chance: only a prediction or theta beyond their top then flags; ``calibrated``:
-    G when it is more than alpha + beta M, the predictor's stack with its ridge part).
+    G when it is more than alpha + beta M, the predictor's stack with its ridge part;
+    ``weight``, ``pooled_tau2``: D's weight in C and C's mean squared error, fitted on the
+    source models' replays; None = the precision-weighted mean, as predictor.json before it).
     Returns (score, lower, upper, sd, outside, z)."""
     g = alpha + beta * model if calibrated is None else np.asarray(calibrated, float)
     se2 = np.maximum(se ** 2, 1e-12)
@@ -303,9 +312,14 @@ def combine(model, design, se, theta, *, alpha, beta, tau2, z_cut, source_range=
         beyond |= ((g < lo_src) | (model < lo_m) | (design + d_margin * se < lo_src)
                    | (theta < theta_range[0]))
     outside = (z > z_cut) | beyond
-    pooled = (g / tau2 + design / se2) / (1.0 / tau2 + 1.0 / se2)
+    if weight is None:
+        pooled = (g / tau2 + design / se2) / (1.0 / tau2 + 1.0 / se2)
+        pooled_sd = np.sqrt(1.0 / (1.0 / tau2 + 1.0 / se2))
+    else:
+        pooled = g + weight * (design - g)
+        pooled_sd = np.sqrt(pooled_tau2)
     score = np.clip(np.where(outside, design, pooled), 0.0, 1.0)
     lo = np.clip(np.minimum(design - Z95 * se, score), 0.0, 1.0)
     hi = np.clip(np.maximum(design + Z95 * se, score), 0.0, 1.0)
-    sd = np.where(outside, se, np.sqrt(1.0 / (1.0 / tau2 + 1.0 / se2)))
+    sd = np.where(outside, se, pooled_sd)
     return score, lo, hi, sd, outside, z

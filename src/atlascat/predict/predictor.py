@@ -167,6 +167,8 @@ class BenchmarkPredictor:
         self.alpha_, self.beta_, self.gamma_ = _stack(model, arr.get("ridge"), t)
         resid = t - self._calibrated(arr)
         self.tau2_ = float(max(np.mean(resid ** 2), self.min_tau ** 2))
+        self.design_weight_, pooled = _design_weight(self._calibrated(arr), arr["design"], t)
+        self.pooled_tau2_ = float(max(np.mean((t - pooled) ** 2), self.min_tau ** 2))
         self.n_source_ = int(source.n_subjects)
         self.source_range_ = (float(truth.min()), float(truth.max()))
         self.model_range_ = (float(model.min()), float(model.max()))
@@ -241,7 +243,8 @@ class BenchmarkPredictor:
     def _combine(self, arr: dict):
         return est.combine(arr["model"], arr["design"], arr["se"], arr["theta"],
                            alpha=self.alpha_, beta=self.beta_, tau2=self.tau2_,
-                           calibrated=self._calibrated(arr),
+                           calibrated=self._calibrated(arr), weight=self.design_weight_,
+                           pooled_tau2=self.pooled_tau2_,
                            z_cut=self.z_cut, source_range=self.source_range_,
                            model_range=self.model_range_,
                            theta_range=self.theta_support_, d_margin=float(self.d_margin),
@@ -344,6 +347,8 @@ class BenchmarkPredictor:
                           "c": self.c_.tolist(), "u": self.u_.tolist(),
                           "level_x": None if self.level_x_ is None else self.level_x_.tolist()},
                 "calibration": {"alpha": self.alpha_, "beta": self.beta_, "tau2": self.tau2_,
+                                "design_weight": self.design_weight_,
+                                "pooled_tau2": self.pooled_tau2_,
                                 "n_source": self.n_source_,
                                 "source_range": list(self.source_range_),
                                 "model_range": (None if self.model_range_ is None
@@ -375,6 +380,8 @@ class BenchmarkPredictor:
         self.a_, self.b_, self.c_, self.u_ = (np.asarray(it[k], float) for k in "abcu")
         cal = d["calibration"]
         self.alpha_, self.beta_, self.tau2_ = cal["alpha"], cal["beta"], cal["tau2"]
+        self.design_weight_ = cal.get("design_weight")
+        self.pooled_tau2_ = cal.get("pooled_tau2")
         self.n_source_ = cal["n_source"]
         self.source_range_ = tuple(cal["source_range"])
         m = cal.get("model_range")
@@ -421,3 +428,14 @@ def _stack(model, ridge, truth):
     design = np.column_stack([np.ones_like(model), model, ridge])
     coef = np.linalg.lstsq(design, truth, rcond=None)[0]
     return float(coef[0]), float(coef[1]), float(coef[2])
+
+
+
+def _design_weight(calibrated, design, truth):
+    """(w, C): the least-squares weight of the design estimate D in C = G + w (D - G) on the
+    source models' replays, clipped to 0-1, and C there."""
+    g, d, t = (np.asarray(v, float) for v in (calibrated, design, truth))
+    diff = d - g
+    den = float(np.sum(diff * diff))
+    w = float(np.clip(np.sum((t - g) * diff) / den, 0.0, 1.0)) if den > 1e-12 else 0.0
+    return w, g + w * diff
