@@ -317,11 +317,11 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     assert d["version"] == 4 and len(d["items"]["level_x"]) == N_ITEMS
     d["version"] = 2
     d["settings"]["mix"] = 0.5                               # version 2's default
-    for key in ("share", "level_fraction", "ridge"):
+    for key in ("share", "level_fraction", "ridge", "fitted_weight"):
         d["settings"].pop(key)
     d["items"].pop("level_x")
     d.pop("ridge")
-    for key in ("level_c0", "model_range", "gamma"):
+    for key in ("level_c0", "model_range", "gamma", "design_weight", "pooled_tau2"):
         d["calibration"].pop(key)
     old = BenchmarkPredictor.from_dict(d)
     assert old.share == 0.0 and old._level() is None
@@ -332,7 +332,8 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     total, _ = est.des_raj(np.take_along_axis(y, ref["item"], 1), ref["q"], ref["f"],
                            ref["f_rest"], ref["valid"])
     np.testing.assert_allclose(out.design_score.to_numpy(), total / N_ITEMS, atol=1e-12)
-    fresh = BenchmarkPredictor(40, mix=0.5, share=0.0, level_fraction=0.0, ridge=False).fit(
+    fresh = BenchmarkPredictor(40, mix=0.5, share=0.0, level_fraction=0.0, ridge=False,
+                               fitted_weight=False).fit(
         world["bank"], world["source"], rng=0)                # the same design, fitted now
     fresh.model_range_ = None                                 # and version 2's rule for M
     assert fresh._level() is None and fresh.to_dict()["items"]["level_x"] is None
@@ -454,3 +455,19 @@ def test_design_weight_fitted_on_the_source_and_kept(world, predictor):
     old = BenchmarkPredictor.from_dict(d)
     assert old.design_weight_ is None
     assert np.isfinite(old.replay(world["like"], rng=2).score).all()
+
+
+def test_ridge_part_and_fitted_weight_follow_the_source_size(world):
+    """By default the ridge part needs 40 source models and the fitted weight 60 (fewer
+    models' replays understate a new model's error); either can be forced."""
+    src = world["source"]
+    small = src.subset(subjects=np.arange(30))
+    p = BenchmarkPredictor(40).fit(world["bank"], small, rng=0)
+    assert p.gamma_ is None and p.ridge_answers_ is None and p.design_weight_ is None
+    mid = BenchmarkPredictor(40).fit(world["bank"], src.subset(subjects=np.arange(45)), rng=0)
+    assert mid.gamma_ is not None and mid.design_weight_ is None
+    forced = BenchmarkPredictor(40, ridge=True, fitted_weight=True).fit(world["bank"], small,
+                                                                      rng=0)
+    assert forced.gamma_ is not None and forced.design_weight_ is not None
+    back = BenchmarkPredictor.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert back.ridge is None and back.fitted_weight is None and back.gamma_ is None

@@ -131,8 +131,10 @@ def test_ridge_part_round_trips_and_old_files_load_without_it(two_parts):
     assert s1.prediction() == s2.prediction()
     old = dict(d, version=3)                                  # a folder built before the ridge part
     old.pop("ridge")
-    old["settings"] = {k: v for k, v in d["settings"].items() if k != "ridge"}
-    old["calibration"] = {k: v for k, v in d["calibration"].items() if k != "gamma"}
+    old["settings"] = {k: v for k, v in d["settings"].items()
+                       if k not in ("ridge", "fitted_weight")}
+    old["calibration"] = {k: v for k, v in d["calibration"].items()
+                          if k not in ("gamma", "design_weight", "pooled_tau2")}
     v3 = BenchmarkPredictor.from_dict(old)
     assert v3.ridge is False and v3.gamma_ is None
     assert np.isfinite(v3.replay(targets, rng=2).score).all()

@@ -38,6 +38,8 @@ from . import regression
 __all__ = ["BenchmarkPredictor", "MIN_SOURCE_MODELS"]
 
 MIN_SOURCE_MODELS = 20
+RIDGE_MIN_MODELS = 40     # ridge=None: the ridge part from this many source models
+STACK_MIN_MODELS = 60     # fitted_weight=None: D's weight fitted from this many source models
 _KIND = "atlascat.predict.BenchmarkPredictor"
 _VERSION = 4
 _READS = (2, 3, 4)        # version 2: no level model (the IRT model alone); 3: no ridge part
@@ -72,10 +74,16 @@ class BenchmarkPredictor:
         11% of the targets were flagged for a design estimate below them; docs/
         your_benchmark.md)
     ridge : stack the IRT prediction with a ridge regression of the score on the asked items'
-        answers among the source models (default True; the source models' answers are kept in
-        predictor.json for it). On BenchPred's interpolation split it brings MuSR's predictor
-        from 2.50 to 2.26 points (60 draws; docs/your_benchmark.md); False: the IRT
-        prediction alone, as predictor.json version 3
+        answers among the source models (the source models' answers are kept in predictor.json
+        for it). Default None: from ``RIDGE_MIN_MODELS`` (40) source models; with 20 it cost
+        0.02-0.07 points on three of five matrices (docs/your_benchmark.md). On BenchPred's
+        interpolation split it brings MuSR's predictor from 2.51 to 2.26 points (60 draws).
+        False: the IRT prediction alone, as predictor.json version 3
+    fitted_weight : D's weight in the pooled prediction fitted by least squares on the source
+        models' replays (default None: from ``STACK_MIN_MODELS`` (60) source models; their
+        replays, on items calibrated on them, understate G's error for a new model when they
+        are few, and the fitted weight cost 0.04-0.23 points with 20). False: the
+        precision-weighted mean
     n_replays : design replays per source model when fitting the calibration (default 2)
     min_tau : floor of the model prediction's RMS error, 0-1 (default 0.01)
     quadpts, theta_range : the theta grid (61 nodes on [-6, 6], N(0, 1) prior)
@@ -92,7 +100,7 @@ class BenchmarkPredictor:
     def __init__(self, budget: int = 50, *, mix: float = 0.7, share: float = 0.5,
                  level_fraction: float = 0.25, z_cut: float = 2.0,
                  theta_quantile: float = 0.02, d_margin: float = 0.0, chance=None,
-                 ridge: bool = True, n_replays: int = 2, min_tau: float = 0.01,
+                 ridge=None, fitted_weight=None, n_replays: int = 2, min_tau: float = 0.01,
                  quadpts: int = 61, theta_range=(-6.0, 6.0)):
         self.budget = budget
         self.mix = mix
@@ -103,6 +111,7 @@ class BenchmarkPredictor:
         self.d_margin = d_margin
         self.chance = chance
         self.ridge = ridge
+        self.fitted_weight = fitted_weight
         self.n_replays = n_replays
         self.min_tau = min_tau
         self.quadpts = quadpts
@@ -154,7 +163,8 @@ class BenchmarkPredictor:
         if truth.shape != (source.n_subjects,) or not np.all(np.isfinite(truth)):
             raise ResponseDataError("scores must hold one finite value (0-1) per source model")
         self.ridge_answers_ = self.ridge_scores_ = self.gamma_ = self._ridge_x = None
-        if self.ridge:
+        n_src = source.n_subjects
+        if self.ridge or (self.ridge is None and n_src >= RIDGE_MIN_MODELS):
             self.ridge_answers_, self.ridge_scores_ = y.copy(), truth.copy()
         self.level_x_, self.level_c0_ = None, None
         if float(self.level_fraction) > 0:
@@ -167,8 +177,10 @@ class BenchmarkPredictor:
         self.alpha_, self.beta_, self.gamma_ = _stack(model, arr.get("ridge"), t)
         resid = t - self._calibrated(arr)
         self.tau2_ = float(max(np.mean(resid ** 2), self.min_tau ** 2))
-        self.design_weight_, pooled = _design_weight(self._calibrated(arr), arr["design"], t)
-        self.pooled_tau2_ = float(max(np.mean((t - pooled) ** 2), self.min_tau ** 2))
+        self.design_weight_ = self.pooled_tau2_ = None
+        if self.fitted_weight or (self.fitted_weight is None and n_src >= STACK_MIN_MODELS):
+            self.design_weight_, pooled = _design_weight(self._calibrated(arr), arr["design"], t)
+            self.pooled_tau2_ = float(max(np.mean((t - pooled) ** 2), self.min_tau ** 2))
         self.n_source_ = int(source.n_subjects)
         self.source_range_ = (float(truth.min()), float(truth.max()))
         self.model_range_ = (float(model.min()), float(model.max()))
@@ -338,7 +350,9 @@ class BenchmarkPredictor:
                              "theta_quantile": float(self.theta_quantile),
                              "d_margin": float(self.d_margin),
                              "chance": None if self.chance is None else float(self.chance),
-                             "ridge": bool(self.ridge),
+                             "ridge": None if self.ridge is None else bool(self.ridge),
+                             "fitted_weight": (None if self.fitted_weight is None
+                                               else bool(self.fitted_weight)),
                              "n_replays": int(self.n_replays),
                              "min_tau": float(self.min_tau), "quadpts": int(self.quadpts),
                              "theta_range": [float(v) for v in self.theta_range]},
@@ -372,7 +386,8 @@ class BenchmarkPredictor:
         self = cls(s["budget"], mix=s["mix"], share=s.get("share", 0.0),
                    level_fraction=s.get("level_fraction", 0.0), z_cut=s["z_cut"],
                    theta_quantile=s["theta_quantile"], d_margin=s["d_margin"],
-                   chance=s.get("chance"), ridge=bool(s.get("ridge", False)),
+                   chance=s.get("chance"), ridge=s.get("ridge", False),
+                   fitted_weight=s.get("fitted_weight", False),
                    n_replays=s["n_replays"],
                    min_tau=s["min_tau"], quadpts=s["quadpts"], theta_range=s["theta_range"])
         it = d["items"]
