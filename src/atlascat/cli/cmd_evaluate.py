@@ -86,7 +86,7 @@ HELP = {
 def format_result(row: dict) -> str:
     """The human summary of one finished run (plain text, no markup): the predicted score
     first, then theta, the protocol, the accuracies and the report."""
-    from ..live.report import describe_prediction
+    from ..live.report import describe_method, describe_prediction
 
     lb = row.get("leaderboard") or {}
     lines = [f"{row['model']} on {row.get('bench') or row.get('bank') or 'bank'}: "
@@ -94,10 +94,7 @@ def format_result(row: dict) -> str:
              + (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")",
              f"  predicted leaderboard score: {describe_prediction(lb)}"]
     if lb.get("design"):
-        how = ("the design-based estimate alone: the model is unlike the source models"
-               if lb.get("method") == "design" else
-               "design-based estimate pooled with the IRT prediction")
-        lines.append(f"  design: {lb['design']}, items drawn at random ({how})")
+        lines.append(f"  design: {lb['design']}, items drawn at random ({describe_method(lb)})")
     if lb.get("warning"):
         lines.append(f"  warning: {lb['warning']}")
     proto = row.get("protocol") or "approximate"

@@ -5,14 +5,15 @@ The runner (:mod:`atlascat.live.runner`) drives any session with ``next_item`` /
 ``stop_reason`` and ``to_dict``; :class:`PredictorLiveSession` gives it those over a
 :class:`~atlascat.predict.session.PredictSession`: the items are drawn one after another with
 known probabilities (:mod:`atlascat.predict.estimators`), every answer is stored as it comes,
-and the prediction is Des Raj's design-based estimate pooled with the IRT prediction while the
-model looks like the source models (the design-based estimate alone when it does not), with
-its 95% interval valid by design. ``theta`` / ``se`` are the IRT posterior's (EAP and posterior
-SD), for the run's trajectory; the predicted score is :meth:`prediction`.
+and the prediction is Des Raj's design-based estimate pooled with the calibrated model
+prediction (IRT and ridge) while the model looks like the source models (the design-based
+estimate alone when it does not), with its 95% interval valid by design. ``theta`` / ``se`` are
+the IRT posterior's (EAP and posterior SD), for the run's trajectory; the predicted score is
+:meth:`prediction`.
 
 The snapshot (``type: "predict"``) holds the predictor's description and the session's state
-(draws, answers, generator), so a run resumes exactly and its prediction is recomputed from
-the store alone (:func:`atlascat.live.evaluation.predict_run`).
+(draws, answers, generator), so a run resumes exactly and its prediction is recomputed from the
+store alone (:func:`atlascat.live.evaluation.predict_run`).
 """
 from __future__ import annotations
 

@@ -220,6 +220,14 @@ def describe_prediction(lb, *, short: bool = False) -> str:
     return text
 
 
+def describe_method(lb) -> str:
+    """How a benchmark predictor's score was made (CLI and HTML report): the design-based
+    estimate alone for a model unlike the source models, else pooled."""
+    if lb.get("method") == "design":
+        return "the design-based estimate alone: the model is unlike the source models"
+    return "design-based estimate pooled with the model prediction calibrated on the source models"
+
+
 def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
     """The quantities a run reports, each once with its one interval: a bank run's predicted
     leaderboard score, theta and the model-based accuracy; a suite run's predicted average (its
@@ -236,9 +244,7 @@ def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
     if "score" in lb:
         rows.append(("predicted leaderboard score", describe_prediction(lb)))
         if lb.get("design"):
-            rows.append(("how", "the design-based estimate alone (the model is unlike the "
-                                "source models)" if lb.get("method") == "design" else
-                                "design-based estimate pooled with the IRT prediction"))
+            rows.append(("how", describe_method(lb)))
     elif lb.get("note"):
         rows.append(("predicted leaderboard score", f"not available ({lb['note']})"))
     ci = (f"[{theta - 1.96 * se:.3f}, {theta + 1.96 * se:.3f}]"

@@ -91,7 +91,9 @@ class BenchmarkPredictor:
     Fitted attributes: ``item_ids_``, ``a_``, ``b_``, ``c_``, ``u_`` (every benchmark item),
     ``level_x_``, ``level_c0_`` (the level model; None from a version-2 predictor.json),
     ``alpha_``, ``beta_``, ``gamma_`` (None without a ridge part), ``ridge_answers_``,
-    ``ridge_scores_`` (the source models' answers and scores), ``tau2_``, ``n_source_``, ``source_range_`` (min, max source score),
+    ``ridge_scores_`` (the source models' answers and scores), ``design_weight_``,
+    ``pooled_tau2_`` (None where not fitted), ``tau2_``, ``n_source_``, ``source_range_`` (min,
+    max source score),
     ``model_range_`` (min, max of the source models' replayed IRT prediction M; None from a
     predictor.json written before it: M is then held to ``source_range_``),
     ``theta_support_`` (the source thetas' quantiles).
