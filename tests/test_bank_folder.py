@@ -213,6 +213,9 @@ def matrix_bank(tmp_path_factory, shared_data):
     assert r.exit_code == 0, r.output
     # the summary says what a matrix cannot: its chance level (and the predictor keeps it)
     assert "chance level" in r.output and "give --chance for multiple" in r.output
+    # and what its predictor can learn from 20 models: the IRT model alone, precision weights
+    assert "IRT alone (+ ridge from 40 models)" in r.output
+    assert "precision weights (fitted from 60 models)" in r.output
     return root
 
 
@@ -467,3 +470,36 @@ def test_live_predictor_run_resumes_exactly_after_a_failure(built, tmp_path):
     p1 = predict_run(ev1.store, whole.run_id)
     p2 = predict_run(ev2.store, broken.run_id)
     assert (p1["score"], p1["lo"], p1["hi"]) == (p2["score"], p2["lo"], p2["hi"])
+
+
+@pytest.mark.slow
+def test_folder_from_62_models_predicts_with_its_ridge_part_live(tmp_path, shared_data):
+    """From 62 source models the folder's predictor has its ridge part and fitted design weight
+    (the build summary says so, the manifest and predictor.json keep them), and a live run on
+    recorded answers asks the budget and predicts inside its interval with them."""
+    from atlascat.predict import BenchmarkPredictor
+    from atlascat.responses import ResponseMatrix
+
+    rm = ResponseMatrix.read(shared_data / "benchpred" / "helm_mmlu.csv.gz")
+    idx = np.random.default_rng(0).permutation(rm.n_subjects)
+    rm.subset(subjects=idx[:62]).write(tmp_path / "source.csv")
+    targets = rm.subset(subjects=idx[62:])
+    targets.write(tmp_path / "targets.csv")
+    r = CliRunner().invoke(app, ["build-bank", str(tmp_path / "source.csv"), "-o",
+                                 str(tmp_path / "bank"), "--chance", "0.25"])
+    assert r.exit_code == 0, r.output
+    assert "IRT + ridge; design weight" in r.output
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["predictor"]["ridge"] is True
+    pj = json.loads((tmp_path / "bank" / "predictor.json").read_text())
+    assert pj["version"] == 4 and pj["calibration"]["gamma"] is not None
+    assert pj["calibration"]["design_weight"] == folder.manifest["predictor"]["design_weight"]
+    model = str(targets.subject_ids[0])
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                                 f"replay:{tmp_path / 'targets.csv'}#{model}", "-q",
+                                 "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    lb = json.loads((out / "results.json").read_text())[0]["leaderboard"]
+    assert 0.0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1.0
+    assert len(_steps(out)) == 50 and BenchmarkPredictor.from_dict(pj).gamma_ is not None

@@ -423,7 +423,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     manifest["predictor"] = None if predictor is None else {
         "file": "predictor.json", "budget": int(budget),
         "n_items": int(len(predictor.item_ids_)),
-        "items_file": None if pitems is None else PREDICTOR_ITEMS_FILE}
+        "items_file": None if pitems is None else PREDICTOR_ITEMS_FILE,
+        "ridge": predictor.gamma_ is not None, "design_weight": predictor.design_weight_}
     if output is None:
         return BankFolder(Path("."), bank, link, manifest, recs, {})
     write_bank_dir(output, bank, link, manifest, recs)

@@ -74,6 +74,7 @@ def register(app: typer.Typer) -> None:
                 ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
                 ("IRT model", m["calibration"]["model"]),
                 ("chance level", _chance_row(m["settings"])),
+                ("benchmark predictor", _predictor_row(m.get("predictor"))),
                 ("interval widened (cross-fit)", f"x{m['cross_fit']['factor']:.2f}"
                  if m.get("cross_fit") else "no")]
         if m.get("requests"):
@@ -99,3 +100,17 @@ def _chance_row(settings: dict) -> str:
     if c is None:
         return "unknown"
     return f"{100 * float(c):.1f}% ({_CHANCE_FROM.get(src, src)})"
+
+
+def _predictor_row(p) -> str:
+    """What the folder's benchmark predictor draws from and how it predicts."""
+    if p is None:
+        return "none (no more items than the budget: score every item)"
+    from ..predict.predictor import RIDGE_MIN_MODELS, STACK_MIN_MODELS
+
+    model = ("IRT + ridge" if p.get("ridge")
+             else f"IRT alone (+ ridge from {RIDGE_MIN_MODELS} models)")
+    w = p.get("design_weight")
+    weight = (f"design weight {w:.2f}" if w is not None
+              else f"precision weights (fitted from {STACK_MIN_MODELS} models)")
+    return f"{p['budget']} of {p['n_items']} items; {model}; {weight}"
