@@ -219,8 +219,8 @@ def test_model_prediction_held_to_its_own_replayed_range(predictor):
     lo, hi = predictor.model_range_
     assert 0.0 <= lo < hi <= 1.0
     def outside(model, design, alpha, model_range=None):
-        return est.combine(np.array([model]), np.array([design]), np.array([0.05]),
-                           np.array([0.0]), alpha=alpha, beta=1.0, tau2=0.01 ** 2, z_cut=2.0,
+        return est.combine(np.array([model]), np.array([alpha + model]), np.array([design]),
+                           np.array([0.05]), np.array([0.0]), tau2=0.01 ** 2, z_cut=2.0,
                            source_range=(0.4, 0.6), model_range=model_range)[4][0]
 
     assert outside(0.65, 0.65, 0.0, model_range=(0.5, 0.7))  # G = M beyond the scores
@@ -418,8 +418,8 @@ def test_design_weight_is_the_least_variance_combination_of_correlated_estimates
     n = len(g)
 
     def combine(**kw):
-        return est.combine(g, d, np.full(n, se), np.zeros(n), alpha=0.0, beta=1.0,
-                           tau2=tau ** 2, z_cut=1e9, calibrated=g, **kw)
+        return est.combine(g, g, d, np.full(n, se), np.zeros(n), tau2=tau ** 2, z_cut=1e9,
+                           **kw)
 
     blue = (tau ** 2 * se ** 2 - c ** 2) / (tau ** 2 + se ** 2 - 2 * c)
     score, _, _, sd, outside, _ = combine(weight=w, pooled_tau2=blue)

@@ -288,20 +288,19 @@ def model_prediction(y, asked, avail, tables, nodes, log_post):
     return m / np.maximum(avail.sum(1), 1), post @ nodes
 
 
-def combine(model, design, se, theta, *, alpha, beta, tau2, z_cut, source_range=(0.0, 1.0),
+def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(0.0, 1.0),
             theta_range=(-np.inf, np.inf), d_margin=0.0, model_range=None,
-            check_below=True, calibrated=None, weight=None, pooled_tau2=None):
+            check_below=True, weight=None, pooled_tau2=None):
     """Point prediction, 95% interval (0-1), its SD and the out-of-population flag (module
-    docstring; ``d_margin``: how many SE_D the design estimate must lie beyond the source
+    docstring; ``model`` is M, ``calibrated`` G, the model prediction calibrated on the source
+    models; ``d_margin``: how many SE_D the design estimate must lie beyond the source
     scores to flag, 0 = its point value; ``model_range``: (min, max) of the source models'
     replayed M, None = ``source_range``, as predictor.json files written before it;
     ``check_below``: False where no target can lie below the source models, whose weakest
-    answer at chance: only a prediction or theta beyond their top then flags; ``calibrated``:
-    G when it is more than alpha + beta M, the predictor's stack with its ridge part;
-    ``weight``, ``pooled_tau2``: D's weight in C and C's mean squared error, fitted on the
+    answer at chance: only a prediction or theta beyond their top then flags; ``weight``, ``pooled_tau2``: D's weight in C and C's mean squared error, fitted on the
     source models' replays; None = the precision-weighted mean, as predictor.json before it).
     Returns (score, lower, upper, sd, outside, z)."""
-    g = alpha + beta * model if calibrated is None else np.asarray(calibrated, float)
+    g = np.asarray(calibrated, float)
     se2 = np.maximum(se ** 2, 1e-12)
     z = np.abs(design - g) / np.sqrt(se2 + tau2)
     lo_src, hi_src = source_range

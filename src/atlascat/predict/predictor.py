@@ -177,11 +177,11 @@ class BenchmarkPredictor:
         arr = self._replay_arrays(y[reps], rng, loo_rows=reps)
         model, t = arr["model"], truth[reps]
         self.alpha_, self.beta_, self.gamma_ = _stack(model, arr.get("ridge"), t)
-        resid = t - self._calibrated(arr)
-        self.tau2_ = float(max(np.mean(resid ** 2), self.min_tau ** 2))
+        calibrated = self._calibrated(arr)
+        self.tau2_ = float(max(np.mean((t - calibrated) ** 2), self.min_tau ** 2))
         self.design_weight_ = self.pooled_tau2_ = None
         if self.fitted_weight or (self.fitted_weight is None and n_src >= STACK_MIN_MODELS):
-            self.design_weight_, pooled = _design_weight(self._calibrated(arr), arr["design"], t)
+            self.design_weight_, pooled = _design_weight(calibrated, arr["design"], t)
             self.pooled_tau2_ = float(max(np.mean((t - pooled) ** 2), self.min_tau ** 2))
         self.n_source_ = int(source.n_subjects)
         self.source_range_ = (float(truth.min()), float(truth.max()))
@@ -232,10 +232,9 @@ class BenchmarkPredictor:
                    se=np.where(every, 0.0, se), theta=theta, n=asked.sum(1))
         if self.ridge_answers_ is not None:
             valid = np.ones(item.shape, dtype=bool) if valid is None else valid
-            answers = np.take_along_axis(np.nan_to_num(y), item, axis=1)
             out["ridge"] = regression.ridge_scores(
                 self._ridge_design(), self.ridge_scores_, item, valid,
-                None if loo_rows is not None else answers, loo_rows)
+                None if loo_rows is not None else y_drawn, loo_rows)
         return out
 
     def _ridge_design(self):
@@ -255,9 +254,8 @@ class BenchmarkPredictor:
         return g
 
     def _combine(self, arr: dict):
-        return est.combine(arr["model"], arr["design"], arr["se"], arr["theta"],
-                           alpha=self.alpha_, beta=self.beta_, tau2=self.tau2_,
-                           calibrated=self._calibrated(arr), weight=self.design_weight_,
+        return est.combine(arr["model"], self._calibrated(arr), arr["design"], arr["se"],
+                           arr["theta"], tau2=self.tau2_, weight=self.design_weight_,
                            pooled_tau2=self.pooled_tau2_,
                            z_cut=self.z_cut, source_range=self.source_range_,
                            model_range=self.model_range_,
@@ -445,7 +443,6 @@ def _stack(model, ridge, truth):
     design = np.column_stack([np.ones_like(model), model, ridge])
     coef = np.linalg.lstsq(design, truth, rcond=None)[0]
     return float(coef[0]), float(coef[1]), float(coef[2])
-
 
 
 def _design_weight(calibrated, design, truth):
