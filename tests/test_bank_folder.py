@@ -333,6 +333,27 @@ def test_scores_file_is_the_published_score(matrix_bank, tmp_path):
     f = build_bank(matrix_bank / "source.csv", None, scores=tmp_path / "scores.csv", folds=0)
     assert f.link.support["score_range"] == pytest.approx((0.3, 0.8))
     assert "published scores" in f.manifest["score"]
+    # published scores normalised for chance, (mean - 1/4) / (3/4): the predictor's design
+    # estimate is mapped to them exactly, and simulate's predictions are on their scale
+    mean = np.nanmean(rm.values, axis=1)
+    pd.DataFrame({"model": rm.subject_ids, "score": (mean - 0.25) / 0.75}).to_csv(
+        tmp_path / "norm.csv", index=False)
+    r = CliRunner().invoke(app, ["build-bank", str(matrix_bank / "source.csv"), "-o",
+                                 str(tmp_path / "bank"), "--scores", str(tmp_path / "norm.csv"),
+                                 "--chance", "0.25"])
+    assert r.exit_code == 0, r.output
+    assert "score = -0.333 + 1.333 x item mean (+- 0.00 points)" in " ".join(r.output.split())
+    sm = load_bank_dir(tmp_path / "bank").manifest["predictor"]["score_map"]
+    assert sm["slope"] == pytest.approx(4 / 3) and sm["resid_sd"] < 1e-9
+    r = CliRunner().invoke(app, ["simulate", "--bank", str(tmp_path / "bank"),
+                                 str(matrix_bank / "targets.csv"), "--max-items", "50",
+                                 "-o", str(tmp_path / "sim")])
+    assert r.exit_code == 0, r.output
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv").set_index("subject_id")
+    t = ResponseMatrix.read(matrix_bank / "targets.csv")
+    truth = pd.Series((np.nanmean(t.values, axis=1) - 0.25) / 0.75, index=t.subject_ids)
+    err = np.abs(ps.leaderboard_accuracy - truth.reindex(ps.index))
+    assert err.mean() < 0.06 and (ps.method == "design").mean() < 0.5
 
 
 # ----------------------------------------------------------------------------- small N link
@@ -492,7 +513,8 @@ def test_folder_from_62_models_predicts_with_its_ridge_part_live(tmp_path, share
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["predictor"]["ridge"] is True
     pj = json.loads((tmp_path / "bank" / "predictor.json").read_text())
-    assert pj["version"] == 4 and pj["calibration"]["gamma"] is not None
+    assert pj["version"] == 5 and pj["calibration"]["gamma"] is not None
+    assert pj["calibration"]["score_map"] is None      # no --scores: the item mean
     assert pj["calibration"]["design_weight"] == folder.manifest["predictor"]["design_weight"]
     model = str(targets.subject_ids[0])
     out = tmp_path / "run"

@@ -424,7 +424,9 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "file": "predictor.json", "budget": int(budget),
         "n_items": int(len(predictor.item_ids_)),
         "items_file": None if pitems is None else PREDICTOR_ITEMS_FILE,
-        "ridge": predictor.gamma_ is not None, "design_weight": predictor.design_weight_}
+        "ridge": predictor.gamma_ is not None, "design_weight": predictor.design_weight_,
+        "score_map": None if predictor.score_map_ is None else dict(
+            zip(("intercept", "slope", "resid_sd"), map(float, predictor.score_map_)))}
     if output is None:
         return BankFolder(Path("."), bank, link, manifest, recs, {})
     write_bank_dir(output, bank, link, manifest, recs)

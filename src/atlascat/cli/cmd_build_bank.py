@@ -113,4 +113,9 @@ def _predictor_row(p) -> str:
     w = p.get("design_weight")
     weight = (f"design weight {w:.2f}" if w is not None
               else f"precision weights (fitted from {STACK_MIN_MODELS} models)")
-    return f"{p['budget']} of {p['n_items']} items; {model}; {weight}"
+    row = f"{p['budget']} of {p['n_items']} items; {model}; {weight}"
+    sm = p.get("score_map")
+    if sm:       # --scores not the item mean: the design estimate is mapped to the score
+        row += (f"; score = {sm['intercept']:.3f} + {sm['slope']:.3f} x item mean "
+                f"(+- {100 * sm['resid_sd']:.2f} points)")
+    return row

@@ -41,8 +41,9 @@ MIN_SOURCE_MODELS = 20
 RIDGE_MIN_MODELS = 40     # ridge=None: the ridge part from this many source models
 STACK_MIN_MODELS = 60     # fitted_weight=None: D's weight fitted from this many source models
 _KIND = "atlascat.predict.BenchmarkPredictor"
-_VERSION = 4
-_READS = (2, 3, 4)        # version 2: no level model (the IRT model alone); 3: no ridge part
+_VERSION = 5
+_READS = (2, 3, 4, 5)     # version 2: no level model (the IRT model alone); 3: no ridge
+#                          part; 4: the design estimate is the item mean even with scores given
 
 
 class BenchmarkPredictor:
@@ -96,7 +97,11 @@ class BenchmarkPredictor:
     max source score),
     ``model_range_`` (min, max of the source models' replayed IRT prediction M; None from a
     predictor.json written before it: M is then held to ``source_range_``),
-    ``theta_support_`` (the source thetas' quantiles).
+    ``theta_support_`` (the source thetas' quantiles), ``score_map_`` ((c0, c1, r) of
+    :func:`score_map` when the scores are not the item mean, else None: the design estimate of
+    the mean over the items is mapped to the score, s = c0 + c1 D, with SE sqrt(c1^2 SE_D^2 +
+    r^2); r, the map's leave-one-out error on the source models, is 0 where the score is a
+    linear rescaling of the mean, and only then is the interval valid by design alone).
     """
 
     def __init__(self, budget: int = 50, *, mix: float = 0.7, share: float = 0.5,
@@ -161,17 +166,19 @@ class BenchmarkPredictor:
                                     "was calibrated on")
         self.item_ids_ = np.asarray(ids, dtype=object)
         self.a_, self.b_, self.c_, self.u_ = _full_params(bank, ids, np.nanmean(y, axis=0))
-        truth = np.nanmean(y, axis=1) if scores is None else np.asarray(scores, float).reshape(-1)
+        item_mean = np.nanmean(y, axis=1)
+        truth = item_mean if scores is None else np.asarray(scores, float).reshape(-1)
         if truth.shape != (source.n_subjects,) or not np.all(np.isfinite(truth)):
             raise ResponseDataError("scores must hold one finite value (0-1) per source model")
+        self.score_map_ = None if scores is None else score_map(item_mean, truth)
         self.ridge_answers_ = self.ridge_scores_ = self.gamma_ = self._ridge_x = None
         n_src = source.n_subjects
         if self.ridge or (self.ridge is None and n_src >= RIDGE_MIN_MODELS):
             self.ridge_answers_, self.ridge_scores_ = y.copy(), truth.copy()
         self.level_x_, self.level_c0_ = None, None
-        if float(self.level_fraction) > 0:
-            self.level_x_ = est.level_logits(y, truth, float(self.level_fraction))
-            self.level_c0_ = float(est.level_start(self.level_x_, truth.mean()))
+        if float(self.level_fraction) > 0:     # a model of the answers: the item mean's scale
+            self.level_x_ = est.level_logits(y, item_mean, float(self.level_fraction))
+            self.level_c0_ = float(est.level_start(self.level_x_, item_mean.mean()))
         rng = np.random.default_rng(rng)
         reps = np.repeat(np.arange(source.n_subjects), int(self.n_replays))
         arr = self._replay_arrays(y[reps], rng, loo_rows=reps)
@@ -228,8 +235,11 @@ class BenchmarkPredictor:
         design, se = total / n_avail, np.minimum(se_total / n_avail, 1.0)
         every = asked.sum(1) >= avail.sum(1)
         exact = np.where(asked, np.nan_to_num(y), 0.0).sum(1) / n_avail
-        out = dict(model=model, design=np.where(every, exact, design),
-                   se=np.where(every, 0.0, se), theta=theta, n=asked.sum(1))
+        design, se = np.where(every, exact, design), np.where(every, 0.0, se)
+        if self.score_map_ is not None:       # the item mean -> the published score
+            c0, c1, resid = self.score_map_
+            design, se = c0 + c1 * design, np.sqrt((c1 * se) ** 2 + resid ** 2)
+        out = dict(model=model, design=design, se=se, theta=theta, n=asked.sum(1))
         if self.ridge_answers_ is not None:
             valid = np.ones(item.shape, dtype=bool) if valid is None else valid
             out["ridge"] = regression.ridge_scores(
@@ -368,7 +378,10 @@ class BenchmarkPredictor:
                                 "model_range": (None if self.model_range_ is None
                                                 else list(self.model_range_)),
                                 "theta_support": list(self.theta_support_),
-                                "level_c0": self.level_c0_, "gamma": self.gamma_},
+                                "level_c0": self.level_c0_, "gamma": self.gamma_,
+                                "score_map": (None if self.score_map_ is None else dict(
+                                    zip(("intercept", "slope", "resid_sd"),
+                                        map(float, self.score_map_))))},
                 "ridge": None if self.ridge_answers_ is None else {
                     "shape": list(self.ridge_answers_.shape),
                     "answers": regression.pack_answers(self.ridge_answers_),
@@ -406,6 +419,9 @@ class BenchmarkPredictor:
         self.level_x_ = None if x is None else np.asarray(x, float)
         self.level_c0_ = cal.get("level_c0")
         self.gamma_, self._ridge_x = cal.get("gamma"), None
+        sm = cal.get("score_map")
+        self.score_map_ = None if sm is None else (float(sm["intercept"]), float(sm["slope"]),
+                                                   float(sm["resid_sd"]))
         self.ridge_answers_ = self.ridge_scores_ = None
         r = d.get("ridge")
         if r is not None and self.gamma_ is not None:
@@ -417,6 +433,28 @@ class BenchmarkPredictor:
         else:
             self.gamma_ = None
         return self
+
+
+def score_map(item_mean, scores, min_inner: int = 10):
+    """(c0, c1, r): the published score as a line in the item mean, s = c0 + c1 m + e, fitted
+    by least squares on the source models, and r the RMS of its leave-one-out residuals
+    e_i / (1 - h_ii) (PRESS; 0 where the score is an exact linear rescaling of the mean, as
+    an accuracy normalised for chance, (m - chance) / (1 - chance)). Models scoring exactly 0
+    or 1 are left out of the fit when ``min_inner`` others remain: a normalised score clipped
+    at 0 (the Open LLM Leaderboard v2's) is linear above it, and the prediction is clipped to
+    0-1 as well."""
+    m, s = np.asarray(item_mean, float), np.asarray(scores, float)
+    inner = (s > 0.0) & (s < 1.0)
+    if inner.sum() < max(int(min_inner), 3):
+        inner = np.ones(len(s), dtype=bool)
+    m, s = m[inner], s[inner]
+    if np.var(m) < 1e-12:
+        return float(np.mean(s - m)), 1.0, float(np.std(s - m))
+    x = np.column_stack([np.ones_like(m), m])
+    coef = np.linalg.lstsq(x, s, rcond=None)[0]
+    h = np.einsum("ij,ji->i", x, np.linalg.pinv(x))
+    e = (s - x @ coef) / np.maximum(1.0 - h, 1e-6)
+    return float(coef[0]), float(coef[1]), float(np.sqrt(np.mean(e ** 2)))
 
 
 def _full_params(bank, ids, item_means):
