@@ -39,6 +39,9 @@ from 100 source models, so on the v2 matrices).
         [--splits weaker]        # our mirror image of extrapolation (source: the strongest
                                  # 50%; targets: the weakest 30%), beside a random sample's
                                  # mean; written to atlas_weaker.csv, not the docs
+        [--splits family]        # another family: each family of FAMILIES with 10 models in a
+                                 # v2 matrix the targets, every other model the source;
+                                 # written to atlas_family.csv
 
 writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed, design) and,
 with --write-docs, table.md and the table of docs/your_benchmark.md's section "## Study: models
@@ -49,6 +52,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import re
 import shutil
 import tempfile
 import time
@@ -89,12 +93,37 @@ def load(name: str) -> pd.DataFrame:
 
 SPLITS = ("interpolation", "extrapolation")   # BenchPred's; "weaker" is our mirror image
 RANDOM_LABEL = "random sample, 12 draws per seed (this script)"   # where no peer was run
+# model families of the v2 matrices (named models; HELM's are not), by a pattern on the
+# lower-cased name: a family's fine-tunes and merges by other authors included
+FAMILIES = {"qwen": r"qwen", "llama": r"llama", "mistral": r"mistral|mixtral",
+            "gemma": r"gemma", "yi": r"(^|/)yi-", "phi": r"(^|/)phi-", "granite": r"granite"}
+MIN_FAMILY = 10           # a family with fewer models in a matrix is left out there
 
 
-def split_models(full: np.ndarray, split: str, seed: int):
+def family_members(models, family: str) -> np.ndarray:
+    """Row indices of the models whose lower-cased name matches :data:`FAMILIES` [family]."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}: one of {', '.join(FAMILIES)}")
+    rx = re.compile(FAMILIES[family])
+    return np.array([i for i, m in enumerate(models) if rx.search(str(m).lower())], dtype=int)
+
+
+def families_of(df: pd.DataFrame) -> list:
+    """The ``family:<name>`` splits of a matrix: every family with at least MIN_FAMILY models."""
+    return [f"family:{f}" for f in FAMILIES if len(family_members(df.index, f)) >= MIN_FAMILY]
+
+
+def split_models(full: np.ndarray, split: str, seed: int, models=None):
     """BenchPred's main.py: source and target row indices. ``weaker`` (not BenchPred's) mirrors
-    extrapolation: the source is the strongest 50% of models, the targets the weakest 30%."""
+    extrapolation: the source is the strongest 50% of models, the targets the weakest 30%.
+    ``family:<name>`` (not BenchPred's): the targets are a family's models (``models``, the
+    rows' names, :data:`FAMILIES`), the source every other model (the same for every seed)."""
     n = len(full)
+    if split.startswith("family:"):
+        if models is None:
+            raise ValueError("a family split needs the models' names")
+        tgt = family_members(models, split.split(":", 1)[1])
+        return np.setdiff1d(np.arange(n), tgt), tgt
     if split == "interpolation":
         tgt = np.random.RandomState(seed).permutation(n)[: int(0.25 * n)]
         return np.setdiff1d(np.arange(n), tgt), tgt
@@ -113,7 +142,7 @@ def random_sample_mae(df: pd.DataFrame, split: str, budget: int, seeds: int,
     full = df.to_numpy(float)
     errs = []
     for seed in range(seeds):
-        tgt = split_models(full, split, seed)[1]
+        tgt = split_models(full, split, seed, df.index)[1]
         y = full[tgt]
         rng = np.random.default_rng([seed, 7])
         for _ in range(replays):
@@ -173,7 +202,7 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
     BenchmarkPredictor on the folder's own bank with the same seeds) and ``library_mae`` (the
     library path with Calibrator() defaults on all the source's items, :func:`run_library`)."""
     full = df.to_numpy(float)
-    src, tgt = split_models(full, split, seed)
+    src, tgt = split_models(full, split, seed, df.index)
     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
     source, targets = _write(df, src, tmp / "SOURCE.csv"), _write(df, tgt, tmp / "TARGETS.csv")
     bank, cat_bank = tmp / "BANK", tmp / "BANK_CAT"
@@ -207,7 +236,7 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
     first replay)."""
     full = df.to_numpy(float)
     ids = [str(c) for c in df.columns]
-    src, tgt = split_models(full, split, seed)
+    src, tgt = split_models(full, split, seed, df.index)
     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
     with warnings.catch_warnings():
@@ -236,7 +265,7 @@ def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank
     target id."""
     full = df.to_numpy(float)
     ids = [str(c) for c in df.columns]
-    src, tgt = split_models(full, split, seed)
+    src, tgt = split_models(full, split, seed, df.index)
     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
     bank = predictor_bank(source, bank, seed=seed)  # as atlas build-bank chooses it
@@ -316,14 +345,15 @@ def main(argv=None) -> None:
                     help="with --set: replay each seed's targets this many times (their own "
                          "draws; the extrapolation split is the same for every seed)")
     ap.add_argument("--splits", default=",".join(SPLITS),
-                    help="interpolation, extrapolation (BenchPred's) and/or weaker (the "
-                         "strongest 50%% of models the source, the weakest 30%% the targets); "
+                    help="interpolation, extrapolation (BenchPred's), weaker (the "
+                         "strongest 50%% of models the source, the weakest 30%% the targets) "
+                         "and/or family (each model family of a v2 matrix the targets); "
                          "other than BenchPred's two, writes atlas_<splits>.csv, not the docs")
     a = ap.parse_args(argv)
     splits = a.splits.split(",")
     for split in splits:
-        if split not in SPLITS + ("weaker",):
-            ap.error(f"unknown split {split!r}: interpolation, extrapolation or weaker")
+        if split not in SPLITS + ("weaker", "family"):
+            ap.error(f"unknown split {split!r}: interpolation, extrapolation, weaker or family")
     protocol = tuple(splits) == SPLITS
     settings = {k: float(v) for k, v in (s.split("=", 1) for s in a.set)}
     if a.replays > 1 and not settings:
@@ -333,10 +363,13 @@ def main(argv=None) -> None:
         for name in a.datasets.split(","):
             df = load(name)
             chance = 0.0 if a.no_chance else CHANCE[name]
+            # "family": one split per family with MIN_FAMILY models in the matrix (none in HELM's)
+            named = [x for split in splits
+                     for x in (families_of(df) if split == "family" else [split])]
             ours += [{"dataset": name, "split": split, "method": RANDOM_LABEL,
                       "mae": random_sample_mae(df, split, a.budget, a.seeds)}
-                     for split in splits if split not in SPLITS]
-            for split in splits:
+                     for split in named if split not in SPLITS]
+            for split in named:
                 t0, new = time.time(), []
                 for seed in range(a.seeds):
                     if settings:

@@ -55,6 +55,20 @@ def test_splits_and_the_random_sample_baseline(bench):
     assert len(tgt) == 10 and len(np.intersect1d(src, tgt)) == 0 and len(src) == 30
     with pytest.raises(ValueError, match="unknown split"):
         bench.split_models(full, "sideways", 0)
+    # another family: the family's models are the targets whatever the seed, the rest the source
+    names = [f"Org{i % 4}/Qwen2-{i}B" if i % 3 == 0 else f"x/Yi-{i}" if i % 3 == 1
+             else f"y/dolphin-llama-{i}" for i in range(len(full))]
+    src, tgt = bench.split_models(full, "family:qwen", 0, names)
+    assert list(tgt) == list(range(0, len(full), 3)) and len(src) + len(tgt) == len(full)
+    assert list(bench.split_models(full, "family:qwen", 4, names)[1]) == list(tgt)
+    assert len(bench.family_members(names, "phi")) == 0      # "dolphin" is not Phi
+    assert list(bench.family_members(names, "yi")) == list(range(1, len(full), 3))
+    frame = pd.DataFrame(full, index=names)
+    assert bench.families_of(frame) == ["family:qwen", "family:llama", "family:yi"]
+    with pytest.raises(ValueError, match="needs the models' names"):
+        bench.split_models(full, "family:qwen", 0)
+    with pytest.raises(ValueError, match="unknown family"):
+        bench.family_members(names, "gpt")
     df = pd.DataFrame((full > 0.5).astype(float))
     assert bench.random_sample_mae(df, "weaker", 80, 2, replays=2) == 0.0   # every item: exact
     mae = bench.random_sample_mae(df, "weaker", 10, 2, replays=3)
