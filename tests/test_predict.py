@@ -491,6 +491,17 @@ def test_published_scores_a_rescaled_mean_map_the_design_estimate(world):
         inside = (a.score > c) & (a.score < 1)      # not clipped on either scale
         np.testing.assert_allclose(b.score[inside], ((a.score - c) / (1 - c))[inside],
                                    atol=1e-9)
+    # a live session asks the same items (the map leaves the draws alone) and reports the score
+    y = world["strong"].values[1]
+    live = []
+    for pred in (plain, norm):
+        s = pred.session(rng=21)
+        while not s.done:
+            for item in s.next_items(10):
+                s.record(item, y[int(item[1:])])
+        live.append(s.prediction())
+    assert live[1].design_score == pytest.approx((live[0].design_score - c) / (1 - c))
+    assert live[1].method == live[0].method and live[1].n_items == live[0].n_items == 40
     back = BenchmarkPredictor.from_dict(json.loads(json.dumps(norm.to_dict())))
     assert back.score_map_ == pytest.approx(norm.score_map_)
     np.testing.assert_allclose(back.replay(world["strong"], rng=2).score,
