@@ -122,6 +122,11 @@ def ws(tmp_path_factory):
     resp.head(10).to_csv(d / "resp10.csv", index=False)
     pd.DataFrame({"model": ["m1", "zz"], "score": [0.5, 0.6]}).to_csv(d / "scores_unknown.csv",
                                                                       index=False)
+    # an error rate given as the score; one score for every model
+    pd.DataFrame({"model": resp["model"], "score": 1 - resp[IDS].mean(axis=1)}).to_csv(
+        d / "scores_falling.csv", index=False)
+    pd.DataFrame({"model": resp["model"], "score": 0.5}).to_csv(d / "scores_same.csv",
+                                                                index=False)
     return d
 
 
@@ -279,6 +284,8 @@ CLI_CASES = [
     ("build-bank-metric-absent", "build-bank {d}/logs --task t1 --metric acc_norm -o {d}/bb", ["'acc_norm'", "not in the logs", "acc"]),
     ("build-bank-item-sets-differ", "build-bank {d}/logs_ragged -o {d}/bb", ["different item sets", "'m04'"]),
     ("build-bank-scores-unknown", "build-bank {d}/resp.csv --scores {d}/scores_unknown.csv -o {d}/bb", ["--scores", "'zz'", "not in the results"]),
+    ("build-bank-scores-falling", "build-bank {d}/resp.csv --scores {d}/scores_falling.csv -o {d}/bb", ["--scores", "do not rise", "correlation -1.00", "error rate"]),
+    ("build-bank-scores-same", "build-bank {d}/resp.csv --scores {d}/scores_same.csv -o {d}/bb", ["--scores", "same score"]),
     ("build-bank-too-few-models", "build-bank {d}/resp10.csv -o {d}/bb", ["10 model(s)", "at least 20"]),
     ("build-bank-metric-on-matrix", "build-bank {d}/resp.csv --metric acc -o {d}/bb", ["--metric", "response matrix"]),
     ("build-bank-output-is-file", "build-bank {d}/resp.csv -o {d}/afile", ["afile", "existing file"]),

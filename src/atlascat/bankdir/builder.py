@@ -128,6 +128,22 @@ def read_scores(path, models: Sequence[str]) -> pd.Series:
     return s / 100.0 if (s > 1).any() else s
 
 
+def check_scores_rise(scores, item_mean, path) -> None:
+    """A published score must rise with the answers the bank is built from (an accuracy, not
+    an error rate): their Pearson correlation over the models with a score must be positive."""
+    s, m = np.asarray(scores, float), np.asarray(item_mean, float)
+    ok = np.isfinite(s) & np.isfinite(m)
+    r = np.corrcoef(s[ok], m[ok])[0, 1] if np.std(s[ok]) > 0 and np.std(m[ok]) > 0 else np.nan
+    if np.std(s[ok]) == 0:
+        raise ConfigError(f"--scores {str(path)!r}: every model has the same score; a bank "
+                          "predicts a score that tells the models apart")
+    if not r > 0:
+        raise ConfigError(f"--scores {str(path)!r}: the scores do not rise with the models' "
+                          f"answers (correlation {r:.2f} with their mean over the items, "
+                          f"{int(ok.sum())} models); give a score where higher is better "
+                          "(an accuracy, not an error rate) that these answers measure")
+
+
 def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0, min_items: int = 30,
              max_items: int | None = None, chance=None, leaderboard_scores=None,
              monotone: bool = True,
@@ -339,6 +355,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     if np.isfinite(s).sum() < min_models:
         raise ConfigError(f"only {int(np.isfinite(s).sum())} models have a score; the link "
                           f"needs at least {min_models}")
+    if scores is not None:
+        check_scores_rise(s, np.nanmean(rm.values, axis=1), scores)
     bench = name or (logs.task if logs is not None else Path(files[0]).name.split(".")[0])
     train, report = filter_items(rm, subject_percentile=None, max_mean=None)
     with warnings.catch_warnings(record=True) as caught:
