@@ -133,14 +133,15 @@ def check_scores_rise(scores, item_mean, path) -> None:
     an error rate): their Pearson correlation over the models with a score must be positive."""
     s, m = np.asarray(scores, float), np.asarray(item_mean, float)
     ok = np.isfinite(s) & np.isfinite(m)
-    r = np.corrcoef(s[ok], m[ok])[0, 1] if np.std(s[ok]) > 0 and np.std(m[ok]) > 0 else np.nan
-    if np.std(s[ok]) == 0:
+    s, m = s[ok], m[ok]
+    if np.std(s) == 0:
         raise ConfigError(f"--scores {str(path)!r}: every model has the same score; a bank "
                           "predicts a score that tells the models apart")
+    r = np.corrcoef(s, m)[0, 1] if np.std(m) > 0 else np.nan
     if not r > 0:
         raise ConfigError(f"--scores {str(path)!r}: the scores do not rise with the models' "
                           f"answers (correlation {r:.2f} with their mean over the items, "
-                          f"{int(ok.sum())} models); give a score where higher is better "
+                          f"{len(s)} models); give a score where higher is better "
                           "(an accuracy, not an error rate) that these answers measure")
 
 
@@ -443,8 +444,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "n_items": int(len(predictor.item_ids_)),
         "items_file": None if pitems is None else PREDICTOR_ITEMS_FILE,
         "ridge": predictor.gamma_ is not None, "design_weight": predictor.design_weight_,
-        "score_map": None if predictor.score_map_ is None else dict(
-            zip(("intercept", "slope", "resid_sd"), map(float, predictor.score_map_)))}
+        "score_map": predictor.score_map_info()}
     if output is None:
         return BankFolder(Path("."), bank, link, manifest, recs, {})
     write_bank_dir(output, bank, link, manifest, recs)

@@ -297,8 +297,9 @@ def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(
     scores to flag, 0 = its point value; ``model_range``: (min, max) of the source models'
     replayed M, None = ``source_range``, as predictor.json files written before it;
     ``check_below``: False where no target can lie below the source models, whose weakest
-    answer at chance: only a prediction or theta beyond their top then flags; ``weight``, ``pooled_tau2``: D's weight in C and C's mean squared error, fitted on the
-    source models' replays; None = the precision-weighted mean, as predictor.json before it).
+    answer at chance: only a prediction or theta beyond their top then flags; ``weight``,
+    ``pooled_tau2``: D's weight in C and C's mean squared error, fitted on the source models'
+    replays; None = the precision-weighted mean, as predictor.json before it).
     Returns (score, lower, upper, sd, outside, z)."""
     g = np.asarray(calibrated, float)
     se2 = np.maximum(se ** 2, 1e-12)

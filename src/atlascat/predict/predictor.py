@@ -41,6 +41,7 @@ MIN_SOURCE_MODELS = 20
 RIDGE_MIN_MODELS = 40     # ridge=None: the ridge part from this many source models
 STACK_MIN_MODELS = 60     # fitted_weight=None: D's weight fitted from this many source models
 _KIND = "atlascat.predict.BenchmarkPredictor"
+_SCORE_MAP_KEYS = ("intercept", "slope", "resid_sd")
 _VERSION = 5
 _READS = (2, 3, 4, 5)     # version 2: no level model (the IRT model alone); 3: no ridge
 #                          part; 4: the design estimate is the item mean even with scores given
@@ -345,6 +346,13 @@ class BenchmarkPredictor:
         return PredictSession(self, budget=self.budget if budget is None else budget, rng=rng)
 
     # ------------------------------------------------------------------ serialisation
+    def score_map_info(self):
+        """The score map as predictor.json and the manifest keep it ({intercept, slope,
+        resid_sd}), or None where the score is the item mean."""
+        if self.score_map_ is None:
+            return None
+        return dict(zip(_SCORE_MAP_KEYS, map(float, self.score_map_)))
+
     def _require_fitted(self):
         if not hasattr(self, "alpha_"):
             raise ConfigError("the predictor is not fitted; call fit(bank, source) or from_dict")
@@ -379,9 +387,7 @@ class BenchmarkPredictor:
                                                 else list(self.model_range_)),
                                 "theta_support": list(self.theta_support_),
                                 "level_c0": self.level_c0_, "gamma": self.gamma_,
-                                "score_map": (None if self.score_map_ is None else dict(
-                                    zip(("intercept", "slope", "resid_sd"),
-                                        map(float, self.score_map_))))},
+                                "score_map": self.score_map_info()},
                 "ridge": None if self.ridge_answers_ is None else {
                     "shape": list(self.ridge_answers_.shape),
                     "answers": regression.pack_answers(self.ridge_answers_),
@@ -420,8 +426,7 @@ class BenchmarkPredictor:
         self.level_c0_ = cal.get("level_c0")
         self.gamma_, self._ridge_x = cal.get("gamma"), None
         sm = cal.get("score_map")
-        self.score_map_ = None if sm is None else (float(sm["intercept"]), float(sm["slope"]),
-                                                   float(sm["resid_sd"]))
+        self.score_map_ = None if sm is None else tuple(float(sm[k]) for k in _SCORE_MAP_KEYS)
         self.ridge_answers_ = self.ridge_scores_ = None
         r = d.get("ridge")
         if r is not None and self.gamma_ is not None:
