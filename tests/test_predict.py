@@ -234,6 +234,32 @@ def test_model_prediction_held_to_its_own_replayed_range(predictor):
     assert BenchmarkPredictor.from_dict(d).model_range_ is None
 
 
+def test_design_beyond_the_top_flags_only_near_the_models_top(predictor):
+    """A design estimate beyond the source scores flags the target only where the calibrated
+    model prediction G lies within model_gate tau of that edge (a strong target looks like the
+    strongest source models to the model); a wide disagreement still flags by z_cut; both
+    sides alike; ``model_gate=None`` (predictor.json before version 6) flags wherever G is."""
+    tau = 0.02
+
+    def outside(g, design, gate, z_cut=3.0):
+        return est.combine(np.array([g]), np.array([g]), np.array([design]), np.array([0.05]),
+                           np.array([0.0]), tau2=tau ** 2, z_cut=z_cut,
+                           source_range=(0.4, 0.6), model_gate=gate)[4][0]
+
+    assert outside(0.57, 0.62, 2.5)             # G within 2.5 tau (0.05) of the top
+    assert not outside(0.53, 0.62, 2.5)         # G well inside: D's noise (z = 1.7)
+    assert outside(0.53, 0.62, None)            # the rule before version 6
+    assert outside(0.53, 0.62, 2.5, z_cut=1.5)  # ... unless design and model disagree
+    assert outside(0.43, 0.38, 2.5) and not outside(0.47, 0.38, 2.5)   # below, the same
+    assert (predictor.model_gate, predictor.z_cut, predictor.theta_quantile) == (2.5, 3.0, 0.0)
+    d = json.loads(json.dumps(predictor.to_dict()))
+    assert BenchmarkPredictor.from_dict(d).model_gate == 2.5
+    d["settings"].pop("model_gate")                          # a file written before it
+    assert BenchmarkPredictor.from_dict(d).model_gate is None
+    with pytest.raises(ConfigError, match="model_gate"):
+        BenchmarkPredictor(model_gate=-1.0).fit(None, None)
+
+
 def test_draw_probabilities_floor():
     f = np.array([[0.0, 1.0, 0.5, 0.5, 0.2]])
     remaining = np.array([[True, True, True, False, True]])
@@ -314,10 +340,10 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     """A bank folder built before the level model (predictor.json version 2) loads and runs
     the IRT model alone, exactly as that version did (share 0, one control variate)."""
     d = json.loads(json.dumps(predictor.to_dict()))
-    assert d["version"] == 5 and len(d["items"]["level_x"]) == N_ITEMS
+    assert d["version"] == 6 and len(d["items"]["level_x"]) == N_ITEMS
     d["version"] = 2
     d["settings"]["mix"] = 0.5                               # version 2's default
-    for key in ("share", "level_fraction", "ridge", "fitted_weight"):
+    for key in ("share", "level_fraction", "ridge", "fitted_weight", "model_gate"):
         d["settings"].pop(key)
     d["items"].pop("level_x")
     d.pop("ridge")
@@ -333,7 +359,7 @@ def test_version_2_predictor_json_still_loads(world, predictor):
                            ref["f_rest"], ref["valid"])
     np.testing.assert_allclose(out.design_score.to_numpy(), total / N_ITEMS, atol=1e-12)
     fresh = BenchmarkPredictor(40, mix=0.5, share=0.0, level_fraction=0.0, ridge=False,
-                               fitted_weight=False).fit(
+                               fitted_weight=False, model_gate=None).fit(
         world["bank"], world["source"], rng=0)                # the same design, fitted now
     fresh.model_range_ = None                                 # and version 2's rule for M
     assert fresh._level() is None and fresh.to_dict()["items"]["level_x"] is None

@@ -53,10 +53,14 @@ Combination. G = alpha + beta * M (+ gamma * R, the ridge prediction of
 :mod:`atlascat.predict.regression`) is the model prediction calibrated on the source models (the
 same design replayed on them), tau^2 its mean squared error there. A target is outside the source
 population when |D - G| > z_cut * sqrt(SE_D^2 + tau^2) (the design contradicts the model), when
-G or D lies beyond the source models' score range or M beyond the range of their replayed M
-(a calibration fitted there cannot be extrapolated; M is on its own scale, which G maps to the
-score's), or when its theta lies beyond the central ``1 - 2 q`` of the source models'
-replayed thetas; then the prediction is D. Otherwise the precision-weighted mean
+G lies beyond the source models' score range or M beyond the range of their replayed M (a
+calibration fitted there cannot be extrapolated; M is on its own scale, which G maps to the
+score's), when D lies beyond that score range while G lies within ``model_gate`` tau of the same
+edge (a target beyond the strongest source models looks like them to the model; a design
+estimate beyond them for a target the model puts well inside, and whose D and G still agree
+within z_cut, is the design's sampling noise: D's SE from 50 items, 4-5 points, can exceed the
+source scores' spread), or when its theta lies beyond the central ``1 - 2 q`` of the source
+models' replayed thetas; then the prediction is D. Otherwise the precision-weighted mean
 C = G + w (D - G), w the least-squares weight on the source models' replays,
 w = sum (t - G)(D - G) / sum (D - G)^2 clipped to 0-1 (stacking, Wolpert 1992: G and D use the
 same answers and their errors correlate, 0.5-0.8 on BenchPred's matrices, so the
@@ -290,7 +294,7 @@ def model_prediction(y, asked, avail, tables, nodes, log_post):
 
 def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(0.0, 1.0),
             theta_range=(-np.inf, np.inf), d_margin=0.0, model_range=None,
-            check_below=True, weight=None, pooled_tau2=None):
+            check_below=True, weight=None, pooled_tau2=None, model_gate=None):
     """Point prediction, 95% interval (0-1), its SD and the out-of-population flag (module
     docstring; ``model`` is M, ``calibrated`` G, the model prediction calibrated on the source
     models; ``d_margin``: how many SE_D the design estimate must lie beyond the source
@@ -299,18 +303,21 @@ def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(
     ``check_below``: False where no target can lie below the source models, whose weakest
     answer at chance: only a prediction or theta beyond their top then flags; ``weight``,
     ``pooled_tau2``: D's weight in C and C's mean squared error, fitted on the source models'
-    replays; None = the precision-weighted mean, as predictor.json before it).
+    replays; None = the precision-weighted mean, as predictor.json before it; ``model_gate``:
+    a design estimate beyond the source scores flags the target only where G lies within
+    model_gate * tau of that edge, None = wherever G lies, as predictor.json before version 6).
     Returns (score, lower, upper, sd, outside, z)."""
     g = np.asarray(calibrated, float)
     se2 = np.maximum(se ** 2, 1e-12)
     z = np.abs(design - g) / np.sqrt(se2 + tau2)
     lo_src, hi_src = source_range
     lo_m, hi_m = source_range if model_range is None else model_range
-    beyond = ((g > hi_src) | (model > hi_m) | (design - d_margin * se > hi_src)
-              | (theta > theta_range[1]))
+    gate = np.inf if model_gate is None else float(model_gate) * np.sqrt(tau2)
+    beyond = ((g > hi_src) | (model > hi_m) | (theta > theta_range[1])
+              | ((design - d_margin * se > hi_src) & (g > hi_src - gate)))
     if check_below:
-        beyond |= ((g < lo_src) | (model < lo_m) | (design + d_margin * se < lo_src)
-                   | (theta < theta_range[0]))
+        beyond |= ((g < lo_src) | (model < lo_m) | (theta < theta_range[0])
+                   | ((design + d_margin * se < lo_src) & (g < lo_src + gate)))
     outside = (z > z_cut) | beyond
     if weight is None:
         pooled = (g / tau2 + design / se2) / (1.0 / tau2 + 1.0 / se2)
