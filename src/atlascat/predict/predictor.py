@@ -73,10 +73,9 @@ class BenchmarkPredictor:
         target as outside (default 0: its point value)
     model_gate : a design estimate beyond the source scores flags the target only where the
         calibrated model prediction G lies within model_gate tau of the same edge (default 2.5;
-        None: wherever G lies, as before version 6). A
-        target beyond the strongest source models looks like them to the model (in BenchPred's
-        extrapolation split G lies within 1.4 tau of the top for 90% of the strong targets
-        flagged so); one the model puts well inside, whose design estimate lies beyond them
+        None: wherever G lies, as before version 6). A target beyond the strongest source models
+        looks like them to the model (in BenchPred's extrapolation split G lies within 1.4 tau
+        of the top for 90% of the strong targets flagged so); one the model puts well inside, whose design estimate lies beyond them
         and still agrees with G within z_cut, is the design's sampling noise (on MuSR's
         interpolation split these lay 1.6-4.8 tau below the top: D's SE there is 5 points, the
         source scores' SD 4). Together with z_cut 3 and theta_quantile 0 this took MuSR's
