@@ -15,8 +15,20 @@ The draws, 50 items per target, R replays:
 - ``srs + oracle``: the difference estimator mean(g) + mean over the sample of (y - g);
 - ``pps + oracle (mix m)``: ATLAS's predictor's draw rule (sequential, without replacement,
   q_j = m s_j / sum s + (1 - m) / |R|, s = sqrt(g (1 - g)); atlascat.predict.estimators) with
-  g fixed, Des Raj's estimator. m = 0.5 is the predictor's default; 0.9 draws almost only
-  where the oracle is unsure.
+  g fixed, Des Raj's estimator. m = 0.7 is the predictor's default (0.5 until 2026-11-26's
+  evening); 0.9 draws almost only where the oracle is unsure.
+
+Two control variates from the SOURCE models only, each given what no method has, the
+target's every answer (so they bound what a control variate of their kind can do):
+
+- ``pps + level, true c (mix 0.7)``: the predictor's level model (the strongest quarter of the
+  source models' proportions correct, :func:`~atlascat.predict.estimators.level_logits`)
+  shifted to the target's true score, where the predictor estimates the shift from the
+  answers so far;
+- ``pps + source PCs, fitted (mix 0.7)``: the least-squares fit of the target's answers on
+  a constant, that level model and the first 20 principal components of the source models'
+  answers (items as rows: any linear function of how the source models answer an item),
+  clipped to 0.01-0.99; in-sample, so optimistic.
 
 Reported: MAE in points (mean over targets, seeds and replays), beside the predictor's own
 design part (benchmarks/results/benchpred/atlas.csv, ``design_mae``) and the acceptance bound
@@ -27,7 +39,7 @@ model-based estimator (its error is bias, not sampling noise) can.
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_design_floor.py [--reps 100] [--seeds 5]
 
 writes benchmarks/results/benchpred/design_floor.csv and prints a markdown table (about
-ten minutes on 2 shared cores).
+half an hour on 2 shared cores).
 """
 from __future__ import annotations
 
@@ -61,6 +73,24 @@ def oracle_control(yt: np.ndarray) -> np.ndarray:
     return g
 
 
+def source_controls(ys: np.ndarray, yt: np.ndarray, pcs: int = 20) -> dict:
+    """The two source-only control variates of the module docstring, (T, N) each: the level
+    model at each target's true score, and the in-sample fit on source PCs + that level."""
+    x = est.level_logits(ys, np.nanmean(ys, axis=1))
+    level = np.empty_like(yt)
+    for r in range(yt.shape[0]):
+        mean = yt[r].mean()
+        level[r] = expit(x + brentq(lambda c: expit(x + c).mean() - mean, -30.0, 30.0))
+    z = np.nan_to_num(ys - np.nanmean(ys, axis=1, keepdims=True)).T      # items x models
+    u = np.linalg.svd(z - z.mean(0), full_matrices=False)[0][:, :pcs]
+    fitted = np.empty_like(yt)
+    for r in range(yt.shape[0]):
+        design = np.column_stack([np.ones(yt.shape[1]), u, level[r]])
+        coef = np.linalg.lstsq(design, yt[r], rcond=None)[0]
+        fitted[r] = np.clip(design @ coef, 0.01, 0.99)
+    return {"level, true c": level, "source PCs, fitted": fitted}
+
+
 def srs_errors(y: np.ndarray, g: np.ndarray | None, n: int, rng) -> np.ndarray:
     """|estimate - truth| per row for one simple random sample of n items per row."""
     pick = np.argsort(rng.random(y.shape), axis=1)[:, :n]
@@ -88,18 +118,24 @@ def pps_errors(y: np.ndarray, g: np.ndarray, n: int, mix: float, rng) -> np.ndar
 def floor_rows(name: str, split: str, seeds: int, reps: int, budget: int) -> dict:
     full = bp.load(name).to_numpy(float)
     errs = {"srs": [], "srs + oracle": [], "pps + oracle (mix 0.5)": [],
-            "pps + oracle (mix 0.9)": []}
+            "pps + oracle (mix 0.7)": [], "pps + oracle (mix 0.9)": [],
+            "pps + level, true c (mix 0.7)": [], "pps + source PCs, fitted (mix 0.7)": []}
     for seed in range(seeds if split == "interpolation" else 1):  # extrapolation: one split
-        _, tgt = bp.split_models(full, split, seed)
+        src, tgt = bp.split_models(full, split, seed)
         y = full[tgt]
         g = oracle_control(y)
+        sources = source_controls(full[src], y)
         rng = np.random.default_rng([seed, 77])
         for _ in range(reps):
             errs["srs"].append(srs_errors(y, None, budget, rng))
             errs["srs + oracle"].append(srs_errors(y, g, budget, rng))
         yy, gg = np.tile(y, (reps, 1)), np.tile(g, (reps, 1))   # the replays as extra rows
         errs["pps + oracle (mix 0.5)"].append(pps_errors(yy, gg, budget, 0.5, rng))
+        errs["pps + oracle (mix 0.7)"].append(pps_errors(yy, gg, budget, 0.7, rng))
         errs["pps + oracle (mix 0.9)"].append(pps_errors(yy, gg, budget, 0.9, rng))
+        for label, cv in sources.items():
+            errs[f"pps + {label} (mix 0.7)"].append(
+                pps_errors(yy, np.tile(cv, (reps, 1)), budget, 0.7, rng))
     return {k: 100 * float(np.mean(np.concatenate(v))) for k, v in errs.items()}
 
 

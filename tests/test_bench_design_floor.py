@@ -45,3 +45,15 @@ def test_oracle_beats_the_plain_mean(floor, rasch):
     pps = floor.pps_errors(np.tile(rasch, (40, 1)), np.tile(g, (40, 1)), 50, 0.5, rng).mean()
     assert srs < plain and pps < plain
     assert 0.0 < pps < 0.1
+
+
+def test_source_controls_level_has_each_targets_score_and_the_fit_is_no_worse(floor, rasch):
+    source, targets = rasch[:25], rasch[25:]
+    cv = floor.source_controls(source, targets, pcs=5)
+    level, fitted = cv["level, true c"], cv["source PCs, fitted"]
+    assert level.shape == fitted.shape == targets.shape
+    assert np.allclose(level.mean(1), targets.mean(1), atol=1e-9)
+    assert np.all((fitted >= 0.01) & (fitted <= 0.99))
+    # the fit has the level model among its columns: in-sample, never farther (up to clipping)
+    mse = lambda g: ((targets - g) ** 2).mean(1)
+    assert np.all(mse(fitted) <= mse(level) + 1e-4)
