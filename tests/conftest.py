@@ -1,6 +1,7 @@
 """Shared fixtures: paths to ../shared/data and seeded generators."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,14 @@ SHARED = ROOT.parent / "shared" / "data"
 # a subprocess that has not ended after an hour hangs; anything shorter would fail tests on a
 # busy machine that are only slow there (``from conftest import HANG_S``)
 HANG_S = 3600
+
+
+def load_benchmark(name: str):
+    """The module of ``benchmarks/<name>.py`` (the benchmark scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture(scope="session")

@@ -1,22 +1,15 @@
 """benchmarks/bench_benchpred.py: BenchPred's protocol runs through `atlas build-bank` and
 `atlas simulate`, and the folder's predictor gives exactly the library's scores for the same
 bank and seeds (one HELM MMLU seed, extrapolation split)."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_benchpred.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_benchpred", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bench_benchpred")
 
 
 @pytest.mark.slow

@@ -1,21 +1,14 @@
 """benchmarks/bench_design_floor.py: the oracle control variate matches each target's score, a
 perfect control variate leaves no error under either draw rule, and a good one beats the plain
 mean of a random sample (a synthetic Rasch population)."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_design_floor.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def floor(shared_data):
-    spec = importlib.util.spec_from_file_location("bench_design_floor", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bench_design_floor")
 
 
 @pytest.fixture(scope="module")

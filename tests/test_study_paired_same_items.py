@@ -1,25 +1,18 @@
 """benchmarks/study_paired_same_items.py: the second model's control variates follow the same
 rule as the predictor's own design, and the paired difference is unbiased (simulated 2PL)."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 from atlascat.irt.bank import ItemBank
 from atlascat.predict import BenchmarkPredictor
 from atlascat.predict import estimators as est
 from atlascat.responses import ResponseMatrix
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "study_paired_same_items.py"
-
 
 @pytest.fixture(scope="module")
 def study(shared_data):
-    spec = importlib.util.spec_from_file_location("study_paired_same_items", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("study_paired_same_items")
 
 
 @pytest.fixture(scope="module")
