@@ -97,6 +97,15 @@ class TestValidation:
         path = write(tmp_path, "model,a,b\nm1,1,0\nm2,0,1\nm1,1,1\n")
         with pytest.raises(ResponseDataError, match=r"duplicate subject id 'm1' at rows \[0, 2\]"):
             ResponseMatrix.read(path)
+        with pytest.raises(ResponseDataError) as err:
+            ResponseMatrix.read(path)
+        assert "identical" not in str(err.value)      # m1's two rows differ
+
+    def test_duplicate_subjects_with_identical_rows_say_so(self, tmp_path):
+        path = write(tmp_path, "model,a,b\nm1,1,\nm2,0,1\nm1,1,\nm2,0,0\n")
+        with pytest.raises(ResponseDataError, match=r"2 duplicated id\(s\) in all.*1 of them "
+                           r"repeat identical rows: keep one of each"):
+            ResponseMatrix.read(path)
 
     def test_duplicate_item_names_columns(self, tmp_path):
         path = write(tmp_path, "model,a,b,a\nm1,1,0,1\n")

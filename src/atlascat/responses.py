@@ -95,9 +95,13 @@ class ResponseMatrix:
         dup = _first_dupes(sids.tolist())
         if dup:
             k, rows = next(iter(dup.items()))
+            same = sum(all(np.array_equal(arr[r[0]], arr[j], equal_nan=True) for j in r[1:])
+                       for r in dup.values())
+            hint = (f"; {same} of them repeat identical rows: keep one of each (pandas: "
+                    "df[~df.index.duplicated()])" if same else "")
             raise ResponseDataError(
                 f"duplicate subject id {k!r} at rows {rows} ({len(dup)} duplicated id(s) in all); "
-                "each subject must appear once: merge or rename the rows"
+                f"each subject must appear once: merge or rename the rows{hint}"
             )
         dup = _first_dupes(iids.tolist())
         if dup:
