@@ -77,10 +77,7 @@ def source_controls(ys: np.ndarray, yt: np.ndarray, pcs: int = 20) -> dict:
     """The two source-only control variates of the module docstring, (T, N) each: the level
     model at each target's true score, and the in-sample fit on source PCs + that level."""
     x = est.level_logits(ys, np.nanmean(ys, axis=1))
-    level = np.empty_like(yt)
-    for r in range(yt.shape[0]):
-        mean = yt[r].mean()
-        level[r] = expit(x + brentq(lambda c: expit(x + c).mean() - mean, -30.0, 30.0))
+    level = np.array([expit(x + est.level_start(x, mean)) for mean in yt.mean(1)])
     z = np.nan_to_num(ys - np.nanmean(ys, axis=1, keepdims=True)).T      # items x models
     u = np.linalg.svd(z - z.mean(0), full_matrices=False)[0][:, :pcs]
     fitted = np.empty_like(yt)

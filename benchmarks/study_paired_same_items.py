@@ -7,12 +7,14 @@ studied here asks the second model exactly the items drawn for the first, in the
 their draw probabilities q_k (which depend on the first model's earlier answers only), and
 estimates the difference of the two totals by Des Raj's estimator on the per-draw differences
 
-    d_k = t_k(A) - t_k(B),   t_k(X) = sum_{asked before k} y_X + sum_{R_k} h_X + (y_Xj - h_Xj) / q_j,
+    d_k = t_k(A) - t_k(B),
+    t_k(X) = sum_{asked before k} y_X + sum_{R_k} h_X + (y_Xj - h_Xj) / q_j,
 
 h_X each model's own control variate (the predictor's IRT and level models, mixed as in
-atlascat.predict.estimators.des_raj, from its own earlier answers): unbiased for the difference
-whatever the models, with the variance sum (d_k - mean)^2 / (n (n - 1)), valid by design. It
-gains over separate runs where the two models answer most items alike (checkpoints, merges).
+atlascat.predict.estimators.des_raj_terms, from its own earlier answers): unbiased for the
+difference whatever the models, with the variance sum (d_k - mean)^2 / (n (n - 1))
+(estimators.terms_mean), valid by design. It gains over separate runs where the two models
+answer most items alike (checkpoints, merges).
 
 Protocol: each benchpred matrix (v2 matrices: a duplicated model keeps its first row), the
 interpolation split of seed 0 (a random 25% of the models are the targets), the predictor
@@ -67,14 +69,6 @@ def follow(pred, y, items, valid):
     return out
 
 
-def terms(y_drawn, q, cv, valid):
-    """Des Raj's per-draw estimates of the total, the two control variates mixed."""
-    t1 = est.draw_terms(y_drawn, q, cv["f"], cv["f_rest"], valid)
-    t2 = est.draw_terms(y_drawn, q, cv["g"], cv["g_rest"], valid)
-    w = est.predictable_weights(t1, t2, valid)
-    return np.where(valid, w * t1 + (1.0 - w) * t2, 0.0)
-
-
 def study(name: str, reps: int = 3, max_pairs: int = 1000) -> dict:
     df = bp.load(name)
     full, ids = df.to_numpy(float), [str(c) for c in df.columns]
@@ -113,11 +107,10 @@ def study(name: str, reps: int = 3, max_pairs: int = 1000) -> dict:
         items, q, valid = d["item"], d["q"], d["valid"]
         ya = np.nan_to_num(np.take_along_axis(y[a], items, 1))
         yb = np.nan_to_num(np.take_along_axis(y[b], items, 1))
-        dk = (terms(ya, q, d, valid) - terms(yb, q, follow(pred, y[b], items, valid), valid))
-        dk = dk / n_items[a][:, None]
-        n = valid.sum(1)
-        est_d = dk.sum(1) / n
-        se = np.sqrt(np.where(valid, (dk - est_d[:, None]) ** 2, 0.0).sum(1) / (n * (n - 1)))
+        cb = follow(pred, y[b], items, valid)
+        dk = (est.des_raj_terms(ya, q, d["f"], d["f_rest"], valid, d["g"], d["g_rest"])
+              - est.des_raj_terms(yb, q, cb["f"], cb["f_rest"], valid, cb["g"], cb["g_rest"]))
+        est_d, se = est.terms_mean(dk / n_items[a][:, None], valid)
         err = est_d - diff
         same["hw"].append(1.96 * se), same["err"].append(err)
         same["cov"].append(np.abs(err) <= 1.96 * se)

@@ -95,9 +95,8 @@ class TestReaders:
 class TestValidation:
     def test_duplicate_subject_names_rows(self, tmp_path):
         path = write(tmp_path, "model,a,b\nm1,1,0\nm2,0,1\nm1,1,1\n")
-        with pytest.raises(ResponseDataError, match=r"duplicate subject id 'm1' at rows \[0, 2\]"):
-            ResponseMatrix.read(path)
-        with pytest.raises(ResponseDataError) as err:
+        with pytest.raises(ResponseDataError,
+                           match=r"duplicate subject id 'm1' at rows \[0, 2\]") as err:
             ResponseMatrix.read(path)
         assert "identical" not in str(err.value)      # m1's two rows differ
 

@@ -41,7 +41,8 @@ def test_follow_reproduces_the_designs_own_control_variates(study, world):
         assert np.allclose(again[k], d[k], atol=1e-12), k
     yd = np.take_along_axis(y, d["item"], 1)
     total, _ = est.des_raj(yd, d["q"], d["f"], d["f_rest"], d["valid"], d["g"], d["g_rest"])
-    assert np.allclose(study.terms(yd, d["q"], d, d["valid"]).mean(1), total)
+    terms = est.des_raj_terms(yd, d["q"], d["f"], d["f_rest"], d["valid"], d["g"], d["g_rest"])
+    assert np.allclose(terms.mean(1), total)
 
 
 def test_paired_difference_is_unbiased(study, world):
@@ -55,9 +56,11 @@ def test_paired_difference_is_unbiased(study, world):
                               level=pred._level(), share=pred.share)
     items, valid = d["item"], d["valid"]
     yb_rep = np.repeat(yb, reps, 0)
-    da = study.terms(np.take_along_axis(yy, items, 1), d["q"], d, valid)
-    db = study.terms(np.take_along_axis(yb_rep, items, 1), d["q"],
-                     study.follow(pred, yb_rep, items, valid), valid)
+    cb = study.follow(pred, yb_rep, items, valid)
+    da = est.des_raj_terms(np.take_along_axis(yy, items, 1), d["q"], d["f"], d["f_rest"], valid,
+                           d["g"], d["g_rest"])
+    db = est.des_raj_terms(np.take_along_axis(yb_rep, items, 1), d["q"], cb["f"], cb["f_rest"],
+                           valid, cb["g"], cb["g_rest"])
     est_d = (da - db).mean(1)
     se_mean = est_d.std(ddof=1) / np.sqrt(reps)
     assert abs(est_d.mean() - truth) < 4 * se_mean

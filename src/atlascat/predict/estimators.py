@@ -264,11 +264,10 @@ def predictable_weights(t1, t2, valid, burn_in=LEVEL_BURN_IN):
     return np.where(cnt >= burn_in, w, 0.5)
 
 
-def des_raj(y_drawn, q, f, f_rest, valid=None, g=None, g_rest=None):
-    """Des Raj's estimate of the total and its SE from the draws (rows = targets, columns =
-    draws in order, ``valid`` marks the draws made; module docstring); with the level model's
-    ``g``, ``g_rest`` the two control variates are mixed with :func:`predictable_weights`. A
-    row with one draw gets SE = inf, a row with none a total of NaN."""
+def des_raj_terms(y_drawn, q, f, f_rest, valid=None, g=None, g_rest=None):
+    """Des Raj's per-draw estimates t_k of the total (rows = targets, columns = draws in order,
+    ``valid`` marks the draws made; 0 elsewhere); with the level model's ``g``, ``g_rest`` the
+    two control variates mixed with :func:`predictable_weights` (module docstring)."""
     valid = np.ones(np.shape(y_drawn), dtype=bool) if valid is None else np.asarray(valid, bool)
     y_drawn = np.where(valid, y_drawn, 0.0)
     t = draw_terms(y_drawn, q, f, f_rest, valid)
@@ -276,11 +275,26 @@ def des_raj(y_drawn, q, f, f_rest, valid=None, g=None, g_rest=None):
         t2 = draw_terms(y_drawn, q, g, g_rest, valid)
         w = predictable_weights(t, t2, valid)
         t = np.where(valid, w * t + (1.0 - w) * t2, 0.0)
+    return t
+
+
+def terms_mean(t, valid=None):
+    """The mean of per-draw estimates t_k (0 where not ``valid``) and its SE,
+    sqrt(sum (t_k - mean)^2 / (n (n - 1))): Des Raj's estimate and variance estimator, or, on
+    differences of two targets' terms over the same draws, those of the difference. A row with
+    one draw gets SE = inf, a row with none a mean of NaN."""
+    valid = np.ones(np.shape(t), dtype=bool) if valid is None else np.asarray(valid, bool)
     n = valid.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        total = t.sum(1) / n
+        total = np.where(valid, t, 0.0).sum(1) / n
         var = np.where(valid, (t - total[:, None]) ** 2, 0.0).sum(1) / (n * (n - 1))
     return total, np.where(n >= 2, np.sqrt(var), np.inf)
+
+
+def des_raj(y_drawn, q, f, f_rest, valid=None, g=None, g_rest=None):
+    """Des Raj's estimate of the total and its SE from the draws (:func:`des_raj_terms`,
+    :func:`terms_mean`)."""
+    return terms_mean(des_raj_terms(y_drawn, q, f, f_rest, valid, g, g_rest), valid)
 
 
 def model_prediction(y, asked, avail, tables, nodes, log_post):

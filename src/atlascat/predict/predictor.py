@@ -75,12 +75,13 @@ class BenchmarkPredictor:
         calibrated model prediction G lies within model_gate tau of the same edge (default 2.5;
         None: wherever G lies, as before version 6). A target beyond the strongest source models
         looks like them to the model (in BenchPred's extrapolation split G lies within 1.4 tau
-        of the top for 90% of the strong targets flagged so); one the model puts well inside, whose design estimate lies beyond them
-        and still agrees with G within z_cut, is the design's sampling noise (on MuSR's
-        interpolation split these lay 1.6-4.8 tau below the top: D's SE there is 5 points, the
-        source scores' SD 4). Together with z_cut 3 and theta_quantile 0 this took MuSR's
-        interpolation from 2.18 to 1.95 points (60 draws) and moved no other row of the study by
-        more than 0.03 (docs/your_benchmark.md, "The rule for a target outside")
+        of the top for 90% of the strong targets flagged so); one the model puts well inside,
+        whose design estimate lies beyond them and still agrees with G within z_cut, is the
+        design's sampling noise (on MuSR's interpolation split these lay 1.6-4.8 tau below the
+        top: D's SE there is 5 points, the source scores' SD 4). Together with z_cut 3 and
+        theta_quantile 0 this took MuSR's interpolation from 2.18 to 1.95 points (60 draws) and
+        moved no other row of the study by more than 0.03 (docs/your_benchmark.md, "The rule
+        for a target outside")
     chance : the score of a model answering at random, 0-1 (default None: unknown). Where the
         weakest source model scores at chance (within two binomial SEs over the benchmark's
         items, sqrt(chance (1 - chance) / N)), no model can be much weaker, so a design estimate,
