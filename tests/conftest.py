@@ -15,6 +15,21 @@ SHARED = ROOT.parent / "shared" / "data"
 HANG_S = 3600
 
 
+# the longest tests (minutes each: every README command, every docs page's examples) go first,
+# the two longest to different workers: with make test's two workers, a long test that starts
+# last is the pass's tail (the slow pass took 300 s with the README's commands started late)
+LONGEST_FIRST = ("test_readme_commands.py::test_every_readme_command_runs_as_written",
+                 "test_docs_examples.py::test_page_runs_as_written[live.md]",
+                 "test_docs_examples.py::test_page_runs_as_written[")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        return next((k for k, s in enumerate(LONGEST_FIRST) if s in item.nodeid),
+                    len(LONGEST_FIRST))
+    items.sort(key=rank)       # stable: the order within a rank stays the collection's
+
+
 def load_benchmark(name: str):
     """The module of ``benchmarks/<name>.py`` (the benchmark scripts are not a package)."""
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")

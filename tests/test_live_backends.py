@@ -152,6 +152,21 @@ class TestToyLM:
         assert cut == free[:free.index(stop)] and cut == cut_at_stop(free, (stop,))
         assert lm.generate_until(GSM) == lm.generate_until(GSM)
 
+    @pytest.mark.parametrize("order", [1, 2, 3])
+    def test_each_position_is_its_own_histories_distribution(self, order):
+        """Distributions are computed once per distinct history and the last text's are kept:
+        every position still gets its own, and a second text none of the first's."""
+        lm = ToyLM(seed=2, order=order)
+        for text in (ARC_CTX + " the sun", "ab\u2603 ab\u2603 ab", ARC_CTX + " ice", "a"):
+            got = lm.char_logprobs(text)
+            want = [lm._next_logprobs(text[:t])[min(ord(ch), 256)] for t, ch in enumerate(text)]
+            assert got.tolist() == pytest.approx(want, abs=1e-12)
+            tops = lm.top_logprobs(text, 4)
+            starts = np.cumsum([len(t) for t in lm.tokenize(text)])[:-1]
+            assert [sorted(t.values(), reverse=True) for t in tops[1:]] == [
+                pytest.approx(sorted(lm._next_logprobs(text[:s]), reverse=True)[:4])
+                for s in starts]
+
     def test_bad_order(self):
         with pytest.raises(AtlasError, match="order"):
             ToyLM(order=5)

@@ -82,6 +82,7 @@ class ToyLM:
         gen = np.full(_N_CLASSES, False)
         gen[[ord(c) for c in map(chr, range(32, 127))] + [ord("\n")]] = True
         self._can_generate = gen
+        self._last: tuple | None = None   # the last text, its classes, distinct rows, row index
 
     # ------------------------------------------------------------------ tokenizer
     @staticmethod
@@ -110,23 +111,36 @@ class ToyLM:
             out += table[rows]
         return out
 
-    def _all_logprobs(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """(classes of ``text``, log-probabilities of every class at every position)."""
+    def _distinct_logprobs(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(classes of ``text``, log-probabilities of every class after each distinct history,
+        the history index of every position). A position's distribution depends on its
+        ``order`` characters of history only, so it is computed once per distinct history (a
+        few-shot prompt repeats most of them); the last text's result is kept, since an echoed
+        completion asks for its tokens' and its top log-probabilities of the same text."""
+        last = self._last                     # one read: another thread may replace it
+        if last is not None and last[0] == text:
+            return last[1:]
         a = self._classes(text)
         n = a.size
         padded = np.concatenate([np.full(self.order, _START, dtype=np.int64), a])
         hist = np.lib.stride_tricks.sliding_window_view(padded, self.order)[:n]
-        logits = self._logits(hist)
+        key = np.zeros(n, dtype=np.int64)
+        for k in range(self.order):
+            key = key * (_START + 1) + hist[:, k]
+        _, first, where = np.unique(key, return_index=True, return_inverse=True)
+        logits = self._logits(hist[first])
         mx = logits.max(axis=1, keepdims=True)
         lse = mx + np.log(np.exp(logits - mx).sum(axis=1, keepdims=True))
-        return a, logits - lse
+        last = (text, a, logits - lse, where.reshape(-1))
+        self._last = last
+        return last[1:]
 
     def char_logprobs(self, text: str) -> np.ndarray:
         """log p(text[t] | text[:t]) for every character (the first given the start state)."""
         if not text:
             return np.zeros(0)
-        a, lp = self._all_logprobs(text)
-        return lp[np.arange(a.size), a]
+        a, lp, where = self._distinct_logprobs(text)
+        return lp[where, a]
 
     def _next_logprobs(self, text: str) -> np.ndarray:
         a = self._classes(text[-self.order:]) if text else np.zeros(0, dtype=np.int64)
@@ -156,13 +170,13 @@ class ToyLM:
         if not toks:
             return []
         starts = np.cumsum([0] + [len(t) for t in toks[:-1]])
-        _, lp = self._all_logprobs(text)
-        out: list[dict[str, float] | None] = [None]
+        _, lp, where = self._distinct_logprobs(text)
+        rows, at = np.unique(where[starts[1:]], return_inverse=True)
         k = max(int(n), 0)
-        for row in lp[starts[1:]]:
-            best = np.argsort(-row, kind="stable")[:k]
-            out.append({(chr(int(c)) if c < 256 else "\ufffd"): float(row[c]) for c in best})
-        return out
+        best = np.argsort(-lp[rows], axis=1, kind="stable")[:, :k]
+        tops = [{(chr(int(c)) if c < 256 else "\ufffd"): float(v) for c, v in zip(b, r[b])}
+                for b, r in zip(best, lp[rows])]          # one per distinct history, shared
+        return [None] + [tops[j] for j in at.reshape(-1)]
 
     # ------------------------------------------------------------------ subject interface
     def loglikelihood_one(self, context: str, continuation: str) -> float:
