@@ -21,9 +21,10 @@ demo: $(STAMP)
 PYTEST := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q
 
 # two passes: every test not marked slow first (a failure shows in minutes), then the slow ones
-# (README and docs examples run as written, long fits); CI (.ci/run) runs both
+# (README and docs examples run as written, long fits), handed out one by one so that the
+# longest, which run first (tests/conftest.py), spread over both workers; CI (.ci/run) runs both
 test: test-fast
-	$(PYTEST) -m slow tests
+	$(PYTEST) -m slow --maxschedchunk 1 tests
 
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow" tests

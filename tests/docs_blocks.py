@@ -18,7 +18,7 @@ from conftest import HANG_S
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 DIRECTIVE = re.compile(r"^<!--\s*docs-test:\s*([a-z-]+)\s*(.*?)\s*-->\s*$")
-KINDS = {"skip", "synopsis", "same-as-readme", "no-output-check", "server"}
+KINDS = {"skip", "synopsis", "same-as-readme", "no-output-check", "server", "own-folder"}
 COMMAND = re.compile(r"^\s*(\$ )?(atlas|python|pip|PYTHONPATH=\S+ .*python)\s")
 # what may differ between the page and a new run: run ids, report paths, timings
 VOLATILE = [(re.compile(r"\b[0-9a-f]{12}\b"), "<run>"),

@@ -20,6 +20,8 @@ A directive is an HTML comment on the line just above the fence::
     <!-- docs-test: same-as-readme -->     every command is one the README test runs
     <!-- docs-test: no-output-check REASON -->  run a text block, do not compare its output
     <!-- docs-test: server COMMAND -->     start COMMAND (a server) first, for the rest of the page
+    <!-- docs-test: own-folder -->         README only: the block depends on no command above it
+                                           and runs in a fresh folder of its own
 
 Servers are started on their ``--port`` (or a free one when it is taken; the page's URLs follow).
 """
@@ -83,6 +85,7 @@ def test_every_block_is_run_or_says_why_not(page):
     """A command in a block the test does not run must be marked with a directive and a reason."""
     for b in doc_blocks(page):
         assert not b.directive or b.directive in KINDS, f"{b.where}: unknown directive {b.directive}"
+        assert b.directive != "own-folder", f"{b.where}: own-folder is for the README's blocks"
         if b.directive in ("skip", "no-output-check"):
             assert len(b.argument) > 5, f"{b.where}: say why the block is not run / checked"
         if b.lang in ("python", "bash") or b.directive:
