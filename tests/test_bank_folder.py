@@ -509,7 +509,7 @@ def test_folder_from_62_models_predicts_with_its_ridge_part_live(tmp_path, share
     r = CliRunner().invoke(app, ["build-bank", str(tmp_path / "source.csv"), "-o",
                                  str(tmp_path / "bank"), "--chance", "0.25"])
     assert r.exit_code == 0, r.output
-    assert "IRT + ridge; design weight" in r.output
+    assert "IRT + ridge" in r.output and "predictor's design weight" in r.output
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["predictor"]["ridge"] is True
     pj = json.loads((tmp_path / "bank" / "predictor.json").read_text())

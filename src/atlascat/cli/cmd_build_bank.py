@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
                 ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
                 ("IRT model", m["calibration"]["model"]),
                 ("chance level", _chance_row(m["settings"])),
-                ("benchmark predictor", _predictor_row(m.get("predictor"))),
+                *_predictor_rows(m.get("predictor")),
                 ("interval widened (cross-fit)", f"x{m['cross_fit']['factor']:.2f}"
                  if m.get("cross_fit") else "no")]
         if m.get("requests"):
@@ -102,20 +102,22 @@ def _chance_row(settings: dict) -> str:
     return f"{100 * float(c):.1f}% ({_CHANCE_FROM.get(src, src)})"
 
 
-def _predictor_row(p) -> str:
-    """What the folder's benchmark predictor draws from and how it predicts."""
+def _predictor_rows(p) -> list[tuple[str, str]]:
+    """What the folder's benchmark predictor draws from and how it predicts: one short row
+    each (the items, the model part, the design estimate's weight, the score map)."""
     if p is None:
-        return "none (no more items than the budget: score every item)"
+        return [("benchmark predictor", "none (no more items than the budget: score every item)")]
     from ..predict.predictor import RIDGE_MIN_MODELS, STACK_MIN_MODELS
 
-    model = ("IRT + ridge" if p.get("ridge")
-             else f"IRT alone (+ ridge from {RIDGE_MIN_MODELS} models)")
     w = p.get("design_weight")
-    weight = (f"design weight {w:.2f}" if w is not None
-              else f"precision weights (fitted from {STACK_MIN_MODELS} models)")
-    row = f"{p['budget']} of {p['n_items']} items; {model}; {weight}"
+    rows = [("benchmark predictor", f"{p['budget']} of {p['n_items']} items"),
+            ("predictor's model", "IRT + ridge" if p.get("ridge")
+             else f"IRT alone (+ ridge from {RIDGE_MIN_MODELS} models)"),
+            ("predictor's design weight", f"{w:.2f}" if w is not None
+             else f"precision weights (fitted from {STACK_MIN_MODELS} models)")]
     sm = p.get("score_map")
     if sm:       # --scores not the item mean: the design estimate is mapped to the score
-        row += (f"; score = {sm['intercept']:.3f} + {sm['slope']:.3f} x item mean "
-                f"(+- {100 * sm['resid_sd']:.2f} points)")
-    return row
+        rows.append(("predictor's score map",
+                     f"score = {sm['intercept']:.3f} + {sm['slope']:.3f} x item mean "
+                     f"(+- {100 * sm['resid_sd']:.2f} points)"))
+    return rows
