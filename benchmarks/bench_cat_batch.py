@@ -3,7 +3,7 @@
     python benchmarks/bench_cat_batch.py [--benches arc,hellaswag,...] [--seeds 3]
                                          [--taus 0.2,0.3] [--markdown] [-o OUT.csv]
 
-Protocol (the benchmark protocol of ``atlascat.evaluate.protocol``, seed 0, per benchmark):
+Protocol (the benchmark protocol of ``atlascat.studies.protocol``, seed 0, per benchmark):
 
 1. the dense response matrix ``../shared/data/openllm/dense_<bench>.csv.gz`` (real
    leaderboard answers, no missing cell) is split 90/10 by the seeded, score-stratified split
@@ -35,7 +35,7 @@ import pandas as pd
 
 from atlascat.cat.config import CATConfig
 from atlascat.cat.simulate import simulate_cat
-from atlascat.evaluate.protocol import BenchmarkConfig, _calibrate
+from atlascat.studies.protocol import BenchmarkConfig, _calibrate
 from atlascat.filtering import filter_items, stratified_split
 from atlascat.irt.ability import estimate_ability
 from atlascat.responses import ResponseMatrix

@@ -4,7 +4,7 @@ For each benchmark: bank and score link are built on 80% of the whole population
 exactly as ``bench_leaderboard.py --population union``); the other 20% (models that answered
 >= 90% of the bank) replay their real answers, and so do the calibration models. Every pair of
 models gets the difference of their predicted scores with the interval of
-:func:`atlascat.evaluate.paired.paired_difference`: sd = sqrt(sd_a^2 + sd_b^2 - 2 rho sd_a sd_b)
+:func:`atlascat.studies.paired.paired_difference`: sd = sqrt(sd_a^2 + sd_b^2 - 2 rho sd_a sd_b)
 (sd from each 95% interval), times a pair scale fitted on the *calibration* pairs so that 95% of
 them are covered. Reported on the *held-out* pairs: coverage of the published difference (all
 pairs; pairs within 5 points; the 1% of pairs whose answers agree most beyond what their
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from atlascat.cat.config import CATConfig  # noqa: E402
 from atlascat.cat.simulate import simulate_cat  # noqa: E402
-from atlascat.evaluate.paired import Z95, difference_interval, excess_agreement  # noqa: E402
+from atlascat.studies.paired import Z95, difference_interval, excess_agreement  # noqa: E402
 from atlascat.irt.ability import eap  # noqa: E402
 from atlascat.filtering import stratified_split  # noqa: E402
 from atlascat.live.build_bank import (fit_bank_and_link, load_published_scores,  # noqa: E402

@@ -165,9 +165,9 @@ def markdown(df: pd.DataFrame, digits: int = 2) -> str:
 
 def average_pairs(pred, lo, hi, truth) -> dict:
     """Every pair of models: the difference of the predicted averages with the paired interval
-    (``atlascat.evaluate.paired``, the average's pair scale, rho 0) against the true
+    (``atlascat.studies.paired``, the average's pair scale, rho 0) against the true
     difference (``bench_paired``'s pairs and scoring)."""
-    from atlascat.evaluate.paired import PAIR_SCALE
+    from atlascat.studies.paired import PAIR_SCALE
     from bench_paired import evaluate_pairs, pair_arrays
 
     return evaluate_pairs(pair_arrays(truth, pred, lo, hi), PAIR_SCALE["average"])

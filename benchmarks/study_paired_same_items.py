@@ -2,7 +2,7 @@
 the benchmark predictor (docs/your_benchmark.md, "Two models on the same items").
 
 `atlas compare-models` takes two separate runs: each model's predicted score and 95% interval,
-combined in quadrature (atlascat.evaluate.paired; pair scale 1 on a bank folder). The design
+combined in quadrature (atlascat.studies.paired; pair scale 1 on a bank folder). The design
 studied here asks the second model exactly the items drawn for the first, in their order, with
 their draw probabilities q_k (which depend on the first model's earlier answers only), and
 estimates the difference of the two totals by Des Raj's estimator on the per-draw differences

@@ -1,7 +1,7 @@
 """Fit the suite average's pair scale on the held-out pairs of tuning splits, check it on others.
 
 ``atlas compare-models`` combines two runs' intervals of the average in quadrature, times the
-pair scale ``PAIR_SCALE["average"]`` (:mod:`atlascat.evaluate.paired`). Each run's interval is
+pair scale ``PAIR_SCALE["average"]`` (:mod:`atlascat.studies.paired`). Each run's interval is
 calibrated for single models, so the plain combination (scale 1) covers more or less than 95% of
 pairs depending on the split: 94.8-97.7% of the dense held-out pairs on four splits. This script
 reads ``bench_suite.py``'s ``suite_scores.csv`` (predictions and the published average) of
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from atlascat.evaluate.paired import PAIR_SCALE
+from atlascat.studies.paired import PAIR_SCALE
 from bench_paired import evaluate_pairs, fit_scale, pair_arrays
 from bench_suite import markdown
 

@@ -6,7 +6,7 @@ import builtins
 import numpy as np
 import pytest
 
-from atlascat.irt import _xp, arrays
+from atlascat.irt import arrays
 
 
 @pytest.fixture
@@ -70,6 +70,8 @@ def test_a_successful_import_is_cached(fresh_cache, monkeypatch):
     assert len(calls) == 1
 
 
-def test_the_former_module_name_still_works():
-    assert _xp.namespace is arrays.namespace
-    assert _xp.expit is arrays.expit
+def test_no_alias_of_the_arrays_module_is_left():
+    import importlib
+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("atlascat.irt._xp")

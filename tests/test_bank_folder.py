@@ -359,7 +359,7 @@ def test_scores_file_is_the_published_score(matrix_bank, tmp_path):
 # ----------------------------------------------------------------------------- small N link
 def test_score_link_from_20_models_and_not_19(rng):
     from atlascat.irt.bank import ItemBank
-    from atlascat.link import ScoreLink
+    from atlascat.scorelink import ScoreLink
 
     bank = ItemBank([f"i{j}" for j in range(60)], rng.lognormal(0, 0.3, 60), rng.normal(0, 1, 60))
     th = np.linspace(-2, 2, 20)
@@ -368,7 +368,7 @@ def test_score_link_from_20_models_and_not_19(rng):
     s = y.mean(1)
     link = ScoreLink.fit(bank, y, s, cat_config=False)
     assert link.info["n_models"] == 20 and link.support["min_models"] == 10.0
-    from atlascat.link.curve import knots_for, support_for
+    from atlascat.scorelink.curve import knots_for, support_for
 
     assert [knots_for(n) for n in (16, 20, 24, 40, 400)] == [0, 1, 2, 6, 6]
     assert [support_for(n) for n in (20, 83, 400, 5000)] == [0.5, 2.075, 10.0, 10.0]

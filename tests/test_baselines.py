@@ -6,7 +6,7 @@ import pytest
 from scipy.cluster.vq import kmeans2
 
 from atlascat.errors import ConfigError
-from atlascat.evaluate import baselines
+from atlascat.studies import baselines
 from atlascat.irt import models
 from atlascat.irt.bank import ItemBank
 

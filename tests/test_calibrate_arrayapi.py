@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from atlascat.errors import ConfigError
-from atlascat.irt import _xp
+from atlascat.irt import arrays as _xp
 from atlascat.irt import calibrate as C
 from atlascat.irt.bank import ItemBank
 from atlascat.irt.calibrate import Calibrator, calibrate

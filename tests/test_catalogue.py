@@ -45,7 +45,7 @@ def test_cli_and_python_agree_on_a_name(tmp_path):
         assert f"item bank, {len(catalogue.load_bank(name))} items" in out.output
 
 
-@pytest.mark.parametrize("old", ["atlascat.evaluate.score_link", "atlascat.live.items",
+@pytest.mark.parametrize("old", ["atlascat.studies.score_link", "atlascat.live.items",
                                  "atlascat.live.requests", "atlascat._moved"])
 def test_moved_modules_are_gone(old):
     """No shims in an unreleased package (issue 28, item 5; CHANGELOG.md says what moved)."""

@@ -191,7 +191,7 @@ def test_cli_and_library_calibrate_defaults_agree(small):
 
 
 def test_report_defaults_into_the_run_directory_not_the_cwd(tmp_path, monkeypatch):
-    import atlascat.evaluate.report as report_mod
+    import atlascat.studies.report as report_mod
 
     seen = {}
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from atlascat.errors import AtlasError, ConfigError
-from atlascat.evaluate import protocol
-from atlascat.evaluate.protocol import BenchmarkConfig, BenchmarkRun, run_benchmark
+from atlascat.studies import protocol
+from atlascat.studies.protocol import BenchmarkConfig, BenchmarkRun, run_benchmark
 from atlascat.irt.ability import eap, estimate_ability
 from atlascat.irt.bank import ItemBank
 from atlascat.responses import ResponseMatrix

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from atlascat.errors import ConfigError
-from atlascat.evaluate import tables
+from atlascat.studies import tables
 
 
 def _summary():

@@ -12,8 +12,8 @@ from atlascat.cat.config import CATConfig
 from atlascat.cat.simulate import simulate_cat
 from atlascat.cat.stopping import CeilingStop, FloorStop, build_stop_rules
 from atlascat.errors import ConfigError
-from atlascat.link.settings import CHANCE, LZ_CRITICAL
-from atlascat.link import ScoreLink, predict_frame
+from atlascat.scorelink.settings import CHANCE, LZ_CRITICAL
+from atlascat.scorelink import ScoreLink, predict_frame
 from atlascat.catalogue import load_bundled_bank, load_score_link
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from atlascat import catalogue
-from atlascat.evaluate.item_quality import benjamini_hochberg, item_quality
+from atlascat.studies.item_quality import benjamini_hochberg, item_quality
 from atlascat.irt.bank import ItemBank
 
 

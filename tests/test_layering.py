@@ -17,9 +17,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("responses", "filtering"),
     ("irt",),
     ("cat", "design", "content"),
-    ("link", "predict"),
+    ("scorelink", "predict"),
     ("catalogue", "datasets", "bankdir"),
-    ("evaluate", "suite"),
+    ("studies", "suite"),
     ("live",),
     ("cli", "demo", "__main__", "__init__"),
 )

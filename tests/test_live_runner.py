@@ -402,7 +402,7 @@ def _fake_link(monkeypatch, fail=False):
     """The evaluation service reads a link that predicts 61.2% (59.2-63.2), 73rd percentile
     (``fail``: the link cannot be loaded)."""
     import atlascat.live.bankref as mod
-    from atlascat.link.prediction import ScorePrediction
+    from atlascat.scorelink.prediction import ScorePrediction
 
     class Link:
         def predict(self, theta, se, responses=None, stop_reason=None):

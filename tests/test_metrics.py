@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from atlascat.evaluate import metrics
+from atlascat.studies import metrics
 
 BENCHES = ("arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande")
 

@@ -10,7 +10,7 @@ import pytest
 
 from atlascat.cli import main
 from atlascat.errors import ConfigError
-from atlascat.evaluate.paired import (PAIR_SCALE, Z95, difference_interval,
+from atlascat.studies.paired import (PAIR_SCALE, Z95, difference_interval,
                                       excess_agreement, paired_difference)
 
 

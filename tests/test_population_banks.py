@@ -15,9 +15,9 @@ import pytest
 
 from atlascat.cat.config import CATConfig
 from atlascat.cat.simulate import simulate_cat
-from atlascat.link.settings import CHANCE
+from atlascat.scorelink.settings import CHANCE
 from atlascat.catalogue import LINK_BENCHMARKS, load_bundled_bank, load_score_link
-from atlascat.link import predict_frame
+from atlascat.scorelink import predict_frame
 from atlascat.live.build_bank import banks_dir, load_published_scores, population_matrix
 
 

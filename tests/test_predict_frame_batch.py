@@ -11,9 +11,9 @@ from atlascat.cat.config import CATConfig
 from atlascat.cat.simulate import simulate_cat
 from atlascat.catalogue import load_bundled_bank, load_score_link
 from atlascat.errors import BankError, ConfigError
-from atlascat.link import ScoreLink, predict_frame
-from atlascat.link.batch import answer_table, predict_batch
-from atlascat.link.frames import COLUMNS
+from atlascat.scorelink import ScoreLink, predict_frame
+from atlascat.scorelink.batch import answer_table, predict_batch
+from atlascat.scorelink.frames import COLUMNS
 
 NUMBERS = COLUMNS[:4]
 
@@ -154,7 +154,7 @@ def test_chance_test_is_the_binomial_tail(arc):
     decisions as binom.sf, fractional numbers right included."""
     from scipy.stats import binom
 
-    from atlascat.link.settings import ANSWER_CHANCE, CHANCE_ALPHA
+    from atlascat.scorelink.settings import ANSWER_CHANCE, CHANCE_ALPHA
 
     _, link = arc
     n, k = np.meshgrid(np.arange(0, 301), np.arange(0, 301) / 2.0)

@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import kendalltau, spearmanr
 
 from atlascat.errors import ConfigError
-from atlascat.evaluate.ranks import plot_rank_analysis, rank_analysis, tied_pairs
+from atlascat.studies.ranks import plot_rank_analysis, rank_analysis, tied_pairs
 
 
 def test_hand_made_example():

@@ -6,7 +6,7 @@ import pytest
 
 from atlascat import catalogue
 from atlascat.errors import ConfigError
-from atlascat.evaluate import reconstruction as rc
+from atlascat.studies import reconstruction as rc
 from atlascat.irt.ability import estimate_ability
 from atlascat.irt.bank import ItemBank
 from atlascat.responses import ResponseMatrix

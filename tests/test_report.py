@@ -8,8 +8,8 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from atlascat.evaluate.protocol import BenchmarkConfig, run_benchmark
-from atlascat.evaluate.report import build_report, write_report
+from atlascat.studies.protocol import BenchmarkConfig, run_benchmark
+from atlascat.studies.report import build_report, write_report
 from atlascat.irt.bank import ItemBank
 from atlascat.responses import ResponseMatrix
 

@@ -10,9 +10,9 @@ import pytest
 from atlascat.cat.config import CATConfig
 from atlascat.errors import AtlasError, BankError, ConfigError
 from atlascat.catalogue import LINK_BENCHMARKS, load_bundled_bank, load_score_link
-from atlascat.link.score_link import ScoreLink
-from atlascat.link.prediction import ScorePrediction
-from atlascat.link.curve import fit_monotone_spline
+from atlascat.scorelink.score_link import ScoreLink
+from atlascat.scorelink.prediction import ScorePrediction
+from atlascat.scorelink.curve import fit_monotone_spline
 from atlascat.irt.bank import ItemBank
 
 
@@ -237,7 +237,7 @@ def test_isotonic_monotone_averages_a_bump_instead_of_carrying_it():
     """A running maximum carries one high blip at the low end to the whole lower range; the
     isotonic fit pools it with its neighbours (what made WinoGrande's weak models 3 points
     too high)."""
-    from atlascat.link.curve import isotonic as _isotonic
+    from atlascat.scorelink.curve import isotonic as _isotonic
 
     v = np.array([0.60, 0.50, 0.50, 0.50, 0.55, 0.70])
     w = np.array([1.0, 10, 10, 10, 10, 10])

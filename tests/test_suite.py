@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from atlascat.errors import ConfigError
-from atlascat.link.score_link import ScoreLink
+from atlascat.scorelink.score_link import ScoreLink
 from atlascat.irt.ability import eap
 from atlascat.irt.bank import ItemBank
 from atlascat.responses import ResponseMatrix

@@ -65,8 +65,8 @@ def main(argv=None) -> int:
     from .cli._common import console
     from .cli.cmd_benchmark import print_tables, print_text, stage_progress
     from .catalogue import load_responses
-    from .evaluate.protocol import BenchmarkConfig, plan_stages, run_benchmark
-    from .evaluate.report import write_report
+    from .studies.protocol import BenchmarkConfig, plan_stages, run_benchmark
+    from .studies.report import write_report
 
     start = time.perf_counter()
     out = Path(args.out)

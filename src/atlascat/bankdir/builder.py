@@ -6,9 +6,9 @@
          point-biserial rule from 100 models up, :func:`atlascat.filtering.filter_items`)
       -> calibration with the size defaults (:mod:`atlascat.irt.defaults`: below 500 models a
          2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest)
-      -> score link (:class:`atlascat.link.ScoreLink`) fitted on the source models, its spline
-         and support sized for N (:func:`atlascat.link.curve.knots_for`,
-         :func:`atlascat.link.curve.support_for`)
+      -> score link (:class:`atlascat.scorelink.ScoreLink`) fitted on the source models, its spline
+         and support sized for N (:func:`atlascat.scorelink.curve.knots_for`,
+         :func:`atlascat.scorelink.curve.support_for`)
       -> from sample logs: every item's requests exactly as logged, its scoring rule and gold
          (:mod:`atlascat.bankdir.samplelogs`), in the bank's metadata and ``requests.jsonl``
       -> the folder (:mod:`atlascat.bankdir.folder`) with a manifest.
@@ -155,8 +155,8 @@ def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0, min_item
     default), spline and
     support sized for the number of models."""
     from ..cat.config import CATConfig
-    from ..link import ScoreLink
-    from ..link.curve import support_for
+    from ..scorelink import ScoreLink
+    from ..scorelink.curve import support_for
 
     if "min_support" not in fit_options and max_items is not None:  # a bank folder's link
         fit_options["min_support"] = support_for(np.isfinite(np.asarray(scores, float)).sum())
@@ -188,7 +188,7 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
     from ..cat.config import CATConfig
     from ..cat.simulate import simulate_cat
     from ..irt.calibrate import calibrate
-    from ..link.curve import knots_for
+    from ..scorelink.curve import knots_for
     from ..responses import ResponseMatrix
 
     y_all = np.asarray(responses, float)
@@ -275,12 +275,12 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
 def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[float, str]:
     """(chance, where it came from) when the user gives none: the score of a model answering
     at random, the floor a weaker model's interval reaches down to. A known benchmark's
-    (:data:`atlascat.link.settings.CHANCE`); from sample logs the mean over items of
+    (:data:`atlascat.scorelink.settings.CHANCE`); from sample logs the mean over items of
     1 / options (0 for a generated answer); from a matrix 0, the lowest score its results
     cannot exclude. (The lowest source score, the default before, kept the interval of a model
     weaker than every source model above its score: coverage 0 in docs/your_benchmark.md's
     "weaker" check.)"""
-    from ..link.settings import CHANCE
+    from ..scorelink.settings import CHANCE
 
     known = CHANCE.get(str(benchmark).lower())
     if known is not None:

@@ -5,7 +5,7 @@
     DIR/bank.parquet      the calibrated items (a, b, c, u) with their request metadata
                           (:data:`atlascat.content.requests.REQUEST_COLUMNS`) when built from
                           sample logs
-    DIR/link.json         the score link (:class:`atlascat.link.ScoreLink`): theta + answers ->
+    DIR/link.json         the score link (:class:`atlascat.scorelink.ScoreLink`): theta + answers ->
                           the benchmark score with a 95% interval
     DIR/requests.jsonl    (sample logs only) one line per bank item: the requests exactly as
                           logged, the scoring rule, gold and the document
@@ -24,7 +24,7 @@ from pathlib import Path
 from ..content.items import normalize_loaded
 from ..errors import BankError
 from ..irt.bank import ItemBank
-from ..link.score_link import ScoreLink
+from ..scorelink.score_link import ScoreLink
 
 __all__ = ["BankFolder", "load_bank_dir", "is_bank_dir", "write_bank_dir", "MANIFEST",
            "BANK_FILE", "LINK_FILE", "REQUESTS_FILE", "MANIFEST_VERSION"]

@@ -7,7 +7,7 @@ the tests observed; it returns, per model, the score (0-1) with its 95% interval
 Two designs, both read here:
 
 - an adaptive test (the CAT) scored by the folder's score link
-  (:meth:`atlascat.link.ScoreLink.predict`: ``g(theta, SE)`` plus the answered items' residual
+  (:meth:`atlascat.scorelink.ScoreLink.predict`: ``g(theta, SE)`` plus the answered items' residual
   correction, interval from the source models' replayed tests): :func:`predict_scores`;
 - the folder's benchmark predictor (``predictor.json``,
   :class:`atlascat.predict.BenchmarkPredictor`): it chooses the items itself and stays right
@@ -50,7 +50,7 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
     lower and upper ends of its 95% interval (0-1), the percentile among the source models,
     a flag and a one-line warning ("" when none).
     """
-    from ..link import predict_frame
+    from ..scorelink import predict_frame
 
     return predict_frame(folder.link, persons, administered)
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ..errors import AtlasError, BankError, ConfigError
 from ..irt.bank import ItemBank
-from ..link.score_link import ScoreLink
+from ..scorelink.score_link import ScoreLink
 from .banks import load_content_bank
 from .files import CONTENT_BENCHMARKS, data_path
 

@@ -6,8 +6,6 @@ Conventions every command follows (see ``docs/cli.md``):
   current directory unless the user names it.
 - ``--model`` is the IRT model only; responses are the positional argument; ``--bank`` takes a
   file or a bundled name (:func:`atlascat.catalogue.resolve_bank`).
-- Old option spellings stay for one release as hidden aliases that print a deprecation warning
-  (:func:`deprecated_alias`).
 - Prose wraps only on a terminal; tables never cut a number or an id (piped or redirected
   output is plain text at full width).
 """
@@ -28,7 +26,7 @@ console.soft_wrap = not console.is_terminal
 err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
 
 __all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
-           "warn", "deprecated_alias", "bank_option_help", "one_bank", "output_file", "output_dir",
+           "warn", "bank_option_help", "one_bank", "output_file", "output_dir",
            "load_bank", "load_responses", "json_safe"]
 
 
@@ -49,22 +47,6 @@ def print_error(message) -> None:
 def warn(message) -> None:
     """``warning: <message>`` on stderr (literal text)."""
     err_console.print(Text("warning: ", style="yellow") + Text(str(message)))
-
-
-def deprecated_alias(new_value, old_value, old: str, new: str):
-    """Value of an option that has a deprecated spelling kept for one release.
-
-    Returns ``old_value`` (with a warning) when only the old spelling was used, ``new_value``
-    otherwise; both at once is an error."""
-    from ..errors import ConfigError
-
-    if old_value is None or old_value is False or old_value == []:
-        return new_value
-    if new_value is not None and new_value is not False and new_value != []:
-        raise ConfigError(f"{old} and {new} are the same option ({old} is deprecated); give "
-                          f"only {new}")
-    warn(f"{old} is deprecated and will be removed in the next release; use {new}")
-    return old_value
 
 
 @contextmanager

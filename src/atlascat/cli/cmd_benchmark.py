@@ -44,7 +44,7 @@ def stage_progress(stages: list[str], title: str = "benchmark"):
 
 def print_tables(summary, title: str | None = None) -> None:
     """Tables 2, 3 and 6 as aligned Markdown (readable in a terminal, pasteable in a README)."""
-    from ..evaluate.tables import TABLES, format_table, make_table, to_markdown
+    from ..studies.tables import TABLES, format_table, make_table, to_markdown
 
     if title:
         console.rule(f"[bold]{title}")
@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
         """Split, calibrate on the train models, run ATLAS CAT and the baselines on the test
         models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
         from ..errors import ConfigError
-        from ..evaluate.protocol import BenchmarkConfig, plan_stages, run_benchmark
+        from ..studies.protocol import BenchmarkConfig, plan_stages, run_benchmark
 
         tau_values = parse_floats(taus, "--taus")
         out = output
@@ -134,6 +134,6 @@ def register(app: typer.Typer) -> None:
                 f"tau={float(t):g}: {k:.2f}" for t, k in factors.items()))
         console.print(f"run written to [bold]{escape(str(out))}[/]")
         if report:
-            from ..evaluate.report import write_report
+            from ..studies.report import write_report
 
             console.print(f"report written to [bold]{write_report([out], report)}[/]")

@@ -19,8 +19,8 @@ def register(app: typer.Typer) -> None:
         """Print (as Markdown) and optionally write Tables 2, 3 and 6 for one or more runs."""
         import pandas as pd
 
-        from ..evaluate.protocol import BenchmarkRun
-        from ..evaluate.tables import (TABLES, format_table, make_table, to_markdown,
+        from ..studies.protocol import BenchmarkRun
+        from ..studies.tables import (TABLES, format_table, make_table, to_markdown,
                                        unique_names, wide_ability_table, write_tables)
         from ._common import print_text
 

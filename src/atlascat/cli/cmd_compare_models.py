@@ -1,5 +1,5 @@
 """``atlas compare-models RUN_A RUN_B``: two finished live runs, the difference of their
-predicted leaderboard scores with a 95% interval (:mod:`atlascat.evaluate.paired`)."""
+predicted leaderboard scores with a 95% interval (:mod:`atlascat.studies.paired`)."""
 from __future__ import annotations
 
 import json
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         on held-out pairs by benchmarks/bench_paired.py).
         """
         from ..errors import ConfigError, LiveRunError
-        from ..evaluate.paired import paired_difference
+        from ..studies.paired import paired_difference
         from ..live.evaluation import run_folder, run_predictions
         from ..live.store import RunStore, default_store_path
 

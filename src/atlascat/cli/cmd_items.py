@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
         """
         import pandas as pd
 
-        from ..evaluate.item_quality import FLAGS, item_quality
+        from ..studies.item_quality import FLAGS, item_quality
         from ._common import align_items, load_bank, load_responses
 
         from ..errors import ConfigError

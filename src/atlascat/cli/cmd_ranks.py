@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
 
         from ..errors import ConfigError
-        from ..evaluate.ranks import plot_rank_analysis, rank_analysis
+        from ..studies.ranks import plot_rank_analysis, rank_analysis
 
         output_file(output)
         output_dir(plots, "--plots")

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
     ):
         """Tables, identity plots, theta vs accuracy and rank shifts, test information functions,
         exposure histograms and example CAT trajectories, in one file with embedded images."""
-        from ..evaluate.report import write_report
+        from ..studies.report import write_report
 
         out = output_file(output if output is not None else Path(runs[0]) / "report.html")
         path = write_report(runs, out, title=title)

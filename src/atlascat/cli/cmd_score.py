@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         import numpy as np
 
         from ..errors import ConfigError
-        from ..evaluate.reconstruction import (
+        from ..studies.reconstruction import (
             estimate_gpirt_lambda,
             reconstruct_accuracy,
         )

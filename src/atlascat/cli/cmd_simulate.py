@@ -276,7 +276,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         persons = pd.concat([persons.reset_index(drop=True),
                              predict_scores(folder, persons, result.administered)], axis=1)
     elif link is not None:  # predicted published leaderboard score (0-1) with its 95% interval
-        from ..link import predict_frame
+        from ..scorelink import predict_frame
 
         persons = pd.concat([persons.reset_index(drop=True),
                              predict_frame(link, persons, result.administered)], axis=1)

@@ -21,7 +21,7 @@ For each benchmark (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k),
    bank items) wins. A ratio, not the MAE itself: a model whose SE shrinks slowly would
    otherwise win by asking more items (GSM8K's 4PL: 85 items, worse than random-85). The
    final bank is calibrated on all calibration models with that model.
-4. **Score link** (:class:`atlascat.link.score_link.ScoreLink`, fitted by the bank builder's
+4. **Score link** (:class:`atlascat.scorelink.score_link.ScoreLink`, fitted by the bank builder's
    :func:`atlascat.bankdir.builder.fit_link`, the step ``atlas build-bank`` uses): published score on theta
    (monotone spline), per-item answer corrections, score anchors and interval scales from a
    replayed adaptive test of the calibration models.
@@ -199,7 +199,7 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
     """
     from ..cat.config import CATConfig
     from ..cat.simulate import simulate_cat
-    from ..link import ScoreLink
+    from ..scorelink import ScoreLink
     from ..filtering import stratified_split
 
     fit, val = stratified_split(train, test_size=0.2, rng=np.random.default_rng([seed, 3]))

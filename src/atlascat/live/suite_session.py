@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BankError, ConfigError
-from ..link.score_link import percentile_of
+from ..scorelink.score_link import percentile_of
 
 __all__ = ["SuiteLiveSession", "composite_bank", "composite_for", "load_live_suite",
            "suite_ref", "split_item", "average_percentile", "SEP"]
@@ -218,7 +218,7 @@ class SuiteLiveSession:
 
 
 def member_warning(link, score: float, lo: float, hi: float) -> str | None:
-    """A member's one-line warning, worded as a single bank's (:func:`atlascat.link.prediction.
+    """A member's one-line warning, worded as a single bank's (:func:`atlascat.scorelink.prediction.
     stop_note`): "at or near chance (<= hi%)" when the 95% interval reaches within 2 points of
     the benchmark's chance level, else "outside the link's calibration models" when the score
     lies beyond every calibration model's published score; None otherwise."""

@@ -10,7 +10,7 @@
 - :mod:`.session`: :class:`PredictSession`, a live test of one target (next items / record /
   prediction) and :class:`BenchmarkPrediction`.
 
-Floor 5 (beside ``link/``): it reads the IRT bank and response matrices, and is read by the
+Floor 5 (beside ``scorelink/``): it reads the IRT bank and response matrices, and is read by the
 bank folder's builder, simulate and the live runner.
 """
 from .predictor import MIN_SOURCE_MODELS, BenchmarkPredictor

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..irt.models import probability
-from ..link.settings import Z95
+from ..scorelink.settings import Z95
 
 __all__ = ["answer_corrections", "correction_weights", "answer_residuals", "weighted_quantiles", "member_curves",
            "predict_scores", "curve_slopes", "residual_sd"]
@@ -106,7 +106,7 @@ def answer_corrections(corrections, pool, residuals, asked) -> np.ndarray:
     """Each member link's observed-answer correction (N, B) from the answer residuals
     (:func:`answer_residuals`, y_j - P_j at the posterior mean): c_0 + sum_{j asked} w_j
     (y_j - P_j(theta_b)) (the link's ``cat`` regression estimator,
-    :class:`~atlascat.link.score_link.ScoreLink`; ``corrections`` from
+    :class:`~atlascat.scorelink.score_link.ScoreLink`; ``corrections`` from
     :func:`correction_weights`); 0 for a member with no answer or a link without
     corrections."""
     icpt, w, has = corrections

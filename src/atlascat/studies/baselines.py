@@ -2,7 +2,7 @@
 
 Every baseline picks a set of items from a calibrated bank using only the bank and the *train*
 models' responses; the test models are then scored on those items with the same EAP settings as
-every other method (see :mod:`atlascat.evaluate.protocol`).
+every other method (see :mod:`atlascat.studies.protocol`).
 
 - :func:`random_forms`: Random-k, ``n_replicates`` independent uniform draws of k items (the
   comparison figures average over the replicates).

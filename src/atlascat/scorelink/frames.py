@@ -1,11 +1,11 @@
 """Predicted leaderboard scores for every examinee of a simulation (:func:`predict_frame`).
 
 Each examinee's prediction is :meth:`ScoreLink.predict` on its own theta, SE, answers and stop
-reason, computed for all examinees at once by :func:`~atlascat.link.batch.predict_batch` (the
+reason, computed for all examinees at once by :func:`~atlascat.scorelink.batch.predict_batch` (the
 same arithmetic on arrays; answers grouped by examinee in one pass of NumPy,
-:func:`~atlascat.link.batch.answer_table`). Only the text of the rows that carry a warning or
+:func:`~atlascat.scorelink.batch.answer_table`). Only the text of the rows that carry a warning or
 a floor / ceiling note is written one row at a time (:meth:`ScoreLink._warnings`,
-:func:`~atlascat.link.prediction.stop_note`, the one source of those lines).
+:func:`~atlascat.scorelink.prediction.stop_note`, the one source of those lines).
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _texts(link, theta, se, pred, reasons):
 def predict_frame(link, persons, administered):
     """Predicted leaderboard score per examinee of a ``simulate_cat`` result.
 
-    ``link``: a :class:`atlascat.link.ScoreLink`; ``persons``: frame with subject_id, theta, se
+    ``link``: a :class:`atlascat.scorelink.ScoreLink`; ``persons``: frame with subject_id, theta, se
     (and stop_reason, for the floor / ceiling note); ``administered``: frame with subject_id,
     item_id, score (the answers observed). Returns a frame with ``leaderboard_accuracy``,
     ``leaderboard_lo``, ``leaderboard_hi`` (0-1), ``leaderboard_percentile`` (0-100),

@@ -33,7 +33,7 @@ Information Efficiency Score, relative to Random-100 (lower is better)
     z sqrt(SE_i^2 + SE_ref_i^2): that is how the 66% (HellaSwag) to 94% (ARC) figures for the
     paper's own CAT results at SE <= 0.1 are obtained (see tests/test_metrics.py).
     ``coverage_calibrated`` uses ``se_calibrated`` = k_tau x SE, with k_tau estimated on a
-    validation split of the train models (:func:`atlascat.evaluate.protocol.validation_se_factors`);
+    validation split of the train models (:func:`atlascat.studies.protocol.validation_se_factors`);
     it is reported next to the raw coverage, never in its place.
 
 Exposure and overlap (paper appendix E and G.1): the exposure rate of an item is the share of test

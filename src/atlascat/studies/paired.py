@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import ConfigError
-from ..link.settings import Z95
+from ..scorelink.settings import Z95
 
 __all__ = ["difference_interval", "paired_difference", "excess_agreement", "PAIR_SCALE", "Z95"]
 

@@ -298,7 +298,7 @@ class ScoreLink:
             cross-fitting fold may go lower, with ``n_knots=0``: a cubic polynomial)
         min_support : kernel-weighted models a theta region needs to count as inside the data
             (default :data:`MIN_SUPPORT`, 10, the shipped banks'; a small population wants
-            :func:`atlascat.link.curve.support_for` its size, as the bank builder passes)
+            :func:`atlascat.scorelink.curve.support_for` its size, as the bank builder passes)
         """
         from ..irt.ability import eap, response_array
 

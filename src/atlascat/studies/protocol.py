@@ -29,9 +29,9 @@ Steps (every random choice flows from one seeded ``numpy.random.Generator``):
      SE = posterior SD).
 
    Accuracy: p-IRT reconstruction from each method's theta and answers
-   (:func:`atlascat.evaluate.reconstruction`), and the method's direct estimate (mean score on its
+   (:func:`atlascat.studies.reconstruction`), and the method's direct estimate (mean score on its
    items, cluster-weighted for anchor points).
-5. **Metrics** per method (:mod:`atlascat.evaluate.metrics`): items, theta MAE +- SE, IES and RIE
+5. **Metrics** per method (:mod:`atlascat.studies.metrics`): items, theta MAE +- SE, IES and RIE
    vs Random-k, 95% coverage, p-IRT accuracy MAE +- SE, exposure, overlap, time per model.
 
 :class:`BenchmarkRun` holds everything and writes / reads a run directory::

@@ -1,7 +1,7 @@
 """Score-link predictions of many examinees at once: :func:`predict_batch`.
 
-The arithmetic of :meth:`ScoreLink.predict <atlascat.link.score_link.ScoreLink.predict>`, on
-arrays of examinees instead of one at a time (see :mod:`atlascat.link.score_link` for the model):
+The arithmetic of :meth:`ScoreLink.predict <atlascat.scorelink.score_link.ScoreLink.predict>`, on
+arrays of examinees instead of one at a time (see :mod:`atlascat.scorelink.score_link` for the model):
 
     score = g(theta, SE) + c_0 + sum_{j answered} w_j (y_j - P_j(theta))
 
@@ -180,7 +180,7 @@ def _accuracy_intervals(link, cols, ys, scale):
 
 
 def _percentiles(link, score) -> np.ndarray:
-    """:func:`~atlascat.link.score_link.percentile_of` of every score."""
+    """:func:`~atlascat.scorelink.score_link.percentile_of` of every score."""
     if link.quantiles is None:
         raise BankError("this score link carries no leaderboard distribution")
     q = link.quantiles
