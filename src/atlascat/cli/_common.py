@@ -5,7 +5,7 @@ Conventions every command follows (see ``docs/cli.md``):
 - ``-o/--output`` is the output path (a file or the run directory); nothing is written into the
   current directory unless the user names it.
 - ``--model`` is the IRT model only; responses are the positional argument; ``--bank`` takes a
-  file or a bundled name (:func:`atlascat.catalogue.resolve_bank`).
+  file, a bank folder or a bundled name (:class:`atlascat.catalogue.BankRef`).
 - Prose wraps only on a terminal; tables never cut a number or an id (piped or redirected
   output is plain text at full width).
 """
@@ -27,7 +27,7 @@ err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
 
 __all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
            "warn", "bank_option_help", "one_bank", "output_file", "output_dir",
-           "load_bank", "load_responses", "json_safe"]
+           "load_responses", "json_safe"]
 
 
 def json_safe(obj):
@@ -129,8 +129,8 @@ def with_link_stops(config, settings: dict, min_items_given: bool):
 
 
 def bank_option_help(extra: str = "") -> str:
-    return ("Item bank: a file (ours item_id,a,b,c,u or mirt's X,a1,d,g,u; CSV/Parquet) or a "
-            "bundled name (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k = shipped content "
+    return ("Item bank: a file (ours item_id,a,b,c,u or mirt's X,a1,d,g,u; CSV/Parquet), a bank "
+            "folder (atlas build-bank) or a bundled name (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k = shipped content "
             "banks; paper-arc, ... = the paper's banks)." + (" " + extra if extra else ""))
 
 
@@ -166,13 +166,6 @@ def output_dir(path, option: str = "-o/--output"):
     from ..validation import check_output_dir
 
     return None if path is None else check_output_dir(path, option=option)
-
-
-def load_bank(spec, normalize_ids: bool = False, option: str = "--bank"):
-    """A bank file or a bundled name (one meaning in every command)."""
-    from ..catalogue import resolve_bank
-
-    return resolve_bank(spec, normalize_ids=normalize_ids, option=option)
 
 
 def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ._common import console, escape, json_safe, load_bank, output_file
+from ._common import console, escape, json_safe, output_file
 
 
 def _read_anchors(path: Path) -> list[str]:
@@ -70,8 +70,10 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("ours", "mirt"):
             raise ConfigError(f"--format must be 'ours' or 'mirt', not {fmt!r}")
         output_file(output)
-        ref_bank = load_bank(ref, normalize_ids, option="REF")
-        new_bank = load_bank(new, normalize_ids, option="NEW")
+        from ..catalogue import BankRef
+
+        ref_bank = BankRef.from_option(ref, option="REF", normalize_ids=normalize_ids).load()
+        new_bank = BankRef.from_option(new, option="NEW", normalize_ids=normalize_ids).load()
         anchor_ids = _read_anchors(anchors) if anchors is not None else None
         result = link_banks(ref_bank, new_bank, method, anchors=anchor_ids, quadpts=quadpts)
         linked = result.transform(new_bank)

@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from ._common import (bank_option_help, console, err_console, escape, json_safe, load_bank,
+from ._common import (bank_option_help, console, err_console, escape, json_safe,
                       load_responses, one_bank, output_dir, predictor_only, print_frame,
                       progress_bar)
 
@@ -235,16 +235,16 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     import numpy as np
     import pandas as pd
 
-    from ..bankdir import is_bank_dir, load_bank_dir
     from ..cat.simulate import simulate_cat
-    from ..catalogue import bundled_link
+    from ..catalogue import BankRef
 
-    folder = load_bank_dir(bank) if is_bank_dir(bank) else None  # atlas build-bank's folder
+    ref = BankRef.from_option(bank)
+    folder = ref.folder()  # atlas build-bank's folder, or None
     if _use_predictor(o, folder):
         return _replay_predictor(o, bank, folder, out)
     # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
-    link = folder.link if folder is not None else bundled_link(bank)
-    item_bank = folder.bank if folder is not None else load_bank(bank, normalize_ids=True)
+    link = ref.link
+    item_bank = ref.load()
     config = _config(o, link)
     kwargs = {}
     if o.responses:
