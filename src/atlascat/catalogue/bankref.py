@@ -37,7 +37,8 @@ ONE_BANK = ("shipped", "file", "dir")
 class BankRef:
     """Which bank: ``kind`` (one of :data:`KINDS`) and ``name`` (a bundled name, a suite name,
     or an absolute path). ``normalize_ids``: a bank file's R-style ids ``X514`` read as ``514``.
-    ``str()`` is the stored form; :meth:`parse` reads it back."""
+    (the other kinds keep the default: their ids are what they are). ``str()`` is the stored
+    form; :meth:`parse` reads it back."""
 
     kind: str
     name: str
@@ -66,15 +67,16 @@ class BankRef:
                 _load_folder(str(path.resolve()))
             except BankError as exc:
                 raise BankError(f"{option} {exc}") from None
-            return cls("dir", str(path.resolve()), normalize_ids)
+            return cls("dir", str(path.resolve()))
+        if path.is_file() and path.suffix.lower() == ".json":
+            return cls("suite", str(path.resolve()))
         if path.is_file():
-            kind = "suite" if path.suffix.lower() == ".json" else "file"
-            return cls(kind, str(path.resolve()), normalize_ids)
+            return cls("file", str(path.resolve()), normalize_ids)
         low = text.lower()
         if is_bundled_name(low):
-            return cls("shipped", low, normalize_ids)
+            return cls("shipped", low)
         if low in bundled_suites():
-            return cls("suite", low, normalize_ids)
+            return cls("suite", low)
         raise BankError(NOT_FOUND.format(option=option, spec=text, banks=", ".join(bank_names()),
                                          suites=", ".join(bundled_suites())))
 

@@ -413,7 +413,9 @@ def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_i
     from ._options import suite_config
     from ._suite_evaluate import floor_note
 
-    suite = load_suite(suite_arg)
+    from ..catalogue import BankRef
+
+    suite = load_suite(BankRef.from_option(suite_arg, option="--suite", kinds=("suite",)))
     specs = parse_pairs(pairs, suite.names)
     matrices = {n: load_responses(spec, normalize_ids=True, on_empty="keep",
                                   option=f"{n}=MATRIX") for n, spec in specs.items()}
