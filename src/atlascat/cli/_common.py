@@ -102,32 +102,6 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
         console.print(f"... {len(df) - max_rows} more rows (redirect the output to get all)")
 
 
-def predictor_only(o) -> None:
-    """A bank folder's predictor asks --max-items items of its own design: the adaptive test's
-    stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it."""
-    from ..errors import ConfigError
-
-    for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
-                       ("--min-items", o.min_items)):
-        if value is not None:
-            raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
-                              "--max-items items of its own design (or --design adaptive)")
-
-
-def with_link_stops(config, settings: dict, min_items_given: bool):
-    """``config`` with a score link's stopping rules (``ScoreLink.stop_settings()``).
-
-    The bank's own shortest test (``settings["min_items"]``) applies only when the user gave no
-    ``--min-items``, and never above ``--max-items``.
-    """
-    settings = dict(settings)
-    if min_items_given or "min_items" not in settings:
-        settings.pop("min_items", None)
-    else:
-        settings["min_items"] = min(int(settings["min_items"]), config.stopping.max_items)
-    return config.replace(**settings)
-
-
 def bank_option_help(extra: str = "") -> str:
     return ("Item bank: a file (ours item_id,a,b,c,u or mirt's X,a1,d,g,u; CSV/Parquet), a bank "
             "folder (atlas build-bank) or a bundled name (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k = shipped content "

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..irt.defaults import QUADPTS
 from ._common import console, escape, json_safe, output_file
 
 
@@ -52,7 +53,7 @@ def register(app: typer.Typer) -> None:
                                                     "banks share]."),
         merge: bool = typer.Option(False, "--merge",
                                    help="Write REF plus NEW's non-anchor items (linked) as one bank."),
-        quadpts: int = typer.Option(61, "--quadpts", help="Grid nodes on [-4, 4] (characteristic curves)."),
+        quadpts: int = typer.Option(QUADPTS, "--quadpts", help="Grid nodes on [-4, 4] (characteristic curves)."),
         normalize_ids: bool = typer.Option(False, "--normalize-ids", help="Strip R's 'X' from ids."),
         fmt: str = typer.Option("ours", "--format", help="Output format: ours (a,b,c,u) or mirt (a1,d,g,u)."),
         as_json: bool = typer.Option(False, "--json", help="Print the constants as JSON."),

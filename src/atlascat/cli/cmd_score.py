@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ..irt.defaults import QUADPTS, THETA_RANGE
 from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
                       load_responses, output_file, print_frame)
 
@@ -43,7 +44,9 @@ def register(app: typer.Typer) -> None:
                                            help="Strip R's 'X' prefix from item ids (X514 -> 514)."),
         prior_mean: float = typer.Option(0.0, "--prior-mean", help="EAP/MAP normal prior mean."),
         prior_sd: float = typer.Option(1.0, "--prior-sd", help="EAP/MAP normal prior SD (> 0)."),
-        quadpts: int = typer.Option(61, "--quadpts", help="EAP quadrature nodes on [-6, 6]."),
+        quadpts: int = typer.Option(QUADPTS, "--quadpts",
+                                    help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, "
+                                         f"{THETA_RANGE[1]:g}]."),
         reconstruct: str = typer.Option("none", "--reconstruct",
                                         help="none, pirt or gpirt: add reconstructed accuracy."),
         lam: float = typer.Option(None, "--lambda", help="gp-IRT weight in [0, 1]."),
