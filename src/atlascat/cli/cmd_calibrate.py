@@ -72,7 +72,6 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
 
         from ..errors import ConfigError
-        from ..irt.bank import ItemBank
         from ._options import calibrator
 
         if fmt not in ("ours", "mirt"):
@@ -100,12 +99,6 @@ def register(app: typer.Typer) -> None:
             _fit(cal, rm, quiet, partition_size, max_iter)
         res = cal.result_
         out_bank = res.bank
-        if res.model == "rasch":
-            # the file is read on the N(0, 1) scale (score, fit, CAT): write the equivalent 1PL,
-            # common slope sqrt(latent variance), not a = 1 with the variance left behind
-            sd = float(np.sqrt(res.latent_variance))
-            out_bank = ItemBank(res.bank.item_ids, np.full(len(res.bank), sd), res.bank.b / sd,
-                                metadata=res.bank.metadata, model="1pl")
         out_bank.write(output, format=fmt)
         info = res.to_dict()
         info.update({"responses": str(responses), "output": str(output), "format": fmt})
