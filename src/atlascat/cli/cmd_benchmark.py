@@ -94,6 +94,7 @@ def benchmark_command(
     from ..studies.protocol import plan_stages, run_benchmark
     from ._options import benchmark_config
 
+    tau_values = parse_floats(taus, "--taus")
     if output is None:
         raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
                           "is written to the current directory unless you name it)")
@@ -103,7 +104,7 @@ def benchmark_command(
     config = benchmark_config(
         seed=seed, test_size=test_size, filter=not no_filter, model=model, model_fit=not no_fit,
         se_calibration=not no_se_calibration, prior_a=prior_a, prior_c=prior_c,
-        taus=parse_floats(taus, "--taus"), se_method=se_method, random_k=random_k,
+        taus=tau_values, se_method=se_method, random_k=random_k,
         random_replicates=replicates, anchor_k=anchor_k, info_k=info_k, optimal_k=optimal_k,
         optimal_criteria=tuple(c.strip() for c in criteria.split(",") if c.strip()),
         optimal_exchange=exchange)
