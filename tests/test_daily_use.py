@@ -65,3 +65,36 @@ def test_readme_counts_the_commands_and_says_to_activate_the_venv():
     n = len(app.registered_commands) + len(app.registered_groups)   # `atlas --help` lists
     assert f"across all {n} commands" in readme, re.findall(r"across all \d+ commands", readme)
     assert "source .venv/bin/activate" in readme and ".venv/bin/atlas" in readme
+
+
+# ------------------------------------------- issue 42: the defects a new user met (one test each)
+def _finished_run(tmp_path, capsys, theta: str, name: str) -> str:
+    """A finished simulated run on arc written with -o (its own store) -> its run id."""
+    import json
+
+    from atlascat.cli import main
+
+    assert main(["evaluate", "--bank", "arc", "--subject", f"simulate:{theta}:3", "-o",
+                 str(tmp_path / name), "-q"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    return json.loads((tmp_path / name / "results.json").read_text())[0]["run_id"]
+
+
+def test_compare_models_by_run_id_finds_the_runs_atlas_runs_lists(tmp_path, capsys):
+    """Two runs written with -o: `atlas runs` lists both, so compare-models finds both by id;
+    the header names the models with their ids, and every number has one decimal."""
+    import re
+
+    from atlascat.cli import main
+
+    a, b = _finished_run(tmp_path, capsys, "1.5", "tuned"), _finished_run(tmp_path, capsys,
+                                                                          "-0.5", "base")
+    assert main(["runs"]) == 0 and {a, b} <= set(capsys.readouterr().out.split())
+    assert main(["compare-models", a, b]) == 0
+    out = capsys.readouterr().out
+    assert f"simulated(theta=1.5) (run {a})" in out and f"simulated(theta=-0.5) (run {b})" in out
+    row = next(ln for ln in out.splitlines() if ln.strip().startswith("arc"))
+    numbers = re.findall(r"-?\d+\.\d+", row)
+    assert len(numbers) == 5 and all(re.fullmatch(r"-?\d+\.\d", n) for n in numbers), row
+    assert main(["compare-models", a, "nope"]) == 2
+    assert "no run 'nope'" in capsys.readouterr().err

@@ -92,7 +92,7 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
         frame = pd.DataFrame({str(c): [_cell(v, float_format) for v in df[c]] for c in df.columns})
         console.print(Text(frame.to_string(index=False)), soft_wrap=True)
         return
-    table = Table(title=title, show_lines=False)
+    table = Table(title=Text(title) if title else None, show_lines=False)
     for col in df.columns:
         table.add_column(escape(str(col)), overflow="fold")
     for _, row in df.head(max_rows).iterrows():
