@@ -98,3 +98,34 @@ def test_compare_models_by_run_id_finds_the_runs_atlas_runs_lists(tmp_path, caps
     assert len(numbers) == 5 and all(re.fullmatch(r"-?\d+\.\d", n) for n in numbers), row
     assert main(["compare-models", a, "nope"]) == 2
     assert "no run 'nope'" in capsys.readouterr().err
+
+
+def test_steps_count_from_one_wherever_a_user_sees_them(tmp_path, capsys):
+    """The progress lines, `atlas runs --run` (table and JSON) and the HTML page all number the
+    first item 1."""
+    import json
+    import re
+
+    from atlascat.cli import main
+
+    db = tmp_path / "r.sqlite"
+    assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5:3", "--db", str(db),
+                 "--max-items", "5", "--min-items", "5"]) == 0
+    progress = [int(n) for n in re.findall(r"step +(\d+)", capsys.readouterr().err)]
+    assert progress == [1, 2, 3, 4, 5]
+    run_id = json.loads(_json_runs(db, capsys))[0]["run_id"]
+    assert main(["runs", "--db", str(db), "--run", run_id, "--json",
+                 "-o", str(tmp_path / "page.html")]) == 0
+    assert [s["step"] for s in json.loads(capsys.readouterr().out)["steps"]] == [1, 2, 3, 4, 5]
+    assert main(["runs", "--db", str(db), "--run", run_id]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in table[2:]] == ["1", "2", "3", "4", "5"]
+    page = (tmp_path / "page.html").read_text()
+    assert re.findall(r"<tr><td class='num'>(\d+)</td>", page)[:5] == ["1", "2", "3", "4", "5"]
+
+
+def _json_runs(db, capsys) -> str:
+    from atlascat.cli import main
+
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    return capsys.readouterr().out

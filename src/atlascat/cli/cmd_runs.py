@@ -59,6 +59,7 @@ def register(app: typer.Typer) -> None:
             store = next((st for st in stores if st.has_run(run_id)), stores[0])
             info = store.get_run(run_id)
             steps = store.steps(run_id)
+            steps["step"] = steps["step"] + 1  # users count steps from 1, as the progress lines
             from ..live.suite_run import is_suite_run, write_suite_report
 
             if html is not None and is_suite_run(info):
