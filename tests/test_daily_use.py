@@ -129,3 +129,22 @@ def _json_runs(db, capsys) -> str:
 
     assert main(["runs", "--db", str(db), "--json"]) == 0
     return capsys.readouterr().out
+
+
+def test_atlas_runs_gives_scores_in_percent_beside_the_percent_score(tmp_path, capsys):
+    """Observed and model-based accuracy are in percent, as the predicted score beside them."""
+    import json
+
+    from atlascat.cli import main
+
+    db = tmp_path / "r.sqlite"
+    assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5:3", "--db", str(db),
+                 "-q"]) == 0
+    capsys.readouterr()
+    rec = json.loads(_json_runs(db, capsys))[0]
+    assert main(["runs", "--db", str(db)]) == 0
+    head, row = capsys.readouterr().out.splitlines()[1:3]
+    cells = dict(zip(head.split(), row.split()))
+    assert cells["observed"] == f"{100 * rec['observed_accuracy']:.1f}%"
+    assert cells["model-based"] == f"{100 * rec['model_based_accuracy']:.1f}%"
+    assert cells["theta"] == f"{rec['theta']:.3f}"

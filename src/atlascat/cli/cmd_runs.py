@@ -112,6 +112,8 @@ def register(app: typer.Typer) -> None:
                                 for t in df["updated_at"]])
         df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
                                 "model-based"})
+        for col in ("observed", "model-based"):  # percent, as the leaderboard score beside them
+            df[col] = [f"{100 * v:.1f}%" if pd.notna(v) else None for v in df[col]]
         from ..live.report import describe_prediction
 
         df["leaderboard"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
@@ -120,4 +122,4 @@ def register(app: typer.Typer) -> None:
         cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
                 "observed", "model-based", "leaderboard", "stop_reason", "pending", "updated"]
         print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
-                    title=f"runs in {where}")
+                    title=f"runs in {where}", float_format="{:.3f}")
