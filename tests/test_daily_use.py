@@ -148,3 +148,46 @@ def test_atlas_runs_gives_scores_in_percent_beside_the_percent_score(tmp_path, c
     assert cells["observed"] == f"{100 * rec['observed_accuracy']:.1f}%"
     assert cells["model-based"] == f"{100 * rec['model_based_accuracy']:.1f}%"
     assert cells["theta"] == f"{rec['theta']:.3f}"
+
+
+def test_quiet_is_one_option_that_prints_only_the_essentials(tmp_path, capsys, shared_data):
+    """-q/--quiet is defined once (same help everywhere); with it no table is printed, only the
+    result lines (evaluate) or the files written (simulate)."""
+    import typer
+
+    from atlascat.cli import app, main
+    from atlascat.cli._common import QUIET_HELP
+
+    commands = typer.main.get_command(app).commands
+    for name in ("evaluate", "calibrate", "simulate", "benchmark", "build-bank"):
+        quiet = next(p for p in commands[name].params if p.name == "quiet")
+        assert set(quiet.opts) == {"-q", "--quiet"} and quiet.help == QUIET_HELP, name
+    assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5:3", "--db",
+                 str(tmp_path / "r.sqlite"), "-q"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("simulated(theta=0.5) on arc: theta = ")
+    assert not any("Live adaptive evaluation" in ln or ln.split()[:1] == ["run"] for ln in out)
+    assert [ln.split(":")[0].strip() for ln in out[1:]] == [
+        "predicted leaderboard score", "protocol", "accuracy", "report"]
+    matrix = shared_data / "openllm" / "tiny_arc.csv.gz"
+    assert main(["simulate", str(matrix), "--bank", "paper-arc", "--max-items", "5", "-o",
+                 str(tmp_path / "sim"), "-q"]) == 0
+    assert [ln.split()[0] for ln in capsys.readouterr().out.splitlines()] == ["wrote"]
+    assert main(["simulate", str(matrix), "--bank", "paper-arc", "--max-items", "5", "-o",
+                 str(tmp_path / "sim")]) == 0                  # without -q: the figure table
+    assert "examinees" in capsys.readouterr().out
+
+
+def test_warnings_go_to_stderr_only(tmp_path, capsys):
+    """A result's warning is printed on stderr, as every other warning and note, never stdout."""
+    assert main_ok(["evaluate", "--bank", "arc", "--subject", "simulate:-3", "--db",
+                    str(tmp_path / "r.sqlite"), "-q"])
+    got = capsys.readouterr()
+    assert "warning:" not in got.out
+    assert any(ln.startswith("warning: at or near chance") for ln in got.err.splitlines())
+
+
+def main_ok(argv) -> bool:
+    from atlascat.cli import main
+
+    return main(argv) == 0

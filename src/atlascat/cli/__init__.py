@@ -63,8 +63,9 @@ def main(argv=None) -> int:
         from click.exceptions import ClickException
 
     from .._blas import small_products
-    from ._common import one_line_warnings, print_error
+    from ._common import one_line_warnings, print_error, reset_quiet
 
+    reset_quiet()
     try:
         # one BLAS thread for small products (atlascat._blas); warnings as one line each
         with small_products(), one_line_warnings():

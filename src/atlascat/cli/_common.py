@@ -26,8 +26,38 @@ console.soft_wrap = not console.is_terminal
 err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
 
 __all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
+           "quiet_option", "is_quiet",
            "warn", "bank_option_help", "one_bank", "output_file", "output_dir",
            "load_bank", "load_responses", "json_safe"]
+
+
+#: what ``-q/--quiet`` means in every command that takes it (:func:`quiet_option`)
+QUIET_HELP = ("Only the essentials: the result lines and the files written; no tables, "
+              "per-item lines or progress bars. Warnings and errors still go to stderr.")
+_quiet = [False]
+
+
+def _set_quiet(value: bool) -> bool:
+    _quiet[0] = bool(value)
+    return value
+
+
+def quiet_option():
+    """The ``-q/--quiet`` option, one definition for every command: while it is on,
+    :func:`print_frame` prints no table and :func:`progress_bar` draws no bar."""
+    import typer
+
+    return typer.Option(False, "--quiet", "-q", help=QUIET_HELP, callback=_set_quiet)
+
+
+def is_quiet() -> bool:
+    """Whether this command runs with ``-q/--quiet``."""
+    return _quiet[0]
+
+
+def reset_quiet() -> None:
+    """Back to the default (each ``atlas`` call starts loud)."""
+    _quiet[0] = False
 
 
 def json_safe(obj):
@@ -55,8 +85,9 @@ def progress_bar(description: str, total: int | None):
 
     ``advance(0, total=k)`` resets the total, e.g. to the iteration an iterative fit stopped at
     (the bar then ends full at k instead of jumping to its cap). Off a terminal (stderr piped or
-    redirected) nothing is drawn: logs get no bar remnants, errors stay one line."""
-    if not err_console.is_terminal:
+    redirected) nothing is drawn: logs get no bar remnants, errors stay one line; nor with
+    ``-q/--quiet``."""
+    if not err_console.is_terminal or is_quiet():
         yield lambda n=1, total=None: None
         return
     with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -77,10 +108,14 @@ def _cell(value, float_format: str) -> str:
     return str(value)
 
 
-def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50):
+def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50,
+                result: bool = False):
     """Print a DataFrame. On a terminal: a rich table (cells fold, never cut; at most
     ``max_rows`` rows with a count of the rest). Piped or redirected: plain aligned text of every
-    row at full width, so no number or id is ever truncated."""
+    row at full width, so no number or id is ever truncated. With ``-q/--quiet`` only a table
+    that is the command's result (``result=True``) is printed."""
+    if is_quiet() and not result:
+        return
     if not console.is_terminal:
         import pandas as pd
 

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses, output_file,
-                      progress_bar)
+                      progress_bar, quiet_option, warn)
 
 
 def register(app: typer.Typer) -> None:
@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         device: str = typer.Option("cpu", "--device",
                                    help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
                                         "PyTorch or CuPy, the package's 'gpu' extra)."),
-        quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+        quiet: bool = quiet_option(),
     ):
         """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
 
@@ -126,7 +126,7 @@ def register(app: typer.Typer) -> None:
         if chosen:
             console.print(f"model {chosen['model'].upper()} ({chosen['source']}): {chosen['reason']}")
             for msg in chosen.get("warnings", []):
-                console.print(f"[yellow]warning:[/] {escape(msg)}")
+                warn(msg)
         if res.filter_report is not None:
             rep = res.filter_report
             console.print(f"filtering dropped {rep.n_items_before - rep.n_items_after} item(s) and "

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ._common import console, err_console, one_bank, print_frame
+from ._common import console, err_console, one_bank, print_frame, quiet_option, warn
 from ._live import (LiveDisplay, StopRequest, approximate_note, run_dirs, start_runs,
                     write_results)
 
@@ -85,7 +85,8 @@ HELP = {
 
 def format_result(row: dict) -> str:
     """The human summary of one finished run (plain text, no markup): the predicted score
-    first, then theta, the protocol, the accuracies and the report."""
+    first, then theta, the protocol, the accuracies and the report (its warning goes to stderr
+    with the others: :func:`_print`)."""
     from ..live.report import describe_method, describe_prediction
 
     lb = row.get("leaderboard") or {}
@@ -95,8 +96,6 @@ def format_result(row: dict) -> str:
              f"  predicted leaderboard score: {describe_prediction(lb)}"]
     if lb.get("design"):
         lines.append(f"  design: {lb['design']}, items drawn at random ({describe_method(lb)})")
-    if lb.get("warning"):
-        lines.append(f"  warning: {lb['warning']}")
     proto = row.get("protocol") or "approximate"
     lines.append(f"  protocol: {row['protocol_label']}")
     obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
@@ -212,7 +211,7 @@ def register(app: typer.Typer) -> None:
                                       help="Always ask; do not reuse stored answers."),
         report_dir: Optional[Path] = typer.Option(None, "--report-dir", help=HELP["report_dir"]),
         as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-item lines."),
+        quiet: bool = quiet_option(),
     ):
         """Measure models adaptively: the predicted leaderboard score (and theta +- SE) from a
         few dozen items.
@@ -420,3 +419,5 @@ def _print(rows: list[dict], as_json: bool) -> None:
     for r in rows:
         if r["status"] == "done":
             console.print(format_result(r), markup=False, highlight=False, soft_wrap=True)
+            if (r.get("leaderboard") or {}).get("warning"):
+                warn(r["leaderboard"]["warning"])
