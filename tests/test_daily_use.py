@@ -167,7 +167,7 @@ def test_quiet_is_one_option_that_prints_only_the_essentials(tmp_path, capsys, s
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("simulated(theta=0.5) on arc: theta = ")
     assert not any("Live adaptive evaluation" in ln or ln.split()[:1] == ["run"] for ln in out)
-    assert [ln.split(":")[0].strip() for ln in out[1:]] == [
+    assert [ln.split(":")[0].strip() for ln in out[1:] if "minimum" not in ln] == [
         "predicted leaderboard score", "protocol", "accuracy", "report"]
     matrix = shared_data / "openllm" / "tiny_arc.csv.gz"
     assert main(["simulate", str(matrix), "--bank", "paper-arc", "--max-items", "5", "-o",
@@ -191,3 +191,29 @@ def main_ok(argv) -> bool:
     from atlascat.cli import main
 
     return main(argv) == 0
+
+
+def test_a_test_held_to_the_banks_minimum_says_so_where_the_result_is(tmp_path, capsys,
+                                                                       shared_data):
+    """The quick start's --se-stop 0.2 on arc ends at the bank's 45-item minimum: the result
+    says that the minimum, not the SE, set the length, and how to change it."""
+    from atlascat.cli import main
+    from atlascat.cli._common import min_items_note
+
+    note = ("stopped at the bank's minimum of 45 items (the stop rule was met by then); "
+            "--min-items to change")
+    assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5:3", "--se-stop", "0.2",
+                 "--db", str(tmp_path / "r.sqlite"), "-q"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "(45 items" in out[0] and out[1].strip() == note
+    matrix = shared_data / "openllm" / "dense_arc.csv.gz"
+    assert main(["simulate", str(matrix), "--bank", "arc", "--se-stop", "0.2", "-o",
+                 str(tmp_path / "sim"), "-q"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(note.replace("stopped", "tests stopped")) and " of " in first
+    # a length rule, or a test that went on past the minimum, says nothing
+    assert min_items_note([45], ["max_items"], 45, False) is None
+    assert min_items_note([50], ["se"], 45, False) is None
+    assert min_items_note([10, 12], ["se", "se"], 10, True) == (
+        "1 of 2 tests stopped at the minimum of 10 items (the stop rule was met by then); "
+        "--min-items to change")

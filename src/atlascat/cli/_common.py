@@ -60,6 +60,26 @@ def reset_quiet() -> None:
     _quiet[0] = False
 
 
+#: stop reasons that end a test whatever its minimum length (the others wait for --min-items)
+LENGTH_STOPS = frozenset({"", "max_items", "budget", "fixed_length", "no_items", "error"})
+
+
+def min_items_note(n_items, stop_reasons, min_items: int, given: bool) -> str | None:
+    """What to say when tests stopped at their minimum length: a precision rule (--se-stop, the
+    score link's) fires only once ``min_items`` are asked, so a test that ends there with such a
+    reason was held to the minimum, and a smaller --se-stop looks inert. ``n_items`` and
+    ``stop_reasons``: one entry per test; ``given``: --min-items was on the command line (else
+    the bank's own minimum). None when no test stopped so."""
+    held = sum(int(n) == int(min_items) and str(r or "") not in LENGTH_STOPS
+               for n, r in zip(n_items, stop_reasons))
+    if not held:
+        return None
+    whose = "the minimum" if given else "the bank's minimum"
+    who = "stopped" if len(n_items) == 1 else f"{held} of {len(n_items)} tests stopped"
+    return (f"{who} at {whose} of {int(min_items)} items (the stop rule was met by then); "
+            "--min-items to change")
+
+
 def json_safe(obj):
     """Strict-JSON copy (non-finite floats -> null); see :func:`atlascat.validation.json_safe`."""
     from ..validation import json_safe as _safe
