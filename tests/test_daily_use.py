@@ -217,3 +217,35 @@ def test_a_test_held_to_the_banks_minimum_says_so_where_the_result_is(tmp_path, 
     assert min_items_note([10, 12], ["se", "se"], 10, True) == (
         "1 of 2 tests stopped at the minimum of 10 items (the stop rule was met by then); "
         "--min-items to change")
+
+
+def _kv(page: str) -> dict:
+    import html
+    import re
+
+    return {k: html.unescape(v) for k, v in re.findall(r"<tr><td>([^<]+)</td><td>(.*?)</td>",
+                                                       page)}
+
+
+def test_the_html_protocol_rows_say_what_was_done(tmp_path, capsys):
+    """A simulated run (one bank, and a suite) sent no request: its page says so and names how
+    the items are asked (shots, log-likelihood), never a chat endpoint or a zero-shot prompt."""
+    import json
+    from pathlib import Path
+
+    from atlascat.cli import main
+
+    pages = {}
+    for name, what in (("one", ["--bank", "arc"]), ("suite", ["--suite", "openllm-v1",
+                                                              "--max-items", "12"])):
+        assert main(["evaluate", *what, "--subject", "simulate:0.5:3", "-o",
+                     str(tmp_path / name), "-q"]) == 0
+        row = json.loads((tmp_path / name / "results.json").read_text())[0]
+        pages[name] = Path(row["report"]).read_text()
+    capsys.readouterr()
+    for name, page in pages.items():
+        kv = _kv(page)
+        assert kv["endpoint kind"].startswith("none: simulated"), name
+        assert "arc: 25-shot, log-likelihood (acc_norm)" in kv["requests"], name
+        assert "prompt" not in kv and "zero-shot" not in page and "chat" not in page, name
+    assert "gsm8k: 5-shot, generation (gsm8k_exact)" in _kv(pages["suite"])["requests"]

@@ -39,6 +39,9 @@ def _version(value: bool):
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Show the version and exit.")):
     """ATLAS command line."""
+    from ._common import reset_quiet
+
+    reset_quiet()  # every command starts loud; its own -q/--quiet turns quiet on
 
 
 def _register_commands() -> None:
@@ -63,9 +66,8 @@ def main(argv=None) -> int:
         from click.exceptions import ClickException
 
     from .._blas import small_products
-    from ._common import one_line_warnings, print_error, reset_quiet
+    from ._common import one_line_warnings, print_error
 
-    reset_quiet()
     try:
         # one BLAS thread for small products (atlascat._blas); warnings as one line each
         with small_products(), one_line_warnings():
