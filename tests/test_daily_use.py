@@ -273,3 +273,20 @@ def test_the_arena_example_runs_on_the_bundled_battles(tmp_path, capsys):
     assert "next 10 pairs" in capsys.readouterr().out
     (tmp_path / "arena-demo").write_text("model_a,model_b,winner\nx,y,a\ny,x,a\n")  # a file wins
     assert resolve_battles(tmp_path / "arena-demo") == tmp_path / "arena-demo"
+
+
+def test_pattern_frequencies_count_people_not_rows(tmp_path, capsys, shared_data):
+    """LSAT7 is 32 response patterns of 1,000 people: calibrate and score say both."""
+    from atlascat.cli import main
+
+    lsat7 = str(shared_data / "classic" / "lsat7_patterns.csv")
+    bank = str(tmp_path / "b.csv")
+    assert main(["calibrate", lsat7, "--freq-column", "freq", "--model", "2pl", "--prior-a",
+                 "none", "-o", bank]) == 0
+    assert " on 1000 subjects (32 response patterns): " in capsys.readouterr().out
+    assert main(["score", lsat7, "--bank", bank, "--freq-column", "freq"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(
+        "1000 subjects (32 response patterns), median SE ")
+    matrix = str(shared_data / "openllm" / "tiny_truthfulqa.csv.gz")   # no frequencies: rows
+    assert main(["calibrate", matrix, "--model", "2pl", "-o", bank, "-q"]) == 0
+    assert " on 4635 subjects: " in capsys.readouterr().out

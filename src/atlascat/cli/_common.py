@@ -80,6 +80,18 @@ def min_items_note(n_items, stop_reasons, min_items: int, given: bool) -> str | 
             "--min-items to change")
 
 
+def subjects_text(n_rows: int, weights=None) -> str:
+    """How many subjects rows stand for: ``"32 subjects"``, or with pattern frequencies
+    (``--freq-column``) ``"1000 subjects (32 response patterns)"``."""
+    if weights is None:
+        return f"{n_rows} subjects"
+    import numpy as np
+
+    total = float(np.sum(weights))
+    people = f"{int(total)}" if total == int(total) else f"{total:g}"
+    return f"{people} subjects ({n_rows} response patterns)"
+
+
 def json_safe(obj):
     """Strict-JSON copy (non-finite floats -> null); see :func:`atlascat.validation.json_safe`."""
     from ..validation import json_safe as _safe
