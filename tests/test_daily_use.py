@@ -290,3 +290,21 @@ def test_pattern_frequencies_count_people_not_rows(tmp_path, capsys, shared_data
     matrix = str(shared_data / "openllm" / "tiny_truthfulqa.csv.gz")   # no frequencies: rows
     assert main(["calibrate", matrix, "--model", "2pl", "-o", bank, "-q"]) == 0
     assert " on 4635 subjects: " in capsys.readouterr().out
+
+
+def test_scores_are_read_by_header_names(tmp_path):
+    """build-bank --scores: the columns are found by name (any order), never by position."""
+    import pandas as pd
+
+    from atlascat.bankdir import read_scores
+    from atlascat.errors import ConfigError
+
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"score": [60.0, 40.0], "note": ["x", "y"], "model": ["m1", "m2"]}).to_csv(
+        path, index=False)
+    assert read_scores(path, ["m1", "m2"]).to_dict() == {"m1": 0.6, "m2": 0.4}
+    pd.DataFrame({"name": ["m1", "m2"], "value": [0.6, 0.4]}).to_csv(path, index=False)
+    with pytest.raises(ConfigError, match=r"has columns name, value; it needs a model column "
+                                          r"\(model, subject_id, name or Model_Name\) and a "
+                                          r"'score' column"):
+        read_scores(path, ["m1", "m2"])

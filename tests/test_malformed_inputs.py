@@ -127,6 +127,9 @@ def ws(tmp_path_factory):
         d / "scores_falling.csv", index=False)
     pd.DataFrame({"model": resp["model"], "score": 0.5}).to_csv(d / "scores_same.csv",
                                                                 index=False)
+    pd.DataFrame({"name": resp["model"], "value": 0.5}).to_csv(d / "scores_name_value.csv",
+                                                               index=False)
+    pd.DataFrame({"score": [0.5, 0.6]}).to_csv(d / "scores_no_model.csv", index=False)
     return d
 
 
@@ -286,6 +289,8 @@ CLI_CASES = [
     ("build-bank-scores-unknown", "build-bank {d}/resp.csv --scores {d}/scores_unknown.csv -o {d}/bb", ["--scores", "'zz'", "not in the results"]),
     ("build-bank-scores-falling", "build-bank {d}/resp.csv --scores {d}/scores_falling.csv -o {d}/bb", ["--scores", "do not rise", "correlation -1.00", "error rate"]),
     ("build-bank-scores-same", "build-bank {d}/resp.csv --scores {d}/scores_same.csv -o {d}/bb", ["--scores", "same score"]),
+    ("build-bank-scores-name-value", "build-bank {d}/resp.csv --scores {d}/scores_name_value.csv -o {d}/bb", ["--scores", "columns name, value", "'score' column", "model,score"]),
+    ("build-bank-scores-no-model", "build-bank {d}/resp.csv --scores {d}/scores_no_model.csv -o {d}/bb", ["--scores", "model column"]),
     ("build-bank-too-few-models", "build-bank {d}/resp10.csv -o {d}/bb", ["10 model(s)", "at least 20"]),
     ("build-bank-metric-on-matrix", "build-bank {d}/resp.csv --metric acc -o {d}/bb", ["--metric", "response matrix"]),
     ("build-bank-output-is-file", "build-bank {d}/resp.csv -o {d}/afile", ["afile", "existing file"]),
