@@ -308,3 +308,14 @@ def test_scores_are_read_by_header_names(tmp_path):
                                           r"\(model, subject_id, name or Model_Name\) and a "
                                           r"'score' column"):
         read_scores(path, ["m1", "m2"])
+
+
+def test_the_old_model_flag_of_evaluate_hints_at_llm():
+    """`atlas evaluate --model X` (X an LLM) in a shell: one line, exit 2, `did you mean --llm X?`"""
+    run = subprocess.run([sys.executable, "-m", "atlascat", "evaluate", "--bank", "arc",
+                          "--subject", "simulate:0", "--model=my-org/my-model"],
+                         capture_output=True, text=True, timeout=HANG_S)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.strip().splitlines() == [
+        "error: atlas evaluate has no --model (that is the IRT model); did you mean "
+        "--llm my-org/my-model?"]

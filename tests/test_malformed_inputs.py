@@ -279,6 +279,8 @@ CLI_CASES = [
     ("evaluate-subject-kind", "evaluate --bank arc --subject nope:x --db {d}/r.sqlite", ["'nope:x'"]),
     ("evaluate-db-dir", "evaluate --bank arc --subject simulate:0.5 --db {d}/adir", ["adir", "directory"]),
     ("evaluate-se-stop-nan", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --se-stop nan", ["--se-stop"]),
+    ("evaluate-old-model-flag", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --model meta-llama/Llama-3-8B", ["has no --model", "did you mean --llm meta-llama/Llama-3-8B?"]),
+    ("evaluate-model-flag-irt-name", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --model 3pl", ["has no --model", "the bank's", "--llm"]),
     ("runs-missing-db", "runs --db {d}/nosuch.sqlite", ["nosuch.sqlite"]),
     ("runs-db-not-sqlite", "runs --db {d}/afile", ["afile"]),
     ("runs-db-dir", "runs --db {d}/adir", ["adir", "directory"]),
