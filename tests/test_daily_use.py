@@ -319,3 +319,21 @@ def test_the_old_model_flag_of_evaluate_hints_at_llm():
     assert run.stderr.strip().splitlines() == [
         "error: atlas evaluate has no --model (that is the IRT model); did you mean "
         "--llm my-org/my-model?"]
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "abc"])
+def test_mock_server_on_an_impossible_port_is_one_line(port, capsys):
+    """`python -m atlascat.live.mockserver --port 70000`: one line, exit 2, no traceback."""
+    from atlascat.errors import ConfigError
+
+    assert mockserver_main(["--port", port]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1 and port in err
+    if port == "70000":
+        with pytest.raises(ConfigError, match="--port 70000 is not a TCP port"):
+            MockOpenAIServer(None, port=70000)
+        run = subprocess.run([sys.executable, "-m", "atlascat.live.mockserver", "--port", port],
+                             capture_output=True, text=True, timeout=HANG_S)
+        assert run.returncode == 2 and "Traceback" not in run.stderr
+        assert run.stderr.strip().splitlines() == [
+            "error: --port 70000 is not a TCP port: give 1-65535 (0: any free port)"]
