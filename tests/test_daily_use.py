@@ -337,3 +337,32 @@ def test_mock_server_on_an_impossible_port_is_one_line(port, capsys):
         assert run.returncode == 2 and "Traceback" not in run.stderr
         assert run.stderr.strip().splitlines() == [
             "error: --port 70000 is not a TCP port: give 1-65535 (0: any free port)"]
+
+
+def _help_at_80(command: list) -> list:
+    import os
+
+    from pathlib import Path
+
+    atlas = Path(sys.executable).parent / "atlas"   # the console script a user runs
+    run = subprocess.run([str(atlas), *command, "--help"], capture_output=True, text=True,
+                         timeout=HANG_S, env={**os.environ, "COLUMNS": "80"})
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
+@pytest.mark.parametrize("command,most_lines", [(["evaluate"], 130), (["simulate"], 90)])
+def test_help_is_readable_at_80_columns(command, most_lines):
+    """`atlas evaluate --help` at 80 columns: 209 lines with a 25-character description column
+    (rich panels); now about 120 lines, every option's help in a column >= 40 characters wide,
+    no line past 80, the usage line first."""
+    import re
+
+    lines = _help_at_80(command)
+    assert len(lines) <= most_lines and max(map(len, lines)) <= 80
+    assert lines[0] == f"Usage: atlas {' '.join(command)} [OPTIONS]" + (
+        " [RESPONSES]..." if command == ["simulate"] else "")
+    starts = [m.start(2) for ln in lines if (m := re.match(r"^  (-\S.*?\S)  +(\S)", ln))]
+    column = max(set(starts), key=starts.count)
+    assert 80 - column >= 40, column
+    assert not any("list[" in ln or "│" in ln for ln in lines)

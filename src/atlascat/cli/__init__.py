@@ -16,9 +16,7 @@ import typer
 from .._version import __version__
 from ..errors import AtlasError
 from ._common import console, err_console
-from ._help import fix_help_format
-
-fix_help_format()  # literal help texts, <str> not <list[str]>, no {ARG} (cli/_help.py)
+from ._help import use_atlas_help
 
 app = typer.Typer(
     name="atlas",
@@ -26,6 +24,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: readable at 80 columns (cli/_help.py)
 )
 
 
@@ -51,6 +50,7 @@ def _register_commands() -> None:
 
 
 _register_commands()
+use_atlas_help(app)
 
 
 def main(argv=None) -> int:

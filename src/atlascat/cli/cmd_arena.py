@@ -8,7 +8,7 @@ import typer
 
 from ._common import console, json_safe, output_file, print_frame
 
-arena_app = typer.Typer(help="Paired comparisons (arena battles): Bradley-Terry ratings with ties, "
+arena_app = typer.Typer(rich_markup_mode=None, help="Paired comparisons (arena battles): Bradley-Terry ratings with ties, "
                              "adaptive matchmaking.", no_args_is_help=True)
 
 
