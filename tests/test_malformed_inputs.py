@@ -269,6 +269,8 @@ CLI_CASES = [
     ("report-output-under-file", "report {d}/adir -o {d}/afile/r.html", ["afile", "not a directory"]),
     ("arena-fit-dir", "arena fit {d}/adir", ["adir", "directory"]),
     ("arena-fit-missing", "arena fit {d}/nosuch.csv", ["nosuch.csv", "does not exist"]),
+    ("arena-fit-unknown-name", "arena fit arena-dem", ["arena-dem", "does not exist"]),
+    ("compare-models-no-store", "compare-models 0123456789ab ba9876543210", ["does not exist", "no run was written elsewhere", "--db"]),
     # evaluate / runs (live-runner's commands, through the same error path)
     ("evaluate-bank-nonutf8", "evaluate --bank {d}/nonutf8_bank.csv --subject simulate:0.5 --db {d}/r.sqlite", ["nonutf8_bank.csv", "UTF-8"]),
     ("evaluate-bank-dir", "evaluate --bank {d}/adir --subject simulate:0.5 --db {d}/r.sqlite", ["adir", "directory"]),
