@@ -1,5 +1,5 @@
 """Paired comparison of two models: the difference of their predicted scores with a 95%
-interval (issue 18; measured in ``benchmarks/bench_paired.py``, ``docs/leaderboard.md``).
+interval (measured in ``benchmarks/bench_paired.py``: ``benchmarks/results/paired.md``).
 
 Each prediction carries a 95% interval from its score link; its sd is taken as
 (hi - lo) / (2 x 1.96). The difference d = score_a - score_b has
