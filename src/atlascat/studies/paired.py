@@ -28,7 +28,7 @@ from ..scorelink.settings import Z95
 __all__ = ["difference_interval", "paired_difference", "excess_agreement", "PAIR_SCALE", "Z95"]
 
 #: per benchmark, the factor on the combined sd that covers 95% of the calibration pairs
-#: (``python benchmarks/bench_paired.py``, seed 0, adaptive test; see docs/leaderboard.md);
+#: (``python benchmarks/bench_paired.py``, seed 0, adaptive test; benchmarks/results/paired.md);
 #: 1.0 for a bank not listed (the plain combination, which covers more than 95%). ``average``:
 #: a suite's average (openllm-v1, 150 items), fitted to cover 95% of every pair of held-out
 #: models (whole population) of two tuning splits, seeds 2 and 3
