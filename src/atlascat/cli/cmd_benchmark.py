@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ._common import (RESPONSES_HELP, console, err_console, escape, load_responses, output_dir,
-                      output_file, print_text)
+                      output_file, print_text, is_quiet, quiet_option)
 
 
 def parse_floats(text: str, what: str) -> tuple[float, ...]:
@@ -26,7 +26,7 @@ def stage_progress(stages: list[str], title: str = "benchmark"):
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn)
 
-    if not err_console.is_terminal:  # no bar remnants in logs (see _common.progress_bar)
+    if not err_console.is_terminal or is_quiet():  # no bar remnants in logs, nor with -q
         yield lambda stage: None
         return
 
@@ -87,6 +87,7 @@ def benchmark_command(
                                        "[default: information]."),
     name: str = typer.Option(None, "--name", help="Run name [default: the file stem]."),
     report: Path = typer.Option(None, "--report", help="Also write the HTML report to this file."),
+    quiet: bool = quiet_option(),
 ):
     """Split, calibrate on the train models, run ATLAS CAT and the baselines on the test
     models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
@@ -114,7 +115,7 @@ def benchmark_command(
         run = run_benchmark(rm, config, name=name, progress=done)
     run.info["source"] = str(responses)
     run.write(out)
-    _show(run, name, out)
+    _show(run, name, out, quiet)
     if report:
         from ..studies.report import write_report
 
@@ -125,10 +126,12 @@ def register(app: typer.Typer) -> None:
     app.command("benchmark")(benchmark_command)
 
 
-def _show(run, name: str, out: Path) -> None:
-    """The tables, the model chosen by BIC, the CAT's SE factors and where the run went."""
-    print_tables(run.summary, f"{name}: {run.info['n_test']} test models, "
-                              f"{run.info['n_bank_items']} bank items")
+def _show(run, name: str, out: Path, quiet: bool) -> None:
+    """The tables (unless quiet), the model chosen by BIC, the CAT's SE factors and where the
+    run went."""
+    if not quiet:
+        print_tables(run.summary, f"{name}: {run.info['n_test']} test models, "
+                                  f"{run.info['n_bank_items']} bank items")
     sel = run.info.get("calibration", {}).get("model_selection")
     if sel:
         bics = ", ".join(f"{r['model']} {r['bic']:.0f}" for r in sel["candidates"])

@@ -9,7 +9,7 @@ import typer
 
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses, output_file,
-                      progress_bar)
+                      progress_bar, quiet_option, subjects_text, warn)
 
 
 def calibrate_command(
@@ -59,7 +59,7 @@ def calibrate_command(
     device: str = typer.Option("cpu", "--device",
                                help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
                                     "PyTorch or CuPy, the package's 'gpu' extra)."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    quiet: bool = quiet_option(),
 ):
     """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
 
@@ -88,7 +88,7 @@ def calibrate_command(
         summary.write_text(json.dumps(json_safe(info), indent=2, default=_jsonable))
     if scores is not None:
         _write_scores(res, scores)
-    _report(res, link)
+    _report(res, rm, link)
     console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
 
 
@@ -115,7 +115,7 @@ def _write_scores(res, path: Path) -> None:
     df.to_csv(path, index=False, float_format="%.10g")
 
 
-def _report(res, link: str) -> None:
+def _report(res, rm, link: str) -> None:
     """The fit in a few lines: items, subjects, log-likelihood, iterations, the model chosen
     and why, the identification warnings, filtering, a Rasch fit's scale, the partitions."""
     import numpy as np
@@ -123,14 +123,14 @@ def _report(res, link: str) -> None:
     status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
     console.print(
         f"calibrated [bold]{len(res.bank)}[/] items ({res.model.upper()}) on "
-        f"{len(res.subject_ids)} subjects: log-likelihood {res.loglik:.3f}, "
+        f"{_subjects(rm, res.subject_ids)}: log-likelihood {res.loglik:.3f}, "
         f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s"
     )
     chosen = res.settings.get("defaults") if res.settings else None
     if chosen:
         console.print(f"model {chosen['model'].upper()} ({chosen['source']}): {chosen['reason']}")
         for msg in chosen.get("warnings", []):
-            console.print(f"[yellow]warning:[/] {escape(msg)}")
+            warn(msg)
     if res.filter_report is not None:
         rep = res.filter_report
         console.print(f"filtering dropped {rep.n_items_before - rep.n_items_after} item(s) and "
@@ -142,6 +142,16 @@ def _report(res, link: str) -> None:
         As = np.array([lk["A"] for lk in res.linking])
         console.print(f"{len(res.linking)} partitions linked by {link}: A in "
                       f"[{As.min():.3f}, {As.max():.3f}]")
+
+
+def _subjects(rm, kept) -> str:
+    """The subjects the fit used (after filtering), counted in people when rows are patterns."""
+    if rm.weights is None:
+        return subjects_text(len(kept))
+    import pandas as pd
+
+    freq = pd.Series(rm.weights, index=[str(s) for s in rm.subject_ids])
+    return subjects_text(len(kept), freq.loc[[str(s) for s in kept]].to_numpy())
 
 
 def _fit(cal, rm, quiet: bool, partition_size, max_iter: int):

@@ -8,7 +8,7 @@ import typer
 
 from ..irt.defaults import QUADPTS, THETA_RANGE
 from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
-                      load_responses, output_file, print_frame)
+                      load_responses, output_file, print_frame, subjects_text)
 
 METHODS = ("eap", "wle", "map", "ml")
 
@@ -81,7 +81,7 @@ def score_command(
         df = _with_reconstruction(df, rm, bk, reconstruct, lam)
     if ref.kind == "dir":  # a bank folder: its predicted score with the 95% interval
         df = _with_folder_prediction(df, ref.folder(), rm, bk)
-    _show(df, output, method.lower(), len(bk))
+    _show(df, output, method.lower(), len(bk), rm.weights)
 
 
 def register(app: typer.Typer) -> None:
@@ -153,7 +153,7 @@ def _with_reconstruction(df, rm, bk, reconstruct: str, lam):
     return df
 
 
-def _show(df, output, method: str, n_bank_items: int) -> None:
+def _show(df, output, method: str, n_bank_items: int, weights) -> None:
     """Write the scores (or print them), then the count and the median SE."""
     import numpy as np
 
@@ -168,6 +168,6 @@ def _show(df, output, method: str, n_bank_items: int) -> None:
         print_frame(df, title=f"theta by {method.upper()} ({n_bank_items} bank items)")
     finite = np.isfinite(df["se"].to_numpy(float))
     med = f"{np.median(df['se'][finite]):.4f}" if finite.any() else "n/a"
-    console.print(f"{len(df)} subjects, median SE {med}"
+    console.print(f"{subjects_text(len(df), weights)}, median SE {med}"
                   + (f", {int((~finite).sum())} non-finite (ML, or no items)"
                      if (~finite).any() else ""))
