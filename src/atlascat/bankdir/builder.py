@@ -283,9 +283,7 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
     at random, the floor a weaker model's interval reaches down to. A known benchmark's
     (:data:`atlascat.scorelink.settings.CHANCE`); from sample logs the mean over items of
     1 / options (0 for a generated answer); from a matrix 0, the lowest score its results
-    cannot exclude. (The lowest source score, the default before, kept the interval of a model
-    weaker than every source model above its score: coverage 0 in docs/your_benchmark.md's
-    "weaker" check.)"""
+    cannot exclude."""
     from ..scorelink.settings import CHANCE
 
     known = CHANCE.get(str(benchmark).lower())
@@ -398,7 +396,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     from ..predict import BenchmarkPredictor
 
     # the benchmark predictor: every item of the results (dropped ones too), for models unlike
-    # the source models (docs/your_benchmark.md, "Study"); a benchmark no longer than the
+    # the source models (docs/your_benchmark.md); a benchmark no longer than the
     # budget is simply asked in full
     predictor, pitems = None, None
     if rm.n_items > budget:

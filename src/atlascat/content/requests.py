@@ -2,7 +2,7 @@
 
 The shipped banks were calibrated on Open LLM Leaderboard v1 answers, produced by
 lm-evaluation-harness at commit ``b281b09`` with few-shot prompts and log-likelihood scoring
-(``docs/live.md``, section "Leaderboard protocol"; the reference is
+(``docs/protocol.md``; the reference is
 ``../shared/protocol/openllm_v1.md``). An item is measured on the bank's scale only if it is
 asked the same way, so a live run sends the harness's requests:
 
