@@ -95,20 +95,26 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     return ResponseMatrix.read(path, on_empty="drop"), None, [str(path)]
 
 
+#: the model column of a --scores file, by name (the first present)
+SCORE_MODEL_COLUMNS = ("model", "subject_id", "name", "Model_Name")
+
+
 def read_scores(path, models: Sequence[str]) -> pd.Series:
     """Published scores (0-1) from a CSV with a model column and a score column.
 
-    Columns: the first of model / subject_id / name / Model_Name, and ``score`` (else the
-    second column). Percentages (any value above 1) are divided by 100. A model the results do
-    not hold is an error (a misspelt name would silently lose a source model)."""
+    Columns, read by their header names: the model (the first of :data:`SCORE_MODEL_COLUMNS`)
+    and ``score``; a file without them is an error that names the columns expected.
+    Percentages (any value above 1) are divided by 100. A model the results do not hold is an
+    error (a misspelt name would silently lose a source model)."""
     from ..validation import read_frame
 
     df = read_frame(path, what="scores file", option="--scores")
-    id_col = next((c for c in ("model", "subject_id", "name", "Model_Name") if c in df.columns),
-                  df.columns[0])
-    sc_col = "score" if "score" in df.columns else (df.columns[1] if df.shape[1] > 1 else None)
-    if sc_col is None or sc_col == id_col:
-        raise ConfigError(f"--scores {str(path)!r} needs two columns: model, score")
+    id_col = next((c for c in SCORE_MODEL_COLUMNS if c in df.columns), None)
+    if id_col is None or "score" not in df.columns:
+        raise ConfigError(f"--scores {str(path)!r} has columns {', '.join(map(str, df.columns))}; "
+                          "it needs a model column (model, subject_id, name or Model_Name) and "
+                          "a 'score' column, e.g. the header model,score")
+    sc_col = "score"
     s = pd.to_numeric(df[sc_col], errors="coerce")
     s.index = df[id_col].astype(str)
     if s.isna().any():
