@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses, output_file,
                       progress_bar, quiet_option, subjects_text, warn)
 
@@ -16,17 +17,18 @@ def register(app: typer.Typer) -> None:
     def calibrate_cmd(
         responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
         output: Path = typer.Option(..., "-o", "--output", help="Bank file to write (.csv or .parquet)."),
-        model: str = typer.Option("auto", "--model",
+        model: str = typer.Option(AUTO, "--model",
                                   help="IRT model: auto, rasch, 1pl, 2pl, 3pl or 4pl; auto is chosen "
                                        "from the number of subjects (2PL < 500, 3PL < 1000, else "
                                        "4PL)."),
-        quadpts: int = typer.Option(61, "--quadpts", help="Quadrature nodes on [-6, 6]."),
-        prior_c: str = typer.Option("auto", "--prior-c",
+        quadpts: int = typer.Option(QUADPTS, "--quadpts",
+                                    help=f"Quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}]."),
+        prior_c: str = typer.Option(AUTO, "--prior-c",
                                     help="Prior on c: auto (the default for the model and data size), "
                                          "none, or e.g. 'beta(5,17)', 'logitnorm(-1.4,1)'."),
-        prior_a: str = typer.Option("auto", "--prior-a",
+        prior_a: str = typer.Option(AUTO, "--prior-a",
                                     help="Prior on a: auto, none, or e.g. 'lognorm(0,0.5)', 'norm(1,1)'."),
-        prior_u: str = typer.Option("auto", "--prior-u",
+        prior_u: str = typer.Option(AUTO, "--prior-u",
                                     help="Prior on the 4PL's upper asymptote u: auto (the 4PL's "
                                          "default), none, or e.g. 'beta(17,5)'."),
         mirt_defaults: bool = typer.Option(False, "--mirt-defaults",
@@ -34,14 +36,14 @@ def register(app: typer.Typer) -> None:
         partition_size: Optional[int] = typer.Option(None, "--partition-size",
                                                      help="Calibrate random partitions of at least N "
                                                           "items and link them (joint when absent)."),
-        link: str = typer.Option("mean-sigma", "--link",
+        link: str = typer.Option(LINK, "--link",
                                  help="Partition linking: mean-sigma | mean-mean."),
         filter_: Optional[bool] = typer.Option(None, "--filter/--no-filter", show_default=False,
                                                help="Psychometric item/subject filtering before "
                                                     "calibrating [default: as atlascat.calibrate]."),
-        max_iter: int = typer.Option(1000, "--max-iter", help="EM iteration cap."),
-        tol: float = typer.Option(1e-4, "--tol", help="Stop when the largest parameter change < TOL."),
-        convergence: str = typer.Option("params", "--convergence",
+        max_iter: int = typer.Option(MAX_ITER, "--max-iter", help="EM iteration cap."),
+        tol: float = typer.Option(TOL, "--tol", help="Stop when the largest parameter change < TOL."),
+        convergence: str = typer.Option(CONVERGENCE, "--convergence",
                                         help="params (mirt's rule on parameters) | icc (largest "
                                              "change of any item curve)."),
         seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment)."),
@@ -71,7 +73,7 @@ def register(app: typer.Typer) -> None:
 
         from ..errors import ConfigError
         from ..irt.bank import ItemBank
-        from ..irt.calibrate import Calibrator
+        from ._options import calibrator
 
         if fmt not in ("ours", "mirt"):
             raise ConfigError(f"--format must be 'ours' or 'mirt', not {fmt!r}")
@@ -80,12 +82,11 @@ def register(app: typer.Typer) -> None:
         output_file(output)
         output_file(summary, "--summary")
         output_file(scores, "--scores")
-        lib_opts = {} if filter_ is None else {"filter": filter_}  # library default otherwise
-        cal = Calibrator(model.lower(), quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
-                         prior_u=prior_u, max_iter=max_iter, tol=tol, partition_size=partition_size, link=link,
-                         dtype=dtype, random_state=seed, convergence=convergence,
-                         mirt_defaults=mirt_defaults, device=device, **lib_opts)
-        cal._check_settings()  # fail on bad settings before reading more or starting the bar
+        cal = calibrator(model=model, quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
+                         prior_u=prior_u, max_iter=max_iter, tol=tol,
+                         partition_size=partition_size, link=link, dtype=dtype,
+                         random_state=seed, convergence=convergence,
+                         mirt_defaults=mirt_defaults, device=device, filter_=filter_)
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
                             on_empty="drop" if drop_empty else "error")
         import warnings

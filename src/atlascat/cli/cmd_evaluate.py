@@ -280,8 +280,7 @@ def _start(o: _Options, limiter):
     from ..live.evaluation import BankRef, Evaluation, choose_design, design_bank
     from ..live.runner import subject_protocol
     from ..live.subjects import subject_from_spec
-    from ._common import predictor_only, with_link_stops
-    from ._options import cat_config
+    from ._options import cat_config, predictor_only, with_link_stops
 
     prompt = o.prompt()
     ref = BankRef.from_option(o.bank)

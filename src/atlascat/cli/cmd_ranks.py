@@ -51,9 +51,10 @@ def register(app: typer.Typer) -> None:
                 df.insert(0, "subject_id", df.index.astype(str))
         else:
             from ..irt.ability import estimate_ability
-            from ._common import align_items, load_bank, load_responses
+            from ..catalogue import BankRef
+            from ._common import align_items, load_responses
 
-            bk = load_bank(bank, normalize_ids)
+            bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
             rm, bk = align_items(load_responses(data, normalize_ids=normalize_ids), bk, "ignore")
             df = estimate_ability(rm, bk, method.lower())
             y = rm.aligned_values(bk.item_ids)

@@ -6,27 +6,27 @@ from pathlib import Path
 
 import typer
 
+from ..irt.defaults import QUADPTS, THETA_RANGE
 from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
-                      load_bank, load_responses, output_file, print_frame, subjects_text)
+                      load_responses, output_file, print_frame, subjects_text)
 
 METHODS = ("eap", "wle", "map", "ml")
 
 
-def _with_folder_prediction(df, bank_dir, rm, bk):
+def _with_folder_prediction(df, folder, rm, bk):
     """``df`` with a bank folder's predicted score columns (``leaderboard_accuracy``, ``_lo``,
     ``_hi``, ...) from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`)."""
     import numpy as np
     import pandas as pd
 
-    from ..bankdir import load_bank_dir, predict_scores
+    from ..bankdir import predict_scores
 
     y = rm.aligned_values(bk.item_ids)
     r, c = np.nonzero(np.isfinite(y))
     administered = pd.DataFrame({"subject_id": np.asarray(rm.subject_ids, dtype=object)[r],
                                  "item_id": np.asarray(bk.item_ids, dtype=object)[c],
                                  "score": y[r, c]})
-    pred = predict_scores(load_bank_dir(bank_dir), df[["subject_id", "theta", "se"]],
-                          administered)
+    pred = predict_scores(folder, df[["subject_id", "theta", "se"]], administered)
     return pd.concat([df.reset_index(drop=True), pred], axis=1)
 
 
@@ -44,7 +44,9 @@ def register(app: typer.Typer) -> None:
                                            help="Strip R's 'X' prefix from item ids (X514 -> 514)."),
         prior_mean: float = typer.Option(0.0, "--prior-mean", help="EAP/MAP normal prior mean."),
         prior_sd: float = typer.Option(1.0, "--prior-sd", help="EAP/MAP normal prior SD (> 0)."),
-        quadpts: int = typer.Option(61, "--quadpts", help="EAP quadrature nodes on [-6, 6]."),
+        quadpts: int = typer.Option(QUADPTS, "--quadpts",
+                                    help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, "
+                                         f"{THETA_RANGE[1]:g}]."),
         reconstruct: str = typer.Option("none", "--reconstruct",
                                         help="none, pirt or gpirt: add reconstructed accuracy."),
         lam: float = typer.Option(None, "--lambda", help="gp-IRT weight in [0, 1]."),
@@ -88,7 +90,10 @@ def register(app: typer.Typer) -> None:
         if lam is not None and not 0.0 <= check_finite(lam, "--lambda") <= 1.0:
             raise ConfigError(f"--lambda must be in [0, 1], got {lam}")
         output = output_file(output)
-        bk = load_bank(bank, normalize_ids)
+        from ..catalogue import BankRef
+
+        ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
+        bk = ref.load()
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
         rm, bk = align_items(rm, bk, extra_items)
         df = estimate_ability(rm, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
@@ -117,10 +122,8 @@ def register(app: typer.Typer) -> None:
             df["accuracy_pirt"] = rec["accuracy_pirt"].to_numpy()
             if reconstruct == "gpirt":
                 df["accuracy_gpirt"] = rec["accuracy_gpirt"].to_numpy()
-        from ..bankdir import is_bank_dir
-
-        if is_bank_dir(bank):  # a bank folder: its predicted score with the 95% interval
-            df = _with_folder_prediction(df, bank, rm, bk)
+        if ref.kind == "dir":  # a bank folder: its predicted score with the 95% interval
+            df = _with_folder_prediction(df, ref.folder(), rm, bk)
         if output is not None:
             from ..validation import write_guard
 

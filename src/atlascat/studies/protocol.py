@@ -57,6 +57,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ..irt.defaults import QUADPTS, THETA_RANGE
 from .._version import __version__
 from ..errors import AtlasError, ConfigError
 from ..irt.bank import ItemBank
@@ -122,8 +123,8 @@ class BenchmarkConfig:
     optimal_k: int = 100
     optimal_criteria: tuple = ("D", "A", "E")
     optimal_exchange: bool = False
-    quadpts: int = 61
-    theta_range: tuple = (-6.0, 6.0)
+    quadpts: int = QUADPTS
+    theta_range: tuple = THETA_RANGE
     example_models: int = 3
     model_fit: bool = True
     fit_partition_size: int = 100
