@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         """
         from ..errors import ConfigError, LiveRunError
         from ..studies.paired import paired_difference
-        from ..live.evaluation import run_folder, run_predictions
+        from ..live.service import run_folder, run_predictions
         from ..live.store import RunStore, default_store_path, known_stores
 
         stores: dict[Path, tuple] = {}
