@@ -484,6 +484,7 @@ def test_live_predictor_run_resumes_exactly_after_a_failure(built, tmp_path):
             return ev.run()[0], ev, first
 
     whole, ev1, _ = run(tmp_path / "a.sqlite")
+    assert ev1.jobs[0].kind == ev1.store.get_run(whole.run_id)["kind"] == "predictor"
     failing[0] = True
     broken, ev2, first = run(tmp_path / "b.sqlite")
     assert first is not None and first.status == "error" and 0 < first.n_items < 10
