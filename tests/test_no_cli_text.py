@@ -12,8 +12,6 @@ import pytest
 from atlascat.errors import BankFolderError, BankKindError, RunFolderError
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "atlascat"
-#: modules being rewritten elsewhere (the live-run service), with their remaining commands;
-#: an entry that no longer has one fails the test
 
 
 def _commands() -> str:
