@@ -7,6 +7,7 @@ import pytest
 from atlascat.catalogue import KINDS, BankRef
 from atlascat.catalogue import bankref as bankref_module
 from atlascat.cli import main
+from atlascat.cli._common import cli_advice
 from atlascat.errors import BankError
 
 #: every command that reads a bank, with the argument list around the bank spec ``{}``, the
@@ -116,26 +117,30 @@ def test_every_command_says_each_bank_error_in_one_same_line(command, tmp_path, 
             BankRef.from_option(spec, option=option, kinds=kinds or ("shipped", "file", "dir"))
         assert main(_argv(template, spec, tmp_path)) == 2
         err = capsys.readouterr().err
-        assert err.strip() == f"error: {exc.value}", (command, spec)
+        advice = cli_advice(exc.value)
+        assert err.strip() == f"error: {exc.value}" + (f"; {advice}" if advice else ""), \
+            (command, spec)
         assert "\n" not in err.strip()
     assert "is neither an existing file nor a bundled bank" in str(
         pytest.raises(BankError, BankRef.from_option, "nope").value)
 
 
-def test_the_errors_say_what_to_give_instead(tmp_path):
+def test_the_errors_say_what_to_give_instead(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
-    cases = [("nope", {}, ["--bank 'nope' is neither", "paper-arc", "openllm-v1"]),
-             (str(empty), {}, ["--bank", "not a bank folder (no manifest.json)",
-                               "atlas build-bank"]),
-             ("openllm-v1", {}, ["is a suite, not a bank", "--suite"]),
+    cases = [("nope", {}, ["--bank 'nope' is neither", "paper-arc", "openllm-v1"], []),
+             (str(empty), {}, ["--bank", "not a bank folder (no manifest.json)"],
+              ["atlas build-bank"]),
+             ("openllm-v1", {}, ["is a suite, not one bank"], ["--suite"]),
              ("arc", {"option": "--suite", "kinds": ("suite",)},
-              ["--suite 'arc' is a bank, not a suite", "--bank", "openllm-v1"])]
-    for spec, kw, parts in cases:
+              ["--suite 'arc' is a bank, not a suite", "openllm-v1"], ["--bank"])]
+    for spec, kw, parts, cli_parts in cases:
         with pytest.raises(BankError) as exc:
             BankRef.from_option(spec, **kw)
         for part in parts:
             assert part in str(exc.value), (spec, str(exc.value))
+        for part in cli_parts:        # the command line adds the command that fixes it
+            assert part not in str(exc.value) and part in cli_advice(exc.value)
     with pytest.raises(BankError, match="no longer exists"):
         BankRef.parse(str(tmp_path / "gone.csv")).load()
 
@@ -143,7 +148,9 @@ def test_the_errors_say_what_to_give_instead(tmp_path):
 def test_suite_option_goes_through_bankref(tmp_path, capsys):
     assert main(["simulate", "--suite", "arc", "arc=arc", "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {pytest.raises(BankError, BankRef.from_option, 'arc', option='--suite', kinds=('suite',)).value}"  # noqa: E501
+    exc = pytest.raises(BankError, BankRef.from_option, "arc", option="--suite",
+                        kinds=("suite",)).value
+    assert err == f"error: {exc}; {cli_advice(exc)}"
 
 
 def test_no_other_module_decodes_a_bank_spec():

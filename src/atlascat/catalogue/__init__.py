@@ -39,6 +39,6 @@ __all__ = ["RESPONSE_BENCHMARKS", "BANK_BENCHMARKS", "CONTENT_BENCHMARKS", "LINK
            "PAPER_PREFIX", "DATA_DIR", "data_path", "load_responses", "load_test_thetas",
            "load_test_accuracy", "load_m2_partitions", "load_items", "bank_names",
            "is_bundled_name", "load_bank", "load_content_bank", "load_paper_bank",
-           "content_bank_path", "BankRef", "KINDS", "ONE_BANK", "resolve_responses", "score_link_path",
-           "load_score_link", "load_bundled_bank", "SUITES_DIR", "bundled_suites",
-           "suite_path", "BATTLES", "resolve_battles"]
+           "content_bank_path", "BankRef", "KINDS", "ONE_BANK", "resolve_responses",
+           "score_link_path", "load_score_link", "load_bundled_bank", "SUITES_DIR",
+           "bundled_suites", "suite_path", "BATTLES", "resolve_battles"]

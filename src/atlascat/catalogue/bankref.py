@@ -21,7 +21,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BankError, ConfigError
+from ..errors import BankError, BankFolderError, BankKindError, ConfigError
 from .banks import bank_names, is_bundled_name, load_bank
 from .suites import SEP, bundled_suites, read_suite, suite_members, suite_path
 
@@ -65,8 +65,8 @@ class BankRef:
         if path.is_dir():
             try:  # a bank folder, or one line saying what it lacks
                 _load_folder(str(path.resolve()))
-            except BankError as exc:
-                raise BankError(f"{option} {exc}") from None
+            except BankFolderError as exc:
+                raise BankFolderError(f"{option} {exc}") from None
             return cls("dir", str(path.resolve()))
         if path.is_file() and path.suffix.lower() == ".json":
             return cls("suite", str(path.resolve()))
@@ -98,11 +98,10 @@ class BankRef:
         if self.kind in kinds:
             return self
         if self.kind == "suite":
-            raise BankError(f"{option} {self.name!r} is a suite, not a bank; ask a suite with "
-                            "--suite (atlas evaluate, atlas simulate)")
+            raise BankKindError(f"{option} {self.name!r} is a suite, not one bank", "suite")
         if kinds == ("suite",):
-            raise BankError(f"{option} {self.name!r} is a bank, not a suite; give a bank with "
-                            f"--bank (bundled suites: {', '.join(bundled_suites())})")
+            raise BankKindError(f"{option} {self.name!r} is a bank, not a suite (bundled suites: "
+                                f"{', '.join(bundled_suites())})", "bank")
         raise BankError(f"{option} {self.name!r} is a {_WHAT[self.kind]}; this takes a "
                         f"{' or a '.join(_WHAT[k] for k in kinds)}")
 

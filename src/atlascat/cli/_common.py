@@ -99,11 +99,29 @@ def json_safe(obj):
     return _safe(obj)
 
 
+def cli_advice(exc) -> str:
+    """What the command line adds to a library error: the command or option that fixes it
+    ("" when none). The library says what is wrong; the commands are named here."""
+    from ..errors import BankFolderError, BankKindError, RunFolderError
+
+    if isinstance(exc, BankFolderError):
+        return "build the bank folder with atlas build-bank RESULTS -o DIR, or give a bank file"
+    if isinstance(exc, BankKindError):
+        return ("ask a suite with --suite (atlas evaluate, atlas simulate)" if exc.kind == "suite"
+                else "give one bank with --bank")
+    if isinstance(exc, RunFolderError):
+        return "create one with atlas benchmark RESPONSES -o RUN_DIR"
+    return ""
+
+
 def print_error(message) -> None:
-    """``error: <message>`` on stderr, one line, markup in the message printed literally."""
+    """``error: <message>`` on stderr, one line, markup in the message printed literally; a
+    library error gets the command line's advice (:func:`cli_advice`)."""
     from ..validation import one_line
 
-    err_console.print(Text("error: ", style="bold red") + Text(one_line(message)))
+    advice = cli_advice(message) if isinstance(message, Exception) else ""
+    text = f"{message}; {advice}" if advice else str(message)
+    err_console.print(Text("error: ", style="bold red") + Text(one_line(text)))
 
 
 def warn(message) -> None:

@@ -15,7 +15,7 @@ from typing import Callable, TypeVar
 from ..errors import ConfigError
 
 __all__ = ["OPTION_NAMES", "cli_names", "cat_config", "suite_config", "with_link_stops",
-           "predictor_only", "calibrator"]
+           "predictor_only", "calibrator", "benchmark_config"]
 
 T = TypeVar("T")
 
@@ -129,3 +129,16 @@ def calibrator(*, model: str, filter_: bool | None = None, **settings):
     cal = Calibrator(model.lower(), **settings, **extra)
     cal.check_settings()
     return cal
+
+
+def benchmark_config(*, test_size: float, prior_a=None, prior_c=None, se_method=None, **fields):
+    """A BenchmarkConfig from ``atlas benchmark``'s options: the calibration's priors and the
+    CAT's SE method passed on only when given (the library's defaults otherwise)."""
+    from ..studies.protocol import BenchmarkConfig
+
+    if not 0.0 < test_size < 1.0:
+        raise ConfigError(f"--test-size must be in (0, 1), got {test_size}")
+    cal = {k: v for k, v in (("prior_a", prior_a), ("prior_c", prior_c)) if v}
+    cat = {"se_method": se_method} if se_method else {}
+    return BenchmarkConfig(test_size=test_size, calibrate_options=cal, cat_options=cat,
+                           **fields)

@@ -73,9 +73,10 @@ class Calibrator:
         "auto" chooses the model from the number of subjects (:mod:`atlascat.irt.defaults`:
         1PL below 100, 2PL below 1000, else 3PL) and says which and why (a warning, and
         ``result_.settings["defaults"]``).
-        "rasch" is mirt's Rasch: slopes fixed at 1 and the latent variance estimated; the bank
-        keeps a = 1 and ``latent_variance_`` holds sigma^2. "1pl" is the same fit expressed on
-        the N(0, 1) scale: common slope a = sigma, b = -d / sigma.
+        "rasch" is mirt's Rasch: slopes fixed at 1 and the latent variance sigma^2 estimated
+        (``latent_variance_``); the bank and the thetas are that fit on the N(0, 1) scale every
+        reader of a bank assumes: common slope a = sigma, b = -d / sigma, theta / sigma (what
+        "1pl" fits).
     quadpts, theta_range : quadrature grid (61 nodes on [-6, 6], mirt's default)
     prior_a, prior_c : "auto" (default: the held-out winner's weak priors for the chosen model,
         a ~ lognorm(0,1), c ~ beta(2,8)), None for no prior (mirt), or a prior (spec string or
@@ -272,10 +273,13 @@ class Calibrator:
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             fit = fit_joint(values, w, item_model, start_bank=self.start, item_ids=item_ids,
                             **self._em_settings())
-            bank = to_bank(item_ids, fit["th"], item_model, model, fit["var"])
+            # Rasch and 1PL: the bank on the N(0, 1) scale every reader of a bank assumes
+            # (common slope sqrt(latent variance)), thetas on the same scale
+            bank = to_bank(item_ids, fit["th"], item_model,
+                           "1pl" if model == "rasch" else model, fit["var"])
             if self.dtype == "float32":  # iterations before the float64 finish
                 settings["float32_iterations"] = fit["float32_iterations"]
-            if model == "1pl":  # report thetas on the N(0, 1) scale of the 1PL bank
+            if model in ("rasch", "1pl"):
                 sd = np.sqrt(fit["var"])
                 fit["theta"], fit["theta_se"] = fit["theta"] / sd, fit["theta_se"] / sd
             result = CalibrationResult(

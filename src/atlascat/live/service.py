@@ -57,8 +57,8 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
         return {"note": f"no score link for {ref.bench!r} ({type(exc).__name__}: {exc})"}
     if link is None:
         return {"note": "no score link: the bank's benchmark has none (use a shipped bank such "
-                        "as arc, a bank with a 'benchmark' column naming one, or atlas "
-                        "build-bank)"}
+                        "as arc, a bank with a 'benchmark' column naming one, or a bank "
+                        "folder built from your results)"}
     try:
         pred = link.predict(theta, se, responses=answers, stop_reason=stop_reason)
     except AtlasError as exc:  # a finished run keeps its theta +- SE; the note says why
@@ -187,9 +187,9 @@ def choose_design(ref: BankRef, design: str = "auto") -> str:
     if ref.predictor() is not None:
         return "predictor"
     if design == "predictor":
-        raise ConfigError(f"bank {ref} has no benchmark predictor: build a folder (atlas "
-                          "build-bank RESULTS -o DIR) from results with more items than "
-                          "--budget, or use --design adaptive")
+        raise ConfigError(f"bank {ref} has no benchmark predictor: build a bank folder from "
+                          "results with more items than the budget, or use the adaptive "
+                          "design")
     return "adaptive"
 
 
