@@ -363,19 +363,18 @@ def _say(text: str) -> None:
     err_console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def _display(o: _Options, live):
+def _display(o: _Options, live) -> LiveDisplay:
     """The per-item display of the runs (a suite run's lines show its average)."""
-    from ._suite_evaluate import SuiteDisplay
-
     job = live.jobs[0]
     cfg = live.store.get_run(job.run_id).get("config") or {}
     suite = job.kind == "suite"
     plan = (int(cfg.get("min_items", 0)),
             int(cfg.get("max_items", SuiteConfig.max_items if suite else Stopping.max_items)),
             float(cfg.get("target_se") or 0.0) / 100.0 if suite else cfg.get("se_stop"))
-    return (SuiteDisplay if suite else LiveDisplay)(
+    return LiveDisplay(
         [j.subject.name for j in live.jobs], [str(i) for j in live.jobs for i in j.bank.item_ids],
-        plan, lines=not (o.quiet or o.as_json), bar=not o.as_json)
+        plan, lines=not (o.quiet or o.as_json), bar=not o.as_json,
+        averages={j.run_id for j in live.jobs if j.kind == "suite"})
 
 
 def _resume_hint(o: _Options, run_ids) -> str:
