@@ -44,6 +44,7 @@ from .defaults import is_auto, resolve as resolve_defaults
 from .em import fit_joint
 from .estep import marginal_loglik
 from .itemmodel import ItemModel, to_bank
+from .compare import n_parameters
 from .partitioned import fit_partitioned
 from .priors import parse_prior
 from .result import CalibrationResult
@@ -112,6 +113,9 @@ class Calibrator:
     start : optional ItemBank holding starting values for (some of) the items (warm start)
     convergence : "params" (mirt's rule: largest internal parameter change < tol) or "icc"
         (largest change of any item characteristic curve on the grid < tol)
+    se : also compute the item parameters' standard errors from the observed information
+        (Oakes, 1999; mirt's ``SE = TRUE``; :mod:`atlascat.irt.se`), in ``result_.se`` and
+        ``result_.standard_errors()``; joint calibration only
 
     Fitted attributes
     -----------------
@@ -126,7 +130,7 @@ class Calibrator:
                  link: str = "mean-sigma", filter: bool = False, dtype: str = "float64",
                  random_state=None, callback=None, max_newton: int = 8, start=None,
                  convergence: str = "params", mirt_defaults: bool = False, device="cpu",
-                 memory_limit: float | None = None):
+                 memory_limit: float | None = None, se: bool = False):
         self.model = model
         self.mirt_defaults = mirt_defaults
         self.quadpts = quadpts
@@ -148,6 +152,7 @@ class Calibrator:
         self.convergence = convergence
         self.device = device
         self.memory_limit = memory_limit
+        self.se = se
 
     # ------------------------------------------------------------------ validation
     def _check_settings(self, choice=None):
@@ -181,6 +186,10 @@ class Calibrator:
         if self.partition_size is not None:
             if int(self.partition_size) < 2:
                 raise ConfigError(f"partition_size must be >= 2, got {self.partition_size}")
+            if self.se:
+                raise ConfigError("standard errors need a joint calibration (the observed "
+                                  "information of one likelihood); drop partition_size "
+                                  "(--partition-size) or se (--se)")
             if model == "rasch":
                 raise ConfigError(
                     "partitioned calibration links partitions on the N(0, 1) scale; use model "
@@ -280,6 +289,9 @@ class Calibrator:
                 theta=fit["theta"], theta_se=fit["theta_se"], subject_ids=responses.subject_ids,
                 latent_variance=fit["var"], log_posterior=fit["log_posterior"],
                 dropped_items=dropped, filter_report=report, settings=settings)
+            if self.se:
+                result.se = _standard_errors(values, w, fit, item_model, item_ids, model,
+                                             self.quadpts, self.theta_range)
         else:
             result = fit_partitioned(values, w, item_ids, item_model, model, rng,
                                      partition_size=int(self.partition_size), link=self.link,
@@ -288,6 +300,9 @@ class Calibrator:
             result.dropped_items = dropped
             result.filter_report = report
             result.settings = settings
+        result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
+        result.n_parameters = n_parameters(model, len(item_ids))
+        result.settings["data_fingerprint"] = _fingerprint(values, w, item_ids)
         result.seconds = time.perf_counter() - start
         self.result_ = result
         self.bank_ = result.bank
@@ -311,6 +326,33 @@ class Calibrator:
                 "max_iter": int(self.max_iter), "tol": float(self.tol),
                 "accelerate": self.accelerate, "convergence": self.convergence,
                 "max_newton": self.max_newton, "callback": self.callback}
+
+
+def _standard_errors(values, w, fit, item_model, item_ids, model, quadpts, theta_range):
+    from .quadrature import normal_quadrature
+    from .se import binary_standard_errors
+
+    quad = normal_quadrature(int(quadpts), theta_range)
+    return binary_standard_errors(values, w, fit["th"], item_model, fit["var"],
+                                  item_ids=item_ids, nodes=quad.nodes,
+                                  log_weights=quad.log_weights, model=model)
+
+
+def _fingerprint(values, w, item_ids) -> str:
+    """A short hash of the calibrated responses, the same for a matrix and its response
+    patterns with frequencies, whatever the order of rows and columns (anova refuses models
+    fitted to other data)."""
+    import hashlib
+
+    order = np.argsort(np.asarray(item_ids).astype(str))
+    rows, inv = np.unique(np.nan_to_num(values[:, order], nan=-1.0), axis=0,
+                          return_inverse=True)
+    freq = np.bincount(inv.reshape(-1), weights=None if w is None else w,
+                       minlength=len(rows))
+    h = hashlib.sha1(np.ascontiguousarray(rows).tobytes())
+    h.update(np.round(freq, 9).tobytes())
+    h.update("|".join(np.asarray(item_ids)[order].astype(str)).encode())
+    return h.hexdigest()[:16]
 
 
 def calibrate(responses, model: str = "auto", **settings) -> CalibrationResult:
