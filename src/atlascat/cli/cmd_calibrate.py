@@ -46,7 +46,13 @@ def register(app: typer.Typer) -> None:
                                              "change of any item curve)."),
         seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment)."),
         fmt: str = typer.Option("ours", "--format", help="Bank format: ours (a,b,c,u) | mirt (a1,d,g,u)."),
-        summary: Optional[Path] = typer.Option(None, "--summary", help="Write a JSON summary here."),
+        summary: Optional[Path] = typer.Option(None, "--summary",
+                                               help="Write a JSON summary here (log-likelihood, "
+                                                    "n_parameters, AIC, BIC, SABIC, HQ, ...)."),
+        se: bool = typer.Option(False, "--se",
+                                help="Standard errors of the item parameters (observed "
+                                     "information, Oakes 1999, as mirt's SE=TRUE): a "
+                                     "<parameter>_se column beside each parameter."),
         scores: Optional[Path] = typer.Option(None, "--scores",
                                               help="Write the subjects' EAP theta and SE (CSV)."),
         freq_column: Optional[str] = typer.Option(None, "--freq-column",
@@ -84,7 +90,7 @@ def register(app: typer.Typer) -> None:
         cal = Calibrator(model.lower(), quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
                          prior_u=prior_u, max_iter=max_iter, tol=tol, partition_size=partition_size, link=link,
                          dtype=dtype, random_state=seed, convergence=convergence,
-                         mirt_defaults=mirt_defaults, device=device, **lib_opts)
+                         mirt_defaults=mirt_defaults, device=device, se=se, **lib_opts)
         cal._check_settings()  # fail on bad settings before reading more or starting the bar
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
                             on_empty="drop" if drop_empty else "error")
@@ -105,6 +111,12 @@ def register(app: typer.Typer) -> None:
             sd = float(np.sqrt(res.latent_variance))
             out_bank = ItemBank(res.bank.item_ids, np.full(len(res.bank), sd), res.bank.b / sd,
                                 metadata=res.bank.metadata, model="1pl")
+        if res.se is not None:  # the SEs of the parameters as written (Rasch: the 1PL's)
+            se_cols = res.standard_errors(fmt, scale="standard").filter(like="_se")
+            meta = se_cols if out_bank.metadata is None else \
+                pd.concat([out_bank.metadata.reset_index(drop=True), se_cols], axis=1)
+            out_bank = ItemBank(out_bank.item_ids, *out_bank.params, metadata=meta,
+                                model=out_bank.model)
         out_bank.write(output, format=fmt)
         info = res.to_dict()
         info.update({"responses": str(responses), "output": str(output), "format": fmt})
@@ -122,6 +134,16 @@ def register(app: typer.Typer) -> None:
             f"{len(res.subject_ids)} subjects: log-likelihood {res.loglik:.3f}, "
             f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s"
         )
+        ic = res.information_criteria()
+        console.print(f"AIC {ic['aic']:.3f}, BIC {ic['bic']:.3f}, SABIC {ic['sabic']:.3f}, "
+                      f"HQ {ic['hq']:.3f} ({ic['n_parameters']} parameters, "
+                      f"{ic['n_observations']:g} subjects)")
+        if res.se is not None:
+            kind = "posterior-mode " if res.se.posterior_mode else ""
+            console.print(f"standard errors from the {kind}observed information (Oakes): "
+                          "<parameter>_se columns" + (
+                              f"; latent variance SE {res.se.latent_variance_se:.4f}"
+                              if res.se.latent_variance is not None else ""))
         chosen = res.settings.get("defaults") if res.settings else None
         if chosen:
             console.print(f"model {chosen['model'].upper()} ({chosen['source']}): {chosen['reason']}")

@@ -274,6 +274,9 @@ class Calibrator:
                     "accelerate": bool(self.accelerate), "partition_size": self.partition_size,
                     "link": self.link if self.partition_size else None, "dtype": self.dtype,
                     "defaults": choice.to_dict(), "device": str(self.device)}
+        if self.se:   # refuse fractional scores before the EM, not after it
+            from .information import category_indices
+            category_indices(values)
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             fit = fit_joint(values, w, item_model, start_bank=self.start, item_ids=item_ids,
                             **self._em_settings())
@@ -350,7 +353,7 @@ def _fingerprint(values, w, item_ids) -> str:
     freq = np.bincount(inv.reshape(-1), weights=None if w is None else w,
                        minlength=len(rows))
     h = hashlib.sha1(np.ascontiguousarray(rows).tobytes())
-    h.update(np.round(freq, 9).tobytes())
+    h.update(np.round(np.asarray(freq, dtype=float), 9).tobytes())
     h.update("|".join(np.asarray(item_ids)[order].astype(str)).encode())
     return h.hexdigest()[:16]
 

@@ -63,7 +63,7 @@ class CalibrationResult:
 
     def standard_errors(self, format: str = "mirt", scale: str | None = None):
         """The item parameters with their standard errors, ``item_id, <p>, <p>_se, ...``
-        (:meth:`atlascat.irt.se.StandardErrors.frame`); needs a fit with ``se=True``."""
+        (the ``frame`` of :mod:`atlascat.irt.se`'s standard errors); needs ``se=True``."""
         from ..errors import ConfigError
 
         if self.se is None:
