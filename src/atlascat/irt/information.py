@@ -177,13 +177,13 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
     nodes = np.asarray(nodes, dtype=float)
     log_w = np.asarray(log_weights, dtype=float)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    log_prob = _finite(log_prob)
     lp0 = log_prob(params, nodes)
     n_cat = lp0.shape[2]
     if y.max() >= n_cat:
         raise ConfigError(f"a response category {int(y.max())} exceeds the model's "
                           f"{n_cat} categories")
-    if dlog_prob is None:
-        dlog_prob = _numeric_dlog_prob(log_prob)
+    dlog_prob = _numeric_dlog_prob(log_prob) if dlog_prob is None else _finite(dlog_prob, 0.0)
     idx = np.argwhere(free)
     has_var = latent_log_weights is not None
     n_free = len(idx) + int(has_var)
@@ -282,19 +282,29 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
     return ObservedInformation(-hess, np.array(rows_all, dtype=np.int64), grad)
 
 
+def _finite(fn, fill: float = -1e300):
+    """``fn`` with its non-finite entries (categories an item does not have: -inf or NaN)
+    replaced by ``fill``: they meet zero counts, and 0 x -1e300 = 0 where 0 x -inf is NaN."""
+    def wrapped(params, nodes):
+        out = fn(params, nodes)
+        return np.where(np.isfinite(out), out, fill)
+    return wrapped
+
+
 def _numeric_dlog_prob(log_prob, rel: float = 1e-6):
-    """Central differences of ``log_prob`` per parameter column, all items at once."""
+    """Central differences of ``log_prob`` per parameter column, all items at once (0 for a
+    parameter an item does not have: a non-finite entry, e.g. a padded intercept)."""
     def dlog_prob(params, nodes):
         out = []
         for k in range(params.shape[1]):
-            h = rel * (1.0 + np.abs(np.where(np.isfinite(params[:, k]), params[:, k], 0.0)))
-            if not np.all(np.isfinite(params[:, k])):
-                out.append(np.zeros_like(log_prob(params, nodes)))
-                continue
+            has = np.isfinite(params[:, k])
+            h = rel * (1.0 + np.abs(np.where(has, params[:, k], 0.0)))
             p_hi, p_lo = params.copy(), params.copy()
             p_hi[:, k] += h
             p_lo[:, k] -= h
-            out.append((log_prob(p_hi, nodes) - log_prob(p_lo, nodes)) / (2 * h)[:, None, None])
+            with np.errstate(invalid="ignore"):
+                dk = (log_prob(p_hi, nodes) - log_prob(p_lo, nodes)) / (2 * h)[:, None, None]
+            out.append(np.where(has[:, None, None] & np.isfinite(dk), dk, 0.0))
         return np.stack(out, axis=1)
     return dlog_prob
 
