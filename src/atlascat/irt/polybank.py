@@ -20,7 +20,7 @@ import pandas as pd
 from ..errors import BankError, ConfigError
 from . import polytomous as poly
 
-__all__ = ["PolyBank", "is_poly_frame", "encode_levels"]
+__all__ = ["PolyBank", "is_poly_frame", "is_poly_bank_file", "encode_levels"]
 
 A_LIMIT = 50.0
 D_LIMIT = 150.0
@@ -60,6 +60,19 @@ def is_poly_frame(df: pd.DataFrame) -> bool:
     if "d1" in cols or "b1" in cols:
         return True
     return "model" in cols and df["model"].astype(str).str.lower().isin(poly.ORDINAL_MODELS).any()
+
+
+def is_poly_bank_file(path) -> bool:
+    """True when ``path`` is a CSV / Parquet bank of ordinal items (read its first rows only)."""
+    path = Path(str(path))
+    if not path.is_file():
+        return False
+    try:
+        df = (pd.read_parquet(path) if path.suffix == ".parquet"
+              else pd.read_csv(path, nrows=5))
+    except Exception:  # an unreadable file is the binary reader's to report
+        return False
+    return is_poly_frame(df)
 
 
 class PolyBank:

@@ -46,7 +46,7 @@ from scipy.special import expit, log_expit
 from ..errors import ConfigError
 
 __all__ = ["ORDINAL_MODELS", "n_categories", "param_names", "log_prob", "prob", "jacobian",
-           "item_information", "test_information", "expected_score", "dprob_dtheta"]
+           "item_information", "test_information", "expected_score", "dprob_dtheta", "sample"]
 
 ORDINAL_MODELS = ("graded", "gpcm")
 
@@ -233,3 +233,12 @@ def expected_score(model, params, theta) -> np.ndarray:
     p = np.nan_to_num(prob(model, params, x))
     e = np.sum(p * np.arange(p.shape[2]), axis=2).T
     return e.reshape(theta.shape + (e.shape[1],))
+
+
+def sample(model, params, theta, rng: np.random.Generator) -> np.ndarray:
+    """Draw a category for every (theta_i, item j): (n_theta, n_items) integer array, by
+    inverting each item's cumulative category distribution at one uniform draw."""
+    p = np.nan_to_num(prob(model, params, np.atleast_1d(theta)))            # (m, n, K)
+    cum = np.cumsum(p, axis=2)
+    u = rng.random(p.shape[:2])[..., None]
+    return np.minimum(np.sum(cum < u, axis=2), n_categories(params)[:, None] - 1).T
