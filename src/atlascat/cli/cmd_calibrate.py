@@ -19,7 +19,11 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option("auto", "--model",
                                   help="IRT model: auto, rasch, 1pl, 2pl, 3pl or 4pl; auto is chosen "
                                        "from the number of subjects (2PL < 500, 3PL < 1000, else "
-                                       "4PL)."),
+                                       "4PL); graded or gpcm for ordinal ratings (e.g. 1-10, 0-3: "
+                                       "each item's observed levels are its categories)."),
+        rating_range: Optional[tuple[float, float]] = typer.Option(
+            None, "--rating-range", metavar="LO HI",
+            help="graded/gpcm: the ratings' declared range; a rating outside it is refused."),
         quadpts: int = typer.Option(61, "--quadpts", help="Quadrature nodes on [-6, 6]."),
         prior_c: str = typer.Option("auto", "--prior-c",
                                     help="Prior on c: auto (the default for the model and data size), "
@@ -86,6 +90,15 @@ def register(app: typer.Typer) -> None:
         output_file(output)
         output_file(summary, "--summary")
         output_file(scores, "--scores")
+        if model.lower() in ("graded", "gpcm"):
+            from ._calibrate_ordinal import calibrate_ordinal_cmd
+
+            return calibrate_ordinal_cmd(
+                responses, output, model.lower(), fmt=fmt, summary=summary, scores=scores,
+                freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
+                quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet)
+        if rating_range is not None:
+            raise ConfigError("--rating-range is for the ordinal models (--model graded|gpcm)")
         lib_opts = {} if filter_ is None else {"filter": filter_}  # library default otherwise
         cal = Calibrator(model.lower(), quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
                          prior_u=prior_u, max_iter=max_iter, tol=tol, partition_size=partition_size, link=link,

@@ -88,6 +88,14 @@ def register(app: typer.Typer) -> None:
         if lam is not None and not 0.0 <= check_finite(lam, "--lambda") <= 1.0:
             raise ConfigError(f"--lambda must be in [0, 1], got {lam}")
         output = output_file(output)
+        from ..irt.polybank import is_poly_bank_file
+
+        if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
+            from ._calibrate_ordinal import score_ordinal_cmd
+
+            return score_ordinal_cmd(responses, bank, method, output, freq_column=freq_column,
+                                     prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
+                                     extra_items=extra_items)
         bk = load_bank(bank, normalize_ids)
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
         rm, bk = align_items(rm, bk, extra_items)

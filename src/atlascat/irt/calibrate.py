@@ -60,6 +60,7 @@ from .start import start_values as _start_values  # noqa: F401
 __all__ = ["MODELS", "CalibrationResult", "Calibrator", "calibrate", "marginal_loglik"]
 
 MODELS = ("rasch", "1pl", "2pl", "3pl", "4pl")
+ORDINAL = ("graded", "gpcm")   # ordinal items: atlascat.irt.polycal
 LINKS = ("mean-sigma", "mean-mean")
 
 
@@ -69,7 +70,10 @@ class Calibrator:
 
     Parameters
     ----------
-    model : "auto" (default) | "rasch" | "1pl" | "2pl" | "3pl" | "4pl"
+    model : "auto" (default) | "rasch" | "1pl" | "2pl" | "3pl" | "4pl" | "graded" | "gpcm"
+        ("graded" / "gpcm": ordinal ratings on any integer scale, :mod:`atlascat.irt.polycal`;
+        the bank is a :class:`atlascat.irt.polybank.PolyBank`; ``value_range=(lo, hi)``
+        declares the ratings' range)
         "auto" chooses the model from the number of subjects (:mod:`atlascat.irt.defaults`:
         1PL below 100, 2PL below 1000, else 3PL) and says which and why (a warning, and
         ``result_.settings["defaults"]``).
@@ -130,8 +134,9 @@ class Calibrator:
                  link: str = "mean-sigma", filter: bool = False, dtype: str = "float64",
                  random_state=None, callback=None, max_newton: int = 8, start=None,
                  convergence: str = "params", mirt_defaults: bool = False, device="cpu",
-                 memory_limit: float | None = None, se: bool = False):
+                 memory_limit: float | None = None, value_range=None, se: bool = False):
         self.model = model
+        self.value_range = value_range
         self.mirt_defaults = mirt_defaults
         self.quadpts = quadpts
         self.theta_range = theta_range
@@ -165,8 +170,11 @@ class Calibrator:
             pu = None if is_auto(pu) else pu
             if is_auto(model):
                 model = "3pl"      # validate the rest; the model is chosen in fit
+        if model in ORDINAL:
+            return self._check_ordinal(model, pa, pc, pu)
         if model not in MODELS:
-            raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
+            raise ConfigError(f"unknown model {self.model!r}; choose one of "
+                              f"{', '.join(MODELS + ORDINAL)}")
         if int(self.quadpts) < 5:
             raise ConfigError(f"quadpts must be at least 5, got {self.quadpts}")
         if not int(self.max_iter) >= 1:
@@ -207,6 +215,37 @@ class Calibrator:
                               "(CLI --prior-u) or pass model='4pl'")
         return model, prior_a, prior_c, prior_u
 
+    def _check_ordinal(self, model, pa, pc, pu):
+        """Settings of a graded / gpcm fit: a slope prior only, no partitions."""
+        for name, v in (("prior_c", pc), ("prior_u", pu)):
+            if v not in (None, "auto", "none"):
+                raise ConfigError(f"{name} needs a 3PL or 4PL model, not {model!r}; the ordinal "
+                                  "models take a slope prior only (prior_a)")
+        if self.partition_size is not None:
+            raise ConfigError(f"partitioned calibration is for the binary models, not {model!r}")
+        if int(self.quadpts) < 5 or not float(self.tol) > 0 or not int(self.max_iter) >= 1:
+            raise ConfigError("quadpts >= 5, tol > 0 and max_iter >= 1 are needed")
+        prior_a = parse_prior(None if pa in (None, "none", "auto") else pa, "a")
+        return model, prior_a, None, None
+
+    def _fit_ordinal(self, responses, weights):
+        from .polycal import calibrate_ordinal
+
+        model, prior_a, _, _ = self._check_settings()
+        res = calibrate_ordinal(responses, model, weights=weights, prior_a=prior_a,
+                                value_range=self.value_range, quadpts=int(self.quadpts),
+                                theta_range=self.theta_range, max_iter=int(self.max_iter),
+                                tol=float(self.tol), accelerate=self.accelerate,
+                                max_newton=self.max_newton, callback=self.callback,
+                                start=self.start)
+        self.result_, self.bank_, self.loglik_ = res, res.bank, res.loglik
+        self.loglik_trace_, self.n_iter_, self.converged_ = res.loglik_trace, res.n_iter, \
+            res.converged
+        self.seconds_, self.latent_variance_ = res.seconds, 1.0
+        self.theta_, self.theta_se_ = res.theta, res.theta_se
+        self.dropped_items_, self.filter_report_, self.defaults_ = [], None, None
+        return self
+
     # ------------------------------------------------------------------ fit
     def fit(self, responses, weights=None):
         """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes."""
@@ -215,6 +254,8 @@ class Calibrator:
 
         # the EM's temporaries reuse freed memory (atlascat._heap); its products are small
         # for BLAS threads except a large joint E-step's (atlascat._blas)
+        if str(self.model).lower() in ORDINAL:
+            return self._fit_ordinal(responses, weights)
         with retained_heap(), small_products():
             return self._fit(responses, weights)
 
