@@ -103,3 +103,31 @@ def test_calibrate_se_bad_input_one_line(lsat7, tmp_path, capsys):
                  str(tmp_path / "f.csv"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert "integer category responses" in err and len(err.splitlines()) == 1
+
+
+def test_graded_se_mirt_format_equals_mirt(tmp_path, capsys):
+    out, summ = tmp_path / "g.csv", tmp_path / "g.json"
+    assert main(["calibrate", str(REF / "science.csv"), "--model", "graded", "--se",
+                 "--format", "mirt", "-o", str(out), "--summary", str(summ), "--quiet"]) == 0
+    assert "(16 parameters, 392 subjects)" in capsys.readouterr().out
+    df = pd.read_csv(out)
+    assert list(df.columns[2:10]) == ["a1", "a1_se", "d1", "d1_se", "d2", "d2_se", "d3", "d3_se"]
+    ref = pd.read_csv(REF / "science_graded_items.csv")
+    for p in ("a1", "d1", "d2", "d3"):
+        np.testing.assert_allclose(df[f"{p}_se"], ref[ref.parameter == p].se, rtol=0.02)
+    s = json.loads(summ.read_text())
+    fit = json.loads((REF / "science_graded_fit.json").read_text())
+    for k in ("aic", "bic", "sabic", "hq"):
+        assert s[k] == pytest.approx(fit[k.upper()], abs=0.05)
+
+
+def test_anova_of_ordinal_models(lsat7, capsys):
+    sci = str(REF / "science.csv")
+    assert main(["anova", sci, "--model", "graded", "--model", "gpcm"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is not nested in" in err and len(err.splitlines()) == 1
+    # binary items are graded items with two categories: the same LR test as rasch vs 2pl
+    assert main(["anova", lsat7, "--freq-column", "freq", "--model", "rasch", "--model",
+                 "graded", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[1]["X2"] == pytest.approx(12.1916, abs=0.01) and rows[1]["df"] == 4

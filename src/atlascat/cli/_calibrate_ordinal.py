@@ -9,7 +9,7 @@ from ._common import console, json_safe, progress_bar
 
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
                           freq_column, rating_range, prior_a: str, quadpts: int, max_iter: int,
-                          tol: float, quiet: bool) -> None:
+                          tol: float, quiet: bool, se: bool = False) -> None:
     import pandas as pd
 
     from ..irt.polycal import calibrate_ordinal, read_ratings
@@ -17,14 +17,21 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
     frame = pd.DataFrame(values, index=sids, columns=iids)
     settings = dict(weights=weights, prior_a=None if prior_a in ("auto", "none") else prior_a,
-                    value_range=rating_range, quadpts=quadpts, max_iter=max_iter, tol=tol)
+                    value_range=rating_range, quadpts=quadpts, max_iter=max_iter, tol=tol,
+                    se=se)
     if quiet:
         res = calibrate_ordinal(frame, model, **settings)
     else:
         with progress_bar("EM", total=max_iter) as advance:
             res = calibrate_ordinal(frame, model, callback=lambda info: advance(1), **settings)
             advance(0, total=max(res.n_iter, 1))
-    res.bank.write(output, format=fmt)
+    bank = res.bank
+    if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
+        from ..irt.polybank import PolyBank
+
+        bank = PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,
+                        metadata=res.standard_errors(fmt).filter(like="_se"))
+    bank.write(output, format=fmt)
     info = res.to_dict()
     info.update({"responses": str(responses), "output": str(output), "format": fmt})
     if summary is not None:
@@ -40,6 +47,9 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
         f"calibrated [bold]{len(res.bank)}[/] items ({model}, {int(k.min())}-{int(k.max())} "
         f"categories) on {len(res.subject_ids)} subjects: log-likelihood {res.loglik:.3f}, "
         f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s")
+    from ._criteria import print_criteria
+
+    print_criteria(res)
     console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
 
 

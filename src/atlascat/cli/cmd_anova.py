@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     def anova_cmd(
         responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
         models: List[str] = typer.Option(..., "--model",
-                                         help="IRT model to fit (rasch, 1pl, 2pl, 3pl, 4pl); "
+                                         help="IRT model to fit (rasch, 1pl, 2pl, 3pl, 4pl, graded, gpcm); "
                                               "give two or more, e.g. --model rasch --model 2pl."),
         output: Optional[Path] = typer.Option(None, "-o", "--output",
                                               help="Write the table here (CSV)."),
@@ -34,26 +34,35 @@ def register(app: typer.Typer) -> None:
         import warnings
 
         from ..errors import ConfigError
-        from ..irt.calibrate import MODELS, calibrate
+        from ..irt.calibrate import MODELS, ORDINAL, calibrate
         from ..irt.compare import anova
         from ..validation import json_safe
 
         names = [m.lower() for m in models]
-        bad = [m for m in names if m not in MODELS]
+        bad = [m for m in names if m not in MODELS + ORDINAL]
         if bad:
             raise ConfigError(f"--model {bad[0]!r} is not a model atlas calibrate fits; choose "
-                              f"from {', '.join(MODELS)}")
+                              f"from {', '.join(MODELS + ORDINAL)}")
         if len(names) < 2 or len(set(names)) < len(names):
             raise ConfigError("anova needs two or more different --model values, e.g. "
                               "--model rasch --model 2pl")
         output_file(output)
-        rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+        weights = None
+        if any(m in ORDINAL for m in names):    # ratings on their own scale, as calibrate's
+            import pandas as pd
+
+            from ..irt.polycal import read_ratings
+
+            values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+            rm = pd.DataFrame(values, index=sids, columns=iids)
+        else:
+            rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
         fits = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # the defaults' notes; the models are given
             for m in names:
                 fits.append(calibrate(rm, model=m, quadpts=quadpts, prior_a=None, prior_c=None,
-                                      prior_u=None))
+                                      prior_u=None, weights=weights))
         table = anova(*fits, names=names)
         if output is not None:
             output.parent.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
             return calibrate_ordinal_cmd(
                 responses, output, model.lower(), fmt=fmt, summary=summary, scores=scores,
                 freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
-                quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet)
+                quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se)
         if rating_range is not None:
             raise ConfigError("--rating-range is for the ordinal models (--model graded|gpcm)")
         lib_opts = {} if filter_ is None else {"filter": filter_}  # library default otherwise
@@ -147,16 +147,9 @@ def register(app: typer.Typer) -> None:
             f"{len(res.subject_ids)} subjects: log-likelihood {res.loglik:.3f}, "
             f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s"
         )
-        ic = res.information_criteria()
-        console.print(f"AIC {ic['aic']:.3f}, BIC {ic['bic']:.3f}, SABIC {ic['sabic']:.3f}, "
-                      f"HQ {ic['hq']:.3f} ({ic['n_parameters']} parameters, "
-                      f"{ic['n_observations']:g} subjects)")
-        if res.se is not None:
-            kind = "posterior-mode " if res.se.posterior_mode else ""
-            console.print(f"standard errors from the {kind}observed information (Oakes): "
-                          "<parameter>_se columns" + (
-                              f"; latent variance SE {res.se.latent_variance_se:.4f}"
-                              if res.se.latent_variance is not None else ""))
+        from ._criteria import print_criteria
+
+        print_criteria(res)
         chosen = res.settings.get("defaults") if res.settings else None
         if chosen:
             console.print(f"model {chosen['model'].upper()} ({chosen['source']}): {chosen['reason']}")

@@ -237,7 +237,7 @@ class Calibrator:
                                 theta_range=self.theta_range, max_iter=int(self.max_iter),
                                 tol=float(self.tol), accelerate=self.accelerate,
                                 max_newton=self.max_newton, callback=self.callback,
-                                start=self.start)
+                                start=self.start, se=self.se)
         self.result_, self.bank_, self.loglik_ = res, res.bank, res.loglik
         self.loglik_trace_, self.n_iter_, self.converged_ = res.loglik_trace, res.n_iter, \
             res.converged

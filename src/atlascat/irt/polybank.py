@@ -244,7 +244,9 @@ class PolyBank:
         if self.metadata is not None:
             meta = self.metadata.reset_index(drop=True)
             df = pd.concat([df, meta[[c for c in meta.columns if c not in df.columns]]], axis=1)
-        return df
+        from .bank import _se_beside
+
+        return _se_beside(df)   # standard errors (a1_se, ...) beside their parameters
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame) -> "PolyBank":

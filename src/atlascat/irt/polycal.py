@@ -96,8 +96,8 @@ def _as_ratings(responses, weights):
 def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a=None,
                       value_range=None, quadpts: int = 61, theta_range=(-6.0, 6.0),
                       max_iter: int = 1000, tol: float = 1e-4, accelerate: bool = True,
-                      max_newton: int = 8, callback=None, start: PolyBank | None = None
-                      ) -> CalibrationResult:
+                      max_newton: int = 8, callback=None, start: PolyBank | None = None,
+                      se: bool = False) -> CalibrationResult:
     """Calibrate ordinal items by MML-EM (:mod:`atlascat.irt.polyfit`).
 
     ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
@@ -146,8 +146,19 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                 "tol": float(tol), "accelerate": bool(accelerate),
                 "n_categories": [int(k) for k in data.n_cat],
                 "value_range": None if value_range is None else [float(v) for v in value_range]}
-    return CalibrationResult(
+    result = CalibrationResult(
         bank=bank, model=name, loglik=fit["loglik"], loglik_trace=fit["trace"],
         n_iter=fit["n_iter"], converged=fit["converged"], seconds=time.perf_counter() - t0,
         theta=fit["theta"], theta_se=fit["theta_se"], subject_ids=sids,
-        log_posterior=fit["log_posterior"], settings=settings)
+        log_posterior=fit["log_posterior"], settings=settings,
+        n_observations=float(len(sids) if w is None else np.sum(w)))
+    if se:   # standard errors from the observed information (atlascat.irt.se)
+        from .quadrature import normal_quadrature
+        from .se import ordinal_standard_errors
+
+        quad = normal_quadrature(int(quadpts), theta_range)
+        result.se = ordinal_standard_errors(data.codes, w, fit["params"], models, item_ids=iids,
+                                            nodes=quad.nodes, log_weights=quad.log_weights,
+                                            model=name, prior_a=pa)
+        result.seconds = time.perf_counter() - t0
+    return result

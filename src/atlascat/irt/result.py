@@ -40,8 +40,11 @@ class CalibrationResult:
         (:func:`atlascat.irt.compare.information_criteria`, mirt's definitions)."""
         from .compare import information_criteria, n_parameters
 
-        k = self.n_parameters if self.n_parameters is not None else \
-            n_parameters(self.model, len(self.bank))
+        k = self.n_parameters
+        if k is None and isinstance(getattr(self.bank, "params", None), np.ndarray):
+            k = int(np.isfinite(self.bank.params).sum())      # ordinal: a1, d1..dk per item
+        if k is None:
+            k = n_parameters(self.model, len(self.bank))
         n = self.n_observations if self.n_observations is not None else len(self.subject_ids)
         return information_criteria(self.loglik, k, n)
 

@@ -11,7 +11,9 @@ variance where the form depends on it):
   ``coef(printSE = TRUE)`` prints logit g with its SE instead);
 * ours ``a, b, c, u``: a = a1, b = -d / a1, c = g;
 * a Rasch fit (theta ~ N(0, sigma^2), a = 1) written as the equivalent 1PL on the N(0, 1)
-  scale: a = sigma, b = -d / sigma (mirt's d is the same in both).
+  scale: a = sigma, b = -d / sigma (mirt's d is the same in both);
+* ordinal items (graded, GPCM; :mod:`atlascat.irt.polytomous`): mirt's ``a1, d1..dk`` as
+  estimated, ours ``a, b1..bk`` with b_k = -d_k / a.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from ..errors import ConfigError, warn_user
 from .information import (BINARY_NAMES, ObservedInformation, binary_dlog_prob,
                           binary_log_prob, category_indices, observed_information)
 
-__all__ = ["StandardErrors", "binary_standard_errors", "FORMATS"]
+__all__ = ["StandardErrors", "binary_standard_errors", "ordinal_standard_errors", "FORMATS"]
 
 FORMATS = ("mirt", "ours")
 _OURS = ("a", "b", "c", "u")
@@ -77,14 +79,14 @@ class StandardErrors:
         if scale not in ("fitted", "standard"):
             raise ConfigError(f"scale must be 'fitted' or 'standard', not {scale!r}")
         binary = tuple(self.names) == BINARY_NAMES
-        if format == "ours" and not binary:
-            raise ConfigError(f"format 'ours' (a, b, c, u) is for binary items; the "
-                              f"{self.model} model's parameters are written as mirt's")
         standard = scale == "standard" and self.latent_variance is not None
 
         def transform(p, var):
-            if not binary:
-                return p, tuple(self.names)
+            if not binary:      # ordinal: a1, d1..dk, or ours: a, b_k = -d_k / a
+                if format == "mirt":
+                    return p, tuple(self.names)
+                return (np.column_stack([p[:, :1], -p[:, 1:] / p[:, :1]]),
+                        ("a",) + tuple(f"b{k}" for k in range(1, p.shape[1])))
             a, d = p[:, 0], p[:, 1]
             if standard:
                 a = np.full_like(d, np.sqrt(var))
@@ -177,3 +179,30 @@ def binary_standard_errors(values, weights, th, item_model, latent_variance: flo
         latent_variance=float(latent_variance) if rasch else None)
     return StandardErrors(np.asarray(item_ids), BINARY_NAMES, params, free, info, model,
                           float(latent_variance) if rasch else None, has_prior)
+
+
+def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, log_weights,
+                            model: str, prior_a=None) -> StandardErrors:
+    """Standard errors of a graded / GPCM calibration: ``codes`` (subjects x items) the
+    categories 0..K_j-1 (NaN = missing), ``params`` (n_items, K_max) ``a1, d1..`` (NaN beyond
+    an item's categories, :mod:`atlascat.irt.polytomous`), ``models`` one per item;
+    ``prior_a`` the slope prior the fit used (posterior-mode information) or None."""
+    from . import polytomous as poly
+    from .itemmodel import prior_terms
+
+    params = np.asarray(params, dtype=float)
+    free = np.isfinite(params)
+    y = np.where(np.isnan(codes), -1, codes).astype(np.int64)
+    names = ("a1",) + tuple(f"d{k}" for k in range(1, params.shape[1]))
+    log_prior = None
+    if prior_a is not None:
+        def log_prior(p):
+            a = p[:, 0]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                t = np.log(a) if prior_a.internal == "log" else a
+            return prior_terms(prior_a, t, np)[0]
+
+    info = observed_information(lambda p, x: poly.log_prob(models, p, x), params, free, y,
+                                weights, nodes, log_weights, log_prior=log_prior)
+    return StandardErrors(np.asarray(item_ids), names, params, free, info, model, None,
+                          prior_a is not None)

@@ -1,0 +1,22 @@
+"""What ``atlas calibrate`` prints about a fit's information criteria and standard errors
+(binary and ordinal models alike)."""
+from __future__ import annotations
+
+from ._common import console
+
+
+def print_criteria(res) -> None:
+    """The information criteria of a calibration and where its standard errors went."""
+    ic = res.information_criteria()
+    console.print(f"AIC {ic['aic']:.3f}, BIC {ic['bic']:.3f}, SABIC {ic['sabic']:.3f}, "
+                  f"HQ {ic['hq']:.3f} ({ic['n_parameters']} parameters, "
+                  f"{ic['n_observations']:g} subjects)")
+    if res.se is not None:
+        kind = "posterior-mode " if res.se.posterior_mode else ""
+        console.print(f"standard errors from the {kind}observed information (Oakes): "
+                      "<parameter>_se columns" + (
+                          f"; latent variance SE {res.se.latent_variance_se:.4f}"
+                          if res.se.latent_variance is not None else ""))
+        if not res.se.info.positive_definite:
+            console.print("[yellow]warning:[/] the information matrix is not positive definite:"
+                          " the standard errors are NaN")
