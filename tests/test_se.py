@@ -312,3 +312,38 @@ def test_science_ordinal_fit_standard_errors_and_criteria(model):
         assert ic[k.lower()] == pytest.approx(fit[k], abs=0.05)
     ours = res.standard_errors("ours")           # b_k = -d_k / a by the delta method
     assert list(ours.columns[:5]) == ["item_id", "a", "a_se", "b1", "b1_se"]
+
+
+def test_mixed_binary_and_ordinal_information_is_minus_the_brute_force_hessian(rng):
+    """0/1 and 0-3 graded items together (NaN-padded parameters, -inf log-probabilities in the
+    categories an item lacks): minus the finite-difference Hessian of the marginal
+    log-likelihood (an identity at any parameter value: the generating one here)."""
+    from atlascat.irt import polytomous as poly
+    from atlascat.irt.se import ordinal_standard_errors
+
+    n = 500
+    th = rng.normal(size=n)
+    cuts = [-1.2, 0.0, 1.1]
+    cols = [(rng.random(n) < 1 / (1 + np.exp(-(1.2 * th + d)))).astype(float)
+            for d in (-0.5, 0.3, 1.0)]
+    cols += [np.digitize(1.1 * th + rng.logistic(size=n), cuts).astype(float) for _ in range(3)]
+    y = np.column_stack(cols)
+    y[rng.random(y.shape) < 0.05] = np.nan
+    nan = np.nan
+    P = np.array([[1.2, -0.5, nan, nan], [1.2, 0.3, nan, nan], [1.2, 1.0, nan, nan]]
+                 + [[1.1] + [-c for c in cuts]] * 3)
+    s = ordinal_standard_errors(y, None, P, "graded", item_ids=[f"q{j}" for j in range(6)],
+                                nodes=QUAD.nodes, log_weights=QUAD.log_weights, model="graded")
+    assert s.free.sum() == 3 * 2 + 3 * 4
+    yc = category_indices(y)
+
+    def loglik(v):
+        q = P.copy()
+        q[s.free] = v
+        return marginal_loglik(lambda p, x: poly.log_prob("graded", p, x), q, yc, np.ones(n),
+                               QUAD.log_weights)
+
+    H = fd_hessian(loglik, P[s.free])
+    np.testing.assert_allclose(s.info.matrix, -H, rtol=5e-3, atol=5e-3)
+    frame = s.frame("mirt")
+    assert frame.loc[:2, "d2_se"].isna().all() and frame.loc[3:, "d3_se"].notna().all()
