@@ -141,7 +141,8 @@ class TestSmallLeaderboard:
         out, summary = tmp_path / "bank.csv", tmp_path / "s.json"
         assert main(["calibrate", str(data), "-o", str(out), "--summary", str(summary),
                      "--quiet", "--filter"]) == 0
-        text = capsys.readouterr().out
+        captured = capsys.readouterr()
+        text = captured.out + captured.err  # warnings go to stderr
         assert "model 2PL (auto): 20 subjects < 500" in text
         assert "warning: 20 subjects x" in text and "calibrated as a 2PL" in text
         info = json.loads(summary.read_text())
