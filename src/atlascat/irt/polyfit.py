@@ -113,8 +113,8 @@ def start_params(data: OrdinalData, weights, models) -> np.ndarray:
     params = np.full((m, kmax), np.nan)
     params[:, 0] = 1.0
     gp = models == "gpcm"
-    cum = np.cumsum(p[:, ::-1], axis=1)[:, ::-1]          # P(X >= k) (NaN beyond K)
-    cum = np.clip(cum, 1e-4, 1 - 1e-4)
+    cum = np.cumsum(np.nan_to_num(p)[:, ::-1], axis=1)[:, ::-1]        # P(X >= k)
+    cum = np.where(np.isnan(p), np.nan, np.clip(cum, 1e-4, 1 - 1e-4))
     params[~gp, 1:] = np.log(cum[~gp, 1:] / (1 - cum[~gp, 1:]))
     params[gp, 1:] = np.log(p[gp, 1:] / p[gp, :1])
     # one category observed in few rows may tie cumulative shares: keep d strictly decreasing
