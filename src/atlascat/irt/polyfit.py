@@ -113,8 +113,8 @@ def start_params(data: OrdinalData, weights, models) -> np.ndarray:
     params = np.full((m, kmax), np.nan)
     params[:, 0] = 1.0
     gp = models == "gpcm"
-    cum = np.cumsum(p[:, ::-1], axis=1)[:, ::-1]          # P(X >= k) (NaN beyond K)
-    cum = np.clip(cum, 1e-4, 1 - 1e-4)
+    cum = np.cumsum(np.nan_to_num(p)[:, ::-1], axis=1)[:, ::-1]        # P(X >= k)
+    cum = np.where(np.isnan(p), np.nan, np.clip(cum, 1e-4, 1 - 1e-4))
     params[~gp, 1:] = np.log(cum[~gp, 1:] / (1 - cum[~gp, 1:]))
     params[gp, 1:] = np.log(p[gp, 1:] / p[gp, :1])
     # one category observed in few rows may tie cumulative shares: keep d strictly decreasing
@@ -142,51 +142,59 @@ def _prior_a(prior, a):
 class _Items:
     """The M-step's view of the items: models, free-parameter mask, prior."""
 
-    def __init__(self, models, n_cat, kmax, prior_a):
+    def __init__(self, models, free, prior_a):
         self.models = models
-        self.free = np.arange(kmax)[None, :] < n_cat[:, None]          # a and d1..d(K-1)
+        self.free = free                                   # (m, K_max): a and d1..d(K-1)
         self.prior_a = prior_a
 
-    def objective(self, params, r, x):
-        """sum_qk r log P + log p(a) per item; -inf where the graded order breaks."""
-        lp = poly.log_prob(self.models, params, x)
+    def rows(self, idx) -> "_Items":
+        return _Items(self.models[idx], self.free[idx], self.prior_a)
+
+    def value(self, params, lp, r):
+        """sum_qk r log P + log p(a) per item from log P at the nodes; -inf where the graded
+        order breaks (NaN log-probabilities)."""
         with np.errstate(invalid="ignore"):
             val = np.sum(np.where(r > 0, r * lp, 0.0), axis=(1, 2))
         val = np.where(np.isnan(val), -np.inf, val)
         return val + _prior_a(self.prior_a, params[:, 0])[0]
 
-    def step(self, params, r, x):
-        """Fisher-scoring step (n_items, K_max) for every item at once."""
-        p = np.nan_to_num(poly.prob(self.models, params, x))
+    def step(self, params, lp, r, x):
+        """Fisher-scoring step (n_items, K_max) for every item at once: gradient
+        sum_qk (r / P) dP and information sum_qk n_q dP dP^T / P as batched matrix products
+        over the (node, category) axis."""
+        p = np.exp(lp)                                                      # 0 where absent
         J = poly.jacobian(self.models, params, x, p)                       # (m, q, K, P)
+        m, q, k, npar = J.shape
         safe = np.where(p > 0, p, 1.0)
-        g = np.einsum("jqk,jqkl->jl", np.where(p > 0, r / safe, 0.0), J)
-        nq = r.sum(axis=2)                                                  # (m, q)
-        info = np.einsum("jqkl,jqkn->jln", J * (nq[:, :, None] / safe)[..., None], J)
+        Jf = J.reshape(m, q * k, npar)
+        wr = np.where(p > 0, r / safe, 0.0).reshape(m, 1, q * k)
+        g = (wr @ Jf)[:, 0, :]
+        wn = (r.sum(axis=2)[:, :, None] / safe).reshape(m, q * k, 1)
+        info = np.swapaxes(Jf * wn, 1, 2) @ Jf
         _, ga, ha = _prior_a(self.prior_a, params[:, 0])
         g[:, 0] += ga
         info[:, 0, 0] += np.maximum(-ha, 0.0)
         fixed = ~self.free
         g[fixed] = 0.0
-        kk = np.arange(info.shape[1])
+        kk = np.arange(npar)
         info[:, kk, kk] += np.where(fixed, 1.0, 1e-10 * (1.0 + info[:, kk, kk]))
         return np.linalg.solve(info, g[..., None])[..., 0]
 
 
 def mstep(items: _Items, params, r, x, max_newton: int = 8, max_halvings: int = 12,
-          step_tol: float = 1e-9):
+          step_tol: float = 1e-8):
     """Batched Fisher scoring with a per-item step-halving line search (never decreasing an
     item's objective); loops run over Newton steps and halvings, never over items."""
     params = params.copy()
-    f = items.objective(params, r, x)
+    lp = poly.log_prob(items.models, params, x)
+    f = items.value(params, lp, r)
     active = np.ones(len(params), dtype=bool)
     for _ in range(max_newton):
         idx = np.flatnonzero(active)
         if idx.size == 0:
             break
-        sub = _Items(items.models[idx], items.free[idx].sum(1), params.shape[1], items.prior_a)
-        s = sub.step(params[idx], r[idx], x)
-        s = np.where(sub.free, s, 0.0)
+        sub = items.rows(idx)
+        s = np.where(sub.free, sub.step(params[idx], lp[idx], r[idx], x), 0.0)
         big = np.max(np.abs(s), axis=1)
         s *= np.minimum(1.0, 2.0 / np.maximum(big, 1e-300))[:, None]      # step cap
         t = np.ones(idx.size)
@@ -195,17 +203,18 @@ def mstep(items: _Items, params, r, x, max_newton: int = 8, max_halvings: int = 
         for _ in range(max_halvings):
             if not todo.any():
                 break
-            cand = params[idx[todo]] + t[todo, None] * s[todo]
+            rows = idx[todo]
+            cand = params[rows] + t[todo, None] * s[todo]
             cand[:, 0] = np.clip(cand[:, 0], -A_BOUND, A_BOUND)
             cand[:, 1:] = np.clip(cand[:, 1:], -D_BOUND, D_BOUND)
-            fc = _Items(sub.models[todo], sub.free[todo].sum(1), params.shape[1],
-                        items.prior_a).objective(cand, r[idx[todo]], x)
+            part = items.rows(rows)
+            lpc = poly.log_prob(part.models, np.where(part.free, cand, np.nan), x)
+            fc = part.value(cand, lpc, r[rows])
             ok = np.isfinite(fc) & (fc >= f_old[todo] - 1e-12 * np.abs(f_old[todo]))
-            rows = idx[todo][ok]
-            params[rows] = cand[ok]
-            f[rows] = fc[ok]
-            done = np.flatnonzero(todo)[ok]
-            todo[done] = False
+            params[rows[ok]] = cand[ok]
+            lp[rows[ok]] = lpc[ok]
+            f[rows[ok]] = fc[ok]
+            todo[np.flatnonzero(todo)[ok]] = False
             t[todo] *= 0.5
         moved = np.max(np.abs(t[:, None] * s), axis=1)
         active[idx[todo | (moved < step_tol)]] = False
@@ -229,8 +238,8 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     w = None if weights is None else np.asarray(weights, dtype=float)
     if w is not None and np.all(w == 1):
         w = None
-    items = _Items(models, data.n_cat, kmax, prior_a)
-    free = items.free
+    free = np.arange(kmax)[None, :] < data.n_cat[:, None]
+    items = _Items(models, free, prior_a)
     nq = len(x)
 
     def estep(params, stats=True):

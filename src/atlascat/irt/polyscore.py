@@ -90,8 +90,6 @@ def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: flo
                   prior_sd: float = 1.0, quadpts: int = 61, theta_range=(-6.0, 6.0),
                   bounds=(-10.0, 10.0), newton: int = 30):
     """(theta, se, n_items, flag) for category codes (n, n_items) in the bank's item order."""
-    from .ability import AbilityResult
-
     method = str(method).lower()
     if method not in METHODS:
         raise ConfigError(f"unknown scoring method {method!r}; use one of {', '.join(METHODS)}")
@@ -112,7 +110,7 @@ def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: flo
         th = post @ x
         se = np.sqrt(np.clip(post @ (x * x) - th * th, 0.0, None))
         flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
-        return AbilityResult(th, se, n_obs, flag, "eap")
+        return th, se, n_obs, flag
     lo, hi = float(bounds[0]), float(bounds[1])
     if not hi > lo:
         raise ConfigError(f"bounds must satisfy low < high, got {bounds}")
@@ -175,7 +173,7 @@ def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: flo
     th = np.where(nothing, np.nan if method != "map" else prior_mean, th)
     se = np.where(nothing, np.nan if method != "map" else prior_sd, se)
     flag[nothing] = "no_items"
-    return AbilityResult(th, se, n_obs, flag, method)
+    return th, se, n_obs, flag
 
 
 def estimate_ordinal(responses, bank: PolyBank, method: str = "eap", *, subject_ids=None,
@@ -186,7 +184,13 @@ def estimate_ordinal(responses, bank: PolyBank, method: str = "eap", *, subject_
 
     if subject_ids is None and not isinstance(responses, np.ndarray):
         subject_ids = _as_ratings(responses, None)[1]
+    import pandas as pd
+
     codes = ordinal_codes(responses, bank, extra_items)
-    df = score_ordinal(codes, bank, method, **settings).to_frame(subject_ids)
+    th, se, n_obs, flag = score_ordinal(codes, bank, method, **settings)
+    ids = np.arange(len(th)).astype(str) if subject_ids is None else \
+        np.asarray([str(s) for s in subject_ids])
+    df = pd.DataFrame({"subject_id": ids, "theta": th, "se": se,
+                       "n_items": n_obs.astype(int), "flag": flag})
     df.attrs["method"] = str(method).lower()
     return df
