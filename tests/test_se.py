@@ -302,7 +302,7 @@ def test_science_ordinal_fit_standard_errors_and_criteria(model):
     for p in ("a1", "d1", "d2", "d3"):
         want = ref[ref.parameter == p]
         np.testing.assert_allclose(got[f"{p}_se"], want.se, rtol=0.02)
-        # (the parameters' own parity, tighter, belongs to the ordinal fit's own tests)
+        # (the parameters' own parity, tighter, is tests/test_polytomous_parity.py's)
         np.testing.assert_allclose(got[p], want.value, atol=2e-2)
     fit = mirt_fit(f"science_{model}")
     ic = res.information_criteria()
