@@ -17,6 +17,3 @@ def print_criteria(res) -> None:
                       "<parameter>_se columns" + (
                           f"; latent variance SE {res.se.latent_variance_se:.4f}"
                           if res.se.latent_variance is not None else ""))
-        if not res.se.info.positive_definite:
-            console.print("[yellow]warning:[/] the information matrix is not positive definite:"
-                          " the standard errors are NaN")

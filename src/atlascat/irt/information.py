@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import log_expit, logsumexp
+from scipy.special import log_expit
 
 from ..errors import ConfigError
 
@@ -201,80 +201,68 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
     Yw = Y * w[:, None]
     D0 = dlog_prob(params, nodes)                         # (m, K, Q, C)
 
-    def node_loglik(lp):
-        return Y @ lp.transpose(0, 2, 1).reshape(m * n_cat, -1)   # (n, Q)
+    Q = len(nodes)
+    L0 = Y @ lp0.transpose(0, 2, 1).reshape(m * n_cat, Q)          # (n, Q) node log-lik
+    S0 = L0 + log_w
+    shift = np.max(S0, axis=1, keepdims=True)    # perturbations move S by ~step: no overflow
+    E0 = np.exp(S0 - shift)
+    # D as (m, Q C, K) for the batched products of the score
+    D0m = D0.transpose(0, 2, 3, 1).reshape(m, Q * n_cat, -1)
 
-    L0 = node_loglik(lp0)
-
-    def counts(post):
-        """(B, n, Q) posteriors -> expected counts (B, m, Q, C) and node masses (B, Q)."""
-        B = post.shape[0]
-        R = (post.transpose(0, 2, 1).reshape(B * post.shape[2], n) @ Yw)
-        R = R.reshape(B, -1, m, n_cat).transpose(0, 2, 1, 3)
-        return R, np.einsum("bnq,n->bq", post, w)
-
-    def posterior(L, lw):
-        S = L + lw
-        return np.exp(S - logsumexp(S, axis=-1, keepdims=True))
-
-    def score(R, N, D, lw_grad=None):
-        g = np.einsum("bmqc,mkqc->bmk", R, D)
-        gv = None if lw_grad is None else N @ lw_grad
-        return g, gv
+    def stats(buf):
+        """Unnormalized posteriors (n, B, Q) -> counts R (m, C, B, Q), node masses (B, Q)
+        and the item scores (B, m, K): two large products and a batched small one."""
+        buf /= np.sum(buf, axis=2, keepdims=True)
+        B = buf.shape[1]
+        flat = buf.reshape(n, B * Q)
+        R = (Yw.T @ flat).reshape(m, n_cat, B, Q)
+        N = (w @ flat).reshape(B, Q)
+        R2 = R.transpose(0, 2, 3, 1).reshape(m, B, Q * n_cat)
+        return R, N, np.matmul(R2, D0m).transpose(1, 0, 2)
 
     def dlogw(var):
         h = 1e-5 * (1.0 + abs(var))
         return (latent_log_weights(var + h) - latent_log_weights(var - h)) / (2 * h)
 
     lw_grad0 = dlogw(latent_variance) if has_var else None
-    R0, N0 = counts(posterior(L0, log_w)[None])
-    g0, gv0 = score(R0, N0, D0, lw_grad0)
+    R0, N0, g0 = stats(E0[:, None, :].copy())
     grad = g0[0][free]
     if has_var:
-        grad = np.append(grad, gv0[0])
+        grad = np.append(grad, N0[0] @ lw_grad0)
     # perturbed log-probabilities and derivatives, every item at once, per column and sign
     h_all = step * (1.0 + np.abs(np.where(np.isfinite(params), params, 0.0)))
+    hv = step * (1.0 + abs(latent_variance)) if has_var else None
     shifted = {}
     for k in np.unique(idx[:, 1]):
         for sgn in (1.0, -1.0):
             p = params.copy()
             p[:, k] += sgn * h_all[:, k]
-            shifted[k, sgn] = (log_prob(p, nodes), dlog_prob(p, nodes))
+            shifted[k, sgn] = (log_prob(p, nodes) - lp0, dlog_prob(p, nodes))
     jac = np.empty((n_free, n_free))
     rows_all = [(int(j), int(k)) for j, k in idx] + ([(-1, 0)] if has_var else [])
-    batch = max(1, int(batch_cells // max(1, n * len(nodes))))
+    batch = max(1, int(batch_cells // max(1, n * Q)))
     for start in range(0, len(rows_all), batch):
         chunk = rows_all[start:start + batch]
         out = {}
         for sgn in (1.0, -1.0):
-            Ls, lws, fixes = [], [], []
-            for j, k in chunk:
-                if j < 0:
-                    hv = step * (1.0 + abs(latent_variance))
-                    Ls.append(L0)
-                    lws.append(latent_log_weights(latent_variance + sgn * hv))
-                    fixes.append(None)
-                    continue
-                lp_s, D_s = shifted[k, sgn]
-                yj = onehot[:, j, :]                          # (n, C)
-                Ls.append(L0 + yj @ (lp_s[j] - lp0[j]).T)
-                lws.append(log_w)
-                fixes.append(D_s[j])
-            post = posterior(np.stack(Ls), np.stack(lws)[:, None, :])
-            R, N = counts(post)
-            g, gv = score(R, N, D0, lw_grad0)
+            buf = np.empty((n, len(chunk), Q))
             for b, (j, k) in enumerate(chunk):
-                if fixes[b] is not None:    # the perturbed item's own derivatives
-                    g[b, j] = np.einsum("qc,kqc->k", R[b, j], fixes[b])
+                if j < 0:    # the latent variance: new grid weights
+                    lw = latent_log_weights(latent_variance + sgn * hv)
+                    buf[:, b, :] = np.exp(L0 + lw - shift)
+                else:        # item j: its column of the node log-likelihood changes
+                    buf[:, b, :] = E0 * np.exp(onehot[:, j, :] @ shifted[k, sgn][0][j].T)
+            R, N, g = stats(buf)
+            for b, (j, k) in enumerate(chunk):
+                if j >= 0:   # the perturbed item's own derivatives
+                    g[b, j] = np.einsum("cq,kqc->k", R[j, :, b, :], shifted[k, sgn][1][j])
             vec = g[:, free]
             if has_var:
-                lwg = np.stack([lw_grad0 if j >= 0 else
-                                dlogw(latent_variance + sgn * step * (1.0 + abs(latent_variance)))
+                lwg = np.stack([lw_grad0 if j >= 0 else dlogw(latent_variance + sgn * hv)
                                 for j, _ in chunk])
                 vec = np.concatenate([vec, np.einsum("bq,bq->b", N, lwg)[:, None]], axis=1)
             out[sgn] = vec
-        hs = np.array([h_all[j, k] if j >= 0 else step * (1.0 + abs(latent_variance))
-                       for j, k in chunk])
+        hs = np.array([h_all[j, k] if j >= 0 else hv for j, k in chunk])
         jac[:, start:start + len(chunk)] = ((out[1.0] - out[-1.0]) / (2.0 * hs[:, None])).T
     hess = 0.5 * (jac + jac.T)
     if log_prior is not None:
