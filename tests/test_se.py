@@ -15,7 +15,7 @@ from scipy.special import logsumexp
 from atlascat.errors import ConfigError
 from atlascat.irt.calibrate import calibrate
 from atlascat.irt.estep import grid_log_weights
-from atlascat.irt.information import (binary_dlog_prob, binary_log_prob, category_indices,
+from atlascat.irt.information import (binary_log_prob, category_indices,
                                       observed_information)
 from atlascat.irt.quadrature import normal_quadrature
 from atlascat.responses import ResponseMatrix

@@ -124,13 +124,9 @@ def register(app: typer.Typer) -> None:
             sd = float(np.sqrt(res.latent_variance))
             out_bank = ItemBank(res.bank.item_ids, np.full(len(res.bank), sd), res.bank.b / sd,
                                 metadata=res.bank.metadata, model="1pl")
-        if res.se is not None:  # the SEs of the parameters as written (Rasch: the 1PL's)
-            se_cols = res.standard_errors(fmt, scale="standard").filter(like="_se")
-            meta = se_cols if out_bank.metadata is None else \
-                pd.concat([out_bank.metadata.reset_index(drop=True), se_cols], axis=1)
-            out_bank = ItemBank(out_bank.item_ids, *out_bank.params, metadata=meta,
-                                model=out_bank.model)
-        out_bank.write(output, format=fmt)
+        from ._criteria import print_criteria, with_standard_errors
+
+        with_standard_errors(out_bank, res, fmt).write(output, format=fmt)
         info = res.to_dict()
         info.update({"responses": str(responses), "output": str(output), "format": fmt})
         if summary is not None:
@@ -147,8 +143,6 @@ def register(app: typer.Typer) -> None:
             f"{_subjects(rm, res.subject_ids)}: log-likelihood {res.loglik:.3f}, "
             f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s"
         )
-        from ._criteria import print_criteria
-
         print_criteria(res)
         chosen = res.settings.get("defaults") if res.settings else None
         if chosen:
