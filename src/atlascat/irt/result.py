@@ -48,6 +48,17 @@ class CalibrationResult:
         n = self.n_observations if self.n_observations is not None else len(self.subject_ids)
         return information_criteria(self.loglik, k, n)
 
+    def _criteria(self) -> dict:
+        """The information criteria for :meth:`to_dict` (none for a result that cannot have
+        them: one subject, a model without a parameter count)."""
+        from ..errors import ConfigError
+
+        try:
+            crit = self.information_criteria()
+        except ConfigError:
+            return {}
+        return {k: v for k, v in crit.items() if k != "loglik"}
+
     @property
     def aic(self) -> float:
         return self.information_criteria()["aic"]
@@ -93,7 +104,7 @@ class CalibrationResult:
             "converged": bool(self.converged),
             "seconds": round(float(self.seconds), 3),
             "latent_variance": self.latent_variance,
-            **{k: v for k, v in self.information_criteria().items() if k != "loglik"},
+            **self._criteria(),
             "dropped_items": [str(i) for i in self.dropped_items],
             "settings": self.settings,
             "loglik_trace": [float(v) for v in self.loglik_trace],
