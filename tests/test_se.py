@@ -347,3 +347,29 @@ def test_mixed_binary_and_ordinal_information_is_minus_the_brute_force_hessian(r
     np.testing.assert_allclose(s.info.matrix, -H, rtol=5e-3, atol=5e-3)
     frame = s.frame("mirt")
     assert frame.loc[:2, "d2_se"].isna().all() and frame.loc[3:, "d3_se"].notna().all()
+
+
+def test_4pl_information_is_minus_the_brute_force_hessian_of_the_log_posterior(rng):
+    """The upper asymptote's derivatives (logit u) and its beta prior, the 4PL with priors."""
+    y = _binary_data(rng, n=1000, m=5, c=0.1)
+    res = calibrate(y, model="4pl", prior_a="lognorm(0,0.5)", prior_c="beta(5,17)",
+                    prior_u="beta(17,5)", se=True)
+    s = res.se
+    from atlascat.irt.itemmodel import ItemModel
+    from atlascat.irt.priors import parse_prior
+
+    im = ItemModel("4pl", parse_prior("lognorm(0,0.5)", "a"), parse_prior("beta(5,17)", "c"),
+                   parse_prior("beta(17,5)", "c"))
+    yc = category_indices(y)
+    P = s.params.copy()
+
+    def logpost(v):
+        q = v.reshape(-1, 4)
+        th = np.column_stack([np.log(q[:, 0]), q[:, 1], q[:, 2], q[:, 3]])
+        return (marginal_loglik(binary_log_prob, q, yc, np.ones(len(y)), QUAD.log_weights)
+                + float(np.sum(im.log_prior(th, np))))
+
+    H = fd_hessian(logpost, P.reshape(-1))
+    np.testing.assert_allclose(s.info.matrix, -H, rtol=5e-3, atol=5e-3)
+    assert list(res.standard_errors("mirt").columns[1:]) == [
+        "a1", "a1_se", "d", "d_se", "g", "g_se", "u", "u_se"]
