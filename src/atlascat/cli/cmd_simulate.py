@@ -239,6 +239,12 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     from ..cat.simulate import simulate_cat
     from ..catalogue import bundled_link
 
+    from ..irt.polybank import is_poly_bank_file
+
+    if is_poly_bank_file(bank):   # graded / gpcm items (cat/ordinal.py)
+        from ._simulate_ordinal import simulate_ordinal_cmd
+
+        return simulate_ordinal_cmd(o, bank, out, _config(o, None), read_thetas)
     folder = load_bank_dir(bank) if is_bank_dir(bank) else None  # atlas build-bank's folder
     if _use_predictor(o, folder):
         return _replay_predictor(o, bank, folder, out)

@@ -180,14 +180,15 @@ def jacobian(model, params, nodes, p=None) -> np.ndarray:
     return J
 
 
-def dprob_dtheta(model, params, nodes) -> np.ndarray:
+def dprob_dtheta(model, params, nodes, p=None) -> np.ndarray:
     """dP(X_j = k | theta) / dtheta at the nodes, (n_items, n_nodes, K_max).
 
     Graded: a (W_k - W_{k+1}) with W = P*(1 - P*); GPCM: a P_k (k - E[k | theta]).
+    ``p``: :func:`prob` at the same nodes, when at hand.
     """
     a, d, _ = _z(params, None)
     x = np.atleast_1d(np.asarray(nodes, dtype=float))
-    p = np.nan_to_num(prob(model, params, x))
+    p = np.nan_to_num(prob(model, params, x) if p is None else p)
     gp = _models(model, len(a))
     out = np.empty_like(p)
     if gp.any():
@@ -214,7 +215,7 @@ def item_information(model, params, theta) -> np.ndarray:
     theta = np.asarray(theta, dtype=float)
     x = theta.reshape(-1)
     p = prob(model, params, x)
-    dp = dprob_dtheta(model, params, x)
+    dp = dprob_dtheta(model, params, x, p)
     with np.errstate(divide="ignore", invalid="ignore"):
         term = np.where(p > 0, dp * dp / np.where(p > 0, p, 1.0), 0.0)
     info = term.sum(axis=2).T                                           # (n_theta, n_items)
