@@ -127,6 +127,12 @@ def ws(tmp_path_factory):
         d / "scores_falling.csv", index=False)
     pd.DataFrame({"model": resp["model"], "score": 0.5}).to_csv(d / "scores_same.csv",
                                                                 index=False)
+    # ordinal ratings (--model graded|gpcm): levels 1 and 4; a half point; one level only
+    rat = resp.copy()
+    rat[IDS] = (rat[IDS] * 3 + 1).astype(float)
+    rat.to_csv(d / "rat.csv", index=False)
+    rat.assign(q3=rat["q3"].where(rat.index != 2, 2.5)).to_csv(d / "rat_half.csv", index=False)
+    rat.assign(q5=3.0).to_csv(d / "rat_one.csv", index=False)
     return d
 
 
@@ -289,6 +295,9 @@ CLI_CASES = [
     ("build-bank-too-few-models", "build-bank {d}/resp10.csv -o {d}/bb", ["10 model(s)", "at least 20"]),
     ("build-bank-metric-on-matrix", "build-bank {d}/resp.csv --metric acc -o {d}/bb", ["--metric", "response matrix"]),
     ("build-bank-output-is-file", "build-bank {d}/resp.csv -o {d}/afile", ["afile", "existing file"]),
+    ("calibrate-ordinal-non-integer", "calibrate {d}/rat_half.csv --model graded -o {d}/o/b.csv", ["2.5", "row 2", "'m2'", "'q3'", "integer"]),
+    ("calibrate-ordinal-one-level", "calibrate {d}/rat_one.csv --model gpcm -o {d}/o/b.csv", ["'q5'", "only the level 3"]),
+    ("calibrate-ordinal-range", "calibrate {d}/rat.csv --model graded --rating-range 1 3 -o {d}/o/b.csv", ["rating 4", "declared range [1, 3]"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 
