@@ -209,15 +209,15 @@ def test_fixed_length(tmp_path, capsys):
 def test_protocol_line_says_generation_for_gsm8k_and_loglikelihood_for_arc(bank):
     from atlascat.cli.cmd_evaluate import format_result
     from atlascat.live.report import protocol_label
-    from atlascat.catalogue import resolve_bank
+    from atlascat.catalogue import BankRef
 
-    assert protocol_label("leaderboard", resolve_bank("gsm8k")) == \
+    assert protocol_label("leaderboard", BankRef.from_option("gsm8k").load()) == \
         "leaderboard (generation, exact match)"
     assert protocol_label("leaderboard", bank) == "leaderboard (log-likelihood)"
     assert protocol_label("approximate", bank).startswith("APPROXIMATE")
+    gsm8k = BankRef.from_option("gsm8k").load()
     row = {"model": "m", "theta": 0.1, "se": 0.2, "n_items": 30, "bench": "gsm8k",
-           "protocol": "leaderboard", "protocol_label": protocol_label("leaderboard",
-                                                                       resolve_bank("gsm8k"))}
+           "protocol": "leaderboard", "protocol_label": protocol_label("leaderboard", gsm8k)}
     assert "protocol: leaderboard (generation, exact match)" in format_result(row)
 
 

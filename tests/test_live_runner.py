@@ -401,7 +401,7 @@ class TestReplay:
 def _fake_link(monkeypatch, fail=False):
     """The evaluation service reads a link that predicts 61.2% (59.2-63.2), 73rd percentile
     (``fail``: the link cannot be loaded)."""
-    import atlascat.live.bankref as mod
+    import atlascat.catalogue.bankref as mod
     from atlascat.scorelink.prediction import ScorePrediction
 
     class Link:

@@ -17,6 +17,24 @@ class BankError(AtlasError, ValueError):
     """An item bank is malformed (columns, non-finite parameters, c >= u, ...)."""
 
 
+class BankFolderError(BankError):
+    """A path is not a usable bank folder (no manifest, a file missing or unreadable): build it
+    again (:func:`atlascat.bankdir.build_bank`)."""
+
+
+class BankKindError(BankError):
+    """A bank reference of the wrong kind: a suite where one bank is asked (``kind`` "suite"),
+    or a bank where a suite is (``kind`` "bank")."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class RunFolderError(AtlasError):
+    """A folder is not a benchmark run's (:func:`atlascat.studies.protocol.run_benchmark`)."""
+
+
 class ConvergenceError(AtlasError, RuntimeError):
     """An iterative estimator could not produce a usable result."""
 

@@ -5,7 +5,7 @@ Conventions every command follows (see ``docs/cli.md``):
 - ``-o/--output`` is the output path (a file or the run directory); nothing is written into the
   current directory unless the user names it.
 - ``--model`` is the IRT model only; responses are the positional argument; ``--bank`` takes a
-  file or a bundled name (:func:`atlascat.catalogue.resolve_bank`).
+  file, a bank folder or a bundled name (:class:`atlascat.catalogue.BankRef`).
 - Prose wraps only on a terminal; tables never cut a number or an id (piped or redirected
   output is plain text at full width).
 """
@@ -26,8 +26,70 @@ console.soft_wrap = not console.is_terminal
 err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
 
 __all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
+           "quiet_option", "is_quiet",
            "warn", "bank_option_help", "one_bank", "output_file", "output_dir",
-           "load_bank", "load_responses", "json_safe"]
+           "load_responses", "json_safe"]
+
+
+#: what ``-q/--quiet`` means in every command that takes it (:func:`quiet_option`)
+QUIET_HELP = ("Only the essentials: the result lines and the files written; no tables, "
+              "per-item lines or progress bars. Warnings and errors still go to stderr.")
+_quiet = [False]
+
+
+def _set_quiet(value: bool) -> bool:
+    _quiet[0] = bool(value)
+    return value
+
+
+def quiet_option():
+    """The ``-q/--quiet`` option, one definition for every command: while it is on,
+    :func:`print_frame` prints no table and :func:`progress_bar` draws no bar."""
+    import typer
+
+    return typer.Option(False, "--quiet", "-q", help=QUIET_HELP, callback=_set_quiet)
+
+
+def is_quiet() -> bool:
+    """Whether this command runs with ``-q/--quiet``."""
+    return _quiet[0]
+
+
+def reset_quiet() -> None:
+    """Back to the default (each ``atlas`` call starts loud)."""
+    _quiet[0] = False
+
+
+#: stop reasons that end a test whatever its minimum length (the others wait for --min-items)
+LENGTH_STOPS = frozenset({"", "max_items", "budget", "fixed_length", "no_items", "error"})
+
+
+def min_items_note(n_items, stop_reasons, min_items: int, given: bool) -> str | None:
+    """What to say when tests stopped at their minimum length: a precision rule (--se-stop, the
+    score link's) fires only once ``min_items`` are asked, so a test that ends there with such a
+    reason was held to the minimum, and a smaller --se-stop looks inert. ``n_items`` and
+    ``stop_reasons``: one entry per test; ``given``: --min-items was on the command line (else
+    the bank's own minimum). None when no test stopped so."""
+    held = sum(int(n) == int(min_items) and str(r or "") not in LENGTH_STOPS
+               for n, r in zip(n_items, stop_reasons))
+    if not held:
+        return None
+    whose = "the minimum" if given else "the bank's minimum"
+    who = "stopped" if len(n_items) == 1 else f"{held} of {len(n_items)} tests stopped"
+    return (f"{who} at {whose} of {int(min_items)} items (the stop rule was met by then); "
+            "--min-items to change")
+
+
+def subjects_text(n_rows: int, weights=None) -> str:
+    """How many subjects rows stand for: ``"32 subjects"``, or with pattern frequencies
+    (``--freq-column``) ``"1000 subjects (32 response patterns)"``."""
+    if weights is None:
+        return f"{n_rows} subjects"
+    import numpy as np
+
+    total = float(np.sum(weights))
+    people = f"{int(total)}" if total == int(total) else f"{total:g}"
+    return f"{people} subjects ({n_rows} response patterns)"
 
 
 def json_safe(obj):
@@ -37,11 +99,29 @@ def json_safe(obj):
     return _safe(obj)
 
 
+def cli_advice(exc) -> str:
+    """What the command line adds to a library error: the command or option that fixes it
+    ("" when none). The library says what is wrong; the commands are named here."""
+    from ..errors import BankFolderError, BankKindError, RunFolderError
+
+    if isinstance(exc, BankFolderError):
+        return "build the bank folder with atlas build-bank RESULTS -o DIR, or give a bank file"
+    if isinstance(exc, BankKindError):
+        return ("ask a suite with --suite (atlas evaluate, atlas simulate)" if exc.kind == "suite"
+                else "give one bank with --bank")
+    if isinstance(exc, RunFolderError):
+        return "create one with atlas benchmark RESPONSES -o RUN_DIR"
+    return ""
+
+
 def print_error(message) -> None:
-    """``error: <message>`` on stderr, one line, markup in the message printed literally."""
+    """``error: <message>`` on stderr, one line, markup in the message printed literally; a
+    library error gets the command line's advice (:func:`cli_advice`)."""
     from ..validation import one_line
 
-    err_console.print(Text("error: ", style="bold red") + Text(one_line(message)))
+    advice = cli_advice(message) if isinstance(message, Exception) else ""
+    text = f"{message}; {advice}" if advice else str(message)
+    err_console.print(Text("error: ", style="bold red") + Text(one_line(text)))
 
 
 def warn(message) -> None:
@@ -55,8 +135,9 @@ def progress_bar(description: str, total: int | None):
 
     ``advance(0, total=k)`` resets the total, e.g. to the iteration an iterative fit stopped at
     (the bar then ends full at k instead of jumping to its cap). Off a terminal (stderr piped or
-    redirected) nothing is drawn: logs get no bar remnants, errors stay one line."""
-    if not err_console.is_terminal:
+    redirected) nothing is drawn: logs get no bar remnants, errors stay one line; nor with
+    ``-q/--quiet``."""
+    if not err_console.is_terminal or is_quiet():
         yield lambda n=1, total=None: None
         return
     with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -77,10 +158,14 @@ def _cell(value, float_format: str) -> str:
     return str(value)
 
 
-def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50):
+def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50,
+                result: bool = False):
     """Print a DataFrame. On a terminal: a rich table (cells fold, never cut; at most
     ``max_rows`` rows with a count of the rest). Piped or redirected: plain aligned text of every
-    row at full width, so no number or id is ever truncated."""
+    row at full width, so no number or id is ever truncated. With ``-q/--quiet`` only a table
+    that is the command's result (``result=True``) is printed."""
+    if is_quiet() and not result:
+        return
     if not console.is_terminal:
         import pandas as pd
 
@@ -92,7 +177,7 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
         frame = pd.DataFrame({str(c): [_cell(v, float_format) for v in df[c]] for c in df.columns})
         console.print(Text(frame.to_string(index=False)), soft_wrap=True)
         return
-    table = Table(title=title, show_lines=False)
+    table = Table(title=Text(title) if title else None, show_lines=False)
     for col in df.columns:
         table.add_column(escape(str(col)), overflow="fold")
     for _, row in df.head(max_rows).iterrows():
@@ -102,35 +187,9 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
         console.print(f"... {len(df) - max_rows} more rows (redirect the output to get all)")
 
 
-def predictor_only(o) -> None:
-    """A bank folder's predictor asks --max-items items of its own design: the adaptive test's
-    stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it."""
-    from ..errors import ConfigError
-
-    for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
-                       ("--min-items", o.min_items)):
-        if value is not None:
-            raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
-                              "--max-items items of its own design (or --design adaptive)")
-
-
-def with_link_stops(config, settings: dict, min_items_given: bool):
-    """``config`` with a score link's stopping rules (``ScoreLink.stop_settings()``).
-
-    The bank's own shortest test (``settings["min_items"]``) applies only when the user gave no
-    ``--min-items``, and never above ``--max-items``.
-    """
-    settings = dict(settings)
-    if min_items_given or "min_items" not in settings:
-        settings.pop("min_items", None)
-    else:
-        settings["min_items"] = min(int(settings["min_items"]), config.stopping.max_items)
-    return config.replace(**settings)
-
-
 def bank_option_help(extra: str = "") -> str:
-    return ("Item bank: a file (ours item_id,a,b,c,u or mirt's X,a1,d,g,u; CSV/Parquet) or a "
-            "bundled name (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k = shipped content "
+    return ("Item bank: a file (ours item_id,a,b,c,u or mirt's X,a1,d,g,u; CSV/Parquet), a bank "
+            "folder (atlas build-bank) or a bundled name (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k = shipped content "
             "banks; paper-arc, ... = the paper's banks)." + (" " + extra if extra else ""))
 
 
@@ -166,13 +225,6 @@ def output_dir(path, option: str = "-o/--output"):
     from ..validation import check_output_dir
 
     return None if path is None else check_output_dir(path, option=option)
-
-
-def load_bank(spec, normalize_ids: bool = False, option: str = "--bank"):
-    """A bank file or a bundled name (one meaning in every command)."""
-    from ..catalogue import resolve_bank
-
-    return resolve_bank(spec, normalize_ids=normalize_ids, option=option)
 
 
 def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,

@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from ._common import console, escape, print_frame
+from ..irt.defaults import AUTO
+from ._common import console, escape, print_frame, quiet_option
 
 
 def register(app: typer.Typer) -> None:
@@ -35,7 +36,7 @@ def register(app: typer.Typer) -> None:
         name: Optional[str] = typer.Option(None, "--name",
                                            help="Benchmark name. [default: the task, or the "
                                                 "matrix file's name]"),
-        model: str = typer.Option("auto", "--model",
+        model: str = typer.Option(AUTO, "--model",
                                   help="IRT model: auto (chosen for the number of models), "
                                        "1pl, 2pl, 3pl or 4pl."),
         budget: int = typer.Option(50, "--budget", min=5,
@@ -49,6 +50,7 @@ def register(app: typer.Typer) -> None:
                                                     "the mean of 1 / options, 0 for "
                                                     "generation; from a matrix 0]"),
         seed: int = typer.Option(0, "--seed", help="Random seed."),
+        quiet: bool = quiet_option(),
     ):
         """Build a bank folder (bank, requests, score link, manifest) for --bank DIR.
 

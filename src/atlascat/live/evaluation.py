@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import AtlasError, ConfigError
-from .bankref import BankRef
+from ..catalogue.bankref import BankRef
 from .runner import RunResult, continue_run, start_run
 from .store import RunStore
 

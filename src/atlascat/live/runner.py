@@ -200,15 +200,15 @@ _BANK_HASHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def bundled_content_bank(name: str):
     """The content bank shipped under ``name`` (``arc``, ...), as ``--bank NAME`` resolves it."""
-    from ..catalogue import resolve_bank
+    from ..catalogue import BankRef
 
-    return resolve_bank(name)
+    return BankRef.from_option(name).load()
 
 
 def load_bank_ref(ref: str):
     """The bank a run was started on: ``shipped:<bench>``, ``suite:<suite>`` (the suite's
-    composite bank) or a bank file path (see :class:`~atlascat.live.bankref.BankRef`)."""
-    from .bankref import BankRef
+    composite bank) or a bank file path (see :class:`~atlascat.catalogue.BankRef`)."""
+    from ..catalogue import BankRef
 
     return BankRef.parse(ref).load()
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ConfigError
-from .bankref import BankRef
+from ..catalogue.bankref import BankRef
 from .report import protocol_label, render_run_report
 from .runner import (PromptSettings, RunResult, bank_hash, check_content, continue_run,
                      subject_protocol)
