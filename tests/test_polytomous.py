@@ -229,6 +229,11 @@ class TestBank:
         with pytest.raises(BankError, match="given first"):
             PolyBank(["x"], [[1.0, np.nan, 1.0]])
 
+    def test_binary_reader_names_an_ordinal_bank(self, tmp_path):
+        PolyBank(["x"], [[1.0, 0.5, -0.5]]).write(tmp_path / "b.csv")
+        with pytest.raises(BankError, match="ordinal items"):
+            ItemBank.read(tmp_path / "b.csv")
+
     def test_from_binary_bank(self):
         b = ItemBank(["u", "v"], [1.0, 2.0], [0.5, -1.0])
         pb = PolyBank.from_item_bank(b)
