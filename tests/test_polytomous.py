@@ -324,3 +324,15 @@ class TestCLI:
         assert rc == 2
         lines = [ln for ln in err.strip().splitlines() if ln.strip()]
         assert len(lines) == 1 and message in err, err
+
+
+def test_binary_only_settings_are_refused(tmp_path, capsys):
+    from atlascat.cli import main
+
+    with pytest.raises(ConfigError, match="filter"):
+        calibrate(np.array([[1, 2], [2, 1], [3, 3.0]]), model="gpcm", filter=True)
+    pd.DataFrame({"s": ["a", "b", "c"], "q": [1, 2, 3], "r": [2, 1, 1]}).to_csv(
+        tmp_path / "r.csv", index=False)
+    rc = main(["calibrate", str(tmp_path / "r.csv"), "--model", "graded", "--device", "cuda",
+               "-o", str(tmp_path / "b.csv")])
+    assert rc == 2 and "--device is for the binary models" in capsys.readouterr().err

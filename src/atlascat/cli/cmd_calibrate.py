@@ -82,7 +82,13 @@ def calibrate_command(
         return calibrate_ordinal_cmd(
             responses, output, model.lower(), fmt=fmt, summary=summary, scores=scores,
             freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
-            quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet)
+            quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet,
+            normalize_ids=normalize_ids, binary_only={
+                "--prior-c": prior_c != AUTO, "--prior-u": prior_u != AUTO,
+                "--partition-size": partition_size is not None, "--link": link != LINK,
+                "--filter/--no-filter": filter_ is not None, "--seed": seed is not None,
+                "--convergence": convergence != CONVERGENCE, "--dtype": dtype != "float64",
+                "--device": device != "cpu", "--drop-empty": drop_empty})
     if rating_range is not None:
         from ..errors import ConfigError
 
