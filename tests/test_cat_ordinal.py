@@ -140,3 +140,21 @@ def test_cli_simulate_graded_bank(setup, tmp_path):
     assert s["correlation"] > 0.85 and s["settings"]["se_stop"] == 0.4
     sel = pd.read_csv(tmp_path / "run" / "selected_items.csv")
     assert len(sel) == p.n_items.sum()
+
+
+def test_mixed_bank_of_binary_and_graded_items(setup):
+    """2PL items join a graded bank as two-category items; the adaptive test uses both."""
+    from atlascat.irt.bank import ItemBank
+
+    bank, df, theta = setup
+    rng = np.random.default_rng(8)
+    b2 = ItemBank([f"b{j}" for j in range(30)], rng.uniform(1.5, 2.5, 30), rng.normal(0, 1, 30))
+    mixed = PolyBank.combine(b2, bank)
+    assert mixed.n_cat[:30].tolist() == [2] * 30 and len(mixed) == 30 + len(bank)
+    assert_allclose(mixed.information(np.array([0.3]))[0, :30], b2.information(0.3))
+    y2 = (rng.random((len(theta), 30)) < b2.probability(theta)).astype(float)
+    both = pd.concat([pd.DataFrame(y2, index=df.index, columns=b2.item_ids), df], axis=1)
+    res = simulate_ordinal_cat(mixed, _config(), responses=both, rng=9)
+    kinds = res.administered.item_id.str[0].value_counts()
+    assert kinds.get("b", 0) > 0 and kinds.get("i", 0) > 0
+    assert np.corrcoef(res.persons.theta, theta)[0, 1] > 0.85
