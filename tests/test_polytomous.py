@@ -202,6 +202,14 @@ class TestScoring:
         t2 = estimate_ability(y, ItemBank(np.arange(12), a, -d / a), "wle").theta
         assert_allclose(t1, t2, atol=1e-6)
 
+    def test_inputs_by_position_and_by_label(self):
+        bank, rng = self._bank()
+        y = poly.sample("graded", bank.params, rng.normal(size=5), rng) + 1.0
+        ref = estimate_ability(y, bank, "eap").theta.to_numpy()
+        assert_allclose(estimate_ability(y.tolist(), bank, "eap").theta, ref)
+        shuffled = pd.DataFrame(y, columns=bank.item_ids).iloc[:, ::-1]
+        assert_allclose(estimate_ability(shuffled, bank, "eap").theta, ref)
+
     def test_rating_off_the_scale_is_refused(self):
         bank, _ = self._bank()
         with pytest.raises(ConfigError, match="not one of the item's levels"):

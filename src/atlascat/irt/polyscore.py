@@ -47,10 +47,14 @@ def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.
     a labelled input is aligned to the bank by item id."""
     from .polycal import _as_ratings
 
+    import pandas as pd
+
+    from ..responses import ResponseMatrix
+
     values, _, iids, _ = _as_ratings(responses, None)
-    labelled = not (isinstance(responses, np.ndarray) or
-                    (hasattr(responses, "columns") and
-                     type(responses.columns).__name__ == "RangeIndex"))
+    labelled = isinstance(responses, ResponseMatrix) or (
+        isinstance(responses, pd.DataFrame)
+        and not isinstance(responses.columns, pd.RangeIndex))
     if labelled:
         unknown = [i for i in iids if i not in bank]
         if unknown and extra_items == "error":
