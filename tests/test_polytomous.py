@@ -82,6 +82,21 @@ class TestItemFunctions:
                    - np.nan_to_num(poly.prob(model, p - e, GRID))) / (2 * h)
             assert_allclose(J[..., col], num, atol=1e-7)
 
+    @pytest.mark.parametrize("model", ["graded", "gpcm"])
+    def test_dlog_prob_matches_numerical_derivative(self, rng, model):
+        p = _params(rng, model=model)
+        p[3, 3:] = np.nan
+        D = poly.dlog_prob(model, p, GRID)
+        assert D.shape == (6, 5, 41, 5)
+        h = 1e-6
+        for col in range(5):
+            e = np.zeros_like(p)
+            e[:, col] = h
+            hi, lo = poly.log_prob(model, p + e, GRID), poly.log_prob(model, p - e, GRID)
+            ok = np.isfinite(hi) & np.isfinite(lo)              # absent categories: -inf
+            num = np.where(ok, (np.where(ok, hi, 0) - np.where(ok, lo, 0)) / (2 * h), 0.0)
+            assert_allclose(D[:, col], num, atol=2e-6)
+
     def test_narrow_graded_category_keeps_precision(self):
         p = np.array([[1.0, 0.0, -1e-9]])
         lp = poly.log_prob("graded", p, np.array([0.0]))
