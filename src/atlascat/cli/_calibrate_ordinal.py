@@ -55,11 +55,18 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
 
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
-                      prior_sd: float, quadpts: int, extra_items: str) -> None:
+                      prior_sd: float, quadpts: int, extra_items: str,
+                      binary_only: dict | None = None) -> None:
     """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, and the mean
     of its ratings (``mean_rating``, on the items' own scale)."""
     import numpy as np
     import pandas as pd
+
+    from ..errors import ConfigError
+
+    given = [name for name, on in (binary_only or {}).items() if on]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: binary banks only; drop for an ordinal bank")
 
     from ..irt.ability import estimate_ability
     from ..irt.polybank import PolyBank

@@ -76,7 +76,10 @@ def score_command(
 
         return score_ordinal_cmd(responses, bank, method.lower(), output,
                                  freq_column=freq_column, prior_mean=prior_mean,
-                                 prior_sd=prior_sd, quadpts=quadpts, extra_items=extra_items)
+                                 prior_sd=prior_sd, quadpts=quadpts, extra_items=extra_items,
+                                 binary_only={"--reconstruct": reconstruct != "none",
+                                              "--device": device != "cpu",
+                                              "--calibration": calibration is not None})
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
