@@ -158,3 +158,14 @@ def test_mixed_bank_of_binary_and_graded_items(setup):
     kinds = res.administered.item_id.str[0].value_counts()
     assert kinds.get("b", 0) > 0 and kinds.get("i", 0) > 0
     assert np.corrcoef(res.persons.theta, theta)[0, 1] > 0.85
+
+
+def test_simulate_cat_takes_an_ordinal_bank(setup):
+    from atlascat.cat.simulate import simulate_cat
+
+    bank, df, _ = setup
+    a = simulate_cat(bank, _config(), responses=df, rng=np.random.default_rng(3))
+    b = simulate_ordinal_cat(bank, _config(), responses=df, rng=np.random.default_rng(3))
+    assert_allclose(a.persons.theta, b.persons.theta)
+    with pytest.raises(ConfigError, match="one item per round"):
+        simulate_cat(bank, _config(), responses=df, batch_size=4)
