@@ -141,10 +141,9 @@ class TestSmallLeaderboard:
         out, summary = tmp_path / "bank.csv", tmp_path / "s.json"
         assert main(["calibrate", str(data), "-o", str(out), "--summary", str(summary),
                      "--quiet", "--filter"]) == 0
-        captured = capsys.readouterr()
-        text = captured.out + captured.err  # warnings go to stderr
-        assert "model 2PL (auto): 20 subjects < 500" in text
-        assert "warning: 20 subjects x" in text and "calibrated as a 2PL" in text
+        got = capsys.readouterr()
+        assert "model 2PL (auto): 20 subjects < 500" in got.out
+        assert "warning: 20 subjects x" in got.err and "calibrated as a 2PL" in got.err
         info = json.loads(summary.read_text())
         assert info["model"] == "2pl" and info["settings"]["defaults"]["warnings"]
         assert info["filtering"]["subjects_after"] == 20      # no model dropped by the 0.1% rule
@@ -214,7 +213,7 @@ def test_lsat6_rasch_against_mirt(shared_data):
     np.testing.assert_allclose(res.bank.d, items.d, atol=5e-3)
     assert res.latent_variance == pytest.approx(summ.d, abs=5e-3)      # mirt: 0.5718
     assert res.loglik == pytest.approx(summ.a1, abs=1e-2)
-    m2 = fit.m2(rm, res.bank, estimated="1pl")          # the bank is on the N(0, 1) scale
+    m2 = fit.m2(rm, res.bank, estimated="rasch", prior_sd=np.sqrt(res.latent_variance))
     assert m2.df == 9 and m2.M2 == pytest.approx(summ.u, abs=1e-2)      # mirt: 5.2928
 
 

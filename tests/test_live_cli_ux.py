@@ -18,7 +18,9 @@ import pytest
 from conftest import HANG_S
 
 from atlascat.cli import main
+from atlascat.catalogue import BankRef
 from atlascat.live import runner
+from atlascat.live.subjects import SubjectSpec
 from atlascat.live.mockserver import MockOpenAIServer
 from atlascat.live.store import RunStore, atlas_home, default_store_path
 
@@ -27,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def bank():
-    return runner.bundled_content_bank("arc")
+    return BankRef.from_option("arc").load()
 
 
 def _listing(path: Path) -> list:
@@ -86,8 +88,8 @@ def test_resume_of_a_run_in_the_default_store_keeps_its_directories(bank, capsys
                                                                     monkeypatch):
     monkeypatch.chdir(tmp_path)
     store = RunStore(default_store_path())
-    rid = runner.start_run(store, bank, runner.subject_from_description(
-        {"type": "simulated", "theta": 0.5, "seed": 1, "model": "sim", "kind": "chat"}, bank),
+    rid = runner.start_run(store, bank, SubjectSpec.rebuild(
+        {"type": "simulate", "theta": 0.5, "seed": 1, "model": "sim", "kind": "chat"}, bank),
         config=runner_config(), bank_ref="shipped:arc")
     reports = atlas_home() / "elsewhere"
     store.set_run_output(rid, output_dir=reports, report_dir=reports)

@@ -47,6 +47,16 @@ class LiveRunError(AtlasError, RuntimeError):
     """A live evaluation failed in a way the user can resume from."""
 
 
+class RunStoppedError(LiveRunError):
+    """A live run stopped before its end (its subject failed after its retries); its answers
+    are kept and it can be resumed: ``run_id``, ``store`` (the run store's path) and
+    ``n_items`` (items answered) say which and how far."""
+
+    def __init__(self, message: str, *, run_id: str, store, n_items: int):
+        super().__init__(message)
+        self.run_id, self.store, self.n_items = run_id, store, int(n_items)
+
+
 def warn_user(message, category=UserWarning) -> None:
     """``warnings.warn`` attributed to the first caller outside ``atlascat`` (the user's line),
     however deep in the package the warning is raised; the package's own tests count as

@@ -64,7 +64,7 @@ def _resolver(db):
     looked up in --db, else in the first of the stores `atlas runs` lists (the default one and
     every one a run wrote elsewhere) that holds it."""
     from ..errors import LiveRunError
-    from ..live.evaluation import run_folder
+    from ..live.service import run_folder
     from ..live.store import RunStore, default_store_path, known_stores
 
     stores: dict[Path, tuple] = {}
@@ -101,7 +101,7 @@ def _rows(first, second, rho: float) -> list[dict]:
     """Per benchmark both runs predict: first, second, their difference and its 95% interval
     (leaderboard points), and whether it tells the two apart."""
     from ..errors import ConfigError
-    from ..live.evaluation import run_predictions
+    from ..live.service import run_predictions
     from ..studies.paired import paired_difference
 
     run_a, run_b = first[2], second[2]

@@ -71,18 +71,18 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
     info = store.get_run(run_id)
     steps = store.steps(run_id)
     steps["step"] = steps["step"] + 1  # users count steps from 1, as the progress lines
-    from ..live.suite_run import is_suite_run, write_suite_report
+    from ..live.suite_run import write_suite_report
 
-    if html is not None and is_suite_run(info):
+    if html is not None and info["kind"] == "suite":
         err_console.print(f"wrote {write_suite_report(store, run_id, html)}",
                           highlight=False)
     elif html is not None:
         from ..live.report import write_run_report
-        from ..live.runner import load_bank_ref
+        from ..catalogue import BankRef
 
         bank = None
         try:
-            bank = load_bank_ref(info["bank_ref"]) if info["bank_ref"] else None
+            bank = BankRef.parse(info["bank_ref"]).load() if info["bank_ref"] else None
         except Exception:  # noqa: BLE001 - the page is still useful without content
             bank = None
         path = write_run_report(store, run_id, html, bank=bank)
@@ -109,13 +109,12 @@ def _list_runs(stores, as_json: bool) -> None:
     frames = [st.list_runs().assign(db=str(st.path)) for st in stores]
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     by_path = {str(st.path): st for st in stores}
-    from ..live.evaluation import predict_run
-    from ..live.suite_run import is_suite_run
+    from ..live.service import predict_run
 
     predictions = [predict_run(by_path[r["db"]], r) for r in df.to_dict("records")]
     if not df.empty:
         # a suite run has no theta: its store columns hold the average, shown as such
-        suite = [is_suite_run(r) for r in df.to_dict("records")]
+        suite = df["kind"] == "suite"
         df.loc[suite, ["theta", "se", "model_based_accuracy"]] = None
     if as_json:
         records = json.loads(df.to_json(orient="records"))

@@ -299,7 +299,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
 def _use_predictor(o: _Options, folder) -> bool:
     """--design: a bank folder's predictor replayed on RESPONSES, or the adaptive test."""
     from ..errors import ConfigError
-    from ..live.evaluation import check_design
+    from ..live.service import check_design
 
     check_design(o.design)
     has = folder is not None and folder.extra("predictor.json") is not None

@@ -1,0 +1,427 @@
+"""The live-run service: starting, resuming and driving live runs of every kind, and the one
+predicted score every reader shows.
+
+``atlas evaluate`` parses options and displays; everything it does is here, as is what
+``atlas runs``, ``atlas compare-models`` and the run pages read, so one number is the same
+everywhere:
+
+- :class:`LiveRun`: live runs driven to their end, concurrently when several models are asked:
+  the adaptive test on one bank, a bank folder's benchmark predictor, or a whole suite in one
+  run (the run's kind, :data:`~atlascat.live.store.RUN_KINDS`, is stored when it is created);
+  started (:meth:`LiveRun.start`) or resumed from the run store (:meth:`LiveRun.resume`);
+  :meth:`LiveRun.results` gives each run's row (``results.json``).
+- :func:`evaluate` / :func:`resume`: one run of one subject, started or resumed and driven to
+  its end (its error raised).
+- :func:`predict_run`: the predicted leaderboard score of a stored run, from its own answers
+  and stop reason (a suite run's: its average).
+
+Example::
+
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun
+    from atlascat.live.subjects import SimulatedSubject
+
+    ref = BankRef.from_option("arc")
+    live = LiveRun.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)])
+    live.run()
+    rows = live.results()     # theta, SE, the predicted leaderboard score, ...
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import AtlasError, ConfigError
+from ..catalogue.bankref import BankRef
+from .runner import RunResult, continue_run, start_run
+from .store import RunStore
+
+__all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
+           "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
+           "predictor_prediction", "DESIGNS"]
+
+
+# ------------------------------------------------------------------ the predicted score
+def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
+    """{score, lo, hi, percentile, flag, warning} (0-1) of theta +- SE and the answers (item ->
+    0/1) through the bank's score link, or {note} when there is no estimate or no link (the
+    run's theta +- SE then stands on its own)."""
+    if theta is None or se is None:
+        return {"note": "no estimate"}
+    if ref.kind == "dir":
+        return _folder_prediction(ref.folder(), theta, se, answers, stop_reason)
+    try:
+        link = ref.score_link()
+    except Exception as exc:  # noqa: BLE001 - a broken installation's link: never fail a run
+        return {"note": f"no score link for {ref.bench!r} ({type(exc).__name__}: {exc})"}
+    if link is None:
+        return {"note": "no score link: the bank's benchmark has none (use a shipped bank such "
+                        "as arc, a bank with a 'benchmark' column naming one, or a bank "
+                        "folder built from your results)"}
+    try:
+        pred = link.predict(theta, se, responses=answers, stop_reason=stop_reason)
+    except AtlasError as exc:  # a finished run keeps its theta +- SE; the note says why
+        return {"note": f"score link for {ref.bench!r} failed ({exc})"}
+    return {"score": pred.score, "lo": pred.lo, "hi": pred.hi, "flag": pred.flag,
+            "warning": pred.warning, "percentile": pred.percentile}
+
+
+def _folder_prediction(folder, theta, se, answers, stop_reason) -> dict:
+    """A bank folder's prediction for one run: :func:`atlascat.bankdir.predict_scores`, the
+    one place every command reads a built bank's predicted score from."""
+    import pandas as pd
+
+    from ..bankdir import predict_scores
+
+    answers = dict(answers or {})
+    persons = pd.DataFrame({"subject_id": ["model"], "theta": [float(theta)], "se": [float(se)],
+                            "stop_reason": [stop_reason]})
+    administered = pd.DataFrame({"subject_id": "model", "item_id": list(answers),
+                                 "score": [float(v) for v in answers.values()]})
+    row = predict_scores(folder, persons, administered).iloc[0]
+    return {"score": float(row["leaderboard_accuracy"]), "lo": float(row["leaderboard_lo"]),
+            "hi": float(row["leaderboard_hi"]), "percentile": float(row["leaderboard_percentile"]),
+            "flag": str(row["leaderboard_flag"] or ""),
+            "warning": str(row["leaderboard_warning"] or "")}
+
+
+def predict_run(store: RunStore, run) -> dict:
+    """The predicted leaderboard score of a finished stored run (``run``: its id or its
+    :meth:`~atlascat.live.store.RunStore.list_runs` row), computed as ``atlas evaluate`` does:
+    the run's own answers and stop reason; a suite run's is its predicted average. {} for a run
+    that is not done."""
+    from .suite_run import suite_result
+
+    row = store.get_run(run) if isinstance(run, str) else run
+    if row.get("state", row.get("status")) != "done":
+        return {}
+    if row["kind"] == "suite":
+        return suite_result(store, row["run_id"])["leaderboard"]
+    if not row.get("bank_ref"):
+        return {"note": "the run's bank was not stored"}
+    ref = BankRef.parse(row["bank_ref"])
+    if row["kind"] == "predictor":
+        state = row["session"] if "session" in row else store.get_run(row["run_id"])["session"]
+        return predictor_prediction(ref, state)
+    steps = store.steps(row["run_id"])
+    done = steps[(steps["status"] == "answered") & steps["score"].notna()]
+    answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
+    return predict_score(ref, row["theta"], row["se"], answers,
+                         stop_reason=row.get("stop_reason"))
+
+
+def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
+    """{benchmark: prediction (score, lo, hi, ... 0-1)} of a finished run (a suite run: each
+    of its benchmarks and ``average``); ``runs``: the store's ``list_runs()`` when read."""
+    from .suite_run import suite_result
+
+    runs = store.list_runs() if runs is None else runs
+    match = runs[runs["run_id"] == run_id]
+    if match.empty:
+        raise ConfigError(f"no run {run_id!r} in the run store {str(store.path)!r}")
+    run = match.iloc[0].to_dict()
+    if run.get("state") != "done":
+        raise ConfigError(f"run {run_id} is {run.get('state')}: resume it to its end first")
+    if run["kind"] == "suite":
+        res = suite_result(store, run_id)
+        out = {b["name"]: b for b in res["benchmarks"] if b.get("score") is not None}
+        if res.get("average") and res["average"].get("score") is not None:
+            out["average"] = res["average"]
+        return out
+    ref = BankRef.parse(run.get("bank_ref") or "")
+    pred = predict_run(store, run)
+    if pred.get("score") is None:
+        raise ConfigError(f"run {run_id} has no predicted leaderboard score (bank {ref}: "
+                          "only banks with a score link have one)")
+    return {ref.bench or str(ref): pred}
+
+
+def run_folder(folder, db=None) -> tuple[Path, str]:
+    """(run store, run id) of a live run's output folder (``atlas evaluate -o FOLDER``): its
+    ``results.json`` names the run; its ``runs.sqlite`` holds it, or ``db`` does."""
+    import json
+
+    folder = Path(folder)
+    results, store = folder / "results.json", folder / "runs.sqlite"
+    if not results.exists():
+        raise ConfigError(f"{str(folder)!r} holds no results.json: give a finished live run's "
+                          "output folder or its run id")
+    try:
+        rows = json.loads(results.read_text())
+        run_id = str((rows[0] if isinstance(rows, list) else rows)["run_id"])
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ConfigError(f"{str(results)!r} is not a live run's results file ({exc})") \
+            from None
+    if not store.exists():
+        if db is None or not Path(db).exists():
+            raise ConfigError(f"run {run_id} of {str(folder)!r} is stored elsewhere (its folder "
+                              "has no runs.sqlite): give the run store with --db")
+        store = Path(db)
+    return store, run_id
+
+
+# ------------------------------------------------------------------ the service
+DESIGNS = ("auto", "adaptive", "predictor")
+
+
+def check_design(design: str) -> str:
+    """``design`` if it is one of :data:`DESIGNS`, else one clear error."""
+    if design not in DESIGNS:
+        raise ConfigError(f"--design must be one of {', '.join(DESIGNS)}, got {design!r}")
+    return design
+
+
+def design_bank(ref: BankRef, design: str):
+    """The bank a run of ``design`` ("adaptive" or "predictor") asks: the predictor's items
+    (with their logged requests) or the bank itself."""
+    return ref.predictor()[1] if design == "predictor" else ref.load()
+
+
+def choose_design(ref: BankRef, design: str = "auto") -> str:
+    """"predictor" or "adaptive": ``auto`` takes a bank folder's benchmark predictor when it
+    has one (its items asked by their logged requests, or by item id from a folder built from
+    a matrix), else the adaptive test."""
+    if check_design(design) == "adaptive":
+        return design
+    if ref.predictor() is not None:
+        return "predictor"
+    if design == "predictor":
+        raise ConfigError(f"bank {ref} has no benchmark predictor: build a bank folder from "
+                          "results with more items than the budget, or use the adaptive "
+                          "design")
+    return "adaptive"
+
+
+def predictor_prediction(ref: BankRef, state: dict) -> dict:
+    """The prediction of a predictor run's stored session snapshot (see
+    :mod:`atlascat.live.predictor_session`), with the percentile among the folder's source
+    models when the folder is still there."""
+    from .predictor_session import PredictorLiveSession
+
+    try:
+        session = PredictorLiveSession.from_dict(state)
+        if session.n_items == 0:
+            return {"note": "no answered item yet"}
+        folder = ref.folder() if ref.kind == "dir" and Path(ref.name).is_dir() else None
+        return session.leaderboard(folder.link if folder is not None else None)
+    except AtlasError as exc:
+        return {"note": f"the predictor's prediction failed ({exc})"}
+
+
+@dataclass
+class Job:
+    """One run of a :class:`LiveRun`: its id, kind (:data:`~atlascat.live.store.RUN_KINDS`),
+    the bank it asks, who answers, and the bank's reference (None for a bank passed as an
+    object)."""
+
+    run_id: str
+    kind: str
+    bank: object
+    subject: object
+    ref: BankRef | None = None
+
+
+def _as_store(store) -> RunStore:
+    return store if isinstance(store, RunStore) else RunStore(store)
+
+
+def _job_bank(kind: str, ref: BankRef):
+    """The bank a run of ``kind`` on ``ref`` asks (a suite's: its composite bank)."""
+    if kind == "suite":
+        from .suite_session import composite_for
+
+        return composite_for(ref.name)
+    return design_bank(ref, kind)
+
+
+@dataclass
+class LiveRun:
+    """Live runs driven to their end (several models asked concurrently, one thread each).
+
+    :meth:`start` creates the runs (nothing is asked yet), :meth:`resume` takes stored ones of
+    any kind, :meth:`run` asks until every run stops (``on_step`` per answered item, for a
+    display), :meth:`results` gives each run's row: for one bank the run's fields, ``bench``,
+    ``bank``, the protocol label and ``leaderboard`` (:func:`predict_score`); for a suite
+    :func:`~atlascat.live.suite_run.suite_result`."""
+
+    store: RunStore
+    jobs: list[Job]
+    outcomes: list[RunResult] = field(default_factory=list)
+    errors: dict = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, store, bank, subjects, *, config=None, prompt=None, seed: int = 0,
+              batch_size: int = 1, design: str = "auto", budget: int | None = None,
+              bank_ref: str | None = None, run_ids=None) -> "LiveRun":
+        """New runs of ``bank`` for ``subjects`` (every run is created before any is asked).
+
+        ``bank``: a :class:`~atlascat.catalogue.BankRef` (a suite's asks the whole suite in
+        one run per subject, ``config`` a :class:`~atlascat.suite.SuiteConfig`) or an ItemBank
+        (the adaptive test; ``bank_ref`` how to find it again on resume). ``design``
+        (:func:`choose_design`): the adaptive test with ``config`` (a CATConfig), or a bank
+        folder's benchmark predictor asking ``budget`` items (default the predictor's; seeded by
+        ``seed``). ``batch_size``: items asked per round (a suite's comes from its config)."""
+        store = _as_store(store)
+        ids = list(run_ids) if run_ids is not None else [None] * len(subjects)
+        if isinstance(bank, BankRef) and bank.kind == "suite":
+            from .suite_run import start_suite_run
+
+            made = [start_suite_run(store, bank.name, s, config=config, prompt=prompt, run_id=r)
+                    for s, r in zip(subjects, ids)]
+            return cls(store, [Job(r, "suite", _job_bank("suite", bank), s, bank)
+                               for r, s in zip(made, subjects)])
+        ref = bank if isinstance(bank, BankRef) else None
+        kind = choose_design(ref, design) if ref is not None else "adaptive"
+        sessions = [None] * len(subjects)       # None: the CAT of ``config``
+        if kind == "predictor":
+            from ..cat.config import CATConfig
+            from .predictor_session import PredictorLiveSession
+
+            predictor = ref.predictor()[0]
+            sessions = [PredictorLiveSession(predictor, budget=budget, rng=seed)
+                        for _ in subjects]
+            k = sessions[0].budget if sessions else predictor.budget
+            config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
+        items = _job_bank(kind, ref) if ref is not None else bank
+        stored_ref = str(ref) if ref is not None else bank_ref
+        jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
+                              bank_ref=stored_ref, batch_size=batch_size, session=session,
+                              run_id=r, kind=kind), kind, items, s, ref)
+                for s, session, r in zip(subjects, sessions, ids)]
+        return cls(store, jobs)
+
+    @classmethod
+    def resume(cls, store, run_ids, *, bank=None, subject_for: Callable | None = None,
+               **settings) -> "LiveRun":
+        """Stored runs to continue (any kinds). Each run's subject is rebuilt from its stored
+        description with ``settings`` (HTTP settings, a ``limiter`` shared by the runs, ...:
+        :meth:`~atlascat.live.subjects.SubjectSpec.rebuild`), or by ``subject_for(description,
+        bank)``. ``bank``: a BankRef that replaces the stored one (a bank file that moved), or
+        the ItemBank itself."""
+        from .subjects import SubjectSpec
+
+        store = _as_store(store)
+        jobs = []
+        for rid in run_ids:
+            info = store.get_run(rid)
+            kind = info["kind"]
+            ref = bank if isinstance(bank, BankRef) else (
+                BankRef.parse(info["bank_ref"]) if info["bank_ref"] else None)
+            if bank is not None and not isinstance(bank, BankRef):
+                items = bank
+            elif ref is None:
+                raise ConfigError(f"run {rid} has no bank reference; pass its bank")
+            elif kind == "predictor" and ref.predictor() is None:
+                raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which has "
+                                  "none now; pass the folder it was started on")
+            else:
+                items = _job_bank(kind, ref)
+            subject = (subject_for(info["subject"], items) if subject_for is not None
+                       else SubjectSpec.rebuild(info["subject"], items, **settings))
+            jobs.append(Job(rid, kind, items, subject, ref))
+        return cls(store, jobs)
+
+    def run(self, *, cache: bool = True, on_step: Callable | None = None,
+            raise_errors: bool = False) -> list[RunResult]:
+        """Ask every run to its end (one thread per run when there are several). A run that
+        fails keeps its answers and ends with status ``error`` (its exception in
+        :attr:`errors`, by run id); ``raise_errors``: raise the first failure instead."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(job: Job) -> RunResult:
+            try:
+                return continue_run(self.store, job.run_id, job.bank, job.subject, cache=cache,
+                                    on_step=on_step)
+            except AtlasError as exc:
+                if raise_errors:
+                    raise
+                self.errors[job.run_id] = exc
+                res = RunResult.from_store(self.store, job.run_id)
+                res.status, res.error = "error", str(exc)
+                return res
+
+        if len(self.jobs) == 1:
+            self.outcomes = [one(self.jobs[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=len(self.jobs),
+                                    thread_name_prefix="atlas-live") as pool:
+                self.outcomes = list(pool.map(one, self.jobs))
+        return self.outcomes
+
+    def results(self) -> list[dict]:
+        """Each run's row, in job order (after :meth:`run`)."""
+        from .report import protocol_label
+        from .suite_run import suite_result
+
+        rows = []
+        for job, res in zip(self.jobs, self.outcomes):
+            if job.kind == "suite":
+                row = suite_result(self.store, job.run_id)
+                row["status"], row["error"] = res.status, res.error
+                rows.append(row)
+                continue
+            row = {**res.to_dict(), "bench": job.ref.bench if job.ref else None,
+                   "bank": str(job.ref) if job.ref else None,
+                   "protocol_label": protocol_label(res.protocol, job.bank)}
+            if res.status == "done" and job.kind == "predictor":
+                row["design"] = "benchmark predictor"
+                row["leaderboard"] = predict_run(self.store, job.run_id)
+            elif res.status == "done" and job.ref is not None:
+                row["leaderboard"] = predict_score(job.ref, res.theta, res.se,
+                                                   dict(zip(res.items, res.scores)),
+                                                   stop_reason=res.stop_reason)
+            rows.append(row)
+        return rows
+
+    def interrupt(self) -> list[dict]:
+        """Mark every run interrupted (Ctrl-C); -> each run's ``run_id``, ``model`` and
+        ``n_items`` (answered so far)."""
+        out = []
+        for job in self.jobs:
+            self.store.interrupt_run(job.run_id)
+            got = self.store.get_run(job.run_id)
+            out.append({"run_id": job.run_id, "model": got["model"],
+                        "n_items": int(got["n_items"])})
+        return out
+
+    def close(self) -> None:
+        """Close the subjects (HTTP clients, processes)."""
+        for job in self.jobs:
+            if hasattr(job.subject, "close"):
+                job.subject.close()
+
+
+def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
+             cache: bool = True, bank_ref: str | None = None, run_id: str | None = None,
+             on_step: Callable | None = None, batch_size: int = 1) -> RunResult:
+    """One adaptive test of ``subject`` on ``bank``, persisted in ``store`` (path or RunStore),
+    driven to its end; raises what stopped it (a :class:`~atlascat.errors.RunStoppedError`
+    can be resumed with :func:`resume`).
+
+    Parameters
+    ----------
+    bank : an ItemBank with content metadata (:func:`atlascat.catalogue.load_content_bank`),
+        or a :class:`~atlascat.catalogue.BankRef`
+    subject : a :class:`~atlascat.live.subjects.Subject`
+    config : CATConfig (default: the paper's settings, SE stop 0.1)
+    seed : seeds the CAT's generator (first item and randomesque picks)
+    prompt : PromptSettings (style, max_tokens, temperature, system message)
+    cache : reuse stored answers of the same model to the same prompt
+    bank_ref : how to find an ItemBank again on resume (``shipped:arc`` or a file path)
+    batch_size : items selected jointly and asked at once per round (1 = the classic CAT)
+    """
+    live = LiveRun.start(store, bank, [subject], config=config, seed=seed, prompt=prompt,
+                         batch_size=batch_size, design="adaptive", bank_ref=bank_ref,
+                         run_ids=[run_id])
+    return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]
+
+
+def resume(store, run_id: str, *, bank=None, subject=None, cache: bool = True,
+           on_step: Callable | None = None, **settings) -> RunResult:
+    """Continue a run that was killed or failed, to its end; bank and subject default to the
+    stored ones (``settings`` as in :meth:`LiveRun.resume`). Raises what stopped it."""
+    live = LiveRun.resume(store, [run_id], bank=bank,
+                          subject_for=None if subject is None else (lambda desc, b: subject),
+                          **settings)
+    return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]
