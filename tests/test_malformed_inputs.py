@@ -26,6 +26,7 @@ from atlascat.irt import fit as irt_fit
 from atlascat.irt.ability import eap, estimate_ability, wle
 from atlascat.irt.bank import ItemBank
 from atlascat.irt.linking import link_banks
+from atlascat.irt.polybank import PolyBank
 from atlascat.responses import ResponseMatrix
 
 N_ITEMS, N_SUBJECTS = 12, 80
@@ -349,6 +350,11 @@ def _api_cases():
     sb, snap = _snapshot()
     short = dict(snap, scores=snap["scores"][:-1])
     return [
+        ("ordinal-non-integer", lambda: at.calibrate(arr * 3 + np.where(np.arange(N_ITEMS) == 4, 0.5, 0), model="graded"), ConfigError, ["row 0", "'4'", "not an integer"]),
+        ("ordinal-one-level", lambda: at.calibrate(np.column_stack([arr[:, :3], np.ones(len(arr))]), model="gpcm"), ConfigError, ["'3'", "only the level 1"]),
+        ("ordinal-range", lambda: at.calibrate(arr + 1, model="graded", value_range=(0, 1)), ConfigError, ["rating 2", "[0, 1]"]),
+        ("ordinal-bank-disordered", lambda: PolyBank(["q"], [[1.0, -1.0, 1.0]]), BankError, ["'q'", "decrease"]),
+        ("ordinal-score-off-scale", lambda: estimate_ability(np.full((1, 1), 9.0), PolyBank(["q"], [[1.0, 0.0]])), ConfigError, ["rating 9", "levels 0;1"]),
         ("rm-text", lambda: ResponseMatrix([["a", 1], [0, 1]]), ResponseDataError, ["'a'", "row 0"]),
         ("rm-value-2", lambda: ResponseMatrix(np.array([[2.0, 1.0]])), ResponseDataError, ["outside"]),
         ("rm-inf", lambda: ResponseMatrix([[np.inf, 1.0]]), ResponseDataError, ["outside"]),
