@@ -169,3 +169,40 @@ def test_simulate_cat_takes_an_ordinal_bank(setup):
     assert_allclose(a.persons.theta, b.persons.theta)
     with pytest.raises(ConfigError, match="one item per round"):
         simulate_cat(bank, _config(), responses=df, batch_size=4)
+
+
+class TestSession:
+    def test_session_reproduces_the_simulation_of_one_examinee(self, setup):
+        from atlascat.cat.ordinal import OrdinalCATSession
+
+        bank, df, _ = setup
+        row = df.iloc[[7]]
+        sim = simulate_ordinal_cat(bank, _config(), responses=row, rng=11)
+        s = OrdinalCATSession(bank, _config(), rng=11)
+        while (item := s.next_item()) is not None:
+            assert s.next_item() == item                     # pending until recorded
+            s.record(item, row[item].iloc[0])
+        h = s.history()
+        assert h.item_id.tolist() == sim.administered.item_id.tolist()
+        assert_allclose(h.theta, sim.administered.theta)
+        assert s.done and s.stop_reason == sim.persons.stop_reason.iloc[0]
+        assert s.theta == pytest.approx(sim.persons.theta.iloc[0])
+
+    def test_skips_and_wrong_item(self, setup):
+        from atlascat.cat.ordinal import OrdinalCATSession
+
+        bank, _, _ = setup
+        s = OrdinalCATSession(bank, _config(), rng=1)
+        first = s.next_item()
+        with pytest.raises(ConfigError, match="not the pending item"):
+            s.record("nope", 3)
+        s.record(first, None)                                # skipped: not scored
+        assert s.history().empty and s.next_item() != first
+        second = s.next_item()
+        with pytest.raises(ConfigError, match="not one of the item's levels"):
+            s.record(second, 11)
+        assert s.next_item() == second                       # still pending
+        s.record(second, 2)
+        assert len(s.history()) == 1
+        with pytest.raises(ConfigError, match="eligibility"):
+            OrdinalCATSession(bank, CATConfig(exposure=Exposure(method="eligibility")))
