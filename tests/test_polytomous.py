@@ -82,6 +82,21 @@ class TestItemFunctions:
                    - np.nan_to_num(poly.prob(model, p - e, GRID))) / (2 * h)
             assert_allclose(J[..., col], num, atol=1e-7)
 
+    @pytest.mark.parametrize("model", ["graded", "gpcm"])
+    def test_dlog_prob_matches_numerical_derivative(self, rng, model):
+        p = _params(rng, model=model)
+        p[3, 3:] = np.nan
+        D = poly.dlog_prob(model, p, GRID)
+        assert D.shape == (6, 5, 41, 5)
+        h = 1e-6
+        for col in range(5):
+            e = np.zeros_like(p)
+            e[:, col] = h
+            hi, lo = poly.log_prob(model, p + e, GRID), poly.log_prob(model, p - e, GRID)
+            ok = np.isfinite(hi) & np.isfinite(lo)              # absent categories: -inf
+            num = np.where(ok, (np.where(ok, hi, 0) - np.where(ok, lo, 0)) / (2 * h), 0.0)
+            assert_allclose(D[:, col], num, atol=2e-6)
+
     def test_narrow_graded_category_keeps_precision(self):
         p = np.array([[1.0, 0.0, -1e-9]])
         lp = poly.log_prob("graded", p, np.array([0.0]))
@@ -202,6 +217,14 @@ class TestScoring:
         t2 = estimate_ability(y, ItemBank(np.arange(12), a, -d / a), "wle").theta
         assert_allclose(t1, t2, atol=1e-6)
 
+    def test_inputs_by_position_and_by_label(self):
+        bank, rng = self._bank()
+        y = poly.sample("graded", bank.params, rng.normal(size=5), rng) + 1.0
+        ref = estimate_ability(y, bank, "eap").theta.to_numpy()
+        assert_allclose(estimate_ability(y.tolist(), bank, "eap").theta, ref)
+        shuffled = pd.DataFrame(y, columns=bank.item_ids).iloc[:, ::-1]
+        assert_allclose(estimate_ability(shuffled, bank, "eap").theta, ref)
+
     def test_rating_off_the_scale_is_refused(self):
         bank, _ = self._bank()
         with pytest.raises(ConfigError, match="not one of the item's levels"):
@@ -228,6 +251,11 @@ class TestBank:
             PolyBank(["x"], [[1.0, 1.0, -1.0]], levels=[[0, 2, 1]])
         with pytest.raises(BankError, match="given first"):
             PolyBank(["x"], [[1.0, np.nan, 1.0]])
+
+    def test_binary_reader_names_an_ordinal_bank(self, tmp_path):
+        PolyBank(["x"], [[1.0, 0.5, -0.5]]).write(tmp_path / "b.csv")
+        with pytest.raises(BankError, match="ordinal items"):
+            ItemBank.read(tmp_path / "b.csv")
 
     def test_from_binary_bank(self):
         b = ItemBank(["u", "v"], [1.0, 2.0], [0.5, -1.0])
@@ -319,3 +347,15 @@ class TestCLI:
         assert rc == 2
         lines = [ln for ln in err.strip().splitlines() if ln.strip()]
         assert len(lines) == 1 and message in err, err
+
+
+def test_binary_only_settings_are_refused(tmp_path, capsys):
+    from atlascat.cli import main
+
+    with pytest.raises(ConfigError, match="filter"):
+        calibrate(np.array([[1, 2], [2, 1], [3, 3.0]]), model="gpcm", filter=True)
+    pd.DataFrame({"s": ["a", "b", "c"], "q": [1, 2, 3], "r": [2, 1, 1]}).to_csv(
+        tmp_path / "r.csv", index=False)
+    rc = main(["calibrate", str(tmp_path / "r.csv"), "--model", "graded", "--device", "cuda",
+               "-o", str(tmp_path / "b.csv")])
+    assert rc == 2 and "--device is for the binary models" in capsys.readouterr().err

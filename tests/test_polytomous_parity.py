@@ -86,3 +86,18 @@ def test_simulated_truth_recovered():
     res = calibrate(_data("sim_graded"), model="graded")
     assert_allclose(res.bank.params[:, 0], truth[:, 0], atol=0.35)
     assert np.mean(np.abs(res.bank.params[:, 1:] - truth[:, 1:])) < 0.15
+
+
+@pytest.mark.parametrize("model", ["graded", "gpcm"])
+@pytest.mark.parametrize("method", ["map", "ml", "wle"])
+def test_map_ml_wle_on_mirt_parameters(model, method):
+    """mirt's fscores MAP / ML / WLE (with SE) on its own Science fit: thetas within mirt's
+    optimizer tolerance, SEs from the observed information (WLE: -dg/dtheta)."""
+    ids, p = _items(f"science_{model}")
+    bank = PolyBank(ids, p, model, [np.arange(1, 5.0)] * len(ids))
+    ref = pd.read_csv(REF / f"science_{model}_{method}.csv")
+    ours = estimate_ability(_data("science"), bank, method)
+    fin = np.isfinite(ref.theta.to_numpy())
+    assert_allclose(ours.theta[fin], ref.theta[fin], atol=2e-5)
+    assert_allclose(ours.se[fin], ref.se[fin], atol=5e-4)
+    assert (ours.theta[~fin].to_numpy() == ref.theta[~fin].to_numpy()).all()  # ML: +-inf

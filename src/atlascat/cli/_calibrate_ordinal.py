@@ -9,12 +9,23 @@ from ._common import console, json_safe, progress_bar
 
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
                           freq_column, rating_range, prior_a: str, quadpts: int, max_iter: int,
-                          tol: float, quiet: bool, se: bool = False) -> None:
+                          tol: float, quiet: bool, se: bool = False, normalize_ids: bool = False,
+                          binary_only: dict | None = None) -> None:
     import pandas as pd
 
+    from ..errors import ConfigError
     from ..irt.polycal import calibrate_ordinal, read_ratings
+    from ..validation import normalize_item_id
 
+    given = [name for name, on in (binary_only or {}).items() if on]
+    if given:
+        raise ConfigError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for the "
+                          f"binary models; drop {'it' if len(given) == 1 else 'them'} for "
+                          f"--model {model} (the ordinal EM takes --prior-a, --quadpts, "
+                          "--max-iter, --tol, --rating-range)")
     values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+    if normalize_ids:
+        iids = [normalize_item_id(i) for i in iids]
     frame = pd.DataFrame(values, index=sids, columns=iids)
     settings = dict(weights=weights, prior_a=None if prior_a in ("auto", "none") else prior_a,
                     value_range=rating_range, quadpts=quadpts, max_iter=max_iter, tol=tol,
@@ -54,11 +65,18 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
 
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
-                      prior_sd: float, quadpts: int, extra_items: str) -> None:
+                      prior_sd: float, quadpts: int, extra_items: str,
+                      binary_only: dict | None = None) -> None:
     """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, and the mean
     of its ratings (``mean_rating``, on the items' own scale)."""
     import numpy as np
     import pandas as pd
+
+    from ..errors import ConfigError
+
+    given = [name for name, on in (binary_only or {}).items() if on]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: binary banks only; drop for an ordinal bank")
 
     from ..irt.ability import estimate_ability
     from ..irt.polybank import PolyBank

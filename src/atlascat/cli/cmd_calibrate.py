@@ -125,7 +125,10 @@ def calibrate_command(
         return calibrate_ordinal_cmd(
             responses, output, model.lower(), fmt=fmt, summary=summary, scores=scores,
             freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
-            quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se)
+            quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se,
+            normalize_ids=normalize_ids, binary_only=_binary_only(
+                prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
+                device, drop_empty))
     cal = calibrator(model=model, quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
                      prior_u=prior_u, max_iter=max_iter, tol=tol,
                      partition_size=partition_size, link=link, dtype=dtype,
@@ -165,6 +168,16 @@ def _write_summary(res, path: Path, **fields) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     info = {**res.to_dict(), **fields}
     path.write_text(json.dumps(json_safe(info), indent=2, default=_jsonable))
+
+
+def _binary_only(prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
+                 device, drop_empty) -> dict:
+    """The binary models' options and whether each was given (refused for graded/gpcm)."""
+    return {"--prior-c": prior_c != AUTO, "--prior-u": prior_u != AUTO,
+            "--partition-size": partition_size is not None, "--link": link != LINK,
+            "--filter/--no-filter": filter_ is not None, "--seed": seed is not None,
+            "--convergence": convergence != CONVERGENCE, "--dtype": dtype != "float64",
+            "--device": device != "cpu", "--drop-empty": drop_empty}
 
 
 def _check_choices(fmt: str, convergence: str) -> None:

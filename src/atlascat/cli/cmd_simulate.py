@@ -245,6 +245,12 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     from ..cat.simulate import simulate_cat
     from ..catalogue import BankRef
 
+    from ..irt.polybank import is_poly_bank_file
+
+    if is_poly_bank_file(bank):   # graded / gpcm items (cat/ordinal.py)
+        from ._simulate_ordinal import simulate_ordinal_cmd
+
+        return simulate_ordinal_cmd(o, bank, out, _config(o, None), read_thetas)
     ref = BankRef.from_option(bank)
     folder = ref.folder()  # atlas build-bank's folder, or None
     if _use_predictor(o, folder):

@@ -226,8 +226,15 @@ class Calibrator:
             if v not in (None, "auto", "none"):
                 raise ConfigError(f"{name} needs a 3PL or 4PL model, not {model!r}; the ordinal "
                                   "models take a slope prior only (prior_a)")
-        if self.partition_size is not None:
-            raise ConfigError(f"partitioned calibration is for the binary models, not {model!r}")
+        binary_only = {"partition_size": self.partition_size is not None,
+                       "filter": bool(self.filter), "dtype": self.dtype != "float64",
+                       "device": str(self.device).lower() != "cpu",
+                       "convergence": self.convergence != "params"}
+        given = [k for k, on in binary_only.items() if on]
+        if given:
+            raise ConfigError(f"{', '.join(given)} set for model {model!r}: these settings are "
+                              "the binary models'; the ordinal EM runs on the CPU in float64, "
+                              "unfiltered, jointly, with mirt's rule on the parameters")
         if int(self.quadpts) < 5 or not float(self.tol) > 0 or not int(self.max_iter) >= 1:
             raise ConfigError("quadpts >= 5, tol > 0 and max_iter >= 1 are needed")
         prior_a = parse_prior(None if pa in (None, "none", "auto") else pa, "a")

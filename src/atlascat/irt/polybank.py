@@ -225,6 +225,18 @@ class PolyBank:
         params = np.column_stack([bank.a, -bank.a * bank.b])
         return cls(bank.item_ids, params, "graded", metadata=bank.metadata)
 
+    @classmethod
+    def combine(cls, *banks) -> "PolyBank":
+        """One bank of the items of several (PolyBanks, or binary 1PL/2PL ItemBanks as graded
+        items with one threshold): a mixed bank of binary and ordinal items."""
+        parts = [b if isinstance(b, PolyBank) else cls.from_item_bank(b) for b in banks]
+        kmax = max(p.params.shape[1] for p in parts)
+        params = np.vstack([np.pad(p.params, ((0, 0), (0, kmax - p.params.shape[1])),
+                                   constant_values=np.nan) for p in parts])
+        return cls(np.concatenate([p.item_ids for p in parts]), params,
+                   np.concatenate([p.models for p in parts]),
+                   [lv for p in parts for lv in p.levels])
+
     def to_frame(self, format: str = "mirt") -> pd.DataFrame:
         """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (b_k = -d_k / a);
         both with ``levels``."""

@@ -125,7 +125,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         raise ResponseDataError(f"calibration needs at least 2 subjects with a rating, got "
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
-    data = encode(values, iids, value_range)
+    data = encode(values, iids, value_range, sids)
     start_p = None
     if start is not None:
         from .polyfit import start_params

@@ -52,7 +52,7 @@ class OrdinalData:
     n_cat: np.ndarray
 
 
-def encode(values, item_ids=None, value_range=None) -> OrdinalData:
+def encode(values, item_ids=None, value_range=None, subject_ids=None) -> OrdinalData:
     """Map each item's observed integer levels to categories 0..K_j-1.
 
     Refuses (one line, :class:`ConfigError`) a non-integer rating, a rating outside the declared
@@ -62,12 +62,15 @@ def encode(values, item_ids=None, value_range=None) -> OrdinalData:
     if v.ndim != 2:
         raise ResponseDataError(f"responses must be 2-D (subjects x items), got shape {v.shape}")
     ids = [str(i) for i in (range(v.shape[1]) if item_ids is None else item_ids)]
+    sub = ("" if subject_ids is None else f" (subject {str(subject_ids[r])!r})"
+           for r in range(v.shape[0]))
+    who = list(sub)
     obs = ~np.isnan(v)
     bad = np.argwhere(obs & ((v != np.round(v)) | ~np.isfinite(v)))
     if bad.size:
         r, c = bad[0]
         raise ConfigError(
-            f"rating {v[r, c]:g} at row {r}, item {ids[c]!r} is not an integer "
+            f"rating {v[r, c]:g} at row {r}{who[r]}, item {ids[c]!r} is not an integer "
             f"({len(bad)} such cell(s)); the graded and gpcm models take ordered integer levels "
             "(e.g. 1-10, 0-3): round or rescale the ratings")
     if value_range is not None:
@@ -76,7 +79,7 @@ def encode(values, item_ids=None, value_range=None) -> OrdinalData:
         if out.size:
             r, c = out[0]
             raise ConfigError(
-                f"rating {v[r, c]:g} at row {r}, item {ids[c]!r} is outside the declared range "
+                f"rating {v[r, c]:g} at row {r}{who[r]}, item {ids[c]!r} is outside the declared range "
                 f"[{lo:g}, {hi:g}] ({len(out)} such cell(s)); fix the data or the range")
     levels, codes = [], np.full(v.shape, np.nan)
     for j in range(v.shape[1]):

@@ -4,10 +4,14 @@ With x_ij the category of subject i's rating of item j (observed items only)::
 
     log L_i(theta) = sum_j log P_j,x_ij(theta)
     EAP   posterior mean and SD on 61 nodes over [-6, 6], N(mu, sigma^2) prior (mirt's fscores)
-    MAP   argmax log L_i - (theta - mu)^2 / (2 sigma^2),  SE = 1 / sqrt(I(theta) + 1 / sigma^2)
-    ML    argmax log L_i,                                 SE = 1 / sqrt(I(theta))
-    WLE   root of S(theta) + J(theta) / (2 I(theta)) = 0  (Warm, 1989; Samejima, 1998),
-          S = sum_j P'_jx / P_jx,  I = sum_jk P'_jk^2 / P_jk,  J = sum_jk P'_jk P''_jk / P_jk
+    MAP   argmax log L_i - (theta - mu)^2 / (2 sigma^2),  SE = 1 / sqrt(O(theta) + 1 / sigma^2)
+    ML    argmax log L_i,                                 SE = 1 / sqrt(O(theta))
+    WLE   root of g = S(theta) + J(theta) / (2 I(theta)) = 0 (Warm, 1989; Samejima, 1998),
+          SE = 1 / sqrt(-dg / dtheta);
+          S = sum_j P'_jx / P_jx,  I = sum_jk P'_jk^2 / P_jk,  J = sum_jk P'_jk P''_jk / P_jk,
+          O = -d2 log L / dtheta2 = sum_j (P'_jx / P_jx)^2 - P''_jx / P_jx (observed information)
+
+(the SEs mirt's ``fscores`` gives; for the GPCM O = I, for the graded model they differ)
 
 I, J over the items each subject answered. All subjects at once: the EAP is one matrix product
 of the one-hot categories with the nodes' log-probabilities; ML / MAP / WLE start at the best
@@ -44,10 +48,14 @@ def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.
     a labelled input is aligned to the bank by item id."""
     from .polycal import _as_ratings
 
+    import pandas as pd
+
+    from ..responses import ResponseMatrix
+
     values, _, iids, _ = _as_ratings(responses, None)
-    labelled = not (isinstance(responses, np.ndarray) or
-                    (hasattr(responses, "columns") and
-                     type(responses.columns).__name__ == "RangeIndex"))
+    labelled = isinstance(responses, ResponseMatrix) or (
+        isinstance(responses, pd.DataFrame)
+        and not isinstance(responses.columns, pd.RangeIndex))
     if labelled:
         unknown = [i for i in iids if i not in bank]
         if unknown and extra_items == "error":
@@ -71,6 +79,20 @@ def _loglik_at(codes, bank: PolyBank, theta):
     idx = np.where(obs, codes, 0).astype(int).T[:, :, None]               # (m, n, 1)
     got = np.take_along_axis(lp, idx, axis=2)[..., 0].T                   # (n, m)
     return np.sum(np.where(obs, got, 0.0), axis=1)
+
+
+def _observed_info(codes, bank: PolyBank, theta, h: float = 1e-5):
+    """-d2 log L_i / dtheta2 = sum_j (P'_jx / P_jx)^2 - P''_jx / P_jx at each subject's theta
+    (P'' by central differences of the analytic P')."""
+    obs = ~np.isnan(codes)
+    idx = np.where(obs, codes, 0).astype(int).T[:, :, None]
+    take = lambda a: np.take_along_axis(a, idx, axis=2)[..., 0].T  # noqa: E731  (n, m)
+    p = take(np.nan_to_num(poly.prob(bank.models, bank.params, theta)))
+    d1 = take(poly.dprob_dtheta(bank.models, bank.params, theta))
+    d2 = take((poly.dprob_dtheta(bank.models, bank.params, theta + h)
+               - poly.dprob_dtheta(bank.models, bank.params, theta - h)) / (2 * h))
+    safe = np.where(p > 0, p, 1.0)
+    return np.sum(np.where(obs & (p > 0), (d1 / safe) ** 2 - d2 / safe, 0.0), axis=1)
 
 
 def _info_terms(codes, bank: PolyBank, theta, h: float = 1e-5):
@@ -157,9 +179,15 @@ def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: flo
             th = th_new
             break
         th = th_new
-    info = _info_terms(codes, bank, th)[0]
-    with np.errstate(divide="ignore"):
-        se = 1.0 / np.sqrt(info + (prec if method == "map" else 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if method == "wle":                        # -dg/dtheta of the estimating function
+            g_at = lambda t: ((_loglik_at(codes, bank, t + h) - _loglik_at(codes, bank, t - h))  # noqa: E731
+                              / (2 * h) + (lambda ij: ij[1] / (2.0 * ij[0]))(
+                                  _info_terms(codes, bank, t)))
+            curv = -(g_at(th + 1e-3) - g_at(th - 1e-3)) / 2e-3
+        else:
+            curv = _observed_info(codes, bank, th) + (prec if method == "map" else 0.0)
+        se = 1.0 / np.sqrt(curv)
     flag = np.full(len(th), "ok", dtype=object)
     if method != "map":
         flag[(th <= lo + 1e-9) | (th >= hi - 1e-9)] = "at_bound"

@@ -22,7 +22,8 @@ Contract for the generic machinery (standard errors, AIC/BIC, anova)
 K_max)``: log category probabilities at the nodes, ``-inf`` in the categories an item does not
 have (its NaN parameters); :func:`param_names` gives each item's names in mirt's order
 (``a1, d1..dk``). ``model`` is ``"graded"`` or ``"gpcm"`` (one string, or one per item).
-:func:`jacobian` gives dP/d(params) for the M-step and the information matrices.
+:func:`jacobian` gives dP/d(params) for the M-step, :func:`dlog_prob` d log P / d(params) as
+(n_items, n_par, n_nodes, K_max) for the information matrices.
 
 Numerics: graded category probabilities are differences of adjacent cumulative logistics; they
 are computed as ``sigma(z_k) - sigma(z_{k+1})`` = ``sigma(z_k) sigma(-z_{k+1}) (1 - exp(
@@ -46,7 +47,8 @@ from scipy.special import expit, log_expit
 from ..errors import ConfigError
 
 __all__ = ["ORDINAL_MODELS", "n_categories", "param_names", "log_prob", "prob", "jacobian",
-           "item_information", "test_information", "expected_score", "dprob_dtheta", "sample"]
+           "item_information", "test_information", "expected_score", "dprob_dtheta", "sample",
+           "dlog_prob"]
 
 ORDINAL_MODELS = ("graded", "gpcm")
 
@@ -180,14 +182,27 @@ def jacobian(model, params, nodes, p=None) -> np.ndarray:
     return J
 
 
-def dprob_dtheta(model, params, nodes) -> np.ndarray:
+def dlog_prob(model, params, nodes) -> np.ndarray:
+    """d log P_jk(x_q) / d(param_l): shape (n_items, K_max, n_nodes, K_max) (parameter axis
+    second, as the generic information code takes it), 0 for absent categories / parameters.
+    Taken as dP / P with P in (0, 1] from :func:`log_prob`."""
+    lp = log_prob(model, params, nodes)
+    p = np.exp(lp)
+    J = jacobian(model, params, nodes, p)                                # (m, q, K, P)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where((p > 0)[..., None], J / np.where(p > 0, p, 1.0)[..., None], 0.0)
+    return out.transpose(0, 3, 1, 2)
+
+
+def dprob_dtheta(model, params, nodes, p=None) -> np.ndarray:
     """dP(X_j = k | theta) / dtheta at the nodes, (n_items, n_nodes, K_max).
 
     Graded: a (W_k - W_{k+1}) with W = P*(1 - P*); GPCM: a P_k (k - E[k | theta]).
+    ``p``: :func:`prob` at the same nodes, when at hand.
     """
     a, d, _ = _z(params, None)
     x = np.atleast_1d(np.asarray(nodes, dtype=float))
-    p = np.nan_to_num(prob(model, params, x))
+    p = np.nan_to_num(prob(model, params, x) if p is None else p)
     gp = _models(model, len(a))
     out = np.empty_like(p)
     if gp.any():
@@ -214,7 +229,7 @@ def item_information(model, params, theta) -> np.ndarray:
     theta = np.asarray(theta, dtype=float)
     x = theta.reshape(-1)
     p = prob(model, params, x)
-    dp = dprob_dtheta(model, params, x)
+    dp = dprob_dtheta(model, params, x, p)
     with np.errstate(divide="ignore", invalid="ignore"):
         term = np.where(p > 0, dp * dp / np.where(p > 0, p, 1.0), 0.0)
     info = term.sum(axis=2).T                                           # (n_theta, n_items)

@@ -5,7 +5,8 @@
 # Writes science.csv (mirt's Science data), sim_graded.csv (20 items, 5 categories, 1000
 # subjects, simdata with set.seed(20261127)) and, per fit, <name>_items.csv (coef(simplify=TRUE),
 # mirt's slope-intercept form a1, d1..dk; gpcm: d1..dk with d0 = 0), <name>_eap.csv (fscores
-# EAP with SE), <name>_summary.json (logLik, AIC, BIC, iterations); *_tight: TOL = 1e-8.
+# EAP with SE; on Science also MAP, ML and WLE: science_<model>_<method>.csv),
+# <name>_summary.json (logLik, AIC, BIC, iterations); *_tight: the same fit to TOL = 1e-8.
 suppressPackageStartupMessages(library(mirt))
 
 dump_fit <- function(mod, name, ids, eap = TRUE) {
@@ -30,8 +31,16 @@ dump_fit <- function(mod, name, ids, eap = TRUE) {
 sci <- Science
 ids <- paste0("s", seq_len(nrow(sci)))
 write.csv(cbind(subject_id = ids, sci), "science.csv", row.names = FALSE)
-dump_fit(mirt(sci, 1, itemtype = "graded", verbose = FALSE), "science_graded", ids)
-dump_fit(mirt(sci, 1, itemtype = "gpcm", verbose = FALSE), "science_gpcm", ids)
+for (type in c("graded", "gpcm")) {
+  mod <- mirt(sci, 1, itemtype = type, verbose = FALSE)
+  dump_fit(mod, paste0("science_", type), ids)
+  # MAP, ML and WLE scores on the same fit (ML: +-Inf for extreme patterns)
+  for (method in c("MAP", "ML", "WLE")) {
+    fs <- fscores(mod, method = method, full.scores.SE = TRUE)
+    write.csv(data.frame(id = ids, theta = fs[, 1], se = fs[, 2]),
+              paste0("science_", type, "_", tolower(method), ".csv"), row.names = FALSE)
+  }
+}
 # mirt's default TOL = 1e-4 stops where the EM's steps are small, not at the maximum: on
 # Science that point is up to 0.01 from it in the slopes. The same fits run to TOL = 1e-8
 # give the maximum itself (*_tight), which the parameter tests compare with.
