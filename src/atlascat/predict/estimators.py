@@ -87,7 +87,8 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 __all__ = ["Z95", "grid_tables", "posterior", "log_posterior", "level_logits", "level_start",
-           "level_offset", "level_prediction", "draw_probabilities", "draw_items",
+           "level_offset", "level_prediction", "draw_probabilities", "item_dispersion",
+           "draw_items",
            "sequential_design",
            "draw_terms", "predictable_weights", "des_raj", "model_prediction", "combine"]
 
@@ -170,16 +171,35 @@ def _share(s, remaining, n_rem):
     return np.where(s_sum > 0, s / np.where(s_sum > 0, s_sum, 1.0), 1.0 / n_rem)
 
 
-def draw_probabilities(f, remaining, mix, g=None, share=0.0):
+def draw_probabilities(f, remaining, mix, g=None, share=0.0, dispersion=None):
     """q over the remaining items (rows sum to 1): mix * [(1 - share) s(f) / sum s(f) +
-    share s(g) / sum s(g)] + (1 - mix) / |R|, s(p) = sqrt(p (1 - p))."""
+    share s(g) / sum s(g)] + (1 - mix) / |R|, s(p) = sqrt(phi p (1 - p)), the predicted
+    residual SD of a score with mean p (``dispersion`` phi per item, default 1: a 0/1 answer;
+    below 1 for a continuous score, :func:`item_dispersion`)."""
     n_rem = np.maximum(remaining.sum(1, keepdims=True), 1)
-    prop = _share(np.sqrt(np.clip(f * (1.0 - f), 0.0, None)), remaining, n_rem)
+    phi = 1.0 if dispersion is None else np.asarray(dispersion, float)[None, :]
+    prop = _share(np.sqrt(np.clip(phi * f * (1.0 - f), 0.0, None)), remaining, n_rem)
     if g is not None and share > 0:
         prop = (1.0 - share) * prop + share * _share(
-            np.sqrt(np.clip(g * (1.0 - g), 0.0, None)), remaining, n_rem)
+            np.sqrt(np.clip(phi * g * (1.0 - g), 0.0, None)), remaining, n_rem)
     q = np.where(remaining, mix * prop + (1.0 - mix) / n_rem, 0.0)
     return q / np.maximum(q.sum(1, keepdims=True), 1e-300)
+
+
+def item_dispersion(y, tables, log_prior, lo=0.05, hi=1.0):
+    """phi_j, the dispersion of item j's scores about the model's mean: the Pearson ratio
+    sum_s (y_sj - f_sj)^2 / sum_s f_sj (1 - f_sj) over the source models s (``y`` with NaN
+    for no answer), f_sj the posterior-mean probability given all of model s's answers
+    (its posterior predictive mean). Under the fractional-response quasi-likelihood
+    Var(y | theta) = phi P(theta) (1 - P(theta)) (Papke and Wooldridge 1996; McCullagh and
+    Nelder 1989, 9.2): phi = 1 for a 0/1 answer, below 1 for a continuous score in [0, 1]
+    (an F1 of 0.4 varies less than a coin with mean 0.4). Clipped to [lo, hi]."""
+    y = np.asarray(y, float)
+    seen = np.isfinite(y)
+    f = posterior(log_posterior(y, seen, tables, log_prior)) @ tables[0]
+    num = np.where(seen, (np.nan_to_num(y) - f) ** 2, 0.0).sum(0)
+    den = np.where(seen, f * (1.0 - f), 0.0).sum(0)
+    return np.clip(num / np.maximum(den, 1e-12), lo, hi)
 
 
 def draw_items(q, remaining, rng):
@@ -192,12 +212,13 @@ def draw_items(q, remaining, rng):
     return np.where(remaining[rows, j], j, np.argmax(q, axis=1))
 
 
-def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=0.0):
+def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=0.0,
+                      dispersion=None):
     """Replay the sequential design on every row of ``y`` (NaN = no answer, never drawn).
 
     ``level``: (x, c_0) of the level model (:func:`level_logits`, :func:`level_start`), None
     for the IRT model alone (then ``g`` = ``f``); ``share``: its share of the draws'
-    uncertainty part. Returns a dict of arrays, one column per draw k (shape (T, n) with
+    uncertainty part; ``dispersion``: phi of :func:`draw_probabilities`. Returns a dict of arrays, one column per draw k (shape (T, n) with
     n = min(budget, the most available items of a row)): ``item`` (index drawn), ``q`` (its
     draw probability), ``f`` and ``g`` (the two models' predictions f_j^(k), g_j^(k)),
     ``f_rest`` and ``g_rest`` (their sums over R_k), ``valid`` (False once a row has no item
@@ -223,7 +244,8 @@ def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=
         if level is not None:
             done = out["item"][:, :k]
             g = level_prediction(level, done, yv[rows[:, None], done], out["valid"][:, :k])
-        q = draw_probabilities(f, remaining, mix, None if level is None else g, share)
+        q = draw_probabilities(f, remaining, mix, None if level is None else g, share,
+                               dispersion)
         j = draw_items(q, remaining, rng)
         out["item"][:, k] = j
         out["q"][:, k] = np.where(live, q[rows, j], 1.0)
@@ -232,7 +254,8 @@ def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=
             out[name + "_rest"][:, k] = np.where(remaining, pred, 0.0).sum(1)
         out["valid"][:, k] = live
         remaining[rows, j] = False
-        step = np.where(yv[rows, j][:, None] > 0.5, log_p[:, j].T, log_q[:, j].T)
+        yj = yv[rows, j][:, None]              # a score in [0, 1]: the quasi-likelihood
+        step = yj * log_p[:, j].T + (1.0 - yj) * log_q[:, j].T
         lp += np.where(live[:, None], step, 0.0)
     out["log_post"] = lp
     return out
