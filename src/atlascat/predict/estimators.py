@@ -186,19 +186,32 @@ def draw_probabilities(f, remaining, mix, g=None, share=0.0, dispersion=None):
     return q / np.maximum(q.sum(1, keepdims=True), 1e-300)
 
 
-def item_dispersion(y, tables, log_prior, lo=0.05, hi=1.0):
-    """phi_j, the dispersion of item j's scores about the model's mean: the Pearson ratio
-    sum_s (y_sj - f_sj)^2 / sum_s f_sj (1 - f_sj) over the source models s (``y`` with NaN
-    for no answer), f_sj the posterior-mean probability given all of model s's answers
-    (its posterior predictive mean). Under the fractional-response quasi-likelihood
-    Var(y | theta) = phi P(theta) (1 - P(theta)) (Papke and Wooldridge 1996; McCullagh and
-    Nelder 1989, 9.2): phi = 1 for a 0/1 answer, below 1 for a continuous score in [0, 1]
-    (an F1 of 0.4 varies less than a coin with mean 0.4). Clipped to [lo, hi]."""
+def item_dispersion(y, tables, log_prior, lo=0.05, hi=1.0, chunk=128):
+    """phi_j, the dispersion of item j's scores about the model's prediction of them: the
+    Pearson ratio sum_s (y_sj - f_sj)^2 / sum_s f_sj (1 - f_sj) over the source models s
+    (``y`` with NaN for no answer), f_sj the posterior-mean probability of item j given
+    model s's OTHER answers (the prediction a draw of an unasked item meets). Under the
+    fractional-response quasi-likelihood Var(y | theta) = phi P(theta) (1 - P(theta))
+    (Papke and Wooldridge 1996; McCullagh and Nelder 1989, section 9.2): phi = 1 for a 0/1
+    answer, below 1 for a continuous score in [0, 1] (an F1 of 0.4 varies less than a coin
+    with mean 0.4). Clipped to [lo, hi]; items in chunks of ``chunk`` (memory S x chunk x
+    nodes)."""
     y = np.asarray(y, float)
+    p, log_p, log_q = tables
     seen = np.isfinite(y)
-    f = posterior(log_posterior(y, seen, tables, log_prior)) @ tables[0]
-    num = np.where(seen, (np.nan_to_num(y) - f) ** 2, 0.0).sum(0)
-    den = np.where(seen, f * (1.0 - f), 0.0).sum(0)
+    yv = np.nan_to_num(y)
+    lp = log_posterior(y, seen, tables, log_prior)                       # (S, nodes)
+    num = np.zeros(y.shape[1])
+    den = np.zeros(y.shape[1])
+    for c in range(0, y.shape[1], int(chunk)):
+        j = slice(c, c + int(chunk))
+        own = (yv[:, j, None] * log_p[None, :, j].transpose(0, 2, 1)
+               + (1.0 - yv[:, j, None]) * log_q[None, :, j].transpose(0, 2, 1))
+        rest = lp[:, None, :] - np.where(seen[:, j, None], own, 0.0)   # (S, chunk, nodes)
+        w = np.exp(rest - logsumexp(rest, axis=2, keepdims=True))
+        f = np.einsum("sjq,qj->sj", w, p[:, j])
+        num[j] = np.where(seen[:, j], (yv[:, j] - f) ** 2, 0.0).sum(0)
+        den[j] = np.where(seen[:, j], f * (1.0 - f), 0.0).sum(0)
     return np.clip(num / np.maximum(den, 1e-12), lo, hi)
 
 
