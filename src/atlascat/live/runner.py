@@ -159,7 +159,7 @@ class RunResult:
                    se=info["se"], n_items=int(info["n_items"]), n_correct=int(info["n_correct"]),
                    model_based_accuracy=info["accuracy"], stop_reason=info["stop_reason"],
                    items=done["item_id"].astype(str).tolist(),
-                   scores=done["score"].astype(int).tolist(),
+                   scores=[_as_score(v) for v in done["score"]],
                    prompt_tokens=int(info["prompt_tokens"]),
                    completion_tokens=int(info["completion_tokens"]),
                    latency_s=float(info["latency_s"]), error=info["error"],
