@@ -140,7 +140,7 @@ def test_members_at_chance_are_warned_everywhere(tmp_path, capsys):
     assert all(w.startswith("at or near chance") for w in warned.values())
     page = html.unescape(Path(row["report"]).read_text())
     for name, w in warned.items():
-        assert f"warning: {name}: {w}" in captured.out
+        assert f"warning: {name}: {w}" in captured.err
         assert f"warning: {name}: {w}" in page
 
 

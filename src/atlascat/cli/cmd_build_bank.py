@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from ._common import console, escape, print_frame
+from ._common import console, escape, print_frame, quiet_option
 
 
 def register(app: typer.Typer) -> None:
@@ -54,6 +54,7 @@ def register(app: typer.Typer) -> None:
             help="The scores' scale when it is not 0-1 (BLEU: 0 100; a 1-10 judge rating: 1 10): "
                  "mapped to 0-1 when read, every prediction mapped back. [default: 0-1; from "
                  "sample logs the harness's known range of the metric]"),
+        quiet: bool = quiet_option(),
     ):
         """Build a bank folder (bank, requests, score link, manifest) for --bank DIR.
 

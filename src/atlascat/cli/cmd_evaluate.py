@@ -15,7 +15,8 @@ from typing import List, Optional
 
 import typer
 
-from ._common import console, err_console, one_bank, print_frame
+from ._common import (console, err_console, min_items_note, one_bank, print_frame, quiet_option,
+                      warn)
 from ._live import (LiveDisplay, StopRequest, approximate_note, run_dirs, start_runs,
                     write_results)
 
@@ -83,9 +84,10 @@ HELP = {
 }
 
 
-def format_result(row: dict) -> str:
+def format_result(row: dict, held: str | None = None) -> str:
     """The human summary of one finished run (plain text, no markup): the predicted score
-    first, then theta, the protocol, the accuracies and the report."""
+    first, then theta, the protocol, the accuracies and the report (its warning goes to stderr
+    with the others: :func:`_print`)."""
     from ..live.report import describe_method, describe_prediction
 
     lb = row.get("leaderboard") or {}
@@ -93,10 +95,10 @@ def format_result(row: dict) -> str:
              f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
              + (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")",
              f"  predicted leaderboard score: {describe_prediction(lb)}"]
+    if held:  # the test was held to its minimum length (_common.min_items_note)
+        lines.insert(1, f"  {held}")
     if lb.get("design"):
         lines.append(f"  design: {lb['design']}, items drawn at random ({describe_method(lb)})")
-    if lb.get("warning"):
-        lines.append(f"  warning: {lb['warning']}")
     proto = row.get("protocol") or "approximate"
     lines.append(f"  protocol: {row['protocol_label']}")
     obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
@@ -212,7 +214,7 @@ def register(app: typer.Typer) -> None:
                                       help="Always ask; do not reuse stored answers."),
         report_dir: Optional[Path] = typer.Option(None, "--report-dir", help=HELP["report_dir"]),
         as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-item lines."),
+        quiet: bool = quiet_option(),
     ):
         """Measure models adaptively: the predicted leaderboard score (and theta +- SE) from a
         few dozen items.
@@ -394,14 +396,16 @@ def _drive(o: _Options, ev, *, resumed: bool) -> None:
         by_dir.setdefault(outdir, []).append(row)
     for outdir, group in by_dir.items():
         write_results(outdir / "results.json", group, merge=resumed)
-    _print(rows, o.as_json)
+    held = [min_items_note([r["n_items"]], [r["stop_reason"]], int(p.get("min_items", 0)),
+                           o.min_items is not None) for r, p in zip(rows, plans)]
+    _print(rows, o.as_json, held)
     failed = [r for r in rows if r["status"] != "done"]
     if failed:
         raise LiveRunError("; ".join(f"run {r['run_id']} ({r['model']}) stopped: {r['error']}"
                                      for r in failed))
 
 
-def _print(rows: list[dict], as_json: bool) -> None:
+def _print(rows: list[dict], as_json: bool, held: list | None = None) -> None:
     if as_json:
         typer.echo(json.dumps(rows, indent=1, default=str))
         return
@@ -417,6 +421,8 @@ def _print(rows: list[dict], as_json: bool) -> None:
         "stop": r["stop_reason"] or "-",
     } for r in rows])
     print_frame(table, title="Live adaptive evaluation")
-    for r in rows:
+    for r, note in zip(rows, held or [None] * len(rows)):
         if r["status"] == "done":
-            console.print(format_result(r), markup=False, highlight=False, soft_wrap=True)
+            console.print(format_result(r, note), markup=False, highlight=False, soft_wrap=True)
+            if (r.get("leaderboard") or {}).get("warning"):
+                warn(r["leaderboard"]["warning"])

@@ -275,6 +275,28 @@ def _test_row(info, cfg, suite) -> tuple[str, str]:
                    f"seed {info['seed']}")
 
 
+def _asked_rows(subj, prm, proto, bank) -> list[tuple[str, str]]:
+    """What answered and how the items were asked: a simulated or replayed run sent nothing (its
+    items are still named with their shots and scoring), a live log-likelihood run sent the
+    bank's requests, a chat run its chat prompt."""
+    from ..content.requests import describe_requests
+
+    asked = describe_requests(getattr(bank, "metadata", None))
+    kind = subj.get("type")
+    if kind == "simulated":
+        return [("endpoint kind", "none: simulated (answers drawn from the bank's IRT model)"),
+                ("requests", "none sent" + (f"; the items: {asked}" if asked else ""))]
+    if kind == "replay":
+        return [("endpoint kind", f"none: replay (recorded answers, {subj.get('matrix')})"),
+                ("requests", "none sent" + (f"; recorded as {asked}" if asked else ""))]
+    if proto == "approximate":
+        return [("endpoint kind", subj.get("kind")),
+                ("prompt", f"{prm.get('style')} chat prompt, max_tokens "
+                           f"{prm.get('max_tokens') or 'auto'}, temperature "
+                           f"{prm.get('temperature')}")]
+    return [("endpoint kind", subj.get("kind"))] + ([("requests", asked)] if asked else [])
+
+
 def _warnings(leaderboard, suite) -> list[str]:
     if suite is not None:
         return [f"{b['name']}: {b['warning']}" for b in suite.get("benchmarks") or []
@@ -309,7 +331,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("protocol", label),
         ("items per round", info.get("batch_size") or 1),
         ("endpoint", subj.get("base_url", subj.get("command", subj.get("type")))),
-        ("endpoint kind", subj.get("kind")),
+        *_asked_rows(subj, prm, proto, bank),
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
         ("status", info["status"] + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
         *summary[1:],  # the first is the page's headline
@@ -321,12 +343,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("latency total / median per item",
          f"{info['latency_s']:.2f} s / {(float(np.median(lat)) if len(lat) else 0.0):.3f} s"),
         _test_row(info, cfg, suite),
-        ("prompt", f"{prm.get('style')}, max_tokens {prm.get('max_tokens') or 'auto'}, "
-                   f"temperature {prm.get('temperature')}"),
         ("started / updated", f"{_time(info['created_at'])} / {_time(info['updated_at'])}"),
     ]
-    if by_id:
-        kv = [row for row in kv if row[0] != "prompt"]
     if info["error"]:
         kv.append(("last error", info["error"]))
     warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
@@ -376,8 +394,10 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
     headline = f"{summary[0][0]}: {summary[0][1]}"
     shown = {"cat" if suite is None else "suite": cfg, "prompt": prm, "subject": subj}
-    if by_id:
+    if by_id or proto != "approximate":  # the chat prompt's settings apply to chat only
         shown.pop("prompt")
+    if subj.get("type") in ("simulated", "replay"):  # no endpoint: no endpoint kind
+        shown["subject"] = {k: v for k, v in subj.items() if k != "kind"}
     settings = _e(json.dumps(shown, indent=1, sort_keys=True))
     note = ("The trajectory is the predicted average (percent) and its SE after each round."
             if suite is not None else
