@@ -24,7 +24,7 @@ targets, rng=S+1000)): a study of the predictor's settings, nothing written but 
         [--seeds 5] [--write-md] [--library [--set NAME=VALUE ...] [--replays K]]
 
 writes benchmarks/results/longbench/atlas.csv (one row per task, split, seed) and, with
---write-md, the table of benchmarks/bench_longbench.md.
+--write-md, the table of benchmarks/results/longbench.md.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ from atlascat.responses import ResponseMatrix  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "longbench"
 OUT = ROOT / "benchmarks" / "results" / "longbench"
-MD = ROOT / "benchmarks" / "bench_longbench.md"
+MD = ROOT / "benchmarks" / "results" / "longbench.md"
 CACHE = Path(tempfile.gettempdir()) / "atlas_longbench_cache"
 TASKS = ["narrativeqa", "qasper", "hotpotqa", "gov_report", "qmsum", "triviaqa", "lcc",
          "passage_retrieval_en"]
@@ -143,7 +143,7 @@ def table(res: pd.DataFrame, peers: pd.DataFrame) -> str:
 
 
 def write_md(text: str) -> None:
-    """Replace the first table of benchmarks/bench_longbench.md (the prose is written by hand)."""
+    """Replace the first table of benchmarks/results/longbench.md (the prose is written by hand)."""
     body = MD.read_text(encoding="utf-8")
     lines = body.split("\n")
     first = next(i for i, line in enumerate(lines) if line.startswith("| task |"))
