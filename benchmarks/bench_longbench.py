@@ -16,7 +16,8 @@ target's mean over all items of the task. MAE in points (mean over seeds), cover
 over seeds. The acceptance (issue 43): interpolation MAE at most the best peer's, extrapolation
 at most 1.1 x, coverage 0.90-0.99 per task and split.
 
-``--library``: the library path instead (Calibrator() on the source, cached per task, split
+``--library``: the library path instead (Calibrator(dispersion="auto") on the source, as
+``atlas build-bank`` calibrates, cached per task, split
 and seed under /tmp, then BenchmarkPredictor(50, **--set).fit(bank, source, rng=S).replay(
 targets, rng=S+1000)): a study of the predictor's settings, nothing written but the printout.
 
@@ -86,7 +87,7 @@ _GENERIC = {"score": "leaderboard_accuracy", "score_lo": "leaderboard_lo",
 def cached_bank(task: str, df: pd.DataFrame, split: str, seed: int):
     """Calibrator()'s bank on the source models of (task, split, seed), cached on disk."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"{task}_{split}_{seed}.pkl"
+    path = CACHE / f"{task}_{split}_{seed}_eql.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
     full = df.to_numpy(float)
@@ -94,7 +95,7 @@ def cached_bank(task: str, df: pd.DataFrame, split: str, seed: int):
     source = ResponseMatrix(full[src], [f"m{i}" for i in src], [str(c) for c in df.columns])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bank = Calibrator().fit(source).bank_
+        bank = Calibrator(dispersion="auto").fit(source).bank_     # as atlas build-bank
     path.write_bytes(pickle.dumps(bank))
     return bank
 

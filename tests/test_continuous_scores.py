@@ -61,10 +61,12 @@ def test_quasi_likelihood_recovers_the_mean_function_whatever_the_distribution()
 
 
 def test_em_with_fractional_scores_recovers_the_items():
-    """The marginal EM (Calibrator) on zero/one-inflated beta scores with a 2PL mean: item
-    difficulties recovered, slopes ranked right and attenuated by a known amount (the
-    quasi-posterior treats each score as a coin: with phi < 1 it is flatter than the truth),
-    and the model's item means equal the data's."""
+    """The marginal EM (Calibrator) on zero/one-inflated beta scores with a 2PL mean: with the
+    plain quasi-likelihood the difficulties are recovered, the slopes ranked right and
+    attenuated (the quasi-posterior treats each score as a coin: with phi < 1 it is flatter
+    than the truth); with the extended quasi-likelihood (``dispersion="auto"``, what atlas
+    build-bank fits) the slopes are recovered too; the model's item means equal the data's in
+    both. 0/1 answers give the same bank either way."""
     rng = np.random.default_rng(1)
     n, J = 3000, 20
     a = rng.lognormal(0.0, 0.3, J)
@@ -83,6 +85,21 @@ def test_em_with_fractional_scores_recovers_the_items():
     p = est.grid_tables(fa, fb, np.zeros(J), np.ones(J), quad.nodes)[0]
     model_means = np.exp(quad.log_weights) @ p
     np.testing.assert_allclose(model_means, y.mean(0), atol=0.02)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cal = Calibrator(model="2pl", dispersion="auto").fit(ResponseMatrix(y))
+    ta, tb = np.asarray(cal.bank_.a), np.asarray(cal.bank_.b)
+    assert 0.95 < np.mean(ta / a) < 1.05 and np.sqrt(np.mean((ta - a) ** 2)) < 0.08
+    assert np.sqrt(np.mean((tb - b) ** 2)) < 0.08
+    phi = np.asarray(cal.result_.settings["dispersion"])
+    assert np.all(np.abs(phi - 0.44) < 0.1)                    # exact + (1 - exact) / (k + 1)
+    p = est.grid_tables(ta, tb, np.zeros(J), np.ones(J), quad.nodes)[0]
+    np.testing.assert_allclose(np.exp(quad.log_weights) @ p, y.mean(0), atol=0.02)
+    coins = (rng.random(y.shape) < expit(a * (theta[:, None] - b))).astype(float)
+    plain = Calibrator(model="2pl").fit(ResponseMatrix(coins))
+    tempered = Calibrator(model="2pl", dispersion="auto").fit(ResponseMatrix(coins))
+    np.testing.assert_array_equal(plain.bank_.a, tempered.bank_.a)
+    assert "dispersion" not in tempered.result_.settings
 
 
 def test_item_dispersion_is_one_for_coins_and_phi_for_continuous_scores():

@@ -5,7 +5,9 @@
       -> item filter: items every model answered alike are dropped (no information; the
          point-biserial rule from 100 models up, :func:`atlascat.filtering.filter_items`)
       -> calibration with the size defaults (:mod:`atlascat.irt.defaults`: below 500 models a
-         2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest)
+         2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest);
+         continuous scores (F1, ROUGE, mc2) by the extended quasi-likelihood, each item's
+         term divided by its dispersion (``dispersion="auto"``, :mod:`atlascat.irt.dispersion`)
       -> score link (:class:`atlascat.scorelink.ScoreLink`) fitted on the source models, its spline
          and support sized for N (:func:`atlascat.scorelink.curve.knots_for`,
          :func:`atlascat.scorelink.curve.support_for`)
@@ -263,7 +265,7 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
                                [str(j) for j in np.flatnonzero(keep_items)], on_empty="keep")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            bank = calibrate(rm_tr, model=model, random_state=int(seed)).bank
+            bank = calibrate(rm_tr, model=model, random_state=int(seed), dispersion="auto").bank
         cols = np.asarray([int(i) for i in bank.item_ids])
         m = int(tr.sum())
         link = fit_link(bank, y_all[tr][:, cols], s_all[tr], benchmark=benchmark, seed=seed,
@@ -360,7 +362,7 @@ def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
         return bank
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = calibrate(rm, model=model, random_state=int(seed))
+        full = calibrate(rm, model=model, random_state=int(seed), dispersion="auto")
     return full.bank if full.converged else bank
 
 
@@ -425,7 +427,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     train, report = filter_items(rm, subject_percentile=None, max_mean=None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = calibrate(train, model=model, random_state=int(seed))
+        res = calibrate(train, model=model, random_state=int(seed), dispersion="auto")
     if not res.converged:
         raise BankError(f"the calibration did not converge ({train.n_subjects} models x "
                         f"{train.n_items} items); try --model 1pl")

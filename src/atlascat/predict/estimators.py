@@ -23,13 +23,12 @@ zeros, a few ones, a continuum between), so P is the item's mean score at theta,
 the control variates and M need; a 0/1 answer makes it the likelihood itself. A continuous
 score varies less than a coin with the same mean, Var(y | theta) = phi P (1 - P) with phi < 1:
 the draws use the predicted residual SD sqrt(phi_j f (1 - f)), phi_j estimated on the source
-models (:func:`item_dispersion`). The quasi-posterior of theta is flatter than a true one when
-phi < 1 (calibrated slopes come out 10-20% low on zero/one-inflated beta scores,
-tests/test_continuous_scores.py); a tempered E-step (each item's term divided by phi_j, the
-extended quasi-likelihood of Nelder and Pregibon 1987) recovers them, and made the predictor
-2% closer summed over LongBench's 16 rows (benchmarks/results/longbench.md); the calibration's
-EM uses the plain one. Nothing below depends on it: the design-based estimate and its
-interval are exact for any bounded score.
+models (:func:`item_dispersion`). The plain quasi-posterior of theta is flatter than a true one
+when phi < 1 (calibrated slopes come out 10-20% low on zero/one-inflated beta scores); `atlas
+build-bank` calibrates continuous scores by the extended quasi-likelihood, each item's term
+divided by phi_j (Nelder and Pregibon 1987; :mod:`atlascat.irt.dispersion`), which recovers
+them (tests/test_continuous_scores.py). Nothing below depends on either: the design-based
+estimate and its interval are exact for any bounded score.
 
 Design: sequential sampling with probabilities proportional to the models' uncertainty
 (active inference, Zrnic and Candes 2024), without replacement. Draw k takes item j from the
@@ -208,32 +207,13 @@ def draw_probabilities(f, remaining, mix, g=None, share=0.0, dispersion=None):
 
 
 def item_dispersion(y, tables, log_prior, lo=0.05, hi=1.0, chunk=128):
-    """phi_j, the dispersion of item j's scores about the model's prediction of them: the
-    Pearson ratio sum_s (y_sj - f_sj)^2 / sum_s f_sj (1 - f_sj) over the source models s
-    (``y`` with NaN for no answer), f_sj the posterior-mean probability of item j given
-    model s's OTHER answers (the prediction a draw of an unasked item meets). Under the
-    fractional-response quasi-likelihood Var(y | theta) = phi P(theta) (1 - P(theta))
-    (Papke and Wooldridge 1996; McCullagh and Nelder 1989, section 9.2): phi = 1 for a 0/1
-    answer, below 1 for a continuous score in [0, 1] (an F1 of 0.4 varies less than a coin
-    with mean 0.4). Clipped to [lo, hi]; items in chunks of ``chunk`` (memory S x chunk x
-    nodes)."""
-    y = np.asarray(y, float)
-    p, log_p, log_q = tables
-    seen = np.isfinite(y)
-    yv = np.nan_to_num(y)
-    lp = log_posterior(y, seen, tables, log_prior)                       # (S, nodes)
-    num = np.zeros(y.shape[1])
-    den = np.zeros(y.shape[1])
-    for c in range(0, y.shape[1], int(chunk)):
-        j = slice(c, c + int(chunk))
-        own = (yv[:, j, None] * log_p[None, :, j].transpose(0, 2, 1)
-               + (1.0 - yv[:, j, None]) * log_q[None, :, j].transpose(0, 2, 1))
-        rest = lp[:, None, :] - np.where(seen[:, j, None], own, 0.0)   # (S, chunk, nodes)
-        w = np.exp(rest - logsumexp(rest, axis=2, keepdims=True))
-        f = np.einsum("sjq,qj->sj", w, p[:, j])
-        num[j] = np.where(seen[:, j], (yv[:, j] - f) ** 2, 0.0).sum(0)
-        den[j] = np.where(seen[:, j], f * (1.0 - f), 0.0).sum(0)
-    return np.clip(num / np.maximum(den, 1e-12), lo, hi)
+    """phi_j, the dispersion of item j's scores about the model's prediction of them from each
+    source model's other answers (:func:`atlascat.irt.dispersion.item_dispersion` on the grid
+    ``tables``): 1 for a 0/1 answer, below 1 for a continuous score in [0, 1] (an F1 of 0.4
+    varies less than a coin with mean 0.4). Clipped to [lo, hi]."""
+    from ..irt.dispersion import item_dispersion as _phi
+
+    return _phi(y, tables[0], log_prior, lo=lo, hi=hi, chunk=chunk)
 
 
 def draw_items(q, remaining, rng):

@@ -206,9 +206,15 @@ class BenchmarkPredictor:
 
     # ------------------------------------------------------------------ replay
     def _grid(self):
+        """(P, log P, log Q) on the theta grid, nodes, log prior; with continuous scores the
+        log tables divided by each item's dispersion (the extended quasi-likelihood's
+        posterior, as the calibration's)."""
         quad = normal_quadrature(self.quadpts, self.theta_range)
-        tables = est.grid_tables(self.a_, self.b_, self.c_, self.u_, quad.nodes)
-        return tables, quad.nodes, quad.log_weights
+        p, log_p, log_q = est.grid_tables(self.a_, self.b_, self.c_, self.u_, quad.nodes)
+        phi = getattr(self, "dispersion_", None)
+        if phi is not None:
+            log_p, log_q = log_p / phi[None, :], log_q / phi[None, :]
+        return (p, log_p, log_q), quad.nodes, quad.log_weights
 
     def _replay_arrays(self, y: np.ndarray, rng, budget=None, loo_rows=None) -> dict:
         """The design on every row of ``y`` (items in ``item_ids_`` order, NaN = not available;
