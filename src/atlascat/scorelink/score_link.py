@@ -524,6 +524,18 @@ class ScoreLink:
     def _expected_accuracy(self, theta, cols=None):
         return self._probabilities(theta, cols).mean(-1)
 
+    def curve(self, theta, se=None) -> np.ndarray:
+        """g at ``theta`` (blended towards the short-test curve as ``se`` grows, when given)."""
+        return self._curve(theta, se)
+
+    def honest_curve(self, theta) -> np.ndarray:
+        """The whole-bank curve at ``theta`` (any shape), falling towards the floor below the
+        link's data as :meth:`predict` does (no interval)."""
+        flat = np.asarray(theta, float).reshape(-1)
+        g = np.interp(flat, self.theta_grid, self.score_grid)
+        out = self._honest(flat, np.zeros_like(flat), g, g.copy(), g.copy())[0]
+        return out.reshape(np.shape(theta))
+
     def _honest(self, theta, se, score, lo, hi):
         """Outside the link's data (vectorized): the interval's side towards the empty region
         goes to the floor / top; below the support the point estimate falls from the curve's
