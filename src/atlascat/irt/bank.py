@@ -280,12 +280,12 @@ class ItemBank:
             c = cls._numeric(df, "c", ids) if "c" in df.columns else None
             used = {id_col, "a", "b", "c", "u"}
         else:
-            from .polybank import is_poly_frame
+            from .polytomous import is_poly_frame
 
             if is_poly_frame(df):
                 raise BankError("this is a bank of ordinal items (graded / gpcm: columns a1, "
                                 "d1, d2, ...): read it with atlascat.irt.polybank.PolyBank; "
-                                "atlas score and atlas simulate take it, this step takes "
+                                "scoring and the adaptive test take it, this step takes "
                                 "binary items only")
             raise BankError(
                 f"bank columns {cols[:12]} are neither ours (item_id, a, b, c, u) nor mirt's "

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..errors import BankError, ConfigError
 from . import polytomous as poly
+from .polytomous import is_poly_frame
 
 __all__ = ["PolyBank", "is_poly_frame", "is_poly_bank_file", "encode_levels"]
 
@@ -51,15 +52,6 @@ def encode_levels(values, levels) -> np.ndarray:
 
 def _fmt_levels(lev) -> str:
     return ";".join(f"{v:g}" for v in lev)
-
-
-def is_poly_frame(df: pd.DataFrame) -> bool:
-    """True when a bank frame holds ordinal items (columns d1 or b1, or a model column naming
-    graded / gpcm)."""
-    cols = {str(c) for c in df.columns}
-    if "d1" in cols or "b1" in cols:
-        return True
-    return "model" in cols and df["model"].astype(str).str.lower().isin(poly.ORDINAL_MODELS).any()
 
 
 def is_poly_bank_file(path) -> bool:

@@ -46,7 +46,7 @@ from scipy.special import expit, log_expit
 
 from ..errors import ConfigError
 
-__all__ = ["ORDINAL_MODELS", "n_categories", "param_names", "log_prob", "prob", "jacobian",
+__all__ = ["ORDINAL_MODELS", "is_poly_frame", "n_categories", "param_names", "log_prob", "prob", "jacobian",
            "item_information", "test_information", "expected_score", "dprob_dtheta", "sample",
            "dlog_prob"]
 
@@ -257,3 +257,12 @@ def sample(model, params, theta, rng: np.random.Generator) -> np.ndarray:
     cum = np.cumsum(p, axis=2)
     u = rng.random(p.shape[:2])[..., None]
     return np.minimum(np.sum(cum < u, axis=2), n_categories(params)[:, None] - 1).T
+
+
+def is_poly_frame(df) -> bool:
+    """True when a bank frame holds ordinal items (columns d1 or b1, or a model column naming
+    graded / gpcm)."""
+    cols = {str(c) for c in df.columns}
+    if "d1" in cols or "b1" in cols:
+        return True
+    return "model" in cols and df["model"].astype(str).str.lower().isin(ORDINAL_MODELS).any()
