@@ -175,6 +175,11 @@ CLI_CASES = [
     ("calibrate-bad-format", "calibrate {d}/resp.csv -o {d}/o/b.csv --format xml", ["--format", "xml"]),
     ("calibrate-summary-dir", "calibrate {d}/resp.csv -o {d}/o/b.csv --summary {d}/adir", ["--summary", "directory"]),
     ("calibrate-unknown-bundled", "calibrate arcc -o {d}/o/b.csv", ["arcc", "bundled"]),
+    ("calibrate-se-partitioned", "calibrate {d}/resp.csv -o {d}/o/b.csv --se --partition-size 5",
+     ["--se", "joint calibration"]),
+    ("anova-one-model", "anova {d}/resp.csv --model 2pl", ["two or more different --model"]),
+    ("anova-same-size-models", "anova {d}/resp.csv --model rasch --model 1pl",
+     ["same number of parameters"]),
     # fit
     ("fit-bank-nonutf8", "fit {d}/resp.csv --bank {d}/nonutf8_bank.csv", ["nonutf8_bank.csv", "UTF-8"]),
     ("fit-bank-extreme", "fit {d}/resp.csv --bank {d}/bank_extreme.csv", ["q3", "1e+06"]),

@@ -45,6 +45,7 @@ from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, 
 from .em import fit_joint
 from .estep import marginal_loglik
 from .itemmodel import ItemModel, to_bank
+from .compare import n_parameters
 from .partitioned import fit_partitioned
 from .priors import parse_prior
 from .result import CalibrationResult
@@ -60,6 +61,7 @@ from .start import start_values as _start_values  # noqa: F401
 __all__ = ["MODELS", "CalibrationResult", "Calibrator", "calibrate", "marginal_loglik"]
 
 MODELS = ("rasch", "1pl", "2pl", "3pl", "4pl")
+ORDINAL = ("graded", "gpcm")   # ordinal items: atlascat.irt.polycal
 LINKS = ("mean-sigma", "mean-mean")
 
 
@@ -69,7 +71,10 @@ class Calibrator:
 
     Parameters
     ----------
-    model : "auto" (default) | "rasch" | "1pl" | "2pl" | "3pl" | "4pl"
+    model : "auto" (default) | "rasch" | "1pl" | "2pl" | "3pl" | "4pl" | "graded" | "gpcm"
+        ("graded" / "gpcm": ordinal ratings on any integer scale, :mod:`atlascat.irt.polycal`;
+        the bank is a :class:`atlascat.irt.polybank.PolyBank`; ``value_range=(lo, hi)``
+        declares the ratings' range)
         "auto" chooses the model from the number of subjects (:mod:`atlascat.irt.defaults`:
         1PL below 100, 2PL below 1000, else 3PL) and says which and why (a warning, and
         ``result_.settings["defaults"]``).
@@ -114,6 +119,9 @@ class Calibrator:
     start : optional ItemBank holding starting values for (some of) the items (warm start)
     convergence : "params" (mirt's rule: largest internal parameter change < tol) or "icc"
         (largest change of any item characteristic curve on the grid < tol)
+    se : also compute the item parameters' standard errors from the observed information
+        (Oakes, 1999; mirt's ``SE = TRUE``; :mod:`atlascat.irt.se`), in ``result_.se`` and
+        ``result_.standard_errors()``; joint calibration only
 
     Fitted attributes
     -----------------
@@ -128,8 +136,9 @@ class Calibrator:
                  link: str = LINK, filter: bool = False, dtype: str = "float64",
                  random_state=None, callback=None, max_newton: int = 8, start=None,
                  convergence: str = CONVERGENCE, mirt_defaults: bool = False, device="cpu",
-                 memory_limit: float | None = None):
+                 memory_limit: float | None = None, value_range=None, se: bool = False):
         self.model = model
+        self.value_range = value_range
         self.mirt_defaults = mirt_defaults
         self.quadpts = quadpts
         self.theta_range = theta_range
@@ -150,6 +159,7 @@ class Calibrator:
         self.convergence = convergence
         self.device = device
         self.memory_limit = memory_limit
+        self.se = se
 
     # ------------------------------------------------------------------ validation
     def check_settings(self, choice=None):
@@ -165,8 +175,11 @@ class Calibrator:
             pu = None if is_auto(pu) else pu
             if is_auto(model):
                 model = "3pl"      # validate the rest; the model is chosen in fit
+        if model in ORDINAL:
+            return self._check_ordinal(model, pa, pc, pu)
         if model not in MODELS:
-            raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
+            raise ConfigError(f"unknown model {self.model!r}; choose one of "
+                              f"{', '.join(MODELS + ORDINAL)}")
         if int(self.quadpts) < 5:
             raise ConfigError(f"quadpts must be at least 5, got {self.quadpts}")
         if not int(self.max_iter) >= 1:
@@ -186,6 +199,10 @@ class Calibrator:
         if self.partition_size is not None:
             if int(self.partition_size) < 2:
                 raise ConfigError(f"partition_size must be >= 2, got {self.partition_size}")
+            if self.se:
+                raise ConfigError("standard errors need a joint calibration (the observed "
+                                  "information of one likelihood); drop partition_size "
+                                  "(--partition-size) or se (--se)")
             if model == "rasch":
                 raise ConfigError(
                     "partitioned calibration links partitions on the N(0, 1) scale; use model "
@@ -203,6 +220,37 @@ class Calibrator:
                               "(CLI --prior-u) or pass model='4pl'")
         return model, prior_a, prior_c, prior_u
 
+    def _check_ordinal(self, model, pa, pc, pu):
+        """Settings of a graded / gpcm fit: a slope prior only, no partitions."""
+        for name, v in (("prior_c", pc), ("prior_u", pu)):
+            if v not in (None, "auto", "none"):
+                raise ConfigError(f"{name} needs a 3PL or 4PL model, not {model!r}; the ordinal "
+                                  "models take a slope prior only (prior_a)")
+        if self.partition_size is not None:
+            raise ConfigError(f"partitioned calibration is for the binary models, not {model!r}")
+        if int(self.quadpts) < 5 or not float(self.tol) > 0 or not int(self.max_iter) >= 1:
+            raise ConfigError("quadpts >= 5, tol > 0 and max_iter >= 1 are needed")
+        prior_a = parse_prior(None if pa in (None, "none", "auto") else pa, "a")
+        return model, prior_a, None, None
+
+    def _fit_ordinal(self, responses, weights):
+        from .polycal import calibrate_ordinal
+
+        model, prior_a, _, _ = self.check_settings()
+        res = calibrate_ordinal(responses, model, weights=weights, prior_a=prior_a,
+                                value_range=self.value_range, quadpts=int(self.quadpts),
+                                theta_range=self.theta_range, max_iter=int(self.max_iter),
+                                tol=float(self.tol), accelerate=self.accelerate,
+                                max_newton=self.max_newton, callback=self.callback,
+                                start=self.start, se=self.se)
+        self.result_, self.bank_, self.loglik_ = res, res.bank, res.loglik
+        self.loglik_trace_, self.n_iter_, self.converged_ = res.loglik_trace, res.n_iter, \
+            res.converged
+        self.seconds_, self.latent_variance_ = res.seconds, 1.0
+        self.theta_, self.theta_se_ = res.theta, res.theta_se
+        self.dropped_items_, self.filter_report_, self.defaults_ = [], None, None
+        return self
+
     # ------------------------------------------------------------------ fit
     def fit(self, responses, weights=None):
         """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes."""
@@ -211,6 +259,8 @@ class Calibrator:
 
         # the EM's temporaries reuse freed memory (atlascat._heap); its products are small
         # for BLAS threads except a large joint E-step's (atlascat._blas)
+        if str(self.model).lower() in ORDINAL:
+            return self._fit_ordinal(responses, weights)
         with retained_heap(), small_products():
             return self._fit(responses, weights)
 
@@ -270,6 +320,9 @@ class Calibrator:
                     "accelerate": bool(self.accelerate), "partition_size": self.partition_size,
                     "link": self.link if self.partition_size else None, "dtype": self.dtype,
                     "defaults": choice.to_dict(), "device": str(self.device)}
+        if self.se:   # refuse fractional scores before the EM, not after it
+            from .information import category_indices
+            category_indices(values)
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             fit = fit_joint(values, w, item_model, start_bank=self.start, item_ids=item_ids,
                             **self._em_settings())
@@ -288,6 +341,9 @@ class Calibrator:
                 theta=fit["theta"], theta_se=fit["theta_se"], subject_ids=responses.subject_ids,
                 latent_variance=fit["var"], log_posterior=fit["log_posterior"],
                 dropped_items=dropped, filter_report=report, settings=settings)
+            if self.se:
+                result.se = _standard_errors(values, w, fit, item_model, item_ids, model,
+                                             self.quadpts, self.theta_range)
         else:
             result = fit_partitioned(values, w, item_ids, item_model, model, rng,
                                      partition_size=int(self.partition_size), link=self.link,
@@ -296,6 +352,9 @@ class Calibrator:
             result.dropped_items = dropped
             result.filter_report = report
             result.settings = settings
+        result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
+        result.n_parameters = n_parameters(model, len(item_ids))
+        result.settings["data_fingerprint"] = _fingerprint(values, w, item_ids)
         result.seconds = time.perf_counter() - start
         self.result_ = result
         self.bank_ = result.bank
@@ -319,6 +378,33 @@ class Calibrator:
                 "max_iter": int(self.max_iter), "tol": float(self.tol),
                 "accelerate": self.accelerate, "convergence": self.convergence,
                 "max_newton": self.max_newton, "callback": self.callback}
+
+
+def _standard_errors(values, w, fit, item_model, item_ids, model, quadpts, theta_range):
+    from .quadrature import normal_quadrature
+    from .se import binary_standard_errors
+
+    quad = normal_quadrature(int(quadpts), theta_range)
+    return binary_standard_errors(values, w, fit["th"], item_model, fit["var"],
+                                  item_ids=item_ids, nodes=quad.nodes,
+                                  log_weights=quad.log_weights, model=model)
+
+
+def _fingerprint(values, w, item_ids) -> str:
+    """A short hash of the calibrated responses, the same for a matrix and its response
+    patterns with frequencies, whatever the order of rows and columns (anova refuses models
+    fitted to other data)."""
+    import hashlib
+
+    order = np.argsort(np.asarray(item_ids).astype(str))
+    rows, inv = np.unique(np.nan_to_num(values[:, order], nan=-1.0), axis=0,
+                          return_inverse=True)
+    freq = np.bincount(inv.reshape(-1), weights=None if w is None else w,
+                       minlength=len(rows))
+    h = hashlib.sha1(np.ascontiguousarray(rows).tobytes())
+    h.update(np.round(np.asarray(freq, dtype=float), 9).tobytes())
+    h.update("|".join(np.asarray(item_ids)[order].astype(str)).encode())
+    return h.hexdigest()[:16]
 
 
 def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
