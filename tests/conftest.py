@@ -15,11 +15,11 @@ SHARED = ROOT.parent / "shared" / "data"
 HANG_S = 3600
 
 
-# the longest tests (a minute or more each: the README's commands, in two folders, and the docs
-# pages' examples) go first, and make test's slow pass (--maxschedchunk 1) hands each of its
-# two workers two of them to start with: the README's main part and live.md, the README's other
-# part and design.md; the rest go to whichever worker is free. (A long test that starts last is
-# the pass's tail: it took 300 s with the README's commands, one test of 154 s, started late.)
+# the longest tests (a minute or more each: the README's commands and the docs pages' examples)
+# go first, and make test's slow pass (--maxschedchunk 1) hands each of its two workers one of
+# the two longest to start with: the README's commands and live.md, then design.md; the rest go
+# to whichever worker is free. (A long test that starts last is the pass's tail: it took 300 s
+# with the README's commands, one test of 154 s, started late.)
 LONGEST_FIRST = ("test_readme_commands.py::test_every_readme_command_runs_as_written[main]",
                  "test_docs_examples.py::test_page_runs_as_written[live.md]",
                  "test_readme_commands.py::test_every_readme_command_runs_as_written[",

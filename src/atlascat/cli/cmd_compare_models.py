@@ -22,7 +22,7 @@ def compare_models_command(
                                            "runs`]."),
     rho: float = typer.Option(0.0, "--rho",
                               help="Correlation of the two predictions' errors: 0 for "
-                                   "unrelated models (measured: docs/leaderboard.md); "
+                                   "unrelated models (measured: benchmarks/results/paired.md); "
                                    "larger for near-duplicates (checkpoints, merges)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ):
@@ -52,7 +52,7 @@ def compare_models_command(
                           "(leaderboard points, 95% interval)", float_format="{:.1f}")
     err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
                       "near-duplicates get narrower intervals with --rho (see "
-                      "docs/leaderboard.md)", highlight=False)
+                      "benchmarks/results/paired.md)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
