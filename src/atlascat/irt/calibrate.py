@@ -76,7 +76,7 @@ class Calibrator:
         the bank is a :class:`atlascat.irt.polybank.PolyBank`; ``value_range=(lo, hi)``
         declares the ratings' range)
         "auto" chooses the model from the number of subjects (:mod:`atlascat.irt.defaults`:
-        1PL below 100, 2PL below 1000, else 3PL) and says which and why (a warning, and
+        2PL below 500 subjects, 3PL below 1000, else 4PL) and says which and why (a warning, and
         ``result_.settings["defaults"]``).
         "rasch" is mirt's Rasch: slopes fixed at 1 and the latent variance sigma^2 estimated
         (``latent_variance_``); the bank and the thetas are that fit on the N(0, 1) scale every
@@ -84,7 +84,7 @@ class Calibrator:
         "1pl" fits).
     quadpts, theta_range : quadrature grid (61 nodes on [-6, 6], mirt's default)
     prior_a, prior_c : "auto" (default: the held-out winner's weak priors for the chosen model,
-        a ~ lognorm(0,1), c ~ beta(2,8)), None for no prior (mirt), or a prior (spec string or
+        e.g. a 2PL's a ~ lognorm(0,1)), None for no prior (mirt), or a prior (spec string or
         object from :mod:`atlascat.irt.priors`), e.g. ``prior_c="beta(5,17)"``
     prior_u : prior on the 4PL's upper asymptote u (a beta or logit-normal density on u, as for
         c), e.g. ``"beta(17,5)"``; "auto" (default) is the 4PL's measured prior beta(10,2)
