@@ -94,11 +94,13 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     targets): one row per target, ``subject_id``, ``n_items`` (items used, at most ``budget``),
     :data:`PREDICTION_COLUMNS` (the score and its 95% interval, 0-1), ``method``
     ("combined", or "design" for a target outside the source models), the model-based and
-    design-based parts and theta."""
+    design-based parts and theta. Each target draws from its own Generator
+    (:func:`~atlascat.predict.session.subject_generator` of ``seed`` and its id), as a live
+    run of it with the same seed does."""
     import numpy as np
 
     predictor = load_predictor(folder)
-    out = predictor.replay(responses, budget=budget, rng=np.random.default_rng(seed))
+    out = predictor.replay(responses, budget=budget, seed=seed)
     pct = [float(folder.link.percentile(v)) for v in out["score"]]
     warning = np.where(out["method"] == "design",
                        "unlike the source models: the design-based estimate (random items) is "

@@ -253,8 +253,12 @@ class Evaluation:
             from .predictor_session import PredictorLiveSession
 
             predictor = ref.predictor()[0]
-            sessions = [PredictorLiveSession(predictor, budget=budget, rng=seed)
-                        for _ in subjects]
+            from ..predict.session import subject_generator
+
+            # each model's own stream, as `atlas simulate` replays it (replay_predictor)
+            sessions = [PredictorLiveSession(predictor, budget=budget,
+                                             rng=subject_generator(seed, s.name))
+                        for s in subjects]
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
         bank = design_bank(ref, use)
