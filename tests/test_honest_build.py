@@ -49,3 +49,70 @@ def test_simulate_and_a_live_replay_ask_the_same_items_and_agree(musr, tmp_path)
     hi = [c for c in ("score_hi", "leaderboard_hi") if c in ps.columns][0]
     np.testing.assert_allclose([got["score"], got["lo"], got["hi"]],
                                ps.loc[model, [cols, lo, hi]].to_numpy(float), rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_build_on_real_results_measures_one_thing(musr):
+    _, output = musr
+    assert "items measure one thing" in output and "yes: first eigenvalue" in output
+    assert "do not measure one thing" not in output
+
+
+def test_a_build_on_noise_says_its_items_do_not_measure_one_thing(tmp_path):
+    """25 models x 40 random answers: the summary says NO, the warnings say why (Horn's
+    parallel analysis) and that 25 models identify a 2PL weakly; the manifest keeps both."""
+    rng = np.random.default_rng(0)
+    y = (rng.random((25, 40)) < 0.5).astype(int)
+    pd.DataFrame(y, index=[f"m{i}" for i in range(25)],
+                 columns=[f"q{j}" for j in range(40)]).to_csv(tmp_path / "noise.csv")
+    r = CliRunner().invoke(app, ["build-bank", str(tmp_path / "noise.csv"), "-o",
+                                 str(tmp_path / "bank")])
+    assert r.exit_code == 0, r.output
+    assert "NO: first eigenvalue" in r.output
+    assert "warning: the items do not measure one thing" in r.output
+    assert "weakly identified" in r.output
+    m = json.loads((tmp_path / "bank" / "manifest.json").read_text())
+    assert m["dimensionality"]["one_trait"] is False
+    assert m["dimensionality"]["first_eigenvalue"] <= m["dimensionality"]["parallel_threshold"]
+
+
+def test_parallel_analysis_tells_noise_from_real_results(shared_data):
+    """Five seeds of noise fail it; 20 real models of every shared benchmark pass it."""
+    from atlascat.bankdir.checks import parallel_analysis
+
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        y = (rng.random((25, 40)) < rng.uniform(0.2, 0.8, 40)).astype(float)
+        assert not parallel_analysis(y, rng=seed).one_trait
+    for name in ("v2_musr", "helm_mmlu", "v2_ifeval"):
+        df = pd.read_csv(shared_data / "benchpred" / f"{name}.csv.gz", index_col=0)
+        idx = np.random.default_rng(0).permutation(len(df))[:20]
+        d = parallel_analysis(df.iloc[idx].to_numpy(float), rng=0)
+        assert d.one_trait and d.first > 1.5 * d.threshold, (name, d)
+
+
+def test_logs_that_contradict_themselves_end_in_one_line(tmp_path, capsys):
+    """Every logged score disagrees with the option the logged outputs pick (scores drawn at
+    random): no item's gold is determined, and build-bank says so in one line (exit 2)."""
+    from pathlib import Path
+
+    from lmeval_logs import synthetic_models
+
+    real = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "lmeval_samples"
+                   / "pythia-14m").glob("samples_metabench_winogrande_secondary_*.jsonl.gz"))[0]
+    files = synthetic_models(real, tmp_path / "logs", 21)
+    rng = np.random.default_rng(1)
+    for f in files:
+        recs = [json.loads(line) for line in f.read_text().splitlines()]
+        for rec in recs:
+            rec["acc"] = float(rng.random() < 0.5)
+        f.write_text("".join(json.dumps(rec) + "\n" for rec in recs))
+    from atlascat.cli import main
+
+    rc = main(["build-bank", *map(str, sorted((tmp_path / "logs").iterdir())),
+               "-o", str(tmp_path / "bank")])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: the sample logs contradict")
+    assert "'acc'" in lines[0] and not (tmp_path / "bank").exists()

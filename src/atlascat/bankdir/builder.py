@@ -5,7 +5,9 @@
       -> item filter: items every model answered alike are dropped (no information; the
          point-biserial rule from 100 models up, :func:`atlascat.filtering.filter_items`)
       -> calibration with the size defaults (:mod:`atlascat.irt.defaults`: below 500 models a
-         2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest)
+         2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest), and
+         whether the items measure one thing (:mod:`atlascat.bankdir.checks`, Horn's parallel
+         analysis; :func:`build_warnings` lists both)
       -> score link (:class:`atlascat.scorelink.ScoreLink`) fitted on the source models, its spline
          and support sized for N (:func:`atlascat.scorelink.curve.knots_for`,
          :func:`atlascat.scorelink.curve.support_for`)
@@ -36,7 +38,7 @@ import pandas as pd
 from ..errors import BankError, ConfigError, ResponseDataError
 from .predict import PREDICTOR_ITEMS_FILE
 
-__all__ = ["build_bank", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
+__all__ = ["build_bank", "build_warnings", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
            "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS"]
 
 #: fewest source models a bank folder is built from
@@ -291,6 +293,23 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
     return 0.0, "matrix"
 
 
+def build_warnings(manifest: dict) -> list[str]:
+    """What a built folder's reader must know, one line each: the calibration's warnings
+    (identification, the size defaults) and items that do not measure one thing."""
+    out = list(manifest.get("calibration", {}).get("warnings", []))
+    gone = len(manifest.get("items", {}).get("dropped_gold_undetermined", []))
+    if gone:
+        out.append(f"{gone} of {manifest['items']['n_results']} items left out: their logged "
+                   "scores contradict their logged outputs (no gold answer agrees with both)")
+    d = manifest.get("dimensionality")
+    if d and not d["one_trait"]:
+        from .checks import Dimensionality
+
+        out.append(Dimensionality(d["first_eigenvalue"], d["parallel_threshold"],
+                                  d["first_share"], d["n_models"], d["n_items"]).message())
+    return out
+
+
 def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
     """The bank the benchmark predictor is fitted on: ``bank`` when it holds every item of the
     results that any model answered differently from another, else a calibration of all of
@@ -367,10 +386,19 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         raise BankError(f"the calibration did not converge ({train.n_subjects} models x "
                         f"{train.n_items} items); try --model 1pl")
     bank = res.bank
+    from .checks import parallel_analysis
+
+    dims = parallel_analysis(rm.values, rng=[int(seed), 13])
     dropped_gold: list[str] = []
     recs, meta, unaskable = None, None, set()
     if logs is not None:  # every item's logged content once (the predictor asks them all)
         meta, all_recs, undetermined = _content(logs, [str(i) for i in rm.item_ids])
+        if len(undetermined) == rm.n_items:
+            raise ResponseDataError(
+                f"the sample logs contradict themselves: on every one of the {rm.n_items} "
+                f"items the logged {logs.metric!r} scores disagree with the answers the logged "
+                "outputs pick, so no item's gold answer can be determined; check --metric and "
+                "--filter, or give a response matrix")
         meta, unaskable = meta.set_index("item_id"), set(undetermined)
         dropped_gold = [str(i) for i in bank.item_ids if str(i) in unaskable]
         if dropped_gold:
@@ -432,6 +460,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "cross_fit": link.info.get("cross_fit"),
         "calibration": {"model": bank.model, "warnings": sorted({str(w.message)
                                                                   for w in caught})},
+        "dimensionality": dims.to_dict(),
         "requests": None if recs is None else {
             "n_items": len(recs),
             "rules": sorted({r["rule"] for r in recs}),
