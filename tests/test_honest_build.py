@@ -43,12 +43,48 @@ def test_simulate_and_a_live_replay_ask_the_same_items_and_agree(musr, tmp_path)
     assert r.exit_code == 0, r.output
     row = json.loads((tmp_path / "live" / "results.json").read_text())[0]
     assert row["n_items"] == ps.loc[model, "n_items"]
-    got = row["prediction"] if "prediction" in row else row["leaderboard"]
-    cols = [c for c in ("score", "leaderboard_accuracy") if c in ps.columns][0]
-    lo = [c for c in ("score_lo", "leaderboard_lo") if c in ps.columns][0]
-    hi = [c for c in ("score_hi", "leaderboard_hi") if c in ps.columns][0]
+    got = row["prediction"]
     np.testing.assert_allclose([got["score"], got["lo"], got["hi"]],
-                               ps.loc[model, [cols, lo, hi]].to_numpy(float), rtol=1e-12)
+                               ps.loc[model, ["score", "score_lo", "score_hi"]].to_numpy(float),
+                               rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_bank_folder_run_reads_one_number_in_its_own_words(musr, tmp_path, capsys):
+    """A predictor run on a folder built with --name MuSR: the CLI headline, results.json,
+    ``atlas runs`` (table and JSON) and the HTML page give one predicted MuSR score with its
+    interval, a percentile of the source models, never "leaderboard"; the HTML trajectory
+    and step table are the predicted score after each item, the last one the headline's."""
+    import html
+
+    from atlascat.cli import main
+    from atlascat.live.report import describe_prediction
+
+    root, _ = musr
+    model = pd.read_csv(root / "targets.csv", index_col=0).index[0]
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(root / "bank"), "--subject",
+                 f"replay:{root / 'targets.csv'}#{model}", "--max-items", "20", "-o",
+                 str(out)]) == 0
+    captured = capsys.readouterr()
+    row = json.loads((out / "results.json").read_text())[0]
+    lb = row["prediction"]
+    assert lb["benchmark"] == "MuSR" and lb["population"] == "source models"
+    text = describe_prediction(lb)
+    assert "percentile of the source models" in text
+    assert f"on MuSR: predicted MuSR score {text} (20 items)" in captured.out
+    assert "leaderboard" not in (captured.out + captured.err).lower()
+    page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
+    assert f"predicted MuSR score: {text}" in page and "leaderboard" not in page.lower()
+    assert "<th>predicted %</th><th>95% interval</th>" in page
+    assert f"{100 * lb['lo']:.1f}-{100 * lb['hi']:.1f}</td>" in page   # the 20th step's
+    assert "predicted score 95% interval" in page                      # the trajectory's band
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)[0]["prediction"]
+    assert {k: listed[k] for k in ("score", "lo", "hi", "percentile")} == \
+        {k: lb[k] for k in ("score", "lo", "hi", "percentile")}
+    assert main(["runs", "--db", str(out / "runs.sqlite")]) == 0
+    assert describe_prediction(lb, short=True) in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -127,6 +127,9 @@ def ws(tmp_path_factory):
         d / "scores_falling.csv", index=False)
     pd.DataFrame({"model": resp["model"], "score": 0.5}).to_csv(d / "scores_same.csv",
                                                                 index=False)
+    pd.DataFrame({"name": resp["model"], "value": 0.5}).to_csv(d / "scores_name_value.csv",
+                                                               index=False)
+    pd.DataFrame({"score": [0.5, 0.6]}).to_csv(d / "scores_no_model.csv", index=False)
     return d
 
 
@@ -266,6 +269,8 @@ CLI_CASES = [
     ("report-output-under-file", "report {d}/adir -o {d}/afile/r.html", ["afile", "not a directory"]),
     ("arena-fit-dir", "arena fit {d}/adir", ["adir", "directory"]),
     ("arena-fit-missing", "arena fit {d}/nosuch.csv", ["nosuch.csv", "does not exist"]),
+    ("arena-fit-unknown-name", "arena fit arena-dem", ["arena-dem", "does not exist"]),
+    ("compare-models-no-store", "compare-models 0123456789ab ba9876543210", ["does not exist", "no run was written elsewhere", "--db"]),
     # evaluate / runs (live-runner's commands, through the same error path)
     ("evaluate-bank-nonutf8", "evaluate --bank {d}/nonutf8_bank.csv --subject simulate:0.5 --db {d}/r.sqlite", ["nonutf8_bank.csv", "UTF-8"]),
     ("evaluate-bank-dir", "evaluate --bank {d}/adir --subject simulate:0.5 --db {d}/r.sqlite", ["adir", "directory"]),
@@ -276,6 +281,8 @@ CLI_CASES = [
     ("evaluate-subject-kind", "evaluate --bank arc --subject nope:x --db {d}/r.sqlite", ["'nope:x'"]),
     ("evaluate-db-dir", "evaluate --bank arc --subject simulate:0.5 --db {d}/adir", ["adir", "directory"]),
     ("evaluate-se-stop-nan", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --se-stop nan", ["--se-stop"]),
+    ("evaluate-old-model-flag", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --model meta-llama/Llama-3-8B", ["has no --model", "did you mean --llm meta-llama/Llama-3-8B?"]),
+    ("evaluate-model-flag-irt-name", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --model 3pl", ["has no --model", "the bank's", "--llm"]),
     ("runs-missing-db", "runs --db {d}/nosuch.sqlite", ["nosuch.sqlite"]),
     ("runs-db-not-sqlite", "runs --db {d}/afile", ["afile"]),
     ("runs-db-dir", "runs --db {d}/adir", ["adir", "directory"]),
@@ -286,6 +293,8 @@ CLI_CASES = [
     ("build-bank-scores-unknown", "build-bank {d}/resp.csv --scores {d}/scores_unknown.csv -o {d}/bb", ["--scores", "'zz'", "not in the results"]),
     ("build-bank-scores-falling", "build-bank {d}/resp.csv --scores {d}/scores_falling.csv -o {d}/bb", ["--scores", "do not rise", "correlation -1.00", "error rate"]),
     ("build-bank-scores-same", "build-bank {d}/resp.csv --scores {d}/scores_same.csv -o {d}/bb", ["--scores", "same score"]),
+    ("build-bank-scores-name-value", "build-bank {d}/resp.csv --scores {d}/scores_name_value.csv -o {d}/bb", ["--scores", "columns name, value", "'score' column", "model,score"]),
+    ("build-bank-scores-no-model", "build-bank {d}/resp.csv --scores {d}/scores_no_model.csv -o {d}/bb", ["--scores", "model column"]),
     ("build-bank-too-few-models", "build-bank {d}/resp10.csv -o {d}/bb", ["10 model(s)", "at least 20"]),
     ("build-bank-metric-on-matrix", "build-bank {d}/resp.csv --metric acc -o {d}/bb", ["--metric", "response matrix"]),
     ("build-bank-output-is-file", "build-bank {d}/resp.csv -o {d}/afile", ["afile", "existing file"]),

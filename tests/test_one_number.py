@@ -17,23 +17,24 @@ def test_cli_json_html_and_runs_agree(tmp_path, capsys, theta):
     out = tmp_path / "run"
     code = main(["evaluate", "--bank", "arc", "--subject", f"simulate:{theta}:3", "--se-stop",
                  "0.2", "-o", str(out)])
-    cli = capsys.readouterr().out
+    captured = capsys.readouterr()
+    cli, err = captured.out, captured.err
     assert code == 0
     row = json.loads((out / "results.json").read_text())[0]
-    lb = row["leaderboard"]
+    lb = row["prediction"]
     assert lb["score"] is not None and lb["lo"] <= lb["score"] <= lb["hi"]
     text = describe_prediction(lb)
     assert f"predicted leaderboard score: {text}" in cli
     page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
     assert text in page
     if lb["warning"]:
-        assert f"warning: {lb['warning']}" in cli and lb["warning"] in page
+        assert f"warning: {lb['warning']}" in err and lb["warning"] in page
     assert (theta == "-3") == bool(lb["warning"])  # at chance: warned; mid-range: not
 
     code = main(["runs", "--db", str(out / "runs.sqlite"), "--json"])
     listed = json.loads(capsys.readouterr().out)
     assert code == 0 and len(listed) == 1
-    got = listed[0]["leaderboard"]
+    got = listed[0]["prediction"]
     for key in ("score", "lo", "hi", "percentile", "warning", "flag"):
         assert got[key] == lb[key], key
     code = main(["runs", "--db", str(out / "runs.sqlite")])

@@ -43,8 +43,8 @@ def assert_same(link, persons, administered):
     a, b = want[NUMBERS].to_numpy(float), got[NUMBERS].to_numpy(float)
     assert np.array_equal(np.isnan(a), np.isnan(b))
     assert np.nanmax(np.abs(a - b)) <= 1e-12
-    assert got["leaderboard_flag"].tolist() == want["leaderboard_flag"].tolist()
-    assert got["leaderboard_warning"].tolist() == want["leaderboard_warning"].tolist()
+    assert got["flag"].tolist() == want["flag"].tolist()
+    assert got["warning"].tolist() == want["warning"].tolist()
     return got
 
 
@@ -73,7 +73,7 @@ def simulated(arc):
 def test_a_simulation_is_predicted_as_row_by_row(arc, simulated):
     _, link = arc
     got = assert_same(link, *simulated)
-    flags = set("+".join(got["leaderboard_flag"]).split("+"))
+    flags = set("+".join(got["flag"]).split("+"))
     # the cases the batch must get right are all there
     assert {"below_data", "above_data", "misfit", "chance", "ceiling", "score_precision"} <= flags
 
@@ -102,17 +102,17 @@ def test_edge_rows(arc, simulated):
     extra = persons.iloc[[12]].assign(subject_id="never-seen")
     persons = pd.concat([persons, extra, persons.iloc[[5]]], ignore_index=True)  # + a duplicate
     got = assert_same(link, persons, administered)
-    assert got.loc[9, "leaderboard_flag"] == "" and np.isnan(got.loc[9, "leaderboard_accuracy"])
-    assert "chance" in got.loc[7, "leaderboard_flag"]
-    assert got.loc[0, "leaderboard_flag"].startswith("floor")
-    assert "bottom of the link's data" in got.loc[200, "leaderboard_warning"]
+    assert got.loc[9, "flag"] == "" and np.isnan(got.loc[9, "score"])
+    assert "chance" in got.loc[7, "flag"]
+    assert got.loc[0, "flag"].startswith("floor")
+    assert "bottom of the link's data" in got.loc[200, "warning"]
     assert_same(link, persons.drop(columns="stop_reason"), administered)
 
 
 def test_ties_with_the_leaderboard_quantiles(arc, simulated):
     _, link = arc
     persons, administered = simulated
-    scores = predict_frame(link, persons, administered)["leaderboard_accuracy"].to_numpy()
+    scores = predict_frame(link, persons, administered)["score"].to_numpy()
     tied = ScoreLink.from_dict(link.to_dict())
     tied.quantiles = np.sort(np.r_[link.quantiles, np.repeat(scores[[50, 200, 201]], 3)])
     assert_same(tied, persons, administered)

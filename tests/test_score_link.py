@@ -213,7 +213,7 @@ def test_shipped_bank_and_link(bench):
     assert low.percentile < high.percentile
 
 
-def test_simulate_writes_leaderboard_accuracy(tmp_path):
+def test_simulate_writes_the_predicted_score(tmp_path):
     from typer.testing import CliRunner
 
     from atlascat import catalogue
@@ -228,9 +228,9 @@ def test_simulate_writes_leaderboard_accuracy(tmp_path):
                                  "-o", str(out), "--se-stop", "0.3", "--no-selected"])
     assert r.exit_code == 0, r.output
     df = pd.read_csv(out / "person_scores.csv")
-    assert len(df) == 6 and df["leaderboard_accuracy"].between(0, 1).all()
-    assert (df["leaderboard_lo"] <= df["leaderboard_accuracy"]).all()
-    assert (df["leaderboard_accuracy"] <= df["leaderboard_hi"]).all()
+    assert len(df) == 6 and df["score"].between(0, 1).all()
+    assert (df["score_lo"] <= df["score"]).all()
+    assert (df["score"] <= df["score_hi"]).all()
 
 
 def test_isotonic_monotone_averages_a_bump_instead_of_carrying_it():

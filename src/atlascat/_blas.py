@@ -4,10 +4,9 @@ Almost every product the package makes is small: an EAP update of one examinee, 
 the (subjects x items) @ (items x 61 nodes) E-step of a few-thousand-model leaderboard. A
 multi-threaded BLAS splits such a product across all cores and then waits for the slowest
 thread; on a machine whose cores are busy with other work, that thread is often descheduled.
-Measured on this project's 2-core machine with two busy processes beside it
-(``benchmarks/bench_busy.py``; docs/cli.md, "Speed"): the README's ``calibrate`` ran 3-6x
-faster with one BLAS thread than with OpenBLAS's default of one per core, with identical
-output (every product's element is one dot product, computed by one thread either way).
+One BLAS thread per product gives identical output (every product's element is one dot
+product, computed by one thread either way); measured in ``benchmarks/bench_busy.py``
+(``benchmarks/results/busy.md``).
 
 :func:`small_products` limits BLAS to one thread (``threadpoolctl``) for what it wraps: the CLI
 runs every command inside it, and the library's entry points (``calibrate``,

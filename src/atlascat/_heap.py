@@ -3,9 +3,8 @@
 The EM's M-step and E-step create many short-lived (items x nodes) and (subjects x nodes)
 arrays, 0.1-3 MB each, every iteration. With glibc's default malloc settings, freeing them
 shrinks the heap (``M_TRIM_THRESHOLD``) or unmaps them (``M_MMAP_THRESHOLD``), so the next
-iteration faults the same pages back in, zeroed by the kernel: measured on this project's
-2-core machine, one M-step derivative pass over 5257 items x 61 nodes took 51 ms that way and
-15 ms with the memory kept (``benchmarks/bench_calibrate.py``, docs/calibration.md).
+iteration faults the same pages back in, zeroed by the kernel (one M-step derivative pass over
+5257 items x 61 nodes: 51 ms that way, 15 ms with the memory kept; docs/calibration.md).
 
 :func:`retained_heap` raises both thresholds (mmap: 32 MiB, glibc's own dynamic maximum;
 trim: 256 MiB) for the duration of a fit; when it ends, the trim threshold becomes 64 MiB

@@ -97,20 +97,26 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     return ResponseMatrix.read(path, on_empty="drop"), None, [str(path)]
 
 
+#: the model column of a --scores file, by name (the first present)
+SCORE_MODEL_COLUMNS = ("model", "subject_id", "name", "Model_Name")
+
+
 def read_scores(path, models: Sequence[str]) -> pd.Series:
     """Published scores (0-1) from a CSV with a model column and a score column.
 
-    Columns: the first of model / subject_id / name / Model_Name, and ``score`` (else the
-    second column). Percentages (any value above 1) are divided by 100. A model the results do
-    not hold is an error (a misspelt name would silently lose a source model)."""
+    Columns, read by their header names: the model (the first of :data:`SCORE_MODEL_COLUMNS`)
+    and ``score``; a file without them is an error that names the columns expected.
+    Percentages (any value above 1) are divided by 100. A model the results do not hold is an
+    error (a misspelt name would silently lose a source model)."""
     from ..validation import read_frame
 
     df = read_frame(path, what="scores file", option="--scores")
-    id_col = next((c for c in ("model", "subject_id", "name", "Model_Name") if c in df.columns),
-                  df.columns[0])
-    sc_col = "score" if "score" in df.columns else (df.columns[1] if df.shape[1] > 1 else None)
-    if sc_col is None or sc_col == id_col:
-        raise ConfigError(f"--scores {str(path)!r} needs two columns: model, score")
+    id_col = next((c for c in SCORE_MODEL_COLUMNS if c in df.columns), None)
+    if id_col is None or "score" not in df.columns:
+        raise ConfigError(f"--scores {str(path)!r} has columns {', '.join(map(str, df.columns))}; "
+                          "it needs a model column (model, subject_id, name or Model_Name) and "
+                          "a 'score' column, e.g. the header model,score")
+    sc_col = "score"
     s = pd.to_numeric(df[sc_col], errors="coerce")
     s.index = df[id_col].astype(str)
     if s.isna().any():
@@ -279,9 +285,7 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
     at random, the floor a weaker model's interval reaches down to. A known benchmark's
     (:data:`atlascat.scorelink.settings.CHANCE`); from sample logs the mean over items of
     1 / options (0 for a generated answer); from a matrix 0, the lowest score its results
-    cannot exclude. (The lowest source score, the default before, kept the interval of a model
-    weaker than every source model above its score: coverage 0 in docs/your_benchmark.md's
-    "weaker" check.)"""
+    cannot exclude."""
     from ..scorelink.settings import CHANCE
 
     known = CHANCE.get(str(benchmark).lower())
@@ -420,7 +424,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     from ..predict import BenchmarkPredictor
 
     # the benchmark predictor: every item of the results (dropped ones too), for models unlike
-    # the source models (docs/your_benchmark.md, "Study"); a benchmark no longer than the
+    # the source models (docs/your_benchmark.md); a benchmark no longer than the
     # budget is simply asked in full
     predictor, pitems = None, None
     if rm.n_items > budget:

@@ -31,8 +31,8 @@ PREDICTOR_FILE = "predictor.json"
 PREDICTOR_ITEMS_FILE = "predictor_items.parquet"
 
 #: columns of :func:`predict_scores` (the shipped banks' ``person_scores.csv`` names)
-PREDICTION_COLUMNS = ("leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi",
-                      "leaderboard_percentile", "leaderboard_flag", "leaderboard_warning")
+PREDICTION_COLUMNS = ("score", "score_lo", "score_hi",
+                      "percentile", "flag", "warning")
 
 
 def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) -> pd.DataFrame:
@@ -107,8 +107,8 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
                        "used", "")
     return pd.DataFrame({
         "subject_id": out["subject"].astype(str), "n_items": out["n_items"],
-        "leaderboard_accuracy": out["score"], "leaderboard_lo": out["lower"],
-        "leaderboard_hi": out["upper"], "leaderboard_percentile": pct,
-        "leaderboard_flag": out["flag"], "leaderboard_warning": warning,
+        "score": out["score"], "score_lo": out["lower"],
+        "score_hi": out["upper"], "percentile": pct,
+        "flag": out["flag"], "warning": warning,
         "method": out["method"], "se": out["se"], "model_score": out["model_score"],
         "design_score": out["design_score"], "theta": out["theta"]})

@@ -165,7 +165,7 @@ class CATSession:
         "mepv" (default) by the expected reduction of the posterior variance over the
         posterior at the start of the round, "expected" by the criterion at the updated theta,
         "preposterior" by the expected information under the preposterior of the estimate
-        (docs/cat.md has the measurement behind the defaults). ``k = 1`` is exactly :meth:`next_item`.
+        (benchmarks/results/cat_batch.md has the measurement behind the default). ``k = 1`` is exactly :meth:`next_item`.
         Answer the round with :meth:`record_many` (or :meth:`record` / :meth:`skip` item by
         item, in any order); the stopping rules are checked once the whole round is answered.
         Calling it again before then returns the round's unanswered items (no randomness

@@ -14,6 +14,8 @@ RESPONSE_BENCHMARKS = ("arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande", 
 BANK_BENCHMARKS = ("arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande")
 #: our content banks with score links (``banks/<bench>.parquet``, ``banks/<bench>_link.json``)
 CONTENT_BENCHMARKS = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
+#: bundled arena battles by name (generated: :func:`atlascat.design.arena.random_battles`)
+BATTLES = {"arena-demo": "battles_demo.csv"}
 #: a bank name with this prefix is the paper's (``paper-arc``)
 PAPER_PREFIX = "paper-"
 
@@ -24,6 +26,14 @@ def data_path(name: str) -> Path:
     if not path.exists():
         raise AtlasError(f"bundled data file {name!r} not found in the package")
     return path
+
+
+def resolve_battles(path) -> Path:
+    """A battles file: ``path`` itself when it exists or is not a bundled name, else the bundled
+    file of that name (:data:`BATTLES`: ``arena-demo``, 400 made-up games of 8 players)."""
+    if not Path(path).exists() and str(path) in BATTLES:
+        return data_path(BATTLES[str(path)])
+    return Path(path)
 
 
 def check_benchmark(bench: str, allowed) -> str:

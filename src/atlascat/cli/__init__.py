@@ -16,9 +16,7 @@ import typer
 from .._version import __version__
 from ..errors import AtlasError
 from ._common import console, err_console
-from ._help import fix_help_format
-
-fix_help_format()  # literal help texts, <str> not <list[str]>, no {ARG} (cli/_help.py)
+from ._help import use_atlas_help
 
 app = typer.Typer(
     name="atlas",
@@ -26,6 +24,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: readable at 80 columns (cli/_help.py)
 )
 
 
@@ -39,6 +38,9 @@ def _version(value: bool):
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Show the version and exit.")):
     """ATLAS command line."""
+    from ._common import reset_quiet
+
+    reset_quiet()  # every command starts loud; its own -q/--quiet turns quiet on
 
 
 def _register_commands() -> None:
@@ -48,6 +50,7 @@ def _register_commands() -> None:
 
 
 _register_commands()
+use_atlas_help(app)
 
 
 def main(argv=None) -> int:
@@ -81,6 +84,10 @@ def main(argv=None) -> int:
         err_console.print("Aborted.")
         return 130 if isinstance(cause, KeyboardInterrupt) else 1
     except ClickException as exc:  # usage errors: exit code 2
+        hint = _llm_hint(exc, sys.argv[1:] if argv is None else list(argv))
+        if hint:
+            print_error(hint)
+            return 2
         if not err_console.is_terminal and exc.format_message().strip():
             # piped: one plain line, like every other error (no-args help is printed as is)
             ctx = getattr(exc, "ctx", None)
@@ -106,6 +113,25 @@ def main(argv=None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return rv if isinstance(rv, int) else 0
+
+
+def _llm_hint(exc, argv: list) -> str | None:
+    """``atlas evaluate --model X``: ``--model`` names the IRT model in ATLAS (calibrate,
+    benchmark, build-bank) and the LLM is ``--llm``; say so in one line."""
+    ctx = getattr(exc, "ctx", None)
+    if getattr(exc, "option_name", None) != "--model" or ctx is None or not any(
+            getattr(p, "name", None) == "llm" for p in ctx.command.params):
+        return None
+    value = next((a.split("=", 1)[1] for a in argv if a.startswith("--model=")), None)
+    if value is None and "--model" in argv and argv.index("--model") + 1 < len(argv):
+        value = argv[argv.index("--model") + 1]
+    from ..irt.calibrate import MODELS
+
+    command = f"atlas {ctx.info_name}"
+    if value is None or value.lower() in MODELS + ("auto", "bic"):
+        return (f"{command} has no --model: the IRT model is the bank's (--model "
+                "belongs to atlas calibrate and build-bank); the LLM is --llm")
+    return f"{command} has no --model (that is the IRT model); did you mean --llm {value}?"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,8 +26,70 @@ console.soft_wrap = not console.is_terminal
 err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
 
 __all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
+           "quiet_option", "is_quiet",
            "warn", "bank_option_help", "one_bank", "output_file", "output_dir",
            "load_bank", "load_responses", "json_safe"]
+
+
+#: what ``-q/--quiet`` means in every command that takes it (:func:`quiet_option`)
+QUIET_HELP = ("Only the essentials: the result lines and the files written; no tables, "
+              "per-item lines or progress bars. Warnings and errors still go to stderr.")
+_quiet = [False]
+
+
+def _set_quiet(value: bool) -> bool:
+    _quiet[0] = bool(value)
+    return value
+
+
+def quiet_option():
+    """The ``-q/--quiet`` option, one definition for every command: while it is on,
+    :func:`print_frame` prints no table and :func:`progress_bar` draws no bar."""
+    import typer
+
+    return typer.Option(False, "--quiet", "-q", help=QUIET_HELP, callback=_set_quiet)
+
+
+def is_quiet() -> bool:
+    """Whether this command runs with ``-q/--quiet``."""
+    return _quiet[0]
+
+
+def reset_quiet() -> None:
+    """Back to the default (each ``atlas`` call starts loud)."""
+    _quiet[0] = False
+
+
+#: stop reasons that end a test whatever its minimum length (the others wait for --min-items)
+LENGTH_STOPS = frozenset({"", "max_items", "budget", "fixed_length", "no_items", "error"})
+
+
+def min_items_note(n_items, stop_reasons, min_items: int, given: bool) -> str | None:
+    """What to say when tests stopped at their minimum length: a precision rule (--se-stop, the
+    score link's) fires only once ``min_items`` are asked, so a test that ends there with such a
+    reason was held to the minimum, and a smaller --se-stop looks inert. ``n_items`` and
+    ``stop_reasons``: one entry per test; ``given``: --min-items was on the command line (else
+    the bank's own minimum). None when no test stopped so."""
+    held = sum(int(n) == int(min_items) and str(r or "") not in LENGTH_STOPS
+               for n, r in zip(n_items, stop_reasons))
+    if not held:
+        return None
+    whose = "the minimum" if given else "the bank's minimum"
+    who = "stopped" if len(n_items) == 1 else f"{held} of {len(n_items)} tests stopped"
+    return (f"{who} at {whose} of {int(min_items)} items (the stop rule was met by then); "
+            "--min-items to change")
+
+
+def subjects_text(n_rows: int, weights=None) -> str:
+    """How many subjects rows stand for: ``"32 subjects"``, or with pattern frequencies
+    (``--freq-column``) ``"1000 subjects (32 response patterns)"``."""
+    if weights is None:
+        return f"{n_rows} subjects"
+    import numpy as np
+
+    total = float(np.sum(weights))
+    people = f"{int(total)}" if total == int(total) else f"{total:g}"
+    return f"{people} subjects ({n_rows} response patterns)"
 
 
 def json_safe(obj):
@@ -55,8 +117,9 @@ def progress_bar(description: str, total: int | None):
 
     ``advance(0, total=k)`` resets the total, e.g. to the iteration an iterative fit stopped at
     (the bar then ends full at k instead of jumping to its cap). Off a terminal (stderr piped or
-    redirected) nothing is drawn: logs get no bar remnants, errors stay one line."""
-    if not err_console.is_terminal:
+    redirected) nothing is drawn: logs get no bar remnants, errors stay one line; nor with
+    ``-q/--quiet``."""
+    if not err_console.is_terminal or is_quiet():
         yield lambda n=1, total=None: None
         return
     with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -77,10 +140,14 @@ def _cell(value, float_format: str) -> str:
     return str(value)
 
 
-def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50):
+def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50,
+                result: bool = False):
     """Print a DataFrame. On a terminal: a rich table (cells fold, never cut; at most
     ``max_rows`` rows with a count of the rest). Piped or redirected: plain aligned text of every
-    row at full width, so no number or id is ever truncated."""
+    row at full width, so no number or id is ever truncated. With ``-q/--quiet`` only a table
+    that is the command's result (``result=True``) is printed."""
+    if is_quiet() and not result:
+        return
     if not console.is_terminal:
         import pandas as pd
 
@@ -92,7 +159,7 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
         frame = pd.DataFrame({str(c): [_cell(v, float_format) for v in df[c]] for c in df.columns})
         console.print(Text(frame.to_string(index=False)), soft_wrap=True)
         return
-    table = Table(title=title, show_lines=False)
+    table = Table(title=Text(title) if title else None, show_lines=False)
     for col in df.columns:
         table.add_column(escape(str(col)), overflow="fold")
     for _, row in df.head(max_rows).iterrows():

@@ -1,75 +1,62 @@
-"""How ``atlas COMMAND --help`` reads: typer's rich help, with four corrections.
+"""How ``atlas COMMAND --help`` reads: click's plain help layout (the app sets typer's
+``rich_markup_mode=None``), so that at 80 columns an option's help gets a 46-character column
+and a docstring's paragraphs are wrapped as paragraphs; help texts are printed literally (no
+markup pass: "[default: the file stem]" stays).
 
-typer (>= 0.20) formats help with rich and, left alone:
+Every command is an :class:`AtlasCommand` (typer's ``cls`` hook, set by :func:`use_atlas_help`),
+which words two things its own way:
 
-- reads every help text as rich markup, so a bracketed note is taken for a style tag and
-  dropped: "Run name [default: the file stem]." printed as "Run name ."; help texts are
-  printed literally here (:func:`rich.markup.escape` before typer's markup pass);
-- writes a repeatable option's type as ``<list[str]>``; here ``<str>`` (each use takes one
-  value; the help says it can be repeated), and a variadic argument's as ``<str>...``;
-- writes a required argument as ``{RESPONSES}`` in the usage line; here ``RESPONSES``, as click
-  and the docs write it (an optional one stays ``[RESPONSES]``);
-- prints a type column for flags (``--json <bool>``); here flags have none.
-
-Each correction wraps one typer method and falls back to typer's own output when the method
-is missing (another typer version).
+- a repeatable option's or variadic argument's type reads ``<str>`` (each use takes one value;
+  the help says it can be repeated), not ``<list[str]>``;
+- an argument reads in capitals in the usage line, a required one ``RESPONSES`` as the docs
+  write it, not ``{RESPONSES}`` (an optional one stays ``[RESPONSES]``).
 """
 from __future__ import annotations
 
 import re
 
-from rich.markup import escape
+from typer.core import TyperCommand
 
-__all__ = ["fix_help_format"]
+__all__ = ["AtlasCommand", "use_atlas_help"]
 
-_LIST = re.compile(r"^<list\[(.+)\]>$")
-
-
-def _wrap(cls, name: str, make) -> None:
-    original = getattr(cls, name, None)
-    if original is None or getattr(original, "_atlas", False):
-        return
-    fixed = make(original)
-    fixed._atlas = True
-    setattr(cls, name, fixed)
+_LIST = re.compile(r"<list\[(.+?)\]>")
+_REQUIRED = re.compile(r"^\{(.*)\}")
 
 
-def _type_column(original):
-    def display_type_rich(self, ctx):
-        if getattr(self, "is_flag", False) or getattr(self, "is_bool_flag", False):
-            return None
-        shown = original(self, ctx)
-        m = _LIST.match(shown) if isinstance(shown, str) else None
-        if m is None:
-            return shown
-        return f"<{m.group(1)}>" + ("..." if getattr(self, "param_type_name", "") == "argument"
-                                    else "")
-    return display_type_rich
+class AtlasCommand(TyperCommand):
+    """A typer command whose help words list types and required arguments as above."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            for piece in param.get_usage_pieces(ctx):
+                if param.param_type_name == "argument":
+                    piece = _REQUIRED.sub(r"\1", piece).upper()
+                pieces.append(piece)
+        return pieces
+
+    def format_options(self, ctx, formatter) -> None:
+        sections: dict[str, list] = {"Arguments": [], "Options": []}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None and param.param_type_name in ("argument", "option"):
+                name, text = record
+                if param.param_type_name == "argument":  # capitals, as in the usage line
+                    head, _, rest = name.partition(" ")
+                    name = f"{head.upper()} {rest}".strip()
+                sections["Arguments" if param.param_type_name == "argument" else "Options"] \
+                    .append((_LIST.sub(r"<\1>", name), text))
+        for title, rows in sections.items():
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
 
 
-def _usage_name(original):
-    def _usage_display_name(self):
-        name = original(self)
-        return re.sub(r"^\{(.*)\}", r"\1", name)
-    return _usage_display_name
-
-
-def fix_help_format() -> None:
-    """Apply the corrections (idempotent)."""
-    try:
-        from typer import rich_utils
-        from typer.core import TyperArgument, TyperOption
-    except ImportError:  # pragma: no cover - a typer without rich help
-        return
-    _wrap(TyperOption, "display_type_rich", _type_column)
-    _wrap(TyperArgument, "display_type_rich", _type_column)
-    _wrap(TyperArgument, "_usage_display_name", _usage_name)
-    original = getattr(rich_utils, "_make_rich_text", None)
-    if original is not None and not getattr(original, "_atlas", False):
-        def _make_rich_text(*, text, style="", markup_mode):
-            if markup_mode == "rich":
-                text = escape(text)
-            return original(text=text, style=style, markup_mode=markup_mode)
-
-        _make_rich_text._atlas = True
-        rich_utils._make_rich_text = _make_rich_text
+def use_atlas_help(app) -> None:
+    """Make every command of ``app`` and of its sub-apps an :class:`AtlasCommand` (before the
+    click commands are built)."""
+    for info in app.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = AtlasCommand
+    for group in app.registered_groups:
+        use_atlas_help(group.typer_instance)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from ._common import err_console
+from ._common import err_console, is_quiet
 
 
 def _absolute(path):
@@ -160,7 +160,7 @@ class LiveDisplay:
         import threading
 
         self.lines = lines
-        self.bar = bar and err_console.is_terminal
+        self.bar = bar and err_console.is_terminal and not is_quiet()
         self.w_model = max([len(m) for m in models] + [1])
         self.w_item = min(max([len(i) for i in item_ids] + [4]), 40)
         self.min_items, self.max_items, self.se_stop = plan

@@ -12,7 +12,7 @@ import json
 
 import typer
 
-from ._common import console, err_console, print_frame
+from ._common import console, err_console, print_frame, warn
 from ._live import (approximate_note, LiveDisplay, run_dirs, start_runs, StopRequest,
                     write_results)
 
@@ -143,14 +143,16 @@ def _print(row: dict) -> None:
 
     if row["table"]:
         print_frame(pd.DataFrame(row["table"]),
-                    title=f"{row['model']} on {row['suite']}: predicted leaderboard scores (%)")
+                    title=f"{row['model']} on {row['suite']}: predicted leaderboard scores (%)",
+                    result=True)
     lines = [f"run {row['run_id']}: {row['n_items']} items"
              + (f", stop: {row['stop_reason']}" if row.get("stop_reason") else "")
              + f", status {row['status']}"]
     if row.get("average"):
         lines.append(f"  average: {describe_prediction(row['average'])}")
-    lines += [f"  warning: {b['name']}: {b['warning']}" for b in row.get("benchmarks") or []
-              if b.get("warning")]
     lines.append(f"  protocol: {row['protocol_label']}")
     lines.append(f"  report: {row['report']}")
     console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+    for b in row.get("benchmarks") or []:  # warnings on stderr, as every other
+        if b.get("warning"):
+            warn(f"{b['name']}: {b['warning']}")

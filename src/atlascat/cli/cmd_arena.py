@@ -8,13 +8,14 @@ import typer
 
 from ._common import console, json_safe, output_file, print_frame
 
-arena_app = typer.Typer(help="Paired comparisons (arena battles): Bradley-Terry ratings with ties, "
+arena_app = typer.Typer(rich_markup_mode=None, help="Paired comparisons (arena battles): Bradley-Terry ratings with ties, "
                              "adaptive matchmaking.", no_args_is_help=True)
 
 
 @arena_app.command("fit")
 def fit(
-    battles: Path = typer.Argument(..., help="Battles CSV/JSONL/Parquet: model_a, model_b, winner (a|b|tie)."),
+    battles: Path = typer.Argument(..., help="Battles CSV/JSONL/Parquet: model_a, model_b, "
+                                             "winner (a|b|tie); or the bundled arena-demo."),
     output: Path = typer.Option(None, "-o", "--output", help="Write the ratings table to CSV."),
     ties: str = typer.Option("rao-kupper", "--ties", help="Tie model: rao-kupper, half or drop."),
     prior_games: float = typer.Option(0.0, "--prior-games",
@@ -29,7 +30,10 @@ def fit(
     from ..validation import check_input_file
 
     output_file(output)
-    df = read_battles(check_input_file(battles, what="battles file", option="BATTLES"))
+    from ..catalogue import resolve_battles
+
+    df = read_battles(check_input_file(resolve_battles(battles), what="battles file",
+                                       option="BATTLES"))
     model = BradleyTerry(ties=ties, prior_games=prior_games,
                          constraint="reference" if reference else "sum_zero",
                          reference=reference).fit(df)
@@ -51,7 +55,8 @@ def fit(
 
 @arena_app.command("schedule")
 def schedule_cmd(
-    battles: Path = typer.Argument(..., help="Battles played so far (model_a, model_b, winner)."),
+    battles: Path = typer.Argument(..., help="Battles played so far (model_a, model_b, "
+                                             "winner); or the bundled arena-demo."),
     n: int = typer.Option(10, "-n", "--pairs", help="Number of pairs to schedule."),
     criterion: str = typer.Option("det", "--criterion", help="det (information gain) or variance."),
     prior_games: float = typer.Option(1.0, "--prior-games", help="Virtual games per player in the fit."),
@@ -62,7 +67,9 @@ def schedule_cmd(
     from ..design.bradley_terry import read_battles
     from ..validation import check_input_file
 
-    battles = check_input_file(battles, what="battles file", option="BATTLES")
+    from ..catalogue import resolve_battles
+
+    battles = check_input_file(resolve_battles(battles), what="battles file", option="BATTLES")
     plan = schedule(read_battles(battles), n, criterion=criterion, prior_games=prior_games)
     if as_json:
         console.print_json(json.dumps(plan.to_dict(orient="records")))

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ._common import (RESPONSES_HELP, console, err_console, escape, load_responses, output_dir,
-                      output_file, print_text)
+                      output_file, print_text, is_quiet, quiet_option)
 
 
 def parse_floats(text: str, what: str) -> tuple[float, ...]:
@@ -26,7 +26,7 @@ def stage_progress(stages: list[str], title: str = "benchmark"):
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn)
 
-    if not err_console.is_terminal:  # no bar remnants in logs (see _common.progress_bar)
+    if not err_console.is_terminal or is_quiet():  # no bar remnants in logs, nor with -q
         yield lambda stage: None
         return
 
@@ -89,6 +89,7 @@ def register(app: typer.Typer) -> None:
                                            "[default: information]."),
         name: str = typer.Option(None, "--name", help="Run name [default: the file stem]."),
         report: Path = typer.Option(None, "--report", help="Also write the HTML report to this file."),
+        quiet: bool = quiet_option(),
     ):
         """Split, calibrate on the train models, run ATLAS CAT and the baselines on the test
         models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
@@ -122,8 +123,9 @@ def register(app: typer.Typer) -> None:
             run = run_benchmark(rm, config, name=name, progress=done)
         run.info["source"] = str(responses)
         run.write(out)
-        print_tables(run.summary, f"{name}: {run.info['n_test']} test models, "
-                                  f"{run.info['n_bank_items']} bank items")
+        if not quiet:
+            print_tables(run.summary, f"{name}: {run.info['n_test']} test models, "
+                                      f"{run.info['n_bank_items']} bank items")
         sel = run.info.get("calibration", {}).get("model_selection")
         if sel:
             bics = ", ".join(f"{r['model']} {r['bic']:.0f}" for r in sel["candidates"])

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ._common import console, escape, print_frame, warn
+from ._common import console, escape, print_frame, quiet_option, warn
 
 
 def register(app: typer.Typer) -> None:
@@ -49,6 +49,7 @@ def register(app: typer.Typer) -> None:
                                                     "the mean of 1 / options, 0 for "
                                                     "generation; from a matrix 0]"),
         seed: int = typer.Option(0, "--seed", help="Random seed."),
+        quiet: bool = quiet_option(),
     ):
         """Build a bank folder (bank, requests, score link, manifest) for --bank DIR.
 

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses, output_file,
-                      progress_bar)
+                      progress_bar, quiet_option, subjects_text, warn)
 
 
 def register(app: typer.Typer) -> None:
@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         device: str = typer.Option("cpu", "--device",
                                    help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
                                         "PyTorch or CuPy, the package's 'gpu' extra)."),
-        quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+        quiet: bool = quiet_option(),
     ):
         """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
 
@@ -119,14 +119,14 @@ def register(app: typer.Typer) -> None:
         status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
         console.print(
             f"calibrated [bold]{len(res.bank)}[/] items ({res.model.upper()}) on "
-            f"{len(res.subject_ids)} subjects: log-likelihood {res.loglik:.3f}, "
+            f"{_subjects(rm, res.subject_ids)}: log-likelihood {res.loglik:.3f}, "
             f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s"
         )
         chosen = res.settings.get("defaults") if res.settings else None
         if chosen:
             console.print(f"model {chosen['model'].upper()} ({chosen['source']}): {chosen['reason']}")
             for msg in chosen.get("warnings", []):
-                console.print(f"[yellow]warning:[/] {escape(msg)}")
+                warn(msg)
         if res.filter_report is not None:
             rep = res.filter_report
             console.print(f"filtering dropped {rep.n_items_before - rep.n_items_after} item(s) and "
@@ -139,6 +139,16 @@ def register(app: typer.Typer) -> None:
             console.print(f"{len(res.linking)} partitions linked by {link}: A in "
                           f"[{As.min():.3f}, {As.max():.3f}]")
         console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
+
+
+def _subjects(rm, kept) -> str:
+    """The subjects the fit used (after filtering), counted in people when rows are patterns."""
+    if rm.weights is None:
+        return subjects_text(len(kept))
+    import pandas as pd
+
+    freq = pd.Series(rm.weights, index=[str(s) for s in rm.subject_ids])
+    return subjects_text(len(kept), freq.loc[[str(s) for s in kept]].to_numpy())
 
 
 def _fit(cal, rm, quiet: bool, partition_size, max_iter: int) -> None:

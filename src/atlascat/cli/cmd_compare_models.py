@@ -38,9 +38,24 @@ def register(app: typer.Typer) -> None:
         from ..errors import ConfigError, LiveRunError
         from ..studies.paired import paired_difference
         from ..live.evaluation import run_folder, run_predictions
-        from ..live.store import RunStore, default_store_path
+        from ..live.store import RunStore, default_store_path, known_stores
 
         stores: dict[Path, tuple] = {}
+
+        def store_of(run_id: str) -> Path:
+            """The store holding run ``run_id``: --db, else the first of the stores `atlas runs`
+            lists (the default one and every one a run wrote elsewhere) that holds it."""
+            if db is not None:
+                if not db.exists():
+                    raise LiveRunError(f"run database {str(db)!r} does not exist (give --db, "
+                                       "or the run's folder instead of its id)")
+                return db
+            paths = known_stores()
+            if not paths:
+                raise LiveRunError(f"run database {str(default_store_path())!r} does not exist "
+                                   "and no run was written elsewhere (give --db, or the run's "
+                                   "folder instead of its id)")
+            return next((p for p in paths if RunStore(p).has_run(run_id)), paths[0])
 
         def resolve(run: str) -> tuple:
             """(store, its runs, run id) of a run id or of a run folder."""
@@ -48,10 +63,7 @@ def register(app: typer.Typer) -> None:
             if folder.is_dir():
                 path, run_id = run_folder(folder, db)
             else:
-                path, run_id = (db if db is not None else default_store_path()), run
-                if not path.exists():
-                    raise LiveRunError(f"run database {str(path)!r} does not exist (give --db, "
-                                       "or the run's folder instead of its id)")
+                path, run_id = store_of(run), run
             path = path.resolve()
             if path not in stores:
                 store = RunStore(path)
@@ -80,8 +92,17 @@ def register(app: typer.Typer) -> None:
             return
         import pandas as pd
 
-        df = pd.DataFrame(rows).round(2)
-        print_frame(df, title=f"{run_a} minus {run_b} (leaderboard points, 95% interval)")
+        df = pd.DataFrame(rows)
+        names = [f"{_model_of(runs, r)} (run {r})" for (_, runs, r) in (first, second)]
+        print_frame(df, title=f"first: {names[0]}; second: {names[1]}; first minus second "
+                              "(leaderboard points, 95% interval)", float_format="{:.1f}")
         err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
                           "near-duplicates get narrower intervals with --rho (see "
                           "docs/leaderboard.md)", highlight=False)
+
+
+def _model_of(runs, run_id: str) -> str:
+    """The model a run measured, from its store's run list (the run id where it has none)."""
+    row = runs[runs["run_id"] == run_id]
+    model = row["model"].iloc[0] if len(row) and "model" in row else None
+    return str(model) if model else run_id

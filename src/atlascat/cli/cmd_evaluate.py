@@ -15,7 +15,8 @@ from typing import List, Optional
 
 import typer
 
-from ._common import console, err_console, one_bank, print_frame
+from ._common import (console, err_console, min_items_note, one_bank, print_frame, quiet_option,
+                      warn)
 from ._live import (LiveDisplay, StopRequest, approximate_note, run_dirs, start_runs,
                     write_results)
 
@@ -83,20 +84,26 @@ HELP = {
 }
 
 
-def format_result(row: dict) -> str:
+def format_result(row: dict, held: str | None = None) -> str:
     """The human summary of one finished run (plain text, no markup): the predicted score
-    first, then theta, the protocol, the accuracies and the report."""
-    from ..live.report import describe_method, describe_prediction
+    first, then theta, the protocol, the accuracies and the report (its warning goes to stderr
+    with the others: :func:`_print`)."""
+    from ..live.report import describe_method, describe_prediction, score_name
 
-    lb = row.get("leaderboard") or {}
-    lines = [f"{row['model']} on {row.get('bench') or row.get('bank') or 'bank'}: "
-             f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
-             + (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")",
-             f"  predicted leaderboard score: {describe_prediction(lb)}"]
+    lb = row.get("prediction") or {}
+    head = f"{row['model']} on {row.get('bench') or row.get('bank') or 'bank'}: "
+    rounds = (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")"
+    if lb.get("design"):  # the benchmark predictor: the predicted score heads, theta follows
+        lines = [head + f"{score_name(lb)} {describe_prediction(lb)} ({row['n_items']} items"
+                 + rounds,
+                 f"  IRT theta = {row['theta']:.3f} +- {row['se']:.3f} (the model part)"]
+    else:
+        lines = [head + f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
+                 + rounds, f"  {score_name(lb)}: {describe_prediction(lb)}"]
+    if held:  # the test was held to its minimum length (_common.min_items_note)
+        lines.insert(1, f"  {held}")
     if lb.get("design"):
         lines.append(f"  design: {lb['design']}, items drawn at random ({describe_method(lb)})")
-    if lb.get("warning"):
-        lines.append(f"  warning: {lb['warning']}")
     proto = row.get("protocol") or "approximate"
     lines.append(f"  protocol: {row['protocol_label']}")
     obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
@@ -212,10 +219,10 @@ def register(app: typer.Typer) -> None:
                                       help="Always ask; do not reuse stored answers."),
         report_dir: Optional[Path] = typer.Option(None, "--report-dir", help=HELP["report_dir"]),
         as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-item lines."),
+        quiet: bool = quiet_option(),
     ):
-        """Measure models adaptively: the predicted leaderboard score (and theta +- SE) from a
-        few dozen items.
+        """Measure models adaptively: the predicted score (and theta +- SE) from a few dozen
+        items.
 
         With a log-likelihood subject (completions:, hf:, lmeval:, replay:) every item is asked
         as the Open LLM Leaderboard asked it, so the result is on the bank's scale. openai:
@@ -390,33 +397,39 @@ def _drive(o: _Options, ev, *, resumed: bool) -> None:
     for job, row in zip(ev.jobs, rows):
         outdir, reports = run_dirs(ev.store, job.run_id, o.db, o.output, o.report_dir)
         row["report"] = str(write_run_report(ev.store, job.run_id, reports / f"{job.run_id}.html",
-                                             bank=job.bank, leaderboard=row.get("leaderboard")))
+                                             bank=job.bank, leaderboard=row.get("prediction")))
         by_dir.setdefault(outdir, []).append(row)
     for outdir, group in by_dir.items():
         write_results(outdir / "results.json", group, merge=resumed)
-    _print(rows, o.as_json)
+    held = [min_items_note([r["n_items"]], [r["stop_reason"]], int(p.get("min_items", 0)),
+                           o.min_items is not None) for r, p in zip(rows, plans)]
+    _print(rows, o.as_json, held)
     failed = [r for r in rows if r["status"] != "done"]
     if failed:
         raise LiveRunError("; ".join(f"run {r['run_id']} ({r['model']}) stopped: {r['error']}"
                                      for r in failed))
 
 
-def _print(rows: list[dict], as_json: bool) -> None:
+def _print(rows: list[dict], as_json: bool, held: list | None = None) -> None:
     if as_json:
         typer.echo(json.dumps(rows, indent=1, default=str))
         return
     import pandas as pd
 
+    from ..live.report import describe_prediction
+
     table = pd.DataFrame([{
         "run": r["run_id"], "model": r["model"], "status": r["status"],
         "protocol": r["protocol"] or "-", "theta": r["theta"], "SE": r["se"],
         "items": r["n_items"],
-        "leaderboard": (f"{100 * r['leaderboard']['score']:.1f}%"
-                        + (" (!)" if r["leaderboard"].get("warning") else "")
-                        if "score" in (r.get("leaderboard") or {}) else "-"),
+        "predicted": (describe_prediction(r["prediction"], short=True)
+                      + (" (!)" if r["prediction"].get("warning") else "")
+                      if "score" in (r.get("prediction") or {}) else "-"),
         "stop": r["stop_reason"] or "-",
     } for r in rows])
     print_frame(table, title="Live adaptive evaluation")
-    for r in rows:
+    for r, note in zip(rows, held or [None] * len(rows)):
         if r["status"] == "done":
-            console.print(format_result(r), markup=False, highlight=False, soft_wrap=True)
+            console.print(format_result(r, note), markup=False, highlight=False, soft_wrap=True)
+            if (r.get("prediction") or {}).get("warning"):
+                warn(r["prediction"]["warning"])

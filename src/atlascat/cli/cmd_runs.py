@@ -59,6 +59,7 @@ def register(app: typer.Typer) -> None:
             store = next((st for st in stores if st.has_run(run_id)), stores[0])
             info = store.get_run(run_id)
             steps = store.steps(run_id)
+            steps["step"] = steps["step"] + 1  # users count steps from 1, as the progress lines
             from ..live.suite_run import is_suite_run, write_suite_report
 
             if html is not None and is_suite_run(info):
@@ -100,7 +101,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             records = json.loads(df.to_json(orient="records"))
             for rec, lb in zip(records, predictions):
-                rec["leaderboard"] = lb
+                rec["prediction"] = lb
             typer.echo(json.dumps(records))
             return
         where = str(stores[0].path) if len(stores) == 1 else f"{len(stores)} run stores"
@@ -111,12 +112,14 @@ def register(app: typer.Typer) -> None:
                                 for t in df["updated_at"]])
         df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
                                 "model-based"})
+        for col in ("observed", "model-based"):  # percent, as the leaderboard score beside them
+            df[col] = [f"{100 * v:.1f}%" if pd.notna(v) else None for v in df[col]]
         from ..live.report import describe_prediction
 
-        df["leaderboard"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
+        df["predicted"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
                                                                    else "")
                              if lb.get("score") is not None else "-" for lb in predictions]
         cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
-                "observed", "model-based", "leaderboard", "stop_reason", "pending", "updated"]
+                "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
         print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
-                    title=f"runs in {where}")
+                    title=f"runs in {where}", float_format="{:.3f}")

@@ -7,13 +7,13 @@ from pathlib import Path
 import typer
 
 from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
-                      load_bank, load_responses, output_file, print_frame)
+                      load_bank, load_responses, output_file, print_frame, subjects_text)
 
 METHODS = ("eap", "wle", "map", "ml")
 
 
 def _with_folder_prediction(df, bank_dir, rm, bk):
-    """``df`` with a bank folder's predicted score columns (``leaderboard_accuracy``, ``_lo``,
+    """``df`` with a bank folder's predicted score columns (``score``, ``_lo``,
     ``_hi``, ...) from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`)."""
     import numpy as np
     import pandas as pd
@@ -132,6 +132,6 @@ def register(app: typer.Typer) -> None:
             print_frame(df, title=f"theta by {method.upper()} ({len(bk)} bank items)")
         finite = np.isfinite(df["se"].to_numpy(float))
         med = f"{np.median(df['se'][finite]):.4f}" if finite.any() else "n/a"
-        console.print(f"{len(df)} subjects, median SE {med}"
+        console.print(f"{subjects_text(len(df), rm.weights)}, median SE {med}"
                       + (f", {int((~finite).sum())} non-finite (ML, or no items)"
                          if (~finite).any() else ""))

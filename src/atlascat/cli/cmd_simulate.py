@@ -10,8 +10,8 @@ from typing import List, Optional
 import typer
 
 from ._common import (bank_option_help, console, err_console, escape, json_safe, load_bank,
-                      load_responses, one_bank, output_dir, predictor_only, print_frame,
-                      progress_bar)
+                      load_responses, min_items_note, one_bank, output_dir, predictor_only,
+                      print_frame, progress_bar, quiet_option)
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -140,6 +140,7 @@ class _Options:
     selected_folder: bool
     bound_stop: bool
     bound_margin: float
+    quiet: bool
 
 
 def simulate_command(
@@ -178,6 +179,7 @@ def simulate_command(
     bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
                                     help=HELP["bound_stop"]),
     bound_margin: float = typer.Option(0.02, "--bound-margin", help=HELP["bound_margin"]),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Simulate adaptive tests (replayed or model-drawn answers); write scores and diagnostics."""
     run_simulate(_Options(**locals()))
@@ -319,14 +321,14 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     summary = {"design": "benchmark predictor", "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
-               "width_mean": float((persons["leaderboard_hi"]
-                                    - persons["leaderboard_lo"]).mean()),
+               "width_mean": float((persons["score_hi"]
+                                    - persons["score_lo"]).mean()),
                "inputs": {"bank": str(bank), "responses": o.responses[0], "seed": o.seed}}
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (at most)", f"{summary['items_mean']:.1f} ({budget})"),
             ("predicted score mean (95% width)",
-             f"{100 * persons['leaderboard_accuracy'].mean():.1f} "
+             f"{100 * persons['score'].mean():.1f} "
              f"({100 * summary['width_mean']:.1f} points)"),
             ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
@@ -371,11 +373,15 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
               f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
-    if "leaderboard_warning" in persons.columns:
-        warned = int((persons["leaderboard_warning"].fillna("") != "").sum())
-        rows.append(("leaderboard warnings", f"{warned} of {len(persons)} (see "
-                                             "person_scores.csv leaderboard_warning)"))
+    if "warning" in persons.columns:
+        warned = int((persons["warning"].fillna("") != "").sum())
+        rows.append(("prediction warnings", f"{warned} of {len(persons)} (see "
+                                             "person_scores.csv warning)"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
+    held = min_items_note(persons["n_items"], persons["stop_reason"],
+                          result.config.stopping.min_items, o.min_items is not None)
+    if held:
+        console.print(held, markup=False, highlight=False)
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
                   f"{'selected_items.csv, ' if o.selected else ''}"
                   f"{'selected_items/, ' if o.selected_folder else ''}item_exposure.csv, "

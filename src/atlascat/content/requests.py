@@ -2,7 +2,7 @@
 
 The shipped banks were calibrated on Open LLM Leaderboard v1 answers, produced by
 lm-evaluation-harness at commit ``b281b09`` with few-shot prompts and log-likelihood scoring
-(``docs/live.md``, section "Leaderboard protocol"; the reference is
+(``docs/protocol.md``; the reference is
 ``../shared/protocol/openllm_v1.md``). An item is measured on the bank's scale only if it is
 asked the same way, so a live run sends the harness's requests:
 
@@ -59,7 +59,7 @@ __all__ = [
     "RULES", "REQUEST_COLUMNS", "QA_PROMPT", "GSM8K_UNTIL", "GSM8K_MAX_GEN_TOKS",
     "HarnessDoc", "harness_doc", "hellaswag_preprocess", "mmlu_description", "request_fields",
     "gsm8k_extract", "gsm8k_cut", "score_outputs", "chosen_index", "HARNESS_COMMIT",
-    "GENERATION_RULES", "GENERATION_COLUMNS",
+    "GENERATION_RULES", "GENERATION_COLUMNS", "LEADERBOARD_SHOTS", "describe_requests",
 ]
 
 #: lm-evaluation-harness commit the Open LLM Leaderboard v1 ran
@@ -67,6 +67,9 @@ HARNESS_COMMIT = "b281b0921b636bc36ad05c0b0b0763bd6dd43463"
 RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact", "exact_match")
 #: rules scored on a generation (one ``generate_until`` request)
 GENERATION_RULES = ("gsm8k_exact", "exact_match")
+#: few-shot examples in each Open LLM Leaderboard v1 context (the list above)
+LEADERBOARD_SHOTS = {"arc": 25, "hellaswag": 10, "mmlu": 5, "truthfulqa": 0, "winogrande": 5,
+                     "gsm8k": 5}
 #: metadata columns that carry an item's requests (one row per item)
 REQUEST_COLUMNS = ("rule", "context", "ctx_suffixes", "continuations", "gold", "target",
                    "n_choices", "mc2_true")
@@ -503,3 +506,26 @@ def build_item_requests(bank, item_id) -> ItemRequests:
 def build_requests(bank, item_id) -> list[Request]:
     """The lm-evaluation-harness requests the leaderboard sent for ``item_id`` (in order)."""
     return list(build_item_requests(bank, item_id).requests)
+
+
+def describe_requests(metadata) -> str | None:
+    """How a bank's items are asked, per benchmark, from its metadata's ``benchmark`` and
+    ``rule`` columns: ``"arc: 25-shot, log-likelihood (acc_norm)"``, several joined by ``"; "``.
+    The shots are :data:`LEADERBOARD_SHOTS`' (a bank built from sample logs says "as logged").
+    None when the bank carries no requests (its items are scored by id)."""
+    if metadata is None or "rule" not in getattr(metadata, "columns", ()):
+        return None
+    rules = metadata["rule"].astype(object).where(metadata["rule"].notna(), None)
+    benches = (metadata["benchmark"].astype(str) if "benchmark" in metadata.columns
+               else rules.map(lambda _: ""))
+    parts = []
+    for bench in dict.fromkeys(benches):
+        used = sorted({str(r) for r in rules[benches == bench] if r})
+        if not used:
+            continue
+        kind = ("generation" if set(used) <= set(GENERATION_RULES) else "log-likelihood"
+                if not set(used) & set(GENERATION_RULES) else "log-likelihood and generation")
+        shots = LEADERBOARD_SHOTS.get(bench)
+        context = f"{shots}-shot" if shots is not None else "as logged"
+        parts.append(f"{bench + ': ' if bench else ''}{context}, {kind} ({', '.join(used)})")
+    return "; ".join(parts) or None

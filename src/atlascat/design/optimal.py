@@ -34,7 +34,7 @@ whose Mahalanobis distance to the mean of g is within the central ``coverage`` (
 region, ``(theta - mu)^T C^{-1} (theta - mu) <= chi2_K^{-1}(coverage)`` (for N(0, 1):
 |theta| <= 1.96). These are Bayesian (integrated over a prior) versions of the classical
 criteria (Berger and Wong 2009, ch. 7 on IRT designs; the efficient-measurement chapter's section
-4.2.5 referenced in issue 8).
+4.2.5).
 
 Algorithm
 ---------

@@ -28,7 +28,7 @@ For each benchmark (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k),
 5. **Content**: ``attach_content(bank, load_item_content(bench, items_dir))``; written as zstd
    Parquet ``banks/<bench>.parquet`` and ``banks/<bench>_link.json``.
 
-``docs/leaderboard.md`` has the held-out study behind these choices
+``benchmarks/results/leaderboard.md`` has the held-out study behind these choices
 (``benchmarks/bench_leaderboard.py``).
 """
 from __future__ import annotations
@@ -75,8 +75,8 @@ INVALID_SCORE_MAX = {"truthfulqa": 0.0}
 #: benchmarks whose published score is not monotone in the bank's ability (see ScoreLink.fit)
 NON_MONOTONE = ("truthfulqa",)
 #: the shortest adaptive test of a bank where 30 items leave a band of the leaderboard with a
-#: large error (held-out whole-population study, 3 seeds, docs/leaderboard.md; minima chosen
-#: on that study): GSM8K's 2PL reaches SE 0.2 in 30 items mid-range, where its score moves ~4
+#: large error (held-out whole-population study, 3 seeds, benchmarks/results/leaderboard.md;
+#: minima chosen on that study): GSM8K's 2PL reaches SE 0.2 in 30 items mid-range, where its score moves ~4
 #: points per 0.1 theta (bands 20-60: MAE 3.5-4.1 at 45 items, 3.0-3.6 at 60); ARC 40-50 2.62
 #: at 30 items, 2.48 at 45; WinoGrande 40-50 3.10 -> 2.61; TruthfulQA 30-40 3.39 -> 3.14.
 #: HellaSwag and MMLU meet 2.5 points in every band at 30.

@@ -9,7 +9,7 @@ everywhere:
   bank file); it prints as it is stored, loads its bank and knows its score link.
 - :class:`Evaluation`: runs of one bank (or resumed runs) driven to their end, concurrently
   when several models are asked; ``results()`` gives each run's row (``results.json``).
-- :func:`predict_run`: the predicted leaderboard score of a stored run, from its own answers
+- :func:`predict_run`: the predicted score of a stored run, from its own answers
   and stop reason (a suite run's: its average).
 
 Example::
@@ -20,7 +20,7 @@ Example::
     ref = BankRef.from_option("arc")
     ev = Evaluation.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)])
     ev.run()
-    rows = ev.results()     # theta, SE, the predicted leaderboard score, ...
+    rows = ev.results()     # theta, SE, the predicted score, ...
 """
 from __future__ import annotations
 
@@ -38,10 +38,25 @@ __all__ = ["BankRef", "Evaluation", "predict_score", "predict_run", "run_predict
            "DESIGNS"]
 
 # ------------------------------------------------------------------ the predicted score
+def _named(ref: BankRef, pred: dict) -> dict:
+    """``pred`` with what it is a prediction of: ``benchmark`` and ``population`` (the source
+    models of a bank folder, or the leaderboard of a shipped bank: live/report.py's words)."""
+    from .report import LEADERBOARD, SOURCE
+
+    if pred.get("score") is None or "population" in pred:
+        return pred
+    return {**pred, "benchmark": ref.bench, "population": SOURCE if ref.kind == "dir"
+            else LEADERBOARD}
+
+
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
-    """{score, lo, hi, percentile, flag, warning} (0-1) of theta +- SE and the answers (item ->
-    0/1) through the bank's score link, or {note} when there is no estimate or no link (the
-    run's theta +- SE then stands on its own)."""
+    """{score, lo, hi, percentile, flag, warning, benchmark, population} (0-1) of theta +- SE
+    and the answers (item -> 0/1) through the bank's score link, or {note} when there is no
+    estimate or no link (the run's theta +- SE then stands on its own)."""
+    return _named(ref, _link_prediction(ref, theta, se, answers, stop_reason))
+
+
+def _link_prediction(ref: BankRef, theta, se, answers, stop_reason) -> dict:
     if theta is None or se is None:
         return {"note": "no estimate"}
     if ref.kind == "dir":
@@ -75,14 +90,14 @@ def _folder_prediction(folder, theta, se, answers, stop_reason) -> dict:
     administered = pd.DataFrame({"subject_id": "model", "item_id": list(answers),
                                  "score": [float(v) for v in answers.values()]})
     row = predict_scores(folder, persons, administered).iloc[0]
-    return {"score": float(row["leaderboard_accuracy"]), "lo": float(row["leaderboard_lo"]),
-            "hi": float(row["leaderboard_hi"]), "percentile": float(row["leaderboard_percentile"]),
-            "flag": str(row["leaderboard_flag"] or ""),
-            "warning": str(row["leaderboard_warning"] or "")}
+    return {"score": float(row["score"]), "lo": float(row["score_lo"]),
+            "hi": float(row["score_hi"]), "percentile": float(row["percentile"]),
+            "flag": str(row["flag"] or ""),
+            "warning": str(row["warning"] or "")}
 
 
 def predict_run(store: RunStore, run) -> dict:
-    """The predicted leaderboard score of a finished stored run (``run``: its id or its
+    """The predicted score of a finished stored run (``run``: its id or its
     :meth:`~atlascat.live.store.RunStore.list_runs` row), computed as ``atlas evaluate`` does:
     the run's own answers and stop reason; a suite run's is its predicted average. {} for a run
     that is not done."""
@@ -92,7 +107,7 @@ def predict_run(store: RunStore, run) -> dict:
     if row.get("state", row.get("status")) != "done":
         return {}
     if is_suite_run(row):
-        return suite_result(store, row["run_id"])["leaderboard"]
+        return suite_result(store, row["run_id"])["prediction"]
     if not row.get("bank_ref"):
         return {"note": "the run's bank was not stored"}
     ref = BankRef.parse(row["bank_ref"])
@@ -101,7 +116,7 @@ def predict_run(store: RunStore, run) -> dict:
 
         state = row["session"] if "session" in row else store.get_run(row["run_id"])["session"]
         if is_predictor_state(state):
-            return predictor_prediction(ref, state)
+            return _named(ref, predictor_prediction(ref, state))
     steps = store.steps(row["run_id"])
     done = steps[(steps["status"] == "answered") & steps["score"].notna()]
     answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
@@ -131,7 +146,7 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
     ref = BankRef.parse(run.get("bank_ref") or "")
     pred = predict_run(store, run)
     if pred.get("score") is None:
-        raise ConfigError(f"run {run_id} has no predicted leaderboard score (bank {ref}: "
+        raise ConfigError(f"run {run_id} has no predicted score (bank {ref}: "
                           "only banks with a score link have one)")
     return {ref.bench or str(ref): pred}
 
@@ -219,7 +234,7 @@ def predictor_prediction(ref: BankRef, state: dict) -> dict:
         if session.n_items == 0:
             return {"note": "no answered item yet"}
         folder = ref.folder() if ref.kind == "dir" and Path(ref.name).is_dir() else None
-        return session.leaderboard(folder.link if folder is not None else None)
+        return session.predicted(folder.link if folder is not None else None)
     except AtlasError as exc:
         return {"note": f"the predictor's prediction failed ({exc})"}
 
@@ -231,7 +246,7 @@ class Evaluation:
     :meth:`start` creates the runs (nothing is asked yet), :meth:`resume` takes stored ones,
     :meth:`run` asks until every run stops (``on_step`` per answered item, for a display), and
     :meth:`results` gives each run's row: the run's fields, ``bench``, ``bank``, the protocol
-    label and ``leaderboard`` (:func:`predict_score`). Suite runs are
+    label and ``prediction`` (:func:`predict_score`). Suite runs are
     :mod:`atlascat.live.suite_run`'s."""
 
     store: RunStore
@@ -321,9 +336,9 @@ class Evaluation:
                    "protocol_label": protocol_label(res.protocol, job.bank)}
             if res.status == "done" and job.design == "predictor":
                 row["design"] = "benchmark predictor"
-                row["leaderboard"] = predict_run(self.store, job.run_id)
+                row["prediction"] = predict_run(self.store, job.run_id)
             elif res.status == "done":
-                row["leaderboard"] = predict_score(job.ref, res.theta, res.se,
+                row["prediction"] = predict_score(job.ref, res.theta, res.se,
                                                    dict(zip(res.items, res.scores)),
                                                    stop_reason=res.stop_reason)
             rows.append(row)

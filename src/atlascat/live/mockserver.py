@@ -86,6 +86,10 @@ class MockOpenAIServer:
             from ..errors import ConfigError
             raise ConfigError(f"prompt_logprobs {prompt_logprobs!r} is not one of "
                               f"{', '.join(PROMPT_LOGPROBS)}")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            from ..errors import ConfigError
+            raise ConfigError(f"--port {port} is not a TCP port: give 1-65535 (0: any free "
+                              "port)")
         self.bank = bank
         self.theta = float(theta)
         self.lm_only = lm is not None or bank is None
@@ -469,7 +473,12 @@ def _serve(argv) -> int:  # pragma: no cover - manual use
 
     from ..catalogue import load_content_bank
 
-    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (ATLAS)")
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, exit 2 (main), as every atlas error
+            from ..errors import ConfigError
+            raise ConfigError(f"{message} (see --help)")
+
+    parser = _Parser(description="Scripted OpenAI-compatible server (ATLAS)")
     parser.add_argument("--bank", default="arc")
     parser.add_argument("--theta", type=float, default=0.0)
     parser.add_argument("--lm", default=None,
@@ -488,7 +497,7 @@ def _serve(argv) -> int:  # pragma: no cover - manual use
             from .hf import hf_subject_from_spec
             lm = hf_subject_from_spec(args.lm[3:])
         else:
-            parser.error("--lm must be 'toylm' or 'hf:PATH'")
+            parser.error(f"--lm must be 'toylm' or 'hf:PATH', got {args.lm!r}")
         srv = MockOpenAIServer(None, lm=lm, seed=args.seed, host=args.host, port=args.port,
                                prompt_logprobs=args.prompt_logprobs).start()
         print(f"serving {srv.url} (lm={args.lm}); Ctrl-C stops", flush=True)

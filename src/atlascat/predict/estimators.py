@@ -12,8 +12,7 @@ Two models of the target's answers, both from the answers of draws 1..k-1 only:
   strongest quarter of the source models (smoothed, (k_i + 1/2) / (m_i + 1)), c^(k) the MAP
   level of the target's answers so far (prior N(c_0, 2^2), c_0 matching the source models'
   mean score). It knows which items the best source models solve, which the IRT model, fitted
-  on all of them, blurs for a target stronger than every one (docs/your_benchmark.md, "How
-  close can a design-based estimate get?").
+  on all of them, blurs for a target stronger than every one.
 
 Design: sequential sampling with probabilities proportional to the models' uncertainty
 (active inference, Zrnic and Candes 2024), without replacement. Draw k takes item j from the
@@ -63,9 +62,9 @@ source scores' spread), or when its theta lies beyond the central ``1 - 2 q`` of
 models' replayed thetas; then the prediction is D. Otherwise the precision-weighted mean
 C = G + w (D - G), w the least-squares weight on the source models' replays,
 w = sum (t - G)(D - G) / sum (D - G)^2 clipped to 0-1 (stacking, Wolpert 1992: G and D use the
-same answers and their errors correlate, 0.5-0.8 on BenchPred's matrices, so the
-precision-weighted mean (G / tau^2 + D / SE_D^2) / (1 / tau^2 + 1 / SE_D^2), which treats
-them as independent, gives D too much weight; a predictor.json without w keeps that mean). The
+same answers and their errors correlate, so the precision-weighted mean
+(G / tau^2 + D / SE_D^2) / (1 / tau^2 + 1 / SE_D^2), which treats them as independent, gives D
+too much weight; without a fitted w the prediction is that mean). The
 reported 95% interval is the design interval D +- 1.96 SE_D, widened (never narrowed) to
 contain the point prediction.
 
@@ -319,13 +318,13 @@ def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(
     docstring; ``model`` is M, ``calibrated`` G, the model prediction calibrated on the source
     models; ``d_margin``: how many SE_D the design estimate must lie beyond the source
     scores to flag, 0 = its point value; ``model_range``: (min, max) of the source models'
-    replayed M, None = ``source_range``, as predictor.json files written before it;
+    replayed M, None = ``source_range``;
     ``check_below``: False where no target can lie below the source models, whose weakest
     answer at chance: only a prediction or theta beyond their top then flags; ``weight``,
     ``pooled_tau2``: D's weight in C and C's mean squared error, fitted on the source models'
-    replays; None = the precision-weighted mean, as predictor.json before it; ``model_gate``:
-    a design estimate beyond the source scores flags the target only where G lies within
-    model_gate * tau of that edge, None = wherever G lies, as predictor.json before version 6).
+    replays; None = the precision-weighted mean; ``model_gate``: a design estimate beyond the
+    source scores flags the target only where G lies within model_gate * tau of that edge,
+    None = wherever G lies).
     Returns (score, lower, upper, sd, outside, z)."""
     g = np.asarray(calibrated, float)
     se2 = np.maximum(se ** 2, 1e-12)

@@ -55,51 +55,36 @@ class BenchmarkPredictor:
     ----------
     budget : items asked per target (default 50)
     mix : share of each draw's probability proportional to the models' uncertainty, the rest
-        uniform, 0-1 (default 0.7: with 0.75 the smallest total MAE over BenchPred's ten rows,
-        60 draws each, among 0.5, 0.6, 0.7, 0.75 and 0.85 with the level model; docs/
-        your_benchmark.md; 0 = simple random sampling)
+        uniform, 0-1 (default 0.7; 0 = simple random sampling)
     share : the level model's share of that uncertainty part, 0-1 (default 0.5; 0 = the IRT
         model's uncertainty alone; the level model is a control variate in either case)
     level_fraction : the strongest share of the source models (by score) whose proportions
         correct make the level model (default 0.25, at least 3 models; 0 = no level model, the
-        IRT model alone: the design of predictor.json version 2)
+        IRT model alone)
     z_cut : a target whose design and model predictions differ by more than z_cut combined SEs
-        is treated as outside the source population (default 3.0; 2.0 before predictor.json
-        version 6)
+        is treated as outside the source population (default 3.0)
     theta_quantile : a target whose theta lies beyond the [q, 1 - q] quantiles of the source
-        models' replayed thetas is treated as outside (default 0: beyond all of them; 0.02
-        before version 6, which flagged 2% of the targets like the source models by construction)
+        models' replayed thetas is treated as outside (default 0: beyond all of them)
     d_margin : a design estimate more than d_margin SEs beyond the source scores flags the
         target as outside (default 0: its point value)
     model_gate : a design estimate beyond the source scores flags the target only where the
         calibrated model prediction G lies within model_gate tau of the same edge (default 2.5;
-        None: wherever G lies, as before version 6). A target beyond the strongest source models
-        looks like them to the model (in BenchPred's extrapolation split G lies within 1.4 tau
-        of the top for 90% of the strong targets flagged so); one the model puts well inside,
-        whose design estimate lies beyond them and still agrees with G within z_cut, is the
-        design's sampling noise (on MuSR's interpolation split these lay 1.6-4.8 tau below the
-        top: D's SE there is 5 points, the source scores' SD 4). Together with z_cut 3 and
-        theta_quantile 0 this took MuSR's interpolation from 2.18 to 1.95 points (60 draws) and
-        moved no other row of the study by more than 0.03 (docs/your_benchmark.md, "The rule
-        for a target outside")
+        None: wherever G lies). A target beyond the strongest source models looks like them to
+        the model; a design estimate beyond them for a target the model puts well inside is
+        the design's sampling noise
     chance : the score of a model answering at random, 0-1 (default None: unknown). Where the
         weakest source model scores at chance (within two binomial SEs over the benchmark's
         items, sqrt(chance (1 - chance) / N)), no model can be much weaker, so a design estimate,
         prediction or theta below the source models is sampling noise, not a weaker target:
-        only one beyond their top flags the target as outside (on MuSR's interpolation split
-        11% of the targets were flagged for a design estimate below them; docs/
-        your_benchmark.md)
+        only one beyond their top flags the target as outside
     ridge : stack the IRT prediction with a ridge regression of the score on the asked items'
         answers among the source models (the source models' answers are kept in predictor.json
-        for it). Default None: from ``RIDGE_MIN_MODELS`` (40) source models; with 20 it cost
-        0.02-0.07 points on three of five matrices (docs/your_benchmark.md). On BenchPred's
-        interpolation split it brings MuSR's predictor from 2.51 to 2.26 points (60 draws).
-        False: the IRT prediction alone, as predictor.json version 3
+        for it). Default None: from ``RIDGE_MIN_MODELS`` (40) source models. False: the IRT
+        prediction alone
     fitted_weight : D's weight in the pooled prediction fitted by least squares on the source
-        models' replays (default None: from ``STACK_MIN_MODELS`` (60) source models; their
-        replays, on items calibrated on them, understate G's error for a new model when they
-        are few, and the fitted weight cost 0.04-0.23 points with 20). False: the
-        precision-weighted mean
+        models' replays (default None: from ``STACK_MIN_MODELS`` (60) source models; the replays
+        of fewer models, on items calibrated on them, understate G's error for a new model).
+        False: the precision-weighted mean
     n_replays : design replays per source model when fitting the calibration (default 2)
     min_tau : floor of the model prediction's RMS error, 0-1 (default 0.01)
     quadpts, theta_range : the theta grid (61 nodes on [-6, 6], N(0, 1) prior)
@@ -110,8 +95,7 @@ class BenchmarkPredictor:
     ``ridge_scores_`` (the source models' answers and scores), ``design_weight_``,
     ``pooled_tau2_`` (None where not fitted), ``tau2_``, ``n_source_``, ``source_range_`` (min,
     max source score),
-    ``model_range_`` (min, max of the source models' replayed IRT prediction M; None from a
-    predictor.json written before it: M is then held to ``source_range_``),
+    ``model_range_`` (min, max of the source models' replayed IRT prediction M),
     ``theta_support_`` (the source thetas' quantiles), ``score_map_`` ((c0, c1, r) of
     :func:`score_map` when the scores are not the item mean, else None: the design estimate of
     the mean over the items is mapped to the score, s = c0 + c1 D, with SE sqrt(c1^2 SE_D^2 +

@@ -173,11 +173,19 @@ class PredictSession:
             n += 1
         return self._draws[:n]
 
+    def trajectory(self) -> list[BenchmarkPrediction]:
+        """The prediction after each answered draw in order (the k-th from the first k
+        answers, as :meth:`prediction` gave it then): what a run's report plots."""
+        draws = self._answered_draws()
+        return [self._predict(draws[:k]) for k in range(1, len(draws) + 1)]
+
     def prediction(self) -> BenchmarkPrediction:
         """The prediction from the answers recorded so far (the draws up to the first one
         without an answer)."""
+        return self._predict(self._answered_draws())
+
+    def _predict(self, draws) -> BenchmarkPrediction:
         p = self.predictor
-        draws = self._answered_draws()
         if not draws:
             raise ConfigError("no answers recorded yet; record the answer to the first item "
                               "next_items handed out before asking for a prediction")

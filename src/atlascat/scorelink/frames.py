@@ -16,8 +16,8 @@ from .prediction import ScorePrediction, stop_note
 
 __all__ = ["predict_frame"]
 
-COLUMNS = ["leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi", "leaderboard_percentile",
-           "leaderboard_flag", "leaderboard_warning"]
+COLUMNS = ["score", "score_lo", "score_hi", "percentile",
+           "flag", "warning"]
 
 #: stop reasons that add a note ("at or near chance / the top", see stop_note), and those that
 #: add one where chance is in the interval (lo <= chance + 0.02)
@@ -57,10 +57,10 @@ def predict_frame(link, persons, administered):
 
     ``link``: a :class:`atlascat.scorelink.ScoreLink`; ``persons``: frame with subject_id, theta, se
     (and stop_reason, for the floor / ceiling note); ``administered``: frame with subject_id,
-    item_id, score (the answers observed). Returns a frame with ``leaderboard_accuracy``,
-    ``leaderboard_lo``, ``leaderboard_hi`` (0-1), ``leaderboard_percentile`` (0-100),
-    ``leaderboard_flag`` (:attr:`ScorePrediction.flag`, "" when none) and
-    ``leaderboard_warning`` (the warnings as one line, "" when none), in the order of
+    item_id, score (the answers observed). Returns a frame with ``score``,
+    ``score_lo``, ``score_hi`` (0-1), ``percentile`` (0-100),
+    ``flag`` (:attr:`ScorePrediction.flag`, "" when none) and
+    ``warning`` (the warnings as one line, "" when none), in the order of
     ``persons``.
     """
     import pandas as pd
@@ -72,7 +72,7 @@ def predict_frame(link, persons, administered):
     answers = answer_table(link, persons["subject_id"].to_numpy(), administered)
     pred = predict_batch(link, theta, se, answers)
     flag, warning = _texts(link, theta, se, pred, reasons)
-    return pd.DataFrame({"leaderboard_accuracy": pred.score, "leaderboard_lo": pred.lo,
-                         "leaderboard_hi": pred.hi, "leaderboard_percentile": pred.percentile,
-                         "leaderboard_flag": flag, "leaderboard_warning": warning},
+    return pd.DataFrame({"score": pred.score, "score_lo": pred.lo,
+                         "score_hi": pred.hi, "percentile": pred.percentile,
+                         "flag": flag, "warning": warning},
                         columns=COLUMNS)

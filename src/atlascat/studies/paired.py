@@ -1,5 +1,5 @@
 """Paired comparison of two models: the difference of their predicted scores with a 95%
-interval (issue 18; measured in ``benchmarks/bench_paired.py``, ``docs/leaderboard.md``).
+interval (measured in ``benchmarks/bench_paired.py``: ``benchmarks/results/paired.md``).
 
 Each prediction carries a 95% interval from its score link; its sd is taken as
 (hi - lo) / (2 x 1.96). The difference d = score_a - score_b has
@@ -28,7 +28,7 @@ from ..scorelink.settings import Z95
 __all__ = ["difference_interval", "paired_difference", "excess_agreement", "PAIR_SCALE", "Z95"]
 
 #: per benchmark, the factor on the combined sd that covers 95% of the calibration pairs
-#: (``python benchmarks/bench_paired.py``, seed 0, adaptive test; see docs/leaderboard.md);
+#: (``python benchmarks/bench_paired.py``, seed 0, adaptive test; benchmarks/results/paired.md);
 #: 1.0 for a bank not listed (the plain combination, which covers more than 95%). ``average``:
 #: a suite's average (openllm-v1, 150 items), fitted to cover 95% of every pair of held-out
 #: models (whole population) of two tuning splits, seeds 2 and 3

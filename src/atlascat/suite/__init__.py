@@ -1,4 +1,4 @@
-"""Suites: several benchmarks as one adaptive test aimed at their aggregate (issue 18).
+"""Suites: several benchmarks as one adaptive test aimed at their aggregate.
 
 - :class:`Suite`, :class:`SuiteMember`, :func:`load_suite`: the definition (plain data).
 - :class:`SuitePrior`, :func:`fit_prior`: the joint normal prior over the members' thetas.

@@ -118,8 +118,8 @@ def fit_joint_link(suite, responses: dict, scores: dict, config: SuiteConfig | N
     """Fit the suite's joint link (:class:`~atlascat.suite.link.SuiteLink`) on calibration
     models: replay the suite test (``config``) on ``responses`` and stack each member's
     published score (``scores``: member -> Series, 0-1) on the members' predicted scores
-    (``answers``, default: and on the replays' answer residuals, the answer stacking; held-out
-    MAE of the average 0.71 -> 0.65 / 0.79 -> 0.69 on two seeds, docs/leaderboard.md);
+    (``answers``, default: and on the replays' answer residuals, the answer stacking;
+    benchmarks/results/suite.md);
     ``neighbours`` (default): and the neighbour correction on top
     (:func:`~atlascat.suite.neighbours.fit_neighbours`; its residual model replaces the link's).
     Subjects: those with every published score (default: all in ``responses``)."""
