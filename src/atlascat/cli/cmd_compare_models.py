@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
         if not common:
             raise ConfigError(f"runs {run_a} ({', '.join(preds[0]) or 'no prediction'}) and "
                               f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
-                              "benchmark with a predicted leaderboard score")
+                              "benchmark with a predicted score")
         rows = []
         for bench in common:
             d = paired_difference(preds[0][bench], preds[1][bench], benchmark=bench, rho=rho)
@@ -94,8 +94,13 @@ def register(app: typer.Typer) -> None:
 
         df = pd.DataFrame(rows)
         names = [f"{_model_of(runs, r)} (run {r})" for (_, runs, r) in (first, second)]
+        # a bank folder's scores are its benchmark's, not a leaderboard's
+        from ..live.report import SOURCE
+
+        unit = ("points" if any(p.get("population") == SOURCE for p in preds[0].values())
+                else "leaderboard points")
         print_frame(df, title=f"first: {names[0]}; second: {names[1]}; first minus second "
-                              "(leaderboard points, 95% interval)", float_format="{:.1f}")
+                              f"({unit}, 95% interval)", float_format="{:.1f}")
         err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
                           "near-duplicates get narrower intervals with --rho (see "
                           "docs/leaderboard.md)", highlight=False)

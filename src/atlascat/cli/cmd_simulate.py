@@ -318,7 +318,8 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
         advance(1)
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
-    summary = {"design": "benchmark predictor", "budget": budget,
+    summary = {"design": "benchmark predictor", "benchmark": folder.manifest.get("benchmark"),
+               "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
                "width_mean": float((persons["score_hi"]
@@ -327,7 +328,8 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (at most)", f"{summary['items_mean']:.1f} ({budget})"),
-            ("predicted score mean (95% width)",
+            (f"predicted {folder.manifest.get('benchmark') or 'benchmark'} score mean "
+             "(95% width)",
              f"{100 * persons['score'].mean():.1f} "
              f"({100 * summary['width_mean']:.1f} points)"),
             ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]

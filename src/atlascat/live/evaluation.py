@@ -333,7 +333,8 @@ class Evaluation:
         rows = []
         for job, res in zip(self.jobs, self.outcomes):
             row = {**res.to_dict(), "bench": job.ref.bench, "bank": str(job.ref),
-                   "protocol_label": protocol_label(res.protocol, job.bank)}
+                   "protocol_label": protocol_label(res.protocol, job.bank,
+                                                    folder=job.ref.kind == "dir")}
             if res.status == "done" and job.design == "predictor":
                 row["design"] = "benchmark predictor"
                 row["prediction"] = predict_run(self.store, job.run_id)

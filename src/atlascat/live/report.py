@@ -25,21 +25,35 @@ __all__ = ["render_run_report", "write_run_report", "describe_prediction", "prot
 GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match"})
 
 
-def protocol_label(protocol: str | None, bank=None) -> str:
+def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> str:
     """How a run's protocol reads (CLI, ``results.json`` and HTML alike): a leaderboard run says
     whether its bank's items are scored by log-likelihood or by generation (GSM8K: exact
-    match), from the bank's ``rule`` column."""
+    match), from the bank's ``rule`` column; on a bank ``folder`` (built from the user's own
+    results) the requests are the source models' logged ones, not a leaderboard's."""
     from .runner import PROTOCOL_LABELS
 
     proto = protocol or "approximate"
     meta = getattr(bank, "metadata", None)
+    label = PROTOCOL_LABELS.get(proto, proto)
     if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
         rules = {str(r) for r in meta["rule"].dropna()}
         if rules and rules <= GENERATION_RULES:
-            return "leaderboard (generation, exact match)"
-        if rules & GENERATION_RULES:
-            return "leaderboard (log-likelihood and generation)"
-    return PROTOCOL_LABELS.get(proto, proto)
+            label = "leaderboard (generation, exact match)"
+        elif rules & GENERATION_RULES:
+            label = "leaderboard (log-likelihood and generation)"
+    if proto == "leaderboard" and folder:
+        label = label.replace("leaderboard (", "as the source models were asked (", 1)
+    return label
+
+
+def _is_folder(bank_ref) -> bool:
+    """Whether a stored bank reference names a bank folder (:class:`BankRef`'s ``dir``)."""
+    from .bankref import BankRef
+
+    try:
+        return bool(bank_ref) and BankRef.parse(bank_ref).kind == "dir"
+    except Exception:  # noqa: BLE001 - a reference no longer parsed: a shipped bank's words
+        return False
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;
@@ -364,7 +378,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     n = int(info["n_items"])
     lat = answered["latency_s"].astype(float)
     proto = info.get("protocol") or "approximate"
-    label = protocol_label(proto, bank)
+    label = protocol_label(proto, bank, folder=_is_folder(info.get("bank_ref")))
     tokens = steps["prompt_tokens"].notna().any()
     summary = _summary_rows(info, leaderboard, suite)
     warnings = _warnings(leaderboard, suite)
