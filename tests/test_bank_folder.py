@@ -359,14 +359,14 @@ def test_scores_file_is_the_published_score(matrix_bank, tmp_path):
 # ----------------------------------------------------------------------------- small N link
 def test_score_link_from_20_models_and_not_19(rng):
     from atlascat.irt.bank import ItemBank
-    from atlascat.scorelink import ScoreLink
+    from atlascat.scorelink import ScoreLinkEstimator
 
     bank = ItemBank([f"i{j}" for j in range(60)], rng.lognormal(0, 0.3, 60), rng.normal(0, 1, 60))
     th = np.linspace(-2, 2, 20)
     p = 1 / (1 + np.exp(-bank.a * (th[:, None] - bank.b)))
     y = (rng.random(p.shape) < p).astype(float)
     s = y.mean(1)
-    link = ScoreLink.fit(bank, y, s, cat_config=False)
+    link = ScoreLinkEstimator(cat_config=False).fit(bank, y, s).link_
     assert link.info["n_models"] == 20 and link.support["min_models"] == 10.0
     from atlascat.scorelink.curve import knots_for, support_for
 
@@ -374,7 +374,7 @@ def test_score_link_from_20_models_and_not_19(rng):
     assert [support_for(n) for n in (20, 83, 400, 5000)] == [0.5, 2.075, 10.0, 10.0]
     assert link.predict(2.0, 0.2).score > link.predict(-2.0, 0.2).score
     with pytest.raises(ConfigError, match="at least 20 calibration models"):
-        ScoreLink.fit(bank, y[:19], s[:19], cat_config=False)
+        ScoreLinkEstimator(cat_config=False).fit(bank, y[:19], s[:19])
 
 
 @pytest.mark.parametrize("task", ["winogrande", "gen"])

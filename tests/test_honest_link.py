@@ -13,7 +13,7 @@ from atlascat.cat.simulate import simulate_cat
 from atlascat.cat.stopping import CeilingStop, FloorStop, build_stop_rules
 from atlascat.errors import ConfigError
 from atlascat.scorelink.settings import CHANCE, LZ_CRITICAL
-from atlascat.scorelink import ScoreLink, predict_frame
+from atlascat.scorelink import ScoreLink, ScoreLinkEstimator, predict_frame
 from atlascat.catalogue import load_bundled_bank, load_score_link
 
 
@@ -21,7 +21,7 @@ from atlascat.catalogue import load_bundled_bank, load_score_link
 def toy():
     """A link fitted on 500 simulated models (theta ~ N(0, 1)), chance 0.25 known."""
     bank, theta, y, score, _ = _world(seed=3)
-    link = ScoreLink.fit(bank, y, score, benchmark="toy", cat_config=False, chance=0.25)
+    link = ScoreLinkEstimator("toy", cat_config=False, chance=0.25).fit(bank, y, score).link_
     return bank, link
 
 
@@ -101,7 +101,7 @@ class TestSupport:
         assert load_score_link("winogrande").chance == 0.5
         with pytest.raises(ConfigError):
             bank, _, y, score, _ = _world(seed=1, n=200)
-            ScoreLink.fit(bank, y, score, cat_config=False, chance=1.5)
+            ScoreLinkEstimator(cat_config=False, chance=1.5).fit(bank, y, score)
 
 
 class TestPersonFit:

@@ -150,10 +150,11 @@ def test_bad_input(arc):
 
 
 def test_chance_test_is_the_binomial_tail(arc):
-    """_chance_not_excluded reads the tail through betainc (no scipy.stats import): the same
+    """chance_not_excluded reads the tail through betainc (no scipy.stats import): the same
     decisions as binom.sf, fractional numbers right included."""
     from scipy.stats import binom
 
+    from atlascat.scorelink.honesty import chance_not_excluded
     from atlascat.scorelink.settings import ANSWER_CHANCE, CHANCE_ALPHA
 
     _, link = arc
@@ -161,4 +162,4 @@ def test_chance_test_is_the_binomial_tail(arc):
     keep = k <= n
     n, k = n[keep], k[keep]
     want = (n > 0) & (binom.sf(k - 1, n, ANSWER_CHANCE["arc"]) >= CHANCE_ALPHA)
-    assert np.array_equal(link._chance_not_excluded(n, k), want) and want.any() and not want.all()
+    assert np.array_equal(chance_not_excluded(link, n, k), want) and want.any() and not want.all()

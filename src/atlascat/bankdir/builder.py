@@ -154,7 +154,7 @@ def check_scores_rise(scores, item_mean, path) -> None:
 
 
 def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0, min_items: int = 30,
-             max_items: int | None = None, chance=None, leaderboard_scores=None,
+             max_items: int | None = None, chance=None, population_scores=None,
              monotone: bool = True,
              extra_se_stops=(0.1,), use_answers: bool = True, **fit_options):
     """The score link of ``bank`` fitted on the source models (their answers and scores):
@@ -163,7 +163,7 @@ def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0, min_item
     default), spline and
     support sized for the number of models."""
     from ..cat.config import CATConfig
-    from ..scorelink import ScoreLink
+    from ..scorelink import ScoreLinkEstimator
     from ..scorelink.curve import support_for
 
     if "min_support" not in fit_options and max_items is not None:  # a bank folder's link
@@ -173,10 +173,10 @@ def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0, min_item
     else:
         top = min(int(max_items), len(bank))
         cfg = CATConfig(se_stop=LINK_SE_STOP, min_items=min(int(min_items), top), max_items=top)
-    return ScoreLink.fit(bank, responses, scores, benchmark=benchmark, cat_config=cfg,
-                         rng=[seed, 5], use_answers=use_answers, extra_se_stops=extra_se_stops,
-                         monotone=monotone, chance=chance, leaderboard_scores=leaderboard_scores,
-                         **fit_options)
+    est = ScoreLinkEstimator(benchmark, cat_config=cfg, random_state=[seed, 5],
+                             use_answers=use_answers, extra_se_stops=extra_se_stops,
+                             monotone=monotone, chance=chance, **fit_options)
+    return est.fit(bank, responses, scores, population_scores=population_scores).link_
 
 
 def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int = 0,

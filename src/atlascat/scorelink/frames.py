@@ -4,13 +4,14 @@ Each examinee's prediction is :meth:`ScoreLink.predict` on its own theta, SE, an
 reason, computed for all examinees at once by :func:`~atlascat.scorelink.batch.predict_batch` (the
 same arithmetic on arrays; answers grouped by examinee in one pass of NumPy,
 :func:`~atlascat.scorelink.batch.answer_table`). Only the text of the rows that carry a warning or
-a floor / ceiling note is written one row at a time (:meth:`ScoreLink._warnings`,
+a floor / ceiling note is written one row at a time (:func:`atlascat.scorelink.honesty.warnings_for`,
 :func:`~atlascat.scorelink.prediction.stop_note`, the one source of those lines).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import honesty
 from .batch import answer_table, predict_batch
 from .prediction import ScorePrediction, stop_note
 
@@ -37,7 +38,7 @@ def _texts(link, theta, se, pred, reasons):
         stops.isin(NOTED_NEAR_CHANCE).to_numpy() & (pred.lo <= link.chance + 0.02)))
     misfit = pred.misfit
     for i in np.flatnonzero(pred.below | pred.above | misfit | pred.guess | noted):
-        warnings, flags = link._warnings(
+        warnings, flags = honesty.warnings_for(link, 
             float(theta[i]), float(se[i]), bool(pred.below[i]), bool(pred.above[i]),
             float(pred.lz[i]) if misfit[i] else None,
             (int(pred.n_right[i]), int(pred.n_answered[i])) if pred.guess[i] else None)

@@ -166,7 +166,7 @@ def fit_prior(suite, responses: dict, scores: dict | None = None, *,
         if scores is not None and m.name in scores:
             s = scores[m.name].reindex(t.index).to_numpy(float)
             th = t["theta"].to_numpy(float)
-            resid[m.name] = pd.Series((s - m.link._curve(th)) / residual_sd(m.link, th),
+            resid[m.name] = pd.Series((s - m.link.curve(th)) / residual_sd(m.link, th),
                                       index=t.index)
     th = pd.DataFrame(thetas)[names]
     cov_eap = th.cov(min_periods=30).to_numpy(float)
