@@ -20,6 +20,8 @@ import json
 
 import pandas as pd
 
+from ..scorelink.frames import COLUMNS
+
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE"]
@@ -30,9 +32,9 @@ PREDICTOR_FILE = "predictor.json"
 #: live run on the predictor asks
 PREDICTOR_ITEMS_FILE = "predictor_items.parquet"
 
-#: columns of :func:`predict_scores` (the shipped banks' ``person_scores.csv`` names)
-PREDICTION_COLUMNS = ("score", "score_lo", "score_hi",
-                      "percentile", "flag", "warning")
+#: columns of :func:`predict_scores`: every bank's ``person_scores.csv`` names
+#: (:data:`atlascat.scorelink.frames.COLUMNS`)
+PREDICTION_COLUMNS = tuple(COLUMNS)
 
 
 def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) -> pd.DataFrame:
@@ -107,8 +109,7 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
                        "used", "")
     return pd.DataFrame({
         "subject_id": out["subject"].astype(str), "n_items": out["n_items"],
-        "score": out["score"], "score_lo": out["lower"],
-        "score_hi": out["upper"], "percentile": pct,
-        "flag": out["flag"], "warning": warning,
+        "score": out["score"], "score_lo": out["lower"], "score_hi": out["upper"],
+        "percentile": pct, "flag": out["flag"], "warning": warning,
         "method": out["method"], "se": out["se"], "model_score": out["model_score"],
         "design_score": out["design_score"], "theta": out["theta"]})

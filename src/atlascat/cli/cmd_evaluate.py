@@ -100,6 +100,8 @@ def format_result(row: dict, held: str | None = None) -> str:
     else:
         lines = [head + f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
                  + rounds, f"  {score_name(lb)}: {describe_prediction(lb)}"]
+    if lb.get("metric"):  # a bank folder's benchmark: its metric and scale
+        lines.insert(2, f"  metric: {lb['metric']}, in percent (0-100)")
     if held:  # the test was held to its minimum length (_common.min_items_note)
         lines.insert(1, f"  {held}")
     if lb.get("design"):

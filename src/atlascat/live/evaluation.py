@@ -45,8 +45,13 @@ def _named(ref: BankRef, pred: dict) -> dict:
 
     if pred.get("score") is None or "population" in pred:
         return pred
-    return {**pred, "benchmark": ref.bench, "population": SOURCE if ref.kind == "dir"
-            else LEADERBOARD}
+    if ref.kind != "dir":
+        return {**pred, "benchmark": ref.bench, "population": LEADERBOARD}
+    m = ref.folder().manifest
+    metric = (m.get("source") or {}).get("metric")
+    return {**pred, "benchmark": m.get("benchmark") or ref.bench, "population": SOURCE,
+            "metric": (f"{metric}: " if metric else "")
+            + (m.get("score") or "each model's mean over the items")}
 
 
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:

@@ -285,6 +285,8 @@ def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
     rows = []
     if "score" in lb:
         rows.append((score_name(lb), describe_prediction(lb)))
+        if lb.get("metric"):
+            rows.append(("metric", f"{lb['metric']}, in percent (0-100)"))
         if lb.get("design"):
             rows.append(("how", describe_method(lb)))
     elif lb.get("note"):

@@ -1,11 +1,12 @@
-"""Predicted leaderboard scores for every examinee of a simulation (:func:`predict_frame`).
+"""Predicted scores for every examinee of a simulation (:func:`predict_frame`).
 
 Each examinee's prediction is :meth:`ScoreLink.predict` on its own theta, SE, answers and stop
 reason, computed for all examinees at once by :func:`~atlascat.scorelink.batch.predict_batch` (the
 same arithmetic on arrays; answers grouped by examinee in one pass of NumPy,
 :func:`~atlascat.scorelink.batch.answer_table`). Only the text of the rows that carry a warning or
-a floor / ceiling note is written one row at a time (:func:`atlascat.scorelink.honesty.warnings_for`,
-:func:`~atlascat.scorelink.prediction.stop_note`, the one source of those lines).
+a floor / ceiling note is written one row at a time
+(:func:`atlascat.scorelink.honesty.warnings_for`, :func:`~atlascat.scorelink.prediction.stop_note`,
+the one source of those lines).
 """
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from .prediction import ScorePrediction, stop_note
 
 __all__ = ["predict_frame"]
 
-COLUMNS = ["score", "score_lo", "score_hi", "percentile",
-           "flag", "warning"]
+#: the prediction's columns, the same for every bank (shipped or a folder): the score and its
+#: 95% interval (0-1), its percentile among the link's population (0-100), flag and warning
+COLUMNS = ["score", "score_lo", "score_hi", "percentile", "flag", "warning"]
 
 #: stop reasons that add a note ("at or near chance / the top", see stop_note), and those that
 #: add one where chance is in the interval (lo <= chance + 0.02)
@@ -54,14 +56,13 @@ def _texts(link, theta, se, pred, reasons):
 
 
 def predict_frame(link, persons, administered):
-    """Predicted leaderboard score per examinee of a ``simulate_cat`` result.
+    """Predicted score per examinee of a ``simulate_cat`` result.
 
     ``link``: a :class:`atlascat.scorelink.ScoreLink`; ``persons``: frame with subject_id, theta, se
     (and stop_reason, for the floor / ceiling note); ``administered``: frame with subject_id,
-    item_id, score (the answers observed). Returns a frame with ``score``,
-    ``score_lo``, ``score_hi`` (0-1), ``percentile`` (0-100),
-    ``flag`` (:attr:`ScorePrediction.flag`, "" when none) and
-    ``warning`` (the warnings as one line, "" when none), in the order of
+    item_id, score (the answers observed). Returns a frame with ``score``, ``score_lo``,
+    ``score_hi`` (0-1), ``percentile`` (0-100), ``flag`` (:attr:`ScorePrediction.flag`, ""
+    when none) and ``warning`` (the warnings as one line, "" when none), in the order of
     ``persons``.
     """
     import pandas as pd
