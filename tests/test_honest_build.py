@@ -152,3 +152,17 @@ def test_logs_that_contradict_themselves_end_in_one_line(tmp_path, capsys):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: the sample logs contradict")
     assert "'acc'" in lines[0] and not (tmp_path / "bank").exists()
+
+
+@pytest.mark.slow
+def test_score_on_a_bank_folder_keeps_theta_flag_and_prediction_apart(musr, tmp_path):
+    """``atlas score --bank DIR``: theta's ``flag`` and the prediction's ``score_flag`` are two
+    columns (one name each), beside score, score_lo, score_hi, percentile, score_warning."""
+    root, _ = musr
+    r = CliRunner().invoke(app, ["score", str(root / "targets.csv"), "--bank", str(root / "bank"),
+                                 "-o", str(tmp_path / "s.csv")])
+    assert r.exit_code == 0, r.output
+    header = (tmp_path / "s.csv").read_text().splitlines()[0].split(",")
+    assert len(header) == len(set(header))
+    assert {"flag", "score", "score_lo", "score_hi", "percentile", "score_flag",
+            "score_warning"} <= set(header)

@@ -213,7 +213,7 @@ class TestAtChanceOnArc:
             assert ((pf["score_lo"] <= 0.25) & (0.25 <= pf["score_hi"])).mean() >= 0.9
             assert pf["score"].mean() < 0.6
             floor = pf[res.persons["stop_reason"].isin(AT_CHANCE_STOPS).to_numpy()]
-            noted = floor["warning"].str.startswith("at or near chance (<= ")
+            noted = floor["score_warning"].str.startswith("at or near chance (<= ")
             # the note is given wherever chance is inside the interval (stop_note)
             assert (noted | (floor["score_lo"] > 0.25 + 0.02)).all()
             assert noted.mean() >= 0.8
@@ -247,10 +247,10 @@ class TestCLI:
                                      "--se-stop", "0.2", "-o", str(out), "--no-selected"])
         assert r.exit_code == 0, r.output
         df = pd.read_csv(out / "person_scores.csv", keep_default_na=False).set_index("subject_id")
-        assert {"warning", "flag"} <= set(df.columns)
+        assert {"score_warning", "score_flag"} <= set(df.columns)
         assert df.loc["low", "stop_reason"] in AT_CHANCE_STOPS
-        assert df.loc["low", "warning"].startswith("at or near chance")
-        assert df.loc["mid", "warning"] == ""
+        assert df.loc["low", "score_warning"].startswith("at or near chance")
+        assert df.loc["mid", "score_warning"] == ""
         out2 = tmp_path / "out2"
         r = CliRunner().invoke(app, ["simulate", "--bank", "arc", "--thetas", str(th),
                                      "--se-stop", "0.2", "-o", str(out2), "--no-selected",

@@ -89,7 +89,7 @@ def test_at_chance_is_low_quick_and_honest(bench):
         # real weak LLMs answer these items worse than coin flips at 0.25 do)
         assert pf["percentile"].mean() <= 10, bench
         assert pf["score"].mean() < chance + 0.16, bench
-        assert (pf["warning"] != "").mean() >= 0.8, bench
+        assert (pf["score_warning"] != "").mean() >= 0.8, bench
 
 
 @pytest.mark.slow

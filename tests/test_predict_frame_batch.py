@@ -43,8 +43,8 @@ def assert_same(link, persons, administered):
     a, b = want[NUMBERS].to_numpy(float), got[NUMBERS].to_numpy(float)
     assert np.array_equal(np.isnan(a), np.isnan(b))
     assert np.nanmax(np.abs(a - b)) <= 1e-12
-    assert got["flag"].tolist() == want["flag"].tolist()
-    assert got["warning"].tolist() == want["warning"].tolist()
+    assert got["score_flag"].tolist() == want["score_flag"].tolist()
+    assert got["score_warning"].tolist() == want["score_warning"].tolist()
     return got
 
 
@@ -73,7 +73,7 @@ def simulated(arc):
 def test_a_simulation_is_predicted_as_row_by_row(arc, simulated):
     _, link = arc
     got = assert_same(link, *simulated)
-    flags = set("+".join(got["flag"]).split("+"))
+    flags = set("+".join(got["score_flag"]).split("+"))
     # the cases the batch must get right are all there
     assert {"below_data", "above_data", "misfit", "chance", "ceiling", "score_precision"} <= flags
 
@@ -102,10 +102,10 @@ def test_edge_rows(arc, simulated):
     extra = persons.iloc[[12]].assign(subject_id="never-seen")
     persons = pd.concat([persons, extra, persons.iloc[[5]]], ignore_index=True)  # + a duplicate
     got = assert_same(link, persons, administered)
-    assert got.loc[9, "flag"] == "" and np.isnan(got.loc[9, "score"])
-    assert "chance" in got.loc[7, "flag"]
-    assert got.loc[0, "flag"].startswith("floor")
-    assert "bottom of the link's data" in got.loc[200, "warning"]
+    assert got.loc[9, "score_flag"] == "" and np.isnan(got.loc[9, "score"])
+    assert "chance" in got.loc[7, "score_flag"]
+    assert got.loc[0, "score_flag"].startswith("floor")
+    assert "bottom of the link's data" in got.loc[200, "score_warning"]
     assert_same(link, persons.drop(columns="stop_reason"), administered)
 
 

@@ -110,6 +110,6 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     return pd.DataFrame({
         "subject_id": out["subject"].astype(str), "n_items": out["n_items"],
         "score": out["score"], "score_lo": out["lower"], "score_hi": out["upper"],
-        "percentile": pct, "flag": out["flag"], "warning": warning,
+        "percentile": pct, "score_flag": out["flag"], "score_warning": warning,
         "method": out["method"], "se": out["se"], "model_score": out["model_score"],
         "design_score": out["design_score"], "theta": out["theta"]})

@@ -375,10 +375,10 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
               f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
-    if "warning" in persons.columns:
-        warned = int((persons["warning"].fillna("") != "").sum())
+    if "score_warning" in persons.columns:
+        warned = int((persons["score_warning"].fillna("") != "").sum())
         rows.append(("prediction warnings", f"{warned} of {len(persons)} (see "
-                                             "person_scores.csv warning)"))
+                                             "person_scores.csv score_warning)"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
     held = min_items_note(persons["n_items"], persons["stop_reason"],
                           result.config.stopping.min_items, o.min_items is not None)

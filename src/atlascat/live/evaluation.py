@@ -97,8 +97,8 @@ def _folder_prediction(folder, theta, se, answers, stop_reason) -> dict:
     row = predict_scores(folder, persons, administered).iloc[0]
     return {"score": float(row["score"]), "lo": float(row["score_lo"]),
             "hi": float(row["score_hi"]), "percentile": float(row["percentile"]),
-            "flag": str(row["flag"] or ""),
-            "warning": str(row["warning"] or "")}
+            "flag": str(row["score_flag"] or ""),
+            "warning": str(row["score_warning"] or "")}
 
 
 def predict_run(store: RunStore, run) -> dict:

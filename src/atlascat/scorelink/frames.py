@@ -20,7 +20,8 @@ __all__ = ["predict_frame"]
 
 #: the prediction's columns, the same for every bank (shipped or a folder): the score and its
 #: 95% interval (0-1), its percentile among the link's population (0-100), flag and warning
-COLUMNS = ["score", "score_lo", "score_hi", "percentile", "flag", "warning"]
+#: (``score_`` keeps them apart from a theta's own ``flag``, as ``atlas score`` writes it)
+COLUMNS = ["score", "score_lo", "score_hi", "percentile", "score_flag", "score_warning"]
 
 #: stop reasons that add a note ("at or near chance / the top", see stop_note), and those that
 #: add one where chance is in the interval (lo <= chance + 0.02)
@@ -61,8 +62,8 @@ def predict_frame(link, persons, administered):
     ``link``: a :class:`atlascat.scorelink.ScoreLink`; ``persons``: frame with subject_id, theta, se
     (and stop_reason, for the floor / ceiling note); ``administered``: frame with subject_id,
     item_id, score (the answers observed). Returns a frame with ``score``, ``score_lo``,
-    ``score_hi`` (0-1), ``percentile`` (0-100), ``flag`` (:attr:`ScorePrediction.flag`, ""
-    when none) and ``warning`` (the warnings as one line, "" when none), in the order of
+    ``score_hi`` (0-1), ``percentile`` (0-100), ``score_flag`` (:attr:`ScorePrediction.flag`, ""
+    when none) and ``score_warning`` (the warnings as one line, "" when none), in the order of
     ``persons``.
     """
     import pandas as pd
@@ -76,5 +77,5 @@ def predict_frame(link, persons, administered):
     flag, warning = _texts(link, theta, se, pred, reasons)
     return pd.DataFrame({"score": pred.score, "score_lo": pred.lo,
                          "score_hi": pred.hi, "percentile": pred.percentile,
-                         "flag": flag, "warning": warning},
+                         "score_flag": flag, "score_warning": warning},
                         columns=COLUMNS)
