@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from atlascat.cat.config import CATConfig
-from atlascat.live import runner
+from atlascat.live import service
 from atlascat.content.items import build_prompt, item_record
 from atlascat.catalogue import load_content_bank
 from atlascat.live.mockserver import MockOpenAIServer
@@ -33,7 +33,7 @@ def main() -> None:
         per_step, items = [], []
         for seed in range(10):
             t0 = time.perf_counter()
-            res = runner.evaluate(bank, SimulatedSubject(bank, 0.5, seed=seed), store=store,
+            res = service.evaluate(bank, SimulatedSubject(bank, 0.5, seed=seed), store=store,
                                   seed=seed, config=config, cache=False)
             per_step.append((time.perf_counter() - t0) / res.n_items)
             items.append(res.n_items)
@@ -54,7 +54,7 @@ def main() -> None:
         walls = []
         for seed in range(5):
             t0 = time.perf_counter()
-            res = runner.evaluate(bank, subj, store=RunStore(tmp / "http.sqlite"), seed=seed,
+            res = service.evaluate(bank, subj, store=RunStore(tmp / "http.sqlite"), seed=seed,
                                   config=config, cache=False)
             walls.append(time.perf_counter() - t0)
         print(f"full live run over HTTP (FULL sync): {statistics.median(walls):.2f} s for "

@@ -20,7 +20,7 @@ import numpy as np
 
 from atlascat import catalogue
 from atlascat.cat.config import CATConfig
-from atlascat.live import runner
+from atlascat.live import service
 from atlascat.content.items import attach_content, load_item_content
 from atlascat.live.store import RunStore
 from atlascat.live.subjects import OpenAICompletionsSubject, ReplaySubject
@@ -48,7 +48,7 @@ def main(n_models: int = 40) -> None:
             orig = subj.loglikelihood
             subj.loglikelihood = lambda reqs, orig=orig: (calls.append(1), orig(reqs))[1]
             t0 = time.perf_counter()
-            res = runner.evaluate(bank, subj, store=RunStore(tmp / f"k{k}.sqlite"), config=cfg,
+            res = service.evaluate(bank, subj, store=RunStore(tmp / f"k{k}.sqlite"), config=cfg,
                                   batch_size=k, seed=1)
             walls.append(time.perf_counter() - t0)
             items.append(res.n_items)
@@ -71,7 +71,7 @@ def main(n_models: int = 40) -> None:
             with MockOpenAIServer(lm=lm) as srv:
                 subj = OpenAICompletionsSubject(srv.url, "toy", timeout=60, batch_prompts=64)
                 t0 = time.perf_counter()
-                runner.evaluate(bank, subj, store=RunStore(tmp / f"h{k}-{rep}.sqlite"),
+                service.evaluate(bank, subj, store=RunStore(tmp / f"h{k}-{rep}.sqlite"),
                                 config=cfg, batch_size=k, seed=rep)
                 walls.append(time.perf_counter() - t0)
                 n_req = len(srv.log)

@@ -407,7 +407,7 @@ def test_live_predictor_asks_logged_requests_and_every_reader_agrees(built, tmp_
     benchmark predictor: ``--max-items`` items drawn by its design, each asked exactly as
     logged (dropped items too), and one predicted score in results.json, ``atlas runs``, the
     HTML page and :func:`predict_run`."""
-    from atlascat.live.evaluation import predict_run
+    from atlascat.live.service import predict_run
     from atlascat.live.mockserver import MockOpenAIServer
     from atlascat.live.report import describe_prediction
     from atlascat.live.store import RunStore
@@ -460,7 +460,8 @@ def test_live_predictor_asks_logged_requests_and_every_reader_agrees(built, tmp_
 def test_live_predictor_run_resumes_exactly_after_a_failure(built, tmp_path):
     """A predictor run whose server fails mid-run is saved, resumes, and ends with the items,
     answers and prediction of an uninterrupted run with the same seed."""
-    from atlascat.live.evaluation import BankRef, Evaluation, predict_run
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun, predict_run
     from atlascat.live.mockserver import MockOpenAIServer
     from atlascat.live.subjects import subject_from_spec
     from atlascat.live.toylm import ToyLM
@@ -474,15 +475,16 @@ def test_live_predictor_run_resumes_exactly_after_a_failure(built, tmp_path):
                               ) as srv:
             subj = subject_from_spec(f"completions:{srv.url}", model="toy",
                                      bank=ref.predictor()[1], max_retries=0, backoff=0.01)
-            ev = Evaluation.start(db, ref, [subj], seed=7, budget=10, batch_size=2)
+            ev = LiveRun.start(db, ref, [subj], seed=7, budget=10, batch_size=2)
             first = ev.run()[0]
             if first.status == "done":
                 return first, ev, None
             failing[0] = False
-            ev = Evaluation.resume(db, [first.run_id], lambda desc, bank: subj)
+            ev = LiveRun.resume(db, [first.run_id], subject_for=lambda desc, bank: subj)
             return ev.run()[0], ev, first
 
     whole, ev1, _ = run(tmp_path / "a.sqlite")
+    assert ev1.jobs[0].kind == ev1.store.get_run(whole.run_id)["kind"] == "predictor"
     failing[0] = True
     broken, ev2, first = run(tmp_path / "b.sqlite")
     assert first is not None and first.status == "error" and 0 < first.n_items < 10

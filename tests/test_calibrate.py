@@ -169,7 +169,17 @@ class TestClassic:
         res = calibrate(lsat6, "rasch")
         np.testing.assert_allclose(res.bank.d, LSAT6_MIRT_D, atol=1e-2)
         assert res.latent_variance == pytest.approx(0.57, abs=1e-2)
-        assert np.all(res.bank.a == 1) and res.bank.model == "1pl"
+        # the bank on the N(0, 1) scale (common slope sigma), as atlas calibrate writes it
+        np.testing.assert_allclose(res.bank.a, np.sqrt(res.latent_variance))
+        assert res.bank.model == "1pl"
+
+    def test_rasch_bank_written_by_the_library_is_the_clis(self, lsat6, tmp_path):
+        lsat6.write(tmp_path / "r.csv")
+        assert main(["calibrate", str(tmp_path / "r.csv"), "--model", "rasch", "--quiet",
+                     "--freq-column", "freq", "-o", str(tmp_path / "cli.csv")]) == 0
+        rm = ResponseMatrix.read(tmp_path / "r.csv", freq_column="freq")
+        calibrate(rm, "rasch").bank.write(tmp_path / "lib.csv")
+        assert (tmp_path / "cli.csv").read_bytes() == (tmp_path / "lib.csv").read_bytes()
 
     def test_1pl_is_rasch_on_the_unit_scale(self, lsat6):
         rasch, onepl = calibrate(lsat6, "rasch"), calibrate(lsat6, "1pl")

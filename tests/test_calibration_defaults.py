@@ -141,9 +141,9 @@ class TestSmallLeaderboard:
         out, summary = tmp_path / "bank.csv", tmp_path / "s.json"
         assert main(["calibrate", str(data), "-o", str(out), "--summary", str(summary),
                      "--quiet", "--filter"]) == 0
-        text = capsys.readouterr().out
-        assert "model 2PL (auto): 20 subjects < 500" in text
-        assert "warning: 20 subjects x" in text and "calibrated as a 2PL" in text
+        got = capsys.readouterr()
+        assert "model 2PL (auto): 20 subjects < 500" in got.out
+        assert "warning: 20 subjects x" in got.err and "calibrated as a 2PL" in got.err
         info = json.loads(summary.read_text())
         assert info["model"] == "2pl" and info["settings"]["defaults"]["warnings"]
         assert info["filtering"]["subjects_after"] == 20      # no model dropped by the 0.1% rule

@@ -19,8 +19,8 @@ def test_load_bank_takes_the_clis_names():
     paper = catalogue.load_bank("paper-hellaswag")
     assert len(paper) == 5600 and paper.metadata is None or "choices" not in paper.metadata
     assert 30 <= len(content) < 200 and "choices" in content.metadata.columns
-    assert list(content.item_ids) == list(catalogue.resolve_bank("hellaswag").item_ids)
-    assert list(paper.item_ids) == list(catalogue.resolve_bank("paper-hellaswag").item_ids)
+    for name, bank in (("hellaswag", content), ("paper-hellaswag", paper)):
+        assert list(bank.item_ids) == list(catalogue.BankRef.from_option(name).load().item_ids)
     assert len(catalogue.load_bank("mmlu")) > 0          # failed before: the paper has no MMLU bank
     assert list(catalogue.load_paper_bank("arc").item_ids) == list(
         catalogue.load_bank("paper-arc").item_ids)

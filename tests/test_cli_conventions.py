@@ -124,8 +124,8 @@ def test_removed_spellings_are_usage_errors(argv, capsys):
 
 # --------------------------------------------------------------------------- names
 def test_bundled_names_mean_one_bank_everywhere(capsys):
-    content = catalogue.resolve_bank("arc")
-    paper = catalogue.resolve_bank("paper-arc")
+    content = catalogue.BankRef.from_option("arc").load()
+    paper = catalogue.BankRef.from_option("paper-arc").load()
     assert len(paper) == 839 and len(content) != len(paper)
     assert content.metadata is not None and "question" in content.metadata.columns
     for argv in (["items", "--bank", "arc", "--json"], ["info", "arc", "--json"]):

@@ -105,19 +105,20 @@ MIRT_LSAT6_RASCH_M2 = 5.291576   # mirt's test suite: mirt(LSAT6, 1, "Rasch"); M
 
 def test_lsat6_rasch_m2_counts_the_latent_variance(shared_data):
     """mirt's Rasch: slopes 1, latent variance estimated (a free parameter with its own
-    Jacobian column); the 1PL form of the same fit gives the same M2 on the same 9 df."""
+    Jacobian column); the 1PL form of the same fit (the calibration's bank) gives the same M2
+    on the same 9 df."""
     from atlascat.irt.calibrate import calibrate
 
     rm = ResponseMatrix.read(shared_data / "classic" / "lsat6_patterns.csv", freq_column="freq")
     res = calibrate(rm, "rasch", mirt_defaults=True)
+    sd = np.sqrt(res.latent_variance)
     assert res.latent_variance == pytest.approx(0.57, abs=1e-2)
-    np.testing.assert_allclose(res.bank.a, 1.0)
-    rasch = fit.m2(rm, res.bank, estimated="rasch", prior_sd=np.sqrt(res.latent_variance))
+    np.testing.assert_allclose(res.bank.a, sd)
+    mirt_form = bank_from(np.ones(5), -res.bank.d, ids=rm.item_ids)     # a = 1, b = -d
+    rasch = fit.m2(rm, mirt_form, estimated="rasch", prior_sd=sd)
     assert rasch.df == 9 and rasch.n_free == 6
     assert rasch.M2 == pytest.approx(MIRT_LSAT6_RASCH_M2, abs=1e-2)
-    sd = np.sqrt(res.latent_variance)
-    one = bank_from(np.full(5, sd), res.bank.b / sd, ids=rm.item_ids)
-    assert fit.m2(rm, one, estimated="1pl").M2 == pytest.approx(rasch.M2, abs=1e-3)
+    assert fit.m2(rm, res.bank, estimated="1pl").M2 == pytest.approx(rasch.M2, abs=1e-3)
     # mirt's reference fit on this machine (tests/data/mirt_lsat6_rasch.csv, mirt 1.45.1)
 
 

@@ -113,9 +113,9 @@ def test_unordered_start_bank_is_repaired(rng):
 
 def test_prior_u_needs_the_4pl():
     with pytest.raises(ConfigError, match="prior on u needs the 4PL"):
-        Calibrator("3pl", prior_u="beta(17,5)")._check_settings()
+        Calibrator("3pl", prior_u="beta(17,5)").check_settings()
     with pytest.raises(ConfigError, match="not a prior for"):
-        Calibrator("4pl", prior_u="lognorm(0,1)")._check_settings()
+        Calibrator("4pl", prior_u="lognorm(0,1)").check_settings()
 
 
 def test_mirt_defaults_put_no_prior_on_u(rng):

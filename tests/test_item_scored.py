@@ -136,7 +136,7 @@ def test_replay_asks_a_matrix_folder_by_item_id_and_every_reader_agrees(folder, 
     """``replay:`` on a folder built from a matrix: the folder's predictor asks exactly
     ``--max-items`` items by id, each scored as recorded; one prediction in results.json,
     :func:`predict_run` and ``atlas runs``."""
-    from atlascat.live.evaluation import predict_run
+    from atlascat.live.service import predict_run
     from atlascat.live.report import describe_prediction
     from atlascat.live.store import RunStore
 
@@ -241,7 +241,7 @@ def test_a_command_run_resumes_after_the_command_fails(folder, tmp_path):
     assert again.exit_code == 0, again.output + str(again.exception)
     steps = _steps(out)
     assert list(steps["item_id"]) == list(_steps(tmp_path / "whole")["item_id"])
-    from atlascat.live.evaluation import predict_run
+    from atlascat.live.service import predict_run
 
     store = RunStore(out / "runs.sqlite")
     assert predict_run(store, info["run_id"])["score"] == whole["prediction"]["score"]

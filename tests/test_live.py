@@ -19,7 +19,8 @@ from conftest import HANG_S
 
 from atlascat.cat.config import CATConfig
 from atlascat.errors import BankError, ConfigError, ResponseDataError
-from atlascat.live import runner
+from atlascat.catalogue import BankRef
+from atlascat.live import runner, service
 from atlascat.content.items import attach_content, build_prompt, item_record, load_item_content
 from atlascat.catalogue import content_bank_path, load_content_bank
 from atlascat.content.parsing import parse_choices
@@ -40,7 +41,7 @@ CAT_SEED = 3     # the CAT's seed
 @pytest.fixture(scope="module")
 def bank():
     """The bank ``--bank arc`` means (the CLI runs below must see the same items)."""
-    return runner.bundled_content_bank("arc")
+    return BankRef.from_option("arc").load()
 
 
 @pytest.fixture(scope="module")
@@ -281,7 +282,7 @@ class TestOpenAICompatible:
 # =============================================================================== runs
 def reference_run(bank, tmp_path, theta=THETA, seed=SEED, cat_seed=CAT_SEED, config=None):
     """An uninterrupted in-process run of the simulated subject (same policy as the server)."""
-    return runner.evaluate(bank, SimulatedSubject(bank, theta, seed=seed), seed=cat_seed,
+    return service.evaluate(bank, SimulatedSubject(bank, theta, seed=seed), seed=cat_seed,
                            store=fast_store(tmp_path / "reference.sqlite"), config=config)
 
 
@@ -294,7 +295,7 @@ class TestRunsInProcess:
         store = fast_store(tmp_path / "cov.sqlite")
         hits = []
         for s in range(50):
-            res = runner.evaluate(bank, SimulatedSubject(bank, THETA, seed=1000 + s),
+            res = service.evaluate(bank, SimulatedSubject(bank, THETA, seed=1000 + s),
                                   store=store, seed=s, config=CATConfig(se_stop=0.1))
             assert res.status == "done" and res.stop_reason in ("se", "bank_exhausted")
             assert res.n_items >= 30 and (res.se <= 0.1 or res.n_items == len(bank))
@@ -329,7 +330,7 @@ class TestRunsInProcess:
         assert (steps["status"] == "answered").sum() == 11
         assert steps.iloc[-1]["status"] == "pending" and steps.iloc[-1]["item_id"] == asked[-1]
         assert len(info["session"]["scores"]) == 11  # snapshot saved with the 11th answer
-        res = runner.resume(fast_store(db), rid, bank=bank, subject=subj)
+        res = service.resume(fast_store(db), rid, bank=bank, subject=subj)
         assert res.items == ref.items and res.scores == ref.scores
         assert res.theta == ref.theta and res.se == ref.se
         assert asked[11] == asked[12] and len(set(asked)) == len(asked) - 1  # only the pending one
@@ -366,7 +367,7 @@ class TestRunsInProcess:
                     (json.dumps(session), json.dumps(old), rid))
         con.commit()
         con.close()
-        res = runner.resume(fast_store(db), rid, bank=bank, subject=subj)
+        res = service.resume(fast_store(db), rid, bank=bank, subject=subj)
         assert res.status == "done" and res.items == ref.items and res.scores == ref.scores
         assert (res.theta, res.se, res.stop_reason) == (ref.theta, ref.se, ref.stop_reason)
 
@@ -380,20 +381,20 @@ class TestRunsInProcess:
 
         store = fast_store(tmp_path / "cache.sqlite")
         subj = CallableSubject(fn, name="cached-model")
-        first = runner.evaluate(bank, subj, store=store, seed=1)
+        first = service.evaluate(bank, subj, store=store, seed=1)
         n = len(calls)
-        second = runner.evaluate(bank, subj, store=store, seed=1)
+        second = service.evaluate(bank, subj, store=store, seed=1)
         assert len(calls) == n and second.items == first.items and second.theta == first.theta
         assert store.steps(second.run_id)["cached"].all()
-        runner.evaluate(bank, subj, store=store, seed=1, cache=False)
+        service.evaluate(bank, subj, store=store, seed=1, cache=False)
         assert len(calls) == 2 * n
 
     def test_several_models_concurrently(self, bank, tmp_path):
         subjects = [SimulatedSubject(bank, th, seed=SEED, name=f"m{th}") for th in (-0.5, 0.5, 1.5)]
-        results = runner.evaluate_many(bank, subjects, store=tmp_path / "many.sqlite", seed=1,
-                                       config=CATConfig(se_stop=0.15, max_items=60))
+        results = service.LiveRun.start(tmp_path / "many.sqlite", bank, subjects, seed=1,
+                                        config=CATConfig(se_stop=0.15, max_items=60)).run()
         for subj, res in zip(subjects, results):
-            alone = runner.evaluate(bank, SimulatedSubject(bank, subj.theta, seed=SEED, name="x"),
+            alone = service.evaluate(bank, SimulatedSubject(bank, subj.theta, seed=SEED, name="x"),
                                     store=fast_store(tmp_path / "alone.sqlite"), seed=1,
                                     config=CATConfig(se_stop=0.15, max_items=60))
             assert res.status == "done" and res.items == alone.items and res.theta == alone.theta
@@ -405,7 +406,7 @@ class TestRunsInProcess:
         with MockOpenAIServer(bank, THETA, seed=SEED, hang_s=0.8,
                               fault=lambda n, i, t: script.get(n)) as srv:
             subj = OpenAICompatible(srv.url, "mock", timeout=0.3, max_retries=3, backoff=0.01)
-            res = runner.evaluate(bank, subj, store=fast_store(tmp_path / "f.sqlite"), seed=CAT_SEED)
+            res = service.evaluate(bank, subj, store=fast_store(tmp_path / "f.sqlite"), seed=CAT_SEED)
         assert res.status == "done"
         assert (res.items, res.scores, res.theta, res.se) == (ref.items, ref.scores, ref.theta, ref.se)
         got = [e["item_id"] for e in delivered(srv.log)]

@@ -18,7 +18,9 @@ import pytest
 from conftest import HANG_S
 
 from atlascat.cli import main
+from atlascat.catalogue import BankRef
 from atlascat.live import runner
+from atlascat.live.subjects import SubjectSpec
 from atlascat.live.mockserver import MockOpenAIServer
 from atlascat.live.store import RunStore, atlas_home, default_store_path
 
@@ -27,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def bank():
-    return runner.bundled_content_bank("arc")
+    return BankRef.from_option("arc").load()
 
 
 def _listing(path: Path) -> list:
@@ -86,8 +88,8 @@ def test_resume_of_a_run_in_the_default_store_keeps_its_directories(bank, capsys
                                                                     monkeypatch):
     monkeypatch.chdir(tmp_path)
     store = RunStore(default_store_path())
-    rid = runner.start_run(store, bank, runner.subject_from_description(
-        {"type": "simulated", "theta": 0.5, "seed": 1, "model": "sim", "kind": "chat"}, bank),
+    rid = runner.start_run(store, bank, SubjectSpec.rebuild(
+        {"type": "simulate", "theta": 0.5, "seed": 1, "model": "sim", "kind": "chat"}, bank),
         config=runner_config(), bank_ref="shipped:arc")
     reports = atlas_home() / "elsewhere"
     store.set_run_output(rid, output_dir=reports, report_dir=reports)
@@ -209,15 +211,15 @@ def test_fixed_length(tmp_path, capsys):
 def test_protocol_line_says_generation_for_gsm8k_and_loglikelihood_for_arc(bank):
     from atlascat.cli.cmd_evaluate import format_result
     from atlascat.live.report import protocol_label
-    from atlascat.catalogue import resolve_bank
+    from atlascat.catalogue import BankRef
 
-    assert protocol_label("leaderboard", resolve_bank("gsm8k")) == \
+    assert protocol_label("leaderboard", BankRef.from_option("gsm8k").load()) == \
         "leaderboard (generation, exact match)"
     assert protocol_label("leaderboard", bank) == "leaderboard (log-likelihood)"
     assert protocol_label("approximate", bank).startswith("APPROXIMATE")
+    gsm8k = BankRef.from_option("gsm8k").load()
     row = {"model": "m", "theta": 0.1, "se": 0.2, "n_items": 30, "bench": "gsm8k",
-           "protocol": "leaderboard", "protocol_label": protocol_label("leaderboard",
-                                                                       resolve_bank("gsm8k"))}
+           "protocol": "leaderboard", "protocol_label": protocol_label("leaderboard", gsm8k)}
     assert "protocol: leaderboard (generation, exact match)" in format_result(row)
 
 

@@ -31,8 +31,9 @@ from conftest import HANG_S
 
 from atlascat.cat.config import CATConfig
 from atlascat.cat.session import CATSession
-from atlascat.errors import AtlasError, ConfigError, LiveRunError
-from atlascat.live import runner
+from atlascat.errors import AtlasError, ConfigError, LiveRunError, RunStoppedError
+from atlascat.catalogue import BankRef
+from atlascat.live import runner, service
 from atlascat.content.items import item_record
 from atlascat.live.mockserver import MockOpenAIServer
 from atlascat.live.store import RunStore
@@ -48,7 +49,7 @@ FAST = CATConfig(se_stop=0.3, min_items=8, max_items=24)
 @pytest.fixture(scope="module")
 def bank():
     """The bank ``--bank arc`` means (CLI runs and resumes see the same items)."""
-    return runner.bundled_content_bank("arc")
+    return BankRef.from_option("arc").load()
 
 
 def fast_store(path, **kw) -> RunStore:
@@ -284,7 +285,7 @@ class TestRounds:
     @pytest.mark.parametrize("k", [1, 4])
     def test_one_call_per_round_pending_committed_first_and_exact_resume(
             self, bank, tmp_path, protocol, batched_session, k):
-        ref = runner.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "ref.sqlite"),
+        ref = service.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "ref.sqlite"),
                               seed=3, config=FAST, batch_size=k)
         assert ref.status == "done" and ref.protocol == "leaderboard" and ref.batch_size == k
         db = tmp_path / "crash.sqlite"
@@ -310,7 +311,7 @@ class TestRounds:
         info = store.get_run(rid)
         assert info["n_items"] == len(seen[0]) + len(seen[1]) and info["status"] == "running"
         assert store.list_runs().loc[0, "pending"] == len(seen[2])
-        res = runner.resume(fast_store(db), rid, bank=bank, subject=Crashing())
+        res = service.resume(fast_store(db), rid, bank=bank, subject=Crashing())
         assert (res.items, res.scores, res.theta, res.se) == (ref.items, ref.scores, ref.theta, ref.se)
         assert seen[3] == seen[2]  # only the pending round asked again
         asked = [i for round_ in seen[:2] + seen[3:] for i in round_]
@@ -323,11 +324,11 @@ class TestRounds:
 
     def test_batched_rounds_over_http_equal_in_process(self, bank, tmp_path, protocol,
                                                        batched_session):
-        ref = runner.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "a.sqlite"),
+        ref = service.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "a.sqlite"),
                               seed=5, config=FAST, batch_size=4)
         with StubCompletions() as srv:
             subj = OpenAICompletionsSubject(srv.url, "toy", timeout=5, batch_prompts=64)
-            res = runner.evaluate(bank, subj, store=fast_store(tmp_path / "b.sqlite"), seed=5,
+            res = service.evaluate(bank, subj, store=fast_store(tmp_path / "b.sqlite"), seed=5,
                                   config=FAST, batch_size=4)
         assert (res.items, res.scores, res.theta) == (ref.items, ref.scores, ref.theta)
         assert res.protocol == "leaderboard"
@@ -337,13 +338,13 @@ class TestRounds:
         with StubCompletions("zeros") as srv:
             subj = OpenAICompletionsSubject(srv.url, "toy", timeout=5)
             with pytest.raises(LiveRunError, match="same log-likelihood"):
-                runner.evaluate(bank, subj, store=fast_store(tmp_path / "z.sqlite"), config=FAST)
+                service.evaluate(bank, subj, store=fast_store(tmp_path / "z.sqlite"), config=FAST)
         assert RunStore(tmp_path / "z.sqlite").list_runs().loc[0, "state"] == "error"
 
     def test_chat_round_keeps_answers_that_arrived_before_a_crash(self, bank, tmp_path,
                                                                   batched_session):
         sim = SimulatedSubject(bank, 0.5, seed=7)
-        ref = runner.evaluate(bank, SimulatedSubject(bank, 0.5, seed=7), seed=2, config=FAST,
+        ref = service.evaluate(bank, SimulatedSubject(bank, 0.5, seed=7), seed=2, config=FAST,
                               store=fast_store(tmp_path / "r.sqlite"), batch_size=3)
         assert ref.protocol == "simulated"
         asked, state = [], {"crash": True}
@@ -357,20 +358,22 @@ class TestRounds:
 
         db = tmp_path / "c.sqlite"
         subj = Flaky(bank, 0.5, seed=7)
-        with pytest.raises(LiveRunError, match="--resume"):
-            runner.evaluate(bank, subj, store=fast_store(db), seed=2, config=FAST, batch_size=3)
+        with pytest.raises(RunStoppedError, match="can be resumed") as stopped:
+            service.evaluate(bank, subj, store=fast_store(db), seed=2, config=FAST, batch_size=3)
         store = fast_store(db)
         rid = store.list_runs().loc[0, "run_id"]
+        assert (stopped.value.run_id, stopped.value.n_items, stopped.value.store) == (rid, 3, db)
+        assert "atlas" not in str(stopped.value)    # the library says no command line
         statuses = store.steps(rid)["status"].tolist()
         assert statuses.count("scored") == 2 and statuses.count("pending") == 1
         state["crash"] = False
-        res = runner.resume(store, rid, bank=bank, subject=subj)
+        res = service.resume(store, rid, bank=bank, subject=subj)
         assert (res.items, res.theta) == (ref.items, ref.theta)
         assert asked.count(asked[4]) == 2 and len(asked) == len(ref.items) + 1
 
     def test_batch_size_validated(self, bank, tmp_path):
         with pytest.raises(ConfigError, match="batch size"):
-            runner.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "x.sqlite"),
+            service.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "x.sqlite"),
                             batch_size=0)
 
 
@@ -384,7 +387,7 @@ class TestReplay:
         row = dict(zip(map(str, rm.item_ids), rm.values[100]))
         subj = subject_from_spec(f"replay:arc#{model}", bank=bank)
         assert isinstance(subj, ReplaySubject) and subj.protocol == "leaderboard"
-        res = runner.evaluate(bank, subj, store=fast_store(tmp_path / "rp.sqlite"), seed=1,
+        res = service.evaluate(bank, subj, store=fast_store(tmp_path / "rp.sqlite"), seed=1,
                               config=CATConfig(se_stop=0.25, max_items=40), batch_size=4)
         assert res.status == "done" and res.n_items >= 30
         assert res.scores == [int(row[i]) for i in res.items]
@@ -401,7 +404,7 @@ class TestReplay:
 def _fake_link(monkeypatch, fail=False):
     """The evaluation service reads a link that predicts 61.2% (59.2-63.2), 73rd percentile
     (``fail``: the link cannot be loaded)."""
-    import atlascat.live.bankref as mod
+    import atlascat.catalogue.bankref as mod
     from atlascat.scorelink.prediction import ScorePrediction
 
     class Link:
@@ -560,7 +563,7 @@ class TestLiveFaults:
         with FaultServer(bank, "null") as srv:
             subj = OpenAICompatible(srv.url, "m", timeout=5, max_retries=2, backoff=0)
             with pytest.raises(LiveRunError, match="no content"):
-                runner.evaluate(bank, subj, store=fast_store(tmp_path / "n.sqlite"))
+                service.evaluate(bank, subj, store=fast_store(tmp_path / "n.sqlite"))
         runs = RunStore(tmp_path / "n.sqlite").list_runs()
         assert runs.loc[0, "state"] == "error" and runs.loc[0, "n_items"] == 0
         assert len(srv.log) == 3  # asked, retried, then stopped (resumable)
@@ -570,7 +573,7 @@ class TestLiveFaults:
 
         subj = CallableSubject(lambda item, prompt: "I cannot help with that.", name="refuser")
         with pytest.raises(LiveRunError, match="none of the model's first 10 replies"):
-            runner.evaluate(bank, subj, store=fast_store(tmp_path / "u.sqlite"))
+            service.evaluate(bank, subj, store=fast_store(tmp_path / "u.sqlite"))
         runs = RunStore(tmp_path / "u.sqlite").list_runs()
         assert runs.loc[0, "state"] == "error" and runs.loc[0, "n_items"] == 9
 
@@ -592,7 +595,7 @@ class TestLiveFaults:
         db = tmp_path / "k.sqlite"
         with FaultServer(bank, "echo") as srv:
             subj = OpenAICompatible(srv.url, "m", api_key_env="ATLAS_TEST_KEY", timeout=5)
-            res = runner.evaluate(bank, subj, store=RunStore(db), config=FAST)
+            res = service.evaluate(bank, subj, store=RunStore(db), config=FAST)
         assert res.status == "done"
         answers = RunStore(db).steps(res.run_id)["answer"]
         assert answers.str.contains(r"my key is \*\*\*", regex=True).all()
@@ -603,7 +606,7 @@ class TestLiveFaults:
         db2 = tmp_path / "big.sqlite"
         with FaultServer(bank, "huge", size=5_000_000) as srv:
             subj = OpenAICompatible(srv.url, "m", timeout=20)
-            res = runner.evaluate(bank, subj, store=RunStore(db2, max_answer_chars=1000),
+            res = service.evaluate(bank, subj, store=RunStore(db2, max_answer_chars=1000),
                                   config=CATConfig(se_stop=0.3, min_items=3, max_items=3))
         assert res.status == "done" and res.n_items == 3
         steps = RunStore(db2).steps(res.run_id)
@@ -624,9 +627,9 @@ class TestLiveFaults:
         with pytest.raises(LiveRunError, match="already being run by process"):
             fast_store(db).claim(rid)
         with pytest.raises(LiveRunError, match="already being run"):
-            runner.resume(fast_store(db), rid, bank=bank)
+            service.resume(fast_store(db), rid, bank=bank)
         store.release(rid)
-        assert runner.resume(fast_store(db), rid, bank=bank).status == "done"
+        assert service.resume(fast_store(db), rid, bank=bank).status == "done"
 
     @pytest.mark.slow
     def test_two_concurrent_resumes_of_one_run(self, bank, tmp_path, capsys):
@@ -670,18 +673,18 @@ def test_completions_client_equals_toylm_through_the_mock_server(bank, protocol,
     reqs = [r for i in ids for r in build_item_requests(bank, i).requests]
     reqs += [Request("loglikelihood", "The capital of France is ", "Paris")]
     cfg = CATConfig(se_stop=0.3, min_items=6, max_items=10)
-    ref = runner.evaluate(bank, lm, store=fast_store(tmp_path / "a.sqlite"), config=cfg,
+    ref = service.evaluate(bank, lm, store=fast_store(tmp_path / "a.sqlite"), config=cfg,
                           batch_size=4)
     with MockOpenAIServer(lm=lm) as srv:
         subj = OpenAICompletionsSubject(srv.url, "toy", timeout=30, batch_prompts=32)
         np.testing.assert_allclose(subj.loglikelihood(reqs), lm.loglikelihood(reqs),
                                    rtol=0, atol=1e-9)
-        res = runner.evaluate(bank, subj, store=fast_store(tmp_path / "b.sqlite"), config=cfg,
+        res = service.evaluate(bank, subj, store=fast_store(tmp_path / "b.sqlite"), config=cfg,
                               batch_size=4)
     assert (res.items, res.scores, res.theta) == (ref.items, ref.scores, ref.theta)
     with MockOpenAIServer(lm=lm, prompt_logprobs="none") as srv:  # llama.cpp-like
         with pytest.raises(NoPromptLogprobsError):
-            runner.evaluate(bank, OpenAICompletionsSubject(srv.url, "toy", timeout=30),
+            service.evaluate(bank, OpenAICompletionsSubject(srv.url, "toy", timeout=30),
                             store=fast_store(tmp_path / "c.sqlite"), config=cfg)
 
 
@@ -710,7 +713,7 @@ def test_replay_through_the_real_requests_and_rules(request_banks, batched_sessi
     bank, rm = request_banks[bench]
     row = 11
     subj = ReplaySubject(rm, str(rm.subject_ids[row]), bank=bank)
-    res = runner.evaluate(bank, subj, store=fast_store(tmp_path / "r.sqlite"), batch_size=4,
+    res = service.evaluate(bank, subj, store=fast_store(tmp_path / "r.sqlite"), batch_size=4,
                           config=CATConfig(se_stop=0.3, min_items=8, max_items=12), seed=2)
     recorded = dict(zip(map(str, rm.item_ids), rm.values[row]))
     assert res.status == "done" and res.protocol == "leaderboard" and res.n_items >= 8
@@ -720,10 +723,10 @@ def test_replay_through_the_real_requests_and_rules(request_banks, batched_sessi
 def test_completions_over_http_on_real_requests(request_banks, batched_session, tmp_path):
     bank, _ = request_banks["winogrande"]  # partial scoring: contexts differ, one continuation
     cfg = CATConfig(se_stop=0.3, min_items=6, max_items=8)
-    ref = runner.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "a.sqlite"),
+    ref = service.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "a.sqlite"),
                           config=cfg, batch_size=4)
     with StubCompletions() as srv:
-        res = runner.evaluate(bank, OpenAICompletionsSubject(srv.url, "toy", timeout=10,
+        res = service.evaluate(bank, OpenAICompletionsSubject(srv.url, "toy", timeout=10,
                                                              batch_prompts=64),
                               store=fast_store(tmp_path / "b.sqlite"), config=cfg, batch_size=4)
     assert (res.items, res.scores, res.theta) == (ref.items, ref.scores, ref.theta)

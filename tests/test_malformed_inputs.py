@@ -387,7 +387,8 @@ def _api_cases():
         ("rm-weights-nan", lambda: ResponseMatrix(np.eye(2), weights=[np.nan, 1]), ResponseDataError, ["weights"]),
         ("rm-missing-subject-id", lambda: ResponseMatrix.from_frame(
             pd.DataFrame({"q": [1, 0]}, index=["a", None])), ResponseDataError, ["subject id", "row(s) [1]"]),
-        ("resolve-bank-unknown", lambda: at.catalogue.resolve_bank("nope"), BankError, ["'nope'", "paper-arc"]),
+        ("bankref-unknown", lambda: at.catalogue.BankRef.from_option("nope"), BankError,
+         ["'nope'", "paper-arc", "openllm-v1"]),
         ("resolve-responses-unknown", lambda: at.catalogue.resolve_responses("nope"), ResponseDataError, ["'nope'"]),
     ]
 

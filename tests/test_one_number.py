@@ -18,7 +18,7 @@ def test_cli_json_html_and_runs_agree(tmp_path, capsys, theta):
     code = main(["evaluate", "--bank", "arc", "--subject", f"simulate:{theta}:3", "--se-stop",
                  "0.2", "-o", str(out)])
     captured = capsys.readouterr()
-    cli, err = captured.out, captured.err
+    cli, err = captured.out, captured.err  # warnings go to stderr
     assert code == 0
     row = json.loads((out / "results.json").read_text())[0]
     lb = row["prediction"]

@@ -146,7 +146,7 @@ def test_session_saved_mid_test_resumes_exactly(world, predictor):
     """to_dict / from_dict mid-test (through JSON): the restored session draws the same items,
     and ends with the same prediction, as the one never saved; the live adapter's snapshot
     holds the predictor, so the prediction needs the store alone."""
-    from atlascat.live.predictor_session import PredictorLiveSession, is_predictor_state
+    from atlascat.live.predictor_session import PredictorLiveSession
     from atlascat.predict.session import PredictSession
 
     y = world["strong"].values[3]
@@ -170,7 +170,9 @@ def test_session_saved_mid_test_resumes_exactly(world, predictor):
     live = PredictorLiveSession(predictor, budget=12, rng=3)
     answer(live, live.next_items(5))
     state = json.loads(json.dumps(live.to_dict()))
-    assert is_predictor_state(state) and not is_predictor_state({"type": "suite"})
+    assert state["type"] == "predict"
+    with pytest.raises(ConfigError, match="not a predictor run"):
+        PredictorLiveSession.from_dict({"type": "suite"})
     again = PredictorLiveSession.from_dict(state)
     assert again.prediction() == live.prediction() and (again.theta, again.se) == (live.theta,
                                                                                    live.se)

@@ -70,14 +70,14 @@ def test_hf_spec_takes_a_gguf_path_and_gguf_file(monkeypatch, tmp_path):
 
 def test_resume_rebuilds_a_gguf_subject(monkeypatch):
     """The stored description carries gguf_file back to the spec (a folder's file choice)."""
-    from atlascat.live import runner, subjects
+    from atlascat.live.subjects import SubjectSpec
 
     seen = []
-    monkeypatch.setattr(subjects, "subject_from_spec", lambda spec, **kw: seen.append((spec, kw)))
-    runner.subject_from_description({"backend": "hf", "model": "/m", "dtype": "float32",
-                                     "gguf_file": "x.gguf", "device": "cpu"})
-    assert seen == [("hf:/m", {"bank": None, "device": "cpu", "dtype": "float32",
-                               "gguf_file": "x.gguf"})]
+    monkeypatch.setattr(SubjectSpec, "build", lambda spec, bank=None, **kw: seen.append((
+        str(spec), kw)))
+    SubjectSpec.rebuild({"type": "hf", "model": "/m", "dtype": "float32",
+                         "gguf_file": "x.gguf", "device": "cpu"})
+    assert seen == [("hf:/m", {"device": "cpu", "dtype": "float32", "gguf_file": "x.gguf"})]
 
 
 # ----------------------------------------------------------------------------- the real model

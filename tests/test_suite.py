@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from atlascat.errors import ConfigError
+from atlascat.errors import BankError, ConfigError
 from atlascat.scorelink.score_link import ScoreLink
 from atlascat.irt.ability import eap
 from atlascat.irt.bank import ItemBank
@@ -79,7 +79,7 @@ def test_suite_validation(suite):
         Suite("x", [SuiteMember("a", "arc"), SuiteMember("a", "arc")])
     with pytest.raises(ConfigError, match="weights"):
         Suite("x", [SuiteMember("a", "arc", -1.0)])
-    with pytest.raises(ConfigError, match="no bundled suite"):
+    with pytest.raises(BankError, match="neither an existing file nor a bundled bank"):
         load_suite("no-such-suite")
     with pytest.raises(ConfigError, match="in-memory"):
         suite.to_dict()

@@ -24,7 +24,9 @@ from atlascat.live.mockserver import MockOpenAIServer
 from atlascat.live.report import describe_prediction
 from atlascat.live.store import RunStore
 from atlascat.live.subjects import CallableSubject
-from atlascat.live.suite_run import evaluate_suite, resume_suite, suite_result
+from atlascat.catalogue import BankRef
+from atlascat.live.service import LiveRun
+from atlascat.live.suite_run import suite_result
 from atlascat.live.suite_session import composite_for, split_item
 from atlascat.live.toylm import ToyLM
 from atlascat.suite import SuiteConfig
@@ -229,12 +231,17 @@ def test_callable_subject_library_run_and_resume(tmp_path):
 
     store = RunStore(tmp_path / "c.sqlite", synchronous="NORMAL")
     subject = CallableSubject(always_a, name="always-a")
-    res = evaluate_suite("openllm-v1", subject, store=store,
-                         config=SuiteConfig(max_items=12, min_items=6))
+    suite = BankRef.from_option("openllm-v1", kinds=("suite",))
+    live = LiveRun.start(store, suite, [subject], config=SuiteConfig(max_items=12, min_items=6))
+    assert [j.kind for j in live.jobs] == ["suite"]
+    live.run()
+    res = live.results()[0]
     assert res["status"] == "done" and res["n_items"] == 12 and res["protocol"] == "approximate"
     assert suite_result(store, res["run_id"]) == res
     # a finished run resumes to the same result
-    assert resume_suite(store, res["run_id"], subject=subject) == res
+    again = LiveRun.resume(store, [res["run_id"]], subject_for=lambda desc, bank: subject)
+    again.run()
+    assert again.results()[0] == res
 
 
 def test_bank_twice_points_to_suite(capsys):

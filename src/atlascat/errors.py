@@ -17,6 +17,24 @@ class BankError(AtlasError, ValueError):
     """An item bank is malformed (columns, non-finite parameters, c >= u, ...)."""
 
 
+class BankFolderError(BankError):
+    """A path is not a usable bank folder (no manifest, a file missing or unreadable): build it
+    again (:func:`atlascat.bankdir.build_bank`)."""
+
+
+class BankKindError(BankError):
+    """A bank reference of the wrong kind: a suite where one bank is asked (``kind`` "suite"),
+    or a bank where a suite is (``kind`` "bank")."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class RunFolderError(AtlasError):
+    """A folder is not a benchmark run's (:func:`atlascat.studies.protocol.run_benchmark`)."""
+
+
 class ConvergenceError(AtlasError, RuntimeError):
     """An iterative estimator could not produce a usable result."""
 
@@ -27,6 +45,16 @@ class ConfigError(AtlasError, ValueError):
 
 class LiveRunError(AtlasError, RuntimeError):
     """A live evaluation failed in a way the user can resume from."""
+
+
+class RunStoppedError(LiveRunError):
+    """A live run stopped before its end (its subject failed after its retries); its answers
+    are kept and it can be resumed: ``run_id``, ``store`` (the run store's path) and
+    ``n_items`` (items answered) say which and how far."""
+
+    def __init__(self, message: str, *, run_id: str, store, n_items: int):
+        super().__init__(message)
+        self.run_id, self.store, self.n_items = run_id, store, int(n_items)
 
 
 def warn_user(message, category=UserWarning) -> None:

@@ -87,7 +87,7 @@ def point_biserial(responses: ResponseMatrix, total=None) -> np.ndarray:
     observed subjects. Items with zero variance (or a constant total among their subjects) get NaN.
     """
     y = responses.values
-    w = responses._w()
+    w = responses.subject_weights()
     t = responses.accuracy if total is None else np.asarray(total, float)
     obs = ~np.isnan(y)
     wo = obs * w[:, None]
@@ -148,7 +148,7 @@ def filter_items(responses: ResponseMatrix, *, min_sd: float = 0.01, max_mean: f
         raise ConfigError(f"subject_percentile must be in [0, 100), got {subject_percentile}")
     if min_subjects is None and subject_percentile:
         min_subjects = float(np.ceil(100.0 / subject_percentile - 1e-9))
-    n_total = float(responses._w().sum())
+    n_total = float(responses.subject_weights().sum())
     apply_subjects = bool(subject_percentile) and n_total >= (min_subjects or 0)
     apply_pb = min_point_biserial is not None and n_total >= (min_subjects_point_biserial or 0)
     report = FilterReport(
@@ -161,7 +161,7 @@ def filter_items(responses: ResponseMatrix, *, min_sd: float = 0.01, max_mean: f
                     "point_biserial_rule_applied": apply_pb},
         n_items_before=responses.n_items, n_subjects_before=responses.n_subjects)
     ids = responses.item_ids
-    mean, sd = _weighted_item_stats(responses.values, responses._w())
+    mean, sd = _weighted_item_stats(responses.values, responses.subject_weights())
     rows = []
     drop = np.zeros(responses.n_items, bool)
     if min_sd is not None:

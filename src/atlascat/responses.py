@@ -196,7 +196,7 @@ class ResponseMatrix:
     @property
     def item_means(self) -> np.ndarray:
         """Per-item mean score (classical p-value) over subjects who saw it (frequency-weighted)."""
-        w = self._w()[:, None]
+        w = self.subject_weights()[:, None]
         obs = self.observed
         with np.errstate(invalid="ignore", divide="ignore"):
             return (np.where(obs, self.values, 0.0) * w).sum(0) / (obs * w).sum(0)
@@ -206,7 +206,8 @@ class ResponseMatrix:
         """Number of administered items per subject."""
         return self.observed.sum(axis=1)
 
-    def _w(self) -> np.ndarray:
+    def subject_weights(self) -> np.ndarray:
+        """Each subject's weight: its pattern frequency (``weights``), 1 when there are none."""
         return np.ones(self.n_subjects) if self.weights is None else self.weights
 
     def __repr__(self) -> str:

@@ -348,18 +348,22 @@ def normalize_item_id(item_id: str) -> str:
 
 
 # ------------------------------------------------------------------ library arguments
-def check_ability_settings(*, prior_mean=0.0, prior_sd=1.0, quadpts=61, theta_range=(-6.0, 6.0),
+def check_ability_settings(*, prior_mean, prior_sd, quadpts=None, theta_range=None,
                            bounds=(-10.0, 10.0), extra_items="error") -> None:
+    """The settings of an ability estimate (None: not used by the estimator, not checked)."""
     check_finite(prior_mean, "prior_mean (CLI --prior-mean)")
     check_positive(prior_sd, "prior_sd (CLI --prior-sd)")
-    try:
-        q = int(quadpts)
-    except (TypeError, ValueError):
-        raise ConfigError(f"quadpts must be an integer, got {quadpts!r}") from None
-    if q != quadpts or q < 5 or q > 10001:
-        raise ConfigError(f"quadpts (CLI --quadpts) must be an integer in [5, 10001], got "
-                          f"{quadpts!r}")
+    if quadpts is not None:
+        try:
+            q = int(quadpts)
+        except (TypeError, ValueError):
+            raise ConfigError(f"quadpts must be an integer, got {quadpts!r}") from None
+        if q != quadpts or q < 5 or q > 10001:
+            raise ConfigError(f"quadpts (CLI --quadpts) must be an integer in [5, 10001], got "
+                              f"{quadpts!r}")
     for name, pair in (("theta_range", theta_range), ("bounds", bounds)):
+        if pair is None:
+            continue
         lo, hi = (check_finite(v, name) for v in pair)
         if not hi > lo:
             raise ConfigError(f"{name} must be (low, high) with low < high, got {pair!r}")

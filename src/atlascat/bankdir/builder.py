@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError
 from .predict import PREDICTOR_ITEMS_FILE
 
@@ -153,7 +154,8 @@ def check_scores_rise(scores, item_mean, path) -> None:
                           "(an accuracy, not an error rate) that these answers measure")
 
 
-def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0, min_items: int = 30,
+def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0,
+             min_items: int = Stopping.min_items,
              max_items: int | None = None, chance=None, population_scores=None,
              monotone: bool = True,
              extra_se_stops=(0.1,), use_answers: bool = True, **fit_options):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..content.items import normalize_loaded
-from ..errors import BankError
+from ..errors import BankFolderError
 from ..irt.bank import ItemBank
 from ..scorelink.score_link import ScoreLink
 
@@ -71,8 +71,7 @@ def _read_json(path: Path, what: str):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise BankError(f"{what} {str(path)!r} cannot be read ({exc}); rebuild the folder with "
-                        "atlas build-bank") from None
+        raise BankFolderError(f"{what} {str(path)!r} cannot be read ({exc})") from None
 
 
 def load_bank_dir(path) -> BankFolder:
@@ -80,13 +79,11 @@ def load_bank_dir(path) -> BankFolder:
     p = Path(str(path))
     if not is_bank_dir(p):
         what = "a directory but not a bank folder" if p.is_dir() else "not a bank folder"
-        raise BankError(f"{str(p)!r} is {what} (no {MANIFEST}); give a bank file, or build a "
-                        "folder with atlas build-bank RESULTS -o DIR")
+        raise BankFolderError(f"{str(p)!r} is {what} (no {MANIFEST})")
     manifest = _read_json(p / MANIFEST, "the manifest")
     for name in (BANK_FILE, LINK_FILE):
         if not (p / name).is_file():
-            raise BankError(f"bank folder {str(p)!r} has no {name}; rebuild it with "
-                            "atlas build-bank")
+            raise BankFolderError(f"bank folder {str(p)!r} has no {name}")
     bank = normalize_loaded(ItemBank.read(p / BANK_FILE))
     link = ScoreLink.read(p / LINK_FILE)
     requests = None

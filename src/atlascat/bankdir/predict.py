@@ -60,7 +60,7 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
 def load_predictor(folder):
     """The folder's :class:`~atlascat.predict.BenchmarkPredictor`, or None (a folder built
     without one)."""
-    from ..errors import BankError
+    from ..errors import BankFolderError
     from ..predict import BenchmarkPredictor
 
     path = folder.extra(PREDICTOR_FILE)
@@ -69,8 +69,7 @@ def load_predictor(folder):
     try:
         return BenchmarkPredictor.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError) as exc:
-        raise BankError(f"{str(path)!r} cannot be read ({exc}); rebuild the folder with atlas "
-                        "build-bank") from None
+        raise BankFolderError(f"{str(path)!r} cannot be read ({exc})") from None
 
 
 def load_predictor_items(folder):
@@ -78,7 +77,7 @@ def load_predictor_items(folder):
     requests (what a live run on the predictor asks), or None (a folder built from a response
     matrix, or without a predictor)."""
     from ..content.items import normalize_loaded
-    from ..errors import BankError
+    from ..errors import BankFolderError
     from ..irt.bank import ItemBank
 
     path = folder.extra(PREDICTOR_ITEMS_FILE)
@@ -87,8 +86,7 @@ def load_predictor_items(folder):
     try:
         return normalize_loaded(ItemBank.read(path))
     except (OSError, ValueError, KeyError) as exc:
-        raise BankError(f"{str(path)!r} cannot be read ({exc}); rebuild the folder with atlas "
-                        "build-bank") from None
+        raise BankFolderError(f"{str(path)!r} cannot be read ({exc})") from None
 
 
 def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.DataFrame:

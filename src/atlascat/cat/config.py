@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
+from ..irt.defaults import QUADPTS, THETA_RANGE
 from ..errors import ConfigError
 from ..validation import check_finite
 
@@ -120,8 +121,8 @@ class Estimation(_Part):
 
     prior_mean: float = 0.0
     prior_sd: float = 1.0
-    quadpts: int = 61
-    theta_range: tuple = (-6.0, 6.0)
+    quadpts: int = QUADPTS
+    theta_range: tuple = THETA_RANGE
     quadrature_rule: str = "rectangle"
     se_method: str = "information"
 

@@ -6,8 +6,8 @@
 - ``paper-arc``, ``paper-gsm8k``, ``paper-hellaswag``, ``paper-truthfulqa``,
   ``paper-winogrande``: the ATLAS paper's published 3PL banks (parameters only).
 
-A path is a bank file, or a bank folder written by ``atlas build-bank``
-(:func:`atlascat.bankdir.load_bank_dir`).
+What ``--bank`` takes (these names, a bank file, a bank folder, a suite) is decoded by
+:class:`atlascat.catalogue.BankRef`.
 """
 from __future__ import annotations
 
@@ -64,25 +64,3 @@ def load_bank(name: str = "arc") -> ItemBank:
     if low in CONTENT_BENCHMARKS:
         return load_content_bank(low)
     raise BankError(f"no bundled bank {name!r}; bundled: {', '.join(bank_names())}")
-
-
-def resolve_bank(spec, *, normalize_ids: bool = True, option: str = "--bank") -> ItemBank:
-    """An ItemBank from a file path, a bank folder (``atlas build-bank``) or a bundled name
-    (see the module docstring).
-
-    A path that exists wins over a name; a missing path that is not a bundled name is an error
-    that lists the names."""
-    if isinstance(spec, ItemBank):
-        return spec
-    text = str(spec)
-    path = Path(text)
-    if path.is_dir():
-        from ..bankdir.folder import load_bank_dir
-
-        return load_bank_dir(path).bank  # a bank folder (atlas build-bank)
-    if path.exists():
-        return ItemBank.read(path, normalize_ids=normalize_ids)
-    if is_bundled_name(text):
-        return load_bank(text)
-    raise BankError(f"{option} {text!r} is neither an existing file nor a bundled bank "
-                    f"({', '.join(bank_names())}); check the path")

@@ -30,25 +30,6 @@ def load_score_link(bench: str) -> ScoreLink:
     return ScoreLink.read(score_link_path(bench))
 
 
-def bundled_link(bank_arg) -> ScoreLink | None:
-    """The score link of ``bank_arg`` when it names a bundled content bank (not a file path)
-    or a bank folder (``atlas build-bank``).
-
-    ``atlas simulate --bank arc`` (and friends) use it to add the predicted leaderboard score.
-    """
-    name = str(bank_arg)
-    from ..bankdir.folder import is_bank_dir, load_bank_dir
-
-    if is_bank_dir(name):
-        return load_bank_dir(name).link  # a bank folder carries its own link
-    if Path(name).exists() or name.lower() not in LINK_BENCHMARKS:
-        return None
-    try:
-        return load_score_link(name.lower())
-    except BankError:
-        return None
-
-
 def load_bundled_bank(bench: str) -> ItemBank:
     """The shipped content bank ``datasets/data/banks/<bench>.parquet`` (item content kept)."""
     name = str(bench).lower()

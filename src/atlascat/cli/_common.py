@@ -5,7 +5,7 @@ Conventions every command follows (see ``docs/cli.md``):
 - ``-o/--output`` is the output path (a file or the run directory); nothing is written into the
   current directory unless the user names it.
 - ``--model`` is the IRT model only; responses are the positional argument; ``--bank`` takes a
-  file or a bundled name (:func:`atlascat.catalogue.resolve_bank`).
+  file, a bank folder or a bundled name (:class:`atlascat.catalogue.BankRef`).
 - Prose wraps only on a terminal; tables never cut a number or an id (piped or redirected
   output is plain text at full width).
 """
@@ -28,7 +28,7 @@ err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
 __all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
            "quiet_option", "is_quiet",
            "warn", "bank_option_help", "one_bank", "output_file", "output_dir",
-           "load_bank", "load_responses", "json_safe"]
+           "load_responses", "json_safe"]
 
 
 #: what ``-q/--quiet`` means in every command that takes it (:func:`quiet_option`)
@@ -99,11 +99,29 @@ def json_safe(obj):
     return _safe(obj)
 
 
+def cli_advice(exc) -> str:
+    """What the command line adds to a library error: the command or option that fixes it
+    ("" when none). The library says what is wrong; the commands are named here."""
+    from ..errors import BankFolderError, BankKindError, RunFolderError
+
+    if isinstance(exc, BankFolderError):
+        return "build the bank folder with atlas build-bank RESULTS -o DIR, or give a bank file"
+    if isinstance(exc, BankKindError):
+        return ("ask a suite with --suite (atlas evaluate, atlas simulate)" if exc.kind == "suite"
+                else "give one bank with --bank")
+    if isinstance(exc, RunFolderError):
+        return "create one with atlas benchmark RESPONSES -o RUN_DIR"
+    return ""
+
+
 def print_error(message) -> None:
-    """``error: <message>`` on stderr, one line, markup in the message printed literally."""
+    """``error: <message>`` on stderr, one line, markup in the message printed literally; a
+    library error gets the command line's advice (:func:`cli_advice`)."""
     from ..validation import one_line
 
-    err_console.print(Text("error: ", style="bold red") + Text(one_line(message)))
+    advice = cli_advice(message) if isinstance(message, Exception) else ""
+    text = f"{message}; {advice}" if advice else str(message)
+    err_console.print(Text("error: ", style="bold red") + Text(one_line(text)))
 
 
 def warn(message) -> None:
@@ -169,35 +187,9 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
         console.print(f"... {len(df) - max_rows} more rows (redirect the output to get all)")
 
 
-def predictor_only(o) -> None:
-    """A bank folder's predictor asks --max-items items of its own design: the adaptive test's
-    stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it."""
-    from ..errors import ConfigError
-
-    for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
-                       ("--min-items", o.min_items)):
-        if value is not None:
-            raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
-                              "--max-items items of its own design (or --design adaptive)")
-
-
-def with_link_stops(config, settings: dict, min_items_given: bool):
-    """``config`` with a score link's stopping rules (``ScoreLink.stop_settings()``).
-
-    The bank's own shortest test (``settings["min_items"]``) applies only when the user gave no
-    ``--min-items``, and never above ``--max-items``.
-    """
-    settings = dict(settings)
-    if min_items_given or "min_items" not in settings:
-        settings.pop("min_items", None)
-    else:
-        settings["min_items"] = min(int(settings["min_items"]), config.stopping.max_items)
-    return config.replace(**settings)
-
-
 def bank_option_help(extra: str = "") -> str:
-    return ("Item bank: a file (ours item_id,a,b,c,u or mirt's X,a1,d,g,u; CSV/Parquet) or a "
-            "bundled name (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k = shipped content "
+    return ("Item bank: a file (ours item_id,a,b,c,u or mirt's X,a1,d,g,u; CSV/Parquet), a bank "
+            "folder (atlas build-bank) or a bundled name (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k = shipped content "
             "banks; paper-arc, ... = the paper's banks)." + (" " + extra if extra else ""))
 
 
@@ -233,13 +225,6 @@ def output_dir(path, option: str = "-o/--output"):
     from ..validation import check_output_dir
 
     return None if path is None else check_output_dir(path, option=option)
-
-
-def load_bank(spec, normalize_ids: bool = False, option: str = "--bank"):
-    """A bank file or a bundled name (one meaning in every command)."""
-    from ..catalogue import resolve_bank
-
-    return resolve_bank(spec, normalize_ids=normalize_ids, option=option)
 
 
 def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,

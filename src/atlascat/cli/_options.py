@@ -14,7 +14,8 @@ from typing import Callable, TypeVar
 
 from ..errors import ConfigError
 
-__all__ = ["OPTION_NAMES", "cli_names", "cat_config", "suite_config"]
+__all__ = ["OPTION_NAMES", "cli_names", "cat_config", "suite_config", "with_link_stops",
+           "predictor_only", "calibrator", "benchmark_config"]
 
 T = TypeVar("T")
 
@@ -93,3 +94,51 @@ def suite_config(*, target_se=None, min_items=None, max_items=None, batch_size=N
     min_items = min(d.min_items, max(max_items, 0)) if min_items is None else int(min_items)
     return cli_names(lambda: SuiteConfig(max_items=max_items, min_items=min_items,
                                          seed=int(seed), **given))
+
+
+def predictor_only(o) -> None:
+    """A bank folder's predictor asks --max-items items of its own design: the adaptive test's
+    stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it."""
+    for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
+                       ("--min-items", o.min_items)):
+        if value is not None:
+            raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
+                              "--max-items items of its own design (or --design adaptive)")
+
+
+def with_link_stops(config, settings: dict, min_items_given: bool):
+    """``config`` with a score link's stopping rules (``ScoreLink.stop_settings()``).
+
+    The bank's own shortest test (``settings["min_items"]``) applies only when the user gave no
+    ``--min-items``, and never above ``--max-items``.
+    """
+    settings = dict(settings)
+    if min_items_given or "min_items" not in settings:
+        settings.pop("min_items", None)
+    else:
+        settings["min_items"] = min(int(settings["min_items"]), config.stopping.max_items)
+    return config.replace(**settings)
+
+
+def calibrator(*, model: str, filter_: bool | None = None, **settings):
+    """A Calibrator from ``atlas calibrate``'s options, its settings checked before any data is
+    read (``filter_`` None: the library's default)."""
+    from ..irt.calibrate import Calibrator
+
+    extra = {} if filter_ is None else {"filter": filter_}
+    cal = Calibrator(model.lower(), **settings, **extra)
+    cal.check_settings()
+    return cal
+
+
+def benchmark_config(*, test_size: float, prior_a=None, prior_c=None, se_method=None, **fields):
+    """A BenchmarkConfig from ``atlas benchmark``'s options: the calibration's priors and the
+    CAT's SE method passed on only when given (the library's defaults otherwise)."""
+    from ..studies.protocol import BenchmarkConfig
+
+    if not 0.0 < test_size < 1.0:
+        raise ConfigError(f"--test-size must be in (0, 1), got {test_size}")
+    cal = {k: v for k, v in (("prior_a", prior_a), ("prior_c", prior_c)) if v}
+    cat = {"se_method": se_method} if se_method else {}
+    return BenchmarkConfig(test_size=test_size, calibrate_options=cal, cat_options=cat,
+                           **fields)

@@ -52,90 +52,92 @@ def print_tables(summary, title: str | None = None) -> None:
         print_text(to_markdown(format_table(make_table(summary, name)), title=TABLES[name][0]))
 
 
+def benchmark_command(
+    responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
+    output: Path = typer.Option(None, "-o", "--output", show_default=False,
+                                help="Run directory to write (required; created if missing)."),
+    seed: int = typer.Option(0, "--seed", help="Master seed (split, baselines, CAT)."),
+    taus: str = typer.Option("0.1,0.2,0.3", "--taus", help="CAT SE thresholds, comma-separated."),
+    random_k: int = typer.Option(100, "--random-k", help="Random-k size (0: off)."),
+    replicates: int = typer.Option(10, "--replicates", help="Random-k replicate draws."),
+    anchor_k: int = typer.Option(100, "--anchor-k", help="Anchor points (0: off)."),
+    info_k: int = typer.Option(100, "--info-k", help="Information-subset size (0: off)."),
+    optimal_k: int = typer.Option(100, "--optimal-k", help="D/A/E-optimal form size (0: off)."),
+    criteria: str = typer.Option("D,A,E", "--criteria",
+                                 help="Optimal-form criteria, comma-separated (D, A, E)."),
+    exchange: bool = typer.Option(False, "--exchange/--no-exchange",
+                                  help="Exchange pass after the greedy optimal-form phase."),
+    test_size: float = typer.Option(0.1, "--test-size", help="Share of test models, in (0, 1)."),
+    no_filter: bool = typer.Option(False, "--no-filter", help="Skip the item filter."),
+    drop_empty: bool = typer.Option(False, "--drop-empty",
+                                    help="Drop all-missing subjects/items instead of failing."),
+    no_fit: bool = typer.Option(False, "--no-fit", help="Skip the M2 model-fit summary."),
+    model: str = typer.Option("bic", "--model",
+                              help="IRT model: bic (2PL or 3PL by BIC on the train models), "
+                                   "auto (calibrate's default for the data's size), 2pl, "
+                                   "3pl, ..."),
+    no_se_calibration: bool = typer.Option(
+        False, "--no-se-calibration",
+        help="Skip the CAT SE factor estimated on a validation split of the train models "
+             "(the 'Cov. (val.-calibrated SE)' column)."),
+    prior_a: str = typer.Option(None, "--prior-a", help="Calibration prior on a, e.g. lognorm(0,0.5)."),
+    prior_c: str = typer.Option(None, "--prior-c", help="Calibration prior on c, e.g. beta(5,17)."),
+    se_method: str = typer.Option(None, "--se-method",
+                                  help="CAT stopping SE: information (paper) or posterior "
+                                       "[default: information]."),
+    name: str = typer.Option(None, "--name", help="Run name [default: the file stem]."),
+    report: Path = typer.Option(None, "--report", help="Also write the HTML report to this file."),
+    quiet: bool = quiet_option(),
+):
+    """Split, calibrate on the train models, run ATLAS CAT and the baselines on the test
+    models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
+    from ..errors import ConfigError
+    from ..studies.protocol import plan_stages, run_benchmark
+    from ._options import benchmark_config
+
+    tau_values = parse_floats(taus, "--taus")
+    if output is None:
+        raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
+                          "is written to the current directory unless you name it)")
+    out = output_dir(output)
+    output_file(report, "--report")
+    name = name or Path(responses).name.split(".")[0]
+    config = benchmark_config(
+        seed=seed, test_size=test_size, filter=not no_filter, model=model, model_fit=not no_fit,
+        se_calibration=not no_se_calibration, prior_a=prior_a, prior_c=prior_c,
+        taus=tau_values, se_method=se_method, random_k=random_k,
+        random_replicates=replicates, anchor_k=anchor_k, info_k=info_k, optimal_k=optimal_k,
+        optimal_criteria=tuple(c.strip() for c in criteria.split(",") if c.strip()),
+        optimal_exchange=exchange)
+    rm = load_responses(responses, normalize_ids=True,
+                        on_empty="drop" if drop_empty else "error")
+    with stage_progress(plan_stages(config), name) as done:
+        run = run_benchmark(rm, config, name=name, progress=done)
+    run.info["source"] = str(responses)
+    run.write(out)
+    _show(run, name, out, quiet)
+    if report:
+        from ..studies.report import write_report
+
+        console.print(f"report written to [bold]{write_report([out], report)}[/]")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("benchmark")
-    def benchmark(
-        responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
-        output: Path = typer.Option(None, "-o", "--output", show_default=False,
-                                    help="Run directory to write (required; created if missing)."),
-        seed: int = typer.Option(0, "--seed", help="Master seed (split, baselines, CAT)."),
-        taus: str = typer.Option("0.1,0.2,0.3", "--taus", help="CAT SE thresholds, comma-separated."),
-        random_k: int = typer.Option(100, "--random-k", help="Random-k size (0: off)."),
-        replicates: int = typer.Option(10, "--replicates", help="Random-k replicate draws."),
-        anchor_k: int = typer.Option(100, "--anchor-k", help="Anchor points (0: off)."),
-        info_k: int = typer.Option(100, "--info-k", help="Information-subset size (0: off)."),
-        optimal_k: int = typer.Option(100, "--optimal-k", help="D/A/E-optimal form size (0: off)."),
-        criteria: str = typer.Option("D,A,E", "--criteria",
-                                     help="Optimal-form criteria, comma-separated (D, A, E)."),
-        exchange: bool = typer.Option(False, "--exchange/--no-exchange",
-                                      help="Exchange pass after the greedy optimal-form phase."),
-        test_size: float = typer.Option(0.1, "--test-size", help="Share of test models, in (0, 1)."),
-        no_filter: bool = typer.Option(False, "--no-filter", help="Skip the item filter."),
-        drop_empty: bool = typer.Option(False, "--drop-empty",
-                                        help="Drop all-missing subjects/items instead of failing."),
-        no_fit: bool = typer.Option(False, "--no-fit", help="Skip the M2 model-fit summary."),
-        model: str = typer.Option("bic", "--model",
-                                  help="IRT model: bic (2PL or 3PL by BIC on the train models), "
-                                       "auto (calibrate's default for the data's size), 2pl, "
-                                       "3pl, ..."),
-        no_se_calibration: bool = typer.Option(
-            False, "--no-se-calibration",
-            help="Skip the CAT SE factor estimated on a validation split of the train models "
-                 "(the 'Cov. (val.-calibrated SE)' column)."),
-        prior_a: str = typer.Option(None, "--prior-a", help="Calibration prior on a, e.g. lognorm(0,0.5)."),
-        prior_c: str = typer.Option(None, "--prior-c", help="Calibration prior on c, e.g. beta(5,17)."),
-        se_method: str = typer.Option(None, "--se-method",
-                                      help="CAT stopping SE: information (paper) or posterior "
-                                           "[default: information]."),
-        name: str = typer.Option(None, "--name", help="Run name [default: the file stem]."),
-        report: Path = typer.Option(None, "--report", help="Also write the HTML report to this file."),
-        quiet: bool = quiet_option(),
-    ):
-        """Split, calibrate on the train models, run ATLAS CAT and the baselines on the test
-        models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
-        from ..errors import ConfigError
-        from ..studies.protocol import BenchmarkConfig, plan_stages, run_benchmark
+    app.command("benchmark")(benchmark_command)
 
-        tau_values = parse_floats(taus, "--taus")
-        out = output
-        if out is None:
-            raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
-                              "is written to the current directory unless you name it)")
-        out = output_dir(out)
-        output_file(report, "--report")
-        if not 0.0 < test_size < 1.0:
-            raise ConfigError(f"--test-size must be in (0, 1), got {test_size}")
-        stem = Path(responses).name.split(".")[0]
-        name = name or stem
-        cal = {k: v for k, v in (("prior_a", prior_a), ("prior_c", prior_c)) if v}
-        cat = {"se_method": se_method} if se_method else {}
-        config = BenchmarkConfig(
-            seed=seed, test_size=test_size, filter=not no_filter, model=model, model_fit=not no_fit,
-            se_calibration=not no_se_calibration,
-            calibrate_options=cal, taus=tau_values, cat_options=cat,
-            random_k=random_k, random_replicates=replicates, anchor_k=anchor_k, info_k=info_k,
-            optimal_k=optimal_k,
-            optimal_criteria=tuple(c.strip() for c in criteria.split(",") if c.strip()),
-            optimal_exchange=exchange)
-        rm = load_responses(responses, normalize_ids=True,
-                            on_empty="drop" if drop_empty else "error")
-        with stage_progress(plan_stages(config), name) as done:
-            run = run_benchmark(rm, config, name=name, progress=done)
-        run.info["source"] = str(responses)
-        run.write(out)
-        if not quiet:
-            print_tables(run.summary, f"{name}: {run.info['n_test']} test models, "
-                                      f"{run.info['n_bank_items']} bank items")
-        sel = run.info.get("calibration", {}).get("model_selection")
-        if sel:
-            bics = ", ".join(f"{r['model']} {r['bic']:.0f}" for r in sel["candidates"])
-            console.print(f"model: [bold]{run.info['calibration']['model']}[/] (BIC {bics})")
-        factors = run.info.get("se_calibration", {}).get("factors", {})
-        if factors:
-            console.print("CAT SE factor on validation train models: " + ", ".join(
-                f"tau={float(t):g}: {k:.2f}" for t, k in factors.items()))
-        console.print(f"run written to [bold]{escape(str(out))}[/]")
-        if report:
-            from ..studies.report import write_report
 
-            console.print(f"report written to [bold]{write_report([out], report)}[/]")
+def _show(run, name: str, out: Path, quiet: bool) -> None:
+    """The tables (unless quiet), the model chosen by BIC, the CAT's SE factors and where the
+    run went."""
+    if not quiet:
+        print_tables(run.summary, f"{name}: {run.info['n_test']} test models, "
+                                  f"{run.info['n_bank_items']} bank items")
+    sel = run.info.get("calibration", {}).get("model_selection")
+    if sel:
+        bics = ", ".join(f"{r['model']} {r['bic']:.0f}" for r in sel["candidates"])
+        console.print(f"model: [bold]{run.info['calibration']['model']}[/] (BIC {bics})")
+    factors = run.info.get("se_calibration", {}).get("factors", {})
+    if factors:
+        console.print("CAT SE factor on validation train models: " + ", ".join(
+            f"tau={float(t):g}: {k:.2f}" for t, k in factors.items()))
+    console.print(f"run written to [bold]{escape(str(out))}[/]")

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from ..irt.defaults import AUTO
 from ._common import console, escape, print_frame, quiet_option, warn
 
 
@@ -35,7 +36,7 @@ def register(app: typer.Typer) -> None:
         name: Optional[str] = typer.Option(None, "--name",
                                            help="Benchmark name. [default: the task, or the "
                                                 "matrix file's name]"),
-        model: str = typer.Option("auto", "--model",
+        model: str = typer.Option(AUTO, "--model",
                                   help="IRT model: auto (chosen for the number of models), "
                                        "1pl, 2pl, 3pl or 4pl."),
         budget: int = typer.Option(50, "--budget", min=5,

@@ -10,19 +10,20 @@ from ._common import bank_option_help, console, json_safe, output_file, print_fr
 
 
 def load_design_bank(spec: str):
-    """A bank from a file (unidimensional ItemBank, or MultidimBank when it has a1, a2 columns)
-    or a bundled name (:func:`atlascat.catalogue.resolve_bank`)."""
-    from ..catalogue import resolve_bank
+    """The bank of ``--bank`` (:class:`atlascat.catalogue.BankRef`): a bank file with a1, a2, d
+    columns is a multidimensional 2PL (MultidimBank)."""
+    from ..catalogue import BankRef
 
-    path = Path(spec)
-    if path.is_file():
+    ref = BankRef.from_option(spec)
+    if ref.kind == "file":
         from ..irt.multidim import MultidimBank
         from ..validation import read_frame
 
-        cols = set(read_frame(path, what="bank file", option="--bank", nrows=0).columns.astype(str))
+        cols = set(read_frame(Path(ref.name), what="bank file", option="--bank",
+                              nrows=0).columns.astype(str))
         if {"a1", "a2", "d"} <= cols:  # a multidimensional 2PL (MultidimBank.is_multidim_file)
-            return MultidimBank.read(path)
-    return resolve_bank(spec, normalize_ids=True)
+            return MultidimBank.read(ref.name)
+    return ref.load()
 
 
 def _read_thetas(path: Path, n_dims: int):

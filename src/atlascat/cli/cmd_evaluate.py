@@ -1,8 +1,8 @@
 """``atlas evaluate``: live adaptive test of real models (log-likelihood or chat subjects).
 
-Options and display only: the runs are :class:`atlascat.live.evaluation.Evaluation`'s (suite
-runs :mod:`atlascat.live.suite_run`'s), the predicted score is
-:func:`atlascat.live.evaluation.predict_score`'s, the configuration comes from
+Options and display only: the runs (single bank, benchmark predictor or suite; started or
+resumed) are :class:`atlascat.live.service.LiveRun`'s, the subject is
+:class:`atlascat.live.subjects.SubjectSpec`'s, the configuration comes from
 :mod:`atlascat.cli._options`.
 """
 from __future__ import annotations
@@ -163,10 +163,15 @@ class _Options:
     as_json: bool
     quiet: bool
 
-    @property
-    def http(self) -> dict:
-        return {k: v for k, v in dict(timeout=self.timeout, max_retries=self.max_retries,
-                                      backoff=self.backoff).items() if v is not None}
+    def settings(self, limiter, *, resumed: bool = False) -> dict:
+        """The subject's settings (:meth:`SubjectSpec.build`; None: not given). A resumed run
+        keeps its own endpoint kind (``chat``) and backend options (``device``)."""
+        out = dict(api_key_env=self.api_key_env, limiter=limiter,
+                   max_concurrency=max(1, int(self.max_concurrency)), timeout=self.timeout,
+                   max_retries=self.max_retries, backoff=self.backoff)
+        if not resumed:
+            out.update(chat=self.chat, device=self.device)
+        return out
 
     def prompt(self):
         from ..live.runner import PromptSettings
@@ -267,155 +272,183 @@ def run_evaluate(o: _Options) -> None:
         if not o.db.exists():
             raise LiveRunError(f"run database {str(o.db)!r} does not exist; give the --db (or -o) "
                                "the run was started with")
-        return _resume(o, limiter)
-    if o.suite is not None:
-        return _start_suite(o, limiter)
-    if not o.bank or not o.subject:
+        return _drive(o, _resume(o, limiter), resumed=True)
+    if not (o.bank or o.suite) or not o.subject:
         raise ConfigError("give --bank (or --suite) and --subject (or --resume RUN_ID)")
     return _drive(o, _start(o, limiter), resumed=False)
 
 
-def _subject_kw(o: _Options, limiter) -> dict:
-    return dict(api_key_env=o.api_key_env, limiter=limiter, chat=o.chat, device=o.device,
-                max_concurrency=max(1, int(o.max_concurrency)), **o.http)
+def _plan(o: _Options, ref):
+    """(the bank's reference, the design, the run configuration) of the options."""
+    from ..catalogue import BankRef
+    from ..live.service import choose_design
+    from ._options import cat_config, predictor_only, suite_config, with_link_stops
 
-
-def _start(o: _Options, limiter):
-    """New single-bank runs, one per --llm (everything is checked before the run store is
-    created: a call that fails here leaves no file behind)."""
-    from ..errors import ConfigError
-    from ..live.evaluation import BankRef, Evaluation, choose_design, design_bank
-    from ..live.runner import subject_protocol
-    from ..live.subjects import subject_from_spec
-    from ._common import predictor_only, with_link_stops
-    from ._options import cat_config
-
-    prompt = o.prompt()
-    ref = BankRef.from_option(o.bank)
+    if o.suite is not None:
+        ref = BankRef.from_option(o.suite, option="--suite", kinds=("suite",))
+        return ref, "suite", suite_config(
+            target_se=o.target_se, se_stop=o.se_stop, min_items=o.min_items,
+            max_items=o.max_items, fixed_length=o.fixed_length, batch_size=o.batch_size,
+            seed=o.seed)
     design = choose_design(ref, o.design)
     if design == "predictor":
         predictor_only(o)
-        config = None
-    else:
-        config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
-                            fixed_length=o.fixed_length)
-        if o.bound_stop and o.fixed_length is None:
-            config = with_link_stops(config, ref.stop_settings(o.bound_margin),
-                                     o.min_items is not None)
-    bank = design_bank(ref, design)
+        return ref, design, None
+    config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
+                        fixed_length=o.fixed_length)
+    if o.bound_stop and o.fixed_length is None:
+        config = with_link_stops(config, ref.stop_settings(o.bound_margin),
+                                 o.min_items is not None)
+    return ref, design, config
+
+
+def _start(o: _Options, limiter):
+    """New runs, one per --llm (everything is checked before the run store is created: a call
+    that fails here leaves no file behind)."""
+    from ..catalogue import BankRef
+    from ..errors import ConfigError
+    from ..live.runner import subject_protocol
+    from ..live.service import LiveRun, design_bank
+    from ..live.subjects import SubjectSpec
+    from ..live.suite_session import load_live_suite
+    from ._suite_evaluate import floor_note
+
     names = list(o.llm or [])
-    kind = o.subject.partition(":")[0].strip().lower()
-    if len(names) > 1 and not (kind in ("openai", "completions")
-                               or (kind == "cmd" and "{model}" in o.subject)):
-        raise ConfigError(f"--subject {kind}: takes one model; give --llm once"
-                          + (" (or put {model} in the command)" if kind == "cmd" else ""))
-    subjects = [subject_from_spec(o.subject, model=n, bank=bank, **_subject_kw(o, limiter))
-                for n in (names or [None])]
+    spec = SubjectSpec.parse(o.subject, names[0] if names else None)
+    ref, design, config = _plan(o, None if o.suite else BankRef.from_option(o.bank))
+    if len(names) > 1 and design == "suite":
+        raise ConfigError("--suite asks one model in one run; give --llm once")
+    if len(names) > 1 and not spec.several_models:
+        raise ConfigError(f"--subject {spec.kind}: takes one model; give --llm once"
+                          + (" (or put {model} in the command)" if spec.kind == "cmd" else ""))
+    if design == "suite" and spec.kind == "replay":
+        raise ConfigError("--suite with replay: subjects: replay the benchmarks' matrices with "
+                          "atlas simulate --suite openllm-v1 BENCH=MATRIX ...")
+    bank = ref.load() if design == "suite" else design_bank(ref, design)
+    subjects = [spec.with_model(n).build(bank, **o.settings(limiter)) for n in names or [None]]
     if any(subject_protocol(s) == "approximate" for s in subjects):
-        approximate_note(kind)
+        approximate_note(spec.kind, "the banks were" if design == "suite" else "the bank was")
+    note = floor_note(load_live_suite(ref.name), config) if design == "suite" else None
+    if note:
+        _say(note)
     made = []
 
     def start(store, ids):
-        ev = Evaluation.start(store, ref, subjects, config=config, prompt=prompt, seed=o.seed,
-                              batch_size=o.batch_size or 1, design=design,
-                              budget=o.max_items if design == "predictor" else None)
-        made.append(ev)
-        ids.extend(j.run_id for j in ev.jobs)
+        made.append(LiveRun.start(store, ref, subjects, config=config, prompt=o.prompt(),
+                                  seed=o.seed, batch_size=o.batch_size or 1, design=design,
+                                  budget=o.max_items if design == "predictor" else None))
+        ids.extend(j.run_id for j in made[0].jobs)
 
     start_runs(o.db, o.output, o.report_dir, start)
+    where = f" on suite {ref.name}" if design == "suite" else ""
     for job in made[0].jobs:
-        err_console.print(f"run {job.run_id} started for {job.subject.name} (db {o.db})",
-                          markup=False, highlight=False, soft_wrap=True)
+        _say(f"run {job.run_id} started for {job.subject.name}{where} (db {o.db})")
     return made[0]
 
 
 def _resume(o: _Options, limiter):
-    """--resume: suite runs go to the suite driver, single-bank runs are driven here."""
+    """--resume: stored runs of any kind, their subjects rebuilt with this call's HTTP settings
+    and limiter."""
+    from ..catalogue import BankRef
     from ..errors import ConfigError
-    from ..live.evaluation import BankRef, Evaluation
-    from ..live.runner import subject_from_description
+    from ..live.service import LiveRun
     from ..live.store import RunStore
-    from ..live.suite_run import is_suite_run
-    from ._suite_evaluate import resume_suite_runs
 
     store = RunStore(o.db)
-
-    def rebuild(desc, bank):
-        """The stored subject, with this call's HTTP settings and limiter."""
-        return subject_from_description(desc, bank, limiter=limiter,
-                                        max_concurrency=max(1, int(o.max_concurrency)),
-                                        api_key_env=o.api_key_env, **o.http)
-
-    infos = {rid: store.get_run(rid) for rid in o.resume}
-    if any(is_suite_run(info) for info in infos.values()):
-        if o.bank:
-            raise ConfigError("a suite run asks the suite's own banks; drop --bank")
-        return resume_suite_runs(store, infos, db=o.db, output=o.output,
-                                 report_dir=o.report_dir, cache=not o.no_cache,
-                                 as_json=o.as_json, quiet=o.quiet, subject_for=rebuild)
-    ref = BankRef.from_option(o.bank) if o.bank else None
-    return _drive(o, Evaluation.resume(store, o.resume, rebuild, ref), resumed=True)
+    if o.bank and any(store.get_run(rid)["kind"] == "suite" for rid in o.resume):
+        raise ConfigError("a suite run asks the suite's own banks; drop --bank")
+    return LiveRun.resume(store, o.resume, bank=BankRef.from_option(o.bank) if o.bank else None,
+                          **o.settings(limiter, resumed=True))
 
 
-def _start_suite(o: _Options, limiter) -> None:
-    from ._options import suite_config
-    from ._suite_evaluate import start_suite
-
-    if not o.subject:
-        from ..errors import ConfigError
-
-        raise ConfigError("give --subject (who answers the suite)")
-    config = suite_config(target_se=o.target_se, se_stop=o.se_stop, min_items=o.min_items,
-                          max_items=o.max_items, fixed_length=o.fixed_length,
-                          batch_size=o.batch_size, seed=o.seed)
-    return start_suite(o.suite, o.subject, list(o.llm or []), db=o.db, output=o.output,
-                       report_dir=o.report_dir, config=config, prompt=o.prompt(),
-                       subject_kw=_subject_kw(o, limiter), cache=not o.no_cache,
-                       as_json=o.as_json, quiet=o.quiet)
+def _say(text: str) -> None:
+    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def _drive(o: _Options, ev, *, resumed: bool) -> None:
+def _display(o: _Options, live):
+    """The per-item display of the runs (a suite run's lines show its average)."""
+    from ._suite_evaluate import SuiteDisplay
+
+    job = live.jobs[0]
+    cfg = live.store.get_run(job.run_id).get("config") or {}
+    suite = job.kind == "suite"
+    plan = (int(cfg.get("min_items", 0)), int(cfg.get("max_items", 150 if suite else 500)),
+            float(cfg.get("target_se") or 0.0) / 100.0 if suite else cfg.get("se_stop"))
+    return (SuiteDisplay if suite else LiveDisplay)(
+        [j.subject.name for j in live.jobs], [str(i) for j in live.jobs for i in j.bank.item_ids],
+        plan, lines=not (o.quiet or o.as_json), bar=not o.as_json)
+
+
+def _resume_hint(o: _Options, run_ids) -> str:
+    return ("atlas evaluate " + " ".join(f"--resume {rid}" for rid in run_ids)
+            + f" --db {o.db}")
+
+
+def _drive(o: _Options, live, *, resumed: bool) -> None:
     """Ask until every run stops (per-item lines, a progress bar, Ctrl-C), then write each
     run's page and results.json and print the results."""
-    from ..errors import LiveRunError
-    from ..live.report import write_run_report
+    from ..errors import LiveRunError, RunStoppedError
 
-    plans = [ev.store.get_run(j.run_id).get("config") or {} for j in ev.jobs]
-    plan = (int(plans[0].get("min_items", 0)), int(plans[0].get("max_items", 500)),
-            plans[0].get("se_stop"))
-    show = LiveDisplay([j.subject.name for j in ev.jobs],
-                       [str(i) for j in ev.jobs for i in j.bank.item_ids], plan,
-                       lines=not (o.quiet or o.as_json), bar=not o.as_json)
-    stop = StopRequest()
+    show, stop = _display(o, live), StopRequest()
     try:
         with stop.installed(), show:
-            ev.run(cache=not o.no_cache, on_step=show.step_callback(stop))
+            live.run(cache=not o.no_cache, on_step=show.step_callback(stop))
     except KeyboardInterrupt:
-        err_console.print(ev.interrupt(), markup=False, highlight=False, soft_wrap=True)
-        ev.close()
+        runs = live.interrupt()
+        _say("interrupted: " + "; ".join(f"run {r['run_id']} ({r['model']}): {r['n_items']} "
+                                         "item(s) answered" for r in runs)
+             + ". Resume with: " + _resume_hint(o, [r["run_id"] for r in runs]))
+        live.close()
         raise typer.Exit(130)
-    ev.close()
-    rows, by_dir = ev.results(), {}
-    for job, row in zip(ev.jobs, rows):
-        outdir, reports = run_dirs(ev.store, job.run_id, o.db, o.output, o.report_dir)
-        row["report"] = str(write_run_report(ev.store, job.run_id, reports / f"{job.run_id}.html",
-                                             bank=job.bank, leaderboard=row.get("prediction")))
+    live.close()
+    rows = live.results()
+    _write(o, live, rows, resumed)
+    _print(o, live, rows)
+    failed = [r for r in rows if r["status"] != "done"]
+    if failed:
+        stopped = [r["run_id"] for r in failed
+                   if isinstance(live.errors.get(r["run_id"]), RunStoppedError)]
+        raise LiveRunError("; ".join(f"run {r['run_id']} ({r['model']}) stopped: {r['error']}"
+                                     for r in failed)
+                           + (f"; resume with: {_resume_hint(o, stopped)}" if stopped else ""))
+
+
+def _write(o: _Options, live, rows: list[dict], resumed: bool) -> None:
+    """Each run's HTML page (``row["report"]``) and the results.json of its output folder."""
+    from ..live.report import write_run_report
+    from ..live.suite_run import write_suite_report
+
+    by_dir = {}
+    for job, row in zip(live.jobs, rows):
+        outdir, reports = run_dirs(live.store, job.run_id, o.db, o.output, o.report_dir)
+        page = reports / f"{job.run_id}.html"
+        row["report"] = str(write_suite_report(live.store, job.run_id, page, row)
+                            if job.kind == "suite" else
+                            write_run_report(live.store, job.run_id, page, bank=job.bank,
+                                             leaderboard=row.get("prediction")))
         by_dir.setdefault(outdir, []).append(row)
     for outdir, group in by_dir.items():
         write_results(outdir / "results.json", group, merge=resumed)
-    held = [min_items_note([r["n_items"]], [r["stop_reason"]], int(p.get("min_items", 0)),
-                           o.min_items is not None) for r, p in zip(rows, plans)]
-    _print(rows, o.as_json, held)
-    failed = [r for r in rows if r["status"] != "done"]
-    if failed:
-        raise LiveRunError("; ".join(f"run {r['run_id']} ({r['model']}) stopped: {r['error']}"
-                                     for r in failed))
 
 
-def _print(rows: list[dict], as_json: bool, held: list | None = None) -> None:
-    if as_json:
+def _print(o: _Options, live, rows: list[dict]) -> None:
+    from ._suite_evaluate import print_suite
+
+    if o.as_json:
         typer.echo(json.dumps(rows, indent=1, default=str))
         return
+    single = [(j, r) for j, r in zip(live.jobs, rows) if j.kind != "suite"]
+    if single:
+        plans = [live.store.get_run(j.run_id).get("config") or {} for j, _ in single]
+        held = [min_items_note([r["n_items"]], [r["stop_reason"]], int(p.get("min_items", 0)),
+                               o.min_items is not None) for (_, r), p in zip(single, plans)]
+        _print_single([r for _, r in single], held)
+    for job, row in zip(live.jobs, rows):
+        if job.kind == "suite":
+            print_suite(row)
+
+
+def _print_single(rows: list[dict], held: list) -> None:
     import pandas as pd
 
     from ..live.report import describe_prediction
@@ -430,7 +463,7 @@ def _print(rows: list[dict], as_json: bool, held: list | None = None) -> None:
         "stop": r["stop_reason"] or "-",
     } for r in rows])
     print_frame(table, title="Live adaptive evaluation")
-    for r, note in zip(rows, held or [None] * len(rows)):
+    for r, note in zip(rows, held):
         if r["status"] == "done":
             console.print(format_result(r, note), markup=False, highlight=False, soft_wrap=True)
             if (r.get("prediction") or {}).get("warning"):

@@ -103,7 +103,8 @@ def register(app: typer.Typer) -> None:
         items are split into partitions of about --partition-size items (averages reported).
         """
         from ..errors import ConfigError
-        from ._common import align_items, load_bank, load_responses
+        from ..catalogue import BankRef
+        from ._common import align_items, load_responses
 
         if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl", "2pl",
                                                                "3pl", "4pl"):
@@ -112,7 +113,7 @@ def register(app: typer.Typer) -> None:
         if extra_items not in ("ignore", "error"):
             raise ConfigError(f"--extra-items must be ignore or error, got {extra_items!r}")
         output_file(output)
-        bk = load_bank(bank, normalize_ids)
+        bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
         rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
         report = fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),

@@ -14,18 +14,17 @@ def describe(path: Path) -> dict:
     import numpy as np
     import pandas as pd
 
-    from ..catalogue import is_bundled_name, resolve_bank
-    from ..irt.bank import ItemBank
+    from ..catalogue import KINDS, BankRef
     from ..responses import ResponseMatrix
     from ..validation import check_input_file
 
-    if not Path(path).exists() and is_bundled_name(path):
-        return {"kind": "bank", "path": str(path), **resolve_bank(str(path)).summary()}
-    path = check_input_file(path, what="file", option="PATH")
-    if _looks_like_bank(path):
-        bank = ItemBank.read(path)
-        return {"kind": "bank", "path": str(path), **bank.summary()}
-    rm = ResponseMatrix.read(path, on_empty="keep")
+    p = Path(path)
+    if p.is_file():
+        p = check_input_file(p, what="file", option="PATH")
+    if not p.is_file() or _looks_like_bank(p):
+        ref = BankRef.from_option(path, option="PATH", normalize_ids=False, kinds=KINDS)
+        return {"kind": "bank", "path": str(path), **ref.load().summary()}
+    rm = ResponseMatrix.read(p, on_empty="keep")
     if not rm.observed.any():
         from ..errors import ResponseDataError
 
@@ -36,7 +35,7 @@ def describe(path: Path) -> dict:
     observed = rm.observed
     return {
         "kind": "responses",
-        "path": str(path),
+        "path": str(p),
         "subjects": rm.n_subjects,
         "items": rm.n_items,
         "missing_fraction": round(rm.missing_fraction, 6),

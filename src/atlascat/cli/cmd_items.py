@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
 
         from ..studies.item_quality import FLAGS, item_quality
-        from ._common import align_items, load_bank, load_responses
+        from ..catalogue import BankRef
+        from ._common import align_items, load_responses
 
         from ..errors import ConfigError
 
@@ -50,7 +51,7 @@ def register(app: typer.Typer) -> None:
             raise ConfigError("give the bank with --bank BANK (file or bundled name); RESPONSES "
                               "(positional) are the answers for the S-X2 item fit")
         output_file(output)
-        bk = load_bank(bank, normalize_ids)
+        bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
         rm = None
         if responses is not None:
             rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)

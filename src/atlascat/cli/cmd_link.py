@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from ._common import console, escape, json_safe, load_bank, output_file
+from ..irt.defaults import QUADPTS
+from ._common import console, escape, json_safe, output_file
 
 
 def _read_anchors(path: Path) -> list[str]:
@@ -52,7 +53,7 @@ def register(app: typer.Typer) -> None:
                                                     "banks share]."),
         merge: bool = typer.Option(False, "--merge",
                                    help="Write REF plus NEW's non-anchor items (linked) as one bank."),
-        quadpts: int = typer.Option(61, "--quadpts", help="Grid nodes on [-4, 4] (characteristic curves)."),
+        quadpts: int = typer.Option(QUADPTS, "--quadpts", help="Grid nodes on [-4, 4] (characteristic curves)."),
         normalize_ids: bool = typer.Option(False, "--normalize-ids", help="Strip R's 'X' from ids."),
         fmt: str = typer.Option("ours", "--format", help="Output format: ours (a,b,c,u) or mirt (a1,d,g,u)."),
         as_json: bool = typer.Option(False, "--json", help="Print the constants as JSON."),
@@ -70,8 +71,10 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("ours", "mirt"):
             raise ConfigError(f"--format must be 'ours' or 'mirt', not {fmt!r}")
         output_file(output)
-        ref_bank = load_bank(ref, normalize_ids, option="REF")
-        new_bank = load_bank(new, normalize_ids, option="NEW")
+        from ..catalogue import BankRef
+
+        ref_bank = BankRef.from_option(ref, option="REF", normalize_ids=normalize_ids).load()
+        new_bank = BankRef.from_option(new, option="NEW", normalize_ids=normalize_ids).load()
         anchor_ids = _read_anchors(anchors) if anchors is not None else None
         result = link_banks(ref_bank, new_bank, method, anchors=anchor_ids, quadpts=quadpts)
         linked = result.transform(new_bank)

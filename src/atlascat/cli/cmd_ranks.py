@@ -9,84 +9,100 @@ import typer
 from ._common import bank_option_help, console, json_safe, output_dir, output_file, print_frame
 
 
+def ranks_command(
+    data: str = typer.Argument(..., metavar="DATA",
+                               help="Scores CSV from `atlas score` (columns subject_id, theta, "
+                                    "accuracy[, se]) or, with --bank, a response matrix "
+                                    "(file or bundled name)."),
+    bank: str = typer.Option(None, "--bank", "-b",
+                             help=bank_option_help("Only when DATA is a response matrix.")),
+    method: str = typer.Option("eap", "--method", "-m",
+                               help="Scoring method with --bank: eap, wle, map or ml."),
+    plots: Path = typer.Option(None, "--plots", help="Write the PNG figures to this folder."),
+    output: Path = typer.Option(None, "--output", "-o", help="Write the per-model table (CSV)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    shift: int = typer.Option(10, "--shift", help="Rank shift threshold."),
+    normalize_ids: bool = typer.Option(False, "--normalize-ids", help="X514 -> 514 item ids."),
+):
+    """Rank analysis: how ranking by theta differs from ranking by accuracy.
+
+    Spearman and Kendall between theta and accuracy, share of models moving more than
+    --shift rank positions, equal-accuracy pairs whose thetas differ (significantly, given SEs).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from ..errors import ConfigError
+    from ..studies.ranks import plot_rank_analysis, rank_analysis
+
+    output_file(output)
+    output_dir(plots, "--plots")
+    df = _read_scores(data) if bank is None else _scores_from_answers(
+        data, bank, method, normalize_ids=normalize_ids)
+    for col in ("theta", "accuracy") + (("se",) if "se" in df.columns else ()):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    df = df[np.isfinite(df["theta"]) & df["accuracy"].notna()]
+    if len(df) < 3:
+        raise ConfigError(f"rank analysis needs at least 3 models with a finite theta and an "
+                          f"accuracy; {data!r} has {len(df)}")
+    se = df["se"].to_numpy() if "se" in df.columns else None
+    rep = rank_analysis(df["theta"].to_numpy(), df["accuracy"].to_numpy(), se=se,
+                        subject_ids=df["subject_id"].astype(str).to_numpy(),
+                        shift_threshold=shift)
+    summary = rep.summary()
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        rep.table.to_csv(output, index=False, float_format="%.8g")
+    if plots is not None:
+        summary["plots"] = [str(p) for p in plot_rank_analysis(rep, plots)]
+    if as_json:
+        console.print_json(json.dumps(json_safe(summary)))
+        return
+    console.print(f"{summary['n_models']} models: Spearman {rep.spearman:.4f}, "
+                  f"Kendall {rep.kendall:.4f}")
+    console.print(f"{rep.n_shifted} models ({rep.share_shifted:.1%}) move more than {shift} "
+                  f"rank positions (max {rep.max_shift:.0f})")
+    sig = ("" if rep.n_tied_pairs_significant is None else
+           f", {rep.n_tied_pairs_significant} significantly (|d theta| > 1.96 SE)")
+    console.print(f"{rep.n_tied_pairs} pairs share an accuracy; {rep.n_tied_pairs_theta_differs}"
+                  f" of them differ in theta{sig}")
+    top = rep.table.reindex(rep.table["rank_shift"].abs().sort_values(ascending=False).index)
+    print_frame(top.head(15), title="largest rank shifts")
+    for p in summary.get("plots", []):
+        console.print(f"wrote {p}")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("ranks")
-    def ranks(
-        data: str = typer.Argument(..., metavar="DATA",
-                                   help="Scores CSV from `atlas score` (columns subject_id, theta, "
-                                        "accuracy[, se]) or, with --bank, a response matrix "
-                                        "(file or bundled name)."),
-        bank: str = typer.Option(None, "--bank", "-b",
-                                 help=bank_option_help("Only when DATA is a response matrix.")),
-        method: str = typer.Option("eap", "--method", "-m",
-                                   help="Scoring method with --bank: eap, wle, map or ml."),
-        plots: Path = typer.Option(None, "--plots", help="Write the PNG figures to this folder."),
-        output: Path = typer.Option(None, "--output", "-o", help="Write the per-model table (CSV)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
-        shift: int = typer.Option(10, "--shift", help="Rank shift threshold."),
-        normalize_ids: bool = typer.Option(False, "--normalize-ids", help="X514 -> 514 item ids."),
-    ):
-        """Rank analysis: how ranking by theta differs from ranking by accuracy.
+    app.command("ranks")(ranks_command)
 
-        Spearman and Kendall between theta and accuracy, share of models moving more than
-        --shift rank positions, equal-accuracy pairs whose thetas differ (significantly, given SEs).
-        """
-        import numpy as np
-        import pandas as pd
 
-        from ..errors import ConfigError
-        from ..studies.ranks import plot_rank_analysis, rank_analysis
+def _read_scores(data: str):
+    """A scores CSV of ``atlas score`` (subject_id, theta, accuracy[, se])."""
+    from ..errors import ConfigError
+    from ..validation import read_frame
 
-        output_file(output)
-        output_dir(plots, "--plots")
-        if bank is None:
-            from ..validation import read_frame
+    df = read_frame(data, what="scores file", option="DATA", error=ConfigError)
+    missing = {"theta", "accuracy"} - set(df.columns)
+    if missing:
+        raise ConfigError(f"{data} lacks column(s) {sorted(missing)}; give a scores CSV "
+                          "from `atlas score`, or a response matrix with --bank")
+    if "subject_id" not in df.columns:
+        df.insert(0, "subject_id", df.index.astype(str))
+    return df
 
-            df = read_frame(data, what="scores file", option="DATA", error=ConfigError)
-            missing = {"theta", "accuracy"} - set(df.columns)
-            if missing:
-                raise ConfigError(f"{data} lacks column(s) {sorted(missing)}; give a scores CSV "
-                                  "from `atlas score`, or a response matrix with --bank")
-            if "subject_id" not in df.columns:
-                df.insert(0, "subject_id", df.index.astype(str))
-        else:
-            from ..irt.ability import estimate_ability
-            from ._common import align_items, load_bank, load_responses
 
-            bk = load_bank(bank, normalize_ids)
-            rm, bk = align_items(load_responses(data, normalize_ids=normalize_ids), bk, "ignore")
-            df = estimate_ability(rm, bk, method.lower())
-            y = rm.aligned_values(bk.item_ids)
-            obs = ~np.isnan(y)
-            df["accuracy"] = np.where(obs, y, 0.0).sum(1) / np.maximum(obs.sum(1), 1)
-        for col in ("theta", "accuracy") + (("se",) if "se" in df.columns else ()):
-            df[col] = pd.to_numeric(df[col], errors="coerce")
-        df = df[np.isfinite(df["theta"]) & df["accuracy"].notna()]
-        if len(df) < 3:
-            raise ConfigError(f"rank analysis needs at least 3 models with a finite theta and an "
-                              f"accuracy; {data!r} has {len(df)}")
-        se = df["se"].to_numpy() if "se" in df.columns else None
-        rep = rank_analysis(df["theta"].to_numpy(), df["accuracy"].to_numpy(), se=se,
-                            subject_ids=df["subject_id"].astype(str).to_numpy(),
-                            shift_threshold=shift)
-        summary = rep.summary()
-        if output is not None:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            rep.table.to_csv(output, index=False, float_format="%.8g")
-        if plots is not None:
-            summary["plots"] = [str(p) for p in plot_rank_analysis(rep, plots)]
-        if as_json:
-            console.print_json(json.dumps(json_safe(summary)))
-            return
-        console.print(f"{summary['n_models']} models: Spearman {rep.spearman:.4f}, "
-                      f"Kendall {rep.kendall:.4f}")
-        console.print(f"{rep.n_shifted} models ({rep.share_shifted:.1%}) move more than {shift} "
-                      f"rank positions (max {rep.max_shift:.0f})")
-        sig = ("" if rep.n_tied_pairs_significant is None else
-               f", {rep.n_tied_pairs_significant} significantly (|d theta| > 1.96 SE)")
-        console.print(f"{rep.n_tied_pairs} pairs share an accuracy; {rep.n_tied_pairs_theta_differs}"
-                      f" of them differ in theta{sig}")
-        top = rep.table.reindex(rep.table["rank_shift"].abs().sort_values(ascending=False).index)
-        print_frame(top.head(15), title="largest rank shifts")
-        for p in summary.get("plots", []):
-            console.print(f"wrote {p}")
+def _scores_from_answers(data: str, bank: str, method: str, *, normalize_ids: bool):
+    """Each model's theta (``method``) and raw accuracy on a response matrix and a bank."""
+    import numpy as np
+
+    from ..catalogue import BankRef
+    from ..irt.ability import estimate_ability
+    from ._common import align_items, load_responses
+
+    bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
+    rm, bk = align_items(load_responses(data, normalize_ids=normalize_ids), bk, "ignore")
+    df = estimate_ability(rm, bk, method.lower())
+    y = rm.aligned_values(bk.item_ids)
+    obs = ~np.isnan(y)
+    df["accuracy"] = np.where(obs, y, 0.0).sum(1) / np.maximum(obs.sum(1), 1)
+    return df

@@ -10,116 +10,134 @@ import typer
 from ._common import console, err_console, print_frame
 
 
+def runs_command(
+    db: Optional[Path] = typer.Option(None, "--db",
+                                      help="SQLite run store (default: runs.sqlite in "
+                                           "$ATLAS_HOME, else $XDG_DATA_HOME/atlascat, else "
+                                           "~/.local/share/atlascat, and every store a run "
+                                           "wrote elsewhere with -o/--db)."),
+    run_id: Optional[str] = typer.Option(None, "--run", help="Show the steps of one run."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="With --run: (re)write the run's HTML page "
+                                               "to this file."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+):
+    """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
+
+    A suite run has no theta: its leaderboard column is the predicted average.
+
+    'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
+    finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
+    twice: observed (right / asked, over the items asked) and model-based (the bank's
+    expected proportion correct at theta). Without --db it lists the default store and
+    every store a finished or interrupted run wrote elsewhere (-o DIR, --db FILE; remembered
+    in $ATLAS_HOME/stores.txt).
+    """
+    from ..errors import ConfigError
+
+    html = output
+    if html is not None and run_id is None:
+        raise ConfigError("-o/--output writes one run's page: give --run RUN_ID too")
+    if html is not None and html.is_dir():
+        raise ConfigError(f"-o/--output {str(html)!r} is a directory; give an .html file path")
+    stores = _stores(db)
+    if run_id is not None:
+        return _show_run(stores, run_id, html, as_json)
+    return _list_runs(stores, as_json)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("runs")
-    def runs(
-        db: Optional[Path] = typer.Option(None, "--db",
-                                          help="SQLite run store (default: runs.sqlite in "
-                                               "$ATLAS_HOME, else $XDG_DATA_HOME/atlascat, else "
-                                               "~/.local/share/atlascat, and every store a run "
-                                               "wrote elsewhere with -o/--db)."),
-        run_id: Optional[str] = typer.Option(None, "--run", help="Show the steps of one run."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                              help="With --run: (re)write the run's HTML page "
-                                                   "to this file."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    ):
-        """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
+    app.command("runs")(runs_command)
 
-        A suite run has no theta: its leaderboard column is the predicted average.
 
-        'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
-        finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
-        twice: observed (right / asked, over the items asked) and model-based (the bank's
-        expected proportion correct at theta). Without --db it lists the default store and
-        every store a finished or interrupted run wrote elsewhere (-o DIR, --db FILE; remembered
-        in $ATLAS_HOME/stores.txt).
-        """
-        import datetime as dt
+def _stores(db):
+    """The run stores to read: ``--db``, else the default one and every store a run wrote
+    elsewhere."""
+    from ..errors import LiveRunError
+    from ..live.store import RunStore, default_store_path, known_stores
 
-        import pandas as pd
+    paths = [db] if db is not None else known_stores()
+    if db is not None and not db.exists():
+        raise LiveRunError(f"run database {str(db)!r} does not exist (give --db)")
+    if not paths:
+        raise LiveRunError(f"run database {str(default_store_path())!r} does not exist and "
+                           "no run was written elsewhere (give --db)")
+    return [RunStore(p) for p in paths]
 
-        from ..errors import ConfigError, LiveRunError
-        from ..live.store import RunStore, default_store_path, known_stores
 
-        html = output
-        if html is not None and run_id is None:
-            raise ConfigError("-o/--output writes one run's page: give --run RUN_ID too")
-        if html is not None and html.is_dir():
-            raise ConfigError(f"-o/--output {str(html)!r} is a directory; give an .html file path")
+def _show_run(stores, run_id: str, html, as_json: bool) -> None:
+    """One run's steps (and its HTML page with -o)."""
+    store = next((st for st in stores if st.has_run(run_id)), stores[0])
+    info = store.get_run(run_id)
+    steps = store.steps(run_id)
+    steps["step"] = steps["step"] + 1  # users count steps from 1, as the progress lines
+    from ..live.suite_run import write_suite_report
 
-        paths = [db] if db is not None else known_stores()
-        if db is not None and not db.exists():
-            raise LiveRunError(f"run database {str(db)!r} does not exist (give --db)")
-        if not paths:
-            raise LiveRunError(f"run database {str(default_store_path())!r} does not exist and "
-                               "no run was written elsewhere (give --db)")
-        stores = [RunStore(p) for p in paths]
-        if run_id is not None:
-            store = next((st for st in stores if st.has_run(run_id)), stores[0])
-            info = store.get_run(run_id)
-            steps = store.steps(run_id)
-            steps["step"] = steps["step"] + 1  # users count steps from 1, as the progress lines
-            from ..live.suite_run import is_suite_run, write_suite_report
+    if html is not None and info["kind"] == "suite":
+        err_console.print(f"wrote {write_suite_report(store, run_id, html)}",
+                          highlight=False)
+    elif html is not None:
+        from ..live.report import write_run_report
+        from ..catalogue import BankRef
 
-            if html is not None and is_suite_run(info):
-                err_console.print(f"wrote {write_suite_report(store, run_id, html)}",
-                                  highlight=False)
-            elif html is not None:
-                from ..live.report import write_run_report
-                from ..live.runner import load_bank_ref
+        bank = None
+        try:
+            bank = BankRef.parse(info["bank_ref"]).load() if info["bank_ref"] else None
+        except Exception:  # noqa: BLE001 - the page is still useful without content
+            bank = None
+        path = write_run_report(store, run_id, html, bank=bank)
+        err_console.print(f"wrote {path}", highlight=False)
+    cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
+            "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked",
+            "answer_chars"]
+    if as_json:
+        typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "session"},
+                               "steps": steps[cols].to_dict("records")}, default=str))
+        return
+    print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']}, "
+                                   f"protocol {info.get('protocol') or 'approximate'})",
+                max_rows=1000)
+    return None
 
-                bank = None
-                try:
-                    bank = load_bank_ref(info["bank_ref"]) if info["bank_ref"] else None
-                except Exception:  # noqa: BLE001 - the page is still useful without content
-                    bank = None
-                path = write_run_report(store, run_id, html, bank=bank)
-                err_console.print(f"wrote {path}", highlight=False)
-            cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
-                    "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked",
-                    "answer_chars"]
-            if as_json:
-                typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "session"},
-                                       "steps": steps[cols].to_dict("records")}, default=str))
-                return
-            print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']}, "
-                                           f"protocol {info.get('protocol') or 'approximate'})",
-                        max_rows=1000)
-            return
-        frames = [st.list_runs().assign(db=str(st.path)) for st in stores]
-        df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        by_path = {str(st.path): st for st in stores}
-        from ..live.evaluation import predict_run
-        from ..live.suite_run import is_suite_run
 
-        predictions = [predict_run(by_path[r["db"]], r) for r in df.to_dict("records")]
-        if not df.empty:
-            # a suite run has no theta: its store columns hold the average, shown as such
-            suite = [is_suite_run(r) for r in df.to_dict("records")]
-            df.loc[suite, ["theta", "se", "model_based_accuracy"]] = None
-        if as_json:
-            records = json.loads(df.to_json(orient="records"))
-            for rec, lb in zip(records, predictions):
-                rec["prediction"] = lb
-            typer.echo(json.dumps(records))
-            return
-        where = str(stores[0].path) if len(stores) == 1 else f"{len(stores)} run stores"
-        if df.empty:
-            console.print(f"no runs in {where}")
-            return
-        df = df.assign(updated=[dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
-                                for t in df["updated_at"]])
-        df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
-                                "model-based"})
-        for col in ("observed", "model-based"):  # percent, as the leaderboard score beside them
-            df[col] = [f"{100 * v:.1f}%" if pd.notna(v) else None for v in df[col]]
-        from ..live.report import describe_prediction
+def _list_runs(stores, as_json: bool) -> None:
+    """Every run of the stores, one row each, with its predicted score."""
+    import datetime as dt
 
-        df["predicted"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
-                                                                   else "")
-                             if lb.get("score") is not None else "-" for lb in predictions]
-        cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
-                "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
-        print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
-                    title=f"runs in {where}", float_format="{:.3f}")
+    import pandas as pd
+
+    frames = [st.list_runs().assign(db=str(st.path)) for st in stores]
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    by_path = {str(st.path): st for st in stores}
+    from ..live.service import predict_run
+
+    predictions = [predict_run(by_path[r["db"]], r) for r in df.to_dict("records")]
+    if not df.empty:
+        # a suite run has no theta: its store columns hold the average, shown as such
+        suite = df["kind"] == "suite"
+        df.loc[suite, ["theta", "se", "model_based_accuracy"]] = None
+    if as_json:
+        records = json.loads(df.to_json(orient="records"))
+        for rec, lb in zip(records, predictions):
+            rec["prediction"] = lb
+        typer.echo(json.dumps(records))
+        return
+    where = str(stores[0].path) if len(stores) == 1 else f"{len(stores)} run stores"
+    if df.empty:
+        console.print(f"no runs in {where}")
+        return
+    df = df.assign(updated=[dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
+                            for t in df["updated_at"]])
+    df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
+                            "model-based"})
+    for col in ("observed", "model-based"):  # percent, as the leaderboard score beside them
+        df[col] = [f"{100 * v:.1f}%" if pd.notna(v) else None for v in df[col]]
+    from ..live.report import describe_prediction
+
+    df["predicted"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
+                                                             else "")
+                       if lb.get("score") is not None else "-" for lb in predictions]
+    cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
+            "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
+    print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
+                title=f"runs in {where}", float_format="{:.3f}")

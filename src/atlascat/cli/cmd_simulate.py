@@ -9,9 +9,12 @@ from typing import List, Optional
 
 import typer
 
-from ._common import (bank_option_help, console, err_console, escape, json_safe, load_bank,
-                      load_responses, min_items_note, one_bank, output_dir, predictor_only,
-                      print_frame, progress_bar, quiet_option)
+from ..cat.config import Estimation, Selection, Stopping
+from ..suite.config import SuiteConfig
+from ._common import (bank_option_help, console, err_console, escape, json_safe,
+                      load_responses, min_items_note, one_bank, output_dir, print_frame,
+                      progress_bar, quiet_option)
+from ._options import predictor_only
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -93,19 +96,22 @@ HELP = {
                  "[default: none: the --max-items budget]",
     "thetas": "CSV of true thetas (subject_id,theta or Model_Name,Theta_WLE): answers drawn "
               "from the bank's model. With RESPONSES: reference thetas for the error columns.",
-    "se_stop": "Stop once SE <= this value. [default: 0.1]",
-    "min_items": "Never stop before this many items. [default: 30, or the bundled bank's own "
-                 "minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most --max-items]",
-    "max_items": "Stop after this many items. [default: 500; --suite: 150 in all; a bank "
-                 "folder's predictor: its budget, 50]",
+    "se_stop": f"Stop once SE <= this value. [default: {Stopping.se_stop:g}]",
+    "min_items": f"Never stop before this many items. [default: {Stopping.min_items}, or the "
+                 "bundled bank's own minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most "
+                 f"--max-items; --suite: {SuiteConfig.min_items}]",
+    "max_items": f"Stop after this many items. [default: {Stopping.max_items}; --suite: "
+                 f"{SuiteConfig.max_items} in all; a bank folder's predictor: the budget it was "
+                 "built for]",
     "design": "A bank folder (atlas build-bank DIR) with RESPONSES: auto = its benchmark "
               "predictor (items drawn at random, weighted to the uncertain ones; right for "
               "models unlike the source models) when it has one, else the adaptive test; "
               "adaptive = the adaptive test scored by the folder's score link; predictor = the "
               "predictor or an error.",
-    "randomesque": "Pick among the k best items. [default: 5; --suite: 2]",
+    "randomesque": f"Pick among the k best items. [default: {Selection.randomesque}; --suite: "
+                   f"{SuiteConfig.randomesque}]",
     "batch_size": "Items per adaptive round, chosen jointly (1: classic CAT). [default: 1; "
-                  "--suite: 6, mixing benchmarks]",
+                  f"--suite: {SuiteConfig.batch_size}, mixing benchmarks]",
     "bound_stop": "Banks with a score link: stop once the examinee is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": "Floor/top stop: how close (0-1 score units) to the curve's lowest/highest "
@@ -160,13 +166,13 @@ def simulate_command(
     fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                help="Fixed-length test of N items (no SE stop)."),
     randomesque: Optional[int] = typer.Option(None, "--randomesque", help=HELP["randomesque"]),
-    selection: str = typer.Option("mfi", "--selection",
+    selection: str = typer.Option(Selection.criterion, "--selection",
                                   help="Item selection: mfi, kl, astrat or random."),
-    se_method: str = typer.Option("information", "--se-method",
+    se_method: str = typer.Option(Estimation.se_method, "--se-method",
                                   help="Stopping SE: information (catR) or posterior (SD)."),
     reference: bool = typer.Option(False, "--reference",
                                    help="catR's grid: 33 trapezoidal nodes on [-4, 4]."),
-    theta0: float = typer.Option(0.0, "--theta0", help="Starting theta."),
+    theta0: float = typer.Option(Selection.theta0, "--theta0", help="Starting theta."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=HELP["batch_size"]),
     selected: bool = typer.Option(True, "--selected/--no-selected",
@@ -217,8 +223,7 @@ def run_simulate(o: _Options) -> None:
 def _config(o: _Options, link):
     """The CAT's settings from the options (and the score link's floor / top stops)."""
     from ..validation import check_finite
-    from ._common import with_link_stops
-    from ._options import cat_config
+    from ._options import cat_config, with_link_stops
 
     check_finite(o.theta0, "--theta0")
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
@@ -237,16 +242,16 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     import numpy as np
     import pandas as pd
 
-    from ..bankdir import is_bank_dir, load_bank_dir
     from ..cat.simulate import simulate_cat
-    from ..catalogue import bundled_link
+    from ..catalogue import BankRef
 
-    folder = load_bank_dir(bank) if is_bank_dir(bank) else None  # atlas build-bank's folder
+    ref = BankRef.from_option(bank)
+    folder = ref.folder()  # atlas build-bank's folder, or None
     if _use_predictor(o, folder):
         return _replay_predictor(o, bank, folder, out)
     # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
-    link = folder.link if folder is not None else bundled_link(bank)
-    item_bank = folder.bank if folder is not None else load_bank(bank, normalize_ids=True)
+    link = ref.link
+    item_bank = ref.load()
     config = _config(o, link)
     kwargs = {}
     if o.responses:
@@ -288,7 +293,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
 def _use_predictor(o: _Options, folder) -> bool:
     """--design: a bank folder's predictor replayed on RESPONSES, or the adaptive test."""
     from ..errors import ConfigError
-    from ..live.evaluation import check_design
+    from ..live.service import check_design
 
     check_design(o.design)
     has = folder is not None and folder.extra("predictor.json") is not None
@@ -305,13 +310,14 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     import pandas as pd
 
     from ..bankdir import replay_predictor
+    from ..bankdir.builder import BUDGET
     from ..errors import ConfigError
 
     if o.thetas is not None:
         raise ConfigError("--thetas is the adaptive test's; this bank folder's predictor asks "
                           "--max-items items of its own design (or --design adaptive)")
     predictor_only(o)
-    budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", 50))
+    budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", BUDGET))
     rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
     with progress_bar("predicting", 1) as advance:
         persons = replay_predictor(folder, rm, budget=budget, seed=o.seed)
@@ -421,7 +427,9 @@ def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_i
     from ._options import suite_config
     from ._suite_evaluate import floor_note
 
-    suite = load_suite(suite_arg)
+    from ..catalogue import BankRef
+
+    suite = load_suite(BankRef.from_option(suite_arg, option="--suite", kinds=("suite",)))
     specs = parse_pairs(pairs, suite.names)
     matrices = {n: load_responses(spec, normalize_ids=True, on_empty="keep",
                                   option=f"{n}=MATRIX") for n, spec in specs.items()}

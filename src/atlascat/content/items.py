@@ -66,6 +66,9 @@ __all__ = [
 CONTENT_BENCHMARKS = ("arc", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande")
 CONTENT_COLUMNS = ("benchmark", "question", "choices", "answer", "scorer", "fewshot", "source_id")
 PROMPT_STYLES = ("zero-shot", "few-shot")
+#: a chat prompt's defaults: the style (one of PROMPT_STYLES) and the sampling temperature
+PROMPT_STYLE = PROMPT_STYLES[0]
+TEMPERATURE = 0.0
 #: column of the item files holding the response-matrix item id
 ITEM_ID_COLUMN = {"arc": "metabench_idx", "gsm8k": "metabench_idx", "hellaswag": "metabench_idx",
                   "mmlu": "mb_sub_idx", "truthfulqa": "metabench_idx",
@@ -316,7 +319,7 @@ class Prompt:
     messages: tuple = ()
     text: str = ""
     max_tokens: int = 16
-    temperature: float = 0.0
+    temperature: float = TEMPERATURE
     stop: tuple = ()
     extra: Mapping = field(default_factory=dict)
 
@@ -357,8 +360,8 @@ def _zero_shot_text(item: Mapping) -> str:
     return f"{_NUM_INSTRUCTION}\n\nQuestion: {item['question']}\nAnswer:"
 
 
-def build_prompt(item: Mapping, *, kind: str = "chat", style: str = "zero-shot",
-                 max_tokens: int | None = None, temperature: float = 0.0,
+def build_prompt(item: Mapping, *, kind: str = "chat", style: str = PROMPT_STYLE,
+                 max_tokens: int | None = None, temperature: float = TEMPERATURE,
                  system: str | None = None) -> Prompt:
     """The prompt asking ``item`` (a dict from :func:`item_record`).
 

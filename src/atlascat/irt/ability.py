@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
+from .defaults import QUADPTS, THETA_RANGE
 from .._blas import with_small_products
 from ..errors import ConfigError
 from . import arrays, models
@@ -86,7 +87,7 @@ def grid_posterior(y: np.ndarray, bank: ItemBank, quad) -> np.ndarray:
 
 
 @with_small_products
-def eap(responses, bank: ItemBank, *, quadpts: int = 61, theta_range=(-6.0, 6.0),
+def eap(responses, bank: ItemBank, *, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
         prior_mean: float = 0.0, prior_sd: float = 1.0, device="cpu", dtype: str = "float64",
         memory_limit=None):
     """EAP theta and posterior SD for every subject; defaults are mirt's (61 nodes, [-6, 6], N(0,1)).
@@ -382,7 +383,7 @@ def wle(responses, bank: ItemBank, *, bounds=(-10.0, 10.0), grid_step: float = 0
 # --------------------------------------------------------------------------------- public entry
 @with_small_products
 def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_mean: float = 0.0,
-                     prior_sd: float = 1.0, quadpts: int = 61, theta_range=(-6.0, 6.0),
+                     prior_sd: float = 1.0, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
                      bounds=(-10.0, 10.0), extra_items: str = "warn",
                      subject_ids=None, device="cpu") -> pd.DataFrame:
     """Theta and SE for every subject, one row each.

@@ -358,5 +358,6 @@ def check_bank(bank):
         return bank
     if isinstance(bank, (str, Path)):
         raise ConfigError(f"bank {str(bank)!r} is a name or path, not an ItemBank; load it with "
-                          "atlascat.catalogue.resolve_bank(...) or ItemBank.read(...)")
+                          "atlascat.catalogue.BankRef.from_option(...).load() or "
+                          "ItemBank.read(...)")
     raise ConfigError(f"bank must be an atlascat.ItemBank, got {type(bank).__name__}")

@@ -40,7 +40,8 @@ import numpy as np
 
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import arrays
-from .defaults import is_auto, resolve as resolve_defaults
+from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL, is_auto,
+                       resolve as resolve_defaults)
 from .em import fit_joint
 from .estep import marginal_loglik
 from .itemmodel import ItemModel, to_bank
@@ -72,9 +73,10 @@ class Calibrator:
         "auto" chooses the model from the number of subjects (:mod:`atlascat.irt.defaults`:
         1PL below 100, 2PL below 1000, else 3PL) and says which and why (a warning, and
         ``result_.settings["defaults"]``).
-        "rasch" is mirt's Rasch: slopes fixed at 1 and the latent variance estimated; the bank
-        keeps a = 1 and ``latent_variance_`` holds sigma^2. "1pl" is the same fit expressed on
-        the N(0, 1) scale: common slope a = sigma, b = -d / sigma.
+        "rasch" is mirt's Rasch: slopes fixed at 1 and the latent variance sigma^2 estimated
+        (``latent_variance_``); the bank and the thetas are that fit on the N(0, 1) scale every
+        reader of a bank assumes: common slope a = sigma, b = -d / sigma, theta / sigma (what
+        "1pl" fits).
     quadpts, theta_range : quadrature grid (61 nodes on [-6, 6], mirt's default)
     prior_a, prior_c : "auto" (default: the held-out winner's weak priors for the chosen model,
         a ~ lognorm(0,1), c ~ beta(2,8)), None for no prior (mirt), or a prior (spec string or
@@ -120,12 +122,12 @@ class Calibrator:
     warnings), result_ (a :class:`CalibrationResult`).
     """
 
-    def __init__(self, model: str = "auto", *, quadpts: int = 61, theta_range=(-6.0, 6.0),
-                 prior_a="auto", prior_c="auto", prior_u="auto", max_iter: int = 1000, tol: float = 1e-4,
-                 accelerate: bool = True, partition_size: int | None = None,
-                 link: str = "mean-sigma", filter: bool = False, dtype: str = "float64",
+    def __init__(self, model: str = AUTO, *, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
+                 prior_a=AUTO, prior_c=AUTO, prior_u=AUTO, max_iter: int = MAX_ITER,
+                 tol: float = TOL, accelerate: bool = True, partition_size: int | None = None,
+                 link: str = LINK, filter: bool = False, dtype: str = "float64",
                  random_state=None, callback=None, max_newton: int = 8, start=None,
-                 convergence: str = "params", mirt_defaults: bool = False, device="cpu",
+                 convergence: str = CONVERGENCE, mirt_defaults: bool = False, device="cpu",
                  memory_limit: float | None = None):
         self.model = model
         self.mirt_defaults = mirt_defaults
@@ -150,8 +152,11 @@ class Calibrator:
         self.memory_limit = memory_limit
 
     # ------------------------------------------------------------------ validation
-    def _check_settings(self, choice=None):
-        # "auto" model / priors are resolved from the data's size in fit (irt/defaults.py)
+    def check_settings(self, choice=None):
+        """The settings checked (a ConfigError of one line on the first bad one) before any
+        data is read; returns (model, prior_a, prior_c, prior_u) with the priors parsed.
+        ``choice``: the model and priors resolved from the data (:mod:`atlascat.irt.defaults`);
+        without it "auto" stays unresolved and the rest is checked."""
         model = str(self.model if choice is None else choice.model).lower()
         pa, pc, pu = ((self.prior_a, self.prior_c, self.prior_u) if choice is None
                       else (choice.prior_a, choice.prior_c, choice.prior_u))
@@ -216,7 +221,7 @@ class Calibrator:
         from ..validation import check_identified, check_subjects
 
         start = time.perf_counter()
-        model, prior_a, prior_c, prior_u = self._check_settings()
+        model, prior_a, prior_c, prior_u = self.check_settings()
         responses = as_labelled_responses(responses, on_empty="drop")  # DataFrames keep labels
         if not isinstance(responses, ResponseMatrix):
             arr = responses if isinstance(responses, np.ndarray) else \
@@ -251,7 +256,7 @@ class Calibrator:
         choice = resolve_defaults(self.model, self.prior_a, self.prior_c, values, w,
                                   mirt_defaults=self.mirt_defaults, stacklevel=4,
                                   prior_u=self.prior_u)
-        model, prior_a, prior_c, prior_u = self._check_settings(choice)
+        model, prior_a, prior_c, prior_u = self.check_settings(choice)
         self.defaults_ = choice
         rng = self.random_state if isinstance(self.random_state, np.random.Generator) \
             else np.random.default_rng(self.random_state)
@@ -268,10 +273,13 @@ class Calibrator:
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             fit = fit_joint(values, w, item_model, start_bank=self.start, item_ids=item_ids,
                             **self._em_settings())
-            bank = to_bank(item_ids, fit["th"], item_model, model, fit["var"])
+            # Rasch and 1PL: the bank on the N(0, 1) scale every reader of a bank assumes
+            # (common slope sqrt(latent variance)), thetas on the same scale
+            bank = to_bank(item_ids, fit["th"], item_model,
+                           "1pl" if model == "rasch" else model, fit["var"])
             if self.dtype == "float32":  # iterations before the float64 finish
                 settings["float32_iterations"] = fit["float32_iterations"]
-            if model == "1pl":  # report thetas on the N(0, 1) scale of the 1PL bank
+            if model in ("rasch", "1pl"):
                 sd = np.sqrt(fit["var"])
                 fit["theta"], fit["theta_se"] = fit["theta"] / sd, fit["theta_se"] / sd
             result = CalibrationResult(
@@ -313,7 +321,7 @@ class Calibrator:
                 "max_newton": self.max_newton, "callback": self.callback}
 
 
-def calibrate(responses, model: str = "auto", **settings) -> CalibrationResult:
+def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
     """Calibrate an item bank: ``Calibrator(model, **settings).fit(responses).result_``.
 
     See :class:`Calibrator` for the settings. Returns a :class:`CalibrationResult` with the

@@ -78,12 +78,22 @@ import numpy as np
 
 from ..errors import warn_user
 
-__all__ = ["AUTO", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
+__all__ = ["AUTO", "QUADPTS", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
            "SMALL_N_DEFAULT", "choose_defaults", "is_auto",
            "identification_problems", "resolve"]
 
 AUTO = "auto"
+#: the quadrature grid every marginal likelihood, EAP and fit statistic integrates on by
+#: default: mirt's for one factor, 61 equally spaced nodes on [-6, 6]
+QUADPTS = 61
+THETA_RANGE = (-6.0, 6.0)
+#: EM's stopping rule: at most MAX_ITER iterations, stop when the largest parameter change
+#: (CONVERGENCE "params", mirt's rule) is below TOL; partitions linked by LINK
+MAX_ITER = 1000
+TOL = 1e-4
+CONVERGENCE = "params"
+LINK = "mean-sigma"
 # smallest N (subjects) at which the default uses each model
 MODEL_MIN_SUBJECTS = {"2pl": 0, "3pl": 500, "4pl": 1000}
 # the same without priors (an explicit model with no prior is flagged below these)

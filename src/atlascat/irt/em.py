@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from .defaults import CONVERGENCE, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from .._blas import large_products
 from ..errors import ConvergenceError
 from . import arrays, squarem
@@ -33,15 +34,15 @@ __all__ = ["fit_joint"]
 def fit_joint(values, weights, item_model: ItemModel, **settings) -> dict:
     """Calibrate the items of ``values`` jointly by EM (:func:`_fit_joint`), with BLAS's
     threads given back to the E-step's products when they are large (:mod:`atlascat._blas`)."""
-    cells = float(values.shape[0]) * values.shape[1] * int(settings.get("quadpts", 61))
+    cells = float(values.shape[0]) * values.shape[1] * int(settings.get("quadpts", QUADPTS))
     with large_products(cells):
         return _fit_joint(values, weights, item_model, **settings)
 
 
-def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = 61,
-              theta_range=(-6.0, 6.0), device="cpu", dtype: str = "float64",
-              memory_limit=None, max_iter: int = 1000, tol: float = 1e-4,
-              accelerate: bool = True, convergence: str = "params", max_newton: int = 8,
+def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS,
+              theta_range=THETA_RANGE, device="cpu", dtype: str = "float64",
+              memory_limit=None, max_iter: int = MAX_ITER, tol: float = TOL,
+              accelerate: bool = True, convergence: str = CONVERGENCE, max_newton: int = 8,
               callback=None, part: int = 0, n_parts: int = 1, start_bank=None,
               item_ids=None) -> dict:
     """Calibrate the items of ``values`` (subjects x items, NaN = missing) jointly by EM.

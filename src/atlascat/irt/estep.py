@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .defaults import QUADPTS, THETA_RANGE
 from . import arrays, models
 from .bank import ItemBank
 from .inputs import response_array
@@ -250,7 +251,7 @@ def bank_estep(values, weights, bank: ItemBank, quad, latent_sd: float = 1.0, *,
     return estep(data, put(log_p.T), put(log_q.T), put(log_w), x=put(quad.nodes), stats=False)
 
 
-def marginal_loglik(responses, bank: ItemBank, quadpts: int = 61, theta_range=(-6.0, 6.0), *,
+def marginal_loglik(responses, bank: ItemBank, quadpts: int = QUADPTS, theta_range=THETA_RANGE, *,
                     latent_sd: float = 1.0, weights=None) -> float:
     """Marginal log-likelihood of a bank on response data.
 

@@ -88,6 +88,7 @@ import pandas as pd
 from scipy import linalg
 from scipy.special import expit
 
+from .defaults import QUADPTS, THETA_RANGE
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import models
 from .ability import estimate_ability, irf_pieces, response_array
@@ -412,8 +413,8 @@ class M2Result:
         return {k: (float(v) if isinstance(v, (np.floating, float)) else v) for k, v in d.items()}
 
 
-def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = 61,
-       theta_range=(-6.0, 6.0), prior_mean: float = 0.0, prior_sd: float = 1.0,
+def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
+       theta_range=THETA_RANGE, prior_mean: float = 0.0, prior_sd: float = 1.0,
        ci: float = 0.9, weights=None, null_model: bool = True) -> M2Result:
     """M2 statistic, df, p-value, RMSEA with CI, SRMSR, TLI and CFI (see the module docstring).
 
@@ -575,8 +576,8 @@ def _leave_one_out(f, P):
     return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None)
 
 
-def sx2(responses, bank: ItemBank, *, estimated=None, mincell: float = 1.0, quadpts: int = 61,
-        theta_range=(-6.0, 6.0), prior_mean: float = 0.0, prior_sd: float = 1.0,
+def sx2(responses, bank: ItemBank, *, estimated=None, mincell: float = 1.0, quadpts: int = QUADPTS,
+        theta_range=THETA_RANGE, prior_mean: float = 0.0, prior_sd: float = 1.0,
         weights=None, block: int = 64) -> pd.DataFrame:
     """Orlando-Thissen S-X2 item fit for every item: columns item_id, S_X2, df_S_X2, p_S_X2,
     n_groups. Uses the subjects who answered every item (0/1 scores)."""

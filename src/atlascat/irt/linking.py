@@ -41,6 +41,7 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import expit
 
+from .defaults import QUADPTS, THETA_RANGE
 from ..errors import ConfigError
 from .bank import ItemBank
 from .quadrature import normal_quadrature
@@ -153,18 +154,18 @@ def _cc_link(ref: ItemBank, new: ItemBank, kind: str, quadpts: int, theta_range)
     return float(np.exp(res.x[0])), float(res.x[1]), float(res.fun)
 
 
-def haebara(ref: ItemBank, new: ItemBank, *, quadpts: int = 61, theta_range=(-4.0, 4.0)):
+def haebara(ref: ItemBank, new: ItemBank, *, quadpts: int = QUADPTS, theta_range=(-4.0, 4.0)):
     """Haebara constants (A, B, criterion) from two banks holding the same anchor items in order."""
     return _cc_link(ref, new, "haebara", quadpts, theta_range)
 
 
-def stocking_lord(ref: ItemBank, new: ItemBank, *, quadpts: int = 61, theta_range=(-4.0, 4.0)):
+def stocking_lord(ref: ItemBank, new: ItemBank, *, quadpts: int = QUADPTS, theta_range=(-4.0, 4.0)):
     """Stocking-Lord constants (A, B, criterion) from two banks holding the same anchors in order."""
     return _cc_link(ref, new, "stocking-lord", quadpts, theta_range)
 
 
 def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, anchors=None,
-               quadpts: int = 61, theta_range=(-4.0, 4.0)) -> Linking:
+               quadpts: int = QUADPTS, theta_range=(-4.0, 4.0)) -> Linking:
     """Linking constants that put ``new`` on the scale of ``ref`` through their common items.
 
     ``anchors``: the item ids to use (default: every id present in both banks; at least 2).
@@ -201,8 +202,8 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
     return Linking(A, B, method, tuple(anchors), crit)
 
 
-def icc_rmsd(bank1: ItemBank, bank2: ItemBank, *, quadpts: int = 61,
-             theta_range=(-6.0, 6.0)) -> pd.Series:
+def icc_rmsd(bank1: ItemBank, bank2: ItemBank, *, quadpts: int = QUADPTS,
+             theta_range=THETA_RANGE) -> pd.Series:
     """Per-item RMSD between two banks' characteristic curves, weighted by N(0, 1).
 
     RMSD_j = sqrt(sum_q pi_q (P1_j(x_q) - P2_j(x_q))^2) over the items of ``bank1`` that are in

@@ -56,6 +56,7 @@ import pandas as pd
 from scipy.special import expit, log_expit, logsumexp
 from scipy.stats import norm
 
+from .defaults import THETA_RANGE, TOL
 from ..errors import BankError, ConfigError, ResponseDataError
 
 __all__ = [
@@ -237,7 +238,7 @@ class MultidimBank:
 
 
 # ============================================================================ helpers
-def product_grid(n_dims: int, quadpts: int | None = None, theta_range=(-6.0, 6.0)):
+def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANGE):
     """Equally spaced product grid and normalized N(0, I) log-weights: (Q, K), (Q,).
 
     Default points per dimension: 61 (K = 1), 31 (K = 2), 15 (K = 3) as mirt."""
@@ -423,7 +424,7 @@ class MultidimIRT:
     """
 
     def __init__(self, n_dims: int = 2, *, method: str = "auto", quadpts: int | None = None,
-                 max_iter: int | None = None, tol: float = 1e-4, prior_a_sd: float | None = 3.0,
+                 max_iter: int | None = None, tol: float = TOL, prior_a_sd: float | None = 3.0,
                  prior_d_sd: float | None = 5.0, rotation: str = "varimax", burn_in: int = 100,
                  mh_steps: int = 3, mhrm_tol: float = 1e-3,
                  rng: np.random.Generator | None = None):

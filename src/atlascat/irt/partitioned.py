@@ -18,13 +18,14 @@ from .itemmodel import ItemModel, to_bank
 from .linking import mean_sigma, transform_bank
 from .quadrature import normal_quadrature
 from .result import CalibrationResult
+from .defaults import LINK, QUADPTS, THETA_RANGE
 
 __all__ = ["fit_partitioned"]
 
 
 def fit_partitioned(values, weights, item_ids, item_model: ItemModel, model: str, rng, *,
-                    partition_size: int, link: str = "mean-sigma", quadpts: int = 61,
-                    theta_range=(-6.0, 6.0), **em_settings) -> CalibrationResult:
+                    partition_size: int, link: str = LINK, quadpts: int = QUADPTS,
+                    theta_range=THETA_RANGE, **em_settings) -> CalibrationResult:
     """Calibrate ``values`` (subjects x items) in linked random partitions of at least
     ``partition_size`` items; ``em_settings`` go to :func:`atlascat.irt.em.fit_joint`.
     The result's subject ids, dropped items, filter report and settings are left for the

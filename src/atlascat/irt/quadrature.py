@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from .defaults import QUADPTS, THETA_RANGE
 from ..errors import ConfigError
 
 __all__ = ["Quadrature", "normal_quadrature"]
@@ -32,7 +33,7 @@ class Quadrature:
         return self.nodes.size
 
 
-def normal_quadrature(quadpts: int = 61, theta_range=(-6.0, 6.0), mean: float = 0.0,
+def normal_quadrature(quadpts: int = QUADPTS, theta_range=THETA_RANGE, mean: float = 0.0,
                       sd: float = 1.0) -> Quadrature:
     """Equally spaced nodes on ``theta_range``, weights proportional to the N(mean, sd) density."""
     lo, hi = float(theta_range[0]), float(theta_range[1])

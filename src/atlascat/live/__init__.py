@@ -6,9 +6,11 @@
 - :mod:`.scorers`  scorers by name: ``mc`` (letter / option text), ``gsm8k`` (numeric), callables
 - :mod:`.subjects` ``OpenAICompletionsSubject`` (log-likelihoods from echoed prompt logprobs),
                    ``OpenAICompatible`` (chat / text prompts, approximate), ``ReplaySubject``,
-                   ``CallableSubject``, ``SimulatedSubject``, :func:`subject_from_spec`
+                   ``CallableSubject``, ``SimulatedSubject``, :class:`SubjectSpec` (``--subject``)
 - :mod:`.store`    the SQLite run store (WAL; pending item before asking, one transaction a step)
-- :mod:`.runner`   :func:`evaluate`, :func:`resume`, :func:`evaluate_many` (rounds of k items)
+- :mod:`.runner`   one run's loop (rounds of k items, every step persisted)
+- :mod:`.service`  :class:`LiveRun` (runs of every kind, several models at once),
+                   :func:`evaluate`, :func:`resume`
 - :mod:`.lmeval`   :func:`read_lmeval_samples`: lm-evaluation-harness sample logs -> ResponseMatrix
 - :mod:`.report`   a self-contained HTML page per run
 - :mod:`.hf`, :mod:`.lmeval_backend`, :mod:`.toylm`  log-likelihood backends: in-process
@@ -32,11 +34,12 @@ _LAZY = {
     "OpenAICompatible": "subjects", "CallableSubject": "subjects", "SimulatedSubject": "subjects",
     "Answer": "subjects", "Subject": "subjects", "SubjectError": "subjects",
     "RunStore": "store",
-    "evaluate": "runner", "evaluate_many": "runner", "resume": "runner",
+    "evaluate": "service", "resume": "service", "LiveRun": "service",
     "PromptSettings": "runner", "RunResult": "runner",
     "read_lmeval_samples": "lmeval",
     "OpenAICompletionsSubject": "subjects", "ReplaySubject": "subjects",
     "NoPromptLogprobsError": "subjects", "subject_from_spec": "subjects",
+    "SubjectSpec": "subjects",
     "write_run_report": "report",
     "HFSubject": "hf", "LMEvalSubject": "lmeval_backend", "ToyLM": "toylm",
 }

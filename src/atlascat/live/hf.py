@@ -267,7 +267,7 @@ class HFSubject:
         return 2048
 
     def describe(self) -> dict:
-        return {"backend": "hf", "model": self.model_name, "name": self.name,
+        return {"type": "hf", "model": self.model_name, "name": self.name,
                 "revision": self.revision,
                 "device": str(self.device), "dtype": self.dtype, "batch_size": self.batch_size,
                 "max_batch_tokens": self.max_batch_tokens,

@@ -130,7 +130,7 @@ class LMEvalSubject:
         # model_args may carry a URL or key: drop anything that looks like a secret
         args = ",".join(kv for kv in self.model_args.split(",")
                         if kv and not kv.lower().startswith(("api_key", "token", "key")))
-        return {"backend": "lmeval", "model_type": self.model_type, "model_args": args,
+        return {"type": "lmeval", "model_type": self.model_type, "model_args": args,
                 "name": self.name,
                 "protocol": "lm-evaluation-harness LM interface"}
 

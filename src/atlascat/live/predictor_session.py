@@ -13,20 +13,15 @@ the IRT posterior's (EAP and posterior SD), for the run's trajectory; the predic
 
 The snapshot (``type: "predict"``) holds the predictor's description and the session's state
 (draws, answers, generator), so a run resumes exactly and its prediction is recomputed from the
-store alone (:func:`atlascat.live.evaluation.predict_run`).
+store alone (:func:`atlascat.live.service.predict_run`).
 """
 from __future__ import annotations
 
 from ..errors import ConfigError
 
-__all__ = ["PredictorLiveSession", "is_predictor_state"]
+__all__ = ["PredictorLiveSession"]
 
 _TYPE = "predict"
-
-
-def is_predictor_state(state) -> bool:
-    """Whether a stored session snapshot is a predictor run's."""
-    return isinstance(state, dict) and state.get("type") == _TYPE
 
 
 class PredictorLiveSession:
@@ -117,7 +112,7 @@ class PredictorLiveSession:
         from ..predict import BenchmarkPredictor
         from ..predict.session import PredictSession
 
-        if not is_predictor_state(state):
+        if not (isinstance(state, dict) and state.get("type") == _TYPE):
             raise ConfigError("not a predictor run's snapshot")
         predictor = BenchmarkPredictor.from_dict(state.get("predictor"))
         return cls(predictor, _inner=PredictSession.from_dict(predictor, state.get("session")))

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .predictor_session import is_predictor_state
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
            "score_name", "population_of", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
@@ -48,7 +47,7 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> 
 
 def _is_folder(bank_ref) -> bool:
     """Whether a stored bank reference names a bank folder (:class:`BankRef`'s ``dir``)."""
-    from .bankref import BankRef
+    from ..catalogue.bankref import BankRef
 
     try:
         return bool(bank_ref) and BankRef.parse(bank_ref).kind == "dir"
@@ -308,7 +307,7 @@ def _test_row(info, cfg, suite) -> tuple[str, str]:
         return ("test", f"suite {suite.get('suite') or cfg.get('suite')}: {stop}, at least "
                         f"{cfg.get('min_items')}, rounds of {cfg.get('batch_size')}, seed "
                         f"{info['seed']}")
-    if is_predictor_state(info.get("session")):
+    if info["kind"] == "predictor":
         return ("test", f"benchmark predictor: {cfg.get('max_items')} items drawn one after "
                         "another at random (weighted to the items the IRT model is unsure "
                         f"about), seed {info['seed']}")
@@ -327,7 +326,7 @@ def _asked_rows(subj, prm, proto, bank) -> list[tuple[str, str]]:
 
     asked = describe_requests(getattr(bank, "metadata", None))
     kind = subj.get("type")
-    if kind == "simulated":
+    if kind == "simulate":
         return [("endpoint kind", "none: simulated (answers drawn from the bank's IRT model)"),
                 ("requests", "none sent" + (f"; the items: {asked}" if asked else ""))]
     if kind == "replay":
@@ -352,13 +351,12 @@ def _warnings(leaderboard, suite) -> list[str]:
 def _predictor_path(info):
     """A benchmark predictor run's prediction after each answer (its stored session:
     :meth:`atlascat.predict.session.PredictSession.trajectory`), or None for another run."""
-    state = info.get("session")
-    if not is_predictor_state(state):
+    if info.get("kind") != "predictor":
         return None
     from .predictor_session import PredictorLiveSession
 
     try:
-        return PredictorLiveSession.from_dict(state).inner.trajectory()
+        return PredictorLiveSession.from_dict(info.get("session")).inner.trajectory()
     except Exception:  # noqa: BLE001 - a damaged snapshot: the page shows theta instead
         return None
 
@@ -466,7 +464,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     shown = {"cat" if suite is None else "suite": cfg, "prompt": prm, "subject": subj}
     if by_id or proto != "approximate":  # the chat prompt's settings apply to chat only
         shown.pop("prompt")
-    if subj.get("type") in ("simulated", "replay"):  # no endpoint: no endpoint kind
+    if subj.get("type") in ("simulate", "replay"):  # no endpoint: no endpoint kind
         shown["subject"] = {k: v for k, v in subj.items() if k != "kind"}
     settings = _e(json.dumps(shown, indent=1, sort_keys=True))
     note = ("The trajectory is the predicted average (percent) and its SE after each round."

@@ -14,7 +14,7 @@ Loop of one run (Algorithm 1 of the ATLAS paper, with a model in the loop, k ite
 
 With k = 1 this is the classic CAT (``next_item`` / ``record``). The snapshot saved in
 transaction 2 is the complete CAT state (responses, theta, SE, and the random generator's
-state), so :func:`resume` continues a killed run exactly where it stopped: answered items are
+state), so :func:`continue_run` of a stored run continues a killed run exactly where it stopped: answered items are
 never asked again, the next selection draws the same random numbers, and the final theta, SE
 and item sequence equal those of an uninterrupted run with the same seed. Only items that were
 *pending* (asked, reply not yet saved) when the process died are asked again; a prompt
@@ -26,33 +26,31 @@ not on the bank's scale exactly), ``"simulated"``, or, for item-scored subjects 
 requests, items scored by id: :mod:`atlascat.live.subjects.itemscored`), ``"item command"``
 (the user's program) and ``"recorded"`` (recorded answers).
 
-Several models run concurrently (one thread each, :func:`evaluate_many`); requests to one
-endpoint are bounded by the subjects' shared concurrency limiter. One run is run by one process
-at a time (the store's run lock).
+:func:`start_run` creates a run and :func:`continue_run` drives it; the live-run service
+(:class:`atlascat.live.service.LiveRun`) runs several models concurrently (one thread each);
+requests to one endpoint are bounded by the subjects' shared concurrency limiter. One run is run
+by one process at a time (the store's run lock).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
-from ..errors import AtlasError, BankError, ConfigError, LiveRunError
+from ..errors import AtlasError, BankError, ConfigError, LiveRunError, RunStoppedError
 from ..content.items import PROMPT_STYLES, build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
 from .subjects import Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood
 
-__all__ = ["PromptSettings", "RunResult", "StepInfo", "evaluate", "evaluate_many", "resume",
-           "start_run", "continue_run", "bank_hash", "load_bank_ref", "subject_from_description",
-           "expected_accuracy", "subject_protocol", "PROTOCOL_LABELS"]
+__all__ = ["PromptSettings", "RunResult", "StepInfo", "start_run", "continue_run", "bank_hash",
+           "expected_accuracy", "subject_protocol", "check_content", "PROTOCOL_LABELS"]
 
 #: how each protocol reads in results and reports
 PROTOCOL_LABELS = {
@@ -198,70 +196,6 @@ def bank_hash(bank) -> str:
 _BANK_HASHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def bundled_content_bank(name: str):
-    """The content bank shipped under ``name`` (``arc``, ...), as ``--bank NAME`` resolves it."""
-    from ..catalogue import resolve_bank
-
-    return resolve_bank(name)
-
-
-def load_bank_ref(ref: str):
-    """The bank a run was started on: ``shipped:<bench>``, ``suite:<suite>`` (the suite's
-    composite bank) or a bank file path (see :class:`~atlascat.live.bankref.BankRef`)."""
-    from .bankref import BankRef
-
-    return BankRef.parse(ref).load()
-
-
-def subject_from_description(desc: dict, bank=None, *, limiter=None, max_concurrency=None,
-                             api_key_env: str | None = None, **overrides):
-    """Rebuild a subject from its stored description (the API key comes from the environment:
-    the stored variable's name, else ``api_key_env``). HTTP subjects take this process's
-    ``limiter`` (a semaphore shared by the runs), ``max_concurrency`` and HTTP settings
-    (``overrides``: timeout, max_retries, backoff, over the stored ones)."""
-    from .subjects import (CommandSubject, OpenAICompatible, OpenAICompletionsSubject,
-                           RecordedAnswers, ReplaySubject, SimulatedSubject, subject_from_spec)
-
-    kind = desc.get("type")
-    http = {k: desc[k] for k in ("timeout", "max_retries", "backoff", "max_backoff") if k in desc}
-    http.update({k: v for k, v in overrides.items() if v is not None})
-    if limiter is not None:
-        http["limiter"] = limiter
-    key_env = desc.get("api_key_env") or api_key_env
-    if kind == "openai":
-        return OpenAICompatible(desc["base_url"], desc["model"], api_key_env=key_env,
-                                chat=desc.get("kind", "chat") == "chat", **http)
-    if kind == "completions":
-        if max_concurrency is not None:
-            http["max_concurrency"] = max_concurrency
-        return OpenAICompletionsSubject(desc["base_url"], desc["model"], api_key_env=key_env,
-                                        batch_prompts=desc.get("batch_prompts", 16), **http)
-    if kind == "simulated":
-        if bank is None:
-            raise ConfigError("a simulated subject needs the bank to be rebuilt")
-        return SimulatedSubject(bank, desc["theta"], seed=desc["seed"], name=desc["model"],
-                                kind=desc.get("kind", "chat"))
-    if kind == "replay" and desc.get("kind") == "item":
-        return RecordedAnswers(desc["matrix"], desc["model"])
-    if kind == "replay":
-        return ReplaySubject(desc["matrix"], desc["model"], bank=bank)
-    if kind == "command":
-        return CommandSubject(desc["command"], desc["model"], timeout=http.get("timeout"))
-    backend = desc.get("backend")
-    if backend == "hf":
-        opts = {k: desc[k] for k in ("device", "dtype", "batch_size", "max_batch_tokens",
-                                     "max_length", "shared_prefix", "revision", "gguf_file")
-                if k in desc}
-        return subject_from_spec(f"hf:{desc['model']}", bank=bank, **opts)
-    if backend == "lmeval":
-        args = desc.get("model_args") or ""
-        return subject_from_spec(f"lmeval:{desc['model_type']}" + (f",{args}" if args else ""),
-                                 bank=bank)
-    if desc.get("spec"):  # other subjects that describe themselves by spec
-        return subject_from_spec(desc["spec"], bank=bank, model=desc.get("model"))
-    raise ConfigError(f"cannot rebuild a {kind!r} subject from the database; pass subject=...")
-
-
 def expected_accuracy(bank, theta: float) -> float:
     """Reconstructed accuracy: the expected proportion correct over the bank's items at theta."""
     return float(np.mean(bank.probability(float(theta))))
@@ -273,14 +207,15 @@ def _session_cls():
     return CATSession
 
 
-def _restore_session(state: dict, bank):
-    """The session of a stored snapshot: a CAT session, a suite's (``type: suite``) or a
-    bank folder's benchmark predictor's (``type: predict``)."""
-    if state.get("type") == "suite":
+def _restore_session(info: dict, bank):
+    """The session of a stored run's snapshot, by the run's kind: a suite's, a bank folder's
+    benchmark predictor's, or the CAT's."""
+    state = info["session"]
+    if info["kind"] == "suite":
         from .suite_session import SuiteLiveSession
 
         return SuiteLiveSession.from_dict(state, bank)
-    if state.get("type") == "predict":
+    if info["kind"] == "predictor":
         from .predictor_session import PredictorLiveSession
 
         return PredictorLiveSession.from_dict(state, bank)
@@ -316,13 +251,15 @@ def check_content(bank, subject, probe_ids) -> None:
 
 def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
               prompt: PromptSettings | None = None, bank_ref: str | None = None,
-              run_id: str | None = None, batch_size: int = 1, session=None) -> str:
+              run_id: str | None = None, batch_size: int = 1, session=None,
+              kind: str = "adaptive") -> str:
     """Create a run (CAT session seeded with ``seed``) in ``store``; returns its id.
 
     ``batch_size`` k: items selected and asked per round (stored with the run; a resumed run
-    uses the same k). ``session``: another session to drive instead of the CAT (e.g. a
-    :class:`~atlascat.live.predictor_session.PredictorLiveSession`), with ``to_dict`` and the
-    ``type`` :func:`_restore_session` knows."""
+    uses the same k). ``session``: another session to drive instead of the CAT, with
+    ``to_dict``: a :class:`~atlascat.live.predictor_session.PredictorLiveSession` (``kind``
+    ``"predictor"``) or a :class:`~atlascat.live.suite_session.SuiteLiveSession` (``"suite"``);
+    ``kind`` (:data:`~atlascat.live.store.RUN_KINDS`) is stored once with the run."""
     from ..cat.config import CATConfig
 
     k = _check_batch_size(batch_size)
@@ -336,7 +273,7 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
         bank_ref=bank_ref, bank_hash=bank_hash(bank), n_bank_items=len(bank),
         config=config.to_dict(), prompt=asdict(prompt), seed=seed, session=session.to_dict(),
-        run_id=run_id, protocol=subject_protocol(subject), batch_size=k)
+        run_id=run_id, protocol=subject_protocol(subject), batch_size=k, kind=kind)
 
 
 def _check_batch_size(k) -> int:
@@ -505,8 +442,9 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                  on_step: Callable[[StepInfo], None] | None = None) -> RunResult:
     """Drive a stored run to its end (a fresh run or a resumed one).
 
-    Raises :class:`LiveRunError` (run marked ``error``, resumable) when the subject fails
-    after its retries, and when another process is running the same run.
+    Raises :class:`~atlascat.errors.RunStoppedError` (run marked ``error``, resumable) when
+    the subject fails after its retries, :class:`LiveRunError` when another process is running
+    the same run.
     """
     info = store.get_run(run_id)
     if info["status"] == "done":
@@ -522,7 +460,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     by_id = is_item_scored(subject)
     if loglik:
         from ..content.requests import build_item_requests
-    session = _restore_session(info["session"], bank)
+    session = _restore_session(info, bank)
     settings = PromptSettings(**info["prompt"])
     store.claim(run_id)  # one process per run (raises if another one is running it)
     unread, n_read = [], 0
@@ -621,8 +559,9 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                      float(a.latency_s)))
     except SubjectError as exc:
         store.fail_run(run_id, str(exc))
-        raise LiveRunError(f"{exc}. Run {run_id} is saved with {session.n_items} answered item(s); "
-                           f"resume it with: atlas evaluate --resume {run_id} --db {store.path}") from exc
+        raise RunStoppedError(f"{exc}. Run {run_id} is saved with {session.n_items} answered "
+                              "item(s) and can be resumed", run_id=run_id, store=store.path,
+                              n_items=session.n_items) from exc
     except KeyboardInterrupt:
         store.interrupt_run(run_id)
         raise
@@ -661,84 +600,3 @@ def _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompt
                                 prompt_hash=hashes[n])
     if errors:
         raise errors[0]
-
-
-def evaluate(bank, subject, *, store, config=None, seed: int = 0,
-             prompt: PromptSettings | None = None, cache: bool = True,
-             bank_ref: str | None = None, run_id: str | None = None,
-             on_step: Callable[[StepInfo], None] | None = None,
-             batch_size: int = 1) -> RunResult:
-    """Run one adaptive test of ``subject`` on ``bank``, persisted in ``store`` (path or RunStore).
-
-    Parameters
-    ----------
-    bank : ItemBank with content metadata (:func:`atlascat.catalogue.load_content_bank`)
-    subject : a :class:`~atlascat.live.subjects.Subject`
-    config : CATConfig (default: the paper's settings, SE stop 0.1)
-    seed : seeds the CAT's generator (first item and randomesque picks)
-    prompt : PromptSettings (style, max_tokens, temperature, system message)
-    cache : reuse stored answers of the same model to the same prompt
-    bank_ref : how to find the bank again on resume (``shipped:arc`` or a file path)
-    batch_size : items selected jointly and asked at once per round (1 = the classic CAT)
-    """
-    store = store if isinstance(store, RunStore) else RunStore(store)
-    rid = start_run(store, bank, subject, config=config, seed=seed, prompt=prompt,
-                    bank_ref=bank_ref, run_id=run_id, batch_size=batch_size)
-    return continue_run(store, rid, bank, subject, cache=cache, on_step=on_step)
-
-
-def resume(store, run_id: str, *, bank=None, subject=None, cache: bool = True,
-           on_step: Callable[[StepInfo], None] | None = None, **subject_overrides) -> RunResult:
-    """Continue a run that was killed or failed; bank and subject default to the stored ones."""
-    store = store if isinstance(store, RunStore) else RunStore(store)
-    info = store.get_run(run_id)
-    if bank is None:
-        if not info["bank_ref"]:
-            raise ConfigError(f"run {run_id} has no bank reference; pass bank=...")
-        bank = load_bank_ref(info["bank_ref"])
-    if subject is None:
-        subject = subject_from_description(info["subject"], bank, **subject_overrides)
-    return continue_run(store, run_id, bank, subject, cache=cache, on_step=on_step)
-
-
-def evaluate_many(bank, subjects: Sequence, *, store, config=None, seed: int = 0,
-                  prompt: PromptSettings | None = None, cache: bool = True,
-                  bank_ref: str | None = None, resume_ids: Sequence[str] | None = None,
-                  on_step: Callable[[StepInfo], None] | None = None,
-                  max_workers: int | None = None, batch_size: int = 1) -> list:
-    """Evaluate several subjects concurrently (one thread per run).
-
-    Every run is created first (so all ids exist even if one fails early); a failing run is
-    returned with ``status='error'`` and its message instead of stopping the others. With
-    ``resume_ids`` (one per subject), those runs are continued instead of new ones started.
-    """
-    store = store if isinstance(store, RunStore) else RunStore(store)
-    if resume_ids is None:
-        ids = [start_run(store, bank, s, config=config, seed=seed, prompt=prompt,
-                         bank_ref=bank_ref, batch_size=batch_size) for s in subjects]
-    else:
-        if len(resume_ids) != len(subjects):
-            raise ConfigError("give one run id per subject")
-        ids = list(resume_ids)
-    lock = threading.Lock()
-
-    def step_cb(info):
-        if on_step is not None:
-            with lock:
-                on_step(info)
-
-    def one(rid, subject):
-        try:
-            return continue_run(store, rid, bank, subject, cache=cache, on_step=step_cb)
-        except AtlasError as exc:
-            res = RunResult.from_store(store, rid)
-            res.status, res.error = "error", str(exc)
-            return res
-
-    workers = max_workers or len(subjects)
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="atlas-live") as pool:
-        futures = [pool.submit(one, rid, s) for rid, s in zip(ids, subjects)]
-        results = [f.result() for f in futures]
-    store.close()
-    return results
-

@@ -3,7 +3,9 @@
 One database file holds any number of runs (WAL journal, ``synchronous=FULL``; each thread
 has its own connection). Tables:
 
-runs    one row per run: model, subject description (no secret), bank reference and hash,
+runs    one row per run: its kind (``adaptive``, ``predictor`` or ``suite``, :data:`RUN_KINDS`,
+        written once when the run is created), model, subject description (no secret,
+        ``type`` = its ``--subject`` kind), bank reference and hash,
         CAT settings, prompt settings, seed, status (running / done / error / interrupted), the
         CAT session snapshot after the last answered step, theta, SE, items, tokens, latency,
         error text.
@@ -17,9 +19,9 @@ A round of k items (``--batch-size k``) writes its k pending steps in one transa
 asking; an answer that arrives is stored at once (status ``scored``); the round's scores enter the
 CAT session, and the steps become ``answered``, in one more transaction.
 
-Resuming (:func:`atlascat.live.runner.resume`) restores the snapshot, so every answered item
-keeps its answer; only items that were pending when the process died (asked, answer not yet
-saved) are asked again.
+Resuming (:meth:`atlascat.live.service.LiveRun.resume`) restores the snapshot, so every
+answered item keeps its answer; only items that were pending when the process died (asked,
+answer not yet saved) are asked again.
 
 Safety
 ------
@@ -50,7 +52,7 @@ import pandas as pd
 
 from ..errors import LiveRunError
 
-__all__ = ["RunStore", "SCHEMA_VERSION", "default_store_path", "atlas_home", "known_stores",
+__all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home", "known_stores",
            "register_store"]
 
 
@@ -104,14 +106,19 @@ def known_stores() -> list[Path]:
             stores.append(Path(line))
     return stores
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+#: what a run is: the adaptive test on one bank, a bank folder's benchmark predictor, or a suite
+#: (its members' banks as one composite bank)
+RUN_KINDS = ("adaptive", "predictor", "suite")
 
 #: default cap on the characters of one answer kept in the database
 MAX_ANSWER_CHARS = 20_000
 
-# columns added in schema 2 (added in place to a version-1 database)
-_V2_COLUMNS = {
-    "runs": [("protocol", "TEXT"), ("batch_size", "INTEGER NOT NULL DEFAULT 1")],
+# columns added since schema 1 (added in place to an older database)
+_NEW_COLUMNS = {
+    "runs": [("protocol", "TEXT"), ("batch_size", "INTEGER NOT NULL DEFAULT 1"),
+             ("kind", "TEXT NOT NULL DEFAULT 'adaptive'")],
     "steps": [("answer_sha256", "TEXT"), ("answer_chars", "INTEGER"), ("round", "INTEGER")],
 }
 
@@ -145,7 +152,8 @@ CREATE TABLE IF NOT EXISTS runs (
     pid INTEGER,
     host TEXT,
     protocol TEXT,
-    batch_size INTEGER NOT NULL DEFAULT 1
+    batch_size INTEGER NOT NULL DEFAULT 1,
+    kind TEXT NOT NULL DEFAULT 'adaptive'
 );
 CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -241,21 +249,25 @@ class RunStore:
         except sqlite3.DatabaseError as exc:
             raise LiveRunError(f"{str(self.path)!r} is not a usable run database: {exc}") from exc
         row = self._con().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is not None and int(row[0]) == 1:
-            self._migrate_v1()
+        if row is not None and int(row[0]) in (1, 2):
+            self._migrate(int(row[0]))
             row = (str(SCHEMA_VERSION),)
         if row is None or int(row[0]) != SCHEMA_VERSION:
             raise LiveRunError(f"run database {str(self.path)!r} has schema version {row and row[0]}; "
                                f"this ATLAS reads version {SCHEMA_VERSION}")
 
-    def _migrate_v1(self) -> None:
-        """Schema 1 -> 2: add the new columns in place (old runs keep working)."""
+    def _migrate(self, version: int) -> None:
+        """Schema 1 or 2 -> 3: add the new columns in place; a run's kind is read once from
+        its bank reference and session snapshot."""
         with self._tx() as con:
-            for table, cols in _V2_COLUMNS.items():
+            for table, cols in _NEW_COLUMNS.items():
                 have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
                 for name, decl in cols:
                     if name not in have:
                         con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+            con.execute("UPDATE runs SET kind = CASE WHEN bank_ref LIKE 'suite:%' THEN 'suite' "
+                        "WHEN session_json LIKE '%\"type\": \"predict\"%' THEN 'predictor' "
+                        "ELSE 'adaptive' END")
             con.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     # ------------------------------------------------------------------ text hygiene
@@ -325,7 +337,12 @@ class RunStore:
     def create_run(self, *, model: str, subject: dict, cache_key: str, bank_ref: str | None,
                    bank_hash: str, n_bank_items: int, config: dict, prompt: dict,
                    seed: int | None, session: dict, run_id: str | None = None,
-                   protocol: str | None = None, batch_size: int = 1) -> str:
+                   protocol: str | None = None, batch_size: int = 1,
+                   kind: str = "adaptive") -> str:
+        """A new run (status ``running``); ``kind`` (:data:`RUN_KINDS`) is stored once and read
+        by everything that treats the kinds differently."""
+        if kind not in RUN_KINDS:
+            raise LiveRunError(f"a run's kind is one of {', '.join(RUN_KINDS)}, not {kind!r}")
         run_id = run_id or uuid.uuid4().hex[:12]
         now = time.time()
         with self._tx() as con:
@@ -334,11 +351,11 @@ class RunStore:
             con.execute(
                 "INSERT INTO runs (run_id, created_at, updated_at, status, model, subject_json, "
                 "cache_key, bank_ref, bank_hash, n_bank_items, config_json, prompt_json, seed, "
-                "session_json, pid, host, protocol, batch_size) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "session_json, pid, host, protocol, batch_size, kind) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now, now, "running", model, self.redact(_dumps(subject)), cache_key,
                  bank_ref, bank_hash, int(n_bank_items), _dumps(config), _dumps(prompt), seed,
-                 _dumps(session), os.getpid(), socket.gethostname(), protocol, int(batch_size)))
+                 _dumps(session), os.getpid(), socket.gethostname(), protocol, int(batch_size), kind))
         return run_id
 
     def has_run(self, run_id: str) -> bool:
@@ -466,7 +483,7 @@ class RunStore:
         rows = [dict(r) for r in self._con().execute(
             "SELECT run_id, created_at, updated_at, status, model, bank_ref, n_items, n_correct, "
             "theta, se, stop_reason, accuracy, prompt_tokens, completion_tokens, latency_s, "
-            "error, pid, host, protocol, batch_size FROM runs ORDER BY created_at DESC")]
+            "error, pid, host, protocol, batch_size, kind FROM runs ORDER BY created_at DESC")]
         pending = {r[0]: r[1] for r in self._con().execute(
             "SELECT run_id, COUNT(*) FROM steps WHERE status IN ('pending', 'scored') "
             "GROUP BY run_id")}
@@ -479,7 +496,7 @@ class RunStore:
             r["pending"] = pending.get(r["run_id"], 0)
             r["observed_accuracy"] = (r["n_correct"] / r["n_items"]) if r["n_items"] else None
             r["model_based_accuracy"] = r["accuracy"]
-        cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "n_correct",
+        cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "n_correct",
                 "theta", "se", "observed_accuracy", "model_based_accuracy", "accuracy",
                 "stop_reason", "pending", "batch_size", "prompt_tokens",
                 "completion_tokens", "latency_s", "created_at", "updated_at", "error"]

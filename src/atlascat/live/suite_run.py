@@ -1,10 +1,11 @@
 """A whole suite (the Open LLM Leaderboard's six benchmarks) asked live in ONE run.
 
 The run is an ordinary live run of the run store (one run id, per-step persistence, resume,
-the answer cache, Ctrl-C): its bank is the suite's composite bank (``bank_ref``
-``suite:<suite>``, items ``<member>/<item_id>``, each asked with its own benchmark's protocol)
-and its session a :class:`~atlascat.live.suite_session.SuiteLiveSession`, so
-:func:`atlascat.live.runner.continue_run` drives it unchanged. The step log's ``theta`` / ``se``
+the answer cache, Ctrl-C) of kind ``suite``: its bank is the suite's composite bank
+(``bank_ref`` ``suite:<suite>``, items ``<member>/<item_id>``, each asked with its own
+benchmark's protocol) and its session a :class:`~atlascat.live.suite_session.SuiteLiveSession`,
+so the live-run service (:class:`atlascat.live.service.LiveRun`) starts, resumes and drives it
+as any other run. The step log's ``theta`` / ``se``
 are the predicted average (0-1) and its SE (0-1).
 
 :func:`suite_result` is the one place a suite run's numbers come from (``atlas evaluate``'s
@@ -13,38 +14,31 @@ into a fresh SuiteSession, so every reader gets the same numbers.
 
 Example::
 
-    from atlascat.live.suite_run import evaluate_suite
-    from atlascat.live.suite_session import composite_for
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun
     from atlascat.live.subjects import SimulatedSubject
 
-    bank = composite_for("openllm-v1")
-    res = evaluate_suite("openllm-v1", SimulatedSubject(bank, 0.5), store="runs.sqlite")
-    res["average"], res["benchmarks"]
+    suite = BankRef.from_option("openllm-v1", kinds=("suite",))
+    live = LiveRun.start("runs.sqlite", suite, [SimulatedSubject(suite.load(), 0.5)])
+    live.run()
+    res = live.results()[0]        # suite_result: res["average"], res["benchmarks"]
 """
 from __future__ import annotations
 
 import html
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 from ..errors import ConfigError
-from .bankref import BankRef
+from ..catalogue.bankref import BankRef
 from .report import protocol_label, render_run_report
-from .runner import (PromptSettings, RunResult, bank_hash, check_content, continue_run,
-                     subject_protocol)
+from .runner import PromptSettings, RunResult, bank_hash, check_content, subject_protocol
 from .store import RunStore
 from .subjects import is_item_scored
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
 
-__all__ = ["start_suite_run", "evaluate_suite", "resume_suite", "suite_result", "is_suite_run",
-           "suite_of_run", "suite_table_rows", "write_suite_report"]
-
-
-
-def is_suite_run(info: dict) -> bool:
-    """Whether a stored run (``store.get_run`` / ``list_runs`` row) is a suite run."""
-    return bool(info.get("bank_ref")) and BankRef.parse(info["bank_ref"]).kind == "suite"
+__all__ = ["start_suite_run", "suite_result", "suite_of_run", "suite_table_rows",
+           "write_suite_report"]
 
 
 def suite_of_run(info: dict) -> str:
@@ -76,34 +70,7 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
         bank_ref=str(BankRef("suite", ref)), bank_hash=bank_hash(bank), n_bank_items=len(bank),
         config={"suite": ref, **config.to_dict()}, prompt=asdict(prompt), seed=config.seed,
         session=session.to_dict(), run_id=run_id, protocol=subject_protocol(subject),
-        batch_size=int(config.batch_size))
-
-
-def evaluate_suite(suite, subject, *, store, config=None, prompt: PromptSettings | None = None,
-                   cache: bool = True, run_id: str | None = None,
-                   on_step: Callable | None = None) -> dict:
-    """Ask ``subject`` the whole suite adaptively in one run; -> :func:`suite_result`."""
-    store = store if isinstance(store, RunStore) else RunStore(store)
-    rid = start_suite_run(store, suite, subject, config=config, prompt=prompt, run_id=run_id)
-    continue_run(store, rid, composite_for(suite_ref(suite)), subject, cache=cache,
-                 on_step=on_step)
-    return suite_result(store, rid)
-
-
-def resume_suite(store, run_id: str, *, subject=None, cache: bool = True,
-                 on_step: Callable | None = None) -> dict:
-    """Continue a suite run that was killed or interrupted (the subject defaults to the stored
-    one); -> :func:`suite_result`."""
-    from .runner import subject_from_description
-
-    store = store if isinstance(store, RunStore) else RunStore(store)
-    info = store.get_run(run_id)
-    if not is_suite_run(info):
-        raise ConfigError(f"run {run_id} is not a suite run; use atlascat.live.runner.resume")
-    bank = composite_for(suite_of_run(info))
-    subject = subject or subject_from_description(info["subject"], bank)
-    continue_run(store, run_id, bank, subject, cache=cache, on_step=on_step)
-    return suite_result(store, run_id)
+        batch_size=int(config.batch_size), kind="suite")
 
 
 def suite_result(store: RunStore, run_id: str) -> dict:
@@ -113,7 +80,7 @@ def suite_result(store: RunStore, run_id: str) -> dict:
     ``table`` (the printed table, :func:`suite_table_rows`), from the stored answers. No
     ``theta`` / ``se``: a suite's estimate is its average."""
     info = store.get_run(run_id)
-    if not is_suite_run(info):
+    if info["kind"] != "suite":
         raise ConfigError(f"run {run_id} is not a suite run")
     res = RunResult.from_store(store, run_id)
     # a suite has no theta: the run store's theta / se columns hold its average (the step

@@ -20,14 +20,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import BankError, ConfigError
+from ..catalogue.bankref import BankRef
+from ..catalogue.suites import SEP
+from ..errors import ConfigError
 from ..scorelink.score_link import percentile_of
 
-__all__ = ["SuiteLiveSession", "composite_bank", "composite_for", "load_live_suite",
-           "suite_ref", "split_item", "average_percentile", "SEP"]
+__all__ = ["SuiteLiveSession", "composite_for", "load_live_suite", "suite_ref", "split_item",
+           "average_percentile", "SEP"]
 
-#: separates the member's name from the item id in the composite bank
-SEP = "/"
 
 
 @functools.lru_cache(maxsize=8)
@@ -38,11 +38,9 @@ def _load(ref: str):
 
 
 def suite_ref(name_or_path) -> str:
-    """How a run names its suite: a bundled name as given, a file as its absolute path."""
-    p = Path(str(name_or_path))
-    if p.suffix == ".json" or p.exists():
-        return str(p.expanduser().resolve())
-    return str(name_or_path).lower()
+    """How a run names its suite (:class:`~atlascat.catalogue.BankRef`'s name of a suite: a
+    bundled name lower-cased, a file as its absolute path)."""
+    return BankRef.from_option(name_or_path, option="--suite", kinds=("suite",)).name
 
 
 def load_live_suite(ref: str):
@@ -51,34 +49,6 @@ def load_live_suite(ref: str):
     if suite.prior is None:
         raise ConfigError(f"suite {ref!r} has no joint prior; a live suite run needs one")
     return suite
-
-
-@functools.lru_cache(maxsize=8)
-def _composite(ref: str):
-    return composite_bank(load_live_suite(ref))
-
-
-def composite_bank(suite):
-    """The members' banks as one ItemBank: ids ``<member>/<item_id>``, parameters and content
-    (metadata, with a ``member`` column) kept; a member without content is an error."""
-    from ..irt.bank import ItemBank
-
-    ids, params, metas = [], [[], [], [], []], []
-    for m in suite.members:
-        bank = m.bank
-        if getattr(bank, "metadata", None) is None:
-            raise BankError(f"suite member {m.name!r} has no item content; a live suite run "
-                            "asks content banks")
-        ids += [f"{m.name}{SEP}{i}" for i in bank.item_ids]
-        for acc, arr in zip(params, bank.params):
-            acc.append(np.asarray(arr, float))
-        meta = bank.metadata.reset_index(drop=True).copy()
-        meta["member"] = m.name
-        if "benchmark" not in meta.columns:
-            meta["benchmark"] = m.source or m.name
-        metas.append(meta)
-    a, b, c, u = (np.concatenate(x) for x in params)
-    return ItemBank(ids, a, b, c, u, metadata=pd.concat(metas, ignore_index=True))
 
 
 def split_item(item_id: str) -> tuple[str, str]:
@@ -241,5 +211,7 @@ def _link_percentile(link, score: float) -> float | None:
 
 
 def composite_for(ref: str):
-    """The composite bank of a suite reference (cached per process)."""
-    return _composite(str(ref))
+    """The composite bank of a suite run's suite (:meth:`BankRef.load` of the suite, cached per
+    process); the suite must have the joint prior a live run needs."""
+    load_live_suite(ref)
+    return BankRef("suite", str(ref)).load()

@@ -211,7 +211,7 @@ class ToyLM:
         return [self.generate_one(r.context, tuple(r.until), r.max_gen_toks) for r in requests]
 
     def describe(self) -> dict:
-        return {"backend": "toylm", "name": self.name, "seed": self.seed, "order": self.order}
+        return {"type": "toylm", "name": self.name, "seed": self.seed, "order": self.order}
 
     def __repr__(self) -> str:
         return f"ToyLM(seed={self.seed}, order={self.order})"

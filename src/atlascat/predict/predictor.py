@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..irt.defaults import QUADPTS, THETA_RANGE
 from ..errors import ConfigError, ResponseDataError
 from ..irt.quadrature import normal_quadrature
 from ..responses import ResponseMatrix
@@ -107,7 +108,7 @@ class BenchmarkPredictor:
                  level_fraction: float = 0.25, z_cut: float = 3.0,
                  theta_quantile: float = 0.0, d_margin: float = 0.0, chance=None,
                  ridge=None, fitted_weight=None, model_gate=2.5, n_replays: int = 2,
-                 min_tau: float = 0.01, quadpts: int = 61, theta_range=(-6.0, 6.0)):
+                 min_tau: float = 0.01, quadpts: int = QUADPTS, theta_range=THETA_RANGE):
         self.budget = budget
         self.mix = mix
         self.share = share

@@ -396,6 +396,14 @@ class ScoreLink:
         Returns (score, lo, hi, below, above)."""
         return honesty.honest(self, theta, se, score, lo, hi)
 
+    def honest_curve(self, theta) -> np.ndarray:
+        """The whole-bank curve at ``theta`` (any shape), falling towards the floor below the
+        link's data as :meth:`predict` does (no interval)."""
+        flat = np.asarray(theta, float).reshape(-1)
+        g = np.interp(flat, self.theta_grid, self.score_grid)
+        out = self.honest(flat, np.zeros_like(flat), g, g.copy(), g.copy())[0]
+        return out.reshape(np.shape(theta))
+
     def _item_bank(self):
         if self._bank_cache is None:
             from ..irt.bank import ItemBank

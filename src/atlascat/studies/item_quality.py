@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..irt.defaults import QUADPTS
 from ..irt.bank import ItemBank
 from ..irt.quadrature import normal_quadrature
 
@@ -58,7 +59,7 @@ def benjamini_hochberg(p) -> np.ndarray:
 
 def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: float = 0.4,
                  c_max: float = 0.5, u_min: float = 0.9, b_max: float = 4.0,
-                 alpha: float = 0.01, estimated=None, quadpts: int = 61) -> pd.DataFrame:
+                 alpha: float = 0.01, estimated=None, quadpts: int = QUADPTS) -> pd.DataFrame:
     """One row per item: parameters, information share, S-X2 (with responses) and flags.
 
     Columns: item_id, a, b, c, u, info, info_share, weight_ratio, [S_X2, df_S_X2, p_S_X2,

@@ -57,8 +57,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ..irt.defaults import QUADPTS, THETA_RANGE
 from .._version import __version__
-from ..errors import AtlasError, ConfigError
+from ..errors import AtlasError, ConfigError, RunFolderError
 from ..irt.bank import ItemBank
 from ..responses import ResponseMatrix
 from . import metrics
@@ -122,8 +123,8 @@ class BenchmarkConfig:
     optimal_k: int = 100
     optimal_criteria: tuple = ("D", "A", "E")
     optimal_exchange: bool = False
-    quadpts: int = 61
-    theta_range: tuple = (-6.0, 6.0)
+    quadpts: int = QUADPTS
+    theta_range: tuple = THETA_RANGE
     example_models: int = 3
     model_fit: bool = True
     fit_partition_size: int = 100
@@ -223,8 +224,7 @@ class BenchmarkRun:
         path = Path(run_dir)
         missing = [f for f in RUN_FILES if not (path / f).exists()]
         if missing:
-            raise AtlasError(f"{path} is not a benchmark run directory (missing {missing}); "
-                             "create one with `atlas benchmark RESPONSES -o RUN_DIR`")
+            raise RunFolderError(f"{path} is not a benchmark run directory (missing {missing})")
         meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
         cfg = meta.pop("config", {})
         known = BenchmarkConfig.__dataclass_fields__

@@ -9,15 +9,29 @@
   answered alike (:mod:`atlascat.suite.neighbours`).
 - :func:`simulate_suite`: replay on recorded answers.
 """
-from .definition import Suite, SuiteMember, bundled_suites, load_suite, suite_path
-from .prior import SuitePrior, fit_prior
-from .session import SuiteConfig, SuiteSession
-from .link import SuiteLink
-from .neighbours import NeighbourCorrection
-from .simulate import (SuiteResult, answer_matrix, fit_joint_link, published_averages,
-                       replay_summary, simulate_suite)
+import importlib
 
-__all__ = ["Suite", "SuiteMember", "load_suite", "bundled_suites", "suite_path", "SuitePrior",
-           "fit_prior", "SuiteConfig", "SuiteSession", "SuiteResult", "simulate_suite",
-           "replay_summary", "published_averages",
-           "answer_matrix", "SuiteLink", "fit_joint_link", "NeighbourCorrection"]
+#: public name -> the submodule that defines it (loaded on first use: ``atlascat.suite.config``
+#: alone stays light for the command line)
+_LAZY = {"Suite": "definition", "SuiteMember": "definition", "load_suite": "definition",
+         "bundled_suites": "definition", "suite_path": "definition", "SuitePrior": "prior",
+         "fit_prior": "prior", "SuiteConfig": "config", "SuiteSession": "session",
+         "SuiteLink": "link", "NeighbourCorrection": "neighbours", "SuiteResult": "simulate",
+         "answer_matrix": "simulate", "fit_joint_link": "simulate",
+         "published_averages": "simulate", "replay_summary": "simulate",
+         "simulate_suite": "simulate"}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'atlascat.suite' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

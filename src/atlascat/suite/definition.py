@@ -21,7 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from ..catalogue.suites import bundled_suites, suite_path
+from ..catalogue.bankref import BankRef
+from ..catalogue.suites import bundled_suites, read_suite, suite_members, suite_path
 from .link import SuiteLink
 from .prior import SuitePrior
 
@@ -42,23 +43,15 @@ class SuiteMember:
     source: str | None = None
 
     def resolve(self) -> "SuiteMember":
-        """The member with its bank and link loaded (bundled names read from the package)."""
-        from ..catalogue import load_bundled_bank, load_score_link
-
-        bank = self.bank if self.bank is not None else self.name
-        link = self.link
-        source = self.source
-        from ..bankdir import is_bank_dir, load_bank_dir
-
-        if isinstance(bank, str) and is_bank_dir(bank):  # a bank folder (atlas build-bank)
-            source, folder = bank, load_bank_dir(bank)
-            link = folder.link if link is None else link
-            bank = folder.bank
-        elif isinstance(bank, str):
-            source = bank
-            if link is None:
-                link = load_score_link(bank)
-            bank = load_bundled_bank(bank)
+        """The member with its bank and link loaded (a bundled name or a bank folder read
+        through :class:`~atlascat.catalogue.BankRef`)."""
+        bank, link, source = (self.bank if self.bank is not None else self.name), self.link, \
+            self.source
+        if isinstance(bank, str):
+            ref = BankRef.from_option(bank, option=f"suite member {self.name!r}",
+                                      kinds=("shipped", "dir"))
+            source, bank = bank, ref.load()
+            link = ref.link if link is None else link
         if link is None:
             raise ConfigError(f"suite member {self.name!r} has a bank but no score link")
         return SuiteMember(self.name, bank, float(self.weight), link, source)
@@ -131,11 +124,7 @@ class Suite:
 
     @classmethod
     def from_dict(cls, d) -> "Suite":
-        try:
-            members = [SuiteMember(str(m["name"]), m.get("bank", m["name"]),
-                                   float(m.get("weight", 1.0))) for m in d["members"]]
-        except (KeyError, TypeError) as exc:
-            raise ConfigError(f"a suite needs 'members' with a 'name' each ({exc})") from None
+        members = [SuiteMember(name, bank, weight) for name, bank, weight in suite_members(d)]
         prior = SuitePrior.from_dict(d["prior"]) if d.get("prior") else None
         joint = SuiteLink.from_dict(d["joint_link"]) if d.get("joint_link") else None
         return cls(str(d.get("name", "suite")), members, prior, str(d.get("description", "")),
@@ -149,13 +138,7 @@ class Suite:
 
 
 def load_suite(name_or_path) -> Suite:
-    """A bundled suite by name (``"openllm-v1"``) or a suite JSON file, banks and links loaded."""
-    p = Path(str(name_or_path))
-    path = p if p.suffix == ".json" or p.exists() else suite_path(str(name_or_path))
-    if not path.exists():
-        raise ConfigError(f"suite file {str(path)!r} does not exist")
-    try:
-        d = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"suite file {str(path)!r} is not valid JSON: {exc}") from None
-    return Suite.from_dict(d).resolved()
+    """A suite by name (``"openllm-v1"``), suite JSON file or suite
+    :class:`~atlascat.catalogue.BankRef`, banks and links loaded."""
+    ref = BankRef.from_option(name_or_path, option="suite", kinds=("suite",))
+    return Suite.from_dict(read_suite(ref.suite_file)).resolved()

@@ -22,7 +22,7 @@ import numpy as np
 from ..irt.models import probability
 from ..scorelink.settings import Z95
 
-__all__ = ["answer_corrections", "correction_weights", "answer_residuals", "weighted_quantiles", "member_curves",
+__all__ = ["answer_corrections", "correction_weights", "answer_residuals", "weighted_quantiles",
            "predict_scores", "curve_slopes", "residual_sd"]
 
 
@@ -46,21 +46,10 @@ def weighted_quantiles(values, weights, qs) -> np.ndarray:
     return out
 
 
-def member_curves(link, theta) -> np.ndarray:
-    """The link's whole-bank curve at ``theta`` (any shape), falling towards the floor below
-    the link's data as :meth:`ScoreLink.predict` does."""
-    t = np.asarray(theta, float)
-    flat = t.reshape(-1)
-    g = np.interp(flat, link.theta_grid, link.score_grid)
-    zero = np.zeros_like(flat)
-    g = link.honest(flat, zero, g, g.copy(), g.copy())[0]
-    return g.reshape(t.shape)
-
-
 def link_draws(links, thetas, shift=None) -> np.ndarray:
     """Every member's curve at its draws ``thetas`` (N, K, B), plus the answer corrections
     ``shift`` (N, B) when given: the draws g a prediction averages."""
-    g = np.stack([member_curves(l, thetas[..., j]) for j, l in enumerate(links)], -1)
+    g = np.stack([l.honest_curve(thetas[..., j]) for j, l in enumerate(links)], -1)
     return g if shift is None else g + shift[:, None, :]
 
 

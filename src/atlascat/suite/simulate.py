@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .session import SuiteConfig, SuiteSession
+from .config import SuiteConfig
+from .session import SuiteSession
 
 __all__ = ["SuiteResult", "simulate_suite", "answer_matrix", "fit_joint_link", "replay_summary",
            "published_averages"]

@@ -32,8 +32,9 @@ RecordedAnswers           the same, asked by item id (a bank without requests).
 CommandSubject            the user's program scores items by id (``cmd:COMMAND``).
 CallableSubject           wraps a Python function ``fn(item, prompt) -> str``.
 SimulatedSubject          answers correctly with the bank's probability at a fixed theta.
-:func:`subject_from_spec` builds any of these (and ``hf:`` / ``lmeval:`` subjects from
-:mod:`atlascat.live.hf` / :mod:`atlascat.live.lmeval_backend`) from a ``--subject`` string.
+:class:`SubjectSpec` parses a ``--subject`` string and builds any of these (and ``hf:`` /
+``lmeval:`` subjects from :mod:`atlascat.live.hf` / :mod:`atlascat.live.lmeval_backend`); it
+rebuilds a stored run's subject from its description, whose ``type`` is the spec's kind.
 
 Modules (one kind of subject each; this package re-exports every name)
 ----------------------------------------------------------------------
@@ -44,7 +45,7 @@ Modules (one kind of subject each; this package re-exports every name)
 :mod:`.replay`       ``ReplaySubject``
 :mod:`.itemscored`   ``CommandSubject``, ``RecordedAnswers`` (item-scored subjects)
 :mod:`.scripted`     ``CallableSubject``, ``SimulatedSubject``, ``item_uniform``
-:mod:`.spec`         :func:`subject_from_spec`, :func:`parse_theta_spec`
+:mod:`.spec`         :class:`SubjectSpec`, :func:`subject_from_spec`, :func:`parse_theta_spec`
 
 ``httpx`` is imported by the HTTP subjects only (optional extra ``atlascat[live]``).
 """
@@ -60,11 +61,13 @@ from .http import MAX_REPLY_BYTES, RETRY_STATUS
 from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
 from .scripted import CallableSubject, SimulatedSubject, item_uniform
-from .spec import SUBJECT_SPECS, has_requests, parse_theta_spec, subject_from_spec
+from .spec import (HTTP_OPTIONS, SUBJECT_KINDS, SubjectSpec, has_requests, parse_theta_spec,
+                   subject_from_spec)
 
 __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_loglikelihood", "OpenAICompatible", "OpenAICompletionsSubject",
            "NoPromptLogprobsError", "ShiftedPromptLogprobsError", "echo_alignment", "ReplaySubject", "CallableSubject", "SimulatedSubject",
            "subject_from_spec", "parse_theta_spec", "continuation_logprob", "harness_split",
-           "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_SPECS",
+           "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_KINDS", "HTTP_OPTIONS",
+           "SubjectSpec",
            "ItemScoredSubject", "is_item_scored", "CommandSubject", "RecordedAnswers",
            "has_requests"]

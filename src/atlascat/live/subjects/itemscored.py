@@ -113,7 +113,7 @@ class CommandSubject:
         return f"{self.name}@cmd:{self.command}"
 
     def describe(self) -> dict:
-        return {"type": "command", "model": self.name, "command": self.command,
+        return {"type": "cmd", "model": self.name, "command": self.command,
                 "kind": self.kind, "timeout": self.timeout}
 
     # ------------------------------------------------------------ the process

@@ -80,7 +80,7 @@ class SimulatedSubject:
         return f"{self.name}@simulated(theta={self.theta!r},seed={self.seed})#{self.kind}"
 
     def describe(self) -> dict:
-        return {"type": "simulated", "model": self.name, "kind": self.kind, "theta": self.theta,
+        return {"type": "simulate", "model": self.name, "kind": self.kind, "theta": self.theta,
                 "seed": self.seed}
 
     def correct(self, item_id: str) -> bool:

@@ -1,8 +1,14 @@
-"""Build any subject from a ``--subject`` string (:func:`subject_from_spec`)."""
+"""Who answers a live run, named once: :class:`SubjectSpec` (``--subject KIND:TARGET``).
+
+One vocabulary for the command line, the library and the run store: a subject's
+``describe()["type"]`` is its spec's kind, so a stored run is rebuilt by the same parser and
+builder that started it (:meth:`SubjectSpec.rebuild`).
+"""
 from __future__ import annotations
 
 import math
 import shlex
+from dataclasses import dataclass
 
 from ...errors import ConfigError
 from .chat import OpenAICompatible
@@ -11,13 +17,25 @@ from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
 from .scripted import SimulatedSubject
 
-__all__ = ["subject_from_spec", "parse_theta_spec", "has_requests", "SUBJECT_SPECS"]
+__all__ = ["SubjectSpec", "subject_from_spec", "parse_theta_spec", "has_requests",
+           "SUBJECT_KINDS", "HTTP_OPTIONS"]
 
-SUBJECT_SPECS = ("openai:URL", "completions:URL", "hf:PATH_OR_NAME", "lmeval:MODEL,ARGS",
-                 "replay:MATRIX.csv#MODEL", "simulate:THETA[:SEED]", "cmd:COMMAND")
+#: every kind of ``--subject`` (and of a stored subject's ``type``), with its usage
+SUBJECT_KINDS = {
+    "openai": "openai:URL",
+    "completions": "completions:URL",
+    "hf": "hf:PATH_OR_NAME",
+    "lmeval": "lmeval:MODEL,ARGS",
+    "replay": "replay:MATRIX.csv#MODEL",
+    "simulate": "simulate:THETA[:SEED]",
+    "cmd": "cmd:COMMAND",
+}
 
-_HTTP_OPTS = ("api_key_env", "timeout", "max_retries", "backoff", "max_backoff",
-              "max_concurrency", "limiter", "sleep", "extra_body", "max_reply_bytes")
+#: the settings of the HTTP subjects (``openai:``, ``completions:``); the first four are stored
+#: with a run and reused when it resumes
+HTTP_OPTIONS = ("timeout", "max_retries", "backoff", "max_backoff", "api_key_env",
+                "max_concurrency", "limiter", "sleep", "extra_body", "max_reply_bytes")
+_HTTP_STORED = HTTP_OPTIONS[:4]
 
 
 def _construct(cls, *args, **kw):
@@ -52,80 +70,160 @@ def has_requests(bank) -> bool:
     return getattr(bank, "metadata", None) is not None
 
 
-def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **kw):
-    """Build a subject from a ``--subject`` string.
+@dataclass(frozen=True)
+class SubjectSpec:
+    """A parsed ``--subject``: ``kind`` (one of :data:`SUBJECT_KINDS`), ``target`` (the text
+    after ``kind:``) and ``model`` (``--llm``: the model name a server serves; ``cmd:``'s
+    ``{model}``; the name of an ``hf:`` / ``lmeval:`` / ``simulate:`` subject).
 
-    ======================== ====================================================================
-    ``openai:URL``           chat completions (approximate protocol), needs ``model``
-    ``completions:URL``      ``/v1/completions`` with echo + logprobs (leaderboard protocol)
-    ``hf:PATH_OR_NAME``      in-process transformers (``atlascat.live.hf.HFSubject``)
-    ``lmeval:MODEL,ARGS``    an lm-evaluation-harness backend (``atlascat.live.lmeval_backend``)
-    ``replay:MATRIX#MODEL``  answers recorded in a response matrix (file or bundled name); on
-                             a bank without requests (built from a matrix) asked by item id
-    ``cmd:COMMAND``          the user's program scores the items by id (:mod:`.itemscored`);
-                             ``{model}`` in it is the model's name (``model``)
-    ``simulate:THETA[:SEED]`` the bank's own model at a fixed theta (needs ``bank``)
-    ======================== ====================================================================
-
-    Keyword arguments go to the subject's constructor where it accepts them (HTTP settings such
-    as ``timeout`` to the HTTP subjects, ``device`` / ``batch_size`` to ``hf:``, ...).
+    ========================= ===================================================================
+    ``openai:URL``            chat completions (approximate protocol), needs ``model``
+    ``completions:URL``       ``/v1/completions`` with echo + logprobs (leaderboard protocol)
+    ``hf:PATH_OR_NAME``       in-process transformers (``atlascat.live.hf.HFSubject``)
+    ``lmeval:MODEL,ARGS``     an lm-evaluation-harness backend (``atlascat.live.lmeval_backend``)
+    ``replay:MATRIX#MODEL``   answers recorded in a response matrix (file or bundled name); on a
+                              bank without requests (built from a matrix) asked by item id
+    ``cmd:COMMAND``           the user's program scores the items by id (:mod:`.itemscored`);
+                              ``{model}`` in it is the model's name
+    ``simulate:THETA[:SEED]`` the bank's own model at a fixed theta (needs the bank)
+    ========================= ===================================================================
     """
-    if not isinstance(spec, str):
-        raise ConfigError(f"--subject must be a string like {SUBJECT_SPECS[0]}, not {spec!r}")
-    kind, sep, rest = spec.partition(":")
-    kind = kind.strip().lower()
-    rest = rest.strip()
-    usage = "use one of " + ", ".join(SUBJECT_SPECS)
-    if not sep or not rest:
-        raise ConfigError(f"--subject {spec!r}: {usage}")
-    http = {k: v for k, v in kw.items() if k in _HTTP_OPTS and v is not None}
-    if kind in ("openai", "completions") and not model:
-        raise ConfigError(f"--subject {kind}:URL needs the model name the server serves: "
-                          "--llm NAME (repeat for several)")
-    if kind == "openai":
-        return OpenAICompatible(rest, model or "", chat=kw.get("chat", True), **http)
-    if kind == "completions":
-        extra = {k: kw[k] for k in ("batch_prompts",) if kw.get(k) is not None}
-        return OpenAICompletionsSubject(rest, model or "", **http, **extra)
-    if kind in ("simulate", "sim"):
-        if bank is None:
-            raise ConfigError("simulate: needs the bank (subject_from_spec(spec, bank=bank))")
-        theta, seed = parse_theta_spec(rest)
-        return SimulatedSubject(bank, theta, seed=seed,
-                                name=model or f"simulated(theta={theta:g})",
-                                kind="chat" if kw.get("chat", True) else "completion")
-    if kind == "replay":
-        matrix, _, who = rest.rpartition("#")
-        if not matrix or not who:
-            raise ConfigError(f"--subject {spec!r}: use replay:MATRIX.csv#MODEL (the model's id "
+
+    kind: str
+    target: str
+    model: str | None = None
+
+    @classmethod
+    def parse(cls, text, model: str | None = None) -> "SubjectSpec":
+        """``KIND:TARGET`` as typed; one clear error for an unknown kind, an empty target or a
+        missing model name."""
+        usage = "use one of " + ", ".join(SUBJECT_KINDS.values())
+        if not isinstance(text, str):
+            raise ConfigError(f"--subject must be a string like {SUBJECT_KINDS['completions']}, "
+                              f"not {text!r}")
+        kind, sep, target = text.partition(":")
+        kind, target = kind.strip().lower(), target.strip()
+        if not sep or not target:
+            raise ConfigError(f"--subject {text!r}: {usage}")
+        if kind not in SUBJECT_KINDS:
+            raise ConfigError(f"--subject {text!r}: unknown kind {kind!r}; {usage}")
+        if kind in ("openai", "completions") and not model:
+            raise ConfigError(f"--subject {kind}:URL needs the model name the server serves: "
+                              "--llm NAME (repeat for several)")
+        if kind == "replay" and not all(target.rpartition("#")[::2]):
+            raise ConfigError(f"--subject {text!r}: use replay:MATRIX.csv#MODEL (the model's id "
                               "in the matrix's first column)")
-        if bank is not None and not has_requests(bank):
-            return RecordedAnswers(matrix, who)
-        return ReplaySubject(matrix, who, bank=bank)
-    if kind == "cmd":
-        if "{model}" in rest:
-            if not model:
-                raise ConfigError(f"--subject {spec!r}: the command names {{model}}; give the "
-                                  "model with --llm NAME (repeat for several)")
-            rest = rest.replace("{model}", shlex.quote(str(model)))
-        return CommandSubject(rest, model, timeout=kw.get("timeout"))
-    if kind in ("hf", "lmeval"):
+        if kind == "cmd" and "{model}" in target and not model:
+            raise ConfigError(f"--subject {text!r}: the command names {{model}}; give the "
+                              "model with --llm NAME (repeat for several)")
+        if kind == "simulate":
+            parse_theta_spec(target)
+        return cls(kind, target, model or None)
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.target}"
+
+    def with_model(self, model: str | None) -> "SubjectSpec":
+        """The same subject asking ``model`` (checked as :meth:`parse` checks it)."""
+        return SubjectSpec.parse(str(self), model)
+
+    @property
+    def several_models(self) -> bool:
+        """Whether one spec can ask several models (a server's, or a command naming
+        ``{model}``)."""
+        return self.kind in ("openai", "completions") or (
+            self.kind == "cmd" and "{model}" in self.target)
+
+    def build(self, bank=None, **settings):
+        """The subject. ``settings`` go where they apply: :data:`HTTP_OPTIONS` to the HTTP
+        subjects, ``chat`` (bool) to ``openai:`` / ``simulate:``, ``batch_prompts`` to
+        ``completions:``, ``timeout`` to ``cmd:``, the others (``device``, ``dtype``,
+        ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored. ``bank``: the
+        bank asked (``simulate:`` needs it; ``replay:`` asks a bank without requests by id)."""
+        kw = {k: v for k, v in settings.items() if v is not None}
+        http = {k: v for k, v in kw.items() if k in HTTP_OPTIONS}
+        kind, target, model = self.kind, self.target, self.model
+        if kind == "openai":
+            return OpenAICompatible(target, model or "", chat=kw.get("chat", True), **http)
+        if kind == "completions":
+            extra = {k: kw[k] for k in ("batch_prompts",) if k in kw}
+            return OpenAICompletionsSubject(target, model or "", **http, **extra)
+        if kind == "simulate":
+            if bank is None:
+                raise ConfigError("simulate: needs the bank (SubjectSpec.build(bank))")
+            theta, seed = parse_theta_spec(target)
+            return SimulatedSubject(bank, theta, seed=seed,
+                                    name=model or f"simulated(theta={theta:g})",
+                                    kind="chat" if kw.get("chat", True) else "completion")
+        if kind == "replay":
+            matrix, _, who = target.rpartition("#")
+            if bank is not None and not has_requests(bank):
+                return RecordedAnswers(matrix, who)
+            return ReplaySubject(matrix, who, bank=bank)
+        if kind == "cmd":
+            command = (target.replace("{model}", shlex.quote(str(model)))
+                       if "{model}" in target else target)
+            return CommandSubject(command, model, timeout=kw.get("timeout"))
+        return self._backend(kw)
+
+    def _backend(self, kw: dict):
+        """An ``hf:`` or ``lmeval:`` subject (optional packages)."""
         module, cls_name, extra = {"hf": ("hf", "HFSubject", "hf"),
-                                   "lmeval": ("lmeval_backend", "LMEvalSubject", "lmeval")}[kind]
+                                   "lmeval": ("lmeval_backend", "LMEvalSubject", "lmeval")}[self.kind]
         try:
             import importlib
 
             cls = getattr(importlib.import_module(f"..{module}", __package__), cls_name)
         except ImportError as exc:
-            raise ConfigError(f"--subject {kind}: needs optional packages ({exc.name or exc}): "
-                              f"pip install 'atlascat[{extra}]'") from None
-        except AttributeError:
-            raise ConfigError(f"--subject {kind}: this ATLAS has no {cls_name}") from None
-        opts = {k: v for k, v in kw.items()
-                if k not in _HTTP_OPTS and k not in ("chat", "bank") and v is not None}
-        if model:
-            opts.setdefault("name", model)
-        if hasattr(cls, "from_spec"):
-            return _construct(cls.from_spec, rest, **opts)
-        return _construct(cls, rest, **opts)
-    raise ConfigError(f"--subject {spec!r}: unknown kind {kind!r}; {usage}")
+            raise ConfigError(f"--subject {self.kind}: needs optional packages "
+                              f"({exc.name or exc}): pip install 'atlascat[{extra}]'") from None
+        opts = {k: v for k, v in kw.items() if k not in HTTP_OPTIONS and k != "chat"}
+        if self.model:
+            opts.setdefault("name", self.model)
+        return _construct(cls.from_spec, self.target, **opts)
+
+    @classmethod
+    def rebuild(cls, desc: dict, bank=None, **settings):
+        """The subject of a stored description (``describe()``: its ``type`` is the spec's
+        kind), with this process's ``settings`` over the stored ones (an HTTP subject's API key
+        variable stays the stored one when it has one). A subject that cannot be rebuilt (a
+        Python callable) is a ConfigError."""
+        spec, stored = cls.from_description(desc)
+        given = {k: v for k, v in settings.items() if v is not None}
+        if stored.get("api_key_env"):
+            given.pop("api_key_env", None)
+        return spec.build(bank, **{**stored, **given})
+
+    @classmethod
+    def from_description(cls, desc: dict) -> tuple["SubjectSpec", dict]:
+        """(the spec, its stored settings) of a subject's ``describe()``."""
+        kind = desc.get("type")
+        if kind in ("openai", "completions"):
+            stored = {k: desc[k] for k in _HTTP_STORED + ("api_key_env",) if desc.get(k)}
+            stored["chat"] = desc.get("kind", "chat") == "chat"
+            if kind == "completions":
+                stored["batch_prompts"] = desc.get("batch_prompts", 16)
+            return cls(kind, desc["base_url"], desc["model"]), stored
+        if kind == "simulate":
+            return (cls(kind, f"{float(desc['theta'])!r}:{int(desc['seed'])}", desc["model"]),
+                    {"chat": desc.get("kind", "chat") == "chat"})
+        if kind == "replay":
+            return cls(kind, f"{desc['matrix']}#{desc['model']}"), {}
+        if kind == "cmd":
+            return cls(kind, desc["command"], desc.get("model")), {"timeout": desc.get("timeout")}
+        if kind == "hf":
+            opts = {k: desc[k] for k in ("device", "dtype", "batch_size", "max_batch_tokens",
+                                         "max_length", "shared_prefix", "revision", "gguf_file")
+                    if desc.get(k) is not None}
+            return cls(kind, desc["model"], desc.get("name")), opts
+        if kind == "lmeval":
+            args = desc.get("model_args") or ""
+            return cls(kind, desc["model_type"] + (f",{args}" if args else ""), desc.get("name")), {}
+        raise ConfigError(f"cannot rebuild a {kind!r} subject from the run store; pass the "
+                          "subject itself")
+
+
+def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **settings):
+    """The subject of a ``--subject`` string: ``SubjectSpec.parse(spec, model).build(bank,
+    **settings)``."""
+    return SubjectSpec.parse(spec, model).build(bank, **settings)

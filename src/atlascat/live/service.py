@@ -1,26 +1,30 @@
-"""The live evaluation service: which bank a run asks, starting or resuming runs, driving them,
-and the one predicted score every reader shows.
+"""The live-run service: starting, resuming and driving live runs of every kind, and the one
+predicted score every reader shows.
 
 ``atlas evaluate`` parses options and displays; everything it does is here, as is what
 ``atlas runs``, ``atlas compare-models`` and the run pages read, so one number is the same
 everywhere:
 
-- :class:`BankRef`: a bank's identity, parsed once (``shipped:arc``, ``suite:openllm-v1``, a
-  bank file); it prints as it is stored, loads its bank and knows its score link.
-- :class:`Evaluation`: runs of one bank (or resumed runs) driven to their end, concurrently
-  when several models are asked; ``results()`` gives each run's row (``results.json``).
+- :class:`LiveRun`: live runs driven to their end, concurrently when several models are asked:
+  the adaptive test on one bank, a bank folder's benchmark predictor, or a whole suite in one
+  run (the run's kind, :data:`~atlascat.live.store.RUN_KINDS`, is stored when it is created);
+  started (:meth:`LiveRun.start`) or resumed from the run store (:meth:`LiveRun.resume`);
+  :meth:`LiveRun.results` gives each run's row (``results.json``).
+- :func:`evaluate` / :func:`resume`: one run of one subject, started or resumed and driven to
+  its end (its error raised).
 - :func:`predict_run`: the predicted score of a stored run, from its own answers
   and stop reason (a suite run's: its average).
 
 Example::
 
-    from atlascat.live.evaluation import BankRef, Evaluation
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun
     from atlascat.live.subjects import SimulatedSubject
 
     ref = BankRef.from_option("arc")
-    ev = Evaluation.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)])
-    ev.run()
-    rows = ev.results()     # theta, SE, the predicted score, ...
+    live = LiveRun.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)])
+    live.run()
+    rows = live.results()     # theta, SE, the predicted score, ...
 """
 from __future__ import annotations
 
@@ -29,13 +33,14 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import AtlasError, ConfigError
-from .bankref import BankRef
+from ..catalogue.bankref import BankRef
 from .runner import RunResult, continue_run, start_run
 from .store import RunStore
 
-__all__ = ["BankRef", "Evaluation", "predict_score", "predict_run", "run_predictions",
-           "run_folder", "choose_design", "check_design", "design_bank", "predictor_prediction",
-           "DESIGNS"]
+__all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
+           "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
+           "predictor_prediction", "DESIGNS"]
+
 
 # ------------------------------------------------------------------ the predicted score
 def _named(ref: BankRef, pred: dict) -> dict:
@@ -72,8 +77,8 @@ def _link_prediction(ref: BankRef, theta, se, answers, stop_reason) -> dict:
         return {"note": f"no score link for {ref.bench!r} ({type(exc).__name__}: {exc})"}
     if link is None:
         return {"note": "no score link: the bank's benchmark has none (use a shipped bank such "
-                        "as arc, a bank with a 'benchmark' column naming one, or atlas "
-                        "build-bank)"}
+                        "as arc, a bank with a 'benchmark' column naming one, or a bank "
+                        "folder built from your results)"}
     try:
         pred = link.predict(theta, se, responses=answers, stop_reason=stop_reason)
     except AtlasError as exc:  # a finished run keeps its theta +- SE; the note says why
@@ -106,22 +111,19 @@ def predict_run(store: RunStore, run) -> dict:
     :meth:`~atlascat.live.store.RunStore.list_runs` row), computed as ``atlas evaluate`` does:
     the run's own answers and stop reason; a suite run's is its predicted average. {} for a run
     that is not done."""
-    from .suite_run import is_suite_run, suite_result
+    from .suite_run import suite_result
 
     row = store.get_run(run) if isinstance(run, str) else run
     if row.get("state", row.get("status")) != "done":
         return {}
-    if is_suite_run(row):
+    if row["kind"] == "suite":
         return suite_result(store, row["run_id"])["prediction"]
     if not row.get("bank_ref"):
         return {"note": "the run's bank was not stored"}
     ref = BankRef.parse(row["bank_ref"])
-    if ref.kind == "dir":  # a bank folder's run may be its predictor's (the snapshot says)
-        from .predictor_session import is_predictor_state
-
+    if row["kind"] == "predictor":
         state = row["session"] if "session" in row else store.get_run(row["run_id"])["session"]
-        if is_predictor_state(state):
-            return _named(ref, predictor_prediction(ref, state))
+        return _named(ref, predictor_prediction(ref, state))
     steps = store.steps(row["run_id"])
     done = steps[(steps["status"] == "answered") & steps["score"].notna()]
     answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
@@ -132,17 +134,16 @@ def predict_run(store: RunStore, run) -> dict:
 def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
     """{benchmark: prediction (score, lo, hi, ... 0-1)} of a finished run (a suite run: each
     of its benchmarks and ``average``); ``runs``: the store's ``list_runs()`` when read."""
-    from .suite_run import is_suite_run, suite_result
+    from .suite_run import suite_result
 
     runs = store.list_runs() if runs is None else runs
     match = runs[runs["run_id"] == run_id]
     if match.empty:
-        raise ConfigError(f"no run {run_id!r} in the store; list them with `atlas runs`")
+        raise ConfigError(f"no run {run_id!r} in the run store {str(store.path)!r}")
     run = match.iloc[0].to_dict()
     if run.get("state") != "done":
-        raise ConfigError(f"run {run_id} is {run.get('state')}: finish it first "
-                          f"(atlas evaluate --resume {run_id})")
-    if is_suite_run(run):
+        raise ConfigError(f"run {run_id} is {run.get('state')}: resume it to its end first")
+    if run["kind"] == "suite":
         res = suite_result(store, run_id)
         out = {b["name"]: b for b in res["benchmarks"] if b.get("score") is not None}
         if res.get("average") and res["average"].get("score") is not None:
@@ -157,20 +158,20 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
 
 
 def run_folder(folder, db=None) -> tuple[Path, str]:
-    """(run store, run id) of the folder ``atlas evaluate -o FOLDER`` wrote: its
+    """(run store, run id) of a live run's output folder (``atlas evaluate -o FOLDER``): its
     ``results.json`` names the run; its ``runs.sqlite`` holds it, or ``db`` does."""
     import json
 
     folder = Path(folder)
     results, store = folder / "results.json", folder / "runs.sqlite"
     if not results.exists():
-        raise ConfigError(f"{str(folder)!r} holds no results.json: give a finished run's folder "
-                          "(atlas evaluate -o FOLDER) or its run id")
+        raise ConfigError(f"{str(folder)!r} holds no results.json: give a finished live run's "
+                          "output folder or its run id")
     try:
         rows = json.loads(results.read_text())
         run_id = str((rows[0] if isinstance(rows, list) else rows)["run_id"])
     except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ConfigError(f"{str(results)!r} is not an atlas evaluate results file ({exc})") \
+        raise ConfigError(f"{str(results)!r} is not a live run's results file ({exc})") \
             from None
     if not store.exists():
         if db is None or not Path(db).exists():
@@ -181,22 +182,6 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
 
 
 # ------------------------------------------------------------------ the service
-@dataclass
-class Job:
-    """One run of an evaluation: its id, bank and subject (who answers); ``design``
-    "adaptive" (the CAT on the bank) or "predictor" (the bank folder's benchmark predictor,
-    which asks the predictor's items)."""
-
-    run_id: str
-    ref: BankRef
-    subject: object
-    design: str = "adaptive"
-
-    @property
-    def bank(self):
-        return design_bank(self.ref, self.design)
-
-
 DESIGNS = ("auto", "adaptive", "predictor")
 
 
@@ -222,9 +207,9 @@ def choose_design(ref: BankRef, design: str = "auto") -> str:
     if ref.predictor() is not None:
         return "predictor"
     if design == "predictor":
-        raise ConfigError(f"bank {ref} has no benchmark predictor: build a folder (atlas "
-                          "build-bank RESULTS -o DIR) from results with more items than "
-                          "--budget, or use --design adaptive")
+        raise ConfigError(f"bank {ref} has no benchmark predictor: build a bank folder from "
+                          "results with more items than the budget, or use the adaptive "
+                          "design")
     return "adaptive"
 
 
@@ -245,30 +230,71 @@ def predictor_prediction(ref: BankRef, state: dict) -> dict:
 
 
 @dataclass
-class Evaluation:
-    """Single-bank live runs driven to their end (several models asked concurrently).
+class Job:
+    """One run of a :class:`LiveRun`: its id, kind (:data:`~atlascat.live.store.RUN_KINDS`),
+    the bank it asks, who answers, and the bank's reference (None for a bank passed as an
+    object)."""
 
-    :meth:`start` creates the runs (nothing is asked yet), :meth:`resume` takes stored ones,
-    :meth:`run` asks until every run stops (``on_step`` per answered item, for a display), and
-    :meth:`results` gives each run's row: the run's fields, ``bench``, ``bank``, the protocol
-    label and ``prediction`` (:func:`predict_score`). Suite runs are
-    :mod:`atlascat.live.suite_run`'s."""
+    run_id: str
+    kind: str
+    bank: object
+    subject: object
+    ref: BankRef | None = None
+
+
+def _as_store(store) -> RunStore:
+    return store if isinstance(store, RunStore) else RunStore(store)
+
+
+def _job_bank(kind: str, ref: BankRef):
+    """The bank a run of ``kind`` on ``ref`` asks (a suite's: its composite bank)."""
+    if kind == "suite":
+        from .suite_session import composite_for
+
+        return composite_for(ref.name)
+    return design_bank(ref, kind)
+
+
+@dataclass
+class LiveRun:
+    """Live runs driven to their end (several models asked concurrently, one thread each).
+
+    :meth:`start` creates the runs (nothing is asked yet), :meth:`resume` takes stored ones of
+    any kind, :meth:`run` asks until every run stops (``on_step`` per answered item, for a
+    display), :meth:`results` gives each run's row: for one bank the run's fields, ``bench``,
+    ``bank``, the protocol label and ``prediction`` (:func:`predict_score`); for a suite
+    :func:`~atlascat.live.suite_run.suite_result`."""
 
     store: RunStore
     jobs: list[Job]
     outcomes: list[RunResult] = field(default_factory=list)
+    errors: dict = field(default_factory=dict)
 
     @classmethod
-    def start(cls, store, ref: BankRef, subjects, *, config=None, prompt=None, seed: int = 0,
-              batch_size: int = 1, design: str = "auto", budget: int | None = None
-              ) -> "Evaluation":
-        """New runs of ``ref`` for ``subjects``. ``design`` (:func:`choose_design`): the
-        adaptive test with ``config``, or a bank folder's benchmark predictor asking ``budget``
-        items (default the predictor's; seeded by ``seed``)."""
-        store = store if isinstance(store, RunStore) else RunStore(store)
-        use = choose_design(ref, design)
+    def start(cls, store, bank, subjects, *, config=None, prompt=None, seed: int = 0,
+              batch_size: int = 1, design: str = "auto", budget: int | None = None,
+              bank_ref: str | None = None, run_ids=None) -> "LiveRun":
+        """New runs of ``bank`` for ``subjects`` (every run is created before any is asked).
+
+        ``bank``: a :class:`~atlascat.catalogue.BankRef` (a suite's asks the whole suite in
+        one run per subject, ``config`` a :class:`~atlascat.suite.SuiteConfig`) or an ItemBank
+        (the adaptive test; ``bank_ref`` how to find it again on resume). ``design``
+        (:func:`choose_design`): the adaptive test with ``config`` (a CATConfig), or a bank
+        folder's benchmark predictor asking ``budget`` items (default the predictor's; seeded by
+        ``seed``). ``batch_size``: items asked per round (a suite's comes from its config)."""
+        store = _as_store(store)
+        ids = list(run_ids) if run_ids is not None else [None] * len(subjects)
+        if isinstance(bank, BankRef) and bank.kind == "suite":
+            from .suite_run import start_suite_run
+
+            made = [start_suite_run(store, bank.name, s, config=config, prompt=prompt, run_id=r)
+                    for s, r in zip(subjects, ids)]
+            return cls(store, [Job(r, "suite", _job_bank("suite", bank), s, bank)
+                               for r, s in zip(made, subjects)])
+        ref = bank if isinstance(bank, BankRef) else None
+        kind = choose_design(ref, design) if ref is not None else "adaptive"
         sessions = [None] * len(subjects)       # None: the CAT of ``config``
-        if use == "predictor":
+        if kind == "predictor":
             from ..cat.config import CATConfig
             from .predictor_session import PredictorLiveSession
 
@@ -281,37 +307,50 @@ class Evaluation:
                         for s in subjects]
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
-        bank = design_bank(ref, use)
-        jobs = [Job(start_run(store, bank, s, config=config, seed=seed, prompt=prompt,
-                              bank_ref=str(ref), batch_size=batch_size, session=session),
-                    ref, s, use)
-                for s, session in zip(subjects, sessions)]
+        items = _job_bank(kind, ref) if ref is not None else bank
+        stored_ref = str(ref) if ref is not None else bank_ref
+        jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
+                              bank_ref=stored_ref, batch_size=batch_size, session=session,
+                              run_id=r, kind=kind), kind, items, s, ref)
+                for s, session, r in zip(subjects, sessions, ids)]
         return cls(store, jobs)
 
     @classmethod
-    def resume(cls, store, run_ids, subject_for: Callable, ref: BankRef | None = None
-               ) -> "Evaluation":
-        """Stored runs to continue; ``subject_for(description, bank)`` rebuilds each run's
-        subject; ``ref`` replaces the stored bank reference (a bank file that moved)."""
-        store = store if isinstance(store, RunStore) else RunStore(store)
+    def resume(cls, store, run_ids, *, bank=None, subject_for: Callable | None = None,
+               **settings) -> "LiveRun":
+        """Stored runs to continue (any kinds). Each run's subject is rebuilt from its stored
+        description with ``settings`` (HTTP settings, a ``limiter`` shared by the runs, ...:
+        :meth:`~atlascat.live.subjects.SubjectSpec.rebuild`), or by ``subject_for(description,
+        bank)``. ``bank``: a BankRef that replaces the stored one (a bank file that moved), or
+        the ItemBank itself."""
+        from .subjects import SubjectSpec
+
+        store = _as_store(store)
         jobs = []
         for rid in run_ids:
             info = store.get_run(rid)
-            r = ref if ref is not None else BankRef.parse(info["bank_ref"])
-            from .predictor_session import is_predictor_state
-
-            job = Job(rid, r, None, "predictor" if is_predictor_state(info.get("session"))
-                      else "adaptive")
-            if job.design == "predictor" and r.predictor() is None:
-                raise ConfigError(f"run {rid} asks the benchmark predictor of {r}, which has "
-                                  "none now; pass the folder it was started on with --bank")
-            job.subject = subject_for(info["subject"], job.bank)
-            jobs.append(job)
+            kind = info["kind"]
+            ref = bank if isinstance(bank, BankRef) else (
+                BankRef.parse(info["bank_ref"]) if info["bank_ref"] else None)
+            if bank is not None and not isinstance(bank, BankRef):
+                items = bank
+            elif ref is None:
+                raise ConfigError(f"run {rid} has no bank reference; pass its bank")
+            elif kind == "predictor" and ref.predictor() is None:
+                raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which has "
+                                  "none now; pass the folder it was started on")
+            else:
+                items = _job_bank(kind, ref)
+            subject = (subject_for(info["subject"], items) if subject_for is not None
+                       else SubjectSpec.rebuild(info["subject"], items, **settings))
+            jobs.append(Job(rid, kind, items, subject, ref))
         return cls(store, jobs)
 
-    def run(self, *, cache: bool = True, on_step: Callable | None = None) -> list[RunResult]:
-        """Ask every run to its end (one thread per run when there are several); a run that
-        fails keeps its answers and ends with status ``error``."""
+    def run(self, *, cache: bool = True, on_step: Callable | None = None,
+            raise_errors: bool = False) -> list[RunResult]:
+        """Ask every run to its end (one thread per run when there are several). A run that
+        fails keeps its answers and ends with status ``error`` (its exception in
+        :attr:`errors`, by run id); ``raise_errors``: raise the first failure instead."""
         from concurrent.futures import ThreadPoolExecutor
 
         def one(job: Job) -> RunResult:
@@ -319,6 +358,9 @@ class Evaluation:
                 return continue_run(self.store, job.run_id, job.bank, job.subject, cache=cache,
                                     on_step=on_step)
             except AtlasError as exc:
+                if raise_errors:
+                    raise
+                self.errors[job.run_id] = exc
                 res = RunResult.from_store(self.store, job.run_id)
                 res.status, res.error = "error", str(exc)
                 return res
@@ -334,33 +376,77 @@ class Evaluation:
     def results(self) -> list[dict]:
         """Each run's row, in job order (after :meth:`run`)."""
         from .report import protocol_label
+        from .suite_run import suite_result
 
         rows = []
         for job, res in zip(self.jobs, self.outcomes):
-            row = {**res.to_dict(), "bench": job.ref.bench, "bank": str(job.ref),
-                   "protocol_label": protocol_label(res.protocol, job.bank,
-                                                    folder=job.ref.kind == "dir")}
-            if res.status == "done" and job.design == "predictor":
+            if job.kind == "suite":
+                row = suite_result(self.store, job.run_id)
+                row["status"], row["error"] = res.status, res.error
+                rows.append(row)
+                continue
+            row = {**res.to_dict(), "bench": job.ref.bench if job.ref else None,
+                   "bank": str(job.ref) if job.ref else None,
+                   "protocol_label": protocol_label(
+                       res.protocol, job.bank, folder=job.ref is not None and job.ref.kind == "dir")}
+            if res.status == "done" and job.kind == "predictor":
                 row["design"] = "benchmark predictor"
                 row["prediction"] = predict_run(self.store, job.run_id)
-            elif res.status == "done":
+            elif res.status == "done" and job.ref is not None:
                 row["prediction"] = predict_score(job.ref, res.theta, res.se,
                                                    dict(zip(res.items, res.scores)),
                                                    stop_reason=res.stop_reason)
             rows.append(row)
         return rows
 
-    def interrupt(self) -> str:
-        """Mark every run interrupted (Ctrl-C); -> the line telling how to resume them."""
-        counts = []
+    def interrupt(self) -> list[dict]:
+        """Mark every run interrupted (Ctrl-C); -> each run's ``run_id``, ``model`` and
+        ``n_items`` (answered so far)."""
+        out = []
         for job in self.jobs:
             self.store.interrupt_run(job.run_id)
             got = self.store.get_run(job.run_id)
-            counts.append(f"run {job.run_id} ({got['model']}): {got['n_items']} item(s) answered")
-        return ("interrupted: " + "; ".join(counts) + ". Resume with: atlas evaluate "
-                + " ".join(f"--resume {j.run_id}" for j in self.jobs) + f" --db {self.store.path}")
+            out.append({"run_id": job.run_id, "model": got["model"],
+                        "n_items": int(got["n_items"])})
+        return out
 
     def close(self) -> None:
+        """Close the subjects (HTTP clients, processes)."""
         for job in self.jobs:
             if hasattr(job.subject, "close"):
                 job.subject.close()
+
+
+def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
+             cache: bool = True, bank_ref: str | None = None, run_id: str | None = None,
+             on_step: Callable | None = None, batch_size: int = 1) -> RunResult:
+    """One adaptive test of ``subject`` on ``bank``, persisted in ``store`` (path or RunStore),
+    driven to its end; raises what stopped it (a :class:`~atlascat.errors.RunStoppedError`
+    can be resumed with :func:`resume`).
+
+    Parameters
+    ----------
+    bank : an ItemBank with content metadata (:func:`atlascat.catalogue.load_content_bank`),
+        or a :class:`~atlascat.catalogue.BankRef`
+    subject : a :class:`~atlascat.live.subjects.Subject`
+    config : CATConfig (default: the paper's settings, SE stop 0.1)
+    seed : seeds the CAT's generator (first item and randomesque picks)
+    prompt : PromptSettings (style, max_tokens, temperature, system message)
+    cache : reuse stored answers of the same model to the same prompt
+    bank_ref : how to find an ItemBank again on resume (``shipped:arc`` or a file path)
+    batch_size : items selected jointly and asked at once per round (1 = the classic CAT)
+    """
+    live = LiveRun.start(store, bank, [subject], config=config, seed=seed, prompt=prompt,
+                         batch_size=batch_size, design="adaptive", bank_ref=bank_ref,
+                         run_ids=[run_id])
+    return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]
+
+
+def resume(store, run_id: str, *, bank=None, subject=None, cache: bool = True,
+           on_step: Callable | None = None, **settings) -> RunResult:
+    """Continue a run that was killed or failed, to its end; bank and subject default to the
+    stored ones (``settings`` as in :meth:`LiveRun.resume`). Raises what stopped it."""
+    live = LiveRun.resume(store, [run_id], bank=bank,
+                          subject_for=None if subject is None else (lambda desc, b: subject),
+                          **settings)
+    return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]

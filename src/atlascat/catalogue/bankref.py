@@ -1,0 +1,276 @@
+"""A bank reference: what every ``--bank`` (and ``--suite``) names, decoded once.
+
+Four kinds, one vocabulary in every command and in the run store:
+
+- ``shipped``: a bundled bank by name (``arc`` ... ``gsm8k``: content banks with a score link;
+  ``paper-arc`` ...: the ATLAS paper's banks), stored as ``shipped:<name>``;
+- ``file``: a bank file (CSV/Parquet, ours or mirt's columns), stored as its absolute path;
+- ``dir``: a bank folder written by ``atlas build-bank`` (bank, score link, manifest, logged
+  requests, predictor), stored as its absolute path;
+- ``suite``: a suite (``openllm-v1`` or a suite JSON file): its members' banks as one composite
+  bank, item ids ``<member>/<item_id>``, stored as ``suite:<name or absolute path>``.
+
+:meth:`BankRef.from_option` reads what a user typed (a path that exists wins over a name),
+:meth:`BankRef.parse` the stored form (``str(ref)``). What a reference loads (the bank, the
+folder, the score link, the predictor) is loaded once per process and reference. Every error is
+one line (:data:`NOT_FOUND` and the messages of :meth:`BankRef.require`).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BankError, BankFolderError, BankKindError, ConfigError
+from .banks import bank_names, is_bundled_name, load_bank
+from .suites import SEP, bundled_suites, read_suite, suite_members, suite_path
+
+__all__ = ["BankRef", "KINDS", "ONE_BANK", "NOT_FOUND", "composite_bank"]
+
+#: the kinds of bank reference (see the module docstring)
+KINDS = ("shipped", "file", "dir", "suite")
+#: the kinds that are one bank (what a command without --suite takes)
+ONE_BANK = ("shipped", "file", "dir")
+
+
+@dataclass(frozen=True)
+class BankRef:
+    """Which bank: ``kind`` (one of :data:`KINDS`) and ``name`` (a bundled name, a suite name,
+    or an absolute path). ``normalize_ids``: a bank file's R-style ids ``X514`` read as ``514``.
+    (the other kinds keep the default: their ids are what they are). ``str()`` is the stored
+    form; :meth:`parse` reads it back."""
+
+    kind: str
+    name: str
+    normalize_ids: bool = True
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ConfigError(f"a bank reference is one of {', '.join(KINDS)}, got {self.kind!r}")
+
+    @classmethod
+    def from_option(cls, spec, *, option: str = "--bank", normalize_ids: bool = True,
+                    kinds: tuple[str, ...] = ONE_BANK) -> "BankRef":
+        """What a user gives ``--bank`` or ``--suite``: a bank file, a bank folder, a suite
+        JSON file, a bundled bank name or a bundled suite name; an existing path wins over a
+        name. A folder without a manifest, a name that is none of these, or a kind not in
+        ``kinds`` (:meth:`require`) is a BankError of one line."""
+        ref = spec if isinstance(spec, BankRef) else cls._decode(spec, option, normalize_ids)
+        return ref.require(*kinds, option=option)
+
+    @classmethod
+    def _decode(cls, spec, option: str, normalize_ids: bool) -> "BankRef":
+        text = str(spec)
+        path = Path(text).expanduser()
+        if path.is_dir():
+            try:  # a bank folder, or one line saying what it lacks
+                _load_folder(str(path.resolve()))
+            except BankFolderError as exc:
+                raise BankFolderError(f"{option} {exc}") from None
+            return cls("dir", str(path.resolve()))
+        if path.is_file() and path.suffix.lower() == ".json":
+            return cls("suite", str(path.resolve()))
+        if path.is_file():
+            return cls("file", str(path.resolve()), normalize_ids)
+        low = text.lower()
+        if is_bundled_name(low):
+            return cls("shipped", low)
+        if low in bundled_suites():
+            return cls("suite", low)
+        raise BankError(NOT_FOUND.format(option=option, spec=text, banks=", ".join(bank_names()),
+                                         suites=", ".join(bundled_suites())))
+
+    @classmethod
+    def parse(cls, text) -> "BankRef":
+        """The stored form back (``shipped:<name>``, ``suite:<name>`` or a path)."""
+        text = str(text)
+        for kind in ("shipped", "suite"):
+            if text.startswith(kind + ":"):
+                return cls(kind, text.split(":", 1)[1])
+        return cls("dir" if Path(text).is_dir() else "file", text)
+
+    def __str__(self) -> str:
+        return self.name if self.kind in ("file", "dir") else f"{self.kind}:{self.name}"
+
+    def require(self, *kinds: str, option: str = "--bank") -> "BankRef":
+        """Itself when its kind is one of ``kinds``, else the one line that says what to give
+        instead (a suite where one bank is asked, a bank where a suite is)."""
+        if self.kind in kinds:
+            return self
+        if self.kind == "suite":
+            raise BankKindError(f"{option} {self.name!r} is a suite, not one bank", "suite")
+        if kinds == ("suite",):
+            raise BankKindError(f"{option} {self.name!r} is a bank, not a suite (bundled suites: "
+                                f"{', '.join(bundled_suites())})", "bank")
+        raise BankError(f"{option} {self.name!r} is a {_WHAT[self.kind]}; this takes a "
+                        f"{' or a '.join(_WHAT[k] for k in kinds)}")
+
+    def load(self):
+        """The ItemBank (a suite's composite bank); read once per reference and process (again
+        when the file or folder changed)."""
+        return _load_bank(self, _stamp(self.name) if self.kind in ("file", "dir") else None)
+
+    def folder(self):
+        """The loaded bank folder (:class:`~atlascat.bankdir.BankFolder`: bank, score link,
+        manifest, logged requests, extras) of a ``dir`` reference, else None."""
+        return _load_folder(self.name) if self.kind == "dir" else None
+
+    def predictor(self):
+        """(the bank folder's benchmark predictor, its items) of a ``dir`` reference whose
+        folder has a predictor (more items than the budget), else None. The items carry their
+        logged requests when the folder was built from sample logs; from a response matrix
+        they are ids and parameters only."""
+        return _load_predictor(self.name) if self.kind == "dir" else None
+
+    @property
+    def suite_file(self) -> Path | None:
+        """The definition file of a ``suite`` reference, else None."""
+        return _suite_file(self.name) if self.kind == "suite" else None
+
+    @property
+    def bench(self) -> str | None:
+        """The benchmark the bank measures: a shipped bank's name, a folder's benchmark, else a
+        unique value of a bank file's ``benchmark`` column (None when unknown or mixed, and for
+        a suite)."""
+        if self.kind == "shipped":
+            return self.name
+        if self.kind == "suite":
+            return None
+        if self.kind == "dir":
+            return self.folder().benchmark
+        meta = getattr(self.load(), "metadata", None)
+        if meta is not None and "benchmark" in meta.columns:
+            values = {str(v) for v in meta["benchmark"].dropna()}
+            if len(values) == 1:
+                return values.pop()
+        return None
+
+    @property
+    def link(self):
+        """The bank's own score link: a bank folder's, a shipped content bank's; None for a
+        paper bank, a bank file and a suite."""
+        if self.kind == "dir":
+            return self.folder().link
+        return _score_link(self.name) if self.kind == "shipped" else None
+
+    def score_link(self):
+        """The score link of the benchmark the bank measures (theta -> its published score),
+        or None: the bank's own (:attr:`link`), or for a bank file the one shipped for the
+        benchmark its ``benchmark`` column names."""
+        if self.kind in ("dir", "shipped"):
+            return self.link
+        return _score_link(self.bench) if self.bench is not None else None
+
+    def stop_settings(self, margin: float) -> dict:
+        """CATConfig fields of the floor / ceiling / score-precision stops from
+        :meth:`score_link` ({} without a usable one)."""
+        from ..validation import check_finite
+
+        check_finite(margin, "--bound-margin")
+        try:
+            link = self.score_link()
+        except Exception:  # noqa: BLE001 - no usable link: no link stops (the result says why)
+            return {}
+        return {} if link is None else dict(link.stop_settings(margin))
+
+
+#: the one line for a ``--bank`` / ``--suite`` that names nothing
+NOT_FOUND = ("{option} {spec!r} is neither an existing file nor a bundled bank ({banks}) or "
+             "suite ({suites}); check the path")
+
+_WHAT = {"shipped": "bundled bank", "file": "bank file", "dir": "bank folder", "suite": "suite"}
+
+
+def composite_bank(members):
+    """``members``: (name, ItemBank, benchmark) per suite member -> one ItemBank, ids
+    ``<member>/<item_id>``, parameters and content kept (metadata with a ``member`` column, and
+    ``benchmark`` filled in when absent); a member without content is an error."""
+    import numpy as np
+    import pandas as pd
+
+    from ..irt.bank import ItemBank
+
+    ids, params, metas = [], [[], [], [], []], []
+    for name, bank, bench in members:
+        if getattr(bank, "metadata", None) is None:
+            raise BankError(f"suite member {name!r} has no item content; a live suite run "
+                            "asks content banks")
+        ids += [f"{name}{SEP}{i}" for i in bank.item_ids]
+        for acc, arr in zip(params, bank.params):
+            acc.append(np.asarray(arr, float))
+        meta = bank.metadata.reset_index(drop=True).copy()
+        meta["member"] = name
+        if "benchmark" not in meta.columns:
+            meta["benchmark"] = bench
+        metas.append(meta)
+    a, b, c, u = (np.concatenate(x) for x in params)
+    return ItemBank(ids, a, b, c, u, metadata=pd.concat(metas, ignore_index=True))
+
+
+def _suite_file(name: str) -> Path:
+    p = Path(name)
+    return p if p.is_absolute() or p.suffix == ".json" else suite_path(name)
+
+
+def _stamp(path: str) -> tuple:
+    """What says a file or folder changed: (name, size, mtime) of it and of its entries."""
+    p = Path(path)
+    try:
+        entries = sorted(p.iterdir()) if p.is_dir() else [p]
+        return tuple((q.name, q.stat().st_size, q.stat().st_mtime_ns) for q in entries)
+    except OSError:
+        return ()
+
+
+@functools.lru_cache(maxsize=32)
+def _load_bank(ref: BankRef, stamp):
+    from ..content.items import normalize_loaded
+    from ..irt.bank import ItemBank
+
+    if ref.kind == "suite":
+        members = [(name, BankRef.from_option(spec, option=f"suite member {name!r}",
+                                              kinds=("shipped", "dir")).load(), spec)
+                   for name, spec, _ in suite_members(read_suite(_suite_file(ref.name)))]
+        return composite_bank(members)
+    if ref.kind == "dir":
+        return _load_folder(ref.name).bank
+    if ref.kind == "shipped":
+        return load_bank(ref.name)
+    path = Path(ref.name)
+    if not path.exists():
+        raise BankError(f"the bank file {ref.name!r} no longer exists; pass the bank again")
+    return normalize_loaded(ItemBank.read(path, normalize_ids=ref.normalize_ids))
+
+
+def _load_folder(path: str):
+    return _read_folder(path, _stamp(path))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_folder(path: str, stamp):
+    from ..bankdir.folder import load_bank_dir
+
+    return load_bank_dir(path)
+
+
+def _load_predictor(path: str):
+    return _read_predictor(path, _stamp(path))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_predictor(path: str, stamp):
+    from ..bankdir.predict import load_predictor, load_predictor_items
+
+    folder = _load_folder(path)
+    predictor = load_predictor(folder)
+    if predictor is None:
+        return None
+    items = load_predictor_items(folder)
+    return predictor, (predictor.item_bank() if items is None else items)
+
+
+@functools.lru_cache(maxsize=16)
+def _score_link(bench: str):
+    from .links import LINK_BENCHMARKS, load_score_link
+
+    return load_score_link(bench) if bench in LINK_BENCHMARKS else None
