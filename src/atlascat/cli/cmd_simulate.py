@@ -274,8 +274,13 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
             advance(done - state["done"])
             state["done"] = done
 
-        result = simulate_cat(item_bank, config, rng=np.random.default_rng(o.seed),
-                              progress=progress, batch_size=o.batch_size or 1, **kwargs)
+        rng = np.random.default_rng(o.seed)
+        if folder is not None and o.responses:  # each model's own stream, as a live run's
+            from ..predict.session import subject_generator
+
+            rng = [subject_generator(o.seed, s) for s in kwargs["responses"].subject_ids]
+        result = simulate_cat(item_bank, config, rng=rng, progress=progress,
+                              batch_size=o.batch_size or 1, **kwargs)
     persons = result.persons
     if folder is not None:  # the built bank's predicted score (0-1) with its 95% interval
         from ..bankdir import predict_scores

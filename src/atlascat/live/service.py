@@ -308,6 +308,14 @@ class LiveRun:
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
         items = _job_bank(kind, ref) if ref is not None else bank
+        if kind == "adaptive" and ref is not None and ref.kind == "dir":
+            from ..cat.config import CATConfig
+            from ..cat.session import CATSession
+            from ..predict.session import subject_generator
+
+            # a bank folder's adaptive test: each model's own stream, as `atlas simulate` does
+            sessions = [CATSession(items, config=config or CATConfig(),
+                                   rng=subject_generator(seed, s.name)) for s in subjects]
         stored_ref = str(ref) if ref is not None else bank_ref
         jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
                               bank_ref=stored_ref, batch_size=batch_size, session=session,
