@@ -55,7 +55,8 @@ def test_simulate_and_a_live_replay_ask_the_same_items_and_agree(musr, tmp_path,
 
 @pytest.mark.slow
 def test_a_bank_folder_run_reads_one_number_in_its_own_words(musr, tmp_path, capsys):
-    """A predictor run on a folder built with --name MuSR: the CLI headline, results.json,
+    """A predictor run on a folder built with --name MuSR: the CLI headline and step lines,
+    results.json,
     ``atlas runs`` (table and JSON) and the HTML page give one predicted MuSR score with its
     interval, a percentile of the source models, never "leaderboard"; the HTML trajectory
     and step table are the predicted score after each item, the last one the headline's."""
@@ -78,6 +79,10 @@ def test_a_bank_folder_run_reads_one_number_in_its_own_words(musr, tmp_path, cap
     assert "percentile of the source models" in text
     assert f"on MuSR: predicted MuSR score {text} (20 items)" in captured.out
     assert "leaderboard" not in (captured.out + captured.err).lower()
+    # each step's line is the predicted score after it; the 20th is the headline's
+    steps = [ln for ln in (captured.out + captured.err).splitlines() if "  step " in ln]
+    assert len(steps) == 20 and all("predicted " in ln and "theta" not in ln for ln in steps)
+    assert steps[-1].endswith(f"predicted {describe_prediction(lb, short=True)}")
     page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
     assert f"predicted MuSR score: {text}" in page and "leaderboard" not in page.lower()
     assert "<th>predicted %</th><th>95% interval</th>" in page

@@ -196,7 +196,11 @@ class LiveDisplay:
         return int(min(self.max_items, max(self.min_items, n, guess)))
 
     def estimate_text(self, info) -> str:
-        """What a step's line says of the current estimate."""
+        """What a step's line says of the current estimate: a benchmark predictor's predicted
+        score and its 95% interval, else theta and its SE."""
+        if getattr(info, "predicted", None) is not None:
+            s, lo, hi = (100 * v for v in info.predicted)
+            return f"predicted {s:.1f}% ({lo:.1f}-{hi:.1f})"
         return f"theta {info.theta:+.3f}  SE {info.se:.3f}"
 
     def line(self, info) -> "Text":
