@@ -56,10 +56,10 @@ def test_simulate_and_a_live_replay_ask_the_same_items_and_agree(musr, tmp_path,
 @pytest.mark.slow
 def test_a_bank_folder_run_reads_one_number_in_its_own_words(musr, tmp_path, capsys):
     """A predictor run on a folder built with --name MuSR: the CLI headline and step lines,
-    results.json,
-    ``atlas runs`` (table and JSON) and the HTML page give one predicted MuSR score with its
-    interval, a percentile of the source models, never "leaderboard"; the HTML trajectory
-    and step table are the predicted score after each item, the last one the headline's."""
+    results.json, ``atlas runs`` (table and JSON) and the HTML page give one predicted MuSR
+    score with its interval, a percentile of the source models, never "leaderboard"; the HTML
+    trajectory and step table are the predicted score after each item, the last one the
+    headline's."""
     import html
 
     from atlascat.cli import main
