@@ -175,3 +175,21 @@ def test_score_on_a_bank_folder_keeps_theta_flag_and_prediction_apart(musr, tmp_
     assert len(header) == len(set(header))
     assert {"flag", "score", "score_lo", "score_hi", "percentile", "score_flag",
             "score_warning"} <= set(header)
+
+
+def test_a_prediction_on_a_metric_scale_reads_on_it():
+    """A folder built with --score-range: the score and its interval are on the metric's
+    scale (BLEU 0-100, a 1-10 rating), written as they are, not as a percentage."""
+    from atlascat.live.report import describe_prediction, scale_words, score_name
+
+    lb = {"score": 6.25, "lo": 5.5, "hi": 7.0, "percentile": 50.0, "scale": [1, 10],
+          "population": "source models", "benchmark": "judge"}
+    assert describe_prediction(lb) == ("6.2 (95% interval 5.5-7.0), 50th percentile of the "
+                                       "source models")
+    assert describe_prediction(lb, short=True) == "6.2 (5.5-7.0)"
+    assert scale_words(lb) == "on the metric's own scale (1-10)"
+    assert score_name(lb) == "predicted judge score"
+    plain = {k: v for k, v in lb.items() if k != "scale"}
+    plain.update(score=0.625, lo=0.55, hi=0.7)
+    assert describe_prediction(plain, short=True) == "62.5% (55.0-70.0)"
+    assert scale_words(plain) == "in percent (0-100)"

@@ -18,10 +18,10 @@ import numpy as np
 
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
-           "score_name", "population_of", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
+           "score_name", "population_of", "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
 
 #: scoring rules whose requests are generations (see atlascat.content.requests)
-GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match"})
+GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match", "f1"})
 
 
 def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> str:
@@ -240,22 +240,31 @@ def population_of(lb) -> str:
     return "the source models" if lb.get("population") == SOURCE else "the leaderboard's models"
 
 
+def scale_words(lb) -> str:
+    """The scale a prediction reads on: "in percent (0-100)", or the metric's own."""
+    if lb.get("scale"):
+        return f"on the metric's own scale ({lb['scale'][0]:g}-{lb['scale'][1]:g})"
+    return "in percent (0-100)"
+
+
 def describe_prediction(lb, *, short: bool = False) -> str:
     """The one way a predicted score is written (CLI, HTML report, ``atlas runs``).
 
-    ``lb``: ``{score, lo, hi, percentile, population, ...}`` on the 0-1 scale
+    ``lb``: ``{score, lo, hi, percentile, population, ...}`` on the 0-1 scale, shown in
+    percent, or on a metric's own ``scale`` (low, high), shown as it is
     (``ScorePrediction.to_dict()`` or a run's ``prediction`` entry), or ``{note}``. Long:
     "71.9% (95% interval 68.5-75.3%), 88th percentile of the leaderboard's models" (of the
     source models for a bank folder's, :func:`population_of`); ``short``: "71.9% (68.5-75.3)".
     """
     if lb.get("score") is None:
         return f"not available ({lb.get('note', 'no score link')})"
-    text = f"{100 * lb['score']:.1f}%"
+    k, pct = (1.0, "") if lb.get("scale") else (100.0, "%")   # a metric's own scale, or 0-1
+    text = f"{k * lb['score']:.1f}{pct}"
     has_interval = lb.get("lo") is not None and lb.get("hi") is not None
     if short:
-        return text + (f" ({100 * lb['lo']:.1f}-{100 * lb['hi']:.1f})" if has_interval else "")
+        return text + (f" ({k * lb['lo']:.1f}-{k * lb['hi']:.1f})" if has_interval else "")
     if has_interval:
-        text += f" (95% interval {100 * lb['lo']:.1f}-{100 * lb['hi']:.1f}%)"
+        text += f" (95% interval {k * lb['lo']:.1f}-{k * lb['hi']:.1f}{pct})"
     if lb.get("percentile") is not None:
         text += f", {_ordinal(lb['percentile'])} percentile of {population_of(lb)}"
     return text
@@ -285,7 +294,7 @@ def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
     if "score" in lb:
         rows.append((score_name(lb), describe_prediction(lb)))
         if lb.get("metric"):
-            rows.append(("metric", f"{lb['metric']}, in percent (0-100)"))
+            rows.append(("metric", f"{lb['metric']}, {scale_words(lb)}"))
         if lb.get("design"):
             rows.append(("how", describe_method(lb)))
     elif lb.get("note"):
@@ -348,17 +357,25 @@ def _warnings(leaderboard, suite) -> list[str]:
     return [lb["warning"]] if lb.get("warning") else []
 
 
-def _predictor_path(info):
+def _predictor_path(info, scale=None):
     """A benchmark predictor run's prediction after each answer (its stored session:
-    :meth:`atlascat.predict.session.PredictSession.trajectory`), or None for another run."""
+    :meth:`atlascat.predict.session.PredictSession.trajectory`; on the metric's ``scale``
+    (low, high) when given, else 0-1), or None for another run."""
     if info.get("kind") != "predictor":
         return None
+    from dataclasses import replace
+
     from .predictor_session import PredictorLiveSession
 
     try:
-        return PredictorLiveSession.from_dict(info.get("session")).inner.trajectory()
+        path = PredictorLiveSession.from_dict(info.get("session")).inner.trajectory()
     except Exception:  # noqa: BLE001 - a damaged snapshot: the page shows theta instead
         return None
+    if scale is None:
+        return path
+    lo, hi = (float(v) for v in scale)
+    return [replace(q, score=lo + (hi - lo) * q.score, lower=lo + (hi - lo) * q.lower,
+                    upper=lo + (hi - lo) * q.upper) for q in path]
 
 
 def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
@@ -404,11 +421,12 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     if info["error"]:
         kv.append(("last error", info["error"]))
     warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
-    path = _predictor_path(info) if suite is None else None
+    path = _predictor_path(info, (leaderboard or {}).get("scale")) if suite is None else None
     if suite is not None:
         est, est_se, scale, spec = "average %", "SE (points)", 100.0, ".1f"
     elif path is not None:
-        est, est_se, scale, spec = "predicted %", "95% interval", 1.0, ".1f"
+        est, est_se, scale, spec = ("predicted" if (leaderboard or {}).get("scale") else
+                                    "predicted %"), "95% interval", 1.0, ".1f"
     else:
         est, est_se, scale, spec = "theta", "SE", 1.0, ".3f"
     rows = []
@@ -435,8 +453,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         if path is not None:  # the predictor: its predicted score after this answer
             k = int(rec["step"])
             q_k = path[k] if score is not None and k < len(path) else None
-            est_v = None if q_k is None else 100 * q_k.score
-            se_v = "-" if q_k is None else f"{100 * q_k.lower:.1f}-{100 * q_k.upper:.1f}"
+            unit = 1.0 if (leaderboard or {}).get("scale") else 100.0
+            est_v = None if q_k is None else unit * q_k.score
+            se_v = "-" if q_k is None else f"{unit * q_k.lower:.1f}-{unit * q_k.upper:.1f}"
         rows.append(
             f"<tr><td class='num'>{int(rec['step']) + 1}</td><td>{_e(rec['item_id'])}</td>"
             f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>"
@@ -455,8 +474,10 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist(),
                                label="average", axis="predicted average (%)", scale=100.0)
     elif path is not None:
+        lb = leaderboard or {}
         traj = _trajectory_svg([q.score for q in path], None, label="predicted score",
-                               axis=f"{score_name(leaderboard or {})} (%)", scale=100.0,
+                               axis=score_name(lb) + ("" if lb.get("scale") else " (%)"),
+                               scale=1.0 if lb.get("scale") else 100.0,
                                band=([q.lower for q in path], [q.upper for q in path]))
     else:
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())

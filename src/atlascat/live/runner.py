@@ -44,7 +44,8 @@ from typing import Callable
 import numpy as np
 
 from ..errors import AtlasError, BankError, ConfigError, LiveRunError, RunStoppedError
-from ..content.items import PROMPT_STYLES, build_prompt, item_record
+from ..content.defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
+from ..content.items import build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
 from .subjects import Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood
@@ -75,9 +76,9 @@ def subject_protocol(subject) -> str:
 class PromptSettings:
     """How items are turned into prompts (stored with the run; a resumed run reuses them)."""
 
-    style: str = "zero-shot"
+    style: str = PROMPT_STYLE
     max_tokens: int | None = None
-    temperature: float = 0.0
+    temperature: float = TEMPERATURE
     system: str | None = None
 
     def __post_init__(self):
@@ -159,7 +160,7 @@ class RunResult:
                    se=info["se"], n_items=int(info["n_items"]), n_correct=int(info["n_correct"]),
                    model_based_accuracy=info["accuracy"], stop_reason=info["stop_reason"],
                    items=done["item_id"].astype(str).tolist(),
-                   scores=done["score"].astype(int).tolist(),
+                   scores=[_as_score(v) for v in done["score"]],
                    prompt_tokens=int(info["prompt_tokens"]),
                    completion_tokens=int(info["completion_tokens"]),
                    latency_s=float(info["latency_s"]), error=info["error"],
@@ -382,13 +383,20 @@ def _ask_items(subject, items: list) -> list:
     if len(got) != len(items):
         raise LiveRunError(f"the subject scored {len(got)} item(s) for {len(items)} asked")
     latency = (time.perf_counter() - t0) / max(1, len(items))
-    return [(int(score), Answer(text=str(text), latency_s=latency)) for score, text in got]
+    return [(_as_score(score), Answer(text=str(text), latency_s=latency))
+            for score, text in got]
 
 
-def _item_score(text: str) -> int:
+def _as_score(value):
+    """An item's score as stored: 0/1 as an int, a continuous score in [0, 1] as a float."""
+    v = float(value)
+    return int(v) if v in (0.0, 1.0) else v
+
+
+def _item_score(text: str):
     """The score of an item-scored subject's stored reply (a JSON line with ``score``)."""
     try:
-        return int(json.loads(text)["score"])
+        return _as_score(json.loads(text)["score"])
     except (ValueError, KeyError, TypeError):
         raise LiveRunError(f"a stored reply {text[:80]!r} holds no score") from None
 
@@ -511,7 +519,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                         completion_tokens=row["completion_tokens"],
                                         attempts=int(row["attempts"] or 1),
                                         cached=bool(row["cached"]))
-                    scores[n], stored[n] = int(row["score"]), True
+                    scores[n], stored[n] = _as_score(row["score"]), True
                     continue
                 hit = store.cache_get(subject.cache_key, items[n], hashes[n]) if cache else None
                 if hit is not None:
@@ -519,13 +527,13 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                         prompt_tokens=hit["prompt_tokens"],
                                         completion_tokens=hit["completion_tokens"], attempts=0,
                                         cached=True)
-                    scores[n] = (int(irs[n].score(_outputs_from_text(irs[n], hit["answer"])))
+                    scores[n] = (_as_score(irs[n].score(_outputs_from_text(irs[n], hit["answer"])))
                                  if loglik else _item_score(hit["answer"]) if by_id
                                  else score_answer(records[n], hit["answer"]))
             todo = [n for n in range(len(items)) if answers[n] is None]
             if todo and loglik:
                 for n, (outputs, answer) in zip(todo, _ask_loglikelihood(subject, [irs[n] for n in todo])):
-                    answers[n], scores[n] = answer, int(irs[n].score(outputs))
+                    answers[n], scores[n] = answer, _as_score(irs[n].score(outputs))
             elif todo and by_id:
                 for n, (score, answer) in zip(todo, _ask_items(subject, [items[n] for n in todo])):
                     answers[n], scores[n] = answer, score
@@ -545,8 +553,9 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                         f"can read (e.g. {answers[todo[-1]].text[:80]!r}); refusing to score "
                         "them all wrong. Check --prompt-style / --max-tokens / --system")
             for n, sc in enumerate(scores):
-                if sc not in (0, 1):
-                    raise LiveRunError(f"item {items[n]!r}: the scoring rule gave {sc!r}, not 0/1")
+                if not 0 <= sc <= 1:
+                    raise LiveRunError(f"item {items[n]!r}: the scoring rule gave {sc!r}, not a "
+                                       "score in [0, 1]")
             _record_round(session, items, scores)
             theta, se = float(session.theta), float(session.se)
             store.complete_round(run_id, [dict(step=s, item_id=i, answer=a, score=sc,

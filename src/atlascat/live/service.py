@@ -52,11 +52,17 @@ def _named(ref: BankRef, pred: dict) -> dict:
         return pred
     if ref.kind != "dir":
         return {**pred, "benchmark": ref.bench, "population": LEADERBOARD}
-    m = ref.folder().manifest
+    from ..bankdir.predict import metric_scale
+
+    folder = ref.folder()
+    m, scale = folder.manifest, metric_scale(folder)
     metric = (m.get("source") or {}).get("metric")
-    return {**pred, "benchmark": m.get("benchmark") or ref.bench, "population": SOURCE,
-            "metric": (f"{metric}: " if metric else "")
-            + (m.get("score") or "each model's mean over the items")}
+    out = {**pred, "benchmark": m.get("benchmark") or ref.bench, "population": SOURCE,
+           "metric": (f"{metric}: " if metric else "")
+           + (m.get("score") or "each model's mean over the items")}
+    if scale is not None:  # the score and its interval are on the metric's own scale
+        out["scale"] = list(scale)
+    return out
 
 
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
@@ -224,7 +230,14 @@ def predictor_prediction(ref: BankRef, state: dict) -> dict:
         if session.n_items == 0:
             return {"note": "no answered item yet"}
         folder = ref.folder() if ref.kind == "dir" and Path(ref.name).is_dir() else None
-        return session.predicted(folder.link if folder is not None else None)
+        out = session.predicted(folder.link if folder is not None else None)
+        from ..bankdir.predict import metric_scale
+
+        scale = None if folder is None else metric_scale(folder)
+        if scale is not None:             # the metric's own scale (BLEU 0-100, a 1-10 rating)
+            for key in ("score", "lo", "hi", "model_score", "design_score"):
+                out[key] = scale[0] + (scale[1] - scale[0]) * float(out[key])
+        return out
     except AtlasError as exc:
         return {"note": f"the predictor's prediction failed ({exc})"}
 
