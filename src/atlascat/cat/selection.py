@@ -31,7 +31,7 @@ tests. Applied Measurement in Education, 2(4), 359-375.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
+from ..irt.special import expit
 
 __all__ = [
     "ItemParams",
