@@ -623,7 +623,7 @@ class TestHFSubject:
         t = HFSubject.from_spec(str(tiny_path), dtype="float64", name="tiny")
         assert (t.name, t.dtype) == ("tiny", "float64")
         d = s.describe()
-        assert d["backend"] == "hf" and d["device"] == "cpu" and "cache_key" not in d
+        assert d["type"] == "hf" and d["device"] == "cpu" and "cache_key" not in d
         assert s.cache_key.startswith("hf:") and s.kind == "loglikelihood"
         with pytest.raises(AtlasError, match="cannot load"):
             hf_subject_from_spec(str(tiny_path) + "-missing,local_files_only=true")

@@ -13,7 +13,7 @@ from atlascat.cat.config import CATConfig
 from atlascat.catalogue import load_content_bank
 from atlascat.content.requests import build_item_requests
 from atlascat.live.report import render_run_report
-from atlascat.live.runner import evaluate
+from atlascat.live.service import evaluate
 from atlascat.live.store import RunStore
 from atlascat.live.toylm import ToyLM
 

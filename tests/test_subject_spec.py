@@ -130,3 +130,23 @@ def test_an_older_store_gets_each_runs_kind_once(tmp_path, arc):
     con.close()
     kinds = RunStore(db).list_runs().set_index("run_id")["kind"]
     assert [kinds[i] for i in ids] == ["adaptive", "suite"]
+
+
+def test_one_resume_continues_a_suite_run_and_a_single_bank_run(tmp_path, arc, capsys):
+    import json
+
+    from atlascat.cli import main
+
+    db = tmp_path / "runs.sqlite"
+    store = RunStore(db, synchronous="NORMAL")
+    suite = BankRef.from_option("openllm-v1", kinds=("suite",))
+    ids = [LiveRun.start(store, suite, [SimulatedSubject(suite.load(), 0.3)],
+                         config=SuiteConfig(max_items=6, min_items=6)).jobs[0].run_id,
+           LiveRun.start(store, BankRef.from_option("arc"), [SimulatedSubject(arc, 0.3)],
+                         config=CATConfig(se_stop=0.5, min_items=3, max_items=5)).jobs[0].run_id]
+    store.close()
+    assert main(["evaluate", "--resume", ids[0], "--resume", ids[1], "--db", str(db),
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["run_id"] for r in rows] == ids and [r["status"] for r in rows] == ["done"] * 2
+    assert rows[0]["average"]["score"] is not None and rows[1]["theta"] is not None

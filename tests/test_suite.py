@@ -162,7 +162,7 @@ def test_session_step_by_step(suite):
 
 def test_replay_accuracy_and_missing_member(suite):
     theta, ids, mats = _answers(suite, 60, 7)
-    truth = np.column_stack([m.link._curve(theta[:, b]) for b, m in enumerate(suite.members)])
+    truth = np.column_stack([m.link.curve(theta[:, b]) for b, m in enumerate(suite.members)])
     avg = truth @ suite.weights
     cfg = SuiteConfig(max_items=40, target_se=0.01, batch_size=5, draws=256)
     res = simulate_suite(suite, mats, cfg)
@@ -184,7 +184,7 @@ def test_replay_accuracy_and_missing_member(suite):
 
 def test_selection_beats_random_at_equal_items(suite):
     theta, ids, mats = _answers(suite, 80, 11)
-    truth = np.column_stack([m.link._curve(theta[:, b]) for b, m in enumerate(suite.members)])
+    truth = np.column_stack([m.link.curve(theta[:, b]) for b, m in enumerate(suite.members)])
     avg = truth @ suite.weights
     base = dict(max_items=18, min_items=0, target_se=0.01, batch_size=3, draws=256)
     ada = simulate_suite(suite, mats, SuiteConfig(**base)).scores
@@ -199,13 +199,13 @@ def test_fit_prior_and_joint_link(suite):
     scores = {}
     rng = np.random.default_rng(1)
     for b, m in enumerate(suite.members):
-        s = m.link._curve(theta[:, b]) + rng.normal(0, 0.015, len(ids))
+        s = m.link.curve(theta[:, b]) + rng.normal(0, 0.015, len(ids))
         scores[m.name] = pd.Series(s, index=ids)
     prior = fit_prior(suite, mats, scores)
     assert prior.names == ("a", "b", "c")
     assert np.allclose(prior.cov, COV, atol=0.2)
     assert np.allclose(np.diag(prior.resid_corr), 1) and np.abs(prior.resid_corr[0, 1]) < 0.3
-    g = np.column_stack([m.link._curve(theta[:, b]) for b, m in enumerate(suite.members)])
+    g = np.column_stack([m.link.curve(theta[:, b]) for b, m in enumerate(suite.members)])
     truth = 0.02 + 0.9 * g + rng.normal(0, 0.01, g.shape)
     jl = SuiteLink.fit(g, np.zeros((len(g), 3, 3)), truth)
     assert np.allclose(jl.coef[:, :-1], 0.9 * np.eye(3), atol=0.05)
@@ -310,7 +310,7 @@ def test_fit_joint_link_with_answer_stacking_end_to_end(suite):
     fitted on replays weighs them and the suite's predictions use it."""
     theta, ids, mats = _answers(suite, 300, 13)
     ya = mats["a"].aligned_values(suite.members[0].bank.item_ids)
-    scores = {m.name: pd.Series(m.link._curve(theta[:, b]), index=ids)
+    scores = {m.name: pd.Series(m.link.curve(theta[:, b]), index=ids)
               for b, m in enumerate(suite.members)}
     scores["a"] = scores["a"] + 0.03 * (ya[:, :2].sum(1) - 1)
     cfg = SuiteConfig(max_items=30, target_se=0.01, batch_size=5, draws=128, min_per_member=10)
@@ -397,7 +397,7 @@ def _families(suite, n_fam, size, seed):
         own = (rng.random((len(fam), len(m.bank))) < m.bank.probability(theta[:, b]))
         y = np.where(rng.random(own.shape) < 0.85, pattern, own.astype(float))
         mats[m.name] = ResponseMatrix(pd.DataFrame(y, index=ids, columns=m.bank.item_ids))
-        s = m.link._curve(theta[:, b]) + offset[fam, b] + rng.normal(0, 0.003, len(fam))
+        s = m.link.curve(theta[:, b]) + offset[fam, b] + rng.normal(0, 0.003, len(fam))
         scores[m.name] = pd.Series(s, index=ids)
     return ids, mats, scores
 

@@ -156,9 +156,10 @@ class LiveDisplay:
     terminal, a progress bar per run with items asked, theta +- SE and the time left. Piped,
     there is no bar (the per-item lines are the progress)."""
 
-    def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool):
+    def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool, averages=()):
         import threading
 
+        self.averages = frozenset(averages)  # suite runs: their estimate is the average
         self.lines = lines
         self.bar = bar and err_console.is_terminal and not is_quiet()
         self.w_model = max([len(m) for m in models] + [1])
@@ -196,7 +197,10 @@ class LiveDisplay:
         return int(min(self.max_items, max(self.min_items, n, guess)))
 
     def estimate_text(self, info) -> str:
-        """What a step's line says of the current estimate."""
+        """What a step's line says of the current estimate: theta, or a suite run's predicted
+        average and its SE (points)."""
+        if info.run_id in self.averages:
+            return f"average {100 * info.theta:5.1f}  SE {100 * info.se:4.2f}"
         return f"theta {info.theta:+.3f}  SE {info.se:.3f}"
 
     def line(self, info) -> "Text":

@@ -1,11 +1,15 @@
 """One way from command-line options to a configuration, for every command.
 
 Defaults come from the configuration classes (:class:`~atlascat.cat.config.CATConfig`,
-:class:`~atlascat.suite.SuiteConfig`, :class:`~atlascat.live.runner.PromptSettings`), values
-are validated there only, and :data:`OPTION_NAMES` is the one map from their fields to the
-options that set them, so a ConfigError names what the user typed (:func:`cli_names`). What
-stays here is what only a command line has: options given together that contradict each other
-(``--fixed-length`` with ``--max-items``), and "not given" (None) resolved to the default.
+:class:`~atlascat.suite.SuiteConfig`, :class:`~atlascat.live.runner.PromptSettings`,
+:class:`~atlascat.irt.calibrate.Calibrator`, :class:`~atlascat.studies.protocol.BenchmarkConfig`)
+and the constants they name (:mod:`atlascat.irt.defaults`), never restated here or in a command
+(``tests/test_config_defaults.py``); values are validated there only, and
+:data:`OPTION_NAMES` is the one map from their fields to the options that set them, so a
+ConfigError names what the user typed (:func:`cli_names`). What stays here is what only a
+command line has: options given together that contradict each other (``--fixed-length`` with
+``--max-items``, a bank folder's predictor with the adaptive test's stops), "not given" (None)
+resolved to the default, and a score link's stops added to a CAT's (:func:`with_link_stops`).
 """
 from __future__ import annotations
 

@@ -9,9 +9,8 @@ interval and percentile) is :func:`atlascat.live.suite_run.suite_table_rows` of
 from __future__ import annotations
 
 from ._common import console, print_frame, warn
-from ._live import LiveDisplay
 
-__all__ = ["floor_note", "SuiteDisplay", "print_suite"]
+__all__ = ["floor_note", "print_suite"]
 
 
 def floor_note(suite, config) -> str | None:
@@ -27,13 +26,6 @@ def floor_note(suite, config) -> str | None:
     return (f"note: --target-se {config.target_se:g} is at or below the average's SE floor "
             f"({floor:.2f} points: the score links' residual, which no item removes); the test "
             f"runs to --max-items ({config.max_items})")
-
-
-class SuiteDisplay(LiveDisplay):
-    """Per-item lines with the predicted average and its SE (points) instead of theta."""
-
-    def estimate_text(self, info) -> str:
-        return f"average {100 * info.theta:5.1f}  SE {100 * info.se:4.2f}"
 
 
 def print_suite(row: dict) -> None:

@@ -15,6 +15,9 @@ from typing import List, Optional
 
 import typer
 
+from ..cat.config import Stopping
+from ..content.defaults import PROMPT_STYLE, TEMPERATURE
+from ..suite.config import SuiteConfig
 from ._common import (console, err_console, min_items_note, one_bank, print_frame, quiet_option,
                       warn)
 from ._live import (LiveDisplay, StopRequest, approximate_note, run_dirs, start_runs,
@@ -41,14 +44,16 @@ HELP = {
     "llm": "Name of the model to ask (sent to the server; cmd: its name, put for {model} in "
            "the command); repeat to test several models concurrently.",
     "batch_size": "Items selected jointly and asked at once per round (all choices of a round "
-                  "in one batch). [default: 1 = classic CAT; --suite: 6]",
+                  f"in one batch). [default: 1 = classic CAT; --suite: {SuiteConfig.batch_size}]",
     "se_stop": "A single bank: stop once theta's SE <= this (after --min-items); banks with a "
                "score link also stop once the predicted score cannot move (--bound-stop). "
-               "[default: 0.1]",
-    "min_items": "Fewest items asked. [default: 30, or the bundled bank's own minimum: arc, "
-                 "truthfulqa, winogrande 45, gsm8k 55; at most --max-items]",
-    "max_items": "Most items asked. [default: 500; --suite: 150; a bank folder's predictor: "
-                 "its budget, 50]",
+               f"[default: {Stopping.se_stop:g}]",
+    "min_items": f"Fewest items asked. [default: {Stopping.min_items}, or the bundled bank's own "
+                 "minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most --max-items; "
+                 f"--suite: {SuiteConfig.min_items}]",
+    "max_items": f"Most items asked. [default: {Stopping.max_items}; --suite: "
+                 f"{SuiteConfig.max_items}; a bank folder's predictor: the budget it was built "
+                 "for]",
     "design": "A bank folder (atlas build-bank DIR): auto = its benchmark "
               "predictor (items drawn at random, weighted to the uncertain ones; right for "
               "models unlike the source models) when it has one, else the adaptive test; "
@@ -208,10 +213,10 @@ def register(app: typer.Typer) -> None:
         max_retries: Optional[int] = typer.Option(None, "--max-retries",
                                                   help=HELP["max_retries"]),
         backoff: Optional[float] = typer.Option(None, "--backoff", help=HELP["backoff"]),
-        prompt_style: str = typer.Option("zero-shot", "--prompt-style",
+        prompt_style: str = typer.Option(PROMPT_STYLE, "--prompt-style",
                                          help=HELP["prompt_style"]),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=HELP["max_tokens"]),
-        temperature: float = typer.Option(0.0, "--temperature",
+        temperature: float = typer.Option(TEMPERATURE, "--temperature",
                                           help="Chat subjects: sampling temperature."),
         system: Optional[str] = typer.Option(None, "--system",
                                              help="Chat subjects: system message."),
@@ -358,18 +363,18 @@ def _say(text: str) -> None:
     err_console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def _display(o: _Options, live):
+def _display(o: _Options, live) -> LiveDisplay:
     """The per-item display of the runs (a suite run's lines show its average)."""
-    from ._suite_evaluate import SuiteDisplay
-
     job = live.jobs[0]
     cfg = live.store.get_run(job.run_id).get("config") or {}
     suite = job.kind == "suite"
-    plan = (int(cfg.get("min_items", 0)), int(cfg.get("max_items", 150 if suite else 500)),
+    plan = (int(cfg.get("min_items", 0)),
+            int(cfg.get("max_items", SuiteConfig.max_items if suite else Stopping.max_items)),
             float(cfg.get("target_se") or 0.0) / 100.0 if suite else cfg.get("se_stop"))
-    return (SuiteDisplay if suite else LiveDisplay)(
+    return LiveDisplay(
         [j.subject.name for j in live.jobs], [str(i) for j in live.jobs for i in j.bank.item_ids],
-        plan, lines=not (o.quiet or o.as_json), bar=not o.as_json)
+        plan, lines=not (o.quiet or o.as_json), bar=not o.as_json,
+        averages={j.run_id for j in live.jobs if j.kind == "suite"})
 
 
 def _resume_hint(o: _Options, run_ids) -> str:

@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BankError, ConfigError
+from .defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
 from .parsing import letters, parse_choices, parse_literal, to_list
 
 __all__ = [
@@ -65,10 +66,6 @@ __all__ = [
 
 CONTENT_BENCHMARKS = ("arc", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande")
 CONTENT_COLUMNS = ("benchmark", "question", "choices", "answer", "scorer", "fewshot", "source_id")
-PROMPT_STYLES = ("zero-shot", "few-shot")
-#: a chat prompt's defaults: the style (one of PROMPT_STYLES) and the sampling temperature
-PROMPT_STYLE = PROMPT_STYLES[0]
-TEMPERATURE = 0.0
 #: column of the item files holding the response-matrix item id
 ITEM_ID_COLUMN = {"arc": "metabench_idx", "gsm8k": "metabench_idx", "hellaswag": "metabench_idx",
                   "mmlu": "mb_sub_idx", "truthfulqa": "metabench_idx",

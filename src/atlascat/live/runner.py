@@ -44,7 +44,8 @@ from typing import Callable
 import numpy as np
 
 from ..errors import AtlasError, BankError, ConfigError, LiveRunError, RunStoppedError
-from ..content.items import PROMPT_STYLES, build_prompt, item_record
+from ..content.defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
+from ..content.items import build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
 from .subjects import Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood
@@ -75,9 +76,9 @@ def subject_protocol(subject) -> str:
 class PromptSettings:
     """How items are turned into prompts (stored with the run; a resumed run reuses them)."""
 
-    style: str = "zero-shot"
+    style: str = PROMPT_STYLE
     max_tokens: int | None = None
-    temperature: float = 0.0
+    temperature: float = TEMPERATURE
     system: str | None = None
 
     def __post_init__(self):
