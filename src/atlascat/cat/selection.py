@@ -367,7 +367,9 @@ class InfoPruner:
         """Cell of every theta and whether it lies inside the precomputed range."""
         theta = np.asarray(theta, dtype=float)
         ok = (theta >= self.lo) & (theta <= self.hi)
-        cell = np.clip(((theta - self.lo) / self.h).astype(np.intp), 0, self.n_cells - 1)
+        cell = ((theta - self.lo) / self.h).astype(np.intp)
+        np.minimum(cell, self.n_cells - 1, out=cell)  # np.clip, without its Python-level wrapper
+        np.maximum(cell, 0, out=cell)
         return cell, ok
 
 
