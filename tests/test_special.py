@@ -30,6 +30,8 @@ class TestLogistic:
         assert_allclose(ours, ref, rtol=4.5e-16, atol=0)
         assert special.log_expit(-800.0) == -800.0  # exact far in the tail, where log(expit) is -inf
         assert special.log_expit(800.0) == 0.0
+        edge = np.array([800.0, np.inf, 0.0, -0.0, np.nan])
+        assert_array_equal(np.signbit(special.log_expit(edge)), np.signbit(sp.log_expit(edge)))
 
     def test_scalars_give_scalars(self):
         for f in (special.expit, special.log_expit):
