@@ -24,7 +24,7 @@ json.dump({"code": code, "modules": sorted(sys.modules)}, open(sys.argv[1], "w")
 #: prefixes of modules the simulate command on a bank file must not import
 NOT_FOR_SIMULATE = ("scipy", "matplotlib", "sklearn", "torch", "atlascat.live", "atlascat.bankdir",
                     "atlascat.scorelink", "atlascat.studies", "atlascat.predict",
-                    "atlascat.design")
+                    "atlascat.design", "rich.progress", "rich.table")  # rich's: -q, piped
 
 
 def _modules(tmp_path: Path, *args: str) -> set[str]:
