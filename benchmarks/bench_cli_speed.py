@@ -7,7 +7,7 @@
 
 1. The README's adaptive test of the 386 HellaSwag test models on the paper's bank
    (``atlas simulate --bank hellaswag_3pl_bank.csv --thetas hellaswag_test_theta_wle.csv
-   --se-stop 0.1 --seed 1 -o DIR``), goal: under 1 s. With ``--before-src`` the same command
+   --se-stop 0.1 --seed 1 -o DIR``, as the README has it: no -q, output piped), goal: under 1 s. With ``--before-src`` the same command
    from another checkout's ``src`` runs beside it, and the two runs' output files must agree
    (every number to 1e-12, every other cell exactly; the ``seconds`` column is a timing).
 2. ``atlas calibrate tiny_arc.csv.gz --mirt-defaults -o bank.csv`` (3747 x 99, 3PL, 61 nodes,
@@ -49,11 +49,11 @@ TIMING_COLUMNS = ("seconds",)
 def simulate_args(out: Path) -> list[str]:
     return ["simulate", "--bank", str(BANKS / "hellaswag_3pl_bank.csv"), "--thetas",
             str(BANKS / "hellaswag_test_theta_wle.csv"), "--se-stop", "0.1", "--seed", "1",
-            "-o", str(out), "-q"]
+            "-o", str(out)]
 
 
 def calibrate_args(out: Path) -> list[str]:
-    return ["calibrate", str(TINY_ARC), "--mirt-defaults", "-o", str(out), "-q"]
+    return ["calibrate", str(TINY_ARC), "--mirt-defaults", "-o", str(out)]
 
 
 def run(cmd: list[str], env: dict) -> tuple[float, float]:
