@@ -1,15 +1,16 @@
 """Two CLI commands as whole processes, beside their peers in one run (issue 44, CPU part)::
 
     .venv/bin/python benchmarks/bench_cli_speed.py                         # 5 rounds, prints
-    git archive main src | tar -x -C /tmp/before                           # the code before, then:
+    mkdir /tmp/before && git archive 2f0caaa src | tar -x -C /tmp/before  # the code before, then:
     .venv/bin/python benchmarks/bench_cli_speed.py --before-src /tmp/before/src \\
-        --write benchmarks/results/cli_speed.md
+        --write /tmp/cli_speed_table.md   # the table of benchmarks/results/cli_speed.md
 
 1. The README's adaptive test of the 386 HellaSwag test models on the paper's bank
    (``atlas simulate --bank hellaswag_3pl_bank.csv --thetas hellaswag_test_theta_wle.csv
-   --se-stop 0.1 --seed 1 -o DIR``, as the README has it: no -q, output piped), goal: under 1 s. With ``--before-src`` the same command
-   from another checkout's ``src`` runs beside it, and the two runs' output files must agree
-   (every number to 1e-12, every other cell exactly; the ``seconds`` column is a timing).
+   --se-stop 0.1 --seed 1 -o DIR`` as the README has it: no -q, output piped), goal: under
+   1 s. With ``--before-src`` the same command from another checkout's ``src`` runs beside it,
+   and the two runs' output files must agree (every number to 1e-12, every other cell exactly;
+   the ``seconds`` column is a timing).
 2. ``atlas calibrate tiny_arc.csv.gz --mirt-defaults -o bank.csv`` (3747 x 99, 3PL, 61 nodes,
    no priors) beside R mirt 1.45 on the same matrix with the same settings
    (``Rscript ../shared/tools/mirt_fit.R tiny_arc.csv.gz 3PL PREFIX``: 3PL, EM, 61 nodes, its
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--before-src", type=Path, help="another checkout's src/ run beside ours")
     ap.add_argument("--no-mirt", action="store_true", help="skip calibrate and mirt")
-    ap.add_argument("--write", type=Path, help="also write the results page (markdown) here")
+    ap.add_argument("--write", type=Path, help="also write the table (markdown) to this file")
     args = ap.parse_args(argv)
 
     py = sys.executable

@@ -57,6 +57,18 @@ def test_simulate_on_a_bank_file_imports_only_what_it_needs(tmp_path):
     assert _loaded(mods, NOT_FOR_SIMULATE) == []
 
 
+def test_calibrate_imports_no_scipy_stats_or_optimize(tmp_path):
+    rng = np.random.default_rng(4)
+    theta, b = rng.normal(size=(300, 1)), rng.normal(size=(1, 15))
+    y = (rng.random((300, 15)) < 1.0 / (1.0 + np.exp(-(theta - b)))).astype(int)
+    rows = ["subject_id," + ",".join(f"i{j}" for j in range(15))]
+    rows += [f"m{i}," + ",".join(map(str, r)) for i, r in enumerate(y)]
+    (tmp_path / "y.csv").write_text("\n".join(rows) + "\n")
+    mods = _modules(tmp_path, "calibrate", "y.csv", "--mirt-defaults", "-o", "bank.csv", "-q")
+    assert (tmp_path / "bank.csv").exists() and "atlascat.irt.calibrate" in mods
+    assert _loaded(mods, ("scipy.stats", "scipy.optimize", "matplotlib", "atlascat.live")) == []
+
+
 def test_help_loads_neither_pandas_nor_scipy(tmp_path):
     mods = _modules(tmp_path, "--help")
     assert "atlascat.cli.cmd_simulate" in mods
