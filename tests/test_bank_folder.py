@@ -515,7 +515,7 @@ def test_folder_from_62_models_predicts_with_its_ridge_part_live(tmp_path, share
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["predictor"]["ridge"] is True
     pj = json.loads((tmp_path / "bank" / "predictor.json").read_text())
-    assert pj["version"] == 6 and pj["calibration"]["gamma"] is not None
+    assert pj["version"] == 7 and pj["calibration"]["gamma"] is not None
     assert pj["calibration"]["score_map"] is None      # no --scores: the item mean
     assert pj["calibration"]["design_weight"] == folder.manifest["predictor"]["design_weight"]
     model = str(targets.subject_ids[0])

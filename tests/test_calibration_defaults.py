@@ -213,7 +213,7 @@ def test_lsat6_rasch_against_mirt(shared_data):
     np.testing.assert_allclose(res.bank.d, items.d, atol=5e-3)
     assert res.latent_variance == pytest.approx(summ.d, abs=5e-3)      # mirt: 0.5718
     assert res.loglik == pytest.approx(summ.a1, abs=1e-2)
-    m2 = fit.m2(rm, res.bank, estimated="rasch", prior_sd=np.sqrt(res.latent_variance))
+    m2 = fit.m2(rm, res.bank, estimated="rasch")   # the bank is the N(0, 1) 1PL equivalent
     assert m2.df == 9 and m2.M2 == pytest.approx(summ.u, abs=1e-2)      # mirt: 5.2928
 
 

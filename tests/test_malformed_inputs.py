@@ -26,6 +26,7 @@ from atlascat.irt import fit as irt_fit
 from atlascat.irt.ability import eap, estimate_ability, wle
 from atlascat.irt.bank import ItemBank
 from atlascat.irt.linking import link_banks
+from atlascat.irt.polybank import PolyBank
 from atlascat.responses import ResponseMatrix
 
 N_ITEMS, N_SUBJECTS = 12, 80
@@ -130,6 +131,12 @@ def ws(tmp_path_factory):
     pd.DataFrame({"name": resp["model"], "value": 0.5}).to_csv(d / "scores_name_value.csv",
                                                                index=False)
     pd.DataFrame({"score": [0.5, 0.6]}).to_csv(d / "scores_no_model.csv", index=False)
+    # ordinal ratings (--model graded|gpcm): levels 1 and 4; a half point; one level only
+    rat = resp.copy()
+    rat[IDS] = (rat[IDS] * 3 + 1).astype(float)
+    rat.to_csv(d / "rat.csv", index=False)
+    rat.assign(q3=rat["q3"].where(rat.index != 2, 2.5)).to_csv(d / "rat_half.csv", index=False)
+    rat.assign(q5=3.0).to_csv(d / "rat_one.csv", index=False)
     return d
 
 
@@ -175,6 +182,11 @@ CLI_CASES = [
     ("calibrate-bad-format", "calibrate {d}/resp.csv -o {d}/o/b.csv --format xml", ["--format", "xml"]),
     ("calibrate-summary-dir", "calibrate {d}/resp.csv -o {d}/o/b.csv --summary {d}/adir", ["--summary", "directory"]),
     ("calibrate-unknown-bundled", "calibrate arcc -o {d}/o/b.csv", ["arcc", "bundled"]),
+    ("calibrate-se-partitioned", "calibrate {d}/resp.csv -o {d}/o/b.csv --se --partition-size 5",
+     ["--se", "joint calibration"]),
+    ("anova-one-model", "anova {d}/resp.csv --model 2pl", ["two or more different --model"]),
+    ("anova-same-size-models", "anova {d}/resp.csv --model rasch --model 1pl",
+     ["same number of parameters"]),
     # fit
     ("fit-bank-nonutf8", "fit {d}/resp.csv --bank {d}/nonutf8_bank.csv", ["nonutf8_bank.csv", "UTF-8"]),
     ("fit-bank-extreme", "fit {d}/resp.csv --bank {d}/bank_extreme.csv", ["q3", "1e+06"]),
@@ -298,6 +310,9 @@ CLI_CASES = [
     ("build-bank-too-few-models", "build-bank {d}/resp10.csv -o {d}/bb", ["10 model(s)", "at least 20"]),
     ("build-bank-metric-on-matrix", "build-bank {d}/resp.csv --metric acc -o {d}/bb", ["--metric", "response matrix"]),
     ("build-bank-output-is-file", "build-bank {d}/resp.csv -o {d}/afile", ["afile", "existing file"]),
+    ("calibrate-ordinal-non-integer", "calibrate {d}/rat_half.csv --model graded -o {d}/o/b.csv", ["2.5", "row 2", "'m2'", "'q3'", "integer"]),
+    ("calibrate-ordinal-one-level", "calibrate {d}/rat_one.csv --model gpcm -o {d}/o/b.csv", ["'q5'", "only the level 3"]),
+    ("calibrate-ordinal-range", "calibrate {d}/rat.csv --model graded --rating-range 1 3 -o {d}/o/b.csv", ["rating 4", "declared range [1, 3]"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 
@@ -340,6 +355,11 @@ def _api_cases():
     sb, snap = _snapshot()
     short = dict(snap, scores=snap["scores"][:-1])
     return [
+        ("ordinal-non-integer", lambda: at.calibrate(arr * 3 + np.where(np.arange(N_ITEMS) == 4, 0.5, 0), model="graded"), ConfigError, ["row 0", "'4'", "not an integer"]),
+        ("ordinal-one-level", lambda: at.calibrate(np.column_stack([arr[:, :3], np.ones(len(arr))]), model="gpcm"), ConfigError, ["'3'", "only the level 1"]),
+        ("ordinal-range", lambda: at.calibrate(arr + 1, model="graded", value_range=(0, 1)), ConfigError, ["rating 2", "[0, 1]"]),
+        ("ordinal-bank-disordered", lambda: PolyBank(["q"], [[1.0, -1.0, 1.0]]), BankError, ["'q'", "decrease"]),
+        ("ordinal-score-off-scale", lambda: estimate_ability(np.full((1, 1), 9.0), PolyBank(["q"], [[1.0, 0.0]])), ConfigError, ["rating 9", "levels 0;1"]),
         ("rm-text", lambda: ResponseMatrix([["a", 1], [0, 1]]), ResponseDataError, ["'a'", "row 0"]),
         ("rm-value-2", lambda: ResponseMatrix(np.array([[2.0, 1.0]])), ResponseDataError, ["outside"]),
         ("rm-inf", lambda: ResponseMatrix([[np.inf, 1.0]]), ResponseDataError, ["outside"]),

@@ -342,7 +342,7 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     """A bank folder built before the level model (predictor.json version 2) loads and runs
     the IRT model alone, exactly as that version did (share 0, one control variate)."""
     d = json.loads(json.dumps(predictor.to_dict()))
-    assert d["version"] == 6 and len(d["items"]["level_x"]) == N_ITEMS
+    assert d["version"] == 7 and len(d["items"]["level_x"]) == N_ITEMS
     d["version"] = 2
     d["settings"]["mix"] = 0.5                               # version 2's default
     for key in ("share", "level_fraction", "ridge", "fitted_weight", "model_gate"):

@@ -410,7 +410,7 @@ class TestStorage:
         with pytest.raises(BankError, match="no request data"):
             build_requests(bare.with_metadata(meta.assign(item_id=["1", "2"])), "1")
         with pytest.raises(BankError, match="unknown scoring rule"):
-            requests_from_record({"rule": "f1", "context": "x", "continuations": [" a", " b"]})
+            requests_from_record({"rule": "bleurt", "context": "x", "continuations": [" a", " b"]})
         with pytest.raises(BankError, match="gold index"):
             requests_from_record({"rule": "acc", "context": "x", "continuations": [" a", " b"],
                                   "gold": 2})

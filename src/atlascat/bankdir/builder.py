@@ -5,7 +5,9 @@
       -> item filter: items every model answered alike are dropped (no information; the
          point-biserial rule from 100 models up, :func:`atlascat.filtering.filter_items`)
       -> calibration with the size defaults (:mod:`atlascat.irt.defaults`: below 500 models a
-         2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest)
+         2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest);
+         continuous scores (F1, ROUGE, mc2) by the extended quasi-likelihood, each item's
+         term divided by its dispersion (``dispersion="auto"``, :mod:`atlascat.irt.dispersion`)
       -> score link (:class:`atlascat.scorelink.ScoreLink`) fitted on the source models, its spline
          and support sized for N (:func:`atlascat.scorelink.curve.knots_for`,
          :func:`atlascat.scorelink.curve.support_for`)
@@ -38,7 +40,8 @@ from ..errors import BankError, ConfigError, ResponseDataError
 from .predict import PREDICTOR_ITEMS_FILE
 
 __all__ = ["build_bank", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
-           "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS"]
+           "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS",
+           "read_scaled_matrix", "check_score_range"]
 
 #: fewest source models a bank folder is built from
 MIN_MODELS = 20
@@ -62,8 +65,50 @@ def _is_logs(paths: Sequence) -> bool:
     return False
 
 
-def read_results(source, *, task=None, metric=None, filter_name=None, id_field="metabench_idx"):
-    """``(ResponseMatrix, SampleLogs or None, [source files])`` from a matrix or sample logs."""
+def check_score_range(score_range):
+    """(low, high) as floats, or None; one line for a range that is not one."""
+    if score_range is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in score_range)
+    except (TypeError, ValueError):
+        raise ConfigError(f"--score-range takes two numbers LO HI, got {score_range!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ConfigError(f"--score-range LO HI needs finite LO < HI, got {lo:g} {hi:g}")
+    return lo, hi
+
+
+def read_scaled_matrix(path, score_range, **read_kwargs):
+    """A response matrix whose scores lie on ``score_range`` (lo, hi) (BLEU 0-100, a 1-10
+    rating), mapped to [0, 1] once: y = (x - lo) / (hi - lo). A cell outside the range is
+    refused with one line."""
+    from ..responses import ResponseMatrix
+
+    lo, hi = score_range
+
+    class _OnScale(ResponseMatrix):            # the readers build cls(values, ids, items)
+        def __init__(self, values, subject_ids=None, item_ids=None, **kw):
+            v = np.asarray(values, dtype=float)
+            bad = np.argwhere(~np.isnan(v) & ((v < lo) | (v > hi)))
+            if bad.size:
+                r, c = bad[0]
+                who = "" if subject_ids is None else f" (model {list(subject_ids)[r]!r}"
+                what = "" if item_ids is None else f", item {list(item_ids)[c]!r})"
+                raise ResponseDataError(
+                    f"{len(bad)} score(s) outside the declared range [{lo:g}, {hi:g}], e.g. "
+                    f"{v[r, c]:g} at row {r}{who}{what if who else ''}; check --score-range")
+            super().__init__((v - lo) / (hi - lo), subject_ids, item_ids, **kw)
+
+    kw = {"on_empty": "drop", **read_kwargs}
+    rm = _OnScale.read(path, **kw)
+    return ResponseMatrix(rm.values, rm.subject_ids, rm.item_ids, on_empty=kw["on_empty"])
+
+
+def read_results(source, *, task=None, metric=None, filter_name=None, id_field="metabench_idx",
+                 score_range=None):
+    """``(ResponseMatrix, SampleLogs or None, [source files])`` from a matrix or sample logs;
+    ``score_range`` (lo, hi): the scores' scale, mapped to [0, 1] (sample logs: default the
+    harness's known range of the metric)."""
     paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     if not paths:
         raise ConfigError("give the results: a response matrix file or sample logs")
@@ -71,7 +116,7 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
         from .samplelogs import read_sample_logs
 
         logs = read_sample_logs(paths, task=task, metric=metric, id_field=id_field,
-                                filter_name=filter_name)
+                                filter_name=filter_name, score_range=score_range)
         sets = {m: frozenset(s) for m, s in logs.scores.items()}
         ref_model, ref = max(sets.items(), key=lambda kv: len(kv[1]))
         for m, s in sets.items():
@@ -93,7 +138,15 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     if not path.exists():
         raise ResponseDataError(f"{str(path)!r} does not exist; give a response matrix file or "
                                 "sample logs")
-    return ResponseMatrix.read(path, on_empty="drop"), None, [str(path)]
+    if score_range is not None:
+        return read_scaled_matrix(path, score_range), None, [str(path)]
+    try:
+        return ResponseMatrix.read(path, on_empty="drop"), None, [str(path)]
+    except ResponseDataError as exc:
+        if "outside [0, 1]" not in str(exc):
+            raise
+        raise ResponseDataError(f"{exc}; on another scale (BLEU 0-100, a 1-10 rating) give it "
+                                "with --score-range LO HI") from None
 
 
 #: the model column of a --scores file, by name (the first present)
@@ -214,7 +267,7 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
                                [str(j) for j in np.flatnonzero(keep_items)], on_empty="keep")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            bank = calibrate(rm_tr, model=model, random_state=int(seed)).bank
+            bank = calibrate(rm_tr, model=model, random_state=int(seed), dispersion="auto").bank
         cols = np.asarray([int(i) for i in bank.item_ids])
         m = int(tr.sum())
         link = fit_link(bank, y_all[tr][:, cols], s_all[tr], benchmark=benchmark, seed=seed,
@@ -261,7 +314,7 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
             raise ResponseDataError(f"item {i} has no logged 'arguments'; log samples with a "
                                     "harness that records them (lm-eval >= 0.4)")
         f = logs.rule_fields(i)
-        if f["rule"] not in ("exact_match", "gsm8k_exact") and f["gold"] < 0:
+        if it.kind == "loglikelihood" and f["gold"] < 0:
             dropped.append(i)
             continue
         conts = [c.strip() for c in f["continuations"]]
@@ -311,7 +364,7 @@ def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
         return bank
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = calibrate(rm, model=model, random_state=int(seed))
+        full = calibrate(rm, model=model, random_state=int(seed), dispersion="auto")
     return full.bank if full.converged else bank
 
 
@@ -319,7 +372,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                metric: str | None = None, filter_name: str | None = None,
                id_field: str | None = "metabench_idx", name: str | None = None,
                model: str = "auto", seed: int = 0, chance: float | None = None,
-               min_models: int = MIN_MODELS, budget: int = BUDGET, folds: int = FOLDS):
+               min_models: int = MIN_MODELS, budget: int = BUDGET, folds: int = FOLDS,
+               score_range=None):
     """Build a bank folder (see the module docstring); returns the loaded
     :class:`~atlascat.bankdir.folder.BankFolder` (written to ``output`` when given).
 
@@ -338,6 +392,10 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         link's floor, and the predictor's (``BenchmarkPredictor(chance=...)``)
     budget : the test length the link is fitted for (its replayed tests stop there)
     folds : cross-fitting folds that size the interval (:func:`cross_fit_factor`; 0: none)
+    score_range : (low, high), the scale of the scores (BLEU 0-100, a 1-10 judge rating):
+        mapped to [0, 1] once, when the results are read (sample logs: default the harness's
+        known range of the metric), and every prediction mapped back
+        (:func:`atlascat.bankdir.predict.metric_scale`); ``manifest.settings.score_range``
     """
     from .._version import __version__
     from ..content.items import attach_content
@@ -345,8 +403,11 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     from ..irt.calibrate import calibrate
     from .folder import BankFolder, load_bank_dir, write_bank_dir
 
+    score_range = check_score_range(score_range)
     rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
-                                   id_field=id_field)
+                                   id_field=id_field, score_range=score_range)
+    if logs is not None and logs.score_range is not None:
+        score_range = tuple(map(float, logs.score_range))
     n = rm.n_subjects
     if n < min_models:
         raise ResponseDataError(f"the results hold {n} model(s); a bank needs at least "
@@ -368,7 +429,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     train, report = filter_items(rm, subject_percentile=None, max_mean=None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = calibrate(train, model=model, random_state=int(seed))
+        res = calibrate(train, model=model, random_state=int(seed), dispersion="auto")
     if not res.converged:
         raise BankError(f"the calibration did not converge ({train.n_subjects} models x "
                         f"{train.n_items} items); try --model 1pl")
@@ -434,7 +495,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "settings": {"model": model, "seed": int(seed), "chance": chance,
                      "chance_from": chance_from,
                      "link_se_stop": LINK_SE_STOP, "min_models": int(min_models),
-                     "budget": int(budget), "folds": int(folds)},
+                     "budget": int(budget), "folds": int(folds),
+                     "score_range": None if score_range is None else list(score_range)},
         "cross_fit": link.info.get("cross_fit"),
         "calibration": {"model": bank.model, "warnings": sorted({str(w.message)
                                                                   for w in caught})},

@@ -22,7 +22,7 @@ import pandas as pd
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
-           "PREDICTOR_FILE"]
+           "PREDICTOR_FILE", "metric_scale", "to_metric_scale"]
 
 #: the benchmark predictor's file in a bank folder
 PREDICTOR_FILE = "predictor.json"
@@ -33,6 +33,29 @@ PREDICTOR_ITEMS_FILE = "predictor_items.parquet"
 #: columns of :func:`predict_scores` (the shipped banks' ``person_scores.csv`` names)
 PREDICTION_COLUMNS = ("leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi",
                       "leaderboard_percentile", "leaderboard_flag", "leaderboard_warning")
+
+
+def metric_scale(folder):
+    """(low, high) of the metric's own scale when the folder was built from scores on another
+    scale than [0, 1] (``atlas build-bank --score-range LO HI``, or the harness's known range of
+    BLEU / ROUGE), else None. Scores are modelled on [0, 1]; every prediction is mapped back,
+    low + (high - low) x score, so the user reads BLEU on BLEU's scale."""
+    rng = (getattr(folder, "manifest", None) or {}).get("settings", {}).get("score_range")
+    return None if rng is None else (float(rng[0]), float(rng[1]))
+
+
+def to_metric_scale(frame: pd.DataFrame, folder, columns=None) -> pd.DataFrame:
+    """``frame`` with the score and its interval ends (default the first three of
+    :data:`PREDICTION_COLUMNS`) on the folder's metric scale (:func:`metric_scale`)."""
+    scale = metric_scale(folder)
+    if scale is None:
+        return frame
+    lo, hi = scale
+    out = frame.copy()
+    for c in (PREDICTION_COLUMNS[:3] if columns is None else columns):
+        if c in out:
+            out[c] = lo + (hi - lo) * out[c].astype(float)
+    return out
 
 
 def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) -> pd.DataFrame:
@@ -47,12 +70,13 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
     Returns
     -------
     DataFrame in the order of ``persons`` with :data:`PREDICTION_COLUMNS`: the score, the
-    lower and upper ends of its 95% interval (0-1), the percentile among the source models,
-    a flag and a one-line warning ("" when none).
+    lower and upper ends of its 95% interval (0-1, or the metric's own scale,
+    :func:`metric_scale`), the percentile among the source models, a flag and a one-line
+    warning ("" when none).
     """
     from ..scorelink import predict_frame
 
-    return predict_frame(folder.link, persons, administered)
+    return to_metric_scale(predict_frame(folder.link, persons, administered), folder)
 
 
 def load_predictor(folder):
@@ -101,10 +125,11 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     warning = np.where(out["method"] == "design",
                        "unlike the source models: the design-based estimate (random items) is "
                        "used", "")
-    return pd.DataFrame({
+    return to_metric_scale(pd.DataFrame({
         "subject_id": out["subject"].astype(str), "n_items": out["n_items"],
         "leaderboard_accuracy": out["score"], "leaderboard_lo": out["lower"],
         "leaderboard_hi": out["upper"], "leaderboard_percentile": pct,
         "leaderboard_flag": out["flag"], "leaderboard_warning": warning,
         "method": out["method"], "se": out["se"], "model_score": out["model_score"],
-        "design_score": out["design_score"], "theta": out["theta"]})
+        "design_score": out["design_score"], "theta": out["theta"]}), folder,
+        [*PREDICTION_COLUMNS[:3], "model_score", "design_score"])

@@ -21,7 +21,7 @@ continuation; multiple choice sends one per choice, WinoGrande-style tasks put t
 context), ``generate_until`` when ``arg_1`` is the generation kwargs (``until``, ``max_gen_toks``,
 ...). ``loglikelihood_rolling`` (a context alone) has no 0/1 score and is refused.
 
-**The scoring rule** (what turns a model's outputs into the item's 0/1, as the harness did):
+**The scoring rule** (what turns a model's outputs into the item's score, as the harness did):
 
 ========================  =====================================================================
 metric                    rule (:mod:`atlascat.content.requests`)
@@ -32,7 +32,20 @@ acc, mc1, any other       ``acc``: argmax of ll_j (first maximum)
 exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number>`` (GSM8K's
                           strict match), else ``exact_match``: the generation cut at the item's
                           stop strings, stripped, equal to the stripped target
+f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1])
+mc2 (log-likelihood)      ``mc2``: probability mass of the true options (the leading
+                          ``mc2_true``, the count that reproduces the logged scores)
+any other metric whose    ``metric:<name>``: kept with its requests; a live run refuses such an
+scores are not 0/1        item naming the metric (ask the folder with ``--subject cmd:``)
+(ROUGE, BLEU, a judge)
 ========================  =====================================================================
+
+**Scales.** A per-sample score must lie in [0, 1], or on a declared scale (``score_range``,
+``atlas build-bank --score-range LO HI``; the harness's BLEU / chrF / ROUGE ``_max`` fields are
+known to be 0-100, :data:`KNOWN_RANGES`), mapped to [0, 1] once here, at the boundary; a value
+outside the declared range is refused. A metric the harness aggregates over the corpus (its
+per-sample field holds a (reference, prediction) pair: corpus BLEU, chrF, TER, macro F1, MCC)
+is not a mean over items and is refused (:func:`corpus_metric_error`).
 
 The gold option of a log-likelihood item is ``target`` when it is an index (or the text of
 exactly one continuation); otherwise (WinoGrande logs the shared continuation as its target) it
@@ -56,11 +69,13 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 
 from ..content.parsing import parse_literal
-from ..content.requests import (GSM8K_MAX_GEN_TOKS, Request, gsm8k_extract, score_outputs)
+from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
+                                gsm8k_extract, mc2_score, score_outputs, token_f1)
 from ..errors import AtlasError, ResponseDataError
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
-           "parse_arguments", "task_of", "subject_of", "NON_METRIC_FIELDS"]
+           "parse_arguments", "task_of", "subject_of", "NON_METRIC_FIELDS", "KNOWN_RANGES",
+           "corpus_metric_error"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
                       r"\.jsonl(\.gz)?$")
@@ -173,14 +188,43 @@ def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
     return tuple(out)
 
 
-def _number(value, where: str, metric: str) -> float:
+#: the harness's per-sample metrics on a scale other than [0, 1] (lm-eval's TruthfulQA
+#: generation and translation tasks log BLEU, chrF and ROUGE in points): (low, high)
+KNOWN_RANGES = {"bleu": (0.0, 100.0), "sacrebleu": (0.0, 100.0), "chrf": (0.0, 100.0),
+                "bleu_max": (0.0, 100.0), "rouge1_max": (0.0, 100.0),
+                "rouge2_max": (0.0, 100.0), "rougeL_max": (0.0, 100.0)}
+
+
+def corpus_metric_error(metric: str, where: str) -> ResponseDataError:
+    """The one line for a metric the harness aggregates over the corpus."""
+    return ResponseDataError(
+        f"{where}: metric {metric!r} logs a (reference, prediction) pair per sample, not a "
+        "score: the harness aggregates it over the whole corpus (corpus BLEU, chrF, TER, macro "
+        "F1, MCC), which is not a mean over items, so no item has a score of its own; choose a "
+        "per-sample metric with --metric")
+
+
+def _number(value, where: str, metric: str, score_range=None) -> float:
+    """The per-sample score in [0, 1]: the logged value, mapped from ``score_range`` (lo, hi)
+    to [0, 1] when given (a value outside it is refused)."""
+    if isinstance(value, (list, tuple, dict)) or (isinstance(value, str)
+                                                  and value.strip()[:1] in ("(", "[", "{")):
+        raise corpus_metric_error(metric, where)
     try:
         v = float(value)
     except (TypeError, ValueError):
         raise ResponseDataError(f"{where}: {metric}={value!r} is not a number") from None
+    if score_range is not None:
+        lo, hi = score_range
+        if not lo <= v <= hi:
+            raise ResponseDataError(f"{where}: {metric}={v:g} outside the declared range "
+                                    f"[{lo:g}, {hi:g}]; give the metric's range with "
+                                    "--score-range LO HI")
+        return (v - lo) / (hi - lo)
     if not 0.0 <= v <= 1.0:
-        raise ResponseDataError(f"{where}: {metric}={v:g} outside [0, 1]; a bank needs a 0/1 "
-                                "(or 0-1) per-sample metric")
+        raise ResponseDataError(f"{where}: {metric}={v:g} outside [0, 1]; give the metric's "
+                                "range with --score-range LO HI (BLEU: 0 100, a 1-10 rating: "
+                                "1 10)")
     return v
 
 
@@ -251,6 +295,7 @@ class SampleLogs:
     outputs: dict = field(default_factory=dict)
     items: dict = field(default_factory=dict)
     harness: str | None = None
+    score_range: tuple | None = None
 
     @property
     def models(self) -> list[str]:
@@ -285,6 +330,12 @@ class SampleLogs:
         logged = [(self.outputs[m].get(item_id), self.scores[m].get(item_id))
                   for m in self.scores]
         logged = [(o, s) for o, s in logged if o is not None and s is not None]
+        if self.metric == "f1" and it.kind == "generate_until":
+            return self._f1_fields(it, logged)
+        if self.metric == "mc2" and it.kind == "loglikelihood":
+            return self._mc2_fields(it, logged)
+        if self.continuous:               # a metric atlas cannot compute: kept by name
+            return self._metric_fields(it)
         if it.kind == "generate_until":
             target = str(it.target)
             rule = "gsm8k_exact" if "#### " in target else "exact_match"
@@ -327,6 +378,58 @@ class SampleLogs:
         hits = [(p == gold) == ok for p, ok in chosen]
         out["agreement"] = float(np.mean(hits)) if hits else float("nan")
         return out
+
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the metric gives scores other than 0/1 (F1, ROUGE, a rescaled rating)."""
+        return any(v not in (0.0, 1.0) for sc in self.scores.values() for v in sc.values())
+
+    def _generation_base(self, it) -> dict:
+        r = it.requests[0]
+        return {"context": r.context, "ctx_suffixes": [], "continuations": [], "gold": -1,
+                "target": str(it.target), "n_choices": 1, "mc2_true": 0,
+                "until": list(r.until), "max_gen_toks": int(r.max_gen_toks)}
+
+    def _f1_fields(self, it, logged) -> dict:
+        """Token F1 of the generation against the target (``f1`` rule)."""
+        until = it.requests[0].until
+        hits = [abs(token_f1(gsm8k_cut(o[0], until), str(it.target)) - s) < 1e-6
+                for o, s in logged]
+        return {"rule": "f1", **self._generation_base(it),
+                "agreement": float(np.mean(hits)) if hits else float("nan")}
+
+    def _mc2_fields(self, it, logged) -> dict:
+        """TruthfulQA's mc2 over the logged options: the number of true (leading) options is
+        the one that reproduces the logged scores from the logged log-likelihoods."""
+        n = len(it.requests)
+        best, agree = 1, float("nan")
+        if logged and n > 1:
+            rates = [np.mean([abs(mc2_score(o, k) - s) < 1e-4 for o, s in logged])
+                     for k in range(1, n)]
+            best, agree = int(np.argmax(rates)) + 1, float(max(rates))
+        ctxs = [r.context for r in it.requests]
+        prefix = os.path.commonprefix(ctxs)
+        suffixes = [c[len(prefix):] for c in ctxs]
+        return {"rule": "mc2", "context": prefix,
+                "ctx_suffixes": suffixes if any(suffixes) else [],
+                "continuations": [r.continuation for r in it.requests], "gold": 0,
+                "target": "", "n_choices": n, "mc2_true": best, "agreement": agree}
+
+    def _metric_fields(self, it) -> dict:
+        """A continuous metric atlas cannot compute from outputs: the rule names it
+        (``metric:<name>``); a live run refuses such an item with that name."""
+        rule = METRIC_RULE_PREFIX + self.metric
+        if it.kind == "generate_until":
+            return {"rule": rule, **self._generation_base(it), "agreement": float("nan")}
+        ctxs = [r.context for r in it.requests]
+        prefix = os.path.commonprefix(ctxs)
+        suffixes = [c[len(prefix):] for c in ctxs]
+        return {"rule": rule, "context": prefix,
+                "ctx_suffixes": suffixes if any(suffixes) else [],
+                "continuations": [r.continuation for r in it.requests], "gold": 0,
+                "target": "", "n_choices": len(it.requests), "mc2_true": 0,
+                "agreement": float("nan")}
 
 
 def _gold_from_target(target, conts: Sequence[str]) -> int | None:
@@ -376,7 +479,8 @@ def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None
 
 def read_sample_logs(paths, *, task: str | None = None, metric: str | None = None,
                      id_field: str | None = "metabench_idx", filter_name: str | None = None,
-                     subject_ids: Sequence[str] | None = None) -> SampleLogs:
+                     subject_ids: Sequence[str] | None = None,
+                     score_range: tuple | None = None) -> SampleLogs:
     """Read the sample logs of one task, several models.
 
     Parameters
@@ -389,10 +493,14 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
     filter_name : the harness filter to keep when a task logs several (GSM8K's
         ``strict-match`` / ``flexible-extract``)
     subject_ids : one model name per file (default: the folder name, ``__`` read as ``/``)
+    score_range : (low, high) of the metric's scale, mapped to [0, 1] (default: the harness's
+        known range, :data:`KNOWN_RANGES`, else the values must lie in [0, 1])
     """
     files, the_task, names = task_files(paths, task, subject_ids)
     logs = SampleLogs(task=the_task, metric=metric or "", filter=filter_name, files=files,
-                      harness=_harness_version(files))
+                      harness=_harness_version(files),
+                      score_range=None if score_range is None else tuple(map(float,
+                                                                              score_range)))
     for name, f in zip(names, files):
         _read_one(logs, name, f, id_field=id_field, metric=metric, filter_name=filter_name)
     return logs
@@ -415,11 +523,13 @@ def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_
                 raise ResponseDataError(f"{where}: no per-sample metric found; name it with "
                                         f"--metric (fields: {sorted(rec)[:12]})")
             logs.metric = found[0]
+        if logs.score_range is None and logs.metric in KNOWN_RANGES:
+            logs.score_range = KNOWN_RANGES[logs.metric]
         if logs.metric not in rec:
             raise ResponseDataError(f"metric {logs.metric!r} is not in the logs ({where} has "
                                     f"{', '.join(_metrics_of(rec)) or 'no metric'}); choose one "
                                     "of those with --metric")
-        value = _number(rec[logs.metric], where, logs.metric)
+        value = _number(rec[logs.metric], where, logs.metric, logs.score_range)
         doc = rec.get("doc")
         doc_id = str(rec["doc_id"])
         item = str(doc[id_field]) if id_field and isinstance(doc, Mapping) and id_field in doc \

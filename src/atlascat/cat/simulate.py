@@ -87,7 +87,21 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     rounds per examinee is the ``rounds`` column of ``persons``. ``k = 1`` is the classic CAT.
 
     ``progress(n_done, n_total)`` is called after every step (round).
+
+    A :class:`~atlascat.irt.polybank.PolyBank` (graded / gpcm items) runs the ordinal adaptive
+    test, :func:`atlascat.cat.ordinal.simulate_ordinal_cat` (``responses`` or ``thetas``;
+    rounds of one item), and returns its :class:`~atlascat.cat.ordinal.OrdinalCATResult`.
     """
+    from ..irt.polybank import PolyBank
+
+    if isinstance(bank, PolyBank):
+        if answer_fn is not None or batch_size != 1 or theta_ref is not None:
+            raise ConfigError("an ordinal bank's adaptive test takes responses= or thetas=, "
+                              "one item per round (no answer_fn, batch_size or theta_ref)")
+        from .ordinal import simulate_ordinal_cat
+
+        return simulate_ordinal_cat(bank, config, responses=responses, thetas=thetas,
+                                    subject_ids=subject_ids, rng=rng)
     t_start = time.perf_counter()
     config = CATConfig() if config is None else config
     if not isinstance(config, CATConfig):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import typer
 
@@ -50,6 +50,11 @@ def register(app: typer.Typer) -> None:
                                                     "the mean of 1 / options, 0 for "
                                                     "generation; from a matrix 0]"),
         seed: int = typer.Option(0, "--seed", help="Random seed."),
+        score_range: Optional[Tuple[float, float]] = typer.Option(
+            None, "--score-range", metavar="LO HI",
+            help="The scores' scale when it is not 0-1 (BLEU: 0 100; a 1-10 judge rating: 1 10): "
+                 "mapped to 0-1 when read, every prediction mapped back. [default: 0-1; from "
+                 "sample logs the harness's known range of the metric]"),
         quiet: bool = quiet_option(),
     ):
         """Build a bank folder (bank, requests, score link, manifest) for --bank DIR.
@@ -66,7 +71,8 @@ def register(app: typer.Typer) -> None:
             check_finite(chance, "--chance")
         folder = build_bank(results if len(results) > 1 else results[0], output, scores=scores,
                             task=task, metric=metric, filter_name=filter_name, name=name,
-                            model=model, seed=seed, chance=chance, budget=budget)
+                            model=model, seed=seed, chance=chance, budget=budget,
+                            score_range=score_range)
         m = folder.manifest
         src = m["source"]
         rows = [("benchmark", m["benchmark"]),
@@ -76,6 +82,7 @@ def register(app: typer.Typer) -> None:
                 ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
                 ("IRT model", m["calibration"]["model"]),
                 ("chance level", _chance_row(m["settings"])),
+                *_scale_rows(m["settings"]),
                 *_predictor_rows(m.get("predictor")),
                 ("interval widened (cross-fit)", f"x{m['cross_fit']['factor']:.2f}"
                  if m.get("cross_fit") else "no")]
@@ -90,6 +97,15 @@ def register(app: typer.Typer) -> None:
         print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas build-bank")
         files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
         console.print(f"wrote {escape(str(output))}/ ({files})")
+
+
+def _scale_rows(settings: dict) -> list[tuple[str, str]]:
+    """The scores' scale, when not 0-1: read on it, modelled on 0-1, predicted on it."""
+    rng = settings.get("score_range")
+    if not rng:
+        return []
+    return [("score scale", f"{rng[0]:g}-{rng[1]:g} (mapped to 0-1 to model it; predictions "
+                            "on this scale)")]
 
 
 _CHANCE_FROM = {"given": "--chance", "benchmark": "the benchmark's", "options": "1 / options",

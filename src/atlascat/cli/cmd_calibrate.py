@@ -12,53 +12,100 @@ from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses
                       progress_bar, quiet_option, subjects_text, warn)
 
 
+_MODEL = typer.Option(AUTO, "--model",
+    help="IRT model: auto, rasch, 1pl, 2pl, 3pl or 4pl; auto is chosen "
+         "from the number of subjects (2PL < 500, 3PL < 1000, else "
+         "4PL); graded or gpcm for ordinal ratings (e.g. 1-10, 0-3: "
+         "each item's observed levels are its categories).")
+
+_RATING_RANGE = typer.Option(
+    None, "--rating-range", metavar="LO HI",
+    help="graded/gpcm: the ratings' declared range; a rating outside it is refused.")
+
+_QUADPTS = typer.Option(QUADPTS, "--quadpts",
+    help=f"Quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}].")
+
+_PRIOR_C = typer.Option(AUTO, "--prior-c",
+    help="Prior on c: auto (the default for the model and data size), "
+         "none, or e.g. 'beta(5,17)', 'logitnorm(-1.4,1)'.")
+
+_PRIOR_A = typer.Option(AUTO, "--prior-a",
+    help="Prior on a: auto, none, or e.g. 'lognorm(0,0.5)', 'norm(1,1)'.")
+
+_PRIOR_U = typer.Option(AUTO, "--prior-u",
+    help="Prior on the 4PL's upper asymptote u: auto (the 4PL's "
+         "default), none, or e.g. 'beta(17,5)'.")
+
+_MIRT_DEFAULTS = typer.Option(False, "--mirt-defaults",
+    help="mirt's defaults for parity: auto means 3PL, no priors.")
+
+_PARTITION_SIZE = typer.Option(None, "--partition-size",
+    help="Calibrate random partitions of at least N "
+         "items and link them (joint when absent).")
+
+_LINK = typer.Option(LINK, "--link",
+    help="Partition linking: mean-sigma | mean-mean.")
+
+_FILTER = typer.Option(None, "--filter/--no-filter", show_default=False,
+    help="Psychometric item/subject filtering before "
+         "calibrating [default: as atlascat.calibrate].")
+
+_CONVERGENCE = typer.Option(CONVERGENCE, "--convergence",
+    help="params (mirt's rule on parameters) | icc (largest "
+         "change of any item curve).")
+
+_SUMMARY = typer.Option(None, "--summary",
+    help="Write a JSON summary here (log-likelihood, "
+         "n_parameters, AIC, BIC, SABIC, HQ, ...).")
+
+_SE = typer.Option(False, "--se",
+    help="Standard errors of the item parameters (observed "
+         "information, Oakes 1999, as mirt's SE=TRUE): a "
+         "<parameter>_se column beside each parameter.")
+
+_SCORES = typer.Option(None, "--scores",
+    help="Write the subjects' EAP theta and SE (CSV).")
+
+_FREQ_COLUMN = typer.Option(None, "--freq-column",
+    help="Column holding pattern frequencies (pattern data).")
+
+_NORMALIZE_IDS = typer.Option(False, "--normalize-ids",
+    help="Strip R's 'X' from item ids (X514 -> 514).")
+
+_DROP_EMPTY = typer.Option(False, "--drop-empty",
+    help="Drop all-missing subjects/items instead of failing.")
+
+_DEVICE = typer.Option("cpu", "--device",
+    help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
+         "PyTorch or CuPy, the package's 'gpu' extra).")
+
+
 def calibrate_command(
     responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
     output: Path = typer.Option(..., "-o", "--output", help="Bank file to write (.csv or .parquet)."),
-    model: str = typer.Option(AUTO, "--model",
-                              help="IRT model: auto, rasch, 1pl, 2pl, 3pl or 4pl; auto is chosen "
-                                   "from the number of subjects (2PL < 500, 3PL < 1000, else "
-                                   "4PL)."),
-    quadpts: int = typer.Option(QUADPTS, "--quadpts",
-                                help=f"Quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}]."),
-    prior_c: str = typer.Option(AUTO, "--prior-c",
-                                help="Prior on c: auto (the default for the model and data size), "
-                                     "none, or e.g. 'beta(5,17)', 'logitnorm(-1.4,1)'."),
-    prior_a: str = typer.Option(AUTO, "--prior-a",
-                                help="Prior on a: auto, none, or e.g. 'lognorm(0,0.5)', 'norm(1,1)'."),
-    prior_u: str = typer.Option(AUTO, "--prior-u",
-                                help="Prior on the 4PL's upper asymptote u: auto (the 4PL's "
-                                     "default), none, or e.g. 'beta(17,5)'."),
-    mirt_defaults: bool = typer.Option(False, "--mirt-defaults",
-                                       help="mirt's defaults for parity: auto means 3PL, no priors."),
-    partition_size: Optional[int] = typer.Option(None, "--partition-size",
-                                                 help="Calibrate random partitions of at least N "
-                                                      "items and link them (joint when absent)."),
-    link: str = typer.Option(LINK, "--link",
-                             help="Partition linking: mean-sigma | mean-mean."),
-    filter_: Optional[bool] = typer.Option(None, "--filter/--no-filter", show_default=False,
-                                           help="Psychometric item/subject filtering before "
-                                                "calibrating [default: as atlascat.calibrate]."),
+    model: str = _MODEL,
+    rating_range: Optional[tuple[float, float]] = _RATING_RANGE,
+    quadpts: int = _QUADPTS,
+    prior_c: str = _PRIOR_C,
+    prior_a: str = _PRIOR_A,
+    prior_u: str = _PRIOR_U,
+    mirt_defaults: bool = _MIRT_DEFAULTS,
+    partition_size: Optional[int] = _PARTITION_SIZE,
+    link: str = _LINK,
+    filter_: Optional[bool] = _FILTER,
     max_iter: int = typer.Option(MAX_ITER, "--max-iter", help="EM iteration cap."),
     tol: float = typer.Option(TOL, "--tol", help="Stop when the largest parameter change < TOL."),
-    convergence: str = typer.Option(CONVERGENCE, "--convergence",
-                                    help="params (mirt's rule on parameters) | icc (largest "
-                                         "change of any item curve)."),
+    convergence: str = _CONVERGENCE,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment)."),
     fmt: str = typer.Option("ours", "--format", help="Bank format: ours (a,b,c,u) | mirt (a1,d,g,u)."),
-    summary: Optional[Path] = typer.Option(None, "--summary", help="Write a JSON summary here."),
-    scores: Optional[Path] = typer.Option(None, "--scores",
-                                          help="Write the subjects' EAP theta and SE (CSV)."),
-    freq_column: Optional[str] = typer.Option(None, "--freq-column",
-                                              help="Column holding pattern frequencies (pattern data)."),
-    normalize_ids: bool = typer.Option(False, "--normalize-ids",
-                                       help="Strip R's 'X' from item ids (X514 -> 514)."),
-    drop_empty: bool = typer.Option(False, "--drop-empty",
-                                    help="Drop all-missing subjects/items instead of failing."),
+    summary: Optional[Path] = _SUMMARY,
+    se: bool = _SE,
+    scores: Optional[Path] = _SCORES,
+    freq_column: Optional[str] = _FREQ_COLUMN,
+    normalize_ids: bool = _NORMALIZE_IDS,
+    drop_empty: bool = _DROP_EMPTY,
     dtype: str = typer.Option("float64", "--dtype", help="E-step precision: float64 | float32."),
-    device: str = typer.Option("cpu", "--device",
-                               help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
-                                    "PyTorch or CuPy, the package's 'gpu' extra)."),
+    device: str = _DEVICE,
     quiet: bool = quiet_option(),
 ):
     """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
@@ -72,20 +119,29 @@ def calibrate_command(
     output_file(output)
     output_file(summary, "--summary")
     output_file(scores, "--scores")
+    if _is_ordinal(model, rating_range):
+        from ._calibrate_ordinal import calibrate_ordinal_cmd
+
+        return calibrate_ordinal_cmd(
+            responses, output, model.lower(), fmt=fmt, summary=summary, scores=scores,
+            freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
+            quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se,
+            normalize_ids=normalize_ids, binary_only=_binary_only(
+                prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
+                device, drop_empty))
     cal = calibrator(model=model, quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
                      prior_u=prior_u, max_iter=max_iter, tol=tol,
                      partition_size=partition_size, link=link, dtype=dtype,
                      random_state=seed, convergence=convergence,
-                     mirt_defaults=mirt_defaults, device=device, filter_=filter_)
+                     mirt_defaults=mirt_defaults, device=device, se=se, filter_=filter_)
     rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
                         on_empty="drop" if drop_empty else "error")
     res = _fit(cal, rm, quiet, partition_size, max_iter)
-    res.bank.write(output, format=fmt)
+    from ._criteria import with_standard_errors
+
+    with_standard_errors(res.bank, res, fmt).write(output, format=fmt)
     if summary is not None:
-        info = {**res.to_dict(), "responses": str(responses), "output": str(output),
-                "format": fmt}
-        summary.parent.mkdir(parents=True, exist_ok=True)
-        summary.write_text(json.dumps(json_safe(info), indent=2, default=_jsonable))
+        _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt)
     if scores is not None:
         _write_scores(res, scores)
     _report(res, rm, link)
@@ -94,6 +150,34 @@ def calibrate_command(
 
 def register(app: typer.Typer) -> None:
     app.command("calibrate")(calibrate_command)
+
+
+def _is_ordinal(model: str, rating_range) -> bool:
+    """Whether --model names an ordinal model; --rating-range belongs to those only."""
+    if model.lower() in ("graded", "gpcm"):
+        return True
+    if rating_range is not None:
+        from ..errors import ConfigError
+
+        raise ConfigError("--rating-range is for the ordinal models (--model graded|gpcm)")
+    return False
+
+
+def _write_summary(res, path: Path, **fields) -> None:
+    """The fit's JSON summary (log-likelihood, criteria, settings) with ``fields``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    info = {**res.to_dict(), **fields}
+    path.write_text(json.dumps(json_safe(info), indent=2, default=_jsonable))
+
+
+def _binary_only(prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
+                 device, drop_empty) -> dict:
+    """The binary models' options and whether each was given (refused for graded/gpcm)."""
+    return {"--prior-c": prior_c != AUTO, "--prior-u": prior_u != AUTO,
+            "--partition-size": partition_size is not None, "--link": link != LINK,
+            "--filter/--no-filter": filter_ is not None, "--seed": seed is not None,
+            "--convergence": convergence != CONVERGENCE, "--dtype": dtype != "float64",
+            "--device": device != "cpu", "--drop-empty": drop_empty}
 
 
 def _check_choices(fmt: str, convergence: str) -> None:
@@ -126,6 +210,9 @@ def _report(res, rm, link: str) -> None:
         f"{_subjects(rm, res.subject_ids)}: log-likelihood {res.loglik:.3f}, "
         f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s"
     )
+    from ._criteria import print_criteria
+
+    print_criteria(res)
     chosen = res.settings.get("defaults") if res.settings else None
     if chosen:
         console.print(f"model {chosen['model'].upper()} ({chosen['source']}): {chosen['reason']}")

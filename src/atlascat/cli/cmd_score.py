@@ -69,6 +69,17 @@ def score_command(
 
     _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam)
     output = output_file(output)
+    from ..irt.polybank import is_poly_bank_file
+
+    if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
+        from ._calibrate_ordinal import score_ordinal_cmd
+
+        return score_ordinal_cmd(responses, bank, method.lower(), output,
+                                 freq_column=freq_column, prior_mean=prior_mean,
+                                 prior_sd=prior_sd, quadpts=quadpts, extra_items=extra_items,
+                                 binary_only={"--reconstruct": reconstruct != "none",
+                                              "--device": device != "cpu",
+                                              "--calibration": calibration is not None})
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)

@@ -245,6 +245,12 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     from ..cat.simulate import simulate_cat
     from ..catalogue import BankRef
 
+    from ..irt.polybank import is_poly_bank_file
+
+    if is_poly_bank_file(bank):   # graded / gpcm items (cat/ordinal.py)
+        from ._simulate_ordinal import simulate_ordinal_cmd
+
+        return simulate_ordinal_cmd(o, bank, out, _config(o, None), read_thetas)
     ref = BankRef.from_option(bank)
     folder = ref.folder()  # atlas build-bank's folder, or None
     if _use_predictor(o, folder):
@@ -255,7 +261,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     config = _config(o, link)
     kwargs = {}
     if o.responses:
-        rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
+        rm = _responses(o, folder)
         kwargs["responses"] = rm
         n_total = rm.n_subjects
         if o.thetas is not None:
@@ -290,6 +296,17 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     _write_bank_outputs(o, bank, out, result, persons, item_bank)
 
 
+def _responses(o: _Options, folder):
+    """RESPONSES, read on the folder's metric scale when it has one (``--score-range``)."""
+    from ..bankdir.builder import read_scaled_matrix
+    from ..bankdir.predict import metric_scale
+
+    scale = None if folder is None else metric_scale(folder)
+    if scale is not None:
+        return read_scaled_matrix(o.responses[0], scale, normalize_ids=True, on_empty="keep")
+    return load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
+
+
 def _use_predictor(o: _Options, folder) -> bool:
     """--design: a bank folder's predictor replayed on RESPONSES, or the adaptive test."""
     from ..errors import ConfigError
@@ -312,6 +329,7 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     import pandas as pd
 
     from ..bankdir import replay_predictor
+    from ..bankdir.predict import metric_scale
     from ..bankdir.builder import BUDGET
     from ..errors import ConfigError
 
@@ -320,7 +338,7 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
                           "--max-items items of its own design (or --design adaptive)")
     predictor_only(o)
     budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", BUDGET))
-    rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
+    rm = _responses(o, folder)
     with progress_bar("predicting", 1) as advance:
         persons = replay_predictor(folder, rm, budget=budget, seed=o.seed)
         advance(1)
@@ -333,11 +351,12 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
                                     - persons["leaderboard_lo"]).mean()),
                "inputs": {"bank": str(bank), "responses": o.responses[0], "seed": o.seed}}
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
+    unit = 100 if metric_scale(folder) is None else 1     # 0-1 in percent, else the metric's
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (at most)", f"{summary['items_mean']:.1f} ({budget})"),
             ("predicted score mean (95% width)",
-             f"{100 * persons['leaderboard_accuracy'].mean():.1f} "
-             f"({100 * summary['width_mean']:.1f} points)"),
+             f"{unit * persons['leaderboard_accuracy'].mean():.1f} "
+             f"({unit * summary['width_mean']:.1f} points)"),
             ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title="atlas simulate (bank folder's predictor)")

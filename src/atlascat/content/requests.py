@@ -37,6 +37,19 @@ exact_match  (banks built from sample logs, :mod:`atlascat.bankdir`) the harness
              ``exact_match`` without a filter: the generation cut before the first of the
              item's own stop strings, stripped, equal to the stripped ``target``.
 
+Continuous rules (banks built from sample logs; the score is in [0, 1], not 0/1):
+
+mc2          TruthfulQA's mc2 (lm-eval's ``truthfulqa_mc2`` ``process_results``): the true
+             options come first (``mc2_true`` of them); ``sum_true exp(ll) / sum_all exp(ll)``.
+f1           SQuAD / DROP token F1 of the generation (cut before the item's stop strings)
+             against ``target``: both normalised (lower case, punctuation and the articles
+             a / an / the removed, whitespace collapsed), F1 of the token bags; 1 when both
+             are empty.
+
+A metric ATLAS cannot compute from a model's outputs (ROUGE, BLEU, a judge's rating) is kept
+as the item's rule name prefixed ``metric:``; asking such an item live is refused with its name
+(the folder is asked through ``--subject cmd:COMMAND``, a harness that scores it).
+
 Request data travel in a bank's metadata (:data:`REQUEST_COLUMNS`, one row per item: the
 context is stored once per item, not once per choice; a generation item may add its own stop
 strings and token limit, :data:`GENERATION_COLUMNS`, else GSM8K's are used), written by
@@ -59,14 +72,19 @@ __all__ = [
     "RULES", "REQUEST_COLUMNS", "QA_PROMPT", "GSM8K_UNTIL", "GSM8K_MAX_GEN_TOKS",
     "HarnessDoc", "harness_doc", "hellaswag_preprocess", "mmlu_description", "request_fields",
     "gsm8k_extract", "gsm8k_cut", "score_outputs", "chosen_index", "HARNESS_COMMIT",
-    "GENERATION_RULES", "GENERATION_COLUMNS", "LEADERBOARD_SHOTS", "describe_requests",
+    "GENERATION_RULES", "GENERATION_COLUMNS", "CONTINUOUS_RULES", "METRIC_RULE_PREFIX",
+    "token_f1", "mc2_score", "LEADERBOARD_SHOTS", "describe_requests",
 ]
 
 #: lm-evaluation-harness commit the Open LLM Leaderboard v1 ran
 HARNESS_COMMIT = "b281b0921b636bc36ad05c0b0b0763bd6dd43463"
-RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact", "exact_match")
+RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact", "exact_match", "mc2", "f1")
 #: rules scored on a generation (one ``generate_until`` request)
-GENERATION_RULES = ("gsm8k_exact", "exact_match")
+GENERATION_RULES = ("gsm8k_exact", "exact_match", "f1")
+#: rules whose score is continuous in [0, 1]
+CONTINUOUS_RULES = ("mc2", "f1")
+#: prefix of a rule that names a metric ATLAS cannot compute (``metric:rougeL``)
+METRIC_RULE_PREFIX = "metric:"
 #: few-shot examples in each Open LLM Leaderboard v1 context (the list above)
 LEADERBOARD_SHOTS = {"arc": 25, "hellaswag": 10, "mmlu": 5, "truthfulqa": 0, "winogrande": 5,
                      "gsm8k": 5}
@@ -150,12 +168,14 @@ class ItemRequests:
         p = np.exp(ll - ll.max())
         return float(p[: self.mc2_true].sum() / p.sum())
 
-    def score(self, outputs) -> int:
-        """0/1 from ``outputs``: one log-likelihood per request (same order), or one generation."""
+    def score(self, outputs):
+        """The item's score from ``outputs`` (one log-likelihood per request, same order, or
+        one generation): 0/1, or in [0, 1] for a continuous rule (:data:`CONTINUOUS_RULES`)."""
         until = self.requests[0].until if self.kind == "generate_until" else GSM8K_UNTIL
         return score_outputs(self.rule, outputs, gold=self.gold, norm=self.norm,
                              n_choices=self.n_choices or len(self.requests),
-                             n_requests=len(self.requests), item_id=self.item_id, until=until)
+                             n_requests=len(self.requests), item_id=self.item_id, until=until,
+                             mc2_true=self.mc2_true)
 
     def choice(self, outputs) -> dict:
         """What the model chose, readably: for log-likelihood items the option texts with their
@@ -204,11 +224,41 @@ def _argmax(values: np.ndarray) -> int:
     return int(np.argmax(values))  # first maximum: ties go to the lowest index, as np.argmax
 
 
+def token_f1(prediction: str, truth: str) -> float:
+    """SQuAD / DROP token F1 of two answers after normalisation (module docstring)."""
+    def norm(text):
+        text = re.sub(r"[^\w\s]", " ", str(text).lower())
+        text = re.sub(r"\b(a|an|the)\b", " ", text)
+        return text.split()
+    p, t = norm(prediction), norm(truth)
+    if not p or not t:
+        return float(p == t)
+    common = sum(min(p.count(w), t.count(w)) for w in set(p) & set(t))
+    if common == 0:
+        return 0.0
+    prec, rec = common / len(p), common / len(t)
+    return 2 * prec * rec / (prec + rec)
+
+
+def mc2_score(ll, n_true: int) -> float:
+    """lm-eval's TruthfulQA mc2: the probability mass of the first ``n_true`` options among
+    all, ``sum_true exp(ll) / sum_all exp(ll)``."""
+    ll = np.asarray(ll, dtype=float)
+    p = np.exp(ll - ll.max())
+    return float(p[: int(n_true)].sum() / p.sum())
+
+
 def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = None,
                   n_requests: int | None = None, item_id: str = "?",
-                  until: Sequence[str] = GSM8K_UNTIL) -> int:
-    """Apply ``rule`` to a subject's ``outputs`` (see the module docstring); returns 0 or 1.
-    ``until``: the stop strings a generation is cut at (the item's own)."""
+                  until: Sequence[str] = GSM8K_UNTIL, mc2_true: int = 0):
+    """Apply ``rule`` to a subject's ``outputs`` (see the module docstring); returns 0 or 1, or
+    a score in [0, 1] for a continuous rule. ``until``: the stop strings a generation is cut at
+    (the item's own); ``mc2_true``: how many leading options are true (mc2)."""
+    if str(rule).startswith(METRIC_RULE_PREFIX):
+        raise BankError(f"item {item_id} is scored by the logs' metric "
+                        f"{rule[len(METRIC_RULE_PREFIX):]!r}, which atlas cannot compute from a "
+                        "model's outputs; ask the folder with --subject cmd:COMMAND (your "
+                        "harness scores each item by that metric)")
     if rule not in RULES:
         raise BankError(f"item {item_id}: unknown scoring rule {rule!r}; use one of {', '.join(RULES)}")
     if isinstance(outputs, (str, bytes)):
@@ -221,6 +271,8 @@ def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = 
                                f"{type(outputs[0]).__name__ if outputs else 'none'}")
         if rule == "exact_match":
             return int(gsm8k_cut(outputs[0], until).strip() == str(gold).strip())
+        if rule == "f1":
+            return token_f1(gsm8k_cut(outputs[0], until), str(gold))
         got = gsm8k_extract(gsm8k_cut(outputs[0], until))
         return int(got != _GSM8K_INVALID and got == str(gold))
     if n_requests is not None and len(outputs) != n_requests:
@@ -235,6 +287,11 @@ def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = 
         raise LiveRunError(f"item {item_id}: invalid log-likelihoods {ll.tolist()[:6]}; a subject "
                            "must return finite (or -inf) values")
     k = ll.size if not n_choices else int(n_choices)
+    if rule == "mc2":
+        if not 0 < int(mc2_true) < ll.size:
+            raise BankError(f"item {item_id}: mc2 needs 1 to {ll.size - 1} true options, got "
+                            f"{mc2_true}")
+        return mc2_score(ll, mc2_true)
     return int(chosen_index(rule, ll[:k], norm, item_id) == gold_index(rule, gold))
 
 
@@ -453,6 +510,8 @@ def requests_from_record(rec: Mapping, item_id: str = "?") -> ItemRequests:
                         "a bank built with attach_content(bank, load_item_content(bench, dir)) "
                         "or a bundled content bank")
     rule = _cell_str(rec["rule"])
+    if rule.startswith(METRIC_RULE_PREFIX):
+        score_outputs(rule, [], gold=0, item_id=item_id)      # the one-line refusal
     if rule not in RULES:
         raise BankError(f"item {item_id}: unknown scoring rule {rule!r}; use one of {', '.join(RULES)}")
     context = _cell_str(rec["context"])

@@ -391,7 +391,8 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     Parameters
     ----------
     responses : ResponseMatrix (aligned to the bank by item id) or array in bank item order
-    bank : ItemBank
+    bank : ItemBank, or a PolyBank (graded / gpcm items; responses are ratings on the items'
+        own scales, e.g. 1-10)
     method : "eap" (posterior mean, SE = posterior SD; mirt's defaults), "wle" (Warm),
         "map" (posterior mode) or "ml" (maximum likelihood)
     prior_mean, prior_sd : normal prior for EAP and MAP
@@ -418,6 +419,17 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     method = str(method).lower()
     if method not in METHODS:
         raise ConfigError(f"unknown scoring method {method!r}; use one of {', '.join(METHODS)}")
+    from .polybank import PolyBank
+
+    if isinstance(bank, PolyBank):   # ordinal items: ratings on their own scale
+        from .polyscore import estimate_ordinal
+
+        check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
+                               theta_range=theta_range, bounds=bounds, extra_items=extra_items)
+        return estimate_ordinal(responses, bank, method, subject_ids=subject_ids,
+                                extra_items="error" if extra_items == "error" else "ignore",
+                                prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
+                                theta_range=theta_range, bounds=bounds)
     check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
                            theta_range=theta_range, bounds=bounds, extra_items=extra_items)
     if method != "eap" and str(device).lower() != "cpu":

@@ -230,10 +230,15 @@ class ItemBank:
                 meta = self.metadata.reset_index(drop=True)
                 meta = meta[[col for col in meta.columns if col not in df.columns]]
                 df = pd.concat([df, meta], axis=1)
-            return df
+            return _se_beside(df)
         if format == "mirt":
-            return pd.DataFrame({"X": self.item_ids.astype(str), "a1": self.a, "d": self.d,
-                                 "g": self.c, "u": self.u})
+            df = pd.DataFrame({"X": self.item_ids.astype(str), "a1": self.a, "d": self.d,
+                               "g": self.c, "u": self.u})
+            if self.metadata is not None:   # standard errors of mirt's parameters, a1_se, ...
+                meta = self.metadata.reset_index(drop=True)
+                se = [col for col in meta.columns if col in {f"{p}_se" for p in MIRT_COLUMNS}]
+                df = pd.concat([df, meta[se]], axis=1)
+            return _se_beside(df)
         raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
 
     @classmethod
@@ -275,6 +280,13 @@ class ItemBank:
             c = cls._numeric(df, "c", ids) if "c" in df.columns else None
             used = {id_col, "a", "b", "c", "u"}
         else:
+            from .polytomous import is_poly_frame
+
+            if is_poly_frame(df):
+                raise BankError("this is a bank of ordinal items (graded / gpcm: columns a1, "
+                                "d1, d2, ...): read it with atlascat.irt.polybank.PolyBank; "
+                                "scoring and the adaptive test take it, this step takes "
+                                "binary items only")
             raise BankError(
                 f"bank columns {cols[:12]} are neither ours (item_id, a, b, c, u) nor mirt's "
                 "(X, a1, d, g, u)"
@@ -333,6 +345,17 @@ class ItemBank:
                         df[col] = df[col].map(_to_json)
                 df.to_csv(path, index=False, float_format="%.17g")
         return path
+
+
+def _se_beside(df: pd.DataFrame) -> pd.DataFrame:
+    """Each standard-error column ``<p>_se`` moved beside its parameter ``<p>``."""
+    cols = [c for c in df.columns if not (str(c).endswith("_se") and str(c)[:-3] in df.columns)]
+    out = []
+    for c in cols:
+        out.append(c)
+        if f"{c}_se" in df.columns:
+            out.append(f"{c}_se")
+    return df[out]
 
 
 def _to_json(value):

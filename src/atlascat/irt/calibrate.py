@@ -45,6 +45,7 @@ from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, 
 from .em import fit_joint
 from .estep import marginal_loglik
 from .itemmodel import ItemModel, to_bank
+from .compare import n_parameters
 from .partitioned import fit_partitioned
 from .priors import parse_prior
 from .result import CalibrationResult
@@ -60,6 +61,7 @@ from .start import start_values as _start_values  # noqa: F401
 __all__ = ["MODELS", "CalibrationResult", "Calibrator", "calibrate", "marginal_loglik"]
 
 MODELS = ("rasch", "1pl", "2pl", "3pl", "4pl")
+ORDINAL = ("graded", "gpcm")   # ordinal items: atlascat.irt.polycal
 LINKS = ("mean-sigma", "mean-mean")
 
 
@@ -69,7 +71,10 @@ class Calibrator:
 
     Parameters
     ----------
-    model : "auto" (default) | "rasch" | "1pl" | "2pl" | "3pl" | "4pl"
+    model : "auto" (default) | "rasch" | "1pl" | "2pl" | "3pl" | "4pl" | "graded" | "gpcm"
+        ("graded" / "gpcm": ordinal ratings on any integer scale, :mod:`atlascat.irt.polycal`;
+        the bank is a :class:`atlascat.irt.polybank.PolyBank`; ``value_range=(lo, hi)``
+        declares the ratings' range)
         "auto" chooses the model from the number of subjects (:mod:`atlascat.irt.defaults`:
         1PL below 100, 2PL below 1000, else 3PL) and says which and why (a warning, and
         ``result_.settings["defaults"]``).
@@ -107,6 +112,11 @@ class Calibrator:
     memory_limit : bytes the E-step may use on the device (default: no bound on the CPU, 80%
         of the free memory on a GPU); larger data is processed in blocks of subjects
     random_state : seed or numpy Generator (partition assignment)
+    dispersion : None (default: every score through the Bernoulli quasi-likelihood), "auto"
+        (scores in [0, 1] that are not all 0/1: a second EM with each item's E-step term
+        divided by its dispersion phi_j, the extended quasi-likelihood, which keeps the
+        slopes of continuous scores from coming out 10-20% low; :mod:`atlascat.irt.dispersion`;
+        joint calibration only) or one phi per item
     callback : optional callable ``callback(info: dict)`` called after every recorded EM
         iteration with keys ``iteration``, ``loglik``, ``max_change``, ``worst_item`` (the item
         with the largest change), ``partition``, ``n_partitions``
@@ -114,6 +124,9 @@ class Calibrator:
     start : optional ItemBank holding starting values for (some of) the items (warm start)
     convergence : "params" (mirt's rule: largest internal parameter change < tol) or "icc"
         (largest change of any item characteristic curve on the grid < tol)
+    se : also compute the item parameters' standard errors from the observed information
+        (Oakes, 1999; mirt's ``SE = TRUE``; :mod:`atlascat.irt.se`), in ``result_.se`` and
+        ``result_.standard_errors()``; joint calibration only
 
     Fitted attributes
     -----------------
@@ -128,8 +141,10 @@ class Calibrator:
                  link: str = LINK, filter: bool = False, dtype: str = "float64",
                  random_state=None, callback=None, max_newton: int = 8, start=None,
                  convergence: str = CONVERGENCE, mirt_defaults: bool = False, device="cpu",
-                 memory_limit: float | None = None):
+                 memory_limit: float | None = None, value_range=None, se: bool = False,
+                 dispersion=None):
         self.model = model
+        self.value_range = value_range
         self.mirt_defaults = mirt_defaults
         self.quadpts = quadpts
         self.theta_range = theta_range
@@ -150,6 +165,8 @@ class Calibrator:
         self.convergence = convergence
         self.device = device
         self.memory_limit = memory_limit
+        self.se = se
+        self.dispersion = dispersion
 
     # ------------------------------------------------------------------ validation
     def check_settings(self, choice=None):
@@ -165,8 +182,11 @@ class Calibrator:
             pu = None if is_auto(pu) else pu
             if is_auto(model):
                 model = "3pl"      # validate the rest; the model is chosen in fit
+        if model in ORDINAL:
+            return self._check_ordinal(model, pa, pc, pu)
         if model not in MODELS:
-            raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
+            raise ConfigError(f"unknown model {self.model!r}; choose one of "
+                              f"{', '.join(MODELS + ORDINAL)}")
         if int(self.quadpts) < 5:
             raise ConfigError(f"quadpts must be at least 5, got {self.quadpts}")
         if not int(self.max_iter) >= 1:
@@ -186,6 +206,10 @@ class Calibrator:
         if self.partition_size is not None:
             if int(self.partition_size) < 2:
                 raise ConfigError(f"partition_size must be >= 2, got {self.partition_size}")
+            if self.se:
+                raise ConfigError("standard errors need a joint calibration (the observed "
+                                  "information of one likelihood); drop partition_size "
+                                  "(--partition-size) or se (--se)")
             if model == "rasch":
                 raise ConfigError(
                     "partitioned calibration links partitions on the N(0, 1) scale; use model "
@@ -203,6 +227,44 @@ class Calibrator:
                               "(CLI --prior-u) or pass model='4pl'")
         return model, prior_a, prior_c, prior_u
 
+    def _check_ordinal(self, model, pa, pc, pu):
+        """Settings of a graded / gpcm fit: a slope prior only, no partitions."""
+        for name, v in (("prior_c", pc), ("prior_u", pu)):
+            if v not in (None, "auto", "none"):
+                raise ConfigError(f"{name} needs a 3PL or 4PL model, not {model!r}; the ordinal "
+                                  "models take a slope prior only (prior_a)")
+        binary_only = {"partition_size": self.partition_size is not None,
+                       "filter": bool(self.filter), "dtype": self.dtype != "float64",
+                       "device": str(self.device).lower() != "cpu",
+                       "convergence": self.convergence != "params"}
+        given = [k for k, on in binary_only.items() if on]
+        if given:
+            raise ConfigError(f"{', '.join(given)} set for model {model!r}: these settings are "
+                              "the binary models'; the ordinal EM runs on the CPU in float64, "
+                              "unfiltered, jointly, with mirt's rule on the parameters")
+        if int(self.quadpts) < 5 or not float(self.tol) > 0 or not int(self.max_iter) >= 1:
+            raise ConfigError("quadpts >= 5, tol > 0 and max_iter >= 1 are needed")
+        prior_a = parse_prior(None if pa in (None, "none", "auto") else pa, "a")
+        return model, prior_a, None, None
+
+    def _fit_ordinal(self, responses, weights):
+        from .polycal import calibrate_ordinal
+
+        model, prior_a, _, _ = self.check_settings()
+        res = calibrate_ordinal(responses, model, weights=weights, prior_a=prior_a,
+                                value_range=self.value_range, quadpts=int(self.quadpts),
+                                theta_range=self.theta_range, max_iter=int(self.max_iter),
+                                tol=float(self.tol), accelerate=self.accelerate,
+                                max_newton=self.max_newton, callback=self.callback,
+                                start=self.start, se=self.se)
+        self.result_, self.bank_, self.loglik_ = res, res.bank, res.loglik
+        self.loglik_trace_, self.n_iter_, self.converged_ = res.loglik_trace, res.n_iter, \
+            res.converged
+        self.seconds_, self.latent_variance_ = res.seconds, 1.0
+        self.theta_, self.theta_se_ = res.theta, res.theta_se
+        self.dropped_items_, self.filter_report_, self.defaults_ = [], None, None
+        return self
+
     # ------------------------------------------------------------------ fit
     def fit(self, responses, weights=None):
         """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes."""
@@ -211,6 +273,8 @@ class Calibrator:
 
         # the EM's temporaries reuse freed memory (atlascat._heap); its products are small
         # for BLAS threads except a large joint E-step's (atlascat._blas)
+        if str(self.model).lower() in ORDINAL:
+            return self._fit_ordinal(responses, weights)
         with retained_heap(), small_products():
             return self._fit(responses, weights)
 
@@ -270,6 +334,9 @@ class Calibrator:
                     "accelerate": bool(self.accelerate), "partition_size": self.partition_size,
                     "link": self.link if self.partition_size else None, "dtype": self.dtype,
                     "defaults": choice.to_dict(), "device": str(self.device)}
+        if self.se:   # refuse fractional scores before the EM, not after it
+            from .information import category_indices
+            category_indices(values)
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             fit = fit_joint(values, w, item_model, start_bank=self.start, item_ids=item_ids,
                             **self._em_settings())
@@ -277,6 +344,13 @@ class Calibrator:
             # (common slope sqrt(latent variance)), thetas on the same scale
             bank = to_bank(item_ids, fit["th"], item_model,
                            "1pl" if model == "rasch" else model, fit["var"])
+            phi = self._dispersion(values, bank)
+            if phi is not None:       # continuous scores: the extended quasi-likelihood
+                fit = fit_joint(values, w, item_model, start_bank=bank, item_ids=item_ids,
+                                item_scale=1.0 / phi, **self._em_settings())
+                bank = to_bank(item_ids, fit["th"], item_model,
+                               "1pl" if model == "rasch" else model, fit["var"])
+                settings["dispersion"] = [round(float(v), 4) for v in phi]
             if self.dtype == "float32":  # iterations before the float64 finish
                 settings["float32_iterations"] = fit["float32_iterations"]
             if model in ("rasch", "1pl"):
@@ -288,6 +362,9 @@ class Calibrator:
                 theta=fit["theta"], theta_se=fit["theta_se"], subject_ids=responses.subject_ids,
                 latent_variance=fit["var"], log_posterior=fit["log_posterior"],
                 dropped_items=dropped, filter_report=report, settings=settings)
+            if self.se:
+                result.se = _standard_errors(values, w, fit, item_model, item_ids, model,
+                                             self.quadpts, self.theta_range)
         else:
             result = fit_partitioned(values, w, item_ids, item_model, model, rng,
                                      partition_size=int(self.partition_size), link=self.link,
@@ -296,6 +373,9 @@ class Calibrator:
             result.dropped_items = dropped
             result.filter_report = report
             result.settings = settings
+        result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
+        result.n_parameters = n_parameters(model, len(item_ids))
+        result.settings["data_fingerprint"] = _fingerprint(values, w, item_ids)
         result.seconds = time.perf_counter() - start
         self.result_ = result
         self.bank_ = result.bank
@@ -311,6 +391,28 @@ class Calibrator:
         self.filter_report_ = report
         return self
 
+    def _dispersion(self, values, bank):
+        """phi per item for the tempered refit (``dispersion``), or None: 0/1 answers, or
+        ``dispersion=None`` (the plain quasi-likelihood)."""
+        if self.dispersion is None:
+            return None
+        if isinstance(self.dispersion, str):
+            if self.dispersion != "auto":
+                raise ConfigError(f"dispersion must be None, 'auto' or one value per item, got "
+                                  f"{self.dispersion!r}")
+            from .dispersion import is_binary, item_dispersion
+            from .quadrature import normal_quadrature
+
+            if is_binary(values):
+                return None
+            quad = normal_quadrature(int(self.quadpts), self.theta_range)
+            return item_dispersion(values, bank.probability(quad.nodes), quad.log_weights)
+        phi = np.asarray(self.dispersion, float).reshape(-1)
+        if phi.shape != (values.shape[1],) or not np.all((phi > 0) & np.isfinite(phi)):
+            raise ConfigError(f"dispersion needs {values.shape[1]} positive values, one per "
+                              "item calibrated")
+        return phi
+
     # ------------------------------------------------------------------ the EM (irt/em.py)
     def _em_settings(self) -> dict:
         """The settings :func:`atlascat.irt.em.fit_joint` takes from this estimator."""
@@ -319,6 +421,33 @@ class Calibrator:
                 "max_iter": int(self.max_iter), "tol": float(self.tol),
                 "accelerate": self.accelerate, "convergence": self.convergence,
                 "max_newton": self.max_newton, "callback": self.callback}
+
+
+def _standard_errors(values, w, fit, item_model, item_ids, model, quadpts, theta_range):
+    from .quadrature import normal_quadrature
+    from .se import binary_standard_errors
+
+    quad = normal_quadrature(int(quadpts), theta_range)
+    return binary_standard_errors(values, w, fit["th"], item_model, fit["var"],
+                                  item_ids=item_ids, nodes=quad.nodes,
+                                  log_weights=quad.log_weights, model=model)
+
+
+def _fingerprint(values, w, item_ids) -> str:
+    """A short hash of the calibrated responses, the same for a matrix and its response
+    patterns with frequencies, whatever the order of rows and columns (anova refuses models
+    fitted to other data)."""
+    import hashlib
+
+    order = np.argsort(np.asarray(item_ids).astype(str))
+    rows, inv = np.unique(np.nan_to_num(values[:, order], nan=-1.0), axis=0,
+                          return_inverse=True)
+    freq = np.bincount(inv.reshape(-1), weights=None if w is None else w,
+                       minlength=len(rows))
+    h = hashlib.sha1(np.ascontiguousarray(rows).tobytes())
+    h.update(np.round(np.asarray(freq, dtype=float), 9).tobytes())
+    h.update("|".join(np.asarray(item_ids)[order].astype(str)).encode())
+    return h.hexdigest()[:16]
 
 
 def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:

@@ -44,11 +44,13 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
               memory_limit=None, max_iter: int = MAX_ITER, tol: float = TOL,
               accelerate: bool = True, convergence: str = CONVERGENCE, max_newton: int = 8,
               callback=None, part: int = 0, n_parts: int = 1, start_bank=None,
-              item_ids=None) -> dict:
+              item_ids=None, item_scale=None) -> dict:
     """Calibrate the items of ``values`` (subjects x items, NaN = missing) jointly by EM.
 
     Settings as :class:`atlascat.irt.calibrate.Calibrator`'s; ``part`` / ``n_parts`` label the
-    callback's reports. Returns a dict: internal parameters ``th`` (host), latent variance
+    callback's reports; ``item_scale`` (one per item, default 1): each item's E-step term is
+    multiplied by it (1 / phi_j, the extended quasi-likelihood of continuous scores,
+    :mod:`atlascat.irt.dispersion`; the log-likelihood reported is then that one's). Returns a dict: internal parameters ``th`` (host), latent variance
     ``var``, ``loglik``, ``log_posterior``, ``trace``, ``n_iter``, ``converged``,
     ``float32_iterations``, the subjects' EAP ``theta`` / ``theta_se`` and the grid ``nodes``.
     """
@@ -91,10 +93,16 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
         return th, (p[-1] if rasch else None)
 
     state = {"n_iter": 0, "trace": [], "data": data, "f32_iter": None}
+    # continuous scores: each item's quasi-likelihood term divided by its dispersion
+    # (:mod:`atlascat.irt.dispersion`); None for 0/1 answers
+    scale = None if item_scale is None else arrays.asarray(
+        np.asarray(item_scale, float).reshape(-1, 1), xp, "float64", device)
 
     def e_step(th, log_var, **kw):
         log_w = grid_log_weights(x, xp.exp(log_var)) if rasch else log_w0
         log_p, log_q = item_model.node_logs(th, x, xp)
+        if scale is not None:
+            log_p, log_q = log_p * scale, log_q * scale
         return estep(state["data"], log_p, log_q, log_w, **kw)
 
     def em_map(p, at_least=None):

@@ -31,6 +31,58 @@ class CalibrationResult:
     partitions: list | None = None
     linking: list | None = None
     settings: dict = field(default_factory=dict)
+    n_observations: float | None = None   # subjects (sum of pattern frequencies)
+    n_parameters: int | None = None       # estimated parameters (mirt's count)
+    se: object = None                     # :class:`atlascat.irt.se.StandardErrors` (se=True)
+
+    def information_criteria(self) -> dict:
+        """loglik, n_parameters, n_observations, aic, bic, sabic, hq
+        (:func:`atlascat.irt.compare.information_criteria`, mirt's definitions)."""
+        from .compare import information_criteria, n_parameters
+
+        k = self.n_parameters
+        if k is None and isinstance(getattr(self.bank, "params", None), np.ndarray):
+            k = int(np.isfinite(self.bank.params).sum())      # ordinal: a1, d1..dk per item
+        if k is None:
+            k = n_parameters(self.model, len(self.bank))
+        n = self.n_observations if self.n_observations is not None else len(self.subject_ids)
+        return information_criteria(self.loglik, k, n)
+
+    def _criteria(self) -> dict:
+        """The information criteria for :meth:`to_dict` (none for a result that cannot have
+        them: one subject, a model without a parameter count)."""
+        from ..errors import ConfigError
+
+        try:
+            crit = self.information_criteria()
+        except ConfigError:
+            return {}
+        return {k: v for k, v in crit.items() if k != "loglik"}
+
+    @property
+    def aic(self) -> float:
+        return self.information_criteria()["aic"]
+
+    @property
+    def bic(self) -> float:
+        return self.information_criteria()["bic"]
+
+    @property
+    def sabic(self) -> float:
+        return self.information_criteria()["sabic"]
+
+    @property
+    def hq(self) -> float:
+        return self.information_criteria()["hq"]
+
+    def standard_errors(self, format: str = "mirt", scale: str | None = None):
+        """The item parameters with their standard errors, ``item_id, <p>, <p>_se, ...``
+        (the ``frame`` of :mod:`atlascat.irt.se`'s standard errors); needs ``se=True``."""
+        from ..errors import ConfigError
+
+        if self.se is None:
+            raise ConfigError("this calibration has no standard errors; calibrate with se=True")
+        return self.se.frame(format, scale)
 
     def __repr__(self) -> str:
         state = "converged" if self.converged else "NOT converged"
@@ -51,10 +103,17 @@ class CalibrationResult:
             "converged": bool(self.converged),
             "seconds": round(float(self.seconds), 3),
             "latent_variance": self.latent_variance,
+            **self._criteria(),
             "dropped_items": [str(i) for i in self.dropped_items],
             "settings": self.settings,
             "loglik_trace": [float(v) for v in self.loglik_trace],
         }
+        if self.se is not None:
+            out["standard_errors"] = {
+                "method": "Oakes observed information" + (
+                    " of the log-posterior (posterior mode)" if self.se.posterior_mode else ""),
+                "positive_definite": bool(self.se.info.positive_definite),
+                "latent_variance_se": self.se.latent_variance_se}
         if self.filter_report is not None:
             out["filtering"] = self.filter_report.to_dict()
         if self.partitions is not None:

@@ -21,7 +21,7 @@ __all__ = ["render_run_report", "write_run_report", "describe_prediction", "prot
            "GENERATION_RULES"]
 
 #: scoring rules whose requests are generations (see atlascat.content.requests)
-GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match"})
+GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match", "f1"})
 
 
 def protocol_label(protocol: str | None, bank=None) -> str:

@@ -158,7 +158,7 @@ class RunResult:
                    se=info["se"], n_items=int(info["n_items"]), n_correct=int(info["n_correct"]),
                    model_based_accuracy=info["accuracy"], stop_reason=info["stop_reason"],
                    items=done["item_id"].astype(str).tolist(),
-                   scores=done["score"].astype(int).tolist(),
+                   scores=[_as_score(v) for v in done["score"]],
                    prompt_tokens=int(info["prompt_tokens"]),
                    completion_tokens=int(info["completion_tokens"]),
                    latency_s=float(info["latency_s"]), error=info["error"],
@@ -381,13 +381,20 @@ def _ask_items(subject, items: list) -> list:
     if len(got) != len(items):
         raise LiveRunError(f"the subject scored {len(got)} item(s) for {len(items)} asked")
     latency = (time.perf_counter() - t0) / max(1, len(items))
-    return [(int(score), Answer(text=str(text), latency_s=latency)) for score, text in got]
+    return [(_as_score(score), Answer(text=str(text), latency_s=latency))
+            for score, text in got]
 
 
-def _item_score(text: str) -> int:
+def _as_score(value):
+    """An item's score as stored: 0/1 as an int, a continuous score in [0, 1] as a float."""
+    v = float(value)
+    return int(v) if v in (0.0, 1.0) else v
+
+
+def _item_score(text: str):
     """The score of an item-scored subject's stored reply (a JSON line with ``score``)."""
     try:
-        return int(json.loads(text)["score"])
+        return _as_score(json.loads(text)["score"])
     except (ValueError, KeyError, TypeError):
         raise LiveRunError(f"a stored reply {text[:80]!r} holds no score") from None
 
@@ -510,7 +517,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                         completion_tokens=row["completion_tokens"],
                                         attempts=int(row["attempts"] or 1),
                                         cached=bool(row["cached"]))
-                    scores[n], stored[n] = int(row["score"]), True
+                    scores[n], stored[n] = _as_score(row["score"]), True
                     continue
                 hit = store.cache_get(subject.cache_key, items[n], hashes[n]) if cache else None
                 if hit is not None:
@@ -518,13 +525,13 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                         prompt_tokens=hit["prompt_tokens"],
                                         completion_tokens=hit["completion_tokens"], attempts=0,
                                         cached=True)
-                    scores[n] = (int(irs[n].score(_outputs_from_text(irs[n], hit["answer"])))
+                    scores[n] = (_as_score(irs[n].score(_outputs_from_text(irs[n], hit["answer"])))
                                  if loglik else _item_score(hit["answer"]) if by_id
                                  else score_answer(records[n], hit["answer"]))
             todo = [n for n in range(len(items)) if answers[n] is None]
             if todo and loglik:
                 for n, (outputs, answer) in zip(todo, _ask_loglikelihood(subject, [irs[n] for n in todo])):
-                    answers[n], scores[n] = answer, int(irs[n].score(outputs))
+                    answers[n], scores[n] = answer, _as_score(irs[n].score(outputs))
             elif todo and by_id:
                 for n, (score, answer) in zip(todo, _ask_items(subject, [items[n] for n in todo])):
                     answers[n], scores[n] = answer, score
@@ -544,8 +551,9 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                         f"can read (e.g. {answers[todo[-1]].text[:80]!r}); refusing to score "
                         "them all wrong. Check --prompt-style / --max-tokens / --system")
             for n, sc in enumerate(scores):
-                if sc not in (0, 1):
-                    raise LiveRunError(f"item {items[n]!r}: the scoring rule gave {sc!r}, not 0/1")
+                if not 0 <= sc <= 1:
+                    raise LiveRunError(f"item {items[n]!r}: the scoring rule gave {sc!r}, not a "
+                                       "score in [0, 1]")
             _record_round(session, items, scores)
             theta, se = float(session.theta), float(session.se)
             store.complete_round(run_id, [dict(step=s, item_id=i, answer=a, score=sc,

@@ -204,7 +204,14 @@ def predictor_prediction(ref: BankRef, state: dict) -> dict:
         if session.n_items == 0:
             return {"note": "no answered item yet"}
         folder = ref.folder() if ref.kind == "dir" and Path(ref.name).is_dir() else None
-        return session.leaderboard(folder.link if folder is not None else None)
+        out = session.leaderboard(folder.link if folder is not None else None)
+        from ..bankdir.predict import metric_scale
+
+        scale = None if folder is None else metric_scale(folder)
+        if scale is not None:             # the metric's own scale (BLEU 0-100, a 1-10 rating)
+            for key in ("score", "lo", "hi", "model_score", "design_score"):
+                out[key] = scale[0] + (scale[1] - scale[0]) * float(out[key])
+        return out
     except AtlasError as exc:
         return {"note": f"the predictor's prediction failed ({exc})"}
 

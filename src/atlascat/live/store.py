@@ -543,7 +543,7 @@ class RunStore:
             "UPDATE steps SET status='scored', answered_at=?, answer=?, answer_sha256=?, "
             "answer_chars=?, score=?, latency_s=?, prompt_tokens=?, completion_tokens=?, "
             f"attempts=?, cached=? WHERE run_id=? AND step=? AND item_id=? AND status IN {statuses}",
-            (now, text, digest, n_chars, int(score), float(answer.latency_s),
+            (now, text, digest, n_chars, _score(score), float(answer.latency_s),
              answer.prompt_tokens, answer.completion_tokens, int(answer.attempts),
              int(bool(answer.cached)), run_id, step, item_id))
         if cur.rowcount != 1:
@@ -593,7 +593,7 @@ class RunStore:
                 if cur.rowcount != 1:
                     raise LiveRunError(f"run {run_id}: step {r['step']} (item {r['item_id']}) "
                                        "is not pending")
-                n_correct += int(r["score"])
+                n_correct += _score(r["score"])
                 ptok += answer.prompt_tokens or 0
                 ctok += answer.completion_tokens or 0
                 lat += 0.0 if answer.cached else float(answer.latency_s)
@@ -655,3 +655,9 @@ def _pid_alive(pid) -> bool:
     except OSError:
         return False
     return True
+
+
+def _score(value):
+    """An item's score as stored: 0/1 an integer, a continuous score in [0, 1] a float."""
+    v = float(value)
+    return int(v) if v in (0.0, 1.0) else v

@@ -14,6 +14,22 @@ Two models of the target's answers, both from the answers of draws 1..k-1 only:
   mean score). It knows which items the best source models solve, which the IRT model, fitted
   on all of them, blurs for a target stronger than every one.
 
+Scores in [0, 1]. An item's score may be 0/1 or continuous (F1, ROUGE, mc2, a rating mapped
+to [0, 1]). Every model above reads it through the Bernoulli quasi-likelihood
+y log P + (1 - y) log(1 - P) (Wedderburn 1974; the fractional response model of Papke and
+Wooldridge 1996), as the calibration's EM does: its score equation sum (y - P) dP / (P (1 - P))
+is unbiased for the mean function E[y | theta] = P(theta) whatever y's distribution (many exact
+zeros, a few ones, a continuum between), so P is the item's mean score at theta, which is all
+the control variates and M need; a 0/1 answer makes it the likelihood itself. A continuous
+score varies less than a coin with the same mean, Var(y | theta) = phi P (1 - P) with phi < 1:
+the draws use the predicted residual SD sqrt(phi_j f (1 - f)), phi_j estimated on the source
+models (:func:`item_dispersion`). The plain quasi-posterior of theta is flatter than a true one
+when phi < 1 (calibrated slopes come out 10-20% low on zero/one-inflated beta scores); `atlas
+build-bank` calibrates continuous scores by the extended quasi-likelihood, each item's term
+divided by phi_j (Nelder and Pregibon 1987; :mod:`atlascat.irt.dispersion`), which recovers
+them (tests/test_continuous_scores.py). Nothing below depends on either: the design-based
+estimate and its interval are exact for any bounded score.
+
 Design: sequential sampling with probabilities proportional to the models' uncertainty
 (active inference, Zrnic and Candes 2024), without replacement. Draw k takes item j from the
 items not asked yet (R_k) with probability
@@ -79,6 +95,11 @@ examples. ICML.
 Wolpert (1992). Stacked generalization. Neural Networks 5, 241-259.
 Zhang, Dorner, Hardt (2025). How benchmark prediction from fewer data misses the mark. NeurIPS.
 Bock and Mislevy (1982). Adaptive EAP estimation of ability. Applied Psych. Measurement 6.
+Wedderburn (1974). Quasi-likelihood functions, generalized linear models, and the Gauss-Newton
+method. Biometrika 61, 439-447.
+Papke and Wooldridge (1996). Econometric methods for fractional response variables with an
+application to 401(k) plan participation rates. J. Applied Econometrics 11, 619-632.
+Nelder and Pregibon (1987). An extended quasi-likelihood function. Biometrika 74, 221-232.
 """
 from __future__ import annotations
 
@@ -86,7 +107,8 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 __all__ = ["Z95", "grid_tables", "posterior", "log_posterior", "level_logits", "level_start",
-           "level_offset", "level_prediction", "draw_probabilities", "draw_items",
+           "level_offset", "level_prediction", "draw_probabilities", "item_dispersion",
+           "draw_items",
            "sequential_design",
            "draw_terms", "predictable_weights", "des_raj", "model_prediction", "combine"]
 
@@ -169,16 +191,29 @@ def _share(s, remaining, n_rem):
     return np.where(s_sum > 0, s / np.where(s_sum > 0, s_sum, 1.0), 1.0 / n_rem)
 
 
-def draw_probabilities(f, remaining, mix, g=None, share=0.0):
+def draw_probabilities(f, remaining, mix, g=None, share=0.0, dispersion=None):
     """q over the remaining items (rows sum to 1): mix * [(1 - share) s(f) / sum s(f) +
-    share s(g) / sum s(g)] + (1 - mix) / |R|, s(p) = sqrt(p (1 - p))."""
+    share s(g) / sum s(g)] + (1 - mix) / |R|, s(p) = sqrt(phi p (1 - p)), the predicted
+    residual SD of a score with mean p (``dispersion`` phi per item, default 1: a 0/1 answer;
+    below 1 for a continuous score, :func:`item_dispersion`)."""
     n_rem = np.maximum(remaining.sum(1, keepdims=True), 1)
-    prop = _share(np.sqrt(np.clip(f * (1.0 - f), 0.0, None)), remaining, n_rem)
+    phi = 1.0 if dispersion is None else np.asarray(dispersion, float)[None, :]
+    prop = _share(np.sqrt(np.clip(phi * f * (1.0 - f), 0.0, None)), remaining, n_rem)
     if g is not None and share > 0:
         prop = (1.0 - share) * prop + share * _share(
-            np.sqrt(np.clip(g * (1.0 - g), 0.0, None)), remaining, n_rem)
+            np.sqrt(np.clip(phi * g * (1.0 - g), 0.0, None)), remaining, n_rem)
     q = np.where(remaining, mix * prop + (1.0 - mix) / n_rem, 0.0)
     return q / np.maximum(q.sum(1, keepdims=True), 1e-300)
+
+
+def item_dispersion(y, tables, log_prior, lo=0.05, hi=1.0, chunk=128):
+    """phi_j, the dispersion of item j's scores about the model's prediction of them from each
+    source model's other answers (:func:`atlascat.irt.dispersion.item_dispersion` on the grid
+    ``tables``): 1 for a 0/1 answer, below 1 for a continuous score in [0, 1] (an F1 of 0.4
+    varies less than a coin with mean 0.4). Clipped to [lo, hi]."""
+    from ..irt.dispersion import item_dispersion as _phi
+
+    return _phi(y, tables[0], log_prior, lo=lo, hi=hi, chunk=chunk)
 
 
 def draw_items(q, remaining, rng):
@@ -191,12 +226,13 @@ def draw_items(q, remaining, rng):
     return np.where(remaining[rows, j], j, np.argmax(q, axis=1))
 
 
-def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=0.0):
+def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=0.0,
+                      dispersion=None):
     """Replay the sequential design on every row of ``y`` (NaN = no answer, never drawn).
 
     ``level``: (x, c_0) of the level model (:func:`level_logits`, :func:`level_start`), None
     for the IRT model alone (then ``g`` = ``f``); ``share``: its share of the draws'
-    uncertainty part. Returns a dict of arrays, one column per draw k (shape (T, n) with
+    uncertainty part; ``dispersion``: phi of :func:`draw_probabilities`. Returns a dict of arrays, one column per draw k (shape (T, n) with
     n = min(budget, the most available items of a row)): ``item`` (index drawn), ``q`` (its
     draw probability), ``f`` and ``g`` (the two models' predictions f_j^(k), g_j^(k)),
     ``f_rest`` and ``g_rest`` (their sums over R_k), ``valid`` (False once a row has no item
@@ -222,7 +258,8 @@ def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=
         if level is not None:
             done = out["item"][:, :k]
             g = level_prediction(level, done, yv[rows[:, None], done], out["valid"][:, :k])
-        q = draw_probabilities(f, remaining, mix, None if level is None else g, share)
+        q = draw_probabilities(f, remaining, mix, None if level is None else g, share,
+                               dispersion)
         j = draw_items(q, remaining, rng)
         out["item"][:, k] = j
         out["q"][:, k] = np.where(live, q[rows, j], 1.0)
@@ -231,7 +268,8 @@ def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=
             out[name + "_rest"][:, k] = np.where(remaining, pred, 0.0).sum(1)
         out["valid"][:, k] = live
         remaining[rows, j] = False
-        step = np.where(yv[rows, j][:, None] > 0.5, log_p[:, j].T, log_q[:, j].T)
+        yj = yv[rows, j][:, None]              # a score in [0, 1]: the quasi-likelihood
+        step = yj * log_p[:, j].T + (1.0 - yj) * log_q[:, j].T
         lp += np.where(live[:, None], step, 0.0)
     out["log_post"] = lp
     return out

@@ -43,10 +43,11 @@ RIDGE_MIN_MODELS = 40     # ridge=None: the ridge part from this many source mod
 STACK_MIN_MODELS = 60     # fitted_weight=None: D's weight fitted from this many source models
 _KIND = "atlascat.predict.BenchmarkPredictor"
 _SCORE_MAP_KEYS = ("intercept", "slope", "resid_sd")
-_VERSION = 6
-_READS = (2, 3, 4, 5, 6)  # version 2: no level model (the IRT model alone); 3: no ridge
+_VERSION = 7
+_READS = (2, 3, 4, 5, 6, 7)  # version 2: no level model (the IRT model alone); 3: no ridge
 #                          part; 4: the design estimate is the item mean even with scores given;
-#                          5: a design estimate beyond the source scores flags whatever G is
+#                          5: a design estimate beyond the source scores flags whatever G is;
+#                          6: no item dispersion (draws as for 0/1 answers)
 
 
 class BenchmarkPredictor:
@@ -169,6 +170,10 @@ class BenchmarkPredictor:
                                     "was calibrated on")
         self.item_ids_ = np.asarray(ids, dtype=object)
         self.a_, self.b_, self.c_, self.u_ = _full_params(bank, ids, np.nanmean(y, axis=0))
+        self.dispersion_ = None            # 0/1 answers: phi = 1 (the Bernoulli variance)
+        if np.any((np.nan_to_num(y) != 0) & (np.nan_to_num(y) != 1)):
+            tables, _, log_prior = self._grid()
+            self.dispersion_ = est.item_dispersion(y, tables, log_prior)
         item_mean = np.nanmean(y, axis=1)
         truth = item_mean if scores is None else np.asarray(scores, float).reshape(-1)
         if truth.shape != (source.n_subjects,) or not np.all(np.isfinite(truth)):
@@ -202,9 +207,15 @@ class BenchmarkPredictor:
 
     # ------------------------------------------------------------------ replay
     def _grid(self):
+        """(P, log P, log Q) on the theta grid, nodes, log prior; with continuous scores the
+        log tables divided by each item's dispersion (the extended quasi-likelihood's
+        posterior, as the calibration's)."""
         quad = normal_quadrature(self.quadpts, self.theta_range)
-        tables = est.grid_tables(self.a_, self.b_, self.c_, self.u_, quad.nodes)
-        return tables, quad.nodes, quad.log_weights
+        p, log_p, log_q = est.grid_tables(self.a_, self.b_, self.c_, self.u_, quad.nodes)
+        phi = getattr(self, "dispersion_", None)
+        if phi is not None:
+            log_p, log_q = log_p / phi[None, :], log_q / phi[None, :]
+        return (p, log_p, log_q), quad.nodes, quad.log_weights
 
     def _replay_arrays(self, y: np.ndarray, rng, budget=None, loo_rows=None) -> dict:
         """The design on every row of ``y`` (items in ``item_ids_`` order, NaN = not available;
@@ -212,7 +223,8 @@ class BenchmarkPredictor:
         budget = int(self.budget if budget is None else budget)
         tables, nodes, log_prior = self._grid()
         d = est.sequential_design(y, tables, log_prior, budget, float(self.mix), rng,
-                                  level=self._level(), share=float(self.share))
+                                  level=self._level(), share=float(self.share),
+                                  dispersion=getattr(self, "dispersion_", None))
         rows = np.broadcast_to(np.arange(y.shape[0])[:, None], d["item"].shape)
         asked = np.zeros(y.shape, dtype=bool)
         asked[rows[d["valid"]], d["item"][d["valid"]]] = True
@@ -382,7 +394,9 @@ class BenchmarkPredictor:
                 "items": {"item_id": [str(i) for i in self.item_ids_],
                           "a": self.a_.tolist(), "b": self.b_.tolist(),
                           "c": self.c_.tolist(), "u": self.u_.tolist(),
-                          "level_x": None if self.level_x_ is None else self.level_x_.tolist()},
+                          "level_x": None if self.level_x_ is None else self.level_x_.tolist(),
+                          "dispersion": (None if self.dispersion_ is None
+                                         else self.dispersion_.tolist())},
                 "calibration": {"alpha": self.alpha_, "beta": self.beta_, "tau2": self.tau2_,
                                 "design_weight": self.design_weight_,
                                 "pooled_tau2": self.pooled_tau2_,
@@ -428,6 +442,8 @@ class BenchmarkPredictor:
         self.theta_support_ = tuple(cal["theta_support"])
         x = it.get("level_x")
         self.level_x_ = None if x is None else np.asarray(x, float)
+        phi = it.get("dispersion")
+        self.dispersion_ = None if phi is None else np.asarray(phi, float)
         self.level_c0_ = cal.get("level_c0")
         self.gamma_, self._ridge_x = cal.get("gamma"), None
         sm = cal.get("score_map")

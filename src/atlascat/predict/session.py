@@ -110,7 +110,8 @@ class PredictSession:
             remaining = ~self._drawn[None, :]
             q = est.draw_probabilities(f, remaining, float(self.predictor.mix),
                                        None if level is None else g,
-                                       float(self.predictor.share))[0]
+                                       float(self.predictor.share),
+                                       getattr(self.predictor, "dispersion_", None))[0]
             j = int(est.draw_items(q[None, :], remaining, self._rng)[0])
             self._draws.append((j, float(q[j]), float(f[0, j]),
                                 float(np.where(remaining[0], f[0], 0.0).sum()),
@@ -120,14 +121,15 @@ class PredictSession:
         return out
 
     def record(self, item_id, score: float) -> None:
-        """Record a 0/1 answer to an item handed out by :meth:`next_items`."""
+        """Record the score (0/1, or a continuous score in [0, 1]: F1, ROUGE, a rescaled
+        rating) of an item handed out by :meth:`next_items`."""
         j = self._index.get(str(item_id))
         if j is None or not self._drawn[j]:
             raise ConfigError(f"item {item_id!r} was not handed out by next_items; record only "
                               "the items the session asked")
         s = float(score)
-        if s not in (0.0, 1.0):
-            raise ConfigError(f"score of item {item_id!r} must be 0 or 1, got {score!r}")
+        if not 0.0 <= s <= 1.0:
+            raise ConfigError(f"score of item {item_id!r} must be in [0, 1], got {score!r}")
         self._y[j] = s
         self._theta_se = None
 

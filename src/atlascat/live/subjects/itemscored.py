@@ -59,13 +59,14 @@ def parse_scores(item_ids, text: str, who: str) -> list[tuple[int, str]]:
         item, score = str(rec["item_id"]), rec["score"]
         if isinstance(score, bool):
             score = int(score)
-        if not isinstance(score, (int, float)) or score not in (0, 1):
-            raise LiveRunError(f"{who}: item {item!r} scored {score!r}; a score is 0 or 1")
+        if not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            raise LiveRunError(f"{who}: item {item!r} scored {score!r}; a score is 0 or 1, "
+                               "or in [0, 1] for a continuous metric")
         if item not in want:
             raise LiveRunError(f"{who}: reply line {n} scores item {item!r}, which was not asked")
         if item in got:
             raise LiveRunError(f"{who}: item {item!r} is scored twice")
-        got[item] = (int(score), line.strip())
+        got[item] = (score if 0 < score < 1 else int(score), line.strip())
     missing = [i for i in want if i not in got]
     if missing:
         raise LiveRunError(f"{who}: no score for {len(missing)} of the {len(want)} item(s) asked "

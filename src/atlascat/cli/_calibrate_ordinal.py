@@ -1,0 +1,102 @@
+"""``atlas calibrate RATINGS --model graded|gpcm``: ordinal items, categories from each item's
+observed integer levels (:func:`atlascat.irt.polycal.calibrate_ordinal`)."""
+from __future__ import annotations
+
+import json
+
+from ._common import console, json_safe, progress_bar
+
+
+def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
+                          freq_column, rating_range, prior_a: str, quadpts: int, max_iter: int,
+                          tol: float, quiet: bool, se: bool = False, normalize_ids: bool = False,
+                          binary_only: dict | None = None) -> None:
+    import pandas as pd
+
+    from ..errors import ConfigError
+    from ..irt.polycal import calibrate_ordinal, read_ratings
+    from ..validation import normalize_item_id
+
+    given = [name for name, on in (binary_only or {}).items() if on]
+    if given:
+        raise ConfigError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for the "
+                          f"binary models; drop {'it' if len(given) == 1 else 'them'} for "
+                          f"--model {model} (the ordinal EM takes --prior-a, --quadpts, "
+                          "--max-iter, --tol, --rating-range)")
+    values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+    if normalize_ids:
+        iids = [normalize_item_id(i) for i in iids]
+    frame = pd.DataFrame(values, index=sids, columns=iids)
+    settings = dict(weights=weights, prior_a=None if prior_a in ("auto", "none") else prior_a,
+                    value_range=rating_range, quadpts=quadpts, max_iter=max_iter, tol=tol,
+                    se=se)
+    if quiet:
+        res = calibrate_ordinal(frame, model, **settings)
+    else:
+        with progress_bar("EM", total=max_iter) as advance:
+            res = calibrate_ordinal(frame, model, callback=lambda info: advance(1), **settings)
+            advance(0, total=max(res.n_iter, 1))
+    bank = res.bank
+    if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
+        from ..irt.polybank import PolyBank
+
+        bank = PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,
+                        metadata=res.standard_errors(fmt).filter(like="_se"))
+    bank.write(output, format=fmt)
+    info = res.to_dict()
+    info.update({"responses": str(responses), "output": str(output), "format": fmt})
+    if summary is not None:
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        summary.write_text(json.dumps(json_safe(info), indent=2, default=str))
+    if scores is not None:
+        scores.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"subject_id": res.subject_ids.astype(str), "theta": res.theta,
+                      "se": res.theta_se}).to_csv(scores, index=False, float_format="%.10g")
+    k = res.bank.n_cat
+    status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
+    console.print(
+        f"calibrated [bold]{len(res.bank)}[/] items ({model}, {int(k.min())}-{int(k.max())} "
+        f"categories) on {len(res.subject_ids)} subjects: log-likelihood {res.loglik:.3f}, "
+        f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s")
+    from ._criteria import print_criteria
+
+    print_criteria(res)
+    console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
+
+
+def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
+                      prior_sd: float, quadpts: int, extra_items: str,
+                      binary_only: dict | None = None) -> None:
+    """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, and the mean
+    of its ratings (``mean_rating``, on the items' own scale)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..errors import ConfigError
+
+    given = [name for name, on in (binary_only or {}).items() if on]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: binary banks only; drop for an ordinal bank")
+
+    from ..irt.ability import estimate_ability
+    from ..irt.polybank import PolyBank
+    from ..irt.polycal import read_ratings
+    from ._common import print_frame
+
+    bk = PolyBank.read(bank)
+    values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+    frame = pd.DataFrame(values, index=sids, columns=iids)
+    df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
+                          quadpts=quadpts, extra_items=extra_items)
+    known = [c for c in iids if c in bk]
+    with np.errstate(invalid="ignore"):
+        df.insert(4, "mean_rating", np.nanmean(frame[known].to_numpy(float), axis=1)
+                  if known else np.nan)
+    if weights is not None:
+        df["freq"] = weights
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(output, index=False, float_format="%.8g")
+        console.print(f"wrote {len(df)} scores ({method}) to {output}")
+    else:
+        print_frame(df, title=f"theta by {method.upper()} ({len(bk)} ordinal bank items)")

@@ -1,0 +1,33 @@
+"""What ``atlas calibrate`` prints about a fit's information criteria and standard errors
+(binary and ordinal models alike)."""
+from __future__ import annotations
+
+from ._common import console
+
+
+def print_criteria(res) -> None:
+    """The information criteria of a calibration and where its standard errors went."""
+    ic = res.information_criteria()
+    console.print(f"AIC {ic['aic']:.3f}, BIC {ic['bic']:.3f}, SABIC {ic['sabic']:.3f}, "
+                  f"HQ {ic['hq']:.3f} ({ic['n_parameters']} parameters, "
+                  f"{ic['n_observations']:g} subjects)")
+    if res.se is not None:
+        kind = "posterior-mode " if res.se.posterior_mode else ""
+        console.print(f"standard errors from the {kind}observed information (Oakes): "
+                      "<parameter>_se columns" + (
+                          f"; latent variance SE {res.se.latent_variance_se:.4f}"
+                          if res.se.latent_variance is not None else ""))
+
+
+def with_standard_errors(bank, res, fmt: str):
+    """``bank`` with the calibration's ``<parameter>_se`` columns in format ``fmt`` as metadata
+    (the parameters as written: a Rasch fit's as the equivalent 1PL); ``bank`` itself when the
+    fit has no standard errors."""
+    if res.se is None:
+        return bank
+    import pandas as pd
+
+    se_cols = res.standard_errors(fmt, scale="standard").filter(like="_se")
+    meta = se_cols if bank.metadata is None else \
+        pd.concat([bank.metadata.reset_index(drop=True), se_cols], axis=1)
+    return type(bank)(bank.item_ids, *bank.params, metadata=meta, model=bank.model)

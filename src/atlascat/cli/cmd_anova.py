@@ -1,0 +1,81 @@
+"""``atlas anova RESPONSES --model rasch --model 2pl``: nested models compared as mirt's
+``anova(m1, m2)`` (AIC, SABIC, HQ, BIC, logLik, X2, df, p)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..irt.defaults import QUADPTS
+from ._common import RESPONSES_HELP, console, load_responses, output_file, print_frame
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("anova")
+    def anova_cmd(
+        responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
+        models: List[str] = typer.Option(..., "--model",
+                                         help="IRT model to fit (rasch, 1pl, 2pl, 3pl, 4pl, graded, gpcm); "
+                                              "give two or more, e.g. --model rasch --model 2pl."),
+        output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                              help="Write the table here (CSV)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+        quadpts: int = typer.Option(QUADPTS, "--quadpts", help="Quadrature nodes on [-6, 6]."),
+        freq_column: Optional[str] = typer.Option(None, "--freq-column",
+                                                  help="Column holding pattern frequencies."),
+        normalize_ids: bool = typer.Option(False, "--normalize-ids",
+                                           help="Strip R's 'X' from item ids (X514 -> 514)."),
+    ):
+        """Fit each model by maximum likelihood (no priors, as mirt) and compare them: AIC,
+        SABIC, HQ, BIC, log-likelihood and the likelihood-ratio test of each model against the
+        one above it (X2, df, p), as mirt's anova.
+        """
+        import json
+        import warnings
+
+        from ..errors import ConfigError
+        from ..irt.calibrate import MODELS, ORDINAL, calibrate
+        from ..irt.compare import anova
+        from ..validation import json_safe
+
+        names = [m.lower() for m in models]
+        bad = [m for m in names if m not in MODELS + ORDINAL]
+        if bad:
+            raise ConfigError(f"--model {bad[0]!r} is not a model atlas calibrate fits; choose "
+                              f"from {', '.join(MODELS + ORDINAL)}")
+        if len(names) < 2 or len(set(names)) < len(names):
+            raise ConfigError("anova needs two or more different --model values, e.g. "
+                              "--model rasch --model 2pl")
+        output_file(output)
+        weights = None
+        if any(m in ORDINAL for m in names):    # ratings on their own scale, as calibrate's
+            import pandas as pd
+
+            from ..irt.polycal import read_ratings
+
+            values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+            rm = pd.DataFrame(values, index=sids, columns=iids)
+        else:
+            rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+        fits = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # the defaults' notes; the models are given
+            for m in names:
+                fits.append(calibrate(rm, model=m, quadpts=quadpts, prior_a=None, prior_c=None,
+                                      prior_u=None, weights=weights))
+        table = anova(*fits, names=names)
+        if output is not None:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            table.to_csv(output, float_format="%.10g")
+        if as_json:
+            rows = [{"model": k, **v} for k, v in table.to_dict(orient="index").items()]
+            console.print_json(json.dumps(json_safe(rows)))
+            return
+        shown = table.reset_index().astype(object)
+        shown = shown.where(shown.notna(), "")   # the first row has no test, as mirt's
+        print_frame(shown, title="anova (maximum likelihood, mirt's columns)",
+                    float_format="{:.3f}")
+        for f, name in zip(fits, names):
+            if not f.converged:
+                console.print(f"[yellow]warning:[/] the {name} fit did not converge")

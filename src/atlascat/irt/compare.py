@@ -1,0 +1,114 @@
+"""Information criteria of a calibration and the likelihood-ratio comparison of nested models,
+with mirt's definitions and columns (``anova(m1, m2)``).
+
+With log-likelihood l, k estimated parameters and N subjects (the sum of the pattern
+frequencies)::
+
+    AIC   = -2 l + 2 k                      (Akaike, 1974)
+    BIC   = -2 l + k log N                  (Schwarz, 1978)
+    SABIC = -2 l + k log((N + 2) / 24)      (Sclove, 1987)
+    HQ    = -2 l + 2 k log(log N)           (Hannan and Quinn, 1979)
+
+k counts every estimated parameter, with or without a prior (a Rasch fit's latent variance
+too), and l is the marginal log-likelihood without the priors, as mirt reports them. For two
+nested models fitted to the same responses the likelihood-ratio statistic
+X2 = 2 (l_larger - l_smaller) is referred to chi-square with df = k_larger - k_smaller
+(Wilks, 1938); it is valid for nested models without priors (with priors it is a heuristic).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+
+__all__ = ["information_criteria", "n_parameters", "anova", "NESTED"]
+
+#: models each binary model contains (rasch and 1pl are the same model)
+NESTED = {"rasch": {"rasch", "1pl"}, "1pl": {"rasch", "1pl"},
+          "2pl": {"rasch", "1pl", "2pl"}, "3pl": {"rasch", "1pl", "2pl", "3pl"},
+          "4pl": {"rasch", "1pl", "2pl", "3pl", "4pl"},
+          "graded": {"rasch", "1pl", "2pl", "graded"}, "gpcm": {"gpcm"}}
+_FREE = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
+
+
+def n_parameters(model: str, n_items: int) -> int:
+    """Estimated parameters of a binary model on ``n_items`` items (Rasch / 1PL: one
+    intercept per item and the latent variance)."""
+    model = str(model).lower()
+    if model not in _FREE:
+        raise ConfigError(f"no parameter count for model {model!r}")
+    return _FREE[model] * int(n_items) + (1 if model in ("rasch", "1pl") else 0)
+
+
+def information_criteria(loglik: float, k: int, n: float) -> dict:
+    """``{"loglik", "n_parameters", "n_observations", "aic", "bic", "sabic", "hq"}``."""
+    n = float(n)
+    if not n > 1:
+        raise ConfigError(f"information criteria need more than one subject, got {n}")
+    dev = -2.0 * float(loglik)
+    return {"loglik": float(loglik), "n_parameters": int(k), "n_observations": n,
+            "aic": dev + 2.0 * k, "bic": dev + k * math.log(n),
+            "sabic": dev + k * math.log((n + 2.0) / 24.0), "hq": dev + 2.0 * k * math.log(math.log(n))}
+
+
+def anova(*results, names=None) -> pd.DataFrame:
+    """mirt's ``anova(m1, m2, ...)``: one row per model (AIC, SABIC, HQ, BIC, logLik) and,
+    from the second row on, the likelihood-ratio test against the row above (X2, df, p).
+
+    ``results``: :class:`atlascat.irt.result.CalibrationResult` of nested models fitted to
+    the same responses, in any order (they are sorted by their number of parameters).
+    ``names`` label the rows (default: each result's model).
+    """
+    if len(results) < 2:
+        raise ConfigError("anova compares at least two calibrations; pass two or more results")
+    names = [r.model for r in results] if names is None else [str(v) for v in names]
+    if len(names) != len(results):
+        raise ConfigError(f"{len(names)} names for {len(results)} results")
+    rows = []
+    for name, r in zip(names, results):
+        crit = r.information_criteria()
+        rows.append((crit["n_parameters"], name, r, crit))
+    _check_same_data([r for _, _, r, _ in rows], names)
+    rows.sort(key=lambda t: t[0])
+    out = []
+    prev = None
+    for k, name, r, crit in rows:
+        row = {"model": name, "AIC": crit["aic"], "SABIC": crit["sabic"], "HQ": crit["hq"],
+               "BIC": crit["bic"], "logLik": crit["loglik"], "X2": np.nan, "df": np.nan,
+               "p": np.nan}
+        if prev is not None:
+            pk, pname, pr, pcrit = prev
+            if r.model.lower() not in NESTED or pr.model.lower() not in NESTED[r.model.lower()]:
+                raise ConfigError(
+                    f"{pname} ({pr.model}) is not nested in {name} ({r.model}): a "
+                    "likelihood-ratio test needs nested models; compare their AIC/BIC instead")
+            df = k - pk
+            if df <= 0:
+                raise ConfigError(f"{pname} and {name} have the same number of parameters "
+                                  f"({k}); a likelihood-ratio test needs nested models")
+            from scipy.stats import chi2
+
+            x2 = 2.0 * (crit["loglik"] - pcrit["loglik"])
+            row.update({"X2": x2, "df": float(df), "p": float(chi2.sf(max(x2, 0.0), df))})
+        out.append(row)
+        prev = (k, name, r, crit)
+    return pd.DataFrame(out).set_index("model")
+
+
+def _check_same_data(results, names) -> None:
+    """The results were fitted to the same subjects (count), items (ids) and responses
+    (fingerprint, when the results carry one)."""
+    ref = results[0]
+    for name, r in zip(names[1:], results[1:]):
+        a = ref.information_criteria()["n_observations"]
+        b = r.information_criteria()["n_observations"]
+        same_items = sorted(map(str, ref.bank.item_ids)) == sorted(map(str, r.bank.item_ids))
+        fa, fb = ref.settings.get("data_fingerprint"), r.settings.get("data_fingerprint")
+        if a != b or not same_items or (fa and fb and fa != fb):
+            raise ConfigError(
+                f"{names[0]} and {name} were fitted to different data ({a:g} vs {b:g} subjects, "
+                f"{len(ref.bank)} vs {len(r.bank)} items); anova compares models fitted to "
+                "the same responses")

@@ -1,0 +1,331 @@
+"""Observed information of an EM calibration (Oakes, 1999) and the item parameters' standard errors.
+
+For a model whose item j gives category c at node x_q with probability P_jc(x_q; theta_j) the
+marginal log-likelihood on the quadrature grid (nodes x_q, prior weights pi_q(phi), phi the
+estimated latent variance of a Rasch fit) is::
+
+    l(theta) = sum_i w_i log sum_q pi_q prod_j P_{j, y_ij}(x_q; theta_j).
+
+Its gradient is the posterior expectation of the complete-data gradient (Fisher's identity;
+Louis, 1982), computed from the E-step's expected counts r_jqc = sum_i w_i post_iq [y_ij = c]
+and node masses N_q = sum_i w_i post_iq::
+
+    dl/dtheta_jk = sum_q sum_c r_jqc d log P_jc(x_q) / dtheta_jk,
+    dl/dphi      = sum_q N_q d log pi_q / dphi.
+
+Oakes (1999) writes the observed information as minus the total derivative of that gradient,
+the complete-data Hessian plus the change of the expected counts with the parameters; this
+module takes it as minus the Jacobian of the gradient above by central differences, one pair
+of E-steps per free parameter. A perturbation of item j changes one column of the subjects'
+node log-likelihoods, so each perturbed E-step costs one rank-C update and the count products,
+which run for a batch of perturbations at once; the per-item derivatives of log P at the
+perturbed points are evaluated for every item at once (items' parameters are independent).
+This is mirt's default ``SE.type = "Oakes"`` for EM fits (mirt 1.45.1). With priors the
+objective is the log-posterior and minus its Hessian (the prior's added per item, by finite
+differences) is the posterior-mode information.
+
+The model enters through a pure function ``log_prob(params, nodes) -> (n_items, n_nodes,
+n_cat)`` of the parameters in mirt's order (binary items: :func:`binary_log_prob`, two
+categories); graded and partial-credit models plug in the same way.
+
+References
+----------
+Oakes, D. (1999). Direct calculation of the information matrix via the EM algorithm. Journal of
+the Royal Statistical Society B 61, 479-482.
+Louis, T. A. (1982). Finding the observed information matrix when using the EM algorithm.
+Journal of the Royal Statistical Society B 44, 226-233.
+Chalmers, R. P. (2018). Numerical approximation of the observed information matrix with Oakes'
+identity. British Journal of Mathematical and Statistical Psychology 71, 415-436.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import log_expit
+
+from ..errors import ConfigError
+
+__all__ = ["ObservedInformation", "observed_information", "binary_log_prob",
+           "binary_dlog_prob", "BINARY_NAMES", "category_indices", "MAX_PARAMETERS"]
+
+#: mirt's names of the binary item parameters, in mirt's order (g and u on the logit scale here)
+BINARY_NAMES = ("a1", "d", "g", "u")
+#: the information matrix is dense (parameters x parameters); beyond this it is refused
+MAX_PARAMETERS = 6000
+
+
+# ====================================================================== binary items
+def binary_log_prob(params, nodes):
+    """log P(y = 0), log P(y = 1) of P = g + (u - g) sigma(a1 x + d), shape (n_items, n_nodes, 2).
+
+    ``params`` (n_items, 4): a1, d, logit g, logit u (-inf / +inf for g = 0 / u = 1). In log
+    space (logaddexp of log g and log(u - g) + log sigma(z)) so that it is finite for any z.
+    """
+    a, d, lg, lu = (params[:, k:k + 1] for k in range(4))
+    z = a * nodes[None, :] + d
+    g, u = _expit(lg), _expit(lu)
+    with np.errstate(divide="ignore"):
+        log_rng = np.log(u - g)
+        log_p = np.logaddexp(log_expit(lg), log_rng + log_expit(z))
+        log_q = np.logaddexp(log_expit(-lu), log_rng + log_expit(-z))
+    return np.stack([log_q, log_p], axis=-1)
+
+
+def binary_dlog_prob(params, nodes):
+    """d log P_c / d(a1, d, logit g, logit u), shape (n_items, 4, n_nodes, 2), exact.
+
+    dP/dz = (u - g) s (1 - s), dP/da1 = x dP/dz, dP/dd = dP/dz, dP/dlogit g = g (1 - g)(1 - s),
+    dP/dlogit u = u (1 - u) s; d log P_1 = dP / P, d log P_0 = -dP / (1 - P), each ratio taken
+    as exp(difference of logs) so that it stays finite where P or 1 - P underflows.
+    """
+    a, d, lg, lu = (params[:, k:k + 1] for k in range(4))
+    x = nodes[None, :]
+    z = a * x + d
+    lp = binary_log_prob(params, nodes)
+    log_q, log_p = lp[..., 0], lp[..., 1]
+    ls, lns = log_expit(z), log_expit(-z)
+    g, u = _expit(lg), _expit(lu)
+    with np.errstate(divide="ignore"):
+        log_rng = np.log(u - g)
+    log_dz = log_rng + ls + lns
+    log_dg = log_expit(lg) + log_expit(-lg) + lns
+    log_du = log_expit(lu) + log_expit(-lu) + ls
+    out = np.empty(params.shape[:1] + (4,) + z.shape[1:] + (2,))
+    for k, (log_dp, scale) in enumerate(((log_dz, x), (log_dz, 1.0), (log_dg, 1.0),
+                                         (log_du, 1.0))):
+        out[:, k, :, 1] = scale * np.exp(log_dp - log_p)
+        out[:, k, :, 0] = -scale * np.exp(log_dp - log_q)
+    return out
+
+
+def _expit(t):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-t))
+
+
+def category_indices(values) -> np.ndarray:
+    """Responses as category indices: int array, -1 where missing (binary 0/1 -> 0/1)."""
+    v = np.asarray(values, dtype=float)
+    out = np.full(v.shape, -1, dtype=np.int64)
+    obs = ~np.isnan(v)
+    if np.any(v[obs] != np.round(v[obs])):
+        raise ConfigError("standard errors need integer category responses (0/1 for binary "
+                          "items); fractional scores have no categorical likelihood")
+    out[obs] = v[obs].astype(np.int64)
+    return out
+
+
+# ====================================================================== the information
+@dataclass
+class ObservedInformation:
+    """Observed (posterior-mode, with priors) information of the free parameters.
+
+    ``index`` lists the free parameters in order: (item, column) of ``params``, then
+    (-1, 0) for the latent variance when it is estimated; ``gradient`` is the score there
+    (about 0 at a converged fit), ``matrix`` minus the symmetrized Hessian.
+    """
+
+    matrix: np.ndarray
+    index: np.ndarray
+    gradient: np.ndarray
+
+    def covariance(self) -> np.ndarray:
+        """The inverse of the information, or a matrix of NaN where it is not positive
+        definite (a parameter the data does not determine)."""
+        try:
+            chol = np.linalg.cholesky(self.matrix)
+        except np.linalg.LinAlgError:
+            return np.full_like(self.matrix, np.nan)
+        inv_l = np.linalg.inv(chol)
+        return inv_l.T @ inv_l
+
+    @property
+    def positive_definite(self) -> bool:
+        return bool(np.all(np.isfinite(self.covariance())))
+
+
+def observed_information(log_prob, params, free, responses, weights, nodes, log_weights, *,
+                         dlog_prob=None, log_prior=None, latent_log_weights=None,
+                         latent_variance: float | None = None, step: float = 1e-4,
+                         batch_cells: float = 4e6) -> ObservedInformation:
+    """The observed information of the free item parameters (and the latent variance).
+
+    Parameters
+    ----------
+    log_prob : ``log_prob(params, nodes) -> (n_items, n_nodes, n_cat)`` log category
+        probabilities (pure, vectorized over items)
+    params : (n_items, n_par) parameters at the estimate, mirt's order
+    free : (n_items, n_par) bool, the estimated ones
+    responses : (n_subjects, n_items) int category indices, -1 = missing
+        (:func:`category_indices`)
+    weights : (n_subjects,) pattern frequencies or None
+    nodes, log_weights : the quadrature grid and its normalized log prior weights
+    dlog_prob : optional exact ``d log P / d params``, (n_items, n_par, n_nodes, n_cat);
+        default central differences of ``log_prob`` (step 1e-6 (1 + |param|))
+    log_prior : optional ``log_prior(params) -> (n_items,)``; then the result is minus the
+        Hessian of the log-posterior (posterior-mode information)
+    latent_log_weights, latent_variance : for an estimated latent variance (mirt's Rasch):
+        ``latent_log_weights(var) -> (n_nodes,)`` and the estimate; it is the last parameter
+    step : relative step of the Jacobian's central differences, h = step (1 + |param|)
+    batch_cells : perturbed E-steps run in batches of about this many (subject, node) cells
+    """
+    params = np.asarray(params, dtype=float)
+    free = np.asarray(free, dtype=bool)
+    y = np.asarray(responses)
+    n, m = y.shape
+    nodes = np.asarray(nodes, dtype=float)
+    log_w = np.asarray(log_weights, dtype=float)
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    log_prob = _finite(log_prob)
+    lp0 = log_prob(params, nodes)
+    n_cat = lp0.shape[2]
+    if y.max() >= n_cat:
+        raise ConfigError(f"a response category {int(y.max())} exceeds the model's "
+                          f"{n_cat} categories")
+    dlog_prob = _numeric_dlog_prob(log_prob) if dlog_prob is None else _finite(dlog_prob, 0.0)
+    idx = np.argwhere(free)
+    has_var = latent_log_weights is not None
+    n_free = len(idx) + int(has_var)
+    if n_free > MAX_PARAMETERS:
+        raise ConfigError(f"standard errors of {n_free} parameters need a dense "
+                          f"{n_free} x {n_free} information matrix; calibrate at most "
+                          f"{MAX_PARAMETERS} free parameters with se=True (a subset of items)")
+    if has_var:
+        log_w = np.asarray(latent_log_weights(latent_variance), dtype=float)
+    # one-hot responses (n, m * C): the E-step is two products with it
+    onehot = np.zeros((n, m, n_cat))
+    rows, cols = np.nonzero(y >= 0)
+    onehot[rows, cols, y[rows, cols]] = 1.0
+    Y = onehot.reshape(n, m * n_cat)
+    Yw = Y * w[:, None]
+    D0 = dlog_prob(params, nodes)                         # (m, K, Q, C)
+
+    Q = len(nodes)
+    L0 = Y @ lp0.transpose(0, 2, 1).reshape(m * n_cat, Q)          # (n, Q) node log-lik
+    S0 = L0 + log_w
+    shift = np.max(S0, axis=1, keepdims=True)    # perturbations move S by ~step: no overflow
+    E0 = np.exp(S0 - shift)
+    # D as (m, Q C, K) for the batched products of the score
+    D0m = D0.transpose(0, 2, 3, 1).reshape(m, Q * n_cat, -1)
+
+    def stats(buf):
+        """Unnormalized posteriors (n, B, Q) -> counts R (m, C, B, Q), node masses (B, Q)
+        and the item scores (B, m, K): two large products and a batched small one."""
+        buf /= np.sum(buf, axis=2, keepdims=True)
+        B = buf.shape[1]
+        flat = buf.reshape(n, B * Q)
+        R = (Yw.T @ flat).reshape(m, n_cat, B, Q)
+        N = (w @ flat).reshape(B, Q)
+        R2 = R.transpose(0, 2, 3, 1).reshape(m, B, Q * n_cat)
+        return R, N, np.matmul(R2, D0m).transpose(1, 0, 2)
+
+    def dlogw(var):
+        h = 1e-5 * (1.0 + abs(var))
+        return (latent_log_weights(var + h) - latent_log_weights(var - h)) / (2 * h)
+
+    lw_grad0 = dlogw(latent_variance) if has_var else None
+    R0, N0, g0 = stats(E0[:, None, :].copy())
+    grad = g0[0][free]
+    if has_var:
+        grad = np.append(grad, N0[0] @ lw_grad0)
+    # perturbed log-probabilities and derivatives, every item at once, per column and sign
+    h_all = step * (1.0 + np.abs(np.where(np.isfinite(params), params, 0.0)))
+    hv = step * (1.0 + abs(latent_variance)) if has_var else None
+    shifted = {}
+    for k in np.unique(idx[:, 1]):
+        for sgn in (1.0, -1.0):
+            p = params.copy()
+            p[:, k] += sgn * h_all[:, k]
+            shifted[k, sgn] = (log_prob(p, nodes) - lp0, dlog_prob(p, nodes))
+    jac = np.empty((n_free, n_free))
+    rows_all = [(int(j), int(k)) for j, k in idx] + ([(-1, 0)] if has_var else [])
+    batch = max(1, int(batch_cells // max(1, n * Q)))
+    for start in range(0, len(rows_all), batch):
+        chunk = rows_all[start:start + batch]
+        out = {}
+        for sgn in (1.0, -1.0):
+            buf = np.empty((n, len(chunk), Q))
+            for b, (j, k) in enumerate(chunk):
+                if j < 0:    # the latent variance: new grid weights
+                    lw = latent_log_weights(latent_variance + sgn * hv)
+                    buf[:, b, :] = np.exp(L0 + lw - shift)
+                else:        # item j: its column of the node log-likelihood changes
+                    buf[:, b, :] = E0 * np.exp(onehot[:, j, :] @ shifted[k, sgn][0][j].T)
+            R, N, g = stats(buf)
+            for b, (j, k) in enumerate(chunk):
+                if j >= 0:   # the perturbed item's own derivatives
+                    g[b, j] = np.einsum("cq,kqc->k", R[j, :, b, :], shifted[k, sgn][1][j])
+            vec = g[:, free]
+            if has_var:
+                lwg = np.stack([lw_grad0 if j >= 0 else dlogw(latent_variance + sgn * hv)
+                                for j, _ in chunk])
+                vec = np.concatenate([vec, np.einsum("bq,bq->b", N, lwg)[:, None]], axis=1)
+            out[sgn] = vec
+        hs = np.array([h_all[j, k] if j >= 0 else hv for j, k in chunk])
+        jac[:, start:start + len(chunk)] = ((out[1.0] - out[-1.0]) / (2.0 * hs[:, None])).T
+    hess = 0.5 * (jac + jac.T)
+    if log_prior is not None:
+        hess[:len(idx), :len(idx)] += _prior_hessian(log_prior, params, free, idx)
+    return ObservedInformation(-hess, np.array(rows_all, dtype=np.int64), grad)
+
+
+def _finite(fn, fill: float = -1e300):
+    """``fn`` with its non-finite entries (categories an item does not have: -inf or NaN)
+    replaced by ``fill``: they meet zero counts, and 0 x -1e300 = 0 where 0 x -inf is NaN."""
+    def wrapped(params, nodes):
+        out = fn(params, nodes)
+        return np.where(np.isfinite(out), out, fill)
+    return wrapped
+
+
+def _numeric_dlog_prob(log_prob, rel: float = 1e-6):
+    """Central differences of ``log_prob`` per parameter column, all items at once (0 for a
+    parameter an item does not have: a non-finite entry, e.g. a padded intercept)."""
+    def dlog_prob(params, nodes):
+        out = []
+        for k in range(params.shape[1]):
+            has = np.isfinite(params[:, k])
+            h = rel * (1.0 + np.abs(np.where(has, params[:, k], 0.0)))
+            p_hi, p_lo = params.copy(), params.copy()
+            p_hi[:, k] += h
+            p_lo[:, k] -= h
+            with np.errstate(invalid="ignore"):
+                dk = (log_prob(p_hi, nodes) - log_prob(p_lo, nodes)) / (2 * h)[:, None, None]
+            out.append(np.where(has[:, None, None] & np.isfinite(dk), dk, 0.0))
+        return np.stack(out, axis=1)
+    return dlog_prob
+
+
+def _prior_hessian(log_prior, params, free, idx, rel: float = 1e-4):
+    """Block-diagonal Hessian of sum_j log p(theta_j) over the free parameters, by second
+    differences of every item at once (items' priors are independent)."""
+    m, K = params.shape
+    h = rel * (1.0 + np.abs(np.where(np.isfinite(params), params, 0.0)))
+    blocks = np.zeros((m, K, K))
+    cols = [k for k in range(K) if free[:, k].any()]
+
+    def f(dk=None, sk=0.0, dl=None, sl=0.0):
+        p = params.copy()
+        if dk is not None:
+            p[:, dk] += sk * h[:, dk]
+        if dl is not None:
+            p[:, dl] += sl * h[:, dl]
+        return log_prior(p)
+
+    f0 = f()
+    for a_, k in enumerate(cols):
+        blocks[:, k, k] = (f(k, 1) - 2 * f0 + f(k, -1)) / h[:, k] ** 2
+        for l in cols[a_ + 1:]:
+            v = (f(k, 1, l, 1) - f(k, 1, l, -1) - f(k, -1, l, 1) + f(k, -1, l, -1)) \
+                / (4 * h[:, k] * h[:, l])
+            blocks[:, k, l] = blocks[:, l, k] = v
+    P = len(idx)
+    out = np.zeros((P, P))
+    pos = {(int(j), int(k)): i for i, (j, k) in enumerate(idx)}
+    for i, (j, k) in enumerate(idx):
+        for l in cols:
+            t = pos.get((int(j), l))
+            if t is not None:
+                out[i, t] = blocks[j, k, l]
+    return out

@@ -1,0 +1,325 @@
+"""A bank of ordinal items (graded response / generalized partial credit): :class:`PolyBank`.
+
+Each item has a model (``graded`` or ``gpcm``), mirt's slope-intercept parameters ``a1,
+d1..d(K-1)`` (:mod:`atlascat.irt.polytomous`) and the observed levels its categories stand
+for: category k of an item is its k-th smallest observed level (a judge's ratings 1-10, a
+rubric's 0-3), so data on the original scale is scored without any recoding by the user.
+
+File format (CSV or Parquet): ``item_id, model, a1, d1, ..., d(K_max-1), levels`` with empty
+cells for an item's absent categories and ``levels`` as ``"0;1;2;3"`` (mirt's columns, plus the
+two ATLAS needs to read a rating back); ``--format ours`` writes the threshold form ``a, b1..``
+with b_k = -d_k / a instead of the intercepts.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BankError, ConfigError
+from . import polytomous as poly
+from .polytomous import is_poly_frame
+
+__all__ = ["PolyBank", "is_poly_frame", "is_poly_bank_file", "encode_levels"]
+
+A_LIMIT = 50.0
+D_LIMIT = 150.0
+
+
+def encode_levels(values, levels) -> np.ndarray:
+    """Category index of every cell (float, NaN for missing) given each item's sorted levels.
+
+    ``values``: (n, m) on the items' own scale; a level not among an item's categories raises
+    :class:`ConfigError` naming the cell.
+    """
+    values = np.asarray(values, dtype=float)
+    out = np.full(values.shape, np.nan)
+    for j, lev in enumerate(levels):            # one searchsorted per item column
+        col = values[:, j]
+        obs = ~np.isnan(col)
+        idx = np.searchsorted(lev, col[obs])
+        idx_c = np.minimum(idx, len(lev) - 1)
+        ok = lev[idx_c] == col[obs]
+        if not ok.all():
+            r = np.flatnonzero(obs)[np.flatnonzero(~ok)[0]]
+            raise ConfigError(
+                f"rating {values[r, j]:g} at row {r}, item column {j} is not one of the item's "
+                f"levels {_fmt_levels(lev)}; score only ratings on the bank's scale")
+        out[obs, j] = idx
+    return out
+
+
+def _fmt_levels(lev) -> str:
+    return ";".join(f"{v:g}" for v in lev)
+
+
+def is_poly_bank_file(path) -> bool:
+    """True when ``path`` is a CSV / Parquet bank of ordinal items (read its first rows only)."""
+    path = Path(str(path))
+    if not path.is_file():
+        return False
+    try:
+        df = (pd.read_parquet(path) if path.suffix == ".parquet"
+              else pd.read_csv(path, nrows=5))
+    except Exception:  # an unreadable file is the binary reader's to report
+        return False
+    return is_poly_frame(df)
+
+
+class PolyBank:
+    """A calibrated bank of ordinal items (value object; arrays are read-only).
+
+    Parameters
+    ----------
+    item_ids : sequence of str
+    params : (n_items, K_max) array ``[a1, d1..d(K_max-1)]``, NaN beyond an item's categories
+    model : "graded" | "gpcm", one for all items or one per item
+    levels : per item, the sorted observed values its categories stand for (default 0..K-1)
+    metadata : DataFrame or None, one row per item
+    """
+
+    def __init__(self, item_ids, params, model="graded", levels=None, *, metadata=None):
+        ids = np.asarray([str(i) for i in item_ids], dtype=object)
+        params = np.array(params, dtype=float, ndmin=2)
+        n = len(ids)
+        if n == 0:
+            raise BankError("the item bank is empty; it needs at least one item row")
+        if params.shape[0] != n or params.shape[1] < 2:
+            raise BankError(f"params must be (n_items={n}, 1 + n_thresholds), got {params.shape}")
+        models = np.array(np.broadcast_to(np.asarray(model, dtype=object), (n,)), dtype=object)
+        models = np.array([str(m).lower() for m in models], dtype=object)
+        bad = [m for m in models if m not in poly.ORDINAL_MODELS]
+        if bad:
+            raise BankError(f"unknown ordinal model {bad[0]!r}; use graded or gpcm")
+        self.item_ids, self.params, self.models = ids, params, models
+        self.n_cat = poly.n_categories(params)
+        if levels is None:
+            levels = [np.arange(k, dtype=float) for k in self.n_cat]
+        self.levels = [np.asarray(lv, dtype=float) for lv in levels]
+        self._validate()
+        for arr in (ids, params, models, self.n_cat, *self.levels):
+            arr.flags.writeable = False
+        self.metadata = None if metadata is None else pd.DataFrame(metadata).reset_index(drop=True)
+        self.model = models[0] if (models == models[0]).all() else "mixed"
+        self._index = {item: i for i, item in enumerate(ids)}
+
+    def _validate(self):
+        ids, p = self.item_ids, self.params
+        uniq, counts = np.unique(ids.astype(str), return_counts=True)
+        if (counts > 1).any():
+            raise BankError(f"duplicate item id(s): {[str(u) for u in uniq[counts > 1]][:5]}; "
+                            "ids must be unique")
+        for j, item in enumerate(ids):
+            d = p[j, 1:]
+            k = int(self.n_cat[j]) - 1
+            if k < 1:
+                raise BankError(f"item {item!r} has no intercept: an ordinal item needs a1 and "
+                                "at least d1")
+            if np.isnan(d[:k]).any() or not np.isnan(d[k:]).all():
+                raise BankError(f"item {item!r}: the intercepts d1..d{k} must be given first "
+                                "and the unused ones left empty")
+            if not np.isfinite(p[j, 0]) or abs(p[j, 0]) > A_LIMIT:
+                raise BankError(f"item {item!r}: slope a1 = {p[j, 0]:g} is not a finite number "
+                                f"within +-{A_LIMIT:g}")
+            if (np.abs(d[:k]) > D_LIMIT).any() or not np.isfinite(d[:k]).all():
+                raise BankError(f"item {item!r}: intercepts {d[:k].tolist()} exceed "
+                                f"+-{D_LIMIT:g}")
+            if self.models[j] == "graded" and (np.diff(d[:k]) >= 0).any():
+                raise BankError(f"item {item!r}: graded intercepts must decrease (d1 > d2 > ...),"
+                                f" got {np.round(d[:k], 4).tolist()}")
+            lev = self.levels[j]
+            if lev.shape != (k + 1,) or (np.diff(lev) <= 0).any():
+                raise BankError(f"item {item!r}: {k + 1} categories need {k + 1} increasing "
+                                f"levels, got {lev.tolist()}")
+
+    # ------------------------------------------------------------------ basics
+    def __len__(self) -> int:
+        return len(self.item_ids)
+
+    def __repr__(self) -> str:
+        return (f"PolyBank({len(self)} items, model={self.model!r}, categories "
+                f"{int(self.n_cat.min())}-{int(self.n_cat.max())})")
+
+    def __contains__(self, item_id) -> bool:
+        return str(item_id) in self._index
+
+    @property
+    def n_items(self) -> int:
+        return len(self)
+
+    @property
+    def a(self) -> np.ndarray:
+        return self.params[:, 0]
+
+    def index_of(self, item_ids):
+        if isinstance(item_ids, str):
+            return self._index[item_ids]
+        missing = [i for i in item_ids if str(i) not in self._index]
+        if missing:
+            raise BankError(f"{len(missing)} item id(s) not in the bank, e.g. {missing[:5]}")
+        return np.array([self._index[str(i)] for i in item_ids], dtype=int)
+
+    def subset(self, items) -> "PolyBank":
+        idx = self.index_of(list(items)) if not isinstance(items, np.ndarray) or \
+            items.dtype.kind not in "iub" else (np.flatnonzero(items) if items.dtype == bool
+                                                 else items)
+        p = self.params[idx]
+        kmax = int(self.n_cat[idx].max())
+        meta = None if self.metadata is None else self.metadata.iloc[idx]
+        return PolyBank(self.item_ids[idx], p[:, :kmax], self.models[idx],
+                        [self.levels[i] for i in idx], metadata=meta)
+
+    def param_names(self) -> list[list[str]]:
+        """Each item's parameter names in mirt's order, ``a1, d1..d(K-1)``."""
+        return poly.param_names(self.params)
+
+    def encode(self, values) -> np.ndarray:
+        """Responses on the items' own scale (n, n_items) -> category indices (NaN missing)."""
+        return encode_levels(values, self.levels)
+
+    def scores(self) -> np.ndarray:
+        """(n_items, K_max) level of every category (NaN where absent)."""
+        out = np.full((len(self), self.params.shape[1]), np.nan)
+        for j, lev in enumerate(self.levels):
+            out[j, :len(lev)] = lev
+        return out
+
+    # ------------------------------------------------------------------ the model
+    def log_prob(self, theta) -> np.ndarray:
+        """log P(X_j = k | theta), (n_items, n_theta, K_max), -inf for absent categories."""
+        return poly.log_prob(self.models, self.params, np.atleast_1d(theta))
+
+    def probability(self, theta) -> np.ndarray:
+        return poly.prob(self.models, self.params, np.atleast_1d(theta))
+
+    def information(self, theta) -> np.ndarray:
+        """Item information, ``theta.shape + (n_items,)``."""
+        return poly.item_information(self.models, self.params, theta)
+
+    def test_information(self, theta) -> np.ndarray:
+        return poly.test_information(self.models, self.params, theta)
+
+    def expected_score(self, theta) -> np.ndarray:
+        """Expected level of every item (on its own scale), ``theta.shape + (n_items,)``."""
+        theta = np.asarray(theta, dtype=float)
+        p = np.nan_to_num(poly.prob(self.models, self.params, theta.reshape(-1)))
+        e = np.einsum("jqk,jk->qj", p, np.nan_to_num(self.scores()))
+        return e.reshape(theta.shape + (len(self),))
+
+    # ------------------------------------------------------------------ conversion
+    @classmethod
+    def from_item_bank(cls, bank) -> "PolyBank":
+        """Binary 1PL/2PL items as graded items with one threshold (d1 = -a b, levels 0;1)."""
+        if np.any(bank.c > 0) or np.any(bank.u < 1):
+            raise BankError("only 1PL/2PL items are graded items with one threshold; a bank "
+                            "with guessing or slipping (c > 0, u < 1) cannot join a graded bank")
+        params = np.column_stack([bank.a, -bank.a * bank.b])
+        return cls(bank.item_ids, params, "graded", metadata=bank.metadata)
+
+    @classmethod
+    def combine(cls, *banks) -> "PolyBank":
+        """One bank of the items of several (PolyBanks, or binary 1PL/2PL ItemBanks as graded
+        items with one threshold): a mixed bank of binary and ordinal items."""
+        parts = [b if isinstance(b, PolyBank) else cls.from_item_bank(b) for b in banks]
+        kmax = max(p.params.shape[1] for p in parts)
+        params = np.vstack([np.pad(p.params, ((0, 0), (0, kmax - p.params.shape[1])),
+                                   constant_values=np.nan) for p in parts])
+        return cls(np.concatenate([p.item_ids for p in parts]), params,
+                   np.concatenate([p.models for p in parts]),
+                   [lv for p in parts for lv in p.levels])
+
+    def to_frame(self, format: str = "mirt") -> pd.DataFrame:
+        """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (b_k = -d_k / a);
+        both with ``levels``."""
+        k = self.params.shape[1] - 1
+        df = pd.DataFrame({"item_id": self.item_ids.astype(str), "model": self.models})
+        if format == "mirt":
+            df["a1"] = self.params[:, 0]
+            for i in range(k):
+                df[f"d{i + 1}"] = self.params[:, i + 1]
+        elif format == "ours":
+            df["a"] = self.params[:, 0]
+            for i in range(k):
+                df[f"b{i + 1}"] = -self.params[:, i + 1] / self.params[:, 0]
+        else:
+            raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
+        df["levels"] = [_fmt_levels(lv) for lv in self.levels]
+        if self.metadata is not None:
+            meta = self.metadata.reset_index(drop=True)
+            df = pd.concat([df, meta[[c for c in meta.columns if c not in df.columns]]], axis=1)
+        from .bank import _se_beside
+
+        return _se_beside(df)   # standard errors (a1_se, ...) beside their parameters
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame) -> "PolyBank":
+        cols = [str(c) for c in df.columns]
+        df = df.copy()
+        df.columns = cols
+        id_col = next((c for c in ("item_id", "X", "item") if c in cols), None)
+        if id_col is None:
+            raise BankError(f"no item id column among {cols[:10]}; name it 'item_id'")
+        ids = df[id_col].astype(str).to_numpy()
+
+        def num(c):
+            v = pd.to_numeric(df[c], errors="coerce").to_numpy(float)
+            bad = np.flatnonzero(np.isnan(v) & df[c].notna().to_numpy()
+                                 & (df[c].astype(str).str.strip() != ""))
+            if bad.size:
+                raise BankError(f"column {c!r} has non-numeric value {df[c].iloc[bad[0]]!r} "
+                                f"for item {ids[bad[0]]}")
+            return v
+
+        if "a1" in cols:
+            dcols = sorted((c for c in cols if c[:1] == "d" and c[1:].isdigit()),
+                           key=lambda c: int(c[1:]))
+            if not dcols:
+                raise BankError("an ordinal bank in mirt's form needs columns a1, d1, d2, ...")
+            params = np.column_stack([num("a1")] + [num(c) for c in dcols])
+        elif "a" in cols:
+            bcols = sorted((c for c in cols if c[:1] == "b" and c[1:].isdigit()),
+                           key=lambda c: int(c[1:]))
+            if not bcols:
+                raise BankError("an ordinal bank in threshold form needs columns a, b1, b2, ...")
+            a = num("a")
+            params = np.column_stack([a] + [-a * num(c) for c in bcols])
+        else:
+            raise BankError(f"ordinal bank columns {cols[:12]} lack a1 (mirt) or a (ours)")
+        model = (df["model"].astype(str).str.lower().to_numpy() if "model" in cols
+                 else "graded")
+        levels = None
+        if "levels" in cols:
+            levels = []
+            for i, s in enumerate(df["levels"].astype(str)):
+                try:
+                    levels.append(np.array([float(v) for v in s.split(";")]))
+                except ValueError:
+                    raise BankError(f"item {ids[i]}: levels {s!r} must be numbers separated "
+                                    "by ';'") from None
+        return cls(ids, params, model, levels)
+
+    @classmethod
+    def read(cls, path) -> "PolyBank":
+        from ..validation import read_frame
+
+        path = Path(path)
+        df = read_frame(path, what="bank file", error=BankError,
+                        dtype=None if path.suffix == ".parquet" else {"item_id": str},
+                        min_columns=2)
+        if len(df) == 0:
+            raise BankError(f"bank file {str(path)!r} has no item rows")
+        return cls.from_frame(df)
+
+    def write(self, path, *, format: str = "mirt") -> Path:
+        from ..validation import check_output_file, write_guard
+
+        path = check_output_file(path, option=None, what="bank file")
+        df = self.to_frame(format)
+        with write_guard(path, option=None, what="bank file"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.suffix == ".parquet":
+                df.to_parquet(path, index=False)
+            else:
+                df.to_csv(path, index=False, float_format="%.17g")
+        return path

@@ -1,0 +1,165 @@
+"""Ordinal calibration's entry point: ratings in, a :class:`PolyBank` and a
+:class:`CalibrationResult` out (``calibrate(rm, model="graded" | "gpcm")``).
+
+Ratings keep their own scale (a judge's 1-10, a rubric's 0-3): they are read as numbers, never
+checked against [0, 1], and each item's observed integer levels become its categories
+(:func:`atlascat.irt.polyfit.encode`). Binary 0/1 items are items with two categories (the
+2PL), so a mixed matrix calibrates in one graded or gpcm fit. The EM and its M-step are in
+:mod:`atlascat.irt.polyfit`.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError, ResponseDataError
+from . import polytomous as poly
+from .defaults import MAX_ITER, QUADPTS, THETA_RANGE, TOL
+from .polybank import PolyBank
+from .polyfit import encode, fit_ordinal
+from .priors import parse_prior
+from .result import CalibrationResult
+
+__all__ = ["read_ratings", "ratings_of", "calibrate_ordinal"]
+
+
+def read_ratings(path, *, freq_column: str | None = None):
+    """(values, subject_ids, item_ids, weights) from a wide CSV / Parquet of ratings: subject
+    ids in the first column when it holds text (or is named model / subject / subject_id),
+    every other column an item, blank / NA for missing."""
+    from ..validation import read_frame
+
+    df = read_frame(Path(path), what="responses file", min_columns=2)
+    return ratings_of(df, freq_column=freq_column)
+
+
+def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
+    """:func:`read_ratings` on a DataFrame already in memory (labels kept)."""
+    df = df.copy()
+    df.columns = [str(c) for c in df.columns]
+    first = df.columns[0]
+    if isinstance(df.index, pd.RangeIndex) and (
+            not pd.api.types.is_numeric_dtype(df[first])
+            or first in ("", "model", "subject", "subject_id") or first.startswith("Unnamed")):
+        df = df.set_index(first)
+    weights = None
+    if freq_column is not None:
+        if freq_column not in df.columns:
+            raise ResponseDataError(f"frequency column {freq_column!r} not found; columns are "
+                                    f"{list(df.columns)[:10]}")
+        weights = pd.to_numeric(df.pop(freq_column), errors="coerce").to_numpy(float)
+        if np.any(~np.isfinite(weights)) or np.any(weights < 0):
+            raise ResponseDataError(f"frequency column {freq_column!r} needs finite "
+                                    "non-negative numbers")
+    numeric = df.apply(pd.to_numeric, errors="coerce")
+    raw = df.to_numpy(dtype=object)
+    text = numeric.isna().to_numpy() & df.notna().to_numpy()
+    for r, c in np.argwhere(text):
+        cell = raw[r, c]
+        if isinstance(cell, str) and cell.strip().upper() in ("", "NA", "NAN", "NULL"):
+            continue
+        raise ResponseDataError(f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), "
+                                f"column {df.columns[c]!r}; ratings must be numbers or blank "
+                                "for missing")
+    if df.shape[0] < 2 or df.shape[1] < 1:
+        raise ResponseDataError(f"the ratings matrix has {df.shape[0]} rows and {df.shape[1]} "
+                                "item columns; calibration needs at least 2 subjects and 1 item")
+    return (numeric.to_numpy(float), np.asarray([str(s) for s in df.index], dtype=object),
+            np.asarray(list(df.columns), dtype=object), weights)
+
+
+def _as_ratings(responses, weights):
+    from ..responses import ResponseMatrix
+
+    if isinstance(responses, ResponseMatrix):
+        return (responses.values, responses.subject_ids, responses.item_ids,
+                responses.weights if weights is None else weights)
+    if isinstance(responses, (str, Path)):
+        v, s, i, w = read_ratings(responses)
+        return v, s, i, (w if weights is None else weights)
+    if isinstance(responses, pd.DataFrame):
+        if isinstance(responses.columns, pd.RangeIndex):
+            v = responses.to_numpy(float)
+            return v, np.arange(len(v)).astype(str), np.arange(v.shape[1]).astype(str), weights
+        v = responses.apply(pd.to_numeric, errors="coerce").to_numpy(float)
+        return (v, np.asarray([str(s) for s in responses.index], dtype=object),
+                np.asarray([str(c) for c in responses.columns], dtype=object), weights)
+    v = np.asarray(responses, dtype=float)
+    if v.ndim != 2:
+        raise ResponseDataError(f"responses must be 2-D (subjects x items), got shape {v.shape}")
+    return (v, np.arange(v.shape[0]).astype(str).astype(object),
+            np.arange(v.shape[1]).astype(str).astype(object), weights)
+
+
+def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a=None,
+                      value_range=None, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
+                      max_iter: int = MAX_ITER, tol: float = TOL, accelerate: bool = True,
+                      max_newton: int = 8, callback=None, start: PolyBank | None = None,
+                      se: bool = False) -> CalibrationResult:
+    """Calibrate ordinal items by MML-EM (:mod:`atlascat.irt.polyfit`).
+
+    ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
+    of ratings on any integer scale; ``model``: "graded" or "gpcm" (or one per item);
+    ``prior_a``: None (mirt) or a slope prior (``"lognorm(0,0.5)"``, ``"norm(1,1)"``);
+    ``value_range``: the declared (lo, hi) of the ratings, refused when exceeded; ``start``: a
+    bank whose items (by id, same categories) give starting values. Returns a
+    :class:`CalibrationResult` whose ``bank`` is a :class:`PolyBank`.
+    """
+    from .._blas import small_products
+
+    t0 = time.perf_counter()
+    values, sids, iids, w = _as_ratings(responses, weights)
+    models = np.array(np.broadcast_to(np.asarray(model, dtype=object), (values.shape[1],)),
+                      dtype=object)
+    models = np.array([str(m).lower() for m in models], dtype=object)
+    bad = [m for m in models if m not in poly.ORDINAL_MODELS]
+    if bad:
+        raise ConfigError(f"unknown ordinal model {bad[0]!r}; choose graded or gpcm")
+    keep_r = ~np.all(np.isnan(values), axis=1)
+    values, sids = values[keep_r], sids[keep_r]
+    w = None if w is None else np.asarray(w, float)[keep_r]
+    if values.shape[0] < 2:
+        raise ResponseDataError(f"calibration needs at least 2 subjects with a rating, got "
+                                f"{values.shape[0]}")
+    pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
+    data = encode(values, iids, value_range, sids)
+    start_p = None
+    if start is not None:
+        from .polyfit import start_params
+
+        start_p = start_params(data, w, models)
+        for j, item in enumerate(iids):
+            if item in start and start.n_cat[start.index_of(item)] == data.n_cat[j]:
+                k = int(data.n_cat[j])
+                start_p[j, :k] = start.params[start.index_of(item), :k]
+    with small_products():
+        fit = fit_ordinal(data, w, models, prior_a=pa, quadpts=quadpts, theta_range=theta_range,
+                          max_iter=max_iter, tol=tol, accelerate=accelerate,
+                          max_newton=max_newton, callback=callback, start=start_p)
+    bank = PolyBank(iids, fit["params"], models, data.levels)
+    name = bank.model
+    settings = {"model": name, "quadpts": int(quadpts),
+                "theta_range": [float(v) for v in theta_range],
+                "prior_a": None if pa is None else str(pa), "max_iter": int(max_iter),
+                "tol": float(tol), "accelerate": bool(accelerate),
+                "n_categories": [int(k) for k in data.n_cat],
+                "value_range": None if value_range is None else [float(v) for v in value_range]}
+    result = CalibrationResult(
+        bank=bank, model=name, loglik=fit["loglik"], loglik_trace=fit["trace"],
+        n_iter=fit["n_iter"], converged=fit["converged"], seconds=time.perf_counter() - t0,
+        theta=fit["theta"], theta_se=fit["theta_se"], subject_ids=sids,
+        log_posterior=fit["log_posterior"], settings=settings,
+        n_observations=float(len(sids) if w is None else np.sum(w)))
+    if se:   # standard errors from the observed information (atlascat.irt.se)
+        from .quadrature import normal_quadrature
+        from .se import ordinal_standard_errors
+
+        quad = normal_quadrature(int(quadpts), theta_range)
+        result.se = ordinal_standard_errors(data.codes, w, fit["params"], models, item_ids=iids,
+                                            nodes=quad.nodes, log_weights=quad.log_weights,
+                                            model=name, prior_a=pa)
+        result.seconds = time.perf_counter() - t0
+    return result

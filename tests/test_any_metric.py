@@ -1,0 +1,232 @@
+"""Any per-item metric through ``atlas build-bank`` / ``simulate`` / ``evaluate``: scales
+(``--score-range``), continuous per-sample metrics of sample logs (mc2, f1; a metric atlas cannot
+compute is refused live, naming it), corpus-level metrics refused, and the docs' sample-log
+recipe on logs of simulated models made from the real logs in ../shared/data/lmeval_samples/.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.bankdir import (load_bank_dir, read_sample_logs, simulated_sample_logs)
+from atlascat.cli import main
+from atlascat.content.requests import build_item_requests, mc2_score, token_f1
+from atlascat.errors import BankError
+from atlascat.responses import ResponseMatrix
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "lmeval_samples" / "pythia-14m"
+
+
+def _real(task: str) -> Path:
+    files = sorted(REAL.glob(f"samples_metabench_{task}_secondary_*.jsonl.gz"))
+    assert files, f"no real {task} sample log in {REAL}"
+    return files[0]
+
+
+def _main(argv) -> int:
+    return main([str(a) for a in argv])
+
+
+def _one_line_error(capsys, argv, *needles):
+    rc = _main(argv)
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: "), (rc, err)
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def _scaled_matrix(tmp_path, lo, hi, *, integer=False, n=40, items=80, seed=0):
+    rng = np.random.default_rng(seed)
+    th, b = rng.normal(0, 1, n), rng.normal(0, 1, items)
+    y = np.clip(1 / (1 + np.exp(-(th[:, None] - b))) + rng.normal(0, 0.1, (n, items)), 0, 1)
+    v = lo + (hi - lo) * y
+    v = np.rint(v) if integer else v
+    df = pd.DataFrame(v, index=pd.Index([f"m{i}" for i in range(n)], name="model"),
+                      columns=[f"i{j}" for j in range(items)])
+    df.iloc[:30].to_csv(tmp_path / "src.csv")
+    df.iloc[30:].to_csv(tmp_path / "tgt.csv")
+    return df
+
+
+def test_score_range_maps_in_once_and_every_prediction_back(tmp_path, capsys):
+    """A BLEU-like matrix on 0-100: built with --score-range 0 100, modelled on 0-1 (the
+    folder's bank and predictor see 0-1), and simulate's predictions are in BLEU points,
+    within a few points of the targets' means and covered by their intervals."""
+    df = _scaled_matrix(tmp_path, 0, 100)
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+                 "--score-range", "0", "100"]) == 0
+    assert "score scale" in capsys.readouterr().out
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["settings"]["score_range"] == [0.0, 100.0]
+    pj = json.loads((tmp_path / "bank" / "predictor.json").read_text())
+    assert max(pj["calibration"]["source_range"]) <= 1.0           # modelled on 0-1
+    assert _main(["simulate", "--bank", tmp_path / "bank", tmp_path / "tgt.csv",
+                 "--max-items", "40", "-o", tmp_path / "sim"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv")
+    truth = df.iloc[30:].mean(axis=1).reindex(ps["subject_id"]).to_numpy()
+    est, lo, hi = (ps[c].to_numpy() for c in ps.columns[2:5])
+    assert truth.mean() > 20 and np.abs(est - truth).mean() < 4.0     # points of BLEU
+    assert np.mean((lo <= truth) & (truth <= hi)) >= 0.8
+    # the same matrix on 0-1 gives the same predictions, divided by 100
+    (df.iloc[:30] / 100).to_csv(tmp_path / "src01.csv")
+    (df.iloc[30:] / 100).to_csv(tmp_path / "tgt01.csv")
+    assert _main(["build-bank", tmp_path / "src01.csv", "-o", tmp_path / "bank01"]) == 0
+    assert _main(["simulate", "--bank", tmp_path / "bank01", tmp_path / "tgt01.csv",
+                 "--max-items", "40", "-o", tmp_path / "sim01"]) == 0
+    p01 = pd.read_csv(tmp_path / "sim01" / "person_scores.csv")
+    np.testing.assert_allclose(p01.iloc[:, 2].to_numpy() * 100, est, atol=1e-6)
+
+
+def test_bad_scales_are_one_line(tmp_path, capsys):
+    """Ratings outside the declared range, a matrix off [0, 1] without a range, a range that is
+    not one: one line each, exit 2."""
+    _scaled_matrix(tmp_path, 1, 10, integer=True)
+    _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b1",
+                             "--score-range", "1", "5"], "outside the declared range [1, 5]",
+                    "--score-range")
+    _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b2"],
+                    "outside [0, 1]", "--score-range LO HI")
+    _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b3",
+                             "--score-range", "10", "1"], "--score-range", "LO < HI")
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b4",
+                 "--score-range", "1", "10"]) == 0                   # a 1-10 judge rating
+
+
+def _gen_logs(root: Path, metric: str, n_models=22, n_items=60, seed=0, value=None):
+    """Generation logs (lm-eval 0.4 spelling) of a toy QA task with a continuous metric."""
+    rng = np.random.default_rng(seed)
+    gold = [" ".join(rng.choice(["red", "blue", "green", "big", "small", "cat", "dog"], 3))
+            for _ in range(n_items)]
+    for m in range(n_models):
+        folder = root / f"org__gen-{m:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for i in range(n_items):
+            keep = rng.random(3) < 0.15 + 0.8 * m / (n_models - 1)
+            words = [w if k else "x" for w, k in zip(gold[i].split(), keep)]
+            text = " " + " ".join(words)
+            score = token_f1(text, gold[i]) if value is None else value(text, gold[i])
+            args = {"gen_args_0": {"arg_0": f"Q{i}: name three words\nA:",
+                                   "arg_1": {"until": ["\n"], "max_gen_toks": 12}}}
+            lines.append(json.dumps({
+                "doc_id": i, "doc": {"q": i}, "target": gold[i], "arguments": args,
+                "resps": [[text + "\nmore"]], "filtered_resps": [text], "filter": "none",
+                "metrics": [metric], metric: score}))
+        (folder / "samples_toyqa_2025-01-01T00-00-00.000000.jsonl").write_text(
+            "\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def test_f1_logs_keep_their_rule_and_reproduce_the_logged_scores(tmp_path):
+    logs = read_sample_logs(_gen_logs(tmp_path / "f1", "f1"))
+    assert logs.metric == "f1" and logs.continuous
+    fields = logs.rule_fields(logs.item_ids()[0])
+    assert fields["rule"] == "f1" and fields["agreement"] == 1.0
+    assert _main(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank"]) == 0
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rules"] == ["f1"]
+    assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
+    ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
+    assert 0.0 < ir.score(" " + ir.gold.split()[0] + " x y") < 1.0
+
+
+def test_a_metric_atlas_cannot_compute_is_refused_live_by_name(tmp_path, capsys):
+    """ROUGE-L logs build a folder (the requests kept); asking it of a model's outputs is
+    refused in one line naming rougeL, while an item-scored subject (cmd:) runs it."""
+    rouge = lambda text, gold: round(0.9 * token_f1(text, gold), 4)     # noqa: E731
+    _gen_logs(tmp_path / "rouge", "rougeL", value=rouge)
+    assert _main(["build-bank", tmp_path / "rouge", "-o", tmp_path / "bank"]) == 0
+    capsys.readouterr()
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rules"] == ["metric:rougeL"]
+    with pytest.raises(BankError, match="'rougeL'.*cmd:COMMAND"):
+        build_item_requests(folder.bank, folder.bank.item_ids[0])
+    _one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
+                             "completions:http://127.0.0.1:9", "--llm", "toy",
+                             "-o", tmp_path / "live"], "'rougeL'", "cmd:")
+    script = tmp_path / "score.py"
+    script.write_text("import json, sys\nfor line in sys.stdin:\n"
+                      "    i = json.loads(line)['item_id']\n"
+                      "    print(json.dumps({'item_id': i, 'score': 0.25}), flush=True)\n")
+    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+                 f"cmd:{sys.executable} {script}", "--llm", "mine", "--max-items", "20",
+                 "-q", "-o", tmp_path / "cmd"]) == 0
+    row = json.loads((tmp_path / "cmd" / "results.json").read_text())[0]
+    assert row["n_items"] == 20 and abs(row["leaderboard"]["score"] - 0.25) < 0.05
+
+
+def test_corpus_level_metric_is_refused(tmp_path, capsys):
+    """lm-eval logs a corpus metric (BLEU of a translation task, macro F1) as a (reference,
+    prediction) pair per sample: not a mean over items, refused in one line."""
+    root = _gen_logs(tmp_path / "bleu", "bleu", value=lambda text, gold: [gold, text])
+    _one_line_error(capsys, ["build-bank", root, "-o", tmp_path / "bank"], "'bleu'",
+                    "corpus", "not a mean over items", "--metric")
+
+
+def test_known_harness_range_maps_bleu_max(tmp_path):
+    """TruthfulQA-gen's bleu_max is logged in points (0-100): read on that range by default."""
+    root = _gen_logs(tmp_path / "bm", "bleu_max", value=lambda t, g: 100 * token_f1(t, g))
+    logs = read_sample_logs(root)
+    assert logs.score_range == (0.0, 100.0)
+    assert max(v for sc in logs.scores.values() for v in sc.values()) <= 1.0
+
+
+def test_sample_log_recipe_end_to_end(tmp_path, monkeypatch):
+    """The docs' recipe: logs of simulated models from the real TruthfulQA log (its
+    requests, simulated answers, the mc2 metric), built into a folder, checked on held-out
+    simulated models, and a new model asked live exactly the logged requests."""
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.toylm import ToyLM
+
+    monkeypatch.chdir(tmp_path)
+    real = _real("truthfulqa")
+    files = simulated_sample_logs(real, "logs", n_models=24, held_out=8, seed=0)
+    assert len(files) == 32 and all("simulated" in str(f) for f in files)
+    raw = [json.loads(x) for x in files[0].read_text().splitlines()]
+    real_args = {}
+    import gzip
+    with gzip.open(real, "rt") as fh:
+        for line in fh:
+            r = json.loads(line)
+            real_args[r["doc_id"]] = r["arguments"]
+    assert all(r["arguments"] == real_args[r["doc_id"]] for r in raw)     # the real requests
+    read_sample_logs("logs_held_out", metric="mc2").matrix().write("held_out.csv")
+    assert _main(["build-bank", "logs", "--metric", "mc2", "-o", "tqa"]) == 0
+    folder = load_bank_dir("tqa")
+    assert folder.manifest["requests"]["rules"] == ["mc2"]
+    assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
+    assert _main(["simulate", "--bank", "tqa", "held_out.csv", "--max-items", "50",
+                 "-o", "sim"]) == 0
+    ps = pd.read_csv("sim/person_scores.csv")
+    truth = ResponseMatrix.read("held_out.csv").to_frame().mean(axis=1)
+    truth = truth.reindex(ps["subject_id"]).to_numpy()
+    est, lo, hi = (ps[c].to_numpy() for c in ps.columns[2:5])
+    assert np.abs(est - truth).mean() < 0.05 and np.mean((lo <= truth) & (truth <= hi)) >= 0.75
+    with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
+        assert _main(["evaluate", "--bank", "tqa", "--subject", f"completions:{srv.url}",
+                     "--llm", "toylm", "--max-items", "12", "-q", "-o", "live"]) == 0
+        served = [p for e in srv.log for p in (e["body"]["prompt"] if isinstance(
+            e["body"].get("prompt"), list) else [e["body"].get("prompt")])]
+    row = json.loads(Path("live/results.json").read_text())[0]
+    assert row["n_items"] == 12
+    lb = row["leaderboard"]
+    assert 0.0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1.0
+    import sqlite3
+    with sqlite3.connect("live/runs.sqlite") as con:
+        steps = con.execute("select item_id, score from steps").fetchall()
+    assert any(0 < s < 1 for _, s in steps)                    # continuous scores stored
+    from atlascat.bankdir import load_predictor_items
+    items = load_predictor_items(folder)
+    expected = [q.context + q.continuation for i, _ in steps
+                for q in build_item_requests(items, i).requests]
+    assert sorted(served) == sorted(expected)
+    ir = build_item_requests(items, steps[0][0])
+    assert ir.rule == "mc2" and ir.mc2_true >= 1
+    assert mc2_score([0.0, 0.0], 1) == pytest.approx(0.5)
