@@ -54,8 +54,8 @@ def one_split(rm, n: int, seed: int, budget: int = 50) -> dict:
         rm.subset(subjects=src).write(path)
         folder = build_bank(path, Path(tmp) / "bank", seed=seed, budget=budget)
         pr = replay_predictor(folder, targets, budget=budget, seed=seed + 1000)
-    ps, plo, phi = (pr[c].to_numpy(float) for c in ("leaderboard_accuracy", "leaderboard_lo",
-                                                     "leaderboard_hi"))
+    ps, plo, phi = (pr[c].to_numpy(float) for c in ("score", "score_lo",
+                                                     "score_hi"))
     cfg = CATConfig(se_stop=0.1, min_items=30, max_items=budget, randomesque=5)
     stops = dict(folder.link.stop_settings(0.02))
     stops.pop("min_items", None)
@@ -69,8 +69,8 @@ def one_split(rm, n: int, seed: int, budget: int = 50) -> dict:
     if adm["subject_id"].dtype != object:
         adm["subject_id"] = ids[adm["subject_id"].astype(int).to_numpy()]
     p = predict_scores(folder, persons, adm)
-    s, lo, hi = (p[c].to_numpy(float) for c in ("leaderboard_accuracy", "leaderboard_lo",
-                                                  "leaderboard_hi"))
+    s, lo, hi = (p[c].to_numpy(float) for c in ("score", "score_lo",
+                                                  "score_hi"))
     return {"err": np.abs(s - truth), "cover": (lo <= truth) & (truth <= hi),
             "width": hi - lo, "items": res.persons["n_items"].to_numpy(),
             "factor": folder.manifest["cross_fit"]["factor"],

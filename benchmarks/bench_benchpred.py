@@ -171,8 +171,8 @@ def _cli(args: list) -> None:
 def _metrics(p: pd.DataFrame, truth: pd.Series) -> dict:
     """Error, coverage, width and items of one run's person_scores.csv (scores 0-1)."""
     t = truth.reindex(p.subject_id.astype(str)).to_numpy()
-    est, lo, hi = (p[c].to_numpy(float) for c in ("leaderboard_accuracy", "leaderboard_lo",
-                                                   "leaderboard_hi"))
+    est, lo, hi = (p[c].to_numpy(float) for c in ("score", "score_lo",
+                                                   "score_hi"))
     hit = (t >= lo) & (t <= hi)
     out = {"mae": 100 * np.abs(est - t).mean(), "coverage": hit.mean(),
            "width": 100 * (hi - lo).mean(), "items_max": int(p.n_items.max()),
@@ -247,7 +247,7 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
             for k in range(int(replays))]
     p = pd.concat([pd.DataFrame({
         "subject_id": r.subject.astype(str), "n_items": r.n_items,
-        "leaderboard_accuracy": r.score, "leaderboard_lo": r.lower, "leaderboard_hi": r.upper,
+        "score": r.score, "score_lo": r.lower, "score_hi": r.upper,
         "design_score": r.design_score, "model_score": r.model_score, "method": r.method})
         for r in runs], ignore_index=True)
     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
@@ -276,7 +276,7 @@ def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank
 
 def library_diff(lib: pd.Series, persons: pd.DataFrame) -> float:
     """Largest |library - CLI| predicted score over the targets, in points."""
-    cli = persons.set_index(persons.subject_id.astype(str)).leaderboard_accuracy
+    cli = persons.set_index(persons.subject_id.astype(str)).score
     return float(100 * np.abs(lib.reindex(cli.index).to_numpy() - cli.to_numpy()).max())
 
 

@@ -306,7 +306,8 @@ def report(args) -> None:
         ad = json.loads(a.read_text()) if a.exists() else {}
         fu = json.loads(f.read_text()) if f.exists() else partial_pass(args, bench)
         pub, how = PUBLISHED[bench]
-        lb = ad.get("leaderboard") or {}
+        # the stored runs in results/real_model/ call it "leaderboard"
+        lb = ad.get("prediction") or ad.get("leaderboard") or {}
         pred = (f"{100 * lb['score']:.1f} ({100 * lb['lo']:.1f}-{100 * lb['hi']:.1f})"
                 if lb.get("score") is not None else "-")
         mba = ad.get("model_based_accuracy")

@@ -159,7 +159,7 @@ def test_a_metric_atlas_cannot_compute_is_refused_live_by_name(tmp_path, capsys)
                  f"cmd:{sys.executable} {script}", "--llm", "mine", "--max-items", "20",
                  "-q", "-o", tmp_path / "cmd"]) == 0
     row = json.loads((tmp_path / "cmd" / "results.json").read_text())[0]
-    assert row["n_items"] == 20 and abs(row["leaderboard"]["score"] - 0.25) < 0.05
+    assert row["n_items"] == 20 and abs(row["prediction"]["score"] - 0.25) < 0.05
 
 
 def test_corpus_level_metric_is_refused(tmp_path, capsys):
@@ -216,7 +216,7 @@ def test_sample_log_recipe_end_to_end(tmp_path, monkeypatch):
             e["body"].get("prompt"), list) else [e["body"].get("prompt")])]
     row = json.loads(Path("live/results.json").read_text())[0]
     assert row["n_items"] == 12
-    lb = row["leaderboard"]
+    lb = row["prediction"]
     assert 0.0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1.0
     import sqlite3
     with sqlite3.connect("live/runs.sqlite") as con:

@@ -157,7 +157,7 @@ def test_live_evaluate_asks_exactly_the_logged_requests(built, tmp_path):
     assert r.exit_code == 0, r.output
     row = json.loads((out / "results.json").read_text())[0]
     assert row["n_items"] == 8 and row["protocol"] == "leaderboard"
-    lb = row["leaderboard"]
+    lb = row["prediction"]
     assert 0.0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1.0
     asked = [str(s["item_id"]) for s in _steps(out)]
     stored = {r["item_id"]: r for r in folder.requests}
@@ -235,7 +235,7 @@ def test_build_bank_then_simulate_writes_scores_with_intervals(matrix_bank):
                                  str(root / "sim")])
     assert r.exit_code == 0, r.output
     ps = pd.read_csv(root / "sim" / "person_scores.csv")
-    shipped = ("leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi")
+    shipped = ("score", "score_lo", "score_hi")
     assert set(shipped) <= set(ps.columns) and len(ps) == 63
     assert (ps["n_items"] <= 50).all() and (ps["n_items"] >= 30).all()
     s, lo, hi = (ps[c].to_numpy() for c in shipped)
@@ -281,9 +281,9 @@ def test_score_accepts_a_bank_folder(matrix_bank, tmp_path):
     assert len(df) == 63 and np.corrcoef(df["theta"], df["accuracy"])[0, 1] > 0.9
     # the folder's prediction from all answers follows the accuracy (2.6 points apart on
     # average, measured: the link is fitted for 50-item tests on 20 models)
-    assert (df["leaderboard_lo"] <= df["leaderboard_accuracy"]).all()
-    assert np.abs(df["leaderboard_accuracy"] - df["accuracy"]).mean() < 0.035
-    assert np.corrcoef(df["leaderboard_accuracy"], df["accuracy"])[0, 1] > 0.95
+    assert (df["score_lo"] <= df["score"]).all()
+    assert np.abs(df["score"] - df["accuracy"]).mean() < 0.035
+    assert np.corrcoef(df["score"], df["accuracy"])[0, 1] > 0.95
 
 
 @pytest.mark.slow
@@ -304,9 +304,9 @@ def test_predict_scores_is_the_link_with_answers(matrix_bank):
     adm = pd.DataFrame({"subject_id": ["a"] * 40 + ["b"] * 40, "item_id": items * 2,
                         "score": [0.0] * 40 + [1.0] * 40})
     p = predict_scores(folder, persons, adm)
-    assert p["leaderboard_accuracy"].iloc[0] < p["leaderboard_accuracy"].iloc[1]
+    assert p["score"].iloc[0] < p["score"].iloc[1]
     one = folder.link.predict(1.0, 0.3, responses=dict(zip(items, [1.0] * 40)))
-    assert p["leaderboard_accuracy"].iloc[1] == pytest.approx(one.score)
+    assert p["score"].iloc[1] == pytest.approx(one.score)
 
 
 @pytest.mark.slow
@@ -352,21 +352,21 @@ def test_scores_file_is_the_published_score(matrix_bank, tmp_path):
     ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv").set_index("subject_id")
     t = ResponseMatrix.read(matrix_bank / "targets.csv")
     truth = pd.Series((np.nanmean(t.values, axis=1) - 0.25) / 0.75, index=t.subject_ids)
-    err = np.abs(ps.leaderboard_accuracy - truth.reindex(ps.index))
+    err = np.abs(ps.score - truth.reindex(ps.index))
     assert err.mean() < 0.06 and (ps.method == "design").mean() < 0.5
 
 
 # ----------------------------------------------------------------------------- small N link
 def test_score_link_from_20_models_and_not_19(rng):
     from atlascat.irt.bank import ItemBank
-    from atlascat.scorelink import ScoreLink
+    from atlascat.scorelink import ScoreLinkEstimator
 
     bank = ItemBank([f"i{j}" for j in range(60)], rng.lognormal(0, 0.3, 60), rng.normal(0, 1, 60))
     th = np.linspace(-2, 2, 20)
     p = 1 / (1 + np.exp(-bank.a * (th[:, None] - bank.b)))
     y = (rng.random(p.shape) < p).astype(float)
     s = y.mean(1)
-    link = ScoreLink.fit(bank, y, s, cat_config=False)
+    link = ScoreLinkEstimator(cat_config=False).fit(bank, y, s).link_
     assert link.info["n_models"] == 20 and link.support["min_models"] == 10.0
     from atlascat.scorelink.curve import knots_for, support_for
 
@@ -374,7 +374,7 @@ def test_score_link_from_20_models_and_not_19(rng):
     assert [support_for(n) for n in (20, 83, 400, 5000)] == [0.5, 2.075, 10.0, 10.0]
     assert link.predict(2.0, 0.2).score > link.predict(-2.0, 0.2).score
     with pytest.raises(ConfigError, match="at least 20 calibration models"):
-        ScoreLink.fit(bank, y[:19], s[:19], cat_config=False)
+        ScoreLinkEstimator(cat_config=False).fit(bank, y[:19], s[:19])
 
 
 @pytest.mark.parametrize("task", ["winogrande", "gen"])
@@ -424,7 +424,7 @@ def test_live_predictor_asks_logged_requests_and_every_reader_agrees(built, tmp_
     assert r.exit_code == 0, r.output
     assert "design: benchmark predictor" in r.output
     row = json.loads((out / "results.json").read_text())[0]
-    lb = row["leaderboard"]
+    lb = row["prediction"]
     assert row["n_items"] == 12 and row["stop_reason"] == "budget"
     assert lb["design"] == "benchmark predictor" and lb["n_items"] == 12
     assert lb["method"] in ("combined", "design")
@@ -524,6 +524,6 @@ def test_folder_from_62_models_predicts_with_its_ridge_part_live(tmp_path, share
                                  f"replay:{tmp_path / 'targets.csv'}#{model}", "-q",
                                  "-o", str(out)])
     assert r.exit_code == 0, r.output
-    lb = json.loads((out / "results.json").read_text())[0]["leaderboard"]
+    lb = json.loads((out / "results.json").read_text())[0]["prediction"]
     assert 0.0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1.0
     assert len(_steps(out)) == 50 and BenchmarkPredictor.from_dict(pj).gamma_ is not None

@@ -14,10 +14,12 @@ from pathlib import Path
 from atlascat.cat.config import Estimation, Exposure, Selection, Stopping
 from atlascat.irt.calibrate import Calibrator
 from atlascat.live.runner import PromptSettings
+from atlascat.studies.config import BenchmarkConfig
 from atlascat.suite import SuiteConfig
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "atlascat"
-CONFIG_CLASSES = (Estimation, Selection, Stopping, Exposure, SuiteConfig, PromptSettings)
+CONFIG_CLASSES = (Estimation, Selection, Stopping, Exposure, SuiteConfig, PromptSettings,
+                  BenchmarkConfig)
 #: names whose default is a convention, not a setting: the seed, the standard normal prior
 #: N(0, 1) of every ability estimate, where arrays live, an empty rule list, the word "method"
 CONVENTIONS = {"seed", "prior_mean", "prior_sd", "device", "dtype", "rules", "method",

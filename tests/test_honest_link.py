@@ -13,7 +13,7 @@ from atlascat.cat.simulate import simulate_cat
 from atlascat.cat.stopping import CeilingStop, FloorStop, build_stop_rules
 from atlascat.errors import ConfigError
 from atlascat.scorelink.settings import CHANCE, LZ_CRITICAL
-from atlascat.scorelink import ScoreLink, predict_frame
+from atlascat.scorelink import ScoreLink, ScoreLinkEstimator, predict_frame
 from atlascat.catalogue import load_bundled_bank, load_score_link
 
 
@@ -21,7 +21,7 @@ from atlascat.catalogue import load_bundled_bank, load_score_link
 def toy():
     """A link fitted on 500 simulated models (theta ~ N(0, 1)), chance 0.25 known."""
     bank, theta, y, score, _ = _world(seed=3)
-    link = ScoreLink.fit(bank, y, score, benchmark="toy", cat_config=False, chance=0.25)
+    link = ScoreLinkEstimator("toy", cat_config=False, chance=0.25).fit(bank, y, score).link_
     return bank, link
 
 
@@ -101,7 +101,7 @@ class TestSupport:
         assert load_score_link("winogrande").chance == 0.5
         with pytest.raises(ConfigError):
             bank, _, y, score, _ = _world(seed=1, n=200)
-            ScoreLink.fit(bank, y, score, cat_config=False, chance=1.5)
+            ScoreLinkEstimator(cat_config=False, chance=1.5).fit(bank, y, score)
 
 
 class TestPersonFit:
@@ -210,12 +210,12 @@ class TestAtChanceOnArc:
             res, pf = self._run(bank, link, True, **kw)
             assert res.persons["n_items"].mean() <= 60
             assert res.persons["stop_reason"].isin(AT_CHANCE_STOPS).mean() >= 0.8
-            assert ((pf["leaderboard_lo"] <= 0.25) & (0.25 <= pf["leaderboard_hi"])).mean() >= 0.9
-            assert pf["leaderboard_accuracy"].mean() < 0.6
+            assert ((pf["score_lo"] <= 0.25) & (0.25 <= pf["score_hi"])).mean() >= 0.9
+            assert pf["score"].mean() < 0.6
             floor = pf[res.persons["stop_reason"].isin(AT_CHANCE_STOPS).to_numpy()]
-            noted = floor["leaderboard_warning"].str.startswith("at or near chance (<= ")
+            noted = floor["score_warning"].str.startswith("at or near chance (<= ")
             # the note is given wherever chance is inside the interval (stop_note)
-            assert (noted | (floor["leaderboard_lo"] > 0.25 + 0.02)).all()
+            assert (noted | (floor["score_lo"] > 0.25 + 0.02)).all()
             assert noted.mean() >= 0.8
         base, _ = self._run(bank, link, False, thetas=np.full(30, -3.0))
         assert base.persons["n_items"].mean() > 100   # what the rule saves
@@ -226,12 +226,12 @@ class TestAtChanceOnArc:
         a, pa = self._run(bank, link, True, thetas=th)
         b, pb = self._run(bank, link, False, thetas=th)
         assert (a.persons["n_items"] == b.persons["n_items"]).all()
-        assert np.allclose(pa["leaderboard_accuracy"], pb["leaderboard_accuracy"])
+        assert np.allclose(pa["score"], pb["score"])
         strong = np.full(12, 1.8)
         a, pa = self._run(bank, link, True, thetas=strong)
         b, pb = self._run(bank, link, False, thetas=strong)
         assert a.persons["n_items"].mean() < b.persons["n_items"].mean()
-        assert abs(pa["leaderboard_accuracy"].mean() - pb["leaderboard_accuracy"].mean()) < 0.01
+        assert abs(pa["score"].mean() - pb["score"].mean()) < 0.01
 
 
 class TestCLI:
@@ -247,10 +247,10 @@ class TestCLI:
                                      "--se-stop", "0.2", "-o", str(out), "--no-selected"])
         assert r.exit_code == 0, r.output
         df = pd.read_csv(out / "person_scores.csv", keep_default_na=False).set_index("subject_id")
-        assert {"leaderboard_warning", "leaderboard_flag"} <= set(df.columns)
+        assert {"score_warning", "score_flag"} <= set(df.columns)
         assert df.loc["low", "stop_reason"] in AT_CHANCE_STOPS
-        assert df.loc["low", "leaderboard_warning"].startswith("at or near chance")
-        assert df.loc["mid", "leaderboard_warning"] == ""
+        assert df.loc["low", "score_warning"].startswith("at or near chance")
+        assert df.loc["mid", "score_warning"] == ""
         out2 = tmp_path / "out2"
         r = CliRunner().invoke(app, ["simulate", "--bank", "arc", "--thetas", str(th),
                                      "--se-stop", "0.2", "-o", str(out2), "--no-selected",
@@ -272,7 +272,7 @@ class TestCLI:
         assert "warning: at or near chance (<= " in r.output
         row = json.loads((out / "results.json").read_text())[0]
         assert row["stop_reason"] in AT_CHANCE_STOPS and row["n_items"] <= 60
-        lb = row["leaderboard"]
+        lb = row["prediction"]
         assert lb["warning"].startswith("at or near chance") and row["stop_reason"] in lb["flag"]
         assert lb["lo"] <= 0.25 <= lb["hi"]
         html = (out / "reports" / f"{row['run_id']}.html").read_text()

@@ -149,7 +149,7 @@ def test_replay_asks_a_matrix_folder_by_item_id_and_every_reader_agrees(folder, 
                       RecordedAnswers)
     out = tmp_path / "run"
     row = _evaluate(folder, f"replay:{folder / 'targets.csv'}#new1", out)
-    lb = row["leaderboard"]
+    lb = row["prediction"]
     assert row["protocol"] == "recorded" and row["n_items"] == 20
     assert lb["design"] == "benchmark predictor" and 0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1
     truth = pd.read_csv(folder / "targets.csv", index_col=0).loc["new1"]
@@ -165,7 +165,7 @@ def test_replay_asks_a_matrix_folder_by_item_id_and_every_reader_agrees(folder, 
     cat = _evaluate(folder, f"replay:{folder / 'targets.csv'}#new1", tmp_path / "cat",
                     "--design", "adaptive")
     assert cat["protocol"] == "recorded" and 0 < cat["n_items"] <= 20
-    assert 0 <= cat["leaderboard"]["lo"] <= cat["leaderboard"]["hi"] <= 1
+    assert 0 <= cat["prediction"]["lo"] <= cat["prediction"]["hi"] <= 1
 
 
 def test_a_command_scores_the_items_as_the_recorded_answers_would(folder, tmp_path):
@@ -175,7 +175,7 @@ def test_a_command_scores_the_items_as_the_recorded_answers_would(folder, tmp_pa
     cmd = _evaluate(folder, _cmd(folder, "new2"), tmp_path / "cmd", "--llm", "new2")
     assert cmd["protocol"] == "item command" and cmd["model"] == "new2"
     assert list(_steps(tmp_path / "cmd")["item_id"]) == list(_steps(tmp_path / "rep")["item_id"])
-    assert cmd["leaderboard"]["score"] == rep["leaderboard"]["score"]
+    assert cmd["prediction"]["score"] == rep["prediction"]["score"]
     assert '"note": "ok"' in _steps(tmp_path / "cmd")["answer"].iloc[0]
     page = (tmp_path / "cmd" / "reports" / f"{cmd['run_id']}.html").read_text()
     assert "scored by your command" in page and "scorer.py" in page   # the command is named
@@ -207,7 +207,7 @@ def test_one_command_asks_several_models_and_they_compare(folder, tmp_path):
                                    "--db", str(out / "runs.sqlite"), "--json"])
     assert cmp.exit_code == 0, cmp.output
     row = json.loads(cmp.output)["rows"][0]
-    first, second = (100 * x["leaderboard"]["score"] for x in rows)
+    first, second = (100 * x["prediction"]["score"] for x in rows)
     assert row["first"] == pytest.approx(first) and row["second"] == pytest.approx(second)
     assert row["difference"] == pytest.approx(first - second)
     assert row["lo"] <= row["difference"] <= row["hi"]
@@ -221,13 +221,15 @@ def test_a_command_run_resumes_after_the_command_fails(folder, tmp_path):
     """The command exits 1 on its eleventh item (the third round of 5): the run is saved with
     the answers so far, and
     --resume ends it with the items and prediction of a run that never failed."""
-    whole = _evaluate(folder, _cmd(folder, "new3"), tmp_path / "whole", "--batch-size", "5")
+    # one model name for both runs (the draws are seeded by the seed and the model's name)
+    whole = _evaluate(folder, _cmd(folder, "new3"), tmp_path / "whole", "--batch-size", "5",
+                      "--llm", "new3")
     calls = tmp_path / "calls"
     Path(str(calls) + ".fail").write_text("")
     out = tmp_path / "broken"
     r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject",
                                  _cmd(folder, "new3", calls), "--max-items", "20",
-                                 "--batch-size", "5", "-q", "-o", str(out)])
+                                 "--batch-size", "5", "--llm", "new3", "-q", "-o", str(out)])
     assert r.exit_code != 0 and "the harness crashed" in r.output + str(r.exception)
     from atlascat.live.store import RunStore
 
@@ -242,7 +244,7 @@ def test_a_command_run_resumes_after_the_command_fails(folder, tmp_path):
     from atlascat.live.service import predict_run
 
     store = RunStore(out / "runs.sqlite")
-    assert predict_run(store, info["run_id"])["score"] == whole["leaderboard"]["score"]
+    assert predict_run(store, info["run_id"])["score"] == whole["prediction"]["score"]
 
 
 def test_a_folder_without_requests_says_how_to_ask_it(folder, tmp_path):

@@ -442,7 +442,7 @@ class TestEvaluateCLI:
         assert re.search(r"theta = -?\d\.\d{3} \+- \d\.\d{3} \(\d+ items, rounds of 4\)", out)
         saved = json.loads((tmp_path / "run" / "results.json").read_text())
         assert saved[0]["protocol"] == "leaderboard" and saved[0]["batch_size"] == 4
-        assert saved[0]["leaderboard"]["percentile"] == pytest.approx(73.2)
+        assert saved[0]["prediction"]["percentile"] == pytest.approx(73.2)
         assert (tmp_path / "run" / "runs.sqlite").exists()
         assert Path(saved[0]["report"]).parent == tmp_path / "run" / "reports"
 

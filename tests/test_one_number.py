@@ -21,7 +21,7 @@ def test_cli_json_html_and_runs_agree(tmp_path, capsys, theta):
     cli, err = captured.out, captured.err  # warnings go to stderr
     assert code == 0
     row = json.loads((out / "results.json").read_text())[0]
-    lb = row["leaderboard"]
+    lb = row["prediction"]
     assert lb["score"] is not None and lb["lo"] <= lb["score"] <= lb["hi"]
     text = describe_prediction(lb)
     assert f"predicted leaderboard score: {text}" in cli
@@ -34,7 +34,7 @@ def test_cli_json_html_and_runs_agree(tmp_path, capsys, theta):
     code = main(["runs", "--db", str(out / "runs.sqlite"), "--json"])
     listed = json.loads(capsys.readouterr().out)
     assert code == 0 and len(listed) == 1
-    got = listed[0]["leaderboard"]
+    got = listed[0]["prediction"]
     for key in ("score", "lo", "hi", "percentile", "warning", "flag"):
         assert got[key] == lb[key], key
     code = main(["runs", "--db", str(out / "runs.sqlite")])

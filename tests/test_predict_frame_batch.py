@@ -43,8 +43,8 @@ def assert_same(link, persons, administered):
     a, b = want[NUMBERS].to_numpy(float), got[NUMBERS].to_numpy(float)
     assert np.array_equal(np.isnan(a), np.isnan(b))
     assert np.nanmax(np.abs(a - b)) <= 1e-12
-    assert got["leaderboard_flag"].tolist() == want["leaderboard_flag"].tolist()
-    assert got["leaderboard_warning"].tolist() == want["leaderboard_warning"].tolist()
+    assert got["score_flag"].tolist() == want["score_flag"].tolist()
+    assert got["score_warning"].tolist() == want["score_warning"].tolist()
     return got
 
 
@@ -73,7 +73,7 @@ def simulated(arc):
 def test_a_simulation_is_predicted_as_row_by_row(arc, simulated):
     _, link = arc
     got = assert_same(link, *simulated)
-    flags = set("+".join(got["leaderboard_flag"]).split("+"))
+    flags = set("+".join(got["score_flag"]).split("+"))
     # the cases the batch must get right are all there
     assert {"below_data", "above_data", "misfit", "chance", "ceiling", "score_precision"} <= flags
 
@@ -102,17 +102,17 @@ def test_edge_rows(arc, simulated):
     extra = persons.iloc[[12]].assign(subject_id="never-seen")
     persons = pd.concat([persons, extra, persons.iloc[[5]]], ignore_index=True)  # + a duplicate
     got = assert_same(link, persons, administered)
-    assert got.loc[9, "leaderboard_flag"] == "" and np.isnan(got.loc[9, "leaderboard_accuracy"])
-    assert "chance" in got.loc[7, "leaderboard_flag"]
-    assert got.loc[0, "leaderboard_flag"].startswith("floor")
-    assert "bottom of the link's data" in got.loc[200, "leaderboard_warning"]
+    assert got.loc[9, "score_flag"] == "" and np.isnan(got.loc[9, "score"])
+    assert "chance" in got.loc[7, "score_flag"]
+    assert got.loc[0, "score_flag"].startswith("floor")
+    assert "bottom of the link's data" in got.loc[200, "score_warning"]
     assert_same(link, persons.drop(columns="stop_reason"), administered)
 
 
 def test_ties_with_the_leaderboard_quantiles(arc, simulated):
     _, link = arc
     persons, administered = simulated
-    scores = predict_frame(link, persons, administered)["leaderboard_accuracy"].to_numpy()
+    scores = predict_frame(link, persons, administered)["score"].to_numpy()
     tied = ScoreLink.from_dict(link.to_dict())
     tied.quantiles = np.sort(np.r_[link.quantiles, np.repeat(scores[[50, 200, 201]], 3)])
     assert_same(tied, persons, administered)
@@ -150,10 +150,11 @@ def test_bad_input(arc):
 
 
 def test_chance_test_is_the_binomial_tail(arc):
-    """_chance_not_excluded reads the tail through betainc (no scipy.stats import): the same
+    """chance_not_excluded reads the tail through betainc (no scipy.stats import): the same
     decisions as binom.sf, fractional numbers right included."""
     from scipy.stats import binom
 
+    from atlascat.scorelink.honesty import chance_not_excluded
     from atlascat.scorelink.settings import ANSWER_CHANCE, CHANCE_ALPHA
 
     _, link = arc
@@ -161,4 +162,4 @@ def test_chance_test_is_the_binomial_tail(arc):
     keep = k <= n
     n, k = n[keep], k[keep]
     want = (n > 0) & (binom.sf(k - 1, n, ANSWER_CHANCE["arc"]) >= CHANCE_ALPHA)
-    assert np.array_equal(link._chance_not_excluded(n, k), want) and want.any() and not want.all()
+    assert np.array_equal(chance_not_excluded(link, n, k), want) and want.any() and not want.all()

@@ -10,6 +10,7 @@ import pytest
 from atlascat.cat.config import CATConfig
 from atlascat.errors import AtlasError, BankError, ConfigError
 from atlascat.catalogue import LINK_BENCHMARKS, load_bundled_bank, load_score_link
+from atlascat.scorelink import ScoreLinkEstimator
 from atlascat.scorelink.score_link import ScoreLink
 from atlascat.scorelink.prediction import ScorePrediction
 from atlascat.scorelink.curve import fit_monotone_spline
@@ -38,8 +39,9 @@ def _world(seed=0, n=500, J=30, misfit=0.0, amplitude=0.6):
 @pytest.fixture(scope="module")
 def fitted():
     bank, theta, y, score, _ = _world()
-    link = ScoreLink.fit(bank, y, score, benchmark="toy",
-                         cat_config=CATConfig(se_stop=0.3, min_items=10, max_items=20), rng=1)
+    link = ScoreLinkEstimator(
+        "toy", cat_config=CATConfig(se_stop=0.3, min_items=10, max_items=20), random_state=1
+    ).fit(bank, y, score).link_
     return bank, theta, y, score, link
 
 
@@ -138,8 +140,8 @@ def test_anchor_correction_recovers_misfit_on_new_models():
     """Items i0-i4 carry each model's deviation from g(theta): the fitted anchors find them and
     the correction cuts the error on new models."""
     bank, _, y, score, _ = _world(seed=3, misfit=0.04, amplitude=0.1)
-    link = ScoreLink.fit(bank, y, score, cat_config=CATConfig(se_stop=0.3, min_items=10,
-                                                              max_items=20), rng=2)
+    link = ScoreLinkEstimator(cat_config=CATConfig(se_stop=0.3, min_items=10, max_items=20),
+                              random_state=2).fit(bank, y, score).link_
     assert len(set(link.anchor_items) & {f"i{j}" for j in range(5)}) >= 4
     _, _, y2, s2, _ = _world(seed=4, misfit=0.04, amplitude=0.1)
     from atlascat.irt.ability import eap
@@ -149,16 +151,16 @@ def test_anchor_correction_recovers_misfit_on_new_models():
     corrected, lo, hi = link.predict_many(th, se, asked=np.ones(y2.shape, bool), y=y2)
     assert np.mean(np.abs(corrected - s2)) < 0.8 * np.mean(np.abs(plain - s2))
     assert np.mean((s2 >= lo) & (s2 <= hi)) > 0.85
-    off = ScoreLink.fit(bank, y, score, cat_config=False)
+    off = ScoreLinkEstimator(cat_config=False).fit(bank, y, score).link_
     assert off.corrections == {} and off.anchor_items == []
 
 
 def test_fit_rejects_bad_input():
     bank, _, y, score, _ = _world(n=200)
     with pytest.raises(ConfigError):
-        ScoreLink.fit(bank, y, score * 100, cat_config=False)  # percent, not 0-1
+        ScoreLinkEstimator(cat_config=False).fit(bank, y, score * 100)  # percent, not 0-1
     with pytest.raises(ConfigError):
-        ScoreLink.fit(bank, y, score[:-1], cat_config=False)
+        ScoreLinkEstimator(cat_config=False).fit(bank, y, score[:-1])
     with pytest.raises(ConfigError):
         fit_monotone_spline(np.arange(5.0), np.arange(5.0))
     assert issubclass(ConfigError, AtlasError)
@@ -213,7 +215,7 @@ def test_shipped_bank_and_link(bench):
     assert low.percentile < high.percentile
 
 
-def test_simulate_writes_leaderboard_accuracy(tmp_path):
+def test_simulate_writes_the_predicted_score(tmp_path):
     from typer.testing import CliRunner
 
     from atlascat import catalogue
@@ -228,9 +230,9 @@ def test_simulate_writes_leaderboard_accuracy(tmp_path):
                                  "-o", str(out), "--se-stop", "0.3", "--no-selected"])
     assert r.exit_code == 0, r.output
     df = pd.read_csv(out / "person_scores.csv")
-    assert len(df) == 6 and df["leaderboard_accuracy"].between(0, 1).all()
-    assert (df["leaderboard_lo"] <= df["leaderboard_accuracy"]).all()
-    assert (df["leaderboard_accuracy"] <= df["leaderboard_hi"]).all()
+    assert len(df) == 6 and df["score"].between(0, 1).all()
+    assert (df["score_lo"] <= df["score"]).all()
+    assert (df["score"] <= df["score_hi"]).all()
 
 
 def test_isotonic_monotone_averages_a_bump_instead_of_carrying_it():

@@ -83,7 +83,7 @@ def test_simulated_run_end_to_end_one_number_everywhere(tmp_path, capsys):
                                                     for b in row["benchmarks"]}
     avg = row["average"]
     assert avg["lo"] <= avg["score"] <= avg["hi"] and 0 <= avg["percentile"] <= 100
-    assert row["leaderboard"] == avg
+    assert row["prediction"] == avg
     # a suite has no theta: no field named theta, no model-based accuracy of one bank
     assert not {"theta", "se", "model_based_accuracy", "accuracy"} & set(row)
     assert 0 < row["se_points"] < 10
@@ -119,7 +119,7 @@ def test_simulated_run_end_to_end_one_number_everywhere(tmp_path, capsys):
     assert main(["runs", "--db", str(db), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert len(listed) == 1 and listed[0]["run_id"] == row["run_id"]
-    assert listed[0]["leaderboard"] == avg and listed[0]["bank_ref"] == "suite:openllm-v1"
+    assert listed[0]["prediction"] == avg and listed[0]["bank_ref"] == "suite:openllm-v1"
     assert listed[0]["theta"] is None and listed[0]["se"] is None
     assert main(["runs", "--db", str(db)]) == 0
     assert describe_prediction(avg, short=True) in capsys.readouterr().out

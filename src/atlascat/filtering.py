@@ -32,6 +32,7 @@ import pandas as pd
 
 from .errors import ConfigError, ResponseDataError
 from .responses import ResponseMatrix
+from .validation import N_BINS, TEST_SIZE
 
 __all__ = ["FilterReport", "filter_items", "point_biserial", "stratified_split",
            "weighted_percentile"]
@@ -199,7 +200,8 @@ def filter_items(responses: ResponseMatrix, *, min_sd: float = 0.01, max_mean: f
     return kept, report
 
 
-def stratified_split(responses: ResponseMatrix, *, test_size: float = 0.1, n_bins: int = 10,
+def stratified_split(responses: ResponseMatrix, *, test_size: float = TEST_SIZE,
+                     n_bins: int = N_BINS,
                      rng: np.random.Generator | None = None):
     """Split subjects into train/test, stratified by total score (proportion correct).
 

@@ -21,6 +21,11 @@ import numpy as np
 
 from .errors import AtlasError, BankError, ConfigError, ResponseDataError
 
+#: the seeded train/test split's defaults (:func:`atlascat.filtering.stratified_split`, the
+#: studies' :class:`~atlascat.studies.config.BenchmarkConfig`): share of test subjects, score bins
+TEST_SIZE = 0.1
+N_BINS = 10
+
 __all__ = [
     "MAX_ABS_A", "MAX_ABS_B",
     "one_line", "check_input_file", "check_output_file", "check_output_dir", "read_frame",

@@ -7,7 +7,9 @@
       -> calibration with the size defaults (:mod:`atlascat.irt.defaults`: below 500 models a
          2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest);
          continuous scores (F1, ROUGE, mc2) by the extended quasi-likelihood, each item's
-         term divided by its dispersion (``dispersion="auto"``, :mod:`atlascat.irt.dispersion`)
+         term divided by its dispersion (``dispersion="auto"``, :mod:`atlascat.irt.dispersion`); whether the items
+         measure one thing (:mod:`atlascat.bankdir.checks`, Horn's parallel analysis;
+         :func:`build_warnings` lists it with the calibration's warnings)
       -> score link (:class:`atlascat.scorelink.ScoreLink`) fitted on the source models, its spline
          and support sized for N (:func:`atlascat.scorelink.curve.knots_for`,
          :func:`atlascat.scorelink.curve.support_for`)
@@ -39,7 +41,7 @@ from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError
 from .predict import PREDICTOR_ITEMS_FILE
 
-__all__ = ["build_bank", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
+__all__ = ["build_bank", "build_warnings", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
            "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS",
            "read_scaled_matrix", "check_score_range"]
 
@@ -207,7 +209,7 @@ def check_scores_rise(scores, item_mean, path) -> None:
 
 def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0,
              min_items: int = Stopping.min_items,
-             max_items: int | None = None, chance=None, leaderboard_scores=None,
+             max_items: int | None = None, chance=None, population_scores=None,
              monotone: bool = True,
              extra_se_stops=(0.1,), use_answers: bool = True, **fit_options):
     """The score link of ``bank`` fitted on the source models (their answers and scores):
@@ -216,7 +218,7 @@ def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0,
     default), spline and
     support sized for the number of models."""
     from ..cat.config import CATConfig
-    from ..scorelink import ScoreLink
+    from ..scorelink import ScoreLinkEstimator
     from ..scorelink.curve import support_for
 
     if "min_support" not in fit_options and max_items is not None:  # a bank folder's link
@@ -226,10 +228,10 @@ def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0,
     else:
         top = min(int(max_items), len(bank))
         cfg = CATConfig(se_stop=LINK_SE_STOP, min_items=min(int(min_items), top), max_items=top)
-    return ScoreLink.fit(bank, responses, scores, benchmark=benchmark, cat_config=cfg,
-                         rng=[seed, 5], use_answers=use_answers, extra_se_stops=extra_se_stops,
-                         monotone=monotone, chance=chance, leaderboard_scores=leaderboard_scores,
-                         **fit_options)
+    est = ScoreLinkEstimator(benchmark, cat_config=cfg, random_state=[seed, 5],
+                             use_answers=use_answers, extra_se_stops=extra_se_stops,
+                             monotone=monotone, chance=chance, **fit_options)
+    return est.fit(bank, responses, scores, population_scores=population_scores).link_
 
 
 def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int = 0,
@@ -350,6 +352,23 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
     return 0.0, "matrix"
 
 
+def build_warnings(manifest: dict) -> list[str]:
+    """What a built folder's reader must know, one line each: the calibration's warnings
+    (identification, the size defaults) and items that do not measure one thing."""
+    out = list(manifest.get("calibration", {}).get("warnings", []))
+    gone = len(manifest.get("items", {}).get("dropped_gold_undetermined", []))
+    if gone:
+        out.append(f"{gone} of {manifest['items']['n_results']} items left out: their logged "
+                   "scores contradict their logged outputs (no gold answer agrees with both)")
+    d = manifest.get("dimensionality")
+    if d and not d["one_trait"]:
+        from .checks import Dimensionality
+
+        out.append(Dimensionality(d["first_eigenvalue"], d["parallel_threshold"],
+                                  d["first_share"], d["n_models"], d["n_items"]).message())
+    return out
+
+
 def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
     """The bank the benchmark predictor is fitted on: ``bank`` when it holds every item of the
     results that any model answered differently from another, else a calibration of all of
@@ -434,10 +453,19 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         raise BankError(f"the calibration did not converge ({train.n_subjects} models x "
                         f"{train.n_items} items); try --model 1pl")
     bank = res.bank
+    from .checks import parallel_analysis
+
+    dims = parallel_analysis(rm.values, rng=[int(seed), 13])
     dropped_gold: list[str] = []
     recs, meta, unaskable = None, None, set()
     if logs is not None:  # every item's logged content once (the predictor asks them all)
         meta, all_recs, undetermined = _content(logs, [str(i) for i in rm.item_ids])
+        if len(undetermined) == rm.n_items:
+            raise ResponseDataError(
+                f"the sample logs contradict themselves: on every one of the {rm.n_items} "
+                f"items the logged {logs.metric!r} scores disagree with the answers the logged "
+                "outputs pick, so no item's gold answer can be determined; check --metric and "
+                "--filter, or give a response matrix")
         meta, unaskable = meta.set_index("item_id"), set(undetermined)
         dropped_gold = [str(i) for i in bank.item_ids if str(i) in unaskable]
         if dropped_gold:
@@ -500,6 +528,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "cross_fit": link.info.get("cross_fit"),
         "calibration": {"model": bank.model, "warnings": sorted({str(w.message)
                                                                   for w in caught})},
+        "dimensionality": dims.to_dict(),
         "requests": None if recs is None else {
             "n_items": len(recs),
             "rules": sorted({r["rule"] for r in recs}),

@@ -20,6 +20,8 @@ import json
 
 import pandas as pd
 
+from ..scorelink.frames import COLUMNS
+
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "to_metric_scale"]
@@ -30,9 +32,9 @@ PREDICTOR_FILE = "predictor.json"
 #: live run on the predictor asks
 PREDICTOR_ITEMS_FILE = "predictor_items.parquet"
 
-#: columns of :func:`predict_scores` (the shipped banks' ``person_scores.csv`` names)
-PREDICTION_COLUMNS = ("leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi",
-                      "leaderboard_percentile", "leaderboard_flag", "leaderboard_warning")
+#: columns of :func:`predict_scores`: every bank's ``person_scores.csv`` names
+#: (:data:`atlascat.scorelink.frames.COLUMNS`)
+PREDICTION_COLUMNS = tuple(COLUMNS)
 
 
 def metric_scale(folder):
@@ -116,20 +118,21 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     targets): one row per target, ``subject_id``, ``n_items`` (items used, at most ``budget``),
     :data:`PREDICTION_COLUMNS` (the score and its 95% interval, 0-1), ``method``
     ("combined", or "design" for a target outside the source models), the model-based and
-    design-based parts and theta."""
+    design-based parts and theta. Each target draws from its own Generator
+    (:func:`~atlascat.predict.session.subject_generator` of ``seed`` and its id), as a live
+    run of it with the same seed does."""
     import numpy as np
 
     predictor = load_predictor(folder)
-    out = predictor.replay(responses, budget=budget, rng=np.random.default_rng(seed))
+    out = predictor.replay(responses, budget=budget, seed=seed)
     pct = [float(folder.link.percentile(v)) for v in out["score"]]
     warning = np.where(out["method"] == "design",
                        "unlike the source models: the design-based estimate (random items) is "
                        "used", "")
     return to_metric_scale(pd.DataFrame({
         "subject_id": out["subject"].astype(str), "n_items": out["n_items"],
-        "leaderboard_accuracy": out["score"], "leaderboard_lo": out["lower"],
-        "leaderboard_hi": out["upper"], "leaderboard_percentile": pct,
-        "leaderboard_flag": out["flag"], "leaderboard_warning": warning,
+        "score": out["score"], "score_lo": out["lower"], "score_hi": out["upper"],
+        "percentile": pct, "score_flag": out["flag"], "score_warning": warning,
         "method": out["method"], "se": out["se"], "model_score": out["model_score"],
         "design_score": out["design_score"], "theta": out["theta"]}), folder,
         [*PREDICTION_COLUMNS[:3], "model_score", "design_score"])

@@ -73,7 +73,9 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     scores`` (with ``subject_ids``). With ``thetas`` the true values are the reference for the
     error columns; ``theta_ref`` supplies reference values otherwise.
 
-    Randomness: ``sel = rng.spawn(n)`` gives examinee i's selection generator (the one a
+    Randomness: ``rng`` a seed or Generator, or a list of n Generators (examinee i's selection
+    generator, replayed answers only). ``sel = rng.spawn(n)`` gives examinee i's selection
+    generator (the one a
     :class:`CATSession` for it would get); with ``thetas``, a second ``ans = rng.spawn(n)`` gives
     its answer stream (answer k = 1{ans[i].random() < P}). So::
 
@@ -110,10 +112,14 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     if sum(given) != 1 and not (responses is not None and thetas is not None
                                 and answer_fn is None):
         raise ConfigError("give exactly one answer source: responses=, thetas= or answer_fn=")
-    rng = _as_generator(rng)
+    per_examinee = isinstance(rng, (list, tuple))   # one selection Generator per examinee
+    if per_examinee and thetas is not None and responses is None:
+        raise ConfigError("one Generator per examinee is for replayed answers (responses=); "
+                          "with thetas= give one Generator or seed")
+    rng = list(rng) if per_examinee else _as_generator(rng)
     if responses is not None:
         source = ReplayAnswers(responses, bank, subject_ids)
-        sel_rngs = rng.spawn(source.n_examinees)
+        sel_rngs = rng if per_examinee else rng.spawn(source.n_examinees)
         if thetas is not None:  # thetas then only serve as the reference
             theta_ref = thetas
     elif thetas is not None:
@@ -125,8 +131,10 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         if subject_ids is None:
             raise ConfigError("answer_fn needs subject_ids (one per examinee)")
         source = CallableAnswers(answer_fn, bank, subject_ids)
-        sel_rngs = rng.spawn(source.n_examinees)
+        sel_rngs = rng if per_examinee else rng.spawn(source.n_examinees)
     n = source.n_examinees
+    if len(sel_rngs) != n:
+        raise ConfigError(f"{len(sel_rngs)} Generators for {n} examinees")
     if theta_ref is not None:
         theta_ref = np.asarray(theta_ref, dtype=float).reshape(-1)
         if theta_ref.size != n:

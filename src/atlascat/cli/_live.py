@@ -197,10 +197,14 @@ class LiveDisplay:
         return int(min(self.max_items, max(self.min_items, n, guess)))
 
     def estimate_text(self, info) -> str:
-        """What a step's line says of the current estimate: theta, or a suite run's predicted
-        average and its SE (points)."""
+        """What a step's line says of the current estimate: theta, a suite run's predicted
+        average and its SE (points), or a benchmark predictor's predicted score and its 95%
+        interval."""
         if info.run_id in self.averages:
             return f"average {100 * info.theta:5.1f}  SE {100 * info.se:4.2f}"
+        if getattr(info, "predicted", None) is not None:
+            s, lo, hi = (100 * v for v in info.predicted)
+            return f"predicted {s:.1f}% ({lo:.1f}-{hi:.1f})"
         return f"theta {info.theta:+.3f}  SE {info.se:.3f}"
 
     def line(self, info) -> "Text":

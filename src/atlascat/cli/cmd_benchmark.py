@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from ..studies.config import BenchmarkConfig
+
 from ._common import (RESPONSES_HELP, console, err_console, escape, load_responses, output_dir,
                       output_file, print_text, is_quiet, quiet_option)
 
@@ -52,27 +54,31 @@ def print_tables(summary, title: str | None = None) -> None:
         print_text(to_markdown(format_table(make_table(summary, name)), title=TABLES[name][0]))
 
 
+#: the study's defaults, read from its configuration class (never restated)
+_B = BenchmarkConfig()
+
+
 def benchmark_command(
     responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
     output: Path = typer.Option(None, "-o", "--output", show_default=False,
                                 help="Run directory to write (required; created if missing)."),
     seed: int = typer.Option(0, "--seed", help="Master seed (split, baselines, CAT)."),
-    taus: str = typer.Option("0.1,0.2,0.3", "--taus", help="CAT SE thresholds, comma-separated."),
-    random_k: int = typer.Option(100, "--random-k", help="Random-k size (0: off)."),
-    replicates: int = typer.Option(10, "--replicates", help="Random-k replicate draws."),
-    anchor_k: int = typer.Option(100, "--anchor-k", help="Anchor points (0: off)."),
-    info_k: int = typer.Option(100, "--info-k", help="Information-subset size (0: off)."),
-    optimal_k: int = typer.Option(100, "--optimal-k", help="D/A/E-optimal form size (0: off)."),
-    criteria: str = typer.Option("D,A,E", "--criteria",
+    taus: str = typer.Option(",".join(f"{t:g}" for t in _B.taus), "--taus", help="CAT SE thresholds, comma-separated."),
+    random_k: int = typer.Option(_B.random_k, "--random-k", help="Random-k size (0: off)."),
+    replicates: int = typer.Option(_B.random_replicates, "--replicates", help="Random-k replicate draws."),
+    anchor_k: int = typer.Option(_B.anchor_k, "--anchor-k", help="Anchor points (0: off)."),
+    info_k: int = typer.Option(_B.info_k, "--info-k", help="Information-subset size (0: off)."),
+    optimal_k: int = typer.Option(_B.optimal_k, "--optimal-k", help="D/A/E-optimal form size (0: off)."),
+    criteria: str = typer.Option(",".join(_B.optimal_criteria), "--criteria",
                                  help="Optimal-form criteria, comma-separated (D, A, E)."),
-    exchange: bool = typer.Option(False, "--exchange/--no-exchange",
+    exchange: bool = typer.Option(_B.optimal_exchange, "--exchange/--no-exchange",
                                   help="Exchange pass after the greedy optimal-form phase."),
-    test_size: float = typer.Option(0.1, "--test-size", help="Share of test models, in (0, 1)."),
+    test_size: float = typer.Option(_B.test_size, "--test-size", help="Share of test models, in (0, 1)."),
     no_filter: bool = typer.Option(False, "--no-filter", help="Skip the item filter."),
     drop_empty: bool = typer.Option(False, "--drop-empty",
                                     help="Drop all-missing subjects/items instead of failing."),
     no_fit: bool = typer.Option(False, "--no-fit", help="Skip the M2 model-fit summary."),
-    model: str = typer.Option("bic", "--model",
+    model: str = typer.Option(_B.model, "--model",
                               help="IRT model: bic (2PL or 3PL by BIC on the train models), "
                                    "auto (calibrate's default for the data's size), 2pl, "
                                    "3pl, ..."),

@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 import typer
 
 from ..irt.defaults import AUTO
-from ._common import console, escape, print_frame, quiet_option
+from ._common import console, escape, print_frame, quiet_option, warn
 
 
 def register(app: typer.Typer) -> None:
@@ -81,6 +81,7 @@ def register(app: typer.Typer) -> None:
                 ("models", m["n_models"]),
                 ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
                 ("IRT model", m["calibration"]["model"]),
+                ("items measure one thing", _dimension_row(m.get("dimensionality"))),
                 ("chance level", _chance_row(m["settings"])),
                 *_scale_rows(m["settings"]),
                 *_predictor_rows(m.get("predictor")),
@@ -95,6 +96,10 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
 
         print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas build-bank")
+        from ..bankdir.builder import build_warnings
+
+        for line in build_warnings(m):
+            warn(line)
         files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
         console.print(f"wrote {escape(str(output))}/ ({files})")
 
@@ -118,6 +123,15 @@ def _chance_row(settings: dict) -> str:
     if c is None:
         return "unknown"
     return f"{100 * float(c):.1f}% ({_CHANCE_FROM.get(src, src)})"
+
+
+def _dimension_row(d) -> str:
+    """Horn's parallel analysis in a few words (:mod:`atlascat.bankdir.checks`)."""
+    if not d or d["first_eigenvalue"] != d["first_eigenvalue"]:
+        return "not checked (too few models or items)"
+    verdict = "yes" if d["one_trait"] else "NO"
+    return (f"{verdict}: first eigenvalue {d['first_eigenvalue']:.1f}, random answers "
+            f"{d['parallel_threshold']:.1f}")
 
 
 def _predictor_rows(p) -> list[tuple[str, str]]:

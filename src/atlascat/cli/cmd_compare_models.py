@@ -1,5 +1,5 @@
 """``atlas compare-models RUN_A RUN_B``: two finished live runs, the difference of their
-predicted leaderboard scores with a 95% interval (:mod:`atlascat.studies.paired`)."""
+predicted scores with a 95% interval (:mod:`atlascat.studies.paired`)."""
 from __future__ import annotations
 
 import json
@@ -48,8 +48,12 @@ def compare_models_command(
 
     df = pd.DataFrame(rows)
     names = [f"{_model_of(runs, r)} (run {r})" for (_, runs, r) in (first, second)]
-    print_frame(df, title=f"first: {names[0]}; second: {names[1]}; first minus second "
-                          "(leaderboard points, 95% interval)", float_format="{:.1f}")
+    from ..live.report import SOURCE
+
+    unit = ("points" if any(r["population"] == SOURCE for r in rows)
+            else "leaderboard points")
+    print_frame(df.drop(columns="population"), title=f"first: {names[0]}; second: {names[1]}; "
+                f"first minus second ({unit}, 95% interval)", float_format="{:.1f}")
     err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
                       "near-duplicates get narrower intervals with --rho (see "
                       "docs/leaderboard.md)", highlight=False)
@@ -99,8 +103,9 @@ def _resolver(db):
 
 def _rows(first, second, rho: float) -> list[dict]:
     """Per benchmark both runs predict: first, second, their difference and its 95% interval
-    (leaderboard points), and whether it tells the two apart."""
+    (points), and whether it tells the two apart."""
     from ..errors import ConfigError
+    from ..live.report import LEADERBOARD
     from ..live.service import run_predictions
     from ..studies.paired import paired_difference
 
@@ -110,14 +115,16 @@ def _rows(first, second, rho: float) -> list[dict]:
     if not common:
         raise ConfigError(f"runs {run_a} ({', '.join(preds[0]) or 'no prediction'}) and "
                           f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
-                          "benchmark with a predicted leaderboard score")
+                          "benchmark with a predicted score")
     rows = []
     for bench in common:
         d = paired_difference(preds[0][bench], preds[1][bench], benchmark=bench, rho=rho)
         rows.append({"benchmark": bench, "first": 100 * preds[0][bench]["score"],
                      "second": 100 * preds[1][bench]["score"], "difference": 100 * d["diff"],
                      "lo": 100 * d["lo"], "hi": 100 * d["hi"],
-                     "told_apart": "yes" if d["told_apart"] else "no"})
+                     "told_apart": "yes" if d["told_apart"] else "no",
+                     # a bank folder's score is its own benchmark's, not a leaderboard's
+                     "population": preds[0][bench].get("population", LEADERBOARD)})
     return rows
 
 

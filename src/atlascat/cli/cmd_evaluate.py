@@ -93,13 +93,20 @@ def format_result(row: dict, held: str | None = None) -> str:
     """The human summary of one finished run (plain text, no markup): the predicted score
     first, then theta, the protocol, the accuracies and the report (its warning goes to stderr
     with the others: :func:`_print`)."""
-    from ..live.report import describe_method, describe_prediction
+    from ..live.report import describe_method, describe_prediction, scale_words, score_name
 
-    lb = row.get("leaderboard") or {}
-    lines = [f"{row['model']} on {row.get('bench') or row.get('bank') or 'bank'}: "
-             f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
-             + (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")",
-             f"  predicted leaderboard score: {describe_prediction(lb)}"]
+    lb = row.get("prediction") or {}
+    head = f"{row['model']} on {row.get('bench') or row.get('bank') or 'bank'}: "
+    rounds = (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")"
+    if lb.get("design"):  # the benchmark predictor: the predicted score heads, theta follows
+        lines = [head + f"{score_name(lb)} {describe_prediction(lb)} ({row['n_items']} items"
+                 + rounds,
+                 f"  IRT theta = {row['theta']:.3f} +- {row['se']:.3f} (the model part)"]
+    else:
+        lines = [head + f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
+                 + rounds, f"  {score_name(lb)}: {describe_prediction(lb)}"]
+    if lb.get("metric"):  # a bank folder's benchmark: its metric and scale
+        lines.insert(2, f"  metric: {lb['metric']}, {scale_words(lb)}")
     if held:  # the test was held to its minimum length (_common.min_items_note)
         lines.insert(1, f"  {held}")
     if lb.get("design"):
@@ -226,8 +233,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
         quiet: bool = quiet_option(),
     ):
-        """Measure models adaptively: the predicted leaderboard score (and theta +- SE) from a
-        few dozen items.
+        """Measure models adaptively: the predicted score (and theta +- SE) from a few dozen
+        items.
 
         With a log-likelihood subject (completions:, hf:, lmeval:, replay:) every item is asked
         as the Open LLM Leaderboard asked it, so the result is on the bank's scale. openai:
@@ -423,7 +430,7 @@ def _write(o: _Options, live, rows: list[dict], resumed: bool) -> None:
         row["report"] = str(write_suite_report(live.store, job.run_id, page, row)
                             if job.kind == "suite" else
                             write_run_report(live.store, job.run_id, page, bank=job.bank,
-                                             leaderboard=row.get("leaderboard")))
+                                             leaderboard=row.get("prediction")))
         by_dir.setdefault(outdir, []).append(row)
     for outdir, group in by_dir.items():
         write_results(outdir / "results.json", group, merge=resumed)
@@ -449,18 +456,20 @@ def _print(o: _Options, live, rows: list[dict]) -> None:
 def _print_single(rows: list[dict], held: list) -> None:
     import pandas as pd
 
+    from ..live.report import describe_prediction
+
     table = pd.DataFrame([{
         "run": r["run_id"], "model": r["model"], "status": r["status"],
         "protocol": r["protocol"] or "-", "theta": r["theta"], "SE": r["se"],
         "items": r["n_items"],
-        "leaderboard": (f"{100 * r['leaderboard']['score']:.1f}%"
-                        + (" (!)" if r["leaderboard"].get("warning") else "")
-                        if "score" in (r.get("leaderboard") or {}) else "-"),
+        "predicted": (describe_prediction(r["prediction"], short=True)
+                      + (" (!)" if r["prediction"].get("warning") else "")
+                      if "score" in (r.get("prediction") or {}) else "-"),
         "stop": r["stop_reason"] or "-",
     } for r in rows])
     print_frame(table, title="Live adaptive evaluation")
     for r, note in zip(rows, held):
         if r["status"] == "done":
             console.print(format_result(r, note), markup=False, highlight=False, soft_wrap=True)
-            if (r.get("leaderboard") or {}).get("warning"):
-                warn(r["leaderboard"]["warning"])
+            if (r.get("prediction") or {}).get("warning"):
+                warn(r["prediction"]["warning"])

@@ -101,7 +101,7 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
 
 
 def _list_runs(stores, as_json: bool) -> None:
-    """Every run of the stores, one row each, with its predicted leaderboard score."""
+    """Every run of the stores, one row each, with its predicted score."""
     import datetime as dt
 
     import pandas as pd
@@ -119,7 +119,7 @@ def _list_runs(stores, as_json: bool) -> None:
     if as_json:
         records = json.loads(df.to_json(orient="records"))
         for rec, lb in zip(records, predictions):
-            rec["leaderboard"] = lb
+            rec["prediction"] = lb
         typer.echo(json.dumps(records))
         return
     where = str(stores[0].path) if len(stores) == 1 else f"{len(stores)} run stores"
@@ -134,10 +134,10 @@ def _list_runs(stores, as_json: bool) -> None:
         df[col] = [f"{100 * v:.1f}%" if pd.notna(v) else None for v in df[col]]
     from ..live.report import describe_prediction
 
-    df["leaderboard"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
-                                                               else "")
-                         if lb.get("score") is not None else "-" for lb in predictions]
+    df["predicted"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
+                                                             else "")
+                       if lb.get("score") is not None else "-" for lb in predictions]
     cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
-            "observed", "model-based", "leaderboard", "stop_reason", "pending", "updated"]
+            "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
                 title=f"runs in {where}", float_format="{:.3f}")

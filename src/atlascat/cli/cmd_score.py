@@ -14,7 +14,7 @@ METHODS = ("eap", "wle", "map", "ml")
 
 
 def _with_folder_prediction(df, folder, rm, bk):
-    """``df`` with a bank folder's predicted score columns (``leaderboard_accuracy``, ``_lo``,
+    """``df`` with a bank folder's predicted score columns (``score``, ``_lo``,
     ``_hi``, ...) from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`)."""
     import numpy as np
     import pandas as pd

@@ -280,8 +280,13 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
             advance(done - state["done"])
             state["done"] = done
 
-        result = simulate_cat(item_bank, config, rng=np.random.default_rng(o.seed),
-                              progress=progress, batch_size=o.batch_size or 1, **kwargs)
+        rng = np.random.default_rng(o.seed)
+        if folder is not None and o.responses:  # each model's own stream, as a live run's
+            from ..predict.session import subject_generator
+
+            rng = [subject_generator(o.seed, s) for s in kwargs["responses"].subject_ids]
+        result = simulate_cat(item_bank, config, rng=rng, progress=progress,
+                              batch_size=o.batch_size or 1, **kwargs)
     persons = result.persons
     if folder is not None:  # the built bank's predicted score (0-1) with its 95% interval
         from ..bankdir import predict_scores
@@ -344,18 +349,20 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
         advance(1)
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
-    summary = {"design": "benchmark predictor", "budget": budget,
+    summary = {"design": "benchmark predictor", "benchmark": folder.manifest.get("benchmark"),
+               "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
-               "width_mean": float((persons["leaderboard_hi"]
-                                    - persons["leaderboard_lo"]).mean()),
+               "width_mean": float((persons["score_hi"]
+                                    - persons["score_lo"]).mean()),
                "inputs": {"bank": str(bank), "responses": o.responses[0], "seed": o.seed}}
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     unit = 100 if metric_scale(folder) is None else 1     # 0-1 in percent, else the metric's
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (at most)", f"{summary['items_mean']:.1f} ({budget})"),
-            ("predicted score mean (95% width)",
-             f"{unit * persons['leaderboard_accuracy'].mean():.1f} "
+            (f"predicted {folder.manifest.get('benchmark') or 'benchmark'} score mean "
+             "(95% width)",
+             f"{unit * persons['score'].mean():.1f} "
              f"({unit * summary['width_mean']:.1f} points)"),
             ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
@@ -400,10 +407,10 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
               f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
-    if "leaderboard_warning" in persons.columns:
-        warned = int((persons["leaderboard_warning"].fillna("") != "").sum())
-        rows.append(("leaderboard warnings", f"{warned} of {len(persons)} (see "
-                                             "person_scores.csv leaderboard_warning)"))
+    if "score_warning" in persons.columns:
+        warned = int((persons["score_warning"].fillna("") != "").sum())
+        rows.append(("prediction warnings", f"{warned} of {len(persons)} (see "
+                                             "person_scores.csv score_warning)"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
     held = min_items_note(persons["n_items"], persons["stop_reason"],
                           result.config.stopping.min_items, o.min_items is not None)

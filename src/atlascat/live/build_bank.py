@@ -72,7 +72,7 @@ MIN_MODEL_SHARE = 0.5
 #: mc2 is the normalized probability of the true answers, about 0.45 for a model at chance, so
 #: the 54 models published at exactly 0.0 were not evaluated
 INVALID_SCORE_MAX = {"truthfulqa": 0.0}
-#: benchmarks whose published score is not monotone in the bank's ability (see ScoreLink.fit)
+#: benchmarks whose published score is not monotone in the bank's ability (see ScoreLinkEstimator)
 NON_MONOTONE = ("truthfulqa",)
 #: the shortest adaptive test of a bank where 30 items leave a band of the leaderboard with a
 #: large error (held-out whole-population study, 3 seeds, benchmarks/results/leaderboard.md;
@@ -199,7 +199,7 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
     """
     from ..cat.config import CATConfig
     from ..cat.simulate import simulate_cat
-    from ..scorelink import ScoreLink
+    from ..scorelink import ScoreLinkEstimator
     from ..filtering import stratified_split
 
     fit, val = stratified_split(train, test_size=0.2, rng=np.random.default_rng([seed, 3]))
@@ -208,8 +208,8 @@ def _select_model(train, scores: pd.Series, candidates, seed: int, bench: str) -
     rows = []
     for model in candidates:
         bank = _calibrate(fit, model, seed).bank
-        link = ScoreLink.fit(bank, fit, s_fit, benchmark=bench, cat_config=False,
-                             monotone=bench not in NON_MONOTONE)
+        link = ScoreLinkEstimator(bench, cat_config=False, monotone=bench not in NON_MONOTONE
+                                  ).fit(bank, fit, s_fit).link_
         y_fit = fit.aligned_values(bank.item_ids, extra="ignore")
         y_val = val.aligned_values(bank.item_ids, extra="ignore")
         cfg = CATConfig(se_stop=SELECTION_TAU, min_items=MIN_ITEMS.get(bench, 30))
@@ -270,7 +270,7 @@ def fit_bank_and_link(train, scores: pd.Series, *, bench: str, model: str = "aut
     # the bank builder's link step (atlascat.bankdir), with the shipped banks' settings: the
     # replayed test stops at SE <= 0.2 (SELECTION_TAU) after min_items, no cross-fitting
     link = fit_link(bank, train, s, benchmark=bench, seed=seed, min_items=min_items,
-                    leaderboard_scores=leaderboard_scores, use_answers=use_answers,
+                    population_scores=leaderboard_scores, use_answers=use_answers,
                     extra_se_stops=extra_se_stops, monotone=bench not in NON_MONOTONE)
     link.info["model"] = model
     if bench in MIN_ITEMS:

@@ -88,7 +88,7 @@ class PredictorLiveSession:
         """The :class:`~atlascat.predict.session.BenchmarkPrediction` of the answers so far."""
         return self.inner.prediction()
 
-    def leaderboard(self, link=None) -> dict:
+    def predicted(self, link=None) -> dict:
         """The prediction as every reader shows it ({score, lo, hi, percentile, flag,
         warning, method, n_items, model_score, design_score}, 0-1); ``link``: the folder's
         score link, for the percentile among the source models."""

@@ -18,27 +18,41 @@ import numpy as np
 
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
-           "GENERATION_RULES"]
+           "score_name", "population_of", "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
 
 #: scoring rules whose requests are generations (see atlascat.content.requests)
 GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match", "f1"})
 
 
-def protocol_label(protocol: str | None, bank=None) -> str:
+def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> str:
     """How a run's protocol reads (CLI, ``results.json`` and HTML alike): a leaderboard run says
     whether its bank's items are scored by log-likelihood or by generation (GSM8K: exact
-    match), from the bank's ``rule`` column."""
+    match), from the bank's ``rule`` column; on a bank ``folder`` (built from the user's own
+    results) the requests are the source models' logged ones, not a leaderboard's."""
     from .runner import PROTOCOL_LABELS
 
     proto = protocol or "approximate"
     meta = getattr(bank, "metadata", None)
+    label = PROTOCOL_LABELS.get(proto, proto)
     if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
         rules = {str(r) for r in meta["rule"].dropna()}
         if rules and rules <= GENERATION_RULES:
-            return "leaderboard (generation, exact match)"
-        if rules & GENERATION_RULES:
-            return "leaderboard (log-likelihood and generation)"
-    return PROTOCOL_LABELS.get(proto, proto)
+            label = "leaderboard (generation, exact match)"
+        elif rules & GENERATION_RULES:
+            label = "leaderboard (log-likelihood and generation)"
+    if proto == "leaderboard" and folder:
+        label = label.replace("leaderboard (", "as the source models were asked (", 1)
+    return label
+
+
+def _is_folder(bank_ref) -> bool:
+    """Whether a stored bank reference names a bank folder (:class:`BankRef`'s ``dir``)."""
+    from ..catalogue.bankref import BankRef
+
+    try:
+        return bool(bank_ref) and BankRef.parse(bank_ref).kind == "dir"
+    except Exception:  # noqa: BLE001 - a reference no longer parsed: a shipped bank's words
+        return False
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;
@@ -78,14 +92,21 @@ def _time(ts) -> str:
 
 
 def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EAP)",
-                    axis: str = "ability theta", scale: float = 1.0) -> str:
+                    axis: str = "ability theta", scale: float = 1.0, band=None) -> str:
     """The estimate after each item with a +-SE band (theta for a bank; a suite's predicted
-    average, ``scale`` 100 for percent), against the step number."""
+    average, ``scale`` 100 for percent), or with ``band`` = (lower, upper), its 95% interval
+    (a benchmark predictor's score), against the step number."""
     n = len(theta)
     if n == 0:
         return "<p class='muted'>no answered item yet</p>"
-    theta, se = scale * np.asarray(theta, float), scale * np.asarray(se, float)
-    lo, hi = float(np.min(theta - se)), float(np.max(theta + se))
+    theta = scale * np.asarray(theta, float)
+    if band is None:
+        se = scale * np.asarray(se, float)
+        low, up, band_text = theta - se, theta + se, " &#177; 1 SE"
+    else:
+        low, up = (scale * np.asarray(b, float) for b in band)
+        band_text = " 95% interval"
+    lo, hi = float(np.min(low)), float(np.max(up))
     pad = 0.1 * max(hi - lo, 0.5)
     lo, hi = lo - pad, hi + pad
     left, right, top, bottom = 62, 15, 15, 30
@@ -95,8 +116,8 @@ def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EA
     def y(v):
         return top + (hi - np.asarray(v)) / (hi - lo) * h
 
-    band = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(theta + se)))
-    band += " " + " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs[::-1], y((theta - se)[::-1])))
+    band = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(up)))
+    band += " " + " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs[::-1], y(low[::-1])))
     line = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(theta)))
     ticks = np.linspace(lo, hi, 5)
     digits = 1 if scale != 1.0 else 2
@@ -108,12 +129,12 @@ def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EA
                  for k in sorted({1, n, *range(10, n, 10)}))
     short = label.split(" (")[0]
     legend = (f"<rect x='{left + w - 200}' y='{top + 4}' width='14' height='10' fill='#c7d7f5'/>"
-              f"<text x='{left + w - 182}' y='{top + 13}' font-size='11'>{_e(short)} &#177; 1 SE</text>"
+              f"<text x='{left + w - 182}' y='{top + 13}' font-size='11'>{_e(short)}{band_text}</text>"
               f"<line x1='{left + w - 90}' x2='{left + w - 76}' y1='{top + 9}' y2='{top + 9}' "
               f"stroke='#1f4fb5' stroke-width='2'/>"
               f"<text x='{left + w - 72}' y='{top + 13}' font-size='11'>{_e(label)}</text>")
     return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height + 14}' "
-            f"role='img' aria-label='trajectory: {_e(short)} and its SE band after each item'>"
+            f"role='img' aria-label='trajectory: {_e(short)} and its{band_text} after each item'>"
             f"{grid}"
             f"<polygon points='{band}' fill='#c7d7f5' opacity='0.7'/>"
             f"<polyline points='{line}' fill='none' stroke='#1f4fb5' stroke-width='2'/>{xt}"
@@ -193,29 +214,59 @@ def _fillers(contexts: list[str]) -> list[str]:
     return [c[cut:].strip() or c[-40:] for c in contexts]
 
 
+#: a prediction's ``population`` when its bank is a folder built from the user's source models
+SOURCE = "source models"
+#: ... when its bank is a shipped one, linked to a published leaderboard
+LEADERBOARD = "leaderboard"
+
+
 def _ordinal(p: float) -> str:
     n = int(round(p))
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
 
 
-def describe_prediction(lb, *, short: bool = False) -> str:
-    """The one way a predicted leaderboard score is written (CLI, HTML report, ``atlas runs``).
+def score_name(lb) -> str:
+    """What a prediction is of: "predicted <benchmark> score" for a bank folder's (its
+    ``population`` "source models"), "predicted leaderboard score" for a shipped bank's."""
+    if lb.get("population") == SOURCE:
+        return f"predicted {lb.get('benchmark') or 'benchmark'} score"
+    return "predicted leaderboard score"
 
-    ``lb``: ``{score, lo, hi, percentile, ...}`` on the 0-1 scale (``ScorePrediction.to_dict()``
-    or a run's ``leaderboard`` entry), or ``{note}``. Long: "71.9% (95% interval 68.5-75.3%),
-    88th percentile of the leaderboard's models"; ``short``: "71.9% (68.5-75.3)".
+
+def population_of(lb) -> str:
+    """Whose scores the percentile ranks among: "the source models" (a bank folder's) or
+    "the leaderboard's models" (a shipped bank's)."""
+    return "the source models" if lb.get("population") == SOURCE else "the leaderboard's models"
+
+
+def scale_words(lb) -> str:
+    """The scale a prediction reads on: "in percent (0-100)", or the metric's own."""
+    if lb.get("scale"):
+        return f"on the metric's own scale ({lb['scale'][0]:g}-{lb['scale'][1]:g})"
+    return "in percent (0-100)"
+
+
+def describe_prediction(lb, *, short: bool = False) -> str:
+    """The one way a predicted score is written (CLI, HTML report, ``atlas runs``).
+
+    ``lb``: ``{score, lo, hi, percentile, population, ...}`` on the 0-1 scale, shown in
+    percent, or on a metric's own ``scale`` (low, high), shown as it is
+    (``ScorePrediction.to_dict()`` or a run's ``prediction`` entry), or ``{note}``. Long:
+    "71.9% (95% interval 68.5-75.3%), 88th percentile of the leaderboard's models" (of the
+    source models for a bank folder's, :func:`population_of`); ``short``: "71.9% (68.5-75.3)".
     """
     if lb.get("score") is None:
         return f"not available ({lb.get('note', 'no score link')})"
-    text = f"{100 * lb['score']:.1f}%"
+    k, pct = (1.0, "") if lb.get("scale") else (100.0, "%")   # a metric's own scale, or 0-1
+    text = f"{k * lb['score']:.1f}{pct}"
     has_interval = lb.get("lo") is not None and lb.get("hi") is not None
     if short:
-        return text + (f" ({100 * lb['lo']:.1f}-{100 * lb['hi']:.1f})" if has_interval else "")
+        return text + (f" ({k * lb['lo']:.1f}-{k * lb['hi']:.1f})" if has_interval else "")
     if has_interval:
-        text += f" (95% interval {100 * lb['lo']:.1f}-{100 * lb['hi']:.1f}%)"
+        text += f" (95% interval {k * lb['lo']:.1f}-{k * lb['hi']:.1f}{pct})"
     if lb.get("percentile") is not None:
-        text += f", {_ordinal(lb['percentile'])} percentile of the leaderboard's models"
+        text += f", {_ordinal(lb['percentile'])} percentile of {population_of(lb)}"
     return text
 
 
@@ -229,7 +280,7 @@ def describe_method(lb) -> str:
 
 def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
     """The quantities a run reports, each once with its one interval: a bank run's predicted
-    leaderboard score, theta and the model-based accuracy; a suite run's predicted average (its
+    score (:func:`score_name`), theta and the model-based accuracy; a suite run's predicted average (its
     benchmarks are in the suite table; a suite has no theta)."""
     theta, se = info["theta"], info["se"]
     if suite is not None:
@@ -241,11 +292,13 @@ def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
     lb = leaderboard or {}
     rows = []
     if "score" in lb:
-        rows.append(("predicted leaderboard score", describe_prediction(lb)))
+        rows.append((score_name(lb), describe_prediction(lb)))
+        if lb.get("metric"):
+            rows.append(("metric", f"{lb['metric']}, {scale_words(lb)}"))
         if lb.get("design"):
             rows.append(("how", describe_method(lb)))
     elif lb.get("note"):
-        rows.append(("predicted leaderboard score", f"not available ({lb['note']})"))
+        rows.append((score_name(lb), f"not available ({lb['note']})"))
     ci = (f"[{theta - 1.96 * se:.3f}, {theta + 1.96 * se:.3f}]"
           if theta is not None and se is not None else "-")
     rows += [("theta (95% CI)", f"{_fmt(theta)} {ci}"),
@@ -304,6 +357,27 @@ def _warnings(leaderboard, suite) -> list[str]:
     return [lb["warning"]] if lb.get("warning") else []
 
 
+def _predictor_path(info, scale=None):
+    """A benchmark predictor run's prediction after each answer (its stored session:
+    :meth:`atlascat.predict.session.PredictSession.trajectory`; on the metric's ``scale``
+    (low, high) when given, else 0-1), or None for another run."""
+    if info.get("kind") != "predictor":
+        return None
+    from dataclasses import replace
+
+    from .predictor_session import PredictorLiveSession
+
+    try:
+        path = PredictorLiveSession.from_dict(info.get("session")).inner.trajectory()
+    except Exception:  # noqa: BLE001 - a damaged snapshot: the page shows theta instead
+        return None
+    if scale is None:
+        return path
+    lo, hi = (float(v) for v in scale)
+    return [replace(q, score=lo + (hi - lo) * q.score, lower=lo + (hi - lo) * q.lower,
+                    upper=lo + (hi - lo) * q.upper) for q in path]
+
+
 def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                       suite: dict | None = None, sections: str = "") -> str:
     """The HTML text of a run's page. ``bank`` (optional) adds each item's question, its
@@ -321,7 +395,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     n = int(info["n_items"])
     lat = answered["latency_s"].astype(float)
     proto = info.get("protocol") or "approximate"
-    label = protocol_label(proto, bank)
+    label = protocol_label(proto, bank, folder=_is_folder(info.get("bank_ref")))
     tokens = steps["prompt_tokens"].notna().any()
     summary = _summary_rows(info, leaderboard, suite)
     warnings = _warnings(leaderboard, suite)
@@ -347,8 +421,12 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     if info["error"]:
         kv.append(("last error", info["error"]))
     warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
+    path = _predictor_path(info, (leaderboard or {}).get("scale")) if suite is None else None
     if suite is not None:
         est, est_se, scale, spec = "average %", "SE (points)", 100.0, ".1f"
+    elif path is not None:
+        est, est_se, scale, spec = ("predicted" if (leaderboard or {}).get("scale") else
+                                    "predicted %"), "95% interval", 1.0, ".1f"
     else:
         est, est_se, scale, spec = "theta", "SE", 1.0, ".3f"
     rows = []
@@ -371,14 +449,20 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         toks = "" if rec["prompt_tokens"] is None else \
             f"{int(rec['prompt_tokens'])}/{int(rec['completion_tokens'] or 0)}"
         est_v = None if rec["theta"] is None else scale * rec["theta"]
-        se_v = None if rec["se"] is None else scale * rec["se"]
+        se_v = None if rec["se"] is None else _fmt(scale * rec["se"], spec)
+        if path is not None:  # the predictor: its predicted score after this answer
+            k = int(rec["step"])
+            q_k = path[k] if score is not None and k < len(path) else None
+            unit = 1.0 if (leaderboard or {}).get("scale") else 100.0
+            est_v = None if q_k is None else unit * q_k.score
+            se_v = "-" if q_k is None else f"{unit * q_k.lower:.1f}-{unit * q_k.upper:.1f}"
         rows.append(
             f"<tr><td class='num'>{int(rec['step']) + 1}</td><td>{_e(rec['item_id'])}</td>"
             f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>"
             + (f"<td>{choice}</td>" if choice else
                f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>") +
             f"<td>{_e(key)}</td><td>{mark}</td>"
-            f"<td class='num'>{_fmt(est_v, spec)}</td><td class='num'>{_fmt(se_v, spec)}</td>"
+            f"<td class='num'>{_fmt(est_v, spec)}</td><td class='num'>{_e(se_v or '-')}</td>"
             f"<td class='num'>{_fmt(rec['latency_s'])}</td>"
             + (f"<td class='num'>{toks}</td>" if tokens else "") +
             f"<td>{'cache' if rec['cached'] == 1 else ''}</td></tr>")
@@ -389,6 +473,12 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     if suite is not None:
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist(),
                                label="average", axis="predicted average (%)", scale=100.0)
+    elif path is not None:
+        lb = leaderboard or {}
+        traj = _trajectory_svg([q.score for q in path], None, label="predicted score",
+                               axis=score_name(lb) + ("" if lb.get("scale") else " (%)"),
+                               scale=1.0 if lb.get("scale") else 100.0,
+                               band=([q.lower for q in path], [q.upper for q in path]))
     else:
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
     headline = f"{summary[0][0]}: {summary[0][1]}"

@@ -103,6 +103,8 @@ class StepInfo:
     se: float
     cached: bool
     latency_s: float
+    #: a benchmark predictor's predicted score after the round, (score, lo, hi) 0-1; else None
+    predicted: tuple | None = None
 
 
 @dataclass
@@ -563,9 +565,15 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                  theta=theta, se=se, session=session.to_dict(),
                                  cache_key=subject.cache_key if cache else None)
             if on_step is not None:
+                from .predictor_session import PredictorLiveSession
+
+                predicted = None
+                if isinstance(session, PredictorLiveSession):
+                    pred = session.prediction()
+                    predicted = (pred.score, pred.lower, pred.upper)
                 for s, i, a, sc in zip(steps, items, answers, scores):
                     on_step(StepInfo(run_id, subject.name, s, i, sc, theta, se, a.cached,
-                                     float(a.latency_s)))
+                                     float(a.latency_s), predicted))
     except SubjectError as exc:
         store.fail_run(run_id, str(exc))
         raise RunStoppedError(f"{exc}. Run {run_id} is saved with {session.n_items} answered "

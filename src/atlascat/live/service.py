@@ -12,7 +12,7 @@ everywhere:
   :meth:`LiveRun.results` gives each run's row (``results.json``).
 - :func:`evaluate` / :func:`resume`: one run of one subject, started or resumed and driven to
   its end (its error raised).
-- :func:`predict_run`: the predicted leaderboard score of a stored run, from its own answers
+- :func:`predict_run`: the predicted score of a stored run, from its own answers
   and stop reason (a suite run's: its average).
 
 Example::
@@ -24,7 +24,7 @@ Example::
     ref = BankRef.from_option("arc")
     live = LiveRun.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)])
     live.run()
-    rows = live.results()     # theta, SE, the predicted leaderboard score, ...
+    rows = live.results()     # theta, SE, the predicted score, ...
 """
 from __future__ import annotations
 
@@ -43,10 +43,36 @@ __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run
 
 
 # ------------------------------------------------------------------ the predicted score
+def _named(ref: BankRef, pred: dict) -> dict:
+    """``pred`` with what it is a prediction of: ``benchmark`` and ``population`` (the source
+    models of a bank folder, or the leaderboard of a shipped bank: live/report.py's words)."""
+    from .report import LEADERBOARD, SOURCE
+
+    if pred.get("score") is None or "population" in pred:
+        return pred
+    if ref.kind != "dir":
+        return {**pred, "benchmark": ref.bench, "population": LEADERBOARD}
+    from ..bankdir.predict import metric_scale
+
+    folder = ref.folder()
+    m, scale = folder.manifest, metric_scale(folder)
+    metric = (m.get("source") or {}).get("metric")
+    out = {**pred, "benchmark": m.get("benchmark") or ref.bench, "population": SOURCE,
+           "metric": (f"{metric}: " if metric else "")
+           + (m.get("score") or "each model's mean over the items")}
+    if scale is not None:  # the score and its interval are on the metric's own scale
+        out["scale"] = list(scale)
+    return out
+
+
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
-    """{score, lo, hi, percentile, flag, warning} (0-1) of theta +- SE and the answers (item ->
-    0/1) through the bank's score link, or {note} when there is no estimate or no link (the
-    run's theta +- SE then stands on its own)."""
+    """{score, lo, hi, percentile, flag, warning, benchmark, population} (0-1) of theta +- SE
+    and the answers (item -> 0/1) through the bank's score link, or {note} when there is no
+    estimate or no link (the run's theta +- SE then stands on its own)."""
+    return _named(ref, _link_prediction(ref, theta, se, answers, stop_reason))
+
+
+def _link_prediction(ref: BankRef, theta, se, answers, stop_reason) -> dict:
     if theta is None or se is None:
         return {"note": "no estimate"}
     if ref.kind == "dir":
@@ -80,14 +106,14 @@ def _folder_prediction(folder, theta, se, answers, stop_reason) -> dict:
     administered = pd.DataFrame({"subject_id": "model", "item_id": list(answers),
                                  "score": [float(v) for v in answers.values()]})
     row = predict_scores(folder, persons, administered).iloc[0]
-    return {"score": float(row["leaderboard_accuracy"]), "lo": float(row["leaderboard_lo"]),
-            "hi": float(row["leaderboard_hi"]), "percentile": float(row["leaderboard_percentile"]),
-            "flag": str(row["leaderboard_flag"] or ""),
-            "warning": str(row["leaderboard_warning"] or "")}
+    return {"score": float(row["score"]), "lo": float(row["score_lo"]),
+            "hi": float(row["score_hi"]), "percentile": float(row["percentile"]),
+            "flag": str(row["score_flag"] or ""),
+            "warning": str(row["score_warning"] or "")}
 
 
 def predict_run(store: RunStore, run) -> dict:
-    """The predicted leaderboard score of a finished stored run (``run``: its id or its
+    """The predicted score of a finished stored run (``run``: its id or its
     :meth:`~atlascat.live.store.RunStore.list_runs` row), computed as ``atlas evaluate`` does:
     the run's own answers and stop reason; a suite run's is its predicted average. {} for a run
     that is not done."""
@@ -97,13 +123,13 @@ def predict_run(store: RunStore, run) -> dict:
     if row.get("state", row.get("status")) != "done":
         return {}
     if row["kind"] == "suite":
-        return suite_result(store, row["run_id"])["leaderboard"]
+        return suite_result(store, row["run_id"])["prediction"]
     if not row.get("bank_ref"):
         return {"note": "the run's bank was not stored"}
     ref = BankRef.parse(row["bank_ref"])
     if row["kind"] == "predictor":
         state = row["session"] if "session" in row else store.get_run(row["run_id"])["session"]
-        return predictor_prediction(ref, state)
+        return _named(ref, predictor_prediction(ref, state))
     steps = store.steps(row["run_id"])
     done = steps[(steps["status"] == "answered") & steps["score"].notna()]
     answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
@@ -132,7 +158,7 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
     ref = BankRef.parse(run.get("bank_ref") or "")
     pred = predict_run(store, run)
     if pred.get("score") is None:
-        raise ConfigError(f"run {run_id} has no predicted leaderboard score (bank {ref}: "
+        raise ConfigError(f"run {run_id} has no predicted score (bank {ref}: "
                           "only banks with a score link have one)")
     return {ref.bench or str(ref): pred}
 
@@ -204,7 +230,7 @@ def predictor_prediction(ref: BankRef, state: dict) -> dict:
         if session.n_items == 0:
             return {"note": "no answered item yet"}
         folder = ref.folder() if ref.kind == "dir" and Path(ref.name).is_dir() else None
-        out = session.leaderboard(folder.link if folder is not None else None)
+        out = session.predicted(folder.link if folder is not None else None)
         from ..bankdir.predict import metric_scale
 
         scale = None if folder is None else metric_scale(folder)
@@ -249,7 +275,7 @@ class LiveRun:
     :meth:`start` creates the runs (nothing is asked yet), :meth:`resume` takes stored ones of
     any kind, :meth:`run` asks until every run stops (``on_step`` per answered item, for a
     display), :meth:`results` gives each run's row: for one bank the run's fields, ``bench``,
-    ``bank``, the protocol label and ``leaderboard`` (:func:`predict_score`); for a suite
+    ``bank``, the protocol label and ``prediction`` (:func:`predict_score`); for a suite
     :func:`~atlascat.live.suite_run.suite_result`."""
 
     store: RunStore
@@ -286,11 +312,23 @@ class LiveRun:
             from .predictor_session import PredictorLiveSession
 
             predictor = ref.predictor()[0]
-            sessions = [PredictorLiveSession(predictor, budget=budget, rng=seed)
-                        for _ in subjects]
+            from ..predict.session import subject_generator
+
+            # each model's own stream, as `atlas simulate` replays it (replay_predictor)
+            sessions = [PredictorLiveSession(predictor, budget=budget,
+                                             rng=subject_generator(seed, s.name))
+                        for s in subjects]
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
         items = _job_bank(kind, ref) if ref is not None else bank
+        if kind == "adaptive" and ref is not None and ref.kind == "dir":
+            from ..cat.config import CATConfig
+            from ..cat.session import CATSession
+            from ..predict.session import subject_generator
+
+            # a bank folder's adaptive test: each model's own stream, as `atlas simulate` does
+            sessions = [CATSession(items, config=config or CATConfig(),
+                                   rng=subject_generator(seed, s.name)) for s in subjects]
         stored_ref = str(ref) if ref is not None else bank_ref
         jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
                               bank_ref=stored_ref, batch_size=batch_size, session=session,
@@ -370,12 +408,13 @@ class LiveRun:
                 continue
             row = {**res.to_dict(), "bench": job.ref.bench if job.ref else None,
                    "bank": str(job.ref) if job.ref else None,
-                   "protocol_label": protocol_label(res.protocol, job.bank)}
+                   "protocol_label": protocol_label(
+                       res.protocol, job.bank, folder=job.ref is not None and job.ref.kind == "dir")}
             if res.status == "done" and job.kind == "predictor":
                 row["design"] = "benchmark predictor"
-                row["leaderboard"] = predict_run(self.store, job.run_id)
+                row["prediction"] = predict_run(self.store, job.run_id)
             elif res.status == "done" and job.ref is not None:
-                row["leaderboard"] = predict_score(job.ref, res.theta, res.se,
+                row["prediction"] = predict_score(job.ref, res.theta, res.se,
                                                    dict(zip(res.items, res.scores)),
                                                    stop_reason=res.stop_reason)
             rows.append(row)

@@ -75,7 +75,7 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
 
 def suite_result(store: RunStore, run_id: str) -> dict:
     """A suite run's result: the run's fields (:class:`RunResult`) plus ``suite``, ``average``
-    {score, lo, hi, percentile} (also as ``leaderboard``), ``benchmarks`` [{name, weight, score,
+    {score, lo, hi, percentile} (also as ``prediction``), ``benchmarks`` [{name, weight, score,
     lo, hi, items, percentile[, warning]}] (0-1 scores), ``se_points``, ``nearest_models`` and
     ``table`` (the printed table, :func:`suite_table_rows`), from the stored answers. No
     ``theta`` / ``se``: a suite's estimate is its average."""
@@ -87,11 +87,11 @@ def suite_result(store: RunStore, run_id: str) -> dict:
     # log's estimate), which the result names as what it is: ``average`` and ``se_points``
     row = {k: v for k, v in res.to_dict().items() if k not in _NOT_SUITE_FIELDS}
     row.update({"suite": None, "average": None, "benchmarks": [],
-                "leaderboard": {"note": "no answered item yet"}})
+                "prediction": {"note": "no answered item yet"}})
     if res.n_items:
         session = SuiteLiveSession.from_dict(info["session"])
         pred = session.prediction(stop_reason=info.get("stop_reason"))
-        row.update(pred, stop_reason=res.stop_reason, leaderboard=dict(pred["average"]))
+        row.update(pred, stop_reason=res.stop_reason, prediction=dict(pred["average"]))
     else:
         row["suite"] = suite_of_run(info)
     row["protocol_label"] = protocol_label(row.get("protocol"), composite_for(suite_of_run(info)))

@@ -218,11 +218,16 @@ def item_dispersion(y, tables, log_prior, lo=0.05, hi=1.0, chunk=128):
 
 def draw_items(q, remaining, rng):
     """One item per row drawn with probabilities ``q`` (rows of :func:`draw_probabilities`)
-    by inverse CDF from one uniform per row; a draw that rounding puts on an item not
+    by inverse CDF from one uniform per row (``rng``: one Generator for every row, or a
+    sequence of Generators, one a row); a draw that rounding puts on an item not
     ``remaining`` takes the row's most probable item."""
     rows = np.arange(q.shape[0])
     cq = np.cumsum(q, axis=1)
-    j = np.minimum((cq < rng.random((q.shape[0], 1)) * cq[:, -1:]).sum(1), q.shape[1] - 1)
+    if isinstance(rng, np.random.Generator):
+        u = rng.random((q.shape[0], 1))
+    else:
+        u = np.array([[g.random()] for g in rng])
+    j = np.minimum((cq < u * cq[:, -1:]).sum(1), q.shape[1] - 1)
     return np.where(remaining[rows, j], j, np.argmax(q, axis=1))
 
 
@@ -232,7 +237,9 @@ def sequential_design(y, tables, log_prior, budget, mix, rng, level=None, share=
 
     ``level``: (x, c_0) of the level model (:func:`level_logits`, :func:`level_start`), None
     for the IRT model alone (then ``g`` = ``f``); ``share``: its share of the draws'
-    uncertainty part; ``dispersion``: phi of :func:`draw_probabilities`. Returns a dict of arrays, one column per draw k (shape (T, n) with
+    uncertainty part; ``rng``: one Generator, or one a row (:func:`draw_items`);
+    ``dispersion``: phi of :func:`draw_probabilities`. Returns a dict of arrays, one column per
+    draw k (shape (T, n) with
     n = min(budget, the most available items of a row)): ``item`` (index drawn), ``q`` (its
     draw probability), ``f`` and ``g`` (the two models' predictions f_j^(k), g_j^(k)),
     ``f_rest`` and ``g_rest`` (their sums over R_k), ``valid`` (False once a row has no item

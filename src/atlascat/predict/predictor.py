@@ -319,11 +319,15 @@ class BenchmarkPredictor:
                     design_score=arr["design"], design_se=arr["se"], theta=arr["theta"],
                     n_items=arr["n"], outside=outside, z=z)
 
-    def replay(self, targets: ResponseMatrix, *, budget=None, rng=None) -> pd.DataFrame:
+    def replay(self, targets: ResponseMatrix, *, budget=None, rng=None,
+               seed: int | None = None) -> pd.DataFrame:
         """Replay the design on every target's real answers (one row per target).
 
         Each target is asked at most ``budget`` (default the predictor's) of the items it has
-        answers for, drawn one after another (module docstring). Columns: ``subject``,
+        answers for, drawn one after another (module docstring) from ``rng`` (one Generator for
+        every row) or, with ``seed``, from each target's own
+        :func:`~atlascat.predict.session.subject_generator`: then a target is asked what a live
+        session of it seeded alike asks, whatever the other rows. Columns: ``subject``,
         ``n_items``, ``score``, ``lower``, ``upper`` (95%, 0-1), ``se``, ``method`` ("design"
         for a target outside the source population, else "combined"), ``flag``,
         ``model_score``, ``design_score``, ``theta``, ``full_score`` (the target's mean over its
@@ -335,7 +339,13 @@ class BenchmarkPredictor:
         if not isinstance(targets, ResponseMatrix):
             targets = ResponseMatrix(targets)
         y = targets.aligned_values(self.item_ids_, extra="ignore")
-        arr = self._replay_arrays(y, np.random.default_rng(rng), budget)
+        if seed is not None:
+            from .session import subject_generator
+
+            gen = [subject_generator(seed, s) for s in targets.subject_ids]
+        else:
+            gen = np.random.default_rng(rng)
+        arr = self._replay_arrays(y, gen, budget)
         score, lo, hi, sd, outside, z = self._combine(arr)
         return pd.DataFrame({
             "subject": list(targets.subject_ids), "n_items": arr["n"].astype(int),

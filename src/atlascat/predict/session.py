@@ -12,6 +12,7 @@ answers and the generator's state), so a live run resumed after a crash draws th
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -20,7 +21,16 @@ from ..cat.generators import generator_from_state, generator_state
 from ..errors import ConfigError
 from . import estimators as est
 
-__all__ = ["PredictSession", "BenchmarkPrediction"]
+__all__ = ["PredictSession", "BenchmarkPrediction", "subject_generator"]
+
+
+def subject_generator(seed: int, subject_id) -> np.random.Generator:
+    """The Generator of one model's draws: seeded by ``seed`` and the model's id (its CRC-32),
+    so a model replayed among others (:meth:`BenchmarkPredictor.replay` with ``seed``) and the
+    same model tested live with the same seed are asked the same items, and two models draw
+    independently."""
+    key = zlib.crc32(str(subject_id).encode("utf-8"))
+    return np.random.default_rng(np.random.SeedSequence([int(seed) % 2 ** 64, key]))
 
 
 @dataclass(frozen=True)
@@ -165,11 +175,19 @@ class PredictSession:
             n += 1
         return self._draws[:n]
 
+    def trajectory(self) -> list[BenchmarkPrediction]:
+        """The prediction after each answered draw in order (the k-th from the first k
+        answers, as :meth:`prediction` gave it then): what a run's report plots."""
+        draws = self._answered_draws()
+        return [self._predict(draws[:k]) for k in range(1, len(draws) + 1)]
+
     def prediction(self) -> BenchmarkPrediction:
         """The prediction from the answers recorded so far (the draws up to the first one
         without an answer)."""
+        return self._predict(self._answered_draws())
+
+    def _predict(self, draws) -> BenchmarkPrediction:
         p = self.predictor
-        draws = self._answered_draws()
         if not draws:
             raise ConfigError("no answers recorded yet; record the answer to the first item "
                               "next_items handed out before asking for a prediction")

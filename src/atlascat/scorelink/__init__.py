@@ -1,7 +1,10 @@
 """The score link: from an adaptive test's theta (+- SE) and answers to the published
-leaderboard score with a 95% interval (see ``docs/leaderboard.md``).
+score with a 95% interval (see ``docs/leaderboard.md``).
 
-- :mod:`.score_link`: :class:`ScoreLink` (fit, predict, stop settings, JSON round trip).
+- :mod:`.fit`: :class:`ScoreLinkEstimator` (scikit-learn style: settings in ``__init__``,
+  ``fit(bank, responses, scores)`` sets ``link_``).
+- :mod:`.score_link`: :class:`ScoreLink`, the fitted link (predict, stop settings, JSON round
+  trip); :mod:`.honesty`: what a prediction says outside the link's data.
 - :mod:`.frames`: :func:`predict_frame`, the predictions of every examinee of a simulation,
   all at once (:mod:`.batch`: :meth:`ScoreLink.predict`'s arithmetic on arrays).
 - :mod:`.prediction`: :class:`ScorePrediction` and the floor / ceiling stop notes.
@@ -13,10 +16,11 @@ A link is fitted by the evaluation code, shipped by the catalogue
 three and knows nothing of files shipped.
 """
 from .curve import fit_monotone_spline
+from .fit import ScoreLinkEstimator
 from .frames import predict_frame
 from .prediction import ScorePrediction, stop_note
 from .score_link import ScoreLink
 from .settings import ANSWER_CHANCE, CHANCE
 
-__all__ = ["ScoreLink", "ScorePrediction", "predict_frame", "stop_note", "fit_monotone_spline",
+__all__ = ["ScoreLink", "ScoreLinkEstimator", "ScorePrediction", "predict_frame", "stop_note", "fit_monotone_spline",
            "CHANCE", "ANSWER_CHANCE"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import BankError, ConfigError
+from . import honesty
 from .settings import LZ_CRITICAL, MIN_FIT_ITEMS, Z95
 
 __all__ = ["Answers", "BatchPrediction", "answer_table", "predict_batch"]
@@ -147,7 +148,7 @@ def _row_interp(x, xp, fp):
 
 
 def _accuracy_intervals(link, cols, ys, scale):
-    """ScoreLink._accuracy_interval of rows with the same number of answers k: the Wilson
+    """:func:`honesty.accuracy_interval` of rows with the same number of answers k: the Wilson
     interval of the proportion correct through E(theta) = mean_j P_j(theta) on the grid, then
     the curve +- 1.96 x scale x the residual SD (floor / top beyond the support)."""
     n = cols.shape[1]
@@ -230,7 +231,7 @@ def predict_batch(link, theta, se, answers: Answers | None = None) -> BatchPredi
                 P = _probabilities(link, th[g[h]][:, None], cols[h])
                 r[g[h]] = c["intercept"] + np.sum(c["weights"][cols[h]] * (ys[h] - P), axis=1)
     score, lo, hi = link._predict_arrays(th, sv, r, scale)
-    score, lo, hi, below, above = link._honest(th, sv, score, lo, hi)
+    score, lo, hi, below, above = link.honest(th, sv, score, lo, hi)
     lz = np.full(m, np.nan)
     if link.item_params is not None and (enough := ans.count >= MIN_FIT_ITEMS).any():
         y = ans.take(enough).matrix(len(link.item_ids))
@@ -240,7 +241,7 @@ def predict_batch(link, theta, se, answers: Answers | None = None) -> BatchPredi
         g = np.flatnonzero(~np.isnan(lz) & (ans.count == k))
         alo, ahi = _accuracy_intervals(link, ans.cols[g, :k], ans.ys[g, :k], scale[g])
         lo[g], hi[g] = np.minimum(lo[g], alo), np.maximum(hi[g], ahi)
-    guess = link._chance_not_excluded(ans.count, n_right)
+    guess = honesty.chance_not_excluded(link, ans.count, n_right)
     lo = np.where(guess, np.minimum(lo, link.chance), lo)
     pct = _percentiles(link, score) if m else np.zeros(0)
 

@@ -1,23 +1,27 @@
-"""Predicted leaderboard scores for every examinee of a simulation (:func:`predict_frame`).
+"""Predicted scores for every examinee of a simulation (:func:`predict_frame`).
 
 Each examinee's prediction is :meth:`ScoreLink.predict` on its own theta, SE, answers and stop
 reason, computed for all examinees at once by :func:`~atlascat.scorelink.batch.predict_batch` (the
 same arithmetic on arrays; answers grouped by examinee in one pass of NumPy,
 :func:`~atlascat.scorelink.batch.answer_table`). Only the text of the rows that carry a warning or
-a floor / ceiling note is written one row at a time (:meth:`ScoreLink._warnings`,
-:func:`~atlascat.scorelink.prediction.stop_note`, the one source of those lines).
+a floor / ceiling note is written one row at a time
+(:func:`atlascat.scorelink.honesty.warnings_for`, :func:`~atlascat.scorelink.prediction.stop_note`,
+the one source of those lines).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import honesty
 from .batch import answer_table, predict_batch
 from .prediction import ScorePrediction, stop_note
 
 __all__ = ["predict_frame"]
 
-COLUMNS = ["leaderboard_accuracy", "leaderboard_lo", "leaderboard_hi", "leaderboard_percentile",
-           "leaderboard_flag", "leaderboard_warning"]
+#: the prediction's columns, the same for every bank (shipped or a folder): the score and its
+#: 95% interval (0-1), its percentile among the link's population (0-100), flag and warning
+#: (``score_`` keeps them apart from a theta's own ``flag``, as ``atlas score`` writes it)
+COLUMNS = ["score", "score_lo", "score_hi", "percentile", "score_flag", "score_warning"]
 
 #: stop reasons that add a note ("at or near chance / the top", see stop_note), and those that
 #: add one where chance is in the interval (lo <= chance + 0.02)
@@ -37,7 +41,7 @@ def _texts(link, theta, se, pred, reasons):
         stops.isin(NOTED_NEAR_CHANCE).to_numpy() & (pred.lo <= link.chance + 0.02)))
     misfit = pred.misfit
     for i in np.flatnonzero(pred.below | pred.above | misfit | pred.guess | noted):
-        warnings, flags = link._warnings(
+        warnings, flags = honesty.warnings_for(link, 
             float(theta[i]), float(se[i]), bool(pred.below[i]), bool(pred.above[i]),
             float(pred.lz[i]) if misfit[i] else None,
             (int(pred.n_right[i]), int(pred.n_answered[i])) if pred.guess[i] else None)
@@ -53,14 +57,13 @@ def _texts(link, theta, se, pred, reasons):
 
 
 def predict_frame(link, persons, administered):
-    """Predicted leaderboard score per examinee of a ``simulate_cat`` result.
+    """Predicted score per examinee of a ``simulate_cat`` result.
 
     ``link``: a :class:`atlascat.scorelink.ScoreLink`; ``persons``: frame with subject_id, theta, se
     (and stop_reason, for the floor / ceiling note); ``administered``: frame with subject_id,
-    item_id, score (the answers observed). Returns a frame with ``leaderboard_accuracy``,
-    ``leaderboard_lo``, ``leaderboard_hi`` (0-1), ``leaderboard_percentile`` (0-100),
-    ``leaderboard_flag`` (:attr:`ScorePrediction.flag`, "" when none) and
-    ``leaderboard_warning`` (the warnings as one line, "" when none), in the order of
+    item_id, score (the answers observed). Returns a frame with ``score``, ``score_lo``,
+    ``score_hi`` (0-1), ``percentile`` (0-100), ``score_flag`` (:attr:`ScorePrediction.flag`, ""
+    when none) and ``score_warning`` (the warnings as one line, "" when none), in the order of
     ``persons``.
     """
     import pandas as pd
@@ -72,7 +75,7 @@ def predict_frame(link, persons, administered):
     answers = answer_table(link, persons["subject_id"].to_numpy(), administered)
     pred = predict_batch(link, theta, se, answers)
     flag, warning = _texts(link, theta, se, pred, reasons)
-    return pd.DataFrame({"leaderboard_accuracy": pred.score, "leaderboard_lo": pred.lo,
-                         "leaderboard_hi": pred.hi, "leaderboard_percentile": pred.percentile,
-                         "leaderboard_flag": flag, "leaderboard_warning": warning},
+    return pd.DataFrame({"score": pred.score, "score_lo": pred.lo,
+                         "score_hi": pred.hi, "percentile": pred.percentile,
+                         "score_flag": flag, "score_warning": warning},
                         columns=COLUMNS)

@@ -31,7 +31,10 @@ models (their answers on the bank and their published scores):
   times a factor chosen so that the interval covers 95% of the calibration models' replayed
   adaptive tests (for the answer corrections: of their cross-validated predictions).
 
-**Honest outside the data.** ``fit`` also stores the link's *support*: a Gaussian-kernel count
+The link is fitted by :class:`atlascat.scorelink.fit.ScoreLinkEstimator`; its honesty rules
+are in :mod:`atlascat.scorelink.honesty`.
+
+**Honest outside the data.** The fit also stores the link's *support*: a Gaussian-kernel count
 of calibration models per theta-grid point (bandwidth 0.25: about the number of models within
 +- 0.3), their theta and published-score ranges and the benchmark's chance level
 (:data:`CHANCE`). Where theta's 95% range (theta +- 1.96 SE) reaches a region with fewer than
@@ -58,13 +61,11 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import BankError, ConfigError
-from .correction import ridge_correction, with_columns
-from .curve import (MIN_LINK_MODELS, check_local, finite_values, fit_monotone_spline, fit_support,
-                    knots_for, local_scale, rounded, smoothed_variance)
+from . import honesty
+from .curve import check_local, rounded
 from .prediction import ScorePrediction, with_stop_note
-from .settings import (ANSWER_CHANCE, BOTTOM_TOLERANCE, CHANCE, CHANCE_ALPHA, COVERAGE_TARGET, GRID,
-                       LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP, MIN_SUPPORT, PRECISION_FLOOR,
-                       PRECISION_RATIO, SUPPORT_BANDWIDTH, Z95)
+from .settings import (BOTTOM_TOLERANCE, CHANCE, LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP,
+                       MIN_SUPPORT, PRECISION_FLOOR, PRECISION_RATIO, SUPPORT_BANDWIDTH, Z95)
 
 __all__ = ["ScoreLink", "percentile_of"]
 
@@ -89,7 +90,7 @@ def percentile_of(quantiles, score) -> float:
 class ScoreLink:
     """Map theta (+- SE), and optionally the observed answers, to the published score (0-1).
 
-    Build one with :meth:`fit`; predict with :meth:`predict` (one examinee) or
+    Fit one with :class:`atlascat.scorelink.fit.ScoreLinkEstimator`; predict with :meth:`predict` (one examinee) or
     :meth:`predict_many` (arrays). See the module docstring for the model.
     """
 
@@ -177,7 +178,7 @@ class ScoreLink:
         ``BOTTOM_TOLERANCE`` above the floor, above the theta where it goes flat (no calibration
         model scored lower, so a model below it may be at chance). Outside it a prediction carries a warning and its
         interval extends to the floor / top."""
-        lo, hi = self._data_bounds()
+        lo, hi = self.data_bounds()
         # a curve whose flat bottom is above the floor: below where it flattens, the link saw
         # no model score lower, so a lower score (down to chance) is not excluded
         bottom = float(self.score_grid.min())
@@ -186,7 +187,7 @@ class ScoreLink:
             lo = max(lo, float(self.theta_grid[flat[-1]]))
         return lo, hi
 
-    def _data_bounds(self) -> tuple[float, float]:
+    def data_bounds(self) -> tuple[float, float]:
         """(low, high) theta with enough calibration models (count and range only)."""
         lo, hi = self.support["theta_range"]
         count = self.support["count"]
@@ -260,143 +261,8 @@ class ScoreLink:
         return (f"ScoreLink({self.benchmark!r}, corrections={sorted(self.corrections)}, "
                 f"anchors={len(self.anchor_items)}, interval_scale={self.interval_scale:.3g})")
 
-    # ---------------------------------------------------------------- fitting
-    @classmethod
-    def fit(cls, bank, responses, scores, *, benchmark: str = "", theta=None,
-            leaderboard_scores=None, n_knots: int | None = None, cat_config=None, rng=None,
-            use_answers: bool = True, n_anchors: int = 5,
-            extra_se_stops=(), monotone: bool = True,
-            chance: float | None = None, min_models: int = MIN_LINK_MODELS,
-            min_support: float | None = None) -> "ScoreLink":
-        """Fit on calibration models.
-
-        Parameters
-        ----------
-        bank : the calibrated ItemBank
-        responses : their answers, a ResponseMatrix or an (n, J) array in bank order
-        scores : their published scores, 0-1, shape (n,) (NaN rows are ignored)
-        theta : their whole-bank theta (default: EAP on all bank items, N(0, 1), 61 nodes)
-        n_knots : interior knots of the spline (default :func:`knots_for` the number of models:
-            6 from 40 models up, 1 at 20; fewer than 20 models are refused)
-        leaderboard_scores : every leaderboard model's score (0-1), for :meth:`percentile`
-            (default: ``scores``)
-        cat_config : CATConfig of the adaptive test replayed on the calibration models to fit
-            the short-test curve, the answer corrections and the interval scales (default:
-            ``CATConfig(se_stop=0.2)``); ``False`` skips the replay (theta link only)
-        use_answers : fit the observed-answer corrections (item weights)
-        n_anchors : number of score anchors (items whose residual best predicts the published
-            score beyond theta; asked in addition to the adaptive items)
-        extra_se_stops : further SE stops replayed for the answer corrections (their rows are
-            stacked with the main replay's, so that the item weights fit tests of several
-            lengths; cross-validation folds keep each model's rows together)
-        monotone : make the curves non-decreasing in theta (isotonic); False for a benchmark
-            whose published score is not monotone in the bank's ability (TruthfulQA mc2)
-        chance : the benchmark's chance level (0-1); default :data:`CHANCE` for a known
-            ``benchmark``, else the lowest calibration score. The interval's floor outside
-            the data is min(chance, the 1% quantile of the calibration scores).
-        min_models : fewest calibration models accepted (:data:`MIN_LINK_MODELS`, 20; a
-            cross-fitting fold may go lower, with ``n_knots=0``: a cubic polynomial)
-        min_support : kernel-weighted models a theta region needs to count as inside the data
-            (default :data:`MIN_SUPPORT`, 10, the shipped banks'; a small population wants
-            :func:`atlascat.scorelink.curve.support_for` its size, as the bank builder passes)
-        """
-        from ..irt.ability import eap, response_array
-
-        y = response_array(responses, bank, extra="ignore") if not isinstance(
-            responses, np.ndarray) else np.asarray(responses, float)
-        s = np.asarray(scores, float)
-        if y.shape[0] != s.shape[0]:
-            raise ConfigError(f"{y.shape[0]} calibration models but {s.shape[0]} scores")
-        keep = np.isfinite(s)
-        y, s = y[keep], s[keep]
-        if np.nanmax(s) > 1.0 + 1e-9:
-            raise ConfigError("scores must be in 0-1 (divide published percentages by 100)")
-        if s.size < min_models:
-            raise ConfigError(f"a score link needs at least {min_models} calibration models "
-                              f"with a published score, got {s.size}; add models' results")
-        n_knots = knots_for(s.size) if n_knots is None else int(n_knots)
-        th_eap, se_eap = eap(y, bank)
-        th = th_eap if theta is None else np.asarray(theta, float)[keep]
-        grid = GRID
-        curve = fit_monotone_spline(th, s, n_knots=n_knots, grid=grid, monotone=monotone)
-        resid = s - np.interp(th, grid, curve)
-        var = smoothed_variance(th, resid, grid)
-        a, b, c, u = bank.params
-        quant = np.quantile(finite_values(leaderboard_scores if leaderboard_scores is not None else s),
-                            np.linspace(0, 1, 201))
-        link = cls(benchmark, grid, curve, var, item_ids=list(bank.item_ids),
-                   item_params=np.c_[a, b, c, u], quantiles=quant,
-                   info={"n_models": int(s.size), "n_items": int(len(bank)),
-                         "model": getattr(bank, "model", None), "monotone": bool(monotone),
-                         "rmse_full_bank": float(np.sqrt(np.mean(resid ** 2))),
-                         "mae_full_bank": float(np.mean(np.abs(resid)))},
-                   support=fit_support(th, s, grid, benchmark, chance,
-                                       min_models=MIN_SUPPORT if min_support is None
-                                       else float(min_support)))
-        if cat_config is False:
-            return link
-        from ..cat.config import CATConfig
-        from ..cat.simulate import simulate_cat
-
-        cfg = cat_config or CATConfig(se_stop=0.2)
-        rng = np.random.default_rng(0) if rng is None else np.random.default_rng(rng)
-        res = simulate_cat(bank, cfg, responses=y, rng=rng)
-        th_c = res.persons["theta"].to_numpy(float)
-        se_c = res.persons["se"].to_numpy(float)
-        asked = res.asked_mask()
-        # the published score regressed on the short test's own theta: E[score | theta_hat]
-        # at that precision (absorbs the estimate's shrinkage and the prior's misfit)
-        link.short_grid = fit_monotone_spline(th_c, s, n_knots=n_knots, grid=grid,
-                                              monotone=monotone)
-        link.se_anchor = (float(np.median(se_eap)), float(np.median(se_c)))
-        base = link._curve(th_c, se_c)
-        sd = np.sqrt(link._variance(th_c, se_c))
-        # the interval's width over theta follows the replayed models' standardized errors
-        # (kernel-smoothed, shrunk to 1 where few models are), then the smallest overall scale
-        # with 95% of the replayed calibration models inside the interval
-        z = (s - base) / sd
-        link.local_scale = local_scale(th_c, z, grid)
-        f = np.interp(th_c, grid, link.local_scale)
-        link.interval_scale = float(max(1.0, np.quantile(np.abs(z) / f, COVERAGE_TARGET)
-                                        / Z95))
-        link.info.update({"cat_se_stop": cfg.stopping.se_stop, "cat_mean_items": float(asked.sum(1).mean()),
-                          "cat_mae_calibration": float(np.mean(np.abs(s - base)))})
-        if use_answers:
-            P_full = link._probabilities(th)
-            e_full = np.nan_to_num(y) - P_full
-            delta_full = resid
-            ec = e_full - e_full.mean(0)
-            dc = delta_full - delta_full.mean()
-            corr = (ec * dc[:, None]).sum(0) / np.sqrt((ec ** 2).sum(0) * (dc ** 2).sum(0) + 1e-300)
-            anchors = np.argsort(-np.abs(corr), kind="stable")[:max(0, int(n_anchors))]
-            link.anchor_items = [link.item_ids[k] for k in anchors]
-            runs = [(th_c, se_c, asked)]
-            for stop in extra_se_stops:
-                rx = simulate_cat(bank, cfg.replace(se_stop=float(stop)), responses=y, rng=rng)
-                runs.append((rx.persons["theta"].to_numpy(float),
-                             rx.persons["se"].to_numpy(float), rx.asked_mask()))
-            groups = np.concatenate([np.arange(len(s))] * len(runs))
-            for key in ("cat", "anchors"):
-                if key == "anchors" and anchors.size == 0:
-                    continue
-                E, D, SD = [], [], []
-                for th_r, se_r, ask_r in runs:
-                    mask = with_columns(ask_r, anchors) if key == "anchors" else ask_r
-                    e = np.nan_to_num(y) - link._probabilities(th_r)
-                    E.append(np.where(mask, e, 0.0))
-                    D.append(s - link._curve(th_r, se_r))
-                    SD.append(np.sqrt(link._variance(th_r, se_r)))
-                fit = ridge_correction(np.vstack(E), np.concatenate(D), np.concatenate(SD),
-                                        rng, groups=groups,
-                                        theta=np.concatenate([r[0] for r in runs]), grid=grid)
-                link.corrections[key] = fit
-                link.info[f"cat_mae_calibration_{key}"] = fit.pop("cv_mae")
-                link.info[f"ridge_lambda_{key}"] = fit.pop("lambda")
-            link.info["correction_se_stops"] = [cfg.stopping.se_stop, *map(float, extra_se_stops)]
-        return link
-
     # ---------------------------------------------------------------- pieces
-    def _curve(self, theta, se=None):
+    def curve(self, theta, se=None):
         """g at theta: the whole-bank curve, blended towards the short-test curve as the SE
         grows from the whole bank's median SE to the replayed short test's median SE."""
         full = np.interp(theta, self.theta_grid, self.score_grid)
@@ -406,7 +272,7 @@ class ScoreLink:
         w = np.clip((np.asarray(se, float) - lo) / max(hi - lo, 1e-9), 0.0, 1.0)
         return (1.0 - w) * full + w * np.interp(theta, self.theta_grid, self.short_grid)
 
-    def _variance(self, theta, se):
+    def variance(self, theta, se):
         """Predictive variance before ``interval_scale``: spread of g over N(theta, se^2) plus
         the residual variance at theta."""
         theta = np.asarray(theta, float)
@@ -415,12 +281,12 @@ class ScoreLink:
         w = np.exp(-0.5 * z ** 2)
         w /= w.sum()
         pts = theta[..., None] + se[..., None] * z
-        g = self._curve(pts)
+        g = self.curve(pts)
         mean = (g * w).sum(-1)
         var_g = ((g - mean[..., None]) ** 2 * w).sum(-1)
         return var_g + np.interp(theta, self.theta_grid, self.var_grid)
 
-    def _probabilities(self, theta, cols=None):
+    def probabilities(self, theta, cols=None):
         p = self.item_params if cols is None else self.item_params[cols]
         a, b, c, u = p.T
         t = np.asarray(theta, float)[..., None]
@@ -438,7 +304,7 @@ class ScoreLink:
 
     def _correct(self, key, theta, cols, ys) -> float:
         c = self.corrections[key]
-        P = self._probabilities(float(theta), np.asarray(cols))
+        P = self.probabilities(float(theta), np.asarray(cols))
         return float(c["intercept"] + np.sum(c["weights"][cols] * (np.asarray(ys) - P)))
 
     def _answers(self, responses: Mapping | None):
@@ -484,7 +350,7 @@ class ScoreLink:
             self._local(key, np.array([theta]))[0])
         th, sv = np.array([theta]), np.array([se])
         score, lo, hi = self._predict_arrays(th, sv, np.array([r]), scale)
-        score, lo, hi, below, above = self._honest(th, sv, score, lo, hi)
+        score, lo, hi, below, above = self.honest(th, sv, score, lo, hi)
         score, lo, hi = float(score[0]), float(lo[0]), float(hi[0])
         lz = None
         if len(cols) >= MIN_FIT_ITEMS and self.item_params is not None:
@@ -495,15 +361,15 @@ class ScoreLink:
             lz = lz_star if np.isfinite(lz_star) else None
         misfit = lz is not None and lz < LZ_CRITICAL
         if misfit:
-            alo, ahi = self._accuracy_interval(cols, ys, scale)
+            alo, ahi = honesty.accuracy_interval(self, cols, ys, scale)
             lo, hi = min(lo, alo), max(hi, ahi)
-        guess = bool(self._chance_not_excluded(np.array([len(cols)]),
-                                               np.array([float(np.sum(ys))]))[0])
+        guess = bool(honesty.chance_not_excluded(self, np.array([len(cols)]),
+                                                 np.array([float(np.sum(ys))]))[0])
         if guess:
             lo = min(lo, self.chance)
-        warnings, flags = self._warnings(theta, se, bool(below[0]), bool(above[0]), lz if misfit
-                                         else None, (int(np.sum(ys)), len(cols)) if guess
-                                         else None)
+        warnings, flags = honesty.warnings_for(
+            self, theta, se, bool(below[0]), bool(above[0]), lz if misfit else None,
+            (int(np.sum(ys)), len(cols)) if guess else None)
         pred = ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark,
                                tuple(warnings), "+".join(flags), lz)
         return with_stop_note(pred, stop_reason, self.chance)
@@ -517,50 +383,26 @@ class ScoreLink:
         return np.interp(theta, self.theta_grid, grid)
 
     def _predict_arrays(self, theta, se, r, scale):
-        score = np.clip(self._curve(theta, se) + r, 0.0, 1.0)
-        half = Z95 * np.asarray(scale) * np.sqrt(self._variance(theta, se))
+        score = np.clip(self.curve(theta, se) + r, 0.0, 1.0)
+        half = Z95 * np.asarray(scale) * np.sqrt(self.variance(theta, se))
         return score, np.clip(score - half, 0.0, 1.0), np.clip(score + half, 0.0, 1.0)
 
-    def _expected_accuracy(self, theta, cols=None):
-        return self._probabilities(theta, cols).mean(-1)
+    def expected_accuracy(self, theta, cols=None):
+        return self.probabilities(theta, cols).mean(-1)
 
-    def curve(self, theta, se=None) -> np.ndarray:
-        """g at ``theta`` (blended towards the short-test curve as ``se`` grows, when given)."""
-        return self._curve(theta, se)
+    def honest(self, theta, se, score, lo, hi):
+        """:func:`atlascat.scorelink.honesty.honest` of this link: outside its data the
+        interval reaches the floor / top and, below it, the score falls towards the floor.
+        Returns (score, lo, hi, below, above)."""
+        return honesty.honest(self, theta, se, score, lo, hi)
 
     def honest_curve(self, theta) -> np.ndarray:
         """The whole-bank curve at ``theta`` (any shape), falling towards the floor below the
         link's data as :meth:`predict` does (no interval)."""
         flat = np.asarray(theta, float).reshape(-1)
         g = np.interp(flat, self.theta_grid, self.score_grid)
-        out = self._honest(flat, np.zeros_like(flat), g, g.copy(), g.copy())[0]
+        out = self.honest(flat, np.zeros_like(flat), g, g.copy(), g.copy())[0]
         return out.reshape(np.shape(theta))
-
-    def _honest(self, theta, se, score, lo, hi):
-        """Outside the link's data (vectorized): the interval's side towards the empty region
-        goes to the floor / top; below the support the point estimate falls from the curve's
-        value at the support's edge L towards the floor in proportion to the bank's expected
-        accuracy above its guessing floor, (A(theta) - A(-inf)) / (A(L) - A(-inf)), A = mean
-        P_j (the curve is held constant there, which would keep a model at chance at the
-        lowest calibrated score). Returns (score, lo, hi, below, above)."""
-        theta = np.asarray(theta, float)
-        se = np.asarray(se, float)
-        score, lo, hi = (np.array(v, float, copy=True) for v in (score, lo, hi))
-        low, high = self.support_bounds()
-        data_low = self._data_bounds()[0]
-        floor, top = self.support["floor"], self.support["top"]
-        below = theta - Z95 * se < low
-        above = theta + Z95 * se > high
-        out = (theta < data_low) & (score > floor)
-        if out.any() and self.item_params is not None:
-            a_min = float(np.mean(self.item_params[:, 2]))
-            a_low = float(self._expected_accuracy(data_low))
-            ratio = (np.clip((self._expected_accuracy(theta[out]) - a_min) / (a_low - a_min),
-                             0.0, 1.0) if a_low > a_min else 1.0)
-            score[out] = floor + (score[out] - floor) * ratio
-        lo = np.where(below, np.minimum(lo, floor), lo)
-        hi = np.where(above, np.maximum(hi, top), hi)
-        return np.clip(score, lo, hi), lo, hi, below, above
 
     def _item_bank(self):
         if self._bank_cache is None:
@@ -594,87 +436,6 @@ class ScoreLink:
             out[enough] = self._lz_star(theta[enough], y[enough])
         return out
 
-    def _accuracy_interval(self, cols, ys, scale) -> tuple[float, float]:
-        """The score interval the number correct alone supports, whatever the pattern.
-
-        The Wilson 95% interval of the proportion correct on the answered items is mapped to
-        theta through their expected proportion correct, mean_j P_j(theta) (increasing), then to
-        the score through the curve +- 1.96 x scale x the residual SD there. An end beyond the
-        support (or beyond what the items can express: all at guessing / at the top) goes to
-        the floor / top.
-        """
-        n = len(ys)
-        p = float(np.mean(ys))
-        z = Z95
-        den = 1.0 + z * z / n
-        centre = (p + z * z / (2 * n)) / den
-        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-        grid = self.theta_grid
-        E = np.maximum.accumulate(self._expected_accuracy(grid, np.asarray(cols)))
-        E = E + 1e-12 * np.arange(E.size)   # strictly increasing for interp
-        low, high = self.support_bounds()
-        floor, top = self.support["floor"], self.support["top"]
-        sd = lambda t: np.sqrt(float(np.interp(t, grid, self.var_grid)))  # noqa: E731
-        p_lo, p_hi = centre - half, centre + half
-        if p_lo <= E[0]:
-            lo = floor
-        else:
-            t = float(np.interp(p_lo, E, grid))
-            lo = floor if t < low else float(self._curve(t)) - z * scale * sd(t)
-        if p_hi >= E[-1]:
-            hi = top
-        else:
-            t = float(np.interp(p_hi, E, grid))
-            hi = top if t > high else float(self._curve(t)) + z * scale * sd(t)
-        return max(0.0, lo), min(1.0, hi)
-
-    def _chance_not_excluded(self, n, k) -> np.ndarray:
-        """Rows whose k right of n answered cannot be told from guessing: the binomial
-        P(X >= k | n, answer chance) >= :data:`CHANCE_ALPHA`. Their interval then reaches down to
-        the benchmark's chance level: a real weak LLM's wrong answers are systematic (the link
-        learns where such patterns publish), but a pure guesser with the same number right
-        would publish chance, and its answers cannot exclude that (uniform 0/1 answers at 0.25
-        on ARC read 29.5% (23-36%) on the link: 22% of their intervals missed 25%)."""
-        from scipy.special import betainc  # binom.sf(x) = I_p(x + 1, n - x) without scipy.stats
-
-        p = ANSWER_CHANCE.get(self.benchmark)
-        n = np.asarray(n, float)
-        k = np.asarray(k, float)
-        if p is None or self.chance is None:
-            return np.zeros(n.shape, bool)
-        if p <= 0:
-            return (n > 0) & (k <= 0)
-        x = np.floor(k - 1)
-        with np.errstate(invalid="ignore"):
-            tail = np.where(x < 0, 1.0, np.where(x >= n, 0.0, betainc(x + 1, n - x, p)))
-        return (n > 0) & (tail >= CHANCE_ALPHA)
-
-    def _warnings(self, theta, se, below, above, lz, guess=None):
-        low, high = self.support_bounds()
-        sup = self.support
-        warnings, flags = [], []
-        reach = f"theta {theta:.2f} +- {Z95 * se:.2f}"
-        if below:
-            flags.append("below_data")
-            warnings.append(f"{reach} reaches below the link's calibration models (supported "
-                            f"from theta {low:.2f}): the score may be as low as "
-                            f"{100 * sup['floor']:.0f}% (chance {100 * sup['chance']:.0f}%)")
-        if above:
-            flags.append("above_data")
-            warnings.append(f"{reach} reaches above the link's calibration models (supported "
-                            f"to theta {high:.2f}): the score may be as high as "
-                            f"{100 * sup['top']:.0f}%")
-        if lz is not None:
-            flags.append("misfit")
-            warnings.append(f"the answers do not fit the IRT model (person fit lz* = {lz:.2f} "
-                            f"< {LZ_CRITICAL:.2f}): interval widened to what the number correct "
-                            "supports")
-        if guess is not None:
-            flags.append("chance")
-            warnings.append(f"{guess[0]} of {guess[1]} right cannot be told from guessing: the "
-                            f"score may be as low as chance ({100 * self.chance:.0f}%)")
-        return warnings, flags
-
     def predict_many(self, theta, se, *, asked=None, y=None, flags: bool = False):
         """Vectorized :meth:`predict`: arrays ``(score, lo, hi)`` (and ``flag``, an object array
         of :attr:`ScorePrediction.flag` strings, with ``flags=True``).
@@ -690,7 +451,7 @@ class ScoreLink:
         misfit = np.zeros(theta.shape, bool)
         if asked is not None and y is not None and self.corrections:
             asked = np.asarray(asked, bool)
-            e = np.where(asked, np.nan_to_num(np.asarray(y, float)) - self._probabilities(theta),
+            e = np.where(asked, np.nan_to_num(np.asarray(y, float)) - self.probabilities(theta),
                          0.0)
             use = asked.any(1)
             keys = np.where(use, "cat", "")
@@ -709,7 +470,7 @@ class ScoreLink:
             plain = ~np.asarray(asked, bool).any(1)
             scale[plain] = scale[plain] * self._local(None, theta[plain])
         score, lo, hi = self._predict_arrays(theta, se, r, scale)
-        score, lo, hi, below, above = self._honest(theta, se, score, lo, hi)
+        score, lo, hi, below, above = self.honest(theta, se, score, lo, hi)
         if asked is not None and y is not None and self.item_params is not None:
             asked = np.asarray(asked, bool)
             enough = asked.sum(1) >= MIN_FIT_ITEMS
@@ -720,14 +481,14 @@ class ScoreLink:
                 misfit = np.nan_to_num(lz, nan=0.0) < LZ_CRITICAL
                 for i in np.flatnonzero(misfit):
                     cols = np.flatnonzero(asked[i])
-                    alo, ahi = self._accuracy_interval(cols, np.asarray(y, float)[i, cols],
-                                                       scale[i])
+                    alo, ahi = honesty.accuracy_interval(self, cols,
+                                                         np.asarray(y, float)[i, cols], scale[i])
                     lo[i], hi[i] = min(lo[i], alo), max(hi[i], ahi)
         guess = np.zeros(theta.shape, bool)
         if asked is not None and y is not None:
             asked = np.asarray(asked, bool)
             k = np.where(asked, np.nan_to_num(np.asarray(y, float)), 0.0).sum(1)
-            guess = self._chance_not_excluded(asked.sum(1), k)
+            guess = honesty.chance_not_excluded(self, asked.sum(1), k)
             lo = np.where(guess, np.minimum(lo, self.chance), lo)
         if not flags:
             return score, lo, hi

@@ -2,7 +2,7 @@
 
 Each weighted posterior draw theta_k is pushed through every member's score link curve g_b
 (the whole-bank curve; below the link's data it falls towards the floor as the link does,
-``ScoreLink._honest``) and given a residual e_bk = sd_b(theta_bk) r_bk, where r_k ~ N(0, R)
+``ScoreLink.honest``) and given a residual e_bk = sd_b(theta_bk) r_bk, where r_k ~ N(0, R)
 (R the residual correlation of :class:`~atlascat.suite.prior.SuitePrior`, fixed quasi-random
 draws) and sd_b the link's residual SD. Then
 
