@@ -12,16 +12,32 @@
 - :func:`simulated_sample_logs`: the logs of simulated models made from one real sample log,
   to try the path before running the harness on 20 models (:mod:`atlascat.bankdir.simlogs`).
 """
-from .builder import MIN_MODELS, build_bank, fit_link, read_scores
-from .folder import BankFolder, is_bank_dir, load_bank_dir, write_bank_dir
-from .predict import (PREDICTION_COLUMNS, PREDICTOR_FILE, PREDICTOR_ITEMS_FILE, load_predictor,
-                      load_predictor_items, predict_scores, replay_predictor)
-from .samplelogs import LoggedItem, SampleLogs, parse_arguments, read_sample_logs
-from .simlogs import simulated_sample_logs
+import importlib
 
-__all__ = ["build_bank", "fit_link", "read_scores", "MIN_MODELS", "BankFolder", "is_bank_dir",
-           "load_bank_dir", "write_bank_dir", "predict_scores", "PREDICTION_COLUMNS",
-           "replay_predictor", "load_predictor", "load_predictor_items", "PREDICTOR_FILE",
-           "PREDICTOR_ITEMS_FILE",
-           "read_sample_logs", "SampleLogs", "LoggedItem", "parse_arguments",
-           "simulated_sample_logs"]
+_LAZY = {"build_bank": "builder", "fit_link": "builder", "read_scores": "builder",
+         "MIN_MODELS": "defaults", "BUDGET": "defaults", "FOLDS": "defaults",
+         "BankFolder": "folder", "is_bank_dir": "folder", "load_bank_dir": "folder",
+         "write_bank_dir": "folder", "predict_scores": "predict",
+         "PREDICTION_COLUMNS": "predict", "replay_predictor": "predict",
+         "load_predictor": "predict", "load_predictor_items": "predict",
+         "PREDICTOR_FILE": "predict", "PREDICTOR_ITEMS_FILE": "predict",
+         "read_sample_logs": "samplelogs", "SampleLogs": "samplelogs",
+         "LoggedItem": "samplelogs", "parse_arguments": "samplelogs",
+         "simulated_sample_logs": "simlogs"}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name):
+    """The package's names, each imported from its module when first used (a command that
+    only reads a folder's defaults does not import pandas)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'atlascat.bankdir' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

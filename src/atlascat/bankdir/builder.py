@@ -39,18 +39,13 @@ import pandas as pd
 
 from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError
+from .defaults import BUDGET, FOLDS, MIN_MODELS
 from .predict import PREDICTOR_ITEMS_FILE
 
 __all__ = ["build_bank", "build_warnings", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
            "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS",
            "read_scaled_matrix", "check_score_range"]
 
-#: fewest source models a bank folder is built from
-MIN_MODELS = 20
-#: the test length a bank folder's link is fitted for (``atlas simulate --max-items 50``)
-BUDGET = 50
-#: cross-fitting folds that size a bank folder's interval (:func:`cross_fit_factor`)
-FOLDS = 5
 #: SE stop of the adaptive test replayed on the source models to fit the link's short-test
 #: curve, answer corrections and interval scales (the shipped banks' setting)
 LINK_SE_STOP = 0.2

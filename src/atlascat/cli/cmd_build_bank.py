@@ -7,101 +7,108 @@ from typing import List, Optional, Tuple
 
 import typer
 
+from ..bankdir.defaults import BUDGET
 from ..irt.defaults import AUTO
 from ._common import console, escape, print_frame, quiet_option, warn
 
 
+def build_bank_command(
+    results: List[str] = typer.Argument(
+        ..., metavar="RESULTS",
+        help="A response matrix (models x items, any format RESPONSES takes, missing cells "
+             "allowed), or lm-evaluation-harness sample logs: samples_<task>_*.jsonl[.gz] "
+             "files or the run folders holding them (one folder per model)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Bank folder to write."),
+    scores: Optional[Path] = typer.Option(
+        None, "--scores", help="CSV of model,score (0-1 or percent) when the benchmark's "
+        "score is not each model's mean over the items. [default: the mean over all items "
+        "of RESULTS]"),
+    task: Optional[str] = typer.Option(None, "--task",
+                                       help="Sample logs: the task to read (when the "
+                                            "folders hold several)."),
+    metric: Optional[str] = typer.Option(None, "--metric",
+                                         help="Sample logs: the per-sample metric that "
+                                              "scores an item. [default: the task's first]"),
+    filter_name: Optional[str] = typer.Option(None, "--filter",
+                                              help="Sample logs: the harness filter to "
+                                                   "keep when a task logs several."),
+    name: Optional[str] = typer.Option(None, "--name",
+                                       help="Benchmark name. [default: the task, or the "
+                                            "matrix file's name]"),
+    model: str = typer.Option(AUTO, "--model",
+                              help="IRT model: auto (chosen for the number of models), "
+                                   "1pl, 2pl, 3pl or 4pl."),
+    budget: int = typer.Option(BUDGET, "--budget", min=5,
+                               help="Test length the score link is fitted for."),
+    chance: Optional[float] = typer.Option(None, "--chance",
+                                           help="Score (0-1) of a model answering at "
+                                                "random: the floor of a weaker model's "
+                                                "interval; where the weakest source "
+                                                "models score at chance, no target is "
+                                                "taken for weaker. [default: from sample logs "
+                                                "the mean of 1 / options, 0 for "
+                                                "generation; from a matrix 0]"),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    score_range: Optional[Tuple[float, float]] = typer.Option(
+        None, "--score-range", metavar="LO HI",
+        help="The scores' scale when it is not 0-1 (BLEU: 0 100; a 1-10 judge rating: 1 10): "
+             "mapped to 0-1 when read, every prediction mapped back. [default: 0-1; from "
+             "sample logs the harness's known range of the metric]"),
+    quiet: bool = quiet_option(),
+):
+    """Build a bank folder (bank, requests, score link, manifest) for --bank DIR.
+
+    From 20 source models up. Each model's score is its mean over all items of RESULTS
+    (or --scores); from sample logs every item keeps the exact requests it was asked and
+    its scoring rule, so `atlas evaluate --bank DIR` asks a new model the same.
+    """
+    from ..bankdir import build_bank
+    from ..validation import check_finite, check_output_dir
+
+    check_output_dir(output, what="bank folder")  # before any work
+    if chance is not None:
+        check_finite(chance, "--chance")
+    folder = build_bank(results if len(results) > 1 else results[0], output, scores=scores,
+                        task=task, metric=metric, filter_name=filter_name, name=name,
+                        model=model, seed=seed, chance=chance, budget=budget,
+                        score_range=score_range)
+    _show_summary(folder.manifest)
+    files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
+    console.print(f"wrote {escape(str(output))}/ ({files})")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("build-bank")
-    def build_bank_cmd(
-        results: List[str] = typer.Argument(
-            ..., metavar="RESULTS",
-            help="A response matrix (models x items, any format RESPONSES takes, missing cells "
-                 "allowed), or lm-evaluation-harness sample logs: samples_<task>_*.jsonl[.gz] "
-                 "files or the run folders holding them (one folder per model)."),
-        output: Path = typer.Option(..., "--output", "-o", help="Bank folder to write."),
-        scores: Optional[Path] = typer.Option(
-            None, "--scores", help="CSV of model,score (0-1 or percent) when the benchmark's "
-            "score is not each model's mean over the items. [default: the mean over all items "
-            "of RESULTS]"),
-        task: Optional[str] = typer.Option(None, "--task",
-                                           help="Sample logs: the task to read (when the "
-                                                "folders hold several)."),
-        metric: Optional[str] = typer.Option(None, "--metric",
-                                             help="Sample logs: the per-sample metric that "
-                                                  "scores an item. [default: the task's first]"),
-        filter_name: Optional[str] = typer.Option(None, "--filter",
-                                                  help="Sample logs: the harness filter to "
-                                                       "keep when a task logs several."),
-        name: Optional[str] = typer.Option(None, "--name",
-                                           help="Benchmark name. [default: the task, or the "
-                                                "matrix file's name]"),
-        model: str = typer.Option(AUTO, "--model",
-                                  help="IRT model: auto (chosen for the number of models), "
-                                       "1pl, 2pl, 3pl or 4pl."),
-        budget: int = typer.Option(50, "--budget", min=5,
-                                   help="Test length the score link is fitted for."),
-        chance: Optional[float] = typer.Option(None, "--chance",
-                                               help="Score (0-1) of a model answering at "
-                                                    "random: the floor of a weaker model's "
-                                                    "interval; where the weakest source "
-                                                    "models score at chance, no target is "
-                                                    "taken for weaker. [default: from sample logs "
-                                                    "the mean of 1 / options, 0 for "
-                                                    "generation; from a matrix 0]"),
-        seed: int = typer.Option(0, "--seed", help="Random seed."),
-        score_range: Optional[Tuple[float, float]] = typer.Option(
-            None, "--score-range", metavar="LO HI",
-            help="The scores' scale when it is not 0-1 (BLEU: 0 100; a 1-10 judge rating: 1 10): "
-                 "mapped to 0-1 when read, every prediction mapped back. [default: 0-1; from "
-                 "sample logs the harness's known range of the metric]"),
-        quiet: bool = quiet_option(),
-    ):
-        """Build a bank folder (bank, requests, score link, manifest) for --bank DIR.
+    app.command("build-bank")(build_bank_command)
 
-        From 20 source models up. Each model's score is its mean over all items of RESULTS
-        (or --scores); from sample logs every item keeps the exact requests it was asked and
-        its scoring rule, so `atlas evaluate --bank DIR` asks a new model the same.
-        """
-        from ..bankdir import build_bank
-        from ..validation import check_finite, check_output_dir
 
-        check_output_dir(output, what="bank folder")  # before any work
-        if chance is not None:
-            check_finite(chance, "--chance")
-        folder = build_bank(results if len(results) > 1 else results[0], output, scores=scores,
-                            task=task, metric=metric, filter_name=filter_name, name=name,
-                            model=model, seed=seed, chance=chance, budget=budget,
-                            score_range=score_range)
-        m = folder.manifest
-        src = m["source"]
-        rows = [("benchmark", m["benchmark"]),
-                ("source", src["kind"] + (f" ({src['task']}, metric {src['metric']})"
-                                          if src["kind"] == "sample_logs" else "")),
-                ("models", m["n_models"]),
-                ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
-                ("IRT model", m["calibration"]["model"]),
-                ("items measure one thing", _dimension_row(m.get("dimensionality"))),
-                ("chance level", _chance_row(m["settings"])),
-                *_scale_rows(m["settings"]),
-                *_predictor_rows(m.get("predictor")),
-                ("interval widened (cross-fit)", f"x{m['cross_fit']['factor']:.2f}"
-                 if m.get("cross_fit") else "no")]
-        if m.get("requests"):
-            r = m["requests"]
-            rows.append(("requests", f"{r['n_items']} items, rules {', '.join(r['rules'])}, "
-                                     f"rule reproduces the logs: {r['rule_agreement_min']:.0%}"
-                         if r["rule_agreement_min"] is not None else
-                         f"{r['n_items']} items, rules {', '.join(r['rules'])}"))
-        import pandas as pd
+def _show_summary(m: dict) -> None:
+    """The folder's summary table, then the build's warnings (stderr)."""
+    src = m["source"]
+    rows = [("benchmark", m["benchmark"]),
+            ("source", src["kind"] + (f" ({src['task']}, metric {src['metric']})"
+                                      if src["kind"] == "sample_logs" else "")),
+            ("models", m["n_models"]),
+            ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
+            ("IRT model", m["calibration"]["model"]),
+            ("items measure one thing", _dimension_row(m.get("dimensionality"))),
+            ("chance level", _chance_row(m["settings"])),
+            *_scale_rows(m["settings"]),
+            *_predictor_rows(m.get("predictor")),
+            ("interval widened (cross-fit)", f"x{m['cross_fit']['factor']:.2f}"
+             if m.get("cross_fit") else "no")]
+    if m.get("requests"):
+        r = m["requests"]
+        rows.append(("requests", f"{r['n_items']} items, rules {', '.join(r['rules'])}, "
+                                 f"rule reproduces the logs: {r['rule_agreement_min']:.0%}"
+                     if r["rule_agreement_min"] is not None else
+                     f"{r['n_items']} items, rules {', '.join(r['rules'])}"))
+    import pandas as pd
 
-        print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas build-bank")
-        from ..bankdir.builder import build_warnings
+    print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas build-bank")
+    from ..bankdir.builder import build_warnings
 
-        for line in build_warnings(m):
-            warn(line)
-        files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
-        console.print(f"wrote {escape(str(output))}/ ({files})")
+    for line in build_warnings(m):
+        warn(line)
 
 
 def _scale_rows(settings: dict) -> list[tuple[str, str]]:
