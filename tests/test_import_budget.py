@@ -26,7 +26,8 @@ NOT_FOR_SIMULATE = ("scipy", "matplotlib", "sklearn", "torch", "atlascat.live", 
                     "atlascat.scorelink", "atlascat.studies", "atlascat.predict",
                     "atlascat.design", "rich.progress", "rich.table")  # rich's: -q, piped
 #: light settings modules under those prefixes that the commands' help texts read
-SETTINGS = ("atlascat.studies", "atlascat.studies.config")
+SETTINGS = ("atlascat.studies", "atlascat.studies.config", "atlascat.bankdir",
+            "atlascat.bankdir.defaults")
 
 
 def _modules(tmp_path: Path, *args: str) -> set[str]:
