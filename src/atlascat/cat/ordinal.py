@@ -40,6 +40,7 @@ from ..irt import polytomous as poly
 from ..irt.polybank import PolyBank
 from ..irt.quadrature import normal_quadrature
 from .config import CATConfig
+from .generators import generator_from_state, generator_state
 
 __all__ = ["OrdinalCATResult", "OrdinalCATSession", "simulate_ordinal_cat", "item_locations"]
 
@@ -330,6 +331,60 @@ class OrdinalCATSession:
     @property
     def theta(self) -> float:
         return float(self._eng.theta[0])
+
+    @property
+    def n_items(self) -> int:
+        """Items answered (rated) so far."""
+        return int(self._eng.n_items[0])
+
+    def expected_accuracy(self) -> float:
+        """The expected share of each item's scale at theta, averaged over the bank:
+        mean_j (E[X_j | theta] - lo_j) / (hi_j - lo_j), the ordinal analogue of the expected
+        proportion correct (the same number for a binary item scored 0/1)."""
+        lo = np.array([lv[0] for lv in self.bank.levels])
+        hi = np.array([lv[-1] for lv in self.bank.levels])
+        return float(np.mean((self.bank.expected_score(self.theta) - lo) / (hi - lo)))
+
+    def credit(self, item_id: str, rating) -> float:
+        """A rating's share of its item's scale, (rating - lo) / (hi - lo), in [0, 1]."""
+        lev = self.bank.levels[self.bank.index_of(str(item_id))]
+        return float((float(rating) - lev[0]) / (lev[-1] - lev[0]))
+
+    def to_dict(self) -> dict:
+        """JSON-serializable snapshot of the test so far; ``from_dict(d, bank)`` continues it
+        exactly (the random generator's state included)."""
+        eng = self._eng
+        return {"format": "atlascat.OrdinalCATSession/1", "config": eng.config.to_dict(),
+                "item_ids": [str(i) for i in self.bank.item_ids],
+                "used": np.flatnonzero(eng.used[0]).tolist(),
+                "given": np.flatnonzero(eng.given[0]).tolist(),
+                "counts": eng.counts.tolist(), "log_post": eng.log_post[0].tolist(),
+                "n_items": self.n_items, "n_skipped": int(eng.n_skip[0]), "done": self.done,
+                "stop_reason": self.stop_reason, "theta": self.theta, "se": self.se,
+                "pending": self._pending, "rows": self._rows,
+                "rng": generator_state(eng.rng)}
+
+    @classmethod
+    def from_dict(cls, d: dict, bank: PolyBank) -> "OrdinalCATSession":
+        """The session of a :meth:`to_dict` snapshot, on the same bank."""
+        if d.get("format") != "atlascat.OrdinalCATSession/1":
+            raise ConfigError("not an ordinal adaptive test's snapshot (format "
+                              f"{d.get('format')!r})")
+        if d["item_ids"] != [str(i) for i in bank.item_ids]:
+            raise ConfigError("the bank differs from the one the session was run with (its "
+                              "item ids); pass the same bank")
+        session = cls(bank, CATConfig.from_dict(d["config"]), generator_from_state(d["rng"]))
+        eng = session._eng
+        eng.used[0, d["used"]] = True
+        eng.given[0, d["given"]] = True
+        eng.counts[:] = d["counts"]
+        eng.log_post[0] = d["log_post"]
+        eng.n_items[0], eng.n_skip[0] = d["n_items"], d["n_skipped"]
+        eng.done[0], eng.reason[0] = bool(d["done"]), d["stop_reason"]
+        eng.theta[0], eng.se[0] = d["theta"], d["se"]
+        eng.info[0] = eng.info_at(eng.theta[:1])[0]
+        session._pending, session._rows = d["pending"], list(d["rows"])
+        return session
 
     @property
     def se(self) -> float:

@@ -204,7 +204,15 @@ def expected_accuracy(bank, theta: float) -> float:
     return float(np.mean(bank.probability(float(theta))))
 
 
-def _session_cls():
+def _session_cls(bank):
+    """The adaptive test of ``bank``: :class:`~atlascat.cat.ordinal.OrdinalCATSession` for an
+    ordinal (graded / gpcm) bank, else the CAT."""
+    from ..irt.polybank import PolyBank
+
+    if isinstance(bank, PolyBank):
+        from ..cat.ordinal import OrdinalCATSession
+
+        return OrdinalCATSession
     from ..cat.session import CATSession
 
     return CATSession
@@ -222,7 +230,7 @@ def _restore_session(info: dict, bank):
         from .predictor_session import PredictorLiveSession
 
         return PredictorLiveSession.from_dict(state, bank)
-    return _session_cls().from_dict(state, bank)
+    return _session_cls(bank).from_dict(state, bank)
 
 
 def _model_accuracy(session, bank) -> float:
@@ -270,7 +278,11 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
     if session is None:
-        session = _session_cls()(bank, config=config, rng=np.random.default_rng(seed))
+        cls = _session_cls(bank)
+        if k > 1 and not hasattr(cls, "next_items"):
+            raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop the "
+                              f"batch size {k}")
+        session = cls(bank, config=config, rng=np.random.default_rng(seed))
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
@@ -552,16 +564,14 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                         f"none of the model's first {n_read} replies holds an answer the scorer "
                         f"can read (e.g. {answers[todo[-1]].text[:80]!r}); refusing to score "
                         "them all wrong. Check --prompt-style / --max-tokens / --system")
-            for n, sc in enumerate(scores):
-                if not 0 <= sc <= 1:
-                    raise LiveRunError(f"item {items[n]!r}: the scoring rule gave {sc!r}, not a "
-                                       "score in [0, 1]")
+            credits = _check_scores(session, items, scores)
             _record_round(session, items, scores)
             theta, se = float(session.theta), float(session.se)
             store.complete_round(run_id, [dict(step=s, item_id=i, answer=a, score=sc,
-                                               prompt_hash=h, stored=st)
-                                          for s, i, a, sc, h, st in zip(steps, items, answers,
-                                                                        scores, hashes, stored)],
+                                               prompt_hash=h, stored=st, credit=c)
+                                          for s, i, a, sc, h, st, c in zip(
+                                              steps, items, answers, scores, hashes, stored,
+                                              credits)],
                                  theta=theta, se=se, session=session.to_dict(),
                                  cache_key=subject.cache_key if cache else None)
             if on_step is not None:
@@ -590,6 +600,26 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     store.finish_run(run_id, stop_reason=getattr(session, "stop_reason", None),
                      accuracy=_model_accuracy(session, bank))
     return RunResult.from_store(store, run_id)
+
+
+def _check_scores(session, items, scores) -> list:
+    """Each answer's credit in [0, 1] (what ``n_correct`` adds up): the score itself, or an
+    ordinal item's rating as a share of its scale (``session.credit``); a score outside
+    [0, 1], or a rating that is not one of its item's levels, is one clear error."""
+    credit = getattr(session, "credit", None)
+    if credit is None:
+        for item, sc in zip(items, scores):
+            if not 0 <= sc <= 1:
+                raise LiveRunError(f"item {item!r}: the scoring rule gave {sc!r}, not a score "
+                                   "in [0, 1]")
+        return list(scores)
+    bank = session.bank
+    for item, sc in zip(items, scores):
+        levels = bank.levels[bank.index_of(str(item))]
+        if not (levels == float(sc)).any():
+            raise LiveRunError(f"item {item!r} was rated {sc!r}, not one of its levels "
+                               f"{';'.join(f'{v:g}' for v in levels)}")
+    return [credit(i, sc) for i, sc in zip(items, scores)]
 
 
 def _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts, records,
