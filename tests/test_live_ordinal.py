@@ -98,7 +98,8 @@ def test_replay_asks_the_items_of_the_in_memory_test_and_every_reader_agrees(roo
     assert steps["score"].astype(float).tolist() == sim.administered["score"].tolist()
     np.testing.assert_allclose(steps["theta"], sim.administered["theta"], atol=1e-12)
     person = sim.persons.iloc[0]
-    assert res["status"] == "done" and res["n_items"] == MAX_ITEMS
+    assert res["status"] == "done" and res["n_items"] == MAX_ITEMS and res["ordinal"]
+    assert res["protocol_label"] == "recorded ratings (by item id)"
     assert res["theta"] == pytest.approx(person["theta"], abs=1e-12)
     assert res["se"] == pytest.approx(person["se"], abs=1e-12)
     assert res["stop_reason"] == person["stop_reason"] == "max_items"
@@ -121,6 +122,8 @@ def test_a_command_rates_the_items_as_the_recorded_ratings_and_resumes(root, tmp
     whole = tmp_path / "whole"
     _evaluate(root, _cmd(root, "m12"), whole)
     assert list(_steps(whole)["item_id"]) == list(_steps(replay)["item_id"])
+    assert json.loads((whole / "results.json").read_text())[0]["protocol_label"].startswith(
+        "rated by your command")
     assert (json.loads((whole / "results.json").read_text())[0]["theta"]
             == pytest.approx(json.loads((replay / "results.json").read_text())[0]["theta"]))
     flag = tmp_path / "crash.flag"

@@ -30,6 +30,7 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> 
     match), from the bank's ``rule`` column; on a bank ``folder`` (built from the user's own
     results) the requests are the source models' logged ones, not a leaderboard's."""
     from .runner import PROTOCOL_LABELS
+    from .subjects import is_ordinal
 
     proto = protocol or "approximate"
     meta = getattr(bank, "metadata", None)
@@ -42,7 +43,15 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> 
             label = "leaderboard (log-likelihood and generation)"
     if proto == "leaderboard" and folder:
         label = label.replace("leaderboard (", "as the source models were asked (", 1)
+    if proto in ORDINAL_LABELS and is_ordinal(bank):  # graded / gpcm items answer ratings
+        label = ORDINAL_LABELS[proto]
     return label
+
+
+#: how an item-scored protocol reads on a graded / gpcm bank
+ORDINAL_LABELS = {"item command": "rated by your command (item ids in, a rating on each "
+                                  "item's scale out)",
+                  "recorded": "recorded ratings (by item id)"}
 
 
 def _is_folder(bank_ref) -> bool:

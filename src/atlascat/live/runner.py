@@ -105,6 +105,8 @@ class StepInfo:
     latency_s: float
     #: a benchmark predictor's predicted score after the round, (score, lo, hi) 0-1; else None
     predicted: tuple | None = None
+    #: ``score`` is an ordinal item's rating on its own scale (not 0/1)
+    rated: bool = False
 
 
 @dataclass
@@ -400,9 +402,10 @@ def _ask_items(subject, items: list) -> list:
 
 
 def _as_score(value):
-    """An item's score as stored: 0/1 as an int, a continuous score in [0, 1] as a float."""
+    """An item's score as stored: 0/1 (or an ordinal item's whole-number rating) as an int, a
+    continuous score in [0, 1] as a float."""
     v = float(value)
-    return int(v) if v in (0.0, 1.0) else v
+    return int(v) if v.is_integer() else v
 
 
 def _item_score(text: str):
@@ -565,6 +568,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                         f"can read (e.g. {answers[todo[-1]].text[:80]!r}); refusing to score "
                         "them all wrong. Check --prompt-style / --max-tokens / --system")
             credits = _check_scores(session, items, scores)
+            rated = hasattr(session, "credit")
             _record_round(session, items, scores)
             theta, se = float(session.theta), float(session.se)
             store.complete_round(run_id, [dict(step=s, item_id=i, answer=a, score=sc,
@@ -583,7 +587,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                     predicted = (pred.score, pred.lower, pred.upper)
                 for s, i, a, sc in zip(steps, items, answers, scores):
                     on_step(StepInfo(run_id, subject.name, s, i, sc, theta, se, a.cached,
-                                     float(a.latency_s), predicted))
+                                     float(a.latency_s), predicted, rated=rated))
     except SubjectError as exc:
         store.fail_run(run_id, str(exc))
         raise RunStoppedError(f"{exc}. Run {run_id} is saved with {session.n_items} answered "

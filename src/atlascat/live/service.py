@@ -275,7 +275,8 @@ class LiveRun:
     :meth:`start` creates the runs (nothing is asked yet), :meth:`resume` takes stored ones of
     any kind, :meth:`run` asks until every run stops (``on_step`` per answered item, for a
     display), :meth:`results` gives each run's row: for one bank the run's fields, ``bench``,
-    ``bank``, the protocol label and ``prediction`` (:func:`predict_score`); for a suite
+    ``bank``, the protocol label and ``prediction`` (:func:`predict_score`), and ``ordinal``
+    (True) for a graded / gpcm bank (scores are ratings on the items' scales); for a suite
     :func:`~atlascat.live.suite_run.suite_result`."""
 
     store: RunStore
@@ -397,6 +398,7 @@ class LiveRun:
     def results(self) -> list[dict]:
         """Each run's row, in job order (after :meth:`run`)."""
         from .report import protocol_label
+        from .subjects import is_ordinal
         from .suite_run import suite_result
 
         rows = []
@@ -410,6 +412,8 @@ class LiveRun:
                    "bank": str(job.ref) if job.ref else None,
                    "protocol_label": protocol_label(
                        res.protocol, job.bank, folder=job.ref is not None and job.ref.kind == "dir")}
+            if is_ordinal(job.bank):  # scores are ratings; accuracies are shares of the scale
+                row["ordinal"] = True
             if res.status == "done" and job.kind == "predictor":
                 row["design"] = "benchmark predictor"
                 row["prediction"] = predict_run(self.store, job.run_id)

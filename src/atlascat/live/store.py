@@ -660,6 +660,7 @@ def _pid_alive(pid) -> bool:
 
 
 def _score(value):
-    """An item's score as stored: 0/1 an integer, a continuous score in [0, 1] a float."""
+    """An item's score as stored: 0/1 (or a whole-number rating) an integer, a continuous
+    score in [0, 1] a float."""
     v = float(value)
-    return int(v) if v in (0.0, 1.0) else v
+    return int(v) if v.is_integer() else v

@@ -14,8 +14,8 @@ scored it.
 
 The command's protocol: ATLAS starts it once per run (so a harness loads its model once) and
 writes one JSON object a line to its standard input, ``{"item_id": "..."}``; for every line it
-must print one line, ``{"item_id": "...", "score": 0 or 1}`` (other keys are kept with the
-answer), and flush (a Python program runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k
+must print one line, ``{"item_id": "...", "score": 0 or 1}`` (on a graded / gpcm bank: the
+item's rating, one of its levels; other keys are kept with the answer), and flush (a Python program runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k
 items writes k lines, then reads k replies (any order). Its standard error is kept (the last
 line names a failure). The command exiting early, or a round taking longer than ``timeout``,
 fails the round: the run is saved, the process stopped, and ``--resume`` starts it again.
