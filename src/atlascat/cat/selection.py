@@ -31,7 +31,7 @@ tests. Applied Measurement in Education, 2(4), 359-375.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
+from ..irt.special import expit
 
 __all__ = [
     "ItemParams",
@@ -297,23 +297,23 @@ def ranked_candidates(scores: np.ndarray, n_cand: int, ids: np.ndarray | None = 
     """
     scores = np.where(np.isnan(scores), -np.inf, scores)
     n, n_cols = scores.shape
+    r = np.arange(n)[:, None]  # row index for a[r, idx] = take_along_axis(a, idx, 1), less overhead
     if ids is None:
         ids = np.broadcast_to(np.arange(n_cols), scores.shape)
     if n_cand >= n_cols:
         order = np.lexsort((ids, -scores), axis=-1)
     else:
         part = np.argpartition(-scores, n_cand - 1, axis=1)[:, :n_cand]
-        vals = np.take_along_axis(scores, part, axis=1)
+        vals = scores[r, part]
         kth = vals.min(axis=1)
         ties = (scores >= kth[:, None]).sum(axis=1) > n_cand
-        order = np.take_along_axis(part, np.lexsort((np.take_along_axis(ids, part, axis=1),
-                                                     -vals), axis=-1), axis=1)
+        order = part[r, np.lexsort((ids[r, part], -vals), axis=-1)]
         if ties.any():
             full = np.lexsort((ids[ties], -scores[ties]), axis=-1)[:, :n_cand]
             order[ties] = full
-    vals = np.take_along_axis(scores, order, axis=1)
+    vals = scores[r, order]
     finite = np.isfinite(vals)
-    cand = np.take_along_axis(ids, order, axis=1)
+    cand = ids[r, order]
     return np.where(finite, cand, -1), finite.sum(axis=1), vals
 
 
@@ -367,7 +367,9 @@ class InfoPruner:
         """Cell of every theta and whether it lies inside the precomputed range."""
         theta = np.asarray(theta, dtype=float)
         ok = (theta >= self.lo) & (theta <= self.hi)
-        cell = np.clip(((theta - self.lo) / self.h).astype(np.intp), 0, self.n_cells - 1)
+        cell = ((theta - self.lo) / self.h).astype(np.intp)
+        np.minimum(cell, self.n_cells - 1, out=cell)  # np.clip, without its Python-level wrapper
+        np.maximum(cell, 0, out=cell)
         return cell, ok
 
 

@@ -285,9 +285,8 @@ class _Engine(_JointRounds):
                     continue
                 sel = np.flatnonzero(todo & ok)
                 cols = pr.order[cell[sel], :m]
-                sub = tab.params.take(cols)
-                info = fisher_information(theta[sel][:, None], sub)
-                info[np.take_along_axis(blocked[sel], cols, axis=1)] = -np.inf
+                info = fisher_information(theta[sel][:, None], tab.params.table[:, cols])
+                info[blocked[sel[:, None], cols]] = -np.inf
                 cand, n_fin, vals = ranked_candidates(info, n_cand, cols)
                 exact = (n_fin >= n_cand) & (vals[:, -1] > pr.bound[cell[sel], m])
                 done = sel[exact]

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import AtlasError, BankError, ConfigError
 from ..irt.bank import ItemBank
-from ..scorelink.score_link import ScoreLink
 from .banks import load_content_bank
 from .files import CONTENT_BENCHMARKS, data_path
+
+if TYPE_CHECKING:
+    from ..scorelink.score_link import ScoreLink
 
 #: the bundled content banks that carry a score link
 LINK_BENCHMARKS = CONTENT_BENCHMARKS
@@ -27,6 +30,8 @@ def score_link_path(bench: str) -> Path:
 
 def load_score_link(bench: str) -> ScoreLink:
     """The score link shipped with the bundled content bank ``bench`` (arc, hellaswag, ...)."""
+    from ..scorelink.score_link import ScoreLink  # lazy: a bank file's run needs no link
+
     return ScoreLink.read(score_link_path(bench))
 
 

@@ -15,8 +15,6 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 # emoji=False: ":abc:" in a user's text must never become an emoji; highlight=False: no
@@ -140,6 +138,9 @@ def progress_bar(description: str, total: int | None):
     if not err_console.is_terminal or is_quiet():
         yield lambda n=1, total=None: None
         return
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn)  # lazy: a piped or quiet run draws no bar
+
     with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=False) as progress:
         task = progress.add_task(description, total=total)
@@ -177,6 +178,8 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
         frame = pd.DataFrame({str(c): [_cell(v, float_format) for v in df[c]] for c in df.columns})
         console.print(Text(frame.to_string(index=False)), soft_wrap=True)
         return
+    from rich.table import Table  # lazy: only a terminal gets a rich table
+
     table = Table(title=Text(title) if title else None, show_lines=False)
     for col in df.columns:
         table.add_column(escape(str(col)), overflow="fold")

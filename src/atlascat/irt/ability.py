@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
+from .special import logsumexp
 
 from .defaults import QUADPTS, THETA_RANGE
 from .._blas import with_small_products

@@ -40,8 +40,8 @@ import numpy as np
 
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import arrays
-from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL, is_auto,
-                       resolve as resolve_defaults)
+from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, MODELS, QUADPTS, THETA_RANGE, TOL,
+                       is_auto, resolve as resolve_defaults)
 from .em import fit_joint
 from .estep import marginal_loglik
 from .itemmodel import ItemModel, to_bank
@@ -60,7 +60,6 @@ from .start import start_values as _start_values  # noqa: F401
 
 __all__ = ["MODELS", "CalibrationResult", "Calibrator", "calibrate", "marginal_loglik"]
 
-MODELS = ("rasch", "1pl", "2pl", "3pl", "4pl")
 ORDINAL = ("graded", "gpcm")   # ordinal items: atlascat.irt.polycal
 LINKS = ("mean-sigma", "mean-mean")
 

@@ -92,6 +92,9 @@ THETA_RANGE = (-6.0, 6.0)
 #: (CONVERGENCE "params", mirt's rule) is below TOL; partitions linked by LINK
 MAX_ITER = 1000
 TOL = 1e-4
+#: the binary models calibrate fits (re-exported by irt.calibrate; here so a config can check a
+#: name without importing the calibration code)
+MODELS = ("rasch", "1pl", "2pl", "3pl", "4pl")
 CONVERGENCE = "params"
 LINK = "mean-sigma"
 # smallest N (subjects) at which the default uses each model

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
 from scipy.special import expit
 
 from .defaults import QUADPTS, THETA_RANGE
@@ -126,6 +125,8 @@ def _curves(params_new, log_a_scale, B, x):
 
 
 def _cc_link(ref: ItemBank, new: ItemBank, kind: str, quadpts: int, theta_range) -> tuple:
+    from scipy.optimize import minimize  # lazy: 0.25 s at import, only linking needs it
+
     quad = normal_quadrature(quadpts, theta_range)
     x, w = quad.nodes, quad.weights
     p_ref = ref.probability(x)                  # (q, m)

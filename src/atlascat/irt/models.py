@@ -23,7 +23,7 @@ Barton, M. A. and Lord, F. M. (1981). An upper asymptote for the three-parameter
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, log_expit
+from .special import expit, log_expit
 
 __all__ = [
     "probability",

@@ -42,9 +42,9 @@ environment. Journal of Statistical Software 48(6).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, log_expit
 
 from ..errors import ConfigError
+from .special import expit, log_expit
 
 __all__ = ["ORDINAL_MODELS", "is_poly_frame", "n_categories", "param_names", "log_prob", "prob", "jacobian",
            "item_information", "test_information", "expected_score", "dprob_dtheta", "sample",

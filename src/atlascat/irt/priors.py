@@ -39,9 +39,9 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import betaln, expit
 
 from ..errors import ConfigError
+from .special import expit
 
 __all__ = ["BetaPrior", "LogitNormalPrior", "LogNormalPrior", "NormalPrior", "parse_prior"]
 
@@ -64,6 +64,8 @@ class BetaPrior:
 
     def terms(self, gamma):
         """(log p, d log p / d gamma, d2 log p / d gamma2) at internal gamma = logit c."""
+        from scipy.special import betaln  # lazy: only a calibration with a beta prior needs it
+
         c = expit(gamma)
         logp = ((self.alpha - 1) * np.log(np.maximum(c, 1e-300))
                 + (self.beta - 1) * np.log(np.maximum(1 - c, 1e-300)) - betaln(self.alpha, self.beta))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
+from .special import logsumexp
 
 from .defaults import QUADPTS, THETA_RANGE
 from ..errors import ConfigError

@@ -20,7 +20,8 @@ def start_values(values: np.ndarray, weights, model: ItemModel):
     Every per-item sum is one matrix-vector product over the data (no full-size temporaries
     beyond the squared scores, and the zero-filled copy and mask when cells are missing).
     """
-    from scipy.stats import norm  # lazy: scipy.stats costs ~1 s at import
+    # scipy.stats.norm's ppf and pdf, bit for bit, without importing scipy.stats (0.3-1 s)
+    from scipy.special import ndtri
 
     n_rows, n_items = values.shape
     w = np.ones(n_rows) if weights is None else np.asarray(weights, float)
@@ -51,7 +52,7 @@ def start_values(values: np.ndarray, weights, model: ItemModel):
     var_y = np.maximum(p * (1 - p), 1e-12)
     r_pb = (e_yrest - p * e_rest) / np.sqrt(var_y * var_rest)
     pc = np.clip(p, 0.01, 0.99)
-    r_bis = r_pb * np.sqrt(pc * (1 - pc)) / norm.pdf(norm.ppf(pc))
+    r_bis = r_pb * np.sqrt(pc * (1 - pc)) / (np.exp(-ndtri(pc) ** 2 / 2.0) / np.sqrt(2 * np.pi))
     lam = np.clip(np.nan_to_num(r_bis, nan=0.3), -0.9, 0.9)
     root = np.sqrt(1 - lam**2)
     n = len(p)
@@ -71,7 +72,7 @@ def start_values(values: np.ndarray, weights, model: ItemModel):
         if model.has_u and model.prior_u is not None:
             u = np.full(n, max(float(model.prior_u.mode), 0.6))
         p_adj = np.clip((pc - c) / (u - c), 0.02, 0.98)
-        d = 1.702 * norm.ppf(p_adj) / root
+        d = 1.702 * ndtri(p_adj) / root
     return model.internal(a, d, c, u)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from ..irt.defaults import QUADPTS, THETA_RANGE
+from ..irt.defaults import MODELS, QUADPTS, THETA_RANGE
 from ..validation import N_BINS, TEST_SIZE
 
 __all__ = ["BenchmarkConfig"]
@@ -71,8 +71,6 @@ class BenchmarkConfig:
         self.theta_range = tuple(float(t) for t in self.theta_range)
         self.model = str(self.model).lower()
         self.model_candidates = tuple(str(m).lower() for m in self.model_candidates)
-        from ..irt.calibrate import MODELS
-
         known = MODELS + ("auto", "bic")
         unknown = [m for m in (self.model, *self.model_candidates) if m not in known]
         bad = [m for m in self.model_candidates if m in ("auto", "bic")]
