@@ -189,3 +189,29 @@ def test_a_rating_reply_is_any_number_and_text_is_refused():
     assert [s for s, _ in got] == [2.5, 7]
     with pytest.raises(LiveRunError, match="a rating is a number"):
         parse_scores(["a"], '{"item_id": "a", "score": "high"}', "cmd", ratings=True)
+
+
+def test_a_gpcm_bank_runs_live_from_python_as_in_memory(root, tmp_path):
+    """The service from Python on a generalized partial credit bank: the live run's items,
+    ratings and theta are the in-memory test's."""
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun
+    from atlascat.live.subjects import SubjectSpec
+
+    graded = PolyBank.read(root / "bank.csv")
+    PolyBank(graded.item_ids, graded.params, "gpcm", graded.levels).write(tmp_path / "gpcm.csv")
+    ref = BankRef.from_option(tmp_path / "gpcm.csv")
+    config = CATConfig(stopping=Stopping(min_items=0, max_items=MAX_ITEMS))
+    subject = SubjectSpec.parse(f"replay:{root / 'ratings.csv'}#m30").build(ref.load())
+    live = LiveRun.start(tmp_path / "runs.sqlite", ref, [subject], config=config, seed=4)
+    live.run(raise_errors=True)
+    row = live.results()[0]
+    ratings = pd.read_csv(root / "ratings.csv", index_col=0).loc[["m30"]]
+    sim = simulate_ordinal_cat(ref.load(), config, responses=ratings,
+                               rng=np.random.default_rng(4))
+    assert row["items"] == list(sim.administered["item_id"])
+    assert row["scores"] == [int(v) for v in sim.administered["score"]]
+    assert row["theta"] == pytest.approx(sim.persons["theta"].iloc[0], abs=1e-12)
+    # model-based: the expected share of each item's scale (ratings 1-4) at theta
+    expected = ref.load().expected_score(row["theta"])
+    assert row["model_based_accuracy"] == pytest.approx(float(np.mean((expected - 1) / 3)))
