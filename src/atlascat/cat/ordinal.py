@@ -84,7 +84,9 @@ class _OrdinalEngine:
 
     def __init__(self, bank: PolyBank, config: CATConfig, n: int, rng, *, cohort: bool):
         _check(config)
-        self.bank, self.config, self.n, self.rng = bank, config, n, rng
+        self.bank, self.config, self.n = bank, config, n
+        # one generator for all, or one per examinee (each row draws from its own stream)
+        self.rng, self.rngs = (None, list(rng)) if isinstance(rng, (list, tuple)) else (rng, None)
         est, sel, stop, expo = (config.estimation, config.selection, config.stopping,
                                 config.exposure)
         quad = normal_quadrature(est.quadpts, est.theta_range, est.prior_mean, est.prior_sd)
@@ -134,9 +136,19 @@ class _OrdinalEngine:
         f = (pos - i0)[:, None]
         return (1.0 - f) * self.info_grid[i0] + f * self.info_grid[i0 + 1]
 
+    def uniform(self, rows, width: int | None = None) -> np.ndarray:
+        """U(0, 1) draws for ``rows``, (len(rows),) or (len(rows), width): from the shared
+        generator, or each row's own (then a row's draws do not depend on the others')."""
+        if self.rngs is None:
+            return self.rng.random(len(rows) if width is None else (len(rows), width))
+        if width is None:
+            return np.array([self.rngs[r].random() for r in rows], dtype=float)
+        return np.array([self.rngs[r].random(width) for r in rows],
+                        dtype=float).reshape(len(rows), width)
+
     def _pick(self, rows, first):
         """Randomesque pick among each row's best available items (vectorized)."""
-        sel, rng, J = self.config.selection, self.rng, self.J
+        sel, J = self.config.selection, self.J
         blocked = self.used[rows]
         if self.cap is not None:
             blocked = blocked | (self.counts >= self.cap)[None, :]
@@ -145,11 +157,11 @@ class _OrdinalEngine:
             inside = score > -sel.first_item_window
             has = (inside & ~blocked).any(axis=1)
             # uniform among the window's items, else the nearest
-            score = np.where(has[:, None], np.where(inside, rng.random(score.shape), -np.inf),
+            score = np.where(has[:, None], np.where(inside, self.uniform(rows, J), -np.inf),
                              score)
             kk = np.ones(len(rows), dtype=int)
         elif sel.criterion == "random":
-            score = rng.random((len(rows), J))
+            score = self.uniform(rows, J)
             kk = np.ones(len(rows), dtype=int)
         else:
             score = self.info[rows].copy()
@@ -162,7 +174,7 @@ class _OrdinalEngine:
         best = np.argpartition(-score, top - 1, axis=1)[:, :top] if top < J else \
             np.tile(np.arange(J), (len(rows), 1))
         order = best[r, np.argsort(-score[r, best], axis=1, kind="stable")]
-        u = rng.random(len(rows))
+        u = self.uniform(rows)
         choice = np.minimum((u * np.maximum(kk, 1)).astype(int), np.maximum(kk - 1, 0))
         out = order[r[:, 0], choice]
         return np.where(avail > 0, out, -1)
@@ -176,13 +188,17 @@ class _OrdinalEngine:
             if grp.any():
                 item[grp] = self._pick(act[grp], bool(first[grp][0]))
         if self.sh_k is not None:                            # Sympson-Hetter trials
+            # each row's pick is administered with probability K_j (then it is settled), else
+            # it leaves the row's pool and the row picks again
+            trying = np.flatnonzero(item >= 0)
             for _ in range(int(self.config.exposure.sh_max_trials)):
-                trial = (item >= 0) & (self.rng.random(act.size)
-                                       >= self.sh_k[np.maximum(item, 0)])
-                if not trial.any():
+                if trying.size == 0:
                     break
-                self.used[act[trial], item[trial]] = True
-                item[trial] = self._pick(act[trial], False)
+                rejected = trying[self.uniform(act[trying]) >= self.sh_k[item[trying]]]
+                if rejected.size:
+                    self.used[act[rejected], item[rejected]] = True
+                    item[rejected] = self._pick(act[rejected], False)
+                trying = rejected[item[rejected] >= 0]
         if self.cap is not None:                             # same-step contention
             for _ in range(self.J):
                 ok = item >= 0
@@ -245,13 +261,17 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
     ``responses``: recorded ratings to replay (a labelled DataFrame aligned by item id, or an
     array in the bank's item order; ratings on the items' own scales, NaN = not recorded);
     or ``thetas``: true abilities, answers drawn from the model. ``rng``: a
-    ``numpy.random.Generator`` (or a seed).
+    ``numpy.random.Generator`` (or a seed), or a list of them, one per examinee: each
+    examinee's draws then come from its own stream, so it is asked what an
+    :class:`OrdinalCATSession` with that generator asks (item eligibility, which caps the
+    cohort, couples them still).
     """
     from ..irt.polyscore import ordinal_codes
 
     config = CATConfig() if config is None else config
     _check(config)
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    if not isinstance(rng, (list, tuple, np.random.Generator)):
+        rng = np.random.default_rng(rng)
     if (responses is None) == (thetas is None):
         raise ConfigError("give responses (ratings to replay) or thetas (answers drawn from "
                           "the model), not both")
@@ -266,6 +286,9 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
     n = len(codes) if codes is not None else true_theta.size
     ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)],
                      dtype=object)
+    if isinstance(rng, (list, tuple)) and len(rng) != n:
+        raise ConfigError(f"rng: {len(rng)} generators for {n} examinees; give one per "
+                          "examinee, or one for all")
     eng = _OrdinalEngine(bank, config, n, rng, cohort=True)
     log: list[tuple] = []
     while True:
@@ -287,7 +310,7 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
             pp = bank.params[item].copy()
             pp[:, 0] *= true_theta[act]
             pj = np.nan_to_num(np.exp(poly.log_prob(bank.models[item], pp, [1.0])[:, 0, :]))
-            u = rng.random(act.size)[:, None]
+            u = eng.uniform(act)[:, None]
             cat = np.minimum((np.cumsum(pj, axis=1) < u).sum(axis=1),
                              bank.n_cat[item] - 1)
         eng.record(act, item, cat)

@@ -121,8 +121,8 @@ def format_result(row: dict, held: str | None = None) -> str:
         acc.append(f"observed {100 * obs:.1f}% of the scale (each rating's (r - lowest) / "
                    f"(highest - lowest), over the {row.get('n_items')} items asked)")
     elif obs is not None:
-        acc.append(f"observed {100 * obs:.1f}% ({row.get('n_correct')}/{row.get('n_items')} "
-                   "of the items asked)")
+        acc.append(f"observed {100 * obs:.1f}% ({row.get('n_correct'):.4g}/"
+                   f"{row.get('n_items')} of the items asked)")
     if mod is not None:
         acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
     if acc:

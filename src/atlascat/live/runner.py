@@ -48,10 +48,12 @@ from ..content.defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
 from ..content.items import build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
-from .subjects import Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood
+from .subjects import (Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood,
+                       is_ordinal)
 
 __all__ = ["PromptSettings", "RunResult", "StepInfo", "start_run", "continue_run", "bank_hash",
-           "expected_accuracy", "subject_protocol", "check_content", "PROTOCOL_LABELS"]
+           "expected_accuracy", "subject_protocol", "check_content", "PROTOCOL_LABELS",
+           "adaptive_session"]
 
 #: how each protocol reads in results and reports
 PROTOCOL_LABELS = {
@@ -119,7 +121,8 @@ class RunResult:
     theta: float | None
     se: float | None
     n_items: int
-    n_correct: int
+    #: right answers (0/1), or the sum of the credits in [0, 1] (continuous scores, ratings)
+    n_correct: float
     #: the bank's expected proportion correct at theta (a model-based estimate, not observed)
     model_based_accuracy: float | None
     stop_reason: str | None
@@ -159,7 +162,7 @@ class RunResult:
         steps = store.steps(run_id)
         done = steps[steps["status"] == "answered"]
         return cls(run_id=run_id, model=info["model"], status=info["status"], theta=info["theta"],
-                   se=info["se"], n_items=int(info["n_items"]), n_correct=int(info["n_correct"]),
+                   se=info["se"], n_items=int(info["n_items"]), n_correct=_as_score(info["n_correct"] or 0),
                    model_based_accuracy=info["accuracy"], stop_reason=info["stop_reason"],
                    items=done["item_id"].astype(str).tolist(),
                    scores=[_as_score(v) for v in done["score"]],
@@ -207,17 +210,20 @@ def expected_accuracy(bank, theta: float) -> float:
 
 
 def _session_cls(bank):
-    """The adaptive test of ``bank``: :class:`~atlascat.cat.ordinal.OrdinalCATSession` for an
-    ordinal (graded / gpcm) bank, else the CAT."""
-    from ..irt.polybank import PolyBank
-
-    if isinstance(bank, PolyBank):
+    if is_ordinal(bank):
         from ..cat.ordinal import OrdinalCATSession
 
         return OrdinalCATSession
     from ..cat.session import CATSession
 
     return CATSession
+
+
+def adaptive_session(bank, config, rng):
+    """The adaptive test of ``bank`` with ``config`` (a CATConfig) drawing from ``rng``: an
+    :class:`~atlascat.cat.ordinal.OrdinalCATSession` for an ordinal (graded / gpcm) bank,
+    else a :class:`~atlascat.cat.session.CATSession`."""
+    return _session_cls(bank)(bank, config=config, rng=rng)
 
 
 def _restore_session(info: dict, bank):
@@ -279,12 +285,11 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
     check_content(bank, subject, bank.item_ids[:1])
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
+    if k > 1 and is_ordinal(bank):
+        raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop the "
+                          f"batch size {k}")
     if session is None:
-        cls = _session_cls(bank)
-        if k > 1 and not hasattr(cls, "next_items"):
-            raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop the "
-                              f"batch size {k}")
-        session = cls(bank, config=config, rng=np.random.default_rng(seed))
+        session = adaptive_session(bank, config, np.random.default_rng(seed))
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,

@@ -36,6 +36,7 @@ from ..errors import AtlasError, ConfigError
 from ..catalogue.bankref import BankRef
 from .runner import RunResult, continue_run, start_run
 from .store import RunStore
+from .subjects import is_ordinal
 
 __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
            "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
@@ -322,14 +323,16 @@ class LiveRun:
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
         items = _job_bank(kind, ref) if ref is not None else bank
-        if kind == "adaptive" and ref is not None and ref.kind == "dir":
+        if kind == "adaptive" and ((ref is not None and ref.kind == "dir")
+                                   or is_ordinal(items)):
             from ..cat.config import CATConfig
-            from ..cat.session import CATSession
             from ..predict.session import subject_generator
+            from .runner import adaptive_session
 
-            # a bank folder's adaptive test: each model's own stream, as `atlas simulate` does
-            sessions = [CATSession(items, config=config or CATConfig(),
-                                   rng=subject_generator(seed, s.name)) for s in subjects]
+            # a bank folder's or an ordinal bank's adaptive test: each model's own stream, as
+            # `atlas simulate` replays it
+            sessions = [adaptive_session(items, config or CATConfig(),
+                                         subject_generator(seed, s.name)) for s in subjects]
         stored_ref = str(ref) if ref is not None else bank_ref
         jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
                               bank_ref=stored_ref, batch_size=batch_size, session=session,
@@ -398,7 +401,6 @@ class LiveRun:
     def results(self) -> list[dict]:
         """Each run's row, in job order (after :meth:`run`)."""
         from .report import protocol_label
-        from .subjects import is_ordinal
         from .suite_run import suite_result
 
         rows = []
