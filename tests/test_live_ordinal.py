@@ -112,6 +112,8 @@ def test_replay_asks_what_simulate_asks_and_every_reader_agrees(root, tmp_path):
     # the observed share of the scale: each rating's (r - 1) / 3, averaged
     credit = (administered["score"] - 1) / 3
     assert res["observed_accuracy"] == pytest.approx(credit.mean())
+    page = Path(res["report"]).read_text()
+    assert "observed share of the scale" in page and "pending" not in page
     runs = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite"), "--json"])
     assert runs.exit_code == 0, runs.output
     row = json.loads(runs.output)
