@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from atlascat.cat.config import CATConfig, Stopping
 from atlascat.cat.ordinal import OrdinalCATSession, simulate_ordinal_cat
 from atlascat.cli import app
-from atlascat.errors import LiveRunError
+from atlascat.errors import ConfigError, LiveRunError
 from atlascat.irt import polytomous as poly
 from atlascat.irt.polybank import PolyBank
 from atlascat.live.store import RunStore
@@ -225,3 +225,29 @@ def test_a_gpcm_bank_runs_live_from_python_as_in_memory(root, tmp_path):
     # model-based: the expected share of each item's scale (ratings 1-4) at theta
     expected = ref.load().expected_score(row["theta"])
     assert row["model_based_accuracy"] == pytest.approx(float(np.mean((expected - 1) / 3)))
+
+
+def test_each_examinee_own_stream_asks_what_its_session_asks(root):
+    """simulate_ordinal_cat with one generator per examinee, Sympson-Hetter on: every
+    examinee is asked what an OrdinalCATSession with its generator asks (an accepted pick is
+    settled, so no examinee's draws depend on another's)."""
+    from atlascat.cat.config import Exposure
+    from atlascat.predict.session import subject_generator
+
+    bank = PolyBank.read(root / "bank.csv")
+    ratings = pd.read_csv(root / "ratings.csv", index_col=0).iloc[:12]
+    config = CATConfig(stopping=Stopping(min_items=0, max_items=MAX_ITEMS),
+                       exposure=Exposure(method="sympson_hetter",
+                                         params={"q1": 0.3, "q4": 0.5, "q7": 0.0}))
+    sim = simulate_ordinal_cat(bank, config, responses=ratings,
+                               rng=[subject_generator(5, m) for m in ratings.index])
+    assert "q7" not in set(sim.administered["item_id"])
+    for model in ratings.index:
+        session = OrdinalCATSession(bank, config, rng=subject_generator(5, model))
+        while (item := session.next_item()) is not None:
+            session.record(item, ratings.loc[model, item])
+        got = sim.administered[sim.administered["subject_id"] == model]
+        assert list(got["item_id"]) == list(session.history()["item_id"]), model
+        assert got["theta"].iloc[-1] == pytest.approx(session.theta, abs=1e-12)
+    with pytest.raises(ConfigError, match="one per examinee"):
+        simulate_ordinal_cat(bank, config, responses=ratings, rng=[subject_generator(5, "x")])
