@@ -12,7 +12,7 @@
 - :func:`simulated_sample_logs`: the logs of simulated models made from one real sample log,
   to try the path before running the harness on 20 models (:mod:`atlascat.bankdir.simlogs`).
 """
-import importlib
+from .._lazy import lazy_names
 
 _LAZY = {"build_bank": "builder", "fit_link": "builder", "read_scores": "builder",
          "MIN_MODELS": "defaults", "BUDGET": "defaults", "FOLDS": "defaults",
@@ -27,17 +27,4 @@ _LAZY = {"build_bank": "builder", "fit_link": "builder", "read_scores": "builder
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name):
-    """The package's names, each imported from its module when first used (a command that
-    only reads a folder's defaults does not import pandas)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'atlascat.bankdir' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)

@@ -331,20 +331,23 @@ class ItemBank:
 
     def write(self, path, *, format: str = "ours") -> Path:
         """Write CSV or Parquet (by extension) in our format or mirt's slope-intercept form."""
-        from ..validation import check_output_file, write_guard
+        return write_frame(self.to_frame(format), path)
 
-        path = check_output_file(path, option=None, what="bank file")
-        df = self.to_frame(format)
-        with write_guard(path, option=None, what="bank file"):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.suffix == ".parquet":
-                df.to_parquet(path, index=False)
-            else:
-                for col in _JSON_COLUMNS:
-                    if col in df.columns:
-                        df[col] = df[col].map(_to_json)
-                df.to_csv(path, index=False, float_format="%.17g")
-        return path
+
+def write_frame(df: pd.DataFrame, path) -> Path:
+    """A bank's frame to CSV or Parquet (by the extension), numbers at full precision; in a CSV
+    the JSON-valued columns as JSON text. Returns the path written."""
+    from ..validation import check_output_file, write_guard
+
+    path = check_output_file(path, option=None, what="bank file")
+    with write_guard(path, option=None, what="bank file"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".parquet":
+            df.to_parquet(path, index=False)
+        else:
+            df = df.assign(**{c: df[c].map(_to_json) for c in _JSON_COLUMNS if c in df.columns})
+            df.to_csv(path, index=False, float_format="%.17g")
+    return path
 
 
 def _se_beside(df: pd.DataFrame) -> pd.DataFrame:

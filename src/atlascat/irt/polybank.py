@@ -312,14 +312,7 @@ class PolyBank:
         return cls.from_frame(df)
 
     def write(self, path, *, format: str = "mirt") -> Path:
-        from ..validation import check_output_file, write_guard
+        """Write CSV or Parquet (by the extension), mirt's form or ours (thresholds)."""
+        from .bank import write_frame
 
-        path = check_output_file(path, option=None, what="bank file")
-        df = self.to_frame(format)
-        with write_guard(path, option=None, what="bank file"):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.suffix == ".parquet":
-                df.to_parquet(path, index=False)
-            else:
-                df.to_csv(path, index=False, float_format="%.17g")
-        return path
+        return write_frame(self.to_frame(format), path)

@@ -9,7 +9,7 @@
   answered alike (:mod:`atlascat.suite.neighbours`).
 - :func:`simulate_suite`: replay on recorded answers.
 """
-import importlib
+from .._lazy import lazy_names
 
 #: public name -> the submodule that defines it (loaded on first use: ``atlascat.suite.config``
 #: alone stays light for the command line)
@@ -23,15 +23,4 @@ _LAZY = {"Suite": "definition", "SuiteMember": "definition", "load_suite": "defi
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'atlascat.suite' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
