@@ -137,6 +137,8 @@ def ws(tmp_path_factory):
     rat.to_csv(d / "rat.csv", index=False)
     rat.assign(q3=rat["q3"].where(rat.index != 2, 2.5)).to_csv(d / "rat_half.csv", index=False)
     rat.assign(q5=3.0).to_csv(d / "rat_one.csv", index=False)
+    PolyBank(IDS, np.column_stack([np.ones(N_ITEMS), np.linspace(1, -1, N_ITEMS)]),
+             "graded").write(d / "graded.csv")
     return d
 
 
@@ -313,6 +315,7 @@ CLI_CASES = [
     ("calibrate-ordinal-non-integer", "calibrate {d}/rat_half.csv --model graded -o {d}/o/b.csv", ["2.5", "row 2", "'m2'", "'q3'", "integer"]),
     ("calibrate-ordinal-one-level", "calibrate {d}/rat_one.csv --model gpcm -o {d}/o/b.csv", ["'q5'", "only the level 3"]),
     ("calibrate-ordinal-range", "calibrate {d}/rat.csv --model graded --rating-range 1 3 -o {d}/o/b.csv", ["rating 4", "declared range [1, 3]"]),
+    ("evaluate-graded-request-subject", "evaluate --bank {d}/graded.csv --subject completions:http://127.0.0.1:9/v1 --llm x -o {d}/evg", ["completions:", "graded / gpcm bank has none", "cmd:COMMAND", "replay:"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 

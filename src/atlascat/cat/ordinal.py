@@ -40,6 +40,7 @@ from ..irt import polytomous as poly
 from ..irt.polybank import PolyBank
 from ..irt.quadrature import normal_quadrature
 from .config import CATConfig
+from .generators import generator_from_state, generator_state
 
 __all__ = ["OrdinalCATResult", "OrdinalCATSession", "simulate_ordinal_cat", "item_locations"]
 
@@ -83,7 +84,9 @@ class _OrdinalEngine:
 
     def __init__(self, bank: PolyBank, config: CATConfig, n: int, rng, *, cohort: bool):
         _check(config)
-        self.bank, self.config, self.n, self.rng = bank, config, n, rng
+        self.bank, self.config, self.n = bank, config, n
+        # one generator for all, or one per examinee (each row draws from its own stream)
+        self.rng, self.rngs = (None, list(rng)) if isinstance(rng, (list, tuple)) else (rng, None)
         est, sel, stop, expo = (config.estimation, config.selection, config.stopping,
                                 config.exposure)
         quad = normal_quadrature(est.quadpts, est.theta_range, est.prior_mean, est.prior_sd)
@@ -133,9 +136,19 @@ class _OrdinalEngine:
         f = (pos - i0)[:, None]
         return (1.0 - f) * self.info_grid[i0] + f * self.info_grid[i0 + 1]
 
+    def uniform(self, rows, width: int | None = None) -> np.ndarray:
+        """U(0, 1) draws for ``rows``, (len(rows),) or (len(rows), width): from the shared
+        generator, or each row's own (then a row's draws do not depend on the others')."""
+        if self.rngs is None:
+            return self.rng.random(len(rows) if width is None else (len(rows), width))
+        if width is None:
+            return np.array([self.rngs[r].random() for r in rows], dtype=float)
+        return np.array([self.rngs[r].random(width) for r in rows],
+                        dtype=float).reshape(len(rows), width)
+
     def _pick(self, rows, first):
         """Randomesque pick among each row's best available items (vectorized)."""
-        sel, rng, J = self.config.selection, self.rng, self.J
+        sel, J = self.config.selection, self.J
         blocked = self.used[rows]
         if self.cap is not None:
             blocked = blocked | (self.counts >= self.cap)[None, :]
@@ -144,11 +157,11 @@ class _OrdinalEngine:
             inside = score > -sel.first_item_window
             has = (inside & ~blocked).any(axis=1)
             # uniform among the window's items, else the nearest
-            score = np.where(has[:, None], np.where(inside, rng.random(score.shape), -np.inf),
+            score = np.where(has[:, None], np.where(inside, self.uniform(rows, J), -np.inf),
                              score)
             kk = np.ones(len(rows), dtype=int)
         elif sel.criterion == "random":
-            score = rng.random((len(rows), J))
+            score = self.uniform(rows, J)
             kk = np.ones(len(rows), dtype=int)
         else:
             score = self.info[rows].copy()
@@ -161,7 +174,7 @@ class _OrdinalEngine:
         best = np.argpartition(-score, top - 1, axis=1)[:, :top] if top < J else \
             np.tile(np.arange(J), (len(rows), 1))
         order = best[r, np.argsort(-score[r, best], axis=1, kind="stable")]
-        u = rng.random(len(rows))
+        u = self.uniform(rows)
         choice = np.minimum((u * np.maximum(kk, 1)).astype(int), np.maximum(kk - 1, 0))
         out = order[r[:, 0], choice]
         return np.where(avail > 0, out, -1)
@@ -175,13 +188,17 @@ class _OrdinalEngine:
             if grp.any():
                 item[grp] = self._pick(act[grp], bool(first[grp][0]))
         if self.sh_k is not None:                            # Sympson-Hetter trials
+            # each row's pick is administered with probability K_j (then it is settled), else
+            # it leaves the row's pool and the row picks again
+            trying = np.flatnonzero(item >= 0)
             for _ in range(int(self.config.exposure.sh_max_trials)):
-                trial = (item >= 0) & (self.rng.random(act.size)
-                                       >= self.sh_k[np.maximum(item, 0)])
-                if not trial.any():
+                if trying.size == 0:
                     break
-                self.used[act[trial], item[trial]] = True
-                item[trial] = self._pick(act[trial], False)
+                rejected = trying[self.uniform(act[trying]) >= self.sh_k[item[trying]]]
+                if rejected.size:
+                    self.used[act[rejected], item[rejected]] = True
+                    item[rejected] = self._pick(act[rejected], False)
+                trying = rejected[item[rejected] >= 0]
         if self.cap is not None:                             # same-step contention
             for _ in range(self.J):
                 ok = item >= 0
@@ -244,13 +261,17 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
     ``responses``: recorded ratings to replay (a labelled DataFrame aligned by item id, or an
     array in the bank's item order; ratings on the items' own scales, NaN = not recorded);
     or ``thetas``: true abilities, answers drawn from the model. ``rng``: a
-    ``numpy.random.Generator`` (or a seed).
+    ``numpy.random.Generator`` (or a seed), or a list of them, one per examinee: each
+    examinee's draws then come from its own stream, so it is asked what an
+    :class:`OrdinalCATSession` with that generator asks (item eligibility, which caps the
+    cohort, couples them still).
     """
     from ..irt.polyscore import ordinal_codes
 
     config = CATConfig() if config is None else config
     _check(config)
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    if not isinstance(rng, (list, tuple, np.random.Generator)):
+        rng = np.random.default_rng(rng)
     if (responses is None) == (thetas is None):
         raise ConfigError("give responses (ratings to replay) or thetas (answers drawn from "
                           "the model), not both")
@@ -265,6 +286,9 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
     n = len(codes) if codes is not None else true_theta.size
     ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)],
                      dtype=object)
+    if isinstance(rng, (list, tuple)) and len(rng) != n:
+        raise ConfigError(f"rng: {len(rng)} generators for {n} examinees; give one per "
+                          "examinee, or one for all")
     eng = _OrdinalEngine(bank, config, n, rng, cohort=True)
     log: list[tuple] = []
     while True:
@@ -286,7 +310,7 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
             pp = bank.params[item].copy()
             pp[:, 0] *= true_theta[act]
             pj = np.nan_to_num(np.exp(poly.log_prob(bank.models[item], pp, [1.0])[:, 0, :]))
-            u = rng.random(act.size)[:, None]
+            u = eng.uniform(act)[:, None]
             cat = np.minimum((np.cumsum(pj, axis=1) < u).sum(axis=1),
                              bank.n_cat[item] - 1)
         eng.record(act, item, cat)
@@ -330,6 +354,60 @@ class OrdinalCATSession:
     @property
     def theta(self) -> float:
         return float(self._eng.theta[0])
+
+    @property
+    def n_items(self) -> int:
+        """Items answered (rated) so far."""
+        return int(self._eng.n_items[0])
+
+    def expected_accuracy(self) -> float:
+        """The expected share of each item's scale at theta, averaged over the bank:
+        mean_j (E[X_j | theta] - lo_j) / (hi_j - lo_j), the ordinal analogue of the expected
+        proportion correct (the same number for a binary item scored 0/1)."""
+        lo = np.array([lv[0] for lv in self.bank.levels])
+        hi = np.array([lv[-1] for lv in self.bank.levels])
+        return float(np.mean((self.bank.expected_score(self.theta) - lo) / (hi - lo)))
+
+    def credit(self, item_id: str, rating) -> float:
+        """A rating's share of its item's scale, (rating - lo) / (hi - lo), in [0, 1]."""
+        lev = self.bank.levels[self.bank.index_of(str(item_id))]
+        return float((float(rating) - lev[0]) / (lev[-1] - lev[0]))
+
+    def to_dict(self) -> dict:
+        """JSON-serializable snapshot of the test so far; ``from_dict(d, bank)`` continues it
+        exactly (the random generator's state included)."""
+        eng = self._eng
+        return {"format": "atlascat.OrdinalCATSession/1", "config": eng.config.to_dict(),
+                "item_ids": [str(i) for i in self.bank.item_ids],
+                "used": np.flatnonzero(eng.used[0]).tolist(),
+                "given": np.flatnonzero(eng.given[0]).tolist(),
+                "counts": eng.counts.tolist(), "log_post": eng.log_post[0].tolist(),
+                "n_items": self.n_items, "n_skipped": int(eng.n_skip[0]), "done": self.done,
+                "stop_reason": self.stop_reason, "theta": self.theta, "se": self.se,
+                "pending": self._pending, "rows": self._rows,
+                "rng": generator_state(eng.rng)}
+
+    @classmethod
+    def from_dict(cls, d: dict, bank: PolyBank) -> "OrdinalCATSession":
+        """The session of a :meth:`to_dict` snapshot, on the same bank."""
+        if d.get("format") != "atlascat.OrdinalCATSession/1":
+            raise ConfigError("not an ordinal adaptive test's snapshot (format "
+                              f"{d.get('format')!r})")
+        if d["item_ids"] != [str(i) for i in bank.item_ids]:
+            raise ConfigError("the bank differs from the one the session was run with (its "
+                              "item ids); pass the same bank")
+        session = cls(bank, CATConfig.from_dict(d["config"]), generator_from_state(d["rng"]))
+        eng = session._eng
+        eng.used[0, d["used"]] = True
+        eng.given[0, d["given"]] = True
+        eng.counts[:] = d["counts"]
+        eng.log_post[0] = d["log_post"]
+        eng.n_items[0], eng.n_skip[0] = d["n_items"], d["n_skipped"]
+        eng.done[0], eng.reason[0] = bool(d["done"]), d["stop_reason"]
+        eng.theta[0], eng.se[0] = d["theta"], d["se"]
+        eng.info[0] = eng.info_at(eng.theta[:1])[0]
+        session._pending, session._rows = d["pending"], list(d["rows"])
+        return session
 
     @property
     def se(self) -> float:

@@ -106,7 +106,8 @@ class BankRef:
                         f"{' or a '.join(_WHAT[k] for k in kinds)}")
 
     def load(self):
-        """The ItemBank (a suite's composite bank); read once per reference and process (again
+        """The ItemBank (a suite's composite bank; a bank file of graded / gpcm items: its
+        :class:`~atlascat.irt.polybank.PolyBank`); read once per reference and process (again
         when the file or folder changed)."""
         return _load_bank(self, _stamp(self.name) if self.kind in ("file", "dir") else None)
 
@@ -239,6 +240,10 @@ def _load_bank(ref: BankRef, stamp):
     path = Path(ref.name)
     if not path.exists():
         raise BankError(f"the bank file {ref.name!r} no longer exists; pass the bank again")
+    from ..irt.polybank import PolyBank, is_poly_bank_file
+
+    if is_poly_bank_file(path):  # graded / gpcm items (a1, d1.., levels)
+        return PolyBank.read(path)
     return normalize_loaded(ItemBank.read(path, normalize_ids=ref.normalize_ids))
 
 

@@ -214,7 +214,11 @@ class LiveDisplay:
         item = str(info.item_id)
         text.append(f"{item:<{self.w_item}}" if len(item) <= self.w_item else item)
         text.append("  ")
-        text.append("correct" if info.score else "wrong  ", style="green" if info.score else "red")
+        if getattr(info, "rated", False):  # an ordinal item's rating on its own scale
+            text.append(f"rated {info.score:<5g}", style="cyan")
+        else:
+            text.append("correct" if info.score else "wrong  ",
+                        style="green" if info.score else "red")
         text.append(f"  {self.estimate_text(info)}" + ("  (cached)" if info.cached else ""))
         return text
 

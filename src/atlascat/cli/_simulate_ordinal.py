@@ -17,14 +17,18 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
 
     pb = PolyBank.read(bank)
     kwargs = {}
+    rng = np.random.default_rng(o.seed)
     if o.responses:
+        from ..predict.session import subject_generator
+
         values, sids, iids, _ = read_ratings(o.responses[0])
         kwargs["responses"] = pd.DataFrame(values, index=sids, columns=iids)
+        rng = [subject_generator(o.seed, s) for s in sids]  # each model's own, as live
     else:
         ids, values = read_thetas(o.thetas)
         kwargs.update(thetas=values, subject_ids=ids)
     with progress_bar("simulating", 1) as advance:
-        res = simulate_ordinal_cat(pb, config, rng=np.random.default_rng(o.seed), **kwargs)
+        res = simulate_ordinal_cat(pb, config, rng=rng, **kwargs)
         advance(1)
     if o.responses and o.thetas is not None:
         ids, values = read_thetas(o.thetas)

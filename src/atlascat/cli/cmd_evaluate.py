@@ -30,13 +30,15 @@ SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo 
                 "openai:URL (chat prompts: APPROXIMATE protocol), simulate:THETA[:SEED], or "
                 "cmd:COMMAND (your program, started once, scores items by id: a JSON line "
                 "{\"item_id\"} in, a line {\"item_id\", \"score\": 0/1} out; for a bank "
-                "folder built from a matrix).")
+                "folder built from a matrix, and for a graded / gpcm bank with the item's "
+                "rating as the score).")
 
 #: help texts of the options (the command's signature stays readable)
 HELP = {
     "bank": "Content bank: a bundled name (arc, ...), a bank file with item content or a bank "
             "folder (atlas build-bank; from a matrix: asked by item id, --subject cmd: or "
-            "replay:) (once; several benchmarks: --suite).",
+            "replay:), or a graded / gpcm bank file (atlas calibrate --model graded; asked "
+            "by item id, cmd: or replay:RATINGS.csv#MODEL) (once; several benchmarks: --suite).",
     "suite": "Ask every benchmark of a suite (openllm-v1, or a suite JSON file) in one run: "
              "each benchmark's predicted score and the average with its percentile.",
     "target_se": "--suite: stop once the average's SE (points, 0-100) is at or below this "
@@ -115,9 +117,12 @@ def format_result(row: dict, held: str | None = None) -> str:
     lines.append(f"  protocol: {row['protocol_label']}")
     obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
     acc = []
-    if obs is not None:
-        acc.append(f"observed {100 * obs:.1f}% ({row.get('n_correct')}/{row.get('n_items')} "
-                   "of the items asked)")
+    if obs is not None and row.get("ordinal"):  # ratings: each one's share of its scale
+        acc.append(f"observed {100 * obs:.1f}% of the scale (each rating's (r - lowest) / "
+                   f"(highest - lowest), over the {row.get('n_items')} items asked)")
+    elif obs is not None:
+        acc.append(f"observed {100 * obs:.1f}% ({row.get('n_correct'):.4g}/"
+                   f"{row.get('n_items')} of the items asked)")
     if mod is not None:
         acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
     if acc:

@@ -30,6 +30,7 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> 
     match), from the bank's ``rule`` column; on a bank ``folder`` (built from the user's own
     results) the requests are the source models' logged ones, not a leaderboard's."""
     from .runner import PROTOCOL_LABELS
+    from .subjects import is_ordinal
 
     proto = protocol or "approximate"
     meta = getattr(bank, "metadata", None)
@@ -42,7 +43,15 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> 
             label = "leaderboard (log-likelihood and generation)"
     if proto == "leaderboard" and folder:
         label = label.replace("leaderboard (", "as the source models were asked (", 1)
+    if proto in ORDINAL_LABELS and is_ordinal(bank):  # graded / gpcm items answer ratings
+        label = ORDINAL_LABELS[proto]
     return label
+
+
+#: how an item-scored protocol reads on a graded / gpcm bank
+ORDINAL_LABELS = {"item command": "rated by your command (item ids in, a rating on each "
+                                  "item's scale out)",
+                  "recorded": "recorded ratings (by item id)"}
 
 
 def _is_folder(bank_ref) -> bool:
@@ -386,6 +395,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     suite run's :func:`atlascat.live.suite_run.suite_result`) makes it a suite page: the
     predicted average heads it, the trajectory is the average, no theta is shown; ``sections``
     (HTML) goes after the summary (the suite table)."""
+    from .subjects import is_ordinal
+
     info = store.get_run(run_id)
     steps = store.steps(run_id)
     answered = steps[steps["status"] == "answered"]
@@ -396,6 +407,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     lat = answered["latency_s"].astype(float)
     proto = info.get("protocol") or "approximate"
     label = protocol_label(proto, bank, folder=_is_folder(info.get("bank_ref")))
+    ordinal = is_ordinal(bank)          # scores are ratings on the items' own scales
     tokens = steps["prompt_tokens"].notna().any()
     summary = _summary_rows(info, leaderboard, suite)
     warnings = _warnings(leaderboard, suite)
@@ -408,9 +420,10 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
         ("status", info["status"] + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
         *summary[1:],  # the first is the page's headline
-        ("observed accuracy (right / asked)",
+        ("observed share of the scale (each rating's (r - lowest) / (highest - lowest))"
+         if ordinal else "observed accuracy (right / asked)",
          _fmt(info["n_correct"] / n, ".1%") if n else "-"),
-        ("items used", f"{n} ({int(info['n_correct'])} correct)"),
+        ("items used", f"{n}" if ordinal else f"{n} ({float(info['n_correct']):.4g} correct)"),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
          if tokens or info["prompt_tokens"] else "not reported by the subject"),
         ("latency total / median per item",
@@ -439,8 +452,10 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         choice = _choice_html(bank, rec["item_id"], rec["answer"]) if proto != "approximate" \
             else ""
         score = rec["score"]
-        mark = ("<span class='ok'>&#10003;</span>" if score == 1 else
-                "<span class='bad'>&#10007;</span>" if score == 0 else "<span class='pill'>pending</span>")
+        mark = ("<span class='pill'>pending</span>" if score is None else
+                f"{float(score):g}" if ordinal or 0 < score < 1 else
+                "<span class='ok'>&#10003;</span>" if score == 1 else
+                "<span class='bad'>&#10007;</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
         chars = rec.get("answer_chars")
         if chars is not None and int(chars) > len(ans):

@@ -48,10 +48,12 @@ from ..content.defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
 from ..content.items import build_prompt, item_record
 from .scorers import score_answer
 from .store import RunStore
-from .subjects import Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood
+from .subjects import (Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood,
+                       is_ordinal)
 
 __all__ = ["PromptSettings", "RunResult", "StepInfo", "start_run", "continue_run", "bank_hash",
-           "expected_accuracy", "subject_protocol", "check_content", "PROTOCOL_LABELS"]
+           "expected_accuracy", "subject_protocol", "check_content", "PROTOCOL_LABELS",
+           "adaptive_session"]
 
 #: how each protocol reads in results and reports
 PROTOCOL_LABELS = {
@@ -105,6 +107,8 @@ class StepInfo:
     latency_s: float
     #: a benchmark predictor's predicted score after the round, (score, lo, hi) 0-1; else None
     predicted: tuple | None = None
+    #: ``score`` is an ordinal item's rating on its own scale (not 0/1)
+    rated: bool = False
 
 
 @dataclass
@@ -117,7 +121,8 @@ class RunResult:
     theta: float | None
     se: float | None
     n_items: int
-    n_correct: int
+    #: right answers (0/1), or the sum of the credits in [0, 1] (continuous scores, ratings)
+    n_correct: float
     #: the bank's expected proportion correct at theta (a model-based estimate, not observed)
     model_based_accuracy: float | None
     stop_reason: str | None
@@ -157,7 +162,7 @@ class RunResult:
         steps = store.steps(run_id)
         done = steps[steps["status"] == "answered"]
         return cls(run_id=run_id, model=info["model"], status=info["status"], theta=info["theta"],
-                   se=info["se"], n_items=int(info["n_items"]), n_correct=int(info["n_correct"]),
+                   se=info["se"], n_items=int(info["n_items"]), n_correct=_as_score(info["n_correct"] or 0),
                    model_based_accuracy=info["accuracy"], stop_reason=info["stop_reason"],
                    items=done["item_id"].astype(str).tolist(),
                    scores=[_as_score(v) for v in done["score"]],
@@ -204,10 +209,21 @@ def expected_accuracy(bank, theta: float) -> float:
     return float(np.mean(bank.probability(float(theta))))
 
 
-def _session_cls():
+def _session_cls(bank):
+    if is_ordinal(bank):
+        from ..cat.ordinal import OrdinalCATSession
+
+        return OrdinalCATSession
     from ..cat.session import CATSession
 
     return CATSession
+
+
+def adaptive_session(bank, config, rng):
+    """The adaptive test of ``bank`` with ``config`` (a CATConfig) drawing from ``rng``: an
+    :class:`~atlascat.cat.ordinal.OrdinalCATSession` for an ordinal (graded / gpcm) bank,
+    else a :class:`~atlascat.cat.session.CATSession`."""
+    return _session_cls(bank)(bank, config=config, rng=rng)
 
 
 def _restore_session(info: dict, bank):
@@ -222,7 +238,7 @@ def _restore_session(info: dict, bank):
         from .predictor_session import PredictorLiveSession
 
         return PredictorLiveSession.from_dict(state, bank)
-    return _session_cls().from_dict(state, bank)
+    return _session_cls(bank).from_dict(state, bank)
 
 
 def _model_accuracy(session, bank) -> float:
@@ -269,8 +285,11 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
     check_content(bank, subject, bank.item_ids[:1])
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
+    if k > 1 and is_ordinal(bank):
+        raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop the "
+                          f"batch size {k}")
     if session is None:
-        session = _session_cls()(bank, config=config, rng=np.random.default_rng(seed))
+        session = adaptive_session(bank, config, np.random.default_rng(seed))
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
@@ -388,9 +407,10 @@ def _ask_items(subject, items: list) -> list:
 
 
 def _as_score(value):
-    """An item's score as stored: 0/1 as an int, a continuous score in [0, 1] as a float."""
+    """An item's score as stored: 0/1 (or an ordinal item's whole-number rating) as an int, a
+    continuous score in [0, 1] as a float."""
     v = float(value)
-    return int(v) if v in (0.0, 1.0) else v
+    return int(v) if v.is_integer() else v
 
 
 def _item_score(text: str):
@@ -552,16 +572,15 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                         f"none of the model's first {n_read} replies holds an answer the scorer "
                         f"can read (e.g. {answers[todo[-1]].text[:80]!r}); refusing to score "
                         "them all wrong. Check --prompt-style / --max-tokens / --system")
-            for n, sc in enumerate(scores):
-                if not 0 <= sc <= 1:
-                    raise LiveRunError(f"item {items[n]!r}: the scoring rule gave {sc!r}, not a "
-                                       "score in [0, 1]")
+            credits = _check_scores(session, items, scores)
+            rated = hasattr(session, "credit")
             _record_round(session, items, scores)
             theta, se = float(session.theta), float(session.se)
             store.complete_round(run_id, [dict(step=s, item_id=i, answer=a, score=sc,
-                                               prompt_hash=h, stored=st)
-                                          for s, i, a, sc, h, st in zip(steps, items, answers,
-                                                                        scores, hashes, stored)],
+                                               prompt_hash=h, stored=st, credit=c)
+                                          for s, i, a, sc, h, st, c in zip(
+                                              steps, items, answers, scores, hashes, stored,
+                                              credits)],
                                  theta=theta, se=se, session=session.to_dict(),
                                  cache_key=subject.cache_key if cache else None)
             if on_step is not None:
@@ -573,7 +592,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                     predicted = (pred.score, pred.lower, pred.upper)
                 for s, i, a, sc in zip(steps, items, answers, scores):
                     on_step(StepInfo(run_id, subject.name, s, i, sc, theta, se, a.cached,
-                                     float(a.latency_s), predicted))
+                                     float(a.latency_s), predicted, rated=rated))
     except SubjectError as exc:
         store.fail_run(run_id, str(exc))
         raise RunStoppedError(f"{exc}. Run {run_id} is saved with {session.n_items} answered "
@@ -590,6 +609,26 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     store.finish_run(run_id, stop_reason=getattr(session, "stop_reason", None),
                      accuracy=_model_accuracy(session, bank))
     return RunResult.from_store(store, run_id)
+
+
+def _check_scores(session, items, scores) -> list:
+    """Each answer's credit in [0, 1] (what ``n_correct`` adds up): the score itself, or an
+    ordinal item's rating as a share of its scale (``session.credit``); a score outside
+    [0, 1], or a rating that is not one of its item's levels, is one clear error."""
+    credit = getattr(session, "credit", None)
+    if credit is None:
+        for item, sc in zip(items, scores):
+            if not 0 <= sc <= 1:
+                raise LiveRunError(f"item {item!r}: the scoring rule gave {sc!r}, not a score "
+                                   "in [0, 1]")
+        return list(scores)
+    bank = session.bank
+    for item, sc in zip(items, scores):
+        levels = bank.levels[bank.index_of(str(item))]
+        if not (levels == float(sc)).any():
+            raise LiveRunError(f"item {item!r} was rated {sc!r}, not one of its levels "
+                               f"{';'.join(f'{v:g}' for v in levels)}")
+    return [credit(i, sc) for i, sc in zip(items, scores)]
 
 
 def _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts, records,

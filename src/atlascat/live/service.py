@@ -36,6 +36,7 @@ from ..errors import AtlasError, ConfigError
 from ..catalogue.bankref import BankRef
 from .runner import RunResult, continue_run, start_run
 from .store import RunStore
+from .subjects import is_ordinal
 
 __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
            "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
@@ -275,7 +276,8 @@ class LiveRun:
     :meth:`start` creates the runs (nothing is asked yet), :meth:`resume` takes stored ones of
     any kind, :meth:`run` asks until every run stops (``on_step`` per answered item, for a
     display), :meth:`results` gives each run's row: for one bank the run's fields, ``bench``,
-    ``bank``, the protocol label and ``prediction`` (:func:`predict_score`); for a suite
+    ``bank``, the protocol label and ``prediction`` (:func:`predict_score`), and ``ordinal``
+    (True) for a graded / gpcm bank (scores are ratings on the items' scales); for a suite
     :func:`~atlascat.live.suite_run.suite_result`."""
 
     store: RunStore
@@ -321,14 +323,16 @@ class LiveRun:
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
         items = _job_bank(kind, ref) if ref is not None else bank
-        if kind == "adaptive" and ref is not None and ref.kind == "dir":
+        if kind == "adaptive" and ((ref is not None and ref.kind == "dir")
+                                   or is_ordinal(items)):
             from ..cat.config import CATConfig
-            from ..cat.session import CATSession
             from ..predict.session import subject_generator
+            from .runner import adaptive_session
 
-            # a bank folder's adaptive test: each model's own stream, as `atlas simulate` does
-            sessions = [CATSession(items, config=config or CATConfig(),
-                                   rng=subject_generator(seed, s.name)) for s in subjects]
+            # a bank folder's or an ordinal bank's adaptive test: each model's own stream, as
+            # `atlas simulate` replays it
+            sessions = [adaptive_session(items, config or CATConfig(),
+                                         subject_generator(seed, s.name)) for s in subjects]
         stored_ref = str(ref) if ref is not None else bank_ref
         jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
                               bank_ref=stored_ref, batch_size=batch_size, session=session,
@@ -410,6 +414,8 @@ class LiveRun:
                    "bank": str(job.ref) if job.ref else None,
                    "protocol_label": protocol_label(
                        res.protocol, job.bank, folder=job.ref is not None and job.ref.kind == "dir")}
+            if is_ordinal(job.bank):  # scores are ratings; accuracies are shares of the scale
+                row["ordinal"] = True
             if res.status == "done" and job.kind == "predictor":
                 row["design"] = "benchmark predictor"
                 row["prediction"] = predict_run(self.store, job.run_id)

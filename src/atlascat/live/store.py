@@ -576,7 +576,9 @@ class RunStore:
                        cache_key: str | None) -> None:
         """A round's answers (those not stored yet), scores, theta, SE and the new session
         snapshot: one transaction. ``results``: dicts with ``step, item_id, answer, score,
-        prompt_hash, stored`` (``stored``: the answer was written by :meth:`record_answer`)."""
+        prompt_hash, stored`` (``stored``: the answer was written by :meth:`record_answer`) and
+        optionally ``credit``, what ``n_correct`` adds (default the score; an ordinal item's
+        rating counts as its share of the item's scale)."""
         now = time.time()
         n_correct = ptok = ctok = 0
         lat = 0.0
@@ -593,7 +595,7 @@ class RunStore:
                 if cur.rowcount != 1:
                     raise LiveRunError(f"run {run_id}: step {r['step']} (item {r['item_id']}) "
                                        "is not pending")
-                n_correct += _score(r["score"])
+                n_correct += _score(r.get("credit", r["score"]))
                 ptok += answer.prompt_tokens or 0
                 ctok += answer.completion_tokens or 0
                 lat += 0.0 if answer.cached else float(answer.latency_s)
@@ -658,6 +660,7 @@ def _pid_alive(pid) -> bool:
 
 
 def _score(value):
-    """An item's score as stored: 0/1 an integer, a continuous score in [0, 1] a float."""
+    """An item's score as stored: 0/1 (or a whole-number rating) an integer, a continuous
+    score in [0, 1] a float."""
     v = float(value)
-    return int(v) if v in (0.0, 1.0) else v
+    return int(v) if v.is_integer() else v

@@ -61,8 +61,8 @@ from .http import MAX_REPLY_BYTES, RETRY_STATUS
 from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
 from .scripted import CallableSubject, SimulatedSubject, item_uniform
-from .spec import (HTTP_OPTIONS, SUBJECT_KINDS, SubjectSpec, has_requests, parse_theta_spec,
-                   subject_from_spec)
+from .spec import (HTTP_OPTIONS, SUBJECT_KINDS, SubjectSpec, has_requests, is_ordinal,
+                   parse_theta_spec, subject_from_spec)
 
 __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_loglikelihood", "OpenAICompatible", "OpenAICompletionsSubject",
            "NoPromptLogprobsError", "ShiftedPromptLogprobsError", "echo_alignment", "ReplaySubject", "CallableSubject", "SimulatedSubject",
@@ -70,4 +70,4 @@ __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_logl
            "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_KINDS", "HTTP_OPTIONS",
            "SubjectSpec",
            "ItemScoredSubject", "is_item_scored", "CommandSubject", "RecordedAnswers",
-           "has_requests"]
+           "has_requests", "is_ordinal"]

@@ -14,8 +14,8 @@ scored it.
 
 The command's protocol: ATLAS starts it once per run (so a harness loads its model once) and
 writes one JSON object a line to its standard input, ``{"item_id": "..."}``; for every line it
-must print one line, ``{"item_id": "...", "score": 0 or 1}`` (other keys are kept with the
-answer), and flush (a Python program runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k
+must print one line, ``{"item_id": "...", "score": 0 or 1}`` (on a graded / gpcm bank: the
+item's rating, one of its levels; other keys are kept with the answer), and flush (a Python program runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k
 items writes k lines, then reads k replies (any order). Its standard error is kept (the last
 line names a failure). The command exiting early, or a round taking longer than ``timeout``,
 fails the round: the run is saved, the process stopped, and ``--resume`` starts it again.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import os
 import queue
 import shlex
@@ -35,15 +36,17 @@ from pathlib import Path
 
 from ...errors import ConfigError, LiveRunError
 from .base import SubjectError
-from .replay import recorded_answers
+from .replay import recorded_answers, recorded_ratings
 
 __all__ = ["CommandSubject", "RecordedAnswers", "parse_scores"]
 
 
-def parse_scores(item_ids, text: str, who: str) -> list[tuple[int, str]]:
+def parse_scores(item_ids, text: str, who: str, *,
+                 ratings: bool = False) -> list[tuple[int, str]]:
     """(score, reply line) per item of ``item_ids`` from the JSON lines ``text`` (module
     docstring); one clear error for a line that is not such an object, a score that is not
-    0/1, an item missing, repeated or not asked."""
+    0/1 (``ratings``: not a finite number; the runner checks it against the item's levels),
+    an item missing, repeated or not asked."""
     want = [str(i) for i in item_ids]
     got: dict = {}
     for n, line in enumerate(text.splitlines(), 1):
@@ -59,14 +62,18 @@ def parse_scores(item_ids, text: str, who: str) -> list[tuple[int, str]]:
         item, score = str(rec["item_id"]), rec["score"]
         if isinstance(score, bool):
             score = int(score)
-        if not isinstance(score, (int, float)) or not 0 <= score <= 1:
+        if ratings:
+            if not isinstance(score, (int, float)) or not math.isfinite(score):
+                raise LiveRunError(f"{who}: item {item!r} rated {score!r}; a rating is a "
+                                   "number on the item's scale")
+        elif not isinstance(score, (int, float)) or not 0 <= score <= 1:
             raise LiveRunError(f"{who}: item {item!r} scored {score!r}; a score is 0 or 1, "
                                "or in [0, 1] for a continuous metric")
         if item not in want:
             raise LiveRunError(f"{who}: reply line {n} scores item {item!r}, which was not asked")
         if item in got:
             raise LiveRunError(f"{who}: item {item!r} is scored twice")
-        got[item] = (score if 0 < score < 1 else int(score), line.strip())
+        got[item] = (score if ratings or 0 < score < 1 else int(score), line.strip())
     missing = [i for i in want if i not in got]
     if missing:
         raise LiveRunError(f"{who}: no score for {len(missing)} of the {len(want)} item(s) asked "
@@ -83,12 +90,15 @@ class CommandSubject:
         one; or a list)
     name : the model's name in the run store (default: the command)
     timeout : seconds one round may take (default: no limit)
+    ratings : the items are ordinal (a graded / gpcm bank): ``score`` is a rating on the item's
+        own scale (one of its levels, checked by the runner), not 0/1
     """
 
     kind = "item"
     protocol = "item command"
 
-    def __init__(self, command, name: str | None = None, *, timeout: float | None = None):
+    def __init__(self, command, name: str | None = None, *, timeout: float | None = None,
+                 ratings: bool = False):
         try:
             argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
         except ValueError as exc:
@@ -103,6 +113,7 @@ class CommandSubject:
         self.command = shlex.join(argv)
         self.model = self.name = str(name) if name else self.command
         self.timeout = None if timeout is None else float(timeout)
+        self.ratings = bool(ratings)
         self._proc = None
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=20)
@@ -111,7 +122,7 @@ class CommandSubject:
 
     @property
     def cache_key(self) -> str:
-        return f"{self.name}@cmd:{self.command}"
+        return f"{self.name}@cmd:{self.command}" + ("#ratings" if self.ratings else "")
 
     def describe(self) -> dict:
         return {"type": "cmd", "model": self.name, "command": self.command,
@@ -176,7 +187,8 @@ class CommandSubject:
                                        f"{len(replies)} of {len(ids)} item(s)")
                 if line.strip():
                     replies.append(line)
-        return parse_scores(ids, "".join(replies), f"the command {self.command!r}")
+        return parse_scores(ids, "".join(replies), f"the command {self.command!r}",
+                            ratings=self.ratings)
 
     def close(self, wait: float = 5.0) -> None:
         """End the process: its standard input closed (a harness reading lines then exits),
@@ -206,18 +218,22 @@ def _status(proc) -> str:
 class RecordedAnswers:
     """A model's recorded 0/1 answers, asked by item id (``replay:MATRIX#MODEL`` on a bank
     without requests, such as a folder built from a response matrix): the whole live path on
-    real answers. An item the model has no recorded answer for is an error naming it."""
+    real answers. An item the model has no recorded answer for is an error naming it.
+    ``ratings``: the items are ordinal (a graded / gpcm bank) and the matrix holds ratings on
+    their own scales, replayed as recorded."""
 
     kind = "item"
     protocol = "recorded"
 
-    def __init__(self, matrix, model: str):
-        self.source, self._answers = recorded_answers(matrix, model)
+    def __init__(self, matrix, model: str, *, ratings: bool = False):
+        self.ratings = bool(ratings)
+        self.source, self._answers = (recorded_ratings if ratings
+                                      else recorded_answers)(matrix, model)
         self.model = self.name = str(model)
 
     @property
     def cache_key(self) -> str:
-        return f"{self.model}@replay:{self.source}#item"
+        return f"{self.model}@replay:{self.source}#" + ("ratings" if self.ratings else "item")
 
     def describe(self) -> dict:
         return {"type": "replay", "model": self.model, "matrix": self.source, "kind": self.kind}
@@ -229,5 +245,6 @@ class RecordedAnswers:
             if ans is None:
                 raise ConfigError(f"replay: model {self.model!r} has no recorded answer for item "
                                   f"{item!r} in {self.source}")
-            out.append((int(ans), json.dumps({"item_id": item, "score": int(ans)})))
+            score = ans if self.ratings else int(ans)
+            out.append((score, json.dumps({"item_id": item, "score": score})))
         return out

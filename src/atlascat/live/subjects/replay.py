@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 import weakref
+from pathlib import Path
 
 import numpy as np
 
 from ...errors import BankError, ConfigError
 
-__all__ = ["ReplaySubject", "recorded_answers"]
+__all__ = ["ReplaySubject", "recorded_answers", "recorded_ratings"]
 
 #: the request index of a bank (shared by every replayed model), keyed weakly by the bank
 _REPLAY_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -134,6 +135,25 @@ def recorded_answers(matrix, model) -> tuple[str, dict]:
                     for i, v in zip(matrix.item_ids, row)}
 
 
+def recorded_ratings(matrix, model) -> tuple[str, dict]:
+    """(where the ratings come from, {item id: rating or None}) of ``model``'s row of a
+    ratings file (:func:`atlascat.irt.polycal.read_ratings`: the ratings as recorded, blank =
+    none)."""
+    from ...irt.polycal import read_ratings
+
+    path = Path(str(matrix))
+    if not path.is_file():
+        raise ConfigError(f"replay ratings {str(matrix)!r} is not a file; give the ratings "
+                          "matrix (subject ids in the first column, one column per item)")
+    values, sids, iids, _ = read_ratings(path)
+    ids = [str(s) for s in sids]
+    if str(model) not in ids:
+        raise ConfigError(f"model {model!r} is not a subject of {str(matrix)} ({len(ids)} "
+                          "subjects); use a subject id from the file's first column")
+    row = np.asarray(values[ids.index(str(model))], dtype=float)
+    return str(matrix), {str(i): (None if np.isnan(v) else float(v)) for i, v in zip(iids, row)}
+
+
 def _request_key(r) -> tuple:
     return (r.kind, r.context, r.continuation, tuple(r.until))
 
@@ -168,8 +188,6 @@ def _gold_text(ir):
 
 
 def _read_matrix(spec):
-    from pathlib import Path
-
     from ...responses import ResponseMatrix
 
     path = Path(str(spec))

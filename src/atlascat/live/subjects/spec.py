@@ -18,7 +18,7 @@ from .replay import ReplaySubject
 from .scripted import SimulatedSubject
 
 __all__ = ["SubjectSpec", "subject_from_spec", "parse_theta_spec", "has_requests",
-           "SUBJECT_KINDS", "HTTP_OPTIONS"]
+           "SUBJECT_KINDS", "HTTP_OPTIONS", "is_ordinal"]
 
 #: every kind of ``--subject`` (and of a stored subject's ``type``), with its usage
 SUBJECT_KINDS = {
@@ -62,6 +62,14 @@ def parse_theta_spec(text: str) -> tuple[float, int]:
         raise ConfigError(f"--subject simulate:{text}: THETA must be a finite number in "
                           "[-10, 10] (e.g. simulate:0.5 or simulate:0.5:7 with a seed)")
     return theta, seed
+
+
+def is_ordinal(bank) -> bool:
+    """Whether ``bank`` is a bank of ordinal items (graded / gpcm,
+    :class:`~atlascat.irt.polybank.PolyBank`): answered by ratings on the items' own scales."""
+    from ...irt.polybank import PolyBank
+
+    return isinstance(bank, PolyBank)
 
 
 def has_requests(bank) -> bool:
@@ -143,6 +151,11 @@ class SubjectSpec:
         kw = {k: v for k, v in settings.items() if v is not None}
         http = {k: v for k, v in kw.items() if k in HTTP_OPTIONS}
         kind, target, model = self.kind, self.target, self.model
+        ratings = is_ordinal(bank)
+        if ratings and kind not in ("replay", "cmd"):
+            raise ConfigError(f"--subject {kind}: asks an item's requests, and a graded / gpcm "
+                              "bank has none: ask it by item id with cmd:COMMAND (your program "
+                              "rates each item) or replay:RATINGS.csv#MODEL")
         if kind == "openai":
             return OpenAICompatible(target, model or "", chat=kw.get("chat", True), **http)
         if kind == "completions":
@@ -158,12 +171,12 @@ class SubjectSpec:
         if kind == "replay":
             matrix, _, who = target.rpartition("#")
             if bank is not None and not has_requests(bank):
-                return RecordedAnswers(matrix, who)
+                return RecordedAnswers(matrix, who, ratings=ratings)
             return ReplaySubject(matrix, who, bank=bank)
         if kind == "cmd":
             command = (target.replace("{model}", shlex.quote(str(model)))
                        if "{model}" in target else target)
-            return CommandSubject(command, model, timeout=kw.get("timeout"))
+            return CommandSubject(command, model, timeout=kw.get("timeout"), ratings=ratings)
         return self._backend(kw)
 
     def _backend(self, kw: dict):
