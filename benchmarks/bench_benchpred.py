@@ -44,8 +44,8 @@ from 100 source models, so on the v2 matrices).
                                  # written to atlas_family.csv
 
 writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed, design) and,
-with --write-docs, table.md and the table of docs/your_benchmark.md's section "## Study: models
-unlike the source models". About ten minutes on 2 cores.
+with --write-docs, table.md and the first table of benchmarks/results/benchpred.md's section
+"## BenchPred's protocol, beside BenchPred's own methods". About ten minutes on 2 cores.
 """
 from __future__ import annotations
 
@@ -72,10 +72,9 @@ from atlascat.responses import ResponseMatrix
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "benchpred"
 OUT = ROOT / "benchmarks" / "results" / "benchpred"
-DOC = ROOT / "docs" / "your_benchmark.md"
+DOC = ROOT / "benchmarks" / "results" / "benchpred.md"
 NAMES = ["v2_ifeval", "v2_musr", "v2_arc_challenge", "helm_mmlu", "helm_med_qa"]
-SECTION = "## Study: models unlike the source models"
-SUBSECTION = "### BenchPred's protocol, beside BenchPred's own methods"
+SECTION = "## BenchPred's protocol, beside BenchPred's own methods"
 # the score of a model answering at random: IFEval is generation (0); MuSR's three parts have 2,
 # 5 and 3 options (250, 256 and 250 items: the v2 leaderboard's random baselines); ARC-Challenge,
 # HELM MMLU and HELM MedQA ask 4 options
@@ -318,10 +317,10 @@ def table(res: pd.DataFrame, peers: pd.DataFrame) -> str:
 
 
 def write_docs(text: str) -> None:
-    """Replace the first table under the "### BenchPred's protocol" heading of the Study section
-    (the prose around it is written by hand)."""
+    """Replace the first table under the "## BenchPred's protocol" heading of
+    benchmarks/results/benchpred.md (the prose around it is written by hand)."""
     body = DOC.read_text(encoding="utf-8")
-    at = body.index(SUBSECTION, body.index(SECTION))
+    at = body.index(SECTION)
     lines = body[at:].split("\n")
     first = next(i for i, line in enumerate(lines) if line.startswith("| data |"))
     last = next(i for i in range(first, len(lines)) if not lines[i].startswith("|"))
