@@ -24,7 +24,7 @@ weakest source models answer at chance, the predictor does not take a design est
 them for a weaker model. ``--no-chance`` builds without it (chance 0, a matrix's default).
 
 ``--check-library`` also runs the library with the same seeds: BenchmarkPredictor(50).fit(bank,
-source, rng=S).replay(targets, rng=S+1000) on the built folder's bank (``library_diff``: the
+source, rng=S).replay(targets, seed=S+1000) on the built folder's bank (``library_diff``: the
 largest difference from the CLI's scores, points; the seeds are handled alike, so 0) and on
 Calibrator()'s bank of all the source's items (``library_mae``: the library path before the
 CLI; it differs where build-bank's item filter drops items: the point-biserial rule applies
@@ -44,8 +44,8 @@ from 100 source models, so on the v2 matrices).
                                  # written to atlas_family.csv
 
 writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed, design) and,
-with --write-docs, table.md and the table of docs/your_benchmark.md's section "## Study: models
-unlike the source models". About ten minutes on 2 cores.
+with --write-docs, table.md and the first table of benchmarks/results/benchpred.md's section
+"## BenchPred's protocol, beside BenchPred's own methods". About ten minutes on 2 cores.
 """
 from __future__ import annotations
 
@@ -72,10 +72,9 @@ from atlascat.responses import ResponseMatrix
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "benchpred"
 OUT = ROOT / "benchmarks" / "results" / "benchpred"
-DOC = ROOT / "docs" / "your_benchmark.md"
+DOC = ROOT / "benchmarks" / "results" / "benchpred.md"
 NAMES = ["v2_ifeval", "v2_musr", "v2_arc_challenge", "helm_mmlu", "helm_med_qa"]
-SECTION = "## Study: models unlike the source models"
-SUBSECTION = "### BenchPred's protocol, beside BenchPred's own methods"
+SECTION = "## BenchPred's protocol, beside BenchPred's own methods"
 # the score of a model answering at random: IFEval is generation (0); MuSR's three parts have 2,
 # 5 and 3 options (250, 256 and 250 items: the v2 leaderboard's random baselines); ARC-Challenge,
 # HELM MMLU and HELM MedQA ask 4 options
@@ -231,7 +230,8 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
                 replays: int = 1):
     """The library path with the same seeds: Calibrator() on the source,
     BenchmarkPredictor(budget, **settings).fit(bank, source, rng=seed), .replay(targets,
-    rng=seed + 1000) (``replays`` > 1: also rng=[seed + 1000, r] for r = 1 .. replays - 1, the
+    seed=seed + 1000) (each target's own Generator, as ``atlas simulate``'s; ``replays`` > 1:
+    also rng=[seed + 1000, r] for r = 1 .. replays - 1, the
     metrics pooled over the replays). Returns (metrics, predicted scores by target id, of the
     first replay)."""
     full = df.to_numpy(float)
@@ -243,8 +243,8 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
         warnings.simplefilter("ignore")
         bank = Calibrator().fit(source).bank_
     pred = BenchmarkPredictor(budget, **(settings or {})).fit(bank, source, rng=seed)
-    runs = [pred.replay(targets, rng=seed + 1000 if k == 0 else [seed + 1000, k])
-            for k in range(int(replays))]
+    runs = [pred.replay(targets, seed=seed + 1000) if k == 0       # as atlas simulate draws
+            else pred.replay(targets, rng=[seed + 1000, k]) for k in range(int(replays))]
     p = pd.concat([pd.DataFrame({
         "subject_id": r.subject.astype(str), "n_items": r.n_items,
         "score": r.score, "score_lo": r.lower, "score_hi": r.upper,
@@ -259,7 +259,7 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
 def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank,
                       chance: float = 0.0) -> pd.Series:
     """BenchmarkPredictor(budget, chance=chance).fit(bank, source, rng=seed).replay(targets,
-    rng=seed + 1000)
+    seed=seed + 1000)
     on the bank atlas build-bank fits the predictor on (the built folder's, or every
     non-constant item's: :func:`atlascat.bankdir.builder.predictor_bank`): predicted scores by
     target id."""
@@ -270,7 +270,7 @@ def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank
     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
     bank = predictor_bank(source, bank, seed=seed)  # as atlas build-bank chooses it
     r = BenchmarkPredictor(budget, chance=chance).fit(bank, source, rng=seed).replay(
-        targets, rng=seed + 1000)
+        targets, seed=seed + 1000)
     return pd.Series(r.score.to_numpy(), index=r.subject.astype(str))
 
 
@@ -317,10 +317,10 @@ def table(res: pd.DataFrame, peers: pd.DataFrame) -> str:
 
 
 def write_docs(text: str) -> None:
-    """Replace the first table under the "### BenchPred's protocol" heading of the Study section
-    (the prose around it is written by hand)."""
+    """Replace the first table under the "## BenchPred's protocol" heading of
+    benchmarks/results/benchpred.md (the prose around it is written by hand)."""
     body = DOC.read_text(encoding="utf-8")
-    at = body.index(SUBSECTION, body.index(SECTION))
+    at = body.index(SECTION)
     lines = body[at:].split("\n")
     first = next(i for i, line in enumerate(lines) if line.startswith("| data |"))
     last = next(i for i in range(first, len(lines)) if not lines[i].startswith("|"))

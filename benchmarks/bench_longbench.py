@@ -19,7 +19,8 @@ at most 1.1 x, coverage 0.90-0.99 per task and split.
 ``--library``: the library path instead (Calibrator(dispersion="auto") on the source, as
 ``atlas build-bank`` calibrates, cached per task, split
 and seed under /tmp, then BenchmarkPredictor(50, **--set).fit(bank, source, rng=S).replay(
-targets, rng=S+1000)): a study of the predictor's settings, nothing written but the printout.
+targets, seed=S+1000), each target's own Generator as atlas simulate's; --replays K adds
+replay(targets, rng=[S+1000, k]) for k = 1 .. K-1): a study of the predictor's settings, nothing written but the printout.
 
     OPENBLAS_NUM_THREADS=1 nice python benchmarks/bench_longbench.py [--tasks narrativeqa,lcc]
         [--seeds 5] [--write-md] [--library [--set NAME=VALUE ...] [--replays K]]
@@ -76,12 +77,7 @@ def run_cli(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path) -> 
     _cli(["simulate", "--bank", bank, targets, "--max-items", budget, "--seed", seed + 1000,
           "-o", run])
     p = pd.read_csv(run / "person_scores.csv")
-    return {"n_source": len(src), **_metrics(p.rename(columns=_GENERIC), truth)}
-
-
-# person_scores.csv's columns, whichever names the build gives them
-_GENERIC = {"score": "leaderboard_accuracy", "score_lo": "leaderboard_lo",
-            "score_hi": "leaderboard_hi"}
+    return {"n_source": len(src), **_metrics(p, truth)}
 
 
 def cached_bank(task: str, df: pd.DataFrame, split: str, seed: int):
@@ -108,11 +104,11 @@ def run_library(task, df, split, seed, budget, settings, replays=1) -> dict:
     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
     bank = cached_bank(task, df, split, seed)
     pred = BenchmarkPredictor(budget, **settings).fit(bank, source, rng=seed)
-    runs = [pred.replay(targets, rng=seed + 1000 if k == 0 else [seed + 1000, k])
-            for k in range(int(replays))]
+    runs = [pred.replay(targets, seed=seed + 1000) if k == 0       # as atlas simulate draws
+            else pred.replay(targets, rng=[seed + 1000, k]) for k in range(int(replays))]
     p = pd.concat([pd.DataFrame({
         "subject_id": r.subject.astype(str), "n_items": r.n_items,
-        "leaderboard_accuracy": r.score, "leaderboard_lo": r.lower, "leaderboard_hi": r.upper,
+        "score": r.score, "score_lo": r.lower, "score_hi": r.upper,
         "design_score": r.design_score, "model_score": r.model_score, "method": r.method})
         for r in runs], ignore_index=True)
     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
