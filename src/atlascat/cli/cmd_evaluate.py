@@ -121,8 +121,7 @@ def format_result(row: dict, held: str | None = None) -> str:
         acc.append(f"observed {100 * obs:.1f}% of the scale (each rating's (r - lowest) / "
                    f"(highest - lowest), over the {row.get('n_items')} items asked)")
     elif obs is not None:
-        acc.append(f"observed {100 * obs:.1f}% ({row.get('n_correct'):.4g}/"
-                   f"{row.get('n_items')} of the items asked)")
+        acc.append(f"observed {100 * obs:.1f}% ({_count_text(row)})")
     if mod is not None:
         acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
     if acc:
@@ -478,3 +477,11 @@ def _print_single(rows: list[dict], held: list) -> None:
             console.print(format_result(r, note), markup=False, highlight=False, soft_wrap=True)
             if (r.get("prediction") or {}).get("warning"):
                 warn(r["prediction"]["warning"])
+
+
+def _count_text(row) -> str:
+    """'k/n of the items asked' for right/wrong answers; a mean for scores in [0, 1]."""
+    got, n = row.get("n_correct"), row.get("n_items")
+    if got is not None and float(got).is_integer():
+        return f"{int(got)}/{n} of the items asked"
+    return f"the mean score over the {n} items asked"
