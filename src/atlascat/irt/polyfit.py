@@ -286,24 +286,27 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
                       "partition": 0, "n_partitions": 1})
 
     padded = lambda q: np.where(free, q, np.nan)  # noqa: E731
+
+    def em_step(q):
+        """One EM update of ``q``, counted and recorded: (new params, objective at q, change)."""
+        nonlocal n_iter
+        q1, f = em_map(padded(q))
+        n_iter += 1
+        q1 = np.where(free, q1, 0.0)
+        ch = change(q, q1)
+        record(f, ch)
+        return q1, f, ch
+
     while n_iter < max_iter:
         p0 = p
-        p1, f0 = em_map(padded(p0))
-        n_iter += 1
-        p1 = np.where(free, p1, 0.0)
-        ch = change(p0, p1)
-        record(f0, ch)
+        p1, _, ch = em_step(p0)
         p = p1
         if ch < tol:
             converged = True
             break
         if not accelerate or n_iter >= max_iter:
             continue
-        p2, f1 = em_map(padded(p1))
-        n_iter += 1
-        p2 = np.where(free, p2, 0.0)
-        ch = change(p1, p2)
-        record(f1, ch)
+        p2, f1, ch = em_step(p1)
         p = p2
         if ch < tol:
             converged = True
