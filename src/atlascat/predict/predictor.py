@@ -196,8 +196,10 @@ class BenchmarkPredictor:
         self.score_map_ = None if scores is None else score_map(item_mean, truth)
         self.ridge_answers_ = self.ridge_scores_ = self.gamma_ = self._ridge_x = None
         n_src = source.n_subjects
-        if self.ridge is None or self.ridge:
-            self.ridge_answers_, self.ridge_scores_ = y.copy(), truth.copy()
+        if self.ridge is None or self.ridge:       # at predictor.json's precision (1/250), so
+            #                                          a predictor read back predicts alike
+            self.ridge_answers_ = regression.unpack_answers(regression.pack_answers(y), y.shape)
+            self.ridge_scores_ = truth.copy()
         self.level_x_, self.level_c0_ = None, None
         if float(self.level_fraction) > 0:     # a model of the answers: the item mean's scale
             self.level_x_ = est.level_logits(y, item_mean, float(self.level_fraction))
