@@ -24,7 +24,7 @@ def runs_command(
 ):
     """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
 
-    A suite run has no theta: its leaderboard column is the predicted average.
+    A suite run has no theta: its predicted column is the predicted average.
 
     'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
     finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
@@ -94,9 +94,11 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
         typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "session"},
                                "steps": steps[cols].to_dict("records")}, default=str))
         return
+    from ..live.report import protocol_name
+
+    proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
     print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']}, "
-                                   f"protocol {info.get('protocol') or 'approximate'})",
-                max_rows=1000)
+                                   f"protocol {proto})", max_rows=1000)
     return None
 
 
@@ -130,10 +132,13 @@ def _list_runs(stores, as_json: bool) -> None:
                             for t in df["updated_at"]])
     df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
                             "model-based"})
-    for col in ("observed", "model-based"):  # percent, as the leaderboard score beside them
-        df[col] = [f"{100 * v:.1f}%" if pd.notna(v) else None for v in df[col]]
-    from ..live.report import describe_prediction
+    for col in ("observed", "model-based"):  # as the predicted score beside them: percent,
+        # or the metric's own scale
+        df[col] = [_as_score(v, lb.get("scale")) for v, lb in zip(df[col], predictions)]
+    from ..live.report import describe_prediction, protocol_name
 
+    df["protocol"] = [protocol_name(p, ref) if isinstance(p, str) else p
+                      for p, ref in zip(df["protocol"], df["bank_ref"])]
     df["predicted"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
                                                              else "")
                        if lb.get("score") is not None else "-" for lb in predictions]
@@ -141,3 +146,14 @@ def _list_runs(stores, as_json: bool) -> None:
             "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
                 title=f"runs in {where}", float_format="{:.3f}")
+
+
+def _as_score(value, scale) -> str | None:
+    """A 0-1 accuracy in percent, or on a bank folder's metric ``scale`` (low, high)."""
+    import math
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if scale is None:
+        return f"{100 * value:.1f}%"
+    return f"{scale[0] + (scale[1] - scale[0]) * value:.1f}"
