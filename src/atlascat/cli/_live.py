@@ -239,7 +239,7 @@ class LiveDisplay:
         if getattr(info, "rated", False):  # an ordinal item's rating on its own scale
             text.append(f"rated {info.score:<5g}", style="cyan")
         elif scored is not None:           # a continuous score, or on the metric's scale
-            text.append(f"{scored:<11}", style="cyan")
+            text.append(f"{scored:<10}", style="cyan")
         else:
             text.append("correct" if info.score else "wrong  ",
                         style="green" if info.score else "red")
