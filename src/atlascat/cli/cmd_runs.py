@@ -29,7 +29,8 @@ def runs_command(
     'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
     finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
     twice: observed (right / asked, over the items asked) and model-based (the bank's
-    expected proportion correct at theta). Without --db it lists the default store and
+    expected proportion correct at theta); on a bank folder built with --score-range both
+    are mean scores on the metric's own scale. Without --db it lists the default store and
     every store a finished or interrupted run wrote elsewhere (-o DIR, --db FILE; remembered
     in $ATLAS_HOME/stores.txt).
     """
