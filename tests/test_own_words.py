@@ -226,3 +226,19 @@ def test_a_bank_folders_protocol_is_the_source_models_in_every_table(logged, tmp
     assert protocol_name("leaderboard", "shipped:arc") == "leaderboard"
     assert protocol_name("leaderboard", str(logged / "bank")) == "as the source models (mc2)"
     assert protocol_name("item command", str(logged / "bank")) == "item command"
+
+
+def test_score_reads_a_score_range_folders_results_on_its_scale(longbench, tmp_path):
+    """``atlas score`` on a --score-range folder reads RESPONSES on the metric's scale, as
+    ``atlas simulate`` does (it refused BLEU 37.2 as "outside [0, 1]"), and predicts what the
+    0-1 folder predicts, mapped to that scale."""
+    root, targets = longbench
+    (1 + 9 * targets).to_csv(tmp_path / "judged.csv")
+    assert main(["score", str(tmp_path / "judged.csv"), "--bank", str(root / "judge"),
+                 "-o", str(tmp_path / "judge.csv")]) == 0
+    assert main(["score", str(root / "targets.csv"), "--bank", str(root / "qmsum"),
+                 "-o", str(tmp_path / "plain.csv")]) == 0
+    judge = pd.read_csv(tmp_path / "judge.csv").set_index("subject_id")
+    plain = pd.read_csv(tmp_path / "plain.csv").set_index("subject_id")
+    for col in ("score", "score_lo", "score_hi"):
+        np.testing.assert_allclose(judge[col], 1 + 9 * plain[col], atol=1e-3)

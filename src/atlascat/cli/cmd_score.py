@@ -82,7 +82,7 @@ def score_command(
                                               "--calibration": calibration is not None})
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
-    rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+    rm = _read_responses(responses, ref, freq_column, normalize_ids)
     rm, bk = align_items(rm, bk, extra_items)
     df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
@@ -97,6 +97,19 @@ def score_command(
 
 def register(app: typer.Typer) -> None:
     app.command("score")(score_command)
+
+
+def _read_responses(responses, ref, freq_column, normalize_ids):
+    """RESPONSES, on a bank folder's metric scale when it was built with --score-range (BLEU
+    0-100 read as BLEU, as ``atlas simulate`` reads it), else as they are."""
+    from ..bankdir.builder import read_scaled_matrix
+    from ..bankdir.predict import metric_scale
+
+    scale = metric_scale(ref.folder()) if ref.kind == "dir" else None
+    if scale is None:
+        return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+    return read_scaled_matrix(responses, scale, freq_column=freq_column,
+                              normalize_ids=normalize_ids, on_empty="keep")
 
 
 def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam) -> None:
