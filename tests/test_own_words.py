@@ -242,3 +242,44 @@ def test_score_reads_a_score_range_folders_results_on_its_scale(longbench, tmp_p
     plain = pd.read_csv(tmp_path / "plain.csv").set_index("subject_id")
     for col in ("score", "score_lo", "score_hi"):
         np.testing.assert_allclose(judge[col], 1 + 9 * plain[col], atol=1e-3)
+
+
+@pytest.mark.parametrize("name, design", [("qmsum", "predictor"), ("bleu", "predictor"),
+                                          ("judge", "adaptive")])
+def test_a_live_replay_of_continuous_scores_agrees_with_simulate(longbench, tmp_path, name,
+                                                                 design):
+    """``replay:MATRIX#MODEL`` on a folder of continuous scores replays each score as recorded
+    (it counted a ROUGE of 0.23 as wrong: 0.0% against simulate's 20.6%), and on a
+    --score-range folder reads the matrix on the metric's scale: the same items, theta and
+    prediction as ``atlas simulate`` with the same seed; a resumed run rebuilds that reading."""
+    from atlascat.bankdir import load_bank_dir
+    from atlascat.live.subjects import RecordedAnswers, SubjectSpec
+
+    root, targets = longbench
+    lo, hi = {"qmsum": (0, 1), "bleu": (0, 100), "judge": (1, 10)}[name]
+    (lo + (hi - lo) * targets).to_csv(tmp_path / "t.csv")
+    assert main(["simulate", str(tmp_path / "t.csv"), "--bank", str(root / name), "--seed",
+                 "3", "--design", design, "-o", str(tmp_path / "sim"), "-q"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv").set_index("subject_id")
+    model = str(ps.index[2])
+    assert main(["evaluate", "--bank", str(root / name), "--subject",
+                 f"replay:{tmp_path / 't.csv'}#{model}", "--seed", "3", "--design", design,
+                 "-o", str(tmp_path / "live"), "-q"]) == 0
+    row = json.loads((tmp_path / "live" / "results.json").read_text())[0]
+    assert row["n_items"] == ps.loc[model, "n_items"]
+    np.testing.assert_allclose(row["theta"], ps.loc[model, "theta"], rtol=1e-9)
+    got = row["prediction"]
+    np.testing.assert_allclose([got["score"], got["lo"], got["hi"]],
+                               ps.loc[model, ["score", "score_lo", "score_hi"]].to_numpy(float),
+                               rtol=1e-9)
+    from atlascat.live.store import RunStore
+
+    desc = RunStore(tmp_path / "live" / "runs.sqlite").get_run(row["run_id"])["subject"]
+    again = SubjectSpec.rebuild(desc, load_bank_dir(root / name).bank)   # as --resume does
+    assert isinstance(again, RecordedAnswers)
+    assert again.score_range == (None if name == "qmsum" else [lo, hi])
+    item = str(targets.columns[0])
+    subj = RecordedAnswers(tmp_path / "t.csv", model,
+                           score_range=None if name == "qmsum" else (lo, hi))
+    assert json.loads(subj.score_items([item])[0][1])["score"] == \
+        pytest.approx(targets.loc[model, item])

@@ -328,7 +328,8 @@ def _start(o: _Options, limiter):
         raise ConfigError("--suite with replay: subjects: replay the benchmarks' matrices with "
                           "atlas simulate --suite openllm-v1 BENCH=MATRIX ...")
     bank = ref.load() if design == "suite" else design_bank(ref, design)
-    subjects = [spec.with_model(n).build(bank, **o.settings(limiter)) for n in names or [None]]
+    settings = {**o.settings(limiter), "score_range": _score_range(ref)}
+    subjects = [spec.with_model(n).build(bank, **settings) for n in names or [None]]
     if any(subject_protocol(s) == "approximate" for s in subjects):
         approximate_note(spec.kind, "the banks were" if design == "suite" else "the bank was",
                          "the source models'" if ref.kind == "dir" else "the leaderboard's")
@@ -381,6 +382,14 @@ def _display(o: _Options, live) -> LiveDisplay:
         [j.subject.name for j in live.jobs], [str(i) for j in live.jobs for i in j.bank.item_ids],
         plan, lines=not (o.quiet or o.as_json), bar=not o.as_json,
         averages={j.run_id for j in live.jobs if j.kind == "suite"}, scales=_scales(live))
+
+
+def _score_range(ref):
+    """A bank folder's metric scale (built with --score-range): what a replayed matrix holds."""
+    from ..bankdir.predict import metric_scale
+
+    folder = ref.folder() if ref is not None and ref.kind == "dir" else None
+    return None if folder is None else metric_scale(folder)
 
 
 def _scales(live) -> dict:
