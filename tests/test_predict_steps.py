@@ -114,5 +114,3 @@ def test_small_sample_interval_formula():
     rem = np.array([[True, True, False]])
     q = np.array([[0.5, 0.5, 0.0]])
     assert est.draw_variance(f, rem, q)[0] == pytest.approx(0.25 / 0.5 + 0.09 / 0.5)
-    assert est.draw_variance(f, rem, q, np.array([0.5, 1.0, 1.0]))[0] == pytest.approx(
-        0.125 / 0.5 + 0.09 / 0.5)

@@ -86,25 +86,28 @@ contain the point prediction.
 
 Early steps. Des Raj's variance estimate after k draws has k - 1 degrees of freedom: after 2
 or 3 answers it is often near 0 by chance (two draws whose terms t_k agree), and D +- 1.96 SE_D
-then covers far less than 95% (benchmarks/results/step_coverage.md: 0.61-0.73 after 2
-answers). While fewer than n_0 = min(30, budget) draws are answered (:data:`SMALL_SAMPLE_DRAWS`;
-from 1 on, t_{0.975, 30} = 2.04 differs little from 1.96), the interval after k >= 2 answers
-(:func:`small_sample_interval`) pools the terms' sample variance s^2 = k (k - 1) SE_D^2 N^2
-(on the total's scale) with the IRT model's predicted variance of one draw's term,
+then covers far less than 95% (benchmarks/results/step_coverage.md: 0.66-0.68 after 2
+answers on held-out models). While fewer than n_0 = min(30, budget) draws are answered
+(:data:`SMALL_SAMPLE_DRAWS`; t_{0.975, 30} = 2.04 differs little from 1.96), the interval after
+k >= 2 answers (:func:`small_sample_interval`) pools the terms' sample variance
+s^2 = k (k - 1) SE_D^2 N^2 (on the total's scale) with a prior variance of one draw's term,
 
-    sigma_0^2 = sum_{i in R} phi_i f_i (1 - f_i) / q_i      (:func:`draw_variance`)
+    sigma_0^2 = sum_{i in R} f_i (1 - f_i) / q_i      (:func:`draw_variance`)
 
-(f the posterior-mean predictions after the k answers, q the next draw's probabilities over the
-items not asked yet, R: the conditional variance of t_{k+1} were the answers independent with
-variances phi_i f_i (1 - f_i)), as one prior draw: the conjugate update of a normal variance
-under a scaled inverse-chi-square prior with nu_0 = 1 degree of freedom (Gelman et al. 2013,
-Bayesian Data Analysis, 3rd ed., section 3.3),
+(f the IRT posterior-mean predictions after the k answers, q the next draw's probabilities over
+the items not asked yet, R): the conditional variance of t_{k+1} were the remaining answers
+independent with variances f_i (1 - f_i), the largest a score in [0, 1] with mean f_i can have
+(Bhatia and Davis 2000), so it does not rest on the dispersion phi estimated on the source
+models. It counts as one prior draw: the conjugate update of a normal variance under a scaled
+inverse-chi-square prior with nu_0 = 1 degree of freedom (Gelman et al. 2013, Bayesian Data
+Analysis, 3rd ed., section 3.3),
 
     sigma_k^2 = (sigma_0^2 + (k - 1) s^2) / k,   D +- t_{0.975, k} sigma_k / (N sqrt(k)),
 
 widened to contain the point prediction (t with nu_0 + k - 1 = k degrees of freedom, the
 posterior predictive of a mean whose variance is estimated). After one answer the interval is
-the whole range; from n_0 answers on, and always at the budget, it is D +- 1.96 SE_D as above.
+the whole range 0-1; from n_0 answers on, and always at the budget, it is D +- 1.96 SE_D as
+above. The point prediction is the same at every step.
 
 References
 ----------
@@ -118,6 +121,7 @@ Wolpert (1992). Stacked generalization. Neural Networks 5, 241-259.
 Zhang, Dorner, Hardt (2025). How benchmark prediction from fewer data misses the mark. NeurIPS.
 Bock and Mislevy (1982). Adaptive EAP estimation of ability. Applied Psych. Measurement 6.
 Gelman, Carlin, Stern, Dunson, Vehtari, Rubin (2013). Bayesian Data Analysis, 3rd ed. CRC.
+Bhatia and Davis (2000). A better bound on the variance. Amer. Math. Monthly 107, 353-357.
 Wedderburn (1974). Quasi-likelihood functions, generalized linear models, and the Gauss-Newton
 method. Biometrika 61, 439-447.
 Papke and Wooldridge (1996). Econometric methods for fractional response variables with an
@@ -415,13 +419,11 @@ def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(
     return score, lo, hi, sd, outside, z
 
 
-def draw_variance(f, remaining, q, dispersion=None):
-    """sigma_0^2 per row: sum over the ``remaining`` items of phi_i f_i (1 - f_i) / q_i, the
-    variance of the next draw's term t (on the total's scale) that the model predicts (module
-    docstring, "Early steps"); ``q`` the next draw's probabilities (:func:`draw_probabilities`),
-    ``dispersion`` phi (default 1: 0/1 answers)."""
-    phi = 1.0 if dispersion is None else np.asarray(dispersion, float)[None, :]
-    v = phi * f * (1.0 - f) / np.where(remaining, q, 1.0)
+def draw_variance(f, remaining, q):
+    """sigma_0^2 per row: sum over the ``remaining`` items of f_i (1 - f_i) / q_i, the prior
+    variance of the next draw's term t on the total's scale (module docstring, "Early steps");
+    ``q`` the next draw's probabilities (:func:`draw_probabilities`)."""
+    v = f * (1.0 - f) / np.where(remaining, q, 1.0)
     return np.where(remaining, v, 0.0).sum(1)
 
 

@@ -37,18 +37,21 @@ def subject_generator(seed: int, subject_id) -> np.random.Generator:
 def step_interval(predictor, y, item, pred: dict, budget: int):
     """The 95% interval (lower, upper) after the answers to the draws ``item`` (rows =
     targets, one column per answered draw in order; ``y`` in ``item_ids_`` order, NaN where not
-    asked; ``pred`` what :meth:`BenchmarkPredictor.predict_draws` returns for them): from
-    k >= 2 answers while k < n_0 = min(SMALL_SAMPLE_DRAWS, ``budget``) the small-sample
-    interval of :func:`~atlascat.predict.estimators.small_sample_interval`, whose prior
-    variance sigma_0^2 = sum_{i not asked} phi_i f_i (1 - f_i) / q_i takes f from the IRT
-    posterior after the k answers and q as the next draw would
-    (:func:`~atlascat.predict.estimators.draw_probabilities`); else ``pred``'s own, so the
-    interval at the budget is the one :meth:`BenchmarkPredictor.replay` gives."""
+    asked; ``pred`` what :meth:`BenchmarkPredictor.predict_draws` returns for them) while
+    k < n_0 = min(SMALL_SAMPLE_DRAWS, ``budget``) draws are answered: after one answer the
+    whole range 0-1, from two the small-sample interval of
+    :func:`~atlascat.predict.estimators.small_sample_interval`, whose prior variance
+    sigma_0^2 = sum_{i not asked} f_i (1 - f_i) / q_i takes f from the IRT posterior after the
+    k answers and q as the next draw would (:func:`~atlascat.predict.estimators.
+    draw_probabilities`); from n_0 answers on ``pred``'s own, so the interval at the budget is
+    the one :meth:`BenchmarkPredictor.replay` gives."""
     item = np.asarray(item, int)
     k = item.shape[1]
     lower, upper = np.asarray(pred["lower"], float), np.asarray(pred["upper"], float)
-    if not 2 <= k < min(est.SMALL_SAMPLE_DRAWS, int(budget)):
+    if k >= min(est.SMALL_SAMPLE_DRAWS, int(budget)):
         return lower, upper
+    if k == 1:
+        return np.zeros_like(lower), np.ones_like(upper)
     p = predictor
     y = np.asarray(y, float)
     rows = np.arange(y.shape[0])[:, None]
@@ -59,11 +62,11 @@ def step_interval(predictor, y, item, pred: dict, budget: int):
     level = p._level()
     g = None if level is None else est.level_prediction(level, item, y[rows, item],
                                                          np.ones(item.shape, dtype=bool))
-    phi = getattr(p, "dispersion_", None)
-    q = est.draw_probabilities(f, ~asked, float(p.mix), g, float(p.share), phi)
+    q = est.draw_probabilities(f, ~asked, float(p.mix), g, float(p.share),
+                               getattr(p, "dispersion_", None))
     _, c1, resid = (0.0, 1.0, 0.0) if p.score_map_ is None else p.score_map_
     return est.small_sample_interval(pred["design_score"], pred["design_se"], pred["score"], k,
-                                     est.draw_variance(f, ~asked, q, phi), y.shape[1],
+                                     est.draw_variance(f, ~asked, q), y.shape[1],
                                      slope=c1, resid=resid)
 
 
