@@ -160,7 +160,8 @@ def tables(res: pd.DataFrame) -> str:
     per = pooled(res, ["family", "matrix", "split", "k", "interval"])["coverage"]
     per = per.unstack("interval").reset_index()
     low = per.loc[per.groupby(["family", "split", "k"], sort=False)["shown"].idxmin()]
-    lines += ["", "| family | split | k | lowest matrix (shown) | its plain |", "|---|---|---|---|---|"]
+    lines += ["", "| family | split | k | lowest matrix (shown) | its plain |",
+              "|---|---|---|---|---|"]
     for _, r in low.iterrows():
         lines.append(f"| {r.family} | {r.split} | {r.k} | {r.shown:.3f} ({r.matrix}) | "
                      f"{r.plain:.3f} |")

@@ -8,8 +8,9 @@ mixed with uniform), from a seeded Generator. ``next_items(k)`` draws a round of
 earlier answers only and Des Raj's estimator stays unbiased at every length: stopping after any
 number of answers is allowed. The prediction uses the draws in order up to the first one not
 answered yet; before ``min(SMALL_SAMPLE_DRAWS, budget)`` answers its interval is the
-small-sample one (:func:`step_interval`), at the budget the replay's. ``to_dict`` / ``from_dict`` save and restore a session exactly (the draws, the
-answers and the generator's state), so a live run resumed after a crash draws the same items.
+small-sample one (:func:`step_interval`), from there on and at the budget the replay's.
+``to_dict`` / ``from_dict`` save and restore a session exactly (the draws, the answers and the
+generator's state), so a live run resumed after a crash draws the same items.
 """
 from __future__ import annotations
 
