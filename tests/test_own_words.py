@@ -240,7 +240,7 @@ def test_score_reads_a_score_range_folders_results_on_its_scale(longbench, tmp_p
                  "-o", str(tmp_path / "plain.csv")]) == 0
     judge = pd.read_csv(tmp_path / "judge.csv").set_index("subject_id")
     plain = pd.read_csv(tmp_path / "plain.csv").set_index("subject_id")
-    for col in ("score", "score_lo", "score_hi"):
+    for col in ("score", "score_lo", "score_hi", "accuracy"):
         np.testing.assert_allclose(judge[col], 1 + 9 * plain[col], atol=1e-3)
 
 

@@ -15,11 +15,13 @@ METHODS = ("eap", "wle", "map", "ml")
 
 def _with_folder_prediction(df, folder, rm, bk):
     """``df`` with a bank folder's predicted score columns (``score``, ``_lo``,
-    ``_hi``, ...) from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`)."""
+    ``_hi``, ...) from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`);
+    on a --score-range folder the ``accuracy`` columns are mean scores on the metric's scale."""
     import numpy as np
     import pandas as pd
 
     from ..bankdir import predict_scores
+    from ..bankdir.predict import to_metric_scale
 
     y = rm.aligned_values(bk.item_ids)
     r, c = np.nonzero(np.isfinite(y))
@@ -27,6 +29,8 @@ def _with_folder_prediction(df, folder, rm, bk):
                                  "item_id": np.asarray(bk.item_ids, dtype=object)[c],
                                  "score": y[r, c]})
     pred = predict_scores(folder, df[["subject_id", "theta", "se"]], administered)
+    # the observed means too on the metric's own scale (a folder built with --score-range)
+    df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("accuracy")])
     return pd.concat([df.reset_index(drop=True), pred], axis=1)
 
 
