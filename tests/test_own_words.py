@@ -205,8 +205,8 @@ def logged(tmp_path_factory, shared_data):
 
 def test_a_bank_folders_protocol_is_the_source_models_in_every_table(logged, tmp_path, capsys):
     """A replay of a folder's logged requests: the evaluate table, ``atlas runs`` and ``atlas
-    runs --run`` say "as the source models (mc2)", never "leaderboard"; a shipped bank's run
-    keeps "leaderboard"."""
+    runs --run`` say "as the source models (mc2)", results.json and ``--json`` "source
+    models", never "leaderboard"; a shipped bank's run keeps "leaderboard"."""
     from atlascat.live.report import protocol_name
 
     model = str(pd.read_csv(logged / "held.csv", index_col=0).index[0])
@@ -215,14 +215,19 @@ def test_a_bank_folders_protocol_is_the_source_models_in_every_table(logged, tmp
                  f"replay:{logged / 'held.csv'}#{model}", "--max-items", "3",
                  "-o", str(out)]) == 0
     cap = capsys.readouterr()
-    row = json.loads((out / "results.json").read_text())[0]
-    assert row["protocol"] == "leaderboard"        # the stored kind: the logged requests
+    results = (out / "results.json").read_text()
+    row = json.loads(results)[0]
+    assert row["protocol"] == "source models" and "leaderboard" not in results.lower()
     text = cap.out + cap.err
     assert "as the source models (mc2)" in text and "leaderboard" not in text.lower()
     assert main(["runs", "--db", str(out / "runs.sqlite")]) == 0
     assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"]]) == 0
     text = capsys.readouterr().out
     assert text.count("as the source models (mc2)") == 2 and "leaderboard" not in text.lower()
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"], "--json"]) == 0
+    text = capsys.readouterr().out
+    assert '"protocol": "source models"' in text and "leaderboard" not in text.lower()
     assert protocol_name("leaderboard", "shipped:arc") == "leaderboard"
     assert protocol_name("leaderboard", str(logged / "bank")) == "as the source models (mc2)"
     assert protocol_name("item command", str(logged / "bank")) == "item command"

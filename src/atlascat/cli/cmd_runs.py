@@ -91,11 +91,14 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
     cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
             "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked",
             "answer_chars"]
+    from ..live.report import protocol_name, protocol_value
+
     if as_json:
-        typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "session"},
-                               "steps": steps[cols].to_dict("records")}, default=str))
+        run = {k: v for k, v in info.items() if k != "session"}
+        run["protocol"] = protocol_value(info.get("protocol"), info.get("bank_ref"))
+        typer.echo(json.dumps({"run": run, "steps": steps[cols].to_dict("records")},
+                              default=str))
         return
-    from ..live.report import protocol_name
 
     proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
     print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']}, "
@@ -120,9 +123,12 @@ def _list_runs(stores, as_json: bool) -> None:
         suite = df["kind"] == "suite"
         df.loc[suite, ["theta", "se", "model_based_accuracy"]] = None
     if as_json:
+        from ..live.report import protocol_value
+
         records = json.loads(df.to_json(orient="records"))
         for rec, lb in zip(records, predictions):
             rec["prediction"] = lb
+            rec["protocol"] = protocol_value(rec.get("protocol"), rec.get("bank_ref"))
         typer.echo(json.dumps(records))
         return
     where = str(stores[0].path) if len(stores) == 1 else f"{len(stores)} run stores"

@@ -18,8 +18,8 @@ import numpy as np
 
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
-           "protocol_name", "score_name", "population_of", "scale_words", "SOURCE", "LEADERBOARD",
-           "GENERATION_RULES"]
+           "protocol_name", "protocol_value", "SOURCE_PROTOCOL", "score_name", "population_of",
+           "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
 
 #: scoring rules whose requests are generations (see atlascat.content.requests)
 GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match", "f1"})
@@ -49,12 +49,25 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> 
     return label
 
 
+#: a run's ``protocol`` in results.json and ``--json`` when it asked a bank folder's logged
+#: requests (stored as ``"leaderboard"``, the log-likelihood protocol of the shipped banks)
+SOURCE_PROTOCOL = "source models"
+
+
+def protocol_value(protocol: str | None, bank_ref=None) -> str | None:
+    """A run's ``protocol`` as results.json and ``--json`` write it: the stored one, except
+    :data:`SOURCE_PROTOCOL` for a bank folder's logged requests (not a leaderboard's)."""
+    if protocol == "leaderboard" and _is_folder(bank_ref):
+        return SOURCE_PROTOCOL
+    return protocol
+
+
 def protocol_name(protocol: str | None, bank_ref=None) -> str:
     """A run's protocol in one word or a few (the tables of ``atlas evaluate`` and ``atlas
     runs``): the stored protocol, except that a bank folder's logged requests are the source
     models' ("as the source models (mc2)", with the folder's metric), not a leaderboard's."""
     proto = protocol or "approximate"
-    if proto != "leaderboard" or not _is_folder(bank_ref):
+    if proto not in ("leaderboard", SOURCE_PROTOCOL) or not _is_folder(bank_ref):
         return proto
     from ..catalogue.bankref import BankRef
 

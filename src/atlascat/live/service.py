@@ -420,7 +420,7 @@ class LiveRun:
 
     def results(self) -> list[dict]:
         """Each run's row, in job order (after :meth:`run`)."""
-        from .report import protocol_label
+        from .report import protocol_label, protocol_value
         from .suite_run import suite_result
 
         rows = []
@@ -433,7 +433,8 @@ class LiveRun:
             row = {**res.to_dict(), "bench": job.ref.title if job.ref else None,
                    "bank": str(job.ref) if job.ref else None,
                    "protocol_label": protocol_label(
-                       res.protocol, job.bank, folder=job.ref is not None and job.ref.kind == "dir")}
+                       res.protocol, job.bank, folder=job.ref is not None and job.ref.kind == "dir"),
+                   "protocol": protocol_value(res.protocol, str(job.ref) if job.ref else None)}
             if is_ordinal(job.bank):  # scores are ratings; accuracies are shares of the scale
                 row["ordinal"] = True
             if res.status == "done" and job.kind == "predictor":
