@@ -501,7 +501,8 @@ def _accuracy_line(row: dict, scale) -> str | None:
     """The observed and the model-based accuracy of a run: in percent, or on the metric's
     own ``scale`` (low, high) for a bank folder built with --score-range, where a mean is a
     mean score, not a share."""
-    obs, mod, n = row.get("observed_accuracy"), row.get("model_based_accuracy"), row.get("n_items")
+    obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
+    n = row.get("n_items")
     acc = []
     if scale is not None:
         def on(v):

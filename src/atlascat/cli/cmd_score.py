@@ -14,9 +14,9 @@ METHODS = ("eap", "wle", "map", "ml")
 
 
 def _with_folder_prediction(df, folder, rm, bk):
-    """``df`` with a bank folder's predicted score columns (``score``, ``_lo``,
-    ``_hi``, ...) from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`);
-    on a --score-range folder the ``accuracy`` columns are mean scores on the metric's scale."""
+    """``df`` with a bank folder's predicted score columns (``score``, ``_lo``, ``_hi``, ...)
+    from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`); on a
+    --score-range folder the ``accuracy`` columns are mean scores on the metric's scale."""
     import numpy as np
     import pandas as pd
 

@@ -591,7 +591,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>ATLAS run {_e(run_id)} - {_e(info['model'])}</title><style>{_CSS}</style></head><body>"
         f"<h1>ATLAS live run <code>{_e(run_id)}</code></h1>"
-        f"<div class='muted'>{_e(info['model'])} on {_e(_bank_title(info['bank_ref']))} &middot; "
+        f"<div class='muted'>{_e(info['model'])} on {_e(_bank_title(info['bank_ref']))} "
+        "&middot; "
         f"protocol: {_e(label)}</div>"
         f"<p class='big'>{_e(headline)}<span class='muted'> &middot; {n} items</span></p>"
         "<table class='kv'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in kv)

@@ -432,8 +432,9 @@ class LiveRun:
                 continue
             row = {**res.to_dict(), "bench": job.ref.title if job.ref else None,
                    "bank": str(job.ref) if job.ref else None,
-                   "protocol_label": protocol_label(
-                       res.protocol, job.bank, folder=job.ref is not None and job.ref.kind == "dir"),
+                   "protocol_label": protocol_label(res.protocol, job.bank,
+                                                    folder=job.ref is not None
+                                                    and job.ref.kind == "dir"),
                    "protocol": protocol_value(res.protocol, str(job.ref) if job.ref else None)}
             if is_ordinal(job.bank):  # scores are ratings; accuracies are shares of the scale
                 row["ordinal"] = True
