@@ -116,6 +116,12 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         first = targets.loc[model, _item(steps[0])]
         assert f"<td>{lo + (hi - lo) * first:.1f}</td>" in page     # the first step's score
         assert "observed accuracy" not in page and " correct)" not in page
+        assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"], "-o",
+                     str(tmp_path / f"again{k}.html")]) == 0     # the same page, rewritten
+        capsys.readouterr()
+        again = html.unescape((tmp_path / f"again{k}.html").read_text())
+        strip = re.compile(r"<td>started / updated</td><td>[^<]*</td>")
+        assert strip.sub("", again) == strip.sub("", page)
     assert main(["runs", "--db", str(runs[0][0] / "runs.sqlite")]) == 0
     table = capsys.readouterr().out
     obs = lo + (hi - lo) * runs[0][1]["observed_accuracy"]

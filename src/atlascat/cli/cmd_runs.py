@@ -86,7 +86,10 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
             bank = BankRef.parse(info["bank_ref"]).load() if info["bank_ref"] else None
         except Exception:  # noqa: BLE001 - the page is still useful without content
             bank = None
-        path = write_run_report(store, run_id, html, bank=bank)
+        from ..live.service import predict_run
+
+        path = write_run_report(store, run_id, html, bank=bank,   # the page evaluate wrote
+                                leaderboard=predict_run(store, run_id) or None)
         err_console.print(f"wrote {path}", highlight=False)
     cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
             "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked",
