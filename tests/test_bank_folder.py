@@ -156,7 +156,7 @@ def test_live_evaluate_asks_exactly_the_logged_requests(built, tmp_path):
         served = _served(srv)
     assert r.exit_code == 0, r.output
     row = json.loads((out / "results.json").read_text())[0]
-    assert row["n_items"] == 8 and row["protocol"] == "leaderboard"
+    assert row["n_items"] == 8 and row["protocol"] == "source models"
     lb = row["prediction"]
     assert 0.0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1.0
     asked = [str(s["item_id"]) for s in _steps(out)]

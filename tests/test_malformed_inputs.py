@@ -139,18 +139,31 @@ def ws(tmp_path_factory):
     rat.assign(q5=3.0).to_csv(d / "rat_one.csv", index=False)
     PolyBank(IDS, np.column_stack([np.ones(N_ITEMS), np.linspace(1, -1, N_ITEMS)]),
              "graded").write(d / "graded.csv")
+    # ratings scored on that bank (levels 0;1): a rating of 2 is a category it never observed
+    unseen = resp.copy()
+    unseen.loc[2, "q3"] = 2
+    unseen.to_csv(d / "rat_unseen.csv", index=False)
+    # sample logs whose scores contradict their outputs (every model picks option a, half
+    # are scored right: no gold fits both; the target is no option's index), and a
+    # corpus-level metric (a (reference, prediction) pair per sample)
+    for m in range(21):
+        name = f"m{m:02d}/samples_t1_2025-01-01T00-00-00.0.jsonl"
+        _log(d / "logs_contradict" / name, 6, m, target="an answer")
+        _log(d / "logs_corpus" / name, 3, m, metric="bleu", value=["the ref", "the pred"])
     return d
 
 
-def _log(path, n_items, m):
-    """A tiny lm-eval 0.4-style sample log: n_items two-choice items, metric acc."""
+def _log(path, n_items, m, *, target=0, metric="acc", value=None):
+    """A tiny lm-eval 0.4-style sample log: n_items two-choice items, metric acc (alternating
+    0/1 scores, option a picked), or ``metric`` logging ``value`` per sample."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"doc_id": i, "doc": {"q": i}, "target": 0,
+    lines = [json.dumps({"doc_id": i, "doc": {"q": i}, "target": target,
                          "arguments": {"gen_args_0": {"arg_0": f"Q{i}:", "arg_1": " a"},
                                        "gen_args_1": {"arg_0": f"Q{i}:", "arg_1": " b"}},
                          "resps": [[[-1.0, False]], [[-2.0, False]]],
                          "filtered_resps": [[-1.0, False], [-2.0, False]],
-                         "filter": "none", "metrics": ["acc"], "acc": float((i + m) % 2)})
+                         "filter": "none", "metrics": [metric],
+                         metric: float((i + m) % 2) if value is None else value})
              for i in range(n_items)]
     path.write_text("\n".join(lines) + "\n")
 
@@ -312,6 +325,11 @@ CLI_CASES = [
     ("build-bank-too-few-models", "build-bank {d}/resp10.csv -o {d}/bb", ["10 model(s)", "at least 20"]),
     ("build-bank-metric-on-matrix", "build-bank {d}/resp.csv --metric acc -o {d}/bb", ["--metric", "response matrix"]),
     ("build-bank-output-is-file", "build-bank {d}/resp.csv -o {d}/afile", ["afile", "existing file"]),
+    # your benchmark, your metric (issue 43): one line each
+    ("build-bank-score-outside-range", "build-bank {d}/resp.csv --score-range 2 10 -o {d}/bb", ["outside the declared range [2, 10]", "model 'm0'", "item 'q", "--score-range"]),
+    ("build-bank-corpus-metric", "build-bank {d}/logs_corpus --metric bleu -o {d}/bb", ["'bleu'", "whole corpus", "not a mean over items", "--metric"]),
+    ("build-bank-logs-contradict", "build-bank {d}/logs_contradict -o {d}/bb", ["contradict themselves", "'acc'", "gold answer"]),
+    ("score-ordinal-unseen-category", "score {d}/rat_unseen.csv --bank {d}/graded.csv", ["rating 2", "row 2", "levels 0;1"]),
     ("calibrate-ordinal-non-integer", "calibrate {d}/rat_half.csv --model graded -o {d}/o/b.csv", ["2.5", "row 2", "'m2'", "'q3'", "integer"]),
     ("calibrate-ordinal-one-level", "calibrate {d}/rat_one.csv --model gpcm -o {d}/o/b.csv", ["'q5'", "only the level 3"]),
     ("calibrate-ordinal-range", "calibrate {d}/rat.csv --model graded --rating-range 1 3 -o {d}/o/b.csv", ["rating 4", "declared range [1, 3]"]),

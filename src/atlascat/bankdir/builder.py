@@ -98,7 +98,8 @@ def read_scaled_matrix(path, score_range, **read_kwargs):
 
     kw = {"on_empty": "drop", **read_kwargs}
     rm = _OnScale.read(path, **kw)
-    return ResponseMatrix(rm.values, rm.subject_ids, rm.item_ids, on_empty=kw["on_empty"])
+    return ResponseMatrix(rm.values, rm.subject_ids, rm.item_ids, weights=rm.weights,
+                          on_empty=kw["on_empty"])
 
 
 def read_results(source, *, task=None, metric=None, filter_name=None, id_field="metabench_idx",

@@ -86,6 +86,9 @@ def load_bank_dir(path) -> BankFolder:
             raise BankFolderError(f"bank folder {str(p)!r} has no {name}")
     bank = normalize_loaded(ItemBank.read(p / BANK_FILE))
     link = ScoreLink.read(p / LINK_FILE)
+    score_range = (manifest.get("settings") or {}).get("score_range")
+    if score_range is not None:  # its notes and warnings on the metric's own scale
+        link.info["metric_range"] = [float(v) for v in score_range]
     requests = None
     if (p / REQUESTS_FILE).is_file():
         with open(p / REQUESTS_FILE, encoding="utf-8") as fh:

@@ -147,6 +147,20 @@ class BankRef:
         return None
 
     @property
+    def title(self) -> str:
+        """The benchmark's name as every output writes it, never a path: :attr:`bench` when
+        known, else a bank file's name without its suffixes (``my/bank.csv.gz`` -> ``bank``,
+        as ``atlas build-bank`` names a matrix's benchmark), a suite's name (its file's
+        stem)."""
+        if self.kind == "suite":
+            return Path(self.name).stem if self.name.endswith(".json") else self.name
+        try:
+            bench = self.bench
+        except Exception:  # noqa: BLE001 - a bank no longer readable still has a name
+            bench = None
+        return bench or Path(self.name).name.split(".")[0] or self.name
+
+    @property
     def link(self):
         """The bank's own score link: a bank folder's, a shipped content bank's; None for a
         paper bank, a bank file and a suite."""

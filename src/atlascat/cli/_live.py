@@ -37,13 +37,14 @@ def remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
             pass
 
 
-def approximate_note(kind: str, banks: str = "the bank was") -> None:
+def approximate_note(kind: str, banks: str = "the bank was", whose: str = "the leaderboard's"
+                     ) -> None:
     """The warning that ``kind:`` subjects are asked by text prompts, not the calibration's
-    log-likelihoods."""
+    log-likelihoods (``whose``: "the source models'" for a bank folder)."""
     err_console.print(
         f"note: {kind}: subjects are asked chat/text prompts and their answers read from text; "
-        f"{banks} calibrated on the leaderboard's log-likelihoods, so results are APPROXIMATE. "
-        "Use completions:URL (vLLM), hf: or lmeval: for the leaderboard's protocol.",
+        f"{banks} calibrated on {whose} log-likelihoods, so results are APPROXIMATE. "
+        f"Use completions:URL (vLLM), hf: or lmeval: for {whose} protocol.",
         markup=False, highlight=False, soft_wrap=True)
 
 
@@ -156,10 +157,13 @@ class LiveDisplay:
     terminal, a progress bar per run with items asked, theta +- SE and the time left. Piped,
     there is no bar (the per-item lines are the progress)."""
 
-    def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool, averages=()):
+    def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool, averages=(),
+                 scales=None):
         import threading
 
         self.averages = frozenset(averages)  # suite runs: their estimate is the average
+        self.scales = dict(scales or {})     # run id -> (low, high): a metric's own scale
+        self.continuous: set = set()         # runs that answered a score strictly in (0, 1)
         self.lines = lines
         self.bar = bar and err_console.is_terminal and not is_quiet()
         self.w_model = max([len(m) for m in models] + [1])
@@ -203,9 +207,26 @@ class LiveDisplay:
         if info.run_id in self.averages:
             return f"average {100 * info.theta:5.1f}  SE {100 * info.se:4.2f}"
         if getattr(info, "predicted", None) is not None:
-            s, lo, hi = (100 * v for v in info.predicted)
-            return f"predicted {s:.1f}% ({lo:.1f}-{hi:.1f})"
+            scale = self.scales.get(info.run_id)
+            if scale is None:  # 0-1, in percent
+                s, lo, hi = (100 * v for v in info.predicted)
+                return f"predicted {s:.1f}% ({lo:.1f}-{hi:.1f})"
+            s, lo, hi = (scale[0] + (scale[1] - scale[0]) * v for v in info.predicted)
+            return f"predicted {s:.1f} ({lo:.1f}-{hi:.1f})"
         return f"theta {info.theta:+.3f}  SE {info.se:.3f}"
+
+    def score_text(self, info) -> str | None:
+        """A step's score when it is not right / wrong: on the metric's own scale (a bank
+        folder built with --score-range, "score 37.2"), or a score in [0, 1] ("score 0.62";
+        a run's later 0 and 1 as "score 0.00" / "score 1.00" once it answered one between);
+        None for right / wrong."""
+        score = float(info.score)
+        scale = self.scales.get(info.run_id)
+        if scale is not None:
+            return f"score {scale[0] + (scale[1] - scale[0]) * score:.1f}"
+        if 0 < score < 1:
+            self.continuous.add(info.run_id)
+        return f"score {score:.2f}" if info.run_id in self.continuous else None
 
     def line(self, info) -> "Text":
         from rich.text import Text
@@ -214,8 +235,11 @@ class LiveDisplay:
         item = str(info.item_id)
         text.append(f"{item:<{self.w_item}}" if len(item) <= self.w_item else item)
         text.append("  ")
+        scored = None if getattr(info, "rated", False) else self.score_text(info)
         if getattr(info, "rated", False):  # an ordinal item's rating on its own scale
             text.append(f"rated {info.score:<5g}", style="cyan")
+        elif scored is not None:           # a continuous score, or on the metric's scale
+            text.append(f"{scored:<10}", style="cyan")
         else:
             text.append("correct" if info.score else "wrong  ",
                         style="green" if info.score else "red")

@@ -93,7 +93,7 @@ def _show_summary(m: dict) -> None:
             ("items measure one thing", _dimension_row(m.get("dimensionality"))),
             ("chance level", _chance_row(m["settings"])),
             *_scale_rows(m["settings"]),
-            *_predictor_rows(m.get("predictor")),
+            *_predictor_rows(m.get("predictor"), m["settings"].get("score_range")),
             ("interval widened (cross-fit)", f"x{m['cross_fit']['factor']:.2f}"
              if m.get("cross_fit") else "no")]
     if m.get("requests"):
@@ -129,6 +129,10 @@ def _chance_row(settings: dict) -> str:
     c, src = settings.get("chance"), settings.get("chance_from")
     if c is None:
         return "unknown"
+    rng = settings.get("score_range")
+    if rng:  # on the metric's own scale, as every prediction of the folder
+        return (f"{rng[0] + (rng[1] - rng[0]) * float(c):.1f} on the metric's scale "
+                f"({_CHANCE_FROM.get(src, src)})")
     return f"{100 * float(c):.1f}% ({_CHANCE_FROM.get(src, src)})"
 
 
@@ -141,7 +145,7 @@ def _dimension_row(d) -> str:
             f"{d['parallel_threshold']:.1f}")
 
 
-def _predictor_rows(p) -> list[tuple[str, str]]:
+def _predictor_rows(p, score_range=None) -> list[tuple[str, str]]:
     """What the folder's benchmark predictor draws from and how it predicts: one short row
     each (the items, the model part, the design estimate's weight, the score map)."""
     if p is None:
@@ -158,8 +162,9 @@ def _predictor_rows(p) -> list[tuple[str, str]]:
             ("predictor's design weight", f"{w:.2f}" if w is not None
              else f"precision weights (fitted from {STACK_MIN_MODELS} models)")]
     sm = p.get("score_map")
+    points = 100.0 if not score_range else score_range[1] - score_range[0]   # of the scale
     if sm:       # --scores not the item mean: the design estimate is mapped to the score
         rows.append(("predictor's score map",
                      f"score = {sm['intercept']:.3f} + {sm['slope']:.3f} x item mean "
-                     f"(+- {100 * sm['resid_sd']:.2f} points)"))
+                     f"(+- {points * sm['resid_sd']:.2f} points)"))
     return rows

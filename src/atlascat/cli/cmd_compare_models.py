@@ -103,7 +103,8 @@ def _resolver(db):
 
 def _rows(first, second, rho: float) -> list[dict]:
     """Per benchmark both runs predict: first, second, their difference and its 95% interval
-    (points), and whether it tells the two apart."""
+    (points: of percent, or of the metric's own scale for a bank folder built with
+    --score-range), and whether it tells the two apart."""
     from ..errors import ConfigError
     from ..live.report import LEADERBOARD
     from ..live.service import run_predictions
@@ -119,9 +120,10 @@ def _rows(first, second, rho: float) -> list[dict]:
     rows = []
     for bench in common:
         d = paired_difference(preds[0][bench], preds[1][bench], benchmark=bench, rho=rho)
-        rows.append({"benchmark": bench, "first": 100 * preds[0][bench]["score"],
-                     "second": 100 * preds[1][bench]["score"], "difference": 100 * d["diff"],
-                     "lo": 100 * d["lo"], "hi": 100 * d["hi"],
+        k = 1.0 if preds[0][bench].get("scale") else 100.0   # a metric's own scale, or 0-1
+        rows.append({"benchmark": bench, "first": k * preds[0][bench]["score"],
+                     "second": k * preds[1][bench]["score"], "difference": k * d["diff"],
+                     "lo": k * d["lo"], "hi": k * d["hi"],
                      "told_apart": "yes" if d["told_apart"] else "no",
                      # a bank folder's score is its own benchmark's, not a leaderboard's
                      "population": preds[0][bench].get("population", LEADERBOARD)})

@@ -95,7 +95,8 @@ def format_result(row: dict, held: str | None = None) -> str:
     """The human summary of one finished run (plain text, no markup): the predicted score
     first, then theta, the protocol, the accuracies and the report (its warning goes to stderr
     with the others: :func:`_print`)."""
-    from ..live.report import describe_method, describe_prediction, scale_words, score_name
+    from ..live.report import (SOURCE, describe_method, describe_prediction, scale_words,
+                               score_name)
 
     lb = row.get("prediction") or {}
     head = f"{row['model']} on {row.get('bench') or row.get('bank') or 'bank'}: "
@@ -115,21 +116,14 @@ def format_result(row: dict, held: str | None = None) -> str:
         lines.append(f"  design: {lb['design']}, items drawn at random ({describe_method(lb)})")
     proto = row.get("protocol") or "approximate"
     lines.append(f"  protocol: {row['protocol_label']}")
-    obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
-    acc = []
-    if obs is not None and row.get("ordinal"):  # ratings: each one's share of its scale
-        acc.append(f"observed {100 * obs:.1f}% of the scale (each rating's (r - lowest) / "
-                   f"(highest - lowest), over the {row.get('n_items')} items asked)")
-    elif obs is not None:
-        acc.append(f"observed {100 * obs:.1f}% ({_count_text(row)})")
-    if mod is not None:
-        acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
+    acc = _accuracy_line(row, lb.get("scale"))
     if acc:
-        lines.append("  accuracy: " + "; ".join(acc))
+        lines.append(acc)
     if proto == "approximate":
+        whose = "the source models'" if lb.get("population") == SOURCE else "the leaderboard's"
         lines.append("  (answers were read from chat text, not from log-likelihoods as in the "
                      "bank's calibration: theta and score are approximate; use completions:URL, "
-                     "hf: or lmeval: for the leaderboard's protocol)")
+                     f"hf: or lmeval: for {whose} protocol)")
     if row.get("report"):
         lines.append(f"  report: {row['report']}")
     return "\n".join(lines)
@@ -334,9 +328,11 @@ def _start(o: _Options, limiter):
         raise ConfigError("--suite with replay: subjects: replay the benchmarks' matrices with "
                           "atlas simulate --suite openllm-v1 BENCH=MATRIX ...")
     bank = ref.load() if design == "suite" else design_bank(ref, design)
-    subjects = [spec.with_model(n).build(bank, **o.settings(limiter)) for n in names or [None]]
+    settings = {**o.settings(limiter), "score_range": _score_range(ref)}
+    subjects = [spec.with_model(n).build(bank, **settings) for n in names or [None]]
     if any(subject_protocol(s) == "approximate" for s in subjects):
-        approximate_note(spec.kind, "the banks were" if design == "suite" else "the bank was")
+        approximate_note(spec.kind, "the banks were" if design == "suite" else "the bank was",
+                         "the source models'" if ref.kind == "dir" else "the leaderboard's")
     note = floor_note(load_live_suite(ref.name), config) if design == "suite" else None
     if note:
         _say(note)
@@ -385,7 +381,27 @@ def _display(o: _Options, live) -> LiveDisplay:
     return LiveDisplay(
         [j.subject.name for j in live.jobs], [str(i) for j in live.jobs for i in j.bank.item_ids],
         plan, lines=not (o.quiet or o.as_json), bar=not o.as_json,
-        averages={j.run_id for j in live.jobs if j.kind == "suite"})
+        averages={j.run_id for j in live.jobs if j.kind == "suite"}, scales=_scales(live))
+
+
+def _score_range(ref):
+    """A bank folder's metric scale (built with --score-range): what a replayed matrix holds."""
+    from ..bankdir.predict import metric_scale
+
+    folder = ref.folder() if ref is not None and ref.kind == "dir" else None
+    return None if folder is None else metric_scale(folder)
+
+
+def _scales(live) -> dict:
+    """{run id: (low, high)} of the runs whose bank folder reads on a metric's own scale."""
+    from ..bankdir.predict import metric_scale
+
+    out = {}
+    for job in live.jobs:
+        folder = job.ref.folder() if job.ref is not None else None
+        if folder is not None and metric_scale(folder) is not None:
+            out[job.run_id] = metric_scale(folder)
+    return out
 
 
 def _resume_hint(o: _Options, run_ids) -> str:
@@ -460,11 +476,13 @@ def _print(o: _Options, live, rows: list[dict]) -> None:
 def _print_single(rows: list[dict], held: list) -> None:
     import pandas as pd
 
-    from ..live.report import describe_prediction
+    from ..live.report import describe_prediction, protocol_name
 
     table = pd.DataFrame([{
         "run": r["run_id"], "model": r["model"], "status": r["status"],
-        "protocol": r["protocol"] or "-", "theta": r["theta"], "SE": r["se"],
+        "protocol": protocol_name(r["protocol"], r.get("bank")) if r["protocol"] else "-",
+        "theta": r["theta"],
+        "SE": r["se"],
         "items": r["n_items"],
         "predicted": (describe_prediction(r["prediction"], short=True)
                       + (" (!)" if r["prediction"].get("warning") else "")
@@ -477,6 +495,32 @@ def _print_single(rows: list[dict], held: list) -> None:
             console.print(format_result(r, note), markup=False, highlight=False, soft_wrap=True)
             if (r.get("prediction") or {}).get("warning"):
                 warn(r["prediction"]["warning"])
+
+
+def _accuracy_line(row: dict, scale) -> str | None:
+    """The observed and the model-based accuracy of a run: in percent, or on the metric's
+    own ``scale`` (low, high) for a bank folder built with --score-range, where a mean is a
+    mean score, not a share."""
+    obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
+    n = row.get("n_items")
+    acc = []
+    if scale is not None:
+        def on(v):
+            return f"{scale[0] + (scale[1] - scale[0]) * v:.1f}"
+
+        if obs is not None:
+            acc.append(f"observed {on(obs)} (the mean score over the {n} items asked)")
+        if mod is not None:
+            acc.append(f"model-based {on(mod)} (expected over the bank at theta)")
+        return ("  mean score, on the metric's own scale: " + "; ".join(acc)) if acc else None
+    if obs is not None and row.get("ordinal"):  # ratings: each one's share of its scale
+        acc.append(f"observed {100 * obs:.1f}% of the scale (each rating's (r - lowest) / "
+                   f"(highest - lowest), over the {n} items asked)")
+    elif obs is not None:
+        acc.append(f"observed {100 * obs:.1f}% ({_count_text(row)})")
+    if mod is not None:
+        acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
+    return ("  accuracy: " + "; ".join(acc)) if acc else None
 
 
 def _count_text(row) -> str:

@@ -24,12 +24,13 @@ def runs_command(
 ):
     """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
 
-    A suite run has no theta: its leaderboard column is the predicted average.
+    A suite run has no theta: its predicted column is the predicted average.
 
     'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
     finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
     twice: observed (right / asked, over the items asked) and model-based (the bank's
-    expected proportion correct at theta). Without --db it lists the default store and
+    expected proportion correct at theta); on a bank folder built with --score-range both
+    are mean scores on the metric's own scale. Without --db it lists the default store and
     every store a finished or interrupted run wrote elsewhere (-o DIR, --db FILE; remembered
     in $ATLAS_HOME/stores.txt).
     """
@@ -85,18 +86,26 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
             bank = BankRef.parse(info["bank_ref"]).load() if info["bank_ref"] else None
         except Exception:  # noqa: BLE001 - the page is still useful without content
             bank = None
-        path = write_run_report(store, run_id, html, bank=bank)
+        from ..live.service import predict_run
+
+        path = write_run_report(store, run_id, html, bank=bank,   # the page evaluate wrote
+                                leaderboard=predict_run(store, run_id) or None)
         err_console.print(f"wrote {path}", highlight=False)
     cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
             "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked",
             "answer_chars"]
+    from ..live.report import protocol_name, protocol_value
+
     if as_json:
-        typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "session"},
-                               "steps": steps[cols].to_dict("records")}, default=str))
+        run = {k: v for k, v in info.items() if k != "session"}
+        run["protocol"] = protocol_value(info.get("protocol"), info.get("bank_ref"))
+        typer.echo(json.dumps({"run": run, "steps": steps[cols].to_dict("records")},
+                              default=str))
         return
+
+    proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
     print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']}, "
-                                   f"protocol {info.get('protocol') or 'approximate'})",
-                max_rows=1000)
+                                   f"protocol {proto})", max_rows=1000)
     return None
 
 
@@ -117,9 +126,12 @@ def _list_runs(stores, as_json: bool) -> None:
         suite = df["kind"] == "suite"
         df.loc[suite, ["theta", "se", "model_based_accuracy"]] = None
     if as_json:
+        from ..live.report import protocol_value
+
         records = json.loads(df.to_json(orient="records"))
         for rec, lb in zip(records, predictions):
             rec["prediction"] = lb
+            rec["protocol"] = protocol_value(rec.get("protocol"), rec.get("bank_ref"))
         typer.echo(json.dumps(records))
         return
     where = str(stores[0].path) if len(stores) == 1 else f"{len(stores)} run stores"
@@ -130,10 +142,13 @@ def _list_runs(stores, as_json: bool) -> None:
                             for t in df["updated_at"]])
     df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
                             "model-based"})
-    for col in ("observed", "model-based"):  # percent, as the leaderboard score beside them
-        df[col] = [f"{100 * v:.1f}%" if pd.notna(v) else None for v in df[col]]
-    from ..live.report import describe_prediction
+    for col in ("observed", "model-based"):  # as the predicted score beside them: percent,
+        # or the metric's own scale
+        df[col] = [_as_score(v, lb.get("scale")) for v, lb in zip(df[col], predictions)]
+    from ..live.report import describe_prediction, protocol_name
 
+    df["protocol"] = [protocol_name(p, ref) if isinstance(p, str) else p
+                      for p, ref in zip(df["protocol"], df["bank_ref"])]
     df["predicted"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
                                                              else "")
                        if lb.get("score") is not None else "-" for lb in predictions]
@@ -141,3 +156,14 @@ def _list_runs(stores, as_json: bool) -> None:
             "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
                 title=f"runs in {where}", float_format="{:.3f}")
+
+
+def _as_score(value, scale) -> str | None:
+    """A 0-1 accuracy in percent, or on a bank folder's metric ``scale`` (low, high)."""
+    import math
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if scale is None:
+        return f"{100 * value:.1f}%"
+    return f"{scale[0] + (scale[1] - scale[0]) * value:.1f}"

@@ -14,12 +14,14 @@ METHODS = ("eap", "wle", "map", "ml")
 
 
 def _with_folder_prediction(df, folder, rm, bk):
-    """``df`` with a bank folder's predicted score columns (``score``, ``_lo``,
-    ``_hi``, ...) from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`)."""
+    """``df`` with a bank folder's predicted score columns (``score``, ``_lo``, ``_hi``, ...)
+    from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`); on a
+    --score-range folder the ``accuracy`` columns are mean scores on the metric's scale."""
     import numpy as np
     import pandas as pd
 
     from ..bankdir import predict_scores
+    from ..bankdir.predict import to_metric_scale
 
     y = rm.aligned_values(bk.item_ids)
     r, c = np.nonzero(np.isfinite(y))
@@ -27,6 +29,8 @@ def _with_folder_prediction(df, folder, rm, bk):
                                  "item_id": np.asarray(bk.item_ids, dtype=object)[c],
                                  "score": y[r, c]})
     pred = predict_scores(folder, df[["subject_id", "theta", "se"]], administered)
+    # the observed means too on the metric's own scale (a folder built with --score-range)
+    df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("accuracy")])
     return pd.concat([df.reset_index(drop=True), pred], axis=1)
 
 
@@ -82,7 +86,7 @@ def score_command(
                                               "--calibration": calibration is not None})
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
-    rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+    rm = _read_responses(responses, ref, freq_column, normalize_ids)
     rm, bk = align_items(rm, bk, extra_items)
     df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
@@ -97,6 +101,19 @@ def score_command(
 
 def register(app: typer.Typer) -> None:
     app.command("score")(score_command)
+
+
+def _read_responses(responses, ref, freq_column, normalize_ids):
+    """RESPONSES, on a bank folder's metric scale when it was built with --score-range (BLEU
+    0-100 read as BLEU, as ``atlas simulate`` reads it), else as they are."""
+    from ..bankdir.builder import read_scaled_matrix
+    from ..bankdir.predict import metric_scale
+
+    scale = metric_scale(ref.folder()) if ref.kind == "dir" else None
+    if scale is None:
+        return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+    return read_scaled_matrix(responses, scale, freq_column=freq_column,
+                              normalize_ids=normalize_ids, on_empty="keep")
 
 
 def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam) -> None:

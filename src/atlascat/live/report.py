@@ -18,7 +18,8 @@ import numpy as np
 
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
-           "score_name", "population_of", "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
+           "protocol_name", "protocol_value", "SOURCE_PROTOCOL", "score_name", "population_of",
+           "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
 
 #: scoring rules whose requests are generations (see atlascat.content.requests)
 GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match", "f1"})
@@ -48,6 +49,35 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> 
     return label
 
 
+#: a run's ``protocol`` in results.json and ``--json`` when it asked a bank folder's logged
+#: requests (stored as ``"leaderboard"``, the log-likelihood protocol of the shipped banks)
+SOURCE_PROTOCOL = "source models"
+
+
+def protocol_value(protocol: str | None, bank_ref=None) -> str | None:
+    """A run's ``protocol`` as results.json and ``--json`` write it: the stored one, except
+    :data:`SOURCE_PROTOCOL` for a bank folder's logged requests (not a leaderboard's)."""
+    if protocol == "leaderboard" and _is_folder(bank_ref):
+        return SOURCE_PROTOCOL
+    return protocol
+
+
+def protocol_name(protocol: str | None, bank_ref=None) -> str:
+    """A run's protocol in one word or a few (the tables of ``atlas evaluate`` and ``atlas
+    runs``): the stored protocol, except that a bank folder's logged requests are the source
+    models' ("as the source models (mc2)", with the folder's metric), not a leaderboard's."""
+    proto = protocol or "approximate"
+    if proto not in ("leaderboard", SOURCE_PROTOCOL) or not _is_folder(bank_ref):
+        return proto
+    from ..catalogue.bankref import BankRef
+
+    try:
+        metric = (BankRef.parse(bank_ref).folder().manifest.get("source") or {}).get("metric")
+    except Exception:  # noqa: BLE001 - a folder no longer readable: the words alone
+        metric = None
+    return "as the source models" + (f" ({metric})" if metric else "")
+
+
 #: how an item-scored protocol reads on a graded / gpcm bank
 ORDINAL_LABELS = {"item command": "rated by your command (item ids in, a rating on each "
                                   "item's scale out)",
@@ -62,6 +92,19 @@ def _is_folder(bank_ref) -> bool:
         return bool(bank_ref) and BankRef.parse(bank_ref).kind == "dir"
     except Exception:  # noqa: BLE001 - a reference no longer parsed: a shipped bank's words
         return False
+
+
+def _bank_title(bank_ref) -> str:
+    """The benchmark's name of a stored bank reference (:attr:`BankRef.title`), never a path."""
+    from ..catalogue.bankref import BankRef
+
+    if not bank_ref:
+        return "bank"
+    try:
+        return BankRef.parse(bank_ref).title
+    except Exception:  # noqa: BLE001 - a reference no longer parsed: its last part
+        return str(bank_ref).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;
@@ -237,8 +280,9 @@ def _ordinal(p: float) -> str:
 
 def score_name(lb) -> str:
     """What a prediction is of: "predicted <benchmark> score" for a bank folder's (its
-    ``population`` "source models"), "predicted leaderboard score" for a shipped bank's."""
-    if lb.get("population") == SOURCE:
+    ``population`` "source models") and for a bank file of the user's own (``population``
+    None: no leaderboard), "predicted leaderboard score" for a shipped bank's."""
+    if lb.get("population") == SOURCE or ("population" in lb and lb["population"] is None):
         return f"predicted {lb.get('benchmark') or 'benchmark'} score"
     return "predicted leaderboard score"
 
@@ -310,10 +354,42 @@ def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
         rows.append((score_name(lb), f"not available ({lb['note']})"))
     ci = (f"[{theta - 1.96 * se:.3f}, {theta + 1.96 * se:.3f}]"
           if theta is not None and se is not None else "-")
-    rows += [("theta (95% CI)", f"{_fmt(theta)} {ci}"),
-             ("model-based accuracy (expected over the bank at theta)",
-              _fmt(info["accuracy"], ".1%") if info["accuracy"] is not None else "-")]
+    rows.append(("theta (95% CI)", f"{_fmt(theta)} {ci}"))
+    if lb.get("scale"):  # a mean score on the metric's own scale, not a share
+        rows.append(("model-based mean score (expected over the bank at theta, on the "
+                     "metric's own scale)", _on_scale(info["accuracy"], lb["scale"])))
+    else:
+        rows.append(("model-based accuracy (expected over the bank at theta)",
+                     _fmt(info["accuracy"], ".1%") if info["accuracy"] is not None else "-"))
     return rows
+
+
+def _on_scale(value, scale, spec: str = ".1f") -> str:
+    """A 0-1 value on a metric's own ``scale`` (low, high): low + (high - low) x value."""
+    if value is None:
+        return "-"
+    lo, hi = (float(v) for v in scale)
+    return format(lo + (hi - lo) * float(value), spec)
+
+
+def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[str, str]]:
+    """The observed accuracy and the items used: right / asked for right / wrong answers, the
+    mean score for scores in [0, 1] (on the metric's own ``scale`` when it has one), each
+    rating's share of its scale for ordinal items."""
+    n = int(info["n_items"])
+    mean = info["n_correct"] / n if n else None
+    if ordinal:
+        label = ("observed share of the scale (each rating's (r - lowest) / (highest - "
+                 "lowest))")
+    elif scale:
+        return [("observed mean score (over the items asked, on the metric's own scale)",
+                 _on_scale(mean, scale)), ("items used", f"{n}")]
+    elif continuous:
+        label = "observed mean score (over the items asked)"
+    else:
+        label = "observed accuracy (right / asked)"
+    used = f"{n}" if ordinal or continuous else f"{n} ({float(info['n_correct']):.4g} correct)"
+    return [(label, _fmt(mean, ".1%") if n else "-"), ("items used", used)]
 
 
 def _test_row(info, cfg, suite) -> tuple[str, str]:
@@ -408,6 +484,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     proto = info.get("protocol") or "approximate"
     label = protocol_label(proto, bank, folder=_is_folder(info.get("bank_ref")))
     ordinal = is_ordinal(bank)          # scores are ratings on the items' own scales
+    own = (leaderboard or {}).get("scale") if suite is None else None   # a metric's range
+    scores = answered["score"].astype(float)
+    continuous = not ordinal and bool(((scores > 0) & (scores < 1)).any())   # scores in [0, 1]
     tokens = steps["prompt_tokens"].notna().any()
     summary = _summary_rows(info, leaderboard, suite)
     warnings = _warnings(leaderboard, suite)
@@ -420,10 +499,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
         ("status", info["status"] + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
         *summary[1:],  # the first is the page's headline
-        ("observed share of the scale (each rating's (r - lowest) / (highest - lowest))"
-         if ordinal else "observed accuracy (right / asked)",
-         _fmt(info["n_correct"] / n, ".1%") if n else "-"),
-        ("items used", f"{n}" if ordinal else f"{n} ({float(info['n_correct']):.4g} correct)"),
+        *_observed_rows(info, ordinal, own, continuous),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
          if tokens or info["prompt_tokens"] else "not reported by the subject"),
         ("latency total / median per item",
@@ -453,7 +529,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
             else ""
         score = rec["score"]
         mark = ("<span class='pill'>pending</span>" if score is None else
-                f"{float(score):g}" if ordinal or 0 < score < 1 else
+                _on_scale(score, own) if own else
+                f"{float(score):g}" if ordinal or continuous else
                 "<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
@@ -505,13 +582,17 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     settings = _e(json.dumps(shown, indent=1, sort_keys=True))
     note = ("The trajectory is the predicted average (percent) and its SE after each round."
             if suite is not None else
+            "Model-based mean score = the expected score over the bank's items at theta; "
+            "observed mean score = the mean over the items asked; both on the metric's own "
+            "scale." if own else
             "Model-based accuracy = mean probability correct over the bank's items at theta; "
             "observed accuracy = right / asked over the adaptively chosen items.")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>ATLAS run {_e(run_id)} - {_e(info['model'])}</title><style>{_CSS}</style></head><body>"
         f"<h1>ATLAS live run <code>{_e(run_id)}</code></h1>"
-        f"<div class='muted'>{_e(info['model'])} on {_e(info['bank_ref'] or 'bank')} &middot; "
+        f"<div class='muted'>{_e(info['model'])} on {_e(_bank_title(info['bank_ref']))} "
+        "&middot; "
         f"protocol: {_e(label)}</div>"
         f"<p class='big'>{_e(headline)}<span class='muted'> &middot; {n} items</span></p>"
         "<table class='kv'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in kv)

@@ -60,7 +60,7 @@ PROTOCOL_LABELS = {
     "leaderboard": "leaderboard (log-likelihood)",
     "approximate": "APPROXIMATE (chat; differs from the bank's)",
     "simulated": "simulated (the bank's own model)",
-    "item command": "scored by your command (item ids in, 0/1 out)",
+    "item command": "scored by your command (item ids in, 0/1 or a score in [0, 1] out)",
     "recorded": "recorded answers (by item id)",
 }
 

@@ -49,8 +49,10 @@ def _named(ref: BankRef, pred: dict) -> dict:
     models of a bank folder, or the leaderboard of a shipped bank: live/report.py's words)."""
     from .report import LEADERBOARD, SOURCE
 
-    if pred.get("score") is None or "population" in pred:
+    if "population" in pred:
         return pred
+    if pred.get("score") is None:  # a note: whose score is not available
+        return {**pred, "benchmark": ref.title, "population": _population(ref)}
     if ref.kind != "dir":
         return {**pred, "benchmark": ref.bench, "population": LEADERBOARD}
     from ..bankdir.predict import metric_scale
@@ -64,6 +66,24 @@ def _named(ref: BankRef, pred: dict) -> dict:
     if scale is not None:  # the score and its interval are on the metric's own scale
         out["scale"] = list(scale)
     return out
+
+
+def _population(ref: BankRef):
+    """Whose scores a bank's prediction is among: the source models (a bank folder), the
+    leaderboard (a shipped bank, a bank file whose benchmark has a shipped score link), or
+    None (a bank file of the user's own: no population, no leaderboard)."""
+    from ..catalogue.links import LINK_BENCHMARKS
+    from .report import LEADERBOARD, SOURCE
+
+    if ref.kind == "dir":
+        return SOURCE
+    if ref.kind == "shipped":
+        return LEADERBOARD
+    try:
+        bench = ref.bench
+    except Exception:  # noqa: BLE001 - an unreadable bank file: no population
+        bench = None
+    return LEADERBOARD if bench in LINK_BENCHMARKS else None
 
 
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
@@ -161,7 +181,7 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
     if pred.get("score") is None:
         raise ConfigError(f"run {run_id} has no predicted score (bank {ref}: "
                           "only banks with a score link have one)")
-    return {ref.bench or str(ref): pred}
+    return {ref.title: pred}
 
 
 def run_folder(folder, db=None) -> tuple[Path, str]:
@@ -400,7 +420,7 @@ class LiveRun:
 
     def results(self) -> list[dict]:
         """Each run's row, in job order (after :meth:`run`)."""
-        from .report import protocol_label
+        from .report import protocol_label, protocol_value
         from .suite_run import suite_result
 
         rows = []
@@ -410,10 +430,12 @@ class LiveRun:
                 row["status"], row["error"] = res.status, res.error
                 rows.append(row)
                 continue
-            row = {**res.to_dict(), "bench": job.ref.bench if job.ref else None,
+            row = {**res.to_dict(), "bench": job.ref.title if job.ref else None,
                    "bank": str(job.ref) if job.ref else None,
-                   "protocol_label": protocol_label(
-                       res.protocol, job.bank, folder=job.ref is not None and job.ref.kind == "dir")}
+                   "protocol_label": protocol_label(res.protocol, job.bank,
+                                                    folder=job.ref is not None
+                                                    and job.ref.kind == "dir"),
+                   "protocol": protocol_value(res.protocol, str(job.ref) if job.ref else None)}
             if is_ordinal(job.bank):  # scores are ratings; accuracies are shares of the scale
                 row["ordinal"] = True
             if res.status == "done" and job.kind == "predictor":

@@ -47,7 +47,8 @@ def _texts(link, theta, se, pred, reasons):
             (int(pred.n_right[i]), int(pred.n_answered[i])) if pred.guess[i] else None)
         why = reasons[i] if isinstance(reasons[i], str) else None
         note = stop_note(ScorePrediction(float(pred.score[i]), float(pred.lo[i]),
-                                         float(pred.hi[i])), why, link.chance)
+                                         float(pred.hi[i])), why, link.chance,
+                         link.metric_range)
         if note is not None:
             warnings = [note, *warnings]
             flags = [str(why), "+".join(flags)]

@@ -112,20 +112,23 @@ def chance_not_excluded(link, n, k) -> np.ndarray:
 
 
 def warnings_for(link, theta, se, below, above, lz, guess=None):
+    from .prediction import level
+
     low, high = link.support_bounds()
     sup = link.support
+    scale = link.metric_range
     warnings, flags = [], []
     reach = f"theta {theta:.2f} +- {Z95 * se:.2f}"
     if below:
         flags.append("below_data")
         warnings.append(f"{reach} reaches below the link's calibration models (supported "
                         f"from theta {low:.2f}): the score may be as low as "
-                        f"{100 * sup['floor']:.0f}% (chance {100 * sup['chance']:.0f}%)")
+                        f"{level(sup['floor'], scale)} (chance {level(sup['chance'], scale)})")
     if above:
         flags.append("above_data")
         warnings.append(f"{reach} reaches above the link's calibration models (supported "
                         f"to theta {high:.2f}): the score may be as high as "
-                        f"{100 * sup['top']:.0f}%")
+                        f"{level(sup['top'], scale)}")
     if lz is not None:
         flags.append("misfit")
         warnings.append(f"the answers do not fit the IRT model (person fit lz* = {lz:.2f} "
@@ -134,5 +137,5 @@ def warnings_for(link, theta, se, below, above, lz, guess=None):
     if guess is not None:
         flags.append("chance")
         warnings.append(f"{guess[0]} of {guess[1]} right cannot be told from guessing: the "
-                        f"score may be as low as chance ({100 * link.chance:.0f}%)")
+                        f"score may be as low as chance ({level(link.chance, scale)})")
     return warnings, flags

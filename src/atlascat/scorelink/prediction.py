@@ -37,28 +37,38 @@ class ScorePrediction:
         return text + (f" [warning: {self.warning}]" if self.warnings else "")
 
 
+def level(value: float, scale=None) -> str:
+    """A score level (0-1) as a note writes it: in percent ("62%"), or on a metric's own
+    ``scale`` (low, high) as low + (high - low) x value ("6.6" on a 1-10 rating)."""
+    if scale is None:
+        return f"{100 * value:.0f}%"
+    lo, hi = (float(v) for v in scale)
+    return f"{lo + (hi - lo) * value:.1f}"
+
+
 def stop_note(prediction: ScorePrediction, stop_reason: str | None,
-              chance: float | None = None) -> str | None:
+              chance: float | None = None, scale=None) -> str | None:
     """The one-line note of an adaptive test stopped by the floor / ceiling rule (or by the
     score-precision rule with chance inside the interval):
     "at or near chance (<= X%)" (X = the upper bound; "at or near the bottom of the link's
     data" when chance is excluded by the interval) or "at or near the top (>= X%)" (X = the
-    lower bound); None for any other stop reason."""
+    lower bound; on a metric's own ``scale`` (low, high) when given, :func:`level`); None for
+    any other stop reason."""
     if stop_reason == "floor":
         where = ("at or near chance" if chance is None or prediction.lo <= chance + 0.02
                  else "at or near the bottom of the link's data")
-        return f"{where} (<= {100 * prediction.hi:.0f}%)"
+        return f"{where} (<= {level(prediction.hi, scale)})"
     if stop_reason == "ceiling":
-        return f"at or near the top (>= {100 * prediction.lo:.0f}%)"
+        return f"at or near the top (>= {level(prediction.lo, scale)})"
     if (stop_reason in ("score_precision", "min_information") and chance is not None
             and prediction.lo <= chance + 0.02):
         # stopped where more items cannot help and chance cannot be excluded
-        return f"at or near chance (<= {100 * prediction.hi:.0f}%)"
+        return f"at or near chance (<= {level(prediction.hi, scale)})"
     return None
 
 
-def with_stop_note(pred: ScorePrediction, stop_reason, chance) -> ScorePrediction:
-    note = stop_note(pred, stop_reason, chance)
+def with_stop_note(pred: ScorePrediction, stop_reason, chance, scale=None) -> ScorePrediction:
+    note = stop_note(pred, stop_reason, chance, scale)
     if note is None:
         return pred
     return replace(pred, warnings=(note, *pred.warnings),

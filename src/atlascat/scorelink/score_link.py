@@ -171,6 +171,14 @@ class ScoreLink:
         """The benchmark's chance level (0-1) as this link knows it."""
         return self.support["chance"]
 
+    @property
+    def metric_range(self) -> tuple[float, float] | None:
+        """(low, high) of the metric's own scale its notes and warnings are written on
+        (``info["metric_range"]``: a bank folder built with ``--score-range``; low + (high -
+        low) x score), or None: percent of 0-1."""
+        rng = self.info.get("metric_range")
+        return None if rng is None else (float(rng[0]), float(rng[1]))
+
     def support_bounds(self) -> tuple[float, float]:
         """(low, high) theta between which the link saw enough calibration models: at least
         ``min_models`` kernel-weighted models (bandwidth ``bandwidth``) and inside the
@@ -372,7 +380,7 @@ class ScoreLink:
             (int(np.sum(ys)), len(cols)) if guess else None)
         pred = ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark,
                                tuple(warnings), "+".join(flags), lz)
-        return with_stop_note(pred, stop_reason, self.chance)
+        return with_stop_note(pred, stop_reason, self.chance, self.metric_range)
 
     def _local(self, key, theta) -> np.ndarray:
         """The interval width multiplier at ``theta`` for correction ``key`` (None: theta

@@ -65,13 +65,14 @@ def difference_interval(diff, sd_a, sd_b, *, rho=0.0, scale: float = 1.0) -> dic
 
 def paired_difference(a: Mapping, b: Mapping, *, benchmark: str | None = None,
                       rho: float = 0.0, scale: float | None = None) -> dict:
-    """Difference of two predictions (mappings with ``score``, ``lo``, ``hi``, 0-1) with its
-    95% interval; ``scale`` defaults to the benchmark's :data:`PAIR_SCALE` (1.0 if none)."""
+    """Difference of two predictions (mappings with ``score``, ``lo``, ``hi``, both on one
+    scale) with its 95% interval; ``scale`` defaults to the benchmark's :data:`PAIR_SCALE`
+    (1.0 if none)."""
     for name, p in (("first", a), ("second", b)):
         missing = [k for k in ("score", "lo", "hi") if p.get(k) is None]
         if missing:
             raise ConfigError(f"the {name} prediction has no {', '.join(missing)}: compare runs "
-                              "that predicted a leaderboard score")
+                              "that predicted a score")
     if scale is None:
         scale = PAIR_SCALE.get(str(benchmark).lower(), 1.0) if benchmark else 1.0
     out = difference_interval(float(a["score"]) - float(b["score"]),

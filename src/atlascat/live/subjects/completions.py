@@ -170,7 +170,7 @@ class OpenAICompletionsSubject(_HTTPSubject):
     def _no_logprobs_error(self, why: str) -> NoPromptLogprobsError:
         return NoPromptLogprobsError(
             f"{_safe_url(self.base_url)}/completions returned no log-probabilities for the prompt "
-            f"({why}); the leaderboard's log-likelihood protocol needs echo + prompt logprobs "
+            f"({why}); the log-likelihood protocol needs echo + prompt logprobs "
             "(vLLM serves them; llama.cpp's server and chat-only APIs do not). Use such a "
             "server, --subject hf:MODEL or lmeval:..., or openai:URL for the approximate chat "
             "protocol")
@@ -181,7 +181,7 @@ class OpenAICompletionsSubject(_HTTPSubject):
             raise ShiftedPromptLogprobsError(
                 f"{_safe_url(self.base_url)}/completions echoes the prompt's log-probabilities "
                 "one token late (each token carries the distribution of the token after it, as "
-                "llama-cpp-python's server does): the leaderboard's log-likelihoods cannot be "
+                "llama-cpp-python's server does): the requests' log-likelihoods cannot be "
                 "read from them. Use vLLM, --subject hf:MODEL.gguf (the same GGUF file, in "
                 "process) or lmeval:...")
         if verdict == "aligned":

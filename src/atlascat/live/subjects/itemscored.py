@@ -216,19 +216,26 @@ def _status(proc) -> str:
 
 
 class RecordedAnswers:
-    """A model's recorded 0/1 answers, asked by item id (``replay:MATRIX#MODEL`` on a bank
-    without requests, such as a folder built from a response matrix): the whole live path on
-    real answers. An item the model has no recorded answer for is an error naming it.
-    ``ratings``: the items are ordinal (a graded / gpcm bank) and the matrix holds ratings on
-    their own scales, replayed as recorded."""
+    """A model's recorded scores, asked by item id (``replay:MATRIX#MODEL`` on a bank without
+    requests, such as a folder built from a response matrix): the whole live path on real
+    answers, each score as recorded (0/1, or a continuous score in [0, 1], as ``atlas
+    simulate`` reads the same matrix). An item the model has no recorded answer for is an
+    error naming it. ``ratings``: the items are ordinal (a graded / gpcm bank) and the matrix
+    holds ratings on their own scales, replayed as recorded. ``score_range`` (low, high): the
+    matrix holds a metric on that scale (a bank folder built with ``--score-range``), read as
+    (x - low) / (high - low)."""
 
     kind = "item"
     protocol = "recorded"
 
-    def __init__(self, matrix, model: str, *, ratings: bool = False):
+    def __init__(self, matrix, model: str, *, ratings: bool = False, score_range=None):
         self.ratings = bool(ratings)
-        self.source, self._answers = (recorded_ratings if ratings
-                                      else recorded_answers)(matrix, model)
+        self.score_range = None if score_range is None else [float(v) for v in score_range]
+        if ratings:
+            self.source, self._answers = recorded_ratings(matrix, model)
+        else:
+            self.source, self._answers = recorded_answers(matrix, model, binary=False,
+                                                          score_range=self.score_range)
         self.model = self.name = str(model)
 
     @property
@@ -236,7 +243,10 @@ class RecordedAnswers:
         return f"{self.model}@replay:{self.source}#" + ("ratings" if self.ratings else "item")
 
     def describe(self) -> dict:
-        return {"type": "replay", "model": self.model, "matrix": self.source, "kind": self.kind}
+        out = {"type": "replay", "model": self.model, "matrix": self.source, "kind": self.kind}
+        if self.score_range is not None:
+            out["score_range"] = self.score_range
+        return out
 
     def score_items(self, item_ids) -> list[tuple[int, str]]:
         out = []
@@ -245,6 +255,6 @@ class RecordedAnswers:
             if ans is None:
                 raise ConfigError(f"replay: model {self.model!r} has no recorded answer for item "
                                   f"{item!r} in {self.source}")
-            score = ans if self.ratings else int(ans)
+            score = ans if self.ratings or 0 < ans < 1 else int(ans)
             out.append((score, json.dumps({"item_id": item, "score": score})))
         return out

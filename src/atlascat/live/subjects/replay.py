@@ -115,13 +115,21 @@ class ReplaySubject:
         return [str(v) for v in self._answer(list(requests), "generation")]
 
 
-def recorded_answers(matrix, model) -> tuple[str, dict]:
+def recorded_answers(matrix, model, *, binary: bool = True,
+                     score_range=None) -> tuple[str, dict]:
     """(where the answers come from, {item id: 0/1 or None}) of ``model``'s row of ``matrix``
     (a :class:`~atlascat.responses.ResponseMatrix`, a matrix file or a bundled name); a value
-    >= 0.5 counts as correct, NaN as no recorded answer."""
+    >= 0.5 counts as correct, NaN as no recorded answer. ``binary=False``: each score as
+    recorded, in [0, 1]; ``score_range`` (low, high): a matrix file on a metric's scale, read
+    as (x - low) / (high - low) (a value outside it is refused)."""
     from ...responses import ResponseMatrix
 
     source = "(in memory)" if isinstance(matrix, ResponseMatrix) else str(matrix)
+    if score_range is not None and not isinstance(matrix, ResponseMatrix):
+        from ...bankdir.builder import read_scaled_matrix
+
+        matrix = read_scaled_matrix(str(matrix), tuple(score_range), normalize_ids=True,
+                                    on_empty="keep")
     if not isinstance(matrix, ResponseMatrix):
         matrix = _read_matrix(matrix)
     ids = [str(s) for s in matrix.subject_ids]
@@ -131,6 +139,9 @@ def recorded_answers(matrix, model) -> tuple[str, dict]:
                           + (f"; did you mean {', '.join(near)}?" if near else
                              "; use a subject id from the matrix's first column"))
     row = np.asarray(matrix.values[ids.index(str(model))], dtype=float)
+    if not binary:
+        return source, {str(i): (None if np.isnan(v) else float(v))
+                        for i, v in zip(matrix.item_ids, row)}
     return source, {str(i): (None if np.isnan(v) else int(v >= 0.5))
                     for i, v in zip(matrix.item_ids, row)}
 

@@ -145,7 +145,8 @@ class SubjectSpec:
     def build(self, bank=None, **settings):
         """The subject. ``settings`` go where they apply: :data:`HTTP_OPTIONS` to the HTTP
         subjects, ``chat`` (bool) to ``openai:`` / ``simulate:``, ``batch_prompts`` to
-        ``completions:``, ``timeout`` to ``cmd:``, the others (``device``, ``dtype``,
+        ``completions:``, ``timeout`` to ``cmd:``, ``score_range`` (a bank folder's metric
+        scale) to ``replay:`` by item id, the others (``device``, ``dtype``,
         ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored. ``bank``: the
         bank asked (``simulate:`` needs it; ``replay:`` asks a bank without requests by id)."""
         kw = {k: v for k, v in settings.items() if v is not None}
@@ -171,7 +172,8 @@ class SubjectSpec:
         if kind == "replay":
             matrix, _, who = target.rpartition("#")
             if bank is not None and not has_requests(bank):
-                return RecordedAnswers(matrix, who, ratings=ratings)
+                return RecordedAnswers(matrix, who, ratings=ratings,
+                                       score_range=kw.get("score_range"))
             return ReplaySubject(matrix, who, bank=bank)
         if kind == "cmd":
             command = (target.replace("{model}", shlex.quote(str(model)))
@@ -190,7 +192,8 @@ class SubjectSpec:
         except ImportError as exc:
             raise ConfigError(f"--subject {self.kind}: needs optional packages "
                               f"({exc.name or exc}): pip install 'atlascat[{extra}]'") from None
-        opts = {k: v for k, v in kw.items() if k not in HTTP_OPTIONS and k != "chat"}
+        opts = {k: v for k, v in kw.items()
+                if k not in HTTP_OPTIONS and k not in ("chat", "score_range")}
         if self.model:
             opts.setdefault("name", self.model)
         return _construct(cls.from_spec, self.target, **opts)
@@ -221,7 +224,8 @@ class SubjectSpec:
             return (cls(kind, f"{float(desc['theta'])!r}:{int(desc['seed'])}", desc["model"]),
                     {"chat": desc.get("kind", "chat") == "chat"})
         if kind == "replay":
-            return cls(kind, f"{desc['matrix']}#{desc['model']}"), {}
+            return (cls(kind, f"{desc['matrix']}#{desc['model']}"),
+                    {"score_range": desc.get("score_range")})
         if kind == "cmd":
             return cls(kind, desc["command"], desc.get("model")), {"timeout": desc.get("timeout")}
         if kind == "hf":

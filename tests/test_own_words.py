@@ -1,0 +1,296 @@
+"""Your benchmark in your words (issue 43): a bank file's run names its benchmark, not its
+path; a bank folder's protocol reads as the source models', never "leaderboard"; a continuous
+score is printed as a score, and a bank folder built with --score-range shows every number on
+the metric's own scale (step lines, the result, ``atlas runs``, the HTML page, compare-models
+and the score link's warnings)."""
+from __future__ import annotations
+
+import html
+import json
+import re
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from typer.testing import CliRunner
+
+from atlascat.cli import app, main
+
+SCRIPT = """\
+import json, sys
+import pandas as pd
+
+answers = pd.read_csv(sys.argv[1], index_col=0).loc[sys.argv[2]]
+for line in sys.stdin:
+    item = json.loads(line)["item_id"]
+    print(json.dumps({"item_id": item, "score": float(answers[item])}), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def longbench(tmp_path_factory, shared_data):
+    """QMSum's per-item ROUGE in [0, 1] (30 source models, 10 targets), built three ways: as
+    it is (--name qmsum), x 100 as a BLEU-like 0-100 metric and as a 1-10 judge rating (both
+    with --score-range); a scoring program answering from the targets' 0-1 scores."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    idx = np.random.default_rng(0).permutation(len(df))
+    root = tmp_path_factory.mktemp("own_words")
+    source, targets = df.iloc[idx[:30]], df.iloc[idx[30:]]
+    targets.to_csv(root / "targets.csv")
+    (root / "score.py").write_text(SCRIPT)
+    for name, (lo, hi) in {"qmsum": (0, 1), "bleu": (0, 100), "judge": (1, 10)}.items():
+        (lo + (hi - lo) * source).to_csv(root / f"{name}.csv")
+        scale = [] if name == "qmsum" else ["--score-range", str(lo), str(hi)]
+        r = CliRunner().invoke(app, ["build-bank", str(root / f"{name}.csv"), "--name", name,
+                                     *scale, "-o", str(root / name)])
+        assert r.exit_code == 0, r.output
+        (root / f"{name}.out").write_text(r.output)
+    return root, targets
+
+
+def _cmd(root, model) -> str:
+    return f"cmd:{sys.executable} {root / 'score.py'} {root / 'targets.csv'} {model}"
+
+
+def _steps(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if "  step " in ln]
+
+
+def _item(line: str) -> str:
+    return re.search(r"item (\S+)", line).group(1)
+
+
+def test_a_continuous_runs_steps_print_the_score(longbench, tmp_path, capsys):
+    """Scores in [0, 1] (ROUGE): each step prints "score 0.23", never "correct" / "wrong" for
+    a score between; the observed line is the mean score."""
+    root, targets = longbench
+    model = str(targets.index[0])
+    assert main(["evaluate", "--bank", str(root / "qmsum"), "--subject", _cmd(root, model),
+                 "--llm", "t0", "--max-items", "8", "-o", str(tmp_path / "run")]) == 0
+    cap = capsys.readouterr()
+    steps = _steps(cap.err)
+    assert len(steps) == 8
+    answers = targets.loc[model]
+    between = [ln for ln in steps if 0 < answers[_item(ln)] < 1]
+    assert between, "the target answered no item with a score strictly between 0 and 1"
+    for line in between:
+        assert f"score {answers[_item(line)]:.2f}  predicted " in line, line
+    assert not any("correct" in ln or "wrong" in ln for ln in steps[steps.index(between[0]):])
+    assert "(the mean score over the 8 items asked)" in cap.out
+    assert "0/1 or a score in [0, 1] out" in cap.out        # the protocol says what came back
+
+
+@pytest.mark.parametrize("name, lo, hi", [("bleu", 0, 100), ("judge", 1, 10)])
+def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, tmp_path,
+                                                                    capsys, name, lo, hi):
+    """BLEU 0-100 and a 1-10 judge: each step's score and predicted score, the result's mean
+    score, ``atlas runs``' accuracies, the HTML page's step scores and observed mean, and
+    compare-models' difference are on the metric's scale, never in percent of 0-1."""
+    root, targets = longbench
+    runs = []
+    for k in (0, 1):
+        model = str(targets.index[k])
+        out = tmp_path / f"run{k}"
+        assert main(["evaluate", "--bank", str(root / name), "--subject", _cmd(root, model),
+                     "--llm", f"t{k}", "--max-items", "6", "-o", str(out)]) == 0
+        cap = capsys.readouterr()
+        row = json.loads((out / "results.json").read_text())[0]
+        runs.append((out, row))
+        answers = lo + (hi - lo) * targets.loc[model]
+        steps = _steps(cap.err)
+        assert len(steps) == 6 and not any("%" in ln or "correct" in ln for ln in steps)
+        for line in steps:
+            assert f"score {answers[_item(line)]:.1f} " in line, line
+        lb = row["prediction"]
+        assert lb["scale"] == [lo, hi] and lo <= lb["lo"] <= lb["score"] <= lb["hi"] <= hi
+        assert steps[-1].endswith(f"predicted {lb['score']:.1f} ({lb['lo']:.1f}-{lb['hi']:.1f})")
+        obs = lo + (hi - lo) * row["observed_accuracy"]
+        assert (f"mean score, on the metric's own scale: observed {obs:.1f} (the mean score "
+                "over the 6 items asked)") in cap.out
+        assert "accuracy: observed" not in cap.out
+        page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
+        assert f"<td>observed mean score (over the items asked, on the metric's own scale)" \
+               f"</td><td>{obs:.1f}</td>" in page
+        first = targets.loc[model, _item(steps[0])]
+        assert f"<td>{lo + (hi - lo) * first:.1f}</td>" in page     # the first step's score
+        assert "observed accuracy" not in page and " correct)" not in page
+        assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"], "-o",
+                     str(tmp_path / f"again{k}.html")]) == 0     # the same page, rewritten
+        capsys.readouterr()
+        again = html.unescape((tmp_path / f"again{k}.html").read_text())
+        strip = re.compile(r"<td>started / updated</td><td>[^<]*</td>")
+        assert strip.sub("", again) == strip.sub("", page)
+    assert main(["runs", "--db", str(runs[0][0] / "runs.sqlite")]) == 0
+    table = capsys.readouterr().out
+    obs = lo + (hi - lo) * runs[0][1]["observed_accuracy"]
+    assert f" {obs:.1f} " in table and "%" not in table
+    first, second = (r["prediction"]["score"] for _, r in runs)
+    assert main(["compare-models", str(runs[0][0]), str(runs[1][0]), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["first"] == pytest.approx(first) and rows[0]["second"] == pytest.approx(second)
+    assert rows[0]["difference"] == pytest.approx(first - second)
+
+
+def test_a_score_range_links_warnings_and_chance_read_on_the_metrics_scale(longbench):
+    """The folder's link writes its notes on the metric's scale (the loader gives it the
+    folder's --score-range); build-bank's chance row too."""
+    from atlascat.bankdir import load_bank_dir
+    from atlascat.scorelink.honesty import warnings_for
+    from atlascat.scorelink.prediction import ScorePrediction, level, stop_note
+
+    root, _ = longbench
+    assert level(0.5) == "50%" and level(0.5, (1, 10)) == "5.5" and level(1, (0, 100)) == "100.0"
+    judge, plain = load_bank_dir(root / "judge"), load_bank_dir(root / "qmsum")
+    assert judge.link.metric_range == (1.0, 10.0) and plain.link.metric_range is None
+    text, _ = warnings_for(judge.link, 5.0, 0.5, False, True, None)
+    assert text[0].endswith("the score may be as high as 10.0")
+    text, _ = warnings_for(plain.link, 5.0, 0.5, False, True, None)
+    assert text[0].endswith("the score may be as high as 100%")
+    top = ScorePrediction(0.9, 0.8, 1.0)
+    assert stop_note(top, "ceiling", 0.0, (1, 10)) == "at or near the top (>= 8.2)"
+    assert stop_note(top, "ceiling", 0.0) == "at or near the top (>= 80%)"
+    chance = {n: re.search(r"chance level +(.*)", (root / f"{n}.out").read_text()).group(1)
+              for n in ("judge", "bleu", "qmsum")}
+    assert chance["judge"].startswith("1.0 on the metric's scale (")
+    assert chance["bleu"].startswith("0.0 on the metric's scale (")
+    assert chance["qmsum"].startswith("0.0% (")
+
+
+def test_a_bank_file_run_names_its_benchmark_not_its_path(tmp_path, capsys):
+    """``atlas evaluate --bank some/dir/my_bench.csv``: the headline, results.json and the
+    HTML page name "my_bench" (the file's stem), never the absolute path; with no score link
+    the missing score is "predicted my_bench score", not a leaderboard's."""
+    from atlascat.irt.bank import ItemBank
+
+    (tmp_path / "some" / "dir").mkdir(parents=True)
+    path = tmp_path / "some" / "dir" / "my_bench.csv"
+    ids = [f"q{j}" for j in range(30)]
+    ItemBank(ids, np.full(30, 1.2), np.linspace(-2, 2, 30)).write(path)
+    pd.DataFrame([np.arange(30) % 2], index=["m0"], columns=ids).to_csv(tmp_path / "m.csv")
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(path), "--subject", f"replay:{tmp_path / 'm.csv'}#m0",
+                 "--max-items", "5", "-o", str(out), "-q"]) == 0
+    cap = capsys.readouterr()
+    lines = cap.out.splitlines()
+    assert lines[0].startswith("m0 on my_bench: theta = "), lines[0]
+    assert lines[1].startswith("  predicted my_bench score: not available (no score link")
+    assert str(tmp_path) not in lines[0] and "leaderboard" not in (cap.out + cap.err).lower()
+    row = json.loads((out / "results.json").read_text())[0]
+    assert row["bench"] == "my_bench" and row["bank"] == str(path)   # the path stays the input
+    page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
+    assert "m0 on my_bench \u00b7" in page
+    assert "predicted my_bench score" in page and "leaderboard" not in page.lower()
+
+
+def test_a_bank_refs_title_is_a_benchmark_name():
+    from atlascat.catalogue import BankRef
+
+    assert BankRef("file", "/a/b/my_bench.csv.gz").title == "my_bench"
+    assert BankRef("shipped", "arc").title == "arc"
+    assert BankRef("suite", "openllm-v1").title == "openllm-v1"
+    assert BankRef("suite", "/x/mine.json").title == "mine"
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory, shared_data):
+    """A folder built from simulated sample logs (TruthfulQA's requests, mc2), and one
+    held-out model's answers."""
+    from atlascat.bankdir import read_sample_logs, simulated_sample_logs
+
+    root = tmp_path_factory.mktemp("logged")
+    real = sorted((shared_data / "lmeval_samples" / "pythia-14m").glob(
+        "samples_metabench_truthfulqa_secondary_*.jsonl.gz"))[0]
+    simulated_sample_logs(real, root / "logs", n_models=21, held_out=2, seed=0)
+    read_sample_logs(root / "logs_held_out", metric="mc2").matrix().write(root / "held.csv")
+    assert main(["build-bank", str(root / "logs"), "--metric", "mc2", "-q",
+                 "-o", str(root / "bank")]) == 0
+    return root
+
+
+def test_a_bank_folders_protocol_is_the_source_models_in_every_table(logged, tmp_path, capsys):
+    """A replay of a folder's logged requests: the evaluate table, ``atlas runs`` and ``atlas
+    runs --run`` say "as the source models (mc2)", results.json and ``--json`` "source
+    models", never "leaderboard"; a shipped bank's run keeps "leaderboard"."""
+    from atlascat.live.report import protocol_name
+
+    model = str(pd.read_csv(logged / "held.csv", index_col=0).index[0])
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
+                 f"replay:{logged / 'held.csv'}#{model}", "--max-items", "3",
+                 "-o", str(out)]) == 0
+    cap = capsys.readouterr()
+    results = (out / "results.json").read_text()
+    row = json.loads(results)[0]
+    assert row["protocol"] == "source models" and "leaderboard" not in results.lower()
+    text = cap.out + cap.err
+    assert "as the source models (mc2)" in text and "leaderboard" not in text.lower()
+    assert main(["runs", "--db", str(out / "runs.sqlite")]) == 0
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"]]) == 0
+    text = capsys.readouterr().out
+    assert text.count("as the source models (mc2)") == 2 and "leaderboard" not in text.lower()
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"], "--json"]) == 0
+    text = capsys.readouterr().out
+    assert '"protocol": "source models"' in text and "leaderboard" not in text.lower()
+    assert protocol_name("leaderboard", "shipped:arc") == "leaderboard"
+    assert protocol_name("leaderboard", str(logged / "bank")) == "as the source models (mc2)"
+    assert protocol_name("item command", str(logged / "bank")) == "item command"
+
+
+def test_score_reads_a_score_range_folders_results_on_its_scale(longbench, tmp_path):
+    """``atlas score`` on a --score-range folder reads RESPONSES on the metric's scale, as
+    ``atlas simulate`` does (it refused BLEU 37.2 as "outside [0, 1]"), and predicts what the
+    0-1 folder predicts, mapped to that scale."""
+    root, targets = longbench
+    (1 + 9 * targets).to_csv(tmp_path / "judged.csv")
+    assert main(["score", str(tmp_path / "judged.csv"), "--bank", str(root / "judge"),
+                 "-o", str(tmp_path / "judge.csv")]) == 0
+    assert main(["score", str(root / "targets.csv"), "--bank", str(root / "qmsum"),
+                 "-o", str(tmp_path / "plain.csv")]) == 0
+    judge = pd.read_csv(tmp_path / "judge.csv").set_index("subject_id")
+    plain = pd.read_csv(tmp_path / "plain.csv").set_index("subject_id")
+    for col in ("score", "score_lo", "score_hi", "accuracy"):
+        np.testing.assert_allclose(judge[col], 1 + 9 * plain[col], atol=1e-3)
+
+
+@pytest.mark.parametrize("name, design", [("qmsum", "predictor"), ("bleu", "predictor"),
+                                          ("judge", "adaptive")])
+def test_a_live_replay_of_continuous_scores_agrees_with_simulate(longbench, tmp_path, name,
+                                                                 design):
+    """``replay:MATRIX#MODEL`` on a folder of continuous scores replays each score as recorded
+    (it counted a ROUGE of 0.23 as wrong: 0.0% against simulate's 20.6%), and on a
+    --score-range folder reads the matrix on the metric's scale: the same items, theta and
+    prediction as ``atlas simulate`` with the same seed; a resumed run rebuilds that reading."""
+    from atlascat.bankdir import load_bank_dir
+    from atlascat.live.subjects import RecordedAnswers, SubjectSpec
+
+    root, targets = longbench
+    lo, hi = {"qmsum": (0, 1), "bleu": (0, 100), "judge": (1, 10)}[name]
+    (lo + (hi - lo) * targets).to_csv(tmp_path / "t.csv")
+    assert main(["simulate", str(tmp_path / "t.csv"), "--bank", str(root / name), "--seed",
+                 "3", "--design", design, "-o", str(tmp_path / "sim"), "-q"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv").set_index("subject_id")
+    model = str(ps.index[2])
+    assert main(["evaluate", "--bank", str(root / name), "--subject",
+                 f"replay:{tmp_path / 't.csv'}#{model}", "--seed", "3", "--design", design,
+                 "-o", str(tmp_path / "live"), "-q"]) == 0
+    row = json.loads((tmp_path / "live" / "results.json").read_text())[0]
+    assert row["n_items"] == ps.loc[model, "n_items"]
+    np.testing.assert_allclose(row["theta"], ps.loc[model, "theta"], rtol=1e-9)
+    got = row["prediction"]
+    np.testing.assert_allclose([got["score"], got["lo"], got["hi"]],
+                               ps.loc[model, ["score", "score_lo", "score_hi"]].to_numpy(float),
+                               rtol=1e-9)
+    from atlascat.live.store import RunStore
+
+    desc = RunStore(tmp_path / "live" / "runs.sqlite").get_run(row["run_id"])["subject"]
+    again = SubjectSpec.rebuild(desc, load_bank_dir(root / name).bank)   # as --resume does
+    assert isinstance(again, RecordedAnswers)
+    assert again.score_range == (None if name == "qmsum" else [lo, hi])
+    item = str(targets.columns[0])
+    subj = RecordedAnswers(tmp_path / "t.csv", model,
+                           score_range=None if name == "qmsum" else (lo, hi))
+    assert json.loads(subj.score_items([item])[0][1])["score"] == \
+        pytest.approx(targets.loc[model, item])
