@@ -33,8 +33,12 @@ Measurement: Issues and Practice, 17(4), 17-27.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas loads where a frame is built
+    import pandas as pd
 
 __all__ = [
     "as_item_matrix",
@@ -46,6 +50,7 @@ __all__ = [
     "overlap_report",
     "exposure_summary",
     "position_analysis",
+    "position_columns",
     "selection_time",
 ]
 
@@ -179,6 +184,13 @@ def position_analysis(tests, item_ids=None) -> pd.DataFrame:
     position_min, position_max (1-based; NaN if never given), first_count (times it was the
     first item), first_share (first_count / N).
     """
+    import pandas as pd
+
+    return pd.DataFrame(position_columns(tests, item_ids))
+
+
+def position_columns(tests, item_ids=None) -> dict:
+    """The columns of :func:`position_analysis` (name -> array)."""
     m = as_item_matrix(tests)
     big_n, width = m.shape
     n_items = (int(m.max()) + 1 if m.size else 0) if item_ids is None else len(item_ids)
@@ -199,7 +211,7 @@ def position_analysis(tests, item_ids=None) -> pd.DataFrame:
     first_count = np.bincount(first[first >= 0], minlength=n_items)
     ids = np.arange(n_items).astype(str) if item_ids is None else np.asarray(item_ids).astype(str)
     never = count == 0
-    return pd.DataFrame({
+    return {
         "item_id": ids,
         "n_administered": count,
         "exposure": count / max(big_n, 1),
@@ -209,7 +221,7 @@ def position_analysis(tests, item_ids=None) -> pd.DataFrame:
         "position_max": np.where(never, np.nan, pmax),
         "first_count": first_count,
         "first_share": first_count / max(big_n, 1),
-    })
+    }
 
 
 def selection_time(seconds) -> dict:

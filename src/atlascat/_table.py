@@ -1,0 +1,107 @@
+"""Plain CSV tables without pandas, for the commands that must start fast.
+
+:func:`read_plain_csv` reads a comma- or tab-separated file (``.gz`` too) with the ``csv``
+module when it is plain: UTF-8 without a byte-order mark, a header of distinct non-empty names,
+every row as long as the header, no blank line. Anything else gives None, and the caller reads
+the file with pandas (whose reader then reports what is wrong with it).
+:func:`is_decimal` says whether a cell is a plain decimal number, which pandas' parser and
+Python's ``float`` read to the same double.
+
+:func:`write_csv` writes columns (name -> 1-D array or list) as ``DataFrame.to_csv(index=False)``
+does: floats as their shortest round-trip text (``repr``), NaN as an empty cell, integers and
+booleans as ``str``, text quoted only where it holds a comma, a quote or a line break.
+:func:`plain_text` lays out columns of text as ``DataFrame.to_string(index=False)`` does for
+them: every column right-aligned to its widest cell or header, one space between columns.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import re
+from pathlib import Path
+
+__all__ = ["read_plain_csv", "read_csv_header", "is_decimal", "write_csv", "plain_text"]
+
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def is_decimal(text: str) -> bool:
+    """A plain decimal number (digits, one point, an exponent): no spaces, no NaN/inf words."""
+    return _DECIMAL.fullmatch(text) is not None
+
+
+def _open_text(path: Path):
+    if path.suffix.lower() == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _sep(path: Path) -> str:
+    return "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+
+
+def read_csv_header(path) -> list[str] | None:
+    """The header row of a CSV / TSV file (None where it cannot be read plainly)."""
+    path = Path(path)
+    try:
+        with _open_text(path) as fh:
+            row = next(csv.reader(fh, delimiter=_sep(path)), None)
+    except (OSError, UnicodeDecodeError, EOFError, csv.Error, ValueError):
+        return None
+    return row
+
+
+def read_plain_csv(path) -> tuple[list[str], list[list[str]]] | None:
+    """(header, rows as lists of text) of a plain CSV / TSV file (see the module docstring);
+    None for any other file, including a Parquet file and one that cannot be read."""
+    path = Path(path)
+    suffixes = [s.lower() for s in path.suffixes]
+    if not suffixes or suffixes[-1] not in (".csv", ".tsv", ".gz", ".txt") or (
+            suffixes[-1] == ".gz" and len(suffixes) < 2):
+        return None
+    try:
+        with _open_text(path) as fh:
+            rows = list(csv.reader(fh, delimiter=_sep(path)))
+    except (OSError, UnicodeDecodeError, EOFError, csv.Error, ValueError):
+        return None
+    if len(rows) < 2:
+        return None
+    header, body = rows[0], rows[1:]
+    width = len(header)
+    if (width == 0 or header[0].startswith("\ufeff") or len(set(header)) != width
+            or any(not h.strip() for h in header)
+            or any(len(r) != width for r in body)):
+        return None
+    return header, body
+
+
+def _texts(values) -> list:
+    """The cells of one column as text (or text the csv module writes as is)."""
+    kind = getattr(getattr(values, "dtype", None), "kind", "O")
+    items = values.tolist() if hasattr(values, "tolist") else list(values)
+    if kind == "f":
+        return ["" if x != x else repr(x) for x in items]
+    if kind in "iub":
+        return [str(x) for x in items]
+    return ["" if x is None or (isinstance(x, float) and x != x) else
+            (repr(x) if isinstance(x, float) else str(x)) for x in items]
+
+
+def write_csv(path, columns: dict) -> None:
+    """Write the columns (same length each) as ``DataFrame(columns).to_csv(path,
+    index=False)`` writes them (see the module docstring)."""
+    texts = [_texts(v) for v in columns.values()]
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow([str(c) for c in columns])
+        w.writerows(zip(*texts))
+
+
+def plain_text(columns: dict) -> str:
+    """Columns of text, right-aligned, as ``DataFrame.to_string(index=False)`` lays them out."""
+    cols = [[str(name)] + [str(v) for v in values] for name, values in columns.items()]
+    widths = [max(len(c) for c in col) for col in cols]
+    lines = [" ".join(col[i].rjust(w) for col, w in zip(cols, widths))
+             for i in range(len(cols[0]))]
+    return "\n".join(lines)
