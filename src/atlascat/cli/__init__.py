@@ -67,7 +67,9 @@ def main(argv=None) -> int:
 
     from .._blas import small_products
     from ._common import one_line_warnings, print_error
+    from ._params import use_plain_params
 
+    use_plain_params()  # plain option values converted without pydantic (cli/_params.py)
     try:
         # one BLAS thread for small products (atlascat._blas); warnings as one line each
         with small_products(), one_line_warnings():
