@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from atlascat._table import is_decimal, plain_text, read_csv_header, read_plain_csv, write_csv
-from atlascat.cli.cmd_simulate import _frame_thetas, _plain_thetas, read_thetas
+from atlascat.cli.cmd_simulate import frame_thetas, plain_thetas, read_thetas
 from atlascat.errors import BankError, ResponseDataError
 from atlascat.irt.bank import ItemBank, _read_plain_bank
 
@@ -104,19 +104,19 @@ def test_other_banks_go_to_pandas(tmp_path):
         ItemBank.read(tmp_path / "dup.csv")
 
 
-def test_plain_thetas_are_what_pandas_reads(tmp_path):
+def testplain_thetas_are_what_pandas_reads(tmp_path):
     path = tmp_path / "th.csv"
     path.write_text('"Model_Name","Theta_WLE","SE"\n"org/m-1",1.41121292723045,0.03\n'
                     'm2,-0.5,0.1\n"a, b",2e-3,0.2\n')
-    ids, values = _plain_thetas(path)
-    ids2, values2 = _frame_thetas(path, "--thetas")
+    ids, values = plain_thetas(path)
+    ids2, values2 = frame_thetas(path, "--thetas")
     assert ids == ids2 == ["org/m-1", "m2", "a, b"]
     assert np.array_equal(values, values2)
     # ids that pandas reads as numbers, booleans or missing: pandas' reading decides
     for body in ("1,0.5\n02,0.1\n", "true,0.5\nfalse,0.1\n", "NA,0.5\nm,0.1\n",
                  "m,nan\nn,0.1\n", "m, 0.5\nn,0.1\n"):
         path.write_text("subject_id,theta\n" + body)
-        assert _plain_thetas(path) is None, body
+        assert plain_thetas(path) is None, body
     path.write_text("subject_id,theta\n1,0.5\n02,0.1\n")
     assert read_thetas(path)[0] == ["1", "2"]
     path.write_text("theta\n0.5\n0.1\n")

@@ -49,8 +49,8 @@ def read_thetas(path: Path, option: str = "--thetas"):
 
     from ..errors import ResponseDataError
 
-    plain = _plain_thetas(path)
-    ids, values = _frame_thetas(path, option) if plain is None else plain
+    plain = plain_thetas(path)
+    ids, values = frame_thetas(path, option) if plain is None else plain
     bad = np.flatnonzero(~(np.abs(values) <= THETA_LIMIT))
     if bad.size:
         r = int(bad[0])
@@ -79,9 +79,9 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _plain_thetas(path: Path):
+def plain_thetas(path: Path):
     """(ids, thetas) of a plain CSV (:func:`atlascat._table.read_plain_csv`) read without
-    pandas, where that gives what :func:`_frame_thetas` gives: every theta a plain decimal
+    pandas, where that gives what :func:`frame_thetas` gives: every theta a plain decimal
     number, the ids text that pandas keeps verbatim (no missing-value word, not all numbers).
     None otherwise."""
     import numpy as np
@@ -109,7 +109,7 @@ def _plain_thetas(path: Path):
     return ids, np.array([float(c) for c in cells])
 
 
-def _frame_thetas(path: Path, option: str):
+def frame_thetas(path: Path, option: str):
     """(ids, thetas) of any theta file pandas reads, with one-line errors."""
     import pandas as pd
 
