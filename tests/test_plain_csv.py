@@ -24,9 +24,13 @@ def test_write_csv_writes_what_pandas_writes(tmp_path):
                      "tab\there", "NA", "None", "z", "w", "v", "u", "t", "s", "r"], dtype=object)
     cols = {"x": floats, "s": text[:n], "i": np.arange(n), "u": np.array(["se"] * n),
             "b": np.arange(n) % 2 == 0, "o": np.array([1.5, None, "k", 2] * 5, dtype=object)[:n]}
-    write_csv(tmp_path / "ours.csv", cols)
-    pd.DataFrame(cols).to_csv(tmp_path / "pandas.csv", index=False)
-    assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
+    for name, table in {"all": cols, "one": {"s": text[:n]}, "none": {"x": floats[:0]},
+                        "cr": {"a, b": np.array(["x\ry", "p"]), "n": np.array([1.0, np.nan])},
+                        "floats": {"f": floats, "g": floats[::-1]}}.items():
+        write_csv(tmp_path / f"{name}_ours.csv", table)
+        pd.DataFrame(table).to_csv(tmp_path / f"{name}_pandas.csv", index=False)
+        assert ((tmp_path / f"{name}_ours.csv").read_bytes()
+                == (tmp_path / f"{name}_pandas.csv").read_bytes()), name
 
 
 def test_plain_text_lays_out_as_to_string():

@@ -9,7 +9,7 @@ Python's ``float`` read to the same double.
 
 :func:`write_csv` writes columns (name -> 1-D array or list) as ``DataFrame.to_csv(index=False)``
 does: floats as their shortest round-trip text (``repr``), NaN as an empty cell, integers and
-booleans as ``str``, text quoted only where it holds a comma, a quote or a line break.
+booleans as ``str``, text quoted only where it holds a comma, a quote or a newline.
 :func:`plain_text` lays out columns of text as ``DataFrame.to_string(index=False)`` does for
 them: every column right-aligned to its widest cell or header, one space between columns.
 """
@@ -76,26 +76,40 @@ def read_plain_csv(path) -> tuple[list[str], list[list[str]]] | None:
     return header, body
 
 
+_SPECIAL = re.compile(r'[,"\n]')  # the csv module's with lineterminator "\n"
+
+
+def _quoted(cells: list) -> list:
+    """Text cells as the csv module writes them (QUOTE_MINIMAL): in quotes, quotes doubled,
+    where a cell holds a comma, a quote or a newline (a lone carriage return is not quoted)."""
+    if not _SPECIAL.search("\x00".join(cells)):
+        return cells
+    return [f'"{c.replace(chr(34), chr(34) * 2)}"' if _SPECIAL.search(c) else c for c in cells]
+
+
 def _texts(values) -> list:
-    """The cells of one column as text (or text the csv module writes as is)."""
+    """The cells of one column as CSV text."""
     kind = getattr(getattr(values, "dtype", None), "kind", "O")
     items = values.tolist() if hasattr(values, "tolist") else list(values)
     if kind == "f":
-        return ["" if x != x else repr(x) for x in items]
+        return [repr(x) if x == x else "" for x in items]
     if kind in "iub":
-        return [str(x) for x in items]
-    return ["" if x is None or (isinstance(x, float) and x != x) else
-            (repr(x) if isinstance(x, float) else str(x)) for x in items]
+        return list(map(str, items))
+    return _quoted(["" if x is None or (isinstance(x, float) and x != x) else
+                    (repr(x) if isinstance(x, float) else str(x)) for x in items])
 
 
 def write_csv(path, columns: dict) -> None:
     """Write the columns (same length each) as ``DataFrame(columns).to_csv(path,
     index=False)`` writes them (see the module docstring)."""
     texts = [_texts(v) for v in columns.values()]
+    header = ",".join(_quoted([str(c) for c in columns]))
+    if len(texts) == 1:  # one column: an empty cell is a quoted "" line (the csv module's way)
+        texts = [[c if c else '""' for c in texts[0]]]
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow([str(c) for c in columns])
-        w.writerows(zip(*texts))
+        fh.write(header + "\n")
+        if texts and texts[0]:
+            fh.write("\n".join(map(",".join, zip(*texts))) + "\n")
 
 
 def plain_text(columns: dict) -> str:
