@@ -179,6 +179,20 @@ class TestRanking:
             outside_max = np.where(inside, -np.inf, info).max(axis=1)
             assert np.all(outside_max <= pr.bound[cell, m])
 
+    def test_pruner_cells_computed_when_visited_are_the_same(self, rng):
+        """A cell's bounds and order do not depend on which cells were computed with it."""
+        params = ItemParams.from_bank(load_bank("gsm8k"))
+        whole = InfoPruner(params, (-6, 6))
+        order, bound = whole.order.copy(), whole.bound.copy()   # every cell at once
+        lazy = InfoPruner(params, (-6, 6))
+        for theta in (np.array([0.3]), rng.uniform(-2, 2, 40), np.array([-6.0, 6.0, 2.0])):
+            cell, ok = lazy.cells(theta)
+            np.testing.assert_array_equal(lazy.top(cell, lazy.keep), order[cell])
+            np.testing.assert_array_equal(lazy.bound_after(cell, 7), bound[cell, 7])
+        assert 0 < lazy._ready.sum() < lazy.n_cells
+        np.testing.assert_array_equal(lazy.order, order)
+        np.testing.assert_array_equal(lazy.bound, bound)
+
     def test_pruner_not_used_for_4pl(self):
         bank = ItemBank([str(i) for i in range(300)], np.ones(300), np.linspace(-2, 2, 300),
                         np.zeros(300), np.full(300, 0.95))

@@ -284,11 +284,11 @@ class _Engine(_JointRounds):
                 if m <= n_cand or not (todo & ok).any():
                     continue
                 sel = np.flatnonzero(todo & ok)
-                cols = pr.order[cell[sel], :m]
+                cols = pr.top(cell[sel], m)
                 info = fisher_information(theta[sel][:, None], tab.params.table[:, cols])
                 info[blocked[sel[:, None], cols]] = -np.inf
                 cand, n_fin, vals = ranked_candidates(info, n_cand, cols)
-                exact = (n_fin >= n_cand) & (vals[:, -1] > pr.bound[cell[sel], m])
+                exact = (n_fin >= n_cand) & (vals[:, -1] > pr.bound_after(cell[sel], m))
                 done = sel[exact]
                 out_c[done], out_n[done] = cand[exact], n_fin[exact]
                 todo[done] = False
