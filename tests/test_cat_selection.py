@@ -218,3 +218,20 @@ def test_max_information_criterion_is_fisher():
     s = MaxInformation().scores(np.array([0.3, -1.0]), np.array([1, 1]), None, params)
     np.testing.assert_allclose(s, models.item_information(np.array([0.3, -1.0]), params.a,
                                                           params.b, params.c, params.u))
+
+
+def test_first_item_pick_is_the_ranked_pick(rng):
+    """The first item without ranking the bank: the pick of first_item_scores' ranking."""
+    from atlascat.cat.selection import first_item_pick, first_item_scores, pick, ranked_candidates
+
+    b = np.round(rng.normal(0.0, 1.0, 400), 1)  # ties in the distance to theta0
+    for share in (0.0, 0.3, 0.97, 1.0):
+        used = rng.random((60, b.size)) < share
+        used[:5] = True                       # nothing left
+        used[5:10] = np.abs(b - 0.2) < 0.5    # the window used up: the nearest other item
+        u = rng.random(60)
+        for theta0, window in ((0.2, 0.5), (3.5, 0.1), (0.0, 10.0)):
+            scores, k = first_item_scores(used, b, theta0, window)
+            cand, n_fin, _ = ranked_candidates(scores, b.size)
+            np.testing.assert_array_equal(first_item_pick(used, b, theta0, window, u),
+                                          pick(cand, n_fin, k, u))

@@ -43,6 +43,7 @@ __all__ = [
     "RandomSelection",
     "make_criterion",
     "first_item_scores",
+    "first_item_pick",
     "ranked_candidates",
     "InfoPruner",
     "pick",
@@ -280,6 +281,26 @@ def first_item_scores(used, b, theta0: float, window: float):
         scores[empty] = np.where(used[empty], -np.inf, -dist[None, :])
     k = np.where(empty, 1, count)
     return scores, k
+
+
+def first_item_pick(used, b, theta0: float, window: float, u) -> np.ndarray:
+    """The first item of every row, as :func:`pick` on the ranking of
+    :func:`first_item_scores` gives it, without ranking the bank: the item at position
+    min(floor(u k), k - 1) of the k available items with |b - theta0| < window in bank order,
+    or, where there is none, the available item nearest theta0 (the first of equals); -1 where
+    no item is available."""
+    dist = np.abs(np.asarray(b) - theta0)
+    inside = (dist < window)[None, :] & ~used
+    count = inside.sum(axis=1)
+    pos = np.minimum((np.asarray(u) * count).astype(np.intp), np.maximum(count - 1, 0))
+    items = np.argmax(np.cumsum(inside, axis=1) > pos[:, None], axis=1)
+    empty = np.flatnonzero(count == 0)
+    if empty.size:
+        masked = np.where(used[empty], np.inf, dist[None, :])
+        nearest = np.argmin(masked, axis=1)
+        ok = np.isfinite(masked[np.arange(empty.size), nearest])
+        items[empty] = np.where(ok, nearest, -1)
+    return items
 
 
 # ---------------------------------------------------------------------------------- picking

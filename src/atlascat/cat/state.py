@@ -24,7 +24,8 @@ import numpy as np
 from ..irt.bank import ItemBank
 from .config import CATConfig
 from .rounds import _JointRounds
-from .selection import first_item_scores, fisher_information, pick, ranked_candidates
+from .selection import (first_item_pick, first_item_scores, fisher_information, pick,
+                        ranked_candidates)
 from .tables import _tables
 
 _BLOCK_ROWS = 32  # rows per block in the (examinee x item) selection pass: keeps it in cache
@@ -222,6 +223,11 @@ class _Engine(_JointRounds):
             if not group.any():
                 continue
             g, ug, bg = rows[group], u[group], blocked[group]
+            if is_first and not trials and sink is None and tab.content is None:
+                # the pick the ranking below gives, without ranking the bank
+                items[group] = first_item_pick(bg, tab.params.b, cfg.theta0,
+                                               cfg.first_item_window, ug[:, 0])
+                continue
             if is_first:
                 scores, k = first_item_scores(bg, tab.params.b, cfg.theta0, cfg.first_item_window)
                 if tab.content is not None:
