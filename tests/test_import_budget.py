@@ -62,6 +62,9 @@ def test_simulate_on_a_bank_file_imports_only_what_it_needs(tmp_path):
     assert (tmp_path / "out" / "person_scores.csv").exists()
     assert "atlascat.cat.simulate" in mods  # the check saw the command's own imports
     assert [m for m in _loaded(mods, NOT_FOR_SIMULATE) if m not in SETTINGS] == []
+    # the command modules are imported when needed: `atlas simulate` loads its own only
+    assert sorted(m for m in mods if m.startswith("atlascat.cli.cmd_")) == [
+        "atlascat.cli.cmd_simulate"]
 
 
 def test_calibrate_imports_no_scipy_stats_or_optimize(tmp_path):
@@ -80,6 +83,7 @@ def test_help_loads_neither_pandas_nor_scipy(tmp_path):
     for args in (["--help"], ["simulate", "--help"]):
         mods = _modules(tmp_path, *args)
         assert "atlascat.cli.cmd_simulate" in mods
+        assert ("atlascat.cli.cmd_score" in mods) == (args == ["--help"])  # every command listed
         assert _loaded(mods, ("pandas", "scipy", "pydantic", "matplotlib",
                               "atlascat.cat.simulate", "atlascat.irt.bank",
                               "atlascat.live.service")) == []
