@@ -63,6 +63,7 @@ class _Engine(_JointRounds):
         self.stop_reason = np.full(n, "", dtype=object)
         self.area_counts = None if tab.content is None else np.zeros((n, tab.content.n_areas))
         self.sh_trials = np.zeros(J, dtype=np.intp)   # Sympson-Hetter: times selected for a trial
+        self.wide = np.zeros(n, dtype=bool)  # the last pruned search needed the wide list
         self.sh_rejected: list[list[int]] | None = None  # per-row rejections (sessions only)
         self._best_cache = None
         self._spread = None  # preposterior SD of theta per row during a batched round, or None
@@ -286,15 +287,22 @@ class _Engine(_JointRounds):
             cell, ok = pr.cells(theta)
             if todo_pr is not None:
                 ok = ok & todo_pr
-            for m in (min(64, pr.keep), pr.keep):
-                if m <= n_cand or not (todo & ok).any():
+            short = min(64, pr.keep)
+            for m in (short, pr.keep):
+                # a row whose last search needed the wide list starts with it
+                go = todo & ok & ~self.wide[rows] if m == short else todo & ok
+                if m <= n_cand or not go.any():
                     continue
-                sel = np.flatnonzero(todo & ok)
+                sel = np.flatnonzero(go)
                 cols = pr.top(cell[sel], m)
                 info = fisher_information(theta[sel][:, None], tab.params.table[:, cols])
                 info[blocked[sel[:, None], cols]] = -np.inf
                 cand, n_fin, vals = ranked_candidates(info, n_cand, cols)
-                exact = (n_fin >= n_cand) & (vals[:, -1] > pr.bound_after(cell[sel], m))
+                enough = n_fin >= n_cand
+                exact = enough & (vals[:, -1] > pr.bound_after(cell[sel], m))
+                # the short list would have settled it: the k-th best beats its bound too
+                self.wide[rows[sel]] = ~(enough & (vals[:, -1] > pr.bound_after(cell[sel],
+                                                                                 short)))
                 done = sel[exact]
                 out_c[done], out_n[done] = cand[exact], n_fin[exact]
                 todo[done] = False
