@@ -188,7 +188,11 @@ class _Engine(_JointRounds):
         uniforms = np.asarray(uniforms, dtype=float).reshape(rows.size, -1)
         out = np.full(rows.size, -1, dtype=np.intp)
         sink = [] if keep else None
-        block = max(_BLOCK_ROWS, _BLOCK_CELLS // max(self.tab.n_items, 1))
+        width = self.tab.n_items
+        if (self.tab.pruner is not None and self.config.selection.criterion == "mfi"
+                and self.n_items[rows].all()):  # the pruned search: its lists are the width
+            width = min(width, self.tab.pruner.keep)
+        block = max(_BLOCK_ROWS, _BLOCK_CELLS // max(width, 1))
         for lo in range(0, rows.size, block):
             sl = slice(lo, lo + block)
             out[sl] = self._select_block(rows[sl], uniforms[sl], extra=extra, sink=sink,
