@@ -26,7 +26,10 @@ def test_write_csv_writes_what_pandas_writes(tmp_path):
             "b": np.arange(n) % 2 == 0, "o": np.array([1.5, None, "k", 2] * 5, dtype=object)[:n]}
     for name, table in {"all": cols, "one": {"s": text[:n]}, "none": {"x": floats[:0]},
                         "cr": {"a, b": np.array(["x\ry", "p"]), "n": np.array([1.0, np.nan])},
-                        "floats": {"f": floats, "g": floats[::-1]}}.items():
+                        "floats": {"f": floats, "g": floats[::-1]},
+                        "whole": {"w": np.array([0.0, 1.0, -3.0, np.nan, 9.5e15, 1e16, 30.0]),
+                                  "z": np.array([0.0, -0.0, 1.0, 2.0, 3.0, 4.0, 5.0]),
+                                  "big": np.array([1e16, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])}}.items():
         write_csv(tmp_path / f"{name}_ours.csv", table)
         pd.DataFrame(table).to_csv(tmp_path / f"{name}_pandas.csv", index=False)
         assert ((tmp_path / f"{name}_ours.csv").read_bytes()

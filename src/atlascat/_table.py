@@ -87,12 +87,27 @@ def _quoted(cells: list) -> list:
     return [f'"{c.replace(chr(34), chr(34) * 2)}"' if _SPECIAL.search(c) else c for c in cells]
 
 
+def _float_texts(values, items: list) -> list:
+    """``repr`` of every float, "" for NaN. A column of whole numbers below 1e16 in magnitude
+    (none of them -0.0) is written as ``repr`` writes them, the integer's text and ".0",
+    without formatting a float."""
+    import numpy as np
+
+    arr = np.asarray(values, dtype=float)
+    finite = arr[~np.isnan(arr)]
+    if (finite.size and np.all(np.abs(finite) < 1e16) and np.all(finite == np.trunc(finite))
+            and not np.any(np.signbit(finite) & (finite == 0))):
+        whole = np.where(np.isnan(arr), 0.0, arr).astype(np.int64).tolist()
+        return [f"{w}.0" if x == x else "" for w, x in zip(whole, items)]
+    return [repr(x) if x == x else "" for x in items]
+
+
 def _texts(values) -> list:
     """The cells of one column as CSV text."""
     kind = getattr(getattr(values, "dtype", None), "kind", "O")
     items = values.tolist() if hasattr(values, "tolist") else list(values)
     if kind == "f":
-        return [repr(x) if x == x else "" for x in items]
+        return _float_texts(values, items)
     if kind in "iub":
         return list(map(str, items))
     return _quoted(["" if x is None or (isinstance(x, float) and x != x) else
