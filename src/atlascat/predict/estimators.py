@@ -84,6 +84,31 @@ too much weight; without a fitted w the prediction is that mean). The
 reported 95% interval is the design interval D +- 1.96 SE_D, widened (never narrowed) to
 contain the point prediction.
 
+Early steps. Des Raj's variance estimate after k draws has k - 1 degrees of freedom: after 2
+or 3 answers it is often near 0 by chance (two draws whose terms t_k agree), and D +- 1.96 SE_D
+then covers far less than 95% (benchmarks/results/step_coverage.md: 0.66-0.68 after 2
+answers on held-out models). While fewer than n_0 = min(30, budget) draws are answered
+(:data:`SMALL_SAMPLE_DRAWS`; t_{0.975, 30} = 2.04 differs little from 1.96), the interval after
+k >= 2 answers (:func:`small_sample_interval`) pools the terms' sample variance
+s^2 = k (k - 1) SE_D^2 N^2 (on the total's scale) with a prior variance of one draw's term,
+
+    sigma_0^2 = sum_{i in R} f_i (1 - f_i) / q_i      (:func:`draw_variance`)
+
+(f the IRT posterior-mean predictions after the k answers, q the next draw's probabilities over
+the items not asked yet, R): the conditional variance of t_{k+1} were the remaining answers
+independent with variances f_i (1 - f_i), the largest a score in [0, 1] with mean f_i can have
+(Bhatia and Davis 2000), so it does not rest on the dispersion phi estimated on the source
+models. It counts as one prior draw: the conjugate update of a normal variance under a scaled
+inverse-chi-square prior with nu_0 = 1 degree of freedom (Gelman et al. 2013, Bayesian Data
+Analysis, 3rd ed., section 3.3),
+
+    sigma_k^2 = (sigma_0^2 + (k - 1) s^2) / k,   D +- t_{0.975, k} sigma_k / (N sqrt(k)),
+
+widened to contain the point prediction (t with nu_0 + k - 1 = k degrees of freedom, the
+posterior predictive of a mean whose variance is estimated). After one answer the interval is
+the whole range 0-1; from n_0 answers on, and always at the budget, it is D +- 1.96 SE_D as
+above. The point prediction is the same at every step.
+
 References
 ----------
 Des Raj (1956). Some estimators in sampling with varying probabilities without replacement.
@@ -95,6 +120,8 @@ examples. ICML.
 Wolpert (1992). Stacked generalization. Neural Networks 5, 241-259.
 Zhang, Dorner, Hardt (2025). How benchmark prediction from fewer data misses the mark. NeurIPS.
 Bock and Mislevy (1982). Adaptive EAP estimation of ability. Applied Psych. Measurement 6.
+Gelman, Carlin, Stern, Dunson, Vehtari, Rubin (2013). Bayesian Data Analysis, 3rd ed. CRC.
+Bhatia and Davis (2000). A better bound on the variance. Amer. Math. Monthly 107, 353-357.
 Wedderburn (1974). Quasi-likelihood functions, generalized linear models, and the Gauss-Newton
 method. Biometrika 61, 439-447.
 Papke and Wooldridge (1996). Econometric methods for fractional response variables with an
@@ -110,11 +137,13 @@ __all__ = ["Z95", "grid_tables", "posterior", "log_posterior", "level_logits", "
            "level_offset", "level_prediction", "draw_probabilities", "item_dispersion",
            "draw_items",
            "sequential_design",
-           "draw_terms", "predictable_weights", "des_raj", "model_prediction", "combine"]
+           "draw_terms", "predictable_weights", "des_raj", "model_prediction", "combine",
+           "draw_variance", "small_sample_interval", "SMALL_SAMPLE_DRAWS"]
 
 Z95 = 1.959963984540054
 LEVEL_PRIOR_SD = 2.0      # SD of the level model's prior on the target's level c
 LEVEL_BURN_IN = 3         # draws before the two control variates are weighted by their variance
+SMALL_SAMPLE_DRAWS = 30   # answers before the design interval uses Des Raj's variance alone
 
 
 def grid_tables(a, b, c, u, nodes):
@@ -388,3 +417,31 @@ def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(
     hi = np.clip(np.maximum(design + Z95 * se, score), 0.0, 1.0)
     sd = np.where(outside, se, pooled_sd)
     return score, lo, hi, sd, outside, z
+
+
+def draw_variance(f, remaining, q):
+    """sigma_0^2 per row: sum over the ``remaining`` items of f_i (1 - f_i) / q_i, the prior
+    variance of the next draw's term t on the total's scale (module docstring, "Early steps");
+    ``q`` the next draw's probabilities (:func:`draw_probabilities`)."""
+    v = f * (1.0 - f) / np.where(remaining, q, 1.0)
+    return np.where(remaining, v, 0.0).sum(1)
+
+
+def small_sample_interval(design, se, score, n_draws, draw_var, n_items, *, slope=1.0,
+                          resid=0.0):
+    """(lower, upper) of the 95% interval after ``n_draws`` = k >= 2 answers (module docstring,
+    "Early steps"): D +- t_{0.975, k} sqrt((sigma_0^2 / N^2 + (k - 1) k SE_D^2) / k^2),
+    widened to contain ``score`` and clipped to 0-1; ``draw_var`` sigma_0^2
+    (:func:`draw_variance`), N = ``n_items``. With a score map s = c0 + c1 m (``slope`` c1,
+    ``resid`` r), ``design`` and ``se`` are on the score's scale, SE^2 = c1^2 SE_m^2 + r^2, and
+    so is the pooled SE."""
+    from scipy.stats import t as student_t
+
+    k = np.asarray(n_draws, float)
+    c1, r = float(slope), float(resid)
+    se_m2 = np.maximum(np.asarray(se, float) ** 2 - r ** 2, 0.0) / max(c1 * c1, 1e-300)
+    var_m = (np.asarray(draw_var, float) / float(n_items) ** 2 + (k - 1.0) * k * se_m2) / k ** 2
+    half = student_t.ppf(0.975, k) * np.sqrt(c1 * c1 * var_m + r * r)
+    lo = np.clip(np.minimum(design - half, score), 0.0, 1.0)
+    hi = np.clip(np.maximum(design + half, score), 0.0, 1.0)
+    return lo, hi

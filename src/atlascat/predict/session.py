@@ -7,8 +7,10 @@ mixed with uniform), from a seeded Generator. ``next_items(k)`` draws a round of
 (the answers of a round are not known while it is drawn), so each draw's probability depends on
 earlier answers only and Des Raj's estimator stays unbiased at every length: stopping after any
 number of answers is allowed. The prediction uses the draws in order up to the first one not
-answered yet. ``to_dict`` / ``from_dict`` save and restore a session exactly (the draws, the
-answers and the generator's state), so a live run resumed after a crash draws the same items.
+answered yet; before ``min(SMALL_SAMPLE_DRAWS, budget)`` answers its interval is the
+small-sample one (:func:`step_interval`), from there on and at the budget the replay's.
+``to_dict`` / ``from_dict`` save and restore a session exactly (the draws, the answers and the
+generator's state), so a live run resumed after a crash draws the same items.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from ..cat.generators import generator_from_state, generator_state
 from ..errors import ConfigError
 from . import estimators as est
 
-__all__ = ["PredictSession", "BenchmarkPrediction", "subject_generator"]
+__all__ = ["PredictSession", "BenchmarkPrediction", "subject_generator", "step_interval"]
 
 
 def subject_generator(seed: int, subject_id) -> np.random.Generator:
@@ -31,6 +33,42 @@ def subject_generator(seed: int, subject_id) -> np.random.Generator:
     independently."""
     key = zlib.crc32(str(subject_id).encode("utf-8"))
     return np.random.default_rng(np.random.SeedSequence([int(seed) % 2 ** 64, key]))
+
+
+def step_interval(predictor, y, item, pred: dict, budget: int):
+    """The 95% interval (lower, upper) after the answers to the draws ``item`` (rows =
+    targets, one column per answered draw in order; ``y`` in ``item_ids_`` order, NaN where not
+    asked; ``pred`` what :meth:`BenchmarkPredictor.predict_draws` returns for them) while
+    k < n_0 = min(SMALL_SAMPLE_DRAWS, ``budget``) draws are answered: after one answer the
+    whole range 0-1, from two the small-sample interval of
+    :func:`~atlascat.predict.estimators.small_sample_interval`, whose prior variance
+    sigma_0^2 = sum_{i not asked} f_i (1 - f_i) / q_i takes f from the IRT posterior after the
+    k answers and q as the next draw would (:func:`~atlascat.predict.estimators.
+    draw_probabilities`); from n_0 answers on ``pred``'s own, so the interval at the budget is
+    the one :meth:`BenchmarkPredictor.replay` gives."""
+    item = np.asarray(item, int)
+    k = item.shape[1]
+    lower, upper = np.asarray(pred["lower"], float), np.asarray(pred["upper"], float)
+    if k >= min(est.SMALL_SAMPLE_DRAWS, int(budget)):
+        return lower, upper
+    if k == 1:
+        return np.zeros_like(lower), np.ones_like(upper)
+    p = predictor
+    y = np.asarray(y, float)
+    rows = np.arange(y.shape[0])[:, None]
+    asked = np.zeros(y.shape, dtype=bool)
+    asked[rows, item] = True
+    tables, _, log_prior = p._grid()
+    f = est.posterior(est.log_posterior(y, asked, tables, log_prior)) @ tables[0]
+    level = p._level()
+    g = None if level is None else est.level_prediction(level, item, y[rows, item],
+                                                         np.ones(item.shape, dtype=bool))
+    q = est.draw_probabilities(f, ~asked, float(p.mix), g, float(p.share),
+                               getattr(p, "dispersion_", None))
+    _, c1, resid = (0.0, 1.0, 0.0) if p.score_map_ is None else p.score_map_
+    return est.small_sample_interval(pred["design_score"], pred["design_se"], pred["score"], k,
+                                     est.draw_variance(f, ~asked, q), y.shape[1],
+                                     slope=c1, resid=resid)
 
 
 @dataclass(frozen=True)
@@ -195,6 +233,8 @@ class PredictSession:
         y = np.full_like(self._y, np.nan)
         y[cols[0][0]] = self._y[cols[0][0]]
         r = p.predict_draws(y[None, :], cols[0].astype(int), *cols[1:])
+        r["lower"], r["upper"] = step_interval(p, y[None, :], cols[0].astype(int), r,
+                                               self.budget)
         outside = bool(r["outside"][0])
         n = int(r["n_items"][0])
         warning = ""
