@@ -144,3 +144,13 @@ def test_thetas_errors_on_both_paths(tmp_path):
     path.write_text("subject_id,value\nm1,1\n")
     with pytest.raises(ResponseDataError, match="no theta column"):
         read_thetas(path)
+
+
+def test_decimals_is_is_decimal_cell_by_cell():
+    from atlascat._table import decimals
+
+    for cells in (["1", "2.5", "-.5e3"], ["1", "2.5\x001"], ["1,2"], [""], ["1", " 2"], ["nan"],
+                  ["1e5", "+3."], ["1", "inf"], ["0x1"]):
+        want = [float(c) for c in cells] if all(map(is_decimal, cells)) else None
+        assert decimals(cells) == want, cells
+    assert decimals([]) is None

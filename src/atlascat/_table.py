@@ -21,14 +21,26 @@ import io
 import re
 from pathlib import Path
 
-__all__ = ["read_plain_csv", "read_csv_header", "is_decimal", "write_csv", "plain_text"]
+__all__ = ["read_plain_csv", "read_csv_header", "is_decimal", "decimals", "write_csv",
+           "plain_text"]
 
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_DECIMALS = re.compile(r"(?:[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\x00)+")
 
 
 def is_decimal(text: str) -> bool:
     """A plain decimal number (digits, one point, an exponent): no spaces, no NaN/inf words."""
     return _DECIMAL.fullmatch(text) is not None
+
+
+def decimals(cells: list) -> list | None:
+    """The floats of cells that are all plain decimal numbers (:func:`is_decimal`), else None."""
+    if not cells or _DECIMALS.fullmatch("\x00".join(cells) + "\x00") is None:
+        return None
+    try:  # a cell holding the separator passes the pattern as two numbers; float refuses it
+        return [float(c) for c in cells]
+    except ValueError:
+        return None
 
 
 def _open_text(path: Path):

@@ -86,7 +86,7 @@ def plain_thetas(path: Path):
     None otherwise."""
     import numpy as np
 
-    from .._table import is_decimal, read_plain_csv
+    from .._table import decimals, read_plain_csv
 
     got = read_plain_csv(path)
     if got is None:
@@ -97,16 +97,16 @@ def plain_thetas(path: Path):
     if th_col is None:
         return None
     at = header.index(th_col)
-    cells = [r[at] for r in rows]
-    if not all(is_decimal(c) for c in cells):
+    numbers = decimals([r[at] for r in rows])
+    if numbers is None:
         return None
     if id_col is None:
-        return [str(i) for i in range(len(rows))], np.array([float(c) for c in cells])
+        return [str(i) for i in range(len(rows))], np.array(numbers)
     at = header.index(id_col)
     ids = [r[at] for r in rows]
     if any(i in _NOT_VERBATIM for i in ids) or all(_is_number(i) for i in ids):
         return None
-    return ids, np.array([float(c) for c in cells])
+    return ids, np.array(numbers)
 
 
 def frame_thetas(path: Path, option: str):

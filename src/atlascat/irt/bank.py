@@ -352,7 +352,7 @@ def _read_plain_bank(path: Path, normalize_ids: bool, model) -> "ItemBank | None
     (item_id or X) and parameter columns only, every parameter a plain decimal number: read
     without pandas, the same bank :meth:`ItemBank.read` builds from the frame. None for any
     other file (metadata columns, missing or odd cells, a = 0 in mirt's form)."""
-    from .._table import is_decimal, read_plain_csv
+    from .._table import decimals, read_plain_csv
 
     got = read_plain_csv(path)
     if got is None:
@@ -366,9 +366,14 @@ def _read_plain_bank(path: Path, normalize_ids: bool, model) -> "ItemBank | None
         return None
     at = {name: header.index(name) for name in cols}
     ids = [r[at[id_col]] for r in rows]
-    if any(not i for i in ids) or not all(is_decimal(r[at[p]]) for r in rows for p in params):
+    if any(not i for i in ids):
         return None
-    value = {p: np.array([float(r[at[p]]) for r in rows]) for p in params}
+    value = {}
+    for p in params:
+        numbers = decimals([r[at[p]] for r in rows])
+        if numbers is None:
+            return None
+        value[p] = np.array(numbers)
     if normalize_ids:
         ids = [normalize_item_id(i) for i in ids]
     if mirt:
