@@ -372,6 +372,9 @@ class InfoPruner:
         self.keep = int(min(keep, len(params) - 1))
         self._order = np.zeros((self.n_cells, self.keep), dtype=np.intp)
         self._bound = np.zeros((self.n_cells, self.keep + 1))
+        # every cell's parameter table in its order, (n_cells, 7, keep): the first m items of a
+        # cell are one contiguous block per parameter (:meth:`table_of`)
+        self._table = np.zeros((self.n_cells, len(ItemParams._ROWS), self.keep))
         self._ready = np.zeros(self.n_cells, dtype=bool)
 
     def prepare(self, cells) -> None:
@@ -403,6 +406,7 @@ class InfoPruner:
         srt = np.argsort(-top_ub, axis=1, kind="stable")
         self._order[g] = np.take_along_axis(top, srt, axis=1)[:, :self.keep]
         self._bound[g] = np.take_along_axis(top_ub, srt, axis=1)
+        self._table[g] = self._params.table[:, self._order[g]].transpose(1, 0, 2)
         self._ready[g] = True
 
     @property
@@ -420,6 +424,10 @@ class InfoPruner:
     def top(self, cell, m: int) -> np.ndarray:
         """The first ``m`` items of each cell (cells prepared by :meth:`cells`)."""
         return self._order[cell, :m]
+
+    def table_of(self, cell, m: int) -> np.ndarray:
+        """The (7, n, m) parameter table of :meth:`top` (cells prepared by :meth:`cells`)."""
+        return self._table[cell, :, :m].transpose(1, 0, 2)
 
     def bound_after(self, cell, m: int) -> np.ndarray:
         """The bound of item ``m + 1`` of each cell's order (cells prepared by :meth:`cells`)."""

@@ -299,7 +299,7 @@ class _Engine(_JointRounds):
                     continue
                 sel = np.flatnonzero(go)
                 cols = pr.top(cell[sel], m)
-                info = fisher_information(theta[sel][:, None], tab.params.table[:, cols])
+                info = fisher_information(theta[sel][:, None], pr.table_of(cell[sel], m))
                 info[blocked[sel[:, None], cols]] = -np.inf
                 cand, n_fin, vals = ranked_candidates(info, n_cand, cols)
                 enough = n_fin >= n_cand
