@@ -341,12 +341,12 @@ def ranked_candidates(scores: np.ndarray, n_cand: int, ids: np.ndarray | None = 
 class InfoPruner:
     """Exact shortcut for maximum-information selection on large banks (u = 1 items only).
 
-    The theta range is cut into cells of width ``h``; for every cell (when first visited) an
-    upper bound of each item's information over the cell is computed: the larger of the values at the two cell
-    edges, or the item's peak information if its peak lies inside the cell. This is a bound
-    because the 3PL information is unimodal in theta, with its peak at
+    The theta range is cut into cells of width ``h``; for every cell (when a test first visits
+    it) an upper bound of each item's information over the cell is computed: the larger of the
+    values at the two cell edges, or the item's peak information if its peak lies inside the
+    cell. This is a bound because the 3PL information is unimodal in theta, with its peak at
     theta* = b + log((1 + sqrt(1 + 8c)) / 2) / a (Birnbaum, 1968); it is inflated by 1e-9
-    relative against rounding. Items are pre-sorted by bound per cell. For an examinee in cell
+    relative against rounding. Items are sorted by bound per cell. For an examinee in cell
     g, the exact information of the first M items of that order is computed; if the k-th best of
     them (items still available) exceeds the bound of item M + 1, no other item can enter the
     top k, and the result equals the full computation exactly. Rows where the test fails are
