@@ -1,7 +1,7 @@
 """Two CLI commands as whole processes, beside their peers in one run (issue 44, CPU part)::
 
     .venv/bin/python benchmarks/bench_cli_speed.py                         # 5 rounds, prints
-    mkdir /tmp/before && git archive 2f0caaa src | tar -x -C /tmp/before  # the code before, then:
+    mkdir /tmp/before && git archive 05364a5 src | tar -x -C /tmp/before  # the code compared, then:
     .venv/bin/python benchmarks/bench_cli_speed.py --before-src /tmp/before/src \\
         --write /tmp/cli_speed_table.md   # the table of benchmarks/results/cli_speed.md
 
