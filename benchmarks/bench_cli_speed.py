@@ -1,7 +1,7 @@
 """Two CLI commands as whole processes, beside their peers in one run (issue 44, CPU part)::
 
     .venv/bin/python benchmarks/bench_cli_speed.py                         # 5 rounds, prints
-    mkdir /tmp/before && git archive 2f0caaa src | tar -x -C /tmp/before  # the code before, then:
+    mkdir /tmp/before && git archive 05364a5 src | tar -x -C /tmp/before  # the code compared, then:
     .venv/bin/python benchmarks/bench_cli_speed.py --before-src /tmp/before/src \\
         --write /tmp/cli_speed_table.md   # the table of benchmarks/results/cli_speed.md
 
@@ -94,7 +94,8 @@ def same_outputs(a: Path, b: Path, tol: float = 1e-12) -> float:
                 assert d <= tol, (name, col, d)
                 worst = max(worst, d)
             else:
-                assert (x[col].astype(str) == y[col].astype(str)).all(), (name, col)
+                u, v = x[col].fillna("").astype(str), y[col].fillna("").astype(str)
+                assert (u == v).all(), (name, col)   # missing cells equal as empty
     return worst
 
 

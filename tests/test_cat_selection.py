@@ -179,6 +179,20 @@ class TestRanking:
             outside_max = np.where(inside, -np.inf, info).max(axis=1)
             assert np.all(outside_max <= pr.bound[cell, m])
 
+    def test_pruner_cells_computed_when_visited_are_the_same(self, rng):
+        """A cell's bounds and order do not depend on which cells were computed with it."""
+        params = ItemParams.from_bank(load_bank("gsm8k"))
+        whole = InfoPruner(params, (-6, 6))
+        order, bound = whole.order.copy(), whole.bound.copy()   # every cell at once
+        lazy = InfoPruner(params, (-6, 6))
+        for theta in (np.array([0.3]), rng.uniform(-2, 2, 40), np.array([-6.0, 6.0, 2.0])):
+            cell, ok = lazy.cells(theta)
+            np.testing.assert_array_equal(lazy.top(cell, lazy.keep), order[cell])
+            np.testing.assert_array_equal(lazy.bound_after(cell, 7), bound[cell, 7])
+        assert 0 < lazy._ready.sum() < lazy.n_cells
+        np.testing.assert_array_equal(lazy.order, order)
+        np.testing.assert_array_equal(lazy.bound, bound)
+
     def test_pruner_not_used_for_4pl(self):
         bank = ItemBank([str(i) for i in range(300)], np.ones(300), np.linspace(-2, 2, 300),
                         np.zeros(300), np.full(300, 0.95))
@@ -204,3 +218,20 @@ def test_max_information_criterion_is_fisher():
     s = MaxInformation().scores(np.array([0.3, -1.0]), np.array([1, 1]), None, params)
     np.testing.assert_allclose(s, models.item_information(np.array([0.3, -1.0]), params.a,
                                                           params.b, params.c, params.u))
+
+
+def test_first_item_pick_is_the_ranked_pick(rng):
+    """The first item without ranking the bank: the pick of first_item_scores' ranking."""
+    from atlascat.cat.selection import first_item_pick, first_item_scores, pick, ranked_candidates
+
+    b = np.round(rng.normal(0.0, 1.0, 400), 1)  # ties in the distance to theta0
+    for share in (0.0, 0.3, 0.97, 1.0):
+        used = rng.random((60, b.size)) < share
+        used[:5] = True                       # nothing left
+        used[5:10] = np.abs(b - 0.2) < 0.5    # the window used up: the nearest other item
+        u = rng.random(60)
+        for theta0, window in ((0.2, 0.5), (3.5, 0.1), (0.0, 10.0)):
+            scores, k = first_item_scores(used, b, theta0, window)
+            cand, n_fin, _ = ranked_candidates(scores, b.size)
+            np.testing.assert_array_equal(first_item_pick(used, b, theta0, window, u),
+                                          pick(cand, n_fin, k, u))

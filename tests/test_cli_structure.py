@@ -54,3 +54,25 @@ def test_no_private_name_of_the_cli_is_imported():
             if from_cli and private:
                 bad.append(f"{path.name}: from {'.' * n.level}{module} import {private}")
     assert not bad, "\n".join(bad)
+
+
+def test_commands_registered_when_needed_list_every_command(capsys):
+    """`atlas NAME` registers the module of NAME; `atlas --help` and the app's command list
+    then hold every command, in the order of their modules, whatever ran before."""
+    import subprocess
+    import sys
+
+    from atlascat.cli import app, main
+
+    code = ("import sys\nfrom atlascat.cli import app, main\nmain(['simulate', '--help'])\n"
+            "print([c.name for c in app._commands], file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHONPATH": str(SRC.parent)})
+    assert proc.stderr.strip().splitlines()[-1] == "['simulate']"
+    assert main(["score", "--help"]) == 0
+    names = [c.name for c in app.registered_commands]
+    assert names == sorted(names, key=lambda n: n.replace("-", "_")) and len(names) > 10
+    assert [g.name for g in app.registered_groups] == ["arena"]
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    assert all(f"  {n} " in listed for n in names + ["arena"])

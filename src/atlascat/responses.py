@@ -16,12 +16,15 @@ import gzip
 import io
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .errors import ResponseDataError, warn_user
 from .validation import normalize_item_id
+
+if TYPE_CHECKING:  # pandas loads where a frame is built
+    import pandas as pd
 
 __all__ = ["ResponseMatrix", "tinybenchmarks_threshold", "as_response_matrix",
            "as_labelled_responses", "register_name_resolver"]
@@ -62,6 +65,8 @@ class ResponseMatrix:
 
     def __init__(self, values, subject_ids=None, item_ids=None, *, weights=None,
                  on_empty: str = "error"):
+        import pandas as pd
+
         from .validation import check_scores
 
         if isinstance(values, ResponseMatrix):
@@ -288,6 +293,8 @@ class ResponseMatrix:
     # ------------------------------------------------------------------ frames
     def to_frame(self) -> pd.DataFrame:
         """Wide frame indexed by subject id (index name ``subject_id``), one column per item."""
+        import pandas as pd
+
         df = pd.DataFrame(self.values, index=pd.Index(self.subject_ids.astype(str), name="subject_id"),
                           columns=self.item_ids.astype(str))
         if self.weights is not None:
@@ -296,6 +303,8 @@ class ResponseMatrix:
 
     def to_long(self) -> pd.DataFrame:
         """Long frame (subject_id, item_id, score) of the administered cells."""
+        import pandas as pd
+
         r, c = np.nonzero(self.observed)
         return pd.DataFrame({"subject_id": self.subject_ids[r].astype(str),
                              "item_id": self.item_ids[c].astype(str),
@@ -307,6 +316,8 @@ class ResponseMatrix:
                    on_empty: str = "error") -> "ResponseMatrix":
         """Wide DataFrame: subject ids in ``subject_column``, else the index when it is not a
         default RangeIndex, else the first column. Every other column is an item."""
+        import pandas as pd
+
         df = df.copy()
         df.columns = [str(c) for c in df.columns]
         if subject_column is not None:
@@ -345,6 +356,8 @@ class ResponseMatrix:
 
     @staticmethod
     def _numeric_values(df: pd.DataFrame) -> np.ndarray:
+        import pandas as pd
+
         numeric = df.apply(pd.to_numeric, errors="coerce")
         text = numeric.isna().to_numpy() & df.notna().to_numpy()
         if text.any():
@@ -365,6 +378,8 @@ class ResponseMatrix:
                   score: str | None = None, normalize_ids: bool = False,
                   on_empty: str = "error") -> "ResponseMatrix":
         """Long format: one row per (subject, item, score); column names are guessed if not given."""
+        import pandas as pd
+
         cols = [str(c) for c in df.columns]
 
         def pick(given, candidates, what):
@@ -411,6 +426,8 @@ class ResponseMatrix:
 
         Wide files: first column = subject id (also when unnamed); other columns = items.
         """
+        import pandas as pd
+
         from .validation import check_input_file, read_frame
 
         path = check_input_file(path, what="response file")
@@ -510,6 +527,8 @@ def as_labelled_responses(responses, *, on_empty: str = "keep"):
     as subject ids, the columns as item ids (so it is aligned to a bank by id, whatever the
     column order). A frame without labels (RangeIndex columns) stays positional. A file path
     (or, with the catalogue loaded, a bundled name) is read. Other inputs pass through."""
+    import pandas as pd
+
     if isinstance(responses, (str, Path)):  # a file or a bundled name, as in the CLI
         if _NAME_RESOLVER is not None:
             return _NAME_RESOLVER(responses, option="responses", on_empty=on_empty)

@@ -28,10 +28,14 @@ Psychology, 62(2), 369-383.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # pandas loads where a frame is built
+    import pandas as pd
 
 __all__ = ["MaxPriorityIndex", "make_content_balancer", "content_report"]
 
@@ -47,6 +51,8 @@ class MaxPriorityIndex:
     """
 
     def __init__(self, areas, targets, length: int):
+        import pandas as pd
+
         areas = pd.Series(np.asarray(areas, dtype=object)).astype(str).to_numpy()
         self.area_names = [str(k) for k in targets]
         self.targets = np.array([float(targets[k]) for k in targets])
@@ -124,6 +130,8 @@ def content_report(result, bank, column: str, targets) -> pd.DataFrame:
     ``result``: a :class:`~atlascat.cat.result.CATResult`. Target count = p_k x n_items of that
     examinee. Columns: subject_id, area, n, target, deviation.
     """
+    import pandas as pd
+
     areas = bank.metadata[column].astype(str)
     df = result.administered[["subject_id", "item_id"]].copy()
     df["area"] = areas.reindex(df["item_id"].to_numpy()).to_numpy()

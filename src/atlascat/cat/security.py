@@ -33,8 +33,12 @@ Measurement: Issues and Practice, 17(4), 17-27.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas loads where a frame is built
+    import pandas as pd
 
 __all__ = [
     "as_item_matrix",
@@ -46,6 +50,7 @@ __all__ = [
     "overlap_report",
     "exposure_summary",
     "position_analysis",
+    "position_columns",
     "selection_time",
 ]
 
@@ -117,7 +122,9 @@ def overlap_pairwise(tests, n_items: int) -> dict:
         nan = float("nan")
         return {"overlap": nan, "mean_shared": nan, "mean_pair_length": nan, "mean_pair_ratio": nan}
     rows, cols = np.nonzero(m >= 0)
-    row, item = np.divmod(np.unique(rows * n_items + m[rows, cols]), n_items)  # each item once
+    keys = np.sort(rows * n_items + m[rows, cols])   # each item once (np.unique, without the
+    keys = keys[np.r_[True, keys[1:] != keys[:-1]]]   # numpy.ma module it loads)
+    row, item = np.divmod(keys, n_items)
     lengths = np.bincount(row, minlength=big_n)
     lens, group = np.unique(lengths, return_inverse=True)
     counts = np.bincount(group[row] * n_items + item,
@@ -179,6 +186,13 @@ def position_analysis(tests, item_ids=None) -> pd.DataFrame:
     position_min, position_max (1-based; NaN if never given), first_count (times it was the
     first item), first_share (first_count / N).
     """
+    import pandas as pd
+
+    return pd.DataFrame(position_columns(tests, item_ids))
+
+
+def position_columns(tests, item_ids=None) -> dict:
+    """The columns of :func:`position_analysis` (name -> array)."""
     m = as_item_matrix(tests)
     big_n, width = m.shape
     n_items = (int(m.max()) + 1 if m.size else 0) if item_ids is None else len(item_ids)
@@ -199,7 +213,7 @@ def position_analysis(tests, item_ids=None) -> pd.DataFrame:
     first_count = np.bincount(first[first >= 0], minlength=n_items)
     ids = np.arange(n_items).astype(str) if item_ids is None else np.asarray(item_ids).astype(str)
     never = count == 0
-    return pd.DataFrame({
+    return {
         "item_id": ids,
         "n_administered": count,
         "exposure": count / max(big_n, 1),
@@ -209,7 +223,7 @@ def position_analysis(tests, item_ids=None) -> pd.DataFrame:
         "position_max": np.where(never, np.nan, pmax),
         "first_count": first_count,
         "first_share": first_count / max(big_n, 1),
-    })
+    }
 
 
 def selection_time(seconds) -> dict:
@@ -217,5 +231,7 @@ def selection_time(seconds) -> dict:
     s = np.asarray(seconds, dtype=float)
     if s.size == 0:
         return {"mean": 0.0, "median": 0.0, "max": 0.0, "total": 0.0}
-    return {"mean": float(s.mean()), "median": float(np.median(s)), "max": float(s.max()),
+    srt, k = np.sort(s), s.size // 2  # the median as np.median (without its numpy.ma load)
+    median = srt[k] if s.size % 2 else (srt[k - 1] + srt[k]) / 2.0
+    return {"mean": float(s.mean()), "median": float(median), "max": float(s.max()),
             "total": float(s.sum())}

@@ -43,6 +43,7 @@ __all__ = [
     "RandomSelection",
     "make_criterion",
     "first_item_scores",
+    "first_item_pick",
     "ranked_candidates",
     "InfoPruner",
     "pick",
@@ -282,6 +283,26 @@ def first_item_scores(used, b, theta0: float, window: float):
     return scores, k
 
 
+def first_item_pick(used, b, theta0: float, window: float, u) -> np.ndarray:
+    """The first item of every row, as :func:`pick` on the ranking of
+    :func:`first_item_scores` gives it, without ranking the bank: the item at position
+    min(floor(u k), k - 1) of the k available items with |b - theta0| < window in bank order,
+    or, where there is none, the available item nearest theta0 (the first of equals); -1 where
+    no item is available."""
+    dist = np.abs(np.asarray(b) - theta0)
+    inside = (dist < window)[None, :] & ~used
+    count = inside.sum(axis=1)
+    pos = np.minimum((np.asarray(u) * count).astype(np.intp), np.maximum(count - 1, 0))
+    items = np.argmax(np.cumsum(inside, axis=1) > pos[:, None], axis=1)
+    empty = np.flatnonzero(count == 0)
+    if empty.size:
+        masked = np.where(used[empty], np.inf, dist[None, :])
+        nearest = np.argmin(masked, axis=1)
+        ok = np.isfinite(masked[np.arange(empty.size), nearest])
+        items[empty] = np.where(ok, nearest, -1)
+    return items
+
+
 # ---------------------------------------------------------------------------------- picking
 def ranked_candidates(scores: np.ndarray, n_cand: int, ids: np.ndarray | None = None):
     """The ``n_cand`` best items of every row, best first, by the total order (score desc, id asc).
@@ -320,12 +341,12 @@ def ranked_candidates(scores: np.ndarray, n_cand: int, ids: np.ndarray | None = 
 class InfoPruner:
     """Exact shortcut for maximum-information selection on large banks (u = 1 items only).
 
-    The theta range is cut into cells of width ``h``; for every cell an upper bound of each
-    item's information over the cell is precomputed: the larger of the values at the two cell
-    edges, or the item's peak information if its peak lies inside the cell. This is a bound
-    because the 3PL information is unimodal in theta, with its peak at
+    The theta range is cut into cells of width ``h``; for every cell (when a test first visits
+    it) an upper bound of each item's information over the cell is computed: the larger of the
+    values at the two cell edges, or the item's peak information if its peak lies inside the
+    cell. This is a bound because the 3PL information is unimodal in theta, with its peak at
     theta* = b + log((1 + sqrt(1 + 8c)) / 2) / a (Birnbaum, 1968); it is inflated by 1e-9
-    relative against rounding. Items are pre-sorted by bound per cell. For an examinee in cell
+    relative against rounding. Items are sorted by bound per cell. For an examinee in cell
     g, the exact information of the first M items of that order is computed; if the k-th best of
     them (items still available) exceeds the bound of item M + 1, no other item can enter the
     top k, and the result equals the full computation exactly. Rows where the test fails are
@@ -337,27 +358,80 @@ class InfoPruner:
         self.lo, self.h = lo, float(h)
         self.n_cells = int(np.ceil((hi - lo) / self.h))
         self.hi = lo + self.n_cells * self.h
-        edges = lo + self.h * np.arange(self.n_cells + 1)
-        at_edges = fisher_information(edges[:, None], params)
-        ub = np.maximum(at_edges[:-1], at_edges[1:])
+        self._params = params
+        self._edges = lo + self.h * np.arange(self.n_cells + 1)
         a, b, c = params.a, params.b, params.c
         nz = a != 0
         z_star = np.log((1.0 + np.sqrt(1.0 + 8.0 * c)) / 2.0)
         t_star = np.where(nz, b + z_star / np.where(nz, a, 1.0), np.nan)
         inside = nz & (t_star >= lo) & (t_star < self.hi)
-        if inside.any():
-            j = np.flatnonzero(inside)
-            peak = fisher_information(t_star[j][:, None],
-                                      params.take(j[:, None]))[:, 0]
-            cell = np.minimum(((t_star[j] - lo) / self.h).astype(np.intp), self.n_cells - 1)
-            ub[cell, j] = np.maximum(ub[cell, j], peak)
-        ub = ub * (1.0 + 1e-9) + 1e-300
+        self._peak_items = j = np.flatnonzero(inside)
+        self._peak = fisher_information(t_star[j][:, None], params.take(j[:, None]))[:, 0]
+        self._peak_cell = np.minimum(((t_star[j] - lo) / self.h).astype(np.intp),
+                                     self.n_cells - 1)
         self.keep = int(min(keep, len(params) - 1))
+        self._order = np.zeros((self.n_cells, self.keep), dtype=np.intp)
+        self._bound = np.zeros((self.n_cells, self.keep + 1))
+        # every cell's parameter table in its order, (n_cells, 7, keep): the first m items of a
+        # cell are one contiguous block per parameter (:meth:`table_of`)
+        self._table = np.zeros((self.n_cells, len(ItemParams._ROWS), self.keep))
+        self._ready = np.zeros(self.n_cells, dtype=bool)
+
+    def prepare(self, cells) -> None:
+        """Compute the bounds and the order of the given cells (each cell once, when first
+        needed: a test visits a fraction of the range; every cell's figures depend on its own
+        edges and peaks only, so they are the same whichever cells are computed together)."""
+        if self._ready[cells].all():
+            return
+        need = np.zeros(self.n_cells, dtype=bool)
+        need[cells] = True
+        need &= ~self._ready
+        g = np.flatnonzero(need)
+        if g.size == 0:
+            return
+        at = np.zeros(self.n_cells + 1, dtype=bool)
+        at[g] = at[g + 1] = True
+        e = np.flatnonzero(at)
+        info = np.empty((self.n_cells + 1, len(self._params)))
+        info[e] = fisher_information(self._edges[e][:, None], self._params)
+        ub = np.maximum(info[g], info[g + 1])
+        row = np.full(self.n_cells, -1, dtype=np.intp)
+        row[g] = np.arange(g.size)
+        here = row[self._peak_cell] >= 0
+        r, j = row[self._peak_cell[here]], self._peak_items[here]
+        ub[r, j] = np.maximum(ub[r, j], self._peak[here])
+        ub = ub * (1.0 + 1e-9) + 1e-300
         top = np.argpartition(-ub, self.keep, axis=1)[:, :self.keep + 1]
         top_ub = np.take_along_axis(ub, top, axis=1)
         srt = np.argsort(-top_ub, axis=1, kind="stable")
-        self.order = np.ascontiguousarray(np.take_along_axis(top, srt, axis=1)[:, :self.keep])
-        self.bound = np.ascontiguousarray(np.take_along_axis(top_ub, srt, axis=1))
+        self._order[g] = np.take_along_axis(top, srt, axis=1)[:, :self.keep]
+        self._bound[g] = np.take_along_axis(top_ub, srt, axis=1)
+        self._table[g] = self._params.table[:, self._order[g]].transpose(1, 0, 2)
+        self._ready[g] = True
+
+    @property
+    def order(self) -> np.ndarray:
+        """(n_cells, keep): every cell's items by their bound, largest first (all computed)."""
+        self.prepare(np.arange(self.n_cells))
+        return self._order
+
+    @property
+    def bound(self) -> np.ndarray:
+        """(n_cells, keep + 1): the bounds in that order (all computed)."""
+        self.prepare(np.arange(self.n_cells))
+        return self._bound
+
+    def top(self, cell, m: int) -> np.ndarray:
+        """The first ``m`` items of each cell (cells prepared by :meth:`cells`)."""
+        return self._order[cell, :m]
+
+    def table_of(self, cell, m: int) -> np.ndarray:
+        """The (7, n, m) parameter table of :meth:`top` (cells prepared by :meth:`cells`)."""
+        return self._table[cell, :, :m].transpose(1, 0, 2)
+
+    def bound_after(self, cell, m: int) -> np.ndarray:
+        """The bound of item ``m + 1`` of each cell's order (cells prepared by :meth:`cells`)."""
+        return self._bound[cell, m]
 
     @staticmethod
     def applicable(params: ItemParams) -> bool:
@@ -370,6 +444,7 @@ class InfoPruner:
         cell = ((theta - self.lo) / self.h).astype(np.intp)
         np.minimum(cell, self.n_cells - 1, out=cell)  # np.clip, without its Python-level wrapper
         np.maximum(cell, 0, out=cell)
+        self.prepare(cell[ok])
         return cell, ok
 
 

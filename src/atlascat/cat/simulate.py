@@ -41,7 +41,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pandas as pd
 
 from .._blas import with_small_products
 from ..errors import ConfigError
@@ -164,7 +163,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
                                   batch_method, seconds, progress, left)
         wall = time.perf_counter() - t_start
         res = _collect(bank, config, eng, source.subject_ids, seconds, theta_ref, wall)
-        res.persons.insert(res.persons.columns.get_loc("n_skipped") + 1, "rounds", rounds)
+        res.insert_person_column("n_skipped", "rounds", rounds)
         res.batch_size = int(batch_size)
         return res
     k = config.uniforms_per_step
@@ -295,7 +294,7 @@ def _repick_skipped(eng, source, streams, cache, where, rows, items, y):
 def _collect(bank, config, eng: _Engine, subject_ids, seconds, theta_ref, wall) -> CATResult:
     n = eng.n
     sids = np.asarray([str(s) for s in subject_ids], dtype=object)
-    persons = pd.DataFrame({
+    persons = {
         "subject_id": sids,
         "theta": eng.theta.copy(),
         "se": eng.se.copy(),
@@ -304,25 +303,23 @@ def _collect(bank, config, eng: _Engine, subject_ids, seconds, theta_ref, wall) 
         "n_skipped": eng.n_skipped.copy(),
         "seconds": seconds,
         "stop_reason": eng.stop_reason.astype(str),
-    })
+    }
     if theta_ref is not None:
         persons["theta_ref"] = theta_ref
         persons["error"] = persons["theta"] - theta_ref
     item_matrix = eng.items[:, :config.stopping.max_items].copy()
     mask = item_matrix >= 0
     rows, cols = np.nonzero(mask)
-    administered = pd.DataFrame({
+    administered = {
         "subject_id": sids[rows],
         "item_id": bank.item_ids[item_matrix[rows, cols]].astype(str),
         "order": cols + 1,
         "score": eng.scores[rows, cols],
         "theta": eng.theta_hist[rows, cols],
         "se": eng.se_hist[rows, cols],
-    })
+    }
     counts = np.bincount(item_matrix[mask], minlength=len(bank))
-    exposure = pd.Series(counts / max(n, 1), index=pd.Index(bank.item_ids.astype(str),
-                                                            name="item_id"), name="exposure")
-    return CATResult(persons=persons, administered=administered,
-                     n_skipped=int(eng.n_skipped.sum()), exposure=exposure, config=config,
-                     wall_seconds=wall, item_matrix=item_matrix,
+    return CATResult(person_columns=persons, administered_columns=administered,
+                     n_skipped=int(eng.n_skipped.sum()), exposure_rates=counts / max(n, 1),
+                     config=config, wall_seconds=wall, item_matrix=item_matrix,
                      item_ids=bank.item_ids.copy(), sh_trials=eng.sh_trials.copy())

@@ -24,7 +24,8 @@ import numpy as np
 from ..irt.bank import ItemBank
 from .config import CATConfig
 from .rounds import _JointRounds
-from .selection import first_item_scores, fisher_information, pick, ranked_candidates
+from .selection import (first_item_pick, first_item_scores, fisher_information, pick,
+                        ranked_candidates)
 from .tables import _tables
 
 _BLOCK_ROWS = 32  # rows per block in the (examinee x item) selection pass: keeps it in cache
@@ -62,6 +63,7 @@ class _Engine(_JointRounds):
         self.stop_reason = np.full(n, "", dtype=object)
         self.area_counts = None if tab.content is None else np.zeros((n, tab.content.n_areas))
         self.sh_trials = np.zeros(J, dtype=np.intp)   # Sympson-Hetter: times selected for a trial
+        self.wide = np.zeros(n, dtype=bool)  # the last pruned search needed the wide list
         self.sh_rejected: list[list[int]] | None = None  # per-row rejections (sessions only)
         self._best_cache = None
         self._spread = None  # preposterior SD of theta per row during a batched round, or None
@@ -186,7 +188,11 @@ class _Engine(_JointRounds):
         uniforms = np.asarray(uniforms, dtype=float).reshape(rows.size, -1)
         out = np.full(rows.size, -1, dtype=np.intp)
         sink = [] if keep else None
-        block = max(_BLOCK_ROWS, _BLOCK_CELLS // max(self.tab.n_items, 1))
+        width = self.tab.n_items
+        if (self.tab.pruner is not None and self.config.selection.criterion == "mfi"
+                and self.n_items[rows].all()):  # the pruned search: its lists are the width
+            width = min(width, self.tab.pruner.keep)
+        block = max(_BLOCK_ROWS, _BLOCK_CELLS // max(width, 1))
         for lo in range(0, rows.size, block):
             sl = slice(lo, lo + block)
             out[sl] = self._select_block(rows[sl], uniforms[sl], extra=extra, sink=sink,
@@ -222,6 +228,11 @@ class _Engine(_JointRounds):
             if not group.any():
                 continue
             g, ug, bg = rows[group], u[group], blocked[group]
+            if is_first and not trials and sink is None and tab.content is None:
+                # the pick the ranking below gives, without ranking the bank
+                items[group] = first_item_pick(bg, tab.params.b, cfg.theta0,
+                                               cfg.first_item_window, ug[:, 0])
+                continue
             if is_first:
                 scores, k = first_item_scores(bg, tab.params.b, cfg.theta0, cfg.first_item_window)
                 if tab.content is not None:
@@ -280,15 +291,22 @@ class _Engine(_JointRounds):
             cell, ok = pr.cells(theta)
             if todo_pr is not None:
                 ok = ok & todo_pr
-            for m in (min(64, pr.keep), pr.keep):
-                if m <= n_cand or not (todo & ok).any():
+            short = min(64, pr.keep)
+            for m in (short, pr.keep):
+                # a row whose last search needed the wide list starts with it
+                go = todo & ok & ~self.wide[rows] if m == short else todo & ok
+                if m <= n_cand or not go.any():
                     continue
-                sel = np.flatnonzero(todo & ok)
-                cols = pr.order[cell[sel], :m]
-                info = fisher_information(theta[sel][:, None], tab.params.table[:, cols])
+                sel = np.flatnonzero(go)
+                cols = pr.top(cell[sel], m)
+                info = fisher_information(theta[sel][:, None], pr.table_of(cell[sel], m))
                 info[blocked[sel[:, None], cols]] = -np.inf
                 cand, n_fin, vals = ranked_candidates(info, n_cand, cols)
-                exact = (n_fin >= n_cand) & (vals[:, -1] > pr.bound[cell[sel], m])
+                enough = n_fin >= n_cand
+                exact = enough & (vals[:, -1] > pr.bound_after(cell[sel], m))
+                # the short list would have settled it: the k-th best beats its bound too
+                self.wide[rows[sel]] = ~(enough & (vals[:, -1] > pr.bound_after(cell[sel],
+                                                                                 short)))
                 done = sel[exact]
                 out_c[done], out_n[done] = cand[exact], n_fin[exact]
                 todo[done] = False

@@ -16,7 +16,6 @@ import hashlib
 import weakref
 
 import numpy as np
-import pandas as pd
 
 from ..errors import BankError, ConfigError
 from ..irt import models
@@ -62,6 +61,8 @@ class _Tables:
             meta = bank.metadata
             if meta is None or stop.cost_column not in meta.columns:
                 raise ConfigError(f"cost_column {stop.cost_column!r} is not a bank metadata column")
+            import pandas as pd
+
             cost = pd.to_numeric(meta[stop.cost_column], errors="coerce").to_numpy(float)
             if not np.all(np.isfinite(cost) & (cost >= 0)):
                 raise ConfigError(f"bank metadata column {stop.cost_column!r} must hold "

@@ -239,7 +239,6 @@ def _stamp(path: str) -> tuple:
 
 @functools.lru_cache(maxsize=32)
 def _load_bank(ref: BankRef, stamp):
-    from ..content.items import normalize_loaded
     from ..irt.bank import ItemBank
 
     if ref.kind == "suite":
@@ -258,7 +257,12 @@ def _load_bank(ref: BankRef, stamp):
 
     if is_poly_bank_file(path):  # graded / gpcm items (a1, d1.., levels)
         return PolyBank.read(path)
-    return normalize_loaded(ItemBank.read(path, normalize_ids=ref.normalize_ids))
+    bank = ItemBank.read(path, normalize_ids=ref.normalize_ids)
+    if bank.metadata is None:  # nothing to normalize (and no content module to load)
+        return bank
+    from ..content.items import normalize_loaded
+
+    return normalize_loaded(bank)
 
 
 def _load_folder(path: str):

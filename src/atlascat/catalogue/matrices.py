@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..errors import AtlasError, ResponseDataError
 from ..responses import ResponseMatrix
 from .files import BANK_BENCHMARKS, PAPER_PREFIX, RESPONSE_BENCHMARKS, check_benchmark, data_path
+
+if TYPE_CHECKING:  # pandas loads where a frame is built
+    import pandas as pd
 
 
 def load_responses(bench="arc") -> ResponseMatrix:
@@ -18,18 +20,24 @@ def load_responses(bench="arc") -> ResponseMatrix:
 
 def load_test_thetas(bench: str = "arc") -> pd.DataFrame:
     """The paper's test models with whole-bank WLE theta and SE: columns subject_id, theta, se."""
+    import pandas as pd
+
     df = pd.read_csv(data_path(f"{check_benchmark(bench, BANK_BENCHMARKS)}_test_theta_wle.csv.gz"))
     return df.rename(columns={"Model_Name": "subject_id", "Theta_WLE": "theta", "SE": "se"})
 
 
 def load_test_accuracy(bench: str = "arc") -> pd.DataFrame:
     """The paper's test models' full-bank accuracy: columns subject_id, accuracy, n_items."""
+    import pandas as pd
+
     df = pd.read_csv(data_path(f"{check_benchmark(bench, BANK_BENCHMARKS)}_test_accuracy.csv.gz"))
     return df.rename(columns={"model": "subject_id", "actual_accuracy": "accuracy"})
 
 
 def load_m2_partitions(bench: str = "arc") -> pd.DataFrame:
     """The paper's M2 / RMSEA / SRMSR / TLI / CFI of each calibration partition."""
+    import pandas as pd
+
     df = pd.read_csv(data_path(f"{check_benchmark(bench, BANK_BENCHMARKS)}_m2_partitions.csv.gz"))
     return df.drop(columns=[c for c in df.columns if c.startswith("Unnamed") or c == ""])
 
@@ -38,6 +46,8 @@ def load_items(bench: str = "arc") -> pd.DataFrame:
     """Item content of ``bench`` (metabench item set): question, choices, answerKey, prompt.
 
     The ``item_id`` column holds the matrix item id (metabench_idx)."""
+    import pandas as pd
+
     if bench.lower() != "arc":
         raise AtlasError("item content is bundled for 'arc' only; read the others with "
                          "atlascat.content.items from ../shared/data/openllm/items/")

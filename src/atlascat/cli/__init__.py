@@ -3,13 +3,17 @@
 Every command lives in its own module ``atlascat/cli/cmd_<name>.py`` exposing
 ``register(app: typer.Typer) -> None``; modules are discovered here, so adding a command never
 touches this file. Command modules import heavy library code inside the command function, so
-``atlas --help`` stays fast.
+``atlas --help`` stays fast. The modules are imported when the app's commands are first asked
+for: all of them (``atlas --help``, ``app.registered_commands``), or, while :func:`main` runs
+``atlas NAME ...``, the one module of NAME.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import sys
+from pathlib import Path
 
 import typer
 
@@ -18,7 +22,71 @@ from ..errors import AtlasError
 from ._common import console, err_console
 from ._help import use_atlas_help
 
-app = typer.Typer(
+_ALL = "*"
+
+
+class _Atlas(typer.Typer):
+    """The atlas app, whose command modules are imported and registered when its commands
+    are first asked for: all of them, or only ``only`` (a command :func:`main` runs)."""
+
+    only: str | None = None
+
+    def __init__(self, **kwargs):
+        self._loaded: set[str] = set()   # registered modules (_ALL: every one, in order)
+        self._loading = False
+        super().__init__(**kwargs)
+
+    @property
+    def registered_commands(self):
+        self._register()
+        return self._commands
+
+    @registered_commands.setter
+    def registered_commands(self, value):
+        self._commands = value
+
+    @property
+    def registered_groups(self):
+        self._register()
+        return self._groups
+
+    @registered_groups.setter
+    def registered_groups(self, value):
+        self._groups = value
+
+    def _register(self) -> None:
+        if self._loading or _ALL in self._loaded or (self.only and self.only in self._loaded):
+            return
+        self._loading = True
+        try:
+            if self.only:
+                modules, self._loaded = [self.only], self._loaded | {self.only}
+            else:  # all of them, in the order of their names
+                self._commands.clear()
+                self._groups.clear()
+                modules, self._loaded = _command_modules(), {_ALL}
+            for name in modules:
+                importlib.import_module(f"{__name__}.{name}").register(self)
+            use_atlas_help(self)
+        finally:
+            self._loading = False
+
+
+def _command_modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_"))
+
+
+def _command_module(args) -> str | None:
+    """The module of the command ``atlas ARGS`` runs (None: not a command's plain name)."""
+    name = str(args[0]) if args else ""
+    module = f"cmd_{name.replace('-', '_')}"
+    if re.fullmatch(r"[a-z]+(-[a-z]+)*", name) and (Path(__file__).parent
+                                                   / f"{module}.py").is_file():
+        return module
+    return None
+
+
+app = _Atlas(
     name="atlas",
     help="ATLAS: Adaptive Testing for LLM Ability Scoring (IRT calibration, scoring, adaptive tests).",
     no_args_is_help=True,
@@ -43,14 +111,6 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     reset_quiet()  # every command starts loud; its own -q/--quiet turns quiet on
 
 
-def _register_commands() -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("cmd_"):
-            importlib.import_module(f"{__name__}.{info.name}").register(app)
-
-
-_register_commands()
-use_atlas_help(app)
 
 
 def main(argv=None) -> int:
@@ -67,7 +127,10 @@ def main(argv=None) -> int:
 
     from .._blas import small_products
     from ._common import one_line_warnings, print_error
+    from ._params import use_plain_params
 
+    use_plain_params()  # plain option values converted without pydantic (cli/_params.py)
+    app.only = _command_module(sys.argv[1:] if argv is None else list(argv))
     try:
         # one BLAS thread for small products (atlascat._blas); warnings as one line each
         with small_products(), one_line_warnings():
@@ -112,6 +175,8 @@ def main(argv=None) -> int:
         return 2
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        app.only = None
     return rv if isinstance(rv, int) else 0
 
 

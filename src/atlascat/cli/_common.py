@@ -161,33 +161,45 @@ def _cell(value, float_format: str) -> str:
 
 def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50,
                 result: bool = False):
-    """Print a DataFrame. On a terminal: a rich table (cells fold, never cut; at most
-    ``max_rows`` rows with a count of the rest). Piped or redirected: plain aligned text of every
-    row at full width, so no number or id is ever truncated. With ``-q/--quiet`` only a table
-    that is the command's result (``result=True``) is printed."""
+    """Print a DataFrame, or columns (a dict name -> values: no pandas needed). On a terminal:
+    a rich table (cells fold, never cut; at most ``max_rows`` rows with a count of the rest).
+    Piped or redirected: plain aligned text of every row at full width, so no number or id is
+    ever truncated. With ``-q/--quiet`` only a table that is the command's result
+    (``result=True``) is printed."""
     if is_quiet() and not result:
         return
+    columns = df if isinstance(df, dict) else None
+    n_rows = len(next(iter(columns.values()), ())) if columns is not None else len(df)
     if not console.is_terminal:
-        import pandas as pd
-
         if title:
             console.print(Text(title), soft_wrap=True)
-        if len(df) == 0:
+        if n_rows == 0:
             console.print("(no rows)")
             return
-        frame = pd.DataFrame({str(c): [_cell(v, float_format) for v in df[c]] for c in df.columns})
-        console.print(Text(frame.to_string(index=False)), soft_wrap=True)
+        if columns is not None:
+            from .._table import plain_text
+
+            text = plain_text({str(c): [_cell(v, float_format) for v in values]
+                               for c, values in columns.items()})
+        else:
+            import pandas as pd
+
+            text = pd.DataFrame({str(c): [_cell(v, float_format) for v in df[c]]
+                                 for c in df.columns}).to_string(index=False)
+        console.print(Text(text), soft_wrap=True)
         return
     from rich.table import Table  # lazy: only a terminal gets a rich table
 
     table = Table(title=Text(title) if title else None, show_lines=False)
-    for col in df.columns:
+    for col in (columns if columns is not None else df.columns):
         table.add_column(escape(str(col)), overflow="fold")
-    for _, row in df.head(max_rows).iterrows():
+    rows = (zip(*columns.values()) if columns is not None
+            else (row for _, row in df.iterrows()))
+    for _, row in zip(range(max_rows), rows):
         table.add_row(*[Text(_cell(v, float_format)) for v in row])
     console.print(table)
-    if len(df) > max_rows:
-        console.print(f"... {len(df) - max_rows} more rows (redirect the output to get all)")
+    if n_rows > max_rows:
+        console.print(f"... {n_rows - max_rows} more rows (redirect the output to get all)")
 
 
 def bank_option_help(extra: str = "") -> str:

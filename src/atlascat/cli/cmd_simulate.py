@@ -46,6 +46,71 @@ def read_thetas(path: Path, option: str = "--thetas"):
 
     Every theta must be a finite number in [-10, 10] (the range ability estimates can take)."""
     import numpy as np
+
+    from ..errors import ResponseDataError
+
+    plain = plain_thetas(path)
+    ids, values = frame_thetas(path, option) if plain is None else plain
+    bad = np.flatnonzero(~(np.abs(values) <= THETA_LIMIT))
+    if bad.size:
+        r = int(bad[0])
+        raise ResponseDataError(
+            f"theta {values[r]:g} in row {r + 2} of {str(path)!r} is outside [-{THETA_LIMIT:g}, "
+            f"{THETA_LIMIT:g}] ({bad.size} such row(s)); thetas are on the bank's logit scale")
+    seen = set()
+    for sid in ids:
+        if sid in seen:
+            raise ResponseDataError(f"subject id {sid!r} appears twice in {str(path)!r}; each "
+                                    "subject once")
+        seen.add(sid)
+    return ids, values
+
+
+#: id cells pandas reads as missing (its default NA words) or as booleans
+_NOT_VERBATIM = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+                 "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return text.strip().lower() in ("true", "false")
+    return True
+
+
+def plain_thetas(path: Path):
+    """(ids, thetas) of a plain CSV (:func:`atlascat._table.read_plain_csv`) read without
+    pandas, where that gives what :func:`frame_thetas` gives: every theta a plain decimal
+    number, the ids text that pandas keeps verbatim (no missing-value word, not all numbers).
+    None otherwise."""
+    import numpy as np
+
+    from .._table import decimals, read_plain_csv
+
+    got = read_plain_csv(path)
+    if got is None:
+        return None
+    header, rows = got
+    id_col = next((c for c in _THETA_ID_COLUMNS if c in header), None)
+    th_col = next((c for c in _THETA_COLUMNS if c in header), None)
+    if th_col is None:
+        return None
+    at = header.index(th_col)
+    numbers = decimals([r[at] for r in rows])
+    if numbers is None:
+        return None
+    if id_col is None:
+        return [str(i) for i in range(len(rows))], np.array(numbers)
+    at = header.index(id_col)
+    ids = [r[at] for r in rows]
+    if any(i in _NOT_VERBATIM for i in ids) or all(_is_number(i) for i in ids):
+        return None
+    return ids, np.array(numbers)
+
+
+def frame_thetas(path: Path, option: str):
+    """(ids, thetas) of any theta file pandas reads, with one-line errors."""
     import pandas as pd
 
     from ..errors import ResponseDataError
@@ -66,19 +131,8 @@ def read_thetas(path: Path, option: str = "--thetas"):
         row = int(thetas.isna().to_numpy().nonzero()[0][0])
         raise ResponseDataError(f"theta in row {row + 2} of {str(path)!r} is missing or not a "
                                 f"number ({df[th_col].iloc[row]!r})")
-    values = thetas.to_numpy(float)
-    bad = np.flatnonzero(~(np.abs(values) <= THETA_LIMIT))
-    if bad.size:
-        r = int(bad[0])
-        raise ResponseDataError(
-            f"theta {values[r]:g} in row {r + 2} of {str(path)!r} is outside [-{THETA_LIMIT:g}, "
-            f"{THETA_LIMIT:g}] ({bad.size} such row(s)); thetas are on the bank's logit scale")
     ids = df[id_col].astype(str).tolist() if id_col else [str(i) for i in range(len(df))]
-    dup = pd.Index(ids).duplicated()
-    if dup.any():
-        raise ResponseDataError(f"subject id {ids[int(np.flatnonzero(dup)[0])]!r} appears twice "
-                                f"in {str(path)!r}; each subject once")
-    return ids, values
+    return ids, thetas.to_numpy(float)
 
 
 #: help texts of the options (the command's signature stays readable)
@@ -240,7 +294,6 @@ def _config(o: _Options, link):
 def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     """One bank's adaptive test on every examinee, then the predicted scores and the files."""
     import numpy as np
-    import pandas as pd
 
     from ..cat.simulate import simulate_cat
     from ..catalogue import BankRef
@@ -265,6 +318,8 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         kwargs["responses"] = rm
         n_total = rm.n_subjects
         if o.thetas is not None:
+            import pandas as pd
+
             ids, values = read_thetas(o.thetas)
             ref = pd.Series(values, index=ids)
             ref = ref[~ref.index.duplicated()]
@@ -287,17 +342,21 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
             rng = [subject_generator(o.seed, s) for s in kwargs["responses"].subject_ids]
         result = simulate_cat(item_bank, config, rng=rng, progress=progress,
                               batch_size=o.batch_size or 1, **kwargs)
-    persons = result.persons
-    if folder is not None:  # the built bank's predicted score (0-1) with its 95% interval
-        from ..bankdir import predict_scores
+    persons = result.person_columns  # columns, or a frame with the predicted scores beside
+    if folder is not None or link is not None:
+        import pandas as pd
 
-        persons = pd.concat([persons.reset_index(drop=True),
-                             predict_scores(folder, persons, result.administered)], axis=1)
-    elif link is not None:  # predicted published leaderboard score (0-1) with its 95% interval
-        from ..scorelink import predict_frame
+        if folder is not None:  # the built bank's predicted score (0-1) with its 95% interval
+            from ..bankdir import predict_scores as predict
 
-        persons = pd.concat([persons.reset_index(drop=True),
-                             predict_frame(link, persons, result.administered)], axis=1)
+            where = folder
+        else:  # predicted published leaderboard score (0-1) with its 95% interval
+            from ..scorelink import predict_frame as predict
+
+            where = link
+        frame = result.persons
+        persons = pd.concat([frame.reset_index(drop=True),
+                             predict(where, frame, result.administered)], axis=1)
     _write_bank_outputs(o, bank, out, result, persons, item_bank)
 
 
@@ -372,13 +431,16 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
 
 def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank) -> None:
     """person_scores.csv, selected_items/, item_exposure.csv, item_positions.csv,
-    summary.json, and the summary table."""
-    import pandas as pd
+    summary.json, and the summary table. ``persons``: columns, or a frame."""
+    from .._table import write_csv
 
     out.mkdir(parents=True, exist_ok=True)
-    persons.to_csv(out / "person_scores.csv", index=False)
+    if isinstance(persons, dict):
+        write_csv(out / "person_scores.csv", persons)
+    else:
+        persons.to_csv(out / "person_scores.csv", index=False)
     if o.selected:  # one long file: one open instead of one per examinee
-        result.administered.to_csv(out / "selected_items.csv", index=False)
+        write_csv(out / "selected_items.csv", result.administered_columns)
     if o.selected_folder:
         sel_dir = out / "selected_items"
         sel_dir.mkdir(exist_ok=True)
@@ -388,10 +450,10 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
         for sid, stem in zip(persons["subject_id"], stems):
             frame = groups.get(sid, empty).drop(columns="subject_id")
             frame.to_csv(sel_dir / f"{stem}.csv", index=False)
-    exposure = result.item_exposure()
+    exposure = result.item_exposure_columns()
     exposure["a"], exposure["b"] = item_bank.a, item_bank.b
-    exposure.to_csv(out / "item_exposure.csv", index=False)
-    result.item_positions().to_csv(out / "item_positions.csv", index=False)
+    write_csv(out / "item_exposure.csv", exposure)
+    write_csv(out / "item_positions.csv", result.item_positions_columns())
     summary = result.summary()
     summary["inputs"] = {"bank": str(bank),
                          "responses": o.responses[0] if o.responses else None,
@@ -407,11 +469,12 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
               f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
-    if "score_warning" in persons.columns:
+    if "score_warning" in persons:
         warned = int((persons["score_warning"].fillna("") != "").sum())
         rows.append(("prediction warnings", f"{warned} of {len(persons)} (see "
                                              "person_scores.csv score_warning)"))
-    print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas simulate")
+    print_frame({"figure": [r[0] for r in rows], "value": [r[1] for r in rows]},
+                title="atlas simulate")
     held = min_items_note(persons["n_items"], persons["stop_reason"],
                           result.config.stopping.min_items, o.min_items is not None)
     if held:

@@ -48,14 +48,16 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..errors import BankError, ConfigError
 from .defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
 from .parsing import letters, parse_choices, parse_literal, to_list
+
+if TYPE_CHECKING:  # pandas loads where a frame is built
+    import pandas as pd
 
 __all__ = [
     "CONTENT_BENCHMARKS", "CONTENT_COLUMNS", "PROMPT_STYLES", "Prompt", "parse_choices",
@@ -87,6 +89,8 @@ def _stable_permutation(item_id: str, n: int) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- loaders
 def _read_item_files(bench: str, items_dir: Path) -> pd.DataFrame:
+    import pandas as pd
+
     frames = []
     for name in (f"{bench}.parquet", f"{bench}-secondary.parquet"):
         path = items_dir / name
@@ -144,6 +148,8 @@ def load_item_content(bench: str, items_dir, *, requests: bool = True) -> pd.Dat
     Join it to a calibrated bank with :func:`attach_content`; then
     :func:`atlascat.live.build_requests` gives each item's requests.
     """
+    import pandas as pd
+
     from .requests import REQUEST_COLUMNS, request_fields
 
     bench = _check_bench(bench)
@@ -227,6 +233,8 @@ def attach_content(bank, content: pd.DataFrame, *, missing: str = "drop"):
     ``context`` (ARC, HellaSwag, MMLU, GSM8K); :func:`item_record` and
     :func:`load_content_bank` fill it back in.
     """
+    import pandas as pd
+
     from ..irt.bank import ItemBank
 
     content = content.copy()
@@ -422,5 +430,7 @@ def wrong_answer_text(item: Mapping) -> str:
 
 def items_frame(bank, item_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """Content of (some) bank items as a frame, for reports."""
+    import pandas as pd
+
     ids = list(bank.item_ids if item_ids is None else item_ids)
     return pd.DataFrame([item_record(bank, i) for i in ids])

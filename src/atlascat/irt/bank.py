@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
-import pandas as pd
 
 from ..errors import BankError, ConfigError
 from ..validation import normalize_item_id
 from . import models
+
+if TYPE_CHECKING:  # pandas loads where a frame is built (a plain bank file needs none)
+    import pandas as pd
 
 __all__ = ["ItemBank", "normalize_item_id", "check_bank"]
 
@@ -65,6 +67,8 @@ class ItemBank:
         self.item_ids = ids
         self.a, self.b, self.c, self.u = a, b, c, u
         if metadata is not None:
+            import pandas as pd
+
             metadata = pd.DataFrame(metadata).reset_index(drop=True)
             if len(metadata) != n:
                 raise BankError(f"metadata has {len(metadata)} rows but the bank has {n} items")
@@ -223,6 +227,8 @@ class ItemBank:
     # ------------------------------------------------------------------ frames and files
     def to_frame(self, format: str = "ours") -> pd.DataFrame:
         """Our format ``item_id, a, b, c, u, <metadata>`` or mirt's ``X, a1, d, g, u``."""
+        import pandas as pd
+
         if format == "ours":
             df = pd.DataFrame({"item_id": self.item_ids.astype(str), "a": self.a, "b": self.b,
                                "c": self.c, "u": self.u})
@@ -244,6 +250,8 @@ class ItemBank:
     @classmethod
     def from_frame(cls, df: pd.DataFrame, *, normalize_ids: bool = False, model=None) -> "ItemBank":
         """Build a bank from a frame in our format or mirt's slope-intercept form (auto-detected)."""
+        import pandas as pd
+
         df = df.copy()
         cols = [str(col) for col in df.columns]
         df.columns = cols
@@ -302,6 +310,8 @@ class ItemBank:
 
     @staticmethod
     def _numeric(df, col, ids):
+        import pandas as pd
+
         values = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
         bad = np.flatnonzero(np.isnan(values) & df[col].notna().to_numpy())
         if bad.size:
@@ -317,6 +327,9 @@ class ItemBank:
         from ..validation import read_frame
 
         path = Path(path)
+        plain = _read_plain_bank(path, normalize_ids, model)
+        if plain is not None:
+            return plain
         df = read_frame(path, what="bank file", error=BankError,
                         dtype=None if path.suffix == ".parquet" else {"item_id": str, "X": str},
                         min_columns=2)
@@ -332,6 +345,45 @@ class ItemBank:
     def write(self, path, *, format: str = "ours") -> Path:
         """Write CSV or Parquet (by extension) in our format or mirt's slope-intercept form."""
         return write_frame(self.to_frame(format), path)
+
+
+def _read_plain_bank(path: Path, normalize_ids: bool, model) -> "ItemBank | None":
+    """The bank of a plain CSV (:func:`atlascat._table.read_plain_csv`) that holds an id column
+    (item_id or X) and parameter columns only, every parameter a plain decimal number: read
+    without pandas, the same bank :meth:`ItemBank.read` builds from the frame. None for any
+    other file (metadata columns, missing or odd cells, a = 0 in mirt's form)."""
+    from .._table import decimals, read_plain_csv
+
+    got = read_plain_csv(path)
+    if got is None:
+        return None
+    header, rows = got
+    cols = set(header)
+    id_col = "item_id" if "item_id" in cols else "X"
+    params = cols - {id_col}
+    mirt = {"a1", "d"} <= params <= set(MIRT_COLUMNS)
+    if id_col not in cols or not (mirt or {"a", "b"} <= params <= set(PARAM_COLUMNS)):
+        return None
+    at = {name: header.index(name) for name in cols}
+    ids = [r[at[id_col]] for r in rows]
+    if any(not i for i in ids):
+        return None
+    value = {}
+    for p in params:
+        numbers = decimals([r[at[p]] for r in rows])
+        if numbers is None:
+            return None
+        value[p] = np.array(numbers)
+    if normalize_ids:
+        ids = [normalize_item_id(i) for i in ids]
+    if mirt:
+        a = value["a1"]
+        if np.any(a == 0):
+            return None
+        b, c = -value["d"] / a, value.get("g")
+    else:
+        a, b, c = value["a"], value["b"], value.get("c")
+    return ItemBank(ids, a, b, c, value.get("u"), model=model)
 
 
 def write_frame(df: pd.DataFrame, path) -> Path:

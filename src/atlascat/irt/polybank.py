@@ -13,13 +13,16 @@ with b_k = -d_k / a instead of the intercepts.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import BankError, ConfigError
 from . import polytomous as poly
 from .polytomous import is_poly_frame
+
+if TYPE_CHECKING:  # pandas loads where a frame is built
+    import pandas as pd
 
 __all__ = ["PolyBank", "is_poly_frame", "is_poly_bank_file", "encode_levels"]
 
@@ -59,6 +62,14 @@ def is_poly_bank_file(path) -> bool:
     path = Path(str(path))
     if not path.is_file():
         return False
+    if path.suffix != ".parquet":  # the header alone says no for most files (no pandas load)
+        from .._table import read_csv_header
+
+        header = read_csv_header(path)
+        if header is not None and not {"d1", "b1", "model"} & set(header):
+            return False
+    import pandas as pd
+
     try:
         df = (pd.read_parquet(path) if path.suffix == ".parquet"
               else pd.read_csv(path, nrows=5))
@@ -80,6 +91,8 @@ class PolyBank:
     """
 
     def __init__(self, item_ids, params, model="graded", levels=None, *, metadata=None):
+        import pandas as pd
+
         ids = np.asarray([str(i) for i in item_ids], dtype=object)
         params = np.array(params, dtype=float, ndmin=2)
         n = len(ids)
@@ -232,6 +245,8 @@ class PolyBank:
     def to_frame(self, format: str = "mirt") -> pd.DataFrame:
         """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (b_k = -d_k / a);
         both with ``levels``."""
+        import pandas as pd
+
         k = self.params.shape[1] - 1
         df = pd.DataFrame({"item_id": self.item_ids.astype(str), "model": self.models})
         if format == "mirt":
@@ -254,6 +269,8 @@ class PolyBank:
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame) -> "PolyBank":
+        import pandas as pd
+
         cols = [str(c) for c in df.columns]
         df = df.copy()
         df.columns = cols
