@@ -68,3 +68,31 @@ def test_malformed_values_get_typers_messages(tmp_path, capsys):
     assert main(["simulate", "--bank", "arc", "--thetas", "t.csv", "--batch-size", "0",
                  "-o", str(tmp_path / "o")]) == 2
     assert "--batch-size" in capsys.readouterr().err
+
+
+def test_another_typer_layer_keeps_typers_conversion():
+    """The hook installs only on the conversion layer it was written against."""
+    import dataclasses
+
+    from typer._coercion import RuntimeParam
+    from typer.core import _TyperParameter
+
+    from atlascat.cli._params import _layer_as_expected
+
+    assert _layer_as_expected(RuntimeParam, _TyperParameter)
+
+    @dataclasses.dataclass(frozen=True)
+    class Wider:
+        parameter_info: object
+        annotation: object
+        converter: object
+
+        def _coerce_value(self, value, param, ctx):
+            return value
+
+    class NoRuntime:
+        type_descriptor: object
+
+    assert not _layer_as_expected(Wider, _TyperParameter)
+    assert not _layer_as_expected(RuntimeParam, NoRuntime)
+    assert not _layer_as_expected(object, _TyperParameter)

@@ -64,6 +64,24 @@ def plain_value(annotation, value) -> Any:
     return NOT_PLAIN
 
 
+def _layer_as_expected(runtime_param, parameter) -> bool:
+    """Whether typer's conversion layer has the shape this module was written against: a
+    dataclass ``RuntimeParam(parameter_info, annotation)`` with ``_coerce_value(value, param,
+    ctx)``, and parameters with ``get_runtime_param`` and ``type_descriptor``. Any other shape
+    (another typer release) keeps typer's own conversion throughout."""
+    import dataclasses
+    import inspect
+    try:
+        fields = tuple(f.name for f in dataclasses.fields(runtime_param))
+        coerce = tuple(inspect.signature(runtime_param._coerce_value).parameters)
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return (fields == ("parameter_info", "annotation")
+            and coerce == ("self", "value", "param", "ctx")
+            and callable(getattr(parameter, "get_runtime_param", None))
+            and "type_descriptor" in getattr(parameter, "__annotations__", {}))
+
+
 def use_plain_params() -> None:
     """Let typer convert plain option values with :func:`plain_value` and build its pydantic
     conversion only for a value that needs it (typer builds it for every option, even one not
@@ -73,7 +91,8 @@ def use_plain_params() -> None:
         from typer.core import _TyperParameter
     except ImportError:  # pragma: no cover - another typer: its own conversion throughout
         return
-    if getattr(_TyperParameter, "_plain_values", False):
+    if getattr(_TyperParameter, "_plain_values", False) or not _layer_as_expected(
+            RuntimeParam, _TyperParameter):
         return
 
     @dataclass(frozen=True)
