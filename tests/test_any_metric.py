@@ -123,6 +123,20 @@ def test_scores_file_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, c
                         f"score of 'm3' is {value:g}", "outside the declared range [1, 10]")
 
 
+def test_chance_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys):
+    """--chance with --score-range 1 10 is a rating (2.8: 0.2 of the scale, shown as 2.8);
+    one outside [1, 10] (a 0-1 share) is one line."""
+    _scaled_matrix(tmp_path, 1, 10)
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank", "--chance", "2.8",
+                 "--score-range", "1", "10"]) == 0
+    assert "2.8 on the metric's scale (--chance)" in capsys.readouterr().out
+    settings = load_bank_dir(tmp_path / "bank").manifest["settings"]
+    assert settings["chance"] == pytest.approx(0.2) and settings["chance_from"] == "given"
+    _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b2",
+                             "--chance", "0.25", "--score-range", "1", "10"],
+                    "--chance 0.25", "outside the declared range [1, 10]")
+
+
 def _gen_logs(root: Path, metric: str, n_models=22, n_items=60, seed=0, value=None):
     """Generation logs (lm-eval 0.4 spelling) of a toy QA task with a continuous metric."""
     rng = np.random.default_rng(seed)

@@ -147,6 +147,18 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
                                 "with --score-range LO HI") from None
 
 
+def _on_scale(value: float, score_range, what: str) -> float:
+    """A score given on the folder's scale (lo, hi) -> (x - lo) / (hi - lo); as is without
+    one. Outside [lo, hi]: one line naming ``what``."""
+    if score_range is None:
+        return value
+    lo, hi = score_range
+    if not lo <= value <= hi:
+        raise ConfigError(f"{what} {value:g} is outside the declared range [{lo:g}, {hi:g}] of "
+                          "--score-range; give it on the metric's scale")
+    return (value - lo) / (hi - lo)
+
+
 #: the model column of a --scores file, by name (the first present)
 SCORE_MODEL_COLUMNS = ("model", "subject_id", "name", "Model_Name")
 
@@ -413,7 +425,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         the task's first), harness filter and doc field of the item id
     name : the benchmark's name (default: the task, or the matrix file's stem)
     model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
-    chance : the score of a model answering at random, 0-1 (default :func:`default_chance`: a
+    chance : the score of a model answering at random, 0-1 or on ``score_range`` when given
+        (default :func:`default_chance`: a
         known benchmark's, from sample logs the mean of 1 / options, from a matrix 0): the
         link's floor, and the predictor's (``BenchmarkPredictor(chance=...)``)
     budget : the test length the link is fitted for (its replayed tests stop there)
@@ -434,6 +447,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                                    id_field=id_field, score_range=score_range)
     if logs is not None and logs.score_range is not None:
         score_range = tuple(map(float, logs.score_range))
+    if chance is not None:        # on the folder's scale, as every score it is given
+        chance = _on_scale(float(chance), score_range, "--chance")
     n = rm.n_subjects
     if n < min_models:
         raise ResponseDataError(f"the results hold {n} model(s); a bank needs at least "

@@ -41,7 +41,8 @@ def build_bank_command(
     budget: int = typer.Option(BUDGET, "--budget", min=5,
                                help="Test length the score link is fitted for."),
     chance: Optional[float] = typer.Option(None, "--chance",
-                                           help="Score (0-1) of a model answering at "
+                                           help="Score (0-1; with --score-range on "
+                                                "that scale) of a model answering at "
                                                 "random: the floor of a weaker model's "
                                                 "interval; where the weakest source "
                                                 "models score at chance, no target is "
