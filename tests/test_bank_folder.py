@@ -213,8 +213,9 @@ def matrix_bank(tmp_path_factory, shared_data):
     assert r.exit_code == 0, r.output
     # the summary says what a matrix cannot: its chance level (and the predictor keeps it)
     assert "chance level" in r.output and "give --chance for multiple" in r.output
-    # and what its predictor can learn from 20 models: the IRT model alone, precision weights
-    assert "IRT alone (+ ridge from 40 models)" in r.output
+    # and how its predictor combines its parts at 20 models: the mean of IRT and ridge,
+    # precision weights
+    assert "IRT + ridge, their mean (weights fitted from 40 models)" in r.output
     assert "precision weights (fitted from 60 models)" in r.output
     return root
 
@@ -511,11 +512,12 @@ def test_folder_from_62_models_predicts_with_its_ridge_part_live(tmp_path, share
     r = CliRunner().invoke(app, ["build-bank", str(tmp_path / "source.csv"), "-o",
                                  str(tmp_path / "bank"), "--chance", "0.25"])
     assert r.exit_code == 0, r.output
-    assert "IRT + ridge" in r.output and "predictor's design weight" in r.output
+    assert "IRT + ridge, weights fitted" in r.output
+    assert "predictor's design weight" in r.output
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["predictor"]["ridge"] is True
     pj = json.loads((tmp_path / "bank" / "predictor.json").read_text())
-    assert pj["version"] == 7 and pj["calibration"]["gamma"] is not None
+    assert pj["version"] == 8 and pj["calibration"]["gamma"] is not None
     assert pj["calibration"]["score_map"] is None      # no --scores: the item mean
     assert pj["calibration"]["design_weight"] == folder.manifest["predictor"]["design_weight"]
     model = str(targets.subject_ids[0])

@@ -342,7 +342,7 @@ def test_version_2_predictor_json_still_loads(world, predictor):
     """A bank folder built before the level model (predictor.json version 2) loads and runs
     the IRT model alone, exactly as that version did (share 0, one control variate)."""
     d = json.loads(json.dumps(predictor.to_dict()))
-    assert d["version"] == 7 and len(d["items"]["level_x"]) == N_ITEMS
+    assert d["version"] == 8 and len(d["items"]["level_x"]) == N_ITEMS
     d["version"] = 2
     d["settings"]["mix"] = 0.5                               # version 2's default
     for key in ("share", "level_fraction", "ridge", "fitted_weight", "model_gate"):
@@ -486,19 +486,34 @@ def test_design_weight_fitted_on_the_source_and_kept(world, predictor):
 
 
 def test_ridge_part_and_fitted_weight_follow_the_source_size(world):
-    """By default the ridge part needs 40 source models and the fitted weight 60 (fewer
-    models' replays understate a new model's error); either can be forced."""
+    """By default the ridge part's weight is fitted from 40 source models (below: the mean of
+    the IRT and ridge predictions, each calibrated on the replays by its own line) and D's
+    weight from 60 (fewer models' replays understate a new model's error); the fitted weight
+    can be forced, the ridge part switched off."""
+    from atlascat.predict.predictor import _stack
+
     src = world["source"]
     small = src.subset(subjects=np.arange(30))
     p = BenchmarkPredictor(40).fit(world["bank"], small, rng=0)
-    assert p.gamma_ is None and p.ridge_answers_ is None and p.design_weight_ is None
+    assert p.gamma_ is not None and p.ridge_answers_ is not None and p.design_weight_ is None
+    y = small.values
+    reps = np.repeat(np.arange(30), p.n_replays)
+    arr = p._replay_arrays(y[reps], np.random.default_rng(0), loo_rows=reps)
+    t = np.nanmean(y, axis=1)[reps]
+    lines = [np.polyfit(arr[k], t, 1) for k in ("model", "ridge")]   # (slope, intercept)
+    assert p.beta_ == pytest.approx(lines[0][0] / 2) and p.gamma_ == pytest.approx(lines[1][0] / 2)
+    assert p.alpha_ == pytest.approx((lines[0][1] + lines[1][1]) / 2)
+    assert _stack(arr["model"], arr["ridge"], t, fitted=True)[2] != pytest.approx(p.gamma_)
+    off = BenchmarkPredictor(40, ridge=False).fit(world["bank"], small, rng=0)
+    assert off.gamma_ is None and off.ridge_answers_ is None
     mid = BenchmarkPredictor(40).fit(world["bank"], src.subset(subjects=np.arange(45)), rng=0)
     assert mid.gamma_ is not None and mid.design_weight_ is None
-    forced = BenchmarkPredictor(40, ridge=True, fitted_weight=True).fit(world["bank"], small,
-                                                                      rng=0)
-    assert forced.gamma_ is not None and forced.design_weight_ is not None
+    forced = BenchmarkPredictor(40, fitted_weight=True).fit(world["bank"], small, rng=0)
+    assert forced.design_weight_ is not None
     back = BenchmarkPredictor.from_dict(json.loads(json.dumps(p.to_dict())))
-    assert back.ridge is None and back.fitted_weight is None and back.gamma_ is None
+    assert back.ridge is None and back.fitted_weight is None and back.gamma_ == p.gamma_
+    np.testing.assert_array_equal(back.replay(world["like"], rng=1).score,
+                                  p.replay(world["like"], rng=1).score)
 
 
 def test_published_scores_a_rescaled_mean_map_the_design_estimate(world):

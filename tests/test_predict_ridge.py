@@ -142,3 +142,22 @@ def test_ridge_part_round_trips_and_old_files_load_without_it(two_parts):
     bad["ridge"]["shape"] = [5, 5]
     with pytest.raises((ConfigError, ValueError)):
         BenchmarkPredictor.from_dict(bad)
+
+
+def test_continuous_answers_predict_alike_once_read_back(two_parts):
+    """Scores in [0, 1] are kept at predictor.json's precision (1/250) when fitted, so the
+    predictor read back from its file (a bank folder's) predicts exactly as the fitted one,
+    with the ridge part combined as below 40 source models (the mean of the two lines)."""
+    source, targets, bank = two_parts
+    rng = np.random.default_rng(3)
+    frac = lambda rm: ResponseMatrix(rm.values * rng.uniform(0.3, 1.0, rm.values.shape),  # noqa: E731
+                                     item_ids=rm.item_ids)
+    src, tgt = frac(source.subset(subjects=np.arange(30))), frac(targets.subset(
+        subjects=np.arange(40)))
+    p = BenchmarkPredictor(40).fit(bank, src, rng=0)
+    assert p.dispersion_ is not None and p.gamma_ is not None
+    step = np.nanmax(np.abs(p.ridge_answers_ - src.values))
+    assert 0 < step <= 0.002                          # rounded to 1/250, as stored
+    back = BenchmarkPredictor.from_dict(json.loads(json.dumps(p.to_dict())))
+    np.testing.assert_array_equal(back.ridge_answers_, p.ridge_answers_)
+    np.testing.assert_array_equal(back.replay(tgt, seed=7).score, p.replay(tgt, seed=7).score)

@@ -507,6 +507,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         widen(link, cf["factor"])
         link.info["cross_fit"] = cf
     from ..predict import BenchmarkPredictor
+    from ..predict.predictor import RIDGE_FIT_MIN_MODELS
 
     # the benchmark predictor: every item of the results (dropped ones too), for models unlike
     # the source models (docs/your_benchmark.md); a benchmark no longer than the
@@ -562,7 +563,9 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "file": "predictor.json", "budget": int(budget),
         "n_items": int(len(predictor.item_ids_)),
         "items_file": None if pitems is None else PREDICTOR_ITEMS_FILE,
-        "ridge": predictor.gamma_ is not None, "design_weight": predictor.design_weight_,
+        "ridge": predictor.gamma_ is not None,
+        "ridge_weights_fitted": predictor.n_source_ >= RIDGE_FIT_MIN_MODELS,
+        "design_weight": predictor.design_weight_,
         "score_map": predictor.score_map_info()}
     if output is None:
         return BankFolder(Path("."), bank, link, manifest, recs, {})

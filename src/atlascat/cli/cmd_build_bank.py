@@ -151,12 +151,15 @@ def _predictor_rows(p, score_range=None) -> list[tuple[str, str]]:
     each (the items, the model part, the design estimate's weight, the score map)."""
     if p is None:
         return [("benchmark predictor", "none (no more items than the budget: score every item)")]
-    from ..predict.predictor import RIDGE_MIN_MODELS, STACK_MIN_MODELS
+    from ..predict.predictor import RIDGE_FIT_MIN_MODELS, STACK_MIN_MODELS
 
     w = p.get("design_weight")
+    model = "IRT alone"
+    if p.get("ridge"):
+        model = ("IRT + ridge, weights fitted" if p.get("ridge_weights_fitted", True) else
+                 f"IRT + ridge, their mean (weights fitted from {RIDGE_FIT_MIN_MODELS} models)")
     rows = [("benchmark predictor", f"{p['budget']} of {p['n_items']} items"),
-            ("predictor's model", "IRT + ridge" if p.get("ridge")
-             else f"IRT alone (+ ridge from {RIDGE_MIN_MODELS} models)"),
+            ("predictor's model", model),
             ("predictor's design weight", f"{w:.2f}" if w is not None
              else f"precision weights (fitted from {STACK_MIN_MODELS} models)")]
     sm = p.get("score_map")

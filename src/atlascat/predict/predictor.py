@@ -9,20 +9,30 @@ made from the strongest source models' answers, mixed with uniform), and predict
 all items with the estimators of :mod:`atlascat.predict.estimators`: Des Raj's estimator with the
 two models' predictions as control variates (unbiased whatever the models, with a variance
 estimate valid by design), pooled with the source-calibrated model prediction (the IRT
-prediction stacked with a ridge regression of the score on the asked items' answers among the
+prediction combined with a ridge regression of the score on the asked items' answers among the
 source models, :mod:`atlascat.predict.regression`) while the two agree,
 and reduced to the design-based estimate when they do not or when the target lies beyond the
 source models (a target outside the source population). The 95% interval is the design-based
 one, widened to contain the point prediction.
 
 Fitting replays the same design on the source models (``n_replays`` runs each) to calibrate the
-model prediction to their scores (least squares G = alpha + beta * M + gamma * R, R each
-source model's leave-one-out ridge prediction on its replayed items), to measure its error
-tau^2 there (floored at ``min_tau`` ^ 2) and the range of their thetas.
+model prediction to their scores, G = alpha + beta * M + gamma * R, R each source model's
+leave-one-out ridge prediction on its replayed items: from ``RIDGE_FIT_MIN_MODELS`` (40) source
+models (alpha, beta, gamma) by least squares on the replays (stacking, Wolpert 1992); from fewer,
+G = (G_M + G_R) / 2, the mean of the two predictions each calibrated alone (G_M = a_M + b_M M,
+G_R = a_R + b_R R, least squares): the weights fitted on a few dozen models' replays are noisy,
+and M's replays understate its error (the items are calibrated on those very models; R's are
+left out), so an equal-weight mean is the safer combination (the "forecast combination puzzle",
+Smith and Wallis 2009). Then tau^2, G's mean squared error on the replays (floored at
+``min_tau`` ^ 2), and the range of their thetas.
 
 Items the bank dropped (answered alike by every source model) keep a place in the score: they get
 the bank's median slope and a difficulty one unit beyond the hardest (all failed) or easiest
 (all solved) item; the design-based correction absorbs any error this makes.
+
+References: Wolpert (1992). Stacked generalization. Neural Networks 5, 241-259. Smith and Wallis
+(2009). A simple explanation of the forecast combination puzzle. Oxford Bulletin of Economics
+and Statistics 71, 331-355.
 """
 from __future__ import annotations
 
@@ -39,15 +49,18 @@ from . import regression
 __all__ = ["BenchmarkPredictor", "MIN_SOURCE_MODELS"]
 
 MIN_SOURCE_MODELS = 20
-RIDGE_MIN_MODELS = 40     # ridge=None: the ridge part from this many source models
+RIDGE_FIT_MIN_MODELS = 40  # the ridge part's weight fitted from this many source models (fewer:
+#                           the mean of the calibrated IRT and ridge predictions)
 STACK_MIN_MODELS = 60     # fitted_weight=None: D's weight fitted from this many source models
 _KIND = "atlascat.predict.BenchmarkPredictor"
 _SCORE_MAP_KEYS = ("intercept", "slope", "resid_sd")
-_VERSION = 7
-_READS = (2, 3, 4, 5, 6, 7)  # version 2: no level model (the IRT model alone); 3: no ridge
+_VERSION = 8
+_READS = (2, 3, 4, 5, 6, 7, 8)  # version 2: no level model (the IRT model alone); 3: no ridge
 #                          part; 4: the design estimate is the item mean even with scores given;
 #                          5: a design estimate beyond the source scores flags whatever G is;
-#                          6: no item dispersion (draws as for 0/1 answers)
+#                          6: no item dispersion (draws as for 0/1 answers); 7: the ridge part
+#                          by default from 40 source models only (all read alike: G = alpha +
+#                          beta M + gamma R, gamma None without a ridge part)
 
 
 class BenchmarkPredictor:
@@ -79,10 +92,12 @@ class BenchmarkPredictor:
         items, sqrt(chance (1 - chance) / N)), no model can be much weaker, so a design estimate,
         prediction or theta below the source models is sampling noise, not a weaker target:
         only one beyond their top flags the target as outside
-    ridge : stack the IRT prediction with a ridge regression of the score on the asked items'
-        answers among the source models (the source models' answers are kept in predictor.json
-        for it). Default None: from ``RIDGE_MIN_MODELS`` (40) source models. False: the IRT
-        prediction alone
+    ridge : combine the IRT prediction with a ridge regression of the score on the asked
+        items' answers among the source models (the source models' answers are kept in
+        predictor.json for it): their weights fitted on the replays from
+        ``RIDGE_FIT_MIN_MODELS`` (40) source models, the mean of the two calibrated
+        predictions from fewer (module docstring). Default None or True: the ridge part.
+        False: the IRT prediction alone
     fitted_weight : D's weight in the pooled prediction fitted by least squares on the source
         models' replays (default None: from ``STACK_MIN_MODELS`` (60) source models; the replays
         of fewer models, on items calibrated on them, understate G's error for a new model).
@@ -181,8 +196,10 @@ class BenchmarkPredictor:
         self.score_map_ = None if scores is None else score_map(item_mean, truth)
         self.ridge_answers_ = self.ridge_scores_ = self.gamma_ = self._ridge_x = None
         n_src = source.n_subjects
-        if self.ridge or (self.ridge is None and n_src >= RIDGE_MIN_MODELS):
-            self.ridge_answers_, self.ridge_scores_ = y.copy(), truth.copy()
+        if self.ridge is None or self.ridge:       # at predictor.json's precision (1/250), so
+            #                                          a predictor read back predicts alike
+            self.ridge_answers_ = regression.unpack_answers(regression.pack_answers(y), y.shape)
+            self.ridge_scores_ = truth.copy()
         self.level_x_, self.level_c0_ = None, None
         if float(self.level_fraction) > 0:     # a model of the answers: the item mean's scale
             self.level_x_ = est.level_logits(y, item_mean, float(self.level_fraction))
@@ -191,7 +208,8 @@ class BenchmarkPredictor:
         reps = np.repeat(np.arange(source.n_subjects), int(self.n_replays))
         arr = self._replay_arrays(y[reps], rng, loo_rows=reps)
         model, t = arr["model"], truth[reps]
-        self.alpha_, self.beta_, self.gamma_ = _stack(model, arr.get("ridge"), t)
+        self.alpha_, self.beta_, self.gamma_ = _stack(model, arr.get("ridge"), t,
+                                                      fitted=n_src >= RIDGE_FIT_MIN_MODELS)
         calibrated = self._calibrated(arr)
         self.tau2_ = float(max(np.mean((t - calibrated) ** 2), self.min_tau ** 2))
         self.design_weight_ = self.pooled_tau2_ = None
@@ -507,13 +525,22 @@ def _full_params(bank, ids, item_means):
     return a, b, c, u
 
 
-def _stack(model, ridge, truth):
-    """(alpha, beta, gamma) of the least-squares calibration truth ~ alpha + beta M (+ gamma R)
-    on the source models' replays; gamma None without a ridge part."""
+def _line(x, truth):
+    """(a, b) of the least-squares line truth ~ a + b x (b = 1 where x is constant)."""
+    var = np.var(x)
+    b = float(np.cov(x, truth, bias=True)[0, 1] / var) if var > 1e-12 else 1.0
+    return float(truth.mean() - b * x.mean()), b
+
+
+def _stack(model, ridge, truth, fitted=True):
+    """(alpha, beta, gamma) of the calibration G = alpha + beta M (+ gamma R) on the source
+    models' replays; gamma None without a ridge part. ``fitted``: (alpha, beta, gamma) by least
+    squares; else G = (G_M + G_R) / 2, each of M and R calibrated alone by its own line."""
     if ridge is None:
-        var = np.var(model)
-        beta = float(np.cov(model, truth, bias=True)[0, 1] / var) if var > 1e-12 else 1.0
-        return float(truth.mean() - beta * model.mean()), beta, None
+        return (*_line(model, truth), None)
+    if not fitted:
+        (a_m, b_m), (a_r, b_r) = _line(model, truth), _line(ridge, truth)
+        return 0.5 * (a_m + a_r), 0.5 * b_m, 0.5 * b_r
     design = np.column_stack([np.ones_like(model), model, ridge])
     coef = np.linalg.lstsq(design, truth, rcond=None)[0]
     return float(coef[0]), float(coef[1]), float(coef[2])
