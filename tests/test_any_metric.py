@@ -99,6 +99,44 @@ def test_bad_scales_are_one_line(tmp_path, capsys):
                  "--score-range", "1", "10"]) == 0                   # a 1-10 judge rating
 
 
+def test_scores_file_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys):
+    """--scores with --score-range 1 10: the published scores are judge ratings (1-10) as the
+    results are, mapped to 0-1 as they are (not read as percent), and simulate predicts on
+    1-10 near the targets' means; a score outside [1, 10] (a 0-1 one too) is one line."""
+    df = _scaled_matrix(tmp_path, 1, 10)
+    means = df.mean(axis=1)
+    means.iloc[:30].rename("score").to_csv(tmp_path / "scores.csv", index_label="model")
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank", "--scores",
+                 tmp_path / "scores.csv", "--score-range", "1", "10"]) == 0
+    capsys.readouterr()
+    assert _main(["simulate", "--bank", tmp_path / "bank", tmp_path / "tgt.csv",
+                 "--max-items", "40", "-o", tmp_path / "sim"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv")
+    truth = means.reindex(ps["subject_id"]).to_numpy()
+    assert np.abs(ps.iloc[:, 2].to_numpy() - truth).mean() < 0.5      # points of the 1-10 scale
+    for bad, value in (("high", 10.5), ("share", 0.6)):
+        wrong = means.iloc[:30].copy()
+        wrong.iloc[3] = value
+        wrong.rename("score").to_csv(tmp_path / f"{bad}.csv", index_label="model")
+        _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / bad,
+                                 "--scores", tmp_path / f"{bad}.csv", "--score-range", "1", "10"],
+                        f"score of 'm3' is {value:g}", "outside the declared range [1, 10]")
+
+
+def test_chance_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys):
+    """--chance with --score-range 1 10 is a rating (2.8: 0.2 of the scale, shown as 2.8);
+    one outside [1, 10] (a 0-1 share) is one line."""
+    _scaled_matrix(tmp_path, 1, 10)
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank", "--chance", "2.8",
+                 "--score-range", "1", "10"]) == 0
+    assert "2.8 on the metric's scale (--chance)" in capsys.readouterr().out
+    settings = load_bank_dir(tmp_path / "bank").manifest["settings"]
+    assert settings["chance"] == pytest.approx(0.2) and settings["chance_from"] == "given"
+    _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b2",
+                             "--chance", "0.25", "--score-range", "1", "10"],
+                    "--chance 0.25", "outside the declared range [1, 10]")
+
+
 def _gen_logs(root: Path, metric: str, n_models=22, n_items=60, seed=0, value=None):
     """Generation logs (lm-eval 0.4 spelling) of a toy QA task with a continuous metric."""
     rng = np.random.default_rng(seed)

@@ -19,13 +19,18 @@ from typer.testing import CliRunner
 from atlascat.cli import app, main
 
 SCRIPT = """\
-import json, sys
+import json, os, sys
 import pandas as pd
 
 answers = pd.read_csv(sys.argv[1], index_col=0).loc[sys.argv[2]]
-for line in sys.stdin:
+lo, hi = (float(v) for v in sys.argv[3:5])          # the metric's scale: it prints on it
+fail = sys.argv[5] if len(sys.argv) > 5 else None
+for n, line in enumerate(sys.stdin, 1):
     item = json.loads(line)["item_id"]
-    print(json.dumps({"item_id": item, "score": float(answers[item])}), flush=True)
+    score = lo + (hi - lo) * float(answers[item])
+    if fail and n == 4 and os.path.exists(fail):
+        score = hi + 1.0                             # a score off the scale
+    print(json.dumps({"item_id": item, "score": score}), flush=True)
 """
 
 
@@ -50,8 +55,11 @@ def longbench(tmp_path_factory, shared_data):
     return root, targets
 
 
-def _cmd(root, model) -> str:
-    return f"cmd:{sys.executable} {root / 'score.py'} {root / 'targets.csv'} {model}"
+def _cmd(root, model, lo=0, hi=1, fail=None) -> str:
+    """The scoring program, printing each score on the scale lo..hi (``fail``: a file that,
+    while it exists, makes the fourth score one off the scale)."""
+    return (f"cmd:{sys.executable} {root / 'score.py'} {root / 'targets.csv'} {model} {lo} {hi}"
+            + ("" if fail is None else f" {fail}"))
 
 
 def _steps(text: str) -> list[str]:
@@ -93,8 +101,9 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
     for k in (0, 1):
         model = str(targets.index[k])
         out = tmp_path / f"run{k}"
-        assert main(["evaluate", "--bank", str(root / name), "--subject", _cmd(root, model),
-                     "--llm", f"t{k}", "--max-items", "6", "-o", str(out)]) == 0
+        assert main(["evaluate", "--bank", str(root / name), "--subject",
+                     _cmd(root, model, lo, hi), "--llm", f"t{k}", "--max-items", "6",
+                     "-o", str(out)]) == 0
         cap = capsys.readouterr()
         row = json.loads((out / "results.json").read_text())[0]
         runs.append((out, row))
@@ -131,6 +140,58 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows[0]["first"] == pytest.approx(first) and rows[0]["second"] == pytest.approx(second)
     assert rows[0]["difference"] == pytest.approx(first - second)
+
+
+def test_a_score_range_folders_command_scores_on_the_metrics_scale(longbench, tmp_path,
+                                                                   capsys):
+    """A cmd: program on a 1-10 folder prints ratings (7.4, not 0.71): a score off [1, 10]
+    stops the run with one line (exit 2) naming the item, the value and the range; the run,
+    resumed once the program is fixed, ends as a run that never failed did; a second run of
+    the same program reads the stored replies (the cache) on the scale too."""
+    from atlascat.live.store import RunStore
+
+    root, targets = longbench
+    model = str(targets.index[2])
+    flag = tmp_path / "off_the_scale"
+    args = ["evaluate", "--bank", str(root / "judge"), "--llm", "t2", "--max-items", "8", "-q"]
+    assert main([*args, "--subject", _cmd(root, model, 1, 10), "-o",
+                 str(tmp_path / "whole")]) == 0
+    whole = json.loads((tmp_path / "whole" / "results.json").read_text())[0]
+    capsys.readouterr()
+    flag.write_text("")
+    out = tmp_path / "broken"
+    assert main([*args, "--subject", _cmd(root, model, 1, 10, flag), "-o", str(out)]) == 2
+    text = capsys.readouterr().err
+    err = [ln for ln in text.splitlines() if ln.startswith("error: ")]
+    assert len(err) == 1 and "Traceback" not in text, text
+    assert re.search(r"item '[^']+' scored 11\.0, outside the bank folder's score range "
+                     r"\[1, 10\]", err[0]) and "resume with: atlas evaluate --resume" in err[0]
+    info = RunStore(out / "runs.sqlite").list_runs().iloc[0]
+    assert info["state"] == "error" and int(info["n_items"]) == 3
+    flag.unlink()
+    assert main(["evaluate", "--resume", info["run_id"], "--db", str(out / "runs.sqlite"),
+                 "-q"]) == 0
+    capsys.readouterr()
+    store = RunStore(out / "runs.sqlite")
+    steps = store.steps(info["run_id"])
+    first = RunStore(tmp_path / "whole" / "runs.sqlite")
+    ref = first.steps(whole["run_id"])
+    assert list(steps["item_id"]) == list(ref["item_id"])
+    np.testing.assert_allclose(steps["score"].astype(float), ref["score"].astype(float))
+    np.testing.assert_allclose(ref["score"].astype(float),
+                               targets.loc[model, list(ref["item_id"])].to_numpy(float))
+    from atlascat.live.service import predict_run
+
+    assert predict_run(store, info["run_id"])["score"] == pytest.approx(
+        whole["prediction"]["score"])
+    # the same program and model again in the first run's store: every reply from the cache
+    assert main([*args, "--subject", _cmd(root, model, 1, 10), "--db",
+                 str(tmp_path / "whole" / "runs.sqlite")]) == 0
+    capsys.readouterr()
+    runs = RunStore(tmp_path / "whole" / "runs.sqlite").list_runs()
+    again = first.steps([r for r in runs["run_id"] if r != whole["run_id"]][0])
+    assert again["cached"].astype(bool).all()
+    np.testing.assert_allclose(again["score"].astype(float), ref["score"].astype(float))
 
 
 def test_a_score_range_links_warnings_and_chance_read_on_the_metrics_scale(longbench):

@@ -230,6 +230,20 @@ class TestScoring:
         with pytest.raises(ConfigError, match="not one of the item's levels"):
             estimate_ability(np.full((1, 10), 7.0), bank, "eap")
 
+    def test_a_rating_off_the_scale_names_the_item_and_the_model(self):
+        """The error names the item id (and a labelled input's model), not a column number."""
+        bank, _ = self._bank()
+        y = np.full((2, 10), 3.0)
+        y[1, 4] = 7.0
+        frame = pd.DataFrame(y, index=["m0", "m1"], columns=bank.item_ids).iloc[:, ::-1]
+        with pytest.raises(ConfigError, match=r"rating 7 of model 'm1' on item 'i4' is not one "
+                                              r"of the item's levels 1;2;3;4;5") as e:
+            estimate_ability(frame, bank, "eap")
+        assert "column" not in str(e.value)
+        with pytest.raises(ConfigError, match=r"rating 7 at row 1 on item 'i4'") as e:
+            estimate_ability(y, bank, "eap")            # by position: the bank's item order
+        assert "column" not in str(e.value)
+
 
 class TestBank:
     def test_round_trip_both_formats(self, tmp_path):

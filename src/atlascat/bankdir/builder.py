@@ -147,17 +147,31 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
                                 "with --score-range LO HI") from None
 
 
+def _on_scale(value: float, score_range, what: str) -> float:
+    """A score given on the folder's scale (lo, hi) -> (x - lo) / (hi - lo); as is without
+    one. Outside [lo, hi]: one line naming ``what``."""
+    if score_range is None:
+        return value
+    lo, hi = score_range
+    if not lo <= value <= hi:
+        raise ConfigError(f"{what} {value:g} is outside the declared range [{lo:g}, {hi:g}] of "
+                          "--score-range; give it on the metric's scale")
+    return (value - lo) / (hi - lo)
+
+
 #: the model column of a --scores file, by name (the first present)
 SCORE_MODEL_COLUMNS = ("model", "subject_id", "name", "Model_Name")
 
 
-def read_scores(path, models: Sequence[str]) -> pd.Series:
+def read_scores(path, models: Sequence[str], score_range=None) -> pd.Series:
     """Published scores (0-1) from a CSV with a model column and a score column.
 
     Columns, read by their header names: the model (the first of :data:`SCORE_MODEL_COLUMNS`)
     and ``score``; a file without them is an error that names the columns expected.
-    Percentages (any value above 1) are divided by 100. A model the results do not hold is an
-    error (a misspelt name would silently lose a source model)."""
+    Percentages (any value above 1) are divided by 100. ``score_range`` (lo, hi): the scores
+    are on the metric's scale, as the results are (BLEU 0-100, a 1-10 rating), mapped as
+    (x - lo) / (hi - lo); a score outside [lo, hi] is refused. A model the results do not hold
+    is an error (a misspelt name would silently lose a source model)."""
     from ..validation import read_frame
 
     df = read_frame(path, what="scores file", option="--scores")
@@ -181,6 +195,14 @@ def read_scores(path, models: Sequence[str]) -> pd.Series:
         raise ConfigError(f"--scores names {len(unknown)} model(s) not in the results, e.g. "
                           f"{unknown[:3]}; use the results' model names (e.g. "
                           f"{sorted(known)[:2]})")
+    if score_range is not None:
+        lo, hi = (float(v) for v in score_range)
+        off = s[(s < lo) | (s > hi)]
+        if len(off):
+            raise ConfigError(f"--scores {str(path)!r}: score of {off.index[0]!r} is "
+                              f"{off.iloc[0]:g}, outside the declared range [{lo:g}, {hi:g}] "
+                              "of --score-range (give each score on the metric's scale)")
+        return (s - lo) / (hi - lo)
     if (s < 0).any() or (s > 100).any():
         raise ConfigError(f"--scores {str(path)!r}: scores must be in 0-1 (or 0-100 percent)")
     return s / 100.0 if (s > 1).any() else s
@@ -397,12 +419,14 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     source : a response matrix file, or sample log files / run folders (one task)
     output : folder to write (created; its extra files are kept)
     scores : CSV of (model, score) when the benchmark's score is not the mean over the items
-        (else each model's mean over all items of the results, dropped items included)
+        (else each model's mean over all items of the results, dropped items included); on
+        ``score_range`` when given (:func:`read_scores`)
     task, metric, filter_name, id_field : sample logs: which task, per-sample metric (default
         the task's first), harness filter and doc field of the item id
     name : the benchmark's name (default: the task, or the matrix file's stem)
     model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
-    chance : the score of a model answering at random, 0-1 (default :func:`default_chance`: a
+    chance : the score of a model answering at random, 0-1 or on ``score_range`` when given
+        (default :func:`default_chance`: a
         known benchmark's, from sample logs the mean of 1 / options, from a matrix 0): the
         link's floor, and the predictor's (``BenchmarkPredictor(chance=...)``)
     budget : the test length the link is fitted for (its replayed tests stop there)
@@ -423,13 +447,15 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                                    id_field=id_field, score_range=score_range)
     if logs is not None and logs.score_range is not None:
         score_range = tuple(map(float, logs.score_range))
+    if chance is not None:        # on the folder's scale, as every score it is given
+        chance = _on_scale(float(chance), score_range, "--chance")
     n = rm.n_subjects
     if n < min_models:
         raise ResponseDataError(f"the results hold {n} model(s); a bank needs at least "
                                 f"{min_models} source models (add more models' results)")
     models = [str(m) for m in rm.subject_ids]
     if scores is not None:
-        published = read_scores(scores, models).reindex(models)
+        published = read_scores(scores, models, score_range).reindex(models)
         score_note = f"published scores from {scores}"
     else:
         published = pd.Series(np.nanmean(rm.values, axis=1), index=models)

@@ -20,9 +20,9 @@ def build_bank_command(
              "files or the run folders holding them (one folder per model)."),
     output: Path = typer.Option(..., "--output", "-o", help="Bank folder to write."),
     scores: Optional[Path] = typer.Option(
-        None, "--scores", help="CSV of model,score (0-1 or percent) when the benchmark's "
-        "score is not each model's mean over the items. [default: the mean over all items "
-        "of RESULTS]"),
+        None, "--scores", help="CSV of model,score (0-1 or percent; with --score-range on "
+        "that scale) when the benchmark's score is not each model's mean over the items. "
+        "[default: the mean over all items of RESULTS]"),
     task: Optional[str] = typer.Option(None, "--task",
                                        help="Sample logs: the task to read (when the "
                                             "folders hold several)."),
@@ -41,7 +41,8 @@ def build_bank_command(
     budget: int = typer.Option(BUDGET, "--budget", min=5,
                                help="Test length the score link is fitted for."),
     chance: Optional[float] = typer.Option(None, "--chance",
-                                           help="Score (0-1) of a model answering at "
+                                           help="Score (0-1; with --score-range on "
+                                                "that scale) of a model answering at "
                                                 "random: the floor of a weaker model's "
                                                 "interval; where the weakest source "
                                                 "models score at chance, no target is "

@@ -30,11 +30,12 @@ A_LIMIT = 50.0
 D_LIMIT = 150.0
 
 
-def encode_levels(values, levels) -> np.ndarray:
+def encode_levels(values, levels, item_ids=None, subject_ids=None) -> np.ndarray:
     """Category index of every cell (float, NaN for missing) given each item's sorted levels.
 
     ``values``: (n, m) on the items' own scale; a level not among an item's categories raises
-    :class:`ConfigError` naming the cell.
+    :class:`ConfigError` naming the cell (its item by ``item_ids`` and its model by
+    ``subject_ids`` when given, else by position).
     """
     values = np.asarray(values, dtype=float)
     out = np.full(values.shape, np.nan)
@@ -46,8 +47,10 @@ def encode_levels(values, levels) -> np.ndarray:
         ok = lev[idx_c] == col[obs]
         if not ok.all():
             r = np.flatnonzero(obs)[np.flatnonzero(~ok)[0]]
+            who = f"of model {str(subject_ids[r])!r}" if subject_ids is not None else f"at row {r}"
+            item = f"item {str(item_ids[j])!r}" if item_ids is not None else f"item column {j}"
             raise ConfigError(
-                f"rating {values[r, j]:g} at row {r}, item column {j} is not one of the item's "
+                f"rating {values[r, j]:g} {who} on {item} is not one of the item's "
                 f"levels {_fmt_levels(lev)}; score only ratings on the bank's scale")
         out[obs, j] = idx
     return out
@@ -187,9 +190,10 @@ class PolyBank:
         """Each item's parameter names in mirt's order, ``a1, d1..d(K-1)``."""
         return poly.param_names(self.params)
 
-    def encode(self, values) -> np.ndarray:
-        """Responses on the items' own scale (n, n_items) -> category indices (NaN missing)."""
-        return encode_levels(values, self.levels)
+    def encode(self, values, subject_ids=None) -> np.ndarray:
+        """Responses on the items' own scale (n, n_items) -> category indices (NaN missing);
+        ``subject_ids`` name the rows in an error."""
+        return encode_levels(values, self.levels, self.item_ids, subject_ids)
 
     def scores(self) -> np.ndarray:
         """(n_items, K_max) level of every category (NaN where absent)."""

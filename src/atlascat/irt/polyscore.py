@@ -52,7 +52,7 @@ def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.
 
     from ..responses import ResponseMatrix
 
-    values, _, iids, _ = _as_ratings(responses, None)
+    values, sids, iids, _ = _as_ratings(responses, None)
     labelled = isinstance(responses, ResponseMatrix) or (
         isinstance(responses, pd.DataFrame)
         and not isinstance(responses.columns, pd.RangeIndex))
@@ -69,7 +69,7 @@ def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.
     elif values.shape[1] != len(bank):
         raise ConfigError(f"responses have {values.shape[1]} columns but the bank has "
                           f"{len(bank)} items; pass a labelled frame or the bank's item order")
-    return bank.encode(values)
+    return bank.encode(values, sids if labelled else None)
 
 
 def _loglik_at(codes, bank: PolyBank, theta):

@@ -413,8 +413,12 @@ def _as_score(value):
     return int(v) if v.is_integer() else v
 
 
-def _item_score(text: str):
-    """The score of an item-scored subject's stored reply (a JSON line with ``score``)."""
+def _item_score(text: str, subject=None):
+    """The score of an item-scored subject's stored reply (a JSON line with ``score``), read
+    by the subject when it reads its own (``score_of``: a score on a metric's scale)."""
+    reader = getattr(subject, "score_of", None)
+    if reader is not None:
+        return _as_score(reader(text))
     try:
         return _as_score(json.loads(text)["score"])
     except (ValueError, KeyError, TypeError):
@@ -548,7 +552,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                         completion_tokens=hit["completion_tokens"], attempts=0,
                                         cached=True)
                     scores[n] = (_as_score(irs[n].score(_outputs_from_text(irs[n], hit["answer"])))
-                                 if loglik else _item_score(hit["answer"]) if by_id
+                                 if loglik else _item_score(hit["answer"], subject) if by_id
                                  else score_answer(records[n], hit["answer"]))
             todo = [n for n in range(len(items)) if answers[n] is None]
             if todo and loglik:

@@ -14,8 +14,11 @@ scored it.
 
 The command's protocol: ATLAS starts it once per run (so a harness loads its model once) and
 writes one JSON object a line to its standard input, ``{"item_id": "..."}``; for every line it
-must print one line, ``{"item_id": "...", "score": 0 or 1}`` (on a graded / gpcm bank: the
-item's rating, one of its levels; other keys are kept with the answer), and flush (a Python program runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k
+must print one line, ``{"item_id": "...", "score": 0 or 1}`` (a score in [0, 1] for a
+continuous metric; on a bank folder built with ``--score-range LO HI``: the score on the
+metric's scale, LO..HI, read as (x - LO) / (HI - LO); on a graded / gpcm bank: the item's
+rating, one of its levels; other keys are kept with the answer), and flush (a Python program
+runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k
 items writes k lines, then reads k replies (any order). Its standard error is kept (the last
 line names a failure). The command exiting early, or a round taking longer than ``timeout``,
 fails the round: the run is saved, the process stopped, and ``--resume`` starts it again.
@@ -41,12 +44,14 @@ from .replay import recorded_answers, recorded_ratings
 __all__ = ["CommandSubject", "RecordedAnswers", "parse_scores"]
 
 
-def parse_scores(item_ids, text: str, who: str, *,
-                 ratings: bool = False) -> list[tuple[int, str]]:
+def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
+                 score_range=None) -> list[tuple[int, str]]:
     """(score, reply line) per item of ``item_ids`` from the JSON lines ``text`` (module
     docstring); one clear error for a line that is not such an object, a score that is not
     0/1 (``ratings``: not a finite number; the runner checks it against the item's levels),
-    an item missing, repeated or not asked."""
+    an item missing, repeated or not asked. ``score_range`` (lo, hi): a score is on the
+    metric's scale, returned as (x - lo) / (hi - lo); one outside [lo, hi] is a
+    :class:`SubjectError` (the run stops, saved, to be resumed once the program is fixed)."""
     want = [str(i) for i in item_ids]
     got: dict = {}
     for n, line in enumerate(text.splitlines(), 1):
@@ -66,6 +71,8 @@ def parse_scores(item_ids, text: str, who: str, *,
             if not isinstance(score, (int, float)) or not math.isfinite(score):
                 raise LiveRunError(f"{who}: item {item!r} rated {score!r}; a rating is a "
                                    "number on the item's scale")
+        elif score_range is not None:
+            score = _on_scale(score, score_range, f"{who}: item {item!r}")
         elif not isinstance(score, (int, float)) or not 0 <= score <= 1:
             raise LiveRunError(f"{who}: item {item!r} scored {score!r}; a score is 0 or 1, "
                                "or in [0, 1] for a continuous metric")
@@ -81,6 +88,16 @@ def parse_scores(item_ids, text: str, who: str, *,
     return [got[i] for i in want]
 
 
+def _on_scale(score, score_range, where: str) -> float:
+    """A score on the metric's scale (lo, hi) -> (x - lo) / (hi - lo) in [0, 1]."""
+    lo, hi = (float(v) for v in score_range)
+    if not isinstance(score, (int, float)) or not lo <= score <= hi:
+        raise SubjectError(f"{where} scored {score!r}, outside the bank folder's score range "
+                           f"[{lo:g}, {hi:g}] (--score-range); print each score on the "
+                           "metric's scale")
+    return (float(score) - lo) / (hi - lo)
+
+
 class CommandSubject:
     """A program of the user's that scores items by id (``cmd:COMMAND``; module docstring).
 
@@ -92,13 +109,15 @@ class CommandSubject:
     timeout : seconds one round may take (default: no limit)
     ratings : the items are ordinal (a graded / gpcm bank): ``score`` is a rating on the item's
         own scale (one of its levels, checked by the runner), not 0/1
+    score_range : (low, high), a bank folder's metric scale (built with ``--score-range``):
+        ``score`` is on it, read as (x - low) / (high - low) (:func:`parse_scores`)
     """
 
     kind = "item"
     protocol = "item command"
 
     def __init__(self, command, name: str | None = None, *, timeout: float | None = None,
-                 ratings: bool = False):
+                 ratings: bool = False, score_range=None):
         try:
             argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
         except ValueError as exc:
@@ -114,6 +133,7 @@ class CommandSubject:
         self.model = self.name = str(name) if name else self.command
         self.timeout = None if timeout is None else float(timeout)
         self.ratings = bool(ratings)
+        self.score_range = None if score_range is None else [float(v) for v in score_range]
         self._proc = None
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=20)
@@ -122,11 +142,24 @@ class CommandSubject:
 
     @property
     def cache_key(self) -> str:
-        return f"{self.name}@cmd:{self.command}" + ("#ratings" if self.ratings else "")
+        scale = "" if self.score_range is None else "#scale:{:g}-{:g}".format(*self.score_range)
+        return f"{self.name}@cmd:{self.command}" + ("#ratings" if self.ratings else "") + scale
 
     def describe(self) -> dict:
-        return {"type": "cmd", "model": self.name, "command": self.command,
-                "kind": self.kind, "timeout": self.timeout}
+        out = {"type": "cmd", "model": self.name, "command": self.command,
+               "kind": self.kind, "timeout": self.timeout}
+        if self.score_range is not None:
+            out["score_range"] = self.score_range
+        return out
+
+    def score_of(self, reply: str):
+        """The score of one stored reply line (a cached answer), read as it was when asked."""
+        try:
+            item = json.loads(reply)["item_id"]
+        except (ValueError, KeyError, TypeError):
+            raise LiveRunError(f"a stored reply {reply[:80]!r} holds no item_id") from None
+        return parse_scores([item], reply, f"the command {self.command!r}",
+                            ratings=self.ratings, score_range=self.score_range)[0][0]
 
     # ------------------------------------------------------------ the process
     def _start(self):
@@ -188,7 +221,7 @@ class CommandSubject:
                 if line.strip():
                     replies.append(line)
         return parse_scores(ids, "".join(replies), f"the command {self.command!r}",
-                            ratings=self.ratings)
+                            ratings=self.ratings, score_range=self.score_range)
 
     def close(self, wait: float = 5.0) -> None:
         """End the process: its standard input closed (a harness reading lines then exits),

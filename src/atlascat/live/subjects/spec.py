@@ -146,7 +146,7 @@ class SubjectSpec:
         """The subject. ``settings`` go where they apply: :data:`HTTP_OPTIONS` to the HTTP
         subjects, ``chat`` (bool) to ``openai:`` / ``simulate:``, ``batch_prompts`` to
         ``completions:``, ``timeout`` to ``cmd:``, ``score_range`` (a bank folder's metric
-        scale) to ``replay:`` by item id, the others (``device``, ``dtype``,
+        scale) to ``cmd:`` and ``replay:`` by item id, the others (``device``, ``dtype``,
         ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored. ``bank``: the
         bank asked (``simulate:`` needs it; ``replay:`` asks a bank without requests by id)."""
         kw = {k: v for k, v in settings.items() if v is not None}
@@ -178,7 +178,8 @@ class SubjectSpec:
         if kind == "cmd":
             command = (target.replace("{model}", shlex.quote(str(model)))
                        if "{model}" in target else target)
-            return CommandSubject(command, model, timeout=kw.get("timeout"), ratings=ratings)
+            return CommandSubject(command, model, timeout=kw.get("timeout"), ratings=ratings,
+                                  score_range=kw.get("score_range"))
         return self._backend(kw)
 
     def _backend(self, kw: dict):
@@ -227,7 +228,8 @@ class SubjectSpec:
             return (cls(kind, f"{desc['matrix']}#{desc['model']}"),
                     {"score_range": desc.get("score_range")})
         if kind == "cmd":
-            return cls(kind, desc["command"], desc.get("model")), {"timeout": desc.get("timeout")}
+            return cls(kind, desc["command"], desc.get("model")), {
+                "timeout": desc.get("timeout"), "score_range": desc.get("score_range")}
         if kind == "hf":
             opts = {k: desc[k] for k in ("device", "dtype", "batch_size", "max_batch_tokens",
                                          "max_length", "shared_prefix", "revision", "gguf_file")
