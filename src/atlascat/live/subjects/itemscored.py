@@ -74,7 +74,7 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
         elif score_range is not None:
             score = _on_scale(score, score_range, f"{who}: item {item!r}")
         elif not isinstance(score, (int, float)) or not 0 <= score <= 1:
-            raise LiveRunError(f"{who}: item {item!r} scored {score!r}; a score is 0 or 1, "
+            raise SubjectError(f"{who}: item {item!r} scored {score!r}; a score is 0 or 1, "
                                "or in [0, 1] for a continuous metric")
         if item not in want:
             raise LiveRunError(f"{who}: reply line {n} scores item {item!r}, which was not asked")
