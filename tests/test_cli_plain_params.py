@@ -77,9 +77,9 @@ def test_another_typer_layer_keeps_typers_conversion():
     from typer._coercion import RuntimeParam
     from typer.core import _TyperParameter
 
-    from atlascat.cli._params import _layer_as_expected
+    from atlascat.cli._params import layer_as_expected
 
-    assert _layer_as_expected(RuntimeParam, _TyperParameter)
+    assert layer_as_expected(RuntimeParam, _TyperParameter)
 
     @dataclasses.dataclass(frozen=True)
     class Wider:
@@ -93,6 +93,6 @@ def test_another_typer_layer_keeps_typers_conversion():
     class NoRuntime:
         type_descriptor: object
 
-    assert not _layer_as_expected(Wider, _TyperParameter)
-    assert not _layer_as_expected(RuntimeParam, NoRuntime)
-    assert not _layer_as_expected(object, _TyperParameter)
+    assert not layer_as_expected(Wider, _TyperParameter)
+    assert not layer_as_expected(RuntimeParam, NoRuntime)
+    assert not layer_as_expected(object, _TyperParameter)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
-__all__ = ["plain_value", "use_plain_params", "NOT_PLAIN"]
+__all__ = ["plain_value", "use_plain_params", "layer_as_expected", "NOT_PLAIN"]
 
 NOT_PLAIN = object()  # plain_value's answer for a value typer must convert itself
 _INT = re.compile(r"[+-]?\d+")
@@ -64,7 +64,7 @@ def plain_value(annotation, value) -> Any:
     return NOT_PLAIN
 
 
-def _layer_as_expected(runtime_param, parameter) -> bool:
+def layer_as_expected(runtime_param, parameter) -> bool:
     """Whether typer's conversion layer has the shape this module was written against: a
     dataclass ``RuntimeParam(parameter_info, annotation)`` with ``_coerce_value(value, param,
     ctx)``, and parameters with ``get_runtime_param`` and ``type_descriptor``. Any other shape
@@ -91,7 +91,7 @@ def use_plain_params() -> None:
         from typer.core import _TyperParameter
     except ImportError:  # pragma: no cover - another typer: its own conversion throughout
         return
-    if getattr(_TyperParameter, "_plain_values", False) or not _layer_as_expected(
+    if getattr(_TyperParameter, "_plain_values", False) or not layer_as_expected(
             RuntimeParam, _TyperParameter):
         return
 
