@@ -17,7 +17,7 @@ session's) with two intervals:
 
 - ``plain``: D +- 1.96 SE_D widened to contain the prediction (Des Raj's variance alone);
 - ``shown``: what a session shows (:func:`atlascat.predict.session.step_interval`: the
-  small-sample interval before min(30, budget) answers, the plain one from there on).
+  small-sample interval before SMALL_SAMPLE_DRAWS = 30 answers, the plain one from there on).
 
 Coverage: the share of targets whose full-benchmark score (the mean over all items) lies in the
 interval, pooled over seeds and over the matrices of a family; width: its mean, in points.
@@ -25,11 +25,19 @@ Checks run on every matrix, split and seed: the 50-item prediction and interval 
 ``replay(targets, seed=S+1000)``'s (to 1e-12: the final tables do not move), and on the first
 target of seed 0 the vectorized trajectory equals a live PredictSession's ``trajectory()``.
 
-    OPENBLAS_NUM_THREADS=1 nice python benchmarks/bench_step_coverage.py [--seeds-binary 3]
-        [--seeds-continuous 5] [--datasets v2_musr,narrativeqa] [--write-md]
+With ``--budgets 5,10,20`` the study is instead the final interval of a short run (``atlas
+simulate --max-items B`` on a bank folder: ``replay(targets, budget=B, seed=S+1000)`` of the
+same 50-item predictor): ``shown`` replay's interval, ``plain`` D +- 1.96 SE_D on the same draws
+(``_combine`` of the replay's arrays); checked: the point predictions agree, and on the first
+target of seed 0 replay's interval equals a live session's with budget B.
 
-writes benchmarks/results/step_coverage.csv (one row per matrix, split, seed, step, interval)
-and, with --write-md, the tables of benchmarks/results/step_coverage.md.
+    OPENBLAS_NUM_THREADS=1 nice python benchmarks/bench_step_coverage.py [--seeds-binary 3]
+        [--seeds-continuous 5] [--datasets v2_musr,narrativeqa] [--budgets 5,10,20]
+        [--write-md]
+
+writes benchmarks/results/step_coverage.csv (one row per matrix, split, seed, step, interval;
+with --budgets step_coverage_budgets.csv, one row per budget) and, with --write-md, the tables
+of benchmarks/results/step_coverage.md (with --budgets, those between its budget markers).
 """
 from __future__ import annotations
 
@@ -54,6 +62,7 @@ from atlascat.responses import ResponseMatrix  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "benchmarks" / "results" / "step_coverage.csv"
+CSV_BUDGETS = ROOT / "benchmarks" / "results" / "step_coverage_budgets.csv"
 MD = ROOT / "benchmarks" / "results" / "step_coverage.md"
 STEPS = (1, 2, 3, 5, 10, 20, 50)
 BUDGET = 50
@@ -97,7 +106,7 @@ def trajectories(pred, y, ids, seed: int) -> dict:
         yk[rows, item] = y[rows, item]
         r = pred.predict_draws(yk, item, *(d[c][:, :k] for c in ("q", "f", "f_rest", "g",
                                                                     "g_rest")))
-        out[k] = (r, step_interval(pred, yk, item, r, BUDGET))
+        out[k] = (r, step_interval(pred, yk, item, r))
     return out
 
 
@@ -140,6 +149,39 @@ def run_one(family, name, split, seed) -> list[dict]:
     return rows
 
 
+def run_budgets(family, name, split, seed, budgets) -> list[dict]:
+    """The final interval of a replay with each budget (module docstring, ``--budgets``)."""
+    pred, full, tgt = fitted(family, name, split, seed)
+    ids = [f"m{i}" for i in tgt]
+    y, truth = full[tgt], full[tgt].mean(axis=1)
+    targets = ResponseMatrix(y, ids, [str(i) for i in pred.item_ids_])
+    rows = []
+    for budget in budgets:
+        rep = pred.replay(targets, budget=budget, seed=seed + 1000)
+        gen = [subject_generator(seed + 1000, s) for s in ids]
+        score, plo, phi, *_ = pred._combine(pred._replay_arrays(y, gen, budget))
+        if not np.array_equal(rep.score.to_numpy(), score):
+            raise SystemExit(f"{name} {split} {seed}: replay's point prediction moved")
+        if seed == 0:
+            s = PredictSession(pred, budget=budget, rng=subject_generator(seed + 1000, ids[0]))
+            index = {str(i): j for j, i in enumerate(pred.item_ids_)}
+            while not s.done:
+                for item in s.next_items(1):
+                    s.record(item, y[0][index[item]])
+            end = s.prediction()
+            if not np.allclose((end.lower, end.upper), (rep.lower[0], rep.upper[0]), rtol=0,
+                               atol=1e-9):
+                raise SystemExit(f"{name} {split} budget {budget}: session and replay differ")
+        for label, (lo, hi) in (("plain", (plo, phi)),
+                                ("shown", (rep.lower.to_numpy(), rep.upper.to_numpy()))):
+            rows.append({"family": family, "matrix": name, "split": split, "seed": seed,
+                         "k": budget, "interval": label, "n_targets": len(tgt),
+                         "hits": int(((lo <= truth) & (truth <= hi)).sum()),
+                         "width": float(100 * np.mean(hi - lo)),
+                         "mae": float(100 * np.mean(np.abs(score - truth)))})
+    return rows
+
+
 def pooled(res: pd.DataFrame, by) -> pd.DataFrame:
     g = res.groupby(by, sort=False).agg(hits=("hits", "sum"), n=("n_targets", "sum"),
                                         width=("width", "mean"), mae=("mae", "mean"))
@@ -168,10 +210,10 @@ def tables(res: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write_md(text: str) -> None:
+def write_md(text: str, marker: str = "tables") -> None:
     """Replace the tables between the page's markers (the prose is written by hand)."""
     body = MD.read_text(encoding="utf-8")
-    start, end = "<!-- tables -->", "<!-- /tables -->"
+    start, end = f"<!-- {marker} -->", f"<!-- /{marker} -->"
     head, rest = body.split(start, 1)
     MD.write_text(head + start + "\n" + text + "\n" + end + rest.split(end, 1)[1],
                   encoding="utf-8")
@@ -182,8 +224,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds-binary", type=int, default=3)
     ap.add_argument("--seeds-continuous", type=int, default=5)
     ap.add_argument("--datasets", default="", help="comma-separated matrices (default: all)")
+    ap.add_argument("--budgets", default="",
+                    help="comma-separated budgets: the final interval of a short replay")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args(argv)
+    try:
+        budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
+    except ValueError:
+        ap.error(f"--budgets must be comma-separated integers, got {args.budgets!r}")
+    if any(b < 2 or b > BUDGET for b in budgets):
+        ap.error(f"--budgets must lie in 2-{BUDGET}, got {args.budgets!r}")
     todo = [("binary", n, args.seeds_binary) for n in bp.NAMES]
     todo += [("continuous", t, args.seeds_continuous) for t in lb.TASKS]
     if args.datasets:
@@ -193,15 +243,18 @@ def main(argv=None) -> int:
     for family, name, seeds in todo:
         for split in ("interpolation", "extrapolation"):
             for seed in range(seeds):
-                rows += run_one(family, name, split, seed)
+                rows += (run_budgets(family, name, split, seed, budgets) if budgets
+                         else run_one(family, name, split, seed))
         print(f"{name}: done ({time.time() - t0:.0f} s)", flush=True)
     res = pd.DataFrame(rows)
     text = tables(res)
+    if budgets:
+        text = text.replace("| k |", "| budget |")
     print(text)
     if not args.datasets:
-        res.to_csv(CSV, index=False, float_format="%.4f")
+        res.to_csv(CSV_BUDGETS if budgets else CSV, index=False, float_format="%.4f")
         if args.write_md:
-            write_md(text)
+            write_md(text, "budget tables" if budgets else "tables")
     return 0
 
 

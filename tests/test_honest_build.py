@@ -28,21 +28,24 @@ def musr(tmp_path_factory, shared_data):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design", ["predictor", "adaptive"])
-def test_simulate_and_a_live_replay_ask_the_same_items_and_agree(musr, tmp_path, design):
+@pytest.mark.parametrize("design, budget", [("predictor", []), ("adaptive", []),
+                                            ("predictor", ["--max-items", "10"])])
+def test_simulate_and_a_live_replay_ask_the_same_items_and_agree(musr, tmp_path, design,
+                                                                  budget):
     """Row 4 of the targets, simulated with the other rows and replayed live with the same
     seed: the same number of items, the same theta, prediction and interval, for the folder's
-    benchmark predictor and for its adaptive test."""
+    benchmark predictor (its default budget, and 10 items: the small-sample interval in both)
+    and for its adaptive test."""
     root, _ = musr
     r = CliRunner().invoke(app, ["simulate", str(root / "targets.csv"), "--bank",
                                  str(root / "bank"), "--seed", "3", "--design", design,
-                                 "-o", str(tmp_path / "sim")])
+                                 *budget, "-o", str(tmp_path / "sim")])
     assert r.exit_code == 0, r.output
     ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv").set_index("subject_id")
     model = str(ps.index[4])
     r = CliRunner().invoke(app, ["evaluate", "--bank", str(root / "bank"), "--subject",
                                  f"replay:{root / 'targets.csv'}#{model}", "--seed", "3", "-q",
-                                 "--design", design, "-o", str(tmp_path / "live")])
+                                 "--design", design, *budget, "-o", str(tmp_path / "live")])
     assert r.exit_code == 0, r.output
     row = json.loads((tmp_path / "live" / "results.json").read_text())[0]
     assert row["n_items"] == ps.loc[model, "n_items"]

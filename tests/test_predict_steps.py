@@ -71,7 +71,7 @@ def test_early_intervals_cover(runs):
 
 def test_interval_at_the_budget_is_the_replays(runs):
     """A session run to its budget ends with the interval and prediction of replay(seed=S),
-    and from min(SMALL_SAMPLE_DRAWS, budget) answers on the interval is the plain one."""
+    and from SMALL_SAMPLE_DRAWS answers on the interval is the plain one."""
     pred, targets, _ = runs
     rows = [0, 150]
     rep = pred.replay(ResponseMatrix(targets.values[rows],
@@ -86,10 +86,48 @@ def test_interval_at_the_budget_is_the_replays(runs):
         assert (end.score, end.lower, end.upper) == pytest.approx(
             (row.score, row.lower, row.upper), abs=1e-12)
     fake = {"lower": np.array([0.3]), "upper": np.array([0.5])}
-    same = step_interval(pred, None, np.zeros((1, est.SMALL_SAMPLE_DRAWS), int), fake, 100)
+    same = step_interval(pred, None, np.zeros((1, est.SMALL_SAMPLE_DRAWS), int), fake)
     assert (same[0][0], same[1][0]) == (0.3, 0.5)
-    same = step_interval(pred, None, np.zeros((1, 12), int), fake, 12)
-    assert (same[0][0], same[1][0]) == (0.3, 0.5)
+
+
+def test_short_budget_replay_is_the_sessions_and_covers(runs):
+    """With a budget under SMALL_SAMPLE_DRAWS (atlas simulate / evaluate --max-items 10), the
+    replay's final interval is the small-sample one: the interval a live session shows after
+    as many answers (budget 10, or budget 40 stopped at 10), covering the full score at least
+    90% of the time; the point prediction is the plain replay's. A target asked every item it
+    has keeps its exact score."""
+    pred, targets, _ = runs
+    budget = 10
+    rep = pred.replay(targets, budget=budget, seed=SEED)
+    truth = targets.values.mean(axis=1)
+    cover = np.mean((rep.lower <= truth) & (truth <= rep.upper))
+    assert cover >= 0.90, cover                  # the plain interval's: 0.87
+    gen = [subject_generator(SEED, s) for s in targets.subject_ids]
+    y = targets.aligned_values(pred.item_ids_)
+    score, plo, phi, *_ = pred._combine(pred._replay_arrays(y, gen, budget))
+    assert np.array_equal(rep.score, score)
+    assert np.all((rep.lower <= plo + 1e-12) & (rep.upper >= phi - 1e-12))
+    assert np.mean(rep.upper - rep.lower) > np.mean(phi - plo)
+    for r in (0, 150):
+        for b in (budget, BUDGET):
+            s = pred.session(budget=b, rng=subject_generator(SEED, targets.subject_ids[r]))
+            while s.n_items < budget:
+                for item in s.next_items(1):
+                    s.record(item, targets.values[r][int(item[1:])])
+            end = s.prediction()
+            assert (end.score, end.lower, end.upper) == pytest.approx(
+                (rep.score[r], rep.lower[r], rep.upper[r]), abs=1e-12)
+    v = targets.values
+    part = np.full((3, N_ITEMS), np.nan)
+    part[0, :6], part[1, :25], part[2] = v[0, :6], v[0, :25], v[1]
+    part = ResponseMatrix(part, ["six", "many", "all"], targets.item_ids)
+    out = pred.replay(part, budget=budget, seed=SEED)
+    assert out.n_items.tolist() == [6, budget, budget]
+    gen = [subject_generator(SEED, s) for s in ("six", "many", "all")]
+    _, plo, phi, *_ = pred._combine(pred._replay_arrays(part.aligned_values(pred.item_ids_),
+                                                        gen, budget))
+    assert (out.lower[0], out.upper[0]) == (plo[0], phi[0])          # its exact score's
+    assert np.all(out.upper[1:] - out.lower[1:] > phi[1:] - plo[1:])
 
 
 def test_small_sample_interval_formula():

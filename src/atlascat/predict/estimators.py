@@ -87,9 +87,9 @@ contain the point prediction.
 Early steps. Des Raj's variance estimate after k draws has k - 1 degrees of freedom: after 2
 or 3 answers it is often near 0 by chance (two draws whose terms t_k agree), and D +- 1.96 SE_D
 then covers far less than 95% (benchmarks/results/step_coverage.md: 0.66-0.68 after 2
-answers on held-out models). While fewer than n_0 = min(30, budget) draws are answered
-(:data:`SMALL_SAMPLE_DRAWS`; t_{0.975, 30} = 2.04 differs little from 1.96), the interval after
-k >= 2 answers (:func:`small_sample_interval`) pools the terms' sample variance
+answers on held-out models). While fewer than n_0 = 30 draws are answered, whatever the
+budget (:data:`SMALL_SAMPLE_DRAWS`; t_{0.975, 30} = 2.04 differs little from 1.96), the
+interval after k >= 2 answers (:func:`small_sample_interval`) pools the terms' sample variance
 s^2 = k (k - 1) SE_D^2 N^2 (on the total's scale) with a prior variance of one draw's term,
 
     sigma_0^2 = sum_{i in R} f_i (1 - f_i) / q_i      (:func:`draw_variance`)
@@ -106,8 +106,10 @@ Analysis, 3rd ed., section 3.3),
 
 widened to contain the point prediction (t with nu_0 + k - 1 = k degrees of freedom, the
 posterior predictive of a mean whose variance is estimated). After one answer the interval is
-the whole range 0-1; from n_0 answers on, and always at the budget, it is D +- 1.96 SE_D as
-above. The point prediction is the same at every step.
+the whole range 0-1; from n_0 answers on it is D +- 1.96 SE_D as above. A live session shows
+this interval at every step and a replay ends with it (a budget under n_0 included; a target
+asked every item it has keeps its exact score), so both agree at the same step. The point
+prediction is the same at every step.
 
 References
 ----------
@@ -432,15 +434,16 @@ def small_sample_interval(design, se, score, n_draws, draw_var, n_items, *, slop
     """(lower, upper) of the 95% interval after ``n_draws`` = k >= 2 answers (module docstring,
     "Early steps"): D +- t_{0.975, k} sqrt((sigma_0^2 / N^2 + (k - 1) k SE_D^2) / k^2),
     widened to contain ``score`` and clipped to 0-1; ``draw_var`` sigma_0^2
-    (:func:`draw_variance`), N = ``n_items``. With a score map s = c0 + c1 m (``slope`` c1,
-    ``resid`` r), ``design`` and ``se`` are on the score's scale, SE^2 = c1^2 SE_m^2 + r^2, and
-    so is the pooled SE."""
+    (:func:`draw_variance`), N = ``n_items`` (one, or one per row). With a score map
+    s = c0 + c1 m (``slope`` c1, ``resid`` r), ``design`` and ``se`` are on the score's scale,
+    SE^2 = c1^2 SE_m^2 + r^2, and so is the pooled SE."""
     from scipy.stats import t as student_t
 
     k = np.asarray(n_draws, float)
     c1, r = float(slope), float(resid)
     se_m2 = np.maximum(np.asarray(se, float) ** 2 - r ** 2, 0.0) / max(c1 * c1, 1e-300)
-    var_m = (np.asarray(draw_var, float) / float(n_items) ** 2 + (k - 1.0) * k * se_m2) / k ** 2
+    n = np.asarray(n_items, float)
+    var_m = (np.asarray(draw_var, float) / n ** 2 + (k - 1.0) * k * se_m2) / k ** 2
     half = student_t.ppf(0.975, k) * np.sqrt(c1 * c1 * var_m + r * r)
     lo = np.clip(np.minimum(design - half, score), 0.0, 1.0)
     hi = np.clip(np.maximum(design + half, score), 0.0, 1.0)

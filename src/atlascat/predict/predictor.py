@@ -246,8 +246,10 @@ class BenchmarkPredictor:
         rows = np.broadcast_to(np.arange(y.shape[0])[:, None], d["item"].shape)
         asked = np.zeros(y.shape, dtype=bool)
         asked[rows[d["valid"]], d["item"][d["valid"]]] = True
-        return self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"], d["f_rest"],
-                              d["log_post"], d["valid"], d["g"], d["g_rest"], loo_rows)
+        out = self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"], d["f_rest"],
+                             d["log_post"], d["valid"], d["g"], d["g_rest"], loo_rows)
+        out["item"], out["valid"] = d["item"], d["valid"]
+        return out
 
     def _level(self):
         """(x, c_0) of the level model, or None (a version-2 predictor: the IRT model alone)."""
@@ -346,8 +348,11 @@ class BenchmarkPredictor:
         every row) or, with ``seed``, from each target's own
         :func:`~atlascat.predict.session.subject_generator`: then a target is asked what a live
         session of it seeded alike asks, whatever the other rows. Columns: ``subject``,
-        ``n_items``, ``score``, ``lower``, ``upper`` (95%, 0-1), ``se``, ``method`` ("design"
-        for a target outside the source population, else "combined"), ``flag``,
+        ``n_items``, ``score``, ``lower``, ``upper`` (95%, 0-1; after fewer than
+        ``SMALL_SAMPLE_DRAWS`` answers the small-sample interval of
+        :func:`~atlascat.predict.session.step_interval`, as a live session shows it), ``se``,
+        ``method`` ("design" for a target outside the source population, else "combined"),
+        ``flag``,
         ``model_score``, ``design_score``, ``theta``, ``full_score`` (the target's mean over its
         answered items, for studies).
         """
@@ -357,14 +362,17 @@ class BenchmarkPredictor:
         if not isinstance(targets, ResponseMatrix):
             targets = ResponseMatrix(targets)
         y = targets.aligned_values(self.item_ids_, extra="ignore")
-        if seed is not None:
-            from .session import subject_generator
+        from .session import step_interval, subject_generator
 
+        if seed is not None:
             gen = [subject_generator(seed, s) for s in targets.subject_ids]
         else:
             gen = np.random.default_rng(rng)
         arr = self._replay_arrays(y, gen, budget)
         score, lo, hi, sd, outside, z = self._combine(arr)
+        lo, hi = step_interval(self, y, arr["item"], {
+            "lower": lo, "upper": hi, "score": score, "design_score": arr["design"],
+            "design_se": arr["se"]}, arr["valid"], np.isfinite(y))
         return pd.DataFrame({
             "subject": list(targets.subject_ids), "n_items": arr["n"].astype(int),
             "score": score, "lower": lo, "upper": hi, "se": sd,
