@@ -111,8 +111,6 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     reset_quiet()  # every command starts loud; its own -q/--quiet turns quiet on
 
 
-
-
 def main(argv=None) -> int:
     """Entry point. Library errors (AtlasError) become a one-line message and exit code 2;
     usage errors are reported by typer/click with exit code 2 as usual. Input that ends early
