@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from atlascat.cli import main
-from atlascat.cli.cmd_simulate import safe_filename, unique_filenames
+from atlascat.cli._common import safe_filename, unique_filenames
 from atlascat.catalogue import load_paper_bank as load_bank
 
 

@@ -296,3 +296,34 @@ def one_line_warnings():
         yield
     finally:
         warnings.showwarning = shown
+
+
+def binary_bank_only(bank, spec: str, command: str, why: str, instead: str) -> None:
+    """Refuse an ordinal (graded / gpcm) bank in a command made for right/wrong items: one
+    line saying why and what to run instead (exit 2)."""
+    from ..errors import ConfigError
+    from ..irt.polybank import PolyBank
+
+    if isinstance(bank, PolyBank):
+        raise ConfigError(f"{command} {why}; {spec!r} holds ordinal ({bank.model}) items: "
+                          f"{instead}")
+
+
+def safe_filename(name: str) -> str:
+    """A file name for a subject id: runs of characters outside [A-Za-z0-9._-] become '_'."""
+    import re
+
+    out = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "subject"
+    return out[:180]
+
+
+def unique_filenames(ids) -> list[str]:
+    """Sanitized, collision-free file stems for the subject ids (suffix _2, _3, ... on clashes)."""
+    seen: dict[str, int] = {}
+    out = []
+    for sid in ids:
+        base = safe_filename(sid)
+        n = seen.get(base.lower(), 0) + 1
+        seen[base.lower()] = n
+        out.append(base if n == 1 else f"{base}_{n}")
+    return out

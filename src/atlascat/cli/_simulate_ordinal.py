@@ -15,6 +15,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     from ..irt.polybank import PolyBank
     from ..irt.polycal import read_ratings
 
+    _check_options(o)
     pb = PolyBank.read(bank)
     kwargs = {}
     rng = np.random.default_rng(o.seed)
@@ -39,6 +40,8 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     res.persons.to_csv(out / "person_scores.csv", index=False)
     if o.selected:
         res.administered.to_csv(out / "selected_items.csv", index=False)
+    if o.selected_folder:
+        _write_selected_folder(res, out / "selected_items")
     res.exposure.rename_axis("item_id").reset_index().to_csv(out / "item_exposure.csv",
                                                              index=False)
     p = res.persons
@@ -65,5 +68,28 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title=f"atlas simulate ({pb.model} bank, {len(pb)} items)")
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
-                  f"{'selected_items.csv, ' if o.selected else ''}item_exposure.csv, "
+                  f"{'selected_items.csv, ' if o.selected else ''}"
+                  f"{'selected_items/, ' if o.selected_folder else ''}item_exposure.csv, "
                   "summary.json)")
+
+
+def _check_options(o) -> None:
+    """Refuse what the ordinal adaptive test does not do (one line each)."""
+    from ..errors import ConfigError
+
+    if o.batch_size is not None and o.batch_size > 1:
+        raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop "
+                          f"--batch-size {o.batch_size}")
+
+
+def _write_selected_folder(res, folder) -> None:
+    """selected_items/<subject>.csv: each examinee's administered items (catR's layout)."""
+    from ._common import unique_filenames
+
+    folder.mkdir(exist_ok=True)
+    persons, given = res.persons, res.administered
+    groups = dict(tuple(given.groupby("subject_id", sort=False)))
+    empty = given.iloc[:0]
+    for sid, stem in zip(persons["subject_id"], unique_filenames(persons["subject_id"])):
+        groups.get(sid, empty).drop(columns="subject_id").to_csv(folder / f"{stem}.csv",
+                                                                 index=False)

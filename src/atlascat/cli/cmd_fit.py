@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
         """
         from ..errors import ConfigError
         from ..catalogue import BankRef
-        from ._common import align_items, load_responses
+        from ._common import align_items, binary_bank_only, load_responses
 
         if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl", "2pl",
                                                                "3pl", "4pl"):
@@ -114,6 +114,8 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"--extra-items must be ignore or error, got {extra_items!r}")
         output_file(output)
         bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
+        binary_bank_only(bk, bank, "atlas fit", "tests right/wrong items (M2, S-X2)",
+                         "compare its models by the AIC and BIC atlas calibrate prints")
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
         rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
         report = fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),

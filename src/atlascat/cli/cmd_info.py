@@ -24,7 +24,15 @@ def describe(path: Path) -> dict:
     if not p.is_file() or _looks_like_bank(p):
         ref = BankRef.from_option(path, option="PATH", normalize_ids=False, kinds=KINDS)
         return {"kind": "bank", "path": str(path), **ref.load().summary()}
-    rm = ResponseMatrix.read(p, on_empty="keep")
+    from ..errors import ResponseDataError
+
+    try:
+        rm = ResponseMatrix.read(p, on_empty="keep")
+    except ResponseDataError as exc:   # ratings on their own scale (a judge's 1-10, ...)?
+        ratings = _describe_ratings(p)
+        if ratings is None:
+            raise exc from None
+        return ratings
     if not rm.observed.any():
         from ..errors import ResponseDataError
 
@@ -51,8 +59,56 @@ def describe(path: Path) -> dict:
     }
 
 
+def _describe_ratings(path: Path) -> dict | None:
+    """Summary of a matrix of integer ratings (what ``atlas calibrate --model graded|gpcm``
+    reads), or None when the file is not one."""
+    import numpy as np
+    import pandas as pd
+
+    from ..errors import AtlasError
+    from ..irt.polycal import read_ratings
+
+    try:
+        values, _, _, _ = read_ratings(path)
+    except AtlasError:
+        return None
+    observed = ~np.isnan(values)
+    obs = values[observed]
+    if obs.size == 0 or not np.all(obs == np.round(obs)):
+        return None
+    q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
+    with np.errstate(invalid="ignore"):
+        means = np.nanmean(np.where(observed, values, np.nan), axis=1)
+        item_means = np.nanmean(np.where(observed, values, np.nan), axis=0)
+    per_item = [np.unique(values[observed[:, j], j]).size for j in range(values.shape[1])]
+    return {
+        "kind": "ratings",
+        "path": str(path),
+        "subjects": int(values.shape[0]),
+        "items": int(values.shape[1]),
+        "missing_fraction": round(float(1 - observed.mean()), 6),
+        "levels": [float(v) for v in np.unique(obs)],
+        "levels_per_item": {"min": int(min(per_item)), "max": int(max(per_item))},
+        "mean_rating_quantiles": dict(zip(["min", "q05", "q25", "median", "q75", "q95", "max"],
+                                          np.quantile(means[~np.isnan(means)], q)
+                                          .round(4).tolist())),
+        "items_per_subject": {"min": int(observed.sum(1).min()),
+                              "median": float(np.median(observed.sum(1))),
+                              "max": int(observed.sum(1).max())},
+        "subjects_without_response": int((~observed.any(1)).sum()),
+        "items_without_response": int((~observed.any(0)).sum()),
+        "item_mean_quantiles": dict(zip(["min", "median", "max"],
+                                        pd.Series(item_means).quantile([0, .5, 1])
+                                        .round(4).tolist())),
+    }
+
+
 def _looks_like_bank(path: Path) -> bool:
+    from ..irt.polybank import is_poly_bank_file
     from ..validation import read_frame
+
+    if is_poly_bank_file(path):   # graded / gpcm items: a1, d1.., levels
+        return True
 
     cols = set(read_frame(path, what="file", option="PATH", nrows=0).columns.astype(str))
     return {"a1", "d"} <= cols or {"a", "b"} <= cols
@@ -66,27 +122,58 @@ def register(app: typer.Typer) -> None:
              as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
         """Describe a response matrix or an item bank.
 
-        For a matrix: subjects, items, missing fraction, accuracy quantiles. For a bank: item
-        count, parameter quantiles, items with a <= 0 or c > 0.5.
+        For a matrix: subjects, items, missing fraction, accuracy quantiles (a matrix of
+        integer ratings: its levels and mean-rating quantiles). For a bank: item count,
+        parameter quantiles, items with a <= 0 or c > 0.5 (ordinal items: their categories
+        and rating scales).
         """
         summary = describe(path)
         if as_json:
             console.print_json(json.dumps(json_safe(summary)))
             return
-        if summary["kind"] == "responses":
-            console.print(f"[bold]{escape(path)}[/]: response matrix")
-            console.print(f"  subjects: {summary['subjects']}   items: {summary['items']}   "
-                          f"missing: {summary['missing_fraction']:.1%}   binary: {summary['binary']}")
-            console.print(f"  accuracy quantiles: {summary['accuracy_quantiles']}")
-            console.print(f"  items per subject: {summary['items_per_subject']}")
-            if summary["subjects_without_response"] or summary["items_without_response"]:
-                console.print(f"  [yellow]all-missing: {summary['subjects_without_response']} subjects, "
-                              f"{summary['items_without_response']} items[/]")
+        if summary["kind"] in ("responses", "ratings"):
+            _print_matrix(path, summary)
         else:
-            console.print(f"[bold]{escape(path)}[/]: item bank, {summary['n_items']} items, "
-                          f"model {summary['model']}")
-            for name, qs in summary["quantiles"].items():
-                console.print(f"  {name}: {qs}")
-            na, nc = summary["nonpositive_a"], summary["c_above_0.5"]
-            console.print(f"  items with a <= 0: {len(na)} {na[:10]}")
-            console.print(f"  items with c > 0.5: {len(nc)} {nc[:10]}")
+            _print_bank(path, summary)
+
+
+def _print_matrix(path: str, summary: dict) -> None:
+    if summary["kind"] == "ratings":
+        lev = summary["levels"]
+        console.print(f"[bold]{escape(path)}[/]: ratings matrix (levels {lev[0]:g}-{lev[-1]:g}, "
+                      f"{len(lev)} distinct; {summary['levels_per_item']['min']}-"
+                      f"{summary['levels_per_item']['max']} per item)")
+    else:
+        console.print(f"[bold]{escape(path)}[/]: response matrix")
+    console.print(f"  subjects: {summary['subjects']}   items: {summary['items']}   "
+                  f"missing: {summary['missing_fraction']:.1%}"
+                  + (f"   binary: {summary['binary']}" if "binary" in summary else ""))
+    if summary["kind"] == "ratings":
+        console.print(f"  mean rating per subject, quantiles: {summary['mean_rating_quantiles']}")
+    else:
+        console.print(f"  accuracy quantiles: {summary['accuracy_quantiles']}")
+    console.print(f"  items per subject: {summary['items_per_subject']}")
+    if summary["subjects_without_response"] or summary["items_without_response"]:
+        console.print(f"  [yellow]all-missing: {summary['subjects_without_response']} subjects, "
+                      f"{summary['items_without_response']} items[/]")
+
+
+def _print_bank(path: str, summary: dict) -> None:
+    console.print(f"[bold]{escape(path)}[/]: item bank, {summary['n_items']} items, "
+                  f"model {summary['model']}")
+    if "levels" in summary:   # ordinal items (graded / gpcm)
+        k = summary["n_categories"]
+        console.print(f"  categories per item: {k['min']}-{k['max']}; models: {summary['models']}")
+        scales = sorted(summary["levels"].items(), key=lambda kv: -kv[1])
+        for scale, n in scales[:5]:
+            console.print(f"  {n} item(s) rated {scale}")
+        if len(scales) > 5:
+            console.print(f"  {sum(n for _, n in scales[5:])} item(s) on {len(scales) - 5} "
+                          "other scale(s) (--json lists them)")
+    for name, qs in summary["quantiles"].items():
+        console.print(f"  {name}: {qs}")
+    na = summary["nonpositive_a"]
+    console.print(f"  items with a <= 0: {len(na)} {na[:10]}")
+    if "c_above_0.5" in summary:
+        nc = summary["c_above_0.5"]
+        console.print(f"  items with c > 0.5: {len(nc)} {nc[:10]}")

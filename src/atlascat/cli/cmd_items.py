@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from ._common import bank_option_help, console, json_safe, output_file, print_frame
+from ._common import (bank_option_help, binary_bank_only, console, json_safe, output_file,
+                      print_frame)
 
 
 def register(app: typer.Typer) -> None:
@@ -52,6 +53,8 @@ def register(app: typer.Typer) -> None:
                               "(positional) are the answers for the S-X2 item fit")
         output_file(output)
         bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
+        binary_bank_only(bk, bank, "atlas items", "flags right/wrong items by a, b, c, u and S-X2",
+                         "see their slopes with atlas info and their information with atlas design")
         rm = None
         if responses is not None:
             rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -13,29 +12,11 @@ from ..cat.config import Estimation, Selection, Stopping
 from ..suite.config import SuiteConfig
 from ._common import (bank_option_help, console, err_console, escape, json_safe,
                       load_responses, min_items_note, one_bank, output_dir, print_frame,
-                      progress_bar, quiet_option)
+                      progress_bar, quiet_option, unique_filenames)
 from ._options import predictor_only
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
-
-
-def safe_filename(name: str) -> str:
-    """A file name for a subject id: runs of characters outside [A-Za-z0-9._-] become '_'."""
-    out = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "subject"
-    return out[:180]
-
-
-def unique_filenames(ids) -> list[str]:
-    """Sanitized, collision-free file stems for the subject ids (suffix _2, _3, ... on clashes)."""
-    seen: dict[str, int] = {}
-    out = []
-    for sid in ids:
-        base = safe_filename(sid)
-        n = seen.get(base.lower(), 0) + 1
-        seen[base.lower()] = n
-        out.append(base if n == 1 else f"{base}_{n}")
-    return out
 
 
 THETA_LIMIT = 10.0  # ability estimates live in [-10, 10] (the WLE/ML search bounds)

@@ -202,6 +202,31 @@ class PolyBank:
             out[j, :len(lev)] = lev
         return out
 
+    def summary(self) -> dict:
+        """Item count, model(s), quantiles of the slope ``a1`` and of each item's location
+        b = -mean_k(d_k) / a1, the categories and the rating scales, and the items with
+        a1 <= 0 (as :meth:`ItemBank.summary` for binary banks)."""
+        q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
+        names = ["min", "q05", "q25", "median", "q75", "q95", "max"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loc = -np.nanmean(self.params[:, 1:], axis=1) / self.a
+        quant = {name: dict(zip(names, np.quantile(arr[np.isfinite(arr)], q).round(4).tolist()))
+                 for name, arr in (("a1", self.a), ("location", loc)) if np.isfinite(arr).any()}
+        scales: dict[str, int] = {}
+        for lev in self.levels:
+            key = _fmt_levels(lev)
+            scales[key] = scales.get(key, 0) + 1
+        models, counts = np.unique(self.models.astype(str), return_counts=True)
+        return {
+            "n_items": len(self),
+            "model": self.model,
+            "models": dict(zip(models.tolist(), counts.astype(int).tolist())),
+            "n_categories": {"min": int(self.n_cat.min()), "max": int(self.n_cat.max())},
+            "levels": scales,
+            "quantiles": quant,
+            "nonpositive_a": self.item_ids[~(self.a > 0)].tolist(),
+        }
+
     # ------------------------------------------------------------------ the model
     def log_prob(self, theta) -> np.ndarray:
         """log P(X_j = k | theta), (n_items, n_theta, K_max), -inf for absent categories."""
