@@ -112,8 +112,9 @@ def test_replay_asks_what_simulate_asks_and_every_reader_agrees(root, tmp_path):
     # the observed share of the scale: each rating's (r - 1) / 3, averaged
     credit = (administered["score"] - 1) / 3
     assert res["observed_accuracy"] == pytest.approx(credit.mean())
-    page = Path(res["report"]).read_text()
-    assert "observed share of the scale" in page and "pending" not in page
+    page = Path(res["report"]).read_text()   # one 1-4 scale: the mean rating on it
+    assert (f"observed mean score (over the items asked, on the metric&#x27;s own scale)</td>"
+            f"<td>{administered['score'].mean():.1f}<") in page and "pending" not in page
     runs = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite"), "--json"])
     assert runs.exit_code == 0, runs.output
     row = json.loads(runs.output)

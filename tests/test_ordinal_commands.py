@@ -3,6 +3,7 @@ ratings' own scale or refuses with one line naming why (never a traceback, never
 binary reading, never an option accepted and ignored)."""
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -89,3 +90,45 @@ def test_simulate_writes_the_selected_folder_on_a_graded_bank(root, tmp_path):
     one = pd.read_csv(out / "selected_items" / "m7.csv")
     mine = long[long.subject_id == "m7"].drop(columns="subject_id").reset_index(drop=True)
     pd.testing.assert_frame_equal(one, mine, check_dtype=False)
+
+
+def test_ordinal_prediction_is_the_expected_mean_rating(root):
+    from atlascat.live.service import ordinal_prediction
+
+    bank = PolyBank.read(root / "bank.csv")
+    pred = ordinal_prediction(bank, 0.4, 0.3)
+    p = bank.probability(np.array([0.4]))[:, 0, :]                 # (items, categories)
+    direct = np.nansum(p * np.arange(1.0, 11.0), axis=1).mean()
+    assert pred["score"] == pytest.approx(direct, rel=1e-10)
+    assert pred["lo"] < pred["score"] < pred["hi"] and pred["scale"] == [1.0, 10.0]
+    rubric = PolyBank.combine(bank.subset(["q0", "q1"]),
+                              PolyBank(["r0"], [[1.2, 1.0, 0.0, -1.0]], "gpcm", [[0, 1, 2, 3]]))
+    mixed = ordinal_prediction(rubric, 0.4, 0.3)                     # two scales: shares
+    assert "scale" not in mixed and 0 < mixed["lo"] < mixed["score"] < mixed["hi"] < 1
+
+
+def test_live_graded_run_reads_the_same_in_cli_json_runs_and_html(root, tmp_path):
+    """A replayed graded run: the predicted mean rating and the observed mean rating, the
+    same in the CLI lines, results.json, `atlas runs` and the HTML page; no accuracy, no
+    percent, no hint to use a leaderboard's bank."""
+    ratings = pd.read_csv(root / "judge.csv", index_col=0)
+    model = ratings.index[ratings.notna().all(axis=1)][0]
+    out = tmp_path / "run"
+    text = _run("evaluate", "--bank", str(root / "bank.csv"), "--subject",
+                f"replay:{root / 'judge.csv'}#{model}", "--min-items", "4", "--max-items", "8",
+                "-o", str(out))
+    row = json.loads((out / "results.json").read_text())[0]
+    pred, asked = row["prediction"], row["scores"]
+    assert pred["scale"] == [1.0, 10.0] and pred["metric"] == "mean rating"
+    shown = f"{pred['score']:.1f} (95% interval {pred['lo']:.1f}-{pred['hi']:.1f})"
+    observed = f"{np.mean(asked):.1f}"
+    assert shown in text and f"observed {observed}" in text
+    plain = text.replace("95%", "")
+    assert "accuracy" not in plain and "%" not in plain and "arc" not in plain, text
+    runs = _run("runs", "--db", str(out / "runs.sqlite"))
+    assert f"{pred['score']:.1f} ({pred['lo']:.1f}-{pred['hi']:.1f})" in runs and observed in runs
+    page = html.unescape(next((out / "reports").glob("*.html")).read_text())
+    assert shown in page
+    assert f"observed mean score (over the items asked, on the metric's own scale)</td><td>" \
+        f"{observed}<" in page
+    assert "accuracy" not in page.lower()

@@ -374,11 +374,12 @@ def _on_scale(value, scale, spec: str = ".1f") -> str:
 
 def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[str, str]]:
     """The observed accuracy and the items used: right / asked for right / wrong answers, the
-    mean score for scores in [0, 1] (on the metric's own ``scale`` when it has one), each
-    rating's share of its scale for ordinal items."""
+    mean score for scores in [0, 1] (on the metric's own ``scale`` when it has one: the mean
+    rating of ordinal items on one rating scale), each rating's share of its scale for
+    ordinal items on several."""
     n = int(info["n_items"])
     mean = info["n_correct"] / n if n else None
-    if ordinal:
+    if ordinal and not scale:   # ratings on several scales: each one's share of its own
         label = ("observed share of the scale (each rating's (r - lowest) / (highest - "
                  "lowest))")
     elif scale:

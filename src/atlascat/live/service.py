@@ -40,7 +40,7 @@ from .subjects import is_ordinal
 
 __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
            "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
-           "predictor_prediction", "DESIGNS"]
+           "predictor_prediction", "ordinal_prediction", "DESIGNS"]
 
 
 # ------------------------------------------------------------------ the predicted score
@@ -93,11 +93,39 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
     return _named(ref, _link_prediction(ref, theta, se, answers, stop_reason))
 
 
+def ordinal_prediction(bank, theta: float, se: float) -> dict:
+    """{score, lo, hi, metric, scale} of an ordinal bank at theta +- SE: the mean rating
+    expected over all its items, E[R | theta] = mean_j sum_k level_jk P_jk(theta), with the
+    95% interval E[R | theta -+ 1.96 SE] (it rises with theta where every slope a_j > 0;
+    Samejima, 1969; Muraki, 1992), on the items' rating scale when they share one (the same
+    lowest and highest level); else each item's expectation as a share of its own scale,
+    (E_j - lowest_j) / (highest_j - lowest_j), averaged (0-1)."""
+    import numpy as np
+
+    low = np.array([lv[0] for lv in bank.levels])
+    high = np.array([lv[-1] for lv in bank.levels])
+    grid = np.array([theta - 1.96 * se, theta, theta + 1.96 * se], dtype=float)
+    expected = bank.expected_score(grid)                                   # (3, n_items)
+    common = bool((low == low[0]).all() and (high == high[0]).all())
+    if common:
+        values = expected.mean(axis=1)
+    else:
+        values = ((expected - low) / np.where(high > low, high - low, 1.0)).mean(axis=1)
+    out = {"score": float(values[1]), "lo": float(values[[0, 2]].min()),
+           "hi": float(values[[0, 2]].max()), "metric": "mean rating"}
+    if common:
+        out["scale"] = [float(low[0]), float(high[0])]
+    return out
+
+
 def _link_prediction(ref: BankRef, theta, se, answers, stop_reason) -> dict:
     if theta is None or se is None:
         return {"note": "no estimate"}
     if ref.kind == "dir":
         return _folder_prediction(ref.folder(), theta, se, answers, stop_reason)
+    if ref.kind == "file" and is_ordinal(bank := ref.load()):
+        return {**ordinal_prediction(bank, theta, se), "benchmark": ref.title,
+                "population": None}
     try:
         link = ref.score_link()
     except Exception as exc:  # noqa: BLE001 - a broken installation's link: never fail a run
