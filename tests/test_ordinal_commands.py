@@ -132,3 +132,9 @@ def test_live_graded_run_reads_the_same_in_cli_json_runs_and_html(root, tmp_path
     assert f"observed mean score (over the items asked, on the metric's own scale)</td><td>" \
         f"{observed}<" in page
     assert "accuracy" not in page.lower()
+
+
+def test_anova_refuses_a_binary_model_on_ratings_in_one_line(root):
+    msg = _run("anova", str(root / "judge.csv"), "--model", "2pl", "--model", "graded",
+               fails=True)
+    assert "--model 2pl fits right/wrong (0/1) answers" in msg and "ratings 1-10" in msg

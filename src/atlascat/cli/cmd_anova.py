@@ -11,6 +11,19 @@ from ..irt.defaults import QUADPTS
 from ._common import RESPONSES_HELP, console, load_responses, output_file, print_frame
 
 
+def _binary_models_need_01(values, binary: list, responses: str) -> None:
+    """Refuse a right/wrong model on ratings (levels other than 0 and 1), in one line."""
+    import numpy as np
+
+    from ..errors import ConfigError
+
+    levels = np.unique(values[~np.isnan(values)])
+    if binary and not set(levels.tolist()) <= {0.0, 1.0}:
+        raise ConfigError(f"--model {binary[0]} fits right/wrong (0/1) answers but {responses} "
+                          f"holds ratings {levels[0]:g}-{levels[-1]:g}; fit ratings with "
+                          "--model graded or gpcm")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("anova")
     def anova_cmd(
@@ -55,6 +68,7 @@ def register(app: typer.Typer) -> None:
             from ..irt.polycal import read_ratings
 
             values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+            _binary_models_need_01(values, [m for m in names if m not in ORDINAL], responses)
             rm = pd.DataFrame(values, index=sids, columns=iids)
         else:
             rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
