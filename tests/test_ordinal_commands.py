@@ -138,3 +138,39 @@ def test_anova_refuses_a_binary_model_on_ratings_in_one_line(root):
     msg = _run("anova", str(root / "judge.csv"), "--model", "2pl", "--model", "graded",
                fails=True)
     assert "--model 2pl fits right/wrong (0/1) answers" in msg and "ratings 1-10" in msg
+
+
+@pytest.fixture(scope="module")
+def r_style(root) -> Path:
+    """The ratings with R's column names (q0 -> Xq0: read.csv's check.names on a bank
+    whose ids start with a digit looks like this)."""
+    df = pd.read_csv(root / "judge.csv", index_col=0)
+    df.columns = [f"X{c}" for c in df.columns]
+    df.to_csv(root / "judge_r.csv")
+    return root / "judge_r.csv"
+
+
+@pytest.mark.parametrize("command", ["score", "simulate"])
+def test_ratings_sharing_no_item_with_the_bank_are_refused(root, r_style, tmp_path, command):
+    args = [command, str(r_style), "--bank", str(root / "bank.csv")]
+    msg = _run(*args, *(["-o", str(tmp_path / "sim")] if command == "simulate" else []),
+               fails=True)
+    assert f"none of the {N_ITEMS} response items is in the bank" in msg
+
+
+def test_score_normalize_ids_on_an_ordinal_bank(root, tmp_path):
+    bank = PolyBank.read(root / "bank.csv")
+    df = pd.read_csv(root / "judge.csv", index_col=0)
+    numbered = [str(i)[1:] for i in bank.item_ids]               # q0 -> 0: ids are numbers
+    PolyBank(numbered, bank.params, bank.models, bank.levels).write(tmp_path / "bank_r.csv")
+    df.columns = [f"X{c}" for c in numbered]                      # as R's read.csv names them
+    df.to_csv(tmp_path / "judge_r.csv")
+    _run("score", str(tmp_path / "judge_r.csv"), "--bank", str(tmp_path / "bank_r.csv"),
+         "--normalize-ids", "-o", str(tmp_path / "a.csv"))
+    _run("score", str(root / "judge.csv"), "--bank", str(root / "bank.csv"),
+         "-o", str(tmp_path / "b.csv"))
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a.csv"),
+                                  pd.read_csv(tmp_path / "b.csv"))
+    msg = _run("score", str(root / "judge.csv"), "--bank", str(root / "bank.csv"),
+               "--lambda", "0.5", fails=True)
+    assert "--lambda" in msg

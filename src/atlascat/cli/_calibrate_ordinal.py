@@ -66,7 +66,7 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
                       prior_sd: float, quadpts: int, extra_items: str,
-                      binary_only: dict | None = None) -> None:
+                      normalize_ids: bool = False, binary_only: dict | None = None) -> None:
     """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, and the mean
     of its ratings (``mean_rating``, on the items' own scale)."""
     import numpy as np
@@ -85,10 +85,22 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
 
     bk = PolyBank.read(bank)
     values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+    if normalize_ids:   # R's X514 -> 514, in the ratings and in the bank
+        from ..validation import normalize_item_id
+
+        iids = [normalize_item_id(i) for i in iids]
+        bk = PolyBank([normalize_item_id(i) for i in bk.item_ids], bk.params, bk.models,
+                      bk.levels, metadata=bk.metadata)
     frame = pd.DataFrame(values, index=sids, columns=iids)
     df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                           quadpts=quadpts, extra_items=extra_items)
     known = [c for c in iids if c in bk]
+    if known and len(known) < len(iids) and extra_items != "error":
+        from ._common import err_console
+
+        err_console.print(f"note: {len(iids) - len(known)} response item(s) not in the bank "
+                          f"were left out (e.g. {[c for c in iids if c not in bk][:3]})",
+                          markup=False)
     with np.errstate(invalid="ignore"):
         df.insert(4, "mean_rating", np.nanmean(frame[known].to_numpy(float), axis=1)
                   if known else np.nan)

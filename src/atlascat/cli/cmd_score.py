@@ -68,6 +68,8 @@ def score_command(
 
     Columns: subject_id, theta, se, n_items, accuracy, flag [, freq] [, accuracy_pirt]
     [, accuracy_gpirt]. ML gives +-inf (flag perfect/zero) where no finite maximum exists.
+    An ordinal bank (graded / gpcm): RESPONSES are ratings on the items' own scales, and
+    mean_rating stands where accuracy does.
     """
     from ..catalogue import BankRef
 
@@ -81,9 +83,11 @@ def score_command(
         return score_ordinal_cmd(responses, bank, method.lower(), output,
                                  freq_column=freq_column, prior_mean=prior_mean,
                                  prior_sd=prior_sd, quadpts=quadpts, extra_items=extra_items,
+                                 normalize_ids=normalize_ids,
                                  binary_only={"--reconstruct": reconstruct != "none",
                                               "--device": device != "cpu",
-                                              "--calibration": calibration is not None})
+                                              "--calibration": calibration is not None,
+                                              "--lambda": lam is not None})
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)

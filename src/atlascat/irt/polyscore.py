@@ -57,14 +57,20 @@ def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.
         isinstance(responses, pd.DataFrame)
         and not isinstance(responses.columns, pd.RangeIndex))
     if labelled:
-        unknown = [i for i in iids if i not in bank]
-        if unknown and extra_items == "error":
+        known = np.array([str(i) in bank for i in iids], dtype=bool)
+        if not known.any():
+            from ..errors import ResponseDataError
+
+            raise ResponseDataError(
+                f"none of the {len(iids)} response items is in the bank (responses: "
+                f"{[str(i) for i in iids[:3]]}, bank: {list(bank.item_ids[:3])}); check that "
+                "they belong together (R writes an id that starts with a digit as X514)")
+        if not known.all() and extra_items == "error":
+            unknown = [str(i) for i, k in zip(iids, known) if not k]
             raise ConfigError(f"{len(unknown)} response item(s) are not in the bank, e.g. "
                               f"{unknown[:5]}")
         out = np.full((values.shape[0], len(bank)), np.nan)
-        for c, item in enumerate(iids):
-            if item in bank:
-                out[:, bank.index_of(item)] = values[:, c]
+        out[:, bank.index_of([str(i) for i, k in zip(iids, known) if k])] = values[:, known]
         values = out
     elif values.shape[1] != len(bank):
         raise ConfigError(f"responses have {values.shape[1]} columns but the bank has "
