@@ -174,3 +174,8 @@ def test_score_normalize_ids_on_an_ordinal_bank(root, tmp_path):
     msg = _run("score", str(root / "judge.csv"), "--bank", str(root / "bank.csv"),
                "--lambda", "0.5", fails=True)
     assert "--lambda" in msg
+
+
+def test_binary_calibration_of_ratings_names_the_ordinal_models(root, tmp_path):
+    msg = _run("calibrate", str(root / "judge.csv"), "-o", str(tmp_path / "b.csv"), fails=True)
+    assert msg.endswith("whole numbers 1-10 are ratings: fit them with the graded or gpcm model")

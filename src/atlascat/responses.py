@@ -121,10 +121,13 @@ class ResponseMatrix:
             np.argwhere(np.isinf(arr) | (~np.isnan(arr) & ((arr < 0) | (arr > 1))))
         if bad is not None and bad.size:
             r, c = bad[0]
+            obs = arr[~np.isnan(arr)]
+            ratings = bool(np.isfinite(obs).all() and (obs == np.round(obs)).all())
             raise ResponseDataError(
                 f"value {arr[r, c]:g} outside [0, 1] at row {r} (subject {sids[r]!r}), column "
                 f"{iids[c]!r} ({len(bad)} such cell(s)); scores must be 0/1 or partial credit "
-                "in [0, 1]"
+                "in [0, 1]" + (f"; whole numbers {lo:g}-{hi:g} are ratings: fit them with the "
+                               "graded or gpcm model" if ratings else "")
             )
         if weights is not None:
             weights = np.asarray(weights, dtype=float).reshape(-1)
