@@ -179,3 +179,20 @@ def test_score_normalize_ids_on_an_ordinal_bank(root, tmp_path):
 def test_binary_calibration_of_ratings_names_the_ordinal_models(root, tmp_path):
     msg = _run("calibrate", str(root / "judge.csv"), "-o", str(tmp_path / "b.csv"), fails=True)
     assert msg.endswith("whole numbers 1-10 are ratings: fit them with the graded or gpcm model")
+
+
+def test_simulate_r_max_caps_every_items_exposure(root, tmp_path):
+    """--r-max: item eligibility (no item to more than that share of the examinees), on an
+    ordinal bank as on a binary one; without it the most used item goes to most examinees."""
+    def run(*extra):
+        out = tmp_path / ("capped" if extra else "free")
+        _run("simulate", str(root / "judge.csv"), "--bank", str(root / "bank.csv"), "-q",
+             "--min-items", "4", "--se-stop", "0.4", "-o", str(out), *extra)
+        return json.loads((out / "summary.json").read_text())
+
+    assert run()["exposure_max"] > 0.5
+    capped = run("--r-max", "0.4")
+    assert capped["exposure_max"] <= 0.4 + 1e-12
+    assert capped["settings"]["exposure"] == "eligibility" and capped["settings"]["r_max"] == 0.4
+    assert "--r-max" in _run("simulate", "--suite", "openllm-v1", "--r-max", "0.2", "-o",
+                             str(tmp_path / "s"), fails=True)

@@ -28,7 +28,8 @@ OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop
                 "randomesque": "--randomesque", "batch_size": "--batch-size",
                 "target_se": "--target-se", "max_tokens": "--max-tokens",
                 "temperature": "--temperature", "prompt style": "--prompt-style",
-                "selection": "--selection", "se_method": "--se-method", "theta0": "--theta0"}
+                "selection": "--selection", "se_method": "--se-method", "theta0": "--theta0",
+                "r_max": "--r-max"}
 
 
 def cli_names(build: Callable[[], T]) -> T:
@@ -104,7 +105,7 @@ def predictor_only(o) -> None:
     """A bank folder's predictor asks --max-items items of its own design: the adaptive test's
     stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it."""
     for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
-                       ("--min-items", o.min_items)):
+                       ("--min-items", o.min_items), ("--r-max", getattr(o, "r_max", None))):
         if value is not None:
             raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
                               "--max-items items of its own design (or --design adaptive)")

@@ -53,7 +53,11 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
                             "max_items": config.stopping.max_items,
                             "se_stop": config.stopping.se_stop,
                             "randomesque": config.selection.randomesque,
-                            "se_method": config.estimation.se_method, "seed": o.seed}}
+                            "se_method": config.estimation.se_method,
+                            "exposure": config.exposure.method,
+                            "r_max": (config.exposure.r_max
+                                      if config.exposure.method == "eligibility" else None),
+                            "seed": o.seed}}
     if "true_theta" in p:
         ok = np.isfinite(p.true_theta)
         summary["rmse"] = float(np.sqrt(np.mean((p.theta[ok] - p.true_theta[ok]) ** 2)))

@@ -145,6 +145,8 @@ HELP = {
               "predictor or an error.",
     "randomesque": f"Pick among the k best items. [default: {Selection.randomesque}; --suite: "
                    f"{SuiteConfig.randomesque}]",
+    "r_max": "Exposure control (item eligibility): no item goes to more than this share of "
+             "the examinees, e.g. 0.2. [default: none]",
     "batch_size": "Items per adaptive round, chosen jointly (1: classic CAT). [default: 1; "
                   f"--suite: {SuiteConfig.batch_size}, mixing benchmarks]",
     "bound_stop": "Banks with a score link: stop once the examinee is surely at the floor "
@@ -171,6 +173,7 @@ class _Options:
     max_items: Optional[int]
     fixed_length: Optional[int]
     randomesque: Optional[int]
+    r_max: Optional[float]
     selection: str
     se_method: str
     reference: bool
@@ -201,6 +204,7 @@ def simulate_command(
     fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                help="Fixed-length test of N items (no SE stop)."),
     randomesque: Optional[int] = typer.Option(None, "--randomesque", help=HELP["randomesque"]),
+    r_max: Optional[float] = typer.Option(None, "--r-max", help=HELP["r_max"]),
     selection: str = typer.Option(Selection.criterion, "--selection",
                                   help="Item selection: mfi, kl, astrat or random."),
     se_method: str = typer.Option(Estimation.se_method, "--se-method",
@@ -236,6 +240,8 @@ def run_simulate(o: _Options) -> None:
     if o.suite is not None:
         if o.bank:
             raise ConfigError("--suite runs the suite's own banks; drop --bank")
+        if o.r_max is not None:
+            raise ConfigError("--r-max is a single bank's exposure control; drop it for --suite")
         return simulate_suite_command(o.suite, list(o.responses or []), output_dir(o.output),
                                       target_se=o.target_se, max_items=o.max_items,
                                       min_items=o.min_items, batch_size=o.batch_size,
@@ -264,7 +270,9 @@ def _config(o: _Options, link):
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
                         fixed_length=o.fixed_length, reference=o.reference,
                         selection=o.selection, se_method=o.se_method, theta0=o.theta0,
-                        **({} if o.randomesque is None else {"randomesque": o.randomesque}))
+                        **({} if o.randomesque is None else {"randomesque": o.randomesque}),
+                        **({} if o.r_max is None else {"exposure": "eligibility",
+                                                       "r_max": o.r_max}))
     if link is not None and o.bound_stop and o.fixed_length is None:
         config = with_link_stops(config, link.stop_settings(check_finite(o.bound_margin,
                                                                          "--bound-margin")),
