@@ -97,7 +97,9 @@ def calibrate_command(
     tol: float = typer.Option(TOL, "--tol", help="Stop when the largest parameter change < TOL."),
     convergence: str = _CONVERGENCE,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment)."),
-    fmt: str = typer.Option("ours", "--format", help="Bank format: ours (a,b,c,u) | mirt (a1,d,g,u)."),
+    fmt: str = typer.Option("ours", "--format",
+                            help="Bank format: ours (a,b,c,u; graded/gpcm: a,b1..) | mirt "
+                                 "(a1,d,g,u; graded/gpcm: a1,d1..)."),
     summary: Optional[Path] = _SUMMARY,
     se: bool = _SE,
     scores: Optional[Path] = _SCORES,
