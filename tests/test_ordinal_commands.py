@@ -196,3 +196,9 @@ def test_simulate_r_max_caps_every_items_exposure(root, tmp_path):
     assert capped["settings"]["exposure"] == "eligibility" and capped["settings"]["r_max"] == 0.4
     assert "--r-max" in _run("simulate", "--suite", "openllm-v1", "--r-max", "0.2", "-o",
                              str(tmp_path / "s"), fails=True)
+
+
+def test_simulate_design_predictor_is_refused_on_a_graded_bank(root, tmp_path):
+    msg = _run("simulate", str(root / "judge.csv"), "--bank", str(root / "bank.csv"),
+               "--design", "predictor", "-o", str(tmp_path / "sim"), fails=True)
+    assert "--design predictor needs a bank folder" in msg

@@ -292,6 +292,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     if is_poly_bank_file(bank):   # graded / gpcm items (cat/ordinal.py)
         from ._simulate_ordinal import simulate_ordinal_cmd
 
+        _use_predictor(o, None)   # --design predictor needs a bank folder: refused here
         return simulate_ordinal_cmd(o, bank, out, _config(o, None), read_thetas)
     ref = BankRef.from_option(bank)
     folder = ref.folder()  # atlas build-bank's folder, or None
