@@ -202,3 +202,17 @@ def test_simulate_design_predictor_is_refused_on_a_graded_bank(root, tmp_path):
     msg = _run("simulate", str(root / "judge.csv"), "--bank", str(root / "bank.csv"),
                "--design", "predictor", "-o", str(tmp_path / "sim"), fails=True)
     assert "--design predictor needs a bank folder" in msg
+
+
+def test_anova_of_models_that_are_not_nested_gives_the_criteria_alone(root):
+    from atlascat import calibrate
+    from atlascat.errors import ConfigError
+    from atlascat.irt.compare import anova, nested
+
+    ratings = pd.read_csv(root / "judge.csv", index_col=0)
+    g, p = calibrate(ratings, model="graded"), calibrate(ratings, model="gpcm")
+    assert not nested("graded", "gpcm") and nested("2pl", "graded")
+    with pytest.raises(ConfigError, match="not nested"):
+        anova(g, p)
+    table = anova(g, p, test=False)
+    assert table.loc["graded", "AIC"] == pytest.approx(g.aic) and table["X2"].isna().all()

@@ -122,10 +122,14 @@ def test_graded_se_mirt_format_equals_mirt(tmp_path, capsys):
 
 
 def test_anova_of_ordinal_models(lsat7, capsys):
-    sci = str(REF / "science.csv")
-    assert main(["anova", sci, "--model", "graded", "--model", "gpcm"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "is not nested in" in err and len(err.splitlines()) == 1
+    sci = str(REF / "science.csv")   # not nested: the criteria side by side, no LR test
+    assert main(["anova", sci, "--model", "graded", "--model", "gpcm", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    fit = json.loads((REF / "science_graded_fit.json").read_text())
+    assert rows[0]["model"] == "graded" and rows[0]["AIC"] == pytest.approx(fit["AIC"], abs=0.05)
+    assert all(r["X2"] is None and r["df"] is None for r in rows)
+    assert main(["anova", sci, "--model", "graded", "--model", "gpcm"]) == 0
+    assert "not nested: no likelihood-ratio test" in capsys.readouterr().out
     # binary items are graded items with two categories: the same LR test as rasch vs 2pl
     assert main(["anova", lsat7, "--freq-column", "freq", "--model", "rasch", "--model",
                  "graded", "--json"]) == 0

@@ -24,6 +24,14 @@ def _binary_models_need_01(values, binary: list, responses: str) -> None:
                           "--model graded or gpcm")
 
 
+def _all_nested(fits) -> bool:
+    """Whether each model, by number of parameters, is nested in the next (a test applies)."""
+    from ..irt.compare import nested
+
+    order = sorted(fits, key=lambda f: f.information_criteria()["n_parameters"])
+    return all(nested(a.model, b.model) for a, b in zip(order, order[1:]))
+
+
 def register(app: typer.Typer) -> None:
     @app.command("anova")
     def anova_cmd(
@@ -78,7 +86,8 @@ def register(app: typer.Typer) -> None:
             for m in names:
                 fits.append(calibrate(rm, model=m, quadpts=quadpts, prior_a=None, prior_c=None,
                                       prior_u=None, weights=weights))
-        table = anova(*fits, names=names)
+        test = _all_nested(fits)
+        table = anova(*fits, names=names, test=test)
         if output is not None:
             output.parent.mkdir(parents=True, exist_ok=True)
             table.to_csv(output, float_format="%.10g")
@@ -90,6 +99,9 @@ def register(app: typer.Typer) -> None:
         shown = shown.where(shown.notna(), "")   # the first row has no test, as mirt's
         print_frame(shown, title="anova (maximum likelihood, mirt's columns)",
                     float_format="{:.3f}")
+        if not test:
+            console.print("these models are not nested: no likelihood-ratio test (X2, df, p); "
+                          "compare their AIC and BIC (lower is better)")
         for f, name in zip(fits, names):
             if not f.converged:
                 console.print(f"[yellow]warning:[/] the {name} fit did not converge")

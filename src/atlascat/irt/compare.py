@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 
-__all__ = ["information_criteria", "n_parameters", "anova", "NESTED"]
+__all__ = ["information_criteria", "n_parameters", "anova", "nested", "NESTED"]
 
 #: models each binary model contains (rasch and 1pl are the same model)
 NESTED = {"rasch": {"rasch", "1pl"}, "1pl": {"rasch", "1pl"},
@@ -54,13 +54,19 @@ def information_criteria(loglik: float, k: int, n: float) -> dict:
             "sabic": dev + k * math.log((n + 2.0) / 24.0), "hq": dev + 2.0 * k * math.log(math.log(n))}
 
 
-def anova(*results, names=None) -> pd.DataFrame:
+def nested(smaller: str, larger: str) -> bool:
+    """Whether model ``smaller`` is a special case of model ``larger`` (:data:`NESTED`)."""
+    return str(smaller).lower() in NESTED.get(str(larger).lower(), set())
+
+
+def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
     """mirt's ``anova(m1, m2, ...)``: one row per model (AIC, SABIC, HQ, BIC, logLik) and,
     from the second row on, the likelihood-ratio test against the row above (X2, df, p).
 
     ``results``: :class:`atlascat.irt.result.CalibrationResult` of nested models fitted to
     the same responses, in any order (they are sorted by their number of parameters).
-    ``names`` label the rows (default: each result's model).
+    ``names`` label the rows (default: each result's model). ``test=False``: the criteria
+    only (X2, df, p left empty), for models that are not nested (graded and gpcm).
     """
     if len(results) < 2:
         raise ConfigError("anova compares at least two calibrations; pass two or more results")
@@ -79,7 +85,7 @@ def anova(*results, names=None) -> pd.DataFrame:
         row = {"model": name, "AIC": crit["aic"], "SABIC": crit["sabic"], "HQ": crit["hq"],
                "BIC": crit["bic"], "logLik": crit["loglik"], "X2": np.nan, "df": np.nan,
                "p": np.nan}
-        if prev is not None:
+        if prev is not None and test:
             pk, pname, pr, pcrit = prev
             if r.model.lower() not in NESTED or pr.model.lower() not in NESTED[r.model.lower()]:
                 raise ConfigError(
