@@ -68,8 +68,6 @@ def score_command(
 
     Columns: subject_id, theta, se, n_items, accuracy, flag [, freq] [, accuracy_pirt]
     [, accuracy_gpirt]. ML gives +-inf (flag perfect/zero) where no finite maximum exists.
-    An ordinal bank (graded / gpcm): RESPONSES are ratings on the items' own scales, and
-    mean_rating stands where accuracy does.
     """
     from ..catalogue import BankRef
 
