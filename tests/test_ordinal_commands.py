@@ -216,3 +216,18 @@ def test_anova_of_models_that_are_not_nested_gives_the_criteria_alone(root):
         anova(g, p)
     table = anova(g, p, test=False)
     assert table.loc["graded", "AIC"] == pytest.approx(g.aic) and table["X2"].isna().all()
+
+
+def test_graded_loglik_from_the_answered_categories_equals_the_full_table(root):
+    """ML / MAP / WLE evaluate log L_i at each subject's theta from the answered categories
+    alone on a graded bank: the same numbers as the whole (items, subjects, categories) table."""
+    from atlascat.irt.polyscore import _graded_loglik_at, ordinal_codes
+
+    bank = PolyBank.read(root / "bank.csv")
+    codes = ordinal_codes(pd.read_csv(root / "judge.csv", index_col=0), bank)
+    theta = np.random.default_rng(1).normal(0, 2, len(codes))
+    lp = poly.log_prob(bank.models, bank.params, theta)                  # (m, n, K)
+    obs = ~np.isnan(codes)
+    cat = np.where(obs, codes, 0).astype(int).T[:, :, None]
+    full = np.where(obs, np.take_along_axis(lp, cat, axis=2)[..., 0].T, 0.0).sum(axis=1)
+    np.testing.assert_allclose(_graded_loglik_at(codes, bank, theta), full, rtol=1e-12)

@@ -80,11 +80,38 @@ def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.
 
 def _loglik_at(codes, bank: PolyBank, theta):
     """log L_i(theta_i) for per-subject thetas (n,)."""
+    if (bank.models == "graded").all():
+        return _graded_loglik_at(codes, bank, theta)
     lp = poly.log_prob(bank.models, bank.params, theta)                  # (m, n, K)
     obs = ~np.isnan(codes)
     idx = np.where(obs, codes, 0).astype(int).T[:, :, None]               # (m, n, 1)
     got = np.take_along_axis(lp, idx, axis=2)[..., 0].T                   # (n, m)
     return np.sum(np.where(obs, got, 0.0), axis=1)
+
+
+def _graded_loglik_at(codes, bank: PolyBank, theta):
+    """:func:`_loglik_at` of a graded bank from the answered categories alone: with
+    z_k = a theta + d_k (d_0 = +inf, d_K = -inf), log P(X = k) = log(sigma(z_k) - sigma(z_k+1))
+    = log sigma(z_k) + log sigma(-z_k+1) + log(1 - exp(z_k+1 - z_k)), as
+    :func:`atlascat.irt.polytomous.log_prob` writes it, on (n, m) cells instead of (n, m, K)."""
+    from scipy.special import log_expit
+
+    obs = ~np.isnan(codes)
+    k = np.where(obs, codes, 0).astype(np.intp)                           # (n, m)
+    a, d = bank.params[:, 0], bank.params[:, 1:]
+    m = len(a)
+    edges = np.concatenate([np.full((m, 1), np.inf), np.where(np.isnan(d), -np.inf, d),
+                            np.full((m, 1), -np.inf)], axis=1)            # (m, K + 1)
+    cols = np.arange(m)[None, :]
+    at = np.asarray(theta, dtype=float)[:, None] * a[None, :]
+    zl, zu = at + edges[cols, k], at + edges[cols, k + 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gap = zu - zl
+        gap = np.where(np.isnan(gap), -np.inf, gap)
+        lp = log_expit(zl) + log_expit(-zu) + np.log1p(-np.exp(np.minimum(gap, 0.0)))
+        lp = np.where(gap > 0, np.nan, lp)                               # disordered thresholds
+    lp = np.where(np.isneginf(zl), -np.inf, lp)
+    return np.sum(np.where(obs, lp, 0.0), axis=1)
 
 
 def _observed_info(codes, bank: PolyBank, theta, h: float = 1e-5):
