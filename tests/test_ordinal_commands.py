@@ -67,7 +67,8 @@ def test_info_describes_a_graded_bank(root):
     assert "12 item(s) rated 1;2;3;4;5;6;7;8;9;10" in _run("info", str(root / "bank.csv"))
 
 
-@pytest.mark.parametrize("command", [["items"], ["items", "RESPONSES"], ["fit", "RESPONSES"]])
+@pytest.mark.parametrize("command", [["items"], ["items", "RESPONSES"], ["fit", "RESPONSES"],
+                                     ["ranks", "RESPONSES"]])
 def test_binary_item_reports_refuse_a_graded_bank_in_one_line(root, command):
     args = [str(root / "judge.csv") if c == "RESPONSES" else c for c in command]
     msg = _run(*args, "--bank", str(root / "bank.csv"), fails=True)
@@ -231,3 +232,9 @@ def test_graded_loglik_from_the_answered_categories_equals_the_full_table(root):
     cat = np.where(obs, codes, 0).astype(int).T[:, :, None]
     full = np.where(obs, np.take_along_axis(lp, cat, axis=2)[..., 0].T, 0.0).sum(axis=1)
     np.testing.assert_allclose(_graded_loglik_at(codes, bank, theta), full, rtol=1e-12)
+
+
+def test_link_refuses_graded_banks_in_one_line(root, tmp_path):
+    msg = _run("link", str(root / "bank.csv"), str(root / "bank.csv"), "-o",
+               str(tmp_path / "l.csv"), fails=True)
+    assert msg.startswith("atlas link links right/wrong item banks") and "ordinal" in msg

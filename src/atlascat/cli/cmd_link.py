@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..irt.defaults import QUADPTS
-from ._common import console, escape, json_safe, output_file
+from ._common import binary_bank_only, console, escape, json_safe, output_file
 
 
 def _read_anchors(path: Path) -> list[str]:
@@ -75,6 +75,9 @@ def register(app: typer.Typer) -> None:
 
         ref_bank = BankRef.from_option(ref, option="REF", normalize_ids=normalize_ids).load()
         new_bank = BankRef.from_option(new, option="NEW", normalize_ids=normalize_ids).load()
+        for bank, spec in ((ref_bank, ref), (new_bank, new)):
+            binary_bank_only(bank, spec, "atlas link", "links right/wrong item banks",
+                             "calibrate the ratings of both sets of models together instead")
         anchor_ids = _read_anchors(anchors) if anchors is not None else None
         result = link_banks(ref_bank, new_bank, method, anchors=anchor_ids, quadpts=quadpts)
         linked = result.transform(new_bank)
