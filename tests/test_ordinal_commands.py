@@ -238,3 +238,14 @@ def test_link_refuses_graded_banks_in_one_line(root, tmp_path):
     msg = _run("link", str(root / "bank.csv"), str(root / "bank.csv"), "-o",
                str(tmp_path / "l.csv"), fails=True)
     assert msg.startswith("atlas link links right/wrong item banks") and "ordinal" in msg
+
+
+def test_compare_models_of_two_graded_runs_is_not_in_leaderboard_points(root, tmp_path):
+    ratings = pd.read_csv(root / "judge.csv", index_col=0)
+    first, second = ratings.index[ratings.notna().all(axis=1)][:2]
+    for model in (first, second):
+        _run("evaluate", "--bank", str(root / "bank.csv"), "--subject",
+             f"replay:{root / 'judge.csv'}#{model}", "--min-items", "4", "--max-items", "8",
+             "-q", "-o", str(tmp_path / model))
+    out = _run("compare-models", str(tmp_path / first), str(tmp_path / second))
+    assert "first minus second (points, 95% interval)" in out and "leaderboard" not in out

@@ -48,10 +48,11 @@ def compare_models_command(
 
     df = pd.DataFrame(rows)
     names = [f"{_model_of(runs, r)} (run {r})" for (_, runs, r) in (first, second)]
-    from ..live.report import SOURCE
+    from ..live.report import LEADERBOARD
 
-    unit = ("points" if any(r["population"] == SOURCE for r in rows)
-            else "leaderboard points")
+    # a shipped bank's leaderboard; the user's own bank (a folder, a file, ratings): its scale
+    unit = ("leaderboard points" if all(r["population"] == LEADERBOARD for r in rows)
+            else "points")
     print_frame(df.drop(columns="population"), title=f"first: {names[0]}; second: {names[1]}; "
                 f"first minus second ({unit}, 95% interval)", float_format="{:.1f}")
     err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
