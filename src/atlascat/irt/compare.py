@@ -90,7 +90,8 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
             if r.model.lower() not in NESTED or pr.model.lower() not in NESTED[r.model.lower()]:
                 raise ConfigError(
                     f"{pname} ({pr.model}) is not nested in {name} ({r.model}): a "
-                    "likelihood-ratio test needs nested models; compare their AIC/BIC instead")
+                    "likelihood-ratio test needs nested models; compare their AIC/BIC instead "
+                    "(test=False lists them)")
             df = k - pk
             if df <= 0:
                 raise ConfigError(f"{pname} and {name} have the same number of parameters "
