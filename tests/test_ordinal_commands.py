@@ -106,6 +106,7 @@ def test_ordinal_prediction_is_the_expected_mean_rating(root):
                               PolyBank(["r0"], [[1.2, 1.0, 0.0, -1.0]], "gpcm", [[0, 1, 2, 3]]))
     mixed = ordinal_prediction(rubric, 0.4, 0.3)                     # two scales: shares
     assert "scale" not in mixed and 0 < mixed["lo"] < mixed["score"] < mixed["hi"] < 1
+    assert mixed["metric"] == "mean rating, as a share of each item's scale"
 
 
 def test_live_graded_run_reads_the_same_in_cli_json_runs_and_html(root, tmp_path):
@@ -123,7 +124,7 @@ def test_live_graded_run_reads_the_same_in_cli_json_runs_and_html(root, tmp_path
     assert pred["scale"] == [1.0, 10.0] and pred["metric"] == "mean rating"
     shown = f"{pred['score']:.1f} (95% interval {pred['lo']:.1f}-{pred['hi']:.1f})"
     observed = f"{np.mean(asked):.1f}"
-    assert shown in text and f"observed {observed}" in text
+    assert shown in text and f"mean rating (1-10): observed {observed} (over the" in text
     plain = text.replace("95%", "")
     assert "accuracy" not in plain and "%" not in plain and "arc" not in plain, text
     runs = _run("runs", "--db", str(out / "runs.sqlite"))

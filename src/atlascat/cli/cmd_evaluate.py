@@ -116,7 +116,8 @@ def format_result(row: dict, held: str | None = None) -> str:
         lines.append(f"  design: {lb['design']}, items drawn at random ({describe_method(lb)})")
     proto = row.get("protocol") or "approximate"
     lines.append(f"  protocol: {row['protocol_label']}")
-    acc = _accuracy_line(row, lb.get("scale"))
+    acc = _rating_line(row, lb.get("scale")) if row.get("ordinal") else \
+        _accuracy_line(row, lb.get("scale"))
     if acc:
         lines.append(acc)
     if proto == "approximate":
@@ -127,6 +128,26 @@ def format_result(row: dict, held: str | None = None) -> str:
     if row.get("report"):
         lines.append(f"  report: {row['report']}")
     return "\n".join(lines)
+
+
+def _rating_line(row: dict, scale) -> str | None:
+    """An ordinal run's ratings: the observed mean rating (over the items asked) and the
+    model-based one (expected over the bank at theta), on the rating ``scale`` (low, high) its
+    items share; else each rating as a share of its item's scale, (r - lowest) / (highest -
+    lowest)."""
+    obs, mod, n = row.get("observed_accuracy"), row.get("model_based_accuracy"), row.get("n_items")
+
+    def on(v):
+        return (f"{scale[0] + (scale[1] - scale[0]) * v:.1f}" if scale is not None
+                else f"{100 * v:.1f}%")
+
+    parts = ([f"observed {on(obs)} (over the {n} items asked)"] if obs is not None else []) + \
+        ([f"model-based {on(mod)} (expected over the bank at theta)"] if mod is not None else [])
+    if not parts:
+        return None
+    head = (f"mean rating ({scale[0]:g}-{scale[1]:g})" if scale is not None else
+            "ratings as shares of each item's scale ((r - lowest) / (highest - lowest))")
+    return f"  {head}: " + "; ".join(parts)
 
 
 @dataclass

@@ -112,7 +112,8 @@ def ordinal_prediction(bank, theta: float, se: float) -> dict:
     else:
         values = ((expected - low) / np.where(high > low, high - low, 1.0)).mean(axis=1)
     out = {"score": float(values[1]), "lo": float(values[[0, 2]].min()),
-           "hi": float(values[[0, 2]].max()), "metric": "mean rating"}
+           "hi": float(values[[0, 2]].max()),
+           "metric": "mean rating" if common else "mean rating, as a share of each item's scale"}
     if common:
         out["scale"] = [float(low[0]), float(high[0])]
     return out
