@@ -166,7 +166,7 @@ def test_quiet_is_one_option_that_prints_only_the_essentials(tmp_path, capsys, s
                  str(tmp_path / "r.sqlite"), "-q"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("simulated(theta=0.5) on arc: theta = ")
-    assert not any("Live adaptive evaluation" in ln or ln.split()[:1] == ["run"] for ln in out)
+    assert not any("Live evaluation" in ln or ln.split()[:1] == ["run"] for ln in out)
     assert [ln.split(":")[0].strip() for ln in out[1:] if "minimum" not in ln] == [
         "predicted leaderboard score", "protocol", "accuracy", "report"]
     matrix = shared_data / "openllm" / "tiny_arc.csv.gz"

@@ -489,7 +489,7 @@ def _print_single(rows: list[dict], held: list) -> None:
                       if "score" in (r.get("prediction") or {}) else "-"),
         "stop": r["stop_reason"] or "-",
     } for r in rows])
-    print_frame(table, title="Live adaptive evaluation")
+    print_frame(table, title="Live evaluation")
     for r, note in zip(rows, held):
         if r["status"] == "done":
             console.print(format_result(r, note), markup=False, highlight=False, soft_wrap=True)
@@ -498,9 +498,9 @@ def _print_single(rows: list[dict], held: list) -> None:
 
 
 def _accuracy_line(row: dict, scale) -> str | None:
-    """The observed and the model-based accuracy of a run: in percent, or on the metric's
-    own ``scale`` (low, high) for a bank folder built with --score-range, where a mean is a
-    mean score, not a share."""
+    """The observed and the model-based accuracy of a run: in percent (the mean score's, for
+    scores between 0 and 1), or on the metric's own ``scale`` (low, high) for a bank folder
+    built with --score-range, where a mean is a mean score, not a share."""
     obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
     n = row.get("n_items")
     acc = []
@@ -520,7 +520,10 @@ def _accuracy_line(row: dict, scale) -> str | None:
         acc.append(f"observed {100 * obs:.1f}% ({_count_text(row)})")
     if mod is not None:
         acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
-    return ("  accuracy: " + "; ".join(acc)) if acc else None
+    scores = [float(v) for v in row.get("scores") or ()]
+    label = "mean score" if any(0 < v < 1 for v in scores) and not row.get("ordinal") \
+        else "accuracy"   # a continuous score's mean is not a share of right answers
+    return (f"  {label}: " + "; ".join(acc)) if acc else None
 
 
 def _count_text(row) -> str:

@@ -1,0 +1,105 @@
+"""A user's own continuous metric, run live: ``replay:`` of a folder built from sample logs
+scored by mc2 replays each recorded score through the logged requests (so the live run and
+``atlas simulate`` agree), a continuous run's summary says "mean score", never "accuracy"
+(CLI and HTML), and ``atlas compare-models`` refuses a folder holding several runs."""
+from __future__ import annotations
+
+import html
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.cli import main
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory, shared_data):
+    """A folder built from simulated sample logs (TruthfulQA's requests, scored by mc2), and
+    the held-out models' mc2 scores."""
+    from atlascat.bankdir import read_sample_logs, simulated_sample_logs
+
+    root = tmp_path_factory.mktemp("metric_runs")
+    real = sorted((shared_data / "lmeval_samples" / "pythia-14m").glob(
+        "samples_metabench_truthfulqa_secondary_*.jsonl.gz"))[0]
+    simulated_sample_logs(real, root / "logs", n_models=21, held_out=3, seed=0)
+    read_sample_logs(root / "logs_held_out", metric="mc2").matrix().write(root / "held.csv")
+    assert main(["build-bank", str(root / "logs"), "--metric", "mc2", "-q",
+                 "-o", str(root / "bank")]) == 0
+    return root
+
+
+def test_mc2_outputs_give_the_recorded_score():
+    """The log-likelihoods a replay answers an mc2 item with score the recorded value."""
+    from atlascat.content.requests import mc2_score
+    from atlascat.live.subjects.replay import mc2_outputs
+
+    for y in (0.0, 1e-9, 0.2514569464, 0.5, 0.97, 1.0):
+        for t, f in ((1, 1), (2, 5), (4, 3)):
+            assert mc2_score(mc2_outputs(y, t, f), t) == pytest.approx(y, abs=1e-12)
+
+
+def test_a_replay_of_mc2_logs_agrees_with_simulate(logged, tmp_path, capsys):
+    """``replay:`` through the logged requests gives each item its recorded mc2 score (not
+    rounded to 0/1), and so the prediction ``atlas simulate`` gives the model with the seed."""
+    held = pd.read_csv(logged / "held.csv", index_col=0)
+    model = str(held.index[0])
+    assert main(["simulate", str(logged / "held.csv"), "--bank", str(logged / "bank"),
+                 "--max-items", "12", "--seed", "2", "-q", "-o", str(tmp_path / "sim")]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
+                 f"replay:{logged / 'held.csv'}#{model}", "--max-items", "12", "--seed", "2",
+                 "--json", "-o", str(tmp_path / "live")]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["protocol"] == "source models"      # asked through the logged requests
+    recorded = held.loc[model, [str(i) for i in row["items"]]].to_numpy(float)
+    assert np.allclose(row["scores"], recorded, atol=1e-9)
+    assert any(0 < s < 1 for s in row["scores"])
+    sim = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col=0).loc[model]
+    lb = row["prediction"]
+    for ours, theirs in (("score", "score"), ("lo", "score_lo"), ("hi", "score_hi")):
+        assert lb[ours] == pytest.approx(sim[theirs], abs=1e-9)
+
+
+def test_a_continuous_runs_summary_says_mean_score(logged, tmp_path, capsys):
+    """The result's line and the HTML page call a continuous score's mean a mean score: no
+    "accuracy", no "right / asked"; the page's note says how the predictor drew the items."""
+    model = str(pd.read_csv(logged / "held.csv", index_col=0).index[1])
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
+                 f"replay:{logged / 'held.csv'}#{model}", "--max-items", "8", "-o",
+                 str(out)]) == 0
+    text = capsys.readouterr().out
+    row = json.loads((out / "results.json").read_text())[0]
+    assert any(0 < s < 1 for s in row["scores"])
+    assert "  mean score: observed " in text and "accuracy" not in text
+    assert "Live evaluation" in text and "adaptive" not in text
+    page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
+    assert "model-based mean score (expected over the bank at theta)" in page
+    assert "accuracy" not in page.lower() and "right / asked" not in page
+    assert "over the items drawn at random" in page and "adaptively chosen" not in page
+
+
+def test_compare_models_refuses_a_folder_of_several_runs(logged, tmp_path, capsys):
+    """A folder of two runs (two --llm) is not one run: one line naming its run ids, exit 2,
+    not the first run taken silently; the ids it names compare."""
+    script = tmp_path / "score.py"
+    script.write_text(
+        "import json, sys\nimport pandas as pd\n"
+        f"row = pd.read_csv({str(logged / 'held.csv')!r}, index_col=0).loc[sys.argv[1]]\n"
+        "for line in sys.stdin:\n    item = json.loads(line)['item_id']\n"
+        "    print(json.dumps({'item_id': item, 'score': float(row[item])}), flush=True)\n")
+    import sys
+
+    held = [str(m) for m in pd.read_csv(logged / "held.csv", index_col=0).index[:2]]
+    out = tmp_path / "two"
+    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
+                 f"cmd:{sys.executable} {script} {{model}}", "--llm", held[0], "--llm", held[1],
+                 "--max-items", "6", "-q", "-o", str(out)]) == 0
+    ids = [r["run_id"] for r in json.loads((out / "results.json").read_text())]
+    capsys.readouterr()
+    assert main(["compare-models", str(out), str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and all(i in err for i in ids) and "holds 2 runs" in err
+    assert main(["compare-models", ids[0], ids[1], "--db", str(out / "runs.sqlite")]) == 0
