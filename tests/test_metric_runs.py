@@ -103,3 +103,79 @@ def test_compare_models_refuses_a_folder_of_several_runs(logged, tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and all(i in err for i in ids) and "holds 2 runs" in err
     assert main(["compare-models", ids[0], ids[1], "--db", str(out / "runs.sqlite")]) == 0
+
+
+def _f1_logs(root, n_models: int = 24, n_items: int = 40, seed: int = 0):
+    """Generation logs (lm-eval 0.4 spelling) of a toy QA task scored by token F1: each model
+    keeps each gold word with a probability rising with its index."""
+    from atlascat.content.requests import token_f1
+
+    rng = np.random.default_rng(seed)
+    gold = [" ".join(rng.choice(["red", "blue", "green", "big", "cat", "dog"], 3))
+            for _ in range(n_items)]
+    for m in range(n_models):
+        folder = root / f"org__gen-{m:02d}"
+        folder.mkdir(parents=True)
+        lines = []
+        for i in range(n_items):
+            keep = rng.random(3) < 0.15 + 0.8 * m / (n_models - 1)
+            text = " " + " ".join(w if k else "x" for w, k in zip(gold[i].split(), keep))
+            args = {"gen_args_0": {"arg_0": f"Q{i}: name three words\nA:",
+                                   "arg_1": {"until": ["\n"], "max_gen_toks": 12}}}
+            lines.append(json.dumps({
+                "doc_id": i, "doc": {"q": i}, "target": gold[i], "arguments": args,
+                "resps": [[text]], "filtered_resps": [text], "filter": "none",
+                "metrics": ["f1"], "f1": token_f1(text, gold[i])}))
+        (folder / "samples_toyqa_2025-01-01T00-00-00.000000.jsonl").write_text(
+            "\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def test_a_replay_of_f1_logs_replays_each_score_by_id(tmp_path, capsys):
+    """An f1 folder's recorded scores cannot all be rebuilt as generations: ``replay:`` asks
+    it by item id, each score as recorded (not rounded to 0/1), and agrees with ``atlas
+    simulate``; the result's observed mean is a mean score even when the scores sum to a
+    whole number."""
+    import shutil
+
+    from atlascat.bankdir import read_sample_logs
+
+    logs = _f1_logs(tmp_path / "logs")
+    held = tmp_path / "held"
+    held.mkdir()
+    for name in ("org__gen-21", "org__gen-12"):
+        shutil.move(str(logs / name), str(held / name))
+    read_sample_logs(held, metric="f1").matrix().write(tmp_path / "held.csv")
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    assert main(["simulate", str(tmp_path / "held.csv"), "--bank", str(tmp_path / "bank"),
+                 "--max-items", "12", "-q", "-o", str(tmp_path / "sim")]) == 0
+    sim = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col=0)
+    recorded = pd.read_csv(tmp_path / "held.csv", index_col=0)
+    capsys.readouterr()
+    for model in recorded.index:
+        assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                     f"replay:{tmp_path / 'held.csv'}#{model}", "--max-items", "12",
+                     "-o", str(tmp_path / "live" / model.replace("/", "_"))]) == 0
+        text = capsys.readouterr().out
+        row = json.loads((tmp_path / "live" / model.replace("/", "_") / "results.json")
+                         .read_text())[0]
+        assert row["protocol"] == "recorded"
+        assert np.allclose(row["scores"], recorded.loc[model, row["items"]].to_numpy(float))
+        assert row["prediction"]["score"] == pytest.approx(sim.loc[model, "score"], abs=1e-9)
+        if any(0 < s < 1 for s in row["scores"]):
+            assert "(the mean score over the 12 items asked)" in text
+            assert " of the items asked)" not in text
+
+
+def test_a_whole_sum_of_continuous_scores_is_not_a_count():
+    """Scores 1/3 + 2/3 + 1 sum to 2: the observed line says a mean score, not "2/3"."""
+    from atlascat.cli.cmd_evaluate import format_result
+
+    row = {"model": "m", "bench": "b", "theta": 0.1, "se": 0.2, "protocol": "recorded",
+           "protocol_label": "recorded answers (by item id)", "observed_accuracy": 2 / 3,
+           "model_based_accuracy": 0.6, "n_items": 3, "n_correct": 2.0,
+           "scores": [1 / 3, 2 / 3, 1]}
+    assert "\n  mean score: observed 66.7% (the mean score over the 3 items asked); " \
+           "model-based 60.0%" in format_result(row)
+    binary = format_result({**row, "scores": [0, 1, 1]})
+    assert "\n  accuracy: observed 66.7% (2/3 of the items asked); model-based" in binary

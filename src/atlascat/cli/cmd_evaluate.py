@@ -504,6 +504,7 @@ def _accuracy_line(row: dict, scale) -> str | None:
     obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
     n = row.get("n_items")
     acc = []
+    between = not row.get("ordinal") and any(0 < float(v) < 1 for v in row.get("scores") or ())
     if scale is not None:
         def on(v):
             return f"{scale[0] + (scale[1] - scale[0]) * v:.1f}"
@@ -517,18 +518,17 @@ def _accuracy_line(row: dict, scale) -> str | None:
         acc.append(f"observed {100 * obs:.1f}% of the scale (each rating's (r - lowest) / "
                    f"(highest - lowest), over the {n} items asked)")
     elif obs is not None:
-        acc.append(f"observed {100 * obs:.1f}% ({_count_text(row)})")
+        acc.append(f"observed {100 * obs:.1f}% ({_count_text(row, between)})")
     if mod is not None:
         acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
-    scores = [float(v) for v in row.get("scores") or ()]
-    label = "mean score" if any(0 < v < 1 for v in scores) and not row.get("ordinal") \
-        else "accuracy"   # a continuous score's mean is not a share of right answers
+    label = "mean score" if between else "accuracy"   # a mean score is not a share right
     return (f"  {label}: " + "; ".join(acc)) if acc else None
 
 
-def _count_text(row) -> str:
-    """'k/n of the items asked' for right/wrong answers; a mean for scores in [0, 1]."""
+def _count_text(row, between: bool = False) -> str:
+    """'k/n of the items asked' for right/wrong answers; a mean for scores in [0, 1] (some
+    score ``between`` 0 and 1, or a sum of scores that is not a whole number)."""
     got, n = row.get("n_correct"), row.get("n_items")
-    if got is not None and float(got).is_integer():
+    if got is not None and float(got).is_integer() and not between:
         return f"{int(got)}/{n} of the items asked"
     return f"the mean score over the {n} items asked"
