@@ -179,3 +179,24 @@ def test_a_whole_sum_of_continuous_scores_is_not_a_count():
            "model-based 60.0%" in format_result(row)
     binary = format_result({**row, "scores": [0, 1, 1]})
     assert "\n  accuracy: observed 66.7% (2/3 of the items asked); model-based" in binary
+
+
+def test_a_score_range_folders_simulate_se_is_on_the_metrics_scale(shared_data, tmp_path):
+    """``atlas simulate --bank`` of a folder built from QMSum x 100 (``--score-range 0 100``)
+    writes each model's score, interval and ``se`` 100 times the 0-1 folder's."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    idx = np.random.default_rng(1).permutation(len(df))
+    df.iloc[idx[30:]].to_csv(tmp_path / "t.csv")
+    (100 * df.iloc[idx[30:]]).to_csv(tmp_path / "t100.csv")
+    out = {}
+    for name, scale in (("raw", []), ("x100", ["--score-range", "0", "100"])):
+        data = df.iloc[idx[:30]] * (100 if scale else 1)
+        data.to_csv(tmp_path / f"{name}.csv")
+        assert main(["build-bank", str(tmp_path / f"{name}.csv"), *scale, "-q",
+                     "-o", str(tmp_path / name)]) == 0
+        assert main(["simulate", str(tmp_path / ("t100.csv" if scale else "t.csv")), "--bank",
+                     str(tmp_path / name), "--max-items", "20", "-q",
+                     "-o", str(tmp_path / f"sim_{name}")]) == 0
+        out[name] = pd.read_csv(tmp_path / f"sim_{name}" / "person_scores.csv", index_col=0)
+    for col in ("score", "score_lo", "score_hi", "se"):
+        assert np.allclose(out["x100"][col], 100 * out["raw"][col], rtol=1e-6), col
