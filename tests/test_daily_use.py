@@ -119,7 +119,8 @@ def test_steps_count_from_one_wherever_a_user_sees_them(tmp_path, capsys):
     assert [s["step"] for s in json.loads(capsys.readouterr().out)["steps"]] == [1, 2, 3, 4, 5]
     assert main(["runs", "--db", str(db), "--run", run_id]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert [ln.split()[0] for ln in table[2:]] == ["1", "2", "3", "4", "5"]
+    assert [ln.split()[0] for ln in table[2:-1]] == ["1", "2", "3", "4", "5"]
+    assert table[-1].startswith("predicted ")     # the run's predicted score follows
     page = (tmp_path / "page.html").read_text()
     assert re.findall(r"<tr><td class='num'>(\d+)</td>", page)[:5] == ["1", "2", "3", "4", "5"]
 

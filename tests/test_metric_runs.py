@@ -64,7 +64,8 @@ def test_a_replay_of_mc2_logs_agrees_with_simulate(logged, tmp_path, capsys):
 
 def test_a_continuous_runs_summary_says_mean_score(logged, tmp_path, capsys):
     """The result's line and the HTML page call a continuous score's mean a mean score: no
-    "accuracy", no "right / asked"; the page's note says how the predictor drew the items."""
+    "accuracy", no "right / asked"; the page's note says how the predictor drew the items;
+    ``atlas runs --run`` (text and --json) gives the run's predicted score, as evaluate."""
     model = str(pd.read_csv(logged / "held.csv", index_col=0).index[1])
     out = tmp_path / "run"
     assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
@@ -79,6 +80,15 @@ def test_a_continuous_runs_summary_says_mean_score(logged, tmp_path, capsys):
     assert "model-based mean score (expected over the bank at theta)" in page
     assert "accuracy" not in page.lower() and "right / asked" not in page
     assert "over the items drawn at random" in page and "adaptively chosen" not in page
+    head = next(ln for ln in text.splitlines() if ln.startswith(f"{model} on "))
+    number = head.split(": ", 1)[1].rsplit(" (", 1)[0]    # "predicted ... score 51.2% (95% ..."
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"]]) == 0
+    shown = capsys.readouterr().out.strip().splitlines()[-1]
+    assert shown.startswith("predicted ") and number.split(" score ", 1)[1] in shown
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"],
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["prediction"] == pytest.approx(
+        {k: v for k, v in row["prediction"].items()})
 
 
 def test_compare_models_refuses_a_folder_of_several_runs(logged, tmp_path, capsys):
