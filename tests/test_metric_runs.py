@@ -210,3 +210,15 @@ def test_a_score_range_folders_simulate_se_is_on_the_metrics_scale(shared_data, 
         out[name] = pd.read_csv(tmp_path / f"sim_{name}" / "person_scores.csv", index_col=0)
     for col in ("score", "score_lo", "score_hi", "se"):
         assert np.allclose(out["x100"][col], 100 * out["raw"][col], rtol=1e-6), col
+
+
+def test_a_predictor_simulations_summary_has_the_mean_it_prints(logged, tmp_path, capsys):
+    """summary.json carries the predicted score mean the table prints (it had the width only)."""
+    assert main(["simulate", str(logged / "held.csv"), "--bank", str(logged / "bank"),
+                 "--max-items", "10", "-o", str(tmp_path / "sim")]) == 0
+    text = capsys.readouterr().out
+    summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    persons = pd.read_csv(tmp_path / "sim" / "person_scores.csv")
+    assert summary["score_mean"] == pytest.approx(persons["score"].mean())
+    assert f"{100 * summary['score_mean']:.1f} ({100 * summary['width_mean']:.1f} points)" \
+        in text

@@ -412,6 +412,7 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
                "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
+               "score_mean": float(persons["score"].mean()),
                "width_mean": float((persons["score_hi"]
                                     - persons["score_lo"]).mean()),
                "inputs": {"bank": str(bank), "responses": o.responses[0], "seed": o.seed}}
@@ -421,7 +422,7 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
             ("items mean (at most)", f"{summary['items_mean']:.1f} ({budget})"),
             (f"predicted {folder.manifest.get('benchmark') or 'benchmark'} score mean "
              "(95% width)",
-             f"{unit * persons['score'].mean():.1f} "
+             f"{unit * summary['score_mean']:.1f} "
              f"({unit * summary['width_mean']:.1f} points)"),
             ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
