@@ -222,3 +222,23 @@ def test_a_predictor_simulations_summary_has_the_mean_it_prints(logged, tmp_path
     assert summary["score_mean"] == pytest.approx(persons["score"].mean())
     assert f"{100 * summary['score_mean']:.1f} ({100 * summary['width_mean']:.1f} points)" \
         in text
+
+
+def test_a_continuous_items_weak_identification_is_not_worded_as_categories():
+    """An item whose scores in [0, 1] sum to under 3 from all-0 is flagged without "answers in
+    their rarer category" (a continuous score has no categories); 0/1 data keep the words."""
+    from atlascat.irt.defaults import identification_problems
+
+    rng = np.random.default_rng(0)
+    y = rng.uniform(0.2, 0.8, (400, 5))
+    y[:, 0] = 0.0
+    y[:4, 0] = 0.5                                     # sums to 2: near the floor
+    cont = [m for m in identification_problems(y, None, "2pl", "lognorm(0,1)", None)
+            if "barely identified" in m]
+    assert cont and "rarer category" not in cont[0] and "floor or their ceiling" in cont[0]
+    binary = (y > 0.45).astype(float)
+    binary[:, 0] = 0.0
+    binary[:2, 0] = 1.0
+    words = [m for m in identification_problems(binary, None, "2pl", "lognorm(0,1)", None)
+             if "barely identified" in m]
+    assert words and "answers in their rarer category" in words[0]
