@@ -242,3 +242,17 @@ def test_a_continuous_items_weak_identification_is_not_worded_as_categories():
     words = [m for m in identification_problems(binary, None, "2pl", "lognorm(0,1)", None)
              if "barely identified" in m]
     assert words and "answers in their rarer category" in words[0]
+
+
+def test_a_matrix_banks_file_name_is_said_to_be_one(shared_data, tmp_path, capsys):
+    """Built from ``source.csv`` without --name, the summary says the benchmark is named after
+    the file and how to name it; with --name it is the name alone."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    df.iloc[:25].to_csv(tmp_path / "source.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "-o", str(tmp_path / "a")]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if "benchmark " in ln)
+    assert "source (the file's name; --name gives the benchmark's)" in row
+    assert main(["build-bank", str(tmp_path / "source.csv"), "--name", "qmsum", "-o",
+                 str(tmp_path / "b")]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if "benchmark " in ln)
+    assert row.split() == ["benchmark", "qmsum"]
