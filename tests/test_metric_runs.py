@@ -256,3 +256,17 @@ def test_a_matrix_banks_file_name_is_said_to_be_one(shared_data, tmp_path, capsy
                  str(tmp_path / "b")]) == 0
     row = next(ln for ln in capsys.readouterr().out.splitlines() if "benchmark " in ln)
     assert row.split() == ["benchmark", "qmsum"]
+
+
+def test_score_help_names_every_column_it_writes_for_a_folder(logged, tmp_path):
+    """``atlas score --help`` lists the columns a bank folder's scores have (it listed the
+    theta columns only)."""
+    from typer.testing import CliRunner
+
+    from atlascat.cli import app
+
+    assert main(["score", str(logged / "held.csv"), "--bank", str(logged / "bank"), "-o",
+                 str(tmp_path / "s.csv")]) == 0
+    text = " ".join(CliRunner().invoke(app, ["score", "--help"]).output.split())
+    for col in pd.read_csv(tmp_path / "s.csv").columns:
+        assert col in text, col
