@@ -270,3 +270,22 @@ def test_score_help_names_every_column_it_writes_for_a_folder(logged, tmp_path):
     text = " ".join(CliRunner().invoke(app, ["score", "--help"]).output.split())
     for col in pd.read_csv(tmp_path / "s.csv").columns:
         assert col in text, col
+
+
+@pytest.mark.parametrize("option", [["--seed", "5"], ["--design", "adaptive"],
+                                    ["--max-items", "20"], ["--min-items", "3"],
+                                    ["--se-stop", "0.2"]])
+def test_resume_refuses_an_option_it_would_ignore(logged, tmp_path, capsys, option):
+    """``--resume`` keeps the run's seed, design and stops: each option that would change
+    them is one line, exit 2 (they were accepted and ignored)."""
+    model = str(pd.read_csv(logged / "held.csv", index_col=0).index[0])
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
+                 f"replay:{logged / 'held.csv'}#{model}", "--max-items", "3", "-q",
+                 "-o", str(out)]) == 0
+    run_id = json.loads((out / "results.json").read_text())[0]["run_id"]
+    capsys.readouterr()
+    assert main(["evaluate", "--resume", run_id, "--db", str(out / "runs.sqlite"),
+                 *option]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: --resume continues a run with its own settings; drop {option[0]}"

@@ -269,9 +269,7 @@ def run_evaluate(o: _Options) -> None:
         if o.subject or o.llm:
             raise ConfigError("--resume takes bank, subject and model from the database; drop "
                               "--subject/--llm")
-        for opt, value in (("--batch-size", o.batch_size), ("--fixed-length", o.fixed_length)):
-            if value is not None:
-                raise ConfigError(f"--resume continues a run with its own settings; drop {opt}")
+        _check_resume_options(o)
         if not o.db.exists():
             raise LiveRunError(f"run database {str(o.db)!r} does not exist; give the --db (or -o) "
                                "the run was started with")
@@ -349,6 +347,20 @@ def _start(o: _Options, limiter):
     for job in made[0].jobs:
         _say(f"run {job.run_id} started for {job.subject.name}{where} (db {o.db})")
     return made[0]
+
+
+def _check_resume_options(o: _Options) -> None:
+    """A resumed run keeps its own design, stops, seed and rounds: an option that would
+    change them is an error, not ignored."""
+    from ..errors import ConfigError
+
+    for opt, value in (("--batch-size", o.batch_size), ("--fixed-length", o.fixed_length),
+                       ("--max-items", o.max_items), ("--min-items", o.min_items),
+                       ("--se-stop", o.se_stop), ("--target-se", o.target_se),
+                       ("--design", None if o.design == "auto" else o.design),
+                       ("--seed", o.seed or None)):
+        if value is not None:
+            raise ConfigError(f"--resume continues a run with its own settings; drop {opt}")
 
 
 def _resume(o: _Options, limiter):
