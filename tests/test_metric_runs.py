@@ -289,3 +289,17 @@ def test_resume_refuses_an_option_it_would_ignore(logged, tmp_path, capsys, opti
                  *option]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: --resume continues a run with its own settings; drop {option[0]}"
+
+
+def test_evaluate_help_does_not_promise_the_leaderboard_for_every_bank():
+    """``atlas evaluate --help`` says a bank folder's items are asked as its source models'
+    were (logged requests, or by item id), not "as the Open LLM Leaderboard asked it" alone,
+    and that a folder's items may be drawn by its predictor, not always adaptively."""
+    from typer.testing import CliRunner
+
+    from atlascat.cli import app
+
+    text = " ".join(CliRunner().invoke(app, ["evaluate", "--help"]).output.split())
+    assert "Measure models adaptively" not in text
+    assert "benchmark predictor" in text and "logged requests" in text
+    assert "asked by item id" in text
