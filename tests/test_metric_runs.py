@@ -303,3 +303,31 @@ def test_evaluate_help_does_not_promise_the_leaderboard_for_every_bank():
     assert "Measure models adaptively" not in text
     assert "benchmark predictor" in text and "logged requests" in text
     assert "asked by item id" in text
+
+
+def test_an_unfinished_runs_page_speaks_of_the_folders_benchmark(shared_data, tmp_path,
+                                                                 capsys):
+    """A run of a --score-range folder that stops (a score off the scale) has no prediction;
+    its page still names the benchmark, never "leaderboard", and reads on the metric's scale
+    (the axis is not in percent)."""
+    import sys
+
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    (100 * df.iloc[:30]).to_csv(tmp_path / "bleu.csv")
+    assert main(["build-bank", str(tmp_path / "bleu.csv"), "--score-range", "0", "100",
+                 "--name", "qmsum-bleu", "-q", "-o", str(tmp_path / "bank")]) == 0
+    script = tmp_path / "score.py"
+    script.write_text("import json, sys\nfor n, line in enumerate(sys.stdin):\n"
+                      "    item = json.loads(line)['item_id']\n"
+                      "    print(json.dumps({'item_id': item, 'score': 140.0 if n == 3 "
+                      "else 20.0}), flush=True)\n")
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"cmd:{sys.executable} {script}", "--llm", "m", "-o", str(out)]) == 2
+    capsys.readouterr()
+    row = json.loads((out / "results.json").read_text())[0]
+    assert row["status"] == "error" and "prediction" not in row
+    page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
+    assert "leaderboard" not in page.lower()
+    assert "predicted qmsum-bleu score<" in page or "predicted qmsum-bleu score " in page
+    assert "predicted qmsum-bleu score (%)" not in page

@@ -231,14 +231,14 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
         quiet: bool = quiet_option(),
     ):
-        """Measure models: the predicted score (and theta +- SE) from a few dozen items, chosen
-        adaptively or, on a bank folder, drawn by its benchmark predictor (--design).
+        """Measure models: the predicted score (and theta +- SE) from a few dozen items, adaptive
+        or drawn by a bank folder's benchmark predictor (--design).
 
         With a log-likelihood subject (completions:, hf:, lmeval:, replay:) every item is asked
-        as the bank's models were asked (a shipped bank: as the Open LLM Leaderboard asked it;
-        a bank folder from sample logs: its logged requests), so the result is on the bank's
-        scale; a bank folder built from a matrix is asked by item id (cmd:, replay:). openai:
-        (chat) subjects are asked prompts and labelled APPROXIMATE. Every step is saved in the
+        as the bank's models were (a shipped bank: the Open LLM Leaderboard's requests; a bank
+        folder: its logged requests), so the result is on the bank's scale; a folder built
+        from a matrix is asked by item id (cmd:, replay:). openai: (chat) subjects are asked
+        prompts and labelled APPROXIMATE. Every step is saved in the
         run store before and after asking; a killed run continues with --resume RUN_ID without
         asking an answered item again. Ctrl-C (or SIGTERM) stops after the item in flight
         (press again to abandon it), marks the run interrupted, prints the --resume command

@@ -94,6 +94,22 @@ def _is_folder(bank_ref) -> bool:
         return False
 
 
+def _folder_identity(bank_ref) -> dict:
+    """A bank folder's benchmark, population (:data:`SOURCE`) and metric scale, for the page
+    of a run that has no prediction (not finished): its words and units are the folder's."""
+    from ..bankdir.predict import metric_scale
+    from ..catalogue.bankref import BankRef
+
+    out = {"benchmark": _bank_title(bank_ref), "population": SOURCE}
+    try:
+        scale = metric_scale(BankRef.parse(bank_ref).folder())
+    except Exception:  # noqa: BLE001 - a folder no longer readable: the words alone
+        scale = None
+    if scale is not None:
+        out["scale"] = list(scale)
+    return out
+
+
 def _bank_title(bank_ref) -> str:
     """The benchmark's name of a stored bank reference (:attr:`BankRef.title`), never a path."""
     from ..catalogue.bankref import BankRef
@@ -476,6 +492,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     from .subjects import is_ordinal
 
     info = store.get_run(run_id)
+    if suite is None and "population" not in (leaderboard or {}) \
+            and _is_folder(info.get("bank_ref")):   # unfinished: no prediction, its words
+        leaderboard = {**(leaderboard or {}), **_folder_identity(info["bank_ref"])}
     steps = store.steps(run_id)
     answered = steps[steps["status"] == "answered"]
     meta = getattr(bank, "metadata", None)
