@@ -331,3 +331,15 @@ def test_an_unfinished_runs_page_speaks_of_the_folders_benchmark(shared_data, tm
     assert "leaderboard" not in page.lower()
     assert "predicted qmsum-bleu score<" in page or "predicted qmsum-bleu score " in page
     assert "predicted qmsum-bleu score (%)" not in page
+
+
+def test_simulate_refuses_a_batch_size_its_predictor_would_ignore(logged, tmp_path, capsys):
+    """``atlas simulate --bank DIR --batch-size 5`` replays the predictor one item at a time:
+    the option is one line, exit 2 (it was accepted and ignored, while a live run with it draws
+    other items); with --design adaptive it runs."""
+    args = ["simulate", str(logged / "held.csv"), "--bank", str(logged / "bank"),
+            "--batch-size", "5", "-q"]
+    assert main([*args, "-o", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--batch-size" in err and "one item at a time" in err
+    assert main([*args, "--design", "adaptive", "-o", str(tmp_path / "b")]) == 0

@@ -401,6 +401,10 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
         raise ConfigError("--thetas is the adaptive test's; this bank folder's predictor asks "
                           "--max-items items of its own design (or --design adaptive)")
     predictor_only(o)
+    if (o.batch_size or 1) > 1:
+        raise ConfigError("--batch-size: atlas simulate replays this bank folder's predictor one "
+                          "item at a time (as a live run with --batch-size 1); drop it, or "
+                          "--design adaptive for rounds of items")
     budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", BUDGET))
     rm = _responses(o, folder)
     with progress_bar("predicting", 1) as advance:
