@@ -343,3 +343,46 @@ def test_simulate_refuses_a_batch_size_its_predictor_would_ignore(logged, tmp_pa
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--batch-size" in err and "one item at a time" in err
     assert main([*args, "--design", "adaptive", "-o", str(tmp_path / "b")]) == 0
+
+
+def test_ctrl_c_in_a_terminal_interrupts_a_command_run(shared_data, tmp_path, capsys):
+    """A terminal's Ctrl-C goes to the whole foreground process group: ATLAS and the scoring
+    command. The command runs in its own session, so ATLAS finishes the item in flight, marks
+    the run interrupted and exits 130 (the command died with the signal: the run ended as an
+    error, exit 2); the command is then ended."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from conftest import HANG_S
+
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    df.iloc[:30].to_csv(tmp_path / "source.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "-q", "-o",
+                 str(tmp_path / "bank")]) == 0
+    script = tmp_path / "slow.py"
+    script.write_text("import json, sys, time\nfor line in sys.stdin:\n"
+                      "    item = json.loads(line)['item_id']\n    time.sleep(0.3)\n"
+                      "    print(json.dumps({'item_id': item, 'score': 0.25}), flush=True)\n")
+    out = tmp_path / "run"
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "atlascat", "evaluate", "--bank",
+                             str(tmp_path / "bank"), "--subject",
+                             f"cmd:{sys.executable} {script}", "--llm", "m", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True,          # a terminal's process group
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = []
+    for line in proc.stderr:                                 # the command is scoring items
+        seen.append(line)
+        if "  step    2  " in line:
+            break
+    os.killpg(proc.pid, signal.SIGINT)                       # Ctrl-C: ATLAS and its command
+    _, err = proc.communicate(timeout=HANG_S)
+    err = "".join(seen) + err
+    assert proc.returncode == 130, err
+    assert "interrupted: run " in err and "Traceback" not in err
+    capsys.readouterr()
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)[0]
+    assert run["state"] == "interrupted" and run["pending"] == 0 and run["n_items"] >= 1
