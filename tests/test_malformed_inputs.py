@@ -309,6 +309,8 @@ CLI_CASES = [
     ("evaluate-db-dir", "evaluate --bank arc --subject simulate:0.5 --db {d}/adir", ["adir", "directory"]),
     ("evaluate-se-stop-nan", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --se-stop nan", ["--se-stop"]),
     ("evaluate-old-model-flag", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --model meta-llama/Llama-3-8B", ["has no --model", "did you mean --llm meta-llama/Llama-3-8B?"]),
+    ("evaluate-resume-max-items", "evaluate --resume abc --db {d}/r.sqlite --max-items 20", ["--resume", "drop --max-items"]),
+    ("evaluate-resume-seed", "evaluate --resume abc --db {d}/r.sqlite --seed 3", ["--resume", "drop --seed"]),
     ("evaluate-model-flag-irt-name", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --model 3pl", ["has no --model", "the bank's", "--llm"]),
     ("runs-missing-db", "runs --db {d}/nosuch.sqlite", ["nosuch.sqlite"]),
     ("runs-db-not-sqlite", "runs --db {d}/afile", ["afile"]),

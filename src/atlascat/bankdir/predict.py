@@ -116,8 +116,10 @@ def load_predictor_items(folder):
 def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.DataFrame:
     """The folder's predictor on recorded answers (``responses``: a ResponseMatrix of the
     targets): one row per target, ``subject_id``, ``n_items`` (items used, at most ``budget``),
-    :data:`PREDICTION_COLUMNS` (the score and its 95% interval, 0-1), ``method``
-    ("combined", or "design" for a target outside the source models), the model-based and
+    :data:`PREDICTION_COLUMNS` (the score and its 95% interval, on the metric's scale: 0-1, or
+    the folder's score range, :func:`metric_scale`), ``se`` (the score's standard error, on
+    that scale), ``method`` ("combined", or "design" for a target outside the source models),
+    the model-based and
     design-based parts and theta. Each target draws from its own Generator
     (:func:`~atlascat.predict.session.subject_generator` of ``seed`` and its id), as a live
     run of it with the same seed does."""
@@ -129,10 +131,12 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     warning = np.where(out["method"] == "design",
                        "unlike the source models: the design-based estimate (random items) is "
                        "used", "")
+    scale = metric_scale(folder)
+    width = 1.0 if scale is None else float(scale[1]) - float(scale[0])   # an SE has no offset
     return to_metric_scale(pd.DataFrame({
         "subject_id": out["subject"].astype(str), "n_items": out["n_items"],
         "score": out["score"], "score_lo": out["lower"], "score_hi": out["upper"],
         "percentile": pct, "score_flag": out["flag"], "score_warning": warning,
-        "method": out["method"], "se": out["se"], "model_score": out["model_score"],
+        "method": out["method"], "se": out["se"] * width, "model_score": out["model_score"],
         "design_score": out["design_score"], "theta": out["theta"]}), folder,
         [*PREDICTION_COLUMNS[:3], "model_score", "design_score"])

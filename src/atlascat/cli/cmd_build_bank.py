@@ -73,7 +73,7 @@ def build_bank_command(
                         task=task, metric=metric, filter_name=filter_name, name=name,
                         model=model, seed=seed, chance=chance, budget=budget,
                         score_range=score_range)
-    _show_summary(folder.manifest)
+    _show_summary(folder.manifest, named=name is not None)
     files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
     console.print(f"wrote {escape(str(output))}/ ({files})")
 
@@ -82,10 +82,12 @@ def register(app: typer.Typer) -> None:
     app.command("build-bank")(build_bank_command)
 
 
-def _show_summary(m: dict) -> None:
-    """The folder's summary table, then the build's warnings (stderr)."""
+def _show_summary(m: dict, named: bool = True) -> None:
+    """The folder's summary table, then the build's warnings (stderr). A matrix's benchmark
+    not ``named`` (--name) is its file's name: the row says so."""
     src = m["source"]
-    rows = [("benchmark", m["benchmark"]),
+    rows = [("benchmark", m["benchmark"] + ("" if named or src["kind"] != "matrix" else
+                                            " (the file's name; --name gives the benchmark's)")),
             ("source", src["kind"] + (f" ({src['task']}, metric {src['metric']})"
                                       if src["kind"] == "sample_logs" else "")),
             ("models", m["n_models"]),

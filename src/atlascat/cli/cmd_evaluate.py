@@ -252,12 +252,14 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
         quiet: bool = quiet_option(),
     ):
-        """Measure models adaptively: the predicted score (and theta +- SE) from a few dozen
-        items.
+        """Measure models: the predicted score (and theta +- SE) from a few dozen items, adaptive
+        or drawn by a bank folder's benchmark predictor (--design).
 
         With a log-likelihood subject (completions:, hf:, lmeval:, replay:) every item is asked
-        as the Open LLM Leaderboard asked it, so the result is on the bank's scale. openai:
-        (chat) subjects are asked prompts and labelled APPROXIMATE. Every step is saved in the
+        as the bank's models were (a shipped bank: the Open LLM Leaderboard's requests; a bank
+        folder: its logged requests), so the result is on the bank's scale; a folder built
+        from a matrix is asked by item id (cmd:, replay:). openai: (chat) subjects are asked
+        prompts and labelled APPROXIMATE. Every step is saved in the
         run store before and after asking; a killed run continues with --resume RUN_ID without
         asking an answered item again. Ctrl-C (or SIGTERM) stops after the item in flight
         (press again to abandon it), marks the run interrupted, prints the --resume command
@@ -290,9 +292,7 @@ def run_evaluate(o: _Options) -> None:
         if o.subject or o.llm:
             raise ConfigError("--resume takes bank, subject and model from the database; drop "
                               "--subject/--llm")
-        for opt, value in (("--batch-size", o.batch_size), ("--fixed-length", o.fixed_length)):
-            if value is not None:
-                raise ConfigError(f"--resume continues a run with its own settings; drop {opt}")
+        _check_resume_options(o)
         if not o.db.exists():
             raise LiveRunError(f"run database {str(o.db)!r} does not exist; give the --db (or -o) "
                                "the run was started with")
@@ -370,6 +370,20 @@ def _start(o: _Options, limiter):
     for job in made[0].jobs:
         _say(f"run {job.run_id} started for {job.subject.name}{where} (db {o.db})")
     return made[0]
+
+
+def _check_resume_options(o: _Options) -> None:
+    """A resumed run keeps its own design, stops, seed and rounds: an option that would
+    change them is an error, not ignored."""
+    from ..errors import ConfigError
+
+    for opt, value in (("--batch-size", o.batch_size), ("--fixed-length", o.fixed_length),
+                       ("--max-items", o.max_items), ("--min-items", o.min_items),
+                       ("--se-stop", o.se_stop), ("--target-se", o.target_se),
+                       ("--design", None if o.design == "auto" else o.design),
+                       ("--seed", o.seed or None)):
+        if value is not None:
+            raise ConfigError(f"--resume continues a run with its own settings; drop {opt}")
 
 
 def _resume(o: _Options, limiter):
@@ -510,7 +524,7 @@ def _print_single(rows: list[dict], held: list) -> None:
                       if "score" in (r.get("prediction") or {}) else "-"),
         "stop": r["stop_reason"] or "-",
     } for r in rows])
-    print_frame(table, title="Live adaptive evaluation")
+    print_frame(table, title="Live evaluation")
     for r, note in zip(rows, held):
         if r["status"] == "done":
             console.print(format_result(r, note), markup=False, highlight=False, soft_wrap=True)
@@ -519,12 +533,13 @@ def _print_single(rows: list[dict], held: list) -> None:
 
 
 def _accuracy_line(row: dict, scale) -> str | None:
-    """The observed and the model-based accuracy of a run: in percent, or on the metric's
-    own ``scale`` (low, high) for a bank folder built with --score-range, where a mean is a
-    mean score, not a share."""
+    """The observed and the model-based accuracy of a run: in percent (the mean score's, for
+    scores between 0 and 1), or on the metric's own ``scale`` (low, high) for a bank folder
+    built with --score-range, where a mean is a mean score, not a share."""
     obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
     n = row.get("n_items")
     acc = []
+    between = not row.get("ordinal") and any(0 < float(v) < 1 for v in row.get("scores") or ())
     if scale is not None:
         def on(v):
             return f"{scale[0] + (scale[1] - scale[0]) * v:.1f}"
@@ -538,15 +553,17 @@ def _accuracy_line(row: dict, scale) -> str | None:
         acc.append(f"observed {100 * obs:.1f}% of the scale (each rating's (r - lowest) / "
                    f"(highest - lowest), over the {n} items asked)")
     elif obs is not None:
-        acc.append(f"observed {100 * obs:.1f}% ({_count_text(row)})")
+        acc.append(f"observed {100 * obs:.1f}% ({_count_text(row, between)})")
     if mod is not None:
         acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
-    return ("  accuracy: " + "; ".join(acc)) if acc else None
+    label = "mean score" if between else "accuracy"   # a mean score is not a share right
+    return (f"  {label}: " + "; ".join(acc)) if acc else None
 
 
-def _count_text(row) -> str:
-    """'k/n of the items asked' for right/wrong answers; a mean for scores in [0, 1]."""
+def _count_text(row, between: bool = False) -> str:
+    """'k/n of the items asked' for right/wrong answers; a mean for scores in [0, 1] (some
+    score ``between`` 0 and 1, or a sum of scores that is not a whole number)."""
     got, n = row.get("n_correct"), row.get("n_items")
-    if got is not None and float(got).is_integer():
+    if got is not None and float(got).is_integer() and not between:
         return f"{int(got)}/{n} of the items asked"
     return f"the mean score over the {n} items asked"

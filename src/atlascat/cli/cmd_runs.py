@@ -28,9 +28,10 @@ def runs_command(
 
     'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
     finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
-    twice: observed (right / asked, over the items asked) and model-based (the bank's
-    expected proportion correct at theta); on a bank folder built with --score-range both
-    are mean scores on the metric's own scale. Without --db it lists the default store and
+    twice: observed (the mean score over the items asked: right / asked for right-or-wrong
+    answers) and model-based (the bank's expected score at theta); on a bank folder built
+    with --score-range both are mean scores on the metric's own scale. --run RUN_ID shows
+    the run's steps and its predicted score. Without --db it lists the default store and
     every store a finished or interrupted run wrote elsewhere (-o DIR, --db FILE; remembered
     in $ATLAS_HOME/stores.txt).
     """
@@ -94,18 +95,23 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
     cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
             "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked",
             "answer_chars"]
-    from ..live.report import protocol_name, protocol_value
+    from ..live.report import describe_prediction, protocol_name, protocol_value, score_name
+    from ..live.service import predict_run
 
+    lb = predict_run(store, run_id)   # the number evaluate, `atlas runs` and the page show
     if as_json:
         run = {k: v for k, v in info.items() if k != "session"}
         run["protocol"] = protocol_value(info.get("protocol"), info.get("bank_ref"))
-        typer.echo(json.dumps({"run": run, "steps": steps[cols].to_dict("records")},
-                              default=str))
+        typer.echo(json.dumps({"run": run, "prediction": lb,
+                               "steps": steps[cols].to_dict("records")}, default=str))
         return
 
     proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
     print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']}, "
                                    f"protocol {proto})", max_rows=1000)
+    if lb.get("score") is not None:
+        name = "predicted average" if info["kind"] == "suite" else score_name(lb)
+        console.print(f"{name}: {describe_prediction(lb)}", markup=False, highlight=False)
     return None
 
 

@@ -66,8 +66,11 @@ def score_command(
 ):
     """Score every subject: theta, SE, items answered, raw and reconstructed accuracy.
 
-    Columns: subject_id, theta, se, n_items, accuracy, flag [, freq] [, accuracy_pirt]
-    [, accuracy_gpirt]. ML gives +-inf (flag perfect/zero) where no finite maximum exists.
+    Columns: subject_id, theta, se, n_items, accuracy (the mean score over the answered
+    items), flag [, freq] [, accuracy_pirt] [, accuracy_gpirt]; with a bank folder (--bank
+    DIR) also its predicted score: score, score_lo, score_hi (95% interval), percentile,
+    score_flag, score_warning, on the folder's metric scale. ML gives +-inf (flag
+    perfect/zero) where no finite maximum exists.
     """
     from ..catalogue import BankRef
 

@@ -391,6 +391,10 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
         raise ConfigError("--thetas is the adaptive test's; this bank folder's predictor asks "
                           "--max-items items of its own design (or --design adaptive)")
     predictor_only(o)
+    if (o.batch_size or 1) > 1:
+        raise ConfigError("--batch-size: atlas simulate replays this bank folder's predictor one "
+                          "item at a time (as a live run with --batch-size 1); drop it, or "
+                          "--design adaptive for rounds of items")
     budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", BUDGET))
     rm = _responses(o, folder)
     with progress_bar("predicting", 1) as advance:
@@ -402,6 +406,7 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
                "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
+               "score_mean": float(persons["score"].mean()),
                "width_mean": float((persons["score_hi"]
                                     - persons["score_lo"]).mean()),
                "inputs": {"bank": str(bank), "responses": o.responses[0], "seed": o.seed}}
@@ -411,7 +416,7 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
             ("items mean (at most)", f"{summary['items_mean']:.1f} ({budget})"),
             (f"predicted {folder.manifest.get('benchmark') or 'benchmark'} score mean "
              "(95% width)",
-             f"{unit * persons['score'].mean():.1f} "
+             f"{unit * summary['score_mean']:.1f} "
              f"({unit * summary['width_mean']:.1f} points)"),
             ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),

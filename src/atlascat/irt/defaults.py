@@ -218,8 +218,13 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
                    "(left out)")
     few = int(np.sum((minority > 0) & (minority < MIN_MINORITY)))
     if few and model not in ("rasch", "1pl"):
+        with np.errstate(invalid="ignore"):
+            scores = bool(np.any((values > 0) & (values < 1)))   # continuous: no categories
         out.append(f"{few} item(s) have fewer than {MIN_MINORITY} answers in their rarer "
-                   "category: their slopes (and asymptotes) are barely identified")
+                   "category" if not scores else
+                   f"{few} item(s) have scores summing to less than {MIN_MINORITY} from "
+                   "their floor or their ceiling (all 0 or all 1 over the subjects)")
+        out[-1] += ": their slopes (and asymptotes) are barely identified"
     return out
 
 

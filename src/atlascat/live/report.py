@@ -94,6 +94,22 @@ def _is_folder(bank_ref) -> bool:
         return False
 
 
+def _folder_identity(bank_ref) -> dict:
+    """A bank folder's benchmark, population (:data:`SOURCE`) and metric scale, for the page
+    of a run that has no prediction (not finished): its words and units are the folder's."""
+    from ..bankdir.predict import metric_scale
+    from ..catalogue.bankref import BankRef
+
+    out = {"benchmark": _bank_title(bank_ref), "population": SOURCE}
+    try:
+        scale = metric_scale(BankRef.parse(bank_ref).folder())
+    except Exception:  # noqa: BLE001 - a folder no longer readable: the words alone
+        scale = None
+    if scale is not None:
+        out["scale"] = list(scale)
+    return out
+
+
 def _bank_title(bank_ref) -> str:
     """The benchmark's name of a stored bank reference (:attr:`BankRef.title`), never a path."""
     from ..catalogue.bankref import BankRef
@@ -331,9 +347,10 @@ def describe_method(lb) -> str:
     return "design-based estimate pooled with the model prediction calibrated on the source models"
 
 
-def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
+def _summary_rows(info, leaderboard, suite, continuous: bool = False) -> list[tuple[str, str]]:
     """The quantities a run reports, each once with its one interval: a bank run's predicted
-    score (:func:`score_name`), theta and the model-based accuracy; a suite run's predicted average (its
+    score (:func:`score_name`), theta and the model-based accuracy (a mean score when the
+    scores are ``continuous`` or on a metric's own scale); a suite run's predicted average (its
     benchmarks are in the suite table; a suite has no theta)."""
     theta, se = info["theta"], info["se"]
     if suite is not None:
@@ -359,7 +376,8 @@ def _summary_rows(info, leaderboard, suite) -> list[tuple[str, str]]:
         rows.append(("model-based mean score (expected over the bank at theta, on the "
                      "metric's own scale)", _on_scale(info["accuracy"], lb["scale"])))
     else:
-        rows.append(("model-based accuracy (expected over the bank at theta)",
+        rows.append((f"model-based {'mean score' if continuous else 'accuracy'} (expected over "
+                     "the bank at theta)",
                      _fmt(info["accuracy"], ".1%") if info["accuracy"] is not None else "-"))
     return rows
 
@@ -475,6 +493,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     from .subjects import is_ordinal
 
     info = store.get_run(run_id)
+    if suite is None and "population" not in (leaderboard or {}) \
+            and _is_folder(info.get("bank_ref")):   # unfinished: no prediction, its words
+        leaderboard = {**(leaderboard or {}), **_folder_identity(info["bank_ref"])}
     steps = store.steps(run_id)
     answered = steps[steps["status"] == "answered"]
     meta = getattr(bank, "metadata", None)
@@ -489,7 +510,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     scores = answered["score"].astype(float)
     continuous = not ordinal and bool(((scores > 0) & (scores < 1)).any())   # scores in [0, 1]
     tokens = steps["prompt_tokens"].notna().any()
-    summary = _summary_rows(info, leaderboard, suite)
+    summary = _summary_rows(info, leaderboard, suite, continuous)
     warnings = _warnings(leaderboard, suite)
     kv = [
         ("model", subj.get("model")),
@@ -581,13 +602,17 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     if subj.get("type") in ("simulate", "replay"):  # no endpoint: no endpoint kind
         shown["subject"] = {k: v for k, v in subj.items() if k != "kind"}
     settings = _e(json.dumps(shown, indent=1, sort_keys=True))
+    asked = ("items drawn at random" if (leaderboard or {}).get("design") else
+             "adaptively chosen items")
     note = ("The trajectory is the predicted average (percent) and its SE after each round."
             if suite is not None else
             "Model-based mean score = the expected score over the bank's items at theta; "
             "observed mean score = the mean over the items asked; both on the metric's own "
             "scale." if own else
+            "Model-based mean score = the expected score over the bank's items at theta; "
+            f"observed mean score = the mean over the {asked}." if continuous else
             "Model-based accuracy = mean probability correct over the bank's items at theta; "
-            "observed accuracy = right / asked over the adaptively chosen items.")
+            f"observed accuracy = right / asked over the {asked}.")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>ATLAS run {_e(run_id)} - {_e(info['model'])}</title><style>{_CSS}</style></head><body>"

@@ -215,7 +215,8 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
 
 def run_folder(folder, db=None) -> tuple[Path, str]:
     """(run store, run id) of a live run's output folder (``atlas evaluate -o FOLDER``): its
-    ``results.json`` names the run; its ``runs.sqlite`` holds it, or ``db`` does."""
+    ``results.json`` names the run (a folder of several runs, one per ``--llm``, is refused:
+    its run ids are given instead); its ``runs.sqlite`` holds it, or ``db`` does."""
     import json
 
     folder = Path(folder)
@@ -225,7 +226,8 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
                           "output folder or its run id")
     try:
         rows = json.loads(results.read_text())
-        run_id = str((rows[0] if isinstance(rows, list) else rows)["run_id"])
+        ids = [str(r["run_id"]) for r in (rows if isinstance(rows, list) else [rows])]
+        run_id = ids[0]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise ConfigError(f"{str(results)!r} is not a live run's results file ({exc})") \
             from None
@@ -234,6 +236,9 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
             raise ConfigError(f"run {run_id} of {str(folder)!r} is stored elsewhere (its folder "
                               "has no runs.sqlite): give the run store with --db")
         store = Path(db)
+    if len(set(ids)) > 1:
+        raise ConfigError(f"{str(folder)!r} holds {len(set(ids))} runs ({', '.join(ids)}): give "
+                          f"one of their ids with --db {str(store)!r}")
     return store, run_id
 
 

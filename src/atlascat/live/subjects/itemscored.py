@@ -164,9 +164,12 @@ class CommandSubject:
     # ------------------------------------------------------------ the process
     def _start(self):
         try:
+            # its own session: a terminal's Ctrl-C reaches ATLAS, which stops after the item
+            # in flight and then ends the process (close), not the command mid-item
             proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, bufsize=1,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                    start_new_session=os.name == "posix")
         except OSError as exc:
             raise SubjectError(f"the command {self.command!r} could not start ({exc})") from None
         self._lines, self._stderr = queue.Queue(), collections.deque(maxlen=20)

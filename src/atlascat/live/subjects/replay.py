@@ -24,8 +24,10 @@ class ReplaySubject:
     For every bank item it builds the item's requests (:func:`atlascat.content.requests.
     build_item_requests`), finds which choice the item's rule scores correct (by probing the rule
     with one-hot outputs), and answers each request with log-likelihoods (or a generation) that
-    the rule scores as the recorded 0/1 (a recorded value >= 0.5 counts as correct). An item the
-    model has no recorded answer for raises an error naming it.
+    the rule scores as the recorded 0/1 (a recorded value >= 0.5 counts as correct); an mc2 item
+    (TruthfulQA's continuous score y) is answered with log-likelihoods whose mc2 is the recorded
+    y: log(y / t) for each of its t true options, log((1 - y) / f) for each of its f false ones.
+    An item the model has no recorded answer for raises an error naming it.
 
     Parameters
     ----------
@@ -38,7 +40,8 @@ class ReplaySubject:
     protocol = "leaderboard"
 
     def __init__(self, matrix, model: str, *, bank=None):
-        self.source, self._answers = recorded_answers(matrix, model)
+        self.source, self._scores = recorded_answers(matrix, model, binary=False)
+        self._answers = {k: None if v is None else int(v >= 0.5) for k, v in self._scores.items()}
         self.model = self.name = str(model)
         self._bank = None
         self._keys: dict = {}
@@ -104,7 +107,8 @@ class ReplaySubject:
                 raise ConfigError(f"replay: model {self.model!r} has no recorded answer for item "
                                   f"{item_id!r} in {self.source}; use a matrix without missing "
                                   "answers for this bank")
-            out.extend(self._outputs[item_id][ans])
+            made = self._outputs[item_id]
+            out.extend(made(self._scores[item_id]) if callable(made) else made[ans])
             i += len(self._keys[item_id])
         return out
 
@@ -173,6 +177,9 @@ def _probe(ir) -> dict:
     """Outputs the item's rule scores 0 and 1: {0: outputs, 1: outputs} (one per request)."""
 
     n = len(ir.requests)
+    if ir.rule == "mc2" and 0 < int(ir.mc2_true) < n:
+        t = int(ir.mc2_true)
+        return lambda y: mc2_outputs(float(y), t, n - t)
     if n and all(r.kind == "generate_until" for r in ir.requests):
         answer = str(_gold_text(ir))
         bad = ["#### -987654321"]
@@ -189,6 +196,16 @@ def _probe(ir) -> dict:
                 return {1: one, 0: other}
     raise BankError(f"replay: no choice of item {ir.item_id!r} is scored correct by its rule "
                     f"{ir.rule!r}")
+
+
+def mc2_outputs(y: float, n_true: int, n_false: int) -> list[float]:
+    """Log-likelihoods whose mc2 (``sum_true exp(ll) / sum_all exp(ll)``) is ``y`` in [0, 1]:
+    log(y / n_true) for each true option, log((1 - y) / n_false) for each false one (a
+    probability of 0 as a log-likelihood of -1000, exp of which is 0 in double precision)."""
+    def ll(p: float) -> float:
+        return float(np.log(p)) if p > 0 else _WRONG_LL
+
+    return [ll(y / n_true)] * n_true + [ll((1.0 - y) / n_false)] * n_false
 
 
 def _gold_text(ir):

@@ -78,6 +78,21 @@ def has_requests(bank) -> bool:
     return getattr(bank, "metadata", None) is not None
 
 
+def replays_by_id(bank) -> bool:
+    """Whether ``replay:`` asks ``bank`` by item id although it has requests: some item's rule
+    scores a generation by a continuous metric (``f1``, or a ``metric:<name>`` ATLAS cannot
+    compute), which no constructed output reproduces for every recorded score; the recorded
+    score is then replayed as it is (as ``atlas simulate`` reads it). ``mc2`` items are
+    answered through their requests (:class:`ReplaySubject`)."""
+    from ...content.requests import METRIC_RULE_PREFIX
+
+    meta = getattr(bank, "metadata", None)
+    if meta is None or "rule" not in meta.columns:
+        return False
+    return any(str(r) == "f1" or str(r).startswith(METRIC_RULE_PREFIX)
+               for r in meta["rule"].dropna().unique())
+
+
 @dataclass(frozen=True)
 class SubjectSpec:
     """A parsed ``--subject``: ``kind`` (one of :data:`SUBJECT_KINDS`), ``target`` (the text
@@ -90,7 +105,8 @@ class SubjectSpec:
     ``hf:PATH_OR_NAME``       in-process transformers (``atlascat.live.hf.HFSubject``)
     ``lmeval:MODEL,ARGS``     an lm-evaluation-harness backend (``atlascat.live.lmeval_backend``)
     ``replay:MATRIX#MODEL``   answers recorded in a response matrix (file or bundled name); on a
-                              bank without requests (built from a matrix) asked by item id
+                              bank without requests (built from a matrix), or scored by f1 or
+                              a metric ATLAS cannot compute, asked by item id
     ``cmd:COMMAND``           the user's program scores the items by id (:mod:`.itemscored`);
                               ``{model}`` in it is the model's name
     ``simulate:THETA[:SEED]`` the bank's own model at a fixed theta (needs the bank)
@@ -171,7 +187,7 @@ class SubjectSpec:
                                     kind="chat" if kw.get("chat", True) else "completion")
         if kind == "replay":
             matrix, _, who = target.rpartition("#")
-            if bank is not None and not has_requests(bank):
+            if bank is not None and (not has_requests(bank) or replays_by_id(bank)):
                 return RecordedAnswers(matrix, who, ratings=ratings,
                                        score_range=kw.get("score_range"))
             return ReplaySubject(matrix, who, bank=bank)
