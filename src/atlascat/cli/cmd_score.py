@@ -70,7 +70,8 @@ def score_command(
     items), flag [, freq] [, accuracy_pirt] [, accuracy_gpirt]; with a bank folder (--bank
     DIR) also its predicted score: score, score_lo, score_hi (95% interval), percentile,
     score_flag, score_warning, on the folder's metric scale. ML gives +-inf (flag
-    perfect/zero) where no finite maximum exists.
+    perfect/zero) where no finite maximum exists. An ordinal bank (graded / gpcm): RESPONSES
+    are ratings on the items' own scales, and mean_rating stands where accuracy does.
     """
     from ..catalogue import BankRef
 
