@@ -64,6 +64,9 @@ def test_chance_comes_from_the_options_of_the_logged_items(built):
     assert default_chance("ARC") == (0.25, "benchmark") and default_chance("x") == (0.0, "matrix")
     meta = pd.DataFrame({"choices": [["a", "b"], ["a", "b", "c", "d"], []]})
     assert default_chance("x", meta) == (pytest.approx((0.5 + 0.25 + 0.0) / 3), "options")
+    mc2 = pd.DataFrame({"choices": [["t1", "t2", "f1", "f2", "f3"], ["a", "b"]],
+                        "mc2_true": [2, 0]})      # mc2: 2 true of 5; an mc1 item: 1 of 2
+    assert default_chance("x", mc2) == (pytest.approx((2 / 5 + 1 / 2) / 2), "options")
 
 
 # ----------------------------------------------------------------------------- reading logs

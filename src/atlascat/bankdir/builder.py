@@ -357,8 +357,9 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
     """(chance, where it came from) when the user gives none: the score of a model answering
     at random, the floor a weaker model's interval reaches down to. A known benchmark's
     (:data:`atlascat.scorelink.settings.CHANCE`); from sample logs the mean over items of
-    1 / options (0 for a generated answer); from a matrix 0, the lowest score its results
-    cannot exclude."""
+    1 / options, t / options for an mc2 item with t true options (the true options' share of
+    the probability when every option is equally likely), 0 for a generated answer; from a
+    matrix 0, the lowest score its results cannot exclude."""
     from ..scorelink.settings import CHANCE
 
     known = CHANCE.get(str(benchmark).lower())
@@ -366,7 +367,11 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
         return float(known), "benchmark"
     if meta is not None and len(meta):
         n = np.array([len(c) for c in meta["choices"]], float)
-        return float(np.mean(np.where(n > 0, 1.0 / np.maximum(n, 1.0), 0.0))), "options"
+        right = np.ones_like(n)
+        if "mc2_true" in meta:
+            t = pd.to_numeric(meta["mc2_true"], errors="coerce").fillna(0).to_numpy(float)
+            right = np.where(t > 0, t, 1.0)
+        return float(np.mean(np.where(n > 0, right / np.maximum(n, 1.0), 0.0))), "options"
     return 0.0, "matrix"
 
 
@@ -426,9 +431,9 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     name : the benchmark's name (default: the task, or the matrix file's stem)
     model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
     chance : the score of a model answering at random, 0-1 or on ``score_range`` when given
-        (default :func:`default_chance`: a
-        known benchmark's, from sample logs the mean of 1 / options, from a matrix 0): the
-        link's floor, and the predictor's (``BenchmarkPredictor(chance=...)``)
+        (default :func:`default_chance`: a known benchmark's, from sample logs the mean of
+        1 / options (t / options for mc2), from a matrix 0): the link's floor, and the
+        predictor's (``BenchmarkPredictor(chance=...)``)
     budget : the test length the link is fitted for (its replayed tests stop there)
     folds : cross-fitting folds that size the interval (:func:`cross_fit_factor`; 0: none)
     score_range : (low, high), the scale of the scores (BLEU 0-100, a 1-10 judge rating):

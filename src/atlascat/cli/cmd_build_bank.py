@@ -47,8 +47,9 @@ def build_bank_command(
                                                 "interval; where the weakest source "
                                                 "models score at chance, no target is "
                                                 "taken for weaker. [default: from sample logs "
-                                                "the mean of 1 / options, 0 for "
-                                                "generation; from a matrix 0]"),
+                                                "the mean of 1 / options (true / options "
+                                                "for mc2), 0 for generation; from a "
+                                                "matrix 0]"),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     score_range: Optional[Tuple[float, float]] = typer.Option(
         None, "--score-range", metavar="LO HI",
