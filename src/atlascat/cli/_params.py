@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
+from .._table import is_decimal
+
 __all__ = ["plain_value", "use_plain_params", "layer_as_expected", "NOT_PLAIN"]
 
 NOT_PLAIN = object()  # plain_value's answer for a value typer must convert itself
 _INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 #: parameter settings under which a plain value converts as above (typer's defaults)
 _DEFAULTS = {"parser": None, "min": None, "max": None, "clamp": False, "exists": False,
              "resolve_path": False, "allow_dash": False, "path_type": None, "readable": True,
@@ -50,7 +51,7 @@ def plain_value(annotation, value) -> Any:
     if annotation is float:
         if type(value) is float:
             return value
-        return float(value) if type(value) is str and _FLOAT.fullmatch(value) else NOT_PLAIN
+        return float(value) if type(value) is str and is_decimal(value) else NOT_PLAIN
     if annotation is Path:
         if type(value) is not str or not value:
             return NOT_PLAIN
