@@ -16,8 +16,8 @@ answers the prediction from the first k draws (:meth:`BenchmarkPredictor.predict
 session's) with two intervals:
 
 - ``plain``: D +- 1.96 SE_D widened to contain the prediction (Des Raj's variance alone);
-- ``shown``: what a session shows (:func:`atlascat.predict.session.step_interval`: the
-  small-sample interval before SMALL_SAMPLE_DRAWS = 30 answers, the plain one from there on).
+- ``shown``: what a session shows (``BenchmarkPredictor.step_interval``: the small-sample
+  interval before SMALL_SAMPLE_DRAWS = 30 answers, the plain one from there on).
 
 Coverage: the share of targets whose full-benchmark score (the mean over all items) lies in the
 interval, pooled over seeds and over the matrices of a family; width: its mean, in points.
@@ -57,7 +57,7 @@ import bench_longbench as lb  # noqa: E402
 from atlascat.irt.calibrate import Calibrator  # noqa: E402
 from atlascat.predict import BenchmarkPredictor  # noqa: E402
 from atlascat.predict import estimators as est  # noqa: E402
-from atlascat.predict.session import PredictSession, step_interval, subject_generator  # noqa: E402
+from atlascat.predict.session import PredictSession, subject_generator  # noqa: E402
 from atlascat.responses import ResponseMatrix  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +106,7 @@ def trajectories(pred, y, ids, seed: int) -> dict:
         yk[rows, item] = y[rows, item]
         r = pred.predict_draws(yk, item, *(d[c][:, :k] for c in ("q", "f", "f_rest", "g",
                                                                     "g_rest")))
-        out[k] = (r, step_interval(pred, yk, item, r))
+        out[k] = (r, pred.step_interval(yk, item, r))
     return out
 
 

@@ -8,7 +8,7 @@ import pytest
 from atlascat.irt.bank import ItemBank
 from atlascat.predict import BenchmarkPredictor
 from atlascat.predict import estimators as est
-from atlascat.predict.session import step_interval, subject_generator
+from atlascat.predict.session import subject_generator
 from atlascat.responses import ResponseMatrix
 
 N_ITEMS, BUDGET, SEED = 300, 40, 5
@@ -86,7 +86,7 @@ def test_interval_at_the_budget_is_the_replays(runs):
         assert (end.score, end.lower, end.upper) == pytest.approx(
             (row.score, row.lower, row.upper), abs=1e-12)
     fake = {"lower": np.array([0.3]), "upper": np.array([0.5])}
-    same = step_interval(pred, None, np.zeros((1, est.SMALL_SAMPLE_DRAWS), int), fake)
+    same = pred.step_interval(None, np.zeros((1, est.SMALL_SAMPLE_DRAWS), int), fake)
     assert (same[0][0], same[1][0]) == (0.3, 0.5)
 
 

@@ -350,7 +350,7 @@ class BenchmarkPredictor:
         session of it seeded alike asks, whatever the other rows. Columns: ``subject``,
         ``n_items``, ``score``, ``lower``, ``upper`` (95%, 0-1; after fewer than
         ``SMALL_SAMPLE_DRAWS`` answers the small-sample interval of
-        :func:`~atlascat.predict.session.step_interval`, as a live session shows it), ``se``,
+        :meth:`step_interval`, as a live session shows it), ``se``,
         ``method`` ("design" for a target outside the source population, else "combined"),
         ``flag``,
         ``model_score``, ``design_score``, ``theta``, ``full_score`` (the target's mean over its
@@ -362,7 +362,7 @@ class BenchmarkPredictor:
         if not isinstance(targets, ResponseMatrix):
             targets = ResponseMatrix(targets)
         y = targets.aligned_values(self.item_ids_, extra="ignore")
-        from .session import step_interval, subject_generator
+        from .session import subject_generator
 
         if seed is not None:
             gen = [subject_generator(seed, s) for s in targets.subject_ids]
@@ -370,7 +370,7 @@ class BenchmarkPredictor:
             gen = np.random.default_rng(rng)
         arr = self._replay_arrays(y, gen, budget)
         score, lo, hi, sd, outside, z = self._combine(arr)
-        lo, hi = step_interval(self, y, arr["item"], {
+        lo, hi = self.step_interval(y, arr["item"], {
             "lower": lo, "upper": hi, "score": score, "design_score": arr["design"],
             "design_se": arr["se"]}, arr["valid"], np.isfinite(y))
         return pd.DataFrame({
@@ -380,6 +380,55 @@ class BenchmarkPredictor:
             "flag": np.where(outside, "outside_source", ""),
             "model_score": arr["model"], "design_score": arr["design"], "theta": arr["theta"],
             "full_score": np.nanmean(y, axis=1)})
+
+    def step_interval(self, y, item, pred: dict, valid=None, avail=None):
+        """The 95% interval (lower, upper) per target after the answers to the draws ``item``
+        (rows = targets, one column per draw in order, ``valid`` marking the answered ones: all by
+        default; ``y`` in ``item_ids_`` order, NaN where not asked; ``pred`` what
+        :meth:`predict_draws` returns for them, or replay's arrays alike;
+        ``avail`` the items each target could be asked, the score being their mean: all by
+        default). While k < SMALL_SAMPLE_DRAWS draws are answered, whatever the budget: after one
+        answer the whole range 0-1, from two the small-sample interval of
+        :func:`~atlascat.predict.estimators.small_sample_interval`, whose prior variance
+        sigma_0^2 = sum_{i not asked} f_i (1 - f_i) / q_i takes f from the IRT posterior after the
+        k answers and q as the next draw would (:func:`~atlascat.predict.estimators.
+        draw_probabilities`), N the number of ``avail`` items; from SMALL_SAMPLE_DRAWS answers on,
+        and for a target asked every item it could be (its exact score), ``pred``'s own. A live
+        session and :meth:`replay` (its final interval) both use it, so they
+        agree at every step. Vectorized over targets."""
+        item = np.asarray(item, int)
+        valid = np.ones(item.shape, dtype=bool) if valid is None else np.asarray(valid, bool)
+        k = valid.sum(1)
+        lower = np.array(pred["lower"], float)
+        upper = np.array(pred["upper"], float)
+        small = k < est.SMALL_SAMPLE_DRAWS
+        if not small.any():
+            return lower, upper
+        y = np.asarray(y, float)
+        asked = np.zeros(y.shape, dtype=bool)
+        rows = np.broadcast_to(np.arange(y.shape[0])[:, None], item.shape)
+        asked[rows[valid], item[valid]] = True
+        avail = np.ones(y.shape, dtype=bool) if avail is None else np.asarray(avail, bool)
+        remaining = avail & ~asked
+        small &= remaining.any(1)                  # every item asked: the exact score
+        lower[small & (k <= 1)], upper[small & (k <= 1)] = 0.0, 1.0
+        sel = np.flatnonzero(small & (k >= 2))
+        if sel.size == 0:
+            return lower, upper
+        ys, item_s, valid_s, rem = y[sel], item[sel], valid[sel], remaining[sel]
+        tables, _, log_prior = self._grid()
+        f = est.posterior(est.log_posterior(ys, asked[sel], tables, log_prior)) @ tables[0]
+        level = self._level()
+        g = None if level is None else est.level_prediction(
+            level, item_s, np.nan_to_num(ys[np.arange(sel.size)[:, None], item_s]), valid_s)
+        q = est.draw_probabilities(f, rem, float(self.mix), g, float(self.share),
+                                   getattr(self, "dispersion_", None))
+        _, c1, resid = (0.0, 1.0, 0.0) if self.score_map_ is None else self.score_map_
+        pick = [np.asarray(pred[c], float)[sel] for c in ("design_score", "design_se", "score")]
+        lower[sel], upper[sel] = est.small_sample_interval(
+            *pick, k[sel], est.draw_variance(f, rem, q), avail[sel].sum(1), slope=c1,
+            resid=resid)
+        return lower, upper
 
     def item_bank(self, *, model=None):
         """Every item the predictor draws from, as an :class:`~atlascat.irt.bank.ItemBank`

@@ -3,13 +3,14 @@
 The session runs the predictor's sequential design (:mod:`atlascat.predict.estimators`): each
 item is drawn from the items not asked yet with a probability proportional to the models'
 uncertainty about it given the answers recorded so far (the IRT model and the level model,
-mixed with uniform), from a seeded Generator. ``next_items(k)`` draws a round of k items one after another with the same posterior
-(the answers of a round are not known while it is drawn), so each draw's probability depends on
-earlier answers only and Des Raj's estimator stays unbiased at every length: stopping after any
-number of answers is allowed. The prediction uses the draws in order up to the first one not
-answered yet; before ``SMALL_SAMPLE_DRAWS`` answers its interval is the small-sample one
-(:func:`step_interval`), whatever the budget, as :meth:`BenchmarkPredictor.replay`'s after as
-many answers.
+mixed with uniform), from a seeded Generator. ``next_items(k)`` draws a round of k items one
+after another with the same posterior (the answers of a round are not known while it is
+drawn), so each draw's probability depends on earlier answers only and Des Raj's estimator
+stays unbiased at every length: stopping after any number of answers is allowed. The
+prediction uses the draws in order up to the first one not answered yet; before
+``SMALL_SAMPLE_DRAWS`` answers its interval is the small-sample one
+(:meth:`BenchmarkPredictor.step_interval`), whatever the budget, as
+:meth:`BenchmarkPredictor.replay`'s after as many answers.
 ``to_dict`` / ``from_dict`` save and restore a session exactly (the draws, the answers and the
 generator's state), so a live run resumed after a crash draws the same items.
 """
@@ -24,7 +25,7 @@ from ..cat.generators import generator_from_state, generator_state
 from ..errors import ConfigError
 from . import estimators as est
 
-__all__ = ["PredictSession", "BenchmarkPrediction", "subject_generator", "step_interval"]
+__all__ = ["PredictSession", "BenchmarkPrediction", "subject_generator"]
 
 
 def subject_generator(seed: int, subject_id) -> np.random.Generator:
@@ -34,56 +35,6 @@ def subject_generator(seed: int, subject_id) -> np.random.Generator:
     independently."""
     key = zlib.crc32(str(subject_id).encode("utf-8"))
     return np.random.default_rng(np.random.SeedSequence([int(seed) % 2 ** 64, key]))
-
-
-def step_interval(predictor, y, item, pred: dict, valid=None, avail=None):
-    """The 95% interval (lower, upper) per target after the answers to the draws ``item``
-    (rows = targets, one column per draw in order, ``valid`` marking the answered ones: all by
-    default; ``y`` in ``item_ids_`` order, NaN where not asked; ``pred`` what
-    :meth:`BenchmarkPredictor.predict_draws` returns for them, or replay's arrays alike;
-    ``avail`` the items each target could be asked, the score being their mean: all by
-    default). While k < SMALL_SAMPLE_DRAWS draws are answered, whatever the budget: after one
-    answer the whole range 0-1, from two the small-sample interval of
-    :func:`~atlascat.predict.estimators.small_sample_interval`, whose prior variance
-    sigma_0^2 = sum_{i not asked} f_i (1 - f_i) / q_i takes f from the IRT posterior after the
-    k answers and q as the next draw would (:func:`~atlascat.predict.estimators.
-    draw_probabilities`), N the number of ``avail`` items; from SMALL_SAMPLE_DRAWS answers on,
-    and for a target asked every item it could be (its exact score), ``pred``'s own. A live
-    session and :meth:`BenchmarkPredictor.replay` (its final interval) both use it, so they
-    agree at every step. Vectorized over targets."""
-    item = np.asarray(item, int)
-    valid = np.ones(item.shape, dtype=bool) if valid is None else np.asarray(valid, bool)
-    k = valid.sum(1)
-    lower = np.array(pred["lower"], float)
-    upper = np.array(pred["upper"], float)
-    small = k < est.SMALL_SAMPLE_DRAWS
-    if not small.any():
-        return lower, upper
-    y = np.asarray(y, float)
-    asked = np.zeros(y.shape, dtype=bool)
-    rows = np.broadcast_to(np.arange(y.shape[0])[:, None], item.shape)
-    asked[rows[valid], item[valid]] = True
-    avail = np.ones(y.shape, dtype=bool) if avail is None else np.asarray(avail, bool)
-    remaining = avail & ~asked
-    small &= remaining.any(1)                  # every item asked: the exact score
-    lower[small & (k <= 1)], upper[small & (k <= 1)] = 0.0, 1.0
-    sel = np.flatnonzero(small & (k >= 2))
-    if sel.size == 0:
-        return lower, upper
-    p = predictor
-    ys, item_s, valid_s, rem = y[sel], item[sel], valid[sel], remaining[sel]
-    tables, _, log_prior = p._grid()
-    f = est.posterior(est.log_posterior(ys, asked[sel], tables, log_prior)) @ tables[0]
-    level = p._level()
-    g = None if level is None else est.level_prediction(
-        level, item_s, np.nan_to_num(ys[np.arange(sel.size)[:, None], item_s]), valid_s)
-    q = est.draw_probabilities(f, rem, float(p.mix), g, float(p.share),
-                               getattr(p, "dispersion_", None))
-    _, c1, resid = (0.0, 1.0, 0.0) if p.score_map_ is None else p.score_map_
-    pick = [np.asarray(pred[c], float)[sel] for c in ("design_score", "design_se", "score")]
-    lower[sel], upper[sel] = est.small_sample_interval(
-        *pick, k[sel], est.draw_variance(f, rem, q), avail[sel].sum(1), slope=c1, resid=resid)
-    return lower, upper
 
 
 @dataclass(frozen=True)
@@ -248,7 +199,7 @@ class PredictSession:
         y = np.full_like(self._y, np.nan)
         y[cols[0][0]] = self._y[cols[0][0]]
         r = p.predict_draws(y[None, :], cols[0].astype(int), *cols[1:])
-        r["lower"], r["upper"] = step_interval(p, y[None, :], cols[0].astype(int), r)
+        r["lower"], r["upper"] = p.step_interval(y[None, :], cols[0].astype(int), r)
         outside = bool(r["outside"][0])
         n = int(r["n_items"][0])
         warning = ""
