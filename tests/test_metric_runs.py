@@ -244,18 +244,41 @@ def test_a_continuous_items_weak_identification_is_not_worded_as_categories():
     assert words and "answers in their rarer category" in words[0]
 
 
-def test_a_matrix_banks_file_name_is_said_to_be_one(shared_data, tmp_path, capsys):
-    """Built from ``source.csv`` without --name, the summary says the benchmark is named after
-    the file and how to name it; with --name it is the name alone."""
+def test_a_matrix_banks_name_comes_from_its_item_ids_or_says_it_is_the_files(
+        shared_data, tmp_path, capsys):
+    """Built from ``source.csv`` without --name, the benchmark is named by the stem its item
+    ids share (``qmsum.0`` ..: qmsum) and the summary says so; with ids that share no such
+    stem it is the file's name, said to be one; with --name it is the name alone."""
     df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
     df.iloc[:25].to_csv(tmp_path / "source.csv")
     assert main(["build-bank", str(tmp_path / "source.csv"), "-o", str(tmp_path / "a")]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if "benchmark " in ln)
+    assert "qmsum (its item ids' stem; --name gives the benchmark's)" in row
+    assert json.loads((tmp_path / "a" / "manifest.json").read_text())["benchmark"] == "qmsum"
+    df.columns = [f"item{k}" for k in range(df.shape[1])]
+    df.iloc[:25].to_csv(tmp_path / "source.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "-o", str(tmp_path / "c")]) == 0
     row = next(ln for ln in capsys.readouterr().out.splitlines() if "benchmark " in ln)
     assert "source (the file's name; --name gives the benchmark's)" in row
     assert main(["build-bank", str(tmp_path / "source.csv"), "--name", "qmsum", "-o",
                  str(tmp_path / "b")]) == 0
     row = next(ln for ln in capsys.readouterr().out.splitlines() if "benchmark " in ln)
     assert row.split() == ["benchmark", "qmsum"]
+
+
+@pytest.mark.parametrize("ids, name", [
+    (["qmsum.0", "qmsum.1", "qmsum.10"], ("qmsum", "item ids")),
+    (["helm_med_qa_0", "helm_med_qa_1", "helm_med_qa_17"], ("helm_med_qa", "item ids")),
+    (["arc/easy/1", "arc/easy/2"], ("arc/easy", "item ids")),
+    (["item1", "item2", "item3"], ("my", "file")),       # no separator
+    (["item_1", "item_2"], ("my", "file")),             # a generic word
+    (["q_11", "q_12"], ("my", "file")),                 # too short
+    (["12_a", "12_b"], ("my", "file")),                 # no letter
+    (["abc_1", "xyz_2"], ("my", "file"))])              # nothing shared
+def test_benchmark_name_from_item_ids(ids, name):
+    from atlascat.bankdir.builder import benchmark_name
+
+    assert benchmark_name(ids, "data/my.results.csv.gz") == name
 
 
 def test_score_help_names_every_column_it_writes_for_a_folder(logged, tmp_path):
