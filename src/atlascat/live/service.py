@@ -47,14 +47,14 @@ __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run
 def _named(ref: BankRef, pred: dict) -> dict:
     """``pred`` with what it is a prediction of: ``benchmark`` and ``population`` (the source
     models of a bank folder, or the leaderboard of a shipped bank: live/report.py's words)."""
-    from .report import LEADERBOARD, SOURCE
+    from .report import SOURCE
 
     if "population" in pred:
         return pred
     if pred.get("score") is None:  # a note: whose score is not available
         return {**pred, "benchmark": ref.title, "population": _population(ref)}
-    if ref.kind != "dir":
-        return {**pred, "benchmark": ref.bench, "population": LEADERBOARD}
+    if ref.kind != "dir":          # a score through a shipped link: the leaderboard's
+        return {**pred, "benchmark": ref.bench, "population": _population(ref)}
     from ..bankdir.predict import metric_scale
 
     folder = ref.folder()
