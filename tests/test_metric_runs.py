@@ -212,6 +212,33 @@ def test_a_score_range_folders_simulate_se_is_on_the_metrics_scale(shared_data, 
         assert np.allclose(out["x100"][col], 100 * out["raw"][col], rtol=1e-6), col
 
 
+def test_bound_margin_is_on_the_folders_scale(shared_data, tmp_path):
+    """``--bound-margin`` of a ``--score-range 0 100`` folder is in its points: 30 there is 0.3
+    on the 0-1 folder (the same adaptive tests), where 0.3 points is another test."""
+    from atlascat.catalogue import BankRef
+
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    df.iloc[:30].to_csv(tmp_path / "raw.csv")
+    (100 * df.iloc[:30]).to_csv(tmp_path / "x100.csv")
+    (100 * df.iloc[30:]).to_csv(tmp_path / "t100.csv")
+    df.iloc[30:].to_csv(tmp_path / "t.csv")
+    for name, scale in (("raw", []), ("x100", ["--score-range", "0", "100"])):
+        assert main(["build-bank", str(tmp_path / f"{name}.csv"), *scale, "-q",
+                     "-o", str(tmp_path / name)]) == 0
+    assert BankRef.from_option(str(tmp_path / "x100")).bound_margin(30) == pytest.approx(0.3)
+    assert BankRef.from_option(str(tmp_path / "raw")).bound_margin(0.3) == 0.3
+    assert BankRef.from_option(str(tmp_path / "x100")).bound_margin() == 0.02
+    raw, x100 = (BankRef.from_option(str(tmp_path / b)) for b in ("raw", "x100"))
+    same, other = x100.stop_settings(30), x100.stop_settings(0.3)
+    for key in ("floor_theta", "ceiling_theta"):
+        assert same[key] == raw.stop_settings(0.3)[key], key
+    assert (same["floor_theta"], same["ceiling_theta"]) != (other["floor_theta"],
+                                                            other["ceiling_theta"])
+    out = tmp_path / "sim"
+    assert main(["simulate", str(tmp_path / "t100.csv"), "--bank", str(tmp_path / "x100"),
+                 "--design", "adaptive", "--bound-margin", "30", "-q", "-o", str(out)]) == 0
+
+
 def test_a_predictor_simulations_summary_has_the_mean_it_prints(logged, tmp_path, capsys):
     """summary.json carries the predicted score mean the table prints (it had the width only)."""
     assert main(["simulate", str(logged / "held.csv"), "--bank", str(logged / "bank"),

@@ -62,7 +62,8 @@ HELP = {
               "adaptive = the adaptive test; predictor = the predictor or an error.",
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
-    "bound_margin": "Floor/top stop: how close (0-1 score units) to the curve's lowest/highest "
+    "bound_margin": "Floor/top stop: how close (in score units: 0-1, or a bank folder's "
+                    "--score-range scale) to the curve's lowest/highest "
                     "value counts.",
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
@@ -165,7 +166,7 @@ class _Options:
     min_items: Optional[int]
     max_items: Optional[int]
     bound_stop: bool
-    bound_margin: float
+    bound_margin: float | None
     fixed_length: Optional[int]
     output: Optional[Path]
     db: Optional[Path]
@@ -222,7 +223,8 @@ def register(app: typer.Typer) -> None:
         max_items: Optional[int] = typer.Option(None, "--max-items", help=HELP["max_items"]),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
                                         help=HELP["bound_stop"]),
-        bound_margin: float = typer.Option(0.02, "--bound-margin", help=HELP["bound_margin"]),
+        bound_margin: Optional[float] = typer.Option(None, "--bound-margin",
+                                                   help=HELP["bound_margin"]),
         fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                    help=HELP["fixed_length"]),
         output: Optional[Path] = typer.Option(None, "--output", "-o", help=HELP["output"]),
