@@ -418,7 +418,8 @@ def _display(o: _Options, live) -> LiveDisplay:
     return LiveDisplay(
         [j.subject.name for j in live.jobs], [str(i) for j in live.jobs for i in j.bank.item_ids],
         plan, lines=not (o.quiet or o.as_json), bar=not o.as_json,
-        averages={j.run_id for j in live.jobs if j.kind == "suite"}, scales=_scales(live))
+        averages={j.run_id for j in live.jobs if j.kind == "suite"}, scales=_scales(live),
+        continuous=_continuous(live))
 
 
 def _score_range(ref):
@@ -439,6 +440,16 @@ def _scales(live) -> dict:
         if folder is not None and metric_scale(folder) is not None:
             out[job.run_id] = metric_scale(folder)
     return out
+
+
+def _continuous(live) -> set:
+    """The runs whose bank folder scores its items on a continuum (their 0 and 1 are scores,
+    not right / wrong)."""
+    from ..bankdir.predict import continuous_scores
+
+    return {job.run_id for job in live.jobs
+            if job.ref is not None and job.ref.kind == "dir"
+            and continuous_scores(job.ref.folder())}
 
 
 def _resume_hint(o: _Options, run_ids) -> str:

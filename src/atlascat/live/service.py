@@ -86,6 +86,16 @@ def _population(ref: BankRef):
     return LEADERBOARD if bench in LINK_BENCHMARKS else None
 
 
+def _answered(subject, item_ids):
+    """The items a recorded subject (``replay:``) has answers for, when it lacks some of
+    ``item_ids`` (then it is asked only those, as ``atlas simulate`` replays it); else None."""
+    answered = getattr(subject, "answered_items", None)
+    if answered is None:
+        return None
+    have = answered()
+    return None if all(str(i) in have for i in item_ids) else sorted(have)
+
+
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
     """{score, lo, hi, percentile, flag, warning, benchmark, population} (0-1) of theta +- SE
     and the answers (item -> 0/1) through the bank's score link, or {note} when there is no
@@ -372,7 +382,8 @@ class LiveRun:
 
             # each model's own stream, as `atlas simulate` replays it (replay_predictor)
             sessions = [PredictorLiveSession(predictor, budget=budget,
-                                             rng=subject_generator(seed, s.name))
+                                             rng=subject_generator(seed, s.name),
+                                             available=_answered(s, predictor.item_ids_))
                         for s in subjects]
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan

@@ -284,6 +284,10 @@ class RecordedAnswers:
             out["score_range"] = self.score_range
         return out
 
+    def answered_items(self) -> set[str]:
+        """The item ids the model has a recorded score for."""
+        return {k for k, v in self._answers.items() if v is not None}
+
     def score_items(self, item_ids) -> list[tuple[int, str]]:
         out = []
         for item in map(str, item_ids):

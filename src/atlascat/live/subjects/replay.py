@@ -63,6 +63,10 @@ class ReplaySubject:
     def answer_of(self, item_id) -> int | None:
         return self._answers.get(str(item_id))
 
+    def answered_items(self) -> set[str]:
+        """The item ids the model has a recorded answer for."""
+        return {k for k, v in self._answers.items() if v is not None}
+
     def bind(self, bank) -> "ReplaySubject":
         """Index the bank's requests (done once; ``loglikelihood`` calls it lazily)."""
         with self._lock:
@@ -220,7 +224,7 @@ def _read_matrix(spec):
 
     path = Path(str(spec))
     if path.exists():
-        return ResponseMatrix.read(path, normalize_ids=True)
+        return ResponseMatrix.read(path, normalize_ids=True, on_empty="keep")
     from ...catalogue import load_responses
 
     try:
