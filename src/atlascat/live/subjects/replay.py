@@ -27,7 +27,9 @@ class ReplaySubject:
     the rule scores as the recorded 0/1 (a recorded value >= 0.5 counts as correct); an mc2 item
     (TruthfulQA's continuous score y) is answered with log-likelihoods whose mc2 is the recorded
     y: log(y / t) for each of its t true options, log((1 - y) / f) for each of its f false ones.
-    An item the model has no recorded answer for raises an error naming it.
+    A bank folder's predictor asks only the items the model has answers for
+    (:meth:`answered_items`), as ``atlas simulate`` does; an adaptive test asking an item the
+    model has no recorded answer for stops with an error naming it.
 
     Parameters
     ----------
