@@ -70,3 +70,28 @@ def test_a_saved_session_keeps_the_items_its_model_can_be_asked(gapped):
     assert again.prediction().score == whole.prediction().score
     with pytest.raises(Exception, match="no recorded answer to any"):
         predictor.session(rng=7, available=["not-an-item"])
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_a_live_adaptive_test_skips_the_gaps_as_simulate_does(gapped, k):
+    """The folder's adaptive test (``--design adaptive``, rounds of ``k``) of a recorded model
+    with gaps skips the items it has no answer for as they come up, as ``atlas simulate``
+    does: the same items in the same order, the same theta and SE."""
+    root, models = gapped
+    sim = root / f"sim_adaptive_{k}"
+    assert main(["simulate", str(root / "targets.csv"), "--bank", str(root / "bank"),
+                 "--design", "adaptive", "--batch-size", str(k), "--seed", "3", "-q",
+                 "-o", str(sim)]) == 0
+    scores = pd.read_csv(sim / "person_scores.csv", index_col=0)
+    assert scores["n_skipped"].min() > 0         # the gaps came up
+    asked = pd.read_csv(sim / "selected_items.csv")
+    for model in models:
+        out = root / f"live_adaptive_{k}_{model}"
+        assert main(["evaluate", "--bank", str(root / "bank"), "--design", "adaptive",
+                     "--batch-size", str(k), "--seed", "3", "-q", "--subject",
+                     f"replay:{root / 'targets.csv'}#{model}", "-o", str(out)]) == 0
+        res = json.loads((out / "results.json").read_text())[0]
+        mine = asked[asked["subject_id"] == model].sort_values("order")["item_id"].tolist()
+        assert res["items"] == mine
+        assert res["theta"] == pytest.approx(scores.loc[model, "theta"], abs=1e-12)
+        assert res["se"] == pytest.approx(scores.loc[model, "se"], abs=1e-12)

@@ -256,8 +256,8 @@ class RecordedAnswers:
     requests, such as a folder built from a response matrix): the whole live path on real
     answers, each score as recorded (0/1, or a continuous score in [0, 1], as ``atlas
     simulate`` reads the same matrix). A bank folder's predictor asks only the items the model
-    has answers for (:meth:`answered_items`), as ``atlas simulate`` does; an adaptive test
-    asking an item the model has no recorded answer for stops with an error naming it. ``ratings``: the items are ordinal (a graded / gpcm bank) and the matrix
+    has answers for (:meth:`answered_items`) and an adaptive test skips the others as they
+    come up, both as ``atlas simulate`` does. ``ratings``: the items are ordinal (a graded / gpcm bank) and the matrix
     holds ratings on their own scales, replayed as recorded. ``score_range`` (low, high): the
     matrix holds a metric on that scale (a bank folder built with ``--score-range``), read as
     (x - low) / (high - low)."""

@@ -28,8 +28,8 @@ class ReplaySubject:
     (TruthfulQA's continuous score y) is answered with log-likelihoods whose mc2 is the recorded
     y: log(y / t) for each of its t true options, log((1 - y) / f) for each of its f false ones.
     A bank folder's predictor asks only the items the model has answers for
-    (:meth:`answered_items`), as ``atlas simulate`` does; an adaptive test asking an item the
-    model has no recorded answer for stops with an error naming it.
+    (:meth:`answered_items`) and an adaptive test skips the others as they come up, both as
+    ``atlas simulate`` does.
 
     Parameters
     ----------
