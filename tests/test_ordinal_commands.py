@@ -241,6 +241,27 @@ def test_link_refuses_graded_banks_in_one_line(root, tmp_path):
     assert msg.startswith("atlas link links right/wrong item banks") and "ordinal" in msg
 
 
+def test_a_live_graded_replay_skips_the_gaps_as_simulate_does(root, tmp_path):
+    """A model with blank ratings: the live adaptive test skips a blank as it comes up and
+    asks what ``atlas simulate`` asks, to the same theta and SE (it used to stop there)."""
+    ratings = pd.read_csv(root / "judge.csv", index_col=0)
+    gappy = ratings.index[ratings.isna().sum(axis=1) >= 3][:2]
+    ratings.loc[gappy].to_csv(tmp_path / "two.csv")
+    _run("simulate", str(tmp_path / "two.csv"), "--bank", str(root / "bank.csv"),
+         "--seed", "4", "--min-items", "6", "--max-items", "10", "-q", "-o", str(tmp_path / "s"))
+    sim = pd.read_csv(tmp_path / "s" / "person_scores.csv", index_col=0)
+    asked = pd.read_csv(tmp_path / "s" / "selected_items.csv")
+    assert sim["n_skipped"].sum() > 0
+    for model in gappy:
+        _run("evaluate", "--bank", str(root / "bank.csv"), "--subject",
+             f"replay:{tmp_path / 'two.csv'}#{model}", "--seed", "4", "--min-items", "6",
+             "--max-items", "10", "-q", "-o", str(tmp_path / model))
+        row = json.loads((tmp_path / model / "results.json").read_text())[0]
+        assert row["items"] == asked[asked["subject_id"] == model]["item_id"].tolist()
+        assert row["theta"] == pytest.approx(sim.loc[model, "theta"], abs=1e-12)
+        assert row["se"] == pytest.approx(sim.loc[model, "se"], abs=1e-12)
+
+
 def test_compare_models_of_two_graded_runs_is_not_in_leaderboard_points(root, tmp_path):
     ratings = pd.read_csv(root / "judge.csv", index_col=0)
     first, second = ratings.index[ratings.notna().all(axis=1)][:2]

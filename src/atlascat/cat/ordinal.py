@@ -454,6 +454,11 @@ class OrdinalCATSession:
                                "se": self.se})
         self._eng.check_stops()
 
+    def skip(self, item_id: str) -> None:
+        """Take the pending item out of the pool unscored (no rating could be obtained): the
+        same as recording None."""
+        self.record(item_id, None)
+
     def history(self) -> pd.DataFrame:
         """One row per item answered: step, item_id, category, score, theta, se after it."""
         return pd.DataFrame(self._rows, columns=["step", "item_id", "category", "score",
