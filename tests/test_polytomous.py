@@ -61,6 +61,17 @@ class TestItemFunctions:
         assert_allclose(poly.item_information(model, p, GRID), info, rtol=1e-6, atol=1e-9)
         assert_allclose(poly.dprob_dtheta(model, p, GRID), dp, atol=1e-7)
 
+    @pytest.mark.parametrize("model", ["graded", "gpcm"])
+    def test_second_derivative_matches_numerical_derivative(self, rng, model):
+        """P''_k analytic equals central differences of the analytic P'_k (each sums to 0)."""
+        p = _params(rng, model=model)
+        h = 1e-5
+        d2 = (poly.dprob_dtheta(model, p, GRID + h) - poly.dprob_dtheta(model, p, GRID - h)) / (
+            2 * h)
+        got = poly.d2prob_dtheta2(model, p, GRID)
+        assert_allclose(got, d2, atol=1e-7)
+        assert_allclose(got.sum(axis=2), 0.0, atol=1e-12)
+
     def test_gpcm_information_is_slope_squared_times_variance(self, rng):
         p = _params(rng, model="gpcm")
         pr = poly.prob("gpcm", p, GRID)

@@ -128,14 +128,13 @@ def _observed_info(codes, bank: PolyBank, theta, h: float = 1e-5):
     return np.sum(np.where(obs & (p > 0), (d1 / safe) ** 2 - d2 / safe, 0.0), axis=1)
 
 
-def _info_terms(codes, bank: PolyBank, theta, h: float = 1e-5):
-    """(I, J) per subject at its theta over the items it answered; P'' by central differences
-    of the analytic P' (error O(h^2))."""
+def _info_terms(codes, bank: PolyBank, theta):
+    """(I, J) per subject at its theta over the items it answered: I = sum_k P'_k^2 / P_k,
+    J = sum_k P'_k P''_k / P_k, P' and P'' analytic."""
     obs = ~np.isnan(codes)
     p = np.nan_to_num(poly.prob(bank.models, bank.params, theta))      # (m, n, K)
-    d1 = poly.dprob_dtheta(bank.models, bank.params, theta)
-    d2 = (poly.dprob_dtheta(bank.models, bank.params, theta + h)
-          - poly.dprob_dtheta(bank.models, bank.params, theta - h)) / (2 * h)
+    d1 = poly.dprob_dtheta(bank.models, bank.params, theta, p=p)
+    d2 = poly.d2prob_dtheta2(bank.models, bank.params, theta, p=p)
     safe = np.where(p > 0, p, 1.0)
     i_jn = np.sum(np.where(p > 0, d1 * d1 / safe, 0.0), axis=2).T      # (n, m)
     j_jn = np.sum(np.where(p > 0, d1 * d2 / safe, 0.0), axis=2).T
@@ -176,12 +175,10 @@ def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: flo
     G = Y @ lp.transpose(0, 2, 1).reshape(m * kmax, len(grid))              # (n, grid)
     prec = 1.0 / prior_sd**2
 
-    def objective(th):
-        f = _loglik_at(codes, bank, th)
+    def objective(c, th):
+        f = _loglik_at(c, bank, th)
         if method == "map":
             f = f - 0.5 * (th - prior_mean) ** 2 * prec
-        elif method == "wle":
-            f = f + 0.5 * np.log(np.maximum(_info_terms(codes, bank, th)[0], 1e-300))
         return f
 
     if method == "map":
@@ -192,26 +189,28 @@ def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: flo
         G = G + 0.5 * np.log(np.maximum(obs.astype(float) @ info_g, 1e-300))
     th = grid[np.argmax(G, axis=1)]
     h = 1e-4
+    act = np.arange(len(th))            # the subjects whose Newton steps still move
     for _ in range(newton):
+        c, t = codes[act], th[act]
         if method == "wle":
-            s_fd = (_loglik_at(codes, bank, th + h) - _loglik_at(codes, bank, th - h)) / (2 * h)
-            i_, j_ = _info_terms(codes, bank, th)
+            s_fd = (_loglik_at(c, bank, t + h) - _loglik_at(c, bank, t - h)) / (2 * h)
+            i_, j_ = _info_terms(c, bank, t)
             g = s_fd + j_ / (2.0 * np.maximum(i_, 1e-300))
-            th2 = th + h
-            s2 = (_loglik_at(codes, bank, th2 + h) - _loglik_at(codes, bank, th2 - h)) / (2 * h)
-            i2, j2 = _info_terms(codes, bank, th2)
+            t2 = t + h
+            s2 = (_loglik_at(c, bank, t2 + h) - _loglik_at(c, bank, t2 - h)) / (2 * h)
+            i2, j2 = _info_terms(c, bank, t2)
             dg = (s2 + j2 / (2.0 * np.maximum(i2, 1e-300)) - g) / h
         else:
-            f0, fp, fm = objective(th), objective(th + h), objective(th - h)
+            f0, fp, fm = (objective(c, t), objective(c, t + h), objective(c, t - h))
             g = (fp - fm) / (2 * h)
             dg = (fp - 2 * f0 + fm) / (h * h)
         step = np.where(dg < 0, -g / np.where(dg < 0, dg, -1.0), np.sign(g) * 0.1)
         step = np.clip(step, -0.5, 0.5)
-        th_new = np.clip(th + step, lo, hi)
-        if np.max(np.abs(th_new - th)) < 1e-9:
-            th = th_new
+        t_new = np.clip(t + step, lo, hi)
+        th[act] = t_new
+        act = act[np.abs(t_new - t) >= 1e-9]
+        if act.size == 0:
             break
-        th = th_new
     with np.errstate(divide="ignore", invalid="ignore"):
         if method == "wle":                        # -dg/dtheta of the estimating function
             g_at = lambda t: ((_loglik_at(codes, bank, t + h) - _loglik_at(codes, bank, t - h))  # noqa: E731

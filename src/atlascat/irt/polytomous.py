@@ -47,7 +47,8 @@ from ..errors import ConfigError
 from .special import expit, log_expit
 
 __all__ = ["ORDINAL_MODELS", "is_poly_frame", "n_categories", "param_names", "log_prob", "prob", "jacobian",
-           "item_information", "test_information", "expected_score", "dprob_dtheta", "sample",
+           "item_information", "test_information", "expected_score", "dprob_dtheta",
+           "d2prob_dtheta2", "sample",
            "dlog_prob"]
 
 ORDINAL_MODELS = ("graded", "gpcm")
@@ -217,6 +218,35 @@ def dprob_dtheta(model, params, nodes, p=None) -> np.ndarray:
         zero = np.zeros(w.shape[:2] + (1,))
         out[~gp] = ag[:, None, None] * (np.concatenate([zero, w], axis=2)
                                         - np.concatenate([w, zero], axis=2))
+    return out
+
+
+def d2prob_dtheta2(model, params, nodes, p=None) -> np.ndarray:
+    """d2P(X_j = k | theta) / dtheta2 at the nodes, (n_items, n_nodes, K_max).
+
+    Graded: a^2 (V_k - V_{k+1}) with V = P*(1 - P*)(1 - 2 P*) (V_0 = V_K = 0); GPCM:
+    a^2 P_k ((k - E)^2 - Var), E and Var the mean and variance of k given theta.
+    ``p``: :func:`prob` at the same nodes, when at hand (GPCM items use it).
+    """
+    a, d, _ = _z(params, None)
+    x = np.atleast_1d(np.asarray(nodes, dtype=float))
+    gp = _models(model, len(a))
+    shape = (len(a), x.size, d.shape[1] + 1)
+    out = np.empty(shape)
+    if gp.any():
+        pg = np.nan_to_num(prob(model, params, x) if p is None else p)[gp]
+        k = np.arange(shape[2], dtype=float)
+        mean = np.sum(pg * k, axis=2, keepdims=True)
+        var = np.sum(pg * k * k, axis=2, keepdims=True) - mean * mean
+        out[gp] = a[gp, None, None] ** 2 * pg * ((k - mean) ** 2 - var)
+    if (~gp).any():
+        ag, dg = a[~gp], d[~gp]
+        z = ag[:, None, None] * x[None, :, None] + dg[:, None, :]
+        s = expit(np.where(np.isnan(z), -np.inf, z))
+        v = s * (1.0 - s) * (1.0 - 2.0 * s)
+        zero = np.zeros(v.shape[:2] + (1,))
+        out[~gp] = ag[:, None, None] ** 2 * (np.concatenate([zero, v], axis=2)
+                                             - np.concatenate([v, zero], axis=2))
     return out
 
 
