@@ -212,6 +212,33 @@ def test_a_score_range_folders_simulate_se_is_on_the_metrics_scale(shared_data, 
         assert np.allclose(out["x100"][col], 100 * out["raw"][col], rtol=1e-6), col
 
 
+def test_bound_margin_is_on_the_folders_scale(shared_data, tmp_path):
+    """``--bound-margin`` of a ``--score-range 0 100`` folder is in its points: 30 there is 0.3
+    on the 0-1 folder (the same adaptive tests), where 0.3 points is another test."""
+    from atlascat.catalogue import BankRef
+
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    df.iloc[:30].to_csv(tmp_path / "raw.csv")
+    (100 * df.iloc[:30]).to_csv(tmp_path / "x100.csv")
+    (100 * df.iloc[30:]).to_csv(tmp_path / "t100.csv")
+    df.iloc[30:].to_csv(tmp_path / "t.csv")
+    for name, scale in (("raw", []), ("x100", ["--score-range", "0", "100"])):
+        assert main(["build-bank", str(tmp_path / f"{name}.csv"), *scale, "-q",
+                     "-o", str(tmp_path / name)]) == 0
+    assert BankRef.from_option(str(tmp_path / "x100")).bound_margin(30) == pytest.approx(0.3)
+    assert BankRef.from_option(str(tmp_path / "raw")).bound_margin(0.3) == 0.3
+    assert BankRef.from_option(str(tmp_path / "x100")).bound_margin() == 0.02
+    raw, x100 = (BankRef.from_option(str(tmp_path / b)) for b in ("raw", "x100"))
+    same, other = x100.stop_settings(30), x100.stop_settings(0.3)
+    for key in ("floor_theta", "ceiling_theta"):
+        assert same[key] == raw.stop_settings(0.3)[key], key
+    assert (same["floor_theta"], same["ceiling_theta"]) != (other["floor_theta"],
+                                                            other["ceiling_theta"])
+    out = tmp_path / "sim"
+    assert main(["simulate", str(tmp_path / "t100.csv"), "--bank", str(tmp_path / "x100"),
+                 "--design", "adaptive", "--bound-margin", "30", "-q", "-o", str(out)]) == 0
+
+
 def test_a_predictor_simulations_summary_has_the_mean_it_prints(logged, tmp_path, capsys):
     """summary.json carries the predicted score mean the table prints (it had the width only)."""
     assert main(["simulate", str(logged / "held.csv"), "--bank", str(logged / "bank"),
@@ -244,18 +271,41 @@ def test_a_continuous_items_weak_identification_is_not_worded_as_categories():
     assert words and "answers in their rarer category" in words[0]
 
 
-def test_a_matrix_banks_file_name_is_said_to_be_one(shared_data, tmp_path, capsys):
-    """Built from ``source.csv`` without --name, the summary says the benchmark is named after
-    the file and how to name it; with --name it is the name alone."""
+def test_a_matrix_banks_name_comes_from_its_item_ids_or_says_it_is_the_files(
+        shared_data, tmp_path, capsys):
+    """Built from ``source.csv`` without --name, the benchmark is named by the stem its item
+    ids share (``qmsum.0`` ..: qmsum) and the summary says so; with ids that share no such
+    stem it is the file's name, said to be one; with --name it is the name alone."""
     df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
     df.iloc[:25].to_csv(tmp_path / "source.csv")
     assert main(["build-bank", str(tmp_path / "source.csv"), "-o", str(tmp_path / "a")]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if "benchmark " in ln)
+    assert "qmsum (its item ids' stem; --name gives the benchmark's)" in row
+    assert json.loads((tmp_path / "a" / "manifest.json").read_text())["benchmark"] == "qmsum"
+    df.columns = [f"item{k}" for k in range(df.shape[1])]
+    df.iloc[:25].to_csv(tmp_path / "source.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "-o", str(tmp_path / "c")]) == 0
     row = next(ln for ln in capsys.readouterr().out.splitlines() if "benchmark " in ln)
     assert "source (the file's name; --name gives the benchmark's)" in row
     assert main(["build-bank", str(tmp_path / "source.csv"), "--name", "qmsum", "-o",
                  str(tmp_path / "b")]) == 0
     row = next(ln for ln in capsys.readouterr().out.splitlines() if "benchmark " in ln)
     assert row.split() == ["benchmark", "qmsum"]
+
+
+@pytest.mark.parametrize("ids, name", [
+    (["qmsum.0", "qmsum.1", "qmsum.10"], ("qmsum", "item ids")),
+    (["helm_med_qa_0", "helm_med_qa_1", "helm_med_qa_17"], ("helm_med_qa", "item ids")),
+    (["arc/easy/1", "arc/easy/2"], ("arc/easy", "item ids")),
+    (["item1", "item2", "item3"], ("my", "file")),       # no separator
+    (["item_1", "item_2"], ("my", "file")),             # a generic word
+    (["q_11", "q_12"], ("my", "file")),                 # too short
+    (["12_a", "12_b"], ("my", "file")),                 # no letter
+    (["abc_1", "xyz_2"], ("my", "file"))])              # nothing shared
+def test_benchmark_name_from_item_ids(ids, name):
+    from atlascat.bankdir.builder import benchmark_name
+
+    assert benchmark_name(ids, "data/my.results.csv.gz") == name
 
 
 def test_score_help_names_every_column_it_writes_for_a_folder(logged, tmp_path):

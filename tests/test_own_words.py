@@ -90,6 +90,24 @@ def test_a_continuous_runs_steps_print_the_score(longbench, tmp_path, capsys):
     assert "0/1 or a score in [0, 1] out" in cap.out        # the protocol says what came back
 
 
+def test_a_continuous_folders_0_and_1_are_scores_not_right_and_wrong(longbench, tmp_path,
+                                                                     capsys):
+    """A model of a continuous folder that happens to score exactly 0 or 1 on every item it is
+    asked reads "score 0.00" / "score 1.00" at every step, on the page too: the folder's
+    scores are a continuum, whatever the model answered."""
+    root, targets = longbench
+    model = str(targets.index[0])
+    (targets.loc[[model]] >= 0.2).astype(float).to_csv(tmp_path / "exact.csv")
+    assert main(["evaluate", "--bank", str(root / "qmsum"), "--subject",
+                 f"replay:{tmp_path / 'exact.csv'}#{model}", "--max-items", "6",
+                 "-o", str(tmp_path / "run")]) == 0
+    steps = _steps(capsys.readouterr().err)
+    assert len(steps) == 6
+    assert all(re.search(r"score [01]\.00  predicted", ln) for ln in steps), steps
+    page = next((tmp_path / "run" / "reports").glob("*.html")).read_text()
+    assert "correct)" not in page and "right / asked" not in page
+
+
 @pytest.mark.parametrize("name, lo, hi", [("bleu", 0, 100), ("judge", 1, 10)])
 def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, tmp_path,
                                                                     capsys, name, lo, hi):

@@ -42,7 +42,7 @@ from ..errors import BankError, ConfigError, ResponseDataError
 from .defaults import BUDGET, FOLDS, MIN_MODELS
 from .predict import PREDICTOR_ITEMS_FILE
 
-__all__ = ["build_bank", "build_warnings", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
+__all__ = ["build_bank", "build_warnings", "benchmark_name", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
            "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS",
            "read_scaled_matrix", "check_score_range"]
 
@@ -353,6 +353,30 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
     return pd.DataFrame(rows), recs, dropped
 
 
+#: item-id stems too generic to name a benchmark (``item1``, ``q_7``, ``question.3``)
+_GENERIC_STEMS = frozenset({"item", "items", "question", "questions", "sample", "samples",
+                            "doc", "docs", "id", "col", "column", "task", "prompt", "test"})
+
+
+def benchmark_name(item_ids, path) -> tuple[str, str]:
+    """(name, what named it) of a matrix's benchmark when ``--name`` is not given: the stem
+    its item ids share (``qmsum.0`` .. ``qmsum.199`` -> ``qmsum``; ``helm_mmlu_0`` .. ->
+    ``helm_mmlu``), cut at a separator (``. _ - / :``) and stripped of trailing digits, when
+    it has three characters or more, a letter, and is not a generic word (``item``,
+    ``question``); else the file's name without its suffixes (``"item ids"`` / ``"file"``)."""
+    import os
+
+    ids = [str(i) for i in item_ids]
+    stem = os.path.commonprefix(ids) if len(ids) > 1 else ""
+    cut = max(stem.rfind(c) for c in "._-/:")
+    stem = stem[:cut] if cut > 0 else ""
+    stem = stem.rstrip("0123456789").rstrip("._-/: ")
+    if (len(stem) >= 3 and any(c.isalpha() for c in stem)
+            and stem.lower() not in _GENERIC_STEMS):
+        return stem, "item ids"
+    return Path(path).name.split(".")[0], "file"
+
+
 def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[float, str]:
     """(chance, where it came from) when the user gives none: the score of a model answering
     at random, the floor a weaker model's interval reaches down to. A known benchmark's
@@ -471,7 +495,12 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                           f"needs at least {min_models}")
     if scores is not None:
         check_scores_rise(s, np.nanmean(rm.values, axis=1), scores)
-    bench = name or (logs.task if logs is not None else Path(files[0]).name.split(".")[0])
+    if name:
+        bench, named_by = name, "name"
+    elif logs is not None:
+        bench, named_by = logs.task, "task"
+    else:
+        bench, named_by = benchmark_name(rm.item_ids, files[0])
     train, report = filter_items(rm, subject_percentile=None, max_mean=None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -541,7 +570,10 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                    "task": None if logs is None else logs.task,
                    "metric": None if logs is None else logs.metric,
                    "filter": None if logs is None else logs.filter,
-                   "harness": None if logs is None else (logs.harness or "unknown")},
+                   "harness": None if logs is None else (logs.harness or "unknown"),
+                   "named_by": named_by,
+                   "scores": "continuous" if bool(np.any((rm.values > 0) & (rm.values < 1)))
+                   else "binary"},
         "score": score_note,
         "models": models, "n_models": n,
         "items": {"n_results": int(rm.n_items), "n_bank": int(len(bank)),

@@ -24,7 +24,7 @@ from ..scorelink.frames import COLUMNS
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
-           "PREDICTOR_FILE", "metric_scale", "to_metric_scale"]
+           "PREDICTOR_FILE", "metric_scale", "to_metric_scale", "continuous_scores"]
 
 #: the benchmark predictor's file in a bank folder
 PREDICTOR_FILE = "predictor.json"
@@ -44,6 +44,16 @@ def metric_scale(folder):
     low + (high - low) x score, so the user reads BLEU on BLEU's scale."""
     rng = (getattr(folder, "manifest", None) or {}).get("settings", {}).get("score_range")
     return None if rng is None else (float(rng[0]), float(rng[1]))
+
+
+def continuous_scores(folder) -> bool | None:
+    """Whether the folder's items are scored on a continuum (a score strictly between its ends
+    in the source results, or a metric on its own scale: F1, ROUGE, BLEU) rather than right /
+    wrong; None for a folder whose manifest does not say (built before it was recorded)."""
+    src = (getattr(folder, "manifest", None) or {}).get("source") or {}
+    if metric_scale(folder) is not None:
+        return True
+    return None if "scores" not in src else src["scores"] == "continuous"
 
 
 def to_metric_scale(frame: pd.DataFrame, folder, columns=None) -> pd.DataFrame:

@@ -176,17 +176,35 @@ class BankRef:
             return self.link
         return _score_link(self.bench) if self.bench is not None else None
 
-    def stop_settings(self, margin: float) -> dict:
+    def stop_settings(self, margin: float | None = None) -> dict:
         """CATConfig fields of the floor / ceiling / score-precision stops from
-        :meth:`score_link` ({} without a usable one)."""
-        from ..validation import check_finite
-
-        check_finite(margin, "--bound-margin")
+        :meth:`score_link` ({} without a usable one); ``margin`` as :meth:`bound_margin`."""
+        margin = self.bound_margin(margin)
         try:
             link = self.score_link()
         except Exception:  # noqa: BLE001 - no usable link: no link stops (the result says why)
             return {}
         return {} if link is None else dict(link.stop_settings(margin))
+
+    def bound_margin(self, margin: float | None = None) -> float:
+        """The floor / top stop's margin in 0-1 score units from ``--bound-margin``, given on
+        the benchmark's own scale: a bank folder's ``--score-range LO HI`` scale (2 on BLEU's
+        0-100 is 0.02), else 0-1. None: :data:`~atlascat.scorelink.settings.BOUND_MARGIN` of
+        the range."""
+        from ..scorelink.settings import BOUND_MARGIN
+        from ..validation import check_finite
+
+        if margin is None:
+            return BOUND_MARGIN
+        margin = check_finite(margin, "--bound-margin")
+        folder = self.folder() if self.kind == "dir" else None
+        if folder is not None:
+            from ..bankdir.predict import metric_scale
+
+            scale = metric_scale(folder)
+            if scale is not None:
+                return margin / (scale[1] - scale[0])
+        return margin
 
 
 #: the one line for a ``--bank`` / ``--suite`` that names nothing

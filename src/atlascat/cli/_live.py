@@ -158,12 +158,14 @@ class LiveDisplay:
     there is no bar (the per-item lines are the progress)."""
 
     def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool, averages=(),
-                 scales=None):
+                 scales=None, continuous=()):
         import threading
 
         self.averages = frozenset(averages)  # suite runs: their estimate is the average
         self.scales = dict(scales or {})     # run id -> (low, high): a metric's own scale
-        self.continuous: set = set()         # runs that answered a score strictly in (0, 1)
+        # runs scored on a continuum: their folder's (``continuous``), or that answered a score
+        # strictly in (0, 1)
+        self.continuous: set = set(continuous)
         self.lines = lines
         self.bar = bar and err_console.is_terminal and not is_quiet()
         self.w_model = max([len(m) for m in models] + [1])

@@ -34,7 +34,8 @@ def build_bank_command(
                                                    "keep when a task logs several."),
     name: Optional[str] = typer.Option(None, "--name",
                                        help="Benchmark name. [default: the task, or the "
-                                            "matrix file's name]"),
+                                            "stem a matrix's item ids share (qmsum.0, "
+                                            "qmsum.1: qmsum), else its file's name]"),
     model: str = typer.Option(AUTO, "--model",
                               help="IRT model: auto (chosen for the number of models), "
                                    "1pl, 2pl, 3pl or 4pl."),
@@ -83,12 +84,18 @@ def register(app: typer.Typer) -> None:
     app.command("build-bank")(build_bank_command)
 
 
+#: how a matrix's benchmark got its name, said beside it (--name and a task's need no words)
+_NAMED_BY = {"item ids": " (its item ids' stem; --name gives the benchmark's)",
+             "file": " (the file's name; --name gives the benchmark's)"}
+
+
 def _show_summary(m: dict, named: bool = True) -> None:
     """The folder's summary table, then the build's warnings (stderr). A matrix's benchmark
-    not ``named`` (--name) is its file's name: the row says so."""
+    not ``named`` (--name) is named by its item ids' stem or its file's name: the row says
+    which."""
     src = m["source"]
-    rows = [("benchmark", m["benchmark"] + ("" if named or src["kind"] != "matrix" else
-                                            " (the file's name; --name gives the benchmark's)")),
+    by = src.get("named_by", "name" if named or src["kind"] != "matrix" else "file")
+    rows = [("benchmark", m["benchmark"] + _NAMED_BY.get(by, "")),
             ("source", src["kind"] + (f" ({src['task']}, metric {src['metric']})"
                                       if src["kind"] == "sample_logs" else "")),
             ("models", m["n_models"]),

@@ -62,7 +62,8 @@ HELP = {
               "adaptive = the adaptive test; predictor = the predictor or an error.",
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
-    "bound_margin": "Floor/top stop: how close (0-1 score units) to the curve's lowest/highest "
+    "bound_margin": "Floor/top stop: how close (in score units: 0-1, or a bank folder's "
+                    "--score-range scale) to the curve's lowest/highest "
                     "value counts.",
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
@@ -165,7 +166,7 @@ class _Options:
     min_items: Optional[int]
     max_items: Optional[int]
     bound_stop: bool
-    bound_margin: float
+    bound_margin: float | None
     fixed_length: Optional[int]
     output: Optional[Path]
     db: Optional[Path]
@@ -222,7 +223,8 @@ def register(app: typer.Typer) -> None:
         max_items: Optional[int] = typer.Option(None, "--max-items", help=HELP["max_items"]),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
                                         help=HELP["bound_stop"]),
-        bound_margin: float = typer.Option(0.02, "--bound-margin", help=HELP["bound_margin"]),
+        bound_margin: Optional[float] = typer.Option(None, "--bound-margin",
+                                                   help=HELP["bound_margin"]),
         fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                    help=HELP["fixed_length"]),
         output: Optional[Path] = typer.Option(None, "--output", "-o", help=HELP["output"]),
@@ -416,7 +418,8 @@ def _display(o: _Options, live) -> LiveDisplay:
     return LiveDisplay(
         [j.subject.name for j in live.jobs], [str(i) for j in live.jobs for i in j.bank.item_ids],
         plan, lines=not (o.quiet or o.as_json), bar=not o.as_json,
-        averages={j.run_id for j in live.jobs if j.kind == "suite"}, scales=_scales(live))
+        averages={j.run_id for j in live.jobs if j.kind == "suite"}, scales=_scales(live),
+        continuous=_continuous(live))
 
 
 def _score_range(ref):
@@ -437,6 +440,16 @@ def _scales(live) -> dict:
         if folder is not None and metric_scale(folder) is not None:
             out[job.run_id] = metric_scale(folder)
     return out
+
+
+def _continuous(live) -> set:
+    """The runs whose bank folder scores its items on a continuum (their 0 and 1 are scores,
+    not right / wrong)."""
+    from ..bankdir.predict import continuous_scores
+
+    return {job.run_id for job in live.jobs
+            if job.ref is not None and job.ref.kind == "dir"
+            and continuous_scores(job.ref.folder())}
 
 
 def _resume_hint(o: _Options, run_ids) -> str:

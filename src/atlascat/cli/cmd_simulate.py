@@ -151,7 +151,8 @@ HELP = {
                   f"--suite: {SuiteConfig.batch_size}, mixing benchmarks]",
     "bound_stop": "Banks with a score link: stop once the examinee is surely at the floor "
                   "(chance) or the top of the link's curve.",
-    "bound_margin": "Floor/top stop: how close (0-1 score units) to the curve's lowest/highest "
+    "bound_margin": "Floor/top stop: how close (in score units: 0-1, or a bank folder's "
+                    "--score-range scale) to the curve's lowest/highest "
                     "value counts as there.",
 }
 
@@ -183,7 +184,7 @@ class _Options:
     selected: bool
     selected_folder: bool
     bound_stop: bool
-    bound_margin: float
+    bound_margin: float | None
     quiet: bool
 
 
@@ -223,7 +224,8 @@ def simulate_command(
                                               "file per examinee (catR's layout)."),
     bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
                                     help=HELP["bound_stop"]),
-    bound_margin: float = typer.Option(0.02, "--bound-margin", help=HELP["bound_margin"]),
+    bound_margin: Optional[float] = typer.Option(None, "--bound-margin",
+                                                   help=HELP["bound_margin"]),
     quiet: bool = quiet_option(),
 ) -> None:
     """Simulate adaptive tests (replayed or model-drawn answers); write scores and diagnostics."""
@@ -261,8 +263,9 @@ def run_simulate(o: _Options) -> None:
     return _simulate_bank(o, one_bank(o.bank), output_dir(o.output))
 
 
-def _config(o: _Options, link):
-    """The CAT's settings from the options (and the score link's floor / top stops)."""
+def _config(o: _Options, link, margin: float | None = None):
+    """The CAT's settings from the options (and the score link's floor / top stops, their
+    ``margin`` in 0-1 score units: :meth:`BankRef.bound_margin`)."""
     from ..validation import check_finite
     from ._options import cat_config, with_link_stops
 
@@ -274,8 +277,7 @@ def _config(o: _Options, link):
                         **({} if o.r_max is None else {"exposure": "eligibility",
                                                        "r_max": o.r_max}))
     if link is not None and o.bound_stop and o.fixed_length is None:
-        config = with_link_stops(config, link.stop_settings(check_finite(o.bound_margin,
-                                                                         "--bound-margin")),
+        config = with_link_stops(config, link.stop_settings(margin),
                                  o.min_items is not None)
     return config
 
@@ -301,7 +303,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
     link = ref.link
     item_bank = ref.load()
-    config = _config(o, link)
+    config = _config(o, link, ref.bound_margin(o.bound_margin))
     kwargs = {}
     if o.responses:
         rm = _responses(o, folder)

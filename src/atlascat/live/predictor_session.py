@@ -32,13 +32,17 @@ class PredictorLiveSession:
     predictor : a fitted :class:`~atlascat.predict.BenchmarkPredictor`
     budget : items to ask (default the predictor's)
     rng : seed or Generator of the draws
+    available : the item ids this model can be asked (a recorded model's answered ones;
+        default all): the prediction is of its mean over them, as ``atlas simulate``'s
     """
 
     kind = _TYPE
 
-    def __init__(self, predictor, *, budget: int | None = None, rng=None, _inner=None):
+    def __init__(self, predictor, *, budget: int | None = None, rng=None, available=None,
+                 _inner=None):
         self.predictor = predictor
-        self.inner = _inner if _inner is not None else predictor.session(budget=budget, rng=rng)
+        self.inner = _inner if _inner is not None else predictor.session(
+            budget=budget, rng=rng, available=available)
 
     # ------------------------------------------------------------ the runner's protocol
     @property

@@ -94,6 +94,20 @@ def _is_folder(bank_ref) -> bool:
         return False
 
 
+def _folder_continuous(bank_ref) -> bool:
+    """Whether a stored bank reference names a bank folder whose items are scored on a
+    continuum (:func:`~atlascat.bankdir.predict.continuous_scores`)."""
+    from ..bankdir.predict import continuous_scores
+    from ..catalogue.bankref import BankRef
+
+    if not _is_folder(bank_ref):
+        return False
+    try:
+        return bool(continuous_scores(BankRef.parse(bank_ref).folder()))
+    except Exception:  # noqa: BLE001 - a folder no longer readable: its answers tell
+        return False
+
+
 def _folder_identity(bank_ref) -> dict:
     """A bank folder's benchmark, population (:data:`SOURCE`) and metric scale, for the page
     of a run that has no prediction (not finished): its words and units are the folder's."""
@@ -508,7 +522,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     ordinal = is_ordinal(bank)          # scores are ratings on the items' own scales
     own = (leaderboard or {}).get("scale") if suite is None else None   # a metric's range
     scores = answered["score"].astype(float)
-    continuous = not ordinal and bool(((scores > 0) & (scores < 1)).any())   # scores in [0, 1]
+    continuous = not ordinal and (bool(((scores > 0) & (scores < 1)).any())   # in [0, 1]
+                                  or _folder_continuous(info.get("bank_ref")))
     tokens = steps["prompt_tokens"].notna().any()
     summary = _summary_rows(info, leaderboard, suite, continuous)
     warnings = _warnings(leaderboard, suite)

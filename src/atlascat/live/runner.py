@@ -306,12 +306,28 @@ def _check_batch_size(k) -> int:
     return k_int
 
 
-def _next_round(session, k: int) -> list:
-    """The next k items (k = 1: the classic ``next_item``); [] when the test is over."""
-    if k == 1:
-        item = session.next_item()
-        return [] if item is None else [str(item)]
-    return [str(i) for i in session.next_items(k)]
+def _next_round(session, k: int, answerable=None) -> list:
+    """The next k items (k = 1: the classic ``next_item``); [] when the test is over.
+
+    ``answerable``: the items a recorded subject has answers for (None: any item). An adaptive
+    test skips the others as they come up, as ``atlas simulate`` replays a matrix with gaps:
+    one at a time, picking again; in a round of k, taken out of the round."""
+    while True:
+        if k == 1:
+            item = session.next_item()
+            items = [] if item is None else [str(item)]
+        else:
+            items = [str(i) for i in session.next_items(k)]
+        if answerable is None or not hasattr(session, "skip"):
+            return items
+        keep = [i for i in items if i in answerable]
+        if len(keep) == len(items):
+            return items
+        for i in items:
+            if i not in answerable:
+                session.skip(i)
+        if keep:
+            return keep
 
 
 def _record_round(session, items, scores) -> None:
@@ -498,8 +514,10 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     unread, n_read = [], 0
     try:
         opened = store.open_steps(run_id)
+        answerable = getattr(subject, "answered_items", None)
+        answerable = None if answerable is None else answerable()
         while True:
-            items = _next_round(session, k)
+            items = _next_round(session, k, answerable)
             if not items:
                 break
             first = int(session.n_items)

@@ -47,14 +47,14 @@ __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run
 def _named(ref: BankRef, pred: dict) -> dict:
     """``pred`` with what it is a prediction of: ``benchmark`` and ``population`` (the source
     models of a bank folder, or the leaderboard of a shipped bank: live/report.py's words)."""
-    from .report import LEADERBOARD, SOURCE
+    from .report import SOURCE
 
     if "population" in pred:
         return pred
     if pred.get("score") is None:  # a note: whose score is not available
         return {**pred, "benchmark": ref.title, "population": _population(ref)}
-    if ref.kind != "dir":
-        return {**pred, "benchmark": ref.bench, "population": LEADERBOARD}
+    if ref.kind != "dir":          # a score through a shipped link: the leaderboard's
+        return {**pred, "benchmark": ref.bench, "population": _population(ref)}
     from ..bankdir.predict import metric_scale
 
     folder = ref.folder()
@@ -84,6 +84,16 @@ def _population(ref: BankRef):
     except Exception:  # noqa: BLE001 - an unreadable bank file: no population
         bench = None
     return LEADERBOARD if bench in LINK_BENCHMARKS else None
+
+
+def _answered(subject, item_ids):
+    """The items a recorded subject (``replay:``) has answers for, when it lacks some of
+    ``item_ids`` (then it is asked only those, as ``atlas simulate`` replays it); else None."""
+    answered = getattr(subject, "answered_items", None)
+    if answered is None:
+        return None
+    have = answered()
+    return None if all(str(i) in have for i in item_ids) else sorted(have)
 
 
 def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None = None) -> dict:
@@ -372,7 +382,8 @@ class LiveRun:
 
             # each model's own stream, as `atlas simulate` replays it (replay_predictor)
             sessions = [PredictorLiveSession(predictor, budget=budget,
-                                             rng=subject_generator(seed, s.name))
+                                             rng=subject_generator(seed, s.name),
+                                             available=_answered(s, predictor.item_ids_))
                         for s in subjects]
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan

@@ -316,10 +316,11 @@ class BenchmarkPredictor:
         c, n = float(self.chance), len(self.item_ids_)
         return bool(self.source_range_[0] <= c + 2.0 * np.sqrt(c * (1.0 - c) / n))
 
-    def predict_draws(self, y, item, q, f, f_rest, g=None, g_rest=None) -> dict:
+    def predict_draws(self, y, item, q, f, f_rest, g=None, g_rest=None, avail=None) -> dict:
         """Predictions from draws already answered (rows = targets; ``y`` in ``item_ids_``
-        order, NaN where not asked; the score is the mean over ALL items; ``item``, ``q``,
-        ``f``, ``f_rest``, ``g``, ``g_rest`` one column per draw, as
+        order, NaN where not asked; the score is the mean over the items ``avail`` marks, by
+        default ALL (a live model can be asked every item); ``item``, ``q``, ``f``,
+        ``f_rest``, ``g``, ``g_rest`` one column per draw, as
         :func:`~atlascat.predict.estimators.sequential_design` returns them)."""
         self._require_fitted()
         y = np.asarray(y, float)
@@ -329,7 +330,7 @@ class BenchmarkPredictor:
         asked[rows, item] = True
         tables, _, log_prior = self._grid()
         lp = est.log_posterior(y, asked, tables, log_prior)
-        avail = np.ones(y.shape, dtype=bool)       # a live target can be asked every item
+        avail = np.ones(y.shape, dtype=bool) if avail is None else np.asarray(avail, bool)
         arr = self._estimate(y, avail, asked, item, np.asarray(q, float), np.asarray(f, float),
                              np.asarray(f_rest, float), lp, None,
                              None if g is None else np.asarray(g, float),
@@ -438,12 +439,14 @@ class BenchmarkPredictor:
         self._require_fitted()
         return ItemBank(self.item_ids_, self.a_, self.b_, self.c_, self.u_, model=model)
 
-    def session(self, *, budget=None, rng=None):
-        """A live test for one target: :class:`atlascat.predict.session.PredictSession`."""
+    def session(self, *, budget=None, rng=None, available=None):
+        """A live test for one target: :class:`atlascat.predict.session.PredictSession`
+        (``available``: the item ids it can be asked, default all)."""
         from .session import PredictSession
 
         self._require_fitted()
-        return PredictSession(self, budget=self.budget if budget is None else budget, rng=rng)
+        return PredictSession(self, budget=self.budget if budget is None else budget, rng=rng,
+                              available=available)
 
     # ------------------------------------------------------------------ serialisation
     def score_map_info(self):

@@ -65,7 +65,7 @@ class BenchmarkPrediction:
 class PredictSession:
     """Next items / record / prediction for one target (see module docstring)."""
 
-    def __init__(self, predictor, *, budget: int, rng=None):
+    def __init__(self, predictor, *, budget: int, rng=None, available=None):
         self.predictor = predictor
         self.budget = int(budget)
         if self.budget < 1:
@@ -75,6 +75,15 @@ class PredictSession:
         self._index = {str(i): k for k, i in enumerate(predictor.item_ids_)}
         self._y = np.full(n, np.nan)
         self._drawn = np.zeros(n, dtype=bool)
+        # the items this target can be asked (a recorded model's answered ones; default all):
+        # the score predicted is its mean over them, as BenchmarkPredictor.replay's
+        self._avail = np.ones(n, dtype=bool)
+        if available is not None:
+            self._avail[:] = False
+            self._avail[[self._index[i] for i in map(str, available) if i in self._index]] = True
+            if not self._avail.any():
+                raise ConfigError("none of the predictor's items can be asked of this model "
+                                  "(it has no recorded answer to any)")
         # (item, q, f, f_rest, g, g_rest): the draw, its probability, the two models'
         # predictions of it and their sums over the items not drawn before it
         self._draws: list[tuple[int, float, float, float, float, float]] = []
@@ -87,14 +96,14 @@ class PredictSession:
 
     @property
     def done(self) -> bool:
-        return len(self._draws) >= self.budget or bool(self._drawn.all())
+        return len(self._draws) >= self.budget or bool(self._drawn[self._avail].all())
 
     @property
     def stop_reason(self) -> str | None:
         """"budget" (``budget`` items drawn), "all_items" (every item drawn), or None."""
         if len(self._draws) >= self.budget:
             return "budget"
-        return "all_items" if bool(self._drawn.all()) else None
+        return "all_items" if bool(self._drawn[self._avail].all()) else None
 
     def theta_se(self) -> tuple[float, float]:
         """The EAP theta and posterior SD of the answers recorded so far (N(0, 1) prior);
@@ -109,7 +118,8 @@ class PredictSession:
 
     def next_items(self, k: int = 1) -> list[str]:
         """The next (up to) ``k`` item ids to ask, never past the budget."""
-        room = max(0, min(int(k), self.budget - len(self._draws), int((~self._drawn).sum())))
+        room = max(0, min(int(k), self.budget - len(self._draws),
+                          int((self._avail & ~self._drawn).sum())))
         if room == 0:
             return []
         answered = np.isfinite(self._y)[None, :]
@@ -121,7 +131,7 @@ class PredictSession:
             g = est.level_prediction(level, done, self._y[done], np.ones(done.shape, dtype=bool))
         out = []
         for _ in range(room):
-            remaining = ~self._drawn[None, :]
+            remaining = (self._avail & ~self._drawn)[None, :]
             q = est.draw_probabilities(f, remaining, float(self.predictor.mix),
                                        None if level is None else g,
                                        float(self.predictor.share),
@@ -150,17 +160,21 @@ class PredictSession:
     def to_dict(self) -> dict:
         """JSON-serialisable state (without the predictor: :meth:`from_dict` takes it)."""
         ids = self.predictor.item_ids_
-        return {"format": "atlascat.PredictSession/2", "budget": self.budget,
-                "draws": [[str(ids[j]), *rest] for j, *rest in self._draws],
-                "answers": {str(ids[j]): float(self._y[j]) for j in np.flatnonzero(
-                    np.isfinite(self._y))},
-                "rng": generator_state(self._rng)}
+        out = {"format": "atlascat.PredictSession/2", "budget": self.budget,
+               "draws": [[str(ids[j]), *rest] for j, *rest in self._draws],
+               "answers": {str(ids[j]): float(self._y[j]) for j in np.flatnonzero(
+                   np.isfinite(self._y))},
+               "rng": generator_state(self._rng)}
+        if not self._avail.all():
+            out["available"] = [str(ids[j]) for j in np.flatnonzero(self._avail)]
+        return out
 
     @classmethod
     def from_dict(cls, predictor, d: dict) -> "PredictSession":
         """The session :meth:`to_dict` saved, with the same ``predictor``."""
         try:
-            out = cls(predictor, budget=int(d["budget"]), rng=generator_from_state(d["rng"]))
+            out = cls(predictor, budget=int(d["budget"]), rng=generator_from_state(d["rng"]),
+                      available=d.get("available"))
             for item, q, f, r, *gr in d["draws"]:   # format 1: no level model (g = f)
                 j = out._index[str(item)]
                 g, g_rest = gr if gr else (f, r)
@@ -198,8 +212,10 @@ class PredictSession:
         cols = [np.asarray([d[c] for d in draws])[None, :] for c in range(6)]
         y = np.full_like(self._y, np.nan)
         y[cols[0][0]] = self._y[cols[0][0]]
-        r = p.predict_draws(y[None, :], cols[0].astype(int), *cols[1:])
-        r["lower"], r["upper"] = p.step_interval(y[None, :], cols[0].astype(int), r)
+        avail = self._avail[None, :]
+        r = p.predict_draws(y[None, :], cols[0].astype(int), *cols[1:], avail=avail)
+        r["lower"], r["upper"] = p.step_interval(y[None, :], cols[0].astype(int), r,
+                                                 avail=avail)
         outside = bool(r["outside"][0])
         n = int(r["n_items"][0])
         warning = ""

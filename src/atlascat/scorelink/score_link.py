@@ -64,7 +64,7 @@ from ..errors import BankError, ConfigError
 from . import honesty
 from .curve import check_local, rounded
 from .prediction import ScorePrediction, with_stop_note
-from .settings import (BOTTOM_TOLERANCE, CHANCE, LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP,
+from .settings import (BOTTOM_TOLERANCE, BOUND_MARGIN, CHANCE, LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP,
                        MIN_SUPPORT, PRECISION_FLOOR, PRECISION_RATIO, SUPPORT_BANDWIDTH, Z95)
 
 __all__ = ["ScoreLink", "percentile_of"]
@@ -206,7 +206,7 @@ class ScoreLink:
             return lo, lo   # nothing is supported: every theta is outside
         return max(lo, float(self.theta_grid[ok[0]])), min(hi, float(self.theta_grid[ok[-1]]))
 
-    def stop_settings(self, margin: float = 0.02, z: float = 1.96,
+    def stop_settings(self, margin: float = BOUND_MARGIN, z: float = 1.96,
                       precision: float | None = None, precision_floor: float | None = None
                       ) -> dict:
         """CATConfig fields of the floor / ceiling and score-precision stopping rules.

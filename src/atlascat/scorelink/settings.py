@@ -31,6 +31,10 @@ MIN_SUPPORT = 10.0
 ANSWER_CHANCE = {"arc": 0.25, "hellaswag": 0.25, "mmlu": 0.25, "truthfulqa": 0.23,
                  "winogrande": 0.50, "gsm8k": 0.0}
 
+#: floor / top stop: how close (0-1 score units) to the short-test curve's lowest / highest
+#: value counts as there (:meth:`ScoreLink.stop_settings`; ``--bound-margin``)
+BOUND_MARGIN = 0.02
+
 #: one-sided level of the test "the answers are better than guessing"
 CHANCE_ALPHA = 0.025
 

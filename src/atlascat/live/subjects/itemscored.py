@@ -255,8 +255,9 @@ class RecordedAnswers:
     """A model's recorded scores, asked by item id (``replay:MATRIX#MODEL`` on a bank without
     requests, such as a folder built from a response matrix): the whole live path on real
     answers, each score as recorded (0/1, or a continuous score in [0, 1], as ``atlas
-    simulate`` reads the same matrix). An item the model has no recorded answer for is an
-    error naming it. ``ratings``: the items are ordinal (a graded / gpcm bank) and the matrix
+    simulate`` reads the same matrix). A bank folder's predictor asks only the items the model
+    has answers for (:meth:`answered_items`) and an adaptive test skips the others as they
+    come up, both as ``atlas simulate`` does. ``ratings``: the items are ordinal (a graded / gpcm bank) and the matrix
     holds ratings on their own scales, replayed as recorded. ``score_range`` (low, high): the
     matrix holds a metric on that scale (a bank folder built with ``--score-range``), read as
     (x - low) / (high - low)."""
@@ -283,6 +284,10 @@ class RecordedAnswers:
         if self.score_range is not None:
             out["score_range"] = self.score_range
         return out
+
+    def answered_items(self) -> set[str]:
+        """The item ids the model has a recorded score for."""
+        return {k for k, v in self._answers.items() if v is not None}
 
     def score_items(self, item_ids) -> list[tuple[int, str]]:
         out = []

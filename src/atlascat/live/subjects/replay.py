@@ -27,7 +27,9 @@ class ReplaySubject:
     the rule scores as the recorded 0/1 (a recorded value >= 0.5 counts as correct); an mc2 item
     (TruthfulQA's continuous score y) is answered with log-likelihoods whose mc2 is the recorded
     y: log(y / t) for each of its t true options, log((1 - y) / f) for each of its f false ones.
-    An item the model has no recorded answer for raises an error naming it.
+    A bank folder's predictor asks only the items the model has answers for
+    (:meth:`answered_items`) and an adaptive test skips the others as they come up, both as
+    ``atlas simulate`` does.
 
     Parameters
     ----------
@@ -62,6 +64,10 @@ class ReplaySubject:
 
     def answer_of(self, item_id) -> int | None:
         return self._answers.get(str(item_id))
+
+    def answered_items(self) -> set[str]:
+        """The item ids the model has a recorded answer for."""
+        return {k for k, v in self._answers.items() if v is not None}
 
     def bind(self, bank) -> "ReplaySubject":
         """Index the bank's requests (done once; ``loglikelihood`` calls it lazily)."""
@@ -220,7 +226,7 @@ def _read_matrix(spec):
 
     path = Path(str(spec))
     if path.exists():
-        return ResponseMatrix.read(path, normalize_ids=True)
+        return ResponseMatrix.read(path, normalize_ids=True, on_empty="keep")
     from ...catalogue import load_responses
 
     try:
