@@ -266,7 +266,7 @@ def full_pass(args, bench: str) -> None:
     res = runner.continue_run(store, rid, bank, subject, cache=True)
     wall = time.perf_counter() - t0
     rec = {"bench": bench, "run_id": rid, "n_items": res.n_items, "n_bank": len(bank.item_ids),
-           "accuracy": res.observed_accuracy, "theta_all_items": res.theta, "se": res.se,
+           "accuracy": res.observed_score, "theta_all_items": res.theta, "se": res.se,
            "wall_s": wall, "status": res.status,
            "scores": {str(i): int(s) for i, s in zip(res.items, res.scores)}}
     (out / f"full_{bench}.json").write_text(json.dumps(rec, indent=1, default=str))
@@ -310,7 +310,8 @@ def report(args) -> None:
         lb = ad.get("prediction") or ad.get("leaderboard") or {}
         pred = (f"{100 * lb['score']:.1f} ({100 * lb['lo']:.1f}-{100 * lb['hi']:.1f})"
                 if lb.get("score") is not None else "-")
-        mba = ad.get("model_based_accuracy")
+        # ... and their model-based score "model_based_accuracy"
+        mba = ad.get("model_based_score", ad.get("model_based_accuracy"))
         full = (f"{100 * fu['accuracy']:.1f} ({fu['n_items']}/{fu['n_bank']})"
                 if fu.get("accuracy") is not None else "not run")
         if fu and fu.get("status") != "done":

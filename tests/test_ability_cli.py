@@ -33,9 +33,9 @@ def test_score_methods(small, tmp_path, method):
     assert main(["score", str(resp), "--bank", str(bpath), "--normalize-ids", "--method", method,
                  "-o", str(out)]) == 0
     df = pd.read_csv(out)
-    assert list(df.columns[:6]) == ["subject_id", "theta", "se", "n_items", "accuracy", "flag"]
+    assert list(df.columns[:6]) == ["subject_id", "theta", "se", "n_items", "mean_score", "flag"]
     assert df["n_items"].tolist()[:3] == [12, 12, 8]
-    np.testing.assert_allclose(df["accuracy"], np.nanmean(y, axis=1))
+    np.testing.assert_allclose(df["mean_score"], np.nanmean(y, axis=1))
     if method == "ml":
         assert df["flag"][:2].tolist() == ["perfect", "zero"]
         assert np.isinf(df["theta"][0]) and df["theta"][0] > 0
@@ -49,9 +49,9 @@ def test_score_reconstruction_and_errors(small, tmp_path):
     assert main(["score", str(resp), "--bank", str(bpath), "--normalize-ids",
                  "--reconstruct", "gpirt", "--lambda", "0.3", "-o", str(out)]) == 0
     df = pd.read_csv(out)
-    assert {"accuracy_pirt", "accuracy_gpirt"} <= set(df.columns)
+    assert {"mean_score_pirt", "mean_score_gpirt"} <= set(df.columns)
     # every bank item answered by row 0: p-IRT equals the observed accuracy
-    assert df["accuracy_pirt"][0] == pytest.approx(1.0)
+    assert df["mean_score_pirt"][0] == pytest.approx(1.0)
     assert main(["score", str(resp), "--bank", str(bpath), "--normalize-ids",
                  "--extra-items", "error"]) == 2
     assert main(["score", str(resp), "--bank", str(bpath), "--method", "bayes"]) == 2

@@ -146,8 +146,8 @@ def test_atlas_runs_gives_scores_in_percent_beside_the_percent_score(tmp_path, c
     assert main(["runs", "--db", str(db)]) == 0
     head, row = capsys.readouterr().out.splitlines()[1:3]
     cells = dict(zip(head.split(), row.split()))
-    assert cells["observed"] == f"{100 * rec['observed_accuracy']:.1f}%"
-    assert cells["model-based"] == f"{100 * rec['model_based_accuracy']:.1f}%"
+    assert cells["observed"] == f"{100 * rec['observed_score']:.1f}%"
+    assert cells["model-based"] == f"{100 * rec['model_based_score']:.1f}%"
     assert cells["theta"] == f"{rec['theta']:.3f}"
 
 

@@ -143,33 +143,36 @@ def test_a_failed_start_leaves_nothing_behind(tmp_path, monkeypatch, capsys, arg
     assert _listing(atlas_home()) == []
 
 
-# ------------------------------------------------------------------------------- accuracy
-def test_observed_and_model_based_accuracy_are_both_stored_and_labelled(bank, tmp_path, capsys):
+# ------------------------------------------------------------------------- observed / model-based
+def test_observed_and_model_based_score_are_both_stored_and_labelled(bank, tmp_path, capsys):
     out_dir = tmp_path / "run"
     code = main(["evaluate", "--bank", "arc", "--subject", "simulate:-1.5:4", "--se-stop", "0.3",
                  "--min-items", "12", "--max-items", "20", "-o", str(out_dir), "--json"])
     assert code == 0
     row = json.loads(capsys.readouterr().out)[0]
-    assert row["observed_accuracy"] == pytest.approx(np.mean(row["scores"]))
-    assert row["observed_accuracy"] == pytest.approx(row["n_correct"] / row["n_items"])
-    assert row["model_based_accuracy"] == pytest.approx(
+    assert row["observed_score"] == pytest.approx(np.mean(row["scores"]))
+    assert row["observed_score"] == pytest.approx(row["score_sum"] / row["n_items"])
+    assert row["model_based_score"] == pytest.approx(
         runner.expected_accuracy(bank, row["theta"]))
-    assert "accuracy" not in row  # the old, ambiguous key is not written any more
+    # one set of names for every metric: none of the 0/1-only keys
+    assert not {"accuracy", "n_correct", "observed_accuracy", "model_based_accuracy"} & set(row)
     res = runner.RunResult.from_store(RunStore(out_dir / "runs.sqlite"), row["run_id"])
-    assert res.accuracy == res.model_based_accuracy  # the old name stays readable
-    assert res.observed_accuracy == pytest.approx(row["observed_accuracy"])
+    assert not hasattr(res, "accuracy") and not hasattr(res, "n_correct")
+    assert res.model_based_score == pytest.approx(row["model_based_score"])
+    assert res.observed_score == pytest.approx(row["observed_score"])
     runs = RunStore(out_dir / "runs.sqlite").list_runs()
-    assert runs.loc[0, "observed_accuracy"] == pytest.approx(row["observed_accuracy"])
-    assert runs.loc[0, "model_based_accuracy"] == pytest.approx(row["model_based_accuracy"])
-    assert runs.loc[0, "accuracy"] == pytest.approx(row["model_based_accuracy"])
+    assert runs.loc[0, "observed_score"] == pytest.approx(row["observed_score"])
+    assert runs.loc[0, "model_based_score"] == pytest.approx(row["model_based_score"])
+    assert runs.loc[0, "score_sum"] == row["score_sum"]
+    assert not {"accuracy", "n_correct", "observed_accuracy", "model_based_accuracy"} & set(runs)
 
     code = main(["evaluate", "--bank", "arc", "--subject", "simulate:-1.5:4", "--se-stop", "0.3",
                  "--min-items", "12", "--max-items", "20", "-o", str(tmp_path / "r2"), "-q"])
     text = capsys.readouterr().out
     assert code == 0
-    assert f"accuracy: observed {100 * row['observed_accuracy']:.1f}% " \
-           f"({row['n_correct']}/{row['n_items']} of the items asked); model-based " \
-           f"{100 * row['model_based_accuracy']:.1f}%" in text
+    assert f"accuracy: observed {100 * row['observed_score']:.1f}% " \
+           f"({row['score_sum']}/{row['n_items']} of the items asked); model-based " \
+           f"{100 * row['model_based_score']:.1f}%" in text
     code = main(["runs", "--db", str(tmp_path / "r2" / "runs.sqlite")])
     table = capsys.readouterr().out
     assert code == 0 and "observed" in table and "model-based" in table

@@ -111,7 +111,7 @@ def test_replay_asks_what_simulate_asks_and_every_reader_agrees(root, tmp_path):
     assert res["stop_reason"] == person["stop_reason"] == "max_items"
     # the observed share of the scale: each rating's (r - 1) / 3, averaged
     credit = (administered["score"] - 1) / 3
-    assert res["observed_accuracy"] == pytest.approx(credit.mean())
+    assert res["observed_score"] == pytest.approx(credit.mean())
     page = Path(res["report"]).read_text()   # one 1-4 scale: the mean rating on it
     assert (f"observed mean score (over the items asked, on the metric&#x27;s own scale)</td>"
             f"<td>{administered['score'].mean():.1f}<") in page and "pending" not in page
@@ -225,7 +225,7 @@ def test_a_gpcm_bank_runs_live_from_python_as_in_memory(root, tmp_path):
     assert row["theta"] == pytest.approx(sim.persons["theta"].iloc[0], abs=1e-12)
     # model-based: the expected share of each item's scale (ratings 1-4) at theta
     expected = ref.load().expected_score(row["theta"])
-    assert row["model_based_accuracy"] == pytest.approx(float(np.mean((expected - 1) / 3)))
+    assert row["model_based_score"] == pytest.approx(float(np.mean((expected - 1) / 3)))
 
 
 def test_each_examinee_own_stream_asks_what_its_session_asks(root):

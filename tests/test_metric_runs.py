@@ -182,8 +182,8 @@ def test_a_whole_sum_of_continuous_scores_is_not_a_count():
     from atlascat.cli.cmd_evaluate import format_result
 
     row = {"model": "m", "bench": "b", "theta": 0.1, "se": 0.2, "protocol": "recorded",
-           "protocol_label": "recorded answers (by item id)", "observed_accuracy": 2 / 3,
-           "model_based_accuracy": 0.6, "n_items": 3, "n_correct": 2.0,
+           "protocol_label": "recorded answers (by item id)", "observed_score": 2 / 3,
+           "model_based_score": 0.6, "n_items": 3, "score_sum": 2.0,
            "scores": [1 / 3, 2 / 3, 1]}
     assert "\n  mean score: observed 66.7% (the mean score over the 3 items asked); " \
            "model-based 60.0%" in format_result(row)

@@ -133,7 +133,7 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         lb = row["prediction"]
         assert lb["scale"] == [lo, hi] and lo <= lb["lo"] <= lb["score"] <= lb["hi"] <= hi
         assert steps[-1].endswith(f"predicted {lb['score']:.1f} ({lb['lo']:.1f}-{lb['hi']:.1f})")
-        obs = lo + (hi - lo) * row["observed_accuracy"]
+        obs = lo + (hi - lo) * row["observed_score"]
         assert (f"mean score, on the metric's own scale: observed {obs:.1f} (the mean score "
                 "over the 6 items asked)") in cap.out
         assert "accuracy: observed" not in cap.out
@@ -151,7 +151,7 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         assert strip.sub("", again) == strip.sub("", page)
     assert main(["runs", "--db", str(runs[0][0] / "runs.sqlite")]) == 0
     table = capsys.readouterr().out
-    obs = lo + (hi - lo) * runs[0][1]["observed_accuracy"]
+    obs = lo + (hi - lo) * runs[0][1]["observed_score"]
     assert f" {obs:.1f} " in table and "%" not in table
     first, second = (r["prediction"]["score"] for _, r in runs)
     assert main(["compare-models", str(runs[0][0]), str(runs[1][0]), "--json"]) == 0
@@ -330,7 +330,7 @@ def test_score_reads_a_score_range_folders_results_on_its_scale(longbench, tmp_p
                  "-o", str(tmp_path / "plain.csv")]) == 0
     judge = pd.read_csv(tmp_path / "judge.csv").set_index("subject_id")
     plain = pd.read_csv(tmp_path / "plain.csv").set_index("subject_id")
-    for col in ("score", "score_lo", "score_hi", "accuracy"):
+    for col in ("score", "score_lo", "score_hi", "mean_score"):
         np.testing.assert_allclose(judge[col], 1 + 9 * plain[col], atol=1e-3)
 
 

@@ -84,8 +84,8 @@ def test_simulated_run_end_to_end_one_number_everywhere(tmp_path, capsys):
     avg = row["average"]
     assert avg["lo"] <= avg["score"] <= avg["hi"] and 0 <= avg["percentile"] <= 100
     assert row["prediction"] == avg
-    # a suite has no theta: no field named theta, no model-based accuracy of one bank
-    assert not {"theta", "se", "model_based_accuracy", "accuracy"} & set(row)
+    # a suite has no theta: no field named theta, no model-based score of one bank
+    assert not {"theta", "se", "model_based_score", "model_based_accuracy", "accuracy"} & set(row)
     assert 0 < row["se_points"] < 10
     # printed table == results.json table == the numbers themselves
     table = row["table"]

@@ -136,7 +136,7 @@ def _rating_line(row: dict, scale) -> str | None:
     model-based one (expected over the bank at theta), on the rating ``scale`` (low, high) its
     items share; else each rating as a share of its item's scale, (r - lowest) / (highest -
     lowest)."""
-    obs, mod, n = row.get("observed_accuracy"), row.get("model_based_accuracy"), row.get("n_items")
+    obs, mod, n = row.get("observed_score"), row.get("model_based_score"), row.get("n_items")
 
     def on(v):
         return (f"{scale[0] + (scale[1] - scale[0]) * v:.1f}" if scale is not None
@@ -549,7 +549,7 @@ def _accuracy_line(row: dict, scale) -> str | None:
     """The observed and the model-based accuracy of a run: in percent (the mean score's, for
     scores between 0 and 1), or on the metric's own ``scale`` (low, high) for a bank folder
     built with --score-range, where a mean is a mean score, not a share."""
-    obs, mod = row.get("observed_accuracy"), row.get("model_based_accuracy")
+    obs, mod = row.get("observed_score"), row.get("model_based_score")
     n = row.get("n_items")
     acc = []
     between = not row.get("ordinal") and any(0 < float(v) < 1 for v in row.get("scores") or ())
@@ -576,7 +576,7 @@ def _accuracy_line(row: dict, scale) -> str | None:
 def _count_text(row, between: bool = False) -> str:
     """'k/n of the items asked' for right/wrong answers; a mean for scores in [0, 1] (some
     score ``between`` 0 and 1, or a sum of scores that is not a whole number)."""
-    got, n = row.get("n_correct"), row.get("n_items")
+    got, n = row.get("score_sum"), row.get("n_items")
     if got is not None and float(got).is_integer() and not between:
         return f"{int(got)}/{n} of the items asked"
     return f"the mean score over the {n} items asked"

@@ -12,7 +12,7 @@ from ._common import bank_option_help, console, json_safe, output_dir, output_fi
 def ranks_command(
     data: str = typer.Argument(..., metavar="DATA",
                                help="Scores CSV from `atlas score` (columns subject_id, theta, "
-                                    "accuracy[, se]) or, with --bank, a response matrix "
+                                    "mean_score[, se]) or, with --bank, a response matrix "
                                     "(file or bundled name)."),
     bank: str = typer.Option(None, "--bank", "-b",
                              help=bank_option_help("Only when DATA is a response matrix.")),
@@ -39,14 +39,14 @@ def ranks_command(
     output_dir(plots, "--plots")
     df = _read_scores(data) if bank is None else _scores_from_answers(
         data, bank, method, normalize_ids=normalize_ids)
-    for col in ("theta", "accuracy") + (("se",) if "se" in df.columns else ()):
+    for col in ("theta", "mean_score") + (("se",) if "se" in df.columns else ()):
         df[col] = pd.to_numeric(df[col], errors="coerce")
-    df = df[np.isfinite(df["theta"]) & df["accuracy"].notna()]
+    df = df[np.isfinite(df["theta"]) & df["mean_score"].notna()]
     if len(df) < 3:
         raise ConfigError(f"rank analysis needs at least 3 models with a finite theta and an "
                           f"accuracy; {data!r} has {len(df)}")
     se = df["se"].to_numpy() if "se" in df.columns else None
-    rep = rank_analysis(df["theta"].to_numpy(), df["accuracy"].to_numpy(), se=se,
+    rep = rank_analysis(df["theta"].to_numpy(), df["mean_score"].to_numpy(), se=se,
                         subject_ids=df["subject_id"].astype(str).to_numpy(),
                         shift_threshold=shift)
     summary = rep.summary()
@@ -77,12 +77,15 @@ def register(app: typer.Typer) -> None:
 
 
 def _read_scores(data: str):
-    """A scores CSV of ``atlas score`` (subject_id, theta, accuracy[, se])."""
+    """A scores CSV of ``atlas score`` (subject_id, theta, mean_score[, se]; ``accuracy``, the
+    column's earlier name, is read as ``mean_score``)."""
     from ..errors import ConfigError
     from ..validation import read_frame
 
     df = read_frame(data, what="scores file", option="DATA", error=ConfigError)
-    missing = {"theta", "accuracy"} - set(df.columns)
+    if "mean_score" not in df.columns:
+        df = df.rename(columns={"accuracy": "mean_score"})
+    missing = {"theta", "mean_score"} - set(df.columns)
     if missing:
         raise ConfigError(f"{data} lacks column(s) {sorted(missing)}; give a scores CSV "
                           "from `atlas score`, or a response matrix with --bank")
@@ -106,5 +109,5 @@ def _scores_from_answers(data: str, bank: str, method: str, *, normalize_ids: bo
     df = estimate_ability(rm, bk, method.lower())
     y = rm.aligned_values(bk.item_ids)
     obs = ~np.isnan(y)
-    df["accuracy"] = np.where(obs, y, 0.0).sum(1) / np.maximum(obs.sum(1), 1)
+    df["mean_score"] = np.where(obs, y, 0.0).sum(1) / np.maximum(obs.sum(1), 1)
     return df

@@ -27,7 +27,7 @@ def runs_command(
     A suite run has no theta: its predicted column is the predicted average.
 
     'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
-    finishing; continue it with atlas evaluate --resume RUN_ID --db DB. Accuracy is shown
+    finishing; continue it with atlas evaluate --resume RUN_ID --db DB. The score is shown
     twice: observed (the mean score over the items asked: right / asked for right-or-wrong
     answers) and model-based (the bank's expected score at theta); on a bank folder built
     with --score-range both are mean scores on the metric's own scale. --run RUN_ID shows
@@ -130,7 +130,7 @@ def _list_runs(stores, as_json: bool) -> None:
     if not df.empty:
         # a suite run has no theta: its store columns hold the average, shown as such
         suite = df["kind"] == "suite"
-        df.loc[suite, ["theta", "se", "model_based_accuracy"]] = None
+        df.loc[suite, ["theta", "se", "model_based_score"]] = None
     if as_json:
         from ..live.report import protocol_value
 
@@ -146,8 +146,7 @@ def _list_runs(stores, as_json: bool) -> None:
         return
     df = df.assign(updated=[dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
                             for t in df["updated_at"]])
-    df = df.rename(columns={"observed_accuracy": "observed", "model_based_accuracy":
-                            "model-based"})
+    df = df.rename(columns={"observed_score": "observed", "model_based_score": "model-based"})
     for col in ("observed", "model-based"):  # as the predicted score beside them: percent,
         # or the metric's own scale
         df[col] = [_as_score(v, lb.get("scale")) for v, lb in zip(df[col], predictions)]
@@ -165,7 +164,7 @@ def _list_runs(stores, as_json: bool) -> None:
 
 
 def _as_score(value, scale) -> str | None:
-    """A 0-1 accuracy in percent, or on a bank folder's metric ``scale`` (low, high)."""
+    """A 0-1 mean score in percent, or on a bank folder's metric ``scale`` (low, high)."""
     import math
 
     if value is None or (isinstance(value, float) and math.isnan(value)):

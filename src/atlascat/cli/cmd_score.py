@@ -1,5 +1,5 @@
 """``atlas score RESPONSES --bank BANK``: theta and SE for every subject (EAP, WLE, MAP, ML),
-raw accuracy, and optionally p-IRT / gp-IRT reconstructed accuracy."""
+the mean score, and optionally p-IRT / gp-IRT reconstructed mean scores."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,7 +16,7 @@ METHODS = ("eap", "wle", "map", "ml")
 def _with_folder_prediction(df, folder, rm, bk):
     """``df`` with a bank folder's predicted score columns (``score``, ``_lo``, ``_hi``, ...)
     from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`); on a
-    --score-range folder the ``accuracy`` columns are mean scores on the metric's scale."""
+    --score-range folder the ``mean_score`` columns are on the metric's scale."""
     import numpy as np
     import pandas as pd
 
@@ -30,7 +30,7 @@ def _with_folder_prediction(df, folder, rm, bk):
                                  "score": y[r, c]})
     pred = predict_scores(folder, df[["subject_id", "theta", "se"]], administered)
     # the observed means too on the metric's own scale (a folder built with --score-range)
-    df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("accuracy")])
+    df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("mean_score")])
     return pd.concat([df.reset_index(drop=True), pred], axis=1)
 
 
@@ -50,7 +50,7 @@ def score_command(
                                 help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, "
                                      f"{THETA_RANGE[1]:g}]."),
     reconstruct: str = typer.Option("none", "--reconstruct",
-                                    help="none, pirt or gpirt: add reconstructed accuracy."),
+                                    help="none, pirt or gpirt: add the reconstructed mean score."),
     lam: float = typer.Option(None, "--lambda", help="gp-IRT weight in [0, 1]."),
     calibration: str = typer.Option(None, "--calibration",
                                     help="Full responses of calibration models (file or "
@@ -64,14 +64,15 @@ def score_command(
                                help="Where EAP runs: cpu (NumPy) | cuda (GPU through "
                                     "PyTorch or CuPy, the package's 'gpu' extra)."),
 ):
-    """Score every subject: theta, SE, items answered, raw and reconstructed accuracy.
+    """Score every subject: theta, SE, items answered, observed and reconstructed mean score.
 
-    Columns: subject_id, theta, se, n_items, accuracy (the mean score over the answered
-    items), flag [, freq] [, accuracy_pirt] [, accuracy_gpirt]; with a bank folder (--bank
+    Columns: subject_id, theta, se, n_items, mean_score (the mean item score over the answered
+    items: the accuracy for 0/1 items), flag [, freq] [, mean_score_pirt] [,
+    mean_score_gpirt]; with a bank folder (--bank
     DIR) also its predicted score: score, score_lo, score_hi (95% interval), percentile,
     score_flag, score_warning, on the folder's metric scale. ML gives +-inf (flag
     perfect/zero) where no finite maximum exists. An ordinal bank (graded / gpcm): RESPONSES
-    are ratings on the items' own scales, and mean_rating stands where accuracy does.
+    are ratings on the items' own scales, and mean_rating stands where mean_score does.
     """
     from ..catalogue import BankRef
 
@@ -139,7 +140,7 @@ def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam) 
 
 
 def _scores(rm, bk, method: str, **settings):
-    """theta, SE, items answered and raw accuracy per subject (and the pattern frequency)."""
+    """theta, SE, items answered and the mean item score per subject (and the pattern frequency)."""
     import numpy as np
 
     from ..irt.ability import estimate_ability
@@ -148,7 +149,7 @@ def _scores(rm, bk, method: str, **settings):
     y = rm.aligned_values(bk.item_ids)
     obs = ~np.isnan(y)
     with np.errstate(invalid="ignore", divide="ignore"):
-        df.insert(4, "accuracy", np.where(obs, y, 0.0).sum(1) / obs.sum(1))
+        df.insert(4, "mean_score", np.where(obs, y, 0.0).sum(1) / obs.sum(1))
     if rm.weights is not None:
         df["freq"] = rm.weights
     return df
@@ -181,9 +182,9 @@ def _with_reconstruction(df, rm, bk, reconstruct: str, lam):
 
     rec = reconstruct_accuracy(rm, bk, theta=np.clip(df["theta"].to_numpy(), -50, 50),
                                lam=lam if reconstruct == "gpirt" else None)
-    df["accuracy_pirt"] = rec["accuracy_pirt"].to_numpy()
+    df["mean_score_pirt"] = rec["accuracy_pirt"].to_numpy()
     if reconstruct == "gpirt":
-        df["accuracy_gpirt"] = rec["accuracy_gpirt"].to_numpy()
+        df["mean_score_gpirt"] = rec["accuracy_gpirt"].to_numpy()
     return df
 
 

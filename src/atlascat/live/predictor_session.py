@@ -84,7 +84,7 @@ class PredictorLiveSession:
             self.inner.record(item, score)
 
     def expected_accuracy(self) -> float:
-        """The IRT (model-based) prediction of the score, for the run's ``accuracy`` field."""
+        """The IRT (model-based) prediction of the score, for the run's ``model_based_score``."""
         return float(self.inner.prediction().model_score)
 
     # ------------------------------------------------------------ the prediction

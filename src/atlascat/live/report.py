@@ -1,6 +1,6 @@
 """A self-contained HTML page per live run (inline CSS and SVG; no scripts, no external files).
 
-Shows the result (theta +- SE, reconstructed accuracy, items used, stop reason), the protocol
+Shows the result (theta +- SE, model-based score, items used, stop reason), the protocol
 the items were asked with (the leaderboard's log-likelihoods, or APPROXIMATE for chat), the run's
 settings, the theta / SE trajectory, and every step (item, question, the model's answer, key,
 score, theta, SE, latency, tokens). Every text is HTML-escaped; nothing secret is in the store,
@@ -363,9 +363,9 @@ def describe_method(lb) -> str:
 
 def _summary_rows(info, leaderboard, suite, continuous: bool = False) -> list[tuple[str, str]]:
     """The quantities a run reports, each once with its one interval: a bank run's predicted
-    score (:func:`score_name`), theta and the model-based accuracy (a mean score when the
-    scores are ``continuous`` or on a metric's own scale); a suite run's predicted average (its
-    benchmarks are in the suite table; a suite has no theta)."""
+    score (:func:`score_name`), theta and the model-based score (a mean score when the scores
+    are ``continuous`` or on a metric's own scale, else the accuracy); a suite run's predicted
+    average (its benchmarks are in the suite table; a suite has no theta)."""
     theta, se = info["theta"], info["se"]
     if suite is not None:
         avg = suite.get("average")
@@ -388,11 +388,11 @@ def _summary_rows(info, leaderboard, suite, continuous: bool = False) -> list[tu
     rows.append(("theta (95% CI)", f"{_fmt(theta)} {ci}"))
     if lb.get("scale"):  # a mean score on the metric's own scale, not a share
         rows.append(("model-based mean score (expected over the bank at theta, on the "
-                     "metric's own scale)", _on_scale(info["accuracy"], lb["scale"])))
+                     "metric's own scale)", _on_scale(info["model_based_score"], lb["scale"])))
     else:
+        mod = info["model_based_score"]
         rows.append((f"model-based {'mean score' if continuous else 'accuracy'} (expected over "
-                     "the bank at theta)",
-                     _fmt(info["accuracy"], ".1%") if info["accuracy"] is not None else "-"))
+                     "the bank at theta)", _fmt(mod, ".1%") if mod is not None else "-"))
     return rows
 
 
@@ -405,12 +405,12 @@ def _on_scale(value, scale, spec: str = ".1f") -> str:
 
 
 def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[str, str]]:
-    """The observed accuracy and the items used: right / asked for right / wrong answers, the
+    """The observed score and the items used: right / asked for right / wrong answers, the
     mean score for scores in [0, 1] (on the metric's own ``scale`` when it has one: the mean
     rating of ordinal items on one rating scale), each rating's share of its scale for
     ordinal items on several."""
     n = int(info["n_items"])
-    mean = info["n_correct"] / n if n else None
+    mean = info["score_sum"] / n if n else None
     if ordinal and not scale:   # ratings on several scales: each one's share of its own
         label = ("observed share of the scale (each rating's (r - lowest) / (highest - "
                  "lowest))")
@@ -421,7 +421,7 @@ def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[s
         label = "observed mean score (over the items asked)"
     else:
         label = "observed accuracy (right / asked)"
-    used = f"{n}" if ordinal or continuous else f"{n} ({float(info['n_correct']):.4g} correct)"
+    used = f"{n}" if ordinal or continuous else f"{n} ({float(info['score_sum']):.4g} correct)"
     return [(label, _fmt(mean, ".1%") if n else "-"), ("items used", used)]
 
 

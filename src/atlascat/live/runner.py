@@ -121,10 +121,12 @@ class RunResult:
     theta: float | None
     se: float | None
     n_items: int
-    #: right answers (0/1), or the sum of the credits in [0, 1] (continuous scores, ratings)
-    n_correct: float
-    #: the bank's expected proportion correct at theta (a model-based estimate, not observed)
-    model_based_accuracy: float | None
+    #: the sum of the item scores asked: right answers for 0/1 items, the sum of the credits in
+    #: [0, 1] for continuous scores and ratings
+    score_sum: float
+    #: the expected mean item score over the bank at theta (a model-based estimate, not
+    #: observed): the expected proportion correct for 0/1 items
+    model_based_score: float | None
     stop_reason: str | None
     items: list = field(default_factory=list)
     scores: list = field(default_factory=list)
@@ -134,24 +136,19 @@ class RunResult:
     error: str | None = None
     protocol: str | None = None
     batch_size: int = 1
-    #: right / asked over the items this run asked
-    observed_accuracy: float | None = None
+    #: the mean item score over the items this run asked (right / asked for 0/1 items)
+    observed_score: float | None = None
 
     def __post_init__(self):
-        if self.observed_accuracy is None and self.n_items:
-            self.observed_accuracy = self.n_correct / self.n_items
+        if self.observed_score is None and self.n_items:
+            self.observed_score = self.score_sum / self.n_items
 
     def __repr__(self) -> str:
         est = ("theta=None" if self.theta is None
                else f"theta={self.theta:.3f} +- {self.se:.3f}")
         return (f"RunResult(run_id={self.run_id!r}, model={self.model!r}, "
                 f"status={self.status!r}, {est}, n_items={self.n_items}, "
-                f"n_correct={self.n_correct})")
-
-    @property
-    def accuracy(self) -> float | None:
-        """Old name of :attr:`model_based_accuracy` (kept readable for old code and runs)."""
-        return self.model_based_accuracy
+                f"score_sum={self.score_sum})")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -162,8 +159,9 @@ class RunResult:
         steps = store.steps(run_id)
         done = steps[steps["status"] == "answered"]
         return cls(run_id=run_id, model=info["model"], status=info["status"], theta=info["theta"],
-                   se=info["se"], n_items=int(info["n_items"]), n_correct=_as_score(info["n_correct"] or 0),
-                   model_based_accuracy=info["accuracy"], stop_reason=info["stop_reason"],
+                   se=info["se"], n_items=int(info["n_items"]),
+                   score_sum=_as_score(info["score_sum"] or 0),
+                   model_based_score=info["model_based_score"], stop_reason=info["stop_reason"],
                    items=done["item_id"].astype(str).tolist(),
                    scores=[_as_score(v) for v in done["score"]],
                    prompt_tokens=int(info["prompt_tokens"]),
@@ -241,7 +239,7 @@ def _restore_session(info: dict, bank):
     return _session_cls(bank).from_dict(state, bank)
 
 
-def _model_accuracy(session, bank) -> float:
+def _model_based_score(session, bank) -> float:
     own = getattr(session, "expected_accuracy", None)
     return float(own()) if callable(own) else expected_accuracy(bank, session.theta)
 
@@ -629,12 +627,12 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     finally:
         store.release(run_id)
     store.finish_run(run_id, stop_reason=getattr(session, "stop_reason", None),
-                     accuracy=_model_accuracy(session, bank))
+                     model_based_score=_model_based_score(session, bank))
     return RunResult.from_store(store, run_id)
 
 
 def _check_scores(session, items, scores) -> list:
-    """Each answer's credit in [0, 1] (what ``n_correct`` adds up): the score itself, or an
+    """Each answer's credit in [0, 1] (what ``score_sum`` adds up): the score itself, or an
     ordinal item's rating as a share of its scale (``session.credit``); a score outside
     [0, 1], or a rating that is not one of its item's levels, is one clear error."""
     credit = getattr(session, "credit", None)

@@ -8,7 +8,9 @@ runs    one row per run: its kind (``adaptive``, ``predictor`` or ``suite``, :da
         ``type`` = its ``--subject`` kind), bank reference and hash,
         CAT settings, prompt settings, seed, status (running / done / error / interrupted), the
         CAT session snapshot after the last answered step, theta, SE, items, tokens, latency,
-        error text.
+        error text. Its columns ``n_correct`` and ``accuracy`` (the sum of the item scores,
+        the model-based mean score) read as ``score_sum`` and ``model_based_score``
+        (:meth:`RunStore.get_run`, :meth:`RunStore.list_runs`).
 steps   one row per administered item: ``pending`` is written (its own transaction) *before*
         the model is asked; the answer, score, theta, SE, latency and tokens are written
         together with the run's new session snapshot in *one* transaction after it answers.
@@ -371,7 +373,7 @@ class RunStore:
             raise LiveRunError(f"no run {run_id!r} in {str(self.path)!r}"
                                + (f"; recent runs: {', '.join(known)}" if known else
                                   "; the database has no runs (check --db)"))
-        out = dict(row)
+        out = _public(dict(row))
         for key in ("subject_json", "config_json", "prompt_json", "session_json"):
             out[key[:-5]] = json.loads(out.pop(key))
         return out
@@ -438,10 +440,12 @@ class RunStore:
             self.release(run_id)
             raise
 
-    def finish_run(self, run_id: str, *, stop_reason: str | None, accuracy: float | None) -> None:
+    def finish_run(self, run_id: str, *, stop_reason: str | None,
+                   model_based_score: float | None) -> None:
         with self._tx() as con:
             con.execute("UPDATE runs SET status='done', stop_reason=?, accuracy=?, updated_at=?, "
-                        "error=NULL WHERE run_id=?", (stop_reason, accuracy, time.time(), run_id))
+                        "error=NULL WHERE run_id=?",
+                        (stop_reason, model_based_score, time.time(), run_id))
         self.release(run_id)
         register_store(self.path)
 
@@ -480,7 +484,7 @@ class RunStore:
 
     def list_runs(self) -> pd.DataFrame:
         """All runs, newest first, with a ``state`` that tells a killed run from a live one."""
-        rows = [dict(r) for r in self._con().execute(
+        rows = [_public(dict(r)) for r in self._con().execute(
             "SELECT run_id, created_at, updated_at, status, model, bank_ref, n_items, n_correct, "
             "theta, se, stop_reason, accuracy, prompt_tokens, completion_tokens, latency_s, "
             "error, pid, host, protocol, batch_size, kind FROM runs ORDER BY created_at DESC")]
@@ -494,10 +498,9 @@ class RunStore:
                 state = "interrupted"
             r["state"] = state
             r["pending"] = pending.get(r["run_id"], 0)
-            r["observed_accuracy"] = (r["n_correct"] / r["n_items"]) if r["n_items"] else None
-            r["model_based_accuracy"] = r["accuracy"]
-        cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "n_correct",
-                "theta", "se", "observed_accuracy", "model_based_accuracy", "accuracy",
+            r["observed_score"] = (r["score_sum"] / r["n_items"]) if r["n_items"] else None
+        cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "score_sum",
+                "theta", "se", "observed_score", "model_based_score",
                 "stop_reason", "pending", "batch_size", "prompt_tokens",
                 "completion_tokens", "latency_s", "created_at", "updated_at", "error"]
         return pd.DataFrame(rows, columns=cols)
@@ -577,10 +580,10 @@ class RunStore:
         """A round's answers (those not stored yet), scores, theta, SE and the new session
         snapshot: one transaction. ``results``: dicts with ``step, item_id, answer, score,
         prompt_hash, stored`` (``stored``: the answer was written by :meth:`record_answer`) and
-        optionally ``credit``, what ``n_correct`` adds (default the score; an ordinal item's
+        optionally ``credit``, what the run's score sum adds (default the score; an ordinal item's
         rating counts as its share of the item's scale)."""
         now = time.time()
-        n_correct = ptok = ctok = 0
+        score_sum = ptok = ctok = 0
         lat = 0.0
         with self._tx() as con:
             for r in results:
@@ -595,7 +598,7 @@ class RunStore:
                 if cur.rowcount != 1:
                     raise LiveRunError(f"run {run_id}: step {r['step']} (item {r['item_id']}) "
                                        "is not pending")
-                n_correct += _score(r.get("credit", r["score"]))
+                score_sum += _score(r.get("credit", r["score"]))
                 ptok += answer.prompt_tokens or 0
                 ctok += answer.completion_tokens or 0
                 lat += 0.0 if answer.cached else float(answer.latency_s)
@@ -603,7 +606,7 @@ class RunStore:
                 "UPDATE runs SET session_json=?, n_items=n_items+?, n_correct=n_correct+?, theta=?, "
                 "se=?, prompt_tokens=prompt_tokens+?, completion_tokens=completion_tokens+?, "
                 "latency_s=latency_s+?, updated_at=? WHERE run_id=?",
-                (_dumps(session), len(results), n_correct, float(theta), float(se), ptok, ctok,
+                (_dumps(session), len(results), score_sum, float(theta), float(se), ptok, ctok,
                  lat, now, run_id))
 
     def complete_step(self, run_id: str, step: int, *, item_id: str, answer, score: int,
@@ -664,3 +667,13 @@ def _score(value):
     score in [0, 1] a float."""
     v = float(value)
     return int(v) if v.is_integer() else v
+
+
+#: the ``runs`` table's columns under the names a run's dict carries (results.json, ``atlas
+#: runs --json``): the sum and the model-based mean of the item scores, whatever the metric
+_PUBLIC_NAMES = {"n_correct": "score_sum", "accuracy": "model_based_score"}
+
+
+def _public(row: dict) -> dict:
+    """A ``runs`` row with its columns under their public names (:data:`_PUBLIC_NAMES`)."""
+    return {_PUBLIC_NAMES.get(k, k): v for k, v in row.items()}

@@ -99,8 +99,8 @@ def suite_result(store: RunStore, run_id: str) -> dict:
     return row
 
 
-#: RunResult fields a suite run does not have (a bank's theta and its model-based accuracy)
-_NOT_SUITE_FIELDS = frozenset({"theta", "se", "model_based_accuracy", "accuracy"})
+#: RunResult fields a suite run does not have (a bank's theta and its model-based score)
+_NOT_SUITE_FIELDS = frozenset({"theta", "se", "model_based_score"})
 
 
 def _pct(x) -> str:
