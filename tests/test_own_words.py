@@ -108,6 +108,23 @@ def test_a_continuous_folders_0_and_1_are_scores_not_right_and_wrong(longbench, 
     assert "correct)" not in page and "right / asked" not in page
 
 
+def test_info_of_a_continuous_matrix_speaks_of_mean_scores(longbench, tmp_path, capsys):
+    """``atlas info`` of ROUGE scores: mean score quantiles, scores in [0, 1]; of 0/1 answers:
+    accuracy; the JSON key is the same for both."""
+    root, targets = longbench
+    assert main(["info", str(root / "targets.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "scores: in [0, 1], not all 0/1" in out and "mean score per subject" in out
+    assert "accuracy" not in out
+    (targets >= 0.2).astype(int).to_csv(tmp_path / "binary.csv")
+    assert main(["info", str(tmp_path / "binary.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "scores: 0/1" in out and "accuracy per subject" in out
+    assert main(["info", str(root / "targets.csv"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert "mean_score_quantiles" in summary and "accuracy_quantiles" not in summary
+
+
 @pytest.mark.parametrize("name, lo, hi", [("bleu", 0, 100), ("judge", 1, 10)])
 def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, tmp_path,
                                                                     capsys, name, lo, hi):

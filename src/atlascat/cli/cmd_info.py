@@ -48,7 +48,7 @@ def describe(path: Path) -> dict:
         "items": rm.n_items,
         "missing_fraction": round(rm.missing_fraction, 6),
         "binary": rm.is_binary,
-        "accuracy_quantiles": dict(zip(["min", "q05", "q25", "median", "q75", "q95", "max"],
+        "mean_score_quantiles": dict(zip(["min", "q05", "q25", "median", "q75", "q95", "max"],
                                        np.quantile(acc, q).round(4).tolist())),
         "items_per_subject": {"min": int(observed.sum(1).min()), "median": float(np.median(observed.sum(1))),
                               "max": int(observed.sum(1).max())},
@@ -122,7 +122,8 @@ def register(app: typer.Typer) -> None:
              as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
         """Describe a response matrix or an item bank.
 
-        For a matrix: subjects, items, missing fraction, accuracy quantiles (a matrix of
+        For a matrix: subjects, items, missing fraction, whether its scores are 0/1 or a
+        continuum, the quantiles of each subject's mean score (accuracy for 0/1; a matrix of
         integer ratings: its levels and mean-rating quantiles). For a bank: item count,
         parameter quantiles, items with a <= 0 or c > 0.5 (ordinal items: their categories
         and rating scales).
@@ -145,13 +146,15 @@ def _print_matrix(path: str, summary: dict) -> None:
                       f"{summary['levels_per_item']['max']} per item)")
     else:
         console.print(f"[bold]{escape(path)}[/]: response matrix")
+    scores = ("" if "binary" not in summary else "   scores: 0/1" if summary["binary"]
+              else "   scores: in [0, 1], not all 0/1")
     console.print(f"  subjects: {summary['subjects']}   items: {summary['items']}   "
-                  f"missing: {summary['missing_fraction']:.1%}"
-                  + (f"   binary: {summary['binary']}" if "binary" in summary else ""))
+                  f"missing: {summary['missing_fraction']:.1%}" + scores)
     if summary["kind"] == "ratings":
         console.print(f"  mean rating per subject, quantiles: {summary['mean_rating_quantiles']}")
     else:
-        console.print(f"  accuracy quantiles: {summary['accuracy_quantiles']}")
+        what = "accuracy" if summary["binary"] else "mean score"
+        console.print(f"  {what} per subject, quantiles: {summary['mean_score_quantiles']}")
     console.print(f"  items per subject: {summary['items_per_subject']}")
     if summary["subjects_without_response"] or summary["items_without_response"]:
         console.print(f"  [yellow]all-missing: {summary['subjects_without_response']} subjects, "
