@@ -85,9 +85,14 @@ PEER_LABEL = {"random_sampling": "random", "random_sampling_and_learn": "random 
               "anchor_points_predictor": "anchor points (predictor)", "pca": "PCA"}
 
 
+def read_matrix(path) -> pd.DataFrame:
+    """A models x items matrix without its all-zero models, as BenchPred's get_scores."""
+    df = pd.read_csv(path, index_col=0)
+    return df[df.mean(axis=1) > 1e-8]
+
+
 def load(name: str) -> pd.DataFrame:
-    df = pd.read_csv(DATA / f"{name}.csv.gz", index_col=0)
-    return df[df.mean(axis=1) > 1e-8]          # as BenchPred's get_scores
+    return read_matrix(DATA / f"{name}.csv.gz")
 
 
 SPLITS = ("interpolation", "extrapolation")   # BenchPred's; "weaker" is our mirror image

@@ -42,7 +42,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_benchpred import _cli, _metrics, _write, split_models  # noqa: E402
+from bench_benchpred import PEER_LABEL as BENCHPRED_LABEL  # noqa: E402
+from bench_benchpred import _cli, _metrics, _write, read_matrix, split_models  # noqa: E402
 
 from atlascat.irt.calibrate import Calibrator  # noqa: E402
 from atlascat.predict import BenchmarkPredictor  # noqa: E402
@@ -56,14 +57,11 @@ CACHE = Path(tempfile.gettempdir()) / "atlas_longbench_cache"
 TASKS = ["narrativeqa", "qasper", "hotpotqa", "gov_report", "qmsum", "triviaqa", "lcc",
          "passage_retrieval_en"]
 SPLITS = ("interpolation", "extrapolation")
-PEER_LABEL = {"random_sampling": "random", "random_sampling_and_learn": "random + ridge",
-              "aipw": "AIPW", "anchor_points_weighted": "anchor points (weighted)",
-              "pca": "PCA", "lasso": "lasso"}
+PEER_LABEL = {**BENCHPRED_LABEL, "lasso": "lasso"}
 
 
 def load(task: str) -> pd.DataFrame:
-    df = pd.read_csv(DATA / f"longbench_{task}.csv.gz", index_col=0)
-    return df[df.mean(axis=1) > 1e-8]          # as BenchPred's get_scores
+    return read_matrix(DATA / f"longbench_{task}.csv.gz")
 
 
 def run_cli(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path) -> dict:
