@@ -263,9 +263,9 @@ def run_simulate(o: _Options) -> None:
     return _simulate_bank(o, one_bank(o.bank), output_dir(o.output))
 
 
-def _config(o: _Options, link, margin: float | None = None):
+def _config(o: _Options, link, ref=None):
     """The CAT's settings from the options (and the score link's floor / top stops, their
-    ``margin`` in 0-1 score units: :meth:`BankRef.bound_margin`)."""
+    margin in 0-1 score units: ``ref``'s :meth:`BankRef.bound_margin`)."""
     from ..validation import check_finite
     from ._options import cat_config, with_link_stops
 
@@ -277,7 +277,7 @@ def _config(o: _Options, link, margin: float | None = None):
                         **({} if o.r_max is None else {"exposure": "eligibility",
                                                        "r_max": o.r_max}))
     if link is not None and o.bound_stop and o.fixed_length is None:
-        config = with_link_stops(config, link.stop_settings(margin),
+        config = with_link_stops(config, link.stop_settings(ref.bound_margin(o.bound_margin)),
                                  o.min_items is not None)
     return config
 
@@ -303,7 +303,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
     link = ref.link
     item_bank = ref.load()
-    config = _config(o, link, ref.bound_margin(o.bound_margin))
+    config = _config(o, link, ref)
     kwargs = {}
     if o.responses:
         rm = _responses(o, folder)
