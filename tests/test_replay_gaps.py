@@ -95,3 +95,19 @@ def test_a_live_adaptive_test_skips_the_gaps_as_simulate_does(gapped, k):
         assert res["items"] == mine
         assert res["theta"] == pytest.approx(scores.loc[model, "theta"], abs=1e-12)
         assert res["se"] == pytest.approx(scores.loc[model, "se"], abs=1e-12)
+
+
+@pytest.mark.parametrize("design", ["predictor", "adaptive"])
+def test_a_replay_sharing_no_item_with_the_bank_is_one_line(gapped, tmp_path, capsys, design):
+    """A matrix whose items are not the bank's: one line saying so, exit 2, in both designs
+    (not a run of no items, not a traceback)."""
+    root, models = gapped
+    other = pd.read_csv(root / "targets.csv", index_col=0)
+    other.columns = [f"other.{k}" for k in range(other.shape[1])]
+    other.to_csv(tmp_path / "other.csv")
+    code = main(["evaluate", "--bank", str(root / "bank"), "--design", design, "-q",
+                 "--subject", f"replay:{tmp_path / 'other.csv'}#{models[0]}",
+                 "-o", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "no recorded answer to any" in err and "Traceback" not in err

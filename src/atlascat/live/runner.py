@@ -516,6 +516,10 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
         opened = store.open_steps(run_id)
         answerable = getattr(subject, "answered_items", None)
         answerable = None if answerable is None else answerable()
+        if answerable is not None and not any(str(i) in answerable for i in bank.item_ids):
+            raise LiveRunError(f"{subject.name} has no recorded answer to any of the bank's "
+                               f"{len(bank.item_ids)} items (e.g. {str(bank.item_ids[0])!r}); "
+                               "check that the matrix and the bank belong together")
         while True:
             items = _next_round(session, k, answerable)
             if not items:
