@@ -488,7 +488,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         score_note = f"published scores from {scores}"
     else:
         published = pd.Series(np.nanmean(rm.values, axis=1), index=models)
-        score_note = f"each model's mean over all {rm.n_items} items of the results"
+        score_note = f"each model's mean score over all {rm.n_items} items"
     s = published.to_numpy(float)
     if np.isfinite(s).sum() < min_models:
         raise ConfigError(f"only {int(np.isfinite(s).sum())} models have a score; the link "
