@@ -157,6 +157,9 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
         assert f"<td>observed mean score (over the items asked, on the metric's own scale)" \
                f"</td><td>{obs:.1f}</td>" in page
+        svg = page[page.index("<svg"):page.index("</svg>")]
+        ticks = [float(t) for t in re.findall(r"text-anchor='end'>(-?[0-9.]+)<", svg)]
+        assert ticks and lo <= min(ticks) and max(ticks) <= hi, ticks   # the axis keeps to the scale
         first = targets.loc[model, _item(steps[0])]
         assert f"<td>{lo + (hi - lo) * first:.1f}</td>" in page     # the first step's score
         assert "observed accuracy" not in page and " correct)" not in page

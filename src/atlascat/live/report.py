@@ -174,10 +174,12 @@ def _time(ts) -> str:
 
 
 def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EAP)",
-                    axis: str = "ability theta", scale: float = 1.0, band=None) -> str:
+                    axis: str = "ability theta", scale: float = 1.0, band=None,
+                    limits=None) -> str:
     """The estimate after each item with a +-SE band (theta for a bank; a suite's predicted
     average, ``scale`` 100 for percent), or with ``band`` = (lower, upper), its 95% interval
-    (a benchmark predictor's score), against the step number."""
+    (a benchmark predictor's score), against the step number; ``limits`` (low, high): the
+    range the quantity lives in (a score's), beyond which the axis does not reach."""
     n = len(theta)
     if n == 0:
         return "<p class='muted'>no answered item yet</p>"
@@ -191,6 +193,8 @@ def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EA
     lo, hi = float(np.min(low)), float(np.max(up))
     pad = 0.1 * max(hi - lo, 0.5)
     lo, hi = lo - pad, hi + pad
+    if limits is not None:
+        lo, hi = max(lo, float(limits[0])), min(hi, float(limits[1]))
     left, right, top, bottom = 62, 15, 15, 30
     w, h = width - left - right, height - top - bottom
     xs = left + (np.arange(n) / max(n - 1, 1)) * w
@@ -601,13 +605,15 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     if suite is not None:
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist(),
-                               label="average", axis="predicted average (%)", scale=100.0)
+                               label="average", axis="predicted average (%)", scale=100.0,
+                               limits=(0.0, 100.0))
     elif path is not None:
         lb = leaderboard or {}
         traj = _trajectory_svg([q.score for q in path], None, label="predicted score",
                                axis=score_name(lb) + ("" if lb.get("scale") else " (%)"),
                                scale=1.0 if lb.get("scale") else 100.0,
-                               band=([q.lower for q in path], [q.upper for q in path]))
+                               band=([q.lower for q in path], [q.upper for q in path]),
+                               limits=lb.get("scale") or (0.0, 100.0))
     else:
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
     headline = f"{summary[0][0]}: {summary[0][1]}"
