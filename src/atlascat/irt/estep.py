@@ -157,8 +157,12 @@ def estep(data: DeviceData, log_p, log_q, log_w, x=None, stats: bool = True) -> 
     f64 = xp.float64
     dt = data.dtype
     diff = log_p - log_q
-    D = arrays.astype(diff, dt, xp)
-    lq = arrays.astype(log_q, dt, xp)
+    # float32 products: the log-probabilities less their item and node means (_centred), the
+    # means added back in float64; float64 products take them as they are
+    low = dt != f64
+    D, D_node, D_item = _centred(diff, dt, xp) if low else (diff, None, None)
+    lq, lq_node, lq_item = (_centred(log_q, dt, xp) if low and not data.dense
+                            else (arrays.astype(log_q, dt, xp), None, None))
     lq_sum = xp.sum(log_q, axis=0)
     loglik = None
     r = n_obs = node_mass = None
@@ -169,8 +173,9 @@ def estep(data: DeviceData, log_p, log_q, log_w, x=None, stats: bool = True) -> 
     # OpenBLAS on 3467 x 5257 x 61 (docs/calibration.md); the transposes are views.
     Dt, lqt = D.T, lq.T
     for y, msk, wb in data.iter_blocks():
-        L = arrays.astype((Dt @ y.T).T, f64, xp)
-        L = L + (lq_sum if msk is None else arrays.astype((lqt @ msk.T).T, f64, xp))
+        L = _restored(arrays.astype((Dt @ y.T).T, f64, xp), y, D_node, D_item, xp)
+        L = L + (lq_sum if msk is None else
+                 _restored(arrays.astype((lqt @ msk.T).T, f64, xp), msk, lq_node, lq_item, xp))
         L = L + log_w
         lse, e, tot = arrays.logsumexp_rows(L, xp)
         post = e / tot
@@ -203,6 +208,35 @@ def estep(data: DeviceData, log_p, log_q, log_w, x=None, stats: bool = True) -> 
         out.theta = arrays.concat(thetas, xp) if len(thetas) > 1 else thetas[0]
         out.se = arrays.concat(ses, xp) if len(ses) > 1 else ses[0]
     return out
+
+
+def _centred(a, dt, xp):
+    """(a', e, k): an (items x nodes) array less its item means c_j and node means e_q (plus
+    its grand mean g), a' = a - c - e + g and k = c - g in ``dt``, with e (float64), to restore
+    sum_j z_ij a_jq = sum_j z_ij a'_jq + s_i e_q + sum_j z_ij k_j, s_i = sum_j z_ij.
+
+    A float32 product sum_j z_ij a_jq over thousands of items carries a rounding error of
+    order ulp(|L_iq|): 0.008 at the |L| ~ 1e5 of a strong model on 5,000 HellaSwag items,
+    enough to move its EAP by 2e-3. The centred entries are a tenth as large, and the
+    posterior never sees sum_j z_ij k_j (the same at every node: a product in ``dt``, which
+    only the log-likelihood adds)."""
+    f64 = xp.float64
+    c = xp.mean(a, axis=1)
+    e = xp.mean(a, axis=0)
+    g = xp.mean(c)
+    cen = a - c[:, None] - e[None, :] + g
+    return arrays.astype(cen, dt, xp), arrays.astype(e, f64, xp), arrays.astype(c - g, dt, xp)
+
+
+def _restored(L, z, node, item, xp):
+    """L (float64) of a centred product (:func:`_centred`) with its node and item means put
+    back; L itself where nothing was centred (``node`` None)."""
+    if node is None:
+        return L
+    f64 = xp.float64
+    s = arrays.astype(xp.sum(z, axis=1), f64, xp)
+    k = arrays.astype(z @ item, f64, xp)
+    return L + s[:, None] * node[None, :] + k[:, None]
 
 
 def grid_log_weights(nodes, var):
