@@ -343,6 +343,29 @@ def test_float32_eap_of_strong_models_on_thousands_of_items_is_within_1e_3(missi
     np.testing.assert_allclose(ts, t32[rows], atol=1e-6)
 
 
+def test_eap_of_scores_already_on_the_device_is_computed_there(rng, strict):
+    """Scores that live on a device (here array_api_strict's) are scored there: the same EAP
+    as the host path, in blocks too, dense or with missing cells; bad shapes and values are one
+    line, checked where the scores lie."""
+    from atlascat.errors import ResponseDataError
+    from atlascat.irt.ability import eap
+
+    bank, y = _eap_case(rng)
+    for data in (y, np.where(np.isnan(y), 1.0, y)):
+        ref = eap(data, bank)
+        on = strict.asarray(data)
+        for kwargs in ({}, {"memory_limit": 20_000}, {"dtype": "float32"}):
+            got = eap(on, bank, **kwargs)
+            assert isinstance(got[0], np.ndarray)
+            tol = 1e-5 if kwargs.get("dtype") == "float32" else 1e-12
+            np.testing.assert_allclose(got[0], ref[0], rtol=tol, atol=tol)
+            np.testing.assert_allclose(got[1], ref[1], rtol=tol, atol=tol)
+    with pytest.raises(ResponseDataError, match="shape"):
+        eap(strict.asarray(y[:, :5]), bank)
+    with pytest.raises(ResponseDataError, match="outside"):
+        eap(strict.asarray(np.where(np.isnan(y), 2.0, y)), bank)
+
+
 @pytest.mark.optional
 def test_eap_on_torch_equals_numpy(rng, torch_cpu):
     from atlascat.irt.ability import eap

@@ -33,7 +33,7 @@ CALIB_COLS = [("case", "case"), ("side", "side"), ("dtype", "dtype"), ("priors",
               ("speedup", "speed-up (rows 'before': slower by)"),
               ("same_trace_as_early_exit", "same trace"), ("goal_met", "goal met")]
 EAP_COLS = [("case", "case"), ("side", "side"), ("dtype", "dtype"), ("seconds", "seconds"),
-            ("speedup", "speed-up"), ("theta_max_abs_diff", "max |theta diff|"),
+            ("transfer_s", "copy to the device, s"), ("speedup", "speed-up"), ("theta_max_abs_diff", "max |theta diff|"),
             ("se_max_abs_diff", "max |SE diff|"), ("tol", "tolerance"), ("equal", "within")]
 
 

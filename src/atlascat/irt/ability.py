@@ -51,7 +51,7 @@ from .special import logsumexp
 
 from .defaults import QUADPTS, THETA_RANGE
 from .._blas import with_small_products
-from ..errors import ConfigError
+from ..errors import ConfigError, ResponseDataError
 from . import arrays, models
 from .bank import ItemBank
 from .estep import bank_estep
@@ -98,6 +98,9 @@ def eap(responses, bank: ItemBank, *, quadpts: int = QUADPTS, theta_range=THETA_
     ``device="cuda"`` (PyTorch or CuPy, as :func:`atlascat.irt.calibrate.calibrate`) scores
     on a GPU; ``dtype="float32"`` runs the one large product in float32 (the posterior is
     float64); ``memory_limit`` (bytes) bounds the device memory by scoring blocks of subjects.
+    ``responses`` of another array library (a torch / CuPy tensor on its GPU, in the bank's item
+    order, NaN = missing) are scored where they lie: nothing but the thetas and SEs crosses to
+    the host.
 
     Returns ``(theta, se)``, NumPy arrays of shape (n_subjects,).
     """
@@ -105,8 +108,24 @@ def eap(responses, bank: ItemBank, *, quadpts: int = QUADPTS, theta_range=THETA_
 
     check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
                            theta_range=theta_range)
-    return _eap_array(response_array(responses, bank), bank, quadpts, theta_range, prior_mean,
-                      prior_sd, device=device, dtype=dtype, memory_limit=memory_limit)
+    y = (_resident_scores(responses, bank) if arrays.is_resident(responses)
+         else response_array(responses, bank))
+    return _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, device=device,
+                      dtype=dtype, memory_limit=memory_limit)
+
+
+def _resident_scores(y, bank: ItemBank):
+    """Scores on a device, checked there: (subjects, bank items), in [0, 1] or NaN."""
+    xp = arrays.namespace(y)
+    if len(y.shape) != 2 or y.shape[1] != len(bank):
+        raise ResponseDataError(f"responses on the device have shape {tuple(y.shape)} but the "
+                                f"bank has {len(bank)} items; pass (subjects, items) scores in "
+                                "the bank's item order")
+    bad = xp.logical_or(y < 0, y > 1)
+    if bool(xp.any(bad)):
+        raise ResponseDataError("responses on the device hold scores outside [0, 1]; use 0/1, "
+                                "partial credit in [0, 1], or NaN for a missing answer")
+    return y
 
 
 def _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, *, device="cpu",

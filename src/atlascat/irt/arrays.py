@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["namespace", "is_numpy", "can_sync", "backend_for", "asarray", "to_numpy", "astype",
+__all__ = ["namespace", "is_numpy", "is_resident", "device_of", "can_sync", "backend_for", "asarray", "to_numpy", "astype",
            "concat", "contiguous", "expit", "expit_pair", "log_expit", "logsumexp_rows", "LOG_2PI"]
 
 _COMPAT = []   # [module or None] once array_api_compat's import was tried (once per process)
@@ -51,6 +51,20 @@ def namespace(*arrays):
         raise ConfigError("arrays from different array libraries were mixed; move them to one "
                           "device/library first (install array_api_compat for torch/cupy)")
     return spaces.pop()
+
+
+def is_resident(x) -> bool:
+    """True for an array of another library than NumPy (a torch or CuPy tensor on its device,
+    an array_api_strict array): data to be worked on where it lies, not copied to the host."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return False
+    mod = type(x).__module__.split(".")[0]
+    return mod in ("torch", "cupy") or hasattr(x, "__array_namespace__")
+
+
+def device_of(x):
+    """The device an array lives on (None for NumPy arrays)."""
+    return None if isinstance(x, np.ndarray) else getattr(x, "device", None)
 
 
 def is_numpy(xp) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ConfigError
 from .defaults import QUADPTS, THETA_RANGE
 from . import arrays, models
 from .bank import ItemBank
@@ -46,7 +47,10 @@ def plan_blocks(values, xp, device, dtype, memory_limit, quadpts):
     """
     n, m = values.shape
     item = 4 if dtype == "float32" else 8
-    n_arrays = 1 if not np.isnan(values).any() else 2
+    resident = arrays.is_resident(values)
+    missing = (bool(xp.any(xp.isnan(values))) if resident
+               else bool(np.isnan(values).any()))
+    n_arrays = 2 if missing else 1
     limit = memory_limit
     if limit is None and device is not None and "cuda" in str(device):
         try:
@@ -60,7 +64,7 @@ def plan_blocks(values, xp, device, dtype, memory_limit, quadpts):
     limit = float(limit)
     row_data = m * item * n_arrays
     row_work = 6 * quadpts * 8
-    if n * row_data <= 0.5 * limit:
+    if resident or n * row_data <= 0.5 * limit:   # resident data is worked on where it lies
         rows = int(max(1, (0.5 * limit) // row_work))
         return (None if rows >= n else rows), False
     rows = int(max(1, (0.5 * limit) // (row_data + row_work)))
@@ -112,6 +116,24 @@ class DeviceData:
                                     for v, dt in ((y, dtype), (msk, dtype), (wb, "float64"))))
         xdt = getattr(xp, dtype) if isinstance(dtype, str) else dtype
         return cls(xp, device, xdt, blocks, n_eff, dense, on_host)
+
+    @classmethod
+    def resident(cls, values, dtype="float64", block_rows: int | None = None):
+        """Scores already on their device (a torch / CuPy tensor, NaN = missing): zero-filled
+        and masked there, in blocks of ``block_rows`` subjects; one flag (whether any cell is
+        missing) is read back, nothing else leaves the device."""
+        xp = arrays.namespace(values)
+        dt = getattr(xp, dtype) if isinstance(dtype, str) else dtype
+        obs = xp.logical_not(xp.isnan(values))
+        dense = bool(xp.all(obs))
+        n = values.shape[0]
+        step = n if not block_rows else max(1, int(block_rows))
+        blocks = []
+        for s in range(0, n, step):
+            v, o = values[s:s + step, ...], obs[s:s + step, ...]
+            y = arrays.astype(xp.where(o, v, xp.zeros_like(v)), dt, xp)
+            blocks.append((y, None if dense else arrays.astype(o, dt, xp), None))
+        return cls(xp, arrays.device_of(values), dt, blocks, float(n), dense, False)
 
     def as_float64(self) -> "DeviceData":
         """The same data in float64 (converted where it lies: no host transfer on a device)."""
@@ -272,10 +294,20 @@ def bank_estep(values, weights, bank: ItemBank, quad, latent_sd: float = 1.0, *,
     """E-step of a fixed bank on an array in the bank's item order, on ``device`` (the array-API
     kernel of the EM; the bank's node log-probabilities are moved there once): the
     log-likelihood and each subject's posterior mean and SD (no item statistics: scoring).
-    The results stay on the device."""
-    xp, dev = arrays.backend_for(device)
-    block_rows, on_host = plan_blocks(values, xp, dev, dtype, memory_limit, len(quad.nodes))
-    data = DeviceData.build(values, weights, dtype, xp, dev, block_rows, on_host)
+    The results stay on the device. ``values`` of another library than NumPy (a tensor on its
+    GPU) are scored where they lie, whatever ``device`` says (:meth:`DeviceData.resident`)."""
+    if arrays.is_resident(values):
+        xp, dev = arrays.namespace(values), arrays.device_of(values)
+        block_rows, _ = plan_blocks(values, xp, dev, dtype, memory_limit, len(quad.nodes))
+        if weights is not None:
+            raise ConfigError("pattern weights are not taken with scores on a device; "
+                              "score every row (weights=None)")
+        data = DeviceData.resident(values, dtype, block_rows)
+    else:
+        xp, dev = arrays.backend_for(device)
+        block_rows, on_host = plan_blocks(values, xp, dev, dtype, memory_limit,
+                                          len(quad.nodes))
+        data = DeviceData.build(values, weights, dtype, xp, dev, block_rows, on_host)
     log_p, log_q = models.log_probability(quad.nodes, *bank.params)   # (q, m)
     log_w = quad.log_weights if latent_sd == 1.0 else grid_log_weights(quad.nodes, latent_sd**2)
 
