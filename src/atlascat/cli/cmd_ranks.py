@@ -43,8 +43,8 @@ def ranks_command(
         df[col] = pd.to_numeric(df[col], errors="coerce")
     df = df[np.isfinite(df["theta"]) & df["mean_score"].notna()]
     if len(df) < 3:
-        raise ConfigError(f"rank analysis needs at least 3 models with a finite theta and an "
-                          f"accuracy; {data!r} has {len(df)}")
+        raise ConfigError(f"rank analysis needs at least 3 models with a finite theta and a "
+                          f"mean score; {data!r} has {len(df)}")
     se = df["se"].to_numpy() if "se" in df.columns else None
     rep = rank_analysis(df["theta"].to_numpy(), df["mean_score"].to_numpy(), se=se,
                         subject_ids=df["subject_id"].astype(str).to_numpy(),
