@@ -111,3 +111,52 @@ def test_a_replay_sharing_no_item_with_the_bank_is_one_line(gapped, tmp_path, ca
     err = capsys.readouterr().err
     assert code == 2
     assert "no recorded answer to any" in err and "Traceback" not in err
+
+
+class _Flaky:
+    """A recorded model whose scoring fails once, at its ``fail_at``-th call (a crash)."""
+
+    def __init__(self, inner, fail_at: int):
+        self.inner, self.fail_at, self.calls = inner, fail_at, 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def score_items(self, item_ids):
+        from atlascat.live.subjects import SubjectError
+
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise SubjectError("the scorer died")
+        return self.inner.score_items(item_ids)
+
+
+def test_an_adaptive_test_with_gaps_resumes_to_the_same_end(gapped, tmp_path):
+    """Stopped after some answers (blanks skipped before and after), a resumed run asks what
+    the uninterrupted run asks, to the same theta."""
+    from atlascat.catalogue import BankRef
+    from atlascat.errors import RunStoppedError
+    from atlascat.live.service import LiveRun, resume
+    from atlascat.live.store import RunStore
+    from atlascat.live.subjects import RecordedAnswers
+
+    root, models = gapped
+    ref = BankRef.from_option(str(root / "bank"))
+    targets = str(root / "targets.csv")
+
+    def start(store, subject):
+        return LiveRun.start(str(store), ref, [subject], seed=3, design="adaptive")
+
+    whole = start(tmp_path / "whole.sqlite", RecordedAnswers(targets, models[1])).run()[0]
+    flaky = _Flaky(RecordedAnswers(targets, models[1]), fail_at=12)
+    with pytest.raises(RunStoppedError) as stop:
+        start(tmp_path / "part.sqlite", flaky).run(raise_errors=True)
+    store = RunStore(str(tmp_path / "part.sqlite"))
+    session = store.get_run(stop.value.run_id)["session"]
+    assert 0 < store.get_run(stop.value.run_id)["n_items"] < len(whole.items)
+    done = resume(str(tmp_path / "part.sqlite"), stop.value.run_id)
+    assert done.items == whole.items and done.theta == pytest.approx(whole.theta, abs=1e-12)
+    skips = [e for e in session["events"] if e[0] == "s"]     # blanks skipped before the stop
+    after = [e for e in RunStore(str(tmp_path / "whole.sqlite")).get_run(whole.run_id)[
+        "session"]["events"][len(session["events"]):] if e[0] == "s"]
+    assert skips and after                                     # ... and after it
