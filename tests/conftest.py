@@ -49,6 +49,23 @@ def shared_data() -> Path:
     return SHARED
 
 
+@pytest.fixture(scope="session")
+def mc2_folder(tmp_path_factory, shared_data) -> Path:
+    """A bank folder (``bank/``) built from simulated sample logs (TruthfulQA's requests,
+    scored by mc2), and the three held-out models' mc2 scores (``held.csv``)."""
+    from atlascat.bankdir import read_sample_logs, simulated_sample_logs
+    from atlascat.cli import main
+
+    root = tmp_path_factory.mktemp("mc2_folder")
+    real = sorted((shared_data / "lmeval_samples" / "pythia-14m").glob(
+        "samples_metabench_truthfulqa_secondary_*.jsonl.gz"))[0]
+    simulated_sample_logs(real, root / "logs", n_models=21, held_out=3, seed=0)
+    read_sample_logs(root / "logs_held_out", metric="mc2").matrix().write(root / "held.csv")
+    assert main(["build-bank", str(root / "logs"), "--metric", "mc2", "-q",
+                 "-o", str(root / "bank")]) == 0
+    return root
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261122)

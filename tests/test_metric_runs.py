@@ -14,22 +14,6 @@ import pytest
 from atlascat.cli import main
 
 
-@pytest.fixture(scope="module")
-def logged(tmp_path_factory, shared_data):
-    """A folder built from simulated sample logs (TruthfulQA's requests, scored by mc2), and
-    the held-out models' mc2 scores."""
-    from atlascat.bankdir import read_sample_logs, simulated_sample_logs
-
-    root = tmp_path_factory.mktemp("metric_runs")
-    real = sorted((shared_data / "lmeval_samples" / "pythia-14m").glob(
-        "samples_metabench_truthfulqa_secondary_*.jsonl.gz"))[0]
-    simulated_sample_logs(real, root / "logs", n_models=21, held_out=3, seed=0)
-    read_sample_logs(root / "logs_held_out", metric="mc2").matrix().write(root / "held.csv")
-    assert main(["build-bank", str(root / "logs"), "--metric", "mc2", "-q",
-                 "-o", str(root / "bank")]) == 0
-    return root
-
-
 def test_mc2_outputs_give_the_recorded_score():
     """The log-likelihoods a replay answers an mc2 item with score the recorded value."""
     from atlascat.content.requests import mc2_score
@@ -40,16 +24,16 @@ def test_mc2_outputs_give_the_recorded_score():
             assert mc2_score(mc2_outputs(y, t, f), t) == pytest.approx(y, abs=1e-12)
 
 
-def test_a_replay_of_mc2_logs_agrees_with_simulate(logged, tmp_path, capsys):
+def test_a_replay_of_mc2_logs_agrees_with_simulate(mc2_folder, tmp_path, capsys):
     """``replay:`` through the logged requests gives each item its recorded mc2 score (not
     rounded to 0/1), and so the prediction ``atlas simulate`` gives the model with the seed."""
-    held = pd.read_csv(logged / "held.csv", index_col=0)
+    held = pd.read_csv(mc2_folder / "held.csv", index_col=0)
     model = str(held.index[0])
-    assert main(["simulate", str(logged / "held.csv"), "--bank", str(logged / "bank"),
+    assert main(["simulate", str(mc2_folder / "held.csv"), "--bank", str(mc2_folder / "bank"),
                  "--max-items", "12", "--seed", "2", "-q", "-o", str(tmp_path / "sim")]) == 0
     capsys.readouterr()
-    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
-                 f"replay:{logged / 'held.csv'}#{model}", "--max-items", "12", "--seed", "2",
+    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject",
+                 f"replay:{mc2_folder / 'held.csv'}#{model}", "--max-items", "12", "--seed", "2",
                  "--json", "-o", str(tmp_path / "live")]) == 0
     row = json.loads(capsys.readouterr().out)[0]
     assert row["protocol"] == "source models"      # asked through the logged requests
@@ -62,14 +46,14 @@ def test_a_replay_of_mc2_logs_agrees_with_simulate(logged, tmp_path, capsys):
         assert lb[ours] == pytest.approx(sim[theirs], abs=1e-9)
 
 
-def test_a_continuous_runs_summary_says_mean_score(logged, tmp_path, capsys):
+def test_a_continuous_runs_summary_says_mean_score(mc2_folder, tmp_path, capsys):
     """The result's line and the HTML page call a continuous score's mean a mean score: no
     "accuracy", no "right / asked"; the page's note says how the predictor drew the items;
     ``atlas runs --run`` (text and --json) gives the run's predicted score, as evaluate."""
-    model = str(pd.read_csv(logged / "held.csv", index_col=0).index[1])
+    model = str(pd.read_csv(mc2_folder / "held.csv", index_col=0).index[1])
     out = tmp_path / "run"
-    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
-                 f"replay:{logged / 'held.csv'}#{model}", "--max-items", "8", "-o",
+    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject",
+                 f"replay:{mc2_folder / 'held.csv'}#{model}", "--max-items", "8", "-o",
                  str(out)]) == 0
     text = capsys.readouterr().out
     row = json.loads((out / "results.json").read_text())[0]
@@ -91,20 +75,20 @@ def test_a_continuous_runs_summary_says_mean_score(logged, tmp_path, capsys):
         {k: v for k, v in row["prediction"].items()})
 
 
-def test_compare_models_refuses_a_folder_of_several_runs(logged, tmp_path, capsys):
+def test_compare_models_refuses_a_folder_of_several_runs(mc2_folder, tmp_path, capsys):
     """A folder of two runs (two --llm) is not one run: one line naming its run ids, exit 2,
     not the first run taken silently; the ids it names compare."""
     script = tmp_path / "score.py"
     script.write_text(
         "import json, sys\nimport pandas as pd\n"
-        f"row = pd.read_csv({str(logged / 'held.csv')!r}, index_col=0).loc[sys.argv[1]]\n"
+        f"row = pd.read_csv({str(mc2_folder / 'held.csv')!r}, index_col=0).loc[sys.argv[1]]\n"
         "for line in sys.stdin:\n    item = json.loads(line)['item_id']\n"
         "    print(json.dumps({'item_id': item, 'score': float(row[item])}), flush=True)\n")
     import sys
 
-    held = [str(m) for m in pd.read_csv(logged / "held.csv", index_col=0).index[:2]]
+    held = [str(m) for m in pd.read_csv(mc2_folder / "held.csv", index_col=0).index[:2]]
     out = tmp_path / "two"
-    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
+    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject",
                  f"cmd:{sys.executable} {script} {{model}}", "--llm", held[0], "--llm", held[1],
                  "--max-items", "6", "-q", "-o", str(out)]) == 0
     ids = [r["run_id"] for r in json.loads((out / "results.json").read_text())]
@@ -239,9 +223,9 @@ def test_bound_margin_is_on_the_folders_scale(shared_data, tmp_path):
                  "--design", "adaptive", "--bound-margin", "30", "-q", "-o", str(out)]) == 0
 
 
-def test_a_predictor_simulations_summary_has_the_mean_it_prints(logged, tmp_path, capsys):
+def test_a_predictor_simulations_summary_has_the_mean_it_prints(mc2_folder, tmp_path, capsys):
     """summary.json carries the predicted score mean the table prints (it had the width only)."""
-    assert main(["simulate", str(logged / "held.csv"), "--bank", str(logged / "bank"),
+    assert main(["simulate", str(mc2_folder / "held.csv"), "--bank", str(mc2_folder / "bank"),
                  "--max-items", "10", "-o", str(tmp_path / "sim")]) == 0
     text = capsys.readouterr().out
     summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
@@ -308,14 +292,14 @@ def test_benchmark_name_from_item_ids(ids, name):
     assert benchmark_name(ids, "data/my.results.csv.gz") == name
 
 
-def test_score_help_names_every_column_it_writes_for_a_folder(logged, tmp_path):
+def test_score_help_names_every_column_it_writes_for_a_folder(mc2_folder, tmp_path):
     """``atlas score --help`` lists the columns a bank folder's scores have (it listed the
     theta columns only)."""
     from typer.testing import CliRunner
 
     from atlascat.cli import app
 
-    assert main(["score", str(logged / "held.csv"), "--bank", str(logged / "bank"), "-o",
+    assert main(["score", str(mc2_folder / "held.csv"), "--bank", str(mc2_folder / "bank"), "-o",
                  str(tmp_path / "s.csv")]) == 0
     text = " ".join(CliRunner().invoke(app, ["score", "--help"]).output.split())
     for col in pd.read_csv(tmp_path / "s.csv").columns:
@@ -325,13 +309,13 @@ def test_score_help_names_every_column_it_writes_for_a_folder(logged, tmp_path):
 @pytest.mark.parametrize("option", [["--seed", "5"], ["--design", "adaptive"],
                                     ["--max-items", "20"], ["--min-items", "3"],
                                     ["--se-stop", "0.2"]])
-def test_resume_refuses_an_option_it_would_ignore(logged, tmp_path, capsys, option):
+def test_resume_refuses_an_option_it_would_ignore(mc2_folder, tmp_path, capsys, option):
     """``--resume`` keeps the run's seed, design and stops: each option that would change
     them is one line, exit 2 (they were accepted and ignored)."""
-    model = str(pd.read_csv(logged / "held.csv", index_col=0).index[0])
+    model = str(pd.read_csv(mc2_folder / "held.csv", index_col=0).index[0])
     out = tmp_path / "run"
-    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
-                 f"replay:{logged / 'held.csv'}#{model}", "--max-items", "3", "-q",
+    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject",
+                 f"replay:{mc2_folder / 'held.csv'}#{model}", "--max-items", "3", "-q",
                  "-o", str(out)]) == 0
     run_id = json.loads((out / "results.json").read_text())[0]["run_id"]
     capsys.readouterr()
@@ -383,11 +367,11 @@ def test_an_unfinished_runs_page_speaks_of_the_folders_benchmark(shared_data, tm
     assert "predicted qmsum-bleu score (%)" not in page
 
 
-def test_simulate_refuses_a_batch_size_its_predictor_would_ignore(logged, tmp_path, capsys):
+def test_simulate_refuses_a_batch_size_its_predictor_would_ignore(mc2_folder, tmp_path, capsys):
     """``atlas simulate --bank DIR --batch-size 5`` replays the predictor one item at a time:
     the option is one line, exit 2 (it was accepted and ignored, while a live run with it draws
     other items); with --design adaptive it runs."""
-    args = ["simulate", str(logged / "held.csv"), "--bank", str(logged / "bank"),
+    args = ["simulate", str(mc2_folder / "held.csv"), "--bank", str(mc2_folder / "bank"),
             "--batch-size", "5", "-q"]
     assert main([*args, "-o", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err.strip()

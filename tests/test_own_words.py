@@ -292,32 +292,16 @@ def test_a_bank_refs_title_is_a_benchmark_name():
     assert BankRef("suite", "/x/mine.json").title == "mine"
 
 
-@pytest.fixture(scope="module")
-def logged(tmp_path_factory, shared_data):
-    """A folder built from simulated sample logs (TruthfulQA's requests, mc2), and one
-    held-out model's answers."""
-    from atlascat.bankdir import read_sample_logs, simulated_sample_logs
-
-    root = tmp_path_factory.mktemp("logged")
-    real = sorted((shared_data / "lmeval_samples" / "pythia-14m").glob(
-        "samples_metabench_truthfulqa_secondary_*.jsonl.gz"))[0]
-    simulated_sample_logs(real, root / "logs", n_models=21, held_out=2, seed=0)
-    read_sample_logs(root / "logs_held_out", metric="mc2").matrix().write(root / "held.csv")
-    assert main(["build-bank", str(root / "logs"), "--metric", "mc2", "-q",
-                 "-o", str(root / "bank")]) == 0
-    return root
-
-
-def test_a_bank_folders_protocol_is_the_source_models_in_every_table(logged, tmp_path, capsys):
+def test_a_bank_folders_protocol_is_the_source_models_in_every_table(mc2_folder, tmp_path, capsys):
     """A replay of a folder's logged requests: the evaluate table, ``atlas runs`` and ``atlas
     runs --run`` say "as the source models (mc2)", results.json and ``--json`` "source
     models", never "leaderboard"; a shipped bank's run keeps "leaderboard"."""
     from atlascat.live.report import protocol_name
 
-    model = str(pd.read_csv(logged / "held.csv", index_col=0).index[0])
+    model = str(pd.read_csv(mc2_folder / "held.csv", index_col=0).index[0])
     out = tmp_path / "run"
-    assert main(["evaluate", "--bank", str(logged / "bank"), "--subject",
-                 f"replay:{logged / 'held.csv'}#{model}", "--max-items", "3",
+    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject",
+                 f"replay:{mc2_folder / 'held.csv'}#{model}", "--max-items", "3",
                  "-o", str(out)]) == 0
     cap = capsys.readouterr()
     results = (out / "results.json").read_text()
@@ -334,8 +318,8 @@ def test_a_bank_folders_protocol_is_the_source_models_in_every_table(logged, tmp
     text = capsys.readouterr().out
     assert '"protocol": "source models"' in text and "leaderboard" not in text.lower()
     assert protocol_name("leaderboard", "shipped:arc") == "leaderboard"
-    assert protocol_name("leaderboard", str(logged / "bank")) == "as the source models (mc2)"
-    assert protocol_name("item command", str(logged / "bank")) == "item command"
+    assert protocol_name("leaderboard", str(mc2_folder / "bank")) == "as the source models (mc2)"
+    assert protocol_name("item command", str(mc2_folder / "bank")) == "item command"
 
 
 def test_score_reads_a_score_range_folders_results_on_its_scale(longbench, tmp_path):
