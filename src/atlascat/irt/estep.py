@@ -182,9 +182,9 @@ def estep(data: DeviceData, log_p, log_q, log_w, x=None, stats: bool = True) -> 
     # float32 products: the log-probabilities less their item and node means (_centred), the
     # means added back in float64; float64 products take them as they are
     low = dt != f64
-    D, D_node, D_item = _centred(diff, dt, xp) if low else (diff, None, None)
-    lq, lq_node, lq_item = (_centred(log_q, dt, xp) if low and not data.dense
-                            else (arrays.astype(log_q, dt, xp), None, None))
+    D, D_node = _centred(diff, dt, xp) if low else (diff, None)
+    lq, lq_node = (_centred(log_q, dt, xp) if low and not data.dense
+                   else (arrays.astype(log_q, dt, xp), None))
     lq_sum = xp.sum(log_q, axis=0)
     loglik = None
     r = n_obs = node_mass = None
@@ -195,9 +195,9 @@ def estep(data: DeviceData, log_p, log_q, log_w, x=None, stats: bool = True) -> 
     # OpenBLAS on 3467 x 5257 x 61 (docs/calibration.md); the transposes are views.
     Dt, lqt = D.T, lq.T
     for y, msk, wb in data.iter_blocks():
-        L = _restored(arrays.astype((Dt @ y.T).T, f64, xp), y, D_node, D_item, xp)
+        L = _restored(arrays.astype((Dt @ y.T).T, f64, xp), D_node)
         L = L + (lq_sum if msk is None else
-                 _restored(arrays.astype((lqt @ msk.T).T, f64, xp), msk, lq_node, lq_item, xp))
+                 _restored(arrays.astype((lqt @ msk.T).T, f64, xp), lq_node))
         L = L + log_w
         lse, e, tot = arrays.logsumexp_rows(L, xp)
         post = e / tot
@@ -233,32 +233,33 @@ def estep(data: DeviceData, log_p, log_q, log_w, x=None, stats: bool = True) -> 
 
 
 def _centred(a, dt, xp):
-    """(a', e, k): an (items x nodes) array less its item means c_j and node means e_q (plus
-    its grand mean g), a' = a - c - e + g and k = c - g in ``dt``, with e (float64), to restore
-    sum_j z_ij a_jq = sum_j z_ij a'_jq + s_i e_q + sum_j z_ij k_j, s_i = sum_j z_ij.
+    """(a', e): an (items x nodes) array less its item means c_j and node means e_q (plus its
+    grand mean g), with two more columns, 1 and k = c - g: a' = [a - c - e + g, 1, k] in
+    ``dt``, e in float64. One product z a' then holds sum_j z_ij a_jq less s_i e_q + sum_j z_ij
+    k_j, and s_i = sum_j z_ij and sum_j z_ij k_j themselves (:func:`_restored`).
 
     A float32 product sum_j z_ij a_jq over thousands of items carries a rounding error of
     order ulp(|L_iq|): 0.008 at the |L| ~ 1e5 of a strong model on 5,000 HellaSwag items,
     enough to move its EAP by 2e-3. The centred entries are a tenth as large, and the
-    posterior never sees sum_j z_ij k_j (the same at every node: a product in ``dt``, which
-    only the log-likelihood adds)."""
+    posterior never sees sum_j z_ij k_j (the same at every node: only the log-likelihood adds
+    it)."""
     f64 = xp.float64
     c = xp.mean(a, axis=1)
     e = xp.mean(a, axis=0)
     g = xp.mean(c)
-    cen = a - c[:, None] - e[None, :] + g
-    return arrays.astype(cen, dt, xp), arrays.astype(e, f64, xp), arrays.astype(c - g, dt, xp)
+    cen = arrays.concat([a - c[:, None] - e[None, :] + g, xp.ones_like(c)[:, None],
+                         (c - g)[:, None]], xp, axis=1)
+    return arrays.astype(cen, dt, xp), arrays.astype(e, f64, xp)
 
 
-def _restored(L, z, node, item, xp):
-    """L (float64) of a centred product (:func:`_centred`) with its node and item means put
-    back; L itself where nothing was centred (``node`` None)."""
+def _restored(P, node):
+    """The float64 (subjects x nodes) sums of a centred product ``P`` (:func:`_centred`: its
+    last two columns s_i and sum_j z_ij k_j) with the node and item means put back; ``P``
+    itself where nothing was centred (``node`` None)."""
     if node is None:
-        return L
-    f64 = xp.float64
-    s = arrays.astype(xp.sum(z, axis=1), f64, xp)
-    k = arrays.astype(z @ item, f64, xp)
-    return L + s[:, None] * node[None, :] + k[:, None]
+        return P
+    q = node.shape[0]
+    return P[:, :q] + P[:, q:q + 1] * node[None, :] + P[:, q + 1:q + 2]
 
 
 def grid_log_weights(nodes, var):
