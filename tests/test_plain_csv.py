@@ -130,19 +130,15 @@ def testplain_thetas_are_what_pandas_reads(tmp_path):
     assert read_thetas(path)[0] == ["0", "1"]
 
 
-def test_thetas_errors_on_both_paths(tmp_path):
+@pytest.mark.parametrize("text, match", [
+    ("subject_id,theta\nm1,0.5\nm1,0.1\n", "'m1' appears twice"),
+    ("subject_id,theta\nm1,11\nm2,0.1\n", "outside"),
+    ("subject_id,theta\nm1,abc\nm2,0.1\n", "row 2 .* not a number"),
+    ("subject_id,value\nm1,1\n", "no theta column")])
+def test_thetas_errors_on_both_paths(tmp_path, text, match):
     path = tmp_path / "th.csv"
-    path.write_text("subject_id,theta\nm1,0.5\nm1,0.1\n")
-    with pytest.raises(ResponseDataError, match="'m1' appears twice"):
-        read_thetas(path)
-    path.write_text("subject_id,theta\nm1,11\nm2,0.1\n")
-    with pytest.raises(ResponseDataError, match="outside"):
-        read_thetas(path)
-    path.write_text("subject_id,theta\nm1,abc\nm2,0.1\n")
-    with pytest.raises(ResponseDataError, match="row 2 .* not a number"):
-        read_thetas(path)
-    path.write_text("subject_id,value\nm1,1\n")
-    with pytest.raises(ResponseDataError, match="no theta column"):
+    path.write_text(text)
+    with pytest.raises(ResponseDataError, match=match):
         read_thetas(path)
 
 
