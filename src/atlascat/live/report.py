@@ -69,12 +69,8 @@ def protocol_name(protocol: str | None, bank_ref=None) -> str:
     proto = protocol or "approximate"
     if proto not in ("leaderboard", SOURCE_PROTOCOL) or not _is_folder(bank_ref):
         return proto
-    from ..catalogue.bankref import BankRef
-
-    try:
-        metric = (BankRef.parse(bank_ref).folder().manifest.get("source") or {}).get("metric")
-    except Exception:  # noqa: BLE001 - a folder no longer readable: the words alone
-        metric = None
+    folder = _stored_folder(bank_ref)
+    metric = None if folder is None else (folder.manifest.get("source") or {}).get("metric")
     return "as the source models" + (f" ({metric})" if metric else "")
 
 
@@ -94,31 +90,36 @@ def _is_folder(bank_ref) -> bool:
         return False
 
 
+def _stored_folder(bank_ref):
+    """The bank folder a stored bank reference names, or None (another kind of bank, or a
+    folder no longer readable: the page then goes by the words and answers alone)."""
+    from ..catalogue.bankref import BankRef
+
+    if not _is_folder(bank_ref):
+        return None
+    try:
+        return BankRef.parse(bank_ref).folder()
+    except Exception:  # noqa: BLE001 - a folder no longer readable
+        return None
+
+
 def _folder_continuous(bank_ref) -> bool:
     """Whether a stored bank reference names a bank folder whose items are scored on a
     continuum (:func:`~atlascat.bankdir.predict.continuous_scores`)."""
     from ..bankdir.predict import continuous_scores
-    from ..catalogue.bankref import BankRef
 
-    if not _is_folder(bank_ref):
-        return False
-    try:
-        return bool(continuous_scores(BankRef.parse(bank_ref).folder()))
-    except Exception:  # noqa: BLE001 - a folder no longer readable: its answers tell
-        return False
+    folder = _stored_folder(bank_ref)
+    return folder is not None and bool(continuous_scores(folder))
 
 
 def _folder_identity(bank_ref) -> dict:
     """A bank folder's benchmark, population (:data:`SOURCE`) and metric scale, for the page
     of a run that has no prediction (not finished): its words and units are the folder's."""
     from ..bankdir.predict import metric_scale
-    from ..catalogue.bankref import BankRef
 
     out = {"benchmark": _bank_title(bank_ref), "population": SOURCE}
-    try:
-        scale = metric_scale(BankRef.parse(bank_ref).folder())
-    except Exception:  # noqa: BLE001 - a folder no longer readable: the words alone
-        scale = None
+    folder = _stored_folder(bank_ref)
+    scale = None if folder is None else metric_scale(folder)
     if scale is not None:
         out["scale"] = list(scale)
     return out
