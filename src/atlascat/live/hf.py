@@ -23,6 +23,10 @@ exceed the model length are scored on their own, truncated as the harness does. 
 the per-request computation up to floating-point reassociation (``shared_prefix=False`` gives the
 per-request computation itself).
 
+A local GGUF file is converted once into the model cache (:mod:`atlascat.live.model_cache`:
+float32 safetensors, config and tokenizer, keyed by the file's SHA-256) and every load, the first
+included, reads that folder (``model_cache=false`` reads the GGUF file itself each time).
+
 ``torch`` and ``transformers`` are imported when a subject is created (extra ``atlascat[hf]``).
 """
 from __future__ import annotations
@@ -98,6 +102,48 @@ def find_gguf(model: Any, gguf_file: str | None = None) -> tuple[str, str] | Non
     return str(path), found[0]
 
 
+def _cached_gguf(transformers, gguf: tuple[str, str], kw: dict) -> str | None:
+    """The model-cache folder of the local GGUF file ``gguf`` (``(folder, file name)``),
+    converted first when it is missing or incomplete; None (the GGUF file is then read
+    directly) for a Hub file or when the cache cannot be written."""
+    import warnings
+    from pathlib import Path
+
+    from .model_cache import gguf_cache_dir, valid_folder, write_folder
+
+    path = Path(gguf[0]) / gguf[1]
+    if not path.is_file():
+        return None
+    folder, key = gguf_cache_dir(path)
+    if valid_folder(folder, key):
+        return str(folder)
+
+    def convert(tmp: Path) -> None:
+        mdl = transformers.AutoModelForCausalLM.from_pretrained(
+            gguf[0], **_dtype_arg(transformers, "float32"), **kw)
+        tok = transformers.AutoTokenizer.from_pretrained(gguf[0], **kw)
+        # the weights are plain de-quantized tensors: transformers refuses to save a model it
+        # loaded from GGUF while the GGUF quantizer is attached
+        mdl.hf_quantizer = None
+        if getattr(mdl.config, "quantization_config", None) is not None:
+            del mdl.config.quantization_config
+        mdl.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+
+    try:
+        return str(write_folder(folder, key, convert))
+    except OSError as exc:
+        warnings.warn(f"the model cache {str(folder)!r} cannot be written ({exc}); "
+                      "reading the GGUF file itself", stacklevel=3)
+        return None
+
+
+def _dtype_arg(transformers, dtype) -> dict:
+    """``{"dtype": dtype}`` (transformers < 4.56 names the argument ``torch_dtype``)."""
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": dtype}
+
+
 def _new_cache(model):
     """An empty ``DynamicCache`` for ``model`` (the form transformers supports; the legacy
     tuple-of-tuples ``past_key_values`` is deprecated), or None on a transformers without one
@@ -154,6 +200,8 @@ class HFSubject:
     name : the model name reported in runs (default: ``model``)
     gguf_file : the GGUF file in the folder ``model`` (default: found; see :func:`find_gguf`:
         ``model`` may also be a ``.gguf`` file or a folder holding one)
+    model_cache : a local GGUF file is converted once and loaded from the model cache
+        (default; :mod:`atlascat.live.model_cache`), or parsed on every load (False)
     revision, trust_remote_code, local_files_only : passed to ``from_pretrained``
     """
 
@@ -164,7 +212,8 @@ class HFSubject:
                  generation_batch_size: int = 1, max_length: int | None = None,
                  shared_prefix: bool = True, name: str | None = None,
                  revision: str | None = None, trust_remote_code: bool = False,
-                 local_files_only: bool = False, gguf_file: str | None = None):
+                 local_files_only: bool = False, gguf_file: str | None = None,
+                 model_cache: bool = True):
         torch, transformers = _imports()
         self._torch = torch
         if dtype not in DTYPES:
@@ -187,21 +236,25 @@ class HFSubject:
         gguf = find_gguf(model, gguf_file)
         self.gguf_file = gguf[1] if gguf else None
         source = model
+        #: the folder the weights were read from when a GGUF file went through the model cache
+        self.loaded_from: str | None = None
         if gguf:
             source = gguf[0]
             kw["gguf_file"] = gguf[1]
+            if model_cache and isinstance(model, str) and tokenizer is None:
+                cached = _cached_gguf(transformers, gguf, kw)
+                if cached is not None:
+                    source, self.loaded_from = cached, cached
+                    kw.pop("gguf_file")
         if isinstance(model, str):
             self.model_name = model
             if dtype == "auto":
                 torch_dtype = "auto" if self.device.type == "cuda" else torch.float32
             else:
                 torch_dtype = getattr(torch, dtype)
-            major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
-            # transformers < 4.56 names the argument torch_dtype
-            dkey = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
             try:
                 mdl = transformers.AutoModelForCausalLM.from_pretrained(
-                    source, **{dkey: torch_dtype}, **kw)
+                    source, **_dtype_arg(transformers, torch_dtype), **kw)
             except (OSError, ValueError) as exc:
                 raise HFSubjectError(f"cannot load the model {model!r}: "
                                      f"{str(exc).splitlines()[0]}") from exc
@@ -244,7 +297,8 @@ class HFSubject:
                   revision: str | None = None, name: str | None = None,
                   trust_remote_code: bool | None = None,
                   local_files_only: bool | None = None,
-                  gguf_file: str | None = None) -> "HFSubject":
+                  gguf_file: str | None = None,
+                  model_cache: bool | None = None) -> "HFSubject":
         """From the text after ``hf:`` (see :func:`hf_subject_from_spec`); the keyword
         arguments are defaults that options in the spec override."""
         kw = dict(device=device, dtype=dtype, batch_size=batch_size,
@@ -252,7 +306,7 @@ class HFSubject:
                   max_length=max_length,
                   shared_prefix=shared_prefix, revision=revision, name=name,
                   trust_remote_code=trust_remote_code, local_files_only=local_files_only,
-                  gguf_file=gguf_file)
+                  gguf_file=gguf_file, model_cache=model_cache)
         return hf_subject_from_spec(spec, **kw)
 
     # ------------------------------------------------------------------ basics
@@ -617,7 +671,7 @@ class HFSubject:
 def hf_subject_from_spec(spec: str, **kw) -> HFSubject:
     """``HFSubject`` from ``"PATH_OR_NAME[,key=value,...]"`` (keys: device, dtype, batch_size,
     max_batch_tokens, generation_batch_size, max_length, shared_prefix, revision, trust_remote_code, local_files_only,
-    name, gguf_file); keyword arguments are defaults that the spec's own options override.
+    name, gguf_file, model_cache); keyword arguments are defaults that the spec's own options override.
     ``PATH`` may be a ``.gguf`` file or a folder holding one (:func:`find_gguf`)."""
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if not parts or "=" in parts[0]:
@@ -626,14 +680,14 @@ def hf_subject_from_spec(spec: str, **kw) -> HFSubject:
     model, opts = parts[0], {}
     casts = {"batch_size": int, "max_batch_tokens": int, "generation_batch_size": int,
              "max_length": int, "shared_prefix": _bool,
-             "trust_remote_code": _bool, "local_files_only": _bool}
+             "trust_remote_code": _bool, "local_files_only": _bool, "model_cache": _bool}
     for p in parts[1:]:
         key, sep, value = p.partition("=")
         key = key.strip()
         known = ("device", "dtype", "batch_size", "max_batch_tokens", "generation_batch_size",
                  "max_length",
                  "shared_prefix", "revision", "trust_remote_code", "local_files_only", "name",
-                 "gguf_file")
+                 "gguf_file", "model_cache")
         if not sep or key not in known:
             raise ConfigError(f"hf subject option {p!r} is not key=value with a known key "
                               f"({', '.join(known)})")
