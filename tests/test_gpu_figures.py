@@ -79,3 +79,39 @@ def test_eap_comparison_runs_end_to_end_on_torch_cpu(gpu_bench, tmp_path):
     assert all(r["equal"] == "True" for r in acc)
     assert float(acc[0]["theta_max_abs_diff"]) < 1e-8
     assert "## EAP scoring" in (tmp_path / "calib.md").read_text()
+
+
+def _suite_rec(wall, load, goal_met):
+    return {"command": "atlas evaluate --suite openllm-v1 --subject hf:m.gguf", "wall_s": wall,
+            "model_load_s": load, "run_s": wall - load, "items": 150, "stop_reason": "max_items",
+            "tokens_run": 104966, "loglikelihood_s": 12.6, "loglikelihood_requests": 557,
+            "generation_s": 30.0, "generation_requests": 18, "generation_new_tokens": 857,
+            "generation_prompt_tokens": 18000, "forward_passes": 900, "dtype": "bfloat16",
+            "items_per_benchmark": {"arc": 150}, "goal_met": goal_met,
+            "average": {"score": 0.3, "lo": 0.28, "hi": 0.33},
+            "benchmarks": [{"name": "arc", "items": 150, "score": 0.3, "lo": 0.28, "hi": 0.33}]}
+
+
+def test_live_tables_show_the_cold_and_the_warm_run(gpu_bench, tmp_path):
+    """The live phase's tables: the cold run (GGUF converted into the model cache) and the
+    warm run (loaded from it) as two rows; the goal is judged on the warm run only."""
+    _, gpu_figures = gpu_bench
+    rec = {"machine": {"cpu_cores": 16, "date": "d", "torch": "2.11.0"},
+           "import_torch_transformers_s": 4.4,
+           "suite_cold": _suite_rec(77.0, 25.0, False), "suite": _suite_rec(52.0, 1.0, True),
+           "cold_vs_warm": {"same_items": True, "same_answers": True, "items_a": 150,
+                            "items_b": 150},
+           "gguf_direct": {"bench": "arc", "requests": 172, "gguf_load_s": 24.0,
+                           "cache_load_s": 1.0, "max_abs_ll_diff": 0.0},
+           "float32": {"compared_items": 132, "same_answers": 127, "seconds": 10.2,
+                       "load_s": 1.1, "average_from_float32_answers": 0.318}}
+    gpu_figures._write_live(tmp_path, rec, [])
+    text = (tmp_path / "live.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith(("| cold |", "| warm |"))]
+    assert len(rows) == 2 and rows[0].startswith("| cold | 77.0 s | 25.0 s | 52.0 s")
+    assert rows[0].endswith("|  |") and rows[1].endswith("| met |")
+    assert "same answers True" in text and "model_cache=false" in text
+    with open(tmp_path / "live.csv", newline="") as fh:
+        goal = [r for r in csv.DictReader(fh) if r["metric"] == "goal_met"]
+    assert [r["section"] for r in goal] == ["suite (hf, bfloat16; warm: loaded from the model "
+                                            "cache)"]

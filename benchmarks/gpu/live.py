@@ -1,14 +1,18 @@
 """A live suite run with a real model on the accelerator (issue 29, part c).
 
 1. ``atlas evaluate --suite openllm-v1 --subject hf:<GGUF>,device=cuda,dtype=bfloat16`` (the
-   CLI's ``main``, in this process, so the subject's counters can be read): wall time, model
-   load, items per benchmark, tokens run, time in log-likelihood scoring and in generation.
+   CLI's ``main``, in this process, so the subject's counters can be read) twice: cold (an empty
+   model cache: the GGUF file is parsed, de-quantized and saved as safetensors first) and warm
+   (the model loaded from that cache); wall time, model load, items per benchmark, tokens run,
+   time in log-likelihood scoring and in generation, and whether both runs gave the same answers.
 2. The run's stored answers replayed into a fresh :class:`atlascat.suite.SuiteSession` on the
    CPU (no model): the predicted scores and intervals must equal the run's.
 3. The same log-likelihood items re-scored in float32 on the same device: how many 0/1 answers
    bfloat16 changed, and the prediction from the float32 answers.
-4. One benchmark's asked items through lm-evaluation-harness's HFLM (``lmeval:hf``) and through
-   ``hf:`` (same requests, batch size 16 both): wall time, tokens, agreement.
+4. One benchmark's asked items through lm-evaluation-harness's HFLM (``lmeval:hf``, loaded from
+   the model cache's folder) and through ``hf:`` (same requests, batch size 16 both): wall time,
+   tokens, agreement; and ``hf:`` reading the GGUF file itself (``model_cache=false``) against
+   ``hf:`` from the cache.
 5. The tokens a full six-benchmark harness run would need, from the shipped banks' requests
    (tokenized, not run), per item and extrapolated to the benchmarks' full sizes.
 """
@@ -129,6 +133,20 @@ def suite_run(gguf: Path, device: str, dtype: str, work: Path, *, max_items=None
             "store": store, "run_id": rid, "result": res, "subject": subj, "stats": st}
 
 
+def same_answers(a: dict, b: dict) -> dict:
+    """Whether two suite runs asked the same items in the same order and got the same 0/1
+    answers (the cold and the warm run load the same weights)."""
+    sa, sb = (r["store"].steps(r["run_id"]) for r in (a, b))
+    ia, ib = list(sa["item_id"]), list(sb["item_id"])
+    same_items = ia == ib
+    same_scores = same_items and [None if x != x else int(x) for x in sa["score"]] == \
+        [None if x != x else int(x) for x in sb["score"]]
+    return {"items_a": len(ia), "items_b": len(ib), "same_items": same_items,
+            "same_answers": bool(same_scores),
+            "average_a": a["result"]["average"]["score"],
+            "average_b": b["result"]["average"]["score"]}
+
+
 def replay_on_cpu(run: dict, scores: dict | None = None) -> dict:
     """The run's rounds (``scores`` overriding answers) into a fresh SuiteSession: its
     prediction, and the largest difference from the run's own numbers."""
@@ -220,10 +238,9 @@ def save_copy(subject, dest: Path) -> Path:
 
 
 def lmeval_compare(run: dict, folder: Path, device: str, dtype: str, bench: str) -> dict:
-    """One benchmark's asked items through HFLM (``lmeval:hf``, loaded from ``folder``, the
-    suite model's weights saved by :func:`save_copy`) and through the suite's ``hf:`` subject;
-    also ``hf:`` loaded from ``folder`` against the GGUF-loaded one (the same weights)."""
-    from atlascat.live.hf import HFSubject
+    """One benchmark's asked items through HFLM (``lmeval:hf``, loaded from ``folder``: the
+    model cache's folder of the suite's subject, or its weights saved by :func:`save_copy`)
+    and through the suite's ``hf:`` subject."""
     from atlascat.catalogue import load_content_bank
     from atlascat.content.requests import build_item_requests
     from atlascat.live.lmeval_backend import LMEvalSubject
@@ -252,10 +269,6 @@ def lmeval_compare(run: dict, folder: Path, device: str, dtype: str, bench: str)
     a, b = np.asarray(out.pop("hf_ll")), np.asarray(out.pop("lmeval_ll"))
     out.pop("hf_again_ll")
     out["max_abs_ll_diff"] = float(np.max(np.abs(a - b))) if len(a) else None
-    copy = HFSubject(str(folder), device=device, dtype=dtype)
-    c = np.asarray(copy.loglikelihood(reqs))
-    out["saved_copy_vs_gguf_max_abs_ll_diff"] = float(np.max(np.abs(a - c))) if len(a) else None
-    del copy
     at, same = 0, 0
     for ir in irs:
         n = len(ir.requests)
@@ -264,6 +277,28 @@ def lmeval_compare(run: dict, folder: Path, device: str, dtype: str, bench: str)
     out["same_scores"] = same
     del lm
     return out
+
+
+def gguf_direct(run: dict, gguf: Path, device: str, dtype: str, bench: str) -> dict:
+    """``hf:`` reading the GGUF file itself (``model_cache=false``: parsed and de-quantized by
+    transformers) against the suite's subject (loaded from the model cache), on one benchmark's
+    asked items: load time and the largest log-likelihood difference."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.content.requests import build_item_requests
+    from atlascat.live.hf import HFSubject
+
+    items = [(m, i, s) for m, i, s in asked_items(run) if m == bench]
+    bank = load_content_bank(bench)
+    reqs = [r for _, i, _ in items for r in build_item_requests(bank, i).requests]
+    t = time.perf_counter()
+    direct = HFSubject(str(gguf), device=device, dtype=dtype, model_cache=False)
+    load = time.perf_counter() - t
+    a = np.asarray(run["subject"].loglikelihood(reqs))
+    b = np.asarray(direct.loglikelihood(reqs))
+    del direct
+    return {"bench": bench, "requests": len(reqs), "gguf_load_s": load,
+            "cache_load_s": run["stats"]["load_s"], "cache_folder": run["subject"].loaded_from,
+            "max_abs_ll_diff": float(np.max(np.abs(a - b))) if len(a) else None}
 
 
 def full_tokens(subject, small: bool) -> list[dict]:
