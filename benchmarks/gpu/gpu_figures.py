@@ -132,9 +132,12 @@ def phase_live(args) -> None:
     rec: dict = {"machine": info, "gguf": str(gguf), "import_torch_transformers_s": t_import}
     errors: list[str] = []
 
-    def step(name, fn):
+    def step(name, fn, key=None):   # the result goes into rec[key] before the tables are written
         try:
-            return fn()
+            res = fn()
+            if key is not None and res is not None:
+                rec[key] = res
+            return res
         except Exception as exc:  # noqa: BLE001 - keep the other figures
             import traceback
 
@@ -154,6 +157,7 @@ def phase_live(args) -> None:
         log(f"suite (cold): {cold['wall_s']:.1f} s wall, load {cold['stats']['load_s']:.1f} s, "
             f"{cold['result']['n_items']} items")
         cold.pop("subject")   # its weights leave the device
+        _write_live(out, rec, errors)
     run = step("suite", lambda: live.suite_run(gguf, args.device, dtype, work,
                                                max_items=max_items))
 
@@ -162,11 +166,12 @@ def phase_live(args) -> None:
 
     if run is not None:
         rec["suite"] = _suite_record(run, dtype)
+        _write_live(out, rec, errors)
         log(f"suite (warm): {run['wall_s']:.1f} s wall, load {run['stats']['load_s']:.1f} s, "
             f"{run['result']['n_items']} items")
         if cold is not None:
-            rec["cold_vs_warm"] = step("cold_vs_warm", lambda: live.same_answers(cold, run))
-        rec["replay"] = step("replay", lambda: live.replay_on_cpu(run))
+            step("cold_vs_warm", lambda: live.same_answers(cold, run), "cold_vs_warm")
+        step("replay", lambda: live.replay_on_cpu(run), "replay")
         bench = args.lmeval_bench
         if not any(m == bench for m, _, _ in live.asked_items(run)):
             bench = max(rec["suite"]["items_per_benchmark"].items(), key=lambda kv: kv[1])[0]
@@ -176,23 +181,19 @@ def phase_live(args) -> None:
             folder = step("save", lambda: live.save_copy(run["subject"], work / "model"))
             rec["saved_copy_s"] = time.perf_counter() - t
         if folder is not None:
-            rec["lmeval"] = step("lmeval", lambda: live.lmeval_compare(
-                run, Path(folder), args.device, dtype, bench))
-        rec["full_tokens"] = step("tokens", lambda: live.full_tokens(run["subject"],
-                                                                     args.small))
+            step("lmeval", lambda: live.lmeval_compare(
+                run, Path(folder), args.device, dtype, bench), "lmeval")
+        step("tokens", lambda: live.full_tokens(run["subject"], args.small), "full_tokens")
         if left(15 + run["stats"]["ll_s"]):
-            f32 = step("float32", lambda: _float32(live, run, gguf, args.device))
-            if f32:
-                rec["float32"] = f32
+            step("float32", lambda: _float32(live, run, gguf, args.device), "float32")
         if left(10 + (rec.get("suite_cold") or {}).get("model_load_s", 30)):
-            rec["gguf_direct"] = step("gguf_direct", lambda: live.gguf_direct(
-                run, gguf, args.device, dtype, bench))
+            step("gguf_direct", lambda: live.gguf_direct(run, gguf, args.device, dtype, bench),
+                 "gguf_direct")
         if folder is not None and args.gen_batch and left(run["wall_s"]):
-            run2 = step("suite_genbatch", lambda: live.suite_run(
+            step("suite_genbatch", lambda: _suite_record(live.suite_run(
                 gguf, args.device, dtype, work, max_items=max_items,
-                opts=f",generation_batch_size={args.gen_batch}", tag="suite_genbatch"))
-            if run2 is not None:
-                rec["suite_genbatch"] = _suite_record(run2, dtype)
+                opts=f",generation_batch_size={args.gen_batch}", tag="suite_genbatch"), dtype),
+                "suite_genbatch")
     rec["phase_s"] = time.perf_counter() - t0
     _write_live(out, rec, errors)
     log(f"live done in {rec['phase_s']:.0f} s")
