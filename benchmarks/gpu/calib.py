@@ -92,8 +92,10 @@ def observed_per_item(rm) -> np.ndarray:
 
 def fit(rm, device: str, dtype: str, priors: str, max_iter: int | None = None) -> dict:
     """One joint 3PL fit; the trace of the objective and the time of every recorded iterate."""
+    from atlascat.irt import fused
     from atlascat.irt.calibrate import calibrate
 
+    fused.STATUS["last"] = None
     kw = {"dtype": dtype, "device": device}
     if priors == "mirt":
         kw.update(prior_a=None, prior_c=None)
@@ -119,12 +121,13 @@ def fit(rm, device: str, dtype: str, priors: str, max_iter: int | None = None) -
             "s_per_iter": secs / max(res.n_iter, 1),
             "first_iterate_s": (stamps[0] - t0) if stamps else None,
             "float32_iterations": res.settings.get("float32_iterations"),
+            "mstep_path": "cpu" if device == "cpu" else (fused.STATUS["last"] or "array-API"),
             "trace": np.asarray(trace)}
 
 
 def _row(case, side, dev, dtype, priors, r, **extra):
     keep = ("n_subjects", "n_items", "n_responses", "iterations", "converged", "seconds",
-            "s_per_iter", "first_iterate_s", "loglik", "float32_iterations")
+            "s_per_iter", "first_iterate_s", "loglik", "float32_iterations", "mstep_path")
     return {"case": case, "side": side, "device": dev, "dtype": dtype, "priors": priors,
             **{k: r.get(k) for k in keep}, **extra}
 
@@ -133,9 +136,12 @@ def warm_up(acc: str) -> None:
     """CUDA context, cuBLAS handles and kernels loaded before anything is timed."""
     from atlascat.irt.ability import eap
 
+    from atlascat.irt import fused
+
     rm = hellaswag_matrix(300, 60, 1)
     for dt in ("float64", "float32"):
         fit(rm, acc, dt, "auto", max_iter=4)
+    log(f"fused M-step: {fused.STATUS}")
     from atlascat import catalogue
 
     eap(rm.values, catalogue.load_paper_bank("hellaswag").subset(np.arange(60)), device=acc)
@@ -165,24 +171,26 @@ def run_hellaswag(sz: dict, device: str, seed: int, rows: list, misses: list) ->
             if gpu["seconds"] > GOALS["hs"]:
                 misses.append(("hs", gpu["seconds"], rm, dt, priors, None))
             if dt == "float64":
-                old = full_count_loops(rm, acc, dt, priors, gpu, case)
+                old = array_api_mstep(rm, acc, dt, priors, gpu, case)
                 rows.append(old)
-                log(f"  full-count M-step loops (before): {old['seconds']:.2f} s")
+                log(f"  array-API M-step (before): {old['seconds']:.2f} s")
 
 
-def full_count_loops(rm, acc, dt, priors, ref, case) -> dict:
-    """The same fit with the M-step's loops run to their full counts (``mstep.EARLY_EXIT =
-    False``, the accelerator path before issue 29): time, and the same result."""
-    from atlascat.irt import mstep
+def array_api_mstep(rm, acc, dt, priors, ref, case) -> dict:
+    """The same fit with the M-step as array-API operations (``fused.ENABLED = False``: a few
+    thousand small kernels per EM iteration, the accelerator path before the fused kernel):
+    time, and its log-likelihood against the kernel's."""
+    from atlascat.irt import fused
 
-    mstep.EARLY_EXIT = False
+    fused.ENABLED = False
     try:
         r = fit(rm, acc, dt, priors)
     finally:
-        mstep.EARLY_EXIT = True
-    same = bool(np.array_equal(r["trace"], ref["trace"]))
-    return _row(case, "accelerator, M-step loops at full count (before)", acc, dt, priors, r,
-                speedup=r["seconds"] / ref["seconds"], same_trace_as_early_exit=same)
+        fused.ENABLED = True
+    diff = abs(r["loglik"] - ref["loglik"]) / max(ref["n_responses"], 1)
+    return _row(case, "accelerator, array-API M-step (before)", acc, dt, priors, r,
+                speedup=r["seconds"] / ref["seconds"], loglik_diff_per_response=diff,
+                tol=LL_TOL, equal=diff <= LL_TOL, mstep_path=r.get("mstep_path"))
 
 
 def run_leaderboard(sz: dict, device: str, seed: int, rows: list, misses: list,
@@ -216,9 +224,9 @@ def run_leaderboard(sz: dict, device: str, seed: int, rows: list, misses: list,
         if gpu["seconds"] > GOALS["big"]:
             misses.append(("big", gpu["seconds"], rm, dt, "auto", None))
         if dt == "float64" and not skip_cpu("full-count"):
-            old = full_count_loops(rm, acc, dt, "auto", gpu, case)
+            old = array_api_mstep(rm, acc, dt, "auto", gpu, case)
             rows.append(old)
-            log(f"  full-count M-step loops (before): {old['seconds']:.2f} s")
+            log(f"  array-API M-step (before): {old['seconds']:.2f} s")
         if skip_cpu(dt):
             log(f"  CPU side of {dt} skipped (phase time budget)")
             rows.append(_row(case, "accelerator", acc, dt, "auto", gpu, goal_s=GOALS["big"],

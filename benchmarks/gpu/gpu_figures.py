@@ -31,7 +31,7 @@ CALIB_COLS = [("case", "case"), ("side", "side"), ("dtype", "dtype"), ("priors",
               ("equal", "within 1e-6"),
               ("first_iterates_diff_per_response", "same at the first iterates (per response)"),
               ("speedup", "speed-up (rows 'before': slower by)"),
-              ("same_trace_as_early_exit", "same trace"), ("goal_met", "goal met")]
+              ("mstep_path", "M-step"), ("goal_met", "goal met")]
 EAP_COLS = [("case", "case"), ("side", "side"), ("dtype", "dtype"), ("seconds", "seconds"),
             ("transfer_s", "copy to the device, s"), ("speedup", "speed-up"), ("theta_max_abs_diff", "max |theta diff|"),
             ("se_max_abs_diff", "max |SE diff|"), ("tol", "tolerance"), ("equal", "within")]
