@@ -167,3 +167,25 @@ def test_numpy_arrays_never_take_the_kernel(rng):
     model = _model("2pl", None, None, None)
     th, r, nr, x = _problem(rng, model)
     assert fused.cuda_mstep(model, th, r, nr, x, 8, 1e-9, 8, PRED_REL) is None
+
+
+def test_the_cuda_kernel_equals_the_array_api_mstep(rng):
+    """On a GPU (skipped elsewhere): the kernel launched on torch tensors, as the EM does,
+    every model and prior form, dense and per-item node masses."""
+    torch = pytest.importorskip("torch", reason="PyTorch not installed (optional 'gpu' extra)")
+    pytest.importorskip("cupy", reason="CuPy not installed (the fused M-step launches through it)")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    for case in CASES:
+        for dense in (False, True):
+            model = _model(*case)
+            th, r, nr, x = _problem(rng, model, dense=dense)
+            if dense:
+                r = np.minimum(r, nr[None, :])
+            want = mstep(model, th, r, nr, x, sync=True)
+            dev = [torch.as_tensor(a, dtype=torch.float64, device="cuda") for a in (th, r, nr, x)]
+            got = fused.cuda_mstep(model, *dev, 8, 1e-9, 8, PRED_REL)
+            assert fused.STATUS["last"] == "kernel", fused.STATUS
+            f = model.free
+            np.testing.assert_allclose(got.cpu().numpy()[:, f], want[:, f], rtol=1e-7, atol=1e-7,
+                                       err_msg=f"{case} dense={dense}")
