@@ -103,7 +103,7 @@ def _write_calib(out, info, rows, eap_rows, errors, t0) -> None:
             "Leaderboard rows: the CPU side runs the first few EM iterations only; its "
             "'|GPU - CPU|' compares the objective at every iterate both computed; s / iteration "
             "is calibrate()'s seconds over its iterations.", "",
-            md_table(rows, CALIB_COLS), "", "## EAP scoring", "", md_table(eap_rows, EAP_COLS),
+            md_table(rows, CALIB_COLS), "", "## EAP and MAP scoring", "", md_table(eap_rows, EAP_COLS),
             "", f"Phase wall time so far: {time.perf_counter() - t0:.0f} s."]
     if errors:
         text += ["", "## Errors", ""] + [f"- {e}" for e in errors]
