@@ -13,7 +13,7 @@ b. Joint 3PL (default priors) on a simulated leaderboard, 10,000 x 50,000 with 6
    response. Goal: <= 10 s on the GPU.
 c. EAP scores of 100,000 x 5,000 (dense, first 5,000 HellaSwag items): accelerator vs CPU, from
    the host array and from the matrix already on the device (its copy there timed apart); MAP
-   (the root search of ML / MAP / WLE, ``atlascat.irt.devicesolve``) of its first 20,000 rows
+   (the root search of ML / MAP / WLE, ``atlascat.irt.devicesolve``) of its first 10,000 rows
    the same ways, thetas within 1e-7 and the same flags.
 
 Where a goal is missed, the fastest configuration that missed it is profiled: every EM phase

