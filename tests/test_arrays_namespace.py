@@ -75,3 +75,22 @@ def test_no_alias_of_the_arrays_module_is_left():
 
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("atlascat.irt._xp")
+
+
+def test_has_nan_and_the_transposed_mask():
+    """has_nan: NaN found through a finite sum or cell by cell (infinities, overflow);
+    observed_t(v) @ w is the boolean mask's product (~isnan(v)).T @ w bit for bit."""
+    rng = np.random.default_rng(3)
+    v = rng.random((257, 77))
+    assert not arrays.has_nan(v)
+    v[5, 6] = np.inf
+    assert not arrays.has_nan(v)
+    assert not arrays.has_nan(np.full((3, 2), 1e308))
+    v[100, 7] = np.nan
+    assert arrays.has_nan(v) and arrays.has_nan(np.where(np.isinf(v), 0.5, v))
+    v[rng.random(v.shape) < 0.4] = np.nan
+    w, W = rng.random(257), rng.random((257, 3))
+    ot = arrays.observed_t(v)
+    assert ot.shape == (77, 257) and ot.dtype == np.float64 and ot.flags.c_contiguous
+    for a in (w, W):
+        assert np.array_equal(ot @ a, (~np.isnan(v)).T @ a)

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ConfigError
 
 __all__ = ["namespace", "is_numpy", "is_resident", "device_of", "can_sync", "backend_for", "asarray", "to_numpy", "astype",
+           "has_nan", "observed_t",
            "concat", "contiguous", "expit", "expit_pair", "log_expit", "logsumexp_rows", "LOG_2PI"]
 
 _COMPAT = []   # [module or None] once array_api_compat's import was tried (once per process)
@@ -140,6 +141,25 @@ def to_numpy(x) -> np.ndarray:
         return np.asarray(x)
     except Exception:  # array_api_strict refuses __array__ in recent versions
         return np.from_dlpack(x)
+
+
+def has_nan(values: np.ndarray) -> bool:
+    """Whether a NumPy array holds a NaN, without a full-size temporary: the sum of its cells
+    is finite when none is NaN or infinite (and does not overflow); only a non-finite sum is
+    checked cell by cell."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.add.reduce(values, axis=None)):
+            return False
+    return bool(np.isnan(values).any())
+
+
+def observed_t(values: np.ndarray) -> np.ndarray:
+    """The observed mask of a NumPy array, transposed, as a C-ordered float64 (items x subjects)
+    array: the operand NumPy's matmul makes of ``(~isnan(values)).T`` (so ``observed_t(v) @ w``
+    equals ``(~isnan(v)).T @ w`` bit for bit), built through a one-byte transposed mask."""
+    obs = np.isnan(values.T, order="C")
+    np.logical_not(obs, out=obs)
+    return obs.astype(np.float64)
 
 
 def astype(x, dtype, xp):

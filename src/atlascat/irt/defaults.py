@@ -77,6 +77,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import warn_user
+from . import arrays
 
 __all__ = ["AUTO", "QUADPTS", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
@@ -204,10 +205,9 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
     if n < SUBJECTS_PER_PARAMETER * per and model not in ("rasch", "1pl"):
         out.append(f"{n:g} subjects for {per} parameters per item (fewer than "
                    f"{SUBJECTS_PER_PARAMETER} per parameter): estimates lean on the priors")
-    if np.isnan(values).any():
-        obs = ~np.isnan(values)
-        right = np.where(obs, values, 0.0).T @ w
-        seen = obs.T @ w
+    if arrays.has_nan(values):
+        right = np.where(np.isnan(values), 0.0, values).T @ w
+        seen = arrays.observed_t(values) @ w
     else:  # dense: one matrix-vector product, no temporaries
         right = values.T @ w
         seen = np.full(values.shape[1], w.sum())
