@@ -10,6 +10,7 @@ items with 60% of the cells missing (``--big 10000x50000`` is issue 44's; the de
 
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/bench_host_prep.py [--case hs|big]
         [--big 5000x25000] [--repeat 3] [--device cpu|cuda] [--dtype float64|float32]
+        [--cache big.npy]
 
 The last lines print the fit's log-likelihood and a hash of its parameters (equal before and
 after a change of the host code that must not change results).
@@ -117,6 +118,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float64")
+    ap.add_argument("--cache", default=None,
+                    help="a .npy file: the big matrix read from it, or drawn and written there")
     args = ap.parse_args(argv)
     sync = lambda: None  # noqa: E731
     if args.device.startswith("cuda"):
@@ -128,7 +131,12 @@ def main(argv=None) -> int:
         values = hellaswag()
     else:
         n, m = (int(v) for v in args.big.lower().split("x"))
-        values = leaderboard(n, m)
+        if args.cache and Path(args.cache).exists():
+            values = np.load(args.cache)
+        else:
+            values = leaderboard(n, m)
+            if args.cache:
+                np.save(args.cache, values)
     made = time.perf_counter() - t
     print(f"# {args.case}: {values.shape[0]} x {values.shape[1]}, "
           f"{100 * np.isnan(values).mean():.0f}% missing, simulated in {made:.1f} s; "

@@ -130,15 +130,13 @@ class DeviceData:
         n, m = v.shape
         rows = max(1, DeviceData.COPY_BYTES // max(1, 8 * m))
         if n <= rows:
-            d = arrays.asarray(np.ascontiguousarray(v, dtype=np.float64), xp, "float64", device)
-            return DeviceData._filled(d, dense, dt, xp)
+            return DeviceData._filled(_copied(v, xp, device), dense, dt, xp, own=True)
         y = xp.empty((n, m), dtype=dt, device=device)
         msk = None if dense else xp.empty((n, m), dtype=dt, device=device)
         for s in range(0, n, rows):
             e = min(n, s + rows)
-            d = arrays.asarray(np.ascontiguousarray(v[s:e], dtype=np.float64), xp, "float64",
-                               device)
-            yc, mc = DeviceData._filled(d, dense, dt, xp)
+            d = _copied(v[s:e], xp, device)
+            yc, mc = DeviceData._filled(d, dense, dt, xp, own=True)
             y[s:e, ...] = yc
             if msk is not None:
                 msk[s:e, ...] = mc
@@ -146,11 +144,12 @@ class DeviceData:
         return y, msk
 
     @staticmethod
-    def _filled(v, dense, dt, xp):
+    def _filled(v, dense, dt, xp, own: bool = False):
         """(scores with 0 in missing cells, observed mask or None when dense), in ``dt``, made
-        where ``v`` lies."""
+        where ``v`` lies; dense scores already in ``dt`` are ``v`` itself when ``v`` is this
+        class's own copy (``own``), else a copy."""
         if dense:
-            return arrays.astype(v, dt, xp), None
+            return (v if own and v.dtype == dt else arrays.astype(v, dt, xp)), None
         obs = xp.logical_not(xp.isnan(v))
         y = arrays.astype(xp.where(obs, v, xp.zeros_like(v)), dt, xp)
         return y, arrays.astype(obs, dt, xp)
@@ -191,13 +190,20 @@ class DeviceData:
             yield y, msk, wb
 
 
+def _copied(v: np.ndarray, xp, device):
+    """A float64 copy of the host rows ``v`` in ``xp`` on ``device`` (never a view of them)."""
+    kw = {} if device is None else {"device": device}
+    return xp.asarray(np.ascontiguousarray(v, dtype=np.float64), dtype=xp.float64, copy=True,
+                      **kw)
+
+
 def _host_filled(v: np.ndarray, dense: bool, np_dt):
     """(scores with 0 in missing cells, observed mask or None when dense) of a NumPy block, in
     ``np_dt``, each made in one pass: dense contiguous float64 scores are returned as they are."""
     if dense:
         if np_dt == v.dtype and (v.flags.c_contiguous or v.flags.f_contiguous):
             return v, None
-        return np.where(True, v, 0.0).astype(np_dt, copy=False), None
+        return v.astype(np_dt), None
     obs = np.isnan(v)
     y = np.where(obs, 0.0, v).astype(np_dt, copy=False)
     np.logical_not(obs, out=obs)
