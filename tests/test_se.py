@@ -319,6 +319,16 @@ def test_fingerprint_of_answers_is_that_of_the_unique_rows_of_the_scores(rng):
     assert _fingerprint(y, None, ids) != _fingerprint(y[::-1][1:], None, ids)
 
 
+def test_background_thread_returns_the_value_or_raises_the_error():
+    """The fingerprint's thread on a GPU fit (calibrate._Background): its value, or its
+    exception raised where the result is asked for."""
+    from atlascat.irt.calibrate import _Background
+
+    assert _Background(sorted, [3, 1, 2]).result() == [1, 2, 3]
+    with pytest.raises(ZeroDivisionError):
+        _Background(divmod, 1, 0).result()
+
+
 @pytest.mark.parametrize("model", ["graded", "gpcm"])
 def test_science_ordinal_fit_standard_errors_and_criteria(model):
     """calibrate(..., model="graded" | "gpcm", se=True) on mirt's Science data: SEs within 2%

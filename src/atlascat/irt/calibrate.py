@@ -316,6 +316,9 @@ class Calibrator:
             raise ResponseDataError("no item with variation in its responses is left to calibrate")
         check_identified(values, model)  # e.g. one item under a 2PL: refuse, never "converge"
         w = responses.weights
+        # a GPU's EM leaves the host's cores idle: the fingerprint is hashed meanwhile
+        fingerprint = _Background(_fingerprint, values, w, item_ids) \
+            if str(self.device).lower().startswith("cuda") else None
         choice = resolve_defaults(self.model, self.prior_a, self.prior_c, values, w,
                                   mirt_defaults=self.mirt_defaults, stacklevel=4,
                                   prior_u=self.prior_u)
@@ -374,7 +377,8 @@ class Calibrator:
             result.settings = settings
         result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
         result.n_parameters = n_parameters(model, len(item_ids))
-        result.settings["data_fingerprint"] = _fingerprint(values, w, item_ids)
+        result.settings["data_fingerprint"] = fingerprint.result() if fingerprint else \
+            _fingerprint(values, w, item_ids)
         result.seconds = time.perf_counter() - start
         self.result_ = result
         self.bank_ = result.bank
@@ -460,6 +464,31 @@ def _fingerprint(values, w, item_ids) -> str:
     h.update(np.round(np.asarray(freq, dtype=float), 9).tobytes())
     h.update("|".join(np.asarray(item_ids)[order].astype(str)).encode())
     return h.hexdigest()[:16]
+
+
+class _Background:
+    """``fn(*args)`` run in a daemon thread (NumPy and hashlib release the GIL on large
+    arrays); :meth:`result` waits for it and returns its value or raises its exception."""
+
+    def __init__(self, fn, *args):
+        import threading
+
+        self._out = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args):
+        try:
+            self._out = (True, fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            self._out = (False, exc)
+
+    def result(self):
+        self._thread.join()
+        ok, value = self._out
+        if not ok:
+            raise value
+        return value
 
 
 def _binary_codes(values):
