@@ -156,10 +156,10 @@ def has_nan(values: np.ndarray) -> bool:
 def observed_t(values: np.ndarray) -> np.ndarray:
     """The observed mask of a NumPy array, transposed, as a C-ordered float64 (items x subjects)
     array: the operand NumPy's matmul makes of ``(~isnan(values)).T`` (so ``observed_t(v) @ w``
-    equals ``(~isnan(v)).T @ w`` bit for bit), built through a one-byte transposed mask."""
-    obs = np.isnan(values.T, order="C")
-    np.logical_not(obs, out=obs)
-    return obs.astype(np.float64)
+    equals ``(~isnan(v)).T @ w`` bit for bit), written once from a one-byte mask."""
+    out = np.empty(values.shape[::-1])
+    np.logical_not(np.isnan(values).T, out=out)
+    return out
 
 
 def astype(x, dtype, xp):
