@@ -92,5 +92,6 @@ def test_has_nan_and_the_transposed_mask():
     w, W = rng.random(257), rng.random((257, 3))
     ot = arrays.observed_t(v)
     assert ot.shape == (77, 257) and ot.dtype == np.float64 and ot.flags.c_contiguous
+    assert np.array_equal(arrays.observed_t(v, np.isnan(v), rows=7), ot)   # 257 = 36 x 7 + 5
     for a in (w, W):
         assert np.array_equal(ot @ a, (~np.isnan(v)).T @ a)

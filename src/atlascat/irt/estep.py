@@ -108,7 +108,7 @@ class DeviceData:
             w = None
         n_eff = float(n if w is None else w.sum())
         step = n if not block_rows else max(1, int(block_rows))
-        np_dt = np.dtype(dtype if isinstance(dtype, str) else "float64")
+        np_dt = np.dtype(dtype if isinstance(dtype, str) or arrays.is_numpy(xp) else "float64")
         xdt = getattr(xp, dtype) if isinstance(dtype, str) else dtype
         moved = not on_host and not arrays.is_numpy(xp)
         blocks = []

@@ -29,8 +29,10 @@ def start_values(values: np.ndarray, weights, model: ItemModel):
     w = np.ones(n_rows) if weights is None else np.asarray(weights, float)
     missing = arrays.has_nan(values)
     if missing:
-        obs_t = arrays.observed_t(values)     # (items x subjects), float64
-        y = np.where(np.isnan(values), 0.0, values)
+        nan = np.isnan(values)
+        obs_t = arrays.observed_t(values, nan)     # (items x subjects), float64
+        y = np.where(nan, 0.0, values)
+        del nan
         k = obs_t.sum(axis=0)
     else:
         y, k = values, np.full(n_rows, float(n_items))
