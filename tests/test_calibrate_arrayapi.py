@@ -123,8 +123,9 @@ def test_blocks_equal_one_block(rng):
                                            (0.0, "float64"), (0.0, "float32")])
 def test_scores_masked_on_the_device_equal_the_host_blocks(rng, strict, monkeypatch, missing,
                                                             dtype):
-    """Scores copied to another library in chunks of rows, zero-filled and masked there, equal
-    the blocks made on the host cell for cell (blocks of subjects, weights)."""
+    """Scores copied to another library in chunks of rows (of columns when column-major),
+    zero-filled and masked there, equal the blocks made on the host cell for cell (blocks of
+    subjects, weights)."""
     from atlascat.irt.estep import DeviceData
 
     y = _sim(rng, n=230, m=9, missing=missing)
@@ -132,6 +133,11 @@ def test_scores_masked_on_the_device_equal_the_host_blocks(rng, strict, monkeypa
     monkeypatch.setattr(DeviceData, "COPY_BYTES", 8 * 9 * 7)     # 7 rows per copy
     host = DeviceData.build(y, w, dtype, np, None, block_rows=50)
     dev = DeviceData.build(y, w, dtype, strict, None, block_rows=50)
+    by_col = DeviceData.build(np.asfortranarray(y), w, dtype, strict, None, block_rows=50)
+    for b, c in zip(dev.blocks, by_col.blocks):
+        for d, e in zip(b, c):
+            assert (d is None) == (e is None)
+            assert d is None or np.array_equal(_xp.to_numpy(d), _xp.to_numpy(e))
     assert host.dense == dev.dense == (missing == 0)
     assert len(host.blocks) == len(dev.blocks) == 5
     for hb, db in zip(host.blocks, dev.blocks):

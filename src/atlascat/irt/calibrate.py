@@ -494,8 +494,7 @@ class _Background:
 def _binary_codes(values):
     """uint8 codes of a matrix of 0/1 answers (NaN 0, +0.0 1, 1.0 2), or None when any cell
     holds another value (-0.0 included: its row would not be the same bytes)."""
-    bits = values.view(np.uint64) if values.dtype == np.float64 and \
-        values.flags.c_contiguous else np.ascontiguousarray(values, np.float64).view(np.uint64)
+    bits = (values if values.dtype == np.float64 else values.astype(np.float64)).view(np.uint64)
     zero = bits == 0
     one = bits == np.uint64(0x3FF0000000000000)
     n_nan = int(np.count_nonzero(np.isnan(bits.view(np.float64))))

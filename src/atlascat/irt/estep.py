@@ -126,7 +126,12 @@ class DeviceData:
     @staticmethod
     def _moved(v, dense, dt, xp, device):
         """(scores, mask) of the host block ``v`` on ``device``: its float64 rows copied there
-        at most :attr:`COPY_BYTES` at a time, each zero-filled and masked there."""
+        at most :attr:`COPY_BYTES` at a time, each zero-filled and masked there. Column-major
+        scores (a matrix whose columns were selected) stay column-major there: their
+        transpose is moved, and transposed back (a view)."""
+        if v.strides[0] < v.strides[1]:
+            yt, mt = DeviceData._moved(v.T, dense, dt, xp, device)
+            return yt.T, (None if mt is None else mt.T)
         n, m = v.shape
         rows = max(1, DeviceData.COPY_BYTES // max(1, 8 * m))
         if n <= rows:
