@@ -3,7 +3,8 @@
 a. Joint 3PL on 3467 x 5600 answers simulated from the paper's HellaSwag bank
    (``bench_calibrate.simulate``), mirt's settings (no priors) and the default priors, float64
    and float32: accelerator vs NumPy on the CPU, both to convergence; log-likelihoods equal
-   within 1e-6 per response. Goal: <= 1 s on the GPU.
+   within 1e-6 per response. Goal: <= 1 s on the GPU. The accelerator's M-step is the fused
+   kernel (``atlascat.irt.fused``, column "M-step"); the rows "before" run the array-API M-step.
 b. Joint 3PL (default priors) on a simulated leaderboard, 10,000 x 50,000 with 60% of the cells
    missing (items resampled from the HellaSwag bank, as ``bench_calibrate.bench_gpu_large``),
    float64 and float32: the accelerator runs to convergence; the CPU runs the first
@@ -11,7 +12,9 @@ b. Joint 3PL (default priors) on a simulated leaderboard, 10,000 x 50,000 with 6
    (log-likelihood + log prior, read at every recorded iterate) must agree within 1e-6 per
    response. Goal: <= 10 s on the GPU.
 c. EAP scores of 100,000 x 5,000 (dense, first 5,000 HellaSwag items): accelerator vs CPU, from
-   the host array and from the matrix already on the device (its copy there timed apart).
+   the host array and from the matrix already on the device (its copy there timed apart); MAP
+   (the root search of ML / MAP / WLE, ``atlascat.irt.devicesolve``) of its first 20,000 rows
+   the same ways, thetas within 1e-7 and the same flags.
 
 Where a goal is missed, the fastest configuration that missed it is profiled: every EM phase
 timed with a device synchronize around it (``phase_timers``), and ``torch.profiler`` over a few
@@ -25,7 +28,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from common import GOALS, LL_TOL, THETA_TOL, accelerator, free_memory, log, sync
+from common import GOALS, LL_TOL, MAP_TOL, THETA_TOL, accelerator, free_memory, log, sync
 
 
 # ----------------------------------------------------------------------------- data
@@ -92,8 +95,10 @@ def observed_per_item(rm) -> np.ndarray:
 
 def fit(rm, device: str, dtype: str, priors: str, max_iter: int | None = None) -> dict:
     """One joint 3PL fit; the trace of the objective and the time of every recorded iterate."""
+    from atlascat.irt import fused
     from atlascat.irt.calibrate import calibrate
 
+    fused.STATUS["last"] = None
     kw = {"dtype": dtype, "device": device}
     if priors == "mirt":
         kw.update(prior_a=None, prior_c=None)
@@ -119,12 +124,13 @@ def fit(rm, device: str, dtype: str, priors: str, max_iter: int | None = None) -
             "s_per_iter": secs / max(res.n_iter, 1),
             "first_iterate_s": (stamps[0] - t0) if stamps else None,
             "float32_iterations": res.settings.get("float32_iterations"),
+            "mstep_path": "cpu" if device == "cpu" else (fused.STATUS["last"] or "array-API"),
             "trace": np.asarray(trace)}
 
 
 def _row(case, side, dev, dtype, priors, r, **extra):
     keep = ("n_subjects", "n_items", "n_responses", "iterations", "converged", "seconds",
-            "s_per_iter", "first_iterate_s", "loglik", "float32_iterations")
+            "s_per_iter", "first_iterate_s", "loglik", "float32_iterations", "mstep_path")
     return {"case": case, "side": side, "device": dev, "dtype": dtype, "priors": priors,
             **{k: r.get(k) for k in keep}, **extra}
 
@@ -133,9 +139,12 @@ def warm_up(acc: str) -> None:
     """CUDA context, cuBLAS handles and kernels loaded before anything is timed."""
     from atlascat.irt.ability import eap
 
+    from atlascat.irt import fused
+
     rm = hellaswag_matrix(300, 60, 1)
     for dt in ("float64", "float32"):
         fit(rm, acc, dt, "auto", max_iter=4)
+    log(f"fused M-step: {fused.STATUS}")
     from atlascat import catalogue
 
     eap(rm.values, catalogue.load_paper_bank("hellaswag").subset(np.arange(60)), device=acc)
@@ -165,24 +174,26 @@ def run_hellaswag(sz: dict, device: str, seed: int, rows: list, misses: list) ->
             if gpu["seconds"] > GOALS["hs"]:
                 misses.append(("hs", gpu["seconds"], rm, dt, priors, None))
             if dt == "float64":
-                old = full_count_loops(rm, acc, dt, priors, gpu, case)
+                old = array_api_mstep(rm, acc, dt, priors, gpu, case)
                 rows.append(old)
-                log(f"  full-count M-step loops (before): {old['seconds']:.2f} s")
+                log(f"  array-API M-step (before): {old['seconds']:.2f} s")
 
 
-def full_count_loops(rm, acc, dt, priors, ref, case) -> dict:
-    """The same fit with the M-step's loops run to their full counts (``mstep.EARLY_EXIT =
-    False``, the accelerator path before issue 29): time, and the same result."""
-    from atlascat.irt import mstep
+def array_api_mstep(rm, acc, dt, priors, ref, case) -> dict:
+    """The same fit with the M-step as array-API operations (``fused.ENABLED = False``: a few
+    thousand small kernels per EM iteration, the accelerator path before the fused kernel):
+    time, and its log-likelihood against the kernel's."""
+    from atlascat.irt import fused
 
-    mstep.EARLY_EXIT = False
+    fused.ENABLED = False
     try:
         r = fit(rm, acc, dt, priors)
     finally:
-        mstep.EARLY_EXIT = True
-    same = bool(np.array_equal(r["trace"], ref["trace"]))
-    return _row(case, "accelerator, M-step loops at full count (before)", acc, dt, priors, r,
-                speedup=r["seconds"] / ref["seconds"], same_trace_as_early_exit=same)
+        fused.ENABLED = True
+    diff = abs(r["loglik"] - ref["loglik"]) / max(ref["n_responses"], 1)
+    return _row(case, "accelerator, array-API M-step (before)", acc, dt, priors, r,
+                speedup=r["seconds"] / ref["seconds"], loglik_diff_per_response=diff,
+                tol=LL_TOL, equal=diff <= LL_TOL, mstep_path=r.get("mstep_path"))
 
 
 def run_leaderboard(sz: dict, device: str, seed: int, rows: list, misses: list,
@@ -216,9 +227,9 @@ def run_leaderboard(sz: dict, device: str, seed: int, rows: list, misses: list,
         if gpu["seconds"] > GOALS["big"]:
             misses.append(("big", gpu["seconds"], rm, dt, "auto", None))
         if dt == "float64" and not skip_cpu("full-count"):
-            old = full_count_loops(rm, acc, dt, "auto", gpu, case)
+            old = array_api_mstep(rm, acc, dt, "auto", gpu, case)
             rows.append(old)
-            log(f"  full-count M-step loops (before): {old['seconds']:.2f} s")
+            log(f"  array-API M-step (before): {old['seconds']:.2f} s")
         if skip_cpu(dt):
             log(f"  CPU side of {dt} skipped (phase time budget)")
             rows.append(_row(case, "accelerator", acc, dt, "auto", gpu, goal_s=GOALS["big"],
@@ -292,6 +303,47 @@ def run_eap(sz: dict, device: str, seed: int, rows: list) -> None:
                      "theta_max_abs_diff": d_th, "se_max_abs_diff": d_se,
                      "tol": THETA_TOL[dt], "equal": d_th <= THETA_TOL[dt]})
         del y_dev
+    run_map(y[:sz["map_subjects"]], bank, device, rows)
+
+
+def run_map(y, bank, device: str, rows: list) -> None:
+    """MAP (the root search of ML / MAP / WLE) on the CPU, on the accelerator from host scores,
+    and on scores already there (the copy timed apart)."""
+    import torch
+
+    from atlascat.irt.ability import map_estimate
+
+    acc = accelerator(device)
+    case = f"MAP {y.shape[0]} x {y.shape[1]}"
+    t = time.perf_counter()
+    ref = map_estimate(y, bank)
+    t_cpu = time.perf_counter() - t
+    rows.append({"case": case, "side": "cpu", "device": "cpu", "dtype": "float64",
+                 "n_subjects": y.shape[0], "n_items": y.shape[1], "seconds": t_cpu})
+    log(f"{case}: CPU {t_cpu:.2f} s")
+    map_estimate(y[:8], bank, device=acc)                      # first-call set-up, not timed
+    for side in ("accelerator", "accelerator, data resident"):
+        free_memory(device)
+        sync(device)
+        t_copy = None
+        src = y
+        if side.endswith("resident"):
+            t = time.perf_counter()
+            src = torch.as_tensor(y, dtype=torch.float64,
+                                  device=torch.device("cuda" if device == "cuda" else "cpu"))
+            sync(device)
+            t_copy = time.perf_counter() - t
+        t = time.perf_counter()
+        got = map_estimate(src, bank, device=acc)
+        secs = time.perf_counter() - t
+        d_th = float(np.max(np.abs(got.theta - ref.theta)))
+        d_se = float(np.max(np.abs(got.se - ref.se)))
+        same = bool(np.array_equal(got.flag, ref.flag))
+        log(f"  {side}: {secs:.2f} s, max |theta diff| {d_th:.2e}, same flags {same}")
+        rows.append({"case": case, "side": side, "device": acc, "dtype": "float64",
+                     "n_subjects": y.shape[0], "n_items": y.shape[1], "seconds": secs,
+                     "transfer_s": t_copy, "speedup": t_cpu / secs, "theta_max_abs_diff": d_th,
+                     "se_max_abs_diff": d_se, "tol": MAP_TOL, "equal": d_th <= MAP_TOL and same})
 
 
 # ----------------------------------------------------------------------------- profiles

@@ -23,17 +23,20 @@ if str(ROOT / "benchmarks") not in sys.path:
 SIZES = {
     "full": {"hs_subjects": 3467, "hs_items": 5600, "big_subjects": 10_000,
              "big_items": 50_000, "big_missing": 0.6, "big_cpu_iters": 4,
-             "eap_subjects": 100_000, "eap_items": 5000, "profile_iters": 5,
+             "eap_subjects": 100_000, "eap_items": 5000, "map_subjects": 20_000,
+             "profile_iters": 5,
              "torch_profile_iters": 2},
     "small": {"hs_subjects": 400, "hs_items": 600, "big_subjects": 600,
               "big_items": 2000, "big_missing": 0.6, "big_cpu_iters": 4,
-              "eap_subjects": 4000, "eap_items": 400, "profile_iters": 4,
+              "eap_subjects": 4000, "eap_items": 400, "map_subjects": 1000,
+              "profile_iters": 4,
               "torch_profile_iters": 2},
 }
 
 GOALS = {"hs": 1.0, "big": 10.0}   # seconds (issue 29)
 LL_TOL = 1e-6                      # |log-likelihood difference| per response, GPU vs CPU
 THETA_TOL = {"float64": 1e-8, "float32": 1e-3}   # max |EAP theta difference|, GPU vs CPU
+MAP_TOL = 1e-7                     # max |MAP theta difference| (the root search's xtol is 1e-9)
 
 
 def sizes(small: bool) -> dict:

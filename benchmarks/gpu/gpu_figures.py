@@ -31,7 +31,7 @@ CALIB_COLS = [("case", "case"), ("side", "side"), ("dtype", "dtype"), ("priors",
               ("equal", "within 1e-6"),
               ("first_iterates_diff_per_response", "same at the first iterates (per response)"),
               ("speedup", "speed-up (rows 'before': slower by)"),
-              ("same_trace_as_early_exit", "same trace"), ("goal_met", "goal met")]
+              ("mstep_path", "M-step"), ("goal_met", "goal met")]
 EAP_COLS = [("case", "case"), ("side", "side"), ("dtype", "dtype"), ("seconds", "seconds"),
             ("transfer_s", "copy to the device, s"), ("speedup", "speed-up"), ("theta_max_abs_diff", "max |theta diff|"),
             ("se_max_abs_diff", "max |SE diff|"), ("tol", "tolerance"), ("equal", "within")]
@@ -103,7 +103,7 @@ def _write_calib(out, info, rows, eap_rows, errors, t0) -> None:
             "Leaderboard rows: the CPU side runs the first few EM iterations only; its "
             "'|GPU - CPU|' compares the objective at every iterate both computed; s / iteration "
             "is calibrate()'s seconds over its iterations.", "",
-            md_table(rows, CALIB_COLS), "", "## EAP scoring", "", md_table(eap_rows, EAP_COLS),
+            md_table(rows, CALIB_COLS), "", "## EAP and MAP scoring", "", md_table(eap_rows, EAP_COLS),
             "", f"Phase wall time so far: {time.perf_counter() - t0:.0f} s."]
     if errors:
         text += ["", "## Errors", ""] + [f"- {e}" for e in errors]

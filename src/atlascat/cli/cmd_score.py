@@ -61,8 +61,9 @@ def score_command(
                                          "missing from the bank."),
     seed: int = typer.Option(0, "--seed", help="Seed for the gp-IRT lambda estimate."),
     device: str = typer.Option("cpu", "--device",
-                               help="Where EAP runs: cpu (NumPy) | cuda (GPU through "
-                                    "PyTorch or CuPy, the package's 'gpu' extra)."),
+                               help="Where the scores are computed (every method): cpu "
+                                    "(NumPy) | cuda (GPU through PyTorch or CuPy, the "
+                                    "package's 'gpu' extra)."),
 ):
     """Score every subject: theta, SE, items answered, observed and reconstructed mean score.
 

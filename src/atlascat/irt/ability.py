@@ -43,7 +43,6 @@ Baker, F. B. and Kim, S.-H. (2004). Item Response Theory: Parameter Estimation T
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -53,6 +52,7 @@ from .defaults import QUADPTS, THETA_RANGE
 from .._blas import with_small_products
 from ..errors import ConfigError, ResponseDataError
 from . import arrays, models
+from .abilityresult import AbilityResult, finish
 from .bank import ItemBank
 from .estep import bank_estep
 from .inputs import response_array
@@ -227,29 +227,6 @@ def _terms_grid(nodes, y1, obs, params):
 
 
 # ---------------------------------------------------------------------------- the root finder
-@dataclass
-class AbilityResult:
-    """Result of :func:`estimate_ability` (also returned by :func:`ml`, :func:`map_estimate`,
-    :func:`wle`): arrays of shape (n_subjects,)."""
-
-    theta: np.ndarray
-    se: np.ndarray
-    n_items: np.ndarray
-    flag: np.ndarray
-    method: str
-
-    def __repr__(self) -> str:
-        ok = int(np.sum(np.asarray(self.flag) == "ok"))
-        return (f"AbilityResult(method={self.method!r}, n_subjects={np.size(self.theta)}, "
-                f"{ok} flagged ok)")
-
-    def to_frame(self, subject_ids=None) -> pd.DataFrame:
-        n = self.theta.size
-        ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)])
-        return pd.DataFrame({"subject_id": ids, "theta": self.theta, "se": self.se,
-                             "n_items": self.n_items.astype(int), "flag": self.flag})
-
-
 def _g_and_obj(method, s, i, j, loglik, theta, prior_mean, prior_sd):
     """Estimating function g and the objective whose local maxima are g's downward roots."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -340,63 +317,60 @@ def _solve(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=1.0,
     if idx.size:  # not converged within max_iter: best bracket midpoint (bracket is tiny anyway)
         theta[idx] = 0.5 * (a_x + b_x)
 
-    # standard errors and flags
     _, info, _ = _terms_at(theta, y1, obs_f, params)
-    flag = np.full(n_sub, "ok", dtype=object)
-    with np.errstate(divide="ignore"):
-        if method == "map":
-            se = 1.0 / np.sqrt(info + 1.0 / prior_sd**2)
-        else:
-            se = 1.0 / np.sqrt(info)
-    bound = at_low | at_high
+    all_right = all_wrong = None
     if method == "ml":
         all_right = (n_obs > 0) & np.all(~obs | (y >= 1.0), axis=1)
         all_wrong = (n_obs > 0) & np.all(~obs | (y <= 0.0), axis=1)
-        theta[at_low], theta[at_high] = -np.inf, np.inf
-        se[bound] = np.inf
-        flag[bound] = "diverged"
-        flag[at_high & all_right] = "perfect"
-        flag[at_low & all_wrong] = "zero"
-    else:
-        flag[bound] = "at_bound"
-    empty = n_obs == 0
-    if empty.any():
-        flag[empty] = "no_items"
-        if method == "map":
-            theta[empty], se[empty] = prior_mean, prior_sd
-        else:
-            theta[empty], se[empty] = np.nan, np.nan
-    return AbilityResult(theta, se, n_obs, flag, method)
+    return finish(method, theta, info, at_low, at_high, n_obs, all_right, all_wrong,
+                  prior_mean=prior_mean, prior_sd=prior_sd)
 
 
 def ml(responses, bank: ItemBank, *, bounds=(-10.0, 10.0), grid_step: float = 0.25,
-       xtol: float = 1e-9) -> AbilityResult:
+       xtol: float = 1e-9, device="cpu") -> AbilityResult:
     """Maximum likelihood theta with SE 1/sqrt(I(theta)); +-inf (flagged) where the likelihood
-    has no interior maximum within ``bounds`` (perfect and zero patterns)."""
-    return _solve(response_array(responses, bank), bank, "ml", bounds=bounds,
-                  grid_step=grid_step, xtol=xtol)
+    has no interior maximum within ``bounds`` (perfect and zero patterns). ``device="cuda"``
+    (or a tensor on its GPU as ``responses``) solves there (:mod:`atlascat.irt.devicesolve`)."""
+    return _solve_where(responses, bank, "ml", device, bounds=bounds, grid_step=grid_step,
+                        xtol=xtol)
 
 
 def map_estimate(responses, bank: ItemBank, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
                  bounds=(-10.0, 10.0), grid_step: float = 0.25,
-                 xtol: float = 1e-9) -> AbilityResult:
-    """Posterior mode under a N(prior_mean, prior_sd^2) prior; SE 1/sqrt(I(theta) + 1/prior_sd^2)."""
+                 xtol: float = 1e-9, device="cpu") -> AbilityResult:
+    """Posterior mode under a N(prior_mean, prior_sd^2) prior; SE 1/sqrt(I(theta) + 1/prior_sd^2).
+    ``device`` as :func:`ml`."""
     from ..validation import check_ability_settings
 
     check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, bounds=bounds)
-    return _solve(response_array(responses, bank), bank, "map", prior_mean=prior_mean,
-                  prior_sd=prior_sd, bounds=bounds, grid_step=grid_step, xtol=xtol)
+    return _solve_where(responses, bank, "map", device, prior_mean=prior_mean,
+                        prior_sd=prior_sd, bounds=bounds, grid_step=grid_step, xtol=xtol)
 
 
 def wle(responses, bank: ItemBank, *, bounds=(-10.0, 10.0), grid_step: float = 0.25,
-        xtol: float = 1e-9) -> AbilityResult:
+        xtol: float = 1e-9, device="cpu") -> AbilityResult:
     """Warm's (1989) weighted likelihood estimate, root of S + J/(2I) = 0; SE 1/sqrt(I(theta)).
 
     Finite for zero and perfect patterns; flagged ``"at_bound"`` only if the root lies outside
     ``bounds``.
     """
-    return _solve(response_array(responses, bank), bank, "wle", bounds=bounds,
-                  grid_step=grid_step, xtol=xtol)
+    return _solve_where(responses, bank, "wle", device, bounds=bounds, grid_step=grid_step,
+                        xtol=xtol)
+
+
+def _solve_where(responses, bank, method, device, **kw) -> AbilityResult:
+    """The root search on the CPU, or on a device (``device`` other than "cpu", or a tensor
+    already on its GPU)."""
+    if arrays.is_resident(responses):
+        from .devicesolve import solve_on_device
+
+        return solve_on_device(_resident_scores(responses, bank), bank, method, **kw)
+    y = response_array(responses, bank)
+    if str(device).lower() != "cpu":
+        from .devicesolve import solve_on_device
+
+        return solve_on_device(y, bank, method, device=device, **kw)
+    return _solve(y, bank, method, **kw)
 
 
 # --------------------------------------------------------------------------------- public entry
@@ -421,8 +395,8 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         items :func:`~atlascat.calibrate` leaves out): "warn" (default: left out, with a warning
         naming them), "ignore" (left out silently) or "error" (strict: raise)
     subject_ids : ids for an array input (a ResponseMatrix brings its own)
-    device : where EAP runs: "cpu" (NumPy) or "cuda" (see :func:`eap`); the other methods run
-        on the CPU only
+    device : where the scores are computed: "cpu" (NumPy) or "cuda" (see :func:`eap`; ML, MAP
+        and WLE by :mod:`atlascat.irt.devicesolve`)
 
     Returns
     -------
@@ -451,9 +425,6 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
                                 theta_range=theta_range, bounds=bounds)
     check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
                            theta_range=theta_range, bounds=bounds, extra_items=extra_items)
-    if method != "eap" and str(device).lower() != "cpu":
-        raise ConfigError(f"device {device!r} runs EAP only; {method.upper()} runs on the CPU "
-                          "(device='cpu')")
     responses = as_labelled_responses(responses)
     if isinstance(responses, ResponseMatrix) and subject_ids is None:
         subject_ids = responses.subject_ids
@@ -476,6 +447,11 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         n_obs = (~np.isnan(y)).sum(axis=1)
         flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
         res = AbilityResult(theta, se, n_obs, flag, "eap")
+    elif str(device).lower() != "cpu":
+        from .devicesolve import solve_on_device
+
+        res = solve_on_device(y, bank, method, prior_mean=prior_mean, prior_sd=prior_sd,
+                              bounds=bounds, device=device)
     else:
         res = _solve(y, bank, method, prior_mean=prior_mean, prior_sd=prior_sd, bounds=bounds)
     df = res.to_frame(subject_ids)

@@ -12,7 +12,7 @@ therefore a generalized EM (Bock and Aitkin, 1981; Mislevy, 1986).
 """
 from __future__ import annotations
 
-from . import arrays
+from . import arrays, fused
 from .itemmodel import ItemModel
 
 __all__ = ["mstep", "pd_solve", "armijo_ok", "line_search_masked", "line_search_host",
@@ -88,10 +88,16 @@ def mstep(model: ItemModel, th, r, nr, x, max_newton: int = 8, step_tol: float =
     restrict work to the items still active; with ``sync=False`` (accelerators) the loops run
     on masks over all items, reading back one flag per Newton step and per halving to stop once
     no item is left (:data:`EARLY_EXIT`; False: every loop its full count, nothing read back).
-    All give the same iterates.
+    On a CUDA device all of it is one kernel launch (:mod:`atlascat.irt.fused`) when CuPy is
+    there. All give the same iterates.
     """
     xp = arrays.namespace(th, r)
     sync = arrays.can_sync(xp) if sync is None else sync
+    if not sync:   # on a CUDA device: every item's iterations in one kernel, when it can run
+        out = fused.cuda_mstep(model, th, r, nr, x, max_newton, step_tol, max_halvings,
+                               PRED_REL)
+        if out is not None:
+            return out
     f = model.free
     k = len(f)
     lo = [float(model.lo[j]) for j in f]

@@ -1,0 +1,199 @@
+"""ML, MAP and WLE on a device: the solver of :mod:`atlascat.irt.ability` in array-API form.
+
+The same estimating functions and the same global, safeguarded root search as the CPU solver
+(:func:`atlascat.irt.ability._solve`):
+
+1. g and the objective (log L; log L + log prior; log L + log I / 2) of every subject at every
+   node of a grid over ``bounds``, by matrix products;
+2. every downward sign change of g brackets a local maximum; the bracket (or a bound) with the
+   largest objective is kept;
+3. Illinois regula falsi on the kept brackets until the bracket or the Newton step |g| / I is
+   below ``xtol``.
+
+Every subject iterates under a mask (no compaction, so nothing is read back but one flag per
+iteration: whether any subject is still moving); the score, information and Warm terms are
+taken in blocks of subjects so that the (subjects x items) temporaries stay within a few
+hundred MB. Standard errors and flags are set on the host by the CPU solver's own rules
+(:func:`atlascat.irt.abilityresult.finish`). Thetas equal the CPU solver's to its tolerance (tested
+under ``array_api_strict``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import arrays, models
+from .abilityresult import finish
+from .bank import ItemBank
+
+__all__ = ["solve_on_device"]
+
+_Z_CLIP = 300.0
+_BLOCK_CELLS = 1 << 25        # subjects x items per block of the terms at one theta each
+
+
+def _irf(theta, a, b, c, u, xp):
+    """(P, P', r = P'/(PQ), P''/P') for every (theta, item): the CPU solver's irf_pieces."""
+    z = xp.clip((theta[..., None] - b) * a, -_Z_CLIP, _Z_CLIP)
+    e = xp.exp(-z)
+    s = 1.0 / (e + 1.0)
+    t = e * s
+    rng = u - c
+    p = c + rng * s
+    q = (1.0 - u) + rng * t
+    dp = (a * rng) * s * t
+    return p, dp, dp / (p * q), (t - s) * a
+
+
+def _terms_grid(nodes, y1, y0, obs, params, xp):
+    """S, I, J and log L of every subject at every node: (n_subjects, n_nodes) each."""
+    p, dp, r, curv = _irf(nodes, *params, xp)                      # (G, m)
+    info = dp * r
+    s = y1 @ (dp / p).T - y0 @ (p * r).T
+    return s, obs @ info.T, obs @ (info * curv).T
+
+
+def _terms_at(theta, y1, y0, obs, params, xp):
+    """S, I, J at one theta per subject, in blocks of subjects."""
+    n, m = y1.shape
+    step = max(1, _BLOCK_CELLS // max(m, 1))
+    parts = ([], [], [])
+    for start in range(0, n, step):
+        sl = slice(start, min(n, start + step))
+        p, dp, r, curv = _irf(theta[sl], *params, xp)
+        s = xp.sum(y1[sl, ...] * (dp / p) - y0[sl, ...] * (p * r), axis=1)
+        info = dp * r * obs[sl, ...]
+        parts[0].append(s)
+        parts[1].append(xp.sum(info, axis=1))
+        parts[2].append(xp.sum(info * curv, axis=1))
+    return tuple(arrays.concat(v, xp) if len(v) > 1 else v[0] for v in parts)
+
+
+def _g_and_obj(method, s, i, j, loglik, theta, prior_mean, prior_sd, xp):
+    if method == "ml":
+        return s, loglik
+    if method == "map":
+        prec = 1.0 / prior_sd**2
+        return s - (theta - prior_mean) * prec, loglik - 0.5 * (theta - prior_mean) ** 2 * prec
+    safe_i = xp.clip(i, 1e-300, None)
+    return s + j / (2.0 * safe_i), loglik + 0.5 * xp.log(safe_i)
+
+
+def _pick(mat, col, xp):
+    """mat[i, col[i]] for every row i."""
+    n, g = mat.shape
+    rows = xp.arange(n, dtype=col.dtype, device=arrays.device_of(col))
+    return xp.take(xp.reshape(mat, (-1,)), rows * g + col)
+
+
+def _on_device(y, device):
+    """(y1, y0, observed) as float64 arrays of the device's namespace, and the namespace."""
+    if arrays.is_resident(y):
+        xp, dev = arrays.namespace(y), arrays.device_of(y)
+        obs_b = xp.logical_not(xp.isnan(y))
+        y1 = xp.where(obs_b, arrays.astype(y, xp.float64, xp), xp.zeros_like(y, dtype=xp.float64))
+    else:
+        xp, dev = arrays.backend_for(device)
+        yh = np.asarray(y, dtype=float)
+        obs_h = ~np.isnan(yh)
+        y1 = arrays.asarray(np.where(obs_h, yh, 0.0), xp, "float64", dev)
+        obs_b = arrays.asarray(obs_h, xp, xp.bool, dev)
+    obs = arrays.astype(obs_b, xp.float64, xp)
+    return xp, dev, y1, obs - y1, obs
+
+
+def solve_on_device(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=1.0,
+                    bounds=(-10.0, 10.0), grid_step=0.25, xtol=1e-9, max_iter=100,
+                    device="cuda"):
+    """ML / MAP / WLE of every subject on ``device`` (or where the tensor ``y`` lies).
+
+    ``y``: (subjects, bank items) scores in [0, 1] with NaN = missing, a NumPy array (moved to
+    ``device``) or a tensor on its device. Returns an :class:`~atlascat.irt.ability.AbilityResult`
+    (NumPy arrays), equal to the CPU solver's to ``xtol``.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):   # NumPy-backed namespaces
+        return _solve(y, bank, method, prior_mean, prior_sd, bounds, grid_step, xtol, max_iter,
+                      device)
+
+
+def _solve(y, bank, method, prior_mean, prior_sd, bounds, grid_step, xtol, max_iter, device):
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if not hi > lo:
+        raise ConfigError(f"bounds must satisfy low < high, got {bounds}")
+    if not grid_step > 0:
+        raise ConfigError(f"grid_step must be positive, got {grid_step}")
+    xp, dev, y1, y0, obs = _on_device(y, device)
+
+    def put(v):
+        return arrays.asarray(np.ascontiguousarray(v, dtype=float), xp, "float64", dev)
+
+    params = tuple(put(v) for v in bank.params)
+
+    # 1. the grid
+    nodes_h = np.linspace(lo, hi, max(int(np.ceil((hi - lo) / grid_step)) + 1, 3))
+    G = nodes_h.size
+    nodes = put(nodes_h)
+    s_g, i_g, j_g = _terms_grid(nodes, y1, y0, obs, params, xp)
+    log_p, log_q = models.log_probability(nodes_h, *bank.params)
+    loglik = y1 @ put(log_p).T + y0 @ put(log_q).T
+    g, obj = _g_and_obj(method, s_g, i_g, j_g, loglik, nodes[None, :], prior_mean, prior_sd, xp)
+
+    # 2. the bracket (or bound) with the largest objective
+    ninf = xp.full_like(obj[:, :1], -xp.inf)
+    down = xp.logical_and(g[:, :-1] > 0, g[:, 1:] <= 0)
+    inner = xp.where(down, xp.maximum(obj[:, :-1], obj[:, 1:]), xp.full_like(down, -xp.inf,
+                                                                             dtype=obj.dtype))
+    first = xp.where(g[:, :1] < 0, obj[:, :1], ninf)
+    last = xp.where(g[:, -1:] > 0, obj[:, -1:], ninf)
+    score = arrays.concat([first, inner, last], xp, axis=1)
+    none = xp.logical_not(xp.any(xp.isfinite(score), axis=1))[:, None]
+    low_wins = obj[:, :1] >= obj[:, -1:]
+    zero = xp.zeros_like(ninf)
+    score = arrays.concat([xp.where(none, xp.where(low_wins, zero, ninf), score[:, :1]),
+                           score[:, 1:-1],
+                           xp.where(none, xp.where(low_wins, ninf, zero), score[:, -1:])], xp,
+                          axis=1)
+    best = xp.argmax(score, axis=1)
+    at_low, at_high = best == 0, best == G
+    active = xp.logical_not(xp.logical_or(at_low, at_high))
+
+    # 3. Illinois regula falsi under a mask
+    k = xp.clip(best - 1, 0, G - 2)
+    a_x, b_x = xp.take(nodes, k), xp.take(nodes, k + 1)
+    a_g, b_g = _pick(g, k, xp), _pick(g, k + 1, xp)
+    side = xp.zeros_like(a_x)
+    theta = xp.where(at_high, xp.full_like(a_x, hi), xp.full_like(a_x, lo))
+    slope_add = 1.0 / prior_sd**2 if method == "map" else 0.0
+    for _ in range(max_iter):
+        if not bool(xp.any(active)):
+            break
+        x = b_x - b_g * (b_x - a_x) / (b_g - a_g)
+        bad = xp.logical_or(xp.logical_not(xp.isfinite(x)),
+                            xp.logical_or(x <= xp.minimum(a_x, b_x), x >= xp.maximum(a_x, b_x)))
+        x = xp.where(bad, 0.5 * (a_x + b_x), x)
+        x = xp.where(active, x, a_x)              # finished subjects: any finite point
+        s_x, i_x, j_x = _terms_at(x, y1, y0, obs, params, xp)
+        g_x, _ = _g_and_obj(method, s_x, i_x, j_x, 0.0, x, prior_mean, prior_sd, xp)
+        left = g_x > 0
+        b_g = xp.where(xp.logical_and(left, side == 1), 0.5 * b_g, b_g)
+        a_g = xp.where(xp.logical_and(xp.logical_not(left), side == -1), 0.5 * a_g, a_g)
+        a_x, a_g, b_x, b_g = (xp.where(left, x, a_x), xp.where(left, g_x, a_g),
+                              xp.where(left, b_x, x), xp.where(left, b_g, g_x))
+        side = xp.where(left, xp.ones_like(side), -xp.ones_like(side))
+        at_x = xp.abs(g_x) <= xtol * (i_x + slope_add)
+        done = xp.logical_and(active, xp.logical_or(
+            xp.abs(b_x - a_x) <= xtol * (1.0 + xp.abs(x)), at_x))
+        theta = xp.where(done, xp.where(at_x, x, 0.5 * (a_x + b_x)), theta)
+        active = xp.logical_and(active, xp.logical_not(done))
+    theta = xp.where(active, 0.5 * (a_x + b_x), theta)   # not converged: the bracket's middle
+    _, info, _ = _terms_at(theta, y1, y0, obs, params, xp)
+    n_obs = xp.sum(obs, axis=1)
+    seen = obs > 0
+    all_right = xp.logical_and(n_obs > 0, xp.logical_not(
+        xp.any(xp.logical_and(seen, y1 < 1.0), axis=1)))
+    all_wrong = xp.logical_and(n_obs > 0, xp.logical_not(
+        xp.any(xp.logical_and(seen, y1 > 0.0), axis=1)))
+    host = [np.asarray(arrays.to_numpy(v)) for v in (theta, info, at_low, at_high, n_obs,
+                                                     all_right, all_wrong)]
+    host[4] = host[4].astype(np.int64)
+    return finish(method, *host, prior_mean=prior_mean, prior_sd=prior_sd)
