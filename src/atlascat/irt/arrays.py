@@ -143,14 +143,16 @@ def to_numpy(x) -> np.ndarray:
         return np.from_dlpack(x)
 
 
-def has_nan(values: np.ndarray) -> bool:
-    """Whether a NumPy array holds a NaN, without a full-size temporary: the sum of its cells
-    is finite when none is NaN or infinite (and does not overflow); only a non-finite sum is
-    checked cell by cell."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.add.reduce(values, axis=None)):
-            return False
-    return bool(np.isnan(values).any())
+def has_nan(values: np.ndarray, cells: int = 1 << 20) -> bool:
+    """Whether a NumPy array holds a NaN: checked about ``cells`` cells (blocks of rows, of
+    columns when column-major) at a time, no full-size temporary, stopping at the first block
+    with one."""
+    if values.ndim != 2 or values.size <= cells:
+        return bool(np.isnan(values).any())
+    if values.strides[0] < values.strides[1]:   # column-major: blocks of columns
+        values = values.T
+    rows = max(1, cells // max(1, values.shape[1]))
+    return any(bool(np.isnan(values[s:s + rows]).any()) for s in range(0, values.shape[0], rows))
 
 
 def observed_t(values: np.ndarray, nan=None, rows: int = 256) -> np.ndarray:
