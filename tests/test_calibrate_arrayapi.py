@@ -296,6 +296,9 @@ def test_start_values_equal_the_direct_formulas(rng):
     y[rng.random((n, m)) < 0.25] = np.nan
     w = rng.integers(1, 4, n).astype(float)
     got = C._start_values(y, w, C._ItemModel("2pl"))
+    filled = np.where(np.isnan(y), 0.0, y)
+    same = C._start_values(y, w, C._ItemModel("2pl"), filled=filled)   # the caller's copy
+    assert np.array_equal(same, got) and np.array_equal(filled, np.nan_to_num(y, nan=0.0))
     obs = ~np.isnan(y)
     for j in range(m):
         rows = obs[:, j]

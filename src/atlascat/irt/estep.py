@@ -185,6 +185,14 @@ class DeviceData:
                       for y, m, w in self.blocks]
         return DeviceData(self.xp, self.device, f64, blocks, self.n_eff, self.dense, self.on_host)
 
+    def host_scores(self):
+        """The zero-filled float64 scores as one NumPy array when they are held so (one block
+        on the host), else None: the start values reuse them."""
+        if len(self.blocks) != 1 or not isinstance(self.blocks[0][0], np.ndarray):
+            return None
+        y = self.blocks[0][0]
+        return y if y.dtype == np.float64 else None
+
     def iter_blocks(self):
         for y, msk, wb in self.blocks:
             if self.on_host:

@@ -15,12 +15,13 @@ from .itemmodel import C_START, U_START, UC_GAP, ItemModel
 __all__ = ["start_values", "warm_start"]
 
 
-def start_values(values: np.ndarray, weights, model: ItemModel):
+def start_values(values: np.ndarray, weights, model: ItemModel, filled=None):
     """Classical starting values (p-values, item-rest biserials), see the module docstring.
 
     Every per-item sum is one matrix-vector product over the data (no full-size temporaries
-    beyond the squared scores of dense non-0/1 data, and the zero-filled copy (squared in
-    place) and the mask when cells are missing).
+    beyond the squared scores of non-0/1 data, and the zero-filled copy (squared in place)
+    and the mask when cells are missing). ``filled``: the scores with 0 in missing cells,
+    when the caller holds them (float64, the layout of ``values``), used instead of a copy.
     """
     # scipy.stats.norm's ppf and pdf, bit for bit, without importing scipy.stats (0.3-1 s)
     from scipy.special import ndtri
@@ -31,7 +32,7 @@ def start_values(values: np.ndarray, weights, model: ItemModel):
     if missing:
         nan = np.isnan(values)
         obs_t = arrays.observed_t(values, nan)     # (items x subjects), float64
-        y = np.where(nan, 0.0, values)
+        y = np.where(nan, 0.0, values) if filled is None else filled
         del nan
         k = obs_t.sum(axis=0)
     else:
@@ -47,9 +48,9 @@ def start_values(values: np.ndarray, weights, model: ItemModel):
     # sum_i w y_ij (1, inv, tot inv^2, tot inv) and sum_i w y_ij^2 (inv^2, inv)
     s_y, s_y_inv, s_y_tinv2, s_y_ti = (y.T @ np.stack([w, w * inv, w * tot * inv**2, w * ti],
                                                       axis=1)).T
-    if missing:     # the zero-filled copy is this function's own: squared where it lies
+    if missing and filled is None:    # this function's own copy: squared where it lies
         yy = np.multiply(y, y, out=y)
-    else:           # 0/1 answers are their own squares
+    else:                             # 0/1 answers are their own squares
         yy = y if _zero_one(y) else y * y
     s_yy_inv2, s_yy_inv = (yy.T @ np.stack([w * inv**2, w * inv], axis=1)).T
     p = s_y / sw
