@@ -13,8 +13,8 @@ items with 60% of the cells missing (``--big 10000x50000`` is issue 44's; the de
         [--big 5000x25000] [--repeat 3] [--device cpu|cuda] [--dtype float64|float32]
         [--cache big.npy]
 
-The last lines print the fit's log-likelihood and a hash of its parameters (equal before and
-after a change of the host code that must not change results).
+The last lines print the fit's log-likelihood and hashes of its parameters, thetas and data
+fingerprint (to compare two sources of the host code, which must give the same results).
 """
 from __future__ import annotations
 
