@@ -75,3 +75,25 @@ def test_no_alias_of_the_arrays_module_is_left():
 
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("atlascat.irt._xp")
+
+
+def test_has_nan_and_the_transposed_mask():
+    """has_nan, block by block, finds a NaN in any block (infinities are not NaN);
+    observed_t(v) @ w is the boolean mask's product (~isnan(v)).T @ w bit for bit."""
+    rng = np.random.default_rng(3)
+    v = rng.random((257, 77))
+    v[5, 6] = np.inf
+    for cells in (1 << 20, 77 * 10, 5):                 # one block; 10 rows; 1 row a block
+        assert not arrays.has_nan(v, cells) and not arrays.has_nan(np.asfortranarray(v), cells)
+        for r in (0, 129, 256):
+            u = v.copy()
+            u[r, 70] = np.nan
+            assert arrays.has_nan(u, cells) and arrays.has_nan(np.asfortranarray(u), cells)
+    v[100, 7] = np.nan
+    v[rng.random(v.shape) < 0.4] = np.nan
+    w, W = rng.random(257), rng.random((257, 3))
+    ot = arrays.observed_t(v)
+    assert ot.shape == (77, 257) and ot.dtype == np.float64 and ot.flags.c_contiguous
+    assert np.array_equal(arrays.observed_t(v, np.isnan(v), rows=7), ot)   # 257 = 36 x 7 + 5
+    for a in (w, W):
+        assert np.array_equal(ot @ a, (~np.isnan(v)).T @ a)

@@ -119,6 +119,42 @@ def test_blocks_equal_one_block(rng):
     np.testing.assert_allclose(got.theta, ref.theta, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("missing,dtype", [(0.3, "float64"), (0.3, "float32"),
+                                           (0.0, "float64"), (0.0, "float32")])
+def test_scores_masked_on_the_device_equal_the_host_blocks(rng, strict, monkeypatch, missing,
+                                                            dtype):
+    """Scores copied to another library in chunks of rows (of columns when column-major),
+    zero-filled and masked there, equal the blocks made on the host cell for cell (blocks of
+    subjects, weights)."""
+    from atlascat.irt.estep import DeviceData
+
+    y = _sim(rng, n=230, m=9, missing=missing)
+    w = rng.integers(1, 4, 230).astype(float)
+    monkeypatch.setattr(DeviceData, "COPY_BYTES", 8 * 9 * 7)     # 7 rows per copy
+    host = DeviceData.build(y, w, dtype, np, None, block_rows=50)
+    dev = DeviceData.build(y, w, dtype, strict, None, block_rows=50)
+    by_col = DeviceData.build(np.asfortranarray(y), w, dtype, strict, None, block_rows=50)
+    for b, c in zip(dev.blocks, by_col.blocks):
+        for d, e in zip(b, c):
+            assert (d is None) == (e is None)
+            assert d is None or np.array_equal(_xp.to_numpy(d), _xp.to_numpy(e))
+    assert host.dense == dev.dense == (missing == 0)
+    assert len(host.blocks) == len(dev.blocks) == 5
+    for hb, db in zip(host.blocks, dev.blocks):
+        assert (hb[1] is None) == (db[1] is None) == (missing == 0)
+        assert hb[2] is not None and db[2] is not None
+        for h, d in zip(hb, db):
+            if h is not None:
+                d = _xp.to_numpy(d)
+                assert d.dtype == h.dtype and np.array_equal(d, h)
+    got = np.concatenate([b[0] for b in host.blocks])
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, np.nan_to_num(y, nan=0.0).astype(dtype))
+    if missing:
+        mask = np.concatenate([b[1] for b in host.blocks])
+        np.testing.assert_array_equal(mask, (~np.isnan(y)).astype(dtype))
+
+
 def test_bad_device_and_memory_limit():
     y = np.array([[0, 1], [1, 0], [1, 1], [0, 0]], float)
     with pytest.raises(ConfigError, match="device"):
@@ -260,6 +296,9 @@ def test_start_values_equal_the_direct_formulas(rng):
     y[rng.random((n, m)) < 0.25] = np.nan
     w = rng.integers(1, 4, n).astype(float)
     got = C._start_values(y, w, C._ItemModel("2pl"))
+    filled = np.where(np.isnan(y), 0.0, y)
+    same = C._start_values(y, w, C._ItemModel("2pl"), filled=filled)   # the caller's copy
+    assert np.array_equal(same, got) and np.array_equal(filled, np.nan_to_num(y, nan=0.0))
     obs = ~np.isnan(y)
     for j in range(m):
         rows = obs[:, j]

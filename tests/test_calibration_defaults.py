@@ -118,6 +118,30 @@ class TestSmallLeaderboard:
         assert any("1 item(s) were answered the same way" in p for p in probs)
         assert any("1 item(s) have fewer than 3 answers" in p for p in probs)
 
+    def test_missing_answers_counted_as_the_weighted_sums_count_them(self):
+        """With missing cells, 0/1 answers are counted from one-byte masks (no weights) and
+        any scores summed with their weights: the same problems either way."""
+        rng = np.random.default_rng(5)
+        y = (rng.random((60, 8)) < 0.5).astype(float)
+        y[:, 1] = 1.0                                  # every answer right
+        y[:, 2] = 0.0
+        y[:2, 2] = 1.0                                 # two right answers
+        y[rng.random(y.shape) < 0.3] = np.nan
+        y[0, 2] = 1.0
+        part = y.copy()
+        part[5, 5] = 0.5                               # partial credit: the weighted sums
+        for values in (y, part):
+            probs = defaults.identification_problems(values, None, "2pl", "lognorm(0,1)", None)
+            assert probs == defaults.identification_problems(values, np.ones(60), "2pl",
+                                                             "lognorm(0,1)", None)
+            assert any("1 item(s) were answered the same way" in p for p in probs)
+            assert any("1 item(s) have fewer than 3" in p or "1 item(s) have scores" in p
+                       for p in probs)
+        assert defaults._answer_counts(part) is None
+        right, seen = defaults._answer_counts(y)
+        np.testing.assert_array_equal(right, np.nansum(y, axis=0))
+        np.testing.assert_array_equal(seen, (~np.isnan(y)).sum(axis=0))
+
     def test_the_percentile_filter_keeps_every_model_of_a_small_board(self, board):
         kept, report = filter_items(board)
         assert kept.n_subjects == 20 and report.dropped_subjects.empty

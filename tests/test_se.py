@@ -289,6 +289,46 @@ def test_same_data_as_patterns_or_rows(lsat7):
     assert table.loc["2pl", "X2"] == pytest.approx(12.1916, abs=0.01)
 
 
+def test_fingerprint_of_answers_is_that_of_the_unique_rows_of_the_scores(rng):
+    """0/1 answers are fingerprinted through one-byte codes sorted as bytes: the same hash as
+    the scores' unique rows in numerical order (the rule for any scores), with weights,
+    repeated rows and item ids in any order; partial credit and -0.0 take the rule itself."""
+    import hashlib
+
+    from atlascat.irt.calibrate import _fingerprint
+
+    def by_unique_rows(values, w, item_ids):
+        order = np.argsort(np.asarray(item_ids).astype(str))
+        rows, inv = np.unique(np.nan_to_num(values[:, order], nan=-1.0), axis=0,
+                              return_inverse=True)
+        freq = np.bincount(inv.reshape(-1), weights=w, minlength=len(rows))
+        h = hashlib.sha1(np.ascontiguousarray(rows).tobytes())
+        h.update(np.round(np.asarray(freq, dtype=float), 9).tobytes())
+        h.update("|".join(np.asarray(item_ids)[order].astype(str)).encode())
+        return h.hexdigest()[:16]
+
+    y = (rng.random((90, 12)) < 0.5).astype(float)
+    y[rng.random(y.shape) < 0.3] = np.nan
+    y = np.concatenate([y, y[:40], y[5:9]])
+    ids = np.array(rng.permutation([f"q{j}" for j in range(12)]), dtype=object)
+    part, negzero = y.copy(), y.copy()
+    part[3, 4], negzero[3, 4] = 0.5, -0.0
+    for values in (y, np.asfortranarray(y), part, negzero):
+        for w in (None, rng.random(len(y))):
+            assert _fingerprint(values, w, ids) == by_unique_rows(values, w, ids)
+    assert _fingerprint(y, None, ids) != _fingerprint(y[::-1][1:], None, ids)
+
+
+def test_background_thread_returns_the_value_or_raises_the_error():
+    """The fingerprint's thread on a GPU fit (calibrate._Background): its value, or its
+    exception raised where the result is asked for."""
+    from atlascat.irt.calibrate import _Background
+
+    assert _Background(sorted, [3, 1, 2]).result() == [1, 2, 3]
+    with pytest.raises(ZeroDivisionError):
+        _Background(divmod, 1, 0).result()
+
+
 @pytest.mark.parametrize("model", ["graded", "gpcm"])
 def test_science_ordinal_fit_standard_errors_and_criteria(model):
     """calibrate(..., model="graded" | "gpcm", se=True) on mirt's Science data: SEs within 2%

@@ -316,6 +316,9 @@ class Calibrator:
             raise ResponseDataError("no item with variation in its responses is left to calibrate")
         check_identified(values, model)  # e.g. one item under a 2PL: refuse, never "converge"
         w = responses.weights
+        # a GPU's EM leaves the host's cores idle: the fingerprint is hashed meanwhile
+        fingerprint = _Background(_fingerprint, values, w, item_ids) \
+            if str(self.device).lower().startswith("cuda") else None
         choice = resolve_defaults(self.model, self.prior_a, self.prior_c, values, w,
                                   mirt_defaults=self.mirt_defaults, stacklevel=4,
                                   prior_u=self.prior_u)
@@ -374,7 +377,8 @@ class Calibrator:
             result.settings = settings
         result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
         result.n_parameters = n_parameters(model, len(item_ids))
-        result.settings["data_fingerprint"] = _fingerprint(values, w, item_ids)
+        result.settings["data_fingerprint"] = fingerprint.result() if fingerprint else \
+            _fingerprint(values, w, item_ids)
         result.seconds = time.perf_counter() - start
         self.result_ = result
         self.bank_ = result.bank
@@ -439,14 +443,67 @@ def _fingerprint(values, w, item_ids) -> str:
     import hashlib
 
     order = np.argsort(np.asarray(item_ids).astype(str))
-    rows, inv = np.unique(np.nan_to_num(values[:, order], nan=-1.0), axis=0,
-                          return_inverse=True)
+    codes = _binary_codes(values)
+    h = hashlib.sha1()
+    if codes is None:   # scores other than 0/1: unique rows of the scores themselves
+        rows, inv = np.unique(np.nan_to_num(values[:, order], nan=-1.0), axis=0,
+                              return_inverse=True)
+        h.update(np.ascontiguousarray(rows).tobytes())
+    else:
+        # 0/1 answers: rows of one-byte codes (missing 0 < wrong 1 < right 2, the order of
+        # -1 < 0 < 1) sort bytewise as the scores' rows sort numerically; the unique rows are
+        # hashed as the scores they stand for, -1, 0, 1 (float64)
+        m = codes.shape[1]
+        codes = np.ascontiguousarray(np.take(codes, order, axis=1))
+        rows, inv = np.unique(codes.view(f"V{m}").reshape(-1), return_inverse=True)
+        rows = rows.view(np.uint8).reshape(len(rows), m)
+        for s in range(0, len(rows), 256):
+            h.update((rows[s:s + 256].astype(np.float64) - 1.0).tobytes())
     freq = np.bincount(inv.reshape(-1), weights=None if w is None else w,
                        minlength=len(rows))
-    h = hashlib.sha1(np.ascontiguousarray(rows).tobytes())
     h.update(np.round(np.asarray(freq, dtype=float), 9).tobytes())
     h.update("|".join(np.asarray(item_ids)[order].astype(str)).encode())
     return h.hexdigest()[:16]
+
+
+class _Background:
+    """``fn(*args)`` run in a daemon thread (NumPy and hashlib release the GIL on large
+    arrays); :meth:`result` waits for it and returns its value or raises its exception."""
+
+    def __init__(self, fn, *args):
+        import threading
+
+        self._out = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args):
+        try:
+            self._out = (True, fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            self._out = (False, exc)
+
+    def result(self):
+        self._thread.join()
+        ok, value = self._out
+        if not ok:
+            raise value
+        return value
+
+
+def _binary_codes(values):
+    """uint8 codes of a matrix of 0/1 answers (NaN 0, +0.0 1, 1.0 2), or None when any cell
+    holds another value (-0.0 included: its row would not be the same bytes)."""
+    bits = (values if values.dtype == np.float64 else values.astype(np.float64)).view(np.uint64)
+    zero = bits == 0
+    one = bits == np.uint64(0x3FF0000000000000)
+    n_nan = int(np.count_nonzero(np.isnan(bits.view(np.float64))))
+    if np.count_nonzero(zero) + np.count_nonzero(one) + n_nan != values.size:
+        return None
+    codes = zero.view(np.uint8)
+    codes += one.view(np.uint8)
+    codes += one.view(np.uint8)
+    return codes
 
 
 def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:

@@ -65,7 +65,7 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
     free = item_model.free
     k = len(free)
     n_items = values.shape[1]
-    th0 = start_values(values, weights, item_model)
+    th0 = start_values(values, weights, item_model, filled=data.host_scores())
     if start_bank is not None and item_ids is not None:
         th0 = warm_start(th0, start_bank, item_ids, item_model)
     # fixed (non-free) columns hold +-inf for absent c/u; finite stand-ins keep the

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -48,8 +49,7 @@ def plan_blocks(values, xp, device, dtype, memory_limit, quadpts):
     n, m = values.shape
     item = 4 if dtype == "float32" else 8
     resident = arrays.is_resident(values)
-    missing = (bool(xp.any(xp.isnan(values))) if resident
-               else bool(np.isnan(values).any()))
+    missing = bool(xp.any(xp.isnan(values))) if resident else arrays.has_nan(values)
     n_arrays = 2 if missing else 1
     limit = memory_limit
     if limit is None and device is not None and "cuda" in str(device):
@@ -89,33 +89,75 @@ class DeviceData:
     dense: bool
     on_host: bool = False
 
+    #: bytes of host scores per copy to another library's device (:meth:`build`)
+    COPY_BYTES: ClassVar[int] = 1 << 28
+
     @classmethod
     def build(cls, values: np.ndarray, weights=None, dtype="float64", xp=np, device=None,
               block_rows: int | None = None, on_host: bool = False):
-        obs = ~np.isnan(values)
-        dense = bool(obs.all())
+        """The host matrix ``values`` (NaN = missing) in blocks of ``block_rows`` subjects.
+
+        On the host (NumPy, or ``on_host`` blocks) the zero-filled scores and the mask are made
+        once in the compute dtype (dense float64 C- or F-ordered scores are used as they are);
+        on another library's device the scores themselves are copied there, a few hundred MB
+        per call, and zero-filled and masked where they land (:meth:`_filled`)."""
+        dense = not arrays.has_nan(values)
         n = values.shape[0]
         w = None if weights is None else np.asarray(weights, dtype=float)
         if w is not None and np.all(w == 1):
             w = None
         n_eff = float(n if w is None else w.sum())
         step = n if not block_rows else max(1, int(block_rows))
-        np_dt = np.dtype(dtype if isinstance(dtype, str) else "float64")
+        np_dt = np.dtype(dtype if isinstance(dtype, str) or arrays.is_numpy(xp) else "float64")
+        xdt = getattr(xp, dtype) if isinstance(dtype, str) else dtype
+        moved = not on_host and not arrays.is_numpy(xp)
         blocks = []
         for s in range(0, n, step):
-            sl = slice(s, min(n, s + step))
-            o = obs[sl]
-            y = np.where(o, values[sl], 0.0).astype(np_dt)
-            msk = None if dense else o.astype(np_dt)
-            wb = None if w is None else w[sl]
-            if on_host:
-                blocks.append((y, msk, wb))
+            v = values[s:min(n, s + step)]
+            wb = None if w is None else w[s:s + step]
+            if moved:
+                y, msk = cls._moved(v, dense, xdt, xp, device)
+                wb = None if wb is None else arrays.asarray(wb, xp, "float64", device)
             else:
-                blocks.append(tuple(None if v is None else
-                                    arrays.asarray(v, xp, dt, device)
-                                    for v, dt in ((y, dtype), (msk, dtype), (wb, "float64"))))
-        xdt = getattr(xp, dtype) if isinstance(dtype, str) else dtype
+                y, msk = _host_filled(v, dense, np_dt)
+            blocks.append((y, msk, wb))
         return cls(xp, device, xdt, blocks, n_eff, dense, on_host)
+
+    @staticmethod
+    def _moved(v, dense, dt, xp, device):
+        """(scores, mask) of the host block ``v`` on ``device``: its float64 rows copied there
+        at most :attr:`COPY_BYTES` at a time, each zero-filled and masked there. Column-major
+        scores (a matrix whose columns were selected) stay column-major there: their
+        transpose is moved, and transposed back (a view)."""
+        if v.strides[0] < v.strides[1]:
+            yt, mt = DeviceData._moved(v.T, dense, dt, xp, device)
+            return yt.T, (None if mt is None else mt.T)
+        n, m = v.shape
+        rows = max(1, DeviceData.COPY_BYTES // max(1, 8 * m))
+        if n <= rows:
+            return DeviceData._filled(_copied(v, xp, device), dense, dt, xp, own=True)
+        y = xp.empty((n, m), dtype=dt, device=device)
+        msk = None if dense else xp.empty((n, m), dtype=dt, device=device)
+        for s in range(0, n, rows):
+            e = min(n, s + rows)
+            d = _copied(v[s:e], xp, device)
+            yc, mc = DeviceData._filled(d, dense, dt, xp, own=True)
+            y[s:e, ...] = yc
+            if msk is not None:
+                msk[s:e, ...] = mc
+            del d, yc, mc
+        return y, msk
+
+    @staticmethod
+    def _filled(v, dense, dt, xp, own: bool = False):
+        """(scores with 0 in missing cells, observed mask or None when dense), in ``dt``, made
+        where ``v`` lies; dense scores already in ``dt`` are ``v`` itself when ``v`` is this
+        class's own copy (``own``), else a copy."""
+        if dense:
+            return (v if own and v.dtype == dt else arrays.astype(v, dt, xp)), None
+        obs = xp.logical_not(xp.isnan(v))
+        y = arrays.astype(xp.where(obs, v, xp.zeros_like(v)), dt, xp)
+        return y, arrays.astype(obs, dt, xp)
 
     @classmethod
     def resident(cls, values, dtype="float64", block_rows: int | None = None):
@@ -124,15 +166,11 @@ class DeviceData:
         missing) is read back, nothing else leaves the device."""
         xp = arrays.namespace(values)
         dt = getattr(xp, dtype) if isinstance(dtype, str) else dtype
-        obs = xp.logical_not(xp.isnan(values))
-        dense = bool(xp.all(obs))
+        dense = not bool(xp.any(xp.isnan(values)))
         n = values.shape[0]
         step = n if not block_rows else max(1, int(block_rows))
-        blocks = []
-        for s in range(0, n, step):
-            v, o = values[s:s + step, ...], obs[s:s + step, ...]
-            y = arrays.astype(xp.where(o, v, xp.zeros_like(v)), dt, xp)
-            blocks.append((y, None if dense else arrays.astype(o, dt, xp), None))
+        blocks = [cls._filled(values[s:s + step, ...], dense, dt, xp) + (None,)
+                  for s in range(0, n, step)]
         return cls(xp, arrays.device_of(values), dt, blocks, float(n), dense, False)
 
     def as_float64(self) -> "DeviceData":
@@ -147,6 +185,14 @@ class DeviceData:
                       for y, m, w in self.blocks]
         return DeviceData(self.xp, self.device, f64, blocks, self.n_eff, self.dense, self.on_host)
 
+    def host_scores(self):
+        """The zero-filled float64 scores as one NumPy array when they are held so (one block
+        on the host), else None: the start values reuse them."""
+        if len(self.blocks) != 1 or not isinstance(self.blocks[0][0], np.ndarray):
+            return None
+        y = self.blocks[0][0]
+        return y if y.dtype == np.float64 else None
+
     def iter_blocks(self):
         for y, msk, wb in self.blocks:
             if self.on_host:
@@ -155,6 +201,26 @@ class DeviceData:
                 msk = None if msk is None else arrays.asarray(msk, self.xp, dt, self.device)
                 wb = None if wb is None else arrays.asarray(wb, self.xp, "float64", self.device)
             yield y, msk, wb
+
+
+def _copied(v: np.ndarray, xp, device):
+    """A float64 copy of the host rows ``v`` in ``xp`` on ``device`` (never a view of them)."""
+    kw = {} if device is None else {"device": device}
+    return xp.asarray(np.ascontiguousarray(v, dtype=np.float64), dtype=xp.float64, copy=True,
+                      **kw)
+
+
+def _host_filled(v: np.ndarray, dense: bool, np_dt):
+    """(scores with 0 in missing cells, observed mask or None when dense) of a NumPy block, in
+    ``np_dt``, each made in one pass: dense contiguous float64 scores are returned as they are."""
+    if dense:
+        if np_dt == v.dtype and (v.flags.c_contiguous or v.flags.f_contiguous):
+            return v, None
+        return v.astype(np_dt), None
+    obs = np.isnan(v)
+    y = np.where(obs, 0.0, v).astype(np_dt, copy=False)
+    np.logical_not(obs, out=obs)
+    return y, obs.astype(np_dt)
 
 
 @dataclass

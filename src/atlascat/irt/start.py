@@ -8,28 +8,33 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import arrays
 from .bank import ItemBank
 from .itemmodel import C_START, U_START, UC_GAP, ItemModel
 
 __all__ = ["start_values", "warm_start"]
 
 
-def start_values(values: np.ndarray, weights, model: ItemModel):
+def start_values(values: np.ndarray, weights, model: ItemModel, filled=None):
     """Classical starting values (p-values, item-rest biserials), see the module docstring.
 
     Every per-item sum is one matrix-vector product over the data (no full-size temporaries
-    beyond the squared scores, and the zero-filled copy and mask when cells are missing).
+    beyond the squared scores of non-0/1 data, and the zero-filled copy (squared in place)
+    and the mask when cells are missing). ``filled``: the scores with 0 in missing cells,
+    when the caller holds them (float64, the layout of ``values``), used instead of a copy.
     """
     # scipy.stats.norm's ppf and pdf, bit for bit, without importing scipy.stats (0.3-1 s)
     from scipy.special import ndtri
 
     n_rows, n_items = values.shape
     w = np.ones(n_rows) if weights is None else np.asarray(weights, float)
-    missing = bool(np.isnan(values).any())
+    missing = arrays.has_nan(values)
     if missing:
-        obs = ~np.isnan(values)
-        y = np.where(obs, values, 0.0)
-        k = obs.sum(axis=1).astype(float)
+        nan = np.isnan(values)
+        obs_t = arrays.observed_t(values, nan)     # (items x subjects), float64
+        y = np.where(nan, 0.0, values) if filled is None else filled
+        del nan
+        k = obs_t.sum(axis=0)
     else:
         y, k = values, np.full(n_rows, float(n_items))
     tot = y.sum(axis=1)
@@ -38,12 +43,16 @@ def start_values(values: np.ndarray, weights, model: ItemModel):
     ti = tot * inv
     # sum_i over the subjects who saw j, of w, w ti, w ti^2
     W_cols = np.stack([w, w * ti, w * ti * ti], axis=1)
-    sw, s_ti, s_ti2 = (obs.T @ W_cols if missing else
+    sw, s_ti, s_ti2 = (obs_t @ W_cols if missing else
                        np.broadcast_to(W_cols.sum(axis=0), (n_items, 3))).T
     # sum_i w y_ij (1, inv, tot inv^2, tot inv) and sum_i w y_ij^2 (inv^2, inv)
     s_y, s_y_inv, s_y_tinv2, s_y_ti = (y.T @ np.stack([w, w * inv, w * tot * inv**2, w * ti],
                                                       axis=1)).T
-    s_yy_inv2, s_yy_inv = ((y * y).T @ np.stack([w * inv**2, w * inv], axis=1)).T
+    if missing and filled is None:    # this function's own copy: squared where it lies
+        yy = np.multiply(y, y, out=y)
+    else:                             # 0/1 answers are their own squares
+        yy = y if _zero_one(y) else y * y
+    s_yy_inv2, s_yy_inv = (yy.T @ np.stack([w * inv**2, w * inv], axis=1)).T
     p = s_y / sw
     e_rest = (s_ti - s_y_inv) / sw
     e_rest2 = (s_ti2 - 2.0 * s_y_tinv2 + s_yy_inv2) / sw
@@ -74,6 +83,15 @@ def start_values(values: np.ndarray, weights, model: ItemModel):
         p_adj = np.clip((pc - c) / (u - c), 0.02, 0.98)
         d = 1.702 * ndtri(p_adj) / root
     return model.internal(a, d, c, u)
+
+
+def _zero_one(y: np.ndarray) -> bool:
+    """Whether a contiguous array holds only +0.0 and 1.0 (then y * y is y bit for bit)."""
+    if not (y.flags.c_contiguous or y.flags.f_contiguous) or y.dtype != np.float64:
+        return False
+    bits = y.view(np.uint64)
+    return int(np.count_nonzero(bits == 0)) + \
+        int(np.count_nonzero(bits == np.uint64(0x3FF0000000000000))) == y.size
 
 
 def warm_start(th0: np.ndarray, start_bank: ItemBank, item_ids, item_model: ItemModel):
