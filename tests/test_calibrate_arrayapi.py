@@ -426,8 +426,9 @@ def test_estimate_ability_device(rng, tmp_path):
     ref = estimate_ability(y, bank)
     got = estimate_ability(y, bank, device="cpu")
     np.testing.assert_array_equal(got["theta"], ref["theta"])
-    with pytest.raises(ConfigError, match="EAP only"):
-        estimate_ability(y, bank, "wle", device="cuda")
+    wle = estimate_ability(y, bank, "wle", device="torch:cpu")     # every method on a device
+    np.testing.assert_allclose(wle["theta"], estimate_ability(y, bank, "wle")["theta"],
+                               atol=1e-7)
     with pytest.raises(ConfigError, match="device"):
         estimate_ability(y, bank, device="tpu")
     resp, bk = tmp_path / "y.csv", tmp_path / "bank.csv"

@@ -75,10 +75,11 @@ def test_eap_comparison_runs_end_to_end_on_torch_cpu(gpu_bench, tmp_path):
                       "--only", "eap"])
     rows = list(csv.DictReader((tmp_path / "calib.csv").open()))
     acc = [r for r in rows if r["side"] == "accelerator"]
-    assert [r["dtype"] for r in acc] == ["float64", "float32"]
-    assert all(r["equal"] == "True" for r in acc)
+    assert [(r["case"].split()[0], r["dtype"]) for r in acc] == [
+        ("EAP", "float64"), ("EAP", "float32"), ("MAP", "float64")]
+    assert all(r["equal"] == "True" for r in rows if r["side"] != "cpu")
     assert float(acc[0]["theta_max_abs_diff"]) < 1e-8
-    assert "## EAP scoring" in (tmp_path / "calib.md").read_text()
+    assert "## EAP and MAP scoring" in (tmp_path / "calib.md").read_text()
 
 
 def _suite_rec(wall, load, goal_met):
