@@ -15,6 +15,7 @@ form the kernel knows (normal / logit-normal, log-normal, beta); otherwise, or w
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -135,7 +136,9 @@ def cuda_mstep(model, th, r, nr, x, max_newton: int, step_tol: float, max_halvin
         import torch
 
         device = th.device.index if th.device.index is not None else torch.cuda.current_device()
-        stream = cp.cuda.ExternalStream(torch.cuda.current_stream(th.device).cuda_stream)
+        with warnings.catch_warnings():   # CuPy 14 deprecates it for Stream.from_external
+            warnings.simplefilter("ignore", DeprecationWarning)
+            stream = cp.cuda.ExternalStream(torch.cuda.current_stream(th.device).cuda_stream)
     else:
         device = int(th.device.id)
         stream = cp.cuda.get_current_stream()
