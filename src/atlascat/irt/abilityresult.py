@@ -12,8 +12,9 @@ __all__ = ["AbilityResult", "finish"]
 
 @dataclass
 class AbilityResult:
-    """Result of :func:`estimate_ability` (also returned by :func:`ml`, :func:`map_estimate`,
-    :func:`wle`): arrays of shape (n_subjects,)."""
+    """Result of :func:`atlascat.irt.ability.estimate_ability` (also returned by
+    :func:`atlascat.irt.ability.ml`, :func:`atlascat.irt.ability.map_estimate`,
+    :func:`atlascat.irt.ability.wle`): arrays of shape (n_subjects,)."""
 
     theta: np.ndarray
     se: np.ndarray
