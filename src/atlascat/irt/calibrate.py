@@ -40,6 +40,7 @@ import numpy as np
 
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import arrays
+from .colstats import binary_counts
 from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, MODELS, QUADPTS, THETA_RANGE, TOL,
                        is_auto, resolve as resolve_defaults)
 from .em import fit_joint
@@ -303,13 +304,17 @@ class Calibrator:
             responses, report = filter_items(responses)
         values = responses.values
         item_ids = responses.item_ids
+        # 0/1 answers: their counts, in one pass, shared by the checks and the start values
+        counts = binary_counts(values)
         # NaN-ignoring column extremes, no temporaries (every column has a response)
-        constant = np.fmin.reduce(values, axis=0) == np.fmax.reduce(values, axis=0)
+        constant = counts.constant() if counts is not None else \
+            np.fmin.reduce(values, axis=0) == np.fmax.reduce(values, axis=0)
         dropped = [str(i) for i in item_ids[constant]]
         if dropped:
             warn_user(
                 f"{len(dropped)} item(s) have the same response from every subject who saw them "
                 f"(their MLE is at infinity) and were left out: {dropped[:10]}")
+            counts = None if counts is None else counts.without(constant, values)
             values = values[:, ~constant]
             item_ids = item_ids[~constant]
         if values.shape[1] == 0:
@@ -321,7 +326,7 @@ class Calibrator:
             if str(self.device).lower().startswith("cuda") else None
         choice = resolve_defaults(self.model, self.prior_a, self.prior_c, values, w,
                                   mirt_defaults=self.mirt_defaults, stacklevel=4,
-                                  prior_u=self.prior_u)
+                                  prior_u=self.prior_u, counts=counts)
         model, prior_a, prior_c, prior_u = self.check_settings(choice)
         self.defaults_ = choice
         rng = self.random_state if isinstance(self.random_state, np.random.Generator) \
@@ -341,7 +346,7 @@ class Calibrator:
             category_indices(values)
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             fit = fit_joint(values, w, item_model, start_bank=self.start, item_ids=item_ids,
-                            **self._em_settings())
+                            counts=counts, **self._em_settings())
             # Rasch and 1PL: the bank on the N(0, 1) scale every reader of a bank assumes
             # (common slope sqrt(latent variance)), thetas on the same scale
             bank = to_bank(item_ids, fit["th"], item_model,

@@ -1,0 +1,75 @@
+"""Answer counts of a matrix of 0/1 answers (NaN = missing), per item and per subject.
+
+One pass over blocks of rows with one-byte masks (no full-size temporary): per item j the
+answers n_j = #{i: y_ij observed} and right answers r_j = #{i: y_ij = 1}; per subject i the
+same over the items, K_i and T_i (the total score). Every count is an integer, so the sums are
+exact whatever their order. The constant-item check (r_j = 0 or r_j = n_j), the
+identification checks (:mod:`atlascat.irt.defaults`) and the classical start values
+(:mod:`atlascat.irt.start`) share them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["BinaryCounts", "binary_counts"]
+
+#: cells per block of rows (one-byte masks of 2 MiB: cache-sized)
+BLOCK_CELLS = 1 << 21
+
+
+@dataclass
+class BinaryCounts:
+    """Integer counts of a 0/1 matrix (int64): ``seen`` / ``right`` per item (column),
+    ``row_seen`` / ``row_right`` per subject (row)."""
+
+    seen: np.ndarray
+    right: np.ndarray
+    row_seen: np.ndarray
+    row_right: np.ndarray
+
+    @property
+    def has_missing(self) -> bool:
+        """Whether a cell is missing (some subject lacks an answer)."""
+        return bool(np.any(self.seen < len(self.row_seen)))
+
+    def constant(self) -> np.ndarray:
+        """Items answered, and answered the same way by every subject who saw them (the
+        test ``nanmin == nanmax`` of the column)."""
+        return (self.seen > 0) & ((self.right == 0) | (self.right == self.seen))
+
+    def without(self, drop: np.ndarray, values: np.ndarray) -> "BinaryCounts":
+        """The counts of ``values[:, ~drop]``: the dropped columns' answers taken off each
+        subject's counts (read from those columns of ``values`` only)."""
+        cols = values[:, drop]
+        row_seen = self.row_seen - np.count_nonzero(cols == cols, axis=1)
+        row_right = self.row_right - np.count_nonzero(cols == 1.0, axis=1)
+        return BinaryCounts(self.seen[~drop], self.right[~drop], row_seen, row_right)
+
+
+def binary_counts(values, cells: int = BLOCK_CELLS) -> BinaryCounts | None:
+    """The :class:`BinaryCounts` of a float64 NumPy matrix whose cells are all 0, 1 or NaN,
+    else None (other scores, another dtype or array type)."""
+    if not isinstance(values, np.ndarray) or values.ndim != 2 or values.dtype != np.float64:
+        return None
+    n, m = values.shape
+    seen = np.zeros(m, np.int64)
+    right = np.zeros(m, np.int64)
+    row_seen = np.empty(n, np.int64)
+    row_right = np.empty(n, np.int64)
+    rows = max(1, int(cells) // max(1, m))
+    for s in range(0, n, rows):
+        blk = values[s:s + rows]
+        obs = np.equal(blk, blk)                 # observed: False at NaN only
+        one = np.equal(blk, 1.0)
+        zero = np.equal(blk, 0.0)
+        o8, r8 = obs.view(np.uint8), one.view(np.uint8)
+        rs = np.add.reduce(o8, axis=1, dtype=np.int64)
+        if int(rs.sum()) != int(np.count_nonzero(one)) + int(np.count_nonzero(zero)):
+            return None                          # a score other than 0 and 1
+        row_seen[s:s + rows] = rs
+        row_right[s:s + rows] = np.add.reduce(r8, axis=1, dtype=np.int64)
+        seen += np.add.reduce(o8, axis=0, dtype=np.int64)
+        right += np.add.reduce(r8, axis=0, dtype=np.int64)
+    return BinaryCounts(seen, right, row_seen, row_right)
