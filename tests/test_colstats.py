@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from atlascat.irt import calibrate as C
-from atlascat.irt import defaults, start
+from atlascat.irt import colstats, defaults, start
 from atlascat.irt.colstats import binary_counts
 
 
@@ -114,3 +114,26 @@ def test_calibrate_shares_the_counts(rng, monkeypatch):
     ref = C.calibrate(np.delete(y, 3, axis=1), "2pl", max_iter=5)
     np.testing.assert_allclose(np.asarray(res.bank.params), np.asarray(ref.bank.params),
                                rtol=1e-10, atol=1e-12)
+
+
+def test_chunks_in_threads_give_the_same_counts_and_sums(rng, monkeypatch):
+    """Chunks of rows run by threads: the counts exactly, the sums bit for bit whatever the
+    number of threads (the chunks depend on the shape only), within rounding of one chunk."""
+    y = _binary(rng, n=500, m=30)
+    w = rng.random(500) + 0.5
+    im = C._ItemModel("3pl")
+    one = binary_counts(y), start.start_values(y, w, im)
+    monkeypatch.setattr(colstats, "CHUNK_CELLS", 30 * 37)          # 14 chunks of 37 rows
+    monkeypatch.setattr(colstats.os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    got = {}
+    for threads in (1, 2, 4):
+        monkeypatch.setattr(colstats, "MAX_THREADS", threads)
+        c = binary_counts(y)
+        for f in ("seen", "right", "row_seen", "row_right"):
+            assert np.array_equal(getattr(c, f), getattr(one[0], f))
+        got[threads] = start.start_values(y, w, im)
+    assert np.array_equal(got[1], got[2]) and np.array_equal(got[1], got[4])
+    fin = np.isfinite(one[1])
+    np.testing.assert_allclose(got[4][fin], one[1][fin], rtol=1e-12, atol=1e-13)
+    y[-1, 0] = 0.5                                                  # the last chunk: not 0/1
+    assert binary_counts(y) is None

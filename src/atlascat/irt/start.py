@@ -77,20 +77,31 @@ def start_values(values: np.ndarray, weights, model: ItemModel, filled=None, cou
 def _binary_sums(values: np.ndarray, V: np.ndarray, U: np.ndarray, cells: int = 1 << 18):
     """(O^T V, Y^T U) transposed, for O the observed mask and Y the zero-filled scores of a
     matrix of 0/1 answers (NaN = missing): both written as float64 one block of rows at a
-    time (``cells`` cells), the products summed over the blocks."""
+    time (``cells`` cells), the products summed over the blocks of each chunk of rows, then
+    over the chunks in order (:func:`atlascat.irt.colstats.map_row_chunks`: threads)."""
+    from .colstats import map_row_chunks
+
     n, m = values.shape
     rows = max(1, int(cells) // max(1, m))
-    ob = np.empty((min(rows, n), m))
-    yb = np.empty((min(rows, n), m))
-    ov = np.zeros((m, V.shape[1]))
-    yu = np.zeros((m, U.shape[1]))
-    for s in range(0, n, rows):
-        blk = values[s:s + rows]
-        r = blk.shape[0]
-        np.equal(blk, blk, out=ob[:r])          # 1.0 where observed (NaN != NaN)
-        np.equal(blk, 1.0, out=yb[:r])          # the answer, 0.0 where missing
-        ov += ob[:r].T @ V[s:s + r]
-        yu += yb[:r].T @ U[s:s + r]
+
+    def chunk(a, b):
+        ob = np.empty((min(rows, b - a), m))
+        yb = np.empty((min(rows, b - a), m))
+        ov = np.zeros((m, V.shape[1]))
+        yu = np.zeros((m, U.shape[1]))
+        for s in range(a, b, rows):
+            blk = values[s:min(s + rows, b)]
+            r = blk.shape[0]
+            np.equal(blk, blk, out=ob[:r])      # 1.0 where observed (NaN != NaN)
+            np.equal(blk, 1.0, out=yb[:r])      # the answer, 0.0 where missing
+            ov += ob[:r].T @ V[s:s + r]
+            yu += yb[:r].T @ U[s:s + r]
+        return ov, yu
+
+    parts = map_row_chunks(chunk, n, m)
+    ov, yu = parts[0]
+    for o, y in parts[1:]:
+        ov, yu = ov + o, yu + y
     return ov.T, yu.T
 
 
