@@ -137,3 +137,28 @@ def test_chunks_in_threads_give_the_same_counts_and_sums(rng, monkeypatch):
     np.testing.assert_allclose(got[4][fin], one[1][fin], rtol=1e-12, atol=1e-13)
     y[-1, 0] = 0.5                                                  # the last chunk: not 0/1
     assert binary_counts(y) is None
+
+
+def _codes_whole(values, order):
+    """The fingerprint's codes from full-size masks (NaN 0, +0.0 1, 1.0 2), columns in order."""
+    bits = values.astype(np.float64).view(np.uint64)
+    zero, one = bits == 0, bits == np.uint64(0x3FF0000000000000)
+    if zero.sum() + one.sum() + np.isnan(values).sum() != values.size:
+        return None
+    return (zero.astype(np.uint8) + 2 * one.astype(np.uint8))[:, order]
+
+
+@pytest.mark.parametrize("chunk", [None, 11 * 13])
+def test_fingerprint_codes_by_blocks_equal_the_whole(rng, monkeypatch, chunk):
+    y = _binary(rng, n=90, m=11)
+    order = np.argsort(np.array([str(i) for i in range(11)]))
+    if chunk:
+        monkeypatch.setattr(colstats, "CHUNK_CELLS", chunk)
+        monkeypatch.setattr(colstats.os, "sched_getaffinity", lambda pid: {0, 1, 2},
+                            raising=False)
+    assert np.array_equal(C._binary_codes(y, order), _codes_whole(y, order))
+    assert np.array_equal(C._binary_codes(y.astype(np.float32), order), _codes_whole(y, order))
+    for bad in (-0.0, 0.25):
+        z = y.copy()
+        z[-1, -1] = bad
+        assert C._binary_codes(z, order) is None and _codes_whole(z, order) is None

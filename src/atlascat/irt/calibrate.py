@@ -448,7 +448,7 @@ def _fingerprint(values, w, item_ids) -> str:
     import hashlib
 
     order = np.argsort(np.asarray(item_ids).astype(str))
-    codes = _binary_codes(values)
+    codes = _binary_codes(values, order)
     h = hashlib.sha1()
     if codes is None:   # scores other than 0/1: unique rows of the scores themselves
         rows, inv = np.unique(np.nan_to_num(values[:, order], nan=-1.0), axis=0,
@@ -459,7 +459,6 @@ def _fingerprint(values, w, item_ids) -> str:
         # -1 < 0 < 1) sort bytewise as the scores' rows sort numerically; the unique rows are
         # hashed as the scores they stand for, -1, 0, 1 (float64)
         m = codes.shape[1]
-        codes = np.ascontiguousarray(np.take(codes, order, axis=1))
         rows, inv = np.unique(codes.view(f"V{m}").reshape(-1), return_inverse=True)
         rows = rows.view(np.uint8).reshape(len(rows), m)
         for s in range(0, len(rows), 256):
@@ -496,19 +495,33 @@ class _Background:
         return value
 
 
-def _binary_codes(values):
-    """uint8 codes of a matrix of 0/1 answers (NaN 0, +0.0 1, 1.0 2), or None when any cell
-    holds another value (-0.0 included: its row would not be the same bytes)."""
-    bits = (values if values.dtype == np.float64 else values.astype(np.float64)).view(np.uint64)
-    zero = bits == 0
-    one = bits == np.uint64(0x3FF0000000000000)
-    n_nan = int(np.count_nonzero(np.isnan(bits.view(np.float64))))
-    if np.count_nonzero(zero) + np.count_nonzero(one) + n_nan != values.size:
-        return None
-    codes = zero.view(np.uint8)
-    codes += one.view(np.uint8)
-    codes += one.view(np.uint8)
-    return codes
+def _binary_codes(values, order):
+    """uint8 codes of a matrix of 0/1 answers (NaN 0, +0.0 1, 1.0 2), columns taken in
+    ``order``, or None when any cell holds another value (-0.0 included: its row would not be
+    the same bytes). Written a block of rows at a time, chunks of rows in threads
+    (:func:`atlascat.irt.colstats.map_row_chunks`): no full-size temporary."""
+    from .colstats import map_row_chunks
+
+    n, m = values.shape
+    out = np.empty((n, m), np.uint8)
+    rows = max(1, (1 << 20) // max(1, m))
+
+    def chunk(a, b):
+        for s in range(a, b, rows):
+            blk = values[s:min(s + rows, b)]
+            bits = (blk if blk.dtype == np.float64 else blk.astype(np.float64)).view(np.uint64)
+            zero = bits == 0
+            one = bits == np.uint64(0x3FF0000000000000)
+            n_nan = int(np.count_nonzero(np.isnan(bits.view(np.float64))))
+            if np.count_nonzero(zero) + np.count_nonzero(one) + n_nan != blk.size:
+                return False
+            codes = zero.view(np.uint8)
+            codes += one.view(np.uint8)
+            codes += one.view(np.uint8)
+            np.take(codes, order, axis=1, out=out[s:s + blk.shape[0]])
+        return True
+
+    return out if all(map_row_chunks(chunk, n, m)) else None
 
 
 def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
