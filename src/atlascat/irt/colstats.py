@@ -25,10 +25,12 @@ CHUNK_CELLS = 1 << 24
 MAX_THREADS = 8
 
 
-def map_row_chunks(fn, n: int, m: int, chunk_cells: int | None = None) -> list:
+def map_row_chunks(fn, n: int, m: int, chunk_cells: int | None = None,
+                   blas: bool = False) -> list:
     """``[fn(start, stop) for each chunk of rows]`` of an ``n x m`` matrix, the chunks
     (``chunk_cells`` cells each) in order, run by up to :data:`MAX_THREADS` threads (NumPy
-    releases the GIL on large arrays) with BLAS at one thread meanwhile."""
+    releases the GIL on large arrays); ``blas``: ``fn`` makes matrix products, BLAS is held
+    at one thread meanwhile (a process-wide setting: only from the thread that owns it)."""
     rows = max(1, int(CHUNK_CELLS if chunk_cells is None else chunk_cells) // max(1, m))
     bounds = [(s, min(s + rows, n)) for s in range(0, n, rows)]
     try:
@@ -38,11 +40,12 @@ def map_row_chunks(fn, n: int, m: int, chunk_cells: int | None = None) -> list:
     workers = min(len(bounds), cores, int(MAX_THREADS))
     if workers <= 1:
         return [fn(a, b) for a, b in bounds]
+    import contextlib
     from concurrent.futures import ThreadPoolExecutor
 
     from .._blas import _blas_controller
 
-    with _blas_controller().limit(limits=1), \
+    with _blas_controller().limit(limits=1) if blas else contextlib.nullcontext(), \
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="atlas-rows") as pool:
         return list(pool.map(lambda ab: fn(*ab), bounds))
 

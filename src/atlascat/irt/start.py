@@ -98,7 +98,7 @@ def _binary_sums(values: np.ndarray, V: np.ndarray, U: np.ndarray, cells: int = 
             yu += yb[:r].T @ U[s:s + r]
         return ov, yu
 
-    parts = map_row_chunks(chunk, n, m)
+    parts = map_row_chunks(chunk, n, m, blas=True)
     ov, yu = parts[0]
     for o, y in parts[1:]:
         ov, yu = ov + o, yu + y
