@@ -40,6 +40,7 @@ import numpy as np
 
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import arrays
+from .colstats import binary_counts
 from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, MODELS, QUADPTS, THETA_RANGE, TOL,
                        is_auto, resolve as resolve_defaults)
 from .em import fit_joint
@@ -303,14 +304,18 @@ class Calibrator:
             responses, report = filter_items(responses)
         values = responses.values
         item_ids = responses.item_ids
+        # 0/1 answers: their counts, in one pass, shared by the checks and the start values
+        counts = binary_counts(values)
         # NaN-ignoring column extremes, no temporaries (every column has a response)
-        constant = np.fmin.reduce(values, axis=0) == np.fmax.reduce(values, axis=0)
+        constant = counts.constant() if counts is not None else \
+            np.fmin.reduce(values, axis=0) == np.fmax.reduce(values, axis=0)
         dropped = [str(i) for i in item_ids[constant]]
         if dropped:
             warn_user(
                 f"{len(dropped)} item(s) have the same response from every subject who saw them "
                 f"(their MLE is at infinity) and were left out: {dropped[:10]}")
-            values = values[:, ~constant]
+            counts = None if counts is None else counts.without(constant, values)
+            values = np.take(values, np.flatnonzero(~constant), axis=1)  # 4x boolean indexing
             item_ids = item_ids[~constant]
         if values.shape[1] == 0:
             raise ResponseDataError("no item with variation in its responses is left to calibrate")
@@ -321,7 +326,7 @@ class Calibrator:
             if str(self.device).lower().startswith("cuda") else None
         choice = resolve_defaults(self.model, self.prior_a, self.prior_c, values, w,
                                   mirt_defaults=self.mirt_defaults, stacklevel=4,
-                                  prior_u=self.prior_u)
+                                  prior_u=self.prior_u, counts=counts)
         model, prior_a, prior_c, prior_u = self.check_settings(choice)
         self.defaults_ = choice
         rng = self.random_state if isinstance(self.random_state, np.random.Generator) \
@@ -341,7 +346,7 @@ class Calibrator:
             category_indices(values)
         if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             fit = fit_joint(values, w, item_model, start_bank=self.start, item_ids=item_ids,
-                            **self._em_settings())
+                            counts=counts, **self._em_settings())
             # Rasch and 1PL: the bank on the N(0, 1) scale every reader of a bank assumes
             # (common slope sqrt(latent variance)), thetas on the same scale
             bank = to_bank(item_ids, fit["th"], item_model,
@@ -443,7 +448,7 @@ def _fingerprint(values, w, item_ids) -> str:
     import hashlib
 
     order = np.argsort(np.asarray(item_ids).astype(str))
-    codes = _binary_codes(values)
+    codes = _binary_codes(values, order)
     h = hashlib.sha1()
     if codes is None:   # scores other than 0/1: unique rows of the scores themselves
         rows, inv = np.unique(np.nan_to_num(values[:, order], nan=-1.0), axis=0,
@@ -454,7 +459,6 @@ def _fingerprint(values, w, item_ids) -> str:
         # -1 < 0 < 1) sort bytewise as the scores' rows sort numerically; the unique rows are
         # hashed as the scores they stand for, -1, 0, 1 (float64)
         m = codes.shape[1]
-        codes = np.ascontiguousarray(np.take(codes, order, axis=1))
         rows, inv = np.unique(codes.view(f"V{m}").reshape(-1), return_inverse=True)
         rows = rows.view(np.uint8).reshape(len(rows), m)
         for s in range(0, len(rows), 256):
@@ -491,19 +495,33 @@ class _Background:
         return value
 
 
-def _binary_codes(values):
-    """uint8 codes of a matrix of 0/1 answers (NaN 0, +0.0 1, 1.0 2), or None when any cell
-    holds another value (-0.0 included: its row would not be the same bytes)."""
-    bits = (values if values.dtype == np.float64 else values.astype(np.float64)).view(np.uint64)
-    zero = bits == 0
-    one = bits == np.uint64(0x3FF0000000000000)
-    n_nan = int(np.count_nonzero(np.isnan(bits.view(np.float64))))
-    if np.count_nonzero(zero) + np.count_nonzero(one) + n_nan != values.size:
-        return None
-    codes = zero.view(np.uint8)
-    codes += one.view(np.uint8)
-    codes += one.view(np.uint8)
-    return codes
+def _binary_codes(values, order):
+    """uint8 codes of a matrix of 0/1 answers (NaN 0, +0.0 1, 1.0 2), columns taken in
+    ``order``, or None when any cell holds another value (-0.0 included: its row would not be
+    the same bytes). Written a block of rows at a time, chunks of rows in threads
+    (:func:`atlascat.irt.colstats.map_row_chunks`): no full-size temporary."""
+    from .colstats import map_row_chunks
+
+    n, m = values.shape
+    out = np.empty((n, m), np.uint8)
+    rows = max(1, (1 << 20) // max(1, m))
+
+    def chunk(a, b):
+        for s in range(a, b, rows):
+            blk = values[s:min(s + rows, b)]
+            bits = (blk if blk.dtype == np.float64 else blk.astype(np.float64)).view(np.uint64)
+            zero = bits == 0
+            one = bits == np.uint64(0x3FF0000000000000)
+            n_nan = int(np.count_nonzero(np.isnan(bits.view(np.float64))))
+            if np.count_nonzero(zero) + np.count_nonzero(one) + n_nan != blk.size:
+                return False
+            codes = zero.view(np.uint8)
+            codes += one.view(np.uint8)
+            codes += one.view(np.uint8)
+            np.take(codes, order, axis=1, out=out[s:s + blk.shape[0]])
+        return True
+
+    return out if all(map_row_chunks(chunk, n, m)) else None
 
 
 def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:

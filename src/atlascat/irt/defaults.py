@@ -183,8 +183,10 @@ def default_for_size(n_subjects: float) -> tuple[str, object, object, str]:
 
 
 def identification_problems(values: np.ndarray, weights, model: str, prior_a, prior_c, *,
-                            suggest_auto: bool = True) -> list[str]:
-    """One-line descriptions of what the data cannot identify under ``model`` (may be empty)."""
+                            suggest_auto: bool = True, counts=None) -> list[str]:
+    """One-line descriptions of what the data cannot identify under ``model`` (may be empty).
+    ``counts``: the :class:`atlascat.irt.colstats.BinaryCounts` of ``values`` (0/1 answers)
+    when the caller holds them, used instead of a pass over the data."""
     model = str(model).lower()
     w = np.ones(values.shape[0]) if weights is None else np.asarray(weights, float)
     n = float(w.sum())
@@ -205,7 +207,12 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
     if n < SUBJECTS_PER_PARAMETER * per and model not in ("rasch", "1pl"):
         out.append(f"{n:g} subjects for {per} parameters per item (fewer than "
                    f"{SUBJECTS_PER_PARAMETER} per parameter): estimates lean on the priors")
-    counts = _answer_counts(values) if weights is None and arrays.has_nan(values) else None
+    binary = counts is not None
+    if binary:
+        counts = (counts.right.astype(float), counts.seen.astype(float)) \
+            if weights is None and counts.has_missing else None
+    else:
+        counts = _answer_counts(values) if weights is None and arrays.has_nan(values) else None
     if counts is not None:   # 0/1 answers, one weight each: sums of ones counted exactly
         right, seen = counts
     elif arrays.has_nan(values):
@@ -221,8 +228,8 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
                    "(left out)")
     few = int(np.sum((minority > 0) & (minority < MIN_MINORITY)))
     if few and model not in ("rasch", "1pl"):
-        with np.errstate(invalid="ignore"):
-            scores = bool(np.any((values > 0) & (values < 1)))   # continuous: no categories
+        with np.errstate(invalid="ignore"):   # continuous: no categories
+            scores = False if binary else bool(np.any((values > 0) & (values < 1)))
         out.append(f"{few} item(s) have fewer than {MIN_MINORITY} answers in their rarer "
                    "category" if not scores else
                    f"{few} item(s) have scores summing to less than {MIN_MINORITY} from "
@@ -277,10 +284,12 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
                           reason=why, prior_u=prior_u)
 
 
-def warn_problems(choice: DefaultsChoice, values, weights, stacklevel: int = 3) -> DefaultsChoice:
-    """Add the identification problems of ``choice`` on these data and warn about each."""
+def warn_problems(choice: DefaultsChoice, values, weights, stacklevel: int = 3,
+                  counts=None) -> DefaultsChoice:
+    """Add the identification problems of ``choice`` on these data and warn about each
+    (``counts`` as :func:`identification_problems`')."""
     probs = identification_problems(values, weights, choice.model, choice.prior_a, choice.prior_c,
-                                    suggest_auto=choice.source != "auto")
+                                    suggest_auto=choice.source != "auto", counts=counts)
     for p in probs:
         warn_user(p, IdentificationWarning)
     choice.warnings = list(choice.warnings) + probs
@@ -293,10 +302,13 @@ class DefaultsWarning(UserWarning):
 
 
 def resolve(model, prior_a, prior_c, values: np.ndarray, weights, *,
-            mirt_defaults: bool = False, stacklevel: int = 3, prior_u=AUTO) -> DefaultsChoice:
+            mirt_defaults: bool = False, stacklevel: int = 3, prior_u=AUTO,
+            counts=None) -> DefaultsChoice:
     """:func:`choose_defaults` on these data, then warn: a :class:`DefaultsWarning` when the
     automatic model is smaller than the large-sample default, an :class:`IdentificationWarning`
-    for each identification problem. Returns the choice (warnings listed in it)."""
+    for each identification problem (``counts``: the data's
+    :class:`atlascat.irt.colstats.BinaryCounts`, when held). Returns the choice (warnings
+    listed in it)."""
     w = None if weights is None else np.asarray(weights, float)
     n = float(values.shape[0] if w is None else w.sum())
     choice = choose_defaults(model, prior_a, prior_c, n_subjects=n, n_items=values.shape[1],
@@ -309,4 +321,4 @@ def resolve(model, prior_a, prior_c, values: np.ndarray, weights, *,
                "subjects best (docs/calibration.md); pass model= (CLI --model) to override")
         warn_user(msg, DefaultsWarning)
         choice.warnings.append(msg)
-    return warn_problems(choice, values, w, stacklevel=stacklevel)
+    return warn_problems(choice, values, w, stacklevel=stacklevel, counts=counts)

@@ -44,13 +44,15 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
               memory_limit=None, max_iter: int = MAX_ITER, tol: float = TOL,
               accelerate: bool = True, convergence: str = CONVERGENCE, max_newton: int = 8,
               callback=None, part: int = 0, n_parts: int = 1, start_bank=None,
-              item_ids=None, item_scale=None) -> dict:
+              item_ids=None, item_scale=None, counts=None) -> dict:
     """Calibrate the items of ``values`` (subjects x items, NaN = missing) jointly by EM.
 
     Settings as :class:`atlascat.irt.calibrate.Calibrator`'s; ``part`` / ``n_parts`` label the
     callback's reports; ``item_scale`` (one per item, default 1): each item's E-step term is
     multiplied by it (1 / phi_j, the extended quasi-likelihood of continuous scores,
-    :mod:`atlascat.irt.dispersion`; the log-likelihood reported is then that one's). Returns a dict: internal parameters ``th`` (host), latent variance
+    :mod:`atlascat.irt.dispersion`; the log-likelihood reported is then that one's);
+    ``counts``: the :class:`atlascat.irt.colstats.BinaryCounts` of ``values`` when the caller
+    holds them (the start values reuse them). Returns a dict: internal parameters ``th`` (host), latent variance
     ``var``, ``loglik``, ``log_posterior``, ``trace``, ``n_iter``, ``converged``,
     ``float32_iterations``, the subjects' EAP ``theta`` / ``theta_se`` and the grid ``nodes``.
     """
@@ -65,7 +67,7 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
     free = item_model.free
     k = len(free)
     n_items = values.shape[1]
-    th0 = start_values(values, weights, item_model, filled=data.host_scores())
+    th0 = start_values(values, weights, item_model, filled=data.host_scores(), counts=counts)
     if start_bank is not None and item_ids is not None:
         th0 = warm_start(th0, start_bank, item_ids, item_model)
     # fixed (non-free) columns hold +-inf for absent c/u; finite stand-ins keep the

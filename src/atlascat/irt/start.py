@@ -15,13 +15,16 @@ from .itemmodel import C_START, U_START, UC_GAP, ItemModel
 __all__ = ["start_values", "warm_start"]
 
 
-def start_values(values: np.ndarray, weights, model: ItemModel, filled=None):
+def start_values(values: np.ndarray, weights, model: ItemModel, filled=None, counts=None):
     """Classical starting values (p-values, item-rest biserials), see the module docstring.
 
     Every per-item sum is one matrix-vector product over the data (no full-size temporaries
     beyond the squared scores of non-0/1 data, and the zero-filled copy (squared in place)
     and the mask when cells are missing). ``filled``: the scores with 0 in missing cells,
     when the caller holds them (float64, the layout of ``values``), used instead of a copy.
+    0/1 answers with missing cells: the subjects' counts from ``counts``
+    (:func:`atlascat.irt.colstats.binary_counts` of ``values``, computed when not given) and
+    the sums over blocks of rows (:func:`_binary_sums`), no full-size temporary.
     """
     # scipy.stats.norm's ppf and pdf, bit for bit, without importing scipy.stats (0.3-1 s)
     from scipy.special import ndtri
@@ -29,6 +32,20 @@ def start_values(values: np.ndarray, weights, model: ItemModel, filled=None):
     n_rows, n_items = values.shape
     w = np.ones(n_rows) if weights is None else np.asarray(weights, float)
     missing = arrays.has_nan(values)
+    if missing and counts is None:
+        from .colstats import binary_counts
+
+        counts = binary_counts(values)
+    if missing and counts is not None:     # 0/1 answers
+        k, tot = counts.row_seen.astype(float), counts.row_right.astype(float)
+        inv = 1.0 / np.maximum(k - 1.0, 1.0)
+        ti = tot * inv
+        (sw, s_ti, s_ti2), (s_y, s_y_inv, s_y_tinv2, s_y_ti, s_yy_inv2) = _binary_sums(
+            values, np.stack([w, w * ti, w * ti * ti], axis=1),
+            np.stack([w, w * inv, w * tot * inv**2, w * ti, w * inv**2], axis=1))
+        s_yy_inv = s_y_inv                 # 0/1 answers are their own squares
+        return _from_sums(model, sw, s_ti, s_ti2, s_y, s_y_inv, s_y_tinv2, s_y_ti, s_yy_inv2,
+                          s_yy_inv, ndtri)
     if missing:
         nan = np.isnan(values)
         obs_t = arrays.observed_t(values, nan)     # (items x subjects), float64
@@ -53,6 +70,44 @@ def start_values(values: np.ndarray, weights, model: ItemModel, filled=None):
     else:                             # 0/1 answers are their own squares
         yy = y if _zero_one(y) else y * y
     s_yy_inv2, s_yy_inv = (yy.T @ np.stack([w * inv**2, w * inv], axis=1)).T
+    return _from_sums(model, sw, s_ti, s_ti2, s_y, s_y_inv, s_y_tinv2, s_y_ti, s_yy_inv2,
+                      s_yy_inv, ndtri)
+
+
+def _binary_sums(values: np.ndarray, V: np.ndarray, U: np.ndarray, cells: int = 1 << 18):
+    """(O^T V, Y^T U) transposed, for O the observed mask and Y the zero-filled scores of a
+    matrix of 0/1 answers (NaN = missing): both written as float64 one block of rows at a
+    time (``cells`` cells), the products summed over the blocks of each chunk of rows, then
+    over the chunks in order (:func:`atlascat.irt.colstats.map_row_chunks`: threads)."""
+    from .colstats import map_row_chunks
+
+    n, m = values.shape
+    rows = max(1, int(cells) // max(1, m))
+
+    def chunk(a, b):
+        ob = np.empty((min(rows, b - a), m))
+        yb = np.empty((min(rows, b - a), m))
+        ov = np.zeros((m, V.shape[1]))
+        yu = np.zeros((m, U.shape[1]))
+        for s in range(a, b, rows):
+            blk = values[s:min(s + rows, b)]
+            r = blk.shape[0]
+            np.equal(blk, blk, out=ob[:r])      # 1.0 where observed (NaN != NaN)
+            np.equal(blk, 1.0, out=yb[:r])      # the answer, 0.0 where missing
+            ov += ob[:r].T @ V[s:s + r]
+            yu += yb[:r].T @ U[s:s + r]
+        return ov, yu
+
+    parts = map_row_chunks(chunk, n, m, blas=True)
+    ov, yu = parts[0]
+    for o, y in parts[1:]:
+        ov, yu = ov + o, yu + y
+    return ov.T, yu.T
+
+
+def _from_sums(model, sw, s_ti, s_ti2, s_y, s_y_inv, s_y_tinv2, s_y_ti, s_yy_inv2, s_yy_inv,
+               ndtri):
+    """The start values from the per-item sums over the subjects who saw the item."""
     p = s_y / sw
     e_rest = (s_ti - s_y_inv) / sw
     e_rest2 = (s_ti2 - 2.0 * s_y_tinv2 + s_yy_inv2) / sw
