@@ -27,7 +27,7 @@ import functools
 import os
 import threading
 
-__all__ = ["small_products", "large_products", "with_small_products", "blas_limit",
+__all__ = ["small_products", "large_products", "with_small_products", "blas_limit", "one_thread",
            "LARGE_PRODUCT_CELLS"]
 
 # (subjects x items x nodes) of an E-step from which two BLAS threads pay on an idle machine
@@ -145,3 +145,10 @@ def large_products(cells: float):
         return
     with _blas_controller().limit(limits=outer):
         yield
+
+
+def one_thread():
+    """A context in which BLAS runs one thread (for products inside worker threads that
+    already use the cores)."""
+    return _blas_controller().limit(limits=1)
+

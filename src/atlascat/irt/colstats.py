@@ -43,9 +43,9 @@ def map_row_chunks(fn, n: int, m: int, chunk_cells: int | None = None,
     import contextlib
     from concurrent.futures import ThreadPoolExecutor
 
-    from .._blas import _blas_controller
+    from .._blas import one_thread
 
-    with _blas_controller().limit(limits=1) if blas else contextlib.nullcontext(), \
+    with one_thread() if blas else contextlib.nullcontext(), \
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="atlas-rows") as pool:
         return list(pool.map(lambda ab: fn(*ab), bounds))
 
