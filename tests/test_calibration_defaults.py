@@ -137,10 +137,12 @@ class TestSmallLeaderboard:
             assert any("1 item(s) were answered the same way" in p for p in probs)
             assert any("1 item(s) have fewer than 3" in p or "1 item(s) have scores" in p
                        for p in probs)
-        assert defaults._answer_counts(part) is None
-        right, seen = defaults._answer_counts(y)
-        np.testing.assert_array_equal(right, np.nansum(y, axis=0))
-        np.testing.assert_array_equal(seen, (~np.isnan(y)).sum(axis=0))
+        from atlascat.irt.colstats import binary_counts
+
+        assert binary_counts(part) is None
+        counts = binary_counts(y)
+        np.testing.assert_array_equal(counts.right, np.nansum(y, axis=0))
+        np.testing.assert_array_equal(counts.seen, (~np.isnan(y)).sum(axis=0))
 
     def test_the_percentile_filter_keeps_every_model_of_a_small_board(self, board):
         kept, report = filter_items(board)

@@ -78,6 +78,7 @@ import numpy as np
 
 from ..errors import warn_user
 from . import arrays
+from .colstats import binary_counts
 
 __all__ = ["AUTO", "QUADPTS", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
@@ -207,14 +208,12 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
     if n < SUBJECTS_PER_PARAMETER * per and model not in ("rasch", "1pl"):
         out.append(f"{n:g} subjects for {per} parameters per item (fewer than "
                    f"{SUBJECTS_PER_PARAMETER} per parameter): estimates lean on the priors")
+    if counts is None and weights is None and arrays.has_nan(values):
+        counts = binary_counts(values)
     binary = counts is not None
-    if binary:
-        counts = (counts.right.astype(float), counts.seen.astype(float)) \
-            if weights is None and counts.has_missing else None
-    else:
-        counts = _answer_counts(values) if weights is None and arrays.has_nan(values) else None
-    if counts is not None:   # 0/1 answers, one weight each: sums of ones counted exactly
-        right, seen = counts
+    if binary and weights is None and counts.has_missing:
+        # 0/1 answers, one weight each: sums of ones counted exactly
+        right, seen = counts.right.astype(float), counts.seen.astype(float)
     elif arrays.has_nan(values):
         right = np.where(np.isnan(values), 0.0, values).T @ w
         seen = arrays.observed_t(values) @ w
@@ -236,17 +235,6 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
                    "their floor or their ceiling (all 0 or all 1 over the subjects)")
         out[-1] += ": their slopes (and asymptotes) are barely identified"
     return out
-
-
-def _answer_counts(values: np.ndarray):
-    """(right answers, answers) per column of a matrix of 0/1 answers (NaN = missing) as
-    floats, from one-byte masks; None when a cell holds another score."""
-    n = values.shape[0]
-    seen = n - np.count_nonzero(np.isnan(values), axis=0)
-    right = np.count_nonzero(values == 1.0, axis=0)
-    if not np.array_equal(right + np.count_nonzero(values == 0.0, axis=0), seen):
-        return None
-    return right.astype(float), seen.astype(float)
 
 
 def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
