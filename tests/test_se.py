@@ -320,13 +320,13 @@ def test_fingerprint_of_answers_is_that_of_the_unique_rows_of_the_scores(rng):
 
 
 def test_background_thread_returns_the_value_or_raises_the_error():
-    """The fingerprint's thread on a GPU fit (calibrate._Background): its value, or its
+    """The fingerprint's thread on a GPU fit (calibrate._in_background): its value, or its
     exception raised where the result is asked for."""
-    from atlascat.irt.calibrate import _Background
+    from atlascat.irt.calibrate import _in_background
 
-    assert _Background(sorted, [3, 1, 2]).result() == [1, 2, 3]
+    assert _in_background(sorted, [3, 1, 2]).result() == [1, 2, 3]
     with pytest.raises(ZeroDivisionError):
-        _Background(divmod, 1, 0).result()
+        _in_background(divmod, 1, 0).result()
 
 
 @pytest.mark.parametrize("model", ["graded", "gpcm"])

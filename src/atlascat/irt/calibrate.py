@@ -322,7 +322,7 @@ class Calibrator:
         check_identified(values, model)  # e.g. one item under a 2PL: refuse, never "converge"
         w = responses.weights
         # a GPU's EM leaves the host's cores idle: the fingerprint is hashed meanwhile
-        fingerprint = _Background(_fingerprint, values, w, item_ids) \
+        fingerprint = _in_background(_fingerprint, values, w, item_ids) \
             if str(self.device).lower().startswith("cuda") else None
         choice = resolve_defaults(self.model, self.prior_a, self.prior_c, values, w,
                                   mirt_defaults=self.mirt_defaults, stacklevel=4,
@@ -470,29 +470,15 @@ def _fingerprint(values, w, item_ids) -> str:
     return h.hexdigest()[:16]
 
 
-class _Background:
-    """``fn(*args)`` run in a daemon thread (NumPy and hashlib release the GIL on large
-    arrays); :meth:`result` waits for it and returns its value or raises its exception."""
+def _in_background(fn, *args):
+    """``fn(*args)`` started in a thread (NumPy and hashlib release the GIL on large arrays):
+    a ``concurrent.futures.Future`` whose ``result()`` waits and returns or raises."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    def __init__(self, fn, *args):
-        import threading
-
-        self._out = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
-        self._thread.start()
-
-    def _run(self, fn, args):
-        try:
-            self._out = (True, fn(*args))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            self._out = (False, exc)
-
-    def result(self):
-        self._thread.join()
-        ok, value = self._out
-        if not ok:
-            raise value
-        return value
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="atlas-fingerprint")
+    future = pool.submit(fn, *args)
+    pool.shutdown(wait=False)    # the task runs on; the thread ends with it
+    return future
 
 
 def _binary_codes(values, order):
