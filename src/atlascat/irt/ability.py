@@ -54,6 +54,7 @@ from ..errors import ConfigError, ResponseDataError
 from . import arrays, models
 from .abilityresult import AbilityResult, finish
 from .bank import ItemBank
+from .devicesolve import estimating_function, search_grid, solve_on_device
 from .estep import bank_estep
 from .inputs import response_array
 from .quadrature import normal_quadrature
@@ -228,25 +229,15 @@ def _terms_grid(nodes, y1, obs, params):
 
 # ---------------------------------------------------------------------------- the root finder
 def _g_and_obj(method, s, i, j, loglik, theta, prior_mean, prior_sd):
-    """Estimating function g and the objective whose local maxima are g's downward roots."""
+    """:func:`atlascat.irt.devicesolve.estimating_function` on NumPy arrays."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        if method == "ml":
-            return s, loglik
-        if method == "map":
-            prec = 1.0 / prior_sd**2
-            return s - (theta - prior_mean) * prec, loglik - 0.5 * (theta - prior_mean) ** 2 * prec
-        # wle
-        safe_i = np.maximum(i, 1e-300)
-        return s + j / (2.0 * safe_i), loglik + 0.5 * np.log(safe_i)
+        return estimating_function(method, s, i, j, loglik, theta, prior_mean, prior_sd)
 
 
 def _solve(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=1.0,
            bounds=(-10.0, 10.0), grid_step=0.25, xtol=1e-9, max_iter=100) -> AbilityResult:
-    lo, hi = float(bounds[0]), float(bounds[1])
-    if not hi > lo:
-        raise ConfigError(f"bounds must satisfy low < high, got {bounds}")
-    if not grid_step > 0:
-        raise ConfigError(f"grid_step must be positive, got {grid_step}")
+    nodes = search_grid(bounds, grid_step)
+    lo, hi = float(nodes[0]), float(nodes[-1])
     if method == "map" and not prior_sd > 0:
         raise ConfigError(f"prior_sd must be positive, got {prior_sd}")
     y = np.asarray(y, dtype=float)
@@ -258,7 +249,6 @@ def _solve(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=1.0,
     params = bank.params
 
     # 1. grid: estimating function and objective for everyone at every node
-    nodes = np.linspace(lo, hi, max(int(np.ceil((hi - lo) / grid_step)) + 1, 3))
     s_g, i_g, j_g = _terms_grid(nodes, y1, obs_f, params)
     log_p, log_q = models.log_probability(nodes, *params)
     loglik = models.loglik_matrix(y, log_p, log_q, observed=obs)
@@ -362,13 +352,13 @@ def _solve_where(responses, bank, method, device, **kw) -> AbilityResult:
     """The root search on the CPU, or on a device (``device`` other than "cpu", or a tensor
     already on its GPU)."""
     if arrays.is_resident(responses):
-        from .devicesolve import solve_on_device
-
         return solve_on_device(_resident_scores(responses, bank), bank, method, **kw)
-    y = response_array(responses, bank)
-    if str(device).lower() != "cpu":
-        from .devicesolve import solve_on_device
+    return _solve_on(response_array(responses, bank), bank, method, device, **kw)
 
+
+def _solve_on(y, bank, method, device, **kw) -> AbilityResult:
+    """:func:`_solve` of scores in the bank's item order, or its device form."""
+    if str(device).lower() != "cpu":
         return solve_on_device(y, bank, method, device=device, **kw)
     return _solve(y, bank, method, **kw)
 
@@ -447,13 +437,9 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         n_obs = (~np.isnan(y)).sum(axis=1)
         flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
         res = AbilityResult(theta, se, n_obs, flag, "eap")
-    elif str(device).lower() != "cpu":
-        from .devicesolve import solve_on_device
-
-        res = solve_on_device(y, bank, method, prior_mean=prior_mean, prior_sd=prior_sd,
-                              bounds=bounds, device=device)
     else:
-        res = _solve(y, bank, method, prior_mean=prior_mean, prior_sd=prior_sd, bounds=bounds)
+        res = _solve_on(y, bank, method, device, prior_mean=prior_mean, prior_sd=prior_sd,
+                        bounds=bounds)
     df = res.to_frame(subject_ids)
     df.attrs["method"] = method
     return df

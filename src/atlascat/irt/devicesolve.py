@@ -26,7 +26,7 @@ from . import arrays, models
 from .abilityresult import finish
 from .bank import ItemBank
 
-__all__ = ["solve_on_device"]
+__all__ = ["solve_on_device", "estimating_function", "search_grid"]
 
 _Z_CLIP = 300.0
 _BLOCK_CELLS = 1 << 25        # subjects x items per block of the terms at one theta each
@@ -69,7 +69,10 @@ def _terms_at(theta, y1, y0, obs, params, xp):
     return tuple(arrays.concat(v, xp) if len(v) > 1 else v[0] for v in parts)
 
 
-def _g_and_obj(method, s, i, j, loglik, theta, prior_mean, prior_sd, xp):
+def estimating_function(method, s, i, j, loglik, theta, prior_mean, prior_sd, xp=np):
+    """Estimating function g and the objective whose local maxima are g's downward roots, in
+    ``xp``: ML (S, log L), MAP (S - (theta - mu) / sigma^2, log L + log prior), WLE
+    (S + J / (2 I), log L + log I / 2), with I kept >= 1e-300."""
     if method == "ml":
         return s, loglik
     if method == "map":
@@ -116,12 +119,20 @@ def solve_on_device(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=
                       device)
 
 
-def _solve(y, bank, method, prior_mean, prior_sd, bounds, grid_step, xtol, max_iter, device):
+def search_grid(bounds, grid_step) -> np.ndarray:
+    """The nodes over ``bounds`` at most ``grid_step`` apart (at least 3) on which the root
+    search evaluates g first; one line for bounds or a step that make no grid."""
     lo, hi = float(bounds[0]), float(bounds[1])
     if not hi > lo:
         raise ConfigError(f"bounds must satisfy low < high, got {bounds}")
     if not grid_step > 0:
         raise ConfigError(f"grid_step must be positive, got {grid_step}")
+    return np.linspace(lo, hi, max(int(np.ceil((hi - lo) / grid_step)) + 1, 3))
+
+
+def _solve(y, bank, method, prior_mean, prior_sd, bounds, grid_step, xtol, max_iter, device):
+    nodes_h = search_grid(bounds, grid_step)
+    lo, hi = float(nodes_h[0]), float(nodes_h[-1])
     xp, dev, y1, y0, obs = _on_device(y, device)
 
     def put(v):
@@ -130,13 +141,12 @@ def _solve(y, bank, method, prior_mean, prior_sd, bounds, grid_step, xtol, max_i
     params = tuple(put(v) for v in bank.params)
 
     # 1. the grid
-    nodes_h = np.linspace(lo, hi, max(int(np.ceil((hi - lo) / grid_step)) + 1, 3))
     G = nodes_h.size
     nodes = put(nodes_h)
     s_g, i_g, j_g = _terms_grid(nodes, y1, y0, obs, params, xp)
     log_p, log_q = models.log_probability(nodes_h, *bank.params)
     loglik = y1 @ put(log_p).T + y0 @ put(log_q).T
-    g, obj = _g_and_obj(method, s_g, i_g, j_g, loglik, nodes[None, :], prior_mean, prior_sd, xp)
+    g, obj = estimating_function(method, s_g, i_g, j_g, loglik, nodes[None, :], prior_mean, prior_sd, xp)
 
     # 2. the bracket (or bound) with the largest objective
     ninf = xp.full_like(obj[:, :1], -xp.inf)
@@ -173,7 +183,7 @@ def _solve(y, bank, method, prior_mean, prior_sd, bounds, grid_step, xtol, max_i
         x = xp.where(bad, 0.5 * (a_x + b_x), x)
         x = xp.where(active, x, a_x)              # finished subjects: any finite point
         s_x, i_x, j_x = _terms_at(x, y1, y0, obs, params, xp)
-        g_x, _ = _g_and_obj(method, s_x, i_x, j_x, 0.0, x, prior_mean, prior_sd, xp)
+        g_x, _ = estimating_function(method, s_x, i_x, j_x, 0.0, x, prior_mean, prior_sd, xp)
         left = g_x > 0
         b_g = xp.where(xp.logical_and(left, side == 1), 0.5 * b_g, b_g)
         a_g = xp.where(xp.logical_and(xp.logical_not(left), side == -1), 0.5 * a_g, a_g)
