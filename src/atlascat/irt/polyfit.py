@@ -248,7 +248,9 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
 
     def estep(params, stats=True):
         lp = poly.log_prob(models, params, x)                            # (m, q, K)
-        lp = np.where(np.isfinite(lp), lp, 0.0)                           # absent: Y = 0 there
+        # absent categories (Y = 0 there) count 0; a present category keeps its -inf or NaN
+        # (tied or disordered graded intercepts), so such params give a non-finite log L
+        lp = np.where(free[:, None, :], lp, 0.0)
         L = Y @ lp.transpose(0, 2, 1).reshape(m * kmax, nq) + log_w
         mx = L.max(axis=1, keepdims=True)
         post = np.exp(L - mx)
@@ -331,6 +333,8 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
         pe[:, 0] = np.clip(pe[:, 0], -A_BOUND, A_BOUND)
         pe[:, 1:] = np.clip(pe[:, 1:], -D_BOUND, D_BOUND)
         pe = np.where(free, pe, 0.0)
+        # an item whose extrapolated graded intercepts are not strictly decreasing keeps p2
+        pe = np.where(_ordered(models, padded(pe))[:, None], pe, p2)
         p3, fe = em_map(padded(pe), at_least=f1)   # no M-step for a rejected extrapolation
         n_iter += 1
         if p3 is not None:
@@ -354,6 +358,15 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     return {"params": params, "loglik": ll, "log_posterior": ll + log_prior(params),
             "trace": np.asarray(trace), "n_iter": n_iter, "converged": converged,
             "theta": theta, "theta_se": se, "nodes": x}
+
+
+def _ordered(models, params) -> np.ndarray:
+    """Per item: True for a GPCM item, or a graded item with d_1 > d_2 > ... (NaN-padded)."""
+    d = params[:, 1:]
+    with np.errstate(invalid="ignore"):
+        step = np.diff(d, axis=1)
+    ok = np.all(np.isnan(step) | (step < 0), axis=1)
+    return ok | (np.asarray(models) == "gpcm")
 
 
 def to_poly_bank(item_ids, data: OrdinalData, params, models) -> PolyBank:
