@@ -335,6 +335,7 @@ CLI_CASES = [
     ("calibrate-ordinal-non-integer", "calibrate {d}/rat_half.csv --model graded -o {d}/o/b.csv", ["2.5", "row 2", "'m2'", "'q3'", "integer"]),
     ("calibrate-ordinal-one-level", "calibrate {d}/rat_one.csv --model gpcm -o {d}/o/b.csv", ["'q5'", "only the level 3"]),
     ("calibrate-ordinal-range", "calibrate {d}/rat.csv --model graded --rating-range 1 3 -o {d}/o/b.csv", ["rating 4", "declared range [1, 3]"]),
+    ("calibrate-ordinal-range-reversed", "calibrate {d}/rat.csv --model graded --rating-range 4 1 -o {d}/o/b.csv", ["rating range", "LO < HI", "[4, 1]"]),
     ("evaluate-graded-request-subject", "evaluate --bank {d}/graded.csv --subject completions:http://127.0.0.1:9/v1 --llm x -o {d}/evg", ["completions:", "graded / gpcm bank has none", "cmd:COMMAND", "replay:"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
@@ -381,6 +382,7 @@ def _api_cases():
         ("ordinal-non-integer", lambda: at.calibrate(arr * 3 + np.where(np.arange(N_ITEMS) == 4, 0.5, 0), model="graded"), ConfigError, ["row 0", "'4'", "not an integer"]),
         ("ordinal-one-level", lambda: at.calibrate(np.column_stack([arr[:, :3], np.ones(len(arr))]), model="gpcm"), ConfigError, ["'3'", "only the level 1"]),
         ("ordinal-range", lambda: at.calibrate(arr + 1, model="graded", value_range=(0, 1)), ConfigError, ["rating 2", "[0, 1]"]),
+        ("ordinal-range-reversed", lambda: at.calibrate(arr + 1, model="graded", value_range=(2, 1)), ConfigError, ["LO < HI", "[2, 1]"]),
         ("ordinal-bank-disordered", lambda: PolyBank(["q"], [[1.0, -1.0, 1.0]]), BankError, ["'q'", "decrease"]),
         ("ordinal-score-off-scale", lambda: estimate_ability(np.full((1, 1), 9.0), PolyBank(["q"], [[1.0, 0.0]])), ConfigError, ["rating 9", "levels 0;1"]),
         ("rm-text", lambda: ResponseMatrix([["a", 1], [0, 1]]), ResponseDataError, ["'a'", "row 0"]),

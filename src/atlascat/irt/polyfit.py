@@ -55,8 +55,9 @@ class OrdinalData:
 def encode(values, item_ids=None, value_range=None, subject_ids=None) -> OrdinalData:
     """Map each item's observed integer levels to categories 0..K_j-1.
 
-    Refuses (one line, :class:`ConfigError`) a non-integer rating, a rating outside the declared
-    ``value_range = (lo, hi)`` and an item with a single observed category.
+    Refuses (one line, :class:`ConfigError`) a non-integer rating, a declared ``value_range =
+    (lo, hi)`` that is not finite with lo < hi, a rating outside it and an item with a single
+    observed category.
     """
     v = np.asarray(values, dtype=float)
     if v.ndim != 2:
@@ -75,6 +76,9 @@ def encode(values, item_ids=None, value_range=None, subject_ids=None) -> Ordinal
             "(e.g. 1-10, 0-3): round or rescale the ratings")
     if value_range is not None:
         lo, hi = (float(x) for x in value_range)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ConfigError(f"the declared rating range needs finite LO < HI, got [{lo:g}, "
+                              f"{hi:g}]")
         out = np.argwhere(obs & ((v < lo) | (v > hi)))
         if out.size:
             r, c = out[0]
