@@ -292,3 +292,20 @@ def test_long_format_ratings_read_as_the_wide_matrix(root, tmp_path):
     sa, sb = (pd.read_csv(tmp_path / f"{n}_scores.csv", index_col=0).sort_index()
               for n in ("long", "wide"))
     np.testing.assert_allclose(sa["theta"], sb["theta"], atol=1e-10)
+
+
+def test_a_pattern_table_of_ratings_counts_its_subjects(root, tmp_path):
+    """--freq-column: the fit line counts subjects (the frequencies' sum) and patterns, as a
+    binary pattern table's does, and the fit equals the expanded matrix's."""
+    wide = pd.read_csv(root / "judge.csv", index_col=0).iloc[:, :3].dropna()
+    wide = pd.concat([wide, wide.iloc[:20].rename(index=lambda s: s + "b")])
+    wide.to_csv(tmp_path / "rows.csv")
+    pat = wide.groupby(list(wide.columns)).size().rename("freq").reset_index()
+    pat.to_csv(tmp_path / "patterns.csv", index=False)
+    rows = _run("calibrate", str(tmp_path / "rows.csv"), "--model", "graded", "-o",
+                str(tmp_path / "a.csv"), "-q")
+    pats = _run("calibrate", str(tmp_path / "patterns.csv"), "--freq-column", "freq", "--model",
+                "graded", "-o", str(tmp_path / "b.csv"), "-q")
+    assert f"on {len(wide)} subjects:" in rows
+    assert f"on {len(wide)} subjects ({len(pat)} response patterns):" in pats
+    assert rows.split("log-likelihood ")[1][:10] == pats.split("log-likelihood ")[1][:10]
