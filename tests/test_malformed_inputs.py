@@ -331,7 +331,7 @@ CLI_CASES = [
     ("build-bank-score-outside-range", "build-bank {d}/resp.csv --score-range 2 10 -o {d}/bb", ["outside the declared range [2, 10]", "model 'm0'", "item 'q", "--score-range"]),
     ("build-bank-corpus-metric", "build-bank {d}/logs_corpus --metric bleu -o {d}/bb", ["'bleu'", "whole corpus", "not a mean over items", "--metric"]),
     ("build-bank-logs-contradict", "build-bank {d}/logs_contradict -o {d}/bb", ["contradict themselves", "'acc'", "gold answer"]),
-    ("score-ordinal-unseen-category", "score {d}/rat_unseen.csv --bank {d}/graded.csv", ["rating 2 of model 'm2' on item 'q3'", "levels 0;1"]),
+    ("score-ordinal-unseen-category", "score {d}/rat_unseen.csv --bank {d}/graded.csv", ["rating 2 of model 'm2' on item 'q3'", "levels 0;1", "observed when it was calibrated"]),
     ("calibrate-ordinal-non-integer", "calibrate {d}/rat_half.csv --model graded -o {d}/o/b.csv", ["2.5", "row 2", "'m2'", "'q3'", "integer"]),
     ("calibrate-ordinal-one-level", "calibrate {d}/rat_one.csv --model gpcm -o {d}/o/b.csv", ["'q5'", "only the level 3"]),
     ("calibrate-ordinal-range", "calibrate {d}/rat.csv --model graded --rating-range 1 3 -o {d}/o/b.csv", ["rating 4", "declared range [1, 3]"]),

@@ -51,7 +51,8 @@ def encode_levels(values, levels, item_ids=None, subject_ids=None) -> np.ndarray
             item = f"item {str(item_ids[j])!r}" if item_ids is not None else f"item column {j}"
             raise ConfigError(
                 f"rating {values[r, j]:g} {who} on {item} is not one of the item's "
-                f"levels {_fmt_levels(lev)}; score only ratings on the bank's scale")
+                f"levels {_fmt_levels(lev)} (its categories: the levels observed when it was "
+                "calibrated); score only ratings among them")
         out[obs, j] = idx
     return out
 
