@@ -2,6 +2,8 @@
 scoring, banks and bad input (mirt parity: tests/test_polytomous_parity.py)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -292,6 +294,32 @@ class TestBank:
             assert back.n_cat.tolist() == [3, 4]
             assert back.levels[1].tolist() == [1, 2, 3, 4]
         assert bank.model == "mixed"
+
+    def test_gpcm_threshold_form_is_murakis_step_thresholds(self, tmp_path):
+        """``--format ours`` of a GPCM item: P(X = k) proportional to
+        exp(sum_(v <= k) a (theta - b_v)) (Muraki, 1992), mirt's IRTpars; on Science the
+        values of mirt 1.45.1's coef(IRTpars = TRUE) (TOL 1e-8) and their SEs by the delta
+        method from the covariance of a1, d1..d3 (mirt's vcov gives Comfort b1 0.6510)."""
+        bank = PolyBank(["y"], [[0.8, 2.0, 0.1, -1.0]], "gpcm")
+        b = bank.to_frame("ours")[["b1", "b2", "b3"]].to_numpy(float)[0]
+        theta = np.linspace(-3, 3, 7)
+        z = np.column_stack([np.zeros_like(theta)] + [
+            np.sum([0.8 * (theta - b[v]) for v in range(k)], axis=0) for k in (1, 2, 3)])
+        want = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        assert_allclose(bank.probability(theta)[0], want, atol=1e-12)
+        sci = pd.read_csv(Path(__file__).parent / "data" / "mirt_poly" / "science.csv",
+                          index_col=0)
+        res = calibrate(sci, model="gpcm", se=True)
+        ours = res.standard_errors("ours").set_index("item_id")
+        mirt_b = {"Comfort": [-3.277459, -2.8924641, 1.537792],
+                  "Work": [-2.0356875, -1.0330981, 2.0589287],
+                  "Future": [-2.0831329, -0.9747980, 0.8314385],
+                  "Benefit": [-2.9079568, -1.1092689, 1.6314988]}
+        for item, want_b in mirt_b.items():
+            assert_allclose(ours.loc[item, ["b1", "b2", "b3"]], want_b, atol=2e-3)
+        assert_allclose(ours.loc["Comfort", ["b1_se", "b2_se"]], [0.6510, 0.4984], rtol=0.01)
+        res.bank.write(tmp_path / "g.csv", format="ours")
+        assert_allclose(PolyBank.read(tmp_path / "g.csv").params, res.bank.params, atol=1e-12)
 
     def test_validation(self):
         with pytest.raises(BankError, match="must decrease"):

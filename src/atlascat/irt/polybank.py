@@ -8,7 +8,8 @@ rubric's 0-3), so data on the original scale is scored without any recoding by t
 File format (CSV or Parquet): ``item_id, model, a1, d1, ..., d(K_max-1), levels`` with empty
 cells for an item's absent categories and ``levels`` as ``"0;1;2;3"`` (mirt's columns, plus the
 two ATLAS needs to read a rating back); ``--format ours`` writes the threshold form ``a, b1..``
-with b_k = -d_k / a instead of the intercepts.
+instead of the intercepts, as mirt's IRTpars: graded b_k = -d_k / a, GPCM step thresholds
+b_k = -(d_k - d_(k-1)) / a (:func:`atlascat.irt.polytomous.thresholds`).
 """
 from __future__ import annotations
 
@@ -273,8 +274,8 @@ class PolyBank:
                    [lv for p in parts for lv in p.levels])
 
     def to_frame(self, format: str = "mirt") -> pd.DataFrame:
-        """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (b_k = -d_k / a);
-        both with ``levels``."""
+        """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (the thresholds of
+        :func:`atlascat.irt.polytomous.thresholds`, as mirt's IRTpars); both with ``levels``."""
         import pandas as pd
 
         k = self.params.shape[1] - 1
@@ -285,8 +286,9 @@ class PolyBank:
                 df[f"d{i + 1}"] = self.params[:, i + 1]
         elif format == "ours":
             df["a"] = self.params[:, 0]
+            b = poly.thresholds(self.models, self.params)
             for i in range(k):
-                df[f"b{i + 1}"] = -self.params[:, i + 1] / self.params[:, 0]
+                df[f"b{i + 1}"] = b[:, i]
         else:
             raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
         df["levels"] = [_fmt_levels(lv) for lv in self.levels]
@@ -330,7 +332,13 @@ class PolyBank:
             if not bcols:
                 raise BankError("an ordinal bank in threshold form needs columns a, b1, b2, ...")
             a = num("a")
-            params = np.column_stack([a] + [-a * num(c) for c in bcols])
+            b = np.column_stack([num(c) for c in bcols])
+            models = (df["model"].astype(str).str.lower().to_numpy() if "model" in cols
+                      else "graded")
+            try:
+                params = np.column_stack([a, poly.intercepts(models, a, b)])
+            except ConfigError as e:
+                raise BankError(str(e)) from None
         else:
             raise BankError(f"ordinal bank columns {cols[:12]} lack a1 (mirt) or a (ours)")
         model = (df["model"].astype(str).str.lower().to_numpy() if "model" in cols
