@@ -204,14 +204,20 @@ class PolyBank:
             out[j, :len(lev)] = lev
         return out
 
+    def locations(self) -> np.ndarray:
+        """Each item's location, the mean of its thresholds b_k
+        (:func:`atlascat.irt.polytomous.thresholds`: graded -d_k / a, GPCM's steps
+        -(d_k - d_(k-1)) / a): the theta around which its categories sit."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.nanmean(poly.thresholds(self.models, self.params), axis=1)
+
     def summary(self) -> dict:
         """Item count, model(s), quantiles of the slope ``a1`` and of each item's location
-        b = -mean_k(d_k) / a1, the categories and the rating scales, and the items with
+        (:meth:`locations`), the categories and the rating scales, and the items with
         a1 <= 0 (as :meth:`ItemBank.summary` for binary banks)."""
         q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
         names = ["min", "q05", "q25", "median", "q75", "q95", "max"]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            loc = -np.nanmean(self.params[:, 1:], axis=1) / self.a
+        loc = self.locations()
         quant = {name: dict(zip(names, np.quantile(arr[np.isfinite(arr)], q).round(4).tolist()))
                  for name, arr in (("a1", self.a), ("location", loc)) if np.isfinite(arr).any()}
         scales: dict[str, int] = {}
