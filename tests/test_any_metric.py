@@ -216,6 +216,28 @@ def test_known_harness_range_maps_bleu_max(tmp_path):
     assert max(v for sc in logs.scores.values() for v in sc.values()) <= 1.0
 
 
+def test_logs_on_another_scale_write_held_out_models_on_that_scale(tmp_path, capsys):
+    """A folder built from bleu_max logs reads RESPONSES in BLEU points, so the held-out
+    models' matrix written from their logs is in points too (0.45 read as 0.45 BLEU would
+    predict a score 100 times too small), and simulate predicts each one's mean in points."""
+    bleu = lambda t, g: round(100 * token_f1(t, g), 2)                 # noqa: E731
+    root = _gen_logs(tmp_path / "bm", "bleu_max", n_models=26, value=bleu)
+    held = tmp_path / "held"
+    held.mkdir()
+    for m in (3, 12, 21):                                               # held-out models
+        (root / f"org__gen-{m:02d}").rename(held / f"org__gen-{m:02d}")
+    logs = read_sample_logs(held)
+    out = logs.write(tmp_path / "held.csv")
+    truth = pd.read_csv(out, index_col=0)
+    assert truth.to_numpy().max() > 1.0                                 # BLEU points, as logged
+    assert np.allclose(truth.to_numpy() / 100, logs.matrix().values)    # the matrix: on [0, 1]
+    assert _main(["build-bank", root, "-o", tmp_path / "bank"]) == 0
+    assert _main(["simulate", out, "--bank", tmp_path / "bank", "-o", tmp_path / "sim"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col="subject_id")
+    mean = truth.mean(axis=1).reindex(ps.index)
+    assert (np.abs(ps["score"] - mean) < 10).all(), (ps["score"], mean)
+
+
 def test_sample_log_recipe_end_to_end(tmp_path, monkeypatch):
     """The docs' recipe: logs of simulated models from the real TruthfulQA log (its
     requests, simulated answers, the mc2 metric), built into a folder, checked on held-out
