@@ -129,7 +129,8 @@ def test_info_of_a_continuous_matrix_speaks_of_mean_scores(longbench, tmp_path, 
 def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, tmp_path,
                                                                     capsys, name, lo, hi):
     """BLEU 0-100 and a 1-10 judge: each step's score and predicted score, the result's mean
-    score, ``atlas runs``' accuracies, the HTML page's step scores and observed mean, and
+    score, the protocol, results.json's scores and means, ``atlas runs``' accuracies (its
+    ``--json`` and ``--run`` too), the HTML page's step scores and observed mean, and
     compare-models' difference are on the metric's scale, never in percent of 0-1."""
     root, targets = longbench
     runs = []
@@ -150,7 +151,12 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         lb = row["prediction"]
         assert lb["scale"] == [lo, hi] and lo <= lb["lo"] <= lb["score"] <= lb["hi"] <= hi
         assert steps[-1].endswith(f"predicted {lb['score']:.1f} ({lb['lo']:.1f}-{lb['hi']:.1f})")
-        obs = lo + (hi - lo) * row["observed_score"]
+        asked = answers[row["items"]].to_numpy(float)      # results.json: on the scale too
+        assert row["scale"] == [lo, hi] and np.allclose(row["scores"], asked, atol=1e-6)
+        assert row["score_sum"] == pytest.approx(asked.sum())
+        obs = row["observed_score"]
+        assert obs == pytest.approx(asked.mean()) and lo <= row["model_based_score"] <= hi
+        assert f"a score on the metric's scale, {lo:g}-{hi:g}, out" in row["protocol_label"]
         assert (f"mean score, on the metric's own scale: observed {obs:.1f} (the mean score "
                 "over the 6 items asked)") in cap.out
         assert "accuracy: observed" not in cap.out
@@ -171,8 +177,16 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         assert strip.sub("", again) == strip.sub("", page)
     assert main(["runs", "--db", str(runs[0][0] / "runs.sqlite")]) == 0
     table = capsys.readouterr().out
-    obs = lo + (hi - lo) * runs[0][1]["observed_score"]
+    obs = runs[0][1]["observed_score"]
     assert f" {obs:.1f} " in table and "%" not in table
+    db, rid = str(runs[0][0] / "runs.sqlite"), runs[0][1]["run_id"]
+    assert main(["runs", "--db", db, "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)[0]
+    for key in ("observed_score", "model_based_score", "score_sum"):
+        assert rec[key] == pytest.approx(runs[0][1][key]), key
+    assert main(["runs", "--db", db, "--run", rid, "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    assert np.allclose([s["score"] for s in steps], runs[0][1]["scores"])
     first, second = (r["prediction"]["score"] for _, r in runs)
     assert main(["compare-models", str(runs[0][0]), str(runs[1][0]), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
