@@ -175,6 +175,22 @@ def test_f1_logs_keep_their_rule_and_reproduce_the_logged_scores(tmp_path):
     assert 0.0 < ir.score(" " + ir.gold.split()[0] + " x y") < 1.0
 
 
+def test_f1_logs_whose_scores_contradict_their_outputs_say_so(tmp_path, capsys):
+    """f1 logs whose scores are not the F1 of their own logged outputs build a folder, but
+    the summary warns that a live run (which scores by the rule) will not score as the harness
+    did; logs that agree with their outputs get no such warning."""
+    _gen_logs(tmp_path / "ok", "f1")
+    assert _main(["build-bank", tmp_path / "ok", "-o", tmp_path / "b_ok"]) == 0
+    assert "scoring rule" not in capsys.readouterr().err
+    _gen_logs(tmp_path / "bad", "f1", value=lambda t, g: round(1 - token_f1(t, g), 6))
+    assert _main(["build-bank", tmp_path / "bad", "-o", tmp_path / "b_bad"]) == 0
+    err = capsys.readouterr().err
+    warn = [ln for ln in err.splitlines() if "scoring rule (f1) reproduces" in ln]
+    assert len(warn) == 1 and "not as the harness scored" in warn[0] and "--metric" in warn[0]
+    req = load_bank_dir(tmp_path / "b_bad").manifest["requests"]
+    assert req["rule_disagreeing_items"] > 0 and req["rule_agreement_min"] < 1
+
+
 def test_a_metric_atlas_cannot_compute_is_refused_live_by_name(tmp_path, capsys):
     """ROUGE-L logs build a folder (the requests kept); asking it of a model's outputs is
     refused in one line naming rougeL, while an item-scored subject (cmd:) runs it."""
