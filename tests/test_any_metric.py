@@ -99,6 +99,20 @@ def test_bad_scales_are_one_line(tmp_path, capsys):
                  "--score-range", "1", "10"]) == 0                   # a 1-10 judge rating
 
 
+def test_simulate_of_another_benchmarks_results_on_a_folder_is_one_line(tmp_path, capsys):
+    """Results whose item ids are none of the folder's (another benchmark's matrix) are
+    refused in one line by the folder's predictor, not predicted 0.0 from 0 items."""
+    df = _scaled_matrix(tmp_path, 0, 100)
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+                 "--score-range", "0", "100"]) == 0
+    capsys.readouterr()
+    df.iloc[30:].rename(columns=lambda c: f"other_{c}").to_csv(tmp_path / "other.csv")
+    line = _one_line_error(capsys, ["simulate", tmp_path / "other.csv", "--bank",
+                                    tmp_path / "bank", "-o", tmp_path / "sim"],
+                           "none of the 80 response items", "'other_i0'")
+    assert "Mean of empty slice" not in line and not (tmp_path / "sim").exists()
+
+
 def test_scores_file_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys):
     """--scores with --score-range 1 10: the published scores are judge ratings (1-10) as the
     results are, mapped to 0-1 as they are (not read as percent), and simulate predicts on

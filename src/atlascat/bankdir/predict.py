@@ -135,7 +135,16 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     run of it with the same seed does."""
     import numpy as np
 
+    from ..errors import ResponseDataError
+
     predictor = load_predictor(folder)
+    known = {str(i) for i in predictor.item_ids_}
+    if not any(str(i) in known for i in responses.item_ids):
+        raise ResponseDataError(
+            f"none of the {responses.n_items} response items is one of the bank folder's "
+            f"{len(known)} items (responses: {[str(i) for i in responses.item_ids[:3]]}, "
+            f"folder: {[str(i) for i in predictor.item_ids_[:3]]}); give the results of the "
+            "benchmark the folder was built from")
     out = predictor.replay(responses, budget=budget, seed=seed)
     pct = [float(folder.link.percentile(v)) for v in out["score"]]
     warning = np.where(out["method"] == "design",
