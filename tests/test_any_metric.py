@@ -73,6 +73,8 @@ def test_score_range_maps_in_once_and_every_prediction_back(tmp_path, capsys):
     truth = df.iloc[30:].mean(axis=1).reindex(ps["subject_id"]).to_numpy()
     est, lo, hi = (ps[c].to_numpy() for c in ps.columns[2:5])
     assert truth.mean() > 20 and np.abs(est - truth).mean() < 4.0     # points of BLEU
+    summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert summary["scale"] == [0.0, 100.0] and summary["score_mean"] == pytest.approx(est.mean())
     assert np.mean((lo <= truth) & (truth <= hi)) >= 0.8
     # the same matrix on 0-1 gives the same predictions, divided by 100
     (df.iloc[:30] / 100).to_csv(tmp_path / "src01.csv")

@@ -405,6 +405,9 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
     summary = {"design": "benchmark predictor", "benchmark": folder.manifest.get("benchmark"),
+               "metric": (folder.manifest.get("source") or {}).get("metric")
+               or folder.manifest.get("score"),
+               "scale": list(metric_scale(folder) or (0.0, 1.0)),   # score's, width's units
                "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
