@@ -389,5 +389,16 @@ def test_a_live_replay_of_continuous_scores_agrees_with_simulate(longbench, tmp_
     item = str(targets.columns[0])
     subj = RecordedAnswers(tmp_path / "t.csv", model,
                            score_range=None if name == "qmsum" else (lo, hi))
-    assert json.loads(subj.score_items([item])[0][1])["score"] == \
-        pytest.approx(targets.loc[model, item])
+    score, reply = subj.score_items([item])[0]
+    assert score == pytest.approx(targets.loc[model, item])           # modelled on 0-1
+    assert json.loads(reply)["score"] == pytest.approx(lo + (hi - lo) * targets.loc[model, item])
+    assert subj.score_of(reply) == pytest.approx(score)              # a cached reply reads back
+    # the same replay again in the same store: every reply from the cache, the same prediction
+    assert main(["evaluate", "--bank", str(root / name), "--subject",
+                 f"replay:{tmp_path / 't.csv'}#{model}", "--seed", "3", "--design", design,
+                 "--db", str(tmp_path / "live" / "runs.sqlite"), "-o", str(tmp_path / "again"),
+                 "-q"]) == 0
+    second = json.loads((tmp_path / "again" / "results.json").read_text())[0]
+    steps = RunStore(tmp_path / "live" / "runs.sqlite").steps(second["run_id"])
+    assert steps["cached"].astype(bool).all()
+    assert second["prediction"]["score"] == pytest.approx(got["score"], rel=1e-9)
