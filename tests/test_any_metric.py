@@ -191,6 +191,27 @@ def test_f1_logs_keep_their_rule_and_reproduce_the_logged_scores(tmp_path):
     assert 0.0 < ir.score(" " + ir.gold.split()[0] + " x y") < 1.0
 
 
+def test_a_live_f1_run_says_token_f1_and_mean_score(tmp_path, capsys):
+    """A live run on an f1 folder: the protocol says the generation is scored by token F1 (not
+    "exact match"), and the result reads a mean score, never "accuracy ... k/n", even when
+    every F1 the model got is exactly 0 (a continuous folder's 0 is a score)."""
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.toylm import ToyLM
+
+    _gen_logs(tmp_path / "f1", "f1")
+    assert _main(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank"]) == 0
+    capsys.readouterr()
+    with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
+        assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+                      f"completions:{srv.url}", "--llm", "toylm", "--max-items", "6",
+                      "-o", tmp_path / "live"]) == 0
+    out = capsys.readouterr().out
+    row = json.loads((tmp_path / "live" / "results.json").read_text())[0]
+    assert row["continuous"] is True and "generation, token F1" in row["protocol_label"]
+    assert "(generation, token F1)" in out and "exact match" not in out
+    assert "  mean score: observed" in out and "accuracy:" not in out, out
+
+
 def test_f1_logs_whose_scores_contradict_their_outputs_say_so(tmp_path, capsys):
     """f1 logs whose scores are not the F1 of their own logged outputs build a folder, but
     the summary warns that a live run (which scores by the rule) will not score as the harness

@@ -553,7 +553,8 @@ def _accuracy_line(row: dict, scale) -> str | None:
     obs, mod = row.get("observed_score"), row.get("model_based_score")
     n = row.get("n_items")
     acc = []
-    between = not row.get("ordinal") and any(0 < float(v) < 1 for v in row.get("scores") or ())
+    between = not row.get("ordinal") and (bool(row.get("continuous"))   # the folder's kind
+                                          or any(0 < float(v) < 1 for v in row.get("scores") or ()))
     if scale is not None:
         def on(v):
             return f"{v:.1f}"

@@ -41,8 +41,10 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False,
     label = PROTOCOL_LABELS.get(proto, proto)
     if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
         rules = {str(r) for r in meta["rule"].dropna()}
-        if rules and rules <= GENERATION_RULES:
-            label = "leaderboard (generation, exact match)"
+        if rules and rules <= GENERATION_RULES:   # scored as the rules score: F1 is no match
+            how = [w for w, r in (("exact match", rules - {"f1"}), ("token F1", rules & {"f1"}))
+                   if r]
+            label = f"leaderboard (generation, {' and '.join(how)})"
         elif rules & GENERATION_RULES:
             label = "leaderboard (log-likelihood and generation)"
     if proto == "leaderboard" and folder:

@@ -77,6 +77,15 @@ def _scale(ref: BankRef | None):
     return metric_scale(ref.folder())
 
 
+def _continuous(ref: BankRef | None) -> bool:
+    """Whether a bank folder scores its items on a continuum (F1, ROUGE, a metric's scale)."""
+    if ref is None or ref.kind != "dir":
+        return False
+    from ..bankdir.predict import continuous_scores
+
+    return bool(continuous_scores(ref.folder()))
+
+
 def _population(ref: BankRef):
     """Whose scores a bank's prediction is among: the source models (a bank folder), the
     leaderboard (a shipped bank, a bank file whose benchmark has a shipped score link), or
@@ -493,6 +502,8 @@ class LiveRun:
                    "protocol": protocol_value(res.protocol, str(job.ref) if job.ref else None)}
             if is_ordinal(job.bank):  # scores are ratings; accuracies are shares of the scale
                 row["ordinal"] = True
+            elif _continuous(job.ref):  # scores on a continuum: a 0 or a 1 is not right / wrong
+                row["continuous"] = True
             if res.status == "done" and job.kind == "predictor":
                 row["design"] = "benchmark predictor"
                 row["prediction"] = predict_run(self.store, job.run_id)
