@@ -189,6 +189,8 @@ def test_f1_logs_keep_their_rule_and_reproduce_the_logged_scores(tmp_path):
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
     ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
     assert 0.0 < ir.score(" " + ir.gold.split()[0] + " x y") < 1.0
+    said = ir.choice(" " + ir.gold.split()[0] + " x y\nmore")       # what the page shows
+    assert said["extracted"] == ir.gold.split()[0] + " x y" and said["gold"] == ir.gold
 
 
 def test_a_live_f1_run_says_token_f1_and_mean_score(tmp_path, capsys):
