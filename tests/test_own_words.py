@@ -179,6 +179,8 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
     table = capsys.readouterr().out
     obs = runs[0][1]["observed_score"]
     assert f" {obs:.1f} " in table and "%" not in table
+    head, first_row = table.splitlines()[1:3]
+    assert dict(zip(head.split(), first_row.split()))["benchmark"] == name   # not the path
     db, rid = str(runs[0][0] / "runs.sqlite"), runs[0][1]["run_id"]
     assert main(["runs", "--db", db, "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)[0]

@@ -159,14 +159,16 @@ def _list_runs(stores, as_json: bool) -> None:
     for col in ("observed", "model-based"):  # as the predicted score beside them: percent,
         # or the metric's own scale
         df[col] = [_as_score(v, lb.get("scale")) for v, lb in zip(df[col], predictions)]
-    from ..live.report import describe_prediction, protocol_name
+    from ..live.report import benchmark_of, describe_prediction, protocol_name
 
     df["protocol"] = [protocol_name(p, ref) if isinstance(p, str) else p
                       for p, ref in zip(df["protocol"], df["bank_ref"])]
+    df["benchmark"] = [benchmark_of(lb, ref) for lb, ref in zip(predictions, df["bank_ref"])]
     df["predicted"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
                                                              else "")
                        if lb.get("score") is not None else "-" for lb in predictions]
-    cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
+    cols = ["run_id", "state", "model", "benchmark", "protocol", "bank_ref", "n_items", "theta",
+            "se",
             "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
                 title=f"runs in {where}", float_format="{:.3f}")

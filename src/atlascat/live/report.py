@@ -18,7 +18,7 @@ import numpy as np
 
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
-           "on_metric_scale",
+           "on_metric_scale", "benchmark_of",
            "protocol_name", "protocol_value", "SOURCE_PROTOCOL", "score_name", "population_of",
            "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
 
@@ -131,6 +131,12 @@ def _folder_identity(bank_ref) -> dict:
     if scale is not None:
         out["scale"] = list(scale)
     return out
+
+
+def benchmark_of(prediction, bank_ref) -> str:
+    """The benchmark a run measured, by name: its prediction's ``benchmark``, else the title of
+    its stored bank reference (never a path)."""
+    return (prediction or {}).get("benchmark") or _bank_title(bank_ref)
 
 
 def _bank_title(bank_ref) -> str:
