@@ -115,6 +115,26 @@ def test_simulate_of_another_benchmarks_results_on_a_folder_is_one_line(tmp_path
     assert "Mean of empty slice" not in line and not (tmp_path / "sim").exists()
 
 
+def test_a_target_without_answers_is_flagged_not_predicted_zero(tmp_path, capsys):
+    """A target row with no answer to any of the folder's items gets no prediction (NaN, flag
+    ``no_items``, a warning), not 0.0 with the interval 0.0-0.0; the others are predicted."""
+    df = _scaled_matrix(tmp_path, 0, 100)
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+                 "--score-range", "0", "100"]) == 0
+    tgt = df.iloc[30:].copy()
+    tgt.iloc[0, :] = np.nan
+    tgt.to_csv(tmp_path / "blank.csv")
+    assert _main(["simulate", tmp_path / "blank.csv", "--bank", tmp_path / "bank",
+                 "-o", tmp_path / "sim"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col="subject_id")
+    empty = ps.loc[tgt.index[0]]
+    assert empty["n_items"] == 0 and empty["score_flag"] == "no_items"
+    assert empty[["score", "score_lo", "score_hi", "percentile"]].isna().all()
+    assert "nothing to predict" in empty["score_warning"]
+    assert ps.drop(tgt.index[0])["score"].notna().all()
+    assert ps.drop(tgt.index[0])["method"].isin(["combined", "design"]).all()
+
+
 def test_scores_file_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys):
     """--scores with --score-range 1 10: the published scores are judge ratings (1-10) as the
     results are, mapped to 0-1 as they are (not read as percent), and simulate predicts on
