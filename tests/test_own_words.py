@@ -404,3 +404,21 @@ def test_a_live_replay_of_continuous_scores_agrees_with_simulate(longbench, tmp_
     steps = RunStore(tmp_path / "live" / "runs.sqlite").steps(second["run_id"])
     assert steps["cached"].astype(bool).all()
     assert second["prediction"]["score"] == pytest.approx(got["score"], rel=1e-9)
+
+
+def test_an_adaptive_simulation_of_a_folder_names_its_benchmark(longbench, tmp_path, capsys):
+    """``atlas simulate --design adaptive`` on a 1-10 folder: the summary names the predicted
+    judge score (its mean and width on 1-10), as the predictor's summary does, in the table and
+    in summary.json."""
+    root, targets = longbench
+    (1 + 9 * targets).to_csv(tmp_path / "t.csv")
+    assert main(["simulate", str(tmp_path / "t.csv"), "--bank", str(root / "judge"),
+                 "--design", "adaptive", "-o", str(tmp_path / "sim")]) == 0
+    out = capsys.readouterr().out
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv")
+    summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert summary["benchmark"] == "judge" and summary["scale"] == [1.0, 10.0]
+    assert summary["score_mean"] == pytest.approx(ps["score"].mean())
+    assert 1 <= summary["score_mean"] <= 10
+    assert "predicted judge score mean (95% width)" in out
+    assert f"{summary['score_mean']:.1f} ({summary['width_mean']:.1f} points)" in out
