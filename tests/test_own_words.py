@@ -106,6 +106,7 @@ def test_a_continuous_folders_0_and_1_are_scores_not_right_and_wrong(longbench, 
     assert all(re.search(r"score [01]\.00  predicted", ln) for ln in steps), steps
     page = next((tmp_path / "run" / "reports").glob("*.html")).read_text()
     assert "correct)" not in page and "right / asked" not in page
+    assert re.findall(r"<td>([01]\.00)</td>", page)        # each score as the step line's
 
 
 def test_info_of_a_continuous_matrix_speaks_of_mean_scores(longbench, tmp_path, capsys):
