@@ -135,6 +135,33 @@ def test_a_target_without_answers_is_flagged_not_predicted_zero(tmp_path, capsys
     assert ps.drop(tgt.index[0])["method"].isin(["combined", "design"]).all()
 
 
+def test_a_target_asked_every_answer_it_has_says_the_score_is_their_mean(tmp_path, capsys):
+    """A target row with answers to fewer items than the budget is asked every one of them:
+    its score is their mean with an interval of no width, which simulate and a live replay
+    say in a warning instead of passing it off as a prediction over every item."""
+    df = _scaled_matrix(tmp_path, 0, 100)
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+                 "--score-range", "0", "100"]) == 0
+    tgt = df.iloc[30:].copy()
+    tgt.iloc[0, 30:] = np.nan                                  # 30 answers, budget 50
+    tgt.to_csv(tmp_path / "sparse.csv")
+    assert _main(["simulate", tmp_path / "sparse.csv", "--bank", tmp_path / "bank",
+                 "-o", tmp_path / "sim"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col="subject_id")
+    row = ps.loc[tgt.index[0]]
+    assert row["n_items"] == 30 and "answered only 30 of the 80 items" in row["score_warning"]
+    others = ps.drop(tgt.index[0])["score_warning"].fillna("")
+    assert not others.str.contains("answered only").any()
+    capsys.readouterr()
+    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+                  f"replay:{tmp_path / 'sparse.csv'}#{tgt.index[0]}", "-q",
+                  "-o", tmp_path / "live"]) == 0
+    assert "answered only 30 of the 80 items" in capsys.readouterr().err
+    live = json.loads((tmp_path / "live" / "results.json").read_text())[0]["prediction"]
+    assert live["warning"] == row["score_warning"] and live["score"] == pytest.approx(
+        row["score"])
+
+
 def test_scores_file_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys):
     """--scores with --score-range 1 10: the published scores are judge ratings (1-10) as the
     results are, mapped to 0-1 as they are (not read as percent), and simulate predicts on

@@ -24,7 +24,8 @@ from ..scorelink.frames import COLUMNS
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
-           "PREDICTOR_FILE", "metric_scale", "to_metric_scale", "continuous_scores"]
+           "PREDICTOR_FILE", "metric_scale", "to_metric_scale", "continuous_scores",
+           "exhausted_warning"]
 
 #: the benchmark predictor's file in a bank folder
 PREDICTOR_FILE = "predictor.json"
@@ -123,6 +124,14 @@ def load_predictor_items(folder):
         raise BankFolderError(f"{str(path)!r} cannot be read ({exc})") from None
 
 
+def exhausted_warning(answered: int, items: int) -> str:
+    """The warning of a target asked every one of the only ``answered`` of the predictor's
+    ``items`` it has answers for (a recorded row with blank cells): its score is their mean,
+    known exactly, not a prediction of the mean over all the items."""
+    return (f"answered only {answered} of the {items} items and asked every one: the score is "
+            f"their mean (an interval of no width), not a prediction over all {items}")
+
+
 def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.DataFrame:
     """The folder's predictor on recorded answers (``responses``: a ResponseMatrix of the
     targets): one row per target, ``subject_id``, ``n_items`` (items used, at most ``budget``),
@@ -157,6 +166,10 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     warning = np.where(out["method"] == "design",
                        "unlike the source models: the design-based estimate (random items) is "
                        "used", "")
+    count = answered[some].sum(axis=1)
+    gone = (count < answered.shape[1]) & (out["n_items"].to_numpy() == count)
+    warning = np.array([exhausted_warning(int(k), answered.shape[1]) if g else w
+                        for w, g, k in zip(warning, gone, count)], dtype=object)
     scale = metric_scale(folder)
     width = 1.0 if scale is None else float(scale[1]) - float(scale[0])   # an SE has no offset
     frame = pd.DataFrame({
