@@ -83,7 +83,8 @@ def test_eap_comparison_runs_end_to_end_on_torch_cpu(gpu_bench, tmp_path):
 
 
 def _suite_rec(wall, load, goal_met, start_exit=None, imports=0.0):
-    return {"command": "atlas evaluate --suite openllm-v1 --subject hf:m.gguf", "wall_s": wall,
+    return {"command": "atlas evaluate --suite openllm-v1 --subject hf:m.gguf",
+            "process": "in-process" if start_exit is None else "new process", "wall_s": wall,
             "start_exit_s": start_exit, "import_s": imports, "model_load_s": load,
             "run_s": wall - load - imports - (start_exit or 0.0), "items": 150,
             "stop_reason": "max_items",
@@ -146,3 +147,48 @@ def test_suite_run_as_a_new_process_asks_what_the_cli_asks_in_process(gpu_bench,
     assert same["same_items"] and same["same_answers"] and same["items_b"] == 4
     with pytest.raises(RuntimeError, match="a new process.*failed"):
         live.suite_run_process("nosuch:x", tmp_path, max_items=4, tag="bad", timeout=300)
+
+
+def test_warm_run_falls_back_to_this_process_where_a_new_one_fails(gpu_bench, tmp_path,
+                                                                   monkeypatch):
+    """Where the warm run's new process fails (not by its timeout), the phase makes it in its
+    own process, and the tables say which process made it."""
+    import subprocess
+
+    import live
+
+    _, gpu_figures = gpu_bench
+    errors: list[str] = []
+
+    def step(name, fn, key=None):
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - as the phase's step
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            return None
+
+    def fails(*a, **k):
+        raise RuntimeError("atlas evaluate --suite (a new process) failed (exit 1): CUDA busy")
+
+    monkeypatch.setattr(live, "suite_run_process", fails)
+    run = gpu_figures.warm_run(live, "simulate:0.5", tmp_path, 4, step, errors, lambda: 60)
+    assert run["process"] == "in-process" and run["result"]["n_items"] == 4
+    assert errors == ["suite: RuntimeError: atlas evaluate --suite (a new process) failed "
+                      "(exit 1): CUDA busy"]
+
+    def times_out(*a, **k):
+        raise subprocess.TimeoutExpired("live.py", 60)
+
+    monkeypatch.setattr(live, "suite_run_process", times_out)
+    errors.clear()
+    assert gpu_figures.warm_run(live, "simulate:0.5", tmp_path, 4, step, errors,
+                                lambda: 60) is None
+    assert len(errors) == 1 and errors[0].startswith("suite: TimeoutExpired")
+
+    rec = {"machine": {"cpu_cores": 16, "date": "d"}, "import_torch_transformers_s": 4.4,
+           "suite_cold": {**_suite_rec(77.0, 25.0, False), "process": "in-process"},
+           "suite": {**_suite_rec(40.0, 1.0, True), "process": "in-process"}}
+    gpu_figures._write_live(tmp_path, rec, ["suite: RuntimeError: CUDA busy"])
+    text = (tmp_path / "live.md").read_text()
+    assert "| warm (in process) | 40.0 s | - |" in text
+    assert "The warm run was made in the cold run's process" in text
