@@ -73,6 +73,8 @@ def test_score_range_maps_in_once_and_every_prediction_back(tmp_path, capsys):
     truth = df.iloc[30:].mean(axis=1).reindex(ps["subject_id"]).to_numpy()
     est, lo, hi = (ps[c].to_numpy() for c in ps.columns[2:5])
     assert truth.mean() > 20 and np.abs(est - truth).mean() < 4.0     # points of BLEU
+    summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert summary["scale"] == [0.0, 100.0] and summary["score_mean"] == pytest.approx(est.mean())
     assert np.mean((lo <= truth) & (truth <= hi)) >= 0.8
     # the same matrix on 0-1 gives the same predictions, divided by 100
     (df.iloc[:30] / 100).to_csv(tmp_path / "src01.csv")
@@ -97,6 +99,67 @@ def test_bad_scales_are_one_line(tmp_path, capsys):
                              "--score-range", "10", "1"], "--score-range", "LO < HI")
     assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b4",
                  "--score-range", "1", "10"]) == 0                   # a 1-10 judge rating
+
+
+def test_simulate_of_another_benchmarks_results_on_a_folder_is_one_line(tmp_path, capsys):
+    """Results whose item ids are none of the folder's (another benchmark's matrix) are
+    refused in one line by the folder's predictor, not predicted 0.0 from 0 items."""
+    df = _scaled_matrix(tmp_path, 0, 100)
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+                 "--score-range", "0", "100"]) == 0
+    capsys.readouterr()
+    df.iloc[30:].rename(columns=lambda c: f"other_{c}").to_csv(tmp_path / "other.csv")
+    line = _one_line_error(capsys, ["simulate", tmp_path / "other.csv", "--bank",
+                                    tmp_path / "bank", "-o", tmp_path / "sim"],
+                           "none of the 80 response items", "'other_i0'")
+    assert "Mean of empty slice" not in line and not (tmp_path / "sim").exists()
+
+
+def test_a_target_without_answers_is_flagged_not_predicted_zero(tmp_path, capsys):
+    """A target row with no answer to any of the folder's items gets no prediction (NaN, flag
+    ``no_items``, a warning), not 0.0 with the interval 0.0-0.0; the others are predicted."""
+    df = _scaled_matrix(tmp_path, 0, 100)
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+                 "--score-range", "0", "100"]) == 0
+    tgt = df.iloc[30:].copy()
+    tgt.iloc[0, :] = np.nan
+    tgt.to_csv(tmp_path / "blank.csv")
+    assert _main(["simulate", tmp_path / "blank.csv", "--bank", tmp_path / "bank",
+                 "-o", tmp_path / "sim"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col="subject_id")
+    empty = ps.loc[tgt.index[0]]
+    assert empty["n_items"] == 0 and empty["score_flag"] == "no_items"
+    assert empty[["score", "score_lo", "score_hi", "percentile"]].isna().all()
+    assert "nothing to predict" in empty["score_warning"]
+    assert ps.drop(tgt.index[0])["score"].notna().all()
+    assert ps.drop(tgt.index[0])["method"].isin(["combined", "design"]).all()
+
+
+def test_a_target_asked_every_answer_it_has_says_the_score_is_their_mean(tmp_path, capsys):
+    """A target row with answers to fewer items than the budget is asked every one of them:
+    its score is their mean with an interval of no width, which simulate and a live replay
+    say in a warning instead of passing it off as a prediction over every item."""
+    df = _scaled_matrix(tmp_path, 0, 100)
+    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+                 "--score-range", "0", "100"]) == 0
+    tgt = df.iloc[30:].copy()
+    tgt.iloc[0, 30:] = np.nan                                  # 30 answers, budget 50
+    tgt.to_csv(tmp_path / "sparse.csv")
+    assert _main(["simulate", tmp_path / "sparse.csv", "--bank", tmp_path / "bank",
+                 "-o", tmp_path / "sim"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col="subject_id")
+    row = ps.loc[tgt.index[0]]
+    assert row["n_items"] == 30 and "answered only 30 of the 80 items" in row["score_warning"]
+    others = ps.drop(tgt.index[0])["score_warning"].fillna("")
+    assert not others.str.contains("answered only").any()
+    capsys.readouterr()
+    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+                  f"replay:{tmp_path / 'sparse.csv'}#{tgt.index[0]}", "-q",
+                  "-o", tmp_path / "live"]) == 0
+    assert "answered only 30 of the 80 items" in capsys.readouterr().err
+    live = json.loads((tmp_path / "live" / "results.json").read_text())[0]["prediction"]
+    assert live["warning"] == row["score_warning"] and live["score"] == pytest.approx(
+        row["score"])
 
 
 def test_scores_file_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys):
@@ -173,6 +236,45 @@ def test_f1_logs_keep_their_rule_and_reproduce_the_logged_scores(tmp_path):
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
     ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
     assert 0.0 < ir.score(" " + ir.gold.split()[0] + " x y") < 1.0
+    said = ir.choice(" " + ir.gold.split()[0] + " x y\nmore")       # what the page shows
+    assert said["extracted"] == ir.gold.split()[0] + " x y" and said["gold"] == ir.gold
+
+
+def test_a_live_f1_run_says_token_f1_and_mean_score(tmp_path, capsys):
+    """A live run on an f1 folder: the protocol says the generation is scored by token F1 (not
+    "exact match"), and the result reads a mean score, never "accuracy ... k/n", even when
+    every F1 the model got is exactly 0 (a continuous folder's 0 is a score)."""
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.toylm import ToyLM
+
+    _gen_logs(tmp_path / "f1", "f1")
+    assert _main(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank"]) == 0
+    capsys.readouterr()
+    with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
+        assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+                      f"completions:{srv.url}", "--llm", "toylm", "--max-items", "6",
+                      "-o", tmp_path / "live"]) == 0
+    out = capsys.readouterr().out
+    row = json.loads((tmp_path / "live" / "results.json").read_text())[0]
+    assert row["continuous"] is True and "generation, token F1" in row["protocol_label"]
+    assert "(generation, token F1)" in out and "exact match" not in out
+    assert "  mean score: observed" in out and "accuracy:" not in out, out
+
+
+def test_f1_logs_whose_scores_contradict_their_outputs_say_so(tmp_path, capsys):
+    """f1 logs whose scores are not the F1 of their own logged outputs build a folder, but
+    the summary warns that a live run (which scores by the rule) will not score as the harness
+    did; logs that agree with their outputs get no such warning."""
+    _gen_logs(tmp_path / "ok", "f1")
+    assert _main(["build-bank", tmp_path / "ok", "-o", tmp_path / "b_ok"]) == 0
+    assert "scoring rule" not in capsys.readouterr().err
+    _gen_logs(tmp_path / "bad", "f1", value=lambda t, g: round(1 - token_f1(t, g), 6))
+    assert _main(["build-bank", tmp_path / "bad", "-o", tmp_path / "b_bad"]) == 0
+    err = capsys.readouterr().err
+    warn = [ln for ln in err.splitlines() if "scoring rule (f1) reproduces" in ln]
+    assert len(warn) == 1 and "not as the harness scored" in warn[0] and "--metric" in warn[0]
+    req = load_bank_dir(tmp_path / "b_bad").manifest["requests"]
+    assert req["rule_disagreeing_items"] > 0 and req["rule_agreement_min"] < 1
 
 
 def test_a_metric_atlas_cannot_compute_is_refused_live_by_name(tmp_path, capsys):
@@ -214,6 +316,28 @@ def test_known_harness_range_maps_bleu_max(tmp_path):
     logs = read_sample_logs(root)
     assert logs.score_range == (0.0, 100.0)
     assert max(v for sc in logs.scores.values() for v in sc.values()) <= 1.0
+
+
+def test_logs_on_another_scale_write_held_out_models_on_that_scale(tmp_path, capsys):
+    """A folder built from bleu_max logs reads RESPONSES in BLEU points, so the held-out
+    models' matrix written from their logs is in points too (0.45 read as 0.45 BLEU would
+    predict a score 100 times too small), and simulate predicts each one's mean in points."""
+    bleu = lambda t, g: round(100 * token_f1(t, g), 2)                 # noqa: E731
+    root = _gen_logs(tmp_path / "bm", "bleu_max", n_models=26, value=bleu)
+    held = tmp_path / "held"
+    held.mkdir()
+    for m in (3, 12, 21):                                               # held-out models
+        (root / f"org__gen-{m:02d}").rename(held / f"org__gen-{m:02d}")
+    logs = read_sample_logs(held)
+    out = logs.write(tmp_path / "held.csv")
+    truth = pd.read_csv(out, index_col=0)
+    assert truth.to_numpy().max() > 1.0                                 # BLEU points, as logged
+    assert np.allclose(truth.to_numpy() / 100, logs.matrix().values)    # the matrix: on [0, 1]
+    assert _main(["build-bank", root, "-o", tmp_path / "bank"]) == 0
+    assert _main(["simulate", out, "--bank", tmp_path / "bank", "-o", tmp_path / "sim"]) == 0
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col="subject_id")
+    mean = truth.mean(axis=1).reindex(ps.index)
+    assert (np.abs(ps["score"] - mean) < 10).all(), (ps["score"], mean)
 
 
 def test_sample_log_recipe_end_to_end(tmp_path, monkeypatch):

@@ -247,6 +247,7 @@ def test_a_continuous_items_weak_identification_is_not_worded_as_categories():
     cont = [m for m in identification_problems(y, None, "2pl", "lognorm(0,1)", None)
             if "barely identified" in m]
     assert cont and "rarer category" not in cont[0] and "floor or their ceiling" in cont[0]
+    assert "all 0 or all 1" not in cont[0]     # a --score-range folder's scores are not 0-1
     binary = (y > 0.45).astype(float)
     binary[:, 0] = 0.0
     binary[:2, 0] = 1.0

@@ -106,6 +106,7 @@ def test_a_continuous_folders_0_and_1_are_scores_not_right_and_wrong(longbench, 
     assert all(re.search(r"score [01]\.00  predicted", ln) for ln in steps), steps
     page = next((tmp_path / "run" / "reports").glob("*.html")).read_text()
     assert "correct)" not in page and "right / asked" not in page
+    assert re.findall(r"<td>([01]\.00)</td>", page)        # each score as the step line's
 
 
 def test_info_of_a_continuous_matrix_speaks_of_mean_scores(longbench, tmp_path, capsys):
@@ -129,7 +130,8 @@ def test_info_of_a_continuous_matrix_speaks_of_mean_scores(longbench, tmp_path, 
 def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, tmp_path,
                                                                     capsys, name, lo, hi):
     """BLEU 0-100 and a 1-10 judge: each step's score and predicted score, the result's mean
-    score, ``atlas runs``' accuracies, the HTML page's step scores and observed mean, and
+    score, the protocol, results.json's scores and means, ``atlas runs``' accuracies (its
+    ``--json`` and ``--run`` too), the HTML page's step scores and observed mean, and
     compare-models' difference are on the metric's scale, never in percent of 0-1."""
     root, targets = longbench
     runs = []
@@ -150,7 +152,12 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         lb = row["prediction"]
         assert lb["scale"] == [lo, hi] and lo <= lb["lo"] <= lb["score"] <= lb["hi"] <= hi
         assert steps[-1].endswith(f"predicted {lb['score']:.1f} ({lb['lo']:.1f}-{lb['hi']:.1f})")
-        obs = lo + (hi - lo) * row["observed_score"]
+        asked = answers[row["items"]].to_numpy(float)      # results.json: on the scale too
+        assert row["scale"] == [lo, hi] and np.allclose(row["scores"], asked, atol=1e-6)
+        assert row["score_sum"] == pytest.approx(asked.sum())
+        obs = row["observed_score"]
+        assert obs == pytest.approx(asked.mean()) and lo <= row["model_based_score"] <= hi
+        assert f"a score on the metric's scale, {lo:g}-{hi:g}, out" in row["protocol_label"]
         assert (f"mean score, on the metric's own scale: observed {obs:.1f} (the mean score "
                 "over the 6 items asked)") in cap.out
         assert "accuracy: observed" not in cap.out
@@ -171,8 +178,18 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         assert strip.sub("", again) == strip.sub("", page)
     assert main(["runs", "--db", str(runs[0][0] / "runs.sqlite")]) == 0
     table = capsys.readouterr().out
-    obs = lo + (hi - lo) * runs[0][1]["observed_score"]
+    obs = runs[0][1]["observed_score"]
     assert f" {obs:.1f} " in table and "%" not in table
+    head, first_row = table.splitlines()[1:3]
+    assert dict(zip(head.split(), first_row.split()))["benchmark"] == name   # not the path
+    db, rid = str(runs[0][0] / "runs.sqlite"), runs[0][1]["run_id"]
+    assert main(["runs", "--db", db, "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)[0]
+    for key in ("observed_score", "model_based_score", "score_sum"):
+        assert rec[key] == pytest.approx(runs[0][1][key]), key
+    assert main(["runs", "--db", db, "--run", rid, "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    assert np.allclose([s["score"] for s in steps], runs[0][1]["scores"])
     first, second = (r["prediction"]["score"] for _, r in runs)
     assert main(["compare-models", str(runs[0][0]), str(runs[1][0]), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
@@ -375,5 +392,34 @@ def test_a_live_replay_of_continuous_scores_agrees_with_simulate(longbench, tmp_
     item = str(targets.columns[0])
     subj = RecordedAnswers(tmp_path / "t.csv", model,
                            score_range=None if name == "qmsum" else (lo, hi))
-    assert json.loads(subj.score_items([item])[0][1])["score"] == \
-        pytest.approx(targets.loc[model, item])
+    score, reply = subj.score_items([item])[0]
+    assert score == pytest.approx(targets.loc[model, item])           # modelled on 0-1
+    assert json.loads(reply)["score"] == pytest.approx(lo + (hi - lo) * targets.loc[model, item])
+    assert subj.score_of(reply) == pytest.approx(score)              # a cached reply reads back
+    # the same replay again in the same store: every reply from the cache, the same prediction
+    assert main(["evaluate", "--bank", str(root / name), "--subject",
+                 f"replay:{tmp_path / 't.csv'}#{model}", "--seed", "3", "--design", design,
+                 "--db", str(tmp_path / "live" / "runs.sqlite"), "-o", str(tmp_path / "again"),
+                 "-q"]) == 0
+    second = json.loads((tmp_path / "again" / "results.json").read_text())[0]
+    steps = RunStore(tmp_path / "live" / "runs.sqlite").steps(second["run_id"])
+    assert steps["cached"].astype(bool).all()
+    assert second["prediction"]["score"] == pytest.approx(got["score"], rel=1e-9)
+
+
+def test_an_adaptive_simulation_of_a_folder_names_its_benchmark(longbench, tmp_path, capsys):
+    """``atlas simulate --design adaptive`` on a 1-10 folder: the summary names the predicted
+    judge score (its mean and width on 1-10), as the predictor's summary does, in the table and
+    in summary.json."""
+    root, targets = longbench
+    (1 + 9 * targets).to_csv(tmp_path / "t.csv")
+    assert main(["simulate", str(tmp_path / "t.csv"), "--bank", str(root / "judge"),
+                 "--design", "adaptive", "-o", str(tmp_path / "sim")]) == 0
+    out = capsys.readouterr().out
+    ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv")
+    summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert summary["benchmark"] == "judge" and summary["scale"] == [1.0, 10.0]
+    assert summary["score_mean"] == pytest.approx(ps["score"].mean())
+    assert 1 <= summary["score_mean"] <= 10
+    assert "predicted judge score mean (95% width)" in out
+    assert f"{summary['score_mean']:.1f} ({summary['width_mean']:.1f} points)" in out

@@ -483,12 +483,19 @@ class ResponseMatrix:
         return (len(cols) == 3 and bool(cols & set(_LONG_SUBJECT)) and bool(cols & set(_LONG_ITEM))
                 and bool(cols & set(_LONG_SCORE)))
 
-    def write(self, path) -> Path:
-        """Write wide CSV (``.csv``/``.csv.gz``) or Parquet; first column ``subject_id``."""
+    def write(self, path, *, score_range=None) -> Path:
+        """Write wide CSV (``.csv``/``.csv.gz``) or Parquet; first column ``subject_id``.
+        ``score_range`` (lo, hi): each score written on that scale, lo + (hi - lo) y (the
+        inverse of ``atlas build-bank --score-range``'s y = (x - lo) / (hi - lo))."""
         from .validation import check_output_file, write_guard
 
         path = check_output_file(path, option=None, what="response file")
-        df = self.to_frame().reset_index()
+        df = self.to_frame()
+        if score_range is not None:
+            lo, hi = map(float, score_range)
+            items = list(self.item_ids.astype(str))
+            df[items] = lo + (hi - lo) * df[items]
+        df = df.reset_index()
         with write_guard(path, option=None, what="response file"):
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.suffix == ".parquet":

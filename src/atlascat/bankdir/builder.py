@@ -407,6 +407,15 @@ def build_warnings(manifest: dict) -> list[str]:
     if gone:
         out.append(f"{gone} of {manifest['items']['n_results']} items left out: their logged "
                    "scores contradict their logged outputs (no gold answer agrees with both)")
+    req = manifest.get("requests") or {}
+    if req.get("rule_agreement_min") is not None and req["rule_agreement_min"] < 1.0 - 1e-9:
+        bad = req.get("rule_disagreeing_items")
+        out.append(f"the scoring rule ({', '.join(req['rules'])}) reproduces "
+                   f"{req['rule_agreement_mean']:.0%} of the logged scores from the logged "
+                   f"outputs ({'' if bad is None else f'{bad} of '}{req['n_items']} items below "
+                   f"100%, the worst {req['rule_agreement_min']:.0%}): a live run scores a new "
+                   "model by this rule, not as the harness scored the logged models; check "
+                   "--metric and --filter, or ask live with --subject cmd:COMMAND")
     d = manifest.get("dimensionality")
     if d and not d["one_trait"]:
         from .checks import Dimensionality
@@ -593,7 +602,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
             "n_items": len(recs),
             "rules": sorted({r["rule"] for r in recs}),
             "rule_agreement_min": float(min(agreement)) if agreement else None,
-            "rule_agreement_mean": float(np.mean(agreement)) if agreement else None},
+            "rule_agreement_mean": float(np.mean(agreement)) if agreement else None,
+            "rule_disagreeing_items": int(sum(a < 1.0 - 1e-9 for a in agreement))},
         "link": {k: v for k, v in link.info.items() if isinstance(v, (int, float, str))},
     }
     manifest["predictor"] = None if predictor is None else {

@@ -24,7 +24,8 @@ from ..scorelink.frames import COLUMNS
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
-           "PREDICTOR_FILE", "metric_scale", "to_metric_scale", "continuous_scores"]
+           "PREDICTOR_FILE", "metric_scale", "to_metric_scale", "continuous_scores",
+           "exhausted_warning"]
 
 #: the benchmark predictor's file in a bank folder
 PREDICTOR_FILE = "predictor.json"
@@ -123,6 +124,14 @@ def load_predictor_items(folder):
         raise BankFolderError(f"{str(path)!r} cannot be read ({exc})") from None
 
 
+def exhausted_warning(answered: int, items: int) -> str:
+    """The warning of a target asked every one of the only ``answered`` of the predictor's
+    ``items`` it has answers for (a recorded row with blank cells): its score is their mean,
+    known exactly, not a prediction of the mean over all the items."""
+    return (f"answered only {answered} of the {items} items and asked every one: the score is "
+            f"their mean (an interval of no width), not a prediction over all {items}")
+
+
 def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.DataFrame:
     """The folder's predictor on recorded answers (``responses``: a ResponseMatrix of the
     targets): one row per target, ``subject_id``, ``n_items`` (items used, at most ``budget``),
@@ -135,18 +144,46 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     run of it with the same seed does."""
     import numpy as np
 
+    from ..errors import ResponseDataError
+
     predictor = load_predictor(folder)
-    out = predictor.replay(responses, budget=budget, seed=seed)
+    known = {str(i) for i in predictor.item_ids_}
+    if not any(str(i) in known for i in responses.item_ids):
+        raise ResponseDataError(
+            f"none of the {responses.n_items} response items is one of the bank folder's "
+            f"{len(known)} items (responses: {[str(i) for i in responses.item_ids[:3]]}, "
+            f"folder: {[str(i) for i in predictor.item_ids_[:3]]}); give the results of the "
+            "benchmark the folder was built from")
+    answered = np.isfinite(responses.aligned_values(predictor.item_ids_, extra="ignore"))
+    some = answered.any(axis=1)          # a target with no answer to any item: no prediction
+    if not some.any():
+        raise ResponseDataError(f"none of the {responses.n_subjects} models has an answer to "
+                                "any of the bank folder's items (every cell of theirs is blank)")
+    out = predictor.replay(responses if some.all() else
+                           responses.subset(subjects=np.flatnonzero(some)),
+                           budget=budget, seed=seed)
     pct = [float(folder.link.percentile(v)) for v in out["score"]]
     warning = np.where(out["method"] == "design",
                        "unlike the source models: the design-based estimate (random items) is "
                        "used", "")
+    count = answered[some].sum(axis=1)
+    gone = (count < answered.shape[1]) & (out["n_items"].to_numpy() == count)
+    warning = np.array([exhausted_warning(int(k), answered.shape[1]) if g else w
+                        for w, g, k in zip(warning, gone, count)], dtype=object)
     scale = metric_scale(folder)
     width = 1.0 if scale is None else float(scale[1]) - float(scale[0])   # an SE has no offset
-    return to_metric_scale(pd.DataFrame({
+    frame = pd.DataFrame({
         "subject_id": out["subject"].astype(str), "n_items": out["n_items"],
         "score": out["score"], "score_lo": out["lower"], "score_hi": out["upper"],
         "percentile": pct, "score_flag": out["flag"], "score_warning": warning,
         "method": out["method"], "se": out["se"] * width, "model_score": out["model_score"],
-        "design_score": out["design_score"], "theta": out["theta"]}), folder,
-        [*PREDICTION_COLUMNS[:3], "model_score", "design_score"])
+        "design_score": out["design_score"], "theta": out["theta"]})
+    if not some.all():                   # the others, in the responses' order
+        frame = frame.set_index("subject_id").reindex(
+            [str(s) for s in responses.subject_ids]).rename_axis("subject_id").reset_index()
+        frame.loc[~some, ["n_items", "score_flag", "method"]] = [0, "no_items", ""]
+        frame.loc[~some, "score_warning"] = ("no answer to any of the folder's items: nothing "
+                                             "to predict from")
+        frame["n_items"] = frame["n_items"].astype(int)
+    return to_metric_scale(frame, folder, [*PREDICTION_COLUMNS[:3], "model_score",
+                                           "design_score"])

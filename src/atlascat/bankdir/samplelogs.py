@@ -308,7 +308,8 @@ class SampleLogs:
         return ids
 
     def matrix(self):
-        """models x items ResponseMatrix (NaN where a model has no sample of an item)."""
+        """models x items ResponseMatrix (NaN where a model has no sample of an item), on
+        [0, 1]: a metric on another scale (``score_range``) mapped as (x - lo) / (hi - lo)."""
         from ..responses import ResponseMatrix
 
         ids = self.item_ids()
@@ -318,6 +319,12 @@ class SampleLogs:
             for item, v in sc.items():
                 values[r, col[item]] = v
         return ResponseMatrix(values, list(self.scores), ids, on_empty="keep")
+
+    def write(self, path) -> Path:
+        """The models x items matrix as a file (:meth:`ResponseMatrix.write`) on the metric's
+        own scale, as logged (BLEU's 0-100 under ``score_range``): what ``atlas simulate`` and
+        ``replay:`` read against a bank folder built from these logs."""
+        return self.matrix().write(path, score_range=self.score_range)
 
     def rule_fields(self, item_id: str) -> dict:
         """The request metadata columns of one item (``REQUEST_COLUMNS`` + until/max_gen_toks)

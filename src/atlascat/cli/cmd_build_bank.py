@@ -131,7 +131,8 @@ def _scale_rows(settings: dict) -> list[tuple[str, str]]:
                             "on this scale)")]
 
 
-_CHANCE_FROM = {"given": "--chance", "benchmark": "the benchmark's", "options": "1 / options",
+_CHANCE_FROM = {"given": "--chance", "benchmark": "the benchmark's",
+                "options": "1 / options; true / options for mc2, 0 for a generation",
                 "matrix": "a matrix's default; give --chance for multiple choice"}
 
 

@@ -548,14 +548,16 @@ def _print_single(rows: list[dict], held: list) -> None:
 def _accuracy_line(row: dict, scale) -> str | None:
     """The observed and the model-based accuracy of a run: in percent (the mean score's, for
     scores between 0 and 1), or on the metric's own ``scale`` (low, high) for a bank folder
-    built with --score-range, where a mean is a mean score, not a share."""
+    built with --score-range (the row's means are on it: ``on_metric_scale``), where a mean is
+    a mean score, not a share."""
     obs, mod = row.get("observed_score"), row.get("model_based_score")
     n = row.get("n_items")
     acc = []
-    between = not row.get("ordinal") and any(0 < float(v) < 1 for v in row.get("scores") or ())
+    between = not row.get("ordinal") and (bool(row.get("continuous"))   # the folder's kind
+                                          or any(0 < float(v) < 1 for v in row.get("scores") or ()))
     if scale is not None:
         def on(v):
-            return f"{scale[0] + (scale[1] - scale[0]) * v:.1f}"
+            return f"{v:.1f}"
 
         if obs is not None:
             acc.append(f"observed {on(obs)} (the mean score over the {n} items asked)")

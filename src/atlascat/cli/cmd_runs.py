@@ -95,16 +95,22 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
     cols = ["step", "item_id", "status", "score", "theta", "se", "latency_s",
             "prompt_tokens", "completion_tokens", "attempts", "cached", "times_asked",
             "answer_chars"]
-    from ..live.report import describe_prediction, protocol_name, protocol_value, score_name
+    from ..live.report import (describe_prediction, on_metric_scale, protocol_name,
+                               protocol_value, score_name)
     from ..live.service import predict_run
 
     lb = predict_run(store, run_id)   # the number evaluate, `atlas runs` and the page show
+    scale = lb.get("scale")           # a --score-range folder: every score on its scale
+    records = [on_metric_scale(r, scale, steps=True) for r in steps[cols].to_dict("records")]
     if as_json:
-        run = {k: v for k, v in info.items() if k != "session"}
+        run = on_metric_scale({k: v for k, v in info.items() if k != "session"}, scale)
         run["protocol"] = protocol_value(info.get("protocol"), info.get("bank_ref"))
-        typer.echo(json.dumps({"run": run, "prediction": lb,
-                               "steps": steps[cols].to_dict("records")}, default=str))
+        typer.echo(json.dumps({"run": run, "prediction": lb, "steps": records}, default=str))
         return
+    if scale is not None:
+        import pandas as pd
+
+        steps = pd.DataFrame(records, columns=cols)
 
     proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
     print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']}, "
@@ -134,7 +140,10 @@ def _list_runs(stores, as_json: bool) -> None:
     if as_json:
         from ..live.report import protocol_value
 
+        from ..live.report import on_metric_scale
+
         records = json.loads(df.to_json(orient="records"))
+        records = [on_metric_scale(rec, lb.get("scale")) for rec, lb in zip(records, predictions)]
         for rec, lb in zip(records, predictions):
             rec["prediction"] = lb
             rec["protocol"] = protocol_value(rec.get("protocol"), rec.get("bank_ref"))
@@ -150,14 +159,16 @@ def _list_runs(stores, as_json: bool) -> None:
     for col in ("observed", "model-based"):  # as the predicted score beside them: percent,
         # or the metric's own scale
         df[col] = [_as_score(v, lb.get("scale")) for v, lb in zip(df[col], predictions)]
-    from ..live.report import describe_prediction, protocol_name
+    from ..live.report import benchmark_of, describe_prediction, protocol_name
 
     df["protocol"] = [protocol_name(p, ref) if isinstance(p, str) else p
                       for p, ref in zip(df["protocol"], df["bank_ref"])]
+    df["benchmark"] = [benchmark_of(lb, ref) for lb, ref in zip(predictions, df["bank_ref"])]
     df["predicted"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
                                                              else "")
                        if lb.get("score") is not None else "-" for lb in predictions]
-    cols = ["run_id", "state", "model", "protocol", "bank_ref", "n_items", "theta", "se",
+    cols = ["run_id", "state", "model", "benchmark", "protocol", "bank_ref", "n_items", "theta",
+            "se",
             "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
                 title=f"runs in {where}", float_format="{:.3f}")

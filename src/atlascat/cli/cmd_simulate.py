@@ -349,7 +349,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         frame = result.persons
         persons = pd.concat([frame.reset_index(drop=True),
                              predict(where, frame, result.administered)], axis=1)
-    _write_bank_outputs(o, bank, out, result, persons, item_bank)
+    _write_bank_outputs(o, bank, out, result, persons, item_bank, folder=folder)
 
 
 def _responses(o: _Options, folder):
@@ -405,6 +405,9 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
     summary = {"design": "benchmark predictor", "benchmark": folder.manifest.get("benchmark"),
+               "metric": (folder.manifest.get("source") or {}).get("metric")
+               or folder.manifest.get("score"),
+               "scale": list(metric_scale(folder) or (0.0, 1.0)),   # score's, width's units
                "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
@@ -426,9 +429,11 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, summary.json)")
 
 
-def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank) -> None:
+def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank, *,
+                        folder=None) -> None:
     """person_scores.csv, selected_items/, item_exposure.csv, item_positions.csv,
-    summary.json, and the summary table. ``persons``: columns, or a frame."""
+    summary.json, and the summary table. ``persons``: columns, or a frame. ``folder``: a bank
+    folder, whose predicted score the summary names (its benchmark, on its metric's scale)."""
     from .._table import write_csv
 
     out.mkdir(parents=True, exist_ok=True)
@@ -455,6 +460,18 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
     summary["inputs"] = {"bank": str(bank),
                          "responses": o.responses[0] if o.responses else None,
                          "thetas": None if o.thetas is None else str(o.thetas), "seed": o.seed}
+    named = folder is not None and "score" in persons
+    if named:  # the folder's benchmark, as the predictor's summary names it
+        import pandas as pd
+
+        from ..bankdir.predict import metric_scale
+
+        scale = metric_scale(folder)
+        summary.update(benchmark=folder.manifest.get("benchmark"),
+                       scale=list(scale or (0.0, 1.0)),
+                       score_mean=float(pd.Series(persons["score"], dtype=float).mean()),
+                       width_mean=float((pd.Series(persons["score_hi"], dtype=float)
+                                         - pd.Series(persons["score_lo"], dtype=float)).mean()))
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (sd)", f"{summary['items_mean']:.2f} ({summary['items_sd']:.2f})"),
@@ -466,6 +483,11 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
               f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
+    if named:
+        unit = 100 if scale is None else 1     # 0-1 in percent, else the metric's own scale
+        rows.append((f"predicted {summary['benchmark'] or 'benchmark'} score mean (95% width)",
+                     f"{unit * summary['score_mean']:.1f} "
+                     f"({unit * summary['width_mean']:.1f} points)"))
     if "score_warning" in persons:
         warned = int((persons["score_warning"].fillna("") != "").sum())
         rows.append(("prediction warnings", f"{warned} of {len(persons)} (see "

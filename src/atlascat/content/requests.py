@@ -186,7 +186,8 @@ class ItemRequests:
             text = outputs if isinstance(outputs, str) else list(outputs)[0]
             cut = gsm8k_cut(text, self.requests[0].until)
             return {"kind": "generation", "text": text,
-                    "extracted": cut.strip() if self.rule == "exact_match" else gsm8k_extract(cut),
+                    "extracted": (cut.strip() if self.rule in ("exact_match", "f1")   # as scored
+                                  else gsm8k_extract(cut)),
                     "gold": str(self.gold)}
         ll = np.asarray(list(outputs), dtype=float)
         k = self.n_choices or len(self.requests)

@@ -231,8 +231,9 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
             scores = False if binary else bool(np.any((values > 0) & (values < 1)))
         out.append(f"{few} item(s) have fewer than {MIN_MINORITY} answers in their rarer "
                    "category" if not scores else
-                   f"{few} item(s) have scores summing to less than {MIN_MINORITY} from "
-                   "their floor or their ceiling (all 0 or all 1 over the subjects)")
+                   f"{few} item(s) have scores summing to less than {MIN_MINORITY} full "
+                   "ranges from their floor or their ceiling (nearly every subject at the "
+                   "lowest or at the highest score)")
         out[-1] += ": their slopes (and asymptotes) are barely identified"
     return out
 

@@ -96,11 +96,15 @@ class PredictorLiveSession:
         """The prediction as every reader shows it ({score, lo, hi, percentile, flag,
         warning, method, n_items, model_score, design_score}, 0-1); ``link``: the folder's
         score link, for the percentile among the source models."""
+        from ..bankdir.predict import exhausted_warning
+
         p = self.prediction()
+        gone = self.inner.exhausted    # a recorded row with blanks, every answer asked
         return {"score": p.score, "lo": p.lower, "hi": p.upper,
                 "percentile": float(link.percentile(p.score)) if link is not None else None,
                 "flag": "outside_source" if p.method == "design" else "",
-                "warning": p.warning, "method": p.method, "n_items": p.n_items,
+                "warning": exhausted_warning(*gone) if gone else p.warning,
+                "method": p.method, "n_items": p.n_items,
                 "model_score": p.model_score, "design_score": p.design_score,
                 "design": "benchmark predictor"}
 

@@ -18,6 +18,7 @@ import numpy as np
 
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
+           "on_metric_scale", "benchmark_of",
            "protocol_name", "protocol_value", "SOURCE_PROTOCOL", "score_name", "population_of",
            "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
 
@@ -25,11 +26,13 @@ __all__ = ["render_run_report", "write_run_report", "describe_prediction", "prot
 GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match", "f1"})
 
 
-def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> str:
+def protocol_label(protocol: str | None, bank=None, *, folder: bool = False,
+                   scale=None) -> str:
     """How a run's protocol reads (CLI, ``results.json`` and HTML alike): a leaderboard run says
     whether its bank's items are scored by log-likelihood or by generation (GSM8K: exact
     match), from the bank's ``rule`` column; on a bank ``folder`` (built from the user's own
-    results) the requests are the source models' logged ones, not a leaderboard's."""
+    results) the requests are the source models' logged ones, not a leaderboard's; ``scale``
+    (low, high): the folder's metric scale, on which your command prints each score."""
     from .runner import PROTOCOL_LABELS
     from .subjects import is_ordinal
 
@@ -38,14 +41,19 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False) -> 
     label = PROTOCOL_LABELS.get(proto, proto)
     if proto == "leaderboard" and meta is not None and "rule" in meta.columns:
         rules = {str(r) for r in meta["rule"].dropna()}
-        if rules and rules <= GENERATION_RULES:
-            label = "leaderboard (generation, exact match)"
+        if rules and rules <= GENERATION_RULES:   # scored as the rules score: F1 is no match
+            how = [w for w, r in (("exact match", rules - {"f1"}), ("token F1", rules & {"f1"}))
+                   if r]
+            label = f"leaderboard (generation, {' and '.join(how)})"
         elif rules & GENERATION_RULES:
             label = "leaderboard (log-likelihood and generation)"
     if proto == "leaderboard" and folder:
         label = label.replace("leaderboard (", "as the source models were asked (", 1)
     if proto in ORDINAL_LABELS and is_ordinal(bank):  # graded / gpcm items answer ratings
         label = ORDINAL_LABELS[proto]
+    elif proto == "item command" and scale is not None:
+        label = ("scored by your command (item ids in, a score on the metric's scale, "
+                 f"{float(scale[0]):g}-{float(scale[1]):g}, out)")
     return label
 
 
@@ -123,6 +131,12 @@ def _folder_identity(bank_ref) -> dict:
     if scale is not None:
         out["scale"] = list(scale)
     return out
+
+
+def benchmark_of(prediction, bank_ref) -> str:
+    """The benchmark a run measured, by name: its prediction's ``benchmark``, else the title of
+    its stored bank reference (never a path)."""
+    return (prediction or {}).get("benchmark") or _bank_title(bank_ref)
 
 
 def _bank_title(bank_ref) -> str:
@@ -328,6 +342,38 @@ def population_of(lb) -> str:
     return "the source models" if lb.get("population") == SOURCE else "the leaderboard's models"
 
 
+#: a run row's item scores and means, stored on [0, 1], shown on a metric's own scale
+SCALED_FIELDS = ("observed_score", "model_based_score")
+
+
+def on_metric_scale(row: dict, scale, *, steps: bool = False) -> dict:
+    """A run's row (``results.json``, ``--json``) on a bank folder's metric ``scale`` (low,
+    high; ``atlas build-bank --score-range``), as every other output reads it: each item
+    score x (``scores``; ``steps``: the row is one step, its ``score``) as low + (high - low)
+    x, the means (:data:`SCALED_FIELDS`) likewise, ``score_sum`` as the sum of the mapped
+    scores, and ``scale`` added. The store keeps [0, 1]; ``scale`` None: ``row`` as it is."""
+    if scale is None:
+        return row
+    lo, hi = (float(v) for v in scale)
+
+    def on(v):
+        return None if v is None or v != v else lo + (hi - lo) * float(v)
+
+    out = dict(row)
+    if steps:
+        out["score"] = on(row.get("score"))
+        return out
+    for key in SCALED_FIELDS:
+        if key in out:
+            out[key] = on(out[key])
+    if "scores" in out:
+        out["scores"] = [on(v) for v in out["scores"]]
+    if out.get("score_sum") is not None and out.get("n_items"):
+        out["score_sum"] = lo * int(out["n_items"]) + (hi - lo) * float(out["score_sum"])
+    out["scale"] = [lo, hi]
+    return out
+
+
 def scale_words(lb) -> str:
     """The scale a prediction reads on: "in percent (0-100)", or the metric's own."""
     if lb.get("scale"):
@@ -523,9 +569,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     n = int(info["n_items"])
     lat = answered["latency_s"].astype(float)
     proto = info.get("protocol") or "approximate"
-    label = protocol_label(proto, bank, folder=_is_folder(info.get("bank_ref")))
-    ordinal = is_ordinal(bank)          # scores are ratings on the items' own scales
     own = (leaderboard or {}).get("scale") if suite is None else None   # a metric's range
+    label = protocol_label(proto, bank, folder=_is_folder(info.get("bank_ref")), scale=own)
+    ordinal = is_ordinal(bank)          # scores are ratings on the items' own scales
     scores = answered["score"].astype(float)
     continuous = not ordinal and (bool(((scores > 0) & (scores < 1)).any())   # in [0, 1]
                                   or _folder_continuous(info.get("bank_ref")))
@@ -572,7 +618,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         score = rec["score"]
         mark = ("<span class='pill'>pending</span>" if score is None else
                 _on_scale(score, own) if own else
-                f"{float(score):g}" if ordinal or continuous else
+                f"{float(score):g}" if ordinal else
+                f"{float(score):.2f}" if continuous else      # as the step lines print it
                 "<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""

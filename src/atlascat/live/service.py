@@ -68,6 +68,24 @@ def _named(ref: BankRef, pred: dict) -> dict:
     return out
 
 
+def _scale(ref: BankRef | None):
+    """(low, high) of a bank folder's metric scale (``--score-range``), else None."""
+    if ref is None or ref.kind != "dir":
+        return None
+    from ..bankdir.predict import metric_scale
+
+    return metric_scale(ref.folder())
+
+
+def _continuous(ref: BankRef | None) -> bool:
+    """Whether a bank folder scores its items on a continuum (F1, ROUGE, a metric's scale)."""
+    if ref is None or ref.kind != "dir":
+        return False
+    from ..bankdir.predict import continuous_scores
+
+    return bool(continuous_scores(ref.folder()))
+
+
 def _population(ref: BankRef):
     """Whose scores a bank's prediction is among: the source models (a bank folder), the
     leaderboard (a shipped bank, a bank file whose benchmark has a shipped score link), or
@@ -465,7 +483,7 @@ class LiveRun:
 
     def results(self) -> list[dict]:
         """Each run's row, in job order (after :meth:`run`)."""
-        from .report import protocol_label, protocol_value
+        from .report import on_metric_scale, protocol_label, protocol_value
         from .suite_run import suite_result
 
         rows = []
@@ -479,10 +497,13 @@ class LiveRun:
                    "bank": str(job.ref) if job.ref else None,
                    "protocol_label": protocol_label(res.protocol, job.bank,
                                                     folder=job.ref is not None
-                                                    and job.ref.kind == "dir"),
+                                                    and job.ref.kind == "dir",
+                                                    scale=_scale(job.ref)),
                    "protocol": protocol_value(res.protocol, str(job.ref) if job.ref else None)}
             if is_ordinal(job.bank):  # scores are ratings; accuracies are shares of the scale
                 row["ordinal"] = True
+            elif _continuous(job.ref):  # scores on a continuum: a 0 or a 1 is not right / wrong
+                row["continuous"] = True
             if res.status == "done" and job.kind == "predictor":
                 row["design"] = "benchmark predictor"
                 row["prediction"] = predict_run(self.store, job.run_id)
@@ -490,7 +511,7 @@ class LiveRun:
                 row["prediction"] = predict_score(job.ref, res.theta, res.se,
                                                    dict(zip(res.items, res.scores)),
                                                    stop_reason=res.stop_reason)
-            rows.append(row)
+            rows.append(on_metric_scale(row, _scale(job.ref)))
         return rows
 
     def interrupt(self) -> list[dict]:

@@ -95,6 +95,14 @@ class PredictSession:
         return int(np.isfinite(self._y).sum())
 
     @property
+    def exhausted(self) -> tuple[int, int] | None:
+        """(answered, items) when this target could be asked only ``answered`` of the
+        predictor's ``items`` (a recorded row with blanks) and was asked every one of them:
+        the score is then their mean, with no sampling left; else None."""
+        k, n = int(self._avail.sum()), len(self._avail)
+        return (k, n) if k < n and bool(self._drawn[self._avail].all()) else None
+
+    @property
     def done(self) -> bool:
         return len(self._draws) >= self.budget or bool(self._drawn[self._avail].all())
 

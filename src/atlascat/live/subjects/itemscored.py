@@ -260,7 +260,7 @@ class RecordedAnswers:
     come up, both as ``atlas simulate`` does. ``ratings``: the items are ordinal (a graded / gpcm bank) and the matrix
     holds ratings on their own scales, replayed as recorded. ``score_range`` (low, high): the
     matrix holds a metric on that scale (a bank folder built with ``--score-range``), read as
-    (x - low) / (high - low)."""
+    (x - low) / (high - low); each reply shows the score as recorded, on that scale."""
 
     kind = "item"
     protocol = "recorded"
@@ -277,7 +277,20 @@ class RecordedAnswers:
 
     @property
     def cache_key(self) -> str:
-        return f"{self.model}@replay:{self.source}#" + ("ratings" if self.ratings else "item")
+        scale = ("" if self.score_range is None
+                 else "@{:g}-{:g}".format(*self.score_range))   # its replies' scale
+        return (f"{self.model}@replay:{self.source}#" + ("ratings" if self.ratings else "item")
+                + scale)
+
+    def score_of(self, reply: str):
+        """The score of one stored reply line (a cached answer), read as it was written: on
+        the metric's scale under ``score_range``."""
+        try:
+            item = json.loads(reply)["item_id"]
+        except (ValueError, KeyError, TypeError):
+            raise LiveRunError(f"a stored reply {reply[:80]!r} holds no item_id") from None
+        return parse_scores([item], reply, f"replay {self.source}", ratings=self.ratings,
+                            score_range=self.score_range)[0][0]
 
     def describe(self) -> dict:
         out = {"type": "replay", "model": self.model, "matrix": self.source, "kind": self.kind}
@@ -297,5 +310,9 @@ class RecordedAnswers:
                 raise ConfigError(f"replay: model {self.model!r} has no recorded answer for item "
                                   f"{item!r} in {self.source}")
             score = ans if self.ratings or 0 < ans < 1 else int(ans)
-            out.append((score, json.dumps({"item_id": item, "score": score})))
+            shown = score                      # the answer as recorded: on the metric's scale
+            if self.score_range is not None:
+                lo, hi = self.score_range
+                shown = float(f"{lo + (hi - lo) * score:.10g}")
+            out.append((score, json.dumps({"item_id": item, "score": shown})))
         return out
