@@ -82,9 +82,12 @@ def test_eap_comparison_runs_end_to_end_on_torch_cpu(gpu_bench, tmp_path):
     assert "## EAP and MAP scoring" in (tmp_path / "calib.md").read_text()
 
 
-def _suite_rec(wall, load, goal_met):
-    return {"command": "atlas evaluate --suite openllm-v1 --subject hf:m.gguf", "wall_s": wall,
-            "model_load_s": load, "run_s": wall - load, "items": 150, "stop_reason": "max_items",
+def _suite_rec(wall, load, goal_met, start_exit=None, imports=0.0):
+    return {"command": "atlas evaluate --suite openllm-v1 --subject hf:m.gguf",
+            "process": "in-process" if start_exit is None else "new process", "wall_s": wall,
+            "start_exit_s": start_exit, "import_s": imports, "model_load_s": load,
+            "run_s": wall - load - imports - (start_exit or 0.0), "items": 150,
+            "stop_reason": "max_items",
             "tokens_run": 104966, "loglikelihood_s": 12.6, "loglikelihood_requests": 557,
             "generation_s": 30.0, "generation_requests": 18, "generation_new_tokens": 857,
             "generation_prompt_tokens": 18000, "forward_passes": 900, "dtype": "bfloat16",
@@ -94,12 +97,15 @@ def _suite_rec(wall, load, goal_met):
 
 
 def test_live_tables_show_the_cold_and_the_warm_run(gpu_bench, tmp_path):
-    """The live phase's tables: the cold run (GGUF converted into the model cache) and the
-    warm run (loaded from it) as two rows; the goal is judged on the warm run only."""
+    """The live phase's tables: the cold run (GGUF converted into the model cache, in the
+    phase's process) and the warm run (a new process, loaded from the cache) as two rows, the
+    warm one with its process start and exit and its import of torch + transformers; the goal
+    is judged on the warm run only."""
     _, gpu_figures = gpu_bench
     rec = {"machine": {"cpu_cores": 16, "date": "d", "torch": "2.11.0"},
            "import_torch_transformers_s": 4.4,
-           "suite_cold": _suite_rec(77.0, 25.0, False), "suite": _suite_rec(52.0, 1.0, True),
+           "suite_cold": _suite_rec(77.0, 25.0, False),
+           "suite": _suite_rec(52.0, 1.0, True, start_exit=0.5, imports=6.5),
            "cold_vs_warm": {"same_items": True, "same_answers": True, "items_a": 150,
                             "items_b": 150},
            "gguf_direct": {"bench": "arc", "requests": 172, "gguf_load_s": 24.0,
@@ -108,11 +114,81 @@ def test_live_tables_show_the_cold_and_the_warm_run(gpu_bench, tmp_path):
                        "load_s": 1.1, "average_from_float32_answers": 0.318}}
     gpu_figures._write_live(tmp_path, rec, [])
     text = (tmp_path / "live.md").read_text()
-    rows = [line for line in text.splitlines() if line.startswith(("| cold |", "| warm |"))]
-    assert len(rows) == 2 and rows[0].startswith("| cold | 77.0 s | 25.0 s | 52.0 s")
+    rows = [line for line in text.splitlines() if line.startswith(("| cold", "| warm"))]
+    assert len(rows) == 2
+    assert rows[0].startswith("| cold (in process) | 77.0 s | - | 0.0 s | 25.0 s | 52.0 s |")
+    assert rows[1].startswith("| warm (new process) | 52.0 s | 0.5 s | 6.5 s | 1.0 s | 44.0 s |")
     assert rows[0].endswith("|  |") and rows[1].endswith("| met |")
     assert "same answers True" in text and "model_cache=false" in text
     with open(tmp_path / "live.csv", newline="") as fh:
-        goal = [r for r in csv.DictReader(fh) if r["metric"] == "goal_met"]
-    assert [r["section"] for r in goal] == ["suite (hf, bfloat16; warm: loaded from the model "
-                                            "cache)"]
+        csv_rows = list(csv.DictReader(fh))
+    warm = "suite (hf, bfloat16; warm: a new process, loaded from the model cache)"
+    assert [r["section"] for r in csv_rows if r["metric"] == "goal_met"] == [warm]
+    assert {(r["section"], r["metric"], r["value"]) for r in csv_rows
+            if r["metric"] in ("start_exit_s", "import_s")} == {
+        (warm, "start_exit_s", "0.5"), (warm, "import_s", "6.5"),
+        ("suite (hf, bfloat16; cold: GGUF converted into the model cache)", "import_s", "0")}
+
+
+def test_suite_run_as_a_new_process_asks_what_the_cli_asks_in_process(gpu_bench, tmp_path):
+    """The live phase's warm run: ``atlas evaluate --suite`` as a new process (the CLI's
+    ``main`` with the phase's counters), timed from its start to its exit; it asks the same
+    items and gets the same answers as the CLI's ``main`` in this process (``simulate:`` here:
+    no model, so nothing to import or load)."""
+    import live
+
+    here = live.suite_run("simulate:0.5", tmp_path, max_items=4, tag="here")
+    new = live.suite_run_process("simulate:0.5", tmp_path, max_items=4, tag="new", timeout=300)
+    assert here["process"] == "in-process" and new["process"] == "new process"
+    assert new["wall_s"] > new["main_s"] > 0 and new["start_exit_s"] > 0
+    assert new["stats"] == {"import_s": 0.0, "load_s": 0.0, "loaded_from": None}
+    assert here["result"]["n_items"] == new["result"]["n_items"] == 4
+    same = live.same_answers(here, new)
+    assert same["same_items"] and same["same_answers"] and same["items_b"] == 4
+    with pytest.raises(RuntimeError, match="a new process.*failed"):
+        live.suite_run_process("nosuch:x", tmp_path, max_items=4, tag="bad", timeout=300)
+
+
+def test_warm_run_falls_back_to_this_process_where_a_new_one_fails(gpu_bench, tmp_path,
+                                                                   monkeypatch):
+    """Where the warm run's new process fails (not by its timeout), the phase makes it in its
+    own process, and the tables say which process made it."""
+    import subprocess
+
+    import live
+
+    _, gpu_figures = gpu_bench
+    errors: list[str] = []
+
+    def step(name, fn, key=None):
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - as the phase's step
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            return None
+
+    def fails(*a, **k):
+        raise RuntimeError("atlas evaluate --suite (a new process) failed (exit 1): CUDA busy")
+
+    monkeypatch.setattr(live, "suite_run_process", fails)
+    run = gpu_figures.warm_run(live, "simulate:0.5", tmp_path, 4, step, errors, lambda: 60)
+    assert run["process"] == "in-process" and run["result"]["n_items"] == 4
+    assert errors == ["suite: RuntimeError: atlas evaluate --suite (a new process) failed "
+                      "(exit 1): CUDA busy"]
+
+    def times_out(*a, **k):
+        raise subprocess.TimeoutExpired("live.py", 60)
+
+    monkeypatch.setattr(live, "suite_run_process", times_out)
+    errors.clear()
+    assert gpu_figures.warm_run(live, "simulate:0.5", tmp_path, 4, step, errors,
+                                lambda: 60) is None
+    assert len(errors) == 1 and errors[0].startswith("suite: TimeoutExpired")
+
+    rec = {"machine": {"cpu_cores": 16, "date": "d"}, "import_torch_transformers_s": 4.4,
+           "suite_cold": {**_suite_rec(77.0, 25.0, False), "process": "in-process"},
+           "suite": {**_suite_rec(40.0, 1.0, True), "process": "in-process"}}
+    gpu_figures._write_live(tmp_path, rec, ["suite: RuntimeError: CUDA busy"])
+    text = (tmp_path / "live.md").read_text()
+    assert "| warm (in process) | 40.0 s | - |" in text
+    assert "The warm run was made in the cold run's process" in text

@@ -731,3 +731,17 @@ def test_completions_over_http_on_real_requests(request_banks, batched_session, 
                               store=fast_store(tmp_path / "b.sqlite"), config=cfg, batch_size=4)
     assert (res.items, res.scores, res.theta) == (ref.items, ref.scores, ref.theta)
     assert len(srv.log) == -(-res.n_items // 4)
+
+
+def test_bank_hash_extends_the_cat_sessions_fingerprint(bank):
+    """A run's bank hash is the SHA-256 of ids and parameters (the CAT session's bank
+    fingerprint: its first 16 hex digits) continued with the items' content, so content alone
+    changes it; its value is that of the runs already stored."""
+    from atlascat.cat.tables import bank_fingerprint
+    from atlascat.irt.bank import ItemBank
+
+    bare = ItemBank(bank.item_ids, *bank.params, model=bank.model)
+    assert runner.bank_hash(bare)[:16] == bank_fingerprint(bare) == bank_fingerprint(bank)
+    assert runner.bank_hash(bank) != runner.bank_hash(bare)
+    assert runner.bank_hash(bank) == \
+        "1a5b6ddabab8d39a399b12632dcc1742c9acbed0fc22ab293c61c124866ca965"

@@ -1,10 +1,14 @@
-"""A live suite run with a real model on the accelerator (issue 29, part c).
+"""A live suite run with a real model on the accelerator (issue 29, part c; issue 44, item 4).
 
-1. ``atlas evaluate --suite openllm-v1 --subject hf:<GGUF>,device=cuda,dtype=bfloat16`` (the
-   CLI's ``main``, in this process, so the subject's counters can be read) twice: cold (an empty
-   model cache: the GGUF file is parsed, de-quantized and saved as safetensors first) and warm
-   (the model loaded from that cache); wall time, model load, items per benchmark, tokens run,
-   time in log-likelihood scoring and in generation, and whether both runs gave the same answers.
+1. ``atlas evaluate --suite openllm-v1 --subject hf:<GGUF>,device=cuda,dtype=bfloat16`` twice:
+   cold, the CLI's ``main`` in this process (an empty model cache: the GGUF file is parsed,
+   de-quantized and saved as safetensors first), and warm, as a new process (``python
+   benchmarks/gpu/live.py STATS -- evaluate ...``: :func:`metered_main`, the CLI's ``main``
+   with the counters below, timed from the process's start to its exit by the parent: Python's
+   start, the import of torch and transformers, CUDA's start, the model loaded from the cache
+   the cold run filled, the run, the exit), as a user's second ``atlas evaluate`` runs; wall
+   time, model load, items per benchmark, tokens run, time in log-likelihood scoring and in
+   generation, and whether both runs gave the same answers.
 2. The run's stored answers replayed into a fresh :class:`atlascat.suite.SuiteSession` on the
    CPU (no model): the predicted scores and intervals must equal the run's.
 3. The same log-likelihood items re-scored in float32 on the same device: how many 0/1 answers
@@ -15,9 +19,15 @@
    ``hf:`` from the cache.
 5. The tokens a full six-benchmark harness run would need, from the shipped banks' requests
    (tokenized, not run), per item and extrapolated to the benchmarks' full sizes.
+
+Steps 3-5 use the cold run's subject (in this process, loaded from the same cache folder as the
+warm run's).
 """
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -47,8 +57,9 @@ def find_model(arg: str | None) -> Path:
 
 
 class Meter:
-    """Counters hooked onto HFSubject for the duration of a run (timing per request kind,
-    prompt and generated tokens of generation); every subject created is kept."""
+    """Counters hooked onto HFSubject for the duration of a run (the import of torch and
+    transformers and the model load of each subject created, timing per request kind, prompt
+    and generated tokens of generation); every subject created is kept."""
 
     def __init__(self):
         from atlascat.live import hf
@@ -65,9 +76,13 @@ class Meter:
 
         def init(obj, *a, **k):
             t = time.perf_counter()
+            meter.hf._imports()   # torch + transformers: ~0 s where already imported
+            t_import = time.perf_counter() - t
+            t = time.perf_counter()
             s["__init__"](obj, *a, **k)
-            obj.stats.update(load_s=time.perf_counter() - t, ll_s=0.0, ll_requests=0,
-                             gen_s=0.0, gen_requests=0, gen_prompt_tokens=0, gen_new_tokens=0)
+            obj.stats.update(import_s=t_import, load_s=time.perf_counter() - t, ll_s=0.0,
+                             ll_requests=0, gen_s=0.0, gen_requests=0, gen_prompt_tokens=0,
+                             gen_new_tokens=0)
             meter.subjects.append(obj)
 
         def ll(obj, requests):
@@ -101,36 +116,113 @@ class Meter:
             setattr(self.hf.HFSubject, k, v)
 
 
-def suite_run(gguf: Path, device: str, dtype: str, work: Path, *, max_items=None, opts="",
-              tag="suite") -> dict:
-    """``atlas evaluate --suite`` in this process; the run's result and the subject's counters."""
-    from atlascat.cli import main
-    from atlascat.live.store import RunStore
-    from atlascat.live.suite_run import suite_result
+def hf_spec(gguf: Path, device: str, dtype: str, opts: str = "") -> str:
+    """The ``--subject`` of the model file on ``device`` in ``dtype`` (``opts``: ",k=v...")."""
+    return f"hf:{gguf},device={device},dtype={dtype}{opts}"
 
+
+def suite_argv(spec: str, work: Path, *, max_items=None, tag="suite") -> tuple[list[str], Path]:
+    """The ``atlas evaluate --suite`` arguments of a run of subject ``spec`` tagged ``tag``, and
+    its run store."""
     db = work / f"{tag}.sqlite"
-    spec = f"hf:{gguf},device={device},dtype={dtype}{opts}"
     argv = ["evaluate", "--suite", SUITE, "--subject", spec, "--db", str(db),
             "-o", str(work / tag), "--seed", "0", "--json", "--quiet"]
     if max_items:
         argv += ["--max-items", str(max_items), "--min-items", str(max_items)]
-    log("atlas " + " ".join(argv))
+    return argv, db
+
+
+def _outcome(argv: list[str], db: Path, wall: float, stats: dict, subject=None, **extra) -> dict:
+    """A finished suite run: its result read from its run store, the counters and the walls
+    (``run_s``: the CLI call less the import of torch + transformers and the model load)."""
+    from atlascat.live.store import RunStore
+    from atlascat.live.suite_run import suite_result
+
+    store = RunStore(db)
+    rid = str(store.list_runs()["run_id"].iloc[-1])
+    main_s = extra.pop("main_s", wall)
+    run_s = main_s - stats.get("import_s", 0.0) - stats["load_s"]
+    return {"command": "atlas " + " ".join(argv), "wall_s": wall, "main_s": main_s,
+            "run_s": run_s, "store": store, "run_id": rid, "result": suite_result(store, rid),
+            "subject": subject, "stats": stats, **extra}
+
+
+def _subject_stats(meter: Meter) -> dict:
+    """The counters of the run's hf: subject (the last one created) and the folder it read;
+    a run of another subject (a test's ``simulate:``) has no model: no import, no load."""
+    if not meter.subjects:
+        return {"import_s": 0.0, "load_s": 0.0, "loaded_from": None}
+    subj = meter.subjects[-1]
+    return {**subj.stats, "loaded_from": subj.loaded_from}
+
+
+def suite_run(spec: str, work: Path, *, max_items=None, tag="suite") -> dict:
+    """``atlas evaluate --suite`` in this process (the CLI's ``main``): the run's result and
+    the subject's counters."""
     import contextlib
 
+    from atlascat.cli import main
+
+    argv, db = suite_argv(spec, work, max_items=max_items, tag=tag)
+    log("atlas " + " ".join(argv) + "   (in this process)")
     with Meter() as meter, open(work / f"{tag}.stdout.json", "w") as fh, \
             contextlib.redirect_stdout(fh):   # the JSON result: kept out of the log
         t = time.perf_counter()
         rc = main(argv)
         wall = time.perf_counter() - t
     if rc not in (0, None):
-        raise SystemExit(f"atlas evaluate --suite failed (exit {rc})")
-    store = RunStore(db)
-    rid = str(store.list_runs()["run_id"].iloc[-1])
-    res = suite_result(store, rid)
-    subj = meter.subjects[-1]
-    st = dict(subj.stats)
-    return {"command": "atlas " + " ".join(argv), "wall_s": wall, "run_s": wall - st["load_s"],
-            "store": store, "run_id": rid, "result": res, "subject": subj, "stats": st}
+        raise RuntimeError(f"atlas evaluate --suite failed (exit {rc})")
+    return _outcome(argv, db, wall, _subject_stats(meter),
+                    meter.subjects[-1] if meter.subjects else None, process="in-process",
+                    start_exit_s=None)
+
+
+def suite_run_process(spec: str, work: Path, *, max_items=None, tag="suite",
+                      timeout: float | None = None) -> dict:
+    """``atlas evaluate --suite`` as a new process (:func:`metered_main`), timed here from its
+    start to its exit: the run's result and the subject's counters (written by the process to
+    ``<tag>.stats.json``); ``start_exit_s`` is the wall outside the CLI's ``main`` (Python's
+    start, the imports of this file and of ``atlascat.live.hf``, the exit). The environment
+    (``ATLAS_CACHE_DIR``, the offline switches) is this process's, with the folder of this
+    process's ``atlascat`` first on ``PYTHONPATH`` (the same code runs)."""
+    import os
+
+    import atlascat
+
+    argv, db = suite_argv(spec, work, max_items=max_items, tag=tag)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(Path(atlascat.__file__).resolve().parents[1])]
+        + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    stats_file = work / f"{tag}.stats.json"
+    stats_file.unlink(missing_ok=True)
+    cmd = [sys.executable, str(Path(__file__).resolve()), str(stats_file), "--", *argv]
+    log("atlas " + " ".join(argv) + "   (a new process)")
+    with open(work / f"{tag}.stdout.json", "w") as out, \
+            open(work / f"{tag}.stderr.log", "w") as err:
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, stdout=out, stderr=err, timeout=timeout, env=env)
+        wall = time.perf_counter() - t
+    if proc.returncode != 0 or not stats_file.exists():
+        tail = (work / f"{tag}.stderr.log").read_text(errors="replace").strip()[-800:]
+        raise RuntimeError(f"atlas evaluate --suite (a new process) failed (exit "
+                           f"{proc.returncode}): {tail}")
+    rec = json.loads(stats_file.read_text())
+    return _outcome(argv, db, wall, rec["stats"], None, main_s=rec["main_s"],
+                    process="new process", start_exit_s=wall - rec["main_s"])
+
+
+def metered_main(stats_file: str, argv: list[str]) -> int:
+    """The CLI's ``main(argv)`` with the :class:`Meter` counters; ``{"main_s", "rc", "stats"}``
+    written to ``stats_file`` (the process's side of :func:`suite_run_process`)."""
+    from atlascat.cli import main
+
+    with Meter() as meter:
+        t = time.perf_counter()
+        rc = main(argv)
+        main_s = time.perf_counter() - t
+    Path(stats_file).write_text(json.dumps({"main_s": main_s, "rc": rc,
+                                            "stats": _subject_stats(meter)}))
+    return 0 if rc is None else int(rc)
 
 
 def same_answers(a: dict, b: dict) -> dict:
@@ -297,7 +389,7 @@ def gguf_direct(run: dict, gguf: Path, device: str, dtype: str, bench: str) -> d
     b = np.asarray(direct.loglikelihood(reqs))
     del direct
     return {"bench": bench, "requests": len(reqs), "gguf_load_s": load,
-            "cache_load_s": run["stats"]["load_s"], "cache_folder": run["subject"].loaded_from,
+            "cache_load_s": run["stats"]["load_s"], "cache_folder": run["stats"]["loaded_from"],
             "max_abs_ll_diff": float(np.max(np.abs(a - b))) if len(a) else None}
 
 
@@ -331,3 +423,9 @@ def full_tokens(subject, small: bool) -> list[dict]:
                      "full_context_once_tokens_est": shared / len(ids) * n_full,
                      "max_new_tokens_full": gen_new / len(ids) * n_full if gen_new else 0})
     return rows
+
+
+if __name__ == "__main__":   # live.py STATS_FILE -- evaluate ... (see suite_run_process)
+    if len(sys.argv) < 3 or sys.argv[2] != "--":
+        sys.exit("usage: live.py STATS_FILE -- ATLAS_ARGS...")
+    sys.exit(metered_main(sys.argv[1], sys.argv[3:]))

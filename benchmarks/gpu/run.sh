@@ -18,7 +18,12 @@
 # cut short still returns what it measured); LIVE_TIME_BUDGET (seconds of the live phase within
 # which an optional step must be estimated to end to start: float32 re-scoring, the GGUF file
 # read directly, the batched-generation suite run; default 220). The live phase runs the suite
-# cold (an empty model cache of its own) and warm (loaded from that cache).
+# cold (the CLI's main in its own process, an empty model cache of its own) and warm (a new
+# process, as a user's second `atlas evaluate`, loaded from that cache, timed from its start to
+# its exit: Python's start, the torch + transformers import, CUDA's start and the model load
+# included); a new process gets LIVE_TIMEOUT less the time spent and 15 s. Where the new
+# process fails (not by its timeout; e.g. a GPU in exclusive-process mode, held by the cold
+# run's process), the warm run is made in the cold run's process and labelled so.
 #
 # Wheels carried in .gpu1/whl and .gpu2/whl (packages the device lacks) are installed into
 # /tmp/site first, without network.
@@ -53,7 +58,9 @@ fi
 export PYTHONPATH=$ROOT/src${PYTHONPATH:+:$PYTHONPATH}
 
 preflight() {
-    { command -v nvidia-smi >/dev/null && nvidia-smi -L; $PY --version; \
+    { command -v nvidia-smi >/dev/null && nvidia-smi -L && \
+        nvidia-smi --query-gpu=name,compute_mode,mig.mode.current --format=csv,noheader; \
+      $PY --version; \
       $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"; \
       $PY -c "import atlascat, numpy; print('atlascat', atlascat.__version__, 'from', atlascat.__file__, 'numpy', numpy.__version__)"; } 2>&1
 }
@@ -103,7 +110,7 @@ run_live() {
     echo "model: $g ($(stat -c %s "$g") bytes)"
     timeout -k 10 "${LIVE_TIMEOUT:-240}" $PY benchmarks/gpu/gpu_figures.py live \
         --out "$OUTDIR" --device "$DEVICE" --gguf "$g" --time-budget "${LIVE_TIME_BUDGET:-220}" \
-        "${SMALL[@]}"
+        --timeout "${LIVE_TIMEOUT:-240}" "${SMALL[@]}"
     echo "live exit $?"
 }
 

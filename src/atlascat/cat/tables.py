@@ -26,7 +26,7 @@ from .content import make_content_balancer
 from .selection import InfoPruner, ItemParams, fisher_information, make_criterion
 from .stopping import build_stop_rules
 
-__all__ = ["bank_fingerprint"]
+__all__ = ["bank_fingerprint", "bank_sha256"]
 
 
 class _Tables:
@@ -103,11 +103,19 @@ def _tables(bank: ItemBank, config: CATConfig) -> _Tables:
     return tab
 
 
-def bank_fingerprint(bank: ItemBank) -> str:
-    """A short hash of the item ids and parameters (to check a resumed session's bank)."""
+def bank_sha256(bank: ItemBank):
+    """SHA-256 (a ``hashlib`` object, open to further ``update``) of a bank's item ids, joined
+    by U+001F, then of each parameter array as little-endian float64. Any bank with
+    ``item_ids`` and ``params`` (a sequence of arrays) is hashed the same way."""
     h = hashlib.sha256()
     h.update("\x1f".join(map(str, bank.item_ids)).encode())
     for arr in bank.params:
         h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
-    return h.hexdigest()[:16]
+    return h
+
+
+def bank_fingerprint(bank: ItemBank) -> str:
+    """A short hash of the item ids and parameters (to check a resumed session's bank): the
+    first 16 hex digits of :func:`bank_sha256`."""
+    return bank_sha256(bank).hexdigest()[:16]
 

@@ -172,17 +172,18 @@ class RunResult:
 
 # ---------------------------------------------------------------------------- helpers
 def bank_hash(bank) -> str:
-    """SHA-256 over item ids, parameters and item content (question, options, key, scorer).
+    """SHA-256 over item ids and parameters (:func:`atlascat.cat.tables.bank_sha256`, whose
+    first 16 hex digits are the CAT session's bank fingerprint), then item content (question,
+    options, key, scorer, the request columns), column by column.
 
     Cached per bank object (banks are immutable value objects), weakly: the cache neither
     writes into the bank nor keeps it alive."""
+    from ..cat.tables import bank_sha256
+
     cached = _BANK_HASHES.get(bank)
     if cached is not None:
         return cached
-    h = hashlib.sha256()
-    h.update("\x1f".join(map(str, bank.item_ids)).encode())
-    for arr in bank.params:
-        h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
+    h = bank_sha256(bank)
     if bank.metadata is not None:
         from ..content.requests import GENERATION_COLUMNS, REQUEST_COLUMNS
 
