@@ -53,9 +53,24 @@ def encode_levels(values, levels, item_ids=None, subject_ids=None) -> np.ndarray
             raise ConfigError(
                 f"rating {values[r, j]:g} {who} on {item} is not one of the item's "
                 f"levels {_fmt_levels(lev)} (its categories: the levels observed when it was "
-                "calibrated); score only ratings among them")
+                "calibrated, 0..K-1 in a bank file that lists no levels); score only ratings "
+                "among them")
         out[obs, j] = idx
     return out
+
+
+def _mirt_gpcm_constants(df, cols, ids, num) -> None:
+    """mirt's ``coef()`` of a GPCM item also lists its constants, the scoring ``ak0..`` (0, 1,
+    ..) and the intercept ``d0`` (0): accepted as such (and left out), any other value refused
+    (a nominal model's scoring is not a GPCM's)."""
+    for c in cols:
+        if c == "d0" or (c[:2] == "ak" and c[2:].isdigit()):
+            want = 0.0 if c == "d0" else float(c[2:])
+            v = num(c)
+            bad = np.flatnonzero(~np.isnan(v) & (v != want))
+            if bad.size:
+                raise BankError(f"item {ids[bad[0]]}: column {c!r} is {v[bad[0]]:g}; mirt's "
+                                f"GPCM fixes it at {want:g} (a1, d1.. are the parameters)")
 
 
 def _fmt_levels(lev) -> str:
@@ -327,7 +342,8 @@ class PolyBank:
             return v
 
         if "a1" in cols:
-            dcols = sorted((c for c in cols if c[:1] == "d" and c[1:].isdigit()),
+            _mirt_gpcm_constants(df, cols, ids, num)
+            dcols = sorted((c for c in cols if c[:1] == "d" and c[1:].isdigit() and c != "d0"),
                            key=lambda c: int(c[1:]))
             if not dcols:
                 raise BankError("an ordinal bank in mirt's form needs columns a1, d1, d2, ...")
