@@ -300,13 +300,15 @@ class TestBank:
         d0 = 0 beside a1, d1..d3 (Science, mirt 1.45.1): four categories, not five; a
         constant off mirt's value is refused."""
         cols = "item_id,model,a1,ak0,ak1,ak2,ak3,d0,d1,d2,d3"
-        row = "Comfort,gpcm,0.865313788934483,0,1,2,3,0,2.83080730170738,5.32434851039708,3.99788916465566"
+        row = ("Comfort,gpcm,0.865313788934483,0,1,2,3,0,2.83080730170738,5.32434851039708,"
+               "3.99788916465566")
         (tmp_path / "coef.csv").write_text(f"{cols}\n{row}\n")
         bank = PolyBank.read(tmp_path / "coef.csv")
         assert bank.n_cat.tolist() == [4]
         assert_allclose(bank.params[0], [0.865313788934483, 2.83080730170738, 5.32434851039708,
                                          3.99788916465566])
-        (tmp_path / "bad.csv").write_text(f"{cols}\n{row.replace(',0,1,2,3,0,', ',0,1,2,3,0.5,')}\n")
+        bad = row.replace(",0,1,2,3,0,", ",0,1,2,3,0.5,")
+        (tmp_path / "bad.csv").write_text(f"{cols}\n{bad}\n")
         with pytest.raises(BankError, match="'d0' is 0.5"):
             PolyBank.read(tmp_path / "bad.csv")
 
