@@ -83,8 +83,8 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
     if test and with_priors:
         warn_user(f"{', '.join(with_priors)} {'was' if len(with_priors) == 1 else 'were'} "
                   "fitted with priors: X2, df and p are a heuristic there, not a likelihood-ratio "
-                  "test; refit with prior_a=None, prior_c=None, prior_u=None (as atlas anova "
-                  "does)")
+                  "test; refit with prior_a=None, prior_c=None, prior_u=None (the CLI's "
+                  "anova fits without priors)")
     rows.sort(key=lambda t: t[0])
     out = []
     prev = None
