@@ -259,6 +259,8 @@ def test_a_live_f1_run_says_token_f1_and_mean_score(tmp_path, capsys):
     assert row["continuous"] is True and "generation, token F1" in row["protocol_label"]
     assert "(generation, token F1)" in out and "exact match" not in out
     assert "  mean score: observed" in out and "accuracy:" not in out, out
+    page = (tmp_path / "live" / "reports" / f"{row['run_id']}.html").read_text()
+    assert "<tr><td>endpoint kind</td><td>generation</td></tr>" in page   # what it asked
 
 
 def test_f1_logs_whose_scores_contradict_their_outputs_say_so(tmp_path, capsys):

@@ -167,6 +167,8 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         svg = page[page.index("<svg"):page.index("</svg>")]
         ticks = [float(t) for t in re.findall(r"text-anchor='end'>(-?[0-9.]+)<", svg)]
         assert ticks and lo <= min(ticks) and max(ticks) <= hi, ticks   # the axis keeps to the scale
+        labels = re.findall(r"text-anchor='end'>([^<]*)<", svg)       # as the steps print: 25.0
+        assert all(re.fullmatch(r"-?[0-9]+\.[0-9]", t) for t in labels), labels
         first = targets.loc[model, _item(steps[0])]
         assert f"<td>{lo + (hi - lo) * first:.1f}</td>" in page     # the first step's score
         assert "observed accuracy" not in page and " correct)" not in page

@@ -190,11 +190,12 @@ def _time(ts) -> str:
 
 def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EAP)",
                     axis: str = "ability theta", scale: float = 1.0, band=None,
-                    limits=None) -> str:
+                    limits=None, digits: int | None = None) -> str:
     """The estimate after each item with a +-SE band (theta for a bank; a suite's predicted
     average, ``scale`` 100 for percent), or with ``band`` = (lower, upper), its 95% interval
     (a benchmark predictor's score), against the step number; ``limits`` (low, high): the
-    range the quantity lives in (a score's), beyond which the axis does not reach."""
+    range the quantity lives in (a score's), beyond which the axis does not reach; ``digits``:
+    the axis labels' decimals (default 1 in percent, else 2)."""
     n = len(theta)
     if n == 0:
         return "<p class='muted'>no answered item yet</p>"
@@ -221,7 +222,7 @@ def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EA
     band += " " + " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs[::-1], y(low[::-1])))
     line = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(theta)))
     ticks = np.linspace(lo, hi, 5)
-    digits = 1 if scale != 1.0 else 2
+    digits = (1 if scale != 1.0 else 2) if digits is None else digits
     grid = "".join(f"<line x1='{left}' x2='{left + w}' y1='{y(t):.1f}' y2='{y(t):.1f}' stroke='#eee'/>"
                    f"<text x='{left - 6}' y='{y(t) + 4:.1f}' font-size='11' text-anchor='end'>{t:.{digits}f}</text>"
                    for t in ticks)
@@ -496,13 +497,29 @@ def _test_row(info, cfg, suite) -> tuple[str, str]:
                    f"seed {info['seed']}")
 
 
-def _asked_rows(subj, prm, proto, bank) -> list[tuple[str, str]]:
+def _endpoint_kind(subj, bank, asked) -> str | None:
+    """What the endpoint was asked: for a subject asked the bank's requests (kind
+    ``loglikelihood``), the requests of the items ``asked`` as their rules make them
+    (:func:`~atlascat.content.requests.request_kind`: generation for an f1 or exact-match
+    task); any other subject's kind (chat, item, ...) as it is."""
+    from ..content.requests import request_kind
+
+    kind = subj.get("kind")
+    meta = getattr(bank, "metadata", None)
+    if kind != "loglikelihood" or meta is None or "rule" not in meta.columns:
+        return kind
+    ids = [i for i in dict.fromkeys(asked) if i in meta.index] or list(meta.index)
+    return request_kind(meta.loc[ids, "rule"]) or kind
+
+
+def _asked_rows(subj, prm, proto, bank, asked=()) -> list[tuple[str, str]]:
     """What answered and how the items were asked: a simulated or replayed run sent nothing (its
     items are still named with their shots and scoring), a live log-likelihood run sent the
-    bank's requests, a chat run its chat prompt."""
+    bank's requests (the endpoint kind: what the items ``asked`` needed, log-likelihoods or
+    generations), a chat run its chat prompt."""
     from ..content.requests import describe_requests
 
-    asked = describe_requests(getattr(bank, "metadata", None))
+    items, asked = asked, describe_requests(getattr(bank, "metadata", None))
     kind = subj.get("type")
     if kind == "simulate":
         return [("endpoint kind", "none: simulated (answers drawn from the bank's IRT model)"),
@@ -515,7 +532,8 @@ def _asked_rows(subj, prm, proto, bank) -> list[tuple[str, str]]:
                 ("prompt", f"{prm.get('style')} chat prompt, max_tokens "
                            f"{prm.get('max_tokens') or 'auto'}, temperature "
                            f"{prm.get('temperature')}")]
-    return [("endpoint kind", subj.get("kind"))] + ([("requests", asked)] if asked else [])
+    return [("endpoint kind", _endpoint_kind(subj, bank, items))] + (
+        [("requests", asked)] if asked else [])
 
 
 def _warnings(leaderboard, suite) -> list[str]:
@@ -583,7 +601,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("protocol", label),
         ("items per round", info.get("batch_size") or 1),
         ("endpoint", subj.get("base_url", subj.get("command", subj.get("type")))),
-        *_asked_rows(subj, prm, proto, bank),
+        *_asked_rows(subj, prm, proto, bank, steps["item_id"].astype(str).tolist()),
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
         ("status", info["status"] + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
         *summary[1:],  # the first is the page's headline
@@ -661,7 +679,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                                axis=score_name(lb) + ("" if lb.get("scale") else " (%)"),
                                scale=1.0 if lb.get("scale") else 100.0,
                                band=([q.lower for q in path], [q.upper for q in path]),
-                               limits=lb.get("scale") or (0.0, 100.0))
+                               limits=lb.get("scale") or (0.0, 100.0),
+                               digits=1)   # as the step lines print a predicted score
     else:
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
     headline = f"{summary[0][0]}: {summary[0][1]}"
