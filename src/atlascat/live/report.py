@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .scale import SCALED_FIELDS, on_metric_scale  # noqa: F401 - report's names too
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
            "on_metric_scale", "benchmark_of",
@@ -121,16 +122,16 @@ def _folder_continuous(bank_ref) -> bool:
 
 
 def _folder_identity(bank_ref) -> dict:
-    """A bank folder's benchmark, population (:data:`SOURCE`) and metric scale, for the page
-    of a run that has no prediction (not finished): its words and units are the folder's."""
-    from ..bankdir.predict import metric_scale
+    """A bank folder's benchmark, population (:data:`SOURCE`), metric and scale
+    (:func:`~atlascat.bankdir.predict.folder_words`), for the page of a run that has no
+    prediction (not finished): its words and units are the folder's."""
+    from ..bankdir.predict import folder_words
 
-    out = {"benchmark": _bank_title(bank_ref), "population": SOURCE}
     folder = _stored_folder(bank_ref)
-    scale = None if folder is None else metric_scale(folder)
-    if scale is not None:
-        out["scale"] = list(scale)
-    return out
+    if folder is None:  # no longer readable: its name alone
+        return {"benchmark": _bank_title(bank_ref), "population": SOURCE}
+    words = folder_words(folder)
+    return {"benchmark": words.pop("benchmark"), "population": SOURCE, **words}
 
 
 def benchmark_of(prediction, bank_ref) -> str:
@@ -341,38 +342,6 @@ def population_of(lb) -> str:
     """Whose scores the percentile ranks among: "the source models" (a bank folder's) or
     "the leaderboard's models" (a shipped bank's)."""
     return "the source models" if lb.get("population") == SOURCE else "the leaderboard's models"
-
-
-#: a run row's item scores and means, stored on [0, 1], shown on a metric's own scale
-SCALED_FIELDS = ("observed_score", "model_based_score")
-
-
-def on_metric_scale(row: dict, scale, *, steps: bool = False) -> dict:
-    """A run's row (``results.json``, ``--json``) on a bank folder's metric ``scale`` (low,
-    high; ``atlas build-bank --score-range``), as every other output reads it: each item
-    score x (``scores``; ``steps``: the row is one step, its ``score``) as low + (high - low)
-    x, the means (:data:`SCALED_FIELDS`) likewise, ``score_sum`` as the sum of the mapped
-    scores, and ``scale`` added. The store keeps [0, 1]; ``scale`` None: ``row`` as it is."""
-    if scale is None:
-        return row
-    lo, hi = (float(v) for v in scale)
-
-    def on(v):
-        return None if v is None or v != v else lo + (hi - lo) * float(v)
-
-    out = dict(row)
-    if steps:
-        out["score"] = on(row.get("score"))
-        return out
-    for key in SCALED_FIELDS:
-        if key in out:
-            out[key] = on(out[key])
-    if "scores" in out:
-        out["scores"] = [on(v) for v in out["scores"]]
-    if out.get("score_sum") is not None and out.get("n_items"):
-        out["score_sum"] = lo * int(out["n_items"]) + (hi - lo) * float(out["score_sum"])
-    out["scale"] = [lo, hi]
-    return out
 
 
 def scale_words(lb) -> str:
