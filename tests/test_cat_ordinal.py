@@ -206,3 +206,20 @@ class TestSession:
         assert len(s.history()) == 1
         with pytest.raises(ConfigError, match="eligibility"):
             OrdinalCATSession(bank, CATConfig(exposure=Exposure(method="eligibility")))
+
+
+def test_a_gpcm_items_location_is_the_mean_of_its_step_thresholds():
+    """The first item is chosen by location: a GPCM item with steps b = (0, 1, 2) sits at 1
+    (its intercepts d_k = -a sum_(v <= k) b_v are cumulative), a graded item at the mean of
+    -d_k / a; the first item for theta0 = 1 is the GPCM item, not the graded one at 4/3."""
+    from atlascat.cat.ordinal import item_locations
+
+    gpcm = np.column_stack([[1.5], poly.intercepts("gpcm", [1.5], [[0.0, 1.0, 2.0]])])
+    graded = [[1.5, -1.5 * 1.0, -1.5 * 4 / 3, -1.5 * 5 / 3]]
+    bank = PolyBank(["g", "r"], np.vstack([gpcm, graded]), ["gpcm", "graded"])
+    assert_allclose(item_locations(bank), [1.0, 4 / 3])
+    assert_allclose(bank.summary()["quantiles"]["location"]["min"], 1.0)
+    config = CATConfig(selection=Selection(theta0=1.0, first_item_window=0.2),
+                       stopping=Stopping(se_stop=0.01, min_items=1, max_items=1))
+    res = simulate_ordinal_cat(bank, config, thetas=np.ones(20), rng=np.random.default_rng(0))
+    assert set(res.administered["item_id"]) == {"g"}

@@ -271,3 +271,41 @@ def test_compare_models_of_two_graded_runs_is_not_in_leaderboard_points(root, tm
              "-q", "-o", str(tmp_path / model))
     out = _run("compare-models", str(tmp_path / first), str(tmp_path / second))
     assert "first minus second (points, 95% interval)" in out and "leaderboard" not in out
+
+
+def test_long_format_ratings_read_as_the_wide_matrix(root, tmp_path):
+    """Long format (model, item, score), which every command takes for 0/1 scores, holds
+    ratings too: calibrate, score and simulate read it as the wide matrix."""
+    wide = pd.read_csv(root / "judge.csv", index_col=0)
+    long = wide.stack().rename("score").rename_axis(["model", "item"]).reset_index()
+    long.to_csv(tmp_path / "long.csv", index=False)
+    for name in ("long", "wide"):
+        src = tmp_path / "long.csv" if name == "long" else root / "judge.csv"
+        _run("calibrate", str(src), "--model", "graded", "-o", str(tmp_path / f"{name}_bank.csv"),
+             "-q")
+        _run("score", str(src), "--bank", str(root / "bank.csv"), "-o",
+             str(tmp_path / f"{name}_scores.csv"))
+    a, b = (pd.read_csv(tmp_path / f"{n}_bank.csv", index_col=0).sort_index()
+            for n in ("long", "wide"))
+    assert a["levels"].tolist() == b["levels"].tolist()
+    np.testing.assert_allclose(a.select_dtypes("number"), b.select_dtypes("number"), atol=1e-6)
+    sa, sb = (pd.read_csv(tmp_path / f"{n}_scores.csv", index_col=0).sort_index()
+              for n in ("long", "wide"))
+    np.testing.assert_allclose(sa["theta"], sb["theta"], atol=1e-10)
+
+
+def test_a_pattern_table_of_ratings_counts_its_subjects(root, tmp_path):
+    """--freq-column: the fit line counts subjects (the frequencies' sum) and patterns, as a
+    binary pattern table's does, and the fit equals the expanded matrix's."""
+    wide = pd.read_csv(root / "judge.csv", index_col=0).iloc[:, :3].dropna()
+    wide = pd.concat([wide, wide.iloc[:20].rename(index=lambda s: s + "b")])
+    wide.to_csv(tmp_path / "rows.csv")
+    pat = wide.groupby(list(wide.columns)).size().rename("freq").reset_index()
+    pat.to_csv(tmp_path / "patterns.csv", index=False)
+    rows = _run("calibrate", str(tmp_path / "rows.csv"), "--model", "graded", "-o",
+                str(tmp_path / "a.csv"), "-q")
+    pats = _run("calibrate", str(tmp_path / "patterns.csv"), "--freq-column", "freq", "--model",
+                "graded", "-o", str(tmp_path / "b.csv"), "-q")
+    assert f"on {len(wide)} subjects:" in rows
+    assert f"on {len(wide)} subjects ({len(pat)} response patterns):" in pats
+    assert rows.split("log-likelihood ")[1][:10] == pats.split("log-likelihood ")[1][:10]

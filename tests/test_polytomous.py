@@ -2,6 +2,8 @@
 scoring, banks and bad input (mirt parity: tests/test_polytomous_parity.py)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -170,6 +172,30 @@ class TestRecovery:
         assert_allclose(a.loglik, b.loglik, rtol=1e-8)
         assert_allclose(a.bank.params, b.bank.params, atol=1e-4)
 
+    def test_acceleration_keeps_the_graded_order(self):
+        """From a start far from the maximum (intercepts spread over [40, -40]) SQUAREM's
+        extrapolation overshoots: an item whose intercepts it leaves disordered keeps the
+        plain EM step, and a tied or disordered item never counts as likelihood 1, so the
+        fit reaches the default start's maximum with ordered intercepts."""
+        from atlascat.irt.polycal import calibrate_ordinal
+
+        rng = np.random.default_rng(0)
+        a = rng.lognormal(0, 0.3, 6)
+        d = -np.sort(rng.normal(0, 0.3, (6, 5)), axis=1)
+        y = poly.sample("graded", np.column_stack([a, d]), rng.normal(size=200), rng)
+        levels = [np.unique(col) for col in y.T.astype(float)]
+        far = np.full((6, 6), np.nan)
+        far[:, 0] = 1.0
+        for j, lv in enumerate(levels):
+            far[j, 1:len(lv)] = np.linspace(40, -40, len(lv) - 1)
+        start = PolyBank([str(j) for j in range(6)], far, "graded", levels)
+        res = calibrate_ordinal(y.astype(float), "graded", start=start)
+        ref = calibrate(y.astype(float), model="graded")
+        steps = np.diff(res.bank.params[:, 1:], axis=1)
+        assert np.all(np.isnan(steps) | (steps < 0))
+        assert_allclose(res.loglik, ref.loglik, atol=1e-3)
+        assert_allclose(res.bank.params, ref.bank.params, atol=5e-3)
+
     def test_slope_prior_shrinks(self):
         rng = np.random.default_rng(9)
         truth = _params(rng, n_items=4, n_cat=3)
@@ -268,6 +294,49 @@ class TestBank:
             assert back.n_cat.tolist() == [3, 4]
             assert back.levels[1].tolist() == [1, 2, 3, 4]
         assert bank.model == "mixed"
+
+    def test_reads_mirts_gpcm_coef_with_its_constants(self, tmp_path):
+        """mirt's ``coef(fit, simplify = TRUE)$items`` of a GPCM lists ak0..ak3 = 0..3 and
+        d0 = 0 beside a1, d1..d3 (Science, mirt 1.45.1): four categories, not five; a
+        constant off mirt's value is refused."""
+        cols = "item_id,model,a1,ak0,ak1,ak2,ak3,d0,d1,d2,d3"
+        row = ("Comfort,gpcm,0.865313788934483,0,1,2,3,0,2.83080730170738,5.32434851039708,"
+               "3.99788916465566")
+        (tmp_path / "coef.csv").write_text(f"{cols}\n{row}\n")
+        bank = PolyBank.read(tmp_path / "coef.csv")
+        assert bank.n_cat.tolist() == [4]
+        assert_allclose(bank.params[0], [0.865313788934483, 2.83080730170738, 5.32434851039708,
+                                         3.99788916465566])
+        bad = row.replace(",0,1,2,3,0,", ",0,1,2,3,0.5,")
+        (tmp_path / "bad.csv").write_text(f"{cols}\n{bad}\n")
+        with pytest.raises(BankError, match="'d0' is 0.5"):
+            PolyBank.read(tmp_path / "bad.csv")
+
+    def test_gpcm_threshold_form_is_murakis_step_thresholds(self, tmp_path):
+        """``--format ours`` of a GPCM item: P(X = k) proportional to
+        exp(sum_(v <= k) a (theta - b_v)) (Muraki, 1992), mirt's IRTpars; on Science the
+        values of mirt 1.45.1's coef(IRTpars = TRUE) (TOL 1e-8) and their SEs by the delta
+        method from the covariance of a1, d1..d3 (mirt's vcov gives Comfort b1 0.6510)."""
+        bank = PolyBank(["y"], [[0.8, 2.0, 0.1, -1.0]], "gpcm")
+        b = bank.to_frame("ours")[["b1", "b2", "b3"]].to_numpy(float)[0]
+        theta = np.linspace(-3, 3, 7)
+        z = np.column_stack([np.zeros_like(theta)] + [
+            np.sum([0.8 * (theta - b[v]) for v in range(k)], axis=0) for k in (1, 2, 3)])
+        want = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        assert_allclose(bank.probability(theta)[0], want, atol=1e-12)
+        sci = pd.read_csv(Path(__file__).parent / "data" / "mirt_poly" / "science.csv",
+                          index_col=0)
+        res = calibrate(sci, model="gpcm", se=True)
+        ours = res.standard_errors("ours").set_index("item_id")
+        mirt_b = {"Comfort": [-3.277459, -2.8924641, 1.537792],
+                  "Work": [-2.0356875, -1.0330981, 2.0589287],
+                  "Future": [-2.0831329, -0.9747980, 0.8314385],
+                  "Benefit": [-2.9079568, -1.1092689, 1.6314988]}
+        for item, want_b in mirt_b.items():
+            assert_allclose(ours.loc[item, ["b1", "b2", "b3"]], want_b, atol=2e-3)
+        assert_allclose(ours.loc["Comfort", ["b1_se", "b2_se"]], [0.6510, 0.4984], rtol=0.01)
+        res.bank.write(tmp_path / "g.csv", format="ours")
+        assert_allclose(PolyBank.read(tmp_path / "g.csv").params, res.bank.params, atol=1e-12)
 
     def test_validation(self):
         with pytest.raises(BankError, match="must decrease"):

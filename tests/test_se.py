@@ -413,3 +413,20 @@ def test_4pl_information_is_minus_the_brute_force_hessian_of_the_log_posterior(r
     np.testing.assert_allclose(s.info.matrix, -H, rtol=5e-3, atol=5e-3)
     assert list(res.standard_errors("mirt").columns[1:]) == [
         "a1", "a1_se", "d", "d_se", "g", "g_se", "u", "u_se"]
+
+
+def test_anova_of_fits_with_priors_warns(lsat7):
+    """A prior makes the fit a posterior mode: the X2 of such fits is no likelihood-ratio test,
+    and anova says so (the maximum-likelihood fits, as atlas anova makes them, stay silent)."""
+    import warnings
+
+    from atlascat.irt.compare import anova
+
+    rasch = calibrate(lsat7, model="rasch")
+    with pytest.warns(UserWarning, match="2pl was fitted with priors"):
+        table = anova(rasch, calibrate(lsat7, model="2pl"))        # auto: a ~ lognorm(0, 1)
+    assert np.isfinite(table.loc["2pl", "X2"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        anova(rasch, calibrate(lsat7, model="2pl", prior_a=None))
+        anova(rasch, calibrate(lsat7, model="2pl"), test=False)

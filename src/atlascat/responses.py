@@ -51,6 +51,58 @@ def _first_dupes(values) -> dict:
     return {k: rows for k, rows in seen.items() if len(rows) > 1}
 
 
+def looks_long(df: pd.DataFrame) -> bool:
+    """Whether a frame is long format: three columns, a subject, an item and a score column."""
+    cols = {str(c) for c in df.columns}
+    return (len(cols) == 3 and bool(cols & set(_LONG_SUBJECT)) and bool(cols & set(_LONG_ITEM))
+            and bool(cols & set(_LONG_SCORE)))
+
+
+def long_to_wide(df: pd.DataFrame, *, subject: str | None = None, item: str | None = None,
+                 score: str | None = None, normalize_ids: bool = False) -> pd.DataFrame:
+    """Long format (one row per subject, item and score; column names guessed when not given)
+    to a wide numeric frame, subjects x items, NaN where a pair is absent. Refused with one
+    line: a missing column, a repeated (subject, item) pair, a text score. The scores' range
+    is the caller's to check (0/1 and partial credit, or ratings on their own scale)."""
+    import pandas as pd
+
+    cols = [str(c) for c in df.columns]
+
+    def pick(given, candidates, what):
+        if given is not None:
+            if given not in cols:
+                raise ResponseDataError(f"{what} column {given!r} not found in {cols}")
+            return given
+        for cand in candidates:
+            if cand in cols:
+                return cand
+        raise ResponseDataError(
+            f"no {what} column in long-format data (looked for {list(candidates)}); name it"
+        )
+
+    s, i, v = pick(subject, _LONG_SUBJECT, "subject"), pick(item, _LONG_ITEM, "item"), \
+        pick(score, _LONG_SCORE, "score")
+    long = df[[s, i, v]].copy()
+    long[s] = long[s].astype(str)
+    long[i] = long[i].astype(str)
+    if normalize_ids:
+        long[i] = long[i].map(normalize_item_id)
+    dup = long.duplicated([s, i], keep=False)
+    if dup.any():
+        first = long[dup].iloc[0]
+        raise ResponseDataError(
+            f"{int(dup.sum())} rows repeat a (subject, item) pair, e.g. subject {first[s]!r}, "
+            f"item {first[i]!r} (row {int(np.flatnonzero(dup.to_numpy())[0])}); keep one score per pair"
+        )
+    scores = pd.to_numeric(long[v], errors="coerce")
+    bad = scores.isna() & long[v].notna()
+    if bad.any():
+        r = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ResponseDataError(f"text score {long[v].iloc[r]!r} at row {r} of column {v!r}")
+    long[v] = scores
+    return long.pivot(index=s, columns=i, values=v)
+
+
 class ResponseMatrix:
     """Scores of subjects (rows) on items (columns).
 
@@ -381,43 +433,8 @@ class ResponseMatrix:
                   score: str | None = None, normalize_ids: bool = False,
                   on_empty: str = "error") -> "ResponseMatrix":
         """Long format: one row per (subject, item, score); column names are guessed if not given."""
-        import pandas as pd
-
-        cols = [str(c) for c in df.columns]
-
-        def pick(given, candidates, what):
-            if given is not None:
-                if given not in cols:
-                    raise ResponseDataError(f"{what} column {given!r} not found in {cols}")
-                return given
-            for cand in candidates:
-                if cand in cols:
-                    return cand
-            raise ResponseDataError(
-                f"no {what} column in long-format data (looked for {list(candidates)}); name it"
-            )
-
-        s, i, v = pick(subject, _LONG_SUBJECT, "subject"), pick(item, _LONG_ITEM, "item"), \
-            pick(score, _LONG_SCORE, "score")
-        long = df[[s, i, v]].copy()
-        long[s] = long[s].astype(str)
-        long[i] = long[i].astype(str)
-        if normalize_ids:
-            long[i] = long[i].map(normalize_item_id)
-        dup = long.duplicated([s, i], keep=False)
-        if dup.any():
-            first = long[dup].iloc[0]
-            raise ResponseDataError(
-                f"{int(dup.sum())} rows repeat a (subject, item) pair, e.g. subject {first[s]!r}, "
-                f"item {first[i]!r} (row {int(np.flatnonzero(dup.to_numpy())[0])}); keep one score per pair"
-            )
-        scores = pd.to_numeric(long[v], errors="coerce")
-        bad = scores.isna() & long[v].notna()
-        if bad.any():
-            r = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ResponseDataError(f"text score {long[v].iloc[r]!r} at row {r} of column {v!r}")
-        long[v] = scores
-        wide = long.pivot(index=s, columns=i, values=v)
+        wide = long_to_wide(df, subject=subject, item=item, score=score,
+                            normalize_ids=normalize_ids)
         return cls(wide.to_numpy(float), wide.index, wide.columns, on_empty=on_empty)
 
     # ------------------------------------------------------------------ files
@@ -479,9 +496,7 @@ class ResponseMatrix:
 
     @staticmethod
     def _looks_long(df: pd.DataFrame) -> bool:
-        cols = {str(c) for c in df.columns}
-        return (len(cols) == 3 and bool(cols & set(_LONG_SUBJECT)) and bool(cols & set(_LONG_ITEM))
-                and bool(cols & set(_LONG_SCORE)))
+        return looks_long(df)
 
     def write(self, path, *, score_range=None) -> Path:
         """Write wide CSV (``.csv``/``.csv.gz``) or Parquet; first column ``subject_id``.

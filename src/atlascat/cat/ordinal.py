@@ -3,7 +3,7 @@
 Each step gives every examinee still testing one item, as the binary engine
 (:mod:`atlascat.cat.state`) does:
 
-* first item: uniform among the items whose location b_j = -mean_k(d_jk) / a_j lies within
+* first item: uniform among the items whose location b_j = mean_k(b_jk) lies within
   ``first_item_window`` of ``theta0`` (the nearest item if none);
 * then maximum Fisher information at the current theta, I_j(theta) = sum_k P'_jk^2 / P_jk
   (:func:`atlascat.irt.polytomous.item_information`), randomesque among the ``randomesque``
@@ -46,8 +46,9 @@ __all__ = ["OrdinalCATResult", "OrdinalCATSession", "simulate_ordinal_cat", "ite
 
 
 def item_locations(bank: PolyBank) -> np.ndarray:
-    """b_j = -mean_k(d_jk) / a_j: the theta around which the item's categories sit."""
-    return -np.nanmean(bank.params[:, 1:], axis=1) / bank.params[:, 0]
+    """b_j = mean_k(b_jk), the mean of the item's thresholds (:meth:`PolyBank.locations`):
+    the theta around which the item's categories sit."""
+    return bank.locations()
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import console, json_safe, progress_bar
+from ._common import console, json_safe, progress_bar, subjects_text
 
 
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
@@ -53,10 +53,12 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
         pd.DataFrame({"subject_id": res.subject_ids.astype(str), "theta": res.theta,
                       "se": res.theta_se}).to_csv(scores, index=False, float_format="%.10g")
     k = res.bank.n_cat
+    w_kept = None if weights is None else [res.n_observations]   # rows are response patterns
     status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
     console.print(
         f"calibrated [bold]{len(res.bank)}[/] items ({model}, {int(k.min())}-{int(k.max())} "
-        f"categories) on {len(res.subject_ids)} subjects: log-likelihood {res.loglik:.3f}, "
+        f"categories) on {subjects_text(len(res.subject_ids), w_kept)}: log-likelihood "
+        f"{res.loglik:.3f}, "
         f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s")
     from ._criteria import print_criteria
 

@@ -53,6 +53,7 @@ def register(app: typer.Typer) -> None:
         one above it (X2, df, p), as mirt's anova.
         """
         import json
+        import math
         import warnings
 
         from ..errors import ConfigError
@@ -96,6 +97,7 @@ def register(app: typer.Typer) -> None:
             console.print_json(json.dumps(json_safe(rows)))
             return
         shown = table.reset_index().astype(object)
+        shown["df"] = ["" if math.isnan(v) else int(v) for v in table["df"]]   # a count, as mirt's
         shown = shown.where(shown.notna(), "")   # the first row has no test, as mirt's
         print_frame(shown, title="anova (maximum likelihood, mirt's columns)",
                     float_format="{:.3f}")

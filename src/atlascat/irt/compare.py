@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from ..errors import ConfigError, warn_user
 
 __all__ = ["information_criteria", "n_parameters", "anova", "nested", "NESTED"]
 
@@ -78,6 +78,13 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
         crit = r.information_criteria()
         rows.append((crit["n_parameters"], name, r, crit))
     _check_same_data([r for _, _, r, _ in rows], names)
+    with_priors = [n for n, r in zip(names, results)
+                   if any((r.settings or {}).get(k) for k in ("prior_a", "prior_c", "prior_u"))]
+    if test and with_priors:
+        warn_user(f"{', '.join(with_priors)} {'was' if len(with_priors) == 1 else 'were'} "
+                  "fitted with priors: X2, df and p are a heuristic there, not a likelihood-ratio "
+                  "test; refit with prior_a=None, prior_c=None, prior_u=None (the CLI's "
+                  "anova fits without priors)")
     rows.sort(key=lambda t: t[0])
     out = []
     prev = None

@@ -8,7 +8,8 @@ rubric's 0-3), so data on the original scale is scored without any recoding by t
 File format (CSV or Parquet): ``item_id, model, a1, d1, ..., d(K_max-1), levels`` with empty
 cells for an item's absent categories and ``levels`` as ``"0;1;2;3"`` (mirt's columns, plus the
 two ATLAS needs to read a rating back); ``--format ours`` writes the threshold form ``a, b1..``
-with b_k = -d_k / a instead of the intercepts.
+instead of the intercepts, as mirt's IRTpars: graded b_k = -d_k / a, GPCM step thresholds
+b_k = -(d_k - d_(k-1)) / a (:func:`atlascat.irt.polytomous.thresholds`).
 """
 from __future__ import annotations
 
@@ -51,9 +52,25 @@ def encode_levels(values, levels, item_ids=None, subject_ids=None) -> np.ndarray
             item = f"item {str(item_ids[j])!r}" if item_ids is not None else f"item column {j}"
             raise ConfigError(
                 f"rating {values[r, j]:g} {who} on {item} is not one of the item's "
-                f"levels {_fmt_levels(lev)}; score only ratings on the bank's scale")
+                f"levels {_fmt_levels(lev)} (its categories: the levels observed when it was "
+                "calibrated, 0..K-1 in a bank file that lists no levels); score only ratings "
+                "among them")
         out[obs, j] = idx
     return out
+
+
+def _mirt_gpcm_constants(df, cols, ids, num) -> None:
+    """mirt's ``coef()`` of a GPCM item also lists its constants, the scoring ``ak0..`` (0, 1,
+    ..) and the intercept ``d0`` (0): accepted as such (and left out), any other value refused
+    (a nominal model's scoring is not a GPCM's)."""
+    for c in cols:
+        if c == "d0" or (c[:2] == "ak" and c[2:].isdigit()):
+            want = 0.0 if c == "d0" else float(c[2:])
+            v = num(c)
+            bad = np.flatnonzero(~np.isnan(v) & (v != want))
+            if bad.size:
+                raise BankError(f"item {ids[bad[0]]}: column {c!r} is {v[bad[0]]:g}; mirt's "
+                                f"GPCM fixes it at {want:g} (a1, d1.. are the parameters)")
 
 
 def _fmt_levels(lev) -> str:
@@ -202,14 +219,20 @@ class PolyBank:
             out[j, :len(lev)] = lev
         return out
 
+    def locations(self) -> np.ndarray:
+        """Each item's location, the mean of its thresholds b_k
+        (:func:`atlascat.irt.polytomous.thresholds`: graded -d_k / a, GPCM's steps
+        -(d_k - d_(k-1)) / a): the theta around which its categories sit."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.nanmean(poly.thresholds(self.models, self.params), axis=1)
+
     def summary(self) -> dict:
         """Item count, model(s), quantiles of the slope ``a1`` and of each item's location
-        b = -mean_k(d_k) / a1, the categories and the rating scales, and the items with
+        (:meth:`locations`), the categories and the rating scales, and the items with
         a1 <= 0 (as :meth:`ItemBank.summary` for binary banks)."""
         q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
         names = ["min", "q05", "q25", "median", "q75", "q95", "max"]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            loc = -np.nanmean(self.params[:, 1:], axis=1) / self.a
+        loc = self.locations()
         quant = {name: dict(zip(names, np.quantile(arr[np.isfinite(arr)], q).round(4).tolist()))
                  for name, arr in (("a1", self.a), ("location", loc)) if np.isfinite(arr).any()}
         scales: dict[str, int] = {}
@@ -272,8 +295,8 @@ class PolyBank:
                    [lv for p in parts for lv in p.levels])
 
     def to_frame(self, format: str = "mirt") -> pd.DataFrame:
-        """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (b_k = -d_k / a);
-        both with ``levels``."""
+        """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (the thresholds of
+        :func:`atlascat.irt.polytomous.thresholds`, as mirt's IRTpars); both with ``levels``."""
         import pandas as pd
 
         k = self.params.shape[1] - 1
@@ -284,8 +307,9 @@ class PolyBank:
                 df[f"d{i + 1}"] = self.params[:, i + 1]
         elif format == "ours":
             df["a"] = self.params[:, 0]
+            b = poly.thresholds(self.models, self.params)
             for i in range(k):
-                df[f"b{i + 1}"] = -self.params[:, i + 1] / self.params[:, 0]
+                df[f"b{i + 1}"] = b[:, i]
         else:
             raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
         df["levels"] = [_fmt_levels(lv) for lv in self.levels]
@@ -318,7 +342,8 @@ class PolyBank:
             return v
 
         if "a1" in cols:
-            dcols = sorted((c for c in cols if c[:1] == "d" and c[1:].isdigit()),
+            _mirt_gpcm_constants(df, cols, ids, num)
+            dcols = sorted((c for c in cols if c[:1] == "d" and c[1:].isdigit() and c != "d0"),
                            key=lambda c: int(c[1:]))
             if not dcols:
                 raise BankError("an ordinal bank in mirt's form needs columns a1, d1, d2, ...")
@@ -329,7 +354,13 @@ class PolyBank:
             if not bcols:
                 raise BankError("an ordinal bank in threshold form needs columns a, b1, b2, ...")
             a = num("a")
-            params = np.column_stack([a] + [-a * num(c) for c in bcols])
+            b = np.column_stack([num(c) for c in bcols])
+            models = (df["model"].astype(str).str.lower().to_numpy() if "model" in cols
+                      else "graded")
+            try:
+                params = np.column_stack([a, poly.intercepts(models, a, b)])
+            except ConfigError as e:
+                raise BankError(str(e)) from None
         else:
             raise BankError(f"ordinal bank columns {cols[:12]} lack a1 (mirt) or a (ours)")
         model = (df["model"].astype(str).str.lower().to_numpy() if "model" in cols

@@ -29,10 +29,14 @@ __all__ = ["read_ratings", "ratings_of", "calibrate_ordinal"]
 def read_ratings(path, *, freq_column: str | None = None):
     """(values, subject_ids, item_ids, weights) from a wide CSV / Parquet of ratings: subject
     ids in the first column when it holds text (or is named model / subject / subject_id),
-    every other column an item, blank / NA for missing."""
+    every other column an item, blank / NA for missing; or from long format (subject, item,
+    score columns, as :meth:`atlascat.responses.ResponseMatrix.read` takes it)."""
+    from ..responses import long_to_wide, looks_long
     from ..validation import read_frame
 
     df = read_frame(Path(path), what="responses file", min_columns=2)
+    if freq_column is None and looks_long(df):
+        df = long_to_wide(df)
     return ratings_of(df, freq_column=freq_column)
 
 

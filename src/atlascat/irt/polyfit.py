@@ -55,8 +55,9 @@ class OrdinalData:
 def encode(values, item_ids=None, value_range=None, subject_ids=None) -> OrdinalData:
     """Map each item's observed integer levels to categories 0..K_j-1.
 
-    Refuses (one line, :class:`ConfigError`) a non-integer rating, a rating outside the declared
-    ``value_range = (lo, hi)`` and an item with a single observed category.
+    Refuses (one line, :class:`ConfigError`) a non-integer rating, a declared ``value_range =
+    (lo, hi)`` that is not finite with lo < hi, a rating outside it and an item with a single
+    observed category.
     """
     v = np.asarray(values, dtype=float)
     if v.ndim != 2:
@@ -75,6 +76,9 @@ def encode(values, item_ids=None, value_range=None, subject_ids=None) -> Ordinal
             "(e.g. 1-10, 0-3): round or rescale the ratings")
     if value_range is not None:
         lo, hi = (float(x) for x in value_range)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ConfigError(f"the declared rating range needs finite LO < HI, got [{lo:g}, "
+                              f"{hi:g}]")
         out = np.argwhere(obs & ((v < lo) | (v > hi)))
         if out.size:
             r, c = out[0]
@@ -248,7 +252,9 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
 
     def estep(params, stats=True):
         lp = poly.log_prob(models, params, x)                            # (m, q, K)
-        lp = np.where(np.isfinite(lp), lp, 0.0)                           # absent: Y = 0 there
+        # absent categories (Y = 0 there) count 0; a present category keeps its -inf or NaN
+        # (tied or disordered graded intercepts), so such params give a non-finite log L
+        lp = np.where(free[:, None, :], lp, 0.0)
         L = Y @ lp.transpose(0, 2, 1).reshape(m * kmax, nq) + log_w
         mx = L.max(axis=1, keepdims=True)
         post = np.exp(L - mx)
@@ -331,6 +337,8 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
         pe[:, 0] = np.clip(pe[:, 0], -A_BOUND, A_BOUND)
         pe[:, 1:] = np.clip(pe[:, 1:], -D_BOUND, D_BOUND)
         pe = np.where(free, pe, 0.0)
+        # an item whose extrapolated graded intercepts are not strictly decreasing keeps p2
+        pe = np.where(_ordered(models, padded(pe))[:, None], pe, p2)
         p3, fe = em_map(padded(pe), at_least=f1)   # no M-step for a rejected extrapolation
         n_iter += 1
         if p3 is not None:
@@ -354,6 +362,15 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     return {"params": params, "loglik": ll, "log_posterior": ll + log_prior(params),
             "trace": np.asarray(trace), "n_iter": n_iter, "converged": converged,
             "theta": theta, "theta_se": se, "nodes": x}
+
+
+def _ordered(models, params) -> np.ndarray:
+    """Per item: True for a GPCM item, or a graded item with d_1 > d_2 > ... (NaN-padded)."""
+    d = params[:, 1:]
+    with np.errstate(invalid="ignore"):
+        step = np.diff(d, axis=1)
+    ok = np.all(np.isnan(step) | (step < 0), axis=1)
+    return ok | (np.asarray(models) == "gpcm")
 
 
 def to_poly_bank(item_ids, data: OrdinalData, params, models) -> PolyBank:

@@ -49,7 +49,7 @@ from .special import expit, log_expit
 __all__ = ["ORDINAL_MODELS", "is_poly_frame", "n_categories", "param_names", "log_prob", "prob", "jacobian",
            "item_information", "test_information", "expected_score", "dprob_dtheta",
            "d2prob_dtheta2", "sample",
-           "dlog_prob"]
+           "dlog_prob", "thresholds", "intercepts"]
 
 ORDINAL_MODELS = ("graded", "gpcm")
 
@@ -67,6 +67,27 @@ def n_categories(params) -> np.ndarray:
     """Number of categories per item: 1 + the number of non-NaN intercepts."""
     params = np.atleast_2d(np.asarray(params, dtype=float))
     return 1 + np.sum(~np.isnan(params[:, 1:]), axis=1)
+
+
+def thresholds(model, params) -> np.ndarray:
+    """The threshold form ``b`` (n_items, K_max - 1) of mirt's ``[a1, d1..]``, as mirt's
+    ``coef(IRTpars = TRUE)``: graded b_k = -d_k / a (P(X >= k) = 1/2 at theta = b_k); GPCM
+    step thresholds b_k = -(d_k - d_(k-1)) / a with d_0 = 0, i.e. P(X = k) proportional to
+    exp(sum_(v <= k) a (theta - b_v)) (Muraki, 1992). NaN beyond an item's categories."""
+    params = np.atleast_2d(np.asarray(params, dtype=float))
+    a, d = params[:, :1], params[:, 1:]
+    gp = _models(model, len(a))
+    step = np.diff(np.column_stack([np.zeros(len(a)), d]), axis=1)
+    return -np.where(gp[:, None], step, d) / a
+
+
+def intercepts(model, a, b) -> np.ndarray:
+    """mirt's intercepts ``d`` (n_items, K_max - 1) from the threshold form (the inverse of
+    :func:`thresholds`): graded d_k = -a b_k, GPCM d_k = -a sum_(v <= k) b_v."""
+    a = np.asarray(a, dtype=float).reshape(-1, 1)
+    b = np.atleast_2d(np.asarray(b, dtype=float))
+    gp = _models(model, len(a))
+    return np.where(gp[:, None], -a * np.cumsum(b, axis=1), -a * b)
 
 
 def param_names(params) -> list[list[str]]:

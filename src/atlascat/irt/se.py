@@ -13,7 +13,8 @@ variance where the form depends on it):
 * a Rasch fit (theta ~ N(0, sigma^2), a = 1) written as the equivalent 1PL on the N(0, 1)
   scale: a = sigma, b = -d / sigma (mirt's d is the same in both);
 * ordinal items (graded, GPCM; :mod:`atlascat.irt.polytomous`): mirt's ``a1, d1..dk`` as
-  estimated, ours ``a, b1..bk`` with b_k = -d_k / a.
+  estimated, ours ``a, b1..bk`` as mirt's IRTpars (graded b_k = -d_k / a, GPCM
+  b_k = -(d_k - d_(k-1)) / a; :func:`atlascat.irt.polytomous.thresholds`).
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ class StandardErrors:
     model: str
     latent_variance: float | None = None
     posterior_mode: bool = False
+    models: np.ndarray | None = None    # ordinal: each item's model (None: graded)
 
     def __post_init__(self):
         self.covariance = self.info.covariance()
@@ -82,10 +84,13 @@ class StandardErrors:
         standard = scale == "standard" and self.latent_variance is not None
 
         def transform(p, var):
-            if not binary:      # ordinal: a1, d1..dk, or ours: a, b_k = -d_k / a
+            if not binary:      # ordinal: a1, d1..dk, or ours: a, b1..bk (IRTpars)
                 if format == "mirt":
                     return p, tuple(self.names)
-                return (np.column_stack([p[:, :1], -p[:, 1:] / p[:, :1]]),
+                from . import polytomous as poly
+
+                models = "graded" if self.models is None else self.models
+                return (np.column_stack([p[:, :1], poly.thresholds(models, p)]),
                         ("a",) + tuple(f"b{k}" for k in range(1, p.shape[1])))
             a, d = p[:, 0], p[:, 1]
             if standard:
@@ -205,4 +210,4 @@ def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, 
     info = observed_information(lambda p, x: poly.log_prob(models, p, x), params, free, y,
                                 weights, nodes, log_weights, log_prior=log_prior)
     return StandardErrors(np.asarray(item_ids), names, params, free, info, model, None,
-                          prior_a is not None)
+                          prior_a is not None, np.asarray(models, dtype=object))

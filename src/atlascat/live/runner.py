@@ -676,7 +676,8 @@ def _check_scores(session, items, scores) -> list:
         levels = bank.levels[bank.index_of(str(item))]
         if not (levels == float(sc)).any():
             raise LiveRunError(f"item {item!r} was rated {sc!r}, not one of its levels "
-                               f"{';'.join(f'{v:g}' for v in levels)}")
+                               f"{';'.join(f'{v:g}' for v in levels)} (its categories: the "
+                               "levels observed when it was calibrated)")
     return [credit(i, sc) for i, sc in zip(items, scores)]
 
 
