@@ -173,13 +173,13 @@ class RunResult:
         class); ``unit``: every score as stored, on [0, 1]."""
         from .scale import on_metric_scale, stored_scale
 
-        res = cls._stored(store, run_id)
-        scale = None if unit else stored_scale(store.get_run(run_id)["bank_ref"])
+        info = store.get_run(run_id)
+        res = cls._stored(store, run_id, info)
+        scale = None if unit else stored_scale(info["bank_ref"])
         return res if scale is None else cls(**on_metric_scale(res.to_dict(), scale))
 
     @classmethod
-    def _stored(cls, store: RunStore, run_id: str) -> "RunResult":
-        info = store.get_run(run_id)
+    def _stored(cls, store: RunStore, run_id: str, info: dict) -> "RunResult":
         steps = store.steps(run_id)
         done = steps[steps["status"] == "answered"]
         return cls(run_id=run_id, model=info["model"], status=info["status"], theta=info["theta"],
