@@ -259,6 +259,13 @@ def test_a_live_f1_run_says_token_f1_and_mean_score(tmp_path, capsys):
     assert row["continuous"] is True and "generation, token F1" in row["protocol_label"]
     assert "(generation, token F1)" in out and "exact match" not in out
     assert "  mean score: observed" in out and "accuracy:" not in out, out
+    page = (tmp_path / "live" / "reports" / f"{row['run_id']}.html").read_text()
+    assert "<tr><td>endpoint kind</td><td>generation</td></tr>" in page   # what it asked
+    assert _main(["info", tmp_path / "bank"]) == 0     # the folder named as the run names it
+    said = capsys.readouterr().out
+    assert ("  benchmark: toyqa\n  metric: f1: each model's mean score over all 60 items, in "
+            "percent (0-100)\n") in said
+    assert f"metric: {row['prediction']['metric']}, in percent" in said
 
 
 def test_f1_logs_whose_scores_contradict_their_outputs_say_so(tmp_path, capsys):

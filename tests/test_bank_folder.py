@@ -452,6 +452,7 @@ def test_live_predictor_asks_logged_requests_and_every_reader_agrees(built, tmp_
     page = (out / "reports" / f"{row['run_id']}.html").read_text()
     assert __import__("html").escape(describe_prediction(lb)) in page
     assert "benchmark predictor" in page
+    assert "<tr><td>endpoint kind</td><td>log-likelihood</td></tr>" in page   # what it asked
     # the adaptive test's stop options are refused with the predictor, taken with --design
     bad = CliRunner().invoke(app, ["evaluate", "--bank", str(folder.path), "--subject",
                                    "completions:http://127.0.0.1:9", "--llm", "toy",

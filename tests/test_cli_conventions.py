@@ -214,6 +214,32 @@ def test_piped_usage_errors_are_one_line(capsys):
     assert len(err.splitlines()) == 1 and "--no-such-option" in err and "--help" in err
 
 
+@pytest.mark.parametrize("argv, option", [
+    (["evaluate", "--bank", "arc", "--subject", "simulate:0", "--subject", "simulate:1"],
+     "--subject/-s"),
+    (["evaluate", "--bank", "arc", "-s", "simulate:0", "--subject=simulate:1"], "--subject/-s"),
+    (["info", "arc", "--json", "--json"], "--json"),
+    (["simulate", "--bank", "arc", "--thetas", "t.csv", "--seed", "1", "--seed", "2"], "--seed"),
+])
+def test_an_option_of_one_value_given_twice_is_one_line(argv, option, tmp_path, monkeypatch,
+                                                        capsys):
+    """Every command (AtlasCommand) refuses an option of one value given twice, where click
+    keeps the last silently: one line naming it, exit 2, nothing run or written."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{option} was given more than once" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_repeatable_option_may_be_given_again(tmp_path, capsys):
+    """--llm (a list option, one name per model) is not refused by that check: the command's
+    own rule answers (one simulate: model, one --llm)."""
+    assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0", "--llm", "a",
+                 "--llm", "b", "-o", str(tmp_path / "out")]) == 2
+    assert "was given more than once" not in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- help (issue 28)
 def _help(name, monkeypatch, capsys) -> str:
     monkeypatch.setenv("COLUMNS", "400")   # one line per option: nothing wrapped

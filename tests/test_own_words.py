@@ -126,6 +126,27 @@ def test_info_of_a_continuous_matrix_speaks_of_mean_scores(longbench, tmp_path, 
     assert "mean_score_quantiles" in summary and "accuracy_quantiles" not in summary
 
 
+@pytest.mark.parametrize("name, scale", [("qmsum", "in percent (0-100)"),
+                                         ("bleu", "on the metric's own scale (0-100)"),
+                                         ("judge", "on the metric's own scale (1-10)")])
+def test_info_of_a_bank_folder_names_its_benchmark_metric_and_scale(longbench, capsys, name,
+                                                                     scale):
+    """``atlas info DIR`` says what the folder measures as a run on it does (the prediction's
+    benchmark, metric and scale: bankdir.predict.folder_words), its --json too."""
+    from atlascat.bankdir import load_bank_dir
+    from atlascat.bankdir.predict import folder_words
+
+    root, _ = longbench
+    assert main(["info", str(root / name)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    words = folder_words(load_bank_dir(root / name))
+    assert out[1:3] == [f"  benchmark: {name}", f"  metric: {words['metric']}, {scale}"], out
+    assert main(["info", str(root / name), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["benchmark"] == name and summary["metric"] == words["metric"]
+    assert summary.get("scale") == (None if name == "qmsum" else words["scale"])
+
+
 @pytest.mark.parametrize("name, lo, hi", [("bleu", 0, 100), ("judge", 1, 10)])
 def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, tmp_path,
                                                                     capsys, name, lo, hi):
@@ -167,6 +188,8 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         svg = page[page.index("<svg"):page.index("</svg>")]
         ticks = [float(t) for t in re.findall(r"text-anchor='end'>(-?[0-9.]+)<", svg)]
         assert ticks and lo <= min(ticks) and max(ticks) <= hi, ticks   # the axis keeps to the scale
+        labels = re.findall(r"text-anchor='end'>([^<]*)<", svg)       # as the steps print: 25.0
+        assert all(re.fullmatch(r"-?[0-9]+\.[0-9]", t) for t in labels), labels
         first = targets.loc[model, _item(steps[0])]
         assert f"<td>{lo + (hi - lo) * first:.1f}</td>" in page     # the first step's score
         assert "observed accuracy" not in page and " correct)" not in page
@@ -195,6 +218,43 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows[0]["first"] == pytest.approx(first) and rows[0]["second"] == pytest.approx(second)
     assert rows[0]["difference"] == pytest.approx(first - second)
+
+
+def test_the_python_apis_result_of_a_score_range_run_is_on_the_metrics_scale(longbench,
+                                                                            tmp_path):
+    """``atlascat.live.evaluate`` on a 1-10 folder: the RunResult's scores, score_sum,
+    observed_score and model_based_score read on 1-10 and say so (``scale``), as results.json
+    gives the CLI's run of the same model, seed and test; resumed or read from the store, the
+    same; ``from_store(unit=True)``: as stored, 0-1."""
+    from atlascat.cat.config import CATConfig
+    from atlascat.catalogue import BankRef
+    from atlascat.live import RunResult, RunStore, evaluate, resume, subject_from_spec
+
+    root, targets = longbench
+    model = str(targets.index[3])
+    assert main(["evaluate", "--bank", str(root / "judge"), "--subject",
+                 _cmd(root, model, 1, 10), "--llm", "t3", "--design", "adaptive",
+                 "--min-items", "6", "--max-items", "6", "-q", "-o", str(tmp_path / "cli")]) == 0
+    row = json.loads((tmp_path / "cli" / "results.json").read_text())[0]
+    ref = BankRef.parse(str(root / "judge"))
+    subject = subject_from_spec(_cmd(root, model, 1, 10), bank=ref.load(), model="t3",
+                                score_range=(1, 10))
+    store = RunStore(tmp_path / "api.sqlite")
+    res = evaluate(ref, subject, store=store, config=CATConfig(min_items=6, max_items=6))
+    assert res.scale == [1.0, 10.0] and res.items == row["items"]
+    answers = (1 + 9 * targets.loc[model, res.items]).to_numpy(float)
+    np.testing.assert_allclose(res.scores, answers, atol=1e-6)
+    assert res.score_sum == pytest.approx(answers.sum())
+    assert res.observed_score == pytest.approx(answers.mean()) == row["observed_score"]
+    assert 1 <= res.model_based_score <= 10
+    for key in ("scores", "score_sum", "observed_score", "model_based_score", "scale"):
+        assert res.to_dict()[key] == pytest.approx(row[key]), key
+    assert resume(store, res.run_id, subject=subject) == res
+    assert RunResult.from_store(store, res.run_id) == res
+    unit = RunResult.from_store(store, res.run_id, unit=True)
+    assert unit.scale is None and "scale" not in unit.to_dict()
+    assert unit.observed_score == pytest.approx(targets.loc[model, res.items].mean())
+    np.testing.assert_allclose(unit.scores, targets.loc[model, res.items], atol=1e-6)
 
 
 def test_a_score_range_folders_command_scores_on_the_metrics_scale(longbench, tmp_path,

@@ -24,7 +24,7 @@ from ..scorelink.frames import COLUMNS
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
-           "PREDICTOR_FILE", "metric_scale", "to_metric_scale", "continuous_scores",
+           "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
            "exhausted_warning"]
 
 #: the benchmark predictor's file in a bank folder
@@ -45,6 +45,23 @@ def metric_scale(folder):
     low + (high - low) x score, so the user reads BLEU on BLEU's scale."""
     rng = (getattr(folder, "manifest", None) or {}).get("settings", {}).get("score_range")
     return None if rng is None else (float(rng[0]), float(rng[1]))
+
+
+def folder_words(folder) -> dict:
+    """What a bank folder measures, as every output names it (a run's prediction, ``atlas
+    simulate``'s summary, ``atlas info``, the run page), read from its manifest here only:
+    ``benchmark`` (its name: the task's or ``--name``), ``metric`` (the logged metric, when
+    known, and what the score is: "f1: each model's mean score over all 60 items") and, for a
+    folder on its metric's own scale (:func:`metric_scale`), ``scale`` [low, high]."""
+    m = getattr(folder, "manifest", None) or {}
+    metric = (m.get("source") or {}).get("metric")
+    out = {"benchmark": folder.benchmark,
+           "metric": (f"{metric}: " if metric else "")
+           + (m.get("score") or "each model's mean over the items")}
+    scale = metric_scale(folder)
+    if scale is not None:  # the score and its interval are on the metric's own scale
+        out["scale"] = list(scale)
+    return out
 
 
 def continuous_scores(folder) -> bool | None:

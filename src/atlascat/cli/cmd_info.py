@@ -23,7 +23,12 @@ def describe(path: Path) -> dict:
         p = check_input_file(p, what="file", option="PATH")
     if not p.is_file() or _looks_like_bank(p):
         ref = BankRef.from_option(path, option="PATH", normalize_ids=False, kinds=KINDS)
-        return {"kind": "bank", "path": str(path), **ref.load().summary()}
+        out = {"kind": "bank", "path": str(path), **ref.load().summary()}
+        if ref.kind == "dir":  # a bank folder: what it measures, as its runs name it
+            from ..bankdir.predict import folder_words
+
+            out.update(folder_words(ref.folder()))
+        return out
     from ..errors import ResponseDataError
 
     try:
@@ -118,7 +123,8 @@ def register(app: typer.Typer) -> None:
     @app.command("info")
     def info(path: str = typer.Argument(..., metavar="PATH",
                                         help="Response matrix (CSV/CSV.GZ/Parquet), item bank file, "
-                                             "or a bundled bank name (arc, paper-arc, ...)."),
+                                             "bank folder (atlas build-bank) or a bundled bank "
+                                             "name (arc, paper-arc, ...)."),
              as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
         """Describe a response matrix or an item bank.
 
@@ -126,7 +132,8 @@ def register(app: typer.Typer) -> None:
         continuum, the quantiles of each subject's mean score (accuracy for 0/1; a matrix of
         integer ratings: its levels and mean-rating quantiles). For a bank: item count,
         parameter quantiles, items with a <= 0 or c > 0.5 (ordinal items: their categories
-        and rating scales).
+        and rating scales); a bank folder (atlas build-bank) also names its benchmark, its
+        metric and the scale its scores are read on.
         """
         summary = describe(path)
         if as_json:
@@ -164,6 +171,12 @@ def _print_matrix(path: str, summary: dict) -> None:
 def _print_bank(path: str, summary: dict) -> None:
     console.print(f"[bold]{escape(path)}[/]: item bank, {summary['n_items']} items, "
                   f"model {summary['model']}")
+    if "benchmark" in summary:  # a bank folder: its benchmark and metric, as a run says them
+        from ..live.report import scale_words
+
+        console.print(f"  benchmark: {escape(summary['benchmark'])}", highlight=False)
+        console.print(f"  metric: {escape(summary['metric'])}, {scale_words(summary)}",
+                      highlight=False)
     if "levels" in summary:   # ordinal items (graded / gpcm)
         k = summary["n_categories"]
         console.print(f"  categories per item: {k['min']}-{k['max']}; models: {summary['models']}")

@@ -385,7 +385,7 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     import pandas as pd
 
     from ..bankdir import replay_predictor
-    from ..bankdir.predict import metric_scale
+    from ..bankdir.predict import folder_words
     from ..bankdir.builder import BUDGET
     from ..errors import ConfigError
 
@@ -404,10 +404,10 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
         advance(1)
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
-    summary = {"design": "benchmark predictor", "benchmark": folder.manifest.get("benchmark"),
-               "metric": (folder.manifest.get("source") or {}).get("metric")
-               or folder.manifest.get("score"),
-               "scale": list(metric_scale(folder) or (0.0, 1.0)),   # score's, width's units
+    words = folder_words(folder)
+    summary = {"design": "benchmark predictor", "benchmark": words["benchmark"],
+               "metric": words["metric"],
+               "scale": words.get("scale", [0.0, 1.0]),   # score's, width's units
                "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
@@ -416,10 +416,10 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
                                     - persons["score_lo"]).mean()),
                "inputs": {"bank": str(bank), "responses": o.responses[0], "seed": o.seed}}
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
-    unit = 100 if metric_scale(folder) is None else 1     # 0-1 in percent, else the metric's
+    unit = 100 if "scale" not in words else 1     # 0-1 in percent, else the metric's
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (at most)", f"{summary['items_mean']:.1f} ({budget})"),
-            (f"predicted {folder.manifest.get('benchmark') or 'benchmark'} score mean "
+            (f"predicted {words['benchmark']} score mean "
              "(95% width)",
              f"{unit * summary['score_mean']:.1f} "
              f"({unit * summary['width_mean']:.1f} points)"),
@@ -464,11 +464,12 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
     if named:  # the folder's benchmark, as the predictor's summary names it
         import pandas as pd
 
-        from ..bankdir.predict import metric_scale
+        from ..bankdir.predict import folder_words
 
-        scale = metric_scale(folder)
-        summary.update(benchmark=folder.manifest.get("benchmark"),
-                       scale=list(scale or (0.0, 1.0)),
+        words = folder_words(folder)
+        scale = words.get("scale")
+        summary.update(benchmark=words["benchmark"], metric=words["metric"],
+                       scale=scale or [0.0, 1.0],
                        score_mean=float(pd.Series(persons["score"], dtype=float).mean()),
                        width_mean=float((pd.Series(persons["score_hi"], dtype=float)
                                          - pd.Series(persons["score_lo"], dtype=float)).mean()))
@@ -485,7 +486,7 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
     if named:
         unit = 100 if scale is None else 1     # 0-1 in percent, else the metric's own scale
-        rows.append((f"predicted {summary['benchmark'] or 'benchmark'} score mean (95% width)",
+        rows.append((f"predicted {summary['benchmark']} score mean (95% width)",
                      f"{unit * summary['score_mean']:.1f} "
                      f"({unit * summary['width_mean']:.1f} points)"))
     if "score_warning" in persons:

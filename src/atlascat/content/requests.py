@@ -74,6 +74,7 @@ __all__ = [
     "gsm8k_extract", "gsm8k_cut", "score_outputs", "chosen_index", "HARNESS_COMMIT",
     "GENERATION_RULES", "GENERATION_COLUMNS", "CONTINUOUS_RULES", "METRIC_RULE_PREFIX",
     "token_f1", "mc2_score", "LEADERBOARD_SHOTS", "describe_requests",
+    "request_kind",
 ]
 
 #: lm-evaluation-harness commit the Open LLM Leaderboard v1 ran
@@ -568,6 +569,19 @@ def build_requests(bank, item_id) -> list[Request]:
     return list(build_item_requests(bank, item_id).requests)
 
 
+def request_kind(rules) -> str | None:
+    """How items scored by ``rules`` (their ``rule`` values) are asked: ``"generation"`` (every
+    rule scores a generation, :data:`GENERATION_RULES`: one ``generate_until`` request),
+    ``"log-likelihood"`` (none does: ``loglikelihood`` requests) or ``"log-likelihood and
+    generation"``; None when no item has a rule."""
+    used = {str(r) for r in rules if r is not None and r == r and str(r)}
+    if not used:
+        return None
+    gen = used & set(GENERATION_RULES)
+    return ("generation" if gen == used else "log-likelihood" if not gen
+            else "log-likelihood and generation")
+
+
 def describe_requests(metadata) -> str | None:
     """How a bank's items are asked, per benchmark, from its metadata's ``benchmark`` and
     ``rule`` columns: ``"arc: 25-shot, log-likelihood (acc_norm)"``, several joined by ``"; "``.
@@ -583,8 +597,7 @@ def describe_requests(metadata) -> str | None:
         used = sorted({str(r) for r in rules[benches == bench] if r})
         if not used:
             continue
-        kind = ("generation" if set(used) <= set(GENERATION_RULES) else "log-likelihood"
-                if not set(used) & set(GENERATION_RULES) else "log-likelihood and generation")
+        kind = request_kind(used)
         shots = LEADERBOARD_SHOTS.get(bench)
         context = f"{shots}-shot" if shots is not None else "as logged"
         parts.append(f"{bench + ': ' if bench else ''}{context}, {kind} ({', '.join(used)})")

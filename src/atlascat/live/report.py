@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .scale import SCALED_FIELDS, on_metric_scale  # noqa: F401 - report's names too
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
            "on_metric_scale", "benchmark_of",
@@ -121,16 +122,16 @@ def _folder_continuous(bank_ref) -> bool:
 
 
 def _folder_identity(bank_ref) -> dict:
-    """A bank folder's benchmark, population (:data:`SOURCE`) and metric scale, for the page
-    of a run that has no prediction (not finished): its words and units are the folder's."""
-    from ..bankdir.predict import metric_scale
+    """A bank folder's benchmark, population (:data:`SOURCE`), metric and scale
+    (:func:`~atlascat.bankdir.predict.folder_words`), for the page of a run that has no
+    prediction (not finished): its words and units are the folder's."""
+    from ..bankdir.predict import folder_words
 
-    out = {"benchmark": _bank_title(bank_ref), "population": SOURCE}
     folder = _stored_folder(bank_ref)
-    scale = None if folder is None else metric_scale(folder)
-    if scale is not None:
-        out["scale"] = list(scale)
-    return out
+    if folder is None:  # no longer readable: its name alone
+        return {"benchmark": _bank_title(bank_ref), "population": SOURCE}
+    words = folder_words(folder)
+    return {"benchmark": words.pop("benchmark"), "population": SOURCE, **words}
 
 
 def benchmark_of(prediction, bank_ref) -> str:
@@ -190,11 +191,12 @@ def _time(ts) -> str:
 
 def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EAP)",
                     axis: str = "ability theta", scale: float = 1.0, band=None,
-                    limits=None) -> str:
+                    limits=None, digits: int | None = None) -> str:
     """The estimate after each item with a +-SE band (theta for a bank; a suite's predicted
     average, ``scale`` 100 for percent), or with ``band`` = (lower, upper), its 95% interval
     (a benchmark predictor's score), against the step number; ``limits`` (low, high): the
-    range the quantity lives in (a score's), beyond which the axis does not reach."""
+    range the quantity lives in (a score's), beyond which the axis does not reach; ``digits``:
+    the axis labels' decimals (default 1 in percent, else 2)."""
     n = len(theta)
     if n == 0:
         return "<p class='muted'>no answered item yet</p>"
@@ -221,7 +223,7 @@ def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EA
     band += " " + " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs[::-1], y(low[::-1])))
     line = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(theta)))
     ticks = np.linspace(lo, hi, 5)
-    digits = 1 if scale != 1.0 else 2
+    digits = (1 if scale != 1.0 else 2) if digits is None else digits
     grid = "".join(f"<line x1='{left}' x2='{left + w}' y1='{y(t):.1f}' y2='{y(t):.1f}' stroke='#eee'/>"
                    f"<text x='{left - 6}' y='{y(t) + 4:.1f}' font-size='11' text-anchor='end'>{t:.{digits}f}</text>"
                    for t in ticks)
@@ -340,38 +342,6 @@ def population_of(lb) -> str:
     """Whose scores the percentile ranks among: "the source models" (a bank folder's) or
     "the leaderboard's models" (a shipped bank's)."""
     return "the source models" if lb.get("population") == SOURCE else "the leaderboard's models"
-
-
-#: a run row's item scores and means, stored on [0, 1], shown on a metric's own scale
-SCALED_FIELDS = ("observed_score", "model_based_score")
-
-
-def on_metric_scale(row: dict, scale, *, steps: bool = False) -> dict:
-    """A run's row (``results.json``, ``--json``) on a bank folder's metric ``scale`` (low,
-    high; ``atlas build-bank --score-range``), as every other output reads it: each item
-    score x (``scores``; ``steps``: the row is one step, its ``score``) as low + (high - low)
-    x, the means (:data:`SCALED_FIELDS`) likewise, ``score_sum`` as the sum of the mapped
-    scores, and ``scale`` added. The store keeps [0, 1]; ``scale`` None: ``row`` as it is."""
-    if scale is None:
-        return row
-    lo, hi = (float(v) for v in scale)
-
-    def on(v):
-        return None if v is None or v != v else lo + (hi - lo) * float(v)
-
-    out = dict(row)
-    if steps:
-        out["score"] = on(row.get("score"))
-        return out
-    for key in SCALED_FIELDS:
-        if key in out:
-            out[key] = on(out[key])
-    if "scores" in out:
-        out["scores"] = [on(v) for v in out["scores"]]
-    if out.get("score_sum") is not None and out.get("n_items"):
-        out["score_sum"] = lo * int(out["n_items"]) + (hi - lo) * float(out["score_sum"])
-    out["scale"] = [lo, hi]
-    return out
 
 
 def scale_words(lb) -> str:
@@ -496,13 +466,29 @@ def _test_row(info, cfg, suite) -> tuple[str, str]:
                    f"seed {info['seed']}")
 
 
-def _asked_rows(subj, prm, proto, bank) -> list[tuple[str, str]]:
+def _endpoint_kind(subj, bank, asked) -> str | None:
+    """What the endpoint was asked: for a subject asked the bank's requests (kind
+    ``loglikelihood``), the requests of the items ``asked`` as their rules make them
+    (:func:`~atlascat.content.requests.request_kind`: generation for an f1 or exact-match
+    task); any other subject's kind (chat, item, ...) as it is."""
+    from ..content.requests import request_kind
+
+    kind = subj.get("kind")
+    meta = getattr(bank, "metadata", None)
+    if kind != "loglikelihood" or meta is None or "rule" not in meta.columns:
+        return kind
+    ids = [i for i in dict.fromkeys(asked) if i in meta.index] or list(meta.index)
+    return request_kind(meta.loc[ids, "rule"]) or kind
+
+
+def _asked_rows(subj, prm, proto, bank, asked=()) -> list[tuple[str, str]]:
     """What answered and how the items were asked: a simulated or replayed run sent nothing (its
     items are still named with their shots and scoring), a live log-likelihood run sent the
-    bank's requests, a chat run its chat prompt."""
+    bank's requests (the endpoint kind: what the items ``asked`` needed, log-likelihoods or
+    generations), a chat run its chat prompt."""
     from ..content.requests import describe_requests
 
-    asked = describe_requests(getattr(bank, "metadata", None))
+    items, asked = asked, describe_requests(getattr(bank, "metadata", None))
     kind = subj.get("type")
     if kind == "simulate":
         return [("endpoint kind", "none: simulated (answers drawn from the bank's IRT model)"),
@@ -515,7 +501,8 @@ def _asked_rows(subj, prm, proto, bank) -> list[tuple[str, str]]:
                 ("prompt", f"{prm.get('style')} chat prompt, max_tokens "
                            f"{prm.get('max_tokens') or 'auto'}, temperature "
                            f"{prm.get('temperature')}")]
-    return [("endpoint kind", subj.get("kind"))] + ([("requests", asked)] if asked else [])
+    return [("endpoint kind", _endpoint_kind(subj, bank, items))] + (
+        [("requests", asked)] if asked else [])
 
 
 def _warnings(leaderboard, suite) -> list[str]:
@@ -583,7 +570,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("protocol", label),
         ("items per round", info.get("batch_size") or 1),
         ("endpoint", subj.get("base_url", subj.get("command", subj.get("type")))),
-        *_asked_rows(subj, prm, proto, bank),
+        *_asked_rows(subj, prm, proto, bank, steps["item_id"].astype(str).tolist()),
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
         ("status", info["status"] + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
         *summary[1:],  # the first is the page's headline
@@ -661,7 +648,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                                axis=score_name(lb) + ("" if lb.get("scale") else " (%)"),
                                scale=1.0 if lb.get("scale") else 100.0,
                                band=([q.lower for q in path], [q.upper for q in path]),
-                               limits=lb.get("scale") or (0.0, 100.0))
+                               limits=lb.get("scale") or (0.0, 100.0),
+                               digits=1)   # as the step lines print a predicted score
     else:
         traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
     headline = f"{summary[0][0]}: {summary[0][1]}"

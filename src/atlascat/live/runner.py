@@ -113,7 +113,15 @@ class StepInfo:
 
 @dataclass
 class RunResult:
-    """Outcome of a live run (also readable later from the store)."""
+    """Outcome of a live run (also readable later from the store).
+
+    Its scores (``scores``, ``score_sum``, ``observed_score``, ``model_based_score``) read as
+    ``results.json`` and ``atlas runs`` give them: 0/1 for right / wrong items, in [0, 1] for
+    continuous scores, and on a bank folder built with ``--score-range LO HI`` on the metric's
+    own scale, which ``scale`` names ([LO, HI]; None: not on a metric's scale). The run store
+    keeps [0, 1] (:func:`atlascat.live.scale.on_metric_scale` maps, low + (high - low) x
+    score); ``RunResult.from_store(store, run_id, unit=True)`` reads them so.
+    """
 
     run_id: str
     model: str
@@ -138,6 +146,8 @@ class RunResult:
     batch_size: int = 1
     #: the mean item score over the items this run asked (right / asked for 0/1 items)
     observed_score: float | None = None
+    #: [low, high] of the bank folder's metric scale the scores are given on, else None
+    scale: list | None = None
 
     def __post_init__(self):
         if self.observed_score is None and self.n_items:
@@ -151,11 +161,25 @@ class RunResult:
                 f"score_sum={self.score_sum})")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields as a dict (``scale`` only when the scores are on a metric's scale)."""
+        out = asdict(self)
+        if out["scale"] is None:
+            del out["scale"]
+        return out
 
     @classmethod
-    def from_store(cls, store: RunStore, run_id: str) -> "RunResult":
+    def from_store(cls, store: RunStore, run_id: str, *, unit: bool = False) -> "RunResult":
+        """The stored run's result, on its bank folder's metric scale when it has one (see the
+        class); ``unit``: every score as stored, on [0, 1]."""
+        from .scale import on_metric_scale, stored_scale
+
         info = store.get_run(run_id)
+        res = cls._stored(store, run_id, info)
+        scale = None if unit else stored_scale(info["bank_ref"])
+        return res if scale is None else cls(**on_metric_scale(res.to_dict(), scale))
+
+    @classmethod
+    def _stored(cls, store: RunStore, run_id: str, info: dict) -> "RunResult":
         steps = store.steps(run_id)
         done = steps[steps["status"] == "answered"]
         return cls(run_id=run_id, model=info["model"], status=info["status"], theta=info["theta"],

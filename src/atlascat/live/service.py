@@ -55,17 +55,10 @@ def _named(ref: BankRef, pred: dict) -> dict:
         return {**pred, "benchmark": ref.title, "population": _population(ref)}
     if ref.kind != "dir":          # a score through a shipped link: the leaderboard's
         return {**pred, "benchmark": ref.bench, "population": _population(ref)}
-    from ..bankdir.predict import metric_scale
+    from ..bankdir.predict import folder_words
 
-    folder = ref.folder()
-    m, scale = folder.manifest, metric_scale(folder)
-    metric = (m.get("source") or {}).get("metric")
-    out = {**pred, "benchmark": m.get("benchmark") or ref.bench, "population": SOURCE,
-           "metric": (f"{metric}: " if metric else "")
-           + (m.get("score") or "each model's mean over the items")}
-    if scale is not None:  # the score and its interval are on the metric's own scale
-        out["scale"] = list(scale)
-    return out
+    words = folder_words(ref.folder())
+    return {**pred, "benchmark": words.pop("benchmark"), "population": SOURCE, **words}
 
 
 def _scale(ref: BankRef | None):
@@ -483,7 +476,8 @@ class LiveRun:
 
     def results(self) -> list[dict]:
         """Each run's row, in job order (after :meth:`run`)."""
-        from .report import on_metric_scale, protocol_label, protocol_value
+        from .report import protocol_label, protocol_value
+        from .scale import on_metric_scale
         from .suite_run import suite_result
 
         rows = []
@@ -508,10 +502,14 @@ class LiveRun:
                 row["design"] = "benchmark predictor"
                 row["prediction"] = predict_run(self.store, job.run_id)
             elif res.status == "done" and job.ref is not None:
+                unit = res if res.scale is None else RunResult.from_store(  # the link's 0-1
+                    self.store, job.run_id, unit=True)
                 row["prediction"] = predict_score(job.ref, res.theta, res.se,
-                                                   dict(zip(res.items, res.scores)),
+                                                   dict(zip(unit.items, unit.scores)),
                                                    stop_reason=res.stop_reason)
-            rows.append(on_metric_scale(row, _scale(job.ref)))
+            if res.scale is None:  # a folder found again elsewhere (resume --bank): its scale
+                row = on_metric_scale(row, _scale(job.ref))
+            rows.append(row)
         return rows
 
     def interrupt(self) -> list[dict]:
