@@ -487,16 +487,12 @@ class ResponseMatrix:
             raise ResponseDataError(
                 f"unsupported file type {path.suffix!r} for {str(path)!r}; use .csv, .csv.gz or .parquet"
             )
-        if format == "long" or (format is None and cls._looks_long(df)):
+        if format == "long" or (format is None and looks_long(df)):
             return cls.from_long(df, normalize_ids=normalize_ids, on_empty=on_empty)
         if subject_column is None and freq_column is None:
             subject_column = str(df.columns[0])
         return cls.from_frame(df, subject_column=subject_column, freq_column=freq_column,
                               normalize_ids=normalize_ids, on_empty=on_empty)
-
-    @staticmethod
-    def _looks_long(df: pd.DataFrame) -> bool:
-        return looks_long(df)
 
     def write(self, path, *, score_range=None) -> Path:
         """Write wide CSV (``.csv``/``.csv.gz``) or Parquet; first column ``subject_id``.

@@ -138,9 +138,7 @@ def _list_runs(stores, as_json: bool) -> None:
         suite = df["kind"] == "suite"
         df.loc[suite, ["theta", "se", "model_based_score"]] = None
     if as_json:
-        from ..live.report import protocol_value
-
-        from ..live.report import on_metric_scale
+        from ..live.report import on_metric_scale, protocol_value
 
         records = json.loads(df.to_json(orient="records"))
         records = [on_metric_scale(rec, lb.get("scale")) for rec, lb in zip(records, predictions)]
@@ -168,8 +166,7 @@ def _list_runs(stores, as_json: bool) -> None:
                                                              else "")
                        if lb.get("score") is not None else "-" for lb in predictions]
     cols = ["run_id", "state", "model", "benchmark", "protocol", "bank_ref", "n_items", "theta",
-            "se",
-            "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
+            "se", "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
                 title=f"runs in {where}", float_format="{:.3f}")
 

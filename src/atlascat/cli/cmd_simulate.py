@@ -385,7 +385,6 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     import pandas as pd
 
     from ..bankdir import replay_predictor
-    from ..bankdir.predict import folder_words
     from ..bankdir.builder import BUDGET
     from ..errors import ConfigError
 
@@ -404,29 +403,41 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
         advance(1)
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
-    words = folder_words(folder)
-    summary = {"design": "benchmark predictor", "benchmark": words["benchmark"],
-               "metric": words["metric"],
-               "scale": words.get("scale", [0.0, 1.0]),   # score's, width's units
-               "budget": budget,
+    figures, predicted_row = _predicted_score(folder, persons)
+    summary = {"design": "benchmark predictor", **figures, "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
-               "score_mean": float(persons["score"].mean()),
-               "width_mean": float((persons["score_hi"]
-                                    - persons["score_lo"]).mean()),
                "inputs": {"bank": str(bank), "responses": o.responses[0], "seed": o.seed}}
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
-    unit = 100 if "scale" not in words else 1     # 0-1 in percent, else the metric's
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (at most)", f"{summary['items_mean']:.1f} ({budget})"),
-            (f"predicted {words['benchmark']} score mean "
-             "(95% width)",
-             f"{unit * summary['score_mean']:.1f} "
-             f"({unit * summary['width_mean']:.1f} points)"),
+            predicted_row,
             ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title="atlas simulate (bank folder's predictor)")
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, summary.json)")
+
+
+def _predicted_score(folder, persons) -> tuple[dict, tuple[str, str]]:
+    """A bank folder's predicted scores in a simulation's summary: its benchmark, metric and
+    scale (:func:`~atlascat.bankdir.predict.folder_words`; [0, 1] when not a metric's own),
+    the mean predicted score and 95% width (summary.json), and the table's row (percent on
+    [0, 1], else the metric's units). ``persons``: a frame, or columns."""
+    import pandas as pd
+
+    from ..bankdir.predict import folder_words
+
+    words = folder_words(folder)
+    score = pd.Series(persons["score"], dtype=float)
+    width = pd.Series(persons["score_hi"], dtype=float) - pd.Series(persons["score_lo"],
+                                                                    dtype=float)
+    figures = {"benchmark": words["benchmark"], "metric": words["metric"],
+               "scale": words.get("scale", [0.0, 1.0]),   # the score's and width's units
+               "score_mean": float(score.mean()), "width_mean": float(width.mean())}
+    unit = 100 if "scale" not in words else 1
+    return figures, (f"predicted {words['benchmark']} score mean (95% width)",
+                     f"{unit * figures['score_mean']:.1f} "
+                     f"({unit * figures['width_mean']:.1f} points)")
 
 
 def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank, *,
@@ -460,19 +471,10 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
     summary["inputs"] = {"bank": str(bank),
                          "responses": o.responses[0] if o.responses else None,
                          "thetas": None if o.thetas is None else str(o.thetas), "seed": o.seed}
-    named = folder is not None and "score" in persons
-    if named:  # the folder's benchmark, as the predictor's summary names it
-        import pandas as pd
-
-        from ..bankdir.predict import folder_words
-
-        words = folder_words(folder)
-        scale = words.get("scale")
-        summary.update(benchmark=words["benchmark"], metric=words["metric"],
-                       scale=scale or [0.0, 1.0],
-                       score_mean=float(pd.Series(persons["score"], dtype=float).mean()),
-                       width_mean=float((pd.Series(persons["score_hi"], dtype=float)
-                                         - pd.Series(persons["score_lo"], dtype=float)).mean()))
+    predicted_row = None
+    if folder is not None and "score" in persons:  # the folder's benchmark, as the predictor's
+        figures, predicted_row = _predicted_score(folder, persons)
+        summary.update(figures)
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     rows = [("examinees", summary["n_examinees"]),
             ("items mean (sd)", f"{summary['items_mean']:.2f} ({summary['items_sd']:.2f})"),
@@ -484,11 +486,8 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
               f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
-    if named:
-        unit = 100 if scale is None else 1     # 0-1 in percent, else the metric's own scale
-        rows.append((f"predicted {summary['benchmark']} score mean (95% width)",
-                     f"{unit * summary['score_mean']:.1f} "
-                     f"({unit * summary['width_mean']:.1f} points)"))
+    if predicted_row is not None:
+        rows.append(predicted_row)
     if "score_warning" in persons:
         warned = int((persons["score_warning"].fillna("") != "").sum())
         rows.append(("prediction warnings", f"{warned} of {len(persons)} (see "

@@ -341,6 +341,8 @@ class PolyBank:
                                 f"for item {ids[bad[0]]}")
             return v
 
+        model = (df["model"].astype(str).str.lower().to_numpy() if "model" in cols
+                 else "graded")
         if "a1" in cols:
             _mirt_gpcm_constants(df, cols, ids, num)
             dcols = sorted((c for c in cols if c[:1] == "d" and c[1:].isdigit() and c != "d0"),
@@ -355,16 +357,12 @@ class PolyBank:
                 raise BankError("an ordinal bank in threshold form needs columns a, b1, b2, ...")
             a = num("a")
             b = np.column_stack([num(c) for c in bcols])
-            models = (df["model"].astype(str).str.lower().to_numpy() if "model" in cols
-                      else "graded")
             try:
-                params = np.column_stack([a, poly.intercepts(models, a, b)])
+                params = np.column_stack([a, poly.intercepts(model, a, b)])
             except ConfigError as e:
                 raise BankError(str(e)) from None
         else:
             raise BankError(f"ordinal bank columns {cols[:12]} lack a1 (mirt) or a (ours)")
-        model = (df["model"].astype(str).str.lower().to_numpy() if "model" in cols
-                 else "graded")
         levels = None
         if "levels" in cols:
             levels = []

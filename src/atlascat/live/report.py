@@ -481,14 +481,14 @@ def _endpoint_kind(subj, bank, asked) -> str | None:
     return request_kind(meta.loc[ids, "rule"]) or kind
 
 
-def _asked_rows(subj, prm, proto, bank, asked=()) -> list[tuple[str, str]]:
+def _asked_rows(subj, prm, proto, bank, items=()) -> list[tuple[str, str]]:
     """What answered and how the items were asked: a simulated or replayed run sent nothing (its
     items are still named with their shots and scoring), a live log-likelihood run sent the
-    bank's requests (the endpoint kind: what the items ``asked`` needed, log-likelihoods or
+    bank's requests (the endpoint kind: what the asked ``items`` needed, log-likelihoods or
     generations), a chat run its chat prompt."""
     from ..content.requests import describe_requests
 
-    items, asked = asked, describe_requests(getattr(bank, "metadata", None))
+    asked = describe_requests(getattr(bank, "metadata", None))
     kind = subj.get("type")
     if kind == "simulate":
         return [("endpoint kind", "none: simulated (answers drawn from the bank's IRT model)"),

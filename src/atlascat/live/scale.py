@@ -43,8 +43,9 @@ def on_metric_scale(row: dict, scale, *, steps: bool = False) -> dict:
 
 
 def stored_scale(bank_ref) -> tuple[float, float] | None:
-    """(low, high) of the metric scale of the bank folder a stored bank reference names
-    (:func:`atlascat.bankdir.predict.metric_scale`), else None: another bank, a suite, no
+    """(low, high) of the metric scale of the bank folder a bank reference names (a
+    :class:`~atlascat.catalogue.bankref.BankRef`, or its stored text;
+    :func:`atlascat.bankdir.predict.metric_scale`), else None: another bank, a suite, no
     reference, or a folder no longer readable (its scores are then given on [0, 1], said so
     by an absent ``scale``)."""
     if not bank_ref:
@@ -53,7 +54,7 @@ def stored_scale(bank_ref) -> tuple[float, float] | None:
     from ..errors import AtlasError
 
     try:
-        ref = BankRef.parse(bank_ref)
+        ref = bank_ref if isinstance(bank_ref, BankRef) else BankRef.parse(bank_ref)
         if ref.kind != "dir":
             return None
         from ..bankdir.predict import metric_scale

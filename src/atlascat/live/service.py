@@ -61,15 +61,6 @@ def _named(ref: BankRef, pred: dict) -> dict:
     return {**pred, "benchmark": words.pop("benchmark"), "population": SOURCE, **words}
 
 
-def _scale(ref: BankRef | None):
-    """(low, high) of a bank folder's metric scale (``--score-range``), else None."""
-    if ref is None or ref.kind != "dir":
-        return None
-    from ..bankdir.predict import metric_scale
-
-    return metric_scale(ref.folder())
-
-
 def _continuous(ref: BankRef | None) -> bool:
     """Whether a bank folder scores its items on a continuum (F1, ROUGE, a metric's scale)."""
     if ref is None or ref.kind != "dir":
@@ -477,7 +468,7 @@ class LiveRun:
     def results(self) -> list[dict]:
         """Each run's row, in job order (after :meth:`run`)."""
         from .report import protocol_label, protocol_value
-        from .scale import on_metric_scale
+        from .scale import on_metric_scale, stored_scale
         from .suite_run import suite_result
 
         rows = []
@@ -487,12 +478,13 @@ class LiveRun:
                 row["status"], row["error"] = res.status, res.error
                 rows.append(row)
                 continue
+            scale = stored_scale(job.ref)   # a --score-range folder's, else None
             row = {**res.to_dict(), "bench": job.ref.title if job.ref else None,
                    "bank": str(job.ref) if job.ref else None,
                    "protocol_label": protocol_label(res.protocol, job.bank,
                                                     folder=job.ref is not None
                                                     and job.ref.kind == "dir",
-                                                    scale=_scale(job.ref)),
+                                                    scale=scale),
                    "protocol": protocol_value(res.protocol, str(job.ref) if job.ref else None)}
             if is_ordinal(job.bank):  # scores are ratings; accuracies are shares of the scale
                 row["ordinal"] = True
@@ -508,7 +500,7 @@ class LiveRun:
                                                    dict(zip(unit.items, unit.scores)),
                                                    stop_reason=res.stop_reason)
             if res.scale is None:  # a folder found again elsewhere (resume --bank): its scale
-                row = on_metric_scale(row, _scale(job.ref))
+                row = on_metric_scale(row, scale)
             rows.append(row)
         return rows
 
