@@ -50,22 +50,24 @@ def folders(tmp_path_factory):
     return out
 
 
-#: (bank kind, design or None, the scale its numbers read on: None = percent)
+#: (bank kind, design or None, the scale its numbers read on (None: percent), more options)
 CASES = {
-    "shipped": ("shipped", None, None),
-    "matrix01-adaptive": ("binary", "adaptive", None),
-    "matrix01-predictor": ("binary", "predictor", None),
-    "continuous-adaptive": ("continuous", "adaptive", None),
-    "continuous-predictor": ("continuous", "predictor", None),
-    "score-range-adaptive": ("bleu", "adaptive", (0.0, 100.0)),
-    "score-range-predictor": ("bleu", "auto", (0.0, 100.0)),    # auto: the folder's predictor
+    "shipped": ("shipped", None, None, []),
+    "matrix01-adaptive": ("binary", "adaptive", None, []),
+    "matrix01-predictor": ("binary", "predictor", None, []),
+    "continuous-adaptive": ("continuous", "adaptive", None, ["--batch-size", "4"]),
+    "continuous-predictor": ("continuous", "predictor", None, []),
+    "score-range-adaptive": ("bleu", "adaptive", (0.0, 100.0), []),
+    "score-range-predictor": ("bleu", "auto", (0.0, 100.0), []),   # auto: the folder's predictor
+    # rounds of 4: each step shows the prediction after its round, on the page as on its line
+    "score-range-predictor-rounds": ("bleu", "auto", (0.0, 100.0), ["--batch-size", "4"]),
 }
 
 
 def _evaluate(case, folders, tmp_path, capsys):
     """Run the case; return (results.json's row, stdout, stderr, run dir, recorded answers of
-    the replayed model on the matrix's own scale, --bank)."""
-    kind, design, _ = CASES[case]
+    the replayed model on the matrix's own scale, the command's options)."""
+    kind, design, _, more = CASES[case]
     out = tmp_path / "run"
     if kind == "shipped":
         from atlascat.catalogue import load_responses
@@ -77,12 +79,12 @@ def _evaluate(case, folders, tmp_path, capsys):
         d = folders[kind]
         tgt = pd.read_csv(d / "tgt.csv", index_col=0)
         argv = ["--bank", str(d / "bank"), "--subject", f"replay:{d / 'tgt.csv'}#m31",
-                "--design", design, "--max-items", "20"]
+                "--design", design, "--max-items", "20", *more]
         recorded = tgt.loc["m31"]
     assert main(["evaluate", *argv, "-o", str(out)]) == 0
     cap = capsys.readouterr()
     row = json.loads((out / "results.json").read_text())[0]
-    return row, cap.out, cap.err, out, recorded, argv[1]
+    return row, cap.out, cap.err, out, recorded, argv
 
 
 # ------------------------------------------------------------------------------ readers
@@ -196,7 +198,9 @@ def _check_row_against_answers(row, recorded, scale, bank):
 
 
 def _check_cli(row, out, err, scale, design):
-    """The command's printed lines: the run table, the summary and each step's line."""
+    """The command's printed lines: the run table, the summary and each step's line; ->
+    each step's estimate as its line prints it: the predictor's (score, lo, hi), else
+    (theta, SE)."""
     k, unit = (1.0, "") if scale else (100.0, "%")
     lb, rid = row["prediction"], row["run_id"]
     lines = out.splitlines()
@@ -220,7 +224,7 @@ def _check_cli(row, out, err, scale, design):
     # each step's line: its item, its score and, for the predictor, the prediction after it
     steps = re.findall(r"step\s+(\d+)\s+item (\S+)\s+(correct|wrong|score (\S+))\s+(.*)", err)
     assert [s[1] for s in steps] == [str(i) for i in row["items"]]
-    predicted = []
+    estimates = []
     for (_, _, mark, value, rest), score in zip(steps, row["scores"]):
         if mark in ("correct", "wrong"):
             assert score == (mark == "correct")
@@ -229,11 +233,17 @@ def _check_cli(row, out, err, scale, design):
         if design is not None and design != "adaptive":
             m = re.fullmatch(rf"predicted ({NUM})(%?) \(({NUM})-({NUM})\)", rest.strip())
             assert m and m.group(2) == unit, rest
-            predicted.append(m.group(1, 3, 4))
-    return predicted
+            estimates.append(m.group(1, 3, 4))
+        else:
+            m = re.fullmatch(rf"theta \+?({NUM})\s+SE ({NUM})", rest.strip())
+            assert m, rest
+            estimates.append(m.group(1, 2))
+    _close(estimates[-1][0], k * lb["score"] if len(estimates[-1]) == 3 else row["theta"],
+           1 if len(estimates[-1]) == 3 else 3, "the last step's estimate")
+    return estimates
 
 
-def _check_runs(row, db, capsys, scale):
+def _check_runs(row, db, capsys, scale, estimates):
     """``atlas runs`` (table, --json) and ``atlas runs --run ID`` (table, --json)."""
     k, unit = (1.0, "") if scale else (100.0, "%")
     lb, rid = row["prediction"], row["run_id"]
@@ -267,6 +277,10 @@ def _check_runs(row, db, capsys, scale):
     answered = [s for s in one["steps"] if s["status"] == "answered"]
     assert [s["item_id"] for s in answered] == [str(i) for i in row["items"]]
     assert [s["score"] for s in answered] == pytest.approx(row["scores"], abs=1e-12)
+    for s, est in zip(answered, estimates):
+        if len(est) == 2:    # an adaptive test's theta and SE after the step's round
+            _close(est[0], s["theta"], 3, "step theta")
+            _close(est[1], s["se"], 3, "step SE")
 
     assert main(["runs", "--db", str(db), "--run", rid]) == 0
     text = capsys.readouterr().out
@@ -280,7 +294,7 @@ def _check_runs(row, db, capsys, scale):
         _close(v, k * lb[key], 1, f"runs --run {key}")
 
 
-def _check_page(row, path, scale, predicted_steps):
+def _check_page(row, path, scale, estimates):
     """The HTML page: its headline, summary rows and items table."""
     k, unit = (1.0, "") if scale else (100.0, "%")
     lb = row["prediction"]
@@ -309,12 +323,12 @@ def _check_page(row, path, scale, predicted_steps):
             _close(r["score"], score, 2, "page item score")
         else:
             assert r["score"] == ("\u2713" if score == 1 else "\u2717"), (r["score"], score)
-    if predicted_steps:   # the predictor: its prediction after each answer, as each step line
-        est = "predicted" if scale else "predicted %"
-        for r, (ps, plo, phi) in zip(items, predicted_steps):
-            assert r[est] == ps and r["95% interval"] == f"{plo}-{phi}", (r, ps, plo, phi)
-        last = items[-1]
-        _close(last[est], k * lb["score"], 1, "last step's prediction")
+    for r, est in zip(items, estimates):   # each step's estimate, as its line printed it
+        if len(est) == 3:    # the predictor's prediction after the step's round
+            shown = r["predicted" if scale else "predicted %"], r["95% interval"]
+            assert shown == (est[0], f"{est[1]}-{est[2]}"), (r, est)
+        else:
+            assert (float(r["theta"]), float(r["SE"])) == tuple(map(float, est)), (r, est)
 
 
 def _check_run_result(row, db):
@@ -332,13 +346,20 @@ def _check_run_result(row, db):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_number_on_every_surface(case, folders, tmp_path, capsys):
-    _, design, scale = CASES[case]
-    row, out, err, run_dir, recorded, bank = _evaluate(case, folders, tmp_path, capsys)
-    _check_row_against_answers(row, recorded, scale, bank)
-    predicted_steps = _check_cli(row, out, err, scale, design)
-    _check_runs(row, run_dir / "runs.sqlite", capsys, scale)
-    _check_page(row, run_dir / "reports" / f"{row['run_id']}.html", scale, predicted_steps)
+    _, design, scale, _ = CASES[case]
+    row, out, err, run_dir, recorded, argv = _evaluate(case, folders, tmp_path, capsys)
+    _check_row_against_answers(row, recorded, scale, argv[1])
+    estimates = _check_cli(row, out, err, scale, design)
+    _check_runs(row, run_dir / "runs.sqlite", capsys, scale, estimates)
+    _check_page(row, run_dir / "reports" / f"{row['run_id']}.html", scale, estimates)
     _check_run_result(row, run_dir / "runs.sqlite")
+    # the same command with --json prints the row results.json keeps (a new run, same answers)
+    assert main(["evaluate", *argv, "--json", "-o", str(tmp_path / "again")]) == 0
+    again = json.loads(capsys.readouterr().out)[0]
+    assert again["run_id"] != row["run_id"]
+    for key in ("items", "scores", "theta", "se", "score_sum", "observed_score",
+                "model_based_score", "prediction"):
+        assert again[key] == row[key], key
 
 
 def test_a_suite_runs_average_on_every_surface(tmp_path, capsys):
