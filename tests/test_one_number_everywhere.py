@@ -158,13 +158,16 @@ def _page(path) -> tuple[str, dict, list[dict]]:
     return text, dict(kv), [dict(zip(items[0], r)) for r in items[1:]]
 
 
-def _prediction_text(text: str) -> tuple[str, str, str, str] | None:
-    """(score, lo, hi, unit) of "predicted ... score[:] X[%] (95% interval LO-HI[%])"."""
+def _prediction_text(text: str, lb=None) -> tuple[str, str, str, str] | None:
+    """(score, lo, hi, unit) of "predicted ... score[:] X[%] (95% interval LO-HI[%]), Nth
+    percentile"; ``lb``: the prediction whose percentile N is, rounded."""
     m = re.search(rf"predicted [^:]*?(?:score|average):? ({NUM})(%?) \(95% interval ({NUM})-"
-                  rf"({NUM})(%?)\)", text)
+                  rf"({NUM})(%?)\)(?:, (\d+)(?:st|nd|rd|th) percentile)?", text)
     if m is None:
         return None
     assert m.group(2) == m.group(5), m.group(0)     # both ends in the score's unit
+    if lb is not None:
+        assert m.group(6) is not None and int(m.group(6)) == round(lb["percentile"]), m.group(0)
     return m.group(1), m.group(3), m.group(4), m.group(2)
 
 
@@ -210,7 +213,7 @@ def _check_cli(row, out, err, scale, design):
     for g, key in zip((1, 3, 4), ("score", "lo", "hi")):
         _close(shown.group(g), k * lb[key], 1, f"run table {key}")
     assert int(table[rid]["items"]) == row["n_items"]
-    s, lo, hi, u = _prediction_text(out)
+    s, lo, hi, u = _prediction_text(out, lb)
     assert u == unit
     for v, key in ((s, "score"), (lo, "lo"), (hi, "hi")):
         _close(v, k * lb[key], 1, f"summary {key}")
@@ -288,7 +291,7 @@ def _check_runs(row, db, capsys, scale, estimates):
     assert [r["item_id"] for r in steps] == [str(i) for i in row["items"]]
     for r, score in zip(steps, row["scores"]):
         _sig4(r["score"], score, "runs --run score")
-    s, lo, hi, u = _prediction_text(text.splitlines()[-1])
+    s, lo, hi, u = _prediction_text(text.splitlines()[-1], lb)
     assert u == unit
     for v, key in ((s, "score"), (lo, "lo"), (hi, "hi")):
         _close(v, k * lb[key], 1, f"runs --run {key}")
@@ -299,7 +302,7 @@ def _check_page(row, path, scale, estimates):
     k, unit = (1.0, "") if scale else (100.0, "%")
     lb = row["prediction"]
     text, kv, items = _page(path)
-    s, lo, hi, u = _prediction_text(text)
+    s, lo, hi, u = _prediction_text(text, lb)
     assert u == unit
     for v, key in ((s, "score"), (lo, "lo"), (hi, "hi")):
         _close(v, k * lb[key], 1, f"page {key}")
@@ -331,6 +334,16 @@ def _check_page(row, path, scale, estimates):
             assert (float(r["theta"]), float(r["SE"])) == tuple(map(float, est)), (r, est)
 
 
+def _check_page_again(row, run_dir, tmp_path, capsys):
+    """``atlas runs --run ID -o FILE`` writes the page ``atlas evaluate`` wrote."""
+    rid = row["run_id"]
+    again = tmp_path / "again.html"
+    assert main(["runs", "--db", str(run_dir / "runs.sqlite"), "--run", rid, "-o",
+                 str(again)]) == 0
+    capsys.readouterr()
+    assert again.read_text() == (run_dir / "reports" / f"{rid}.html").read_text()
+
+
 def _check_run_result(row, db):
     """:meth:`RunResult.from_store` reads as ``results.json``."""
     from atlascat.live.runner import RunResult
@@ -353,6 +366,7 @@ def test_one_number_on_every_surface(case, folders, tmp_path, capsys):
     _check_runs(row, run_dir / "runs.sqlite", capsys, scale, estimates)
     _check_page(row, run_dir / "reports" / f"{row['run_id']}.html", scale, estimates)
     _check_run_result(row, run_dir / "runs.sqlite")
+    _check_page_again(row, run_dir, tmp_path, capsys)
     # the same command with --json prints the row results.json keeps (a new run, same answers)
     assert main(["evaluate", *argv, "--json", "-o", str(tmp_path / "again")]) == 0
     again = json.loads(capsys.readouterr().out)[0]
@@ -385,7 +399,7 @@ def test_a_suite_runs_average_on_every_surface(tmp_path, capsys):
     for name, (s, lo, hi) in printed.items():
         for v, key in ((s, "score"), (lo, "lo"), (hi, "hi")):
             _close(v, 100 * expected[name][key], 1, f"{name} {key}")
-    s, lo, hi, u = _prediction_text(cap.out.replace("  average:", "predicted average:"))
+    s, lo, hi, u = _prediction_text(cap.out.replace("  average:", "predicted average:"), avg)
     assert u == "%"
     for v, key in ((s, "score"), (lo, "lo"), (hi, "hi")):
         _close(v, 100 * avg[key], 1, f"summary {key}")
@@ -410,11 +424,11 @@ def test_a_suite_runs_average_on_every_surface(tmp_path, capsys):
     assert one["run"]["theta"] is None and one["run"]["model_based_score"] is None
     assert [s["score"] for s in one["steps"]] == row["scores"]
     assert main(["runs", "--db", str(db), "--run", rid]) == 0
-    s, lo, hi, _ = _prediction_text(capsys.readouterr().out.splitlines()[-1])
+    s, lo, hi, _ = _prediction_text(capsys.readouterr().out.splitlines()[-1], avg)
     _close(s, 100 * avg["score"], 1, "runs --run average")
     # the page: headline, its suite table, observed accuracy and each item's mark
     text, kv, items = _page(out / "reports" / f"{rid}.html")
-    s, lo, hi, _ = _prediction_text(text)
+    s, lo, hi, _ = _prediction_text(text, avg)
     for v, key in ((s, "score"), (lo, "lo"), (hi, "hi")):
         _close(v, 100 * avg[key], 1, f"page {key}")
     assert "theta (95% CI)" not in kv
@@ -423,6 +437,7 @@ def test_a_suite_runs_average_on_every_surface(tmp_path, capsys):
     assert [r["item"] for r in items] == row["items"]
     assert [r["score"] for r in items] == ["\u2713" if v else "\u2717" for v in row["scores"]]
     _close(items[-1]["average %"], 100 * avg["score"], 1, "page last average")
+    _check_page_again(row, out, tmp_path, capsys)
     # Python: the stored result has no theta (its store column holds the average)
     from atlascat.live.runner import RunResult
     from atlascat.live.store import RunStore
