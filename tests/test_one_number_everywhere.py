@@ -36,7 +36,8 @@ NUM = r"-?\d+\.\d+"
 def folders(tmp_path_factory):
     """Bank folders of 30 simulated source models (80 items), with 10 more models' recorded
     answers (``tgt.csv``) to replay: 0/1 scores, continuous scores in [0, 1], and a 0-100
-    metric built with ``--score-range 0 100``."""
+    metric built with ``--score-range 0 100``; and a model far below them all, ``weak``,
+    scoring 2% of the scale on every item."""
     root = tmp_path_factory.mktemp("one_number_folders")
     out = {}
     for name, hi, integer, extra in (("binary", 1, True, []), ("continuous", 1, False, []),
@@ -44,43 +45,52 @@ def folders(tmp_path_factory):
         d = root / name
         d.mkdir()
         _scaled_matrix(d, 0, hi, integer=integer)
+        tgt = pd.read_csv(d / "tgt.csv", index_col=0)
+        tgt.loc["weak"] = 0.0 if integer else 0.02 * hi
+        tgt.to_csv(d / "tgt.csv")
         assert main(["build-bank", str(d / "src.csv"), "-o", str(d / "bank"), "-q",
                      *extra]) == 0
         out[name] = d
     return out
 
 
-#: (bank kind, design or None, the scale its numbers read on (None: percent), more options)
+BLEU = (0.0, 100.0)
+#: (bank kind, design or None, the scale its numbers read on (None: percent), more options,
+#: the replayed model)
 CASES = {
-    "shipped": ("shipped", None, None, []),
-    "matrix01-adaptive": ("binary", "adaptive", None, []),
-    "matrix01-predictor": ("binary", "predictor", None, []),
-    "continuous-adaptive": ("continuous", "adaptive", None, ["--batch-size", "4"]),
-    "continuous-predictor": ("continuous", "predictor", None, []),
-    "score-range-adaptive": ("bleu", "adaptive", (0.0, 100.0), []),
-    "score-range-predictor": ("bleu", "auto", (0.0, 100.0), []),   # auto: the folder's predictor
+    "shipped": ("shipped", None, None, [], SHIPPED_MODEL),
+    "matrix01-adaptive": ("binary", "adaptive", None, [], "m31"),
+    "matrix01-predictor": ("binary", "predictor", None, [], "m31"),
+    "continuous-adaptive": ("continuous", "adaptive", None, ["--batch-size", "4"], "m31"),
+    "continuous-predictor": ("continuous", "predictor", None, [], "m31"),
+    "score-range-adaptive": ("bleu", "adaptive", BLEU, [], "m31"),
+    "score-range-predictor": ("bleu", "auto", BLEU, [], "m31"),   # auto: the folder's predictor
     # rounds of 4: each step shows the prediction after its round, on the page as on its line
-    "score-range-predictor-rounds": ("bleu", "auto", (0.0, 100.0), ["--batch-size", "4"]),
+    "score-range-predictor-rounds": ("bleu", "auto", BLEU, ["--batch-size", "4"], "m31"),
+    # below every source model: the floor's note and the warnings on the metric's scale too
+    "score-range-adaptive-floor": ("bleu", "adaptive", BLEU, [], "weak"),
+    "score-range-predictor-outside": ("bleu", "auto", BLEU, [], "weak"),
+    "matrix01-adaptive-below": ("binary", "adaptive", None, [], "weak"),
 }
 
 
 def _evaluate(case, folders, tmp_path, capsys):
     """Run the case; return (results.json's row, stdout, stderr, run dir, recorded answers of
     the replayed model on the matrix's own scale, the command's options)."""
-    kind, design, _, more = CASES[case]
+    kind, design, _, more, model = CASES[case]
     out = tmp_path / "run"
     if kind == "shipped":
         from atlascat.catalogue import load_responses
 
-        argv = ["--bank", "arc", "--subject", f"replay:arc#{SHIPPED_MODEL}", "--batch-size",
+        argv = ["--bank", "arc", "--subject", f"replay:arc#{model}", "--batch-size",
                 "8", "--se-stop", "0.2"]
-        recorded = load_responses("arc").to_frame().loc[SHIPPED_MODEL]
+        recorded = load_responses("arc").to_frame().loc[model]
     else:
         d = folders[kind]
         tgt = pd.read_csv(d / "tgt.csv", index_col=0)
-        argv = ["--bank", str(d / "bank"), "--subject", f"replay:{d / 'tgt.csv'}#m31",
+        argv = ["--bank", str(d / "bank"), "--subject", f"replay:{d / 'tgt.csv'}#{model}",
                 "--design", design, "--max-items", "20", *more]
-        recorded = tgt.loc["m31"]
+        recorded = tgt.loc[model]
     assert main(["evaluate", *argv, "-o", str(out)]) == 0
     cap = capsys.readouterr()
     row = json.loads((out / "results.json").read_text())[0]
@@ -171,6 +181,30 @@ def _prediction_text(text: str, lb=None) -> tuple[str, str, str, str] | None:
     return m.group(1), m.group(3), m.group(4), m.group(2)
 
 
+def _table_prediction(cell: str, lb, scale, what: str):
+    """A table's "X[%] (LO-HI)" cell (" (!)" after it: the prediction has a warning)."""
+    k, unit = (1.0, "") if scale else (100.0, "%")
+    shown = re.fullmatch(rf"({NUM})(%?) \(({NUM})-({NUM})\)( \(!\))?", cell)
+    assert shown and shown.group(2) == unit, (what, cell)
+    assert bool(shown.group(5)) == bool(lb.get("warning")), (what, cell, lb)
+    for g, key in zip((1, 3, 4), ("score", "lo", "hi")):
+        _close(shown.group(g), k * lb[key], 1, f"{what} {key}")
+
+
+def _check_warning(lb, text: str, scale, what: str):
+    """The prediction's warning is in ``text``, its levels on the bank's scale: the floor's
+    "(<= X)" is the interval's upper end (in percent: "(<= X%)", whole points)."""
+    if not lb.get("warning"):
+        return
+    assert f"warning: {lb['warning']}" in text, (what, lb["warning"])
+    if scale:
+        assert "%" not in lb["warning"], lb["warning"]
+    m = re.search(r"at or near chance \(<= (\d+(?:\.\d)?)(%?)\)", lb["warning"])
+    if m:
+        assert m.group(2) == ("" if scale else "%"), lb["warning"]
+        _close(m.group(1), lb["hi"] * (1 if scale else 100), 1 if scale else 0, what)
+
+
 # ------------------------------------------------------------------------------- checks
 def _check_row_against_answers(row, recorded, scale, bank):
     """results.json's row: each item's score is the answer replayed, on the matrix's own
@@ -208,10 +242,7 @@ def _check_cli(row, out, err, scale, design):
     lb, rid = row["prediction"], row["run_id"]
     lines = out.splitlines()
     table = {r["run"]: r for r in _columns(lines, "run")}
-    shown = re.fullmatch(rf"({NUM})(%?) \(({NUM})-({NUM})\)", table[rid]["predicted"])
-    assert shown and shown.group(2) == unit, table[rid]
-    for g, key in zip((1, 3, 4), ("score", "lo", "hi")):
-        _close(shown.group(g), k * lb[key], 1, f"run table {key}")
+    _table_prediction(table[rid]["predicted"], lb, scale, "run table")
     assert int(table[rid]["items"]) == row["n_items"]
     s, lo, hi, u = _prediction_text(out, lb)
     assert u == unit
@@ -221,6 +252,7 @@ def _check_cli(row, out, err, scale, design):
     assert means and means.group(2) == means.group(4) == unit, out
     _close(means.group(1), k * row["observed_score"], 1, "observed (CLI)")
     _close(means.group(3), k * row["model_based_score"], 1, "model-based (CLI)")
+    _check_warning(lb, err, scale, "the command's warning")
     theta = re.search(rf"theta = ({NUM}) \+- ({NUM})", out)
     _close(theta.group(1), row["theta"], 3, "theta (CLI)")
     _close(theta.group(2), row["se"], 3, "SE (CLI)")
@@ -265,10 +297,7 @@ def _check_runs(row, db, capsys, scale, estimates):
         _close(table[col].rstrip("%"), k * row[key], 1, f"runs table {col}")
     _close(table["theta"], row["theta"], 3, "runs table theta")
     _close(table["se"], row["se"], 3, "runs table se")
-    shown = re.fullmatch(rf"({NUM})(%?) \(({NUM})-({NUM})\)", table["predicted"])
-    assert shown and shown.group(2) == unit, table
-    for g, key in zip((1, 3, 4), ("score", "lo", "hi")):
-        _close(shown.group(g), k * lb[key], 1, f"runs table {key}")
+    _table_prediction(table["predicted"], lb, scale, "runs table")
 
     assert main(["runs", "--db", str(db), "--run", rid, "--json"]) == 0
     one = json.loads(capsys.readouterr().out)
@@ -302,6 +331,7 @@ def _check_page(row, path, scale, estimates):
     k, unit = (1.0, "") if scale else (100.0, "%")
     lb = row["prediction"]
     text, kv, items = _page(path)
+    _check_warning(lb, text, scale, "the page's warning")
     s, lo, hi, u = _prediction_text(text, lb)
     assert u == unit
     for v, key in ((s, "score"), (lo, "lo"), (hi, "hi")):
@@ -359,9 +389,12 @@ def _check_run_result(row, db):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_number_on_every_surface(case, folders, tmp_path, capsys):
-    _, design, scale, _ = CASES[case]
+    _, design, scale, *_ = CASES[case]
     row, out, err, run_dir, recorded, argv = _evaluate(case, folders, tmp_path, capsys)
     _check_row_against_answers(row, recorded, scale, argv[1])
+    if CASES[case][-1] == "weak":   # below every source model: warned, and so checked below
+        assert row["prediction"]["warning"]
+        assert ("at or near chance (<= " in row["prediction"]["warning"]) == case.endswith("floor")
     estimates = _check_cli(row, out, err, scale, design)
     _check_runs(row, run_dir / "runs.sqlite", capsys, scale, estimates)
     _check_page(row, run_dir / "reports" / f"{row['run_id']}.html", scale, estimates)
