@@ -394,7 +394,8 @@ def test_one_number_on_every_surface(case, folders, tmp_path, capsys):
     _check_row_against_answers(row, recorded, scale, argv[1])
     if CASES[case][-1] == "weak":   # below every source model: warned, and so checked below
         assert row["prediction"]["warning"]
-        assert ("at or near chance (<= " in row["prediction"]["warning"]) == case.endswith("floor")
+        floor_note = "at or near chance (<= " in row["prediction"]["warning"]
+        assert floor_note == case.endswith("floor")
     estimates = _check_cli(row, out, err, scale, design)
     _check_runs(row, run_dir / "runs.sqlite", capsys, scale, estimates)
     _check_page(row, run_dir / "reports" / f"{row['run_id']}.html", scale, estimates)
@@ -465,6 +466,12 @@ def test_a_suite_runs_average_on_every_surface(tmp_path, capsys):
     for v, key in ((s, "score"), (lo, "lo"), (hi, "hi")):
         _close(v, 100 * avg[key], 1, f"page {key}")
     assert "theta (95% CI)" not in kv
+    _close(kv["SE of the average"].removesuffix(" points"), row["se_points"], 2, "page SE")
+    parser = _Tables()
+    parser.feed((out / "reports" / f"{rid}.html").read_text())
+    suite_table = next(t for t in parser.tables if t and t[0][:2] == ["benchmark", "predicted"])
+    assert [dict(zip(suite_table[0], r)) for r in suite_table[1:]] == [
+        {k: str(v) for k, v in r.items()} for r in row["table"]]
     _close(kv["observed accuracy (right / asked)"].rstrip("%"), 100 * row["observed_score"], 1,
            "page observed")
     assert [r["item"] for r in items] == row["items"]
