@@ -114,11 +114,13 @@ def ordinal_prediction(bank, theta: float, se: float) -> dict:
     (E_j - lowest_j) / (highest_j - lowest_j), averaged (0-1)."""
     import numpy as np
 
+    from .scale import rating_scale
+
     low = np.array([lv[0] for lv in bank.levels])
     high = np.array([lv[-1] for lv in bank.levels])
     grid = np.array([theta - 1.96 * se, theta, theta + 1.96 * se], dtype=float)
     expected = bank.expected_score(grid)                                   # (3, n_items)
-    common = bool((low == low[0]).all() and (high == high[0]).all())
+    common = rating_scale(bank) is not None
     if common:
         values = expected.mean(axis=1)
     else:
