@@ -110,6 +110,9 @@ def test_replay_asks_what_simulate_asks_and_every_reader_agrees(root, tmp_path):
     assert res["theta"] == pytest.approx(person["theta"], abs=1e-9)
     assert res["se"] == pytest.approx(person["se"], abs=1e-9)
     assert res["stop_reason"] == person["stop_reason"] == "max_items"
+    pred = res["prediction"]   # the predicted mean rating: simulate's person row gives the same
+    assert [person["score"], person["score_lo"], person["score_hi"]] == \
+        pytest.approx([pred["score"], pred["lo"], pred["hi"]], abs=1e-12)
     # one 1-4 scale: every reader gives the ratings and their mean on it, as the CLI prints
     ratings = administered["score"].astype(float)
     assert res["scale"] == [1.0, 4.0] and res["scores"] == ratings.astype(int).tolist()

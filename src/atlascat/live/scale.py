@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["SCALED_FIELDS", "MetricScale", "on_metric_scale", "rating_scale", "stored_scale"]
+__all__ = ["SCALED_FIELDS", "MetricScale", "on_metric_scale", "stored_scale"]
 
 
 class MetricScale(NamedTuple):
@@ -58,24 +58,13 @@ def on_metric_scale(row: dict, scale, *, steps: bool = False) -> dict:
     return out
 
 
-def rating_scale(bank) -> tuple[float, float] | None:
-    """(lowest, highest) level of an ordinal bank's items (:class:`~atlascat.irt.polybank.
-    PolyBank`) when they all share them (a judge's 1-10), else None: items on several scales
-    (each rating is then read as a share of its own), or a bank that is not ordinal."""
-    levels = getattr(bank, "levels", None)
-    if not levels:
-        return None
-    ends = {(float(lv[0]), float(lv[-1])) for lv in levels}
-    return ends.pop() if len(ends) == 1 else None
-
-
 def stored_scale(bank_ref) -> MetricScale | None:
     """The metric scale of the bank a bank reference names (a
     :class:`~atlascat.catalogue.bankref.BankRef`, or its stored text): a bank folder's
-    (:func:`atlascat.bankdir.predict.metric_scale`), or an ordinal bank file's shared rating
-    scale (:func:`rating_scale`, ``rated``); else None: another bank, a suite, no reference, or
-    a bank no longer readable (its scores are then given on [0, 1], said so by an absent
-    ``scale``)."""
+    (:func:`atlascat.bankdir.predict.metric_scale`), or the rating scale an ordinal bank
+    file's items share (:meth:`~atlascat.irt.polybank.PolyBank.rating_scale`, ``rated``);
+    else None: another bank, a suite, no reference, or a bank no longer readable (its scores
+    are then given on [0, 1], said so by an absent ``scale``)."""
     if not bank_ref:
         return None
     from ..catalogue.bankref import BankRef
@@ -84,7 +73,10 @@ def stored_scale(bank_ref) -> MetricScale | None:
     try:
         ref = bank_ref if isinstance(bank_ref, BankRef) else BankRef.parse(bank_ref)
         if ref.kind == "file":
-            scale = rating_scale(ref.load())
+            from .subjects import is_ordinal
+
+            bank = ref.load()
+            scale = bank.rating_scale() if is_ordinal(bank) else None
             return None if scale is None else MetricScale(*scale, rated=True)
         if ref.kind != "dir":
             return None
