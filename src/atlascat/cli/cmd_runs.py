@@ -97,10 +97,11 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
             "answer_chars"]
     from ..live.report import (describe_prediction, on_metric_scale, protocol_name,
                                protocol_value, score_name)
+    from ..live.scale import stored_scale
     from ..live.service import predict_run
 
     lb = predict_run(store, run_id)   # the number evaluate, `atlas runs` and the page show
-    scale = lb.get("scale")           # a --score-range folder: every score on its scale
+    scale = stored_scale(info["bank_ref"])   # a metric's own scale: every score on it
     records = [on_metric_scale(r, scale, steps=True) for r in steps[cols].to_dict("records")]
     if as_json:
         run = on_metric_scale({k: v for k, v in info.items() if k != "session"}, scale)

@@ -608,8 +608,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
             else ""
         score = rec["score"]
         mark = ("<span class='pill'>pending</span>" if score is None else
+                f"{float(score):g}" if ordinal else      # a rating, on its own scale
                 _on_scale(score, own) if own else
-                f"{float(score):g}" if ordinal else
                 f"{float(score):.2f}" if continuous else      # as the step lines print it
                 "<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>")
