@@ -586,6 +586,10 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         kv.append(("last error", info["error"]))
     warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
     path = _predictor_path(info, (leaderboard or {}).get("scale")) if suite is None else None
+    if path is not None and "round" in answered:   # each step: the prediction after its
+        # round (its answers come in together), as the step's line prints it
+        ends = answered.dropna(subset=["round"]).groupby("round")["step"].max().to_dict()
+        path = [path[int(ends.get(r, k))] for k, r in zip(answered["step"], answered["round"])]
     if suite is not None:
         est, est_se, scale, spec = "average %", "SE (points)", 100.0, ".1f"
     elif path is not None:
