@@ -544,10 +544,13 @@ def register_name_resolver(resolver) -> None:
 
 
 def as_labelled_responses(responses, *, on_empty: str = "keep"):
-    """A pandas DataFrame (or Series) becomes a ResponseMatrix that keeps its labels: the index
+    """A pandas DataFrame (or Series, or a mapping {item_id: score}: one subject) becomes a
+    ResponseMatrix that keeps its labels: the index
     as subject ids, the columns as item ids (so it is aligned to a bank by id, whatever the
     column order). A frame without labels (RangeIndex columns) stays positional. A file path
     (or, with the catalogue loaded, a bundled name) is read. Other inputs pass through."""
+    from collections.abc import Mapping
+
     import pandas as pd
 
     if isinstance(responses, (str, Path)):  # a file or a bundled name, as in the CLI
@@ -558,8 +561,11 @@ def as_labelled_responses(responses, *, on_empty: str = "keep"):
                                     "bundled matrix is read by atlascat.catalogue.load_responses"
                                     f"({str(responses)!r})")
         return ResponseMatrix.read(responses, on_empty=on_empty)
-    if isinstance(responses, pd.Series):
-        responses = responses.to_frame().T
+    if isinstance(responses, Mapping):   # {item_id: score}: one subject's answers
+        responses = pd.Series(dict(responses), dtype=object)
+    if isinstance(responses, pd.Series):   # one subject: its name (else 0) is the row's id
+        responses = pd.DataFrame([responses.to_numpy(dtype=object)], columns=responses.index,
+                                 index=pd.Index([0 if responses.name is None else responses.name]))
     if isinstance(responses, pd.DataFrame):
         if isinstance(responses.columns, pd.RangeIndex):
             return responses.to_numpy(dtype=object)

@@ -195,6 +195,7 @@ def check_finite(value, name: str, *, error=ConfigError) -> float:
 
 
 def check_positive(value, name: str, *, error=ConfigError) -> float:
+    """A finite number > 0 (text, NaN, inf, zero and negatives refused, naming ``name``)."""
     v = check_finite(value, name, error=error)
     if not v > 0:
         raise error(f"{name} must be positive, got {value!r}")
@@ -233,6 +234,8 @@ def check_scores(y: np.ndarray, *, item_ids=None, subject_ids=None) -> np.ndarra
 
 
 def _cell(idx, item_ids, subject_ids) -> str:
+    if len(idx) == 0:
+        return "the one value given (not a table of scores: pass a ResponseMatrix, DataFrame or array)"
     if len(idx) == 1:
         c = idx[0]
         return f"column {c}" + (f" (item {item_ids[c]!r})" if item_ids is not None else "")
@@ -242,7 +245,11 @@ def _cell(idx, item_ids, subject_ids) -> str:
 
 
 def check_prob_array(values, name: str) -> np.ndarray:
-    arr = np.asarray(values, dtype=float)
+    """A float array of finite numbers (text, NaN and inf refused, naming ``name``)."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be numbers, got {values!r}"[:200]) from None
     if not np.all(np.isfinite(arr)):
         raise ConfigError(f"{name} must be finite")
     return arr

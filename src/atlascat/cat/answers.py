@@ -55,8 +55,10 @@ class ReplayAnswers(AnswerSource):
     """
 
     def __init__(self, responses, bank, subject_ids=None):
-        from ..responses import ResponseMatrix
+        from ..responses import ResponseMatrix, as_labelled_responses
+        from ..validation import check_scores
 
+        responses = as_labelled_responses(responses)   # a labelled DataFrame: aligned by id
         if isinstance(responses, ResponseMatrix):
             overlap = np.isin(responses.item_ids, bank.item_ids)
             if not overlap.any():
@@ -68,7 +70,7 @@ class ReplayAnswers(AnswerSource):
             self.values = responses.aligned_values(bank.item_ids, extra="ignore")
             ids = responses.subject_ids if subject_ids is None else subject_ids
         else:
-            self.values = np.asarray(responses, dtype=float)
+            self.values = check_scores(responses)
             if self.values.ndim != 2 or self.values.shape[1] != len(bank):
                 raise ResponseDataError(
                     f"responses have shape {self.values.shape}; expected (n_subjects, {len(bank)}) "
@@ -93,7 +95,10 @@ class ModelAnswers(AnswerSource):
     """
 
     def __init__(self, thetas, bank, rngs, subject_ids=None):
-        self.thetas = np.asarray(thetas, dtype=float).reshape(-1)
+        try:
+            self.thetas = np.asarray(thetas, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise ResponseDataError(f"true thetas must be numbers, got {thetas!r}"[:200]) from None
         if not np.all(np.isfinite(self.thetas)):
             bad = np.flatnonzero(~np.isfinite(self.thetas))[:5].tolist()
             raise ResponseDataError(f"true thetas must be finite; not at rows {bad}")

@@ -373,7 +373,8 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
 
     Parameters
     ----------
-    responses : ResponseMatrix (aligned to the bank by item id) or array in bank item order
+    responses : ResponseMatrix or labelled DataFrame (aligned to the bank by item id), one
+        subject's answers as a Series or dict ``{item_id: score}``, or an array in bank item order
     bank : ItemBank, or a PolyBank (graded / gpcm items; responses are ratings on the items'
         own scales, e.g. 1-10)
     method : "eap" (posterior mean, SE = posterior SD; mirt's defaults), "wle" (Warm),

@@ -34,6 +34,25 @@ _ID_CANDIDATES = ("item_id", "X", "item", "id", "")
 _JSON_COLUMNS = ("choices", "choice_labels", "fewshot")
 
 
+def _param_array(values, name: str) -> np.ndarray:
+    """One parameter's values as a writable float vector; text is a BankError naming it."""
+    try:
+        return np.array(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        bad = next((v for v in np.asarray(values, dtype=object).reshape(-1)
+                    if not _is_number(v)), values)
+        raise BankError(f"parameter {name!r} holds {bad!r}, not a number; give numbers "
+                        "(one per item)") from None
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 class ItemBank:
     """A calibrated item bank (value object; arrays are read-only).
 
@@ -50,10 +69,9 @@ class ItemBank:
     def __init__(self, item_ids, a, b, c=None, u=None, *, metadata=None, model=None):
         ids = np.asarray([str(i) for i in item_ids], dtype=object)
         n = len(ids)
-        a = np.array(a, dtype=float).reshape(-1)
-        b = np.array(b, dtype=float).reshape(-1)
-        c = np.zeros(n) if c is None else np.array(c, dtype=float).reshape(-1)
-        u = np.ones(n) if u is None else np.array(u, dtype=float).reshape(-1)
+        a, b = _param_array(a, "a"), _param_array(b, "b")
+        c = np.zeros(n) if c is None else _param_array(c, "c")
+        u = np.ones(n) if u is None else _param_array(u, "u")
         for name, arr in (("a", a), ("b", b), ("c", c), ("u", u)):
             if arr.shape != (n,):
                 raise BankError(

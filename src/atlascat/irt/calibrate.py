@@ -182,6 +182,10 @@ class Calibrator:
             pu = None if is_auto(pu) else pu
             if is_auto(model):
                 model = "3pl"      # validate the rest; the model is chosen in fit
+        from ..validation import check_finite
+
+        for name in ("quadpts", "max_iter", "tol", "max_newton"):
+            check_finite(getattr(self, name), name)   # text or NaN: a ConfigError naming it
         if model in ORDINAL:
             return self._check_ordinal(model, pa, pc, pu)
         if model not in MODELS:

@@ -70,6 +70,10 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
     """
     if len(results) < 2:
         raise ConfigError("anova compares at least two calibrations; pass two or more results")
+    for i, r in enumerate(results):   # a CalibrationResult (result.py imports this module)
+        if not callable(getattr(r, "information_criteria", None)):
+            raise ConfigError(f"anova's argument {i + 1} is a {type(r).__name__}, not a "
+                              "calibration result; pass the results of atlascat.calibrate")
     names = [r.model for r in results] if names is None else [str(v) for v in names]
     if len(names) != len(results):
         raise ConfigError(f"{len(names)} names for {len(results)} results")

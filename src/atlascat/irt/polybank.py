@@ -295,7 +295,10 @@ class PolyBank:
         """(mean rating, low, high) at theta +- SE (:meth:`mean_rating`): the estimate at
         theta and the 95% interval of its values at theta -+ z SE (a monotone map of theta's
         interval), each of ``theta``'s shape."""
-        theta, se = np.broadcast_arrays(np.asarray(theta, float), np.asarray(se, float))
+        from ..validation import check_prob_array
+
+        theta, se = np.broadcast_arrays(check_prob_array(theta, "theta"),
+                                        check_prob_array(se, "se"))
         lower, mid, upper = self.mean_rating(np.stack([theta - z * se, theta, theta + z * se]))
         return mid, np.minimum(lower, upper), np.maximum(lower, upper)
 

@@ -75,7 +75,11 @@ def encode(values, item_ids=None, value_range=None, subject_ids=None) -> Ordinal
             f"({len(bad)} such cell(s)); the graded and gpcm models take ordered integer levels "
             "(e.g. 1-10, 0-3): round or rescale the ratings")
     if value_range is not None:
-        lo, hi = (float(x) for x in value_range)
+        from ..validation import check_finite
+
+        if isinstance(value_range, str) or np.size(value_range) != 2:
+            raise ConfigError(f"value_range must be two numbers (LO, HI), got {value_range!r}")
+        lo, hi = (check_finite(x, "value_range") for x in value_range)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ConfigError(f"the declared rating range needs finite LO < HI, got [{lo:g}, "
                               f"{hi:g}]")

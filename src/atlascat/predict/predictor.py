@@ -143,7 +143,16 @@ class BenchmarkPredictor:
 
     # ------------------------------------------------------------------ fitting
     def _check(self, budget=None):
+        from ..validation import check_finite
+
         budget = self.budget if budget is None else budget
+        for name, value in (("budget", budget), ("mix", self.mix), ("share", self.share),
+                            ("level_fraction", self.level_fraction), ("z_cut", self.z_cut),
+                            ("d_margin", self.d_margin), ("theta_quantile", self.theta_quantile),
+                            ("min_tau", self.min_tau), ("chance", self.chance),
+                            ("model_gate", self.model_gate)):
+            if value is not None:
+                check_finite(value, name)   # text or NaN: a ConfigError naming the setting
         if int(budget) < 2:
             raise ConfigError(f"budget must be at least 2 items, got {budget}")
         if not 0.0 <= float(self.mix) < 1.0:
@@ -360,8 +369,14 @@ class BenchmarkPredictor:
         self._require_fitted()
         budget = int(self.budget if budget is None else budget)
         self._check(budget)
-        if not isinstance(targets, ResponseMatrix):
-            targets = ResponseMatrix(targets)
+        from ..responses import as_response_matrix
+
+        targets = as_response_matrix(targets)
+        if not np.isin(targets.item_ids, self.item_ids_).any():
+            raise ResponseDataError(
+                f"none of the targets' {targets.n_items} items is one of the predictor's (e.g. "
+                f"{list(targets.item_ids[:3])} vs {list(self.item_ids_[:3])}); check the id "
+                "format (R-style 'X514' vs '514')")
         y = targets.aligned_values(self.item_ids_, extra="ignore")
         from .session import subject_generator
 

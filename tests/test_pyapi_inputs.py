@@ -1,0 +1,101 @@
+"""The Python API on inputs a data scientist passes by hand: labelled frames are aligned by id
+(never by position), one subject's answers may be a dict or a Series, and a string or a
+mismatched id set where numbers or ids are due is a one-line AtlasError naming the argument."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import atlascat as at
+from atlascat.errors import AtlasError, BankError, ConfigError, ResponseDataError
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=300)
+    a, b = rng.lognormal(0, 0.3, 12), rng.normal(size=12)
+    x = (rng.random((300, 12)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(float)
+    df = pd.DataFrame(x, index=[f"m{i}" for i in range(300)], columns=[f"i{j}" for j in range(12)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bank = at.calibrate(df, "2pl").bank
+    return df, bank
+
+
+def test_simulate_cat_aligns_a_labelled_frame_by_item_id(data):
+    df, bank = data
+    config = at.CATConfig(se_stop=None, min_items=12, max_items=12)
+    ref = at.simulate_cat(bank, config, responses=at.ResponseMatrix.from_frame(df.iloc[:4]))
+    shuffled = df.iloc[:4, ::-1]   # the same answers, columns in another order
+    res = at.simulate_cat(bank, config, responses=shuffled)
+    assert list(res.persons["subject_id"]) == ["m0", "m1", "m2", "m3"]
+    np.testing.assert_allclose(res.persons["theta"], ref.persons["theta"], rtol=0, atol=1e-12)
+    with pytest.raises(ResponseDataError, match="none of the 12 response items is in the bank"):
+        at.simulate_cat(bank, config, responses=df.iloc[:4].rename(columns=lambda c: "x" + c))
+
+
+def test_simulate_cat_refuses_bad_replayed_scores_and_text_thetas(data):
+    df, bank = data
+    with pytest.raises(ResponseDataError, match="outside"):
+        at.simulate_cat(bank, at.CATConfig(), responses=df.to_numpy()[:3] * 2)
+    with pytest.raises(ResponseDataError, match="true thetas must be numbers"):
+        at.simulate_cat(bank, at.CATConfig(), thetas=["high"])
+
+
+def test_estimate_ability_takes_one_subject_as_a_dict_or_series(data):
+    df, bank = data
+    answers = {"i3": 1, "i0": 0, "i7": 1}
+    ref = at.estimate_ability(df[["i3", "i0", "i7"]].iloc[[0]].assign(i3=1.0, i0=0.0, i7=1.0),
+                              bank)
+    for given in (answers, pd.Series(answers)):
+        got = at.estimate_ability(given, bank)
+        assert (len(got), int(got["n_items"][0]), got["subject_id"][0]) == (1, 3, "0")
+        assert got["theta"][0] == pytest.approx(ref["theta"][0], abs=1e-12)
+    with pytest.raises(ResponseDataError, match="the one value given"):
+        at.estimate_ability({"i0", "i1"}, bank)   # a set: neither answers nor a table
+
+
+def test_predictor_replay_refuses_targets_without_a_predictor_item(data):
+    from atlascat.predict.predictor import BenchmarkPredictor
+
+    df, bank = data
+    pred = BenchmarkPredictor(budget=6).fit(bank, at.ResponseMatrix.from_frame(df.iloc[:250]),
+                                            rng=np.random.default_rng(0))
+    out = pred.replay(df.iloc[250:], rng=np.random.default_rng(1))   # a DataFrame is fine
+    assert len(out) == 50 and (out["n_items"] == 6).all()
+    with pytest.raises(ResponseDataError, match="none of the targets' 12 items"):
+        pred.replay(df.iloc[250:].rename(columns=lambda c: "x" + c))
+    with pytest.raises(ConfigError, match="budget must be a number"):
+        BenchmarkPredictor(budget="ten").fit(bank, at.ResponseMatrix.from_frame(df))
+
+
+@pytest.mark.parametrize("setting", [{"tol": "small"}, {"quadpts": "many"},
+                                     {"max_iter": "lots"}])
+def test_calibrate_names_a_text_setting(data, setting):
+    name = next(iter(setting))
+    with pytest.raises(ConfigError, match=f"^{name} must be a number"):
+        at.calibrate(data[0], "2pl", **setting)
+
+
+def test_text_parameters_ranges_and_results_are_named(data):
+    from atlascat.irt.compare import anova
+    from atlascat.irt.polybank import PolyBank
+
+    with pytest.raises(BankError, match="parameter 'a' holds 'q'"):
+        at.ItemBank(["x", "y"], a=[1, "q"], b=[0, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = at.calibrate(data[0], "2pl")
+    with pytest.raises(ConfigError, match="anova's argument 2 is a str"):
+        anova(fit, "rasch")
+    ratings = pd.DataFrame(np.tile([[1, 2, 3], [3, 2, 1], [2, 2, 2], [1, 3, 2]], (20, 1)),
+                           index=[f"m{i}" for i in range(80)], columns=["p0", "p1", "p2"])
+    with pytest.raises(ConfigError, match="value_range must be two numbers"):
+        at.calibrate(ratings, model="graded", value_range="1-3")
+    bank = PolyBank.from_item_bank(data[1])
+    with pytest.raises(ConfigError, match="theta must be numbers"):
+        bank.mean_rating_interval("high", 0.3)
+    with pytest.raises(AtlasError):
+        bank.mean_rating_interval(0.0, float("nan"))
