@@ -99,3 +99,51 @@ def test_text_parameters_ranges_and_results_are_named(data):
         bank.mean_rating_interval("high", 0.3)
     with pytest.raises(AtlasError):
         bank.mean_rating_interval(0.0, float("nan"))
+
+
+def test_unfitted_estimators_say_so_and_reprs_show_the_settings(data):
+    import pickle
+
+    from atlascat.errors import NotFittedError
+    from atlascat.predict.predictor import BenchmarkPredictor
+
+    df, bank = data
+    cal = at.Calibrator("2pl", tol=1e-5)
+    assert repr(cal) == "Calibrator(model='2pl', tol=1e-05)" and repr(at.Calibrator()) == "Calibrator()"
+    assert not hasattr(cal, "bank_")
+    with pytest.raises(NotFittedError, match="not fitted, so it has no 'theta_'"):
+        cal.theta_
+    with pytest.raises(AttributeError) as info:
+        cal.no_such_setting
+    assert not isinstance(info.value, AtlasError)
+    cal.fit(df)
+    assert len(pickle.loads(pickle.dumps(cal)).bank_) == len(cal.bank_)
+    pred = BenchmarkPredictor(budget=6)
+    assert repr(pred) == "BenchmarkPredictor(budget=6)"
+    with pytest.raises(NotFittedError):
+        pred.to_dict()
+    pred.fit(bank, at.ResponseMatrix.from_frame(df), rng=np.random.default_rng(0))
+    assert repr(pred) == "BenchmarkPredictor(budget=6, fitted on 300 source models, 12 items)"
+
+
+def test_ordinal_session_repr_and_posterior_se_match_eap():
+    from atlascat.cat.ordinal import OrdinalCATSession
+    from atlascat.irt import polytomous
+
+    rng = np.random.default_rng(0)
+    a = rng.lognormal(0.3, 0.3, 8)
+    d = -np.sort(rng.normal(0, 1.2, (8, 3)), axis=1) * a[:, None]
+    ratings = pd.DataFrame(polytomous.sample("graded", np.column_stack([a, d]),
+                                             rng.normal(size=300), rng) + 1,
+                           index=[f"m{i}" for i in range(300)], columns=[f"p{j}" for j in range(8)])
+    bank = at.calibrate(ratings, model="graded").bank
+    session = OrdinalCATSession(bank, at.CATConfig(se_method="posterior", se_stop=None,
+                                                   min_items=8, max_items=8))
+    assert repr(session) == "OrdinalCATSession(n_items=0, theta=0.0000, se=1.0000, running)"
+    while not session.done:
+        item = session.next_item()
+        session.record(item, ratings.loc["m0", item])
+    eap = at.estimate_ability(ratings.loc[["m0"]], bank)
+    assert session.theta == pytest.approx(eap["theta"][0], abs=1e-10)
+    assert session.se == pytest.approx(eap["se"][0], abs=1e-10)
+    assert repr(session).startswith("OrdinalCATSession(n_items=8, ") and "done (" in repr(session)

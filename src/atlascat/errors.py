@@ -43,6 +43,11 @@ class ConfigError(AtlasError, ValueError):
     """A setting is out of range or inconsistent with others."""
 
 
+class NotFittedError(ConfigError, AttributeError):
+    """An estimator's fitted attribute (``bank_``, ``theta_``, ...) or method was used before
+    ``fit``; ``hasattr(estimator, "bank_")`` is False until then (scikit-learn's convention)."""
+
+
 class LiveRunError(AtlasError, RuntimeError):
     """A live evaluation failed in a way the user can resume from."""
 

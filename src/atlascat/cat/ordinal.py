@@ -354,7 +354,13 @@ class OrdinalCATSession:
 
     @property
     def theta(self) -> float:
+        """The EAP estimate after the ratings recorded so far."""
         return float(self._eng.theta[0])
+
+    def __repr__(self) -> str:
+        state = f"done ({self.stop_reason})" if self.done else "running"
+        return (f"OrdinalCATSession(n_items={self.n_items}, theta={self.theta:.4f}, "
+                f"se={self.se:.4f}, {state})")
 
     @property
     def n_items(self) -> int:
@@ -412,6 +418,9 @@ class OrdinalCATSession:
 
     @property
     def se(self) -> float:
+        """The config's ``se_method``: 1 / sqrt(test information + 1 / prior_sd^2) (catR's,
+        the default) or the posterior SD (what :func:`~atlascat.irt.ability.estimate_ability`'s
+        EAP reports)."""
         return float(self._eng.se[0])
 
     @property

@@ -78,14 +78,19 @@ class CATSession:
     # -------------------------------------------------------------- properties
     @property
     def theta(self) -> float:
+        """The config's estimate (EAP by default) after the answers recorded so far."""
         return float(self._engine.theta[0])
 
     @property
     def se(self) -> float:
+        """The config's ``se_method``: 1 / sqrt(test information + 1 / prior_sd^2) (catR's,
+        the default) or the posterior SD; :attr:`posterior_sd` is always the latter (what
+        :func:`~atlascat.irt.ability.estimate_ability`'s EAP reports)."""
         return float(self._engine.se[0])
 
     @property
     def posterior_sd(self) -> float:
+        """The SD of theta's posterior on the quadrature grid."""
         return float(self._engine.post_sd[0])
 
     @property

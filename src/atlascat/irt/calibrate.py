@@ -66,6 +66,24 @@ LINKS = ("mean-sigma", "mean-mean")
 
 
 # ====================================================================== estimator
+def _changed_settings(obj) -> str:
+    """``name=value`` for each ``__init__`` keyword of ``obj`` whose value is not its default."""
+    import inspect
+
+    out = []
+    for name, p in inspect.signature(type(obj).__init__).parameters.items():
+        if name == "self" or p.default is inspect.Parameter.empty:
+            continue
+        value = obj.__dict__.get(name, p.default)
+        try:
+            same = value is p.default or bool(value == p.default)
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            out.append(f"{name}={value!r}")
+    return ", ".join(out)
+
+
 class Calibrator:
     """Marginal maximum likelihood (MAP with priors) item calibration, scikit-learn style.
 
@@ -167,6 +185,19 @@ class Calibrator:
         self.memory_limit = memory_limit
         self.se = se
         self.dispersion = dispersion
+
+    def __getattr__(self, name):
+        # only reached when normal lookup fails: a fitted attribute read before fit
+        if name.endswith("_") and not name.startswith("_"):
+            from ..errors import NotFittedError
+
+            raise NotFittedError(f"this Calibrator is not fitted, so it has no {name!r}; call "
+                                 "fit(responses) first")
+        raise AttributeError(f"'Calibrator' object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        """The settings that differ from the defaults, as scikit-learn shows an estimator."""
+        return f"Calibrator({_changed_settings(self)})"
 
     # ------------------------------------------------------------------ validation
     def check_settings(self, choice=None):

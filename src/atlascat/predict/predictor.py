@@ -473,7 +473,17 @@ class BenchmarkPredictor:
 
     def _require_fitted(self):
         if not hasattr(self, "alpha_"):
-            raise ConfigError("the predictor is not fitted; call fit(bank, source) or from_dict")
+            from ..errors import NotFittedError
+
+            raise NotFittedError("the predictor is not fitted; call fit(bank, source) or "
+                                 "from_dict")
+
+    def __repr__(self) -> str:
+        from ..irt.calibrate import _changed_settings
+
+        fitted = (f", fitted on {self.n_source_} source models, {len(self.item_ids_)} items"
+                  if hasattr(self, "alpha_") else "")
+        return f"BenchmarkPredictor({_changed_settings(self)}{fitted})"
 
     def to_dict(self) -> dict:
         """JSON-serialisable description (saved as ``predictor.json`` in a bank folder)."""
