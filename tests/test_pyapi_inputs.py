@@ -147,3 +147,34 @@ def test_ordinal_session_repr_and_posterior_se_match_eap():
     assert session.theta == pytest.approx(eap["theta"][0], abs=1e-10)
     assert session.se == pytest.approx(eap["se"][0], abs=1e-10)
     assert repr(session).startswith("OrdinalCATSession(n_items=8, ") and "done (" in repr(session)
+
+
+def test_live_run_from_python(tmp_path):
+    from atlascat.bankdir.samplelogs import read_sample_logs
+    from atlascat.catalogue import BankRef
+    from atlascat.live.runner import RunResult
+    from atlascat.live.service import LiveRun
+    from atlascat.live.subjects import SimulatedSubject
+
+    bank = BankRef.from_option("arc").load()   # the shipped bank, with its items' content
+    store = tmp_path / "runs.sqlite"
+    subject = SimulatedSubject(bank, 0.5)
+    for bad, match in (({"bank": bank, "subjects": []}, "no subjects"),
+                       ({"bank": bank, "subjects": [subject], "seed": "x"}, "seed must be"),
+                       ({"bank": 3.5, "subjects": [subject]}, "bank must be a BankRef")):
+        with pytest.raises(ConfigError, match=match):
+            LiveRun.start(store, bad.pop("bank"), bad.pop("subjects"), **bad)
+    live = LiveRun.start(store, "arc", [subject], config=at.CATConfig(se_stop=0.4), seed=0)
+    run_id = live.jobs[0].run_id
+    assert repr(live) == (f"LiveRun(store={str(store)!r}, runs=[{run_id} (adaptive)], "
+                          "finished=0, errors=0)")
+    with pytest.raises(ConfigError, match="call run"):
+        live.results()
+    live.run()
+    row = live.results()[0]
+    stored = RunResult.from_store(str(store), run_id)   # a path, as the docstring says
+    assert (stored.theta, stored.n_items) == (row["theta"], row["n_items"])
+    eap = at.estimate_ability(dict(zip(stored.items, stored.scores)), bank)
+    assert eap["theta"][0] == pytest.approx(stored.theta, abs=1e-10)
+    with pytest.raises(ConfigError, match="score_range must be two numbers"):
+        read_sample_logs(tmp_path, score_range="0-100")

@@ -71,7 +71,7 @@ import numpy as np
 from ..content.parsing import parse_literal
 from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
                                 gsm8k_extract, mc2_score, score_outputs, token_f1)
-from ..errors import AtlasError, ResponseDataError
+from ..errors import AtlasError, ConfigError, ResponseDataError
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "parse_arguments", "task_of", "subject_of", "NON_METRIC_FIELDS", "KNOWN_RANGES",
@@ -503,6 +503,14 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
     score_range : (low, high) of the metric's scale, mapped to [0, 1] (default: the harness's
         known range, :data:`KNOWN_RANGES`, else the values must lie in [0, 1])
     """
+    if score_range is not None:
+        from ..validation import check_finite
+
+        if (isinstance(score_range, str) or not hasattr(score_range, "__len__")
+                or len(score_range) != 2):
+            raise ConfigError(f"score_range must be two numbers (low, high), got "
+                              f"{score_range!r}")
+        score_range = tuple(check_finite(v, "score_range") for v in score_range)
     files, the_task, names = task_files(paths, task, subject_ids)
     logs = SampleLogs(task=the_task, metric=metric or "", filter=filter_name, files=files,
                       harness=_harness_version(files),

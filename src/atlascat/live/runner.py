@@ -170,9 +170,12 @@ class RunResult:
     @classmethod
     def from_store(cls, store: RunStore, run_id: str, *, unit: bool = False) -> "RunResult":
         """The stored run's result, on its bank folder's metric scale when it has one (see the
-        class); ``unit``: every score as stored, on [0, 1]."""
+        class); ``unit``: every score as stored, on [0, 1]. ``store``: a RunStore or its
+        path."""
         from .scale import on_metric_scale, stored_scale
+        from .store import RunStore
 
+        store = store if isinstance(store, RunStore) else RunStore(store)
         info = store.get_run(run_id)
         res = cls._stored(store, run_id, info)
         scale = None if unit else stored_scale(info["bank_ref"])

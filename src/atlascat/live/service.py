@@ -350,7 +350,20 @@ class LiveRun:
         (the adaptive test; ``bank_ref`` how to find it again on resume). ``design``
         (:func:`choose_design`): the adaptive test with ``config`` (a CATConfig), or a bank
         folder's benchmark predictor asking ``budget`` items (default the predictor's; seeded by
-        ``seed``). ``batch_size``: items asked per round (a suite's comes from its config)."""
+        ``seed``). ``batch_size``: items asked per round (a suite's comes from its config).
+        A bank given as a string is read as ``--bank`` reads it (:meth:`BankRef.from_option`)."""
+        import numbers
+
+        if isinstance(bank, (str, Path)):
+            bank = BankRef.from_option(str(bank))
+        elif not isinstance(bank, BankRef) and not hasattr(bank, "item_ids"):
+            raise ConfigError(f"bank must be a BankRef, an ItemBank or PolyBank, or a name or "
+                              f"path as --bank takes, not a {type(bank).__name__}")
+        subjects = list(subjects)
+        if not subjects:
+            raise ConfigError("no subjects: pass at least one subject to ask")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ConfigError(f"seed must be a whole number >= 0, got {seed!r}")
         store = _as_store(store)
         ids = list(run_ids) if run_ids is not None else [None] * len(subjects)
         if isinstance(bank, BankRef) and bank.kind == "suite":
@@ -453,8 +466,16 @@ class LiveRun:
                 self.outcomes = list(pool.map(one, self.jobs))
         return self.outcomes
 
+    def __repr__(self) -> str:
+        runs = ", ".join(f"{j.run_id} ({j.kind})" for j in self.jobs)
+        return (f"LiveRun(store={str(self.store.path)!r}, runs=[{runs}], "
+                f"finished={len(self.outcomes)}, errors={len(self.errors)})")
+
     def results(self) -> list[dict]:
-        """Each run's row, in job order (after :meth:`run`)."""
+        """Each run's row, in job order (after :meth:`run`; before it a ConfigError)."""
+        if self.jobs and not self.outcomes:
+            raise ConfigError("no results yet: call run() first (it asks every run to its end; "
+                              "a finished run returns at once)")
         from .report import protocol_label, protocol_value
         from .scale import on_metric_scale, stored_scale
         from .suite_run import suite_result
