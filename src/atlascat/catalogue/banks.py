@@ -26,6 +26,7 @@ def bank_names() -> tuple[str, ...]:
 
 
 def is_bundled_name(spec) -> bool:
+    """Whether ``spec`` names a shipped bank (a content benchmark, or ``paper-<bench>``)."""
     s = str(spec).lower()
     return s in CONTENT_BENCHMARKS or s in {PAPER_PREFIX + b for b in BANK_BENCHMARKS}
 

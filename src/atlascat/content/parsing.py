@@ -55,6 +55,7 @@ def parse_literal(text: str, what: str = "a value"):
 
 
 def to_list(value) -> list:
+    """A list from a list, tuple or NumPy array (a stored option list); else ValueError."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, (list, tuple)):

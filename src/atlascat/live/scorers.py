@@ -28,6 +28,7 @@ from ..errors import ConfigError
 __all__ = ["register_scorer", "get_scorer", "list_scorers", "score_answer", "extract_choice",
            "extract_number", "Scorer"]
 
+#: a scorer: ``fn(item, answer) -> 0 or 1`` (the item's row, the model's answer text)
 Scorer = Callable[[Mapping, str], int]
 _REGISTRY: dict[str, Scorer] = {}
 
@@ -57,6 +58,7 @@ def get_scorer(name_or_fn) -> Scorer:
 
 
 def list_scorers() -> list[str]:
+    """The registered scorers' names, sorted (:func:`register_scorer` adds one)."""
     return sorted(_REGISTRY)
 
 

@@ -73,6 +73,7 @@ RUN_FILES = ("run.json", "persons.csv.gz", "summary.csv")
 
 
 def cat_label(tau: float) -> str:
+    """The method label of an ATLAS run stopped at SE ``tau`` in the studies' tables."""
     return f"ATLAS tau={tau:g}"
 
 

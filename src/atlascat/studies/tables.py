@@ -75,6 +75,7 @@ def make_table(summary: pd.DataFrame, name: str) -> pd.DataFrame:
 
 
 def make_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every table of :data:`TABLES` from a benchmark run's summary, by name."""
     return {name: make_table(summary, name) for name in TABLES}
 
 

@@ -54,6 +54,8 @@ def link_draws(links, thetas, shift=None) -> np.ndarray:
 
 
 def residual_sd(link, theta) -> np.ndarray:
+    """The score link's residual SD at ``theta``: sqrt of its variance grid interpolated
+    linearly (flat beyond the grid's ends)."""
     return np.sqrt(np.interp(theta, link.theta_grid, link.var_grid))
 
 
