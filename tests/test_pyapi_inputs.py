@@ -178,3 +178,20 @@ def test_live_run_from_python(tmp_path):
     assert eap["theta"][0] == pytest.approx(stored.theta, abs=1e-10)
     with pytest.raises(ConfigError, match="score_range must be two numbers"):
         read_sample_logs(tmp_path, score_range="0-100")
+
+
+def test_wrong_kinds_of_bank_start_seed_and_sizes_are_named(data):
+    df, bank = data
+    with pytest.raises(BankError, match="bank must be an ItemBank or PolyBank"):
+        at.estimate_ability(df, "bank.csv")
+    with pytest.raises(BankError, match="not a DataFrame"):
+        at.estimate_ability(df, bank.to_frame())
+    with pytest.raises(ConfigError, match="start must be an ItemBank"):
+        at.calibrate(df, "2pl", start="bank.csv")   # was silently ignored
+    with pytest.raises(ConfigError, match="random_state must be a seed"):
+        at.calibrate(df, "2pl", random_state="x")
+    with pytest.raises(ConfigError, match="test_size must be a number"):
+        at.stratified_split(at.ResponseMatrix.from_frame(df), test_size="x")
+    res = at.simulate_cat(bank, at.CATConfig(min_items=3, max_items=3),
+                          thetas=pd.Series([0.0, 1.0], index=["alice", "bob"]), rng=0)
+    assert list(res.persons["subject_id"]) == ["alice", "bob"]

@@ -212,7 +212,9 @@ def stratified_split(responses: ResponseMatrix, *, test_size: float = TEST_SIZE,
     from .responses import as_response_matrix
 
     responses = as_response_matrix(responses)  # DataFrames keep their labels
-    if not 0 < test_size < 1:
+    from .validation import check_finite
+
+    if not 0 < check_finite(test_size, "test_size") < 1:
         raise ConfigError(f"test_size must be in (0, 1), got {test_size}")
     if responses.n_subjects < 2:
         raise ResponseDataError("need at least two subjects to split")

@@ -103,6 +103,12 @@ class ModelAnswers(AnswerSource):
             bad = np.flatnonzero(~np.isfinite(self.thetas))[:5].tolist()
             raise ResponseDataError(f"true thetas must be finite; not at rows {bad}")
         n = self.thetas.size
+        index = getattr(thetas, "index", None)   # a labelled Series: its index names them
+        if subject_ids is None and index is not None:
+            import pandas as pd
+
+            if not isinstance(index, pd.RangeIndex):
+                subject_ids = index
         ids = np.arange(n) if subject_ids is None else subject_ids
         self.subject_ids = np.asarray([str(s) for s in ids], dtype=object)
         if len(self.subject_ids) != n:

@@ -405,6 +405,11 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         raise ConfigError(f"unknown scoring method {method!r}; use one of {', '.join(METHODS)}")
     from .polybank import PolyBank
 
+    if not isinstance(bank, (ItemBank, PolyBank)):
+        from ..errors import BankError
+
+        raise BankError(f"bank must be an ItemBank or PolyBank (ItemBank.read / PolyBank.read "
+                        f"read a bank file), not a {type(bank).__name__}")
     if isinstance(bank, PolyBank):   # ordinal items: ratings on their own scale
         from .polyscore import estimate_ordinal
 

@@ -217,6 +217,11 @@ class Calibrator:
 
         for name in ("quadpts", "max_iter", "tol", "max_newton"):
             check_finite(getattr(self, name), name)   # text or NaN: a ConfigError naming it
+        try:
+            np.random.default_rng(self.random_state)   # a Generator is returned as it is
+        except (TypeError, ValueError):
+            raise ConfigError(f"random_state must be a seed (whole number >= 0), a numpy "
+                              f"Generator or None, got {self.random_state!r}") from None
         if model in ORDINAL:
             return self._check_ordinal(model, pa, pc, pu)
         if model not in MODELS:
@@ -228,6 +233,11 @@ class Calibrator:
             raise ConfigError(f"max_iter must be >= 1, got {self.max_iter}")
         if not float(self.tol) > 0:
             raise ConfigError(f"tol must be positive, got {self.tol}")
+        from .bank import ItemBank
+
+        if self.start is not None and not isinstance(self.start, ItemBank):
+            raise ConfigError(f"start must be an ItemBank (ItemBank.read reads a bank file), not "
+                              f"a {type(self.start).__name__}")
         if self.link not in LINKS:
             raise ConfigError(f"unknown link {self.link!r}; choose one of {', '.join(LINKS)}")
         if self.convergence not in ("params", "icc"):
