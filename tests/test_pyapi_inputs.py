@@ -195,3 +195,26 @@ def test_wrong_kinds_of_bank_start_seed_and_sizes_are_named(data):
     res = at.simulate_cat(bank, at.CATConfig(min_items=3, max_items=3),
                           thetas=pd.Series([0.0, 1.0], index=["alice", "bob"]), rng=0)
     assert list(res.persons["subject_id"]) == ["alice", "bob"]
+
+
+def test_ordinal_one_subject_dict_thetas_and_dispersion_settings():
+    from atlascat.irt import polytomous
+
+    rng = np.random.default_rng(1)
+    a = rng.lognormal(0.3, 0.3, 6)
+    d = -np.sort(rng.normal(0, 1.2, (6, 2)), axis=1) * a[:, None]
+    ratings = pd.DataFrame(polytomous.sample("graded", np.column_stack([a, d]),
+                                             rng.normal(size=200), rng) + 1,
+                           index=[f"m{i}" for i in range(200)], columns=[f"p{j}" for j in range(6)])
+    bank = at.calibrate(ratings, model="graded").bank
+    got = at.estimate_ability({"p4": 3, "p1": 1}, bank)
+    ref = at.estimate_ability(pd.DataFrame({"p1": [1], "p4": [3]}, index=["x"]), bank)
+    assert int(got["n_items"][0]) == 2 and got["theta"][0] == pytest.approx(ref["theta"][0])
+    with pytest.raises(ConfigError, match="thetas must be numbers"):
+        at.simulate_cat(bank, at.CATConfig(), thetas=["high"])
+    scores = pd.DataFrame(rng.uniform(0.05, 0.95, (100, 12)),
+                          columns=[f"c{j}" for j in range(12)])
+    with pytest.raises(ConfigError, match="dispersion must be numbers"):
+        at.calibrate(scores, "2pl", dispersion=["a"] * 12)
+    with pytest.raises(ConfigError, match="dispersion needs a joint calibration"):
+        at.calibrate(scores, "2pl", dispersion="auto", partition_size=4)   # was ignored

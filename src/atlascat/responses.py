@@ -543,14 +543,27 @@ def register_name_resolver(resolver) -> None:
     _NAME_RESOLVER = resolver
 
 
+def one_subject_frame(responses):
+    """One subject's answers, a mapping ``{item_id: score}`` or a Series indexed by item id,
+    as a one-row DataFrame (its id the Series' name, else 0); anything else as it is."""
+    from collections.abc import Mapping
+
+    import pandas as pd
+
+    if isinstance(responses, Mapping):
+        responses = pd.Series(dict(responses), dtype=object)
+    if isinstance(responses, pd.Series):
+        return pd.DataFrame([responses.to_numpy(dtype=object)], columns=responses.index,
+                            index=pd.Index([0 if responses.name is None else responses.name]))
+    return responses
+
+
 def as_labelled_responses(responses, *, on_empty: str = "keep"):
     """A pandas DataFrame (or Series, or a mapping {item_id: score}: one subject) becomes a
     ResponseMatrix that keeps its labels: the index
     as subject ids, the columns as item ids (so it is aligned to a bank by id, whatever the
     column order). A frame without labels (RangeIndex columns) stays positional. A file path
     (or, with the catalogue loaded, a bundled name) is read. Other inputs pass through."""
-    from collections.abc import Mapping
-
     import pandas as pd
 
     if isinstance(responses, (str, Path)):  # a file or a bundled name, as in the CLI
@@ -561,11 +574,7 @@ def as_labelled_responses(responses, *, on_empty: str = "keep"):
                                     "bundled matrix is read by atlascat.catalogue.load_responses"
                                     f"({str(responses)!r})")
         return ResponseMatrix.read(responses, on_empty=on_empty)
-    if isinstance(responses, Mapping):   # {item_id: score}: one subject's answers
-        responses = pd.Series(dict(responses), dtype=object)
-    if isinstance(responses, pd.Series):   # one subject: its name (else 0) is the row's id
-        responses = pd.DataFrame([responses.to_numpy(dtype=object)], columns=responses.index,
-                                 index=pd.Index([0 if responses.name is None else responses.name]))
+    responses = one_subject_frame(responses)
     if isinstance(responses, pd.DataFrame):
         if isinstance(responses.columns, pd.RangeIndex):
             return responses.to_numpy(dtype=object)

@@ -282,7 +282,9 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
         if subject_ids is None and isinstance(responses, pd.DataFrame):
             subject_ids = [str(s) for s in responses.index]
     else:
-        true_theta = np.asarray(thetas, dtype=float).reshape(-1)
+        from ..validation import check_prob_array
+
+        true_theta = check_prob_array(thetas, "thetas").reshape(-1)
         codes = None
     n = len(codes) if codes is not None else true_theta.size
     ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)],

@@ -251,6 +251,9 @@ class Calibrator:
         if self.partition_size is not None:
             if int(self.partition_size) < 2:
                 raise ConfigError(f"partition_size must be >= 2, got {self.partition_size}")
+            if self.dispersion is not None:
+                raise ConfigError("dispersion needs a joint calibration (one likelihood's "
+                                  "residuals per item); drop partition_size or dispersion")
             if self.se:
                 raise ConfigError("standard errors need a joint calibration (the observed "
                                   "information of one likelihood); drop partition_size "
@@ -460,7 +463,9 @@ class Calibrator:
                 return None
             quad = normal_quadrature(int(self.quadpts), self.theta_range)
             return item_dispersion(values, bank.probability(quad.nodes), quad.log_weights)
-        phi = np.asarray(self.dispersion, float).reshape(-1)
+        from ..validation import check_prob_array
+
+        phi = check_prob_array(self.dispersion, "dispersion").reshape(-1)
         if phi.shape != (values.shape[1],) or not np.all((phi > 0) & np.isfinite(phi)):
             raise ConfigError(f"dispersion needs {values.shape[1]} positive values, one per "
                               "item calibrated")

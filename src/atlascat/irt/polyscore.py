@@ -241,8 +241,10 @@ def estimate_ordinal(responses, bank: PolyBank, method: str = "eap", *, subject_
                      extra_items: str = "ignore", **settings):
     """:func:`atlascat.irt.ability.estimate_ability` for a :class:`PolyBank`: a DataFrame
     ``subject_id, theta, se, n_items, flag``."""
+    from ..responses import one_subject_frame
     from .polycal import _as_ratings
 
+    responses = one_subject_frame(responses)   # a dict or Series: one subject's ratings
     if subject_ids is None and not isinstance(responses, np.ndarray):
         subject_ids = _as_ratings(responses, None)[1]
     import pandas as pd
