@@ -175,11 +175,22 @@ class ResponseMatrix:
             r, c = bad[0]
             obs = arr[~np.isnan(arr)]
             ratings = bool(np.isfinite(obs).all() and (obs == np.round(obs)).all())
+            if ratings and np.isin(obs, (0.0, hi)).all():     # right / wrong as 0 / 100
+                hint = (f"; only 0 and {hi:g}: right / wrong on a 0-{hi:g} scale: divide by "
+                        f"{hi:g}, or read it with atlas build-bank --score-range 0 {hi:g}")
+            elif ratings:
+                hint = (f"; whole numbers {lo:g}-{hi:g} are ratings: fit them with the graded "
+                        "or gpcm model (atlas calibrate --model graded), or read them as a "
+                        f"score with atlas build-bank --score-range {lo:g} {hi:g}")
+            elif np.isfinite(obs).all():
+                hint = (f"; values {lo:g}-{hi:g}: a score on another scale (BLEU 0-100) is "
+                        "read with atlas build-bank --score-range LO HI")
+            else:
+                hint = ""
             raise ResponseDataError(
                 f"value {arr[r, c]:g} outside [0, 1] at row {r} (subject {sids[r]!r}), column "
                 f"{iids[c]!r} ({len(bad)} such cell(s)); scores must be 0/1 or partial credit "
-                "in [0, 1]" + (f"; whole numbers {lo:g}-{hi:g} are ratings: fit them with the "
-                               "graded or gpcm model" if ratings else "")
+                "in [0, 1]" + hint
             )
         if weights is not None:
             weights = np.asarray(weights, dtype=float).reshape(-1)

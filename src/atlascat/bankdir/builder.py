@@ -143,8 +143,10 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     except ResponseDataError as exc:
         if "outside [0, 1]" not in str(exc):
             raise
-        raise ResponseDataError(f"{exc}; on another scale (BLEU 0-100, a 1-10 rating) give it "
-                                "with --score-range LO HI") from None
+        cell = str(exc).split("; scores must be")[0]
+        raise ResponseDataError(f"{cell}; scores must be in [0, 1]: give the metric's scale "
+                                "with --score-range LO HI (a percent or BLEU: 0 100, a 1-10 "
+                                "rating: 1 10)") from None
 
 
 def _on_scale(value: float, score_range, what: str) -> float:
@@ -416,6 +418,14 @@ def build_warnings(manifest: dict) -> list[str]:
                    f"100%, the worst {req['rule_agreement_min']:.0%}): a live run scores a new "
                    "model by this rule, not as the harness scored the logged models; check "
                    "--metric and --filter, or ask live with --subject cmd:COMMAND")
+    n_items = manifest.get("items", {}).get("n_results") or 0
+    n_models = manifest.get("n_models") or 0
+    budget = manifest.get("settings", {}).get("budget") or 0
+    if (manifest.get("source", {}).get("kind") == "matrix" and n_items <= budget
+            and n_models > n_items):
+        out.append(f"{n_models} models x {n_items} items, no more items than the test length "
+                   f"({budget}): rows are models and columns items; if the file's rows are "
+                   "its items, transpose it (pandas: df.T)")
     d = manifest.get("dimensionality")
     if d and not d["one_trait"]:
         from .checks import Dimensionality
