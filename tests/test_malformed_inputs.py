@@ -540,3 +540,17 @@ def test_errors_never_eat_markup_or_become_emoji(ws, capsys):
 def test_benchmark_offers_the_drop_empty_it_suggests(capsys):
     main(["benchmark", "--help"])
     assert "--drop-empty" in capsys.readouterr().out
+
+
+def test_replay_matrix_not_found_is_the_readers_line(ws, capsys):
+    """replay: naming a file that is not there, or an unknown bundled name: the reader's own
+    line (the path to check, or the bundled names), not an exception class in parentheses."""
+    for spec, needles in ((f"{ws}/nosuch.csv", ["nosuch.csv", "does not exist", "check the path"]),
+                          ("arcc", ["replay matrix 'arcc'", "bundled response matrix (arc,"])):
+        rc = main(["evaluate", "--bank", "arc", "--subject", f"replay:{spec}#m0",
+                   "-o", f"{ws}/evr"])
+        line = capsys.readouterr().err.strip()
+        assert rc == 2 and "\n" not in line and line.startswith("error: "), line
+        assert "Error:" not in line and "Error " not in line, line
+        for needle in needles:
+            assert needle in line, (needle, line)
