@@ -349,7 +349,9 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         frame = result.persons
         persons = pd.concat([frame.reset_index(drop=True),
                              predict(where, frame, result.administered)], axis=1)
-    _write_bank_outputs(o, bank, out, result, persons, item_bank, folder=folder)
+    _write_bank_outputs(o, bank, out, result, persons, item_bank, folder=folder,
+                        bank_minimum=link is not None and o.bound_stop
+                        and o.fixed_length is None)
 
 
 def _responses(o: _Options, folder):
@@ -441,7 +443,7 @@ def _predicted_score(folder, persons) -> tuple[dict, tuple[str, str]]:
 
 
 def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank, *,
-                        folder=None) -> None:
+                        folder=None, bank_minimum: bool = True) -> None:
     """person_scores.csv, selected_items/, item_exposure.csv, item_positions.csv,
     summary.json, and the summary table. ``persons``: columns, or a frame. ``folder``: a bank
     folder, whose predicted score the summary names (its benchmark, on its metric's scale)."""
@@ -495,7 +497,8 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
     print_frame({"figure": [r[0] for r in rows], "value": [r[1] for r in rows]},
                 title="atlas simulate")
     held = min_items_note(persons["n_items"], persons["stop_reason"],
-                          result.config.stopping.min_items, o.min_items is not None)
+                          result.config.stopping.min_items, o.min_items is not None,
+                          bank_own=bank_minimum)
     if held:
         console.print(held, markup=False, highlight=False)
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
