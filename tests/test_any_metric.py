@@ -103,6 +103,18 @@ def test_a_percent_matrix_is_told_its_scale_not_called_ratings(tmp_path, capsys)
     assert "graded" not in line and line.count("--score-range") == 1
 
 
+def test_zero_one_scores_read_on_a_percent_range_say_so(tmp_path, capsys):
+    """0-1 scores built with --score-range 0 100 end up within 1% of the range: every item
+    falls to the filter; the line says where the scores reach and to drop --score-range (not
+    "the response matrix is empty")."""
+    _scaled_matrix(tmp_path, 0, 1)
+    line = _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b",
+                                    "--score-range", "0", "100"],
+                           "no item's scores vary", "reach only", "of --score-range 0 100",
+                           "need no --score-range")
+    assert "empty" not in line
+
+
 def test_bad_scales_are_one_line(tmp_path, capsys):
     """Ratings outside the declared range, a matrix off [0, 1] without a range, a range that is
     not one: one line each, exit 2."""

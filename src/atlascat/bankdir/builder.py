@@ -149,6 +149,26 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
                                 "rating: 1 10)") from None
 
 
+def check_spread(rm, score_range=None, min_sd: float = 0.01) -> None:
+    """Refuse results in which no item's scores vary across the models (each item's SD below
+    ``min_sd`` of the 0-1 scale, the item filter's rule): nothing to calibrate. With a
+    ``score_range`` the line says how far up the range the scores reach, the sign of 0-1
+    scores read with --score-range 0 100."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # an item nobody answered: NaN, not a spread
+        sd = np.nanstd(rm.values, axis=0)
+    if np.any(sd >= min_sd):
+        return
+    msg = (f"no item's scores vary across the {rm.n_subjects} models (each item's SD below "
+           f"{min_sd:g} of the scale): nothing to calibrate")
+    if score_range is not None:
+        lo, hi = score_range
+        top = lo + float(np.nanmax(rm.values)) * (hi - lo)
+        msg += (f"; the scores reach only {top:g} of --score-range {lo:g} {hi:g}: scores "
+                "already on 0-1 need no --score-range")
+    raise ResponseDataError(msg)
+
+
 def _on_scale(value: float, score_range, what: str) -> float:
     """A score given on the folder's scale (lo, hi) -> (x - lo) / (hi - lo); as is without
     one. Outside [lo, hi]: one line naming ``what``."""
@@ -501,6 +521,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     if n < min_models:
         raise ResponseDataError(f"the results hold {n} model(s); a bank needs at least "
                                 f"{min_models} source models (add more models' results)")
+    check_spread(rm, score_range)
     models = [str(m) for m in rm.subject_ids]
     if scores is not None:
         published = read_scores(scores, models, score_range).reindex(models)
