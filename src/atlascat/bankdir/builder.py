@@ -127,15 +127,15 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     if len(paths) > 1:
         raise ConfigError(f"give one response matrix (got {len(paths)} files); several files "
                           "are read as sample logs only (samples_<task>_*.jsonl)")
+    path = Path(paths[0])
+    if not path.exists():
+        raise ResponseDataError(f"{str(path)!r} does not exist; give a response matrix file or "
+                                "sample logs")
     if metric is not None or task is not None or filter_name is not None:
         raise ConfigError("--metric, --task and --filter choose among sample logs; a response "
                           "matrix already holds one score per cell")
     from ..responses import ResponseMatrix
 
-    path = Path(paths[0])
-    if not path.exists():
-        raise ResponseDataError(f"{str(path)!r} does not exist; give a response matrix file or "
-                                "sample logs")
     if score_range is not None:
         return read_scaled_matrix(path, score_range), None, [str(path)]
     try:
