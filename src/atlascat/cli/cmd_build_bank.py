@@ -153,8 +153,8 @@ def _dimension_row(d) -> str:
     if not d or d["first_eigenvalue"] != d["first_eigenvalue"]:
         return "not checked (too few models or items)"
     verdict = "yes" if d["one_trait"] else "NO"
-    return (f"{verdict}: first eigenvalue {d['first_eigenvalue']:.1f}, random answers "
-            f"{d['parallel_threshold']:.1f}")
+    return (f"{verdict}: first eigenvalue {d['first_eigenvalue']:.1f}, random answers' "
+            f"{d['parallel_threshold']:.1f} (parallel analysis)")
 
 
 def _predictor_rows(p, score_range=None) -> list[tuple[str, str]]:
@@ -171,8 +171,8 @@ def _predictor_rows(p, score_range=None) -> list[tuple[str, str]]:
                  f"IRT + ridge, their mean (weights fitted from {RIDGE_FIT_MIN_MODELS} models)")
     rows = [("benchmark predictor", f"{p['budget']} of {p['n_items']} items"),
             ("predictor's model", model),
-            ("predictor's design weight", f"{w:.2f}" if w is not None
-             else f"precision weights (fitted from {STACK_MIN_MODELS} models)")]
+            ("predictor's design weight", f"{w:.2f} (the random-item estimate's share)"
+             if w is not None else f"precision weights (fitted from {STACK_MIN_MODELS} models)")]
     sm = p.get("score_map")
     points = 100.0 if not score_range else score_range[1] - score_range[0]   # of the scale
     if sm:       # --scores not the item mean: the design estimate is mapped to the score
