@@ -124,6 +124,17 @@ class TestValidation:
             ResponseMatrix.read(path)
         msg = str(err.value)
         assert "text cell 'yes'" in msg and "'m2'" in msg and "column 'b'" in msg
+        assert "drop it" not in msg               # a stray cell in an item column
+
+    def test_a_text_column_is_told_to_go(self, tmp_path):
+        """A label column beside the model ids (a family, a date) is not an item: the line says
+        which column holds no score and to drop it."""
+        path = write(tmp_path, "model,family,a,b\nm1,llama,1,0\nm2,qwen,1,1\n")
+        with pytest.raises(ResponseDataError) as err:
+            ResponseMatrix.read(path)
+        msg = str(err.value)
+        assert "text cell 'llama'" in msg and "column 'family' holds no score" in msg
+        assert msg.endswith("so drop it")
 
     def test_empty_file(self, tmp_path):
         with pytest.raises(ResponseDataError, match="empty"):

@@ -433,10 +433,13 @@ class ResponseMatrix:
                 cell = raw[r, c]
                 if isinstance(cell, str) and cell.strip().upper() in ("", "NA", "NAN", "NULL"):
                     continue
+                column = (f"; column {df.columns[c]!r} holds no score at all: the first "
+                          "column names the models and every other is an item, so drop it"
+                          if numeric.iloc[:, c].isna().all() else "")
                 raise ResponseDataError(
                     f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), column "
                     f"{df.columns[c]!r}; scores must be numbers in [0, 1] or blank for missing"
-                )
+                    + column)
         return numeric.to_numpy(dtype=float)
 
     @classmethod
