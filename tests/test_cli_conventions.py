@@ -136,6 +136,18 @@ def test_bundled_names_mean_one_bank_everywhere(capsys):
     assert json.loads(capsys.readouterr().out)["n_items"] == 839
 
 
+def test_info_prints_words_not_python_dicts(capsys):
+    """`atlas info` names each parameter and prints its spread as `min 0.3, q05 1.9, ...`, and
+    flagged items by id: no `{'min': ...}` or `[]` reprs on a reader's screen."""
+    assert main(["info", "arc"]) == 0
+    out = capsys.readouterr().out
+    assert "a (slope): min " in out and "b (difficulty, on theta's scale): min " in out
+    assert "{'" not in out and "[]" not in out and "['" not in out
+    assert re.search(r"items with c > 0\.5: \d+ \(\d+(, \d+)*\)", out), out
+    assert main(["info", "arc", "--json"]) == 0            # the JSON keeps its keys
+    assert json.loads(capsys.readouterr().out)["quantiles"]["a"]["min"] > 0
+
+
 def test_missing_content_bank_points_to_the_paper_bank():
     for bench in catalogue.CONTENT_BENCHMARKS:
         try:
