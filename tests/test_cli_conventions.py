@@ -302,3 +302,11 @@ def test_library_warnings_print_as_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "warning: 1 item(s) have the same response from every subject" in err
     assert "UserWarning" not in err and ".py:" not in err
+
+
+def test_bound_margin_help_states_the_default_it_uses():
+    from atlascat.cli.cmd_simulate import HELP
+    from atlascat.scorelink.settings import BOUND_MARGIN
+
+    assert f"[default: {100 * BOUND_MARGIN:g}% of the scale: {BOUND_MARGIN:g} on 0-1]" in \
+        HELP["bound_margin"]

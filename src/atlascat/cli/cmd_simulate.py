@@ -153,7 +153,7 @@ HELP = {
                   "(chance) or the top of the link's curve.",
     "bound_margin": "Floor/top stop: how close (in score units: 0-1, or a bank folder's "
                     "--score-range scale) to the curve's lowest/highest "
-                    "value counts as there.",
+                    "value counts as there. [default: 2% of the scale: 0.02 on 0-1]",
 }
 
 
