@@ -44,6 +44,10 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8", newline="")
 
 
+#: column names that count a response pattern's rows (a hint for --freq-column)
+_FREQ_NAMES = ("freq", "frequency", "count", "counts", "n", "weight", "weights")
+
+
 def _first_dupes(values) -> dict:
     seen: dict[str, list[int]] = {}
     for i, v in enumerate(values):
@@ -156,10 +160,16 @@ class ResponseMatrix:
                        for r in dup.values())
             hint = (f"; {same} of them repeat identical rows: keep one of each (pandas: "
                     "df[~df.index.duplicated()])" if same else "")
+            fix = f"each subject must appear once: merge or rename the rows{hint}"
+            if all(str(x) in ("0", "1", "0.0", "1.0") for x in dup):   # scores, not names
+                freq = next((str(c) for c in iids if str(c).lower() in _FREQ_NAMES), None)
+                fix = "the first column holds 0/1 scores, not model ids: " + (
+                    f"a table of response patterns counted in column {freq!r} needs "
+                    f"--freq-column {freq} (Python: freq_column={freq!r})" if freq else
+                    "put each model's id in the first column")
             raise ResponseDataError(
                 f"duplicate subject id {k!r} at rows {rows} ({len(dup)} duplicated id(s) in all); "
-                f"each subject must appear once: merge or rename the rows{hint}"
-            )
+                + fix)
         dup = _first_dupes(iids.tolist())
         if dup:
             k, cols = next(iter(dup.items()))
