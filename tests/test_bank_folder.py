@@ -552,3 +552,16 @@ def test_a_matrix_with_models_as_columns_is_flagged(tmp_path, rng):
     assert said and said[0].startswith("70 models x 25 items"), build_warnings(turned.manifest)
     right = build_bank(tmp_path / "right.csv", tmp_path / "right", seed=0)
     assert not [w for w in build_warnings(right.manifest) if "transpose" in w]
+
+
+def test_a_metric_atlas_cannot_compute_is_said_at_build_time():
+    """Items kept as `metric:<name>` cannot be scored live from a model's outputs: the build
+    says so (and which subjects can ask them) instead of leaving it to the first live run."""
+    from atlascat.bankdir.builder import build_warnings
+
+    def manifest(rules):
+        return {"requests": {"n_items": 10, "rules": rules, "rule_agreement_min": None}}
+
+    said = [w for w in build_warnings(manifest(["metric:judge_score"])) if "cannot compute" in w]
+    assert said and "'judge_score'" in said[0] and "--subject cmd:COMMAND" in said[0]
+    assert not [w for w in build_warnings(manifest(["acc_norm", "mc2"])) if "cannot" in w]

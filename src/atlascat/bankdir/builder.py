@@ -438,6 +438,11 @@ def build_warnings(manifest: dict) -> list[str]:
                    f"100%, the worst {req['rule_agreement_min']:.0%}): a live run scores a new "
                    "model by this rule, not as the harness scored the logged models; check "
                    "--metric and --filter, or ask live with --subject cmd:COMMAND")
+    opaque = [r.split(":", 1)[1] for r in req.get("rules", []) if r.startswith("metric:")]
+    if opaque:
+        out.append(f"items scored by {', '.join(repr(m) for m in opaque)}, a metric atlas "
+                   "cannot compute from a model's outputs: a live run asks them only through "
+                   "--subject cmd:COMMAND (your harness scores each item) or replay:")
     n_items = manifest.get("items", {}).get("n_results") or 0
     n_models = manifest.get("n_models") or 0
     budget = manifest.get("settings", {}).get("budget") or 0
