@@ -310,3 +310,14 @@ def test_bound_margin_help_states_the_default_it_uses():
 
     assert f"[default: {100 * BOUND_MARGIN:g}% of the scale: {BOUND_MARGIN:g} on 0-1]" in \
         HELP["bound_margin"]
+
+
+def test_atlas_alone_prints_its_help_as_help(capsys):
+    """`atlas` with no command shows the usage and the command list line by line (not folded
+    into one 'error: Usage: ...' line), and exits 2 as any usage error."""
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert lines[0].startswith("Usage: ") and not err.startswith("error:")
+    assert any(ln.strip().startswith("evaluate ") for ln in lines)
+    assert any(ln.strip().startswith("build-bank ") for ln in lines)
