@@ -571,3 +571,20 @@ def test_build_bank_wrong_task_or_path_says_what_is_there(tmp_path, capsys):
         assert rc == 2 and "\n" not in line and line.startswith("error: "), line
         for needle in needles:
             assert needle in line, (needle, line)
+
+
+def test_build_bank_chance_in_percent_and_scores_for_few_models(ws, tmp_path, capsys):
+    """--chance 25 (a percent) is told its 0-1 value; --scores naming a few of the models says
+    how many it covers and one it lacks; both before any calibration, one line, exit 2."""
+    resp = pd.read_csv(ws / "resp.csv", index_col=0)
+    pd.DataFrame({"model": resp.index[:5], "score": resp.mean(axis=1)[:5]}).to_csv(
+        tmp_path / "few.csv", index=False)
+    for extra, needles in ((["--chance", "25"], ["--chance 25 is outside 0-1", "give 0.25"]),
+                           (["--scores", str(tmp_path / "few.csv")],
+                            ["only 5 of the", "none for", "under its id"])):
+        rc = main(["build-bank", str(ws / "resp.csv"), "-o", str(tmp_path / "b"), *extra])
+        line = capsys.readouterr().err.strip()
+        assert rc == 2 and line.startswith("error: ") and "\n" not in line, line
+        for needle in needles:
+            assert needle in line, (needle, line)
+

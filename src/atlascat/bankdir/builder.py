@@ -521,6 +521,10 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     if logs is not None and logs.score_range is not None:
         score_range = tuple(map(float, logs.score_range))
     if chance is not None:        # on the folder's scale, as every score it is given
+        if score_range is None and not 0.0 <= float(chance) <= 1.0:
+            raise ConfigError(f"--chance {float(chance):g} is outside 0-1" + (
+                f": a percent? give {float(chance) / 100:g}" if 1 < float(chance) <= 100
+                else "") + " (a metric on another scale: give --score-range LO HI)")
         chance = _on_scale(float(chance), score_range, "--chance")
     n = rm.n_subjects
     if n < min_models:
@@ -536,8 +540,12 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         score_note = f"each model's mean score over all {rm.n_items} items"
     s = published.to_numpy(float)
     if np.isfinite(s).sum() < min_models:
-        raise ConfigError(f"only {int(np.isfinite(s).sum())} models have a score; the link "
-                          f"needs at least {min_models}")
+        lacking = [m for m, v in zip(models, s) if not np.isfinite(v)]
+        where = (f"--scores {str(scores)!r} gives a score to only {int(np.isfinite(s).sum())} "
+                 f"of the {len(models)} models (none for {lacking[0]!r}, ...): give each "
+                 "model's score under its id in the results" if scores is not None else
+                 f"only {int(np.isfinite(s).sum())} models have a score")
+        raise ConfigError(f"{where}; the link needs at least {min_models}")
     if scores is not None:
         check_scores_rise(s, np.nanmean(rm.values, axis=1), scores)
     if name:
