@@ -4,6 +4,7 @@ same items and theta as the ordinal adaptive test replayed in memory."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -109,18 +110,47 @@ def test_replay_asks_what_simulate_asks_and_every_reader_agrees(root, tmp_path):
     assert res["theta"] == pytest.approx(person["theta"], abs=1e-9)
     assert res["se"] == pytest.approx(person["se"], abs=1e-9)
     assert res["stop_reason"] == person["stop_reason"] == "max_items"
-    # the observed share of the scale: each rating's (r - 1) / 3, averaged
-    credit = (administered["score"] - 1) / 3
-    assert res["observed_score"] == pytest.approx(credit.mean())
-    page = Path(res["report"]).read_text()   # one 1-4 scale: the mean rating on it
+    pred = res["prediction"]   # the predicted mean rating: simulate's person row gives the same
+    assert [person["score"], person["score_lo"], person["score_hi"]] == \
+        pytest.approx([pred["score"], pred["lo"], pred["hi"]], abs=1e-12)
+    # one 1-4 scale: every reader gives the ratings and their mean on it, as the CLI prints
+    ratings = administered["score"].astype(float)
+    assert res["scale"] == [1.0, 4.0] and res["scores"] == ratings.astype(int).tolist()
+    assert res["observed_score"] == pytest.approx(ratings.mean())
+    assert res["score_sum"] == pytest.approx(ratings.sum())
+    assert 1.0 <= res["model_based_score"] <= 4.0
+    page = Path(res["report"]).read_text()
     assert (f"observed mean score (over the items asked, on the metric&#x27;s own scale)</td>"
-            f"<td>{administered['score'].mean():.1f}<") in page and "pending" not in page
-    runs = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite"), "--json"])
+            f"<td>{ratings.mean():.1f}<") in page and "pending" not in page
+    first_row = re.search(r"<tr><td class='num'>1</td>(.*?)</tr>", page).group(1)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", first_row)   # item, question, answer, key, score
+    assert cells[4] == f"{ratings.iloc[0]:g}"               # the first rating, as given
+    db = str(out / "runs.sqlite")
+    runs = CliRunner().invoke(app, ["runs", "--db", db, "--json"])
     assert runs.exit_code == 0, runs.output
     row = json.loads(runs.output)
     row = row[0] if isinstance(row, list) else row
     assert row["theta"] == pytest.approx(res["theta"]) and row["se"] == pytest.approx(res["se"])
     assert int(row["n_items"]) == MAX_ITEMS
+    for key in ("observed_score", "model_based_score", "score_sum"):
+        assert row[key] == pytest.approx(res[key]), key
+    one = CliRunner().invoke(app, ["runs", "--db", db, "--run", res["run_id"], "--json"])
+    assert one.exit_code == 0, one.output
+    one = json.loads(one.output)
+    assert [s["score"] for s in one["steps"]] == ratings.tolist()   # not mapped twice
+    for key in ("observed_score", "model_based_score", "score_sum"):
+        assert one["run"][key] == pytest.approx(res[key]), key
+    table = CliRunner().invoke(app, ["runs", "--db", db, "--run", res["run_id"]])
+    first = next(ln for ln in table.output.splitlines() if administered["item_id"][0] in ln)
+    assert first.split()[3] == f"{ratings.iloc[0]:g}"
+    from atlascat.live.runner import RunResult
+
+    store = RunStore(out / "runs.sqlite")
+    mine = RunResult.from_store(store, res["run_id"])
+    assert (mine.observed_score, mine.scale) == (pytest.approx(ratings.mean()), [1.0, 4.0])
+    unit = RunResult.from_store(store, res["run_id"], unit=True)   # as stored: the credits
+    assert unit.observed_score == pytest.approx(((ratings - 1) / 3).mean())
+    assert unit.scale is None and unit.scores == mine.scores
 
 
 def test_a_command_rates_the_items_as_the_recorded_ratings_and_resumes(root, tmp_path):
@@ -223,9 +253,10 @@ def test_a_gpcm_bank_runs_live_from_python_as_in_memory(root, tmp_path):
     assert row["items"] == list(sim.administered["item_id"])
     assert row["scores"] == [int(v) for v in sim.administered["score"]]
     assert row["theta"] == pytest.approx(sim.persons["theta"].iloc[0], abs=1e-12)
-    # model-based: the expected share of each item's scale (ratings 1-4) at theta
+    # model-based: the mean rating expected at theta, on the items' one scale (1-4)
     expected = ref.load().expected_score(row["theta"])
-    assert row["model_based_score"] == pytest.approx(float(np.mean((expected - 1) / 3)))
+    assert row["model_based_score"] == pytest.approx(float(np.mean(expected)))
+    assert row["scale"] == [1.0, 4.0]
 
 
 def test_each_examinee_own_stream_asks_what_its_session_asks(root):

@@ -107,6 +107,10 @@ def test_ordinal_prediction_is_the_expected_mean_rating(root):
     mixed = ordinal_prediction(rubric, 0.4, 0.3)                     # two scales: shares
     assert "scale" not in mixed and 0 < mixed["lo"] < mixed["score"] < mixed["hi"] < 1
     assert mixed["metric"] == "mean rating, as a share of each item's scale"
+    p = rubric.probability(np.array([0.4]))[:, 0, :]
+    shares = [np.nansum(p[0] * np.arange(10.0)) / 9, np.nansum(p[1] * np.arange(10.0)) / 9,
+              np.nansum(p[2, :4] * np.arange(4.0)) / 3]
+    assert mixed["score"] == pytest.approx(np.mean(shares), rel=1e-10)
 
 
 def test_live_graded_run_reads_the_same_in_cli_json_runs_and_html(root, tmp_path):

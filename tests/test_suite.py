@@ -434,3 +434,22 @@ def test_neighbour_correction_end_to_end_on_model_families(suite):
     assert again.neighbours.k == nb.k and again.neighbours.tau == nb.tau
     back = simulate_suite(suite.replace(joint_link=again), mats, cfg, subject_ids=held).scores
     assert np.allclose(back["average"], res.scores["average"], atol=1e-5)
+
+
+def test_a_member_named_like_a_shipped_bank_is_that_bank_whatever_the_working_folder(
+        tmp_path, monkeypatch):
+    """A folder of the working directory named like a member (left by `evaluate -o arc`) does
+    not replace the shipped bank a suite names; a folder beside the suite's file does."""
+    (tmp_path / "work" / "arc").mkdir(parents=True)          # not a bank folder
+    monkeypatch.chdir(tmp_path / "work")
+    spec = {"name": "mine", "members": [{"name": "arc", "bank": "arc", "weight": 1.0}]}
+    (tmp_path / "mine.json").write_text(json.dumps(spec))
+    s = load_suite(tmp_path / "mine.json")
+    assert s.members[0].source == "arc" and len(s.members[0].bank) > 0
+    from atlascat.catalogue import BankRef
+
+    live = BankRef.from_option(tmp_path / "mine.json", kinds=("suite",)).load()  # a live run's
+    assert len(live) == len(s.members[0].bank)
+    (tmp_path / "arc").mkdir()                               # beside the suite: it is meant
+    with pytest.raises(BankError, match="suite member 'arc'"):
+        load_suite(tmp_path / "mine.json")

@@ -274,6 +274,11 @@ def fit_link(bank, responses, scores, *, benchmark: str, seed: int = 0,
     return est.fit(bank, responses, scores, population_scores=population_scores).link_
 
 
+#: fixed test lengths at which :func:`cross_fit_factor` also measures the interval's coverage
+#: of held-out models (shorter than the budget's test), for the link's length factor
+CHECK_LENGTHS = (5, 10, 20)
+
+
 def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int = 0,
                      folds: int = 5, budget: int = 50, chance=None) -> dict:
     """How much the link's 95% interval must widen to cover models it was not fitted on.
@@ -286,54 +291,103 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
     (outside it the interval already reaches the bound the data cannot exclude). In-sample
     replays overstate a small population's precision: the items were calibrated on the very
     answers they replay (HELM MMLU, 20 source models: 47% of held-out models inside the
-    in-sample interval). Returns {"factor", "folds", "ratio_q95", "n", "coverage_before"}.
+    in-sample interval).
+
+    A shorter test than the budget's is checked too: the same models take tests of each
+    fixed length k in :data:`CHECK_LENGTHS` below the budget's median length K, and q_k, the
+    95% quantile of their r, gives the multiplier max(1, q_k / factor) at k (1 at K, never
+    rising with k): the link's :attr:`~atlascat.scorelink.ScoreLink.length_factor`. The
+    answer correction and the interval scales are fitted on tests of the budget's length, and
+    a short test's error is larger than their spread says. Returns {"factor", "folds",
+    "ratio_q95", "n", "coverage_before", "length_factor" ({"counts", "factors"}, or None
+    when the budget's test is no longer than the shortest check)}.
     """
     from ..cat.config import CATConfig
-    from ..cat.simulate import simulate_cat
-    from ..irt.calibrate import calibrate
-    from ..scorelink.curve import knots_for
-    from ..responses import ResponseMatrix
 
     y_all = np.asarray(responses, float)
     s_all = np.asarray(scores, float)
     n = y_all.shape[0]
     fold_of = np.random.default_rng([seed, 11]).permutation(n) % int(folds)
-    ratios, inside = [], []
+    lengths = [k for k in CHECK_LENGTHS if k < min(30, int(budget))]
+    ratios = {k: ([], []) for k in [None, *lengths]}   # None: the budget's test
+    counts = []
     for k in range(int(folds)):
         test = fold_of == k
-        tr = ~test & np.isfinite(s_all)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # an item no fold model answered: NaN, left out
-            keep_items = np.nanstd(y_all[tr], axis=0) > 0
-        rm_tr = ResponseMatrix(y_all[tr][:, keep_items], [f"m{i}" for i in np.flatnonzero(tr)],
-                               [str(j) for j in np.flatnonzero(keep_items)], on_empty="keep")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            bank = calibrate(rm_tr, model=model, random_state=int(seed), dispersion="auto").bank
-        cols = np.asarray([int(i) for i in bank.item_ids])
-        m = int(tr.sum())
-        link = fit_link(bank, y_all[tr][:, cols], s_all[tr], benchmark=benchmark, seed=seed,
-                        max_items=budget, chance=chance, extra_se_stops=(),
-                        min_models=min(m, 16), n_knots=knots_for(m))
+        bank, link, cols = _fold_link(y_all, s_all, ~test & np.isfinite(s_all), model=model,
+                                      benchmark=benchmark, seed=seed, budget=budget,
+                                      chance=chance)
         top = min(int(budget), len(bank))
-        cfg = CATConfig(se_stop=0.1, min_items=min(30, top), max_items=top)
         yt = y_all[test][:, cols]
-        res = simulate_cat(bank, cfg, responses=yt, rng=np.random.default_rng([seed, 12, k]))
-        th = res.persons["theta"].to_numpy(float)
-        se = res.persons["se"].to_numpy(float)
-        score, lo, hi, flag = link.predict_many(th, se, asked=res.asked_mask(),
-                                                y=np.nan_to_num(yt), flags=True)
-        st = s_all[test]
-        half = np.where(st >= score, hi - score, score - lo)
-        r = np.abs(st - score) / np.maximum(half, 1e-9)
-        ok = np.isfinite(r) & np.isfinite(st)
-        ratios.extend(r[ok].tolist())
-        inside.extend([f in ("", "misfit") for f in flag[ok]])
-    ratios, inside = np.asarray(ratios), np.asarray(inside, bool)
-    use = ratios[inside] if inside.sum() >= 10 else ratios
-    q = float(np.quantile(use, 0.95)) if use.size else 1.0
-    return {"factor": max(1.0, q), "folds": int(folds), "ratio_q95": q, "n": int(use.size),
-            "coverage_before": float(np.mean(ratios <= 1.0)) if ratios.size else float("nan")}
+        for length in ratios:
+            cfg = (CATConfig(se_stop=0.1, min_items=min(30, top), max_items=top)
+                   if length is None else
+                   CATConfig(min_items=min(length, top), max_items=min(length, top)))
+            r, inside, asked = _held_out_ratios(bank, link, cfg, yt, s_all[test],
+                                                np.random.default_rng([seed, 12, k]))
+            ratios[length][0].extend(r.tolist())
+            ratios[length][1].extend(inside.tolist())
+            if length is None:
+                counts.extend(asked.tolist())
+
+    def q95(length):
+        r, inside = (np.asarray(v) for v in ratios[length])
+        use = r[inside.astype(bool)] if inside.sum() >= 10 else r
+        return (float(np.quantile(use, 0.95)) if use.size else 1.0), r
+
+    q, every = q95(None)
+    factor = max(1.0, q)
+    out = {"factor": factor, "folds": int(folds), "ratio_q95": q, "n": int(every.size),
+           "coverage_before": float(np.mean(every <= 1.0)) if every.size else float("nan"),
+           "length_factor": None}
+    full = float(np.median(counts)) if counts else 0.0
+    lengths = [k for k in lengths if k < full]
+    if lengths:
+        mult = np.array([max(1.0, q95(k)[0] / factor) for k in lengths] + [1.0])
+        mult = np.maximum.accumulate(mult[::-1])[::-1]      # never rising with the length
+        out["length_factor"] = {"counts": [float(k) for k in lengths] + [full],
+                                "factors": [float(v) for v in mult]}
+    return out
+
+
+def _fold_link(y_all, s_all, train, *, model, benchmark, seed, budget, chance):
+    """(bank, link, the bank's columns of ``y_all``) calibrated and fitted on the ``train``
+    models alone (the items none of them answered differently left out)."""
+    from ..irt.calibrate import calibrate
+    from ..responses import ResponseMatrix
+    from ..scorelink.curve import knots_for
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an item no fold model answered: NaN, left out
+        keep_items = np.nanstd(y_all[train], axis=0) > 0
+    rm_tr = ResponseMatrix(y_all[train][:, keep_items], [f"m{i}" for i in np.flatnonzero(train)],
+                           [str(j) for j in np.flatnonzero(keep_items)], on_empty="keep")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bank = calibrate(rm_tr, model=model, random_state=int(seed), dispersion="auto").bank
+    cols = np.asarray([int(i) for i in bank.item_ids])
+    m = int(train.sum())
+    link = fit_link(bank, y_all[train][:, cols], s_all[train], benchmark=benchmark, seed=seed,
+                    max_items=budget, chance=chance, extra_se_stops=(),
+                    min_models=min(m, 16), n_knots=knots_for(m))
+    return bank, link, cols
+
+
+def _held_out_ratios(bank, link, cfg, y, s, rng):
+    """Each held-out model's r = |score - prediction| / (its interval's half-width on the
+    error's side) after the adaptive test ``cfg`` on its answers ``y``; whether the link
+    counts it inside its data; and its number of answers."""
+    from ..cat.simulate import simulate_cat
+
+    res = simulate_cat(bank, cfg, responses=y, rng=rng)
+    th = res.persons["theta"].to_numpy(float)
+    se = res.persons["se"].to_numpy(float)
+    asked = res.asked_mask()
+    score, lo, hi, flag = link.predict_many(th, se, asked=asked, y=np.nan_to_num(y), flags=True)
+    half = np.where(s >= score, hi - score, score - lo)
+    r = np.abs(s - score) / np.maximum(half, 1e-9)
+    ok = np.isfinite(r) & np.isfinite(s)
+    inside = np.array([f in ("", "misfit") for f in flag[ok]], bool)
+    return r[ok], inside, asked.sum(1)[ok]
 
 
 def widen(link, factor: float):
@@ -592,6 +646,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         cf = cross_fit_factor(y, s, model=bank.model, benchmark=bench, seed=seed, folds=folds,
                               budget=budget, chance=chance)
         widen(link, cf["factor"])
+        link.length_factor = (None if cf["length_factor"] is None else
+                              {k: np.asarray(v, float) for k, v in cf["length_factor"].items()})
         link.info["cross_fit"] = cf
     from ..predict import BenchmarkPredictor
     from ..predict.predictor import RIDGE_FIT_MIN_MODELS

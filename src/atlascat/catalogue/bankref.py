@@ -25,7 +25,7 @@ from ..errors import BankError, BankFolderError, BankKindError, ConfigError
 from .banks import bank_names, is_bundled_name, load_bank
 from .suites import SEP, bundled_suites, read_suite, suite_members, suite_path
 
-__all__ = ["BankRef", "KINDS", "ONE_BANK", "NOT_FOUND", "composite_bank"]
+__all__ = ["BankRef", "KINDS", "ONE_BANK", "NOT_FOUND", "composite_bank", "suite_member_ref"]
 
 #: the kinds of bank reference (see the module docstring)
 KINDS = ("shipped", "file", "dir", "suite")
@@ -255,14 +255,30 @@ def _stamp(path: str) -> tuple:
         return ()
 
 
+def suite_member_ref(text: str, base, *, option: str) -> BankRef:
+    """A suite member's bank: a path beside the suite's file (``base``, its folder), else a
+    bundled bank's name, else a path as given (from the working directory). A folder of the
+    working directory that shares a bundled name (left by ``evaluate -o arc``) does not
+    replace a shipped suite's member."""
+    kinds = ("shipped", "dir")
+    given = Path(text).expanduser()
+    near = None if base is None or given.is_absolute() else Path(base) / given
+    if near is not None and near.exists():
+        return BankRef.from_option(near, option=option, kinds=kinds)
+    if is_bundled_name(text.lower()):
+        return BankRef("shipped", text.lower())
+    return BankRef.from_option(text, option=option, kinds=kinds)
+
+
 @functools.lru_cache(maxsize=32)
 def _load_bank(ref: BankRef, stamp):
     from ..irt.bank import ItemBank
 
     if ref.kind == "suite":
-        members = [(name, BankRef.from_option(spec, option=f"suite member {name!r}",
-                                              kinds=("shipped", "dir")).load(), spec)
-                   for name, spec, _ in suite_members(read_suite(_suite_file(ref.name)))]
+        file = _suite_file(ref.name)
+        members = [(name, suite_member_ref(spec, Path(file).parent,
+                                           option=f"suite member {name!r}").load(), spec)
+                   for name, spec, _ in suite_members(read_suite(file))]
         return composite_bank(members)
     if ref.kind == "dir":
         return _load_folder(ref.name).bank

@@ -36,6 +36,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ref = pd.Series(values, index=ids)
         res.persons["true_theta"] = ref[~ref.index.duplicated()].reindex(
             res.persons.subject_id).to_numpy(float)
+    predicted = _predicted_mean_rating(pb, res.persons, bank)
     out.mkdir(parents=True, exist_ok=True)
     res.persons.to_csv(out / "person_scores.csv", index=False)
     if o.selected:
@@ -57,7 +58,8 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
                             "exposure": config.exposure.method,
                             "r_max": (config.exposure.r_max
                                       if config.exposure.method == "eligibility" else None),
-                            "seed": o.seed}}
+                            "seed": o.seed},
+               **predicted}
     if "true_theta" in p:
         ok = np.isfinite(p.true_theta)
         summary["rmse"] = float(np.sqrt(np.mean((p.theta[ok] - p.true_theta[ok]) ** 2)))
@@ -66,7 +68,8 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     rows = [("examinees", summary["n_examinees"]),
             ("items mean", f"{summary['items_mean']:.1f}"),
             ("SE mean", f"{summary['se_mean']:.3f}"),
-            ("largest exposure", f"{summary['exposure_max']:.2f}")]
+            ("largest exposure", f"{summary['exposure_max']:.2f}"),
+            _predicted_row(predicted)]
     if "rmse" in summary:
         rows.append(("RMSE vs true theta", f"{summary['rmse']:.3f}"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
@@ -75,6 +78,32 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
                   f"{'selected_items.csv, ' if o.selected else ''}"
                   f"{'selected_items/, ' if o.selected_folder else ''}item_exposure.csv, "
                   "summary.json)")
+
+
+def _predicted_mean_rating(pb, persons, bank: str) -> dict:
+    """Each examinee's predicted mean rating over the whole bank with its 95% interval
+    (``score``, ``score_lo``, ``score_hi`` added to ``persons``: what a live run of the model
+    predicts, :meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`), and the summary's
+    figures: benchmark (the bank file's name), metric, scale, the means of the score and of
+    the interval's width."""
+    from ..catalogue import BankRef
+
+    score, lo, hi = pb.mean_rating_interval(persons["theta"], persons["se"])
+    persons["score"], persons["score_lo"], persons["score_hi"] = score, lo, hi
+    scale = pb.rating_scale()
+    return {"benchmark": BankRef.from_option(bank).title,
+            "metric": "mean rating" if scale else "mean rating, as a share of each item's scale",
+            "scale": list(scale) if scale else [0.0, 1.0],
+            "score_mean": float(score.mean()), "width_mean": float((hi - lo).mean())}
+
+
+def _predicted_row(figures: dict) -> tuple[str, str]:
+    """The summary table's row of the predicted mean rating: on the items' scale, or percent
+    of each item's own."""
+    unit, points = (1.0, "") if figures["metric"] == "mean rating" else (100.0, "%")
+    return (f"predicted {figures['benchmark']} score mean (95% width)",
+            f"{unit * figures['score_mean']:.1f}{points} "
+            f"({unit * figures['width_mean']:.1f} points)")
 
 
 def _check_options(o) -> None:

@@ -134,13 +134,12 @@ def format_result(row: dict, held: str | None = None) -> str:
 def _rating_line(row: dict, scale) -> str | None:
     """An ordinal run's ratings: the observed mean rating (over the items asked) and the
     model-based one (expected over the bank at theta), on the rating ``scale`` (low, high) its
-    items share; else each rating as a share of its item's scale, (r - lowest) / (highest -
-    lowest)."""
+    items share, as the row gives them (``on_metric_scale``); else each rating as a share of
+    its item's scale, (r - lowest) / (highest - lowest)."""
     obs, mod, n = row.get("observed_score"), row.get("model_based_score"), row.get("n_items")
 
     def on(v):
-        return (f"{scale[0] + (scale[1] - scale[0]) * v:.1f}" if scale is not None
-                else f"{100 * v:.1f}%")
+        return f"{v:.1f}" if scale is not None else f"{100 * v:.1f}%"
 
     parts = ([f"observed {on(obs)} (over the {n} items asked)"] if obs is not None else []) + \
         ([f"model-based {on(mod)} (expected over the bank at theta)"] if mod is not None else [])

@@ -97,13 +97,16 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
             "answer_chars"]
     from ..live.report import (describe_prediction, on_metric_scale, protocol_name,
                                protocol_value, score_name)
+    from ..live.scale import stored_scale
     from ..live.service import predict_run
 
     lb = predict_run(store, run_id)   # the number evaluate, `atlas runs` and the page show
-    scale = lb.get("scale")           # a --score-range folder: every score on its scale
+    scale = stored_scale(info["bank_ref"])   # a metric's own scale: every score on it
     records = [on_metric_scale(r, scale, steps=True) for r in steps[cols].to_dict("records")]
     if as_json:
         run = on_metric_scale({k: v for k, v in info.items() if k != "session"}, scale)
+        if info["kind"] == "suite":  # no theta: its columns hold the average, as the list says
+            run.update(theta=None, se=None, model_based_score=None)
         run["protocol"] = protocol_value(info.get("protocol"), info.get("bank_ref"))
         typer.echo(json.dumps({"run": run, "prediction": lb, "steps": records}, default=str))
         return
@@ -140,7 +143,9 @@ def _list_runs(stores, as_json: bool) -> None:
     if as_json:
         from ..live.report import on_metric_scale, protocol_value
 
-        records = json.loads(df.to_json(orient="records"))
+        # every number as stored (results.json and --run --json give them so; to_json would
+        # round them to 10 significant digits)
+        records = df.astype(object).where(df.notna(), None).to_dict("records")
         records = [on_metric_scale(rec, lb.get("scale")) for rec, lb in zip(records, predictions)]
         for rec, lb in zip(records, predictions):
             rec["prediction"] = lb

@@ -272,6 +272,33 @@ class PolyBank:
         e = np.einsum("jqk,jk->qj", p, np.nan_to_num(self.scores()))
         return e.reshape(theta.shape + (len(self),))
 
+    def rating_scale(self) -> tuple[float, float] | None:
+        """(lowest, highest) level when every item shares them (a judge's 1-10), else None:
+        items on several scales."""
+        ends = {(float(lv[0]), float(lv[-1])) for lv in self.levels}
+        return ends.pop() if len(ends) == 1 else None
+
+    def mean_rating(self, theta) -> np.ndarray:
+        """The mean rating expected over all the items at theta, E[R | theta] = mean_j sum_k
+        level_jk P_jk(theta) (Samejima, 1969; Muraki, 1992), on the scale the items share
+        (:meth:`rating_scale`); items on several scales: each item's expectation as a share of
+        its own scale, (E_j - lowest_j) / (highest_j - lowest_j), averaged (0-1).
+        ``theta.shape``; it rises with theta where every slope a_j > 0."""
+        expected = self.expected_score(theta)
+        if self.rating_scale() is not None:
+            return expected.mean(axis=-1)
+        low = np.array([lv[0] for lv in self.levels], dtype=float)
+        high = np.array([lv[-1] for lv in self.levels], dtype=float)
+        return ((expected - low) / np.where(high > low, high - low, 1.0)).mean(axis=-1)
+
+    def mean_rating_interval(self, theta, se, z: float = 1.96):
+        """(mean rating, low, high) at theta +- SE (:meth:`mean_rating`): the estimate at
+        theta and the 95% interval of its values at theta -+ z SE (a monotone map of theta's
+        interval), each of ``theta``'s shape."""
+        theta, se = np.broadcast_arrays(np.asarray(theta, float), np.asarray(se, float))
+        lower, mid, upper = self.mean_rating(np.stack([theta - z * se, theta, theta + z * se]))
+        return mid, np.minimum(lower, upper), np.maximum(lower, upper)
+
     # ------------------------------------------------------------------ conversion
     @classmethod
     def from_item_bank(cls, bank) -> "PolyBank":

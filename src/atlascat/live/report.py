@@ -586,6 +586,10 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         kv.append(("last error", info["error"]))
     warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
     path = _predictor_path(info, (leaderboard or {}).get("scale")) if suite is None else None
+    if path is not None and "round" in answered:   # each step: the prediction after its
+        # round (its answers come in together), as the step's line prints it
+        ends = answered.dropna(subset=["round"]).groupby("round")["step"].max().to_dict()
+        path = [path[int(ends.get(r, k))] for k, r in zip(answered["step"], answered["round"])]
     if suite is not None:
         est, est_se, scale, spec = "average %", "SE (points)", 100.0, ".1f"
     elif path is not None:
@@ -604,8 +608,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
             else ""
         score = rec["score"]
         mark = ("<span class='pill'>pending</span>" if score is None else
+                f"{float(score):g}" if ordinal else      # a rating, on its own scale
                 _on_scale(score, own) if own else
-                f"{float(score):g}" if ordinal else
                 f"{float(score):.2f}" if continuous else      # as the step lines print it
                 "<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>")

@@ -1,40 +1,56 @@
-"""A run's scores on a bank folder's metric scale (``atlas build-bank --score-range LO HI``).
+"""A run's scores on its metric's own scale: a bank folder's (``atlas build-bank --score-range
+LO HI``) or the rating scale an ordinal bank's items share (a judge's 1-10).
 
-The run store keeps every item score on [0, 1] (the scale the bank is modelled on); what a run
-gives back, :class:`~atlascat.live.runner.RunResult`, ``results.json`` and ``atlas runs``, reads
-on the metric's own scale: low + (high - low) x score (:func:`on_metric_scale`), with the scale
-named beside the numbers (``scale``: [low, high]).
+The run store keeps every item score's credit on [0, 1] (the scale the bank is modelled on; an
+ordinal item's rating r as (r - lowest) / (highest - lowest)); what a run gives back,
+:class:`~atlascat.live.runner.RunResult`, ``results.json`` and ``atlas runs``, reads on the
+metric's own scale: low + (high - low) x credit (:func:`on_metric_scale`), with the scale
+named beside the numbers (``scale``: [low, high]). An ordinal item's score is stored as its
+rating, already on the scale (:class:`MetricScale` ``rated``).
 """
 from __future__ import annotations
 
-__all__ = ["SCALED_FIELDS", "on_metric_scale", "stored_scale"]
+from typing import NamedTuple
+
+__all__ = ["SCALED_FIELDS", "MetricScale", "on_metric_scale", "stored_scale"]
+
+
+class MetricScale(NamedTuple):
+    """A metric's own scale, [low, high]; ``rated``: the run's item scores are ratings, already
+    on it (only the sums and means, stored as credits on [0, 1], are mapped)."""
+
+    low: float
+    high: float
+    rated: bool = False
 
 #: a run row's item scores and means, stored on [0, 1], shown on a metric's own scale
 SCALED_FIELDS = ("observed_score", "model_based_score")
 
 
 def on_metric_scale(row: dict, scale, *, steps: bool = False) -> dict:
-    """A run's row (``results.json``, ``--json``, :meth:`RunResult.to_dict`) on a bank folder's
-    metric ``scale`` (low, high; ``atlas build-bank --score-range``), as every other output
-    reads it: each item score x (``scores``; ``steps``: the row is one step, its ``score``) as
-    low + (high - low) x, the means (:data:`SCALED_FIELDS`) likewise, ``score_sum`` as the sum
-    of the mapped scores, and ``scale`` added. The store keeps [0, 1]; ``scale`` None: ``row``
-    as it is."""
+    """A run's row (``results.json``, ``--json``, :meth:`RunResult.to_dict`) on its metric
+    ``scale`` (low, high, or a :class:`MetricScale`), as every other output reads it: each
+    item score x (``scores``; ``steps``: the row is one step, its ``score``) as low + (high -
+    low) x unless the scale is ``rated`` (ratings are on it already), the means
+    (:data:`SCALED_FIELDS`) likewise, ``score_sum`` as the sum of the mapped scores, and
+    ``scale`` added. The store keeps [0, 1]; ``scale`` None: ``row`` as it is."""
     if scale is None:
         return row
-    lo, hi = (float(v) for v in scale)
+    rated = bool(getattr(scale, "rated", False))
+    lo, hi = (float(v) for v in tuple(scale)[:2])
 
     def on(v):
         return None if v is None or v != v else lo + (hi - lo) * float(v)
 
     out = dict(row)
     if steps:
-        out["score"] = on(row.get("score"))
+        if not rated:
+            out["score"] = on(row.get("score"))
         return out
     for key in SCALED_FIELDS:
         if key in out:
             out[key] = on(out[key])
-    if "scores" in out:
+    if "scores" in out and not rated:
         out["scores"] = [on(v) for v in out["scores"]]
     if out.get("score_sum") is not None and out.get("n_items"):
         out["score_sum"] = lo * int(out["n_items"]) + (hi - lo) * float(out["score_sum"])
@@ -42,12 +58,13 @@ def on_metric_scale(row: dict, scale, *, steps: bool = False) -> dict:
     return out
 
 
-def stored_scale(bank_ref) -> tuple[float, float] | None:
-    """(low, high) of the metric scale of the bank folder a bank reference names (a
-    :class:`~atlascat.catalogue.bankref.BankRef`, or its stored text;
-    :func:`atlascat.bankdir.predict.metric_scale`), else None: another bank, a suite, no
-    reference, or a folder no longer readable (its scores are then given on [0, 1], said so
-    by an absent ``scale``)."""
+def stored_scale(bank_ref) -> MetricScale | None:
+    """The metric scale of the bank a bank reference names (a
+    :class:`~atlascat.catalogue.bankref.BankRef`, or its stored text): a bank folder's
+    (:func:`atlascat.bankdir.predict.metric_scale`), or the rating scale an ordinal bank
+    file's items share (:meth:`~atlascat.irt.polybank.PolyBank.rating_scale`, ``rated``);
+    else None: another bank, a suite, no reference, or a bank no longer readable (its scores
+    are then given on [0, 1], said so by an absent ``scale``)."""
     if not bank_ref:
         return None
     from ..catalogue.bankref import BankRef
@@ -55,10 +72,17 @@ def stored_scale(bank_ref) -> tuple[float, float] | None:
 
     try:
         ref = bank_ref if isinstance(bank_ref, BankRef) else BankRef.parse(bank_ref)
+        if ref.kind == "file":
+            from .subjects import is_ordinal
+
+            bank = ref.load()
+            scale = bank.rating_scale() if is_ordinal(bank) else None
+            return None if scale is None else MetricScale(*scale, rated=True)
         if ref.kind != "dir":
             return None
         from ..bankdir.predict import metric_scale
 
-        return metric_scale(ref.folder())
+        scale = metric_scale(ref.folder())
+        return None if scale is None else MetricScale(*scale)
     except (AtlasError, OSError):
         return None

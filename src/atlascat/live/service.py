@@ -107,27 +107,15 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
 
 def ordinal_prediction(bank, theta: float, se: float) -> dict:
     """{score, lo, hi, metric, scale} of an ordinal bank at theta +- SE: the mean rating
-    expected over all its items, E[R | theta] = mean_j sum_k level_jk P_jk(theta), with the
-    95% interval E[R | theta -+ 1.96 SE] (it rises with theta where every slope a_j > 0;
-    Samejima, 1969; Muraki, 1992), on the items' rating scale when they share one (the same
-    lowest and highest level); else each item's expectation as a share of its own scale,
-    (E_j - lowest_j) / (highest_j - lowest_j), averaged (0-1)."""
-    import numpy as np
-
-    low = np.array([lv[0] for lv in bank.levels])
-    high = np.array([lv[-1] for lv in bank.levels])
-    grid = np.array([theta - 1.96 * se, theta, theta + 1.96 * se], dtype=float)
-    expected = bank.expected_score(grid)                                   # (3, n_items)
-    common = bool((low == low[0]).all() and (high == high[0]).all())
-    if common:
-        values = expected.mean(axis=1)
-    else:
-        values = ((expected - low) / np.where(high > low, high - low, 1.0)).mean(axis=1)
-    out = {"score": float(values[1]), "lo": float(values[[0, 2]].min()),
-           "hi": float(values[[0, 2]].max()),
-           "metric": "mean rating" if common else "mean rating, as a share of each item's scale"}
-    if common:
-        out["scale"] = [float(low[0]), float(high[0])]
+    expected over all its items at theta, with the 95% interval of its values at theta -+ 1.96
+    SE (:meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`), on the items' rating scale
+    when they share one (``scale``), else as a share of each item's own (0-1)."""
+    score, lo, hi = bank.mean_rating_interval(theta, se)
+    scale = bank.rating_scale()
+    out = {"score": float(score), "lo": float(lo), "hi": float(hi),
+           "metric": "mean rating" if scale else "mean rating, as a share of each item's scale"}
+    if scale:
+        out["scale"] = list(scale)
     return out
 
 

@@ -376,6 +376,7 @@ class RunStore:
         out = _public(dict(row))
         for key in ("subject_json", "config_json", "prompt_json", "session_json"):
             out[key[:-5]] = json.loads(out.pop(key))
+        out["observed_score"] = _observed_score(out)
         return out
 
     # ------------------------------------------------------------------ one process per run
@@ -498,7 +499,7 @@ class RunStore:
                 state = "interrupted"
             r["state"] = state
             r["pending"] = pending.get(r["run_id"], 0)
-            r["observed_score"] = (r["score_sum"] / r["n_items"]) if r["n_items"] else None
+            r["observed_score"] = _observed_score(r)
         cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "score_sum",
                 "theta", "se", "observed_score", "model_based_score",
                 "stop_reason", "pending", "batch_size", "prompt_tokens",
@@ -672,6 +673,12 @@ def _score(value):
 #: the ``runs`` table's columns under the names a run's dict carries (results.json, ``atlas
 #: runs --json``): the sum and the model-based mean of the item scores, whatever the metric
 _PUBLIC_NAMES = {"n_correct": "score_sum", "accuracy": "model_based_score"}
+
+
+def _observed_score(run: dict) -> float | None:
+    """The mean item score over the items a run asked (right / asked for 0/1 items), as
+    stored: credits on [0, 1]; None before its first answer."""
+    return (run["score_sum"] / run["n_items"]) if run["n_items"] else None
 
 
 def _public(row: dict) -> dict:

@@ -220,6 +220,7 @@ def predict_batch(link, theta, se, answers: Answers | None = None) -> BatchPredi
         if g.any():
             base = link.corrections[key]["scale"] if key else link.interval_scale
             scale[g] = base * link._local(key or None, th[g])
+    scale = scale * link._length(ans.count)
     for k in np.unique(ans.count[ans.count > 0]):   # rows with k answers, summed together
         g = np.flatnonzero(ans.count == k)
         cols, ys = ans.cols[g, :k], ans.ys[g, :k]

@@ -98,7 +98,7 @@ class ScoreLink:
                  interval_scale: float = 1.0, item_ids=None, item_params=None, local_scale=None,
                  quantiles=None, info: Mapping | None = None, short_grid=None, se_anchor=None,
                  corrections: Mapping | None = None, anchor_items=None,
-                 support: Mapping | None = None):
+                 support: Mapping | None = None, length_factor: Mapping | None = None):
         self.benchmark = str(benchmark)
         self.theta_grid = np.asarray(theta_grid, float)
         self.score_grid = np.asarray(score_grid, float)
@@ -133,6 +133,18 @@ class ScoreLink:
             if c.get("local") is not None:
                 self.corrections[str(key)]["local"] = check_local(c["local"], self.theta_grid)
         self.anchor_items = [str(i) for i in (anchor_items or [])]
+        #: interval width multiplier by the number of answered items, {"counts", "factors"}
+        #: (measured on held-out models; :meth:`_length`), None: 1 at every length
+        self.length_factor = None
+        if length_factor is not None:
+            counts = np.asarray(length_factor["counts"], float)
+            factors = np.asarray(length_factor["factors"], float)
+            if counts.ndim != 1 or counts.shape != factors.shape or counts.size < 1 \
+                    or np.any(np.diff(counts) <= 0) or np.any(counts <= 0) \
+                    or np.any(~np.isfinite(factors)) or np.any(factors <= 0):
+                raise BankError("the score link's length factor needs increasing positive "
+                                "counts and one positive factor each")
+            self.length_factor = {"counts": counts, "factors": factors}
         self.support = self._normalize_support(support)
         self._bank_cache = None
         self._index = None   # item id -> column, built on first use (_answers)
@@ -355,7 +367,7 @@ class ScoreLink:
         key = self._correction_key(set(cols))
         r = self._correct(key, theta, cols, ys) if key else 0.0
         scale = (self.corrections[key]["scale"] if key else self.interval_scale) * float(
-            self._local(key, np.array([theta]))[0])
+            self._local(key, np.array([theta]))[0]) * float(self._length(len(cols)))
         th, sv = np.array([theta]), np.array([se])
         score, lo, hi = self._predict_arrays(th, sv, np.array([r]), scale)
         score, lo, hi, below, above = self.honest(th, sv, score, lo, hi)
@@ -389,6 +401,17 @@ class ScoreLink:
         if grid is None:
             return np.ones(np.shape(theta))
         return np.interp(theta, self.theta_grid, grid)
+
+    def _length(self, count) -> np.ndarray:
+        """The interval width multiplier of a test that answered ``count`` of the link's items:
+        :attr:`length_factor` interpolated in log count (its end values beyond its ends); 1
+        without answers or without a length factor."""
+        count = np.asarray(count, float)
+        if self.length_factor is None:
+            return np.ones(count.shape)
+        lf = self.length_factor
+        f = np.interp(np.log(np.maximum(count, 1.0)), np.log(lf["counts"]), lf["factors"])
+        return np.where(count > 0, f, 1.0)
 
     def _predict_arrays(self, theta, se, r, scale):
         score = np.clip(self.curve(theta, se) + r, 0.0, 1.0)
@@ -477,6 +500,8 @@ class ScoreLink:
         else:
             plain = ~np.asarray(asked, bool).any(1)
             scale[plain] = scale[plain] * self._local(None, theta[plain])
+        if asked is not None:
+            scale = scale * self._length(np.asarray(asked, bool).sum(-1))
         score, lo, hi = self._predict_arrays(theta, se, r, scale)
         score, lo, hi, below, above = self.honest(theta, se, score, lo, hi)
         if asked is not None and y is not None and self.item_params is not None:
@@ -529,6 +554,8 @@ class ScoreLink:
                                     **({"local": rounded(c["local"], 4)} if "local" in c else {})}
                                 for k, c in self.corrections.items()}
             d["anchor_items"] = list(self.anchor_items)
+        if self.length_factor is not None:
+            d["length_factor"] = {k: rounded(v, 4) for k, v in self.length_factor.items()}
         sup = self.support
         d["support"] = {"count": None if sup["count"] is None else rounded(sup["count"], 3),
                         "bandwidth": sup["bandwidth"], "min_models": sup["min_models"],
@@ -550,7 +577,7 @@ class ScoreLink:
                        quantiles=d.get("quantiles"), info=d.get("info"),
                        short_grid=d.get("short_grid"), se_anchor=d.get("se_anchor"),
                        corrections=d.get("corrections"), anchor_items=d.get("anchor_items"),
-                       support=d.get("support"))
+                       support=d.get("support"), length_factor=d.get("length_factor"))
         except KeyError as exc:
             raise BankError(f"score link is missing field {exc.args[0]!r}; rebuild it with "
                             "python -m atlascat.live.build_bank") from None

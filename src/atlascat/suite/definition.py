@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from ..catalogue.bankref import BankRef
+from ..catalogue.bankref import BankRef, suite_member_ref
 from ..catalogue.suites import bundled_suites, read_suite, suite_members, suite_path
 from .link import SuiteLink
 from .prior import SuitePrior
@@ -42,14 +42,16 @@ class SuiteMember:
     #: the bundled bank name this member was loaded from (what :meth:`Suite.to_dict` writes)
     source: str | None = None
 
-    def resolve(self) -> "SuiteMember":
+    def resolve(self, base=None) -> "SuiteMember":
         """The member with its bank and link loaded (a bundled name or a bank folder read
-        through :class:`~atlascat.catalogue.BankRef`)."""
+        through :class:`~atlascat.catalogue.BankRef`). A bank given by name is found beside
+        the suite's file first (``base``, its folder), then as a bundled bank's name, then
+        as a path: a folder of the working directory that happens to share a bundled name
+        does not replace a shipped suite's member."""
         bank, link, source = (self.bank if self.bank is not None else self.name), self.link, \
             self.source
         if isinstance(bank, str):
-            ref = BankRef.from_option(bank, option=f"suite member {self.name!r}",
-                                      kinds=("shipped", "dir"))
+            ref = suite_member_ref(bank, base, option=f"suite member {self.name!r}")
             source, bank = bank, ref.load()
             link = ref.link if link is None else link
         if link is None:
@@ -95,11 +97,12 @@ class Suite:
     def weights(self) -> np.ndarray:
         return np.array([m.weight for m in self.members])
 
-    def resolved(self) -> "Suite":
-        """The suite with every member's bank and link loaded (itself when they all are)."""
+    def resolved(self, base=None) -> "Suite":
+        """The suite with every member's bank and link loaded (itself when they all are);
+        ``base``: the folder of the suite's file (:meth:`SuiteMember.resolve`)."""
         if all(not isinstance(m.bank, str) and m.link is not None for m in self.members):
             return self
-        return self.replace(members=[m.resolve() for m in self.members])
+        return self.replace(members=[m.resolve(base) for m in self.members])
 
     def replace(self, **changes) -> "Suite":
         """A copy with some fields changed (``members``, ``prior``, ``joint_link``, ...)."""
@@ -141,4 +144,5 @@ def load_suite(name_or_path) -> Suite:
     """A suite by name (``"openllm-v1"``), suite JSON file or suite
     :class:`~atlascat.catalogue.BankRef`, banks and links loaded."""
     ref = BankRef.from_option(name_or_path, option="suite", kinds=("suite",))
-    return Suite.from_dict(read_suite(ref.suite_file)).resolved()
+    return Suite.from_dict(read_suite(ref.suite_file)).resolved(ref.suite_file.parent)
+
