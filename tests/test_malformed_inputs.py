@@ -558,14 +558,18 @@ def test_replay_matrix_not_found_is_the_readers_line(ws, capsys):
 
 def test_build_bank_wrong_task_or_path_says_what_is_there(tmp_path, capsys):
     """--task naming a task the logs do not hold lists the tasks they hold; a results path that
-    does not exist is named as such even with --task (not "a response matrix holds one score")."""
+    does not exist is named as such even with --task (not "a response matrix holds one score");
+    the harness's results_*.json (aggregates) is told to rerun with --log_samples."""
     logs = tmp_path / "runs" / "org__model-a"
     logs.mkdir(parents=True)
     (logs / "samples_mytask_2024-05-01T10-00-00.123456.jsonl").write_text("{}\n")
+    results = logs / "results_2024-05-01T10-00-00.123456.json"     # the harness's aggregate
+    results.write_text('{"results": {"mytask": {"acc,none": 0.5}}}\n')
     for argv, needles in (
             ([str(tmp_path / "runs"), "--task", "my_task"],
              ["for task 'my_task'", "the logs there are of mytask", "--task"]),
-            ([str(tmp_path / "nosuch"), "--task", "mytask"], ["nosuch", "does not exist"])):
+            ([str(tmp_path / "nosuch"), "--task", "mytask"], ["nosuch", "does not exist"]),
+            ([str(results)], ["aggregate results", "--log_samples", "samples_<task>_*.jsonl"])):
         rc = main(["build-bank", *argv, "-o", str(tmp_path / "b")])
         line = capsys.readouterr().err.strip()
         assert rc == 2 and "\n" not in line and line.startswith("error: "), line

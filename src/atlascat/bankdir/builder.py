@@ -131,6 +131,11 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     if not path.exists():
         raise ResponseDataError(f"{str(path)!r} does not exist; give a response matrix file or "
                                 "sample logs")
+    if path.name.startswith("results") and path.suffix == ".json":
+        raise ResponseDataError(f"{str(path)!r} is lm-evaluation-harness's aggregate results "
+                                "(one score per task); a bank needs each item's score: rerun "
+                                "lm_eval with --log_samples and give the samples_<task>_*.jsonl "
+                                "files or their folders")
     if metric is not None or task is not None or filter_name is not None:
         raise ConfigError("--metric, --task and --filter choose among sample logs; a response "
                           "matrix already holds one score per cell")
