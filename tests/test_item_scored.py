@@ -81,6 +81,8 @@ def test_replies_are_read_by_item_id_in_any_order():
 @pytest.mark.parametrize("text, words", [
     ("0\n1", "not a JSON object with item_id and score"),
     ('{"item_id": "a", "score": 2}\n{"item_id": "b", "score": 1}', "a score is 0 or 1"),
+    ('{"item_id": "a", "score": 100}\n{"item_id": "b", "score": 0}',
+     r"a percent\? print it / 100, or build the folder with --score-range 0 100"),
     ('{"item_id": "a", "score": 1}', "no score for 1 of the 2"),
     ('{"item_id": "a", "score": 1}\n{"item_id": "a", "score": 0}', "scored twice"),
     ('{"item_id": "z", "score": 1}', "was not asked"),
