@@ -61,7 +61,10 @@ def test_a_continuous_runs_summary_says_mean_score(mc2_folder, tmp_path, capsys)
     assert "  mean score: observed " in text and "accuracy" not in text
     assert "Live evaluation" in text and "adaptive" not in text
     page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
-    assert "model-based mean score (expected over the bank at theta)" in page
+    # a predictor run's model-based score is its model part over all items, not the bank's
+    assert "model-based mean score (the predictor's model part, over all the benchmark's " \
+        "items)" in page and "expected over the bank at theta" not in page
+    assert "model-based " in text and "(the predictor's model part" in text
     assert "accuracy" not in page.lower() and "right / asked" not in page
     assert "over the items drawn at random" in page and "adaptively chosen" not in page
     head = next(ln for ln in text.splitlines() if ln.startswith(f"{model} on "))

@@ -154,7 +154,9 @@ def test_smollm2_agrees_with_lm_eval_hflm(smollm2):
 def test_smollm2_from_the_model_cache_equals_the_gguf_file(smollm2):
     """The subject was loaded from the converted copy in the model cache; the GGUF file read
     directly gives the same weights, the same tokens and the same float32 log-likelihoods up
-    to float32 rounding (a few ulp: the two models' tensors are laid out differently)."""
+    to float32 rounding (a few ulp: the cache's tensors are memory-mapped from its safetensors
+    file at other alignments than the freshly allocated ones read from the GGUF file, and the CPU
+    matrix kernels then sum in another order)."""
     from atlascat.catalogue import load_content_bank
     from atlascat.content.requests import build_item_requests
     from atlascat.live.hf import HFSubject

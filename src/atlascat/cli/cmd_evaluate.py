@@ -136,13 +136,15 @@ def _rating_line(row: dict, scale) -> str | None:
     model-based one (expected over the bank at theta), on the rating ``scale`` (low, high) its
     items share, as the row gives them (``on_metric_scale``); else each rating as a share of
     its item's scale, (r - lowest) / (highest - lowest)."""
+    from ..live.report import model_based_words
+
     obs, mod, n = row.get("observed_score"), row.get("model_based_score"), row.get("n_items")
 
     def on(v):
         return f"{v:.1f}" if scale is not None else f"{100 * v:.1f}%"
 
     parts = ([f"observed {on(obs)} (over the {n} items asked)"] if obs is not None else []) + \
-        ([f"model-based {on(mod)} (expected over the bank at theta)"] if mod is not None else [])
+        ([f"model-based {on(mod)} ({model_based_words(False)})"] if mod is not None else [])
     if not parts:
         return None
     head = (f"mean rating ({scale[0]:g}-{scale[1]:g})" if scale is not None else
@@ -549,8 +551,11 @@ def _accuracy_line(row: dict, scale) -> str | None:
     scores between 0 and 1), or on the metric's own ``scale`` (low, high) for a bank folder
     built with --score-range (the row's means are on it: ``on_metric_scale``), where a mean is
     a mean score, not a share."""
+    from ..live.report import model_based_words
+
     obs, mod = row.get("observed_score"), row.get("model_based_score")
     n = row.get("n_items")
+    what = model_based_words(row.get("design") == "benchmark predictor")
     acc = []
     between = not row.get("ordinal") and (bool(row.get("continuous"))   # the folder's kind
                                           or any(0 < float(v) < 1 for v in row.get("scores") or ()))
@@ -561,7 +566,7 @@ def _accuracy_line(row: dict, scale) -> str | None:
         if obs is not None:
             acc.append(f"observed {on(obs)} (the mean score over the {n} items asked)")
         if mod is not None:
-            acc.append(f"model-based {on(mod)} (expected over the bank at theta)")
+            acc.append(f"model-based {on(mod)} ({what})")
         return ("  mean score, on the metric's own scale: " + "; ".join(acc)) if acc else None
     if obs is not None and row.get("ordinal"):  # ratings: each one's share of its scale
         acc.append(f"observed {100 * obs:.1f}% of the scale (each rating's (r - lowest) / "
@@ -569,7 +574,7 @@ def _accuracy_line(row: dict, scale) -> str | None:
     elif obs is not None:
         acc.append(f"observed {100 * obs:.1f}% ({_count_text(row, between)})")
     if mod is not None:
-        acc.append(f"model-based {100 * mod:.1f}% (expected over the bank at theta)")
+        acc.append(f"model-based {100 * mod:.1f}% ({what})")
     label = "mean score" if between else "accuracy"   # a mean score is not a share right
     return (f"  {label}: " + "; ".join(acc)) if acc else None
 

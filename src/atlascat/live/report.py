@@ -19,7 +19,7 @@ import numpy as np
 from .scale import SCALED_FIELDS, on_metric_scale  # noqa: F401 - report's names too
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
-           "on_metric_scale", "benchmark_of",
+           "on_metric_scale", "benchmark_of", "model_based_words",
            "protocol_name", "protocol_value", "SOURCE_PROTOCOL", "score_name", "population_of",
            "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
 
@@ -407,14 +407,23 @@ def _summary_rows(info, leaderboard, suite, continuous: bool = False) -> list[tu
     ci = (f"[{theta - 1.96 * se:.3f}, {theta + 1.96 * se:.3f}]"
           if theta is not None and se is not None else "-")
     rows.append(("theta (95% CI)", f"{_fmt(theta)} {ci}"))
+    what = model_based_words(info.get("kind") == "predictor")
     if lb.get("scale"):  # a mean score on the metric's own scale, not a share
-        rows.append(("model-based mean score (expected over the bank at theta, on the "
-                     "metric's own scale)", _on_scale(info["model_based_score"], lb["scale"])))
+        rows.append((f"model-based mean score ({what}, on the metric's own scale)",
+                     _on_scale(info["model_based_score"], lb["scale"])))
     else:
         mod = info["model_based_score"]
-        rows.append((f"model-based {'mean score' if continuous else 'accuracy'} (expected over "
-                     "the bank at theta)", _fmt(mod, ".1%") if mod is not None else "-"))
+        rows.append((f"model-based {'mean score' if continuous else 'accuracy'} ({what})",
+                     _fmt(mod, ".1%") if mod is not None else "-"))
     return rows
+
+
+def model_based_words(predictor: bool) -> str:
+    """What a run's model-based score is, as every reader words it: the mean score expected
+    over the bank at theta (an adaptive test), or the benchmark predictor's model part (its IRT
+    and ridge prediction of the mean over all the benchmark's items)."""
+    return ("the predictor's model part, over all the benchmark's items" if predictor
+            else "expected over the bank at theta")
 
 
 def _on_scale(value, scale, spec: str = ".1f") -> str:
