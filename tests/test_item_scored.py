@@ -264,3 +264,17 @@ def test_a_suite_run_refuses_an_item_scored_subject(folder):
     subj = RecordedAnswers(folder / "targets.csv", "new0")
     with pytest.raises(ConfigError, match="one bank folder at a time"):
         start_suite_run(RunStore(folder / "suite.sqlite"), "openllm-v1", subj)
+
+
+@pytest.mark.parametrize("subject", ["hf:no-such-model", "lmeval:hf,pretrained=x",
+                                     "completions:http://127.0.0.1:9/v1"])
+def test_a_matrix_folder_refuses_a_request_subject_before_loading_it(subject):
+    """A bank without item content is refused by a subject that asks requests before the
+    subject is made: no optional package is imported, no server is called."""
+    from atlascat.errors import BankError
+    from atlascat.irt.bank import ItemBank
+    from atlascat.live.subjects import SubjectSpec
+
+    bare = ItemBank(["1", "2"], [1.0, 1.0], [0.0, 1.0])
+    with pytest.raises(BankError, match="no item content .* cmd:COMMAND"):
+        SubjectSpec.parse(subject, "m").build(bare)

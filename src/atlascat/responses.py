@@ -187,14 +187,14 @@ class ResponseMatrix:
             ratings = bool(np.isfinite(obs).all() and (obs == np.round(obs)).all())
             if ratings and np.isin(obs, (0.0, hi)).all():     # right / wrong as 0 / 100
                 hint = (f"; only 0 and {hi:g}: right / wrong on a 0-{hi:g} scale: divide by "
-                        f"{hi:g}, or read it with atlas build-bank --score-range 0 {hi:g}")
+                        f"{hi:g}, or give the scale (--score-range 0 {hi:g} of a bank folder)")
             elif ratings:
                 hint = (f"; whole numbers {lo:g}-{hi:g} are ratings: fit them with the graded "
-                        "or gpcm model (atlas calibrate --model graded), or read them as a "
-                        f"score with atlas build-bank --score-range {lo:g} {hi:g}")
+                        "or gpcm model (--model graded), or give their scale to read them as "
+                        f"a score (--score-range {lo:g} {hi:g} of a bank folder)")
             elif np.isfinite(obs).all():
                 hint = (f"; values {lo:g}-{hi:g}: a score on another scale (BLEU 0-100) is "
-                        "read with atlas build-bank --score-range LO HI")
+                        "read with its scale given (--score-range LO HI of a bank folder)")
             else:
                 hint = ""
             raise ResponseDataError(

@@ -24,6 +24,11 @@ __all__ = ["OPTION_NAMES", "cli_names", "cat_config", "suite_config", "with_link
 T = TypeVar("T")
 
 #: configuration field -> the option that sets it (CATConfig, SuiteConfig, PromptSettings)
+#: --bound-margin's help, the same in every command that takes it
+BOUND_MARGIN_HELP = ("Floor/top stop: how close (in score units: 0-1, or a bank folder's "
+                     "--score-range scale) to the curve's lowest/highest value counts as "
+                     "there. [default: 2% of the scale: 0.02 on 0-1]")
+
 OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop": "--se-stop",
                 "randomesque": "--randomesque", "batch_size": "--batch-size",
                 "target_se": "--target-se", "max_tokens": "--max-tokens",

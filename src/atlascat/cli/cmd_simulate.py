@@ -13,7 +13,7 @@ from ..suite.config import SuiteConfig
 from ._common import (bank_option_help, console, err_console, escape, json_safe,
                       load_responses, min_items_note, one_bank, output_dir, print_frame,
                       progress_bar, quiet_option, unique_filenames)
-from ._options import predictor_only
+from ._options import BOUND_MARGIN_HELP, predictor_only
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -151,9 +151,7 @@ HELP = {
                   f"--suite: {SuiteConfig.batch_size}, mixing benchmarks]",
     "bound_stop": "Banks with a score link: stop once the examinee is surely at the floor "
                   "(chance) or the top of the link's curve.",
-    "bound_margin": "Floor/top stop: how close (in score units: 0-1, or a bank folder's "
-                    "--score-range scale) to the curve's lowest/highest "
-                    "value counts as there. [default: 2% of the scale: 0.02 on 0-1]",
+    "bound_margin": BOUND_MARGIN_HELP,
 }
 
 
