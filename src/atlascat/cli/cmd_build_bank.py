@@ -105,8 +105,7 @@ def _show_summary(m: dict, named: bool = True) -> None:
             ("chance level", _chance_row(m["settings"])),
             *_scale_rows(m["settings"]),
             *_predictor_rows(m.get("predictor"), m["settings"].get("score_range")),
-            ("interval widened (cross-fit)", f"x{m['cross_fit']['factor']:.2f}"
-             if m.get("cross_fit") else "no")]
+            ("interval widened (cross-fit)", _cross_fit_row(m.get("cross_fit")))]
     if m.get("requests"):
         r = m["requests"]
         rows.append(("requests", f"{r['n_items']} items, rules {', '.join(r['rules'])}, "
@@ -120,6 +119,20 @@ def _show_summary(m: dict, named: bool = True) -> None:
 
     for line in build_warnings(m):
         warn(line)
+
+
+def _cross_fit_row(cf: dict | None) -> str:
+    """The link's cross-fitted widening, and a shorter test's on top of it (its length
+    factor: :func:`atlascat.bankdir.builder.cross_fit_factor`)."""
+    if not cf:
+        return "no"
+    text = f"x{cf['factor']:.2f}"
+    lf = cf.get("length_factor")
+    if lf:
+        shorter = ", ".join(f"x{f:.2f} at {c:g}" for c, f in zip(lf["counts"], lf["factors"])
+                            if f > 1.0)
+        text += f"; shorter tests {shorter} items" if shorter else ""
+    return text
 
 
 def _scale_rows(settings: dict) -> list[tuple[str, str]]:
