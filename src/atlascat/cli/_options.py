@@ -17,18 +17,19 @@ import re
 from typing import Callable, TypeVar
 
 from ..errors import ConfigError
+from ..scorelink.settings import BOUND_MARGIN
 
 __all__ = ["OPTION_NAMES", "cli_names", "cat_config", "suite_config", "with_link_stops",
            "predictor_only", "calibrator", "benchmark_config"]
 
 T = TypeVar("T")
 
-#: configuration field -> the option that sets it (CATConfig, SuiteConfig, PromptSettings)
 #: --bound-margin's help, the same in every command that takes it
-BOUND_MARGIN_HELP = ("Floor/top stop: how close (in score units: 0-1, or a bank folder's "
-                     "--score-range scale) to the curve's lowest/highest value counts as "
-                     "there. [default: 2% of the scale: 0.02 on 0-1]")
+BOUND_MARGIN_HELP = ("Floor/top stop: how close to the curve's end counts as there "
+                     "(score units; a folder's --score-range scale). "
+                     f"[default: {100 * BOUND_MARGIN:g}% of the scale: {BOUND_MARGIN:g} on 0-1]")
 
+#: configuration field -> the option that sets it (CATConfig, SuiteConfig, PromptSettings)
 OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop": "--se-stop",
                 "randomesque": "--randomesque", "batch_size": "--batch-size",
                 "target_se": "--target-se", "max_tokens": "--max-tokens",
