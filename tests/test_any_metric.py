@@ -86,6 +86,35 @@ def test_score_range_maps_in_once_and_every_prediction_back(tmp_path, capsys):
     np.testing.assert_allclose(p01.iloc[:, 2].to_numpy() * 100, est, atol=1e-6)
 
 
+def test_a_percent_matrix_is_told_its_scale_not_called_ratings(tmp_path, capsys):
+    """Right / wrong written as 0 / 100 is a percent scale: `atlas calibrate` says to divide
+    (or build with --score-range 0 100), not to fit ratings; build-bank names --score-range
+    first and does not send the user to the graded model it cannot fit."""
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame(100.0 * (rng.random((30, 40)) < 0.6),
+                      index=pd.Index([f"m{i}" for i in range(30)], name="model"),
+                      columns=[f"i{j}" for j in range(40)])
+    df.to_csv(tmp_path / "pct.csv")
+    line = _one_line_error(capsys, ["calibrate", tmp_path / "pct.csv", "-o", tmp_path / "b.csv"],
+                           "only 0 and 100", "divide by 100", "--score-range 0 100")
+    assert "ratings" not in line and "graded" not in line
+    line = _one_line_error(capsys, ["build-bank", tmp_path / "pct.csv", "-o", tmp_path / "f"],
+                           "outside [0, 1]", "--score-range LO HI", "a percent or BLEU: 0 100")
+    assert "graded" not in line and line.count("--score-range") == 1
+
+
+def test_zero_one_scores_read_on_a_percent_range_say_so(tmp_path, capsys):
+    """0-1 scores built with --score-range 0 100 end up within 1% of the range: every item
+    falls to the filter; the line says where the scores reach and to drop --score-range (not
+    "the response matrix is empty")."""
+    _scaled_matrix(tmp_path, 0, 1)
+    line = _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b",
+                                    "--score-range", "0", "100"],
+                           "no item's scores vary", "reach only", "of --score-range 0 100",
+                           "need no --score-range")
+    assert "empty" not in line
+
+
 def test_bad_scales_are_one_line(tmp_path, capsys):
     """Ratings outside the declared range, a matrix off [0, 1] without a range, a range that is
     not one: one line each, exit 2."""

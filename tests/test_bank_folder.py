@@ -533,3 +533,35 @@ def test_folder_from_62_models_predicts_with_its_ridge_part_live(tmp_path, share
     lb = json.loads((out / "results.json").read_text())[0]["prediction"]
     assert 0.0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1.0
     assert len(_steps(out)) == 50 and BenchmarkPredictor.from_dict(pj).gamma_ is not None
+
+
+# ----------------------------------------------------------------------------- orientation
+def test_a_matrix_with_models_as_columns_is_flagged(tmp_path, rng):
+    """A file whose rows are its items (models as columns) builds, but the build warns: more
+    models than items and no more items than the test length; the right way round is quiet."""
+    from atlascat.bankdir.builder import build_warnings
+
+    th, b = rng.normal(0, 1, 25), rng.normal(0, 1, 70)
+    y = (rng.random((25, 70)) < 1 / (1 + np.exp(-(th[:, None] - b)))).astype(float)
+    df = pd.DataFrame(y, index=pd.Index([f"model-{i}" for i in range(25)], name="model"),
+                      columns=[f"q{j}" for j in range(70)])
+    df.to_csv(tmp_path / "right.csv")
+    df.T.rename_axis("item").to_csv(tmp_path / "turned.csv")
+    turned = build_bank(tmp_path / "turned.csv", tmp_path / "turned", seed=0)
+    said = [w for w in build_warnings(turned.manifest) if "transpose" in w]
+    assert said and said[0].startswith("70 models x 25 items"), build_warnings(turned.manifest)
+    right = build_bank(tmp_path / "right.csv", tmp_path / "right", seed=0)
+    assert not [w for w in build_warnings(right.manifest) if "transpose" in w]
+
+
+def test_a_metric_atlas_cannot_compute_is_said_at_build_time():
+    """Items kept as `metric:<name>` cannot be scored live from a model's outputs: the build
+    says so (and which subjects can ask them) instead of leaving it to the first live run."""
+    from atlascat.bankdir.builder import build_warnings
+
+    def manifest(rules):
+        return {"requests": {"n_items": 10, "rules": rules, "rule_agreement_min": None}}
+
+    said = [w for w in build_warnings(manifest(["metric:judge_score"])) if "cannot compute" in w]
+    assert said and "'judge_score'" in said[0] and "--subject cmd:COMMAND" in said[0]
+    assert not [w for w in build_warnings(manifest(["acc_norm", "mc2"])) if "cannot" in w]

@@ -136,6 +136,18 @@ def test_bundled_names_mean_one_bank_everywhere(capsys):
     assert json.loads(capsys.readouterr().out)["n_items"] == 839
 
 
+def test_info_prints_words_not_python_dicts(capsys):
+    """`atlas info` names each parameter and prints its spread as `min 0.3, q05 1.9, ...`, and
+    flagged items by id: no `{'min': ...}` or `[]` reprs on a reader's screen."""
+    assert main(["info", "arc"]) == 0
+    out = capsys.readouterr().out
+    assert "a (slope): min " in out and "b (difficulty, on theta's scale): min " in out
+    assert "{'" not in out and "[]" not in out and "['" not in out
+    assert re.search(r"items with c > 0\.5: \d+ \(\d+(, \d+)*\)", out), out
+    assert main(["info", "arc", "--json"]) == 0            # the JSON keeps its keys
+    assert json.loads(capsys.readouterr().out)["quantiles"]["a"]["min"] > 0
+
+
 def test_missing_content_bank_points_to_the_paper_bank():
     for bench in catalogue.CONTENT_BENCHMARKS:
         try:
@@ -290,3 +302,22 @@ def test_library_warnings_print_as_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "warning: 1 item(s) have the same response from every subject" in err
     assert "UserWarning" not in err and ".py:" not in err
+
+
+def test_bound_margin_help_states_the_default_it_uses():
+    from atlascat.cli.cmd_simulate import HELP
+    from atlascat.scorelink.settings import BOUND_MARGIN
+
+    assert f"[default: {100 * BOUND_MARGIN:g}% of the scale: {BOUND_MARGIN:g} on 0-1]" in \
+        HELP["bound_margin"]
+
+
+def test_atlas_alone_prints_its_help_as_help(capsys):
+    """`atlas` with no command shows the usage and the command list line by line (not folded
+    into one 'error: Usage: ...' line), and exits 2 as any usage error."""
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert lines[0].startswith("Usage: ") and not err.startswith("error:")
+    assert any(ln.strip().startswith("evaluate ") for ln in lines)
+    assert any(ln.strip().startswith("build-bank ") for ln in lines)

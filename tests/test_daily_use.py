@@ -220,6 +220,19 @@ def test_a_test_held_to_the_banks_minimum_says_so_where_the_result_is(tmp_path, 
         "--min-items to change")
 
 
+def test_a_bank_file_without_a_link_names_the_default_minimum(tmp_path, capsys):
+    """A calibrated bank file has no score link and so no minimum of its own: the tests held to
+    30 items were held by the default, and the note says so (not "the bank's minimum")."""
+    from atlascat.cli import main
+
+    assert main(["calibrate", "arc", "-o", str(tmp_path / "bank.csv"), "-q"]) == 0
+    assert main(["simulate", "arc", "--bank", str(tmp_path / "bank.csv"), "--se-stop", "0.2",
+                 "-o", str(tmp_path / "sim"), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "tests stopped at the default minimum of 30 items" in out, out
+    assert "bank's minimum" not in out
+
+
 def _kv(page: str) -> dict:
     import html
     import re

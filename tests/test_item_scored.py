@@ -81,6 +81,8 @@ def test_replies_are_read_by_item_id_in_any_order():
 @pytest.mark.parametrize("text, words", [
     ("0\n1", "not a JSON object with item_id and score"),
     ('{"item_id": "a", "score": 2}\n{"item_id": "b", "score": 1}', "a score is 0 or 1"),
+    ('{"item_id": "a", "score": 100}\n{"item_id": "b", "score": 0}',
+     r"a percent\? print it / 100, or build the folder with --score-range 0 100"),
     ('{"item_id": "a", "score": 1}', "no score for 1 of the 2"),
     ('{"item_id": "a", "score": 1}\n{"item_id": "a", "score": 0}', "scored twice"),
     ('{"item_id": "z", "score": 1}', "was not asked"),
@@ -262,3 +264,17 @@ def test_a_suite_run_refuses_an_item_scored_subject(folder):
     subj = RecordedAnswers(folder / "targets.csv", "new0")
     with pytest.raises(ConfigError, match="one bank folder at a time"):
         start_suite_run(RunStore(folder / "suite.sqlite"), "openllm-v1", subj)
+
+
+@pytest.mark.parametrize("subject", ["hf:no-such-model", "lmeval:hf,pretrained=x",
+                                     "completions:http://127.0.0.1:9/v1"])
+def test_a_matrix_folder_refuses_a_request_subject_before_loading_it(subject):
+    """A bank without item content is refused by a subject that asks requests before the
+    subject is made: no optional package is imported, no server is called."""
+    from atlascat.errors import BankError
+    from atlascat.irt.bank import ItemBank
+    from atlascat.live.subjects import SubjectSpec
+
+    bare = ItemBank(["1", "2"], [1.0, 1.0], [0.0, 1.0])
+    with pytest.raises(BankError, match="no item content .* cmd:COMMAND"):
+        SubjectSpec.parse(subject, "m").build(bare)

@@ -32,6 +32,14 @@ def folder(tmp_path_factory):
     return root, df.iloc[30:].mean(axis=1)
 
 
+def test_the_build_summary_names_the_shorter_tests_factors(folder, tmp_path, capsys):
+    root, _ = folder
+    assert main(["build-bank", str(root / "src.csv"), "-o", str(tmp_path / "b")]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if "interval widened" in ln)
+    lf = load_bank_dir(tmp_path / "b").link.length_factor
+    assert f"x{lf['factors'][1]:.2f} at 10" in row and "items" in row
+
+
 def test_a_short_adaptive_test_keeps_its_coverage(folder, tmp_path):
     root, truth = folder
     link = load_bank_dir(root / "bank").link

@@ -269,6 +269,23 @@ def test_completions_client_against_the_toylm_server():
             client_cls(srv.url, "toy").loglikelihood(reqs[:2])
 
 
+def test_nothing_listening_says_to_check_the_url_and_port():
+    """A completions URL with no server behind it (a wrong port): the error names the URL and
+    says what to check, not only the transport exception."""
+    import socket
+
+    client_cls = completions_client()
+    with socket.socket() as s:          # a port that was free a moment ago: nothing listens
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = client_cls(f"http://127.0.0.1:{port}/v1", "toy", max_retries=0)
+    with pytest.raises(AtlasError) as err:
+        client.loglikelihood([r for rs in ITEMS.values() for r in rs][:1])
+    msg = str(err.value)
+    assert f"127.0.0.1:{port}" in msg and "cannot connect" in msg
+    assert "check that a server runs at this URL and port" in msg
+
+
 # ----------------------------------------------------------------------------- real items
 BENCHES = ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k")
 

@@ -540,3 +540,55 @@ def test_errors_never_eat_markup_or_become_emoji(ws, capsys):
 def test_benchmark_offers_the_drop_empty_it_suggests(capsys):
     main(["benchmark", "--help"])
     assert "--drop-empty" in capsys.readouterr().out
+
+
+def test_replay_matrix_not_found_is_the_readers_line(ws, capsys):
+    """replay: naming a file that is not there, or an unknown bundled name: the reader's own
+    line (the path to check, or the bundled names), not an exception class in parentheses."""
+    for spec, needles in ((f"{ws}/nosuch.csv", ["nosuch.csv", "does not exist", "check the path"]),
+                          ("arcc", ["replay matrix 'arcc'", "bundled response matrix (arc,"])):
+        rc = main(["evaluate", "--bank", "arc", "--subject", f"replay:{spec}#m0",
+                   "-o", f"{ws}/evr"])
+        line = capsys.readouterr().err.strip()
+        assert rc == 2 and "\n" not in line and line.startswith("error: "), line
+        assert "Error:" not in line and "Error " not in line, line
+        for needle in needles:
+            assert needle in line, (needle, line)
+
+
+def test_build_bank_wrong_task_or_path_says_what_is_there(tmp_path, capsys):
+    """--task naming a task the logs do not hold lists the tasks they hold; a results path that
+    does not exist is named as such even with --task (not "a response matrix holds one score");
+    the harness's results_*.json (aggregates) is told to rerun with --log_samples."""
+    logs = tmp_path / "runs" / "org__model-a"
+    logs.mkdir(parents=True)
+    (logs / "samples_mytask_2024-05-01T10-00-00.123456.jsonl").write_text("{}\n")
+    results = logs / "results_2024-05-01T10-00-00.123456.json"     # the harness's aggregate
+    results.write_text('{"results": {"mytask": {"acc,none": 0.5}}}\n')
+    for argv, needles in (
+            ([str(tmp_path / "runs"), "--task", "my_task"],
+             ["for task 'my_task'", "the logs there are of mytask", "--task"]),
+            ([str(tmp_path / "nosuch"), "--task", "mytask"], ["nosuch", "does not exist"]),
+            ([str(results)], ["aggregate results", "--log_samples", "samples_<task>_*.jsonl"])):
+        rc = main(["build-bank", *argv, "-o", str(tmp_path / "b")])
+        line = capsys.readouterr().err.strip()
+        assert rc == 2 and "\n" not in line and line.startswith("error: "), line
+        for needle in needles:
+            assert needle in line, (needle, line)
+
+
+def test_build_bank_chance_in_percent_and_scores_for_few_models(ws, tmp_path, capsys):
+    """--chance 25 (a percent) is told its 0-1 value; --scores naming a few of the models says
+    how many it covers and one it lacks; both before any calibration, one line, exit 2."""
+    resp = pd.read_csv(ws / "resp.csv", index_col=0)
+    pd.DataFrame({"model": resp.index[:5], "score": resp.mean(axis=1)[:5]}).to_csv(
+        tmp_path / "few.csv", index=False)
+    for extra, needles in ((["--chance", "25"], ["--chance 25 is outside 0-1", "give 0.25"]),
+                           (["--scores", str(tmp_path / "few.csv")],
+                            ["only 5 of the", "none for", "under its id"])):
+        rc = main(["build-bank", str(ws / "resp.csv"), "-o", str(tmp_path / "b"), *extra])
+        line = capsys.readouterr().err.strip()
+        assert rc == 2 and line.startswith("error: ") and "\n" not in line, line
+        for needle in needles:
+            assert needle in line, (needle, line)
+

@@ -184,7 +184,8 @@ def test_score_normalize_ids_on_an_ordinal_bank(root, tmp_path):
 
 def test_binary_calibration_of_ratings_names_the_ordinal_models(root, tmp_path):
     msg = _run("calibrate", str(root / "judge.csv"), "-o", str(tmp_path / "b.csv"), fails=True)
-    assert msg.endswith("whole numbers 1-10 are ratings: fit them with the graded or gpcm model")
+    assert "whole numbers 1-10 are ratings: fit them with the graded or gpcm model" in msg
+    assert msg.endswith("(--score-range 1 10 of a bank folder)")
 
 
 def test_simulate_r_max_caps_every_items_exposure(root, tmp_path):

@@ -142,6 +142,27 @@ def test_session_matches_replay_arithmetic(world, predictor):
     assert one.n_items == 1 and (one.lower, one.upper) == (0.0, 1.0)   # answered prefix only
 
 
+def test_outside_warning_names_the_rule_that_fired(world, predictor):
+    """A target flagged outside says why: the z of design against model only where it passed
+    z_cut, else that a prediction or theta lies beyond the source models (a z of 0.5 "SE" in
+    the warning read as the threshold)."""
+    import re
+
+    said = []
+    for t in range(6):
+        y = world["strong"].values[t]
+        s = predictor.session(rng=t)
+        while not s.done:
+            for item in s.next_items(10):
+                s.record(item, y[int(item[1:])])
+        p = s.prediction()
+        assert p.method == "design" and p.warning.startswith("the model looks outside")
+        z = re.search(r"differ by ([0-9.]+) combined SEs, more than 3\b", p.warning)
+        assert z is None or float(z.group(1)) > predictor.z_cut, p.warning
+        said.append("beyond the source models'" in p.warning)
+    assert any(said)                         # the beyond rule, with no z in its words
+
+
 def test_session_saved_mid_test_resumes_exactly(world, predictor):
     """to_dict / from_dict mid-test (through JSON): the restored session draws the same items,
     and ends with the same prediction, as the one never saved; the live adapter's snapshot

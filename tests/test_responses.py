@@ -100,6 +100,19 @@ class TestValidation:
             ResponseMatrix.read(path)
         assert "identical" not in str(err.value)      # m1's two rows differ
 
+    def test_a_pattern_table_read_without_its_freq_column_is_told_to_give_it(self, tmp_path):
+        """LSAT7-style patterns (item columns then a count) read as a matrix: the first item's
+        0/1 are taken for model ids and repeat; the line names the count column's option."""
+        path = write(tmp_path, "item1,item2,item3,freq\n0,0,0,12\n0,0,1,19\n1,0,1,7\n"
+                               "1,1,1,40\n")
+        with pytest.raises(ResponseDataError) as err:
+            ResponseMatrix.read(path)
+        msg = str(err.value)
+        assert "holds 0/1 scores, not model ids" in msg and "--freq-column freq" in msg
+        assert "merge or rename" not in msg
+        rm = ResponseMatrix.read(path, freq_column="freq")      # as told: it reads
+        assert rm.n_subjects == 4 and rm.subject_weights().sum() == 78
+
     def test_duplicate_subjects_with_identical_rows_say_so(self, tmp_path):
         path = write(tmp_path, "model,a,b\nm1,1,\nm2,0,1\nm1,1,\nm2,0,0\n")
         with pytest.raises(ResponseDataError, match=r"2 duplicated id\(s\) in all.*1 of them "
@@ -124,6 +137,17 @@ class TestValidation:
             ResponseMatrix.read(path)
         msg = str(err.value)
         assert "text cell 'yes'" in msg and "'m2'" in msg and "column 'b'" in msg
+        assert "drop it" not in msg               # a stray cell in an item column
+
+    def test_a_text_column_is_told_to_go(self, tmp_path):
+        """A label column beside the model ids (a family, a date) is not an item: the line says
+        which column holds no score and to drop it."""
+        path = write(tmp_path, "model,family,a,b\nm1,llama,1,0\nm2,qwen,1,1\n")
+        with pytest.raises(ResponseDataError) as err:
+            ResponseMatrix.read(path)
+        msg = str(err.value)
+        assert "text cell 'llama'" in msg and "column 'family' holds no score" in msg
+        assert msg.endswith("so drop it")
 
     def test_empty_file(self, tmp_path):
         with pytest.raises(ResponseDataError, match="empty"):

@@ -44,6 +44,10 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8", newline="")
 
 
+#: column names that count a response pattern's rows (a hint for --freq-column)
+_FREQ_NAMES = ("freq", "frequency", "count", "counts", "n", "weight", "weights")
+
+
 def _first_dupes(values) -> dict:
     seen: dict[str, list[int]] = {}
     for i, v in enumerate(values):
@@ -156,10 +160,16 @@ class ResponseMatrix:
                        for r in dup.values())
             hint = (f"; {same} of them repeat identical rows: keep one of each (pandas: "
                     "df[~df.index.duplicated()])" if same else "")
+            fix = f"each subject must appear once: merge or rename the rows{hint}"
+            if all(str(x) in ("0", "1", "0.0", "1.0") for x in dup):   # scores, not names
+                freq = next((str(c) for c in iids if str(c).lower() in _FREQ_NAMES), None)
+                fix = "the first column holds 0/1 scores, not model ids: " + (
+                    f"a table of response patterns counted in column {freq!r} needs "
+                    f"--freq-column {freq} (Python: freq_column={freq!r})" if freq else
+                    "put each model's id in the first column")
             raise ResponseDataError(
                 f"duplicate subject id {k!r} at rows {rows} ({len(dup)} duplicated id(s) in all); "
-                f"each subject must appear once: merge or rename the rows{hint}"
-            )
+                + fix)
         dup = _first_dupes(iids.tolist())
         if dup:
             k, cols = next(iter(dup.items()))
@@ -175,11 +185,22 @@ class ResponseMatrix:
             r, c = bad[0]
             obs = arr[~np.isnan(arr)]
             ratings = bool(np.isfinite(obs).all() and (obs == np.round(obs)).all())
+            if ratings and np.isin(obs, (0.0, hi)).all():     # right / wrong as 0 / 100
+                hint = (f"; only 0 and {hi:g}: right / wrong on a 0-{hi:g} scale: divide by "
+                        f"{hi:g}, or give the scale (--score-range 0 {hi:g} of a bank folder)")
+            elif ratings:
+                hint = (f"; whole numbers {lo:g}-{hi:g} are ratings: fit them with the graded "
+                        "or gpcm model (--model graded), or give their scale to read them as "
+                        f"a score (--score-range {lo:g} {hi:g} of a bank folder)")
+            elif np.isfinite(obs).all():
+                hint = (f"; values {lo:g}-{hi:g}: a score on another scale (BLEU 0-100) is "
+                        "read with its scale given (--score-range LO HI of a bank folder)")
+            else:
+                hint = ""
             raise ResponseDataError(
                 f"value {arr[r, c]:g} outside [0, 1] at row {r} (subject {sids[r]!r}), column "
                 f"{iids[c]!r} ({len(bad)} such cell(s)); scores must be 0/1 or partial credit "
-                "in [0, 1]" + (f"; whole numbers {lo:g}-{hi:g} are ratings: fit them with the "
-                               "graded or gpcm model" if ratings else "")
+                "in [0, 1]" + hint
             )
         if weights is not None:
             weights = np.asarray(weights, dtype=float).reshape(-1)
@@ -422,10 +443,13 @@ class ResponseMatrix:
                 cell = raw[r, c]
                 if isinstance(cell, str) and cell.strip().upper() in ("", "NA", "NAN", "NULL"):
                     continue
+                column = (f"; column {df.columns[c]!r} holds no score at all: the first "
+                          "column names the models and every other is an item, so drop it"
+                          if numeric.iloc[:, c].isna().all() else "")
                 raise ResponseDataError(
                     f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), column "
                     f"{df.columns[c]!r}; scores must be numbers in [0, 1] or blank for missing"
-                )
+                    + column)
         return numeric.to_numpy(dtype=float)
 
     @classmethod

@@ -127,15 +127,20 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     if len(paths) > 1:
         raise ConfigError(f"give one response matrix (got {len(paths)} files); several files "
                           "are read as sample logs only (samples_<task>_*.jsonl)")
+    path = Path(paths[0])
+    if not path.exists():
+        raise ResponseDataError(f"{str(path)!r} does not exist; give a response matrix file or "
+                                "sample logs")
+    if path.name.startswith("results") and path.suffix == ".json":
+        raise ResponseDataError(f"{str(path)!r} is lm-evaluation-harness's aggregate results "
+                                "(one score per task); a bank needs each item's score: rerun "
+                                "lm_eval with --log_samples and give the samples_<task>_*.jsonl "
+                                "files or their folders")
     if metric is not None or task is not None or filter_name is not None:
         raise ConfigError("--metric, --task and --filter choose among sample logs; a response "
                           "matrix already holds one score per cell")
     from ..responses import ResponseMatrix
 
-    path = Path(paths[0])
-    if not path.exists():
-        raise ResponseDataError(f"{str(path)!r} does not exist; give a response matrix file or "
-                                "sample logs")
     if score_range is not None:
         return read_scaled_matrix(path, score_range), None, [str(path)]
     try:
@@ -143,8 +148,30 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     except ResponseDataError as exc:
         if "outside [0, 1]" not in str(exc):
             raise
-        raise ResponseDataError(f"{exc}; on another scale (BLEU 0-100, a 1-10 rating) give it "
-                                "with --score-range LO HI") from None
+        cell = str(exc).split("; scores must be")[0]
+        raise ResponseDataError(f"{cell}; scores must be in [0, 1]: give the metric's scale "
+                                "with --score-range LO HI (a percent or BLEU: 0 100, a 1-10 "
+                                "rating: 1 10)") from None
+
+
+def check_spread(rm, score_range=None, min_sd: float = 0.01) -> None:
+    """Refuse results in which no item's scores vary across the models (each item's SD below
+    ``min_sd`` of the 0-1 scale, the item filter's rule): nothing to calibrate. With a
+    ``score_range`` the line says how far up the range the scores reach, the sign of 0-1
+    scores read with --score-range 0 100."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # an item nobody answered: NaN, not a spread
+        sd = np.nanstd(rm.values, axis=0)
+    if np.any(sd >= min_sd):
+        return
+    msg = (f"no item's scores vary across the {rm.n_subjects} models (each item's SD below "
+           f"{min_sd:g} of the scale): nothing to calibrate")
+    if score_range is not None:
+        lo, hi = score_range
+        top = lo + float(np.nanmax(rm.values)) * (hi - lo)
+        msg += (f"; the scores reach only {top:g} of --score-range {lo:g} {hi:g}: scores "
+                "already on 0-1 need no --score-range")
+    raise ResponseDataError(msg)
 
 
 def _on_scale(value: float, score_range, what: str) -> float:
@@ -470,6 +497,19 @@ def build_warnings(manifest: dict) -> list[str]:
                    f"100%, the worst {req['rule_agreement_min']:.0%}): a live run scores a new "
                    "model by this rule, not as the harness scored the logged models; check "
                    "--metric and --filter, or ask live with --subject cmd:COMMAND")
+    opaque = [r.split(":", 1)[1] for r in req.get("rules", []) if r.startswith("metric:")]
+    if opaque:
+        out.append(f"items scored by {', '.join(repr(m) for m in opaque)}, a metric atlas "
+                   "cannot compute from a model's outputs: a live run asks them only through "
+                   "--subject cmd:COMMAND (your harness scores each item) or replay:")
+    n_items = manifest.get("items", {}).get("n_results") or 0
+    n_models = manifest.get("n_models") or 0
+    budget = manifest.get("settings", {}).get("budget") or 0
+    if (manifest.get("source", {}).get("kind") == "matrix" and n_items <= budget
+            and n_models > n_items):
+        out.append(f"{n_models} models x {n_items} items, no more items than the test length "
+                   f"({budget}): rows are models and columns items; if the file's rows are "
+                   "its items, transpose it (pandas: df.T)")
     d = manifest.get("dimensionality")
     if d and not d["one_trait"]:
         from .checks import Dimensionality
@@ -540,11 +580,16 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     if logs is not None and logs.score_range is not None:
         score_range = tuple(map(float, logs.score_range))
     if chance is not None:        # on the folder's scale, as every score it is given
+        if score_range is None and not 0.0 <= float(chance) <= 1.0:
+            raise ConfigError(f"--chance {float(chance):g} is outside 0-1" + (
+                f": a percent? give {float(chance) / 100:g}" if 1 < float(chance) <= 100
+                else "") + " (a metric on another scale: give --score-range LO HI)")
         chance = _on_scale(float(chance), score_range, "--chance")
     n = rm.n_subjects
     if n < min_models:
         raise ResponseDataError(f"the results hold {n} model(s); a bank needs at least "
                                 f"{min_models} source models (add more models' results)")
+    check_spread(rm, score_range)
     models = [str(m) for m in rm.subject_ids]
     if scores is not None:
         published = read_scores(scores, models, score_range).reindex(models)
@@ -554,8 +599,12 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         score_note = f"each model's mean score over all {rm.n_items} items"
     s = published.to_numpy(float)
     if np.isfinite(s).sum() < min_models:
-        raise ConfigError(f"only {int(np.isfinite(s).sum())} models have a score; the link "
-                          f"needs at least {min_models}")
+        lacking = [m for m, v in zip(models, s) if not np.isfinite(v)]
+        where = (f"--scores {str(scores)!r} gives a score to only {int(np.isfinite(s).sum())} "
+                 f"of the {len(models)} models (none for {lacking[0]!r}, ...): give each "
+                 "model's score under its id in the results" if scores is not None else
+                 f"only {int(np.isfinite(s).sum())} models have a score")
+        raise ConfigError(f"{where}; the link needs at least {min_models}")
     if scores is not None:
         check_scores_rise(s, np.nanmean(rm.values, axis=1), scores)
     if name:

@@ -467,12 +467,16 @@ def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None
     ``paths`` (files and/or folders); ``task`` keeps only that task's files. One-line errors:
     no file, several tasks mixed, a name count that does not match."""
     files = sample_files(paths)
+    found = sorted({task_of(f) or "?" for f in files})
     if task is not None:
         files = [f for f in files if task_of(f) == task]
     if not files:
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-        raise ResponseDataError(f"no samples_*.jsonl file found in {[str(p) for p in given]}"
-                                + (f" for task {task!r}" if task else "")
+        where = f"no samples_*.jsonl file found in {[str(p) for p in given]}"
+        if task and found:
+            raise ResponseDataError(f"{where} for task {task!r}; the logs there are of "
+                                    f"{', '.join(found)}: give one of them to --task")
+        raise ResponseDataError(where + (f" for task {task!r}" if task else "")
                                 + "; run lm_eval with --log_samples")
     tasks = sorted({task_of(f) or "?" for f in files})
     if len(tasks) > 1:

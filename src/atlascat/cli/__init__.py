@@ -149,6 +149,9 @@ def main(argv=None) -> int:
         if hint:
             print_error(hint)
             return 2
+        if type(exc).__name__ == "NoArgsIsHelpError":    # `atlas` alone: its help, as is
+            err_console.print(exc.format_message(), markup=False, highlight=False)
+            return exc.exit_code
         if not err_console.is_terminal and exc.format_message().strip():
             # piped: one plain line, like every other error (no-args help is printed as is)
             ctx = getattr(exc, "ctx", None)

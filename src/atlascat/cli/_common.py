@@ -62,17 +62,20 @@ def reset_quiet() -> None:
 LENGTH_STOPS = frozenset({"", "max_items", "budget", "fixed_length", "no_items", "error"})
 
 
-def min_items_note(n_items, stop_reasons, min_items: int, given: bool) -> str | None:
+def min_items_note(n_items, stop_reasons, min_items: int, given: bool, *,
+                   bank_own: bool = True) -> str | None:
     """What to say when tests stopped at their minimum length: a precision rule (--se-stop, the
     score link's) fires only once ``min_items`` are asked, so a test that ends there with such a
     reason was held to the minimum, and a smaller --se-stop looks inert. ``n_items`` and
     ``stop_reasons``: one entry per test; ``given``: --min-items was on the command line (else
-    the bank's own minimum). None when no test stopped so."""
+    the bank's own minimum, or with ``bank_own`` False the default one: a bank file without a
+    score link has none). None when no test stopped so."""
     held = sum(int(n) == int(min_items) and str(r or "") not in LENGTH_STOPS
                for n, r in zip(n_items, stop_reasons))
     if not held:
         return None
-    whose = "the minimum" if given else "the bank's minimum"
+    whose = ("the minimum" if given else "the bank's minimum" if bank_own
+             else "the default minimum")
     who = "stopped" if len(n_items) == 1 else f"{held} of {len(n_items)} tests stopped"
     return (f"{who} at {whose} of {int(min_items)} items (the stop rule was met by then); "
             "--min-items to change")

@@ -23,6 +23,13 @@ __all__ = ["OPTION_NAMES", "cli_names", "cat_config", "suite_config", "with_link
 
 T = TypeVar("T")
 
+#: --bound-margin's help, the same in every command that takes it; its default is
+#: :data:`atlascat.scorelink.settings.BOUND_MARGIN` (not imported: a command that needs no
+#: score link does not load one; a test checks the two agree)
+BOUND_MARGIN_HELP = ("Floor/top stop: how close to the curve's end counts as there "
+                     "(score units; a folder's --score-range scale). "
+                     "[default: 2% of the scale: 0.02 on 0-1]")
+
 #: configuration field -> the option that sets it (CATConfig, SuiteConfig, PromptSettings)
 OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop": "--se-stop",
                 "randomesque": "--randomesque", "batch_size": "--batch-size",

@@ -105,8 +105,7 @@ def _show_summary(m: dict, named: bool = True) -> None:
             ("chance level", _chance_row(m["settings"])),
             *_scale_rows(m["settings"]),
             *_predictor_rows(m.get("predictor"), m["settings"].get("score_range")),
-            ("interval widened (cross-fit)", f"x{m['cross_fit']['factor']:.2f}"
-             if m.get("cross_fit") else "no")]
+            ("interval widened (cross-fit)", _cross_fit_row(m.get("cross_fit")))]
     if m.get("requests"):
         r = m["requests"]
         rows.append(("requests", f"{r['n_items']} items, rules {', '.join(r['rules'])}, "
@@ -120,6 +119,20 @@ def _show_summary(m: dict, named: bool = True) -> None:
 
     for line in build_warnings(m):
         warn(line)
+
+
+def _cross_fit_row(cf: dict | None) -> str:
+    """The link's cross-fitted widening, and a shorter test's on top of it (its length
+    factor: :func:`atlascat.bankdir.builder.cross_fit_factor`)."""
+    if not cf:
+        return "no"
+    text = f"x{cf['factor']:.2f}"
+    lf = cf.get("length_factor")
+    if lf:
+        shorter = ", ".join(f"x{f:.2f} at {c:g}" for c, f in zip(lf["counts"], lf["factors"])
+                            if f > 1.0)
+        text += f"; shorter tests {shorter} items" if shorter else ""
+    return text
 
 
 def _scale_rows(settings: dict) -> list[tuple[str, str]]:
@@ -153,8 +166,8 @@ def _dimension_row(d) -> str:
     if not d or d["first_eigenvalue"] != d["first_eigenvalue"]:
         return "not checked (too few models or items)"
     verdict = "yes" if d["one_trait"] else "NO"
-    return (f"{verdict}: first eigenvalue {d['first_eigenvalue']:.1f}, random answers "
-            f"{d['parallel_threshold']:.1f}")
+    return (f"{verdict}: first eigenvalue {d['first_eigenvalue']:.1f}, random answers' "
+            f"{d['parallel_threshold']:.1f} (parallel analysis)")
 
 
 def _predictor_rows(p, score_range=None) -> list[tuple[str, str]]:
@@ -171,8 +184,8 @@ def _predictor_rows(p, score_range=None) -> list[tuple[str, str]]:
                  f"IRT + ridge, their mean (weights fitted from {RIDGE_FIT_MIN_MODELS} models)")
     rows = [("benchmark predictor", f"{p['budget']} of {p['n_items']} items"),
             ("predictor's model", model),
-            ("predictor's design weight", f"{w:.2f}" if w is not None
-             else f"precision weights (fitted from {STACK_MIN_MODELS} models)")]
+            ("predictor's design weight", f"{w:.2f} (the random-item estimate's share)"
+             if w is not None else f"precision weights (fitted from {STACK_MIN_MODELS} models)")]
     sm = p.get("score_map")
     points = 100.0 if not score_range else score_range[1] - score_range[0]   # of the scale
     if sm:       # --scores not the item mean: the design estimate is mapped to the score

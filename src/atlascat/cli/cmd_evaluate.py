@@ -22,6 +22,7 @@ from ._common import (console, err_console, min_items_note, one_bank, print_fram
                       warn)
 from ._live import (LiveDisplay, StopRequest, approximate_note, run_dirs, start_runs,
                     write_results)
+from ._options import BOUND_MARGIN_HELP
 
 SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
                 "e.g. vLLM: the leaderboard's log-likelihood protocol), hf:PATH_OR_NAME "
@@ -62,9 +63,7 @@ HELP = {
               "adaptive = the adaptive test; predictor = the predictor or an error.",
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
-    "bound_margin": "Floor/top stop: how close (in score units: 0-1, or a bank folder's "
-                    "--score-range scale) to the curve's lowest/highest "
-                    "value counts.",
+    "bound_margin": BOUND_MARGIN_HELP,
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
     "output": "Run directory: results.json, reports/ and (unless --db is given) runs.sqlite go "

@@ -158,11 +158,11 @@ def _print_matrix(path: str, summary: dict) -> None:
     console.print(f"  subjects: {summary['subjects']}   items: {summary['items']}   "
                   f"missing: {summary['missing_fraction']:.1%}" + scores)
     if summary["kind"] == "ratings":
-        console.print(f"  mean rating per subject, quantiles: {summary['mean_rating_quantiles']}")
+        console.print(f"  mean rating per subject: {_spread(summary['mean_rating_quantiles'])}")
     else:
         what = "accuracy" if summary["binary"] else "mean score"
-        console.print(f"  {what} per subject, quantiles: {summary['mean_score_quantiles']}")
-    console.print(f"  items per subject: {summary['items_per_subject']}")
+        console.print(f"  {what} per subject: {_spread(summary['mean_score_quantiles'])}")
+    console.print(f"  items per subject: {_spread(summary['items_per_subject'])}")
     if summary["subjects_without_response"] or summary["items_without_response"]:
         console.print(f"  [yellow]all-missing: {summary['subjects_without_response']} subjects, "
                       f"{summary['items_without_response']} items[/]")
@@ -179,7 +179,8 @@ def _print_bank(path: str, summary: dict) -> None:
                       highlight=False)
     if "levels" in summary:   # ordinal items (graded / gpcm)
         k = summary["n_categories"]
-        console.print(f"  categories per item: {k['min']}-{k['max']}; models: {summary['models']}")
+        models = ", ".join(f"{n} {m}" for m, n in summary["models"].items())
+        console.print(f"  categories per item: {k['min']}-{k['max']}; items: {models}")
         scales = sorted(summary["levels"].items(), key=lambda kv: -kv[1])
         for scale, n in scales[:5]:
             console.print(f"  {n} item(s) rated {scale}")
@@ -187,9 +188,28 @@ def _print_bank(path: str, summary: dict) -> None:
             console.print(f"  {sum(n for _, n in scales[5:])} item(s) on {len(scales) - 5} "
                           "other scale(s) (--json lists them)")
     for name, qs in summary["quantiles"].items():
-        console.print(f"  {name}: {qs}")
+        console.print(f"  {name}{_PARAMETER.get(name, '')}: {_spread(qs)}")
     na = summary["nonpositive_a"]
-    console.print(f"  items with a <= 0: {len(na)} {na[:10]}")
+    console.print(f"  items with a <= 0: {len(na)}{_some(na)}")
     if "c_above_0.5" in summary:
         nc = summary["c_above_0.5"]
-        console.print(f"  items with c > 0.5: {len(nc)} {nc[:10]}")
+        console.print(f"  items with c > 0.5: {len(nc)}{_some(nc)}")
+
+
+#: what a binary bank's parameter is, beside its name (P = c + (u - c) / (1 + exp(-a (theta - b))))
+_PARAMETER = {"a": " (slope)", "b": " (difficulty, on theta's scale)", "c": " (lower asymptote)",
+              "u": " (upper asymptote)"}
+
+
+def _spread(qs: dict) -> str:
+    """``{'min': 0.1, 'q05': 0.2, ...}`` as ``min 0.1, q05 0.2, ...``."""
+    return ", ".join(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{k} {v}"
+                     for k, v in qs.items())
+
+
+def _some(ids: list) -> str:
+    """The first ten of ``ids`` in parentheses (nothing when there are none)."""
+    if not ids:
+        return ""
+    more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
+    return " (" + ", ".join(str(i) for i in ids[:10]) + more + ")"

@@ -13,7 +13,7 @@ from ..suite.config import SuiteConfig
 from ._common import (bank_option_help, console, err_console, escape, json_safe,
                       load_responses, min_items_note, one_bank, output_dir, print_frame,
                       progress_bar, quiet_option, unique_filenames)
-from ._options import predictor_only
+from ._options import BOUND_MARGIN_HELP, predictor_only
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -151,9 +151,7 @@ HELP = {
                   f"--suite: {SuiteConfig.batch_size}, mixing benchmarks]",
     "bound_stop": "Banks with a score link: stop once the examinee is surely at the floor "
                   "(chance) or the top of the link's curve.",
-    "bound_margin": "Floor/top stop: how close (in score units: 0-1, or a bank folder's "
-                    "--score-range scale) to the curve's lowest/highest "
-                    "value counts as there.",
+    "bound_margin": BOUND_MARGIN_HELP,
 }
 
 
@@ -349,7 +347,9 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         frame = result.persons
         persons = pd.concat([frame.reset_index(drop=True),
                              predict(where, frame, result.administered)], axis=1)
-    _write_bank_outputs(o, bank, out, result, persons, item_bank, folder=folder)
+    _write_bank_outputs(o, bank, out, result, persons, item_bank, folder=folder,
+                        bank_minimum=link is not None and o.bound_stop
+                        and o.fixed_length is None)
 
 
 def _responses(o: _Options, folder):
@@ -441,7 +441,7 @@ def _predicted_score(folder, persons) -> tuple[dict, tuple[str, str]]:
 
 
 def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank, *,
-                        folder=None) -> None:
+                        folder=None, bank_minimum: bool = True) -> None:
     """person_scores.csv, selected_items/, item_exposure.csv, item_positions.csv,
     summary.json, and the summary table. ``persons``: columns, or a frame. ``folder``: a bank
     folder, whose predicted score the summary names (its benchmark, on its metric's scale)."""
@@ -495,7 +495,8 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
     print_frame({"figure": [r[0] for r in rows], "value": [r[1] for r in rows]},
                 title="atlas simulate")
     held = min_items_note(persons["n_items"], persons["stop_reason"],
-                          result.config.stopping.min_items, o.min_items is not None)
+                          result.config.stopping.min_items, o.min_items is not None,
+                          bank_own=bank_minimum)
     if held:
         console.print(held, markup=False, highlight=False)
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "

@@ -50,6 +50,7 @@ from .scorers import score_answer
 from .store import RunStore
 from .subjects import (Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood,
                        is_ordinal)
+from .subjects.spec import NO_CONTENT
 
 __all__ = ["PromptSettings", "RunResult", "StepInfo", "start_run", "continue_run", "bank_hash",
            "expected_accuracy", "subject_protocol", "check_content", "PROTOCOL_LABELS",
@@ -284,10 +285,7 @@ def check_content(bank, subject, probe_ids) -> None:
     if is_item_scored(subject):
         return
     if not has_requests(bank):
-        raise BankError("this bank has no item content (a folder built from a response matrix "
-                        "has none): ask it by item id with --subject cmd:COMMAND (your harness "
-                        "scores each item) or replay:MATRIX#MODEL, or build the folder from "
-                        "lm-evaluation-harness sample logs")
+        raise BankError(NO_CONTENT)
     if is_loglikelihood(subject):
         from ..content.requests import build_item_requests
 

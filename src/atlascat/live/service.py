@@ -268,7 +268,7 @@ def choose_design(ref: BankRef, design: str = "auto") -> str:
     if ref.predictor() is not None:
         return "predictor"
     if design == "predictor":
-        raise ConfigError(f"bank {ref} has no benchmark predictor: build a bank folder from "
+        raise ConfigError(f"bank {ref.name} has no benchmark predictor: build a bank folder from "
                           "results with more items than the budget, or use the adaptive "
                           "design")
     return "adaptive"

@@ -228,9 +228,12 @@ class PredictSession:
         n = int(r["n_items"][0])
         warning = ""
         if outside:
-            warning = ("the model looks outside the source models (beyond their scores or "
-                       "thetas, or design and model predictions differ by "
-                       f"{float(r['z'][0]):.1f} SE): the design-based estimate is used")
+            z = float(r["z"][0])
+            why = (f"its design-based and model predictions differ by {z:.1f} combined SEs, "
+                   f"more than {p.z_cut:g}" if z > p.z_cut else
+                   "its score, model prediction or theta lies beyond the source models'")
+            warning = (f"the model looks outside the source models ({why}): the "
+                       "design-based estimate is used")
         elif n < 10:
             warning = f"only {n} items answered: the interval is wide"
         return BenchmarkPrediction(

@@ -132,7 +132,8 @@ def warnings_for(link, theta, se, below, above, lz, guess=None):
     if lz is not None:
         flags.append("misfit")
         warnings.append(f"the answers do not fit the IRT model (person fit lz* = {lz:.2f} "
-                        f"< {LZ_CRITICAL:.2f}): interval widened to what the number correct "
+                        f"< {LZ_CRITICAL:.2f}, its 1% tail: rights and wrongs in a pattern "
+                        "unlikely at its theta): interval widened to what the number correct "
                         "supports")
     if guess is not None:
         flags.append("chance")

@@ -176,6 +176,9 @@ class _HTTPSubject:
                 box["error"] = str(exc)
             except httpx.TimeoutException:
                 box["error"] = f"timed out after {self.timeout:g} s"
+            except httpx.ConnectError as exc:     # nothing listening, a wrong host or port
+                box["error"] = (f"cannot connect ({self.redact(str(exc))[:200]}): check that "
+                                "a server runs at this URL and port")
             except httpx.TransportError as exc:
                 box["error"] = (f"connection error ({type(exc).__name__}: "
                                 f"{self.redact(str(exc))[:200]})")

@@ -74,8 +74,10 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
         elif score_range is not None:
             score = _on_scale(score, score_range, f"{who}: item {item!r}")
         elif not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            pct = (" (a percent? print it / 100, or build the folder with --score-range "
+                   "0 100)" if isinstance(score, (int, float)) and 1 < score <= 100 else "")
             raise SubjectError(f"{who}: item {item!r} scored {score!r}; a score is 0 or 1, "
-                               "or in [0, 1] for a continuous metric")
+                               f"or in [0, 1] for a continuous metric{pct}")
         if item not in want:
             raise LiveRunError(f"{who}: reply line {n} scores item {item!r}, which was not asked")
         if item in got:

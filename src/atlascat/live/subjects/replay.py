@@ -222,15 +222,6 @@ def _gold_text(ir):
 
 
 def _read_matrix(spec):
-    from ...responses import ResponseMatrix
+    from ...catalogue.matrices import resolve_responses
 
-    path = Path(str(spec))
-    if path.exists():
-        return ResponseMatrix.read(path, normalize_ids=True, on_empty="keep")
-    from ...catalogue import load_responses
-
-    try:
-        return load_responses(str(spec))
-    except Exception as exc:  # noqa: BLE001 - reported as one line naming the spec
-        raise ConfigError(f"replay matrix {str(spec)!r} is neither a file nor a bundled matrix "
-                          f"({type(exc).__name__}: {exc})") from None
+    return resolve_responses(spec, option="replay matrix", normalize_ids=True, on_empty="keep")

@@ -10,7 +10,7 @@ import math
 import shlex
 from dataclasses import dataclass
 
-from ...errors import ConfigError
+from ...errors import BankError, ConfigError
 from .chat import OpenAICompatible
 from .completions import OpenAICompletionsSubject
 from .itemscored import CommandSubject, RecordedAnswers
@@ -62,6 +62,15 @@ def parse_theta_spec(text: str) -> tuple[float, int]:
         raise ConfigError(f"--subject simulate:{text}: THETA must be a finite number in "
                           "[-10, 10] (e.g. simulate:0.5 or simulate:0.5:7 with a seed)")
     return theta, seed
+
+
+#: the subject kinds that ask a bank's item content (requests or prompts)
+ASKS_CONTENT = ("openai", "completions", "hf", "lmeval")
+
+#: why a bank without item content cannot be asked by such a subject, and what to do
+NO_CONTENT = ("this bank has no item content (a folder built from a response matrix has none): "
+              "ask it by item id with --subject cmd:COMMAND (your harness scores each item) or "
+              "replay:MATRIX#MODEL, or build the folder from lm-evaluation-harness sample logs")
 
 
 def is_ordinal(bank) -> bool:
@@ -173,6 +182,8 @@ class SubjectSpec:
             raise ConfigError(f"--subject {kind}: asks an item's requests, and a graded / gpcm "
                               "bank has none: ask it by item id with cmd:COMMAND (your program "
                               "rates each item) or replay:RATINGS.csv#MODEL")
+        if kind in ASKS_CONTENT and bank is not None and not has_requests(bank):
+            raise BankError(NO_CONTENT)   # before an optional package is imported
         if kind == "openai":
             return OpenAICompatible(target, model or "", chat=kw.get("chat", True), **http)
         if kind == "completions":
