@@ -182,9 +182,9 @@ def test_live_run_from_python(tmp_path):
 
 def test_wrong_kinds_of_bank_start_seed_and_sizes_are_named(data):
     df, bank = data
-    with pytest.raises(BankError, match="bank must be an ItemBank or PolyBank"):
+    with pytest.raises(ConfigError, match="'bank.csv' is a name or path, not an ItemBank"):
         at.estimate_ability(df, "bank.csv")
-    with pytest.raises(BankError, match="not a DataFrame"):
+    with pytest.raises(ConfigError, match="got DataFrame"):
         at.estimate_ability(df, bank.to_frame())
     with pytest.raises(ConfigError, match="start must be an ItemBank"):
         at.calibrate(df, "2pl", start="bank.csv")   # was silently ignored

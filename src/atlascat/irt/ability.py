@@ -405,11 +405,10 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         raise ConfigError(f"unknown scoring method {method!r}; use one of {', '.join(METHODS)}")
     from .polybank import PolyBank
 
-    if not isinstance(bank, (ItemBank, PolyBank)):
-        from ..errors import BankError
+    if not isinstance(bank, PolyBank):
+        from .bank import check_bank
 
-        raise BankError(f"bank must be an ItemBank or PolyBank (ItemBank.read / PolyBank.read "
-                        f"read a bank file), not a {type(bank).__name__}")
+        check_bank(bank)   # a name, a path or a frame: a ConfigError saying how to load it
     if isinstance(bank, PolyBank):   # ordinal items: ratings on their own scale
         from .polyscore import estimate_ordinal
 
