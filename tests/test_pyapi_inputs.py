@@ -218,3 +218,21 @@ def test_ordinal_one_subject_dict_thetas_and_dispersion_settings():
         at.calibrate(scores, "2pl", dispersion=["a"] * 12)
     with pytest.raises(ConfigError, match="dispersion needs a joint calibration"):
         at.calibrate(scores, "2pl", dispersion="auto", partition_size=4)   # was ignored
+
+
+def test_predictor_session_and_scores_name_text(data):
+    from atlascat.predict.predictor import BenchmarkPredictor
+
+    df, bank = data
+    source = at.ResponseMatrix.from_frame(df)
+    pred = BenchmarkPredictor(budget=6).fit(bank, source, rng=np.random.default_rng(0))
+    session = pred.session(rng=1)
+    item = session.next_items(1)[0]
+    with pytest.raises(ConfigError, match=f"score of item '{item}' must be a number, got 'yes'"):
+        session.record(item, "yes")
+    with pytest.raises(ConfigError, match="budget must be a number"):
+        pred.session(budget="six")
+    with pytest.raises(ConfigError, match="budget must be a number"):
+        pred.replay(source, budget="six")
+    with pytest.raises(ResponseDataError, match="scores must be numbers"):
+        BenchmarkPredictor(budget=6).fit(bank, source, scores=["a"] * 300)

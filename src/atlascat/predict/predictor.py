@@ -199,7 +199,11 @@ class BenchmarkPredictor:
             tables, _, log_prior = self._grid()
             self.dispersion_ = est.item_dispersion(y, tables, log_prior)
         item_mean = np.nanmean(y, axis=1)
-        truth = item_mean if scores is None else np.asarray(scores, float).reshape(-1)
+        try:
+            truth = item_mean if scores is None else np.asarray(scores, float).reshape(-1)
+        except (TypeError, ValueError):
+            raise ResponseDataError(f"scores must be numbers (0-1), one per source model, got "
+                                    f"{scores!r}"[:200]) from None
         if truth.shape != (source.n_subjects,) or not np.all(np.isfinite(truth)):
             raise ResponseDataError("scores must hold one finite value (0-1) per source model")
         self.score_map_ = None if scores is None else score_map(item_mean, truth)
@@ -367,8 +371,8 @@ class BenchmarkPredictor:
         answered items, for studies).
         """
         self._require_fitted()
-        budget = int(self.budget if budget is None else budget)
         self._check(budget)
+        budget = int(self.budget if budget is None else budget)
         from ..responses import as_response_matrix
 
         targets = as_response_matrix(targets)

@@ -66,8 +66,10 @@ class PredictSession:
     """Next items / record / prediction for one target (see module docstring)."""
 
     def __init__(self, predictor, *, budget: int, rng=None, available=None):
+        from ..validation import check_finite
+
         self.predictor = predictor
-        self.budget = int(budget)
+        self.budget = int(check_finite(budget, "budget"))
         if self.budget < 1:
             raise ConfigError(f"budget must be at least 1, got {budget}")
         n = len(predictor.item_ids_)
@@ -159,7 +161,9 @@ class PredictSession:
         if j is None or not self._drawn[j]:
             raise ConfigError(f"item {item_id!r} was not handed out by next_items; record only "
                               "the items the session asked")
-        s = float(score)
+        from ..validation import check_finite
+
+        s = check_finite(score, f"score of item {item_id!r}")
         if not 0.0 <= s <= 1.0:
             raise ConfigError(f"score of item {item_id!r} must be in [0, 1], got {score!r}")
         self._y[j] = s
