@@ -236,3 +236,11 @@ def test_predictor_session_and_scores_name_text(data):
         pred.replay(source, budget="six")
     with pytest.raises(ResponseDataError, match="scores must be numbers"):
         BenchmarkPredictor(budget=6).fit(bank, source, scores=["a"] * 300)
+
+
+def test_polybank_read_of_a_binary_bank_says_which_reader(data, tmp_path):
+    from atlascat.irt.polybank import PolyBank
+
+    data[1].write(tmp_path / "bank.csv")
+    with pytest.raises(BankError, match="binary items .*ItemBank.read"):
+        PolyBank.read(tmp_path / "bank.csv")

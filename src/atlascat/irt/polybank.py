@@ -383,6 +383,10 @@ class PolyBank:
         elif "a" in cols:
             bcols = sorted((c for c in cols if c[:1] == "b" and c[1:].isdigit()),
                            key=lambda c: int(c[1:]))
+            if not bcols and "b" in cols:   # item_id, a, b (c, u): binary items
+                raise BankError("this is a bank of binary items (columns a, b): read it with "
+                                "ItemBank.read (PolyBank.from_item_bank turns 1PL/2PL items "
+                                "into graded ones)")
             if not bcols:
                 raise BankError("an ordinal bank in threshold form needs columns a, b1, b2, ...")
             a = num("a")
