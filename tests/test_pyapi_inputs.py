@@ -244,3 +244,14 @@ def test_polybank_read_of_a_binary_bank_says_which_reader(data, tmp_path):
     data[1].write(tmp_path / "bank.csv")
     with pytest.raises(BankError, match="binary items .*ItemBank.read"):
         PolyBank.read(tmp_path / "bank.csv")
+
+
+def test_a_long_file_read_as_wide_points_to_format_long(tmp_path):
+    long = pd.DataFrame({"subject_id": ["a", "b", "b"], "item_id": ["i1", "i1", "i2"],
+                         "score": [1, 1, 0]})
+    long.to_parquet(tmp_path / "long.parquet")   # detected as long by its column names
+    assert at.ResponseMatrix.read(tmp_path / "long.parquet").n_items == 2
+    long.index = pd.Index([5, 6, 7])               # a saved index: a leading column
+    long.to_parquet(tmp_path / "indexed.parquet")
+    with pytest.raises(ResponseDataError, match=r"\(subject 5\).*read it with format='long'"):
+        at.ResponseMatrix.read(tmp_path / "indexed.parquet")

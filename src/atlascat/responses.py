@@ -446,8 +446,13 @@ class ResponseMatrix:
                 column = (f"; column {df.columns[c]!r} holds no score at all: the first "
                           "column names the models and every other is an item, so drop it"
                           if numeric.iloc[:, c].isna().all() else "")
+                names = {str(n).lower() for n in df.columns} | {str(df.index.name).lower()}
+                if {"item", "item_id"} & names:   # one row per (subject, item, score)
+                    column = ("; it looks like long format (an item column): read it with "
+                               "format='long' (ResponseMatrix.from_long for a DataFrame)")
+                subject = df.index[r].item() if hasattr(df.index[r], "item") else df.index[r]
                 raise ResponseDataError(
-                    f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), column "
+                    f"text cell {cell!r} at row {r} (subject {subject!r}), column "
                     f"{df.columns[c]!r}; scores must be numbers in [0, 1] or blank for missing"
                     + column)
         return numeric.to_numpy(dtype=float)
