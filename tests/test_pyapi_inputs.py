@@ -147,6 +147,12 @@ def test_ordinal_session_repr_and_posterior_se_match_eap():
     assert session.theta == pytest.approx(eap["theta"][0], abs=1e-10)
     assert session.se == pytest.approx(eap["se"][0], abs=1e-10)
     assert repr(session).startswith("OrdinalCATSession(n_items=8, ") and "done (" in repr(session)
+    info = OrdinalCATSession(bank, at.CATConfig(se_stop=None, min_items=8, max_items=8))
+    while not info.done:   # the default se_method: information; posterior_sd is still EAP's
+        item = info.next_item()
+        info.record(item, ratings.loc["m0", item])
+    assert info.posterior_sd == pytest.approx(eap["se"][0], abs=1e-10)
+    assert abs(info.se - info.posterior_sd) > 1e-4
 
 
 def test_live_run_from_python(tmp_path):

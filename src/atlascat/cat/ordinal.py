@@ -343,7 +343,7 @@ class OrdinalCATSession:
     """One examinee's adaptive test on an ordinal bank, driven by the caller's harness:
     :meth:`next_item` (an item id, or None once the test has stopped), :meth:`record` (the
     rating on the item's own scale; None or NaN when it could not be obtained), ``theta``,
-    ``se``, ``done``, ``stop_reason``, :meth:`history`. The same engine and rules as
+    ``se``, ``posterior_sd``, ``done``, ``stop_reason``, :meth:`history`. The same engine and rules as
     :func:`simulate_ordinal_cat` (exposure: none or Sympson-Hetter)."""
 
     def __init__(self, bank: PolyBank, config: CATConfig | None = None, rng=None):
@@ -358,6 +358,17 @@ class OrdinalCATSession:
     def theta(self) -> float:
         """The EAP estimate after the ratings recorded so far."""
         return float(self._eng.theta[0])
+
+    @property
+    def posterior_sd(self) -> float:
+        """The SD of theta's posterior on the quadrature grid (what
+        :func:`~atlascat.irt.ability.estimate_ability`'s EAP reports as its SE), whatever
+        ``se_method``."""
+        lp = self._eng.log_post[0]
+        w = np.exp(lp - lp.max())
+        w /= w.sum()
+        nodes = self._eng.nodes
+        return float(np.sqrt(max(float(w @ nodes**2) - float(w @ nodes) ** 2, 0.0)))
 
     def __repr__(self) -> str:
         state = f"done ({self.stop_reason})" if self.done else "running"
