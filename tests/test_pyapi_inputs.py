@@ -109,7 +109,8 @@ def test_unfitted_estimators_say_so_and_reprs_show_the_settings(data):
 
     df, bank = data
     cal = at.Calibrator("2pl", tol=1e-5)
-    assert repr(cal) == "Calibrator(model='2pl', tol=1e-05)" and repr(at.Calibrator()) == "Calibrator()"
+    assert repr(cal) == "Calibrator(model='2pl', tol=1e-05)"
+    assert repr(at.Calibrator()) == "Calibrator()"
     assert not hasattr(cal, "bank_")
     with pytest.raises(NotFittedError, match="not fitted, so it has no 'theta_'"):
         cal.theta_

@@ -235,7 +235,8 @@ def check_scores(y: np.ndarray, *, item_ids=None, subject_ids=None) -> np.ndarra
 
 def _cell(idx, item_ids, subject_ids) -> str:
     if len(idx) == 0:
-        return "the one value given (not a table of scores: pass a ResponseMatrix, DataFrame or array)"
+        return ("the one value given (not a table of scores: pass a ResponseMatrix, DataFrame "
+                "or array)")
     if len(idx) == 1:
         c = idx[0]
         return f"column {c}" + (f" (item {item_ids[c]!r})" if item_ids is not None else "")

@@ -343,8 +343,8 @@ class OrdinalCATSession:
     """One examinee's adaptive test on an ordinal bank, driven by the caller's harness:
     :meth:`next_item` (an item id, or None once the test has stopped), :meth:`record` (the
     rating on the item's own scale; None or NaN when it could not be obtained), ``theta``,
-    ``se``, ``posterior_sd``, ``done``, ``stop_reason``, :meth:`history`. The same engine and rules as
-    :func:`simulate_ordinal_cat` (exposure: none or Sympson-Hetter)."""
+    ``se``, ``posterior_sd``, ``done``, ``stop_reason``, :meth:`history`. The same engine and
+    rules as :func:`simulate_ordinal_cat` (exposure: none or Sympson-Hetter)."""
 
     def __init__(self, bank: PolyBank, config: CATConfig | None = None, rng=None):
         config = CATConfig() if config is None else config
