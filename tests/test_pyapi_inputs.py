@@ -262,3 +262,11 @@ def test_a_long_file_read_as_wide_points_to_format_long(tmp_path):
     long.to_parquet(tmp_path / "indexed.parquet")
     with pytest.raises(ResponseDataError, match=r"\(subject 5\).*read it with format='long'"):
         at.ResponseMatrix.read(tmp_path / "indexed.parquet")
+
+
+def test_simulate_cat_thetas_as_a_list_or_unlabelled_series(data):
+    bank = data[1]
+    config = at.CATConfig(min_items=3, max_items=3)
+    for thetas in ([0.0, 1.0], pd.Series([0.0, 1.0]), np.array([0.0, 1.0])):
+        res = at.simulate_cat(bank, config, thetas=thetas, rng=0)
+        assert list(res.persons["subject_id"]) == ["0", "1"]

@@ -18,6 +18,7 @@ examinees run together or one by one with ``y = float(gen_i.random() < P)``.
 """
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import numpy as np
@@ -103,12 +104,10 @@ class ModelAnswers(AnswerSource):
             bad = np.flatnonzero(~np.isfinite(self.thetas))[:5].tolist()
             raise ResponseDataError(f"true thetas must be finite; not at rows {bad}")
         n = self.thetas.size
-        index = getattr(thetas, "index", None)   # a labelled Series: its index names them
-        if subject_ids is None and index is not None:
-            import pandas as pd
-
-            if not isinstance(index, pd.RangeIndex):
-                subject_ids = index
+        pd = sys.modules.get("pandas")   # a Series exists only where pandas is loaded
+        if (subject_ids is None and pd is not None and isinstance(thetas, pd.Series)
+                and not isinstance(thetas.index, pd.RangeIndex)):
+            subject_ids = thetas.index   # a labelled Series: its index names the examinees
         ids = np.arange(n) if subject_ids is None else subject_ids
         self.subject_ids = np.asarray([str(s) for s in ids], dtype=object)
         if len(self.subject_ids) != n:
