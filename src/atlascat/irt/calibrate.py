@@ -66,22 +66,6 @@ LINKS = ("mean-sigma", "mean-mean")
 
 
 # ====================================================================== estimator
-def _changed_settings(obj) -> str:
-    """``name=value`` for each ``__init__`` keyword of ``obj`` whose value is not its default."""
-    import inspect
-
-    out = []
-    for name, p in inspect.signature(type(obj).__init__).parameters.items():
-        if name == "self" or p.default is inspect.Parameter.empty:
-            continue
-        value = obj.__dict__.get(name, p.default)
-        try:
-            same = value is p.default or bool(value == p.default)
-        except (TypeError, ValueError):
-            same = False
-        if not same:
-            out.append(f"{name}={value!r}")
-    return ", ".join(out)
 
 
 class Calibrator:
@@ -197,7 +181,9 @@ class Calibrator:
 
     def __repr__(self) -> str:
         """The settings that differ from the defaults, as scikit-learn shows an estimator."""
-        return f"Calibrator({_changed_settings(self)})"
+        from .._repr import changed_settings
+
+        return f"Calibrator({changed_settings(self)})"
 
     # ------------------------------------------------------------------ validation
     def check_settings(self, choice=None):

@@ -483,11 +483,11 @@ class BenchmarkPredictor:
                                  "from_dict")
 
     def __repr__(self) -> str:
-        from ..irt.calibrate import _changed_settings
+        from .._repr import changed_settings
 
         fitted = (f", fitted on {self.n_source_} source models, {len(self.item_ids_)} items"
                   if hasattr(self, "alpha_") else "")
-        return f"BenchmarkPredictor({_changed_settings(self)}{fitted})"
+        return f"BenchmarkPredictor({changed_settings(self)}{fitted})"
 
     def to_dict(self) -> dict:
         """JSON-serialisable description (saved as ``predictor.json`` in a bank folder)."""
