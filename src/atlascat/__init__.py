@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 
 from ._version import __version__
-from .errors import AtlasError, BankError, ConfigError, ConvergenceError, LiveRunError, ResponseDataError
+from .errors import (AtlasError, BankError, BankFolderError, ConfigError, ConvergenceError,
+                     LiveRunError, NotFittedError, ResponseDataError)
 
 # public name -> module that defines it
 _LAZY = {
@@ -40,8 +41,8 @@ _LAZY = {
 
 _MODULES = {"catalogue"}  # names that are modules themselves; all others are attributes
 
-__all__ = ["__version__", "AtlasError", "BankError", "ConfigError", "ConvergenceError",
-           "LiveRunError", "ResponseDataError", *_LAZY]
+__all__ = ["__version__", "AtlasError", "BankError", "BankFolderError", "ConfigError",
+           "ConvergenceError", "LiveRunError", "NotFittedError", "ResponseDataError", *_LAZY]
 
 
 def __getattr__(name):
