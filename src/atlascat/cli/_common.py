@@ -26,7 +26,7 @@ err_console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)
 __all__ = ["console", "err_console", "escape", "progress_bar", "print_frame", "print_error",
            "quiet_option", "is_quiet",
            "warn", "bank_option_help", "one_bank", "output_file", "output_dir",
-           "load_responses", "json_safe"]
+           "load_responses", "json_safe", "predicted_summary"]
 
 
 #: what ``-q/--quiet`` means in every command that takes it (:func:`quiet_option`)
@@ -331,3 +331,23 @@ def unique_filenames(ids) -> list[str]:
         seen[base.lower()] = n
         out.append(base if n == 1 else f"{base}_{n}")
     return out
+
+
+def predicted_summary(words: dict, persons) -> tuple[dict, tuple[str, str]]:
+    """The predicted scores in a simulation's summary: ``words``' benchmark, metric and scale
+    (a bank folder's :func:`~atlascat.bankdir.predict.folder_words`, an ordinal bank's rating
+    scale; [0, 1] when not a metric's own), the mean predicted score and 95% width
+    (summary.json), and the table's row (percent on [0, 1], else the metric's units).
+    ``persons``: a frame, or columns, with ``score``, ``score_lo``, ``score_hi``."""
+    import pandas as pd
+
+    score = pd.Series(persons["score"], dtype=float)
+    width = pd.Series(persons["score_hi"], dtype=float) - pd.Series(persons["score_lo"],
+                                                                    dtype=float)
+    figures = {"benchmark": words["benchmark"], "metric": words["metric"],
+               "scale": words.get("scale", [0.0, 1.0]),   # the score's and width's units
+               "score_mean": float(score.mean()), "width_mean": float(width.mean())}
+    unit = 100 if "scale" not in words else 1
+    return figures, (f"predicted {words['benchmark']} score mean (95% width)",
+                     f"{unit * figures['score_mean']:.1f} "
+                     f"({unit * figures['width_mean']:.1f} points)")

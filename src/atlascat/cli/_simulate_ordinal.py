@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import console, escape, json_safe, print_frame, progress_bar
+from ._common import console, escape, json_safe, predicted_summary, print_frame, progress_bar
 
 
 def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
@@ -36,7 +36,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ref = pd.Series(values, index=ids)
         res.persons["true_theta"] = ref[~ref.index.duplicated()].reindex(
             res.persons.subject_id).to_numpy(float)
-    predicted = _predicted_mean_rating(pb, res.persons, bank)
+    predicted, predicted_row = _predicted_mean_rating(pb, res.persons, bank)
     out.mkdir(parents=True, exist_ok=True)
     res.persons.to_csv(out / "person_scores.csv", index=False)
     if o.selected:
@@ -69,7 +69,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
             ("items mean", f"{summary['items_mean']:.1f}"),
             ("SE mean", f"{summary['se_mean']:.3f}"),
             ("largest exposure", f"{summary['exposure_max']:.2f}"),
-            _predicted_row(predicted)]
+            predicted_row]
     if "rmse" in summary:
         rows.append(("RMSE vs true theta", f"{summary['rmse']:.3f}"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
@@ -80,30 +80,20 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
                   "summary.json)")
 
 
-def _predicted_mean_rating(pb, persons, bank: str) -> dict:
+def _predicted_mean_rating(pb, persons, bank: str) -> tuple[dict, tuple[str, str]]:
     """Each examinee's predicted mean rating over the whole bank with its 95% interval
     (``score``, ``score_lo``, ``score_hi`` added to ``persons``: what a live run of the model
     predicts, :meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`), and the summary's
-    figures: benchmark (the bank file's name), metric, scale, the means of the score and of
-    the interval's width."""
+    figures and row (:func:`~atlascat.cli._common.predicted_summary`) named after the
+    bank file."""
     from ..catalogue import BankRef
 
     score, lo, hi = pb.mean_rating_interval(persons["theta"], persons["se"])
     persons["score"], persons["score_lo"], persons["score_hi"] = score, lo, hi
     scale = pb.rating_scale()
-    return {"benchmark": BankRef.from_option(bank).title,
-            "metric": "mean rating" if scale else "mean rating, as a share of each item's scale",
-            "scale": list(scale) if scale else [0.0, 1.0],
-            "score_mean": float(score.mean()), "width_mean": float((hi - lo).mean())}
-
-
-def _predicted_row(figures: dict) -> tuple[str, str]:
-    """The summary table's row of the predicted mean rating: on the items' scale, or percent
-    of each item's own."""
-    unit, points = (1.0, "") if figures["metric"] == "mean rating" else (100.0, "%")
-    return (f"predicted {figures['benchmark']} score mean (95% width)",
-            f"{unit * figures['score_mean']:.1f}{points} "
-            f"({unit * figures['width_mean']:.1f} points)")
+    words = {"benchmark": BankRef.from_option(bank).title, "metric": pb.rating_metric(),
+             **({"scale": list(scale)} if scale else {})}
+    return predicted_summary(words, persons)
 
 
 def _check_options(o) -> None:

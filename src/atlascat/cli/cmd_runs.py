@@ -105,8 +105,6 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
     records = [on_metric_scale(r, scale, steps=True) for r in steps[cols].to_dict("records")]
     if as_json:
         run = on_metric_scale({k: v for k, v in info.items() if k != "session"}, scale)
-        if info["kind"] == "suite":  # no theta: its columns hold the average, as the list says
-            run.update(theta=None, se=None, model_based_score=None)
         run["protocol"] = protocol_value(info.get("protocol"), info.get("bank_ref"))
         typer.echo(json.dumps({"run": run, "prediction": lb, "steps": records}, default=str))
         return
@@ -136,10 +134,6 @@ def _list_runs(stores, as_json: bool) -> None:
     from ..live.service import predict_run
 
     predictions = [predict_run(by_path[r["db"]], r) for r in df.to_dict("records")]
-    if not df.empty:
-        # a suite run has no theta: its store columns hold the average, shown as such
-        suite = df["kind"] == "suite"
-        df.loc[suite, ["theta", "se", "model_based_score"]] = None
     if as_json:
         from ..live.report import on_metric_scale, protocol_value
 

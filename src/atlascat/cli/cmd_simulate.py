@@ -11,8 +11,9 @@ import typer
 from ..cat.config import Estimation, Selection, Stopping
 from ..suite.config import SuiteConfig
 from ._common import (bank_option_help, console, err_console, escape, json_safe,
-                      load_responses, min_items_note, one_bank, output_dir, print_frame,
-                      progress_bar, quiet_option, unique_filenames)
+                      load_responses, min_items_note, one_bank, output_dir,
+                      predicted_summary, print_frame, progress_bar, quiet_option,
+                      unique_filenames)
 from ._options import BOUND_MARGIN_HELP, predictor_only
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
@@ -403,7 +404,9 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
         advance(1)
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
-    figures, predicted_row = _predicted_score(folder, persons)
+    from ..bankdir.predict import folder_words
+
+    figures, predicted_row = predicted_summary(folder_words(folder), persons)
     summary = {"design": "benchmark predictor", **figures, "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),
@@ -416,28 +419,6 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title="atlas simulate (bank folder's predictor)")
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, summary.json)")
-
-
-def _predicted_score(folder, persons) -> tuple[dict, tuple[str, str]]:
-    """A bank folder's predicted scores in a simulation's summary: its benchmark, metric and
-    scale (:func:`~atlascat.bankdir.predict.folder_words`; [0, 1] when not a metric's own),
-    the mean predicted score and 95% width (summary.json), and the table's row (percent on
-    [0, 1], else the metric's units). ``persons``: a frame, or columns."""
-    import pandas as pd
-
-    from ..bankdir.predict import folder_words
-
-    words = folder_words(folder)
-    score = pd.Series(persons["score"], dtype=float)
-    width = pd.Series(persons["score_hi"], dtype=float) - pd.Series(persons["score_lo"],
-                                                                    dtype=float)
-    figures = {"benchmark": words["benchmark"], "metric": words["metric"],
-               "scale": words.get("scale", [0.0, 1.0]),   # the score's and width's units
-               "score_mean": float(score.mean()), "width_mean": float(width.mean())}
-    unit = 100 if "scale" not in words else 1
-    return figures, (f"predicted {words['benchmark']} score mean (95% width)",
-                     f"{unit * figures['score_mean']:.1f} "
-                     f"({unit * figures['width_mean']:.1f} points)")
 
 
 def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank, *,
@@ -473,7 +454,9 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
                          "thetas": None if o.thetas is None else str(o.thetas), "seed": o.seed}
     predicted_row = None
     if folder is not None and "score" in persons:  # the folder's benchmark, as the predictor's
-        figures, predicted_row = _predicted_score(folder, persons)
+        from ..bankdir.predict import folder_words
+
+        figures, predicted_row = predicted_summary(folder_words(folder), persons)
         summary.update(figures)
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     rows = [("examinees", summary["n_examinees"]),

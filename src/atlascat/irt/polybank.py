@@ -278,6 +278,12 @@ class PolyBank:
         ends = {(float(lv[0]), float(lv[-1])) for lv in self.levels}
         return ends.pop() if len(ends) == 1 else None
 
+    def rating_metric(self) -> str:
+        """What :meth:`mean_rating` is: "mean rating" on the items' shared scale, else "mean
+        rating, as a share of each item's scale"."""
+        return ("mean rating" if self.rating_scale() is not None
+                else "mean rating, as a share of each item's scale")
+
     def mean_rating(self, theta) -> np.ndarray:
         """The mean rating expected over all the items at theta, E[R | theta] = mean_j sum_k
         level_jk P_jk(theta) (Samejima, 1969; Muraki, 1992), on the scale the items share

@@ -186,14 +186,10 @@ class RunResult:
     def _stored(cls, store: RunStore, run_id: str, info: dict) -> "RunResult":
         steps = store.steps(run_id)
         done = steps[steps["status"] == "answered"]
-        # a suite has no theta: its theta / se columns hold the predicted average (as `atlas
-        # runs` shows, and :func:`atlascat.live.suite_run.suite_result` names it)
-        bank = info.get("kind") != "suite"
-        return cls(run_id=run_id, model=info["model"], status=info["status"],
-                   theta=info["theta"] if bank else None, se=info["se"] if bank else None,
-                   n_items=int(info["n_items"]), score_sum=_as_score(info["score_sum"] or 0),
-                   model_based_score=info["model_based_score"] if bank else None,
-                   stop_reason=info["stop_reason"],
+        return cls(run_id=run_id, model=info["model"], status=info["status"], theta=info["theta"],
+                   se=info["se"], n_items=int(info["n_items"]),
+                   score_sum=_as_score(info["score_sum"] or 0),
+                   model_based_score=info["model_based_score"], stop_reason=info["stop_reason"],
                    items=done["item_id"].astype(str).tolist(),
                    scores=[_as_score(v) for v in done["score"]],
                    prompt_tokens=int(info["prompt_tokens"]),

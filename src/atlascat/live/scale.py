@@ -23,6 +23,7 @@ class MetricScale(NamedTuple):
     high: float
     rated: bool = False
 
+
 #: a run row's item scores and means, stored on [0, 1], shown on a metric's own scale
 SCALED_FIELDS = ("observed_score", "model_based_score")
 

@@ -113,7 +113,7 @@ def ordinal_prediction(bank, theta: float, se: float) -> dict:
     score, lo, hi = bank.mean_rating_interval(theta, se)
     scale = bank.rating_scale()
     out = {"score": float(score), "lo": float(lo), "hi": float(hi),
-           "metric": "mean rating" if scale else "mean rating, as a share of each item's scale"}
+           "metric": bank.rating_metric()}
     if scale:
         out["scale"] = list(scale)
     return out
@@ -487,7 +487,7 @@ class LiveRun:
                 row["status"], row["error"] = res.status, res.error
                 rows.append(row)
                 continue
-            scale = stored_scale(job.ref)   # a --score-range folder's, else None
+            scale = stored_scale(job.ref)   # a --score-range folder's or a rating scale
             row = {**res.to_dict(), "bench": job.ref.title if job.ref else None,
                    "bank": str(job.ref) if job.ref else None,
                    "protocol_label": protocol_label(res.protocol, job.bank,

@@ -10,7 +10,8 @@ runs    one row per run: its kind (``adaptive``, ``predictor`` or ``suite``, :da
         CAT session snapshot after the last answered step, theta, SE, items, tokens, latency,
         error text. Its columns ``n_correct`` and ``accuracy`` (the sum of the item scores,
         the model-based mean score) read as ``score_sum`` and ``model_based_score``
-        (:meth:`RunStore.get_run`, :meth:`RunStore.list_runs`).
+        (:meth:`RunStore.get_run`, :meth:`RunStore.list_runs`); a suite run's theta / SE
+        columns hold its average for the step log and read as None there.
 steps   one row per administered item: ``pending`` is written (its own transaction) *before*
         the model is asked; the answer, score, theta, SE, latency and tokens are written
         together with the run's new session snapshot in *one* transaction after it answers.
@@ -376,8 +377,7 @@ class RunStore:
         out = _public(dict(row))
         for key in ("subject_json", "config_json", "prompt_json", "session_json"):
             out[key[:-5]] = json.loads(out.pop(key))
-        out["observed_score"] = _observed_score(out)
-        return out
+        return _with_estimates(out)
 
     # ------------------------------------------------------------------ one process per run
     def _lock_path(self, run_id: str) -> Path:
@@ -499,7 +499,7 @@ class RunStore:
                 state = "interrupted"
             r["state"] = state
             r["pending"] = pending.get(r["run_id"], 0)
-            r["observed_score"] = _observed_score(r)
+            _with_estimates(r)
         cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "score_sum",
                 "theta", "se", "observed_score", "model_based_score",
                 "stop_reason", "pending", "batch_size", "prompt_tokens",
@@ -675,10 +675,16 @@ def _score(value):
 _PUBLIC_NAMES = {"n_correct": "score_sum", "accuracy": "model_based_score"}
 
 
-def _observed_score(run: dict) -> float | None:
-    """The mean item score over the items a run asked (right / asked for 0/1 items), as
-    stored: credits on [0, 1]; None before its first answer."""
-    return (run["score_sum"] / run["n_items"]) if run["n_items"] else None
+def _with_estimates(run: dict) -> dict:
+    """A run's row with its estimates as every reader gives them: ``observed_score``, the mean
+    item score over the items it asked (right / asked for 0/1 items; credits on [0, 1], as
+    stored; None before its first answer), and no theta, SE or model-based score for a suite
+    run (its estimate is its average: :func:`atlascat.live.suite_run.suite_result`; the
+    table's theta / se columns hold it for the step log)."""
+    run["observed_score"] = (run["score_sum"] / run["n_items"]) if run["n_items"] else None
+    if run.get("kind") == "suite":
+        run.update(theta=None, se=None, model_based_score=None)
+    return run
 
 
 def _public(row: dict) -> dict:
