@@ -63,6 +63,15 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     from ._criteria import print_criteria
 
     print_criteria(res)
+    if rating_range is None and res.bank.rating_scale() is None:
+        ends = sorted({(float(lv[0]), float(lv[-1])) for lv in res.bank.levels})
+        lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
+        console.print(f"note: the items' observed ratings span {len(ends)} different ranges "
+                      f"(e.g. {ends[0][0]:g}-{ends[0][1]:g}, {ends[-1][0]:g}-{ends[-1][1]:g}), "
+                      "so each item's scale is its own range and mean ratings read as shares "
+                      f"of it; if they share one scale, declare it (--rating-range {lo:g} "
+                      f"{hi:g}): outputs then read on it and a rating an item never had is "
+                      "scored", markup=False, highlight=False)
     console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
 
 
@@ -96,6 +105,10 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     frame = pd.DataFrame(values, index=sids, columns=iids)
     df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                           quadpts=quadpts, extra_items=extra_items)
+    from ..irt.polyscore import aligned_ratings
+    from ._common import note_unseen_ratings
+
+    note_unseen_ratings(bk, aligned_ratings(frame, bk)[0])
     known = [c for c in iids if c in bk]
     if known and len(known) < len(iids) and extra_items != "error":
         from ._common import err_console

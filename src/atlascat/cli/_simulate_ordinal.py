@@ -24,6 +24,10 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
 
         values, sids, iids, _ = read_ratings(o.responses[0])
         kwargs["responses"] = pd.DataFrame(values, index=sids, columns=iids)
+        from ..irt.polyscore import aligned_ratings
+        from ._common import note_unseen_ratings
+
+        note_unseen_ratings(pb, aligned_ratings(kwargs["responses"], pb)[0])
         rng = [subject_generator(o.seed, s) for s in sids]  # each model's own, as live
     else:
         ids, values = read_thetas(o.thetas)

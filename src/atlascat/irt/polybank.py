@@ -5,9 +5,20 @@ d1..d(K-1)`` (:mod:`atlascat.irt.polytomous`) and the observed levels its catego
 for: category k of an item is its k-th smallest observed level (a judge's ratings 1-10, a
 rubric's 0-3), so data on the original scale is scored without any recoding by the user.
 
+Each item also has a rating *scale* [lo, hi]: the declared range of the ratings (a judge's
+1-10) where the calibration was told it, else its lowest and highest observed level. A
+whole-number rating on the scale that the item never had at calibration (a 10 where its best
+was 9) is scored as the category it falls in: under the graded model an item calibrated on
+levels l_0 < .. < l_(K-1) has its boundaries only there, so category k holds every rating in
+[l_k, l_(k+1)) (the first one also those below l_0, the last those above l_(K-1)): the
+largest observed level at or below the rating (the lowest when none is). For a GPCM item the
+same collapse is the convention. A rating off the scale, or between its whole numbers, is
+refused.
+
 File format (CSV or Parquet): ``item_id, model, a1, d1, ..., d(K_max-1), levels`` with empty
 cells for an item's absent categories and ``levels`` as ``"0;1;2;3"`` (mirt's columns, plus the
-two ATLAS needs to read a rating back); ``--format ours`` writes the threshold form ``a, b1..``
+two ATLAS needs to read a rating back), and ``scale`` as ``"1;10"`` where an item's scale is
+wider than its levels; ``--format ours`` writes the threshold form ``a, b1..``
 instead of the intercepts, as mirt's IRTpars: graded b_k = -d_k / a, GPCM step thresholds
 b_k = -(d_k - d_(k-1)) / a (:func:`atlascat.irt.polytomous.thresholds`).
 """
@@ -31,10 +42,14 @@ A_LIMIT = 50.0
 D_LIMIT = 150.0
 
 
-def encode_levels(values, levels, item_ids=None, subject_ids=None) -> np.ndarray:
+def encode_levels(values, levels, item_ids=None, subject_ids=None, scales=None) -> np.ndarray:
     """Category index of every cell (float, NaN for missing) given each item's sorted levels.
 
-    ``values``: (n, m) on the items' own scale; a level not among an item's categories raises
+    ``values``: (n, m) on the items' own scale; ``scales``: (m, 2) [lo, hi] per item (default
+    each item's lowest and highest level). A level among an item's categories is its index; a
+    whole number on the item's scale that it never had is the category it falls in (the
+    largest level at or below it, the lowest when none is: the module docstring); a rating
+    off the scale, or between whole numbers where the levels are whole, raises
     :class:`ConfigError` naming the cell (its item by ``item_ids`` and its model by
     ``subject_ids`` when given, else by position).
     """
@@ -43,20 +58,44 @@ def encode_levels(values, levels, item_ids=None, subject_ids=None) -> np.ndarray
     for j, lev in enumerate(levels):            # one searchsorted per item column
         col = values[:, j]
         obs = ~np.isnan(col)
-        idx = np.searchsorted(lev, col[obs])
-        idx_c = np.minimum(idx, len(lev) - 1)
-        ok = lev[idx_c] == col[obs]
+        x = col[obs]
+        lo, hi = (lev[0], lev[-1]) if scales is None else scales[j]
+        idx = np.maximum(np.searchsorted(lev, x, side="right") - 1, 0)
+        whole = bool(np.all(lev == np.round(lev)))
+        ok = (lev[idx] == x) | ((x >= lo) & (x <= hi) & (x == np.round(x)) & whole)
         if not ok.all():
             r = np.flatnonzero(obs)[np.flatnonzero(~ok)[0]]
             who = f"of model {str(subject_ids[r])!r}" if subject_ids is not None else f"at row {r}"
             item = f"item {str(item_ids[j])!r}" if item_ids is not None else f"item column {j}"
-            raise ConfigError(
-                f"rating {values[r, j]:g} {who} on {item} is not one of the item's "
-                f"levels {_fmt_levels(lev)} (its categories: the levels observed when it was "
-                "calibrated, 0..K-1 in a bank file that lists no levels); score only ratings "
-                "among them")
+            raise ConfigError(f"rating {values[r, j]:g} {who} on {item} "
+                              f"{_off_scale(values[r, j], lev, lo, hi)}; score only ratings on "
+                              "the scale")
         out[obs, j] = idx
     return out
+
+
+def _off_scale(value: float, lev, lo: float, hi: float) -> str:
+    """Why a rating is not scored on an item of levels ``lev`` and scale [lo, hi]."""
+    whole = bool(np.all(lev == np.round(lev)))
+    why = (f"is not a whole number on the item's scale {lo:g}-{hi:g}" if whole and lo <= value <= hi
+           else f"is outside the item's scale {lo:g}-{hi:g}" if whole
+           else f"is not one of the item's levels {_fmt_levels(lev)}")
+    return f"{why} (levels observed at calibration: {_fmt_levels(lev)})"
+
+
+def _scale_array(scales, levels) -> np.ndarray:
+    """(n_items, 2) [lo, hi]: each item's lowest and highest level where ``scales`` is None,
+    one (lo, hi) for every item, or one pair per item (None for the item's own levels)."""
+    ends = np.array([[lv[0], lv[-1]] for lv in levels], dtype=float)
+    if scales is None:
+        return ends
+    arr = np.asarray(scales, dtype=object)
+    if arr.ndim == 1 and arr.size == 2 and all(np.isscalar(v) for v in arr):
+        return np.tile(np.asarray(scales, dtype=float), (len(levels), 1))
+    if len(arr) != len(levels):
+        raise BankError(f"scales: {len(arr)} entries for {len(levels)} items")
+    return np.array([ends[j] if s is None else np.asarray(s, dtype=float)
+                     for j, s in enumerate(scales)], dtype=float).reshape(len(levels), 2)
 
 
 def _mirt_gpcm_constants(df, cols, ids, num) -> None:
@@ -75,6 +114,18 @@ def _mirt_gpcm_constants(df, cols, ids, num) -> None:
 
 def _fmt_levels(lev) -> str:
     return ";".join(f"{v:g}" for v in lev)
+
+
+def _numbers(text, item, column: str, count: int | None = None) -> np.ndarray:
+    """A bank cell of numbers separated by ';' (``levels`` "0;1;2", ``scale`` "1;10")."""
+    try:
+        out = np.array([float(v) for v in str(text).split(";")])
+    except ValueError:
+        out = None
+    if out is None or (count is not None and out.size != count):
+        what = "two numbers" if count == 2 else "numbers"
+        raise BankError(f"item {item}: {column} {text!r} must be {what} separated by ';'")
+    return out
 
 
 def is_poly_bank_file(path) -> bool:
@@ -107,10 +158,13 @@ class PolyBank:
     params : (n_items, K_max) array ``[a1, d1..d(K_max-1)]``, NaN beyond an item's categories
     model : "graded" | "gpcm", one for all items or one per item
     levels : per item, the sorted observed values its categories stand for (default 0..K-1)
+    scales : the rating scale [lo, hi]: one pair for every item (a judge's (1, 10)), one per
+        item (None: its levels' ends), or None (each item's lowest and highest level)
     metadata : DataFrame or None, one row per item
     """
 
-    def __init__(self, item_ids, params, model="graded", levels=None, *, metadata=None):
+    def __init__(self, item_ids, params, model="graded", levels=None, *, scales=None,
+                 metadata=None):
         import pandas as pd
 
         ids = np.asarray([str(i) for i in item_ids], dtype=object)
@@ -130,8 +184,11 @@ class PolyBank:
         if levels is None:
             levels = [np.arange(k, dtype=float) for k in self.n_cat]
         self.levels = [np.asarray(lv, dtype=float) for lv in levels]
+        if len(self.levels) != n:
+            raise BankError(f"levels: {len(self.levels)} entries for {n} items")
+        self.scales = _scale_array(scales, self.levels)
         self._validate()
-        for arr in (ids, params, models, self.n_cat, *self.levels):
+        for arr in (ids, params, models, self.n_cat, self.scales, *self.levels):
             arr.flags.writeable = False
         self.metadata = None if metadata is None else pd.DataFrame(metadata).reset_index(drop=True)
         self.model = models[0] if (models == models[0]).all() else "mixed"
@@ -165,6 +222,10 @@ class PolyBank:
             if lev.shape != (k + 1,) or (np.diff(lev) <= 0).any():
                 raise BankError(f"item {item!r}: {k + 1} categories need {k + 1} increasing "
                                 f"levels, got {lev.tolist()}")
+            lo, hi = self.scales[j]
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo <= lev[0] and hi >= lev[-1]):
+                raise BankError(f"item {item!r}: its scale {lo:g}-{hi:g} must hold its levels "
+                                f"{_fmt_levels(lev)}")
 
     # ------------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -201,7 +262,7 @@ class PolyBank:
         kmax = int(self.n_cat[idx].max())
         meta = None if self.metadata is None else self.metadata.iloc[idx]
         return PolyBank(self.item_ids[idx], p[:, :kmax], self.models[idx],
-                        [self.levels[i] for i in idx], metadata=meta)
+                        [self.levels[i] for i in idx], scales=self.scales[idx], metadata=meta)
 
     def param_names(self) -> list[list[str]]:
         """Each item's parameter names in mirt's order, ``a1, d1..d(K-1)``."""
@@ -209,8 +270,29 @@ class PolyBank:
 
     def encode(self, values, subject_ids=None) -> np.ndarray:
         """Responses on the items' own scale (n, n_items) -> category indices (NaN missing);
-        ``subject_ids`` name the rows in an error."""
-        return encode_levels(values, self.levels, self.item_ids, subject_ids)
+        ``subject_ids`` name the rows in an error; a whole number on an item's scale that it
+        never had is the category it falls in (:func:`encode_levels`)."""
+        return encode_levels(values, self.levels, self.item_ids, subject_ids, self.scales)
+
+    def rating_problem(self, item_id, rating) -> str | None:
+        """None when ``rating`` is scored on item ``item_id`` (:meth:`encode`), else why not
+        (off the item's scale, or between its whole numbers)."""
+        j = self.index_of(str(item_id))
+        try:
+            encode_levels(np.array([[float(rating)]]), [self.levels[j]], scales=self.scales[[j]])
+        except ConfigError:
+            return _off_scale(float(rating), self.levels[j], *self.scales[j])
+        return None
+
+    def unseen(self, values) -> np.ndarray:
+        """(n, n_items) True where a rating is not one of its item's levels (what
+        :meth:`encode` scores as the category it falls in); NaN cells are False."""
+        values = np.asarray(values, dtype=float)
+        out = np.zeros(values.shape, dtype=bool)
+        for j, lev in enumerate(self.levels):
+            col = values[:, j]
+            out[:, j] = ~np.isnan(col) & ~np.isin(col, lev)
+        return out
 
     def scores(self) -> np.ndarray:
         """(n_items, K_max) level of every category (NaN where absent)."""
@@ -246,6 +328,7 @@ class PolyBank:
             "models": dict(zip(models.tolist(), counts.astype(int).tolist())),
             "n_categories": {"min": int(self.n_cat.min()), "max": int(self.n_cat.max())},
             "levels": scales,
+            "rating_scale": None if self.rating_scale() is None else list(self.rating_scale()),
             "quantiles": quant,
             "nonpositive_a": self.item_ids[~(self.a > 0)].tolist(),
         }
@@ -273,9 +356,9 @@ class PolyBank:
         return e.reshape(theta.shape + (len(self),))
 
     def rating_scale(self) -> tuple[float, float] | None:
-        """(lowest, highest) level when every item shares them (a judge's 1-10), else None:
-        items on several scales."""
-        ends = {(float(lv[0]), float(lv[-1])) for lv in self.levels}
+        """(lo, hi) when every item has that scale (a judge's 1-10: declared at calibration,
+        or every item's lowest and highest level), else None: items on several scales."""
+        ends = {(float(lo), float(hi)) for lo, hi in self.scales}
         return ends.pop() if len(ends) == 1 else None
 
     def rating_metric(self) -> str:
@@ -293,8 +376,7 @@ class PolyBank:
         expected = self.expected_score(theta)
         if self.rating_scale() is not None:
             return expected.mean(axis=-1)
-        low = np.array([lv[0] for lv in self.levels], dtype=float)
-        high = np.array([lv[-1] for lv in self.levels], dtype=float)
+        low, high = self.scales[:, 0], self.scales[:, 1]
         return ((expected - low) / np.where(high > low, high - low, 1.0)).mean(axis=-1)
 
     def mean_rating_interval(self, theta, se, z: float = 1.96):
@@ -328,7 +410,8 @@ class PolyBank:
                                    constant_values=np.nan) for p in parts])
         return cls(np.concatenate([p.item_ids for p in parts]), params,
                    np.concatenate([p.models for p in parts]),
-                   [lv for p in parts for lv in p.levels])
+                   [lv for p in parts for lv in p.levels],
+                   scales=np.vstack([p.scales for p in parts]))
 
     def to_frame(self, format: str = "mirt") -> pd.DataFrame:
         """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (the thresholds of
@@ -349,6 +432,9 @@ class PolyBank:
         else:
             raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
         df["levels"] = [_fmt_levels(lv) for lv in self.levels]
+        ends = np.array([[lv[0], lv[-1]] for lv in self.levels])
+        if (self.scales != ends).any():   # a declared scale wider than some item's levels
+            df["scale"] = [_fmt_levels(sc) for sc in self.scales]
         if self.metadata is not None:
             meta = self.metadata.reset_index(drop=True)
             df = pd.concat([df, meta[[c for c in meta.columns if c not in df.columns]]], axis=1)
@@ -405,14 +491,14 @@ class PolyBank:
             raise BankError(f"ordinal bank columns {cols[:12]} lack a1 (mirt) or a (ours)")
         levels = None
         if "levels" in cols:
-            levels = []
-            for i, s in enumerate(df["levels"].astype(str)):
-                try:
-                    levels.append(np.array([float(v) for v in s.split(";")]))
-                except ValueError:
-                    raise BankError(f"item {ids[i]}: levels {s!r} must be numbers separated "
-                                    "by ';'") from None
-        return cls(ids, params, model, levels)
+            levels = [_numbers(s, ids[i], "levels") for i, s in enumerate(df["levels"].astype(str))]
+        scales = None
+        if "scale" in cols:
+            scales = [None if str(s).strip() in ("", "nan") else _numbers(s, ids[i], "scale", 2)
+                      for i, s in enumerate(df["scale"])]
+            if levels is None:
+                raise BankError("a bank with a 'scale' column needs its 'levels' column")
+        return cls(ids, params, model, levels, scales=scales)
 
     @classmethod
     def read(cls, path) -> "PolyBank":

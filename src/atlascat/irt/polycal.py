@@ -68,9 +68,9 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
         raise ResponseDataError(f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), "
                                 f"column {df.columns[c]!r}; ratings must be numbers or blank "
                                 "for missing")
-    if df.shape[0] < 2 or df.shape[1] < 1:
+    if df.shape[0] < 1 or df.shape[1] < 1:   # one row is scored; calibration asks for two
         raise ResponseDataError(f"the ratings matrix has {df.shape[0]} rows and {df.shape[1]} "
-                                "item columns; calibration needs at least 2 subjects and 1 item")
+                                "item columns; it needs at least 1 subject and 1 item")
     return (numeric.to_numpy(float), np.asarray([str(s) for s in df.index], dtype=object),
             np.asarray(list(df.columns), dtype=object), weights)
 
@@ -108,7 +108,9 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
     of ratings on any integer scale; ``model``: "graded" or "gpcm" (or one per item);
     ``prior_a``: None (mirt) or a slope prior (``"lognorm(0,0.5)"``, ``"norm(1,1)"``);
-    ``value_range``: the declared (lo, hi) of the ratings, refused when exceeded; ``start``: a
+    ``value_range``: the declared (lo, hi) of the ratings, refused when exceeded and kept as
+    every item's rating scale (:class:`PolyBank`: a rating on it that an item never had is
+    scored as the category it falls in); ``start``: a
     bank whose items (by id, same categories) give starting values. Returns a
     :class:`CalibrationResult` whose ``bank`` is a :class:`PolyBank`.
     """
@@ -143,7 +145,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         fit = fit_ordinal(data, w, models, prior_a=pa, quadpts=quadpts, theta_range=theta_range,
                           max_iter=max_iter, tol=tol, accelerate=accelerate,
                           max_newton=max_newton, callback=callback, start=start_p)
-    bank = PolyBank(iids, fit["params"], models, data.levels)
+    bank = PolyBank(iids, fit["params"], models, data.levels, scales=value_range)
     name = bank.model
     settings = {"model": name, "quadpts": int(quadpts),
                 "theta_range": [float(v) for v in theta_range],

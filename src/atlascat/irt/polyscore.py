@@ -38,14 +38,22 @@ from .polybank import PolyBank
 from .polyfit import indicators
 from .quadrature import normal_quadrature
 
-__all__ = ["ordinal_codes", "score_ordinal", "estimate_ordinal"]
+__all__ = ["ordinal_codes", "aligned_ratings", "score_ordinal", "estimate_ordinal"]
 
 METHODS = ("eap", "wle", "map", "ml")
 
 
 def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.ndarray:
-    """Category index (n, n_bank_items), NaN for missing, from ratings on the items' scales;
-    a labelled input is aligned to the bank by item id."""
+    """Category index (n, n_bank_items), NaN for missing, from ratings on the items' scales
+    (:meth:`PolyBank.encode`); a labelled input is aligned to the bank by item id."""
+    values, sids = aligned_ratings(responses, bank, extra_items)
+    return bank.encode(values, sids)
+
+
+def aligned_ratings(responses, bank: PolyBank, extra_items: str = "ignore"):
+    """(ratings (n, n_bank_items) on the items' own scales, NaN for missing; the subject ids
+    of a labelled input, else None): a labelled input aligned to the bank by item id, an
+    unlabelled one taken in the bank's item order."""
     from .polycal import _as_ratings
 
     import pandas as pd
@@ -75,7 +83,7 @@ def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.
     elif values.shape[1] != len(bank):
         raise ConfigError(f"responses have {values.shape[1]} columns but the bank has "
                           f"{len(bank)} items; pass a labelled frame or the bank's item order")
-    return bank.encode(values, sids if labelled else None)
+    return values, (sids if labelled else None)
 
 
 def _loglik_at(codes, bank: PolyBank, theta):
