@@ -195,3 +195,58 @@ def test_the_cli_says_where_a_rating_was_a_level_the_item_never_had(tmp_path):
         assert r.exit_code == 0, r.output + str(r.exception)
         note = " ".join(r.output.split())
         assert "rating(s) are levels their item never had at calibration" in note
+
+
+class TestPrediction:
+    """The predicted full-bank mean rating (what `atlas simulate` writes and a live run
+    reports): the asked items as rated, the others expected under a N(0, 3^2) prior."""
+
+    def test_every_item_asked_is_the_mean_of_the_ratings_exactly(self):
+        from atlascat.irt.polyscore import predict_mean_rating
+
+        bank = _bank()
+        score, lo, hi = predict_mean_rating({"a": 5, "b": 2}, bank)
+        assert score[0] == lo[0] == hi[0] == 3.5
+        own = _bank(scales=None)       # several scales: each rating's share of its item's
+        score, lo, hi = predict_mean_rating({"a": 5, "b": 2}, own)
+        assert score[0] == pytest.approx((1.0 + 1 / 3) / 2) and lo[0] == hi[0] == score[0]
+
+    def test_the_interval_stays_on_the_scale_and_holds_the_point(self):
+        from atlascat.irt.polyscore import predict_mean_rating
+
+        score, lo, hi = predict_mean_rating(np.array([[5.0, np.nan], [np.nan, np.nan],
+                                                      [1.0, np.nan]]), _bank())
+        assert ((1 <= lo) & (lo <= score) & (score <= hi) & (hi <= 5)).all()
+        assert lo[0] >= (5 + 1) / 2 and hi[2] <= (1 + 5) / 2   # the asked rating counts
+
+    def test_models_stronger_than_every_source_model_are_covered(self):
+        """300 source models (N(0, 1)), 200 held-out models at theta 2-3.5, 20 items asked
+        adaptively: the interval covers their full-bank mean rating about 95% of the time,
+        where the mean rating at the N(0, 1) EAP covers about 0.7
+        (benchmarks/bench_ordinal_prediction.py)."""
+        from atlascat.irt.polyscore import predict_mean_rating
+
+        rng = np.random.default_rng(3)
+        n_items = 40
+        params = np.column_stack([rng.uniform(0.8, 2.0, n_items),
+                                  np.sort(rng.normal(0, 2.0, (n_items, 4)), axis=1)[:, ::-1]
+                                  - rng.normal(0, 1, (n_items, 1))])
+        cols = [f"q{j}" for j in range(n_items)]
+        source = poly.sample("graded", params, rng.normal(0, 1, 300), rng) + 1.0
+        bank = calibrate_ordinal(pd.DataFrame(source, columns=cols), "graded",
+                                 value_range=(1, 5)).bank
+        y = poly.sample("graded", params, rng.uniform(2.0, 3.5, 200), rng) + 1.0
+        full = y.mean(axis=1)
+        cfg = CATConfig(stopping=Stopping(min_items=20, max_items=20, se_stop=None))
+        sim = simulate_ordinal_cat(bank, cfg, responses=pd.DataFrame(y, columns=cols), rng=1)
+        given = sim.administered
+        ratings = np.full(y.shape, np.nan)
+        ratings[given["subject_id"].astype(int), bank.index_of(given["item_id"].tolist())] = \
+            given["score"].to_numpy(float)
+        score, lo, hi = predict_mean_rating(ratings, bank)
+        covered = np.mean((lo <= full) & (full <= hi))
+        t, s = sim.persons["theta"].to_numpy(), sim.persons["se"].to_numpy()
+        lo0, mid0, hi0 = bank.mean_rating(np.stack([t - 1.96 * s, t, t + 1.96 * s]))
+        assert 0.9 <= covered <= 0.99
+        assert np.mean((lo0 <= full) & (full <= hi0)) < 0.85          # what it replaces
+        assert np.mean(np.abs(score - full)) < 0.8 * np.mean(np.abs(mid0 - full))

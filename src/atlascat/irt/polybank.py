@@ -355,6 +355,48 @@ class PolyBank:
         e = np.einsum("jqk,jk->qj", p, np.nan_to_num(self.scores()))
         return e.reshape(theta.shape + (len(self),))
 
+    def unseen_bounds(self, theta) -> tuple[np.ndarray, np.ndarray]:
+        """(below, above), each ``theta.shape + (n_items,)``: 95% upper bounds of P(X < l_0 |
+        theta) and P(X > l_(K-1) | theta), the chance of a rating on the item's scale below or
+        above every level its n_j source responses had (0 where the scale adds nothing, or
+        n_j is not in the bank's ``n_responses`` column).
+
+        The unseen boundary is the graded model's next threshold, same slope a_j: P(X >
+        l_(K-1) | theta) = logistic(a_j theta + c_j), c_j < d_(K-1). No source response past it
+        bounds its rate in the calibration population by the rule of three (Hanley and
+        Lippman-Hand, 1983): int logistic(a_j t + c_j) phi(t) dt = 3 / n_j, solved for c_j on
+        the N(0, 1) grid; below, logistic(c_j - a_j theta) by symmetry. Each is capped by the
+        probability of the category it would fall in (the first, the last)."""
+        theta = np.asarray(theta, dtype=float)
+        shape = theta.shape + (len(self),)
+        n = (None if self.metadata is None or "n_responses" not in self.metadata
+             else self.metadata["n_responses"].to_numpy(float))
+        lo_gap = self.scales[:, 0] < np.array([lv[0] for lv in self.levels])
+        hi_gap = self.scales[:, 1] > np.array([lv[-1] for lv in self.levels])
+        if n is None or not (lo_gap | hi_gap).any():
+            return np.zeros(shape), np.zeros(shape)
+        from .quadrature import normal_quadrature
+
+        quad = normal_quadrature()
+        a = np.where(self.a > 0, self.a, np.nan)
+        rate = np.clip(3.0 / np.where(n > 0, n, np.nan), None, 0.5)
+        lo_c, hi_c = np.full(len(self), -60.0), np.full(len(self), 60.0)
+        for _ in range(60):   # bisection, all items at once: the rate rises with c
+            c = (lo_c + hi_c) / 2
+            mass = quad.weights / (1 + np.exp(-(a[:, None] * quad.nodes + c[:, None])))
+            above = mass.sum(axis=1) > rate
+            hi_c, lo_c = np.where(above, c, hi_c), np.where(above, lo_c, c)
+        c = np.where(np.isnan(a) | np.isnan(rate), -np.inf, (lo_c + hi_c) / 2)  # a <= 0: none
+        z = np.multiply.outer(theta, np.nan_to_num(a))
+        with np.errstate(over="ignore"):
+            up = 1 / (1 + np.exp(-(z + c)))
+            down = 1 / (1 + np.exp(-(c - z)))
+        p = np.nan_to_num(poly.prob(self.models, self.params, theta.reshape(-1)))  # (j, q, k)
+        first = p[:, :, 0].T.reshape(shape)
+        last = p[np.arange(len(self)), :, self.n_cat - 1].T.reshape(shape)
+        return (np.where(lo_gap, np.minimum(down, first), 0.0),
+                np.where(hi_gap, np.minimum(up, last), 0.0))
+
     def rating_scale(self) -> tuple[float, float] | None:
         """(lo, hi) when every item has that scale (a judge's 1-10: declared at calibration,
         or every item's lowest and highest level), else None: items on several scales."""
@@ -373,7 +415,10 @@ class PolyBank:
         (:meth:`rating_scale`); items on several scales: each item's expectation as a share of
         its own scale, (E_j - lowest_j) / (highest_j - lowest_j), averaged (0-1).
         ``theta.shape``; it rises with theta where every slope a_j > 0."""
-        expected = self.expected_score(theta)
+        return self._mean_of(self.expected_score(theta))
+
+    def _mean_of(self, expected) -> np.ndarray:
+        """Items' expected ratings (..., n_items) -> :meth:`mean_rating`'s number."""
         if self.rating_scale() is not None:
             return expected.mean(axis=-1)
         low, high = self.scales[:, 0], self.scales[:, 1]
@@ -381,14 +426,66 @@ class PolyBank:
 
     def mean_rating_interval(self, theta, se, z: float = 1.96):
         """(mean rating, low, high) at theta +- SE (:meth:`mean_rating`): the estimate at
-        theta and the 95% interval of its values at theta -+ z SE (a monotone map of theta's
-        interval), each of ``theta``'s shape."""
+        theta and its values at theta -+ z SE (a monotone map of theta's interval), the low
+        end lowered by the ratings below every level an item had, (l_0 - lo_j) times their
+        bounded chance, and the high end raised by those above, (hi_j - l_(K-1)) times theirs
+        (:meth:`unseen_bounds`: a model stronger than every source model may rate 10 where
+        their best was 9); each of ``theta``'s shape."""
         from ..validation import check_prob_array
 
         theta, se = np.broadcast_arrays(check_prob_array(theta, "theta"),
                                         check_prob_array(se, "se"))
-        lower, mid, upper = self.mean_rating(np.stack([theta - z * se, theta, theta + z * se]))
-        return mid, np.minimum(lower, upper), np.maximum(lower, upper)
+        ends = np.stack([theta - z * se, theta + z * se])
+        e = self.expected_score(ends)
+        below, above = self.unseen_bounds(ends)
+        first = np.array([lv[0] for lv in self.levels])
+        last = np.array([lv[-1] for lv in self.levels])
+        low = self._mean_of(e - below * (first - self.scales[:, 0])).min(axis=0)
+        high = self._mean_of(e + above * (self.scales[:, 1] - last)).max(axis=0)
+        mid = self.mean_rating(theta)
+        return mid, np.minimum(low, mid), np.maximum(high, mid)
+
+    def full_mean_rating(self, ratings, theta, se, z: float = 1.96):
+        """(mean rating, low, high) over all the items, each subject's asked items as rated:
+        M = (sum_asked r_j + sum_unasked E_j(theta)) / J (on the shared scale; else each
+        item's share of its scale), its 95% interval from the unasked items' expectations at
+        theta -+ z SE (their ends widened as :meth:`mean_rating_interval`'s) and their ratings'
+        variance, half-width_side = sqrt(d_side^2 + z^2 sum_unasked Var(X_j | theta) / J^2).
+        ``ratings`` (n, n_items), NaN where not asked; ``theta``, ``se`` (n,). All asked: the
+        mean of the ratings, exactly."""
+        ratings = np.asarray(ratings, dtype=float)
+        theta, se = np.asarray(theta, dtype=float), np.asarray(se, dtype=float)
+        asked = ~np.isnan(ratings)
+        ends = np.stack([theta - z * se, theta, theta + z * se])
+        e = self.expected_score(ends)                                   # (3, n, J)
+        below, above = self.unseen_bounds(ends[[0, 2]])
+        first = np.array([lv[0] for lv in self.levels])
+        last = np.array([lv[-1] for lv in self.levels])
+        e_lo = np.minimum(e[0] - below[0] * (first - self.scales[:, 0]), e[1])
+        e_hi = np.maximum(e[2] + above[1] * (self.scales[:, 1] - last), e[1])
+        p = np.nan_to_num(poly.prob(self.models, self.params, theta))     # (J, n, K)
+        lev = np.nan_to_num(self.scores())
+        m1 = np.einsum("jnk,jk->nj", p, lev)
+        var = np.einsum("jnk,jk->nj", p, lev ** 2) - m1 ** 2
+        if self.rating_scale() is None:        # each item's share of its own scale
+            span = np.where(self.scales[:, 1] > self.scales[:, 0],
+                            self.scales[:, 1] - self.scales[:, 0], 1.0)
+            off = self.scales[:, 0]
+        else:
+            span, off = np.ones(len(self)), np.zeros(len(self))
+        n = len(self)
+
+        def total(unasked):
+            return (np.where(asked, ratings, unasked) - off) / span
+
+        mid = total(e[1]).sum(axis=-1) / n
+        lo = total(e_lo).sum(axis=-1) / n
+        hi = total(e_hi).sum(axis=-1) / n
+        sd = np.sqrt(np.clip(np.where(asked, 0.0, var / span ** 2).sum(axis=-1), 0, None)) / n
+        floor = total(self.scales[:, 0]).sum(axis=-1) / n     # every unasked item at its ends
+        ceiling = total(self.scales[:, 1]).sum(axis=-1) / n
+        return (mid, np.maximum(mid - np.hypot(mid - lo, z * sd), floor),
+                np.minimum(mid + np.hypot(hi - mid, z * sd), ceiling))
 
     # ------------------------------------------------------------------ conversion
     @classmethod
@@ -498,7 +595,11 @@ class PolyBank:
                       for i, s in enumerate(df["scale"])]
             if levels is None:
                 raise BankError("a bank with a 'scale' column needs its 'levels' column")
-        return cls(ids, params, model, levels, scales=scales)
+        used = {id_col, "model", "levels", "scale", "a1", "a", "d0"}
+        extra = [c for c in cols if c not in used and not (
+            c[:1] in "db" and c[1:].isdigit() or c[:2] == "ak" and c[2:].isdigit())]
+        meta = df[extra].reset_index(drop=True) if extra else None   # n_responses, *_se, ...
+        return cls(ids, params, model, levels, scales=scales, metadata=meta)
 
     @classmethod
     def read(cls, path) -> "PolyBank":

@@ -145,7 +145,13 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         fit = fit_ordinal(data, w, models, prior_a=pa, quadpts=quadpts, theta_range=theta_range,
                           max_iter=max_iter, tol=tol, accelerate=accelerate,
                           max_newton=max_newton, callback=callback, start=start_p)
-    bank = PolyBank(iids, fit["params"], models, data.levels, scales=value_range)
+    meta = None
+    if value_range is not None:   # the responses per item bound the ratings it never had
+        import pandas as pd
+
+        counts = (~np.isnan(values)).astype(float)
+        meta = pd.DataFrame({"n_responses": counts.sum(0) if w is None else w @ counts})
+    bank = PolyBank(iids, fit["params"], models, data.levels, scales=value_range, metadata=meta)
     name = bank.model
     settings = {"model": name, "quadpts": int(quadpts),
                 "theta_range": [float(v) for v in theta_range],
