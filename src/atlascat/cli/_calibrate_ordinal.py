@@ -40,8 +40,11 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
         from ..irt.polybank import PolyBank
 
+        meta = res.standard_errors(fmt).filter(like="_se").reset_index(drop=True)
+        if bank.metadata is not None:
+            meta = pd.concat([meta, bank.metadata.reset_index(drop=True)], axis=1)
         bank = PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,
-                        metadata=res.standard_errors(fmt).filter(like="_se"))
+                        scales=bank.scales, metadata=meta)
     bank.write(output, format=fmt)
     info = res.to_dict()
     info.update({"responses": str(responses), "output": str(output), "format": fmt})
@@ -101,7 +104,7 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
 
         iids = [normalize_item_id(i) for i in iids]
         bk = PolyBank([normalize_item_id(i) for i in bk.item_ids], bk.params, bk.models,
-                      bk.levels, metadata=bk.metadata)
+                      bk.levels, scales=bk.scales, metadata=bk.metadata)
     frame = pd.DataFrame(values, index=sids, columns=iids)
     df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                           quadpts=quadpts, extra_items=extra_items)
