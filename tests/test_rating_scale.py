@@ -250,3 +250,20 @@ class TestPrediction:
         assert 0.9 <= covered <= 0.99
         assert np.mean((lo0 <= full) & (full <= hi0)) < 0.85          # what it replaces
         assert np.mean(np.abs(score - full)) < 0.8 * np.mean(np.abs(mid0 - full))
+
+
+def test_a_calibration_on_few_models_or_rare_levels_says_so():
+    from atlascat.irt.defaults import IdentificationWarning
+
+    y = _ratings(n=300)
+    with pytest.warns(IdentificationWarning) as got:
+        res = calibrate_ordinal(y.iloc[:30], "graded", value_range=(1, 5))
+    said = " ".join(str(w.message) for w in got)
+    assert "an ordinal model on 30 subjects" in said and "bank folder" in said
+    assert res.settings["warnings"] and "rated by fewer than 5 subjects" in said
+    dense = _ratings(n=300).clip(upper=4)          # every level of every item rated often
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentificationWarning)
+        assert calibrate_ordinal(dense, "graded").settings["warnings"] == []

@@ -23,7 +23,12 @@ from .polyfit import encode, fit_ordinal
 from .priors import parse_prior
 from .result import CalibrationResult
 
-__all__ = ["read_ratings", "ratings_of", "calibrate_ordinal"]
+__all__ = ["read_ratings", "ratings_of", "calibrate_ordinal", "ordinal_problems"]
+
+#: subjects an ordinal calibration needs (fewer: weakly identified), and the ratings each
+#: category of an item needs for its threshold (as the binary models' limits in irt.defaults)
+ORDINAL_MIN_SUBJECTS = 100
+MIN_CATEGORY_COUNT = 5
 
 
 def read_ratings(path, *, freq_column: str | None = None):
@@ -132,6 +137,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
     data = encode(values, iids, value_range, sids)
+    problems = ordinal_problems(data, w, iids)
     start_p = None
     if start is not None:
         from .polyfit import start_params
@@ -158,7 +164,8 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                 "prior_a": None if pa is None else str(pa), "max_iter": int(max_iter),
                 "tol": float(tol), "accelerate": bool(accelerate),
                 "n_categories": [int(k) for k in data.n_cat],
-                "value_range": None if value_range is None else [float(v) for v in value_range]}
+                "value_range": None if value_range is None else [float(v) for v in value_range],
+                "warnings": problems}
     result = CalibrationResult(
         bank=bank, model=name, loglik=fit["loglik"], loglik_trace=fit["trace"],
         n_iter=fit["n_iter"], converged=fit["converged"], seconds=time.perf_counter() - t0,
@@ -175,3 +182,32 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                                             model=name, prior_a=pa)
         result.seconds = time.perf_counter() - t0
     return result
+
+
+def ordinal_problems(data, weights, item_ids) -> list[str]:
+    """One-line descriptions of what the ratings identify weakly, each also warned
+    (:class:`~atlascat.irt.defaults.IdentificationWarning`): fewer than
+    :data:`ORDINAL_MIN_SUBJECTS` subjects, and items with a category rated by fewer than
+    :data:`MIN_CATEGORY_COUNT` (weighted) subjects, whose threshold rests on them alone."""
+    from ..errors import warn_user
+    from .defaults import IdentificationWarning
+
+    w = np.ones(data.codes.shape[0]) if weights is None else np.asarray(weights, float)
+    n = float(w.sum())
+    out = []
+    if n < ORDINAL_MIN_SUBJECTS:
+        out.append(f"an ordinal model on {n:g} subjects: its thresholds are weakly identified by "
+                   f"so few ratings (it needs about {ORDINAL_MIN_SUBJECTS}); treat the bank as "
+                   "provisional, and predict full scores from few models with a bank folder "
+                   "(the scores on their scale: its interval is design-based)")
+    kmax = int(data.n_cat.max())
+    counts = np.stack([(w[:, None] * (data.codes == k)).sum(axis=0) for k in range(kmax)], 1)
+    sparse = ((counts < MIN_CATEGORY_COUNT) & (np.arange(kmax) < data.n_cat[:, None])).any(1)
+    if sparse.any():
+        some = [str(item_ids[j]) for j in np.flatnonzero(sparse)[:3]]
+        out.append(f"{int(sparse.sum())} of {len(sparse)} items have a level rated by fewer than "
+                   f"{MIN_CATEGORY_COUNT} subjects (e.g. {', '.join(some)}): its threshold rests "
+                   "on those few ratings; merge rare levels if the scale allows")
+    for p in out:
+        warn_user(p, IdentificationWarning)
+    return out
