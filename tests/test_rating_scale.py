@@ -267,3 +267,21 @@ def test_a_calibration_on_few_models_or_rare_levels_says_so():
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentificationWarning)
         assert calibrate_ordinal(dense, "graded").settings["warnings"] == []
+
+
+def test_a_session_driven_from_python_predicts_what_simulate_writes():
+    """OrdinalCATSession.predicted_mean_rating equals the simulated adaptive test's row."""
+    from atlascat.irt.polyscore import predict_mean_rating
+
+    bank = calibrate_ordinal(_ratings(), "graded", value_range=(1, 5)).bank
+    cfg = CATConfig(stopping=Stopping(min_items=4, max_items=4, se_stop=None))
+    row = pd.DataFrame([[5.0, 4, 3, 2, 1, 2, 3, 4, 5, 4, 3, 2]], index=["x"],
+                       columns=bank.item_ids)
+    s = OrdinalCATSession(bank, cfg, rng=np.random.default_rng(7))
+    assert s.predicted_mean_rating()[1] < s.predicted_mean_rating()[0]   # nothing asked yet
+    while (item := s.next_item()) is not None:
+        s.record(item, row.loc["x", item])
+    sim = simulate_ordinal_cat(bank, cfg, responses=row, rng=[np.random.default_rng(7)])
+    asked = sim.administered.set_index("item_id")["score"].to_dict()
+    want = [float(v[0]) for v in predict_mean_rating(asked, bank)]
+    assert s.predicted_mean_rating() == pytest.approx(want, abs=1e-12)

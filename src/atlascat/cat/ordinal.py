@@ -389,6 +389,18 @@ class OrdinalCATSession:
         lo, hi = self.bank.scales[:, 0], self.bank.scales[:, 1]
         return float(np.mean((self.bank.expected_score(self.theta) - lo) / (hi - lo)))
 
+    def predicted_mean_rating(self) -> tuple[float, float, float]:
+        """(score, lo, hi): the mean rating over the whole bank predicted from the ratings
+        recorded so far, with its 95% interval (the asked items as rated, the others at the
+        EAP under a wide prior: :func:`~atlascat.irt.polyscore.predict_mean_rating`, what a
+        live run and ``atlas simulate`` report)."""
+        from ..irt.polyscore import predict_mean_rating
+
+        ratings = {r["item_id"]: r["score"] for r in self._rows}
+        score, lo, hi = predict_mean_rating(ratings if ratings else
+                                            np.full((1, len(self.bank)), np.nan), self.bank)
+        return float(score[0]), float(lo[0]), float(hi[0])
+
     def credit(self, item_id: str, rating) -> float:
         """A rating's share of its item's scale [lo, hi] (:attr:`PolyBank.scales`),
         (rating - lo) / (hi - lo), in [0, 1]."""
