@@ -34,8 +34,15 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
         res = calibrate_ordinal(frame, model, **settings)
     else:
         with progress_bar("EM", total=max_iter) as advance:
-            res = calibrate_ordinal(frame, model, callback=lambda info: advance(1), **settings)
-            advance(0, total=max(res.n_iter, 1))
+            reached = [0]   # the EM iteration the bar shows (an accelerated step reports two)
+
+            def on_iter(info):
+                it = int(info["iteration"])
+                advance(it - reached[0])
+                reached[0] = max(reached[0], it)
+
+            res = calibrate_ordinal(frame, model, callback=on_iter, **settings)
+            advance(max(res.n_iter - reached[0], 0), total=max(res.n_iter, 1))   # ends full
     bank = res.bank
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
         from ..irt.polybank import PolyBank
@@ -69,8 +76,11 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
                       prior_sd: float, quadpts: int, extra_items: str,
                       normalize_ids: bool = False, binary_only: dict | None = None) -> None:
-    """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, and the mean
-    of its ratings (``mean_rating``, on the items' own scale)."""
+    """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, the mean
+    of its ratings (``mean_rating``, on the items' own scale) and its predicted mean rating
+    over the whole bank with the 95% interval (``score``, ``score_lo``, ``score_hi``:
+    :meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`, what ``atlas simulate`` and
+    a live run predict)."""
     import numpy as np
     import pandas as pd
 
@@ -106,6 +116,13 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     with np.errstate(invalid="ignore"):
         df.insert(4, "mean_rating", np.nanmean(frame[known].to_numpy(float), axis=1)
                   if known else np.nan)
+    theta, se = df["theta"].to_numpy(float), df["se"].to_numpy(float)
+    fin = np.isfinite(theta) & np.isfinite(se)   # ML's +-inf: no interval
+    pred = np.full((3, len(df)), np.nan)
+    if fin.any():
+        pred[:, fin] = bk.mean_rating_interval(theta[fin], se[fin])
+    for k, col in enumerate(("score", "score_lo", "score_hi")):
+        df.insert(5 + k, col, pred[k])
     if weights is not None:
         df["freq"] = weights
     if output is not None:
@@ -114,3 +131,8 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         console.print(f"wrote {len(df)} scores ({method}) to {output}")
     else:
         print_frame(df, title=f"theta by {method.upper()} ({len(bk)} ordinal bank items)")
+    finite = np.isfinite(se)
+    console.print(f"{subjects_text(len(df), weights)}, median SE "
+                  + (f"{np.median(se[finite]):.4f}" if finite.any() else "n/a")
+                  + (f", {int((~finite).sum())} non-finite (ML, or no items)"
+                     if (~finite).any() else ""))

@@ -106,14 +106,15 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
 
 
 def ordinal_prediction(bank, theta: float, se: float) -> dict:
-    """{score, lo, hi, metric, scale} of an ordinal bank at theta +- SE: the mean rating
-    expected over all its items at theta, with the 95% interval of its values at theta -+ 1.96
-    SE (:meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`), on the items' rating scale
-    when they share one (``scale``), else as a share of each item's own (0-1)."""
+    """{score, lo, hi, metric, ratings, scale} of an ordinal bank at theta +- SE: the mean
+    rating expected over all its items at theta, with the 95% interval of its values at theta
+    -+ 1.96 SE (:meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`), on the items'
+    rating scale when they share one (``scale``), else as a share of each item's own (0-1);
+    ``ratings`` (True) names it a mean rating wherever it is shown."""
     score, lo, hi = bank.mean_rating_interval(theta, se)
     scale = bank.rating_scale()
     out = {"score": float(score), "lo": float(lo), "hi": float(hi),
-           "metric": bank.rating_metric()}
+           "metric": bank.rating_metric(), "ratings": True}
     if scale:
         out["scale"] = list(scale)
     return out

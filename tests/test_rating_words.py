@@ -1,0 +1,165 @@
+"""A user with LLM-judge ratings reads every surface in the terms of ratings: the predicted
+mean rating (never a "predicted <file name> score", never an accuracy, never right / asked),
+each step's rating, theta as the result lines print it; `atlas score` on an ordinal bank gives
+the predicted mean rating that simulate and evaluate give."""
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from atlascat.cli import app
+from atlascat.irt import polytomous as poly
+from atlascat.irt.polybank import PolyBank
+
+N_MODELS = 60
+
+
+def _bank(ids, levels, rng) -> PolyBank:
+    k = len(levels)
+    a = rng.lognormal(0.2, 0.3, len(ids))
+    d = -np.sort(rng.normal(0, 1.2, (len(ids), k - 1)), axis=1) * a[:, None]
+    return PolyBank(ids, np.column_stack([a, d]), "graded", [np.asarray(levels, float)] * len(ids))
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """A judge's 1-10 ratings of 12 prompts (one scale: judge.csv, judge_bank.csv) and, beside
+    them, 4 rubric items rated 0-3 (two scales: mixed.csv, mixed_bank.csv); 60 models."""
+    root = tmp_path_factory.mktemp("rating_words")
+    rng = np.random.default_rng(3)
+    judge = _bank([f"p{j}" for j in range(12)], range(1, 11), rng)
+    rubric = _bank([f"r{j}" for j in range(4)], range(4), rng)
+    theta = rng.normal(size=N_MODELS)
+    models = [f"llm-{i}" for i in range(N_MODELS)]
+    rate = {}
+    for bank in (judge, rubric):
+        cats = poly.sample(bank.models, bank.params, theta, rng)
+        low = bank.levels[0][0]
+        rate[bank.item_ids[0]] = pd.DataFrame(cats + low, index=models, columns=bank.item_ids)
+    one = rate["p0"].rename_axis("model")
+    one.to_csv(root / "judge.csv")
+    pd.concat([one, rate["r0"]], axis=1).rename_axis("model").to_csv(root / "mixed.csv")
+    judge.write(root / "judge_bank.csv")
+    PolyBank.combine(judge, rubric).write(root / "mixed_bank.csv")
+    return root
+
+
+def _run(*args: str) -> str:
+    r = CliRunner().invoke(app, list(args))
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    return r.output
+
+
+def _evaluate(root: Path, bank: str, ratings: str, out: Path) -> tuple[str, dict]:
+    text = _run("evaluate", "--bank", str(root / bank), "--subject",
+                f"replay:{root / ratings}#llm-1", "--min-items", "5", "--max-items", "8",
+                "-o", str(out))
+    return text, json.loads((out / "results.json").read_text())[0]
+
+
+def _page(out: Path) -> str:
+    return html.unescape(next((out / "reports").glob("*.html")).read_text())
+
+
+def test_a_run_on_one_rating_scale_reads_as_a_mean_rating_everywhere(root, tmp_path):
+    out = tmp_path / "one"
+    text, row = _evaluate(root, "judge_bank.csv", "judge.csv", out)
+    pred = row["prediction"]
+    shown = f"{pred['score']:.1f} (95% interval {pred['lo']:.1f}-{pred['hi']:.1f})"
+    assert f"predicted mean rating: {shown}" in text
+    assert "metric: mean rating, on the rating scale (1-10)" in text
+    assert "judge_bank score" not in text and "metric's own scale" not in text
+    page = _page(out)
+    assert f"predicted mean rating: {shown}" in page
+    assert "model-based mean rating (expected over the bank at theta, on the rating scale)" \
+        in page
+    assert f"observed mean rating (over the items asked, on the rating scale)</td><td>" \
+        f"{np.mean(row['scores']):.1f}<" in page
+    assert "<th>rating</th>" in page
+    assert "accuracy" not in page.lower() and "mean score" not in page
+
+
+def test_a_run_on_several_rating_scales_has_no_accuracy_on_its_page(root, tmp_path):
+    out = tmp_path / "mixed"
+    text, row = _evaluate(root, "mixed_bank.csv", "mixed.csv", out)
+    assert "predicted mean rating: " in text and "mixed_bank score" not in text
+    page = _page(out)
+    assert "accuracy" not in page.lower() and "right / asked" not in page
+    assert "model-based mean rating, as a share of each item's scale" in page
+    assert "both as shares of each item's scale" in page
+    assert f"{100 * row['model_based_score']:.1f}%" in page
+
+
+def test_runs_run_shows_each_rating_and_theta_as_the_result_lines(root, tmp_path):
+    out = tmp_path / "steps"
+    text, row = _evaluate(root, "judge_bank.csv", "judge.csv", out)
+    steps = _run("runs", "--run", row["run_id"], "--db", str(out / "runs.sqlite"))
+    header = next(line for line in steps.splitlines() if line.lstrip().startswith("step"))
+    assert " rating " in header and " score " not in header
+    last = steps.splitlines()[-2].split()     # the last step, above the predicted line
+    assert last[4:6] == [f"{row['theta']:.3f}", f"{row['se']:.3f}"]
+    assert f"theta = {row['theta']:.3f} +- {row['se']:.3f}" in text
+    table = next(line for line in text.splitlines() if line.startswith(row["run_id"])).split()
+    assert f"{row['theta']:.3f}" in table and f"{row['se']:.3f}" in table
+    assert "None" not in steps           # tokens a rater never reports: "-"
+    assert "predicted mean rating: " in steps.splitlines()[-1]
+
+
+def test_simulate_names_the_predicted_mean_rating(root, tmp_path):
+    text = _run("simulate", str(root / "judge.csv"), "--bank", str(root / "judge_bank.csv"),
+                "--max-items", "6", "-o", str(tmp_path / "sim"))
+    summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert f"predicted mean rating: mean (95% width) {summary['score_mean']:.1f} " \
+        f"({summary['width_mean']:.1f} points)" in text
+    assert "judge_bank score" not in text
+
+
+def test_score_gives_the_predicted_mean_rating_simulate_and_evaluate_give(root, tmp_path):
+    """`atlas score` on an ordinal bank: score, score_lo, score_hi = the mean rating expected
+    over the bank at each model's theta -+ 1.96 SE (PolyBank.mean_rating_interval), the number
+    a live run of the same ratings predicts."""
+    out = tmp_path / "scores.csv"
+    text = _run("score", str(root / "judge.csv"), "--bank", str(root / "judge_bank.csv"),
+                "-o", str(out))
+    df = pd.read_csv(out)
+    assert list(df.columns[:8]) == ["subject_id", "theta", "se", "n_items", "mean_rating",
+                                    "score", "score_lo", "score_hi"]
+    bank = PolyBank.read(root / "judge_bank.csv")
+    mid, lo, hi = bank.mean_rating_interval(df["theta"].to_numpy(), df["se"].to_numpy())
+    np.testing.assert_allclose(df[["score", "score_lo", "score_hi"]].to_numpy(),
+                               np.column_stack([mid, lo, hi]), rtol=1e-7)
+    assert (1 <= df["score_lo"]).all() and (df["score_hi"] <= 10).all()
+    assert re.search(r"60 subjects, median SE \d\.\d{4}", text), text
+
+
+def test_the_calibration_bar_ends_full_at_the_iteration_the_fit_stopped(root, tmp_path,
+                                                                        monkeypatch):
+    """The EM bar of a graded calibration ends at n_iter of n_iter (an accelerated EM step
+    counts two iterations; the bar counts both)."""
+    import contextlib
+
+    from atlascat.cli import _calibrate_ordinal
+
+    bar = {"done": 0, "total": None}
+
+    @contextlib.contextmanager
+    def recorder(description, total):
+        bar["total"] = total
+
+        def advance(n=1, total=None):
+            bar["done"] += n
+            bar["total"] = bar["total"] if total is None else total
+        yield advance
+
+    monkeypatch.setattr(_calibrate_ordinal, "progress_bar", recorder)
+    _run("calibrate", str(root / "judge.csv"), "--model", "graded", "-o",
+         str(tmp_path / "b.csv"), "--summary", str(tmp_path / "s.json"))
+    n_iter = json.loads((tmp_path / "s.json").read_text())["n_iter"]
+    assert n_iter > 2 and bar == {"done": n_iter, "total": n_iter}
