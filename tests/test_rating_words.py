@@ -163,3 +163,31 @@ def test_the_calibration_bar_ends_full_at_the_iteration_the_fit_stopped(root, tm
          str(tmp_path / "b.csv"), "--summary", str(tmp_path / "s.json"))
     n_iter = json.loads((tmp_path / "s.json").read_text())["n_iter"]
     assert n_iter > 2 and bar == {"done": n_iter, "total": n_iter}
+
+
+def test_a_calibration_warns_about_categories_few_models_gave(tmp_path):
+    """40 models' 1-10 ratings: each item has up to 10 parameters and some of its levels were
+    given by one or two models; the graded calibration says so as the 2PL's does on 32 models
+    (IdentificationWarning, counted), and stays quiet on 400 models' 1-5 ratings."""
+    from atlascat.irt.defaults import IdentificationWarning
+    from atlascat.irt.polycal import calibrate_ordinal
+
+    rng = np.random.default_rng(8)
+    bank = _bank([f"p{j}" for j in range(6)], range(1, 11), rng)
+    few = pd.DataFrame(poly.sample(bank.models, bank.params, rng.normal(size=40), rng) + 1.0)
+    counts = [few[c].value_counts().reindex(few[c].unique()) for c in few]
+    rare = sum(int((c < 3).sum()) for c in counts)
+    assert rare > 0
+    with pytest.warns(IdentificationWarning) as got:
+        calibrate_ordinal(few, "graded", max_iter=5)
+    notes = [str(w.message) for w in got]
+    kmax = max(len(c) for c in counts)        # the most levels an item was given
+    assert any(n.startswith(f"40 subjects for up to {kmax} parameters per item") for n in notes)
+    assert any(n.startswith(f"{rare} of {sum(len(c) for c in counts)} categories") for n in notes)
+    small = _bank([f"q{j}" for j in range(5)], range(1, 6), rng)
+    many = pd.DataFrame(poly.sample(small.models, small.params, rng.normal(size=400), rng))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentificationWarning)
+        calibrate_ordinal(many, "graded", max_iter=5)

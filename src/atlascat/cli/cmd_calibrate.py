@@ -110,7 +110,8 @@ def calibrate_command(
     device: str = _DEVICE,
     quiet: bool = quiet_option(),
 ):
-    """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
+    """Calibrate an IRT item bank (1PL-4PL; graded or GPCM for ratings) by marginal maximum
+    likelihood (EM).
 
     Filters items and subjects first when asked (--filter/--no-filter; the default is the
     library's), fits all items jointly (or linked partitions).

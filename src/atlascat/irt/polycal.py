@@ -15,15 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, ResponseDataError
+from ..errors import ConfigError, ResponseDataError, warn_user
 from . import polytomous as poly
-from .defaults import MAX_ITER, QUADPTS, THETA_RANGE, TOL
+from .defaults import (MAX_ITER, MIN_MINORITY, QUADPTS, SUBJECTS_PER_PARAMETER, THETA_RANGE,
+                       TOL, IdentificationWarning)
 from .polybank import PolyBank
 from .polyfit import encode, fit_ordinal
 from .priors import parse_prior
 from .result import CalibrationResult
 
-__all__ = ["read_ratings", "ratings_of", "calibrate_ordinal"]
+__all__ = ["read_ratings", "ratings_of", "calibrate_ordinal", "thin_categories"]
 
 
 def read_ratings(path, *, freq_column: str | None = None):
@@ -73,6 +74,38 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
                                 "item columns; calibration needs at least 2 subjects and 1 item")
     return (numeric.to_numpy(float), np.asarray([str(s) for s in df.index], dtype=object),
             np.asarray(list(df.columns), dtype=object), weights)
+
+
+def thin_categories(data, weights=None) -> list[str]:
+    """One-line notes on what the ratings identify poorly (may be empty): fewer than
+    SUBJECTS_PER_PARAMETER subjects per parameter of the items with the most categories (an item
+    of K levels has K parameters: a slope and K - 1 intercepts), and categories rated by fewer
+    than MIN_MINORITY subjects (weighted), whose neighbouring intercepts rest on those few
+    ratings; the rules the binary models' small samples are held to
+    (:func:`atlascat.irt.defaults.identification_problems`)."""
+    codes = np.asarray(data.codes, dtype=float)
+    w = np.ones(codes.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    n, kmax = float(w.sum()), int(np.max(data.n_cat))
+    out = []
+    if n < SUBJECTS_PER_PARAMETER * kmax:
+        out.append(f"{n:g} subjects for up to {kmax} parameters per item (a slope and "
+                   f"{kmax - 1} intercepts; fewer than {SUBJECTS_PER_PARAMETER} subjects per "
+                   "parameter): the intercepts are weakly identified; treat the bank as "
+                   "provisional")
+    rare, items = 0, 0
+    for j, k in enumerate(data.n_cat):
+        seen = ~np.isnan(codes[:, j])
+        counts = np.bincount(codes[seen, j].astype(int), weights=w[seen], minlength=int(k))
+        few = int(np.sum(counts < MIN_MINORITY))
+        rare, items = rare + few, items + (few > 0)
+    if rare:
+        out.append(f"{rare} of {int(np.sum(data.n_cat))} categories ({items} item(s)) were "
+                   f"given by fewer than {MIN_MINORITY} subjects: the intercepts beside them "
+                   "are barely identified (large standard errors); more subjects, fewer "
+                   "levels (merge rare ones), or the ratings read as a score on their scale "
+                   "(a bank folder's --score-range: one slope and location per item) identify "
+                   "the items better")
+    return out
 
 
 def _as_ratings(responses, weights):
@@ -130,6 +163,8 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
     data = encode(values, iids, value_range, sids)
+    for note in thin_categories(data, w):
+        warn_user(note, IdentificationWarning)
     start_p = None
     if start is not None:
         from .polyfit import start_params
