@@ -191,3 +191,25 @@ def test_a_calibration_warns_about_categories_few_models_gave(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentificationWarning)
         calibrate_ordinal(many, "graded", max_iter=5)
+
+
+def test_anova_counts_its_fits_on_a_bar(root, monkeypatch):
+    """`atlas anova` fits each model in turn (seconds each on a judge's ratings): a bar
+    counts them, ending at the number of models."""
+    import contextlib
+
+    from atlascat.cli import cmd_anova
+
+    bar = {"done": 0}
+
+    @contextlib.contextmanager
+    def recorder(description, total):
+        bar["total"] = total
+
+        def advance(n=1, total=None):
+            bar["done"] += n
+        yield advance
+
+    monkeypatch.setattr(cmd_anova, "progress_bar", recorder)
+    out = _run("anova", str(root / "judge.csv"), "--model", "graded", "--model", "gpcm")
+    assert bar == {"done": 2, "total": 2} and "not nested" in out
