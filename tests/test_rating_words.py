@@ -213,3 +213,17 @@ def test_anova_counts_its_fits_on_a_bar(root, monkeypatch):
     monkeypatch.setattr(cmd_anova, "progress_bar", recorder)
     out = _run("anova", str(root / "judge.csv"), "--model", "graded", "--model", "gpcm")
     assert bar == {"done": 2, "total": 2} and "not nested" in out
+
+
+@pytest.mark.parametrize("extra", [[], ["--model", "graded"]])
+def test_benchmark_on_ratings_says_which_commands_take_them(root, tmp_path, extra):
+    """`atlas benchmark` on a judge's ratings: one line pointing to calibrate --model graded
+    and simulate (not the reader's hint to use --model graded, which benchmark refuses)."""
+    from atlascat.errors import AtlasError
+
+    r = CliRunner().invoke(app, ["benchmark", str(root / "judge.csv"), "-o",
+                                 str(tmp_path / "b"), *extra])
+    assert isinstance(r.exception, AtlasError), r.output
+    msg = str(r.exception)
+    assert "\n" not in msg and "not ratings" in msg
+    assert "--model graded -o bank.csv" in msg and "atlas simulate HELD_OUT.csv" in msg
