@@ -227,3 +227,18 @@ def test_benchmark_on_ratings_says_which_commands_take_them(root, tmp_path, extr
     msg = str(r.exception)
     assert "\n" not in msg and "not ratings" in msg
     assert "--model graded -o bank.csv" in msg and "atlas simulate HELD_OUT.csv" in msg
+
+
+def test_reading_ratings_as_a_response_matrix_says_how_python_takes_them(root):
+    """A Python user who reads a judge's ratings with ResponseMatrix.read is told how the
+    library takes ratings (calibrate(..., model='graded') on a DataFrame or the path), in one
+    line."""
+    import atlascat as at
+    from atlascat.errors import ResponseDataError
+
+    with pytest.raises(ResponseDataError) as got:
+        at.ResponseMatrix.read(root / "judge.csv")
+    msg = str(got.value)
+    assert "\n" not in msg and "Python: calibrate(ratings, model='graded')" in msg
+    res = at.calibrate(root / "judge.csv", model="graded", max_iter=3)   # as it says
+    assert type(res.bank).__name__ == "PolyBank"
