@@ -242,3 +242,23 @@ def test_reading_ratings_as_a_response_matrix_says_how_python_takes_them(root):
     assert "\n" not in msg and "Python: calibrate(ratings, model='graded')" in msg
     res = at.calibrate(root / "judge.csv", model="graded", max_iter=3)   # as it says
     assert type(res.bank).__name__ == "PolyBank"
+
+
+def test_anova_of_ratings_normalizes_r_item_ids(root, tmp_path, monkeypatch):
+    """--normalize-ids on ratings strips R's 'X' prefix from the ids the fits see (an option
+    accepted is an option applied)."""
+    import atlascat.irt.calibrate as cal
+
+    ratings = pd.read_csv(root / "judge.csv", index_col=0)
+    ratings.columns = [f"X{j}" for j in range(ratings.shape[1])]
+    ratings.to_csv(tmp_path / "r.csv")
+    seen, original = [], cal.calibrate
+
+    def spy(rm, **kw):
+        seen.append(list(rm.columns))
+        return original(rm, **kw)
+
+    monkeypatch.setattr(cal, "calibrate", spy)   # anova imports it when it runs
+    _run("anova", str(tmp_path / "r.csv"), "--model", "graded", "--model", "gpcm",
+         "--normalize-ids")
+    assert len(seen) == 2 and all(ids == [str(j) for j in range(12)] for ids in seen)

@@ -78,6 +78,10 @@ def register(app: typer.Typer) -> None:
             from ..irt.polycal import read_ratings
 
             values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+            if normalize_ids:   # R's X514 -> 514, as the binary reader does
+                from ..validation import normalize_item_id
+
+                iids = [normalize_item_id(i) for i in iids]
             _binary_models_need_01(values, [m for m in names if m not in ORDINAL], responses)
             rm = pd.DataFrame(values, index=sids, columns=iids)
         else:
