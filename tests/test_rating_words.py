@@ -262,3 +262,17 @@ def test_anova_of_ratings_normalizes_r_item_ids(root, tmp_path, monkeypatch):
     _run("anova", str(tmp_path / "r.csv"), "--model", "graded", "--model", "gpcm",
          "--normalize-ids")
     assert len(seen) == 2 and all(ids == [str(j) for j in range(12)] for ids in seen)
+
+
+@pytest.mark.parametrize("model", ["graded", "2pl"])
+def test_calibrate_names_every_file_it_wrote(root, tmp_path, model):
+    """calibrate -o, --summary and --scores: the closing line names all three."""
+    data = root / "judge.csv"
+    if model == "2pl":     # right / wrong answers: a judge's 6 or better
+        (pd.read_csv(data, index_col=0) >= 6).astype(int).to_csv(tmp_path / "b.csv")
+        data = tmp_path / "b.csv"
+    out, summ, sc = tmp_path / "bank.csv", tmp_path / "s.json", tmp_path / "theta.csv"
+    text = _run("calibrate", str(data), "--model", model, "-o", str(out), "--summary",
+                str(summ), "--scores", str(sc))
+    assert f"wrote {out}, {summ} and {sc}" in " ".join(text.split())
+    assert sc.is_file() and summ.is_file()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import console, json_safe, progress_bar, subjects_text
+from ._common import console, json_safe, progress_bar, subjects_text, wrote_line
 
 
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
@@ -70,7 +70,7 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     from ._criteria import print_criteria
 
     print_criteria(res)
-    console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
+    console.print(wrote_line(output, summary, scores))
 
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,

@@ -282,6 +282,14 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
     return rm, bank
 
 
+def wrote_line(*paths) -> str:
+    """"wrote A", "wrote A and B", "wrote A, B and C": the files a command wrote (None
+    skipped), each named once."""
+    names = [str(p) for p in paths if p is not None]
+    return "wrote " + (names[0] if len(names) == 1 else
+                       ", ".join(names[:-1]) + " and " + names[-1])
+
+
 def print_text(text: str) -> None:
     """Print plain text as is: no markup, no highlighting, no wrapping at the terminal width."""
     console.print(text, markup=False, highlight=False, soft_wrap=True)
