@@ -419,7 +419,8 @@ class TestCLI:
                                      "-m", "map", "-o", str(tmp_path / "sc.csv")])
         assert r.exit_code == 0, r.output
         sc = pd.read_csv(tmp_path / "sc.csv")
-        assert list(sc.columns) == ["subject_id", "theta", "se", "n_items", "mean_rating", "flag"]
+        assert list(sc.columns) == ["subject_id", "theta", "se", "n_items", "mean_rating",
+                                    "score", "score_lo", "score_hi", "flag"]
         assert_allclose(sc.mean_rating, df.iloc[:, 1:].mean(axis=1))
 
     @pytest.mark.parametrize("cells, extra, message", [

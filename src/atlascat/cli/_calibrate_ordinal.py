@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import console, json_safe, progress_bar, subjects_text
+from ._common import console, json_safe, progress_bar, subjects_text, wrote_line
 
 
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
@@ -34,8 +34,15 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
         res = calibrate_ordinal(frame, model, **settings)
     else:
         with progress_bar("EM", total=max_iter) as advance:
-            res = calibrate_ordinal(frame, model, callback=lambda info: advance(1), **settings)
-            advance(0, total=max(res.n_iter, 1))
+            reached = [0]   # the EM iteration the bar shows (an accelerated step reports two)
+
+            def on_iter(info):
+                it = int(info["iteration"])
+                advance(it - reached[0])
+                reached[0] = max(reached[0], it)
+
+            res = calibrate_ordinal(frame, model, callback=on_iter, **settings)
+            advance(max(res.n_iter - reached[0], 0), total=max(res.n_iter, 1))   # ends full
     bank = res.bank
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
         from ..irt.polybank import PolyBank
@@ -75,14 +82,17 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
                       f"of it; if they share one scale, declare it (--rating-range {lo:g} "
                       f"{hi:g}): outputs then read on it and a rating an item never had is "
                       "scored", markup=False, highlight=False)
-    console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
+    console.print(wrote_line(output, summary, scores))
 
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
                       prior_sd: float, quadpts: int, extra_items: str,
                       normalize_ids: bool = False, binary_only: dict | None = None) -> None:
-    """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, and the mean
-    of its ratings (``mean_rating``, on the items' own scale)."""
+    """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, the mean
+    of its ratings (``mean_rating``, on the items' own scale) and its predicted mean rating
+    over the whole bank with the 95% interval (``score``, ``score_lo``, ``score_hi``:
+    :func:`~atlascat.irt.polyscore.predict_mean_rating`, what ``atlas simulate`` and a live
+    run predict)."""
     import numpy as np
     import pandas as pd
 
@@ -108,10 +118,11 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     frame = pd.DataFrame(values, index=sids, columns=iids)
     df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                           quadpts=quadpts, extra_items=extra_items)
-    from ..irt.polyscore import aligned_ratings
+    from ..irt.polyscore import aligned_ratings, predict_mean_rating
     from ._common import note_unseen_ratings
 
-    note_unseen_ratings(bk, aligned_ratings(frame, bk)[0])
+    aligned = aligned_ratings(frame, bk)[0]
+    note_unseen_ratings(bk, aligned)
     known = [c for c in iids if c in bk]
     if known and len(known) < len(iids) and extra_items != "error":
         from ._common import err_console
@@ -122,6 +133,10 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     with np.errstate(invalid="ignore"):
         df.insert(4, "mean_rating", np.nanmean(frame[known].to_numpy(float), axis=1)
                   if known else np.nan)
+    se = df["se"].to_numpy(float)
+    pred = predict_mean_rating(aligned, bk)   # whatever the method: what simulate writes
+    for k, col in enumerate(("score", "score_lo", "score_hi")):
+        df.insert(5 + k, col, pred[k])
     if weights is not None:
         df["freq"] = weights
     if output is not None:
@@ -130,3 +145,8 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         console.print(f"wrote {len(df)} scores ({method}) to {output}")
     else:
         print_frame(df, title=f"theta by {method.upper()} ({len(bk)} ordinal bank items)")
+    finite = np.isfinite(se)
+    console.print(f"{subjects_text(len(df), weights)}, median SE "
+                  + (f"{np.median(se[finite]):.4f}" if finite.any() else "n/a")
+                  + (f", {int((~finite).sum())} non-finite (ML, or no items)"
+                     if (~finite).any() else ""))

@@ -104,6 +104,7 @@ def _predicted_mean_rating(pb, res, bank: str) -> tuple[dict, tuple[str, str]]:
     persons["score"], persons["score_lo"], persons["score_hi"] = score, lo, hi
     scale = pb.rating_scale()
     words = {"benchmark": BankRef.from_option(bank).title, "metric": pb.rating_metric(),
+             "ratings": True,
              **({"scale": list(scale)} if scale else {})}
     return predicted_summary(words, persons)
 

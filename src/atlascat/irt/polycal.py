@@ -15,20 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, ResponseDataError
+from ..errors import ConfigError, ResponseDataError, warn_user
 from . import polytomous as poly
-from .defaults import MAX_ITER, QUADPTS, THETA_RANGE, TOL
+from .defaults import (MAX_ITER, MIN_MINORITY, QUADPTS, SUBJECTS_PER_PARAMETER, THETA_RANGE,
+                       TOL, IdentificationWarning)
 from .polybank import PolyBank
 from .polyfit import encode, fit_ordinal
 from .priors import parse_prior
 from .result import CalibrationResult
 
-__all__ = ["read_ratings", "ratings_of", "calibrate_ordinal", "ordinal_problems"]
-
-#: subjects an ordinal calibration needs (fewer: weakly identified), and the ratings each
-#: category of an item needs for its threshold (as the binary models' limits in irt.defaults)
-ORDINAL_MIN_SUBJECTS = 100
-MIN_CATEGORY_COUNT = 5
+__all__ = ["read_ratings", "ratings_of", "calibrate_ordinal", "thin_categories"]
 
 
 def read_ratings(path, *, freq_column: str | None = None):
@@ -78,6 +74,37 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
                                 "item columns; it needs at least 1 subject and 1 item")
     return (numeric.to_numpy(float), np.asarray([str(s) for s in df.index], dtype=object),
             np.asarray(list(df.columns), dtype=object), weights)
+
+
+def thin_categories(data, weights=None) -> list[str]:
+    """One-line notes on what the ratings identify poorly (may be empty): fewer than
+    SUBJECTS_PER_PARAMETER subjects per parameter of the items with the most categories (an item
+    of K levels has K parameters: a slope and K - 1 intercepts), and categories rated by fewer
+    than MIN_MINORITY subjects (weighted), whose neighbouring intercepts rest on those few
+    ratings; the rules the binary models' small samples are held to
+    (:func:`atlascat.irt.defaults.identification_problems`)."""
+    codes = np.asarray(data.codes, dtype=float)
+    w = np.ones(codes.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    n, kmax = float(w.sum()), int(np.max(data.n_cat))
+    out = []
+    if n < SUBJECTS_PER_PARAMETER * kmax:
+        out.append(f"{n:g} subjects for up to {kmax} parameters per item (a slope and "
+                   f"{kmax - 1} intercepts; fewer than {SUBJECTS_PER_PARAMETER} subjects per "
+                   "parameter): the intercepts are weakly identified; treat the bank as "
+                   "provisional, and predict full scores from so few models with the ratings "
+                   "read as a score on their scale (a bank folder's --score-range: its "
+                   "interval is design-based)")
+    counts = np.stack([((codes == k) * w[:, None]).sum(axis=0) for k in range(kmax)], axis=1)
+    few = (counts < MIN_MINORITY) & (np.arange(kmax) < np.asarray(data.n_cat)[:, None])
+    rare, items = int(few.sum()), int(few.any(axis=1).sum())
+    if rare:
+        out.append(f"{rare} of {int(np.sum(data.n_cat))} categories ({items} item(s)) were "
+                   f"given by fewer than {MIN_MINORITY} subjects: the intercepts beside them "
+                   "are barely identified (large standard errors); more subjects, fewer "
+                   "levels (merge rare ones), or the ratings read as a score on their scale "
+                   "(a bank folder's --score-range: one slope and location per item) identify "
+                   "the items better")
+    return out
 
 
 def _as_ratings(responses, weights):
@@ -137,7 +164,9 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
     data = encode(values, iids, value_range, sids)
-    problems = ordinal_problems(data, w, iids)
+    problems = thin_categories(data, w)
+    for note in problems:
+        warn_user(note, IdentificationWarning)
     start_p = None
     if start is not None:
         from .polyfit import start_params
@@ -183,31 +212,3 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         result.seconds = time.perf_counter() - t0
     return result
 
-
-def ordinal_problems(data, weights, item_ids) -> list[str]:
-    """One-line descriptions of what the ratings identify weakly, each also warned
-    (:class:`~atlascat.irt.defaults.IdentificationWarning`): fewer than
-    :data:`ORDINAL_MIN_SUBJECTS` subjects, and items with a category rated by fewer than
-    :data:`MIN_CATEGORY_COUNT` (weighted) subjects, whose threshold rests on them alone."""
-    from ..errors import warn_user
-    from .defaults import IdentificationWarning
-
-    w = np.ones(data.codes.shape[0]) if weights is None else np.asarray(weights, float)
-    n = float(w.sum())
-    out = []
-    if n < ORDINAL_MIN_SUBJECTS:
-        out.append(f"an ordinal model on {n:g} subjects: its thresholds are weakly identified by "
-                   f"so few ratings (it needs about {ORDINAL_MIN_SUBJECTS}); treat the bank as "
-                   "provisional, and predict full scores from few models with a bank folder "
-                   "(the scores on their scale: its interval is design-based)")
-    kmax = int(data.n_cat.max())
-    counts = np.stack([(w[:, None] * (data.codes == k)).sum(axis=0) for k in range(kmax)], 1)
-    sparse = ((counts < MIN_CATEGORY_COUNT) & (np.arange(kmax) < data.n_cat[:, None])).any(1)
-    if sparse.any():
-        some = [str(item_ids[j]) for j in np.flatnonzero(sparse)[:3]]
-        out.append(f"{int(sparse.sum())} of {len(sparse)} items have a level rated by fewer than "
-                   f"{MIN_CATEGORY_COUNT} subjects (e.g. {', '.join(some)}): its threshold rests "
-                   "on those few ratings; merge rare levels if the scale allows")
-    for p in out:
-        warn_user(p, IdentificationWarning)
-    return out

@@ -111,7 +111,7 @@ def ordinal_prediction(bank, theta: float, se: float, answers=None) -> dict:
     :func:`~atlascat.irt.polyscore.predict_mean_rating`, what ``atlas simulate`` writes), or
     without them at theta +- SE (:meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`);
     on the items' rating scale when they share one (``scale``), else as a share of each
-    item's own (0-1)."""
+    item's own (0-1); ``ratings`` (True) names it a mean rating wherever it is shown."""
     if answers:
         from ..irt.polyscore import predict_mean_rating
 
@@ -120,7 +120,7 @@ def ordinal_prediction(bank, theta: float, se: float, answers=None) -> dict:
         score, lo, hi = bank.mean_rating_interval(theta, se)
     scale = bank.rating_scale()
     out = {"score": float(score), "lo": float(lo), "hi": float(hi),
-           "metric": bank.rating_metric()}
+           "metric": bank.rating_metric(), "ratings": True}
     if scale:
         out["scale"] = list(scale)
     return out
