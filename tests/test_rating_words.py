@@ -122,9 +122,9 @@ def test_simulate_names_the_predicted_mean_rating(root, tmp_path):
 
 
 def test_score_gives_the_predicted_mean_rating_simulate_and_evaluate_give(root, tmp_path):
-    """`atlas score` on an ordinal bank: score, score_lo, score_hi = the mean rating expected
-    over the bank at each model's theta -+ 1.96 SE (PolyBank.mean_rating_interval), the number
-    a live run of the same ratings predicts."""
+    """`atlas score` on an ordinal bank: score, score_lo, score_hi = the predicted mean rating
+    over the bank from each model's ratings (predict_mean_rating), the number a live run of the
+    same ratings predicts."""
     out = tmp_path / "scores.csv"
     text = _run("score", str(root / "judge.csv"), "--bank", str(root / "judge_bank.csv"),
                 "-o", str(out))
@@ -132,7 +132,10 @@ def test_score_gives_the_predicted_mean_rating_simulate_and_evaluate_give(root, 
     assert list(df.columns[:8]) == ["subject_id", "theta", "se", "n_items", "mean_rating",
                                     "score", "score_lo", "score_hi"]
     bank = PolyBank.read(root / "judge_bank.csv")
-    mid, lo, hi = bank.mean_rating_interval(df["theta"].to_numpy(), df["se"].to_numpy())
+    from atlascat.irt.polyscore import predict_mean_rating
+
+    ratings = pd.read_csv(root / "judge.csv", index_col=0)
+    mid, lo, hi = predict_mean_rating(ratings, bank)
     np.testing.assert_allclose(df[["score", "score_lo", "score_hi"]].to_numpy(),
                                np.column_stack([mid, lo, hi]), rtol=1e-7)
     assert (1 <= df["score_lo"]).all() and (df["score_hi"] <= 10).all()
