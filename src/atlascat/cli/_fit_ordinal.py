@@ -13,9 +13,9 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
     res = m2_ordinal(frame, bank, statistic=statistic, estimated=estimated, weights=weights,
                      gpcm_slope=gpcm_slope)
     d = res.to_dict()
-    kind, est = d.pop("estimated").split(", ")
+    kind = d["statistic"]
     report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)), "model": bank.model,
-              "statistic": kind, "estimated": est}
+              "statistic": kind, "estimated": d["estimated"]}
     if statistic.upper() == "AUTO" and kind == "C2":
         report["note"] = (f"M2* has too few degrees of freedom on {len(bank)} items: C2 "
                           "(mirt: M2(mod, type = 'C2'))")

@@ -365,8 +365,7 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     has no degrees of freedom); ``estimated``: ``"all"`` (default) or ``"none"``;
     ``gpcm_slope``: ``"exact"`` (default) or ``"mirt"``, the GPCM slope derivative mirt 1.45.1's
     ``dP`` gives (its exp(z_k) unnormalized: module docstring), to reproduce mirt's value.
-    The result's ``estimated`` field names the statistic used and what was estimated, e.g.
-    ``"C2, all"``.
+    The result's ``statistic`` is the one used (M2* or C2), ``estimated`` all or none.
     """
     from scipy.stats import chi2  # lazy: scipy.stats costs ~1 s at import
 
@@ -419,8 +418,8 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
                       "given", RuntimeWarning)
     return M2Result(M2=stat, df=int(df), p=pval, RMSEA=rmsea, RMSEA_5=lo, RMSEA_95=hi,
                     SRMSR=srmsr, TLI=tli, CFI=cfi, n=N, n_items=n, n_free=n_free,
-                    estimated=f"{kind}, {est}", M2_null=m2n, df_null=int(dfn),
-                    n_dropped=dropped)
+                    estimated=est, M2_null=m2n, df_null=int(dfn), n_dropped=dropped,
+                    statistic=kind)
 
 
 # ------------------------------------------------------------------------------------- S-X2
