@@ -287,21 +287,36 @@ def _m2_quadratic(resid, xi, delta, n_total, tol: float = 1e-10):
 
 
 def _m2_qr_complement(resid, xi, delta, n_total, tol: float = 1e-7):
-    """mirt's quadratic form with R's ``qr`` (LINPACK, dependent columns, residual norm below
-    ``tol`` of their own, pivoted to the end) and the last s - ncol(Delta) columns of the
-    complete Q: N r' Qc (Qc' Xi Qc)^-1 Qc' r."""
+    """mirt's quadratic form with R's ``qr`` (LINPACK: a column whose residual norm falls below
+    ``tol`` of its own is dependent, pivoted to the end) and the last s - ncol(Delta) columns
+    Qc of the complete Q: N r' Qc (Qc' Xi Qc)^-1 Qc' r. Q = H_1..H_k of the k independent
+    columns, in compact WY form I - V T V' (LAPACK's reflectors are LINPACK's), so that Qc =
+    E_m - V T V_m' is never formed: O(s^2 k), not O(s^3)."""
+    s, m = delta.shape
+    basis = np.zeros((s, m))
     keep = []
-    basis = np.zeros((delta.shape[0], 0))
-    for c in range(delta.shape[1]):
+    for c in range(m):
         v = delta[:, c]
-        r = v - basis @ (basis.T @ v)
+        r = v - basis[:, :len(keep)] @ (basis[:, :len(keep)].T @ v)
+        r = r - basis[:, :len(keep)] @ (basis[:, :len(keep)].T @ r)
         if np.linalg.norm(r) >= tol * np.linalg.norm(v):
+            basis[:, len(keep)] = r / np.linalg.norm(r)
             keep.append(c)
-            basis = np.column_stack([basis, r / np.linalg.norm(r)])
-    q, _ = linalg.qr(delta[:, keep], mode="full")
-    qc = q[:, delta.shape[1]:]
-    z = qc.T @ resid
-    return float(abs(n_total * (z @ linalg.solve(qc.T @ xi @ qc, z, assume_a="pos"))))
+    (qr, tau), _ = linalg.qr(delta[:, keep], mode="raw")
+    k = len(keep)
+    V = np.tril(qr[:, :k], -1)
+    V[np.arange(k), np.arange(k)] = 1.0
+    T = np.zeros((k, k))
+    for i in range(k):   # LAPACK dlarft, forward columnwise: Q = I - V T V'
+        T[i, i] = tau[i]
+        if i:
+            T[:i, i] = -tau[i] * (T[:i, :i] @ (V[:, :i].T @ V[:, i]))
+    Y = T @ V[m:].T                                   # Qc = E_m - V Y
+    XV = xi @ V
+    A = XV[m:].T                                      # V' Xi E_m
+    inner = xi[m:, m:] - A.T @ Y - Y.T @ A + Y.T @ (V.T @ XV) @ Y
+    z = resid[m:] - Y.T @ (V.T @ resid)
+    return float(abs(n_total * (z @ linalg.solve(inner, z, assume_a="pos"))))
 
 
 def _srmsr(obs_cov, model_cov):
