@@ -18,9 +18,11 @@ from atlascat.irt.polybank import PolyBank
 from atlascat.irt.quadrature import normal_quadrature
 
 REF = Path(__file__).parent / "data" / "mirt_poly"
-# (reference name, data set, model); sim_gpcm: the GPCM fitted to sim_graded.csv
+# (reference name, data set, model); sim_gpcm: the GPCM fitted to sim_graded.csv; sim_mixed:
+# items of 3, 4 and 5 categories
 FITS = [("science_graded", "science", "graded"), ("science_gpcm", "science", "gpcm"),
-        ("sim_graded", "sim_graded", "graded"), ("sim_gpcm", "sim_graded", "gpcm")]
+        ("sim_graded", "sim_graded", "graded"), ("sim_gpcm", "sim_graded", "gpcm"),
+        ("sim_mixed", "sim_mixed", "graded")]
 
 
 def _load(name, data, model):

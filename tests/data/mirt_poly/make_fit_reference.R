@@ -10,7 +10,9 @@
 #                       model's M2 / df (computeNullModel, as M2 builds TLI / CFI); a statistic
 #                       mirt refuses (too few df) has its message in `error`
 #   <name>_itemfit.csv  itemfit(mod): S_X2, df.S_X2, RMSEA.S_X2, p.S_X2 (mincell = 1)
-# plus sim_gpcm_items.csv: the GPCM fitted to sim_graded.csv (a second 20-item data set), and
+# plus sim_gpcm_items.csv: the GPCM fitted to sim_graded.csv (a second 20-item data set),
+# sim_mixed.csv / sim_mixed_items.csv: sim_graded.csv with items 1-8 recoded to 3 categories
+# (0-1 -> 0, 2 -> 1, 3-4 -> 2) and items 9-12 to 4 (0-1 -> 0), the graded model fitted, and
 # <data>_null_items.csv: the null model's coefficients (a1 = 0, d1..; its EM stops at TOL 1e-4,
 # so they are the observed category shares' logits only to ~1e-3).
 suppressPackageStartupMessages(library(mirt))
@@ -82,3 +84,15 @@ it <- data.frame(item_id = rownames(items), a1 = items[, "a1"])
 for (d in paste0("d", 1:4)) it[[d]] <- items[, d]
 write.csv(it, "sim_gpcm_items.csv", row.names = FALSE)
 dump_fit(gp, "sim_gpcm")
+
+mixed <- sim
+for (j in 1:8) mixed[, j] <- c(0, 0, 1, 2, 2)[sim[, j] + 1]
+for (j in 9:12) mixed[, j] <- c(0, 0, 1, 2, 3)[sim[, j] + 1]
+write.csv(cbind(subject_id = read.csv("sim_graded.csv")[, 1], mixed), "sim_mixed.csv",
+          row.names = FALSE)
+mm <- mirt(mixed, 1, itemtype = "graded", verbose = FALSE)
+items <- coef(mm, simplify = TRUE)$items
+it <- data.frame(item_id = rownames(items), a1 = items[, "a1"])
+for (d in paste0("d", 1:4)) it[[d]] <- items[, d]
+write.csv(it, "sim_mixed_items.csv", row.names = FALSE, na = "")
+dump_fit(mm, "sim_mixed")
