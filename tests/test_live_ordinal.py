@@ -120,7 +120,7 @@ def test_replay_asks_what_simulate_asks_and_every_reader_agrees(root, tmp_path):
     assert res["score_sum"] == pytest.approx(ratings.sum())
     assert 1.0 <= res["model_based_score"] <= 4.0
     page = Path(res["report"]).read_text()
-    assert (f"observed mean score (over the items asked, on the metric&#x27;s own scale)</td>"
+    assert (f"observed mean rating (over the items asked, on the rating scale)</td>"
             f"<td>{ratings.mean():.1f}<") in page and "pending" not in page
     first_row = re.search(r"<tr><td class='num'>1</td>(.*?)</tr>", page).group(1)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", first_row)   # item, question, answer, key, score
@@ -185,7 +185,7 @@ def test_a_command_rates_the_items_as_the_recorded_ratings_and_resumes(root, tmp
 
 def test_a_rating_off_the_items_scale_is_one_line(root, tmp_path):
     msg = _evaluate(root, _cmd(root, "m1", "offscale"), tmp_path / "off", fails=True)
-    assert "rated 7" in msg and "not one of its levels 1;2;3;4" in msg and "\n" not in msg
+    assert "rated 7" in msg and "outside the item's scale 1-4" in msg and "\n" not in msg
 
 
 @pytest.mark.parametrize("subject", ["completions:http://localhost:1/v1", "hf:gpt2",

@@ -134,7 +134,7 @@ def test_live_graded_run_reads_the_same_in_cli_json_runs_and_html(root, tmp_path
     assert f"{pred['score']:.1f} ({pred['lo']:.1f}-{pred['hi']:.1f})" in runs and observed in runs
     page = html.unescape(next((out / "reports").glob("*.html")).read_text())
     assert shown in page
-    assert f"observed mean score (over the items asked, on the metric's own scale)</td><td>" \
+    assert f"observed mean rating (over the items asked, on the rating scale)</td><td>" \
         f"{observed}<" in page
     assert "accuracy" not in page.lower()
 

@@ -190,8 +190,10 @@ class ResponseMatrix:
                         f"{hi:g}, or give the scale (--score-range 0 {hi:g} of a bank folder)")
             elif ratings:
                 hint = (f"; whole numbers {lo:g}-{hi:g} are ratings: fit them with the graded "
-                        "or gpcm model (--model graded), or give their scale to read them as "
-                        f"a score (--score-range {lo:g} {hi:g} of a bank folder)")
+                        "or gpcm model (--model graded; Python: calibrate(ratings, "
+                        "model='graded'), the ratings a DataFrame or the file's path, not a "
+                        "ResponseMatrix), or give their scale to read them as a score "
+                        f"(--score-range {lo:g} {hi:g} of a bank folder)")
             elif np.isfinite(obs).all():
                 hint = (f"; values {lo:g}-{hi:g}: a score on another scale (BLEU 0-100) is "
                         "read with its scale given (--score-range LO HI of a bank folder)")

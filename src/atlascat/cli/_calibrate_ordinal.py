@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import console, json_safe, progress_bar, subjects_text
+from ._common import console, json_safe, progress_bar, subjects_text, wrote_line
 
 
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
@@ -34,14 +34,24 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
         res = calibrate_ordinal(frame, model, **settings)
     else:
         with progress_bar("EM", total=max_iter) as advance:
-            res = calibrate_ordinal(frame, model, callback=lambda info: advance(1), **settings)
-            advance(0, total=max(res.n_iter, 1))
+            reached = [0]   # the EM iteration the bar shows (an accelerated step reports two)
+
+            def on_iter(info):
+                it = int(info["iteration"])
+                advance(it - reached[0])
+                reached[0] = max(reached[0], it)
+
+            res = calibrate_ordinal(frame, model, callback=on_iter, **settings)
+            advance(max(res.n_iter - reached[0], 0), total=max(res.n_iter, 1))   # ends full
     bank = res.bank
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
         from ..irt.polybank import PolyBank
 
+        meta = res.standard_errors(fmt).filter(like="_se").reset_index(drop=True)
+        if bank.metadata is not None:
+            meta = pd.concat([meta, bank.metadata.reset_index(drop=True)], axis=1)
         bank = PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,
-                        metadata=res.standard_errors(fmt).filter(like="_se"))
+                        scales=bank.scales, metadata=meta)
     bank.write(output, format=fmt)
     info = res.to_dict()
     info.update({"responses": str(responses), "output": str(output), "format": fmt})
@@ -63,14 +73,26 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     from ._criteria import print_criteria
 
     print_criteria(res)
-    console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
+    if rating_range is None and res.bank.rating_scale() is None:
+        ends = sorted({(float(lv[0]), float(lv[-1])) for lv in res.bank.levels})
+        lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
+        console.print(f"note: the items' observed ratings span {len(ends)} different ranges "
+                      f"(e.g. {ends[0][0]:g}-{ends[0][1]:g}, {ends[-1][0]:g}-{ends[-1][1]:g}), "
+                      "so each item's scale is its own range and mean ratings read as shares "
+                      f"of it; if they share one scale, declare it (--rating-range {lo:g} "
+                      f"{hi:g}): outputs then read on it and a rating an item never had is "
+                      "scored", markup=False, highlight=False)
+    console.print(wrote_line(output, summary, scores))
 
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
                       prior_sd: float, quadpts: int, extra_items: str,
                       normalize_ids: bool = False, binary_only: dict | None = None) -> None:
-    """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, and the mean
-    of its ratings (``mean_rating``, on the items' own scale)."""
+    """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, the mean
+    of its ratings (``mean_rating``, on the items' own scale) and its predicted mean rating
+    over the whole bank with the 95% interval (``score``, ``score_lo``, ``score_hi``:
+    :func:`~atlascat.irt.polyscore.predict_mean_rating`, what ``atlas simulate`` and a live
+    run predict)."""
     import numpy as np
     import pandas as pd
 
@@ -92,10 +114,15 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
 
         iids = [normalize_item_id(i) for i in iids]
         bk = PolyBank([normalize_item_id(i) for i in bk.item_ids], bk.params, bk.models,
-                      bk.levels, metadata=bk.metadata)
+                      bk.levels, scales=bk.scales, metadata=bk.metadata)
     frame = pd.DataFrame(values, index=sids, columns=iids)
     df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                           quadpts=quadpts, extra_items=extra_items)
+    from ..irt.polyscore import aligned_ratings, predict_mean_rating
+    from ._common import note_unseen_ratings
+
+    aligned = aligned_ratings(frame, bk)[0]
+    note_unseen_ratings(bk, aligned)
     known = [c for c in iids if c in bk]
     if known and len(known) < len(iids) and extra_items != "error":
         from ._common import err_console
@@ -106,6 +133,10 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     with np.errstate(invalid="ignore"):
         df.insert(4, "mean_rating", np.nanmean(frame[known].to_numpy(float), axis=1)
                   if known else np.nan)
+    se = df["se"].to_numpy(float)
+    pred = predict_mean_rating(aligned, bk)   # whatever the method: what simulate writes
+    for k, col in enumerate(("score", "score_lo", "score_hi")):
+        df.insert(5 + k, col, pred[k])
     if weights is not None:
         df["freq"] = weights
     if output is not None:
@@ -114,3 +145,8 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         console.print(f"wrote {len(df)} scores ({method}) to {output}")
     else:
         print_frame(df, title=f"theta by {method.upper()} ({len(bk)} ordinal bank items)")
+    finite = np.isfinite(se)
+    console.print(f"{subjects_text(len(df), weights)}, median SE "
+                  + (f"{np.median(se[finite]):.4f}" if finite.any() else "n/a")
+                  + (f", {int((~finite).sum())} non-finite (ML, or no items)"
+                     if (~finite).any() else ""))

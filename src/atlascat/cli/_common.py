@@ -159,7 +159,7 @@ def progress_bar(description: str, total: int | None):
 def _cell(value, float_format: str) -> str:
     if isinstance(value, float):
         return float_format.format(value)
-    return str(value)
+    return "-" if value is None else str(value)   # a value not recorded (tokens, latency)
 
 
 def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50,
@@ -282,6 +282,14 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
     return rm, bank
 
 
+def wrote_line(*paths) -> str:
+    """"wrote A", "wrote A and B", "wrote A, B and C": the files a command wrote (None
+    skipped), each named once."""
+    names = [str(p) for p in paths if p is not None]
+    return "wrote " + (names[0] if len(names) == 1 else
+                       ", ".join(names[:-1]) + " and " + names[-1])
+
+
 def print_text(text: str) -> None:
     """Print plain text as is: no markup, no highlighting, no wrapping at the terminal width."""
     console.print(text, markup=False, highlight=False, soft_wrap=True)
@@ -336,7 +344,8 @@ def unique_filenames(ids) -> list[str]:
 def predicted_summary(words: dict, persons) -> tuple[dict, tuple[str, str]]:
     """The predicted scores in a simulation's summary: ``words``' benchmark, metric and scale
     (a bank folder's :func:`~atlascat.bankdir.predict.folder_words`, an ordinal bank's rating
-    scale; [0, 1] when not a metric's own), the mean predicted score and 95% width
+    scale and ``ratings``: a predicted mean rating; [0, 1] when not a metric's own), the mean
+    predicted score and 95% width
     (summary.json), and the table's row (percent on [0, 1], else the metric's units).
     ``persons``: a frame, or columns, with ``score``, ``score_lo``, ``score_hi``."""
     import pandas as pd
@@ -348,6 +357,19 @@ def predicted_summary(words: dict, persons) -> tuple[dict, tuple[str, str]]:
                "scale": words.get("scale", [0.0, 1.0]),   # the score's and width's units
                "score_mean": float(score.mean()), "width_mean": float(width.mean())}
     unit = 100 if "scale" not in words else 1
-    return figures, (f"predicted {words['benchmark']} score mean (95% width)",
+    name = ("predicted mean rating: mean (95% width)" if words.get("ratings") else
+            f"predicted {words['benchmark']} score mean (95% width)")
+    return figures, (name,
                      f"{unit * figures['score_mean']:.1f} "
                      f"({unit * figures['width_mean']:.1f} points)")
+
+
+def note_unseen_ratings(bank, ratings) -> None:
+    """One note line when ratings on the scale fell on levels their items never had at
+    calibration (scored as the category each falls in: :class:`~atlascat.irt.polybank.PolyBank`)."""
+    n = int(bank.unseen(ratings).sum())
+    if n:
+        err_console.print(f"note: {n} rating(s) are levels their item never had at calibration "
+                          "(e.g. a 10 where its best was 9); each is scored as the category it "
+                          "falls in (the item's nearest level below, its lowest level when "
+                          "below all)", markup=False)

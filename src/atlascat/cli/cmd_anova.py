@@ -8,7 +8,8 @@ from typing import List, Optional
 import typer
 
 from ..irt.defaults import QUADPTS
-from ._common import RESPONSES_HELP, console, load_responses, output_file, print_frame
+from ._common import (RESPONSES_HELP, console, load_responses, output_file, print_frame,
+                      progress_bar)
 
 
 def _binary_models_need_01(values, binary: list, responses: str) -> None:
@@ -77,16 +78,21 @@ def register(app: typer.Typer) -> None:
             from ..irt.polycal import read_ratings
 
             values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+            if normalize_ids:   # R's X514 -> 514, as the binary reader does
+                from ..validation import normalize_item_id
+
+                iids = [normalize_item_id(i) for i in iids]
             _binary_models_need_01(values, [m for m in names if m not in ORDINAL], responses)
             rm = pd.DataFrame(values, index=sids, columns=iids)
         else:
             rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
         fits = []
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), progress_bar("fits", total=len(names)) as advance:
             warnings.simplefilter("ignore")   # the defaults' notes; the models are given
-            for m in names:
+            for m in names:   # one EM fit each: the bar counts the models fitted
                 fits.append(calibrate(rm, model=m, quadpts=quadpts, prior_a=None, prior_c=None,
                                       prior_u=None, weights=weights))
+                advance(1)
         test = _all_nested(fits)
         table = anova(*fits, names=names, test=test)
         if output is not None:

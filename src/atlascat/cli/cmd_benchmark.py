@@ -97,11 +97,13 @@ def benchmark_command(
 ):
     """Split, calibrate on the train models, run ATLAS CAT and the baselines on the test
     models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
-    from ..errors import ConfigError
+    from ..errors import ConfigError, ResponseDataError
     from ..studies.protocol import plan_stages, run_benchmark
     from ._options import benchmark_config
 
     tau_values = parse_floats(taus, "--taus")
+    if model.lower() in ("graded", "gpcm"):
+        raise ConfigError(_RATINGS_HINT.format(what=f"--model {model.lower()}"))
     if output is None:
         raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
                           "is written to the current directory unless you name it)")
@@ -115,8 +117,13 @@ def benchmark_command(
         random_replicates=replicates, anchor_k=anchor_k, info_k=info_k, optimal_k=optimal_k,
         optimal_criteria=tuple(c.strip() for c in criteria.split(",") if c.strip()),
         optimal_exchange=exchange)
-    rm = load_responses(responses, normalize_ids=True,
-                        on_empty="drop" if drop_empty else "error")
+    try:
+        rm = load_responses(responses, normalize_ids=True,
+                            on_empty="drop" if drop_empty else "error")
+    except ResponseDataError:
+        if _holds_ratings(responses):   # a judge's 1-10: the ordinal commands' data
+            raise ConfigError(_RATINGS_HINT.format(what=f"{responses} holds ratings")) from None
+        raise
     with stage_progress(plan_stages(config), name) as done:
         run = run_benchmark(rm, config, name=name, progress=done)
     run.info["source"] = str(responses)
@@ -130,6 +137,29 @@ def benchmark_command(
 
 def register(app: typer.Typer) -> None:
     app.command("benchmark")(benchmark_command)
+
+
+_RATINGS_HINT = ("atlas benchmark compares adaptive tests with static subsets on right/wrong "
+                 "(or [0, 1]) scores, not ratings ({what}); calibrate a bank on your train "
+                 "models (atlas calibrate TRAIN.csv --model graded -o bank.csv) and replay the "
+                 "held-out models' ratings (atlas simulate HELD_OUT.csv --bank bank.csv -o DIR)")
+
+
+def _holds_ratings(responses) -> bool:
+    """Whether ``responses`` is a file of whole-number ratings beyond 0/1 (a judge's 1-10)."""
+    import numpy as np
+
+    from ..errors import AtlasError
+    from ..irt.polycal import read_ratings
+
+    if not Path(str(responses)).is_file():
+        return False
+    try:
+        values = read_ratings(responses)[0]
+    except AtlasError:
+        return False
+    seen = values[~np.isnan(values)]
+    return bool(seen.size and np.all(seen == np.round(seen)) and seen.max() > 1)
 
 
 def _show(run, name: str, out: Path, quiet: bool) -> None:

@@ -9,7 +9,7 @@ import typer
 
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses, output_file,
-                      progress_bar, quiet_option, subjects_text, warn)
+                      progress_bar, quiet_option, subjects_text, warn, wrote_line)
 
 
 _MODEL = typer.Option(AUTO, "--model",
@@ -110,7 +110,8 @@ def calibrate_command(
     device: str = _DEVICE,
     quiet: bool = quiet_option(),
 ):
-    """Calibrate an IRT item bank (1PL-4PL) by marginal maximum likelihood (EM).
+    """Calibrate an IRT item bank (1PL-4PL; graded or GPCM for ratings) by marginal maximum
+    likelihood (EM).
 
     Filters items and subjects first when asked (--filter/--no-filter; the default is the
     library's), fits all items jointly (or linked partitions).
@@ -147,7 +148,7 @@ def calibrate_command(
     if scores is not None:
         _write_scores(res, scores)
     _report(res, rm, link)
-    console.print(f"wrote {output}" + (f" and {summary}" if summary else ""))
+    console.print(wrote_line(output, summary, scores))
 
 
 def register(app: typer.Typer) -> None:

@@ -529,8 +529,8 @@ def _print_single(rows: list[dict], held: list) -> None:
     table = pd.DataFrame([{
         "run": r["run_id"], "model": r["model"], "status": r["status"],
         "protocol": protocol_name(r["protocol"], r.get("bank")) if r["protocol"] else "-",
-        "theta": r["theta"],
-        "SE": r["se"],
+        "theta": "-" if r["theta"] is None else f"{r['theta']:.3f}",   # as the lines below
+        "SE": "-" if r["se"] is None else f"{r['se']:.3f}",
         "items": r["n_items"],
         "predicted": (describe_prediction(r["prediction"], short=True)
                       + (" (!)" if r["prediction"].get("warning") else "")

@@ -114,8 +114,13 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
         steps = pd.DataFrame(records, columns=cols)
 
     proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
-    print_frame(steps[cols], title=f"run {run_id} ({info['model']}, {info['status']}, "
-                                   f"protocol {proto})", max_rows=1000)
+    shown = steps[cols].astype(object)
+    for col in ("theta", "se"):   # as evaluate's lines and the HTML page print them
+        shown[col] = [v if v is None or v != v else f"{float(v):.3f}" for v in shown[col]]
+    if lb.get("ratings"):         # an ordinal bank's steps: each one's rating
+        shown = shown.rename(columns={"score": "rating"})
+    print_frame(shown, title=f"run {run_id} ({info['model']}, {info['status']}, "
+                             f"protocol {proto})", max_rows=1000)
     if lb.get("score") is not None:
         name = "predicted average" if info["kind"] == "suite" else score_name(lb)
         console.print(f"{name}: {describe_prediction(lb)}", markup=False, highlight=False)

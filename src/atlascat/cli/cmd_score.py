@@ -73,7 +73,9 @@ def score_command(
     DIR) also its predicted score: score, score_lo, score_hi (95% interval), percentile,
     score_flag, score_warning, on the folder's metric scale. ML gives +-inf (flag
     perfect/zero) where no finite maximum exists. An ordinal bank (graded / gpcm): RESPONSES
-    are ratings on the items' own scales, and mean_rating stands where mean_score does.
+    are ratings on the items' own scales, mean_rating stands where mean_score does, and
+    score, score_lo, score_hi are the predicted mean rating over the whole bank (95%
+    interval; a share of each item's scale when the items' scales differ).
     """
     from ..catalogue import BankRef
 

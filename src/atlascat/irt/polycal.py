@@ -15,15 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, ResponseDataError
+from ..errors import ConfigError, ResponseDataError, warn_user
 from . import polytomous as poly
-from .defaults import MAX_ITER, QUADPTS, THETA_RANGE, TOL
+from .defaults import (MAX_ITER, MIN_MINORITY, QUADPTS, SUBJECTS_PER_PARAMETER, THETA_RANGE,
+                       TOL, IdentificationWarning)
 from .polybank import PolyBank
 from .polyfit import encode, fit_ordinal
 from .priors import parse_prior
 from .result import CalibrationResult
 
-__all__ = ["read_ratings", "ratings_of", "calibrate_ordinal"]
+__all__ = ["read_ratings", "ratings_of", "calibrate_ordinal", "thin_categories"]
 
 
 def read_ratings(path, *, freq_column: str | None = None):
@@ -68,11 +69,42 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
         raise ResponseDataError(f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), "
                                 f"column {df.columns[c]!r}; ratings must be numbers or blank "
                                 "for missing")
-    if df.shape[0] < 2 or df.shape[1] < 1:
+    if df.shape[0] < 1 or df.shape[1] < 1:   # one row is scored; calibration asks for two
         raise ResponseDataError(f"the ratings matrix has {df.shape[0]} rows and {df.shape[1]} "
-                                "item columns; calibration needs at least 2 subjects and 1 item")
+                                "item columns; it needs at least 1 subject and 1 item")
     return (numeric.to_numpy(float), np.asarray([str(s) for s in df.index], dtype=object),
             np.asarray(list(df.columns), dtype=object), weights)
+
+
+def thin_categories(data, weights=None) -> list[str]:
+    """One-line notes on what the ratings identify poorly (may be empty): fewer than
+    SUBJECTS_PER_PARAMETER subjects per parameter of the items with the most categories (an item
+    of K levels has K parameters: a slope and K - 1 intercepts), and categories rated by fewer
+    than MIN_MINORITY subjects (weighted), whose neighbouring intercepts rest on those few
+    ratings; the rules the binary models' small samples are held to
+    (:func:`atlascat.irt.defaults.identification_problems`)."""
+    codes = np.asarray(data.codes, dtype=float)
+    w = np.ones(codes.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    n, kmax = float(w.sum()), int(np.max(data.n_cat))
+    out = []
+    if n < SUBJECTS_PER_PARAMETER * kmax:
+        out.append(f"{n:g} subjects for up to {kmax} parameters per item (a slope and "
+                   f"{kmax - 1} intercepts; fewer than {SUBJECTS_PER_PARAMETER} subjects per "
+                   "parameter): the intercepts are weakly identified; treat the bank as "
+                   "provisional, and predict full scores from so few models with the ratings "
+                   "read as a score on their scale (a bank folder's --score-range: its "
+                   "interval is design-based)")
+    counts = np.stack([((codes == k) * w[:, None]).sum(axis=0) for k in range(kmax)], axis=1)
+    few = (counts < MIN_MINORITY) & (np.arange(kmax) < np.asarray(data.n_cat)[:, None])
+    rare, items = int(few.sum()), int(few.any(axis=1).sum())
+    if rare:
+        out.append(f"{rare} of {int(np.sum(data.n_cat))} categories ({items} item(s)) were "
+                   f"given by fewer than {MIN_MINORITY} subjects: the intercepts beside them "
+                   "are barely identified (large standard errors); more subjects, fewer "
+                   "levels (merge rare ones), or the ratings read as a score on their scale "
+                   "(a bank folder's --score-range: one slope and location per item) identify "
+                   "the items better")
+    return out
 
 
 def _as_ratings(responses, weights):
@@ -108,7 +140,9 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
     of ratings on any integer scale; ``model``: "graded" or "gpcm" (or one per item);
     ``prior_a``: None (mirt) or a slope prior (``"lognorm(0,0.5)"``, ``"norm(1,1)"``);
-    ``value_range``: the declared (lo, hi) of the ratings, refused when exceeded; ``start``: a
+    ``value_range``: the declared (lo, hi) of the ratings, refused when exceeded and kept as
+    every item's rating scale (:class:`PolyBank`: a rating on it that an item never had is
+    scored as the category it falls in); ``start``: a
     bank whose items (by id, same categories) give starting values. Returns a
     :class:`CalibrationResult` whose ``bank`` is a :class:`PolyBank`.
     """
@@ -130,6 +164,9 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
     data = encode(values, iids, value_range, sids)
+    problems = thin_categories(data, w)
+    for note in problems:
+        warn_user(note, IdentificationWarning)
     start_p = None
     if start is not None:
         from .polyfit import start_params
@@ -143,14 +180,21 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         fit = fit_ordinal(data, w, models, prior_a=pa, quadpts=quadpts, theta_range=theta_range,
                           max_iter=max_iter, tol=tol, accelerate=accelerate,
                           max_newton=max_newton, callback=callback, start=start_p)
-    bank = PolyBank(iids, fit["params"], models, data.levels)
+    meta = None
+    if value_range is not None:   # the responses per item bound the ratings it never had
+        import pandas as pd
+
+        counts = (~np.isnan(values)).astype(float)
+        meta = pd.DataFrame({"n_responses": counts.sum(0) if w is None else w @ counts})
+    bank = PolyBank(iids, fit["params"], models, data.levels, scales=value_range, metadata=meta)
     name = bank.model
     settings = {"model": name, "quadpts": int(quadpts),
                 "theta_range": [float(v) for v in theta_range],
                 "prior_a": None if pa is None else str(pa), "max_iter": int(max_iter),
                 "tol": float(tol), "accelerate": bool(accelerate),
                 "n_categories": [int(k) for k in data.n_cat],
-                "value_range": None if value_range is None else [float(v) for v in value_range]}
+                "value_range": None if value_range is None else [float(v) for v in value_range],
+                "warnings": problems}
     result = CalibrationResult(
         bank=bank, model=name, loglik=fit["loglik"], loglik_trace=fit["trace"],
         n_iter=fit["n_iter"], converged=fit["converged"], seconds=time.perf_counter() - t0,
@@ -167,3 +211,4 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                                             model=name, prior_a=pa)
         result.seconds = time.perf_counter() - t0
     return result
+

@@ -330,9 +330,12 @@ def _ordinal(p: float) -> str:
 
 
 def score_name(lb) -> str:
-    """What a prediction is of: "predicted <benchmark> score" for a bank folder's (its
-    ``population`` "source models") and for a bank file of the user's own (``population``
-    None: no leaderboard), "predicted leaderboard score" for a shipped bank's."""
+    """What a prediction is of: "predicted mean rating" for an ordinal bank's (``ratings``),
+    "predicted <benchmark> score" for a bank folder's (its ``population`` "source models") and
+    for a bank file of the user's own (``population`` None: no leaderboard), "predicted
+    leaderboard score" for a shipped bank's."""
+    if lb.get("ratings"):
+        return "predicted mean rating"
     if lb.get("population") == SOURCE or ("population" in lb and lb["population"] is None):
         return f"predicted {lb.get('benchmark') or 'benchmark'} score"
     return "predicted leaderboard score"
@@ -345,9 +348,11 @@ def population_of(lb) -> str:
 
 
 def scale_words(lb) -> str:
-    """The scale a prediction reads on: "in percent (0-100)", or the metric's own."""
+    """The scale a prediction reads on: "in percent (0-100)", or the metric's own (an ordinal
+    bank's: the rating scale its items share)."""
     if lb.get("scale"):
-        return f"on the metric's own scale ({lb['scale'][0]:g}-{lb['scale'][1]:g})"
+        own = "the rating scale" if lb.get("ratings") else "the metric's own scale"
+        return f"on {own} ({lb['scale'][0]:g}-{lb['scale'][1]:g})"
     return "in percent (0-100)"
 
 
@@ -382,11 +387,13 @@ def describe_method(lb) -> str:
     return "design-based estimate pooled with the model prediction calibrated on the source models"
 
 
-def _summary_rows(info, leaderboard, suite, continuous: bool = False) -> list[tuple[str, str]]:
+def _summary_rows(info, leaderboard, suite, continuous: bool = False,
+                  ordinal: bool = False) -> list[tuple[str, str]]:
     """The quantities a run reports, each once with its one interval: a bank run's predicted
     score (:func:`score_name`), theta and the model-based score (a mean score when the scores
-    are ``continuous`` or on a metric's own scale, else the accuracy); a suite run's predicted
-    average (its benchmarks are in the suite table; a suite has no theta)."""
+    are ``continuous`` or on a metric's own scale, a mean rating for ``ordinal`` items, else
+    the accuracy); a suite run's predicted average (its benchmarks are in the suite table; a
+    suite has no theta)."""
     theta, se = info["theta"], info["se"]
     if suite is not None:
         avg = suite.get("average")
@@ -409,11 +416,14 @@ def _summary_rows(info, leaderboard, suite, continuous: bool = False) -> list[tu
     rows.append(("theta (95% CI)", f"{_fmt(theta)} {ci}"))
     what = model_based_words(info.get("kind") == "predictor")
     if lb.get("scale"):  # a mean score on the metric's own scale, not a share
-        rows.append((f"model-based mean score ({what}, on the metric's own scale)",
+        own = "mean rating" if ordinal else "mean score"
+        rows.append((f"model-based {own} ({what}, on {_own_scale(ordinal)})",
                      _on_scale(info["model_based_score"], lb["scale"])))
     else:
         mod = info["model_based_score"]
-        rows.append((f"model-based {'mean score' if continuous else 'accuracy'} ({what})",
+        own = ("mean rating, as a share of each item's scale" if ordinal else
+               "mean score" if continuous else "accuracy")
+        rows.append((f"model-based {own} ({what})",
                      _fmt(mod, ".1%") if mod is not None else "-"))
     return rows
 
@@ -424,6 +434,11 @@ def model_based_words(predictor: bool) -> str:
     and ridge prediction of the mean over all the benchmark's items)."""
     return ("the predictor's model part, over all the benchmark's items" if predictor
             else "expected over the bank at theta")
+
+
+def _own_scale(ordinal: bool) -> str:
+    """The scale a mean score is on: the rating scale of ordinal items, else the metric's."""
+    return "the rating scale" if ordinal else "the metric's own scale"
 
 
 def _on_scale(value, scale, spec: str = ".1f") -> str:
@@ -445,7 +460,8 @@ def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[s
         label = ("observed share of the scale (each rating's (r - lowest) / (highest - "
                  "lowest))")
     elif scale:
-        return [("observed mean score (over the items asked, on the metric's own scale)",
+        own = "mean rating" if ordinal else "mean score"
+        return [(f"observed {own} (over the items asked, on {_own_scale(ordinal)})",
                  _on_scale(mean, scale)), ("items used", f"{n}")]
     elif continuous:
         label = "observed mean score (over the items asked)"
@@ -572,7 +588,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     continuous = not ordinal and (bool(((scores > 0) & (scores < 1)).any())   # in [0, 1]
                                   or _folder_continuous(info.get("bank_ref")))
     tokens = steps["prompt_tokens"].notna().any()
-    summary = _summary_rows(info, leaderboard, suite, continuous)
+    summary = _summary_rows(info, leaderboard, suite, continuous, ordinal)
     warnings = _warnings(leaderboard, suite)
     kv = [
         ("model", subj.get("model")),
@@ -648,7 +664,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
             + (f"<td class='num'>{toks}</td>" if tokens else "") +
             f"<td>{'cache' if rec['cached'] == 1 else ''}</td></tr>")
     table = ("<table><thead><tr><th>#</th><th>item</th><th>question</th><th>answer</th><th>key</th>"
-             f"<th>score</th><th>{_e(est)}</th><th>{_e(est_se)}</th><th>latency s</th>"
+             f"<th>{'rating' if ordinal else 'score'}</th><th>{_e(est)}</th><th>{_e(est_se)}</th><th>latency s</th>"
              + ("<th>tokens</th>" if tokens else "") + "<th></th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     if suite is not None:
@@ -676,6 +692,11 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
              "adaptively chosen items")
     note = ("The trajectory is the predicted average (percent) and its SE after each round."
             if suite is not None else
+            "Model-based mean rating = the rating expected over the bank's items at theta; "
+            f"observed mean rating = the mean rating over the {asked}"
+            + (", both on the rating scale." if own else
+               ", both as shares of each item's scale ((r - lowest) / (highest - lowest)).")
+            if ordinal else
             "Model-based mean score = the expected score over the bank's items at theta; "
             "observed mean score = the mean over the items asked; both on the metric's own "
             "scale." if own else

@@ -69,8 +69,8 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
             score = int(score)
         if ratings:
             if not isinstance(score, (int, float)) or not math.isfinite(score):
-                raise LiveRunError(f"{who}: item {item!r} rated {score!r}; a rating is a "
-                                   "number on the item's scale")
+                raise LiveRunError(f"{who}: item {item!r} rated {json.dumps(score)} (as "
+                                   "printed); a rating is a number on the item's scale")
         elif score_range is not None:
             score = _on_scale(score, score_range, f"{who}: item {item!r}")
         elif not isinstance(score, (int, float)) or not 0 <= score <= 1:
