@@ -16,11 +16,19 @@ overlapping moments use E2_j = sum_k k^2 P_jk (x_j^2), e.g. Cov(x_i, x_i x_j) = 
 E[x_i] E[x_i x_j], and for C2 1{x_i = k} 1{x_i = l} = 0 (k != l), 1{x_i = k} x_i x_j = k 1{x_i =
 k} x_j. Delta = d(moments)/d(a_j, d_j1..) (every item parameter estimated; ``estimated="none"``:
 none). M2 = N (p - pi)' C (p - pi), C = Xi^-1 - Xi^-1 Delta (Delta' Xi^-1 Delta)^-1 Delta'
-Xi^-1 (:func:`atlascat.irt.fit.m2`'s stable form), df = moments - free parameters: M2* has
+Xi^-1, computed as N ||z - Q Q'z||^2 with z = L^-1 (p - pi), Q an orthonormal basis of
+L^-1 Delta (pivoted QR), L L' = Xi; df = moments - free parameters: M2* has
 n + n(n-1)/2 moments, which for few items is below the sum(K_j) parameters (mirt: "too few
 degrees of freedom"; Science, 4 items x 4 categories, has -6 df) and C2 has sum(K_j - 1) +
 n(n-1)/2. RMSEA, its 90% interval (:func:`atlascat.irt.fit.rmsea_ci`) as for binary items;
 SRMSR from the item-score correlations (observed vs model) for both statistics.
+
+The GPCM slope column: d E_j / d a_j = theta (E2_j - E_j^2) = theta Var(x_j | theta). mirt
+1.45.1's ``dP`` for gpcm items, which its M2* and its C2's bivariate rows use, has instead
+theta (E2_j - E_j sum_k k exp(z_k - max z)), exp(z_k) not divided by its sum (its C2's
+univariate rows take numerical derivatives, which are exact); ``gpcm_slope="mirt"`` uses that
+column to reproduce mirt's value (Science GPCM C2: 19.05 exact, 16.42 mirt). Graded items
+are not affected.
 
 TLI and CFI compare with mirt's null model (``computeNullModel``): slopes 0 and intercepts that
 reproduce each item's observed category proportions (graded d_k = logit P(x >= k)), its own
@@ -28,7 +36,9 @@ M2* or C2 with the sum(K_j - 1) intercepts estimated. For M2* that Delta has ran
 slope-free item moves E[x_j] alone, so its K_j - 1 columns are proportional); mirt's
 complement is then the last s - sum(K_j - 1) columns of R's ``qr.Q(qr(Delta), complete =
 TRUE)`` (LINPACK pivots the dependent columns to the end), which is reproduced here: one
-Householder QR of the independent columns. TLI = (M2_0/df_0 - M2/df) / (M2_0/df_0 - 1), CFI
+Householder QR of the independent columns (LAPACK's reflectors are LINPACK's). ATLAS's null
+intercepts are the exact maximum likelihood; mirt's EM stops at TOL 1e-4, so its null M2
+differs by ~1e-4 relative (TLI by ~1e-6). TLI = (M2_0/df_0 - M2/df) / (M2_0/df_0 - 1), CFI
 = 1 - (M2 - df)/(M2_0 - df_0) clipped to [0, 1], given when M2_0 > M2.
 
 S-X2 (Orlando and Thissen, 2000; Kang and Chen, 2008)
