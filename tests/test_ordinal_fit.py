@@ -195,3 +195,40 @@ def test_atlas_fit_refuses_in_one_line(tmp_path, capsys, extra, words):
                  *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and "\n" not in err
+
+
+def test_pattern_frequencies_and_missing_rows():
+    """A pattern table with frequencies gives the expanded data's statistics; a row with a
+    missing rating is left out and counted."""
+    ratings, bank = _load("science_graded", "science", "graded")
+    patterns = ratings.value_counts().rename("freq").reset_index()
+    table = patterns.drop(columns="freq")
+    table.index = [f"pat{i}" for i in range(len(table))]
+    full = pf.m2_ordinal(ratings, bank, statistic="C2")
+    weighted = pf.m2_ordinal(table, bank, statistic="C2", weights=patterns.freq.to_numpy())
+    assert weighted.M2 == pytest.approx(full.M2, rel=1e-12) and weighted.n == full.n
+    pd.testing.assert_frame_equal(
+        pf.sx2_ordinal(table, bank, weights=patterns.freq.to_numpy()), pf.sx2_ordinal(ratings, bank))
+    gap = pd.concat([ratings, ratings.iloc[:1].assign(Work=np.nan).rename(index=lambda s: "gap")])
+    res = pf.m2_ordinal(gap, bank, statistic="C2")
+    assert res.n_dropped == 1 and res.M2 == pytest.approx(full.M2, rel=1e-12)
+
+
+def test_an_unobserved_category_leaves_m2_and_drops_the_null_model():
+    ratings, bank = _load("sim_graded", "sim_graded", "graded")
+    top = ratings["Item_1"] == ratings["Item_1"].max()
+    sub = ratings[~top]                      # Item_1's top category: nobody
+    with pytest.warns(RuntimeWarning, match="unobserved category"):
+        res = pf.m2_ordinal(sub, bank)
+    assert np.isfinite(res.M2) and res.df == 110 and np.isnan(res.TLI)
+    assert np.isfinite(pf.sx2_ordinal(sub, bank).S_X2).all()
+
+
+def test_bad_input_is_one_clear_error():
+    ratings, bank = _load("science_graded", "science", "graded")
+    with pytest.raises(ConfigError, match="statistic must be"):
+        pf.m2_ordinal(ratings, bank, statistic="M3")
+    with pytest.raises(ConfigError, match="gpcm_slope"):
+        pf.m2_ordinal(ratings, bank, statistic="C2", gpcm_slope="approx")
+    with pytest.raises(ConfigError, match="rating 7 .* item 'Comfort'"):
+        pf.sx2_ordinal(ratings.replace({4: 7}), bank)
