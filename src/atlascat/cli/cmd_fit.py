@@ -77,7 +77,8 @@ def register(app: typer.Typer) -> None:
     @app.command("fit")
     def fit_cmd(
         responses: str = typer.Argument(..., metavar="RESPONSES",
-                                        help=RESPONSES_HELP + " 0/1 scores; a pattern table with "
+                                        help=RESPONSES_HELP + " 0/1 scores (ratings for an ordinal "
+                                             "bank); a pattern table with "
                                              "--freq-column."),
         bank: str = typer.Option(..., "--bank", "-b", help=bank_option_help()),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
