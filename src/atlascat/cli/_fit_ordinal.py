@@ -8,10 +8,14 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
     """The JSON-ready report (library calls only; used by the command and by tests)."""
     import numpy as np
 
+    from ..errors import ConfigError
     from ..irt.polyfitstats import m2_ordinal, sx2_ordinal
 
-    res = m2_ordinal(frame, bank, statistic=statistic, estimated=estimated, weights=weights,
-                     gpcm_slope=gpcm_slope)
+    try:
+        res = m2_ordinal(frame, bank, statistic=statistic, estimated=estimated, weights=weights,
+                         gpcm_slope=gpcm_slope)
+    except ConfigError as exc:   # the library's hint in the command's words
+        raise ConfigError(str(exc).replace("statistic='C2'", "--m2 C2")) from None
     d = res.to_dict()
     kind = d["statistic"]
     report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)), "model": bank.model,

@@ -414,7 +414,7 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     n_mom = (n if kind == "M2*" else int(np.sum(n_cat - 1))) + pairs
     df = n_mom - n_free
     if df <= 0:
-        hint = "; use statistic='C2' (atlas fit: --m2 C2)" if kind == "M2*" else ""
+        hint = "; use statistic='C2'" if kind == "M2*" else ""
         raise ConfigError(f"{kind} has {df} degrees of freedom ({n_mom} moments, {n_free} "
                           f"free parameters): too few items{hint}")
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
