@@ -64,7 +64,7 @@ def collapse_cells(O, E, mincell: float = 1.0):
     if len(O) < 2:
         return None
     small = E < mincell                                          # before the merges, as mirt
-    O, E = _merge_single_subjects(O.tolist(), E.tolist())
+    O, E = _merge_single_subjects(O, E)
     if len(O) < 2:
         return None
     ncol = E.shape[1]
@@ -104,63 +104,69 @@ def collapse_cells(O, E, mincell: float = 1.0):
     E, O = E[:, ~dropcol], O[:, ~dropcol]
     if E.shape[1] < 2:
         return None
-    merged = _merge_low_groups(O.tolist(), E.tolist(), mincell)
+    merged = _merge_low_groups(O, E, mincell)
     if merged is None:
         return None
     O, E = merged
     return O, np.where(E == 0, np.nan, E)
 
 
-def _add(a: list, b: list) -> list:
-    return [x + y for x, y in zip(a, b)]
-
-
-def _merge_single_subjects(O: list, E: list):
-    """Step 3 on row lists: left to right, a group with one subject joins the next; a last
-    group with one subject joins the one before. Returns arrays."""
-    keep = []
-    for j in range(len(O) - 1):
-        if sum(O[j]) == 1:
-            O[j + 1], E[j + 1] = _add(O[j + 1], O[j]), _add(E[j + 1], E[j])
-        else:
-            keep.append(j)
-    keep.append(len(O) - 1)
-    O, E = [O[j] for j in keep], [E[j] for j in keep]
-    if len(O) >= 2 and sum(O[-1]) == 1:
-        O[-2], E[-2] = _add(O[-2], O[-1]), _add(E[-2], E[-1])
+def _merge_single_subjects(O, E):
+    """Step 3: left to right, a group with one subject joins the next; a last group with one
+    subject joins the one before. A group that received one has more than one subject (the
+    empty ones are gone), so only the groups of one subject are visited."""
+    drop = []
+    for j in np.flatnonzero(O[:-1].sum(axis=1) == 1):
+        if drop and drop[-1] == j - 1:        # it received group j - 1
+            continue
+        O[j + 1] += O[j]
+        E[j + 1] += E[j]
+        drop.append(j)
+    if drop:
+        keep = np.setdiff1d(np.arange(len(O)), drop)
+        O, E = O[keep], E[keep]
+    if len(O) >= 2 and O[-1].sum() == 1:
+        O[-2] += O[-1]
+        E[-2] += E[-1]
         O, E = O[:-1], E[:-1]
-    return np.array(O, dtype=float), np.array(E, dtype=float)
+    return O, E
 
 
-def _merge_low_groups(O: list, E: list, mincell: float):
-    """Step 6 on row lists: while a nonzero expected count is below mincell, the first group
-    holding one joins a neighbour. A merge changes only the groups from the one before it on,
-    so the search resumes there. Returns arrays, or None where one group is left."""
-    def low(row):
-        return any(v < mincell and v != 0 for v in row)
-
-    is_low = [low(r) for r in E]
+def _merge_low_groups(O, E, mincell: float):
+    """Step 6: while a group holds a nonzero expected count below mincell, the first such group
+    joins a neighbour. A merge changes only the groups from the one before it on, so the search
+    resumes there; the table is walked as column lists. Returns arrays, or None where one group
+    is left."""
+    K = E.shape[1]
+    Oc, Ec = O.T.tolist(), E.T.tolist()
+    n_obs = O.sum(axis=1).tolist()
+    is_low = ((E < mincell) & (E != 0)).any(axis=1).tolist()
     j = 0
     while True:
-        while j < len(E) and not is_low[j]:
-            j += 1
-        if j == len(E):
+        try:
+            j = is_low.index(True, j)
+        except ValueError:
             break
-        if len(E) < 2:
+        n = len(is_low)
+        if n < 2:
             return None
         if j == 0:
             pick = 1
-        elif j == len(E) - 1:
+        elif j == n - 1:
             pick = j - 1
         else:
-            pick = j - 1 if sum(O[j - 1]) <= sum(O[j + 1]) else j + 1
-        E[pick], O[pick] = _add(E[pick], E[j]), _add(O[pick], O[j])
-        is_low[pick] = low(E[pick])
-        del E[j], O[j], is_low[j]
+            pick = j - 1 if n_obs[j - 1] <= n_obs[j + 1] else j + 1
+        for c in range(K):
+            Ec[c][pick] += Ec[c][j]
+            Oc[c][pick] += Oc[c][j]
+        n_obs[pick] = sum(Oc[c][pick] for c in range(K))
+        is_low[pick] = any(Ec[c][pick] < mincell and Ec[c][pick] != 0 for c in range(K))
+        for lst in (*Ec, *Oc, n_obs, is_low):
+            del lst[j]
         j = max(j - 1, 0)
-    if len(E) < 2:
+    if len(is_low) < 2:
         return None
-    return np.array(O, dtype=float), np.array(E, dtype=float)
+    return np.array(Oc, dtype=float).T, np.array(Ec, dtype=float).T
 
 
 def table_sx2(O, E, n_par: int, mincell: float = 1.0) -> tuple[float, float, int]:
