@@ -65,6 +65,60 @@ def test_collapse_of_a_binary_table_is_mirts():
                                    [1.5, 2.5]], rtol=1e-15)
 
 
+def _collapse_binary_direct(O, E, mincell):
+    """mirt's collapseCells for two categories, line by line (the oracle for the walks)."""
+    keep = O.sum(axis=1) != 0
+    O, E = O[keep].copy(), E[keep].copy()
+    drop = []
+    for j in range(len(O) - 1):
+        if O[j].sum() == 1:
+            drop.append(j)
+            O[j + 1] += O[j]
+            E[j + 1] += E[j]
+    O, E = np.delete(O, drop, axis=0), np.delete(E, drop, axis=0)
+    if O[-1].sum() == 1:
+        O[-2] += O[-1]
+        E[-2] += E[-1]
+        O, E = O[:-1], E[:-1]
+    if np.sum(E[:, 1] > 0) / len(E) < 0.05:
+        return None
+    while ((E < mincell) & (E != 0)).any():
+        if len(E) < 2:
+            return None
+        whc = np.flatnonzero(((E < mincell) & (E != 0)).any(axis=1))[0]
+        if whc == 0:
+            pick = 1
+        elif whc == len(E) - 1:
+            pick = whc - 1
+        else:
+            pick = whc - 1 if O[whc - 1].sum() <= O[whc + 1].sum() else whc + 1
+        E[pick] += E[whc]
+        O[pick] += O[whc]
+        O, E = np.delete(O, whc, axis=0), np.delete(E, whc, axis=0)
+    return (O, E) if len(E) >= 2 else None
+
+
+def test_collapse_walks_equal_the_direct_transcription(rng):
+    """Sparse random tables (runs of one-subject groups, ties in the neighbours' sizes)."""
+    for _ in range(300):
+        rows = int(rng.integers(2, 40))
+        n_k = rng.choice([0, 1, 1, 2, 3, 5, 8], size=rows).astype(float)
+        p = rng.uniform(0.02, 0.98, rows)
+        o1 = rng.binomial(n_k.astype(int), p).astype(float)
+        O = np.column_stack([n_k - o1, o1])
+        E = np.column_stack([n_k * (1 - p), n_k * p])
+        mincell = float(rng.choice([1.0, 2.0, 5.0]))
+        if (n_k > 0).sum() < 2:
+            continue
+        want = _collapse_binary_direct(O, E, mincell)
+        got = collapse_cells(O, E, mincell)
+        if want is None:
+            assert got is None
+            continue
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], np.where(want[1] == 0, np.nan, want[1]))
+
+
 def test_no_df_gives_nan_as_mirt():
     rm, bank, mean, sd = _load("lsat7_2pl", "lsat7")
     got = fit.sx2(rm, bank, estimated="4pl")          # 4 groups - 4 parameters
