@@ -172,6 +172,11 @@ class TestCalibrated:
         result = json.loads((out / "results.json").read_text())[0]
         assert result["observed_score"] == pytest.approx(5.0)       # on the 1-5 scale
         assert result["prediction"]["scale"] == [1, 5]
+        never = [i for i in steps["item_id"] if 5.0 not in bank.levels[bank.index_of(i)]]
+        assert never and result["prediction"]["unseen_ratings"] == len(never)
+        r = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite"), "--run",
+                                     result["run_id"], "--json"])
+        assert json.loads(r.output)["prediction"]["score"] == result["prediction"]["score"]
 
 
 def test_the_cli_says_where_a_rating_was_a_level_the_item_never_had(tmp_path):
