@@ -106,6 +106,11 @@ class TestBank:
         both = PolyBank.combine(bank, PolyBank(["c"], [[1.0, 0.0]]))
         np.testing.assert_array_equal(both.scales, [[1, 5], [1, 5], [0, 1]])
         assert both.rating_scale() is None
+        counted = PolyBank(bank.item_ids, bank.params, "graded", bank.levels, scales=(1, 5),
+                           metadata=pd.DataFrame({"n_responses": [40, 50]}))
+        joined = PolyBank.combine(counted, PolyBank(["c"], [[1.0, 0.0]]))
+        assert joined.metadata["n_responses"].tolist()[:2] == [40, 50]
+        assert np.isnan(joined.metadata["n_responses"].iloc[2])
 
     @pytest.mark.parametrize("scales, match", [((3, 5), "scale 3-5 must hold its levels"),
                                                ((1, np.inf), "must hold its levels")])
