@@ -199,7 +199,7 @@ class TestSession:
         s.record(first, None)                                # skipped: not scored
         assert s.history().empty and s.next_item() != first
         second = s.next_item()
-        with pytest.raises(ConfigError, match="not one of the item's levels"):
+        with pytest.raises(ConfigError, match="outside the item's scale"):
             s.record(second, 11)
         assert s.next_item() == second                       # still pending
         s.record(second, 2)

@@ -185,7 +185,7 @@ def test_a_command_rates_the_items_as_the_recorded_ratings_and_resumes(root, tmp
 
 def test_a_rating_off_the_items_scale_is_one_line(root, tmp_path):
     msg = _evaluate(root, _cmd(root, "m1", "offscale"), tmp_path / "off", fails=True)
-    assert "rated 7" in msg and "not one of its levels 1;2;3;4" in msg and "\n" not in msg
+    assert "rated 7" in msg and "outside the item's scale 1-4" in msg and "\n" not in msg
 
 
 @pytest.mark.parametrize("subject", ["completions:http://localhost:1/v1", "hf:gpt2",

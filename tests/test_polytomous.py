@@ -264,8 +264,10 @@ class TestScoring:
 
     def test_rating_off_the_scale_is_refused(self):
         bank, _ = self._bank()
-        with pytest.raises(ConfigError, match="not one of the item's levels"):
+        with pytest.raises(ConfigError, match="outside the item's scale 1-5"):
             estimate_ability(np.full((1, 10), 7.0), bank, "eap")
+        with pytest.raises(ConfigError, match="not a whole number on the item's scale 1-5"):
+            estimate_ability(np.full((1, 10), 2.5), bank, "eap")
 
     def test_a_rating_off_the_scale_names_the_item_and_the_model(self):
         """The error names the item id (and a labelled input's model), not a column number."""
@@ -273,8 +275,9 @@ class TestScoring:
         y = np.full((2, 10), 3.0)
         y[1, 4] = 7.0
         frame = pd.DataFrame(y, index=["m0", "m1"], columns=bank.item_ids).iloc[:, ::-1]
-        with pytest.raises(ConfigError, match=r"rating 7 of model 'm1' on item 'i4' is not one "
-                                              r"of the item's levels 1;2;3;4;5") as e:
+        with pytest.raises(ConfigError, match=r"rating 7 of model 'm1' on item 'i4' is outside "
+                                              r"the item's scale 1-5 \(levels observed at "
+                                              r"calibration: 1;2;3;4;5\)") as e:
             estimate_ability(frame, bank, "eap")
         assert "column" not in str(e.value)
         with pytest.raises(ConfigError, match=r"rating 7 at row 1 on item 'i4'") as e:

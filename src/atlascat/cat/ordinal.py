@@ -267,7 +267,7 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
     :class:`OrdinalCATSession` with that generator asks (item eligibility, which caps the
     cohort, couples them still).
     """
-    from ..irt.polyscore import ordinal_codes
+    from ..irt.polyscore import aligned_ratings
 
     config = CATConfig() if config is None else config
     _check(config)
@@ -278,7 +278,8 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
                           "the model), not both")
     true_theta = None
     if responses is not None:
-        codes = ordinal_codes(responses, bank)
+        ratings, labels = aligned_ratings(responses, bank)
+        codes = bank.encode(ratings, labels)   # a rating the item never had: its category
         if subject_ids is None and isinstance(responses, pd.DataFrame):
             subject_ids = [str(s) for s in responses.index]
     else:
@@ -326,7 +327,8 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
         r_, j_, c_, t_, s_, n_ = (np.concatenate(v) for v in zip(*log))
         adm = pd.DataFrame({"subject_id": ids[r_], "step": n_, "item_id": bank.item_ids[j_],
                             "category": c_,
-                            "score": [bank.levels[j][c] for j, c in zip(j_, c_)],
+                            "score": (ratings[r_, j_] if codes is not None else
+                                      [bank.levels[j][c] for j, c in zip(j_, c_)]),
                             "theta": t_, "se": s_})
         adm = adm.sort_values(["subject_id", "step"], kind="stable").reset_index(drop=True)
     persons = pd.DataFrame({"subject_id": ids, "theta": eng.theta, "se": eng.se,
@@ -384,14 +386,26 @@ class OrdinalCATSession:
         """The expected share of each item's scale at theta, averaged over the bank:
         mean_j (E[X_j | theta] - lo_j) / (hi_j - lo_j), the ordinal analogue of the expected
         proportion correct (the same number for a binary item scored 0/1)."""
-        lo = np.array([lv[0] for lv in self.bank.levels])
-        hi = np.array([lv[-1] for lv in self.bank.levels])
+        lo, hi = self.bank.scales[:, 0], self.bank.scales[:, 1]
         return float(np.mean((self.bank.expected_score(self.theta) - lo) / (hi - lo)))
 
+    def predicted_mean_rating(self) -> tuple[float, float, float]:
+        """(score, lo, hi): the mean rating over the whole bank predicted from the ratings
+        recorded so far, with its 95% interval (the asked items as rated, the others at the
+        EAP under a wide prior: :func:`~atlascat.irt.polyscore.predict_mean_rating`, what a
+        live run and ``atlas simulate`` report)."""
+        from ..irt.polyscore import predict_mean_rating
+
+        ratings = {r["item_id"]: r["score"] for r in self._rows}
+        score, lo, hi = predict_mean_rating(ratings if ratings else
+                                            np.full((1, len(self.bank)), np.nan), self.bank)
+        return float(score[0]), float(lo[0]), float(hi[0])
+
     def credit(self, item_id: str, rating) -> float:
-        """A rating's share of its item's scale, (rating - lo) / (hi - lo), in [0, 1]."""
-        lev = self.bank.levels[self.bank.index_of(str(item_id))]
-        return float((float(rating) - lev[0]) / (lev[-1] - lev[0]))
+        """A rating's share of its item's scale [lo, hi] (:attr:`PolyBank.scales`),
+        (rating - lo) / (hi - lo), in [0, 1]."""
+        lo, hi = self.bank.scales[self.bank.index_of(str(item_id))]
+        return float((float(rating) - lo) / (hi - lo))
 
     def to_dict(self) -> dict:
         """JSON-serializable snapshot of the test so far; ``from_dict(d, bank)`` continues it
@@ -457,8 +471,9 @@ class OrdinalCATSession:
         return str(self.bank.item_ids[item])
 
     def record(self, item_id: str, rating) -> None:
-        """The answer to the pending item: a rating among the item's levels, or None / NaN
-        (skipped: the item leaves the pool and is not scored)."""
+        """The answer to the pending item: a rating on the item's scale (one it never had at
+        calibration is scored as the category it falls in, :meth:`PolyBank.encode`), or None /
+        NaN (skipped: the item leaves the pool and is not scored)."""
         if self._pending is None or str(item_id) != str(self.bank.item_ids[self._pending]):
             raise ConfigError(f"item {item_id!r} is not the pending item "
                               f"{None if self._pending is None else self.bank.item_ids[self._pending]!r}"

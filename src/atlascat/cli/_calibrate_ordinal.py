@@ -47,8 +47,11 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
         from ..irt.polybank import PolyBank
 
+        meta = res.standard_errors(fmt).filter(like="_se").reset_index(drop=True)
+        if bank.metadata is not None:
+            meta = pd.concat([meta, bank.metadata.reset_index(drop=True)], axis=1)
         bank = PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,
-                        metadata=res.standard_errors(fmt).filter(like="_se"))
+                        scales=bank.scales, metadata=meta)
     bank.write(output, format=fmt)
     info = res.to_dict()
     info.update({"responses": str(responses), "output": str(output), "format": fmt})
@@ -70,6 +73,15 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     from ._criteria import print_criteria
 
     print_criteria(res)
+    if rating_range is None and res.bank.rating_scale() is None:
+        ends = sorted({(float(lv[0]), float(lv[-1])) for lv in res.bank.levels})
+        lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
+        console.print(f"note: the items' observed ratings span {len(ends)} different ranges "
+                      f"(e.g. {ends[0][0]:g}-{ends[0][1]:g}, {ends[-1][0]:g}-{ends[-1][1]:g}), "
+                      "so each item's scale is its own range and mean ratings read as shares "
+                      f"of it; if they share one scale, declare it (--rating-range {lo:g} "
+                      f"{hi:g}): outputs then read on it and a rating an item never had is "
+                      "scored", markup=False, highlight=False)
     console.print(wrote_line(output, summary, scores))
 
 
@@ -79,8 +91,8 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, the mean
     of its ratings (``mean_rating``, on the items' own scale) and its predicted mean rating
     over the whole bank with the 95% interval (``score``, ``score_lo``, ``score_hi``:
-    :meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`, what ``atlas simulate`` and
-    a live run predict)."""
+    :func:`~atlascat.irt.polyscore.predict_mean_rating`, what ``atlas simulate`` and a live
+    run predict)."""
     import numpy as np
     import pandas as pd
 
@@ -102,10 +114,15 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
 
         iids = [normalize_item_id(i) for i in iids]
         bk = PolyBank([normalize_item_id(i) for i in bk.item_ids], bk.params, bk.models,
-                      bk.levels, metadata=bk.metadata)
+                      bk.levels, scales=bk.scales, metadata=bk.metadata)
     frame = pd.DataFrame(values, index=sids, columns=iids)
     df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                           quadpts=quadpts, extra_items=extra_items)
+    from ..irt.polyscore import aligned_ratings, predict_mean_rating
+    from ._common import note_unseen_ratings
+
+    aligned = aligned_ratings(frame, bk)[0]
+    note_unseen_ratings(bk, aligned)
     known = [c for c in iids if c in bk]
     if known and len(known) < len(iids) and extra_items != "error":
         from ._common import err_console
@@ -116,11 +133,8 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     with np.errstate(invalid="ignore"):
         df.insert(4, "mean_rating", np.nanmean(frame[known].to_numpy(float), axis=1)
                   if known else np.nan)
-    theta, se = df["theta"].to_numpy(float), df["se"].to_numpy(float)
-    fin = np.isfinite(theta) & np.isfinite(se)   # ML's +-inf: no interval
-    pred = np.full((3, len(df)), np.nan)
-    if fin.any():
-        pred[:, fin] = bk.mean_rating_interval(theta[fin], se[fin])
+    se = df["se"].to_numpy(float)
+    pred = predict_mean_rating(aligned, bk)   # whatever the method: what simulate writes
     for k, col in enumerate(("score", "score_lo", "score_hi")):
         df.insert(5 + k, col, pred[k])
     if weights is not None:

@@ -24,6 +24,10 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
 
         values, sids, iids, _ = read_ratings(o.responses[0])
         kwargs["responses"] = pd.DataFrame(values, index=sids, columns=iids)
+        from ..irt.polyscore import aligned_ratings
+        from ._common import note_unseen_ratings
+
+        note_unseen_ratings(pb, aligned_ratings(kwargs["responses"], pb)[0])
         rng = [subject_generator(o.seed, s) for s in sids]  # each model's own, as live
     else:
         ids, values = read_thetas(o.thetas)
@@ -36,7 +40,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ref = pd.Series(values, index=ids)
         res.persons["true_theta"] = ref[~ref.index.duplicated()].reindex(
             res.persons.subject_id).to_numpy(float)
-    predicted, predicted_row = _predicted_mean_rating(pb, res.persons, bank)
+    predicted, predicted_row = _predicted_mean_rating(pb, res, bank)
     out.mkdir(parents=True, exist_ok=True)
     res.persons.to_csv(out / "person_scores.csv", index=False)
     if o.selected:
@@ -80,15 +84,23 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
                   "summary.json)")
 
 
-def _predicted_mean_rating(pb, persons, bank: str) -> tuple[dict, tuple[str, str]]:
-    """Each examinee's predicted mean rating over the whole bank with its 95% interval
-    (``score``, ``score_lo``, ``score_hi`` added to ``persons``: what a live run of the model
-    predicts, :meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`), and the summary's
-    figures and row (:func:`~atlascat.cli._common.predicted_summary`) named after the
-    bank file."""
-    from ..catalogue import BankRef
+def _predicted_mean_rating(pb, res, bank: str) -> tuple[dict, tuple[str, str]]:
+    """Each examinee's predicted mean rating over the whole bank with its 95% interval from
+    the ratings it gave (``score``, ``score_lo``, ``score_hi`` added to ``res.persons``: what a
+    live run of the model predicts, :func:`~atlascat.irt.polyscore.predict_mean_rating`), and
+    the summary's figures and row (:func:`~atlascat.cli._common.predicted_summary`) named
+    after the bank file."""
+    import numpy as np
 
-    score, lo, hi = pb.mean_rating_interval(persons["theta"], persons["se"])
+    from ..catalogue import BankRef
+    from ..irt.polyscore import predict_mean_rating
+
+    persons, given = res.persons, res.administered
+    ratings = np.full((len(persons), len(pb)), np.nan)
+    row = {s: i for i, s in enumerate(persons["subject_id"].astype(str))}
+    ratings[given["subject_id"].astype(str).map(row).to_numpy(int),
+            pb.index_of(given["item_id"].astype(str).tolist())] = given["score"].to_numpy(float)
+    score, lo, hi = predict_mean_rating(ratings, pb)
     persons["score"], persons["score_lo"], persons["score_hi"] = score, lo, hi
     scale = pb.rating_scale()
     words = {"benchmark": BankRef.from_option(bank).title, "metric": pb.rating_metric(),

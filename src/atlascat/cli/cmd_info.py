@@ -181,6 +181,9 @@ def _print_bank(path: str, summary: dict) -> None:
         k = summary["n_categories"]
         models = ", ".join(f"{n} {m}" for m, n in summary["models"].items())
         console.print(f"  categories per item: {k['min']}-{k['max']}; items: {models}")
+        if summary.get("rating_scale"):
+            lo, hi = summary["rating_scale"]
+            console.print(f"  rating scale: {lo:g}-{hi:g} (every item)")
         scales = sorted(summary["levels"].items(), key=lambda kv: -kv[1])
         for scale, n in scales[:5]:
             console.print(f"  {n} item(s) rated {scale}")

@@ -82,7 +82,7 @@ from .colstats import binary_counts
 
 __all__ = ["AUTO", "QUADPTS", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
-           "SMALL_N_DEFAULT", "choose_defaults", "is_auto",
+           "SMALL_N_DEFAULT", "PREDICTION_PRIOR_SD", "choose_defaults", "is_auto",
            "identification_problems", "resolve"]
 
 AUTO = "auto"
@@ -90,6 +90,10 @@ AUTO = "auto"
 #: default: mirt's for one factor, 61 equally spaced nodes on [-6, 6]
 QUADPTS = 61
 THETA_RANGE = (-6.0, 6.0)
+#: the prior SD of the EAP behind an ordinal bank's predicted mean rating (N(0, 3^2)): the
+#: target model is not drawn from the calibration population N(0, 1), and under that prior a
+#: model stronger than every source model is shrunk toward them (benchmarks/results/polytomous.md)
+PREDICTION_PRIOR_SD = 3.0
 #: EM's stopping rule: at most MAX_ITER iterations, stop when the largest parameter change
 #: (CONVERGENCE "params", mirt's rule) is below TOL; partitions linked by LINK
 MAX_ITER = 1000

@@ -5,9 +5,20 @@ d1..d(K-1)`` (:mod:`atlascat.irt.polytomous`) and the observed levels its catego
 for: category k of an item is its k-th smallest observed level (a judge's ratings 1-10, a
 rubric's 0-3), so data on the original scale is scored without any recoding by the user.
 
+Each item also has a rating *scale* [lo, hi]: the declared range of the ratings (a judge's
+1-10) where the calibration was told it, else its lowest and highest observed level. A
+whole-number rating on the scale that the item never had at calibration (a 10 where its best
+was 9) is scored as the category it falls in: under the graded model an item calibrated on
+levels l_0 < .. < l_(K-1) has its boundaries only there, so category k holds every rating in
+[l_k, l_(k+1)) (the first one also those below l_0, the last those above l_(K-1)): the
+largest observed level at or below the rating (the lowest when none is). For a GPCM item the
+same collapse is the convention. A rating off the scale, or between its whole numbers, is
+refused.
+
 File format (CSV or Parquet): ``item_id, model, a1, d1, ..., d(K_max-1), levels`` with empty
 cells for an item's absent categories and ``levels`` as ``"0;1;2;3"`` (mirt's columns, plus the
-two ATLAS needs to read a rating back); ``--format ours`` writes the threshold form ``a, b1..``
+two ATLAS needs to read a rating back), and ``scale`` as ``"1;10"`` where an item's scale is
+wider than its levels; ``--format ours`` writes the threshold form ``a, b1..``
 instead of the intercepts, as mirt's IRTpars: graded b_k = -d_k / a, GPCM step thresholds
 b_k = -(d_k - d_(k-1)) / a (:func:`atlascat.irt.polytomous.thresholds`).
 """
@@ -31,10 +42,14 @@ A_LIMIT = 50.0
 D_LIMIT = 150.0
 
 
-def encode_levels(values, levels, item_ids=None, subject_ids=None) -> np.ndarray:
+def encode_levels(values, levels, item_ids=None, subject_ids=None, scales=None) -> np.ndarray:
     """Category index of every cell (float, NaN for missing) given each item's sorted levels.
 
-    ``values``: (n, m) on the items' own scale; a level not among an item's categories raises
+    ``values``: (n, m) on the items' own scale; ``scales``: (m, 2) [lo, hi] per item (default
+    each item's lowest and highest level). A level among an item's categories is its index; a
+    whole number on the item's scale that it never had is the category it falls in (the
+    largest level at or below it, the lowest when none is: the module docstring); a rating
+    off the scale, or between whole numbers where the levels are whole, raises
     :class:`ConfigError` naming the cell (its item by ``item_ids`` and its model by
     ``subject_ids`` when given, else by position).
     """
@@ -43,20 +58,44 @@ def encode_levels(values, levels, item_ids=None, subject_ids=None) -> np.ndarray
     for j, lev in enumerate(levels):            # one searchsorted per item column
         col = values[:, j]
         obs = ~np.isnan(col)
-        idx = np.searchsorted(lev, col[obs])
-        idx_c = np.minimum(idx, len(lev) - 1)
-        ok = lev[idx_c] == col[obs]
+        x = col[obs]
+        lo, hi = (lev[0], lev[-1]) if scales is None else scales[j]
+        idx = np.maximum(np.searchsorted(lev, x, side="right") - 1, 0)
+        whole = bool(np.all(lev == np.round(lev)))
+        ok = (lev[idx] == x) | ((x >= lo) & (x <= hi) & (x == np.round(x)) & whole)
         if not ok.all():
             r = np.flatnonzero(obs)[np.flatnonzero(~ok)[0]]
             who = f"of model {str(subject_ids[r])!r}" if subject_ids is not None else f"at row {r}"
             item = f"item {str(item_ids[j])!r}" if item_ids is not None else f"item column {j}"
-            raise ConfigError(
-                f"rating {values[r, j]:g} {who} on {item} is not one of the item's "
-                f"levels {_fmt_levels(lev)} (its categories: the levels observed when it was "
-                "calibrated, 0..K-1 in a bank file that lists no levels); score only ratings "
-                "among them")
+            raise ConfigError(f"rating {values[r, j]:g} {who} on {item} "
+                              f"{_off_scale(values[r, j], lev, lo, hi)}; score only ratings on "
+                              "the scale")
         out[obs, j] = idx
     return out
+
+
+def _off_scale(value: float, lev, lo: float, hi: float) -> str:
+    """Why a rating is not scored on an item of levels ``lev`` and scale [lo, hi]."""
+    whole = bool(np.all(lev == np.round(lev)))
+    why = (f"is not a whole number on the item's scale {lo:g}-{hi:g}" if whole and lo <= value <= hi
+           else f"is outside the item's scale {lo:g}-{hi:g}" if whole
+           else f"is not one of the item's levels {_fmt_levels(lev)}")
+    return f"{why} (levels observed at calibration: {_fmt_levels(lev)})"
+
+
+def _scale_array(scales, levels) -> np.ndarray:
+    """(n_items, 2) [lo, hi]: each item's lowest and highest level where ``scales`` is None,
+    one (lo, hi) for every item, or one pair per item (None for the item's own levels)."""
+    ends = np.array([[lv[0], lv[-1]] for lv in levels], dtype=float)
+    if scales is None:
+        return ends
+    arr = np.asarray(scales, dtype=object)
+    if arr.ndim == 1 and arr.size == 2 and all(np.isscalar(v) for v in arr):
+        return np.tile(np.asarray(scales, dtype=float), (len(levels), 1))
+    if len(arr) != len(levels):
+        raise BankError(f"scales: {len(arr)} entries for {len(levels)} items")
+    return np.array([ends[j] if s is None else np.asarray(s, dtype=float)
+                     for j, s in enumerate(scales)], dtype=float).reshape(len(levels), 2)
 
 
 def _mirt_gpcm_constants(df, cols, ids, num) -> None:
@@ -75,6 +114,18 @@ def _mirt_gpcm_constants(df, cols, ids, num) -> None:
 
 def _fmt_levels(lev) -> str:
     return ";".join(f"{v:g}" for v in lev)
+
+
+def _numbers(text, item, column: str, count: int | None = None) -> np.ndarray:
+    """A bank cell of numbers separated by ';' (``levels`` "0;1;2", ``scale`` "1;10")."""
+    try:
+        out = np.array([float(v) for v in str(text).split(";")])
+    except ValueError:
+        out = None
+    if out is None or (count is not None and out.size != count):
+        what = "two numbers" if count == 2 else "numbers"
+        raise BankError(f"item {item}: {column} {text!r} must be {what} separated by ';'")
+    return out
 
 
 def is_poly_bank_file(path) -> bool:
@@ -107,10 +158,13 @@ class PolyBank:
     params : (n_items, K_max) array ``[a1, d1..d(K_max-1)]``, NaN beyond an item's categories
     model : "graded" | "gpcm", one for all items or one per item
     levels : per item, the sorted observed values its categories stand for (default 0..K-1)
+    scales : the rating scale [lo, hi]: one pair for every item (a judge's (1, 10)), one per
+        item (None: its levels' ends), or None (each item's lowest and highest level)
     metadata : DataFrame or None, one row per item
     """
 
-    def __init__(self, item_ids, params, model="graded", levels=None, *, metadata=None):
+    def __init__(self, item_ids, params, model="graded", levels=None, *, scales=None,
+                 metadata=None):
         import pandas as pd
 
         ids = np.asarray([str(i) for i in item_ids], dtype=object)
@@ -130,8 +184,11 @@ class PolyBank:
         if levels is None:
             levels = [np.arange(k, dtype=float) for k in self.n_cat]
         self.levels = [np.asarray(lv, dtype=float) for lv in levels]
+        if len(self.levels) != n:
+            raise BankError(f"levels: {len(self.levels)} entries for {n} items")
+        self.scales = _scale_array(scales, self.levels)
         self._validate()
-        for arr in (ids, params, models, self.n_cat, *self.levels):
+        for arr in (ids, params, models, self.n_cat, self.scales, *self.levels):
             arr.flags.writeable = False
         self.metadata = None if metadata is None else pd.DataFrame(metadata).reset_index(drop=True)
         self.model = models[0] if (models == models[0]).all() else "mixed"
@@ -165,6 +222,10 @@ class PolyBank:
             if lev.shape != (k + 1,) or (np.diff(lev) <= 0).any():
                 raise BankError(f"item {item!r}: {k + 1} categories need {k + 1} increasing "
                                 f"levels, got {lev.tolist()}")
+            lo, hi = self.scales[j]
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo <= lev[0] and hi >= lev[-1]):
+                raise BankError(f"item {item!r}: its scale {lo:g}-{hi:g} must hold its levels "
+                                f"{_fmt_levels(lev)}")
 
     # ------------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -201,7 +262,7 @@ class PolyBank:
         kmax = int(self.n_cat[idx].max())
         meta = None if self.metadata is None else self.metadata.iloc[idx]
         return PolyBank(self.item_ids[idx], p[:, :kmax], self.models[idx],
-                        [self.levels[i] for i in idx], metadata=meta)
+                        [self.levels[i] for i in idx], scales=self.scales[idx], metadata=meta)
 
     def param_names(self) -> list[list[str]]:
         """Each item's parameter names in mirt's order, ``a1, d1..d(K-1)``."""
@@ -209,8 +270,29 @@ class PolyBank:
 
     def encode(self, values, subject_ids=None) -> np.ndarray:
         """Responses on the items' own scale (n, n_items) -> category indices (NaN missing);
-        ``subject_ids`` name the rows in an error."""
-        return encode_levels(values, self.levels, self.item_ids, subject_ids)
+        ``subject_ids`` name the rows in an error; a whole number on an item's scale that it
+        never had is the category it falls in (:func:`encode_levels`)."""
+        return encode_levels(values, self.levels, self.item_ids, subject_ids, self.scales)
+
+    def rating_problem(self, item_id, rating) -> str | None:
+        """None when ``rating`` is scored on item ``item_id`` (:meth:`encode`), else why not
+        (off the item's scale, or between its whole numbers)."""
+        j = self.index_of(str(item_id))
+        try:
+            encode_levels(np.array([[float(rating)]]), [self.levels[j]], scales=self.scales[[j]])
+        except ConfigError:
+            return _off_scale(float(rating), self.levels[j], *self.scales[j])
+        return None
+
+    def unseen(self, values) -> np.ndarray:
+        """(n, n_items) True where a rating is not one of its item's levels (what
+        :meth:`encode` scores as the category it falls in); NaN cells are False."""
+        values = np.asarray(values, dtype=float)
+        out = np.zeros(values.shape, dtype=bool)
+        for j, lev in enumerate(self.levels):
+            col = values[:, j]
+            out[:, j] = ~np.isnan(col) & ~np.isin(col, lev)
+        return out
 
     def scores(self) -> np.ndarray:
         """(n_items, K_max) level of every category (NaN where absent)."""
@@ -246,6 +328,7 @@ class PolyBank:
             "models": dict(zip(models.tolist(), counts.astype(int).tolist())),
             "n_categories": {"min": int(self.n_cat.min()), "max": int(self.n_cat.max())},
             "levels": scales,
+            "rating_scale": None if self.rating_scale() is None else list(self.rating_scale()),
             "quantiles": quant,
             "nonpositive_a": self.item_ids[~(self.a > 0)].tolist(),
         }
@@ -272,10 +355,52 @@ class PolyBank:
         e = np.einsum("jqk,jk->qj", p, np.nan_to_num(self.scores()))
         return e.reshape(theta.shape + (len(self),))
 
+    def unseen_bounds(self, theta) -> tuple[np.ndarray, np.ndarray]:
+        """(below, above), each ``theta.shape + (n_items,)``: 95% upper bounds of P(X < l_0 |
+        theta) and P(X > l_(K-1) | theta), the chance of a rating on the item's scale below or
+        above every level its n_j source responses had (0 where the scale adds nothing, or
+        n_j is not in the bank's ``n_responses`` column).
+
+        The unseen boundary is the graded model's next threshold, same slope a_j: P(X >
+        l_(K-1) | theta) = logistic(a_j theta + c_j), c_j < d_(K-1). No source response past it
+        bounds its rate in the calibration population by the rule of three (Hanley and
+        Lippman-Hand, 1983): int logistic(a_j t + c_j) phi(t) dt = 3 / n_j, solved for c_j on
+        the N(0, 1) grid; below, logistic(c_j - a_j theta) by symmetry. Each is capped by the
+        probability of the category it would fall in (the first, the last)."""
+        theta = np.asarray(theta, dtype=float)
+        shape = theta.shape + (len(self),)
+        n = (None if self.metadata is None or "n_responses" not in self.metadata
+             else self.metadata["n_responses"].to_numpy(float))
+        lo_gap = self.scales[:, 0] < np.array([lv[0] for lv in self.levels])
+        hi_gap = self.scales[:, 1] > np.array([lv[-1] for lv in self.levels])
+        if n is None or not (lo_gap | hi_gap).any():
+            return np.zeros(shape), np.zeros(shape)
+        from .quadrature import normal_quadrature
+
+        quad = normal_quadrature()
+        a = np.where(self.a > 0, self.a, np.nan)
+        rate = np.clip(3.0 / np.where(n > 0, n, np.nan), None, 0.5)
+        lo_c, hi_c = np.full(len(self), -60.0), np.full(len(self), 60.0)
+        for _ in range(60):   # bisection, all items at once: the rate rises with c
+            c = (lo_c + hi_c) / 2
+            mass = quad.weights / (1 + np.exp(-(a[:, None] * quad.nodes + c[:, None])))
+            above = mass.sum(axis=1) > rate
+            hi_c, lo_c = np.where(above, c, hi_c), np.where(above, lo_c, c)
+        c = np.where(np.isnan(a) | np.isnan(rate), -np.inf, (lo_c + hi_c) / 2)  # a <= 0: none
+        z = np.multiply.outer(theta, np.nan_to_num(a))
+        with np.errstate(over="ignore"):
+            up = 1 / (1 + np.exp(-(z + c)))
+            down = 1 / (1 + np.exp(-(c - z)))
+        p = np.nan_to_num(poly.prob(self.models, self.params, theta.reshape(-1)))  # (j, q, k)
+        first = p[:, :, 0].T.reshape(shape)
+        last = p[np.arange(len(self)), :, self.n_cat - 1].T.reshape(shape)
+        return (np.where(lo_gap, np.minimum(down, first), 0.0),
+                np.where(hi_gap, np.minimum(up, last), 0.0))
+
     def rating_scale(self) -> tuple[float, float] | None:
-        """(lowest, highest) level when every item shares them (a judge's 1-10), else None:
-        items on several scales."""
-        ends = {(float(lv[0]), float(lv[-1])) for lv in self.levels}
+        """(lo, hi) when every item has that scale (a judge's 1-10: declared at calibration,
+        or every item's lowest and highest level), else None: items on several scales."""
+        ends = {(float(lo), float(hi)) for lo, hi in self.scales}
         return ends.pop() if len(ends) == 1 else None
 
     def rating_metric(self) -> str:
@@ -290,23 +415,77 @@ class PolyBank:
         (:meth:`rating_scale`); items on several scales: each item's expectation as a share of
         its own scale, (E_j - lowest_j) / (highest_j - lowest_j), averaged (0-1).
         ``theta.shape``; it rises with theta where every slope a_j > 0."""
-        expected = self.expected_score(theta)
+        return self._mean_of(self.expected_score(theta))
+
+    def _mean_of(self, expected) -> np.ndarray:
+        """Items' expected ratings (..., n_items) -> :meth:`mean_rating`'s number."""
         if self.rating_scale() is not None:
             return expected.mean(axis=-1)
-        low = np.array([lv[0] for lv in self.levels], dtype=float)
-        high = np.array([lv[-1] for lv in self.levels], dtype=float)
+        low, high = self.scales[:, 0], self.scales[:, 1]
         return ((expected - low) / np.where(high > low, high - low, 1.0)).mean(axis=-1)
 
     def mean_rating_interval(self, theta, se, z: float = 1.96):
         """(mean rating, low, high) at theta +- SE (:meth:`mean_rating`): the estimate at
-        theta and the 95% interval of its values at theta -+ z SE (a monotone map of theta's
-        interval), each of ``theta``'s shape."""
+        theta and its values at theta -+ z SE (a monotone map of theta's interval), the low
+        end lowered by the ratings below every level an item had, (l_0 - lo_j) times their
+        bounded chance, and the high end raised by those above, (hi_j - l_(K-1)) times theirs
+        (:meth:`unseen_bounds`: a model stronger than every source model may rate 10 where
+        their best was 9); each of ``theta``'s shape."""
         from ..validation import check_prob_array
 
         theta, se = np.broadcast_arrays(check_prob_array(theta, "theta"),
                                         check_prob_array(se, "se"))
-        lower, mid, upper = self.mean_rating(np.stack([theta - z * se, theta, theta + z * se]))
-        return mid, np.minimum(lower, upper), np.maximum(lower, upper)
+        ends = np.stack([theta - z * se, theta + z * se])
+        e = self.expected_score(ends)
+        below, above = self.unseen_bounds(ends)
+        first = np.array([lv[0] for lv in self.levels])
+        last = np.array([lv[-1] for lv in self.levels])
+        low = self._mean_of(e - below * (first - self.scales[:, 0])).min(axis=0)
+        high = self._mean_of(e + above * (self.scales[:, 1] - last)).max(axis=0)
+        mid = self.mean_rating(theta)
+        return mid, np.minimum(low, mid), np.maximum(high, mid)
+
+    def full_mean_rating(self, ratings, theta, se, z: float = 1.96):
+        """(mean rating, low, high) over all the items, each subject's asked items as rated:
+        M = (sum_asked r_j + sum_unasked E_j(theta)) / J (on the shared scale; else each
+        item's share of its scale), its 95% interval from the unasked items' expectations at
+        theta -+ z SE (their ends widened as :meth:`mean_rating_interval`'s) and their ratings'
+        variance, half-width_side = sqrt(d_side^2 + z^2 sum_unasked Var(X_j | theta) / J^2).
+        ``ratings`` (n, n_items), NaN where not asked; ``theta``, ``se`` (n,). All asked: the
+        mean of the ratings, exactly."""
+        ratings = np.asarray(ratings, dtype=float)
+        theta, se = np.asarray(theta, dtype=float), np.asarray(se, dtype=float)
+        asked = ~np.isnan(ratings)
+        ends = np.stack([theta - z * se, theta, theta + z * se])
+        e = self.expected_score(ends)                                   # (3, n, J)
+        below, above = self.unseen_bounds(ends[[0, 2]])
+        first = np.array([lv[0] for lv in self.levels])
+        last = np.array([lv[-1] for lv in self.levels])
+        e_lo = np.minimum(e[0] - below[0] * (first - self.scales[:, 0]), e[1])
+        e_hi = np.maximum(e[2] + above[1] * (self.scales[:, 1] - last), e[1])
+        p = np.nan_to_num(poly.prob(self.models, self.params, theta))     # (J, n, K)
+        lev = np.nan_to_num(self.scores())
+        m1 = np.einsum("jnk,jk->nj", p, lev)
+        var = np.einsum("jnk,jk->nj", p, lev ** 2) - m1 ** 2
+        if self.rating_scale() is None:        # each item's share of its own scale
+            span = np.where(self.scales[:, 1] > self.scales[:, 0],
+                            self.scales[:, 1] - self.scales[:, 0], 1.0)
+            off = self.scales[:, 0]
+        else:
+            span, off = np.ones(len(self)), np.zeros(len(self))
+        n = len(self)
+
+        def total(unasked):
+            return (np.where(asked, ratings, unasked) - off) / span
+
+        mid = total(e[1]).sum(axis=-1) / n
+        lo = total(e_lo).sum(axis=-1) / n
+        hi = total(e_hi).sum(axis=-1) / n
+        sd = np.sqrt(np.clip(np.where(asked, 0.0, var / span ** 2).sum(axis=-1), 0, None)) / n
+        floor = total(self.scales[:, 0]).sum(axis=-1) / n     # every unasked item at its ends
+        ceiling = total(self.scales[:, 1]).sum(axis=-1) / n
+        return (mid, np.maximum(mid - np.hypot(mid - lo, z * sd), floor),
+                np.minimum(mid + np.hypot(hi - mid, z * sd), ceiling))
 
     # ------------------------------------------------------------------ conversion
     @classmethod
@@ -328,7 +507,8 @@ class PolyBank:
                                    constant_values=np.nan) for p in parts])
         return cls(np.concatenate([p.item_ids for p in parts]), params,
                    np.concatenate([p.models for p in parts]),
-                   [lv for p in parts for lv in p.levels])
+                   [lv for p in parts for lv in p.levels],
+                   scales=np.vstack([p.scales for p in parts]))
 
     def to_frame(self, format: str = "mirt") -> pd.DataFrame:
         """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (the thresholds of
@@ -349,6 +529,9 @@ class PolyBank:
         else:
             raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
         df["levels"] = [_fmt_levels(lv) for lv in self.levels]
+        ends = np.array([[lv[0], lv[-1]] for lv in self.levels])
+        if (self.scales != ends).any():   # a declared scale wider than some item's levels
+            df["scale"] = [_fmt_levels(sc) for sc in self.scales]
         if self.metadata is not None:
             meta = self.metadata.reset_index(drop=True)
             df = pd.concat([df, meta[[c for c in meta.columns if c not in df.columns]]], axis=1)
@@ -405,14 +588,18 @@ class PolyBank:
             raise BankError(f"ordinal bank columns {cols[:12]} lack a1 (mirt) or a (ours)")
         levels = None
         if "levels" in cols:
-            levels = []
-            for i, s in enumerate(df["levels"].astype(str)):
-                try:
-                    levels.append(np.array([float(v) for v in s.split(";")]))
-                except ValueError:
-                    raise BankError(f"item {ids[i]}: levels {s!r} must be numbers separated "
-                                    "by ';'") from None
-        return cls(ids, params, model, levels)
+            levels = [_numbers(s, ids[i], "levels") for i, s in enumerate(df["levels"].astype(str))]
+        scales = None
+        if "scale" in cols:
+            scales = [None if str(s).strip() in ("", "nan") else _numbers(s, ids[i], "scale", 2)
+                      for i, s in enumerate(df["scale"])]
+            if levels is None:
+                raise BankError("a bank with a 'scale' column needs its 'levels' column")
+        used = {id_col, "model", "levels", "scale", "a1", "a", "d0"}
+        extra = [c for c in cols if c not in used and not (
+            c[:1] in "db" and c[1:].isdigit() or c[:2] == "ak" and c[2:].isdigit())]
+        meta = df[extra].reset_index(drop=True) if extra else None   # n_responses, *_se, ...
+        return cls(ids, params, model, levels, scales=scales, metadata=meta)
 
     @classmethod
     def read(cls, path) -> "PolyBank":

@@ -69,9 +69,9 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
         raise ResponseDataError(f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), "
                                 f"column {df.columns[c]!r}; ratings must be numbers or blank "
                                 "for missing")
-    if df.shape[0] < 2 or df.shape[1] < 1:
+    if df.shape[0] < 1 or df.shape[1] < 1:   # one row is scored; calibration asks for two
         raise ResponseDataError(f"the ratings matrix has {df.shape[0]} rows and {df.shape[1]} "
-                                "item columns; calibration needs at least 2 subjects and 1 item")
+                                "item columns; it needs at least 1 subject and 1 item")
     return (numeric.to_numpy(float), np.asarray([str(s) for s in df.index], dtype=object),
             np.asarray(list(df.columns), dtype=object), weights)
 
@@ -91,13 +91,12 @@ def thin_categories(data, weights=None) -> list[str]:
         out.append(f"{n:g} subjects for up to {kmax} parameters per item (a slope and "
                    f"{kmax - 1} intercepts; fewer than {SUBJECTS_PER_PARAMETER} subjects per "
                    "parameter): the intercepts are weakly identified; treat the bank as "
-                   "provisional")
-    rare, items = 0, 0
-    for j, k in enumerate(data.n_cat):
-        seen = ~np.isnan(codes[:, j])
-        counts = np.bincount(codes[seen, j].astype(int), weights=w[seen], minlength=int(k))
-        few = int(np.sum(counts < MIN_MINORITY))
-        rare, items = rare + few, items + (few > 0)
+                   "provisional, and predict full scores from so few models with the ratings "
+                   "read as a score on their scale (a bank folder's --score-range: its "
+                   "interval is design-based)")
+    counts = np.stack([((codes == k) * w[:, None]).sum(axis=0) for k in range(kmax)], axis=1)
+    few = (counts < MIN_MINORITY) & (np.arange(kmax) < np.asarray(data.n_cat)[:, None])
+    rare, items = int(few.sum()), int(few.any(axis=1).sum())
     if rare:
         out.append(f"{rare} of {int(np.sum(data.n_cat))} categories ({items} item(s)) were "
                    f"given by fewer than {MIN_MINORITY} subjects: the intercepts beside them "
@@ -141,7 +140,9 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
     of ratings on any integer scale; ``model``: "graded" or "gpcm" (or one per item);
     ``prior_a``: None (mirt) or a slope prior (``"lognorm(0,0.5)"``, ``"norm(1,1)"``);
-    ``value_range``: the declared (lo, hi) of the ratings, refused when exceeded; ``start``: a
+    ``value_range``: the declared (lo, hi) of the ratings, refused when exceeded and kept as
+    every item's rating scale (:class:`PolyBank`: a rating on it that an item never had is
+    scored as the category it falls in); ``start``: a
     bank whose items (by id, same categories) give starting values. Returns a
     :class:`CalibrationResult` whose ``bank`` is a :class:`PolyBank`.
     """
@@ -163,7 +164,8 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
     data = encode(values, iids, value_range, sids)
-    for note in thin_categories(data, w):
+    problems = thin_categories(data, w)
+    for note in problems:
         warn_user(note, IdentificationWarning)
     start_p = None
     if start is not None:
@@ -178,14 +180,21 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         fit = fit_ordinal(data, w, models, prior_a=pa, quadpts=quadpts, theta_range=theta_range,
                           max_iter=max_iter, tol=tol, accelerate=accelerate,
                           max_newton=max_newton, callback=callback, start=start_p)
-    bank = PolyBank(iids, fit["params"], models, data.levels)
+    meta = None
+    if value_range is not None:   # the responses per item bound the ratings it never had
+        import pandas as pd
+
+        counts = (~np.isnan(values)).astype(float)
+        meta = pd.DataFrame({"n_responses": counts.sum(0) if w is None else w @ counts})
+    bank = PolyBank(iids, fit["params"], models, data.levels, scales=value_range, metadata=meta)
     name = bank.model
     settings = {"model": name, "quadpts": int(quadpts),
                 "theta_range": [float(v) for v in theta_range],
                 "prior_a": None if pa is None else str(pa), "max_iter": int(max_iter),
                 "tol": float(tol), "accelerate": bool(accelerate),
                 "n_categories": [int(k) for k in data.n_cat],
-                "value_range": None if value_range is None else [float(v) for v in value_range]}
+                "value_range": None if value_range is None else [float(v) for v in value_range],
+                "warnings": problems}
     result = CalibrationResult(
         bank=bank, model=name, loglik=fit["loglik"], loglik_trace=fit["trace"],
         n_iter=fit["n_iter"], converged=fit["converged"], seconds=time.perf_counter() - t0,
@@ -202,3 +211,4 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                                             model=name, prior_a=pa)
         result.seconds = time.perf_counter() - t0
     return result
+

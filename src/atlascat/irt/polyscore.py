@@ -33,19 +33,28 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import polytomous as poly
-from .defaults import QUADPTS, THETA_RANGE
+from .defaults import PREDICTION_PRIOR_SD, QUADPTS, THETA_RANGE
 from .polybank import PolyBank
 from .polyfit import indicators
 from .quadrature import normal_quadrature
 
-__all__ = ["ordinal_codes", "score_ordinal", "estimate_ordinal"]
+__all__ = ["ordinal_codes", "aligned_ratings", "score_ordinal", "estimate_ordinal",
+           "predict_mean_rating"]
 
 METHODS = ("eap", "wle", "map", "ml")
 
 
 def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.ndarray:
-    """Category index (n, n_bank_items), NaN for missing, from ratings on the items' scales;
-    a labelled input is aligned to the bank by item id."""
+    """Category index (n, n_bank_items), NaN for missing, from ratings on the items' scales
+    (:meth:`PolyBank.encode`); a labelled input is aligned to the bank by item id."""
+    values, sids = aligned_ratings(responses, bank, extra_items)
+    return bank.encode(values, sids)
+
+
+def aligned_ratings(responses, bank: PolyBank, extra_items: str = "ignore"):
+    """(ratings (n, n_bank_items) on the items' own scales, NaN for missing; the subject ids
+    of a labelled input, else None): a labelled input aligned to the bank by item id, an
+    unlabelled one taken in the bank's item order."""
     from .polycal import _as_ratings
 
     import pandas as pd
@@ -75,7 +84,7 @@ def ordinal_codes(responses, bank: PolyBank, extra_items: str = "ignore") -> np.
     elif values.shape[1] != len(bank):
         raise ConfigError(f"responses have {values.shape[1]} columns but the bank has "
                           f"{len(bank)} items; pass a labelled frame or the bank's item order")
-    return bank.encode(values, sids if labelled else None)
+    return values, (sids if labelled else None)
 
 
 def _loglik_at(codes, bank: PolyBank, theta):
@@ -257,3 +266,19 @@ def estimate_ordinal(responses, bank: PolyBank, method: str = "eap", *, subject_
                        "n_items": n_obs.astype(int), "flag": flag})
     df.attrs["method"] = str(method).lower()
     return df
+
+
+def predict_mean_rating(responses, bank: PolyBank, *, prior_sd: float = PREDICTION_PRIOR_SD,
+                        z: float = 1.96):
+    """(score, lo, hi), one per subject: the mean rating over all the bank's items predicted
+    from each subject's ratings (a labelled frame, a dict of one subject's, or an array in the
+    bank's item order; NaN = not asked), with its 95% interval: the asked items as rated, the
+    others expected at the EAP under a N(0, ``prior_sd``^2) prior (a model under test is not
+    drawn from the calibration population N(0, 1), and under it one stronger than every
+    source model is shrunk toward them; :data:`~atlascat.irt.defaults.PREDICTION_PRIOR_SD`)
+    (:meth:`PolyBank.full_mean_rating`)."""
+    from ..responses import one_subject_frame
+
+    ratings, sids = aligned_ratings(one_subject_frame(responses), bank)
+    theta, se, _, _ = score_ordinal(bank.encode(ratings, sids), bank, "eap", prior_sd=prior_sd)
+    return bank.full_mean_rating(ratings, theta, se, z)

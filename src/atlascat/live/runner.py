@@ -664,7 +664,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
 def _check_scores(session, items, scores) -> list:
     """Each answer's credit in [0, 1] (what ``score_sum`` adds up): the score itself, or an
     ordinal item's rating as a share of its scale (``session.credit``); a score outside
-    [0, 1], or a rating that is not one of its item's levels, is one clear error."""
+    [0, 1], or a rating off its item's scale, is one clear error."""
     credit = getattr(session, "credit", None)
     if credit is None:
         for item, sc in zip(items, scores):
@@ -673,12 +673,10 @@ def _check_scores(session, items, scores) -> list:
                                    "in [0, 1]")
         return list(scores)
     bank = session.bank
-    for item, sc in zip(items, scores):
-        levels = bank.levels[bank.index_of(str(item))]
-        if not (levels == float(sc)).any():
-            raise LiveRunError(f"item {item!r} was rated {sc!r}, not one of its levels "
-                               f"{';'.join(f'{v:g}' for v in levels)} (its categories: the "
-                               "levels observed when it was calibrated)")
+    for item, sc in zip(items, scores):   # off the item's scale: one line
+        why = bank.rating_problem(item, sc)
+        if why is not None:
+            raise LiveRunError(f"item {item!r} was rated {sc!r}, which {why}")
     return [credit(i, sc) for i, sc in zip(items, scores)]
 
 

@@ -105,13 +105,19 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
     return _named(ref, _link_prediction(ref, theta, se, answers, stop_reason))
 
 
-def ordinal_prediction(bank, theta: float, se: float) -> dict:
-    """{score, lo, hi, metric, ratings, scale} of an ordinal bank at theta +- SE: the mean
-    rating expected over all its items at theta, with the 95% interval of its values at theta
-    -+ 1.96 SE (:meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`), on the items'
-    rating scale when they share one (``scale``), else as a share of each item's own (0-1);
-    ``ratings`` (True) names it a mean rating wherever it is shown."""
-    score, lo, hi = bank.mean_rating_interval(theta, se)
+def ordinal_prediction(bank, theta: float, se: float, answers=None) -> dict:
+    """{score, lo, hi, metric, scale} of an ordinal bank: the mean rating expected over all
+    its items predicted from the run's ``answers`` (item -> rating;
+    :func:`~atlascat.irt.polyscore.predict_mean_rating`, what ``atlas simulate`` writes), or
+    without them at theta +- SE (:meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`);
+    on the items' rating scale when they share one (``scale``), else as a share of each
+    item's own (0-1); ``ratings`` (True) names it a mean rating wherever it is shown."""
+    if answers:
+        from ..irt.polyscore import predict_mean_rating
+
+        score, lo, hi = (float(v[0]) for v in predict_mean_rating(answers, bank))
+    else:
+        score, lo, hi = bank.mean_rating_interval(theta, se)
     scale = bank.rating_scale()
     out = {"score": float(score), "lo": float(lo), "hi": float(hi),
            "metric": bank.rating_metric(), "ratings": True}
@@ -126,7 +132,7 @@ def _link_prediction(ref: BankRef, theta, se, answers, stop_reason) -> dict:
     if ref.kind == "dir":
         return _folder_prediction(ref.folder(), theta, se, answers, stop_reason)
     if ref.kind == "file" and is_ordinal(bank := ref.load()):
-        return {**ordinal_prediction(bank, theta, se), "benchmark": ref.title,
+        return {**ordinal_prediction(bank, theta, se, answers), "benchmark": ref.title,
                 "population": None}
     try:
         link = ref.score_link()

@@ -82,9 +82,12 @@ def is_ordinal(bank) -> bool:
 
 
 def has_requests(bank) -> bool:
-    """Whether ``bank`` holds its items' content (requests or prompts): a bank folder built from
-    a response matrix does not, and is asked by item id (:mod:`.itemscored`)."""
-    return getattr(bank, "metadata", None) is not None
+    """Whether ``bank`` holds its items' content (requests or prompts: a ``question`` or
+    ``context`` column): a bank folder built from a response matrix does not, nor a bank whose
+    metadata is only statistics (standard errors, response counts), and is asked by item id
+    (:mod:`.itemscored`)."""
+    meta = getattr(bank, "metadata", None)
+    return meta is not None and bool({"question", "context"} & {str(c) for c in meta.columns})
 
 
 def replays_by_id(bank) -> bool:
