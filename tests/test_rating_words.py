@@ -122,22 +122,29 @@ def test_simulate_names_the_predicted_mean_rating(root, tmp_path):
 
 
 def test_score_gives_the_predicted_mean_rating_simulate_and_evaluate_give(root, tmp_path):
-    """`atlas score` on an ordinal bank: score, score_lo, score_hi = the mean rating expected
-    over the bank at each model's theta -+ 1.96 SE (PolyBank.mean_rating_interval), the number
-    a live run of the same ratings predicts."""
+    """`atlas score` on an ordinal bank: score, score_lo, score_hi = the predicted mean rating
+    over the bank (polyscore.predict_mean_rating: the rated items as rated, the others
+    expected), what simulate and a live run predict; a model that rated every item gets its
+    own mean rating, with no interval left."""
+    from atlascat.irt.polyscore import predict_mean_rating
+
+    ratings = pd.read_csv(root / "judge.csv", index_col=0)
+    ratings.iloc[:20, :6] = np.nan              # 20 models rated half the prompts
+    ratings.to_csv(tmp_path / "half.csv")
     out = tmp_path / "scores.csv"
-    text = _run("score", str(root / "judge.csv"), "--bank", str(root / "judge_bank.csv"),
+    text = _run("score", str(tmp_path / "half.csv"), "--bank", str(root / "judge_bank.csv"),
                 "-o", str(out))
     df = pd.read_csv(out)
     assert list(df.columns[:8]) == ["subject_id", "theta", "se", "n_items", "mean_rating",
                                     "score", "score_lo", "score_hi"]
     bank = PolyBank.read(root / "judge_bank.csv")
-    mid, lo, hi = bank.mean_rating_interval(df["theta"].to_numpy(), df["se"].to_numpy())
     np.testing.assert_allclose(df[["score", "score_lo", "score_hi"]].to_numpy(),
-                               np.column_stack([mid, lo, hi]), rtol=1e-7)
+                               np.column_stack(predict_mean_rating(ratings, bank)), rtol=1e-7)
+    part, full = df.iloc[:20], df.iloc[20:]
+    assert (part["score_lo"] < part["score"]).all() and (part["score"] < part["score_hi"]).all()
+    np.testing.assert_allclose(full["score"], full["mean_rating"], rtol=1e-7)
     assert (1 <= df["score_lo"]).all() and (df["score_hi"] <= 10).all()
     assert re.search(r"60 subjects, median SE \d\.\d{4}", text), text
-
 
 def test_the_calibration_bar_ends_full_at_the_iteration_the_fit_stopped(root, tmp_path,
                                                                         monkeypatch):
