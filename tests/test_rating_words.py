@@ -295,3 +295,20 @@ def test_a_rating_that_is_not_a_number_is_quoted_as_the_rater_printed_it(score, 
     with pytest.raises(LiveRunError) as got:
         parse_scores(["a"], json.dumps({"item_id": "a", "score": score}), "cmd", ratings=True)
     assert shown in str(got.value) and "a rating is a number" in str(got.value)
+
+
+@pytest.mark.parametrize("command", [["info", "{run}"], ["report", "{run}"],
+                                     ["simulate", "{judge}", "--bank", "{run}", "-o", "{sim}"]])
+def test_a_live_run_folder_given_as_a_bank_or_benchmark_run_says_where_its_runs_are(
+        root, tmp_path, command):
+    """The folder `atlas evaluate -o` wrote, given where a bank folder or a benchmark run is
+    read: one line saying it holds live runs and how to list them (atlas runs --db)."""
+    out = tmp_path / "run"
+    _evaluate(root, "judge_bank.csv", "judge.csv", out)
+    args = [a.format(run=out, judge=root / "judge.csv", sim=tmp_path / "sim") for a in command]
+    r = CliRunner().invoke(app, args)
+    from atlascat.cli._common import cli_advice
+
+    assert r.exit_code != 0 and r.exception is not None
+    advice = cli_advice(r.exception)
+    assert f"atlas runs --db {out / 'runs.sqlite'}" in advice and "atlas build-bank" not in advice

@@ -105,6 +105,11 @@ def cli_advice(exc) -> str:
     ("" when none). The library says what is wrong; the commands are named here."""
     from ..errors import BankFolderError, BankKindError, RunFolderError
 
+    store = _live_run_store(getattr(exc, "path", None))
+    if store is not None:   # the folder `atlas evaluate -o` wrote: say where its run is read
+        return (f"it holds live runs (atlas evaluate -o): list them with atlas runs --db "
+                f"{store}, a run's steps and page with atlas runs --run RUN_ID --db {store} "
+                "-o page.html")
     if isinstance(exc, BankFolderError):
         return "build the bank folder with atlas build-bank RESULTS -o DIR, or give a bank file"
     if isinstance(exc, BankKindError):
@@ -113,6 +118,18 @@ def cli_advice(exc) -> str:
     if isinstance(exc, RunFolderError):
         return "create one with atlas benchmark RESPONSES -o RUN_DIR"
     return ""
+
+
+def _live_run_store(path):
+    """The run store of a folder ``atlas evaluate -o`` wrote (``runs.sqlite`` beside
+    ``results.json``), else None."""
+    if path is None:
+        return None
+    from pathlib import Path
+
+    folder = Path(str(path))
+    store = folder / "runs.sqlite"
+    return store if folder.is_dir() and store.is_file() else None
 
 
 def print_error(message) -> None:
