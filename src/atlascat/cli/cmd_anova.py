@@ -51,7 +51,8 @@ def register(app: typer.Typer) -> None:
     ):
         """Fit each model by maximum likelihood (no priors, as mirt) and compare them: AIC,
         SABIC, HQ, BIC, log-likelihood and the likelihood-ratio test of each model against the
-        one above it (X2, df, p), as mirt's anova.
+        one above it (X2, df, p), as mirt's anova. Models that are not nested (graded and gpcm)
+        get their criteria alone: compare their AIC and BIC.
         """
         import json
         import math
