@@ -146,31 +146,56 @@ def test_score_gives_the_predicted_mean_rating_simulate_and_evaluate_give(root, 
     assert (1 <= df["score_lo"]).all() and (df["score_hi"] <= 10).all()
     assert re.search(r"60 subjects, median SE \d\.\d{4}", text), text
 
+def _bar_recorder(monkeypatch, module):
+    """Replace ``module.progress_bar`` by a recorder: one [name, done, total] per stage."""
+    import contextlib
+
+    bars: list = []
+
+    @contextlib.contextmanager
+    def recorder(description, total):
+        bars.append([description, 0, total])
+
+        def advance(n=1, total=None):
+            bars[-1][1] += n
+            bars[-1][2] = bars[-1][2] if total is None else total
+
+        def stage(name, total=None):
+            bars[-1][2] = bars[-1][1]          # the bar ends full where it stands
+            bars.append([name, 0, total])
+
+        advance.stage = stage
+        yield advance
+
+    monkeypatch.setattr(module, "progress_bar", recorder)
+    return bars
+
+
 def test_the_calibration_bar_ends_full_at_the_iteration_the_fit_stopped(root, tmp_path,
                                                                         monkeypatch):
     """The EM bar of a graded calibration ends at n_iter of n_iter (an accelerated EM step
     counts two iterations; the bar counts both)."""
-    import contextlib
-
     from atlascat.cli import _calibrate_ordinal
 
-    bar = {"done": 0, "total": None}
-
-    @contextlib.contextmanager
-    def recorder(description, total):
-        bar["total"] = total
-
-        def advance(n=1, total=None):
-            bar["done"] += n
-            bar["total"] = bar["total"] if total is None else total
-        yield advance
-
-    monkeypatch.setattr(_calibrate_ordinal, "progress_bar", recorder)
+    bars = _bar_recorder(monkeypatch, _calibrate_ordinal)
     _run("calibrate", str(root / "judge.csv"), "--model", "graded", "-o",
          str(tmp_path / "b.csv"), "--summary", str(tmp_path / "s.json"))
     n_iter = json.loads((tmp_path / "s.json").read_text())["n_iter"]
-    assert n_iter > 2 and bar == {"done": n_iter, "total": n_iter}
+    assert n_iter > 2 and bars == [["EM", n_iter, n_iter]]
 
+
+def test_the_standard_errors_count_their_parameters_on_a_second_bar(root, tmp_path,
+                                                                    monkeypatch):
+    """--se: the EM bar ends full at its iterations, then an SE bar counts the information's
+    columns (one per free parameter) to the last."""
+    from atlascat.cli import _calibrate_ordinal
+
+    bars = _bar_recorder(monkeypatch, _calibrate_ordinal)
+    _run("calibrate", str(root / "judge.csv"), "--model", "graded", "--se", "-o",
+         str(tmp_path / "b.csv"), "--summary", str(tmp_path / "s.json"))
+    summary = json.loads((tmp_path / "s.json").read_text())
+    k = summary["n_parameters"]
+    assert bars == [["EM", summary["n_iter"], summary["n_iter"]], ["SE", k, k]]
 
 def test_a_calibration_warns_about_categories_few_models_gave(tmp_path):
     """40 models' 1-10 ratings: each item has up to 10 parameters and some of its levels were

@@ -152,24 +152,36 @@ def progress_bar(description: str, total: int | None):
     """A rich progress bar on stderr; yields ``advance(n=1, total=None)``.
 
     ``advance(0, total=k)`` resets the total, e.g. to the iteration an iterative fit stopped at
-    (the bar then ends full at k instead of jumping to its cap). Off a terminal (stderr piped or
-    redirected) nothing is drawn: logs get no bar remnants, errors stay one line; nor with
+    (the bar then ends full at k instead of jumping to its cap); ``advance.stage(name, total)``
+    ends the bar full where it stands and counts a next stage of the work on a new bar below it
+    (a calibration's standard errors after its EM). Off a terminal (stderr piped or redirected)
+    nothing is drawn: logs get no bar remnants, errors stay one line; nor with
     ``-q/--quiet``."""
     if not err_console.is_terminal or is_quiet():
-        yield lambda n=1, total=None: None
+        def silent(n=1, total=None):
+            return None
+
+        silent.stage = lambda name, total=None: None
+        yield silent
         return
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn)  # lazy: a piped or quiet run draws no bar
 
     with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=False) as progress:
-        task = progress.add_task(description, total=total)
+        tasks = [progress.add_task(description, total=total)]
 
         def advance(n: int = 1, total: int | None = None):
             if total is not None:
-                progress.update(task, total=total)
-            progress.advance(task, n)
+                progress.update(tasks[-1], total=total)
+            progress.advance(tasks[-1], n)
 
+        def stage(name: str, total: int | None = None):
+            done = next(t.completed for t in progress.tasks if t.id == tasks[-1])
+            progress.update(tasks[-1], total=max(done, 1), completed=max(done, 1))
+            tasks.append(progress.add_task(name, total=total))
+
+        advance.stage = stage
         yield advance
 
 
