@@ -337,3 +337,19 @@ def test_a_live_run_folder_given_as_a_bank_or_benchmark_run_says_where_its_runs_
     assert r.exit_code != 0 and r.exception is not None
     advice = cli_advice(r.exception)
     assert f"atlas runs --db {out / 'runs.sqlite'}" in advice and "atlas build-bank" not in advice
+
+
+def test_compare_models_of_rating_runs_names_the_rating_scale(root, tmp_path):
+    """Two runs on a bank of items on several scales: the difference is in points of percent
+    of each item's scale, and the JSON rows say so too."""
+    runs = []
+    for model in ("llm-1", "llm-2"):
+        out = tmp_path / model
+        _run("evaluate", "--bank", str(root / "mixed_bank.csv"), "--subject",
+             f"replay:{root / 'mixed.csv'}#{model}", "--min-items", "5", "--max-items", "8",
+             "-q", "-o", str(out))
+        runs.append(str(out))
+    text = _run("compare-models", *runs)
+    assert "(mean rating, points of percent of each item's scale, 95% interval)" in text
+    rows = json.loads(_run("compare-models", *runs, "--json").strip().splitlines()[-1])["rows"]
+    assert rows[0]["unit"] == "mean rating, points of percent of each item's scale"
