@@ -259,8 +259,11 @@ def test_a_calibration_on_few_models_or_rare_levels_says_so():
     with pytest.warns(IdentificationWarning) as got:
         res = calibrate_ordinal(y.iloc[:30], "graded", value_range=(1, 5))
     said = " ".join(str(w.message) for w in got)
-    assert "an ordinal model on 30 subjects" in said and "bank folder" in said
-    assert res.settings["warnings"] and "rated by fewer than 5 subjects" in said
+    assert "30 subjects for up to 5 parameters per item" not in said   # 6 per parameter
+    assert res.settings["warnings"] and "given by fewer than 3 subjects" in said
+    with pytest.warns(IdentificationWarning, match="12 subjects for up to . parameters.*bank "
+                                                   "folder"):
+        calibrate_ordinal(y.iloc[:12], "graded", value_range=(1, 5))
     dense = _ratings(n=300).clip(upper=4)          # every level of every item rated often
     import warnings
 

@@ -79,8 +79,8 @@ def _describe_ratings(path: Path) -> dict | None:
         return None
     observed = ~np.isnan(values)
     obs = values[observed]
-    if obs.size == 0 or not np.all(obs == np.round(obs)):
-        return None
+    if obs.size == 0 or not np.all(obs == np.round(obs)) or values.shape[0] < 2:
+        return None   # not ratings to calibrate (one row: the response reader says why)
     q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
     with np.errstate(invalid="ignore"):
         means = np.nanmean(np.where(observed, values, np.nan), axis=1)
@@ -166,6 +166,12 @@ def _print_matrix(path: str, summary: dict) -> None:
     if summary["subjects_without_response"] or summary["items_without_response"]:
         console.print(f"  [yellow]all-missing: {summary['subjects_without_response']} subjects, "
                       f"{summary['items_without_response']} items[/]")
+    if summary["kind"] == "ratings":   # the two ways in, on the ratings' own scale
+        lo, hi = (f"{v:g}" for v in (summary["levels"][0], summary["levels"][-1]))
+        console.print(f"  next: atlas calibrate {escape(path)} --model graded --rating-range "
+                      f"{lo} {hi} -o bank.csv (ordinal items), or atlas build-bank {escape(path)} "
+                      f"--score-range {lo} {hi} -o bank/ (a score on its scale: from fewer than "
+                      "~100 models, the honest full-score prediction)", highlight=False)
 
 
 def _print_bank(path: str, summary: dict) -> None:
