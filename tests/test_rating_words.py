@@ -326,3 +326,14 @@ def test_compare_models_of_rating_runs_names_the_rating_scale(root, tmp_path):
     assert "(mean rating, points of percent of each item's scale, 95% interval)" in text
     rows = json.loads(_run("compare-models", *runs, "--json").strip().splitlines()[-1])["rows"]
     assert rows[0]["unit"] == "mean rating, points of percent of each item's scale"
+
+
+def test_a_binary_calibration_counts_its_standard_errors_on_a_second_bar(root, tmp_path,
+                                                                         monkeypatch):
+    """The same SE bar for right/wrong answers (a judge's 6 or better): EM, then SE to the
+    number of free parameters."""
+    (pd.read_csv(root / "judge.csv", index_col=0) >= 6).astype(int).to_csv(tmp_path / "b.csv")
+    text = _bars(monkeypatch, "calibrate", str(tmp_path / "b.csv"), "--model", "2pl", "--se",
+                 "-o", str(tmp_path / "bank.csv"), "--summary", str(tmp_path / "s.json"))
+    k = json.loads((tmp_path / "s.json").read_text())["n_parameters"]
+    assert re.findall(r"SE .*? (\d+)/(\d+)", text)[-1] == (str(k), str(k))

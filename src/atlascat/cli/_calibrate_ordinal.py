@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import console, json_safe, progress_bar, subjects_text, wrote_line
+from ._common import console, json_safe, next_stage, progress_bar, subjects_text, wrote_line
 
 
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
@@ -35,23 +35,16 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     else:
         with progress_bar("EM", total=max_iter) as advance:
             reached = [0]   # the EM iteration the bar shows (an accelerated step reports two)
-            columns = [None]   # the standard errors' information columns computed
 
             def on_iter(info):
                 it = int(info["iteration"])
                 advance(it - reached[0])
                 reached[0] = max(reached[0], it)
 
-            def on_se(done, total):   # after the EM: its bar ends full, the SEs' counts on
-                if columns[0] is None:
-                    advance.stage("SE", total=total)
-                    columns[0] = 0
-                advance(done - columns[0])
-                columns[0] = done
-
+            on_se = next_stage(advance, "SE")   # --se: the standard errors on a second bar
             res = calibrate_ordinal(frame, model, callback=on_iter, se_callback=on_se,
                                     **settings)
-            if columns[0] is None:
+            if not on_se.started:
                 advance(max(res.n_iter - reached[0], 0), total=max(res.n_iter, 1))  # ends full
     bank = res.bank
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)

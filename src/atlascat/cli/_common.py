@@ -185,6 +185,22 @@ def progress_bar(description: str, total: int | None):
         yield advance
 
 
+def next_stage(advance, name: str):
+    """A ``callback(done, total)`` that counts a next stage of the work on its own bar
+    (``advance.stage``, :func:`progress_bar`) from its first call: a calibration's standard
+    errors after its EM, ``Calibrator.fit(se_callback=...)``. ``callback.started`` tells
+    whether it was called."""
+    def callback(done: int, total: int) -> None:
+        if not callback.started:
+            advance.stage(name, total=total)
+            callback.started = True
+        advance(done - callback.done)
+        callback.done = done
+
+    callback.started, callback.done = False, 0
+    return callback
+
+
 def _cell(value, float_format: str) -> str:
     if isinstance(value, float):
         return float_format.format(value)

@@ -153,9 +153,11 @@ def _expit(t):
 
 
 def binary_standard_errors(values, weights, th, item_model, latent_variance: float, *,
-                           item_ids, nodes, log_weights, model: str) -> StandardErrors:
+                           item_ids, nodes, log_weights, model: str,
+                           progress=None) -> StandardErrors:
     """Standard errors of a binary calibration from its internal parameters ``th``
-    (:class:`atlascat.irt.itemmodel.ItemModel`) on the data it was fitted to."""
+    (:class:`atlascat.irt.itemmodel.ItemModel`) on the data it was fitted to;
+    ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
     from .estep import grid_log_weights
 
     a, d, _, _ = item_model.natural(np.asarray(th, dtype=float))
@@ -181,7 +183,7 @@ def binary_standard_errors(values, weights, th, item_model, latent_variance: flo
         binary_log_prob, params, free, category_indices(values), weights, nodes, log_weights,
         dlog_prob=binary_dlog_prob, log_prior=log_prior if has_prior else None,
         latent_log_weights=(lambda v: grid_log_weights(nodes, v)) if rasch else None,
-        latent_variance=float(latent_variance) if rasch else None)
+        latent_variance=float(latent_variance) if rasch else None, progress=progress)
     return StandardErrors(np.asarray(item_ids), BINARY_NAMES, params, free, info, model,
                           float(latent_variance) if rasch else None, has_prior)
 
