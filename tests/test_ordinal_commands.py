@@ -67,8 +67,7 @@ def test_info_describes_a_graded_bank(root):
     assert "12 item(s) rated 1;2;3;4;5;6;7;8;9;10" in _run("info", str(root / "bank.csv"))
 
 
-@pytest.mark.parametrize("command", [["items"], ["items", "RESPONSES"], ["fit", "RESPONSES"],
-                                     ["ranks", "RESPONSES"]])
+@pytest.mark.parametrize("command", [["items"], ["items", "RESPONSES"], ["ranks", "RESPONSES"]])
 def test_binary_item_reports_refuse_a_graded_bank_in_one_line(root, command):
     args = [str(root / "judge.csv") if c == "RESPONSES" else c for c in command]
     msg = _run(*args, "--bank", str(root / "bank.csv"), fails=True)

@@ -1,5 +1,6 @@
 """``atlas fit RESPONSES --bank BANK``: M2 / RMSEA / SRMSR / CFI / TLI, item fit S-X2, and
-optionally person fit (lz*) and Q3; partition-wise M2 for large banks."""
+optionally person fit (lz*) and Q3; partition-wise M2 for large banks. An ordinal (graded /
+gpcm) bank: mirt's M2* / C2 and S-X2 on the ratings (:mod:`atlascat.cli._fit_ordinal`)."""
 from __future__ import annotations
 
 import json
@@ -76,7 +77,8 @@ def register(app: typer.Typer) -> None:
     @app.command("fit")
     def fit_cmd(
         responses: str = typer.Argument(..., metavar="RESPONSES",
-                                        help=RESPONSES_HELP + " 0/1 scores; a pattern table with "
+                                        help=RESPONSES_HELP + " 0/1 scores (ratings for an ordinal "
+                                             "bank); a pattern table with "
                                              "--freq-column."),
         bank: str = typer.Option(..., "--bank", "-b", help=bank_option_help()),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -86,7 +88,8 @@ def register(app: typer.Typer) -> None:
         estimated: str = typer.Option(None, "--estimated",
                                       help="Parameters estimated from these data: none, rasch, 1pl, "
                                            "2pl, 3pl or 4pl; none for a bank calibrated on other "
-                                           "data [default: the bank's model]."),
+                                           "data [default: the bank's model]. An ordinal bank: "
+                                           "all or none [default: all]."),
         partition_size: int = typer.Option(None, "--partition-size",
                                            help="M2 per item partition of about this size "
                                                 "[default: 100 above 150 items, else none]."),
@@ -96,31 +99,64 @@ def register(app: typer.Typer) -> None:
         q3: bool = typer.Option(False, "--q3", help="Add Q3 residual correlations."),
         extra_items: str = typer.Option("ignore", "--extra-items",
                                         help="ignore or error: response items not in the bank."),
+        m2_type: str = typer.Option(None, "--m2",
+                                    help="Ordinal banks: M2* (mirt's default: item-score "
+                                         "moments), C2 (category proportions and item-score "
+                                         "products), or auto (M2*, C2 where M2* has no df) "
+                                         "[default: auto]."),
+        gpcm_slope: str = typer.Option(None, "--gpcm-slope",
+                                       help="Ordinal banks: exact, or mirt to reproduce mirt "
+                                            "1.45.1's M2 of GPCM items (its dP slope "
+                                            "derivative) [default: exact]."),
     ):
         """Model fit: M2, df, p, RMSEA (90% CI), SRMSR, TLI, CFI, and S-X2 per item.
 
         Subjects with a missing answer are left out of M2 and S-X2 (listwise). Banks over 150
         items are split into partitions of about --partition-size items (averages reported).
+        An ordinal (graded / gpcm) bank: RESPONSES are ratings on the items' own scales, and
+        the statistics are mirt's M2(mod) (M2* or C2, --m2) and itemfit(mod) S-X2.
         """
         from ..errors import ConfigError
         from ..catalogue import BankRef
+        from ..irt.polybank import is_poly_bank_file
         from ._common import align_items, binary_bank_only, load_responses
 
-        if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl", "2pl",
-                                                               "3pl", "4pl"):
-            raise ConfigError(f"--estimated must be none, rasch, 1pl, 2pl, 3pl or 4pl, "
-                              f"got {estimated!r}")
         if extra_items not in ("ignore", "error"):
             raise ConfigError(f"--extra-items must be ignore or error, got {extra_items!r}")
+        if m2_type is not None and m2_type.upper() not in ("M2*", "C2", "AUTO"):
+            raise ConfigError(f"--m2 must be M2*, C2 or auto, got {m2_type!r}")
+        if gpcm_slope is not None and gpcm_slope.lower() not in ("exact", "mirt"):
+            raise ConfigError(f"--gpcm-slope must be exact or mirt, got {gpcm_slope!r}")
         output_file(output)
-        bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
-        binary_bank_only(bk, bank, "atlas fit", "tests right/wrong items (M2, S-X2)",
-                         "compare its models by the AIC and BIC atlas calibrate prints")
-        rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
-        rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
-        report = fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),
-                            partition_size=partition_size, seed=seed, items=not no_items,
-                            person=person, q3=q3)
+        if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
+            from ._fit_ordinal import fit_ordinal_cmd
+
+            report = fit_ordinal_cmd(
+                responses, bank, freq_column=freq_column, normalize_ids=normalize_ids,
+                extra_items=extra_items, estimated=estimated,
+                statistic=None if m2_type is None else m2_type.upper(),
+                gpcm_slope=None if gpcm_slope is None else gpcm_slope.lower(),
+                items=not no_items,
+                binary_only={"--partition-size": partition_size is not None,
+                             "--person-fit": person, "--q3": q3})
+        else:
+            if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl",
+                                                                   "2pl", "3pl", "4pl"):
+                raise ConfigError(f"--estimated must be none, rasch, 1pl, 2pl, 3pl or 4pl, "
+                                  f"got {estimated!r}")
+            bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
+            given = [o for o, v in (("--m2", m2_type), ("--gpcm-slope", gpcm_slope)) if v]
+            if given:
+                raise ConfigError(f"{', '.join(given)}: ordinal (graded / gpcm) banks only; "
+                                  f"drop {'it' if len(given) == 1 else 'them'} for {bank!r}")
+            binary_bank_only(bk, bank, "atlas fit", "tests right/wrong items (M2, S-X2)",
+                             "compare its models by the AIC and BIC atlas calibrate prints")
+            rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+            rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
+            report = fit_report(rm, bk,
+                                estimated=None if estimated is None else estimated.lower(),
+                                partition_size=partition_size, seed=seed, items=not no_items,
+                                person=person, q3=q3)
         text = json.dumps(json_safe(report), indent=2)
         if output is not None:
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -128,11 +164,15 @@ def register(app: typer.Typer) -> None:
         if as_json:
             console.print_json(text)
             return
-        console.print(f"[bold]M2[/] = {report['M2']:.4g} on {report['df']:.0f} df, "
-                      f"p = {report['p']:.4g}   ({report['estimated']} parameters estimated)")
+        what = ("all item" if report["estimated"] == "all" else report["estimated"])
+        console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.4g} on "
+                      f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what} parameters "
+                      "estimated)")
         console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
                       f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
                       f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
+        if "statistic" in report and "note" in report:
+            console.print(f"({report['note']})")
         if "n_partitions" in report:
             console.print(f"(averages over {report['n_partitions']} item partitions)")
         if "items" in report:

@@ -405,6 +405,7 @@ class M2Result:
     M2_null: float = float("nan")
     df_null: int = 0
     n_dropped: int = 0
+    statistic: str = "M2"   # ordinal banks: mirt's M2* or C2 (atlascat.irt.polyfitstats)
     residual_correlations: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:

@@ -1,0 +1,78 @@
+"""``atlas fit RATINGS --bank ORDINAL_BANK``: mirt's M2* / C2 with RMSEA / SRMSR / TLI / CFI
+and S-X2 per item for graded / GPCM items (:mod:`atlascat.irt.polyfitstats`)."""
+from __future__ import annotations
+
+
+def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
+                       estimated=None, items: bool = True, gpcm_slope: str = "exact") -> dict:
+    """The JSON-ready report (library calls only; used by the command and by tests)."""
+    import numpy as np
+
+    from ..errors import ConfigError
+    from ..irt.polyfitstats import m2_ordinal, sx2_ordinal
+
+    try:
+        res = m2_ordinal(frame, bank, statistic=statistic, estimated=estimated, weights=weights,
+                         gpcm_slope=gpcm_slope)
+    except ConfigError as exc:   # the library's hint in the command's words
+        raise ConfigError(str(exc).replace("statistic='C2'", "--m2 C2")) from None
+    d = res.to_dict()
+    kind = d["statistic"]
+    report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)), "model": bank.model,
+              "statistic": kind, "estimated": d["estimated"]}
+    if statistic.upper() == "AUTO" and kind == "C2":
+        report["note"] = (f"M2* has too few degrees of freedom on {len(bank)} items: C2 "
+                          "(mirt: M2(mod, type = 'C2'))")
+    report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR",
+                                      "TLI", "CFI", "n", "n_free", "M2_null", "df_null",
+                                      "n_dropped")})
+    if items:
+        sx = sx2_ordinal(frame, bank, estimated=estimated, weights=weights)
+        report["items"] = [
+            {"item_id": r.item_id, "S_X2": None if np.isnan(r.S_X2) else float(r.S_X2),
+             "df_S_X2": None if np.isnan(r.df_S_X2) else int(r.df_S_X2),
+             "RMSEA_S_X2": None if np.isnan(r.RMSEA_S_X2) else float(r.RMSEA_S_X2),
+             "p_S_X2": None if np.isnan(r.p_S_X2) else float(r.p_S_X2)}
+            for r in sx.itertuples()]
+    return report
+
+
+def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_items: str,
+                    estimated, statistic, gpcm_slope, items: bool,
+                    binary_only: dict) -> dict:
+    """Read the ratings and the ordinal bank, refuse the binary-only options, and return
+    :func:`ordinal_fit_report` (the command prints it as for a binary bank)."""
+    import pandas as pd
+
+    from ..errors import ConfigError
+    from ..irt.polybank import PolyBank
+    from ..irt.polycal import read_ratings
+    from ..irt.polyfitstats import ordinal_estimated
+
+    given = [name for name, on in binary_only.items() if on]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: binary banks only; drop "
+                          f"{'it' if len(given) == 1 else 'them'} for an ordinal bank (its fit "
+                          "takes --m2, --gpcm-slope, --estimated all|none, --no-items)")
+    est = ordinal_estimated(estimated)
+    bk = PolyBank.read(bank)
+    values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+    if normalize_ids:   # R's X514 -> 514, in the ratings and in the bank
+        from ..validation import normalize_item_id
+
+        iids = [normalize_item_id(i) for i in iids]
+        bk = PolyBank([normalize_item_id(i) for i in bk.item_ids], bk.params, bk.models,
+                      bk.levels, metadata=bk.metadata)
+    frame = pd.DataFrame(values, index=sids, columns=iids)
+    unknown = [str(i) for i in iids if str(i) not in bk]
+    if unknown and extra_items == "error":
+        raise ConfigError(f"{len(unknown)} response item(s) are not in the bank, e.g. "
+                          f"{unknown[:5]}")
+    rated = [str(i) for i in iids if str(i) in bk]
+    if not rated:
+        raise ConfigError(f"none of the {len(iids)} rated items is in the bank (ratings: "
+                          f"{[str(i) for i in iids[:3]]}, bank: {list(bk.item_ids[:3])})")
+    frame = frame.loc[:, [str(i) in bk for i in iids]]
+    bk = bk.subset(rated)   # the bank items the ratings cover, as for a binary bank
+    return ordinal_fit_report(frame, bk, weights=weights, statistic=statistic or "auto",
+                              estimated=est, items=items, gpcm_slope=gpcm_slope or "exact")
