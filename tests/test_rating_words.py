@@ -337,3 +337,15 @@ def test_a_binary_calibration_counts_its_standard_errors_on_a_second_bar(root, t
                  "-o", str(tmp_path / "bank.csv"), "--summary", str(tmp_path / "s.json"))
     k = json.loads((tmp_path / "s.json").read_text())["n_parameters"]
     assert re.findall(r"SE .*? (\d+)/(\d+)", text)[-1] == (str(k), str(k))
+
+
+def test_anova_of_graded_and_gpcm_prints_no_empty_test_columns(root, tmp_path):
+    """Not nested: the printed table has the criteria alone (on an 80-column terminal its
+    numbers fit unfolded); the CSV keeps mirt's columns, X2, df and p empty."""
+    out = tmp_path / "anova.csv"
+    text = _run("anova", str(root / "judge.csv"), "--model", "graded", "--model", "gpcm",
+                "-o", str(out))
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("model"))
+    assert header.split() == ["model", "AIC", "SABIC", "HQ", "BIC", "logLik"]
+    table = pd.read_csv(out, index_col=0)
+    assert list(table.columns[-3:]) == ["X2", "df", "p"] and table["X2"].isna().all()
