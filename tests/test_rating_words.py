@@ -349,3 +349,28 @@ def test_anova_of_graded_and_gpcm_prints_no_empty_test_columns(root, tmp_path):
     assert header.split() == ["model", "AIC", "SABIC", "HQ", "BIC", "logLik"]
     table = pd.read_csv(out, index_col=0)
     assert list(table.columns[-3:]) == ["X2", "df", "p"] and table["X2"].isna().all()
+
+
+def test_evaluate_se_method_posterior_gives_the_se_atlas_score_gives(root, tmp_path):
+    """The same 12 ratings: `atlas score`'s EAP theta and SE (the posterior SD) are a live
+    run's with --se-method posterior; the default information SE differs; a bad value is one
+    line."""
+    from atlascat.errors import AtlasError
+
+    _run("score", str(root / "judge.csv"), "--bank", str(root / "judge_bank.csv"), "-o",
+         str(tmp_path / "s.csv"))
+    eap = pd.read_csv(tmp_path / "s.csv", index_col=0).loc["llm-1"]
+    rows = {}
+    for method in ("posterior", "information"):
+        out = tmp_path / method
+        _run("evaluate", "--bank", str(root / "judge_bank.csv"), "--subject",
+             f"replay:{root / 'judge.csv'}#llm-1", "--fixed-length", "12", "--se-method",
+             method, "-q", "-o", str(out))
+        rows[method] = json.loads((out / "results.json").read_text())[0]
+    assert rows["posterior"]["theta"] == pytest.approx(eap["theta"], abs=1e-6)
+    assert rows["posterior"]["se"] == pytest.approx(eap["se"], abs=1e-6)
+    assert abs(rows["information"]["se"] - eap["se"]) > 1e-3
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(root / "judge_bank.csv"),
+                                 "--subject", f"replay:{root / 'judge.csv'}#llm-1",
+                                 "--se-method", "sd", "-o", str(tmp_path / "bad")])
+    assert isinstance(r.exception, AtlasError) and "--se-method" in str(r.exception)

@@ -64,6 +64,9 @@ HELP = {
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": BOUND_MARGIN_HELP,
+    "se_method": "The adaptive test's SE, the one --se-stop reads and theta +- SE reports: "
+                 "information (catR's, 1 / sqrt(test information + prior)) or posterior (the "
+                 "posterior SD, as atlas score's EAP). [default: information]",
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
     "output": "Run directory: results.json, reports/ and (unless --db is given) runs.sqlite go "
@@ -163,6 +166,7 @@ class _Options:
     llm: Optional[List[str]]
     batch_size: Optional[int]
     se_stop: Optional[float]
+    se_method: Optional[str]
     min_items: Optional[int]
     max_items: Optional[int]
     bound_stop: bool
@@ -219,6 +223,7 @@ def register(app: typer.Typer) -> None:
         llm: Optional[List[str]] = typer.Option(None, "--llm", help=HELP["llm"]),
         batch_size: Optional[int] = typer.Option(None, "--batch-size", help=HELP["batch_size"]),
         se_stop: Optional[float] = typer.Option(None, "--se-stop", help=HELP["se_stop"]),
+        se_method: Optional[str] = typer.Option(None, "--se-method", help=HELP["se_method"]),
         min_items: Optional[int] = typer.Option(None, "--min-items", help=HELP["min_items"]),
         max_items: Optional[int] = typer.Option(None, "--max-items", help=HELP["max_items"]),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
@@ -307,10 +312,16 @@ def run_evaluate(o: _Options) -> None:
 def _plan(o: _Options, ref):
     """(the bank's reference, the design, the run configuration) of the options."""
     from ..catalogue import BankRef
+    from ..errors import ConfigError
     from ..live.service import choose_design
     from ._options import cat_config, predictor_only, suite_config, with_link_stops
 
+    if o.se_method is not None and o.se_method not in ("information", "posterior"):
+        raise ConfigError(f"--se-method must be information or posterior, got {o.se_method!r}")
     if o.suite is not None:
+        if o.se_method is not None:
+            raise ConfigError("--se-method is a single bank's adaptive test's; a suite's SE "
+                              "is the average's (--target-se)")
         ref = BankRef.from_option(o.suite, option="--suite", kinds=("suite",))
         return ref, "suite", suite_config(
             target_se=o.target_se, se_stop=o.se_stop, min_items=o.min_items,
@@ -321,7 +332,8 @@ def _plan(o: _Options, ref):
         predictor_only(o)
         return ref, design, None
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
-                        fixed_length=o.fixed_length)
+                        fixed_length=o.fixed_length,
+                        **({"se_method": o.se_method} if o.se_method else {}))
     if o.bound_stop and o.fixed_length is None:
         config = with_link_stops(config, ref.stop_settings(o.bound_margin),
                                  o.min_items is not None)
@@ -381,7 +393,8 @@ def _check_resume_options(o: _Options) -> None:
 
     for opt, value in (("--batch-size", o.batch_size), ("--fixed-length", o.fixed_length),
                        ("--max-items", o.max_items), ("--min-items", o.min_items),
-                       ("--se-stop", o.se_stop), ("--target-se", o.target_se),
+                       ("--se-stop", o.se_stop), ("--se-method", o.se_method),
+                       ("--target-se", o.target_se),
                        ("--design", None if o.design == "auto" else o.design),
                        ("--seed", o.seed or None)):
         if value is not None:
