@@ -374,3 +374,30 @@ def test_evaluate_se_method_posterior_gives_the_se_atlas_score_gives(root, tmp_p
                                  "--subject", f"replay:{root / 'judge.csv'}#llm-1",
                                  "--se-method", "sd", "-o", str(tmp_path / "bad")])
     assert isinstance(r.exception, AtlasError) and "--se-method" in str(r.exception)
+
+
+def test_se_method_belongs_to_the_adaptive_test_not_to_a_folders_predictor(root, tmp_path):
+    """A bank folder read as a score on 1-10 (the few-models route): simulate's predictor runs
+    (its --se-method default is no option given), evaluate --se-method with the predictor is
+    one line, and with --design adaptive it runs."""
+    from atlascat.errors import AtlasError
+
+    rng = np.random.default_rng(4)
+    bank = _bank([f"p{j}" for j in range(80)], range(1, 11), rng)
+    ratings = pd.DataFrame(poly.sample(bank.models, bank.params, rng.normal(size=40), rng) + 1,
+                           index=[f"llm-{i}" for i in range(40)], columns=bank.item_ids)
+    ratings.rename_axis("model").to_csv(tmp_path / "r.csv")
+    folder = tmp_path / "judge"
+    _run("build-bank", str(tmp_path / "r.csv"), "-o", str(folder), "--score-range", "1", "10",
+         "-q")
+    assert (folder / "predictor.json").is_file()
+    _run("simulate", str(tmp_path / "r.csv"), "--bank", str(folder), "-o", str(tmp_path / "s"),
+         "-q")
+    assert (tmp_path / "s" / "person_scores.csv").is_file()
+    subject = ["--subject", f"replay:{tmp_path / 'r.csv'}#llm-1", "--se-method", "posterior"]
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder), *subject, "-o",
+                                 str(tmp_path / "e")])
+    assert isinstance(r.exception, AtlasError) and "--se-method is the adaptive test's" in \
+        str(r.exception)
+    _run("evaluate", "--bank", str(folder), *subject, "--design", "adaptive", "--max-items",
+         "10", "-q", "-o", str(tmp_path / "a"))

@@ -112,8 +112,7 @@ def predictor_only(o) -> None:
     """A bank folder's predictor asks --max-items items of its own design: the adaptive test's
     stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it."""
     for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
-                       ("--min-items", o.min_items), ("--r-max", getattr(o, "r_max", None)),
-                       ("--se-method", getattr(o, "se_method", None))):
+                       ("--min-items", o.min_items), ("--r-max", getattr(o, "r_max", None))):
         if value is not None:
             raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
                               "--max-items items of its own design (or --design adaptive)")

@@ -330,6 +330,10 @@ def _plan(o: _Options, ref):
     design = choose_design(ref, o.design)
     if design == "predictor":
         predictor_only(o)
+        if o.se_method is not None:   # evaluate's is None unless given
+            raise ConfigError("--se-method is the adaptive test's; this bank folder's "
+                              "predictor asks --max-items items of its own design (or "
+                              "--design adaptive)")
         return ref, design, None
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
                         fixed_length=o.fixed_length,
