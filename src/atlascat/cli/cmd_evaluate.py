@@ -123,6 +123,10 @@ def format_result(row: dict, held: str | None = None) -> str:
         _accuracy_line(row, lb.get("scale"))
     if acc:
         lines.append(acc)
+    if lb.get("unseen_ratings"):
+        lines.append(f"  ({lb['unseen_ratings']} rating(s) were levels their item never had at "
+                     "calibration: each scored as the category it falls in, the item's nearest "
+                     "level below)")
     if proto == "approximate":
         whose = "the source models'" if lb.get("population") == SOURCE else "the leaderboard's"
         lines.append("  (answers were read from chat text, not from log-likelihoods as in the "
