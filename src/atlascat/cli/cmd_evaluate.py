@@ -36,10 +36,10 @@ SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo 
 
 #: help texts of the options (the command's signature stays readable)
 HELP = {
-    "bank": "Content bank: a bundled name (arc, ...), a bank file with item content or a bank "
-            "folder (atlas build-bank; from a matrix: asked by item id, --subject cmd: or "
-            "replay:), or a graded / gpcm bank file (atlas calibrate --model graded; asked "
-            "by item id, cmd: or replay:RATINGS.csv#MODEL) (once; several benchmarks: --suite).",
+    "bank": "Content bank: a bundled name (arc, ...), a bank file with item content, a bank "
+            "folder (atlas build-bank) or a graded / gpcm bank (atlas calibrate --model "
+            "graded); one without requests is asked by item id (cmd:, replay:). Once; more: "
+            "--suite.",
     "suite": "Ask every benchmark of a suite (openllm-v1, or a suite JSON file) in one run: "
              "each benchmark's predicted score and the average with its percentile.",
     "target_se": "--suite: stop once the average's SE (points, 0-100) is at or below this "
@@ -64,9 +64,7 @@ HELP = {
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": BOUND_MARGIN_HELP,
-    "se_method": "The adaptive test's SE, the one --se-stop reads and theta +- SE reports: "
-                 "information (catR's, 1 / sqrt(test information + prior)) or posterior (the "
-                 "posterior SD, as atlas score's EAP). [default: information]",
+    "se_method": "The SE: information (catR's; the default) or posterior (atlas score's).",
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
     "output": "Run directory: results.json, reports/ and (unless --db is given) runs.sqlite go "
