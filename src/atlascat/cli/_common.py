@@ -121,8 +121,8 @@ def cli_advice(exc) -> str:
 
 
 def _live_run_store(path):
-    """The run store of a folder ``atlas evaluate -o`` wrote (``runs.sqlite`` beside
-    ``results.json``), else None."""
+    """The run store (``runs.sqlite``) in ``path``, as ``atlas evaluate -o DIR`` writes it,
+    else None."""
     if path is None:
         return None
     from pathlib import Path
