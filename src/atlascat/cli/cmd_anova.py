@@ -51,7 +51,8 @@ def register(app: typer.Typer) -> None:
     ):
         """Fit each model by maximum likelihood (no priors, as mirt) and compare them: AIC,
         SABIC, HQ, BIC, log-likelihood and the likelihood-ratio test of each model against the
-        one above it (X2, df, p), as mirt's anova.
+        one above it (X2, df, p), as mirt's anova. Models that are not nested (graded and gpcm)
+        get their criteria alone: compare their AIC and BIC.
         """
         import json
         import math
@@ -105,6 +106,8 @@ def register(app: typer.Typer) -> None:
         shown = table.reset_index().astype(object)
         shown["df"] = ["" if math.isnan(v) else int(v) for v in table["df"]]   # a count, as mirt's
         shown = shown.where(shown.notna(), "")   # the first row has no test, as mirt's
+        if not test:   # no test at all: no empty X2, df, p columns (the file keeps them)
+            shown = shown.drop(columns=["X2", "df", "p"])
         print_frame(shown, title="anova (maximum likelihood, mirt's columns)",
                     float_format="{:.3f}")
         if not test:
