@@ -274,7 +274,8 @@ def test_compare_models_of_two_graded_runs_is_not_in_leaderboard_points(root, tm
              f"replay:{root / 'judge.csv'}#{model}", "--min-items", "4", "--max-items", "8",
              "-q", "-o", str(tmp_path / model))
     out = _run("compare-models", str(tmp_path / first), str(tmp_path / second))
-    assert "first minus second (points, 95% interval)" in out and "leaderboard" not in out
+    assert "first minus second (mean rating points, rating scale 1-10, 95% interval)" in out
+    assert "leaderboard" not in out
 
 
 def test_long_format_ratings_read_as_the_wide_matrix(root, tmp_path):

@@ -276,8 +276,8 @@ class TestScoring:
         y[1, 4] = 7.0
         frame = pd.DataFrame(y, index=["m0", "m1"], columns=bank.item_ids).iloc[:, ::-1]
         with pytest.raises(ConfigError, match=r"rating 7 of model 'm1' on item 'i4' is outside "
-                                              r"the item's scale 1-5 \(levels observed at "
-                                              r"calibration: 1;2;3;4;5\)") as e:
+                                              r"the item's scale 1-5 .*--rating-range.* \(levels "
+                                              r"observed at calibration: 1;2;3;4;5\)") as e:
             estimate_ability(frame, bank, "eap")
         assert "column" not in str(e.value)
         with pytest.raises(ConfigError, match=r"rating 7 at row 1 on item 'i4'") as e:

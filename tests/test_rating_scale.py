@@ -106,6 +106,11 @@ class TestBank:
         both = PolyBank.combine(bank, PolyBank(["c"], [[1.0, 0.0]]))
         np.testing.assert_array_equal(both.scales, [[1, 5], [1, 5], [0, 1]])
         assert both.rating_scale() is None
+        counted = PolyBank(bank.item_ids, bank.params, "graded", bank.levels, scales=(1, 5),
+                           metadata=pd.DataFrame({"n_responses": [40, 50]}))
+        joined = PolyBank.combine(counted, PolyBank(["c"], [[1.0, 0.0]]))
+        assert joined.metadata["n_responses"].tolist()[:2] == [40, 50]
+        assert np.isnan(joined.metadata["n_responses"].iloc[2])
 
     @pytest.mark.parametrize("scales, match", [((3, 5), "scale 3-5 must hold its levels"),
                                                ((1, np.inf), "must hold its levels")])
@@ -172,6 +177,11 @@ class TestCalibrated:
         result = json.loads((out / "results.json").read_text())[0]
         assert result["observed_score"] == pytest.approx(5.0)       # on the 1-5 scale
         assert result["prediction"]["scale"] == [1, 5]
+        never = [i for i in steps["item_id"] if 5.0 not in bank.levels[bank.index_of(i)]]
+        assert never and result["prediction"]["unseen_ratings"] == len(never)
+        r = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite"), "--run",
+                                     result["run_id"], "--json"])
+        assert json.loads(r.output)["prediction"]["score"] == result["prediction"]["score"]
 
 
 def test_the_cli_says_where_a_rating_was_a_level_the_item_never_had(tmp_path):

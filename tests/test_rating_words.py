@@ -123,29 +123,31 @@ def test_simulate_names_the_predicted_mean_rating(root, tmp_path):
 
 def test_score_gives_the_predicted_mean_rating_simulate_and_evaluate_give(root, tmp_path):
     """`atlas score` on an ordinal bank: score, score_lo, score_hi = the predicted mean rating
-    over the bank from each model's ratings (predict_mean_rating), the number a live run of the
-    same ratings predicts."""
+    over the bank (polyscore.predict_mean_rating: the rated items as rated, the others
+    expected), what simulate and a live run predict; a model that rated every item gets its
+    own mean rating, with no interval left."""
+    from atlascat.irt.polyscore import predict_mean_rating
+
+    ratings = pd.read_csv(root / "judge.csv", index_col=0)
+    ratings.iloc[:20, :6] = np.nan              # 20 models rated half the prompts
+    ratings.to_csv(tmp_path / "half.csv")
     out = tmp_path / "scores.csv"
-    text = _run("score", str(root / "judge.csv"), "--bank", str(root / "judge_bank.csv"),
+    text = _run("score", str(tmp_path / "half.csv"), "--bank", str(root / "judge_bank.csv"),
                 "-o", str(out))
     df = pd.read_csv(out)
     assert list(df.columns[:8]) == ["subject_id", "theta", "se", "n_items", "mean_rating",
                                     "score", "score_lo", "score_hi"]
     bank = PolyBank.read(root / "judge_bank.csv")
-    from atlascat.irt.polyscore import predict_mean_rating
-
-    ratings = pd.read_csv(root / "judge.csv", index_col=0)
-    mid, lo, hi = predict_mean_rating(ratings, bank)
     np.testing.assert_allclose(df[["score", "score_lo", "score_hi"]].to_numpy(),
-                               np.column_stack([mid, lo, hi]), rtol=1e-7)
+                               np.column_stack(predict_mean_rating(ratings, bank)), rtol=1e-7)
+    part, full = df.iloc[:20], df.iloc[20:]
+    assert (part["score_lo"] < part["score"]).all() and (part["score"] < part["score_hi"]).all()
+    np.testing.assert_allclose(full["score"], full["mean_rating"], rtol=1e-7)
     assert (1 <= df["score_lo"]).all() and (df["score_hi"] <= 10).all()
     assert re.search(r"60 subjects, median SE \d\.\d{4}", text), text
 
-
-def test_the_calibration_bar_ends_full_at_the_iteration_the_fit_stopped(root, tmp_path,
-                                                                        monkeypatch):
-    """The EM bar of a graded calibration ends at n_iter of n_iter (an accelerated EM step
-    counts two iterations; the bar counts both), not at its --max-iter cap."""
+def _bars(monkeypatch, *args: str) -> str:
+    """The progress bars a command draws on a terminal (stderr forced to one), as text."""
     import io
 
     from rich.console import Console
@@ -154,11 +156,32 @@ def test_the_calibration_bar_ends_full_at_the_iteration_the_fit_stopped(root, tm
 
     buf = io.StringIO()
     monkeypatch.setattr(display, "err_console", Console(file=buf, force_terminal=True, width=100))
-    _run("calibrate", str(root / "judge.csv"), "--model", "graded", "-o",
-         str(tmp_path / "b.csv"), "--summary", str(tmp_path / "s.json"))
+    _run(*args)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
+
+
+def test_the_calibration_bar_ends_full_at_the_iteration_the_fit_stopped(root, tmp_path,
+                                                                        monkeypatch):
+    """The EM bar of a graded calibration ends at n_iter of n_iter (an accelerated EM step
+    counts two iterations; the bar counts both), not at its --max-iter cap."""
+    text = _bars(monkeypatch, "calibrate", str(root / "judge.csv"), "--model", "graded", "-o",
+                 str(tmp_path / "b.csv"), "--summary", str(tmp_path / "s.json"))
     n_iter = json.loads((tmp_path / "s.json").read_text())["n_iter"]
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
     assert n_iter > 2 and f"{n_iter}/{n_iter}" in text and "1000/1000" not in text
+    assert "SE" not in text
+
+
+def test_the_standard_errors_count_their_parameters_on_a_second_bar(root, tmp_path,
+                                                                    monkeypatch):
+    """--se: the EM bar ends full at its iterations, then an SE bar counts the information's
+    columns (one per free parameter) to the last."""
+    text = _bars(monkeypatch, "calibrate", str(root / "judge.csv"), "--model", "graded",
+                 "--se", "-o", str(tmp_path / "b.csv"), "--summary", str(tmp_path / "s.json"))
+    summary = json.loads((tmp_path / "s.json").read_text())
+    n_iter, k = summary["n_iter"], summary["n_parameters"]
+    em = re.findall(r"EM .*? (\d+)/(\d+)", text)
+    se = re.findall(r"SE .*? (\d+)/(\d+)", text)
+    assert em[-1] == (str(n_iter), str(n_iter)) and se[-1] == (str(k), str(k))
 
 
 def test_a_calibration_warns_about_categories_few_models_gave(tmp_path):
@@ -192,23 +215,9 @@ def test_a_calibration_warns_about_categories_few_models_gave(tmp_path):
 def test_anova_counts_its_fits_on_a_bar(root, monkeypatch):
     """`atlas anova` fits each model in turn (seconds each on a judge's ratings): a bar
     counts them, ending at the number of models."""
-    import contextlib
-
-    from atlascat.cli import cmd_anova
-
-    bar = {"done": 0}
-
-    @contextlib.contextmanager
-    def recorder(description, total):
-        bar["total"] = total
-
-        def advance(n=1, total=None):
-            bar["done"] += n
-        yield advance
-
-    monkeypatch.setattr(cmd_anova, "progress_bar", recorder)
-    out = _run("anova", str(root / "judge.csv"), "--model", "graded", "--model", "gpcm")
-    assert bar == {"done": 2, "total": 2} and "not nested" in out
+    text = _bars(monkeypatch, "anova", str(root / "judge.csv"), "--model", "graded",
+                 "--model", "gpcm")
+    assert re.findall(r"fits .*? (\d+)/(\d+)", text)[-1] == ("2", "2")
 
 
 @pytest.mark.parametrize("extra", [[], ["--model", "graded"]])
@@ -284,3 +293,111 @@ def test_a_rating_that_is_not_a_number_is_quoted_as_the_rater_printed_it(score, 
     with pytest.raises(LiveRunError) as got:
         parse_scores(["a"], json.dumps({"item_id": "a", "score": score}), "cmd", ratings=True)
     assert shown in str(got.value) and "a rating is a number" in str(got.value)
+
+
+@pytest.mark.parametrize("command", [["info", "{run}"], ["report", "{run}"],
+                                     ["simulate", "{judge}", "--bank", "{run}", "-o", "{sim}"]])
+def test_a_live_run_folder_given_as_a_bank_or_benchmark_run_says_where_its_runs_are(
+        root, tmp_path, command):
+    """The folder `atlas evaluate -o` wrote, given where a bank folder or a benchmark run is
+    read: one line saying it holds live runs and how to list them (atlas runs --db)."""
+    out = tmp_path / "run"
+    _evaluate(root, "judge_bank.csv", "judge.csv", out)
+    args = [a.format(run=out, judge=root / "judge.csv", sim=tmp_path / "sim") for a in command]
+    r = CliRunner().invoke(app, args)
+    from atlascat.cli._common import cli_advice
+
+    assert r.exit_code != 0 and r.exception is not None
+    advice = cli_advice(r.exception)
+    assert f"atlas runs --db {out / 'runs.sqlite'}" in advice and "atlas build-bank" not in advice
+
+
+def test_compare_models_of_rating_runs_names_the_rating_scale(root, tmp_path):
+    """Two runs on a bank of items on several scales: the difference is in points of percent
+    of each item's scale, and the JSON rows say so too."""
+    runs = []
+    for model in ("llm-1", "llm-2"):
+        out = tmp_path / model
+        _run("evaluate", "--bank", str(root / "mixed_bank.csv"), "--subject",
+             f"replay:{root / 'mixed.csv'}#{model}", "--min-items", "5", "--max-items", "8",
+             "-q", "-o", str(out))
+        runs.append(str(out))
+    text = _run("compare-models", *runs)
+    assert "(mean rating, points of percent of each item's scale, 95% interval)" in text
+    rows = json.loads(_run("compare-models", *runs, "--json").strip().splitlines()[-1])["rows"]
+    assert rows[0]["unit"] == "mean rating, points of percent of each item's scale"
+
+
+def test_a_binary_calibration_counts_its_standard_errors_on_a_second_bar(root, tmp_path,
+                                                                         monkeypatch):
+    """The same SE bar for right/wrong answers (a judge's 6 or better): EM, then SE to the
+    number of free parameters."""
+    (pd.read_csv(root / "judge.csv", index_col=0) >= 6).astype(int).to_csv(tmp_path / "b.csv")
+    text = _bars(monkeypatch, "calibrate", str(tmp_path / "b.csv"), "--model", "2pl", "--se",
+                 "-o", str(tmp_path / "bank.csv"), "--summary", str(tmp_path / "s.json"))
+    k = json.loads((tmp_path / "s.json").read_text())["n_parameters"]
+    assert re.findall(r"SE .*? (\d+)/(\d+)", text)[-1] == (str(k), str(k))
+
+
+def test_anova_of_graded_and_gpcm_prints_no_empty_test_columns(root, tmp_path):
+    """Not nested: the printed table has the criteria alone (on an 80-column terminal its
+    numbers fit unfolded); the CSV keeps mirt's columns, X2, df and p empty."""
+    out = tmp_path / "anova.csv"
+    text = _run("anova", str(root / "judge.csv"), "--model", "graded", "--model", "gpcm",
+                "-o", str(out))
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("model"))
+    assert header.split() == ["model", "AIC", "SABIC", "HQ", "BIC", "logLik"]
+    table = pd.read_csv(out, index_col=0)
+    assert list(table.columns[-3:]) == ["X2", "df", "p"] and table["X2"].isna().all()
+
+
+def test_evaluate_se_method_posterior_gives_the_se_atlas_score_gives(root, tmp_path):
+    """The same 12 ratings: `atlas score`'s EAP theta and SE (the posterior SD) are a live
+    run's with --se-method posterior; the default information SE differs; a bad value is one
+    line."""
+    from atlascat.errors import AtlasError
+
+    _run("score", str(root / "judge.csv"), "--bank", str(root / "judge_bank.csv"), "-o",
+         str(tmp_path / "s.csv"))
+    eap = pd.read_csv(tmp_path / "s.csv", index_col=0).loc["llm-1"]
+    rows = {}
+    for method in ("posterior", "information"):
+        out = tmp_path / method
+        _run("evaluate", "--bank", str(root / "judge_bank.csv"), "--subject",
+             f"replay:{root / 'judge.csv'}#llm-1", "--fixed-length", "12", "--se-method",
+             method, "-q", "-o", str(out))
+        rows[method] = json.loads((out / "results.json").read_text())[0]
+    assert rows["posterior"]["theta"] == pytest.approx(eap["theta"], abs=1e-6)
+    assert rows["posterior"]["se"] == pytest.approx(eap["se"], abs=1e-6)
+    assert abs(rows["information"]["se"] - eap["se"]) > 1e-3
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(root / "judge_bank.csv"),
+                                 "--subject", f"replay:{root / 'judge.csv'}#llm-1",
+                                 "--se-method", "sd", "-o", str(tmp_path / "bad")])
+    assert isinstance(r.exception, AtlasError) and "--se-method" in str(r.exception)
+
+
+def test_se_method_belongs_to_the_adaptive_test_not_to_a_folders_predictor(root, tmp_path):
+    """A bank folder read as a score on 1-10 (the few-models route): simulate's predictor runs
+    (its --se-method default is no option given), evaluate --se-method with the predictor is
+    one line, and with --design adaptive it runs."""
+    from atlascat.errors import AtlasError
+
+    rng = np.random.default_rng(4)
+    bank = _bank([f"p{j}" for j in range(80)], range(1, 11), rng)
+    ratings = pd.DataFrame(poly.sample(bank.models, bank.params, rng.normal(size=40), rng) + 1,
+                           index=[f"llm-{i}" for i in range(40)], columns=bank.item_ids)
+    ratings.rename_axis("model").to_csv(tmp_path / "r.csv")
+    folder = tmp_path / "judge"
+    _run("build-bank", str(tmp_path / "r.csv"), "-o", str(folder), "--score-range", "1", "10",
+         "-q")
+    assert (folder / "predictor.json").is_file()
+    _run("simulate", str(tmp_path / "r.csv"), "--bank", str(folder), "-o", str(tmp_path / "s"),
+         "-q")
+    assert (tmp_path / "s" / "person_scores.csv").is_file()
+    subject = ["--subject", f"replay:{tmp_path / 'r.csv'}#llm-1", "--se-method", "posterior"]
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder), *subject, "-o",
+                                 str(tmp_path / "e")])
+    assert isinstance(r.exception, AtlasError) and "--se-method is the adaptive test's" in \
+        str(r.exception)
+    _run("evaluate", "--bank", str(folder), *subject, "--design", "adaptive", "--max-items",
+         "10", "-q", "-o", str(tmp_path / "a"))

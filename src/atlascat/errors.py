@@ -19,7 +19,11 @@ class BankError(AtlasError, ValueError):
 
 class BankFolderError(BankError):
     """A path is not a usable bank folder (no manifest, a file missing or unreadable): build it
-    again (:func:`atlascat.bankdir.build_bank`)."""
+    again (:func:`atlascat.bankdir.build_bank`). ``path``: the folder, when known."""
+
+    def __init__(self, message: str, path=None):
+        super().__init__(message)
+        self.path = path
 
 
 class BankKindError(BankError):
@@ -32,7 +36,12 @@ class BankKindError(BankError):
 
 
 class RunFolderError(AtlasError):
-    """A folder is not a benchmark run's (:func:`atlascat.studies.protocol.run_benchmark`)."""
+    """A folder is not a benchmark run's (:func:`atlascat.studies.protocol.run_benchmark`).
+    ``path``: the folder."""
+
+    def __init__(self, message: str, path=None):
+        super().__init__(message)
+        self.path = path
 
 
 class ConvergenceError(AtlasError, RuntimeError):

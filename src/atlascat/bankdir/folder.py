@@ -79,7 +79,7 @@ def load_bank_dir(path) -> BankFolder:
     p = Path(str(path))
     if not is_bank_dir(p):
         what = "a directory but not a bank folder" if p.is_dir() else "not a bank folder"
-        raise BankFolderError(f"{str(p)!r} is {what} (no {MANIFEST})")
+        raise BankFolderError(f"{str(p)!r} is {what} (no {MANIFEST})", path=p)
     manifest = _read_json(p / MANIFEST, "the manifest")
     for name in (BANK_FILE, LINK_FILE):
         if not (p / name).is_file():

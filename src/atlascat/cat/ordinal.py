@@ -474,10 +474,13 @@ class OrdinalCATSession:
         """The answer to the pending item: a rating on the item's scale (one it never had at
         calibration is scored as the category it falls in, :meth:`PolyBank.encode`), or None /
         NaN (skipped: the item leaves the pool and is not scored)."""
-        if self._pending is None or str(item_id) != str(self.bank.item_ids[self._pending]):
+        if self._pending is None:
+            raise ConfigError(f"no item is pending, so {item_id!r} cannot be recorded; ask "
+                              "next_item() first and record its answer")
+        if str(item_id) != str(self.bank.item_ids[self._pending]):
             raise ConfigError(f"item {item_id!r} is not the pending item "
-                              f"{None if self._pending is None else self.bank.item_ids[self._pending]!r}"
-                              "; ask next_item() first and record its answer")
+                              f"{self.bank.item_ids[self._pending]!r}; ask next_item() first "
+                              "and record its answer")
         j = self._pending
         skipped = rating is None or (isinstance(rating, float) and np.isnan(rating))
         if not skipped:   # a rating off the item's scale raises here; the item stays pending

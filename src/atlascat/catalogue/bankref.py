@@ -66,7 +66,7 @@ class BankRef:
             try:  # a bank folder, or one line saying what it lacks
                 _load_folder(str(path.resolve()))
             except BankFolderError as exc:
-                raise BankFolderError(f"{option} {exc}") from None
+                raise BankFolderError(f"{option} {exc}", path=exc.path) from None
             return cls("dir", str(path.resolve()))
         if path.is_file() and path.suffix.lower() == ".json":
             return cls("suite", str(path.resolve()))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import console, json_safe, progress_bar, subjects_text, wrote_line
+from ._common import console, json_safe, next_stage, progress_bar, subjects_text, wrote_line
 
 
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
@@ -41,8 +41,11 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
                 advance(it - reached[0])
                 reached[0] = max(reached[0], it)
 
-            res = calibrate_ordinal(frame, model, callback=on_iter, **settings)
-            advance(max(res.n_iter - reached[0], 0), total=max(res.n_iter, 1))   # ends full
+            on_se = next_stage(advance, "SE")   # --se: the standard errors on a second bar
+            res = calibrate_ordinal(frame, model, callback=on_iter, se_callback=on_se,
+                                    **settings)
+            if not on_se.started:
+                advance(max(res.n_iter - reached[0], 0), total=max(res.n_iter, 1))  # ends full
     bank = res.bank
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
         from ..irt.polybank import PolyBank

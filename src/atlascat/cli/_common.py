@@ -105,6 +105,11 @@ def cli_advice(exc) -> str:
     ("" when none). The library says what is wrong; the commands are named here."""
     from ..errors import BankFolderError, BankKindError, RunFolderError
 
+    store = _live_run_store(getattr(exc, "path", None))
+    if store is not None:   # the folder `atlas evaluate -o` wrote: say where its run is read
+        return (f"it holds live runs (atlas evaluate -o): list them with atlas runs --db "
+                f"{store}, a run's steps and page with atlas runs --run RUN_ID --db {store} "
+                "-o page.html")
     if isinstance(exc, BankFolderError):
         return "build the bank folder with atlas build-bank RESULTS -o DIR, or give a bank file"
     if isinstance(exc, BankKindError):
@@ -113,6 +118,18 @@ def cli_advice(exc) -> str:
     if isinstance(exc, RunFolderError):
         return "create one with atlas benchmark RESPONSES -o RUN_DIR"
     return ""
+
+
+def _live_run_store(path):
+    """The run store (``runs.sqlite``) in ``path``, as ``atlas evaluate -o DIR`` writes it,
+    else None."""
+    if path is None:
+        return None
+    from pathlib import Path
+
+    folder = Path(str(path))
+    store = folder / "runs.sqlite"
+    return store if folder.is_dir() and store.is_file() else None
 
 
 def print_error(message) -> None:
@@ -135,25 +152,53 @@ def progress_bar(description: str, total: int | None):
     """A rich progress bar on stderr; yields ``advance(n=1, total=None)``.
 
     ``advance(0, total=k)`` resets the total, e.g. to the iteration an iterative fit stopped at
-    (the bar then ends full at k instead of jumping to its cap). Off a terminal (stderr piped or
-    redirected) nothing is drawn: logs get no bar remnants, errors stay one line; nor with
+    (the bar then ends full at k instead of jumping to its cap); ``advance.stage(name, total)``
+    ends the bar full where it stands and counts a next stage of the work on a new bar below it
+    (a calibration's standard errors after its EM). Off a terminal (stderr piped or redirected)
+    nothing is drawn: logs get no bar remnants, errors stay one line; nor with
     ``-q/--quiet``."""
     if not err_console.is_terminal or is_quiet():
-        yield lambda n=1, total=None: None
+        def silent(n=1, total=None):
+            return None
+
+        silent.stage = lambda name, total=None: None
+        yield silent
         return
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn)  # lazy: a piped or quiet run draws no bar
 
     with Progress(TextColumn("[bold blue]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=False) as progress:
-        task = progress.add_task(description, total=total)
+        tasks = [progress.add_task(description, total=total)]
 
         def advance(n: int = 1, total: int | None = None):
             if total is not None:
-                progress.update(task, total=total)
-            progress.advance(task, n)
+                progress.update(tasks[-1], total=total)
+            progress.advance(tasks[-1], n)
 
+        def stage(name: str, total: int | None = None):
+            done = next(t.completed for t in progress.tasks if t.id == tasks[-1])
+            progress.update(tasks[-1], total=max(done, 1), completed=max(done, 1))
+            tasks.append(progress.add_task(name, total=total))
+
+        advance.stage = stage
         yield advance
+
+
+def next_stage(advance, name: str):
+    """A ``callback(done, total)`` that counts a next stage of the work on its own bar
+    (``advance.stage``, :func:`progress_bar`) from its first call: a calibration's standard
+    errors after its EM, ``Calibrator.fit(se_callback=...)``. ``callback.started`` tells
+    whether it was called."""
+    def callback(done: int, total: int) -> None:
+        if not callback.started:
+            advance.stage(name, total=total)
+            callback.started = True
+        advance(done - callback.done)
+        callback.done = done
+
+    callback.started, callback.done = False, 0
+    return callback
 
 
 def _cell(value, float_format: str) -> str:

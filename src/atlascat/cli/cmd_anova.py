@@ -51,7 +51,8 @@ def register(app: typer.Typer) -> None:
     ):
         """Fit each model by maximum likelihood (no priors, as mirt) and compare them: AIC,
         SABIC, HQ, BIC, log-likelihood and the likelihood-ratio test of each model against the
-        one above it (X2, df, p), as mirt's anova.
+        one above it (X2, df, p), as mirt's anova. Models that are not nested (graded and gpcm)
+        get their criteria alone: compare their AIC and BIC.
         """
         import json
         import math
@@ -71,21 +72,7 @@ def register(app: typer.Typer) -> None:
             raise ConfigError("anova needs two or more different --model values, e.g. "
                               "--model rasch --model 2pl")
         output_file(output)
-        weights = None
-        if any(m in ORDINAL for m in names):    # ratings on their own scale, as calibrate's
-            import pandas as pd
-
-            from ..irt.polycal import read_ratings
-
-            values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
-            if normalize_ids:   # R's X514 -> 514, as the binary reader does
-                from ..validation import normalize_item_id
-
-                iids = [normalize_item_id(i) for i in iids]
-            _binary_models_need_01(values, [m for m in names if m not in ORDINAL], responses)
-            rm = pd.DataFrame(values, index=sids, columns=iids)
-        else:
-            rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+        rm, weights = _read_data(responses, names, freq_column, normalize_ids)
         fits = []
         with warnings.catch_warnings(), progress_bar("fits", total=len(names)) as advance:
             warnings.simplefilter("ignore")   # the defaults' notes; the models are given
@@ -105,6 +92,8 @@ def register(app: typer.Typer) -> None:
         shown = table.reset_index().astype(object)
         shown["df"] = ["" if math.isnan(v) else int(v) for v in table["df"]]   # a count, as mirt's
         shown = shown.where(shown.notna(), "")   # the first row has no test, as mirt's
+        if not test:   # no test at all: no empty X2, df, p columns (the file keeps them)
+            shown = shown.drop(columns=["X2", "df", "p"])
         print_frame(shown, title="anova (maximum likelihood, mirt's columns)",
                     float_format="{:.3f}")
         if not test:
@@ -113,3 +102,24 @@ def register(app: typer.Typer) -> None:
         for f, name in zip(fits, names):
             if not f.converged:
                 console.print(f"[yellow]warning:[/] the {name} fit did not converge")
+
+
+def _read_data(responses, names, freq_column, normalize_ids):
+    """(data, pattern weights): ratings on their own scale when an ordinal model is among
+    ``names`` (as calibrate reads them), else the 0/1 response matrix (its weights inside)."""
+    from ..irt.calibrate import ORDINAL
+
+    if not any(m in ORDINAL for m in names):
+        return load_responses(responses, freq_column=freq_column,
+                              normalize_ids=normalize_ids), None
+    import pandas as pd
+
+    from ..irt.polycal import read_ratings
+
+    values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+    if normalize_ids:   # R's X514 -> 514, as the binary reader does
+        from ..validation import normalize_item_id
+
+        iids = [normalize_item_id(i) for i in iids]
+    _binary_models_need_01(values, [m for m in names if m not in ORDINAL], responses)
+    return pd.DataFrame(values, index=sids, columns=iids), weights

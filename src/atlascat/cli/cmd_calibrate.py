@@ -9,7 +9,8 @@ import typer
 
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses, output_file,
-                      progress_bar, quiet_option, subjects_text, warn, wrote_line)
+                      next_stage, progress_bar, quiet_option, subjects_text, warn,
+                      wrote_line)
 
 
 _MODEL = typer.Option(AUTO, "--model",
@@ -276,8 +277,10 @@ def _fit_with_bar(cal, rm, quiet: bool, partition_size, max_iter: int) -> None:
                 reached[part] = it
 
         cal.callback = on_iter
-        cal.fit(rm)
-        advance(0, total=max(sum(reached.values()), 1))
+        on_se = next_stage(advance, "SE")   # --se: the standard errors on a second bar
+        cal.fit(rm, se_callback=on_se)
+        if not on_se.started:
+            advance(0, total=max(sum(reached.values()), 1))
 
 
 def _jsonable(value):

@@ -51,9 +51,10 @@ def compare_models_command(
     from ..live.report import LEADERBOARD
 
     # a shipped bank's leaderboard; the user's own bank (a folder, a file, ratings): its scale
+    units = {r["unit"] for r in rows}
     unit = ("leaderboard points" if all(r["population"] == LEADERBOARD for r in rows)
-            else "points")
-    print_frame(df.drop(columns="population"), title=f"first: {names[0]}; second: {names[1]}; "
+            else units.pop() if len(units) == 1 else "points")
+    print_frame(df.drop(columns=["population", "unit"]), title=f"first: {names[0]}; second: {names[1]}; "
                 f"first minus second ({unit}, 95% interval)", float_format="{:.1f}")
     err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
                       "near-duplicates get narrower intervals with --rho (see "
@@ -127,8 +128,19 @@ def _rows(first, second, rho: float) -> list[dict]:
                      "lo": k * d["lo"], "hi": k * d["hi"],
                      "told_apart": "yes" if d["told_apart"] else "no",
                      # a bank folder's score is its own benchmark's, not a leaderboard's
-                     "population": preds[0][bench].get("population", LEADERBOARD)})
+                     "population": preds[0][bench].get("population", LEADERBOARD),
+                     "unit": _unit(preds[0][bench])})
     return rows
+
+
+def _unit(pred: dict) -> str:
+    """What a difference of two predictions is in: points of a mean rating on the rating
+    scale (or of percent of each item's scale), else points."""
+    if not pred.get("ratings"):
+        return "points"
+    scale = pred.get("scale")
+    return (f"mean rating points, rating scale {scale[0]:g}-{scale[1]:g}" if scale else
+            "mean rating, points of percent of each item's scale")
 
 
 def _model_of(runs, run_id: str) -> str:

@@ -36,10 +36,10 @@ SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo 
 
 #: help texts of the options (the command's signature stays readable)
 HELP = {
-    "bank": "Content bank: a bundled name (arc, ...), a bank file with item content or a bank "
-            "folder (atlas build-bank; from a matrix: asked by item id, --subject cmd: or "
-            "replay:), or a graded / gpcm bank file (atlas calibrate --model graded; asked "
-            "by item id, cmd: or replay:RATINGS.csv#MODEL) (once; several benchmarks: --suite).",
+    "bank": "Content bank: a bundled name (arc, ...), a bank file with item content, a bank "
+            "folder (atlas build-bank) or a graded / gpcm bank (atlas calibrate --model "
+            "graded); one without requests is asked by item id (cmd:, replay:). Once; more: "
+            "--suite.",
     "suite": "Ask every benchmark of a suite (openllm-v1, or a suite JSON file) in one run: "
              "each benchmark's predicted score and the average with its percentile.",
     "target_se": "--suite: stop once the average's SE (points, 0-100) is at or below this "
@@ -64,6 +64,7 @@ HELP = {
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": BOUND_MARGIN_HELP,
+    "se_method": "The SE: information (catR's; the default) or posterior (atlas score's).",
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
     "output": "Run directory: results.json, reports/ and (unless --db is given) runs.sqlite go "
@@ -120,6 +121,10 @@ def format_result(row: dict, held: str | None = None) -> str:
         _accuracy_line(row, lb.get("scale"))
     if acc:
         lines.append(acc)
+    if lb.get("unseen_ratings"):
+        lines.append(f"  ({lb['unseen_ratings']} rating(s) were levels their item never had at "
+                     "calibration: each scored as the category it falls in, the item's nearest "
+                     "level below)")
     if proto == "approximate":
         whose = "the source models'" if lb.get("population") == SOURCE else "the leaderboard's"
         lines.append("  (answers were read from chat text, not from log-likelihoods as in the "
@@ -163,6 +168,7 @@ class _Options:
     llm: Optional[List[str]]
     batch_size: Optional[int]
     se_stop: Optional[float]
+    se_method: Optional[str]
     min_items: Optional[int]
     max_items: Optional[int]
     bound_stop: bool
@@ -219,6 +225,7 @@ def register(app: typer.Typer) -> None:
         llm: Optional[List[str]] = typer.Option(None, "--llm", help=HELP["llm"]),
         batch_size: Optional[int] = typer.Option(None, "--batch-size", help=HELP["batch_size"]),
         se_stop: Optional[float] = typer.Option(None, "--se-stop", help=HELP["se_stop"]),
+        se_method: Optional[str] = typer.Option(None, "--se-method", help=HELP["se_method"]),
         min_items: Optional[int] = typer.Option(None, "--min-items", help=HELP["min_items"]),
         max_items: Optional[int] = typer.Option(None, "--max-items", help=HELP["max_items"]),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
@@ -307,10 +314,16 @@ def run_evaluate(o: _Options) -> None:
 def _plan(o: _Options, ref):
     """(the bank's reference, the design, the run configuration) of the options."""
     from ..catalogue import BankRef
+    from ..errors import ConfigError
     from ..live.service import choose_design
     from ._options import cat_config, predictor_only, suite_config, with_link_stops
 
+    if o.se_method is not None and o.se_method not in ("information", "posterior"):
+        raise ConfigError(f"--se-method must be information or posterior, got {o.se_method!r}")
     if o.suite is not None:
+        if o.se_method is not None:
+            raise ConfigError("--se-method is a single bank's adaptive test's; a suite's SE "
+                              "is the average's (--target-se)")
         ref = BankRef.from_option(o.suite, option="--suite", kinds=("suite",))
         return ref, "suite", suite_config(
             target_se=o.target_se, se_stop=o.se_stop, min_items=o.min_items,
@@ -319,9 +332,14 @@ def _plan(o: _Options, ref):
     design = choose_design(ref, o.design)
     if design == "predictor":
         predictor_only(o)
+        if o.se_method is not None:   # evaluate's is None unless given
+            raise ConfigError("--se-method is the adaptive test's; this bank folder's "
+                              "predictor asks --max-items items of its own design (or "
+                              "--design adaptive)")
         return ref, design, None
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
-                        fixed_length=o.fixed_length)
+                        fixed_length=o.fixed_length,
+                        **({"se_method": o.se_method} if o.se_method else {}))
     if o.bound_stop and o.fixed_length is None:
         config = with_link_stops(config, ref.stop_settings(o.bound_margin),
                                  o.min_items is not None)
@@ -381,7 +399,8 @@ def _check_resume_options(o: _Options) -> None:
 
     for opt, value in (("--batch-size", o.batch_size), ("--fixed-length", o.fixed_length),
                        ("--max-items", o.max_items), ("--min-items", o.min_items),
-                       ("--se-stop", o.se_stop), ("--target-se", o.target_se),
+                       ("--se-stop", o.se_stop), ("--se-method", o.se_method),
+                       ("--target-se", o.target_se),
                        ("--design", None if o.design == "auto" else o.design),
                        ("--seed", o.seed or None)):
         if value is not None:

@@ -54,9 +54,12 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
         import pandas as pd
 
         sx = pd.concat(rows, ignore_index=True)
-        report["items"] = [{"item_id": r.item_id, "S_X2": float(r.S_X2), "df_S_X2": int(r.df_S_X2),
-                            "p_S_X2": None if np.isnan(r.p_S_X2) else float(r.p_S_X2)}
-                           for r in sx.itertuples()]
+        report["items"] = [
+            {"item_id": r.item_id, "S_X2": None if np.isnan(r.S_X2) else float(r.S_X2),
+             "df_S_X2": None if np.isnan(r.df_S_X2) else int(r.df_S_X2),
+             "RMSEA_S_X2": None if np.isnan(r.RMSEA_S_X2) else float(r.RMSEA_S_X2),
+             "p_S_X2": None if np.isnan(r.p_S_X2) else float(r.p_S_X2)}
+            for r in sx.itertuples()]
     if person:
         pf = fit.person_fit(rm, bank, method="wle")
         z = pf["lz_star"].to_numpy()
@@ -117,9 +120,7 @@ def register(app: typer.Typer) -> None:
         the statistics are mirt's M2(mod) (M2* or C2, --m2) and itemfit(mod) S-X2.
         """
         from ..errors import ConfigError
-        from ..catalogue import BankRef
         from ..irt.polybank import is_poly_bank_file
-        from ._common import align_items, binary_bank_only, load_responses
 
         if extra_items not in ("ignore", "error"):
             raise ConfigError(f"--extra-items must be ignore or error, got {extra_items!r}")
@@ -140,23 +141,11 @@ def register(app: typer.Typer) -> None:
                 binary_only={"--partition-size": partition_size is not None,
                              "--person-fit": person, "--q3": q3})
         else:
-            if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl",
-                                                                   "2pl", "3pl", "4pl"):
-                raise ConfigError(f"--estimated must be none, rasch, 1pl, 2pl, 3pl or 4pl, "
-                                  f"got {estimated!r}")
-            bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
-            given = [o for o, v in (("--m2", m2_type), ("--gpcm-slope", gpcm_slope)) if v]
-            if given:
-                raise ConfigError(f"{', '.join(given)}: ordinal (graded / gpcm) banks only; "
-                                  f"drop {'it' if len(given) == 1 else 'them'} for {bank!r}")
-            binary_bank_only(bk, bank, "atlas fit", "tests right/wrong items (M2, S-X2)",
-                             "compare its models by the AIC and BIC atlas calibrate prints")
-            rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
-            rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
-            report = fit_report(rm, bk,
-                                estimated=None if estimated is None else estimated.lower(),
-                                partition_size=partition_size, seed=seed, items=not no_items,
-                                person=person, q3=q3)
+            report = _binary_fit(responses, bank, freq_column=freq_column,
+                                 normalize_ids=normalize_ids, extra_items=extra_items,
+                                 estimated=estimated, partition_size=partition_size, seed=seed,
+                                 items=not no_items, person=person, q3=q3,
+                                 ordinal_only=(("--m2", m2_type), ("--gpcm-slope", gpcm_slope)))
         text = json.dumps(json_safe(report), indent=2)
         if output is not None:
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -164,30 +153,60 @@ def register(app: typer.Typer) -> None:
         if as_json:
             console.print_json(text)
             return
-        what = ("all item" if report["estimated"] == "all" else report["estimated"])
-        console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.4g} on "
-                      f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what} parameters "
-                      "estimated)")
-        console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
-                      f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
-                      f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
-        if "statistic" in report and "note" in report:
-            console.print(f"({report['note']})")
-        if "n_partitions" in report:
-            console.print(f"(averages over {report['n_partitions']} item partitions)")
-        if "items" in report:
-            import pandas as pd
-
-            items = pd.DataFrame(report["items"]).sort_values("p_S_X2")
-            print_frame(items.head(20), title="S-X2 item fit (worst 20)")
-        if "person_fit" in report:
-            pf = report["person_fit"]
-            if pf["mean"] is not None:
-                console.print(f"person fit lz*: mean {pf['mean']:.3f}, sd {pf['sd']:.3f}, "
-                              f"{pf['share_below_-1.645']:.1%} below -1.645")
-        if "q3" in report and report["q3"].get("n_pairs"):
-            q = report["q3"]
-            console.print(f"Q3: mean {q['mean']:.3f}, max |Q3| {q['max_abs']:.3f}, "
-                          f"{q['n_above']} of {q['n_pairs']} pairs above {q['threshold']}")
+        _print_report(report)
         if output is not None:
             console.print(f"wrote {output}")
+
+
+def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, estimated,
+                partition_size, seed, items, person, q3, ordinal_only) -> dict:
+    """The report of a binary bank (its options checked; the ordinal-only ones refused)."""
+    from ..catalogue import BankRef
+    from ..errors import ConfigError
+    from ._common import align_items, binary_bank_only, load_responses
+
+    if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl",
+                                                           "2pl", "3pl", "4pl"):
+        raise ConfigError(f"--estimated must be none, rasch, 1pl, 2pl, 3pl or 4pl, "
+                          f"got {estimated!r}")
+    bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
+    given = [o for o, v in ordinal_only if v]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: ordinal (graded / gpcm) banks only; "
+                          f"drop {'it' if len(given) == 1 else 'them'} for {bank!r}")
+    binary_bank_only(bk, bank, "atlas fit", "tests right/wrong items (M2, S-X2)",
+                     "compare its models by the AIC and BIC atlas calibrate prints")
+    rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+    rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
+    return fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),
+                      partition_size=partition_size, seed=seed, items=items, person=person,
+                      q3=q3)
+
+
+def _print_report(report: dict) -> None:
+    """The M2 line, RMSEA and the rest, the worst items' S-X2 and the optional parts."""
+    what = ("all item" if report["estimated"] == "all" else report["estimated"])
+    console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.4g} on "
+                  f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what} parameters "
+                  "estimated)")
+    console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
+                  f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
+                  f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
+    if "statistic" in report and "note" in report:
+        console.print(f"({report['note']})")
+    if "n_partitions" in report:
+        console.print(f"(averages over {report['n_partitions']} item partitions)")
+    if "items" in report:
+        import pandas as pd
+
+        items = pd.DataFrame(report["items"]).sort_values("p_S_X2")
+        print_frame(items.head(20), title="S-X2 item fit (worst 20)")
+    if "person_fit" in report:
+        pf = report["person_fit"]
+        if pf["mean"] is not None:
+            console.print(f"person fit lz*: mean {pf['mean']:.3f}, sd {pf['sd']:.3f}, "
+                          f"{pf['share_below_-1.645']:.1%} below -1.645")
+    if "q3" in report and report["q3"].get("n_pairs"):
+        q = report["q3"]
+        console.print(f"Q3: mean {q['mean']:.3f}, max |Q3| {q['max_abs']:.3f}, "
+                      f"{q['n_above']} of {q['n_pairs']} pairs above {q['threshold']}")

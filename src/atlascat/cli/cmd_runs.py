@@ -30,8 +30,9 @@ def runs_command(
     finishing; continue it with atlas evaluate --resume RUN_ID --db DB. The score is shown
     twice: observed (the mean score over the items asked: right / asked for right-or-wrong
     answers) and model-based (the bank's expected score at theta); on a bank folder built
-    with --score-range both are mean scores on the metric's own scale. --run RUN_ID shows
-    the run's steps and its predicted score. Without --db it lists the default store and
+    with --score-range both are mean scores on the metric's own scale; on a graded / gpcm
+    bank both are mean ratings (on the rating scale the items share, else as shares of each
+    item's scale). --run RUN_ID shows the run's steps and its predicted score. Without --db it lists the default store and
     every store a finished or interrupted run wrote elsewhere (-o DIR, --db FILE; remembered
     in $ATLAS_HOME/stores.txt).
     """

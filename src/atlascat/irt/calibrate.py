@@ -281,7 +281,7 @@ class Calibrator:
         prior_a = parse_prior(None if pa in (None, "none", "auto") else pa, "a")
         return model, prior_a, None, None
 
-    def _fit_ordinal(self, responses, weights):
+    def _fit_ordinal(self, responses, weights, se_callback=None):
         from .polycal import calibrate_ordinal
 
         model, prior_a, _, _ = self.check_settings()
@@ -290,7 +290,7 @@ class Calibrator:
                                 theta_range=self.theta_range, max_iter=int(self.max_iter),
                                 tol=float(self.tol), accelerate=self.accelerate,
                                 max_newton=self.max_newton, callback=self.callback,
-                                start=self.start, se=self.se)
+                                start=self.start, se=self.se, se_callback=se_callback)
         self.result_, self.bank_, self.loglik_ = res, res.bank, res.loglik
         self.loglik_trace_, self.n_iter_, self.converged_ = res.loglik_trace, res.n_iter, \
             res.converged
@@ -300,19 +300,21 @@ class Calibrator:
         return self
 
     # ------------------------------------------------------------------ fit
-    def fit(self, responses, weights=None):
-        """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes."""
+    def fit(self, responses, weights=None, se_callback=None):
+        """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes.
+        ``se_callback(done, total)``: with ``se=True``, called as the standard errors' observed
+        information is computed (columns done of all; :mod:`atlascat.irt.information`)."""
         from .._blas import small_products
         from .._heap import retained_heap
 
         # the EM's temporaries reuse freed memory (atlascat._heap); its products are small
         # for BLAS threads except a large joint E-step's (atlascat._blas)
         if str(self.model).lower() in ORDINAL:
-            return self._fit_ordinal(responses, weights)
+            return self._fit_ordinal(responses, weights, se_callback)
         with retained_heap(), small_products():
-            return self._fit(responses, weights)
+            return self._fit(responses, weights, se_callback)
 
-    def _fit(self, responses, weights=None):
+    def _fit(self, responses, weights=None, se_callback=None):
         from ..responses import ResponseMatrix
 
         from ..responses import as_labelled_responses
@@ -405,7 +407,7 @@ class Calibrator:
                 dropped_items=dropped, filter_report=report, settings=settings)
             if self.se:
                 result.se = _standard_errors(values, w, fit, item_model, item_ids, model,
-                                             self.quadpts, self.theta_range)
+                                             self.quadpts, self.theta_range, se_callback)
         else:
             result = fit_partitioned(values, w, item_ids, item_model, model, rng,
                                      partition_size=int(self.partition_size), link=self.link,
@@ -467,14 +469,15 @@ class Calibrator:
                 "max_newton": self.max_newton, "callback": self.callback}
 
 
-def _standard_errors(values, w, fit, item_model, item_ids, model, quadpts, theta_range):
+def _standard_errors(values, w, fit, item_model, item_ids, model, quadpts, theta_range,
+                     progress=None):
     from .quadrature import normal_quadrature
     from .se import binary_standard_errors
 
     quad = normal_quadrature(int(quadpts), theta_range)
     return binary_standard_errors(values, w, fit["th"], item_model, fit["var"],
                                   item_ids=item_ids, nodes=quad.nodes,
-                                  log_weights=quad.log_weights, model=model)
+                                  log_weights=quad.log_weights, model=model, progress=progress)
 
 
 def _fingerprint(values, w, item_ids) -> str:

@@ -42,9 +42,15 @@ S-X2 (Orlando and Thissen, 2000)
 --------------------------------
 For item i and summed score k = 1 .. n-1, the observed proportion correct among subjects with
 score k against E_ik = int P_i f*_i(k-1 | theta) phi / int f(k | theta) phi, with f and the
-leave-item-out f*_i from the Lord-Wingersky recursion. Adjacent score groups are merged (from
-low to high) until both expected counts of every group are >= ``mincell`` (default 1, mirt's);
-S-X2 = sum_groups N_k (O_ik - E_ik)^2 / (E_ik (1 - E_ik)), df = groups - free item parameters.
+leave-item-out f*_i from the Lord-Wingersky recursion. Score groups are collapsed as mirt
+1.45.1's ``collapseCells`` with ``mincell`` (default 1; :mod:`atlascat.irt.sx2table`): empty
+groups dropped, a group of one subject merged into the next, then while an expected count
+(correct or incorrect) is below mincell, the first such group merged into its neighbour with
+fewer subjects. S-X2 = sum_groups N_k (O_ik - E_ik)^2 / (E_ik (1 - E_ik)), df = groups - the
+item's free parameters, counted as mirt does: a shared one (the 1PL's common slope, the Rasch
+latent variance) counts for every item (Rasch and 1PL: 2). S-X2 is NaN where df = 0;
+RMSEA_S_X2 = sqrt(max(S-X2 / df - 1, 0) / (N - 1)). On mirt's parameters this is mirt's
+``itemfit(mod)`` to ~1e-13 (tests/test_sx2_parity.py).
 
 Person fit
 ----------
@@ -94,6 +100,7 @@ from . import models
 from .ability import estimate_ability, irf_pieces, response_array
 from .bank import ItemBank
 from .quadrature import normal_quadrature
+from .sx2table import sx2_frame, table_sx2
 
 __all__ = [
     "ESTIMATED",
@@ -580,10 +587,9 @@ def _leave_one_out(f, P):
 def sx2(responses, bank: ItemBank, *, estimated=None, mincell: float = 1.0, quadpts: int = QUADPTS,
         theta_range=THETA_RANGE, prior_mean: float = 0.0, prior_sd: float = 1.0,
         weights=None, block: int = 64) -> pd.DataFrame:
-    """Orlando-Thissen S-X2 item fit for every item: columns item_id, S_X2, df_S_X2, p_S_X2,
-    n_groups. Uses the subjects who answered every item (0/1 scores)."""
-    from scipy.stats import chi2  # lazy: scipy.stats costs ~1 s at import
-
+    """Orlando-Thissen S-X2 item fit of every item as mirt's ``itemfit(mod)`` (module
+    docstring): columns item_id, S_X2, df_S_X2, RMSEA_S_X2, p_S_X2 (NaN where the collapsed
+    table leaves no df), n_groups. Uses the subjects who answered every item (0/1 scores)."""
     est = _estimated(bank, estimated)
     y, w = _aligned(responses, bank, weights)
     y, w, _ = _complete_binary(y, w, "S-X2")
@@ -609,51 +615,13 @@ def sx2(responses, bank: ItemBank, *, estimated=None, mincell: float = 1.0, quad
         E = np.where(den[:, None] > 0, E / den[:, None], 0.0)
     E = np.clip(E, 0.0, 1.0)
     ks = np.arange(1, n)                                  # scores 1..n-1 carry information
-    e1 = Nk[ks, None] * E[ks]
-    e0 = Nk[ks, None] - e1
-    o1 = O1[ks]
-    o0 = Nk[ks, None] - o1
-    x2, groups = _collapse_and_sum(o1, o0, e1, e0, mincell)
-    df = groups - _PER_ITEM[est]
-    with np.errstate(invalid="ignore"):
-        p = np.where(df > 0, chi2.sf(x2, np.maximum(df, 1)), np.nan)
-    return pd.DataFrame({"item_id": bank.item_ids.astype(str), "S_X2": x2,
-                         "df_S_X2": df.astype(int), "p_S_X2": p, "n_groups": groups.astype(int)})
-
-
-def _collapse_and_sum(o1, o0, e1, e0, mincell):
-    """Merge adjacent score groups (rows) left to right, per item (columns), until both expected
-    counts reach ``mincell``; a remainder joins the last closed group. Vectorized over items."""
-    K, n = o1.shape
-    acc = np.zeros((4, n))                 # running o1, o0, e1, e0
-    last = np.zeros((4, n))                # last closed group
-    x2 = np.zeros(n)
-    groups = np.zeros(n, dtype=int)
-
-    def contrib(g):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t1 = np.where(g[2] > 0, (g[0] - g[2]) ** 2 / g[2], 0.0)
-            t0 = np.where(g[3] > 0, (g[1] - g[3]) ** 2 / g[3], 0.0)
-        return t1 + t0
-
-    for k in range(K):
-        acc += np.stack([o1[k], o0[k], e1[k], e0[k]])
-        close = (acc[2] >= mincell) & (acc[3] >= mincell)
-        if close.any():
-            x2 = np.where(close, x2 + contrib(acc), x2)
-            groups = groups + close
-            last = np.where(close[None, :], acc, last)
-            acc = np.where(close[None, :], 0.0, acc)
-    rest = acc.sum(axis=0) > 0
-    merge = rest & (groups > 0)
-    if merge.any():
-        merged = last + acc
-        x2 = np.where(merge, x2 - contrib(last) + contrib(merged), x2)
-    alone = rest & (groups == 0)           # never reached mincell: one group in all
-    if alone.any():
-        x2 = np.where(alone, contrib(acc), x2)
-        groups = groups + alone
-    return x2, groups
+    nk = Nk[ks]
+    n_par = _PER_ITEM[est] + _SHARED.get(est, 0)          # mirt counts a shared one per item
+    fits = [table_sx2(np.column_stack([nk - O1[ks, i], O1[ks, i]]),
+                      np.column_stack([nk * (1.0 - E[ks, i]), nk * E[ks, i]]), n_par, mincell)
+            for i in range(n)]
+    x2, df, groups = (np.array([fi[j] for fi in fits]) for j in range(3))
+    return sx2_frame(bank.item_ids, x2, df, float(w.sum()), n_groups=groups.astype(int))
 
 
 # ------------------------------------------------------------------------------- person fit

@@ -148,7 +148,7 @@ class ObservedInformation:
 def observed_information(log_prob, params, free, responses, weights, nodes, log_weights, *,
                          dlog_prob=None, log_prior=None, latent_log_weights=None,
                          latent_variance: float | None = None, step: float = 1e-4,
-                         batch_cells: float = 4e6) -> ObservedInformation:
+                         batch_cells: float = 4e6, progress=None) -> ObservedInformation:
     """The observed information of the free item parameters (and the latent variance).
 
     Parameters
@@ -169,6 +169,8 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
         ``latent_log_weights(var) -> (n_nodes,)`` and the estimate; it is the last parameter
     step : relative step of the Jacobian's central differences, h = step (1 + |param|)
     batch_cells : perturbed E-steps run in batches of about this many (subject, node) cells
+    progress : optional ``progress(done, total)``, called at the start (done 0) and after each
+        batch with the number of the information's columns computed so far and of all of them
     """
     params = np.asarray(params, dtype=float)
     free = np.asarray(free, dtype=bool)
@@ -193,6 +195,8 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
                           f"{MAX_PARAMETERS} free parameters with se=True (a subset of items)")
     if has_var:
         log_w = np.asarray(latent_log_weights(latent_variance), dtype=float)
+    if progress is not None:   # started: the perturbed models are built first
+        progress(0, n_free)
     # one-hot responses (n, m * C): the E-step is two products with it
     onehot = np.zeros((n, m, n_cat))
     rows, cols = np.nonzero(y >= 0)
@@ -264,6 +268,8 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
             out[sgn] = vec
         hs = np.array([h_all[j, k] if j >= 0 else hv for j, k in chunk])
         jac[:, start:start + len(chunk)] = ((out[1.0] - out[-1.0]) / (2.0 * hs[:, None])).T
+        if progress is not None:
+            progress(start + len(chunk), len(rows_all))
     hess = 0.5 * (jac + jac.T)
     if log_prior is not None:
         hess[:len(idx), :len(idx)] += _prior_hessian(log_prior, params, free, idx)

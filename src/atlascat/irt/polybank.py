@@ -78,7 +78,8 @@ def _off_scale(value: float, lev, lo: float, hi: float) -> str:
     """Why a rating is not scored on an item of levels ``lev`` and scale [lo, hi]."""
     whole = bool(np.all(lev == np.round(lev)))
     why = (f"is not a whole number on the item's scale {lo:g}-{hi:g}" if whole and lo <= value <= hi
-           else f"is outside the item's scale {lo:g}-{hi:g}" if whole
+           else f"is outside the item's scale {lo:g}-{hi:g} (a scale declared at calibration, "
+           "value_range / --rating-range, takes ratings an item never had)" if whole
            else f"is not one of the item's levels {_fmt_levels(lev)}")
     return f"{why} (levels observed at calibration: {_fmt_levels(lev)})"
 
@@ -510,10 +511,17 @@ class PolyBank:
         kmax = max(p.params.shape[1] for p in parts)
         params = np.vstack([np.pad(p.params, ((0, 0), (0, kmax - p.params.shape[1])),
                                    constant_values=np.nan) for p in parts])
+        meta = None
+        if any(p.metadata is not None for p in parts):   # n_responses, *_se, ...: kept
+            import pandas as pd
+
+            meta = pd.concat([p.metadata if p.metadata is not None else
+                              pd.DataFrame(index=range(len(p))) for p in parts],
+                             ignore_index=True)
         return cls(np.concatenate([p.item_ids for p in parts]), params,
                    np.concatenate([p.models for p in parts]),
                    [lv for p in parts for lv in p.levels],
-                   scales=np.vstack([p.scales for p in parts]))
+                   scales=np.vstack([p.scales for p in parts]), metadata=meta)
 
     def to_frame(self, format: str = "mirt") -> pd.DataFrame:
         """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (the thresholds of

@@ -134,7 +134,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                       value_range=None, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
                       max_iter: int = MAX_ITER, tol: float = TOL, accelerate: bool = True,
                       max_newton: int = 8, callback=None, start: PolyBank | None = None,
-                      se: bool = False) -> CalibrationResult:
+                      se: bool = False, se_callback=None) -> CalibrationResult:
     """Calibrate ordinal items by MML-EM (:mod:`atlascat.irt.polyfit`).
 
     ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
@@ -143,7 +143,9 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     ``value_range``: the declared (lo, hi) of the ratings, refused when exceeded and kept as
     every item's rating scale (:class:`PolyBank`: a rating on it that an item never had is
     scored as the category it falls in); ``start``: a
-    bank whose items (by id, same categories) give starting values. Returns a
+    bank whose items (by id, same categories) give starting values; ``callback(info)`` after
+    every EM iteration (``iteration``, ``loglik``, ``max_change``), ``se_callback(done,
+    total)`` as the standard errors' information columns are computed. Returns a
     :class:`CalibrationResult` whose ``bank`` is a :class:`PolyBank`.
     """
     from .._blas import small_products
@@ -208,7 +210,8 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         quad = normal_quadrature(int(quadpts), theta_range)
         result.se = ordinal_standard_errors(data.codes, w, fit["params"], models, item_ids=iids,
                                             nodes=quad.nodes, log_weights=quad.log_weights,
-                                            model=name, prior_a=pa)
+                                            model=name, prior_a=pa,
+                                            progress=se_callback)
         result.seconds = time.perf_counter() - t0
     return result
 

@@ -84,6 +84,7 @@ from scipy import linalg
 
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import polytomous as poly
+from .sx2table import collapse_cells, sx2_frame, table_sx2
 from .defaults import QUADPTS, THETA_RANGE
 from .fit import M2Result, MAX_M2_ITEMS, rmsea_ci
 from .fit import _pair_index, _pairs_of, _weights_of
@@ -494,114 +495,12 @@ def _sx2_tables(y, w, P, n_cat, wq):
     return O[:, rows], Ei[:, rows] * Ns[rows][None, :, None]
 
 
-def collapse_cells(O, E, mincell: float = 1.0):
-    """mirt 1.45.1's ``collapseCells`` for one item's (score groups x categories) table; E is
-    NaN where a category cannot occur. Returns (O, E) with E NaN in the cells that carry no
-    expectation, or None where fewer than two score groups or categories remain (mirt: NA)."""
-    O = np.array(O, dtype=float)
-    E = np.array(E, dtype=float)
-    drop = np.flatnonzero(np.isnan(E).any(axis=1))
-    E = np.nan_to_num(E)
-    if drop.size:
-        h = drop.size // 2                                       # R: drop[length / 2]
-        if h == 0:
-            return None
-        up = np.arange(drop[0], drop[h - 1] + 1)
-        low = np.arange(drop[h], drop[-1] + 1)
-        for rows, into in ((up, up.max() + 1), (low, low.min() - 1)):
-            if not 0 <= into < len(E):
-                return None
-            E[into] = E[np.append(rows, into)].sum(axis=0)
-            O[into] = O[np.append(rows, into)].sum(axis=0)
-        keep = np.setdiff1d(np.arange(len(E)), np.concatenate([up, low]))
-        E, O = E[keep], O[keep]
-    keep = O.sum(axis=1) != 0
-    O, E = O[keep], E[keep]
-    if len(O) < 2:
-        return None
-    small = E < mincell                                          # before the merges, as mirt
-    drop = []
-    for j in range(len(O) - 1):
-        if O[j].sum() == 1:
-            drop.append(j)
-            O[j + 1] += O[j]
-            E[j + 1] += E[j]
-    if drop:
-        keep = np.setdiff1d(np.arange(len(O)), drop)
-        O, E = O[keep], E[keep]
-    if len(O) >= 2 and O[-1].sum() == 1:
-        O[-2] += O[-1]
-        E[-2] += E[-1]
-        O, E = O[:-1], E[:-1]
-    if len(O) < 2:
-        return None
-    ncol = E.shape[1]
-    if ncol > 2:
-        for j in range(len(E)):
-            if not small[j].any():
-                continue
-            e, o = list(E[j]), list(O[j])
-            while len(e) > 2:
-                mn = min(e)
-                whc = max(i for i, v in enumerate(e) if v == mn)
-                if whc == 0:
-                    pick = 1
-                elif whc == len(e) - 1:
-                    pick = whc - 1
-                else:
-                    pick = whc - 1 if e[whc - 1] <= e[whc + 1] else whc + 1
-                e[pick] += e[whc]
-                o[pick] += o[whc]
-                del e[whc], o[whc]
-                if all(v >= mincell for v in e):
-                    break
-            E[j] = e + [0.0] * (ncol - len(e))
-            O[j] = o + [0.0] * (ncol - len(o))
-        while E.shape[1] > 2:
-            if not E[:, -1].sum() < mincell * np.ceil(len(E) * 0.1):
-                break
-            E[:, -2] += E[:, -1]
-            O[:, -2] += O[:, -1]
-            E, O = E[:, :-1], O[:, :-1]
-    dropcol = np.zeros(E.shape[1], dtype=bool)
-    for j in range(E.shape[1] - 1, 0, -1):
-        if np.sum(E[:, j] > 0) / len(E) < 0.05:
-            dropcol[j] = True
-            E[:, j - 1] += E[:, j]
-            O[:, j - 1] += O[:, j]
-    E, O = E[:, ~dropcol], O[:, ~dropcol]
-    if E.shape[1] < 2:
-        return None
-    while True:
-        low = (E < mincell) & (E != 0)
-        if not low.any():
-            break
-        if len(E) < 2:
-            return None
-        whc = int(np.flatnonzero(low.any(axis=1))[0])
-        if whc == 0:
-            pick = 1
-        elif whc == len(E) - 1:
-            pick = whc - 1
-        else:
-            pick = whc - 1 if O[whc - 1].sum() <= O[whc + 1].sum() else whc + 1
-        E[pick] += E[whc]
-        O[pick] += O[whc]
-        E, O = np.delete(E, whc, axis=0), np.delete(O, whc, axis=0)
-    if len(E) < 2:
-        return None
-    return O, np.where(E == 0, np.nan, E)
-
-
 def sx2_ordinal(responses, bank: PolyBank, *, estimated=None, mincell: float = 1.0,
                 quadpts: int = QUADPTS, theta_range=THETA_RANGE, prior_mean: float = 0.0,
                 prior_sd: float = 1.0, weights=None):
     """mirt's ``itemfit(mod)`` S-X2 for every item of an ordinal bank (module docstring):
     a DataFrame with item_id, S_X2, df_S_X2, RMSEA_S_X2, p_S_X2 (NaN where the collapsed
     table leaves no degrees of freedom). ``responses`` as :func:`m2_ordinal`."""
-    import pandas as pd
-    from scipy.stats import chi2  # lazy: scipy.stats costs ~1 s at import
-
     est = ordinal_estimated(estimated)
     y, w, _ = _complete_codes(responses, bank, weights, "S-X2")
     n_cat = bank.n_cat.astype(int)
@@ -610,21 +509,8 @@ def sx2_ordinal(responses, bank: PolyBank, *, estimated=None, mincell: float = 1
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
     P = np.nan_to_num(bank.probability(quad.nodes))
     O, E = _sx2_tables(y, w, P, n_cat, quad.weights)
-    N = float(w.sum())
-    x2 = np.full(len(bank), np.nan)
-    df = np.full(len(bank), np.nan)
-    for i in range(len(bank)):  # the collapsing is a per-table walk (small tables)
-        k = n_cat[i]
-        res = collapse_cells(O[i, :, :k], E[i, :, :k], mincell)
-        if res is None:
-            continue
-        o, e = res
-        ok = ~np.isnan(e)
-        x2[i] = np.sum((o[ok] - e[ok]) ** 2 / e[ok])
-        df[i] = max(int(ok.sum()) - len(e) - (k if est == "all" else 0), 0)
-    x2 = np.where(df == 0, np.nan, x2)
-    with np.errstate(invalid="ignore"):
-        rmsea = np.where(df > 0, np.sqrt(np.maximum(x2 / df - 1.0, 0.0) / (N - 1.0)), np.nan)
-        p = np.where(df > 0, chi2.sf(x2, np.where(df > 0, df, 1)), np.nan)
-    return pd.DataFrame({"item_id": bank.item_ids.astype(str), "S_X2": x2,
-                         "df_S_X2": df, "RMSEA_S_X2": rmsea, "p_S_X2": p})
+    # the collapsing is a per-table walk (small tables)
+    fits = [table_sx2(O[i, :, :k], E[i, :, :k], k if est == "all" else 0, mincell)
+            for i, k in enumerate(n_cat)]
+    x2, df = (np.array([f[j] for f in fits]) for j in (0, 1))
+    return sx2_frame(bank.item_ids, x2, df, float(w.sum()))

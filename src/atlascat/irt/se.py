@@ -153,9 +153,11 @@ def _expit(t):
 
 
 def binary_standard_errors(values, weights, th, item_model, latent_variance: float, *,
-                           item_ids, nodes, log_weights, model: str) -> StandardErrors:
+                           item_ids, nodes, log_weights, model: str,
+                           progress=None) -> StandardErrors:
     """Standard errors of a binary calibration from its internal parameters ``th``
-    (:class:`atlascat.irt.itemmodel.ItemModel`) on the data it was fitted to."""
+    (:class:`atlascat.irt.itemmodel.ItemModel`) on the data it was fitted to;
+    ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
     from .estep import grid_log_weights
 
     a, d, _, _ = item_model.natural(np.asarray(th, dtype=float))
@@ -181,17 +183,18 @@ def binary_standard_errors(values, weights, th, item_model, latent_variance: flo
         binary_log_prob, params, free, category_indices(values), weights, nodes, log_weights,
         dlog_prob=binary_dlog_prob, log_prior=log_prior if has_prior else None,
         latent_log_weights=(lambda v: grid_log_weights(nodes, v)) if rasch else None,
-        latent_variance=float(latent_variance) if rasch else None)
+        latent_variance=float(latent_variance) if rasch else None, progress=progress)
     return StandardErrors(np.asarray(item_ids), BINARY_NAMES, params, free, info, model,
                           float(latent_variance) if rasch else None, has_prior)
 
 
 def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, log_weights,
-                            model: str, prior_a=None) -> StandardErrors:
+                            model: str, prior_a=None, progress=None) -> StandardErrors:
     """Standard errors of a graded / GPCM calibration: ``codes`` (subjects x items) the
     categories 0..K_j-1 (NaN = missing), ``params`` (n_items, K_max) ``a1, d1..`` (NaN beyond
     an item's categories, :mod:`atlascat.irt.polytomous`), ``models`` one per item;
-    ``prior_a`` the slope prior the fit used (posterior-mode information) or None."""
+    ``prior_a`` the slope prior the fit used (posterior-mode information) or None;
+    ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
     from . import polytomous as poly
     from .itemmodel import prior_terms
 
@@ -208,6 +211,7 @@ def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, 
             return prior_terms(prior_a, t, np)[0]
 
     info = observed_information(lambda p, x: poly.log_prob(models, p, x), params, free, y,
-                                weights, nodes, log_weights, log_prior=log_prior)
+                                weights, nodes, log_weights, log_prior=log_prior,
+                                progress=progress)
     return StandardErrors(np.asarray(item_ids), names, params, free, info, model, None,
                           prior_a is not None, np.asarray(models, dtype=object))

@@ -311,7 +311,7 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
     prompt = prompt or PromptSettings()
     if k > 1 and is_ordinal(bank):
         raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop the "
-                          f"batch size {k}")
+                          f"batch size {k} (batch_size, --batch-size)")
     if session is None:
         session = adaptive_session(bank, config, np.random.default_rng(seed))
     store.add_redactor(getattr(subject, "redact", None))

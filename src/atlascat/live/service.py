@@ -106,21 +106,29 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
 
 
 def ordinal_prediction(bank, theta: float, se: float, answers=None) -> dict:
-    """{score, lo, hi, metric, scale} of an ordinal bank: the mean rating expected over all
+    """{score, lo, hi, metric, scale, unseen_ratings} of an ordinal bank: the mean rating over all
     its items predicted from the run's ``answers`` (item -> rating;
     :func:`~atlascat.irt.polyscore.predict_mean_rating`, what ``atlas simulate`` writes), or
     without them at theta +- SE (:meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`);
     on the items' rating scale when they share one (``scale``), else as a share of each
     item's own (0-1); ``ratings`` (True) names it a mean rating wherever it is shown."""
+    unseen = 0
     if answers:
-        from ..irt.polyscore import predict_mean_rating
+        from ..irt.polyscore import aligned_ratings, predict_mean_rating
 
         score, lo, hi = (float(v[0]) for v in predict_mean_rating(answers, bank))
+        known = {k: v for k, v in answers.items() if str(k) in bank}
+        if known:
+            import pandas as pd
+
+            unseen = int(bank.unseen(aligned_ratings(pd.DataFrame([known]), bank)[0]).sum())
     else:
         score, lo, hi = bank.mean_rating_interval(theta, se)
     scale = bank.rating_scale()
     out = {"score": float(score), "lo": float(lo), "hi": float(hi),
            "metric": bank.rating_metric(), "ratings": True}
+    if unseen:   # ratings on the scale their item never had (PolyBank.encode's collapse)
+        out["unseen_ratings"] = unseen
     if scale:
         out["scale"] = list(scale)
     return out

@@ -142,7 +142,8 @@ class BenchmarkRun:
         path = Path(run_dir)
         missing = [f for f in RUN_FILES if not (path / f).exists()]
         if missing:
-            raise RunFolderError(f"{path} is not a benchmark run directory (missing {missing})")
+            raise RunFolderError(f"{path} is not a benchmark run directory (missing {missing})",
+                                 path=path)
         meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
         cfg = meta.pop("config", {})
         known = BenchmarkConfig.__dataclass_fields__
