@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from atlascat.cat.config import CATConfig, Stopping
 from atlascat.cat.ordinal import OrdinalCATSession, simulate_ordinal_cat
-from atlascat.cli import app
+from atlascat.cli import app, main
 from atlascat.errors import BankError, ConfigError
 from atlascat.irt import polytomous as poly
 from atlascat.irt.ability import estimate_ability
@@ -298,3 +298,28 @@ def test_a_session_driven_from_python_predicts_what_simulate_writes():
     asked = sim.administered.set_index("item_id")["score"].to_dict()
     want = [float(v[0]) for v in predict_mean_rating(asked, bank)]
     assert s.predicted_mean_rating() == pytest.approx(want, abs=1e-12)
+
+
+def test_a_rating_off_the_scale_is_not_counted_as_a_level_the_item_never_had():
+    """``unseen`` marks only what ``encode`` scores as a collapsed category: a rating off the
+    scale (7 on 1-5) or between its whole numbers (2.5) is refused, not collapsed."""
+    bank = _bank()
+    np.testing.assert_array_equal(bank.unseen(np.array([[7.0, 2.5], [0.0, 5.0]])),
+                                  [[False, False], [False, True]])
+
+
+def test_simulate_refuses_an_off_scale_rating_in_one_line_without_a_collapse_note(tmp_path,
+                                                                                 capsys):
+    y = _ratings()
+    y.to_csv(tmp_path / "r.csv")
+    assert main(["calibrate", str(tmp_path / "r.csv"), "--model", "graded", "--rating-range",
+                 "1", "5", "-q", "-o", str(tmp_path / "b.csv")]) == 0
+    pd.DataFrame([[7.0] + [3.0] * 11], index=["m"],
+                 columns=y.columns).rename_axis("model").to_csv(tmp_path / "off.csv")
+    capsys.readouterr()
+    rc = main(["simulate", str(tmp_path / "off.csv"), "--bank", str(tmp_path / "b.csv"),
+               "-o", str(tmp_path / "sim")])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1, err
+    assert "outside the item's scale 1-5" in lines[0] and not err.startswith("note:")

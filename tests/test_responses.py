@@ -113,6 +113,16 @@ class TestValidation:
         rm = ResponseMatrix.read(path, freq_column="freq")      # as told: it reads
         assert rm.n_subjects == 4 and rm.subject_weights().sum() == 78
 
+    def test_an_id_repeated_on_many_rows_names_the_first_few_and_the_count(self, tmp_path):
+        """An expanded pattern table (mirt's expand.table of LSAT7 written without ids) repeats
+        its first column's 0 on hundreds of rows: the line names five of them and the count."""
+        rows = "".join(f"{i % 2},{(i // 2) % 2},1\n" for i in range(400))
+        path = write(tmp_path, "item1,item2,item3\n" + rows)
+        with pytest.raises(ResponseDataError) as err:
+            ResponseMatrix.read(path)
+        msg = str(err.value)
+        assert "at rows [0, 2, 4, 6, 8, ...] (200 rows)" in msg and len(msg) < 300
+
     def test_duplicate_subjects_with_identical_rows_say_so(self, tmp_path):
         path = write(tmp_path, "model,a,b\nm1,1,\nm2,0,1\nm1,1,\nm2,0,0\n")
         with pytest.raises(ResponseDataError, match=r"2 duplicated id\(s\) in all.*1 of them "

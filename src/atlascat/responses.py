@@ -167,8 +167,11 @@ class ResponseMatrix:
                     f"a table of response patterns counted in column {freq!r} needs "
                     f"--freq-column {freq} (Python: freq_column={freq!r})" if freq else
                     "put each model's id in the first column")
+            # an unnamed pattern table repeats its first column's 0 on hundreds of rows
+            where = (str(rows) if len(rows) <= 5 else
+                     f"[{', '.join(str(r) for r in rows[:5])}, ...] ({len(rows)} rows)")
             raise ResponseDataError(
-                f"duplicate subject id {k!r} at rows {rows} ({len(dup)} duplicated id(s) in all); "
+                f"duplicate subject id {k!r} at rows {where} ({len(dup)} duplicated id(s) in all); "
                 + fix)
         dup = _first_dupes(iids.tolist())
         if dup:

@@ -286,13 +286,18 @@ class PolyBank:
         return None
 
     def unseen(self, values) -> np.ndarray:
-        """(n, n_items) True where a rating is not one of its item's levels (what
-        :meth:`encode` scores as the category it falls in); NaN cells are False."""
+        """(n, n_items) True where a rating is a whole number on its item's scale that is not
+        one of its levels (what :meth:`encode` scores as the category it falls in); NaN cells
+        and ratings :meth:`encode` refuses (off the scale, between whole numbers) are False."""
         values = np.asarray(values, dtype=float)
         out = np.zeros(values.shape, dtype=bool)
         for j, lev in enumerate(self.levels):
             col = values[:, j]
-            out[:, j] = ~np.isnan(col) & ~np.isin(col, lev)
+            lo, hi = self.scales[j]
+            with np.errstate(invalid="ignore"):
+                on_scale = (col >= lo) & (col <= hi) & (col == np.round(col))
+            out[:, j] = (on_scale & bool(np.all(lev == np.round(lev)))
+                         & ~np.isin(col, lev))
         return out
 
     def scores(self) -> np.ndarray:
