@@ -28,12 +28,7 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
                                       "n_dropped")})
     if items:
         sx = sx2_ordinal(frame, bank, estimated=estimated, weights=weights)
-        report["items"] = [
-            {"item_id": r.item_id, "S_X2": None if np.isnan(r.S_X2) else float(r.S_X2),
-             "df_S_X2": None if np.isnan(r.df_S_X2) else int(r.df_S_X2),
-             "RMSEA_S_X2": None if np.isnan(r.RMSEA_S_X2) else float(r.RMSEA_S_X2),
-             "p_S_X2": None if np.isnan(r.p_S_X2) else float(r.p_S_X2)}
-            for r in sx.itertuples()]
+        report["items"] = sx2_rows(sx)
     return report
 
 
@@ -76,3 +71,15 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
     bk = bk.subset(rated)   # the bank items the ratings cover, as for a binary bank
     return ordinal_fit_report(frame, bk, weights=weights, statistic=statistic or "auto",
                               estimated=est, items=items, gpcm_slope=gpcm_slope or "exact")
+
+
+def sx2_rows(sx) -> list[dict]:
+    """S-X2 table rows as JSON-ready dicts (None where mirt gives NA), binary or ordinal."""
+    import numpy as np
+
+    def num(v, kind=float):
+        return None if np.isnan(v) else kind(v)
+
+    return [{"item_id": r.item_id, "S_X2": num(r.S_X2), "df_S_X2": num(r.df_S_X2, int),
+             "RMSEA_S_X2": num(r.RMSEA_S_X2), "p_S_X2": num(r.p_S_X2)}
+            for r in sx.itertuples()]

@@ -54,12 +54,9 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
         import pandas as pd
 
         sx = pd.concat(rows, ignore_index=True)
-        report["items"] = [
-            {"item_id": r.item_id, "S_X2": None if np.isnan(r.S_X2) else float(r.S_X2),
-             "df_S_X2": None if np.isnan(r.df_S_X2) else int(r.df_S_X2),
-             "RMSEA_S_X2": None if np.isnan(r.RMSEA_S_X2) else float(r.RMSEA_S_X2),
-             "p_S_X2": None if np.isnan(r.p_S_X2) else float(r.p_S_X2)}
-            for r in sx.itertuples()]
+        from ._fit_ordinal import sx2_rows
+
+        report["items"] = sx2_rows(sx)
     if person:
         pf = fit.person_fit(rm, bank, method="wle")
         z = pf["lz_star"].to_numpy()
