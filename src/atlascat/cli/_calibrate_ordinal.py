@@ -77,7 +77,7 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
 
     print_criteria(res)
     if rating_range is None and res.bank.rating_scale() is None:
-        ends = sorted({(float(lv[0]), float(lv[-1])) for lv in res.bank.levels})
+        ends = sorted({(float(lo), float(hi)) for lo, hi in res.bank.level_ends})
         lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
         console.print(f"note: the items' observed ratings span {len(ends)} different ranges "
                       f"(e.g. {ends[0][0]:g}-{ends[0][1]:g}, {ends[-1][0]:g}-{ends[-1][1]:g}), "

@@ -122,9 +122,9 @@ def format_result(row: dict, held: str | None = None) -> str:
     if acc:
         lines.append(acc)
     if lb.get("unseen_ratings"):
-        lines.append(f"  ({lb['unseen_ratings']} rating(s) were levels their item never had at "
-                     "calibration: each scored as the category it falls in, the item's nearest "
-                     "level below)")
+        from ._common import unseen_words
+
+        lines.append(f"  ({unseen_words(lb['unseen_ratings'])})")
     if proto == "approximate":
         whose = "the source models'" if lb.get("population") == SOURCE else "the leaderboard's"
         lines.append("  (answers were read from chat text, not from log-likelihoods as in the "

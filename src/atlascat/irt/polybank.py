@@ -84,19 +84,19 @@ def _off_scale(value: float, lev, lo: float, hi: float) -> str:
     return f"{why} (levels observed at calibration: {_fmt_levels(lev)})"
 
 
-def _scale_array(scales, levels) -> np.ndarray:
-    """(n_items, 2) [lo, hi]: each item's lowest and highest level where ``scales`` is None,
-    one (lo, hi) for every item, or one pair per item (None for the item's own levels)."""
-    ends = np.array([[lv[0], lv[-1]] for lv in levels], dtype=float)
+def _scale_array(scales, ends) -> np.ndarray:
+    """(n_items, 2) [lo, hi]: each item's lowest and highest level (``ends``) where ``scales``
+    is None, one (lo, hi) for every item, or one pair per item (None for the item's own)."""
+    n = len(ends)
     if scales is None:
-        return ends
+        return ends.copy()
     arr = np.asarray(scales, dtype=object)
     if arr.ndim == 1 and arr.size == 2 and all(np.isscalar(v) for v in arr):
-        return np.tile(np.asarray(scales, dtype=float), (len(levels), 1))
-    if len(arr) != len(levels):
-        raise BankError(f"scales: {len(arr)} entries for {len(levels)} items")
+        return np.tile(np.asarray(scales, dtype=float), (n, 1))
+    if len(arr) != n:
+        raise BankError(f"scales: {len(arr)} entries for {n} items")
     return np.array([ends[j] if s is None else np.asarray(s, dtype=float)
-                     for j, s in enumerate(scales)], dtype=float).reshape(len(levels), 2)
+                     for j, s in enumerate(scales)], dtype=float).reshape(n, 2)
 
 
 def _mirt_gpcm_constants(df, cols, ids, num) -> None:
@@ -187,9 +187,12 @@ class PolyBank:
         self.levels = [np.asarray(lv, dtype=float) for lv in levels]
         if len(self.levels) != n:
             raise BankError(f"levels: {len(self.levels)} entries for {n} items")
-        self.scales = _scale_array(scales, self.levels)
+        #: (n_items, 2) each item's lowest and highest observed level
+        self.level_ends = np.array([[lv[0], lv[-1]] for lv in self.levels], dtype=float)
+        self.scales = _scale_array(scales, self.level_ends)
         self._validate()
-        for arr in (ids, params, models, self.n_cat, self.scales, *self.levels):
+        for arr in (ids, params, models, self.n_cat, self.scales, self.level_ends,
+                    *self.levels):
             arr.flags.writeable = False
         self.metadata = None if metadata is None else pd.DataFrame(metadata).reset_index(drop=True)
         self.model = models[0] if (models == models[0]).all() else "mixed"
@@ -290,15 +293,13 @@ class PolyBank:
         one of its levels (what :meth:`encode` scores as the category it falls in); NaN cells
         and ratings :meth:`encode` refuses (off the scale, between whole numbers) are False."""
         values = np.asarray(values, dtype=float)
-        out = np.zeros(values.shape, dtype=bool)
-        for j, lev in enumerate(self.levels):
-            col = values[:, j]
-            lo, hi = self.scales[j]
-            with np.errstate(invalid="ignore"):
-                on_scale = (col >= lo) & (col <= hi) & (col == np.round(col))
-            out[:, j] = (on_scale & bool(np.all(lev == np.round(lev)))
-                         & ~np.isin(col, lev))
-        return out
+        lev = self.scores()                                       # (n_items, K_max), NaN pad
+        whole = np.all(np.isnan(lev) | (lev == np.round(lev)), axis=1)
+        with np.errstate(invalid="ignore"):
+            on_scale = ((values >= self.scales[:, 0]) & (values <= self.scales[:, 1])
+                        & (values == np.round(values)))
+        among = (values[..., None] == lev).any(axis=-1)
+        return on_scale & whole & ~among
 
     def scores(self) -> np.ndarray:
         """(n_items, K_max) level of every category (NaN where absent)."""
@@ -377,8 +378,8 @@ class PolyBank:
         shape = theta.shape + (len(self),)
         n = (None if self.metadata is None or "n_responses" not in self.metadata
              else self.metadata["n_responses"].to_numpy(float))
-        lo_gap = self.scales[:, 0] < np.array([lv[0] for lv in self.levels])
-        hi_gap = self.scales[:, 1] > np.array([lv[-1] for lv in self.levels])
+        lo_gap = self.scales[:, 0] < self.level_ends[:, 0]
+        hi_gap = self.scales[:, 1] > self.level_ends[:, 1]
         if n is None or not (lo_gap | hi_gap).any():
             return np.zeros(shape), np.zeros(shape)
         from .quadrature import normal_quadrature
@@ -441,15 +442,21 @@ class PolyBank:
 
         theta, se = np.broadcast_arrays(check_prob_array(theta, "theta"),
                                         check_prob_array(se, "se"))
-        ends = np.stack([theta - z * se, theta + z * se])
-        e = self.expected_score(ends)
-        below, above = self.unseen_bounds(ends)
-        first = np.array([lv[0] for lv in self.levels])
-        last = np.array([lv[-1] for lv in self.levels])
-        low = self._mean_of(e - below * (first - self.scales[:, 0])).min(axis=0)
-        high = self._mean_of(e + above * (self.scales[:, 1] - last)).max(axis=0)
+        e_lo, e_hi = self._widened(np.stack([theta - z * se, theta + z * se]))
+        low = self._mean_of(e_lo).min(axis=0)
+        high = self._mean_of(e_hi).max(axis=0)
         mid = self.mean_rating(theta)
         return mid, np.minimum(low, mid), np.maximum(high, mid)
+
+    def _widened(self, ends):
+        """Each item's expected rating at ``ends`` (2, ...) lowered by the ratings below every
+        level it had, (l_0 - lo_j) times their bounded chance, and raised by those above,
+        (hi_j - l_(K-1)) times theirs (:meth:`unseen_bounds`): (lowered, raised), each
+        ``ends.shape + (n_items,)``."""
+        e = self.expected_score(ends)
+        below, above = self.unseen_bounds(ends)
+        return (e - below * (self.level_ends[:, 0] - self.scales[:, 0]),
+                e + above * (self.scales[:, 1] - self.level_ends[:, 1]))
 
     def full_mean_rating(self, ratings, theta, se, z: float = 1.96):
         """(mean rating, low, high) over all the items, each subject's asked items as rated:
@@ -462,17 +469,12 @@ class PolyBank:
         ratings = np.asarray(ratings, dtype=float)
         theta, se = np.asarray(theta, dtype=float), np.asarray(se, dtype=float)
         asked = ~np.isnan(ratings)
-        ends = np.stack([theta - z * se, theta, theta + z * se])
-        e = self.expected_score(ends)                                   # (3, n, J)
-        below, above = self.unseen_bounds(ends[[0, 2]])
-        first = np.array([lv[0] for lv in self.levels])
-        last = np.array([lv[-1] for lv in self.levels])
-        e_lo = np.minimum(e[0] - below[0] * (first - self.scales[:, 0]), e[1])
-        e_hi = np.maximum(e[2] + above[1] * (self.scales[:, 1] - last), e[1])
         p = np.nan_to_num(poly.prob(self.models, self.params, theta))     # (J, n, K)
         lev = np.nan_to_num(self.scores())
-        m1 = np.einsum("jnk,jk->nj", p, lev)
+        m1 = np.einsum("jnk,jk->nj", p, lev)                            # E_j(theta)
         var = np.einsum("jnk,jk->nj", p, lev ** 2) - m1 ** 2
+        lowered, raised = self._widened(np.stack([theta - z * se, theta + z * se]))
+        e_lo, e_hi = np.minimum(lowered[0], m1), np.maximum(raised[1], m1)
         if self.rating_scale() is None:        # each item's share of its own scale
             span = np.where(self.scales[:, 1] > self.scales[:, 0],
                             self.scales[:, 1] - self.scales[:, 0], 1.0)
@@ -484,7 +486,7 @@ class PolyBank:
         def total(unasked):
             return (np.where(asked, ratings, unasked) - off) / span
 
-        mid = total(e[1]).sum(axis=-1) / n
+        mid = total(m1).sum(axis=-1) / n
         lo = total(e_lo).sum(axis=-1) / n
         hi = total(e_hi).sum(axis=-1) / n
         sd = np.sqrt(np.clip(np.where(asked, 0.0, var / span ** 2).sum(axis=-1), 0, None)) / n
@@ -542,8 +544,7 @@ class PolyBank:
         else:
             raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
         df["levels"] = [_fmt_levels(lv) for lv in self.levels]
-        ends = np.array([[lv[0], lv[-1]] for lv in self.levels])
-        if (self.scales != ends).any():   # a declared scale wider than some item's levels
+        if (self.scales != self.level_ends).any():   # a declared scale wider than some item's levels
             df["scale"] = [_fmt_levels(sc) for sc in self.scales]
         if self.metadata is not None:
             meta = self.metadata.reset_index(drop=True)

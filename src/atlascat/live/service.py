@@ -116,12 +116,11 @@ def ordinal_prediction(bank, theta: float, se: float, answers=None) -> dict:
     if answers:
         from ..irt.polyscore import aligned_ratings, predict_mean_rating
 
-        score, lo, hi = (float(v[0]) for v in predict_mean_rating(answers, bank))
-        known = {k: v for k, v in answers.items() if str(k) in bank}
-        if known:
-            import pandas as pd
+        from ..responses import one_subject_frame
 
-            unseen = int(bank.unseen(aligned_ratings(pd.DataFrame([known]), bank)[0]).sum())
+        ratings = aligned_ratings(one_subject_frame(answers), bank)[0]
+        score, lo, hi = (float(v[0]) for v in predict_mean_rating(ratings, bank))
+        unseen = int(bank.unseen(ratings).sum())
     else:
         score, lo, hi = bank.mean_rating_interval(theta, se)
     scale = bank.rating_scale()
