@@ -217,7 +217,7 @@ class _OrdinalEngine:
                 self.used[act[over]] = used_save
         none = item < 0
         self.done[act[none]] = True
-        self.reason[act[none]] = "bank exhausted"
+        self.reason[act[none]] = "bank_exhausted"
         ok = ~none
         self.used[act[ok], item[ok]] = True
         return item
@@ -249,7 +249,7 @@ class _OrdinalEngine:
                   if stop.se_stop is not None else np.zeros(self.n, dtype=bool))
         hit_max = self.n_items >= self.max_items
         left = (~self.used).any(axis=1)
-        for mask, why in ((hit_se, "se"), (hit_max, "max_items"), (~left, "bank exhausted")):
+        for mask, why in ((hit_se, "se"), (hit_max, "max_items"), (~left, "bank_exhausted")):
             new = mask & ~self.done
             self.reason[new] = why
             self.done |= new
