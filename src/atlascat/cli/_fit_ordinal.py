@@ -27,9 +27,34 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
                                       "TLI", "CFI", "n", "n_free", "M2_null", "df_null",
                                       "n_dropped")})
     if items:
-        sx = sx2_ordinal(frame, bank, estimated=estimated, weights=weights)
-        report["items"] = sx2_rows(sx)
+        w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=float)
+        rated = ~frame.isna().to_numpy()
+        if sx2_subjects(report, float(w[rated.all(axis=1)].sum()),
+                        float(w[rated.any(axis=1)].sum()), rating=True):
+            sx = sx2_ordinal(frame, bank, estimated=estimated, weights=weights)
+            report["items"] = sx2_rows(sx)
     return report
+
+
+def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions: bool = False,
+                 rating: bool = False) -> bool:
+    """Say in the report which subjects S-X2 uses when some answers are missing (``n_sx2``,
+    ``sx2_note``); False where no subject answered every item (S-X2 then left out)."""
+    if n_complete >= n_total:
+        return True
+    what = "rated" if rating else "answered"
+    scope = "all items of its partition" if partitions else "every item"
+    report["n_sx2"] = n_complete
+    if n_complete < 2:
+        report["sx2_note"] = (f"S-X2 left out: no subject {what} {scope} (S-X2 needs complete "
+                              "rows, as mirt's itemfit(mod, na.rm = TRUE)); M2 above uses every "
+                              "answer, as mirt's M2")
+        return False
+    lead = "S-X2 on" if not partitions else "S-X2 on at least"
+    report["sx2_note"] = (f"{lead} the {n_complete:g} of {n_total:g} subjects who {what} {scope} "
+                          "(mirt: itemfit(mod, na.rm = TRUE)); M2 uses every answer (pairwise, "
+                          "as mirt's M2)")
+    return True
 
 
 def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_items: str,

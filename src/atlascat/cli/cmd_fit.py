@@ -45,18 +45,7 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
                                          "TLI", "CFI", "n", "n_free", "M2_null", "df_null",
                                          "n_dropped")})
     if items:
-        y = rm.aligned_values(bank.item_ids)
-        w = rm.weights
-        rows = []
-        for idx in parts:  # S-X2 within each partition (its own summed score)
-            sx = fit.sx2(y[:, idx], bank.subset(idx), estimated=est, weights=w)
-            rows.append(sx)
-        import pandas as pd
-
-        sx = pd.concat(rows, ignore_index=True)
-        from ._fit_ordinal import sx2_rows
-
-        report["items"] = sx2_rows(sx)
+        _binary_item_fit(report, rm, bank, parts, est)
     if person:
         pf = fit.person_fit(rm, bank, method="wle")
         z = pf["lz_star"].to_numpy()
@@ -71,6 +60,25 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
         _, summary = fit.q3(rm, bank)
         report["q3"] = summary
     return report
+
+
+def _binary_item_fit(report: dict, rm, bank, parts, est) -> None:
+    """S-X2 within each partition (its own summed score) on the subjects who answered all of
+    its items; with missing answers the report says how many (``sx2_note``, ``n_sx2``)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..irt import fit
+    from ._fit_ordinal import sx2_rows, sx2_subjects
+
+    y = rm.aligned_values(bank.item_ids)
+    w = np.ones(y.shape[0]) if rm.weights is None else np.asarray(rm.weights, dtype=float)
+    complete = [float(w[~np.isnan(y[:, idx]).any(axis=1)].sum()) for idx in parts]
+    if not sx2_subjects(report, min(complete), float(w[~np.isnan(y).all(axis=1)].sum()),
+                        partitions=len(parts) > 1):
+        return
+    rows = [fit.sx2(y[:, idx], bank.subset(idx), estimated=est, weights=w) for idx in parts]
+    report["items"] = sx2_rows(pd.concat(rows, ignore_index=True))
 
 
 def register(app: typer.Typer) -> None:
@@ -111,7 +119,8 @@ def register(app: typer.Typer) -> None:
     ):
         """Model fit: M2, df, p, RMSEA (90% CI), SRMSR, TLI, CFI, and S-X2 per item.
 
-        Subjects with a missing answer are left out of M2 and S-X2 (listwise). Banks over 150
+        With missing answers M2 uses every answer (pairwise, as mirt's M2) and S-X2 the
+        subjects who answered every item (mirt's itemfit(mod, na.rm = TRUE)). Banks over 150
         items are split into partitions of about --partition-size items (averages reported).
         An ordinal (graded / gpcm) bank: RESPONSES are ratings on the items' own scales, and
         the statistics are mirt's M2(mod) (M2* or C2, --m2) and itemfit(mod) S-X2.
@@ -193,6 +202,8 @@ def _print_report(report: dict) -> None:
         console.print(f"({report['note']})")
     if "n_partitions" in report:
         console.print(f"(averages over {report['n_partitions']} item partitions)")
+    if "sx2_note" in report:
+        console.print(report["sx2_note"])
     if "items" in report:
         import pandas as pd
 

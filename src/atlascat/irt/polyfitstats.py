@@ -57,8 +57,10 @@ until every nonzero expected count is >= mincell. S-X2 = sum (O - E)^2 / E over 
 expected cells, df = (cells - groups) - K_i (parameters of item i), RMSEA_S_X2 = sqrt(max(S-X2
 / df - 1, 0) / (N - 1)).
 
-Subjects with a missing rating are left out (listwise; the number used is ``n``); rows may carry
-pattern frequencies (``weights``).
+Missing ratings, as mirt 1.45.1: M2* and C2 take every rating, each moment from the rows that
+rated its items (n_A of them) and its residual weighted by them, (1/N) r' C r with r_A = n_A
+(p_A - pi_A) (:mod:`atlascat.irt.fit`); S-X2 uses the rows with every item rated (mirt's
+``itemfit(mod, na.rm = TRUE)``). Rows may carry pattern frequencies (``weights``).
 
 References
 ----------
@@ -130,6 +132,37 @@ def _complete_codes(responses, bank: PolyBank, weights, what: str):
     return y[keep].astype(np.intp), w[keep], int(np.count_nonzero(~keep))
 
 
+def _available_codes(responses, bank: PolyBank, weights, what: str):
+    """Category codes (N, n), -1 where a rating is missing, of the rows with at least one
+    rating (mirt 1.45.1's M2 uses every answer: pairwise available moments), their weights
+    and the number of rows left out."""
+    from .polyscore import ordinal_codes
+
+    y = ordinal_codes(responses, bank)
+    w = _weights_of(responses, y.shape[0], weights)
+    empty = np.flatnonzero(np.isnan(y).all(axis=0))
+    if empty.size:
+        raise ResponseDataError(
+            f"{empty.size} bank item(s) have no rating at all, e.g. "
+            f"{bank.item_ids[empty[:5]].tolist()}; fit the bank subset the ratings cover")
+    keep = ~np.isnan(y).all(axis=1) & (w > 0)
+    if not float(w[keep].sum()) >= 2.0:
+        raise ResponseDataError(f"{what} needs at least 2 subjects with a rating, got "
+                                f"{float(w[keep].sum()):g}")
+    codes = np.where(np.isnan(y[keep]), -1, y[keep]).astype(np.intp)
+    obs = codes >= 0
+    n2 = (obs * w[keep][:, None]).T @ obs
+    i, j = _pair_index(codes.shape[1])
+    never = np.flatnonzero(n2[i, j] <= 0)
+    if never.size:
+        k = never[0]
+        raise ResponseDataError(
+            f"{never.size} pair(s) of items were never rated by the same subject, e.g. "
+            f"{bank.item_ids[i[k]]!r} and {bank.item_ids[j[k]]!r}; {what} needs every pair "
+            "rated together by some subjects: fit a subset of the items")
+    return codes, w[keep], int(np.count_nonzero(~keep))
+
+
 def _free_mask(n_cat, kmax) -> np.ndarray:
     """(n, kmax) True where item j has parameter l (a1 = 0, d_l = l < K_j)."""
     return np.arange(kmax)[None, :] < np.asarray(n_cat)[:, None]
@@ -195,9 +228,12 @@ def _moment_system(y, w, P, E, E2, J, G, wq, free, n_cat, kind: str):
     pi_i, pj = _pair_index(n)
     m = pi_i.size
     N = float(w.sum())
-    yf = y.astype(float)
-    mean = (w @ yf) / N
-    cross = (yf * w[:, None]).T @ yf / N
+    obs = y >= 0                                      # -1: missing (pairwise moments, as mirt)
+    yf = np.where(obs, y, 0).astype(float)
+    n1 = w @ obs
+    n2 = (obs * w[:, None]).T @ obs
+    mean = (w @ yf) / n1
+    cross = (yf * w[:, None]).T @ yf / n2
     m1 = wq @ E
     Ew = E * wq[:, None]
     EE = Ew.T @ E                                     # int E_i E_j
@@ -231,16 +267,19 @@ def _moment_system(y, w, P, E, E2, J, G, wq, free, n_cat, kind: str):
         oo = others[item].reshape(-1)
         x12[rr, pp] = cat[rr] * U[rr, oo] - pic[rr] * m2[pp]
         onehot = np.zeros((y.shape[0], n, K))
-        onehot[np.arange(y.shape[0])[:, None], np.arange(n)[None, :], y] = 1.0
-        p_all = np.einsum("r,rjk->jk", w, onehot) / N
+        onehot[np.arange(y.shape[0])[:, None], np.arange(n)[None, :], np.maximum(y, 0)] = obs
+        p_all = np.einsum("r,rjk->jk", w, onehot) / n1[:, None]
         p_uni, pi_uni = p_all[item, cat], pic
+        n1 = n1[item]
     s1 = p_uni.size
     xi = np.empty((s1 + m, s1 + m))
     xi[:s1, :s1] = x11
     xi[:s1, s1:] = x12
     xi[s1:, :s1] = x12.T
     xi[s1:, s1:] = x22
-    resid = np.concatenate([p_uni - pi_uni, cross[pi_i, pj] - m2])
+    # each moment's residual weighted by the rows that answered it, n_A (p_A - pi_A) / N (mirt's
+    # M2 with missing ratings; N (p - pi) / N with complete ones)
+    resid = np.concatenate([n1 * (p_uni - pi_uni), n2[pi_i, pj] * (cross[pi_i, pj] - m2)]) / N
     delta = _delta(J, G, E, wq, free, n_cat, pi_i, pj, kind) if J is not None \
         else np.zeros((s1 + m, 0))
     model_cov = EE.copy()
@@ -347,8 +386,8 @@ def null_params(y, w, n_cat):
     n = y.shape[1]
     kmax = int(n_cat.max())
     counts = np.zeros((n, kmax))
-    np.add.at(counts, (np.broadcast_to(np.arange(n), y.shape), y),
-              np.broadcast_to(w[:, None], y.shape))
+    np.add.at(counts, (np.broadcast_to(np.arange(n), y.shape), np.maximum(y, 0)),
+              np.broadcast_to(w[:, None], y.shape) * (y >= 0))
     has = _free_mask(n_cat, kmax)
     if np.any(has & ~(counts > 0)):
         return None
@@ -386,7 +425,7 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     """mirt's ``M2(mod, type=statistic)`` for an ordinal bank (see the module docstring).
 
     ``responses``: ratings on the items' own scales (a ResponseMatrix, a labelled DataFrame
-    aligned by item id, or an array in bank order; NaN missing, such rows left out);
+    aligned by item id, or an array in bank order; NaN missing: every rating is used);
     ``statistic``: ``"M2*"`` (mirt's default), ``"C2"``, or ``"auto"`` (M2*, or C2 where M2*
     has no degrees of freedom); ``estimated``: ``"all"`` (default) or ``"none"``;
     ``gpcm_slope``: ``"exact"`` (default) or ``"mirt"``, the GPCM slope derivative mirt 1.45.1's
@@ -399,7 +438,7 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     if kind not in M2_TYPES and kind != "AUTO":
         raise ConfigError(f"statistic must be one of {', '.join(M2_TYPES)}, got {statistic!r}")
     est = ordinal_estimated(estimated)
-    y, w, dropped = _complete_codes(responses, bank, weights, "M2")
+    y, w, dropped = _available_codes(responses, bank, weights, "M2")
     n = len(bank)
     if n < 2:
         raise ConfigError("M2 needs at least 2 items")
