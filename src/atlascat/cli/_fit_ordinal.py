@@ -3,9 +3,23 @@ and S-X2 per item for graded / GPCM items (:mod:`atlascat.irt.polyfitstats`)."""
 from __future__ import annotations
 
 
+def bar_progress(advance):
+    """``progress(done, total)`` for the library's long steps, drawn on a
+    :func:`atlascat.cli._common.progress_bar` (whose ``advance`` counts increments)."""
+    last = [0]
+
+    def progress(done, total):
+        advance(done - last[0], total=total)
+        last[0] = done
+
+    return progress
+
+
 def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
-                       estimated=None, items: bool = True, gpcm_slope: str = "exact") -> dict:
-    """The JSON-ready report (library calls only; used by the command and by tests)."""
+                       estimated=None, items: bool = True, gpcm_slope: str = "exact",
+                       bar=None) -> dict:
+    """The JSON-ready report (library calls only; used by the command and by tests); ``bar``:
+    a progress bar's ``advance`` (M2's steps, then S-X2 as a second stage)."""
     import numpy as np
 
     from ..errors import ConfigError
@@ -13,7 +27,8 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
 
     try:
         res = m2_ordinal(frame, bank, statistic=statistic, estimated=estimated, weights=weights,
-                         gpcm_slope=gpcm_slope)
+                         gpcm_slope=gpcm_slope,
+                         progress=None if bar is None else bar_progress(bar))
     except ConfigError as exc:   # the library's hint in the command's words
         raise ConfigError(str(exc).replace("statistic='C2'", "--m2 C2")) from None
     d = res.to_dict()
@@ -31,8 +46,12 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
         rated = ~frame.isna().to_numpy()
         if sx2_subjects(report, float(w[rated.all(axis=1)].sum()),
                         float(w[rated.any(axis=1)].sum()), rating=True):
+            if bar is not None:
+                bar.stage("S-X2", 1)
             sx = sx2_ordinal(frame, bank, estimated=estimated, weights=weights)
             report["items"] = sx2_rows(sx)
+            if bar is not None:
+                bar(1)
     return report
 
 
@@ -94,8 +113,12 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
                           f"{[str(i) for i in iids[:3]]}, bank: {list(bk.item_ids[:3])})")
     frame = frame.loc[:, [str(i) in bk for i in iids]]
     bk = bk.subset(rated)   # the bank items the ratings cover, as for a binary bank
-    return ordinal_fit_report(frame, bk, weights=weights, statistic=statistic or "auto",
-                              estimated=est, items=items, gpcm_slope=gpcm_slope or "exact")
+    from ._common import progress_bar
+
+    with progress_bar("M2", total=None) as advance:
+        return ordinal_fit_report(frame, bk, weights=weights, statistic=statistic or "auto",
+                                  estimated=est, items=items, gpcm_slope=gpcm_slope or "exact",
+                                  bar=advance)
 
 
 def sx2_rows(sx) -> list[dict]:

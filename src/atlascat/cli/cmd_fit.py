@@ -15,8 +15,9 @@ from ._common import (RESPONSES_HELP, bank_option_help, console, err_console, ou
 
 
 def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, seed: int = 0,
-               items: bool = True, person: bool = False, q3: bool = False) -> dict:
-    """The JSON-ready fit report (library calls only; used by the command and by tests)."""
+               items: bool = True, person: bool = False, q3: bool = False, bar=None) -> dict:
+    """The JSON-ready fit report (library calls only; used by the command and by tests);
+    ``bar``: a progress bar's ``advance`` (M2's steps, then S-X2 as a second stage)."""
     import numpy as np
 
     from ..irt import fit
@@ -39,13 +40,16 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
         report["note"] = "M2 and the indices are averages over item partitions"
     else:
         parts = [np.arange(n)]
-        res = fit.m2(rm, bank, estimated=est)
+        from ._fit_ordinal import bar_progress
+
+        res = fit.m2(rm, bank, estimated=est,
+                     progress=None if bar is None else bar_progress(bar))
         d = res.to_dict()
         report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR",
                                          "TLI", "CFI", "n", "n_free", "M2_null", "df_null",
                                          "n_dropped")})
     if items:
-        _binary_item_fit(report, rm, bank, parts, est)
+        _binary_item_fit(report, rm, bank, parts, est, bar)
     if person:
         pf = fit.person_fit(rm, bank, method="wle")
         z = pf["lz_star"].to_numpy()
@@ -62,7 +66,7 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
     return report
 
 
-def _binary_item_fit(report: dict, rm, bank, parts, est) -> None:
+def _binary_item_fit(report: dict, rm, bank, parts, est, bar=None) -> None:
     """S-X2 within each partition (its own summed score) on the subjects who answered all of
     its items; with missing answers the report says how many (``sx2_note``, ``n_sx2``)."""
     import numpy as np
@@ -77,7 +81,13 @@ def _binary_item_fit(report: dict, rm, bank, parts, est) -> None:
     if not sx2_subjects(report, min(complete), float(w[~np.isnan(y).all(axis=1)].sum()),
                         partitions=len(parts) > 1):
         return
-    rows = [fit.sx2(y[:, idx], bank.subset(idx), estimated=est, weights=w) for idx in parts]
+    if bar is not None:
+        bar.stage("S-X2", len(parts))
+    rows = []
+    for idx in parts:
+        rows.append(fit.sx2(y[:, idx], bank.subset(idx), estimated=est, weights=w))
+        if bar is not None:
+            bar(1)
     report["items"] = sx2_rows(pd.concat(rows, ignore_index=True))
 
 
@@ -184,9 +194,12 @@ def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, est
                      "compare its models by the AIC and BIC atlas calibrate prints")
     rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
     rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
-    return fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),
-                      partition_size=partition_size, seed=seed, items=items, person=person,
-                      q3=q3)
+    from ._common import progress_bar
+
+    with progress_bar("M2", total=None) as advance:
+        return fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),
+                          partition_size=partition_size, seed=seed, items=items, person=person,
+                          q3=q3, bar=advance)
 
 
 def _print_report(report: dict) -> None:

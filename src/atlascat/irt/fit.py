@@ -194,6 +194,21 @@ def _available_binary(y, w):
     return p1, cross, n1, n2, w, int(np.count_nonzero(~keep))
 
 
+def stepper(progress, total: int):
+    """``step()`` that reports ``progress(done, total)`` after each of ``total`` steps (and
+    ``progress(0, total)`` now); a no-op without ``progress``."""
+    if progress is None:
+        return lambda: None
+    done = [0]
+    progress(0, total)
+
+    def step():
+        done[0] = min(done[0] + 1, total)
+        progress(done[0], total)
+
+    return step
+
+
 def _subject_ids(responses, n):
     ids = getattr(responses, "subject_ids", None)
     return np.asarray([str(i) for i in (range(n) if ids is None else ids)])
@@ -454,7 +469,7 @@ class M2Result:
 
 def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
        theta_range=THETA_RANGE, prior_mean: float = 0.0, prior_sd: float = 1.0,
-       ci: float = 0.9, weights=None, null_model: bool = True) -> M2Result:
+       ci: float = 0.9, weights=None, null_model: bool = True, progress=None) -> M2Result:
     """M2 statistic, df, p-value, RMSEA with CI, SRMSR, TLI and CFI (see the module docstring).
 
     Parameters
@@ -466,6 +481,8 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
     estimated : which parameters were estimated from these data: "none", "rasch", "1pl",
         "2pl", "3pl", "4pl", or None for the bank's model
     weights : optional row frequencies (default: ``responses.weights``)
+    progress : optional ``progress(done, total)``, called at the start and after the moments
+        and the quadratic form (150 items: a few seconds each)
     """
     from scipy.stats import chi2  # lazy: scipy.stats costs ~1 s at import
 
@@ -496,13 +513,16 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
 
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
     wq = quad.weights
+    step = stepper(progress, 2)
     P, blocks = _jacobian_blocks(quad.nodes, bank, est, wq, prior_mean, prior_sd)
     xi, pi1, pi2, e2 = _xi_matrix(P, wq)
     delta = _delta_matrix(P, wq, blocks)
+    step()
     # each moment's residual weighted by the rows that answered it, n_A (p_A - pi_A) / N: with
     # complete answers N (p - pi)' C (p - pi); with missing ones mirt's (1/N) r' C r
     resid = np.concatenate([n1 * (p1 - pi1), n2[pi_i, pj] * (p2 - pi2)]) / N
     stat = _m2_stat(resid, xi, delta, N)
+    step()
     n_mom = n_items + pi_i.size
     n_free = free_parameters(n_items, est)
     df = n_mom - n_free

@@ -89,7 +89,7 @@ from . import polytomous as poly
 from .sx2table import collapse_cells, sx2_frame, table_sx2
 from .defaults import QUADPTS, THETA_RANGE
 from .fit import M2Result, MAX_M2_ITEMS, rmsea_ci
-from .fit import _pair_index, _pairs_of, _weights_of
+from .fit import _pair_index, _pairs_of, _weights_of, stepper
 from .polybank import PolyBank
 from .quadrature import normal_quadrature
 
@@ -400,10 +400,11 @@ def null_params(y, w, n_cat):
     return params
 
 
-def null_m2(y, w, n_cat, kind: str, params=None):
+def null_m2(y, w, n_cat, kind: str, params=None, step=None):
     """M2* / C2 of mirt's null model (:func:`null_params`, or ``params`` given: mirt's
     ``computeNullModel`` coefficients) on mirt's 2-node grid, with its sum(K_j - 1)
-    intercepts estimated, and its df; (nan, df) where the null model is undefined."""
+    intercepts estimated, and its df; (nan, df) where the null model is undefined.
+    ``step()``, if given, is called after the moments and after the quadratic form."""
     n = y.shape[1]
     free = _free_mask(n_cat, int(n_cat.max()))
     free[:, 0] = False                                # slopes fixed at 0
@@ -415,13 +416,19 @@ def null_m2(y, w, n_cat, kind: str, params=None):
     P, E, E2, J, G = _pieces("graded", params, quad.nodes, True)
     resid, xi, delta, N, _, _ = _moment_system(y, w, P, E, E2, J, G, quad.weights, free,
                                                n_cat, kind)
-    return _m2_qr_complement(resid, xi, delta, N), df
+    if step is not None:
+        step()
+    stat = _m2_qr_complement(resid, xi, delta, N)
+    if step is not None:
+        step()
+    return stat, df
 
 
 def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=None,
                quadpts: int = QUADPTS, theta_range=THETA_RANGE, prior_mean: float = 0.0,
                prior_sd: float = 1.0, ci: float = 0.9, weights=None,
-               null_model: bool = True, gpcm_slope: str = "exact") -> M2Result:
+               null_model: bool = True, gpcm_slope: str = "exact",
+               progress=None) -> M2Result:
     """mirt's ``M2(mod, type=statistic)`` for an ordinal bank (see the module docstring).
 
     ``responses``: ratings on the items' own scales (a ResponseMatrix, a labelled DataFrame
@@ -431,6 +438,8 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     ``gpcm_slope``: ``"exact"`` (default) or ``"mirt"``, the GPCM slope derivative mirt 1.45.1's
     ``dP`` gives (its exp(z_k) unnormalized: module docstring), to reproduce mirt's value.
     The result's ``statistic`` is the one used (M2* or C2), ``estimated`` all or none.
+    ``progress``: optional ``progress(done, total)``, called at the start and after each of the
+    steps (moments, quadratic form, and the null model's two): 150 items take about a minute.
     """
     from scipy.stats import chi2  # lazy: scipy.stats costs ~1 s at import
 
@@ -461,17 +470,20 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     free = _free_mask(n_cat, bank.params.shape[1])
     if gpcm_slope not in ("exact", "mirt"):
         raise ConfigError(f"gpcm_slope must be exact or mirt, got {gpcm_slope!r}")
+    step = stepper(progress, 4 if null_model else 2)
     P, E, E2, J, G = _pieces(bank.models, bank.params, quad.nodes, est == "all", gpcm_slope)
     resid, xi, delta, N, obs_cov, model_cov = _moment_system(y, w, P, E, E2, J, G, quad.weights,
                                                              free, n_cat, kind)
+    step()
     stat = _m2_quadratic(resid, xi, delta, N)
+    step()
     pval = float(chi2.sf(stat, df))
     rmsea = float(np.sqrt(max(stat / df - 1.0, 0.0) / (N - 1.0)))
     lo, hi = rmsea_ci(stat, df, N, ci)
     srmsr = _srmsr(obs_cov, model_cov)
     m2n, dfn, tli, cfi = float("nan"), 0, float("nan"), float("nan")
     if null_model:
-        m2n, dfn = null_m2(y, w, n_cat, kind)
+        m2n, dfn = null_m2(y, w, n_cat, kind, step=step)
         if not np.isfinite(m2n):
             warn_user("an item has an unobserved category; the null model, and with it TLI "
                       "and CFI, is undefined", RuntimeWarning)
@@ -481,6 +493,8 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
         else:
             warn_user("the null model's M2 is below the fitted model's; TLI and CFI are not "
                       "given", RuntimeWarning)
+    if progress is not None:   # done, also where the null model was undefined
+        progress(4 if null_model else 2, 4 if null_model else 2)
     return M2Result(M2=stat, df=int(df), p=pval, RMSEA=rmsea, RMSEA_5=lo, RMSEA_95=hi,
                     SRMSR=srmsr, TLI=tli, CFI=cfi, n=N, n_items=n, n_free=n_free,
                     estimated=est, M2_null=m2n, df_null=int(dfn), n_dropped=dropped,
