@@ -210,7 +210,7 @@ def _report(res, rm, link: str) -> None:
 
     status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
     console.print(
-        f"calibrated [bold]{len(res.bank)}[/] items ({res.model.upper()}) on "
+        f"calibrated [bold]{len(res.bank)}[/] items ({model_name(res.model)}) on "
         f"{_subjects(rm, res.subject_ids)}: log-likelihood {res.loglik:.3f}, "
         f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s"
     )
@@ -219,7 +219,8 @@ def _report(res, rm, link: str) -> None:
     print_criteria(res)
     chosen = res.settings.get("defaults") if res.settings else None
     if chosen:
-        console.print(f"model {chosen['model'].upper()} ({chosen['source']}): {chosen['reason']}")
+        console.print(f"model {model_name(chosen['model'])} ({chosen['source']}): "
+                      f"{chosen['reason']}")
         for msg in chosen.get("warnings", []):
             warn(msg)
     if res.filter_report is not None:
@@ -233,6 +234,11 @@ def _report(res, rm, link: str) -> None:
         As = np.array([lk["A"] for lk in res.linking])
         console.print(f"{len(res.linking)} partitions linked by {link}: A in "
                       f"[{As.min():.3f}, {As.max():.3f}]")
+
+
+def model_name(model: str) -> str:
+    """A binary model as mirt's itemtype spells it: Rasch, 1PL, 2PL, 3PL, 4PL."""
+    return "Rasch" if model == "rasch" else model.upper()
 
 
 def _subjects(rm, kept) -> str:
