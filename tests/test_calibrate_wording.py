@@ -28,3 +28,23 @@ def test_rasch_named_as_mirt_and_its_variance_se(lsat7, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "items (Rasch)" in out and "RASCH" not in out
     assert "latent variance SE 0.1312" in out           # mirt: COV_11 1.0219, SE 0.13126
+
+
+def test_ordinal_fit_with_a_slope_prior_says_so(tmp_path, capsys):
+    import numpy as np
+    import pandas as pd
+
+    from atlascat.irt import polytomous
+
+    rng = np.random.default_rng(0)
+    a = rng.lognormal(0.3, 0.3, 6)
+    d = -np.sort(rng.normal(0, 1.0, (6, 3)), axis=1) * a[:, None]
+    r = polytomous.sample("graded", np.column_stack([a, d]), rng.normal(size=300), rng) + 1
+    path = tmp_path / "r.csv"
+    pd.DataFrame(r, columns=[f"p{j}" for j in range(6)]).rename_axis("model").to_csv(path)
+    assert main(["calibrate", str(path), "--model", "graded", "--prior-a", "lognorm(0,0.5)",
+                 "-o", str(tmp_path / "g.csv")]) == 0
+    assert "prior a ~ lognorm(0,0.5) on every slope" in capsys.readouterr().out
+    assert main(["calibrate", str(path), "--model", "graded", "-o",
+                 str(tmp_path / "g.csv")]) == 0
+    assert "prior a" not in capsys.readouterr().out
