@@ -48,3 +48,19 @@ def test_ordinal_fit_with_a_slope_prior_says_so(tmp_path, capsys):
     assert main(["calibrate", str(path), "--model", "graded", "-o",
                  str(tmp_path / "g.csv")]) == 0
     assert "prior a" not in capsys.readouterr().out
+
+
+def test_anova_names_a_model_once():
+    import pandas as pd
+
+    import atlascat as at
+    from atlascat.errors import ConfigError
+    from atlascat.irt.compare import anova
+
+    ratings = pd.read_csv(__import__("pathlib").Path(__file__).parent / "data" / "mirt_poly"
+                          / "science.csv", index_col=0)
+    g, p = at.calibrate(ratings, model="graded"), at.calibrate(ratings, model="gpcm")
+    with pytest.raises(ConfigError, match=r"^graded is not nested in gpcm: "):
+        anova(g, p)
+    with pytest.raises(ConfigError, match=r"^A \(graded\) is not nested in B \(gpcm\): "):
+        anova(g, p, names=["A", "B"])
