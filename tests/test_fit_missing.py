@@ -93,7 +93,7 @@ def test_atlas_fit_says_which_subjects_each_statistic_used(tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr()
     text = out.out + out.err
-    assert "M2 = 72.88 on 54 df" in text
+    assert "M2 = 72.881 on 54 df" in text
     assert "S-X2 on the 125 of 500 subjects who answered every item" in text
     rep = json.loads((tmp_path / "fit.json").read_text())
     assert rep["M2"] == pytest.approx(72.881225449334977, rel=1e-8)
