@@ -64,3 +64,18 @@ def test_anova_names_a_model_once():
         anova(g, p)
     with pytest.raises(ConfigError, match=r"^A \(graded\) is not nested in B \(gpcm\): "):
         anova(g, p, names=["A", "B"])
+
+
+def test_a_2pl_names_only_the_priors_it_has(lsat7, tmp_path, capsys):
+    assert main(["calibrate", lsat7, "--freq-column", "freq", "--model", "2pl",
+                 "-o", str(tmp_path / "b.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "priors a ~ lognorm(0,1)" in out and "None" not in out
+
+
+def test_priors_reason_lists_each_prior_given():
+    from atlascat.irt.defaults import choose_defaults
+
+    why = choose_defaults("4pl", "none", "none", n_subjects=2000, n_items=10,
+                          prior_u="beta(10,2)").reason
+    assert why.endswith("; priors u ~ beta(10,2)")

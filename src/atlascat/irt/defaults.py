@@ -268,10 +268,10 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
     prior_c = auto_c if _is_auto(prior_c) else (None if _is_none(prior_c) else prior_c)
     auto_u = None if mirt_defaults else MODEL_PRIOR_U.get(chosen)
     prior_u = auto_u if _is_auto(prior_u) else (None if _is_none(prior_u) else prior_u)
-    if source == "user" and (prior_a is not None or prior_c is not None):
-        why += f"; priors a ~ {prior_a}, c ~ {prior_c}"
-    if source == "user" and prior_u is not None:
-        why += f", u ~ {prior_u}"
+    given = [f"{p} ~ {v}" for p, v in (("a", prior_a), ("c", prior_c), ("u", prior_u))
+             if v is not None]
+    if source == "user" and given:
+        why += f"; priors {', '.join(given)}"
     return DefaultsChoice(model=chosen, prior_a=prior_a, prior_c=prior_c,
                           n_subjects=float(n_subjects), n_items=int(n_items), source=source,
                           reason=why, prior_u=prior_u)
