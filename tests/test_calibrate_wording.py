@@ -79,3 +79,10 @@ def test_priors_reason_lists_each_prior_given():
     why = choose_defaults("4pl", "none", "none", n_subjects=2000, n_items=10,
                           prior_u="beta(10,2)").reason
     assert why.endswith("; priors u ~ beta(10,2)")
+
+
+def test_anova_says_what_it_wrote(lsat7, tmp_path, capsys):
+    out = tmp_path / "table.csv"
+    assert main(["anova", lsat7, "--freq-column", "freq", "--model", "rasch", "--model", "2pl",
+                 "-o", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out and out.exists()

@@ -102,6 +102,8 @@ def register(app: typer.Typer) -> None:
         for f, name in zip(fits, names):
             if not f.converged:
                 console.print(f"[yellow]warning:[/] the {name} fit did not converge")
+        if output is not None:
+            console.print(f"wrote {output}", markup=False, highlight=False)
 
 
 def _read_data(responses, names, freq_column, normalize_ids):
