@@ -61,18 +61,20 @@ def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions:
     ``sx2_note``); False where no subject answered every item (S-X2 then left out)."""
     if n_complete >= n_total:
         return True
-    what = "rated" if rating else "answered"
-    scope = "all items of its partition" if partitions else "every item"
+    what, answer = ("rated", "rating") if rating else ("answered", "answer")
     report["n_sx2"] = n_complete
     if n_complete < 2:
+        scope = "all items of a partition" if partitions else "every item"
         report["sx2_note"] = (f"S-X2 left out: no subject {what} {scope} (S-X2 needs complete "
                               "rows, as mirt's itemfit(mod, na.rm = TRUE)); M2 above uses every "
-                              "answer, as mirt's M2")
+                              f"{answer}, as mirt's M2")
         return False
-    lead = "S-X2 on" if not partitions else "S-X2 on at least"
-    report["sx2_note"] = (f"{lead} the {n_complete:g} of {n_total:g} subjects who {what} {scope} "
-                          "(mirt: itemfit(mod, na.rm = TRUE)); M2 uses every answer (pairwise, "
-                          "as mirt's M2)")
+    lead = (f"S-X2 on the {n_complete:g} of {n_total:g} subjects who {what} every item"
+            if not partitions else
+            f"S-X2 in each partition on the subjects who {what} all its items (at least "
+            f"{n_complete:g} of {n_total:g})")
+    report["sx2_note"] = (f"{lead} (mirt: itemfit(mod, na.rm = TRUE)); M2 uses every {answer} "
+                          "(pairwise, as mirt's M2)")
     return True
 
 
