@@ -65,3 +65,12 @@ def test_atlas_fit_draws_m2_and_sx2_on_a_bar(monkeypatch, capsys):
     assert sum(n for d, n, t in seen if d == "M2") == 2
     assert ("S-X2", "stage", 1) in seen
     assert "M2 = " in capsys.readouterr().out
+
+
+def test_partitioned_m2_reports_each_partition(rng):
+    bank = ItemBank([f"q{k}" for k in range(12)], rng.uniform(0.7, 2, 12), rng.normal(size=12))
+    y = (rng.random((300, 12)) < bank.probability(rng.normal(size=300))).astype(float)
+    calls = []
+    fit.m2_partitioned(y, bank, partition_size=4, estimated="2pl",
+                       progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(0, 3), (1, 3), (2, 3), (3, 3)]

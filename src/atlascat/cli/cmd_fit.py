@@ -32,7 +32,10 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
     if partition_size is not None:
         rng = np.random.default_rng(seed)
         parts = fit.partition_items(n, partition_size, rng)
-        table, summary = fit.m2_partitioned(rm, bank, partitions=parts, estimated=est)
+        from ._fit_ordinal import bar_progress
+
+        table, summary = fit.m2_partitioned(rm, bank, partitions=parts, estimated=est,
+                                            progress=None if bar is None else bar_progress(bar))
         report.update({k: summary[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
                                                "SRMSR", "TLI", "CFI")})
         report["n_partitions"] = summary["n_partitions"]

@@ -573,22 +573,25 @@ def partition_items(n_items: int, partition_size: int = 100, rng=None) -> list[n
 
 
 def m2_partitioned(responses, bank: ItemBank, *, partition_size: int = 100, rng=None,
-                   partitions=None, estimated=None, weights=None, **kwargs):
+                   partitions=None, estimated=None, weights=None, progress=None, **kwargs):
     """M2 per item partition (the paper's procedure for banks too large for one M2).
 
     Each partition's M2 uses every answer to its items (pairwise, as :func:`m2`). Returns
     ``(table, summary)``: one row per partition (partition, n_items, n, M2, df, p, RMSEA,
     RMSEA_5, RMSEA_95, SRMSR, TLI, CFI) and the means over partitions (``RMSEA`` = average
-    RMSEA, as reported in the paper), plus ``n_partitions``.
+    RMSEA, as reported in the paper), plus ``n_partitions``. ``progress``: optional
+    ``progress(done, total)`` over the partitions.
     """
     est = _estimated(bank, estimated)
     y, w = _aligned(responses, bank, weights)
     parts = partitions if partitions is not None else partition_items(len(bank), partition_size, rng)
     rows = []
+    step = stepper(progress, len(parts))
     for k, idx in enumerate(parts):
         idx = np.asarray(idx, dtype=np.intp)
         sub = bank.subset(idx)
         res = m2(y[:, idx], sub, estimated=est, weights=w, **kwargs)
+        step()
         d = res.to_dict()
         rows.append({"partition": k, "n_items": res.n_items, "n": res.n,
                      **{key: d[key] for key in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
