@@ -74,3 +74,12 @@ def test_partitioned_m2_reports_each_partition(rng):
     fit.m2_partitioned(y, bank, partition_size=4, estimated="2pl",
                        progress=lambda done, total: calls.append((done, total)))
     assert calls == [(0, 3), (1, 3), (2, 3), (3, 3)]
+
+
+def test_fit_of_a_known_bank_says_no_parameter_was_estimated(capsys):
+    data = Path(__file__).parent / "data" / "mirt_sx2"
+    assert main(["fit", str(data / "sim2pl.csv"), "--bank", str(data / "sim2pl_2pl_items.csv"),
+                 "--estimated", "none", "--no-items"]) == 0
+    out = capsys.readouterr().out
+    assert "(no parameter estimated: a bank from other data)" in out
+    assert "none parameters" not in out

@@ -207,10 +207,11 @@ def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, est
 
 def _print_report(report: dict) -> None:
     """The M2 line, RMSEA and the rest, the worst items' S-X2 and the optional parts."""
-    what = ("all item" if report["estimated"] == "all" else report["estimated"])
+    what = {"all": "all item parameters estimated",
+            "none": "no parameter estimated: a bank from other data"}.get(
+        report["estimated"], f"{report['estimated']} parameters estimated")
     console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.3f} on "
-                  f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what} parameters "
-                  "estimated)")
+                  f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what})")
     console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
                   f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
                   f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
