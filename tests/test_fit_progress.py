@@ -83,3 +83,30 @@ def test_fit_of_a_known_bank_says_no_parameter_was_estimated(capsys):
     out = capsys.readouterr().out
     assert "(no parameter estimated: a bank from other data)" in out
     assert "none parameters" not in out
+
+
+def test_fit_without_m2_degrees_of_freedom_still_gives_item_fit(tmp_path, capsys):
+    """A 5-item 3PL has 15 moments for 15 parameters (mirt's M2 refuses; its itemfit runs):
+    one line for M2, and the S-X2 table."""
+    data = Path(__file__).parent / "data" / "mirt_sx2"
+    items = pd.read_csv(data / "lsat7_2pl_items.csv")
+    bank = ItemBank(items["X"].astype(str), items["a1"], -items["d"] / items["a1"],
+                    np.full(len(items), 0.1))
+    path = bank.write(tmp_path / "lsat7_3pl.csv", format="mirt")
+    assert main(["fit", str(data / "lsat7.csv"), "--bank", str(path), "--freq-column", "freq",
+                 "-o", str(tmp_path / "fit.json")]) == 0
+    out = capsys.readouterr().out
+    assert ("M2 left out: 0 degrees of freedom (15 moments, 15 free parameters; mirt's M2 "
+            "refuses too); item fit (S-X2) below") in out
+    assert "S-X2 item fit" in out
+    ratings = pd.read_csv(POLY / "science.csv", index_col=0).iloc[:, :3] - 1   # levels 0-3
+    rpath = tmp_path / "three.csv"
+    ratings.to_csv(rpath)
+    gb = PolyBank.read(POLY / "science_graded_items.csv").subset(list(ratings.columns))
+    gpath = tmp_path / "three_bank.csv"
+    gb.write(gpath)
+    assert main(["fit", str(rpath), "--bank", str(gpath)]) == 0
+    out = capsys.readouterr().out
+    assert "C2 left out: 0 degrees of freedom (12 moments, 12 free parameters" in out
+    assert "S-X2 item fit" in out
+    assert main(["fit", str(rpath), "--bank", str(gpath), "--no-items"]) == 2

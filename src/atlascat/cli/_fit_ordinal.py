@@ -23,24 +23,27 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
     import numpy as np
 
     from ..errors import ConfigError
-    from ..irt.polyfitstats import m2_ordinal, sx2_ordinal
+    from ..irt.polyfitstats import m2_df, m2_ordinal, ordinal_estimated, sx2_ordinal
 
-    try:
-        res = m2_ordinal(frame, bank, statistic=statistic, estimated=estimated, weights=weights,
-                         gpcm_slope=gpcm_slope,
-                         progress=None if bar is None else bar_progress(bar))
-    except ConfigError as exc:   # the library's hint in the command's words
-        raise ConfigError(str(exc).replace("statistic='C2'", "--m2 C2")) from None
-    d = res.to_dict()
-    kind = d["statistic"]
+    kind, df, n_mom, n_free = m2_df(bank, statistic, estimated)
     report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)), "model": bank.model,
-              "statistic": kind, "estimated": d["estimated"]}
-    if statistic.upper() == "AUTO" and kind == "C2":
-        report["note"] = (f"M2* has too few degrees of freedom on {len(bank)} items: C2 "
-                          "(mirt: M2(mod, type = 'C2'))")
-    report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR",
-                                      "TLI", "CFI", "n", "n_free", "M2_null", "df_null",
-                                      "n_dropped")})
+              "statistic": kind, "estimated": ordinal_estimated(estimated)}
+    if df <= 0 and items and statistic.upper() == "AUTO":   # neither M2* nor C2 has df
+        report["M2_note"] = no_m2("C2", df, n_mom, n_free)
+    else:
+        try:
+            res = m2_ordinal(frame, bank, statistic=statistic, estimated=estimated,
+                             weights=weights, gpcm_slope=gpcm_slope,
+                             progress=None if bar is None else bar_progress(bar))
+        except ConfigError as exc:   # the library's hint in the command's words
+            raise ConfigError(str(exc).replace("statistic='C2'", "--m2 C2")) from None
+        d = res.to_dict()
+        if statistic.upper() == "AUTO" and kind == "C2":
+            report["note"] = (f"M2* has too few degrees of freedom on {len(bank)} items: C2 "
+                              "(mirt: M2(mod, type = 'C2'))")
+        report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
+                                          "SRMSR", "TLI", "CFI", "n", "n_free", "M2_null",
+                                          "df_null", "n_dropped")})
     if items:
         w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=float)
         rated = ~frame.isna().to_numpy()
@@ -53,6 +56,12 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
             if bar is not None:
                 bar(1)
     return report
+
+
+def no_m2(kind: str, df: int, n_mom: int, n_free: int) -> str:
+    """The line that stands where M2 cannot be computed (no degrees of freedom)."""
+    return (f"{kind} left out: {df} degrees of freedom ({n_mom} moments, {n_free} free "
+            "parameters; mirt's M2 refuses too); item fit (S-X2) below")
 
 
 def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions: bool = False,

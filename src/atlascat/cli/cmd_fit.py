@@ -43,14 +43,18 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
         report["note"] = "M2 and the indices are averages over item partitions"
     else:
         parts = [np.arange(n)]
-        from ._fit_ordinal import bar_progress
+        from ._fit_ordinal import bar_progress, no_m2
 
-        res = fit.m2(rm, bank, estimated=est,
-                     progress=None if bar is None else bar_progress(bar))
-        d = res.to_dict()
-        report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR",
-                                         "TLI", "CFI", "n", "n_free", "M2_null", "df_null",
-                                         "n_dropped")})
+        df, n_mom, n_free = fit.m2_df(n, est)
+        if df <= 0 and items:   # mirt's M2 refuses too; its itemfit still runs
+            report["M2_note"] = no_m2("M2", df, n_mom, n_free)
+        else:
+            res = fit.m2(rm, bank, estimated=est,
+                         progress=None if bar is None else bar_progress(bar))
+            d = res.to_dict()
+            report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
+                                             "SRMSR", "TLI", "CFI", "n", "n_free", "M2_null",
+                                             "df_null", "n_dropped")})
     if items:
         _binary_item_fit(report, rm, bank, parts, est, bar)
     if person:
@@ -210,11 +214,14 @@ def _print_report(report: dict) -> None:
     what = {"all": "all item parameters estimated",
             "none": "no parameter estimated: a bank from other data"}.get(
         report["estimated"], f"{report['estimated']} parameters estimated")
-    console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.3f} on "
-                  f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what})")
-    console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
-                  f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
-                  f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
+    if "M2" not in report:
+        console.print(report["M2_note"], markup=False, highlight=False)
+    else:
+        console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.3f} on "
+                      f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what})")
+        console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
+                      f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
+                      f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
     if "statistic" in report and "note" in report:
         console.print(f"({report['note']})")
     if "n_partitions" in report:

@@ -118,6 +118,7 @@ __all__ = [
     "person_fit",
     "q3",
     "free_parameters",
+    "m2_df",
     "null_m2",
 ]
 
@@ -143,6 +144,14 @@ def free_parameters(n_items: int, estimated: str) -> int:
     if estimated not in _PER_ITEM:
         raise ConfigError(f"estimated must be one of {', '.join(ESTIMATED)}, got {estimated!r}")
     return n_items * _PER_ITEM[estimated] + _SHARED.get(estimated, 0)
+
+
+def m2_df(n_items: int, estimated: str) -> tuple[int, int, int]:
+    """(df, moments, free parameters) of :func:`m2` on ``n_items`` items: n + n(n-1)/2
+    moments less the parameters ``estimated`` (:data:`ESTIMATED`) frees."""
+    n_mom = n_items + n_items * (n_items - 1) // 2
+    n_free = free_parameters(n_items, estimated)
+    return n_mom - n_free, n_mom, n_free
 
 
 def _weights_of(responses, n_rows, weights):
@@ -523,9 +532,7 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
     resid = np.concatenate([n1 * (p1 - pi1), n2[pi_i, pj] * (p2 - pi2)]) / N
     stat = _m2_stat(resid, xi, delta, N)
     step()
-    n_mom = n_items + pi_i.size
-    n_free = free_parameters(n_items, est)
-    df = n_mom - n_free
+    df, n_mom, n_free = m2_df(n_items, est)
     if df <= 0:
         raise ConfigError(f"M2 has {df} degrees of freedom ({n_mom} moments, {n_free} free "
                           "parameters); use more items")

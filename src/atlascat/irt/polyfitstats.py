@@ -93,7 +93,7 @@ from .fit import _pair_index, _pairs_of, _weights_of, stepper
 from .polybank import PolyBank
 from .quadrature import normal_quadrature
 
-__all__ = ["M2_TYPES", "m2_ordinal", "sx2_ordinal", "ordinal_estimated", "null_params", "null_m2",
+__all__ = ["M2_TYPES", "m2_df", "m2_ordinal", "sx2_ordinal", "ordinal_estimated", "null_params", "null_m2",
            "leave_one_out_scores", "collapse_cells"]
 
 M2_TYPES = ("M2*", "C2", "auto")
@@ -424,6 +424,21 @@ def null_m2(y, w, n_cat, kind: str, params=None, step=None):
     return stat, df
 
 
+def m2_df(bank: PolyBank, statistic: str = "M2*", estimated=None) -> tuple[str, int, int, int]:
+    """(statistic used, df, moments, free parameters) of :func:`m2_ordinal` on ``bank``:
+    ``"auto"`` is M2* where it has degrees of freedom, else C2."""
+    est = ordinal_estimated(estimated)
+    kind = str(statistic).upper()
+    n = len(bank)
+    n_cat = bank.n_cat.astype(int)
+    n_free = int(n_cat.sum()) if est == "all" else 0
+    pairs = n * (n - 1) // 2
+    if kind == "AUTO":
+        kind = "M2*" if n + pairs - n_free > 0 else "C2"
+    n_mom = (n if kind == "M2*" else int(np.sum(n_cat - 1))) + pairs
+    return kind, n_mom - n_free, n_mom, n_free
+
+
 def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=None,
                quadpts: int = QUADPTS, theta_range=THETA_RANGE, prior_mean: float = 0.0,
                prior_sd: float = 1.0, ci: float = 0.9, weights=None,
@@ -455,13 +470,7 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
         raise ConfigError(f"M2 on {n} ordinal items is too large (at most {MAX_M2_ITEMS}); "
                           "fit a subset of the items (PolyBank.subset)")
     n_cat = bank.n_cat.astype(int)
-    n_free = int(n_cat.sum()) if est == "all" else 0
-    pairs = n * (n - 1) // 2
-    df_star = n + pairs - n_free
-    if kind == "AUTO":
-        kind = "M2*" if df_star > 0 else "C2"
-    n_mom = (n if kind == "M2*" else int(np.sum(n_cat - 1))) + pairs
-    df = n_mom - n_free
+    kind, df, n_mom, n_free = m2_df(bank, kind, est)
     if df <= 0:
         hint = "; use statistic='C2'" if kind == "M2*" else ""
         raise ConfigError(f"{kind} has {df} degrees of freedom ({n_mom} moments, {n_free} "
