@@ -86,3 +86,15 @@ def test_anova_says_what_it_wrote(lsat7, tmp_path, capsys):
     assert main(["anova", lsat7, "--freq-column", "freq", "--model", "rasch", "--model", "2pl",
                  "-o", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out and out.exists()
+
+
+def test_identification_warning_names_the_cli_option_and_mirts_itemtype():
+    import numpy as np
+
+    from atlascat.irt.defaults import identification_problems
+
+    y = (np.random.default_rng(0).random((40, 6)) < 0.6).astype(float)
+    msgs = identification_problems(y, None, "4pl", None, None)
+    assert any("or use model='auto' (CLI --model auto)" in m for m in msgs)
+    assert any(m.startswith("a Rasch on 20 subjects")
+               for m in identification_problems(y[:20], None, "rasch", None, None))

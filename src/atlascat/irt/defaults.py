@@ -205,10 +205,11 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
         what = "difficulties" if model in ("rasch", "1pl") else "item parameters"
         prior = "" if model in ("rasch", "1pl") else (" without priors" if unpriored
                                                        else " even with priors")
-        out.append(f"a {model.upper()} on {n:g} subjects: its {what} are weakly identified by so "
+        name = "Rasch" if model == "rasch" else model.upper()   # as mirt's itemtype
+        out.append(f"a {name} on {n:g} subjects: its {what} are weakly identified by so "
                    f"few answers{prior} (it needs about {limit}); treat the bank as provisional"
                    + ("" if model in ("rasch", "1pl") or not suggest_auto
-                      else " or use model='auto'"))
+                      else " or use model='auto' (CLI --model auto)"))
     if n < SUBJECTS_PER_PARAMETER * per and model not in ("rasch", "1pl"):
         out.append(f"{n:g} subjects for {per} parameters per item (fewer than "
                    f"{SUBJECTS_PER_PARAMETER} per parameter): estimates lean on the priors")
