@@ -98,3 +98,24 @@ def test_identification_warning_names_the_cli_option_and_mirts_itemtype():
     assert any("or use model='auto' (CLI --model auto)" in m for m in msgs)
     assert any(m.startswith("a Rasch on 20 subjects")
                for m in identification_problems(y[:20], None, "rasch", None, None))
+
+
+def test_items_at_a_bound_are_named(lsat7, tmp_path, capsys):
+    """mirt's 3PL on LSAT7 leaves 4 items' g near 0 with logit SEs of 85-134 (unidentified);
+    ATLAS's EM takes them to the bound c = expit(-15) and says so."""
+    import warnings
+
+    import atlascat as at
+    from atlascat.irt.defaults import IdentificationWarning
+
+    rm = at.ResponseMatrix.read(lsat7, freq_column="freq")
+    with pytest.warns(IdentificationWarning, match=r"4 item\(s\) ended at a bound .*c -> 0: "
+                                                   r"item1, item3, item4, item5"):
+        res = at.calibrate(rm, "3pl", mirt_defaults=True)
+    assert any("ended at a bound" in w for w in res.settings["defaults"]["warnings"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentificationWarning)
+        at.calibrate(rm, "2pl", prior_a=None)
+    assert main(["calibrate", lsat7, "--freq-column", "freq", "--mirt-defaults",
+                 "-o", str(tmp_path / "b.csv")]) == 0
+    assert "4 item(s) ended at a bound" in capsys.readouterr().err

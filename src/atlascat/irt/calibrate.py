@@ -42,10 +42,10 @@ from ..errors import ConfigError, ResponseDataError, warn_user
 from . import arrays
 from .colstats import binary_counts
 from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, MODELS, QUADPTS, THETA_RANGE, TOL,
-                       is_auto, resolve as resolve_defaults)
+                       IdentificationWarning, is_auto, resolve as resolve_defaults)
 from .em import fit_joint
 from .estep import marginal_loglik
-from .itemmodel import ItemModel, to_bank
+from .itemmodel import ItemModel, at_bounds, to_bank
 from .compare import n_parameters
 from .partitioned import fit_partitioned
 from .priors import parse_prior
@@ -418,6 +418,10 @@ class Calibrator:
             result.settings = settings
         result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
         result.n_parameters = n_parameters(model, len(item_ids))
+        bound = at_bounds(result.bank, model)
+        if bound is not None:   # the CLI prints the defaults' warnings; Python users get it here
+            result.settings["defaults"].setdefault("warnings", []).append(bound)
+            warn_user(bound, IdentificationWarning)
         result.settings["data_fingerprint"] = fingerprint.result() if fingerprint else \
             _fingerprint(values, w, item_ids)
         result.seconds = time.perf_counter() - start

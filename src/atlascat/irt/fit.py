@@ -103,6 +103,7 @@ from ..errors import ConfigError, ResponseDataError, warn_user
 from . import models
 from .ability import estimate_ability, irf_pieces, response_array
 from .bank import ItemBank
+from .progress import stepper
 from .quadrature import normal_quadrature
 from .sx2table import sx2_frame, table_sx2
 
@@ -201,21 +202,6 @@ def _available_binary(y, w):
         p1 = (w @ y0) / n1
         cross = ((y0 * w[:, None]).T @ y0) / n2
     return p1, cross, n1, n2, w, int(np.count_nonzero(~keep))
-
-
-def stepper(progress, total: int):
-    """``step()`` that reports ``progress(done, total)`` after each of ``total`` steps (and
-    ``progress(0, total)`` now); a no-op without ``progress``."""
-    if progress is None:
-        return lambda: None
-    done = [0]
-    progress(0, total)
-
-    def step():
-        done[0] = min(done[0] + 1, total)
-        progress(done[0], total)
-
-    return step
 
 
 def _subject_ids(responses, n):

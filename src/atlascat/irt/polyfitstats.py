@@ -89,7 +89,8 @@ from . import polytomous as poly
 from .sx2table import collapse_cells, sx2_frame, table_sx2
 from .defaults import QUADPTS, THETA_RANGE
 from .fit import M2Result, MAX_M2_ITEMS, rmsea_ci
-from .fit import _pair_index, _pairs_of, _weights_of, stepper
+from .fit import _pair_index, _pairs_of, _weights_of
+from .progress import stepper
 from .polybank import PolyBank
 from .quadrature import normal_quadrature
 
