@@ -119,3 +119,11 @@ def test_items_at_a_bound_are_named(lsat7, tmp_path, capsys):
     assert main(["calibrate", lsat7, "--freq-column", "freq", "--mirt-defaults",
                  "-o", str(tmp_path / "b.csv")]) == 0
     assert "4 item(s) ended at a bound" in capsys.readouterr().err
+
+
+def test_mirt_defaults_says_mirts_own_default_is_the_2pl(lsat7, tmp_path, capsys):
+    assert main(["calibrate", lsat7, "--freq-column", "freq", "--mirt-defaults",
+                 "-o", str(tmp_path / "b.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "model 3PL (mirt): the paper's mirt fit (3PL, no priors)" in out
+    assert "mirt's own default itemtype is the 2PL" in out

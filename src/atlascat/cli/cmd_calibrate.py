@@ -38,7 +38,8 @@ _PRIOR_U = typer.Option(AUTO, "--prior-u",
          "default), none, or e.g. 'beta(17,5)'.")
 
 _MIRT_DEFAULTS = typer.Option(False, "--mirt-defaults",
-    help="mirt's defaults for parity: auto means 3PL, no priors.")
+    help="No priors, and auto means 3PL: the paper's mirt fit, for parity "
+         "(mirt's own default itemtype is 2PL: --model 2pl --prior-a none).")
 
 _PARTITION_SIZE = typer.Option(None, "--partition-size",
     help="Calibrate random partitions of at least N "

@@ -93,7 +93,8 @@ class Calibrator:
         (none under ``mirt_defaults``), None is no prior. Whatever
         the prior, the 4PL's EM keeps u - c >= 1e-6 on every item (M-step line search,
         SQUAREM extrapolations and start values), so the bank's c < u always holds.
-    mirt_defaults : True resolves "auto" to mirt's defaults (3PL, no priors) for parity
+    mirt_defaults : True resolves "auto" to the paper's mirt fit (3PL, no priors) for parity
+        (mirt's own default itemtype is the 2PL: model="2pl", prior_a=None)
     max_iter, tol : EM iteration cap (1000; mirt's is 500, but banks with many near-degenerate
         items need more) and convergence tolerance (max abs internal parameter change, 1e-4)
     accelerate : use SQUAREM (default True)

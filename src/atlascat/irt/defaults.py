@@ -253,7 +253,8 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
     auto_model = _is_auto(model)
     if mirt_defaults:
         m, pa, pc = MIRT_DEFAULT
-        why = "mirt's defaults (3PL, no priors) requested for parity"
+        why = ("the paper's mirt fit (3PL, no priors) requested for parity; mirt's own default "
+               "itemtype is the 2PL (model='2pl', prior_a=None)")
         source = "mirt"
     else:
         m, pa, pc, why = default_for_size(n_subjects)
