@@ -114,3 +114,17 @@ def test_atlas_fit_without_complete_rows_still_gives_m2(tmp_path, capsys):
     assert "M2 = " in out.out
     assert "S-X2 left out: no subject answered every item" in out.out + out.err
     assert "Traceback" not in out.out + out.err
+
+
+def test_pattern_weights_with_missing_answers_equal_expanded_rows():
+    rm = ResponseMatrix.read(DATA / "bin2pl.csv")
+    bank = ItemBank.read(DATA / "bin2pl_items.csv")
+    y = rm.values[:200]
+    key = pd.DataFrame(y).fillna(-1)
+    patterns = key.value_counts().rename("freq").reset_index()
+    table = patterns.drop(columns="freq").replace(-1, np.nan).to_numpy(float)
+    full = fit.m2(y, bank, estimated="2pl")
+    weighted = fit.m2(table, bank, estimated="2pl", weights=patterns["freq"].to_numpy(float))
+    assert weighted.M2 == pytest.approx(full.M2, rel=1e-10)
+    assert weighted.SRMSR == pytest.approx(full.SRMSR, rel=1e-10)
+    assert weighted.CFI == pytest.approx(full.CFI, rel=1e-10)
