@@ -227,7 +227,7 @@ def _print_report(report: dict) -> None:
     if "n_partitions" in report:
         console.print(f"(averages over {report['n_partitions']} item partitions)")
     if "sx2_note" in report:
-        console.print(report["sx2_note"])
+        console.print(report["sx2_note"], markup=False, highlight=False)
     if "items" in report:
         import pandas as pd
 
