@@ -94,8 +94,8 @@ from .progress import stepper
 from .polybank import PolyBank
 from .quadrature import normal_quadrature
 
-__all__ = ["M2_TYPES", "m2_df", "m2_ordinal", "sx2_ordinal", "ordinal_estimated", "null_params", "null_m2",
-           "leave_one_out_scores", "collapse_cells"]
+__all__ = ["M2_TYPES", "m2_df", "m2_ordinal", "sx2_ordinal", "ordinal_estimated", "null_params",
+           "null_m2", "leave_one_out_scores", "collapse_cells"]
 
 M2_TYPES = ("M2*", "C2", "auto")
 ORDINAL_ESTIMATED = ("all", "none")
