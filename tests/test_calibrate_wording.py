@@ -127,3 +127,13 @@ def test_mirt_defaults_says_mirts_own_default_is_the_2pl(lsat7, tmp_path, capsys
     out = capsys.readouterr().out
     assert "model 3PL (mirt): the paper's mirt fit (3PL, no priors)" in out
     assert "mirt's own default itemtype is the 2PL" in out
+
+
+def test_a_fit_with_priors_names_the_options_for_mirts_fit(lsat7, tmp_path, capsys):
+    assert main(["calibrate", lsat7, "--freq-column", "freq", "--model", "3pl",
+                 "-o", str(tmp_path / "b.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "(mirt's fit has no priors: --prior-a none --prior-c none)" in out
+    assert main(["calibrate", lsat7, "--freq-column", "freq", "--model", "2pl", "--prior-a",
+                 "none", "-o", str(tmp_path / "b.csv")]) == 0
+    assert "mirt's fit has no priors" not in capsys.readouterr().out

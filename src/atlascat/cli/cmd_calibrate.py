@@ -221,7 +221,7 @@ def _report(res, rm, link: str) -> None:
     chosen = res.settings.get("defaults") if res.settings else None
     if chosen:
         console.print(f"model {model_name(chosen['model'])} ({chosen['source']}): "
-                      f"{chosen['reason']}")
+                      f"{chosen['reason']}{_mirt_hint(chosen)}", markup=False, highlight=False)
         for msg in chosen.get("warnings", []):
             warn(msg)
     if res.filter_report is not None:
@@ -235,6 +235,12 @@ def _report(res, rm, link: str) -> None:
         As = np.array([lk["A"] for lk in res.linking])
         console.print(f"{len(res.linking)} partitions linked by {link}: A in "
                       f"[{As.min():.3f}, {As.max():.3f}]")
+
+
+def _mirt_hint(chosen: dict) -> str:
+    """Where a fit has priors: the options that give mirt's fit (which has none)."""
+    given = [f"--prior-{p} none" for p in ("a", "c", "u") if chosen.get(f"prior_{p}")]
+    return f" (mirt's fit has no priors: {' '.join(given)})" if given else ""
 
 
 def model_name(model: str) -> str:
