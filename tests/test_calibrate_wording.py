@@ -137,3 +137,11 @@ def test_a_fit_with_priors_names_the_options_for_mirts_fit(lsat7, tmp_path, caps
     assert main(["calibrate", lsat7, "--freq-column", "freq", "--model", "2pl", "--prior-a",
                  "none", "-o", str(tmp_path / "b.csv")]) == 0
     assert "mirt's fit has no priors" not in capsys.readouterr().out
+
+
+def test_anova_of_one_model_under_two_names(lsat7, capsys):
+    assert main(["anova", lsat7, "--freq-column", "freq", "--model", "graded",
+                 "--model", "2pl"]) == 0
+    out = capsys.readouterr().out
+    assert "graded and 2pl are one model on these data" in out
+    assert "not nested" not in out
