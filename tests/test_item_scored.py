@@ -278,3 +278,52 @@ def test_a_matrix_folder_refuses_a_request_subject_before_loading_it(subject):
     bare = ItemBank(["1", "2"], [1.0, 1.0], [0.0, 1.0])
     with pytest.raises(BankError, match="no item content .* cmd:COMMAND"):
         SubjectSpec.parse(subject, "m").build(bare)
+
+
+@pytest.mark.parametrize("bad", ["'hello'", "json.dumps({'item_id': 'zzz', 'score': 1})"])
+def test_a_command_that_replies_out_of_step_stops_a_run_that_resumes(folder, tmp_path, bad):
+    """A reply line that is not the round's score (text, an item not asked) stops the run as a
+    failed command does: saved with the answers so far, the message says how to resume, and
+    --resume with the program fixed ends it as a run that never failed."""
+    flag = tmp_path / "broken"
+    flag.write_text("")
+    prog = tmp_path / "p.py"
+    prog.write_text(
+        "import json, os, sys\n"
+        "import pandas as pd\n"
+        f"answers = pd.read_csv({str(folder / 'targets.csv')!r}, index_col=0).loc['new3']\n"
+        "for n, line in enumerate(sys.stdin, 1):\n"
+        "    item = json.loads(line)['item_id']\n"
+        f"    if n == 6 and os.path.exists({str(flag)!r}):\n"
+        f"        print({bad}, flush=True)\n"
+        "        continue\n"
+        "    print(json.dumps({'item_id': item, 'score': int(answers[item])}), flush=True)\n")
+    spec = "cmd:" + shlex.join([sys.executable, str(prog)])
+    whole = _evaluate(folder, _cmd(folder, "new3"), tmp_path / "whole", "--llm", "new3")
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject", spec,
+                                 "--llm", "new3", "--max-items", "20", "-q", "-o", str(out)])
+    assert r.exit_code != 0
+    from atlascat.live.store import RunStore
+
+    info = RunStore(out / "runs.sqlite").list_runs().iloc[0]
+    assert info["state"] == "error" and int(info["n_items"]) == 5
+    said = " ".join((r.output + str(r.exception)).split())
+    assert "saved with 5 answered item(s)" in said and f"--resume {info['run_id']}" in said
+    flag.unlink()
+    again = CliRunner().invoke(app, ["evaluate", "--resume", info["run_id"], "--db",
+                                     str(out / "runs.sqlite"), "-q"])
+    assert again.exit_code == 0, again.output + str(again.exception)
+    assert list(_steps(out)["item_id"]) == list(_steps(tmp_path / "whole")["item_id"])
+    from atlascat.live.service import predict_run
+
+    assert (predict_run(RunStore(out / "runs.sqlite"), info["run_id"])["score"]
+            == whole["prediction"]["score"])
+
+
+@pytest.mark.parametrize("printed", ["NaN", '"37"', "null"])
+def test_a_score_that_is_no_number_on_a_scale_says_so(printed):
+    with pytest.raises(SubjectError, match=r"scored .* \(as printed\), not a number; print each "
+                                           r"score on the metric's scale \[0, 100\]"):
+        parse_scores(["a"], '{"item_id": "a", "score": %s}' % printed, "the command 'x'",
+                     score_range=(0, 100))
