@@ -424,3 +424,32 @@ def test_ctrl_c_in_a_terminal_interrupts_a_command_run(shared_data, tmp_path, ca
     assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
     run = json.loads(capsys.readouterr().out)[0]
     assert run["state"] == "interrupted" and run["pending"] == 0 and run["n_items"] >= 1
+
+
+def test_a_stopped_runs_scores_read_on_the_folders_scale(shared_data, tmp_path, capsys):
+    """A run on a --score-range folder that stopped before its end (here its command failed)
+    has no prediction yet: ``atlas runs`` (table and --json) still gives its mean score on the
+    metric's own scale, as for a finished run, not as a percent of 0-1."""
+    import sys
+
+    from atlascat.bankdir import build_bank
+
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    (100 * df.iloc[:30]).to_csv(tmp_path / "source.csv")
+    build_bank(tmp_path / "source.csv", tmp_path / "bank", folds=0, score_range=(0, 100))
+    script = tmp_path / "p.py"
+    script.write_text("import json, sys\nfor n, line in enumerate(sys.stdin, 1):\n"
+                      "    if n == 4:\n        sys.exit('crashed')\n"
+                      "    item = json.loads(line)['item_id']\n"
+                      "    print(json.dumps({'item_id': item, 'score': 37.5}), flush=True)\n")
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"cmd:{sys.executable} {script}", "--llm", "m", "-q", "-o", str(out)]) == 2
+    capsys.readouterr()
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)[0]
+    assert run["state"] == "error" and run["n_items"] == 3
+    assert run["observed_score"] == pytest.approx(37.5) and run["scale"] == [0.0, 100.0]
+    assert main(["runs", "--db", str(out / "runs.sqlite")]) == 0
+    table = capsys.readouterr().out
+    assert " 37.5 " in table and "37.5%" not in table
