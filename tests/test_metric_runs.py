@@ -453,3 +453,43 @@ def test_a_stopped_runs_scores_read_on_the_folders_scale(shared_data, tmp_path, 
     assert main(["runs", "--db", str(out / "runs.sqlite")]) == 0
     table = capsys.readouterr().out
     assert " 37.5 " in table and "37.5%" not in table
+
+
+def test_a_generation_tasks_own_metric_is_named_a_generation_on_the_page(tmp_path, capsys):
+    """Items scored by a logged metric atlas cannot compute (``metric:bleu_max``) are still
+    generations: the run's page says how they were asked as logged (generation, not
+    log-likelihood); a ``cmd:`` run's page says atlas sent no request, its command asked."""
+    import sys
+
+    from atlascat.bankdir import read_sample_logs
+    from atlascat.content.requests import describe_requests
+
+    logs = _f1_logs(tmp_path / "logs", n_models=22, n_items=30)
+    for f in logs.rglob("samples_*.jsonl"):
+        recs = [json.loads(x) for x in f.read_text().splitlines()]
+        for r in recs:
+            r["metrics"], r["bleu_max"] = ["bleu_max"], round(100 * r["f1"], 3)
+        f.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    read_sample_logs(logs, metric="bleu_max").write(tmp_path / "all.csv")
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"replay:{tmp_path / 'all.csv'}#org/gen-10", "--max-items", "6", "-q",
+                 "-o", str(out)]) == 0
+    page = html.unescape(next((out / "reports").glob("*.html")).read_text())
+    assert "toyqa: as logged, generation (metric:bleu_max)" in page
+    assert "log-likelihood" not in page
+    script = tmp_path / "p.py"
+    script.write_text("import json, sys\nfor line in sys.stdin:\n"
+                      "    item = json.loads(line)['item_id']\n"
+                      "    print(json.dumps({'item_id': item, 'score': 50}), flush=True)\n")
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"cmd:{sys.executable} {script}", "--llm", "m", "--max-items", "6", "-q",
+                 "-o", str(tmp_path / "cmd")]) == 0
+    page = html.unescape(next((tmp_path / "cmd" / "reports").glob("*.html")).read_text())
+    assert ("none sent by atlas; your command asks each item (the source models were asked "
+            "toyqa: as logged, generation (metric:bleu_max))") in page
+    # a logged metric of log-likelihood items (no token limit) is a log-likelihood request
+    meta = pd.DataFrame({"rule": ["metric:brier", "metric:brier"],
+                         "max_gen_toks": [np.nan, np.nan], "benchmark": ["t", "t"]})
+    assert describe_requests(meta) == "t: as logged, log-likelihood (metric:brier)"
