@@ -565,3 +565,22 @@ def test_a_metric_atlas_cannot_compute_is_said_at_build_time():
     said = [w for w in build_warnings(manifest(["metric:judge_score"])) if "cannot compute" in w]
     assert said and "'judge_score'" in said[0] and "--subject cmd:COMMAND" in said[0]
     assert not [w for w in build_warnings(manifest(["acc_norm", "mc2"])) if "cannot" in w]
+
+
+def test_the_build_reports_its_progress_step_by_step(tmp_path):
+    """``build_bank(progress=...)`` is called after each step (read, calibration, link, each
+    cross-fitting fold, predictor, folder written), counting up to its total: what the
+    command's progress bar shows on a long build."""
+    from atlascat.bankdir.builder import build_steps
+
+    rng = np.random.default_rng(3)
+    theta, b = rng.normal(size=40), rng.normal(size=60)
+    y = (rng.random((40, 60)) < 1 / (1 + np.exp(-(theta[:, None] - b)))).astype(int)
+    pd.DataFrame(y, index=[f"m{i}" for i in range(40)],
+                 columns=[f"q{j}" for j in range(60)]).rename_axis("model").to_csv(
+        tmp_path / "r.csv")
+    calls = []
+    build_bank(tmp_path / "r.csv", tmp_path / "bank", folds=2, budget=20,
+               progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(k, build_steps(2)) for k in range(1, build_steps(2) + 1)]
+    assert build_steps(2) == 7

@@ -285,7 +285,7 @@ CHECK_LENGTHS = (5, 10, 20)
 
 
 def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int = 0,
-                     folds: int = 5, budget: int = 50, chance=None) -> dict:
+                     folds: int = 5, budget: int = 50, chance=None, on_fold=None) -> dict:
     """How much the link's 95% interval must widen to cover models it was not fitted on.
 
     K-fold cross-fitting on the source models: for each fold, a bank and a link are fitted on
@@ -303,7 +303,8 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
     95% quantile of their r, gives the multiplier max(1, q_k / factor) at k (1 at K, never
     rising with k): the link's :attr:`~atlascat.scorelink.ScoreLink.length_factor`. The
     answer correction and the interval scales are fitted on tests of the budget's length, and
-    a short test's error is larger than their spread says. Returns {"factor", "folds",
+    a short test's error is larger than their spread says. ``on_fold()`` is called after each
+    fold (a progress bar's step). Returns {"factor", "folds",
     "ratio_q95", "n", "coverage_before", "length_factor" ({"counts", "factors"}, or None
     when the budget's test is no longer than the shortest check)}.
     """
@@ -333,6 +334,8 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
             ratios[length][1].extend(inside.tolist())
             if length is None:
                 counts.extend(asked.tolist())
+        if on_fold is not None:
+            on_fold()
 
     def q95(length):
         r, inside = (np.asarray(v) for v in ratios[length])
@@ -519,6 +522,13 @@ def build_warnings(manifest: dict) -> list[str]:
     return out
 
 
+def build_steps(folds: int = FOLDS) -> int:
+    """The steps :func:`build_bank` reports to its ``progress``: the results read, the
+    calibration, the score link, one per cross-fitting fold, the benchmark predictor and the
+    folder written."""
+    return 5 + max(0, int(folds))
+
+
 def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
     """The bank the benchmark predictor is fitted on: ``bank`` when it holds every item of the
     results that any model answered differently from another, else a calibration of all of
@@ -542,7 +552,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                id_field: str | None = "metabench_idx", name: str | None = None,
                model: str = "auto", seed: int = 0, chance: float | None = None,
                min_models: int = MIN_MODELS, budget: int = BUDGET, folds: int = FOLDS,
-               score_range=None):
+               score_range=None, progress=None):
     """Build a bank folder (see the module docstring); returns the loaded
     :class:`~atlascat.bankdir.folder.BankFolder` (written to ``output`` when given).
 
@@ -567,6 +577,9 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         mapped to [0, 1] once, when the results are read (sample logs: default the harness's
         known range of the metric), and every prediction mapped back
         (:func:`atlascat.bankdir.predict.metric_scale`); ``manifest.settings.score_range``
+    progress : ``progress(done, total)`` after each step of the build (the results read, the
+        calibration, the score link, each cross-fitting fold, the benchmark predictor, the
+        folder written): ``total`` is :func:`build_steps` of ``folds``
     """
     from .._version import __version__
     from ..content.items import attach_content
@@ -574,9 +587,17 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     from ..irt.calibrate import calibrate
     from .folder import BankFolder, load_bank_dir, write_bank_dir
 
+    total, done = build_steps(folds), [0]
+
+    def step() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total)
+
     score_range = check_score_range(score_range)
     rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
                                    id_field=id_field, score_range=score_range)
+    step()
     if logs is not None and logs.score_range is not None:
         score_range = tuple(map(float, logs.score_range))
     if chance is not None:        # on the folder's scale, as every score it is given
@@ -621,6 +642,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         raise BankError(f"the calibration did not converge ({train.n_subjects} models x "
                         f"{train.n_items} items); try --model 1pl")
     bank = res.bank
+    step()
     from .checks import parallel_analysis
 
     dims = parallel_analysis(rm.values, rng=[int(seed), 13])
@@ -647,9 +669,10 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     link = fit_link(bank, y, s, benchmark=bench, seed=seed, chance=chance, max_items=budget,
                     extra_se_stops=())
     link.info["model"] = bank.model
+    step()
     if folds:
         cf = cross_fit_factor(y, s, model=bank.model, benchmark=bench, seed=seed, folds=folds,
-                              budget=budget, chance=chance)
+                              budget=budget, chance=chance, on_fold=step)
         widen(link, cf["factor"])
         link.length_factor = (None if cf["length_factor"] is None else
                               {k: np.asarray(v, float) for k, v in cf["length_factor"].items()})
@@ -675,6 +698,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         if meta is not None:
             pitems = attach_content(predictor.item_bank(model=bank.model), meta,
                                     missing="error")
+    step()
     agreement = [r["agreement"] for r in recs or [] if np.isfinite(r["agreement"])]
     manifest = {
         "benchmark": bench, "built": _dt.datetime.now(_dt.timezone.utc).isoformat(
@@ -720,6 +744,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "design_weight": predictor.design_weight_,
         "score_map": predictor.score_map_info()}
     if output is None:
+        step()
         return BankFolder(Path("."), bank, link, manifest, recs, {})
     write_bank_dir(output, bank, link, manifest, recs)
     target, items_file = Path(output) / "predictor.json", Path(output) / PREDICTOR_ITEMS_FILE
@@ -731,4 +756,5 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         pitems.to_frame("ours").to_parquet(items_file, index=False, compression="zstd")
     elif items_file.exists():
         items_file.unlink()
+    step()
     return load_bank_dir(output)
