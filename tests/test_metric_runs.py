@@ -493,3 +493,32 @@ def test_a_generation_tasks_own_metric_is_named_a_generation_on_the_page(tmp_pat
     meta = pd.DataFrame({"rule": ["metric:brier", "metric:brier"],
                          "max_gen_toks": [np.nan, np.nan], "benchmark": ["t", "t"]})
     assert describe_requests(meta) == "t: as logged, log-likelihood (metric:brier)"
+
+
+def test_simulate_writes_the_items_a_live_run_with_the_seed_asks(shared_data, tmp_path,
+                                                                  capsys):
+    """The predictor's ``atlas simulate`` writes selected_items.csv: per model the items it
+    was asked, in order, with the recorded score on the folder's scale; a live ``replay:`` run
+    of that model with the same seed asks exactly those items and scores them alike."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    (100 * df.iloc[:30]).to_csv(tmp_path / "source.csv")
+    (100 * df.iloc[30:]).to_csv(tmp_path / "targets.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "--score-range", "0", "100", "-q",
+                 "-o", str(tmp_path / "bank")]) == 0
+    assert main(["simulate", str(tmp_path / "targets.csv"), "--bank", str(tmp_path / "bank"),
+                 "--max-items", "15", "--seed", "4", "-q", "-o", str(tmp_path / "sim")]) == 0
+    sel = pd.read_csv(tmp_path / "sim" / "selected_items.csv", dtype={"item_id": str})
+    persons = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col=0)
+    assert list(sel.columns) == ["subject_id", "item_id", "order", "score"]
+    assert (sel.groupby("subject_id").size().reindex(persons.index)
+            == persons["n_items"]).all()
+    model = str(df.index[33])
+    capsys.readouterr()
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"replay:{tmp_path / 'targets.csv'}#{model}", "--max-items", "15", "--seed",
+                 "4", "--json", "-o", str(tmp_path / "live")]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    mine = sel[sel["subject_id"] == model].sort_values("order")
+    assert list(mine["item_id"]) == [str(i) for i in row["items"]]
+    assert np.allclose(mine["score"], row["scores"])
+    assert row["prediction"]["score"] == pytest.approx(persons.loc[model, "score"], abs=1e-9)

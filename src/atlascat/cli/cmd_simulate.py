@@ -400,10 +400,13 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", BUDGET))
     rm = _responses(o, folder)
     with progress_bar("predicting", 1) as advance:
-        persons = replay_predictor(folder, rm, budget=budget, seed=o.seed)
+        persons, selected = replay_predictor(folder, rm, budget=budget, seed=o.seed,
+                                             selected=True)
         advance(1)
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
+    if o.selected:      # what each model was asked: what a live run of it with --seed asks
+        selected.to_csv(out / "selected_items.csv", index=False)
     from ..bankdir.predict import folder_words
 
     figures, predicted_row = predicted_summary(folder_words(folder), persons)
@@ -418,7 +421,8 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
             ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title="atlas simulate (bank folder's predictor)")
-    console.print(f"wrote {escape(str(out))}/ (person_scores.csv, summary.json)")
+    console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
+                  f"{'selected_items.csv, ' if o.selected else ''}summary.json)")
 
 
 def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank, *,
