@@ -522,3 +522,19 @@ def test_simulate_writes_the_items_a_live_run_with_the_seed_asks(shared_data, tm
     assert list(mine["item_id"]) == [str(i) for i in row["items"]]
     assert np.allclose(mine["score"], row["scores"])
     assert row["prediction"]["score"] == pytest.approx(persons.loc[model, "score"], abs=1e-9)
+
+
+def test_a_folders_link_warns_of_the_source_models(shared_data, tmp_path):
+    """A bank folder's score link, outside the models it was fitted on, says so in the
+    folder's words: beyond "the source models" (a shipped bank's link keeps its own)."""
+    from atlascat.bankdir import build_bank, load_bank_dir
+
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    df.iloc[:30].to_csv(tmp_path / "source.csv")
+    build_bank(tmp_path / "source.csv", tmp_path / "bank", folds=0)
+    link = load_bank_dir(tmp_path / "bank").link
+    low, high = link.support_bounds()
+    below, above = link.predict(low - 3, 0.4), link.predict(high + 3, 0.4)
+    assert "reaches below the source models (supported from theta" in below.warning
+    assert "reaches above the source models (supported to theta" in above.warning
+    assert "calibration models" not in below.warning + above.warning
