@@ -327,3 +327,20 @@ def test_a_score_that_is_no_number_on_a_scale_says_so(printed):
                                            r"score on the metric's scale \[0, 100\]"):
         parse_scores(["a"], '{"item_id": "a", "score": %s}' % printed, "the command 'x'",
                      score_range=(0, 100))
+
+
+@pytest.mark.parametrize("command", ["simulate", "evaluate"])
+@pytest.mark.parametrize("n", ["0", "1", "-3"])
+def test_a_predictor_budget_below_two_names_max_items(folder, tmp_path, capsys, command, n):
+    """--max-items below 2 on a folder's predictor is one line naming the option (simulate
+    does not fall back to the folder's budget for 0), and nothing is written."""
+    from atlascat.cli import main
+
+    out = tmp_path / "out"
+    args = (["simulate", str(folder / "targets.csv")] if command == "simulate" else
+            ["evaluate", "--subject", f"replay:{folder / 'targets.csv'}#new1"])
+    assert main([*args, "--bank", str(folder / "bank"), "--max-items", n, "-q",
+                 "-o", str(out)]) == 2
+    assert not out.exists()
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--max-items must be at least 2 for a bank folder's predictor" in err

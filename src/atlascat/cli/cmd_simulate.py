@@ -397,7 +397,8 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
         raise ConfigError("--batch-size: atlas simulate replays this bank folder's predictor one "
                           "item at a time (as a live run with --batch-size 1); drop it, or "
                           "--design adaptive for rounds of items")
-    budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", BUDGET))
+    budget = int(o.max_items if o.max_items is not None else
+                 folder.manifest.get("settings", {}).get("budget", BUDGET))
     rm = _responses(o, folder)
     with progress_bar("predicting", 1) as advance:
         persons, selected = replay_predictor(folder, rm, budget=budget, seed=o.seed,
