@@ -538,3 +538,22 @@ def test_a_folders_link_warns_of_the_source_models(shared_data, tmp_path):
     assert "reaches below the source models (supported from theta" in below.warning
     assert "reaches above the source models (supported to theta" in above.warning
     assert "calibration models" not in below.warning + above.warning
+
+
+def test_the_adaptive_simulations_answers_read_on_the_folders_scale(shared_data, tmp_path):
+    """``atlas simulate --design adaptive`` on a --score-range folder writes each answer in
+    selected_items.csv (and selected_items/) as recorded, on the metric's scale."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    (100 * df.iloc[:30]).to_csv(tmp_path / "source.csv")
+    (100 * df.iloc[30:34]).to_csv(tmp_path / "targets.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "--score-range", "0", "100", "-q",
+                 "-o", str(tmp_path / "bank")]) == 0
+    assert main(["simulate", str(tmp_path / "targets.csv"), "--bank", str(tmp_path / "bank"),
+                 "--design", "adaptive", "--max-items", "12", "--selected-folder", "-q",
+                 "-o", str(tmp_path / "sim")]) == 0
+    sel = pd.read_csv(tmp_path / "sim" / "selected_items.csv", dtype={"item_id": str})
+    truth = pd.read_csv(tmp_path / "targets.csv", index_col=0)
+    recorded = [truth.loc[s, i] for s, i in zip(sel["subject_id"], sel["item_id"])]
+    assert np.allclose(sel["score"], recorded) and sel["score"].max() > 1
+    one = pd.read_csv(next((tmp_path / "sim" / "selected_items").glob("*.csv")))
+    assert one["score"].max() <= 100 and np.isin(one["score"], sel["score"]).all()

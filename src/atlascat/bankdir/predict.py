@@ -75,8 +75,9 @@ def continuous_scores(folder) -> bool | None:
 
 
 def to_metric_scale(frame: pd.DataFrame, folder, columns=None) -> pd.DataFrame:
-    """``frame`` with the score and its interval ends (default the first three of
-    :data:`PREDICTION_COLUMNS`) on the folder's metric scale (:func:`metric_scale`)."""
+    """``frame`` (a DataFrame, or columns: a dict of arrays) with the score and its interval
+    ends (default the first three of :data:`PREDICTION_COLUMNS`) on the folder's metric scale
+    (:func:`metric_scale`)."""
     scale = metric_scale(folder)
     if scale is None:
         return frame

@@ -438,14 +438,22 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
         write_csv(out / "person_scores.csv", persons)
     else:
         persons.to_csv(out / "person_scores.csv", index=False)
+    from ..bankdir.predict import to_metric_scale
+
+    # each answer as recorded: on a --score-range folder's metric scale
+    asked = (result.administered_columns if folder is None else
+             to_metric_scale(result.administered_columns, folder, ["score"]))
     if o.selected:  # one long file: one open instead of one per examinee
-        write_csv(out / "selected_items.csv", result.administered_columns)
+        write_csv(out / "selected_items.csv", asked)
     if o.selected_folder:
         sel_dir = out / "selected_items"
         sel_dir.mkdir(exist_ok=True)
         stems = unique_filenames(persons["subject_id"])
-        groups = dict(tuple(result.administered.groupby("subject_id", sort=False)))
-        empty = result.administered.iloc[:0]
+        import pandas as pd
+
+        administered = pd.DataFrame(asked)
+        groups = dict(tuple(administered.groupby("subject_id", sort=False)))
+        empty = administered.iloc[:0]
         for sid, stem in zip(persons["subject_id"], stems):
             frame = groups.get(sid, empty).drop(columns="subject_id")
             frame.to_csv(sel_dir / f"{stem}.csv", index=False)
