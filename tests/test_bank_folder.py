@@ -584,3 +584,16 @@ def test_the_build_reports_its_progress_step_by_step(tmp_path):
                progress=lambda done, total: calls.append((done, total)))
     assert calls == [(k, build_steps(2)) for k in range(1, build_steps(2) + 1)]
     assert build_steps(2) == 7
+
+
+def test_a_build_from_sample_logs_counts_each_file_read(tmp_path):
+    """From sample logs the progress counts one step per model's file read, then the build's
+    other steps, up to a total that says so from the first call."""
+    from atlascat.bankdir.builder import build_steps
+
+    files = generation_logs(tmp_path / "logs", n_models=22, n_items=12)
+    calls = []
+    build_bank(tmp_path / "logs", tmp_path / "bank", folds=0,
+               progress=lambda done, total: calls.append((done, total)))
+    total = build_steps(0) - 1 + len(files)
+    assert calls == [(k, total) for k in range(1, total + 1)]

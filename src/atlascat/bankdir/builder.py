@@ -103,10 +103,11 @@ def read_scaled_matrix(path, score_range, **read_kwargs):
 
 
 def read_results(source, *, task=None, metric=None, filter_name=None, id_field="metabench_idx",
-                 score_range=None):
+                 score_range=None, on_file=None):
     """``(ResponseMatrix, SampleLogs or None, [source files])`` from a matrix or sample logs;
     ``score_range`` (lo, hi): the scores' scale, mapped to [0, 1] (sample logs: default the
-    harness's known range of the metric)."""
+    harness's known range of the metric); ``on_file(k, n)`` after each of the n sample log
+    files is read."""
     paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     if not paths:
         raise ConfigError("give the results: a response matrix file or sample logs")
@@ -114,7 +115,8 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
         from .samplelogs import read_sample_logs
 
         logs = read_sample_logs(paths, task=task, metric=metric, id_field=id_field,
-                                filter_name=filter_name, score_range=score_range)
+                                filter_name=filter_name, score_range=score_range,
+                                on_file=on_file)
         sets = {m: frozenset(s) for m, s in logs.scores.items()}
         ref_model, ref = max(sets.items(), key=lambda kv: len(kv[1]))
         for m, s in sets.items():
@@ -579,7 +581,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         (:func:`atlascat.bankdir.predict.metric_scale`); ``manifest.settings.score_range``
     progress : ``progress(done, total)`` after each step of the build (the results read, the
         calibration, the score link, each cross-fitting fold, the benchmark predictor, the
-        folder written): ``total`` is :func:`build_steps` of ``folds``
+        folder written): ``total`` is :func:`build_steps` of ``folds``, where sample logs
+        count one step per file read instead of one for the results
     """
     from .._version import __version__
     from ..content.items import attach_content
@@ -587,17 +590,23 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     from ..irt.calibrate import calibrate
     from .folder import BankFolder, load_bank_dir, write_bank_dir
 
-    total, done = build_steps(folds), [0]
+    total, done = [build_steps(folds)], [0]
 
     def step() -> None:
         done[0] += 1
         if progress is not None:
-            progress(done[0], total)
+            progress(done[0], total[0])
+
+    def read_file(k: int, n: int) -> None:    # sample logs: one step per file read
+        total[0], done[0] = build_steps(folds) - 1 + n, k - 1
+        step()
 
     score_range = check_score_range(score_range)
     rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
-                                   id_field=id_field, score_range=score_range)
-    step()
+                                   id_field=id_field, score_range=score_range,
+                                   on_file=read_file)
+    if logs is None:
+        step()
     if logs is not None and logs.score_range is not None:
         score_range = tuple(map(float, logs.score_range))
     if chance is not None:        # on the folder's scale, as every score it is given

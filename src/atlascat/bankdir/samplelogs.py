@@ -491,7 +491,7 @@ def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None
 def read_sample_logs(paths, *, task: str | None = None, metric: str | None = None,
                      id_field: str | None = "metabench_idx", filter_name: str | None = None,
                      subject_ids: Sequence[str] | None = None,
-                     score_range: tuple | None = None) -> SampleLogs:
+                     score_range: tuple | None = None, on_file=None) -> SampleLogs:
     """Read the sample logs of one task, several models.
 
     Parameters
@@ -506,6 +506,7 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
     subject_ids : one model name per file (default: the folder name, ``__`` read as ``/``)
     score_range : (low, high) of the metric's scale, mapped to [0, 1] (default: the harness's
         known range, :data:`KNOWN_RANGES`, else the values must lie in [0, 1])
+    on_file : ``on_file(k, n)`` after the k-th of the n files is read (a progress bar's step)
     """
     if score_range is not None:
         from ..validation import check_finite
@@ -520,8 +521,10 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
                       harness=_harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
-    for name, f in zip(names, files):
+    for k, (name, f) in enumerate(zip(names, files), 1):
         _read_one(logs, name, f, id_field=id_field, metric=metric, filter_name=filter_name)
+        if on_file is not None:
+            on_file(k, len(files))
     return logs
 
 
