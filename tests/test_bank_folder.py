@@ -597,3 +597,34 @@ def test_a_build_from_sample_logs_counts_each_file_read(tmp_path):
                progress=lambda done, total: calls.append((done, total)))
     total = build_steps(0) - 1 + len(files)
     assert calls == [(k, total) for k in range(1, total + 1)]
+
+
+def test_a_chat_subject_reads_an_exact_match_generation_and_refuses_f1(tmp_path):
+    """From generation logs, an exact-match item's chat answer is scored by its text (the
+    "exact" scorer: the run ends, APPROXIMATE); items scored by F1 have no text scorer, and
+    ``openai:`` is refused with one line before any run is created."""
+    from atlascat.cli import main
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.toylm import ToyLM
+
+    generation_logs(tmp_path / "logs", n_models=22, n_items=12)
+    folder = build_bank(tmp_path / "logs", tmp_path / "bank", folds=0)
+    assert set(folder.bank.metadata["scorer"]) == {"exact"}
+    f1 = tmp_path / "f1logs"
+    for f in (tmp_path / "logs").rglob("samples_*.jsonl"):
+        recs = [json.loads(x) for x in f.read_text().splitlines()]
+        for r in recs:
+            r["metrics"], r["f1"] = ["f1"], 0.5 * r["exact_match"] + 0.25
+        (f1 / f.parent.name).mkdir(parents=True)
+        (f1 / f.parent.name / f.name).write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    build_bank(f1, tmp_path / "f1bank", folds=0)
+    with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
+        assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                     f"openai:{srv.url}", "--llm", "toy", "--max-items", "5", "-q", "-o",
+                     str(tmp_path / "run")]) == 0
+        assert main(["evaluate", "--bank", str(tmp_path / "f1bank"), "--subject",
+                     f"openai:{srv.url}", "--llm", "toy", "--max-items", "5", "-q", "-o",
+                     str(tmp_path / "f1run")]) == 2
+    row = json.loads((tmp_path / "run" / "results.json").read_text())[0]
+    assert row["status"] == "done" and row["n_items"] == 5 and row["protocol"] == "approximate"
+    assert not (tmp_path / "f1run").exists()

@@ -408,6 +408,11 @@ def widen(link, factor: float):
     return link
 
 
+#: the text scorer (:mod:`atlascat.live.scorers`) a chat answer to a generation item is read
+#: with, by the item's rule: exact match and GSM8K's number; none for F1 or a logged metric
+_CHAT_SCORERS = {"exact_match": "exact", "gsm8k_exact": "gsm8k"}
+
+
 def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
     """Request metadata rows and requests.jsonl records of the items ``ids`` (those whose gold
     the logs determine), and the ids dropped for an undetermined gold."""
@@ -430,7 +435,8 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
         question = f["context"].rstrip().rsplit("\n\n", 1)[-1]
         rows.append({"item_id": i, "benchmark": logs.task, "question": question,
                      "choices": conts, "answer": answer,
-                     "scorer": "" if gen or len(conts) > 26 else "mc", "fewshot": "",
+                     "scorer": (_CHAT_SCORERS.get(f["rule"], "") if gen else
+                                "" if len(conts) > 26 else "mc"), "fewshot": "",
                      **{k: v for k, v in f.items() if k != "agreement"}})
         recs.append({"item_id": i, "doc_id": it.doc_id, "kind": it.kind,
                      "requests": [r.to_dict() for r in it.requests], "rule": f["rule"],

@@ -40,10 +40,11 @@ def remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
 def approximate_note(kind: str, banks: str = "the bank was", whose: str = "the leaderboard's"
                      ) -> None:
     """The warning that ``kind:`` subjects are asked by text prompts, not the calibration's
-    log-likelihoods (``whose``: "the source models'" for a bank folder)."""
+    requests (``whose``: "the source models'" for a bank folder)."""
     err_console.print(
         f"note: {kind}: subjects are asked chat/text prompts and their answers read from text; "
-        f"{banks} calibrated on {whose} log-likelihoods, so results are APPROXIMATE. "
+        f"{banks} calibrated on {whose} answers to its requests (log-likelihoods, "
+        f"generations), so results are APPROXIMATE. "
         f"Use completions:URL (vLLM), hf: or lmeval: for {whose} protocol.",
         markup=False, highlight=False, soft_wrap=True)
 

@@ -127,8 +127,8 @@ def format_result(row: dict, held: str | None = None) -> str:
         lines.append(f"  ({unseen_words(lb['unseen_ratings'])})")
     if proto == "approximate":
         whose = "the source models'" if lb.get("population") == SOURCE else "the leaderboard's"
-        lines.append("  (answers were read from chat text, not from log-likelihoods as in the "
-                     "bank's calibration: theta and score are approximate; use completions:URL, "
+        lines.append("  (answers were read from chat text, not as the bank's calibration asked "
+                     "its requests: theta and score are approximate; use completions:URL, "
                      f"hf: or lmeval: for {whose} protocol)")
     if row.get("report"):
         lines.append(f"  report: {row['report']}")
