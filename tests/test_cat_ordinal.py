@@ -86,6 +86,15 @@ class TestReplay:
         assert top not in set(res.administered.item_id)
         assert res.persons.n_skipped.sum() > 0
 
+    def test_running_out_of_answered_items_is_bank_exhausted(self, setup):
+        """The binary engine's reason string, so one stop vocabulary reads every run."""
+        bank, df, _ = setup
+        d2 = df.iloc[:3].copy()
+        d2.iloc[:, 6:] = np.nan                    # six answered items, max_items 25
+        res = simulate_ordinal_cat(bank, _config(se_stop=None), responses=d2, rng=4)
+        assert res.persons.stop_reason.tolist() == ["bank_exhausted"] * 3
+        assert res.persons.n_items.tolist() == [6] * 3
+
     def test_drawn_answers(self, setup):
         bank, _, theta = setup
         res = simulate_ordinal_cat(bank, _config(), thetas=theta, rng=5)

@@ -283,3 +283,16 @@ def test_each_examinee_own_stream_asks_what_its_session_asks(root):
         assert got["theta"].iloc[-1] == pytest.approx(session.theta, abs=1e-12)
     with pytest.raises(ConfigError, match="one per examinee"):
         simulate_ordinal_cat(bank, config, responses=ratings, rng=[subject_generator(5, "x")])
+
+
+def test_the_report_names_the_whole_bank_when_max_items_exceeds_it(root, tmp_path):
+    """A budget larger than the bank reads as the bank's size, not as an unreachable 500."""
+    out = tmp_path / "whole"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(root / "bank.csv"), "--subject",
+                                 f"replay:{root / 'ratings.csv'}#m7", "--min-items", "3",
+                                 "--se-stop", "0.01", "--seed", "3", "-q", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads((out / "results.json").read_text())[0]
+    assert res["n_items"] == N_ITEMS and res["stop_reason"] == "bank_exhausted"
+    page = Path(res["report"]).read_text()
+    assert f"items 3-{N_ITEMS} (the whole bank)" in page and "-500" not in page

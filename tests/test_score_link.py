@@ -92,7 +92,8 @@ def test_round_trip_json(fitted):
     back = ScoreLink.from_dict(d)
     answers = {"i1": 1, "i2": 0, "i3": 1, "nope": 1}
     for t, se in [(-1.0, 0.3), (0.4, 0.2), (2.0, 0.1)]:
-        a, b = link.predict(t, se, responses=answers), back.predict(t, se, responses=answers)
+        with pytest.warns(UserWarning, match="'nope'"):
+            a, b = link.predict(t, se, responses=answers), back.predict(t, se, responses=answers)
         assert a.score == pytest.approx(b.score, abs=1e-5)
         assert a.hi == pytest.approx(b.hi, abs=1e-5)
     bad = dict(d)
@@ -125,7 +126,8 @@ def test_answer_correction_uses_item_weights(fitted):
     assert got.score - none.score == pytest.approx(want, abs=1e-5)
     assert got.hi - got.lo == pytest.approx(0.5 * (none.hi - none.lo), rel=1e-3)
     # unknown items are ignored; the vectorized path agrees with predict
-    assert lk.predict(0.0, 0.3, responses={"zzz": 1}).score == pytest.approx(none.score)
+    with pytest.warns(UserWarning, match="1 of 1 answers"):
+        assert lk.predict(0.0, 0.3, responses={"zzz": 1}).score == pytest.approx(none.score)
     asked = np.zeros((2, J), bool)
     asked[0, 5:15] = True
     asked[1, :2] = True
@@ -273,3 +275,14 @@ def test_non_monotone_link_keeps_a_u_shape():
     assert at(free, -2) > at(free, 0) + 0.1  # the U is kept
     assert abs(at(free, -2) - (0.4 + 0.05 * 4)) < 0.05
     assert np.all(np.diff(mono) >= 0)
+
+
+def test_answers_to_items_the_link_lacks_are_named_not_dropped_silently():
+    """An id the link does not have (a typo, an int for a str) is ignored with a warning that
+    names it and shows what the link's ids look like; the known answers still count."""
+    link = load_score_link("arc")
+    known = link.item_ids[0]
+    with pytest.warns(UserWarning, match=r"1 of 2 answers .* \('no-such-item'; its ids look like .*ignored"):
+        pred = link.predict(0.8, 0.2, responses={known: 1, "no-such-item": 0})
+    with_known = link.predict(0.8, 0.2, responses={known: 1})
+    assert (pred.score, pred.lo, pred.hi) == (with_known.score, with_known.lo, with_known.hi)

@@ -99,7 +99,6 @@ class _OrdinalEngine:
         self.loc = item_locations(bank)
         self.prec = 1.0 / est.prior_sd**2
         self.k_best = max(1, int(sel.randomesque))
-        self.max_items = min(int(stop.max_items), J)
         self.cap = None
         if expo.method == "eligibility":
             if not cohort:
@@ -217,7 +216,7 @@ class _OrdinalEngine:
                 self.used[act[over]] = used_save
         none = item < 0
         self.done[act[none]] = True
-        self.reason[act[none]] = "bank exhausted"
+        self.reason[act[none]] = "bank_exhausted"
         ok = ~none
         self.used[act[ok], item[ok]] = True
         return item
@@ -247,9 +246,9 @@ class _OrdinalEngine:
         stop = self.config.stopping
         hit_se = ((self.n_items >= stop.min_items) & (self.se <= stop.se_stop)
                   if stop.se_stop is not None else np.zeros(self.n, dtype=bool))
-        hit_max = self.n_items >= self.max_items
+        hit_max = self.n_items >= int(stop.max_items)   # a bank used up is bank_exhausted
         left = (~self.used).any(axis=1)
-        for mask, why in ((hit_se, "se"), (hit_max, "max_items"), (~left, "bank exhausted")):
+        for mask, why in ((hit_se, "se"), (hit_max, "max_items"), (~left, "bank_exhausted")):
             new = mask & ~self.done
             self.reason[new] = why
             self.done |= new

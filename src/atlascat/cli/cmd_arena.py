@@ -47,7 +47,7 @@ def fit(
         return
     print_frame(table, title=f"Bradley-Terry ratings: {model.comparisons_.n_players} players, "
                              f"{model.comparisons_.n_games} games")
-    console.print(f"tie parameter theta = {model.tie_param_:.4g}; log-likelihood {model.loglik_:.6g}; "
+    console.print(f"Rao-Kupper tie parameter = {model.tie_param_:.4g}; log-likelihood {model.loglik_:.6g}; "
                   f"{model.n_iter_} MM iterations")
     if output is not None:
         console.print(f"wrote {output}")

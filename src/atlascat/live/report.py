@@ -486,7 +486,10 @@ def _test_row(info, cfg, suite) -> tuple[str, str]:
                         f"about), seed {info['seed']}")
     stop = (f"SE stop {cfg['se_stop']}" if cfg.get("se_stop") is not None
             else "score-precision stop")
-    return ("CAT", f"{stop}, items {cfg.get('min_items')}-{cfg.get('max_items')}, "
+    most, n_bank = cfg.get("max_items"), info.get("n_bank_items")
+    if most is not None and n_bank and int(most) >= int(n_bank):
+        most = f"{n_bank} (the whole bank)"
+    return ("CAT", f"{stop}, items {cfg.get('min_items')}-{most}, "
                    f"{cfg.get('selection')} (randomesque {cfg.get('randomesque')}), "
                    f"seed {info['seed']}")
 

@@ -118,7 +118,7 @@ def warnings_for(link, theta, se, below, above, lz, guess=None):
     sup = link.support
     scale = link.metric_range
     warnings, flags = [], []
-    reach = f"theta {theta:.2f} +- {Z95 * se:.2f}"
+    reach = f"theta's 95% interval {theta - Z95 * se:.2f} to {theta + Z95 * se:.2f}"
     models = link.info.get("population") or "the link's calibration models"
     if below:
         flags.append("below_data")

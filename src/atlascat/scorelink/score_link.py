@@ -60,7 +60,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import BankError, ConfigError
+from ..errors import BankError, ConfigError, warn_user
 from . import honesty
 from .curve import check_local, rounded
 from .prediction import ScorePrediction, with_stop_note
@@ -332,13 +332,20 @@ class ScoreLink:
             return [], []
         if self._index is None:
             self._index = {i: k for k, i in enumerate(self.item_ids)}
-        index, cols, ys = self._index, [], []
+        index, cols, ys, unknown = self._index, [], [], []
         for item, value in responses.items():
             k = index.get(str(item))
+            if k is None:
+                unknown.append(str(item))
             if k is None or value is None or (isinstance(value, float) and np.isnan(value)):
                 continue
             cols.append(k)
             ys.append(float(value))
+        if unknown:
+            shown = ", ".join(repr(i) for i in unknown[:3]) + (", ..." if len(unknown) > 3 else "")
+            warn_user(f"{len(unknown)} of {len(responses)} answers are to items the "
+                      f"{self.benchmark} score link does not have ({shown}; its ids look like "
+                      f"{self.item_ids[0]!r}): ignored")
         return cols, ys
 
     # ---------------------------------------------------------------- prediction
@@ -347,7 +354,7 @@ class ScoreLink:
         """Predicted published score (0-1) of one examinee with a 95% interval and percentile.
 
         ``responses``: optional mapping item_id -> 0/1 of the answers observed (items not in
-        the link's bank are ignored); used for the observed-answer correction (the ``anchors``
+        the link's bank are ignored with a warning); used for the observed-answer correction (the ``anchors``
         one when every item of :attr:`anchor_items` is answered) and, from ``MIN_FIT_ITEMS``
         answers on, for person fit (lz*). ``stop_reason``: the adaptive test's stop reason;
         ``"floor"`` / ``"ceiling"`` (the floor/ceiling rule of :meth:`stop_settings`) add the
