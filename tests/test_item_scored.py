@@ -344,3 +344,23 @@ def test_a_predictor_budget_below_two_names_max_items(folder, tmp_path, capsys, 
     assert not out.exists()
     err = " ".join(capsys.readouterr().err.split())
     assert "--max-items must be at least 2 for a bank folder's predictor" in err
+
+
+def test_a_folder_evaluated_twice_keeps_both_runs_in_results_json(folder, tmp_path, capsys):
+    """Two models evaluated one after the other into one -o folder: results.json keeps both
+    rows (as runs.sqlite and reports/ do), and compare-models given the folder asks which run
+    rather than taking the last one."""
+    from atlascat.cli import main
+
+    out = tmp_path / "runs"
+    for model in ("new0", "new1"):
+        assert main(["evaluate", "--bank", str(folder / "bank"), "--subject",
+                     f"replay:{folder / 'targets.csv'}#{model}", "--max-items", "10", "-q",
+                     "-o", str(out)]) == 0
+    rows = json.loads((out / "results.json").read_text())
+    assert [r["model"] for r in rows] == ["new0", "new1"]
+    assert len({r["run_id"] for r in rows}) == 2
+    capsys.readouterr()
+    assert main(["compare-models", str(out), rows[0]["run_id"], "--db",
+                 str(out / "runs.sqlite")]) == 2
+    assert f"holds 2 runs ({rows[0]['run_id']}, {rows[1]['run_id']})" in capsys.readouterr().err

@@ -89,14 +89,14 @@ def run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
     return legacy, legacy
 
 
-def write_results(path: Path, rows: list, *, merge: bool) -> None:
-    """Write results.json atomically; ``merge``: keep the other runs' rows already there (a
-    resumed run replaces its own row)."""
+def write_results(path: Path, rows: list) -> None:
+    """Write results.json atomically, keeping the rows of the folder's other runs already
+    there (a run evaluated into the folder before; a resumed run replaces its own row)."""
     import os
 
     path.parent.mkdir(parents=True, exist_ok=True)
     out = list(rows)
-    if merge and path.exists():
+    if path.exists():
         try:
             old = json.loads(path.read_text())
         except (OSError, ValueError):
