@@ -155,8 +155,9 @@ class Stopped(KeyboardInterrupt):
 
 class LiveDisplay:
     """What a live run shows on stderr: aligned per-item lines (unless --quiet / --json) and, on a
-    terminal, a progress bar per run with items asked, theta +- SE and the time left. Piped,
-    there is no bar (the per-item lines are the progress)."""
+    terminal, a progress bar per run with items asked, the estimate the lines give
+    (:meth:`estimate_text`: theta and SE, a predictor's predicted score, a suite's average) and
+    the time left. Piped, there is no bar (the per-item lines are the progress)."""
 
     def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool, averages=(),
                  scales=None, continuous=()):
@@ -262,7 +263,7 @@ class LiveDisplay:
                             escape(info.model), total=self.max_items, est="")
                     self.progress.update(task, completed=info.step + 1,
                                          total=self.expected_total(info.step + 1, info.se),
-                                         est=f"theta {info.theta:+.2f} +- {info.se:.2f}")
+                                         est=self.estimate_text(info))
             if stop.event.is_set():
                 raise Stopped()
 
