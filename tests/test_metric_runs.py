@@ -557,3 +557,29 @@ def test_the_adaptive_simulations_answers_read_on_the_folders_scale(shared_data,
     assert np.allclose(sel["score"], recorded) and sel["score"].max() > 1
     one = pd.read_csv(next((tmp_path / "sim" / "selected_items").glob("*.csv")))
     assert one["score"].max() <= 100 and np.isin(one["score"], sel["score"]).all()
+
+
+def test_mc2_logged_under_another_name_is_computed_as_mc2(mc2_folder, tmp_path):
+    """lm-eval 0.4 logs TruthfulQA's mc2 as ``acc`` (a score in [0, 1] on log-likelihood
+    items): the rule that reproduces the logged scores from the logged outputs, mc2, is taken
+    (a live run can ask the items), not an opaque ``metric:acc``; a continuous score mc2 does
+    not reproduce stays ``metric:<name>``."""
+    from atlascat.bankdir import read_sample_logs
+
+    for name, noise in (("acc", 0.0), ("other", 0.05)):
+        rng = np.random.default_rng(0)
+        for f in (mc2_folder / "logs").rglob("samples_*.jsonl"):
+            recs = [json.loads(x) for x in f.read_text().splitlines()]
+            for r in recs:
+                value = r.pop("mc2")
+                r[name] = float(np.clip(value + noise * rng.normal(), 0, 1))
+                r["metrics"] = [name]
+            dest = tmp_path / name / f.parent.name
+            dest.mkdir(parents=True)
+            (dest / f.name).write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+        logs = read_sample_logs(tmp_path / name)
+        assert logs.metric == name
+        rules = {logs.rule_fields(i)["rule"] for i in logs.items}
+        assert rules == ({"mc2"} if name == "acc" else {"metric:other"}), name
+    kept = read_sample_logs(tmp_path / "acc")
+    assert all(kept.rule_fields(i)["agreement"] == 1.0 for i in kept.items)
