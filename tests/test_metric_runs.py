@@ -583,3 +583,24 @@ def test_mc2_logged_under_another_name_is_computed_as_mc2(mc2_folder, tmp_path):
         assert rules == ({"mc2"} if name == "acc" else {"metric:other"}), name
     kept = read_sample_logs(tmp_path / "acc")
     assert all(kept.rule_fields(i)["agreement"] == 1.0 for i in kept.items)
+
+
+def test_simulate_says_when_it_replays_the_source_models(shared_data, tmp_path, capsys):
+    """``atlas simulate --bank DIR`` on the folder's own source models says their predictions
+    are in-sample (one warning line); held-out models get no such line."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    df.iloc[:30].to_csv(tmp_path / "source.csv")
+    df.iloc[28:36].to_csv(tmp_path / "mixed.csv")        # two source models, six new ones
+    df.iloc[30:].to_csv(tmp_path / "targets.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "-q",
+                 "-o", str(tmp_path / "bank")]) == 0
+    for name, said in (("mixed", True), ("targets", False)):
+        capsys.readouterr()
+        for design in ("predictor", "adaptive"):
+            assert main(["simulate", str(tmp_path / f"{name}.csv"), "--bank",
+                         str(tmp_path / "bank"), "--design", design, "--max-items", "10",
+                         "-q", "-o", str(tmp_path / f"sim_{name}_{design}")]) == 0
+            err = " ".join(capsys.readouterr().err.split())
+            line = (f"warning: 2 of the 8 models are the bank folder's source models (e.g. "
+                    f"{str(df.index[28])!r}): their predictions are in-sample")
+            assert (line in err) == said, err

@@ -23,6 +23,7 @@ import pandas as pd
 from ..scorelink.frames import COLUMNS
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
+           "source_models_among", "in_sample_warning",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
            "exhausted_warning"]
@@ -140,6 +141,21 @@ def load_predictor_items(folder):
         return normalize_loaded(ItemBank.read(path))
     except (OSError, ValueError, KeyError) as exc:
         raise BankFolderError(f"{str(path)!r} cannot be read ({exc})") from None
+
+
+def source_models_among(folder, subject_ids) -> list[str]:
+    """The ``subject_ids`` that are source models of the folder (its manifest's ``models``):
+    their predictions are in-sample (the bank, link and predictor were fitted on their
+    answers), not a test of a new model."""
+    known = {str(m) for m in folder.manifest.get("models") or ()}
+    return [str(s) for s in subject_ids if str(s) in known]
+
+
+def in_sample_warning(among: list, n: int) -> str:
+    """The one line for :func:`source_models_among`'s ``among`` of ``n`` models."""
+    return (f"{len(among)} of the {n} models are the bank folder's source models (e.g. "
+            f"{among[0]!r}): their predictions are in-sample, fitted on their own answers; "
+            "held-out models test the folder")
 
 
 def exhausted_warning(answered: int, items: int) -> str:

@@ -13,7 +13,7 @@ from ..suite.config import SuiteConfig
 from ._common import (bank_option_help, console, err_console, escape, json_safe,
                       load_responses, min_items_note, one_bank, output_dir,
                       predicted_summary, print_frame, progress_bar, quiet_option,
-                      unique_filenames)
+                      unique_filenames, warn)
 from ._options import BOUND_MARGIN_HELP, predictor_only
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
@@ -360,8 +360,16 @@ def _responses(o: _Options, folder):
 
     scale = None if folder is None else metric_scale(folder)
     if scale is not None:
-        return read_scaled_matrix(o.responses[0], scale, normalize_ids=True, on_empty="keep")
-    return load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
+        rm = read_scaled_matrix(o.responses[0], scale, normalize_ids=True, on_empty="keep")
+    else:
+        rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
+    if folder is not None:
+        from ..bankdir.predict import in_sample_warning, source_models_among
+
+        among = source_models_among(folder, rm.subject_ids)
+        if among:
+            warn(in_sample_warning(among, rm.n_subjects))
+    return rm
 
 
 def _use_predictor(o: _Options, folder) -> bool:
