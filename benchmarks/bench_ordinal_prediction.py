@@ -17,7 +17,11 @@ ratings drawn from the true model) is predicted with its 95% interval by:
 - ``default``: what ``atlas simulate`` and a live run give
   (:func:`atlascat.irt.polyscore.predict_mean_rating`): the asked items as rated, the others
   expected at that EAP, the interval adding their ratings' variance
-  (:meth:`PolyBank.full_mean_rating`).
+  (:meth:`PolyBank.full_mean_rating`);
+- ``+ calibration variance`` (``--calibration-variance``; measured, not kept): the default's
+  interval widened by the calibration's variance, g' C g by the delta method, C the Oakes
+  covariance of every item parameter (``calibrate_ordinal(se=True)``), g the numerical
+  gradient of each model's predicted mean rating in them.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_ordinal_prediction.py [--seeds 3]
 
@@ -48,7 +52,20 @@ SETTINGS = ((30, 10), (100, 5), (300, 5))      # (source models, categories)
 LENGTHS = (10, 20)
 
 
-def one(seed: int, n_source: int, k_cat: int) -> list[dict]:
+def calibration_sd(ratings, bank: PolyBank, cov, index, h: float = 1e-4) -> np.ndarray:
+    """sqrt(g' C g) per model: g the central-difference gradient of its predicted mean rating
+    in each free item parameter (``index``: (item, column) rows of C)."""
+    grads = np.zeros((len(index), ratings.shape[0]))
+    for r, (j, c) in enumerate(index):
+        for sign in (1.0, -1.0):
+            p = bank.params.copy()
+            p[j, c] += sign * h
+            moved = PolyBank(bank.item_ids, p, bank.models, bank.levels, scales=bank.scales)
+            grads[r] += sign * predict_mean_rating(ratings, moved)[0] / (2 * h)
+    return np.sqrt(np.clip(np.einsum("rn,rs,sn->n", grads, cov, grads), 0, None))
+
+
+def one(seed: int, n_source: int, k_cat: int, cal_var: bool = False) -> list[dict]:
     rng = np.random.default_rng(seed)
     a = rng.uniform(0.8, 2.0, N_ITEMS)
     d = (np.sort(rng.normal(0, 2.0, (N_ITEMS, k_cat - 1)), axis=1)[:, ::-1]
@@ -60,7 +77,8 @@ def one(seed: int, n_source: int, k_cat: int) -> list[dict]:
         return poly.sample("graded", params, theta, rng) + 1.0
 
     source = pd.DataFrame(draw(rng.normal(0, 1, n_source)), columns=cols)
-    bank = calibrate_ordinal(source, "graded", value_range=(1, k_cat)).bank
+    fit = calibrate_ordinal(source, "graded", value_range=(1, k_cat), se=cal_var)
+    bank = fit.bank
     rows = []
     for targets, theta in (("in range", rng.normal(0, 1, N_TARGETS)),
                            ("stronger", rng.uniform(2.0, 3.5, N_TARGETS))):
@@ -78,9 +96,15 @@ def one(seed: int, n_source: int, k_cat: int) -> list[dict]:
             lo0, mid0, hi0 = bank.mean_rating(np.stack([t - Z * s, t, t + Z * s]))
             t3, s3, _, _ = score_ordinal(ordinal_codes(ratings, bank), bank, "eap",
                                          prior_sd=PREDICTION_PRIOR_SD)
-            for method, (mid, lo, hi) in (("theta N(0,1)", (mid0, lo0, hi0)),
-                                          ("theta N(0,3^2)", bank.mean_rating_interval(t3, s3)),
-                                          ("default", predict_mean_rating(ratings, bank))):
+            methods = [("theta N(0,1)", (mid0, lo0, hi0)),
+                       ("theta N(0,3^2)", bank.mean_rating_interval(t3, s3)),
+                       ("default", predict_mean_rating(ratings, bank))]
+            if cal_var:
+                mid, lo, hi = methods[-1][1]
+                sd = Z * calibration_sd(ratings, bank, fit.se.covariance, fit.se.info.index)
+                methods.append(("+ calibration variance",
+                                (mid, mid - np.hypot(mid - lo, sd), mid + np.hypot(hi - mid, sd))))
+            for method, (mid, lo, hi) in methods:
                 rows.append({"seed": seed, "source models": n_source, "categories": k_cat,
                              "items asked": k, "targets": targets, "method": method,
                              "MAE": np.mean(np.abs(mid - full)),
@@ -92,8 +116,11 @@ def one(seed: int, n_source: int, k_cat: int) -> list[dict]:
 def main(argv=None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--calibration-variance", action="store_true",
+                    help="also the interval widened by the calibration's variance (~40 s a fit)")
     args = ap.parse_args(argv)
-    rows = [r for seed in range(1, args.seeds + 1) for n, k in SETTINGS for r in one(seed, n, k)]
+    rows = [r for seed in range(1, args.seeds + 1) for n, k in SETTINGS
+            for r in one(seed, n, k, args.calibration_variance)]
     df = pd.DataFrame(rows)
     table = (df.groupby(["source models", "categories", "targets", "items asked", "method"],
                         sort=False)[["MAE", "coverage", "width"]].mean().round(3))

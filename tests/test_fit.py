@@ -273,8 +273,8 @@ def test_m2_input_checks(rng):
     bank = bank_from(rng.uniform(0.8, 2, 5), rng.normal(size=5))
     y = simulate(rng, bank, 200)
     y[0, 0] = np.nan
-    res = fit.m2(y, bank, estimated="2pl")
-    assert res.n == 199 and res.n_dropped == 1
+    res = fit.m2(y, bank, estimated="2pl")      # the row's other answers count (pairwise)
+    assert res.n == 200 and res.n_dropped == 0
     y[1, 1] = 0.5
     with pytest.raises(ResponseDataError, match="0/1"):
         fit.m2(y, bank)

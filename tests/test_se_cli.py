@@ -66,7 +66,9 @@ def test_anova_command_equals_mirt(lsat7, tmp_path, capsys):
                  "-o", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "12.192" in printed and "0.016" in printed
-    assert printed.splitlines()[-1].split()[-3:] == ["12.192", "4", "0.016"]   # df a count
+    row = next(line for line in printed.splitlines() if line.split()[:1] == ["2pl"])
+    assert row.split()[-3:] == ["12.192", "4", "0.016"]   # df a count
+    assert printed.splitlines()[-1] == f"wrote {out}"
     got = pd.read_csv(out).set_index("model")
     want = pd.read_csv(REF / "anova_lsat7_rasch_2pl.csv").set_index("model")
     pd.testing.assert_index_equal(got.columns, want.columns)

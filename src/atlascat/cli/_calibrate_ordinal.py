@@ -76,6 +76,9 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     from ._criteria import print_criteria
 
     print_criteria(res)
+    if settings["prior_a"] is not None:
+        console.print(f"prior a ~ {settings['prior_a']} on every slope (MAP-EM; mirt's fit has "
+                      "no prior: --prior-a none)", markup=False, highlight=False)
     if rating_range is None and res.bank.rating_scale() is None:
         ends = sorted({(float(lo), float(hi)) for lo, hi in res.bank.level_ends})
         lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)

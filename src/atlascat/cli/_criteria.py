@@ -14,9 +14,18 @@ def print_criteria(res) -> None:
     if res.se is not None:
         kind = "posterior-mode " if res.se.posterior_mode else ""
         console.print(f"standard errors from the {kind}observed information (Oakes): "
-                      "<parameter>_se columns" + (
-                          f"; latent variance SE {res.se.latent_variance_se:.4f}"
-                          if res.se.latent_variance is not None else ""))
+                      "<parameter>_se columns" + _shared_se(res))
+
+
+def _shared_se(res) -> str:
+    """The SE of the one parameter every item shares: a Rasch fit's latent variance, a 1PL's
+    common slope (the 1PL is fitted as the Rasch model; its slope is sqrt(variance))."""
+    if res.se.latent_variance is None:
+        return ""
+    if res.model == "1pl":
+        a1 = res.standard_errors("mirt", scale="standard")["a1_se"].iloc[0]
+        return f"; common slope SE {a1:.4f} (a1_se)"
+    return f"; latent variance SE {res.se.latent_variance_se:.4f}"
 
 
 def with_standard_errors(bank, res, fmt: str):

@@ -3,33 +3,88 @@ and S-X2 per item for graded / GPCM items (:mod:`atlascat.irt.polyfitstats`)."""
 from __future__ import annotations
 
 
+def bar_progress(advance):
+    """``progress(done, total)`` for the library's long steps, drawn on a
+    :func:`atlascat.cli._common.progress_bar` (whose ``advance`` counts increments)."""
+    last = [0]
+
+    def progress(done, total):
+        advance(done - last[0], total=total)
+        last[0] = done
+
+    return progress
+
+
 def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
-                       estimated=None, items: bool = True, gpcm_slope: str = "exact") -> dict:
-    """The JSON-ready report (library calls only; used by the command and by tests)."""
+                       estimated=None, items: bool = True, gpcm_slope: str = "exact",
+                       bar=None) -> dict:
+    """The JSON-ready report (library calls only; used by the command and by tests); ``bar``:
+    a progress bar's ``advance`` (M2's steps, then S-X2 as a second stage)."""
     import numpy as np
 
     from ..errors import ConfigError
-    from ..irt.polyfitstats import m2_ordinal, sx2_ordinal
+    from ..irt.polyfitstats import m2_df, m2_ordinal, ordinal_estimated, sx2_ordinal
 
-    try:
-        res = m2_ordinal(frame, bank, statistic=statistic, estimated=estimated, weights=weights,
-                         gpcm_slope=gpcm_slope)
-    except ConfigError as exc:   # the library's hint in the command's words
-        raise ConfigError(str(exc).replace("statistic='C2'", "--m2 C2")) from None
-    d = res.to_dict()
-    kind = d["statistic"]
+    kind, df, n_mom, n_free = m2_df(bank, statistic, estimated)
     report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)), "model": bank.model,
-              "statistic": kind, "estimated": d["estimated"]}
-    if statistic.upper() == "AUTO" and kind == "C2":
-        report["note"] = (f"M2* has too few degrees of freedom on {len(bank)} items: C2 "
-                          "(mirt: M2(mod, type = 'C2'))")
-    report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR",
-                                      "TLI", "CFI", "n", "n_free", "M2_null", "df_null",
-                                      "n_dropped")})
+              "statistic": kind, "estimated": ordinal_estimated(estimated)}
+    if df <= 0 and items and statistic.upper() == "AUTO":   # neither M2* nor C2 has df
+        report["M2_note"] = no_m2("C2", df, n_mom, n_free)
+    else:
+        try:
+            res = m2_ordinal(frame, bank, statistic=statistic, estimated=estimated,
+                             weights=weights, gpcm_slope=gpcm_slope,
+                             progress=None if bar is None else bar_progress(bar))
+        except ConfigError as exc:   # the library's hint in the command's words
+            raise ConfigError(str(exc).replace("statistic='C2'", "--m2 C2")) from None
+        d = res.to_dict()
+        if statistic.upper() == "AUTO" and kind == "C2":
+            report["note"] = (f"M2* has too few degrees of freedom on {len(bank)} items: C2 "
+                              "(mirt: M2(mod, type = 'C2'))")
+        report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
+                                          "SRMSR", "TLI", "CFI", "n", "n_free", "M2_null",
+                                          "df_null", "n_dropped")})
     if items:
-        sx = sx2_ordinal(frame, bank, estimated=estimated, weights=weights)
-        report["items"] = sx2_rows(sx)
+        w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=float)
+        rated = ~frame.isna().to_numpy()
+        if sx2_subjects(report, float(w[rated.all(axis=1)].sum()),
+                        float(w[rated.any(axis=1)].sum()), rating=True):
+            if bar is not None:
+                bar.stage("S-X2", 1)
+            sx = sx2_ordinal(frame, bank, estimated=estimated, weights=weights)
+            report["items"] = sx2_rows(sx)
+            if bar is not None:
+                bar(1)
     return report
+
+
+def no_m2(kind: str, df: int, n_mom: int, n_free: int) -> str:
+    """The line that stands where M2 cannot be computed (no degrees of freedom)."""
+    return (f"{kind} left out: {df} degrees of freedom ({n_mom} moments, {n_free} free "
+            "parameters; mirt's M2 refuses too); item fit (S-X2) below")
+
+
+def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions: bool = False,
+                 rating: bool = False) -> bool:
+    """Say in the report which subjects S-X2 uses when some answers are missing (``n_sx2``,
+    ``sx2_note``); False where no subject answered every item (S-X2 then left out)."""
+    if n_complete >= n_total:
+        return True
+    what, answer = ("rated", "rating") if rating else ("answered", "answer")
+    report["n_sx2"] = n_complete
+    if n_complete < 2:
+        scope = "all items of a partition" if partitions else "every item"
+        report["sx2_note"] = (f"S-X2 left out: no subject {what} {scope} (S-X2 needs complete "
+                              "rows, as mirt's itemfit(mod, na.rm = TRUE)); M2 above uses every "
+                              f"{answer}, as mirt's M2")
+        return False
+    lead = (f"S-X2 on the {n_complete:g} of {n_total:g} subjects who {what} every item"
+            if not partitions else
+            f"S-X2 in each partition on the subjects who {what} all its items (at least "
+            f"{n_complete:g} of {n_total:g})")
+    report["sx2_note"] = (f"{lead} (mirt: itemfit(mod, na.rm = TRUE)); M2 uses every {answer} "
+                          "(pairwise, as mirt's M2)")
+    return True
 
 
 def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_items: str,
@@ -69,8 +124,12 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
                           f"{[str(i) for i in iids[:3]]}, bank: {list(bk.item_ids[:3])})")
     frame = frame.loc[:, [str(i) in bk for i in iids]]
     bk = bk.subset(rated)   # the bank items the ratings cover, as for a binary bank
-    return ordinal_fit_report(frame, bk, weights=weights, statistic=statistic or "auto",
-                              estimated=est, items=items, gpcm_slope=gpcm_slope or "exact")
+    from ._common import progress_bar
+
+    with progress_bar("M2", total=None) as advance:
+        return ordinal_fit_report(frame, bk, weights=weights, statistic=statistic or "auto",
+                                  estimated=est, items=items, gpcm_slope=gpcm_slope or "exact",
+                                  bar=advance)
 
 
 def sx2_rows(sx) -> list[dict]:

@@ -33,6 +33,22 @@ def _all_nested(fits) -> bool:
     return all(nested(a.model, b.model) for a, b in zip(order, order[1:]))
 
 
+def _not_nested_line(fits, names) -> str:
+    """Why no likelihood-ratio test: the models are not nested, or two of them are one model on
+    these data (a graded or GPCM item with two categories is the 2PL)."""
+    crit = [f.information_criteria() for f in fits]
+    for i in range(len(fits)):
+        for j in range(i + 1, len(fits)):
+            a, b = crit[i], crit[j]
+            if a["n_parameters"] == b["n_parameters"] and \
+                    abs(a["loglik"] - b["loglik"]) <= 1e-6 * abs(a["loglik"]):
+                return (f"{names[i]} and {names[j]} are one model on these data (every item has "
+                        "two categories: a graded or gpcm item with two is the 2PL); no "
+                        "likelihood-ratio test")
+    return ("these models are not nested: no likelihood-ratio test (X2, df, p); compare their "
+            "AIC and BIC (lower is better)")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("anova")
     def anova_cmd(
@@ -97,11 +113,12 @@ def register(app: typer.Typer) -> None:
         print_frame(shown, title="anova (maximum likelihood, mirt's columns)",
                     float_format="{:.3f}")
         if not test:
-            console.print("these models are not nested: no likelihood-ratio test (X2, df, p); "
-                          "compare their AIC and BIC (lower is better)")
+            console.print(_not_nested_line(fits, names), markup=False, highlight=False)
         for f, name in zip(fits, names):
             if not f.converged:
                 console.print(f"[yellow]warning:[/] the {name} fit did not converge")
+        if output is not None:
+            console.print(f"wrote {output}", markup=False, highlight=False)
 
 
 def _read_data(responses, names, freq_column, normalize_ids):

@@ -38,7 +38,8 @@ _PRIOR_U = typer.Option(AUTO, "--prior-u",
          "default), none, or e.g. 'beta(17,5)'.")
 
 _MIRT_DEFAULTS = typer.Option(False, "--mirt-defaults",
-    help="mirt's defaults for parity: auto means 3PL, no priors.")
+    help="No priors, and auto means 3PL: the paper's mirt fit, for parity "
+         "(mirt's own default itemtype is 2PL: --model 2pl --prior-a none).")
 
 _PARTITION_SIZE = typer.Option(None, "--partition-size",
     help="Calibrate random partitions of at least N "
@@ -210,7 +211,7 @@ def _report(res, rm, link: str) -> None:
 
     status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
     console.print(
-        f"calibrated [bold]{len(res.bank)}[/] items ({res.model.upper()}) on "
+        f"calibrated [bold]{len(res.bank)}[/] items ({model_name(res.model)}) on "
         f"{_subjects(rm, res.subject_ids)}: log-likelihood {res.loglik:.3f}, "
         f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s"
     )
@@ -219,7 +220,8 @@ def _report(res, rm, link: str) -> None:
     print_criteria(res)
     chosen = res.settings.get("defaults") if res.settings else None
     if chosen:
-        console.print(f"model {chosen['model'].upper()} ({chosen['source']}): {chosen['reason']}")
+        console.print(f"model {model_name(chosen['model'])} ({chosen['source']}): "
+                      f"{chosen['reason']}{_mirt_hint(chosen)}", markup=False, highlight=False)
         for msg in chosen.get("warnings", []):
             warn(msg)
     if res.filter_report is not None:
@@ -233,6 +235,17 @@ def _report(res, rm, link: str) -> None:
         As = np.array([lk["A"] for lk in res.linking])
         console.print(f"{len(res.linking)} partitions linked by {link}: A in "
                       f"[{As.min():.3f}, {As.max():.3f}]")
+
+
+def _mirt_hint(chosen: dict) -> str:
+    """Where a fit has priors: the options that give mirt's fit (which has none)."""
+    given = [f"--prior-{p} none" for p in ("a", "c", "u") if chosen.get(f"prior_{p}")]
+    return f" (mirt's fit has no priors: {' '.join(given)})" if given else ""
+
+
+def model_name(model: str) -> str:
+    """A binary model as mirt's itemtype spells it: Rasch, 1PL, 2PL, 3PL, 4PL."""
+    return "Rasch" if model == "rasch" else model.upper()
 
 
 def _subjects(rm, kept) -> str:

@@ -15,8 +15,9 @@ from ._common import (RESPONSES_HELP, bank_option_help, console, err_console, ou
 
 
 def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, seed: int = 0,
-               items: bool = True, person: bool = False, q3: bool = False) -> dict:
-    """The JSON-ready fit report (library calls only; used by the command and by tests)."""
+               items: bool = True, person: bool = False, q3: bool = False, bar=None) -> dict:
+    """The JSON-ready fit report (library calls only; used by the command and by tests);
+    ``bar``: a progress bar's ``advance`` (M2's steps, then S-X2 as a second stage)."""
     import numpy as np
 
     from ..irt import fit
@@ -31,7 +32,10 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
     if partition_size is not None:
         rng = np.random.default_rng(seed)
         parts = fit.partition_items(n, partition_size, rng)
-        table, summary = fit.m2_partitioned(rm, bank, partitions=parts, estimated=est)
+        from ._fit_ordinal import bar_progress
+
+        table, summary = fit.m2_partitioned(rm, bank, partitions=parts, estimated=est,
+                                            progress=None if bar is None else bar_progress(bar))
         report.update({k: summary[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
                                                "SRMSR", "TLI", "CFI")})
         report["n_partitions"] = summary["n_partitions"]
@@ -39,24 +43,20 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
         report["note"] = "M2 and the indices are averages over item partitions"
     else:
         parts = [np.arange(n)]
-        res = fit.m2(rm, bank, estimated=est)
-        d = res.to_dict()
-        report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR",
-                                         "TLI", "CFI", "n", "n_free", "M2_null", "df_null",
-                                         "n_dropped")})
+        from ._fit_ordinal import bar_progress, no_m2
+
+        df, n_mom, n_free = fit.m2_df(n, est)
+        if df <= 0 and items:   # mirt's M2 refuses too; its itemfit still runs
+            report["M2_note"] = no_m2("M2", df, n_mom, n_free)
+        else:
+            res = fit.m2(rm, bank, estimated=est,
+                         progress=None if bar is None else bar_progress(bar))
+            d = res.to_dict()
+            report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
+                                             "SRMSR", "TLI", "CFI", "n", "n_free", "M2_null",
+                                             "df_null", "n_dropped")})
     if items:
-        y = rm.aligned_values(bank.item_ids)
-        w = rm.weights
-        rows = []
-        for idx in parts:  # S-X2 within each partition (its own summed score)
-            sx = fit.sx2(y[:, idx], bank.subset(idx), estimated=est, weights=w)
-            rows.append(sx)
-        import pandas as pd
-
-        sx = pd.concat(rows, ignore_index=True)
-        from ._fit_ordinal import sx2_rows
-
-        report["items"] = sx2_rows(sx)
+        _binary_item_fit(report, rm, bank, parts, est, bar)
     if person:
         pf = fit.person_fit(rm, bank, method="wle")
         z = pf["lz_star"].to_numpy()
@@ -71,6 +71,31 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
         _, summary = fit.q3(rm, bank)
         report["q3"] = summary
     return report
+
+
+def _binary_item_fit(report: dict, rm, bank, parts, est, bar=None) -> None:
+    """S-X2 within each partition (its own summed score) on the subjects who answered all of
+    its items; with missing answers the report says how many (``sx2_note``, ``n_sx2``)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..irt import fit
+    from ._fit_ordinal import sx2_rows, sx2_subjects
+
+    y = rm.aligned_values(bank.item_ids)
+    w = np.ones(y.shape[0]) if rm.weights is None else np.asarray(rm.weights, dtype=float)
+    complete = [float(w[~np.isnan(y[:, idx]).any(axis=1)].sum()) for idx in parts]
+    if not sx2_subjects(report, min(complete), float(w[~np.isnan(y).all(axis=1)].sum()),
+                        partitions=len(parts) > 1):
+        return
+    if bar is not None:
+        bar.stage("S-X2", len(parts))
+    rows = []
+    for idx in parts:
+        rows.append(fit.sx2(y[:, idx], bank.subset(idx), estimated=est, weights=w))
+        if bar is not None:
+            bar(1)
+    report["items"] = sx2_rows(pd.concat(rows, ignore_index=True))
 
 
 def register(app: typer.Typer) -> None:
@@ -111,7 +136,8 @@ def register(app: typer.Typer) -> None:
     ):
         """Model fit: M2, df, p, RMSEA (90% CI), SRMSR, TLI, CFI, and S-X2 per item.
 
-        Subjects with a missing answer are left out of M2 and S-X2 (listwise). Banks over 150
+        With missing answers M2 uses every answer (pairwise, as mirt's M2) and S-X2 the
+        subjects who answered every item (mirt's itemfit(mod, na.rm = TRUE)). Banks over 150
         items are split into partitions of about --partition-size items (averages reported).
         An ordinal (graded / gpcm) bank: RESPONSES are ratings on the items' own scales, and
         the statistics are mirt's M2(mod) (M2* or C2, --m2) and itemfit(mod) S-X2.
@@ -175,24 +201,33 @@ def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, est
                      "compare its models by the AIC and BIC atlas calibrate prints")
     rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
     rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
-    return fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),
-                      partition_size=partition_size, seed=seed, items=items, person=person,
-                      q3=q3)
+    from ._common import progress_bar
+
+    with progress_bar("M2", total=None) as advance:
+        return fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),
+                          partition_size=partition_size, seed=seed, items=items, person=person,
+                          q3=q3, bar=advance)
 
 
 def _print_report(report: dict) -> None:
     """The M2 line, RMSEA and the rest, the worst items' S-X2 and the optional parts."""
-    what = ("all item" if report["estimated"] == "all" else report["estimated"])
-    console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.4g} on "
-                  f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what} parameters "
-                  "estimated)")
-    console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
-                  f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
-                  f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
+    what = {"all": "all item parameters estimated",
+            "none": "no parameter estimated: a bank from other data"}.get(
+        report["estimated"], f"{report['estimated']} parameters estimated")
+    if "M2" not in report:
+        console.print(report["M2_note"], markup=False, highlight=False)
+    else:
+        console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.3f} on "
+                      f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what})")
+        console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
+                      f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
+                      f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
     if "statistic" in report and "note" in report:
         console.print(f"({report['note']})")
     if "n_partitions" in report:
         console.print(f"(averages over {report['n_partitions']} item partitions)")
+    if "sx2_note" in report:
+        console.print(report["sx2_note"], markup=False, highlight=False)
     if "items" in report:
         import pandas as pd
 

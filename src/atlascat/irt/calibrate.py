@@ -42,10 +42,10 @@ from ..errors import ConfigError, ResponseDataError, warn_user
 from . import arrays
 from .colstats import binary_counts
 from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, MODELS, QUADPTS, THETA_RANGE, TOL,
-                       is_auto, resolve as resolve_defaults)
+                       IdentificationWarning, is_auto, resolve as resolve_defaults)
 from .em import fit_joint
 from .estep import marginal_loglik
-from .itemmodel import ItemModel, to_bank
+from .itemmodel import ItemModel, at_bounds, to_bank
 from .compare import n_parameters
 from .partitioned import fit_partitioned
 from .priors import parse_prior
@@ -93,7 +93,8 @@ class Calibrator:
         (none under ``mirt_defaults``), None is no prior. Whatever
         the prior, the 4PL's EM keeps u - c >= 1e-6 on every item (M-step line search,
         SQUAREM extrapolations and start values), so the bank's c < u always holds.
-    mirt_defaults : True resolves "auto" to mirt's defaults (3PL, no priors) for parity
+    mirt_defaults : True resolves "auto" to the paper's mirt fit (3PL, no priors) for parity
+        (mirt's own default itemtype is the 2PL: model="2pl", prior_a=None)
     max_iter, tol : EM iteration cap (1000; mirt's is 500, but banks with many near-degenerate
         items need more) and convergence tolerance (max abs internal parameter change, 1e-4)
     accelerate : use SQUAREM (default True)
@@ -418,6 +419,10 @@ class Calibrator:
             result.settings = settings
         result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
         result.n_parameters = n_parameters(model, len(item_ids))
+        bound = at_bounds(result.bank, model)
+        if bound is not None:   # the CLI prints the defaults' warnings; Python users get it here
+            result.settings["defaults"].setdefault("warnings", []).append(bound)
+            warn_user(bound, IdentificationWarning)
         result.settings["data_fingerprint"] = fingerprint.result() if fingerprint else \
             _fingerprint(values, w, item_ids)
         result.seconds = time.perf_counter() - start

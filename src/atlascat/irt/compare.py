@@ -100,7 +100,7 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
             pk, pname, pr, pcrit = prev
             if r.model.lower() not in NESTED or pr.model.lower() not in NESTED[r.model.lower()]:
                 raise ConfigError(
-                    f"{pname} ({pr.model}) is not nested in {name} ({r.model}): a "
+                    f"{_label(pname, pr.model)} is not nested in {_label(name, r.model)}: a "
                     "likelihood-ratio test needs nested models; compare their AIC/BIC instead "
                     "(test=False lists them)")
             df = k - pk
@@ -114,6 +114,11 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
         out.append(row)
         prev = (k, name, r, crit)
     return pd.DataFrame(out).set_index("model")
+
+
+def _label(name: str, model: str) -> str:
+    """A row's name, with its model where the caller named it otherwise."""
+    return name if name.lower() == model.lower() else f"{name} ({model})"
 
 
 def _check_same_data(results, names) -> None:

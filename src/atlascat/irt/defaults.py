@@ -205,10 +205,11 @@ def identification_problems(values: np.ndarray, weights, model: str, prior_a, pr
         what = "difficulties" if model in ("rasch", "1pl") else "item parameters"
         prior = "" if model in ("rasch", "1pl") else (" without priors" if unpriored
                                                        else " even with priors")
-        out.append(f"a {model.upper()} on {n:g} subjects: its {what} are weakly identified by so "
+        name = "Rasch" if model == "rasch" else model.upper()   # as mirt's itemtype
+        out.append(f"a {name} on {n:g} subjects: its {what} are weakly identified by so "
                    f"few answers{prior} (it needs about {limit}); treat the bank as provisional"
                    + ("" if model in ("rasch", "1pl") or not suggest_auto
-                      else " or use model='auto'"))
+                      else " or use model='auto' (CLI --model auto)"))
     if n < SUBJECTS_PER_PARAMETER * per and model not in ("rasch", "1pl"):
         out.append(f"{n:g} subjects for {per} parameters per item (fewer than "
                    f"{SUBJECTS_PER_PARAMETER} per parameter): estimates lean on the priors")
@@ -252,7 +253,8 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
     auto_model = _is_auto(model)
     if mirt_defaults:
         m, pa, pc = MIRT_DEFAULT
-        why = "mirt's defaults (3PL, no priors) requested for parity"
+        why = ("the paper's mirt fit (3PL, no priors) requested for parity; mirt's own default "
+               "itemtype is the 2PL (model='2pl', prior_a=None)")
         source = "mirt"
     else:
         m, pa, pc, why = default_for_size(n_subjects)
@@ -268,10 +270,10 @@ def choose_defaults(model, prior_a, prior_c, *, n_subjects: float, n_items: int,
     prior_c = auto_c if _is_auto(prior_c) else (None if _is_none(prior_c) else prior_c)
     auto_u = None if mirt_defaults else MODEL_PRIOR_U.get(chosen)
     prior_u = auto_u if _is_auto(prior_u) else (None if _is_none(prior_u) else prior_u)
-    if source == "user" and (prior_a is not None or prior_c is not None):
-        why += f"; priors a ~ {prior_a}, c ~ {prior_c}"
-    if source == "user" and prior_u is not None:
-        why += f", u ~ {prior_u}"
+    given = [f"{p} ~ {v}" for p, v in (("a", prior_a), ("c", prior_c), ("u", prior_u))
+             if v is not None]
+    if source == "user" and given:
+        why += f"; priors {', '.join(given)}"
     return DefaultsChoice(model=chosen, prior_a=prior_a, prior_c=prior_c,
                           n_subjects=float(n_subjects), n_items=int(n_items), source=source,
                           reason=why, prior_u=prior_u)

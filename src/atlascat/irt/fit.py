@@ -63,8 +63,12 @@ Correlations across subjects of the residuals y_ij - P_j(theta_i), pairwise over
 subjects; summary with Christensen et al.'s (2017) Q3* = Q3 - mean(Q3).
 
 All of it accepts pattern frequencies (``ResponseMatrix.weights``): N = sum of weights.
-M2, S-X2 and partition M2 need complete rows: rows with a missing answer are left out
-(the number used is reported).
+Missing answers, as mirt 1.45.1: M2 takes every answer, each moment p_A from the rows that
+answered its items (n_A of them; pairwise available cases), and weighs its residual by them:
+M2 = (1/N) r' C r with r_A = n_A (p_A - pi_A), N the rows with an answer (= N (p - pi)' C
+(p - pi) with complete data); SRMSR from the pairwise correlations, the null model's M2 as
+(1/N) sum n_ij^2 (p_ij - p_i p_j)^2 / (v_i v_j). S-X2 uses the rows with every item answered
+(mirt's ``itemfit(mod, na.rm = TRUE)``; mirt refuses without it).
 
 References
 ----------
@@ -99,6 +103,7 @@ from ..errors import ConfigError, ResponseDataError, warn_user
 from . import models
 from .ability import estimate_ability, irf_pieces, response_array
 from .bank import ItemBank
+from .progress import stepper
 from .quadrature import normal_quadrature
 from .sx2table import sx2_frame, table_sx2
 
@@ -114,6 +119,7 @@ __all__ = [
     "person_fit",
     "q3",
     "free_parameters",
+    "m2_df",
     "null_m2",
 ]
 
@@ -141,6 +147,14 @@ def free_parameters(n_items: int, estimated: str) -> int:
     return n_items * _PER_ITEM[estimated] + _SHARED.get(estimated, 0)
 
 
+def m2_df(n_items: int, estimated: str) -> tuple[int, int, int]:
+    """(df, moments, free parameters) of :func:`m2` on ``n_items`` items: n + n(n-1)/2
+    moments less the parameters ``estimated`` (:data:`ESTIMATED`) frees."""
+    n_mom = n_items + n_items * (n_items - 1) // 2
+    n_free = free_parameters(n_items, estimated)
+    return n_mom - n_free, n_mom, n_free
+
+
 def _weights_of(responses, n_rows, weights):
     if weights is None:
         weights = getattr(responses, "weights", None)
@@ -166,6 +180,28 @@ def _complete_binary(y, w, what: str):
             f"{what} needs 0/1 scores; binarize partial credit first (ResponseMatrix.binarize)"
         )
     return y, w, int(np.count_nonzero(~keep))
+
+
+def _available_binary(y, w):
+    """mirt 1.45.1's M2 moments with missing answers (pairwise available cases): every row
+    that answered an item counts for its univariate moment and every row that answered both
+    items of a pair for the pair's. Returns the means p_i (n,), the matrix of pairwise means
+    P[i, j] = E[y_i y_j] (diagonal p_i), the counts n_i (n,) and n_ij (n, n), the rows kept
+    (w > 0, at least one answer) and their number left out."""
+    obs = ~np.isnan(y)
+    keep = obs.any(axis=1) & (w > 0)
+    y, w, obs = y[keep], w[keep], obs[keep]
+    y0 = np.where(obs, y, 0.0)
+    if np.any((y0 != 0) & (y0 != 1)):
+        raise ResponseDataError(
+            "M2 needs 0/1 scores; binarize partial credit first (ResponseMatrix.binarize)")
+    wo = obs * w[:, None]
+    n1 = w @ obs
+    n2 = wo.T @ obs
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p1 = (w @ y0) / n1
+        cross = ((y0 * w[:, None]).T @ y0) / n2
+    return p1, cross, n1, n2, w, int(np.count_nonzero(~keep))
 
 
 def _subject_ids(responses, n):
@@ -375,16 +411,21 @@ def _m2_stat(resid, xi, delta, n_total):
     return float(n_total * (z @ z))
 
 
-def null_m2(p1: np.ndarray, p2: np.ndarray, n_total: float) -> float:
+def null_m2(p1: np.ndarray, p2: np.ndarray, n_total: float, pair_counts=None) -> float:
     """M2 of the independence model (item intercepts estimated): N sum_{i<j} phi_ij^2.
 
     With pi_i = p_i and pi_ij = p_i p_j, the linear map (y_i, y_i y_j) -> (y_i,
     (y_i - p_i)(y_j - p_j)) makes Xi diagonal (v_i; v_i v_j, v = p (1 - p)) and confines Delta to
-    the univariate block, so the quadratic form reduces to the squared phi coefficients."""
+    the univariate block, so the quadratic form reduces to the squared phi coefficients. With
+    missing answers (``pair_counts`` n_ij, the rows that answered both items) each term is
+    weighted as in :func:`m2`: (1/N) sum n_ij^2 (p_ij - p_i p_j)^2 / (v_i v_j)."""
     n = p1.size
     pi_i, pj = _pair_index(n)
     v = p1 * (1.0 - p1)
-    return float(n_total * np.sum((p2 - p1[pi_i] * p1[pj]) ** 2 / (v[pi_i] * v[pj])))
+    r2 = (p2 - p1[pi_i] * p1[pj]) ** 2 / (v[pi_i] * v[pj])
+    if pair_counts is None:
+        return float(n_total * np.sum(r2))
+    return float(np.sum(np.asarray(pair_counts, dtype=float) ** 2 * r2) / n_total)
 
 
 def _corr(cov):
@@ -423,18 +464,20 @@ class M2Result:
 
 def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
        theta_range=THETA_RANGE, prior_mean: float = 0.0, prior_sd: float = 1.0,
-       ci: float = 0.9, weights=None, null_model: bool = True) -> M2Result:
+       ci: float = 0.9, weights=None, null_model: bool = True, progress=None) -> M2Result:
     """M2 statistic, df, p-value, RMSEA with CI, SRMSR, TLI and CFI (see the module docstring).
 
     Parameters
     ----------
     responses : ResponseMatrix (aligned to the bank by id; pattern frequencies used as weights)
-        or 0/1 array in bank order; rows with a missing answer are left out
+        or 0/1 array in bank order; NaN = missing (every answer is used: module docstring)
     bank : ItemBank with the parameters whose fit is tested (at most ``MAX_M2_ITEMS`` items;
         use :func:`m2_partitioned` for larger banks)
     estimated : which parameters were estimated from these data: "none", "rasch", "1pl",
         "2pl", "3pl", "4pl", or None for the bank's model
     weights : optional row frequencies (default: ``responses.weights``)
+    progress : optional ``progress(done, total)``, called at the start and after the moments
+        and the quadratic form (150 items: a few seconds each)
     """
     from scipy.stats import chi2  # lazy: scipy.stats costs ~1 s at import
 
@@ -442,7 +485,7 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
 
     est = _estimated(bank, estimated)
     y, w = _aligned(responses, bank, weights)
-    y, w, dropped = _complete_binary(y, w, "M2")
+    p1, cross, n1, n2, w, dropped = _available_binary(y, w)
     check_fit_sample(w, "M2")
     n_items = y.shape[1]
     if n_items < 2:
@@ -454,20 +497,28 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
         )
     N = float(w.sum())
     pi_i, pj = _pair_index(n_items)
-    p1 = (w @ y) / N
-    cross = (y * w[:, None]).T @ y / N
+    never = np.flatnonzero(n2[pi_i, pj] <= 0)
+    if never.size:
+        k = never[0]
+        raise ResponseDataError(
+            f"{never.size} pair(s) of items were never answered by the same subject, e.g. "
+            f"{bank.item_ids[pi_i[k]]!r} and {bank.item_ids[pj[k]]!r}; M2 needs every pair "
+            "answered together by some subjects: fit a subset of the items")
     p2 = cross[pi_i, pj]
 
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
     wq = quad.weights
+    step = stepper(progress, 2)
     P, blocks = _jacobian_blocks(quad.nodes, bank, est, wq, prior_mean, prior_sd)
     xi, pi1, pi2, e2 = _xi_matrix(P, wq)
     delta = _delta_matrix(P, wq, blocks)
-    resid = np.concatenate([p1 - pi1, p2 - pi2])
+    step()
+    # each moment's residual weighted by the rows that answered it, n_A (p_A - pi_A) / N: with
+    # complete answers N (p - pi)' C (p - pi); with missing ones mirt's (1/N) r' C r
+    resid = np.concatenate([n1 * (p1 - pi1), n2[pi_i, pj] * (p2 - pi2)]) / N
     stat = _m2_stat(resid, xi, delta, N)
-    n_mom = n_items + pi_i.size
-    n_free = free_parameters(n_items, est)
-    df = n_mom - n_free
+    step()
+    df, n_mom, n_free = m2_df(n_items, est)
     if df <= 0:
         raise ConfigError(f"M2 has {df} degrees of freedom ({n_mom} moments, {n_free} free "
                           "parameters); use more items")
@@ -492,7 +543,7 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
             warn_user("an item has proportion correct 0 or 1; CFI/TLI are undefined",
                       RuntimeWarning)
         else:
-            m2n = null_m2(p1, p2, N)
+            m2n = null_m2(p1, p2, N, n2[pi_i, pj])
             tli = float((m2n / dfn - stat / df) / (m2n / dfn - 1.0))
             denom = m2n - dfn
             cfi = float(np.clip(1.0 - (stat - df) / denom, 0.0, 1.0)) if denom > 0 else 1.0
@@ -515,22 +566,25 @@ def partition_items(n_items: int, partition_size: int = 100, rng=None) -> list[n
 
 
 def m2_partitioned(responses, bank: ItemBank, *, partition_size: int = 100, rng=None,
-                   partitions=None, estimated=None, weights=None, **kwargs):
+                   partitions=None, estimated=None, weights=None, progress=None, **kwargs):
     """M2 per item partition (the paper's procedure for banks too large for one M2).
 
-    Each partition uses the subjects who answered all of its items. Returns
+    Each partition's M2 uses every answer to its items (pairwise, as :func:`m2`). Returns
     ``(table, summary)``: one row per partition (partition, n_items, n, M2, df, p, RMSEA,
     RMSEA_5, RMSEA_95, SRMSR, TLI, CFI) and the means over partitions (``RMSEA`` = average
-    RMSEA, as reported in the paper), plus ``n_partitions``.
+    RMSEA, as reported in the paper), plus ``n_partitions``. ``progress``: optional
+    ``progress(done, total)`` over the partitions.
     """
     est = _estimated(bank, estimated)
     y, w = _aligned(responses, bank, weights)
     parts = partitions if partitions is not None else partition_items(len(bank), partition_size, rng)
     rows = []
+    step = stepper(progress, len(parts))
     for k, idx in enumerate(parts):
         idx = np.asarray(idx, dtype=np.intp)
         sub = bank.subset(idx)
         res = m2(y[:, idx], sub, estimated=est, weights=w, **kwargs)
+        step()
         d = res.to_dict()
         rows.append({"partition": k, "n_items": res.n_items, "n": res.n,
                      **{key: d[key] for key in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",

@@ -19,8 +19,8 @@ from ..errors import ConfigError
 from . import arrays
 from .bank import ItemBank
 
-__all__ = ["ItemModel", "prior_terms", "to_bank", "A_MAX", "D_MAX", "LOGIT_MAX", "LOG_A_MIN",
-           "C_START", "U_START", "UC_GAP"]
+__all__ = ["ItemModel", "prior_terms", "to_bank", "at_bounds", "A_MAX", "D_MAX", "LOGIT_MAX",
+           "LOG_A_MIN", "C_START", "U_START", "UC_GAP"]
 
 # bounds of the internal parameters: slope (raw), slope (log), intercept d, logit c, logit u
 A_MAX = 50.0
@@ -296,3 +296,30 @@ def to_bank(item_ids, th, item_model: ItemModel, model: str, var: float) -> Item
         a = np.ones_like(d)
     b = -d / np.where(a == 0, 1e-12, a)
     return ItemBank(item_ids, a, b, c, u, model="1pl" if model in ("rasch", "1pl") else model)
+
+
+def at_bounds(bank: ItemBank, model: str) -> str | None:
+    """One line naming the items whose estimate ended at a bound of the internal parameters
+    (|a| = A_MAX, |d| = D_MAX, logit c = -LOGIT_MAX, logit u = LOGIT_MAX), or None.
+
+    There the likelihood still rises toward a degenerate limit (c -> 0 on an item no weak
+    subject guesses, a -> infinity on a near-Guttman item): the parameter and its standard error
+    are not identified. mirt's EM stops short of the limit (LSAT7 3PL: logit g -9.6, SE 132)."""
+    a, b, c, u = (np.asarray(v, dtype=float) for v in bank.params)
+    edge = 1.0 - 1e-9
+    found = [("a -> infinity", np.abs(a) >= A_MAX * edge),
+             ("|d| -> infinity", np.abs(a * b) >= D_MAX * edge)]
+    if model in ("3pl", "4pl"):
+        found.append(("c -> 0", c <= (1.0 + 1e-6) / (1.0 + math.exp(LOGIT_MAX))))
+    if model == "4pl":
+        found.append(("u -> 1", 1.0 - u <= (1.0 + 1e-6) / (1.0 + math.exp(LOGIT_MAX))))
+    parts = [f"{what}: {', '.join(map(str, bank.item_ids[hit][:5]))}"
+             + (f" and {int(hit.sum()) - 5} more" if hit.sum() > 5 else "")
+             for what, hit in found if hit.any()]
+    if not parts:
+        return None
+    n = int(np.logical_or.reduce([hit for _, hit in found]).sum())
+    return (f"{n} item(s) ended at a bound of the estimation ({'; '.join(parts)}): the "
+            "likelihood still rises toward that limit, so these parameters and their standard "
+            "errors are not identified; a prior (prior_c / prior_a, CLI --prior-c / --prior-a) "
+            "or a simpler model fits them")

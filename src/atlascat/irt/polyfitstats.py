@@ -57,8 +57,10 @@ until every nonzero expected count is >= mincell. S-X2 = sum (O - E)^2 / E over 
 expected cells, df = (cells - groups) - K_i (parameters of item i), RMSEA_S_X2 = sqrt(max(S-X2
 / df - 1, 0) / (N - 1)).
 
-Subjects with a missing rating are left out (listwise; the number used is ``n``); rows may carry
-pattern frequencies (``weights``).
+Missing ratings, as mirt 1.45.1: M2* and C2 take every rating, each moment from the rows that
+rated its items (n_A of them) and its residual weighted by them, (1/N) r' C r with r_A = n_A
+(p_A - pi_A) (:mod:`atlascat.irt.fit`); S-X2 uses the rows with every item rated (mirt's
+``itemfit(mod, na.rm = TRUE)``). Rows may carry pattern frequencies (``weights``).
 
 References
 ----------
@@ -88,11 +90,12 @@ from .sx2table import collapse_cells, sx2_frame, table_sx2
 from .defaults import QUADPTS, THETA_RANGE
 from .fit import M2Result, MAX_M2_ITEMS, rmsea_ci
 from .fit import _pair_index, _pairs_of, _weights_of
+from .progress import stepper
 from .polybank import PolyBank
 from .quadrature import normal_quadrature
 
-__all__ = ["M2_TYPES", "m2_ordinal", "sx2_ordinal", "ordinal_estimated", "null_params", "null_m2",
-           "leave_one_out_scores", "collapse_cells"]
+__all__ = ["M2_TYPES", "m2_df", "m2_ordinal", "sx2_ordinal", "ordinal_estimated", "null_params",
+           "null_m2", "leave_one_out_scores", "collapse_cells"]
 
 M2_TYPES = ("M2*", "C2", "auto")
 ORDINAL_ESTIMATED = ("all", "none")
@@ -128,6 +131,37 @@ def _complete_codes(responses, bank: PolyBank, weights, what: str):
             f"{what} needs at least 2 subjects who rated every item, got "
             f"{float(w[keep].sum()):g} (rows with a missing rating are left out)")
     return y[keep].astype(np.intp), w[keep], int(np.count_nonzero(~keep))
+
+
+def _available_codes(responses, bank: PolyBank, weights, what: str):
+    """Category codes (N, n), -1 where a rating is missing, of the rows with at least one
+    rating (mirt 1.45.1's M2 uses every answer: pairwise available moments), their weights
+    and the number of rows left out."""
+    from .polyscore import ordinal_codes
+
+    y = ordinal_codes(responses, bank)
+    w = _weights_of(responses, y.shape[0], weights)
+    empty = np.flatnonzero(np.isnan(y).all(axis=0))
+    if empty.size:
+        raise ResponseDataError(
+            f"{empty.size} bank item(s) have no rating at all, e.g. "
+            f"{bank.item_ids[empty[:5]].tolist()}; fit the bank subset the ratings cover")
+    keep = ~np.isnan(y).all(axis=1) & (w > 0)
+    if not float(w[keep].sum()) >= 2.0:
+        raise ResponseDataError(f"{what} needs at least 2 subjects with a rating, got "
+                                f"{float(w[keep].sum()):g}")
+    codes = np.where(np.isnan(y[keep]), -1, y[keep]).astype(np.intp)
+    obs = codes >= 0
+    n2 = (obs * w[keep][:, None]).T @ obs
+    i, j = _pair_index(codes.shape[1])
+    never = np.flatnonzero(n2[i, j] <= 0)
+    if never.size:
+        k = never[0]
+        raise ResponseDataError(
+            f"{never.size} pair(s) of items were never rated by the same subject, e.g. "
+            f"{bank.item_ids[i[k]]!r} and {bank.item_ids[j[k]]!r}; {what} needs every pair "
+            "rated together by some subjects: fit a subset of the items")
+    return codes, w[keep], int(np.count_nonzero(~keep))
 
 
 def _free_mask(n_cat, kmax) -> np.ndarray:
@@ -195,9 +229,12 @@ def _moment_system(y, w, P, E, E2, J, G, wq, free, n_cat, kind: str):
     pi_i, pj = _pair_index(n)
     m = pi_i.size
     N = float(w.sum())
-    yf = y.astype(float)
-    mean = (w @ yf) / N
-    cross = (yf * w[:, None]).T @ yf / N
+    obs = y >= 0                                      # -1: missing (pairwise moments, as mirt)
+    yf = np.where(obs, y, 0).astype(float)
+    n1 = w @ obs
+    n2 = (obs * w[:, None]).T @ obs
+    mean = (w @ yf) / n1
+    cross = (yf * w[:, None]).T @ yf / n2
     m1 = wq @ E
     Ew = E * wq[:, None]
     EE = Ew.T @ E                                     # int E_i E_j
@@ -231,16 +268,19 @@ def _moment_system(y, w, P, E, E2, J, G, wq, free, n_cat, kind: str):
         oo = others[item].reshape(-1)
         x12[rr, pp] = cat[rr] * U[rr, oo] - pic[rr] * m2[pp]
         onehot = np.zeros((y.shape[0], n, K))
-        onehot[np.arange(y.shape[0])[:, None], np.arange(n)[None, :], y] = 1.0
-        p_all = np.einsum("r,rjk->jk", w, onehot) / N
+        onehot[np.arange(y.shape[0])[:, None], np.arange(n)[None, :], np.maximum(y, 0)] = obs
+        p_all = np.einsum("r,rjk->jk", w, onehot) / n1[:, None]
         p_uni, pi_uni = p_all[item, cat], pic
+        n1 = n1[item]
     s1 = p_uni.size
     xi = np.empty((s1 + m, s1 + m))
     xi[:s1, :s1] = x11
     xi[:s1, s1:] = x12
     xi[s1:, :s1] = x12.T
     xi[s1:, s1:] = x22
-    resid = np.concatenate([p_uni - pi_uni, cross[pi_i, pj] - m2])
+    # each moment's residual weighted by the rows that answered it, n_A (p_A - pi_A) / N (mirt's
+    # M2 with missing ratings; N (p - pi) / N with complete ones)
+    resid = np.concatenate([n1 * (p_uni - pi_uni), n2[pi_i, pj] * (cross[pi_i, pj] - m2)]) / N
     delta = _delta(J, G, E, wq, free, n_cat, pi_i, pj, kind) if J is not None \
         else np.zeros((s1 + m, 0))
     model_cov = EE.copy()
@@ -347,8 +387,8 @@ def null_params(y, w, n_cat):
     n = y.shape[1]
     kmax = int(n_cat.max())
     counts = np.zeros((n, kmax))
-    np.add.at(counts, (np.broadcast_to(np.arange(n), y.shape), y),
-              np.broadcast_to(w[:, None], y.shape))
+    np.add.at(counts, (np.broadcast_to(np.arange(n), y.shape), np.maximum(y, 0)),
+              np.broadcast_to(w[:, None], y.shape) * (y >= 0))
     has = _free_mask(n_cat, kmax)
     if np.any(has & ~(counts > 0)):
         return None
@@ -361,10 +401,11 @@ def null_params(y, w, n_cat):
     return params
 
 
-def null_m2(y, w, n_cat, kind: str, params=None):
+def null_m2(y, w, n_cat, kind: str, params=None, step=None):
     """M2* / C2 of mirt's null model (:func:`null_params`, or ``params`` given: mirt's
     ``computeNullModel`` coefficients) on mirt's 2-node grid, with its sum(K_j - 1)
-    intercepts estimated, and its df; (nan, df) where the null model is undefined."""
+    intercepts estimated, and its df; (nan, df) where the null model is undefined.
+    ``step()``, if given, is called after the moments and after the quadratic form."""
     n = y.shape[1]
     free = _free_mask(n_cat, int(n_cat.max()))
     free[:, 0] = False                                # slopes fixed at 0
@@ -376,22 +417,45 @@ def null_m2(y, w, n_cat, kind: str, params=None):
     P, E, E2, J, G = _pieces("graded", params, quad.nodes, True)
     resid, xi, delta, N, _, _ = _moment_system(y, w, P, E, E2, J, G, quad.weights, free,
                                                n_cat, kind)
-    return _m2_qr_complement(resid, xi, delta, N), df
+    if step is not None:
+        step()
+    stat = _m2_qr_complement(resid, xi, delta, N)
+    if step is not None:
+        step()
+    return stat, df
+
+
+def m2_df(bank: PolyBank, statistic: str = "M2*", estimated=None) -> tuple[str, int, int, int]:
+    """(statistic used, df, moments, free parameters) of :func:`m2_ordinal` on ``bank``:
+    ``"auto"`` is M2* where it has degrees of freedom, else C2."""
+    est = ordinal_estimated(estimated)
+    kind = str(statistic).upper()
+    n = len(bank)
+    n_cat = bank.n_cat.astype(int)
+    n_free = int(n_cat.sum()) if est == "all" else 0
+    pairs = n * (n - 1) // 2
+    if kind == "AUTO":
+        kind = "M2*" if n + pairs - n_free > 0 else "C2"
+    n_mom = (n if kind == "M2*" else int(np.sum(n_cat - 1))) + pairs
+    return kind, n_mom - n_free, n_mom, n_free
 
 
 def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=None,
                quadpts: int = QUADPTS, theta_range=THETA_RANGE, prior_mean: float = 0.0,
                prior_sd: float = 1.0, ci: float = 0.9, weights=None,
-               null_model: bool = True, gpcm_slope: str = "exact") -> M2Result:
+               null_model: bool = True, gpcm_slope: str = "exact",
+               progress=None) -> M2Result:
     """mirt's ``M2(mod, type=statistic)`` for an ordinal bank (see the module docstring).
 
     ``responses``: ratings on the items' own scales (a ResponseMatrix, a labelled DataFrame
-    aligned by item id, or an array in bank order; NaN missing, such rows left out);
+    aligned by item id, or an array in bank order; NaN missing: every rating is used);
     ``statistic``: ``"M2*"`` (mirt's default), ``"C2"``, or ``"auto"`` (M2*, or C2 where M2*
     has no degrees of freedom); ``estimated``: ``"all"`` (default) or ``"none"``;
     ``gpcm_slope``: ``"exact"`` (default) or ``"mirt"``, the GPCM slope derivative mirt 1.45.1's
     ``dP`` gives (its exp(z_k) unnormalized: module docstring), to reproduce mirt's value.
     The result's ``statistic`` is the one used (M2* or C2), ``estimated`` all or none.
+    ``progress``: optional ``progress(done, total)``, called at the start and after each of the
+    steps (moments, quadratic form, and the null model's two): 150 items take about a minute.
     """
     from scipy.stats import chi2  # lazy: scipy.stats costs ~1 s at import
 
@@ -399,7 +463,7 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     if kind not in M2_TYPES and kind != "AUTO":
         raise ConfigError(f"statistic must be one of {', '.join(M2_TYPES)}, got {statistic!r}")
     est = ordinal_estimated(estimated)
-    y, w, dropped = _complete_codes(responses, bank, weights, "M2")
+    y, w, dropped = _available_codes(responses, bank, weights, "M2")
     n = len(bank)
     if n < 2:
         raise ConfigError("M2 needs at least 2 items")
@@ -407,13 +471,7 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
         raise ConfigError(f"M2 on {n} ordinal items is too large (at most {MAX_M2_ITEMS}); "
                           "fit a subset of the items (PolyBank.subset)")
     n_cat = bank.n_cat.astype(int)
-    n_free = int(n_cat.sum()) if est == "all" else 0
-    pairs = n * (n - 1) // 2
-    df_star = n + pairs - n_free
-    if kind == "AUTO":
-        kind = "M2*" if df_star > 0 else "C2"
-    n_mom = (n if kind == "M2*" else int(np.sum(n_cat - 1))) + pairs
-    df = n_mom - n_free
+    kind, df, n_mom, n_free = m2_df(bank, kind, est)
     if df <= 0:
         hint = "; use statistic='C2'" if kind == "M2*" else ""
         raise ConfigError(f"{kind} has {df} degrees of freedom ({n_mom} moments, {n_free} "
@@ -422,17 +480,20 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     free = _free_mask(n_cat, bank.params.shape[1])
     if gpcm_slope not in ("exact", "mirt"):
         raise ConfigError(f"gpcm_slope must be exact or mirt, got {gpcm_slope!r}")
+    step = stepper(progress, 4 if null_model else 2)
     P, E, E2, J, G = _pieces(bank.models, bank.params, quad.nodes, est == "all", gpcm_slope)
     resid, xi, delta, N, obs_cov, model_cov = _moment_system(y, w, P, E, E2, J, G, quad.weights,
                                                              free, n_cat, kind)
+    step()
     stat = _m2_quadratic(resid, xi, delta, N)
+    step()
     pval = float(chi2.sf(stat, df))
     rmsea = float(np.sqrt(max(stat / df - 1.0, 0.0) / (N - 1.0)))
     lo, hi = rmsea_ci(stat, df, N, ci)
     srmsr = _srmsr(obs_cov, model_cov)
     m2n, dfn, tli, cfi = float("nan"), 0, float("nan"), float("nan")
     if null_model:
-        m2n, dfn = null_m2(y, w, n_cat, kind)
+        m2n, dfn = null_m2(y, w, n_cat, kind, step=step)
         if not np.isfinite(m2n):
             warn_user("an item has an unobserved category; the null model, and with it TLI "
                       "and CFI, is undefined", RuntimeWarning)
@@ -442,6 +503,8 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
         else:
             warn_user("the null model's M2 is below the fitted model's; TLI and CFI are not "
                       "given", RuntimeWarning)
+    if progress is not None:   # done, also where the null model was undefined
+        progress(4 if null_model else 2, 4 if null_model else 2)
     return M2Result(M2=stat, df=int(df), p=pval, RMSEA=rmsea, RMSEA_5=lo, RMSEA_95=hi,
                     SRMSR=srmsr, TLI=tli, CFI=cfi, n=N, n_items=n, n_free=n_free,
                     estimated=est, M2_null=m2n, df_null=int(dfn), n_dropped=dropped,
