@@ -565,3 +565,66 @@ def test_a_metric_atlas_cannot_compute_is_said_at_build_time():
     said = [w for w in build_warnings(manifest(["metric:judge_score"])) if "cannot compute" in w]
     assert said and "'judge_score'" in said[0] and "--subject cmd:COMMAND" in said[0]
     assert not [w for w in build_warnings(manifest(["acc_norm", "mc2"])) if "cannot" in w]
+
+
+def test_the_build_reports_its_progress_step_by_step(tmp_path):
+    """``build_bank(progress=...)`` is called after each step (read, calibration, link, each
+    cross-fitting fold, predictor, folder written), counting up to its total: what the
+    command's progress bar shows on a long build."""
+    from atlascat.bankdir.builder import build_steps
+
+    rng = np.random.default_rng(3)
+    theta, b = rng.normal(size=40), rng.normal(size=60)
+    y = (rng.random((40, 60)) < 1 / (1 + np.exp(-(theta[:, None] - b)))).astype(int)
+    pd.DataFrame(y, index=[f"m{i}" for i in range(40)],
+                 columns=[f"q{j}" for j in range(60)]).rename_axis("model").to_csv(
+        tmp_path / "r.csv")
+    calls = []
+    build_bank(tmp_path / "r.csv", tmp_path / "bank", folds=2, budget=20,
+               progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(k, build_steps(2)) for k in range(1, build_steps(2) + 1)]
+    assert build_steps(2) == 7
+
+
+def test_a_build_from_sample_logs_counts_each_file_read(tmp_path):
+    """From sample logs the progress counts one step per model's file read, then the build's
+    other steps, up to a total that says so from the first call."""
+    from atlascat.bankdir.builder import build_steps
+
+    files = generation_logs(tmp_path / "logs", n_models=22, n_items=12)
+    calls = []
+    build_bank(tmp_path / "logs", tmp_path / "bank", folds=0,
+               progress=lambda done, total: calls.append((done, total)))
+    total = build_steps(0) - 1 + len(files)
+    assert calls == [(k, total) for k in range(1, total + 1)]
+
+
+def test_a_chat_subject_reads_an_exact_match_generation_and_refuses_f1(tmp_path):
+    """From generation logs, an exact-match item's chat answer is scored by its text (the
+    "exact" scorer: the run ends, APPROXIMATE); items scored by F1 have no text scorer, and
+    ``openai:`` is refused with one line before any run is created."""
+    from atlascat.cli import main
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.toylm import ToyLM
+
+    generation_logs(tmp_path / "logs", n_models=22, n_items=12)
+    folder = build_bank(tmp_path / "logs", tmp_path / "bank", folds=0)
+    assert set(folder.bank.metadata["scorer"]) == {"exact"}
+    f1 = tmp_path / "f1logs"
+    for f in (tmp_path / "logs").rglob("samples_*.jsonl"):
+        recs = [json.loads(x) for x in f.read_text().splitlines()]
+        for r in recs:
+            r["metrics"], r["f1"] = ["f1"], 0.5 * r["exact_match"] + 0.25
+        (f1 / f.parent.name).mkdir(parents=True)
+        (f1 / f.parent.name / f.name).write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    build_bank(f1, tmp_path / "f1bank", folds=0)
+    with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
+        assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                     f"openai:{srv.url}", "--llm", "toy", "--max-items", "5", "-q", "-o",
+                     str(tmp_path / "run")]) == 0
+        assert main(["evaluate", "--bank", str(tmp_path / "f1bank"), "--subject",
+                     f"openai:{srv.url}", "--llm", "toy", "--max-items", "5", "-q", "-o",
+                     str(tmp_path / "f1run")]) == 2
+    row = json.loads((tmp_path / "run" / "results.json").read_text())[0]
+    assert row["status"] == "done" and row["n_items"] == 5 and row["protocol"] == "approximate"
+    assert not (tmp_path / "f1run").exists()

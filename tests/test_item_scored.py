@@ -278,3 +278,89 @@ def test_a_matrix_folder_refuses_a_request_subject_before_loading_it(subject):
     bare = ItemBank(["1", "2"], [1.0, 1.0], [0.0, 1.0])
     with pytest.raises(BankError, match="no item content .* cmd:COMMAND"):
         SubjectSpec.parse(subject, "m").build(bare)
+
+
+@pytest.mark.parametrize("bad", ["'hello'", "json.dumps({'item_id': 'zzz', 'score': 1})"])
+def test_a_command_that_replies_out_of_step_stops_a_run_that_resumes(folder, tmp_path, bad):
+    """A reply line that is not the round's score (text, an item not asked) stops the run as a
+    failed command does: saved with the answers so far, the message says how to resume, and
+    --resume with the program fixed ends it as a run that never failed."""
+    flag = tmp_path / "broken"
+    flag.write_text("")
+    prog = tmp_path / "p.py"
+    prog.write_text(
+        "import json, os, sys\n"
+        "import pandas as pd\n"
+        f"answers = pd.read_csv({str(folder / 'targets.csv')!r}, index_col=0).loc['new3']\n"
+        "for n, line in enumerate(sys.stdin, 1):\n"
+        "    item = json.loads(line)['item_id']\n"
+        f"    if n == 6 and os.path.exists({str(flag)!r}):\n"
+        f"        print({bad}, flush=True)\n"
+        "        continue\n"
+        "    print(json.dumps({'item_id': item, 'score': int(answers[item])}), flush=True)\n")
+    spec = "cmd:" + shlex.join([sys.executable, str(prog)])
+    whole = _evaluate(folder, _cmd(folder, "new3"), tmp_path / "whole", "--llm", "new3")
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject", spec,
+                                 "--llm", "new3", "--max-items", "20", "-q", "-o", str(out)])
+    assert r.exit_code != 0
+    from atlascat.live.store import RunStore
+
+    info = RunStore(out / "runs.sqlite").list_runs().iloc[0]
+    assert info["state"] == "error" and int(info["n_items"]) == 5
+    said = " ".join((r.output + str(r.exception)).split())
+    assert "saved with 5 answered item(s)" in said and f"--resume {info['run_id']}" in said
+    flag.unlink()
+    again = CliRunner().invoke(app, ["evaluate", "--resume", info["run_id"], "--db",
+                                     str(out / "runs.sqlite"), "-q"])
+    assert again.exit_code == 0, again.output + str(again.exception)
+    assert list(_steps(out)["item_id"]) == list(_steps(tmp_path / "whole")["item_id"])
+    from atlascat.live.service import predict_run
+
+    assert (predict_run(RunStore(out / "runs.sqlite"), info["run_id"])["score"]
+            == whole["prediction"]["score"])
+
+
+@pytest.mark.parametrize("printed", ["NaN", '"37"', "null"])
+def test_a_score_that_is_no_number_on_a_scale_says_so(printed):
+    with pytest.raises(SubjectError, match=r"scored .* \(as printed\), not a number; print each "
+                                           r"score on the metric's scale \[0, 100\]"):
+        parse_scores(["a"], '{"item_id": "a", "score": %s}' % printed, "the command 'x'",
+                     score_range=(0, 100))
+
+
+@pytest.mark.parametrize("command", ["simulate", "evaluate"])
+@pytest.mark.parametrize("n", ["0", "1", "-3"])
+def test_a_predictor_budget_below_two_names_max_items(folder, tmp_path, capsys, command, n):
+    """--max-items below 2 on a folder's predictor is one line naming the option (simulate
+    does not fall back to the folder's budget for 0), and nothing is written."""
+    from atlascat.cli import main
+
+    out = tmp_path / "out"
+    args = (["simulate", str(folder / "targets.csv")] if command == "simulate" else
+            ["evaluate", "--subject", f"replay:{folder / 'targets.csv'}#new1"])
+    assert main([*args, "--bank", str(folder / "bank"), "--max-items", n, "-q",
+                 "-o", str(out)]) == 2
+    assert not out.exists()
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--max-items must be at least 2 for a bank folder's predictor" in err
+
+
+def test_a_folder_evaluated_twice_keeps_both_runs_in_results_json(folder, tmp_path, capsys):
+    """Two models evaluated one after the other into one -o folder: results.json keeps both
+    rows (as runs.sqlite and reports/ do), and compare-models given the folder asks which run
+    rather than taking the last one."""
+    from atlascat.cli import main
+
+    out = tmp_path / "runs"
+    for model in ("new0", "new1"):
+        assert main(["evaluate", "--bank", str(folder / "bank"), "--subject",
+                     f"replay:{folder / 'targets.csv'}#{model}", "--max-items", "10", "-q",
+                     "-o", str(out)]) == 0
+    rows = json.loads((out / "results.json").read_text())
+    assert [r["model"] for r in rows] == ["new0", "new1"]
+    assert len({r["run_id"] for r in rows}) == 2
+    capsys.readouterr()
+    assert main(["compare-models", str(out), rows[0]["run_id"], "--db",
+                 str(out / "runs.sqlite")]) == 2
+    assert f"holds 2 runs ({rows[0]['run_id']}, {rows[1]['run_id']})" in capsys.readouterr().err

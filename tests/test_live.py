@@ -595,3 +595,44 @@ class TestLmEvalImport:
             read_lmeval_samples(f)
         with pytest.raises(ResponseDataError, match="no samples"):
             read_lmeval_samples(tmp_path, task="other")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(),
+                    reason="reads a zombie process from /proc (Linux)")
+def test_a_killed_run_whose_process_is_not_reaped_lists_as_interrupted(tmp_path):
+    """A run whose process was killed is ``interrupted`` in ``list_runs`` even while its pid
+    still answers (its parent has not reaped it yet: a zombie): the run's lock, which the OS
+    released when the process died, says it is gone."""
+    db = tmp_path / "runs.sqlite"
+    child = (
+        "import sys, time\n"
+        "from atlascat.live.store import RunStore\n"
+        f"st = RunStore({str(db)!r})\n"
+        "rid = st.create_run(model='m', subject={}, cache_key='k', bank_ref=None, bank_hash='h',\n"
+        "                    n_bank_items=1, config={}, prompt={}, seed=0, session={})\n"
+        "st.claim(rid)\n"
+        "print(rid, flush=True)\n"
+        "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        rid = proc.stdout.readline().strip()
+        store = RunStore(db)
+        assert store.list_runs().set_index("run_id").loc[rid, "state"] == "running"
+        os.kill(proc.pid, signal.SIGKILL)
+        for _ in range(200):                     # dead, not reaped: its pid still answers
+            with open(f"/proc/{proc.pid}/stat") as fh:
+                if fh.read().split(")")[-1].split()[0] == "Z":
+                    break
+            threading.Event().wait(0.02)
+        os.kill(proc.pid, 0)
+        state = "running"
+        for _ in range(100):      # the OS frees a dead process's lock a moment after its death
+            state = store.list_runs().set_index("run_id").loc[rid, "state"]
+            if state != "running":
+                break
+            threading.Event().wait(0.02)
+        assert state == "interrupted"
+    finally:
+        proc.kill()
+        proc.wait()

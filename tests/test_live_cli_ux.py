@@ -292,3 +292,33 @@ def test_runs_without_any_store_says_so(capsys):
     assert main(["runs"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: run database") and "give --db" in err
+
+
+def test_the_progress_bar_shows_the_estimate_the_lines_give():
+    """On a terminal each run's bar shows what its step lines show: a benchmark predictor's
+    predicted score and interval (on a folder's own scale), a suite's average, else theta."""
+    from atlascat.cli._live import LiveDisplay, StopRequest
+    from atlascat.live.runner import StepInfo
+
+    class Bar:
+        console = None
+
+        def __init__(self):
+            self.est = []
+
+        def add_task(self, *a, **k):
+            return 0
+
+        def update(self, task, **k):
+            self.est.append(k["est"])
+
+    shown = LiveDisplay(["m", "s", "c"], ["q1"], (30, 50, None), lines=False, bar=False,
+                        averages=["suite"], scales={"scaled": (0.0, 100.0)})
+    shown.progress = Bar()
+    step = shown.step_callback(StopRequest())
+    step(StepInfo("pred", "m", 0, "q1", 1, 0.4, 0.9, False, 0.0, (0.612, 0.5, 0.7)))
+    step(StepInfo("scaled", "c", 0, "q1", 1, 0.4, 0.9, False, 0.0, (0.372, 0.25, 0.5)))
+    step(StepInfo("suite", "s", 0, "q1", 1, 0.655, 0.012, False, 0.0))
+    step(StepInfo("cat", "c", 0, "q1", 1, 0.4, 0.9, False, 0.0))
+    assert shown.progress.est == ["predicted 61.2% (50.0-70.0)", "predicted 37.2 (25.0-50.0)",
+                                  "average  65.5  SE 1.20", "theta +0.400  SE 0.900"]

@@ -424,3 +424,183 @@ def test_ctrl_c_in_a_terminal_interrupts_a_command_run(shared_data, tmp_path, ca
     assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
     run = json.loads(capsys.readouterr().out)[0]
     assert run["state"] == "interrupted" and run["pending"] == 0 and run["n_items"] >= 1
+
+
+def test_a_stopped_runs_scores_read_on_the_folders_scale(shared_data, tmp_path, capsys):
+    """A run on a --score-range folder that stopped before its end (here its command failed)
+    has no prediction yet: ``atlas runs`` (table and --json) still gives its mean score on the
+    metric's own scale, as for a finished run, not as a percent of 0-1."""
+    import sys
+
+    from atlascat.bankdir import build_bank
+
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    (100 * df.iloc[:30]).to_csv(tmp_path / "source.csv")
+    build_bank(tmp_path / "source.csv", tmp_path / "bank", folds=0, score_range=(0, 100))
+    script = tmp_path / "p.py"
+    script.write_text("import json, sys\nfor n, line in enumerate(sys.stdin, 1):\n"
+                      "    if n == 4:\n        sys.exit('crashed')\n"
+                      "    item = json.loads(line)['item_id']\n"
+                      "    print(json.dumps({'item_id': item, 'score': 37.5}), flush=True)\n")
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"cmd:{sys.executable} {script}", "--llm", "m", "-q", "-o", str(out)]) == 2
+    capsys.readouterr()
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)[0]
+    assert run["state"] == "error" and run["n_items"] == 3
+    assert run["observed_score"] == pytest.approx(37.5) and run["scale"] == [0.0, 100.0]
+    assert main(["runs", "--db", str(out / "runs.sqlite")]) == 0
+    table = capsys.readouterr().out
+    assert " 37.5 " in table and "37.5%" not in table
+
+
+def test_a_generation_tasks_own_metric_is_named_a_generation_on_the_page(tmp_path, capsys):
+    """Items scored by a logged metric atlas cannot compute (``metric:bleu_max``) are still
+    generations: the run's page says how they were asked as logged (generation, not
+    log-likelihood); a ``cmd:`` run's page says atlas sent no request, its command asked."""
+    import sys
+
+    from atlascat.bankdir import read_sample_logs
+    from atlascat.content.requests import describe_requests
+
+    logs = _f1_logs(tmp_path / "logs", n_models=22, n_items=30)
+    for f in logs.rglob("samples_*.jsonl"):
+        recs = [json.loads(x) for x in f.read_text().splitlines()]
+        for r in recs:
+            r["metrics"], r["bleu_max"] = ["bleu_max"], round(100 * r["f1"], 3)
+        f.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    read_sample_logs(logs, metric="bleu_max").write(tmp_path / "all.csv")
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"replay:{tmp_path / 'all.csv'}#org/gen-10", "--max-items", "6", "-q",
+                 "-o", str(out)]) == 0
+    page = html.unescape(next((out / "reports").glob("*.html")).read_text())
+    assert "toyqa: as logged, generation (metric:bleu_max)" in page
+    assert "log-likelihood" not in page
+    script = tmp_path / "p.py"
+    script.write_text("import json, sys\nfor line in sys.stdin:\n"
+                      "    item = json.loads(line)['item_id']\n"
+                      "    print(json.dumps({'item_id': item, 'score': 50}), flush=True)\n")
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"cmd:{sys.executable} {script}", "--llm", "m", "--max-items", "6", "-q",
+                 "-o", str(tmp_path / "cmd")]) == 0
+    page = html.unescape(next((tmp_path / "cmd" / "reports").glob("*.html")).read_text())
+    assert ("none sent by atlas; your command asks each item (the source models were asked "
+            "toyqa: as logged, generation (metric:bleu_max))") in page
+    # a logged metric of log-likelihood items (no token limit) is a log-likelihood request
+    meta = pd.DataFrame({"rule": ["metric:brier", "metric:brier"],
+                         "max_gen_toks": [np.nan, np.nan], "benchmark": ["t", "t"]})
+    assert describe_requests(meta) == "t: as logged, log-likelihood (metric:brier)"
+
+
+def test_simulate_writes_the_items_a_live_run_with_the_seed_asks(shared_data, tmp_path,
+                                                                  capsys):
+    """The predictor's ``atlas simulate`` writes selected_items.csv: per model the items it
+    was asked, in order, with the recorded score on the folder's scale; a live ``replay:`` run
+    of that model with the same seed asks exactly those items and scores them alike."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    (100 * df.iloc[:30]).to_csv(tmp_path / "source.csv")
+    (100 * df.iloc[30:]).to_csv(tmp_path / "targets.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "--score-range", "0", "100", "-q",
+                 "-o", str(tmp_path / "bank")]) == 0
+    assert main(["simulate", str(tmp_path / "targets.csv"), "--bank", str(tmp_path / "bank"),
+                 "--max-items", "15", "--seed", "4", "-q", "-o", str(tmp_path / "sim")]) == 0
+    sel = pd.read_csv(tmp_path / "sim" / "selected_items.csv", dtype={"item_id": str})
+    persons = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col=0)
+    assert list(sel.columns) == ["subject_id", "item_id", "order", "score"]
+    assert (sel.groupby("subject_id").size().reindex(persons.index)
+            == persons["n_items"]).all()
+    model = str(df.index[33])
+    capsys.readouterr()
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"replay:{tmp_path / 'targets.csv'}#{model}", "--max-items", "15", "--seed",
+                 "4", "--json", "-o", str(tmp_path / "live")]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    mine = sel[sel["subject_id"] == model].sort_values("order")
+    assert list(mine["item_id"]) == [str(i) for i in row["items"]]
+    assert np.allclose(mine["score"], row["scores"])
+    assert row["prediction"]["score"] == pytest.approx(persons.loc[model, "score"], abs=1e-9)
+
+
+def test_a_folders_link_warns_of_the_source_models(shared_data, tmp_path):
+    """A bank folder's score link, outside the models it was fitted on, says so in the
+    folder's words: beyond "the source models" (a shipped bank's link keeps its own)."""
+    from atlascat.bankdir import build_bank, load_bank_dir
+
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    df.iloc[:30].to_csv(tmp_path / "source.csv")
+    build_bank(tmp_path / "source.csv", tmp_path / "bank", folds=0)
+    link = load_bank_dir(tmp_path / "bank").link
+    low, high = link.support_bounds()
+    below, above = link.predict(low - 3, 0.4), link.predict(high + 3, 0.4)
+    assert "reaches below the source models (supported from theta" in below.warning
+    assert "reaches above the source models (supported to theta" in above.warning
+    assert "calibration models" not in below.warning + above.warning
+
+
+def test_the_adaptive_simulations_answers_read_on_the_folders_scale(shared_data, tmp_path):
+    """``atlas simulate --design adaptive`` on a --score-range folder writes each answer in
+    selected_items.csv (and selected_items/) as recorded, on the metric's scale."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    (100 * df.iloc[:30]).to_csv(tmp_path / "source.csv")
+    (100 * df.iloc[30:34]).to_csv(tmp_path / "targets.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "--score-range", "0", "100", "-q",
+                 "-o", str(tmp_path / "bank")]) == 0
+    assert main(["simulate", str(tmp_path / "targets.csv"), "--bank", str(tmp_path / "bank"),
+                 "--design", "adaptive", "--max-items", "12", "--selected-folder", "-q",
+                 "-o", str(tmp_path / "sim")]) == 0
+    sel = pd.read_csv(tmp_path / "sim" / "selected_items.csv", dtype={"item_id": str})
+    truth = pd.read_csv(tmp_path / "targets.csv", index_col=0)
+    recorded = [truth.loc[s, i] for s, i in zip(sel["subject_id"], sel["item_id"])]
+    assert np.allclose(sel["score"], recorded) and sel["score"].max() > 1
+    one = pd.read_csv(next((tmp_path / "sim" / "selected_items").glob("*.csv")))
+    assert one["score"].max() <= 100 and np.isin(one["score"], sel["score"]).all()
+
+
+def test_mc2_logged_under_another_name_is_computed_as_mc2(mc2_folder, tmp_path):
+    """lm-eval 0.4 logs TruthfulQA's mc2 as ``acc`` (a score in [0, 1] on log-likelihood
+    items): the rule that reproduces the logged scores from the logged outputs, mc2, is taken
+    (a live run can ask the items), not an opaque ``metric:acc``; a continuous score mc2 does
+    not reproduce stays ``metric:<name>``."""
+    from atlascat.bankdir import read_sample_logs
+
+    for name, noise in (("acc", 0.0), ("other", 0.05)):
+        rng = np.random.default_rng(0)
+        for f in (mc2_folder / "logs").rglob("samples_*.jsonl"):
+            recs = [json.loads(x) for x in f.read_text().splitlines()]
+            for r in recs:
+                value = r.pop("mc2")
+                r[name] = float(np.clip(value + noise * rng.normal(), 0, 1))
+                r["metrics"] = [name]
+            dest = tmp_path / name / f.parent.name
+            dest.mkdir(parents=True)
+            (dest / f.name).write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+        logs = read_sample_logs(tmp_path / name)
+        assert logs.metric == name
+        rules = {logs.rule_fields(i)["rule"] for i in logs.items}
+        assert rules == ({"mc2"} if name == "acc" else {"metric:other"}), name
+    kept = read_sample_logs(tmp_path / "acc")
+    assert all(kept.rule_fields(i)["agreement"] == 1.0 for i in kept.items)
+
+
+def test_simulate_says_when_it_replays_the_source_models(shared_data, tmp_path, capsys):
+    """``atlas simulate --bank DIR`` on the folder's own source models says their predictions
+    are in-sample (one warning line); held-out models get no such line."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    df.iloc[:30].to_csv(tmp_path / "source.csv")
+    df.iloc[28:36].to_csv(tmp_path / "mixed.csv")        # two source models, six new ones
+    df.iloc[30:].to_csv(tmp_path / "targets.csv")
+    assert main(["build-bank", str(tmp_path / "source.csv"), "-q",
+                 "-o", str(tmp_path / "bank")]) == 0
+    for name, said in (("mixed", True), ("targets", False)):
+        capsys.readouterr()
+        for design in ("predictor", "adaptive"):
+            assert main(["simulate", str(tmp_path / f"{name}.csv"), "--bank",
+                         str(tmp_path / "bank"), "--design", design, "--max-items", "10",
+                         "-q", "-o", str(tmp_path / f"sim_{name}_{design}")]) == 0
+            err = " ".join(capsys.readouterr().err.split())
+            line = (f"warning: 2 of the 8 models are the bank folder's source models (e.g. "
+                    f"{str(df.index[28])!r}): their predictions are in-sample")
+            assert (line in err) == said, err

@@ -103,10 +103,11 @@ def read_scaled_matrix(path, score_range, **read_kwargs):
 
 
 def read_results(source, *, task=None, metric=None, filter_name=None, id_field="metabench_idx",
-                 score_range=None):
+                 score_range=None, on_file=None):
     """``(ResponseMatrix, SampleLogs or None, [source files])`` from a matrix or sample logs;
     ``score_range`` (lo, hi): the scores' scale, mapped to [0, 1] (sample logs: default the
-    harness's known range of the metric)."""
+    harness's known range of the metric); ``on_file(k, n)`` after each of the n sample log
+    files is read."""
     paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     if not paths:
         raise ConfigError("give the results: a response matrix file or sample logs")
@@ -114,7 +115,8 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
         from .samplelogs import read_sample_logs
 
         logs = read_sample_logs(paths, task=task, metric=metric, id_field=id_field,
-                                filter_name=filter_name, score_range=score_range)
+                                filter_name=filter_name, score_range=score_range,
+                                on_file=on_file)
         sets = {m: frozenset(s) for m, s in logs.scores.items()}
         ref_model, ref = max(sets.items(), key=lambda kv: len(kv[1]))
         for m, s in sets.items():
@@ -285,7 +287,7 @@ CHECK_LENGTHS = (5, 10, 20)
 
 
 def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int = 0,
-                     folds: int = 5, budget: int = 50, chance=None) -> dict:
+                     folds: int = 5, budget: int = 50, chance=None, on_fold=None) -> dict:
     """How much the link's 95% interval must widen to cover models it was not fitted on.
 
     K-fold cross-fitting on the source models: for each fold, a bank and a link are fitted on
@@ -303,7 +305,8 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
     95% quantile of their r, gives the multiplier max(1, q_k / factor) at k (1 at K, never
     rising with k): the link's :attr:`~atlascat.scorelink.ScoreLink.length_factor`. The
     answer correction and the interval scales are fitted on tests of the budget's length, and
-    a short test's error is larger than their spread says. Returns {"factor", "folds",
+    a short test's error is larger than their spread says. ``on_fold()`` is called after each
+    fold (a progress bar's step). Returns {"factor", "folds",
     "ratio_q95", "n", "coverage_before", "length_factor" ({"counts", "factors"}, or None
     when the budget's test is no longer than the shortest check)}.
     """
@@ -333,6 +336,8 @@ def cross_fit_factor(responses, scores, *, model: str, benchmark: str, seed: int
             ratios[length][1].extend(inside.tolist())
             if length is None:
                 counts.extend(asked.tolist())
+        if on_fold is not None:
+            on_fold()
 
     def q95(length):
         r, inside = (np.asarray(v) for v in ratios[length])
@@ -403,6 +408,11 @@ def widen(link, factor: float):
     return link
 
 
+#: the text scorer (:mod:`atlascat.live.scorers`) a chat answer to a generation item is read
+#: with, by the item's rule: exact match and GSM8K's number; none for F1 or a logged metric
+_CHAT_SCORERS = {"exact_match": "exact", "gsm8k_exact": "gsm8k"}
+
+
 def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
     """Request metadata rows and requests.jsonl records of the items ``ids`` (those whose gold
     the logs determine), and the ids dropped for an undetermined gold."""
@@ -425,7 +435,8 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
         question = f["context"].rstrip().rsplit("\n\n", 1)[-1]
         rows.append({"item_id": i, "benchmark": logs.task, "question": question,
                      "choices": conts, "answer": answer,
-                     "scorer": "" if gen or len(conts) > 26 else "mc", "fewshot": "",
+                     "scorer": (_CHAT_SCORERS.get(f["rule"], "") if gen else
+                                "" if len(conts) > 26 else "mc"), "fewshot": "",
                      **{k: v for k, v in f.items() if k != "agreement"}})
         recs.append({"item_id": i, "doc_id": it.doc_id, "kind": it.kind,
                      "requests": [r.to_dict() for r in it.requests], "rule": f["rule"],
@@ -519,6 +530,13 @@ def build_warnings(manifest: dict) -> list[str]:
     return out
 
 
+def build_steps(folds: int = FOLDS) -> int:
+    """The steps :func:`build_bank` reports to its ``progress``: the results read, the
+    calibration, the score link, one per cross-fitting fold, the benchmark predictor and the
+    folder written."""
+    return 5 + max(0, int(folds))
+
+
 def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
     """The bank the benchmark predictor is fitted on: ``bank`` when it holds every item of the
     results that any model answered differently from another, else a calibration of all of
@@ -542,7 +560,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                id_field: str | None = "metabench_idx", name: str | None = None,
                model: str = "auto", seed: int = 0, chance: float | None = None,
                min_models: int = MIN_MODELS, budget: int = BUDGET, folds: int = FOLDS,
-               score_range=None):
+               score_range=None, progress=None):
     """Build a bank folder (see the module docstring); returns the loaded
     :class:`~atlascat.bankdir.folder.BankFolder` (written to ``output`` when given).
 
@@ -567,6 +585,10 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         mapped to [0, 1] once, when the results are read (sample logs: default the harness's
         known range of the metric), and every prediction mapped back
         (:func:`atlascat.bankdir.predict.metric_scale`); ``manifest.settings.score_range``
+    progress : ``progress(done, total)`` after each step of the build (the results read, the
+        calibration, the score link, each cross-fitting fold, the benchmark predictor, the
+        folder written): ``total`` is :func:`build_steps` of ``folds``, where sample logs
+        count one step per file read instead of one for the results
     """
     from .._version import __version__
     from ..content.items import attach_content
@@ -574,9 +596,23 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     from ..irt.calibrate import calibrate
     from .folder import BankFolder, load_bank_dir, write_bank_dir
 
+    total, done = [build_steps(folds)], [0]
+
+    def step() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total[0])
+
+    def read_file(k: int, n: int) -> None:    # sample logs: one step per file read
+        total[0], done[0] = build_steps(folds) - 1 + n, k - 1
+        step()
+
     score_range = check_score_range(score_range)
     rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
-                                   id_field=id_field, score_range=score_range)
+                                   id_field=id_field, score_range=score_range,
+                                   on_file=read_file)
+    if logs is None:
+        step()
     if logs is not None and logs.score_range is not None:
         score_range = tuple(map(float, logs.score_range))
     if chance is not None:        # on the folder's scale, as every score it is given
@@ -621,6 +657,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         raise BankError(f"the calibration did not converge ({train.n_subjects} models x "
                         f"{train.n_items} items); try --model 1pl")
     bank = res.bank
+    step()
     from .checks import parallel_analysis
 
     dims = parallel_analysis(rm.values, rng=[int(seed), 13])
@@ -647,9 +684,10 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     link = fit_link(bank, y, s, benchmark=bench, seed=seed, chance=chance, max_items=budget,
                     extra_se_stops=())
     link.info["model"] = bank.model
+    step()
     if folds:
         cf = cross_fit_factor(y, s, model=bank.model, benchmark=bench, seed=seed, folds=folds,
-                              budget=budget, chance=chance)
+                              budget=budget, chance=chance, on_fold=step)
         widen(link, cf["factor"])
         link.length_factor = (None if cf["length_factor"] is None else
                               {k: np.asarray(v, float) for k, v in cf["length_factor"].items()})
@@ -675,6 +713,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         if meta is not None:
             pitems = attach_content(predictor.item_bank(model=bank.model), meta,
                                     missing="error")
+    step()
     agreement = [r["agreement"] for r in recs or [] if np.isfinite(r["agreement"])]
     manifest = {
         "benchmark": bench, "built": _dt.datetime.now(_dt.timezone.utc).isoformat(
@@ -720,6 +759,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "design_weight": predictor.design_weight_,
         "score_map": predictor.score_map_info()}
     if output is None:
+        step()
         return BankFolder(Path("."), bank, link, manifest, recs, {})
     write_bank_dir(output, bank, link, manifest, recs)
     target, items_file = Path(output) / "predictor.json", Path(output) / PREDICTOR_ITEMS_FILE
@@ -731,4 +771,5 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         pitems.to_frame("ours").to_parquet(items_file, index=False, compression="zstd")
     elif items_file.exists():
         items_file.unlink()
+    step()
     return load_bank_dir(output)

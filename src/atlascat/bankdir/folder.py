@@ -89,6 +89,7 @@ def load_bank_dir(path) -> BankFolder:
     score_range = (manifest.get("settings") or {}).get("score_range")
     if score_range is not None:  # its notes and warnings on the metric's own scale
         link.info["metric_range"] = [float(v) for v in score_range]
+    link.info["population"] = "the source models"   # whom its warnings say it was fitted on
     requests = None
     if (p / REQUESTS_FILE).is_file():
         with open(p / REQUESTS_FILE, encoding="utf-8") as fh:

@@ -23,6 +23,7 @@ import pandas as pd
 from ..scorelink.frames import COLUMNS
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
+           "source_models_among", "in_sample_warning",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
            "exhausted_warning"]
@@ -75,8 +76,9 @@ def continuous_scores(folder) -> bool | None:
 
 
 def to_metric_scale(frame: pd.DataFrame, folder, columns=None) -> pd.DataFrame:
-    """``frame`` with the score and its interval ends (default the first three of
-    :data:`PREDICTION_COLUMNS`) on the folder's metric scale (:func:`metric_scale`)."""
+    """``frame`` (a DataFrame, or columns: a dict of arrays) with the score and its interval
+    ends (default the first three of :data:`PREDICTION_COLUMNS`) on the folder's metric scale
+    (:func:`metric_scale`)."""
     scale = metric_scale(folder)
     if scale is None:
         return frame
@@ -141,6 +143,21 @@ def load_predictor_items(folder):
         raise BankFolderError(f"{str(path)!r} cannot be read ({exc})") from None
 
 
+def source_models_among(folder, subject_ids) -> list[str]:
+    """The ``subject_ids`` that are source models of the folder (its manifest's ``models``):
+    their predictions are in-sample (the bank, link and predictor were fitted on their
+    answers), not a test of a new model."""
+    known = {str(m) for m in folder.manifest.get("models") or ()}
+    return [str(s) for s in subject_ids if str(s) in known]
+
+
+def in_sample_warning(among: list, n: int) -> str:
+    """The one line for :func:`source_models_among`'s ``among`` of ``n`` models."""
+    return (f"{len(among)} of the {n} models are the bank folder's source models (e.g. "
+            f"{among[0]!r}): their predictions are in-sample, fitted on their own answers; "
+            "held-out models test the folder")
+
+
 def exhausted_warning(answered: int, items: int) -> str:
     """The warning of a target asked every one of the only ``answered`` of the predictor's
     ``items`` it has answers for (a recorded row with blank cells): its score is their mean,
@@ -149,7 +166,8 @@ def exhausted_warning(answered: int, items: int) -> str:
             f"their mean (an interval of no width), not a prediction over all {items}")
 
 
-def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.DataFrame:
+def replay_predictor(folder, responses, *, budget: int, seed: int = 0,
+                     selected: bool = False):
     """The folder's predictor on recorded answers (``responses``: a ResponseMatrix of the
     targets): one row per target, ``subject_id``, ``n_items`` (items used, at most ``budget``),
     :data:`PREDICTION_COLUMNS` (the score and its 95% interval, on the metric's scale: 0-1, or
@@ -158,7 +176,9 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     the model-based and
     design-based parts and theta. Each target draws from its own Generator
     (:func:`~atlascat.predict.session.subject_generator` of ``seed`` and its id), as a live
-    run of it with the same seed does."""
+    run of it with the same seed does. With ``selected``: (that frame, the items each target
+    was asked: ``subject_id``, ``item_id``, ``order`` (1 = the first drawn) and ``score`` (its
+    recorded answer, on the metric's scale), one row per answer)."""
     import numpy as np
 
     from ..errors import ResponseDataError
@@ -176,9 +196,8 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
     if not some.any():
         raise ResponseDataError(f"none of the {responses.n_subjects} models has an answer to "
                                 "any of the bank folder's items (every cell of theirs is blank)")
-    out = predictor.replay(responses if some.all() else
-                           responses.subset(subjects=np.flatnonzero(some)),
-                           budget=budget, seed=seed)
+    asked_by = responses if some.all() else responses.subset(subjects=np.flatnonzero(some))
+    out = predictor.replay(asked_by, budget=budget, seed=seed, asked=selected)
     pct = [float(folder.link.percentile(v)) for v in out["score"]]
     warning = np.where(out["method"] == "design",
                        "unlike the source models: the design-based estimate (random items) is "
@@ -202,5 +221,26 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0) -> pd.Dat
         frame.loc[~some, "score_warning"] = ("no answer to any of the folder's items: nothing "
                                              "to predict from")
         frame["n_items"] = frame["n_items"].astype(int)
-    return to_metric_scale(frame, folder, [*PREDICTION_COLUMNS[:3], "model_score",
-                                           "design_score"])
+    frame = to_metric_scale(frame, folder, [*PREDICTION_COLUMNS[:3], "model_score",
+                                            "design_score"])
+    if not selected:
+        return frame
+    return frame, _selected_items(out, asked_by, folder)
+
+
+def _selected_items(replayed: pd.DataFrame, responses, folder) -> pd.DataFrame:
+    """One row per answer of a replay (:meth:`BenchmarkPredictor.replay` with ``asked``):
+    ``subject_id``, ``item_id``, ``order``, ``score`` (recorded, on the metric's scale)."""
+    import numpy as np
+
+    col = {str(i): j for j, i in enumerate(responses.item_ids)}
+    subj = np.repeat(replayed["subject"].astype(str).to_numpy(),
+                     [len(x) for x in replayed["items"]])
+    items = [i for x in replayed["items"] for i in x]
+    rows = np.repeat(np.arange(len(replayed)), [len(x) for x in replayed["items"]])
+    values = responses.values[rows, [col[i] for i in items]] if items else np.zeros(0)
+    order = np.concatenate([np.arange(1, len(x) + 1) for x in replayed["items"]]
+                           or [np.zeros(0, int)])
+    frame = pd.DataFrame({"subject_id": subj, "item_id": items, "order": order.astype(int),
+                          "score": values})
+    return to_metric_scale(frame, folder, ["score"])

@@ -35,6 +35,9 @@ exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number
 f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1])
 mc2 (log-likelihood)      ``mc2``: probability mass of the true options (the leading
                           ``mc2_true``, the count that reproduces the logged scores)
+a continuous metric       ``mc2`` / ``f1`` when that rule reproduces at least 99% of its logged
+under another name        scores from the logged outputs (lm-eval 0.4 logs TruthfulQA's mc2 as
+                          ``acc``; :attr:`SampleLogs.computed_rule`)
 any other metric whose    ``metric:<name>``: kept with its requests; a live run refuses such an
 scores are not 0/1        item naming the metric (ask the folder with ``--subject cmd:``)
 (ROUGE, BLEU, a judge)
@@ -337,9 +340,11 @@ class SampleLogs:
         logged = [(self.outputs[m].get(item_id), self.scores[m].get(item_id))
                   for m in self.scores]
         logged = [(o, s) for o, s in logged if o is not None and s is not None]
-        if self.metric == "f1" and it.kind == "generate_until":
+        if it.kind == "generate_until" and (self.metric == "f1"
+                                            or self.computed_rule == "f1"):
             return self._f1_fields(it, logged)
-        if self.metric == "mc2" and it.kind == "loglikelihood":
+        if it.kind == "loglikelihood" and (self.metric == "mc2"
+                                           or self.computed_rule == "mc2"):
             return self._mc2_fields(it, logged)
         if self.continuous:               # a metric atlas cannot compute: kept by name
             return self._metric_fields(it)
@@ -392,6 +397,34 @@ class SampleLogs:
         """Whether the metric gives scores other than 0/1 (F1, ROUGE, a rescaled rating)."""
         return any(v not in (0.0, 1.0) for sc in self.scores.values() for v in sc.values())
 
+    @property
+    def computed_rule(self) -> str | None:
+        """The rule a continuous metric under another name is computed by: ``mc2`` for
+        log-likelihood items, ``f1`` for generations, when it reproduces at least
+        :data:`RULE_FOUND_AT` of the logged scores from the logged outputs (lm-eval 0.4 logs
+        TruthfulQA's mc2 as ``acc``); None otherwise (or for a metric named so, or 0/1)."""
+        if "_computed_rule" not in self.__dict__:
+            self.__dict__["_computed_rule"] = self._find_rule()
+        return self.__dict__["_computed_rule"]
+
+    def _find_rule(self) -> str | None:
+        if self.metric in ("mc2", "f1") or not self.items or not self.continuous:
+            return None
+        kinds = {it.kind for it in self.items.values()}
+        if len(kinds) != 1:
+            return None
+        rule, fields = (("mc2", self._mc2_fields) if kinds == {"loglikelihood"} else
+                        ("f1", self._f1_fields))
+        hits = []
+        for item_id, it in self.items.items():
+            logged = [(self.outputs[m].get(item_id), self.scores[m].get(item_id))
+                      for m in self.scores]
+            logged = [(o, sc) for o, sc in logged if o is not None and sc is not None]
+            if logged:
+                agree = fields(it, logged)["agreement"]
+                hits.append(agree if agree == agree else 0.0)
+        return rule if hits and float(np.mean(hits)) >= RULE_FOUND_AT else None
+
     def _generation_base(self, it) -> dict:
         r = it.requests[0]
         return {"context": r.context, "ctx_suffixes": [], "continuations": [], "gold": -1,
@@ -437,6 +470,11 @@ class SampleLogs:
                 "continuations": [r.continuation for r in it.requests], "gold": 0,
                 "target": "", "n_choices": len(it.requests), "mc2_true": 0,
                 "agreement": float("nan")}
+
+
+#: the share of a continuous metric's logged scores that ``mc2`` or token F1 must reproduce
+#: for the metric to be taken as computed by that rule (:attr:`SampleLogs.computed_rule`)
+RULE_FOUND_AT = 0.99
 
 
 def _gold_from_target(target, conts: Sequence[str]) -> int | None:
@@ -491,7 +529,7 @@ def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None
 def read_sample_logs(paths, *, task: str | None = None, metric: str | None = None,
                      id_field: str | None = "metabench_idx", filter_name: str | None = None,
                      subject_ids: Sequence[str] | None = None,
-                     score_range: tuple | None = None) -> SampleLogs:
+                     score_range: tuple | None = None, on_file=None) -> SampleLogs:
     """Read the sample logs of one task, several models.
 
     Parameters
@@ -506,6 +544,7 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
     subject_ids : one model name per file (default: the folder name, ``__`` read as ``/``)
     score_range : (low, high) of the metric's scale, mapped to [0, 1] (default: the harness's
         known range, :data:`KNOWN_RANGES`, else the values must lie in [0, 1])
+    on_file : ``on_file(k, n)`` after the k-th of the n files is read (a progress bar's step)
     """
     if score_range is not None:
         from ..validation import check_finite
@@ -520,8 +559,10 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
                       harness=_harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
-    for name, f in zip(names, files):
+    for k, (name, f) in enumerate(zip(names, files), 1):
         _read_one(logs, name, f, id_field=id_field, metric=metric, filter_name=filter_name)
+        if on_file is not None:
+            on_file(k, len(files))
     return logs
 
 

@@ -40,10 +40,11 @@ def remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
 def approximate_note(kind: str, banks: str = "the bank was", whose: str = "the leaderboard's"
                      ) -> None:
     """The warning that ``kind:`` subjects are asked by text prompts, not the calibration's
-    log-likelihoods (``whose``: "the source models'" for a bank folder)."""
+    requests (``whose``: "the source models'" for a bank folder)."""
     err_console.print(
         f"note: {kind}: subjects are asked chat/text prompts and their answers read from text; "
-        f"{banks} calibrated on {whose} log-likelihoods, so results are APPROXIMATE. "
+        f"{banks} calibrated on {whose} answers to its requests (log-likelihoods, "
+        f"generations), so results are APPROXIMATE. "
         f"Use completions:URL (vLLM), hf: or lmeval: for {whose} protocol.",
         markup=False, highlight=False, soft_wrap=True)
 
@@ -88,14 +89,14 @@ def run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
     return legacy, legacy
 
 
-def write_results(path: Path, rows: list, *, merge: bool) -> None:
-    """Write results.json atomically; ``merge``: keep the other runs' rows already there (a
-    resumed run replaces its own row)."""
+def write_results(path: Path, rows: list) -> None:
+    """Write results.json atomically, keeping the rows of the folder's other runs already
+    there (a run evaluated into the folder before; a resumed run replaces its own row)."""
     import os
 
     path.parent.mkdir(parents=True, exist_ok=True)
     out = list(rows)
-    if merge and path.exists():
+    if path.exists():
         try:
             old = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -154,8 +155,9 @@ class Stopped(KeyboardInterrupt):
 
 class LiveDisplay:
     """What a live run shows on stderr: aligned per-item lines (unless --quiet / --json) and, on a
-    terminal, a progress bar per run with items asked, theta +- SE and the time left. Piped,
-    there is no bar (the per-item lines are the progress)."""
+    terminal, a progress bar per run with items asked, the estimate the lines give
+    (:meth:`estimate_text`: theta and SE, a predictor's predicted score, a suite's average) and
+    the time left. Piped, there is no bar (the per-item lines are the progress)."""
 
     def __init__(self, models, item_ids, plan, *, lines: bool, bar: bool, averages=(),
                  scales=None, continuous=()):
@@ -261,7 +263,7 @@ class LiveDisplay:
                             escape(info.model), total=self.max_items, est="")
                     self.progress.update(task, completed=info.step + 1,
                                          total=self.expected_total(info.step + 1, info.se),
-                                         est=f"theta {info.theta:+.2f} +- {info.se:.2f}")
+                                         est=self.estimate_text(info))
             if stop.event.is_set():
                 raise Stopped()
 

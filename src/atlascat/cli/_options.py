@@ -110,12 +110,16 @@ def suite_config(*, target_se=None, min_items=None, max_items=None, batch_size=N
 
 def predictor_only(o) -> None:
     """A bank folder's predictor asks --max-items items of its own design: the adaptive test's
-    stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it."""
+    stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it,
+    and so is a --max-items below 2."""
     for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
                        ("--min-items", o.min_items), ("--r-max", getattr(o, "r_max", None))):
         if value is not None:
             raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
                               "--max-items items of its own design (or --design adaptive)")
+    if o.max_items is not None and o.max_items < 2:
+        raise ConfigError(f"--max-items must be at least 2 for a bank folder's predictor (its "
+                          f"design-based interval needs two answers), got {o.max_items}")
 
 
 def with_link_stops(config, settings: dict, min_items_given: bool):

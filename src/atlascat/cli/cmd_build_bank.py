@@ -9,7 +9,7 @@ import typer
 
 from ..bankdir.defaults import BUDGET
 from ..irt.defaults import AUTO
-from ._common import console, escape, print_frame, quiet_option, warn
+from ._common import console, escape, print_frame, progress_bar, quiet_option, warn
 
 
 def build_bank_command(
@@ -71,10 +71,12 @@ def build_bank_command(
     check_output_dir(output, what="bank folder")  # before any work
     if chance is not None:
         check_finite(chance, "--chance")
-    folder = build_bank(results if len(results) > 1 else results[0], output, scores=scores,
-                        task=task, metric=metric, filter_name=filter_name, name=name,
-                        model=model, seed=seed, chance=chance, budget=budget,
-                        score_range=score_range)
+    with progress_bar("building the bank", total=None) as advance:
+        folder = build_bank(results if len(results) > 1 else results[0], output, scores=scores,
+                            task=task, metric=metric, filter_name=filter_name, name=name,
+                            model=model, seed=seed, chance=chance, budget=budget,
+                            score_range=score_range,
+                            progress=lambda done, total: advance(1, total=total))
     _show_summary(folder.manifest, named=name is not None)
     files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
     console.print(f"wrote {escape(str(output))}/ ({files})")

@@ -127,8 +127,8 @@ def format_result(row: dict, held: str | None = None) -> str:
         lines.append(f"  ({unseen_words(lb['unseen_ratings'])})")
     if proto == "approximate":
         whose = "the source models'" if lb.get("population") == SOURCE else "the leaderboard's"
-        lines.append("  (answers were read from chat text, not from log-likelihoods as in the "
-                     "bank's calibration: theta and score are approximate; use completions:URL, "
+        lines.append("  (answers were read from chat text, not as the bank's calibration asked "
+                     "its requests: theta and score are approximate; use completions:URL, "
                      f"hf: or lmeval: for {whose} protocol)")
     if row.get("report"):
         lines.append(f"  report: {row['report']}")
@@ -305,10 +305,10 @@ def run_evaluate(o: _Options) -> None:
         if not o.db.exists():
             raise LiveRunError(f"run database {str(o.db)!r} does not exist; give the --db (or -o) "
                                "the run was started with")
-        return _drive(o, _resume(o, limiter), resumed=True)
+        return _drive(o, _resume(o, limiter))
     if not (o.bank or o.suite) or not o.subject:
         raise ConfigError("give --bank (or --suite) and --subject (or --resume RUN_ID)")
-    return _drive(o, _start(o, limiter), resumed=False)
+    return _drive(o, _start(o, limiter))
 
 
 def _plan(o: _Options, ref):
@@ -476,7 +476,7 @@ def _resume_hint(o: _Options, run_ids) -> str:
             + f" --db {o.db}")
 
 
-def _drive(o: _Options, live, *, resumed: bool) -> None:
+def _drive(o: _Options, live) -> None:
     """Ask until every run stops (per-item lines, a progress bar, Ctrl-C), then write each
     run's page and results.json and print the results."""
     from ..errors import LiveRunError, RunStoppedError
@@ -494,7 +494,7 @@ def _drive(o: _Options, live, *, resumed: bool) -> None:
         raise typer.Exit(130)
     live.close()
     rows = live.results()
-    _write(o, live, rows, resumed)
+    _write(o, live, rows)
     _print(o, live, rows)
     failed = [r for r in rows if r["status"] != "done"]
     if failed:
@@ -505,8 +505,9 @@ def _drive(o: _Options, live, *, resumed: bool) -> None:
                            + (f"; resume with: {_resume_hint(o, stopped)}" if stopped else ""))
 
 
-def _write(o: _Options, live, rows: list[dict], resumed: bool) -> None:
-    """Each run's HTML page (``row["report"]``) and the results.json of its output folder."""
+def _write(o: _Options, live, rows: list[dict]) -> None:
+    """Each run's HTML page (``row["report"]``) and its row in the results.json of its output
+    folder (the folder's other runs keep theirs)."""
     from ..live.report import write_run_report
     from ..live.suite_run import write_suite_report
 
@@ -520,7 +521,7 @@ def _write(o: _Options, live, rows: list[dict], resumed: bool) -> None:
                                              leaderboard=row.get("prediction")))
         by_dir.setdefault(outdir, []).append(row)
     for outdir, group in by_dir.items():
-        write_results(outdir / "results.json", group, merge=resumed)
+        write_results(outdir / "results.json", group)
 
 
 def _print(o: _Options, live, rows: list[dict]) -> None:

@@ -140,13 +140,16 @@ def _list_runs(stores, as_json: bool) -> None:
     from ..live.service import predict_run
 
     predictions = [predict_run(by_path[r["db"]], r) for r in df.to_dict("records")]
+    from ..live.scale import run_scales
+
+    scales = run_scales(predictions, df["bank_ref"])   # a run not done: its bank's scale
     if as_json:
         from ..live.report import on_metric_scale, protocol_value
 
         # every number as stored (results.json and --run --json give them so; to_json would
         # round them to 10 significant digits)
         records = df.astype(object).where(df.notna(), None).to_dict("records")
-        records = [on_metric_scale(rec, lb.get("scale")) for rec, lb in zip(records, predictions)]
+        records = [on_metric_scale(rec, sc) for rec, sc in zip(records, scales)]
         for rec, lb in zip(records, predictions):
             rec["prediction"] = lb
             rec["protocol"] = protocol_value(rec.get("protocol"), rec.get("bank_ref"))
@@ -161,7 +164,7 @@ def _list_runs(stores, as_json: bool) -> None:
     df = df.rename(columns={"observed_score": "observed", "model_based_score": "model-based"})
     for col in ("observed", "model-based"):  # as the predicted score beside them: percent,
         # or the metric's own scale
-        df[col] = [_as_score(v, lb.get("scale")) for v, lb in zip(df[col], predictions)]
+        df[col] = [_as_score(v, sc) for v, sc in zip(df[col], scales)]
     from ..live.report import benchmark_of, describe_prediction, protocol_name
 
     df["protocol"] = [protocol_name(p, ref) if isinstance(p, str) else p

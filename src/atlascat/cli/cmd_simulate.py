@@ -13,7 +13,7 @@ from ..suite.config import SuiteConfig
 from ._common import (bank_option_help, console, err_console, escape, json_safe,
                       load_responses, min_items_note, one_bank, output_dir,
                       predicted_summary, print_frame, progress_bar, quiet_option,
-                      unique_filenames)
+                      unique_filenames, warn)
 from ._options import BOUND_MARGIN_HELP, predictor_only
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
@@ -360,8 +360,16 @@ def _responses(o: _Options, folder):
 
     scale = None if folder is None else metric_scale(folder)
     if scale is not None:
-        return read_scaled_matrix(o.responses[0], scale, normalize_ids=True, on_empty="keep")
-    return load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
+        rm = read_scaled_matrix(o.responses[0], scale, normalize_ids=True, on_empty="keep")
+    else:
+        rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
+    if folder is not None:
+        from ..bankdir.predict import in_sample_warning, source_models_among
+
+        among = source_models_among(folder, rm.subject_ids)
+        if among:
+            warn(in_sample_warning(among, rm.n_subjects))
+    return rm
 
 
 def _use_predictor(o: _Options, folder) -> bool:
@@ -397,13 +405,17 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
         raise ConfigError("--batch-size: atlas simulate replays this bank folder's predictor one "
                           "item at a time (as a live run with --batch-size 1); drop it, or "
                           "--design adaptive for rounds of items")
-    budget = int(o.max_items or folder.manifest.get("settings", {}).get("budget", BUDGET))
+    budget = int(o.max_items if o.max_items is not None else
+                 folder.manifest.get("settings", {}).get("budget", BUDGET))
     rm = _responses(o, folder)
     with progress_bar("predicting", 1) as advance:
-        persons = replay_predictor(folder, rm, budget=budget, seed=o.seed)
+        persons, selected = replay_predictor(folder, rm, budget=budget, seed=o.seed,
+                                             selected=True)
         advance(1)
     out.mkdir(parents=True, exist_ok=True)
     persons.to_csv(out / "person_scores.csv", index=False)
+    if o.selected:      # what each model was asked: what a live run of it with --seed asks
+        selected.to_csv(out / "selected_items.csv", index=False)
     from ..bankdir.predict import folder_words
 
     figures, predicted_row = predicted_summary(folder_words(folder), persons)
@@ -418,7 +430,8 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
             ("unlike the source models", f"{summary['outside_source']} (design-based estimate)")]
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title="atlas simulate (bank folder's predictor)")
-    console.print(f"wrote {escape(str(out))}/ (person_scores.csv, summary.json)")
+    console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
+                  f"{'selected_items.csv, ' if o.selected else ''}summary.json)")
 
 
 def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank, *,
@@ -433,14 +446,22 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
         write_csv(out / "person_scores.csv", persons)
     else:
         persons.to_csv(out / "person_scores.csv", index=False)
+    from ..bankdir.predict import to_metric_scale
+
+    # each answer as recorded: on a --score-range folder's metric scale
+    asked = (result.administered_columns if folder is None else
+             to_metric_scale(result.administered_columns, folder, ["score"]))
     if o.selected:  # one long file: one open instead of one per examinee
-        write_csv(out / "selected_items.csv", result.administered_columns)
+        write_csv(out / "selected_items.csv", asked)
     if o.selected_folder:
         sel_dir = out / "selected_items"
         sel_dir.mkdir(exist_ok=True)
         stems = unique_filenames(persons["subject_id"])
-        groups = dict(tuple(result.administered.groupby("subject_id", sort=False)))
-        empty = result.administered.iloc[:0]
+        import pandas as pd
+
+        administered = pd.DataFrame(asked)
+        groups = dict(tuple(administered.groupby("subject_id", sort=False)))
+        empty = administered.iloc[:0]
         for sid, stem in zip(persons["subject_id"], stems):
             frame = groups.get(sid, empty).drop(columns="subject_id")
             frame.to_csv(sel_dir / f"{stem}.csv", index=False)

@@ -569,17 +569,32 @@ def build_requests(bank, item_id) -> list[Request]:
     return list(build_item_requests(bank, item_id).requests)
 
 
-def request_kind(rules) -> str | None:
-    """How items scored by ``rules`` (their ``rule`` values) are asked: ``"generation"`` (every
-    rule scores a generation, :data:`GENERATION_RULES`: one ``generate_until`` request),
-    ``"log-likelihood"`` (none does: ``loglikelihood`` requests) or ``"log-likelihood and
-    generation"``; None when no item has a rule."""
-    used = {str(r) for r in rules if r is not None and r == r and str(r)}
-    if not used:
+def request_kind(metadata) -> str | None:
+    """How the items of ``metadata`` (rows with a ``rule`` column, and ``max_gen_toks`` for a
+    generation) are asked: ``"generation"`` (one ``generate_until`` request each: a rule that
+    scores a generation, :data:`GENERATION_RULES`, or a logged metric atlas cannot compute,
+    ``metric:<name>``, of an item logged with a token limit), ``"log-likelihood"``
+    (``loglikelihood`` requests) or ``"log-likelihood and generation"``; None when no item has
+    a rule."""
+    rules = metadata["rule"]
+    has = [r is not None and r == r and bool(str(r)) for r in rules]
+    if not any(has):
         return None
-    gen = used & set(GENERATION_RULES)
-    return ("generation" if gen == used else "log-likelihood" if not gen
+    limits = (metadata["max_gen_toks"] if "max_gen_toks" in getattr(metadata, "columns", ())
+              else [None] * len(rules))
+    gen = [str(r) in GENERATION_RULES
+           or (str(r).startswith(METRIC_RULE_PREFIX) and _positive(k))
+           for r, k, h in zip(rules, limits, has) if h]
+    return ("generation" if all(gen) else "log-likelihood" if not any(gen)
             else "log-likelihood and generation")
+
+
+def _positive(value) -> bool:
+    """Whether a metadata cell holds a positive number (NaN, None, NA: no)."""
+    try:
+        return float(value) > 0
+    except (TypeError, ValueError):
+        return False
 
 
 def describe_requests(metadata) -> str | None:
@@ -597,7 +612,7 @@ def describe_requests(metadata) -> str | None:
         used = sorted({str(r) for r in rules[benches == bench] if r})
         if not used:
             continue
-        kind = request_kind(used)
+        kind = request_kind(metadata[(benches == bench).to_numpy()])
         shots = LEADERBOARD_SHOTS.get(bench)
         context = f"{shots}-shot" if shots is not None else "as logged"
         parts.append(f"{bench + ': ' if bench else ''}{context}, {kind} ({', '.join(used)})")

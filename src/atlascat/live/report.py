@@ -506,7 +506,7 @@ def _endpoint_kind(subj, bank, asked) -> str | None:
     if kind != "loglikelihood" or meta is None or "rule" not in meta.columns:
         return kind
     ids = [i for i in dict.fromkeys(asked) if i in meta.index] or list(meta.index)
-    return request_kind(meta.loc[ids, "rule"]) or kind
+    return request_kind(meta.loc[ids]) or kind
 
 
 def _asked_rows(subj, prm, proto, bank, items=()) -> list[tuple[str, str]]:
@@ -524,6 +524,10 @@ def _asked_rows(subj, prm, proto, bank, items=()) -> list[tuple[str, str]]:
     if kind == "replay":
         return [("endpoint kind", f"none: replay (recorded answers, {subj.get('matrix')})"),
                 ("requests", "none sent" + (f"; recorded as {asked}" if asked else ""))]
+    if kind == "cmd":      # the items' ids went to the user's program, which asks them
+        return [("endpoint kind", "item ids, to your command"),
+                ("requests", "none sent by atlas; your command asks each item"
+                 + (f" (the source models were asked {asked})" if asked else ""))]
     if proto == "approximate":
         return [("endpoint kind", subj.get("kind")),
                 ("prompt", f"{prm.get('style')} chat prompt, max_tokens "

@@ -290,6 +290,18 @@ def check_content(bank, subject, probe_ids) -> None:
     elif "question" not in bank.metadata.columns:
         raise BankError("live evaluation with prompts needs a bank with item content (question, "
                         "choices, answer, scorer); see atlascat.content.items")
+    elif "scorer" in bank.metadata.columns:
+        scorers = bank.metadata["scorer"]
+        none = [str(i) for i, v in zip(bank.metadata.index, scorers) if not isinstance(v, str)
+                or not v]
+        if none:
+            rules = bank.metadata.loc[none, "rule"] if "rule" in bank.metadata.columns else []
+            how = sorted({str(r) for r in rules if isinstance(r, str) and r})
+            raise BankError(
+                f"{len(none)} of the bank's {len(scorers)} items (e.g. {none[0]}) have no "
+                "scorer for a text answer" + (f" (scored by {', '.join(how)})" if how else "")
+                + ": a chat or text prompt cannot be scored as they were; ask them with a "
+                "faithful subject (completions:URL, hf:, lmeval:) or by id (cmd:COMMAND)")
 
 
 def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,

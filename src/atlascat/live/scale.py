@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["SCALED_FIELDS", "MetricScale", "on_metric_scale", "stored_scale"]
+__all__ = ["SCALED_FIELDS", "MetricScale", "on_metric_scale", "stored_scale", "run_scales"]
 
 
 class MetricScale(NamedTuple):
@@ -87,3 +87,21 @@ def stored_scale(bank_ref) -> MetricScale | None:
         return None if scale is None else MetricScale(*scale)
     except (AtlasError, OSError):
         return None
+
+
+def run_scales(predictions, bank_refs) -> list:
+    """Each run's metric scale, given its prediction (:func:`~atlascat.live.service.predict_run`)
+    and its stored bank reference: the prediction's ``scale``, else (a run not done, which has
+    no prediction yet) its bank's (:func:`stored_scale`, read once per bank), so a stopped
+    run's scores read on the same scale as a finished one's."""
+    known: dict = {}
+    out = []
+    for pred, ref in zip(predictions, bank_refs):
+        if pred:                      # done: its prediction names its scale (or none)
+            out.append(pred.get("scale"))
+            continue
+        key = str(ref) if ref else ""
+        if key not in known:
+            known[key] = stored_scale(ref)
+        out.append(known[key])
+    return out

@@ -406,6 +406,32 @@ class RunStore:
             self._locks[run_id] = fd
             return True
 
+    def _abandoned(self, run_id: str) -> bool:
+        """Whether a run marked running was claimed once and its lock is now free: its process
+        is gone (the OS released the lock when it died), even where its pid still answers (a
+        killed process its parent has not reaped yet, or a pid taken by another process)."""
+        if not _has_lock_support():
+            return False
+        import fcntl
+
+        with self._locks_guard:
+            if run_id in self._locks:        # this process runs it
+                return False
+        path = self._lock_path(run_id)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:                      # never claimed (a run being started): not known
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return False                     # held: its process runs it
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return True
+        finally:
+            os.close(fd)
+
     def release(self, run_id: str) -> None:
         """Give up the run's lock (done by finish_run / fail_run; the OS does it on exit)."""
         with self._locks_guard:
@@ -495,7 +521,8 @@ class RunStore:
         host = socket.gethostname()
         for r in rows:
             state = r["status"]
-            if state == "running" and r["host"] == host and not _pid_alive(r["pid"]):
+            if state == "running" and r["host"] == host and (not _pid_alive(r["pid"])
+                                                             or self._abandoned(r["run_id"])):
                 state = "interrupted"
             r["state"] = state
             r["pending"] = pending.get(r["run_id"], 0)

@@ -354,7 +354,7 @@ class BenchmarkPredictor:
                     n_items=arr["n"], outside=outside, z=z)
 
     def replay(self, targets: ResponseMatrix, *, budget=None, rng=None,
-               seed: int | None = None) -> pd.DataFrame:
+               seed: int | None = None, asked: bool = False) -> pd.DataFrame:
         """Replay the design on every target's real answers (one row per target).
 
         Each target is asked at most ``budget`` (default the predictor's) of the items it has
@@ -368,7 +368,8 @@ class BenchmarkPredictor:
         ``method`` ("design" for a target outside the source population, else "combined"),
         ``flag``,
         ``model_score``, ``design_score``, ``theta``, ``full_score`` (the target's mean over its
-        answered items, for studies).
+        answered items, for studies); with ``asked``, ``items``: the ids of the items it was
+        asked, in the order drawn.
         """
         self._require_fitted()
         self._check(budget)
@@ -393,13 +394,17 @@ class BenchmarkPredictor:
         lo, hi = self.step_interval(y, arr["item"], {
             "lower": lo, "upper": hi, "score": score, "design_score": arr["design"],
             "design_se": arr["se"]}, arr["valid"], np.isfinite(y))
-        return pd.DataFrame({
+        out = pd.DataFrame({
             "subject": list(targets.subject_ids), "n_items": arr["n"].astype(int),
             "score": score, "lower": lo, "upper": hi, "se": sd,
             "method": np.where(outside, "design", "combined"),
             "flag": np.where(outside, "outside_source", ""),
             "model_score": arr["model"], "design_score": arr["design"], "theta": arr["theta"],
             "full_score": np.nanmean(y, axis=1)})
+        if asked:
+            ids = np.asarray(self.item_ids_).astype(str)
+            out["items"] = [list(ids[row[ok]]) for row, ok in zip(arr["item"], arr["valid"])]
+        return out
 
     def step_interval(self, y, item, pred: dict, valid=None, avail=None):
         """The 95% interval (lower, upper) per target after the answers to the draws ``item``

@@ -119,14 +119,15 @@ def warnings_for(link, theta, se, below, above, lz, guess=None):
     scale = link.metric_range
     warnings, flags = [], []
     reach = f"theta's 95% interval {theta - Z95 * se:.2f} to {theta + Z95 * se:.2f}"
+    models = link.info.get("population") or "the link's calibration models"
     if below:
         flags.append("below_data")
-        warnings.append(f"{reach} reaches below the link's calibration models (supported "
+        warnings.append(f"{reach} reaches below {models} (supported "
                         f"from theta {low:.2f}): the score may be as low as "
                         f"{level(sup['floor'], scale)} (chance {level(sup['chance'], scale)})")
     if above:
         flags.append("above_data")
-        warnings.append(f"{reach} reaches above the link's calibration models (supported "
+        warnings.append(f"{reach} reaches above {models} (supported "
                         f"to theta {high:.2f}): the score may be as high as "
                         f"{level(sup['top'], scale)}")
     if lz is not None:

@@ -93,7 +93,10 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
 def _on_scale(score, score_range, where: str) -> float:
     """A score on the metric's scale (lo, hi) -> (x - lo) / (hi - lo) in [0, 1]."""
     lo, hi = (float(v) for v in score_range)
-    if not isinstance(score, (int, float)) or not lo <= score <= hi:
+    if not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise SubjectError(f"{where} scored {json.dumps(score)} (as printed), not a number; "
+                           f"print each score on the metric's scale [{lo:g}, {hi:g}]")
+    if not lo <= score <= hi:
         raise SubjectError(f"{where} scored {score!r}, outside the bank folder's score range "
                            f"[{lo:g}, {hi:g}] (--score-range); print each score on the "
                            "metric's scale")
@@ -225,8 +228,17 @@ class CommandSubject:
                                        f"{len(replies)} of {len(ids)} item(s)")
                 if line.strip():
                     replies.append(line)
-        return parse_scores(ids, "".join(replies), f"the command {self.command!r}",
-                            ratings=self.ratings, score_range=self.score_range)
+            try:
+                return parse_scores(ids, "".join(replies), f"the command {self.command!r}",
+                                    ratings=self.ratings, score_range=self.score_range)
+            except SubjectError:
+                raise
+            except LiveRunError as exc:
+                # the program said something else than the round's scores: its replies are
+                # out of step with the items, so it is stopped (the next round starts it
+                # again) and the run, saved, resumes once the program is fixed
+                self.close(wait=1.0)
+                raise SubjectError(str(exc)) from None
 
     def close(self, wait: float = 5.0) -> None:
         """End the process: its standard input closed (a harness reading lines then exits),
