@@ -46,6 +46,15 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
                                     **settings)
             if not on_se.started:
                 advance(max(res.n_iter - reached[0], 0), total=max(res.n_iter, 1))  # ends full
+    _write_outputs(res, output, fmt, summary, scores, responses)
+    _print_result(res, model, weights, settings["prior_a"], rating_range)
+    console.print(wrote_line(output, summary, scores))
+
+
+def _write_outputs(res, output, fmt: str, summary, scores, responses) -> None:
+    """The bank (with ``<parameter>_se`` columns under --se), --summary and --scores."""
+    import pandas as pd
+
     bank = res.bank
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
         from ..irt.polybank import PolyBank
@@ -65,6 +74,10 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
         scores.parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame({"subject_id": res.subject_ids.astype(str), "theta": res.theta,
                       "se": res.theta_se}).to_csv(scores, index=False, float_format="%.10g")
+
+
+def _print_result(res, model: str, weights, prior_a, rating_range) -> None:
+    """The fit's line, its criteria, the prior used and a note on undeclared scales."""
     k = res.bank.n_cat
     w_kept = None if weights is None else [res.n_observations]   # rows are response patterns
     status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
@@ -76,8 +89,8 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     from ._criteria import print_criteria
 
     print_criteria(res)
-    if settings["prior_a"] is not None:
-        console.print(f"prior a ~ {settings['prior_a']} on every slope (MAP-EM; mirt's fit has "
+    if prior_a is not None:
+        console.print(f"prior a ~ {prior_a} on every slope (MAP-EM; mirt's fit has "
                       "no prior: --prior-a none)", markup=False, highlight=False)
     if rating_range is None and res.bank.rating_scale() is None:
         ends = sorted({(float(lo), float(hi)) for lo, hi in res.bank.level_ends})
@@ -88,7 +101,6 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
                       f"of it; if they share one scale, declare it (--rating-range {lo:g} "
                       f"{hi:g}): outputs then read on it and a rating an item never had is "
                       "scored", markup=False, highlight=False)
-    console.print(wrote_line(output, summary, scores))
 
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,

@@ -169,16 +169,21 @@ def register(app: typer.Typer) -> None:
                                  estimated=estimated, partition_size=partition_size, seed=seed,
                                  items=not no_items, person=person, q3=q3,
                                  ordinal_only=(("--m2", m2_type), ("--gpcm-slope", gpcm_slope)))
-        text = json.dumps(json_safe(report), indent=2)
-        if output is not None:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text(text)
-        if as_json:
-            console.print_json(text)
-            return
-        _print_report(report)
-        if output is not None:
-            console.print(f"wrote {output}")
+        _show(report, output, as_json)
+
+
+def _show(report: dict, output, as_json: bool) -> None:
+    """The report written to --output (as JSON) and printed (as JSON with --json)."""
+    text = json.dumps(json_safe(report), indent=2)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text)
+    if as_json:
+        console.print_json(text)
+        return
+    _print_report(report)
+    if output is not None:
+        console.print(f"wrote {output}")
 
 
 def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, estimated,

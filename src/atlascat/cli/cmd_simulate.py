@@ -355,20 +355,19 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
 
 def _responses(o: _Options, folder):
     """RESPONSES, read on the folder's metric scale when it has one (``--score-range``)."""
+    if folder is None:          # a bank file: no bank-folder code imported
+        return load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
     from ..bankdir.builder import read_scaled_matrix
-    from ..bankdir.predict import metric_scale
+    from ..bankdir.predict import in_sample_warning, metric_scale, source_models_among
 
-    scale = None if folder is None else metric_scale(folder)
+    scale = metric_scale(folder)
     if scale is not None:
         rm = read_scaled_matrix(o.responses[0], scale, normalize_ids=True, on_empty="keep")
     else:
         rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
-    if folder is not None:
-        from ..bankdir.predict import in_sample_warning, source_models_among
-
-        among = source_models_among(folder, rm.subject_ids)
-        if among:
-            warn(in_sample_warning(among, rm.n_subjects))
+    among = source_models_among(folder, rm.subject_ids)
+    if among:
+        warn(in_sample_warning(among, rm.n_subjects))
     return rm
 
 
@@ -446,11 +445,11 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
         write_csv(out / "person_scores.csv", persons)
     else:
         persons.to_csv(out / "person_scores.csv", index=False)
-    from ..bankdir.predict import to_metric_scale
+    asked = result.administered_columns
+    if folder is not None:      # each answer as recorded: on a --score-range folder's scale
+        from ..bankdir.predict import to_metric_scale
 
-    # each answer as recorded: on a --score-range folder's metric scale
-    asked = (result.administered_columns if folder is None else
-             to_metric_scale(result.administered_columns, folder, ["score"]))
+        asked = to_metric_scale(asked, folder, ["score"])
     if o.selected:  # one long file: one open instead of one per examinee
         write_csv(out / "selected_items.csv", asked)
     if o.selected_folder:
