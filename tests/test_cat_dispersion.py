@@ -166,3 +166,23 @@ def test_benchmark_calibrates_continuous_scores_with_the_dispersion():
     assert _with_dispersion(cfg, coins) is cfg
     mine = BenchmarkConfig(calibrate_options={"dispersion": None})
     assert _with_dispersion(mine, cont) is mine
+
+
+def test_cost_aware_stop_on_continuous_scores_uses_the_quasi_information():
+    """value_per_se x (SE - 1/sqrt(1/SE^2 + I_j*/phi)) < cost stops the test: a value just
+    above the first item's threshold keeps it going, just below stops it."""
+    bank = make_bank(80, 9, 0.2)
+    base = CATConfig().replace(se_stop=None, max_items=80, min_items=1, cost_per_item=1.0,
+                               se_method="posterior")
+    s = CATSession(bank, base, rng=0)
+    j = s.next_item()
+    s.record(j, 0.6)
+    eng, row = s._engine, np.array([0])
+    best, info = eng.best_remaining(row)
+    assert info[0] == pytest.approx(float(np.ravel(bank.information(s.theta))[best[0]]) / 0.2)
+    gain = s.se - 1.0 / np.sqrt(1.0 / s.se ** 2 + info[0])
+    for factor, stops in ((0.99, True), (1.01, False)):
+        cfg = base.replace(value_per_se=factor / gain)
+        t = CATSession(bank, cfg, rng=0)
+        t.record(t.next_item(), 0.6)
+        assert t.done is stops
