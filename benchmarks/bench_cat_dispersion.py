@@ -9,7 +9,8 @@ models; banks are calibrated on the train models only:
   dispersion; the CAT divides each answer's log-likelihood and information by it).
 
 The CAT (default config, ``se_stop`` = tau, at most every item; a tau >= 1 is a fixed length of
-that many items, to compare the two arms at equal length) replays each held-out model's
+that many items, to compare the two arms at equal length; a tau <= -1 is -tau items drawn at
+random, to tell the selection's share of any under-coverage from the likelihood's) replays each held-out model's
 real scores. Reported per arm: mean items used; coverage = share of held-out models with
 |theta_CAT - theta_full| <= 1.96 SE_CAT, theta_full the EAP on every bank item under the same
 likelihood; the full-score error = |p-IRT estimate of the mean score over all items (answered
@@ -76,7 +77,10 @@ def run(task, seed, taus, variants=False):
         truth = np.nanmean(y, axis=1)
         test = ResponseMatrix(y, y_test_all.index.astype(str), bank.item_ids)
         for tau in taus:
-            if tau >= 1:     # a fixed length of int(tau) items
+            if tau <= -1:    # int(-tau) items drawn at random (no adaptive selection)
+                cfg = CATConfig().replace(se_stop=None, max_items=int(-tau),
+                                          selection="random")
+            elif tau >= 1:   # a fixed length of int(tau) items
                 cfg = CATConfig().replace(se_stop=None, max_items=int(tau))
             else:
                 cfg = CATConfig().replace(se_stop=tau, max_items=len(bank))
@@ -109,7 +113,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--taus", default="0.3,0.2",
-                    help="SE thresholds; a value >= 1 is a fixed length (items)")
+                    help="SE thresholds; a value >= 1 is a fixed length (items), <= -1 that "
+                         "many random items")
     ap.add_argument("--variants", action="store_true",
                     help="also the extended bank with every item at the median dispersion "
                          "(extended_median) and each item's shrunk halfway to it on the log "
