@@ -234,8 +234,8 @@ def test_a_predictor_simulations_summary_has_the_mean_it_prints(mc2_folder, tmp_
     summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
     persons = pd.read_csv(tmp_path / "sim" / "person_scores.csv")
     assert summary["score_mean"] == pytest.approx(persons["score"].mean())
-    assert f"{100 * summary['score_mean']:.1f} ({100 * summary['width_mean']:.1f} points)" \
-        in text
+    assert f"{100 * summary['score_mean']:.1f} (95% intervals " \
+        f"{100 * summary['width_mean']:.1f} points wide)" in text
 
 
 def test_a_continuous_items_weak_identification_is_not_worded_as_categories():
@@ -604,3 +604,22 @@ def test_simulate_says_when_it_replays_the_source_models(shared_data, tmp_path, 
             line = (f"warning: 2 of the 8 models are the bank folder's source models (e.g. "
                     f"{str(df.index[28])!r}): their predictions are in-sample")
             assert (line in err) == said, err
+
+
+def test_shares_of_one_given_to_a_0_100_folder_are_flagged(shared_data, tmp_path, capsys):
+    """QMSum's 0-1 scores replayed on a folder built from the same scores x 100: one warning
+    says they look like shares of 1 (as read, every model sits at the bottom of the scale);
+    the same scores x 100 say nothing."""
+    df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
+    idx = np.random.default_rng(2).permutation(len(df))
+    (100 * df.iloc[idx[:30]]).to_csv(tmp_path / "src.csv")
+    df.iloc[idx[30:]].to_csv(tmp_path / "shares.csv")
+    (100 * df.iloc[idx[30:]]).to_csv(tmp_path / "points.csv")
+    assert main(["build-bank", str(tmp_path / "src.csv"), "--score-range", "0", "100", "-q",
+                 "-o", str(tmp_path / "bank")]) == 0
+    capsys.readouterr()
+    for name, flagged in (("shares", True), ("points", False)):
+        assert main(["simulate", str(tmp_path / f"{name}.csv"), "--bank", str(tmp_path / "bank"),
+                     "--max-items", "10", "-q", "-o", str(tmp_path / f"sim_{name}")]) == 0
+        err = capsys.readouterr().err
+        assert ("if they are shares of 1, not points of 100" in " ".join(err.split())) == flagged

@@ -481,5 +481,6 @@ def test_an_adaptive_simulation_of_a_folder_names_its_benchmark(longbench, tmp_p
     assert summary["benchmark"] == "judge" and summary["scale"] == [1.0, 10.0]
     assert summary["score_mean"] == pytest.approx(ps["score"].mean())
     assert 1 <= summary["score_mean"] <= 10
-    assert "predicted judge score mean (95% width)" in out
-    assert f"{summary['score_mean']:.1f} ({summary['width_mean']:.1f} points)" in out
+    assert "predicted judge score, mean over models" in out
+    assert f"{summary['score_mean']:.1f} (95% intervals {summary['width_mean']:.1f} points " \
+        "wide)" in out

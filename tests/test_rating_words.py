@@ -116,8 +116,8 @@ def test_simulate_names_the_predicted_mean_rating(root, tmp_path):
     text = _run("simulate", str(root / "judge.csv"), "--bank", str(root / "judge_bank.csv"),
                 "--max-items", "6", "-o", str(tmp_path / "sim"))
     summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
-    assert f"predicted mean rating: mean (95% width) {summary['score_mean']:.1f} " \
-        f"({summary['width_mean']:.1f} points)" in text
+    assert f"predicted mean rating, mean over models {summary['score_mean']:.1f} " \
+        f"(95% intervals {summary['width_mean']:.1f} points wide)" in text
     assert "judge_bank score" not in text
 
 

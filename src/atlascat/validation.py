@@ -385,13 +385,12 @@ def check_ability_settings(*, prior_mean, prior_sd, quadpts=None, theta_range=No
 
 
 def check_fit_sample(weights, what: str = "M2", minimum: float = 2.0) -> None:
-    """Refuse a fit statistic on fewer than ``minimum`` complete response patterns."""
+    """Refuse a fit statistic on fewer than ``minimum`` subjects with an answer."""
     n = float(np.sum(weights))
     if not n >= minimum:
         raise ResponseDataError(
-            f"{what} needs at least {minimum:g} subjects with complete 0/1 responses, got {n:g}; "
-            "it is a statistic about a sample: add subjects (rows with a missing answer are "
-            "left out)")
+            f"{what} needs at least {minimum:g} subjects with a 0/1 answer, got {n:g}; it is a "
+            "statistic about a sample: add subjects")
 
 
 def check_link_anchors(ref, new, method: str) -> None:

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..cat.config import Stopping
-from ..errors import BankError, ConfigError, ResponseDataError
+from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
 from .defaults import BUDGET, FOLDS, MIN_MODELS
 from .predict import PREDICTOR_ITEMS_FILE
@@ -76,6 +76,22 @@ def check_score_range(score_range):
     return lo, hi
 
 
+def shares_of_one(values, lo: float, hi: float) -> bool:
+    """Warn (and True) when scores on a wide scale (``hi - lo`` >= 10, BLEU 0-100) all lie within
+    one point of its low end with fractions between: shares of 1 read as points would make
+    every model look at the bottom of the scale."""
+    obs = np.asarray(values, dtype=float)
+    obs = obs[~np.isnan(obs)]
+    if hi - lo < 10 or obs.size == 0 or obs.max() > lo + 1:
+        return False
+    if not np.any((obs > lo) & (obs < lo + 1)):
+        return False
+    warn_user(f"every score lies within {lo:g}-{lo + 1:g} on the {lo:g}-{hi:g} scale, with "
+              f"fractions between: if they are shares of 1, not points of {hi - lo:g}, rescale "
+              "them (as read, every model is at the bottom of the scale)")
+    return True
+
+
 def read_scaled_matrix(path, score_range, **read_kwargs):
     """A response matrix whose scores lie on ``score_range`` (lo, hi) (BLEU 0-100, a 1-10
     rating), mapped to [0, 1] once: y = (x - lo) / (hi - lo). A cell outside the range is
@@ -95,6 +111,7 @@ def read_scaled_matrix(path, score_range, **read_kwargs):
                 raise ResponseDataError(
                     f"{len(bad)} score(s) outside the declared range [{lo:g}, {hi:g}], e.g. "
                     f"{v[r, c]:g} at row {r}{who}{what if who else ''}; check --score-range")
+            shares_of_one(v, lo, hi)
             super().__init__((v - lo) / (hi - lo), subject_ids, item_ids, **kw)
 
     kw = {"on_empty": "drop", **read_kwargs}

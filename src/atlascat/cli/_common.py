@@ -402,11 +402,15 @@ def predicted_summary(words: dict, persons) -> tuple[dict, tuple[str, str]]:
                "scale": words.get("scale", [0.0, 1.0]),   # the score's and width's units
                "score_mean": float(score.mean()), "width_mean": float(width.mean())}
     unit = 100 if "scale" not in words else 1
-    name = ("predicted mean rating: mean (95% width)" if words.get("ratings") else
-            f"predicted {words['benchmark']} score mean (95% width)")
-    return figures, (name,
-                     f"{unit * figures['score_mean']:.1f} "
-                     f"({unit * figures['width_mean']:.1f} points)")
+    name = ("predicted mean rating, mean over models" if words.get("ratings") else
+            f"predicted {words['benchmark']} score, mean over models")
+    return figures, (name, mean_and_width(unit * figures["score_mean"],
+                                          unit * figures["width_mean"]))
+
+
+def mean_and_width(mean: float, width: float) -> str:
+    """A summary's mean prediction and its intervals' mean width, in the score's points."""
+    return f"{mean:.1f} (95% intervals {width:.1f} points wide)"
 
 
 def unseen_words(n: int) -> str:

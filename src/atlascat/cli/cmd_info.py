@@ -125,7 +125,15 @@ def register(app: typer.Typer) -> None:
                                         help="Response matrix (CSV/CSV.GZ/Parquet), item bank file, "
                                              "bank folder (atlas build-bank) or a bundled bank "
                                              "name (arc, paper-arc, ...)."),
-             as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
+             as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+             theta: str = typer.Option(None, "--theta", metavar="T1,T2,..",
+                                       help="A bank: its test information and the ML SE "
+                                            "1/sqrt(I) at these abilities, with the most "
+                                            "informative items (mirt's testinfo)."),
+             item_information: Path = typer.Option(None, "--item-information", metavar="CSV",
+                                                   help="With --theta: write each item's "
+                                                        "information at each theta (mirt's "
+                                                        "iteminfo) to this CSV.")):
         """Describe a response matrix or an item bank.
 
         For a matrix: subjects, items, missing fraction, whether its scores are 0/1 or a
@@ -133,9 +141,11 @@ def register(app: typer.Typer) -> None:
         integer ratings: its levels and mean-rating quantiles). For a bank: item count,
         parameter quantiles, items with a <= 0 or c > 0.5 (ordinal items: their categories
         and rating scales); a bank folder (atlas build-bank) also names its benchmark, its
-        metric and the scale its scores are read on.
+        metric and the scale its scores are read on. --theta: the bank's test information.
         """
         summary = describe(path)
+        if theta is not None or item_information is not None:
+            summary["information"] = _information(path, summary, theta, item_information)
         if as_json:
             console.print_json(json.dumps(json_safe(summary)))
             return
@@ -143,6 +153,37 @@ def register(app: typer.Typer) -> None:
             _print_matrix(path, summary)
         else:
             _print_bank(path, summary)
+        if "information" in summary:
+            _print_information(summary["information"], item_information)
+
+
+def _information(path: str, summary: dict, theta, item_information) -> dict:
+    """The bank's information at --theta (written per item to --item-information)."""
+    from ..catalogue import KINDS, BankRef
+    from ..errors import ConfigError
+    from ..irt.testinfo import information_at, parse_thetas
+
+    if summary["kind"] != "bank":
+        raise ConfigError("--theta and --item-information describe a bank, not a response "
+                          "matrix")
+    if theta is None:
+        raise ConfigError("--item-information needs --theta (the abilities, e.g. -2,0,2)")
+    bank = BankRef.from_option(path, option="PATH", normalize_ids=False, kinds=KINDS).load()
+    table = information_at(bank, parse_thetas(theta))
+    if item_information is not None:
+        item_information.parent.mkdir(parents=True, exist_ok=True)
+        table.items_frame().to_csv(item_information, index=False, float_format="%.6g")
+    return table.to_dict()
+
+
+def _print_information(info: dict, written) -> None:
+    console.print("  theta  test information  SE (1/sqrt)  most informative items",
+                  highlight=False)
+    for t, i, se, top in zip(info["theta"], info["test_information"], info["se"],
+                             info["most_informative"]):
+        console.print(f"  {t:5g}  {i:16.4g}  {se:11.4g}  {', '.join(top)}", highlight=False)
+    if written is not None:
+        console.print(f"wrote {written}")
 
 
 def _print_matrix(path: str, summary: dict) -> None:

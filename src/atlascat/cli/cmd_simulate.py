@@ -11,7 +11,7 @@ import typer
 from ..cat.config import Estimation, Selection, Stopping
 from ..suite.config import SuiteConfig
 from ._common import (bank_option_help, console, err_console, escape, json_safe,
-                      load_responses, min_items_note, one_bank, output_dir,
+                      load_responses, mean_and_width, min_items_note, one_bank, output_dir,
                       predicted_summary, print_frame, progress_bar, quiet_option,
                       unique_filenames, warn)
 from ._options import BOUND_MARGIN_HELP, predictor_only
@@ -583,8 +583,8 @@ def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_i
             ("with answers on all members", facts["n_all_members"]),
             ("no item to ask (no_items)", facts["n_no_items"]),
             ("items mean", f"{facts['items_mean']:.1f}"),
-            ("average mean (95% width)", f"{100 * table['average'].mean():.1f} "
-             f"({facts['width_mean_points']:.1f} points)")]
+            ("predicted average, mean over models",
+             mean_and_width(100 * table["average"].mean(), facts["width_mean_points"]))]
     for key, label in (("error", "published"), ("error_all_members", "published, all members")):
         if key in facts:
             e = facts[key]

@@ -113,9 +113,9 @@ def ordinal_estimated(estimated) -> str:
     return est
 
 
-def _complete_codes(responses, bank: PolyBank, weights, what: str):
-    """Category codes (N, n) of the rows with every item rated, their weights and the number
-    of rows left out."""
+def _rated_codes(responses, bank: PolyBank, weights):
+    """Category codes (N, n), NaN where not rated, and the row weights; every bank item must
+    have some rating."""
     from .polyscore import ordinal_codes
 
     y = ordinal_codes(responses, bank)
@@ -125,6 +125,13 @@ def _complete_codes(responses, bank: PolyBank, weights, what: str):
         raise ResponseDataError(
             f"{empty.size} bank item(s) have no rating at all, e.g. "
             f"{bank.item_ids[empty[:5]].tolist()}; fit the bank subset the ratings cover")
+    return y, w
+
+
+def _complete_codes(responses, bank: PolyBank, weights, what: str):
+    """Category codes (N, n) of the rows with every item rated, their weights and the number
+    of rows left out."""
+    y, w = _rated_codes(responses, bank, weights)
     keep = ~np.isnan(y).any(axis=1) & (w > 0)
     if not float(w[keep].sum()) >= 2.0:
         raise ResponseDataError(
@@ -137,15 +144,7 @@ def _available_codes(responses, bank: PolyBank, weights, what: str):
     """Category codes (N, n), -1 where a rating is missing, of the rows with at least one
     rating (mirt 1.45.1's M2 uses every answer: pairwise available moments), their weights
     and the number of rows left out."""
-    from .polyscore import ordinal_codes
-
-    y = ordinal_codes(responses, bank)
-    w = _weights_of(responses, y.shape[0], weights)
-    empty = np.flatnonzero(np.isnan(y).all(axis=0))
-    if empty.size:
-        raise ResponseDataError(
-            f"{empty.size} bank item(s) have no rating at all, e.g. "
-            f"{bank.item_ids[empty[:5]].tolist()}; fit the bank subset the ratings cover")
+    y, w = _rated_codes(responses, bank, weights)
     keep = ~np.isnan(y).all(axis=1) & (w > 0)
     if not float(w[keep].sum()) >= 2.0:
         raise ResponseDataError(f"{what} needs at least 2 subjects with a rating, got "
