@@ -39,6 +39,7 @@ import pandas as pd
 
 from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError, warn_user
+from ..irt.dispersion import without_dispersion
 from .defaults import BUDGET, FOLDS, MIN_MODELS
 from .predict import PREDICTOR_ITEMS_FILE
 
@@ -391,6 +392,7 @@ def _fold_link(y_all, s_all, train, *, model, benchmark, seed, budget, chance):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bank = calibrate(rm_tr, model=model, random_state=int(seed), dispersion="auto").bank
+    bank = without_dispersion(bank)   # the folder's CAT: the Bernoulli likelihood
     cols = np.asarray([int(i) for i in bank.item_ids])
     m = int(train.sum())
     link = fit_link(bank, y_all[train][:, cols], s_all[train], benchmark=benchmark, seed=seed,
@@ -569,7 +571,7 @@ def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = calibrate(rm, model=model, random_state=int(seed), dispersion="auto")
-    return full.bank if full.converged else bank
+    return without_dispersion(full.bank) if full.converged else bank
 
 
 def build_bank(source, output=None, *, scores=None, task: str | None = None,
@@ -673,7 +675,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     if not res.converged:
         raise BankError(f"the calibration did not converge ({train.n_subjects} models x "
                         f"{train.n_items} items); try --model 1pl")
-    bank = res.bank
+    bank = without_dispersion(res.bank)   # the folder's CAT: the Bernoulli likelihood
     step()
     from .checks import parallel_analysis
 

@@ -53,16 +53,20 @@ __all__ = [
 class ItemParams:
     """Item parameters with the derived constants the hot path needs, as one (7, J) table.
 
-    Rows: a, b, c, u, u - c, 1 - u, (a (u - c))^2. ``padded()`` appends a zero-information
+    Rows: a, b, c, u, u - c, 1 - u, (a (u - c))^2 / phi (phi the item's dispersion, 1 unless
+    ``dispersion`` is given: :mod:`atlascat.irt.dispersion`; every information computed from
+    the table is then the quasi-likelihood's). ``padded()`` appends a zero-information
     item at position J, so that ``take(idx)`` on an index array of any shape with -1 padding
     (numpy's last position) gathers all parameters in one indexing operation.
     """
 
     _ROWS = ("a", "b", "c", "u", "uc", "omu", "a2uc2")
 
-    def __init__(self, a, b, c, u):
+    def __init__(self, a, b, c, u, dispersion=None):
         a, b, c, u = (np.asarray(x, dtype=float).reshape(-1) for x in (a, b, c, u))
         self.table = np.stack([a, b, c, u, u - c, 1.0 - u, (a * (u - c)) ** 2])
+        if dispersion is not None:
+            self.table[6] /= np.asarray(dispersion, dtype=float).reshape(-1)
         self._bind()
 
     def _bind(self):
@@ -70,8 +74,8 @@ class ItemParams:
             setattr(self, name, self.table[i])
 
     @classmethod
-    def from_bank(cls, bank) -> "ItemParams":
-        return cls(*bank.params)
+    def from_bank(cls, bank, dispersion=None) -> "ItemParams":
+        return cls(*bank.params, dispersion=dispersion)
 
     @classmethod
     def _from_table(cls, table) -> "ItemParams":
@@ -99,7 +103,8 @@ def fisher_information(theta, p) -> np.ndarray:
     ``p``: an :class:`ItemParams` or its (7, ...) ``table`` (e.g. gathered with fancy indexing).
 
     I(theta) = a^2 (u - c)^2 s^2 (1 - s)^2 / (P Q),  s = sigma(a (theta - b)),
-    P = c + (u - c) s,  Q = (1 - u) + (u - c)(1 - s)   (Birnbaum, 1968; Barton and Lord, 1981).
+    P = c + (u - c) s,  Q = (1 - u) + (u - c)(1 - s)   (Birnbaum, 1968; Barton and Lord, 1981);
+    divided by phi when the table's last row carries the item's dispersion (:class:`ItemParams`).
 
     Evaluated with e = exp(-|z|) so that s and 1 - s are both formed without cancellation:
     s (1 - s) = e / (1 + e)^2 (|z| capped at 700), and the product is taken as

@@ -45,6 +45,7 @@ import numpy as np
 from .._blas import with_small_products
 from ..errors import ConfigError
 from ..irt.bank import ItemBank
+from ..irt.dispersion import without_dispersion
 from .answers import CallableAnswers, ModelAnswers, ReplayAnswers, UniformStreams
 from .config import CATConfig
 from .exposure import make_exposure_control
@@ -122,6 +123,9 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         if thetas is not None:  # thetas then only serve as the reference
             theta_ref = thetas
     elif thetas is not None:
+        # answers drawn from the model are 0/1: the Bernoulli likelihood, whatever dispersion
+        # a bank of continuous scores carries (:mod:`atlascat.irt.dispersion`)
+        bank = without_dispersion(bank)
         n = np.asarray(thetas).reshape(-1).size
         sel_rngs = rng.spawn(n)
         source = ModelAnswers(thetas, bank, rng.spawn(n), subject_ids)

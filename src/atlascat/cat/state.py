@@ -8,7 +8,8 @@ posterior, estimate theta and SE, check the stopping rules. Both
 :class:`~atlascat.cat.session.CATSession` (n = 1) run on it; every computation is row-wise.
 
 Estimation: the log-posterior on the grid gains y log P_j + (1 - y) log Q_j per answer
-(O(n_nodes)); EAP theta = sum_q w_q theta_q / sum_q w_q and the posterior SD follow (Bock and
+(O(n_nodes); divided by the item's dispersion phi_j on a bank of continuous scores, the
+extended quasi-likelihood of :mod:`atlascat.irt.dispersion`); EAP theta = sum_q w_q theta_q / sum_q w_q and the posterior SD follow (Bock and
 Mislevy, 1982). The SE is the posterior SD or, as catR's ``semTheta`` for a Bayesian estimate,
 1 / sqrt(sum_j I_j(theta) + 1 / prior_sd^2) over the administered items (``se_method``).
 
@@ -360,7 +361,7 @@ class _Engine(_JointRounds):
             return
         tab = self.tab
         yc = y[:, None]
-        self.log_post[rows] += yc * tab.lp[items] + (1.0 - yc) * tab.lq[items]
+        self.log_post[rows] += yc * tab.lp_post[items] + (1.0 - yc) * tab.lq_post[items]
         pos = self.n_items[rows]
         self.items[rows, pos] = items
         self.scores[rows, pos] = y
@@ -383,7 +384,7 @@ class _Engine(_JointRounds):
         element for element, as the batched path, at a fraction of the indexing overhead."""
         tab = self.tab
         sl = slice(r, r + 1)
-        self.log_post[sl] += y * tab.lp[j] + (1.0 - y) * tab.lq[j]
+        self.log_post[sl] += y * tab.lp_post[j] + (1.0 - y) * tab.lq_post[j]
         pos = int(self.n_items[r])
         self.items[r, pos] = j
         self.scores[r, pos] = y

@@ -201,7 +201,9 @@ class CostAwareStop(StopRule):
     With v = value per unit of SE and c_j the cost of the best remaining item j* (by Fisher
     information at theta): stop iff v * (SE_now - E[SE after j*]) < c_j*. For the information
     SE, E[SE after j*] = 1 / sqrt(I(theta) + I_j*(theta) + 1/sigma^2); for the posterior SE it
-    is sum_y P(y) SD(theta | y_1..n, y), y in {0, 1} (preposterior analysis).
+    is sum_y P(y) SD(theta | y_1..n, y), y in {0, 1} (preposterior analysis); on a bank of
+    continuous scores (a ``dispersion`` column: y is not 0/1) the normal approximation
+    1 / sqrt(1 / SD^2 + I_j*(theta)), I_j* divided by the item's dispersion.
     """
 
     reason = "cost"
@@ -213,6 +215,8 @@ class CostAwareStop(StopRule):
         best, info = engine.best_remaining(rows)
         if engine.config.estimation.se_method == "information":
             after = 1.0 / np.sqrt(engine.test_info[rows] + info + engine.prior_precision)
+        elif engine.tab.dispersion is not None:
+            after = 1.0 / np.sqrt(1.0 / np.maximum(engine.se[rows], 1e-12) ** 2 + info)
         else:
             after = engine.expected_posterior_sd(rows, best)
         gain = self.value * np.maximum(engine.se[rows] - after, 0.0)

@@ -7,6 +7,12 @@ the tables hold log P and log Q of every item at every node, one contiguous (Q,)
 (Bock and Mislevy, 1982), together with the selection criterion, the stopping rules, item costs
 and content balancing built from the config.
 
+A bank with a ``dispersion`` column (continuous scores; :mod:`atlascat.irt.dispersion`) gets
+the extended quasi-likelihood: the posterior's tables ``lp_post``, ``lq_post`` are log P / phi_j
+and log Q / phi_j, and the information of every item (selection, the information SE, the
+stopping rules) is divided by phi_j (:class:`~atlascat.cat.selection.ItemParams`). Without it
+(0/1 answers) ``lp_post`` is ``lp`` itself.
+
 Bock, R. D. and Mislevy, R. J. (1982). Adaptive EAP estimation of ability in a microcomputer
 environment. Applied Psychological Measurement, 6(4), 431-444.
 """
@@ -34,7 +40,10 @@ class _Tables:
 
     def __init__(self, bank: ItemBank, config: CATConfig):
         # no reference to the bank itself: the cache is keyed weakly by it
-        self.params = ItemParams.from_bank(bank)
+        from ..irt.dispersion import bank_dispersion
+
+        self.dispersion = phi = bank_dispersion(bank)   # None: the Bernoulli likelihood
+        self.params = ItemParams.from_bank(bank, phi)
         self.params_padded = self.params.padded()
         self.n_items = len(bank)
         est, stop = config.estimation, config.stopping
@@ -47,6 +56,11 @@ class _Tables:
         lp, lq = models.log_probability(self.nodes, *bank.params)
         self.lp = np.ascontiguousarray(lp.T)  # (J, Q): one contiguous row per item
         self.lq = np.ascontiguousarray(lq.T)
+        if phi is None:
+            self.lp_post, self.lq_post = self.lp, self.lq
+        else:   # the extended quasi-likelihood: each item's term divided by phi_j
+            self.lp_post = np.ascontiguousarray(self.lp / phi[:, None])
+            self.lq_post = np.ascontiguousarray(self.lq / phi[:, None])
         self.criterion = make_criterion(config, self.params)
         # exact shortcut for MFI on large 3PL banks (see selection.InfoPruner)
         self.pruner = None
@@ -105,12 +119,18 @@ def _tables(bank: ItemBank, config: CATConfig) -> _Tables:
 
 def bank_sha256(bank: ItemBank):
     """SHA-256 (a ``hashlib`` object, open to further ``update``) of a bank's item ids, joined
-    by U+001F, then of each parameter array as little-endian float64. Any bank with
+    by U+001F, then of each parameter array as little-endian float64, then (a bank with a
+    ``dispersion`` column other than all 1) of the dispersions likewise. Any bank with
     ``item_ids`` and ``params`` (a sequence of arrays) is hashed the same way."""
+    from ..irt.dispersion import bank_dispersion
+
     h = hashlib.sha256()
     h.update("\x1f".join(map(str, bank.item_ids)).encode())
     for arr in bank.params:
         h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
+    phi = bank_dispersion(bank)
+    if phi is not None:
+        h.update(np.ascontiguousarray(phi, dtype="<f8").tobytes())
     return h
 
 

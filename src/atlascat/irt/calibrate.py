@@ -119,7 +119,8 @@ class Calibrator:
         (scores in [0, 1] that are not all 0/1: a second EM with each item's E-step term
         divided by its dispersion phi_j, the extended quasi-likelihood, which keeps the
         slopes of continuous scores from coming out 10-20% low; :mod:`atlascat.irt.dispersion`;
-        joint calibration only) or one phi per item
+        joint calibration only) or one phi per item. The bank then carries phi_j in its
+        metadata column ``dispersion``, which the adaptive test reads (0/1 answers: no column)
     callback : optional callable ``callback(info: dict)`` called after every recorded EM
         iteration with keys ``iteration``, ``loglik``, ``max_change``, ``worst_item`` (the item
         with the largest change), ``partition``, ``n_partitions``
@@ -395,6 +396,7 @@ class Calibrator:
                 bank = to_bank(item_ids, fit["th"], item_model,
                                "1pl" if model == "rasch" else model, fit["var"])
                 settings["dispersion"] = [round(float(v), 4) for v in phi]
+                bank = _with_dispersion(bank, phi)
             if self.dtype == "float32":  # iterations before the float64 finish
                 settings["float32_iterations"] = fit["float32_iterations"]
             if model in ("rasch", "1pl"):
@@ -564,3 +566,13 @@ def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
     weights = settings.pop("weights", None)
     return Calibrator(model, **settings).fit(responses, weights=weights).result_
 
+
+def _with_dispersion(bank, phi):
+    """``bank`` with each item's dispersion phi_j in the metadata column ``dispersion``."""
+    import pandas as pd
+
+    from .bank import ItemBank
+    from .dispersion import COLUMN
+
+    return ItemBank(bank.item_ids, *bank.params, model=bank.model,
+                    metadata=pd.DataFrame({COLUMN: np.asarray(phi, float)}))

@@ -17,15 +17,23 @@ phi_j; the M-step is unchanged (each item's expected counts are scaled alike). p
 :func:`item_dispersion`, the Pearson ratio of each item's residuals on the posterior predictive
 of the subject's other answers. For 0/1 answers phi_j = 1 and nothing changes.
 
+A bank calibrated with a dispersion carries it in its metadata column ``dispersion``
+(:func:`bank_dispersion`), and the adaptive test (:mod:`atlascat.cat.tables`) reads it: each
+answer adds [y log P_j + (1 - y) log Q_j] / phi_j to the log-posterior of theta, and the item's
+information is the quasi-likelihood's, a^2 (u - c)^2 s^2 (1 - s)^2 / (P Q phi_j) (for the 2PL
+a^2 P Q / phi_j; McCullagh and Nelder 1989, section 9.2: the information of a quasi-likelihood
+is the derivative of the mean squared over the variance, here phi_j P Q).
+
 References: Wedderburn (1974), Biometrika 61, 439-447. Papke and Wooldridge (1996), J. Applied
 Econometrics 11, 619-632. Nelder and Pregibon (1987), Biometrika 74, 221-232.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
-__all__ = ["item_dispersion", "is_binary"]
+__all__ = ["item_dispersion", "is_binary", "bank_dispersion", "without_dispersion", "COLUMN"]
+
+COLUMN = "dispersion"   # the bank metadata column holding phi_j
 
 
 def is_binary(values) -> bool:
@@ -41,6 +49,8 @@ def item_dispersion(y, p, log_prior, lo=0.05, hi=1.0, chunk=128):
     answers (``p`` the (nodes, items) probabilities on the grid, ``log_prior`` the nodes' log
     weights). Clipped to [lo, hi]; items in chunks of ``chunk`` (memory subjects x chunk x
     nodes)."""
+    from scipy.special import logsumexp
+
     y = np.asarray(y, float)
     p = np.clip(np.asarray(p, float), 1e-9, 1 - 1e-9)
     log_p, log_q = np.log(p), np.log1p(-p)
@@ -60,3 +70,33 @@ def item_dispersion(y, p, log_prior, lo=0.05, hi=1.0, chunk=128):
         num[j] = np.where(seen[:, j], (yv[:, j] - f) ** 2, 0.0).sum(0)
         den[j] = np.where(seen[:, j], f * (1.0 - f), 0.0).sum(0)
     return np.clip(num / np.maximum(den, 1e-12), lo, hi)
+
+
+def bank_dispersion(bank):
+    """phi_j of every item from the bank's metadata column ``dispersion``, or None: no such
+    column, or every value exactly 1 (0/1 answers: the Bernoulli likelihood). Raises
+    :class:`~atlascat.errors.BankError` unless every value is a positive finite number."""
+    meta = getattr(bank, "metadata", None)
+    if meta is None or COLUMN not in meta.columns:
+        return None
+    import pandas as pd
+
+    from ..errors import BankError
+
+    phi = pd.to_numeric(meta[COLUMN], errors="coerce").to_numpy(float)
+    if not np.all(np.isfinite(phi) & (phi > 0)):
+        raise BankError(f"bank column {COLUMN!r} must hold a positive number for every item "
+                        "(each item's dispersion phi_j; 1 for 0/1 answers)")
+    return None if np.all(phi == 1.0) else phi
+
+
+def without_dispersion(bank):
+    """The bank without its ``dispersion`` column (the same object when it has none)."""
+    meta = getattr(bank, "metadata", None)
+    if meta is None or COLUMN not in meta.columns:
+        return bank
+    from .bank import ItemBank
+
+    rest = meta.drop(columns=[COLUMN])
+    return ItemBank(bank.item_ids, *bank.params, model=bank.model,
+                    metadata=rest.reset_index(drop=True) if len(rest.columns) else None)

@@ -9,7 +9,10 @@ Steps (every random choice flows from one seeded ``numpy.random.Generator``):
    chosen on the train answers by BIC among ``model_candidates`` (2PL, 3PL;
    :func:`select_model`): exact-match generation (GSM8K) has no guessing and gets a 2PL,
    multiple choice (ARC, TruthfulQA) a 3PL; ``model="auto"`` means what it means in
-   ``calibrate``: the default for the data's size. Test models never touch the bank.
+   ``calibrate``: the default for the data's size. Scores in [0, 1] that are not all 0/1 are
+   calibrated with each item's dispersion (``dispersion="auto"``; :mod:`atlascat.irt.dispersion`),
+   which the bank carries: the CAT, the references and the fixed forms are then scored under
+   the extended quasi-likelihood (:mod:`atlascat.studies.quasi`). Test models never touch the bank.
 2b. **SE calibration on a validation split of the train models** (``se_calibration``, reported
    next to the raw coverage, never in its place): a bank calibrated on the other train models,
    the CAT replayed on the validation models, and the factor
@@ -314,8 +317,31 @@ def _model_fit(train: ResponseMatrix, bank: ItemBank, config: BenchmarkConfig, r
     return {k: summary[k] for k in keys if k in summary}
 
 
+def _with_dispersion(config: BenchmarkConfig, train: ResponseMatrix) -> BenchmarkConfig:
+    """Scores in [0, 1] that are not all 0/1: calibrate with each item's dispersion
+    (``dispersion="auto"``, :mod:`atlascat.irt.dispersion`) unless ``calibrate_options`` says
+    otherwise; the bank then carries it and the CAT's posterior, SE and information use it."""
+    from dataclasses import replace
+
+    from ..irt.dispersion import is_binary
+
+    if "dispersion" in config.calibrate_options or is_binary(train.values):
+        return config
+    return replace(config, calibrate_options={**config.calibrate_options, "dispersion": "auto"})
+
+
 def _score(y: np.ndarray, bank: ItemBank, method: str, config: BenchmarkConfig) -> pd.DataFrame:
+    """EAP or WLE of every row; on a bank with dispersions (continuous scores) under the
+    extended quasi-likelihood, as the adaptive test scores them (:mod:`.quasi`)."""
     from ..irt.ability import estimate_ability
+    from ..irt.dispersion import bank_dispersion
+
+    phi = bank_dispersion(bank)
+    if phi is not None:
+        from .quasi import quasi_scores
+
+        return quasi_scores(y, bank, phi, method, quadpts=config.quadpts,
+                            theta_range=config.theta_range)
 
     return estimate_ability(y, bank, method=method, quadpts=config.quadpts,
                             theta_range=config.theta_range)
@@ -370,6 +396,7 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
                           if k not in ("dropped_items", "dropped_subjects")}
     else:
         train_f = train
+    config = _with_dispersion(config, train_f)
     bank, cal = _calibrate(train_f, config, rng)
     info["calibration"] = cal
     timings["calibrate"] = time.perf_counter() - t0
