@@ -53,3 +53,16 @@ def test_bad_requests_are_one_line(tmp_path, capsys):
     pd.DataFrame({"i1": [0, 1, 1], "i2": [1, 0, 1]}, index=["a", "b", "c"]).to_csv(m)
     assert main(["info", str(m), "--theta", "0"]) == 2
     assert "describe a bank" in capsys.readouterr().err
+
+
+def test_a_bank_of_continuous_scores_counts_information_as_the_adaptive_test(tmp_path):
+    """With a dispersion column each item's information is a^2 P Q / phi_j (the engine's)."""
+    from atlascat.irt.bank import ItemBank
+
+    bank = load_bank("arc")
+    phi = np.linspace(0.1, 1.0, len(bank))
+    meta = pd.DataFrame({"dispersion": phi})
+    with_phi = ItemBank(bank.item_ids, bank.a, bank.b, bank.c, bank.u, metadata=meta)
+    plain, tempered = information_at(bank, [0.0, 1.0]), information_at(with_phi, [0.0, 1.0])
+    np.testing.assert_allclose(tempered.item, plain.item / phi, rtol=1e-12)
+    np.testing.assert_allclose(tempered.se, 1 / np.sqrt(tempered.item.sum(axis=1)), rtol=1e-12)

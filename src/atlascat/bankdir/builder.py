@@ -92,10 +92,11 @@ def shares_of_one(values, lo: float, hi: float) -> bool:
     return True
 
 
-def read_scaled_matrix(path, score_range, **read_kwargs):
+def read_scaled_matrix(path, score_range, *, shares_warning: bool = True, **read_kwargs):
     """A response matrix whose scores lie on ``score_range`` (lo, hi) (BLEU 0-100, a 1-10
     rating), mapped to [0, 1] once: y = (x - lo) / (hi - lo). A cell outside the range is
-    refused with one line."""
+    refused with one line; scores that look like shares of 1 warn (:func:`shares_of_one`;
+    ``shares_warning=False``: a build, which refuses them itself)."""
     from ..responses import ResponseMatrix
 
     lo, hi = score_range
@@ -111,7 +112,8 @@ def read_scaled_matrix(path, score_range, **read_kwargs):
                 raise ResponseDataError(
                     f"{len(bad)} score(s) outside the declared range [{lo:g}, {hi:g}], e.g. "
                     f"{v[r, c]:g} at row {r}{who}{what if who else ''}; check --score-range")
-            shares_of_one(v, lo, hi)
+            if shares_warning:
+                shares_of_one(v, lo, hi)
             super().__init__((v - lo) / (hi - lo), subject_ids, item_ids, **kw)
 
     kw = {"on_empty": "drop", **read_kwargs}
@@ -162,7 +164,7 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     from ..responses import ResponseMatrix
 
     if score_range is not None:
-        return read_scaled_matrix(path, score_range), None, [str(path)]
+        return read_scaled_matrix(path, score_range, shares_warning=False), None, [str(path)]
     try:
         return ResponseMatrix.read(path, on_empty="drop"), None, [str(path)]
     except ResponseDataError as exc:

@@ -138,7 +138,10 @@ def calibrate_command(
                      prior_u=prior_u, max_iter=max_iter, tol=tol,
                      partition_size=partition_size, link=link, dtype=dtype,
                      random_state=seed, convergence=convergence,
-                     mirt_defaults=mirt_defaults, device=device, se=se, filter_=filter_)
+                     mirt_defaults=mirt_defaults, device=device, se=se, filter_=filter_,
+                     # scores in (0, 1): each item's dispersion (0/1 answers: fitted once, as
+                     # without it); a joint fit only, and none in mirt's fit
+                     dispersion=None if partition_size or mirt_defaults else "auto")
     rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
                         on_empty="drop" if drop_empty else "error")
     res = _fit(cal, rm, quiet, partition_size, max_iter)
@@ -228,6 +231,11 @@ def _report(res, rm, link: str) -> None:
         rep = res.filter_report
         console.print(f"filtering dropped {rep.n_items_before - rep.n_items_after} item(s) and "
                       f"{rep.n_subjects_before - rep.n_subjects_after} subject(s)")
+    phi = res.settings.get("dispersion") if res.settings else None
+    if phi:
+        console.print(f"scores in (0, 1): each item's term divided by its dispersion (median "
+                      f"{float(np.median(phi)):.3g}; the extended quasi-likelihood), kept in "
+                      "the bank's dispersion column for the adaptive test", highlight=False)
     if res.model == "rasch":
         console.print(f"latent variance {res.latent_variance:.4f}; bank written on the N(0, 1) "
                       f"scale as the equivalent 1PL (common slope {res.bank.a[0]:.4f})")

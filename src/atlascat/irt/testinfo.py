@@ -4,8 +4,10 @@ For every item j and ability theta, I_j(theta) is the Fisher information of its 
 (binary: a^2 (P - c)^2 (u - P)^2 / ((u - c)^2 P (1 - P)); graded / GPCM: sum_k P_k'^2 / P_k,
 Samejima 1969, Muraki 1992); the test information is I(theta) = sum_j I_j(theta), and
 1 / sqrt(I(theta)) the standard error of the maximum-likelihood theta after every item
-(Lord 1980, ch. 5). Works for an :class:`~atlascat.irt.bank.ItemBank` and a
-:class:`~atlascat.irt.polybank.PolyBank` alike (their ``information``).
+(Lord 1980, ch. 5). A bank of continuous scores with a ``dispersion`` column: each item's
+information divided by its phi_j, as the adaptive test counts it (the extended
+quasi-likelihood, :mod:`atlascat.irt.dispersion`). Works for an
+:class:`~atlascat.irt.bank.ItemBank` and a :class:`~atlascat.irt.polybank.PolyBank` alike.
 """
 from __future__ import annotations
 
@@ -50,7 +52,12 @@ def information_at(bank, theta) -> InformationTable:
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
     if theta.ndim != 1 or not np.all(np.isfinite(theta)):
         raise ConfigError(f"theta must be finite numbers, got {theta.tolist()}")
+    from .dispersion import bank_dispersion
+
     item = np.asarray(bank.information(theta), dtype=float).reshape(theta.size, -1)
+    phi = bank_dispersion(bank)
+    if phi is not None:
+        item = item / phi[None, :]
     test = item.sum(axis=1)
     with np.errstate(divide="ignore"):
         se = np.where(test > 0, 1.0 / np.sqrt(test), np.inf)

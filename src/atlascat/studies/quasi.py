@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..irt.defaults import QUADPTS, THETA_RANGE
 from ..irt.quadrature import normal_quadrature
 
 __all__ = ["quasi_scores"]
@@ -41,8 +42,8 @@ def _curves(theta, bank):
     return p, 1.0 - p, d1, a * d1 * (1.0 - 2.0 * s)
 
 
-def quasi_scores(y, bank, phi, method: str = "eap", *, quadpts: int = 61,
-                 theta_range=(-6.0, 6.0), bounds=(-6.0, 6.0), chunk: int = 256) -> pd.DataFrame:
+def quasi_scores(y, bank, phi, method: str = "eap", *, quadpts: int = QUADPTS,
+                 theta_range=THETA_RANGE, bounds=(-6.0, 6.0), chunk: int = 256) -> pd.DataFrame:
     """theta and SE of every row of ``y`` ((n, J) in bank order, NaN = not answered) on
     ``bank`` with dispersions ``phi`` (J,); columns ``theta, se, n_items``."""
     y = np.asarray(y, float)
