@@ -271,6 +271,20 @@ def _pair_index(n):
     return i, j
 
 
+def _check_pairs(n2, item_ids, what: str, verb: str = "answered"):
+    """The pair index (i, j) of the items; every pair must have been ``verb`` together by some
+    subject (``n2`` the pairwise counts), else one line: M2's pairwise moments need it."""
+    i, j = _pair_index(n2.shape[0])
+    never = np.flatnonzero(n2[i, j] <= 0)
+    if never.size:
+        k = never[0]
+        raise ResponseDataError(
+            f"{never.size} pair(s) of items were never {verb} by the same subject, e.g. "
+            f"{item_ids[i[k]]!r} and {item_ids[j[k]]!r}; {what} needs every pair {verb} "
+            "together by some subjects: fit a subset of the items")
+    return i, j
+
+
 def _pairs_of(n, pi, pj):
     """For every item k: the indices of the n-1 pairs that contain k and each pair's other item."""
     m = pi.size
@@ -496,14 +510,7 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
             f"use m2_partitioned (CLI: --partition-size 100) for banks over {MAX_M2_ITEMS} items"
         )
     N = float(w.sum())
-    pi_i, pj = _pair_index(n_items)
-    never = np.flatnonzero(n2[pi_i, pj] <= 0)
-    if never.size:
-        k = never[0]
-        raise ResponseDataError(
-            f"{never.size} pair(s) of items were never answered by the same subject, e.g. "
-            f"{bank.item_ids[pi_i[k]]!r} and {bank.item_ids[pj[k]]!r}; M2 needs every pair "
-            "answered together by some subjects: fit a subset of the items")
+    pi_i, pj = _check_pairs(n2, bank.item_ids, "M2")
     p2 = cross[pi_i, pj]
 
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)

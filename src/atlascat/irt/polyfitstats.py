@@ -89,7 +89,7 @@ from . import polytomous as poly
 from .sx2table import collapse_cells, sx2_frame, table_sx2
 from .defaults import QUADPTS, THETA_RANGE
 from .fit import M2Result, MAX_M2_ITEMS, rmsea_ci
-from .fit import _pair_index, _pairs_of, _weights_of
+from .fit import _check_pairs, _pair_index, _pairs_of, _weights_of
 from .progress import stepper
 from .polybank import PolyBank
 from .quadrature import normal_quadrature
@@ -152,14 +152,7 @@ def _available_codes(responses, bank: PolyBank, weights, what: str):
     codes = np.where(np.isnan(y[keep]), -1, y[keep]).astype(np.intp)
     obs = codes >= 0
     n2 = (obs * w[keep][:, None]).T @ obs
-    i, j = _pair_index(codes.shape[1])
-    never = np.flatnonzero(n2[i, j] <= 0)
-    if never.size:
-        k = never[0]
-        raise ResponseDataError(
-            f"{never.size} pair(s) of items were never rated by the same subject, e.g. "
-            f"{bank.item_ids[i[k]]!r} and {bank.item_ids[j[k]]!r}; {what} needs every pair "
-            "rated together by some subjects: fit a subset of the items")
+    _check_pairs(n2, bank.item_ids, what, "rated")
     return codes, w[keep], int(np.count_nonzero(~keep))
 
 
