@@ -21,7 +21,6 @@ from atlascat.irt.bank import ItemBank
 from atlascat.irt.calibrate import Calibrator
 from atlascat.irt.dispersion import bank_dispersion, without_dispersion
 from atlascat.responses import ResponseMatrix
-from atlascat.studies.quasi import quasi_scores
 
 
 def beta_scores(mu, phi, rng):
@@ -80,7 +79,8 @@ def test_continuous_calibration_writes_the_dispersion_and_it_round_trips(tmp_pat
 
 def test_the_posterior_and_information_are_divided_by_the_dispersion():
     """Every item administered: the CAT's theta and SE are the extended quasi-likelihood's EAP
-    and posterior SD (studies.quasi), and the information SE is 1/sqrt(sum a^2 P Q / phi + 1)."""
+    and posterior SD (estimate_ability on the same bank), and the information SE is
+    1/sqrt(sum a^2 P Q / phi + 1)."""
     rng = np.random.default_rng(5)
     J = 40
     phi = rng.uniform(0.1, 0.6, J)
@@ -89,10 +89,10 @@ def test_the_posterior_and_information_are_divided_by_the_dispersion():
     cfg = CATConfig().replace(se_stop=None, max_items=J, quadpts=61, theta_range=(-6, 6),
                               quadrature_rule="rectangle")
     res = simulate_cat(bank, cfg, responses=y, rng=0).persons
-    ref = quasi_scores(y, bank, phi, "eap")
+    ref = estimate_ability(y, bank, "eap", quadpts=61, theta_range=(-6, 6))
     np.testing.assert_allclose(res.theta, ref.theta, atol=1e-9)
     np.testing.assert_allclose(res.posterior_sd, ref.se, atol=1e-9)
-    plain = quasi_scores(y, bank, np.ones(J), "eap")
+    plain = estimate_ability(y, without_dispersion(bank), "eap", quadpts=61, theta_range=(-6, 6))
     assert np.all(ref.se < plain.se * 0.8)
     info_cfg = cfg.replace(se_method="information")
     res = simulate_cat(bank, info_cfg, responses=y, rng=0).persons
@@ -141,17 +141,40 @@ def test_a_bad_dispersion_column_is_one_clear_error():
         simulate_cat(bad, CATConfig(), responses=np.ones((2, 5)), rng=0)
 
 
-@pytest.mark.parametrize("method", ["eap", "wle"])
-def test_quasi_scores_with_unit_dispersion_are_estimate_abilitys(method):
+@pytest.mark.parametrize("method", ["eap", "wle", "ml", "map"])
+def test_scores_on_a_bank_with_dispersions_divide_every_term(method):
+    """estimate_ability on a bank with a dispersion column: EAP is the posterior of
+    sum_j [y log P + (1 - y) log Q] / phi_j on the grid; ML, MAP and WLE solve the quasi-score
+    equations with S, I, J each summed over w_j = 1 / phi_j, SE 1/sqrt(I (+ 1 for MAP))."""
     rng = np.random.default_rng(7)
-    bank = make_bank(40, 7)
-    y = (rng.random((30, 40)) < bank.probability(rng.normal(size=30))).astype(float)
+    J = 40
+    phi = rng.uniform(0.1, 0.6, J)
+    bank = make_bank(J, 7, phi)
+    y = beta_scores(bank.probability(rng.normal(size=30)), phi, rng)
     y[rng.random(y.shape) < 0.2] = np.nan
-    a = estimate_ability(y, bank, method=method, quadpts=61, theta_range=(-6, 6))
-    b = quasi_scores(y, bank, np.ones(40), method)
-    tol = 1e-12 if method == "eap" else 1e-5
-    np.testing.assert_allclose(a.theta, b.theta, atol=tol)
-    np.testing.assert_allclose(a.se, b.se, atol=tol)
+    got = estimate_ability(y, bank, method, quadpts=61, theta_range=(-6, 6))
+    seen, w = ~np.isnan(y), 1.0 / phi
+    yv = np.where(seen, y, 0.0)
+    a, b = np.asarray(bank.a), np.asarray(bank.b)
+    if method == "eap":
+        nodes = np.linspace(-6, 6, 61)
+        p = expit(a * (nodes[:, None] - b))
+        lpost = (yv * w) @ np.log(p).T + (np.where(seen, 1 - yv, 0) * w) @ np.log(1 - p).T
+        lpost -= 0.5 * nodes ** 2
+        post = np.exp(lpost - lpost.max(1, keepdims=True))
+        post /= post.sum(1, keepdims=True)
+        np.testing.assert_allclose(got.theta, post @ nodes, atol=1e-10)
+        return
+    th = got.theta.to_numpy()[:, None]
+    p = expit(a * (th - b))
+    d1 = a * p * (1 - p)
+    s = (seen * w * (yv - p) * d1 / (p * (1 - p))).sum(1)
+    info = (seen * w * d1 ** 2 / (p * (1 - p))).sum(1)
+    jj = (seen * w * d1 * a * (1 - 2 * p) * d1 / (p * (1 - p))).sum(1)
+    g = {"ml": s, "map": s - th[:, 0], "wle": s + jj / (2 * info)}[method]
+    np.testing.assert_allclose(g, 0.0, atol=1e-6)
+    extra = 1.0 if method == "map" else 0.0
+    np.testing.assert_allclose(got.se, 1 / np.sqrt(info + extra), rtol=1e-8)
 
 
 def test_benchmark_calibrates_continuous_scores_with_the_dispersion():

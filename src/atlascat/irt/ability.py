@@ -135,8 +135,26 @@ def _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, *, device="c
     if dtype not in ("float32", "float64"):
         raise ConfigError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     quad = normal_quadrature(quadpts, theta_range, prior_mean, prior_sd)
-    es = bank_estep(y, None, bank, quad, device=device, dtype=dtype, memory_limit=memory_limit)
+    w = _item_weights(bank)                  # the E-step kernel scales the terms on any device
+    es = bank_estep(y, None, bank, quad, device=device, dtype=dtype, memory_limit=memory_limit,
+                    item_scale=w)
     return arrays.to_numpy(es.theta), arrays.to_numpy(es.se)
+
+
+def _item_weights(bank, device="cpu"):
+    """1 / phi_j of a bank of continuous scores (its ``dispersion`` column): each item's term of
+    the log-likelihood, score and information is divided by its dispersion, the extended
+    quasi-likelihood the adaptive test uses (:mod:`atlascat.irt.dispersion`); None otherwise.
+    The root search (ML / MAP / WLE) takes them on the CPU only (``device``)."""
+    from .dispersion import bank_dispersion
+
+    phi = bank_dispersion(bank)
+    if phi is None:
+        return None
+    if str(device).lower() != "cpu":
+        raise ConfigError("a bank with a dispersion column (continuous scores) is scored on the "
+                          "CPU; drop device")
+    return 1.0 / phi
 
 
 # ------------------------------------------------------------------------ IRF pieces, log-safe
@@ -247,10 +265,14 @@ def _solve(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=1.0,
     obs_f = obs.astype(float)
     n_obs = obs.sum(axis=1)
     params = bank.params
+    log_p, log_q = models.log_probability(nodes, *params)
+    w = _item_weights(bank)
+    if w is not None:       # continuous scores: every term divided by the item's dispersion
+        y1, obs_f = y1 * w, obs_f * w
+        log_p, log_q = log_p * w, log_q * w
 
     # 1. grid: estimating function and objective for everyone at every node
     s_g, i_g, j_g = _terms_grid(nodes, y1, obs_f, params)
-    log_p, log_q = models.log_probability(nodes, *params)
     loglik = models.loglik_matrix(y, log_p, log_q, observed=obs)
     g, obj = _g_and_obj(method, s_g, i_g, j_g, loglik, nodes[None, :], prior_mean, prior_sd)
 
@@ -352,6 +374,7 @@ def _solve_where(responses, bank, method, device, **kw) -> AbilityResult:
     """The root search on the CPU, or on a device (``device`` other than "cpu", or a tensor
     already on its GPU)."""
     if arrays.is_resident(responses):
+        _item_weights(bank, "cuda")         # a bank of continuous scores: refused there
         return solve_on_device(_resident_scores(responses, bank), bank, method, **kw)
     return _solve_on(response_array(responses, bank), bank, method, device, **kw)
 
@@ -359,6 +382,7 @@ def _solve_where(responses, bank, method, device, **kw) -> AbilityResult:
 def _solve_on(y, bank, method, device, **kw) -> AbilityResult:
     """:func:`_solve` of scores in the bank's item order, or its device form."""
     if str(device).lower() != "cpu":
+        _item_weights(bank, device)         # a bank of continuous scores: refused there
         return solve_on_device(y, bank, method, device=device, **kw)
     return _solve(y, bank, method, **kw)
 

@@ -357,12 +357,15 @@ def rasch_variance(nodes, node_mass, lo=1e-3, hi=100.0, n_bisect: int = 64):
 
 
 def bank_estep(values, weights, bank: ItemBank, quad, latent_sd: float = 1.0, *,
-               device="cpu", dtype: str = "float64", memory_limit=None) -> EStepResult:
+               device="cpu", dtype: str = "float64", memory_limit=None,
+               item_scale=None) -> EStepResult:
     """E-step of a fixed bank on an array in the bank's item order, on ``device`` (the array-API
     kernel of the EM; the bank's node log-probabilities are moved there once): the
     log-likelihood and each subject's posterior mean and SD (no item statistics: scoring).
     The results stay on the device. ``values`` of another library than NumPy (a tensor on its
-    GPU) are scored where they lie, whatever ``device`` says (:meth:`DeviceData.resident`)."""
+    GPU) are scored where they lie, whatever ``device`` says (:meth:`DeviceData.resident`).
+    ``item_scale`` (one per item): each item's log-likelihood term multiplied by it (1 / phi_j:
+    the extended quasi-likelihood of continuous scores, :mod:`atlascat.irt.dispersion`)."""
     if arrays.is_resident(values):
         xp, dev = arrays.namespace(values), arrays.device_of(values)
         block_rows, _ = plan_blocks(values, xp, dev, dtype, memory_limit, len(quad.nodes))
@@ -376,6 +379,9 @@ def bank_estep(values, weights, bank: ItemBank, quad, latent_sd: float = 1.0, *,
                                           len(quad.nodes))
         data = DeviceData.build(values, weights, dtype, xp, dev, block_rows, on_host)
     log_p, log_q = models.log_probability(quad.nodes, *bank.params)   # (q, m)
+    if item_scale is not None:
+        scale = np.asarray(item_scale, dtype=float)[None, :]
+        log_p, log_q = log_p * scale, log_q * scale
     log_w = quad.log_weights if latent_sd == 1.0 else grid_log_weights(quad.nodes, latent_sd**2)
 
     def put(a):

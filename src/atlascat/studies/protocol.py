@@ -12,7 +12,7 @@ Steps (every random choice flows from one seeded ``numpy.random.Generator``):
    ``calibrate``: the default for the data's size. Scores in [0, 1] that are not all 0/1 are
    calibrated with each item's dispersion (``dispersion="auto"``; :mod:`atlascat.irt.dispersion`),
    which the bank carries: the CAT, the references and the fixed forms are then scored under
-   the extended quasi-likelihood (:mod:`atlascat.studies.quasi`). Test models never touch the bank.
+   the extended quasi-likelihood (:func:`atlascat.irt.ability.estimate_ability`). Test models never touch the bank.
 2b. **SE calibration on a validation split of the train models** (``se_calibration``, reported
    next to the raw coverage, never in its place): a bank calibrated on the other train models,
    the CAT replayed on the validation models, and the factor
@@ -332,16 +332,9 @@ def _with_dispersion(config: BenchmarkConfig, train: ResponseMatrix) -> Benchmar
 
 def _score(y: np.ndarray, bank: ItemBank, method: str, config: BenchmarkConfig) -> pd.DataFrame:
     """EAP or WLE of every row; on a bank with dispersions (continuous scores) under the
-    extended quasi-likelihood, as the adaptive test scores them (:mod:`.quasi`)."""
+    extended quasi-likelihood, as the adaptive test scores them (estimate_ability reads the
+    bank's dispersion column)."""
     from ..irt.ability import estimate_ability
-    from ..irt.dispersion import bank_dispersion
-
-    phi = bank_dispersion(bank)
-    if phi is not None:
-        from .quasi import quasi_scores
-
-        return quasi_scores(y, bank, phi, method, quadpts=config.quadpts,
-                            theta_range=config.theta_range)
 
     return estimate_ability(y, bank, method=method, quadpts=config.quadpts,
                             theta_range=config.theta_range)
