@@ -145,3 +145,25 @@ def test_anova_of_one_model_under_two_names(lsat7, capsys):
     out = capsys.readouterr().out
     assert "graded and 2pl are one model on these data" in out
     assert "not nested" not in out
+
+
+def test_mirt_defaults_on_ratings_fit_mirts_graded_model(tmp_path, capsys):
+    """mirt(data, 1) fits whole-number ratings as graded items without priors; so does
+    --mirt-defaults (without it the ratings are one line naming --model graded)."""
+    import numpy as np
+    import pandas as pd
+
+    from atlascat.cli import main
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "r.csv"
+    pd.DataFrame(rng.integers(1, 5, (200, 6)), columns=[f"i{j}" for j in range(6)],
+                 index=[f"s{i}" for i in range(200)]).to_csv(path)
+    assert main(["calibrate", str(path), "--mirt-defaults", "-o", str(tmp_path / "m.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "the graded model" in out and "(graded, 4-4 categories)" in out
+    assert main(["calibrate", str(path), "--model", "graded", "--prior-a", "none",
+                 "-o", str(tmp_path / "g.csv")]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "m.csv"), pd.read_csv(tmp_path / "g.csv"))
+    assert main(["calibrate", str(path), "-o", str(tmp_path / "x.csv")]) == 2
+    assert "--model graded" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..errors import ResponseDataError
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses, output_file,
                       next_stage, progress_bar, quiet_option, subjects_text, warn,
@@ -124,16 +125,19 @@ def calibrate_command(
     output_file(output)
     output_file(summary, "--summary")
     output_file(scores, "--scores")
-    if _is_ordinal(model, rating_range):
+    def ordinal(name: str):
         from ._calibrate_ordinal import calibrate_ordinal_cmd
 
         return calibrate_ordinal_cmd(
-            responses, output, model.lower(), fmt=fmt, summary=summary, scores=scores,
+            responses, output, name, fmt=fmt, summary=summary, scores=scores,
             freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
             quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se,
             normalize_ids=normalize_ids, binary_only=_binary_only(
                 prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
                 device, drop_empty))
+
+    if _is_ordinal(model, rating_range):
+        return ordinal(model.lower())
     cal = calibrator(model=model, quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
                      prior_u=prior_u, max_iter=max_iter, tol=tol,
                      partition_size=partition_size, link=link, dtype=dtype,
@@ -142,8 +146,10 @@ def calibrate_command(
                      # scores in (0, 1): each item's dispersion (0/1 answers: fitted once, as
                      # without it); a joint fit only, and none in mirt's fit
                      dispersion=None if partition_size or mirt_defaults else "auto")
-    rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
-                        on_empty="drop" if drop_empty else "error")
+    rm = _responses(responses, freq_column, normalize_ids, drop_empty,
+                    mirt_ratings=mirt_defaults and model.lower() == "auto")
+    if rm is None:                  # mirt(data, 1) fits whole-number ratings as graded
+        return ordinal("graded")
     res = _fit(cal, rm, quiet, partition_size, max_iter)
     from ._criteria import with_standard_errors
 
@@ -158,6 +164,35 @@ def calibrate_command(
 
 def register(app: typer.Typer) -> None:
     app.command("calibrate")(calibrate_command)
+
+
+def _responses(responses, freq_column, normalize_ids, drop_empty, *, mirt_ratings: bool):
+    """RESPONSES as 0/1 or [0, 1] scores; None for whole-number ratings when ``mirt_ratings``
+    (--mirt-defaults: mirt's default for them is the graded model), said in one line."""
+    try:
+        return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
+                              on_empty="drop" if drop_empty else "error")
+    except ResponseDataError:
+        if not (mirt_ratings and _whole_ratings(responses, freq_column)):
+            raise
+    console.print("whole-number ratings: mirt's default for them, the graded model (no priors)",
+                  highlight=False)
+    return None
+
+
+def _whole_ratings(responses, freq_column) -> bool:
+    """Whether RESPONSES are whole-number ratings beyond 0/1 (a judge's 1-10, a rubric's 0-3)."""
+    import numpy as np
+
+    from ..errors import AtlasError
+    from ..irt.polycal import read_ratings
+
+    try:
+        values = read_ratings(responses, freq_column=freq_column)[0]
+    except (AtlasError, OSError, ValueError):
+        return False
+    v = values[~np.isnan(values)]
+    return bool(v.size) and bool(np.all(v == np.round(v))) and bool(v.min() < 0 or v.max() > 1)
 
 
 def _is_ordinal(model: str, rating_range) -> bool:
