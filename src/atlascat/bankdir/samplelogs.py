@@ -66,6 +66,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -397,17 +398,12 @@ class SampleLogs:
         """Whether the metric gives scores other than 0/1 (F1, ROUGE, a rescaled rating)."""
         return any(v not in (0.0, 1.0) for sc in self.scores.values() for v in sc.values())
 
-    @property
+    @cached_property
     def computed_rule(self) -> str | None:
         """The rule a continuous metric under another name is computed by: ``mc2`` for
         log-likelihood items, ``f1`` for generations, when it reproduces at least
         :data:`RULE_FOUND_AT` of the logged scores from the logged outputs (lm-eval 0.4 logs
         TruthfulQA's mc2 as ``acc``); None otherwise (or for a metric named so, or 0/1)."""
-        if "_computed_rule" not in self.__dict__:
-            self.__dict__["_computed_rule"] = self._find_rule()
-        return self.__dict__["_computed_rule"]
-
-    def _find_rule(self) -> str | None:
         if self.metric in ("mc2", "f1") or not self.items or not self.continuous:
             return None
         kinds = {it.kind for it in self.items.values()}

@@ -41,6 +41,7 @@ import numpy as np
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import arrays
 from .colstats import binary_counts
+from .dispersion import with_dispersion
 from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, MODELS, QUADPTS, THETA_RANGE, TOL,
                        IdentificationWarning, is_auto, resolve as resolve_defaults)
 from .em import fit_joint
@@ -396,7 +397,7 @@ class Calibrator:
                 bank = to_bank(item_ids, fit["th"], item_model,
                                "1pl" if model == "rasch" else model, fit["var"])
                 settings["dispersion"] = [round(float(v), 4) for v in phi]
-                bank = _with_dispersion(bank, phi)
+                bank = with_dispersion(bank, phi)
             if self.dtype == "float32":  # iterations before the float64 finish
                 settings["float32_iterations"] = fit["float32_iterations"]
             if model in ("rasch", "1pl"):
@@ -565,14 +566,3 @@ def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
     """
     weights = settings.pop("weights", None)
     return Calibrator(model, **settings).fit(responses, weights=weights).result_
-
-
-def _with_dispersion(bank, phi):
-    """``bank`` with each item's dispersion phi_j in the metadata column ``dispersion``."""
-    import pandas as pd
-
-    from .bank import ItemBank
-    from .dispersion import COLUMN
-
-    return ItemBank(bank.item_ids, *bank.params, model=bank.model,
-                    metadata=pd.DataFrame({COLUMN: np.asarray(phi, float)}))

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["item_dispersion", "is_binary", "bank_dispersion", "without_dispersion", "COLUMN"]
+__all__ = ["item_dispersion", "is_binary", "bank_dispersion", "with_dispersion",
+           "without_dispersion", "COLUMN"]
 
 COLUMN = "dispersion"   # the bank metadata column holding phi_j
 
@@ -88,6 +89,19 @@ def bank_dispersion(bank):
         raise BankError(f"bank column {COLUMN!r} must hold a positive number for every item "
                         "(each item's dispersion phi_j; 1 for 0/1 answers)")
     return None if np.all(phi == 1.0) else phi
+
+
+def with_dispersion(bank, phi):
+    """``bank`` with each item's dispersion phi_j in its metadata column ``dispersion`` (its
+    other metadata kept)."""
+    import pandas as pd
+
+    from .bank import ItemBank
+
+    meta = (pd.DataFrame(index=range(len(bank.item_ids))) if bank.metadata is None
+            else bank.metadata.reset_index(drop=True).copy())
+    meta[COLUMN] = np.asarray(phi, float)
+    return ItemBank(bank.item_ids, *bank.params, model=bank.model, metadata=meta)
 
 
 def without_dispersion(bank):
