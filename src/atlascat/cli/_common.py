@@ -185,6 +185,18 @@ def progress_bar(description: str, total: int | None):
         yield advance
 
 
+def bar_progress(advance):
+    """``progress(done, total)`` for a library's long steps, drawn on a :func:`progress_bar`
+    (whose ``advance`` counts increments)."""
+    last = [0]
+
+    def progress(done, total):
+        advance(done - last[0], total=total)
+        last[0] = done
+
+    return progress
+
+
 def next_stage(advance, name: str):
     """A ``callback(done, total)`` that counts a next stage of the work on its own bar
     (``advance.stage``, :func:`progress_bar`) from its first call: a calibration's standard

@@ -3,18 +3,6 @@ and S-X2 per item for graded / GPCM items (:mod:`atlascat.irt.polyfitstats`)."""
 from __future__ import annotations
 
 
-def bar_progress(advance):
-    """``progress(done, total)`` for the library's long steps, drawn on a
-    :func:`atlascat.cli._common.progress_bar` (whose ``advance`` counts increments)."""
-    last = [0]
-
-    def progress(done, total):
-        advance(done - last[0], total=total)
-        last[0] = done
-
-    return progress
-
-
 def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
                        estimated=None, items: bool = True, gpcm_slope: str = "exact",
                        bar=None) -> dict:
@@ -24,6 +12,7 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
 
     from ..errors import ConfigError
     from ..irt.polyfitstats import m2_df, m2_ordinal, ordinal_estimated, sx2_ordinal
+    from ._common import bar_progress
 
     kind, df, n_mom, n_free = m2_df(bank, statistic, estimated)
     report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)), "model": bank.model,

@@ -9,7 +9,8 @@ import typer
 
 from ..bankdir.defaults import BUDGET
 from ..irt.defaults import AUTO
-from ._common import console, escape, print_frame, progress_bar, quiet_option, warn
+from ._common import (bar_progress, console, escape, print_frame, progress_bar, quiet_option,
+                      warn)
 
 
 def build_bank_command(
@@ -76,7 +77,7 @@ def build_bank_command(
                             task=task, metric=metric, filter_name=filter_name, name=name,
                             model=model, seed=seed, chance=chance, budget=budget,
                             score_range=score_range,
-                            progress=lambda done, total: advance(1, total=total))
+                            progress=bar_progress(advance))
     _show_summary(folder.manifest, named=name is not None)
     files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
     console.print(f"wrote {escape(str(output))}/ ({files})")

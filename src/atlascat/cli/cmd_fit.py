@@ -32,7 +32,7 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
     if partition_size is not None:
         rng = np.random.default_rng(seed)
         parts = fit.partition_items(n, partition_size, rng)
-        from ._fit_ordinal import bar_progress
+        from ._common import bar_progress
 
         table, summary = fit.m2_partitioned(rm, bank, partitions=parts, estimated=est,
                                             progress=None if bar is None else bar_progress(bar))
@@ -43,7 +43,8 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
         report["note"] = "M2 and the indices are averages over item partitions"
     else:
         parts = [np.arange(n)]
-        from ._fit_ordinal import bar_progress, no_m2
+        from ._common import bar_progress
+        from ._fit_ordinal import no_m2
 
         df, n_mom, n_free = fit.m2_df(n, est)
         if df <= 0 and items:   # mirt's M2 refuses too; its itemfit still runs
