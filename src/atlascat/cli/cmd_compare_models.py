@@ -71,7 +71,7 @@ def _resolver(db):
     every one a run wrote elsewhere) that holds it."""
     from ..errors import LiveRunError
     from ..live.service import run_folder
-    from ..live.store import RunStore, default_store_path, known_stores
+    from ..live.store import RunStore, find_run_store
 
     stores: dict[Path, tuple] = {}
 
@@ -81,12 +81,7 @@ def _resolver(db):
                 raise LiveRunError(f"run database {str(db)!r} does not exist (give --db, "
                                    "or the run's folder instead of its id)")
             return db
-        paths = known_stores()
-        if not paths:
-            raise LiveRunError(f"run database {str(default_store_path())!r} does not exist "
-                               "and no run was written elsewhere (give --db, or the run's "
-                               "folder instead of its id)")
-        return next((p for p in paths if RunStore(p).has_run(run_id)), paths[0])
+        return find_run_store(run_id)
 
     def resolve(run: str) -> tuple:
         folder = Path(run)

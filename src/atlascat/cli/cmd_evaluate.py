@@ -280,7 +280,7 @@ def register(app: typer.Typer) -> None:
 def run_evaluate(o: _Options) -> None:
     """Check the options against each other, then start (or resume) and drive the runs."""
     from ..errors import ConfigError, LiveRunError
-    from ..live.store import default_store_path
+    from ..live.store import default_store_path, find_run_store
 
     if o.batch_size is not None and o.batch_size < 1:
         raise ConfigError(f"--batch-size must be >= 1, got {o.batch_size}")
@@ -294,6 +294,8 @@ def run_evaluate(o: _Options) -> None:
                           "--se-stop")
     if o.output is not None and o.output.exists() and not o.output.is_dir():
         raise ConfigError(f"--output {str(o.output)!r} is a file; give a directory for the run")
+    if o.db is None and o.output is None and o.resume:   # the store `atlas runs` lists it in
+        o.db = find_run_store(o.resume[0])
     if o.db is None:
         o.db = (o.output / "runs.sqlite") if o.output is not None else default_store_path()
     limiter = threading.BoundedSemaphore(max(1, int(o.max_concurrency)))

@@ -56,6 +56,7 @@ import pandas as pd
 from ..errors import LiveRunError
 
 __all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home", "known_stores",
+           "find_run_store",
            "register_store"]
 
 
@@ -96,6 +97,24 @@ def register_store(path) -> None:
             fh.write(f"{path}\n")
     except OSError:
         pass
+
+
+def find_run_store(run_id: str, stores=None) -> Path:
+    """The first run store of ``stores`` (default :func:`known_stores`: the default store and
+    every store a run asked items into) that holds run ``run_id``; :class:`LiveRunError`
+    naming the stores searched when none does."""
+    paths = known_stores() if stores is None else [Path(p) for p in stores]
+    for path in paths:
+        if Path(path).is_file() and RunStore(path).has_run(run_id):
+            return Path(path)
+    if not paths:
+        raise LiveRunError(f"no run {run_id!r}: run database {str(default_store_path())!r} does "
+                           "not exist and no run was written elsewhere; give the run store "
+                           "with --db")
+    where = (repr(str(paths[0])) if len(paths) == 1 else
+             f"any of the {len(paths)} known run stores ("
+             + ", ".join(str(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "") + ")")
+    raise LiveRunError(f"no run {run_id!r} in {where}; give the run store with --db")
 
 
 def known_stores() -> list[Path]:
@@ -237,6 +256,7 @@ class RunStore:
         self._redactors: list = []
         self._locks: dict = {}
         self._locks_guard = threading.Lock()
+        self._registered = False   # remembered in stores.txt once a run asks its first item
         self.path = Path(path)
         if self.path.is_dir():
             raise LiveRunError(f"--db {str(self.path)!r} is a directory; give a database file "
@@ -566,6 +586,9 @@ class RunStore:
                             "prompt_hash=? WHERE run_id=? AND step=?",
                             (now, self._cap(prompt), prompt_hash, run_id, step))
                 out.append(int(row["times_asked"]) + 1)
+        if not self._registered:   # a run that is killed from here on is still found
+            register_store(self.path)
+            self._registered = True
         return out
 
     def _write_answer(self, con, run_id, step, item_id, answer, score, now, statuses) -> bool:

@@ -1,0 +1,77 @@
+"""Finding a live run by its id alone, as the README spells it (`atlas evaluate --resume
+RUN_ID`, `atlas runs`, `atlas compare-models RUN_A RUN_B`): a run written with -o DIR whose
+process was killed is still listed and resumed, and an id no store holds is one line naming
+the stores searched."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HANG_S
+
+from atlascat.catalogue import BankRef
+from atlascat.cli import main
+from atlascat.live.mockserver import MockOpenAIServer
+from atlascat.live.store import find_run_store, known_stores
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _killed_run(tmp_path, srv) -> Path:
+    """An `atlas evaluate -o DIR` process SIGKILLed while asking its fourth item."""
+    run_dir = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "atlascat", "evaluate", "--bank", "arc", "--subject",
+         f"openai:{srv.url}", "--llm", "mock", "--se-stop", "0.3", "--min-items", "8",
+         "--max-items", "10", "--seed", "3", "-o", str(run_dir), "-q"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + HANG_S
+    while time.time() < deadline and len(srv.log) < 4:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=HANG_S)
+    return run_dir
+
+
+def test_a_killed_run_is_listed_and_resumed_by_its_id_alone(tmp_path, capsys):
+    bank = BankRef.from_option("arc").load()
+    with MockOpenAIServer(bank, 0.5, seed=7, hang_s=0.1, fault=lambda n, i, t: "hang") as srv:
+        run_dir = _killed_run(tmp_path, srv)
+        db = (run_dir / "runs.sqlite").resolve()
+        assert db in known_stores()              # remembered once it asked an item
+        assert main(["runs", "--json"]) == 0      # listed without --db
+        run = json.loads(capsys.readouterr().out)[0]
+        assert run["db"] == str(db) and run["state"] == "interrupted" and run["n_items"] >= 1
+        assert main(["evaluate", "--resume", run["run_id"], "--json"]) == 0, \
+            capsys.readouterr().err
+    res = json.loads(capsys.readouterr().out)[0]
+    assert res["run_id"] == run["run_id"] and res["status"] == "done" and res["n_items"] >= 8
+    saved = json.loads((run_dir / "results.json").read_text())   # where its first call wrote
+    assert [r["run_id"] for r in saved] == [run["run_id"]]
+
+
+def test_an_unknown_run_id_names_the_stores_searched(tmp_path, capsys):
+    for name in ("a", "b"):
+        code = main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5", "--se-stop",
+                     "0.3", "--min-items", "5", "--max-items", "6", "-o", str(tmp_path / name),
+                     "-q"])
+        assert code == 0
+    capsys.readouterr()
+    stores = known_stores()
+    assert len(stores) == 2
+    for args in (["runs", "--run", "nope"], ["compare-models", str(tmp_path / "a"), "nope"],
+                 ["evaluate", "--resume", "nope"]):
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: no run 'nope' in any of the 2 known run stores") \
+            and str(stores[1]) in err and "--db" in err and "\n" not in err, err
+    with pytest.raises(Exception, match="no run 'x'"):
+        find_run_store("x", stores[:1])
