@@ -135,3 +135,23 @@ def test_compare_models_on_two_suite_runs(tmp_path, capsys):
     assert {"arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k", "average"} == set(rows)
     avg = rows["average"]
     assert avg["lo"] < avg["difference"] < avg["hi"] and avg["told_apart"] == "yes"
+
+
+def test_compare_models_refuses_two_scores_of_one_name(tmp_path, capsys):
+    """A bank folder named arc predicts its source models' mean over its items, not the
+    leaderboard's ARC score: the two runs of one model are not compared as if they were."""
+    import atlascat as at
+
+    rm = at.catalogue.load_responses("arc")
+    rm.subset(subjects=range(0, 2193, 60), items=range(80)).write(tmp_path / "mine.csv")
+    assert main(["build-bank", str(tmp_path / "mine.csv"), "-o", str(tmp_path / "bank"),
+                 "--name", "arc", "--budget", "20", "--chance", "0.25", "-q"]) == 0
+    model = str(rm.subject_ids[5])
+    for bank, out in ((str(tmp_path / "bank"), "folder"), ("arc", "shipped")):
+        assert main(["evaluate", "--bank", bank, "--subject", f"replay:arc#{model}",
+                     "-o", str(tmp_path / out), "-q"]) == 0
+    capsys.readouterr()
+    code = main(["compare-models", str(tmp_path / "folder"), str(tmp_path / "shipped")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "both predict 'arc', but not one score" in err \
+        and "the leaderboard's published score" in err and "\n" not in err, err

@@ -114,8 +114,10 @@ def _rows(first, second, rho: float) -> list[dict]:
         raise ConfigError(f"runs {run_a} ({', '.join(preds[0]) or 'no prediction'}) and "
                           f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
                           "benchmark with a predicted score")
+    refs = [_bank_ref(runs, r) for _, runs, r in (first, second)]
     rows = []
     for bench in common:
+        _same_score(bench, [p[bench] for p in preds], refs, (run_a, run_b))
         d = paired_difference(preds[0][bench], preds[1][bench], benchmark=bench, rho=rho)
         k = 1.0 if preds[0][bench].get("scale") else 100.0   # a metric's own scale, or 0-1
         rows.append({"benchmark": bench, "first": k * preds[0][bench]["score"],
@@ -126,6 +128,31 @@ def _rows(first, second, rho: float) -> list[dict]:
                      "population": preds[0][bench].get("population", LEADERBOARD),
                      "unit": _unit(preds[0][bench])})
     return rows
+
+
+def _bank_ref(runs, run_id: str) -> str:
+    row = runs[runs["run_id"] == run_id]
+    return str(row["bank_ref"].iloc[0]) if len(row) and "bank_ref" in row else ""
+
+
+def _same_score(bench: str, preds, refs, ids) -> None:
+    """Two predictions of one name are one score only when both are the leaderboard's, or
+    both come from the same bank (a bank folder's score is its own source models' mean over
+    its items, not the leaderboard's of the same name)."""
+    from ..errors import ConfigError
+    from ..live.report import LEADERBOARD
+
+    pops = [p.get("population", LEADERBOARD) for p in preds]
+    if pops[0] == pops[1] == LEADERBOARD or (pops[0] == pops[1] and refs[0] == refs[1]):
+        return
+
+    def what(pop, ref):
+        return ("the leaderboard's published score" if pop == LEADERBOARD else
+                f"the score of bank {ref}" + (", among its source models" if pop else ""))
+
+    raise ConfigError(f"runs {ids[0]} and {ids[1]} both predict {bench!r}, but not one score "
+                      f"(the first: {what(pops[0], refs[0])}; the second: "
+                      f"{what(pops[1], refs[1])}); compare two runs on the same bank")
 
 
 def _unit(pred: dict) -> str:
