@@ -52,6 +52,8 @@ def test_interval_covers_95_percent_of_simulated_pairs():
 def test_bad_input_is_a_clear_error():
     with pytest.raises(ConfigError, match="rho"):
         difference_interval(0.0, 0.01, 0.01, rho=1.5)
+    with pytest.raises(ConfigError, match="rho must lie in"):
+        difference_interval(0.0, 0.01, 0.01, rho=float("nan"))
     with pytest.raises(ConfigError, match="scale"):
         difference_interval(0.0, 0.01, 0.01, scale=0.0)
     with pytest.raises(ConfigError, match="no lo, hi"):
@@ -103,6 +105,8 @@ def test_compare_models_on_two_live_runs(tmp_path, capsys):
     code = main(["compare-models", str(tmp_path / "run1.5"), str(tmp_path / "run-0.5"),
                  "--db", str(db), "--json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["first"] == ids[0]
+    code = main(["compare-models", ids[0], ids[1], "--db", str(db), "--rho", "nan"])
+    assert code == 2 and "rho must lie in [-1, 1]" in capsys.readouterr().err
     code = main(["compare-models", ids[0], "nope", "--db", str(db)])
     assert code != 0 and "no run 'nope'" in capsys.readouterr().err
 
