@@ -50,6 +50,13 @@ def test_a_killed_run_is_listed_and_resumed_by_its_id_alone(tmp_path, capsys):
         assert main(["runs", "--json"]) == 0      # listed without --db
         run = json.loads(capsys.readouterr().out)[0]
         assert run["db"] == str(db) and run["state"] == "interrupted" and run["n_items"] >= 1
+        assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5", "--se-stop",
+                     "0.3", "--min-items", "5", "--max-items", "6", "-o",
+                     str(tmp_path / "other"), "-q"]) == 0
+        capsys.readouterr()               # its folder names the run that has not finished
+        assert main(["compare-models", str(run_dir), str(tmp_path / "other")]) == 2
+        assert capsys.readouterr().err.strip() == \
+            f"error: run {run['run_id']} is interrupted: resume it to its end first"
         assert main(["evaluate", "--resume", run["run_id"], "--json"]) == 0, \
             capsys.readouterr().err
     res = json.loads(capsys.readouterr().out)[0]

@@ -229,12 +229,16 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
 
 def run_folder(folder, db=None) -> tuple[Path, str]:
     """(run store, run id) of a live run's output folder (``atlas evaluate -o FOLDER``): its
-    ``results.json`` names the run (a folder of several runs, one per ``--llm``, is refused:
+    ``results.json`` names the run (before it finished: the one run of its ``runs.sqlite``) (a folder of several runs, one per ``--llm``, is refused:
     its run ids are given instead); its ``runs.sqlite`` holds it, or ``db`` does."""
     import json
 
     folder = Path(folder)
     results, store = folder / "results.json", folder / "runs.sqlite"
+    if not results.exists() and store.is_file():   # a run that has not finished (killed,
+        ids = RunStore(store).list_runs()["run_id"].astype(str).tolist()   # stopped, failed)
+        if len(ids) == 1:
+            return store, ids[0]
     if not results.exists():
         raise ConfigError(f"{str(folder)!r} holds no results.json: give a finished live run's "
                           "output folder or its run id")
