@@ -585,6 +585,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     meta = getattr(bank, "metadata", None)
     subj, cfg, prm = info["subject"], info["config"], info["prompt"]
     by_id = subj.get("kind") == "item"     # scored by id: no prompt was sent
+    replayed = subj.get("type") == "replay"   # scores from a matrix, not a model's answers
     n = int(info["n_items"])
     lat = answered["latency_s"].astype(float)
     proto = info.get("protocol") or "approximate"
@@ -636,8 +637,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         if meta is not None and rec["item_id"] in meta.index:
             q = str(meta.loc[rec["item_id"], "question"])
             key = str(meta.loc[rec["item_id"], "answer"])
-        choice = _choice_html(bank, rec["item_id"], rec["answer"]) if proto != "approximate" \
-            else ""
+        # a replayed score's outputs are made to score so: no option was chosen, no text said
+        choice = _choice_html(bank, rec["item_id"], rec["answer"]) \
+            if proto != "approximate" and not replayed else ""
         score = rec["score"]
         mark = ("<span class='pill'>pending</span>" if score is None else
                 f"{float(score):g}" if ordinal else      # a rating, on its own scale
@@ -646,6 +648,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                 "<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
+        if replayed and score is not None:
+            ans = "recorded score, replayed (the matrix holds no answer)"
         chars = rec.get("answer_chars")
         if chars is not None and int(chars) > len(ans):
             ans = (f"{ans[:200]} [stored cut: {int(chars)} characters, sha256 "
