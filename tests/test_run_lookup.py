@@ -82,3 +82,24 @@ def test_an_unknown_run_id_names_the_stores_searched(tmp_path, capsys):
             and str(stores[1]) in err and "--db" in err and "\n" not in err, err
     with pytest.raises(Exception, match="no run 'x'"):
         find_run_store("x", stores[:1])
+
+
+def test_a_database_of_something_else_is_left_alone(tmp_path, capsys):
+    """--db naming another program's SQLite file is refused before ATLAS writes its tables
+    (or its WAL journal mode) into it."""
+    import sqlite3
+
+    other = tmp_path / "app.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE users (name TEXT)")
+    con.commit()
+    con.close()
+    for args in (["runs", "--db", str(other)],
+                 ["evaluate", "--bank", "arc", "--subject", "simulate:0.5", "--db", str(other)]):
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "not a run store" in err and "\n" not in err, err
+    con = sqlite3.connect(other)
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    assert tables == ["users"]
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"

@@ -128,6 +128,26 @@ def known_stores() -> list[Path]:
             stores.append(Path(line))
     return stores
 
+def _check_foreign(path: Path) -> None:
+    """Refuse a SQLite database of something else before a run store writes its tables (and
+    its WAL journal mode) into it: an existing database with tables but no ``meta`` table."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE "
+                                                "type='table'")}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise LiveRunError(f"cannot open run database {str(path)!r}: {exc}") from exc
+    if tables and "meta" not in tables:
+        raise LiveRunError(f"{str(path)!r} is a SQLite database of something else (tables "
+                           f"{', '.join(sorted(tables)[:5])}), not a run store; give another "
+                           "--db")
+
+
 SCHEMA_VERSION = 3
 
 #: what a run is: the adaptive test on one bank, a bank folder's benchmark predictor, or a suite
@@ -264,6 +284,7 @@ class RunStore:
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        _check_foreign(self.path)
         try:
             self._con().executescript(
                 "BEGIN IMMEDIATE;" + _SCHEMA
