@@ -27,14 +27,14 @@ def runs_command(
     A suite run has no theta: its predicted column is the predicted average.
 
     'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
-    finishing; continue it with atlas evaluate --resume RUN_ID --db DB. The score is shown
+    finishing; continue it with atlas evaluate --resume RUN_ID (--db DB). The score is shown
     twice: observed (the mean score over the items asked: right / asked for right-or-wrong
     answers) and model-based (the bank's expected score at theta); on a bank folder built
     with --score-range both are mean scores on the metric's own scale; on a graded / gpcm
     bank both are mean ratings (on the rating scale the items share, else as shares of each
     item's scale). --run RUN_ID shows the run's steps and its predicted score. Without --db it lists the default store and
-    every store a finished or interrupted run wrote elsewhere (-o DIR, --db FILE; remembered
-    in $ATLAS_HOME/stores.txt).
+    every store a run asked items into elsewhere (-o DIR, --db FILE; remembered in
+    $ATLAS_HOME/stores.txt), a killed run's too.
     """
     from ..errors import ConfigError
 
