@@ -121,9 +121,7 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
         steps = pd.DataFrame(records, columns=cols)
 
     proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
-    shown = steps[cols].astype(object)
-    for col in ("theta", "se"):   # as evaluate's lines and the HTML page print them
-        shown[col] = [v if v is None or v != v else f"{float(v):.3f}" for v in shown[col]]
+    shown = _estimates(steps[cols].astype(object), info["kind"] == "suite")
     if lb.get("ratings"):         # an ordinal bank's steps: each one's rating
         shown = shown.rename(columns={"score": "rating"})
     print_frame(shown, title=f"run {run_id} ({info['model']}, {info['status']}, "
@@ -132,6 +130,18 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
         name = "predicted average" if info["kind"] == "suite" else score_name(lb)
         console.print(f"{name}: {describe_prediction(lb)}", markup=False, highlight=False)
     return None
+
+
+def _estimates(shown, suite: bool):
+    """The steps' theta and SE as evaluate's lines and the HTML page print them; a suite
+    run's are the predicted average and its SE, in percent."""
+    def fmt(v, k, spec):
+        return v if v is None or v != v else format(k * float(v), spec)
+
+    k, spec = (100.0, ".1f") if suite else (1.0, ".3f")
+    for col in ("theta", "se"):
+        shown[col] = [fmt(v, k, spec) for v in shown[col]]
+    return shown.rename(columns={"theta": "average %", "se": "SE (points)"}) if suite else shown
 
 
 def _list_runs(stores, as_json: bool) -> None:
