@@ -54,7 +54,11 @@ def _named(ref: BankRef, pred: dict) -> dict:
     if pred.get("score") is None:  # a note: whose score is not available
         return {**pred, "benchmark": ref.title, "population": _population(ref)}
     if ref.kind != "dir":          # a score through a shipped link: the leaderboard's
-        return {**pred, "benchmark": ref.bench, "population": _population(ref)}
+        try:
+            bench = ref.bench
+        except AtlasError:         # a bank no longer there still has its name
+            bench = ref.title
+        return {**pred, "benchmark": bench, "population": _population(ref)}
     from ..bankdir.predict import folder_words
 
     words = folder_words(ref.folder())
@@ -191,6 +195,8 @@ def predict_run(store: RunStore, run) -> dict:
     if not row.get("bank_ref"):
         return {"note": "the run's bank was not stored"}
     ref = BankRef.parse(row["bank_ref"])
+    if ref.kind == "file" and not Path(ref.name).exists() and row["kind"] == "adaptive":
+        return {"note": f"bank {ref.name} no longer exists: move it back to predict"}
     if row["kind"] == "predictor":
         state = row["session"] if "session" in row else store.get_run(row["run_id"])["session"]
         return _named(ref, predictor_prediction(ref, state))
@@ -222,8 +228,8 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
     ref = BankRef.parse(run.get("bank_ref") or "")
     pred = predict_run(store, run)
     if pred.get("score") is None:
-        raise ConfigError(f"run {run_id} has no predicted score (bank {ref}: "
-                          "only banks with a score link have one)")
+        raise ConfigError(f"run {run_id} has no predicted score: " + (pred.get("note") or (
+            f"bank {ref} has no score link (only banks with one have it)")))
     return {ref.title: pred}
 
 
