@@ -103,3 +103,23 @@ def test_a_database_of_something_else_is_left_alone(tmp_path, capsys):
     tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     assert tables == ["users"]
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_a_broken_remembered_store_does_not_hide_the_others(tmp_path, capsys):
+    ids = []
+    for name in ("a", "b"):
+        assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5", "--se-stop",
+                     "0.3", "--min-items", "5", "--max-items", "6", "-o", str(tmp_path / name),
+                     "--json"]) == 0
+        ids.append(json.loads(capsys.readouterr().out)[0]["run_id"])
+    for stale in (tmp_path / "b").glob("runs.sqlite*"):
+        if stale.is_file():
+            stale.unlink()
+    (tmp_path / "b" / "runs.sqlite").write_text("not a database any more")
+    assert main(["runs", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert [r["run_id"] for r in json.loads(out)] == ids[:1]
+    assert err.startswith("warning: skipped: cannot open run database") and "b/runs.sqlite" in err
+    assert main(["runs", "--run", ids[0], "--json"]) == 0
+    assert main(["compare-models", ids[0], ids[1]]) == 2
+    assert "no run" in capsys.readouterr().err

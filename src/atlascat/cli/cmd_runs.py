@@ -65,7 +65,17 @@ def _stores(db):
     if not paths:
         raise LiveRunError(f"run database {str(default_store_path())!r} does not exist and "
                            "no run was written elsewhere (give --db)")
-    return [RunStore(p) for p in paths]
+    if db is not None:
+        return [RunStore(db)]
+    stores = []
+    for path in paths:   # a remembered store that is no longer one does not hide the others
+        try:
+            stores.append(RunStore(path))
+        except LiveRunError as exc:
+            err_console.print(f"warning: skipped: {exc}", markup=False, highlight=False)
+    if not stores:
+        raise LiveRunError("no readable run store (give --db)")
+    return stores
 
 
 def _show_run(stores, run_id: str, html, as_json: bool) -> None:

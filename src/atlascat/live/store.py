@@ -105,8 +105,11 @@ def find_run_store(run_id: str, stores=None) -> Path:
     naming the stores searched when none does."""
     paths = known_stores() if stores is None else [Path(p) for p in stores]
     for path in paths:
-        if Path(path).is_file() and RunStore(path).has_run(run_id):
-            return Path(path)
+        try:
+            if Path(path).is_file() and RunStore(path).has_run(run_id):
+                return Path(path)
+        except LiveRunError:   # a remembered store that is no longer one
+            continue
     if not paths:
         raise LiveRunError(f"no run {run_id!r}: run database {str(default_store_path())!r} does "
                            "not exist and no run was written elsewhere; give the run store "
