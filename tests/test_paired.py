@@ -159,3 +159,19 @@ def test_compare_models_refuses_two_scores_of_one_name(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and "both predict 'arc', but not one score" in err \
         and "the leaderboard's published score" in err and "\n" not in err, err
+
+
+def test_compare_models_says_when_one_run_is_approximate(tmp_path, capsys):
+    from atlascat.catalogue import BankRef
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    with MockOpenAIServer(BankRef.from_option("arc").load(), 0.5, seed=3) as srv:
+        assert main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}", "--llm",
+                     "chat", "--se-stop", "0.3", "-o", str(tmp_path / "chat"), "-q"]) == 0
+    assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5", "--se-stop", "0.3",
+                 "-o", str(tmp_path / "sim"), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["compare-models", str(tmp_path / "chat"), str(tmp_path / "sim"), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "(APPROXIMATE), run" in err and "mixes two ways of asking" in err
+    assert main(["compare-models", str(tmp_path / "sim"), str(tmp_path / "sim"), "--json"]) == 2

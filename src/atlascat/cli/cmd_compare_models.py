@@ -40,6 +40,9 @@ def compare_models_command(
     if first[2] == second[2]:
         raise ConfigError("give two different runs (RUN_A RUN_B)")
     rows = _rows(first, second, rho)
+    mixed = _mixed_protocols(first, second)
+    if mixed:
+        err_console.print(f"warning: {mixed}", markup=False, highlight=False)
     if as_json:
         typer.echo(json.dumps({"first": first[2], "second": second[2], "rho": rho,
                                "rows": rows}))
@@ -128,6 +131,21 @@ def _rows(first, second, rho: float) -> list[dict]:
                      "population": preds[0][bench].get("population", LEADERBOARD),
                      "unit": _unit(preds[0][bench])})
     return rows
+
+
+def _mixed_protocols(first, second) -> str | None:
+    """A line when one run was asked by chat or text prompts (APPROXIMATE) and the other by
+    the bank's own requests: their difference then mixes two ways of asking."""
+    protos = []
+    for _, runs, run_id in (first, second):
+        row = runs[runs["run_id"] == run_id]
+        protos.append(str(row["protocol"].iloc[0]) if len(row) and "protocol" in row else "")
+    if (protos[0] == "approximate") == (protos[1] == "approximate"):
+        return None
+    k = 0 if protos[0] == "approximate" else 1
+    ids = (first[2], second[2])
+    return (f"run {ids[k]} was asked by chat or text prompts (APPROXIMATE), run {ids[1 - k]} "
+            f"was not (protocol {protos[1 - k]}): the difference mixes two ways of asking")
 
 
 def _bank_ref(runs, run_id: str) -> str:
