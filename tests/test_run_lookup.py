@@ -123,3 +123,16 @@ def test_a_broken_remembered_store_does_not_hide_the_others(tmp_path, capsys):
     assert main(["runs", "--run", ids[0], "--json"]) == 0
     assert main(["compare-models", ids[0], ids[1]]) == 2
     assert "no run" in capsys.readouterr().err
+
+
+def test_a_failed_runs_steps_say_why_it_stopped(tmp_path, capsys):
+    code = main(["evaluate", "--bank", "arc", "--subject", "completions:http://127.0.0.1:9/v1",
+                 "--llm", "m", "--max-retries", "0", "-o", str(tmp_path / "run"), "-q"])
+    assert code == 2
+    capsys.readouterr()
+    assert main(["runs", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)[0]
+    assert run["state"] == "error"
+    assert main(["runs", "--run", run["run_id"]]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("last error: model 'm' at http://127.0.0.1:9/v1/completions failed")

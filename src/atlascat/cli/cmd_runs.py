@@ -136,6 +136,8 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
         shown = shown.rename(columns={"score": "rating"})
     print_frame(shown, title=f"run {run_id} ({info['model']}, {info['status']}, "
                              f"protocol {proto})", max_rows=1000)
+    if info.get("error") and info["status"] != "done":   # why it stopped (the page says it too)
+        console.print(f"last error: {info['error']}", markup=False, highlight=False)
     if lb.get("score") is not None:
         name = "predicted average" if info["kind"] == "suite" else score_name(lb)
         console.print(f"{name}: {describe_prediction(lb)}", markup=False, highlight=False)
