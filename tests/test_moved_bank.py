@@ -33,3 +33,31 @@ def test_runs_of_a_moved_bank_folder_are_still_listed(tmp_path, capsys):
                  "--db", str(db)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "no longer exists" in err and "\n" not in err, err
+
+
+def test_a_run_resumed_on_its_moved_folder_remembers_where_it_is(tmp_path, capsys):
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun, design_bank
+    from atlascat.live.subjects import SubjectSpec
+
+    rm = at.catalogue.load_responses("arc")
+    rm.subset(subjects=range(0, 2193, 60), items=range(80)).write(tmp_path / "mine.csv")
+    assert main(["build-bank", str(tmp_path / "mine.csv"), "-o", str(tmp_path / "bank"),
+                 "--name", "mine", "--budget", "20", "--chance", "0.25", "-q"]) == 0
+    ref, db = BankRef.from_option(str(tmp_path / "bank")), tmp_path / "runs.sqlite"
+    spec = SubjectSpec.parse(f"replay:arc#{rm.subject_ids[5]}")
+    live = LiveRun.start(db, ref, [spec.build(design_bank(ref, "predictor"))])
+    rid = live.jobs[0].run_id                     # started, nothing asked yet
+    live.close()
+    (tmp_path / "bank").rename(tmp_path / "moved")
+    capsys.readouterr()
+    assert main(["evaluate", "--resume", rid, "--db", str(db), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no longer exists; pass the folder where it is now (--bank)" in err, err
+    assert main(["evaluate", "--resume", rid, "--db", str(db), "--bank",
+                 str(tmp_path / "moved"), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)[0]
+    assert run["bank_ref"] == str((tmp_path / "moved").resolve())
+    assert run["prediction"]["benchmark"] == "mine" and "percentile" in run["prediction"]

@@ -34,7 +34,7 @@ from typing import Callable
 
 from ..errors import AtlasError, ConfigError
 from ..catalogue.bankref import BankRef
-from .runner import RunResult, continue_run, start_run
+from .runner import RunResult, bank_hash, continue_run, start_run
 from .store import RunStore
 from .subjects import is_ordinal
 
@@ -453,11 +453,17 @@ class LiveRun:
                 items = bank
             elif ref is None:
                 raise ConfigError(f"run {rid} has no bank reference; pass its bank")
+            elif kind == "predictor" and not Path(ref.name).exists():
+                raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which no "
+                                  "longer exists; pass the folder where it is now (--bank)")
             elif kind == "predictor" and ref.predictor() is None:
                 raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which has "
                                   "none now; pass the folder it was started on")
             else:
                 items = _job_bank(kind, ref)
+            if isinstance(bank, BankRef) and str(bank) != info["bank_ref"] \
+                    and bank_hash(items) == info["bank_hash"]:   # the same bank, moved
+                store.move_bank(rid, str(bank))
             subject = (subject_for(info["subject"], items) if subject_for is not None
                        else SubjectSpec.rebuild(info["subject"], items, **settings))
             jobs.append(Job(rid, kind, items, subject, ref))

@@ -538,6 +538,11 @@ class RunStore:
         self.release(run_id)
         register_store(self.path)
 
+    def move_bank(self, run_id: str, bank_ref: str) -> None:
+        """Where a run's bank is now (the same bank, moved: a resume given it again)."""
+        with self._tx() as con:
+            con.execute("UPDATE runs SET bank_ref=? WHERE run_id=?", (bank_ref, run_id))
+
     def set_run_output(self, run_id: str, *, output_dir, report_dir) -> None:
         """Remember where a run's results.json and report go (a resumed run writes there)."""
         with self._tx() as con:
