@@ -151,10 +151,20 @@ def test_compare_models_refuses_two_scores_of_one_name(tmp_path, capsys):
     assert main(["build-bank", str(tmp_path / "mine.csv"), "-o", str(tmp_path / "bank"),
                  "--name", "arc", "--budget", "20", "--chance", "0.25", "-q"]) == 0
     model = str(rm.subject_ids[5])
-    for bank, out in ((str(tmp_path / "bank"), "folder"), ("arc", "shipped")):
-        assert main(["evaluate", "--bank", bank, "--subject", f"replay:arc#{model}",
+    for bank, out, who in ((str(tmp_path / "bank"), "folder", model), ("arc", "shipped", model),
+                           (str(tmp_path / "bank"), "other", str(rm.subject_ids[900]))):
+        assert main(["evaluate", "--bank", bank, "--subject", f"replay:arc#{who}",
                      "-o", str(tmp_path / out), "-q"]) == 0
     capsys.readouterr()
+    # two runs on the folder: its own intervals combined, without shipped ARC's pair scale
+    assert main(["compare-models", str(tmp_path / "folder"), str(tmp_path / "other"),
+                 "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    preds = [json.loads((tmp_path / f / "results.json").read_text())[0]["prediction"]
+             for f in ("folder", "other")]
+    sd = np.hypot(*[(p["hi"] - p["lo"]) / (2 * Z95) for p in preds])
+    assert row["benchmark"] == "arc" and PAIR_SCALE["arc"] < 1
+    assert row["hi"] - row["difference"] == pytest.approx(100 * Z95 * sd)
     code = main(["compare-models", str(tmp_path / "folder"), str(tmp_path / "shipped")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "both predict 'arc', but not one score" in err \

@@ -29,9 +29,9 @@ def compare_models_command(
     """Per benchmark (and the average of a suite run): first minus second, 95% interval,
     and whether the interval tells the two apart.
 
-    The interval combines the two predictions' intervals in quadrature, times the bank's
-    pair scale (fitted so that 95% of the calibration models' pairs are covered; measured
-    on held-out pairs by benchmarks/bench_paired.py).
+    The interval combines the two predictions' intervals in quadrature, times a shipped
+    bank's pair scale (fitted so that 95% of the calibration models' pairs are covered;
+    measured on held-out pairs by benchmarks/bench_paired.py; 1 for a bank of your own).
     """
     from ..errors import ConfigError
 
@@ -121,7 +121,10 @@ def _rows(first, second, rho: float) -> list[dict]:
     rows = []
     for bench in common:
         _same_score(bench, [p[bench] for p in preds], refs, (run_a, run_b))
-        d = paired_difference(preds[0][bench], preds[1][bench], benchmark=bench, rho=rho)
+        # the pair scale was fitted on the leaderboard's links: a bank of one's own gets none
+        shipped = preds[0][bench].get("population", LEADERBOARD) == LEADERBOARD
+        d = paired_difference(preds[0][bench], preds[1][bench],
+                              benchmark=bench if shipped else None, rho=rho)
         k = 1.0 if preds[0][bench].get("scale") else 100.0   # a metric's own scale, or 0-1
         rows.append({"benchmark": bench, "first": k * preds[0][bench]["score"],
                      "second": k * preds[1][bench]["score"], "difference": k * d["diff"],
