@@ -136,3 +136,20 @@ def test_a_failed_runs_steps_say_why_it_stopped(tmp_path, capsys):
     assert main(["runs", "--run", run["run_id"]]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("last error: model 'm' at http://127.0.0.1:9/v1/completions failed")
+
+
+def test_a_moved_run_folder_is_resumed_where_it_is_now(tmp_path, capsys):
+    """`-o DIR` moved after the run was killed: the resumed run writes its results.json and
+    page into the folder where its store is now, not into the old path."""
+    bank = BankRef.from_option("arc").load()
+    with MockOpenAIServer(bank, 0.5, seed=7, hang_s=0.1, fault=lambda n, i, t: "hang") as srv:
+        old = _killed_run(tmp_path, srv)
+        new = old.rename(tmp_path / "moved")
+        rid = json.loads(subprocess.run(
+            [sys.executable, "-m", "atlascat", "runs", "--db", str(new / "runs.sqlite"),
+             "--json"], env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+            capture_output=True, text=True).stdout)[0]["run_id"]
+        assert main(["evaluate", "--resume", rid, "--db", str(new / "runs.sqlite"), "-q"]) == 0
+    assert not old.exists()
+    assert [r["run_id"] for r in json.loads((new / "results.json").read_text())] == [rid]
+    assert (new / "reports" / f"{rid}.html").exists()

@@ -544,19 +544,29 @@ class RunStore:
             con.execute("UPDATE runs SET bank_ref=? WHERE run_id=?", (bank_ref, run_id))
 
     def set_run_output(self, run_id: str, *, output_dir, report_dir) -> None:
-        """Remember where a run's results.json and report go (a resumed run writes there)."""
+        """Remember where a run's results.json and report go (a resumed run writes there); a
+        folder inside the store's own is kept relative to it, so that it moves with the store
+        (a run folder ``-o DIR`` moved, then resumed)."""
+        home = self.path.resolve().parent
+
+        def rel(d):
+            if d is None:
+                return None
+            d = Path(d).resolve()
+            return str(d.relative_to(home)) if d.is_relative_to(home) else str(d)
+
         with self._tx() as con:
             con.execute("INSERT OR REPLACE INTO run_outputs VALUES (?,?,?)",
-                        (run_id, None if output_dir is None else str(output_dir),
-                         None if report_dir is None else str(report_dir)))
+                        (run_id, rel(output_dir), rel(report_dir)))
 
     def run_output(self, run_id: str) -> tuple | None:
-        """``(output_dir, report_dir)`` recorded for a run (Paths or None), or None."""
+        """``(output_dir, report_dir)`` recorded for a run (absolute Paths or None), or None."""
         row = self._con().execute("SELECT output_dir, report_dir FROM run_outputs WHERE run_id=?",
                                   (run_id,)).fetchone()
         if row is None:
             return None
-        return tuple(None if v is None else Path(v) for v in (row[0], row[1]))
+        home = self.path.resolve().parent
+        return tuple(None if v is None else home / v for v in (row[0], row[1]))
 
     def list_runs(self) -> pd.DataFrame:
         """All runs, newest first, with a ``state`` that tells a killed run from a live one."""
