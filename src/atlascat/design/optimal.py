@@ -12,7 +12,10 @@ item j contributes, at every node, a rank-one information matrix
     I_j(theta_q) = W_qj v_j v_j^T,
 
 unidimensional 1PL-4PL: ``v_j = 1`` and ``W_qj`` is the item Fisher information
-``P'^2 / (P Q)`` (``atlascat.irt.models.item_information``); multidimensional 2PL
+``P'^2 / (P Q)`` (``atlascat.irt.models.item_information``), divided by the item's dispersion
+``phi_j`` where the bank has a ``dispersion`` column (continuous scores: the quasi-likelihood's
+information, McCullagh and Nelder 1989, sec. 9.2; ``atlascat.irt.dispersion``, as the adaptive
+test and ``estimate_ability`` read it); multidimensional 2PL
 (``atlascat.irt.multidim.MultidimBank``): ``v_j = a_j`` (the loading vector) and
 ``W_qj = P_qj (1 - P_qj)``. The form S has, at every node, the prior-regularized information
 matrix
@@ -69,6 +72,7 @@ from scipy.special import expit, logsumexp
 from scipy.stats import chi2
 
 from ..errors import ConfigError
+from ..irt.dispersion import bank_dispersion
 
 __all__ = [
     "CRITERIA",
@@ -204,7 +208,9 @@ def _item_terms(bank, design: ThetaDesign):
         return p * (1.0 - p), a
     if design.n_dims != 1:
         raise ConfigError("a unidimensional bank needs a 1-D theta design")
-    return np.asarray(bank.information(design.nodes[:, 0]), dtype=float), np.ones((len(bank), 1))
+    info = np.asarray(bank.information(design.nodes[:, 0]), dtype=float)
+    phi = bank_dispersion(bank)   # continuous scores: the quasi-likelihood's information
+    return (info if phi is None else info / phi), np.ones((len(bank), 1))
 
 
 def _regularized(lam0: np.ndarray) -> np.ndarray:
