@@ -39,16 +39,20 @@ OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop
                 "r_max": "--r-max"}
 
 
-def cli_names(build: Callable[[], T]) -> T:
-    """``build()``, with the configuration's field names in a ConfigError replaced by the
-    options that set them."""
+def cli_names(build: Callable[[], T], names: dict[str, str] | None = None) -> T:
+    """``build()``, with the configuration's field names in a ConfigError (or a
+    ConvergenceError, whose advice names a setting) replaced by the options that set them:
+    :data:`OPTION_NAMES`, and ``names`` (a command's own fields, as ``{"prior_games":
+    "--prior-games"}``) first."""
+    from ..errors import ConvergenceError
+
     try:
         return build()
-    except ConfigError as exc:
+    except (ConfigError, ConvergenceError) as exc:
         msg = str(exc)
-        for field, opt in OPTION_NAMES.items():
+        for field, opt in {**(names or {}), **OPTION_NAMES}.items():
             msg = re.sub(rf"(?<![-\w]){re.escape(field)}(?![\w])", opt, msg)
-        raise ConfigError(msg) from exc
+        raise type(exc)(msg) from exc
 
 
 def cat_config(*, se_stop: float | None = None, min_items: int | None = None,

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, json_safe, output_file, print_frame
+from ._common import console, json_safe, output_file, print_frame, warn
+from ._options import cli_names
+
+#: the library's names in an error -> the options that set them (``cli_names``)
+_FIT_OPTIONS = {"prior_games": "--prior-games", "ties handling": "--ties",
+                "ties='half'": "--ties half", "reference player": "--reference player"}
 
 arena_app = typer.Typer(rich_markup_mode=None, help="Paired comparisons (arena battles): Bradley-Terry ratings with ties, "
                              "adaptive matchmaking.", no_args_is_help=True)
@@ -26,17 +31,17 @@ def fit(
     as_json: bool = typer.Option(False, "--json", help="Print JSON records instead of a table."),
 ):
     """Fit Bradley-Terry ratings (MM algorithm, Rao-Kupper ties) with standard errors."""
+    from ..catalogue import resolve_battles
     from ..design.bradley_terry import BradleyTerry, read_battles
-    from ..validation import check_input_file
 
     output_file(output)
-    from ..catalogue import resolve_battles
-
-    df = read_battles(check_input_file(resolve_battles(battles), what="battles file",
-                                       option="BATTLES"))
-    model = BradleyTerry(ties=ties, prior_games=prior_games,
-                         constraint="reference" if reference else "sum_zero",
-                         reference=reference).fit(df)
+    df = read_battles(resolve_battles(battles), option="BATTLES")
+    model = cli_names(lambda: BradleyTerry(ties=ties, prior_games=prior_games,
+                                           constraint="reference" if reference else "sum_zero",
+                                           reference=reference).fit(df), _FIT_OPTIONS)
+    if not model.converged_:
+        warn(f"the MM algorithm did not converge in {model.n_iter_} iterations: the ratings "
+             "below are its last step, not the maximum likelihood")
     table = model.to_frame()
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -47,8 +52,10 @@ def fit(
         return
     print_frame(table, title=f"Bradley-Terry ratings: {model.comparisons_.n_players} players, "
                              f"{model.comparisons_.n_games} games")
-    console.print(f"Rao-Kupper tie parameter = {model.tie_param_:.4g}; log-likelihood {model.loglik_:.6g}; "
-                  f"{model.n_iter_} MM iterations")
+    tie_words = {"rao-kupper": f"Rao-Kupper tie parameter = {model.tie_param_:.4g}",
+                 "half": "a tie counted as half a win for each player",
+                 "drop": "ties left out"}[ties]
+    console.print(f"{tie_words}; log-likelihood {model.loglik_:.6g}; {model.n_iter_} MM iterations")
     if output is not None:
         console.print(f"wrote {output}")
 
@@ -63,14 +70,13 @@ def schedule_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON records instead of a table."),
 ):
     """The next pairs to play: maximal expected information about the ratings."""
+    from ..catalogue import resolve_battles
     from ..design.arena import schedule
     from ..design.bradley_terry import read_battles
-    from ..validation import check_input_file
 
-    from ..catalogue import resolve_battles
-
-    battles = check_input_file(resolve_battles(battles), what="battles file", option="BATTLES")
-    plan = schedule(read_battles(battles), n, criterion=criterion, prior_games=prior_games)
+    df = read_battles(resolve_battles(battles), option="BATTLES")
+    plan = cli_names(lambda: schedule(df, n, criterion=criterion, prior_games=prior_games),
+                     {**_FIT_OPTIONS, "n_pairs": "-n/--pairs", "unknown criterion": "unknown --criterion"})
     if as_json:
         console.print_json(json.dumps(plan.to_dict(orient="records")))
         return
