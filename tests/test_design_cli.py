@@ -51,3 +51,23 @@ def test_design_errors(capsys):
     assert "neither an existing file nor a bundled bank" in capsys.readouterr().err
     assert main(["design", "--bank", "arc", "-k", "5000"]) == 2
     assert main(["design", "--bank", "arc", "-c", "Z"]) == 2
+
+
+def test_design_errors_name_the_options(capsys):
+    """One line, exit 2, naming what the user typed (-k/--length, --criterion, ...)."""
+    for args, needle in ((["-k", "5000"], "-k/--length (5000)"), (["-k", "0"], "-k/--length (0)"),
+                         (["-c", "Z"], "unknown --criterion 'Z'"),
+                         (["--prior-precision", "-1"], "--prior-precision must be a number >= 0"),
+                         (["--prior-precision", "nan"], "--prior-precision must be a number >= 0"),
+                         (["--random-forms", "-1"], "--random-forms (-1)")):
+        assert main(["design", "--bank", "paper-arc", *args]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
+
+
+def test_design_whole_bank_skips_the_random_comparison(tmp_path, capsys):
+    """A form of every item equals every random form: no "beats 0% of them"."""
+    path = load_bank("arc").subset(np.arange(12)).write(tmp_path / "bank.csv")
+    assert main(["design", "-b", str(path), "-k", "12", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["k"] == 12 and "fraction_beaten" not in summary

@@ -78,7 +78,7 @@ class TestThetaDesign:
     def test_bad_inputs(self):
         with pytest.raises(ConfigError, match="coverage"):
             theta_design(coverage=0)
-        with pytest.raises(ConfigError, match="positive semi-definite"):
+        with pytest.raises(ConfigError, match="prior_precision must be a number >= 0"):
             theta_design(prior_precision=-1.0)
         with pytest.raises(ConfigError, match="1-D or"):
             theta_design(np.zeros((2, 2, 2)))

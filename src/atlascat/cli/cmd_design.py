@@ -7,6 +7,11 @@ from pathlib import Path
 import typer
 
 from ._common import bank_option_help, console, json_safe, output_file, print_frame
+from ._options import cli_names
+
+#: the library's names in an error -> the options that set them (``cli_names``)
+_OPTIONS = {"form length k": "-k/--length", "unknown criterion": "unknown --criterion",
+            "prior_precision": "--prior-precision"}
 
 
 def load_design_bank(spec: str):
@@ -76,16 +81,21 @@ def register(app: typer.Typer) -> None:
         import numpy as np
 
         from ..design.optimal import optimal_form, random_form_baseline
+        from ..errors import ConfigError
 
         output_file(output)
+        if random_forms < 0:
+            raise ConfigError(f"--random-forms ({random_forms}) must be >= 0 (0: no comparison)")
         b = load_design_bank(bank)
         n_dims = int(np.asarray(b.loadings).shape[1]) if hasattr(b, "loadings") else 1
         sample = None if thetas is None else _read_thetas(thetas, n_dims)
-        res = optimal_form(b, k, criterion, sample, exchange=exchange,
-                           prior_precision=prior_precision)
+        res = cli_names(lambda: optimal_form(b, k, criterion, sample, exchange=exchange,
+                                             prior_precision=prior_precision), _OPTIONS)
         summary = {"bank": bank, "n_items": len(b), "criterion": res.criterion, "k": res.k,
                    "value": res.value, "greedy_value": res.greedy_value,
                    "n_exchanges": res.n_exchanges}
+        if res.k == len(b):   # every random form is the whole bank too: nothing to compare
+            random_forms = 0
         if random_forms > 0:
             cmp = random_form_baseline(b, res.indices, res.criterion, sample, n_forms=random_forms,
                                        rng=np.random.default_rng(seed),

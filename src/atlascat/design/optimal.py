@@ -182,6 +182,8 @@ def theta_design(thetas=None, n_dims: int = 1, *, quadpts: int | None = None,
         lam0 = np.linalg.inv(cov)
     else:
         lam0 = np.asarray(prior_precision, dtype=float)
+        if lam0.ndim == 0 and not lam0 >= 0:   # NaN too
+            raise ConfigError(f"prior_precision must be a number >= 0, got {float(lam0)}")
         lam0 = np.eye(k) * float(lam0) if lam0.ndim == 0 else lam0
         if lam0.shape != (k, k) or not np.allclose(lam0, lam0.T) or np.linalg.eigvalsh(lam0).min() < 0:
             raise ConfigError(f"prior_precision must be a symmetric positive semi-definite {k}x{k} matrix")
@@ -412,7 +414,7 @@ def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: b
     n_allowed = int(allowed.sum())
     k = int(k)
     if not 1 <= k <= n_allowed:
-        raise ConfigError(f"form length k={k} must be between 1 and the {n_allowed} candidate items")
+        raise ConfigError(f"form length k ({k}) must be between 1 and the {n_allowed} candidate items")
     jitter = None if rng is None else rng.random(len(bank)) * 1e-12
 
     def pick(scores, mask):
@@ -529,7 +531,7 @@ def integrated_information(bank, forms, thetas=None) -> np.ndarray | float:
 def random_forms(n_items: int, k: int, n_forms: int, rng: np.random.Generator) -> np.ndarray:
     """``n_forms`` random forms of ``k`` distinct positions out of ``n_items``: (n_forms, k)."""
     if not 1 <= k <= n_items:
-        raise ConfigError(f"form length k={k} must be between 1 and {n_items}")
+        raise ConfigError(f"form length k ({k}) must be between 1 and {n_items}")
     return np.argsort(rng.random((int(n_forms), int(n_items))), axis=1)[:, :k]
 
 
