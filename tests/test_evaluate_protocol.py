@@ -271,6 +271,8 @@ class TestConfig:
             BenchmarkConfig(optimal_criteria=("Z",))
         with pytest.raises(ConfigError, match="random_k"):
             BenchmarkConfig(random_k=-5)
+        with pytest.raises(ConfigError, match="random_replicates must be >= 1"):
+            BenchmarkConfig(random_replicates=0)   # 0 ran one replicate, as if 1
 
     def test_needs_a_response_matrix(self):
         with pytest.raises(ConfigError, match="ResponseMatrix"):
@@ -312,6 +314,23 @@ class TestCommands:
         rm.subset(subjects=np.arange(50)).write(path)
         assert main(["benchmark", str(path), "--taus", "0.2,abc"]) == 2
         assert "comma-separated" in capsys.readouterr().err
+
+    @pytest.mark.parametrize("args,needle", [
+        (["--random-k", "-1"], "--random-k must be >= 0"),
+        (["--replicates", "0"], "--replicates must be >= 1, got 0"),
+        (["--taus", "0.2,0"], "--taus must be positive, got 0.2, 0"),
+        (["--criteria", "D,Z"], "unknown --criteria ['Z']"),
+        (["--test-size", "0.999"], "--test-size 0.999 puts all 50 subjects in the test set"),
+    ])
+    def test_bad_settings_name_the_option(self, tmp_path, capsys, args, needle):
+        from atlascat.cli import main
+
+        rm, _ = _simulated(seed=5)
+        path = tmp_path / "sim.csv"
+        rm.subset(subjects=np.arange(50)).write(path)
+        assert main(["benchmark", str(path), "-o", str(tmp_path / "run"), *args]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], lines
 
     def test_compare_rejects_non_run_dir(self, tmp_path, capsys):
         from atlascat.cli import main

@@ -160,5 +160,12 @@ def benchmark_config(*, test_size: float, prior_a=None, prior_c=None, se_method=
         raise ConfigError(f"--test-size must be in (0, 1), got {test_size}")
     cal = {k: v for k, v in (("prior_a", prior_a), ("prior_c", prior_c)) if v}
     cat = {"se_method": se_method} if se_method else {}
-    return BenchmarkConfig(test_size=test_size, calibrate_options=cal, cat_options=cat,
-                           **fields)
+    return cli_names(lambda: BenchmarkConfig(test_size=test_size, calibrate_options=cal,
+                                             cat_options=cat, **fields), BENCHMARK_OPTIONS)
+
+
+#: BenchmarkConfig's fields -> ``atlas benchmark``'s options (its errors name what was typed)
+BENCHMARK_OPTIONS = {"random_k": "--random-k", "random_replicates": "--replicates",
+                     "anchor_k": "--anchor-k", "info_k": "--info-k", "optimal_k": "--optimal-k",
+                     "CAT SE thresholds": "--taus", "optimal-form criteria": "--criteria",
+                     "test_size": "--test-size"}

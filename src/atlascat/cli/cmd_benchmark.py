@@ -99,7 +99,7 @@ def benchmark_command(
     models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
     from ..errors import ConfigError, ResponseDataError
     from ..studies.protocol import plan_stages, run_benchmark
-    from ._options import benchmark_config
+    from ._options import BENCHMARK_OPTIONS, benchmark_config, cli_names
 
     tau_values = parse_floats(taus, "--taus")
     if model.lower() in ("graded", "gpcm"):
@@ -125,7 +125,8 @@ def benchmark_command(
             raise ConfigError(_RATINGS_HINT.format(what=f"{responses} holds ratings")) from None
         raise
     with stage_progress(plan_stages(config), name) as done:
-        run = run_benchmark(rm, config, name=name, progress=done)
+        run = cli_names(lambda: run_benchmark(rm, config, name=name, progress=done),
+                        BENCHMARK_OPTIONS)
     run.info["source"] = str(responses)
     run.write(out)
     _show(run, name, out, quiet)
