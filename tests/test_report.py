@@ -95,3 +95,21 @@ def test_multi_run_report_has_overview(runs):
     assert "Overview" in " ".join(p.text)
     assert {a.get("href") for t, a in p.attrs if t == "a"} == {"#run0", "#run1"}
     assert {a.get("id") for t, a in p.attrs if t == "h2" and a.get("id")} == {"run0", "run1"}
+
+
+def test_settings_name_the_forms_the_tables_hold():
+    """The report's "fixed forms" line lists the methods of the tables, with the size actually
+    used (a size above the bank is capped at it) and no form that was switched off."""
+    rng = np.random.default_rng(4)
+    n, j = 200, 30
+    bank = ItemBank([f"i{k}" for k in range(j)], rng.lognormal(0.3, 0.3, j), rng.normal(0, 1, j))
+    y = (rng.random((n, j)) < bank.probability(rng.normal(size=n))).astype(float)
+    rm = ResponseMatrix(y, [f"m{k}" for k in range(n)], bank.item_ids)
+    cfg = BenchmarkConfig(seed=1, taus=(0.4,), random_k=500, random_replicates=2, anchor_k=0,
+                          info_k=10, optimal_k=0, model_fit=False, se_calibration=False,
+                          filter=False, model="2pl")
+    run = run_benchmark(rm, cfg, name="capped")
+    text = " ".join(_parse(build_report([run])).text)
+    assert "Random-30 x 2 replicates, Info-10" in text, text[:2000]
+    assert "Anchor-0" not in text and "optimal-0" not in text and "Random-500" not in text
+

@@ -256,6 +256,15 @@ def _kv(items: dict) -> str:
                                      for k, v in items.items()) + "</dl>"
 
 
+def _fixed_forms(summary: pd.DataFrame) -> str:
+    """The fixed forms the run scored, as its tables label them (the size used: a size above
+    the bank is capped at it), with the replicates of a randomized form; "none" if none."""
+    rows = summary[~summary["method"].map(_is_cat)]
+    return ", ".join(f"{r['method']}" + (f" x {int(r['replicates'])} replicates"
+                                          if int(r.get("replicates", 1)) > 1 else "")
+                     for _, r in rows.iterrows()) or "none"
+
+
 def _run_section(run, anchor: str) -> str:
     info = run.info or {}
     cal = info.get("calibration", {}) or {}
@@ -271,9 +280,7 @@ def _run_section(run, anchor: str) -> str:
             f"{k} {info['fit'][k]:.3f}" for k in ("RMSEA", "SRMSR", "CFI", "TLI")
             if k in info["fit"]) if info.get("fit") else "not computed"),
         "CAT": f"tau in {', '.join(f'{t:g}' for t in cfg.taus)}; options {cfg.cat_options or 'paper defaults'}",
-        "fixed forms": f"Random-{cfg.random_k} x {cfg.random_replicates} replicates, "
-                       f"Anchor-{cfg.anchor_k}, Info-{cfg.info_k}, "
-                       f"{'/'.join(cfg.optimal_criteria)}-optimal-{cfg.optimal_k}",
+        "fixed forms": _fixed_forms(run.summary),
         "seed": cfg.seed,
     }
     parts = [f'<h2 id="{anchor}">{html.escape(run.name)}</h2>', '<div class="card">', _kv(facts),
