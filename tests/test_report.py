@@ -112,6 +112,7 @@ def test_settings_name_the_forms_the_tables_hold():
     text = " ".join(_parse(build_report([run])).text)
     assert "Random-30 x 2 replicates, Info-10" in text, text[:2000]
     assert "Anchor-0" not in text and "optimal-0" not in text and "Random-500" not in text
+    assert "leaderboard" not in text   # a simulated matrix: the lead says "recorded answers"
 
 
 def test_error_figure_labels_neither_overlap_nor_leave_the_axes():

@@ -354,9 +354,10 @@ def build_report(runs, *, title: str = "ATLAS benchmark report") -> str:
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body><main>",
              f"<h1>{html.escape(title)}</h1>",
-             f'<p class="lead">ATLAS adaptive testing against static subsets on real leaderboard '
-             f"answers: each test model is scored from its own answers on the items each method "
-             f"picks, and compared with its whole-bank theta. atlascat {__version__}.</p>"]
+             f'<p class="lead">ATLAS adaptive testing against static subsets on recorded '
+             f"answers: each held-out test model is scored from its own answers on the items "
+             f"each method picks, and compared with its whole-bank theta. atlascat "
+             f"{__version__}.</p>"]
     if len(runs) > 1:
         from .tables import unique_names, wide_ability_table
 
