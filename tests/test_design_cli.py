@@ -71,3 +71,25 @@ def test_design_whole_bank_skips_the_random_comparison(tmp_path, capsys):
     assert main(["design", "-b", str(path), "-k", "12", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["k"] == 12 and "fraction_beaten" not in summary
+
+
+def test_design_reads_the_theta_column_of_a_simulate_output(tmp_path, capsys):
+    """`atlas simulate --thetas` writes theta beside theta_ref; `atlas design --thetas` reads its
+    `theta` column (the docs' column) and designs exactly as for that column alone."""
+    bank = load_bank("arc").subset(np.arange(120))
+    path = bank.write(tmp_path / "bank.csv")
+    theta = np.random.default_rng(3).normal(0.5, 0.8, 200)
+    sim = tmp_path / "person_scores.csv"
+    pd.DataFrame({"subject_id": [f"m{i}" for i in range(200)], "theta": theta, "se": 0.2,
+                  "theta_ref": theta + 0.1, "error": -0.1}).to_csv(sim, index=False)
+    assert main(["design", "-b", str(path), "-k", "8", "--thetas", str(sim), "--json",
+                 "--random-forms", "0"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["item_ids"] == optimal_form(bank, 8, "D", theta).item_ids.tolist()
+    pd.DataFrame({"theta_ref": theta}).to_csv(sim, index=False)
+    assert main(["design", "-b", str(path), "-k", "8", "--thetas", str(sim)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--thetas" in err and "no column theta" in err and "theta_ref" in err
+    pd.DataFrame({"theta": [0.1, float("nan")]}).to_csv(sim, index=False)
+    assert main(["design", "-b", str(path), "-k", "8", "--thetas", str(sim)]) == 2
+    assert "row 1" in capsys.readouterr().err

@@ -39,14 +39,20 @@ def _read_thetas(path: Path, n_dims: int):
     from ..validation import read_frame
 
     df = read_frame(path, what="theta file", option="--thetas", error=ConfigError)
-    cols = [c for c in df.columns if str(c).lower().startswith("theta")]
-    if not cols:
-        raise ConfigError(f"{path}: no column named theta (or theta1..thetaK) with abilities")
-    if len(cols) != n_dims:
-        raise ConfigError(f"{path}: {len(cols)} theta column(s) {cols} but the bank has {n_dims} dimension(s)")
+    names = {str(c).lower(): c for c in df.columns}
+    want = ["theta"] if n_dims == 1 else [f"theta{d}" for d in range(1, n_dims + 1)]
+    if n_dims == 1 and "theta" not in names and "theta1" in names:
+        want = ["theta1"]
+    if not all(w in names for w in want):   # other theta* columns (theta_ref, ...) are not read
+        found = [c for c in df.columns if str(c).lower().startswith("theta")]
+        raise ConfigError(f"--thetas {str(path)!r}: no column {' / '.join(want)} with abilities for "
+                          f"a bank of {n_dims} dimension(s) (theta columns: {found or 'none'})")
+    cols = [names[w] for w in want]
     values = df[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-    if not np.isfinite(values).all():
-        raise ConfigError(f"{path}: theta columns must be finite numbers")
+    bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
+    if bad.size:
+        raise ConfigError(f"--thetas {str(path)!r}: row {bad[0]} ({bad.size} row(s) in all) holds "
+                          f"no finite ability in {' / '.join(map(str, cols))}; drop such rows")
     return values[:, 0] if n_dims == 1 else values
 
 
