@@ -188,3 +188,19 @@ class TestCLIBadInput:
         monkeypatch.setattr(BradleyTerry.__init__, "__defaults__", tuple(defaults))
         assert main(["arena", "fit", str(path)]) == 0
         assert "did not converge in 2 iterations" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--players", "2"], "--players must be >= 3, got 2"),
+    (["--seeds", "0"], "--seeds must be >= 1, got 0"),            # was a pandas KeyError
+    (["--games", "0"], "--games must be >= 1, got 0"),            # was an IndexError
+    (["--rating-sd", "-1"], "--rating-sd must be a finite number > 0"),   # was numpy's ValueError
+    (["--rating-sd", "0"], "--rating-sd must be a finite number > 0"),    # printed nan
+    (["--threshold", "2"], "--threshold must be a Spearman correlation in (0, 1]"),
+    (["--tie-param", "0.5"], "--tie-param must be Rao and Kupper's theta >= 1"),
+])
+def test_arena_simulate_bad_settings_are_one_line(capsys, args, needle):
+    assert main(["arena", "simulate", *args]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err and needle in lines[0], err

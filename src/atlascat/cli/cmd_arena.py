@@ -97,8 +97,11 @@ def simulate_cmd(
     """Adaptive vs random vs round-robin pairing: games to reach a rank correlation."""
     from ..design.arena import compare_schedulers
 
-    df = compare_schedulers(players, rating_sd=rating_sd, n_seeds=seeds, n_games=games,
-                            threshold=threshold, tie_param=tie_param, seed=seed)
+    df = cli_names(lambda: compare_schedulers(players, rating_sd=rating_sd, n_seeds=seeds,
+                                              n_games=games, threshold=threshold,
+                                              tie_param=tie_param, seed=seed),
+                   {"n_seeds": "--seeds", "rating_sd": "--rating-sd", "threshold": "--threshold",
+                    "n_games": "--games", "tie_param": "--tie-param", "n_players": "--players"})
     summary = df.groupby("strategy", sort=False).agg(
         games_first=("games_first", "mean"), games_sustained=("games_sustained", "mean"),
         reached=("reached", "mean"), final_spearman=("final_spearman", "mean")).reset_index()
