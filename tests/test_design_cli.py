@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from atlascat.cli import main
@@ -93,3 +94,25 @@ def test_design_reads_the_theta_column_of_a_simulate_output(tmp_path, capsys):
     pd.DataFrame({"theta": [0.1, float("nan")]}).to_csv(sim, index=False)
     assert main(["design", "-b", str(path), "-k", "8", "--thetas", str(sim)]) == 2
     assert "row 1" in capsys.readouterr().err
+
+
+def test_design_expected_se_is_the_error_of_scoring_the_form(tmp_path, capsys):
+    """The stated expected SE (root mean of 1 / (1 + test information) over N(0, 1): the A
+    criterion) is what scoring the form gives: EAP on the form for 4000 simulees drawn from
+    N(0, 1) misses their true theta by an RMSE at most that, and within 15% of it (the
+    information approximation is slightly conservative: 0.33 against 0.35 here)."""
+    import atlascat as at
+
+    rng = np.random.default_rng(11)
+    bank = load_bank("arc").subset(np.arange(150))
+    path = bank.write(tmp_path / "bank.csv")
+    assert main(["design", "-b", str(path), "-k", "15", "--json", "--random-forms", "0",
+                 "-o", str(tmp_path / "form.csv")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    form = bank.subset(bank.index_of(summary["item_ids"]))
+    assert summary["expected_se"] == pytest.approx(np.sqrt(form_criterion(bank, summary["item_ids"], "A")))
+    theta = rng.normal(size=4000)
+    y = (rng.random((4000, len(form))) < form.probability(theta)).astype(float)
+    est = at.estimate_ability(y, form, method="eap")
+    rmse = float(np.sqrt(np.mean((np.asarray(est.theta) - theta) ** 2)))
+    assert 0.85 * summary["expected_se"] < rmse <= summary["expected_se"], (rmse, summary)

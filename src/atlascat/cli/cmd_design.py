@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         """
         import numpy as np
 
-        from ..design.optimal import optimal_form, random_form_baseline
+        from ..design.optimal import form_criterion, optimal_form, random_form_baseline
         from ..errors import ConfigError
 
         output_file(output)
@@ -100,6 +100,9 @@ def register(app: typer.Typer) -> None:
         summary = {"bank": bank, "n_items": len(b), "criterion": res.criterion, "k": res.k,
                    "value": res.value, "greedy_value": res.greedy_value,
                    "n_exchanges": res.n_exchanges}
+        if n_dims == 1:   # the A criterion is the mean posterior variance over the abilities
+            summary["expected_se"] = float(np.sqrt(form_criterion(
+                b, res.indices, "A", sample, prior_precision=prior_precision)))
         if res.k == len(b):   # every random form is the whole bank too: nothing to compare
             random_forms = 0
         if random_forms > 0:
@@ -123,6 +126,10 @@ def register(app: typer.Typer) -> None:
         direction = "minimized" if res.criterion == "A" else "maximized"
         console.print(f"criterion {res.criterion} ({direction}): {res.value:.6g} "
                       f"(greedy {res.greedy_value:.6g}, {res.n_exchanges} exchange(s))")
+        if "expected_se" in summary:
+            console.print(f"expected SE over the abilities: {summary['expected_se']:.3f} (root "
+                          "mean of 1 / (prior precision + test information); EAP on the form "
+                          "does as well or slightly better)")
         if random_forms > 0:
             console.print(f"median of {random_forms} random {res.k}-item forms: "
                           f"{summary['random_median']:.6g}; beats {summary['fraction_beaten']:.0%} of them")
