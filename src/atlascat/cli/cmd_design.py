@@ -128,8 +128,7 @@ def register(app: typer.Typer) -> None:
                       f"(greedy {res.greedy_value:.6g}, {res.n_exchanges} exchange(s))")
         if "expected_se" in summary:
             console.print(f"expected SE over the abilities: {summary['expected_se']:.3f} (root "
-                          "mean of 1 / (prior precision + test information); EAP on the form "
-                          "does as well or slightly better)")
+                          "mean of 1 / (prior precision + test information) over them)")
         if random_forms > 0:
             console.print(f"median of {random_forms} random {res.k}-item forms: "
                           f"{summary['random_median']:.6g}; beats {summary['fraction_beaten']:.0%} of them")
