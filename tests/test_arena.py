@@ -162,6 +162,8 @@ class TestCLIBadInput:
         ("model_a,model_b,winner\nx,y,a\ny,x,a\n", ["schedule", "-n", "0"], ["-n/--pairs"]),
         ("model_a,model_b,winner\nx,y,a\ny,x,a\n", ["schedule", "--criterion", "rank"], ["--criterion"]),
         ("model_a,model_b,winner\nx,y,a\ny,x,a\n", ["schedule", "--prior-games", "-1"], ["--prior-games"]),
+        ("model_a,model_b,winner\nx,,a\nx,,b\n", ["fit"], ["row 0: model_b is missing (2 such row(s))"]),
+        ("model_a,model_b,winner\nx,y,a\ny,,b\nx,y,b\n", ["fit"], ["row 1: model_b is missing"]),
     ])
     def test_one_line(self, tmp_path, capsys, rows, args, needles):
         path = tmp_path / "battles.csv"

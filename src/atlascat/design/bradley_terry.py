@@ -162,7 +162,12 @@ def comparisons_from_battles(battles: pd.DataFrame, players=None) -> Comparisons
     missing = need - set(battles.columns)
     if missing:
         raise ResponseDataError(f"battles need columns model_a, model_b, winner; missing {sorted(missing)}")
-    df = battles.dropna(subset=["model_a", "model_b"])
+    df = battles
+    for col in ("model_a", "model_b"):
+        if df[col].isna().any():
+            row = df.index[np.flatnonzero(df[col].isna().to_numpy())[0]]
+            raise ResponseDataError(f"row {row}: {col} is missing ({int(df[col].isna().sum())} "
+                                    "such row(s)); every game names both players")
     a = df["model_a"].astype(str)
     b = df["model_b"].astype(str)
     self_play = np.flatnonzero((a == b).to_numpy())
