@@ -173,8 +173,13 @@ def _show(run, name: str, out: Path, quiet: bool) -> None:
     if sel:
         bics = ", ".join(f"{r['model']} {r['bic']:.0f}" for r in sel["candidates"])
         console.print(f"model: [bold]{run.info['calibration']['model']}[/] (BIC {bics})")
-    factors = run.info.get("se_calibration", {}).get("factors", {})
+    se_cal = run.info.get("se_calibration", {})
+    factors = se_cal.get("factors", {})
     if factors:
         console.print("CAT SE factor on validation train models: " + ", ".join(
             f"tau={float(t):g}: {k:.2f}" for t, k in factors.items()))
+    elif se_cal.get("note"):   # the table's "Cov. (val.-calibrated SE)" column is empty: why
+        console.print(f"CAT SE factor: {se_cal['note']}")
+    if "skipped" in (run.info.get("fit") or {}):
+        console.print(f"model fit (M2): not computed, {run.info['fit']['skipped']}")
     console.print(f"run written to [bold]{escape(str(out))}[/]")

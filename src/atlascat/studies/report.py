@@ -304,7 +304,8 @@ def _run_section(run, anchor: str) -> str:
                                  ("model", "loglik", "n_iter", "converged", "seconds")),
         "model fit (M2, partition mean)": (", ".join(
             f"{k} {info['fit'][k]:.3f}" for k in ("RMSEA", "SRMSR", "CFI", "TLI")
-            if k in info["fit"]) if info.get("fit") else "not computed"),
+            if k in info["fit"]) if info.get("fit") and "skipped" not in info["fit"] else
+            "not computed" + (f" ({info['fit']['skipped']})" if info.get("fit") else "")),
         "CAT": f"tau in {', '.join(f'{t:g}' for t in cfg.taus)}; options {cfg.cat_options or 'paper defaults'}",
         "fixed forms": _fixed_forms(run.summary),
         "seed": cfg.seed,
