@@ -206,3 +206,15 @@ def test_arena_simulate_bad_settings_are_one_line(capsys, args, needle):
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err and needle in lines[0], err
+
+
+def test_arena_fit_says_which_ranks_the_games_tell_apart(tmp_path, capsys):
+    """The bundled arena: 2 of its 7 neighbouring pairs are separated at 95%; the line names
+    them and counts the others; --json carries every pair."""
+    assert main(["arena", "fit", "arena-demo"]) == 0
+    out = capsys.readouterr().out
+    assert ("neighbouring ranks told apart at 95% (difference > 1.96 SE): 5-6 (ember > fjord), "
+            "7-8 (grove > heath); 5 other neighbouring pair(s) could swap") in " ".join(out.split())
+    assert main(["arena", "fit", "arena-demo", "--json"]) == 0
+    adjacent = json.loads(capsys.readouterr().out)["adjacent"]
+    assert [a["separated"] for a in adjacent] == [False, False, False, False, True, False, True]

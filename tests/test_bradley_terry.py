@@ -216,3 +216,28 @@ class TestNoMaximum:
     def test_nan_prior_games_is_refused(self):
         with pytest.raises(ConfigError, match="prior_games"):
             BradleyTerry(prior_games=float("nan")).fit(battles([("x", "y", "a", 1), ("y", "x", "a", 1)]))
+
+
+class TestRankStability:
+    def test_adjacent_difference_se_is_the_closed_form(self):
+        """Two players without ties: the difference log(w / l) has SE 1 / sqrt(n p q), whatever
+        the constraint; separated iff difference > 1.96 SE."""
+        for w, l, apart in ((14, 6, False), (40, 10, True)):
+            df = battles([("A", "B", "a", w), ("A", "B", "b", l)])
+            p = w / (w + l)
+            for fit in (BradleyTerry().fit(df),
+                        BradleyTerry(constraint="reference", reference="B").fit(df)):
+                gap = fit.adjacent_differences().iloc[0]
+                assert (gap.player, gap.next_player) == ("A", "B")
+                assert gap.difference == pytest.approx(np.log(w / l), abs=1e-9)
+                assert gap.se == pytest.approx(1 / np.sqrt((w + l) * p * (1 - p)), rel=1e-8)
+                assert bool(gap.separated) is apart
+
+    def test_neighbours_follow_the_ratings(self, rng):
+        _, comp = random_arena(rng, n=6, games=300)
+        fit = BradleyTerry().fit(comp)
+        gaps = fit.adjacent_differences()
+        table = fit.to_frame()
+        assert gaps.player.tolist() == table.player.tolist()[:-1]
+        assert gaps.next_player.tolist() == table.player.tolist()[1:]
+        assert (gaps.difference >= 0).all() and (gaps.separated == (gaps.difference > 1.96 * gaps.se)).all()

@@ -46,9 +46,11 @@ def fit(
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(output, index=False, float_format="%.10g")
+    gaps = model.adjacent_differences()
     if as_json:
         console.print_json(json.dumps(json_safe({"tie_param": model.tie_param_, "loglik": model.loglik_,
-                                       "ratings": table.to_dict(orient="records")})))
+                                       "ratings": table.to_dict(orient="records"),
+                                       "adjacent": gaps.to_dict(orient="records")})))
         return
     print_frame(table, title=f"Bradley-Terry ratings: {model.comparisons_.n_players} players, "
                              f"{model.comparisons_.n_games} games")
@@ -56,8 +58,20 @@ def fit(
                  "half": "a tie counted as half a win for each player",
                  "drop": "ties left out"}[ties]
     console.print(f"{tie_words}; log-likelihood {model.loglik_:.6g}; {model.n_iter_} MM iterations")
+    console.print(_stability_line(gaps))
     if output is not None:
         console.print(f"wrote {output}")
+
+
+def _stability_line(gaps) -> str:
+    """Which neighbouring ranks the games tell apart at 95%."""
+    apart = [f"{r.rank}-{r.rank + 1} ({r.player} > {r.next_player})"
+             for r in gaps.itertuples() if r.separated]
+    if len(apart) == len(gaps):
+        return "every rank is told apart from the next at 95% (difference > 1.96 SE)"
+    told = ", ".join(apart) if apart else "none"
+    return (f"neighbouring ranks told apart at 95% (difference > 1.96 SE): {told}; "
+            f"{len(gaps) - len(apart)} other neighbouring pair(s) could swap")
 
 
 @arena_app.command("schedule")

@@ -517,6 +517,21 @@ class BradleyTerry:
         return pd.DataFrame({"model_a": self.players_[ia], "model_b": self.players_[ib],
                              "p_a": pa, "p_tie": pt, "p_b": pb})
 
+    def adjacent_differences(self, z: float = 1.959963984540054) -> pd.DataFrame:
+        """Each player against the next in rating order: rank, player, next_player, difference
+        (rating - next rating), se (of the difference, from the covariance:
+        sqrt(v_i + v_j - 2 c_ij)) and separated (difference > z se: the two ranks would not
+        swap at 95%); the ranking is stable only where neighbours are separated."""
+        self._check_fitted()
+        order = np.argsort(-self.ratings_, kind="stable")
+        a, b = order[:-1], order[1:]
+        diff = self.ratings_[a] - self.ratings_[b]
+        var = self.cov_[a, a] + self.cov_[b, b] - 2.0 * self.cov_[a, b]
+        se = np.sqrt(np.maximum(var, 0.0))
+        return pd.DataFrame({"rank": np.arange(1, len(a) + 1), "player": self.players_[a],
+                             "next_player": self.players_[b], "difference": diff, "se": se,
+                             "separated": diff > z * se})
+
     def to_frame(self) -> pd.DataFrame:
         """Ratings table sorted by rating: player, rating, se, elo, elo_se, rank, record."""
         self._check_fitted()
