@@ -181,6 +181,9 @@ class TestCLIBadInput:
         assert main(["arena", "fit", str(path), "--ties", "half"]) == 0
         out = capsys.readouterr().out
         assert "half a win" in out and "Rao-Kupper" not in out
+        assert main(["arena", "fit", str(path), "--ties", "drop"]) == 0
+        out = capsys.readouterr().out
+        assert "2 players, 3 games (1 ties left out)" in out and "Rao-Kupper" not in out
 
     def test_unconverged_fit_says_so(self, tmp_path, capsys, monkeypatch):
         path = tmp_path / "battles.csv"

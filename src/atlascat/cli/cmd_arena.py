@@ -52,8 +52,11 @@ def fit(
                                        "ratings": table.to_dict(orient="records"),
                                        "adjacent": gaps.to_dict(orient="records")})))
         return
-    print_frame(table, title=f"Bradley-Terry ratings: {model.comparisons_.n_players} players, "
-                             f"{model.comparisons_.n_games} games")
+    comp = model.comparisons_
+    n_ties = int(round(comp.ties.sum() / 2))
+    dropped = f" ({n_ties} ties left out)" if ties == "drop" and n_ties else ""
+    print_frame(table, title=f"Bradley-Terry ratings: {comp.n_players} players, "
+                             f"{comp.n_games} games{dropped}")
     tie_words = {"rao-kupper": f"Rao-Kupper tie parameter = {model.tie_param_:.4g}",
                  "half": "a tie counted as half a win for each player",
                  "drop": "ties left out"}[ties]
