@@ -272,7 +272,7 @@ class TestConfig:
         with pytest.raises(ConfigError, match="random_k"):
             BenchmarkConfig(random_k=-5)
         with pytest.raises(ConfigError, match="random_replicates must be >= 1"):
-            BenchmarkConfig(random_replicates=0)   # 0 ran one replicate, as if 1
+            BenchmarkConfig(random_replicates=0)   # random_k=0 switches Random-k off
 
     def test_needs_a_response_matrix(self):
         with pytest.raises(ConfigError, match="ResponseMatrix"):
@@ -358,9 +358,9 @@ def test_model_auto_means_what_it_means_in_calibrate():
 
 
 def test_benchmark_of_continuous_scores_skips_m2_and_says_why(tmp_path, capsys):
-    """M2 tests 0/1 answers: on scores in (0, 1) the benchmark runs to the end (it stopped with
-    "M2 needs 0/1 scores"), run.json and the report say the fit was not computed and why, and
-    the command line says why the validation SE factor column is empty."""
+    """M2 tests 0/1 answers: on scores in (0, 1) the benchmark runs to the end, run.json and the
+    report say the fit was not computed and why, and the command line says why the validation
+    SE factor column is empty."""
     from atlascat.cli import main
     from atlascat.studies.report import build_report
 
