@@ -185,3 +185,21 @@ def test_compare_models_says_when_one_run_is_approximate(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "(APPROXIMATE), run" in err and "mixes two ways of asking" in err
     assert main(["compare-models", str(tmp_path / "sim"), str(tmp_path / "sim"), "--json"]) == 2
+
+
+def test_a_run_answered_from_the_cache_says_so(tmp_path, capsys):
+    """Two checkpoints served one after the other under one name: the second run of the same
+    store gets the first one's answers from the cache; the command says so (--no-cache asks)."""
+    from atlascat.catalogue import BankRef
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    db = tmp_path / "runs.sqlite"
+    errs = []
+    with MockOpenAIServer(BankRef.from_option("arc").load(), 0.5, seed=3) as srv:
+        for extra in ([], [], ["--no-cache"]):
+            assert main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}", "--llm",
+                         "ckpt", "--se-stop", "0.3", "--db", str(db), "-q", *extra]) == 0
+            errs.append(capsys.readouterr().err)
+    cached = [("answers came from the answer cache" in e) for e in errs]
+    assert cached == [False, True, False]
+    assert "a new checkpoint served under the same name needs --no-cache" in errs[1]

@@ -530,6 +530,8 @@ def _write(o: _Options, live, rows: list[dict]) -> None:
 def _print(o: _Options, live, rows: list[dict]) -> None:
     from ._suite_evaluate import print_suite
 
+    for job, row in zip(live.jobs, rows):
+        _cache_note(live.store, job.run_id, row)
     if o.as_json:
         typer.echo(json.dumps(rows, indent=1, default=str))
         return
@@ -542,6 +544,17 @@ def _print(o: _Options, live, rows: list[dict]) -> None:
     for job, row in zip(live.jobs, rows):
         if job.kind == "suite":
             print_suite(row)
+
+
+def _cache_note(store, run_id: str, row: dict) -> None:
+    """Say how many of a run's answers the answer cache gave (a new checkpoint served under
+    the name an earlier run of this store used would get that run's answers)."""
+    steps = store.steps(run_id)
+    n = int((steps["cached"] == 1).sum())
+    if n:
+        _say(f"note: run {run_id} ({row['model']}): {n} of {len(steps)} answers came from the "
+             f"answer cache ({row['model']!r} at this endpoint answered them in an earlier run "
+             "of this store); a new checkpoint served under the same name needs --no-cache")
 
 
 def _print_single(rows: list[dict], held: list) -> None:
