@@ -72,8 +72,8 @@ HELP = {
     "db": "SQLite run store: OUTPUT/runs.sqlite with --output, else runs.sqlite in $ATLAS_HOME "
           "(default $XDG_DATA_HOME/atlascat, ~/.local/share/atlascat); never the current "
           "directory.",
-    "resume": "Continue run RUN_ID (repeatable); bank, subject and settings come from its run "
-              "store: --db, else the one `atlas runs` lists it in.",
+    "resume": "Continue run RUN_ID (repeatable), found in --db or the stores `atlas runs` "
+              "lists.",
     "device": "hf: / lmeval: subjects: cpu or cuda (the backend chooses when not given).",
     "chat": "openai: subjects: /v1/chat/completions or /v1/completions text prompts (both "
             "approximate).",

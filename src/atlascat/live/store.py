@@ -131,6 +131,7 @@ def known_stores() -> list[Path]:
             stores.append(Path(line))
     return stores
 
+
 def _check_foreign(path: Path) -> None:
     """Refuse a SQLite database of something else before a run store writes its tables (and
     its WAL journal mode) into it: an existing database with tables but no ``meta`` table."""
