@@ -285,6 +285,8 @@ def run_evaluate(o: _Options) -> None:
 
     if o.batch_size is not None and o.batch_size < 1:
         raise ConfigError(f"--batch-size must be >= 1, got {o.batch_size}")
+    if o.max_concurrency < 1:
+        raise ConfigError(f"--max-concurrency must be >= 1, got {o.max_concurrency}")
     o.bank = one_bank(o.bank, required=False)  # a second --bank points to --suite
     if o.suite is not None and (o.bank or o.resume):
         raise ConfigError("--suite asks the suite's own banks; drop "
