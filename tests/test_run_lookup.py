@@ -50,6 +50,11 @@ def test_a_killed_run_is_listed_and_resumed_by_its_id_alone(tmp_path, capsys):
         assert main(["runs", "--json"]) == 0      # listed without --db
         run = json.loads(capsys.readouterr().out)[0]
         assert run["db"] == str(db) and run["state"] == "interrupted" and run["n_items"] >= 1
+        page = tmp_path / "page.html"   # its steps and page say interrupted, as the list does
+        assert main(["runs", "--run", run["run_id"], "-o", str(page)]) == 0
+        shown = capsys.readouterr().out
+        assert "(mock, interrupted," in shown and "nan" not in shown
+        assert "<td>status</td><td>interrupted</td>" in page.read_text().replace("\n", "")
         assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5", "--se-stop",
                      "0.3", "--min-items", "5", "--max-items", "6", "-o",
                      str(tmp_path / "other"), "-q"]) == 0

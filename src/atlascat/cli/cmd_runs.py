@@ -134,7 +134,7 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
     shown = _estimates(steps[cols].astype(object), info["kind"] == "suite")
     if lb.get("ratings"):         # an ordinal bank's steps: each one's rating
         shown = shown.rename(columns={"score": "rating"})
-    print_frame(shown, title=f"run {run_id} ({info['model']}, {info['status']}, "
+    print_frame(shown.fillna("-"), title=f"run {run_id} ({info['model']}, {info['state']}, "
                              f"protocol {proto})", max_rows=1000)
     if info.get("error") and info["status"] != "done":   # why it stopped (the page says it too)
         console.print(f"last error: {info['error']}", markup=False, highlight=False)

@@ -605,7 +605,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("endpoint", subj.get("base_url", subj.get("command", subj.get("type")))),
         *_asked_rows(subj, prm, proto, bank, steps["item_id"].astype(str).tolist()),
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
-        ("status", info["status"] + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
+        ("status", info.get("state", info["status"])
+         + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
         *summary[1:],  # the first is the page's headline
         *_observed_rows(info, ordinal, own, continuous),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"

@@ -420,9 +420,16 @@ class RunStore:
                                + (f"; recent runs: {', '.join(known)}" if known else
                                   "; the database has no runs (check --db)"))
         out = _public(dict(row))
+        out["state"] = self._state(out)   # as list_runs says it: a killed run is interrupted
         for key in ("subject_json", "config_json", "prompt_json", "session_json"):
             out[key[:-5]] = json.loads(out.pop(key))
         return _with_estimates(out)
+
+    def _state(self, r: dict) -> str:
+        """A run's status, ``interrupted`` for a ``running`` one whose process is gone."""
+        gone = r["status"] == "running" and r["host"] == socket.gethostname() and (
+            not _pid_alive(r["pid"]) or self._abandoned(r["run_id"]))
+        return "interrupted" if gone else r["status"]
 
     # ------------------------------------------------------------------ one process per run
     def _lock_path(self, run_id: str) -> Path:
@@ -578,13 +585,8 @@ class RunStore:
         pending = {r[0]: r[1] for r in self._con().execute(
             "SELECT run_id, COUNT(*) FROM steps WHERE status IN ('pending', 'scored') "
             "GROUP BY run_id")}
-        host = socket.gethostname()
         for r in rows:
-            state = r["status"]
-            if state == "running" and r["host"] == host and (not _pid_alive(r["pid"])
-                                                             or self._abandoned(r["run_id"])):
-                state = "interrupted"
-            r["state"] = state
+            r["state"] = self._state(r)
             r["pending"] = pending.get(r["run_id"], 0)
             _with_estimates(r)
         cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "score_sum",
