@@ -158,3 +158,15 @@ def test_a_moved_run_folder_is_resumed_where_it_is_now(tmp_path, capsys):
     assert not old.exists()
     assert [r["run_id"] for r in json.loads((new / "results.json").read_text())] == [rid]
     assert (new / "reports" / f"{rid}.html").exists()
+
+
+def test_a_run_folder_whose_store_is_elsewhere_is_found(tmp_path, capsys):
+    """`-o OUT --db STORE`: the folder has results.json, the store is elsewhere; compare-models
+    OUT finds the run in the stores runs are remembered in."""
+    for name, theta in (("a", "0.7"), ("b", "0.2")):
+        assert main(["evaluate", "--bank", "arc", "--subject", f"simulate:{theta}", "--se-stop",
+                     "0.3", "-o", str(tmp_path / name), "--db", str(tmp_path / f"{name}.sqlite"),
+                     "-q"]) == 0
+    capsys.readouterr()
+    assert main(["compare-models", str(tmp_path / "a"), str(tmp_path / "b"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["benchmark"] == "arc"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import AtlasError, ConfigError
+from ..errors import AtlasError, ConfigError, LiveRunError
 from ..catalogue.bankref import BankRef
 from .runner import RunResult, bank_hash, continue_run, start_run
 from .store import RunStore
@@ -255,11 +255,16 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise ConfigError(f"{str(results)!r} is not a live run's results file ({exc})") \
             from None
-    if not store.exists():
-        if db is None or not Path(db).exists():
-            raise ConfigError(f"run {run_id} of {str(folder)!r} is stored elsewhere (its folder "
-                              "has no runs.sqlite): give the run store with --db")
+    if not store.exists() and db is not None and Path(db).exists():
         store = Path(db)
+    elif not store.exists():
+        from .store import find_run_store
+
+        try:   # the store it was run with (--db), remembered where runs are
+            store = find_run_store(run_id)
+        except LiveRunError:
+            raise ConfigError(f"run {run_id} of {str(folder)!r} is stored elsewhere (its "
+                              "folder has no runs.sqlite): give the run store with --db") from None
     if len(set(ids)) > 1:
         raise ConfigError(f"{str(folder)!r} holds {len(set(ids))} runs ({', '.join(ids)}): give "
                           f"one of their ids with --db {str(store)!r}")
