@@ -147,6 +147,7 @@ def test_simulate_cost_aware_stopping(files, capsys):
     spent = spent.groupby("subject_id")["cost"].sum()
     np.testing.assert_allclose(persons.set_index("subject_id")["cost"].loc[spent.index], spent)
     assert persons["cost"].max() <= 40 and set(persons["stop_reason"]) == {"budget"}
+    persons_budget = persons
     summary = json.loads((out / "summary.json").read_text())
     assert summary["cost_mean"] == pytest.approx(persons["cost"].mean())
     assert summary["config"]["budget"] == 40 and summary["config"]["cost_column"] == "tokens"
@@ -156,8 +157,16 @@ def test_simulate_cost_aware_stopping(files, capsys):
     persons = pd.read_csv(tmp / "value_run" / "person_scores.csv")
     assert (persons["stop_reason"] == "cost").all()
     assert (persons["cost"] == persons["n_items"]).all()
+    assert main(["simulate", str(tmp / "responses.csv"), "--bank", str(tmp / "costed.csv"),
+                 "--cost-column", "tokens", "--budget", "40", "--selection", "mfi-cost",
+                 "--min-items", "1", "-o", str(tmp / "per_cost"), "--quiet"]) == 0
+    per_cost = pd.read_csv(tmp / "per_cost" / "person_scores.csv")
+    assert per_cost["cost"].max() <= 40
+    assert per_cost["n_items"].mean() > persons_budget["n_items"].mean()   # cheaper items
     capsys.readouterr()
     for args, words in ((["--budget", "10"], ["budget", "--cost-per-item or --cost-column"]),
+                        (["--selection", "mfi-cost"], ["--selection", "mfi-cost",
+                                                       "--cost-column"]),
                         (["--cost-column", "nope", "--budget", "5"], ["nope"]),
                         (["--suite", "openllm-v1", "--budget", "5", "--cost-per-item", "1"],
                          ["--budget", "--suite"])):

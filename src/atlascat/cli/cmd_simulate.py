@@ -216,7 +216,8 @@ def simulate_command(
     randomesque: Optional[int] = typer.Option(None, "--randomesque", help=HELP["randomesque"]),
     r_max: Optional[float] = typer.Option(None, "--r-max", help=HELP["r_max"]),
     selection: str = typer.Option(Selection.criterion, "--selection",
-                                  help="Item selection: mfi, kl, astrat or random."),
+                                  help="Item selection: mfi, mfi-cost (information per "
+                                       "unit cost: --cost-column), kl, astrat or random."),
     se_method: str = typer.Option(Estimation.se_method, "--se-method",
                                   help="Stopping SE: information (catR) or posterior (SD)."),
     reference: bool = typer.Option(False, "--reference",
