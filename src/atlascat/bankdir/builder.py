@@ -528,7 +528,7 @@ def build_warnings(manifest: dict) -> list[str]:
                    f"outputs ({'' if bad is None else f'{bad} of '}{req['n_items']} items below "
                    f"100%, the worst {req['rule_agreement_min']:.0%}): a live run scores a new "
                    "model by this rule, not as the harness scored the logged models; check "
-                   "--metric and --filter, or ask live with --subject cmd:COMMAND")
+                   "--metric and --filter")
     opaque = [r.split(":", 1)[1] for r in req.get("rules", []) if r.startswith("metric:")]
     if opaque:
         out.append(f"items scored by {', '.join(repr(m) for m in opaque)}, a metric atlas "

@@ -504,23 +504,35 @@ def _cell_int(value, default: int = 0) -> int:
     return int(value)
 
 
-def requests_from_record(rec: Mapping, item_id: str = "?") -> ItemRequests:
-    """:class:`ItemRequests` from one item's metadata (a mapping with :data:`REQUEST_COLUMNS`)."""
+def requests_from_record(rec: Mapping, item_id: str = "?", *,
+                         opaque: bool = False) -> ItemRequests:
+    """:class:`ItemRequests` from one item's metadata (a mapping with :data:`REQUEST_COLUMNS`).
+    An item scored by a metric atlas cannot compute (``metric:<name>``) is refused naming it,
+    unless ``opaque``: its logged requests, a generation when the item has a token limit, with
+    the rule kept (whose :meth:`ItemRequests.score` refuses; a program scores it)."""
     missing = [c for c in ("rule", "context") if c not in rec]
     if missing:
         raise BankError(f"item {item_id}: the bank has no request data (columns {missing}); use "
                         "a bank built with attach_content(bank, load_item_content(bench, dir)) "
                         "or a bundled content bank")
     rule = _cell_str(rec["rule"])
-    if rule.startswith(METRIC_RULE_PREFIX):
+    if rule.startswith(METRIC_RULE_PREFIX) and not opaque:
         score_outputs(rule, [], gold=0, item_id=item_id)      # the one-line refusal
+    if rule.startswith(METRIC_RULE_PREFIX):
+        generated = _cell_int(rec.get("max_gen_toks"), 0) > 0
+        return _requests_of(rec, item_id, rule, "exact_match" if generated else "acc")
     if rule not in RULES:
         raise BankError(f"item {item_id}: unknown scoring rule {rule!r}; use one of {', '.join(RULES)}")
+    return _requests_of(rec, item_id, rule, rule)
+
+
+def _requests_of(rec: Mapping, item_id: str, rule: str, asked_as: str) -> ItemRequests:
+    """An item's requests, built as the rule ``asked_as`` asks them, scored by ``rule``."""
     context = _cell_str(rec["context"])
     bench = _cell_str(rec.get("benchmark"))
     if not context:
         raise BankError(f"item {item_id}: empty request context")
-    if rule in GENERATION_RULES:
+    if asked_as in GENERATION_RULES:
         target = _cell_str(rec.get("target"))
         if not target and rule == "gsm8k_exact":
             raise BankError(f"item {item_id}: a gsm8k_exact item needs its gold answer in 'target'")
@@ -539,7 +551,7 @@ def requests_from_record(rec: Mapping, item_id: str = "?") -> ItemRequests:
                  for j in range(len(conts)))
     n_choices = _cell_int(rec.get("n_choices"), 0) or len(conts)
     gold = _cell_int(rec.get("gold"), 0)
-    if not 0 <= gold < n_choices:
+    if not 0 <= gold < n_choices and rule == asked_as:
         raise BankError(f"item {item_id}: gold index {gold} outside its {n_choices} choices")
     norm: tuple[int, ...] = ()
     if rule == "acc_norm":
@@ -550,8 +562,10 @@ def requests_from_record(rec: Mapping, item_id: str = "?") -> ItemRequests:
                         mc2_true=_cell_int(rec.get("mc2_true"), 0))
 
 
-def build_item_requests(bank, item_id) -> ItemRequests:
-    """The leaderboard's requests for ``item_id`` of a content bank, with their scoring rule."""
+def build_item_requests(bank, item_id, *, opaque: bool = False) -> ItemRequests:
+    """The leaderboard's requests for ``item_id`` of a content bank, with their scoring rule
+    (``opaque``: also of an item scored by a metric atlas cannot compute,
+    :func:`requests_from_record`)."""
     item_id = str(item_id)
     if bank.metadata is None:
         raise BankError("this bank has no item content; use a content bank (a bundled one, or "
@@ -561,7 +575,7 @@ def build_item_requests(bank, item_id) -> ItemRequests:
     rec = bank.metadata.loc[item_id]
     if hasattr(rec, "to_dict"):
         rec = rec.to_dict()
-    return requests_from_record(rec, item_id)
+    return requests_from_record(rec, item_id, opaque=opaque)
 
 
 def build_requests(bank, item_id) -> list[Request]:

@@ -209,7 +209,7 @@ class SubjectSpec:
             command = (target.replace("{model}", shlex.quote(str(model)))
                        if "{model}" in target else target)
             return CommandSubject(command, model, timeout=kw.get("timeout"), ratings=ratings,
-                                  score_range=kw.get("score_range"))
+                                  score_range=kw.get("score_range"), bank=bank)
         return self._backend(kw)
 
     def _backend(self, kw: dict):

@@ -1,0 +1,175 @@
+"""``cmd:COMMAND`` on a bank folder built from sample logs: the command receives each item's
+logged requests (one JSON line per item: ``arguments`` as the harness sent them, the
+``request_type`` and the ``rule``), answers the model's outputs (``resps``), and atlas scores
+them by the item's rule exactly as it scored the logged models' outputs; an item scored by a
+metric atlas cannot compute is the one the command scores itself."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from atlascat.catalogue import BankRef
+from atlascat.cli import main
+from atlascat.content.requests import build_item_requests, token_f1
+
+# a toy model in the command: one log-likelihood per (context, continuation) pair (longer
+# continuations less likely) or one generation (the first word of the context, twice)
+TOY = '''\
+import json, sys
+seen = open(sys.argv[1], "a")
+for line in sys.stdin:
+    req = json.loads(line)
+    seen.write(line)
+    seen.flush()
+    if req["scored_by"] == "command":
+        print(json.dumps({"item_id": req["item_id"], "score": 0.5}), flush=True)
+    elif req["request_type"] == "loglikelihood":
+        lls = [-0.1 * len(cont) - 0.01 * n for n, (ctx, cont) in enumerate(req["arguments"])]
+        print(json.dumps({"item_id": req["item_id"], "resps": [[v, False] for v in lls]}),
+              flush=True)
+    else:
+        ctx, kwargs = req["arguments"][0]
+        word = ctx.split()[0]
+        print(json.dumps({"item_id": req["item_id"], "resps": [" " + word + kwargs["until"][0]
+                                                               + " " + word]}), flush=True)
+'''
+
+
+def _toy(root: Path) -> tuple[str, Path]:
+    script, seen = root / "toy.py", root / "seen.jsonl"
+    script.write_text(TOY)
+    return f"cmd:{sys.executable} {script} {seen}", seen
+
+
+def _steps(run_dir: Path) -> list[tuple[str, float, str]]:
+    with sqlite3.connect(run_dir / "runs.sqlite") as con:
+        return con.execute("SELECT item_id, score, answer FROM steps ORDER BY step").fetchall()
+
+
+def _gen_logs(root: Path, metric: str, n_models: int = 22, n_items: int = 30) -> Path:
+    """Generation logs (lm-eval 0.4 spelling): item i's answer is its context's first word."""
+    words = ["red", "blue", "green", "cat", "dog", "sun"]
+    for m in range(n_models):
+        folder = root / f"org__gen-{m:02d}"
+        folder.mkdir(parents=True)
+        lines = []
+        for i in range(n_items):
+            gold = words[i % len(words)]
+            right = (i * 7 + m * 3) % n_models < m          # stronger models answer more
+            text = " " + (gold if right else "no")
+            args = {"gen_args_0": {"arg_0": f"{gold} Q{i}: say the first word\nA:",
+                                   "arg_1": {"until": ["\n"], "max_gen_toks": 8}}}
+            score = float(text.strip() == gold) if metric == "exact_match" else \
+                round(0.9 * token_f1(text, gold), 4)
+            lines.append(json.dumps({
+                "doc_id": i, "doc": {"q": i}, "target": gold, "arguments": args,
+                "resps": [[text + "\nmore"]], "filtered_resps": [text], "filter": "none",
+                "metrics": [metric], metric: score}))
+        (folder / "samples_toygen_2025-01-01T00-00-00.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_cmd_receives_the_logged_requests_and_atlas_applies_the_rule(mc2_folder, tmp_path):
+    """mc2 folder (log-likelihood requests): every line the command read is the item's logged
+    requests, and each stored score is mc2 of the log-likelihoods it printed."""
+    subject, seen = _toy(tmp_path)
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject", subject,
+                 "--llm", "toy", "--max-items", "8", "-q", "-o", str(out)]) == 0
+    items = BankRef.from_option(str(mc2_folder / "bank")).predictor()[1]   # what it asks
+    asked = [json.loads(x) for x in seen.read_text().splitlines()]
+    steps = _steps(out)
+    assert [a["item_id"] for a in asked] == [s[0] for s in steps] and len(steps) == 8
+    for line, (item, score, answer) in zip(asked, steps):
+        ir = build_item_requests(items, item)
+        assert line["request_type"] == "loglikelihood" and line["rule"] == "mc2"
+        assert line["arguments"] == [[r.context, r.continuation] for r in ir.requests]
+        lls = [v for v, _ in json.loads(answer)["resps"]]
+        assert score == pytest.approx(ir.score(lls)) and 0 < score < 1
+    row = json.loads((out / "results.json").read_text())[0]
+    assert "your command" in row["protocol_label"] and "rule" in row["protocol_label"]
+
+
+def test_cmd_generation_is_cut_and_matched_as_the_logs_were(tmp_path):
+    """exact_match: the generation is cut at the item's logged stop string before it is
+    compared with the target (the toy's raw output goes on past the stop), so every item the
+    toy answers is right; a command that prints a score for such an item is refused naming
+    the rule, in one line, with the run saved."""
+    logs = _gen_logs(tmp_path / "logs", "exact_match")
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    subject, seen = _toy(tmp_path)
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject", subject,
+                 "--llm", "toy", "--max-items", "5", "-q", "-o", str(out)]) == 0
+    line = json.loads(seen.read_text().splitlines()[0])
+    assert line["request_type"] == "generate_until" and line["rule"] == "exact_match"
+    assert line["arguments"][0][1] == {"until": ["\n"], "max_gen_toks": 8}
+    assert [s[1] for s in _steps(out)] == [1] * 5
+
+
+def test_cmd_printing_a_score_for_an_item_atlas_scores_is_refused(tmp_path, capsys):
+    logs = _gen_logs(tmp_path / "logs", "exact_match")
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    script = tmp_path / "score.py"
+    script.write_text("import json, sys\nfor line in sys.stdin:\n"
+                      "    i = json.loads(line)['item_id']\n"
+                      "    print(json.dumps({'item_id': i, 'score': 1}), flush=True)\n")
+    capsys.readouterr()
+    rc = main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+               f"cmd:{sys.executable} {script}", "--llm", "m", "--max-items", "5", "-q",
+               "-o", str(tmp_path / "run")])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error")]
+    assert rc == 2 and len(err) == 1
+    assert "exact_match" in err[0] and '"resps"' in err[0] and "Traceback" not in err[0]
+
+
+def test_cmd_scores_an_item_whose_metric_atlas_cannot_compute(tmp_path):
+    """rougeL (metric:rougeL): the line says the command scores it and still carries the
+    logged requests; the command's score is taken as printed."""
+    logs = _gen_logs(tmp_path / "logs", "rougeL")
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    subject, seen = _toy(tmp_path)
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject", subject,
+                 "--llm", "toy", "--max-items", "4", "-q", "-o", str(out)]) == 0
+    line = json.loads(seen.read_text().splitlines()[0])
+    assert line["scored_by"] == "command" and line["metric"] == "rougeL"
+    assert line["request_type"] == "generate_until" and line["arguments"][0][0].endswith("A:")
+    assert [s[1] for s in _steps(out)] == [0.5] * 4
+
+
+def test_cmd_run_page_and_label_say_the_requests_went_to_the_command(tmp_path):
+    """The run's page says atlas sent the logged requests to the command and scored its
+    outputs; on a folder of a metric atlas cannot compute, the label names the metric."""
+    import html
+
+    logs = _gen_logs(tmp_path / "logs", "exact_match")
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    subject, _ = _toy(tmp_path)
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject", subject,
+                 "--llm", "toy", "--max-items", "3", "-q", "-o", str(out)]) == 0
+    page = html.unescape(next((out / "reports").glob("*.html")).read_text())
+    assert "your command answers the outputs, atlas scores them by each item's rule" in page
+    assert "none sent by atlas" not in page
+    logs = _gen_logs(tmp_path / "rlogs", "rougeL")
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "rbank")]) == 0
+    out = tmp_path / "rrun"
+    assert main(["evaluate", "--bank", str(tmp_path / "rbank"), "--subject", subject,
+                 "--llm", "toy", "--max-items", "3", "-q", "-o", str(out)]) == 0
+    row = json.loads((out / "results.json").read_text())[0]
+    assert "scored by your command by rougeL" in row["protocol_label"]
+
+
+def test_runs_table_names_the_command_and_the_folders_metric(mc2_folder, tmp_path, capsys):
+    subject, _ = _toy(tmp_path)
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject", subject,
+                 "--llm", "toy", "--max-items", "3", "-q", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--db", str(out / "runs.sqlite")]) == 0
+    assert "your command, as the source models (mc2)" in capsys.readouterr().out
