@@ -173,3 +173,16 @@ def test_runs_table_names_the_command_and_the_folders_metric(mc2_folder, tmp_pat
     capsys.readouterr()
     assert main(["runs", "--db", str(out / "runs.sqlite")]) == 0
     assert "your command, as the source models (mc2)" in capsys.readouterr().out
+
+
+def test_cmd_on_a_shipped_bank_is_sent_the_leaderboards_requests(tmp_path):
+    """A shipped content bank holds the leaderboard's requests: the command is sent them
+    (ARC: one continuation per choice, acc_norm) and the label names the leaderboard's."""
+    subject, seen = _toy(tmp_path)
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", "arc", "--subject", subject, "--llm", "toy",
+                 "--max-items", "2", "--min-items", "2", "-q", "-o", str(out)]) == 0
+    line = json.loads(seen.read_text().splitlines()[0])
+    assert line["rule"] == "acc_norm" and len(line["arguments"]) >= 2
+    label = json.loads((out / "results.json").read_text())[0]["protocol_label"]
+    assert label.startswith("the leaderboard's requests answered by your command")

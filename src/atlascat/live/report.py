@@ -50,6 +50,8 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False,
             label = "leaderboard (log-likelihood and generation)"
     if proto == "leaderboard" and folder:
         label = label.replace("leaderboard (", "as the source models were asked (", 1)
+    if proto == "request command" and not folder:     # a shipped bank: the leaderboard's
+        label = label.replace("the logged requests", "the leaderboard's requests", 1)
     if proto in ORDINAL_LABELS and is_ordinal(bank):  # graded / gpcm items answer ratings
         label = ORDINAL_LABELS[proto]
     elif proto == "request command" and meta is not None and "rule" in meta.columns:
