@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from atlascat.bankdir import load_bank_dir
 from atlascat.catalogue import BankRef
 from atlascat.cli import main
 from atlascat.content.requests import build_item_requests, token_f1
@@ -50,7 +51,8 @@ def _steps(run_dir: Path) -> list[tuple[str, float, str]]:
         return con.execute("SELECT item_id, score, answer FROM steps ORDER BY step").fetchall()
 
 
-def _gen_logs(root: Path, metric: str, n_models: int = 22, n_items: int = 30) -> Path:
+def _gen_logs(root: Path, metric: str, n_models: int = 22, n_items: int = 30,
+              settings: dict | None = None) -> Path:
     """Generation logs (lm-eval 0.4 spelling): item i's answer is its context's first word."""
     words = ["red", "blue", "green", "cat", "dog", "sun"]
     for m in range(n_models):
@@ -62,7 +64,8 @@ def _gen_logs(root: Path, metric: str, n_models: int = 22, n_items: int = 30) ->
             right = (i * 7 + m * 3) % n_models < m          # stronger models answer more
             text = " " + (gold if right else "no")
             args = {"gen_args_0": {"arg_0": f"{gold} Q{i}: say the first word\nA:",
-                                   "arg_1": {"until": ["\n"], "max_gen_toks": 8}}}
+                                   "arg_1": {"until": ["\n"], "max_gen_toks": 8,
+                                             **(settings or {})}}}
             score = float(text.strip() == gold) if metric == "exact_match" else \
                 round(0.9 * token_f1(text, gold), 4)
             lines.append(json.dumps({
@@ -186,3 +189,28 @@ def test_cmd_on_a_shipped_bank_is_sent_the_leaderboards_requests(tmp_path):
     assert line["rule"] == "acc_norm" and len(line["arguments"]) >= 2
     label = json.loads((out / "results.json").read_text())[0]["protocol_label"]
     assert label.startswith("the leaderboard's requests answered by your command")
+
+
+@pytest.mark.parametrize("settings, sampled", [
+    ({"do_sample": False, "temperature": 0.0}, False),
+    ({"do_sample": True, "temperature": 0.7, "top_p": 0.9}, True),
+    ({"temperature": 0.5}, True)])
+def test_the_logged_generation_settings_are_kept_and_sent(tmp_path, capsys, settings, sampled):
+    """Every logged generation setting reaches the folder (requests.jsonl) and the command, as
+    logged; logs that sampled their generations are said to be asked greedily by the other
+    subjects (one warning)."""
+    logs = _gen_logs(tmp_path / "logs", "exact_match", settings=settings)
+    capsys.readouterr()
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    warned = [ln for ln in capsys.readouterr().err.splitlines() if "sampled generations" in ln]
+    assert len(warned) == int(sampled)
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["sampled_items"] == (30 if sampled else 0)
+    rec = json.loads((tmp_path / "bank" / "requests.jsonl").read_text().splitlines()[0])
+    assert rec["requests"][0] == {"kind": "generate_until", "context": rec["requests"][0]["context"],
+                                  "until": ["\n"], "max_gen_toks": 8, **settings}
+    subject, seen = _toy(tmp_path)
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject", subject,
+                 "--llm", "toy", "--max-items", "2", "-q", "-o", str(tmp_path / "run")]) == 0
+    line = json.loads(seen.read_text().splitlines()[0])
+    assert line["arguments"][0][1] == {"until": ["\n"], "max_gen_toks": 8, **settings}

@@ -78,6 +78,7 @@ from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request,
 from ..errors import AtlasError, ConfigError, ResponseDataError
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
+           "sampled_warning",
            "parse_arguments", "task_of", "subject_of", "NON_METRIC_FIELDS", "KNOWN_RANGES",
            "corpus_metric_error"]
 
@@ -183,8 +184,11 @@ def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
         if isinstance(second, Mapping):
             until = second.get("until", ())
             until = (until,) if isinstance(until, str) else tuple(str(u) for u in until or ())
+            other = {str(k): v for k, v in second.items() if k not in ("until", "max_gen_toks")}
             out.append(Request("generate_until", str(ctx), until=until,
-                               max_gen_toks=int(second.get("max_gen_toks", GSM8K_MAX_GEN_TOKS))))
+                               max_gen_toks=int(second.get("max_gen_toks", GSM8K_MAX_GEN_TOKS)),
+                               gen_kwargs=json.dumps(other, sort_keys=True, default=str)
+                               if other else ""))
         else:
             out.append(Request("loglikelihood", str(ctx), str(second)))
     if len({r.kind for r in out}) > 1:
@@ -197,6 +201,14 @@ def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
 KNOWN_RANGES = {"bleu": (0.0, 100.0), "sacrebleu": (0.0, 100.0), "chrf": (0.0, 100.0),
                 "bleu_max": (0.0, 100.0), "rouge1_max": (0.0, 100.0),
                 "rouge2_max": (0.0, 100.0), "rougeL_max": (0.0, 100.0)}
+
+
+def sampled_warning(n_items: int) -> str:
+    """The build's warning for items whose logged generations were sampled (``do_sample``, a
+    temperature above 0): every generating subject but ``cmd:`` decodes greedily."""
+    return (f"{n_items} item(s) were logged with sampled generations (do_sample / temperature): "
+            "completions:, hf: and lmeval: decode greedily, so they ask them otherwise; a cmd: "
+            "program is sent the logged settings")
 
 
 def corpus_metric_error(metric: str, where: str) -> ResponseDataError:
@@ -356,7 +368,7 @@ class SampleLogs:
             out = {"rule": rule, "context": reqs[0].context, "ctx_suffixes": [],
                    "continuations": [], "gold": -1, "target": gold_text, "n_choices": 1,
                    "mc2_true": 0, "until": list(reqs[0].until),
-                   "max_gen_toks": int(reqs[0].max_gen_toks)}
+                   "max_gen_toks": int(reqs[0].max_gen_toks), "gen_kwargs": reqs[0].gen_kwargs}
             hits = [score_outputs(rule, o, gold=gold_text, until=reqs[0].until) == round(s)
                     for o, s in logged]
             out["agreement"] = float(np.mean(hits)) if hits else float("nan")
@@ -425,7 +437,8 @@ class SampleLogs:
         r = it.requests[0]
         return {"context": r.context, "ctx_suffixes": [], "continuations": [], "gold": -1,
                 "target": str(it.target), "n_choices": 1, "mc2_true": 0,
-                "until": list(r.until), "max_gen_toks": int(r.max_gen_toks)}
+                "until": list(r.until), "max_gen_toks": int(r.max_gen_toks),
+                "gen_kwargs": r.gen_kwargs}
 
     def _f1_fields(self, it, logged) -> dict:
         """Token F1 of the generation against the target (``f1`` rule)."""

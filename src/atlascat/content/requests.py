@@ -57,6 +57,7 @@ strings and token limit, :data:`GENERATION_COLUMNS`, else GSM8K's are used), wri
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -92,8 +93,9 @@ LEADERBOARD_SHOTS = {"arc": 25, "hellaswag": 10, "mmlu": 5, "truthfulqa": 0, "wi
 #: metadata columns that carry an item's requests (one row per item)
 REQUEST_COLUMNS = ("rule", "context", "ctx_suffixes", "continuations", "gold", "target",
                    "n_choices", "mc2_true")
-#: optional metadata columns of a generation item: its stop strings and token limit
-GENERATION_COLUMNS = ("until", "max_gen_toks")
+#: optional metadata columns of a generation item: its stop strings, token limit and other
+#: logged settings (JSON)
+GENERATION_COLUMNS = ("until", "max_gen_toks", "gen_kwargs")
 GSM8K_UNTIL = (":", "Question:", "Question")
 GSM8K_MAX_GEN_TOKS = 256
 _GSM8K_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -132,12 +134,30 @@ class Request:
     continuation: str | None = None   # loglikelihood only
     until: tuple[str, ...] = ()       # generate_until only
     max_gen_toks: int = GSM8K_MAX_GEN_TOKS
+    gen_kwargs: str = ""              # the other logged generation settings (JSON), if any
 
     def to_dict(self) -> dict:
         if self.kind == "loglikelihood":
             return {"kind": self.kind, "context": self.context, "continuation": self.continuation}
         return {"kind": self.kind, "context": self.context, "until": list(self.until),
-                "max_gen_toks": int(self.max_gen_toks)}
+                "max_gen_toks": int(self.max_gen_toks), **self.generation_settings()}
+
+    def generation_settings(self) -> dict:
+        """The logged generation settings other than ``until`` and ``max_gen_toks``
+        (``do_sample``, ``temperature``, ...: ``gen_kwargs``), as logged."""
+        return json.loads(self.gen_kwargs) if self.gen_kwargs else {}
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the logged settings sample the generation (``do_sample`` true, or a
+        temperature above 0 without ``do_sample``) rather than decode greedily."""
+        kw = self.generation_settings()
+        if "do_sample" in kw:
+            return bool(kw["do_sample"])
+        try:
+            return float(kw.get("temperature") or 0.0) > 0.0
+        except (TypeError, ValueError):
+            return False
 
 
 @dataclass(frozen=True)
@@ -538,7 +558,8 @@ def _requests_of(rec: Mapping, item_id: str, rule: str, asked_as: str) -> ItemRe
             raise BankError(f"item {item_id}: a gsm8k_exact item needs its gold answer in 'target'")
         until = tuple(_cell_list(rec.get("until"))) or GSM8K_UNTIL
         max_gen = _cell_int(rec.get("max_gen_toks"), 0) or GSM8K_MAX_GEN_TOKS
-        req = Request("generate_until", context, until=until, max_gen_toks=max_gen)
+        req = Request("generate_until", context, until=until, max_gen_toks=max_gen,
+                      gen_kwargs=_cell_str(rec.get("gen_kwargs")))
         return ItemRequests(item_id, bench, rule, (req,), gold=target, n_choices=1)
     conts = _cell_list(rec.get("continuations"))
     suffixes = _cell_list(rec.get("ctx_suffixes"))

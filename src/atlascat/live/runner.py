@@ -381,7 +381,8 @@ def _record_round(session, items, scores) -> None:
 
 def _requests_hash(ir) -> str:
     payload = {"rule": ir.rule, "requests": [
-        [r.kind, r.context, r.continuation, list(r.until), r.max_gen_toks] for r in ir.requests]}
+        [r.kind, r.context, r.continuation, list(r.until), r.max_gen_toks]
+        + ([r.gen_kwargs] if r.gen_kwargs else []) for r in ir.requests]}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

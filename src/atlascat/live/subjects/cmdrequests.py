@@ -10,7 +10,8 @@ One JSON object a line on its standard input, per item::
      "arguments": [[context, {"until": ["\\n"], "max_gen_toks": 32}]]}
 
 ``arguments`` are the item's requests as the harness sent them (lm-evaluation-harness's
-``Instance.args``, in order; a logged item's ``gen_args_k``): the command answers what a
+``Instance.args``, in order; a logged item's ``gen_args_k``, with every logged generation
+setting: ``do_sample``, ``temperature``, ...): the command answers what a
 harness model's ``loglikelihood`` / ``generate_until`` returns, one output per request::
 
     {"item_id": "17", "resps": [-12.5, -9.75, ...]}      (or [[-12.5, false], ...], lm-eval's pairs)
@@ -58,7 +59,8 @@ def request_line(ir) -> dict:
     if metric:
         out["metric"] = metric
     out["arguments"] = [[r.context, r.continuation] if r.kind == "loglikelihood" else
-                        [r.context, {"until": list(r.until), "max_gen_toks": int(r.max_gen_toks)}]
+                        [r.context, {"until": list(r.until), "max_gen_toks": int(r.max_gen_toks),
+                                     **r.generation_settings()}]
                         for r in ir.requests]
     return out
 
