@@ -209,3 +209,26 @@ def test_cost_aware_stop_on_continuous_scores_uses_the_quasi_information():
         t = CATSession(bank, cfg, rng=0)
         t.record(t.next_item(), 0.6)
         assert t.done is stops
+
+
+def test_kl_selection_is_the_quasi_likelihoods_on_a_bank_with_dispersions():
+    """KL information over an interval, like Fisher's, is the quasi-log-likelihood's: each
+    item's divided by its phi_j; two items alike but for phi, the less dispersed one is picked."""
+    from atlascat.cat.selection import ItemParams, KLInterval
+
+    phi = np.array([0.25, 0.5, 1.0])
+    a, b, zeros, ones = np.full(3, 1.3), np.zeros(3), np.zeros(3), np.ones(3)
+    crit = KLInterval()
+    theta, n = np.array([-0.4, 0.3]), np.array([2, 5])
+    plain = crit.scores(theta, n, None, ItemParams(a, b, zeros, ones))
+    quasi = crit.scores(theta, n, None, ItemParams(a, b, zeros, ones, dispersion=phi))
+    np.testing.assert_allclose(quasi, plain / phi, rtol=1e-12)
+    assert np.all(quasi.argmax(axis=1) == 0)
+    bank = make_bank(3, 0, phi)
+    bank = ItemBank(bank.item_ids, a, b, metadata=bank.metadata)
+    for seed in range(3):   # the first item is drawn near theta0; then the least dispersed
+        session = CATSession(bank, CATConfig().replace(selection="kl", randomesque=1), rng=seed)
+        first = session.next_item()
+        session.record(first, 0.6)
+        rest = [j for j in ("i0", "i1", "i2") if j != first]
+        assert session.next_item() == rest[0]

@@ -53,20 +53,21 @@ __all__ = [
 class ItemParams:
     """Item parameters with the derived constants the hot path needs, as one (7, J) table.
 
-    Rows: a, b, c, u, u - c, 1 - u, (a (u - c))^2 / phi (phi the item's dispersion, 1 unless
-    ``dispersion`` is given: :mod:`atlascat.irt.dispersion`; every information computed from
-    the table is then the quasi-likelihood's). ``padded()`` appends a zero-information
+    Rows: a, b, c, u, u - c, 1 - u, (a (u - c))^2 / phi, 1 / phi (phi the item's dispersion, 1
+    unless ``dispersion`` is given: :mod:`atlascat.irt.dispersion`; every information computed
+    from the table, Fisher's or Kullback-Leibler's, is then the quasi-likelihood's). ``padded()`` appends a zero-information
     item at position J, so that ``take(idx)`` on an index array of any shape with -1 padding
     (numpy's last position) gathers all parameters in one indexing operation.
     """
 
-    _ROWS = ("a", "b", "c", "u", "uc", "omu", "a2uc2")
+    _ROWS = ("a", "b", "c", "u", "uc", "omu", "a2uc2", "inv_phi")
 
     def __init__(self, a, b, c, u, dispersion=None):
         a, b, c, u = (np.asarray(x, dtype=float).reshape(-1) for x in (a, b, c, u))
-        self.table = np.stack([a, b, c, u, u - c, 1.0 - u, (a * (u - c)) ** 2])
+        self.table = np.stack([a, b, c, u, u - c, 1.0 - u, (a * (u - c)) ** 2, np.ones_like(a)])
         if dispersion is not None:
-            self.table[6] /= np.asarray(dispersion, dtype=float).reshape(-1)
+            self.table[7] = 1.0 / np.asarray(dispersion, dtype=float).reshape(-1)
+            self.table[6] *= self.table[7]
         self._bind()
 
     def _bind(self):
@@ -89,7 +90,7 @@ class ItemParams:
 
     def padded(self) -> "ItemParams":
         """A copy with one extra item (a = 0, c = 0, u = 1: information exactly 0) at the end."""
-        pad = np.array([[0.0], [0.0], [0.0], [1.0], [1.0], [0.0], [0.0]])
+        pad = np.array([[0.0], [0.0], [0.0], [1.0], [1.0], [0.0], [0.0], [1.0]])
         return self._from_table(np.concatenate([self.table, pad], axis=1))
 
     def take(self, idx) -> "ItemParams":
@@ -100,7 +101,7 @@ class ItemParams:
 def fisher_information(theta, p) -> np.ndarray:
     """Fisher information of the 4PL, broadcasting ``theta`` against the parameter arrays.
 
-    ``p``: an :class:`ItemParams` or its (7, ...) ``table`` (e.g. gathered with fancy indexing).
+    ``p``: an :class:`ItemParams` or its (8, ...) ``table`` (e.g. gathered with fancy indexing).
 
     I(theta) = a^2 (u - c)^2 s^2 (1 - s)^2 / (P Q),  s = sigma(a (theta - b)),
     P = c + (u - c) s,  Q = (1 - u) + (u - c)(1 - s)   (Birnbaum, 1968; Barton and Lord, 1981);
@@ -112,7 +113,7 @@ def fisher_information(theta, p) -> np.ndarray:
     finite, and accurate down to the smallest normal numbers, for every finite input. Equals ``atlascat.irt.models.item_information`` to ~1e-13
     relative, at a third of its cost.
     """
-    if isinstance(p, np.ndarray):  # a (7, ...) parameter table (ItemParams.table layout)
+    if isinstance(p, np.ndarray):  # an (8, ...) parameter table (ItemParams.table layout)
         a, b, c, uc, omu, a2uc2 = p[0], p[1], p[2], p[4], p[5], p[6]
     else:
         a, b, c, uc, omu, a2uc2 = p.a, p.b, p.c, p.uc, p.omu, p.a2uc2
@@ -176,7 +177,9 @@ class KLInterval(SelectionCriterion):
 
     KL_j = integral over [theta - d, theta + d] of
            P_j(t) log(P_j(t) / P_j(theta)) + Q_j(t) log(Q_j(t) / Q_j(theta)) dt,
-    d = width / sqrt(max(n, 1)); the integral by ``points``-point Gauss-Legendre.
+    d = width / sqrt(max(n, 1)); the integral by ``points``-point Gauss-Legendre. On a bank
+    of continuous scores each item's KL is divided by its dispersion phi_j, as its
+    quasi-log-likelihood is (:mod:`atlascat.irt.dispersion`).
     """
 
     name = "kl"
@@ -206,7 +209,7 @@ class KLInterval(SelectionCriterion):
                 kl = p * (np.log(p) - lp0) + q * (np.log(q) - lq0)
                 total += (w * delta)[:, None] * np.nan_to_num(kl, nan=0.0, posinf=0.0,
                                                               neginf=0.0)
-        return np.maximum(total, 0.0)
+        return np.maximum(total, 0.0) * params.inv_phi
 
     def __repr__(self) -> str:
         return f"KLInterval(width={self.width}, points={self.points})"
@@ -431,7 +434,7 @@ class InfoPruner:
         return self._order[cell, :m]
 
     def table_of(self, cell, m: int) -> np.ndarray:
-        """The (7, n, m) parameter table of :meth:`top` (cells prepared by :meth:`cells`)."""
+        """The (8, n, m) parameter table of :meth:`top` (cells prepared by :meth:`cells`)."""
         return self._table[cell, :, :m].transpose(1, 0, 2)
 
     def bound_after(self, cell, m: int) -> np.ndarray:
