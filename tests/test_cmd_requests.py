@@ -165,7 +165,7 @@ def test_cmd_run_page_and_label_say_the_requests_went_to_the_command(tmp_path):
     assert main(["evaluate", "--bank", str(tmp_path / "rbank"), "--subject", subject,
                  "--llm", "toy", "--max-items", "3", "-q", "-o", str(out)]) == 0
     row = json.loads((out / "results.json").read_text())[0]
-    assert "scored by your command by rougeL" in row["protocol_label"]
+    assert "answered and scored by your command (rougeL)" in row["protocol_label"]
 
 
 def test_runs_table_names_the_command_and_the_folders_metric(mc2_folder, tmp_path, capsys):

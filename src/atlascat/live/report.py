@@ -59,10 +59,10 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False,
 
         opaque = sorted({m for m in map(opaque_metric, meta["rule"].dropna()) if m})
         if opaque:
-            label = ("the logged requests answered by your command; scored by your command "
-                     f"by {', '.join(opaque)}" + ("" if scale is None else
-                                                  f" on the metric's scale, "
-                                                  f"{float(scale[0]):g}-{float(scale[1]):g}"))
+            label = ("the logged requests answered and scored by your command "
+                     f"({', '.join(opaque)}" + ("" if scale is None else
+                                               f", on the metric's scale "
+                                               f"{float(scale[0]):g}-{float(scale[1]):g}") + ")")
     elif proto == "item command" and scale is not None:
         label = ("scored by your command (item ids in, a score on the metric's scale, "
                  f"{float(scale[0]):g}-{float(scale[1]):g}, out)")
