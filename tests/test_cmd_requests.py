@@ -214,3 +214,52 @@ def test_the_logged_generation_settings_are_kept_and_sent(tmp_path, capsys, sett
                  "--llm", "toy", "--max-items", "2", "-q", "-o", str(tmp_path / "run")]) == 0
     line = json.loads(seen.read_text().splitlines()[0])
     assert line["arguments"][0][1] == {"until": ["\n"], "max_gen_toks": 8, **settings}
+
+
+@pytest.mark.parametrize("reply, needle", [
+    ("{'item_id': r['item_id'], 'resps': [-1.0]}", "print one log-likelihood per request"),
+    ("{'item_id': r['item_id'], 'resps': [float('nan')] * len(r['arguments'])}",
+     "NaN is not a log-likelihood"),
+    ("{'item_id': r['item_id'], 'resps': ['a'] * len(r['arguments'])}",
+     '"a" is not a log-likelihood'),
+    ("{'item_id': r['item_id'], 'resps': [-2.0] * len(r['arguments'])}",
+     "the same log-likelihood"),
+    ("{'item_id': 'nope', 'resps': []}", "which was not asked")])
+def test_a_bad_reply_to_the_requests_is_one_line(mc2_folder, tmp_path, capsys, reply, needle):
+    script = tmp_path / "bad.py"
+    script.write_text("import json, sys\nfor line in sys.stdin:\n    r = json.loads(line)\n"
+                      f"    print(json.dumps({reply}), flush=True)\n")
+    capsys.readouterr()
+    rc = main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject",
+               f"cmd:{sys.executable} {script}", "--llm", "m", "--max-items", "3", "-q",
+               "-o", str(tmp_path / "run")])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error")]
+    assert rc == 2 and len(err) == 1 and needle in err[0] and "can be resumed" in err[0]
+
+
+def test_a_stopped_run_resumes_to_the_uninterrupted_runs_items_and_scores(mc2_folder,
+                                                                          tmp_path):
+    """The command dies after three items (the run saved); resumed, the run asks the items
+    an uninterrupted run asks, with the same scores and prediction."""
+    subject, _ = _toy(tmp_path)
+    whole = tmp_path / "whole"
+    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject", subject,
+                 "--llm", "toy", "--max-items", "10", "-q", "-o", str(whole)]) == 0
+    flag = tmp_path / "crash"
+    flag.write_text("")
+    script = tmp_path / "toy.py"
+    script.write_text(TOY.replace("for line in sys.stdin:\n", (
+        "import os\nfor n, line in enumerate(sys.stdin):\n"
+        f"    if n == 3 and os.path.exists({str(flag)!r}):\n        sys.exit('crashed')\n"), 1))
+    cut = tmp_path / "cut"
+    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject", subject,
+                 "--llm", "toy", "--max-items", "10", "-q", "-o", str(cut)]) == 2
+    assert len(_steps(cut)) >= 3
+    flag.unlink()
+    with sqlite3.connect(cut / "runs.sqlite") as con:
+        run_id = con.execute("SELECT run_id FROM runs").fetchone()[0]
+    assert main(["evaluate", "--resume", run_id, "--db", str(cut / "runs.sqlite"), "-q"]) == 0
+    assert [(i, s) for i, s, _ in _steps(cut)] == [(i, s) for i, s, _ in _steps(whole)]
+    pred = [json.loads((d / "results.json").read_text())[0]["prediction"]["score"]
+            for d in (whole, cut)]
+    assert pred[0] == pred[1]
