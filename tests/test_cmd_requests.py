@@ -2,7 +2,8 @@
 logged requests (one JSON line per item: ``arguments`` as the harness sent them, the
 ``request_type`` and the ``rule``), answers the model's outputs (``resps``), and atlas scores
 them by the item's rule exactly as it scored the logged models' outputs; an item scored by a
-metric atlas cannot compute is the one the command scores itself."""
+metric atlas cannot compute is the one the command scores itself. Also: the logged settings
+and scores a folder keeps (generation settings; a score that is not a number)."""
 from __future__ import annotations
 
 import json
@@ -263,3 +264,19 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_runs_items_and_scores(mc2_fo
     pred = [json.loads((d / "results.json").read_text())[0]["prediction"]["score"]
             for d in (whole, cut)]
     assert pred[0] == pred[1]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", float("nan")])
+def test_a_logged_score_that_is_not_a_number_is_named_so(tmp_path, capsys, value):
+    """A per-sample score of NaN / inf (a sample the harness could not score) is one line that
+    says so, not advice to declare a --score-range."""
+    logs = _gen_logs(tmp_path / "logs", "exact_match")
+    f = sorted(logs.rglob("samples_*.jsonl"))[4]
+    recs = [json.loads(x) for x in f.read_text().splitlines()]
+    recs[2]["exact_match"] = value
+    f.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    capsys.readouterr()
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and ":3: exact_match=" in err[0] and "not a finite number" in err[0]
+    assert "--score-range" not in err[0]

@@ -230,6 +230,10 @@ def _number(value, where: str, metric: str, score_range=None) -> float:
         v = float(value)
     except (TypeError, ValueError):
         raise ResponseDataError(f"{where}: {metric}={value!r} is not a number") from None
+    if not np.isfinite(v):
+        raise ResponseDataError(f"{where}: {metric}={v} is not a finite number (a sample the "
+                                "harness could not score); re-run the harness on it or leave "
+                                "the model's log out")
     if score_range is not None:
         lo, hi = score_range
         if not lo <= v <= hi:
