@@ -280,3 +280,34 @@ def test_a_logged_score_that_is_not_a_number_is_named_so(tmp_path, capsys, value
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and ":3: exact_match=" in err[0] and "not a finite number" in err[0]
     assert "--score-range" not in err[0]
+
+
+def test_logs_that_disagree_on_an_items_target_are_refused(tmp_path, capsys):
+    """The same item with another target (gold answer) in one model's log: the logs come from
+    different task versions, refused in one line naming the item and both targets (the
+    rule cannot score a new model as both were scored)."""
+    logs = _gen_logs(tmp_path / "logs", "exact_match")
+    f = sorted(logs.rglob("samples_*.jsonl"))[3]
+    recs = [json.loads(x) for x in f.read_text().splitlines()]
+    recs[5]["target"] = "zzz"
+    f.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    capsys.readouterr()
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and ":6: item 5" in err[0] and "'zzz'" in err[0] and "'sun'" in err[0]
+
+
+def test_a_metric_a_record_lists_but_does_not_carry_is_named_so(tmp_path, capsys):
+    """lm-eval's ``metrics`` list names a metric the record has no field for (or one record
+    lacks the metric the others carry): one line that says which record lacks it, never that
+    the record "has" it."""
+    logs = _gen_logs(tmp_path / "logs", "exact_match")
+    f = sorted(logs.rglob("samples_*.jsonl"))[0]
+    recs = [json.loads(x) for x in f.read_text().splitlines()]
+    recs[0]["metrics"] = ["em_strict"]
+    f.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    capsys.readouterr()
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "'em_strict'" in err[0] and ":1" in err[0]
+    assert "has em_strict" not in err[0] and "exact_match" in err[0]

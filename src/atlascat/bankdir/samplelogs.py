@@ -599,9 +599,12 @@ def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_
         if logs.score_range is None and logs.metric in KNOWN_RANGES:
             logs.score_range = KNOWN_RANGES[logs.metric]
         if logs.metric not in rec:
-            raise ResponseDataError(f"metric {logs.metric!r} is not in the logs ({where} has "
-                                    f"{', '.join(_metrics_of(rec)) or 'no metric'}); choose one "
-                                    "of those with --metric")
+            has = [m for m in _metrics_of({k: v for k, v in rec.items() if k != "metrics"})]
+            raise ResponseDataError(
+                f"metric {logs.metric!r} is missing from {where} (its fields: "
+                f"{', '.join(has) or 'no metric'}"
+                + ("; its 'metrics' list names it" if logs.metric in _metrics_of(rec) else "")
+                + "); choose a metric every record carries with --metric")
         value = _number(rec[logs.metric], where, logs.metric, logs.score_range)
         doc = rec.get("doc")
         doc_id = str(rec["doc_id"])
@@ -628,6 +631,11 @@ def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_
         elif known.requests != reqs:
             raise ResponseDataError(f"{where}: item {item} was asked other requests than in "
                                     "another model's log (few-shot seed, prompt or task version "
+                                    "differ); build a bank from runs of one task configuration")
+        elif str(rec.get("target", "")) != known.target:
+            raise ResponseDataError(f"{where}: item {item} has target "
+                                    f"{str(rec.get('target', ''))[:60]!r}, another model's log "
+                                    f"{known.target[:60]!r} (task version or gold answers "
                                     "differ); build a bank from runs of one task configuration")
     if filter_name is None and len(filters) > 1:
         raise ResponseDataError(f"{f}: several filters {sorted(filters)}; choose one with "
