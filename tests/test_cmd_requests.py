@@ -7,6 +7,7 @@ and scores a folder keeps (generation settings; a score that is not a number).""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -160,6 +161,8 @@ def test_cmd_run_page_and_label_say_the_requests_went_to_the_command(tmp_path):
     page = html.unescape(next((out / "reports").glob("*.html")).read_text())
     assert "your command answers the outputs, atlas scores them by each item's rule" in page
     assert "none sent by atlas" not in page
+    gold = json.loads(_steps(out)[0][2])["resps"][0].split()[0]     # each item as scored
+    assert f"answered {gold} (gold {gold})" in re.sub(r"<[^>]+>", "", page)
     logs = _gen_logs(tmp_path / "rlogs", "rougeL")
     assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "rbank")]) == 0
     out = tmp_path / "rrun"

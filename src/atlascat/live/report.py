@@ -278,8 +278,11 @@ def _choice_html(bank, item_id, answer) -> str:
         from ..content.requests import build_item_requests
         from .runner import _outputs_from_text
 
+        from .subjects.cmdrequests import reply_outputs
+
         ir = build_item_requests(bank, item_id)
-        c = ir.choice(_outputs_from_text(ir, answer))
+        sent = reply_outputs(ir, answer)         # a command's reply to the requests
+        c = ir.choice(sent if sent is not None else _outputs_from_text(ir, answer))
     except Exception:  # noqa: BLE001 - a page without the detail is still a page
         return ""
     if c["kind"] == "generation":

@@ -35,7 +35,7 @@ from ...content.requests import METRIC_RULE_PREFIX, build_item_requests
 from ...errors import LiveRunError
 
 __all__ = ["asks_requests", "request_line", "parse_outputs", "opaque_metric",
-           "build_item_requests"]
+           "reply_outputs", "build_item_requests"]
 
 
 def asks_requests(bank) -> bool:
@@ -86,6 +86,18 @@ def _outputs(ir, resps, who: str) -> list:
                                + ("" if gen else " (a finite number, or -Infinity)"))
         out.append(v)
     return out
+
+
+def reply_outputs(ir, line: str):
+    """The outputs in a stored reply line of a command (``{"item_id", "resps"}``), one per
+    request as scored; None when the line holds none (a score the command printed)."""
+    try:
+        rec = json.loads(line)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(rec, dict) or "resps" not in rec:
+        return None
+    return _outputs(ir, rec["resps"], "a stored reply")
 
 
 def parse_outputs(irs, text: str, who: str, *, score_item=None) -> list[tuple]:
