@@ -314,3 +314,19 @@ def test_a_metric_a_record_lists_but_does_not_carry_is_named_so(tmp_path, capsys
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and "'em_strict'" in err[0] and ":1" in err[0]
     assert "has em_strict" not in err[0] and "exact_match" in err[0]
+
+
+def test_a_stored_reply_is_scored_again_alone_by_the_rule(mc2_folder):
+    """A cached reply is read again alone (not as a round): its score is the rule's, even when
+    its own log-likelihoods are equal (the round check is the round's)."""
+    from atlascat.errors import LiveRunError
+    from atlascat.live.subjects import SubjectSpec
+    from atlascat.live.subjects.cmdrequests import parse_outputs
+
+    bank = BankRef.from_option(str(mc2_folder / "bank")).predictor()[1]
+    subject = SubjectSpec.parse(f"cmd:{sys.executable} -c pass").build(bank)
+    ir = subject.item_requests(bank.item_ids[0])
+    line = json.dumps({"item_id": ir.item_id, "resps": [-3.0] * len(ir.requests)})
+    assert subject.score_of(line) == pytest.approx(ir.score([-3.0] * len(ir.requests)))
+    with pytest.raises(LiveRunError, match="same log-likelihood"):
+        parse_outputs([ir], line, "the command")

@@ -100,13 +100,15 @@ def reply_outputs(ir, line: str):
     return _outputs(ir, rec["resps"], "a stored reply")
 
 
-def parse_outputs(irs, text: str, who: str, *, score_item=None) -> list[tuple]:
+def parse_outputs(irs, text: str, who: str, *, score_item=None,
+                  whole_round: bool = True) -> list[tuple]:
     """(score, reply line) per item of ``irs`` from the command's JSON lines ``text``: the
     item's rule applied to its ``resps``; ``score_item(item_id, line)`` reads the score the
     command printed for an item scored by a metric atlas cannot compute. One clear
     :class:`LiveRunError` for a line that is not such an object, an item missing, repeated or
     not asked, a score printed where atlas scores, or log-likelihoods that are all equal over
-    a round of several requests (a model that does not read the continuations)."""
+    a round of several requests (a model that does not read the continuations; not checked
+    when ``whole_round`` is False: a stored reply read again alone)."""
     want = {str(ir.item_id): ir for ir in irs}
     got, lls = {}, []
     for n, line in enumerate(text.splitlines(), 1):
@@ -148,7 +150,7 @@ def parse_outputs(irs, text: str, who: str, *, score_item=None) -> list[tuple]:
     if missing:
         raise LiveRunError(f"{who}: no reply for {len(missing)} of the {len(want)} item(s) asked "
                            f"(e.g. {missing[0]!r}); print one line per item_id read")
-    if len(lls) >= 2 and len(set(lls)) == 1:
+    if whole_round and len(lls) >= 2 and len(set(lls)) == 1:
         raise LiveRunError(f"{who} printed the same log-likelihood ({lls[0]}) for all "
                            f"{len(lls)} requests of the round: it is not reading the "
                            "continuations; refusing to score at chance")

@@ -184,16 +184,17 @@ class CommandSubject:
             item = json.loads(reply)["item_id"]
         except (ValueError, KeyError, TypeError):
             raise LiveRunError(f"a stored reply {reply[:80]!r} holds no item_id") from None
-        return self._parse([str(item)], reply)[0][0]
+        return self._parse([str(item)], reply, whole_round=False)[0][0]
 
-    def _parse(self, ids: list, text: str) -> list:
+    def _parse(self, ids: list, text: str, whole_round: bool = True) -> list:
         who = f"the command {self.command!r}"
         if self._bank is None:
             return parse_scores(ids, text, who, ratings=self.ratings,
                                 score_range=self.score_range)
         return parse_outputs([self._requests(i) for i in ids], text, who,
                              score_item=lambda item, line: parse_scores(
-                                 [item], line, who, score_range=self.score_range)[0][0])
+                                 [item], line, who, score_range=self.score_range)[0][0],
+                             whole_round=whole_round)
 
     def _sent(self, ids: list) -> str:
         if self._bank is None:
