@@ -146,3 +146,78 @@ class TestCLI:
         assert main(["arena", "fit", str(bad)]) == 2
         assert "not one of" in capsys.readouterr().err
         assert main(["arena", "fit", str(tmp_path / "missing.csv")]) == 2
+
+
+class TestCLIBadInput:
+    """Every refusal of `atlas arena` is one line naming the option the user typed, exit 2."""
+
+    @pytest.mark.parametrize("rows,args,needles", [
+        ("", ["fit"], ["BATTLES", "is empty"]),
+        ("model_a,model_b,winner\n", ["fit"], ["holds no games"]),
+        ("model_a,model_b,winner\n", ["schedule"], ["holds no games"]),
+        ("model_a,model_b,winner\nx,y,tie\nx,y,tie\n", ["fit"], ["every game is a tie", "--ties half", "--prior-games"]),
+        ("model_a,model_b,winner\nx,y,a\nx,z,a\ny,z,a\nz,y,a\n", ["fit"], ["'y', 'z' never beat or tied", "'x'", "--prior-games > 0"]),
+        ("model_a,model_b,winner\nx,y,a\ny,x,a\n", ["fit", "--prior-games", "nan"], ["--prior-games"]),
+        ("model_a,model_b,winner\nx,y,a\ny,x,a\n", ["fit", "--ties", "davidson"], ["--ties"]),
+        ("model_a,model_b,winner\nx,y,a\ny,x,a\n", ["schedule", "-n", "0"], ["-n/--pairs"]),
+        ("model_a,model_b,winner\nx,y,a\ny,x,a\n", ["schedule", "--criterion", "rank"], ["--criterion"]),
+        ("model_a,model_b,winner\nx,y,a\ny,x,a\n", ["schedule", "--prior-games", "-1"], ["--prior-games"]),
+        ("model_a,model_b,winner\nx,,a\nx,,b\n", ["fit"], ["row 0: model_b is missing (2 such row(s))"]),
+        ("model_a,model_b,winner\nx,y,a\ny,,b\nx,y,b\n", ["fit"], ["row 1: model_b is missing"]),
+    ])
+    def test_one_line(self, tmp_path, capsys, rows, args, needles):
+        path = tmp_path / "battles.csv"
+        path.write_text(rows)
+        assert main(["arena", args[0], str(path), *args[1:]]) == 2
+        err = capsys.readouterr().err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+        for needle in needles:
+            assert needle in lines[0], (needle, lines[0])
+
+    def test_tie_handling_is_named_as_used(self, tmp_path, capsys):
+        path = tmp_path / "battles.csv"
+        path.write_text("model_a,model_b,winner\nx,y,tie\nx,y,a\ny,x,a\n")
+        assert main(["arena", "fit", str(path), "--ties", "half"]) == 0
+        out = capsys.readouterr().out
+        assert "half a win" in out and "Rao-Kupper" not in out
+        assert main(["arena", "fit", str(path), "--ties", "drop"]) == 0
+        out = capsys.readouterr().out
+        assert "2 players, 3 games (1 ties left out)" in out and "Rao-Kupper" not in out
+
+    def test_unconverged_fit_says_so(self, tmp_path, capsys, monkeypatch):
+        path = tmp_path / "battles.csv"
+        path.write_text("model_a,model_b,winner\nx,y,a\ny,x,a\ny,z,a\nz,y,a\nz,x,b\nx,z,b\nx,z,a\n")
+        defaults = list(BradleyTerry.__init__.__defaults__)
+        defaults[-2] = 2   # max_iter
+        monkeypatch.setattr(BradleyTerry.__init__, "__defaults__", tuple(defaults))
+        assert main(["arena", "fit", str(path)]) == 0
+        assert "did not converge in 2 iterations" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--players", "2"], "--players must be >= 3, got 2"),
+    (["--seeds", "0"], "--seeds must be >= 1, got 0"),
+    (["--games", "0"], "--games must be >= 1, got 0"),
+    (["--rating-sd", "-1"], "--rating-sd must be a finite number > 0"),
+    (["--rating-sd", "0"], "--rating-sd must be a finite number > 0"),    # no order to recover
+    (["--threshold", "2"], "--threshold must be a Spearman correlation in (0, 1]"),
+    (["--tie-param", "0.5"], "--tie-param must be Rao and Kupper's theta >= 1"),
+])
+def test_arena_simulate_bad_settings_are_one_line(capsys, args, needle):
+    assert main(["arena", "simulate", *args]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err and needle in lines[0], err
+
+
+def test_arena_fit_says_which_ranks_the_games_tell_apart(tmp_path, capsys):
+    """The bundled arena: 2 of its 7 neighbouring pairs are separated at 95%; the line names
+    them and counts the others; --json carries every pair."""
+    assert main(["arena", "fit", "arena-demo"]) == 0
+    out = capsys.readouterr().out
+    assert ("neighbouring ranks told apart at 95% (difference > 1.96 SE): 5-6 (ember > fjord), "
+            "7-8 (grove > heath); 5 other neighbouring pair(s) could swap") in " ".join(out.split())
+    assert main(["arena", "fit", "arena-demo", "--json"]) == 0
+    adjacent = json.loads(capsys.readouterr().out)["adjacent"]
+    assert [a["separated"] for a in adjacent] == [False, False, False, False, True, False, True]

@@ -188,3 +188,56 @@ class TestData:
             BradleyTerry(constraint="reference", reference="Z").fit(undefeated)
         with pytest.raises(ConfigError, match="ties handling"):
             BradleyTerry(ties="davidson").fit(undefeated)
+
+
+class TestNoMaximum:
+    """When the likelihood has no maximum, the error says which players and why."""
+
+    def test_an_undefeated_player_is_named(self):
+        df = battles([("x", "y", "a", 2), ("x", "z", "a", 2), ("y", "z", "a", 1), ("y", "z", "b", 1)])
+        with pytest.raises(ConvergenceError, match=r"players 'y', 'z' never beat or tied any of player 'x'"):
+            BradleyTerry().fit(df)
+
+    def test_groups_that_never_met_are_named(self):
+        df = battles([("x", "y", "a", 1), ("x", "y", "b", 1), ("z", "w", "a", 1), ("z", "w", "b", 1)])
+        with pytest.raises(ConvergenceError, match=r"never played players"):
+            BradleyTerry().fit(df)
+
+    def test_only_ties_has_no_tie_parameter(self):
+        df = battles([("x", "y", "tie", 2), ("y", "z", "tie", 1)])
+        with pytest.raises(ConvergenceError, match="every game is a tie"):
+            BradleyTerry().fit(df)
+        half = BradleyTerry(ties="half").fit(df)            # half a win each: all equal
+        np.testing.assert_allclose(half.ratings_, 0, atol=1e-12)
+        assert half.converged_
+        prior = BradleyTerry(prior_games=1).fit(df)          # the virtual games are decisive
+        assert prior.converged_ and np.isfinite(prior.tie_param_)
+
+    def test_nan_prior_games_is_refused(self):
+        with pytest.raises(ConfigError, match="prior_games"):
+            BradleyTerry(prior_games=float("nan")).fit(battles([("x", "y", "a", 1), ("y", "x", "a", 1)]))
+
+
+class TestRankStability:
+    def test_adjacent_difference_se_is_the_closed_form(self):
+        """Two players without ties: the difference log(w / l) has SE 1 / sqrt(n p q), whatever
+        the constraint; separated iff difference > 1.96 SE."""
+        for w, l, apart in ((14, 6, False), (40, 10, True)):
+            df = battles([("A", "B", "a", w), ("A", "B", "b", l)])
+            p = w / (w + l)
+            for fit in (BradleyTerry().fit(df),
+                        BradleyTerry(constraint="reference", reference="B").fit(df)):
+                gap = fit.adjacent_differences().iloc[0]
+                assert (gap.player, gap.next_player) == ("A", "B")
+                assert gap.difference == pytest.approx(np.log(w / l), abs=1e-9)
+                assert gap.se == pytest.approx(1 / np.sqrt((w + l) * p * (1 - p)), rel=1e-8)
+                assert bool(gap.separated) is apart
+
+    def test_neighbours_follow_the_ratings(self, rng):
+        _, comp = random_arena(rng, n=6, games=300)
+        fit = BradleyTerry().fit(comp)
+        gaps = fit.adjacent_differences()
+        table = fit.to_frame()
+        assert gaps.player.tolist() == table.player.tolist()[:-1]
+        assert gaps.next_player.tolist() == table.player.tolist()[1:]
+        assert (gaps.difference >= 0).all() and (gaps.separated == (gaps.difference > 1.96 * gaps.se)).all()

@@ -138,3 +138,23 @@ def test_max_items_and_fixed_length(bank):
     res = simulate_cat(bank, CATConfig.fixed_length(17), thetas=np.linspace(-1, 1, 9), rng=2)
     assert (res.persons["n_items"] == 17).all()
     assert set(res.persons["stop_reason"]) == {"max_items"}
+
+
+@pytest.mark.parametrize("stops", [
+    {"cost_column": "cost", "budget": 1e9},                    # a budget larger than the bank
+    {"cost_column": "cost", "budget": 24.0},                   # exactly the bank's total cost
+    {"cost_per_item": 1e-9, "value_per_se": 1e9},             # every item worth its cost
+    {"min_info_stop": 1e-300},                                 # every item informative enough
+])
+def test_a_bank_used_up_is_bank_exhausted_not_the_cost_rule(stops):
+    """Budget, cost and minimum-information rules fire on the items left; with none left the
+    test ended because the bank ran out, and says so (simulation and session alike)."""
+    ids = [f"q{j}" for j in range(12)]
+    small = ItemBank(ids, np.linspace(0.8, 2.0, 12), np.linspace(-1.5, 1.5, 12),
+                     metadata=pd.DataFrame({"cost": np.linspace(1.0, 3.0, 12)}))
+    config = CATConfig(min_items=1, max_items=500, se_stop=None, **stops)
+    res = simulate_cat(small, config, thetas=np.array([-1.0, 0.0, 1.0]), rng=0)
+    assert res.persons.n_items.tolist() == [12, 12, 12]
+    assert res.persons.stop_reason.tolist() == ["bank_exhausted"] * 3
+    s, _ = run(small, config)
+    assert len(s.administered) == 12 and s.stop_reason == "bank_exhausted"

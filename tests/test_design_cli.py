@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from atlascat.cli import main
@@ -51,3 +52,67 @@ def test_design_errors(capsys):
     assert "neither an existing file nor a bundled bank" in capsys.readouterr().err
     assert main(["design", "--bank", "arc", "-k", "5000"]) == 2
     assert main(["design", "--bank", "arc", "-c", "Z"]) == 2
+
+
+def test_design_errors_name_the_options(capsys):
+    """One line, exit 2, naming what the user typed (-k/--length, --criterion, ...)."""
+    for args, needle in ((["-k", "5000"], "-k/--length (5000)"), (["-k", "0"], "-k/--length (0)"),
+                         (["-c", "Z"], "unknown --criterion 'Z'"),
+                         (["--prior-precision", "-1"], "--prior-precision must be a number >= 0"),
+                         (["--prior-precision", "nan"], "--prior-precision must be a number >= 0"),
+                         (["--random-forms", "-1"], "--random-forms (-1)")):
+        assert main(["design", "--bank", "paper-arc", *args]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
+
+
+def test_design_whole_bank_skips_the_random_comparison(tmp_path, capsys):
+    """A form of every item equals every random form: no "beats 0% of them"."""
+    path = load_bank("arc").subset(np.arange(12)).write(tmp_path / "bank.csv")
+    assert main(["design", "-b", str(path), "-k", "12", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["k"] == 12 and "fraction_beaten" not in summary
+
+
+def test_design_reads_the_theta_column_of_a_simulate_output(tmp_path, capsys):
+    """`atlas simulate --thetas` writes theta beside theta_ref; `atlas design --thetas` reads its
+    `theta` column (the docs' column) and designs exactly as for that column alone."""
+    bank = load_bank("arc").subset(np.arange(120))
+    path = bank.write(tmp_path / "bank.csv")
+    theta = np.random.default_rng(3).normal(0.5, 0.8, 200)
+    sim = tmp_path / "person_scores.csv"
+    pd.DataFrame({"subject_id": [f"m{i}" for i in range(200)], "theta": theta, "se": 0.2,
+                  "theta_ref": theta + 0.1, "error": -0.1}).to_csv(sim, index=False)
+    assert main(["design", "-b", str(path), "-k", "8", "--thetas", str(sim), "--json",
+                 "--random-forms", "0"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["item_ids"] == optimal_form(bank, 8, "D", theta).item_ids.tolist()
+    pd.DataFrame({"theta_ref": theta}).to_csv(sim, index=False)
+    assert main(["design", "-b", str(path), "-k", "8", "--thetas", str(sim)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--thetas" in err and "no column theta" in err and "theta_ref" in err
+    pd.DataFrame({"theta": [0.1, float("nan")]}).to_csv(sim, index=False)
+    assert main(["design", "-b", str(path), "-k", "8", "--thetas", str(sim)]) == 2
+    assert "row 1" in capsys.readouterr().err
+
+
+def test_design_expected_se_is_the_error_of_scoring_the_form(tmp_path, capsys):
+    """The stated expected SE (root mean of 1 / (1 + test information) over N(0, 1): the A
+    criterion) is what scoring the form gives: EAP on the form for 4000 simulees drawn from
+    N(0, 1) misses their true theta by an RMSE at most that, and within 15% of it (the
+    information approximation is slightly conservative: 0.33 against 0.35 here)."""
+    import atlascat as at
+
+    rng = np.random.default_rng(11)
+    bank = load_bank("arc").subset(np.arange(150))
+    path = bank.write(tmp_path / "bank.csv")
+    assert main(["design", "-b", str(path), "-k", "15", "--json", "--random-forms", "0",
+                 "-o", str(tmp_path / "form.csv")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    form = bank.subset(bank.index_of(summary["item_ids"]))
+    assert summary["expected_se"] == pytest.approx(np.sqrt(form_criterion(bank, summary["item_ids"], "A")))
+    theta = rng.normal(size=4000)
+    y = (rng.random((4000, len(form))) < form.probability(theta)).astype(float)
+    est = at.estimate_ability(y, form, method="eap")
+    rmse = float(np.sqrt(np.mean((np.asarray(est.theta) - theta) ** 2)))
+    assert 0.85 * summary["expected_se"] < rmse <= summary["expected_se"], (rmse, summary)

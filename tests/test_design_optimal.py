@@ -78,7 +78,7 @@ class TestThetaDesign:
     def test_bad_inputs(self):
         with pytest.raises(ConfigError, match="coverage"):
             theta_design(coverage=0)
-        with pytest.raises(ConfigError, match="positive semi-definite"):
+        with pytest.raises(ConfigError, match="prior_precision must be a number >= 0"):
             theta_design(prior_precision=-1.0)
         with pytest.raises(ConfigError, match="1-D or"):
             theta_design(np.zeros((2, 2, 2)))
@@ -234,3 +234,20 @@ class TestEvaluation:
                                        rng=np.random.default_rng(0))
             assert cmp["info_ratio"] > 1.5, (bench, cmp)
             assert cmp["fraction_beaten"] == 1.0, (bench, cmp)
+
+
+def test_continuous_score_bank_weights_are_quasi_information(rng):
+    """A bank with a dispersion column (continuous scores) carries phi_j: an item's information
+    is the quasi-likelihood's, P'^2 / (P Q phi_j), as the adaptive test and estimate_ability
+    read it; so the form takes the item whose scores vary less about the curve."""
+    from atlascat.irt.dispersion import with_dispersion
+
+    base = _bank(rng, n=12, guess=False)
+    phi = np.linspace(0.05, 1.0, 12)
+    bank = with_dispersion(base, phi)
+    d = theta_design()
+    W, _ = _item_terms(bank, d)
+    np.testing.assert_allclose(W, models.item_information(d.nodes[:, 0], *base.params) / phi)
+    assert integrated_information(bank, [0, 1]) == pytest.approx((d.weights @ W[:, [0, 1]]).sum())
+    twins = with_dispersion(ItemBank(["rough", "smooth"], [1.0, 1.0], [0.0, 0.0]), [1.0, 0.1])
+    assert optimal_form(twins, 1, "D").item_ids.tolist() == ["smooth"]

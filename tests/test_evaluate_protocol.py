@@ -271,6 +271,8 @@ class TestConfig:
             BenchmarkConfig(optimal_criteria=("Z",))
         with pytest.raises(ConfigError, match="random_k"):
             BenchmarkConfig(random_k=-5)
+        with pytest.raises(ConfigError, match="random_replicates must be >= 1"):
+            BenchmarkConfig(random_replicates=0)   # random_k=0 switches Random-k off
 
     def test_needs_a_response_matrix(self):
         with pytest.raises(ConfigError, match="ResponseMatrix"):
@@ -313,6 +315,23 @@ class TestCommands:
         assert main(["benchmark", str(path), "--taus", "0.2,abc"]) == 2
         assert "comma-separated" in capsys.readouterr().err
 
+    @pytest.mark.parametrize("args,needle", [
+        (["--random-k", "-1"], "--random-k must be >= 0"),
+        (["--replicates", "0"], "--replicates must be >= 1, got 0"),
+        (["--taus", "0.2,0"], "--taus must be positive, got 0.2, 0"),
+        (["--criteria", "D,Z"], "unknown --criteria ['Z']"),
+        (["--test-size", "0.999"], "--test-size 0.999 puts all 50 subjects in the test set"),
+    ])
+    def test_bad_settings_name_the_option(self, tmp_path, capsys, args, needle):
+        from atlascat.cli import main
+
+        rm, _ = _simulated(seed=5)
+        path = tmp_path / "sim.csv"
+        rm.subset(subjects=np.arange(50)).write(path)
+        assert main(["benchmark", str(path), "-o", str(tmp_path / "run"), *args]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], lines
+
     def test_compare_rejects_non_run_dir(self, tmp_path, capsys):
         from atlascat.cli import main
 
@@ -336,3 +355,30 @@ def test_model_auto_means_what_it_means_in_calibrate():
     assert summary["model"] == expected and "model_selection" not in summary
     assert by_bic["model_selection"]["criterion"] == "BIC"
     assert by_bic["model"] in ("2pl", "3pl")
+
+
+def test_benchmark_of_continuous_scores_skips_m2_and_says_why(tmp_path, capsys):
+    """M2 tests 0/1 answers: on scores in (0, 1) the benchmark runs to the end, run.json and the
+    report say the fit was not computed and why, and the command line says why the validation
+    SE factor column is empty."""
+    from atlascat.cli import main
+    from atlascat.studies.report import build_report
+
+    rm, theta = _simulated(seed=7)
+    rng = np.random.default_rng(8)
+    bank = ItemBank(rm.item_ids, rng.lognormal(0.3, 0.3, rm.n_items), rng.normal(0, 1, rm.n_items))
+    p = bank.probability(theta)
+    scores = np.clip(p + rng.normal(0, 0.08, p.shape), 0.01, 0.99)   # an F1-like score
+    cont = ResponseMatrix(scores, rm.subject_ids, rm.item_ids)
+    cfg = BenchmarkConfig(seed=1, model="2pl", taus=(0.4,), random_k=20, random_replicates=1,
+                          anchor_k=0, info_k=0, optimal_k=0, model_fit=True, se_calibration=False)
+    run = run_benchmark(cont, cfg, name="continuous")
+    assert run.info["fit"] == {"skipped": "M2 tests 0/1 answers; these are continuous scores"}
+    assert "not computed (M2 tests 0/1 answers" in build_report([run])
+    path = tmp_path / "cont.csv"
+    cont.subset(subjects=np.arange(80)).write(path)   # 14 validation models: no SE factor
+    assert main(["benchmark", str(path), "-o", str(tmp_path / "run"), "-q", "--model", "2pl",
+                 "--taus", "0.4", "--random-k", "20", "--anchor-k", "0", "--info-k", "0",
+                 "--optimal-k", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "model fit (M2): not computed" in out and "CAT SE factor: fewer than 20" in out

@@ -229,4 +229,9 @@ def stratified_split(responses: ResponseMatrix, *, test_size: float = TEST_SIZE,
         if k == 0 and members.size >= 2:
             k = 1
         test[rng.choice(members, size=k, replace=False)] = True
+    if test.all() or not test.any():
+        where = ("all", "test", "none in the train set; lower it") if test.all() else \
+            ("none of the", "test", "raise it")
+        raise ConfigError(f"test_size {test_size} puts {where[0]} {test.size} subjects in the "
+                          f"{where[1]} set: {where[2]}")
     return responses.subset(subjects=~test), responses.subset(subjects=test)

@@ -191,8 +191,8 @@ class MinInformationStop(StopRule):
         self.threshold = float(threshold)
 
     def check(self, engine, rows):
-        _, info = engine.best_remaining(rows)
-        return info < self.threshold
+        best, info = engine.best_remaining(rows)
+        return (best >= 0) & (info < self.threshold)   # no item left: bank_exhausted
 
 
 class CostAwareStop(StopRule):
@@ -213,6 +213,7 @@ class CostAwareStop(StopRule):
 
     def check(self, engine, rows):
         best, info = engine.best_remaining(rows)
+        info = np.where(best >= 0, info, 0.0)   # no item left (-inf): nothing to gain
         if engine.config.estimation.se_method == "information":
             after = 1.0 / np.sqrt(engine.test_info[rows] + info + engine.prior_precision)
         elif engine.tab.dispersion is not None:
@@ -221,7 +222,7 @@ class CostAwareStop(StopRule):
             after = engine.expected_posterior_sd(rows, best)
         gain = self.value * np.maximum(engine.se[rows] - after, 0.0)
         cost = engine.item_cost[np.maximum(best, 0)]
-        return (best < 0) | (gain < cost)
+        return (best >= 0) & (gain < cost)   # no item left: bank_exhausted
 
 
 class BudgetStop(StopRule):
@@ -243,7 +244,8 @@ class BudgetStop(StopRule):
         else:
             cost = np.where(engine.used[rows], np.inf, engine.item_cost[None, :])
             cheapest = cost.min(axis=1)
-        return engine.spent[rows] + cheapest > self.budget * (1 + 1e-12)
+        left = engine.n_used[rows] < engine.tab.n_items   # none left: bank_exhausted
+        return left & (engine.spent[rows] + cheapest > self.budget * (1 + 1e-12))
 
 
 class MaxItemsStop(StopRule):

@@ -39,16 +39,20 @@ OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop
                 "r_max": "--r-max"}
 
 
-def cli_names(build: Callable[[], T]) -> T:
-    """``build()``, with the configuration's field names in a ConfigError replaced by the
-    options that set them."""
+def cli_names(build: Callable[[], T], names: dict[str, str] | None = None) -> T:
+    """``build()``, with the configuration's field names in a ConfigError (or a
+    ConvergenceError, whose advice names a setting) replaced by the options that set them:
+    :data:`OPTION_NAMES`, and ``names`` (a command's own fields, as ``{"prior_games":
+    "--prior-games"}``) first."""
+    from ..errors import ConvergenceError
+
     try:
         return build()
-    except ConfigError as exc:
+    except (ConfigError, ConvergenceError) as exc:
         msg = str(exc)
-        for field, opt in OPTION_NAMES.items():
+        for field, opt in {**(names or {}), **OPTION_NAMES}.items():
             msg = re.sub(rf"(?<![-\w]){re.escape(field)}(?![\w])", opt, msg)
-        raise ConfigError(msg) from exc
+        raise type(exc)(msg) from exc
 
 
 def cat_config(*, se_stop: float | None = None, min_items: int | None = None,
@@ -156,5 +160,12 @@ def benchmark_config(*, test_size: float, prior_a=None, prior_c=None, se_method=
         raise ConfigError(f"--test-size must be in (0, 1), got {test_size}")
     cal = {k: v for k, v in (("prior_a", prior_a), ("prior_c", prior_c)) if v}
     cat = {"se_method": se_method} if se_method else {}
-    return BenchmarkConfig(test_size=test_size, calibrate_options=cal, cat_options=cat,
-                           **fields)
+    return cli_names(lambda: BenchmarkConfig(test_size=test_size, calibrate_options=cal,
+                                             cat_options=cat, **fields), BENCHMARK_OPTIONS)
+
+
+#: BenchmarkConfig's fields -> ``atlas benchmark``'s options (its errors name what was typed)
+BENCHMARK_OPTIONS = {"random_k": "--random-k", "random_replicates": "--replicates",
+                     "anchor_k": "--anchor-k", "info_k": "--info-k", "optimal_k": "--optimal-k",
+                     "CAT SE thresholds": "--taus", "optimal-form criteria": "--criteria",
+                     "test_size": "--test-size"}

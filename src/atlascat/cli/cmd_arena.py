@@ -6,7 +6,12 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, json_safe, output_file, print_frame
+from ._common import console, json_safe, output_file, print_frame, warn
+from ._options import cli_names
+
+#: the library's names in an error -> the options that set them (``cli_names``)
+_FIT_OPTIONS = {"prior_games": "--prior-games", "ties handling": "--ties",
+                "ties='half'": "--ties half", "reference player": "--reference player"}
 
 arena_app = typer.Typer(rich_markup_mode=None, help="Paired comparisons (arena battles): Bradley-Terry ratings with ties, "
                              "adaptive matchmaking.", no_args_is_help=True)
@@ -26,31 +31,50 @@ def fit(
     as_json: bool = typer.Option(False, "--json", help="Print JSON records instead of a table."),
 ):
     """Fit Bradley-Terry ratings (MM algorithm, Rao-Kupper ties) with standard errors."""
+    from ..catalogue import resolve_battles
     from ..design.bradley_terry import BradleyTerry, read_battles
-    from ..validation import check_input_file
 
     output_file(output)
-    from ..catalogue import resolve_battles
-
-    df = read_battles(check_input_file(resolve_battles(battles), what="battles file",
-                                       option="BATTLES"))
-    model = BradleyTerry(ties=ties, prior_games=prior_games,
-                         constraint="reference" if reference else "sum_zero",
-                         reference=reference).fit(df)
+    df = read_battles(resolve_battles(battles), option="BATTLES")
+    model = cli_names(lambda: BradleyTerry(ties=ties, prior_games=prior_games,
+                                           constraint="reference" if reference else "sum_zero",
+                                           reference=reference).fit(df), _FIT_OPTIONS)
+    if not model.converged_:
+        warn(f"the MM algorithm did not converge in {model.n_iter_} iterations: the ratings "
+             "below are its last step, not the maximum likelihood")
     table = model.to_frame()
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(output, index=False, float_format="%.10g")
+    gaps = model.adjacent_differences()
     if as_json:
         console.print_json(json.dumps(json_safe({"tie_param": model.tie_param_, "loglik": model.loglik_,
-                                       "ratings": table.to_dict(orient="records")})))
+                                       "ratings": table.to_dict(orient="records"),
+                                       "adjacent": gaps.to_dict(orient="records")})))
         return
-    print_frame(table, title=f"Bradley-Terry ratings: {model.comparisons_.n_players} players, "
-                             f"{model.comparisons_.n_games} games")
-    console.print(f"Rao-Kupper tie parameter = {model.tie_param_:.4g}; log-likelihood {model.loglik_:.6g}; "
-                  f"{model.n_iter_} MM iterations")
+    comp = model.comparisons_
+    n_ties = int(round(comp.ties.sum() / 2))
+    dropped = f" ({n_ties} ties left out)" if ties == "drop" and n_ties else ""
+    print_frame(table, title=f"Bradley-Terry ratings: {comp.n_players} players, "
+                             f"{comp.n_games} games{dropped}")
+    tie_words = {"rao-kupper": f"Rao-Kupper tie parameter = {model.tie_param_:.4g}",
+                 "half": "a tie counted as half a win for each player",
+                 "drop": "ties left out"}[ties]
+    console.print(f"{tie_words}; log-likelihood {model.loglik_:.6g}; {model.n_iter_} MM iterations")
+    console.print(_stability_line(gaps))
     if output is not None:
         console.print(f"wrote {output}")
+
+
+def _stability_line(gaps) -> str:
+    """Which neighbouring ranks the games tell apart at 95%."""
+    apart = [f"{r.rank}-{r.rank + 1} ({r.player} > {r.next_player})"
+             for r in gaps.itertuples() if r.separated]
+    if len(apart) == len(gaps):
+        return "every rank is told apart from the next at 95% (difference > 1.96 SE)"
+    told = ", ".join(apart) if apart else "none"
+    return (f"neighbouring ranks told apart at 95% (difference > 1.96 SE): {told}; "
+            f"{len(gaps) - len(apart)} other neighbouring pair(s) could swap")
 
 
 @arena_app.command("schedule")
@@ -63,14 +87,13 @@ def schedule_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON records instead of a table."),
 ):
     """The next pairs to play: maximal expected information about the ratings."""
+    from ..catalogue import resolve_battles
     from ..design.arena import schedule
     from ..design.bradley_terry import read_battles
-    from ..validation import check_input_file
 
-    from ..catalogue import resolve_battles
-
-    battles = check_input_file(resolve_battles(battles), what="battles file", option="BATTLES")
-    plan = schedule(read_battles(battles), n, criterion=criterion, prior_games=prior_games)
+    df = read_battles(resolve_battles(battles), option="BATTLES")
+    plan = cli_names(lambda: schedule(df, n, criterion=criterion, prior_games=prior_games),
+                     {**_FIT_OPTIONS, "n_pairs": "-n/--pairs", "unknown criterion": "unknown --criterion"})
     if as_json:
         console.print_json(json.dumps(plan.to_dict(orient="records")))
         return
@@ -91,8 +114,11 @@ def simulate_cmd(
     """Adaptive vs random vs round-robin pairing: games to reach a rank correlation."""
     from ..design.arena import compare_schedulers
 
-    df = compare_schedulers(players, rating_sd=rating_sd, n_seeds=seeds, n_games=games,
-                            threshold=threshold, tie_param=tie_param, seed=seed)
+    df = cli_names(lambda: compare_schedulers(players, rating_sd=rating_sd, n_seeds=seeds,
+                                              n_games=games, threshold=threshold,
+                                              tie_param=tie_param, seed=seed),
+                   {"n_seeds": "--seeds", "rating_sd": "--rating-sd", "threshold": "--threshold",
+                    "n_games": "--games", "tie_param": "--tie-param", "n_players": "--players"})
     summary = df.groupby("strategy", sort=False).agg(
         games_first=("games_first", "mean"), games_sustained=("games_sustained", "mean"),
         reached=("reached", "mean"), final_spearman=("final_spearman", "mean")).reset_index()

@@ -99,7 +99,7 @@ def benchmark_command(
     models' real answers, and write per-model results, tables and run.json to RUN_DIR."""
     from ..errors import ConfigError, ResponseDataError
     from ..studies.protocol import plan_stages, run_benchmark
-    from ._options import benchmark_config
+    from ._options import BENCHMARK_OPTIONS, benchmark_config, cli_names
 
     tau_values = parse_floats(taus, "--taus")
     if model.lower() in ("graded", "gpcm"):
@@ -125,7 +125,8 @@ def benchmark_command(
             raise ConfigError(_RATINGS_HINT.format(what=f"{responses} holds ratings")) from None
         raise
     with stage_progress(plan_stages(config), name) as done:
-        run = run_benchmark(rm, config, name=name, progress=done)
+        run = cli_names(lambda: run_benchmark(rm, config, name=name, progress=done),
+                        BENCHMARK_OPTIONS)
     run.info["source"] = str(responses)
     run.write(out)
     _show(run, name, out, quiet)
@@ -172,8 +173,13 @@ def _show(run, name: str, out: Path, quiet: bool) -> None:
     if sel:
         bics = ", ".join(f"{r['model']} {r['bic']:.0f}" for r in sel["candidates"])
         console.print(f"model: [bold]{run.info['calibration']['model']}[/] (BIC {bics})")
-    factors = run.info.get("se_calibration", {}).get("factors", {})
+    se_cal = run.info.get("se_calibration", {})
+    factors = se_cal.get("factors", {})
     if factors:
         console.print("CAT SE factor on validation train models: " + ", ".join(
             f"tau={float(t):g}: {k:.2f}" for t, k in factors.items()))
+    elif se_cal.get("note"):   # the table's "Cov. (val.-calibrated SE)" column is empty: why
+        console.print(f"CAT SE factor: {se_cal['note']}")
+    if "skipped" in (run.info.get("fit") or {}):
+        console.print(f"model fit (M2): not computed, {run.info['fit']['skipped']}")
     console.print(f"run written to [bold]{escape(str(out))}[/]")

@@ -7,6 +7,11 @@ from pathlib import Path
 import typer
 
 from ._common import bank_option_help, console, json_safe, output_file, print_frame
+from ._options import cli_names
+
+#: the library's names in an error -> the options that set them (``cli_names``)
+_OPTIONS = {"form length k": "-k/--length", "unknown criterion": "unknown --criterion",
+            "prior_precision": "--prior-precision"}
 
 
 def load_design_bank(spec: str):
@@ -34,14 +39,20 @@ def _read_thetas(path: Path, n_dims: int):
     from ..validation import read_frame
 
     df = read_frame(path, what="theta file", option="--thetas", error=ConfigError)
-    cols = [c for c in df.columns if str(c).lower().startswith("theta")]
-    if not cols:
-        raise ConfigError(f"{path}: no column named theta (or theta1..thetaK) with abilities")
-    if len(cols) != n_dims:
-        raise ConfigError(f"{path}: {len(cols)} theta column(s) {cols} but the bank has {n_dims} dimension(s)")
+    names = {str(c).lower(): c for c in df.columns}
+    want = ["theta"] if n_dims == 1 else [f"theta{d}" for d in range(1, n_dims + 1)]
+    if n_dims == 1 and "theta" not in names and "theta1" in names:
+        want = ["theta1"]
+    if not all(w in names for w in want):   # other theta* columns (theta_ref, ...) are not read
+        found = [c for c in df.columns if str(c).lower().startswith("theta")]
+        raise ConfigError(f"--thetas {str(path)!r}: no column {' / '.join(want)} with abilities for "
+                          f"a bank of {n_dims} dimension(s) (theta columns: {found or 'none'})")
+    cols = [names[w] for w in want]
     values = df[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-    if not np.isfinite(values).all():
-        raise ConfigError(f"{path}: theta columns must be finite numbers")
+    bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
+    if bad.size:
+        raise ConfigError(f"--thetas {str(path)!r}: row {bad[0]} ({bad.size} row(s) in all) holds "
+                          f"no finite ability in {' / '.join(map(str, cols))}; drop such rows")
     return values[:, 0] if n_dims == 1 else values
 
 
@@ -75,17 +86,25 @@ def register(app: typer.Typer) -> None:
         """
         import numpy as np
 
-        from ..design.optimal import optimal_form, random_form_baseline
+        from ..design.optimal import form_criterion, optimal_form, random_form_baseline
+        from ..errors import ConfigError
 
         output_file(output)
+        if random_forms < 0:
+            raise ConfigError(f"--random-forms ({random_forms}) must be >= 0 (0: no comparison)")
         b = load_design_bank(bank)
         n_dims = int(np.asarray(b.loadings).shape[1]) if hasattr(b, "loadings") else 1
         sample = None if thetas is None else _read_thetas(thetas, n_dims)
-        res = optimal_form(b, k, criterion, sample, exchange=exchange,
-                           prior_precision=prior_precision)
+        res = cli_names(lambda: optimal_form(b, k, criterion, sample, exchange=exchange,
+                                             prior_precision=prior_precision), _OPTIONS)
         summary = {"bank": bank, "n_items": len(b), "criterion": res.criterion, "k": res.k,
                    "value": res.value, "greedy_value": res.greedy_value,
                    "n_exchanges": res.n_exchanges}
+        if n_dims == 1:   # the A criterion is the mean posterior variance over the abilities
+            summary["expected_se"] = float(np.sqrt(form_criterion(
+                b, res.indices, "A", sample, prior_precision=prior_precision)))
+        if res.k == len(b):   # every random form is the whole bank too: nothing to compare
+            random_forms = 0
         if random_forms > 0:
             cmp = random_form_baseline(b, res.indices, res.criterion, sample, n_forms=random_forms,
                                        rng=np.random.default_rng(seed),
@@ -107,6 +126,9 @@ def register(app: typer.Typer) -> None:
         direction = "minimized" if res.criterion == "A" else "maximized"
         console.print(f"criterion {res.criterion} ({direction}): {res.value:.6g} "
                       f"(greedy {res.greedy_value:.6g}, {res.n_exchanges} exchange(s))")
+        if "expected_se" in summary:
+            console.print(f"expected SE over the abilities: {summary['expected_se']:.3f} (root "
+                          "mean of 1 / (prior precision + test information) over them)")
         if random_forms > 0:
             console.print(f"median of {random_forms} random {res.k}-item forms: "
                           f"{summary['random_median']:.6g}; beats {summary['fraction_beaten']:.0%} of them")

@@ -181,6 +181,12 @@ def simulate_arena(true_ratings, strategy: str = "adaptive", *, n_games: int = 2
     n = truth.size
     if n < 3:
         raise ConfigError("simulate at least three players")
+    for name, value in (("n_games", n_games), ("batch_size", batch_size)):
+        if not int(value) >= 1:
+            raise ConfigError(f"{name} must be >= 1, got {value}")
+    if not tie_param >= 1 or not np.isfinite(tie_param):
+        raise ConfigError(f"tie_param must be Rao and Kupper's theta >= 1 (1: no ties), got "
+                          f"{tie_param}")
     phi = float(np.log(tie_param))
     players = np.array([f"p{k}" for k in range(n)], dtype=object)
     comp = Comparisons.empty(players)
@@ -241,6 +247,15 @@ def compare_schedulers(n_players: int = 20, *, rating_sd: float = 1.0, n_seeds: 
     ``n_games``, a lower bound), info_per_game (mean Fisher information of a game at the true
     ratings), final_spearman, final_rmse.
     """
+    if not int(n_players) >= 3:
+        raise ConfigError(f"n_players must be >= 3, got {n_players}")
+    if not int(n_seeds) >= 1:
+        raise ConfigError(f"n_seeds must be >= 1, got {n_seeds}")
+    if not rating_sd > 0 or not np.isfinite(rating_sd):
+        raise ConfigError(f"rating_sd must be a finite number > 0 (equal ratings have no order "
+                          f"to recover), got {rating_sd}")
+    if not 0 < threshold <= 1:
+        raise ConfigError(f"threshold must be a Spearman correlation in (0, 1], got {threshold}")
     rows = []
     for s in range(int(n_seeds)):
         truth = np.random.default_rng([seed, s, 0]).normal(0.0, rating_sd, n_players)

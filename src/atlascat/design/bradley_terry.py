@@ -31,7 +31,8 @@ gives the updates, applied to all players at once (vectorized over the n x n cou
     theta   <- T / C + sqrt(1 + (T / C)^2),   C = sum_{i != j} n'_ij gamma_j / (gamma_i + theta gamma_j),
 
 each of which increases l. The maximum likelihood estimate exists iff the "beat-or-tied" graph is
-strongly connected (Ford 1957; Hunter 2004, assumption 1); otherwise pass ``prior_games > 0``:
+strongly connected (Ford 1957; Hunter 2004, assumption 1) and, for theta, at least one game was
+not a tie (with only ties, l grows without bound in theta); otherwise pass ``prior_games > 0``:
 every player then plays ``prior_games`` virtual games, half won and half lost, against a virtual
 player of rating 0 (a conjugate-style prior that keeps the MM form).
 
@@ -161,7 +162,12 @@ def comparisons_from_battles(battles: pd.DataFrame, players=None) -> Comparisons
     missing = need - set(battles.columns)
     if missing:
         raise ResponseDataError(f"battles need columns model_a, model_b, winner; missing {sorted(missing)}")
-    df = battles.dropna(subset=["model_a", "model_b"])
+    df = battles
+    for col in ("model_a", "model_b"):
+        if df[col].isna().any():
+            row = df.index[np.flatnonzero(df[col].isna().to_numpy())[0]]
+            raise ResponseDataError(f"row {row}: {col} is missing ({int(df[col].isna().sum())} "
+                                    "such row(s)); every game names both players")
     a = df["model_a"].astype(str)
     b = df["model_b"].astype(str)
     self_play = np.flatnonzero((a == b).to_numpy())
@@ -180,18 +186,29 @@ def comparisons_from_battles(battles: pd.DataFrame, players=None) -> Comparisons
     return comp.add(a.map(index).to_numpy(), b.map(index).to_numpy(), codes)
 
 
-def read_battles(path) -> pd.DataFrame:
-    """Read arena battles from CSV (optionally .gz), JSON lines or Parquet."""
+def read_battles(path, *, option: str | None = None) -> pd.DataFrame:
+    """Read arena battles from CSV (optionally .gz), JSON lines or Parquet; a file that cannot
+    be read, or holds no games, is one :class:`~atlascat.errors.ResponseDataError` line naming
+    it (``option``: the option or argument that gave it)."""
     from pathlib import Path
 
-    path = Path(path)
-    if not path.exists():
-        raise ResponseDataError(f"battles file {str(path)!r} does not exist")
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path)
+    from ..validation import check_input_file, read_frame
+
+    path = check_input_file(Path(path), what="battles file", option=option)
     if path.suffix in (".jsonl", ".json"):
-        return pd.read_json(path, lines=path.suffix == ".jsonl")
-    return pd.read_csv(path)
+        try:
+            df = pd.read_json(path, lines=path.suffix == ".jsonl")
+        except ValueError as exc:
+            where = f"{option} {str(path)!r}" if option else repr(str(path))
+            raise ResponseDataError(f"battles file {where} is not valid JSON "
+                                    f"({str(exc).splitlines()[0]})") from None
+    else:
+        df = read_frame(path, what="battles file", option=option)
+    if len(df) == 0:
+        where = f"{option} {str(path)!r}" if option else repr(str(path))
+        raise ResponseDataError(f"battles file {where} holds no games; one row per game: "
+                                "model_a, model_b, winner (a, b or tie)")
+    return df
 
 
 # ============================================================================ model
@@ -206,6 +223,32 @@ def outcome_probabilities(beta_i, beta_j, phi: float = 0.0):
 def _strongly_connected(nprime: np.ndarray) -> bool:
     n_comp, _ = connected_components(nprime > 0, directed=True, connection="strong")
     return n_comp == 1
+
+
+def _no_mle_message(players, nprime: np.ndarray, games: np.ndarray) -> str:
+    """Why the ratings have no maximum: a group of players that never beat or tied anyone
+    outside it (a strongly connected component without an edge out of it, Ford 1957), named
+    with the players it lost to or never played."""
+    _, label = connected_components(nprime > 0, directed=True, connection="strong")
+    beat = nprime > 0
+    for comp in np.unique(label):
+        inside = label == comp
+        if beat[np.ix_(inside, ~inside)].any():
+            continue   # this group beat or tied someone outside it
+        group, rest = players[inside].tolist(), players[~inside].tolist()
+        if games[np.ix_(inside, ~inside)].sum() == 0:
+            why = f"{_names(group)} never played {_names(rest)}"
+        else:
+            why = f"{_names(group)} never beat or tied any of {_names(rest)}"
+        return (f"the maximum likelihood ratings do not exist: {why}, so the gap between their "
+                "ratings has no finite estimate; pass prior_games > 0 (e.g. 1) to regularize")
+    return "the maximum likelihood ratings do not exist"   # pragma: no cover - not connected
+
+
+def _names(names: list, most: int = 5) -> str:
+    shown = ", ".join(repr(x) for x in names[:most])
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return f"{'player' if len(names) == 1 else 'players'} {shown}{more}"
 
 
 class BradleyTerry:
@@ -260,13 +303,17 @@ class BradleyTerry:
             ties = np.pad(ties, ((0, 1), (0, 1)))
             wins[:n, n] = wins[n, :n] = prior / 2.0
         nprime = wins + ties
-        if prior == 0 and not _strongly_connected(nprime):
-            raise ConvergenceError(
-                "the maximum likelihood ratings do not exist: some players never lost or never won "
-                "against the rest (the beat-or-tied graph is not strongly connected); pass "
-                "prior_games > 0 (e.g. 1) to regularize")
         if prior == 0 and (comp.games.sum(1) == 0).any():
-            raise ConvergenceError("some players have no games; pass prior_games > 0 or drop them")
+            idle = comp.players[comp.games.sum(1) == 0].tolist()
+            raise ConvergenceError(f"players {idle[:5]} have no games; pass prior_games > 0 or "
+                                   "drop them")
+        if prior == 0 and not _strongly_connected(nprime):
+            raise ConvergenceError(_no_mle_message(comp.players, nprime, comp.games))
+        if self.ties == "rao-kupper" and ties.sum() > 0 and wins.sum() == 0:
+            raise ConvergenceError(
+                "every game is a tie: Rao and Kupper's tie parameter has no finite estimate (the "
+                "more it grows, the likelier all ties); count a tie as half a win (ties='half') or pass "
+                "prior_games > 0")
         solver = self._mm if self.method == "mm" else self._newton
         beta, phi, n_iter, converged = solver(wins, ties, nprime, n, prior, init)
         self.comparisons_ = comp
@@ -292,8 +339,8 @@ class BradleyTerry:
             raise ConfigError(f"reference player {self.reference!r} is not among the players")
         if self.method not in ("mm", "newton"):
             raise ConfigError(f"unknown method {self.method!r}; use 'mm' or 'newton'")
-        if self.prior_games < 0:
-            raise ConfigError(f"prior_games must be >= 0, got {self.prior_games}")
+        if not self.prior_games >= 0:   # NaN too
+            raise ConfigError(f"prior_games must be a number >= 0, got {self.prior_games}")
         if comp.n_players < 2:
             raise ConfigError("need at least two players")
 
@@ -469,6 +516,21 @@ class BradleyTerry:
         pa, pt, pb = outcome_probabilities(self.ratings_[ia], self.ratings_[ib], self._phi)
         return pd.DataFrame({"model_a": self.players_[ia], "model_b": self.players_[ib],
                              "p_a": pa, "p_tie": pt, "p_b": pb})
+
+    def adjacent_differences(self, z: float = 1.959963984540054) -> pd.DataFrame:
+        """Each player against the next in rating order: rank, player, next_player, difference
+        (rating - next rating), se (of the difference, from the covariance:
+        sqrt(v_i + v_j - 2 c_ij)) and separated (difference > z se: the two ranks would not
+        swap at 95%); the ranking is stable only where neighbours are separated."""
+        self._check_fitted()
+        order = np.argsort(-self.ratings_, kind="stable")
+        a, b = order[:-1], order[1:]
+        diff = self.ratings_[a] - self.ratings_[b]
+        var = self.cov_[a, a] + self.cov_[b, b] - 2.0 * self.cov_[a, b]
+        se = np.sqrt(np.maximum(var, 0.0))
+        return pd.DataFrame({"rank": np.arange(1, len(a) + 1), "player": self.players_[a],
+                             "next_player": self.players_[b], "difference": diff, "se": se,
+                             "separated": diff > z * se})
 
     def to_frame(self) -> pd.DataFrame:
         """Ratings table sorted by rating: player, rating, se, elo, elo_se, rank, record."""

@@ -12,7 +12,10 @@ item j contributes, at every node, a rank-one information matrix
     I_j(theta_q) = W_qj v_j v_j^T,
 
 unidimensional 1PL-4PL: ``v_j = 1`` and ``W_qj`` is the item Fisher information
-``P'^2 / (P Q)`` (``atlascat.irt.models.item_information``); multidimensional 2PL
+``P'^2 / (P Q)`` (``atlascat.irt.models.item_information``), divided by the item's dispersion
+``phi_j`` where the bank has a ``dispersion`` column (continuous scores: the quasi-likelihood's
+information, McCullagh and Nelder 1989, sec. 9.2; ``atlascat.irt.dispersion``, as the adaptive
+test and ``estimate_ability`` read it); multidimensional 2PL
 (``atlascat.irt.multidim.MultidimBank``): ``v_j = a_j`` (the loading vector) and
 ``W_qj = P_qj (1 - P_qj)``. The form S has, at every node, the prior-regularized information
 matrix
@@ -69,6 +72,7 @@ from scipy.special import expit, logsumexp
 from scipy.stats import chi2
 
 from ..errors import ConfigError
+from ..irt.dispersion import bank_dispersion
 
 __all__ = [
     "CRITERIA",
@@ -178,6 +182,8 @@ def theta_design(thetas=None, n_dims: int = 1, *, quadpts: int | None = None,
         lam0 = np.linalg.inv(cov)
     else:
         lam0 = np.asarray(prior_precision, dtype=float)
+        if lam0.ndim == 0 and not lam0 >= 0:   # NaN too
+            raise ConfigError(f"prior_precision must be a number >= 0, got {float(lam0)}")
         lam0 = np.eye(k) * float(lam0) if lam0.ndim == 0 else lam0
         if lam0.shape != (k, k) or not np.allclose(lam0, lam0.T) or np.linalg.eigvalsh(lam0).min() < 0:
             raise ConfigError(f"prior_precision must be a symmetric positive semi-definite {k}x{k} matrix")
@@ -204,7 +210,9 @@ def _item_terms(bank, design: ThetaDesign):
         return p * (1.0 - p), a
     if design.n_dims != 1:
         raise ConfigError("a unidimensional bank needs a 1-D theta design")
-    return np.asarray(bank.information(design.nodes[:, 0]), dtype=float), np.ones((len(bank), 1))
+    info = np.asarray(bank.information(design.nodes[:, 0]), dtype=float)
+    phi = bank_dispersion(bank)   # continuous scores: the quasi-likelihood's information
+    return (info if phi is None else info / phi), np.ones((len(bank), 1))
 
 
 def _regularized(lam0: np.ndarray) -> np.ndarray:
@@ -406,7 +414,7 @@ def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: b
     n_allowed = int(allowed.sum())
     k = int(k)
     if not 1 <= k <= n_allowed:
-        raise ConfigError(f"form length k={k} must be between 1 and the {n_allowed} candidate items")
+        raise ConfigError(f"form length k ({k}) must be between 1 and the {n_allowed} candidate items")
     jitter = None if rng is None else rng.random(len(bank)) * 1e-12
 
     def pick(scores, mask):
@@ -523,7 +531,7 @@ def integrated_information(bank, forms, thetas=None) -> np.ndarray | float:
 def random_forms(n_items: int, k: int, n_forms: int, rng: np.random.Generator) -> np.ndarray:
     """``n_forms`` random forms of ``k`` distinct positions out of ``n_items``: (n_forms, k)."""
     if not 1 <= k <= n_items:
-        raise ConfigError(f"form length k={k} must be between 1 and {n_items}")
+        raise ConfigError(f"form length k ({k}) must be between 1 and {n_items}")
     return np.argsort(rng.random((int(n_forms), int(n_items))), axis=1)[:, :k]
 
 

@@ -308,9 +308,13 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
 
 
 def _model_fit(train: ResponseMatrix, bank: ItemBank, config: BenchmarkConfig, rng) -> dict:
-    """Partition-averaged M2 fit indices of the bank on the (complete) train answers."""
+    """Partition-averaged M2 fit indices of the bank on the (complete) train answers; M2 is a
+    test of 0/1 answers, so on continuous scores: ``{"skipped": why}``."""
+    from ..irt.dispersion import is_binary
     from ..irt.fit import m2_partitioned
 
+    if not is_binary(train.values):
+        return {"skipped": "M2 tests 0/1 answers; these are continuous scores"}
     table, summary = m2_partitioned(train, bank, partition_size=config.fit_partition_size,
                                     rng=rng)
     keys = ("RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR", "CFI", "TLI", "M2", "df", "n_partitions")

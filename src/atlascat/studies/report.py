@@ -84,14 +84,40 @@ def _fig_error_vs_items(summary: pd.DataFrame):
         color = _CAT_COLOR if _is_cat(r["method"]) else _STATIC_COLOR
         ax.errorbar(r["items_mean"], r["theta_mae"], yerr=1.96 * r["theta_mae_se"], fmt="o",
                     color=color, capsize=3)
-        ax.annotate(r["method"], (r["items_mean"], r["theta_mae"]), textcoords="offset points",
-                    xytext=(6, 4), fontsize=8)
     ax.set_xlabel("mean items administered")
     ax.set_ylabel("theta MAE vs whole-bank theta")
     ax.set_title("Error against test length (bars: 95% CI of the MAE)")
     ax.grid(alpha=0.3)
     ax.set_ylim(bottom=0)
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo, hi + 0.18 * (hi - lo))   # room for the labels of the longest tests
+    _label_points(ax, summary["items_mean"].to_numpy(float),
+                  summary["theta_mae"].to_numpy(float), list(summary["method"]))
     return fig
+
+
+def _label_points(ax, x, y, labels, fontsize: int = 8, gap_pt: float = 10.0) -> None:
+    """Label each point to its right, moving a label up until it is ``gap_pt`` points above
+    every label already placed whose horizontal extent it would overlap (labels placed from the
+    lowest point up), so that no two labels print over each other."""
+    fig = ax.figure
+    fig.canvas.draw()   # final layout: data -> pixels
+    px = ax.transData.transform(np.column_stack([x, y]))
+    per_pt = fig.dpi / 72.0
+    renderer = fig.canvas.get_renderer()
+    placed: list[tuple[float, float, float]] = []   # (left, right, y) in pixels
+    for k in np.argsort(px[:, 1], kind="stable"):
+        left = px[k, 0] + 6 * per_pt
+        probe = ax.text(0, 0, labels[k], fontsize=fontsize)
+        right = left + probe.get_window_extent(renderer).width
+        probe.remove()
+        target = px[k, 1] + 4 * per_pt
+        for pl, pr, py in sorted(placed, key=lambda p: p[2]):
+            if pl < right and left < pr and abs(target - py) < gap_pt * per_pt:
+                target = py + gap_pt * per_pt
+        placed.append((left, right, target))
+        ax.annotate(labels[k], (x[k], y[k]), textcoords="offset points", fontsize=fontsize,
+                    xytext=(6, (target - px[k, 1]) / per_pt))
 
 
 def _fig_identity(persons: pd.DataFrame, summary: pd.DataFrame):
@@ -256,6 +282,15 @@ def _kv(items: dict) -> str:
                                      for k, v in items.items()) + "</dl>"
 
 
+def _fixed_forms(summary: pd.DataFrame) -> str:
+    """The fixed forms the run scored, as its tables label them (the size used: a size above
+    the bank is capped at it), with the replicates of a randomized form; "none" if none."""
+    rows = summary[~summary["method"].map(_is_cat)]
+    return ", ".join(f"{r['method']}" + (f" x {int(r['replicates'])} replicates"
+                                          if int(r.get("replicates", 1)) > 1 else "")
+                     for _, r in rows.iterrows()) or "none"
+
+
 def _run_section(run, anchor: str) -> str:
     info = run.info or {}
     cal = info.get("calibration", {}) or {}
@@ -269,11 +304,10 @@ def _run_section(run, anchor: str) -> str:
                                  ("model", "loglik", "n_iter", "converged", "seconds")),
         "model fit (M2, partition mean)": (", ".join(
             f"{k} {info['fit'][k]:.3f}" for k in ("RMSEA", "SRMSR", "CFI", "TLI")
-            if k in info["fit"]) if info.get("fit") else "not computed"),
+            if k in info["fit"]) if info.get("fit") and "skipped" not in info["fit"] else
+            "not computed" + (f" ({info['fit']['skipped']})" if info.get("fit") else "")),
         "CAT": f"tau in {', '.join(f'{t:g}' for t in cfg.taus)}; options {cfg.cat_options or 'paper defaults'}",
-        "fixed forms": f"Random-{cfg.random_k} x {cfg.random_replicates} replicates, "
-                       f"Anchor-{cfg.anchor_k}, Info-{cfg.info_k}, "
-                       f"{'/'.join(cfg.optimal_criteria)}-optimal-{cfg.optimal_k}",
+        "fixed forms": _fixed_forms(run.summary),
         "seed": cfg.seed,
     }
     parts = [f'<h2 id="{anchor}">{html.escape(run.name)}</h2>', '<div class="card">', _kv(facts),
@@ -321,9 +355,10 @@ def build_report(runs, *, title: str = "ATLAS benchmark report") -> str:
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body><main>",
              f"<h1>{html.escape(title)}</h1>",
-             f'<p class="lead">ATLAS adaptive testing against static subsets on real leaderboard '
-             f"answers: each test model is scored from its own answers on the items each method "
-             f"picks, and compared with its whole-bank theta. atlascat {__version__}.</p>"]
+             f'<p class="lead">ATLAS adaptive testing against static subsets on recorded '
+             f"answers: each held-out test model is scored from its own answers on the items "
+             f"each method picks, and compared with its whole-bank theta. atlascat "
+             f"{__version__}.</p>"]
     if len(runs) > 1:
         from .tables import unique_names, wide_ability_table
 
