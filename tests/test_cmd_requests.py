@@ -330,3 +330,41 @@ def test_a_stored_reply_is_scored_again_alone_by_the_rule(mc2_folder):
     assert subject.score_of(line) == pytest.approx(ir.score([-3.0] * len(ir.requests)))
     with pytest.raises(LiveRunError, match="same log-likelihood"):
         parse_outputs([ir], line, "the command")
+
+
+HARNESS = '''\
+import json, sys
+from atlascat.live.toylm import ToyLM
+
+model = ToyLM()
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["request_type"] == "loglikelihood":
+        resps = [model.loglikelihood_one(c, x) for c, x in req["arguments"]]
+    else:
+        resps = [model.generate_one(c, kw["until"], kw["max_gen_toks"]) for c, kw in req["arguments"]]
+    print(json.dumps({"item_id": req["item_id"], "resps": resps}), flush=True)
+'''
+
+
+def test_a_suite_asked_through_a_command_is_the_completions_servers_run(tmp_path):
+    """The toy model behind cmd: and behind the offline /v1/completions server: the suite run
+    (every benchmark's own requests, log-likelihood and generation) asks the same items and
+    scores them alike, so the table is the same."""
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.toylm import ToyLM
+
+    (tmp_path / "harness.py").write_text(HARNESS)
+    runs = {}
+    with MockOpenAIServer(lm=ToyLM()) as srv:
+        for name, subject in (("cmd", f"cmd:{sys.executable} {tmp_path / 'harness.py'}"),
+                              ("http", f"completions:{srv.url}")):
+            out = tmp_path / name
+            assert main(["evaluate", "--suite", "openllm-v1", "--subject", subject, "--llm",
+                         "toylm", "--max-items", "12", "-q", "-o", str(out)]) == 0
+            runs[name] = (_steps(out), json.loads((out / "results.json").read_text())[0])
+    (cmd_steps, cmd_row), (http_steps, http_row) = runs["cmd"], runs["http"]
+    assert [s[:2] for s in cmd_steps] == [s[:2] for s in http_steps] and len(cmd_steps) == 12
+    assert {s[0].split("/")[0] for s in cmd_steps} >= {"gsm8k", "arc"}
+    assert cmd_row["table"] == http_row["table"]
+    assert cmd_row["protocol_label"].startswith("the leaderboard's requests answered by your")
