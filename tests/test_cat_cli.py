@@ -45,7 +45,7 @@ def test_simulate_with_thetas(files):
                "--se-stop", "0.3", "--min-items", "5", "--max-items", "40", "--seed", "3",
                "-o", str(out), "--selected-folder"])
     assert rc == 0
-    persons = pd.read_csv(out / "person_scores.csv")
+    persons = pd.read_csv(out / "person_scores.csv", dtype={"subject_id": str})
     assert list(persons["subject_id"]) == ids
     np.testing.assert_allclose(persons["theta_ref"], thetas)
     np.testing.assert_allclose(persons["error"], persons["theta"] - thetas)
@@ -106,7 +106,7 @@ def test_simulate_replay_with_reference_and_skips(files):
                str(tmp / "responses.csv"), "--thetas", str(tmp / "thetas.csv"),
                "--fixed-length", "20", "--reference", "--seed", "1", "-o", str(out)])
     assert rc == 0
-    persons = pd.read_csv(out / "person_scores.csv")
+    persons = pd.read_csv(out / "person_scores.csv", dtype={"subject_id": str})
     assert (persons["n_items"] == 20).all()
     assert persons["n_skipped"].sum() > 0
     np.testing.assert_allclose(persons["theta_ref"], thetas)
@@ -127,3 +127,51 @@ def test_bad_input_is_one_line_error(files, capsys):
     rc = main(["simulate", "--bank", str(tmp / "bank.csv"), "--thetas", str(tmp / "thetas.csv"),
                "--min-items", "50", "--max-items", "10", "-o", str(tmp / "x")])
     assert rc == 2
+
+
+def test_simulate_cost_aware_stopping(files, capsys):
+    """--cost-column / --budget / --value-per-se reach the engine's cost stops; each examinee's
+    spent cost is in person_scores.csv and the summary; a suite and a wrong pairing refuse."""
+    tmp, bank, ids, _ = files
+    costs = np.random.default_rng(3).integers(1, 6, len(bank)).astype(float)
+    df = bank.to_frame()
+    df["tokens"] = costs
+    df.to_csv(tmp / "costed.csv", index=False)
+    out = tmp / "cost_run"
+    assert main(["simulate", str(tmp / "responses.csv"), "--bank", str(tmp / "costed.csv"),
+                 "--cost-column", "tokens", "--budget", "40", "--se-stop", "0.01",
+                 "--min-items", "1", "-o", str(out), "--quiet"]) == 0
+    persons = pd.read_csv(out / "person_scores.csv", dtype={"subject_id": str})
+    asked = pd.read_csv(out / "selected_items.csv", dtype={"item_id": str, "subject_id": str})
+    spent = asked.assign(cost=asked["item_id"].map(dict(zip(df["item_id"], costs))))
+    spent = spent.groupby("subject_id")["cost"].sum()
+    np.testing.assert_allclose(persons.set_index("subject_id")["cost"].loc[spent.index], spent)
+    assert persons["cost"].max() <= 40 and set(persons["stop_reason"]) == {"budget"}
+    persons_budget = persons
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cost_mean"] == pytest.approx(persons["cost"].mean())
+    assert summary["config"]["budget"] == 40 and summary["config"]["cost_column"] == "tokens"
+    assert main(["simulate", str(tmp / "responses.csv"), "--bank", str(tmp / "costed.csv"),
+                 "--cost-per-item", "1", "--value-per-se", "0.5", "--min-items", "1",
+                 "-o", str(tmp / "value_run"), "--quiet"]) == 0
+    persons = pd.read_csv(tmp / "value_run" / "person_scores.csv")
+    assert (persons["stop_reason"] == "cost").all()
+    assert (persons["cost"] == persons["n_items"]).all()
+    assert main(["simulate", str(tmp / "responses.csv"), "--bank", str(tmp / "costed.csv"),
+                 "--cost-column", "tokens", "--budget", "40", "--selection", "mfi-cost",
+                 "--min-items", "1", "-o", str(tmp / "per_cost"), "--quiet"]) == 0
+    per_cost = pd.read_csv(tmp / "per_cost" / "person_scores.csv")
+    assert per_cost["cost"].max() <= 40
+    assert per_cost["n_items"].mean() > persons_budget["n_items"].mean()   # cheaper items
+    capsys.readouterr()
+    for args, words in ((["--budget", "10"], ["budget", "--cost-per-item or --cost-column"]),
+                        (["--selection", "mfi-cost"], ["--selection", "mfi-cost",
+                                                       "--cost-column"]),
+                        (["--cost-column", "nope", "--budget", "5"], ["nope"]),
+                        (["--suite", "openllm-v1", "--budget", "5", "--cost-per-item", "1"],
+                         ["--budget", "--suite"])):
+        bank_args = [] if "--suite" in args else ["--bank", str(tmp / "costed.csv")]
+        assert main(["simulate", str(tmp / "responses.csv"), *bank_args, *args,
+                     "-o", str(tmp / "bad")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and all(w in err for w in words), err

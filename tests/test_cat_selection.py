@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import integrate, stats
 
 from atlascat.cat.config import CATConfig
+from atlascat.errors import ConfigError
 from atlascat.cat.session import CATSession
 from atlascat.cat.simulate import simulate_cat
 from atlascat.cat.state import _Engine
@@ -235,3 +237,47 @@ def test_first_item_pick_is_the_ranked_pick(rng):
             cand, n_fin, _ = ranked_candidates(scores, b.size)
             np.testing.assert_array_equal(first_item_pick(used, b, theta0, window, u),
                                           pick(cand, n_fin, k, u))
+
+
+class TestMaxInformationPerCost:
+    def test_scores_are_information_per_unit_cost(self):
+        from atlascat.cat.selection import MaxInformationPerCost
+
+        params = ItemParams([1.2, 2.0, 0.5, 1.0], [0.0, 0.5, -1.0, 0.2], np.zeros(4), np.ones(4))
+        cost = np.array([2.0, 4.0, 0.5, 0.0])
+        theta = np.array([-0.3, 0.4])
+        got = MaxInformationPerCost(cost).scores(theta, np.array([3, 3]), None, params)
+        info = fisher_information(theta[:, None], params)
+        np.testing.assert_allclose(got[:, :3], info[:, :3] / cost[:3], rtol=1e-14)
+        assert np.all(np.isposinf(got[:, 3]))        # free information is taken first
+
+    def test_equal_costs_ask_what_mfi_asks(self):
+        from atlascat.cat.simulate import simulate_cat
+
+        bank = load_bank("gsm8k").subset(np.arange(300))
+        thetas = np.linspace(-2, 2, 40)
+        base = dict(se_stop=0.3, cost_per_item=3.0)
+        a = simulate_cat(bank, CATConfig(selection="mfi", **base), thetas=thetas, rng=4)
+        b = simulate_cat(bank, CATConfig(selection="mfi-cost", **base), thetas=thetas, rng=4)
+        np.testing.assert_array_equal(a.item_matrix, b.item_matrix)
+        np.testing.assert_allclose(a.persons["theta"], b.persons["theta"], rtol=0, atol=0)
+
+    def test_under_a_budget_it_buys_more_information(self):
+        """Costs that vary: at the same budget the per-cost rule ends with a smaller SE."""
+        from atlascat.cat.simulate import simulate_cat
+        from atlascat.irt.bank import ItemBank
+
+        rng = np.random.default_rng(2)
+        J = 200
+        meta = pd.DataFrame({"tokens": rng.lognormal(0.0, 0.8, J)})
+        bank = ItemBank([f"i{j}" for j in range(J)], rng.lognormal(0.2, 0.3, J),
+                        rng.normal(0, 1, J), metadata=meta)
+        thetas = rng.normal(size=300)
+        base = dict(se_stop=None, min_items=1, max_items=J, cost_column="tokens", budget=15.0)
+        se = {sel: simulate_cat(bank, CATConfig(selection=sel, **base), thetas=thetas,
+                                rng=5).persons["se"].mean() for sel in ("mfi", "mfi-cost")}
+        assert se["mfi-cost"] < 0.9 * se["mfi"]
+
+    def test_needs_costs(self):
+        with pytest.raises(ConfigError, match="mfi-cost.*cost_column"):
+            CATConfig(selection="mfi-cost")

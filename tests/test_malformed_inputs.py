@@ -317,7 +317,7 @@ CLI_CASES = [
     ("runs-db-dir", "runs --db {d}/adir", ["adir", "directory"]),
     # build-bank (issue 27)
     ("build-bank-tasks-mixed", "build-bank {d}/logs -o {d}/bb", ["different tasks mixed", "t1, t2", "--task"]),
-    ("build-bank-metric-absent", "build-bank {d}/logs --task t1 --metric acc_norm -o {d}/bb", ["'acc_norm'", "not in the logs", "acc"]),
+    ("build-bank-metric-absent", "build-bank {d}/logs --task t1 --metric acc_norm -o {d}/bb", ["'acc_norm'", "is missing from", "acc"]),
     ("build-bank-item-sets-differ", "build-bank {d}/logs_ragged -o {d}/bb", ["different item sets", "'m04'"]),
     ("build-bank-scores-unknown", "build-bank {d}/resp.csv --scores {d}/scores_unknown.csv -o {d}/bb", ["--scores", "'zz'", "not in the results"]),
     ("build-bank-scores-falling", "build-bank {d}/resp.csv --scores {d}/scores_falling.csv -o {d}/bb", ["--scores", "do not rise", "correlation -1.00", "error rate"]),

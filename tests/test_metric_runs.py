@@ -81,12 +81,12 @@ def test_a_continuous_runs_summary_says_mean_score(mc2_folder, tmp_path, capsys)
 def test_compare_models_refuses_a_folder_of_several_runs(mc2_folder, tmp_path, capsys):
     """A folder of two runs (two --llm) is not one run: one line naming its run ids, exit 2,
     not the first run taken silently; the ids it names compare."""
-    script = tmp_path / "score.py"
+    script = tmp_path / "score.py"      # a toy model answering each logged request
     script.write_text(
-        "import json, sys\nimport pandas as pd\n"
-        f"row = pd.read_csv({str(mc2_folder / 'held.csv')!r}, index_col=0).loc[sys.argv[1]]\n"
-        "for line in sys.stdin:\n    item = json.loads(line)['item_id']\n"
-        "    print(json.dumps({'item_id': item, 'score': float(row[item])}), flush=True)\n")
+        "import json, sys\nk = len(sys.argv[1]) / 10\n"
+        "for line in sys.stdin:\n    req = json.loads(line)\n"
+        "    resps = [-k * len(c) - n for n, (x, c) in enumerate(req['arguments'])]\n"
+        "    print(json.dumps({'item_id': req['item_id'], 'resps': resps}), flush=True)\n")
     import sys
 
     held = [str(m) for m in pd.read_csv(mc2_folder / "held.csv", index_col=0).index[:2]]
@@ -458,7 +458,8 @@ def test_a_stopped_runs_scores_read_on_the_folders_scale(shared_data, tmp_path, 
 def test_a_generation_tasks_own_metric_is_named_a_generation_on_the_page(tmp_path, capsys):
     """Items scored by a logged metric atlas cannot compute (``metric:bleu_max``) are still
     generations: the run's page says how they were asked as logged (generation, not
-    log-likelihood); a ``cmd:`` run's page says atlas sent no request, its command asked."""
+    log-likelihood); a ``cmd:`` run's page says atlas sent them to the command, which scored
+    them by that metric."""
     import sys
 
     from atlascat.bankdir import read_sample_logs
@@ -487,8 +488,8 @@ def test_a_generation_tasks_own_metric_is_named_a_generation_on_the_page(tmp_pat
                  f"cmd:{sys.executable} {script}", "--llm", "m", "--max-items", "6", "-q",
                  "-o", str(tmp_path / "cmd")]) == 0
     page = html.unescape(next((tmp_path / "cmd" / "reports").glob("*.html")).read_text())
-    assert ("none sent by atlas; your command asks each item (the source models were asked "
-            "toyqa: as logged, generation (metric:bleu_max))") in page
+    assert ("toyqa: as logged, generation (metric:bleu_max); your command answers them and "
+            "scores items by bleu_max") in page
     # a logged metric of log-likelihood items (no token limit) is a log-likelihood request
     meta = pd.DataFrame({"rule": ["metric:brier", "metric:brier"],
                          "max_gen_toks": [np.nan, np.nan], "benchmark": ["t", "t"]})

@@ -462,6 +462,7 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
         recs.append({"item_id": i, "doc_id": it.doc_id, "kind": it.kind,
                      "requests": [r.to_dict() for r in it.requests], "rule": f["rule"],
                      "gold": f["gold"], "target": f["target"], "agreement": f["agreement"],
+                     **({"sampled": True} if any(r.sampled for r in it.requests) else {}),
                      "doc": it.doc if isinstance(it.doc, (dict, list, str)) else str(it.doc)})
     return pd.DataFrame(rows), recs, dropped
 
@@ -528,7 +529,10 @@ def build_warnings(manifest: dict) -> list[str]:
                    f"outputs ({'' if bad is None else f'{bad} of '}{req['n_items']} items below "
                    f"100%, the worst {req['rule_agreement_min']:.0%}): a live run scores a new "
                    "model by this rule, not as the harness scored the logged models; check "
-                   "--metric and --filter, or ask live with --subject cmd:COMMAND")
+                   "--metric and --filter")
+    if req.get("sampled_items"):
+        from .samplelogs import sampled_warning
+        out.append(sampled_warning(req["sampled_items"]))
     opaque = [r.split(":", 1)[1] for r in req.get("rules", []) if r.startswith("metric:")]
     if opaque:
         out.append(f"items scored by {', '.join(repr(m) for m in opaque)}, a metric atlas "
@@ -737,9 +741,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     step()
     agreement = [r["agreement"] for r in recs or [] if np.isfinite(r["agreement"])]
     manifest = {
-        "benchmark": bench, "built": _dt.datetime.now(_dt.timezone.utc).isoformat(
-            timespec="seconds"),
-        "atlas_version": __version__,
+        "benchmark": bench, "atlas_version": __version__,
+        "built": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "source": {"kind": "sample_logs" if logs is not None else "matrix", "files": files,
                    "task": None if logs is None else logs.task,
                    "metric": None if logs is None else logs.metric,
@@ -768,7 +771,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
             "rules": sorted({r["rule"] for r in recs}),
             "rule_agreement_min": float(min(agreement)) if agreement else None,
             "rule_agreement_mean": float(np.mean(agreement)) if agreement else None,
-            "rule_disagreeing_items": int(sum(a < 1.0 - 1e-9 for a in agreement))},
+            "rule_disagreeing_items": int(sum(a < 1.0 - 1e-9 for a in agreement)),
+            "sampled_items": int(sum(bool(r.get("sampled")) for r in recs))},
         "link": {k: v for k, v in link.info.items() if isinstance(v, (int, float, str))},
     }
     manifest["predictor"] = None if predictor is None else {

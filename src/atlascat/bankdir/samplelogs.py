@@ -78,6 +78,7 @@ from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request,
 from ..errors import AtlasError, ConfigError, ResponseDataError
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
+           "sampled_warning",
            "parse_arguments", "task_of", "subject_of", "NON_METRIC_FIELDS", "KNOWN_RANGES",
            "corpus_metric_error"]
 
@@ -183,8 +184,11 @@ def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
         if isinstance(second, Mapping):
             until = second.get("until", ())
             until = (until,) if isinstance(until, str) else tuple(str(u) for u in until or ())
+            other = {str(k): v for k, v in second.items() if k not in ("until", "max_gen_toks")}
             out.append(Request("generate_until", str(ctx), until=until,
-                               max_gen_toks=int(second.get("max_gen_toks", GSM8K_MAX_GEN_TOKS))))
+                               max_gen_toks=int(second.get("max_gen_toks", GSM8K_MAX_GEN_TOKS)),
+                               gen_kwargs=json.dumps(other, sort_keys=True, default=str)
+                               if other else ""))
         else:
             out.append(Request("loglikelihood", str(ctx), str(second)))
     if len({r.kind for r in out}) > 1:
@@ -197,6 +201,14 @@ def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
 KNOWN_RANGES = {"bleu": (0.0, 100.0), "sacrebleu": (0.0, 100.0), "chrf": (0.0, 100.0),
                 "bleu_max": (0.0, 100.0), "rouge1_max": (0.0, 100.0),
                 "rouge2_max": (0.0, 100.0), "rougeL_max": (0.0, 100.0)}
+
+
+def sampled_warning(n_items: int) -> str:
+    """The build's warning for items whose logged generations were sampled (``do_sample``, a
+    temperature above 0): every generating subject but ``cmd:`` decodes greedily."""
+    return (f"{n_items} item(s) were logged with sampled generations (do_sample / temperature): "
+            "completions:, hf: and lmeval: decode greedily, so they ask them otherwise; a cmd: "
+            "program is sent the logged settings")
 
 
 def corpus_metric_error(metric: str, where: str) -> ResponseDataError:
@@ -218,6 +230,10 @@ def _number(value, where: str, metric: str, score_range=None) -> float:
         v = float(value)
     except (TypeError, ValueError):
         raise ResponseDataError(f"{where}: {metric}={value!r} is not a number") from None
+    if not np.isfinite(v):
+        raise ResponseDataError(f"{where}: {metric}={v} is not a finite number (a sample the "
+                                "harness could not score); re-run the harness on it or leave "
+                                "the model's log out")
     if score_range is not None:
         lo, hi = score_range
         if not lo <= v <= hi:
@@ -356,7 +372,7 @@ class SampleLogs:
             out = {"rule": rule, "context": reqs[0].context, "ctx_suffixes": [],
                    "continuations": [], "gold": -1, "target": gold_text, "n_choices": 1,
                    "mc2_true": 0, "until": list(reqs[0].until),
-                   "max_gen_toks": int(reqs[0].max_gen_toks)}
+                   "max_gen_toks": int(reqs[0].max_gen_toks), "gen_kwargs": reqs[0].gen_kwargs}
             hits = [score_outputs(rule, o, gold=gold_text, until=reqs[0].until) == round(s)
                     for o, s in logged]
             out["agreement"] = float(np.mean(hits)) if hits else float("nan")
@@ -425,7 +441,8 @@ class SampleLogs:
         r = it.requests[0]
         return {"context": r.context, "ctx_suffixes": [], "continuations": [], "gold": -1,
                 "target": str(it.target), "n_choices": 1, "mc2_true": 0,
-                "until": list(r.until), "max_gen_toks": int(r.max_gen_toks)}
+                "until": list(r.until), "max_gen_toks": int(r.max_gen_toks),
+                "gen_kwargs": r.gen_kwargs}
 
     def _f1_fields(self, it, logged) -> dict:
         """Token F1 of the generation against the target (``f1`` rule)."""
@@ -582,9 +599,12 @@ def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_
         if logs.score_range is None and logs.metric in KNOWN_RANGES:
             logs.score_range = KNOWN_RANGES[logs.metric]
         if logs.metric not in rec:
-            raise ResponseDataError(f"metric {logs.metric!r} is not in the logs ({where} has "
-                                    f"{', '.join(_metrics_of(rec)) or 'no metric'}); choose one "
-                                    "of those with --metric")
+            has = [m for m in _metrics_of({k: v for k, v in rec.items() if k != "metrics"})]
+            raise ResponseDataError(
+                f"metric {logs.metric!r} is missing from {where} (its fields: "
+                f"{', '.join(has) or 'no metric'}"
+                + ("; its 'metrics' list names it" if logs.metric in _metrics_of(rec) else "")
+                + "); choose a metric every record carries with --metric")
         value = _number(rec[logs.metric], where, logs.metric, logs.score_range)
         doc = rec.get("doc")
         doc_id = str(rec["doc_id"])
@@ -611,6 +631,11 @@ def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_
         elif known.requests != reqs:
             raise ResponseDataError(f"{where}: item {item} was asked other requests than in "
                                     "another model's log (few-shot seed, prompt or task version "
+                                    "differ); build a bank from runs of one task configuration")
+        elif str(rec.get("target", "")) != known.target:
+            raise ResponseDataError(f"{where}: item {item} has target "
+                                    f"{str(rec.get('target', ''))[:60]!r}, another model's log "
+                                    f"{known.target[:60]!r} (task version or gold answers "
                                     "differ); build a bank from runs of one task configuration")
     if filter_name is None and len(filters) > 1:
         raise ResponseDataError(f"{f}: several filters {sorted(filters)}; choose one with "

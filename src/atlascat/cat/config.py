@@ -46,7 +46,7 @@ from ..validation import check_finite
 __all__ = ["CATConfig", "Estimation", "Selection", "Stopping", "Exposure", "Content",
            "SELECTION_METHODS", "SE_METHODS", "EXPOSURE_METHODS"]
 
-SELECTION_METHODS = ("mfi", "kl", "astrat", "random")
+SELECTION_METHODS = ("mfi", "mfi-cost", "kl", "astrat", "random")
 SE_METHODS = ("information", "posterior")
 QUADRATURE_RULES = ("rectangle", "trapezoid")
 EXPOSURE_METHODS = ("none", "sympson_hetter", "eligibility")
@@ -151,7 +151,9 @@ class Estimation(_Part):
 class Selection(_NamedPart):
     """How the next item is chosen.
 
-    criterion : "mfi" (maximum Fisher information), "kl" (Kullback-Leibler information over
+    criterion : "mfi" (maximum Fisher information), "mfi-cost" (the most Fisher information per
+        unit of the item's cost, :class:`Stopping`'s ``cost_column`` or ``cost_per_item``),
+        "kl" (Kullback-Leibler information over
         ``theta +- kl_width / sqrt(n)``, Chang and Ying, 1996), "astrat" (a-stratified, the b
         closest to theta inside the current stratum, Chang and Ying, 1999), "random", or a
         :class:`~atlascat.cat.selection.SelectionCriterion` object of your own.
@@ -210,7 +212,7 @@ class Selection(_NamedPart):
         balancing): mfi and kl, or a custom criterion that says so (``nonnegative = True``)."""
         if self.is_custom:
             return bool(getattr(self.criterion, "nonnegative", False))
-        return self.criterion in ("mfi", "kl")
+        return self.criterion in ("mfi", "mfi-cost", "kl")
 
 
 @dataclass(frozen=True)
@@ -482,6 +484,11 @@ class CATConfig:
         if self.content.enabled and not self.selection.nonnegative:
             raise ConfigError("content balancing (maximum priority index) needs a non-negative "
                               "criterion: selection='mfi' or 'kl'")
+        stop = self.stopping
+        if (self.selection.criterion == "mfi-cost" and stop.cost_column is None
+                and not stop.cost_per_item):
+            raise ConfigError("selection 'mfi-cost' (information per unit cost) needs the items' "
+                              "costs: cost_column (or a positive cost_per_item)")
 
     def __repr__(self) -> str:
         """The settings that differ from the defaults, by their flat names."""

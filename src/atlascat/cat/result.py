@@ -169,6 +169,9 @@ class CATResult:
             "selection_time": security.selection_time(col["seconds"]),
             "config": self.config.to_dict(),
         }
+        if "cost" in col:   # cost-aware stopping: what the tests spent
+            out["cost_mean"] = float(np.mean(col["cost"]))
+            out["cost_max"] = float(np.max(col["cost"])) if n else 0.0
         if "theta_ref" in col:
             err = col["error"].astype(float)
             ok = np.isfinite(err)

@@ -308,6 +308,8 @@ def _collect(bank, config, eng: _Engine, subject_ids, seconds, theta_ref, wall) 
         "seconds": seconds,
         "stop_reason": eng.stop_reason.astype(str),
     }
+    if config.stopping.cost_column is not None or config.stopping.cost_per_item is not None:
+        persons["cost"] = eng.spent.copy()    # the items' summed cost (cost-aware stopping)
     if theta_ref is not None:
         persons["theta_ref"] = theta_ref
         persons["error"] = persons["theta"] - theta_ref

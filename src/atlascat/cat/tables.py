@@ -61,12 +61,6 @@ class _Tables:
         else:   # the extended quasi-likelihood: each item's term divided by phi_j
             self.lp_post = np.ascontiguousarray(self.lp / phi[:, None])
             self.lq_post = np.ascontiguousarray(self.lq / phi[:, None])
-        self.criterion = make_criterion(config, self.params)
-        # exact shortcut for MFI on large 3PL banks (see selection.InfoPruner)
-        self.pruner = None
-        if (config.selection.criterion == "mfi" and not config.content.enabled
-                and InfoPruner.applicable(self.params)):
-            self.pruner = InfoPruner(self.params, est.theta_range)
         self._info_nodes = None
         self.rules = build_stop_rules(config)
         self.prior_precision = 1.0 / est.prior_sd ** 2
@@ -86,6 +80,12 @@ class _Tables:
         else:
             self.item_cost = np.full(self.n_items, stop.cost_per_item or 0.0)
             self.uniform_cost = True
+        self.criterion = make_criterion(config, self.params, self.item_cost)
+        # exact shortcut for MFI on large 3PL banks (see selection.InfoPruner)
+        self.pruner = None
+        if (config.selection.criterion == "mfi" and not config.content.enabled
+                and InfoPruner.applicable(self.params)):
+            self.pruner = InfoPruner(self.params, est.theta_range)
         # content balancing (phase-2 component; None when off). Exposure control has state
         # (counts), so it belongs to the engine, not to these shared tables.
         self.content = make_content_balancer(bank, config)

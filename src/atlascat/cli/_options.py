@@ -18,8 +18,8 @@ from typing import Callable, TypeVar
 
 from ..errors import ConfigError
 
-__all__ = ["OPTION_NAMES", "cli_names", "cat_config", "suite_config", "with_link_stops",
-           "predictor_only", "calibrator", "benchmark_config"]
+__all__ = ["OPTION_NAMES", "COST_OPTIONS", "cli_names", "cat_config", "cost_fields",
+           "suite_config", "with_link_stops", "predictor_only", "calibrator", "benchmark_config"]
 
 T = TypeVar("T")
 
@@ -36,7 +36,18 @@ OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop
                 "target_se": "--target-se", "max_tokens": "--max-tokens",
                 "temperature": "--temperature", "prompt style": "--prompt-style",
                 "selection": "--selection", "se_method": "--se-method", "theta0": "--theta0",
-                "r_max": "--r-max"}
+                "r_max": "--r-max", "cost_per_item": "--cost-per-item",
+                "cost_column": "--cost-column", "value_per_se": "--value-per-se",
+                "budget": "--budget"}
+
+#: the cost-aware stopping options (:class:`~atlascat.cat.config.Stopping`'s fields of the same
+#: names): the adaptive test's, refused by a suite and a bank folder's predictor
+COST_OPTIONS = ("cost_column", "cost_per_item", "value_per_se", "budget")
+
+
+def cost_fields(o) -> dict:
+    """The cost-aware stopping options ``o`` was given, as CATConfig fields."""
+    return {k: getattr(o, k) for k in COST_OPTIONS if getattr(o, k, None) is not None}
 
 
 def cli_names(build: Callable[[], T], names: dict[str, str] | None = None) -> T:
@@ -117,7 +128,8 @@ def predictor_only(o) -> None:
     stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it,
     and so is a --max-items below 2."""
     for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
-                       ("--min-items", o.min_items), ("--r-max", getattr(o, "r_max", None))):
+                       ("--min-items", o.min_items), ("--r-max", getattr(o, "r_max", None)),
+                       *((OPTION_NAMES[k], v) for k, v in cost_fields(o).items())):
         if value is not None:
             raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
                               "--max-items items of its own design (or --design adaptive)")

@@ -29,10 +29,11 @@ SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo 
                 "(transformers, in process), lmeval:MODEL,ARGS (an lm-evaluation-harness "
                 "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix), "
                 "openai:URL (chat prompts: APPROXIMATE protocol), simulate:THETA[:SEED], or "
-                "cmd:COMMAND (your program, started once, scores items by id: a JSON line "
-                "{\"item_id\"} in, a line {\"item_id\", \"score\": 0/1} out; for a bank "
-                "folder built from a matrix, and for a graded / gpcm bank with the item's "
-                "rating as the score).")
+                "cmd:COMMAND (your program, started once: on a bank with requests, a "
+                "bank folder built from sample logs, a JSON line per item with its logged "
+                "requests in, {\"item_id\", \"resps\": [one output per request]} out, "
+                "scored by the item's rule; on a folder built from a matrix or a graded / "
+                "gpcm bank, {\"item_id\"} in, {\"item_id\", \"score\"} out; docs/live.md).")
 
 #: help texts of the options (the command's signature stays readable)
 HELP = {

@@ -153,6 +153,12 @@ HELP = {
     "bound_stop": "Banks with a score link: stop once the examinee is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": BOUND_MARGIN_HELP,
+    "cost_column": "Cost-aware stopping: the bank's column with each item's cost (tokens, "
+                   "seconds, dollars); person_scores.csv gets a cost column.",
+    "cost_per_item": "Cost-aware stopping: one cost for every item (instead of --cost-column).",
+    "value_per_se": "Stop once the next best item's expected SE drop, times this value, is "
+                    "below its cost (needs a cost). [default: none]",
+    "budget": "Never spend more than this on one examinee (needs a cost). [default: none]",
 }
 
 
@@ -184,6 +190,10 @@ class _Options:
     selected_folder: bool
     bound_stop: bool
     bound_margin: float | None
+    cost_column: Optional[str]
+    cost_per_item: Optional[float]
+    value_per_se: Optional[float]
+    budget: Optional[float]
     quiet: bool
 
 
@@ -206,7 +216,8 @@ def simulate_command(
     randomesque: Optional[int] = typer.Option(None, "--randomesque", help=HELP["randomesque"]),
     r_max: Optional[float] = typer.Option(None, "--r-max", help=HELP["r_max"]),
     selection: str = typer.Option(Selection.criterion, "--selection",
-                                  help="Item selection: mfi, kl, astrat or random."),
+                                  help="Item selection: mfi, mfi-cost (information per "
+                                       "unit cost: --cost-column), kl, astrat or random."),
     se_method: str = typer.Option(Estimation.se_method, "--se-method",
                                   help="Stopping SE: information (catR) or posterior (SD)."),
     reference: bool = typer.Option(False, "--reference",
@@ -225,6 +236,12 @@ def simulate_command(
                                     help=HELP["bound_stop"]),
     bound_margin: Optional[float] = typer.Option(None, "--bound-margin",
                                                    help=HELP["bound_margin"]),
+    cost_column: Optional[str] = typer.Option(None, "--cost-column", help=HELP["cost_column"]),
+    cost_per_item: Optional[float] = typer.Option(None, "--cost-per-item",
+                                                  help=HELP["cost_per_item"]),
+    value_per_se: Optional[float] = typer.Option(None, "--value-per-se",
+                                                 help=HELP["value_per_se"]),
+    budget: Optional[float] = typer.Option(None, "--budget", help=HELP["budget"]),
     quiet: bool = quiet_option(),
 ) -> None:
     """Simulate adaptive tests (replayed or model-drawn answers); write scores and diagnostics."""
@@ -243,6 +260,11 @@ def run_simulate(o: _Options) -> None:
             raise ConfigError("--suite runs the suite's own banks; drop --bank")
         if o.r_max is not None:
             raise ConfigError("--r-max is a single bank's exposure control; drop it for --suite")
+        from ._options import OPTION_NAMES, cost_fields
+
+        if cost_fields(o):
+            given = ", ".join(OPTION_NAMES[k] for k in cost_fields(o))
+            raise ConfigError(f"{given}: a single bank's cost-aware stop; drop it for --suite")
         return simulate_suite_command(o.suite, list(o.responses or []), output_dir(o.output),
                                       target_se=o.target_se, max_items=o.max_items,
                                       min_items=o.min_items, batch_size=o.batch_size,
@@ -266,7 +288,7 @@ def _config(o: _Options, link, ref=None):
     """The CAT's settings from the options (and the score link's floor / top stops, their
     margin in 0-1 score units: ``ref``'s :meth:`BankRef.bound_margin`)."""
     from ..validation import check_finite
-    from ._options import cat_config, with_link_stops
+    from ._options import cat_config, cost_fields, with_link_stops
 
     check_finite(o.theta0, "--theta0")
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
@@ -274,7 +296,8 @@ def _config(o: _Options, link, ref=None):
                         selection=o.selection, se_method=o.se_method, theta0=o.theta0,
                         **({} if o.randomesque is None else {"randomesque": o.randomesque}),
                         **({} if o.r_max is None else {"exposure": "eligibility",
-                                                       "r_max": o.r_max}))
+                                                       "r_max": o.r_max}),
+                        **cost_fields(o))
     if link is not None and o.bound_stop and o.fixed_length is None:
         config = with_link_stops(config, link.stop_settings(ref.bound_margin(o.bound_margin)),
                                  o.min_items is not None)
@@ -484,6 +507,8 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
             ("SE mean", f"{summary['se_mean']:.4f}")]
     if "mae" in summary:
         rows.append(("MAE vs reference", f"{summary['mae']:.4f}"))
+    if "cost_mean" in summary:
+        rows.append(("cost mean (max)", f"{summary['cost_mean']:.4g} ({summary['cost_max']:.4g})"))
     rows += [("max exposure", f"{summary['exposure']['max']:.3f}"),
              ("overlap (formula / pairwise)",
               f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),

@@ -57,6 +57,7 @@ strings and token limit, :data:`GENERATION_COLUMNS`, else GSM8K's are used), wri
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -92,8 +93,9 @@ LEADERBOARD_SHOTS = {"arc": 25, "hellaswag": 10, "mmlu": 5, "truthfulqa": 0, "wi
 #: metadata columns that carry an item's requests (one row per item)
 REQUEST_COLUMNS = ("rule", "context", "ctx_suffixes", "continuations", "gold", "target",
                    "n_choices", "mc2_true")
-#: optional metadata columns of a generation item: its stop strings and token limit
-GENERATION_COLUMNS = ("until", "max_gen_toks")
+#: optional metadata columns of a generation item: its stop strings, token limit and other
+#: logged settings (JSON)
+GENERATION_COLUMNS = ("until", "max_gen_toks", "gen_kwargs")
 GSM8K_UNTIL = (":", "Question:", "Question")
 GSM8K_MAX_GEN_TOKS = 256
 _GSM8K_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -132,12 +134,30 @@ class Request:
     continuation: str | None = None   # loglikelihood only
     until: tuple[str, ...] = ()       # generate_until only
     max_gen_toks: int = GSM8K_MAX_GEN_TOKS
+    gen_kwargs: str = ""              # the other logged generation settings (JSON), if any
 
     def to_dict(self) -> dict:
         if self.kind == "loglikelihood":
             return {"kind": self.kind, "context": self.context, "continuation": self.continuation}
         return {"kind": self.kind, "context": self.context, "until": list(self.until),
-                "max_gen_toks": int(self.max_gen_toks)}
+                "max_gen_toks": int(self.max_gen_toks), **self.generation_settings()}
+
+    def generation_settings(self) -> dict:
+        """The logged generation settings other than ``until`` and ``max_gen_toks``
+        (``do_sample``, ``temperature``, ...: ``gen_kwargs``), as logged."""
+        return json.loads(self.gen_kwargs) if self.gen_kwargs else {}
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the logged settings sample the generation (``do_sample`` true, or a
+        temperature above 0 without ``do_sample``) rather than decode greedily."""
+        kw = self.generation_settings()
+        if "do_sample" in kw:
+            return bool(kw["do_sample"])
+        try:
+            return float(kw.get("temperature") or 0.0) > 0.0
+        except (TypeError, ValueError):
+            return False
 
 
 @dataclass(frozen=True)
@@ -504,29 +524,42 @@ def _cell_int(value, default: int = 0) -> int:
     return int(value)
 
 
-def requests_from_record(rec: Mapping, item_id: str = "?") -> ItemRequests:
-    """:class:`ItemRequests` from one item's metadata (a mapping with :data:`REQUEST_COLUMNS`)."""
+def requests_from_record(rec: Mapping, item_id: str = "?", *,
+                         opaque: bool = False) -> ItemRequests:
+    """:class:`ItemRequests` from one item's metadata (a mapping with :data:`REQUEST_COLUMNS`).
+    An item scored by a metric atlas cannot compute (``metric:<name>``) is refused naming it,
+    unless ``opaque``: its logged requests, a generation when the item has a token limit, with
+    the rule kept (whose :meth:`ItemRequests.score` refuses; a program scores it)."""
     missing = [c for c in ("rule", "context") if c not in rec]
     if missing:
         raise BankError(f"item {item_id}: the bank has no request data (columns {missing}); use "
                         "a bank built with attach_content(bank, load_item_content(bench, dir)) "
                         "or a bundled content bank")
     rule = _cell_str(rec["rule"])
-    if rule.startswith(METRIC_RULE_PREFIX):
+    if rule.startswith(METRIC_RULE_PREFIX) and not opaque:
         score_outputs(rule, [], gold=0, item_id=item_id)      # the one-line refusal
+    if rule.startswith(METRIC_RULE_PREFIX):
+        generated = _cell_int(rec.get("max_gen_toks"), 0) > 0
+        return _requests_of(rec, item_id, rule, "exact_match" if generated else "acc")
     if rule not in RULES:
         raise BankError(f"item {item_id}: unknown scoring rule {rule!r}; use one of {', '.join(RULES)}")
+    return _requests_of(rec, item_id, rule, rule)
+
+
+def _requests_of(rec: Mapping, item_id: str, rule: str, asked_as: str) -> ItemRequests:
+    """An item's requests, built as the rule ``asked_as`` asks them, scored by ``rule``."""
     context = _cell_str(rec["context"])
     bench = _cell_str(rec.get("benchmark"))
     if not context:
         raise BankError(f"item {item_id}: empty request context")
-    if rule in GENERATION_RULES:
+    if asked_as in GENERATION_RULES:
         target = _cell_str(rec.get("target"))
         if not target and rule == "gsm8k_exact":
             raise BankError(f"item {item_id}: a gsm8k_exact item needs its gold answer in 'target'")
         until = tuple(_cell_list(rec.get("until"))) or GSM8K_UNTIL
         max_gen = _cell_int(rec.get("max_gen_toks"), 0) or GSM8K_MAX_GEN_TOKS
-        req = Request("generate_until", context, until=until, max_gen_toks=max_gen)
+        req = Request("generate_until", context, until=until, max_gen_toks=max_gen,
+                      gen_kwargs=_cell_str(rec.get("gen_kwargs")))
         return ItemRequests(item_id, bench, rule, (req,), gold=target, n_choices=1)
     conts = _cell_list(rec.get("continuations"))
     suffixes = _cell_list(rec.get("ctx_suffixes"))
@@ -539,7 +572,7 @@ def requests_from_record(rec: Mapping, item_id: str = "?") -> ItemRequests:
                  for j in range(len(conts)))
     n_choices = _cell_int(rec.get("n_choices"), 0) or len(conts)
     gold = _cell_int(rec.get("gold"), 0)
-    if not 0 <= gold < n_choices:
+    if not 0 <= gold < n_choices and rule == asked_as:
         raise BankError(f"item {item_id}: gold index {gold} outside its {n_choices} choices")
     norm: tuple[int, ...] = ()
     if rule == "acc_norm":
@@ -550,8 +583,10 @@ def requests_from_record(rec: Mapping, item_id: str = "?") -> ItemRequests:
                         mc2_true=_cell_int(rec.get("mc2_true"), 0))
 
 
-def build_item_requests(bank, item_id) -> ItemRequests:
-    """The leaderboard's requests for ``item_id`` of a content bank, with their scoring rule."""
+def build_item_requests(bank, item_id, *, opaque: bool = False) -> ItemRequests:
+    """The leaderboard's requests for ``item_id`` of a content bank, with their scoring rule
+    (``opaque``: also of an item scored by a metric atlas cannot compute,
+    :func:`requests_from_record`)."""
     item_id = str(item_id)
     if bank.metadata is None:
         raise BankError("this bank has no item content; use a content bank (a bundled one, or "
@@ -561,7 +596,7 @@ def build_item_requests(bank, item_id) -> ItemRequests:
     rec = bank.metadata.loc[item_id]
     if hasattr(rec, "to_dict"):
         rec = rec.to_dict()
-    return requests_from_record(rec, item_id)
+    return requests_from_record(rec, item_id, opaque=opaque)
 
 
 def build_requests(bank, item_id) -> list[Request]:

@@ -50,8 +50,19 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False,
             label = "leaderboard (log-likelihood and generation)"
     if proto == "leaderboard" and folder:
         label = label.replace("leaderboard (", "as the source models were asked (", 1)
+    if proto == "request command" and not folder:     # a shipped bank: the leaderboard's
+        label = label.replace("the logged requests", "the leaderboard's requests", 1)
     if proto in ORDINAL_LABELS and is_ordinal(bank):  # graded / gpcm items answer ratings
         label = ORDINAL_LABELS[proto]
+    elif proto == "request command" and meta is not None and "rule" in meta.columns:
+        from .subjects.cmdrequests import opaque_metric
+
+        opaque = sorted({m for m in map(opaque_metric, meta["rule"].dropna()) if m})
+        if opaque:
+            label = ("the logged requests answered and scored by your command "
+                     f"({', '.join(opaque)}" + ("" if scale is None else
+                                               f", on the metric's scale "
+                                               f"{float(scale[0]):g}-{float(scale[1]):g}") + ")")
     elif proto == "item command" and scale is not None:
         label = ("scored by your command (item ids in, a score on the metric's scale, "
                  f"{float(scale[0]):g}-{float(scale[1]):g}, out)")
@@ -74,13 +85,16 @@ def protocol_value(protocol: str | None, bank_ref=None) -> str | None:
 def protocol_name(protocol: str | None, bank_ref=None) -> str:
     """A run's protocol in one word or a few (the tables of ``atlas evaluate`` and ``atlas
     runs``): the stored protocol, except that a bank folder's logged requests are the source
-    models' ("as the source models (mc2)", with the folder's metric), not a leaderboard's."""
+    models' ("as the source models (mc2)", with the folder's metric; "your command, as the
+    source models (mc2)" when a command was sent them), not a leaderboard's."""
     proto = protocol or "approximate"
-    if proto not in ("leaderboard", SOURCE_PROTOCOL) or not _is_folder(bank_ref):
+    if proto not in ("leaderboard", SOURCE_PROTOCOL, "request command") \
+            or not _is_folder(bank_ref):
         return proto
     folder = _stored_folder(bank_ref)
     metric = None if folder is None else (folder.manifest.get("source") or {}).get("metric")
-    return "as the source models" + (f" ({metric})" if metric else "")
+    return ("your command, as the source models" if proto == "request command"
+            else "as the source models") + (f" ({metric})" if metric else "")
 
 
 #: how an item-scored protocol reads on a graded / gpcm bank
@@ -264,8 +278,11 @@ def _choice_html(bank, item_id, answer) -> str:
         from ..content.requests import build_item_requests
         from .runner import _outputs_from_text
 
+        from .subjects.cmdrequests import reply_outputs
+
         ir = build_item_requests(bank, item_id)
-        c = ir.choice(_outputs_from_text(ir, answer))
+        sent = reply_outputs(ir, answer)         # a command's reply to the requests
+        c = ir.choice(sent if sent is not None else _outputs_from_text(ir, answer))
     except Exception:  # noqa: BLE001 - a page without the detail is still a page
         return ""
     if c["kind"] == "generation":
@@ -509,6 +526,20 @@ def _endpoint_kind(subj, bank, asked) -> str | None:
     return request_kind(meta.loc[ids]) or kind
 
 
+def _who_scores(bank) -> str:
+    """Who scored a command's answers to the requests: atlas by each item's rule, or the
+    command by a logged metric atlas cannot compute."""
+    from .subjects.cmdrequests import opaque_metric
+
+    meta = getattr(bank, "metadata", None)
+    rules = [] if meta is None or "rule" not in meta.columns else meta["rule"].dropna()
+    opaque = sorted({m for m in map(opaque_metric, rules) if m})
+    mine = "your command answers the outputs, atlas scores them by each item's rule"
+    return mine if not opaque else (
+        f"your command answers them and scores items by {', '.join(opaque)}"
+        + ("" if len(opaque) == len(set(map(str, rules))) else f" ({mine} for the others)"))
+
+
 def _asked_rows(subj, prm, proto, bank, items=()) -> list[tuple[str, str]]:
     """What answered and how the items were asked: a simulated or replayed run sent nothing (its
     items are still named with their shots and scoring), a live log-likelihood run sent the
@@ -524,6 +555,9 @@ def _asked_rows(subj, prm, proto, bank, items=()) -> list[tuple[str, str]]:
     if kind == "replay":
         return [("endpoint kind", f"none: replay (recorded answers, {subj.get('matrix')})"),
                 ("requests", "none sent" + (f"; recorded as {asked}" if asked else ""))]
+    if kind == "cmd" and subj.get("sends") == "requests":   # the requests, to the program
+        return [("endpoint kind", "the items' requests, to your command (a JSON line each)"),
+                ("requests", (asked or "the bank's requests") + "; " + _who_scores(bank))]
     if kind == "cmd":      # the items' ids went to the user's program, which asks them
         return [("endpoint kind", "item ids, to your command"),
                 ("requests", "none sent by atlas; your command asks each item"

@@ -24,7 +24,9 @@ Every result carries ``protocol``: ``"leaderboard"`` (log-likelihood requests, a
 calibrated), ``"approximate"`` (chat / text prompts, answers read from free text: the theta is
 not on the bank's scale exactly), ``"simulated"``, or, for item-scored subjects (a bank without
 requests, items scored by id: :mod:`atlascat.live.subjects.itemscored`), ``"item command"``
-(the user's program) and ``"recorded"`` (recorded answers).
+(the user's program) and ``"recorded"`` (recorded answers); ``"request command"``: the user's
+program sent the bank's requests, its outputs scored by each item's rule
+(:mod:`atlascat.live.subjects.cmdrequests`).
 
 :func:`start_run` creates a run and :func:`continue_run` drives it; the live-run service
 (:class:`atlascat.live.service.LiveRun`) runs several models concurrently (one thread each);
@@ -62,6 +64,8 @@ PROTOCOL_LABELS = {
     "approximate": "APPROXIMATE (chat; differs from the bank's)",
     "simulated": "simulated (the bank's own model)",
     "item command": "scored by your command (item ids in, 0/1 or a score in [0, 1] out)",
+    "request command": "the logged requests answered by your command, its outputs scored by "
+                       "each item's rule",
     "recorded": "recorded answers (by item id)",
 }
 
@@ -390,7 +394,8 @@ def _record_round(session, items, scores) -> None:
 
 def _requests_hash(ir) -> str:
     payload = {"rule": ir.rule, "requests": [
-        [r.kind, r.context, r.continuation, list(r.until), r.max_gen_toks] for r in ir.requests]}
+        [r.kind, r.context, r.continuation, list(r.until), r.max_gen_toks]
+        + ([r.gen_kwargs] if r.gen_kwargs else []) for r in ir.requests]}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -584,6 +589,11 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
             opened = []
             if loglik:
                 irs = [build_item_requests(bank, i) for i in items]
+                hashes = [_requests_hash(ir) for ir in irs]
+                texts = [_requests_render(ir) for ir in irs]
+            elif by_id and getattr(subject, "item_requests", None) is not None \
+                    and subject.item_requests(items[0]) is not None:   # sent the requests
+                irs = [subject.item_requests(i) for i in items]
                 hashes = [_requests_hash(ir) for ir in irs]
                 texts = [_requests_render(ir) for ir in irs]
             elif by_id:

@@ -53,12 +53,13 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     in points, item limits, items per round)."""
     from ..suite import SuiteConfig
 
-    if is_item_scored(subject):
-        raise ConfigError("a suite run asks each benchmark's own requests; a subject that scores "
-                          "items by id (cmd:, replay: on a folder without requests) asks one "
-                          "bank folder at a time (--bank DIR)")
     ref = suite_ref(suite)
     bank = composite_for(ref)
+    sends = getattr(subject, "item_requests", None)     # a command sent the requests
+    if is_item_scored(subject) and (sends is None or sends(bank.item_ids[0]) is None):
+        raise ConfigError("a suite run asks each benchmark's own requests; a subject that scores "
+                          "items by id (replay: on a folder without requests) asks one "
+                          "bank folder at a time (--bank DIR)")
     config = config if config is not None else SuiteConfig()
     members = list(bank.metadata["member"])
     check_content(bank, subject, [bank.item_ids[members.index(m)] for m in dict.fromkeys(members)])

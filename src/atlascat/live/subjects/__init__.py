@@ -29,7 +29,9 @@ OpenAICompatible          OpenAI-style ``/v1/chat/completions`` or ``/v1/complet
                           prompts (approximate protocol).
 ReplaySubject             answers from a recorded response matrix (``replay:MATRIX.csv#MODEL``).
 RecordedAnswers           the same, asked by item id (a bank without requests).
-CommandSubject            the user's program scores items by id (``cmd:COMMAND``).
+CommandSubject            the user's program (``cmd:COMMAND``): sent a bank's requests, its
+                          outputs scored by each item's rule (:mod:`.cmdrequests`); on a bank
+                          without requests, it scores items by id.
 CallableSubject           wraps a Python function ``fn(item, prompt) -> str``.
 SimulatedSubject          answers correctly with the bank's probability at a fixed theta.
 :class:`SubjectSpec` parses a ``--subject`` string and builds any of these (and ``hf:`` /

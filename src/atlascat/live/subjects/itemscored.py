@@ -12,6 +12,10 @@ The score means what the calibration models' scores meant only if the command sc
 as their results were scored (same prompt, same metric): the run's protocol label says who
 scored it.
 
+On a bank that holds its items' requests (a folder built from sample logs), a command is
+sent each item's requests instead and answers the model's outputs, which atlas scores by the
+item's rule (:mod:`.cmdrequests`); what follows is the protocol by item id.
+
 The command's protocol: ATLAS starts it once per run (so a harness loads its model once) and
 writes one JSON object a line to its standard input, ``{"item_id": "..."}``; for every line it
 must print one line, ``{"item_id": "...", "score": 0 or 1}`` (a score in [0, 1] for a
@@ -39,6 +43,7 @@ from pathlib import Path
 
 from ...errors import ConfigError, LiveRunError
 from .base import SubjectError
+from .cmdrequests import asks_requests, build_item_requests, parse_outputs, request_line
 from .replay import recorded_answers, recorded_ratings
 
 __all__ = ["CommandSubject", "RecordedAnswers", "parse_scores"]
@@ -116,13 +121,15 @@ class CommandSubject:
         own scale (one of its levels, checked by the runner), not 0/1
     score_range : (low, high), a bank folder's metric scale (built with ``--score-range``):
         ``score`` is on it, read as (x - low) / (high - low) (:func:`parse_scores`)
+    bank : the bank asked; when it holds its items' requests (a folder built from sample
+        logs), each line the command reads carries them and the command answers the model's
+        outputs, scored by the item's rule (:mod:`.cmdrequests`); else it reads item ids
     """
 
     kind = "item"
-    protocol = "item command"
 
     def __init__(self, command, name: str | None = None, *, timeout: float | None = None,
-                 ratings: bool = False, score_range=None):
+                 ratings: bool = False, score_range=None, bank=None):
         try:
             argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
         except ValueError as exc:
@@ -139,6 +146,10 @@ class CommandSubject:
         self.timeout = None if timeout is None else float(timeout)
         self.ratings = bool(ratings)
         self.score_range = None if score_range is None else [float(v) for v in score_range]
+        self._bank = bank if bank is not None and not ratings and asks_requests(bank) else None
+        if self._bank is not None:
+            self._requests(self._bank.item_ids[0])   # a bank whose requests are broken: now
+        self.protocol = "request command" if self._bank is not None else "item command"
         self._proc = None
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=20)
@@ -148,11 +159,21 @@ class CommandSubject:
     @property
     def cache_key(self) -> str:
         scale = "" if self.score_range is None else "#scale:{:g}-{:g}".format(*self.score_range)
-        return f"{self.name}@cmd:{self.command}" + ("#ratings" if self.ratings else "") + scale
+        return (f"{self.name}@cmd:{self.command}" + ("#ratings" if self.ratings else "") + scale
+                + ("#requests" if self._bank is not None else ""))
+
+    def item_requests(self, item):
+        """The requests the command is sent for ``item`` (None: it is sent the item id)."""
+        return None if self._bank is None else self._requests(item)
+
+    def _requests(self, item):
+        return build_item_requests(self._bank, item, opaque=True)
 
     def describe(self) -> dict:
         out = {"type": "cmd", "model": self.name, "command": self.command,
                "kind": self.kind, "timeout": self.timeout}
+        if self._bank is not None:
+            out["sends"] = "requests"
         if self.score_range is not None:
             out["score_range"] = self.score_range
         return out
@@ -163,8 +184,22 @@ class CommandSubject:
             item = json.loads(reply)["item_id"]
         except (ValueError, KeyError, TypeError):
             raise LiveRunError(f"a stored reply {reply[:80]!r} holds no item_id") from None
-        return parse_scores([item], reply, f"the command {self.command!r}",
-                            ratings=self.ratings, score_range=self.score_range)[0][0]
+        return self._parse([str(item)], reply, whole_round=False)[0][0]
+
+    def _parse(self, ids: list, text: str, whole_round: bool = True) -> list:
+        who = f"the command {self.command!r}"
+        if self._bank is None:
+            return parse_scores(ids, text, who, ratings=self.ratings,
+                                score_range=self.score_range)
+        return parse_outputs([self._requests(i) for i in ids], text, who,
+                             score_item=lambda item, line: parse_scores(
+                                 [item], line, who, score_range=self.score_range)[0][0],
+                             whole_round=whole_round)
+
+    def _sent(self, ids: list) -> str:
+        if self._bank is None:
+            return "".join(json.dumps({"item_id": i}) + "\n" for i in ids)
+        return "".join(json.dumps(request_line(self._requests(i))) + "\n" for i in ids)
 
     # ------------------------------------------------------------ the process
     def _start(self):
@@ -209,7 +244,7 @@ class CommandSubject:
             proc = self._proc if self._proc is not None and self._proc.poll() is None \
                 else self._start()
             try:
-                proc.stdin.write("".join(json.dumps({"item_id": i}) + "\n" for i in ids))
+                proc.stdin.write(self._sent(ids))
                 proc.stdin.flush()
             except (BrokenPipeError, OSError):
                 raise self._failed(f"exited with status {_status(proc)} before reading the "
@@ -229,8 +264,7 @@ class CommandSubject:
                 if line.strip():
                     replies.append(line)
             try:
-                return parse_scores(ids, "".join(replies), f"the command {self.command!r}",
-                                    ratings=self.ratings, score_range=self.score_range)
+                return self._parse(ids, "".join(replies))
             except SubjectError:
                 raise
             except LiveRunError as exc:

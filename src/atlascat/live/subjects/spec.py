@@ -119,7 +119,9 @@ class SubjectSpec:
     ``replay:MATRIX#MODEL``   answers recorded in a response matrix (file or bundled name); on a
                               bank without requests (built from a matrix), or scored by f1 or
                               a metric ATLAS cannot compute, asked by item id
-    ``cmd:COMMAND``           the user's program scores the items by id (:mod:`.itemscored`);
+    ``cmd:COMMAND``           the user's program: sent the bank's requests, its outputs scored
+                              by each item's rule (:mod:`.cmdrequests`), or on a bank without
+                              requests scores the items by id (:mod:`.itemscored`);
                               ``{model}`` in it is the model's name
     ``simulate:THETA[:SEED]`` the bank's own model at a fixed theta (needs the bank)
     ========================= ===================================================================
@@ -209,7 +211,7 @@ class SubjectSpec:
             command = (target.replace("{model}", shlex.quote(str(model)))
                        if "{model}" in target else target)
             return CommandSubject(command, model, timeout=kw.get("timeout"), ratings=ratings,
-                                  score_range=kw.get("score_range"))
+                                  score_range=kw.get("score_range"), bank=bank)
         return self._backend(kw)
 
     def _backend(self, kw: dict):
