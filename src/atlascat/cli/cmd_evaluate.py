@@ -29,11 +29,8 @@ SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo 
                 "(transformers, in process), lmeval:MODEL,ARGS (an lm-evaluation-harness "
                 "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix), "
                 "openai:URL (chat prompts: APPROXIMATE protocol), simulate:THETA[:SEED], or "
-                "cmd:COMMAND (your program, started once: on a bank with requests, a "
-                "bank folder built from sample logs, a JSON line per item with its logged "
-                "requests in, {\"item_id\", \"resps\": [one output per request]} out, "
-                "scored by the item's rule; on a folder built from a matrix or a graded / "
-                "gpcm bank, {\"item_id\"} in, {\"item_id\", \"score\"} out; docs/live.md).")
+                "cmd:COMMAND (your program, started once: a JSON line per item in, its "
+                "outputs or score out; docs/live.md).")
 
 #: help texts of the options (the command's signature stays readable)
 HELP = {
@@ -58,10 +55,9 @@ HELP = {
     "max_items": f"Most items asked. [default: {Stopping.max_items}; --suite: "
                  f"{SuiteConfig.max_items}; a bank folder's predictor: the budget it was built "
                  "for]",
-    "design": "A bank folder (atlas build-bank DIR): auto = its benchmark "
-              "predictor (items drawn at random, weighted to the uncertain ones; right for "
-              "models unlike the source models) when it has one, else the adaptive test; "
-              "adaptive = the adaptive test; predictor = the predictor or an error.",
+    "design": "A bank folder: auto = its benchmark predictor (right for models unlike the "
+              "source models) when it has one, else the adaptive test; adaptive = the "
+              "adaptive test; predictor = the predictor or an error.",
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": BOUND_MARGIN_HELP,

@@ -125,9 +125,8 @@ HELP = {
                  "bundled matrix).",
     "suite": "Replay a suite (bundled name such as openllm-v1, or a suite JSON file) as one "
              "adaptive test aimed at its average; writes suite_scores.csv.",
-    "scores": "--suite: published scores (a model column and one column per member, percent or "
-              "0-1; e.g. the leaderboard's score file) to report the error of the predicted "
-              "average against.",
+    "scores": "--suite: published scores (a model column, one column per member) to report "
+              "the predicted average's error against.",
     "target_se": "--suite: stop once the average's SE (points, 0-100) is at or below this. "
                  "[default: none: the --max-items budget]",
     "thetas": "CSV of true thetas (subject_id,theta or Model_Name,Theta_WLE): answers drawn "
@@ -139,10 +138,9 @@ HELP = {
     "max_items": f"Stop after this many items. [default: {Stopping.max_items}; --suite: "
                  f"{SuiteConfig.max_items} in all; a bank folder's predictor: the budget it was "
                  "built for]",
-    "design": "A bank folder (atlas build-bank DIR) with RESPONSES: auto = its benchmark "
-              "predictor (items drawn at random, weighted to the uncertain ones; right for "
+    "design": "A bank folder with RESPONSES: auto = its benchmark predictor (right for "
               "models unlike the source models) when it has one, else the adaptive test; "
-              "adaptive = the adaptive test scored by the folder's score link; predictor = the "
+              "adaptive = the adaptive test scored by its score link; predictor = the "
               "predictor or an error.",
     "randomesque": f"Pick among the k best items. [default: {Selection.randomesque}; --suite: "
                    f"{SuiteConfig.randomesque}]",
@@ -153,12 +151,10 @@ HELP = {
     "bound_stop": "Banks with a score link: stop once the examinee is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": BOUND_MARGIN_HELP,
-    "cost_column": "Cost-aware stopping: the bank's column with each item's cost (tokens, "
-                   "seconds, dollars); person_scores.csv gets a cost column.",
-    "cost_per_item": "Cost-aware stopping: one cost for every item (instead of --cost-column).",
-    "value_per_se": "Stop once the next best item's expected SE drop, times this value, is "
-                    "below its cost (needs a cost). [default: none]",
-    "budget": "Never spend more than this on one examinee (needs a cost). [default: none]",
+    "cost_column": "The bank's column of item costs (tokens, seconds, ...).",
+    "cost_per_item": "One cost for every item.",
+    "value_per_se": "Stop once V x the next item's expected SE drop < its cost.",
+    "budget": "Most cost spent on one examinee.",
 }
 
 
@@ -216,8 +212,7 @@ def simulate_command(
     randomesque: Optional[int] = typer.Option(None, "--randomesque", help=HELP["randomesque"]),
     r_max: Optional[float] = typer.Option(None, "--r-max", help=HELP["r_max"]),
     selection: str = typer.Option(Selection.criterion, "--selection",
-                                  help="Item selection: mfi, mfi-cost (information per "
-                                       "unit cost: --cost-column), kl, astrat or random."),
+                                  help="mfi, mfi-cost (per unit cost), kl, astrat, random."),
     se_method: str = typer.Option(Estimation.se_method, "--se-method",
                                   help="Stopping SE: information (catR) or posterior (SD)."),
     reference: bool = typer.Option(False, "--reference",
@@ -226,9 +221,8 @@ def simulate_command(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=HELP["batch_size"]),
     selected: bool = typer.Option(True, "--selected/--no-selected",
-                                  help="Write selected_items.csv: every administered item, one "
-                                       "row each (subject_id, item_id, order, score, theta, "
-                                       "se)."),
+                                  help="Write selected_items.csv: one row per item asked "
+                                       "(its score, theta and se after it)."),
     selected_folder: bool = typer.Option(False, "--selected-folder",
                                          help="Also write selected_items/<subject>.csv, one "
                                               "file per examinee (catR's layout)."),
