@@ -52,6 +52,8 @@ def test_interval_covers_95_percent_of_simulated_pairs():
 def test_bad_input_is_a_clear_error():
     with pytest.raises(ConfigError, match="rho"):
         difference_interval(0.0, 0.01, 0.01, rho=1.5)
+    with pytest.raises(ConfigError, match="rho must lie in"):
+        difference_interval(0.0, 0.01, 0.01, rho=float("nan"))
     with pytest.raises(ConfigError, match="scale"):
         difference_interval(0.0, 0.01, 0.01, scale=0.0)
     with pytest.raises(ConfigError, match="no lo, hi"):
@@ -103,6 +105,8 @@ def test_compare_models_on_two_live_runs(tmp_path, capsys):
     code = main(["compare-models", str(tmp_path / "run1.5"), str(tmp_path / "run-0.5"),
                  "--db", str(db), "--json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["first"] == ids[0]
+    code = main(["compare-models", ids[0], ids[1], "--db", str(db), "--rho", "nan"])
+    assert code == 2 and "rho must lie in [-1, 1]" in capsys.readouterr().err
     code = main(["compare-models", ids[0], "nope", "--db", str(db)])
     assert code != 0 and "no run 'nope'" in capsys.readouterr().err
 
@@ -135,3 +139,67 @@ def test_compare_models_on_two_suite_runs(tmp_path, capsys):
     assert {"arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k", "average"} == set(rows)
     avg = rows["average"]
     assert avg["lo"] < avg["difference"] < avg["hi"] and avg["told_apart"] == "yes"
+
+
+def test_compare_models_refuses_two_scores_of_one_name(tmp_path, capsys):
+    """A bank folder named arc predicts its source models' mean over its items, not the
+    leaderboard's ARC score: the two runs of one model are not compared as if they were."""
+    import atlascat as at
+
+    rm = at.catalogue.load_responses("arc")
+    rm.subset(subjects=range(0, 2193, 60), items=range(80)).write(tmp_path / "mine.csv")
+    assert main(["build-bank", str(tmp_path / "mine.csv"), "-o", str(tmp_path / "bank"),
+                 "--name", "arc", "--budget", "20", "--chance", "0.25", "-q"]) == 0
+    model = str(rm.subject_ids[5])
+    for bank, out, who in ((str(tmp_path / "bank"), "folder", model), ("arc", "shipped", model),
+                           (str(tmp_path / "bank"), "other", str(rm.subject_ids[900]))):
+        assert main(["evaluate", "--bank", bank, "--subject", f"replay:arc#{who}",
+                     "-o", str(tmp_path / out), "-q"]) == 0
+    capsys.readouterr()
+    # two runs on the folder: its own intervals combined, without shipped ARC's pair scale
+    assert main(["compare-models", str(tmp_path / "folder"), str(tmp_path / "other"),
+                 "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    preds = [json.loads((tmp_path / f / "results.json").read_text())[0]["prediction"]
+             for f in ("folder", "other")]
+    sd = np.hypot(*[(p["hi"] - p["lo"]) / (2 * Z95) for p in preds])
+    assert row["benchmark"] == "arc" and PAIR_SCALE["arc"] < 1
+    assert row["hi"] - row["difference"] == pytest.approx(100 * Z95 * sd)
+    code = main(["compare-models", str(tmp_path / "folder"), str(tmp_path / "shipped")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "both predict 'arc', but not one score" in err \
+        and "the leaderboard's published score" in err and "\n" not in err, err
+
+
+def test_compare_models_says_when_one_run_is_approximate(tmp_path, capsys):
+    from atlascat.catalogue import BankRef
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    with MockOpenAIServer(BankRef.from_option("arc").load(), 0.5, seed=3) as srv:
+        assert main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}", "--llm",
+                     "chat", "--se-stop", "0.3", "-o", str(tmp_path / "chat"), "-q"]) == 0
+    assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5", "--se-stop", "0.3",
+                 "-o", str(tmp_path / "sim"), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["compare-models", str(tmp_path / "chat"), str(tmp_path / "sim"), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "(APPROXIMATE), run" in err and "mixes two ways of asking" in err
+    assert main(["compare-models", str(tmp_path / "sim"), str(tmp_path / "sim"), "--json"]) == 2
+
+
+def test_a_run_answered_from_the_cache_says_so(tmp_path, capsys):
+    """Two checkpoints served one after the other under one name: the second run of the same
+    store gets the first one's answers from the cache; the command says so (--no-cache asks)."""
+    from atlascat.catalogue import BankRef
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    db = tmp_path / "runs.sqlite"
+    errs = []
+    with MockOpenAIServer(BankRef.from_option("arc").load(), 0.5, seed=3) as srv:
+        for extra in ([], [], ["--no-cache"]):
+            assert main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}", "--llm",
+                         "ckpt", "--se-stop", "0.3", "--db", str(db), "-q", *extra]) == 0
+            errs.append(capsys.readouterr().err)
+    cached = [("answers came from the answer cache" in e) for e in errs]
+    assert cached == [False, True, False]
+    assert "a new checkpoint served under the same name needs --no-cache" in errs[1]

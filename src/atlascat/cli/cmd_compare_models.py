@@ -29,9 +29,9 @@ def compare_models_command(
     """Per benchmark (and the average of a suite run): first minus second, 95% interval,
     and whether the interval tells the two apart.
 
-    The interval combines the two predictions' intervals in quadrature, times the bank's
-    pair scale (fitted so that 95% of the calibration models' pairs are covered; measured
-    on held-out pairs by benchmarks/bench_paired.py).
+    The interval combines the two predictions' intervals in quadrature, times a shipped
+    bank's pair scale (fitted so that 95% of the calibration models' pairs are covered;
+    measured on held-out pairs by benchmarks/bench_paired.py; 1 for a bank of your own).
     """
     from ..errors import ConfigError
 
@@ -40,6 +40,9 @@ def compare_models_command(
     if first[2] == second[2]:
         raise ConfigError("give two different runs (RUN_A RUN_B)")
     rows = _rows(first, second, rho)
+    mixed = _mixed_protocols(first, second)
+    if mixed:
+        err_console.print(f"warning: {mixed}", markup=False, highlight=False)
     if as_json:
         typer.echo(json.dumps({"first": first[2], "second": second[2], "rho": rho,
                                "rows": rows}))
@@ -71,7 +74,7 @@ def _resolver(db):
     every one a run wrote elsewhere) that holds it."""
     from ..errors import LiveRunError
     from ..live.service import run_folder
-    from ..live.store import RunStore, default_store_path, known_stores
+    from ..live.store import RunStore, find_run_store
 
     stores: dict[Path, tuple] = {}
 
@@ -81,12 +84,7 @@ def _resolver(db):
                 raise LiveRunError(f"run database {str(db)!r} does not exist (give --db, "
                                    "or the run's folder instead of its id)")
             return db
-        paths = known_stores()
-        if not paths:
-            raise LiveRunError(f"run database {str(default_store_path())!r} does not exist "
-                               "and no run was written elsewhere (give --db, or the run's "
-                               "folder instead of its id)")
-        return next((p for p in paths if RunStore(p).has_run(run_id)), paths[0])
+        return find_run_store(run_id)
 
     def resolve(run: str) -> tuple:
         folder = Path(run)
@@ -119,9 +117,14 @@ def _rows(first, second, rho: float) -> list[dict]:
         raise ConfigError(f"runs {run_a} ({', '.join(preds[0]) or 'no prediction'}) and "
                           f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
                           "benchmark with a predicted score")
+    refs = [_bank_ref(runs, r) for _, runs, r in (first, second)]
     rows = []
     for bench in common:
-        d = paired_difference(preds[0][bench], preds[1][bench], benchmark=bench, rho=rho)
+        _same_score(bench, [p[bench] for p in preds], refs, (run_a, run_b))
+        # the pair scale was fitted on the leaderboard's links: a bank of one's own gets none
+        shipped = preds[0][bench].get("population", LEADERBOARD) == LEADERBOARD
+        d = paired_difference(preds[0][bench], preds[1][bench],
+                              benchmark=bench if shipped else None, rho=rho)
         k = 1.0 if preds[0][bench].get("scale") else 100.0   # a metric's own scale, or 0-1
         rows.append({"benchmark": bench, "first": k * preds[0][bench]["score"],
                      "second": k * preds[1][bench]["score"], "difference": k * d["diff"],
@@ -131,6 +134,46 @@ def _rows(first, second, rho: float) -> list[dict]:
                      "population": preds[0][bench].get("population", LEADERBOARD),
                      "unit": _unit(preds[0][bench])})
     return rows
+
+
+def _mixed_protocols(first, second) -> str | None:
+    """A line when one run was asked by chat or text prompts (APPROXIMATE) and the other by
+    the bank's own requests: their difference then mixes two ways of asking."""
+    protos = []
+    for _, runs, run_id in (first, second):
+        row = runs[runs["run_id"] == run_id]
+        protos.append(str(row["protocol"].iloc[0]) if len(row) and "protocol" in row else "")
+    if (protos[0] == "approximate") == (protos[1] == "approximate"):
+        return None
+    k = 0 if protos[0] == "approximate" else 1
+    ids = (first[2], second[2])
+    return (f"run {ids[k]} was asked by chat or text prompts (APPROXIMATE), run {ids[1 - k]} "
+            f"was not (protocol {protos[1 - k]}): the difference mixes two ways of asking")
+
+
+def _bank_ref(runs, run_id: str) -> str:
+    row = runs[runs["run_id"] == run_id]
+    return str(row["bank_ref"].iloc[0]) if len(row) and "bank_ref" in row else ""
+
+
+def _same_score(bench: str, preds, refs, ids) -> None:
+    """Two predictions of one name are one score only when both are the leaderboard's, or
+    both come from the same bank (a bank folder's score is its own source models' mean over
+    its items, not the leaderboard's of the same name)."""
+    from ..errors import ConfigError
+    from ..live.report import LEADERBOARD
+
+    pops = [p.get("population", LEADERBOARD) for p in preds]
+    if pops[0] == pops[1] == LEADERBOARD or (pops[0] == pops[1] and refs[0] == refs[1]):
+        return
+
+    def what(pop, ref):
+        return ("the leaderboard's published score" if pop == LEADERBOARD else
+                f"the score of bank {ref}" + (", among its source models" if pop else ""))
+
+    raise ConfigError(f"runs {ids[0]} and {ids[1]} both predict {bench!r}, but not one score "
+                      f"(the first: {what(pops[0], refs[0])}; the second: "
+                      f"{what(pops[1], refs[1])}); compare two runs on the same bank")
 
 
 def _unit(pred: dict) -> str:

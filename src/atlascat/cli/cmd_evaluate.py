@@ -69,7 +69,8 @@ HELP = {
     "db": "SQLite run store: OUTPUT/runs.sqlite with --output, else runs.sqlite in $ATLAS_HOME "
           "(default $XDG_DATA_HOME/atlascat, ~/.local/share/atlascat); never the current "
           "directory.",
-    "resume": "Continue run RUN_ID (repeatable); bank, subject and settings come from --db.",
+    "resume": "Continue run RUN_ID (repeatable), found in --db or the stores `atlas runs` "
+              "lists.",
     "device": "hf: / lmeval: subjects: cpu or cuda (the backend chooses when not given).",
     "chat": "openai: subjects: /v1/chat/completions or /v1/completions text prompts (both "
             "approximate).",
@@ -277,10 +278,12 @@ def register(app: typer.Typer) -> None:
 def run_evaluate(o: _Options) -> None:
     """Check the options against each other, then start (or resume) and drive the runs."""
     from ..errors import ConfigError, LiveRunError
-    from ..live.store import default_store_path
+    from ..live.store import default_store_path, find_run_store
 
     if o.batch_size is not None and o.batch_size < 1:
         raise ConfigError(f"--batch-size must be >= 1, got {o.batch_size}")
+    if o.max_concurrency < 1:
+        raise ConfigError(f"--max-concurrency must be >= 1, got {o.max_concurrency}")
     o.bank = one_bank(o.bank, required=False)  # a second --bank points to --suite
     if o.suite is not None and (o.bank or o.resume):
         raise ConfigError("--suite asks the suite's own banks; drop "
@@ -291,6 +294,8 @@ def run_evaluate(o: _Options) -> None:
                           "--se-stop")
     if o.output is not None and o.output.exists() and not o.output.is_dir():
         raise ConfigError(f"--output {str(o.output)!r} is a file; give a directory for the run")
+    if o.db is None and o.output is None and o.resume:   # the store `atlas runs` lists it in
+        o.db = find_run_store(o.resume[0])
     if o.db is None:
         o.db = (o.output / "runs.sqlite") if o.output is not None else default_store_path()
     limiter = threading.BoundedSemaphore(max(1, int(o.max_concurrency)))
@@ -524,6 +529,8 @@ def _write(o: _Options, live, rows: list[dict]) -> None:
 def _print(o: _Options, live, rows: list[dict]) -> None:
     from ._suite_evaluate import print_suite
 
+    for job, row in zip(live.jobs, rows):
+        _cache_note(live.store, job.run_id, row)
     if o.as_json:
         typer.echo(json.dumps(rows, indent=1, default=str))
         return
@@ -536,6 +543,17 @@ def _print(o: _Options, live, rows: list[dict]) -> None:
     for job, row in zip(live.jobs, rows):
         if job.kind == "suite":
             print_suite(row)
+
+
+def _cache_note(store, run_id: str, row: dict) -> None:
+    """Say how many of a run's answers the answer cache gave (a new checkpoint served under
+    the name an earlier run of this store used would get that run's answers)."""
+    steps = store.steps(run_id)
+    n = int((steps["cached"] == 1).sum())
+    if n:
+        _say(f"note: run {run_id} ({row['model']}): {n} of {len(steps)} answers came from the "
+             f"answer cache ({row['model']!r} at this endpoint answered them in an earlier run "
+             "of this store); a new checkpoint served under the same name needs --no-cache")
 
 
 def _print_single(rows: list[dict], held: list) -> None:

@@ -27,14 +27,14 @@ def runs_command(
     A suite run has no theta: its predicted column is the predicted average.
 
     'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
-    finishing; continue it with atlas evaluate --resume RUN_ID --db DB. The score is shown
+    finishing; continue it with atlas evaluate --resume RUN_ID (--db DB). The score is shown
     twice: observed (the mean score over the items asked: right / asked for right-or-wrong
     answers) and model-based (the bank's expected score at theta); on a bank folder built
     with --score-range both are mean scores on the metric's own scale; on a graded / gpcm
     bank both are mean ratings (on the rating scale the items share, else as shares of each
     item's scale). --run RUN_ID shows the run's steps and its predicted score. Without --db it lists the default store and
-    every store a finished or interrupted run wrote elsewhere (-o DIR, --db FILE; remembered
-    in $ATLAS_HOME/stores.txt).
+    every store a run asked items into elsewhere (-o DIR, --db FILE; remembered in
+    $ATLAS_HOME/stores.txt), a killed run's too.
     """
     from ..errors import ConfigError
 
@@ -65,12 +65,28 @@ def _stores(db):
     if not paths:
         raise LiveRunError(f"run database {str(default_store_path())!r} does not exist and "
                            "no run was written elsewhere (give --db)")
-    return [RunStore(p) for p in paths]
+    if db is not None:
+        return [RunStore(db)]
+    stores = []
+    for path in paths:   # a remembered store that is no longer one does not hide the others
+        try:
+            stores.append(RunStore(path))
+        except LiveRunError as exc:
+            err_console.print(f"warning: skipped: {exc}", markup=False, highlight=False)
+    if not stores:
+        raise LiveRunError("no readable run store (give --db)")
+    return stores
 
 
 def _show_run(stores, run_id: str, html, as_json: bool) -> None:
     """One run's steps (and its HTML page with -o)."""
-    store = next((st for st in stores if st.has_run(run_id)), stores[0])
+    from ..live.store import find_run_store
+
+    if len(stores) > 1:   # every store searched, and named, when none holds it
+        found = find_run_store(run_id, [st.path for st in stores])
+        store = next(st for st in stores if st.path == found)
+    else:
+        store = stores[0]
     info = store.get_run(run_id)
     steps = store.steps(run_id)
     steps["step"] = steps["step"] + 1  # users count steps from 1, as the progress lines
@@ -115,17 +131,29 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
         steps = pd.DataFrame(records, columns=cols)
 
     proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
-    shown = steps[cols].astype(object)
-    for col in ("theta", "se"):   # as evaluate's lines and the HTML page print them
-        shown[col] = [v if v is None or v != v else f"{float(v):.3f}" for v in shown[col]]
+    shown = _estimates(steps[cols].astype(object), info["kind"] == "suite")
     if lb.get("ratings"):         # an ordinal bank's steps: each one's rating
         shown = shown.rename(columns={"score": "rating"})
-    print_frame(shown, title=f"run {run_id} ({info['model']}, {info['status']}, "
+    print_frame(shown.fillna("-"), title=f"run {run_id} ({info['model']}, {info['state']}, "
                              f"protocol {proto})", max_rows=1000)
+    if info.get("error") and info["status"] != "done":   # why it stopped (the page says it too)
+        console.print(f"last error: {info['error']}", markup=False, highlight=False)
     if lb.get("score") is not None:
         name = "predicted average" if info["kind"] == "suite" else score_name(lb)
         console.print(f"{name}: {describe_prediction(lb)}", markup=False, highlight=False)
     return None
+
+
+def _estimates(shown, suite: bool):
+    """The steps' theta and SE as evaluate's lines and the HTML page print them; a suite
+    run's are the predicted average and its SE, in percent."""
+    def fmt(v, k, spec):
+        return v if v is None or v != v else format(k * float(v), spec)
+
+    k, spec = (100.0, ".1f") if suite else (1.0, ".3f")
+    for col in ("theta", "se"):
+        shown[col] = [fmt(v, k, spec) for v in shown[col]]
+    return shown.rename(columns={"theta": "average %", "se": "SE (points)"}) if suite else shown
 
 
 def _list_runs(stores, as_json: bool) -> None:

@@ -619,6 +619,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     meta = getattr(bank, "metadata", None)
     subj, cfg, prm = info["subject"], info["config"], info["prompt"]
     by_id = subj.get("kind") == "item"     # scored by id: no prompt was sent
+    replayed = subj.get("type") == "replay"   # scores from a matrix, not a model's answers
     n = int(info["n_items"])
     lat = answered["latency_s"].astype(float)
     proto = info.get("protocol") or "approximate"
@@ -638,7 +639,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("endpoint", subj.get("base_url", subj.get("command", subj.get("type")))),
         *_asked_rows(subj, prm, proto, bank, steps["item_id"].astype(str).tolist()),
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
-        ("status", info["status"] + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
+        ("status", info.get("state", info["status"])
+         + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
         *summary[1:],  # the first is the page's headline
         *_observed_rows(info, ordinal, own, continuous),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
@@ -670,8 +672,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         if meta is not None and rec["item_id"] in meta.index:
             q = str(meta.loc[rec["item_id"], "question"])
             key = str(meta.loc[rec["item_id"], "answer"])
-        choice = _choice_html(bank, rec["item_id"], rec["answer"]) if proto != "approximate" \
-            else ""
+        # a replayed score's outputs are made to score so: no option was chosen, no text said
+        choice = _choice_html(bank, rec["item_id"], rec["answer"]) \
+            if proto != "approximate" and not replayed else ""
         score = rec["score"]
         mark = ("<span class='pill'>pending</span>" if score is None else
                 f"{float(score):g}" if ordinal else      # a rating, on its own scale
@@ -680,6 +683,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                 "<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
+        if replayed and score is not None:
+            ans = "recorded score, replayed (the matrix holds no answer)"
         chars = rec.get("answer_chars")
         if chars is not None and int(chars) > len(ans):
             ans = (f"{ans[:200]} [stored cut: {int(chars)} characters, sha256 "

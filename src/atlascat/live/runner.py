@@ -323,6 +323,7 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
 
     k = _check_batch_size(batch_size)
     check_content(bank, subject, bank.item_ids[:1])
+    _answerable(subject, bank)   # before the run exists: a failed start leaves nothing
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
     if k > 1 and is_ordinal(bank):
@@ -336,6 +337,18 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
         bank_ref=bank_ref, bank_hash=bank_hash(bank), n_bank_items=len(bank),
         config=config.to_dict(), prompt=asdict(prompt), seed=seed, session=session.to_dict(),
         run_id=run_id, protocol=subject_protocol(subject), batch_size=k, kind=kind)
+
+
+def _answerable(subject, bank):
+    """The items a recorded subject (``replay:``) has answers for (None: any item); one line
+    when it has none of the bank's."""
+    answerable = getattr(subject, "answered_items", None)
+    answerable = None if answerable is None else answerable()
+    if answerable is not None and not any(str(i) in answerable for i in bank.item_ids):
+        raise LiveRunError(f"{subject.name} has no recorded answer to any of the bank's "
+                           f"{len(bank.item_ids)} items (e.g. {str(bank.item_ids[0])!r}); "
+                           "check that the matrix and the bank belong together")
+    return answerable
 
 
 def _check_batch_size(k) -> int:
@@ -557,12 +570,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     unread, n_read = [], 0
     try:
         opened = store.open_steps(run_id)
-        answerable = getattr(subject, "answered_items", None)
-        answerable = None if answerable is None else answerable()
-        if answerable is not None and not any(str(i) in answerable for i in bank.item_ids):
-            raise LiveRunError(f"{subject.name} has no recorded answer to any of the bank's "
-                               f"{len(bank.item_ids)} items (e.g. {str(bank.item_ids[0])!r}); "
-                               "check that the matrix and the bank belong together")
+        answerable = _answerable(subject, bank)
         while True:
             items = _next_round(session, k, answerable)
             if not items:

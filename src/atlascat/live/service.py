@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import AtlasError, ConfigError
+from ..errors import AtlasError, ConfigError, LiveRunError
 from ..catalogue.bankref import BankRef
-from .runner import RunResult, continue_run, start_run
+from .runner import RunResult, bank_hash, continue_run, start_run
 from .store import RunStore
 from .subjects import is_ordinal
 
@@ -54,7 +54,11 @@ def _named(ref: BankRef, pred: dict) -> dict:
     if pred.get("score") is None:  # a note: whose score is not available
         return {**pred, "benchmark": ref.title, "population": _population(ref)}
     if ref.kind != "dir":          # a score through a shipped link: the leaderboard's
-        return {**pred, "benchmark": ref.bench, "population": _population(ref)}
+        try:
+            bench = ref.bench
+        except AtlasError:         # a bank no longer there still has its name
+            bench = ref.title
+        return {**pred, "benchmark": bench, "population": _population(ref)}
     from ..bankdir.predict import folder_words
 
     words = folder_words(ref.folder())
@@ -191,6 +195,8 @@ def predict_run(store: RunStore, run) -> dict:
     if not row.get("bank_ref"):
         return {"note": "the run's bank was not stored"}
     ref = BankRef.parse(row["bank_ref"])
+    if ref.kind == "file" and not Path(ref.name).exists() and row["kind"] == "adaptive":
+        return {"note": f"bank {ref.name} no longer exists: move it back to predict"}
     if row["kind"] == "predictor":
         state = row["session"] if "session" in row else store.get_run(row["run_id"])["session"]
         return _named(ref, predictor_prediction(ref, state))
@@ -222,19 +228,23 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
     ref = BankRef.parse(run.get("bank_ref") or "")
     pred = predict_run(store, run)
     if pred.get("score") is None:
-        raise ConfigError(f"run {run_id} has no predicted score (bank {ref}: "
-                          "only banks with a score link have one)")
+        raise ConfigError(f"run {run_id} has no predicted score: " + (pred.get("note") or (
+            f"bank {ref} has no score link (only banks with one have it)")))
     return {ref.title: pred}
 
 
 def run_folder(folder, db=None) -> tuple[Path, str]:
     """(run store, run id) of a live run's output folder (``atlas evaluate -o FOLDER``): its
-    ``results.json`` names the run (a folder of several runs, one per ``--llm``, is refused:
+    ``results.json`` names the run (before it finished: the one run of its ``runs.sqlite``) (a folder of several runs, one per ``--llm``, is refused:
     its run ids are given instead); its ``runs.sqlite`` holds it, or ``db`` does."""
     import json
 
     folder = Path(folder)
     results, store = folder / "results.json", folder / "runs.sqlite"
+    if not results.exists() and store.is_file():   # a run that has not finished (killed,
+        ids = RunStore(store).list_runs()["run_id"].astype(str).tolist()   # stopped, failed)
+        if len(ids) == 1:
+            return store, ids[0]
     if not results.exists():
         raise ConfigError(f"{str(folder)!r} holds no results.json: give a finished live run's "
                           "output folder or its run id")
@@ -245,11 +255,16 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise ConfigError(f"{str(results)!r} is not a live run's results file ({exc})") \
             from None
-    if not store.exists():
-        if db is None or not Path(db).exists():
-            raise ConfigError(f"run {run_id} of {str(folder)!r} is stored elsewhere (its folder "
-                              "has no runs.sqlite): give the run store with --db")
+    if not store.exists() and db is not None and Path(db).exists():
         store = Path(db)
+    elif not store.exists():
+        from .store import find_run_store
+
+        try:   # the store it was run with (--db), remembered where runs are
+            store = find_run_store(run_id)
+        except LiveRunError:
+            raise ConfigError(f"run {run_id} of {str(folder)!r} is stored elsewhere (its "
+                              "folder has no runs.sqlite): give the run store with --db") from None
     if len(set(ids)) > 1:
         raise ConfigError(f"{str(folder)!r} holds {len(set(ids))} runs ({', '.join(ids)}): give "
                           f"one of their ids with --db {str(store)!r}")
@@ -443,11 +458,17 @@ class LiveRun:
                 items = bank
             elif ref is None:
                 raise ConfigError(f"run {rid} has no bank reference; pass its bank")
+            elif kind == "predictor" and not Path(ref.name).exists():
+                raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which no "
+                                  "longer exists; pass the folder where it is now (--bank)")
             elif kind == "predictor" and ref.predictor() is None:
                 raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which has "
                                   "none now; pass the folder it was started on")
             else:
                 items = _job_bank(kind, ref)
+            if isinstance(bank, BankRef) and str(bank) != info["bank_ref"] \
+                    and bank_hash(items) == info["bank_hash"]:   # the same bank, moved
+                store.move_bank(rid, str(bank))
             subject = (subject_for(info["subject"], items) if subject_for is not None
                        else SubjectSpec.rebuild(info["subject"], items, **settings))
             jobs.append(Job(rid, kind, items, subject, ref))

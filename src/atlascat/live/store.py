@@ -56,6 +56,7 @@ import pandas as pd
 from ..errors import LiveRunError
 
 __all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home", "known_stores",
+           "find_run_store",
            "register_store"]
 
 
@@ -98,6 +99,27 @@ def register_store(path) -> None:
         pass
 
 
+def find_run_store(run_id: str, stores=None) -> Path:
+    """The first run store of ``stores`` (default :func:`known_stores`: the default store and
+    every store a run asked items into) that holds run ``run_id``; :class:`LiveRunError`
+    naming the stores searched when none does."""
+    paths = known_stores() if stores is None else [Path(p) for p in stores]
+    for path in paths:
+        try:
+            if Path(path).is_file() and RunStore(path).has_run(run_id):
+                return Path(path)
+        except LiveRunError:   # a remembered store that is no longer one
+            continue
+    if not paths:
+        raise LiveRunError(f"no run {run_id!r}: run database {str(default_store_path())!r} does "
+                           "not exist and no run was written elsewhere; give the run store "
+                           "with --db")
+    where = (repr(str(paths[0])) if len(paths) == 1 else
+             f"any of the {len(paths)} known run stores ("
+             + ", ".join(str(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "") + ")")
+    raise LiveRunError(f"no run {run_id!r} in {where}; give the run store with --db")
+
+
 def known_stores() -> list[Path]:
     """The run stores ``atlas runs`` lists without ``--db``: the default store, then every
     store registered by :func:`register_store` that still exists (newest registration last)."""
@@ -108,6 +130,27 @@ def known_stores() -> list[Path]:
         if Path(line).is_file() and Path(line) not in stores:
             stores.append(Path(line))
     return stores
+
+
+def _check_foreign(path: Path) -> None:
+    """Refuse a SQLite database of something else before a run store writes its tables (and
+    its WAL journal mode) into it: an existing database with tables but no ``meta`` table."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE "
+                                                "type='table'")}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise LiveRunError(f"cannot open run database {str(path)!r}: {exc}") from exc
+    if tables and "meta" not in tables:
+        raise LiveRunError(f"{str(path)!r} is a SQLite database of something else (tables "
+                           f"{', '.join(sorted(tables)[:5])}), not a run store; give another "
+                           "--db")
+
 
 SCHEMA_VERSION = 3
 
@@ -237,6 +280,7 @@ class RunStore:
         self._redactors: list = []
         self._locks: dict = {}
         self._locks_guard = threading.Lock()
+        self._registered = False   # remembered in stores.txt once a run asks its first item
         self.path = Path(path)
         if self.path.is_dir():
             raise LiveRunError(f"--db {str(self.path)!r} is a directory; give a database file "
@@ -244,6 +288,7 @@ class RunStore:
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        _check_foreign(self.path)
         try:
             self._con().executescript(
                 "BEGIN IMMEDIATE;" + _SCHEMA
@@ -375,9 +420,16 @@ class RunStore:
                                + (f"; recent runs: {', '.join(known)}" if known else
                                   "; the database has no runs (check --db)"))
         out = _public(dict(row))
+        out["state"] = self._state(out)   # as list_runs says it: a killed run is interrupted
         for key in ("subject_json", "config_json", "prompt_json", "session_json"):
             out[key[:-5]] = json.loads(out.pop(key))
         return _with_estimates(out)
+
+    def _state(self, r: dict) -> str:
+        """A run's status, ``interrupted`` for a ``running`` one whose process is gone."""
+        gone = r["status"] == "running" and r["host"] == socket.gethostname() and (
+            not _pid_alive(r["pid"]) or self._abandoned(r["run_id"]))
+        return "interrupted" if gone else r["status"]
 
     # ------------------------------------------------------------------ one process per run
     def _lock_path(self, run_id: str) -> Path:
@@ -494,20 +546,35 @@ class RunStore:
         self.release(run_id)
         register_store(self.path)
 
+    def move_bank(self, run_id: str, bank_ref: str) -> None:
+        """Where a run's bank is now (the same bank, moved: a resume given it again)."""
+        with self._tx() as con:
+            con.execute("UPDATE runs SET bank_ref=? WHERE run_id=?", (bank_ref, run_id))
+
     def set_run_output(self, run_id: str, *, output_dir, report_dir) -> None:
-        """Remember where a run's results.json and report go (a resumed run writes there)."""
+        """Remember where a run's results.json and report go (a resumed run writes there); a
+        folder inside the store's own is kept relative to it, so that it moves with the store
+        (a run folder ``-o DIR`` moved, then resumed)."""
+        home = self.path.resolve().parent
+
+        def rel(d):
+            if d is None:
+                return None
+            d = Path(d).resolve()
+            return str(d.relative_to(home)) if d.is_relative_to(home) else str(d)
+
         with self._tx() as con:
             con.execute("INSERT OR REPLACE INTO run_outputs VALUES (?,?,?)",
-                        (run_id, None if output_dir is None else str(output_dir),
-                         None if report_dir is None else str(report_dir)))
+                        (run_id, rel(output_dir), rel(report_dir)))
 
     def run_output(self, run_id: str) -> tuple | None:
-        """``(output_dir, report_dir)`` recorded for a run (Paths or None), or None."""
+        """``(output_dir, report_dir)`` recorded for a run (absolute Paths or None), or None."""
         row = self._con().execute("SELECT output_dir, report_dir FROM run_outputs WHERE run_id=?",
                                   (run_id,)).fetchone()
         if row is None:
             return None
-        return tuple(None if v is None else Path(v) for v in (row[0], row[1]))
+        home = self.path.resolve().parent
+        return tuple(None if v is None else home / v for v in (row[0], row[1]))
 
     def list_runs(self) -> pd.DataFrame:
         """All runs, newest first, with a ``state`` that tells a killed run from a live one."""
@@ -518,13 +585,8 @@ class RunStore:
         pending = {r[0]: r[1] for r in self._con().execute(
             "SELECT run_id, COUNT(*) FROM steps WHERE status IN ('pending', 'scored') "
             "GROUP BY run_id")}
-        host = socket.gethostname()
         for r in rows:
-            state = r["status"]
-            if state == "running" and r["host"] == host and (not _pid_alive(r["pid"])
-                                                             or self._abandoned(r["run_id"])):
-                state = "interrupted"
-            r["state"] = state
+            r["state"] = self._state(r)
             r["pending"] = pending.get(r["run_id"], 0)
             _with_estimates(r)
         cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "score_sum",
@@ -566,6 +628,9 @@ class RunStore:
                             "prompt_hash=? WHERE run_id=? AND step=?",
                             (now, self._cap(prompt), prompt_hash, run_id, step))
                 out.append(int(row["times_asked"]) + 1)
+        if not self._registered:   # a run that is killed from here on is still found
+            register_store(self.path)
+            self._registered = True
         return out
 
     def _write_answer(self, con, run_id, step, item_id, answer, score, now, statuses) -> bool:

@@ -53,7 +53,7 @@ def difference_interval(diff, sd_a, sd_b, *, rho=0.0, scale: float = 1.0) -> dic
     0)."""
     diff = np.asarray(diff, float)
     sd_a, sd_b, rho = (np.asarray(v, float) for v in (sd_a, sd_b, rho))
-    if np.any((rho < -1) | (rho > 1)):
+    if not np.all((rho >= -1) & (rho <= 1)):   # NaN too: it would make every interval NaN
         raise ConfigError(f"rho must lie in [-1, 1], got {rho}")
     if not (np.isfinite(scale) and scale > 0):
         raise ConfigError(f"the pair scale must be > 0, got {scale!r}")

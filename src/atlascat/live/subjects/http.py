@@ -43,6 +43,27 @@ class _Transient(Exception):
     """One attempt failed in a way worth retrying (message = what happened)."""
 
 
+def _check_http_settings(**values) -> None:
+    """One line naming the first HTTP setting out of range (its option, its value);
+    ``max_reply_bytes`` has no option."""
+    rules = {"timeout": ("a finite number of seconds > 0", lambda v: math.isfinite(v) and v > 0,
+                         float),
+             "max_retries": ("an integer >= 0", lambda v: v >= 0, int),
+             "backoff": ("a finite number of seconds >= 0",
+                         lambda v: math.isfinite(v) and v >= 0, float),
+             "max_concurrency": ("an integer >= 1", lambda v: v >= 1, int),
+             "max_reply_bytes": ("an integer >= 1024", lambda v: v >= 1024, int)}
+    for name, value in values.items():
+        what, ok, kind = rules[name]
+        try:
+            good = ok(kind(value))
+        except (TypeError, ValueError, OverflowError):
+            good = False
+        if not good:
+            option = "" if name == "max_reply_bytes" else f" (--{name.replace('_', '-')})"
+            raise ConfigError(f"{name}{option} must be {what}, got {value!r}")
+
+
 class _HTTPSubject:
     """What every HTTP subject shares: URL and key handling, one whole-request deadline, a cap
     on reply size, retries with backoff, a concurrency limiter, redaction of the key."""
@@ -67,15 +88,8 @@ class _HTTPSubject:
                               "e.g. http://127.0.0.1:8000/v1")
         if parts.path in ("", "/"):
             base_url = str(base_url).rstrip("/") + "/v1"
-        try:
-            ok = (math.isfinite(float(timeout)) and float(timeout) > 0 and int(max_retries) >= 0
-                  and float(backoff) >= 0 and int(max_concurrency) >= 1
-                  and int(max_reply_bytes) >= 1024)
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ConfigError("timeout must be a finite number > 0, max_retries >= 0, "
-                              "backoff >= 0, max_concurrency >= 1, max_reply_bytes >= 1024")
+        _check_http_settings(timeout=timeout, max_retries=max_retries, backoff=backoff,
+                             max_concurrency=max_concurrency, max_reply_bytes=max_reply_bytes)
         self.base_url = str(base_url).rstrip("/")
         self.model = str(model)
         self.name = self.model
