@@ -282,9 +282,9 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
         if subject_ids is None and isinstance(responses, pd.DataFrame):
             subject_ids = [str(s) for s in responses.index]
     else:
-        from ..validation import check_prob_array
+        from ..validation import check_thetas
 
-        true_theta = check_prob_array(thetas, "thetas").reshape(-1)
+        true_theta = check_thetas(thetas, "thetas", error=ConfigError)
         codes = None
     n = len(codes) if codes is not None else true_theta.size
     ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)],

@@ -1,0 +1,31 @@
+"""A data scientist's walk through the Python API: inputs of the wrong shape or kind are refused
+with an AtlasError that says how to fix them, never read silently into a wrong result."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import atlascat as at
+from atlascat.errors import AtlasError
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return at.ItemBank([f"i{k}" for k in range(12)], a=np.linspace(0.8, 2.0, 12),
+                       b=np.linspace(-2.0, 2.0, 12))
+
+
+def test_simulate_refuses_a_table_of_thetas(bank):
+    config = at.CATConfig(min_items=2, max_items=4)
+    with pytest.raises(AtlasError, match=r"one value per examinee \(1-D\), got shape \(2, 2\)"):
+        at.simulate_cat(bank, config, thetas=np.zeros((2, 2)))
+    # a single column is one theta per examinee, as a list is
+    col = at.simulate_cat(bank, config, thetas=np.array([[-1.0], [1.0]]),
+                          rng=np.random.default_rng(0))
+    flat = at.simulate_cat(bank, config, thetas=[-1.0, 1.0], rng=np.random.default_rng(0))
+    pd.testing.assert_frame_equal(col.persons.drop(columns="seconds"),
+                                  flat.persons.drop(columns="seconds"))
+    with pytest.raises(AtlasError, match="one value per examinee"):
+        at.simulate_cat(bank, config, responses=np.ones((2, 12)), thetas=np.zeros((2, 2)))
+
