@@ -29,3 +29,19 @@ def test_simulate_refuses_a_table_of_thetas(bank):
     with pytest.raises(AtlasError, match="one value per examinee"):
         at.simulate_cat(bank, config, responses=np.ones((2, 12)), thetas=np.zeros((2, 2)))
 
+
+def test_scoring_responses_with_no_item_of_the_bank_is_refused(bank):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame((rng.random((5, 12)) < 0.5).astype(float),
+                      index=[f"m{k}" for k in range(5)], columns=[f"X{k}" for k in range(12)])
+    # every score would be the prior mean with SE 1: refused, naming both id formats
+    with pytest.raises(AtlasError, match=r"none of the responses' 12 items is in the bank.*"
+                                         r"'X0'.*'i0'"):
+        at.estimate_ability(df, bank)
+    with pytest.raises(AtlasError, match="none of the responses"):
+        at.estimate_ability(df, bank, extra_items="ignore")
+    # one shared item is enough: the others are left out, with the usual warning
+    with pytest.warns(UserWarning, match="11 item"):
+        out = at.estimate_ability(df.rename(columns={"X0": "i0"}), bank)
+    assert (out["n_items"] == 1).all()
+
