@@ -45,3 +45,22 @@ def test_scoring_responses_with_no_item_of_the_bank_is_refused(bank):
         out = at.estimate_ability(df.rename(columns={"X0": "i0"}), bank)
     assert (out["n_items"] == 1).all()
 
+
+def test_a_predictor_session_takes_one_answer_per_item():
+    from atlascat.predict import BenchmarkPredictor
+
+    rng = np.random.default_rng(3)
+    n, m = 60, 30
+    theta, b = rng.normal(size=n), rng.normal(size=m)
+    y = (rng.random((n, m)) < 1 / (1 + np.exp(-(theta[:, None] - b)))).astype(float)
+    ids = [f"i{k}" for k in range(m)]
+    source = at.ResponseMatrix(y, [f"m{k}" for k in range(n)], ids)
+    bank = at.ItemBank(ids, a=np.ones(m), b=b)
+    session = BenchmarkPredictor(5).fit(bank, source, rng=0).session(rng=1)
+    item = session.next_items(1)[0]
+    session.record(item, 1)
+    before = session.prediction()
+    with pytest.raises(AtlasError, match=f"item '{item}' was already recorded .*one answer"):
+        session.record(item, 0)
+    assert session.prediction() == before and session.n_items == 1
+

@@ -161,6 +161,10 @@ class PredictSession:
         if j is None or not self._drawn[j]:
             raise ConfigError(f"item {item_id!r} was not handed out by next_items; record only "
                               "the items the session asked")
+        if np.isfinite(self._y[j]):   # a second answer would silently replace the first
+            raise ConfigError(f"item {item_id!r} was already recorded (score {self._y[j]:g}); "
+                              "each item takes one answer: record the items next_items hands "
+                              "out once each")
         from ..validation import check_finite
 
         s = check_finite(score, f"score of item {item_id!r}")
