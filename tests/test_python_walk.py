@@ -64,3 +64,17 @@ def test_a_predictor_session_takes_one_answer_per_item():
         session.record(item, 0)
     assert session.prediction() == before and session.n_items == 1
 
+
+def test_the_namespace_shows_the_public_names_only():
+    names = set(dir(at))
+    assert names == set(at.__all__)
+    assert not names & {"annotations", "importlib", "_LAZY", "errors", "_version"}
+    # what the docs import by long module paths is here too
+    from atlascat.cat.ordinal import OrdinalCATSession
+    from atlascat.irt.compare import anova
+    from atlascat.irt.polybank import PolyBank
+    from atlascat.predict import BenchmarkPredictor
+
+    assert (at.PolyBank, at.OrdinalCATSession, at.BenchmarkPredictor, at.anova) == \
+        (PolyBank, OrdinalCATSession, BenchmarkPredictor, anova)
+

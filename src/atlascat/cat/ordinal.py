@@ -401,7 +401,7 @@ class OrdinalCATSession:
         return float(score[0]), float(lo[0]), float(hi[0])
 
     def credit(self, item_id: str, rating) -> float:
-        """A rating's share of its item's scale [lo, hi] (:attr:`PolyBank.scales`),
+        """A rating's share of its item's scale [lo, hi] (the bank's ``scales``),
         (rating - lo) / (hi - lo), in [0, 1]."""
         lo, hi = self.bank.scales[self.bank.index_of(str(item_id))]
         return float((float(rating) - lo) / (hi - lo))
