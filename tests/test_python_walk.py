@@ -78,3 +78,13 @@ def test_the_namespace_shows_the_public_names_only():
     assert (at.PolyBank, at.OrdinalCATSession, at.BenchmarkPredictor, at.anova) == \
         (PolyBank, OrdinalCATSession, BenchmarkPredictor, anova)
 
+
+def test_a_binary_session_on_an_ordinal_bank_names_the_ordinal_session():
+    from atlascat.irt.polybank import PolyBank
+
+    poly = PolyBank(["p0", "p1"], np.array([[1.0, 1.0, -1.0], [1.2, 0.5, -0.5]]), "graded")
+    with pytest.raises(AtlasError, match="got PolyBank; an ordinal bank's live test is "
+                                         "atlascat.OrdinalCATSession"):
+        at.CATSession(poly, at.CATConfig(), np.random.default_rng(0))
+    with pytest.raises(AtlasError, match=r"got str; load one with atlascat.load_bank\(name\) or ItemBank.read"):
+        at.CATSession("arc", at.CATConfig(), np.random.default_rng(0))
