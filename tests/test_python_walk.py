@@ -88,3 +88,25 @@ def test_a_binary_session_on_an_ordinal_bank_names_the_ordinal_session():
         at.CATSession(poly, at.CATConfig(), np.random.default_rng(0))
     with pytest.raises(AtlasError, match=r"got str; load one with atlascat.load_bank\(name\) or ItemBank.read"):
         at.CATSession("arc", at.CATConfig(), np.random.default_rng(0))
+
+
+@pytest.fixture(scope="module")
+def poly():
+    from atlascat.irt.polybank import PolyBank
+
+    return PolyBank(["p0", "p1"], np.array([[1.0, 1.0, -1.0], [1.2, 0.5, -0.5]]), "graded")
+
+
+def test_a_text_rating_is_refused_not_read_as_missing(poly):
+    frame = pd.DataFrame([["good", 1.0], [2.0, 0.0]], index=["m0", "m1"], columns=["p0", "p1"])
+    with pytest.raises(AtlasError, match=r"text cell 'good' at row 0 \(subject 'm0'\), column "
+                                         r"'p0'; ratings must be numbers or blank"):
+        at.estimate_ability(frame, poly)
+    with pytest.raises(AtlasError, match="text cell 'good'"):
+        at.estimate_ability(np.array([["good", "1"], ["2", "0"]], dtype=object), poly)
+    with pytest.raises(AtlasError, match="text cell 'good'"):
+        at.calibrate(pd.concat([frame] * 50, ignore_index=True).set_axis(
+            [f"m{k}" for k in range(100)]), model="graded")
+    # blanks and NA markers stay missing
+    blank = at.estimate_ability(frame.replace("good", "NA"), poly)
+    assert blank["n_items"].tolist() == [1, 2]
