@@ -110,3 +110,20 @@ def test_a_text_rating_is_refused_not_read_as_missing(poly):
     # blanks and NA markers stay missing
     blank = at.estimate_ability(frame.replace("good", "NA"), poly)
     assert blank["n_items"].tolist() == [1, 2]
+
+
+def test_an_ordinal_bank_and_session_refuse_text_with_an_atlas_error(poly):
+    from atlascat.irt.polybank import PolyBank
+
+    params = np.array([[1.0, 1.0, -1.0], [1.2, 0.5, -0.5]])
+    with pytest.raises(AtlasError, match=r"the order is PolyBank\(item_ids, params, model\)"):
+        PolyBank(["p0", "p1"], "graded", params)         # model and params swapped
+    with pytest.raises(AtlasError, match="params must be"):
+        PolyBank(["p0", "p1"], np.zeros((2, 3, 1)), "graded")
+    session = at.OrdinalCATSession(poly, at.CATConfig(min_items=1, max_items=2),
+                                   np.random.default_rng(0))
+    item = session.next_item()
+    with pytest.raises(AtlasError, match=f"rating of item '{item}' must be a number"):
+        session.record(item, "good")
+    session.record(item, 2)                              # the item stayed pending
+    assert session.history()["score"].tolist() == [2.0]

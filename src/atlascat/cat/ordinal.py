@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ResponseDataError
 from ..irt import polytomous as poly
 from ..irt.polybank import PolyBank
 from ..irt.quadrature import normal_quadrature
@@ -483,7 +483,13 @@ class OrdinalCATSession:
         j = self._pending
         skipped = rating is None or (isinstance(rating, float) and np.isnan(rating))
         if not skipped:   # a rating off the item's scale raises here; the item stays pending
-            cat = int(self.bank.subset([str(item_id)]).encode(np.array([[float(rating)]]))[0, 0])
+            try:
+                value = float(rating)
+            except (TypeError, ValueError):
+                raise ResponseDataError(f"the rating of item {item_id!r} must be a number on "
+                                        f"the item's scale (or None to skip it), got {rating!r}"
+                                        ) from None
+            cat = int(self.bank.subset([str(item_id)]).encode(np.array([[value]]))[0, 0])
         self._pending = None
         if skipped:
             self._eng.skip(np.array([0]))

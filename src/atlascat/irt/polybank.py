@@ -169,11 +169,16 @@ class PolyBank:
         import pandas as pd
 
         ids = np.asarray([str(i) for i in item_ids], dtype=object)
-        params = np.array(params, dtype=float, ndmin=2)
+        try:
+            params = np.array(params, dtype=float, ndmin=2)
+        except (TypeError, ValueError):
+            raise BankError(f"params must be numbers, one row (a1, d1, d2, ...) per item, got "
+                            f"{params!r}"[:160] + "; the order is PolyBank(item_ids, params, "
+                            "model)") from None
         n = len(ids)
         if n == 0:
             raise BankError("the item bank is empty; it needs at least one item row")
-        if params.shape[0] != n or params.shape[1] < 2:
+        if params.ndim != 2 or params.shape[0] != n or params.shape[1] < 2:
             raise BankError(f"params must be (n_items={n}, 1 + n_thresholds), got {params.shape}")
         models = np.array(np.broadcast_to(np.asarray(model, dtype=object), (n,)), dtype=object)
         models = np.array([str(m).lower() for m in models], dtype=object)
