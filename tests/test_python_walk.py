@@ -127,3 +127,14 @@ def test_an_ordinal_bank_and_session_refuse_text_with_an_atlas_error(poly):
         session.record(item, "good")
     session.record(item, 2)                              # the item stayed pending
     assert session.history()["score"].tolist() == [2.0]
+
+
+def test_anova_takes_fitted_calibrators(shared_data):
+    lsat7 = at.ResponseMatrix.read(shared_data / "classic" / "lsat7_patterns.csv",
+                                   freq_column="freq")
+    rasch, twopl = at.Calibrator("rasch").fit(lsat7), at.Calibrator("2pl", prior_a=None).fit(lsat7)
+    table = at.anova(rasch, twopl)
+    pd.testing.assert_frame_equal(table, at.anova(rasch.result_, twopl.result_))
+    assert table["df"].iloc[1] == 4
+    with pytest.raises(at.NotFittedError, match="call fit"):
+        at.anova(rasch, at.Calibrator("2pl"))
