@@ -138,3 +138,14 @@ def test_anova_takes_fitted_calibrators(shared_data):
     assert table["df"].iloc[1] == 4
     with pytest.raises(at.NotFittedError, match="call fit"):
         at.anova(rasch, at.Calibrator("2pl"))
+
+
+@pytest.mark.parametrize("name", ["estimate_ability", "CATSession", "ItemBank", "PolyBank",
+                                  "anova", "Calibrator"])
+def test_the_public_models_docstrings_state_formula_and_reference(name):
+    import inspect
+    import re
+
+    doc = inspect.getdoc(getattr(at, name))
+    assert re.search(r"\(\w[\w &]*, (19|20)\d\d[;)]", doc), doc[:300]   # (Author, year)
+    assert "=" in doc                                                  # a formula

@@ -395,6 +395,13 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
                      subject_ids=None, device="cpu") -> pd.DataFrame:
     """Theta and SE for every subject, one row each.
 
+    With L(theta) = prod_j P_j(theta)^y_j (1 - P_j(theta))^(1 - y_j) over the items answered
+    and a N(mu, sigma^2) prior phi: EAP = int theta L phi / int L phi, SE its posterior SD, by
+    quadrature (Bock & Mislevy, 1982); MAP maximizes L phi; ML maximizes L, SE = 1 / sqrt(I);
+    WLE solves d log L / d theta + J / (2 I) = 0 with I the test information and
+    J = sum_j P_j' P_j'' / (P_j Q_j) (Warm, 1989). Ordinal items: the same with the graded /
+    GPCM category probabilities (Samejima, 1969; Muraki, 1992).
+
     Parameters
     ----------
     responses : ResponseMatrix or labelled DataFrame (aligned to the bank by item id), one

@@ -56,6 +56,10 @@ def _is_number(value) -> bool:
 class ItemBank:
     """A calibrated item bank (value object; arrays are read-only).
 
+    Item j answers right with P_j(theta) = c_j + (u_j - c_j) / (1 + exp(-a_j (theta - b_j)))
+    (Birnbaum, 1968; the 4PL's upper asymptote u: Barton & Lord, 1981), no 1.702 scaling, as
+    mirt and catR; mirt's slope-intercept form is a1 = a, d = -a b, g = c.
+
     Parameters
     ----------
     item_ids : sequence of str

@@ -153,6 +153,10 @@ def is_poly_bank_file(path) -> bool:
 class PolyBank:
     """A calibrated bank of ordinal items (value object; arrays are read-only).
 
+    Graded (Samejima, 1969): P(X >= k | theta) = 1 / (1 + exp(-(a1 theta + d_k))), d_1 > d_2
+    > ...; GPCM (Muraki, 1992): P(X = k | theta) proportional to exp(k a1 theta + d_k), d_0 = 0
+    (mirt's slope-intercept form; :mod:`atlascat.irt.polytomous`).
+
     Parameters
     ----------
     item_ids : sequence of str
