@@ -149,3 +149,19 @@ def test_the_public_models_docstrings_state_formula_and_reference(name):
     doc = inspect.getdoc(getattr(at, name))
     assert re.search(r"\(\w[\w &]*, (19|20)\d\d[;)]", doc), doc[:300]   # (Author, year)
     assert "=" in doc                                                  # a formula
+
+
+def test_suite_and_predictor_session_reprs_are_one_short_line(bank):
+    from atlascat.predict import BenchmarkPredictor
+    from atlascat.suite import Suite, SuiteMember
+
+    suite = Suite("mine", [SuiteMember("arc"), SuiteMember("mmlu", weight=3)])
+    assert repr(suite) == "Suite('mine', [arc: weight 0.25; mmlu: weight 0.75])"
+    shipped = repr(at.load_suite("openllm-v1"))
+    assert "\n" not in shipped and len(shipped) < 300 and "arc: 239 items" in shipped
+    rng = np.random.default_rng(4)
+    y = (rng.random((40, 12)) < 0.6).astype(float)
+    source = at.ResponseMatrix(y, [f"m{k}" for k in range(40)], list(bank.item_ids))
+    session = BenchmarkPredictor(4).fit(bank, source, rng=0).session(rng=1)
+    session.record(session.next_items(1)[0], 1)
+    assert repr(session) == "PredictSession(answered=1, drawn=1, budget=4, running)"

@@ -92,6 +92,11 @@ class PredictSession:
         self._tables, self._nodes, self._log_prior = predictor._grid()
         self._theta_se = None                       # (theta, SE) of the answers so far
 
+    def __repr__(self) -> str:
+        state = self.stop_reason or "running"
+        return (f"PredictSession(answered={self.n_items}, drawn={len(self._draws)}, "
+                f"budget={self.budget}, {state})")
+
     @property
     def n_items(self) -> int:
         return int(np.isfinite(self._y).sum())
