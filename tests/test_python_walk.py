@@ -165,3 +165,20 @@ def test_suite_and_predictor_session_reprs_are_one_short_line(bank):
     session = BenchmarkPredictor(4).fit(bank, source, rng=0).session(rng=1)
     session.record(session.next_items(1)[0], 1)
     assert repr(session) == "PredictSession(answered=1, drawn=1, budget=4, running)"
+
+
+def test_calibrator_get_and_set_params_as_scikit_learn(bank):
+    cal = at.Calibrator("2pl", tol=1e-5)
+    params = cal.get_params()
+    assert params["model"] == "2pl" and params["tol"] == 1e-5 and "prior_a" in params
+    twin = at.Calibrator(**params)                      # what sklearn.base.clone does
+    assert twin.get_params() == params and repr(twin) == repr(cal)
+    rng = np.random.default_rng(5)
+    theta = rng.normal(size=300)
+    p = 1 / (1 + np.exp(-bank.a * (theta[:, None] - bank.b)))
+    y = (rng.random((300, 12)) < p).astype(float)
+    first = cal.fit(y).loglik_
+    assert cal.set_params(model="rasch") is cal and cal.fit(y).result_.model == "rasch"
+    assert cal.loglik_ < first                          # refit with the new setting
+    with pytest.raises(AtlasError, match="no setting 'tolerance'; the settings are model, "):
+        cal.set_params(tolerance=1e-4)
