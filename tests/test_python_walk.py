@@ -182,3 +182,15 @@ def test_calibrator_get_and_set_params_as_scikit_learn(bank):
     assert cal.loglik_ < first                          # refit with the new setting
     with pytest.raises(AtlasError, match="no setting 'tolerance'; the settings are model, "):
         cal.set_params(tolerance=1e-4)
+
+
+def test_bank_information_refuses_text_theta(bank, poly):
+    for b in (bank, poly):
+        with pytest.raises(AtlasError, match="theta must be a number or an array of numbers, "
+                                             "got 'zero'"):
+            b.test_information("zero")
+        with pytest.raises(AtlasError, match="theta must be"):
+            b.probability(["low", "high"])
+        np.testing.assert_allclose(b.test_information([0.0, 1.0]),
+                                   b.test_information(np.array([0.0, 1.0])))
+    assert np.ndim(bank.test_information(0.0)) == 0 and bank.information(0).shape == (12,)

@@ -275,6 +275,22 @@ def check_thetas(values, name: str = "thetas", *, error=ResponseDataError,
     return arr
 
 
+def theta_values(theta):
+    """``theta`` for a bank's probability / information: an array of numbers passes as it is
+    (NumPy, or another array-API namespace on its device); a number or list becomes a float
+    array; text is refused, naming it."""
+    kind = getattr(getattr(theta, "dtype", None), "kind", None)
+    if kind is not None and not isinstance(theta, np.ndarray):
+        return theta                                  # a torch / cupy array: its own namespace
+    if kind in ("f", "i", "u", "b"):
+        return theta
+    try:
+        return np.asarray(theta, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"theta must be a number or an array of numbers, got "
+                          f"{theta!r}"[:160]) from None
+
+
 # ------------------------------------------------------------------ model identification
 _N_PARAMS = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
 _EXTRA = {"rasch": 1, "1pl": 1}  # the common slope / latent variance

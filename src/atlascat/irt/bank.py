@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 from ..errors import BankError, ConfigError
-from ..validation import normalize_item_id
+from ..validation import normalize_item_id, theta_values
 from . import models
 
 if TYPE_CHECKING:  # pandas loads where a frame is built (a plain bank file needs none)
@@ -220,17 +220,17 @@ class ItemBank:
     # ------------------------------------------------------------------ IRT shortcuts
     def probability(self, theta) -> np.ndarray:
         """P(correct) for every theta and item; shape ``theta.shape + (n_items,)``."""
-        return models.probability(theta, *self.params)
+        return models.probability(theta_values(theta), *self.params)
 
     def log_probability(self, theta):
-        return models.log_probability(theta, *self.params)
+        return models.log_probability(theta_values(theta), *self.params)
 
     def information(self, theta) -> np.ndarray:
         """Item Fisher information for every theta and item."""
-        return models.item_information(theta, *self.params)
+        return models.item_information(theta_values(theta), *self.params)
 
     def test_information(self, theta) -> np.ndarray:
-        return models.test_information(theta, *self.params)
+        return models.test_information(theta_values(theta), *self.params)
 
     def summary(self) -> dict:
         """Item count, model, parameter quantiles, and items worth a look."""

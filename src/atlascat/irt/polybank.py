@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import BankError, ConfigError
+from ..validation import theta_values
 from . import polytomous as poly
 from .polytomous import is_poly_frame
 
@@ -352,17 +353,17 @@ class PolyBank:
     # ------------------------------------------------------------------ the model
     def log_prob(self, theta) -> np.ndarray:
         """log P(X_j = k | theta), (n_items, n_theta, K_max), -inf for absent categories."""
-        return poly.log_prob(self.models, self.params, np.atleast_1d(theta))
+        return poly.log_prob(self.models, self.params, np.atleast_1d(theta_values(theta)))
 
     def probability(self, theta) -> np.ndarray:
-        return poly.prob(self.models, self.params, np.atleast_1d(theta))
+        return poly.prob(self.models, self.params, np.atleast_1d(theta_values(theta)))
 
     def information(self, theta) -> np.ndarray:
         """Item information, ``theta.shape + (n_items,)``."""
-        return poly.item_information(self.models, self.params, theta)
+        return poly.item_information(self.models, self.params, theta_values(theta))
 
     def test_information(self, theta) -> np.ndarray:
-        return poly.test_information(self.models, self.params, theta)
+        return poly.test_information(self.models, self.params, theta_values(theta))
 
     def expected_score(self, theta) -> np.ndarray:
         """Expected level of every item (on its own scale), ``theta.shape + (n_items,)``."""
