@@ -194,3 +194,18 @@ def test_bank_information_refuses_text_theta(bank, poly):
         np.testing.assert_allclose(b.test_information([0.0, 1.0]),
                                    b.test_information(np.array([0.0, 1.0])))
     assert np.ndim(bank.test_information(0.0)) == 0 and bank.information(0).shape == (12,)
+
+
+def test_a_text_score_names_the_name_column_only_where_it_is_one(bank):
+    with pytest.raises(AtlasError) as one:              # one subject's answers as a dict
+        at.estimate_ability({"i0": "yes", "i1": 1}, bank)
+    assert "text cell 'yes'" in str(one.value) and "first column" not in str(one.value)
+    names = pd.DataFrame({"name": ["gpt", "llama"], "i0": [1, 0], "i1": [0, 1]},
+                         index=["m0", "m1"])
+    with pytest.raises(AtlasError, match="column 'name' holds no score at all: the first column "
+                                         "names the models"):
+        at.estimate_ability(names, bank)
+    notes = pd.DataFrame({"i0": [1, 0], "note": ["a", "b"]}, index=["m0", "m1"])
+    with pytest.raises(AtlasError) as later:            # not the first column: no such hint
+        at.estimate_ability(notes, bank)
+    assert "text cell 'a'" in str(later.value) and "first column" not in str(later.value)
