@@ -194,3 +194,18 @@ class TestBinarize:
         assert abs(c - 0.5) <= 0.02
         # y = x^3 has mean 1/4; P(x^3 > c) = 1 - c^(1/3) equals 1/4 at c = 0.75^3 = 0.42
         assert abs(tinybenchmarks_threshold(ResponseMatrix(latent**3)) - 0.75**3) <= 0.02
+
+
+def test_a_file_that_repeats_identical_rows_keeps_one_of_each(tmp_path):
+    """A leaderboard export listing a model twice with the same answers (BenchPred's v2 MuSR:
+    19 such ids) reads with a warning, one row per model; answers that differ still refuse."""
+    path = tmp_path / "dup.csv"
+    path.write_text("model,a,b\nm1,1,\nm2,0,1\nm1,1,\nm3,1,1\nm2,0,1\n")
+    with pytest.warns(UserWarning, match=r"2 subject id\(s\) repeat an identical row \(2 "
+                      r"row\(s\) in all, e.g. 'm1'\): kept the first of each"):
+        rm = ResponseMatrix.read(path)
+    assert list(rm.subject_ids) == ["m1", "m2", "m3"]
+    np.testing.assert_array_equal(rm.values, [[1, np.nan], [0, 1], [1, 1]])
+    path.write_text("model,a,b\nm1,1,\nm2,0,1\nm1,1,\nm2,0,0\n")
+    with pytest.raises(ResponseDataError, match="duplicate subject id"):
+        ResponseMatrix.read(path)

@@ -526,6 +526,8 @@ class ResponseMatrix:
             return cls.from_long(df, normalize_ids=normalize_ids, on_empty=on_empty)
         if subject_column is None and freq_column is None:
             subject_column = str(df.columns[0])
+        if freq_column is None:
+            df = _drop_identical_repeats(df, subject_column, path)
         return cls.from_frame(df, subject_column=subject_column, freq_column=freq_column,
                               normalize_ids=normalize_ids, on_empty=on_empty)
 
@@ -549,6 +551,23 @@ class ResponseMatrix:
             else:
                 df.to_csv(path, index=False, float_format="%.10g")
         return path
+
+
+def _drop_identical_repeats(df, column: str, path):
+    """``df`` without the rows that repeat an earlier row exactly, id and every answer (a
+    leaderboard export listing a model twice), with a warning; unchanged when a repeated id
+    has answers that differ (the matrix then refuses the ids: which row is right is the user's
+    call)."""
+    if column not in df.columns:
+        return df
+    ids = df[column].astype(str)
+    repeat = ids.duplicated(keep="first").to_numpy()
+    if not repeat.any() or not (df.duplicated(keep="first").to_numpy() == repeat).all():
+        return df
+    names = ids[repeat].unique()
+    warn_user(f"{str(path)!r}: {len(names)} subject id(s) repeat an identical row "
+              f"({int(repeat.sum())} row(s) in all, e.g. {names[0]!r}): kept the first of each")
+    return df[~repeat].reset_index(drop=True)
 
 
 def tinybenchmarks_threshold(responses: ResponseMatrix, grid=None) -> float:
