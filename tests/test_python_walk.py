@@ -2,6 +2,8 @@
 with an AtlasError that says how to fix them, never read silently into a wrong result."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -209,3 +211,21 @@ def test_a_text_score_names_the_name_column_only_where_it_is_one(bank):
     with pytest.raises(AtlasError) as later:            # not the first column: no such hint
         at.estimate_ability(notes, bank)
     assert "text cell 'a'" in str(later.value) and "first column" not in str(later.value)
+
+
+def test_replay_gives_no_prediction_for_a_target_with_no_answers(bank):
+    from atlascat.predict import BenchmarkPredictor
+
+    rng = np.random.default_rng(6)
+    y = (rng.random((40, 12)) < 0.6).astype(float)
+    ids = list(bank.item_ids)
+    predictor = BenchmarkPredictor(4).fit(bank, at.ResponseMatrix(y, [f"m{k}" for k in range(40)],
+                                                                  ids), rng=0)
+    targets = at.ResponseMatrix(np.vstack([y[:1], np.full((1, 12), np.nan)]), ["a", "none"], ids,
+                                on_empty="keep")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                    # no "Mean of empty slice"
+        out = predictor.replay(targets, rng=1).set_index("subject")
+    assert out.loc["none", "flag"] == "no_answers" and out.loc["none", "n_items"] == 0
+    assert out.loc["none", ["score", "lower", "upper", "se", "theta", "full_score"]].isna().all()
+    assert out.loc["a", "flag"] != "no_answers" and np.isfinite(out.loc["a", "score"])

@@ -366,7 +366,8 @@ class BenchmarkPredictor:
         ``SMALL_SAMPLE_DRAWS`` answers the small-sample interval of
         :meth:`step_interval`, as a live session shows it), ``se``,
         ``method`` ("design" for a target outside the source population, else "combined"),
-        ``flag``,
+        ``flag`` ("outside_source"; "no_answers" for a target with no answer to any item, whose
+        predictions are NaN),
         ``model_score``, ``design_score``, ``theta``, ``full_score`` (the target's mean over its
         answered items, for studies); with ``asked``, ``items``: the ids of the items it was
         asked, in the order drawn.
@@ -394,13 +395,21 @@ class BenchmarkPredictor:
         lo, hi = self.step_interval(y, arr["item"], {
             "lower": lo, "upper": hi, "score": score, "design_score": arr["design"],
             "design_se": arr["se"]}, arr["valid"], np.isfinite(y))
+        answered = np.isfinite(y)
+        empty = ~answered.any(axis=1)   # no answer to any item: nothing to predict from
+
+        def blank(v):
+            return np.where(empty, np.nan, np.asarray(v, float))
+
         out = pd.DataFrame({
             "subject": list(targets.subject_ids), "n_items": arr["n"].astype(int),
-            "score": score, "lower": lo, "upper": hi, "se": sd,
-            "method": np.where(outside, "design", "combined"),
-            "flag": np.where(outside, "outside_source", ""),
-            "model_score": arr["model"], "design_score": arr["design"], "theta": arr["theta"],
-            "full_score": np.nanmean(y, axis=1)})
+            "score": blank(score), "lower": blank(lo), "upper": blank(hi), "se": blank(sd),
+            "method": np.where(empty, "", np.where(outside, "design", "combined")),
+            "flag": np.where(empty, "no_answers", np.where(outside, "outside_source", "")),
+            "model_score": blank(arr["model"]), "design_score": blank(arr["design"]),
+            "theta": blank(arr["theta"]),
+            "full_score": np.where(empty, np.nan, np.nansum(y, axis=1)
+                                   / np.maximum(answered.sum(axis=1), 1))})
         if asked:
             ids = np.asarray(self.item_ids_).astype(str)
             out["items"] = [list(ids[row[ok]]) for row, ok in zip(arr["item"], arr["valid"])]
