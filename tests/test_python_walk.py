@@ -229,3 +229,24 @@ def test_replay_gives_no_prediction_for_a_target_with_no_answers(bank):
     assert out.loc["none", "flag"] == "no_answers" and out.loc["none", "n_items"] == 0
     assert out.loc["none", ["score", "lower", "upper", "se", "theta", "full_score"]].isna().all()
     assert out.loc["a", "flag"] != "no_answers" and np.isfinite(out.loc["a", "score"])
+
+
+def test_predictor_settings_and_inputs_of_the_wrong_kind_raise_atlas_errors(bank):
+    from atlascat.predict import BenchmarkPredictor
+
+    rng = np.random.default_rng(7)
+    y = (rng.random((40, 12)) < 0.6).astype(float)
+    source = at.ResponseMatrix(y, [f"m{k}" for k in range(40)], list(bank.item_ids))
+    with pytest.raises(AtlasError, match="budget must be a whole number of items, got '4'"):
+        BenchmarkPredictor("4").fit(bank, source, rng=0)
+    with pytest.raises(AtlasError, match="rng must be a numpy Generator, an int seed or None, "
+                                         "got 'x'"):
+        BenchmarkPredictor(4).fit(bank, source, rng="x")
+    with pytest.raises(AtlasError, match="bank 'arc' is a name or path, not an ItemBank"):
+        BenchmarkPredictor(4).fit("arc", source, rng=0)
+    fitted = BenchmarkPredictor(4).fit(bank, source, rng=0)
+    with pytest.raises(AtlasError, match="rng must be"):
+        fitted.session(rng="x")
+    with pytest.raises(AtlasError, match="rng must be"):
+        fitted.replay(source, rng="x")
+    assert BenchmarkPredictor(4.0).fit(bank, source, rng=0).item_ids_.size == 12

@@ -291,6 +291,16 @@ def theta_values(theta):
                           f"{theta!r}"[:160]) from None
 
 
+def as_generator(rng, name: str = "rng") -> np.random.Generator:
+    """``numpy.random.default_rng(rng)`` (a Generator as it is, a seed, None for fresh entropy);
+    anything else is a ConfigError naming ``name``."""
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a numpy Generator, an int seed or None, got "
+                          f"{rng!r}"[:160]) from None
+
+
 # ------------------------------------------------------------------ model identification
 _N_PARAMS = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
 _EXTRA = {"rasch": 1, "1pl": 1}  # the common slope / latent variance

@@ -36,6 +36,8 @@ and Statistics 71, 331-355.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -146,6 +148,9 @@ class BenchmarkPredictor:
         from ..validation import check_finite
 
         budget = self.budget if budget is None else budget
+        if isinstance(budget, (str, bool)) or float(check_finite(budget, "budget")) != int(
+                float(budget)):
+            raise ConfigError(f"budget must be a whole number of items, got {budget!r}")
         for name, value in (("budget", budget), ("mix", self.mix), ("share", self.share),
                             ("level_fraction", self.level_fraction), ("z_cut", self.z_cut),
                             ("d_margin", self.d_margin), ("theta_quantile", self.theta_quantile),
@@ -177,6 +182,10 @@ class BenchmarkPredictor:
         """Fit on the source models: ``bank`` calibrated on (part of) ``source``'s items,
         ``scores`` their benchmark scores 0-1 (default their mean over all items)."""
         self._check()
+        if isinstance(bank, (str, Path)) or not hasattr(bank, "item_ids"):
+            from ..irt.bank import check_bank
+
+            check_bank(bank)   # a ConfigError saying how to load a name or path
         if not isinstance(source, ResponseMatrix):
             source = ResponseMatrix(source)
         if source.n_subjects < MIN_SOURCE_MODELS:
@@ -217,7 +226,9 @@ class BenchmarkPredictor:
         if float(self.level_fraction) > 0:     # a model of the answers: the item mean's scale
             self.level_x_ = est.level_logits(y, item_mean, float(self.level_fraction))
             self.level_c0_ = float(est.level_start(self.level_x_, item_mean.mean()))
-        rng = np.random.default_rng(rng)
+        from ..validation import as_generator
+
+        rng = as_generator(rng)
         reps = np.repeat(np.arange(source.n_subjects), int(self.n_replays))
         arr = self._replay_arrays(y[reps], rng, loo_rows=reps)
         model, t = arr["model"], truth[reps]
@@ -389,7 +400,9 @@ class BenchmarkPredictor:
         if seed is not None:
             gen = [subject_generator(seed, s) for s in targets.subject_ids]
         else:
-            gen = np.random.default_rng(rng)
+            from ..validation import as_generator
+
+            gen = as_generator(rng)
         arr = self._replay_arrays(y, gen, budget)
         score, lo, hi, sd, outside, z = self._combine(arr)
         lo, hi = self.step_interval(y, arr["item"], {

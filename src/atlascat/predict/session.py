@@ -73,7 +73,9 @@ class PredictSession:
         if self.budget < 1:
             raise ConfigError(f"budget must be at least 1, got {budget}")
         n = len(predictor.item_ids_)
-        self._rng = np.random.default_rng(rng)
+        from ..validation import as_generator
+
+        self._rng = as_generator(rng)
         self._index = {str(i): k for k, i in enumerate(predictor.item_ids_)}
         self._y = np.full(n, np.nan)
         self._drawn = np.zeros(n, dtype=bool)
