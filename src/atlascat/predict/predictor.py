@@ -148,8 +148,8 @@ class BenchmarkPredictor:
         from ..validation import check_finite
 
         budget = self.budget if budget is None else budget
-        if isinstance(budget, (str, bool)) or float(check_finite(budget, "budget")) != int(
-                float(budget)):
+        if float(check_finite(budget, "budget")) != int(float(budget)) or isinstance(
+                budget, (str, bool)):   # text that is not a number: check_finite names it
             raise ConfigError(f"budget must be a whole number of items, got {budget!r}")
         for name, value in (("budget", budget), ("mix", self.mix), ("share", self.share),
                             ("level_fraction", self.level_fraction), ("z_cut", self.z_cut),
