@@ -20,6 +20,7 @@ import pytest
 import atlascat as at
 from atlascat.cat.config import CATConfig
 from atlascat.cat.session import CATSession
+from atlascat.catalogue.links import score_link_path
 from atlascat.cli import main
 from atlascat.errors import AtlasError, BankError, ConfigError, ResponseDataError
 from atlascat.irt import fit as irt_fit
@@ -150,6 +151,19 @@ def ws(tmp_path_factory):
         name = f"m{m:02d}/samples_t1_2025-01-01T00-00-00.0.jsonl"
         _log(d / "logs_contradict" / name, 6, m, target="an answer")
         _log(d / "logs_corpus" / name, 3, m, metric="bleu", value=["the ref", "the pred"])
+    # bank folders (a good one's files: our bank, the bundled arc score link) with one file broken
+    good = {"manifest.json": json.dumps({"format": "atlas-bank-folder", "version": 1,
+                                         "benchmark": "t", "source": {"metric": "acc"}}),
+            "link.json": score_link_path("arc").read_text(), "requests.jsonl": '{"item_id": "q0"}\n'}
+    for name, broken in (("empty_link", {"link.json": ""}), ("list_link", {"link.json": "[1, 2]"}),
+                         ("null_manifest", {"manifest.json": "null"}),
+                         ("int_metric", {"manifest.json": '{"source": {"metric": 5}}'}),
+                         ("broken_requests", {"requests.jsonl": '{"item_id": "q0"}\n{"item_id": "q\n'})):
+        folder = d / f"bd_{name}"
+        folder.mkdir()
+        bank.to_frame().to_parquet(folder / "bank.parquet")
+        for fname, text in {**good, **broken}.items():
+            (folder / fname).write_text(text)
     return d
 
 
@@ -338,6 +352,11 @@ CLI_CASES = [
     ("calibrate-ordinal-range", "calibrate {d}/rat.csv --model graded --rating-range 1 3 -o {d}/o/b.csv", ["rating 4", "declared range [1, 3]"]),
     ("calibrate-ordinal-range-reversed", "calibrate {d}/rat.csv --model graded --rating-range 4 1 -o {d}/o/b.csv", ["rating range", "LO < HI", "[4, 1]"]),
     ("evaluate-graded-request-subject", "evaluate --bank {d}/graded.csv --subject completions:http://127.0.0.1:9/v1 --llm x -o {d}/evg", ["completions:", "graded / gpcm bank has none", "cmd:COMMAND", "replay:"]),
+    ("info-folder-empty-link", "info {d}/bd_empty_link", ["bd_empty_link/link.json", "cannot be read", "build-bank"]),
+    ("score-folder-list-link", "score {d}/resp.csv --bank {d}/bd_list_link", ["--bank", "link.json", "JSON array, not an object"]),
+    ("items-folder-null-manifest", "items --bank {d}/bd_null_manifest", ["manifest.json", "JSON null"]),
+    ("info-folder-manifest-types", "info {d}/bd_int_metric", ["manifest.json", "'source.metric' is 5", "string"]),
+    ("design-folder-broken-requests", "design --bank {d}/bd_broken_requests -k 3", ["requests.jsonl", "line 2", "not JSON"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 
