@@ -107,6 +107,7 @@ def ws(tmp_path_factory):
     oth.columns = ["model"] + [f"z{j}" for j in range(N_ITEMS)]
     oth.to_csv(d / "resp_other_items.csv", index=False)
     resp[["model", "q0"]].to_csv(d / "one_item.csv", index=False)
+    resp[["model"]].to_csv(d / "ids_only.csv", index=False)
     (d / "th_empty.csv").write_bytes(b"")
     (d / "th_nonutf8.csv").write_bytes(b"subject_id,theta\n\xff\xfeabc,0.5\n")
     pd.DataFrame({"subject_id": ["a", "b"], "theta": [1e6, 0.5]}).to_csv(d / "th_huge.csv", index=False)
@@ -261,6 +262,7 @@ CLI_CASES = [
     ("info-dup-bank", "info {d}/dupbank.csv", ["'q1'", "rows [0, 2]"]),
     ("info-semicolon", "info {d}/semicolon.csv", ["semicolon.csv", "';'"]),
     ("info-missing", "info {d}/nosuch.csv", ["nosuch.csv"]),
+    ("info-ids-only", "info {d}/ids_only.csv", ["0 item columns"]),
     # simulate
     ("simulate-bank-nonutf8", "simulate --bank {d}/nonutf8_bank.csv --thetas {d}/th.csv -o {d}/sim", ["nonutf8_bank.csv", "UTF-8"]),
     ("simulate-thetas-empty", "simulate --bank {d}/bank.csv --thetas {d}/th_empty.csv -o {d}/sim", ["th_empty.csv", "empty"]),

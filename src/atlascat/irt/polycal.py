@@ -59,6 +59,9 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
         if np.any(~np.isfinite(weights)) or np.any(weights < 0):
             raise ResponseDataError(f"frequency column {freq_column!r} needs finite "
                                     "non-negative numbers")
+    if df.shape[0] < 1 or df.shape[1] < 1:   # one row is scored; calibration asks for two
+        raise ResponseDataError(f"the ratings matrix has {df.shape[0]} rows and {df.shape[1]} "
+                                "item columns; it needs at least 1 subject and 1 item")
     numeric = df.apply(pd.to_numeric, errors="coerce")
     raw = df.to_numpy(dtype=object)
     text = numeric.isna().to_numpy() & df.notna().to_numpy()
@@ -69,9 +72,6 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
         raise ResponseDataError(f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), "
                                 f"column {df.columns[c]!r}; ratings must be numbers or blank "
                                 "for missing")
-    if df.shape[0] < 1 or df.shape[1] < 1:   # one row is scored; calibration asks for two
-        raise ResponseDataError(f"the ratings matrix has {df.shape[0]} rows and {df.shape[1]} "
-                                "item columns; it needs at least 1 subject and 1 item")
     return (numeric.to_numpy(float), np.asarray([str(s) for s in df.index], dtype=object),
             np.asarray(list(df.columns), dtype=object), weights)
 
