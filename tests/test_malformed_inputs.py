@@ -614,3 +614,17 @@ def test_build_bank_chance_in_percent_and_scores_for_few_models(ws, tmp_path, ca
         for needle in needles:
             assert needle in line, (needle, line)
 
+
+
+def test_test_length_beyond_the_bank_asks_the_whole_bank(ws, tmp_path, capsys):
+    """--max-items / --fixed-length far above the bank's size (10**20) is a test of the whole
+    bank, not a history array of that many columns (a MemoryError or a numpy traceback)."""
+    s = CATSession(_bank(), CATConfig.fixed_length(10**20), np.random.default_rng(0))
+    for _ in range(N_ITEMS):
+        s.record(s.next_item(), 1)
+    assert len(s.to_dict()["scores"]) == N_ITEMS
+    rc = main(["evaluate", "--bank", str(ws / "bank.csv"), "--subject",
+               f"replay:{ws}/resp.csv#m0", "-o", str(tmp_path / "ev"),
+               "--fixed-length", str(10**20)])
+    assert rc == 0, capsys.readouterr().err
+    assert f"{N_ITEMS} of the items asked" in capsys.readouterr().out
