@@ -165,6 +165,17 @@ def ws(tmp_path_factory):
         bank.to_frame().to_parquet(folder / "bank.parquet")
         for fname, text in {**good, **broken}.items():
             (folder / fname).write_text(text)
+    # benchmark run folders with one file broken (the readers' checks come before any use)
+    run_files = {"run.json": '{"name": "r", "config": {}}', "summary.csv": "method,theta_mae\nATLAS,0.1\n",
+                 "persons.csv.gz": "method,subject_id,theta,se,n_items\nATLAS,m0,0.1,0.3,5\n"}
+    for name, broken in (("null_json", {"run.json": "null"}), ("empty_summary", {"summary.csv": ""}),
+                         ("bad_reference", {"reference.csv": "x\n1\n2\n"})):
+        folder = d / f"run_{name}"
+        folder.mkdir()
+        bank.write(folder / "bank.csv")
+        for fname, text in {**run_files, **broken}.items():
+            (folder / fname).write_bytes(gzip.compress(text.encode()) if fname.endswith(".gz")
+                                         else text.encode())
     return d
 
 
@@ -359,6 +370,9 @@ CLI_CASES = [
     ("items-folder-null-manifest", "items --bank {d}/bd_null_manifest", ["manifest.json", "JSON null"]),
     ("info-folder-manifest-types", "info {d}/bd_int_metric", ["manifest.json", "'source.metric' is 5", "string"]),
     ("design-folder-broken-requests", "design --bank {d}/bd_broken_requests -k 3", ["requests.jsonl", "line 2", "not JSON"]),
+    ("compare-run-json-null", "compare {d}/run_null_json", ["run.json", "not a benchmark run's record"]),
+    ("compare-run-summary-empty", "compare {d}/run_empty_summary", ["summary.csv", "cannot be read"]),
+    ("report-run-reference-columns", "report {d}/run_bad_reference -o {d}/rep.html", ["reference.csv", "'theta_ref'"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 
