@@ -642,3 +642,15 @@ def test_test_length_beyond_the_bank_asks_the_whole_bank(ws, tmp_path, capsys):
                "--fixed-length", str(10**20)])
     assert rc == 0, capsys.readouterr().err
     assert f"{N_ITEMS} of the items asked" in capsys.readouterr().out
+
+
+def test_bank_file_with_extra_columns_runs_and_writes_its_page(ws, tmp_path, capsys):
+    """A bank file with extra columns of its own (a note, not question/answer content) is read,
+    its run's page written without those content columns (it was a KeyError 'question')."""
+    frame = _bank().to_frame()
+    frame["note"] = "checked"
+    frame.to_csv(tmp_path / "bank_note.csv", index=False)
+    rc = main(["evaluate", "--bank", str(tmp_path / "bank_note.csv"), "--subject",
+               f"replay:{ws}/resp.csv#m0", "-o", str(tmp_path / "ev"), "--max-items", "4"])
+    assert rc == 0, capsys.readouterr().err
+    assert list((tmp_path / "ev" / "reports").glob("*.html"))
