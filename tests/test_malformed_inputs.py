@@ -373,6 +373,11 @@ CLI_CASES = [
     ("compare-run-json-null", "compare {d}/run_null_json", ["run.json", "not a benchmark run's record"]),
     ("compare-run-summary-empty", "compare {d}/run_empty_summary", ["summary.csv", "cannot be read"]),
     ("report-run-reference-columns", "report {d}/run_bad_reference -o {d}/rep.html", ["reference.csv", "'theta_ref'"]),
+    ("design-seed-negative", "design --bank {d}/bank.csv -k 3 --seed -1", ["--seed", ">= 0", "-1"]),
+    ("benchmark-seed-negative", "benchmark {d}/resp.csv -o {d}/bm --seed -1", ["--seed", ">= 0"]),
+    ("arena-simulate-seed-negative", "arena simulate --seed -1", ["--seed", ">= 0"]),
+    ("simulate-seed-negative", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --seed -1", ["--seed", ">= 0"]),
+    ("evaluate-seed-huge", "evaluate --bank {d}/bank.csv --subject replay:{d}/resp.csv#m0 -o {d}/evs --seed 99999999999999999999", ["seed", "2**63"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 

@@ -290,6 +290,14 @@ def one_bank(banks, *, required: bool = True) -> str | None:
     return banks[0] if banks else None
 
 
+def check_seed(seed, option: str = "--seed") -> None:
+    """A seed option: a whole number >= 0 (numpy's generators take no negative seed)."""
+    from ..errors import ConfigError
+
+    if seed is not None and seed < 0:
+        raise ConfigError(f"{option} must be a whole number >= 0, got {seed}")
+
+
 def output_file(path, option: str = "-o/--output"):
     """Check an output file path before any work is done (directory, unwritable -> error)."""
     from ..validation import check_output_file

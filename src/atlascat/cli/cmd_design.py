@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import bank_option_help, console, json_safe, output_file, print_frame
+from ._common import bank_option_help, check_seed, console, json_safe, output_file, print_frame
 from ._options import cli_names
 
 #: the library's names in an error -> the options that set them (``cli_names``)
@@ -90,6 +90,7 @@ def register(app: typer.Typer) -> None:
         from ..errors import ConfigError
 
         output_file(output)
+        check_seed(seed)
         if random_forms < 0:
             raise ConfigError(f"--random-forms ({random_forms}) must be >= 0 (0: no comparison)")
         b = load_design_bank(bank)
@@ -98,8 +99,7 @@ def register(app: typer.Typer) -> None:
         res = cli_names(lambda: optimal_form(b, k, criterion, sample, exchange=exchange,
                                              prior_precision=prior_precision), _OPTIONS)
         summary = {"bank": bank, "n_items": len(b), "criterion": res.criterion, "k": res.k,
-                   "value": res.value, "greedy_value": res.greedy_value,
-                   "n_exchanges": res.n_exchanges}
+                   "value": res.value, "greedy_value": res.greedy_value, "n_exchanges": res.n_exchanges}
         if n_dims == 1:   # the A criterion is the mean posterior variance over the abilities
             summary["expected_se"] = float(np.sqrt(form_criterion(
                 b, res.indices, "A", sample, prior_precision=prior_precision)))

@@ -10,7 +10,7 @@ import typer
 
 from ..cat.config import Estimation, Selection, Stopping
 from ..suite.config import SuiteConfig
-from ._common import (bank_option_help, console, err_console, escape, json_safe,
+from ._common import (bank_option_help, check_seed, console, err_console, escape, json_safe,
                       load_responses, mean_and_width, min_items_note, one_bank, output_dir,
                       predicted_summary, print_frame, progress_bar, quiet_option,
                       unique_filenames, warn)
@@ -246,6 +246,7 @@ def run_simulate(o: _Options) -> None:
     """Check the options against each other, then replay a suite or one bank."""
     from ..errors import ConfigError
 
+    check_seed(o.seed)
     if o.output is None:
         raise ConfigError("give the run directory with -o/--output (nothing is written to the "
                           "current directory unless you name it)")
