@@ -176,6 +176,7 @@ def ws(tmp_path_factory):
         for fname, text in {**run_files, **broken}.items():
             (folder / fname).write_bytes(gzip.compress(text.encode()) if fname.endswith(".gz")
                                          else text.encode())
+    (d / "battles.csv").write_text("model_a,model_b,winner\nx,y,model_a\ny,z,tie\nz,x,model_b\n")
     return d
 
 
@@ -378,6 +379,9 @@ CLI_CASES = [
     ("arena-simulate-seed-negative", "arena simulate --seed -1", ["--seed", ">= 0"]),
     ("simulate-seed-negative", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --seed -1", ["--seed", ">= 0"]),
     ("evaluate-seed-huge", "evaluate --bank {d}/bank.csv --subject replay:{d}/resp.csv#m0 -o {d}/evs --seed 99999999999999999999", ["seed", "2**63"]),
+    ("link-quadpts-huge", "link {d}/bank.csv {d}/bank.csv -o {d}/l.csv --quadpts 99999999999999999999", ["--quadpts", "at most 10001"]),
+    ("calibrate-quadpts-huge", "calibrate {d}/resp.csv -o {d}/o/b.csv --quadpts 99999999999999999999", ["--quadpts", "at most 10001"]),
+    ("arena-fit-prior-games-inf", "arena fit {d}/battles.csv --prior-games inf", ["--prior-games", "finite"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 

@@ -339,8 +339,8 @@ class BradleyTerry:
             raise ConfigError(f"reference player {self.reference!r} is not among the players")
         if self.method not in ("mm", "newton"):
             raise ConfigError(f"unknown method {self.method!r}; use 'mm' or 'newton'")
-        if not self.prior_games >= 0:   # NaN too
-            raise ConfigError(f"prior_games must be a number >= 0, got {self.prior_games}")
+        if not 0 <= self.prior_games < float("inf"):   # NaN too
+            raise ConfigError(f"prior_games must be a finite number >= 0, got {self.prior_games}")
         if comp.n_players < 2:
             raise ConfigError("need at least two players")
 
