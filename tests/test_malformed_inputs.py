@@ -663,3 +663,14 @@ def test_bank_file_with_extra_columns_runs_and_writes_its_page(ws, tmp_path, cap
                f"replay:{ws}/resp.csv#m0", "-o", str(tmp_path / "ev"), "--max-items", "4"])
     assert rc == 0, capsys.readouterr().err
     assert list((tmp_path / "ev" / "reports").glob("*.html"))
+
+
+def test_batch_beyond_the_bank_is_one_round_of_the_whole_bank(ws, tmp_path, capsys):
+    """--batch-size far above the bank's size (10**20) asks the whole bank in one round, in
+    simulate and in a live run (it was a numpy dimension error / a SQLite integer overflow)."""
+    huge = str(10**20)
+    assert main(["simulate", "--bank", str(ws / "bank.csv"), "--thetas", str(ws / "th.csv"),
+                 "-o", str(tmp_path / "sim"), "--batch-size", huge]) == 0, capsys.readouterr().err
+    rc = main(["evaluate", "--bank", str(ws / "bank.csv"), "--subject",
+               f"replay:{ws}/resp.csv#m0", "-o", str(tmp_path / "ev"), "--batch-size", huge])
+    assert rc == 0, capsys.readouterr().err
