@@ -108,6 +108,8 @@ def ws(tmp_path_factory):
     oth.to_csv(d / "resp_other_items.csv", index=False)
     resp[["model", "q0"]].to_csv(d / "one_item.csv", index=False)
     resp[["model"]].to_csv(d / "ids_only.csv", index=False)
+    resp.astype(object).assign(q4=["inf"] + [0] * (len(resp) - 1)).to_csv(d / "resp_inf.csv", index=False)
+    resp.assign(q4=[1e308] + [0] * (len(resp) - 1)).to_csv(d / "resp_1e308.csv", index=False)
     (d / "th_empty.csv").write_bytes(b"")
     (d / "th_nonutf8.csv").write_bytes(b"subject_id,theta\n\xff\xfeabc,0.5\n")
     pd.DataFrame({"subject_id": ["a", "b"], "theta": [1e6, 0.5]}).to_csv(d / "th_huge.csv", index=False)
@@ -275,6 +277,8 @@ CLI_CASES = [
     ("info-semicolon", "info {d}/semicolon.csv", ["semicolon.csv", "';'"]),
     ("info-missing", "info {d}/nosuch.csv", ["nosuch.csv"]),
     ("info-ids-only", "info {d}/ids_only.csv", ["0 item columns"]),
+    ("info-inf-cell", "info {d}/resp_inf.csv", ["inf", "'q4'", "row 0"]),
+    ("info-1e308-cell", "info {d}/resp_1e308.csv", ["1e+308", "'q4'"]),
     # simulate
     ("simulate-bank-nonutf8", "simulate --bank {d}/nonutf8_bank.csv --thetas {d}/th.csv -o {d}/sim", ["nonutf8_bank.csv", "UTF-8"]),
     ("simulate-thetas-empty", "simulate --bank {d}/bank.csv --thetas {d}/th_empty.csv -o {d}/sim", ["th_empty.csv", "empty"]),
