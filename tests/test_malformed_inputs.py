@@ -678,3 +678,13 @@ def test_batch_beyond_the_bank_is_one_round_of_the_whole_bank(ws, tmp_path, caps
     rc = main(["evaluate", "--bank", str(ws / "bank.csv"), "--subject",
                f"replay:{ws}/resp.csv#m0", "-o", str(tmp_path / "ev"), "--batch-size", huge])
     assert rc == 0, capsys.readouterr().err
+
+
+def test_fit_prints_undefined_not_nan(ws, tmp_path, capsys):
+    """Two subjects leave CFI/TLI undefined (the warning says so): the line prints 'undefined',
+    never 'nan' where a number is promised."""
+    pd.read_csv(ws / "resp.csv").head(2).to_csv(tmp_path / "two.csv", index=False)
+    assert main(["fit", str(tmp_path / "two.csv"), "--bank", str(ws / "bank.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "TLI = undefined" in out and "CFI = undefined" in out
+    assert " nan" not in out.split("S-X2")[0]
