@@ -688,3 +688,17 @@ def test_fit_prints_undefined_not_nan(ws, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "TLI = undefined" in out and "CFI = undefined" in out
     assert " nan" not in out.split("S-X2")[0]
+
+
+def test_undefined_statistics_print_undefined(ws, tmp_path, capsys):
+    """One examinee has no overlap between tests; a bank of a = 0 gives every model one theta,
+    whose rank correlation is undefined: both print 'undefined', not 'nan'."""
+    pd.DataFrame({"subject_id": ["a"], "theta": [0.5]}).to_csv(tmp_path / "one.csv", index=False)
+    assert main(["simulate", "--bank", str(ws / "bank.csv"), "--thetas", str(tmp_path / "one.csv"),
+                 "-o", str(tmp_path / "sim")]) == 0
+    out = capsys.readouterr().out
+    assert "undefined / undefined" in out and "nan" not in out
+    assert main(["ranks", str(ws / "resp.csv"), "--bank", str(ws / "bank_zero_a.csv")]) == 0
+    out, err = capsys.readouterr()
+    assert "every model has the same theta" in err
+    assert "Spearman undefined, Kendall undefined" in out and "nan" not in out
