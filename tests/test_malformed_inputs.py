@@ -386,6 +386,7 @@ CLI_CASES = [
     ("link-quadpts-huge", "link {d}/bank.csv {d}/bank.csv -o {d}/l.csv --quadpts 99999999999999999999", ["--quadpts", "at most 10001"]),
     ("calibrate-quadpts-huge", "calibrate {d}/resp.csv -o {d}/o/b.csv --quadpts 99999999999999999999", ["--quadpts", "at most 10001"]),
     ("arena-fit-prior-games-inf", "arena fit {d}/battles.csv --prior-games inf", ["--prior-games", "finite"]),
+    ("arena-schedule-pairs-huge", "arena schedule {d}/battles.csv -n 99999999999999999999", ["-n/--pairs", "[1, 10000]"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 
