@@ -72,6 +72,8 @@ def ws(tmp_path_factory):
     (d / "semicolon.csv").write_text(resp.to_csv(index=False, sep=";"))
     (d / "resp.xlsx").write_bytes(b"PK\x03\x04")
     (d / "dupbank.csv").write_text("item_id,a,b\nq1,1,0\nq2,1,1\nq1,1,2\n")
+    (d / "dupcol_bank.csv").write_text("item_id,a,b,a\nq0,1,0,2\nq1,1,1,2\n")
+    (d / "dupcol_bank_quoted.csv").write_text('item_id,a,b,a\nq0,"1.0",0,2\nq1,1,1,2\n')
     ext = bank.to_frame()
     ext.loc[3, ["a", "b"]] = [1e6, 1e6]
     ext.to_csv(d / "bank_extreme.csv", index=False)
@@ -387,6 +389,8 @@ CLI_CASES = [
     ("calibrate-quadpts-huge", "calibrate {d}/resp.csv -o {d}/o/b.csv --quadpts 99999999999999999999", ["--quadpts", "at most 10001"]),
     ("arena-fit-prior-games-inf", "arena fit {d}/battles.csv --prior-games inf", ["--prior-games", "finite"]),
     ("arena-schedule-pairs-huge", "arena schedule {d}/battles.csv -n 99999999999999999999", ["-n/--pairs", "[1, 10000]"]),
+    ("score-bank-column-twice", "score {d}/resp.csv --bank {d}/dupcol_bank.csv", ["dupcol_bank.csv", "column 'a' twice"]),
+    ("info-bank-column-twice-quoted", "info {d}/dupcol_bank_quoted.csv", ["dupcol_bank_quoted.csv", "column 'a' twice"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 
