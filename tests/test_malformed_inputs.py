@@ -707,3 +707,11 @@ def test_undefined_statistics_print_undefined(ws, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "every model has the same theta" in err
     assert "Spearman undefined, Kendall undefined" in out and "nan" not in out
+
+
+def test_design_on_a_bank_without_information_says_undefined(ws, capsys):
+    """A bank of a = 0 carries no information: the ratio to the random forms is undefined,
+    printed so (not 'nan' after numpy's division warning)."""
+    assert main(["design", "--bank", str(ws / "bank_zero_a.csv"), "-k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "(ratio undefined)" in out and "nan" not in out

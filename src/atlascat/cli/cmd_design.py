@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import bank_option_help, check_seed, console, json_safe, output_file, print_frame
+from ._common import (bank_option_help, check_seed, console, json_safe, number, output_file,
+                      print_frame)
 from ._options import cli_names
 
 #: the library's names in an error -> the options that set them (``cli_names``)
@@ -133,6 +134,6 @@ def register(app: typer.Typer) -> None:
             console.print(f"median of {random_forms} random {res.k}-item forms: "
                           f"{summary['random_median']:.6g}; beats {summary['fraction_beaten']:.0%} of them")
             console.print(f"integrated information: {summary['info']:.4g} vs random median "
-                          f"{summary['random_info_median']:.4g} (ratio {summary['info_ratio']:.2f})")
+                          f"{summary['random_info_median']:.4g} (ratio {number(summary['info_ratio'], '.2f')})")
         if output is not None:
             console.print(f"wrote {output}")
