@@ -715,3 +715,14 @@ def test_design_on_a_bank_without_information_says_undefined(ws, capsys):
     assert main(["design", "--bank", str(ws / "bank_zero_a.csv"), "-k", "3"]) == 0
     out = capsys.readouterr().out
     assert "(ratio undefined)" in out and "nan" not in out
+
+
+def test_fit_item_without_df_prints_a_dash(ws, tmp_path, capsys):
+    """An item whose collapsed S-X2 table has no degree of freedom left (few subjects, an easy
+    item) has no statistic: its row shows '-', as the other missing cells, never 'nan'."""
+    resp = pd.read_csv(ws / "resp.csv").head(30)
+    resp.loc[:27, "q0"] = 1
+    resp.to_csv(tmp_path / "few.csv", index=False)
+    assert main(["fit", str(tmp_path / "few.csv"), "--bank", str(ws / "bank.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out.split("S-X2 item fit")[1]

@@ -240,8 +240,10 @@ def _print_report(report: dict) -> None:
     if "items" in report:
         import pandas as pd
 
-        items = pd.DataFrame(report["items"]).sort_values("p_S_X2")
-        print_frame(items.head(20), title="S-X2 item fit (worst 20)")
+        items = pd.DataFrame(report["items"]).sort_values("p_S_X2").head(20)
+        # no degrees of freedom left after collapsing: no statistic, shown as "-" (not nan)
+        print_frame(items.astype(object).where(items.notna(), None),
+                    title="S-X2 item fit (worst 20)")
     if "person_fit" in report:
         pf = report["person_fit"]
         if pf["mean"] is not None:
