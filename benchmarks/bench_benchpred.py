@@ -43,7 +43,8 @@ from 100 source models, so on the v2 matrices).
                                  # v2 matrix the targets, every other model the source;
                                  # written to atlas_family.csv
 
-writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed, design) and,
+writes benchmarks/results/benchpred/atlas.csv (one row per dataset, split, seed, design; a run
+of some --datasets or --splits replaces only their rows) and,
 with --write-docs, table.md and the first table of benchmarks/results/benchpred.md's section
 "## BenchPred's protocol, beside BenchPred's own methods". About ten minutes on 2 cores.
 """
@@ -333,6 +334,19 @@ def write_docs(text: str) -> None:
     DOC.write_text(body[:at] + "\n".join(lines), encoding="utf-8")
 
 
+def write_rows(path: Path, res: pd.DataFrame, keys: list) -> pd.DataFrame:
+    """Write ``res`` to ``path``, keeping the rows of an existing file that this run did not
+    make (a run of some datasets or splits replaces only theirs); returns what was written."""
+    if path.exists():
+        old = pd.read_csv(path)
+        if set(keys) <= set(old.columns) and len(res):
+            made = pd.MultiIndex.from_frame(res[keys].astype(str))
+            kept = old[~pd.MultiIndex.from_frame(old[keys].astype(str)).isin(made)]
+            res = pd.concat([kept, res], ignore_index=True)
+    res.to_csv(path, index=False)
+    return res
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=5)
@@ -398,7 +412,7 @@ def main(argv=None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     suffix = "" if protocol else "_" + "_".join(splits)
     if not settings:  # a study of settings writes nothing but its replays
-        res.round(4).to_csv(OUT / f"atlas{suffix}.csv", index=False)
+        write_rows(OUT / f"atlas{suffix}.csv", res.round(4), ["dataset", "split", "seed", "design"])
     elif a.replays > 1:
         tag = ",".join(f"{k}={v:g}" for k, v in sorted(settings.items()))
         res.round(4).to_csv(OUT / f"replays_{tag}{suffix}.csv", index=False)

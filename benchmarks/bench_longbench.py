@@ -25,7 +25,8 @@ replay(targets, rng=[S+1000, k]) for k = 1 .. K-1): a study of the predictor's s
     OPENBLAS_NUM_THREADS=1 nice python benchmarks/bench_longbench.py [--tasks narrativeqa,lcc]
         [--seeds 5] [--write-md] [--library [--set NAME=VALUE ...] [--replays K]]
 
-writes benchmarks/results/longbench/atlas.csv (one row per task, split, seed) and, with
+writes benchmarks/results/longbench/atlas.csv (one row per task, split, seed; a run of some
+--tasks replaces only their rows) and, with
 --write-md, the table of benchmarks/results/longbench.md.
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_benchpred import PEER_LABEL as BENCHPRED_LABEL  # noqa: E402
-from bench_benchpred import _cli, _metrics, _write, read_matrix, split_models  # noqa: E402
+from bench_benchpred import _cli, _metrics, _write, read_matrix, split_models, write_rows  # noqa: E402
 
 from atlascat.irt.calibrate import Calibrator  # noqa: E402
 from atlascat.predict import BenchmarkPredictor  # noqa: E402
@@ -190,7 +191,7 @@ def main(argv=None) -> None:
     print(f"total {time.time() - t_all:.0f}s")
     if not a.library:
         OUT.mkdir(parents=True, exist_ok=True)
-        res.round(4).to_csv(OUT / "atlas.csv", index=False)
+        write_rows(OUT / "atlas.csv", res.round(4), ["task", "split", "seed"])
         if a.write_md:
             write_md(text)
 

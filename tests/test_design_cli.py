@@ -116,3 +116,20 @@ def test_design_expected_se_is_the_error_of_scoring_the_form(tmp_path, capsys):
     est = at.estimate_ability(y, form, method="eap")
     rmse = float(np.sqrt(np.mean((np.asarray(est.theta) - theta) ** 2)))
     assert 0.85 * summary["expected_se"] < rmse <= summary["expected_se"], (rmse, summary)
+
+
+def test_a_form_designs_a_shorter_form_and_a_linked_bank_says_how_to_score(tmp_path, capsys):
+    """A form written by `atlas design` is a bank for the next design (its own `position`
+    column replaced); a bank with a score link says how answers to the form get its score."""
+    form, short = tmp_path / "form.csv", tmp_path / "short.csv"
+    assert main(["design", "--bank", "arc", "-k", "20", "-o", str(form),
+                 "--random-forms", "5"]) == 0
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert "atlas score ANSWERS --bank arc" in out and "predicted arc score" in out
+    assert main(["design", "--bank", str(form), "-k", "5", "-o", str(short),
+                 "--random-forms", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "atlas score" not in out   # a bank file has no score link
+    got = pd.read_csv(short, dtype={"item_id": str})
+    assert list(got.position) == [1, 2, 3, 4, 5]
+    assert set(got.item_id) <= set(pd.read_csv(form, dtype={"item_id": str}).item_id)

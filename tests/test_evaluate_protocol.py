@@ -374,7 +374,14 @@ def test_benchmark_of_continuous_scores_skips_m2_and_says_why(tmp_path, capsys):
                           anchor_k=0, info_k=0, optimal_k=0, model_fit=True, se_calibration=False)
     run = run_benchmark(cont, cfg, name="continuous")
     assert run.info["fit"] == {"skipped": "M2 tests 0/1 answers; these are continuous scores"}
-    assert "not computed (M2 tests 0/1 answers" in build_report([run])
+    html = build_report([run])
+    assert "not computed (M2 tests 0/1 answers" in html
+    # a model's mean over continuous scores is its mean score: the tables say so, not accuracy
+    assert run.continuous and run.info["scores"] == "continuous"
+    assert "Table 3. Mean score: reconstructed mean score error against the full mean score" in html
+    assert "p-IRT score MAE" in html and "accuracy" not in html.lower().split("<body")[-1]
+    run.write(tmp_path / "written")
+    assert "Mean score" in (tmp_path / "written" / "table_accuracy.md").read_text()
     path = tmp_path / "cont.csv"
     cont.subset(subjects=np.arange(80)).write(path)   # 14 validation models: no SE factor
     assert main(["benchmark", str(path), "-o", str(tmp_path / "run"), "-q", "--model", "2pl",

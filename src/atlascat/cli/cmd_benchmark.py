@@ -44,14 +44,16 @@ def stage_progress(stages: list[str], title: str = "benchmark"):
         yield done
 
 
-def print_tables(summary, title: str | None = None) -> None:
-    """Tables 2, 3 and 6 as aligned Markdown (readable in a terminal, pasteable in a README)."""
-    from ..studies.tables import TABLES, format_table, make_table, to_markdown
+def print_tables(summary, title: str | None = None, continuous: bool = False) -> None:
+    """Tables 2, 3 and 6 as aligned Markdown (readable in a terminal, pasteable in a README);
+    ``continuous``: continuous scores, whose mean is a mean score, not an accuracy."""
+    from ..studies.tables import TABLES, format_table, make_table, table_title, to_markdown
 
     if title:
         console.rule(f"[bold]{title}")
     for name in TABLES:
-        print_text(to_markdown(format_table(make_table(summary, name)), title=TABLES[name][0]))
+        print_text(to_markdown(format_table(make_table(summary, name), continuous),
+                               title=table_title(name, continuous)))
 
 
 #: the study's defaults, read from its configuration class (never restated)
@@ -169,7 +171,7 @@ def _show(run, name: str, out: Path, quiet: bool) -> None:
     run went."""
     if not quiet:
         print_tables(run.summary, f"{name}: {run.info['n_test']} test models, "
-                                  f"{run.info['n_bank_items']} bank items")
+                                  f"{run.info['n_bank_items']} bank items", run.continuous)
     sel = run.info.get("calibration", {}).get("model_selection")
     if sel:
         bics = ", ".join(f"{r['model']} {r['bic']:.0f}" for r in sel["candidates"])

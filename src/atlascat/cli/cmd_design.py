@@ -32,6 +32,19 @@ def load_design_bank(spec: str):
     return ref.load()
 
 
+def _scored_by_link(spec: str) -> str:
+    """A bank with a score link (a bank folder, a shipped content bank): how a model's answers
+    to the form become its predicted score (the form's file holds parameters only)."""
+    from ..catalogue import BankRef
+
+    ref = BankRef.from_option(spec)
+    if ref.kind == "file" or ref.link is None:
+        return ""
+    return (f"; a model's answers to the form, scored with `atlas score ANSWERS --bank {spec}`, "
+            f"give its predicted {ref.title} score with a 95% interval (the form's file has "
+            "the items' parameters only)")
+
+
 def _read_thetas(path: Path, n_dims: int):
     import numpy as np
     import pandas as pd
@@ -136,4 +149,4 @@ def register(app: typer.Typer) -> None:
             console.print(f"integrated information: {summary['info']:.4g} vs random median "
                           f"{summary['random_info_median']:.4g} (ratio {number(summary['info_ratio'], '.2f')})")
         if output is not None:
-            console.print(f"wrote {output}")
+            console.print(f"wrote {output}{_scored_by_link(bank)}")

@@ -342,8 +342,10 @@ class OptimalForm:
         return len(self.indices)
 
     def to_frame(self, bank) -> pd.DataFrame:
-        """The chosen items with their parameters, in form order."""
+        """The chosen items with their parameters, in form order (``position`` 1..k; a bank
+        that is itself a form has its own ``position`` replaced)."""
         df = bank.to_frame().iloc[self.indices].reset_index(drop=True)
+        df = df.drop(columns="position", errors="ignore")
         df.insert(0, "position", np.arange(1, self.k + 1))
         return df
 

@@ -117,6 +117,12 @@ class BenchmarkRun:
     def methods(self) -> list[str]:
         return list(self.summary["method"])
 
+    @property
+    def continuous(self) -> bool:
+        """Whether the answers are continuous scores (a model's mean is its mean score, not an
+        accuracy: :func:`atlascat.studies.tables.in_words`)."""
+        return (self.info or {}).get("scores") == "continuous"
+
     def tables(self) -> dict[str, pd.DataFrame]:
         from .tables import make_tables
 
@@ -137,7 +143,7 @@ class BenchmarkRun:
         self.forms.to_csv(out / "forms.csv", index=False)
         self.trajectories.to_csv(out / "trajectories.csv", index=False)
         self.bank.write(out / "bank.csv")
-        write_tables(self.summary, out)
+        write_tables(self.summary, out, continuous=self.continuous)
         return out
 
     @classmethod
@@ -428,6 +434,9 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         train_f = train
     config = _with_dispersion(config, train_f)
     bank, cal = _calibrate(train_f, config, rng)
+    from ..irt.dispersion import is_binary
+
+    info["scores"] = "0/1" if is_binary(train_f.values) else "continuous"
     info["calibration"] = cal
     timings["calibrate"] = time.perf_counter() - t0
     done("calibrate")

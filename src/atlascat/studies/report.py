@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .tables import TABLES, format_table, make_table
+from .tables import TABLES, format_table, in_words, make_table, table_title
 
 __all__ = ["build_report", "write_report", "figure_data_uri"]
 
@@ -161,16 +161,16 @@ def _rank(x: np.ndarray) -> np.ndarray:
     return pd.Series(-x).rank(method="average").to_numpy()
 
 
-def _fig_theta_accuracy(reference: pd.DataFrame):
+def _fig_theta_accuracy(reference: pd.DataFrame, continuous: bool = False):
     fig = _new_figure(11, 4.2)
     ref = reference.dropna(subset=["theta_ref", "accuracy_full"])
     theta = ref["theta_ref"].to_numpy()
     acc = ref["accuracy_full"].to_numpy()
     ax = fig.add_subplot(1, 2, 1)
     ax.scatter(acc, theta, s=8, alpha=0.6, color=_CAT_COLOR)
-    ax.set_xlabel("full accuracy on the bank's items")
+    ax.set_xlabel(in_words("full accuracy on the bank's items", continuous))
     ax.set_ylabel("whole-bank theta (WLE)")
-    ax.set_title("Theta against accuracy (test models)")
+    ax.set_title(in_words("Theta against accuracy (test models)", continuous))
     ax.grid(alpha=0.3)
     ax2 = fig.add_subplot(1, 2, 2)
     r_acc, r_theta = _rank(acc), _rank(theta)
@@ -182,9 +182,9 @@ def _fig_theta_accuracy(reference: pd.DataFrame):
                 label=f"shift > 10 ({big.mean():.0%} of models)")
     m = len(theta)
     ax2.plot([1, m], [1, m], color="#333", lw=0.8)
-    ax2.set_xlabel("rank by accuracy (1 = best)")
+    ax2.set_xlabel(in_words("rank by accuracy (1 = best)", continuous))
     ax2.set_ylabel("rank by theta")
-    ax2.set_title("Rank shift: accuracy order vs theta order")
+    ax2.set_title(in_words("Rank shift: accuracy order vs theta order", continuous))
     ax2.legend(fontsize=8, loc="upper left")
     ax2.grid(alpha=0.3)
     return fig, float(big.mean()) if m else float("nan")
@@ -265,8 +265,8 @@ def _fig_trajectory(traj: pd.DataFrame, reference: pd.DataFrame):
 
 
 # ----------------------------------------------------------------------------- HTML
-def _table_html(table: pd.DataFrame) -> str:
-    shown = format_table(table)
+def _table_html(table: pd.DataFrame, continuous: bool = False) -> str:
+    shown = format_table(table, continuous)
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
     body = []
     methods = table["method"].tolist() if "method" in table.columns else [""] * len(shown)
@@ -293,6 +293,7 @@ def _fixed_forms(summary: pd.DataFrame) -> str:
 
 def _run_section(run, anchor: str) -> str:
     info = run.info or {}
+    words = getattr(run, "continuous", False)   # continuous scores: "mean score" for accuracy
     cal = info.get("calibration", {}) or {}
     cfg = run.config
     facts = {
@@ -314,7 +315,8 @@ def _run_section(run, anchor: str) -> str:
              "</div>"]
     for name in TABLES:
         table = make_table(run.summary, name)
-        parts.append(f"<h3>{html.escape(TABLES[name][0])}</h3>{_table_html(table)}")
+        parts.append(f"<h3>{html.escape(table_title(name, words))}</h3>"
+                     f"{_table_html(table, words)}")
     parts.append('<p class="note">IES = (θ MAE × mean items) / (Random-k θ MAE × its mean items): '
                  "lower is better, Random-k = 1. RIE uses MAE² (inverse relative information per "
                  "item, length-invariant). Coverage 95%: share of test models whose whole-bank θ "
@@ -327,10 +329,11 @@ def _run_section(run, anchor: str) -> str:
                       "method's items (y) against whole-bank theta (x); red: identity line. "
                       "Random-k shows its first replicate; the MAE in the title is the table's "
                       "(averaged over replicates).", "identity plots"))
-    fig, share = _fig_theta_accuracy(run.reference)
-    parts.append(_img(fig, f"Left: whole-bank theta against full accuracy. Right: rank by "
-                      f"accuracy against rank by theta; {share:.0%} of the test models move more "
-                      "than 10 positions.", "theta vs accuracy"))
+    fig, share = _fig_theta_accuracy(run.reference, words)
+    parts.append(_img(fig, in_words(f"Left: whole-bank theta against full accuracy. Right: rank "
+                                    f"by accuracy against rank by theta; {share:.0%} of the test "
+                                    "models move more than 10 positions.", words),
+                      in_words("theta vs accuracy", words)))
     tif = _fig_tif(run)
     if tif is not None:
         parts.append(_img(tif, "Test information function of each fixed form (first replicate "

@@ -22,7 +22,7 @@ import pandas as pd
 from ..errors import ConfigError
 
 __all__ = ["TABLES", "make_table", "make_tables", "format_table", "to_markdown", "write_tables",
-           "wide_ability_table", "unique_names"]
+           "wide_ability_table", "unique_names", "in_words", "table_title"]
 
 # name -> (title, numeric columns in order)
 TABLES = {
@@ -87,9 +87,24 @@ def _fmt(v, digits=3) -> str:
     return f"{float(v):.{digits}f}"
 
 
-def format_table(table: pd.DataFrame) -> pd.DataFrame:
+def in_words(text: str, continuous: bool = False) -> str:
+    """``text`` as it reads for the run's scores: on continuous scores (F1, ROUGE, a similarity)
+    a model's mean over the items is its mean score, not an accuracy."""
+    if not continuous:
+        return text
+    return (text.replace("accuracy", "mean score").replace("Accuracy", "Mean score")
+            .replace("acc.", "score"))
+
+
+def table_title(name: str, continuous: bool = False) -> str:
+    """The title of table ``name`` (:data:`TABLES`), in the run's words (:func:`in_words`)."""
+    return in_words(TABLES[name][0], continuous)
+
+
+def format_table(table: pd.DataFrame, continuous: bool = False) -> pd.DataFrame:
     """Display strings: MAE and its SE merged into "m ± se", items with one decimal, rates in %
-    with one decimal, times in seconds with 3 significant digits."""
+    with one decimal, times in seconds with 3 significant digits; headers in the run's words
+    (:func:`in_words`)."""
     out = pd.DataFrame(index=table.index)
     used = set()
     for col in table.columns:
@@ -114,6 +129,7 @@ def format_table(table: pd.DataFrame) -> pd.DataFrame:
         else:
             out[header] = [_fmt(v, 3) for v in vals]
         used.add(col)
+    out.columns = [in_words(str(c), continuous) for c in out.columns]
     return out.reset_index(drop=True)
 
 
@@ -147,16 +163,18 @@ def wide_ability_table(summary: pd.DataFrame) -> pd.DataFrame:
     return wide.fillna("–").reset_index().rename(columns={"method": "Method"})
 
 
-def write_tables(summary: pd.DataFrame, out_dir, *, prefix: str = "") -> dict[str, Path]:
-    """Write every table as ``<prefix>table_<name>.csv`` (numeric) and ``.md`` (formatted);
-    returns the paths by name (and ``markdown`` for the combined ``<prefix>tables.md``)."""
+def write_tables(summary: pd.DataFrame, out_dir, *, prefix: str = "",
+                 continuous: bool = False) -> dict[str, Path]:
+    """Write every table as ``<prefix>table_<name>.csv`` (numeric) and ``.md`` (formatted, in the
+    run's words: :func:`in_words`); returns the paths by name (and ``markdown`` for the combined
+    ``<prefix>tables.md``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths, blocks = {}, []
     for name, table in make_tables(summary).items():
         csv = out / f"{prefix}table_{name}.csv"
         table.to_csv(csv, index=False)
-        md = to_markdown(format_table(table), title=TABLES[name][0])
+        md = to_markdown(format_table(table, continuous), title=table_title(name, continuous))
         (out / f"{prefix}table_{name}.md").write_text(md, encoding="utf-8")
         paths[name] = csv
         blocks.append(md)

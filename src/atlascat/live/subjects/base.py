@@ -13,6 +13,7 @@ from ...errors import LiveRunError
 from ...content.items import Prompt
 
 __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "ItemScoredSubject", "SubjectError",
+           "reply_records",
            "is_loglikelihood", "is_item_scored"]
 
 
@@ -95,3 +96,22 @@ def is_loglikelihood(subject) -> bool:
     """Whether ``subject`` is asked the bank's requests (the leaderboard's protocol) rather than
     text prompts: its ``kind`` (every subject has one, see :class:`Subject`)."""
     return subject.kind == "loglikelihood"
+
+
+def reply_records(text: str, who: str, needs: tuple, named: str):
+    """(line number, line, object) of each non-blank line of a command's reply ``text``; one
+    :class:`LiveRunError` for a line that is not a JSON object holding every key of ``needs``
+    (``named``: what a line must hold, in the message)."""
+    import json
+
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            rec = None
+        if not isinstance(rec, dict) or any(k not in rec for k in needs):
+            raise LiveRunError(f"{who}: reply line {n} is not a JSON object with {named}: "
+                               f"{line[:120]!r}")
+        yield n, line, rec

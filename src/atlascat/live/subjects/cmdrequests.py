@@ -33,6 +33,7 @@ import math
 
 from ...content.requests import METRIC_RULE_PREFIX, build_item_requests
 from ...errors import LiveRunError
+from .base import reply_records
 
 __all__ = ["asks_requests", "request_line", "parse_outputs", "opaque_metric",
            "reply_outputs", "build_item_requests"]
@@ -111,16 +112,7 @@ def parse_outputs(irs, text: str, who: str, *, score_item=None,
     when ``whole_round`` is False: a stored reply read again alone)."""
     want = {str(ir.item_id): ir for ir in irs}
     got, lls = {}, []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            rec = None
-        if not isinstance(rec, dict) or "item_id" not in rec:
-            raise LiveRunError(f"{who}: reply line {n} is not a JSON object with item_id and "
-                               f"resps: {line[:120]!r}")
+    for n, line, rec in reply_records(text, who, ("item_id",), "item_id and resps"):
         item = str(rec["item_id"])
         ir = want.get(item)
         if ir is None:

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from ...errors import ConfigError, LiveRunError
-from .base import SubjectError
+from .base import SubjectError, reply_records
 from .cmdrequests import asks_requests, build_item_requests, parse_outputs, request_line
 from .replay import recorded_answers, recorded_ratings
 
@@ -59,16 +59,7 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
     :class:`SubjectError` (the run stops, saved, to be resumed once the program is fixed)."""
     want = [str(i) for i in item_ids]
     got: dict = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            rec = None
-        if not isinstance(rec, dict) or "item_id" not in rec or "score" not in rec:
-            raise LiveRunError(f"{who}: reply line {n} is not a JSON object with item_id and "
-                               f"score: {line[:120]!r}")
+    for n, line, rec in reply_records(text, who, ("item_id", "score"), "item_id and score"):
         item, score = str(rec["item_id"]), rec["score"]
         if isinstance(score, bool):
             score = int(score)
