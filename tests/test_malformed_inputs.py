@@ -73,6 +73,8 @@ def ws(tmp_path_factory):
     (d / "resp.xlsx").write_bytes(b"PK\x03\x04")
     (d / "dupbank.csv").write_text("item_id,a,b\nq1,1,0\nq2,1,1\nq1,1,2\n")
     (d / "dupcol_bank.csv").write_text("item_id,a,b,a\nq0,1,0,2\nq1,1,1,2\n")
+    (d / "nul_bank.csv").write_text("item_id,a,b\nq\x000,1,0\nq1,1,1\n")
+    (d / "nul_header.csv").write_text("model,q0,\x00q1\nm0,1,0\nm1,0,1\n")
     (d / "dupcol_bank_quoted.csv").write_text('item_id,a,b,a\nq0,"1.0",0,2\nq1,1,1,2\n')
     ext = bank.to_frame()
     ext.loc[3, ["a", "b"]] = [1e6, 1e6]
@@ -392,6 +394,8 @@ CLI_CASES = [
     ("arena-schedule-pairs-huge", "arena schedule {d}/battles.csv -n 99999999999999999999", ["-n/--pairs", "[1, 10000]"]),
     ("score-bank-column-twice", "score {d}/resp.csv --bank {d}/dupcol_bank.csv", ["dupcol_bank.csv", "column 'a' twice"]),
     ("info-bank-column-twice-quoted", "info {d}/dupcol_bank_quoted.csv", ["dupcol_bank_quoted.csv", "column 'a' twice"]),
+    ("info-nul-in-bank-id", "info {d}/nul_bank.csv", ["nul_bank.csv", "NUL byte", "row 0"]),
+    ("score-nul-in-header", "score {d}/nul_header.csv --bank {d}/bank.csv", ["nul_header.csv", "NUL byte", "header"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 
