@@ -20,6 +20,7 @@ import pytest
 import atlascat as at
 from atlascat.cat.config import CATConfig
 from atlascat.cat.session import CATSession
+from atlascat.catalogue.links import score_link_path
 from atlascat.cli import main
 from atlascat.errors import AtlasError, BankError, ConfigError, ResponseDataError
 from atlascat.irt import fit as irt_fit
@@ -71,6 +72,10 @@ def ws(tmp_path_factory):
     (d / "semicolon.csv").write_text(resp.to_csv(index=False, sep=";"))
     (d / "resp.xlsx").write_bytes(b"PK\x03\x04")
     (d / "dupbank.csv").write_text("item_id,a,b\nq1,1,0\nq2,1,1\nq1,1,2\n")
+    (d / "dupcol_bank.csv").write_text("item_id,a,b,a\nq0,1,0,2\nq1,1,1,2\n")
+    (d / "nul_bank.csv").write_text("item_id,a,b\nq\x000,1,0\nq1,1,1\n")
+    (d / "nul_header.csv").write_text("model,q0,\x00q1\nm0,1,0\nm1,0,1\n")
+    (d / "dupcol_bank_quoted.csv").write_text('item_id,a,b,a\nq0,"1.0",0,2\nq1,1,1,2\n')
     ext = bank.to_frame()
     ext.loc[3, ["a", "b"]] = [1e6, 1e6]
     ext.to_csv(d / "bank_extreme.csv", index=False)
@@ -106,6 +111,9 @@ def ws(tmp_path_factory):
     oth.columns = ["model"] + [f"z{j}" for j in range(N_ITEMS)]
     oth.to_csv(d / "resp_other_items.csv", index=False)
     resp[["model", "q0"]].to_csv(d / "one_item.csv", index=False)
+    resp[["model"]].to_csv(d / "ids_only.csv", index=False)
+    resp.astype(object).assign(q4=["inf"] + [0] * (len(resp) - 1)).to_csv(d / "resp_inf.csv", index=False)
+    resp.assign(q4=[1e308] + [0] * (len(resp) - 1)).to_csv(d / "resp_1e308.csv", index=False)
     (d / "th_empty.csv").write_bytes(b"")
     (d / "th_nonutf8.csv").write_bytes(b"subject_id,theta\n\xff\xfeabc,0.5\n")
     pd.DataFrame({"subject_id": ["a", "b"], "theta": [1e6, 0.5]}).to_csv(d / "th_huge.csv", index=False)
@@ -150,6 +158,31 @@ def ws(tmp_path_factory):
         name = f"m{m:02d}/samples_t1_2025-01-01T00-00-00.0.jsonl"
         _log(d / "logs_contradict" / name, 6, m, target="an answer")
         _log(d / "logs_corpus" / name, 3, m, metric="bleu", value=["the ref", "the pred"])
+    # bank folders (a good one's files: our bank, the bundled arc score link) with one file broken
+    good = {"manifest.json": json.dumps({"format": "atlas-bank-folder", "version": 1,
+                                         "benchmark": "t", "source": {"metric": "acc"}}),
+            "link.json": score_link_path("arc").read_text(), "requests.jsonl": '{"item_id": "q0"}\n'}
+    for name, broken in (("empty_link", {"link.json": ""}), ("list_link", {"link.json": "[1, 2]"}),
+                         ("null_manifest", {"manifest.json": "null"}),
+                         ("int_metric", {"manifest.json": '{"source": {"metric": 5}}'}),
+                         ("broken_requests", {"requests.jsonl": '{"item_id": "q0"}\n{"item_id": "q\n'})):
+        folder = d / f"bd_{name}"
+        folder.mkdir()
+        bank.to_frame().to_parquet(folder / "bank.parquet")
+        for fname, text in {**good, **broken}.items():
+            (folder / fname).write_text(text)
+    # benchmark run folders with one file broken (the readers' checks come before any use)
+    run_files = {"run.json": '{"name": "r", "config": {}}', "summary.csv": "method,theta_mae\nATLAS,0.1\n",
+                 "persons.csv.gz": "method,subject_id,theta,se,n_items\nATLAS,m0,0.1,0.3,5\n"}
+    for name, broken in (("null_json", {"run.json": "null"}), ("empty_summary", {"summary.csv": ""}),
+                         ("bad_reference", {"reference.csv": "x\n1\n2\n"})):
+        folder = d / f"run_{name}"
+        folder.mkdir()
+        bank.write(folder / "bank.csv")
+        for fname, text in {**run_files, **broken}.items():
+            (folder / fname).write_bytes(gzip.compress(text.encode()) if fname.endswith(".gz")
+                                         else text.encode())
+    (d / "battles.csv").write_text("model_a,model_b,winner\nx,y,model_a\ny,z,tie\nz,x,model_b\n")
     return d
 
 
@@ -247,6 +280,9 @@ CLI_CASES = [
     ("info-dup-bank", "info {d}/dupbank.csv", ["'q1'", "rows [0, 2]"]),
     ("info-semicolon", "info {d}/semicolon.csv", ["semicolon.csv", "';'"]),
     ("info-missing", "info {d}/nosuch.csv", ["nosuch.csv"]),
+    ("info-ids-only", "info {d}/ids_only.csv", ["0 item columns"]),
+    ("info-inf-cell", "info {d}/resp_inf.csv", ["inf", "'q4'", "row 0"]),
+    ("info-1e308-cell", "info {d}/resp_1e308.csv", ["1e+308", "'q4'"]),
     # simulate
     ("simulate-bank-nonutf8", "simulate --bank {d}/nonutf8_bank.csv --thetas {d}/th.csv -o {d}/sim", ["nonutf8_bank.csv", "UTF-8"]),
     ("simulate-thetas-empty", "simulate --bank {d}/bank.csv --thetas {d}/th_empty.csv -o {d}/sim", ["th_empty.csv", "empty"]),
@@ -338,6 +374,28 @@ CLI_CASES = [
     ("calibrate-ordinal-range", "calibrate {d}/rat.csv --model graded --rating-range 1 3 -o {d}/o/b.csv", ["rating 4", "declared range [1, 3]"]),
     ("calibrate-ordinal-range-reversed", "calibrate {d}/rat.csv --model graded --rating-range 4 1 -o {d}/o/b.csv", ["rating range", "LO < HI", "[4, 1]"]),
     ("evaluate-graded-request-subject", "evaluate --bank {d}/graded.csv --subject completions:http://127.0.0.1:9/v1 --llm x -o {d}/evg", ["completions:", "graded / gpcm bank has none", "cmd:COMMAND", "replay:"]),
+    ("info-folder-empty-link", "info {d}/bd_empty_link", ["bd_empty_link/link.json", "cannot be read", "build-bank"]),
+    ("score-folder-list-link", "score {d}/resp.csv --bank {d}/bd_list_link", ["--bank", "link.json", "JSON array, not an object"]),
+    ("items-folder-null-manifest", "items --bank {d}/bd_null_manifest", ["manifest.json", "JSON null"]),
+    ("info-folder-manifest-types", "info {d}/bd_int_metric", ["manifest.json", "'source.metric' is 5", "string"]),
+    ("design-folder-broken-requests", "design --bank {d}/bd_broken_requests -k 3", ["requests.jsonl", "line 2", "not JSON"]),
+    ("compare-run-json-null", "compare {d}/run_null_json", ["run.json", "not a benchmark run's record"]),
+    ("compare-run-summary-empty", "compare {d}/run_empty_summary", ["summary.csv", "cannot be read"]),
+    ("report-run-reference-columns", "report {d}/run_bad_reference -o {d}/rep.html", ["reference.csv", "'theta_ref'"]),
+    ("design-seed-negative", "design --bank {d}/bank.csv -k 3 --seed -1", ["--seed", ">= 0", "-1"]),
+    ("benchmark-seed-negative", "benchmark {d}/resp.csv -o {d}/bm --seed -1", ["--seed", ">= 0"]),
+    ("arena-simulate-seed-negative", "arena simulate --seed -1", ["--seed", ">= 0"]),
+    ("simulate-seed-negative", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o {d}/sim --seed -1", ["--seed", ">= 0"]),
+    ("evaluate-seed-huge", "evaluate --bank {d}/bank.csv --subject replay:{d}/resp.csv#m0 -o {d}/evs --seed 99999999999999999999", ["seed", "2**63"]),
+    ("link-quadpts-huge", "link {d}/bank.csv {d}/bank.csv -o {d}/l.csv --quadpts 99999999999999999999", ["--quadpts", "at most 10001"]),
+    ("calibrate-quadpts-huge", "calibrate {d}/resp.csv -o {d}/o/b.csv --quadpts 99999999999999999999", ["--quadpts", "at most 10001"]),
+    ("arena-fit-prior-games-inf", "arena fit {d}/battles.csv --prior-games inf", ["--prior-games", "[0, 1e+06]", "inf"]),
+    ("arena-fit-prior-games-huge", "arena fit {d}/battles.csv --prior-games 1e20", ["--prior-games", "[0, 1e+06]"]),
+    ("arena-schedule-pairs-huge", "arena schedule {d}/battles.csv -n 99999999999999999999", ["-n/--pairs", "[1, 10000]"]),
+    ("score-bank-column-twice", "score {d}/resp.csv --bank {d}/dupcol_bank.csv", ["dupcol_bank.csv", "column 'a' twice"]),
+    ("info-bank-column-twice-quoted", "info {d}/dupcol_bank_quoted.csv", ["dupcol_bank_quoted.csv", "column 'a' twice"]),
+    ("info-nul-in-bank-id", "info {d}/nul_bank.csv", ["nul_bank.csv", "NUL byte", "row 0"]),
+    ("score-nul-in-header", "score {d}/nul_header.csv --bank {d}/bank.csv", ["nul_header.csv", "NUL byte", "header"]),
     ("simulate-bank-dir-not-folder", "simulate --bank {d}/adir --thetas {d}/th.csv -o {d}/sim", ["adir", "directory", "manifest.json"]),
 ]
 
@@ -593,3 +651,83 @@ def test_build_bank_chance_in_percent_and_scores_for_few_models(ws, tmp_path, ca
         for needle in needles:
             assert needle in line, (needle, line)
 
+
+
+def test_test_length_beyond_the_bank_asks_the_whole_bank(ws, tmp_path, capsys):
+    """--max-items / --fixed-length far above the bank's size (10**20) is a test of the whole
+    bank, not a history array of that many columns (a MemoryError or a numpy traceback)."""
+    s = CATSession(_bank(), CATConfig.fixed_length(10**20), np.random.default_rng(0))
+    for _ in range(N_ITEMS):
+        s.record(s.next_item(), 1)
+    assert len(s.to_dict()["scores"]) == N_ITEMS
+    rc = main(["evaluate", "--bank", str(ws / "bank.csv"), "--subject",
+               f"replay:{ws}/resp.csv#m0", "-o", str(tmp_path / "ev"),
+               "--fixed-length", str(10**20)])
+    assert rc == 0, capsys.readouterr().err
+    assert f"{N_ITEMS} of the items asked" in capsys.readouterr().out
+
+
+def test_bank_file_with_extra_columns_runs_and_writes_its_page(ws, tmp_path, capsys):
+    """A bank file with extra columns of its own (a note, not question/answer content) is read,
+    its run's page written without those content columns (it was a KeyError 'question')."""
+    frame = _bank().to_frame()
+    frame["note"] = "checked"
+    frame.to_csv(tmp_path / "bank_note.csv", index=False)
+    rc = main(["evaluate", "--bank", str(tmp_path / "bank_note.csv"), "--subject",
+               f"replay:{ws}/resp.csv#m0", "-o", str(tmp_path / "ev"), "--max-items", "4"])
+    assert rc == 0, capsys.readouterr().err
+    assert list((tmp_path / "ev" / "reports").glob("*.html"))
+
+
+def test_batch_beyond_the_bank_is_one_round_of_the_whole_bank(ws, tmp_path, capsys):
+    """--batch-size far above the bank's size (10**20) asks the whole bank in one round, in
+    simulate and in a live run (it was a numpy dimension error / a SQLite integer overflow)."""
+    huge = str(10**20)
+    assert main(["simulate", "--bank", str(ws / "bank.csv"), "--thetas", str(ws / "th.csv"),
+                 "-o", str(tmp_path / "sim"), "--batch-size", huge]) == 0, capsys.readouterr().err
+    rc = main(["evaluate", "--bank", str(ws / "bank.csv"), "--subject",
+               f"replay:{ws}/resp.csv#m0", "-o", str(tmp_path / "ev"), "--batch-size", huge])
+    assert rc == 0, capsys.readouterr().err
+
+
+def test_fit_prints_undefined_not_nan(ws, tmp_path, capsys):
+    """Two subjects leave CFI/TLI undefined (the warning says so): the line prints 'undefined',
+    never 'nan' where a number is promised."""
+    pd.read_csv(ws / "resp.csv").head(2).to_csv(tmp_path / "two.csv", index=False)
+    assert main(["fit", str(tmp_path / "two.csv"), "--bank", str(ws / "bank.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "TLI = undefined" in out and "CFI = undefined" in out
+    assert " nan" not in out.split("S-X2")[0]
+
+
+def test_undefined_statistics_print_undefined(ws, tmp_path, capsys):
+    """One examinee has no overlap between tests; a bank of a = 0 gives every model one theta,
+    whose rank correlation is undefined: both print 'undefined', not 'nan'."""
+    pd.DataFrame({"subject_id": ["a"], "theta": [0.5]}).to_csv(tmp_path / "one.csv", index=False)
+    assert main(["simulate", "--bank", str(ws / "bank.csv"), "--thetas", str(tmp_path / "one.csv"),
+                 "-o", str(tmp_path / "sim")]) == 0
+    out = capsys.readouterr().out
+    assert "undefined / undefined" in out and "nan" not in out
+    assert main(["ranks", str(ws / "resp.csv"), "--bank", str(ws / "bank_zero_a.csv")]) == 0
+    out, err = capsys.readouterr()
+    assert "every model has the same theta" in err
+    assert "Spearman undefined, Kendall undefined" in out and "nan" not in out
+
+
+def test_design_on_a_bank_without_information_says_undefined(ws, capsys):
+    """A bank of a = 0 carries no information: the ratio to the random forms is undefined,
+    printed so (not 'nan' after numpy's division warning)."""
+    assert main(["design", "--bank", str(ws / "bank_zero_a.csv"), "-k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "(ratio undefined)" in out and "nan" not in out
+
+
+def test_fit_item_without_df_prints_a_dash(ws, tmp_path, capsys):
+    """An item whose collapsed S-X2 table has no degree of freedom left (few subjects, an easy
+    item) has no statistic: its row shows '-', as the other missing cells, never 'nan'."""
+    resp = pd.read_csv(ws / "resp.csv").head(30)
+    resp.loc[:27, "q0"] = 1
+    resp.to_csv(tmp_path / "few.csv", index=False)
+    assert main(["fit", str(tmp_path / "few.csv"), "--bank", str(ws / "bank.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out.split("S-X2 item fit")[1]

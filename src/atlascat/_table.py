@@ -83,8 +83,9 @@ def read_plain_csv(path) -> tuple[list[str], list[list[str]]] | None:
     width = len(header)
     if (width == 0 or header[0].startswith("\ufeff") or len(set(header)) != width
             or any(not h.strip() for h in header)
-            or any(len(r) != width for r in body)):
-        return None
+            or any(len(r) != width for r in body)
+            or any("\x00" in h for h in header) or any("\x00" in r[0] for r in body)):
+        return None   # a NUL byte in the ids: the full reader names it
     return header, body
 
 

@@ -172,6 +172,7 @@ def read_frame(path, *, what: str = "input file", option: str | None = None,
             raise error(f"{what} {label} is not a readable Parquet file ({reason}); re-write it "
                         "(DataFrame.to_parquet) or give a CSV") from None
         raise
+    _refuse_nul(df, what, label, error)
     if min_columns > 1 and df.shape[1] < min_columns and df.shape[1] >= 1:
         head = str(df.columns[0])
         for sep, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "'|'")):
@@ -180,6 +181,22 @@ def read_frame(path, *, what: str = "input file", option: str | None = None,
                             f"looks delimited by {sep!r}, but commas are expected; re-save it "
                             "comma-separated" + (" or name it .tsv" if sep == "\t" else ""))
     return df
+
+
+def _refuse_nul(df, what: str, label: str, error) -> None:
+    """A NUL byte in the header or the id column (the first): a binary or damaged file, whose
+    ids would be carried with an invisible character (an item matching no bank id)."""
+    import pandas as pd
+
+    cells = [("the header", str(c)) for c in df.columns]
+    if df.shape[1] and not pd.api.types.is_numeric_dtype(df.dtypes.iloc[0]):
+        ids = df.iloc[:, 0]
+        hit = ids.astype(str).str.contains("\x00", regex=False).to_numpy(dtype=bool, na_value=False)
+        cells += [(f"row {r}", str(ids.iloc[r])) for r in np.flatnonzero(hit)[:1]]
+    for where, text in cells:
+        if "\x00" in text:
+            raise error(f"{what} {label} holds a NUL byte in {where} ({text!r}): a binary or "
+                        "damaged file; re-save it as UTF-8 CSV")
 
 
 # ------------------------------------------------------------------------------ numbers

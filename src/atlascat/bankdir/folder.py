@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..content.items import normalize_loaded
-from ..errors import BankFolderError
+from ..errors import BankError, BankFolderError
 from ..irt.bank import ItemBank
 from ..scorelink.score_link import ScoreLink
 
@@ -68,10 +68,63 @@ def is_bank_dir(path) -> bool:
 
 
 def _read_json(path: Path, what: str):
+    """The JSON object in ``path``; anything else (unreadable, not JSON, a list) refused."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BankFolderError(f"{what} {str(path)!r} cannot be read ({exc})") from None
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BankFolderError(f"{str(path)!r} ({what}) cannot be read ({exc})",
+                              path=path.parent) from None
+    if not isinstance(obj, dict):
+        raise BankFolderError(f"{str(path)!r} ({what}) holds a JSON "
+                              f"{_JSON_NAMES.get(type(obj), type(obj).__name__)}, not an object",
+                              path=path.parent)
+    return obj
+
+
+# manifest fields that readers use, and the JSON types they must have when present
+_MANIFEST_TYPES = {"benchmark": str, "score": str, "source": dict, "settings": dict,
+                   "models": list}
+_NESTED_TYPES = {("source", "metric"): str, ("settings", "score_range"): list,
+                 ("settings", "budget"): int}
+
+
+def _check_manifest(manifest: dict, path: Path) -> None:
+    """Refuse a manifest whose fields have the wrong JSON type (a hand edit), naming the field."""
+    fields = [((key,), manifest.get(key), want) for key, want in _MANIFEST_TYPES.items()]
+    fields += [(key, (manifest.get(key[0]) if isinstance(manifest.get(key[0]), dict) else {})
+                .get(key[1]), want) for key, want in _NESTED_TYPES.items()]
+    for key, value, want in fields:
+        if value is not None and (not isinstance(value, want) or isinstance(value, bool)):
+            raise BankFolderError(f"{str(path)!r} (the manifest): field {'.'.join(key)!r} is "
+                                  f"{value!r}, not a JSON {_JSON_NAMES[want]}", path=path.parent)
+    rng = (manifest.get("settings") or {}).get("score_range")
+    if rng is not None and (len(rng) != 2 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in rng)):
+        raise BankFolderError(f"{str(path)!r} (the manifest): field 'settings.score_range' is "
+                              f"{rng!r}, not [low, high]", path=path.parent)
+
+
+_JSON_NAMES = {str: "string", dict: "object", list: "array", int: "integer", float: "number",
+               bool: "boolean", type(None): "null"}
+
+
+def _read_requests(path: Path) -> list:
+    """The logged requests, one JSON object a line; a broken line refused by its number."""
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise BankFolderError(f"{str(path)!r} line {n} is not JSON ({exc})",
+                                      path=path.parent) from None
+            if not isinstance(rec, dict):
+                raise BankFolderError(f"{str(path)!r} line {n} is not a JSON object",
+                                      path=path.parent)
+            out.append(rec)
+    return out
 
 
 def load_bank_dir(path) -> BankFolder:
@@ -81,19 +134,27 @@ def load_bank_dir(path) -> BankFolder:
         what = "a directory but not a bank folder" if p.is_dir() else "not a bank folder"
         raise BankFolderError(f"{str(p)!r} is {what} (no {MANIFEST})", path=p)
     manifest = _read_json(p / MANIFEST, "the manifest")
+    _check_manifest(manifest, p / MANIFEST)
     for name in (BANK_FILE, LINK_FILE):
         if not (p / name).is_file():
             raise BankFolderError(f"bank folder {str(p)!r} has no {name}")
     bank = normalize_loaded(ItemBank.read(p / BANK_FILE))
-    link = ScoreLink.read(p / LINK_FILE)
+    link_json = _read_json(p / LINK_FILE, "the score link")
+    try:
+        link = ScoreLink.from_dict(link_json)
+    except BankError as exc:
+        raise BankFolderError(f"{str(p / LINK_FILE)!r}: {exc}", path=p) from None
     score_range = (manifest.get("settings") or {}).get("score_range")
     if score_range is not None:  # its notes and warnings on the metric's own scale
         link.info["metric_range"] = [float(v) for v in score_range]
     link.info["population"] = "the source models"   # whom its warnings say it was fitted on
     requests = None
     if (p / REQUESTS_FILE).is_file():
-        with open(p / REQUESTS_FILE, encoding="utf-8") as fh:
-            requests = [json.loads(line) for line in fh if line.strip()]
+        try:
+            requests = _read_requests(p / REQUESTS_FILE)
+        except UnicodeDecodeError as exc:
+            raise BankFolderError(f"{str(p / REQUESTS_FILE)!r} is not UTF-8 text ({exc})",
+                                  path=p) from None
     extras = {q.name: q for q in sorted(p.iterdir()) if q.name not in _OWN}
     return BankFolder(p, bank, link, manifest, requests, extras)
 

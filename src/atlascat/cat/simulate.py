@@ -148,6 +148,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:
         raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    batch_size = min(int(batch_size), len(bank.item_ids))   # a round asks at most the bank
     if batch_cut not in ("predicted", "none"):
         raise ConfigError(f"batch_cut must be 'predicted' or 'none', got {batch_cut!r}")
     if batch_method not in BATCH_METHODS:

@@ -45,7 +45,8 @@ class _Engine(_JointRounds):
         self.config = config
         self.n = n
         J = tab.n_items
-        W = -(-config.stopping.max_items // _SUM_BLOCK) * _SUM_BLOCK  # history: whole sum blocks
+        # history: whole sum blocks; each item is asked at most once, so no test outlasts the bank
+        W = -(-min(config.stopping.max_items, J) // _SUM_BLOCK) * _SUM_BLOCK
         self.log_post = np.tile(tab.log_prior, (n, 1))
         self.n_items = np.zeros(n, dtype=np.intp)
         self.n_skipped = np.zeros(n, dtype=np.intp)

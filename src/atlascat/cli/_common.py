@@ -290,6 +290,22 @@ def one_bank(banks, *, required: bool = True) -> str | None:
     return banks[0] if banks else None
 
 
+def number(value, spec: str) -> str:
+    """``value`` formatted by ``spec``; "undefined" for a NaN or infinite one (an overlap of one
+    examinee, a correlation of constant values), never "nan" where a number is promised."""
+    import math
+
+    return format(value, spec) if math.isfinite(value) else "undefined"
+
+
+def check_seed(seed, option: str = "--seed") -> None:
+    """A seed option: a whole number >= 0 (numpy's generators take no negative seed)."""
+    from ..errors import ConfigError
+
+    if seed is not None and seed < 0:
+        raise ConfigError(f"{option} must be a whole number >= 0, got {seed}")
+
+
 def output_file(path, option: str = "-o/--output"):
     """Check an output file path before any work is done (directory, unwritable -> error)."""
     from ..validation import check_output_file

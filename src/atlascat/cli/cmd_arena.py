@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, json_safe, output_file, print_frame, warn
+from ._common import check_seed, console, json_safe, output_file, print_frame, warn
 from ._options import cli_names
 
 #: the library's names in an error -> the options that set them (``cli_names``)
@@ -114,6 +114,7 @@ def simulate_cmd(
     """Adaptive vs random vs round-robin pairing: games to reach a rank correlation."""
     from ..design.arena import compare_schedulers
 
+    check_seed(seed)
     df = cli_names(lambda: compare_schedulers(players, rating_sd=rating_sd, n_seeds=seeds,
                                               n_games=games, threshold=threshold,
                                               tie_param=tie_param, seed=seed),

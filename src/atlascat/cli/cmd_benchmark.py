@@ -8,8 +8,8 @@ import typer
 
 from ..studies.config import BenchmarkConfig
 
-from ._common import (RESPONSES_HELP, console, err_console, escape, load_responses, output_dir,
-                      output_file, print_text, is_quiet, quiet_option)
+from ._common import (RESPONSES_HELP, check_seed, console, err_console, escape, load_responses,
+                      output_dir, output_file, print_text, is_quiet, quiet_option)
 
 
 def parse_floats(text: str, what: str) -> tuple[float, ...]:
@@ -103,6 +103,7 @@ def benchmark_command(
     from ..studies.protocol import plan_stages, run_benchmark
     from ._options import BENCHMARK_OPTIONS, benchmark_config, cli_names
 
+    check_seed(seed)
     tau_values = parse_floats(taus, "--taus")
     if model.lower() in ("graded", "gpcm"):
         raise ConfigError(_RATINGS_HINT.format(what=f"--model {model.lower()}"))

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import bank_option_help, console, json_safe, output_file, print_frame
+from ._common import (bank_option_help, check_seed, console, json_safe, number, output_file,
+                      print_frame)
 from ._options import cli_names
 
 #: the library's names in an error -> the options that set them (``cli_names``)
@@ -103,6 +104,7 @@ def register(app: typer.Typer) -> None:
         from ..errors import ConfigError
 
         output_file(output)
+        check_seed(seed)
         if random_forms < 0:
             raise ConfigError(f"--random-forms ({random_forms}) must be >= 0 (0: no comparison)")
         b = load_design_bank(bank)
@@ -111,8 +113,7 @@ def register(app: typer.Typer) -> None:
         res = cli_names(lambda: optimal_form(b, k, criterion, sample, exchange=exchange,
                                              prior_precision=prior_precision), _OPTIONS)
         summary = {"bank": bank, "n_items": len(b), "criterion": res.criterion, "k": res.k,
-                   "value": res.value, "greedy_value": res.greedy_value,
-                   "n_exchanges": res.n_exchanges}
+                   "value": res.value, "greedy_value": res.greedy_value, "n_exchanges": res.n_exchanges}
         if n_dims == 1:   # the A criterion is the mean posterior variance over the abilities
             summary["expected_se"] = float(np.sqrt(form_criterion(
                 b, res.indices, "A", sample, prior_precision=prior_precision)))
@@ -146,6 +147,6 @@ def register(app: typer.Typer) -> None:
             console.print(f"median of {random_forms} random {res.k}-item forms: "
                           f"{summary['random_median']:.6g}; beats {summary['fraction_beaten']:.0%} of them")
             console.print(f"integrated information: {summary['info']:.4g} vs random median "
-                          f"{summary['random_info_median']:.4g} (ratio {summary['info_ratio']:.2f})")
+                          f"{summary['random_info_median']:.4g} (ratio {number(summary['info_ratio'], '.2f')})")
         if output is not None:
             console.print(f"wrote {output}{_scored_by_link(bank)}")

@@ -217,6 +217,8 @@ def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, est
 
 def _print_report(report: dict) -> None:
     """The M2 line, RMSEA and the rest, the worst items' S-X2 and the optional parts."""
+    import numpy as np
+
     what = {"all": "all item parameters estimated",
             "none": "no parameter estimated: a bank from other data"}.get(
         report["estimated"], f"{report['estimated']} parameters estimated")
@@ -225,9 +227,10 @@ def _print_report(report: dict) -> None:
     else:
         console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.3f} on "
                       f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what})")
-        console.print(f"RMSEA = {report['RMSEA']:.4f} [{report['RMSEA_5']:.4f}, "
-                      f"{report['RMSEA_95']:.4f}]   SRMSR = {report['SRMSR']:.4f}   "
-                      f"TLI = {report['TLI']:.4f}   CFI = {report['CFI']:.4f}")
+        num = {k: (f"{report[k]:.4f}" if np.isfinite(report[k]) else "undefined")
+               for k in ("RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR", "TLI", "CFI")}
+        console.print(f"RMSEA = {num['RMSEA']} [{num['RMSEA_5']}, {num['RMSEA_95']}]   "
+                      f"SRMSR = {num['SRMSR']}   TLI = {num['TLI']}   CFI = {num['CFI']}")
     if "statistic" in report and "note" in report:
         console.print(f"({report['note']})")
     if "n_partitions" in report:
@@ -237,8 +240,10 @@ def _print_report(report: dict) -> None:
     if "items" in report:
         import pandas as pd
 
-        items = pd.DataFrame(report["items"]).sort_values("p_S_X2")
-        print_frame(items.head(20), title="S-X2 item fit (worst 20)")
+        items = pd.DataFrame(report["items"]).sort_values("p_S_X2").head(20)
+        # no degrees of freedom left after collapsing: no statistic, shown as "-" (not nan)
+        print_frame(items.astype(object).where(items.notna(), None),
+                    title="S-X2 item fit (worst 20)")
     if "person_fit" in report:
         pf = report["person_fit"]
         if pf["mean"] is not None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import bank_option_help, console, json_safe, output_dir, output_file, print_frame
+from ._common import bank_option_help, console, json_safe, number, output_dir, output_file, print_frame
 
 
 def ranks_command(
@@ -58,8 +58,8 @@ def ranks_command(
     if as_json:
         console.print_json(json.dumps(json_safe(summary)))
         return
-    console.print(f"{summary['n_models']} models: Spearman {rep.spearman:.4f}, "
-                  f"Kendall {rep.kendall:.4f}")
+    console.print(f"{summary['n_models']} models: Spearman {number(rep.spearman, '.4f')}, "
+                  f"Kendall {number(rep.kendall, '.4f')}")
     console.print(f"{rep.n_shifted} models ({rep.share_shifted:.1%}) move more than {shift} "
                   f"rank positions (max {rep.max_shift:.0f})")
     sig = ("" if rep.n_tied_pairs_significant is None else

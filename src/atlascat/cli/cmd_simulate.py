@@ -10,8 +10,8 @@ import typer
 
 from ..cat.config import Estimation, Selection, Stopping
 from ..suite.config import SuiteConfig
-from ._common import (bank_option_help, console, err_console, escape, json_safe,
-                      load_responses, mean_and_width, min_items_note, one_bank, output_dir,
+from ._common import (bank_option_help, check_seed, console, err_console, escape, json_safe,
+                      load_responses, number, mean_and_width, min_items_note, one_bank, output_dir,
                       predicted_summary, print_frame, progress_bar, quiet_option,
                       unique_filenames, warn)
 from ._options import BOUND_MARGIN_HELP, predictor_only
@@ -246,6 +246,7 @@ def run_simulate(o: _Options) -> None:
     """Check the options against each other, then replay a suite or one bank."""
     from ..errors import ConfigError
 
+    check_seed(o.seed)
     if o.output is None:
         raise ConfigError("give the run directory with -o/--output (nothing is written to the "
                           "current directory unless you name it)")
@@ -505,7 +506,8 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
         rows.append(("cost mean (max)", f"{summary['cost_mean']:.4g} ({summary['cost_max']:.4g})"))
     rows += [("max exposure", f"{summary['exposure']['max']:.3f}"),
              ("overlap (formula / pairwise)",
-              f"{summary['overlap']['formula']:.4f} / {summary['overlap']['pairwise']:.4f}"),
+              f"{number(summary['overlap']['formula'], '.4f')} / "
+              f"{number(summary['overlap']['pairwise'], '.4f')}"),
              ("skipped (no answer)", summary["n_skipped"]),
              ("time per examinee", f"{summary['time_per_examinee_seconds'] * 1000:.2f} ms")]
     if predicted_row is not None:

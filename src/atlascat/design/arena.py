@@ -96,6 +96,8 @@ def _greedy_pairs(beta, cov, phi, n_pairs, criterion, rng=None):
     return picks
 
 
+MAX_PAIRS = 10_000  # pairs scheduled at once: the ratings are refitted on their results long before
+
 def schedule(battles, n_pairs: int = 10, *, criterion: str = "det", players=None,
              prior_games: float = 1.0, model: BradleyTerry | None = None,
              rng: np.random.Generator | None = None) -> pd.DataFrame:
@@ -118,8 +120,9 @@ def schedule(battles, n_pairs: int = 10, *, criterion: str = "det", players=None
         model = BradleyTerry(prior_games=prior_games).fit(comp)
     else:
         model._check_fitted()
-    if n_pairs < 1:
-        raise ConfigError(f"n_pairs must be >= 1, got {n_pairs}")
+    if not 1 <= n_pairs <= MAX_PAIRS:   # each pick updates the information greedily: O(n) picks
+        raise ConfigError(f"n_pairs must be in [1, {MAX_PAIRS}], got {n_pairs}; schedule a "
+                          "round, fit its results and schedule the next")
     picks = _greedy_pairs(model.ratings_, model.cov_, model.phi_, n_pairs, criterion, rng)
     a = np.array([p[0] for p in picks])
     b = np.array([p[1] for p in picks])

@@ -251,6 +251,10 @@ def _names(names: list, most: int = 5) -> str:
     return f"{'player' if len(names) == 1 else 'players'} {shown}{more}"
 
 
+# virtual games per player: beyond this the prior swamps any arena's real games and the
+# log-likelihood overflows
+MAX_PRIOR_GAMES = 1e6
+
 class BradleyTerry:
     """Bradley-Terry / Rao-Kupper ratings by the MM algorithm (scikit-learn style).
 
@@ -339,8 +343,9 @@ class BradleyTerry:
             raise ConfigError(f"reference player {self.reference!r} is not among the players")
         if self.method not in ("mm", "newton"):
             raise ConfigError(f"unknown method {self.method!r}; use 'mm' or 'newton'")
-        if not self.prior_games >= 0:   # NaN too
-            raise ConfigError(f"prior_games must be a number >= 0, got {self.prior_games}")
+        if not 0 <= self.prior_games <= MAX_PRIOR_GAMES:   # NaN and inf too
+            raise ConfigError(f"prior_games must be a number in [0, {MAX_PRIOR_GAMES:g}], got "
+                              f"{self.prior_games}")
         if comp.n_players < 2:
             raise ConfigError("need at least two players")
 

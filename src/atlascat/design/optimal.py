@@ -560,6 +560,7 @@ def random_form_baseline(bank, form, criterion: str = "D", thetas=None, *, n_for
         "random_median": float(np.median(rv)),
         "info": float(info),
         "random_info_median": float(np.median(rinfo)),
-        "info_ratio": float(info / np.median(rinfo)),
+        # no information in the random forms (every a = 0): the ratio is undefined (NaN)
+        "info_ratio": float(info / np.median(rinfo)) if np.median(rinfo) > 0 else float("nan"),
         "fraction_beaten": float(np.mean(better)),
     }

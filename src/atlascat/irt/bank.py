@@ -13,6 +13,7 @@ allowed (a bank is a fact about data) but listed by :attr:`ItemBank.nonpositive_
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
@@ -362,11 +363,23 @@ class ItemBank:
                 df = literal_id_column(df, path, col)
         if len(df) == 0:
             raise BankError(f"bank file {str(path)!r} has no item rows")
+        # pandas names a repeated header 'a.1': the original names, to find the repeat
+        _check_unique_columns([re.sub(r"\.\d+$", "", str(c)) if re.sub(r"\.\d+$", "", str(c))
+                               in df.columns else str(c) for c in df.columns], path)
         return cls.from_frame(df, normalize_ids=normalize_ids, model=model)
 
     def write(self, path, *, format: str = "ours") -> Path:
         """Write CSV or Parquet (by extension) in our format or mirt's slope-intercept form."""
         return write_frame(self.to_frame(format), path)
+
+
+def _check_unique_columns(header, path: Path) -> None:
+    """A column named twice (two 'a' columns) leaves which one is meant unknown: refused."""
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise BankError(f"bank file {str(path)!r} has the column {name!r} twice; keep one")
+        seen.add(name)
 
 
 def _read_plain_bank(path: Path, normalize_ids: bool, model) -> "ItemBank | None":
@@ -380,6 +393,7 @@ def _read_plain_bank(path: Path, normalize_ids: bool, model) -> "ItemBank | None
     if got is None:
         return None
     header, rows = got
+    _check_unique_columns(header, path)
     cols = set(header)
     id_col = "item_id" if "item_id" in cols else "X"
     params = cols - {id_col}

@@ -27,6 +27,9 @@ from .result import CalibrationResult
 __all__ = ["read_ratings", "ratings_of", "calibrate_ordinal", "thin_categories"]
 
 
+MAX_ABS_RATING = 1e9   # no rating or score scale reaches it (BLEU, points and counts stay far below)
+
+
 def read_ratings(path, *, freq_column: str | None = None):
     """(values, subject_ids, item_ids, weights) from a wide CSV / Parquet of ratings: subject
     ids in the first column when it holds text (or is named model / subject / subject_id),
@@ -59,11 +62,18 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
         if np.any(~np.isfinite(weights)) or np.any(weights < 0):
             raise ResponseDataError(f"frequency column {freq_column!r} needs finite "
                                     "non-negative numbers")
-    numeric = _numeric_ratings(df)
     if df.shape[0] < 1 or df.shape[1] < 1:   # one row is scored; calibration asks for two
         raise ResponseDataError(f"the ratings matrix has {df.shape[0]} rows and {df.shape[1]} "
                                 "item columns; it needs at least 1 subject and 1 item")
-    return (numeric.to_numpy(float), np.asarray([str(s) for s in df.index], dtype=object),
+    values = _numeric_ratings(df).to_numpy(float)
+    wild = np.argwhere(np.isinf(values) | (np.abs(np.nan_to_num(values)) > MAX_ABS_RATING))
+    if wild.size:   # an overflow, not a rating: every statistic of it would be inf or nan
+        r, c = wild[0]
+        raise ResponseDataError(f"rating {values[r, c]:g} at row {r} (subject {df.index[r]!r}), "
+                                f"column {df.columns[c]!r} is not a finite number of at most "
+                                f"{MAX_ABS_RATING:g} in size; ratings must be numbers on their "
+                                "scale or blank for missing")
+    return (values, np.asarray([str(s) for s in df.index], dtype=object),
             np.asarray(list(df.columns), dtype=object), weights)
 
 

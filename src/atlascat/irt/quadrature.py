@@ -33,12 +33,16 @@ class Quadrature:
         return self.nodes.size
 
 
+MAX_QUADPTS = 10001  # the most quadrature nodes any estimate takes (as the scoring check)
+
 def normal_quadrature(quadpts: int = QUADPTS, theta_range=THETA_RANGE, mean: float = 0.0,
                       sd: float = 1.0) -> Quadrature:
     """Equally spaced nodes on ``theta_range``, weights proportional to the N(mean, sd) density."""
     lo, hi = float(theta_range[0]), float(theta_range[1])
     if quadpts < 2 or not hi > lo:
         raise ConfigError(f"need quadpts >= 2 and theta_range low < high, got {quadpts}, {theta_range}")
+    if quadpts > MAX_QUADPTS:   # beyond any use, and past memory long before numpy's limit
+        raise ConfigError(f"quadpts (CLI --quadpts) must be at most {MAX_QUADPTS}, got {quadpts}")
     if not sd > 0:
         raise ConfigError(f"prior sd must be positive, got {sd}")
     nodes = np.linspace(lo, hi, int(quadpts))

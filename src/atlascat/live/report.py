@@ -308,6 +308,15 @@ def _choice_html(bank, item_id, answer) -> str:
             f"<table><thead><tr>{cols}</tr></thead><tbody>{rows}</tbody></table></details>")
 
 
+def _meta_text(meta, item_id, column: str) -> str:
+    """The item's ``column`` from the bank's content as text; "" when the bank has no such
+    column (a bank file whose extra columns are other notes) or the cell is empty."""
+    if column not in meta.columns:
+        return ""
+    value = meta.loc[item_id, column]
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
 def _bank_choices(bank, item_id, n: int) -> list[str] | None:
     """The item's option texts from the bank's content (``choices``), when it has ``n``."""
     meta = getattr(bank, "metadata", None)
@@ -670,8 +679,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         rec = {k: _val(v) for k, v in rec.items()}
         q = key = ""
         if meta is not None and rec["item_id"] in meta.index:
-            q = str(meta.loc[rec["item_id"], "question"])
-            key = str(meta.loc[rec["item_id"], "answer"])
+            q, key = (_meta_text(meta, rec["item_id"], c) for c in ("question", "answer"))
         # a replayed score's outputs are made to score so: no option was chosen, no text said
         choice = _choice_html(bank, rec["item_id"], rec["answer"]) \
             if proto != "approximate" and not replayed else ""

@@ -321,7 +321,7 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
     ``kind`` (:data:`~atlascat.live.store.RUN_KINDS`) is stored once with the run."""
     from ..cat.config import CATConfig
 
-    k = _check_batch_size(batch_size)
+    k = min(_check_batch_size(batch_size), len(bank))   # a round asks at most the whole bank
     check_content(bank, subject, bank.item_ids[:1])
     _answerable(subject, bank)   # before the run exists: a failed start leaves nothing
     config = config if config is not None else CATConfig()

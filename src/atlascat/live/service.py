@@ -391,8 +391,9 @@ class LiveRun:
         subjects = list(subjects)
         if not subjects:
             raise ConfigError("no subjects: pass at least one subject to ask")
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ConfigError(f"seed must be a whole number >= 0, got {seed!r}")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not \
+                0 <= seed < 2 ** 63:   # the run store keeps it as a 64-bit integer
+            raise ConfigError(f"seed must be a whole number in [0, 2**63), got {seed!r}")
         store = _as_store(store)
         ids = list(run_ids) if run_ids is not None else [None] * len(subjects)
         if isinstance(bank, BankRef) and bank.kind == "suite":

@@ -577,6 +577,8 @@ class ScoreLink:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "ScoreLink":
+        if not isinstance(d, Mapping):
+            raise BankError(f"a score link is a JSON object, not a {type(d).__name__}")
         try:
             return cls(d["benchmark"], d["theta_grid"], d["score_grid"], d["var_grid"],
                        interval_scale=d.get("interval_scale", 1.0),
@@ -588,6 +590,8 @@ class ScoreLink:
         except KeyError as exc:
             raise BankError(f"score link is missing field {exc.args[0]!r}; rebuild it with "
                             "python -m atlascat.live.build_bank") from None
+        except (TypeError, ValueError) as exc:   # a hand-edited field of the wrong shape
+            raise BankError(f"score link {d.get('benchmark')!r} is malformed ({exc})") from None
 
     def write(self, path) -> Path:
         path = Path(path)
@@ -600,4 +604,8 @@ class ScoreLink:
         path = Path(path)
         if not path.exists():
             raise BankError(f"score link file {str(path)!r} does not exist")
-        return cls.from_dict(json.loads(path.read_text()))
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BankError(f"score link file {str(path)!r} cannot be read ({exc})") from None
+        return cls.from_dict(d)

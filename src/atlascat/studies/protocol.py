@@ -153,7 +153,13 @@ class BenchmarkRun:
         if missing:
             raise RunFolderError(f"{path} is not a benchmark run directory (missing {missing})",
                                  path=path)
-        meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
+        try:
+            meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RunFolderError(f"{path / 'run.json'} cannot be read ({exc})", path=path) from None
+        if not isinstance(meta, dict) or not isinstance(meta.get("config", {}), dict):
+            raise RunFolderError(f"{path / 'run.json'} is not a benchmark run's record (a JSON "
+                                 "object with a 'config' object)", path=path)
         cfg = meta.pop("config", {})
         known = BenchmarkConfig.__dataclass_fields__
         config = BenchmarkConfig(**{k: v for k, v in cfg.items() if k in known})
@@ -163,15 +169,42 @@ class BenchmarkRun:
 
         def opt(fname, **kw):
             f = path / fname
-            return pd.read_csv(f, **kw) if f.exists() and f.stat().st_size > 1 else pd.DataFrame()
+            if f.exists() and f.stat().st_size > 1:
+                return _run_table(path, fname, **kw)
+            return pd.DataFrame(columns=list(_RUN_COLUMNS.get(fname, ())))
 
         return cls(name=name, config=config, bank=ItemBank.read(path / "bank.csv"),
-                   persons=pd.read_csv(path / "persons.csv.gz", dtype=str_ids),
-                   summary=pd.read_csv(path / "summary.csv"),
+                   persons=_run_table(path, "persons.csv.gz", dtype=str_ids),
+                   summary=_run_table(path, "summary.csv"),
                    reference=opt("reference.csv", dtype=str_ids),
                    exposure=opt("exposure.csv", dtype=str_ids),
                    forms=opt("forms.csv", dtype=str_ids),
                    trajectories=opt("trajectories.csv", dtype=str_ids), info=meta)
+
+
+# the columns each table of a run folder must hold (its readers index them)
+_RUN_COLUMNS = {"summary.csv": ("method",),
+                "persons.csv.gz": ("method", "subject_id", "theta", "se", "n_items"),
+                "reference.csv": ("subject_id", "theta_ref", "accuracy_full"),
+                "trajectories.csv": ("method", "subject_id")}
+
+
+def _run_table(path: Path, fname: str, **kw) -> pd.DataFrame:
+    """One table of a run folder; unreadable or lacking a column it needs: RunFolderError."""
+    import zlib
+
+    f = path / fname
+    try:
+        df = pd.read_csv(f, **kw)
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error, pd.errors.EmptyDataError,
+            pd.errors.ParserError) as exc:
+        raise RunFolderError(f"{f} cannot be read ({str(exc).splitlines()[0]})",
+                             path=path) from None
+    lacking = [c for c in _RUN_COLUMNS.get(fname, ()) if c not in df.columns]
+    if lacking:
+        raise RunFolderError(f"{f} lacks the column(s) {lacking} a benchmark run writes",
+                             path=path)
+    return df
 
 
 def _jsonable(obj):

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, rankdata, spearmanr
 
-from ..errors import ConfigError
+from ..errors import ConfigError, warn_user
 
 __all__ = ["RankReport", "rank_analysis", "tied_pairs", "plot_rank_analysis"]
 
@@ -110,8 +110,13 @@ def rank_analysis(theta, accuracy, *, se=None, subject_ids=None, shift_threshold
     r_acc = rankdata(-acc, method="average")
     r_th = rankdata(-th, method="average")
     shift = r_acc - r_th
-    rho, rho_p = spearmanr(th, acc)
-    tau, tau_p = kendalltau(th, acc)
+    same = [w for w, v in (("theta", th), ("accuracy", acc)) if np.ptp(v) == 0]
+    if same:   # a constant has no ranking: the correlations are undefined (NaN), said once
+        warn_user(f"every model has the same {same[0]}: the rank correlations are undefined")
+        rho = rho_p = tau = tau_p = float("nan")
+    else:
+        rho, rho_p = spearmanr(th, acc)
+        tau, tau_p = kendalltau(th, acc)
     table = pd.DataFrame({"subject_id": ids, "accuracy": acc, "theta": th,
                           "rank_accuracy": r_acc, "rank_theta": r_th, "rank_shift": shift})
     if se is not None:
