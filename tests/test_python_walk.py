@@ -250,3 +250,9 @@ def test_predictor_settings_and_inputs_of_the_wrong_kind_raise_atlas_errors(bank
     with pytest.raises(AtlasError, match="rng must be"):
         fitted.replay(source, rng="x")
     assert BenchmarkPredictor(4.0).fit(bank, source, rng=0).item_ids_.size == 12
+
+
+def test_a_bank_name_where_a_bank_belongs_names_load_bank(bank):
+    with pytest.raises(AtlasError, match=r"bank 'arc' is a name or path, not an ItemBank; load "
+                                         r"it with atlascat.load_bank\(name\) for a bundled"):
+        at.estimate_ability(np.ones((2, 12)), "arc")

@@ -472,6 +472,7 @@ def check_bank(bank):
         return bank
     if isinstance(bank, (str, Path)):
         raise ConfigError(f"bank {str(bank)!r} is a name or path, not an ItemBank; load it with "
-                          "atlascat.catalogue.BankRef.from_option(...).load() or "
-                          "ItemBank.read(...)")
+                          "atlascat.load_bank(name) for a bundled bank, ItemBank.read(path) for "
+                          "a file, or atlascat.catalogue.BankRef.from_option(...).load() for a "
+                          "bank folder")
     raise ConfigError(f"bank must be an atlascat.ItemBank, got {type(bank).__name__}")
