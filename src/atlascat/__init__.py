@@ -6,9 +6,7 @@ live against a model endpoint.
 
 Public names are imported lazily so that ``import atlascat`` and the CLI start fast.
 """
-from __future__ import annotations
-
-import importlib
+import importlib as _importlib
 
 from ._version import __version__
 from .errors import (AtlasError, BankError, BankFolderError, ConfigError, ConvergenceError,
@@ -22,16 +20,20 @@ _LAZY = {
     "FilterReport": "atlascat.filtering",
     "stratified_split": "atlascat.filtering",
     "ItemBank": "atlascat.irt.bank",
+    "PolyBank": "atlascat.irt.polybank",
     "calibrate": "atlascat.irt.calibrate",
     "Calibrator": "atlascat.irt.calibrate",
     "CalibrationResult": "atlascat.irt.calibrate",
     "estimate_ability": "atlascat.irt.ability",
     "AbilityResult": "atlascat.irt.ability",
+    "anova": "atlascat.irt.compare",
     "CATConfig": "atlascat.cat.config",
     "CATSession": "atlascat.cat.session",
+    "OrdinalCATSession": "atlascat.cat.ordinal",
     "CATResult": "atlascat.cat.result",
     "simulate_cat": "atlascat.cat.simulate",
     "ExposureTracker": "atlascat.cat.exposure",
+    "BenchmarkPredictor": "atlascat.predict",
     "load_bank": "atlascat.catalogue",
     "load_suite": "atlascat.suite",
     "Suite": "atlascat.suite",
@@ -49,11 +51,12 @@ def __getattr__(name):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'atlascat' has no attribute {name!r}")
-    mod = importlib.import_module(module)
+    mod = _importlib.import_module(module)
     value = mod if name in _MODULES else getattr(mod, name)
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    """The public names (``__all__``), not the helpers and submodules this module holds."""
+    return sorted(__all__)

@@ -450,7 +450,8 @@ class ResponseMatrix:
                     continue
                 column = (f"; column {df.columns[c]!r} holds no score at all: the first "
                           "column names the models and every other is an item, so drop it"
-                          if numeric.iloc[:, c].isna().all() else "")
+                          if c == 0 and len(df) > 1 and numeric.iloc[:, c].isna().all()
+                          else "")
                 names = {str(n).lower() for n in df.columns} | {str(df.index.name).lower()}
                 if {"item", "item_id"} & names:   # one row per (subject, item, score)
                     column = ("; it looks like long format (an item column): read it with "

@@ -273,6 +273,51 @@ def check_prob_array(values, name: str) -> np.ndarray:
     return arr
 
 
+def check_thetas(values, name: str = "thetas", *, error=ResponseDataError,
+                 finite: bool = True) -> np.ndarray:
+    """One ability per examinee: a 1-D float array of numbers, finite unless ``finite=False``
+    (a single column is flattened; a table with several columns is refused, not read row by
+    row)."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise error(f"{name} must be numbers, got {values!r}"[:200]) from None
+    if arr.ndim > 1 and sum(d > 1 for d in arr.shape) > 1:
+        raise error(f"{name} must be one value per examinee (1-D), got shape {arr.shape}; "
+                    "pass a list, 1-D array or Series (e.g. df['theta'])")
+    arr = arr.reshape(-1)
+    if finite and not np.all(np.isfinite(arr)):
+        bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
+        raise error(f"{name} must be finite; not at rows {bad}")
+    return arr
+
+
+def theta_values(theta):
+    """``theta`` for a bank's probability / information: an array of numbers passes as it is
+    (NumPy, or another array-API namespace on its device); a number or list becomes a float
+    array; text is refused, naming it."""
+    kind = getattr(getattr(theta, "dtype", None), "kind", None)
+    if kind is not None and not isinstance(theta, np.ndarray):
+        return theta                                  # a torch / cupy array: its own namespace
+    if kind in ("f", "i", "u", "b"):
+        return theta
+    try:
+        return np.asarray(theta, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"theta must be a number or an array of numbers, got "
+                          f"{theta!r}"[:160]) from None
+
+
+def as_generator(rng, name: str = "rng") -> np.random.Generator:
+    """``numpy.random.default_rng(rng)`` (a Generator as it is, a seed, None for fresh entropy);
+    anything else is a ConfigError naming ``name``."""
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a numpy Generator, an int seed or None, got "
+                          f"{rng!r}"[:160]) from None
+
+
 # ------------------------------------------------------------------ model identification
 _N_PARAMS = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
 _EXTRA = {"rasch": 1, "1pl": 1}  # the common slope / latent variance

@@ -96,13 +96,9 @@ class ModelAnswers(AnswerSource):
     """
 
     def __init__(self, thetas, bank, rngs, subject_ids=None):
-        try:
-            self.thetas = np.asarray(thetas, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            raise ResponseDataError(f"true thetas must be numbers, got {thetas!r}"[:200]) from None
-        if not np.all(np.isfinite(self.thetas)):
-            bad = np.flatnonzero(~np.isfinite(self.thetas))[:5].tolist()
-            raise ResponseDataError(f"true thetas must be finite; not at rows {bad}")
+        from ..validation import check_thetas
+
+        self.thetas = check_thetas(thetas, "true thetas")
         n = self.thetas.size
         pd = sys.modules.get("pandas")   # a Series exists only where pandas is loaded
         if (subject_ids is None and pd is not None and isinstance(thetas, pd.Series)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ResponseDataError
 from ..irt import polytomous as poly
 from ..irt.polybank import PolyBank
 from ..irt.quadrature import normal_quadrature
@@ -282,9 +282,9 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
         if subject_ids is None and isinstance(responses, pd.DataFrame):
             subject_ids = [str(s) for s in responses.index]
     else:
-        from ..validation import check_prob_array
+        from ..validation import check_thetas
 
-        true_theta = check_prob_array(thetas, "thetas").reshape(-1)
+        true_theta = check_thetas(thetas, "thetas", error=ConfigError)
         codes = None
     n = len(codes) if codes is not None else true_theta.size
     ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)],
@@ -401,7 +401,7 @@ class OrdinalCATSession:
         return float(score[0]), float(lo[0]), float(hi[0])
 
     def credit(self, item_id: str, rating) -> float:
-        """A rating's share of its item's scale [lo, hi] (:attr:`PolyBank.scales`),
+        """A rating's share of its item's scale [lo, hi] (the bank's ``scales``),
         (rating - lo) / (hi - lo), in [0, 1]."""
         lo, hi = self.bank.scales[self.bank.index_of(str(item_id))]
         return float((float(rating) - lo) / (hi - lo))
@@ -483,7 +483,13 @@ class OrdinalCATSession:
         j = self._pending
         skipped = rating is None or (isinstance(rating, float) and np.isnan(rating))
         if not skipped:   # a rating off the item's scale raises here; the item stays pending
-            cat = int(self.bank.subset([str(item_id)]).encode(np.array([[float(rating)]]))[0, 0])
+            try:
+                value = float(rating)
+            except (TypeError, ValueError):
+                raise ResponseDataError(f"the rating of item {item_id!r} must be a number on "
+                                        f"the item's scale (or None to skip it), got {rating!r}"
+                                        ) from None
+            cat = int(self.bank.subset([str(item_id)]).encode(np.array([[value]]))[0, 0])
         self._pending = None
         if skipped:
             self._eng.skip(np.array([0]))

@@ -46,6 +46,7 @@ from .._blas import with_small_products
 from ..errors import ConfigError
 from ..irt.bank import ItemBank
 from ..irt.dispersion import without_dispersion
+from ..validation import check_thetas
 from .answers import CallableAnswers, ModelAnswers, ReplayAnswers, UniformStreams
 from .config import CATConfig
 from .exposure import make_exposure_control
@@ -126,7 +127,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         # answers drawn from the model are 0/1: the Bernoulli likelihood, whatever dispersion
         # a bank of continuous scores carries (:mod:`atlascat.irt.dispersion`)
         bank = without_dispersion(bank)
-        n = np.asarray(thetas).reshape(-1).size
+        n = check_thetas(thetas, "true thetas").size
         sel_rngs = rng.spawn(n)
         source = ModelAnswers(thetas, bank, rng.spawn(n), subject_ids)
         theta_ref = source.thetas if theta_ref is None else theta_ref
@@ -139,7 +140,8 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     if len(sel_rngs) != n:
         raise ConfigError(f"{len(sel_rngs)} Generators for {n} examinees")
     if theta_ref is not None:
-        theta_ref = np.asarray(theta_ref, dtype=float).reshape(-1)
+        theta_ref = check_thetas(theta_ref, "thetas (the reference)", error=ConfigError,
+                                 finite=False)
         if theta_ref.size != n:
             raise ConfigError(f"theta_ref has {theta_ref.size} values for {n} examinees")
 

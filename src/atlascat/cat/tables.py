@@ -106,7 +106,10 @@ _TABLE_CACHE: "weakref.WeakKeyDictionary[ItemBank, dict]" = weakref.WeakKeyDicti
 def _tables(bank: ItemBank, config: CATConfig) -> _Tables:
     """Tables for (bank, config), cached per bank object and config."""
     if not isinstance(bank, ItemBank):
-        raise BankError(f"bank must be an ItemBank, got {type(bank).__name__}")
+        hint = ("; an ordinal bank's live test is atlascat.OrdinalCATSession (simulate_cat "
+                "takes either bank)" if type(bank).__name__ == "PolyBank" else
+                "; load one with atlascat.load_bank(name) or ItemBank.read(path)")
+        raise BankError(f"bank must be an ItemBank, got {type(bank).__name__}{hint}")
     key = config.cache_key()  # the cached tables hold the custom components: ids stay unique
     per_bank = _TABLE_CACHE.setdefault(bank, {})
     tab = per_bank.get(key)

@@ -395,6 +395,13 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
                      subject_ids=None, device="cpu") -> pd.DataFrame:
     """Theta and SE for every subject, one row each.
 
+    With L(theta) = prod_j P_j(theta)^y_j (1 - P_j(theta))^(1 - y_j) over the items answered
+    and a N(mu, sigma^2) prior phi: EAP = int theta L phi / int L phi, SE its posterior SD, by
+    quadrature (Bock & Mislevy, 1982); MAP maximizes L phi; ML maximizes L, SE = 1 / sqrt(I);
+    WLE solves d log L / d theta + J / (2 I) = 0 with I the test information and
+    J = sum_j P_j' P_j'' / (P_j Q_j) (Warm, 1989). Ordinal items: the same with the graded /
+    GPCM category probabilities (Samejima, 1969; Muraki, 1992).
+
     Parameters
     ----------
     responses : ResponseMatrix or labelled DataFrame (aligned to the bank by item id), one
@@ -447,17 +454,23 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     responses = as_labelled_responses(responses)
     if isinstance(responses, ResponseMatrix) and subject_ids is None:
         subject_ids = responses.subject_ids
-    if extra_items == "warn":
-        if isinstance(responses, ResponseMatrix):
-            known = {str(i) for i in bank.item_ids}
-            unknown = [str(i) for i in responses.item_ids if str(i) not in known]
-            if unknown:
-                from ..errors import warn_user
+    if isinstance(responses, ResponseMatrix) and responses.n_items:
+        known = {str(i) for i in bank.item_ids}
+        unknown = [str(i) for i in responses.item_ids if str(i) not in known]
+        if len(unknown) == responses.n_items:   # every score would be the prior's
+            raise ResponseDataError(
+                f"none of the responses' {responses.n_items} items is in the bank (e.g. "
+                f"{unknown[:3]} vs {[str(i) for i in bank.item_ids[:3]]}); check the id format "
+                "(R-style 'X514' vs '514': normalize_item_ids) or score with the bank these "
+                "items were calibrated in")
+        if extra_items == "warn" and unknown:
+            from ..errors import warn_user
 
-                warn_user(f"{len(unknown)} item(s) of the responses are not in the bank and were "
-                          f"left out of the scores, e.g. {unknown[:5]} (calibrate drops items "
-                          "everyone answered alike); pass extra_items='ignore' to silence this "
-                          "or 'error' to refuse")
+            warn_user(f"{len(unknown)} item(s) of the responses are not in the bank and were "
+                      f"left out of the scores, e.g. {unknown[:5]} (calibrate drops items "
+                      "everyone answered alike); pass extra_items='ignore' to silence this "
+                      "or 'error' to refuse")
+    if extra_items == "warn":
         extra_items = "ignore"
     y = response_array(responses, bank, extra=extra_items)
     if method == "eap":

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 from ..errors import BankError, ConfigError
-from ..validation import normalize_item_id
+from ..validation import normalize_item_id, theta_values
 from . import models
 
 if TYPE_CHECKING:  # pandas loads where a frame is built (a plain bank file needs none)
@@ -56,6 +56,10 @@ def _is_number(value) -> bool:
 
 class ItemBank:
     """A calibrated item bank (value object; arrays are read-only).
+
+    Item j answers right with P_j(theta) = c_j + (u_j - c_j) / (1 + exp(-a_j (theta - b_j)))
+    (Birnbaum, 1968; the 4PL's upper asymptote u: Barton & Lord, 1981), no 1.702 scaling, as
+    mirt and catR; mirt's slope-intercept form is a1 = a, d = -a b, g = c.
 
     Parameters
     ----------
@@ -217,17 +221,17 @@ class ItemBank:
     # ------------------------------------------------------------------ IRT shortcuts
     def probability(self, theta) -> np.ndarray:
         """P(correct) for every theta and item; shape ``theta.shape + (n_items,)``."""
-        return models.probability(theta, *self.params)
+        return models.probability(theta_values(theta), *self.params)
 
     def log_probability(self, theta):
-        return models.log_probability(theta, *self.params)
+        return models.log_probability(theta_values(theta), *self.params)
 
     def information(self, theta) -> np.ndarray:
         """Item Fisher information for every theta and item."""
-        return models.item_information(theta, *self.params)
+        return models.item_information(theta_values(theta), *self.params)
 
     def test_information(self, theta) -> np.ndarray:
-        return models.test_information(theta, *self.params)
+        return models.test_information(theta_values(theta), *self.params)
 
     def summary(self) -> dict:
         """Item count, model, parameter quantiles, and items worth a look."""
@@ -468,6 +472,7 @@ def check_bank(bank):
         return bank
     if isinstance(bank, (str, Path)):
         raise ConfigError(f"bank {str(bank)!r} is a name or path, not an ItemBank; load it with "
-                          "atlascat.catalogue.BankRef.from_option(...).load() or "
-                          "ItemBank.read(...)")
+                          "atlascat.load_bank(name) for a bundled bank, ItemBank.read(path) for "
+                          "a file, or atlascat.catalogue.BankRef.from_option(...).load() for a "
+                          "bank folder")
     raise ConfigError(f"bank must be an atlascat.ItemBank, got {type(bank).__name__}")

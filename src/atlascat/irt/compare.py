@@ -63,13 +63,21 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
     """mirt's ``anova(m1, m2, ...)``: one row per model (AIC, SABIC, HQ, BIC, logLik) and,
     from the second row on, the likelihood-ratio test against the row above (X2, df, p).
 
-    ``results``: :class:`atlascat.irt.result.CalibrationResult` of nested models fitted to
-    the same responses, in any order (they are sorted by their number of parameters).
-    ``names`` label the rows (default: each result's model). ``test=False``: the criteria
-    only (X2, df, p left empty), for models that are not nested (graded and gpcm).
+    With log-likelihood l, k parameters and N subjects: AIC = -2l + 2k (Akaike, 1974),
+    BIC = -2l + k ln N (Schwarz, 1978), SABIC = -2l + k ln((N + 2) / 24) (Sclove, 1987),
+    HQ = -2l + 2k ln ln N (Hannan & Quinn, 1979); X2 = 2 (l_larger - l_smaller) referred to
+    chi-square with df = k_larger - k_smaller (Wilks, 1938).
+
+    ``results``: :class:`atlascat.irt.result.CalibrationResult` (or fitted ``Calibrator``) of
+    nested models fitted to the same responses, in any order (sorted by their number of
+    parameters). ``names`` label the rows (default: each result's model). ``test=False``:
+    the criteria only (X2, df, p left empty), for models that are not nested (graded and gpcm).
     """
     if len(results) < 2:
         raise ConfigError("anova compares at least two calibrations; pass two or more results")
+    # a fitted Calibrator (scikit-learn style) stands for its result_
+    results = tuple(r.result_ if type(r).__name__ == "Calibrator" else r
+                    for r in results)
     for i, r in enumerate(results):   # a CalibrationResult (result.py imports this module)
         if not callable(getattr(r, "information_criteria", None)):
             raise ConfigError(f"anova's argument {i + 1} is a {type(r).__name__}, not a "

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import BankError, ConfigError
+from ..validation import theta_values
 from . import polytomous as poly
 from .polytomous import is_poly_frame
 
@@ -153,6 +154,10 @@ def is_poly_bank_file(path) -> bool:
 class PolyBank:
     """A calibrated bank of ordinal items (value object; arrays are read-only).
 
+    Graded (Samejima, 1969): P(X >= k | theta) = 1 / (1 + exp(-(a1 theta + d_k))), d_1 > d_2
+    > ...; GPCM (Muraki, 1992): P(X = k | theta) proportional to exp(k a1 theta + d_k), d_0 = 0
+    (mirt's slope-intercept form; :mod:`atlascat.irt.polytomous`).
+
     Parameters
     ----------
     item_ids : sequence of str
@@ -169,11 +174,16 @@ class PolyBank:
         import pandas as pd
 
         ids = np.asarray([str(i) for i in item_ids], dtype=object)
-        params = np.array(params, dtype=float, ndmin=2)
+        try:
+            params = np.array(params, dtype=float, ndmin=2)
+        except (TypeError, ValueError):
+            raise BankError(f"params must be numbers, one row (a1, d1, d2, ...) per item, got "
+                            f"{params!r}"[:160] + "; the order is PolyBank(item_ids, params, "
+                            "model)") from None
         n = len(ids)
         if n == 0:
             raise BankError("the item bank is empty; it needs at least one item row")
-        if params.shape[0] != n or params.shape[1] < 2:
+        if params.ndim != 2 or params.shape[0] != n or params.shape[1] < 2:
             raise BankError(f"params must be (n_items={n}, 1 + n_thresholds), got {params.shape}")
         models = np.array(np.broadcast_to(np.asarray(model, dtype=object), (n,)), dtype=object)
         models = np.array([str(m).lower() for m in models], dtype=object)
@@ -343,17 +353,17 @@ class PolyBank:
     # ------------------------------------------------------------------ the model
     def log_prob(self, theta) -> np.ndarray:
         """log P(X_j = k | theta), (n_items, n_theta, K_max), -inf for absent categories."""
-        return poly.log_prob(self.models, self.params, np.atleast_1d(theta))
+        return poly.log_prob(self.models, self.params, np.atleast_1d(theta_values(theta)))
 
     def probability(self, theta) -> np.ndarray:
-        return poly.prob(self.models, self.params, np.atleast_1d(theta))
+        return poly.prob(self.models, self.params, np.atleast_1d(theta_values(theta)))
 
     def information(self, theta) -> np.ndarray:
         """Item information, ``theta.shape + (n_items,)``."""
-        return poly.item_information(self.models, self.params, theta)
+        return poly.item_information(self.models, self.params, theta_values(theta))
 
     def test_information(self, theta) -> np.ndarray:
-        return poly.test_information(self.models, self.params, theta)
+        return poly.test_information(self.models, self.params, theta_values(theta))
 
     def expected_score(self, theta) -> np.ndarray:
         """Expected level of every item (on its own scale), ``theta.shape + (n_items,)``."""

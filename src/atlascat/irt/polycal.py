@@ -65,6 +65,21 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
     if df.shape[0] < 1 or df.shape[1] < 1:   # one row is scored; calibration asks for two
         raise ResponseDataError(f"the ratings matrix has {df.shape[0]} rows and {df.shape[1]} "
                                 "item columns; it needs at least 1 subject and 1 item")
+    values = _numeric_ratings(df).to_numpy(float)
+    wild = np.argwhere(np.isinf(values) | (np.abs(np.nan_to_num(values)) > MAX_ABS_RATING))
+    if wild.size:   # an overflow, not a rating: every statistic of it would be inf or nan
+        r, c = wild[0]
+        raise ResponseDataError(f"rating {values[r, c]:g} at row {r} (subject {df.index[r]!r}), "
+                                f"column {df.columns[c]!r} is not a finite number of at most "
+                                f"{MAX_ABS_RATING:g} in size; ratings must be numbers on their "
+                                "scale or blank for missing")
+    return (values, np.asarray([str(s) for s in df.index], dtype=object),
+            np.asarray(list(df.columns), dtype=object), weights)
+
+
+def _numeric_ratings(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame as numbers; a text cell (other than a blank / NA marker) is refused, naming it,
+    rather than read as missing."""
     numeric = df.apply(pd.to_numeric, errors="coerce")
     raw = df.to_numpy(dtype=object)
     text = numeric.isna().to_numpy() & df.notna().to_numpy()
@@ -75,16 +90,7 @@ def ratings_of(df: pd.DataFrame, *, freq_column: str | None = None):
         raise ResponseDataError(f"text cell {cell!r} at row {r} (subject {df.index[r]!r}), "
                                 f"column {df.columns[c]!r}; ratings must be numbers or blank "
                                 "for missing")
-    values = numeric.to_numpy(float)
-    wild = np.argwhere(np.isinf(values) | (np.abs(np.nan_to_num(values)) > MAX_ABS_RATING))
-    if wild.size:   # an overflow, not a rating: every statistic of it would be inf or nan
-        r, c = wild[0]
-        raise ResponseDataError(f"rating {values[r, c]:g} at row {r} (subject {df.index[r]!r}), "
-                                f"column {df.columns[c]!r} is not a finite number of at most "
-                                f"{MAX_ABS_RATING:g} in size; ratings must be numbers on their "
-                                "scale or blank for missing")
-    return (values, np.asarray([str(s) for s in df.index], dtype=object),
-            np.asarray(list(df.columns), dtype=object), weights)
+    return numeric
 
 
 def thin_categories(data, weights=None) -> list[str]:
@@ -128,13 +134,20 @@ def _as_ratings(responses, weights):
         v, s, i, w = read_ratings(responses)
         return v, s, i, (w if weights is None else weights)
     if isinstance(responses, pd.DataFrame):
+        v = _numeric_ratings(responses).to_numpy(float)
         if isinstance(responses.columns, pd.RangeIndex):
-            v = responses.to_numpy(float)
             return v, np.arange(len(v)).astype(str), np.arange(v.shape[1]).astype(str), weights
-        v = responses.apply(pd.to_numeric, errors="coerce").to_numpy(float)
         return (v, np.asarray([str(s) for s in responses.index], dtype=object),
                 np.asarray([str(c) for c in responses.columns], dtype=object), weights)
-    v = np.asarray(responses, dtype=float)
+    try:
+        v = np.asarray(responses, dtype=float)
+    except (TypeError, ValueError):   # text in an array: named as in a frame
+        raw = np.asarray(responses, dtype=object)
+        if raw.ndim == 2:
+            v = _numeric_ratings(pd.DataFrame(raw)).to_numpy(float)
+        else:
+            raise ResponseDataError(f"ratings must be numbers (NaN for missing), got "
+                                    f"{type(responses).__name__} of shape {raw.shape}") from None
     if v.ndim != 2:
         raise ResponseDataError(f"responses must be 2-D (subjects x items), got shape {v.shape}")
     return (v, np.arange(v.shape[0]).astype(str).astype(object),

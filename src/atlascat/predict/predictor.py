@@ -36,6 +36,8 @@ and Statistics 71, 331-355.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -146,6 +148,9 @@ class BenchmarkPredictor:
         from ..validation import check_finite
 
         budget = self.budget if budget is None else budget
+        if float(check_finite(budget, "budget")) != int(float(budget)) or isinstance(
+                budget, (str, bool)):   # text that is not a number: check_finite names it
+            raise ConfigError(f"budget must be a whole number of items, got {budget!r}")
         for name, value in (("budget", budget), ("mix", self.mix), ("share", self.share),
                             ("level_fraction", self.level_fraction), ("z_cut", self.z_cut),
                             ("d_margin", self.d_margin), ("theta_quantile", self.theta_quantile),
@@ -177,6 +182,10 @@ class BenchmarkPredictor:
         """Fit on the source models: ``bank`` calibrated on (part of) ``source``'s items,
         ``scores`` their benchmark scores 0-1 (default their mean over all items)."""
         self._check()
+        if isinstance(bank, (str, Path)) or not hasattr(bank, "item_ids"):
+            from ..irt.bank import check_bank
+
+            check_bank(bank)   # a ConfigError saying how to load a name or path
         if not isinstance(source, ResponseMatrix):
             source = ResponseMatrix(source)
         if source.n_subjects < MIN_SOURCE_MODELS:
@@ -217,7 +226,9 @@ class BenchmarkPredictor:
         if float(self.level_fraction) > 0:     # a model of the answers: the item mean's scale
             self.level_x_ = est.level_logits(y, item_mean, float(self.level_fraction))
             self.level_c0_ = float(est.level_start(self.level_x_, item_mean.mean()))
-        rng = np.random.default_rng(rng)
+        from ..validation import as_generator
+
+        rng = as_generator(rng)
         reps = np.repeat(np.arange(source.n_subjects), int(self.n_replays))
         arr = self._replay_arrays(y[reps], rng, loo_rows=reps)
         model, t = arr["model"], truth[reps]
@@ -366,7 +377,8 @@ class BenchmarkPredictor:
         ``SMALL_SAMPLE_DRAWS`` answers the small-sample interval of
         :meth:`step_interval`, as a live session shows it), ``se``,
         ``method`` ("design" for a target outside the source population, else "combined"),
-        ``flag``,
+        ``flag`` ("outside_source"; "no_answers" for a target with no answer to any item, whose
+        predictions are NaN),
         ``model_score``, ``design_score``, ``theta``, ``full_score`` (the target's mean over its
         answered items, for studies); with ``asked``, ``items``: the ids of the items it was
         asked, in the order drawn.
@@ -388,19 +400,29 @@ class BenchmarkPredictor:
         if seed is not None:
             gen = [subject_generator(seed, s) for s in targets.subject_ids]
         else:
-            gen = np.random.default_rng(rng)
+            from ..validation import as_generator
+
+            gen = as_generator(rng)
         arr = self._replay_arrays(y, gen, budget)
         score, lo, hi, sd, outside, z = self._combine(arr)
         lo, hi = self.step_interval(y, arr["item"], {
             "lower": lo, "upper": hi, "score": score, "design_score": arr["design"],
             "design_se": arr["se"]}, arr["valid"], np.isfinite(y))
+        answered = np.isfinite(y)
+        empty = ~answered.any(axis=1)   # no answer to any item: nothing to predict from
+
+        def blank(v):
+            return np.where(empty, np.nan, np.asarray(v, float))
+
         out = pd.DataFrame({
             "subject": list(targets.subject_ids), "n_items": arr["n"].astype(int),
-            "score": score, "lower": lo, "upper": hi, "se": sd,
-            "method": np.where(outside, "design", "combined"),
-            "flag": np.where(outside, "outside_source", ""),
-            "model_score": arr["model"], "design_score": arr["design"], "theta": arr["theta"],
-            "full_score": np.nanmean(y, axis=1)})
+            "score": blank(score), "lower": blank(lo), "upper": blank(hi), "se": blank(sd),
+            "method": np.where(empty, "", np.where(outside, "design", "combined")),
+            "flag": np.where(empty, "no_answers", np.where(outside, "outside_source", "")),
+            "model_score": blank(arr["model"]), "design_score": blank(arr["design"]),
+            "theta": blank(arr["theta"]),
+            "full_score": np.where(empty, np.nan, np.nansum(y, axis=1)
+                                   / np.maximum(answered.sum(axis=1), 1))})
         if asked:
             ids = np.asarray(self.item_ids_).astype(str)
             out["items"] = [list(ids[row[ok]]) for row, ok in zip(arr["item"], arr["valid"])]

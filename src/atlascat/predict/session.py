@@ -73,7 +73,9 @@ class PredictSession:
         if self.budget < 1:
             raise ConfigError(f"budget must be at least 1, got {budget}")
         n = len(predictor.item_ids_)
-        self._rng = np.random.default_rng(rng)
+        from ..validation import as_generator
+
+        self._rng = as_generator(rng)
         self._index = {str(i): k for k, i in enumerate(predictor.item_ids_)}
         self._y = np.full(n, np.nan)
         self._drawn = np.zeros(n, dtype=bool)
@@ -91,6 +93,11 @@ class PredictSession:
         self._draws: list[tuple[int, float, float, float, float, float]] = []
         self._tables, self._nodes, self._log_prior = predictor._grid()
         self._theta_se = None                       # (theta, SE) of the answers so far
+
+    def __repr__(self) -> str:
+        state = self.stop_reason or "running"
+        return (f"PredictSession(answered={self.n_items}, drawn={len(self._draws)}, "
+                f"budget={self.budget}, {state})")
 
     @property
     def n_items(self) -> int:
@@ -161,6 +168,10 @@ class PredictSession:
         if j is None or not self._drawn[j]:
             raise ConfigError(f"item {item_id!r} was not handed out by next_items; record only "
                               "the items the session asked")
+        if np.isfinite(self._y[j]):   # a second answer would silently replace the first
+            raise ConfigError(f"item {item_id!r} was already recorded (score {self._y[j]:g}); "
+                              "each item takes one answer: record the items next_items hands "
+                              "out once each")
         from ..validation import check_finite
 
         s = check_finite(score, f"score of item {item_id!r}")

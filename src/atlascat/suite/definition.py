@@ -89,6 +89,14 @@ class Suite:
             raise ConfigError(f"the suite prior is over {list(self.prior.names)}, the members "
                               f"are {names}")
 
+    def __repr__(self) -> str:
+        """One line: the name and each member's bank size and weight (the banks, links and
+        prior are attributes)."""
+        parts = [f"{m.name}: " + (f"{len(m.bank)} items, " if hasattr(m.bank, "item_ids")
+                                  else "") + f"weight {m.weight:.3g}" for m in self.members]
+        extra = ", joint prior" if self.prior is not None else ""
+        return f"Suite({self.name!r}, [{'; '.join(parts)}]{extra})"
+
     @property
     def names(self) -> list[str]:
         return [m.name for m in self.members]
