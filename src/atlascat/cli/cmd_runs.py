@@ -82,11 +82,10 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
     """One run's steps (and its HTML page with -o)."""
     from ..live.store import find_run_store
 
-    if len(stores) > 1:   # every store searched, and named, when none holds it
-        found = find_run_store(run_id, [st.path for st in stores])
-        store = next(st for st in stores if st.path == found)
-    else:
-        store = stores[0]
+    store = next((st for st in stores if st.has_run(run_id)), None)
+    if store is None and len(stores) > 1:   # the error names every store searched
+        find_run_store(run_id, [st.path for st in stores])
+    store = store or stores[0]              # one store: get_run names it and its recent runs
     info = store.get_run(run_id)
     steps = store.steps(run_id)
     steps["step"] = steps["step"] + 1  # users count steps from 1, as the progress lines

@@ -55,9 +55,9 @@ def protocol_label(protocol: str | None, bank=None, *, folder: bool = False,
     if proto in ORDINAL_LABELS and is_ordinal(bank):  # graded / gpcm items answer ratings
         label = ORDINAL_LABELS[proto]
     elif proto == "request command" and meta is not None and "rule" in meta.columns:
-        from .subjects.cmdrequests import opaque_metric
+        from .subjects.cmdrequests import opaque_metrics
 
-        opaque = sorted({m for m in map(opaque_metric, meta["rule"].dropna()) if m})
+        opaque = opaque_metrics(bank)
         if opaque:
             label = ("the logged requests answered and scored by your command "
                      f"({', '.join(opaque)}" + ("" if scale is None else
@@ -538,11 +538,11 @@ def _endpoint_kind(subj, bank, asked) -> str | None:
 def _who_scores(bank) -> str:
     """Who scored a command's answers to the requests: atlas by each item's rule, or the
     command by a logged metric atlas cannot compute."""
-    from .subjects.cmdrequests import opaque_metric
+    from .subjects.cmdrequests import opaque_metrics
 
     meta = getattr(bank, "metadata", None)
     rules = [] if meta is None or "rule" not in meta.columns else meta["rule"].dropna()
-    opaque = sorted({m for m in map(opaque_metric, rules) if m})
+    opaque = opaque_metrics(bank)
     mine = "your command answers the outputs, atlas scores them by each item's rule"
     return mine if not opaque else (
         f"your command answers them and scores items by {', '.join(opaque)}"

@@ -564,6 +564,11 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     by_id = is_item_scored(subject)
     if loglik:
         from ..content.requests import build_item_requests
+    # the requests each item is sent as: the bank's (a log-likelihood subject), or a command's
+    # own (``cmd:`` on a bank that holds them); None: a prompt, or the item id alone
+    request_of = ((lambda i: build_item_requests(bank, i)) if loglik else
+                  subject.item_requests if subject_protocol(subject) == "request command"
+                  else None)
     session = _restore_session(info, bank)
     settings = PromptSettings(**info["prompt"])
     store.claim(run_id)  # one process per run (raises if another one is running it)
@@ -587,13 +592,8 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
             else:
                 scored = {}
             opened = []
-            if loglik:
-                irs = [build_item_requests(bank, i) for i in items]
-                hashes = [_requests_hash(ir) for ir in irs]
-                texts = [_requests_render(ir) for ir in irs]
-            elif by_id and getattr(subject, "item_requests", None) is not None \
-                    and subject.item_requests(items[0]) is not None:   # sent the requests
-                irs = [subject.item_requests(i) for i in items]
+            if request_of is not None:
+                irs = [request_of(i) for i in items]
                 hashes = [_requests_hash(ir) for ir in irs]
                 texts = [_requests_render(ir) for ir in irs]
             elif by_id:

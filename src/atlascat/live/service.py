@@ -235,8 +235,9 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
 
 def run_folder(folder, db=None) -> tuple[Path, str]:
     """(run store, run id) of a live run's output folder (``atlas evaluate -o FOLDER``): its
-    ``results.json`` names the run (before it finished: the one run of its ``runs.sqlite``) (a folder of several runs, one per ``--llm``, is refused:
-    its run ids are given instead); its ``runs.sqlite`` holds it, or ``db`` does."""
+    ``results.json`` names the run, or before the run finished the one run of its
+    ``runs.sqlite`` (a folder of several runs, one per ``--llm``, is refused: its run ids are
+    given instead); its ``runs.sqlite`` holds it, or ``db`` does, or a remembered store."""
     import json
 
     folder = Path(folder)

@@ -36,7 +36,7 @@ from ...errors import LiveRunError
 from .base import reply_records
 
 __all__ = ["asks_requests", "request_line", "parse_outputs", "opaque_metric",
-           "reply_outputs", "build_item_requests"]
+           "opaque_metrics", "reply_outputs", "build_item_requests"]
 
 
 def asks_requests(bank) -> bool:
@@ -50,6 +50,15 @@ def opaque_metric(rule: str) -> str | None:
     """The metric's name when ``rule`` is one atlas cannot compute (``metric:<name>``)."""
     rule = str(rule)
     return rule[len(METRIC_RULE_PREFIX):] if rule.startswith(METRIC_RULE_PREFIX) else None
+
+
+def opaque_metrics(bank) -> list[str]:
+    """The logged metrics atlas cannot compute among ``bank``'s items (sorted, each once): the
+    ones a command scores itself."""
+    meta = getattr(bank, "metadata", None)
+    if meta is None or "rule" not in meta.columns:
+        return []
+    return sorted({m for m in map(opaque_metric, meta["rule"].dropna()) if m})
 
 
 def request_line(ir) -> dict:
