@@ -16,11 +16,16 @@ _OPTIONS = {"form length k": "-k/--length", "unknown criterion": "unknown --crit
 
 
 def load_design_bank(spec: str):
-    """The bank of ``--bank`` (:class:`atlascat.catalogue.BankRef`): a bank file with a1, a2, d
-    columns is a multidimensional 2PL (MultidimBank)."""
+    """(its :class:`atlascat.catalogue.BankRef`, the bank) of ``--bank``: a bank file with a1,
+    a2, d columns is a multidimensional 2PL (MultidimBank)."""
     from ..catalogue import BankRef
 
     ref = BankRef.from_option(spec)
+    return ref, _design_bank(ref)
+
+
+def _design_bank(ref):
+    """The bank ``ref`` names, a multidimensional one for a1, a2, d columns."""
     if ref.kind == "file":
         from ..irt.multidim import MultidimBank
         from ..validation import read_frame
@@ -32,12 +37,9 @@ def load_design_bank(spec: str):
     return ref.load()
 
 
-def _scored_by_link(spec: str) -> str:
+def _scored_by_link(ref, spec: str) -> str:
     """A bank with a score link (a bank folder, a shipped content bank): how a model's answers
     to the form become its predicted score (the form's file holds parameters only)."""
-    from ..catalogue import BankRef
-
-    ref = BankRef.from_option(spec)
     if ref.kind == "file" or ref.link is None:
         return ""
     return (f"; a model's answers to the form, scored with `atlas score ANSWERS --bank {spec}`, "
@@ -107,7 +109,7 @@ def register(app: typer.Typer) -> None:
         check_seed(seed)
         if random_forms < 0:
             raise ConfigError(f"--random-forms ({random_forms}) must be >= 0 (0: no comparison)")
-        b = load_design_bank(bank)
+        ref, b = load_design_bank(bank)
         n_dims = int(np.asarray(b.loadings).shape[1]) if hasattr(b, "loadings") else 1
         sample = None if thetas is None else _read_thetas(thetas, n_dims)
         res = cli_names(lambda: optimal_form(b, k, criterion, sample, exchange=exchange,
@@ -149,4 +151,4 @@ def register(app: typer.Typer) -> None:
             console.print(f"integrated information: {summary['info']:.4g} vs random median "
                           f"{summary['random_info_median']:.4g} (ratio {number(summary['info_ratio'], '.2f')})")
         if output is not None:
-            console.print(f"wrote {output}{_scored_by_link(bank)}")
+            console.print(f"wrote {output}{_scored_by_link(ref, bank)}")

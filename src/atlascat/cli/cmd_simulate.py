@@ -257,8 +257,8 @@ def run_simulate(o: _Options) -> None:
             raise ConfigError("--r-max is a single bank's exposure control; drop it for --suite")
         from ._options import OPTION_NAMES, cost_fields
 
-        if cost_fields(o):
-            given = ", ".join(OPTION_NAMES[k] for k in cost_fields(o))
+        given = ", ".join(OPTION_NAMES[k] for k in cost_fields(o))
+        if given:
             raise ConfigError(f"{given}: a single bank's cost-aware stop; drop it for --suite")
         return simulate_suite_command(o.suite, list(o.responses or []), output_dir(o.output),
                                       target_se=o.target_se, max_items=o.max_items,

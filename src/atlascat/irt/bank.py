@@ -363,9 +363,10 @@ class ItemBank:
                 df = literal_id_column(df, path, col)
         if len(df) == 0:
             raise BankError(f"bank file {str(path)!r} has no item rows")
-        # pandas names a repeated header 'a.1': the original names, to find the repeat
-        _check_unique_columns([re.sub(r"\.\d+$", "", str(c)) if re.sub(r"\.\d+$", "", str(c))
-                               in df.columns else str(c) for c in df.columns], path)
+        # pandas names a repeated header 'a.1': back to the names as written, to find a repeat
+        names = [str(c) for c in df.columns]
+        _check_unique_columns([b if b in names else n for n, b in
+                               ((n, re.sub(r"\.\d+$", "", n)) for n in names)], path)
         return cls.from_frame(df, normalize_ids=normalize_ids, model=model)
 
     def write(self, path, *, format: str = "ours") -> Path:

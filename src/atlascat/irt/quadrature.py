@@ -35,6 +35,7 @@ class Quadrature:
 
 MAX_QUADPTS = 10001  # the most quadrature nodes any estimate takes (as the scoring check)
 
+
 def normal_quadrature(quadpts: int = QUADPTS, theta_range=THETA_RANGE, mean: float = 0.0,
                       sd: float = 1.0) -> Quadrature:
     """Equally spaced nodes on ``theta_range``, weights proportional to the N(mean, sd) density."""

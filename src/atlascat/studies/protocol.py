@@ -64,6 +64,7 @@ from ..irt.defaults import QUADPTS, THETA_RANGE
 from .._version import __version__
 from ..errors import AtlasError, ConfigError, RunFolderError
 from ..irt.bank import ItemBank
+from ..irt.dispersion import is_binary
 from ..responses import ResponseMatrix
 from . import metrics
 from .baselines import FixedForm, anchor_points, information_form, random_forms
@@ -346,13 +347,13 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
     return out
 
 
-def _model_fit(train: ResponseMatrix, bank: ItemBank, config: BenchmarkConfig, rng) -> dict:
+def _model_fit(train: ResponseMatrix, bank: ItemBank, config: BenchmarkConfig, rng,
+               binary: bool) -> dict:
     """Partition-averaged M2 fit indices of the bank on the (complete) train answers; M2 is a
-    test of 0/1 answers, so on continuous scores: ``{"skipped": why}``."""
-    from ..irt.dispersion import is_binary
+    test of 0/1 answers, so on continuous scores (``binary`` False): ``{"skipped": why}``."""
     from ..irt.fit import m2_partitioned
 
-    if not is_binary(train.values):
+    if not binary:
         return {"skipped": "M2 tests 0/1 answers; these are continuous scores"}
     table, summary = m2_partitioned(train, bank, partition_size=config.fit_partition_size,
                                     rng=rng)
@@ -360,15 +361,17 @@ def _model_fit(train: ResponseMatrix, bank: ItemBank, config: BenchmarkConfig, r
     return {k: summary[k] for k in keys if k in summary}
 
 
-def _with_dispersion(config: BenchmarkConfig, train: ResponseMatrix) -> BenchmarkConfig:
+def _with_dispersion(config: BenchmarkConfig, train: ResponseMatrix,
+                     binary: bool | None = None) -> BenchmarkConfig:
     """Scores in [0, 1] that are not all 0/1: calibrate with each item's dispersion
     (``dispersion="auto"``, :mod:`atlascat.irt.dispersion`) unless ``calibrate_options`` says
-    otherwise; the bank then carries it and the CAT's posterior, SE and information use it."""
+    otherwise; the bank then carries it and the CAT's posterior, SE and information use it.
+    ``binary``: whether ``train`` is all 0/1, when the caller knows."""
     from dataclasses import replace
 
-    from ..irt.dispersion import is_binary
-
-    if "dispersion" in config.calibrate_options or is_binary(train.values):
+    if binary is None:
+        binary = is_binary(train.values)
+    if "dispersion" in config.calibrate_options or binary:
         return config
     return replace(config, calibrate_options={**config.calibrate_options, "dispersion": "auto"})
 
@@ -432,18 +435,18 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
                           if k not in ("dropped_items", "dropped_subjects")}
     else:
         train_f = train
-    config = _with_dispersion(config, train_f)
+    binary = is_binary(train_f.values)
+    info["scores"] = "0/1" if binary else "continuous"
+    config = _with_dispersion(config, train_f, binary)
     bank, cal = _calibrate(train_f, config, rng)
-    from ..irt.dispersion import is_binary
-
-    info["scores"] = "0/1" if is_binary(train_f.values) else "continuous"
     info["calibration"] = cal
     timings["calibrate"] = time.perf_counter() - t0
     done("calibrate")
     if config.model_fit:
         t0 = time.perf_counter()
         # its own stream, so that switching the fit summary on or off changes no other result
-        info["fit"] = _model_fit(train_f, bank, config, np.random.default_rng([config.seed, 1]))
+        info["fit"] = _model_fit(train_f, bank, config, np.random.default_rng([config.seed, 1]),
+                                 binary)
         timings["model fit"] = time.perf_counter() - t0
         done("model fit")
     se_factors: dict = {}
