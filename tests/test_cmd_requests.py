@@ -78,13 +78,25 @@ def _gen_logs(root: Path, metric: str, n_models: int = 22, n_items: int = 30,
     return root
 
 
+def _gen_bank(tmp_path: Path, metric: str, name: str = "bank", **kw) -> Path:
+    """A bank folder built from :func:`_gen_logs` (its logs in ``<name>_logs``)."""
+    logs = _gen_logs(tmp_path / f"{name}_logs", metric, **kw)
+    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / name)]) == 0
+    return tmp_path / name
+
+
+def _ask(bank: Path, subject: str, n: int, out: Path) -> Path:
+    """``atlas evaluate`` of the toy on ``bank``, ``n`` items, written to ``out``."""
+    assert main(["evaluate", "--bank", str(bank), "--subject", subject, "--llm", "toy",
+                 "--max-items", str(n), "-q", "-o", str(out)]) == 0
+    return out
+
+
 def test_cmd_receives_the_logged_requests_and_atlas_applies_the_rule(mc2_folder, tmp_path):
     """mc2 folder (log-likelihood requests): every line the command read is the item's logged
     requests, and each stored score is mc2 of the log-likelihoods it printed."""
     subject, seen = _toy(tmp_path)
-    out = tmp_path / "run"
-    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject", subject,
-                 "--llm", "toy", "--max-items", "8", "-q", "-o", str(out)]) == 0
+    out = _ask(mc2_folder / "bank", subject, 8, tmp_path / "run")
     items = BankRef.from_option(str(mc2_folder / "bank")).predictor()[1]   # what it asks
     asked = [json.loads(x) for x in seen.read_text().splitlines()]
     steps = _steps(out)
@@ -104,12 +116,9 @@ def test_cmd_generation_is_cut_and_matched_as_the_logs_were(tmp_path):
     compared with the target (the toy's raw output goes on past the stop), so every item the
     toy answers is right; a command that prints a score for such an item is refused naming
     the rule, in one line, with the run saved."""
-    logs = _gen_logs(tmp_path / "logs", "exact_match")
-    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    bank = _gen_bank(tmp_path, "exact_match")
     subject, seen = _toy(tmp_path)
-    out = tmp_path / "run"
-    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject", subject,
-                 "--llm", "toy", "--max-items", "5", "-q", "-o", str(out)]) == 0
+    out = _ask(bank, subject, 5, tmp_path / "run")
     line = json.loads(seen.read_text().splitlines()[0])
     assert line["request_type"] == "generate_until" and line["rule"] == "exact_match"
     assert line["arguments"][0][1] == {"until": ["\n"], "max_gen_toks": 8}
@@ -117,8 +126,7 @@ def test_cmd_generation_is_cut_and_matched_as_the_logs_were(tmp_path):
 
 
 def test_cmd_printing_a_score_for_an_item_atlas_scores_is_refused(tmp_path, capsys):
-    logs = _gen_logs(tmp_path / "logs", "exact_match")
-    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    _gen_bank(tmp_path, "exact_match")
     script = tmp_path / "score.py"
     script.write_text("import json, sys\nfor line in sys.stdin:\n"
                       "    i = json.loads(line)['item_id']\n"
@@ -135,12 +143,9 @@ def test_cmd_printing_a_score_for_an_item_atlas_scores_is_refused(tmp_path, caps
 def test_cmd_scores_an_item_whose_metric_atlas_cannot_compute(tmp_path):
     """rougeL (metric:rougeL): the line says the command scores it and still carries the
     logged requests; the command's score is taken as printed."""
-    logs = _gen_logs(tmp_path / "logs", "rougeL")
-    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
+    bank = _gen_bank(tmp_path, "rougeL")
     subject, seen = _toy(tmp_path)
-    out = tmp_path / "run"
-    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject", subject,
-                 "--llm", "toy", "--max-items", "4", "-q", "-o", str(out)]) == 0
+    out = _ask(bank, subject, 4, tmp_path / "run")
     line = json.loads(seen.read_text().splitlines()[0])
     assert line["scored_by"] == "command" and line["metric"] == "rougeL"
     assert line["request_type"] == "generate_until" and line["arguments"][0][0].endswith("A:")
@@ -152,31 +157,21 @@ def test_cmd_run_page_and_label_say_the_requests_went_to_the_command(tmp_path):
     outputs; on a folder of a metric atlas cannot compute, the label names the metric."""
     import html
 
-    logs = _gen_logs(tmp_path / "logs", "exact_match")
-    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "bank")]) == 0
     subject, _ = _toy(tmp_path)
-    out = tmp_path / "run"
-    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject", subject,
-                 "--llm", "toy", "--max-items", "3", "-q", "-o", str(out)]) == 0
+    out = _ask(_gen_bank(tmp_path, "exact_match"), subject, 3, tmp_path / "run")
     page = html.unescape(next((out / "reports").glob("*.html")).read_text())
     assert "your command answers the outputs, atlas scores them by each item's rule" in page
     assert "none sent by atlas" not in page
     gold = json.loads(_steps(out)[0][2])["resps"][0].split()[0]     # each item as scored
     assert f"answered {gold} (gold {gold})" in re.sub(r"<[^>]+>", "", page)
-    logs = _gen_logs(tmp_path / "rlogs", "rougeL")
-    assert main(["build-bank", str(logs), "-q", "-o", str(tmp_path / "rbank")]) == 0
-    out = tmp_path / "rrun"
-    assert main(["evaluate", "--bank", str(tmp_path / "rbank"), "--subject", subject,
-                 "--llm", "toy", "--max-items", "3", "-q", "-o", str(out)]) == 0
+    out = _ask(_gen_bank(tmp_path, "rougeL", "rbank"), subject, 3, tmp_path / "rrun")
     row = json.loads((out / "results.json").read_text())[0]
     assert "answered and scored by your command (rougeL)" in row["protocol_label"]
 
 
 def test_runs_table_names_the_command_and_the_folders_metric(mc2_folder, tmp_path, capsys):
     subject, _ = _toy(tmp_path)
-    out = tmp_path / "run"
-    assert main(["evaluate", "--bank", str(mc2_folder / "bank"), "--subject", subject,
-                 "--llm", "toy", "--max-items", "3", "-q", "-o", str(out)]) == 0
+    out = _ask(mc2_folder / "bank", subject, 3, tmp_path / "run")
     capsys.readouterr()
     assert main(["runs", "--db", str(out / "runs.sqlite")]) == 0
     assert "your command, as the source models (mc2)" in capsys.readouterr().out
@@ -214,8 +209,7 @@ def test_the_logged_generation_settings_are_kept_and_sent(tmp_path, capsys, sett
     assert rec["requests"][0] == {"kind": "generate_until", "context": rec["requests"][0]["context"],
                                   "until": ["\n"], "max_gen_toks": 8, **settings}
     subject, seen = _toy(tmp_path)
-    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject", subject,
-                 "--llm", "toy", "--max-items", "2", "-q", "-o", str(tmp_path / "run")]) == 0
+    _ask(tmp_path / "bank", subject, 2, tmp_path / "run")
     line = json.loads(seen.read_text().splitlines()[0])
     assert line["arguments"][0][1] == {"until": ["\n"], "max_gen_toks": 8, **settings}
 
