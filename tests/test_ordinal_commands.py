@@ -181,6 +181,30 @@ def test_score_normalize_ids_on_an_ordinal_bank(root, tmp_path):
     assert "--lambda" in msg
 
 
+def test_fit_normalize_ids_keeps_the_banks_declared_scale(root, tmp_path):
+    """A bank declared on 1-10 whose first item was never rated 10: a 10 on it is scored (its
+    highest category) by atlas fit with or without --normalize-ids, as by atlas score."""
+    bank = PolyBank.read(root / "bank.csv")
+    p = bank.params.copy()
+    p[0, -1] = np.nan                                   # item 0: levels 1-9 on the 1-10 scale
+    levels = [np.arange(1.0, 10.0)] + list(bank.levels[1:])
+    numbered = [str(i)[1:] for i in bank.item_ids]
+    PolyBank(numbered, p, "graded", levels, scales=(1, 10)).write(tmp_path / "bank_r.csv")
+    df = pd.read_csv(root / "judge.csv", index_col=0)
+    df.columns = [f"X{c}" for c in numbered]
+    df.iloc[:, 0] = df.iloc[:, 0].clip(upper=9)
+    df.iloc[0, 0] = 10.0                                # a level item 0 never had, on the scale
+    df.to_csv(tmp_path / "judge_r.csv")
+    args = ("fit", str(tmp_path / "judge_r.csv"), "--bank", str(tmp_path / "bank_r.csv"),
+            "--normalize-ids", "--no-items", "--json")
+    out = json.loads(_run(*args))
+    df.columns = numbered
+    df.to_csv(tmp_path / "judge_n.csv")
+    same = json.loads(_run("fit", str(tmp_path / "judge_n.csv"), "--bank",
+                           str(tmp_path / "bank_r.csv"), "--no-items", "--json"))
+    assert out["M2"] == pytest.approx(same["M2"], rel=1e-12) and out["df"] == same["df"]
+
+
 def test_binary_calibration_of_ratings_names_the_ordinal_models(root, tmp_path):
     msg = _run("calibrate", str(root / "judge.csv"), "-o", str(tmp_path / "b.csv"), fails=True)
     assert "whole numbers 1-10 are ratings: fit them with the graded or gpcm model" in msg

@@ -131,8 +131,7 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         from ..validation import normalize_item_id
 
         iids = [normalize_item_id(i) for i in iids]
-        bk = PolyBank([normalize_item_id(i) for i in bk.item_ids], bk.params, bk.models,
-                      bk.levels, scales=bk.scales, metadata=bk.metadata)
+        bk = bk.with_ids([normalize_item_id(i) for i in bk.item_ids])
     frame = pd.DataFrame(values, index=sids, columns=iids)
     df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                           quadpts=quadpts, extra_items=extra_items)

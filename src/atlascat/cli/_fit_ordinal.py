@@ -100,8 +100,7 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
         from ..validation import normalize_item_id
 
         iids = [normalize_item_id(i) for i in iids]
-        bk = PolyBank([normalize_item_id(i) for i in bk.item_ids], bk.params, bk.models,
-                      bk.levels, metadata=bk.metadata)
+        bk = bk.with_ids([normalize_item_id(i) for i in bk.item_ids])
     frame = pd.DataFrame(values, index=sids, columns=iids)
     unknown = [str(i) for i in iids if str(i) not in bk]
     if unknown and extra_items == "error":

@@ -278,6 +278,14 @@ class PolyBank:
         return PolyBank(self.item_ids[idx], p[:, :kmax], self.models[idx],
                         [self.levels[i] for i in idx], scales=self.scales[idx], metadata=meta)
 
+    def with_ids(self, item_ids) -> "PolyBank":
+        """The same items under new ids (one per item, in order): parameters, models,
+        levels, scales and metadata kept (R's ``X514`` read back as ``514``)."""
+        if len(item_ids) != len(self):
+            raise BankError(f"with_ids: {len(item_ids)} ids for {len(self)} items")
+        return PolyBank(item_ids, self.params, self.models, self.levels, scales=self.scales,
+                        metadata=self.metadata)
+
     def param_names(self) -> list[list[str]]:
         """Each item's parameter names in mirt's order, ``a1, d1..d(K-1)``."""
         return poly.param_names(self.params)
