@@ -181,6 +181,21 @@ def test_atlas_fit_on_a_graded_bank(tmp_path, capsys):
     assert "C2 = 19.179 on 2 df" in text and "S-X2 item fit" in text
 
 
+def test_the_s_x2_note_names_the_statistic_given(tmp_path, capsys):
+    """With missing ratings the S-X2 note says which statistic above used every rating: C2
+    where C2 is given (--m2 C2, or M2* without degrees of freedom)."""
+    _, bank = _load("science_graded", "science", "graded")
+    bank.write(tmp_path / "bank.csv")
+    sci = pd.read_csv(REF / "science.csv").set_index("subject_id")
+    sci.iloc[:5, 0] = np.nan
+    sci.to_csv(tmp_path / "gaps.csv")
+    assert main(["fit", str(tmp_path / "gaps.csv"), "--bank", str(tmp_path / "bank.csv"),
+                 "--m2", "C2", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["statistic"] == "C2" and "C2 uses every rating" in rep["sx2_note"]
+    assert "M2 uses" not in rep["sx2_note"]
+
+
 @pytest.mark.parametrize("extra,words", [
     (["--q3"], "--q3: binary banks only"),
     (["--partition-size", "2"], "--partition-size: binary banks only"),

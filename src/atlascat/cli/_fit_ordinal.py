@@ -37,7 +37,8 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
         w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=float)
         rated = ~frame.isna().to_numpy()
         if sx2_subjects(report, float(w[rated.all(axis=1)].sum()),
-                        float(w[rated.any(axis=1)].sum()), rating=True):
+                        float(w[rated.any(axis=1)].sum()), rating=True,
+                        statistic=report["statistic"] if "M2" in report else None):
             if bar is not None:
                 bar.stage("S-X2", 1)
             sx = sx2_ordinal(frame, bank, estimated=estimated, weights=weights)
@@ -54,9 +55,10 @@ def no_m2(kind: str, df: int, n_mom: int, n_free: int) -> str:
 
 
 def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions: bool = False,
-                 rating: bool = False) -> bool:
+                 rating: bool = False, statistic: str | None = "M2") -> bool:
     """Say in the report which subjects S-X2 uses when some answers are missing (``n_sx2``,
-    ``sx2_note``); False where no subject answered every item (S-X2 then left out)."""
+    ``sx2_note``; ``statistic``: the report's M2, M2* or C2, None where it has none); False
+    where no subject answered every item (S-X2 then left out)."""
     if n_complete >= n_total:
         return True
     what, answer = ("rated", "rating") if rating else ("answered", "answer")
@@ -64,15 +66,16 @@ def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions:
     if n_complete < 2:
         scope = "all items of a partition" if partitions else "every item"
         report["sx2_note"] = (f"S-X2 left out: no subject {what} {scope} (S-X2 needs complete "
-                              "rows, as mirt's itemfit(mod, na.rm = TRUE)); M2 above uses every "
-                              f"{answer}, as mirt's M2")
+                              "rows, as mirt's itemfit(mod, na.rm = TRUE))" + (
+                                  f"; {statistic} above uses every {answer}, as mirt's M2"
+                                  if statistic else ""))
         return False
     lead = (f"S-X2 on the {n_complete:g} of {n_total:g} subjects who {what} every item"
             if not partitions else
             f"S-X2 in each partition on the subjects who {what} all its items (at least "
             f"{n_complete:g} of {n_total:g})")
-    report["sx2_note"] = (f"{lead} (mirt: itemfit(mod, na.rm = TRUE)); M2 uses every {answer} "
-                          "(pairwise, as mirt's M2)")
+    report["sx2_note"] = (f"{lead} (mirt: itemfit(mod, na.rm = TRUE))" + (
+        f"; {statistic} uses every {answer} (pairwise, as mirt's M2)" if statistic else ""))
     return True
 
 
