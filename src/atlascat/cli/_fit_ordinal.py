@@ -27,6 +27,7 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
         except ConfigError as exc:   # the library's hint in the command's words
             raise ConfigError(str(exc).replace("statistic='C2'", "--m2 C2")) from None
         d = res.to_dict()
+        report["statistic"] = res.statistic   # auto: C2 where M2* is not determined (warned)
         if statistic.upper() == "AUTO" and kind == "C2":
             report["note"] = (f"M2* has too few degrees of freedom on {len(bank)} items: C2 "
                               "(mirt: M2(mod, type = 'C2'))")
