@@ -302,11 +302,13 @@ def test_compare_models_of_two_graded_runs_is_not_in_leaderboard_points(root, tm
     assert "leaderboard" not in out
 
 
-def test_long_format_ratings_read_as_the_wide_matrix(root, tmp_path):
-    """Long format (model, item, score), which every command takes for 0/1 scores, holds
-    ratings too: calibrate, score and simulate read it as the wide matrix."""
+@pytest.mark.parametrize("item,score", [("item", "score"), ("prompt", "rating")])
+def test_long_format_ratings_read_as_the_wide_matrix(root, tmp_path, item, score):
+    """Long format (model, item, score; a judge's model, prompt, rating), which every command
+    takes for 0/1 scores, holds ratings too: calibrate, score and simulate read it as the wide
+    matrix."""
     wide = pd.read_csv(root / "judge.csv", index_col=0)
-    long = wide.stack().rename("score").rename_axis(["model", "item"]).reset_index()
+    long = wide.stack().rename(score).rename_axis(["model", item]).reset_index()
     long.to_csv(tmp_path / "long.csv", index=False)
     for name in ("long", "wide"):
         src = tmp_path / "long.csv" if name == "long" else root / "judge.csv"
