@@ -59,7 +59,8 @@ def _write_outputs(res, output, fmt: str, summary, scores, responses) -> None:
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
         from ..irt.polybank import PolyBank
 
-        meta = res.standard_errors(fmt).filter(like="_se").reset_index(drop=True)
+        meta = res.standard_errors(fmt, scale="standard").filter(like="_se").reset_index(
+            drop=True)
         if bank.metadata is not None:
             meta = pd.concat([meta, bank.metadata.reset_index(drop=True)], axis=1)
         bank = PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,

@@ -17,8 +17,9 @@ from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses
 _MODEL = typer.Option(AUTO, "--model",
     help="IRT model: auto, rasch, 1pl, 2pl, 3pl or 4pl; auto is chosen "
          "from the number of subjects (2PL < 500, 3PL < 1000, else "
-         "4PL); graded or gpcm for ordinal ratings (e.g. 1-10, 0-3: "
-         "each item's observed levels are its categories).")
+         "4PL); graded, gpcm or pcm (partial credit: mirt's Rasch) for "
+         "ordinal ratings (e.g. 1-10, 0-3: each item's observed levels "
+         "are its categories).")
 
 _RATING_RANGE = typer.Option(
     None, "--rating-range", metavar="LO HI",
@@ -197,7 +198,7 @@ def _whole_ratings(responses, freq_column) -> bool:
 
 def _is_ordinal(model: str, rating_range) -> bool:
     """Whether --model names an ordinal model; --rating-range belongs to those only."""
-    if model.lower() in ("graded", "gpcm"):
+    if model.lower() in ("graded", "gpcm", "pcm"):
         return True
     if rating_range is not None:
         from ..errors import ConfigError

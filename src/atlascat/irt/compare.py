@@ -30,7 +30,8 @@ __all__ = ["information_criteria", "n_parameters", "anova", "nested", "NESTED"]
 NESTED = {"rasch": {"rasch", "1pl"}, "1pl": {"rasch", "1pl"},
           "2pl": {"rasch", "1pl", "2pl"}, "3pl": {"rasch", "1pl", "2pl", "3pl"},
           "4pl": {"rasch", "1pl", "2pl", "3pl", "4pl"},
-          "graded": {"rasch", "1pl", "2pl", "graded"}, "gpcm": {"gpcm"}}
+          "graded": {"rasch", "1pl", "2pl", "graded"}, "gpcm": {"pcm", "gpcm"},
+          "pcm": {"pcm"}}
 _FREE = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
 
 
