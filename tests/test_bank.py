@@ -71,6 +71,27 @@ class TestOperations:
         with pytest.raises(BankError, match="not in the bank"):
             bank.index_of(["zz"])
 
+    def test_indexing_a_bank_names_the_accessors(self):
+        """bank["q1"] / bank[0] is a TypeError (and a BankError) naming how a bank is read;
+        a bank is still one object to NumPy and pandas, and not iterable."""
+        import collections.abc
+
+        bank = ItemBank(["q1", "q2"], [1.0, 1.5], [0.0, 0.5])
+        for key in ("id", "q1", 0):
+            with pytest.raises(TypeError) as err:
+                bank[key]
+            said = str(err.value)
+            assert isinstance(err.value, BankError) and said.startswith(
+                f"an ItemBank is not indexed (bank[{key!r}]): its item ids are bank.item_ids, "
+                "its parameters bank.a, bank.b, bank.c, bank.u")
+            assert f"bank.index_of({key!r})" in said and "bank.to_frame()" in said
+        with pytest.raises(TypeError, match="'ItemBank' object is not iterable"):
+            iter(bank)
+        assert not isinstance(bank, collections.abc.Iterable) and "q1" in bank
+        assert np.asarray(bank).shape == () and np.asarray(bank)[()] is bank
+        assert np.array([bank, bank], dtype=object).shape == (2,)
+        assert pd.Series([bank]).iloc[0] is bank
+
     def test_arrays_are_read_only(self):
         bank = ItemBank(["a"], [1.0], [0.0])
         with pytest.raises(ValueError):

@@ -192,6 +192,27 @@ class ItemBank:
     def __contains__(self, item_id) -> bool:
         return str(item_id) in self._index
 
+    __iter__ = None   # not iterable: its ids are item_ids (iter(bank) is Python's TypeError)
+
+    def __array__(self, dtype=None, copy=None):
+        """The bank as one object (a 0-d array), never as a sequence of its items: NumPy reads
+        an object with ``__getitem__`` as one, and a bank passed where numbers belong is then
+        refused by the check that names what was given."""
+        out = np.empty((), dtype=object)
+        out[()] = self
+        return out
+
+    def __getitem__(self, key):
+        """Refused: a bank is read through its attributes (:class:`~atlascat.errors.
+        BankIndexError` names them)."""
+        from ..errors import BankIndexError
+
+        raise BankIndexError(
+            f"an ItemBank is not indexed (bank[{key!r}]): its item ids are bank.item_ids, its "
+            "parameters bank.a, bank.b, bank.c, bank.u (bank.params), an item's position "
+            f"bank.index_of({key!r}), some items as a bank bank.subset([...]), ids, parameters "
+            "and metadata as a table bank.to_frame()")
+
     def subset(self, items) -> "ItemBank":
         """A new bank with the selected items: ids, a boolean mask, or integer positions."""
         sel = np.asarray(items)
