@@ -42,6 +42,8 @@ def test_the_run_stops_at_its_token_budget_and_keeps_it(tmp_path, capsys):
     spent = run["prompt_tokens"] + run["completion_tokens"]
     assert spent <= budget * 1.25       # stopped on the expected tokens of the next item
     assert spent + spent / run["n_items"] > budget   # ... and only when it would not fit
+    page = (tmp_path / "capped" / "reports" / f"{run['run_id']}.html").read_text()
+    assert f"of a budget of {budget}" in page and "token_budget" in page
 
 
 def test_the_stop_rule():
