@@ -669,6 +669,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         *summary[1:],  # the first is the page's headline
         *_observed_rows(info, ordinal, own, continuous),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
+         + (f" of a budget of {info['token_budget']}" if info.get("token_budget") else "")
          if tokens or info["prompt_tokens"] else "not reported by the subject"),
         ("latency total / median per item",
          f"{info['latency_s']:.2f} s / {(float(np.median(lat)) if len(lat) else 0.0):.3f} s"),

@@ -385,7 +385,8 @@ class LiveRun:
     @classmethod
     def start(cls, store, bank, subjects, *, config=None, prompt=None, seed: int = 0,
               batch_size: int = 1, design: str = "auto", budget: int | None = None,
-              bank_ref: str | None = None, run_ids=None) -> "LiveRun":
+              bank_ref: str | None = None, run_ids=None,
+              token_budget: int | None = None) -> "LiveRun":
         """New runs of ``bank`` for ``subjects`` (every run is created before any is asked).
 
         ``bank``: a :class:`~atlascat.catalogue.BankRef` (a suite's asks the whole suite in
@@ -394,6 +395,8 @@ class LiveRun:
         (:func:`choose_design`): the adaptive test with ``config`` (a CATConfig), or a bank
         folder's benchmark predictor asking ``budget`` items (default the predictor's; seeded by
         ``seed``). ``batch_size``: items asked per round (a suite's comes from its config).
+        ``token_budget``: each run stops before a round would take it past this many tokens
+        (:func:`~atlascat.live.runner.start_run`).
         A bank given as a string is read as ``--bank`` reads it (:meth:`BankRef.from_option`)."""
         import numbers
 
@@ -413,7 +416,8 @@ class LiveRun:
         if isinstance(bank, BankRef) and bank.kind == "suite":
             from .suite_run import start_suite_run
 
-            made = [start_suite_run(store, bank.name, s, config=config, prompt=prompt, run_id=r)
+            made = [start_suite_run(store, bank.name, s, config=config, prompt=prompt, run_id=r,
+                                    token_budget=token_budget)
                     for s, r in zip(subjects, ids)]
             return cls(store, [Job(r, "suite", _job_bank("suite", bank), s, bank)
                                for r, s in zip(made, subjects)])
@@ -448,7 +452,8 @@ class LiveRun:
         stored_ref = str(ref) if ref is not None else bank_ref
         jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
                               bank_ref=stored_ref, batch_size=batch_size, session=session,
-                              run_id=r, kind=kind), kind, items, s, ref)
+                              run_id=r, kind=kind, token_budget=token_budget), kind, items, s,
+                    ref)
                 for s, session, r in zip(subjects, sessions, ids)]
         return cls(store, jobs)
 
