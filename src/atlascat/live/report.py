@@ -413,12 +413,10 @@ def describe_prediction(lb, *, short: bool = False) -> str:
 def progress_words(lb) -> str:
     """How far a run that is not done got: "interrupted after 31 items", "stopped by an error
     after 31 items", "running, 31 items so far"."""
-    items = f"{lb.get('answered', 0)} item{'' if lb.get('answered') == 1 else 's'}"
-    if lb.get("state") == "running":
-        return f"running, {items} so far"
-    if lb.get("state") == "error":
-        return f"stopped by an error after {items}"
-    return f"{lb.get('state') or 'interrupted'} after {items}"
+    items, state = (f"{lb.get('answered', 0)} item{'' if lb.get('answered') == 1 else 's'}",
+                    lb.get("state") or "interrupted")
+    return {"running": f"running, {items} so far", "error": f"stopped by an error after "
+            f"{items}"}.get(state, f"{state} after {items}")
 
 
 def describe_method(lb) -> str:
