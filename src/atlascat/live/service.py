@@ -181,15 +181,28 @@ def _folder_prediction(folder, theta, se, answers, stop_reason) -> dict:
 
 
 def predict_run(store: RunStore, run) -> dict:
-    """The predicted score of a finished stored run (``run``: its id or its
+    """The predicted score of a stored run (``run``: its id or its
     :meth:`~atlascat.live.store.RunStore.list_runs` row), computed as ``atlas evaluate`` does:
-    the run's own answers and stop reason; a suite run's is its predicted average. {} for a run
-    that is not done."""
+    the run's own answers and stop reason; a suite run's is its predicted average. A run that
+    is not done (running, interrupted, stopped by an error) is predicted from the answers it
+    recorded so far and marked ``partial`` (True) with its ``state`` and ``answered`` (items),
+    which :func:`~atlascat.live.report.describe_prediction` writes ("interrupted after 31
+    items")."""
+    row = store.get_run(run) if isinstance(run, str) else run
+    state = row.get("state", row.get("status"))
+    if state == "done":
+        return _stored_prediction(store, row)
+    try:
+        pred = _stored_prediction(store, row)
+    except AtlasError as exc:  # a run cut short mid-write: its list row still stands
+        pred = {"note": f"no prediction from its answers so far ({exc})"}
+    return {**pred, "partial": True, "state": state, "answered": int(row.get("n_items") or 0)}
+
+
+def _stored_prediction(store: RunStore, row: dict) -> dict:
+    """:func:`predict_run`'s prediction of the run ``row`` from its stored answers."""
     from .suite_run import suite_result
 
-    row = store.get_run(run) if isinstance(run, str) else run
-    if row.get("state", row.get("status")) != "done":
-        return {}
     if row["kind"] == "suite":
         return suite_result(store, row["run_id"])["prediction"]
     if not row.get("bank_ref"):
