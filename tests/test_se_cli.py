@@ -161,3 +161,14 @@ def test_partial_credit_anova_and_bank_as_mirt(tmp_path, capsys):
     assert [r["model"] for r in rows] == ["pcm", "gpcm"] and rows[1]["df"] == 3
     assert rows[1]["X2"] == pytest.approx(want.loc["gpcm", "X2"], abs=0.02)
     assert rows[0]["AIC"] == pytest.approx(want.loc["pcm", "AIC"], abs=0.05)
+
+
+def test_partial_credit_on_answers_is_the_rasch_model_nested_in_the_2pl(lsat7, capsys):
+    """On 0/1 answers the partial credit model is the Rasch model: anova(pcm, 2pl) is mirt's
+    anova(rasch, 2pl) on LSAT7 (X2 12.19 on 4 df)."""
+    assert main(["anova", lsat7, "--freq-column", "freq", "--model", "pcm", "--model", "2pl",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    want = pd.read_csv(REF / "anova_lsat7_rasch_2pl.csv").set_index("model")
+    assert rows[0]["logLik"] == pytest.approx(want.loc["rasch", "logLik"], abs=1e-3)
+    assert rows[1]["X2"] == pytest.approx(want.loc["2pl", "X2"], abs=0.01) and rows[1]["df"] == 4
