@@ -200,6 +200,11 @@ def test_an_undetermined_m2_star_is_said_and_auto_gives_c2():
     with pytest.warns(RuntimeWarning, match="C2 is determined"):
         star = pf.m2_ordinal(r, bank, statistic="M2*", null_model=False)
     assert star.statistic == "M2*" and star.df == 10
+    from atlascat.cli._fit_ordinal import ordinal_fit_report
+
+    with pytest.warns(RuntimeWarning, match="M2\\* is not determined"):
+        rep = ordinal_fit_report(pd.DataFrame(r, columns=bank.item_ids), bank, items=False)
+    assert rep["statistic"] == "C2" and "not determined" in rep["note"]
     ratings, ref_bank = _load("sim_graded", "sim_graded", "graded")
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -31,6 +31,9 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
         if statistic.upper() == "AUTO" and kind == "C2":
             report["note"] = (f"M2* has too few degrees of freedom on {len(bank)} items: C2 "
                               "(mirt: M2(mod, type = 'C2'))")
+        elif res.statistic != kind:
+            report["note"] = ("M2* is not determined by these ratings, as warned: C2 "
+                              "(mirt: M2(mod, type = 'C2'))")
         report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
                                           "SRMSR", "TLI", "CFI", "n", "n_free", "M2_null",
                                           "df_null", "n_dropped")})
