@@ -373,7 +373,7 @@ CLI_CASES = [
     ("score-ordinal-unseen-category", "score {d}/rat_unseen.csv --bank {d}/graded.csv", ["rating 2 of model 'm2' on item 'q3'", "outside the item's scale 0-1", "set when it is calibrated: --rating-range LO HI", "levels observed at calibration: 0;1"]),
     ("simulate-ordinal-unseen-category", "simulate {d}/rat_unseen.csv --bank {d}/graded.csv -o {d}/simo", ["rating 2 of model 'm2' on item 'q3'", "outside the item's scale 0-1", "levels observed at calibration: 0;1"]),
     ("calibrate-ordinal-non-integer", "calibrate {d}/rat_half.csv --model graded -o {d}/o/b.csv", ["2.5", "row 2", "'m2'", "'q3'", "integer"]),
-    ("calibrate-ordinal-one-level", "calibrate {d}/rat_one.csv --model gpcm -o {d}/o/b.csv", ["'q5'", "only the level 3"]),
+    ("calibrate-ordinal-one-level", "calibrate {d}/rat_one.csv --model gpcm -o {d}/o/b.csv", ["'q5'", "only the level 3", "--drop-empty"]),
     ("calibrate-ordinal-range", "calibrate {d}/rat.csv --model graded --rating-range 1 3 -o {d}/o/b.csv", ["rating 4", "declared range [1, 3]"]),
     ("calibrate-ordinal-range-reversed", "calibrate {d}/rat.csv --model graded --rating-range 4 1 -o {d}/o/b.csv", ["rating range", "LO < HI", "[4, 1]"]),
     ("evaluate-graded-request-subject", "evaluate --bank {d}/graded.csv --subject completions:http://127.0.0.1:9/v1 --llm x -o {d}/evg", ["completions:", "graded / gpcm bank has none", "cmd:COMMAND", "replay:"]),

@@ -205,6 +205,26 @@ def test_fit_normalize_ids_keeps_the_banks_declared_scale(root, tmp_path):
     assert out["M2"] == pytest.approx(same["M2"], rel=1e-12) and out["df"] == same["df"]
 
 
+@pytest.mark.parametrize("model", ["graded", "pcm"])
+def test_drop_empty_leaves_out_items_rated_at_one_level_or_none(root, tmp_path, model):
+    """--drop-empty on ratings: a prompt no model was rated on, and one every model got 7 on,
+    are left out (warned, in the summary's dropped_items); the rest fit as without them."""
+    df = pd.read_csv(root / "judge.csv", index_col=0)
+    df.to_csv(tmp_path / "plain.csv")
+    df.assign(q_none=np.nan, q_same=7.0).to_csv(tmp_path / "gaps.csv")
+    msg = _run("calibrate", str(tmp_path / "gaps.csv"), "--model", model, "-o",
+               str(tmp_path / "x.csv"), fails=True)
+    assert "'q_none' has no response" in msg and "--drop-empty" in msg
+    _run("calibrate", str(tmp_path / "gaps.csv"), "--model", model, "--drop-empty", "-o",
+         str(tmp_path / "a.csv"), "--summary", str(tmp_path / "a.json"), "-q")
+    _run("calibrate", str(tmp_path / "plain.csv"), "--model", model, "-o",
+         str(tmp_path / "b.csv"), "--summary", str(tmp_path / "b.json"), "-q")
+    a, b = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
+    assert a["dropped_items"] == ["q_none", "q_same"] and b["dropped_items"] == []
+    assert a["loglik"] == pytest.approx(b["loglik"], abs=1e-9)
+    assert pd.read_csv(tmp_path / "a.csv")["item_id"].tolist() == list(df.columns)
+
+
 def test_binary_calibration_of_ratings_names_the_ordinal_models(root, tmp_path):
     msg = _run("calibrate", str(root / "judge.csv"), "-o", str(tmp_path / "b.csv"), fails=True)
     assert "whole numbers 1-10 are ratings: fit them with the graded or gpcm model" in msg

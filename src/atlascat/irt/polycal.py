@@ -124,6 +124,24 @@ def thin_categories(data, weights=None) -> list[str]:
     return out
 
 
+def _one_level_items(values, item_ids, on_empty: str):
+    """(items kept, a boolean mask; dropped ids): with ``on_empty="drop"`` the items rated at
+    fewer than two levels (none at all, or every rating the same) are left out, warned;
+    "error" keeps them (:func:`atlascat.irt.polyfit.encode` refuses them)."""
+    if on_empty not in ("error", "drop"):
+        raise ConfigError(f"on_empty must be 'error' or 'drop', got {on_empty!r}")
+    n_lev = np.array([np.unique(c[~np.isnan(c)]).size for c in values.T])
+    thin = (n_lev < 2) & (on_empty == "drop")
+    dropped = [str(i) for i in np.asarray(item_ids)[thin]]
+    if thin.all():
+        raise ResponseDataError(f"every item is rated at fewer than two levels (e.g. "
+                                f"{dropped[:3]}); an ordinal item needs at least two")
+    if dropped:
+        warn_user(f"{len(dropped)} item(s) rated at fewer than two levels (no rating, or the "
+                  f"same from every subject) were left out: {dropped[:10]}")
+    return ~thin, dropped
+
+
 def _as_ratings(responses, weights):
     from ..responses import ResponseMatrix
 
@@ -158,7 +176,8 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                       value_range=None, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
                       max_iter: int = MAX_ITER, tol: float = TOL, accelerate: bool = True,
                       max_newton: int = 8, callback=None, start: PolyBank | None = None,
-                      se: bool = False, se_callback=None) -> CalibrationResult:
+                      se: bool = False, se_callback=None,
+                      on_empty: str = "error") -> CalibrationResult:
     """Calibrate ordinal items by MML-EM (:mod:`atlascat.irt.polyfit`).
 
     ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
@@ -173,8 +192,10 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     scored as the category it falls in); ``start``: a
     bank whose items (by id, same categories) give starting values; ``callback(info)`` after
     every EM iteration (``iteration``, ``loglik``, ``max_change``), ``se_callback(done,
-    total)`` as the standard errors' information columns are computed. Returns a
-    :class:`CalibrationResult` whose ``bank`` is a :class:`PolyBank`.
+    total)`` as the standard errors' information columns are computed; ``on_empty``: "error"
+    (default) refuses an item rated at one level or not at all, "drop" leaves it out, warned
+    and listed in ``dropped_items``. Returns a :class:`CalibrationResult` whose ``bank`` is a
+    :class:`PolyBank`.
     """
     from .._blas import small_products
 
@@ -197,6 +218,8 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         raise ResponseDataError(f"calibration needs at least 2 subjects with a rating, got "
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
+    keep, dropped = _one_level_items(values, iids, on_empty)
+    values, iids, models = values[:, keep], np.asarray(iids)[keep], models[keep]
     data = encode(values, iids, value_range, sids)
     problems = thin_categories(data, w)
     for note in problems:
@@ -248,6 +271,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         theta=fit["theta"], theta_se=fit["theta_se"], subject_ids=sids,
         log_posterior=fit["log_posterior"], settings=settings,
         n_observations=float(len(sids) if w is None else np.sum(w)), latent_variance=var,
+        dropped_items=dropped,
         n_parameters=int(np.sum(data.n_cat - 1)) + 1 if pcm else None)
     if se:   # standard errors from the observed information (atlascat.irt.se)
         from .quadrature import normal_quadrature
