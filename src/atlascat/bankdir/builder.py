@@ -697,7 +697,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                            else default_chance(bench, meta))
     link = fit_link(bank, y, s, benchmark=bench, seed=seed, chance=chance, max_items=budget,
                     extra_se_stops=())
-    link.info["model"] = bank.model
+    link.info["model"], link.info["chance_from"] = bank.model, chance_from
     step()
     if folds:
         cf = cross_fit_factor(y, s, model=bank.model, benchmark=bench, seed=seed, folds=folds,
