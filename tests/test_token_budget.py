@@ -133,3 +133,14 @@ def _first_round_tokens(out) -> int:
     with sqlite3.connect(out / "runs.sqlite") as con:
         return con.execute("select sum(prompt_tokens + completion_tokens) from steps "
                            "where step < 6").fetchone()[0]
+
+
+def test_the_python_call_takes_the_budget(tmp_path):
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import evaluate
+    from atlascat.live.subjects import OpenAICompletionsSubject
+
+    with MockOpenAIServer(lm=ToyLM(seed=3)) as srv:
+        res = evaluate(BankRef.from_option("arc"), OpenAICompletionsSubject(srv.url, "toy"),
+                       store=tmp_path / "r.sqlite", token_budget=1)
+    assert res.stop_reason == "token_budget" and res.n_items == 1   # the first round only

@@ -588,7 +588,8 @@ class LiveRun:
 
 def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
              cache: bool = True, bank_ref: str | None = None, run_id: str | None = None,
-             on_step: Callable | None = None, batch_size: int = 1) -> RunResult:
+             on_step: Callable | None = None, batch_size: int = 1,
+             token_budget: int | None = None) -> RunResult:
     """One adaptive test of ``subject`` on ``bank``, persisted in ``store`` (path or RunStore),
     driven to its end; raises what stopped it (a :class:`~atlascat.errors.RunStoppedError`
     can be resumed with :func:`resume`).
@@ -604,10 +605,12 @@ def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
     cache : reuse stored answers of the same model to the same prompt
     bank_ref : how to find an ItemBank again on resume (``shipped:arc`` or a file path)
     batch_size : items selected jointly and asked at once per round (1 = the classic CAT)
+    token_budget : stop once the next round is expected to pass this many tokens (a subject
+        that reports them: :func:`~atlascat.live.runner.token_budget_stop`)
     """
     live = LiveRun.start(store, bank, [subject], config=config, seed=seed, prompt=prompt,
                          batch_size=batch_size, design="adaptive", bank_ref=bank_ref,
-                         run_ids=[run_id])
+                         run_ids=[run_id], token_budget=token_budget)
     return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]
 
 
