@@ -323,7 +323,7 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
 
     k = min(_check_batch_size(batch_size), len(bank))   # a round asks at most the whole bank
     check_content(bank, subject, bank.item_ids[:1])
-    _answerable(subject, bank)   # before the run exists: a failed start leaves nothing
+    answerable_items(subject, bank)   # before the run exists: a failed start leaves nothing
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
     if k > 1 and is_ordinal(bank):
@@ -339,7 +339,7 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
         run_id=run_id, protocol=subject_protocol(subject), batch_size=k, kind=kind)
 
 
-def _answerable(subject, bank):
+def answerable_items(subject, bank):
     """The items a recorded subject (``replay:``) has answers for (None: any item); one line
     when it has none of the bank's."""
     answerable = getattr(subject, "answered_items", None)
@@ -575,7 +575,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     unread, n_read = [], 0
     try:
         opened = store.open_steps(run_id)
-        answerable = _answerable(subject, bank)
+        answerable = answerable_items(subject, bank)
         while True:
             items = _next_round(session, k, answerable)
             if not items:

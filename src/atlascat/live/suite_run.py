@@ -32,7 +32,8 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..catalogue.bankref import BankRef
 from .report import protocol_label, render_run_report
-from .runner import PromptSettings, RunResult, bank_hash, check_content, subject_protocol
+from .runner import (PromptSettings, RunResult, answerable_items, bank_hash, check_content,
+                     subject_protocol)
 from .store import RunStore
 from .subjects import is_item_scored
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
@@ -63,6 +64,7 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     config = config if config is not None else SuiteConfig()
     members = list(bank.metadata["member"])
     check_content(bank, subject, [bank.item_ids[members.index(m)] for m in dict.fromkeys(members)])
+    answerable_items(subject, bank)   # a replay with no answer to the suite's items: one line
     prompt = prompt or PromptSettings()
     session = SuiteLiveSession(ref, config)
     store.add_redactor(getattr(subject, "redact", None))

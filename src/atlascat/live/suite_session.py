@@ -95,6 +95,7 @@ class SuiteLiveSession:
         self.config = config if config is not None else SuiteConfig()
         self.inner = SuiteSession(self.suite, self.config, subject_ids=["subject"])
         self.rounds: list = []
+        self.skipped: list = []
         self.theta = float("nan")
         self.se = float("inf")
 
@@ -124,6 +125,12 @@ class SuiteLiveSession:
     def record(self, item, score) -> None:
         self.record_many([item], [score])
 
+    def skip(self, item) -> None:
+        """Never pick ``item`` (a recorded subject has no answer to it, as a blank of
+        ``atlas simulate --suite``'s matrices); kept in the snapshot."""
+        self.inner.update({split_item(item): None})
+        self.skipped.append(str(item))
+
     def _estimate(self) -> None:
         """theta / se of the step log: the predicted average and its SE (0-1)."""
         self.inner.refresh()
@@ -140,7 +147,8 @@ class SuiteLiveSession:
     # ------------------------------------------------------------------ snapshot
     def to_dict(self) -> dict:
         return {"type": "suite", "suite": self.ref, "config": self.config.to_dict(),
-                "rounds": self.rounds, "rng": self.inner.rng.bit_generator.state,
+                "rounds": self.rounds, "skipped": self.skipped,
+                "rng": self.inner.rng.bit_generator.state,
                 "theta": self.theta, "se": self.se,
                 "stop_reason": self.stop_reason}
 
@@ -151,6 +159,8 @@ class SuiteLiveSession:
         from ..suite import SuiteConfig
 
         out = cls(state["suite"], SuiteConfig(**state["config"]))
+        for item in state.get("skipped", []):
+            out.skip(item)
         for rnd in state.get("rounds", []):
             out.inner.update({split_item(i): float(s) for i, s in rnd})
             out.rounds.append([[str(i), int(s)] for i, s in rnd])

@@ -118,7 +118,9 @@ class SubjectSpec:
     ``lmeval:MODEL,ARGS``     an lm-evaluation-harness backend (``atlascat.live.lmeval_backend``)
     ``replay:MATRIX#MODEL``   answers recorded in a response matrix (file or bundled name); on a
                               bank without requests (built from a matrix), or scored by f1 or
-                              a metric ATLAS cannot compute, asked by item id
+                              a metric ATLAS cannot compute, asked by item id; on a suite,
+                              ``MEMBER=MATRIX,...`` or the suite's name (each member's
+                              bundled matrix: :func:`.replay.suite_recorded_answers`)
     ``cmd:COMMAND``           the user's program: sent the bank's requests, its outputs scored
                               by each item's rule (:mod:`.cmdrequests`), or on a bank without
                               requests scores the items by id (:mod:`.itemscored`);
@@ -206,7 +208,7 @@ class SubjectSpec:
             if bank is not None and (not has_requests(bank) or replays_by_id(bank)):
                 return RecordedAnswers(matrix, who, ratings=ratings,
                                        score_range=kw.get("score_range"))
-            return ReplaySubject(matrix, who, bank=bank)
+            return ReplaySubject(matrix, who, bank=bank, members=_suite_members(bank))
         if kind == "cmd":
             command = (target.replace("{model}", shlex.quote(str(model)))
                        if "{model}" in target else target)
@@ -272,6 +274,14 @@ class SubjectSpec:
             return cls(kind, desc["model_type"] + (f",{args}" if args else ""), desc.get("name")), {}
         raise ConfigError(f"cannot rebuild a {kind!r} subject from the run store; pass the "
                           "subject itself")
+
+
+def _suite_members(bank) -> list | None:
+    """A suite's composite bank's member names (its items ``<member>/<item_id>``), else None."""
+    meta = getattr(bank, "metadata", None)
+    if meta is None or "member" not in meta.columns:
+        return None
+    return list(dict.fromkeys(str(m) for m in meta["member"]))
 
 
 def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **settings):
