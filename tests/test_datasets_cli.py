@@ -84,6 +84,21 @@ class TestCLI:
         assert "own theta scale" in err and "atlas info arc --theta" in err
         assert len(err.strip().splitlines()) == 1
 
+    def test_info_suite_file_reads_it_as_the_suite(self, tmp_path, capsys):
+        """A suite's JSON file (what --suite takes) is described as its suite; a broken one
+        is one line (it was refused as an unsupported file type)."""
+        from atlascat.catalogue.suites import suite_path
+
+        path = tmp_path / "mine.json"
+        path.write_text(suite_path("openllm-v1").read_text())
+        assert main(["info", str(path), "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["kind"] == "suite" and len(out["members"]) == 6
+        path.write_text("{}")
+        assert main(["info", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "a suite needs 'members'" in err and len(err.strip().splitlines()) == 1
+
     def test_bad_input_is_one_line_error(self, tmp_path, capsys):
         path = tmp_path / "bad.csv"
         path.write_text("model,q1\nm1,2\n")

@@ -19,9 +19,9 @@ def describe(path: Path) -> dict:
     from ..validation import check_input_file
 
     p = Path(path)
-    if p.is_file():
+    if p.is_file() and p.suffix.lower() != ".json":   # a .json file: a suite's definition
         p = check_input_file(p, what="file", option="PATH")
-    if not p.is_file() or _looks_like_bank(p):
+    if not p.is_file() or p.suffix.lower() == ".json" or _looks_like_bank(p):
         ref = BankRef.from_option(path, option="PATH", normalize_ids=False, kinds=KINDS)
         if ref.kind == "suite":   # its members, each on its own theta scale
             from ..suite import load_suite
