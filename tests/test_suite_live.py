@@ -322,3 +322,22 @@ def test_replay_on_the_suite_bad_input_is_one_line(target, words, tmp_path, caps
     err = capsys.readouterr().err
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_a_replayed_leaderboard_model_is_not_its_own_neighbour(tmp_path, capsys):
+    """A live suite run names its session's subject by the model: a replayed calibration
+    model is predicted as a new model (as ``atlas simulate --suite`` predicts it), not
+    corrected by its own published error as its own nearest neighbour."""
+    from atlascat.live.suite_session import SuiteLiveSession
+
+    model = "fblgit/una-llama-7b"
+    db = tmp_path / "n.sqlite"
+    assert main(["evaluate", "--suite", "openllm-v1", "--subject", f"replay:openllm-v1#{model}",
+                 "--db", str(db), *SHORT, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)[0]
+    assert res["nearest_models"] and model not in [n["model"] for n in res["nearest_models"]]
+    state = RunStore(db).get_run(res["run_id"])["session"]
+    assert state["subject"] == model
+    old = {k: v for k, v in state.items() if k != "subject"}   # a snapshot without the name
+    assert SuiteLiveSession.from_dict(old, subject=model).prediction() == \
+        SuiteLiveSession.from_dict(state).prediction()

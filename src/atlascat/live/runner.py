@@ -264,7 +264,7 @@ def _restore_session(info: dict, bank):
     if info["kind"] == "suite":
         from .suite_session import SuiteLiveSession
 
-        return SuiteLiveSession.from_dict(state, bank)
+        return SuiteLiveSession.from_dict(state, bank, subject=info.get("model"))
     if info["kind"] == "predictor":
         from .predictor_session import PredictorLiveSession
 

@@ -66,7 +66,7 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     check_content(bank, subject, [bank.item_ids[members.index(m)] for m in dict.fromkeys(members)])
     answerable_items(subject, bank)   # a replay with no answer to the suite's items: one line
     prompt = prompt or PromptSettings()
-    session = SuiteLiveSession(ref, config)
+    session = SuiteLiveSession(ref, config, subject=subject.name)
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
@@ -92,7 +92,7 @@ def suite_result(store: RunStore, run_id: str) -> dict:
     row.update({"suite": None, "average": None, "benchmarks": [],
                 "prediction": {"note": "no answered item yet"}})
     if res.n_items:
-        session = SuiteLiveSession.from_dict(info["session"])
+        session = SuiteLiveSession.from_dict(info["session"], subject=info["model"])
         pred = session.prediction(stop_reason=info.get("stop_reason"))
         row.update(pred, stop_reason=res.stop_reason, prediction=dict(pred["average"]))
     else:

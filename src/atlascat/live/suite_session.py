@@ -87,13 +87,16 @@ def _quantiles(path: str) -> np.ndarray:
 class SuiteLiveSession:
     """One subject's suite test with the live runner's session interface (see the module)."""
 
-    def __init__(self, ref: str, config=None):
+    def __init__(self, ref: str, config=None, subject: str | None = None):
         from ..suite import SuiteConfig, SuiteSession
 
         self.ref = str(ref)
         self.suite = load_live_suite(self.ref)
         self.config = config if config is not None else SuiteConfig()
-        self.inner = SuiteSession(self.suite, self.config, subject_ids=["subject"])
+        #: the model's name: a calibration model of that name is not its own neighbour (a
+        #: replayed leaderboard model is predicted as a new model, as atlas simulate --suite)
+        self.subject = str(subject) if subject else "subject"
+        self.inner = SuiteSession(self.suite, self.config, subject_ids=[self.subject])
         self.rounds: list = []
         self.skipped: list = []
         self.theta = float("nan")
@@ -146,19 +149,22 @@ class SuiteLiveSession:
 
     # ------------------------------------------------------------------ snapshot
     def to_dict(self) -> dict:
-        return {"type": "suite", "suite": self.ref, "config": self.config.to_dict(),
+        return {"type": "suite", "suite": self.ref, "subject": self.subject,
+                "config": self.config.to_dict(),
                 "rounds": self.rounds, "skipped": self.skipped,
                 "rng": self.inner.rng.bit_generator.state,
                 "theta": self.theta, "se": self.se,
                 "stop_reason": self.stop_reason}
 
     @classmethod
-    def from_dict(cls, state: dict, bank=None) -> "SuiteLiveSession":
+    def from_dict(cls, state: dict, bank=None, subject: str | None = None) -> "SuiteLiveSession":
         """Replay the stored answers round by round into a fresh session (same sums in the same
-        order), then restore the generator: the next picks are the uninterrupted run's."""
+        order), then restore the generator: the next picks are the uninterrupted run's.
+        ``subject``: the run's model, for a snapshot that does not name it."""
         from ..suite import SuiteConfig
 
-        out = cls(state["suite"], SuiteConfig(**state["config"]))
+        out = cls(state["suite"], SuiteConfig(**state["config"]),
+                  subject=state.get("subject") or subject)
         for item in state.get("skipped", []):
             out.skip(item)
         for rnd in state.get("rounds", []):
