@@ -347,6 +347,8 @@ CLI_CASES = [
     ("evaluate-old-model-flag", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --model meta-llama/Llama-3-8B", ["has no --model", "did you mean --llm meta-llama/Llama-3-8B?"]),
     ("evaluate-resume-max-items", "evaluate --resume abc --db {d}/r.sqlite --max-items 20", ["--resume", "drop --max-items"]),
     ("evaluate-resume-seed", "evaluate --resume abc --db {d}/r.sqlite --seed 3", ["--resume", "drop --seed"]),
+    ("evaluate-token-budget-no-usage", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --token-budget 1000", ["does not report the tokens it uses", "completions:"]),
+    ("evaluate-token-budget-zero", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --token-budget 0", ["token budget", ">= 1"]),
     ("evaluate-model-flag-irt-name", "evaluate --bank arc --subject simulate:0.5 --db {d}/r.sqlite --model 3pl", ["has no --model", "the bank's", "--llm"]),
     ("runs-missing-db", "runs --db {d}/nosuch.sqlite", ["nosuch.sqlite"]),
     ("runs-db-not-sqlite", "runs --db {d}/afile", ["afile"]),

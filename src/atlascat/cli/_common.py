@@ -215,7 +215,9 @@ def next_stage(advance, name: str):
 
 def _cell(value, float_format: str) -> str:
     if isinstance(value, float):
-        return float_format.format(value)
+        text = float_format.format(value)
+        # a small negative number rounded to zero ("-0.0") reads as zero
+        return float_format.format(0.0) if text == "-" + float_format.format(0.0) else text
     return "-" if value is None else str(value)   # a value not recorded (tokens, latency)
 
 

@@ -65,6 +65,8 @@ HELP = {
     "se_method": "The SE: information (catR's; the default) or posterior (atlas score's).",
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
+    "token_budget": "Stop once the next round is expected to pass N tokens (prompt + "
+                    "completion, as completions: / openai: servers report them).",
     "output": "Run directory: results.json, reports/ and (unless --db is given) runs.sqlite go "
               "there.",
     "db": "SQLite run store: OUTPUT/runs.sqlite with --output, else runs.sqlite in $ATLAS_HOME "
@@ -173,6 +175,7 @@ class _Options:
     bound_stop: bool
     bound_margin: float | None
     fixed_length: Optional[int]
+    token_budget: Optional[int]
     output: Optional[Path]
     db: Optional[Path]
     resume: Optional[List[str]]
@@ -233,6 +236,8 @@ def register(app: typer.Typer) -> None:
                                                    help=HELP["bound_margin"]),
         fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                    help=HELP["fixed_length"]),
+        token_budget: Optional[int] = typer.Option(None, "--token-budget",
+                                                   help=HELP["token_budget"]),
         output: Optional[Path] = typer.Option(None, "--output", "-o", help=HELP["output"]),
         db: Optional[Path] = typer.Option(None, "--db", help=HELP["db"]),
         resume: Optional[List[str]] = typer.Option(None, "--resume", help=HELP["resume"]),
@@ -382,7 +387,8 @@ def _start(o: _Options, limiter):
     def start(store, ids):
         made.append(LiveRun.start(store, ref, subjects, config=config, prompt=o.prompt(),
                                   seed=o.seed, batch_size=o.batch_size or 1, design=design,
-                                  budget=o.max_items if design == "predictor" else None))
+                                  budget=o.max_items if design == "predictor" else None,
+                                  token_budget=o.token_budget))
         ids.extend(j.run_id for j in made[0].jobs)
 
     start_runs(o.db, o.output, o.report_dir, start)
@@ -398,6 +404,7 @@ def _check_resume_options(o: _Options) -> None:
     from ..errors import ConfigError
 
     for opt, value in (("--batch-size", o.batch_size), ("--fixed-length", o.fixed_length),
+                       ("--token-budget", o.token_budget),
                        ("--max-items", o.max_items), ("--min-items", o.min_items),
                        ("--se-stop", o.se_stop), ("--se-method", o.se_method),
                        ("--target-se", o.target_se),

@@ -176,24 +176,16 @@ class Calibrator:
     def get_params(self, deep: bool = True) -> dict:
         """The ``__init__`` settings as a dict (scikit-learn's ``get_params``; ``deep`` is
         accepted for its ``clone`` and has nothing nested to expand)."""
-        import inspect
+        from .._repr import get_settings
 
-        return {name: getattr(self, name) for name in inspect.signature(type(self).__init__)
-                .parameters if name != "self"}
+        return get_settings(self)
 
     def set_params(self, **params) -> "Calibrator":
         """Change settings in place and return ``self`` (scikit-learn's ``set_params``); the
         next :meth:`fit` uses them."""
-        valid = self.get_params()
-        unknown = sorted(set(params) - set(valid))
-        if unknown:
-            from ..errors import ConfigError
+        from .._repr import set_settings
 
-            raise ConfigError(f"Calibrator has no setting {', '.join(map(repr, unknown))}; the "
-                              f"settings are {', '.join(valid)}")
-        for name, value in params.items():
-            setattr(self, name, value)
-        return self
+        return set_settings(self, params)
 
     def __getattr__(self, name):
         # only reached when normal lookup fails: a fitted attribute read before fit
