@@ -300,6 +300,9 @@ def test_replay_on_the_suite_asks_the_recorded_answers_and_skips_a_member_withou
     assert [float(answers[i]) for i in res["items"]] == [float(s) for s in res["scores"]]
     gsm8k = next(b for b in res["benchmarks"] if b["name"] == "gsm8k")
     assert gsm8k["items"] == 0 and gsm8k["score"] is not None    # predicted from the others
+    assert gsm8k["warning"] == "not asked: predicted from the other benchmarks' answers"
+    assert all("warning" not in b or b["items"] == 0 or "not asked" not in b["warning"]
+               for b in res["benchmarks"])
     # the snapshot keeps the skipped items: a resumed session never picks them
     from atlascat.live.suite_session import SuiteLiveSession
 

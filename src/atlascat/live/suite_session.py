@@ -194,13 +194,19 @@ class SuiteLiveSession:
                     "percentile": _link_percentile(m.link, float(row[m.name]))}
                    for m in self.suite.members]
         for m, b in zip(self.suite.members, members):
-            warning = member_warning(m.link, b["score"], b["lo"], b["hi"])
+            warning = (NOT_ASKED if b["items"] == 0
+                       else member_warning(m.link, b["score"], b["lo"], b["hi"]))
             if warning:
                 b["warning"] = warning
         nearest = [{"model": m, "agreement": a} for m, a in self.inner.nearest_models()[0]]
         return {"suite": self.suite.name, "average": avg, "benchmarks": members,
                 "n_items": self.n_items, "se_points": float(self.inner.se[0]),
                 "stop_reason": stop_reason or self.stop_reason, "nearest_models": nearest}
+
+
+#: a member the test asked nothing of (a replayed model without its answers, a test stopped
+#: early): its score is the joint prior's guess from the other members' answers
+NOT_ASKED = "not asked: predicted from the other benchmarks' answers"
 
 
 def member_warning(link, score: float, lo: float, hi: float) -> str | None:
