@@ -344,3 +344,18 @@ def test_a_replayed_leaderboard_model_is_not_its_own_neighbour(tmp_path, capsys)
     old = {k: v for k, v in state.items() if k != "subject"}   # a snapshot without the name
     assert SuiteLiveSession.from_dict(old, subject=model).prediction() == \
         SuiteLiveSession.from_dict(state).prediction()
+
+
+def test_replay_subject_on_a_suite_bank_reads_the_members_matrices(bank):
+    """In Python, ``ReplaySubject(spec, model, bank=<a suite's composite bank>)`` reads the
+    suite's forms of ``spec`` as ``--subject replay:`` does on ``--suite``."""
+    from atlascat.catalogue import load_responses
+    from atlascat.live.subjects import ReplaySubject
+
+    model = "fblgit/una-llama-7b"
+    sub = ReplaySubject("openllm-v1", model, bank=bank)
+    arc = load_responses("arc")
+    row = arc.values[[str(s) for s in arc.subject_ids].index(model)]
+    assert all(sub.answer_of(f"arc/{i}") == int(v) for i, v in zip(arc.item_ids, row))
+    assert {i.split("/")[0] for i in sub.answered_items()} == set(bank.metadata["member"])
+    assert sub.describe()["matrix"] == "openllm-v1"

@@ -36,14 +36,16 @@ class ReplaySubject:
     matrix : a :class:`~atlascat.responses.ResponseMatrix`, a matrix file, or a bundled name
     model : the subject id (row) to replay
     bank : the content bank the runner asks from (needed to map requests back to items)
-    members : a suite's member names when ``bank`` is its composite bank (items
-        ``<member>/<item_id>``): ``matrix`` is then read by :func:`suite_recorded_answers`
+    members : a suite's member names (default: those of ``bank`` when it is a suite's composite
+        bank, items ``<member>/<item_id>``): ``matrix`` is then read by
+        :func:`suite_recorded_answers` (``"openllm-v1"``, ``"arc=A.csv,..."``)
     """
 
     kind = "loglikelihood"
     protocol = "leaderboard"
 
     def __init__(self, matrix, model: str, *, bank=None, members=None):
+        members = members or suite_members_of(bank)
         self.source, self._scores = (
             suite_recorded_answers(matrix, model, members, binary=False) if members
             else recorded_answers(matrix, model, binary=False))
@@ -186,6 +188,14 @@ def suite_recorded_answers(spec, model, members, *, binary: bool = True) -> tupl
         raise ConfigError(f"model {model!r} is not a subject of any member's matrix "
                           f"({'; '.join(ids)}); use a subject id from their first column")
     return text, out
+
+
+def suite_members_of(bank) -> list | None:
+    """A suite's composite bank's member names (its items ``<member>/<item_id>``), else None."""
+    meta = getattr(bank, "metadata", None)
+    if meta is None or "member" not in meta.columns:
+        return None
+    return list(dict.fromkeys(str(m) for m in meta["member"]))
 
 
 def _member_sources(text: str, members: list) -> dict:

@@ -208,7 +208,7 @@ class SubjectSpec:
             if bank is not None and (not has_requests(bank) or replays_by_id(bank)):
                 return RecordedAnswers(matrix, who, ratings=ratings,
                                        score_range=kw.get("score_range"))
-            return ReplaySubject(matrix, who, bank=bank, members=_suite_members(bank))
+            return ReplaySubject(matrix, who, bank=bank)
         if kind == "cmd":
             command = (target.replace("{model}", shlex.quote(str(model)))
                        if "{model}" in target else target)
@@ -274,14 +274,6 @@ class SubjectSpec:
             return cls(kind, desc["model_type"] + (f",{args}" if args else ""), desc.get("name")), {}
         raise ConfigError(f"cannot rebuild a {kind!r} subject from the run store; pass the "
                           "subject itself")
-
-
-def _suite_members(bank) -> list | None:
-    """A suite's composite bank's member names (its items ``<member>/<item_id>``), else None."""
-    meta = getattr(bank, "metadata", None)
-    if meta is None or "member" not in meta.columns:
-        return None
-    return list(dict.fromkeys(str(m) for m in meta["member"]))
 
 
 def subject_from_spec(spec: str, *, bank=None, model: str | None = None, **settings):
