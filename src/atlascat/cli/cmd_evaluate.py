@@ -27,7 +27,8 @@ from ._options import BOUND_MARGIN_HELP
 SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
                 "e.g. vLLM: the leaderboard's log-likelihood protocol), hf:PATH_OR_NAME "
                 "(transformers, in process), lmeval:MODEL,ARGS (an lm-evaluation-harness "
-                "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix), "
+                "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix; "
+                "--suite: replay:openllm-v1#MODEL or replay:arc=A.csv,...#MODEL), "
                 "openai:URL (chat prompts: APPROXIMATE protocol), simulate:THETA[:SEED], or "
                 "cmd:COMMAND (your program, started once: a JSON line per item in, its "
                 "outputs or score out; docs/live.md).")
@@ -372,9 +373,6 @@ def _start(o: _Options, limiter):
     if len(names) > 1 and not spec.several_models:
         raise ConfigError(f"--subject {spec.kind}: takes one model; give --llm once"
                           + (" (or put {model} in the command)" if spec.kind == "cmd" else ""))
-    if design == "suite" and spec.kind == "replay":
-        raise ConfigError("--suite with replay: subjects: replay the benchmarks' matrices with "
-                          "atlas simulate --suite openllm-v1 BENCH=MATRIX ...")
     bank = ref.load() if design == "suite" else design_bank(ref, design)
     settings = {**o.settings(limiter), "score_range": _score_range(ref)}
     subjects = [spec.with_model(n).build(bank, **settings) for n in names or [None]]

@@ -707,7 +707,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                 "<span class='bad'>&#10007;</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
         if replayed and score is not None:
-            ans = "recorded score, replayed (the matrix holds no answer)"
+            ans = "recorded score, replayed (the matrix holds scores, not the model's text)"
         chars = rec.get("answer_chars")
         if chars is not None and int(chars) > len(ans):
             ans = (f"{ans[:200]} [stored cut: {int(chars)} characters, sha256 "

@@ -264,7 +264,7 @@ def _restore_session(info: dict, bank):
     if info["kind"] == "suite":
         from .suite_session import SuiteLiveSession
 
-        return SuiteLiveSession.from_dict(state, bank)
+        return SuiteLiveSession.from_dict(state, bank, subject=info.get("model"))
     if info["kind"] == "predictor":
         from .predictor_session import PredictorLiveSession
 
@@ -325,7 +325,7 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
 
     k = min(_check_batch_size(batch_size), len(bank))   # a round asks at most the whole bank
     check_content(bank, subject, bank.item_ids[:1])
-    _answerable(subject, bank)   # before the run exists: a failed start leaves nothing
+    answerable_items(subject, bank)   # before the run exists: a failed start leaves nothing
     token_budget = check_token_budget(subject, token_budget)
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
@@ -371,7 +371,7 @@ def token_budget_stop(budget: int | None, spent: int, n_items: int, k: int) -> b
     return spent + k * spent / n_items > budget
 
 
-def _answerable(subject, bank):
+def answerable_items(subject, bank):
     """The items a recorded subject (``replay:``) has answers for (None: any item); one line
     when it has none of the bank's."""
     answerable = getattr(subject, "answered_items", None)
@@ -609,7 +609,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     spent = int(info["prompt_tokens"] or 0) + int(info["completion_tokens"] or 0)
     try:
         opened = store.open_steps(run_id)
-        answerable = _answerable(subject, bank)
+        answerable = answerable_items(subject, bank)
         while True:
             if not opened and token_budget_stop(budget, spent, int(session.n_items), k):
                 stop_reason = "token_budget"

@@ -210,14 +210,18 @@ def _stored_prediction(store: RunStore, row: dict) -> dict:
     ref = BankRef.parse(row["bank_ref"])
     if ref.kind == "file" and not Path(ref.name).exists() and row["kind"] == "adaptive":
         return {"note": f"bank {ref.name} no longer exists: move it back to predict"}
-    if row["kind"] == "predictor":
-        state = row["session"] if "session" in row else store.get_run(row["run_id"])["session"]
-        return _named(ref, predictor_prediction(ref, state))
-    steps = store.steps(row["run_id"])
-    done = steps[(steps["status"] == "answered") & steps["score"].notna()]
-    answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
-    return predict_score(ref, row["theta"], row["se"], answers,
-                         stop_reason=row.get("stop_reason"))
+    try:
+        if row["kind"] == "predictor":
+            state = (row["session"] if "session" in row
+                     else store.get_run(row["run_id"])["session"])
+            return _named(ref, predictor_prediction(ref, state))
+        steps = store.steps(row["run_id"])
+        done = steps[(steps["status"] == "answered") & steps["score"].notna()]
+        answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
+        return predict_score(ref, row["theta"], row["se"], answers,
+                             stop_reason=row.get("stop_reason"))
+    except AtlasError as exc:   # the bank changed since the run: the run keeps its theta +- SE
+        return {"note": f"bank {ref.name} can no longer be read ({exc}); restore it to predict"}
 
 
 def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:

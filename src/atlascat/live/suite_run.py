@@ -32,8 +32,8 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..catalogue.bankref import BankRef
 from .report import protocol_label, render_run_report
-from .runner import (PromptSettings, RunResult, bank_hash, check_content, check_token_budget,
-                     subject_protocol)
+from .runner import (PromptSettings, RunResult, answerable_items, bank_hash, check_content,
+                     check_token_budget, subject_protocol)
 from .store import RunStore
 from .subjects import is_item_scored
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
@@ -66,9 +66,10 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     config = config if config is not None else SuiteConfig()
     members = list(bank.metadata["member"])
     check_content(bank, subject, [bank.item_ids[members.index(m)] for m in dict.fromkeys(members)])
+    answerable_items(subject, bank)   # a replay with no answer to the suite's items: one line
     token_budget = check_token_budget(subject, token_budget)
     prompt = prompt or PromptSettings()
-    session = SuiteLiveSession(ref, config)
+    session = SuiteLiveSession(ref, config, subject=subject.name)
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
@@ -94,7 +95,7 @@ def suite_result(store: RunStore, run_id: str) -> dict:
     row.update({"suite": None, "average": None, "benchmarks": [],
                 "prediction": {"note": "no answered item yet"}})
     if res.n_items:
-        session = SuiteLiveSession.from_dict(info["session"])
+        session = SuiteLiveSession.from_dict(info["session"], subject=info["model"])
         pred = session.prediction(stop_reason=info.get("stop_reason"))
         row.update(pred, stop_reason=res.stop_reason, prediction=dict(pred["average"]))
     else:
