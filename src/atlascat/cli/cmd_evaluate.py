@@ -65,8 +65,8 @@ HELP = {
     "se_method": "The SE: information (catR's; the default) or posterior (atlas score's).",
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
-    "token_budget": "Stop once the next round is expected to pass N tokens (prompt + "
-                    "completion, as completions: / openai: servers report them).",
+    "token_budget": "Stop before the next round would likely pass N tokens "
+                    "(completions:, openai:).",
     "output": "Run directory: results.json, reports/ and (unless --db is given) runs.sqlite go "
               "there.",
     "db": "SQLite run store: OUTPUT/runs.sqlite with --output, else runs.sqlite in $ATLAS_HOME "
