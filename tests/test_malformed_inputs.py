@@ -368,7 +368,7 @@ CLI_CASES = [
     # your benchmark, your metric (issue 43): one line each
     ("build-bank-score-outside-range", "build-bank {d}/resp.csv --score-range 2 10 -o {d}/bb", ["outside the declared range [2, 10]", "model 'm0'", "item 'q", "--score-range"]),
     ("build-bank-corpus-metric", "build-bank {d}/logs_corpus --metric bleu -o {d}/bb", ["'bleu'", "whole corpus", "not a mean over items", "--metric"]),
-    ("build-bank-ordinal-model", "build-bank {d}/rat.csv --score-range 1 4 --model graded -o {d}/bb", ["--model graded", "score on their scale", "atlas calibrate RATINGS --model graded"]),
+    ("build-bank-ordinal-model", "build-bank {d}/rat.csv --score-range 1 4 --model graded -o {d}/bb", ["--model graded", "score on their scale", "calibrate RATINGS --model graded"]),
     ("build-bank-logs-contradict", "build-bank {d}/logs_contradict -o {d}/bb", ["contradict themselves", "'acc'", "gold answer"]),
     ("score-ordinal-unseen-category", "score {d}/rat_unseen.csv --bank {d}/graded.csv", ["rating 2 of model 'm2' on item 'q3'", "outside the item's scale 0-1", "set when it is calibrated: --rating-range LO HI", "levels observed at calibration: 0;1"]),
     ("simulate-ordinal-unseen-category", "simulate {d}/rat_unseen.csv --bank {d}/graded.csv -o {d}/simo", ["rating 2 of model 'm2' on item 'q3'", "outside the item's scale 0-1", "levels observed at calibration: 0;1"]),

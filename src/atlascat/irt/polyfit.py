@@ -97,7 +97,7 @@ def encode(values, item_ids=None, value_range=None, subject_ids=None) -> Ordinal
             what = "no response" if lev.size == 0 else f"only the level {lev[0]:g}"
             raise ConfigError(
                 f"item {ids[j]!r} has {what}: an ordinal item needs at least two observed "
-                "categories; drop the item (atlas calibrate --drop-empty; Python: "
+                "categories; drop the item (CLI --drop-empty; Python: "
                 "atlascat.irt.polycal.calibrate_ordinal(..., on_empty='drop'))")
         levels.append(lev)
         codes[obs[:, j], j] = inv

@@ -527,7 +527,7 @@ def _undetermined(weak: int, n_free: int, auto: bool) -> str:
             "rarely given), so its value and df rest on a rank tolerance (mirt's M2(mod) differs "
             "by it); " + ("C2 is given instead (mirt: M2(mod, type = 'C2')), which the category "
                           "shares determine" if auto else
-                          "C2 is determined (statistic 'C2', atlas fit --m2 C2: the category "
+                          "C2 is determined (statistic 'C2', CLI --m2 C2: the category "
                           "shares)"))
 
 
