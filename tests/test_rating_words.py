@@ -305,6 +305,7 @@ def test_a_rating_that_is_not_a_number_is_quoted_as_the_rater_printed_it(score, 
     with pytest.raises(LiveRunError) as got:
         parse_scores(["a"], json.dumps({"item_id": "a", "score": score}), "cmd", ratings=True)
     assert shown in str(got.value) and "a rating is a number" in str(got.value)
+    assert ("retry its judge" in str(got.value)) == (score is None)   # what to do about null
 
 
 @pytest.mark.parametrize("command", [["info", "{run}"], ["report", "{run}"],
