@@ -1,5 +1,5 @@
 """Standard errors, information criteria and anova against mirt 1.45.1, as measured: LSAT7
-(2PL, Rasch), mirt's Science data (graded, GPCM; GPCM also at mirt's TOL = 1e-8).
+(2PL, Rasch), mirt's Science data (graded, GPCM, PCM; GPCM and PCM at mirt's TOL = 1e-8).
 
 References: tests/data/mirt_se/ (made once by make_reference.R there); the bounds are asserted
 by tests/test_se.py. Run from the repository root, ../shared beside it:
@@ -39,3 +39,12 @@ for name, model in (("science_graded", "graded"), ("science_gpcm", "gpcm"), ("sc
     f = json.loads((REF / f"{name}_fit.json").read_text())
     ic = r.information_criteria()
     print(name, "SE max rel", rel(got, ref.se), "AIC diff", ic["aic"] - f["AIC"], "BIC diff", ic["bic"] - f["BIC"])
+# the partial credit model (mirt's "Rasch" of ratings, at TOL 1e-8) and anova(pcm, gpcm)
+rp = calibrate(sci, model="pcm", se=True, tol=1e-8); g = rp.standard_errors("mirt").set_index("item_id")
+ref = items("science_pcm"); ref = ref[ref.parameter.str.match(r"^d[1-9]$")]
+f = json.loads((REF / "science_pcm_fit.json").read_text()); ic = rp.information_criteria()
+print("science_pcm SE max rel", rel([g.loc[i, f"{p}_se"] for i, p in zip(ref["item"], ref.parameter)], ref.se),
+      "d max abs", np.max(np.abs([g.loc[i, p] - v for i, p, v in zip(ref["item"], ref.parameter, ref.value)])),
+      "latent variance", rp.latent_variance, "(mirt", f["latent_variance"], "), its SE", rp.se.latent_variance_se,
+      "(mirt", f["latent_variance_se"], "), criteria max abs diff", max(abs(ic[k] - f[k.upper()]) for k in ("aic", "bic", "sabic", "hq")))
+print(anova(rp, calibrate(sci, model="gpcm", tol=1e-8)).to_string())

@@ -71,6 +71,27 @@ class TestOperations:
         with pytest.raises(BankError, match="not in the bank"):
             bank.index_of(["zz"])
 
+    def test_indexing_a_bank_names_the_accessors(self):
+        """bank["q1"] / bank[0] is a TypeError (and a BankError) naming how a bank is read;
+        a bank is still one object to NumPy and pandas, and not iterable."""
+        import collections.abc
+
+        bank = ItemBank(["q1", "q2"], [1.0, 1.5], [0.0, 0.5])
+        for key in ("id", "q1", 0):
+            with pytest.raises(TypeError) as err:
+                bank[key]
+            said = str(err.value)
+            assert isinstance(err.value, BankError) and said.startswith(
+                f"an ItemBank is not indexed (bank[{key!r}]): its item ids are bank.item_ids, "
+                "its parameters bank.a, bank.b, bank.c, bank.u")
+            assert f"bank.index_of({key!r})" in said and "bank.to_frame()" in said
+        with pytest.raises(TypeError, match="'ItemBank' object is not iterable"):
+            iter(bank)
+        assert not isinstance(bank, collections.abc.Iterable) and "q1" in bank
+        assert np.asarray(bank).shape == () and np.asarray(bank)[()] is bank
+        assert np.array([bank, bank], dtype=object).shape == (2,)
+        assert pd.Series([bank]).iloc[0] is bank
+
     def test_arrays_are_read_only(self):
         bank = ItemBank(["a"], [1.0], [0.0])
         with pytest.raises(ValueError):
@@ -80,6 +101,39 @@ class TestOperations:
         bank = ItemBank(["good", "flat", "reversed"], [1.0, 0.0, -0.5], [0, 0, 0])
         assert bank.nonpositive_items.tolist() == ["flat", "reversed"]
         assert bank.summary()["nonpositive_a"] == ["flat", "reversed"]
+
+    def test_negative_slopes_are_told_once_per_bank_not_per_examinee(self, tmp_path):
+        """The adaptive test and scoring on a bank with items of a < 0 warn once, in one line
+        counting them; every examinee, session and scoring after it on the same bank is
+        silent (Python's own once-per-place filter off: each warning raised is counted)."""
+        import warnings
+
+        from atlascat.cat.session import CATSession
+        from atlascat.cat.simulate import simulate_cat
+        from atlascat.irt.ability import estimate_ability
+
+        rng = np.random.default_rng(3)
+        a = rng.lognormal(0, 0.3, 40)
+        a[[2, 5, 11]] *= -1
+        ids = [f"q{j}" for j in range(40)]
+        bank = ItemBank(ids, a, rng.normal(0, 1, 40))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            simulate_cat(bank, thetas=rng.normal(size=25), rng=1)
+            for seed in range(3):
+                session = CATSession(bank, rng=seed)
+                session.record(session.next_item(), 1)
+            estimate_ability(pd.DataFrame((rng.random((5, 40)) < 0.5).astype(float),
+                                          columns=ids), bank)
+        said = [str(w.message) for w in caught if "negative slope" in str(w.message)]
+        assert len(said) == 1 and "\n" not in said[0]
+        assert said[0].startswith("3 of the bank's 40 items have a negative slope (a < 0, "
+                                  "e.g. q2, q5, q11)")
+        fine = ItemBank(ids, np.abs(a), bank.b)   # no negative slope: nothing said
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            simulate_cat(fine, thetas=[0.0], rng=1)
+        assert not [w for w in caught if "negative slope" in str(w.message)]
 
 
 class TestValidation:

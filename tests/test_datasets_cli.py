@@ -63,6 +63,42 @@ class TestCLI:
         bank = catalogue.load_paper_bank("arc")
         assert len(out["nonpositive_a"]) == int(np.sum(bank.a <= 0))
 
+    def test_info_suite_lists_its_members_not_one_pooled_bank(self, capsys):
+        """A suite's members are on their own theta scales: ``atlas info openllm-v1`` lists
+        each (items, IRT model, weight), and --theta on it is one line pointing at a member."""
+        assert main(["info", "openllm-v1", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["kind"] == "suite" and "quantiles" not in out
+        names = [m["name"] for m in out["members"]]
+        assert names == ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]
+        for m in out["members"]:
+            bank = catalogue.load_bank(m["name"])
+            assert (m["n_items"], m["model"]) == (len(bank), bank.model)
+            assert m["weight"] == pytest.approx(1 / 6)
+        assert out["n_items"] == sum(m["n_items"] for m in out["members"])
+        assert main(["info", "openllm-v1"]) == 0
+        text = capsys.readouterr().out
+        assert "suite of 6 benchmarks" in text and "gsm8k: 484 items, model 2pl" in text
+        assert main(["info", "openllm-v1", "--theta", "0"]) == 2
+        err = capsys.readouterr().err
+        assert "own theta scale" in err and "atlas info arc --theta" in err
+        assert len(err.strip().splitlines()) == 1
+
+    def test_info_suite_file_reads_it_as_the_suite(self, tmp_path, capsys):
+        """A suite's JSON file (what --suite takes) is described as its suite; a broken one
+        is one line (it was refused as an unsupported file type)."""
+        from atlascat.catalogue.suites import suite_path
+
+        path = tmp_path / "mine.json"
+        path.write_text(suite_path("openllm-v1").read_text())
+        assert main(["info", str(path), "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["kind"] == "suite" and len(out["members"]) == 6
+        path.write_text("{}")
+        assert main(["info", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "a suite needs 'members'" in err and len(err.strip().splitlines()) == 1
+
     def test_bad_input_is_one_line_error(self, tmp_path, capsys):
         path = tmp_path / "bad.csv"
         path.write_text("model,q1\nm1,2\n")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -233,6 +235,32 @@ class TestModelSelection:
         # the 3PL always has the larger likelihood (nested); BIC still prefers the 2PL
         ll = {r["model"]: r["loglik"] for r in rows}
         assert ll["3pl"] >= ll["2pl"] - 1e-6
+
+    def test_each_fit_warning_is_given_once(self):
+        """A note both candidates' fits raise is given once, the chosen model's own as it is,
+        one only a candidate not chosen raised says so (Python's once-per-place filter off);
+        the SE factor's internal bank says none of its own."""
+        rm = self._data(0.0, 4, n=60, j=30)
+        y = rm.values.copy()
+        y[:, 0], y[:2, 0] = 1.0, 0.0          # an item two of the 60 missed: barely identified
+        rm = ResponseMatrix(y, rm.subject_ids, rm.item_ids)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            chosen, _, _ = protocol.select_model(rm, ("2pl", "3pl"), random_state=0)
+        said = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+        other = ({"2pl", "3pl"} - {chosen}).pop()
+        assert len(said) == len(set(said))
+        assert said.count("1 item(s) have fewer than 3 answers in their rarer category: their "
+                          "slopes (and asymptotes) are barely identified") == 1
+        assert [m for m in said if m.startswith(f"a {chosen.upper()} on 60 subjects: ")]
+        assert [m for m in said if m.startswith(f"the {other} candidate (not chosen by BIC): "
+                                                f"a {other.upper()} on 60 subjects: ")]
+        cfg = BenchmarkConfig(**{**CONFIG, "validation_size": 0.4})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = protocol.validation_se_factors(self._data(0.0, 5, n=60, j=30), "3pl", cfg,
+                                                 np.random.default_rng(1))
+        assert got["factors"] and not [w for w in caught if issubclass(w.category, UserWarning)]
 
     def test_auto_in_the_protocol_records_the_comparison(self):
         rm = self._data(0.0, 3, n=600, j=60)

@@ -249,6 +249,41 @@ def test_a_command_run_resumes_after_the_command_fails(folder, tmp_path):
     assert predict_run(store, info["run_id"])["score"] == whole["prediction"]["score"]
 
 
+@pytest.mark.parametrize("design", ["predictor", "adaptive"])
+def test_a_run_cut_short_lists_its_prediction_so_far(folder, tmp_path, design):
+    """A run that stopped before its end (the command failed on its eleventh item; a killed
+    or Ctrl-C'd run is interrupted) is listed by ``atlas runs`` with the prediction of the
+    answers it recorded, with its interval, and how far it got, never a bare dash."""
+    from atlascat.live.report import describe_prediction
+    from atlascat.live.service import predict_run
+    from atlascat.live.store import RunStore
+
+    calls = tmp_path / "calls"
+    Path(str(calls) + ".fail").write_text("")
+    out = tmp_path / "broken"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject",
+                                 _cmd(folder, "new3", calls), "--max-items", "20",
+                                 "--batch-size", "5", "--llm", "new3", "--design", design,
+                                 "-q", "-o", str(out)]
+                       + (["--min-items", "20"] if design == "adaptive" else []))
+    assert r.exit_code != 0 and "the harness crashed" in r.output + str(r.exception)
+    store = RunStore(out / "runs.sqlite")
+    run_id = store.list_runs()["run_id"].iloc[0]
+    lb = predict_run(store, run_id)
+    assert lb["partial"] and (lb["state"], lb["answered"]) == ("error", 10)
+    assert 0 <= lb["lo"] <= lb["score"] <= lb["hi"] <= 1
+    shown = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite")]).output
+    assert describe_prediction(lb, short=True) in " ".join(shown.split())
+    assert "stopped by an error after 10 items" in describe_prediction(lb, short=True)
+    store.claim(run_id)            # a run in progress, then stopped as Ctrl-C stops it
+    store.interrupt_run(run_id)
+    runs = json.loads(CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite"),
+                                               "--json"]).output)
+    again = runs[0]["prediction"]
+    assert runs[0]["state"] == "interrupted" and again["score"] == lb["score"]
+    assert describe_prediction(again).endswith(", interrupted after 10 items")
+
+
 def test_a_folder_without_requests_says_how_to_ask_it(folder, tmp_path):
     r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject",
                                  "simulate:0.5", "-o", str(tmp_path / "x")])

@@ -61,3 +61,23 @@ def test_a_run_resumed_on_its_moved_folder_remembers_where_it_is(tmp_path, capsy
     run = json.loads(capsys.readouterr().out)[0]
     assert run["bank_ref"] == str((tmp_path / "moved").resolve())
     assert run["prediction"]["benchmark"] == "mine" and "percentile" in run["prediction"]
+
+
+def test_runs_of_a_bank_file_changed_since_are_still_listed(tmp_path, capsys):
+    """A bank file edited after its run into one that no longer reads (a column twice):
+    `atlas runs` lists every run, that one with a note, instead of failing as a whole."""
+    bank = tmp_path / "bank.csv"
+    at.load_bank("arc").to_frame().to_csv(bank, index=False)
+    db = tmp_path / "runs.sqlite"
+    for theta in ("0.3", "0.9"):
+        assert main(["evaluate", "--bank", str(bank), "--subject", f"simulate:{theta}",
+                     "--max-items", "8", "--min-items", "4", "--db", str(db), "-q"]) == 0
+    bank.write_text("item_id,a,a\n1,2,3\n")
+    capsys.readouterr()
+    assert main(["runs", "--db", str(db), "--json"]) == 0, capsys.readouterr().err
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 2
+    assert all("can no longer be read" in r["prediction"]["note"] for r in rows)
+    assert all(r["theta"] is not None for r in rows)     # each run keeps its theta +- SE
+    assert main(["runs", "--db", str(db)]) == 0
+    assert main(["runs", "--db", str(db), "--run", rows[0]["run_id"]]) == 0

@@ -181,6 +181,50 @@ def test_score_normalize_ids_on_an_ordinal_bank(root, tmp_path):
     assert "--lambda" in msg
 
 
+def test_fit_normalize_ids_keeps_the_banks_declared_scale(root, tmp_path):
+    """A bank declared on 1-10 whose first item was never rated 10: a 10 on it is scored (its
+    highest category) by atlas fit with or without --normalize-ids, as by atlas score."""
+    bank = PolyBank.read(root / "bank.csv")
+    p = bank.params.copy()
+    p[0, -1] = np.nan                                   # item 0: levels 1-9 on the 1-10 scale
+    levels = [np.arange(1.0, 10.0)] + list(bank.levels[1:])
+    numbered = [str(i)[1:] for i in bank.item_ids]
+    PolyBank(numbered, p, "graded", levels, scales=(1, 10)).write(tmp_path / "bank_r.csv")
+    df = pd.read_csv(root / "judge.csv", index_col=0)
+    df.columns = [f"X{c}" for c in numbered]
+    df.iloc[:, 0] = df.iloc[:, 0].clip(upper=9)
+    df.iloc[0, 0] = 10.0                                # a level item 0 never had, on the scale
+    df.to_csv(tmp_path / "judge_r.csv")
+    args = ("fit", str(tmp_path / "judge_r.csv"), "--bank", str(tmp_path / "bank_r.csv"),
+            "--normalize-ids", "--no-items", "--json")
+    out = json.loads(_run(*args))
+    df.columns = numbered
+    df.to_csv(tmp_path / "judge_n.csv")
+    same = json.loads(_run("fit", str(tmp_path / "judge_n.csv"), "--bank",
+                           str(tmp_path / "bank_r.csv"), "--no-items", "--json"))
+    assert out["M2"] == pytest.approx(same["M2"], rel=1e-12) and out["df"] == same["df"]
+
+
+@pytest.mark.parametrize("model", ["graded", "pcm"])
+def test_drop_empty_leaves_out_items_rated_at_one_level_or_none(root, tmp_path, model):
+    """--drop-empty on ratings: a prompt no model was rated on, and one every model got 7 on,
+    are left out (warned, in the summary's dropped_items); the rest fit as without them."""
+    df = pd.read_csv(root / "judge.csv", index_col=0)
+    df.to_csv(tmp_path / "plain.csv")
+    df.assign(q_none=np.nan, q_same=7.0).to_csv(tmp_path / "gaps.csv")
+    msg = _run("calibrate", str(tmp_path / "gaps.csv"), "--model", model, "-o",
+               str(tmp_path / "x.csv"), fails=True)
+    assert "'q_none' has no response" in msg and "--drop-empty" in msg
+    _run("calibrate", str(tmp_path / "gaps.csv"), "--model", model, "--drop-empty", "-o",
+         str(tmp_path / "a.csv"), "--summary", str(tmp_path / "a.json"), "-q")
+    _run("calibrate", str(tmp_path / "plain.csv"), "--model", model, "-o",
+         str(tmp_path / "b.csv"), "--summary", str(tmp_path / "b.json"), "-q")
+    a, b = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "ab")
+    assert a["dropped_items"] == ["q_none", "q_same"] and b["dropped_items"] == []
+    assert a["loglik"] == pytest.approx(b["loglik"], abs=1e-9)
+    assert pd.read_csv(tmp_path / "a.csv")["item_id"].tolist() == list(df.columns)
+
+
 def test_binary_calibration_of_ratings_names_the_ordinal_models(root, tmp_path):
     msg = _run("calibrate", str(root / "judge.csv"), "-o", str(tmp_path / "b.csv"), fails=True)
     assert "whole numbers 1-10 are ratings: fit them with the graded or gpcm model" in msg
@@ -278,11 +322,13 @@ def test_compare_models_of_two_graded_runs_is_not_in_leaderboard_points(root, tm
     assert "leaderboard" not in out
 
 
-def test_long_format_ratings_read_as_the_wide_matrix(root, tmp_path):
-    """Long format (model, item, score), which every command takes for 0/1 scores, holds
-    ratings too: calibrate, score and simulate read it as the wide matrix."""
+@pytest.mark.parametrize("item,score", [("item", "score"), ("prompt", "rating")])
+def test_long_format_ratings_read_as_the_wide_matrix(root, tmp_path, item, score):
+    """Long format (model, item, score; a judge's model, prompt, rating), which every command
+    takes for 0/1 scores, holds ratings too: calibrate, score and simulate read it as the wide
+    matrix."""
     wide = pd.read_csv(root / "judge.csv", index_col=0)
-    long = wide.stack().rename("score").rename_axis(["model", "item"]).reset_index()
+    long = wide.stack().rename(score).rename_axis(["model", item]).reset_index()
     long.to_csv(tmp_path / "long.csv", index=False)
     for name in ("long", "wide"):
         src = tmp_path / "long.csv" if name == "long" else root / "judge.csv"

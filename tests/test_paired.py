@@ -203,3 +203,21 @@ def test_a_run_answered_from_the_cache_says_so(tmp_path, capsys):
     cached = [("answers came from the answer cache" in e) for e in errs]
     assert cached == [False, True, False]
     assert "a new checkpoint served under the same name needs --no-cache" in errs[1]
+
+
+def test_compare_models_never_prints_a_negative_zero(tmp_path, capsys, monkeypatch):
+    """A difference (or an interval end) that rounds to zero from below prints as 0.0, as
+    any table cell does; --json gives the numbers as computed."""
+    from atlascat.live import service
+
+    db, ids = _two_runs(tmp_path, capsys, ("0.5", "0.6"), ["--bank", "arc", "--se-stop", "0.3"])
+    preds = {ids[0]: {"score": 0.6000, "lo": 0.5996, "hi": 0.6004},
+             ids[1]: {"score": 0.6003, "lo": 0.5999, "hi": 0.6007}}
+    monkeypatch.setattr(service, "run_predictions",
+                        lambda store, run_id, runs=None: {"arc": preds[run_id]})
+    assert main(["compare-models", ids[0], ids[1], "--db", str(db)]) == 0
+    table = capsys.readouterr().out
+    assert "-0.0" not in table and " 0.0 " in table
+    assert main(["compare-models", ids[0], ids[1], "--db", str(db), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["difference"] == pytest.approx(-0.03) and row["told_apart"] == "no"

@@ -186,6 +186,29 @@ def test_calibrator_get_and_set_params_as_scikit_learn(bank):
         cal.set_params(tolerance=1e-4)
 
 
+def test_benchmark_predictor_get_and_set_params_as_scikit_learn(bank):
+    from atlascat.predict import BenchmarkPredictor
+
+    pred = BenchmarkPredictor(6, mix=0.5, theta_range=[-5, 5])
+    params = pred.get_params()
+    assert params["budget"] == 6 and params["mix"] == 0.5 and params["theta_range"] == (-5, 5)
+    assert set(params) == {"budget", "mix", "share", "level_fraction", "z_cut",
+                           "theta_quantile", "d_margin", "chance", "ridge", "fitted_weight",
+                           "model_gate", "n_replays", "min_tau", "quadpts", "theta_range"}
+    twin = BenchmarkPredictor(**params)                 # what sklearn.base.clone does
+    assert twin.get_params() == params and repr(twin) == repr(pred)
+    rng = np.random.default_rng(2)
+    y = (rng.random((40, 12)) < 0.6).astype(float)
+    source = at.ResponseMatrix(y, [f"m{k}" for k in range(40)], list(bank.item_ids))
+    assert pred.set_params(budget=4, theta_range=[-6, 6]) is pred
+    assert pred.get_params()["theta_range"] == (-6, 6) and repr(pred) == \
+        "BenchmarkPredictor(budget=4, mix=0.5)"
+    assert pred.fit(bank, source, rng=0).session(rng=1).budget == 4   # refit with it
+    with pytest.raises(AtlasError, match="BenchmarkPredictor has no setting 'budgets'; the "
+                                         "settings are budget, mix, "):
+        pred.set_params(budgets=3)
+
+
 def test_bank_information_refuses_text_theta(bank, poly):
     for b in (bank, poly):
         with pytest.raises(AtlasError, match="theta must be a number or an array of numbers, "

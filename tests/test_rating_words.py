@@ -121,6 +121,18 @@ def test_simulate_names_the_predicted_mean_rating(root, tmp_path):
     assert "judge_bank score" not in text
 
 
+def test_simulate_on_several_rating_scales_says_its_shares_are_percent(root, tmp_path):
+    """Items on several scales: the predicted mean rating is a share of each item's scale,
+    which the table's row shows in percent and names so (a live run prints it with %)."""
+    text = _run("simulate", str(root / "mixed.csv"), "--bank", str(root / "mixed_bank.csv"),
+                "--max-items", "6", "-o", str(tmp_path / "sim"))
+    summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert summary["scale"] == [0.0, 1.0] and "share" in summary["metric"]
+    assert (f"predicted mean rating, as a share of each item's scale (%), mean over models "
+            f"{100 * summary['score_mean']:.1f} (95% intervals "
+            f"{100 * summary['width_mean']:.1f} points wide)") in " ".join(text.split())
+
+
 def test_score_gives_the_predicted_mean_rating_simulate_and_evaluate_give(root, tmp_path):
     """`atlas score` on an ordinal bank: score, score_lo, score_hi = the predicted mean rating
     over the bank (polyscore.predict_mean_rating: the rated items as rated, the others
@@ -293,6 +305,7 @@ def test_a_rating_that_is_not_a_number_is_quoted_as_the_rater_printed_it(score, 
     with pytest.raises(LiveRunError) as got:
         parse_scores(["a"], json.dumps({"item_id": "a", "score": score}), "cmd", ratings=True)
     assert shown in str(got.value) and "a rating is a number" in str(got.value)
+    assert ("retry its judge" in str(got.value)) == (score is None)   # what to do about null
 
 
 @pytest.mark.parametrize("command", [["info", "{run}"], ["report", "{run}"],

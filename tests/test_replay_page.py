@@ -15,7 +15,8 @@ def test_a_replayed_runs_page_invents_no_answer(tmp_path, capsys):
     res = json.loads(capsys.readouterr().out)[0]
     page = (tmp_path / "run" / "reports" / f"{res['run_id']}.html").read_text()
     assert "log-likelihoods (" not in page and "-1000.000" not in page and "chose " not in page
-    assert page.count("recorded score, replayed (the matrix holds no answer)") == res["n_items"]
+    assert page.count("recorded score, replayed (the matrix holds scores, not the model&#x27;s "
+                      "text)") == res["n_items"]
     # a live model's page keeps its options and log-likelihoods
     code = main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5", "--se-stop", "0.3",
                  "-o", str(tmp_path / "sim"), "--json"])

@@ -103,3 +103,28 @@ def test_score_writes_mean_score_and_ranks_reads_it(shared_data, tmp_path, capsy
     df.rename(columns={"mean_score": "accuracy"}).to_csv(tmp_path / "old.csv", index=False)
     assert main(["ranks", str(tmp_path / "old.csv"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == new and new["n_models"] == len(df)
+
+
+def test_score_on_a_shipped_bank_writes_its_predicted_leaderboard_score(tmp_path):
+    """``atlas score --bank arc``: the shipped link's predicted published score with its 95%
+    interval, the columns ``atlas simulate`` writes, from each model's theta, SE and answers
+    (:func:`atlascat.scorelink.predict_frame`); a paper bank has no link and no such column."""
+    from atlascat.catalogue import BankRef, load_responses
+    from atlascat.scorelink import predict_frame
+    from atlascat.scorelink.frames import COLUMNS
+
+    rm = load_responses("arc")
+    rm.subset(subjects=np.arange(0, 2193, 400)).write(tmp_path / "m.csv")
+    out = tmp_path / "s.csv"
+    assert main(["score", str(tmp_path / "m.csv"), "--bank", "arc", "-o", str(out)]) == 0
+    df = pd.read_csv(out, keep_default_na=False)
+    assert set(COLUMNS) <= set(df.columns)
+    m = pd.read_csv(tmp_path / "m.csv", index_col=0)
+    long = m.stack().rename("score").rename_axis(["subject_id", "item_id"]).reset_index()
+    expect = predict_frame(BankRef.from_option("arc").link, df[["subject_id", "theta", "se"]],
+                           long)
+    for col in ("score", "score_lo", "score_hi", "percentile"):
+        assert df[col].to_numpy(float) == pytest.approx(expect[col].to_numpy(float), rel=1e-6)
+    assert ((df["score_lo"] <= df["score"]) & (df["score"] <= df["score_hi"])).all()
+    assert main(["score", str(tmp_path / "m.csv"), "--bank", "paper-arc", "-o", str(out)]) == 0
+    assert "score" not in pd.read_csv(out).columns

@@ -430,3 +430,36 @@ def test_anova_of_fits_with_priors_warns(lsat7):
         warnings.simplefilter("error")
         anova(rasch, calibrate(lsat7, model="2pl", prior_a=None))
         anova(rasch, calibrate(lsat7, model="2pl"), test=False)
+
+
+def test_science_partial_credit_model_is_mirts_rasch_and_nested_in_the_gpcm():
+    """calibrate(..., model="pcm", se=True): mirt's "Rasch" of ordinal items (slopes 1, the
+    latent variance estimated) on Science: log-likelihood >= mirt's - 0.01, intercepts within
+    2e-3, their SEs and the variance's within 2%, 13 parameters; the bank on N(0, 1) with
+    a = sigma; anova(pcm, gpcm) is mirt's (X2 13.185 on 3 df)."""
+    from atlascat.irt.compare import anova
+
+    sci = pd.read_csv(REF / "science.csv")
+    pcm = calibrate(sci, model="pcm", se=True)
+    fit = mirt_fit("science_pcm")
+    ic = pcm.information_criteria()
+    assert ic["n_parameters"] == fit["n_parameters"] == 13
+    assert ic["loglik"] >= fit["loglik"] - 0.01
+    for k in ("AIC", "BIC", "SABIC", "HQ"):
+        assert ic[k.lower()] == pytest.approx(fit[k], abs=0.05)
+    assert pcm.latent_variance == pytest.approx(fit["latent_variance"], rel=2e-3)
+    assert pcm.se.latent_variance_se == pytest.approx(fit["latent_variance_se"], rel=0.02)
+    ref = mirt_items("science_pcm")
+    got = pcm.standard_errors("mirt")                 # as fitted: a = 1, d's and their SEs
+    assert "a1" not in got
+    for p in ("d1", "d2", "d3"):
+        want = ref[ref.parameter == p]
+        np.testing.assert_allclose(got[p], want.value, atol=2e-3)
+        np.testing.assert_allclose(got[f"{p}_se"], want.se, rtol=0.02)
+    np.testing.assert_allclose(pcm.bank.params[:, 0], np.sqrt(pcm.latent_variance))
+    assert set(pcm.bank.models) == {"gpcm"}
+    table = anova(pcm, calibrate(sci, model="gpcm"))
+    want = pd.read_csv(REF / "anova_science_pcm_gpcm.csv").set_index("model")
+    assert list(table.index) == ["pcm", "gpcm"] and table.loc["gpcm", "df"] == 3
+    assert table.loc["gpcm", "X2"] == pytest.approx(want.loc["gpcm", "X2"], abs=0.02)
+    assert table.loc["gpcm", "p"] == pytest.approx(want.loc["gpcm", "p"], rel=0.02)

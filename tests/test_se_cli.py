@@ -138,3 +138,37 @@ def test_anova_of_ordinal_models(lsat7, capsys):
                  "graded", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[1]["X2"] == pytest.approx(12.1916, abs=0.01) and rows[1]["df"] == 4
+
+
+def test_partial_credit_anova_and_bank_as_mirt(tmp_path, capsys):
+    """--model pcm (mirt's Rasch of ratings): its bank on N(0, 1) (a1 = sigma with its SE from
+    the variance's), 13 parameters; atlas anova --model pcm --model gpcm tests it as mirt."""
+    sci = str(REF / "science.csv")
+    out = tmp_path / "pcm.csv"
+    assert main(["calibrate", sci, "--model", "pcm", "--se", "--format", "mirt", "-o",
+                 str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "(pcm, 4-4 categories)" in text and "(13 parameters, 392 subjects)" in text
+    df = pd.read_csv(out)
+    fit = json.loads((REF / "science_pcm_fit.json").read_text())
+    sigma = np.sqrt(fit["latent_variance"])
+    np.testing.assert_allclose(df["a1"], sigma, rtol=1e-3)
+    assert df["a1_se"].iloc[0] == pytest.approx(fit["latent_variance_se"] / (2 * sigma), rel=0.02)
+    assert set(df["model"]) == {"gpcm"}
+    assert main(["anova", sci, "--model", "pcm", "--model", "gpcm", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    want = pd.read_csv(REF / "anova_science_pcm_gpcm.csv").set_index("model")
+    assert [r["model"] for r in rows] == ["pcm", "gpcm"] and rows[1]["df"] == 3
+    assert rows[1]["X2"] == pytest.approx(want.loc["gpcm", "X2"], abs=0.02)
+    assert rows[0]["AIC"] == pytest.approx(want.loc["pcm", "AIC"], abs=0.05)
+
+
+def test_partial_credit_on_answers_is_the_rasch_model_nested_in_the_2pl(lsat7, capsys):
+    """On 0/1 answers the partial credit model is the Rasch model: anova(pcm, 2pl) is mirt's
+    anova(rasch, 2pl) on LSAT7 (X2 12.19 on 4 df)."""
+    assert main(["anova", lsat7, "--freq-column", "freq", "--model", "pcm", "--model", "2pl",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    want = pd.read_csv(REF / "anova_lsat7_rasch_2pl.csv").set_index("model")
+    assert rows[0]["logLik"] == pytest.approx(want.loc["rasch", "logLik"], abs=1e-3)
+    assert rows[1]["X2"] == pytest.approx(want.loc["2pl", "X2"], abs=0.01) and rows[1]["df"] == 4

@@ -453,3 +453,49 @@ def test_a_member_named_like_a_shipped_bank_is_that_bank_whatever_the_working_fo
     (tmp_path / "arc").mkdir()                               # beside the suite: it is meant
     with pytest.raises(BankError, match="suite member 'arc'"):
         load_suite(tmp_path / "mine.json")
+
+
+def _guessers(n, seed):
+    """{member: ResponseMatrix} of ``n`` pure guessers of the bundled suite: each item right
+    with its answer chance (1 / choices; GSM8K never), whatever its difficulty."""
+    from atlascat.live.suite_session import composite_for
+
+    bank = composite_for("openllm-v1")
+    meta, ids = bank.metadata, np.array([str(i) for i in bank.item_ids])
+    rng = np.random.default_rng(seed)
+    out = {}
+    for member in dict.fromkeys(meta["member"]):
+        rows = (meta["member"] == member).to_numpy()
+        p = (np.zeros(rows.sum()) if member == "gsm8k"
+             else 1.0 / meta.loc[rows, "n_choices"].astype(float).to_numpy())
+        y = (rng.random((n, rows.sum())) < p).astype(float)
+        out[member] = ResponseMatrix(y, [f"guesser{i}" for i in range(n)],
+                                     [i.split("/", 1)[1] for i in ids[rows]])
+    return out
+
+
+def test_a_pure_guessers_average_interval_reaches_the_chance_average():
+    """A model that guesses on every benchmark publishes about chance on each, whatever theta
+    its lucky answers suggest: where no member's answers can be told from guessing, the
+    average's interval reaches the average with every member at its chance score (as a single
+    bank's reaches chance), and each member's reaches its chance; a real model is untouched."""
+    from atlascat.scorelink.honesty import chance_not_excluded
+
+    suite = load_suite("openllm-v1")
+    res = simulate_suite(suite, _guessers(12, 0), SuiteConfig(max_items=60, min_items=30))
+    s, ses = res.scores, res.session
+    chance = np.array([m.link.chance for m in suite.members])
+    n = ses.asked.astype(float) @ ses.pool.onehot
+    k = np.where(ses.asked, np.nan_to_num(ses.y), 0.0) @ ses.pool.onehot
+    pure = np.all([chance_not_excluded(m.link, n[:, j], k[:, j]) | (n[:, j] == 0)
+                   for j, m in enumerate(suite.members)], axis=0)
+    assert pure.sum() >= 8
+    scores = s[suite.names].to_numpy()
+    at_chance = (np.minimum(scores, chance) * suite.weights).sum(1) / suite.weights.sum()
+    assert (s["average_lo"].to_numpy()[pure] <= at_chance[pure] + 1e-9).all()
+    assert (s[[f"{b}_lo" for b in suite.names]].to_numpy()[pure] <= chance + 1e-9).all()
+    # a leaderboard model well above chance keeps its interval
+    strong = {b: ResponseMatrix(np.ones((1, len(m.bank))), ["top"], list(m.bank.item_ids))
+              for b, m in zip(suite.names, suite.resolved().members)}
+    top = simulate_suite(suite, strong, SuiteConfig(max_items=30, min_items=30)).scores
+    assert top["average_lo"].iloc[0] > 0.6

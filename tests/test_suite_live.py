@@ -261,3 +261,101 @@ def test_suite_option_errors_leave_nothing_behind(args, words, tmp_path, capsys)
     assert main(["evaluate", *args, "-o", str(out)]) != 0
     assert words in capsys.readouterr().err
     assert not out.exists()
+
+
+def _suite_matrices(tmp_path, model, blank=()):
+    """Each member's bundled matrix cut to ``model`` and one other model, as files; the
+    members in ``blank`` without ``model``'s row; returns ({member: path}, {suite item: 0/1})."""
+    import numpy as np
+
+    from atlascat.catalogue import load_responses
+
+    paths, answers = {}, {}
+    for name in ("arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"):
+        rm = load_responses(name)
+        ids = [str(s) for s in rm.subject_ids]
+        keep = [i for i, s in enumerate(ids) if s != model][:1]
+        keep += [] if name in blank else [ids.index(model)]
+        sub = rm.subset(subjects=np.isin(np.arange(len(ids)), keep))
+        paths[name] = tmp_path / f"{name}.csv"
+        sub.write(paths[name])
+        if name not in blank:
+            row = sub.values[[str(s) for s in sub.subject_ids].index(model)]
+            answers.update({f"{name}/{i}": v for i, v in zip(sub.item_ids, row)})
+    return paths, answers
+
+
+def test_replay_on_the_suite_asks_the_recorded_answers_and_skips_a_member_without(
+        tmp_path, capsys):
+    model = "fblgit/una-llama-7b"
+    paths, answers = _suite_matrices(tmp_path, model, blank=("gsm8k",))
+    spec = ",".join(f"{n}={p}" for n, p in paths.items())
+    db = tmp_path / "r.sqlite"
+    code = main(["evaluate", "--suite", "openllm-v1", "--subject", f"replay:{spec}#{model}",
+                 "--db", str(db), *SHORT, "--json"])
+    res = json.loads(capsys.readouterr().out)[0]
+    assert code == 0 and res["status"] == "done" and res["n_items"] == 24
+    assert res["protocol"] == "leaderboard"
+    assert all(not i.startswith("gsm8k/") for i in res["items"])   # no answer: never asked
+    assert [float(answers[i]) for i in res["items"]] == [float(s) for s in res["scores"]]
+    gsm8k = next(b for b in res["benchmarks"] if b["name"] == "gsm8k")
+    assert gsm8k["items"] == 0 and gsm8k["score"] is not None    # predicted from the others
+    assert gsm8k["warning"] == "not asked: predicted from the other benchmarks' answers"
+    assert all("warning" not in b or b["items"] == 0 or "not asked" not in b["warning"]
+               for b in res["benchmarks"])
+    # the snapshot keeps the skipped items: a resumed session never picks them
+    from atlascat.live.suite_session import SuiteLiveSession
+
+    state = RunStore(db).get_run(res["run_id"])["session"]
+    assert any(i.startswith("gsm8k/") for i in state["skipped"])
+    again = SuiteLiveSession.from_dict(state)
+    col = again.inner.column(*split_item(state["skipped"][0]))
+    assert not again.inner.available[0, col]
+
+
+@pytest.mark.parametrize("target, words", [
+    ("openllm-v1#nobody/none", "not a subject of any member's matrix"),
+    ("arc=arc,nope=arc#x", "give MEMBER=MATRIX pairs"),
+    ("arc#0-hero/Matter-0.1-7B-DPO-preview", "no recorded answer to any of the bank's"),
+])
+def test_replay_on_the_suite_bad_input_is_one_line(target, words, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["evaluate", "--suite", "openllm-v1", "--subject", f"replay:{target}",
+                 "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_replayed_leaderboard_model_is_not_its_own_neighbour(tmp_path, capsys):
+    """A live suite run names its session's subject by the model: a replayed calibration
+    model is predicted as a new model (as ``atlas simulate --suite`` predicts it), not
+    corrected by its own published error as its own nearest neighbour."""
+    from atlascat.live.suite_session import SuiteLiveSession
+
+    model = "fblgit/una-llama-7b"
+    db = tmp_path / "n.sqlite"
+    assert main(["evaluate", "--suite", "openllm-v1", "--subject", f"replay:openllm-v1#{model}",
+                 "--db", str(db), *SHORT, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)[0]
+    assert res["nearest_models"] and model not in [n["model"] for n in res["nearest_models"]]
+    state = RunStore(db).get_run(res["run_id"])["session"]
+    assert state["subject"] == model
+    old = {k: v for k, v in state.items() if k != "subject"}   # a snapshot without the name
+    assert SuiteLiveSession.from_dict(old, subject=model).prediction() == \
+        SuiteLiveSession.from_dict(state).prediction()
+
+
+def test_replay_subject_on_a_suite_bank_reads_the_members_matrices(bank):
+    """In Python, ``ReplaySubject(spec, model, bank=<a suite's composite bank>)`` reads the
+    suite's forms of ``spec`` as ``--subject replay:`` does on ``--suite``."""
+    from atlascat.catalogue import load_responses
+    from atlascat.live.subjects import ReplaySubject
+
+    model = "fblgit/una-llama-7b"
+    sub = ReplaySubject("openllm-v1", model, bank=bank)
+    arc = load_responses("arc")
+    row = arc.values[[str(s) for s in arc.subject_ids].index(model)]
+    assert all(sub.answer_of(f"arc/{i}") == int(v) for i, v in zip(arc.item_ids, row))
+    assert {i.split("/")[0] for i in sub.answered_items()} == set(bank.metadata["member"])
+    assert sub.describe()["matrix"] == "openllm-v1"

@@ -35,6 +35,13 @@ class BankKindError(BankError):
         self.kind = kind
 
 
+class BankIndexError(BankError, TypeError):
+    """A bank was indexed (``bank["q1"]``, ``bank[0]``): a bank is not a mapping or a sequence;
+    the message names the accessors that read it (``item_ids``, ``a`` / ``b`` / ``c`` / ``u``,
+    ``index_of``, ``subset``, ``to_frame``). A TypeError, as indexing an object without
+    ``__getitem__`` raises."""
+
+
 class RunFolderError(AtlasError):
     """A folder is not a benchmark run's (:func:`atlascat.studies.protocol.run_benchmark`).
     ``path``: the folder."""

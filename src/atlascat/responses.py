@@ -1,7 +1,7 @@
 """ResponseMatrix: subjects (LLMs) x items, float64 scores in [0, 1], NaN = not administered.
 
 Readers: wide CSV / CSV.GZ / Parquet (first column = subject id, named or not), long format
-(subject, item, score), pandas DataFrames, and response-pattern tables with a frequency column
+(subject, item, score; a judge's model, prompt, rating), pandas DataFrames, and response-pattern tables with a frequency column
 (one row per pattern, ``freq`` = how many subjects gave it; kept as row ``weights``).
 
 Validation happens once, at the boundary, with one clear error per problem that names the
@@ -34,8 +34,8 @@ __all__ = ["ResponseMatrix", "tinybenchmarks_threshold", "as_response_matrix",
 _NAME_RESOLVER = None
 
 _LONG_SUBJECT = ("subject_id", "subject", "model")
-_LONG_ITEM = ("item_id", "item", "doc_id")
-_LONG_SCORE = ("score", "response", "correct", "acc", "value")
+_LONG_ITEM = ("item_id", "item", "doc_id", "prompt")
+_LONG_SCORE = ("score", "response", "correct", "acc", "value", "rating")
 
 
 def _open_text(path: Path):

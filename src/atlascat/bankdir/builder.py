@@ -40,6 +40,7 @@ import pandas as pd
 from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
+from .checks import check_model, check_score_range
 from .defaults import BUDGET, FOLDS, MIN_MODELS
 from .predict import PREDICTOR_ITEMS_FILE
 
@@ -61,19 +62,6 @@ def _is_logs(paths: Sequence) -> bool:
         if p.name.endswith(_LOG_SUFFIXES):
             return True
     return False
-
-
-def check_score_range(score_range):
-    """(low, high) as floats, or None; one line for a range that is not one."""
-    if score_range is None:
-        return None
-    try:
-        lo, hi = (float(v) for v in score_range)
-    except (TypeError, ValueError):
-        raise ConfigError(f"--score-range takes two numbers LO HI, got {score_range!r}") from None
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ConfigError(f"--score-range LO HI needs finite LO < HI, got {lo:g} {hi:g}")
-    return lo, hi
 
 
 def shares_of_one(values, lo: float, hi: float) -> bool:
@@ -632,6 +620,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         total[0], done[0] = build_steps(folds) - 1 + n, k - 1
         step()
 
+    check_model(model)   # before reading: a graded / gpcm bank is atlas calibrate's
     score_range = check_score_range(score_range)
     rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
                                    id_field=id_field, score_range=score_range,
@@ -708,7 +697,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                            else default_chance(bench, meta))
     link = fit_link(bank, y, s, benchmark=bench, seed=seed, chance=chance, max_items=budget,
                     extra_se_stops=())
-    link.info["model"] = bank.model
+    link.info["model"], link.info["chance_from"] = bank.model, chance_from
     step()
     if folds:
         cf = cross_fit_factor(y, s, model=bank.model, benchmark=bench, seed=seed, folds=folds,

@@ -30,7 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Dimensionality", "parallel_analysis", "MARGIN"]
+from ..errors import ConfigError
+
+__all__ = ["Dimensionality", "parallel_analysis", "MARGIN", "check_model",
+           "check_score_range"]
 
 #: how far above the parallel-analysis threshold the first eigenvalue must lie
 MARGIN = 1.2
@@ -101,3 +104,36 @@ def parallel_analysis(values, *, n_perm: int = 20, rng=None, max_models: int = 3
     first = _first_eigenvalue(z)
     perm = [_first_eigenvalue(rng.permuted(z, axis=0)) for _ in range(int(n_perm))]
     return Dimensionality(first, float(np.quantile(perm, 0.95)), first / p, n, p)
+
+
+def check_model(model) -> None:
+    """One line for a ``model`` a bank folder cannot fit: its items are the binary models'
+    (rasch, 1pl-4pl, or auto), each item's score on the folder's scale; ordinal ratings'
+    categories (graded, gpcm) are :func:`atlascat.calibrate`'s, a bank file of its own."""
+    from ..irt.defaults import MODELS, is_auto
+    from ..irt.polytomous import ORDINAL_MODELS
+
+    name = str(model).strip().lower() if isinstance(model, str) else model
+    if is_auto(model) or name in MODELS:
+        return
+    if name in ORDINAL_MODELS:
+        raise ConfigError(f"--model {name}: a bank folder reads ratings as a score on their scale "
+                          "(--score-range 1 10, one slope and location per item) and fits auto, "
+                          "rasch or 1pl-4pl; a graded or gpcm bank of the ratings' categories "
+                          f"is calibrated from them (calibrate(ratings, model={name!r}); CLI: "
+                          f"calibrate RATINGS --model {name} -o BANK.csv), a bank file that "
+                          "simulate, score and evaluate take as --bank BANK.csv")
+    raise ConfigError(f"--model {model!r}: a bank folder fits auto, rasch, 1pl, 2pl, 3pl or 4pl")
+
+
+def check_score_range(score_range):
+    """(low, high) as floats, or None; one line for a range that is not one."""
+    if score_range is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in score_range)
+    except (TypeError, ValueError):
+        raise ConfigError(f"--score-range takes two numbers LO HI, got {score_range!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ConfigError(f"--score-range LO HI needs finite LO < HI, got {lo:g} {hi:g}")
+    return lo, hi

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import BankError, ConfigError
 from ..irt import models
-from ..irt.bank import ItemBank
+from ..irt.bank import ItemBank, warn_negative_slopes
 from ..irt.quadrature import normal_quadrature
 from .config import CATConfig
 from .content import make_content_balancer
@@ -111,7 +111,10 @@ def _tables(bank: ItemBank, config: CATConfig) -> _Tables:
                 "; load one with atlascat.load_bank(name) or ItemBank.read(path)")
         raise BankError(f"bank must be an ItemBank, got {type(bank).__name__}{hint}")
     key = config.cache_key()  # the cached tables hold the custom components: ids stay unique
-    per_bank = _TABLE_CACHE.setdefault(bank, {})
+    per_bank = _TABLE_CACHE.get(bank)
+    if per_bank is None:     # the bank's first use by the adaptive test
+        warn_negative_slopes(bank)
+        per_bank = _TABLE_CACHE[bank] = {}
     tab = per_bank.get(key)
     if tab is None:
         if len(per_bank) > 8:

@@ -10,7 +10,7 @@ from ._common import console, json_safe, next_stage, progress_bar, subjects_text
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
                           freq_column, rating_range, prior_a: str, quadpts: int, max_iter: int,
                           tol: float, quiet: bool, se: bool = False, normalize_ids: bool = False,
-                          binary_only: dict | None = None) -> None:
+                          binary_only: dict | None = None, drop_empty: bool = False) -> None:
     import pandas as pd
 
     from ..errors import ConfigError
@@ -22,14 +22,14 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
         raise ConfigError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for the "
                           f"binary models; drop {'it' if len(given) == 1 else 'them'} for "
                           f"--model {model} (the ordinal EM takes --prior-a, --quadpts, "
-                          "--max-iter, --tol, --rating-range)")
+                          "--max-iter, --tol, --rating-range, --drop-empty)")
     values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
     if normalize_ids:
         iids = [normalize_item_id(i) for i in iids]
     frame = pd.DataFrame(values, index=sids, columns=iids)
     settings = dict(weights=weights, prior_a=None if prior_a in ("auto", "none") else prior_a,
                     value_range=rating_range, quadpts=quadpts, max_iter=max_iter, tol=tol,
-                    se=se)
+                    se=se, on_empty="drop" if drop_empty else "error")
     if quiet:
         res = calibrate_ordinal(frame, model, **settings)
     else:
@@ -59,7 +59,8 @@ def _write_outputs(res, output, fmt: str, summary, scores, responses) -> None:
     if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
         from ..irt.polybank import PolyBank
 
-        meta = res.standard_errors(fmt).filter(like="_se").reset_index(drop=True)
+        meta = res.standard_errors(fmt, scale="standard").filter(like="_se").reset_index(
+            drop=True)
         if bank.metadata is not None:
             meta = pd.concat([meta, bank.metadata.reset_index(drop=True)], axis=1)
         bank = PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,
@@ -131,8 +132,7 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         from ..validation import normalize_item_id
 
         iids = [normalize_item_id(i) for i in iids]
-        bk = PolyBank([normalize_item_id(i) for i in bk.item_ids], bk.params, bk.models,
-                      bk.levels, scales=bk.scales, metadata=bk.metadata)
+        bk = bk.with_ids([normalize_item_id(i) for i in bk.item_ids])
     frame = pd.DataFrame(values, index=sids, columns=iids)
     df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                           quadpts=quadpts, extra_items=extra_items)

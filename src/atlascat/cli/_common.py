@@ -215,7 +215,9 @@ def next_stage(advance, name: str):
 
 def _cell(value, float_format: str) -> str:
     if isinstance(value, float):
-        return float_format.format(value)
+        text = float_format.format(value)
+        # a small negative number rounded to zero ("-0.0") reads as zero
+        return float_format.format(0.0) if text == "-" + float_format.format(0.0) else text
     return "-" if value is None else str(value)   # a value not recorded (tokens, latency)
 
 
@@ -430,8 +432,8 @@ def predicted_summary(words: dict, persons) -> tuple[dict, tuple[str, str]]:
                "scale": words.get("scale", [0.0, 1.0]),   # the score's and width's units
                "score_mean": float(score.mean()), "width_mean": float(width.mean())}
     unit = 100 if "scale" not in words else 1
-    name = ("predicted mean rating, mean over models" if words.get("ratings") else
-            f"predicted {words['benchmark']} score, mean over models")
+    name = (f"predicted {words['metric']}{' (%)' if unit == 100 else ''}, mean over models"
+            if words.get("ratings") else f"predicted {words['benchmark']} score, mean over models")
     return figures, (name, mean_and_width(unit * figures["score_mean"],
                                           unit * figures["width_mean"]))
 

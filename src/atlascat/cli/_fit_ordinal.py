@@ -27,8 +27,12 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
         except ConfigError as exc:   # the library's hint in the command's words
             raise ConfigError(str(exc).replace("statistic='C2'", "--m2 C2")) from None
         d = res.to_dict()
+        report["statistic"] = res.statistic   # auto: C2 where M2* is not determined (warned)
         if statistic.upper() == "AUTO" and kind == "C2":
             report["note"] = (f"M2* has too few degrees of freedom on {len(bank)} items: C2 "
+                              "(mirt: M2(mod, type = 'C2'))")
+        elif res.statistic != kind:
+            report["note"] = ("M2* is not determined by these ratings, as warned: C2 "
                               "(mirt: M2(mod, type = 'C2'))")
         report.update({k: d[k] for k in ("M2", "df", "p", "RMSEA", "RMSEA_5", "RMSEA_95",
                                           "SRMSR", "TLI", "CFI", "n", "n_free", "M2_null",
@@ -37,7 +41,8 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
         w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=float)
         rated = ~frame.isna().to_numpy()
         if sx2_subjects(report, float(w[rated.all(axis=1)].sum()),
-                        float(w[rated.any(axis=1)].sum()), rating=True):
+                        float(w[rated.any(axis=1)].sum()), rating=True,
+                        statistic=report["statistic"] if "M2" in report else None):
             if bar is not None:
                 bar.stage("S-X2", 1)
             sx = sx2_ordinal(frame, bank, estimated=estimated, weights=weights)
@@ -54,9 +59,10 @@ def no_m2(kind: str, df: int, n_mom: int, n_free: int) -> str:
 
 
 def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions: bool = False,
-                 rating: bool = False) -> bool:
+                 rating: bool = False, statistic: str | None = "M2") -> bool:
     """Say in the report which subjects S-X2 uses when some answers are missing (``n_sx2``,
-    ``sx2_note``); False where no subject answered every item (S-X2 then left out)."""
+    ``sx2_note``; ``statistic``: the report's M2, M2* or C2, None where it has none); False
+    where no subject answered every item (S-X2 then left out)."""
     if n_complete >= n_total:
         return True
     what, answer = ("rated", "rating") if rating else ("answered", "answer")
@@ -64,15 +70,16 @@ def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions:
     if n_complete < 2:
         scope = "all items of a partition" if partitions else "every item"
         report["sx2_note"] = (f"S-X2 left out: no subject {what} {scope} (S-X2 needs complete "
-                              "rows, as mirt's itemfit(mod, na.rm = TRUE)); M2 above uses every "
-                              f"{answer}, as mirt's M2")
+                              "rows, as mirt's itemfit(mod, na.rm = TRUE))" + (
+                                  f"; {statistic} above uses every {answer}, as mirt's M2"
+                                  if statistic else ""))
         return False
     lead = (f"S-X2 on the {n_complete:g} of {n_total:g} subjects who {what} every item"
             if not partitions else
             f"S-X2 in each partition on the subjects who {what} all its items (at least "
             f"{n_complete:g} of {n_total:g})")
-    report["sx2_note"] = (f"{lead} (mirt: itemfit(mod, na.rm = TRUE)); M2 uses every {answer} "
-                          "(pairwise, as mirt's M2)")
+    report["sx2_note"] = (f"{lead} (mirt: itemfit(mod, na.rm = TRUE))" + (
+        f"; {statistic} uses every {answer} (pairwise, as mirt's M2)" if statistic else ""))
     return True
 
 
@@ -100,8 +107,7 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
         from ..validation import normalize_item_id
 
         iids = [normalize_item_id(i) for i in iids]
-        bk = PolyBank([normalize_item_id(i) for i in bk.item_ids], bk.params, bk.models,
-                      bk.levels, metadata=bk.metadata)
+        bk = bk.with_ids([normalize_item_id(i) for i in bk.item_ids])
     frame = pd.DataFrame(values, index=sids, columns=iids)
     unknown = [str(i) for i in iids if str(i) not in bk]
     if unknown and extra_items == "error":

@@ -22,7 +22,8 @@ def _binary_models_need_01(values, binary: list, responses: str) -> None:
     if binary and not set(levels.tolist()) <= {0.0, 1.0}:
         raise ConfigError(f"--model {binary[0]} fits right/wrong (0/1) answers but {responses} "
                           f"holds ratings {levels[0]:g}-{levels[-1]:g}; fit ratings with "
-                          "--model graded or gpcm")
+                          "--model graded, gpcm or pcm (the partial credit model, mirt's Rasch "
+                          "of ratings, nested in gpcm)")
 
 
 def _all_nested(fits) -> bool:
@@ -54,8 +55,9 @@ def register(app: typer.Typer) -> None:
     def anova_cmd(
         responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
         models: List[str] = typer.Option(..., "--model",
-                                         help="IRT model to fit (rasch, 1pl, 2pl, 3pl, 4pl, graded, gpcm); "
-                                              "give two or more, e.g. --model rasch --model 2pl."),
+                                         help="IRT model to fit (rasch, 1pl, 2pl, 3pl, 4pl, graded, gpcm, "
+                                              "pcm); give two or more, e.g. --model rasch "
+                                              "--model 2pl, --model pcm --model gpcm."),
         output: Optional[Path] = typer.Option(None, "-o", "--output",
                                               help="Write the table here (CSV)."),
         as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),

@@ -17,8 +17,9 @@ from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses
 _MODEL = typer.Option(AUTO, "--model",
     help="IRT model: auto, rasch, 1pl, 2pl, 3pl or 4pl; auto is chosen "
          "from the number of subjects (2PL < 500, 3PL < 1000, else "
-         "4PL); graded or gpcm for ordinal ratings (e.g. 1-10, 0-3: "
-         "each item's observed levels are its categories).")
+         "4PL); graded, gpcm or pcm (partial credit: mirt's Rasch) for "
+         "ordinal ratings (e.g. 1-10, 0-3: each item's observed levels "
+         "are its categories).")
 
 _RATING_RANGE = typer.Option(
     None, "--rating-range", metavar="LO HI",
@@ -76,7 +77,8 @@ _NORMALIZE_IDS = typer.Option(False, "--normalize-ids",
     help="Strip R's 'X' from item ids (X514 -> 514).")
 
 _DROP_EMPTY = typer.Option(False, "--drop-empty",
-    help="Drop all-missing subjects/items instead of failing.")
+    help="Drop all-missing subjects/items instead of failing (graded/gpcm/pcm: items rated "
+         "at fewer than two levels).")
 
 _DEVICE = typer.Option("cpu", "--device",
     help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
@@ -132,9 +134,9 @@ def calibrate_command(
             responses, output, name, fmt=fmt, summary=summary, scores=scores,
             freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
             quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se,
-            normalize_ids=normalize_ids, binary_only=_binary_only(
+            normalize_ids=normalize_ids, drop_empty=drop_empty, binary_only=_binary_only(
                 prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
-                device, drop_empty))
+                device))
 
     if _is_ordinal(model, rating_range):
         return ordinal(model.lower())
@@ -197,7 +199,7 @@ def _whole_ratings(responses, freq_column) -> bool:
 
 def _is_ordinal(model: str, rating_range) -> bool:
     """Whether --model names an ordinal model; --rating-range belongs to those only."""
-    if model.lower() in ("graded", "gpcm"):
+    if model.lower() in ("graded", "gpcm", "pcm"):
         return True
     if rating_range is not None:
         from ..errors import ConfigError
@@ -214,13 +216,13 @@ def _write_summary(res, path: Path, **fields) -> None:
 
 
 def _binary_only(prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
-                 device, drop_empty) -> dict:
+                 device) -> dict:
     """The binary models' options and whether each was given (refused for graded/gpcm)."""
     return {"--prior-c": prior_c != AUTO, "--prior-u": prior_u != AUTO,
             "--partition-size": partition_size is not None, "--link": link != LINK,
             "--filter/--no-filter": filter_ is not None, "--seed": seed is not None,
             "--convergence": convergence != CONVERGENCE, "--dtype": dtype != "float64",
-            "--device": device != "cpu", "--drop-empty": drop_empty}
+            "--device": device != "cpu"}
 
 
 def _check_choices(fmt: str, convergence: str) -> None:

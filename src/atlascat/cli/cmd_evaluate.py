@@ -27,7 +27,8 @@ from ._options import BOUND_MARGIN_HELP
 SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
                 "e.g. vLLM: the leaderboard's log-likelihood protocol), hf:PATH_OR_NAME "
                 "(transformers, in process), lmeval:MODEL,ARGS (an lm-evaluation-harness "
-                "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix), "
+                "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix; "
+                "--suite: replay:openllm-v1#MODEL or replay:arc=A.csv,...#MODEL), "
                 "openai:URL (chat prompts: APPROXIMATE protocol), simulate:THETA[:SEED], or "
                 "cmd:COMMAND (your program, started once: a JSON line per item in, its "
                 "outputs or score out; docs/live.md).")
@@ -64,6 +65,8 @@ HELP = {
     "se_method": "The SE: information (catR's; the default) or posterior (atlas score's).",
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
+    "token_budget": "Stop before the next round would likely pass N tokens "
+                    "(completions:, openai:).",
     "output": "Run directory: results.json, reports/ and (unless --db is given) runs.sqlite go "
               "there.",
     "db": "SQLite run store: OUTPUT/runs.sqlite with --output, else runs.sqlite in $ATLAS_HOME "
@@ -172,6 +175,7 @@ class _Options:
     bound_stop: bool
     bound_margin: float | None
     fixed_length: Optional[int]
+    token_budget: Optional[int]
     output: Optional[Path]
     db: Optional[Path]
     resume: Optional[List[str]]
@@ -232,6 +236,8 @@ def register(app: typer.Typer) -> None:
                                                    help=HELP["bound_margin"]),
         fixed_length: Optional[int] = typer.Option(None, "--fixed-length",
                                                    help=HELP["fixed_length"]),
+        token_budget: Optional[int] = typer.Option(None, "--token-budget",
+                                                   help=HELP["token_budget"]),
         output: Optional[Path] = typer.Option(None, "--output", "-o", help=HELP["output"]),
         db: Optional[Path] = typer.Option(None, "--db", help=HELP["db"]),
         resume: Optional[List[str]] = typer.Option(None, "--resume", help=HELP["resume"]),
@@ -367,9 +373,6 @@ def _start(o: _Options, limiter):
     if len(names) > 1 and not spec.several_models:
         raise ConfigError(f"--subject {spec.kind}: takes one model; give --llm once"
                           + (" (or put {model} in the command)" if spec.kind == "cmd" else ""))
-    if design == "suite" and spec.kind == "replay":
-        raise ConfigError("--suite with replay: subjects: replay the benchmarks' matrices with "
-                          "atlas simulate --suite openllm-v1 BENCH=MATRIX ...")
     bank = ref.load() if design == "suite" else design_bank(ref, design)
     settings = {**o.settings(limiter), "score_range": _score_range(ref)}
     subjects = [spec.with_model(n).build(bank, **settings) for n in names or [None]]
@@ -384,7 +387,8 @@ def _start(o: _Options, limiter):
     def start(store, ids):
         made.append(LiveRun.start(store, ref, subjects, config=config, prompt=o.prompt(),
                                   seed=o.seed, batch_size=o.batch_size or 1, design=design,
-                                  budget=o.max_items if design == "predictor" else None))
+                                  budget=o.max_items if design == "predictor" else None,
+                                  token_budget=o.token_budget))
         ids.extend(j.run_id for j in made[0].jobs)
 
     start_runs(o.db, o.output, o.report_dir, start)
@@ -400,6 +404,7 @@ def _check_resume_options(o: _Options) -> None:
     from ..errors import ConfigError
 
     for opt, value in (("--batch-size", o.batch_size), ("--fixed-length", o.fixed_length),
+                       ("--token-budget", o.token_budget),
                        ("--max-items", o.max_items), ("--min-items", o.min_items),
                        ("--se-stop", o.se_stop), ("--se-method", o.se_method),
                        ("--target-se", o.target_se),

@@ -128,7 +128,8 @@ def register(app: typer.Typer) -> None:
         m2_type: str = typer.Option(None, "--m2",
                                     help="Ordinal banks: M2* (mirt's default: item-score "
                                          "moments), C2 (category proportions and item-score "
-                                         "products), or auto (M2*, C2 where M2* has no df) "
+                                         "products), or auto (M2*; C2 where M2* has no df or "
+                                         "the moments leave parameters undetermined) "
                                          "[default: auto]."),
         gpcm_slope: str = typer.Option(None, "--gpcm-slope",
                                        help="Ordinal banks: exact, or mirt to reproduce mirt "

@@ -19,10 +19,14 @@ def describe(path: Path) -> dict:
     from ..validation import check_input_file
 
     p = Path(path)
-    if p.is_file():
+    if p.is_file() and p.suffix.lower() != ".json":   # a .json file: a suite's definition
         p = check_input_file(p, what="file", option="PATH")
-    if not p.is_file() or _looks_like_bank(p):
+    if not p.is_file() or p.suffix.lower() == ".json" or _looks_like_bank(p):
         ref = BankRef.from_option(path, option="PATH", normalize_ids=False, kinds=KINDS)
+        if ref.kind == "suite":   # its members, each on its own theta scale
+            from ..suite import load_suite
+
+            return {"kind": "suite", "path": str(path), **load_suite(ref).summary()}
         out = {"kind": "bank", "path": str(path), **ref.load().summary()}
         if ref.kind == "dir":  # a bank folder: what it measures, as its runs name it
             from ..bankdir.predict import folder_words
@@ -151,6 +155,8 @@ def register(app: typer.Typer) -> None:
             return
         if summary["kind"] in ("responses", "ratings"):
             _print_matrix(path, summary)
+        elif summary["kind"] == "suite":
+            _print_suite(path, summary)
         else:
             _print_bank(path, summary)
         if "information" in summary:
@@ -163,6 +169,10 @@ def _information(path: str, summary: dict, theta, item_information) -> dict:
     from ..errors import ConfigError
     from ..irt.testinfo import information_at, parse_thetas
 
+    if summary["kind"] == "suite":
+        first = summary["members"][0]["name"]
+        raise ConfigError(f"--theta: each member of suite {summary['name']!r} has its own theta "
+                          f"scale; ask one member's bank (atlas info {first} --theta ...)")
     if summary["kind"] != "bank":
         raise ConfigError("--theta and --item-information describe a bank, not a response "
                           "matrix")
@@ -213,6 +223,16 @@ def _print_matrix(path: str, summary: dict) -> None:
                       f"{lo} {hi} -o bank.csv (ordinal items), or atlas build-bank {escape(path)} "
                       f"--score-range {lo} {hi} -o bank/ (a score on its scale: from fewer than "
                       "~100 models, the honest full-score prediction)", highlight=False)
+
+
+def _print_suite(path: str, summary: dict) -> None:
+    console.print(f"[bold]{escape(path)}[/]: suite of {len(summary['members'])} benchmarks, "
+                  f"{summary['n_items']} items; predicts the {summary['aggregate']} in one "
+                  "adaptive test (atlas evaluate --suite, atlas simulate --suite)")
+    for m in summary["members"]:
+        console.print(f"  {escape(m['name'])}: {m['n_items']} items, model {m['model']}, "
+                      f"weight {m['weight']:.4g} (its parameters: atlas info "
+                      f"{escape(m['bank'])})", highlight=False)
 
 
 def _print_bank(path: str, summary: dict) -> None:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import bank_option_help, console, json_safe, number, output_dir, output_file, print_frame
+from ._common import (bank_option_help, console, err_console, json_safe, number, output_dir,
+                      output_file, print_frame)
 
 
 def ranks_command(
@@ -41,7 +42,13 @@ def ranks_command(
         data, bank, method, normalize_ids=normalize_ids)
     for col in ("theta", "mean_score") + (("se",) if "se" in df.columns else ()):
         df[col] = pd.to_numeric(df[col], errors="coerce")
-    df = df[np.isfinite(df["theta"]) & df["mean_score"].notna()]
+    keep = np.isfinite(df["theta"]) & df["mean_score"].notna()
+    left_out = int((~keep).sum())
+    df = df[keep]
+    if left_out:   # an ML +-inf (all right / all wrong) or a blank row: said, not hidden
+        err_console.print(f"note: {left_out} of {len(keep)} models left out: no finite theta "
+                          "(ML's all-right / all-wrong patterns; --method eap or wle scores "
+                          "them) or no mean score", highlight=False)
     if len(df) < 3:
         raise ConfigError(f"rank analysis needs at least 3 models with a finite theta and a "
                           f"mean score; {data!r} has {len(df)}")
@@ -49,7 +56,7 @@ def ranks_command(
     rep = rank_analysis(df["theta"].to_numpy(), df["mean_score"].to_numpy(), se=se,
                         subject_ids=df["subject_id"].astype(str).to_numpy(),
                         shift_threshold=shift)
-    summary = rep.summary()
+    summary = rep.summary() | {"n_left_out": left_out}
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         rep.table.to_csv(output, index=False, float_format="%.8g")

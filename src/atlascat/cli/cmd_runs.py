@@ -27,7 +27,9 @@ def runs_command(
     A suite run has no theta: its predicted column is the predicted average.
 
     'interrupted' is a run stopped by Ctrl-C / SIGTERM or whose process died (killed) before
-    finishing; continue it with atlas evaluate --resume RUN_ID (--db DB). The score is shown
+    finishing; continue it with atlas evaluate --resume RUN_ID (--db DB). A run not done
+    shows the prediction from its answers so far and how far it got ("interrupted after 31
+    items"). The score is shown
     twice: observed (the mean score over the items asked: right / asked for right-or-wrong
     answers) and model-based (the bank's expected score at theta); on a bank folder built
     with --score-range both are mean scores on the metric's own scale; on a graded / gpcm
@@ -199,7 +201,8 @@ def _list_runs(stores, as_json: bool) -> None:
     df["benchmark"] = [benchmark_of(lb, ref) for lb, ref in zip(predictions, df["bank_ref"])]
     df["predicted"] = [describe_prediction(lb, short=True) + (" (!)" if lb.get("warning")
                                                              else "")
-                       if lb.get("score") is not None else "-" for lb in predictions]
+                       if lb.get("score") is not None or lb.get("partial") else "-"
+                       for lb in predictions]
     cols = ["run_id", "state", "model", "benchmark", "protocol", "bank_ref", "n_items", "theta",
             "se", "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),

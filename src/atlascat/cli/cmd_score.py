@@ -13,24 +13,34 @@ from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, er
 METHODS = ("eap", "wle", "map", "ml")
 
 
-def _with_folder_prediction(df, folder, rm, bk):
-    """``df`` with a bank folder's predicted score columns (``score``, ``_lo``, ``_hi``, ...)
-    from each subject's theta, SE and answers (:func:`atlascat.bankdir.predict_scores`); on a
-    --score-range folder the ``mean_score`` columns are on the metric's scale."""
+def _with_prediction(df, ref, rm, bk):
+    """``df`` with the predicted score columns of the bank's score link (``score``, ``_lo``,
+    ``_hi``, ``percentile``, ...; :data:`atlascat.scorelink.frames.COLUMNS`, as ``atlas
+    simulate`` writes them) from each subject's theta, SE and answers: a shipped bank's
+    (:func:`atlascat.scorelink.predict_frame`, the published score) or a bank folder's
+    (:func:`atlascat.bankdir.predict_scores`; on a --score-range folder the ``mean_score``
+    columns are on the metric's scale)."""
     import numpy as np
     import pandas as pd
-
-    from ..bankdir import predict_scores
-    from ..bankdir.predict import to_metric_scale
 
     y = rm.aligned_values(bk.item_ids)
     r, c = np.nonzero(np.isfinite(y))
     administered = pd.DataFrame({"subject_id": np.asarray(rm.subject_ids, dtype=object)[r],
                                  "item_id": np.asarray(bk.item_ids, dtype=object)[c],
                                  "score": y[r, c]})
-    pred = predict_scores(folder, df[["subject_id", "theta", "se"]], administered)
-    # the observed means too on the metric's own scale (a folder built with --score-range)
-    df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("mean_score")])
+    persons = df[["subject_id", "theta", "se"]]
+    if ref.kind == "dir":
+        from ..bankdir import predict_scores
+        from ..bankdir.predict import to_metric_scale
+
+        folder = ref.folder()
+        pred = predict_scores(folder, persons, administered)
+        # the observed means too on the metric's own scale (a folder built with --score-range)
+        df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("mean_score")])
+    else:
+        from ..scorelink import predict_frame
+
+        pred = predict_frame(ref.link, persons, administered)
     return pd.concat([df.reset_index(drop=True), pred], axis=1)
 
 
@@ -69,9 +79,10 @@ def score_command(
 
     Columns: subject_id, theta, se, n_items, mean_score (the mean item score over the answered
     items: the accuracy for 0/1 items), flag [, freq] [, mean_score_pirt] [,
-    mean_score_gpirt]; with a bank folder (--bank
-    DIR) also its predicted score: score, score_lo, score_hi (95% interval), percentile,
-    score_flag, score_warning, on the folder's metric scale. ML gives +-inf (flag
+    mean_score_gpirt]; with a bank that has a score link (a bundled bank such as arc: the
+    published leaderboard score; a bank folder, --bank DIR: on its metric's scale) also its
+    predicted score: score, score_lo, score_hi (95% interval), percentile, score_flag,
+    score_warning. ML gives +-inf (flag
     perfect/zero) where no finite maximum exists. An ordinal bank (graded / gpcm): RESPONSES
     are ratings on the items' own scales, mean_rating stands where mean_score does, and
     score, score_lo, score_hi are the predicted mean rating over the whole bank (95%
@@ -104,8 +115,8 @@ def score_command(
         lam = lam if lam is not None or reconstruct == "pirt" else _estimated_lambda(
             calibration, rm, bk, normalize_ids=normalize_ids, seed=seed)
         df = _with_reconstruction(df, rm, bk, reconstruct, lam)
-    if ref.kind == "dir":  # a bank folder: its predicted score with the 95% interval
-        df = _with_folder_prediction(df, ref.folder(), rm, bk)
+    if ref.link is not None:  # a shipped bank or a folder: its predicted score, 95% interval
+        df = _with_prediction(df, ref, rm, bk)
     _show(df, output, method.lower(), len(bk), rm.weights)
 
 

@@ -469,9 +469,10 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     from .polybank import PolyBank
 
     if not isinstance(bank, PolyBank):
-        from .bank import check_bank
+        from .bank import check_bank, warn_negative_slopes
 
         check_bank(bank)   # a name, a path or a frame: a ConfigError saying how to load it
+        warn_negative_slopes(bank)
     if isinstance(bank, PolyBank):   # ordinal items: ratings on their own scale
         from .polyscore import estimate_ordinal
 

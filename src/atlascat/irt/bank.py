@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
@@ -26,7 +27,7 @@ from . import models
 if TYPE_CHECKING:  # pandas loads where a frame is built (a plain bank file needs none)
     import pandas as pd
 
-__all__ = ["ItemBank", "normalize_item_id", "check_bank"]
+__all__ = ["ItemBank", "normalize_item_id", "check_bank", "warn_negative_slopes"]
 
 PARAM_COLUMNS = ("a", "b", "c", "u")
 MIRT_COLUMNS = ("a1", "d", "g", "u")
@@ -190,6 +191,27 @@ class ItemBank:
 
     def __contains__(self, item_id) -> bool:
         return str(item_id) in self._index
+
+    __iter__ = None   # not iterable: its ids are item_ids (iter(bank) is Python's TypeError)
+
+    def __array__(self, dtype=None, copy=None):
+        """The bank as one object (a 0-d array), never as a sequence of its items: NumPy reads
+        an object with ``__getitem__`` as one, and a bank passed where numbers belong is then
+        refused by the check that names what was given."""
+        out = np.empty((), dtype=object)
+        out[()] = self
+        return out
+
+    def __getitem__(self, key):
+        """Refused: a bank is read through its attributes (:class:`~atlascat.errors.
+        BankIndexError` names them)."""
+        from ..errors import BankIndexError
+
+        raise BankIndexError(
+            f"an ItemBank is not indexed (bank[{key!r}]): its item ids are bank.item_ids, its "
+            "parameters bank.a, bank.b, bank.c, bank.u (bank.params), an item's position "
+            f"bank.index_of({key!r}), some items as a bank bank.subset([...]), ids, parameters "
+            "and metadata as a table bank.to_frame()")
 
     def subset(self, items) -> "ItemBank":
         """A new bank with the selected items: ids, a boolean mask, or integer positions."""
@@ -465,6 +487,32 @@ def _maybe_json(value):
         except json.JSONDecodeError:
             return value
     return value
+
+
+#: the banks already warned about their negative slopes
+_WARNED: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def warn_negative_slopes(bank) -> None:
+    """Warn, once per bank object, when items have a negative slope (a < 0): a right answer
+    lowers theta, so they measure the opposite of ability (a wrong answer key, items
+    calibrated without a slope prior). Scoring models them as they are and the adaptive test
+    still selects them by information, which grows with a^2; the adaptive test
+    (:func:`~atlascat.cat.simulate.simulate_cat`, every session on the bank) and
+    :func:`~atlascat.irt.ability.estimate_ability` call it."""
+    from ..errors import warn_user
+
+    a = getattr(bank, "a", None)
+    if a is None or bank in _WARNED:
+        return
+    _WARNED.add(bank)
+    negative = np.flatnonzero(np.asarray(a) < 0)
+    if negative.size:
+        ids = [str(i) for i in np.asarray(bank.item_ids)[negative[:3]]]
+        warn_user(f"{negative.size} of the bank's {len(bank)} items have a negative slope "
+                  f"(a < 0, e.g. {', '.join(ids)}): a right answer on them lowers theta, they "
+                  "measure the opposite of ability (a wrong answer key?); check them or drop "
+                  "them from the bank")
 
 
 def check_bank(bank):

@@ -62,7 +62,7 @@ from .start import start_values as _start_values  # noqa: F401
 
 __all__ = ["MODELS", "CalibrationResult", "Calibrator", "calibrate", "marginal_loglik"]
 
-ORDINAL = ("graded", "gpcm")   # ordinal items: atlascat.irt.polycal
+ORDINAL = ("graded", "gpcm", "pcm")   # ordinal items: atlascat.irt.polycal
 LINKS = ("mean-sigma", "mean-mean")
 
 
@@ -74,10 +74,11 @@ class Calibrator:
 
     Parameters
     ----------
-    model : "auto" (default) | "rasch" | "1pl" | "2pl" | "3pl" | "4pl" | "graded" | "gpcm"
-        ("graded" / "gpcm": ordinal ratings on any integer scale, :mod:`atlascat.irt.polycal`;
-        the bank is a :class:`atlascat.irt.polybank.PolyBank`; ``value_range=(lo, hi)``
-        declares the ratings' range)
+    model : "auto" (default) | "rasch" | "1pl" | "2pl" | "3pl" | "4pl" | "graded" | "gpcm" |
+        "pcm" ("graded" / "gpcm" / "pcm", the partial credit model, mirt's "Rasch" of ratings:
+        ordinal ratings on any integer scale, :mod:`atlascat.irt.polycal`; the bank is a
+        :class:`atlascat.irt.polybank.PolyBank`; ``value_range=(lo, hi)`` declares the
+        ratings' range)
         "auto" chooses the model from the number of subjects (:mod:`atlascat.irt.defaults`:
         2PL below 500 subjects, 3PL below 1000, else 4PL) and says which and why (a warning, and
         ``result_.settings["defaults"]``).
@@ -176,24 +177,16 @@ class Calibrator:
     def get_params(self, deep: bool = True) -> dict:
         """The ``__init__`` settings as a dict (scikit-learn's ``get_params``; ``deep`` is
         accepted for its ``clone`` and has nothing nested to expand)."""
-        import inspect
+        from .._repr import get_settings
 
-        return {name: getattr(self, name) for name in inspect.signature(type(self).__init__)
-                .parameters if name != "self"}
+        return get_settings(self)
 
     def set_params(self, **params) -> "Calibrator":
         """Change settings in place and return ``self`` (scikit-learn's ``set_params``); the
         next :meth:`fit` uses them."""
-        valid = self.get_params()
-        unknown = sorted(set(params) - set(valid))
-        if unknown:
-            from ..errors import ConfigError
+        from .._repr import set_settings
 
-            raise ConfigError(f"Calibrator has no setting {', '.join(map(repr, unknown))}; the "
-                              f"settings are {', '.join(valid)}")
-        for name, value in params.items():
-            setattr(self, name, value)
-        return self
+        return set_settings(self, params)
 
     def __getattr__(self, name):
         # only reached when normal lookup fails: a fitted attribute read before fit
@@ -287,7 +280,7 @@ class Calibrator:
         return model, prior_a, prior_c, prior_u
 
     def _check_ordinal(self, model, pa, pc, pu):
-        """Settings of a graded / gpcm fit: a slope prior only, no partitions."""
+        """Settings of a graded / gpcm / pcm fit: a slope prior only, no partitions."""
         for name, v in (("prior_c", pc), ("prior_u", pu)):
             if v not in (None, "auto", "none"):
                 raise ConfigError(f"{name} needs a 3PL or 4PL model, not {model!r}; the ordinal "
@@ -319,7 +312,7 @@ class Calibrator:
         self.result_, self.bank_, self.loglik_ = res, res.bank, res.loglik
         self.loglik_trace_, self.n_iter_, self.converged_ = res.loglik_trace, res.n_iter, \
             res.converged
-        self.seconds_, self.latent_variance_ = res.seconds, 1.0
+        self.seconds_, self.latent_variance_ = res.seconds, res.latent_variance
         self.theta_, self.theta_se_ = res.theta, res.theta_se
         self.dropped_items_, self.filter_report_, self.defaults_ = [], None, None
         return self

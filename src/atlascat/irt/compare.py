@@ -26,11 +26,13 @@ from ..errors import ConfigError, warn_user
 
 __all__ = ["information_criteria", "n_parameters", "anova", "nested", "NESTED"]
 
-#: models each binary model contains (rasch and 1pl are the same model)
+#: models each model contains (rasch and 1pl are the same model; the 1PL-4PL fit 0/1 answers
+#: only, on which the partial credit model, pcm, is the Rasch model)
 NESTED = {"rasch": {"rasch", "1pl"}, "1pl": {"rasch", "1pl"},
-          "2pl": {"rasch", "1pl", "2pl"}, "3pl": {"rasch", "1pl", "2pl", "3pl"},
-          "4pl": {"rasch", "1pl", "2pl", "3pl", "4pl"},
-          "graded": {"rasch", "1pl", "2pl", "graded"}, "gpcm": {"gpcm"}}
+          "2pl": {"rasch", "1pl", "pcm", "2pl"}, "3pl": {"rasch", "1pl", "pcm", "2pl", "3pl"},
+          "4pl": {"rasch", "1pl", "pcm", "2pl", "3pl", "4pl"},
+          "graded": {"rasch", "1pl", "2pl", "graded"}, "gpcm": {"pcm", "gpcm"},
+          "pcm": {"pcm"}}
 _FREE = {"rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
 
 

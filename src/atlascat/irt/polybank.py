@@ -79,8 +79,8 @@ def _off_scale(value: float, lev, lo: float, hi: float) -> str:
     """Why a rating is not scored on an item of levels ``lev`` and scale [lo, hi]."""
     whole = bool(np.all(lev == np.round(lev)))
     why = (f"is not a whole number on the item's scale {lo:g}-{hi:g}" if whole and lo <= value <= hi
-           else f"is outside the item's scale {lo:g}-{hi:g} (a wider one is declared at "
-           "calibration: value_range, --rating-range)" if whole
+           else f"is outside the item's scale {lo:g}-{hi:g} (a bank's scale is set when it is "
+           "calibrated: --rating-range LO HI, value_range)" if whole
            else f"is not one of the item's levels {_fmt_levels(lev)}")
     return f"{why} (levels observed at calibration: {_fmt_levels(lev)})"
 
@@ -277,6 +277,14 @@ class PolyBank:
         meta = None if self.metadata is None else self.metadata.iloc[idx]
         return PolyBank(self.item_ids[idx], p[:, :kmax], self.models[idx],
                         [self.levels[i] for i in idx], scales=self.scales[idx], metadata=meta)
+
+    def with_ids(self, item_ids) -> "PolyBank":
+        """The same items under new ids (one per item, in order): parameters, models,
+        levels, scales and metadata kept (R's ``X514`` read back as ``514``)."""
+        if len(item_ids) != len(self):
+            raise BankError(f"with_ids: {len(item_ids)} ids for {len(self)} items")
+        return PolyBank(item_ids, self.params, self.models, self.levels, scales=self.scales,
+                        metadata=self.metadata)
 
     def param_names(self) -> list[list[str]]:
         """Each item's parameter names in mirt's order, ``a1, d1..d(K-1)``."""

@@ -1,5 +1,5 @@
 """Ordinal calibration's entry point: ratings in, a :class:`PolyBank` and a
-:class:`CalibrationResult` out (``calibrate(rm, model="graded" | "gpcm")``).
+:class:`CalibrationResult` out (``calibrate(rm, model="graded" | "gpcm" | "pcm")``).
 
 Ratings keep their own scale (a judge's 1-10, a rubric's 0-3): they are read as numbers, never
 checked against [0, 1], and each item's observed integer levels become its categories
@@ -124,6 +124,24 @@ def thin_categories(data, weights=None) -> list[str]:
     return out
 
 
+def _one_level_items(values, item_ids, on_empty: str):
+    """(items kept, a boolean mask; dropped ids): with ``on_empty="drop"`` the items rated at
+    fewer than two levels (none at all, or every rating the same) are left out, warned;
+    "error" keeps them (:func:`atlascat.irt.polyfit.encode` refuses them)."""
+    if on_empty not in ("error", "drop"):
+        raise ConfigError(f"on_empty must be 'error' or 'drop', got {on_empty!r}")
+    n_lev = np.array([np.unique(c[~np.isnan(c)]).size for c in values.T])
+    thin = (n_lev < 2) & (on_empty == "drop")
+    dropped = [str(i) for i in np.asarray(item_ids)[thin]]
+    if thin.all():
+        raise ResponseDataError(f"every item is rated at fewer than two levels (e.g. "
+                                f"{dropped[:3]}); an ordinal item needs at least two")
+    if dropped:
+        warn_user(f"{len(dropped)} item(s) rated at fewer than two levels (no rating, or the "
+                  f"same from every subject) were left out: {dropped[:10]}")
+    return ~thin, dropped
+
+
 def _as_ratings(responses, weights):
     from ..responses import ResponseMatrix
 
@@ -158,30 +176,41 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                       value_range=None, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
                       max_iter: int = MAX_ITER, tol: float = TOL, accelerate: bool = True,
                       max_newton: int = 8, callback=None, start: PolyBank | None = None,
-                      se: bool = False, se_callback=None) -> CalibrationResult:
+                      se: bool = False, se_callback=None,
+                      on_empty: str = "error") -> CalibrationResult:
     """Calibrate ordinal items by MML-EM (:mod:`atlascat.irt.polyfit`).
 
     ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
-    of ratings on any integer scale; ``model``: "graded" or "gpcm" (or one per item);
+    of ratings on any integer scale; ``model``: "graded" or "gpcm" (or one per item), or
+    "pcm", the partial credit model (Masters, 1982; mirt's ``"Rasch"`` of ordinal items: GPCM
+    items of slope 1 with the trait's variance sigma^2 estimated, written as GPCM items of
+    slope sigma on N(0, 1), thetas / sigma; ``latent_variance`` sigma^2, one parameter more
+    than the intercepts);
     ``prior_a``: None (mirt) or a slope prior (``"lognorm(0,0.5)"``, ``"norm(1,1)"``);
     ``value_range``: the declared (lo, hi) of the ratings, refused when exceeded and kept as
     every item's rating scale (:class:`PolyBank`: a rating on it that an item never had is
     scored as the category it falls in); ``start``: a
     bank whose items (by id, same categories) give starting values; ``callback(info)`` after
     every EM iteration (``iteration``, ``loglik``, ``max_change``), ``se_callback(done,
-    total)`` as the standard errors' information columns are computed. Returns a
-    :class:`CalibrationResult` whose ``bank`` is a :class:`PolyBank`.
+    total)`` as the standard errors' information columns are computed; ``on_empty``: "error"
+    (default) refuses an item rated at one level or not at all, "drop" leaves it out, warned
+    and listed in ``dropped_items``. Returns a :class:`CalibrationResult` whose ``bank`` is a
+    :class:`PolyBank`.
     """
     from .._blas import small_products
 
     t0 = time.perf_counter()
     values, sids, iids, w = _as_ratings(responses, weights)
-    models = np.array(np.broadcast_to(np.asarray(model, dtype=object), (values.shape[1],)),
-                      dtype=object)
+    pcm = isinstance(model, str) and model.strip().lower() == "pcm"
+    models = np.array(np.broadcast_to(np.asarray("gpcm" if pcm else model, dtype=object),
+                                      (values.shape[1],)), dtype=object)
     models = np.array([str(m).lower() for m in models], dtype=object)
     bad = [m for m in models if m not in poly.ORDINAL_MODELS]
     if bad:
-        raise ConfigError(f"unknown ordinal model {bad[0]!r}; choose graded or gpcm")
+        raise ConfigError(f"unknown ordinal model {bad[0]!r}; choose graded, gpcm or pcm")
+    if pcm and prior_a is not None and prior_a not in ("none", "auto"):
+        raise ConfigError("the partial credit model (pcm) has no slopes to put a prior on; "
+                          "drop prior_a (--prior-a)")
     keep_r = ~np.all(np.isnan(values), axis=1)
     values, sids = values[keep_r], sids[keep_r]
     w = None if w is None else np.asarray(w, float)[keep_r]
@@ -189,6 +218,8 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         raise ResponseDataError(f"calibration needs at least 2 subjects with a rating, got "
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
+    keep, dropped = _one_level_items(values, iids, on_empty)
+    values, iids, models = values[:, keep], np.asarray(iids)[keep], models[keep]
     data = encode(values, iids, value_range, sids)
     problems = thin_categories(data, w)
     for note in problems:
@@ -202,10 +233,23 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
             if item in start and start.n_cat[start.index_of(item)] == data.n_cat[j]:
                 k = int(data.n_cat[j])
                 start_p[j, :k] = start.params[start.index_of(item), :k]
+    if pcm:   # every slope 1 and the trait's variance estimated: mirt's "Rasch"
+        from .polyfit import start_params
+
+        start_p = start_params(data, w, models) if start_p is None else start_p
+        start_p[:, 0] = 1.0
     with small_products():
         fit = fit_ordinal(data, w, models, prior_a=pa, quadpts=quadpts, theta_range=theta_range,
                           max_iter=max_iter, tol=tol, accelerate=accelerate,
-                          max_newton=max_newton, callback=callback, start=start_p)
+                          max_newton=max_newton, callback=callback, start=start_p,
+                          latent_variance=pcm)
+    var = fit["latent_variance"]
+    sd = float(np.sqrt(var))
+    fitted = fit["params"]
+    if pcm:   # the bank on the N(0, 1) scale: a = sigma, thetas / sigma (as a Rasch bank)
+        fit["params"] = fitted.copy()
+        fit["params"][:, 0] = sd
+        fit["theta"], fit["theta_se"] = fit["theta"] / sd, fit["theta_se"] / sd
     meta = None
     if value_range is not None:   # the responses per item bound the ratings it never had
         import pandas as pd
@@ -213,7 +257,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         counts = (~np.isnan(values)).astype(float)
         meta = pd.DataFrame({"n_responses": counts.sum(0) if w is None else w @ counts})
     bank = PolyBank(iids, fit["params"], models, data.levels, scales=value_range, metadata=meta)
-    name = bank.model
+    name = "pcm" if pcm else bank.model
     settings = {"model": name, "quadpts": int(quadpts),
                 "theta_range": [float(v) for v in theta_range],
                 "prior_a": None if pa is None else str(pa), "max_iter": int(max_iter),
@@ -226,16 +270,18 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         n_iter=fit["n_iter"], converged=fit["converged"], seconds=time.perf_counter() - t0,
         theta=fit["theta"], theta_se=fit["theta_se"], subject_ids=sids,
         log_posterior=fit["log_posterior"], settings=settings,
-        n_observations=float(len(sids) if w is None else np.sum(w)))
+        n_observations=float(len(sids) if w is None else np.sum(w)), latent_variance=var,
+        dropped_items=dropped,
+        n_parameters=int(np.sum(data.n_cat - 1)) + 1 if pcm else None)
     if se:   # standard errors from the observed information (atlascat.irt.se)
         from .quadrature import normal_quadrature
         from .se import ordinal_standard_errors
 
         quad = normal_quadrature(int(quadpts), theta_range)
-        result.se = ordinal_standard_errors(data.codes, w, fit["params"], models, item_ids=iids,
+        result.se = ordinal_standard_errors(data.codes, w, fitted, models, item_ids=iids,
                                             nodes=quad.nodes, log_weights=quad.log_weights,
-                                            model=name, prior_a=pa,
-                                            progress=se_callback)
+                                            model=name, prior_a=pa, progress=se_callback,
+                                            latent_variance=var if pcm else None)
         result.seconds = time.perf_counter() - t0
     return result
 

@@ -97,7 +97,8 @@ def encode(values, item_ids=None, value_range=None, subject_ids=None) -> Ordinal
             what = "no response" if lev.size == 0 else f"only the level {lev[0]:g}"
             raise ConfigError(
                 f"item {ids[j]!r} has {what}: an ordinal item needs at least two observed "
-                "categories; drop the item")
+                "categories; drop the item (CLI --drop-empty; Python: "
+                "atlascat.irt.polycal.calibrate_ordinal(..., on_empty='drop'))")
         levels.append(lev)
         codes[obs[:, j], j] = inv
     return OrdinalData(codes, levels, np.array([len(lv) for lv in levels]))
@@ -152,15 +153,17 @@ def _prior_a(prior, a):
 
 
 class _Items:
-    """The M-step's view of the items: models, free-parameter mask, prior."""
+    """The M-step's view of the items: models, free-parameter mask, prior; ``fix_a``: the
+    slopes stay where they are (the partial credit model's a = 1)."""
 
-    def __init__(self, models, free, prior_a):
+    def __init__(self, models, free, prior_a, fix_a: bool = False):
         self.models = models
         self.free = free                                   # (m, K_max): a and d1..d(K-1)
         self.prior_a = prior_a
+        self.fix_a = fix_a
 
     def rows(self, idx) -> "_Items":
-        return _Items(self.models[idx], self.free[idx], self.prior_a)
+        return _Items(self.models[idx], self.free[idx], self.prior_a, self.fix_a)
 
     def value(self, params, lp, r):
         """sum_qk r log P + log p(a) per item from log P at the nodes; -inf where the graded
@@ -187,6 +190,11 @@ class _Items:
         g[:, 0] += ga
         info[:, 0, 0] += np.maximum(-ha, 0.0)
         fixed = ~self.free
+        if self.fix_a:   # the slope out of the system: its row and column zero, its step 0
+            fixed = fixed.copy()
+            fixed[:, 0] = True
+            info[:, 0, :] = 0.0
+            info[:, :, 0] = 0.0
         g[fixed] = 0.0
         kk = np.arange(npar)
         info[:, kk, kk] += np.where(fixed, 1.0, 1e-10 * (1.0 + info[:, kk, kk]))
@@ -236,12 +244,20 @@ def mstep(items: _Items, params, r, x, max_newton: int = 8, max_halvings: int = 
 def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: int = QUADPTS,
                 theta_range=THETA_RANGE, max_iter: int = MAX_ITER, tol: float = TOL,
                 accelerate: bool = True, max_newton: int = 8, callback=None,
-                start=None) -> dict:
+                start=None, latent_variance: bool = False) -> dict:
     """Calibrate ordinal items by MML-EM (module docstring). ``models``: one per item.
 
+    ``latent_variance``: the slopes stay at their start (1) and the trait is N(0, sigma^2),
+    sigma^2 estimated: mirt's ``"Rasch"`` of ordinal items, the partial credit model of GPCM
+    items (Masters, 1982); its M-step sets sigma^2 so that the grid's second moment is the
+    posterior one (:func:`atlascat.irt.estep.rasch_variance`), a plain EM (no SQUAREM).
+
     Returns a dict: ``params`` (n_items, K_max), ``loglik``, ``log_posterior``, ``trace``,
-    ``n_iter``, ``converged``, the subjects' EAP ``theta`` / ``theta_se`` and the ``nodes``.
+    ``n_iter``, ``converged``, the subjects' EAP ``theta`` / ``theta_se`` (on the fitted
+    trait's scale), the ``nodes`` and ``latent_variance`` (1 unless estimated).
     """
+    from .estep import grid_log_weights, rasch_variance
+
     models = np.asarray(models, dtype=object)
     m, kmax = len(data.levels), int(data.n_cat.max())
     quad = normal_quadrature(int(quadpts), theta_range)
@@ -251,8 +267,12 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     if w is not None and np.all(w == 1):
         w = None
     free = np.arange(kmax)[None, :] < data.n_cat[:, None]
-    items = _Items(models, free, prior_a)
+    est_var = bool(latent_variance)
+    items = _Items(models, free, prior_a, fix_a=est_var)
     nq = len(x)
+    var, mass = [1.0], [None]     # the latent variance and the E-step's posterior mass per node
+    if est_var:
+        accelerate = False
 
     def estep(params, stats=True):
         lp = poly.log_prob(models, params, x)                            # (m, q, K)
@@ -270,16 +290,21 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
             return ll, post
         wp = post if w is None else post * w[:, None]
         r = (wp.T @ Y).reshape(nq, m, kmax).transpose(1, 0, 2)           # (m, q, K)
+        mass[0] = wp.sum(axis=0)
         return ll, r
 
     def log_prior(params):
         return float(np.sum(_prior_a(prior_a, params[:, 0])[0])) if prior_a is not None else 0.0
 
     def em_map(params, at_least=None):
+        nonlocal log_w
         ll, r = estep(params)
         obj = ll + log_prior(params)
         if at_least is not None and not (math.isfinite(obj) and obj >= at_least):
             return None, obj
+        if est_var:
+            var[0] = float(rasch_variance(x, mass[0]))
+            log_w = grid_log_weights(x, var[0])
         return mstep(items, params, r, x, max_newton), obj
 
     def change(pa, pb):
@@ -300,10 +325,11 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     def em_step(q):
         """One EM update of ``q``, counted and recorded: (new params, objective at q, change)."""
         nonlocal n_iter
+        v0 = var[0]
         q1, f = em_map(padded(q))
         n_iter += 1
         q1 = np.where(free, q1, 0.0)
-        ch = change(q, q1)
+        ch = max(change(q, q1), abs(var[0] - v0))
         record(f, ch)
         return q1, f, ch
 
@@ -365,7 +391,7 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     se = np.sqrt(np.clip(post @ (x * x) - theta * theta, 0.0, None))
     return {"params": params, "loglik": ll, "log_posterior": ll + log_prior(params),
             "trace": np.asarray(trace), "n_iter": n_iter, "converged": converged,
-            "theta": theta, "theta_se": se, "nodes": x}
+            "theta": theta, "theta_se": se, "nodes": x, "latent_variance": var[0]}
 
 
 def _ordered(models, params) -> np.ndarray:

@@ -99,6 +99,9 @@ __all__ = ["M2_TYPES", "m2_df", "m2_ordinal", "sx2_ordinal", "ordinal_estimated"
 
 M2_TYPES = ("M2*", "C2", "auto")
 ORDINAL_ESTIMATED = ("all", "none")
+#: a parameter direction whose moments' change is under this share of its own size is not
+#: determined by them (R's LINPACK ``qr`` tolerance, which mirt's M2 applies)
+WEAK = 1e-7
 
 
 # ---------------------------------------------------------------------------------- data
@@ -304,10 +307,12 @@ def _delta(J, G, E, wq, free, n_cat, pi_i, pj, kind):
     return D[:, free.reshape(-1)]
 
 
-def _m2_quadratic(resid, xi, delta, n_total, tol: float = 1e-10):
+def _m2_quadratic(resid, xi, delta, n_total, tol: float = 1e-10) -> tuple[float, int]:
     """N || z - Q Q' z ||^2, z = L^-1 r, Q an orthonormal basis (pivoted QR) of L^-1 Delta, L L'
     = Xi: M2's C-form without normal equations, which lose a column as ill-conditioned as
-    mirt's GPCM slope (condition number ~1e7)."""
+    mirt's GPCM slope (condition number ~1e7). Also the number of parameter directions the
+    moments do not determine: pivoted columns whose residual is under :data:`WEAK` of their
+    own norm (LINPACK's rule, which mirt's ``qr`` drops)."""
     try:
         L = linalg.cholesky(xi, lower=True, check_finite=False)
         z = linalg.solve_triangular(L, resid, lower=True, check_finite=False)
@@ -321,12 +326,15 @@ def _m2_quadratic(resid, xi, delta, n_total, tol: float = 1e-10):
         z, Z = W.T @ resid, W.T @ delta
         warn_user("the moment covariance Xi is not positive definite; M2 uses its "
                   "pseudo-inverse", RuntimeWarning)
+    weak = 0
     if delta.shape[1]:
-        q, r, _ = linalg.qr(Z, mode="economic", pivoting=True, check_finite=False)
+        q, r, piv = linalg.qr(Z, mode="economic", pivoting=True, check_finite=False)
         diag = np.abs(np.diag(r))
+        norms = np.linalg.norm(Z[:, piv], axis=0)
+        weak = int(np.sum(diag < WEAK * np.where(norms > 0, norms, 1.0)))
         q = q[:, diag > tol * diag[0]]
         z = z - q @ (q.T @ z)
-    return float(n_total * (z @ z))
+    return float(n_total * (z @ z)), weak
 
 
 def _m2_qr_complement(resid, xi, delta, n_total, tol: float = 1e-7):
@@ -442,7 +450,8 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     ``responses``: ratings on the items' own scales (a ResponseMatrix, a labelled DataFrame
     aligned by item id, or an array in bank order; NaN missing: every rating is used);
     ``statistic``: ``"M2*"`` (mirt's default), ``"C2"``, or ``"auto"`` (M2*, or C2 where M2*
-    has no degrees of freedom); ``estimated``: ``"all"`` (default) or ``"none"``;
+    has no degrees of freedom or its moments leave parameter directions undetermined,
+    :data:`WEAK`: warned); ``estimated``: ``"all"`` (default) or ``"none"``;
     ``gpcm_slope``: ``"exact"`` (default) or ``"mirt"``, the GPCM slope derivative mirt 1.45.1's
     ``dP`` gives (its exp(z_k) unnormalized: module docstring), to reproduce mirt's value.
     The result's ``statistic`` is the one used (M2* or C2), ``estimated`` all or none.
@@ -477,7 +486,15 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     resid, xi, delta, N, obs_cov, model_cov = _moment_system(y, w, P, E, E2, J, G, quad.weights,
                                                              free, n_cat, kind)
     step()
-    stat = _m2_quadratic(resid, xi, delta, N)
+    stat, weak = _m2_quadratic(resid, xi, delta, N)
+    if weak and kind == "M2*":
+        auto = str(statistic).upper() == "AUTO"
+        warn_user(_undetermined(weak, n_free, auto), RuntimeWarning)
+        if auto:   # the category shares determine C2: mirt's M2(mod, type = "C2")
+            kind, df = m2_df(bank, "C2", est)[:2]
+            resid, xi, delta, N, obs_cov, model_cov = _moment_system(
+                y, w, P, E, E2, J, G, quad.weights, free, n_cat, kind)
+            stat = _m2_quadratic(resid, xi, delta, N)[0]
     step()
     pval = float(chi2.sf(stat, df))
     rmsea = float(np.sqrt(max(stat / df - 1.0, 0.0) / (N - 1.0)))
@@ -501,6 +518,17 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
                     SRMSR=srmsr, TLI=tli, CFI=cfi, n=N, n_items=n, n_free=n_free,
                     estimated=est, M2_null=m2n, df_null=int(dfn), n_dropped=dropped,
                     statistic=kind)
+
+
+def _undetermined(weak: int, n_free: int, auto: bool) -> str:
+    """The warning for an M2* whose Delta has ``weak`` undetermined directions."""
+    return (f"M2* is not determined by these ratings: {weak} of the {n_free} item parameters' "
+            "directions barely move the item-score moments (items of many categories, some "
+            "rarely given), so its value and df rest on a rank tolerance (mirt's M2(mod) differs "
+            "by it); " + ("C2 is given instead (mirt: M2(mod, type = 'C2')), which the category "
+                          "shares determine" if auto else
+                          "C2 is determined (statistic 'C2', CLI --m2 C2: the category "
+                          "shares)"))
 
 
 # ------------------------------------------------------------------------------------- S-X2

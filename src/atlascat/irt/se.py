@@ -85,6 +85,8 @@ class StandardErrors:
 
         def transform(p, var):
             if not binary:      # ordinal: a1, d1..dk, or ours: a, b1..bk (IRTpars)
+                if standard:    # a partial credit fit on N(0, 1): a = sigma
+                    p = np.column_stack([np.full(len(p), np.sqrt(var)), p[:, 1:]])
                 if format == "mirt":
                     return p, tuple(self.names)
                 from . import polytomous as poly
@@ -189,17 +191,23 @@ def binary_standard_errors(values, weights, th, item_model, latent_variance: flo
 
 
 def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, log_weights,
-                            model: str, prior_a=None, progress=None) -> StandardErrors:
+                            model: str, prior_a=None, progress=None,
+                            latent_variance: float | None = None) -> StandardErrors:
     """Standard errors of a graded / GPCM calibration: ``codes`` (subjects x items) the
     categories 0..K_j-1 (NaN = missing), ``params`` (n_items, K_max) ``a1, d1..`` (NaN beyond
     an item's categories, :mod:`atlascat.irt.polytomous`), ``models`` one per item;
     ``prior_a`` the slope prior the fit used (posterior-mode information) or None;
+    ``latent_variance``: a partial credit fit's (slopes fixed at 1, mirt's ``"Rasch"``): its
+    intercepts and the variance are the free parameters;
     ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
     from . import polytomous as poly
+    from .estep import grid_log_weights
     from .itemmodel import prior_terms
 
     params = np.asarray(params, dtype=float)
     free = np.isfinite(params)
+    if latent_variance is not None:
+        free[:, 0] = False
     y = np.where(np.isnan(codes), -1, codes).astype(np.int64)
     names = ("a1",) + tuple(f"d{k}" for k in range(1, params.shape[1]))
     log_prior = None
@@ -210,8 +218,11 @@ def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, 
                 t = np.log(a) if prior_a.internal == "log" else a
             return prior_terms(prior_a, t, np)[0]
 
+    var = None if latent_variance is None else float(latent_variance)
     info = observed_information(lambda p, x: poly.log_prob(models, p, x), params, free, y,
                                 weights, nodes, log_weights, log_prior=log_prior,
-                                progress=progress)
-    return StandardErrors(np.asarray(item_ids), names, params, free, info, model, None,
+                                latent_log_weights=(None if var is None else
+                                                    (lambda v: grid_log_weights(nodes, v))),
+                                latent_variance=var, progress=progress)
+    return StandardErrors(np.asarray(item_ids), names, params, free, info, model, var,
                           prior_a is not None, np.asarray(models, dtype=object))

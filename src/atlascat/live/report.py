@@ -390,19 +390,33 @@ def describe_prediction(lb, *, short: bool = False) -> str:
     (``ScorePrediction.to_dict()`` or a run's ``prediction`` entry), or ``{note}``. Long:
     "71.9% (95% interval 68.5-75.3%), 88th percentile of the leaderboard's models" (of the
     source models for a bank folder's, :func:`population_of`); ``short``: "71.9% (68.5-75.3)".
+    A run not done (``partial``, :func:`~atlascat.live.service.predict_run`) says so after it:
+    "..., interrupted after 31 items" (alone when it has no prediction yet).
     """
+    after = f", {progress_words(lb)}" if lb.get("partial") else ""
     if lb.get("score") is None:
-        return f"not available ({lb.get('note', 'no score link')})"
+        if short and after:
+            return progress_words(lb)
+        return f"not available ({lb.get('note', 'no score link')}){after}"
     k, pct = (1.0, "") if lb.get("scale") else (100.0, "%")   # a metric's own scale, or 0-1
     text = f"{k * lb['score']:.1f}{pct}"
     has_interval = lb.get("lo") is not None and lb.get("hi") is not None
     if short:
-        return text + (f" ({k * lb['lo']:.1f}-{k * lb['hi']:.1f})" if has_interval else "")
+        return text + (f" ({k * lb['lo']:.1f}-{k * lb['hi']:.1f})" if has_interval else "") + after
     if has_interval:
         text += f" (95% interval {k * lb['lo']:.1f}-{k * lb['hi']:.1f}{pct})"
     if lb.get("percentile") is not None:
         text += f", {_ordinal(lb['percentile'])} percentile of {population_of(lb)}"
-    return text
+    return text + after
+
+
+def progress_words(lb) -> str:
+    """How far a run that is not done got: "interrupted after 31 items", "stopped by an error
+    after 31 items", "running, 31 items so far"."""
+    items, state = (f"{lb.get('answered', 0)} item{'' if lb.get('answered') == 1 else 's'}",
+                    lb.get("state") or "interrupted")
+    return {"running": f"running, {items} so far", "error": f"stopped by an error after "
+            f"{items}"}.get(state, f"{state} after {items}")
 
 
 def describe_method(lb) -> str:
@@ -436,7 +450,7 @@ def _summary_rows(info, leaderboard, suite, continuous: bool = False,
         if lb.get("design"):
             rows.append(("how", describe_method(lb)))
     elif lb.get("note"):
-        rows.append((score_name(lb), f"not available ({lb['note']})"))
+        rows.append((score_name(lb), describe_prediction(lb)))
     ci = (f"[{theta - 1.96 * se:.3f}, {theta + 1.96 * se:.3f}]"
           if theta is not None and se is not None else "-")
     rows.append(("theta (95% CI)", f"{_fmt(theta)} {ci}"))
@@ -653,6 +667,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         *summary[1:],  # the first is the page's headline
         *_observed_rows(info, ordinal, own, continuous),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
+         + (f" of a budget of {info['token_budget']}" if info.get("token_budget") else "")
          if tokens or info["prompt_tokens"] else "not reported by the subject"),
         ("latency total / median per item",
          f"{info['latency_s']:.2f} s / {(float(np.median(lat)) if len(lat) else 0.0):.3f} s"),
@@ -692,7 +707,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                 "<span class='bad'>&#10007;</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
         if replayed and score is not None:
-            ans = "recorded score, replayed (the matrix holds no answer)"
+            ans = "recorded score, replayed (the matrix holds scores, not the model's text)"
         chars = rec.get("answer_chars")
         if chars is not None and int(chars) > len(ans):
             ans = (f"{ans[:200]} [stored cut: {int(chars)} characters, sha256 "

@@ -264,7 +264,7 @@ def _restore_session(info: dict, bank):
     if info["kind"] == "suite":
         from .suite_session import SuiteLiveSession
 
-        return SuiteLiveSession.from_dict(state, bank)
+        return SuiteLiveSession.from_dict(state, bank, subject=info.get("model"))
     if info["kind"] == "predictor":
         from .predictor_session import PredictorLiveSession
 
@@ -311,19 +311,22 @@ def check_content(bank, subject, probe_ids) -> None:
 def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
               prompt: PromptSettings | None = None, bank_ref: str | None = None,
               run_id: str | None = None, batch_size: int = 1, session=None,
-              kind: str = "adaptive") -> str:
+              kind: str = "adaptive", token_budget: int | None = None) -> str:
     """Create a run (CAT session seeded with ``seed``) in ``store``; returns its id.
 
     ``batch_size`` k: items selected and asked per round (stored with the run; a resumed run
     uses the same k). ``session``: another session to drive instead of the CAT, with
     ``to_dict``: a :class:`~atlascat.live.predictor_session.PredictorLiveSession` (``kind``
     ``"predictor"``) or a :class:`~atlascat.live.suite_session.SuiteLiveSession` (``"suite"``);
-    ``kind`` (:data:`~atlascat.live.store.RUN_KINDS`) is stored once with the run."""
+    ``kind`` (:data:`~atlascat.live.store.RUN_KINDS`) is stored once with the run.
+    ``token_budget``: the run stops before a round would take it past this many tokens
+    (:func:`token_budget_stop`; a subject that reports token usage only)."""
     from ..cat.config import CATConfig
 
     k = min(_check_batch_size(batch_size), len(bank))   # a round asks at most the whole bank
     check_content(bank, subject, bank.item_ids[:1])
-    _answerable(subject, bank)   # before the run exists: a failed start leaves nothing
+    answerable_items(subject, bank)   # before the run exists: a failed start leaves nothing
+    token_budget = check_token_budget(subject, token_budget)
     config = config if config is not None else CATConfig()
     prompt = prompt or PromptSettings()
     if k > 1 and is_ordinal(bank):
@@ -336,10 +339,39 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
         bank_ref=bank_ref, bank_hash=bank_hash(bank), n_bank_items=len(bank),
         config=config.to_dict(), prompt=asdict(prompt), seed=seed, session=session.to_dict(),
-        run_id=run_id, protocol=subject_protocol(subject), batch_size=k, kind=kind)
+        run_id=run_id, protocol=subject_protocol(subject), batch_size=k, kind=kind,
+        token_budget=token_budget)
 
 
-def _answerable(subject, bank):
+def check_token_budget(subject, budget) -> int | None:
+    """``budget`` as a whole number of tokens >= 1 (None: no budget), for a subject whose
+    answers carry the tokens its server reports (``reports_tokens``: the HTTP subjects)."""
+    if budget is None:
+        return None
+    try:
+        ok = (not isinstance(budget, bool) and float(budget).is_integer()
+              and 1 <= float(budget) < 2 ** 63)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(f"a token budget is a whole number of tokens >= 1, got {budget!r}")
+    if not getattr(subject, "reports_tokens", False):
+        raise ConfigError(f"{subject.name} does not report the tokens it uses (only HTTP "
+                          "subjects do: completions:, openai:); a token budget needs them: "
+                          "bound the run by its number of items instead")
+    return int(budget)
+
+
+def token_budget_stop(budget: int | None, spent: int, n_items: int, k: int) -> bool:
+    """Whether the next round of ``k`` items would take a run past ``budget`` tokens: ``spent``
+    (prompt + completion tokens of its ``n_items`` answers, a cached answer's as recorded when
+    it was asked) plus k times the mean per answer so far. The first round is always asked."""
+    if budget is None or n_items < 1:
+        return False
+    return spent + k * spent / n_items > budget
+
+
+def answerable_items(subject, bank):
     """The items a recorded subject (``replay:``) has answers for (None: any item); one line
     when it has none of the bank's."""
     answerable = getattr(subject, "answered_items", None)
@@ -573,10 +605,15 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     settings = PromptSettings(**info["prompt"])
     store.claim(run_id)  # one process per run (raises if another one is running it)
     unread, n_read = [], 0
+    budget, stop_reason = info.get("token_budget"), None
+    spent = int(info["prompt_tokens"] or 0) + int(info["completion_tokens"] or 0)
     try:
         opened = store.open_steps(run_id)
-        answerable = _answerable(subject, bank)
+        answerable = answerable_items(subject, bank)
         while True:
+            if not opened and token_budget_stop(budget, spent, int(session.n_items), k):
+                stop_reason = "token_budget"
+                break
             items = _next_round(session, k, answerable)
             if not items:
                 break
@@ -652,6 +689,14 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                         f"none of the model's first {n_read} replies holds an answer the scorer "
                         f"can read (e.g. {answers[todo[-1]].text[:80]!r}); refusing to score "
                         "them all wrong. Check --prompt-style / --max-tokens / --system")
+            round_tokens = sum((a.prompt_tokens or 0) + (a.completion_tokens or 0)
+                               for a in answers)
+            if budget is not None and spent + round_tokens == 0 and any(
+                    not a.cached for a in answers):
+                raise LiveRunError(f"{subject.name}'s server reported no token usage; the run's "
+                                   f"token budget ({budget}) cannot be kept. Start it again "
+                                   "without one, bounded by its number of items")
+            spent += round_tokens
             credits = _check_scores(session, items, scores)
             rated = hasattr(session, "credit")
             _record_round(session, items, scores)
@@ -686,7 +731,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
         raise
     finally:
         store.release(run_id)
-    store.finish_run(run_id, stop_reason=getattr(session, "stop_reason", None),
+    store.finish_run(run_id, stop_reason=stop_reason or getattr(session, "stop_reason", None),
                      model_based_score=_model_based_score(session, bank))
     return RunResult.from_store(store, run_id)
 

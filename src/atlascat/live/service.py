@@ -181,15 +181,28 @@ def _folder_prediction(folder, theta, se, answers, stop_reason) -> dict:
 
 
 def predict_run(store: RunStore, run) -> dict:
-    """The predicted score of a finished stored run (``run``: its id or its
+    """The predicted score of a stored run (``run``: its id or its
     :meth:`~atlascat.live.store.RunStore.list_runs` row), computed as ``atlas evaluate`` does:
-    the run's own answers and stop reason; a suite run's is its predicted average. {} for a run
-    that is not done."""
+    the run's own answers and stop reason; a suite run's is its predicted average. A run that
+    is not done (running, interrupted, stopped by an error) is predicted from the answers it
+    recorded so far and marked ``partial`` (True) with its ``state`` and ``answered`` (items),
+    which :func:`~atlascat.live.report.describe_prediction` writes ("interrupted after 31
+    items")."""
+    row = store.get_run(run) if isinstance(run, str) else run
+    state = row.get("state", row.get("status"))
+    if state == "done":
+        return _stored_prediction(store, row)
+    try:
+        pred = _stored_prediction(store, row)
+    except AtlasError as exc:  # a run cut short mid-write: its list row still stands
+        pred = {"note": f"no prediction from its answers so far ({exc})"}
+    return {**pred, "partial": True, "state": state, "answered": int(row.get("n_items") or 0)}
+
+
+def _stored_prediction(store: RunStore, row: dict) -> dict:
+    """:func:`predict_run`'s prediction of the run ``row`` from its stored answers."""
     from .suite_run import suite_result
 
-    row = store.get_run(run) if isinstance(run, str) else run
-    if row.get("state", row.get("status")) != "done":
-        return {}
     if row["kind"] == "suite":
         return suite_result(store, row["run_id"])["prediction"]
     if not row.get("bank_ref"):
@@ -197,14 +210,18 @@ def predict_run(store: RunStore, run) -> dict:
     ref = BankRef.parse(row["bank_ref"])
     if ref.kind == "file" and not Path(ref.name).exists() and row["kind"] == "adaptive":
         return {"note": f"bank {ref.name} no longer exists: move it back to predict"}
-    if row["kind"] == "predictor":
-        state = row["session"] if "session" in row else store.get_run(row["run_id"])["session"]
-        return _named(ref, predictor_prediction(ref, state))
-    steps = store.steps(row["run_id"])
-    done = steps[(steps["status"] == "answered") & steps["score"].notna()]
-    answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
-    return predict_score(ref, row["theta"], row["se"], answers,
-                         stop_reason=row.get("stop_reason"))
+    try:
+        if row["kind"] == "predictor":
+            state = (row["session"] if "session" in row
+                     else store.get_run(row["run_id"])["session"])
+            return _named(ref, predictor_prediction(ref, state))
+        steps = store.steps(row["run_id"])
+        done = steps[(steps["status"] == "answered") & steps["score"].notna()]
+        answers = dict(zip(done["item_id"].astype(str), done["score"].astype(float)))
+        return predict_score(ref, row["theta"], row["se"], answers,
+                             stop_reason=row.get("stop_reason"))
+    except AtlasError as exc:   # the bank changed since the run: the run keeps its theta +- SE
+        return {"note": f"bank {ref.name} can no longer be read ({exc}); restore it to predict"}
 
 
 def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
@@ -372,7 +389,8 @@ class LiveRun:
     @classmethod
     def start(cls, store, bank, subjects, *, config=None, prompt=None, seed: int = 0,
               batch_size: int = 1, design: str = "auto", budget: int | None = None,
-              bank_ref: str | None = None, run_ids=None) -> "LiveRun":
+              bank_ref: str | None = None, run_ids=None,
+              token_budget: int | None = None) -> "LiveRun":
         """New runs of ``bank`` for ``subjects`` (every run is created before any is asked).
 
         ``bank``: a :class:`~atlascat.catalogue.BankRef` (a suite's asks the whole suite in
@@ -381,6 +399,8 @@ class LiveRun:
         (:func:`choose_design`): the adaptive test with ``config`` (a CATConfig), or a bank
         folder's benchmark predictor asking ``budget`` items (default the predictor's; seeded by
         ``seed``). ``batch_size``: items asked per round (a suite's comes from its config).
+        ``token_budget``: each run stops before a round would take it past this many tokens
+        (:func:`~atlascat.live.runner.start_run`).
         A bank given as a string is read as ``--bank`` reads it (:meth:`BankRef.from_option`)."""
         import numbers
 
@@ -400,7 +420,8 @@ class LiveRun:
         if isinstance(bank, BankRef) and bank.kind == "suite":
             from .suite_run import start_suite_run
 
-            made = [start_suite_run(store, bank.name, s, config=config, prompt=prompt, run_id=r)
+            made = [start_suite_run(store, bank.name, s, config=config, prompt=prompt, run_id=r,
+                                    token_budget=token_budget)
                     for s, r in zip(subjects, ids)]
             return cls(store, [Job(r, "suite", _job_bank("suite", bank), s, bank)
                                for r, s in zip(made, subjects)])
@@ -435,7 +456,8 @@ class LiveRun:
         stored_ref = str(ref) if ref is not None else bank_ref
         jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
                               bank_ref=stored_ref, batch_size=batch_size, session=session,
-                              run_id=r, kind=kind), kind, items, s, ref)
+                              run_id=r, kind=kind, token_budget=token_budget), kind, items, s,
+                    ref)
                 for s, session, r in zip(subjects, sessions, ids)]
         return cls(store, jobs)
 
@@ -570,7 +592,8 @@ class LiveRun:
 
 def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
              cache: bool = True, bank_ref: str | None = None, run_id: str | None = None,
-             on_step: Callable | None = None, batch_size: int = 1) -> RunResult:
+             on_step: Callable | None = None, batch_size: int = 1,
+             token_budget: int | None = None) -> RunResult:
     """One adaptive test of ``subject`` on ``bank``, persisted in ``store`` (path or RunStore),
     driven to its end; raises what stopped it (a :class:`~atlascat.errors.RunStoppedError`
     can be resumed with :func:`resume`).
@@ -586,10 +609,12 @@ def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
     cache : reuse stored answers of the same model to the same prompt
     bank_ref : how to find an ItemBank again on resume (``shipped:arc`` or a file path)
     batch_size : items selected jointly and asked at once per round (1 = the classic CAT)
+    token_budget : stop once the next round is expected to pass this many tokens (a subject
+        that reports them: :func:`~atlascat.live.runner.token_budget_stop`)
     """
     live = LiveRun.start(store, bank, [subject], config=config, seed=seed, prompt=prompt,
                          batch_size=batch_size, design="adaptive", bank_ref=bank_ref,
-                         run_ids=[run_id])
+                         run_ids=[run_id], token_budget=token_budget)
     return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]
 
 

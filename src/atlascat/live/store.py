@@ -152,7 +152,7 @@ def _check_foreign(path: Path) -> None:
                            "--db")
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: what a run is: the adaptive test on one bank, a bank folder's benchmark predictor, or a suite
 #: (its members' banks as one composite bank)
@@ -161,10 +161,10 @@ RUN_KINDS = ("adaptive", "predictor", "suite")
 #: default cap on the characters of one answer kept in the database
 MAX_ANSWER_CHARS = 20_000
 
-# columns added since schema 1 (added in place to an older database)
+# columns added since schema 1 (added in place to an older database; token_budget in 4)
 _NEW_COLUMNS = {
     "runs": [("protocol", "TEXT"), ("batch_size", "INTEGER NOT NULL DEFAULT 1"),
-             ("kind", "TEXT NOT NULL DEFAULT 'adaptive'")],
+             ("kind", "TEXT NOT NULL DEFAULT 'adaptive'"), ("token_budget", "INTEGER")],
     "steps": [("answer_sha256", "TEXT"), ("answer_chars", "INTEGER"), ("round", "INTEGER")],
 }
 
@@ -199,7 +199,8 @@ CREATE TABLE IF NOT EXISTS runs (
     host TEXT,
     protocol TEXT,
     batch_size INTEGER NOT NULL DEFAULT 1,
-    kind TEXT NOT NULL DEFAULT 'adaptive'
+    kind TEXT NOT NULL DEFAULT 'adaptive',
+    token_budget INTEGER
 );
 CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -297,7 +298,7 @@ class RunStore:
         except sqlite3.DatabaseError as exc:
             raise LiveRunError(f"{str(self.path)!r} is not a usable run database: {exc}") from exc
         row = self._con().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is not None and int(row[0]) in (1, 2):
+        if row is not None and int(row[0]) in (1, 2, 3):
             self._migrate(int(row[0]))
             row = (str(SCHEMA_VERSION),)
         if row is None or int(row[0]) != SCHEMA_VERSION:
@@ -305,17 +306,18 @@ class RunStore:
                                f"this ATLAS reads version {SCHEMA_VERSION}")
 
     def _migrate(self, version: int) -> None:
-        """Schema 1 or 2 -> 3: add the new columns in place; a run's kind is read once from
-        its bank reference and session snapshot."""
+        """Schema 1, 2 or 3 -> 4: add the new columns in place; before 3, a run's kind is read
+        once from its bank reference and session snapshot."""
         with self._tx() as con:
             for table, cols in _NEW_COLUMNS.items():
                 have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
                 for name, decl in cols:
                     if name not in have:
                         con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
-            con.execute("UPDATE runs SET kind = CASE WHEN bank_ref LIKE 'suite:%' THEN 'suite' "
-                        "WHEN session_json LIKE '%\"type\": \"predict\"%' THEN 'predictor' "
-                        "ELSE 'adaptive' END")
+            if version < 3:
+                con.execute("UPDATE runs SET kind = CASE WHEN bank_ref LIKE 'suite:%' THEN "
+                            "'suite' WHEN session_json LIKE '%\"type\": \"predict\"%' THEN "
+                            "'predictor' ELSE 'adaptive' END")
             con.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     # ------------------------------------------------------------------ text hygiene
@@ -386,9 +388,10 @@ class RunStore:
                    bank_hash: str, n_bank_items: int, config: dict, prompt: dict,
                    seed: int | None, session: dict, run_id: str | None = None,
                    protocol: str | None = None, batch_size: int = 1,
-                   kind: str = "adaptive") -> str:
+                   kind: str = "adaptive", token_budget: int | None = None) -> str:
         """A new run (status ``running``); ``kind`` (:data:`RUN_KINDS`) is stored once and read
-        by everything that treats the kinds differently."""
+        by everything that treats the kinds differently; ``token_budget`` as
+        :func:`~atlascat.live.runner.start_run`'s."""
         if kind not in RUN_KINDS:
             raise LiveRunError(f"a run's kind is one of {', '.join(RUN_KINDS)}, not {kind!r}")
         run_id = run_id or uuid.uuid4().hex[:12]
@@ -399,11 +402,12 @@ class RunStore:
             con.execute(
                 "INSERT INTO runs (run_id, created_at, updated_at, status, model, subject_json, "
                 "cache_key, bank_ref, bank_hash, n_bank_items, config_json, prompt_json, seed, "
-                "session_json, pid, host, protocol, batch_size, kind) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "session_json, pid, host, protocol, batch_size, kind, token_budget) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now, now, "running", model, self.redact(_dumps(subject)), cache_key,
                  bank_ref, bank_hash, int(n_bank_items), _dumps(config), _dumps(prompt), seed,
-                 _dumps(session), os.getpid(), socket.gethostname(), protocol, int(batch_size), kind))
+                 _dumps(session), os.getpid(), socket.gethostname(), protocol, int(batch_size), kind,
+                 token_budget))
         return run_id
 
     def has_run(self, run_id: str) -> bool:

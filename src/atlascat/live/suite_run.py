@@ -32,7 +32,8 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..catalogue.bankref import BankRef
 from .report import protocol_label, render_run_report
-from .runner import PromptSettings, RunResult, bank_hash, check_content, subject_protocol
+from .runner import (PromptSettings, RunResult, answerable_items, bank_hash, check_content,
+                     check_token_budget, subject_protocol)
 from .store import RunStore
 from .subjects import is_item_scored
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
@@ -47,10 +48,12 @@ def suite_of_run(info: dict) -> str:
 
 
 def start_suite_run(store: RunStore, suite, subject, *, config=None,
-                    prompt: PromptSettings | None = None, run_id: str | None = None) -> str:
+                    prompt: PromptSettings | None = None, run_id: str | None = None,
+                    token_budget: int | None = None) -> str:
     """Create a suite run in ``store`` (``suite``: a bundled name or a suite JSON file);
     returns its id. ``config``: :class:`~atlascat.suite.SuiteConfig` (stop on the average's SE
-    in points, item limits, items per round)."""
+    in points, item limits, items per round); ``token_budget`` as
+    :func:`~atlascat.live.runner.start_run`'s."""
     from ..suite import SuiteConfig
 
     ref = suite_ref(suite)
@@ -63,15 +66,17 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
     config = config if config is not None else SuiteConfig()
     members = list(bank.metadata["member"])
     check_content(bank, subject, [bank.item_ids[members.index(m)] for m in dict.fromkeys(members)])
+    answerable_items(subject, bank)   # a replay with no answer to the suite's items: one line
+    token_budget = check_token_budget(subject, token_budget)
     prompt = prompt or PromptSettings()
-    session = SuiteLiveSession(ref, config)
+    session = SuiteLiveSession(ref, config, subject=subject.name)
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,
         bank_ref=str(BankRef("suite", ref)), bank_hash=bank_hash(bank), n_bank_items=len(bank),
         config={"suite": ref, **config.to_dict()}, prompt=asdict(prompt), seed=config.seed,
         session=session.to_dict(), run_id=run_id, protocol=subject_protocol(subject),
-        batch_size=int(config.batch_size), kind="suite")
+        batch_size=int(config.batch_size), kind="suite", token_budget=token_budget)
 
 
 def suite_result(store: RunStore, run_id: str) -> dict:
@@ -90,7 +95,7 @@ def suite_result(store: RunStore, run_id: str) -> dict:
     row.update({"suite": None, "average": None, "benchmarks": [],
                 "prediction": {"note": "no answered item yet"}})
     if res.n_items:
-        session = SuiteLiveSession.from_dict(info["session"])
+        session = SuiteLiveSession.from_dict(info["session"], subject=info["model"])
         pred = session.prediction(stop_reason=info.get("stop_reason"))
         row.update(pred, stop_reason=res.stop_reason, prediction=dict(pred["average"]))
     else:

@@ -87,14 +87,18 @@ def _quantiles(path: str) -> np.ndarray:
 class SuiteLiveSession:
     """One subject's suite test with the live runner's session interface (see the module)."""
 
-    def __init__(self, ref: str, config=None):
+    def __init__(self, ref: str, config=None, subject: str | None = None):
         from ..suite import SuiteConfig, SuiteSession
 
         self.ref = str(ref)
         self.suite = load_live_suite(self.ref)
         self.config = config if config is not None else SuiteConfig()
-        self.inner = SuiteSession(self.suite, self.config, subject_ids=["subject"])
+        #: the model's name: a calibration model of that name is not its own neighbour (a
+        #: replayed leaderboard model is predicted as a new model, as atlas simulate --suite)
+        self.subject = str(subject) if subject else "subject"
+        self.inner = SuiteSession(self.suite, self.config, subject_ids=[self.subject])
         self.rounds: list = []
+        self.skipped: list = []
         self.theta = float("nan")
         self.se = float("inf")
 
@@ -124,6 +128,12 @@ class SuiteLiveSession:
     def record(self, item, score) -> None:
         self.record_many([item], [score])
 
+    def skip(self, item) -> None:
+        """Never pick ``item`` (a recorded subject has no answer to it, as a blank of
+        ``atlas simulate --suite``'s matrices); kept in the snapshot."""
+        self.inner.update({split_item(item): None})
+        self.skipped.append(str(item))
+
     def _estimate(self) -> None:
         """theta / se of the step log: the predicted average and its SE (0-1)."""
         self.inner.refresh()
@@ -139,18 +149,24 @@ class SuiteLiveSession:
 
     # ------------------------------------------------------------------ snapshot
     def to_dict(self) -> dict:
-        return {"type": "suite", "suite": self.ref, "config": self.config.to_dict(),
-                "rounds": self.rounds, "rng": self.inner.rng.bit_generator.state,
+        return {"type": "suite", "suite": self.ref, "subject": self.subject,
+                "config": self.config.to_dict(),
+                "rounds": self.rounds, "skipped": self.skipped,
+                "rng": self.inner.rng.bit_generator.state,
                 "theta": self.theta, "se": self.se,
                 "stop_reason": self.stop_reason}
 
     @classmethod
-    def from_dict(cls, state: dict, bank=None) -> "SuiteLiveSession":
+    def from_dict(cls, state: dict, bank=None, subject: str | None = None) -> "SuiteLiveSession":
         """Replay the stored answers round by round into a fresh session (same sums in the same
-        order), then restore the generator: the next picks are the uninterrupted run's."""
+        order), then restore the generator: the next picks are the uninterrupted run's.
+        ``subject``: the run's model, for a snapshot that does not name it."""
         from ..suite import SuiteConfig
 
-        out = cls(state["suite"], SuiteConfig(**state["config"]))
+        out = cls(state["suite"], SuiteConfig(**state["config"]),
+                  subject=state.get("subject") or subject)
+        for item in state.get("skipped", []):
+            out.skip(item)
         for rnd in state.get("rounds", []):
             out.inner.update({split_item(i): float(s) for i, s in rnd})
             out.rounds.append([[str(i), int(s)] for i, s in rnd])
@@ -178,13 +194,19 @@ class SuiteLiveSession:
                     "percentile": _link_percentile(m.link, float(row[m.name]))}
                    for m in self.suite.members]
         for m, b in zip(self.suite.members, members):
-            warning = member_warning(m.link, b["score"], b["lo"], b["hi"])
+            warning = (NOT_ASKED if b["items"] == 0
+                       else member_warning(m.link, b["score"], b["lo"], b["hi"]))
             if warning:
                 b["warning"] = warning
         nearest = [{"model": m, "agreement": a} for m, a in self.inner.nearest_models()[0]]
         return {"suite": self.suite.name, "average": avg, "benchmarks": members,
                 "n_items": self.n_items, "se_points": float(self.inner.se[0]),
                 "stop_reason": stop_reason or self.stop_reason, "nearest_models": nearest}
+
+
+#: a member the test asked nothing of (a replayed model without its answers, a test stopped
+#: early): its score is the joint prior's guess from the other members' answers
+NOT_ASKED = "not asked: predicted from the other benchmarks' answers"
 
 
 def member_warning(link, score: float, lo: float, hi: float) -> str | None:

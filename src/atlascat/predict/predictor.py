@@ -509,6 +509,22 @@ class BenchmarkPredictor:
             raise NotFittedError("the predictor is not fitted; call fit(bank, source) or "
                                  "from_dict")
 
+    def get_params(self, deep: bool = True) -> dict:
+        """The ``__init__`` settings as a dict (scikit-learn's ``get_params``; ``deep`` is
+        accepted for its ``clone`` and has nothing nested to expand)."""
+        from .._repr import get_settings
+
+        return get_settings(self)
+
+    def set_params(self, **params) -> "BenchmarkPredictor":
+        """Change settings in place and return ``self`` (scikit-learn's ``set_params``); the
+        next :meth:`fit` uses them."""
+        from .._repr import set_settings
+
+        if "theta_range" in params:    # as __init__ keeps it
+            params = {**params, "theta_range": tuple(params["theta_range"])}
+        return set_settings(self, params)
+
     def __repr__(self) -> str:
         from .._repr import changed_settings
 

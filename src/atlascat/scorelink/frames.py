@@ -48,7 +48,7 @@ def _texts(link, theta, se, pred, reasons):
         why = reasons[i] if isinstance(reasons[i], str) else None
         note = stop_note(ScorePrediction(float(pred.score[i]), float(pred.lo[i]),
                                          float(pred.hi[i])), why, link.chance,
-                         link.metric_range)
+                         link.metric_range, link.floor_word)
         if note is not None:
             warnings = [note, *warnings]
             flags = [str(why), "+".join(flags)]

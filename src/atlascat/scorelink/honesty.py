@@ -124,7 +124,9 @@ def warnings_for(link, theta, se, below, above, lz, guess=None):
         flags.append("below_data")
         warnings.append(f"{reach} reaches below {models} (supported "
                         f"from theta {low:.2f}): the score may be as low as "
-                        f"{level(sup['floor'], scale)} (chance {level(sup['chance'], scale)})")
+                        f"{level(sup['floor'], scale)}"
+                        + ("" if link.floor_word != "chance"
+                           else f" (chance {level(sup['chance'], scale)})"))
     if above:
         flags.append("above_data")
         warnings.append(f"{reach} reaches above {models} (supported "
@@ -139,5 +141,5 @@ def warnings_for(link, theta, se, below, above, lz, guess=None):
     if guess is not None:
         flags.append("chance")
         warnings.append(f"{guess[0]} of {guess[1]} right cannot be told from guessing: the "
-                        f"score may be as low as chance ({level(link.chance, scale)})")
+                        f"score may be as low as {link.floor_word} ({level(link.chance, scale)})")
     return warnings, flags

@@ -47,15 +47,16 @@ def level(value: float, scale=None) -> str:
 
 
 def stop_note(prediction: ScorePrediction, stop_reason: str | None,
-              chance: float | None = None, scale=None) -> str | None:
+              chance: float | None = None, scale=None, floor_word: str = "chance") -> str | None:
     """The one-line note of an adaptive test stopped by the floor / ceiling rule (or by the
     score-precision rule with chance inside the interval):
     "at or near chance (<= X%)" (X = the upper bound; "at or near the bottom of the link's
     data" when chance is excluded by the interval) or "at or near the top (>= X%)" (X = the
     lower bound; on a metric's own ``scale`` (low, high) when given, :func:`level`); None for
-    any other stop reason."""
+    any other stop reason. ``floor_word``: what the lowest score is called (a link that knows
+    no chance level: "the bottom of the scale", :attr:`ScoreLink.floor_word`)."""
     if stop_reason == "floor":
-        where = ("at or near chance" if chance is None or prediction.lo <= chance + 0.02
+        where = (f"at or near {floor_word}" if chance is None or prediction.lo <= chance + 0.02
                  else "at or near the bottom of the link's data")
         return f"{where} (<= {level(prediction.hi, scale)})"
     if stop_reason == "ceiling":
@@ -63,12 +64,13 @@ def stop_note(prediction: ScorePrediction, stop_reason: str | None,
     if (stop_reason in ("score_precision", "min_information") and chance is not None
             and prediction.lo <= chance + 0.02):
         # stopped where more items cannot help and chance cannot be excluded
-        return f"at or near chance (<= {level(prediction.hi, scale)})"
+        return f"at or near {floor_word} (<= {level(prediction.hi, scale)})"
     return None
 
 
-def with_stop_note(pred: ScorePrediction, stop_reason, chance, scale=None) -> ScorePrediction:
-    note = stop_note(pred, stop_reason, chance, scale)
+def with_stop_note(pred: ScorePrediction, stop_reason, chance, scale=None,
+                   floor_word: str = "chance") -> ScorePrediction:
+    note = stop_note(pred, stop_reason, chance, scale, floor_word)
     if note is None:
         return pred
     return replace(pred, warnings=(note, *pred.warnings),

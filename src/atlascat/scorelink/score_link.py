@@ -184,6 +184,13 @@ class ScoreLink:
         return self.support["chance"]
 
     @property
+    def floor_word(self) -> str:
+        """What the notes call the lowest score a weak model's interval reaches: "chance", or
+        "the bottom of the scale" where the link knows no chance level (a bank folder built
+        from a matrix: ``info["chance_from"] == "matrix"``, chance set to the scale's 0)."""
+        return "the bottom of the scale" if self.info.get("chance_from") == "matrix" else "chance"
+
+    @property
     def metric_range(self) -> tuple[float, float] | None:
         """(low, high) of the metric's own scale its notes and warnings are written on
         (``info["metric_range"]``: a bank folder built with ``--score-range``; low + (high -
@@ -399,7 +406,7 @@ class ScoreLink:
             (int(np.sum(ys)), len(cols)) if guess else None)
         pred = ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark,
                                tuple(warnings), "+".join(flags), lz)
-        return with_stop_note(pred, stop_reason, self.chance, self.metric_range)
+        return with_stop_note(pred, stop_reason, self.chance, self.metric_range, self.floor_word)
 
     def _local(self, key, theta) -> np.ndarray:
         """The interval width multiplier at ``theta`` for correction ``key`` (None: theta

@@ -62,7 +62,7 @@ import pandas as pd
 
 from ..irt.defaults import QUADPTS, THETA_RANGE
 from .._version import __version__
-from ..errors import AtlasError, ConfigError, RunFolderError
+from ..errors import AtlasError, ConfigError, RunFolderError, warn_user
 from ..irt.bank import ItemBank
 from ..irt.dispersion import is_binary
 from ..responses import ResponseMatrix
@@ -261,6 +261,10 @@ def select_model(train: ResponseMatrix, candidates=("2pl", "3pl"), **options):
 
     Returns ``(model, results, table)``: the chosen name, ``{model: CalibrationResult}`` and a
     list of JSON-able rows (model, loglik, n_params, n, bic, chosen).
+
+    The fits' warnings (the calibration's identification notes, ...) are given once each after
+    the choice, however many candidates raised them; one that only a candidate not chosen
+    raised says so ("the 3pl candidate (not chosen by BIC): ...").
     """
     from ..irt.calibrate import calibrate
 
@@ -268,9 +272,12 @@ def select_model(train: ResponseMatrix, candidates=("2pl", "3pl"), **options):
     if not candidates:
         raise ConfigError("select_model needs at least one candidate model")
     n = float(np.sum(train.weights)) if train.weights is not None else float(train.n_subjects)
-    results, rows = {}, []
+    results, rows, said = {}, [], {}
     for m in candidates:
-        res = calibrate(train, model=m, **_options_for(m, options))
+        res, held = _holding_warnings(
+            lambda: calibrate(train, model=m, **_options_for(m, options)))
+        for warning in held:
+            said.setdefault(warning, []).append(m)
         k = n_item_parameters(m, len(res.bank))
         results[m] = res
         rows.append({"model": m, "loglik": float(res.loglik), "n_params": k, "n": n,
@@ -279,7 +286,30 @@ def select_model(train: ResponseMatrix, candidates=("2pl", "3pl"), **options):
     best = min(rows, key=lambda r: r["bic"])["model"]
     for r in rows:
         r["chosen"] = r["model"] == best
+    for (message, category), models in said.items():
+        if best not in models:
+            message = (f"the {' and '.join(models)} candidate{'s' * (len(models) > 1)} (not "
+                       f"chosen by BIC): {message}")
+        warn_user(message, category)
     return best, results, rows
+
+
+def _holding_warnings(fit):
+    """``(fit(), held)``: ``fit()`` with the user warnings it raises (``warn_user``'s: the
+    calibration's identification notes, ...) held back, every one, as distinct ``(message,
+    category)`` pairs in the order raised; any other warning is shown as it came."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        out = fit()
+    held = {}
+    for w in caught:
+        if issubclass(w.category, UserWarning):
+            held.setdefault((str(w.message), w.category), None)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+    return out, list(held)
 
 
 def _calibrate(train: ResponseMatrix, config: BenchmarkConfig, rng) -> tuple[ItemBank, dict]:
@@ -332,18 +362,24 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
         out["note"] = "fewer than 20 validation models: no SE factor estimated"
         return out
     options = {"random_state": int(config.seed), **_options_for(model, config.calibrate_options)}
-    bank = calibrate(fit, model=model, **options).bank
-    y_val = val.aligned_values(bank.item_ids, extra="ignore")
-    ref = _score(y_val, bank, "wle", config)["theta"].to_numpy()
-    z95 = 1.959963984540054
-    for tau in config.taus:
-        res = _run_cat(bank, ResponseMatrix(y_val, val.subject_ids, bank.item_ids), tau,
-                       {**asdict(config), "example_models": 0}, rng)
-        ratio = np.abs(res["theta"] - ref) / res["se"]
-        ratio = ratio[np.isfinite(ratio)]
-        # the smallest observed ratio with at least 95% of the models at or below it
-        out["factors"][float(tau)] = float(np.quantile(ratio, 0.95, method="higher") / z95)
-        out["raw_coverage"][float(tau)] = float(np.mean(ratio <= z95))
+
+    def replay():
+        bank = calibrate(fit, model=model, **options).bank
+        y_val = val.aligned_values(bank.item_ids, extra="ignore")
+        ref = _score(y_val, bank, "wle", config)["theta"].to_numpy()
+        z95 = 1.959963984540054
+        for tau in config.taus:
+            res = _run_cat(bank, ResponseMatrix(y_val, val.subject_ids, bank.item_ids), tau,
+                           {**asdict(config), "example_models": 0}, rng)
+            ratio = np.abs(res["theta"] - ref) / res["se"]
+            ratio = ratio[np.isfinite(ratio)]
+            # the smallest observed ratio with at least 95% of the models at or below it
+            out["factors"][float(tau)] = float(np.quantile(ratio, 0.95, method="higher") / z95)
+            out["raw_coverage"][float(tau)] = float(np.mean(ratio <= z95))
+
+    # an internal bank on part of the train models: its notes (calibration, negative slopes:
+    # the user's bank's own, given already, on fewer models) would read as the user's bank's
+    _holding_warnings(replay)
     return out
 
 

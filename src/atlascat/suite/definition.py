@@ -105,6 +105,20 @@ class Suite:
     def weights(self) -> np.ndarray:
         return np.array([m.weight for m in self.members])
 
+    def summary(self) -> dict:
+        """What the suite measures: ``n_items`` (all members), ``aggregate`` (how the members'
+        published scores combine) and per member its name, weight (normalized), item count and
+        IRT model; each member's bank has its own theta scale, so its parameters are
+        summarized per member (``ItemBank.summary``), never pooled."""
+        s = self.resolved()
+        w = s.weights / s.weights.sum()
+        members = [{"name": m.name, "weight": float(wb), "n_items": len(m.bank),
+                    "model": m.bank.model, "bank": m.source or m.name}
+                   for m, wb in zip(s.members, w)]
+        return {"name": self.name, "n_items": sum(m["n_items"] for m in members),
+                "aggregate": "weighted mean of the members' published scores",
+                "members": members}
+
     def resolved(self, base=None) -> "Suite":
         """The suite with every member's bank and link loaded (itself when they all are);
         ``base``: the folder of the suite's file (:meth:`SuiteMember.resolve`)."""

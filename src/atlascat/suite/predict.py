@@ -13,7 +13,10 @@ link's observed-answer correction (evaluated at the posterior mean) shifts its d
 (:func:`answer_corrections`). Points are weighted means of g (the
 residual has mean 0), 95% intervals weighted 2.5% / 97.5% quantiles. Where a member's theta
 reaches beyond its link's support (posterior mean +- 1.96 SD), its interval extends to the
-link's floor / top and the aggregate's interval by the weight times that extension.
+link's floor / top and the aggregate's interval by the weight times that extension. Where a
+member's answers cannot be told from guessing (:func:`chance_bounds`), its interval reaches down
+to the benchmark's chance score and the aggregate's down to the average with every such member
+at chance.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from ..irt.models import probability
 from ..scorelink.settings import Z95
 
 __all__ = ["answer_corrections", "correction_weights", "answer_residuals", "weighted_quantiles",
-           "predict_scores", "curve_slopes", "residual_sd"]
+           "predict_scores", "curve_slopes", "residual_sd", "chance_bounds"]
 
 
 
@@ -169,3 +172,38 @@ def predict_scores(links, weights, thetas, w, e, resid_corr, joint=None, shift=N
     return {"score": score, "lo": lo, "hi": hi, "theta": theta, "theta_sd": theta_sd,
             "average": average, "average_lo": a_lo, "average_hi": a_hi, "average_sd": a_sd,
             "g_mean": g_mean, "g_cov": g_cov}
+
+
+def chance_bounds(links, weights, pool, asked, y, pred) -> dict:
+    """``pred`` (:func:`predict_scores`) with a single bank's guessing bound
+    (:func:`atlascat.scorelink.honesty.chance_not_excluded`: k right of the n items asked of a
+    member cannot be told from guessing when P(X >= k | n, answer chance) >= 0.025) where it
+    holds for every member asked: a pure guesser (a broken harness, a model that knows nothing)
+    publishes chance on each benchmark whatever theta its lucky answers suggest, so each
+    member's lower bound goes down to its chance score c_b and the aggregate's down to the
+    average with all of them at chance at once,
+
+        average_lo <= average - sum_b w_b max(score_b - c_b, 0).
+
+    One member alone does not trigger it: an adaptive test asks items at the model's level,
+    where a strong model answers about half right, which a benchmark with chance 0.5
+    (WinoGrande) cannot tell from guessing. ``asked`` / ``y`` (N, G): the items asked and the
+    answers (0/1) in the pool's order."""
+    from ..scorelink.honesty import chance_not_excluded
+
+    n = asked.astype(float) @ pool.onehot
+    k = np.where(asked, np.nan_to_num(y), 0.0) @ pool.onehot
+    score, lo = pred["score"], pred["lo"]
+    has = np.array([getattr(link, "chance", None) is not None for link in links])
+    guess = np.zeros(n.shape, bool)
+    for j, link in enumerate(links):
+        if has[j]:
+            guess[:, j] = chance_not_excluded(link, n[:, j], k[:, j])
+    asked_any = (n > 0) & has
+    pure = asked_any.any(1) & (guess | ~asked_any).all(1)
+    chance = np.array([link.chance if h else 0.0 for link, h in zip(links, has)])
+    at = pure[:, None] & has[None, :]
+    lo[:] = np.where(at, np.minimum(lo, chance), lo)
+    drop = (np.where(at, np.maximum(score - chance, 0.0), 0.0) * weights).sum(1)
+    pred["average_lo"] = np.minimum(pred["average_lo"], pred["average"] - drop)
+    return pred

@@ -22,7 +22,8 @@ import pandas as pd
 from ..errors import ConfigError
 from .config import SuiteConfig
 from .posterior import GridLikelihood, ItemPool, gaussian_posterior, importance, normal_draws
-from .predict import (answer_corrections, answer_residuals, correction_weights, curve_slopes,
+from .predict import (answer_corrections, answer_residuals, chance_bounds,
+                      correction_weights, curve_slopes,
                       link_draws, predict_scores, residual_sd)
 from .selection import expected_information, pick_round
 
@@ -226,9 +227,11 @@ class SuiteSession:
                 nshift = link.neighbours.shift(self._plain_points, self.asked[r], self.y[r],
                                                self.subject_ids[r])
                 jshift = nshift if jshift is None else jshift + nshift
-            parts.append(predict_scores(self.links, self.weights, th, w, self._e,
-                                        self.prior.resid_corr, link, shift, jshift)
-                         | {"resid": resid})
+            pred = predict_scores(self.links, self.weights, th, w, self._e,
+                                  self.prior.resid_corr, link, shift, jshift)
+            pred = chance_bounds(self.links, self.weights, self.pool, self.asked[r], self.y[r],
+                                 pred)
+            parts.append(pred | {"resid": resid})
             if on_block is not None:
                 on_block(len(parts), len(starts))
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -50,3 +50,9 @@ mgt <- dump_fit(mirt(Science, 1, "gpcm", SE = TRUE, verbose = FALSE, TOL = 1e-8,
 write.csv(Science, "science.csv", row.names = FALSE)
 cat("SE.type default for EM:", m2@Options$SE.type, "\n")
 print(av)
+# the partial credit model (mirt's "Rasch" of ordinal items: slopes 1, latent variance free),
+# nested in the GPCM: anova(pcm, gpcm)
+mp <- dump_fit(mirt(Science, 1, "Rasch", SE = TRUE, verbose = FALSE, TOL = 1e-8,
+                    technical = list(NCYCLES = 10000)), "science_pcm")
+write.csv(data.frame(model = c("pcm", "gpcm"), anova(mp, mgt), check.names = FALSE),
+          "anova_science_pcm_gpcm.csv", row.names = FALSE)

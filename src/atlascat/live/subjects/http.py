@@ -70,6 +70,8 @@ class _HTTPSubject:
 
     #: the ``type`` written by ``describe()``
     _type = "openai"
+    #: its answers carry the tokens the server reports (``usage``): a run can keep a token budget
+    reports_tokens = True
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str | None = "OPENAI_API_KEY",
                  timeout: float = 60.0, max_retries: int = 5, backoff: float = 1.0,

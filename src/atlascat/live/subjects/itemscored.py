@@ -66,7 +66,10 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
         if ratings:
             if not isinstance(score, (int, float)) or not math.isfinite(score):
                 raise LiveRunError(f"{who}: item {item!r} rated {json.dumps(score)} (as "
-                                   "printed); a rating is a number on the item's scale")
+                                   "printed); a rating is a number on the item's scale"
+                                   + ("; a run records no missing rating: have the program "
+                                      "retry its judge (the run is saved, --resume asks the "
+                                      "item again)" if score is None else ""))
         elif score_range is not None:
             score = _on_scale(score, score_range, f"{who}: item {item!r}")
         elif not isinstance(score, (int, float)) or not 0 <= score <= 1:

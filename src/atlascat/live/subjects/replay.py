@@ -10,7 +10,7 @@ import numpy as np
 
 from ...errors import BankError, ConfigError
 
-__all__ = ["ReplaySubject", "recorded_answers", "recorded_ratings"]
+__all__ = ["ReplaySubject", "recorded_answers", "recorded_ratings", "suite_recorded_answers"]
 
 #: the request index of a bank (shared by every replayed model), keyed weakly by the bank
 _REPLAY_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -36,13 +36,19 @@ class ReplaySubject:
     matrix : a :class:`~atlascat.responses.ResponseMatrix`, a matrix file, or a bundled name
     model : the subject id (row) to replay
     bank : the content bank the runner asks from (needed to map requests back to items)
+    members : a suite's member names (default: those of ``bank`` when it is a suite's composite
+        bank, items ``<member>/<item_id>``): ``matrix`` is then read by
+        :func:`suite_recorded_answers` (``"openllm-v1"``, ``"arc=A.csv,..."``)
     """
 
     kind = "loglikelihood"
     protocol = "leaderboard"
 
-    def __init__(self, matrix, model: str, *, bank=None):
-        self.source, self._scores = recorded_answers(matrix, model, binary=False)
+    def __init__(self, matrix, model: str, *, bank=None, members=None):
+        members = members or suite_members_of(bank)
+        self.source, self._scores = (
+            suite_recorded_answers(matrix, model, members, binary=False) if members
+            else recorded_answers(matrix, model, binary=False))
         self._answers = {k: None if v is None else int(v >= 0.5) for k, v in self._scores.items()}
         self.model = self.name = str(model)
         self._bank = None
@@ -154,6 +160,60 @@ def recorded_answers(matrix, model, *, binary: bool = True,
                         for i, v in zip(matrix.item_ids, row)}
     return source, {str(i): (None if np.isnan(v) else int(v >= 0.5))
                     for i, v in zip(matrix.item_ids, row)}
+
+
+def suite_recorded_answers(spec, model, members, *, binary: bool = True) -> tuple[str, dict]:
+    """(``spec``, {``<member>/<item_id>``: score or None}) of ``model``'s recorded answers to a
+    suite's items (``members``: its member names), as :func:`recorded_answers` reads one
+    matrix. ``spec``: ``MEMBER=MATRIX`` pairs joined by commas (a file or a bundled name each,
+    as ``atlas simulate --suite`` takes them); the suite's bundled name (each member's bundled
+    matrix); else one matrix whose item ids are the suite's (``arc/1155``). A member whose
+    matrix lacks the model, or that no pair names, has no answer: the test asks the others
+    and the suite predicts it from them (as ``atlas simulate --suite``)."""
+    from ...catalogue.suites import SEP, bundled_suites
+
+    text, members = str(spec), [str(m) for m in members]
+    if "=" not in text and (Path(text).exists() or text.lower() not in bundled_suites()):
+        return recorded_answers(text, model, binary=binary)
+    sources = _member_sources(text, members)
+    out, ids = {}, []
+    for member, src in sources.items():
+        matrix = _read_matrix(src)
+        subjects = {str(s) for s in matrix.subject_ids}
+        ids.append(f"{member}={src} ({len(subjects)} subjects)")
+        if str(model) in subjects:
+            rows = recorded_answers(matrix, model, binary=binary)[1]
+            out.update({f"{member}{SEP}{k}": v for k, v in rows.items()})
+    if not out:
+        raise ConfigError(f"model {model!r} is not a subject of any member's matrix "
+                          f"({'; '.join(ids)}); use a subject id from their first column")
+    return text, out
+
+
+def suite_members_of(bank) -> list | None:
+    """A suite's composite bank's member names (its items ``<member>/<item_id>``), else None."""
+    meta = getattr(bank, "metadata", None)
+    if meta is None or "member" not in meta.columns:
+        return None
+    return list(dict.fromkeys(str(m) for m in meta["member"]))
+
+
+def _member_sources(text: str, members: list) -> dict:
+    """{member: matrix spec} of ``MEMBER=MATRIX,...`` or of a bundled suite's name (each
+    member's bundled matrix)."""
+    if "=" not in text:
+        return {m: m for m in members}
+    out = {}
+    for part in (p.strip() for p in text.split(",")):
+        name, _, src = part.partition("=")
+        name, src = name.strip().lower(), src.strip()
+        if name not in members or not src:
+            raise ConfigError(f"replay {part!r}: give MEMBER=MATRIX pairs, members "
+                              f"{', '.join(members)} (e.g. replay:arc=arc.csv,gsm8k=gsm8k#MODEL)")
+        if name in out:
+            raise ConfigError(f"replay: {name!r} is given twice")
+        out[name] = src
+    return out
 
 
 def recorded_ratings(matrix, model) -> tuple[str, dict]:

@@ -118,7 +118,9 @@ class SubjectSpec:
     ``lmeval:MODEL,ARGS``     an lm-evaluation-harness backend (``atlascat.live.lmeval_backend``)
     ``replay:MATRIX#MODEL``   answers recorded in a response matrix (file or bundled name); on a
                               bank without requests (built from a matrix), or scored by f1 or
-                              a metric ATLAS cannot compute, asked by item id
+                              a metric ATLAS cannot compute, asked by item id; on a suite,
+                              ``MEMBER=MATRIX,...`` or the suite's name (each member's
+                              bundled matrix: :func:`.replay.suite_recorded_answers`)
     ``cmd:COMMAND``           the user's program: sent the bank's requests, its outputs scored
                               by each item's rule (:mod:`.cmdrequests`), or on a bank without
                               requests scores the items by id (:mod:`.itemscored`);
