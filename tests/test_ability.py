@@ -2,6 +2,8 @@
 zero/perfect patterns, missing data, bias, and the public ``estimate_ability`` frame."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -251,3 +253,19 @@ def test_ml_perfect_pattern_on_steep_items_diverges():
     assert wrong["flag"].iloc[0] == "zero" and wrong["theta"].iloc[0] == -np.inf
     s, _, _ = estimating_terms(np.array([10.0, -10.0]), np.array([[1.0, 1.0], [0.0, 0.0]]), bank)
     assert s[0] > 0 > s[1]
+
+
+def test_ml_and_map_take_the_higher_of_two_narrow_modes():
+    """Steep 4PL items (a up to 10.5): pattern s30's likelihood has modes at -1.305 and -0.051
+    whose grid values (step 0.25) rank them the wrong way round; the refined objectives do not.
+    Reference: mirt 1.45.1 fscores ML / MAP on the fixed bank (data/mirt_scores/make_steep_4pl.R)."""
+    ref_dir = Path(__file__).parent / "data" / "mirt_scores"
+    bank = ItemBank.read(ref_dir / "steep_4pl_items.csv")          # mirt's X, a1, d, g, u
+    y = pd.read_csv(ref_dir / "steep_4pl_patterns.csv").set_index("id")[list(bank.item_ids)]
+    ref = pd.read_csv(ref_dir / "steep_4pl_scores.csv").set_index("id").loc[y.index]
+    ml = ability.ml(y.to_numpy(float), bank)
+    mp = ability.map_estimate(y.to_numpy(float), bank)
+    np.testing.assert_allclose(ml.theta, ref["ml_theta"], atol=2e-5)
+    np.testing.assert_allclose(mp.theta, ref["map_theta"], atol=2e-5)
+    s30 = y.to_numpy(float)[0]
+    assert loglik(ml.theta[0], s30, bank) > loglik(-1.3054, s30, bank) + 0.01

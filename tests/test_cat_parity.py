@@ -77,3 +77,27 @@ def test_mirt_grid_differs_from_catr_grid(replay):
     for item, score in zip(f["item_id"], f["score"]):
         s.record(item, score)
     assert abs(s.theta - f["theta"].iloc[-1]) > 1e-6
+
+
+def test_fixed_length_cat_on_a_4pl_bank_equals_catr_randomcat():
+    """A 4PL bank (data/catr_4pl/make_reference.R): 25 simulees with given answers, first item
+    the b nearest 0, MFI without randomesque, EAP on 33 trapezoid nodes, 20 items: the same
+    items, thetas and posterior SDs (catR's seProv) as catR::randomCAT at every step."""
+    from pathlib import Path
+
+    ref_dir = Path(__file__).parent / "data" / "catr_4pl"
+    bank = ItemBank.read(ref_dir / "bank.csv")
+    answers = pd.read_csv(ref_dir / "responses.csv").set_index("id")
+    ref = pd.read_csv(ref_dir / "randomcat.csv")
+    cfg = CATConfig.reference(randomesque=1, first_item_window=0.0, min_items=20, max_items=20,
+                              se_stop=None, se_method="posterior")
+    ids = list(bank.item_ids)
+    for k, (_, row) in enumerate(answers.iterrows()):
+        steps = ref[ref["subject"] == k]
+        s = CATSession(bank, cfg, rng=0)
+        for item_row, theta, se in zip(steps["item"], steps["theta"], steps["se"]):
+            item = s.next_item()
+            assert ids.index(item) == item_row
+            s.record(item, int(row[item]))
+            assert s.theta == pytest.approx(theta, abs=1e-10)
+            assert s.se == pytest.approx(se, abs=1e-10)

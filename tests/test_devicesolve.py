@@ -62,3 +62,20 @@ def test_estimate_ability_runs_map_on_a_device(rng, strict):
     np.testing.assert_allclose(got["theta"].to_numpy(), want["theta"].to_numpy(), atol=1e-7,
                                equal_nan=True)
     assert list(got["flag"]) == list(want["flag"])
+
+
+@pytest.mark.parametrize("method", ["ml", "map"])
+def test_device_solver_takes_the_higher_narrow_mode(strict, method):
+    """Steep 4PL items: the device solver refines every bracket, as the CPU solver, and keeps
+    mirt's mode (data/mirt_scores/make_steep_4pl.R) where the grid ranks the modes wrongly."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    ref_dir = Path(__file__).parent / "data" / "mirt_scores"
+    bank = ItemBank.read(ref_dir / "steep_4pl_items.csv")
+    y = pd.read_csv(ref_dir / "steep_4pl_patterns.csv").set_index("id")[list(bank.item_ids)]
+    ref = pd.read_csv(ref_dir / "steep_4pl_scores.csv").set_index("id").loc[y.index]
+    fn = {"ml": ability.ml, "map": ability.map_estimate}[method]
+    got = fn(y.to_numpy(float), bank, device=strict)
+    np.testing.assert_allclose(got.theta, ref[f"{method}_theta"], atol=2e-5)

@@ -82,8 +82,9 @@ def score_command(
     mean_score_gpirt]; with a bank that has a score link (a bundled bank such as arc: the
     published leaderboard score; a bank folder, --bank DIR: on its metric's scale) also its
     predicted score: score, score_lo, score_hi (95% interval), percentile, score_flag,
-    score_warning. ML gives +-inf (flag
-    perfect/zero) where no finite maximum exists. An ordinal bank (graded / gpcm): RESPONSES
+    score_warning. ML gives +-inf, SE inf, where no finite maximum exists (flag perfect/zero;
+    diverged: a 3PL/4PL likelihood still rising at theta +-10); mirt's ML reports such a
+    pattern at its max_theta bound or as +-Inf. An ordinal bank (graded / gpcm): RESPONSES
     are ratings on the items' own scales, mean_rating stands where mean_score does, and
     score, score_lo, score_hi are the predicted mean rating over the whole bank (95%
     interval; a share of each item's scale when the items' scales differ).

@@ -20,11 +20,13 @@ the items each subject answered. The solver is global and safeguarded, with no l
 
 1. evaluate g and the objective (log L; log L + log prior; log L + log I / 2) for every subject on
    a grid over ``bounds`` by matrix products;
-2. every downward sign change of g brackets a local maximum; the bracket (or a bound) with the
-   largest objective is kept, so a 3PL likelihood with several modes still gets its global one;
-3. the bracket is refined by the Illinois variant of regula falsi, vectorized over the subjects
-   still active, until the bracket or the Newton step |g| / I is below ``xtol`` (about five
-   iterations from a 0.25-wide bracket).
+2. every downward sign change of g brackets a local maximum; these and the bounds where g points
+   out of the interval are the candidates;
+3. every bracket is refined by the Illinois variant of regula falsi, vectorized over the
+   brackets still active, until the bracket or the Newton step |g| / I is below ``xtol`` (about
+   five iterations from a 0.25-wide bracket), and the candidate with the largest objective at
+   its refined root is kept: a 3PL/4PL likelihood with several modes gets its global one even
+   where a narrow mode (steep items) looks lower on the grid.
 
 Standard errors: ML and WLE 1 / sqrt(I(theta)); MAP 1 / sqrt(I(theta) + 1 / sigma^2); EAP the
 posterior SD. With the 1PL/2PL, log L + log I / 2 is exactly the objective WLE maximizes (Warm's
@@ -252,6 +254,56 @@ def _g_and_obj(method, s, i, j, loglik, theta, prior_mean, prior_sd):
         return estimating_function(method, s, i, j, loglik, theta, prior_mean, prior_sd)
 
 
+def _loglik_at(x, y1, obs_f, params, rows):
+    """log L of the subjects ``rows`` of y1/obs_f at one theta each (x), in blocks."""
+    out = np.empty(rows.size)
+    step = max(1, _CHUNK_CELLS // max(y1.shape[1], 1))
+    for start in range(0, rows.size, step):
+        sl = slice(start, start + step)
+        log_p, log_q = models.log_probability(x[sl], *params)
+        yb, ob = y1[rows[sl]], obs_f[rows[sl]]
+        out[sl] = np.einsum("ij,ij->i", yb, log_p) + np.einsum("ij,ij->i", ob - yb, log_q)
+    return out
+
+
+def _refine(method, idx, a_x, b_x, a_g, b_g, y1, obs_f, params, prior_mean, prior_sd, xtol,
+            max_iter):
+    """Illinois regula falsi on the brackets [a_x, b_x] (g(a_x) > 0 >= g(b_x)) of the subjects
+    ``idx`` (repeats allowed: one entry per bracket), vectorized; the root of each bracket."""
+    out = np.empty(idx.size)
+    pos = np.arange(idx.size)
+    side = np.zeros(idx.size, dtype=np.int8)
+    for _ in range(max_iter):
+        if pos.size == 0:
+            break
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = b_x - b_g * (b_x - a_x) / (b_g - a_g)
+        bad = ~np.isfinite(x) | (x <= np.minimum(a_x, b_x)) | (x >= np.maximum(a_x, b_x))
+        x = np.where(bad, 0.5 * (a_x + b_x), x)
+        s_x, i_x, j_x = _terms_at(x, y1, obs_f, params, rows=idx[pos])
+        g_x, _ = _g_and_obj(method, s_x, i_x, j_x, 0.0, x, prior_mean, prior_sd)
+        left = g_x > 0                    # root lies to the right of x: x replaces a
+        # Illinois: halve the retained endpoint's value when the same side moves twice
+        b_g = np.where(left & (side == 1), 0.5 * b_g, b_g)
+        a_g = np.where(~left & (side == -1), 0.5 * a_g, a_g)
+        a_x, a_g = np.where(left, x, a_x), np.where(left, g_x, a_g)
+        b_x, b_g = np.where(left, b_x, x), np.where(left, b_g, g_x)
+        side = np.where(left, 1, -1).astype(np.int8)
+        # converged when the bracket is tiny, or when the Newton step |g| / |g'| (g' ~ -I, the
+        # expected information, plus the prior precision for MAP) is below xtol
+        slope = i_x + (1.0 / prior_sd**2 if method == "map" else 0.0)
+        at_x = np.abs(g_x) <= xtol * slope
+        done = (np.abs(b_x - a_x) <= xtol * (1.0 + np.abs(x))) | at_x
+        if done.any():
+            out[pos[done]] = np.where(at_x[done], x[done], 0.5 * (a_x[done] + b_x[done]))
+            keep = ~done
+            pos, a_x, b_x, a_g, b_g, side = (pos[keep], a_x[keep], b_x[keep], a_g[keep],
+                                             b_g[keep], side[keep])
+    if pos.size:  # not converged within max_iter: the bracket's midpoint (tiny anyway)
+        out[pos] = 0.5 * (a_x + b_x)
+    return out
+
+
 def _solve(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=1.0,
            bounds=(-10.0, 10.0), grid_step=0.25, xtol=1e-9, max_iter=100) -> AbilityResult:
     nodes = search_grid(bounds, grid_step)
@@ -287,47 +339,27 @@ def _solve(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=1.0,
     none = ~np.isfinite(score).any(axis=1)
     score[none, 0] = np.where(obj[none, 0] >= obj[none, -1], 0.0, -np.inf)
     score[none, -1] = np.where(obj[none, 0] >= obj[none, -1], -np.inf, 0.0)
-    best = np.argmax(score, axis=1)
-
+    # 3. refine every candidate bracket, then keep each subject's largest refined objective:
+    #    the grid's objective ranks narrow modes (steep items) wrongly, the roots' does not
+    rows, cols = np.nonzero(np.isfinite(score))
+    x_pair = np.where(cols == 0, lo, hi)
+    obj_pair = np.where(cols == 0, obj[rows, 0], obj[rows, -1])
+    mid = (cols > 0) & (cols < nodes.size)
+    if mid.any():
+        r, k = rows[mid], cols[mid] - 1
+        x = _refine(method, r, nodes[k], nodes[k + 1], g[r, k], g[r, k + 1], y1, obs_f, params,
+                    prior_mean, prior_sd, xtol, max_iter)
+        s_x, i_x, j_x = _terms_at(x, y1, obs_f, params, rows=r)
+        _, obj_x = _g_and_obj(method, s_x, i_x, j_x, _loglik_at(x, y1, obs_f, params, r), x,
+                              prior_mean, prior_sd)
+        x_pair[mid], obj_pair[mid] = x, np.where(np.isnan(obj_x), -np.inf, obj_x)
+    order = np.lexsort((-obj_pair, rows))          # by subject, best objective first
+    first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
     theta = np.empty(n_sub)
+    theta[rows[first]] = x_pair[first]
+    best = np.empty(n_sub, dtype=int)
+    best[rows[first]] = cols[first]
     at_low, at_high = best == 0, best == nodes.size
-    theta[at_low], theta[at_high] = lo, hi
-    inner = ~(at_low | at_high)
-
-    # 3. Illinois regula falsi on the chosen brackets, vectorized over the active subjects
-    idx = np.flatnonzero(inner)
-    k = best[idx] - 1
-    a_x, b_x = nodes[k], nodes[k + 1]
-    a_g, b_g = g[idx, k], g[idx, k + 1]
-    side = np.zeros(idx.size, dtype=np.int8)
-    for _ in range(max_iter):
-        if idx.size == 0:
-            break
-        with np.errstate(divide="ignore", invalid="ignore"):
-            x = b_x - b_g * (b_x - a_x) / (b_g - a_g)
-        bad = ~np.isfinite(x) | (x <= np.minimum(a_x, b_x)) | (x >= np.maximum(a_x, b_x))
-        x = np.where(bad, 0.5 * (a_x + b_x), x)
-        s_x, i_x, j_x = _terms_at(x, y1, obs_f, params, rows=idx)
-        g_x, _ = _g_and_obj(method, s_x, i_x, j_x, 0.0, x, prior_mean, prior_sd)
-        left = g_x > 0                    # root lies to the right of x: x replaces a
-        # Illinois: halve the retained endpoint's value when the same side moves twice
-        b_g = np.where(left & (side == 1), 0.5 * b_g, b_g)
-        a_g = np.where(~left & (side == -1), 0.5 * a_g, a_g)
-        a_x, a_g = np.where(left, x, a_x), np.where(left, g_x, a_g)
-        b_x, b_g = np.where(left, b_x, x), np.where(left, b_g, g_x)
-        side = np.where(left, 1, -1).astype(np.int8)
-        # converged when the bracket is tiny, or when the Newton step |g| / |g'| (g' ~ -I, the
-        # expected information, plus the prior precision for MAP) is below xtol
-        slope = i_x + (1.0 / prior_sd**2 if method == "map" else 0.0)
-        at_x = np.abs(g_x) <= xtol * slope
-        done = (np.abs(b_x - a_x) <= xtol * (1.0 + np.abs(x))) | at_x
-        if done.any():
-            theta[idx[done]] = np.where(at_x[done], x[done], 0.5 * (a_x[done] + b_x[done]))
-            keep = ~done
-            idx, a_x, b_x, a_g, b_g, side = (idx[keep], a_x[keep], b_x[keep], a_g[keep],
-                                             b_g[keep], side[keep])
-    if idx.size:  # not converged within max_iter: best bracket midpoint (bracket is tiny anyway)
-        theta[idx] = 0.5 * (a_x + b_x)
 
     _, info, _ = _terms_at(theta, y1, obs_f, params)
     all_right = all_wrong = None

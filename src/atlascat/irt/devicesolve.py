@@ -5,10 +5,10 @@ The same estimating functions and the same global, safeguarded root search as th
 
 1. g and the objective (log L; log L + log prior; log L + log I / 2) of every subject at every
    node of a grid over ``bounds``, by matrix products;
-2. every downward sign change of g brackets a local maximum; the bracket (or a bound) with the
-   largest objective is kept;
-3. Illinois regula falsi on the kept brackets until the bracket or the Newton step |g| / I is
-   below ``xtol``.
+2. every downward sign change of g brackets a local maximum; with the bounds where g points out
+   of the interval, these are the candidates;
+3. Illinois regula falsi on every candidate bracket until the bracket or the Newton step |g| / I
+   is below ``xtol``; the candidate with the largest refined objective is kept.
 
 Every subject iterates under a mask (no compaction, so nothing is read back but one flag per
 iteration: whether any subject is still moving); the score, information and Warm terms are
@@ -130,49 +130,30 @@ def search_grid(bounds, grid_step) -> np.ndarray:
     return np.linspace(lo, hi, max(int(np.ceil((hi - lo) / grid_step)) + 1, 3))
 
 
-def _solve(y, bank, method, prior_mean, prior_sd, bounds, grid_step, xtol, max_iter, device):
-    nodes_h = search_grid(bounds, grid_step)
-    lo, hi = float(nodes_h[0]), float(nodes_h[-1])
-    xp, dev, y1, y0, obs = _on_device(y, device)
+def _loglik_at(theta, y1, y0, params, xp):
+    """log L of every subject at its own theta, in blocks of subjects."""
+    a, b, c, u = params
+    n, m = y1.shape
+    step = max(1, _BLOCK_CELLS // max(m, 1))
+    parts = []
+    for start in range(0, n, step):
+        sl = slice(start, min(n, start + step))
+        z = xp.clip((theta[sl][..., None] - b) * a, -_Z_CLIP, _Z_CLIP)
+        e = xp.exp(-z)
+        s = 1.0 / (e + 1.0)
+        p, q = c + (u - c) * s, (1.0 - u) + (u - c) * (e * s)
+        parts.append(xp.sum(y1[sl, ...] * xp.log(p) + y0[sl, ...] * xp.log(q), axis=1))
+    return arrays.concat(parts, xp) if len(parts) > 1 else parts[0]
 
-    def put(v):
-        return arrays.asarray(np.ascontiguousarray(v, dtype=float), xp, "float64", dev)
 
-    params = tuple(put(v) for v in bank.params)
-
-    # 1. the grid
-    G = nodes_h.size
-    nodes = put(nodes_h)
-    s_g, i_g, j_g = _terms_grid(nodes, y1, y0, obs, params, xp)
-    log_p, log_q = models.log_probability(nodes_h, *bank.params)
-    loglik = y1 @ put(log_p).T + y0 @ put(log_q).T
-    g, obj = estimating_function(method, s_g, i_g, j_g, loglik, nodes[None, :], prior_mean, prior_sd, xp)
-
-    # 2. the bracket (or bound) with the largest objective
-    ninf = xp.full_like(obj[:, :1], -xp.inf)
-    down = xp.logical_and(g[:, :-1] > 0, g[:, 1:] <= 0)
-    inner = xp.where(down, xp.maximum(obj[:, :-1], obj[:, 1:]), xp.full_like(down, -xp.inf,
-                                                                             dtype=obj.dtype))
-    first = xp.where(g[:, :1] < 0, obj[:, :1], ninf)
-    last = xp.where(g[:, -1:] > 0, obj[:, -1:], ninf)
-    score = arrays.concat([first, inner, last], xp, axis=1)
-    none = xp.logical_not(xp.any(xp.isfinite(score), axis=1))[:, None]
-    low_wins = obj[:, :1] >= obj[:, -1:]
-    zero = xp.zeros_like(ninf)
-    score = arrays.concat([xp.where(none, xp.where(low_wins, zero, ninf), score[:, :1]),
-                           score[:, 1:-1],
-                           xp.where(none, xp.where(low_wins, ninf, zero), score[:, -1:])], xp,
-                          axis=1)
-    best = xp.argmax(score, axis=1)
-    at_low, at_high = best == 0, best == G
-    active = xp.logical_not(xp.logical_or(at_low, at_high))
-
-    # 3. Illinois regula falsi under a mask
-    k = xp.clip(best - 1, 0, G - 2)
+def _illinois(method, k, active, nodes, g, y1, y0, obs, params, prior_mean, prior_sd, xtol,
+              max_iter, xp):
+    """Illinois regula falsi on the brackets [nodes[k], nodes[k + 1]] of the ``active`` subjects,
+    under a mask; the others get nodes[k]."""
     a_x, b_x = xp.take(nodes, k), xp.take(nodes, k + 1)
     a_g, b_g = _pick(g, k, xp), _pick(g, k + 1, xp)
     side = xp.zeros_like(a_x)
-    theta = xp.where(at_high, xp.full_like(a_x, hi), xp.full_like(a_x, lo))
+    theta = a_x
     slope_add = 1.0 / prior_sd**2 if method == "map" else 0.0
     for _ in range(max_iter):
         if not bool(xp.any(active)):
@@ -195,7 +176,70 @@ def _solve(y, bank, method, prior_mean, prior_sd, bounds, grid_step, xtol, max_i
             xp.abs(b_x - a_x) <= xtol * (1.0 + xp.abs(x)), at_x))
         theta = xp.where(done, xp.where(at_x, x, 0.5 * (a_x + b_x)), theta)
         active = xp.logical_and(active, xp.logical_not(done))
-    theta = xp.where(active, 0.5 * (a_x + b_x), theta)   # not converged: the bracket's middle
+    return xp.where(active, 0.5 * (a_x + b_x), theta)   # not converged: the bracket's middle
+
+
+def _solve(y, bank, method, prior_mean, prior_sd, bounds, grid_step, xtol, max_iter, device):
+    nodes_h = search_grid(bounds, grid_step)
+    lo, hi = float(nodes_h[0]), float(nodes_h[-1])
+    xp, dev, y1, y0, obs = _on_device(y, device)
+
+    def put(v):
+        return arrays.asarray(np.ascontiguousarray(v, dtype=float), xp, "float64", dev)
+
+    params = tuple(put(v) for v in bank.params)
+
+    # 1. the grid
+    G = nodes_h.size
+    nodes = put(nodes_h)
+    s_g, i_g, j_g = _terms_grid(nodes, y1, y0, obs, params, xp)
+    log_p, log_q = models.log_probability(nodes_h, *bank.params)
+    loglik = y1 @ put(log_p).T + y0 @ put(log_q).T
+    g, obj = estimating_function(method, s_g, i_g, j_g, loglik, nodes[None, :], prior_mean, prior_sd, xp)
+
+    # 2. the candidates: downward brackets, and the bounds where g points outward
+    ninf = xp.full_like(obj[:, :1], -xp.inf)
+    down = xp.logical_and(g[:, :-1] > 0, g[:, 1:] <= 0)
+    inner = xp.where(down, xp.maximum(obj[:, :-1], obj[:, 1:]), xp.full_like(down, -xp.inf,
+                                                                             dtype=obj.dtype))
+    first = xp.where(g[:, :1] < 0, obj[:, :1], ninf)
+    last = xp.where(g[:, -1:] > 0, obj[:, -1:], ninf)
+    score = arrays.concat([first, inner, last], xp, axis=1)
+    none = xp.logical_not(xp.any(xp.isfinite(score), axis=1))[:, None]
+    low_wins = obj[:, :1] >= obj[:, -1:]
+    zero = xp.zeros_like(ninf)
+    score = arrays.concat([xp.where(none, xp.where(low_wins, zero, ninf), score[:, :1]),
+                           score[:, 1:-1],
+                           xp.where(none, xp.where(low_wins, ninf, zero), score[:, -1:])], xp,
+                          axis=1)
+    # 3. every candidate, best grid value first: refine the interior brackets (Illinois regula
+    #    falsi under a mask) and keep each subject's largest refined objective
+    order = xp.argsort(score, axis=1, descending=True)
+    n_cand = xp.sum(arrays.astype(xp.isfinite(score), xp.int64, xp), axis=1)
+    theta = xp.full_like(obj[:, 0], lo)
+    best_obj = xp.full_like(obj[:, 0], -xp.inf)
+    at_low = at_high = xp.zeros_like(obj[:, 0], dtype=xp.bool)
+    for rank in range(int(xp.max(n_cand))):
+        col = order[:, rank]
+        has = rank < n_cand
+        low, high = xp.logical_and(has, col == 0), xp.logical_and(has, col == G)
+        active = xp.logical_and(has, xp.logical_not(xp.logical_or(col == 0, col == G)))
+        x = _illinois(method, xp.clip(col - 1, 0, G - 2), active, nodes, g, y1, y0, obs, params,
+                      prior_mean, prior_sd, xtol, max_iter, xp)
+        x = xp.where(low, xp.full_like(x, lo), xp.where(high, xp.full_like(x, hi), x))
+        s_x, i_x, j_x = _terms_at(x, y1, y0, obs, params, xp)
+        _, obj_x = estimating_function(method, s_x, i_x, j_x, _loglik_at(x, y1, y0, params, xp),
+                                       x, prior_mean, prior_sd, xp)
+        bound = xp.where(low, obj[:, 0], obj[:, G - 1])
+        obj_x = xp.where(xp.logical_or(low, high), bound, obj_x)
+        obj_x = xp.where(xp.isnan(obj_x), xp.full_like(obj_x, -xp.inf), obj_x)
+        if rank == 0:     # the first candidate is kept whatever its value (none: a bound)
+            take = has
+        else:
+            take = xp.logical_and(has, obj_x > best_obj)
+        theta, best_obj = xp.where(take, x, theta), xp.where(take, obj_x, best_obj)
+        at_low = xp.where(take, low, at_low)
+        at_high = xp.where(take, high, at_high)
     _, info, _ = _terms_at(theta, y1, y0, obs, params, xp)
     n_obs = xp.sum(obs, axis=1)
     seen = obs > 0
