@@ -125,8 +125,8 @@ def warnings_for(link, theta, se, below, above, lz, guess=None):
         warnings.append(f"{reach} reaches below {models} (supported "
                         f"from theta {low:.2f}): the score may be as low as "
                         f"{level(sup['floor'], scale)}"
-                        + ("" if link.floor_word != "chance"
-                           else f" (chance {level(sup['chance'], scale)})"))
+                        + (f" (chance {level(sup['chance'], scale)})" if link.knows_chance
+                           else ""))
     if above:
         flags.append("above_data")
         warnings.append(f"{reach} reaches above {models} (supported "

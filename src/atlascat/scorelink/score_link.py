@@ -184,11 +184,16 @@ class ScoreLink:
         return self.support["chance"]
 
     @property
+    def knows_chance(self) -> bool:
+        """Whether :attr:`chance` is a chance level, not the scale's 0 put in its place (a bank
+        folder built from a matrix: ``info["chance_from"] == "matrix"``)."""
+        return self.info.get("chance_from") != "matrix"
+
+    @property
     def floor_word(self) -> str:
         """What the notes call the lowest score a weak model's interval reaches: "chance", or
-        "the bottom of the scale" where the link knows no chance level (a bank folder built
-        from a matrix: ``info["chance_from"] == "matrix"``, chance set to the scale's 0)."""
-        return "the bottom of the scale" if self.info.get("chance_from") == "matrix" else "chance"
+        "the bottom of the scale" where the link knows no chance level (:attr:`knows_chance`)."""
+        return "chance" if self.knows_chance else "the bottom of the scale"
 
     @property
     def metric_range(self) -> tuple[float, float] | None:
