@@ -11,7 +11,7 @@ import pytest
 from atlascat import catalogue
 from atlascat.cli import main
 from atlascat.cli._common import one_bank as single_bank
-from atlascat.cli.cmd_simulate import parse_pairs
+from atlascat.suite import member_matrices
 from atlascat.errors import ConfigError
 
 BENCHES = ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]
@@ -105,13 +105,13 @@ def test_bank_twice_points_to_suite(tmp_path, capsys):
 
 def test_pairs_are_checked():
     names = BENCHES
-    assert parse_pairs(["arc=a.csv", "gsm8k"], names) == {"arc": "a.csv", "gsm8k": "gsm8k"}
+    assert member_matrices(["arc=a.csv", "gsm8k"], names) == {"arc": "a.csv", "gsm8k": "gsm8k"}
     with pytest.raises(ConfigError, match="not a member"):
-        parse_pairs(["bbh=x.csv"], names)
+        member_matrices(["bbh=x.csv"], names)
     with pytest.raises(ConfigError, match="twice"):
-        parse_pairs(["arc=x.csv", "arc=y.csv"], names)
+        member_matrices(["arc=x.csv", "arc=y.csv"], names)
     with pytest.raises(ConfigError, match="BENCH=MATRIX"):
-        parse_pairs([], names)
+        member_matrices([], names)
 
 
 def test_suite_options_are_refused_elsewhere(tmp_path, capsys):

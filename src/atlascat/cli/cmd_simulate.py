@@ -529,33 +529,13 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
                   "item_positions.csv, summary.json)")
 
 
-def parse_pairs(pairs, names) -> dict:
-    """``BENCH=MATRIX`` (or a bare bundled ``BENCH``) arguments as {member: matrix spec}."""
-    from ..errors import ConfigError
-
-    out = {}
-    for p in pairs:
-        name, sep, spec = str(p).partition("=")
-        name = name.strip().lower()
-        spec = spec.strip() if sep else name
-        if name not in names:
-            raise ConfigError(f"{p!r}: {name!r} is not a member of the suite "
-                              f"({', '.join(names)}); give BENCH=MATRIX pairs")
-        if name in out:
-            raise ConfigError(f"{name!r} is given twice")
-        out[name] = spec
-    if not out:
-        raise ConfigError("give the answers to replay: one BENCH=MATRIX pair per member "
-                          f"({', '.join(names)}; bundled names allowed, e.g. arc=arc)")
-    return out
-
-
 def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_items,
                            batch_size, randomesque, seed, scores=None) -> None:
     """``atlas simulate --suite``: replay recorded answers through the suite test."""
     import pandas as pd
 
-    from ..suite import load_suite, published_averages, replay_summary, simulate_suite
+    from ..suite import (load_suite, member_matrices, published_averages, replay_summary,
+                         simulate_suite)
     from ..validation import read_frame
     from ._options import suite_config
     from ._suite_evaluate import floor_note
@@ -563,7 +543,7 @@ def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_i
     from ..catalogue import BankRef
 
     suite = load_suite(BankRef.from_option(suite_arg, option="--suite", kinds=("suite",)))
-    specs = parse_pairs(pairs, suite.names)
+    specs = member_matrices(pairs, suite.names)
     matrices = {n: load_responses(spec, normalize_ids=True, on_empty="keep",
                                   option=f"{n}=MATRIX") for n, spec in specs.items()}
     published = None

@@ -19,7 +19,7 @@ _LAZY = {"Suite": "definition", "SuiteMember": "definition", "load_suite": "defi
          "SuiteLink": "link", "NeighbourCorrection": "neighbours", "SuiteResult": "simulate",
          "answer_matrix": "simulate", "fit_joint_link": "simulate",
          "published_averages": "simulate", "replay_summary": "simulate",
-         "simulate_suite": "simulate"}
+         "simulate_suite": "simulate", "member_matrices": "simulate"}
 
 __all__ = list(_LAZY)
 

@@ -17,7 +17,7 @@ from .config import SuiteConfig
 from .session import SuiteSession
 
 __all__ = ["SuiteResult", "simulate_suite", "answer_matrix", "fit_joint_link", "replay_summary",
-           "published_averages"]
+           "published_averages", "member_matrices"]
 
 
 @dataclass
@@ -27,6 +27,30 @@ class SuiteResult:
 
     scores: pd.DataFrame
     session: SuiteSession
+
+
+def member_matrices(pairs, names, *, label: str = "BENCH", where: str = "") -> dict:
+    """{member: matrix spec} of ``MEMBER=MATRIX`` pairs (a bare member name: its bundled
+    matrix) for a suite of members ``names``; one line for a name that is not a member, one
+    given twice, an empty matrix or no pair at all (``label``: how the message names a member,
+    ``where``: what it is prefixed with)."""
+    names = [str(n) for n in names]
+    out = {}
+    for p in pairs:
+        name, sep, spec = str(p).partition("=")
+        name, spec = name.strip().lower(), spec.strip() if sep else name.strip().lower()
+        if name not in names:
+            raise ConfigError(f"{where}{p!r}: {name!r} is not a member of the suite "
+                              f"({', '.join(names)}); give {label}=MATRIX pairs")
+        if not spec:
+            raise ConfigError(f"{where}{p!r}: no matrix after '='; give {label}=MATRIX pairs")
+        if name in out:
+            raise ConfigError(f"{where}{name!r} is given twice")
+        out[name] = spec
+    if not out:
+        raise ConfigError(f"{where}give the answers to replay: one {label}=MATRIX pair per "
+                          f"member ({', '.join(names)}; bundled names allowed, e.g. arc=arc)")
+    return out
 
 
 def answer_matrix(suite, responses: dict, subject_ids=None):

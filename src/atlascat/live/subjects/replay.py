@@ -201,19 +201,11 @@ def suite_members_of(bank) -> list | None:
 def _member_sources(text: str, members: list) -> dict:
     """{member: matrix spec} of ``MEMBER=MATRIX,...`` or of a bundled suite's name (each
     member's bundled matrix)."""
+    from ...suite.simulate import member_matrices
+
     if "=" not in text:
         return {m: m for m in members}
-    out = {}
-    for part in (p.strip() for p in text.split(",")):
-        name, _, src = part.partition("=")
-        name, src = name.strip().lower(), src.strip()
-        if name not in members or not src:
-            raise ConfigError(f"replay {part!r}: give MEMBER=MATRIX pairs, members "
-                              f"{', '.join(members)} (e.g. replay:arc=arc.csv,gsm8k=gsm8k#MODEL)")
-        if name in out:
-            raise ConfigError(f"replay: {name!r} is given twice")
-        out[name] = src
-    return out
+    return member_matrices(text.split(","), members, label="MEMBER", where="replay ")
 
 
 def recorded_ratings(matrix, model) -> tuple[str, dict]:
