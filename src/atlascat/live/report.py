@@ -276,7 +276,7 @@ def _choice_html(bank, item_id, answer) -> str:
         return ""
     try:
         from ..content.requests import build_item_requests
-        from .runner import _outputs_from_text
+        from .asking import outputs_from_text as _outputs_from_text
 
         from .subjects.cmdrequests import reply_outputs
 
