@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from ..errors import LiveRunError
+from .store import as_score
 from .subjects import Answer
 
 __all__ = ["requests_hash", "requests_render", "check_outputs", "ask_loglikelihood",
@@ -105,13 +106,6 @@ def ask_items(subject, items: list) -> list:
     latency = (time.perf_counter() - t0) / max(1, len(items))
     return [(as_score(score), Answer(text=str(text), latency_s=latency))
             for score, text in got]
-
-
-def as_score(value):
-    """An item's score as stored: 0/1 (or an ordinal item's whole-number rating) as an int, a
-    continuous score in [0, 1] as a float."""
-    v = float(value)
-    return int(v) if v.is_integer() else v
 
 
 def item_score(text: str, subject=None):

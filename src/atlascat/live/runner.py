@@ -105,7 +105,8 @@ class StepInfo:
     model: str
     step: int
     item_id: str
-    score: int
+    #: 0/1, a score in [0, 1] or a rating; None: the item got no score and was left out
+    score: int | float | None
     theta: float
     se: float
     cached: bool
@@ -418,10 +419,34 @@ def _next_round(session, k: int, answerable=None) -> list:
 
 
 def _record_round(session, items, scores) -> None:
-    if len(items) == 1:
+    """Enter a round's scores into the session; a None score leaves its item out unscored."""
+    if len(items) == 1 and (scores[0] is not None or not hasattr(session, "record_many")):
         session.record(items[0], scores[0])
     else:
         session.record_many(items, scores)
+
+
+#: a run stops (saved, resumable) once this many items in a row got no score
+SKIPS_IN_A_ROW = 10
+
+
+def _count_skips(session, items, scores, in_a_row: int) -> int:
+    """The items in a row that got no score (``null`` from an item-scored subject: a judge
+    that could not rate one) after this round. Such an item leaves the adaptive test unscored,
+    as a gap in a response matrix does; a benchmark predictor's draw (a bank folder) needs the
+    score of every item it draws, and :data:`SKIPS_IN_A_ROW` in a row mean a broken program:
+    both stop the run (saved; ``--resume`` asks the round again)."""
+    missing = [i for i, sc in zip(items, scores) if sc is None]
+    if missing and not hasattr(session, "skip"):
+        raise SubjectError(f"item {missing[0]!r} got no score (null); a bank folder's "
+                           "prediction needs the score of every item it draws: have the "
+                           "program retry its judge")
+    for sc in scores:
+        in_a_row = in_a_row + 1 if sc is None else 0
+    if in_a_row >= SKIPS_IN_A_ROW:
+        raise SubjectError(f"the last {in_a_row} items asked got no score (null); a run "
+                           "leaves out an item now and then, not every one: check the program")
+    return in_a_row
 
 
 # ---------------------------------------------------------------------------- runs
@@ -457,6 +482,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     store.claim(run_id)  # one process per run (raises if another one is running it)
     unread, n_read = [], 0
     budget, stop_reason = info.get("token_budget"), None
+    next_step, in_a_row = store.closed_steps(run_id), 0
     spent = int(info["prompt_tokens"] or 0) + int(info["completion_tokens"] or 0)
     try:
         opened = store.open_steps(run_id)
@@ -468,7 +494,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
             items = _next_round(session, k, answerable)
             if not items:
                 break
-            first = int(session.n_items)
+            first = next_step
             steps = list(range(first, first + len(items)))
             if opened:
                 got = [(int(o["step"]), o["item_id"]) for o in opened]
@@ -548,6 +574,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                    f"token budget ({budget}) cannot be kept. Start it again "
                                    "without one, bounded by its number of items")
             spent += round_tokens
+            in_a_row = _count_skips(session, items, scores, in_a_row)
             credits = _check_scores(session, items, scores)
             rated = hasattr(session, "credit")
             _record_round(session, items, scores)
@@ -559,6 +586,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                               credits)],
                                  theta=theta, se=se, session=session.to_dict(),
                                  cache_key=subject.cache_key if cache else None)
+            next_step += len(items)
             if on_step is not None:
                 from .predictor_session import PredictorLiveSession
 
@@ -590,20 +618,20 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
 def _check_scores(session, items, scores) -> list:
     """Each answer's credit in [0, 1] (what ``score_sum`` adds up): the score itself, or an
     ordinal item's rating as a share of its scale (``session.credit``); a score outside
-    [0, 1], or a rating off its item's scale, is one clear error."""
+    [0, 1], or a rating off its item's scale, is one clear error; None (no score) stays None."""
     credit = getattr(session, "credit", None)
     if credit is None:
         for item, sc in zip(items, scores):
-            if not 0 <= sc <= 1:
+            if sc is not None and not 0 <= sc <= 1:
                 raise LiveRunError(f"item {item!r}: the scoring rule gave {sc!r}, not a score "
                                    "in [0, 1]")
         return list(scores)
     bank = session.bank
     for item, sc in zip(items, scores):   # off the item's scale: one line
-        why = bank.rating_problem(item, sc)
+        why = None if sc is None else bank.rating_problem(item, sc)
         if why is not None:
             raise LiveRunError(f"item {item!r} was rated {sc!r}, which {why}")
-    return [credit(i, sc) for i, sc in zip(items, scores)]
+    return [None if sc is None else credit(i, sc) for i, sc in zip(items, scores)]
 
 
 def _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts, records,
