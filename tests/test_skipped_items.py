@@ -212,3 +212,11 @@ def _run_graded(tmp_path: Path, row, out: Path):
                                  "--seed", "2", "-q", "-o", str(out)])
     assert r.exit_code == 0, r.output + str(r.exception)
     return _run(out)[2]
+
+
+def test_results_json_counts_the_skipped_items_as_the_listing_does(root, gappy, tmp_path):
+    out = tmp_path / "live"
+    _evaluate(root / "bank.csv", _cmd(root, "gappy"), out)
+    [row] = pd.read_json(out / "results.json").to_dict("records")
+    assert row["n_skipped"] == 3 and row["n_items"] == 15
+    assert RunStore(out / "runs.sqlite").list_runs().iloc[0]["n_skipped"] == 3

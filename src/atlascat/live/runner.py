@@ -154,6 +154,8 @@ class RunResult:
     observed_score: float | None = None
     #: [low, high] of the bank folder's metric scale the scores are given on, else None
     scale: list | None = None
+    #: items asked that got no score (a judge's null), left out unscored
+    n_skipped: int = 0
 
     def __post_init__(self):
         if self.observed_score is None and self.n_items:
@@ -200,7 +202,8 @@ class RunResult:
                    prompt_tokens=int(info["prompt_tokens"]),
                    completion_tokens=int(info["completion_tokens"]),
                    latency_s=float(info["latency_s"]), error=info["error"],
-                   protocol=info.get("protocol"), batch_size=int(info.get("batch_size") or 1))
+                   protocol=info.get("protocol"), batch_size=int(info.get("batch_size") or 1),
+                   n_skipped=int((steps["status"] == "skipped").sum()))
 
 
 # ---------------------------------------------------------------------------- helpers
