@@ -220,3 +220,16 @@ def test_results_json_counts_the_skipped_items_as_the_listing_does(root, gappy, 
     [row] = pd.read_json(out / "results.json").to_dict("records")
     assert row["n_skipped"] == 3 and row["n_items"] == 15
     assert RunStore(out / "runs.sqlite").list_runs().iloc[0]["n_skipped"] == 3
+
+
+def test_a_suite_session_skips_an_item_scored_none_and_resumes_so():
+    from atlascat.live.suite_session import SuiteLiveSession, suite_ref
+
+    s = SuiteLiveSession(suite_ref("openllm-v1"))
+    items = s.next_items()
+    s.record_many(items, [None] + [1] * (len(items) - 1))
+    assert s.n_items == len(items) - 1 and s.skipped == [items[0]]
+    state = s.to_dict()
+    again = SuiteLiveSession.from_dict(state)
+    nxt = s.next_items()
+    assert items[0] not in nxt and again.next_items() == nxt
