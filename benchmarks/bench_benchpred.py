@@ -173,6 +173,20 @@ def _cli(args: list) -> None:
         raise SystemExit(f"atlas {' '.join(map(str, args))} failed ({rc}): {e.getvalue()}")
 
 
+def replays_of(pred, targets, seed: int, replays: int):
+    """``replays`` draws of the fitted predictor on ``targets``: the first as ``atlas
+    simulate --seed seed+1000`` draws (each target its own Generator), the k-th from
+    ``[seed + 1000, k]``; -> (the runs, their rows as person_scores.csv's columns)."""
+    runs = [pred.replay(targets, seed=seed + 1000) if k == 0
+            else pred.replay(targets, rng=[seed + 1000, k]) for k in range(int(replays))]
+    p = pd.concat([pd.DataFrame({
+        "subject_id": r.subject.astype(str), "n_items": r.n_items,
+        "score": r.score, "score_lo": r.lower, "score_hi": r.upper,
+        "design_score": r.design_score, "model_score": r.model_score, "method": r.method})
+        for r in runs], ignore_index=True)
+    return runs, p
+
+
 def _metrics(p: pd.DataFrame, truth: pd.Series) -> dict:
     """Error, coverage, width and items of one run's person_scores.csv (scores 0-1)."""
     t = truth.reindex(p.subject_id.astype(str)).to_numpy()
@@ -249,13 +263,7 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
         warnings.simplefilter("ignore")
         bank = Calibrator().fit(source).bank_
     pred = BenchmarkPredictor(budget, **(settings or {})).fit(bank, source, rng=seed)
-    runs = [pred.replay(targets, seed=seed + 1000) if k == 0       # as atlas simulate draws
-            else pred.replay(targets, rng=[seed + 1000, k]) for k in range(int(replays))]
-    p = pd.concat([pd.DataFrame({
-        "subject_id": r.subject.astype(str), "n_items": r.n_items,
-        "score": r.score, "score_lo": r.lower, "score_hi": r.upper,
-        "design_score": r.design_score, "model_score": r.model_score, "method": r.method})
-        for r in runs], ignore_index=True)
+    runs, p = replays_of(pred, targets, seed, replays)
     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
     first = runs[0]
     return ({"design": "predictor (library)", "n_source": len(src), **_metrics(p, truth)},

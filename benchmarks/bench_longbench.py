@@ -44,7 +44,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_benchpred import PEER_LABEL as BENCHPRED_LABEL  # noqa: E402
-from bench_benchpred import _cli, _metrics, _write, read_matrix, split_models, write_rows  # noqa: E402
+from bench_benchpred import (_cli, _metrics, _write, read_matrix, replays_of,  # noqa: E402
+                             split_models, write_rows)
 
 from atlascat.irt.calibrate import Calibrator  # noqa: E402
 from atlascat.predict import BenchmarkPredictor  # noqa: E402
@@ -103,13 +104,7 @@ def run_library(task, df, split, seed, budget, settings, replays=1) -> dict:
     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
     bank = cached_bank(task, df, split, seed)
     pred = BenchmarkPredictor(budget, **settings).fit(bank, source, rng=seed)
-    runs = [pred.replay(targets, seed=seed + 1000) if k == 0       # as atlas simulate draws
-            else pred.replay(targets, rng=[seed + 1000, k]) for k in range(int(replays))]
-    p = pd.concat([pd.DataFrame({
-        "subject_id": r.subject.astype(str), "n_items": r.n_items,
-        "score": r.score, "score_lo": r.lower, "score_hi": r.upper,
-        "design_score": r.design_score, "model_score": r.model_score, "method": r.method})
-        for r in runs], ignore_index=True)
+    _, p = replays_of(pred, targets, seed, replays)
     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
     return {"n_source": len(src), **_metrics(p, truth)}
 

@@ -93,7 +93,7 @@ def test_single_bank_page_is_headlined_by_the_predicted_score(tmp_path):
 def test_a_rounds_tokens_are_shared_by_its_items():
     """A round's requests go out together; the server's token counts are shared out: prompt
     tokens by request length, completion tokens to the generations, adding up exactly."""
-    from atlascat.live.runner import _round_tokens
+    from atlascat.live.asking import round_tokens as _round_tokens
 
     arc, gsm = load_content_bank("arc"), load_content_bank("gsm8k")
     irs = [build_item_requests(arc, arc.item_ids[0]), build_item_requests(arc, arc.item_ids[1]),

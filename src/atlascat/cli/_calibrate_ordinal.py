@@ -104,6 +104,24 @@ def _print_result(res, model: str, weights, prior_a, rating_range) -> None:
                       "scored", markup=False, highlight=False)
 
 
+def read_bank_and_ratings(bank, responses, freq_column, normalize_ids: bool):
+    """An ordinal bank and the ratings scored on it: (PolyBank, subjects x items frame,
+    pattern weights or None); ``normalize_ids``: R's X514 -> 514, in both."""
+    import pandas as pd
+
+    from ..irt.polybank import PolyBank
+    from ..irt.polycal import read_ratings
+
+    bk = PolyBank.read(bank)
+    values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
+    if normalize_ids:
+        from ..validation import normalize_item_id
+
+        iids = [normalize_item_id(i) for i in iids]
+        bk = bk.with_ids([normalize_item_id(i) for i in bk.item_ids])
+    return bk, pd.DataFrame(values, index=sids, columns=iids), weights
+
+
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
                       prior_sd: float, quadpts: int, extra_items: str,
                       normalize_ids: bool = False, binary_only: dict | None = None) -> None:
@@ -113,7 +131,6 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     :func:`~atlascat.irt.polyscore.predict_mean_rating`, what ``atlas simulate`` and a live
     run predict)."""
     import numpy as np
-    import pandas as pd
 
     from ..errors import ConfigError
 
@@ -122,18 +139,10 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         raise ConfigError(f"{', '.join(given)}: binary banks only; drop for an ordinal bank")
 
     from ..irt.ability import estimate_ability
-    from ..irt.polybank import PolyBank
-    from ..irt.polycal import read_ratings
     from ._common import print_frame
 
-    bk = PolyBank.read(bank)
-    values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
-    if normalize_ids:   # R's X514 -> 514, in the ratings and in the bank
-        from ..validation import normalize_item_id
-
-        iids = [normalize_item_id(i) for i in iids]
-        bk = bk.with_ids([normalize_item_id(i) for i in bk.item_ids])
-    frame = pd.DataFrame(values, index=sids, columns=iids)
+    bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
+    iids = list(frame.columns)
     df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
                           quadpts=quadpts, extra_items=extra_items)
     from ..irt.polyscore import aligned_ratings, predict_mean_rating

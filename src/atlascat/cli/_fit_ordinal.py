@@ -88,12 +88,9 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
                     binary_only: dict) -> dict:
     """Read the ratings and the ordinal bank, refuse the binary-only options, and return
     :func:`ordinal_fit_report` (the command prints it as for a binary bank)."""
-    import pandas as pd
-
     from ..errors import ConfigError
-    from ..irt.polybank import PolyBank
-    from ..irt.polycal import read_ratings
     from ..irt.polyfitstats import ordinal_estimated
+    from ._calibrate_ordinal import read_bank_and_ratings
 
     given = [name for name, on in binary_only.items() if on]
     if given:
@@ -101,14 +98,8 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
                           f"{'it' if len(given) == 1 else 'them'} for an ordinal bank (its fit "
                           "takes --m2, --gpcm-slope, --estimated all|none, --no-items)")
     est = ordinal_estimated(estimated)
-    bk = PolyBank.read(bank)
-    values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
-    if normalize_ids:   # R's X514 -> 514, in the ratings and in the bank
-        from ..validation import normalize_item_id
-
-        iids = [normalize_item_id(i) for i in iids]
-        bk = bk.with_ids([normalize_item_id(i) for i in bk.item_ids])
-    frame = pd.DataFrame(values, index=sids, columns=iids)
+    bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
+    iids = list(frame.columns)
     unknown = [str(i) for i in iids if str(i) not in bk]
     if unknown and extra_items == "error":
         raise ConfigError(f"{len(unknown)} response item(s) are not in the bank, e.g. "

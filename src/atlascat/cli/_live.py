@@ -239,8 +239,11 @@ class LiveDisplay:
         item = str(info.item_id)
         text.append(f"{item:<{self.w_item}}" if len(item) <= self.w_item else item)
         text.append("  ")
-        scored = None if getattr(info, "rated", False) else self.score_text(info)
-        if getattr(info, "rated", False):  # an ordinal item's rating on its own scale
+        scored = None if getattr(info, "rated", False) or info.score is None \
+            else self.score_text(info)
+        if info.score is None:             # no score (a judge's null): left out
+            text.append("no score", style="yellow")
+        elif getattr(info, "rated", False):  # an ordinal item's rating on its own scale
             text.append(f"rated {info.score:<5g}", style="cyan")
         elif scored is not None:           # a continuous score, or on the metric's scale
             text.append(f"{scored:<10}", style="cyan")

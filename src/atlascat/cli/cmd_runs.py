@@ -205,6 +205,8 @@ def _list_runs(stores, as_json: bool) -> None:
                        for lb in predictions]
     cols = ["run_id", "state", "model", "benchmark", "protocol", "bank_ref", "n_items", "theta",
             "se", "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
+    if (df["n_skipped"] > 0).any():   # items that got no score (a judge's null)
+        cols.insert(cols.index("n_items") + 1, "n_skipped")
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
                 title=f"runs in {where}", float_format="{:.3f}")
 

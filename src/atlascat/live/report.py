@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .scale import SCALED_FIELDS, on_metric_scale  # noqa: F401 - report's names too
+from .trajectory import trajectory_svg
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
            "on_metric_scale", "benchmark_of", "model_based_words",
@@ -203,66 +204,6 @@ def _time(ts) -> str:
     return _dt.datetime.fromtimestamp(float(ts)).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EAP)",
-                    axis: str = "ability theta", scale: float = 1.0, band=None,
-                    limits=None, digits: int | None = None) -> str:
-    """The estimate after each item with a +-SE band (theta for a bank; a suite's predicted
-    average, ``scale`` 100 for percent), or with ``band`` = (lower, upper), its 95% interval
-    (a benchmark predictor's score), against the step number; ``limits`` (low, high): the
-    range the quantity lives in (a score's), beyond which the axis does not reach; ``digits``:
-    the axis labels' decimals (default 1 in percent, else 2)."""
-    n = len(theta)
-    if n == 0:
-        return "<p class='muted'>no answered item yet</p>"
-    theta = scale * np.asarray(theta, float)
-    if band is None:
-        se = scale * np.asarray(se, float)
-        low, up, band_text = theta - se, theta + se, " &#177; 1 SE"
-    else:
-        low, up = (scale * np.asarray(b, float) for b in band)
-        band_text = " 95% interval"
-    lo, hi = float(np.min(low)), float(np.max(up))
-    pad = 0.1 * max(hi - lo, 0.5)
-    lo, hi = lo - pad, hi + pad
-    if limits is not None:
-        lo, hi = max(lo, float(limits[0])), min(hi, float(limits[1]))
-    left, right, top, bottom = 62, 15, 15, 30
-    w, h = width - left - right, height - top - bottom
-    xs = left + (np.arange(n) / max(n - 1, 1)) * w
-
-    def y(v):
-        return top + (hi - np.asarray(v)) / (hi - lo) * h
-
-    band = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(up)))
-    band += " " + " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs[::-1], y(low[::-1])))
-    line = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(theta)))
-    ticks = np.linspace(lo, hi, 5)
-    digits = (1 if scale != 1.0 else 2) if digits is None else digits
-    grid = "".join(f"<line x1='{left}' x2='{left + w}' y1='{y(t):.1f}' y2='{y(t):.1f}' stroke='#eee'/>"
-                   f"<text x='{left - 6}' y='{y(t) + 4:.1f}' font-size='11' text-anchor='end'>{t:.{digits}f}</text>"
-                   for t in ticks)
-    xt = "".join(f"<text x='{left + (k - 1) / max(n - 1, 1) * w:.1f}' y='{height - 8}' font-size='11' "
-                 f"text-anchor='middle'>{k}</text>"
-                 for k in sorted({1, n, *range(10, n, 10)}))
-    short = label.split(" (")[0]
-    legend = (f"<rect x='{left + w - 200}' y='{top + 4}' width='14' height='10' fill='#c7d7f5'/>"
-              f"<text x='{left + w - 182}' y='{top + 13}' font-size='11'>{_e(short)}{band_text}</text>"
-              f"<line x1='{left + w - 90}' x2='{left + w - 76}' y1='{top + 9}' y2='{top + 9}' "
-              f"stroke='#1f4fb5' stroke-width='2'/>"
-              f"<text x='{left + w - 72}' y='{top + 13}' font-size='11'>{_e(label)}</text>")
-    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height + 14}' "
-            f"role='img' aria-label='trajectory: {_e(short)} and its{band_text} after each item'>"
-            f"{grid}"
-            f"<polygon points='{band}' fill='#c7d7f5' opacity='0.7'/>"
-            f"<polyline points='{line}' fill='none' stroke='#1f4fb5' stroke-width='2'/>{xt}"
-            f"{legend}"
-            f"<text x='{left + w / 2:.0f}' y='{height + 10}' font-size='12' text-anchor='middle'>"
-            "items asked</text>"
-            f"<text x='14' y='{top + h / 2:.0f}' font-size='12' text-anchor='middle' "
-            f"transform='rotate(-90 14 {top + h / 2:.0f})'>{_e(axis)}</text>"
-            "</svg>")
-
-
 def _short(text: str, n: int = 60) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 3] + "..."
@@ -276,7 +217,7 @@ def _choice_html(bank, item_id, answer) -> str:
         return ""
     try:
         from ..content.requests import build_item_requests
-        from .runner import _outputs_from_text
+        from .asking import outputs_from_text as _outputs_from_text
 
         from .subjects.cmdrequests import reply_outputs
 
@@ -623,6 +564,12 @@ def _predictor_path(info, scale=None):
                     upper=lo + (hi - lo) * q.upper) for q in path]
 
 
+def _skipped_rows(steps) -> list:
+    k = int((steps["status"] == "skipped").sum())
+    return [("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left out "
+             "unscored")] if k else []
+
+
 def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                       suite: dict | None = None, sections: str = "") -> str:
     """The HTML text of a run's page. ``bank`` (optional) adds each item's question, its
@@ -664,6 +611,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ("bank", f"{info['bank_ref'] or '(in memory)'} ({info['n_bank_items']} items)"),
         ("status", info.get("state", info["status"])
          + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
+        *_skipped_rows(steps),
         *summary[1:],  # the first is the page's headline
         *_observed_rows(info, ordinal, own, continuous),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
@@ -699,7 +647,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         choice = _choice_html(bank, rec["item_id"], rec["answer"]) \
             if proto != "approximate" and not replayed else ""
         score = rec["score"]
-        mark = ("<span class='pill'>pending</span>" if score is None else
+        mark = (f"<span class='pill'>{'no score' if rec['status'] == 'skipped' else 'pending'}"
+                "</span>" if score is None else
                 f"{float(score):g}" if ordinal else      # a rating, on its own scale
                 _on_scale(score, own) if own else
                 f"{float(score):.2f}" if continuous else      # as the step lines print it
@@ -737,19 +686,19 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
              + ("<th>tokens</th>" if tokens else "") + "<th></th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     if suite is not None:
-        traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist(),
+        traj = trajectory_svg(answered["theta"].tolist(), answered["se"].tolist(),
                                label="average", axis="predicted average (%)", scale=100.0,
                                limits=(0.0, 100.0))
     elif path is not None:
         lb = leaderboard or {}
-        traj = _trajectory_svg([q.score for q in path], None, label="predicted score",
+        traj = trajectory_svg([q.score for q in path], None, label="predicted score",
                                axis=score_name(lb) + ("" if lb.get("scale") else " (%)"),
                                scale=1.0 if lb.get("scale") else 100.0,
                                band=([q.lower for q in path], [q.upper for q in path]),
                                limits=lb.get("scale") or (0.0, 100.0),
                                digits=1)   # as the step lines print a predicted score
     else:
-        traj = _trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
+        traj = trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
     headline = f"{summary[0][0]}: {summary[0][1]}"
     shown = {"cat" if suite is None else "suite": cfg, "prompt": prm, "subject": subj}
     if by_id or proto != "approximate":  # the chat prompt's settings apply to chat only

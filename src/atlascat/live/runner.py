@@ -37,8 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import time
 import weakref
 from dataclasses import asdict, dataclass, field
 from typing import Callable
@@ -48,6 +46,8 @@ import numpy as np
 from ..errors import AtlasError, BankError, ConfigError, LiveRunError, RunStoppedError
 from ..content.defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
 from ..content.items import build_prompt, item_record
+from .asking import (UNREADABLE_AFTER, as_score, ask_items, ask_loglikelihood, item_score,
+                     outputs_from_text, readable, requests_hash, requests_render)
 from .scorers import score_answer
 from .store import RunStore
 from .subjects import (Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood,
@@ -105,7 +105,8 @@ class StepInfo:
     model: str
     step: int
     item_id: str
-    score: int
+    #: 0/1, a score in [0, 1] or a rating; None: the item got no score and was left out
+    score: int | float | None
     theta: float
     se: float
     cached: bool
@@ -153,6 +154,8 @@ class RunResult:
     observed_score: float | None = None
     #: [low, high] of the bank folder's metric scale the scores are given on, else None
     scale: list | None = None
+    #: items asked that got no score (a judge's null), left out unscored
+    n_skipped: int = 0
 
     def __post_init__(self):
         if self.observed_score is None and self.n_items:
@@ -192,14 +195,15 @@ class RunResult:
         done = steps[steps["status"] == "answered"]
         return cls(run_id=run_id, model=info["model"], status=info["status"], theta=info["theta"],
                    se=info["se"], n_items=int(info["n_items"]),
-                   score_sum=_as_score(info["score_sum"] or 0),
+                   score_sum=as_score(info["score_sum"] or 0),
                    model_based_score=info["model_based_score"], stop_reason=info["stop_reason"],
                    items=done["item_id"].astype(str).tolist(),
-                   scores=[_as_score(v) for v in done["score"]],
+                   scores=[as_score(v) for v in done["score"]],
                    prompt_tokens=int(info["prompt_tokens"]),
                    completion_tokens=int(info["completion_tokens"]),
                    latency_s=float(info["latency_s"]), error=info["error"],
-                   protocol=info.get("protocol"), batch_size=int(info.get("batch_size") or 1))
+                   protocol=info.get("protocol"), batch_size=int(info.get("batch_size") or 1),
+                   n_skipped=int((steps["status"] == "skipped").sum()))
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -418,159 +422,34 @@ def _next_round(session, k: int, answerable=None) -> list:
 
 
 def _record_round(session, items, scores) -> None:
-    if len(items) == 1:
+    """Enter a round's scores into the session; a None score leaves its item out unscored."""
+    if len(items) == 1 and (scores[0] is not None or not hasattr(session, "record_many")):
         session.record(items[0], scores[0])
     else:
         session.record_many(items, scores)
 
 
-def _requests_hash(ir) -> str:
-    payload = {"rule": ir.rule, "requests": [
-        [r.kind, r.context, r.continuation, list(r.until), r.max_gen_toks]
-        + ([r.gen_kwargs] if r.gen_kwargs else []) for r in ir.requests]}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+#: a run stops (saved, resumable) once this many items in a row got no score
+SKIPS_IN_A_ROW = 10
 
 
-def _requests_render(ir) -> str:
-    """What the steps table keeps of an item's requests: the rule, a hash of each context, its
-    last 200 characters, and the continuations / stop strings (contexts are long and shared)."""
-    rows = []
-    for r in ir.requests:
-        rows.append({"kind": r.kind,
-                     "context_sha256": hashlib.sha256(r.context.encode()).hexdigest()[:16],
-                     "context_tail": r.context[-200:], "continuation": r.continuation,
-                     "until": list(r.until) or None})
-    return json.dumps({"rule": ir.rule, "requests": rows}, ensure_ascii=False)
-
-
-def _check_outputs(values, n: int, what: str) -> list:
-    """A subject's outputs for n requests: n finite numbers (or -inf), never silently bad."""
-    values = list(values) if values is not None else []
-    if len(values) != n:
-        raise LiveRunError(f"the subject returned {len(values)} {what} for {n} request(s)")
-    out = []
-    for v in values:
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            raise LiveRunError(f"the subject returned a non-numeric log-likelihood {v!r}") from None
-        if math.isnan(f) or f == math.inf:
-            raise LiveRunError(f"the subject returned log-likelihood {f}; check the model "
-                               "(a NaN usually means overflow in its dtype)")
-        out.append(f)
-    if n >= 2 and len(set(out)) == 1:
-        raise LiveRunError(f"the subject returned the same log-likelihood ({out[0]}) for all {n} "
-                           "requests of the round: it is not reading the continuations (a server "
-                           "that ignores echo / logprobs?); refusing to score at chance")
-    return out
-
-
-def _ask_loglikelihood(subject, irs: list) -> list:
-    """One round of log-likelihood items: all their requests in ONE subject call (one for the
-    generations); -> [(outputs, Answer)] per item."""
-    ll, gen = [], []
-    for n, ir in enumerate(irs):
-        for j, r in enumerate(ir.requests):
-            (ll if r.kind == "loglikelihood" else gen).append((n, j, r))
-    results = [[None] * len(ir.requests) for ir in irs]
-    before = dict(getattr(subject, "usage", None) or {})
-    t0 = time.perf_counter()
-    if ll:
-        values = _check_outputs(subject.loglikelihood([r for _, _, r in ll]), len(ll),
-                                "log-likelihood(s)")
-        for (n, j, _), v in zip(ll, values):
-            results[n][j] = v
-    if gen:
-        texts = list(subject.generate_until([r for _, _, r in gen]))
-        if len(texts) != len(gen) or any(t is None or not isinstance(t, str) for t in texts):
-            raise LiveRunError(f"the subject returned {len(texts)} generation(s) (or a null one) "
-                               f"for {len(gen)} request(s)")
-        for (n, j, _), t in zip(gen, texts):
-            results[n][j] = t
-    latency = (time.perf_counter() - t0) / max(1, len(irs))
-    tokens = _round_tokens(before, getattr(subject, "usage", None), irs)
-    out = []
-    for vals, (prompt, completion) in zip(results, tokens):
-        text = vals[0] if len(vals) == 1 and isinstance(vals[0], str) else json.dumps(vals)
-        out.append((vals, Answer(text=text, latency_s=latency, attempts=1, prompt_tokens=prompt,
-                                 completion_tokens=completion)))
-    return out
-
-
-def _ask_items(subject, items: list) -> list:
-    """One round of an item-scored subject: every item id in ONE call; -> [(0/1, Answer)]."""
-    t0 = time.perf_counter()
-    got = list(subject.score_items(items))
-    if len(got) != len(items):
-        raise LiveRunError(f"the subject scored {len(got)} item(s) for {len(items)} asked")
-    latency = (time.perf_counter() - t0) / max(1, len(items))
-    return [(_as_score(score), Answer(text=str(text), latency_s=latency))
-            for score, text in got]
-
-
-def _as_score(value):
-    """An item's score as stored: 0/1 (or an ordinal item's whole-number rating) as an int, a
-    continuous score in [0, 1] as a float."""
-    v = float(value)
-    return int(v) if v.is_integer() else v
-
-
-def _item_score(text: str, subject=None):
-    """The score of an item-scored subject's stored reply (a JSON line with ``score``), read
-    by the subject when it reads its own (``score_of``: a score on a metric's scale)."""
-    reader = getattr(subject, "score_of", None)
-    if reader is not None:
-        return _as_score(reader(text))
-    try:
-        return _as_score(json.loads(text)["score"])
-    except (ValueError, KeyError, TypeError):
-        raise LiveRunError(f"a stored reply {text[:80]!r} holds no score") from None
-
-
-def _round_tokens(before: dict, after, irs: list) -> list[tuple]:
-    """Each item's share of the tokens the subject reported for one round (``usage`` counters
-    before and after): one request carries several items' prompts, so the round's prompt and
-    tokens are shared out in proportion to each item's request characters, its completion
-    tokens among its generation requests (largest remainders, so the shares add up to the
-    round's counts); (None, None) per item
-    when the subject reports none."""
-    if not after:
-        return [(None, None)] * len(irs)
-    chars = np.array([sum(len(r.context) + len(r.continuation or "") for r in ir.requests)
-                      for ir in irs], float)
-    gens = np.array([sum(r.kind != "loglikelihood" for r in ir.requests) for ir in irs], float)
-    shares = []
-    for key, by in (("prompt_tokens", chars), ("completion_tokens", gens)):
-        by = by if by.sum() > 0 else chars
-        weights = by / by.sum() if by.sum() > 0 else np.full(len(irs), 1 / len(irs))
-        total = int(after.get(key, 0)) - int(before.get(key, 0))
-        raw = weights * max(total, 0)
-        part = np.floor(raw).astype(int)
-        part[np.argsort(part - raw)[: max(total, 0) - int(part.sum())]] += 1
-        shares.append(part.tolist())
-    return list(zip(*shares))
-
-
-#: a prompt run stops if this many first replies (of this process) are all unreadable
-UNREADABLE_AFTER = 10
-
-
-def _readable(item, text: str) -> bool:
-    """Whether the scorer can read an answer from ``text`` at all (right or wrong)."""
-    from .scorers import extract_choice, extract_number
-
-    scorer = item.get("scorer")
-    if scorer == "mc":
-        return extract_choice(text, item["choices"]) is not None
-    if scorer == "gsm8k":
-        return extract_number(text) is not None
-    return True
-
-
-def _outputs_from_text(ir, text: str) -> list:
-    if all(r.kind == "generate_until" for r in ir.requests):
-        return [text]
-    return json.loads(text)
+def _count_skips(session, items, scores, in_a_row: int) -> int:
+    """The items in a row that got no score (``null`` from an item-scored subject: a judge
+    that could not rate one) after this round. Such an item leaves the adaptive test unscored,
+    as a gap in a response matrix does; a benchmark predictor's draw (a bank folder) needs the
+    score of every item it draws, and :data:`SKIPS_IN_A_ROW` in a row mean a broken program:
+    both stop the run (saved; ``--resume`` asks the round again)."""
+    missing = [i for i, sc in zip(items, scores) if sc is None]
+    if missing and not hasattr(session, "skip"):
+        raise SubjectError(f"item {missing[0]!r} got no score (null); a bank folder's "
+                           "prediction needs the score of every item it draws: have the "
+                           "program retry its judge")
+    for sc in scores:
+        in_a_row = in_a_row + 1 if sc is None else 0
+    if in_a_row >= SKIPS_IN_A_ROW:
+        raise SubjectError(f"the last {in_a_row} items asked got no score (null); a run "
+                           "leaves out an item now and then, not every one: check the program")
+    return in_a_row
 
 
 # ---------------------------------------------------------------------------- runs
@@ -606,6 +485,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     store.claim(run_id)  # one process per run (raises if another one is running it)
     unread, n_read = [], 0
     budget, stop_reason = info.get("token_budget"), None
+    next_step, in_a_row = store.closed_steps(run_id), 0
     spent = int(info["prompt_tokens"] or 0) + int(info["completion_tokens"] or 0)
     try:
         opened = store.open_steps(run_id)
@@ -617,7 +497,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
             items = _next_round(session, k, answerable)
             if not items:
                 break
-            first = int(session.n_items)
+            first = next_step
             steps = list(range(first, first + len(items)))
             if opened:
                 got = [(int(o["step"]), o["item_id"]) for o in opened]
@@ -631,8 +511,8 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
             opened = []
             if request_of is not None:
                 irs = [request_of(i) for i in items]
-                hashes = [_requests_hash(ir) for ir in irs]
-                texts = [_requests_render(ir) for ir in irs]
+                hashes = [requests_hash(ir) for ir in irs]
+                texts = [requests_render(ir) for ir in irs]
             elif by_id:
                 texts = [json.dumps({"item_id": i}) for i in items]
                 hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
@@ -656,7 +536,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                         completion_tokens=row["completion_tokens"],
                                         attempts=int(row["attempts"] or 1),
                                         cached=bool(row["cached"]))
-                    scores[n], stored[n] = _as_score(row["score"]), True
+                    scores[n], stored[n] = as_score(row["score"]), True
                     continue
                 hit = store.cache_get(subject.cache_key, items[n], hashes[n]) if cache else None
                 if hit is not None:
@@ -664,15 +544,15 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                         prompt_tokens=hit["prompt_tokens"],
                                         completion_tokens=hit["completion_tokens"], attempts=0,
                                         cached=True)
-                    scores[n] = (_as_score(irs[n].score(_outputs_from_text(irs[n], hit["answer"])))
-                                 if loglik else _item_score(hit["answer"], subject) if by_id
+                    scores[n] = (as_score(irs[n].score(outputs_from_text(irs[n], hit["answer"])))
+                                 if loglik else item_score(hit["answer"], subject) if by_id
                                  else score_answer(records[n], hit["answer"]))
             todo = [n for n in range(len(items)) if answers[n] is None]
             if todo and loglik:
-                for n, (outputs, answer) in zip(todo, _ask_loglikelihood(subject, [irs[n] for n in todo])):
-                    answers[n], scores[n] = answer, _as_score(irs[n].score(outputs))
+                for n, (outputs, answer) in zip(todo, ask_loglikelihood(subject, [irs[n] for n in todo])):
+                    answers[n], scores[n] = answer, as_score(irs[n].score(outputs))
             elif todo and by_id:
-                for n, (score, answer) in zip(todo, _ask_items(subject, [items[n] for n in todo])):
+                for n, (score, answer) in zip(todo, ask_items(subject, [items[n] for n in todo])):
                     answers[n], scores[n] = answer, score
             elif todo and len(todo) == 1:
                 n = todo[0]
@@ -682,7 +562,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                 _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts,
                                           records, hashes, answers, scores, stored, cache)
             if not loglik and not by_id:
-                unread += [n for n in todo if not _readable(records[n], answers[n].text)]
+                unread += [n for n in todo if not readable(records[n], answers[n].text)]
                 n_read += len(todo)
                 if n_read >= UNREADABLE_AFTER and len(unread) == n_read:
                     raise LiveRunError(
@@ -697,6 +577,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                    f"token budget ({budget}) cannot be kept. Start it again "
                                    "without one, bounded by its number of items")
             spent += round_tokens
+            in_a_row = _count_skips(session, items, scores, in_a_row)
             credits = _check_scores(session, items, scores)
             rated = hasattr(session, "credit")
             _record_round(session, items, scores)
@@ -708,6 +589,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                               credits)],
                                  theta=theta, se=se, session=session.to_dict(),
                                  cache_key=subject.cache_key if cache else None)
+            next_step += len(items)
             if on_step is not None:
                 from .predictor_session import PredictorLiveSession
 
@@ -739,20 +621,20 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
 def _check_scores(session, items, scores) -> list:
     """Each answer's credit in [0, 1] (what ``score_sum`` adds up): the score itself, or an
     ordinal item's rating as a share of its scale (``session.credit``); a score outside
-    [0, 1], or a rating off its item's scale, is one clear error."""
+    [0, 1], or a rating off its item's scale, is one clear error; None (no score) stays None."""
     credit = getattr(session, "credit", None)
     if credit is None:
         for item, sc in zip(items, scores):
-            if not 0 <= sc <= 1:
+            if sc is not None and not 0 <= sc <= 1:
                 raise LiveRunError(f"item {item!r}: the scoring rule gave {sc!r}, not a score "
                                    "in [0, 1]")
         return list(scores)
     bank = session.bank
     for item, sc in zip(items, scores):   # off the item's scale: one line
-        why = bank.rating_problem(item, sc)
+        why = None if sc is None else bank.rating_problem(item, sc)
         if why is not None:
             raise LiveRunError(f"item {item!r} was rated {sc!r}, which {why}")
-    return [credit(i, sc) for i, sc in zip(items, scores)]
+    return [None if sc is None else credit(i, sc) for i, sc in zip(items, scores)]
 
 
 def _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts, records,

@@ -20,7 +20,8 @@ run_outputs  where each run's results.json and report go (a resumed run writes t
 
 A round of k items (``--batch-size k``) writes its k pending steps in one transaction before
 asking; an answer that arrives is stored at once (status ``scored``); the round's scores enter the
-CAT session, and the steps become ``answered``, in one more transaction.
+CAT session, and the steps become ``answered`` (``skipped``: no score, its reply kept and not
+cached), in one more transaction.
 
 Resuming (:meth:`atlascat.live.service.LiveRun.resume`) restores the snapshot, so every
 answered item keeps its answer; only items that were pending when the process died (asked,
@@ -54,82 +55,11 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import LiveRunError
+from .storehome import atlas_home, default_store_path, known_stores, register_store
 
 __all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home", "known_stores",
            "find_run_store",
            "register_store"]
-
-
-def atlas_home() -> Path:
-    """Where ATLAS keeps its run store when none is named: ``$ATLAS_HOME``, else
-    ``$XDG_DATA_HOME/atlascat``, else ``~/.local/share/atlascat`` (never the current directory)."""
-    env = os.environ.get("ATLAS_HOME")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
-    return base / "atlascat"
-
-
-def default_store_path() -> Path:
-    """The default run store: ``atlas_home() / "runs.sqlite"``."""
-    return atlas_home() / "runs.sqlite"
-
-
-def _registry_path() -> Path:
-    return atlas_home() / "stores.txt"
-
-
-def register_store(path) -> None:
-    """Remember a run store outside ``atlas_home()`` (a run written with ``-o DIR`` / ``--db``)
-    in ``atlas_home() / "stores.txt"``, one absolute path a line, so that ``atlas runs`` without
-    ``--db`` finds its runs. Best effort: a home that cannot be written is skipped silently."""
-    path = Path(path).expanduser().resolve()
-    if path == default_store_path().expanduser().resolve():
-        return
-    registry = _registry_path()
-    try:
-        known = registry.read_text().splitlines() if registry.exists() else []
-        if str(path) in known:
-            return
-        registry.parent.mkdir(parents=True, exist_ok=True)
-        with registry.open("a") as fh:
-            fh.write(f"{path}\n")
-    except OSError:
-        pass
-
-
-def find_run_store(run_id: str, stores=None) -> Path:
-    """The first run store of ``stores`` (default :func:`known_stores`: the default store and
-    every store a run asked items into) that holds run ``run_id``; :class:`LiveRunError`
-    naming the stores searched when none does."""
-    paths = known_stores() if stores is None else [Path(p) for p in stores]
-    for path in paths:
-        try:
-            if Path(path).is_file() and RunStore(path).has_run(run_id):
-                return Path(path)
-        except LiveRunError:   # a remembered store that is no longer one
-            continue
-    if not paths:
-        raise LiveRunError(f"no run {run_id!r}: run database {str(default_store_path())!r} does "
-                           "not exist and no run was written elsewhere; give the run store "
-                           "with --db")
-    where = (repr(str(paths[0])) if len(paths) == 1 else
-             f"any of the {len(paths)} known run stores ("
-             + ", ".join(str(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "") + ")")
-    raise LiveRunError(f"no run {run_id!r} in {where}; give the run store with --db")
-
-
-def known_stores() -> list[Path]:
-    """The run stores ``atlas runs`` lists without ``--db``: the default store, then every
-    store registered by :func:`register_store` that still exists (newest registration last)."""
-    stores = [default_store_path()] if default_store_path().exists() else []
-    registry = _registry_path()
-    lines = registry.read_text().splitlines() if registry.exists() else []
-    for line in dict.fromkeys(ln.strip() for ln in lines if ln.strip()):
-        if Path(line).is_file() and Path(line) not in stores:
-            stores.append(Path(line))
-    return stores
 
 
 def _check_foreign(path: Path) -> None:
@@ -586,14 +516,16 @@ class RunStore:
             "SELECT run_id, created_at, updated_at, status, model, bank_ref, n_items, n_correct, "
             "theta, se, stop_reason, accuracy, prompt_tokens, completion_tokens, latency_s, "
             "error, pid, host, protocol, batch_size, kind FROM runs ORDER BY created_at DESC")]
-        pending = {r[0]: r[1] for r in self._con().execute(
-            "SELECT run_id, COUNT(*) FROM steps WHERE status IN ('pending', 'scored') "
-            "GROUP BY run_id")}
+        counts = {(r[0], r[1]): r[2] for r in self._con().execute(
+            "SELECT run_id, status IN ('pending', 'scored'), COUNT(*) FROM steps WHERE status "
+            "IN ('pending', 'scored', 'skipped') GROUP BY run_id, status IN ('pending', 'scored')")}
         for r in rows:
             r["state"] = self._state(r)
-            r["pending"] = pending.get(r["run_id"], 0)
+            r["pending"] = counts.get((r["run_id"], 1), 0)
+            r["n_skipped"] = counts.get((r["run_id"], 0), 0)
             _with_estimates(r)
-        cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "score_sum",
+        cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "n_skipped",
+                "score_sum",
                 "theta", "se", "observed_score", "model_based_score",
                 "stop_reason", "pending", "batch_size", "prompt_tokens",
                 "completion_tokens", "latency_s", "created_at", "updated_at", "error"]
@@ -643,7 +575,7 @@ class RunStore:
             "UPDATE steps SET status='scored', answered_at=?, answer=?, answer_sha256=?, "
             "answer_chars=?, score=?, latency_s=?, prompt_tokens=?, completion_tokens=?, "
             f"attempts=?, cached=? WHERE run_id=? AND step=? AND item_id=? AND status IN {statuses}",
-            (now, text, digest, n_chars, _score(score), float(answer.latency_s),
+            (now, text, digest, n_chars, as_score(score), float(answer.latency_s),
              answer.prompt_tokens, answer.completion_tokens, int(answer.attempts),
              int(bool(answer.cached)), run_id, step, item_id))
         if cur.rowcount != 1:
@@ -680,22 +612,27 @@ class RunStore:
         optionally ``credit``, what the run's score sum adds (default the score; an ordinal item's
         rating counts as its share of the item's scale)."""
         now = time.time()
-        score_sum = ptok = ctok = 0
+        score_sum = ptok = ctok = n_skipped = 0
         lat = 0.0
         with self._tx() as con:
             for r in results:
                 answer = r["answer"]
+                skipped = r["score"] is None   # no score: the reply is kept, not cached
                 if not r.get("stored"):
                     self._write_answer(con, run_id, r["step"], r["item_id"], answer, r["score"],
                                        now, "('pending')")
-                    self._cache_put(con, cache_key, r["item_id"], r["prompt_hash"], answer, now)
-                cur = con.execute("UPDATE steps SET status='answered', theta=?, se=? WHERE "
-                                  "run_id=? AND step=? AND item_id=? AND status='scored'",
+                    if not skipped:
+                        self._cache_put(con, cache_key, r["item_id"], r["prompt_hash"], answer,
+                                        now)
+                cur = con.execute(f"UPDATE steps SET status='{'skipped' if skipped else 'answered'}'"
+                                  ", theta=?, se=? WHERE run_id=? AND step=? AND item_id=? AND "
+                                  "status='scored'",
                                   (float(theta), float(se), run_id, r["step"], r["item_id"]))
                 if cur.rowcount != 1:
                     raise LiveRunError(f"run {run_id}: step {r['step']} (item {r['item_id']}) "
                                        "is not pending")
-                score_sum += _score(r.get("credit", r["score"]))
+                n_skipped += skipped
+                score_sum += 0 if skipped else as_score(r.get("credit", r["score"]))
                 ptok += answer.prompt_tokens or 0
                 ctok += answer.completion_tokens or 0
                 lat += 0.0 if answer.cached else float(answer.latency_s)
@@ -703,7 +640,7 @@ class RunStore:
                 "UPDATE runs SET session_json=?, n_items=n_items+?, n_correct=n_correct+?, theta=?, "
                 "se=?, prompt_tokens=prompt_tokens+?, completion_tokens=completion_tokens+?, "
                 "latency_s=latency_s+?, updated_at=? WHERE run_id=?",
-                (_dumps(session), len(results), score_sum, float(theta), float(se), ptok, ctok,
+                (_dumps(session), len(results) - n_skipped, score_sum, float(theta), float(se), ptok, ctok,
                  lat, now, run_id))
 
     def complete_step(self, run_id: str, step: int, *, item_id: str, answer, score: int,
@@ -713,6 +650,11 @@ class RunStore:
         self.complete_round(run_id, [dict(step=step, item_id=item_id, answer=answer, score=score,
                                           prompt_hash=prompt_hash)],
                             theta=theta, se=se, session=session, cache_key=cache_key)
+
+    def closed_steps(self, run_id: str) -> int:
+        """How many of the run's steps are closed (answered or skipped): the next step's number."""
+        return int(self._con().execute("SELECT COUNT(*) FROM steps WHERE run_id=? AND status IN "
+                                       "('answered', 'skipped')", (run_id,)).fetchone()[0])
 
     def pending_step(self, run_id: str) -> dict | None:
         row = self._con().execute("SELECT * FROM steps WHERE run_id=? AND status IN "
@@ -737,6 +679,27 @@ class RunStore:
         return None if row is None else dict(row)
 
 
+def find_run_store(run_id: str, stores=None) -> Path:
+    """The first run store of ``stores`` (default :func:`known_stores`: the default store and
+    every store a run asked items into) that holds run ``run_id``; :class:`LiveRunError`
+    naming the stores searched when none does."""
+    paths = known_stores() if stores is None else [Path(p) for p in stores]
+    for path in paths:
+        try:
+            if Path(path).is_file() and RunStore(path).has_run(run_id):
+                return Path(path)
+        except LiveRunError:   # a remembered store that is no longer one
+            continue
+    if not paths:
+        raise LiveRunError(f"no run {run_id!r}: run database {str(default_store_path())!r} does "
+                           "not exist and no run was written elsewhere; give the run store "
+                           "with --db")
+    where = (repr(str(paths[0])) if len(paths) == 1 else
+             f"any of the {len(paths)} known run stores ("
+             + ", ".join(str(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "") + ")")
+    raise LiveRunError(f"no run {run_id!r} in {where}; give the run store with --db")
+
+
 def _has_lock_support() -> bool:
     try:
         import fcntl  # noqa: F401
@@ -759,9 +722,11 @@ def _pid_alive(pid) -> bool:
     return True
 
 
-def _score(value):
-    """An item's score as stored: 0/1 (or a whole-number rating) an integer, a continuous
-    score in [0, 1] a float."""
+def as_score(value):
+    """An item's score as stored: 0/1 (or an ordinal item's whole-number rating) an int, a
+    continuous score in [0, 1] a float; None (no score: the item was skipped) stays None."""
+    if value is None:
+        return None
     v = float(value)
     return int(v) if v.is_integer() else v
 

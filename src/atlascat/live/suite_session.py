@@ -120,6 +120,11 @@ class SuiteLiveSession:
         return items[0] if items else None
 
     def record_many(self, items, scores) -> None:
+        """A round's scores; an item scored None (no score) is skipped (:meth:`skip`)."""
+        for i in [i for i, s in zip(items, scores) if s is None]:
+            self.skip(i)
+        kept = [(i, s) for i, s in zip(items, scores) if s is not None]
+        items, scores = [i for i, _ in kept], [s for _, s in kept]
         answers = {split_item(i): float(s) for i, s in zip(items, scores)}
         self.inner.update(answers)
         self.rounds.append([[str(i), int(s)] for i, s in zip(items, scores)])

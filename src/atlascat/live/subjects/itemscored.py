@@ -21,7 +21,8 @@ writes one JSON object a line to its standard input, ``{"item_id": "..."}``; for
 must print one line, ``{"item_id": "...", "score": 0 or 1}`` (a score in [0, 1] for a
 continuous metric; on a bank folder built with ``--score-range LO HI``: the score on the
 metric's scale, LO..HI, read as (x - LO) / (HI - LO); on a graded / gpcm bank: the item's
-rating, one of its levels; other keys are kept with the answer), and flush (a Python program
+rating, one of its levels; ``null``: no score, the item is left out unscored, as a gap in a
+response matrix; other keys are kept with the answer), and flush (a Python program
 runs unbuffered: ``PYTHONUNBUFFERED=1``). A round of k
 items writes k lines, then reads k replies (any order). Its standard error is kept (the last
 line names a failure). The command exiting early, or a round taking longer than ``timeout``,
@@ -56,20 +57,26 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
     0/1 (``ratings``: not a finite number; the runner checks it against the item's levels),
     an item missing, repeated or not asked. ``score_range`` (lo, hi): a score is on the
     metric's scale, returned as (x - lo) / (hi - lo); one outside [lo, hi] is a
-    :class:`SubjectError` (the run stops, saved, to be resumed once the program is fixed)."""
+    :class:`SubjectError` (the run stops, saved, to be resumed once the program is fixed).
+    A ``null`` score is None: no score (a judge that could not rate the item), which the run
+    records as skipped."""
     want = [str(i) for i in item_ids]
     got: dict = {}
     for n, line, rec in reply_records(text, who, ("item_id", "score"), "item_id and score"):
         item, score = str(rec["item_id"]), rec["score"]
+        if item not in want:
+            raise LiveRunError(f"{who}: reply line {n} scores item {item!r}, which was not asked")
+        if item in got:
+            raise LiveRunError(f"{who}: item {item!r} is scored twice")
         if isinstance(score, bool):
             score = int(score)
+        if score is None:
+            got[item] = (None, line.strip())
+            continue
         if ratings:
             if not isinstance(score, (int, float)) or not math.isfinite(score):
                 raise LiveRunError(f"{who}: item {item!r} rated {json.dumps(score)} (as "
-                                   "printed); a rating is a number on the item's scale"
-                                   + ("; a run records no missing rating: have the program "
-                                      "retry its judge (the run is saved, --resume asks the "
-                                      "item again)" if score is None else ""))
+                                   "printed); a rating is a number on the item's scale")
         elif score_range is not None:
             score = _on_scale(score, score_range, f"{who}: item {item!r}")
         elif not isinstance(score, (int, float)) or not 0 <= score <= 1:
@@ -77,10 +84,6 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
                    "0 100)" if isinstance(score, (int, float)) and 1 < score <= 100 else "")
             raise SubjectError(f"{who}: item {item!r} scored {score!r}; a score is 0 or 1, "
                                f"or in [0, 1] for a continuous metric{pct}")
-        if item not in want:
-            raise LiveRunError(f"{who}: reply line {n} scores item {item!r}, which was not asked")
-        if item in got:
-            raise LiveRunError(f"{who}: item {item!r} is scored twice")
         got[item] = (score if ratings or 0 < score < 1 else int(score), line.strip())
     missing = [i for i in want if i not in got]
     if missing:

@@ -1,0 +1,68 @@
+"""The run page's trajectory plot: an estimate after each item asked, with its band, as SVG."""
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+
+__all__ = ["trajectory_svg"]
+
+
+def trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EAP)",
+                    axis: str = "ability theta", scale: float = 1.0, band=None,
+                    limits=None, digits: int | None = None) -> str:
+    """The estimate after each item with a +-SE band (theta for a bank; a suite's predicted
+    average, ``scale`` 100 for percent), or with ``band`` = (lower, upper), its 95% interval
+    (a benchmark predictor's score), against the step number; ``limits`` (low, high): the
+    range the quantity lives in (a score's), beyond which the axis does not reach; ``digits``:
+    the axis labels' decimals (default 1 in percent, else 2)."""
+    n = len(theta)
+    if n == 0:
+        return "<p class='muted'>no answered item yet</p>"
+    theta = scale * np.asarray(theta, float)
+    if band is None:
+        se = scale * np.asarray(se, float)
+        low, up, band_text = theta - se, theta + se, " &#177; 1 SE"
+    else:
+        low, up = (scale * np.asarray(b, float) for b in band)
+        band_text = " 95% interval"
+    lo, hi = float(np.min(low)), float(np.max(up))
+    pad = 0.1 * max(hi - lo, 0.5)
+    lo, hi = lo - pad, hi + pad
+    if limits is not None:
+        lo, hi = max(lo, float(limits[0])), min(hi, float(limits[1]))
+    left, right, top, bottom = 62, 15, 15, 30
+    w, h = width - left - right, height - top - bottom
+    xs = left + (np.arange(n) / max(n - 1, 1)) * w
+
+    def y(v):
+        return top + (hi - np.asarray(v)) / (hi - lo) * h
+
+    band = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(up)))
+    band += " " + " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs[::-1], y(low[::-1])))
+    line = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, y(theta)))
+    ticks = np.linspace(lo, hi, 5)
+    digits = (1 if scale != 1.0 else 2) if digits is None else digits
+    grid = "".join(f"<line x1='{left}' x2='{left + w}' y1='{y(t):.1f}' y2='{y(t):.1f}' stroke='#eee'/>"
+                   f"<text x='{left - 6}' y='{y(t) + 4:.1f}' font-size='11' text-anchor='end'>{t:.{digits}f}</text>"
+                   for t in ticks)
+    xt = "".join(f"<text x='{left + (k - 1) / max(n - 1, 1) * w:.1f}' y='{height - 8}' font-size='11' "
+                 f"text-anchor='middle'>{k}</text>"
+                 for k in sorted({1, n, *range(10, n, 10)}))
+    short = label.split(" (")[0]
+    legend = (f"<rect x='{left + w - 200}' y='{top + 4}' width='14' height='10' fill='#c7d7f5'/>"
+              f"<text x='{left + w - 182}' y='{top + 13}' font-size='11'>{escape(short)}{band_text}</text>"
+              f"<line x1='{left + w - 90}' x2='{left + w - 76}' y1='{top + 9}' y2='{top + 9}' "
+              f"stroke='#1f4fb5' stroke-width='2'/>"
+              f"<text x='{left + w - 72}' y='{top + 13}' font-size='11'>{escape(label)}</text>")
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height + 14}' "
+            f"role='img' aria-label='trajectory: {escape(short)} and its{band_text} after each item'>"
+            f"{grid}"
+            f"<polygon points='{band}' fill='#c7d7f5' opacity='0.7'/>"
+            f"<polyline points='{line}' fill='none' stroke='#1f4fb5' stroke-width='2'/>{xt}"
+            f"{legend}"
+            f"<text x='{left + w / 2:.0f}' y='{height + 10}' font-size='12' text-anchor='middle'>"
+            "items asked</text>"
+            f"<text x='14' y='{top + h / 2:.0f}' font-size='12' text-anchor='middle' "
+            f"transform='rotate(-90 14 {top + h / 2:.0f})'>{escape(axis)}</text>"
+            "</svg>")
