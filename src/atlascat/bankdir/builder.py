@@ -8,7 +8,7 @@
          2PL with a ~ lognormal(0, 1); its identification warnings go into the manifest);
          continuous scores (F1, ROUGE, mc2) by the extended quasi-likelihood, each item's
          term divided by its dispersion (``dispersion="auto"``, :mod:`atlascat.irt.dispersion`); whether the items
-         measure one thing (:mod:`atlascat.bankdir.checks`, Horn's parallel analysis;
+         measure one thing (the calibration's :mod:`atlascat.irt.dimensionality`;
          :func:`build_warnings` lists it with the calibration's warnings)
       -> score link (:class:`atlascat.scorelink.ScoreLink`) fitted on the source models, its spline
          and support sized for N (:func:`atlascat.scorelink.curve.knots_for`,
@@ -536,10 +536,9 @@ def build_warnings(manifest: dict) -> list[str]:
                    "its items, transpose it (pandas: df.T)")
     d = manifest.get("dimensionality")
     if d and not d["one_trait"]:
-        from .checks import Dimensionality
+        from ..irt.dimensionality import Dimensionality
 
-        out.append(Dimensionality(d["first_eigenvalue"], d["parallel_threshold"],
-                                  d["first_share"], d["n_models"], d["n_items"]).message())
+        out.append(Dimensionality.from_dict(d).message())
     return out
 
 
@@ -672,9 +671,9 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                         f"{train.n_items} items); try --model 1pl")
     bank = without_dispersion(res.bank)   # the folder's CAT: the Bernoulli likelihood
     step()
-    from .checks import parallel_analysis
+    from ..irt.dimensionality import Dimensionality, DimensionalityWarning
 
-    dims = parallel_analysis(rm.values, rng=[int(seed), 13])
+    dims = Dimensionality.from_dict(res.settings["dimensionality"])   # the calibration's check
     dropped_gold: list[str] = []
     recs, meta, unaskable = None, None, set()
     if logs is not None:  # every item's logged content once (the predictor asks them all)
@@ -752,8 +751,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                      "budget": int(budget), "folds": int(folds),
                      "score_range": None if score_range is None else list(score_range)},
         "cross_fit": link.info.get("cross_fit"),
-        "calibration": {"model": bank.model, "warnings": sorted({str(w.message)
-                                                                  for w in caught})},
+        "calibration": {"model": bank.model, "warnings": sorted({
+            str(w.message) for w in caught if not issubclass(w.category, DimensionalityWarning)})},
         "dimensionality": dims.to_dict(),
         "requests": None if recs is None else {
             "n_items": len(recs),

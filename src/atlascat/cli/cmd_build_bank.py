@@ -165,10 +165,13 @@ def _chance_row(settings: dict) -> str:
 
 
 def _dimension_row(d) -> str:
-    """Horn's parallel analysis in a few words (:mod:`atlascat.bankdir.checks`)."""
+    """Horn's parallel analysis in a few words (:mod:`atlascat.irt.dimensionality`)."""
     if not d or d["first_eigenvalue"] != d["first_eigenvalue"]:
         return "not checked (too few models or items)"
     verdict = "yes" if d["one_trait"] else "NO"
+    if d.get("second_dimension"):
+        return (f"NO: two factors, second eigenvalue {d['second_eigenvalue']:.1f} beside the "
+                f"first's {d['first_eigenvalue']:.1f} (parallel analysis)")
     return (f"{verdict}: first eigenvalue {d['first_eigenvalue']:.1f}, random answers' "
             f"{d['parallel_threshold']:.1f} (parallel analysis)")
 

@@ -306,14 +306,16 @@ def _subjects(rm, kept) -> str:
 def _fit(cal, rm, quiet: bool, partition_size, max_iter: int):
     """The calibration's result, fitted with a progress bar over the EM iterations (of every
     partition) unless quiet; the bar ends at the iteration the fit stopped at, not at the cap.
-    The defaults' warnings are left to :func:`_report`, which prints them once."""
+    The defaults', identification and dimensionality warnings are left to :func:`_report`,
+    which prints them once (``settings["defaults"]["warnings"]``)."""
     import warnings
 
     from ..irt.defaults import DefaultsWarning, IdentificationWarning
+    from ..irt.dimensionality import DimensionalityWarning
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DefaultsWarning)
-        warnings.simplefilter("ignore", IdentificationWarning)
+        for category in (DefaultsWarning, IdentificationWarning, DimensionalityWarning):
+            warnings.simplefilter("ignore", category)
         _fit_with_bar(cal, rm, quiet, partition_size, max_iter)
     return cal.result_
 

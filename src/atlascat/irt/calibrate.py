@@ -41,6 +41,7 @@ import numpy as np
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import arrays
 from .colstats import binary_counts
+from .dimensionality import record as record_dimensionality
 from .dispersion import with_dispersion
 from .defaults import (AUTO, CONVERGENCE, LINK, MAX_ITER, MODELS, QUADPTS, THETA_RANGE, TOL,
                        IdentificationWarning, is_auto, resolve as resolve_defaults)
@@ -441,6 +442,10 @@ class Calibrator:
         if bound is not None:   # the CLI prints the defaults' warnings; Python users get it here
             result.settings["defaults"].setdefault("warnings", []).append(bound)
             warn_user(bound, IdentificationWarning)
+        # random answers or two traits: said in the result's warnings (dimensionality.py)
+        record_dimensionality(result, values, w, item_ids,
+                              result.settings["defaults"].setdefault("warnings", []),
+                              self.random_state)
         result.settings["data_fingerprint"] = fingerprint.result() if fingerprint else \
             _fingerprint(values, w, item_ids)
         result.seconds = time.perf_counter() - start

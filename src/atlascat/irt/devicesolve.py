@@ -32,17 +32,31 @@ _Z_CLIP = 300.0
 _BLOCK_CELLS = 1 << 25        # subjects x items per block of the terms at one theta each
 
 
-def _irf(theta, a, b, c, u, xp):
-    """(P, P', r = P'/(PQ), P''/P') for every (theta, item): the CPU solver's irf_pieces."""
+def _pq(theta, a, b, c, u, xp):
+    """(P, Q, sigma(z), 1 - sigma(z)) for every (theta, item), z = a (theta - b) clipped:
+    P = c + (u - c) sigma(z), Q = (1 - u) + (u - c) (1 - sigma(z)), the latter without
+    forming 1 - P (exact near P = 1)."""
     z = xp.clip((theta[..., None] - b) * a, -_Z_CLIP, _Z_CLIP)
     e = xp.exp(-z)
     s = 1.0 / (e + 1.0)
     t = e * s
     rng = u - c
-    p = c + rng * s
-    q = (1.0 - u) + rng * t
-    dp = (a * rng) * s * t
+    return c + rng * s, (1.0 - u) + rng * t, s, t
+
+
+def _irf(theta, a, b, c, u, xp):
+    """(P, P', r = P'/(PQ), P''/P') for every (theta, item): the CPU solver's irf_pieces."""
+    p, q, s, t = _pq(theta, a, b, c, u, xp)
+    dp = (a * (u - c)) * s * t
     return p, dp, dp / (p * q), (t - s) * a
+
+
+def _by_blocks(n, m, block, xp):
+    """``block(slice)`` (a tuple of per-subject vectors) over blocks of at most
+    ``_BLOCK_CELLS`` subjects x items, the pieces joined: one tuple of (n,) vectors."""
+    step = max(1, _BLOCK_CELLS // max(m, 1))
+    parts = [block(slice(start, min(n, start + step))) for start in range(0, n, step)]
+    return tuple(arrays.concat(list(v), xp) if len(v) > 1 else v[0] for v in zip(*parts))
 
 
 def _terms_grid(nodes, y1, y0, obs, params, xp):
@@ -55,18 +69,13 @@ def _terms_grid(nodes, y1, y0, obs, params, xp):
 
 def _terms_at(theta, y1, y0, obs, params, xp):
     """S, I, J at one theta per subject, in blocks of subjects."""
-    n, m = y1.shape
-    step = max(1, _BLOCK_CELLS // max(m, 1))
-    parts = ([], [], [])
-    for start in range(0, n, step):
-        sl = slice(start, min(n, start + step))
+    def block(sl):
         p, dp, r, curv = _irf(theta[sl], *params, xp)
         s = xp.sum(y1[sl, ...] * (dp / p) - y0[sl, ...] * (p * r), axis=1)
         info = dp * r * obs[sl, ...]
-        parts[0].append(s)
-        parts[1].append(xp.sum(info, axis=1))
-        parts[2].append(xp.sum(info * curv, axis=1))
-    return tuple(arrays.concat(v, xp) if len(v) > 1 else v[0] for v in parts)
+        return s, xp.sum(info, axis=1), xp.sum(info * curv, axis=1)
+
+    return _by_blocks(*y1.shape, block, xp)
 
 
 def estimating_function(method, s, i, j, loglik, theta, prior_mean, prior_sd, xp=np):
@@ -131,19 +140,13 @@ def search_grid(bounds, grid_step) -> np.ndarray:
 
 
 def _loglik_at(theta, y1, y0, params, xp):
-    """log L of every subject at its own theta, in blocks of subjects."""
-    a, b, c, u = params
-    n, m = y1.shape
-    step = max(1, _BLOCK_CELLS // max(m, 1))
-    parts = []
-    for start in range(0, n, step):
-        sl = slice(start, min(n, start + step))
-        z = xp.clip((theta[sl][..., None] - b) * a, -_Z_CLIP, _Z_CLIP)
-        e = xp.exp(-z)
-        s = 1.0 / (e + 1.0)
-        p, q = c + (u - c) * s, (1.0 - u) + (u - c) * (e * s)
-        parts.append(xp.sum(y1[sl, ...] * xp.log(p) + y0[sl, ...] * xp.log(q), axis=1))
-    return arrays.concat(parts, xp) if len(parts) > 1 else parts[0]
+    """log L of every subject at its own theta, in blocks of subjects (:func:`_terms_at`'s
+    P and Q)."""
+    def block(sl):
+        p, q, _, _ = _pq(theta[sl], *params, xp)
+        return (xp.sum(y1[sl, ...] * xp.log(p) + y0[sl, ...] * xp.log(q), axis=1),)
+
+    return _by_blocks(*y1.shape, block, xp)[0]
 
 
 def _illinois(method, k, active, nodes, g, y1, y0, obs, params, prior_mean, prior_sd, xtol,

@@ -273,6 +273,11 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         n_observations=float(len(sids) if w is None else np.sum(w)), latent_variance=var,
         dropped_items=dropped,
         n_parameters=int(np.sum(data.n_cat - 1)) + 1 if pcm else None)
+    from .dimensionality import record
+
+    with small_products():   # 250 x 250 products: one BLAS thread (atlascat._blas)
+        record(result, values, w, iids, problems)   # random answers or two traits
+    result.seconds = time.perf_counter() - t0
     if se:   # standard errors from the observed information (atlascat.irt.se)
         from .quadrature import normal_quadrature
         from .se import ordinal_standard_errors
