@@ -122,14 +122,22 @@ def test_atlas_calibrate_says_it_and_the_summary_keeps_it(tmp_path, capsys, ordi
     assert any("measure two things" in m for m in said)
 
 
-def test_a_bank_folder_names_a_second_trait():
-    """build-bank's manifest record of the calibration's check: the summary row and the
-    warnings of a folder whose items show two traits."""
-    from atlascat.bankdir.builder import build_warnings
-    from atlascat.cli.cmd_build_bank import _dimension_row
+def test_a_bank_folder_names_a_second_trait(tmp_path):
+    """build-bank's summary row and warnings for a matrix whose items show two traits (each
+    half of the items measures its own, uncorrelated), read from the calibration's check."""
+    from typer.testing import CliRunner
 
-    d = Dimensionality(30.0, 4.0, 0.1, 250, 300, 15.0, 3.9, 16.0, 4.1).to_dict()
-    assert d["second_dimension"] and not d["one_trait"]
-    assert _dimension_row(d).startswith("NO: two factors, second eigenvalue 15.0")
-    said = build_warnings({"dimensionality": d, "calibration": {"warnings": []}})
-    assert len(said) == 1 and said[0].startswith("the items measure two things")
+    from atlascat.cli import app
+
+    y = binary(two_traits(300, 60, 4, r=0.0))
+    pd.DataFrame(y, index=[f"m{i}" for i in range(300)],
+                 columns=[f"q{j}" for j in range(60)]).rename_axis("model").to_csv(
+        tmp_path / "two.csv")
+    r = CliRunner().invoke(app, ["build-bank", str(tmp_path / "two.csv"), "-o",
+                                 str(tmp_path / "folder")])
+    assert r.exit_code == 0, r.output + str(r.exception)
+    said = " ".join(r.output.split())
+    assert "items measure one thing NO: two factors, second eigenvalue" in said, said
+    assert said.count("warning: the items measure two things") == 1
+    manifest = json.loads((tmp_path / "folder" / "manifest.json").read_text())
+    assert manifest["dimensionality"]["second_dimension"] is True
