@@ -381,7 +381,8 @@ def _fold_link(y_all, s_all, train, *, model, benchmark, seed, budget, chance):
                            [str(j) for j in np.flatnonzero(keep_items)], on_empty="keep")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bank = calibrate(rm_tr, model=model, random_state=int(seed), dispersion="auto").bank
+        bank = calibrate(rm_tr, model=model, random_state=int(seed), dispersion="auto",
+                         check_dimensions=False).bank   # a fold: the main fit checks
     bank = without_dispersion(bank)   # the folder's CAT: the Bernoulli likelihood
     cols = np.asarray([int(i) for i in bank.item_ids])
     m = int(train.sum())
@@ -563,7 +564,8 @@ def predictor_bank(rm, bank, *, model: str = "auto", seed: int = 0):
         return bank
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = calibrate(rm, model=model, random_state=int(seed), dispersion="auto")
+        full = calibrate(rm, model=model, random_state=int(seed), dispersion="auto",
+                         check_dimensions=False)   # the folder's check is the main fit's
     return without_dispersion(full.bank) if full.converged else bank
 
 

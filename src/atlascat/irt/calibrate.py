@@ -134,6 +134,10 @@ class Calibrator:
     se : also compute the item parameters' standard errors from the observed information
         (Oakes, 1999; mirt's ``SE = TRUE``; :mod:`atlascat.irt.se`), in ``result_.se`` and
         ``result_.standard_errors()``; joint calibration only
+    check_dimensions : check that the items measure one thing (random answers, or a second
+        trait: :mod:`atlascat.irt.dimensionality`), kept in ``settings["dimensionality"]``
+        and said in the warnings; False for a fit whose verdict is not read (a cross-fitting
+        fold, a candidate model)
 
     Fitted attributes
     -----------------
@@ -149,7 +153,7 @@ class Calibrator:
                  random_state=None, callback=None, max_newton: int = 8, start=None,
                  convergence: str = CONVERGENCE, mirt_defaults: bool = False, device="cpu",
                  memory_limit: float | None = None, value_range=None, se: bool = False,
-                 dispersion=None):
+                 dispersion=None, check_dimensions: bool = True):
         self.model = model
         self.value_range = value_range
         self.mirt_defaults = mirt_defaults
@@ -174,6 +178,7 @@ class Calibrator:
         self.memory_limit = memory_limit
         self.se = se
         self.dispersion = dispersion
+        self.check_dimensions = check_dimensions
 
     def get_params(self, deep: bool = True) -> dict:
         """The ``__init__`` settings as a dict (scikit-learn's ``get_params``; ``deep`` is
@@ -309,7 +314,8 @@ class Calibrator:
                                 theta_range=self.theta_range, max_iter=int(self.max_iter),
                                 tol=float(self.tol), accelerate=self.accelerate,
                                 max_newton=self.max_newton, callback=self.callback,
-                                start=self.start, se=self.se, se_callback=se_callback)
+                                start=self.start, se=self.se, se_callback=se_callback,
+                                check_dimensions=self.check_dimensions)
         self.result_, self.bank_, self.loglik_ = res, res.bank, res.loglik
         self.loglik_trace_, self.n_iter_, self.converged_ = res.loglik_trace, res.n_iter, \
             res.converged
@@ -442,10 +448,10 @@ class Calibrator:
         if bound is not None:   # the CLI prints the defaults' warnings; Python users get it here
             result.settings["defaults"].setdefault("warnings", []).append(bound)
             warn_user(bound, IdentificationWarning)
-        # random answers or two traits: said in the result's warnings (dimensionality.py)
-        record_dimensionality(result, values, w, item_ids,
-                              result.settings["defaults"].setdefault("warnings", []),
-                              self.random_state)
+        if self.check_dimensions:   # random answers or two traits: said in the warnings
+            record_dimensionality(result, values, w, item_ids,
+                                  result.settings["defaults"].setdefault("warnings", []),
+                                  self.random_state)
         result.settings["data_fingerprint"] = fingerprint.result() if fingerprint else \
             _fingerprint(values, w, item_ids)
         result.seconds = time.perf_counter() - start

@@ -177,7 +177,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                       max_iter: int = MAX_ITER, tol: float = TOL, accelerate: bool = True,
                       max_newton: int = 8, callback=None, start: PolyBank | None = None,
                       se: bool = False, se_callback=None,
-                      on_empty: str = "error") -> CalibrationResult:
+                      on_empty: str = "error", check_dimensions: bool = True) -> CalibrationResult:
     """Calibrate ordinal items by MML-EM (:mod:`atlascat.irt.polyfit`).
 
     ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
@@ -275,8 +275,9 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         n_parameters=int(np.sum(data.n_cat - 1)) + 1 if pcm else None)
     from .dimensionality import record
 
-    with small_products():   # 250 x 250 products: one BLAS thread (atlascat._blas)
-        record(result, values, w, iids, problems)   # random answers or two traits
+    if check_dimensions:   # random answers or two traits (250 x 250 products: one BLAS thread)
+        with small_products():
+            record(result, values, w, iids, problems)
     result.seconds = time.perf_counter() - t0
     if se:   # standard errors from the observed information (atlascat.irt.se)
         from .quadrature import normal_quadrature
