@@ -422,11 +422,12 @@ def _next_round(session, k: int, answerable=None) -> list:
 
 
 def _record_round(session, items, scores) -> None:
-    """Enter a round's scores into the session; a None score leaves its item out unscored."""
-    if len(items) == 1 and (scores[0] is not None or not hasattr(session, "record_many")):
-        session.record(items[0], scores[0])
-    else:
+    """Enter a round's scores into the session (None: the item is left out unscored); a
+    session of one item at a time (ordinal) records it alone."""
+    if hasattr(session, "record_many"):
         session.record_many(items, scores)
+    else:
+        session.record(items[0], scores[0])
 
 
 #: a run stops (saved, resumable) once this many items in a row got no score

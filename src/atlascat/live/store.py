@@ -516,13 +516,12 @@ class RunStore:
             "SELECT run_id, created_at, updated_at, status, model, bank_ref, n_items, n_correct, "
             "theta, se, stop_reason, accuracy, prompt_tokens, completion_tokens, latency_s, "
             "error, pid, host, protocol, batch_size, kind FROM runs ORDER BY created_at DESC")]
-        counts = {(r[0], r[1]): r[2] for r in self._con().execute(
-            "SELECT run_id, status IN ('pending', 'scored'), COUNT(*) FROM steps WHERE status "
-            "IN ('pending', 'scored', 'skipped') GROUP BY run_id, status IN ('pending', 'scored')")}
+        counts = {r[0]: (r[1], r[2]) for r in self._con().execute(
+            "SELECT run_id, SUM(status IN ('pending', 'scored')), SUM(status = 'skipped') "
+            "FROM steps GROUP BY run_id")}
         for r in rows:
             r["state"] = self._state(r)
-            r["pending"] = counts.get((r["run_id"], 1), 0)
-            r["n_skipped"] = counts.get((r["run_id"], 0), 0)
+            r["pending"], r["n_skipped"] = counts.get(r["run_id"], (0, 0))
             _with_estimates(r)
         cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "n_skipped",
                 "score_sum",
@@ -640,8 +639,8 @@ class RunStore:
                 "UPDATE runs SET session_json=?, n_items=n_items+?, n_correct=n_correct+?, theta=?, "
                 "se=?, prompt_tokens=prompt_tokens+?, completion_tokens=completion_tokens+?, "
                 "latency_s=latency_s+?, updated_at=? WHERE run_id=?",
-                (_dumps(session), len(results) - n_skipped, score_sum, float(theta), float(se), ptok, ctok,
-                 lat, now, run_id))
+                (_dumps(session), len(results) - n_skipped, score_sum, float(theta), float(se),
+                 ptok, ctok, lat, now, run_id))
 
     def complete_step(self, run_id: str, step: int, *, item_id: str, answer, score: int,
                       theta: float, se: float, session: dict, cache_key: str | None,
