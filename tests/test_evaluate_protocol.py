@@ -262,6 +262,33 @@ class TestModelSelection:
                                                  np.random.default_rng(1))
         assert got["factors"] and not [w for w in caught if issubclass(w.category, UserWarning)]
 
+    def test_one_dimensionality_check_on_the_chosen_fit(self, monkeypatch):
+        """The candidates' fits skip the check; the chosen one gets it once, with the verdict
+        and warning a direct calibrate() of that model gives (random answers: flagged)."""
+        from atlascat.irt import dimensionality
+        from atlascat.irt.calibrate import calibrate
+
+        rng = np.random.default_rng(7)
+        noise = ResponseMatrix((rng.random((60, 30)) < 0.5).astype(float),
+                               [f"m{k}" for k in range(60)], [f"i{k}" for k in range(30)])
+        calls = []
+        real = dimensionality.record
+        monkeypatch.setattr(dimensionality, "record",
+                            lambda *a, **k: calls.append(1) or real(*a, **k))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            chosen, results, _ = protocol.select_model(noise, ("2pl", "3pl"), random_state=3)
+        assert len(calls) == 1
+        other = ({"2pl", "3pl"} - {chosen}).pop()
+        assert "dimensionality" not in results[other].settings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            direct = calibrate(noise, model=chosen, random_state=3)
+        assert results[chosen].settings["dimensionality"] == direct.settings["dimensionality"]
+        said = [w for w in caught if issubclass(w.category, dimensionality.DimensionalityWarning)]
+        assert len(said) == 1 and direct.settings["defaults"]["warnings"][-1] == str(said[0].message)
+        assert str(said[0].message) in results[chosen].settings["defaults"]["warnings"]
+
     def test_auto_in_the_protocol_records_the_comparison(self):
         rm = self._data(0.0, 3, n=600, j=60)
         run = run_benchmark(rm, BenchmarkConfig(seed=1, taus=(0.4,), random_k=20,

@@ -266,16 +266,19 @@ def select_model(train: ResponseMatrix, candidates=("2pl", "3pl"), **options):
     the choice, however many candidates raised them; one that only a candidate not chosen
     raised says so ("the 3pl candidate (not chosen by BIC): ...").
     """
-    from ..irt.calibrate import calibrate
+    from ..irt.calibrate import ORDINAL, calibrate
 
     candidates = tuple(dict.fromkeys(str(m).lower() for m in candidates))
     if not candidates:
         raise ConfigError("select_model needs at least one candidate model")
     n = float(np.sum(train.weights)) if train.weights is not None else float(train.n_subjects)
+    check = bool(options.get("check_dimensions", True))
     results, rows, said = {}, [], {}
     for m in candidates:
-        res, held = _holding_warnings(
-            lambda: calibrate(train, model=m, **_options_for(m, options)))
+        # a binary candidate's dimensionality check waits for the choice: one check, not one
+        # per candidate (the ordinal fits keep theirs)
+        opts = {**_options_for(m, options), "check_dimensions": check and m in ORDINAL}
+        res, held = _holding_warnings(lambda: calibrate(train, model=m, **opts))
         for warning in held:
             said.setdefault(warning, []).append(m)
         k = n_item_parameters(m, len(res.bank))
@@ -286,12 +289,25 @@ def select_model(train: ResponseMatrix, candidates=("2pl", "3pl"), **options):
     best = min(rows, key=lambda r: r["bic"])["model"]
     for r in rows:
         r["chosen"] = r["model"] == best
+    if check and best not in ORDINAL:
+        _check_dimensions(results[best], train, options.get("random_state"))
     for (message, category), models in said.items():
         if best not in models:
             message = (f"the {' and '.join(models)} candidate{'s' * (len(models) > 1)} (not "
                        f"chosen by BIC): {message}")
         warn_user(message, category)
     return best, results, rows
+
+
+def _check_dimensions(result, train: ResponseMatrix, random_state) -> None:
+    """The dimensionality check a binary ``calibrate(train, ...)`` runs, on the chosen fit only:
+    the same models and items (after the calibration's filters), the same seed, the same
+    verdict and warning (:func:`atlascat.irt.dimensionality.record`)."""
+    from ..irt.dimensionality import record
+
+    seen = train.subset(subjects=result.subject_ids, items=result.bank.item_ids)
+    record(result, seen.values, seen.weights, seen.item_ids,
+           result.settings["defaults"].setdefault("warnings", []), random_state)
 
 
 def _holding_warnings(fit):
@@ -364,7 +380,7 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
     options = {"random_state": int(config.seed), **_options_for(model, config.calibrate_options)}
 
     def replay():
-        bank = calibrate(fit, model=model, **options).bank
+        bank = calibrate(fit, model=model, **{**options, "check_dimensions": False}).bank
         y_val = val.aligned_values(bank.item_ids, extra="ignore")
         ref = _score(y_val, bank, "wle", config)["theta"].to_numpy()
         z95 = 1.959963984540054
