@@ -30,8 +30,10 @@ def compare_models_command(
     and whether the interval tells the two apart.
 
     The interval combines the two predictions' intervals in quadrature, times a shipped
-    bank's pair scale (fitted so that 95% of the calibration models' pairs are covered;
-    measured on held-out pairs by benchmarks/bench_paired.py; 1 for a bank of your own).
+    bank's pair scale for two single-bank runs (fitted so that 95% of the calibration models'
+    pairs are covered; measured on held-out pairs by benchmarks/bench_paired.py), the
+    average's for a suite run's average; 1 for a suite run's benchmarks and a bank of your
+    own.
     """
     from ..live.compare import compare_runs
 

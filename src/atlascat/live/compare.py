@@ -99,13 +99,13 @@ def _rows(first, second, rho: float) -> list[dict]:
                           f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
                           "benchmark with a predicted score")
     refs = [_bank_ref(runs, r) for _, runs, r in (first, second)]
+    suite = "suite" in {_field(runs, r, "kind") for _, runs, r in (first, second)}
     rows = []
     for bench in common:
         a, b = preds[0][bench], preds[1][bench]
         _same_score(bench, [a, b], refs, (run_a, run_b))
-        # the pair scale was fitted on the leaderboard's links: a bank of one's own gets none
         population = a.get("population", LEADERBOARD)
-        d = paired_difference(a, b, benchmark=bench if population == LEADERBOARD else None,
+        d = paired_difference(a, b, benchmark=_pair_scale_of(bench, population, suite),
                               rho=rho)
         k = 1.0 if a.get("scale") else 100.0   # a metric's own scale, or 0-1
         rows.append({"benchmark": bench, "first": k * a["score"], "second": k * b["score"],
@@ -115,6 +115,28 @@ def _rows(first, second, rho: float) -> list[dict]:
                      "score": score_name({"benchmark": bench, "population": population} | a),
                      "population": population, "unit": _unit(a)})
     return rows
+
+
+def _pair_scale_of(bench: str, population, suite: bool) -> str | None:
+    """The benchmark whose pair scale (:data:`~atlascat.studies.paired.PAIR_SCALE`) a row
+    gets, or None for the plain combination (1.0). A benchmark's scale was fitted on two
+    single-bank adaptive tests, whose intervals cover 97% of single models: it applies to two
+    runs of a shipped bank only. A bank of one's own gets none; nor does a suite run's
+    member benchmark (its intervals cover about 95%: at the member's single-bank scale its
+    pairs' intervals covered 88-94% of held-out pairs, at 1.0 95-97%, seeds 0 and 1 of
+    bench_suite.py; benchmarks/results/paired.md), whose average has its own scale."""
+    from .report import LEADERBOARD
+
+    if population != LEADERBOARD:
+        return None
+    if suite and bench != "average":
+        return None
+    return bench
+
+
+def _field(runs, run_id: str, name: str) -> str:
+    row = runs[runs["run_id"] == run_id]
+    return str(row[name].iloc[0]) if len(row) and name in row else ""
 
 
 def _mixed_protocols(first, second) -> str | None:
