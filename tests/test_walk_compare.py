@@ -112,3 +112,25 @@ def test_a_suite_runs_benchmarks_get_the_plain_combination_and_its_average_its_s
              for k in ("b1", "b2")]
     assert single["hi"] - single["difference"] == pytest.approx(
         _half_width(preds, PAIR_SCALE["arc"]))
+
+
+def test_two_runs_on_a_folder_rebuilt_between_them_are_not_compared(tmp_path, capsys):
+    """The same path, two banks: a folder rebuilt from other results between two runs (another
+    population, another metric) is refused with one line, not compared as one score."""
+    import atlascat as at
+
+    rm = at.catalogue.load_responses("arc")
+    bank = tmp_path / "bank"
+    outs = []
+    for k, subjects in enumerate((range(0, 2193, 60), range(7, 2193, 55))):
+        rm.subset(subjects=subjects, items=range(80)).write(tmp_path / f"mine{k}.csv")
+        assert main(["build-bank", str(tmp_path / f"mine{k}.csv"), "-o", str(bank), "--name",
+                     "mybench", "--budget", "20", "--chance", "0.25", "-q"]) == 0
+        out = tmp_path / f"run{k}"
+        assert main(["evaluate", "--bank", str(bank), "--subject",
+                     f"replay:arc#{rm.subject_ids[900 + k]}", "-o", str(out), "-q"]) == 0
+        outs.append(str(out))
+    capsys.readouterr()
+    assert main(["compare-models", *outs]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "changed in between" in err and "\n" not in err, err

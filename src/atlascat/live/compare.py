@@ -99,11 +99,12 @@ def _rows(first, second, rho: float) -> list[dict]:
                           f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
                           "benchmark with a predicted score")
     refs = [_bank_ref(runs, r) for _, runs, r in (first, second)]
+    hashes = [store.get_run(r).get("bank_hash") for store, _, r in (first, second)]
     suite = "suite" in {_field(runs, r, "kind") for _, runs, r in (first, second)}
     rows = []
     for bench in common:
         a, b = preds[0][bench], preds[1][bench]
-        _same_score(bench, [a, b], refs, (run_a, run_b))
+        _same_score(bench, [a, b], refs, (run_a, run_b), hashes)
         population = a.get("population", LEADERBOARD)
         d = paired_difference(a, b, benchmark=_pair_scale_of(bench, population, suite),
                               rho=rho)
@@ -159,15 +160,23 @@ def _bank_ref(runs, run_id: str) -> str:
     return str(row["bank_ref"].iloc[0]) if len(row) and "bank_ref" in row else ""
 
 
-def _same_score(bench: str, preds, refs, ids) -> None:
+def _same_score(bench: str, preds, refs, ids, hashes=(None, None)) -> None:
     """Two predictions of one name are one score only when both are the leaderboard's, or
     both come from the same bank (a bank folder's score is its own source models' mean over
-    its items, not the leaderboard's of the same name)."""
+    its items, not the leaderboard's of the same name), as it was for both runs: a folder
+    rebuilt between them (its items' parameters or content changed: the runs' ``bank_hash``
+    differ) may measure another metric or population under the same path."""
     from .report import LEADERBOARD
 
     pops = [p.get("population", LEADERBOARD) for p in preds]
-    if pops[0] == pops[1] == LEADERBOARD or (pops[0] == pops[1] and refs[0] == refs[1]):
+    if pops[0] == pops[1] == LEADERBOARD:
         return
+    if pops[0] == pops[1] and refs[0] == refs[1]:
+        if hashes[0] == hashes[1] or None in hashes:
+            return
+        raise ConfigError(f"runs {ids[0]} and {ids[1]} were asked on bank {refs[0]} as it was "
+                          "at two times, and it changed in between (rebuilt: its items differ)"
+                          ": their scores are not one score; compare two runs on the same bank")
 
     def what(pop, ref):
         return ("the leaderboard's published score" if pop == LEADERBOARD else
