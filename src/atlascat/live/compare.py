@@ -34,8 +34,9 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     leaderboard score", "predicted <benchmark> score"), ``unit``, ``warning`` (None, or a line
     when one run was asked approximately and the other not) and ``rows``: ``benchmark``,
     ``first``, ``second``, ``difference``, ``lo``, ``hi``, ``told_apart`` ("yes" / "no": the
-    interval excludes 0), ``score``, ``population``, ``unit``. Two runs that are one run, or
-    that predict no common score, raise :class:`~atlascat.errors.ConfigError`."""
+    interval excludes 0), ``score``, ``population``, ``unit``. Two runs that are one run, that
+    predict no common score, or whose scores of one name are not one score (two banks, or one
+    bank folder rebuilt between the runs) raise :class:`~atlascat.errors.ConfigError`."""
     resolve = _resolver(None if db is None else Path(db))
     first, second = resolve(str(run_a)), resolve(str(run_b))
     if first[2] == second[2]:
