@@ -136,3 +136,31 @@ def test_two_runs_on_a_folder_rebuilt_between_them_are_not_compared(tmp_path, ca
     assert main(["compare-models", *outs]) == 2
     err = capsys.readouterr().err.strip()
     assert "changed in between" in err and "\n" not in err, err
+
+
+def test_a_run_whose_folder_moved_is_pointed_at_its_new_place(tmp_path, capsys):
+    """Run A on a folder, the folder moved, run B on its new place: the two shared no
+    benchmark (A's known only by the old folder's name); the line now says why and how to fix
+    it, and the fix it gives works."""
+    import atlascat as at
+
+    rm = at.catalogue.load_responses("arc")
+    rm.subset(subjects=range(0, 2193, 60), items=range(80)).write(tmp_path / "mine.csv")
+    assert main(["build-bank", str(tmp_path / "mine.csv"), "-o", str(tmp_path / "bank"),
+                 "--name", "mybench", "--budget", "20", "--chance", "0.25", "-q"]) == 0
+    out_a, out_b = tmp_path / "a", tmp_path / "b"
+    assert main(["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                 f"replay:arc#{rm.subject_ids[5]}", "-o", str(out_a), "-q"]) == 0
+    (tmp_path / "bank").rename(tmp_path / "moved")
+    assert main(["evaluate", "--bank", str(tmp_path / "moved"), "--subject",
+                 f"replay:arc#{rm.subject_ids[900]}", "-o", str(out_b), "-q"]) == 0
+    run_a = json.loads((out_a / "results.json").read_text())[0]["run_id"]
+    capsys.readouterr()
+    assert main(["compare-models", str(out_b), str(out_a)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no longer exists" in err and f"--resume {run_a}" in err and "\n" not in err, err
+    assert main(["evaluate", "--resume", run_a, "--bank", str(tmp_path / "moved"), "--db",
+                 str(out_a / "runs.sqlite"), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["compare-models", str(out_b), str(out_a), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["benchmark"] == "mybench"

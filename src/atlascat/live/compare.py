@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError, LiveRunError
+from ..errors import AtlasError, ConfigError, LiveRunError
 
 __all__ = ["compare_runs"]
 
@@ -95,11 +95,12 @@ def _rows(first, second, rho: float) -> list[dict]:
     run_a, run_b = first[2], second[2]
     preds = [run_predictions(store, r, runs) for store, runs, r in (first, second)]
     common = [k for k in preds[0] if k in preds[1]]
+    refs = [_bank_ref(runs, r) for _, runs, r in (first, second)]
     if not common:
+        _gone_folder((run_a, run_b), refs)
         raise ConfigError(f"runs {run_a} ({', '.join(preds[0]) or 'no prediction'}) and "
                           f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
                           "benchmark with a predicted score")
-    refs = [_bank_ref(runs, r) for _, runs, r in (first, second)]
     hashes = [store.get_run(r).get("bank_hash") for store, _, r in (first, second)]
     suite = "suite" in {_field(runs, r, "kind") for _, runs, r in (first, second)}
     rows = []
@@ -117,6 +118,25 @@ def _rows(first, second, rho: float) -> list[dict]:
                      "score": score_name({"benchmark": bench, "population": population} | a),
                      "population": population, "unit": _unit(a)})
     return rows
+
+
+def _gone_folder(ids, refs) -> None:
+    """Two runs that share no benchmark because one's bank (a folder, a file) has moved (its
+    benchmark is then known only by the folder's old name): say so, and how to point the run
+    at its new place."""
+    from ..catalogue.bankref import BankRef
+
+    for run_id, ref in zip(ids, refs):
+        try:
+            bank = BankRef.parse(ref) if ref else None
+        except AtlasError:
+            continue
+        # a path no longer there parses as a file: a folder or a file of one's own, moved
+        if bank is not None and bank.kind in ("dir", "file") and not Path(bank.name).exists():
+            raise ConfigError(f"run {run_id} was asked on the bank {bank.name}, which no "
+                              "longer exists: move it back, or give the run its new place with "
+                              f"`atlas evaluate --resume {run_id} --bank NEW_PLACE` (--db the "
+                              "run's store)")
 
 
 def _pair_scale_of(bench: str, population, suite: bool) -> str | None:
