@@ -159,6 +159,13 @@ def test_a_run_whose_folder_moved_is_pointed_at_its_new_place(tmp_path, capsys):
     assert main(["compare-models", str(out_b), str(out_a)]) == 2
     err = capsys.readouterr().err.strip()
     assert "no longer exists" in err and f"--resume {run_a}" in err and "\n" not in err, err
+    assert f"--db {out_a / 'runs.sqlite'}" in err, err
+    from atlascat.errors import MovedBankError
+    from atlascat.live.compare import compare_runs
+
+    with pytest.raises(MovedBankError) as info:     # the library names no command
+        compare_runs(out_b, out_a)
+    assert info.value.run_id == run_a and "atlas" not in str(info.value)
     assert main(["evaluate", "--resume", run_a, "--bank", str(tmp_path / "moved"), "--db",
                  str(out_a / "runs.sqlite"), "-q"]) == 0
     capsys.readouterr()

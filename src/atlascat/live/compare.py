@@ -97,7 +97,8 @@ def _rows(first, second, rho: float) -> list[dict]:
     common = [k for k in preds[0] if k in preds[1]]
     refs = [_bank_ref(runs, r) for _, runs, r in (first, second)]
     if not common:
-        _gone_folder((run_a, run_b), refs)
+        _gone_folder((run_a, run_b), refs,
+                     {r: str(store.path) for store, _, r in (first, second)})
         raise ConfigError(f"runs {run_a} ({', '.join(preds[0]) or 'no prediction'}) and "
                           f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
                           "benchmark with a predicted score")
@@ -120,11 +121,12 @@ def _rows(first, second, rho: float) -> list[dict]:
     return rows
 
 
-def _gone_folder(ids, refs) -> None:
+def _gone_folder(ids, refs, stores: dict) -> None:
     """Two runs that share no benchmark because one's bank (a folder, a file) has moved (its
     benchmark is then known only by the folder's old name): say so, and how to point the run
     at its new place."""
     from ..catalogue.bankref import BankRef
+    from ..errors import MovedBankError
 
     for run_id, ref in zip(ids, refs):
         try:
@@ -133,10 +135,9 @@ def _gone_folder(ids, refs) -> None:
             continue
         # a path no longer there parses as a file: a folder or a file of one's own, moved
         if bank is not None and bank.kind in ("dir", "file") and not Path(bank.name).exists():
-            raise ConfigError(f"run {run_id} was asked on the bank {bank.name}, which no "
-                              "longer exists: move it back, or give the run its new place with "
-                              f"`atlas evaluate --resume {run_id} --bank NEW_PLACE` (--db the "
-                              "run's store)")
+            raise MovedBankError(f"run {run_id} was asked on the bank {bank.name}, which no "
+                                 "longer exists: move it back, or resume the run with the "
+                                 "bank's new place", run_id, stores.get(run_id))
 
 
 def _pair_scale_of(bench: str, population, suite: bool) -> str | None:
