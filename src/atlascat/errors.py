@@ -59,6 +59,16 @@ class ConfigError(AtlasError, ValueError):
     """A setting is out of range or inconsistent with others."""
 
 
+class MovedBankError(ConfigError):
+    """A stored run's bank (a folder or file of one's own) is no longer where the run was
+    asked: ``run_id`` and ``store`` (the run store's path) say which run to point at the bank's
+    new place (:meth:`atlascat.live.service.LiveRun.resume` with ``bank=``)."""
+
+    def __init__(self, message: str, run_id: str, store=None):
+        super().__init__(message)
+        self.run_id, self.store = run_id, store
+
+
 class NotFittedError(ConfigError, AttributeError):
     """An estimator's fitted attribute (``bank_``, ``theta_``, ...) or method was used before
     ``fit``; ``hasattr(estimator, "bank_")`` is False until then (scikit-learn's convention)."""

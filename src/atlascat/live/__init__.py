@@ -13,6 +13,8 @@
                    :func:`evaluate`, :func:`resume`
 - :mod:`.lmeval`   :func:`read_lmeval_samples`: lm-evaluation-harness sample logs -> ResponseMatrix
 - :mod:`.report`   a self-contained HTML page per run
+- :mod:`.compare`  :func:`compare_runs`: two finished runs' difference with its 95% interval
+                   (``atlas compare-models``)
 - :mod:`.hf`, :mod:`.lmeval_backend`, :mod:`.toylm`  log-likelihood backends: in-process
                    transformers, any lm-evaluation-harness LM, a deterministic NumPy toy LM
 
@@ -40,7 +42,7 @@ _LAZY = {
     "OpenAICompletionsSubject": "subjects", "ReplaySubject": "subjects",
     "NoPromptLogprobsError": "subjects", "subject_from_spec": "subjects",
     "SubjectSpec": "subjects",
-    "write_run_report": "report",
+    "write_run_report": "report", "compare_runs": "compare",
     "HFSubject": "hf", "LMEvalSubject": "lmeval_backend", "ToyLM": "toylm",
 }
 

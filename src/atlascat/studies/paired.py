@@ -14,7 +14,10 @@ for the 0.1% that agree most it reaches 0.4-0.6 on ARC: near-duplicates such as 
 checkpoints of one model). ``scale`` is the pair scale: each link's interval is calibrated to
 cover 97% of single models, so their combination in quadrature covers more than 95% of pairs;
 :data:`PAIR_SCALE` holds, per benchmark, the factor that covers 95% of the calibration models'
-pairs (adaptive test at SE 0.2), fitted by ``bench_paired.py``.
+pairs (adaptive test at SE 0.2), fitted by ``bench_paired.py``. It holds for two single-bank
+runs: a suite run's member predictions cover about 95% of single models, and at these scales
+their pairs covered only 88-94% of held-out pairs (1.0: 95-97%), so
+:func:`atlascat.live.compare.compare_runs` combines them plainly.
 """
 from __future__ import annotations
 
