@@ -133,3 +133,38 @@ def test_a_form_designs_a_shorter_form_and_a_linked_bank_says_how_to_score(tmp_p
     got = pd.read_csv(short, dtype={"item_id": str})
     assert list(got.position) == [1, 2, 3, 4, 5]
     assert set(got.item_id) <= set(pd.read_csv(form, dtype={"item_id": str}).item_id)
+
+
+def test_a_bank_folder_designs_for_its_source_models(tmp_path, capsys):
+    """On a bank folder `atlas design` weights the abilities as its source models lie (the
+    link's kernel count), not N(0, 1): a cluster of weak source models pulls easy items into
+    the form; --thetas still overrides it (benchmarks/results/fixed_forms.md)."""
+    from atlascat.bankdir import load_bank_dir
+
+    rng = np.random.default_rng(5)
+    theta = np.concatenate([rng.normal(-2.5, 0.3, 25), rng.normal(0.6, 0.5, 55)])
+    a, b = rng.lognormal(0, 0.25, 60), np.linspace(-3.5, 2.5, 60)
+    y = (rng.random((80, 60)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(int)
+    pd.DataFrame(y, index=pd.Index([f"m{i}" for i in range(80)], name="model"),
+                 columns=[f"q{j}" for j in range(60)]).to_csv(tmp_path / "results.csv")
+    folder = tmp_path / "bank"
+    assert main(["build-bank", str(tmp_path / "results.csv"), "-o", str(folder), "-q"]) == 0
+    capsys.readouterr()
+    loaded = load_bank_dir(folder)
+    nodes, weights = loaded.link.source_abilities()
+    assert weights.min() > 0 and len(nodes) == len(weights)
+    assert main(["design", "--bank", str(folder), "-k", "10", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["abilities"].startswith("the source models' abilities (80 models")
+    want = optimal_form(loaded.bank, 10, "D", (nodes, weights))
+    assert got["item_ids"] == list(want.item_ids)
+    normal = optimal_form(loaded.bank, 10, "D")
+    pos = {i: k for k, i in enumerate(loaded.bank.item_ids)}
+    b_fit = np.asarray(loaded.bank.b)
+    assert b_fit[[pos[i] for i in want.item_ids]].min() < \
+        b_fit[[pos[i] for i in normal.item_ids]].min() - 0.3
+    thetas = tmp_path / "thetas.csv"
+    pd.DataFrame({"theta": np.linspace(-1, 1, 21)}).to_csv(thetas, index=False)
+    assert main(["design", "--bank", str(folder), "-k", "10", "--json", "--thetas",
+                 str(thetas)]) == 0
+    assert json.loads(capsys.readouterr().out)["abilities"] == f"the abilities in {thetas}"

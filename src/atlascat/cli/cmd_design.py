@@ -47,6 +47,21 @@ def _scored_by_link(ref, spec: str) -> str:
             "the items' parameters only)")
 
 
+def _abilities(ref, thetas, n_dims: int) -> tuple:
+    """(the abilities the form is designed for, in words): ``--thetas``' sample; a bank
+    folder's source models (its link's support: a test for models like them; a form designed
+    for N(0, 1) left the weakest and strongest thirds' intervals covering 60-90%,
+    benchmarks/results/fixed_forms.md); else N(0, I)."""
+    if thetas is not None:
+        return _read_thetas(thetas, n_dims), f"the abilities in {thetas}"
+    source = ref.link.source_abilities() if ref.kind == "dir" and ref.link is not None else None
+    if source is not None:
+        n = ref.link.info.get("n_models")
+        return source, (f"the source models' abilities ({n} models; --thetas FILE for others)"
+                        if n else "the source models' abilities (--thetas FILE for others)")
+    return None, f"N(0, {'I' if n_dims > 1 else '1'}) abilities (--thetas FILE for others)"
+
+
 def _read_thetas(path: Path, n_dims: int):
     import numpy as np
     import pandas as pd
@@ -82,8 +97,8 @@ def register(app: typer.Typer) -> None:
         k: int = typer.Option(50, "-k", "--length", help="Number of items in the form."),
         output: Path = typer.Option(None, "-o", "--output", help="Write the form (bank rows) to CSV."),
         thetas: Path = typer.Option(None, "--thetas",
-                                    help="CSV with a theta column (theta1..thetaK): design for this "
-                                         "sample instead of N(0, I)."),
+                                    help="CSV of abilities (theta, theta1..thetaK) to design for "
+                                         "[default: a bank folder's source models, else N(0, I)]."),
         prior_precision: float = typer.Option(None, "--prior-precision",
                                               help="Lambda_0, 0 = pure Fisher information "
                                                    "[default: inverse variance of the theta "
@@ -111,16 +126,16 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"--random-forms ({random_forms}) must be >= 0 (0: no comparison)")
         ref, b = load_design_bank(bank)
         n_dims = int(np.asarray(b.loadings).shape[1]) if hasattr(b, "loadings") else 1
-        sample = None if thetas is None else _read_thetas(thetas, n_dims)
+        sample, abilities = _abilities(ref, thetas, n_dims)
         res = cli_names(lambda: optimal_form(b, k, criterion, sample, exchange=exchange,
                                              prior_precision=prior_precision), _OPTIONS)
         summary = {"bank": bank, "n_items": len(b), "criterion": res.criterion, "k": res.k,
                    "value": res.value, "greedy_value": res.greedy_value, "n_exchanges": res.n_exchanges}
+        summary["abilities"] = abilities
         if n_dims == 1:   # the A criterion is the mean posterior variance over the abilities
             summary["expected_se"] = float(np.sqrt(form_criterion(
                 b, res.indices, "A", sample, prior_precision=prior_precision)))
-        if res.k == len(b):   # every random form is the whole bank too: nothing to compare
-            random_forms = 0
+        random_forms = 0 if res.k == len(b) else random_forms   # a whole-bank form: no comparison
         if random_forms > 0:
             cmp = random_form_baseline(b, res.indices, res.criterion, sample, n_forms=random_forms,
                                        rng=np.random.default_rng(seed),
@@ -140,8 +155,8 @@ def register(app: typer.Typer) -> None:
                 or (str(c)[:1] == "a" and str(c)[1:].isdigit())]
         print_frame(form[cols], title=f"{res.criterion}-optimal form, {res.k} of {len(b)} items")
         direction = "minimized" if res.criterion == "A" else "maximized"
-        console.print(f"criterion {res.criterion} ({direction}): {res.value:.6g} "
-                      f"(greedy {res.greedy_value:.6g}, {res.n_exchanges} exchange(s))")
+        console.print(f"designed for: {abilities}\ncriterion {res.criterion} ({direction}): "
+                      f"{res.value:.6g} (greedy {res.greedy_value:.6g}, {res.n_exchanges} exchange(s))")
         if "expected_se" in summary:
             console.print(f"expected SE over the abilities: {summary['expected_se']:.3f} (root "
                           "mean of 1 / (prior precision + test information) over them)")

@@ -219,6 +219,17 @@ class ScoreLink:
             lo = max(lo, float(self.theta_grid[flat[-1]]))
         return lo, hi
 
+    def source_abilities(self):
+        """(theta nodes, weights) of the calibration models' abilities: the link's theta grid
+        weighted by how many of them lie near each point (the support's Gaussian kernel count,
+        bandwidth ``support["bandwidth"]``), for :func:`atlascat.design.optimal.theta_design`;
+        None when the link keeps no count."""
+        count = None if self.support is None else self.support.get("count")
+        if count is None or not np.sum(count) > 0:
+            return None
+        keep = np.asarray(count, float) > 1e-6 * float(np.max(count))
+        return self.theta_grid[keep], np.asarray(count, float)[keep]
+
     def data_bounds(self) -> tuple[float, float]:
         """(low, high) theta with enough calibration models (count and range only)."""
         lo, hi = self.support["theta_range"]
