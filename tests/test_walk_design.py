@@ -21,3 +21,24 @@ def test_design_on_a_graded_bank_prints_the_thresholds(tmp_path, capsys):
     header = next(line for line in text.splitlines() if "item_id" in line).split()
     assert {"a1", "d1", "d2", "d3"} <= set(header)
     assert "r7" in text   # the steepest item is in the form
+
+
+def test_cost_stop_judges_only_items_the_budget_allows():
+    """An informative item the budget can never pay for does not end the test as 'cost' while
+    cheap, still worthwhile items remain."""
+    from atlascat.cat.config import CATConfig
+    from atlascat.cat.simulate import simulate_cat
+    from atlascat.irt.bank import ItemBank
+
+    n = 40
+    a = np.full(n, 1.2)
+    a[0] = 4.0                                  # the best item, far too expensive
+    meta = pd.DataFrame({"cost": np.r_[1000.0, np.ones(n - 1)]})
+    bank = ItemBank([f"i{j}" for j in range(n)], a, np.linspace(-1, 1, n), np.zeros(n),
+                    np.ones(n), metadata=meta)
+    cfg = CATConfig(cost_column="cost", budget=20, value_per_se=200, min_items=1, max_items=30,
+                    se_stop=None)
+    res = simulate_cat(bank, cfg, thetas=np.zeros(5), rng=0)
+    frame = res.persons
+    assert (frame["stop_reason"] != "cost").all()
+    assert (frame["n_items"] == 20).all() and (frame["cost"] <= 20).all()
