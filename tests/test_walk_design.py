@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from atlascat.cli import main
 from atlascat.irt.polybank import PolyBank
@@ -42,3 +43,18 @@ def test_cost_stop_judges_only_items_the_budget_allows():
     frame = res.persons
     assert (frame["stop_reason"] != "cost").all()
     assert (frame["n_items"] == 20).all() and (frame["cost"] <= 20).all()
+
+
+def test_a_negative_cost_names_the_item():
+    """A bad cost names the item that holds it (the message used to name only the column)."""
+    from atlascat.cat.config import CATConfig
+    from atlascat.cat.simulate import simulate_cat
+    from atlascat.errors import ConfigError
+    from atlascat.irt.bank import ItemBank
+
+    n = 10
+    meta = pd.DataFrame({"tokens": [5.0] * 3 + [-2.0] + [5.0] * 6})
+    bank = ItemBank([f"q{j}" for j in range(n)], np.ones(n), np.linspace(-1, 1, n), np.zeros(n),
+                    np.ones(n), metadata=meta)
+    with pytest.raises(ConfigError, match=r"item 'q3' has -2\.0 \(1 such item"):
+        simulate_cat(bank, CATConfig(cost_column="tokens", budget=20), thetas=np.zeros(2), rng=0)
