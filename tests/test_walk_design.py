@@ -58,3 +58,10 @@ def test_a_negative_cost_names_the_item():
                     np.ones(n), metadata=meta)
     with pytest.raises(ConfigError, match=r"item 'q3' has -2\.0 \(1 such item"):
         simulate_cat(bank, CATConfig(cost_column="tokens", budget=20), thetas=np.zeros(2), rng=0)
+
+
+def test_a_form_longer_than_the_bank_is_refused_in_the_banks_words(capsys):
+    assert main(["design", "--bank", "arc", "-k", "5000"]) == 2
+    err = capsys.readouterr().err
+    assert "-k/--length (5000) must be between 1 and the bank's" in err
+    assert "candidate" not in err and len(err.strip().splitlines()) == 1
