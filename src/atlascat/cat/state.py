@@ -159,6 +159,18 @@ class _Engine(_JointRounds):
         self._best_cache = (key, (best, val))
         return best, val
 
+    def best_affordable(self, rows):
+        """:meth:`best_remaining` among the items the budget still allows (an item that would
+        pass it is never asked, so its value cannot keep or stop the test)."""
+        best, val = self.best_remaining(rows)
+        if self.config.stopping.budget is None or self.tab.uniform_cost:
+            return best, val
+        info = fisher_information(self.theta[rows][:, None], self.tab.params)
+        info[self.blocked(rows, exposure=False)] = -np.inf
+        best = np.argmax(info, axis=1)
+        val = info[np.arange(len(rows)), best]
+        return np.where(np.isfinite(val), best, -1), val
+
     # -------------------------------------------------------------- selection
     def blocked(self, rows, exposure: bool = True) -> np.ndarray:
         """Items not available to each row: used, over the budget, or (``exposure``) ineligible

@@ -199,7 +199,8 @@ class CostAwareStop(StopRule):
     """Stop when the value of the next best item's expected SE reduction is below its cost.
 
     With v = value per unit of SE and c_j the cost of the best remaining item j* (by Fisher
-    information at theta): stop iff v * (SE_now - E[SE after j*]) < c_j*. For the information
+    information at theta, among the items the budget still allows): stop iff
+    v * (SE_now - E[SE after j*]) < c_j*. For the information
     SE, E[SE after j*] = 1 / sqrt(I(theta) + I_j*(theta) + 1/sigma^2); for the posterior SE it
     is sum_y P(y) SD(theta | y_1..n, y), y in {0, 1} (preposterior analysis); on a bank of
     continuous scores (a ``dispersion`` column: y is not 0/1) the normal approximation
@@ -212,7 +213,7 @@ class CostAwareStop(StopRule):
         self.value = float(value_per_se)
 
     def check(self, engine, rows):
-        best, info = engine.best_remaining(rows)
+        best, info = engine.best_affordable(rows)   # within the budget, if any
         info = np.where(best >= 0, info, 0.0)   # no item left (-inf): nothing to gain
         if engine.config.estimation.se_method == "information":
             after = 1.0 / np.sqrt(engine.test_info[rows] + info + engine.prior_precision)

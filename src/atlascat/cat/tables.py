@@ -72,9 +72,13 @@ class _Tables:
             import pandas as pd
 
             cost = pd.to_numeric(meta[stop.cost_column], errors="coerce").to_numpy(float)
-            if not np.all(np.isfinite(cost) & (cost >= 0)):
+            bad = np.flatnonzero(~(np.isfinite(cost) & (cost >= 0)))
+            if bad.size:
                 raise ConfigError(f"bank metadata column {stop.cost_column!r} must hold "
-                                  "non-negative numeric costs for every item")
+                                  "non-negative numeric costs for every item; item "
+                                  f"{bank.item_ids[bad[0]]!r} has "
+                                  f"{meta[stop.cost_column].iloc[bad[0]]} ({bad.size} such "
+                                  "item(s))")
             self.item_cost = cost
             self.uniform_cost = bool(np.all(cost == cost[0]))
         else:

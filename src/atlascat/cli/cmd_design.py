@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
             console.print_json(json.dumps(json_safe(summary)))
             return
         cols = [c for c in form.columns if c in ("position", "item_id", "a", "b", "c", "u", "d")
-                or (str(c)[:1] == "a" and str(c)[1:].isdigit())]
+                or (str(c)[:1] in "abd" and str(c)[1:].isdigit())]   # a1.., graded b1.. / d1..
         print_frame(form[cols], title=f"{res.criterion}-optimal form, {res.k} of {len(b)} items")
         direction = "minimized" if res.criterion == "A" else "maximized"
         console.print(f"designed for: {abilities}\ncriterion {res.criterion} ({direction}): "

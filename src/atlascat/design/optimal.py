@@ -416,7 +416,9 @@ def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: b
     n_allowed = int(allowed.sum())
     k = int(k)
     if not 1 <= k <= n_allowed:
-        raise ConfigError(f"form length k ({k}) must be between 1 and the {n_allowed} candidate items")
+        pool = "the bank's" if candidates is None else "the"
+        raise ConfigError(f"form length k ({k}) must be between 1 and {pool} {n_allowed} "
+                          f"{'items' if candidates is None else 'candidate items'}")
     jitter = None if rng is None else rng.random(len(bank)) * 1e-12
 
     def pick(scores, mask):

@@ -1,0 +1,67 @@
+"""Walk of the evaluation-design features as a user (atlas design / arena / cost-aware stop)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.cli import main
+from atlascat.irt.polybank import PolyBank
+
+
+def test_design_on_a_graded_bank_prints_the_thresholds(tmp_path, capsys):
+    """A graded bank's form table shows each item's thresholds, not only its slope."""
+    frame = pd.DataFrame({"item_id": [f"r{j}" for j in range(8)], "model": "graded",
+                          "a1": np.linspace(0.8, 2.0, 8),
+                          "d1": 1.5, "d2": 0.0, "d3": -1.5, "levels": "0;1;2;3"})
+    path = tmp_path / "graded.csv"
+    frame.to_csv(path, index=False)
+    assert isinstance(PolyBank.read(path), PolyBank)
+    assert main(["design", "--bank", str(path), "-k", "3", "--random-forms", "5"]) == 0
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if "item_id" in line).split()
+    assert {"a1", "d1", "d2", "d3"} <= set(header)
+    assert "r7" in text   # the steepest item is in the form
+
+
+def test_cost_stop_judges_only_items_the_budget_allows():
+    """An informative item the budget can never pay for does not end the test as 'cost' while
+    cheap, still worthwhile items remain."""
+    from atlascat.cat.config import CATConfig
+    from atlascat.cat.simulate import simulate_cat
+    from atlascat.irt.bank import ItemBank
+
+    n = 40
+    a = np.full(n, 1.2)
+    a[0] = 4.0                                  # the best item, far too expensive
+    meta = pd.DataFrame({"cost": np.r_[1000.0, np.ones(n - 1)]})
+    bank = ItemBank([f"i{j}" for j in range(n)], a, np.linspace(-1, 1, n), np.zeros(n),
+                    np.ones(n), metadata=meta)
+    cfg = CATConfig(cost_column="cost", budget=20, value_per_se=200, min_items=1, max_items=30,
+                    se_stop=None)
+    res = simulate_cat(bank, cfg, thetas=np.zeros(5), rng=0)
+    frame = res.persons
+    assert (frame["stop_reason"] != "cost").all()
+    assert (frame["n_items"] == 20).all() and (frame["cost"] <= 20).all()
+
+
+def test_a_negative_cost_names_the_item():
+    """A bad cost names the item that holds it (the message used to name only the column)."""
+    from atlascat.cat.config import CATConfig
+    from atlascat.cat.simulate import simulate_cat
+    from atlascat.errors import ConfigError
+    from atlascat.irt.bank import ItemBank
+
+    n = 10
+    meta = pd.DataFrame({"tokens": [5.0] * 3 + [-2.0] + [5.0] * 6})
+    bank = ItemBank([f"q{j}" for j in range(n)], np.ones(n), np.linspace(-1, 1, n), np.zeros(n),
+                    np.ones(n), metadata=meta)
+    with pytest.raises(ConfigError, match=r"item 'q3' has -2\.0 \(1 such item"):
+        simulate_cat(bank, CATConfig(cost_column="tokens", budget=20), thetas=np.zeros(2), rng=0)
+
+
+def test_a_form_longer_than_the_bank_is_refused_in_the_banks_words(capsys):
+    assert main(["design", "--bank", "arc", "-k", "5000"]) == 2
+    err = capsys.readouterr().err
+    assert "-k/--length (5000) must be between 1 and the bank's" in err
+    assert "candidate" not in err and len(err.strip().splitlines()) == 1
