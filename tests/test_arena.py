@@ -221,3 +221,15 @@ def test_arena_fit_says_which_ranks_the_games_tell_apart(tmp_path, capsys):
     assert main(["arena", "fit", "arena-demo", "--json"]) == 0
     adjacent = json.loads(capsys.readouterr().out)["adjacent"]
     assert [a["separated"] for a in adjacent] == [False, False, False, False, True, False, True]
+
+
+def test_schedule_cli_enters_a_model_that_has_not_played(capsys):
+    """--add-player: a newcomer (no games, rating known only from the prior games) is in the
+    first scheduled pair; without it the schedule names only players of the file."""
+    assert main(["arena", "schedule", "arena-demo", "-n", "4", "--json",
+                 "--add-player", "newcomer"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert "newcomer" in (plan[0]["model_a"], plan[0]["model_b"])
+    assert main(["arena", "schedule", "arena-demo", "-n", "4", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert all("newcomer" not in (p["model_a"], p["model_b"]) for p in plan)

@@ -84,6 +84,9 @@ def schedule_cmd(
     n: int = typer.Option(10, "-n", "--pairs", help="Number of pairs to schedule."),
     criterion: str = typer.Option("det", "--criterion", help="det (information gain) or variance."),
     prior_games: float = typer.Option(1.0, "--prior-games", help="Virtual games per player in the fit."),
+    add: list[str] = typer.Option([], "--add-player", metavar="MODEL",
+                                  help="A model that has not played yet, scheduled into the next "
+                                       "games (repeat the option for several)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON records instead of a table."),
 ):
     """The next pairs to play: maximal expected information about the ratings."""
@@ -92,7 +95,10 @@ def schedule_cmd(
     from ..design.bradley_terry import read_battles
 
     df = read_battles(resolve_battles(battles), option="BATTLES")
-    plan = cli_names(lambda: schedule(df, n, criterion=criterion, prior_games=prior_games),
+    players = list(dict.fromkeys([*df["model_a"].astype(str), *df["model_b"].astype(str),
+                                  *map(str, add)])) if add and {"model_a", "model_b"} <= set(df) else None
+    plan = cli_names(lambda: schedule(df, n, criterion=criterion, prior_games=prior_games,
+                                      players=players),
                      {**_FIT_OPTIONS, "n_pairs": "-n/--pairs", "unknown criterion": "unknown --criterion"})
     if as_json:
         console.print_json(json.dumps(plan.to_dict(orient="records")))
