@@ -107,6 +107,15 @@ def long_to_wide(df: pd.DataFrame, *, subject: str | None = None, item: str | No
     return long.pivot(index=s, columns=i, values=v)
 
 
+def _mostly_scores(col) -> bool:
+    """An object column whose cells are mostly 0/1 numbers with a few text cells is an item
+    with a typo ("yes" among 0/1), not the subject ids: its text cell is reported as such."""
+    import pandas as pd
+
+    num = pd.to_numeric(col, errors="coerce").dropna()
+    return len(num) * 2 >= len(col) > 1 and bool(num.isin([0, 1]).all())
+
+
 class ResponseMatrix:
     """Scores of subjects (rows) on items (columns).
 
@@ -406,7 +415,8 @@ class ResponseMatrix:
                 raise ResponseDataError(f"subject column {subject_column!r} not found")
             df = df.set_index(subject_column)
         elif isinstance(df.index, pd.RangeIndex) and len(df.columns) > 0 and (
-                df.dtypes.iloc[0] == object or str(df.dtypes.iloc[0]).startswith("str")
+                ((df.dtypes.iloc[0] == object or str(df.dtypes.iloc[0]).startswith("str"))
+                 and not _mostly_scores(df.iloc[:, 0]))
                 or df.columns[0] in ("", "model", "subject", "subject_id")
                 or df.columns[0].startswith("Unnamed")):
             df = df.set_index(df.columns[0])
