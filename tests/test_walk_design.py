@@ -65,3 +65,12 @@ def test_a_form_longer_than_the_bank_is_refused_in_the_banks_words(capsys):
     err = capsys.readouterr().err
     assert "-k/--length (5000) must be between 1 and the bank's" in err
     assert "candidate" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_unknown_cost_column_is_named_as_the_option(tmp_path, capsys):
+    """atlas simulate --cost-column NAME that the bank lacks: the error names --cost-column,
+    the option the user typed, not the configuration's cost_column field."""
+    code = main(["simulate", "arc", "--bank", "arc", "--cost-column", "nope", "--budget", "4000",
+                 "--max-items", "5", "-o", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--cost-column 'nope' is not a bank metadata column" in err

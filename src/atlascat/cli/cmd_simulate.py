@@ -14,7 +14,7 @@ from ._common import (bank_option_help, check_seed, console, err_console, escape
                       load_responses, number, mean_and_width, min_items_note, one_bank, output_dir,
                       predicted_summary, print_frame, progress_bar, quiet_option,
                       unique_filenames, warn)
-from ._options import BOUND_MARGIN_HELP, predictor_only
+from ._options import BOUND_MARGIN_HELP, cli_names, predictor_only
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
 _THETA_COLUMNS = ("theta", "Theta_WLE", "Theta", "theta_wle", "F1")
@@ -349,8 +349,8 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
             from ..predict.session import subject_generator
 
             rng = [subject_generator(o.seed, s) for s in kwargs["responses"].subject_ids]
-        result = simulate_cat(item_bank, config, rng=rng, progress=progress,
-                              batch_size=o.batch_size or 1, **kwargs)
+        result = cli_names(lambda: simulate_cat(item_bank, config, rng=rng, progress=progress,
+                                                batch_size=o.batch_size or 1, **kwargs))
     persons = result.person_columns  # columns, or a frame with the predicted scores beside
     if folder is not None or link is not None:
         import pandas as pd
