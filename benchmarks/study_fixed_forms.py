@@ -23,6 +23,7 @@ coverage of the 95% interval pooled over the seeds, its mean width, and the cove
 weakest and the strongest third of the targets (by their full score).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/study_fixed_forms.py [--datasets helm_mmlu] [--seeds 5]
+        [--split extrapolation]   # the weakest 50% the source, the strongest 30% the targets
 
 (about 6 minutes on 2 shared cores; prints the markdown table).
 """
@@ -47,11 +48,12 @@ DESIGNS = ("D-optimal form + link", "D-optimal for N(0, 1) + link", "random fixe
            "predictor (random draws)")
 
 
-def one_seed(df: pd.DataFrame, name: str, seed: int, tmp: Path) -> pd.DataFrame:
-    """Rows (design, target, score, lo, hi, truth) of one seed's interpolation split."""
+def one_seed(df: pd.DataFrame, name: str, seed: int, tmp: Path,
+             split: str = "interpolation") -> pd.DataFrame:
+    """Rows (design, target, score, lo, hi, truth) of one seed's split (BenchPred's)."""
     tmp.mkdir(parents=True, exist_ok=True)
     full = df.to_numpy(float)
-    src, tgt = bp.split_models(full, "interpolation", seed, df.index)
+    src, tgt = bp.split_models(full, split, seed, df.index)
     ids = [f"m{i}" for i in tgt]
     truth = pd.Series(full[tgt].mean(axis=1), index=ids)
     source = bp._write(df, src, tmp / "SOURCE.csv")
@@ -99,13 +101,14 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=",".join(bp.NAMES))
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--split", default="interpolation", choices=bp.SPLITS)
     args = ap.parse_args(argv)
     print("| data | design | targets (x seeds) | MAE | 95% coverage | width | coverage: weakest third "
           "| strongest third |\n|---|---|---|---|---|---|---|---|")
     for name in args.datasets.split(","):
         df = bp.load(name)
         with tempfile.TemporaryDirectory() as d:
-            rows = pd.concat([one_seed(df, name, s, Path(d) / f"s{s}")
+            rows = pd.concat([one_seed(df, name, s, Path(d) / f"s{s}", args.split)
                               for s in range(args.seeds)])
         for design in DESIGNS:
             r = summary(rows[rows["design"] == design])

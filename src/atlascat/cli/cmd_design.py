@@ -42,9 +42,12 @@ def _scored_by_link(ref, spec: str) -> str:
     to the form become its predicted score (the form's file holds parameters only)."""
     if ref.kind == "file" or ref.link is None:
         return ""
+    beyond = ("; for a model that may be stronger than every source model, the folder's "
+              f"predictor (atlas evaluate --bank {spec}) holds and a fixed form does not "
+              "(benchmarks/results/fixed_forms.md)") if ref.kind == "dir" else ""
     return (f"; a model's answers to the form, scored with `atlas score ANSWERS --bank {spec}`, "
             f"give its predicted {ref.title} score with a 95% interval (the form's file has "
-            "the items' parameters only)")
+            f"the items' parameters only){beyond}")
 
 
 def _abilities(ref, thetas, n_dims: int) -> tuple:
