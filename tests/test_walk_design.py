@@ -74,3 +74,27 @@ def test_an_unknown_cost_column_is_named_as_the_option(tmp_path, capsys):
                  "--max-items", "5", "-o", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert code == 2 and "--cost-column 'nope' is not a bank metadata column" in err
+
+
+def test_a_tie_parameter_without_a_finite_estimate_is_refused(tmp_path, capsys):
+    """x tied y and y beat x: the likelihood grows without bound as the tie parameter and the
+    gap grow together. The fit used to run 100,000 MM iterations and print ratings with SE 107
+    and a tie parameter of 608; it is refused, and a fit with a win-tie cycle still works."""
+    from atlascat.design.bradley_terry import BradleyTerry
+    from atlascat.errors import ConvergenceError
+
+    bad = pd.DataFrame({"model_a": ["x", "x"], "model_b": ["y", "y"], "winner": ["tie", "b"]})
+    with pytest.raises(ConvergenceError, match="tie parameter has no finite estimate"):
+        BradleyTerry().fit(bad)
+    path = tmp_path / "battles.csv"
+    bad.to_csv(path, index=False)
+    assert main(["arena", "fit", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "--ties half" in err and "--prior-games > 0" in err and len(err.strip().splitlines()) == 1
+    assert BradleyTerry(ties="half").fit(bad).converged_          # ties as half wins: finite
+    assert BradleyTerry(prior_games=1).fit(bad).converged_
+    # x beat y, y beat z, z tied x: two wins against one tie around the cycle, a finite maximum
+    ok = pd.DataFrame({"model_a": ["x", "y", "z", "x"], "model_b": ["y", "z", "x", "z"],
+                       "winner": ["a", "a", "tie", "tie"]})
+    fit = BradleyTerry().fit(ok)
+    assert fit.converged_ and 1 < fit.tie_param_ < 100 and fit.n_iter_ < 10_000
