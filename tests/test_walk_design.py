@@ -98,3 +98,26 @@ def test_a_tie_parameter_without_a_finite_estimate_is_refused(tmp_path, capsys):
                        "winner": ["a", "a", "tie", "tie"]})
     fit = BradleyTerry().fit(ok)
     assert fit.converged_ and 1 < fit.tie_param_ < 100 and fit.n_iter_ < 10_000
+
+
+def test_a_budget_below_every_items_cost_is_refused(tmp_path, capsys):
+    """--budget smaller than the cheapest item: no test can ask anything. It used to run tests
+    of no item and crash with an IndexError (a traceback) while writing the summary."""
+    from atlascat.cat.config import CATConfig
+    from atlascat.cat.simulate import simulate_cat
+    from atlascat.errors import ConfigError
+    from atlascat.irt.bank import ItemBank
+
+    n = 12
+    meta = pd.DataFrame({"tokens": np.r_[40.0, 25.0, np.full(n - 2, 60.0)]})
+    bank = ItemBank([f"q{j}" for j in range(n)], np.ones(n), np.linspace(-1, 1, n), np.zeros(n),
+                    np.ones(n), metadata=meta)
+    with pytest.raises(ConfigError, match=r"budget 20 pays for no item: the cheapest, 'q1', "
+                                          r"costs 25"):
+        simulate_cat(bank, CATConfig(cost_column="tokens", budget=20), thetas=np.zeros(3), rng=0)
+    assert simulate_cat(bank, CATConfig(cost_column="tokens", budget=25, se_stop=None),
+                        thetas=np.zeros(3), rng=0).persons["n_items"].tolist() == [1, 1, 1]
+    code = main(["simulate", "arc", "--bank", "arc", "--cost-per-item", "5", "--budget", "4",
+                 "-o", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--budget 4 pays for no item" in err and "Traceback" not in err
