@@ -121,3 +121,27 @@ def test_a_budget_below_every_items_cost_is_refused(tmp_path, capsys):
                  "-o", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert code == 2 and "--budget 4 pays for no item" in err and "Traceback" not in err
+
+
+def test_a_form_with_a_repeated_item_or_a_fractional_length_is_refused():
+    """An item twice in a form used to count once in form_criterion and twice in the integrated
+    information (random_form_baseline then compared it with random forms of the wrong length);
+    optimal_form(bank, 2.5) silently built a 2-item form."""
+    from atlascat.catalogue import load_bank
+    from atlascat.design.optimal import (form_criterion, integrated_information, optimal_form,
+                                         random_form_baseline)
+    from atlascat.errors import ConfigError
+
+    bank = load_bank("arc")
+    first, second = (str(i) for i in bank.item_ids[:2])
+    for call in (lambda: form_criterion(bank, [first, first]),
+                 lambda: integrated_information(bank, [first, second, first]),
+                 lambda: random_form_baseline(bank, [first, first], rng=np.random.default_rng(0))):
+        with pytest.raises(ConfigError, match=rf"item '{first}' appears more than once in the form"):
+            call()
+    with pytest.raises(ConfigError, match="appears more than once in form 1"):
+        form_criterion(bank, np.array([[0, 1], [2, 2]]))
+    assert np.isfinite(form_criterion(bank, [first, second]))
+    with pytest.raises(ConfigError, match=r"form length k \(2\.5\) must be a whole number"):
+        optimal_form(bank, 2.5)
+    assert optimal_form(bank, 2.0).k == 2
