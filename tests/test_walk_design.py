@@ -145,3 +145,20 @@ def test_a_form_with_a_repeated_item_or_a_fractional_length_is_refused():
     with pytest.raises(ConfigError, match=r"form length k \(2\.5\) must be a whole number"):
         optimal_form(bank, 2.5)
     assert optimal_form(bank, 2.0).k == 2
+
+
+def test_cost_options_on_an_ordinal_bank_are_refused_in_the_options_words(tmp_path, capsys):
+    """--budget / --cost-per-item on a graded bank: the refusal named the configuration's fields
+    as a Python list (['budget', 'cost_per_item'], min_items, se_stop), not the options typed."""
+    frame = pd.DataFrame({"item_id": [f"r{j}" for j in range(6)], "model": "graded",
+                          "a1": np.linspace(0.8, 2.0, 6), "d1": 1.5, "d2": 0.0, "d3": -1.5,
+                          "levels": "0;1;2;3"})
+    frame.to_csv(tmp_path / "graded.csv", index=False)
+    pd.DataFrame({"theta": [0.0, 1.0]}).to_csv(tmp_path / "thetas.csv", index=False)
+    code = main(["simulate", "--bank", str(tmp_path / "graded.csv"), "--thetas",
+                 str(tmp_path / "thetas.csv"), "--cost-per-item", "2", "--budget", "20",
+                 "-o", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "stopping rule(s) --budget, --cost-per-item are for binary banks" in err
+    assert "--min-items, --max-items and --se-stop" in err and "[" not in err
