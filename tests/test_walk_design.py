@@ -162,3 +162,12 @@ def test_cost_options_on_an_ordinal_bank_are_refused_in_the_options_words(tmp_pa
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "stopping rule(s) --budget, --cost-per-item are for binary banks" in err
     assert "--min-items, --max-items and --se-stop" in err and "[" not in err
+
+
+def test_a_thetas_file_with_no_rows_is_named(tmp_path, capsys):
+    """An empty --thetas file: the error named the library's 'thetas' array and its shape."""
+    path = tmp_path / "thetas.csv"
+    path.write_text("theta\n")
+    assert main(["design", "--bank", "arc", "-k", "5", "--thetas", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "holds no abilities" in err and "--thetas" in err and "shape" not in err
