@@ -171,3 +171,29 @@ def test_a_thetas_file_with_no_rows_is_named(tmp_path, capsys):
     assert main(["design", "--bank", "arc", "-k", "5", "--thetas", str(path)]) == 2
     err = capsys.readouterr().err
     assert "holds no abilities" in err and "--thetas" in err and "shape" not in err
+
+
+def test_cost_stop_under_mfi_cost_judges_the_item_it_would_ask():
+    """--selection mfi-cost --value-per-se: the stop compared the most informative item (cost
+    200, not worth it) with its cost and ended every test after 1 item (SE 0.90), though the
+    item mfi-cost asks next (cost 1) was worth its cost; plain mfi keeps judging the most
+    informative item."""
+    from atlascat.cat.config import CATConfig
+    from atlascat.cat.simulate import simulate_cat
+    from atlascat.irt.bank import ItemBank
+
+    n = 30
+    a = np.r_[np.full(3, 3.0), np.ones(n - 3)]
+    meta = pd.DataFrame({"cost": np.r_[np.full(3, 200.0), np.ones(n - 3)]})
+    bank = ItemBank([f"i{j}" for j in range(n)], a, np.zeros(n), np.zeros(n), np.ones(n),
+                    metadata=meta)
+
+    def run(selection):
+        cfg = CATConfig(cost_column="cost", value_per_se=100, selection=selection, min_items=1,
+                        max_items=20, se_stop=None)
+        return simulate_cat(bank, cfg, thetas=np.zeros(4), rng=0).persons
+
+    per_cost = run("mfi-cost")
+    assert (per_cost["n_items"] > 5).all() and (per_cost["cost"] < 200).all()
+    assert (per_cost["se"] < 0.6).all() and (per_cost["stop_reason"] == "cost").all()
+    assert (run("mfi")["n_items"] == 1).all()
