@@ -74,7 +74,7 @@ def _check(config: CATConfig):
                                "value_per_se", "cost_column", "cost_per_item")
              if getattr(stop, name) is not None] + (["rules"] if stop.rules else [])
     if extra:
-        raise ConfigError(f"stopping rule(s) {extra} are for binary banks; an ordinal bank "
+        raise ConfigError(f"stopping rule(s) {', '.join(extra)} are for binary banks; an ordinal bank "
                           "stops on min_items, max_items and se_stop")
 
 

@@ -161,13 +161,21 @@ class _Engine(_JointRounds):
 
     def best_affordable(self, rows):
         """:meth:`best_remaining` among the items the budget still allows (an item that would
-        pass it is never asked, so its value cannot keep or stop the test)."""
-        best, val = self.best_remaining(rows)
-        if self.config.stopping.budget is None or self.tab.uniform_cost:
-            return best, val
+        pass it is never asked, so its value cannot keep or stop the test). Under
+        ``mfi-cost`` the best is the item that selection asks next, the most information per
+        unit cost, not the most informative (an expensive item not worth its cost ended the test
+        while cheap, worthwhile ones remained)."""
+        per_cost = self.config.selection.criterion == "mfi-cost" and not self.tab.uniform_cost
+        if not per_cost and (self.config.stopping.budget is None or self.tab.uniform_cost):
+            return self.best_remaining(rows)
         info = fisher_information(self.theta[rows][:, None], self.tab.params)
         info[self.blocked(rows, exposure=False)] = -np.inf
-        best = np.argmax(info, axis=1)
+        score = info
+        if per_cost:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                score = np.where(np.isfinite(info), info / self.tab.item_cost[None, :], -np.inf)
+            score = np.where(np.isnan(score), 0.0, score)   # cost 0 and no information
+        best = np.argmax(score, axis=1)
         val = info[np.arange(len(rows)), best]
         return np.where(np.isfinite(val), best, -1), val
 

@@ -199,8 +199,8 @@ class CostAwareStop(StopRule):
     """Stop when the value of the next best item's expected SE reduction is below its cost.
 
     With v = value per unit of SE and c_j the cost of the best remaining item j* (by Fisher
-    information at theta, among the items the budget still allows): stop iff
-    v * (SE_now - E[SE after j*]) < c_j*. For the information
+    information at theta, per unit cost under ``mfi-cost``; among the items the budget
+    allows): stop iff v * (SE_now - E[SE after j*]) < c_j*. For the information
     SE, E[SE after j*] = 1 / sqrt(I(theta) + I_j*(theta) + 1/sigma^2); for the posterior SE it
     is sum_y P(y) SD(theta | y_1..n, y), y in {0, 1} (preposterior analysis); on a bank of
     continuous scores (a ``dispersion`` column: y is not 0/1) the normal approximation

@@ -84,6 +84,10 @@ class _Tables:
         else:
             self.item_cost = np.full(self.n_items, stop.cost_per_item or 0.0)
             self.uniform_cost = True
+        if stop.budget is not None and self.n_items and self.item_cost.min() > stop.budget:
+            cheap = int(np.argmin(self.item_cost))   # a test of no item: refused, not run
+            raise ConfigError(f"budget {stop.budget:g} pays for no item: the cheapest, "
+                              f"{bank.item_ids[cheap]!r}, costs {self.item_cost[cheap]:g}")
         self.criterion = make_criterion(config, self.params, self.item_cost)
         # exact shortcut for MFI on large 3PL banks (see selection.InfoPruner)
         self.pruner = None

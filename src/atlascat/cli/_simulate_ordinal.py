@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from ._common import console, escape, json_safe, predicted_summary, print_frame, progress_bar
+from ._options import cli_names
 
 
 def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
@@ -33,7 +34,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ids, values = read_thetas(o.thetas)
         kwargs.update(thetas=values, subject_ids=ids)
     with progress_bar("simulating", 1) as advance:
-        res = simulate_ordinal_cat(pb, config, rng=rng, **kwargs)
+        res = cli_names(lambda: simulate_ordinal_cat(pb, config, rng=rng, **kwargs))
         advance(1)
     if o.responses and o.thetas is not None:
         ids, values = read_thetas(o.thetas)

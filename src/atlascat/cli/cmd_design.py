@@ -83,6 +83,8 @@ def _read_thetas(path: Path, n_dims: int):
                           f"a bank of {n_dims} dimension(s) (theta columns: {found or 'none'})")
     cols = [names[w] for w in want]
     values = df[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    if not len(values):
+        raise ConfigError(f"--thetas {str(path)!r} holds no abilities (a header and no rows)")
     bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
     if bad.size:
         raise ConfigError(f"--thetas {str(path)!r}: row {bad[0]} ({bad.size} row(s) in all) holds "

@@ -31,8 +31,10 @@ gives the updates, applied to all players at once (vectorized over the n x n cou
     theta   <- T / C + sqrt(1 + (T / C)^2),   C = sum_{i != j} n'_ij gamma_j / (gamma_i + theta gamma_j),
 
 each of which increases l. The maximum likelihood estimate exists iff the "beat-or-tied" graph is
-strongly connected (Ford 1957; Hunter 2004, assumption 1) and, for theta, at least one game was
-not a tie (with only ties, l grows without bound in theta); otherwise pass ``prior_games > 0``:
+strongly connected (Ford 1957; Hunter 2004, assumption 1) and, for theta, some chain of games
+leads from a player back to them with more wins than ties along it (x beat y and y beat x, say;
+with only ties, or one player's win and a tie, l grows without bound in theta: ever larger theta
+with ever wider rating gaps); otherwise pass ``prior_games > 0``:
 every player then plays ``prior_games`` virtual games, half won and half lost, against a virtual
 player of rating 0 (a conjugate-style prior that keeps the MM form).
 
@@ -70,7 +72,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import NegativeCycleError, bellman_ford, connected_components
 from scipy.special import expit, log_expit
 
 from ..errors import ConfigError, ConvergenceError, ResponseDataError
@@ -225,6 +227,24 @@ def _strongly_connected(nprime: np.ndarray) -> bool:
     return n_comp == 1
 
 
+def _tie_param_bounded(wins: np.ndarray, ties: np.ndarray) -> bool:
+    """Whether Rao and Kupper's tie parameter has a finite estimate on a strongly connected
+    beat-or-tied graph: some chain of games leads from a player back to them with more wins than
+    ties along it (a win i over j: an edge i -> j of weight -1; a tie: edges both ways of weight
+    +1; a negative cycle). Otherwise a direction (rating gaps d, log tie parameter phi = max |d|
+    over the ties, every win's gap >= phi) along which the log-likelihood never decreases sends
+    phi to infinity: two players with a win of one and a tie, say."""
+    weight = np.where((ties + ties.T) > 0, 1.0, 0.0)
+    weight[wins > 0] = -1.0
+    if (connected_components(wins > 0, directed=True, connection="strong")[0] < len(wins)):
+        return True   # a cycle of wins alone (x beat y, y beat x): the usual arena
+    try:
+        bellman_ford(weight, indices=0)   # the graph is strongly connected: 0 reaches every cycle
+    except NegativeCycleError:
+        return True
+    return False
+
+
 def _no_mle_message(players, nprime: np.ndarray, games: np.ndarray) -> str:
     """Why the ratings have no maximum: a group of players that never beat or tied anyone
     outside it (a strongly connected component without an edge out of it, Ford 1957), named
@@ -317,6 +337,14 @@ class BradleyTerry:
             raise ConvergenceError(
                 "every game is a tie: Rao and Kupper's tie parameter has no finite estimate (the "
                 "more it grows, the likelier all ties); count a tie as half a win (ties='half') or pass "
+                "prior_games > 0")
+        if (self.ties == "rao-kupper" and prior == 0 and ties.sum() > 0
+                and not _tie_param_bounded(wins, ties)):
+            raise ConvergenceError(
+                "Rao and Kupper's tie parameter has no finite estimate: no chain of games leads "
+                "from a player back to them with more wins than ties along it (as when x beat y "
+                "and y beat x), so the games fit ever better as the tie parameter and the rating "
+                "gaps grow together; count a tie as half a win (ties='half') or pass "
                 "prior_games > 0")
         solver = self._mm if self.method == "mm" else self._newton
         beta, phi, n_iter, converged = solver(wins, ties, nprime, n, prior, init)

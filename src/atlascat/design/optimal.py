@@ -414,6 +414,8 @@ def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: b
     lam0 = _regularized(design.prior_precision)
     allowed = _candidate_mask(bank, candidates)
     n_allowed = int(allowed.sum())
+    if isinstance(k, (bool, np.bool_)) or not float(k).is_integer():
+        raise ConfigError(f"form length k ({k!r}) must be a whole number of items")
     k = int(k)
     if not 1 <= k <= n_allowed:
         pool = "the bank's" if candidates is None else "the"
@@ -493,8 +495,18 @@ def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: b
 
 # ---------------------------------------------------------------------------- evaluation
 def _forms_matrix(bank, forms) -> np.ndarray:
+    """Positions (n_forms, k) of one or many forms; an item twice in one form is refused (its
+    information would count once in the criterion and twice in the integrated information)."""
     idx = _positions(bank, forms)
-    return idx[None, :] if idx.ndim == 1 else idx
+    idx = idx[None, :] if idx.ndim == 1 else idx
+    srt = np.sort(idx, axis=1)
+    dup = np.argwhere(srt[:, 1:] == srt[:, :-1])
+    if dup.size:
+        f, j = dup[0]
+        raise ConfigError(f"item {str(bank.item_ids[srt[f, j]])!r} appears more than once in "
+                          f"{'the form' if idx.shape[0] == 1 else f'form {f}'}; a form holds "
+                          "distinct items")
+    return idx
 
 
 def form_criterion(bank, forms, criterion: str = "D", thetas=None, *, prior_precision=None,
@@ -548,7 +560,7 @@ def random_form_baseline(bank, form, criterion: str = "D", thetas=None, *, n_for
     ``fraction_beaten`` = share of random forms the form beats on the criterion.
     """
     crit = _check_criterion(criterion)
-    idx = _positions(bank, form)
+    idx = _forms_matrix(bank, form)[0]
     rand = random_forms(len(bank), idx.size, n_forms, rng)
     v = form_criterion(bank, idx, crit, thetas, prior_precision=prior_precision)
     rv = form_criterion(bank, rand, crit, thetas, prior_precision=prior_precision)
