@@ -194,7 +194,7 @@ class TestOptimality:
             optimal_form(bank, 26, candidates=allowed)
         with pytest.raises(ConfigError, match="unknown criterion"):
             optimal_form(bank, 5, "T")
-        with pytest.raises(ConfigError, match="1-D theta design"):
+        with pytest.raises(ConfigError, match=r"thetas have 2 dimension\(s\) and the bank 1"):
             optimal_form(bank, 5, thetas=rng.normal(size=(100, 2)))
 
     def test_rng_only_breaks_ties(self, rng):
@@ -251,3 +251,18 @@ def test_continuous_score_bank_weights_are_quasi_information(rng):
     assert integrated_information(bank, [0, 1]) == pytest.approx((d.weights @ W[:, [0, 1]]).sum())
     twins = with_dispersion(ItemBank(["rough", "smooth"], [1.0, 1.0], [0.0, 0.0]), [1.0, 0.1])
     assert optimal_form(twins, 1, "D").item_ids.tolist() == ["smooth"]
+
+
+def test_abilities_of_another_dimension_than_the_bank_are_refused():
+    """A 2-column theta sample for a unidimensional bank (or one column for a 2-D bank) is
+    refused in one line naming both dimensions, by the form, its criterion and the baseline."""
+    from atlascat.design.optimal import random_form_baseline
+
+    rng = np.random.default_rng(0)
+    bank = ItemBank([f"i{j}" for j in range(30)], rng.lognormal(0, 0.3, 30), rng.normal(size=30))
+    two = rng.normal(size=(40, 2))
+    for call in (lambda: optimal_form(bank, 5, "D", two),
+                 lambda: form_criterion(bank, [0, 1, 2], "A", two),
+                 lambda: random_form_baseline(bank, [0, 1, 2], "D", two, n_forms=3, rng=rng)):
+        with pytest.raises(ConfigError, match=r"thetas have 2 dimension\(s\) and the bank 1"):
+            call()

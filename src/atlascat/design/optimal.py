@@ -383,6 +383,17 @@ def _positions(bank, items) -> np.ndarray:
     return bank.index_of(flat).reshape(sel.shape)
 
 
+def _bank_design(bank, thetas, **kwargs) -> ThetaDesign:
+    """:func:`theta_design` of ``thetas`` for ``bank``: abilities of as many dimensions as it
+    has (a 2-column sample for a unidimensional bank is refused, not a singular covariance)."""
+    dims = _bank_dims(bank)
+    design = theta_design(thetas, dims, **kwargs)
+    if design.n_dims != dims:
+        raise ConfigError(f"thetas have {design.n_dims} dimension(s) and the bank {dims}: give "
+                          f"one ability per dimension of the bank")
+    return design
+
+
 def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: bool = True,
                  candidates=None, prior_precision=None, coverage: float = 0.95,
                  max_passes: int = 10, rng: np.random.Generator | None = None) -> OptimalForm:
@@ -409,7 +420,7 @@ def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: b
     OptimalForm
     """
     crit = _check_criterion(criterion)
-    design = theta_design(thetas, _bank_dims(bank), coverage=coverage, prior_precision=prior_precision)
+    design = _bank_design(bank, thetas, coverage=coverage, prior_precision=prior_precision)
     W, V = _item_terms(bank, design)
     lam0 = _regularized(design.prior_precision)
     allowed = _candidate_mask(bank, candidates)
@@ -517,7 +528,7 @@ def form_criterion(bank, forms, criterion: str = "D", thetas=None, *, prior_prec
     per-item information terms). Returns a float for one form, an array for many.
     """
     crit = _check_criterion(criterion)
-    design = theta_design(thetas, _bank_dims(bank), coverage=coverage, prior_precision=prior_precision)
+    design = _bank_design(bank, thetas, coverage=coverage, prior_precision=prior_precision)
     W, V = _item_terms(bank, design)
     lam0 = _regularized(design.prior_precision)
     idx = _forms_matrix(bank, forms)
@@ -536,7 +547,7 @@ def integrated_information(bank, forms, thetas=None) -> np.ndarray | float:
     Unidimensional: the test information averaged over g. Multidimensional: the trace of the
     Fisher information matrix averaged over g. No prior term.
     """
-    design = theta_design(thetas, _bank_dims(bank), prior_precision=0.0)
+    design = _bank_design(bank, thetas, prior_precision=0.0)
     W, V = _item_terms(bank, design)
     per_item = (design.weights @ W) * (V**2).sum(axis=1)  # (J,)
     idx = _forms_matrix(bank, forms)
