@@ -66,3 +66,81 @@ def test_replay_predictor_is_atlas_simulate_on_the_folder(folder, matrix_csv, tm
     assert list(sel["item_id"]) == list(asked["item_id"])
     doc = (Path(__file__).resolve().parents[1] / "docs" / "your_benchmark.md").read_text()
     assert "replay_predictor(" in doc and "is the\nprediction `simulate`" not in doc
+
+
+# ------------------------------------------------------------------ fitted objects, as mirt users read them
+
+@pytest.fixture(scope="module")
+def lsat7(shared_data):
+    from atlascat import ResponseMatrix
+
+    return ResponseMatrix.read(shared_data / "classic" / "lsat7_patterns.csv", freq_column="freq")
+
+
+def test_calibration_repr_counts_subjects_not_patterns(lsat7):
+    """LSAT7 is 1000 people in 32 response patterns: the repr said n_subjects=32 (the CLI and
+    mirt say 1000)."""
+    import atlascat as at
+
+    res = at.calibrate(lsat7, "2pl", prior_a=None, se=True)
+    text = repr(res)
+    assert "n_subjects=1000 (32 patterns)" in text and text.count("\n") == 0
+    assert ", se," in text
+    with pytest.warns(UserWarning):                     # 6 subjects: weakly identified
+        plain = at.calibrate(at.ResponseMatrix(np.eye(6, 3) + np.eye(6, 3, -3)), "1pl")
+    assert "n_subjects=6," in repr(plain) and "patterns" not in repr(plain)
+
+
+def test_calibration_to_frame_is_the_written_bank_with_standard_errors(lsat7, shared_data,
+                                                                      tmp_path):
+    """No table on the result: `res.bank.to_frame()` had no SEs, which only the CLI put beside
+    the parameters. `to_frame(format)` is the file `atlas calibrate --se --format F` writes."""
+    from typer.testing import CliRunner
+
+    import atlascat as at
+    from atlascat.cli import app
+
+    twopl = at.calibrate(lsat7, "2pl", prior_a=None, se=True)
+    mirt = twopl.to_frame("mirt")
+    assert list(mirt.columns) == ["X", "a1", "a1_se", "d", "d_se", "g", "u"]
+    se = twopl.standard_errors("mirt")
+    np.testing.assert_allclose(mirt["a1_se"], se["a1_se"])
+    np.testing.assert_allclose(mirt["d"], se["d"])
+    ours = twopl.to_frame()
+    assert list(ours.columns) == ["item_id", "a", "a_se", "b", "b_se", "c", "u"]
+    assert list(at.calibrate(lsat7, "2pl", prior_a=None).to_frame().columns) == [
+        "item_id", "a", "b", "c", "u"]
+    out = tmp_path / "b.csv"
+    r = CliRunner().invoke(app, ["calibrate", str(shared_data / "classic" / "lsat7_patterns.csv"), "--freq-column", "freq",
+                                 "--model", "2pl", "--prior-a", "none", "--se",
+                                 "--format", "mirt", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    written = pd.read_csv(out)
+    assert list(written.columns) == list(mirt.columns)
+    np.testing.assert_allclose(written[["a1", "a1_se", "d_se"]].to_numpy(),
+                               mirt[["a1", "a1_se", "d_se"]].to_numpy(), rtol=1e-6)
+    rasch = at.calibrate(lsat7, "rasch", se=True).to_frame()   # as the equivalent 1PL
+    assert rasch["a_se"].nunique() == 1 and rasch["b_se"].notna().all()
+
+
+def test_ordinal_calibration_to_frame_has_standard_errors():
+    import atlascat as at
+
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=300)
+    y = np.clip(np.round(theta[:, None] + rng.normal(size=(300, 4)) + 2), 0, 4).astype(float)
+    res = at.calibrate(pd.DataFrame(y, columns=list("wxyz")), model="graded", se=True)
+    frame = res.to_frame()
+    assert frame.columns[:5].tolist() == ["item_id", "model", "a1", "a1_se", "d1"]
+    np.testing.assert_allclose(frame["a1_se"], res.standard_errors("mirt")["a1_se"])
+
+
+def test_standard_errors_repr_is_one_line(lsat7):
+    """The dataclass repr printed the whole information matrix."""
+    import atlascat as at
+
+    se = at.calibrate(lsat7, "rasch", se=True).se
+    text = repr(se)
+    assert "\n" not in text and len(text) < 200, text
+    assert "n_free=5" in text and "latent_variance_se=0.13" in text
+
