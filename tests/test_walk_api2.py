@@ -144,3 +144,38 @@ def test_standard_errors_repr_is_one_line(lsat7):
     assert "\n" not in text and len(text) < 200, text
     assert "n_free=5" in text and "latent_variance_se=0.13" in text
 
+
+
+# ------------------------------------------------------------------ live results from Python
+
+def test_live_run_table_and_store_repr(tmp_path):
+    """results() is a list of nested dicts (the prediction a dict inside each row): to_frame
+    is the table a notebook wants, with the prediction in person_scores.csv's columns and the
+    same numbers as run_predictions and compare_runs; a RunStore printed as an object address."""
+    from atlascat.catalogue import BankRef
+    from atlascat.live.compare import compare_runs
+    from atlascat.live.service import LiveRun, run_predictions
+    from atlascat.live.store import RunStore
+    from atlascat.live.subjects import SimulatedSubject
+
+    ref = BankRef.from_option("arc")
+    db = tmp_path / "runs.sqlite"
+    live = LiveRun.start(db, ref, [SimulatedSubject(ref.load(), 0.5),
+                                   SimulatedSubject(ref.load(), -0.5)])
+    live.run()
+    df = live.to_frame()
+    rows = live.results()
+    assert list(df["run_id"]) == [r["run_id"] for r in rows]
+    assert {"items", "scores", "prediction"}.isdisjoint(df.columns)
+    for col in ("score", "score_lo", "score_hi", "percentile"):
+        assert df[col].notna().all()
+    assert (df["score_lo"] < df["score"]).all() and (df["score"] < df["score_hi"]).all()
+    store = RunStore(db)
+    for _, r in df.iterrows():
+        pred = run_predictions(store, r["run_id"])["arc"]
+        assert r["score"] == pytest.approx(pred["score"]) and r["benchmark"] == "arc"
+        assert r["score_hi"] == pytest.approx(pred["hi"])
+    cmp = compare_runs(df["run_id"][0], df["run_id"][1], db=db)["rows"][0]
+    assert cmp["first"] == pytest.approx(100 * df["score"][0])
+    assert cmp["difference"] == pytest.approx(100 * (df["score"][0] - df["score"][1]))
+    assert repr(store) == f"RunStore({str(db)!r}, 2 runs)"

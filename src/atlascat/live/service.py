@@ -25,6 +25,7 @@ Example::
     live = LiveRun.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)])
     live.run()
     rows = live.results()     # theta, SE, the predicted score, ...
+    table = live.to_frame()   # one row per run: theta, se, score, score_lo, score_hi, ...
 """
 from __future__ import annotations
 
@@ -571,6 +572,29 @@ class LiveRun:
                 row = on_metric_scale(row, scale)
             rows.append(row)
         return rows
+
+    def to_frame(self):
+        """:meth:`results` as a table, one row per run in job order: the run's figures (the
+        per-item ``items`` and ``scores`` lists left out) and its predicted score flattened
+        into the columns of ``atlas simulate``'s ``person_scores.csv``: ``benchmark``,
+        ``score``, ``score_lo``, ``score_hi`` (the 95% interval), ``percentile``,
+        ``score_flag``, ``score_warning`` (NaN / "" for a run without a prediction)."""
+        import pandas as pd
+
+        keys = {"benchmark": "benchmark", "score": "score", "lo": "score_lo",
+                "hi": "score_hi", "percentile": "percentile", "flag": "score_flag",
+                "warning": "score_warning"}
+        out = []
+        for row in self.results():
+            pred = row.get("prediction") or {}
+            flat = {k: v for k, v in row.items()
+                    if k not in ("items", "scores", "prediction") and not isinstance(v, (dict, list))}
+            for key, col in keys.items():
+                value = pred.get(key)
+                flat[col] = ("" if col in ("score_flag", "score_warning") else None) \
+                    if value is None else value
+            out.append(flat)
+        return pd.DataFrame(out)
 
     def interrupt(self) -> list[dict]:
         """Mark every run interrupted (Ctrl-C); -> each run's ``run_id``, ``model`` and
