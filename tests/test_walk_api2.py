@@ -179,3 +179,24 @@ def test_live_run_table_and_store_repr(tmp_path):
     assert cmp["first"] == pytest.approx(100 * df["score"][0])
     assert cmp["difference"] == pytest.approx(100 * (df["score"][0] - df["score"][1]))
     assert repr(store) == f"RunStore({str(db)!r}, 2 runs)"
+
+
+def test_bank_folder_functions_take_its_path(folder, matrix_csv):
+    """load_predictor / replay_predictor / predict_scores took only a loaded BankFolder: a path
+    (what a notebook has) raised AttributeError ('str' object has no attribute 'extra'), and
+    replay_predictor took only a ResponseMatrix, not the file atlas simulate reads."""
+    from atlascat.bankdir import load_predictor, load_predictor_items, predict_scores, \
+        replay_predictor
+    from atlascat.responses import ResponseMatrix
+
+    path = str(folder.path)
+    assert load_predictor(path) is not None and load_predictor_items(path) is None
+    by_object = replay_predictor(folder, ResponseMatrix.read(matrix_csv), budget=15, seed=1)
+    for where, answers in ((path, str(matrix_csv)), (folder.path, matrix_csv),
+                           (folder, pd.read_csv(matrix_csv, index_col=0))):
+        got = replay_predictor(where, answers, budget=15, seed=1)
+        pd.testing.assert_frame_equal(got, by_object)
+    persons = pd.DataFrame({"subject_id": ["m0"], "theta": [0.0], "se": [0.3]})
+    administered = pd.DataFrame({"subject_id": ["m0"], "item_id": ["q1"], "score": [1]})
+    pd.testing.assert_frame_equal(predict_scores(path, persons, administered),
+                                  predict_scores(folder, persons, administered))

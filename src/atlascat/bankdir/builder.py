@@ -41,8 +41,7 @@ from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
 from .checks import check_model, check_score_range
-from .defaults import BUDGET, FOLDS, MIN_MODELS
-from .predict import PREDICTOR_ITEMS_FILE
+from .defaults import BUDGET, FOLDS, MIN_MODELS, PREDICTOR_ITEMS_FILE
 
 __all__ = ["build_bank", "build_warnings", "benchmark_name", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
            "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS",
