@@ -200,3 +200,22 @@ def test_bank_folder_functions_take_its_path(folder, matrix_csv):
     administered = pd.DataFrame({"subject_id": ["m0"], "item_id": ["q1"], "score": [1]})
     pd.testing.assert_frame_equal(predict_scores(path, persons, administered),
                                   predict_scores(folder, persons, administered))
+
+
+def test_response_matrix_repr_says_rows_are_weighted_patterns(lsat7):
+    """LSAT7's 32 rows are response patterns of 1000 people: the repr said only n_subjects=32."""
+    text = repr(lsat7)
+    assert "n_subjects=32" in text and "32 response patterns of 1000 subjects" in text
+    assert "weights" not in repr(lsat7.subset(items=[0, 1]).__class__(np.eye(3)))
+
+
+def test_estimate_ability_with_the_bank_first_says_so(lsat7):
+    """mirt's fscores(mod) takes the model first: estimate_ability(bank, responses) said only
+    'bank must be an atlascat.ItemBank, got ResponseMatrix'."""
+    import atlascat as at
+    from atlascat.errors import ConfigError
+
+    bank = at.calibrate(lsat7, "2pl").bank
+    with pytest.raises(ConfigError, match="the bank came first"):
+        at.estimate_ability(bank, lsat7)
+    assert len(at.estimate_ability(lsat7, bank)) == 32
