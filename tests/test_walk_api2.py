@@ -219,3 +219,18 @@ def test_estimate_ability_with_the_bank_first_says_so(lsat7):
     with pytest.raises(ConfigError, match="the bank came first"):
         at.estimate_ability(bank, lsat7)
     assert len(at.estimate_ability(lsat7, bank)) == 32
+
+
+def test_suite_run_table_row_is_its_average(tmp_path):
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun
+    from atlascat.live.subjects import SimulatedSubject
+
+    suite = BankRef.from_option("openllm-v1", kinds=("suite",))
+    live = LiveRun.start(tmp_path / "runs.sqlite", suite, [SimulatedSubject(suite.load(), 0.5)])
+    live.run()
+    row = live.to_frame().iloc[0]
+    average = live.results()[0]["average"]
+    assert row["benchmark"] == "openllm-v1 average"
+    assert row["score"] == pytest.approx(average["score"])
+    assert row["score_lo"] == pytest.approx(average["lo"])

@@ -578,7 +578,8 @@ class LiveRun:
         per-item ``items`` and ``scores`` lists left out) and its predicted score flattened
         into the columns of ``atlas simulate``'s ``person_scores.csv``: ``benchmark``,
         ``score``, ``score_lo``, ``score_hi`` (the 95% interval), ``percentile``,
-        ``score_flag``, ``score_warning`` (NaN / "" for a run without a prediction)."""
+        ``score_flag``, ``score_warning`` (NaN / "" for a run without a prediction); a suite run's
+        row has its predicted average ("<suite> average")."""
         import pandas as pd
 
         keys = {"benchmark": "benchmark", "score": "score", "lo": "score_lo",
@@ -589,6 +590,8 @@ class LiveRun:
             pred = row.get("prediction") or {}
             flat = {k: v for k, v in row.items()
                     if k not in ("items", "scores", "prediction") and not isinstance(v, (dict, list))}
+            if row.get("suite") and not pred.get("benchmark"):   # a suite run: its average
+                pred = {**pred, "benchmark": f"{row['suite']} average"}
             for key, col in keys.items():
                 value = pred.get(key)
                 flat[col] = ("" if col in ("score_flag", "score_warning") else None) \
