@@ -234,3 +234,20 @@ def test_suite_run_table_row_is_its_average(tmp_path):
     assert row["benchmark"] == "openllm-v1 average"
     assert row["score"] == pytest.approx(average["score"])
     assert row["score_lo"] == pytest.approx(average["lo"])
+
+
+@pytest.mark.parametrize("func", ["atlascat.bankdir.builder.build_bank",
+                                  "atlascat.live.service.evaluate"])
+def test_parameters_sections_name_every_parameter(func):
+    """build_bank's docstring left out seed and min_models; evaluate's store, run_id, on_step."""
+    import importlib
+    import inspect
+    import re
+
+    mod, name = func.rsplit(".", 1)
+    f = getattr(importlib.import_module(mod), name)
+    section = inspect.getdoc(f).split("Parameters\n----------", 1)[1]
+    documented = {n.strip() for line in section.splitlines()
+                  for m in [re.match(r"^([A-Za-z_][\w, ]*?)\s*:", line)] if m
+                  for n in m.group(1).split(",")}
+    assert set(inspect.signature(f).parameters) <= documented

@@ -588,10 +588,14 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         the task's first), harness filter and doc field of the item id
     name : the benchmark's name (default: the task, or the matrix file's stem)
     model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
+    seed : seeds the calibration, the link's replayed tests, the cross-fitting folds and the
+        predictor's replays (the same seed: the same bank, link and predictor)
     chance : the score of a model answering at random, 0-1 or on ``score_range`` when given
         (default :func:`default_chance`: a known benchmark's, from sample logs the mean of
         1 / options (t / options for mc2), from a matrix 0): the link's floor, and the
         predictor's (``BenchmarkPredictor(chance=...)``)
+    min_models : fewest source models (with a score) a bank is built from (a ResponseDataError
+        / ConfigError below)
     budget : the test length the link is fitted for (its replayed tests stop there)
     folds : cross-fitting folds that size the interval (:func:`cross_fit_factor`; 0: none)
     score_range : (low, high), the scale of the scores (BLEU 0-100, a 1-10 judge rating):

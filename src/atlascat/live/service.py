@@ -630,11 +630,14 @@ def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
     bank : an ItemBank with content metadata (:func:`atlascat.catalogue.load_content_bank`),
         or a :class:`~atlascat.catalogue.BankRef`
     subject : a :class:`~atlascat.live.subjects.Subject`
+    store : the run store, a path (created if missing) or a :class:`~atlascat.live.store.RunStore`
     config : CATConfig (default: the paper's settings, SE stop 0.1)
     seed : seeds the CAT's generator (first item and randomesque picks)
     prompt : PromptSettings (style, max_tokens, temperature, system message)
     cache : reuse stored answers of the same model to the same prompt
     bank_ref : how to find an ItemBank again on resume (``shipped:arc`` or a file path)
+    run_id : the run's id (default a new random one)
+    on_step : called with a :class:`~atlascat.live.runner.StepInfo` after every answered item
     batch_size : items selected jointly and asked at once per round (1 = the classic CAT)
     token_budget : stop once the next round is expected to pass this many tokens (a subject
         that reports them: :func:`~atlascat.live.runner.token_budget_stop`)
