@@ -306,8 +306,11 @@ class ResponseMatrix:
         return np.ones(self.n_subjects) if self.weights is None else self.weights
 
     def __repr__(self) -> str:
+        weighted = ("" if self.weights is None else
+                    f", weights: {self.n_subjects} response patterns of "
+                    f"{float(np.sum(self.weights)):g} subjects")
         return (f"ResponseMatrix(n_subjects={self.n_subjects}, n_items={self.n_items}, "
-                f"missing={self.missing_fraction:.1%})")
+                f"missing={self.missing_fraction:.1%}{weighted})")
 
     # ------------------------------------------------------------------ transforms
     def subset(self, subjects=None, items=None) -> "ResponseMatrix":

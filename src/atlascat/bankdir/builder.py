@@ -41,8 +41,7 @@ from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
 from .checks import check_model, check_score_range
-from .defaults import BUDGET, FOLDS, MIN_MODELS
-from .predict import PREDICTOR_ITEMS_FILE
+from .defaults import BUDGET, FOLDS, MIN_MODELS, PREDICTOR_ITEMS_FILE
 
 __all__ = ["build_bank", "build_warnings", "benchmark_name", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
            "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS",
@@ -589,10 +588,14 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         the task's first), harness filter and doc field of the item id
     name : the benchmark's name (default: the task, or the matrix file's stem)
     model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
+    seed : seeds the calibration, the link's replayed tests, the cross-fitting folds and the
+        predictor's replays (the same seed: the same bank, link and predictor)
     chance : the score of a model answering at random, 0-1 or on ``score_range`` when given
         (default :func:`default_chance`: a known benchmark's, from sample logs the mean of
         1 / options (t / options for mc2), from a matrix 0): the link's floor, and the
         predictor's (``BenchmarkPredictor(chance=...)``)
+    min_models : fewest source models (with a score) a bank is built from (a ResponseDataError
+        / ConfigError below)
     budget : the test length the link is fitted for (its replayed tests stop there)
     folds : cross-fitting folds that size the interval (:func:`cross_fit_factor`; 0: none)
     score_range : (low, high), the scale of the scores (BLEU 0-100, a 1-10 judge rating):

@@ -57,6 +57,19 @@ class BankFolder:
         """The path of the optional file ``name`` in the folder, or None."""
         return self.extras.get(name)
 
+    def __repr__(self) -> str:
+        """One line: the folder, benchmark, bank, how it was built and its extra files (the
+        manifest, with its list of every source model, stays in ``manifest``)."""
+        m = self.manifest
+        n_models = m.get("n_models") or len(m.get("models") or ())
+        kind = (m.get("source") or {}).get("kind")
+        built = f", built from {n_models} models" if n_models else ""
+        built += f" ({kind})" if kind and built else ""
+        reqs = "" if self.requests is None else f", {len(self.requests)} requests"
+        extras = f", extras={sorted(self.extras)}" if self.extras else ""
+        return (f"BankFolder({str(self.path)!r}, benchmark={self.benchmark!r}, "
+                f"{self.bank!r}{built}{reqs}{extras})")
+
 
 def is_bank_dir(path) -> bool:
     """Whether ``path`` is a bank folder (a directory with ``manifest.json``)."""

@@ -1,8 +1,9 @@
 """The predicted benchmark score of a model tested on a built bank folder: the ONE place.
 
-``simulate`` (replayed answers) and ``evaluate`` (live answers) both call
-:func:`predict_scores` with the loaded :class:`~atlascat.bankdir.folder.BankFolder` and what
-the tests observed; it returns, per model, the score (0-1) with its 95% interval.
+``simulate`` (replayed answers) and ``evaluate`` (live answers) both predict here, from the
+loaded :class:`~atlascat.bankdir.folder.BankFolder` (every function also takes the folder's
+path) and what the tests observed: per model, the score (0-1, or the folder's metric scale)
+with its 95% interval.
 
 Two designs, both read here:
 
@@ -21,22 +22,48 @@ import json
 import pandas as pd
 
 from ..scorelink.frames import COLUMNS
+from .defaults import PREDICTOR_FILE, PREDICTOR_ITEMS_FILE
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
+           "as_folder", "read_targets",
            "source_models_among", "in_sample_warning",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
            "exhausted_warning"]
 
-#: the benchmark predictor's file in a bank folder
-PREDICTOR_FILE = "predictor.json"
-#: the predictor's items with their logged requests (folders built from sample logs): what a
-#: live run on the predictor asks
-PREDICTOR_ITEMS_FILE = "predictor_items.parquet"
-
 #: columns of :func:`predict_scores`: every bank's ``person_scores.csv`` names
 #: (:data:`atlascat.scorelink.frames.COLUMNS`)
 PREDICTION_COLUMNS = tuple(COLUMNS)
+
+
+def as_folder(folder):
+    """``folder`` itself (a :class:`~atlascat.bankdir.folder.BankFolder`), or the bank folder
+    at the path ``folder`` (:func:`~atlascat.bankdir.folder.load_bank_dir`)."""
+    from .folder import BankFolder, load_bank_dir
+
+    return folder if isinstance(folder, BankFolder) else load_bank_dir(folder)
+
+
+def read_targets(folder, responses):
+    """The targets' answers as a ResponseMatrix on 0-1: a file path read as ``atlas simulate
+    --bank DIR RESPONSES`` reads it (ids normalized, blank rows kept; a folder built with
+    ``--score-range LO HI`` maps its scores from that scale), else anything
+    :func:`~atlascat.responses.as_response_matrix` takes, already on 0-1 (a score outside it
+    is refused with one line)."""
+    from pathlib import Path
+
+    from ..catalogue.matrices import resolve_responses
+    from ..responses import as_response_matrix
+
+    folder = as_folder(folder)
+    scale = metric_scale(folder)
+    if isinstance(responses, (str, Path)):
+        if scale is not None:
+            from .builder import read_scaled_matrix
+
+            return read_scaled_matrix(responses, scale, normalize_ids=True, on_empty="keep")
+        return resolve_responses(responses, normalize_ids=True, on_empty="keep")
+    return as_response_matrix(responses)   # a score off 0-1 is refused with one line
 
 
 def metric_scale(folder):
@@ -95,7 +122,7 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
 
     Parameters
     ----------
-    folder : BankFolder (:func:`atlascat.bankdir.load_bank_dir`)
+    folder : BankFolder (:func:`atlascat.bankdir.load_bank_dir`) or its path
     persons : one row per model: ``subject_id``, ``theta``, ``se`` (and ``stop_reason``)
     administered : one row per answer: ``subject_id``, ``item_id``, ``score`` (0/1)
 
@@ -108,16 +135,17 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
     """
     from ..scorelink import predict_frame
 
+    folder = as_folder(folder)
     return to_metric_scale(predict_frame(folder.link, persons, administered), folder)
 
 
 def load_predictor(folder):
-    """The folder's :class:`~atlascat.predict.BenchmarkPredictor`, or None (a folder built
-    without one)."""
+    """The folder's (a BankFolder or its path) :class:`~atlascat.predict.BenchmarkPredictor`,
+    or None (a folder built without one)."""
     from ..errors import BankFolderError
     from ..predict import BenchmarkPredictor
 
-    path = folder.extra(PREDICTOR_FILE)
+    path = as_folder(folder).extra(PREDICTOR_FILE)
     if path is None:
         return None
     try:
@@ -134,7 +162,7 @@ def load_predictor_items(folder):
     from ..errors import BankFolderError
     from ..irt.bank import ItemBank
 
-    path = folder.extra(PREDICTOR_ITEMS_FILE)
+    path = as_folder(folder).extra(PREDICTOR_ITEMS_FILE)
     if path is None:
         return None
     try:
@@ -168,8 +196,9 @@ def exhausted_warning(answered: int, items: int) -> str:
 
 def replay_predictor(folder, responses, *, budget: int, seed: int = 0,
                      selected: bool = False):
-    """The folder's predictor on recorded answers (``responses``: a ResponseMatrix of the
-    targets): one row per target, ``subject_id``, ``n_items`` (items used, at most ``budget``),
+    """The folder's predictor (``folder``: a BankFolder or its path) on recorded answers
+    (``responses``: the targets' matrix, a file path read as ``atlas simulate`` reads it, or a
+    ResponseMatrix / DataFrame on 0-1, :func:`read_targets`): one row per target, ``subject_id``, ``n_items`` (items used, at most ``budget``),
     :data:`PREDICTION_COLUMNS` (the score and its 95% interval, on the metric's scale: 0-1, or
     the folder's score range, :func:`metric_scale`), ``se`` (the score's standard error, on
     that scale), ``method`` ("combined", or "design" for a target outside the source models),
@@ -183,7 +212,14 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0,
 
     from ..errors import ResponseDataError
 
+    from ..errors import BankFolderError
+
+    folder = as_folder(folder)
+    responses = read_targets(folder, responses)
     predictor = load_predictor(folder)
+    if predictor is None:
+        raise BankFolderError(f"the bank folder {str(folder.path)!r} has no benchmark predictor "
+                              f"({PREDICTOR_FILE}); predict_scores scores an adaptive test on it")
     known = {str(i) for i in predictor.item_ids_}
     if not any(str(i) in known for i in responses.item_ids):
         raise ResponseDataError(

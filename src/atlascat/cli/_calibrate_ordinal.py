@@ -53,18 +53,7 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
 
 def _write_outputs(res, output, fmt: str, summary, scores, responses) -> None:
     """The bank (with ``<parameter>_se`` columns under --se), --summary and --scores."""
-    import pandas as pd
-
-    bank = res.bank
-    if res.se is not None:   # <parameter>_se columns beside the parameters (atlascat.irt.se)
-        from ..irt.polybank import PolyBank
-
-        meta = res.standard_errors(fmt, scale="standard").filter(like="_se").reset_index(
-            drop=True)
-        if bank.metadata is not None:
-            meta = pd.concat([meta, bank.metadata.reset_index(drop=True)], axis=1)
-        bank = PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,
-                        scales=bank.scales, metadata=meta)
+    bank = res.bank_with_standard_errors(fmt)   # <parameter>_se columns under --se
     bank.write(output, format=fmt)
     info = res.to_dict()
     info.update({"responses": str(responses), "output": str(output), "format": fmt})
@@ -72,6 +61,8 @@ def _write_outputs(res, output, fmt: str, summary, scores, responses) -> None:
         summary.parent.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps(json_safe(info), indent=2, default=str))
     if scores is not None:
+        import pandas as pd
+
         scores.parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame({"subject_id": res.subject_ids.astype(str), "theta": res.theta,
                       "se": res.theta_se}).to_csv(scores, index=False, float_format="%.10g")

@@ -26,17 +26,3 @@ def _shared_se(res) -> str:
         a1 = res.standard_errors("mirt", scale="standard")["a1_se"].iloc[0]
         return f"; common slope SE {a1:.4f} (a1_se)"
     return f"; latent variance SE {res.se.latent_variance_se:.4f}"
-
-
-def with_standard_errors(bank, res, fmt: str):
-    """``bank`` with the calibration's ``<parameter>_se`` columns in format ``fmt`` as metadata
-    (the parameters as written: a Rasch fit's as the equivalent 1PL); ``bank`` itself when the
-    fit has no standard errors."""
-    if res.se is None:
-        return bank
-    import pandas as pd
-
-    se_cols = res.standard_errors(fmt, scale="standard").filter(like="_se")
-    meta = se_cols if bank.metadata is None else \
-        pd.concat([bank.metadata.reset_index(drop=True), se_cols], axis=1)
-    return type(bank)(bank.item_ids, *bank.params, metadata=meta, model=bank.model)

@@ -153,9 +153,7 @@ def calibrate_command(
     if rm is None:                  # mirt(data, 1) fits whole-number ratings as graded
         return ordinal("graded")
     res = _fit(cal, rm, quiet, partition_size, max_iter)
-    from ._criteria import with_standard_errors
-
-    with_standard_errors(res.bank, res, fmt).write(output, format=fmt)
+    res.bank_with_standard_errors(fmt).write(output, format=fmt)
     if summary is not None:
         _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt)
     if scores is not None:

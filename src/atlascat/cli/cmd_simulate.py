@@ -375,14 +375,9 @@ def _responses(o: _Options, folder):
     """RESPONSES, read on the folder's metric scale when it has one (``--score-range``)."""
     if folder is None:          # a bank file: no bank-folder code imported
         return load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
-    from ..bankdir.builder import read_scaled_matrix
-    from ..bankdir.predict import in_sample_warning, metric_scale, source_models_among
+    from ..bankdir.predict import in_sample_warning, read_targets, source_models_among
 
-    scale = metric_scale(folder)
-    if scale is not None:
-        rm = read_scaled_matrix(o.responses[0], scale, normalize_ids=True, on_empty="keep")
-    else:
-        rm = load_responses(o.responses[0], normalize_ids=True, on_empty="keep")
+    rm = read_targets(folder, o.responses[0])
     among = source_models_among(folder, rm.subject_ids)
     if among:
         warn(in_sample_warning(among, rm.n_subjects))

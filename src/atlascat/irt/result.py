@@ -84,12 +84,49 @@ class CalibrationResult:
             raise ConfigError("this calibration has no standard errors; calibrate with se=True")
         return self.se.frame(format, scale)
 
+    def bank_with_standard_errors(self, format: str | None = None):
+        """The bank with each parameter's standard error in format ``format`` (default the
+        bank's own: "ours" for 0/1 items, "mirt" for graded / GPCM ones) as ``<p>_se`` metadata
+        columns (a Rasch fit's as the equivalent 1PL, as the bank is): what ``atlas calibrate
+        --se --format FORMAT -o BANK`` writes; the bank itself without ``se=True``."""
+        if self.se is None:
+            return self.bank
+        import pandas as pd
+
+        from .polybank import PolyBank
+
+        bank = self.bank
+        poly = isinstance(bank, PolyBank)
+        format = format or ("mirt" if poly else "ours")
+        se = self.standard_errors(format, scale="standard").filter(like="_se").reset_index(
+            drop=True)
+        old = None if bank.metadata is None else bank.metadata.reset_index(drop=True)
+        if poly:
+            meta = se if old is None else pd.concat([se, old], axis=1)
+            return PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,
+                            scales=bank.scales, metadata=meta)
+        meta = se if old is None else pd.concat([old, se], axis=1)
+        return type(bank)(bank.item_ids, *bank.params, metadata=meta, model=bank.model)
+
+    def to_frame(self, format: str | None = None):
+        """The item table, one row per item: ``bank.to_frame(format)`` (default the bank's
+        format: "ours" ``item_id, a, b, c, u`` for 0/1 items, "mirt" for graded / GPCM), with
+        ``<p>_se`` beside each estimated parameter when calibrated with ``se=True`` (mirt's
+        ``coef(mod, printSE = TRUE)`` as one table; the file ``atlas calibrate --se`` writes)."""
+        bank = self.bank_with_standard_errors(format)
+        return bank.to_frame() if format is None else bank.to_frame(format)
+
     def __repr__(self) -> str:
         state = "converged" if self.converged else "NOT converged"
         drop = f", {len(self.dropped_items)} dropped" if len(self.dropped_items) else ""
+        n_rows = len(self.subject_ids)
+        n = self.n_observations
+        subjects = (f"n_subjects={n:g} ({n_rows} patterns)"
+                    if n is not None and abs(float(n) - n_rows) > 1e-9 else f"n_subjects={n_rows}")
+        se = ", se" if self.se is not None else ""
         return (f"CalibrationResult(model={self.model!r}, n_items={len(self.bank)}, "
-                f"n_subjects={len(self.subject_ids)}, loglik={self.loglik:.4g}, "
-                f"n_iter={self.n_iter} {state}{drop}, {self.seconds:.2g} s)")
+                f"{subjects}, loglik={self.loglik:.4g}, "
+                f"n_iter={self.n_iter} {state}{drop}{se}, {self.seconds:.2g} s)")
 
     def to_dict(self) -> dict:
         """JSON-ready summary (no per-subject arrays)."""

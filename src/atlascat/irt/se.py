@@ -60,6 +60,17 @@ class StandardErrors:
                       "data does not determine, e.g. a guessing parameter with no low "
                       "scorers): standard errors are NaN; refit with a prior or a simpler model")
 
+    def __repr__(self) -> str:
+        """One line (the arrays stay in ``params``, ``covariance`` and ``info``); the table is
+        :meth:`frame`."""
+        kind = "posterior-mode" if self.posterior_mode else "observed"
+        lv = "" if self.latent_variance is None else \
+            f", latent_variance_se={self.latent_variance_se:.4g}"
+        ok = "" if self.info.positive_definite else ", NOT positive definite"
+        return (f"StandardErrors(model={self.model!r}, n_items={len(self.item_ids)}, "
+                f"n_free={int(self.free.sum())}, {kind} information (Oakes){lv}{ok}; "
+                f".frame() for the table)")
+
     @property
     def latent_variance_se(self) -> float | None:
         if self.latent_variance is None:

@@ -25,6 +25,7 @@ Example::
     live = LiveRun.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)])
     live.run()
     rows = live.results()     # theta, SE, the predicted score, ...
+    table = live.to_frame()   # one row per run: theta, se, score, score_lo, score_hi, ...
 """
 from __future__ import annotations
 
@@ -572,6 +573,32 @@ class LiveRun:
             rows.append(row)
         return rows
 
+    def to_frame(self):
+        """:meth:`results` as a table, one row per run in job order: the run's figures (the
+        per-item ``items`` and ``scores`` lists left out) and its predicted score flattened
+        into the columns of ``atlas simulate``'s ``person_scores.csv``: ``benchmark``,
+        ``score``, ``score_lo``, ``score_hi`` (the 95% interval), ``percentile``,
+        ``score_flag``, ``score_warning`` (NaN / "" for a run without a prediction); a suite run's
+        row has its predicted average ("<suite> average")."""
+        import pandas as pd
+
+        keys = {"benchmark": "benchmark", "score": "score", "lo": "score_lo",
+                "hi": "score_hi", "percentile": "percentile", "flag": "score_flag",
+                "warning": "score_warning"}
+        out = []
+        for row in self.results():
+            pred = row.get("prediction") or {}
+            flat = {k: v for k, v in row.items()
+                    if k not in ("items", "scores", "prediction") and not isinstance(v, (dict, list))}
+            if row.get("suite") and not pred.get("benchmark"):   # a suite run: its average
+                pred = {**pred, "benchmark": f"{row['suite']} average"}
+            for key, col in keys.items():
+                value = pred.get(key)
+                flat[col] = ("" if col in ("score_flag", "score_warning") else None) \
+                    if value is None else value
+            out.append(flat)
+        return pd.DataFrame(out)
+
     def interrupt(self) -> list[dict]:
         """Mark every run interrupted (Ctrl-C); -> each run's ``run_id``, ``model`` and
         ``n_items`` (answered so far)."""
@@ -603,11 +630,14 @@ def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
     bank : an ItemBank with content metadata (:func:`atlascat.catalogue.load_content_bank`),
         or a :class:`~atlascat.catalogue.BankRef`
     subject : a :class:`~atlascat.live.subjects.Subject`
+    store : the run store, a path (created if missing) or a :class:`~atlascat.live.store.RunStore`
     config : CATConfig (default: the paper's settings, SE stop 0.1)
     seed : seeds the CAT's generator (first item and randomesque picks)
     prompt : PromptSettings (style, max_tokens, temperature, system message)
     cache : reuse stored answers of the same model to the same prompt
     bank_ref : how to find an ItemBank again on resume (``shipped:arc`` or a file path)
+    run_id : the run's id (default a new random one)
+    on_step : called with a :class:`~atlascat.live.runner.StepInfo` after every answered item
     batch_size : items selected jointly and asked at once per round (1 = the classic CAT)
     token_budget : stop once the next round is expected to pass this many tokens (a subject
         that reports them: :func:`~atlascat.live.runner.token_budget_stop`)

@@ -235,6 +235,14 @@ class RunStore:
             raise LiveRunError(f"run database {str(self.path)!r} has schema version {row and row[0]}; "
                                f"this ATLAS reads version {SCHEMA_VERSION}")
 
+    def __repr__(self) -> str:
+        """The file and how many runs it holds (``list_runs()`` for the table)."""
+        try:
+            n = self._con().execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        except sqlite3.Error:
+            n = "?"
+        return f"RunStore({str(self.path)!r}, {n} runs)"
+
     def _migrate(self, version: int) -> None:
         """Schema 1, 2 or 3 -> 4: add the new columns in place; before 3, a run's kind is read
         once from its bank reference and session snapshot."""
