@@ -95,10 +95,8 @@ def schedule_cmd(
     from ..design.bradley_terry import read_battles
 
     df = read_battles(resolve_battles(battles), option="BATTLES")
-    players = list(dict.fromkeys([*df["model_a"].astype(str), *df["model_b"].astype(str),
-                                  *map(str, add)])) if add and {"model_a", "model_b"} <= set(df) else None
     plan = cli_names(lambda: schedule(df, n, criterion=criterion, prior_games=prior_games,
-                                      players=players),
+                                      new_players=add),
                      {**_FIT_OPTIONS, "n_pairs": "-n/--pairs", "unknown criterion": "unknown --criterion"})
     if as_json:
         console.print_json(json.dumps(plan.to_dict(orient="records")))

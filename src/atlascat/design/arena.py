@@ -100,11 +100,12 @@ MAX_PAIRS = 10_000  # pairs scheduled at once: the ratings are refitted on their
 
 def schedule(battles, n_pairs: int = 10, *, criterion: str = "det", players=None,
              prior_games: float = 1.0, model: BradleyTerry | None = None,
-             rng: np.random.Generator | None = None) -> pd.DataFrame:
+             rng: np.random.Generator | None = None, new_players=()) -> pd.DataFrame:
     """The next ``n_pairs`` pairs to play, chosen greedily by expected information.
 
     ``battles``: DataFrame (model_a, model_b, winner) or :class:`Comparisons` (may be empty when
-    ``players`` names the field); the current ratings come from a Bradley-Terry fit with
+    ``players`` names the field); ``new_players``: models that have not played yet, added to
+    the field (:meth:`Comparisons.with_players`); the current ratings come from a Bradley-Terry fit with
     ``prior_games`` virtual games (so that a fresh arena has a covariance), or from ``model`` if
     given. Returns model_a, model_b, p_a, p_tie, p_b, information, score, in play order.
     """
@@ -117,7 +118,7 @@ def schedule(battles, n_pairs: int = 10, *, criterion: str = "det", players=None
             comp = Comparisons.empty(players)
         else:
             comp = comparisons_from_battles(battles, players)
-        model = BradleyTerry(prior_games=prior_games).fit(comp)
+        model = BradleyTerry(prior_games=prior_games).fit(comp.with_players(new_players))
     else:
         model._check_fitted()
     if not 1 <= n_pairs <= MAX_PAIRS:   # each pick updates the information greedily: O(n) picks

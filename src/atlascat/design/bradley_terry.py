@@ -118,6 +118,16 @@ class Comparisons:
                              "losses": self.wins.sum(0), "ties": self.ties.sum(1),
                              "games": self.games.sum(1)})
 
+    def with_players(self, players) -> "Comparisons":
+        """The same games with ``players`` not in the field yet added, with no games."""
+        known = set(map(str, self.players))
+        extra = [p for p in dict.fromkeys(map(str, players)) if p not in known]
+        if not extra:
+            return self
+        k = len(extra)
+        return Comparisons(np.concatenate([np.asarray(self.players, dtype=object), extra]),
+                           np.pad(self.wins, ((0, k), (0, k))), np.pad(self.ties, ((0, k), (0, k))))
+
     def add(self, i, j, outcome) -> "Comparisons":
         """New counts with games appended: ``outcome`` 1 (i won), 0 (j won) or 0.5 (tie);
         i, j, outcome are arrays of equal length (repeated pairs allowed)."""
