@@ -210,9 +210,7 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0,
     recorded answer, on the metric's scale), one row per answer)."""
     import numpy as np
 
-    from ..errors import ResponseDataError
-
-    from ..errors import BankFolderError
+    from ..errors import BankFolderError, ResponseDataError
 
     folder = as_folder(folder)
     responses = read_targets(folder, responses)

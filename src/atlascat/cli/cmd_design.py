@@ -52,9 +52,8 @@ def _scored_by_link(ref, spec: str) -> str:
 
 def _abilities(ref, thetas, n_dims: int) -> tuple:
     """(the abilities the form is designed for, in words): ``--thetas``' sample; a bank
-    folder's source models (its link's support: a test for models like them; a form designed
-    for N(0, 1) left the weakest and strongest thirds' intervals covering 60-90%,
-    benchmarks/results/fixed_forms.md); else N(0, I)."""
+    folder's source models (its link's support, :meth:`ScoreLink.source_abilities`: a test for
+    models like them, benchmarks/results/fixed_forms.md); else N(0, I)."""
     if thetas is not None:
         return _read_thetas(thetas, n_dims), f"the abilities in {thetas}"
     source = ref.link.source_abilities() if ref.kind == "dir" and ref.link is not None else None

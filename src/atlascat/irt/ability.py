@@ -468,8 +468,6 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         raise ConfigError(f"unknown scoring method {method!r}; use one of {', '.join(METHODS)}")
     from .polybank import PolyBank
 
-    from .bank import ItemBank
-
     if isinstance(responses, (ItemBank, PolyBank)) and not isinstance(bank, (ItemBank, PolyBank)):
         raise ConfigError(f"estimate_ability(responses, bank): the bank came first and the "
                           f"{type(bank).__name__} second; give the responses first (mirt's "

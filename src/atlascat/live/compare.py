@@ -95,7 +95,7 @@ def _rows(first, second, rho: float) -> list[dict]:
     run_a, run_b = first[2], second[2]
     preds = [run_predictions(store, r, runs) for store, runs, r in (first, second)]
     common = [k for k in preds[0] if k in preds[1]]
-    refs = [_bank_ref(runs, r) for _, runs, r in (first, second)]
+    refs = [_field(runs, r, "bank_ref") for _, runs, r in (first, second)]
     if not common:
         _gone_folder((run_a, run_b), refs,
                      {r: str(store.path) for store, _, r in (first, second)})
@@ -145,9 +145,8 @@ def _pair_scale_of(bench: str, population, suite: bool) -> str | None:
     gets, or None for the plain combination (1.0). A benchmark's scale was fitted on two
     single-bank adaptive tests, whose intervals cover 97% of single models: it applies to two
     runs of a shipped bank only. A bank of one's own gets none; nor does a suite run's
-    member benchmark (its intervals cover about 95%: at the member's single-bank scale its
-    pairs' intervals covered 88-94% of held-out pairs, at 1.0 95-97%, seeds 0 and 1 of
-    bench_suite.py; benchmarks/results/paired.md), whose average has its own scale."""
+    member benchmark (its intervals cover about 95%, not 97%: benchmarks/results/paired.md),
+    whose average has its own scale."""
     from .report import LEADERBOARD
 
     if population != LEADERBOARD:
@@ -158,6 +157,7 @@ def _pair_scale_of(bench: str, population, suite: bool) -> str | None:
 
 
 def _field(runs, run_id: str, name: str) -> str:
+    """A run's ``name`` column in its store's run list, as text ("" when it has none)."""
     row = runs[runs["run_id"] == run_id]
     return str(row[name].iloc[0]) if len(row) and name in row else ""
 
@@ -165,21 +165,13 @@ def _field(runs, run_id: str, name: str) -> str:
 def _mixed_protocols(first, second) -> str | None:
     """A line when one run was asked by chat or text prompts (APPROXIMATE) and the other by
     the bank's own requests: their difference then mixes two ways of asking."""
-    protos = []
-    for _, runs, run_id in (first, second):
-        row = runs[runs["run_id"] == run_id]
-        protos.append(str(row["protocol"].iloc[0]) if len(row) and "protocol" in row else "")
+    protos = [_field(runs, run_id, "protocol") for _, runs, run_id in (first, second)]
     if (protos[0] == "approximate") == (protos[1] == "approximate"):
         return None
     k = 0 if protos[0] == "approximate" else 1
     ids = (first[2], second[2])
     return (f"run {ids[k]} was asked by chat or text prompts (APPROXIMATE), run {ids[1 - k]} "
             f"was not (protocol {protos[1 - k]}): the difference mixes two ways of asking")
-
-
-def _bank_ref(runs, run_id: str) -> str:
-    row = runs[runs["run_id"] == run_id]
-    return str(row["bank_ref"].iloc[0]) if len(row) and "bank_ref" in row else ""
 
 
 def _same_score(bench: str, preds, refs, ids, hashes=(None, None)) -> None:

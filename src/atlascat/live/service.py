@@ -585,6 +585,7 @@ class LiveRun:
         keys = {"benchmark": "benchmark", "score": "score", "lo": "score_lo",
                 "hi": "score_hi", "percentile": "percentile", "flag": "score_flag",
                 "warning": "score_warning"}
+        blank = {"score_flag": "", "score_warning": ""}
         out = []
         for row in self.results():
             pred = row.get("prediction") or {}
@@ -592,10 +593,9 @@ class LiveRun:
                     if k not in ("items", "scores", "prediction") and not isinstance(v, (dict, list))}
             if row.get("suite") and not pred.get("benchmark"):   # a suite run: its average
                 pred = {**pred, "benchmark": f"{row['suite']} average"}
-            for key, col in keys.items():
+            for key, col in keys.items():   # no prediction: NaN, and "" for the flag / warning
                 value = pred.get(key)
-                flat[col] = ("" if col in ("score_flag", "score_warning") else None) \
-                    if value is None else value
+                flat[col] = blank.get(col) if value is None else value
             out.append(flat)
         return pd.DataFrame(out)
 
