@@ -241,3 +241,10 @@ class TestRankStability:
         assert gaps.player.tolist() == table.player.tolist()[:-1]
         assert gaps.next_player.tolist() == table.player.tolist()[1:]
         assert (gaps.difference >= 0).all() and (gaps.separated == (gaps.difference > 1.96 * gaps.se)).all()
+
+
+def test_no_games_is_named():
+    """An empty battle table is refused in one line that says there are no players."""
+    empty = pd.DataFrame({"model_a": [], "model_b": [], "winner": []})
+    with pytest.raises(ConfigError, match="got 0 players"):
+        BradleyTerry().fit(empty)

@@ -385,7 +385,8 @@ class BradleyTerry:
             raise ConfigError(f"prior_games must be a number in [0, {MAX_PRIOR_GAMES:g}], got "
                               f"{self.prior_games}")
         if comp.n_players < 2:
-            raise ConfigError("need at least two players")
+            raise ConfigError(f"need games between at least two players, got "
+                              f"{comp.n_players} player{'' if comp.n_players == 1 else 's'}")
 
     @staticmethod
     def _estimates_phi(ties) -> bool:
