@@ -138,3 +138,27 @@ def test_simulate_adaptive_on_a_bundled_bank_is_the_command(tmp_path):
     res = simulate_adaptive("arc", thetas=thetas["theta"].to_numpy(),
                             subject_ids=list(thetas["subject_id"]), max_items=15, seed=3)
     _same(cli, res.persons)
+
+
+def test_replay_adaptive_is_the_glue_it_replaces(bank):
+    """What a Python user had to write by hand: the link's stops added to the config, each
+    model's own generator (as a live run of it with the seed), the folder's predicted scores
+    beside the test's columns."""
+    from atlascat.bankdir import predict_scores, replay_adaptive
+    from atlascat.bankdir.predict import read_targets
+    from atlascat.cat.config import CATConfig
+    from atlascat.cat.simulate import simulate_cat
+    from atlascat.predict.session import subject_generator
+    from atlascat.scorelink import with_link_stops
+
+    folder = load_bank_dir(bank / "bank")
+    rm = read_targets(folder, bank / "targets.csv")
+    config = with_link_stops(CATConfig(max_items=20, min_items=20),
+                             folder.link.stop_settings(), False)
+    res = simulate_cat(folder.bank, config, responses=rm,
+                       rng=[subject_generator(7, s) for s in rm.subject_ids])
+    by_hand = pd.concat([res.persons, predict_scores(folder, res.persons, res.administered)],
+                        axis=1)
+    got = replay_adaptive(folder, rm, max_items=20, seed=7)
+    pd.testing.assert_frame_equal(got.drop(columns="seconds"),
+                                  by_hand.drop(columns="seconds"))

@@ -58,7 +58,7 @@ def test_comparison_frame_is_the_commands_json_as_a_table(folder_runs, capsys):
     """compare_runs gave only nested dicts; comparison_frame is one row per benchmark with
     the numbers `atlas compare-models --json` prints, the runs and models on every row."""
     import atlascat.live
-    from atlascat.live.compare import comparison_frame, compare_runs
+    from atlascat.live.compare import compare_runs, comparison_frame
 
     assert atlascat.live.comparison_frame is comparison_frame
     capsys.readouterr()
