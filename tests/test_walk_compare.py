@@ -54,6 +54,29 @@ def test_compare_runs_api_matches_the_command_and_names_the_folders_score(folder
     assert "leaderboard" not in text
 
 
+def test_comparison_frame_is_the_commands_json_as_a_table(folder_runs, capsys):
+    """compare_runs gave only nested dicts; comparison_frame is one row per benchmark with
+    the numbers `atlas compare-models --json` prints, the runs and models on every row."""
+    import atlascat.live
+    from atlascat.live.compare import compare_runs, comparison_frame
+
+    assert atlascat.live.comparison_frame is comparison_frame
+    capsys.readouterr()
+    assert main(["compare-models", *map(str, folder_runs), "--json", "--rho", "0.3"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    df = comparison_frame(compare_runs(*folder_runs, rho=0.3))
+    assert len(df) == len(printed["rows"]) == 1
+    assert list(df.columns) == [*printed["rows"][0], "first_run", "second_run", "first_model",
+                                "second_model", "rho", "warning"]
+    for row, (_, got) in zip(printed["rows"], df.iterrows()):
+        for key, value in row.items():
+            assert got[key] == (pytest.approx(value) if isinstance(value, float) else value)
+        assert (got["first_run"], got["second_run"]) == (printed["first"], printed["second"])
+        assert [got["first_model"], got["second_model"]] == printed["models"]
+        assert got["rho"] == 0.3 and got["warning"] == ""
+    assert df["hi"].iloc[0] - df["lo"].iloc[0] > 0 and df["told_apart"].iloc[0] in ("yes", "no")
+
+
 def test_a_shipped_banks_rows_say_leaderboard_points_in_json_as_in_the_table(tmp_path, capsys):
     """The table said "leaderboard points" while the JSON rows said "points"."""
     outs = []

@@ -8,13 +8,19 @@
 - :func:`read_sample_logs`: sample logs with every item's exact requests and scoring rule
   (:mod:`atlascat.bankdir.samplelogs`);
 - :func:`predict_scores`: the predicted score of a model tested on a folder, with its 95%
-  interval (:mod:`atlascat.bankdir.predict`);
+  interval; :func:`replay_predictor`: the folder's benchmark predictor on recorded answers
+  (:mod:`atlascat.bankdir.predict`);
+- :func:`replay_adaptive` / :func:`simulate_adaptive`: the folder's adaptive test with its
+  score link's stops, scored by the link (``atlas simulate --design adaptive``;
+  :mod:`atlascat.bankdir.adaptive`);
 - :func:`simulated_sample_logs`: the logs of simulated models made from one real sample log,
   to try the path before running the harness on 20 models (:mod:`atlascat.bankdir.simlogs`).
 """
 from .._lazy import lazy_names
 
-_LAZY = {"build_bank": "builder", "fit_link": "builder", "read_scores": "builder",
+_LAZY = {"adaptive_config": "adaptive", "simulate_adaptive": "adaptive",
+         "replay_adaptive": "adaptive", "build_bank": "builder", "fit_link": "builder",
+         "read_scores": "builder",
          "MIN_MODELS": "defaults", "BUDGET": "defaults", "FOLDS": "defaults",
          "BankFolder": "folder", "is_bank_dir": "folder", "load_bank_dir": "folder",
          "write_bank_dir": "folder", "predict_scores": "predict",

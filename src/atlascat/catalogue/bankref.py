@@ -25,7 +25,8 @@ from ..errors import BankError, BankFolderError, BankKindError, ConfigError
 from .banks import bank_names, is_bundled_name, load_bank
 from .suites import SEP, bundled_suites, read_suite, suite_members, suite_path
 
-__all__ = ["BankRef", "KINDS", "ONE_BANK", "NOT_FOUND", "composite_bank", "suite_member_ref"]
+__all__ = ["BankRef", "KINDS", "ONE_BANK", "NOT_FOUND", "bound_margin", "composite_bank",
+           "suite_member_ref"]
 
 #: the kinds of bank reference (see the module docstring)
 KINDS = ("shipped", "file", "dir", "suite")
@@ -190,21 +191,28 @@ class BankRef:
         """The floor / top stop's margin in 0-1 score units from ``--bound-margin``, given on
         the benchmark's own scale: a bank folder's ``--score-range LO HI`` scale (2 on BLEU's
         0-100 is 0.02), else 0-1. None: :data:`~atlascat.scorelink.settings.BOUND_MARGIN` of
-        the range."""
-        from ..scorelink.settings import BOUND_MARGIN
-        from ..validation import check_finite
+        the range (:func:`bound_margin`)."""
+        return bound_margin(margin, self.folder() if self.kind == "dir" else None)
 
-        if margin is None:
-            return BOUND_MARGIN
-        margin = check_finite(margin, "--bound-margin")
-        folder = self.folder() if self.kind == "dir" else None
-        if folder is not None:
-            from ..bankdir.predict import metric_scale
 
-            scale = metric_scale(folder)
-            if scale is not None:
-                return margin / (scale[1] - scale[0])
-        return margin
+def bound_margin(margin: float | None = None, folder=None) -> float:
+    """``margin`` (``--bound-margin``, on the benchmark's own scale: ``folder``'s
+    ``--score-range LO HI`` scale when it has one, else 0-1) in 0-1 score units, what
+    :meth:`~atlascat.scorelink.ScoreLink.stop_settings` takes. None:
+    :data:`~atlascat.scorelink.settings.BOUND_MARGIN`."""
+    from ..scorelink.settings import BOUND_MARGIN
+    from ..validation import check_finite
+
+    if margin is None:
+        return BOUND_MARGIN
+    margin = check_finite(margin, "--bound-margin")
+    if folder is not None:
+        from ..bankdir.predict import metric_scale
+
+        scale = metric_scale(folder)
+        if scale is not None:
+            return margin / (scale[1] - scale[0])
+    return margin
 
 
 #: the one line for a ``--bank`` / ``--suite`` that names nothing

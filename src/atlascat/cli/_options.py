@@ -8,8 +8,9 @@ and the constants they name (:mod:`atlascat.irt.defaults`), never restated here 
 :data:`OPTION_NAMES` is the one map from their fields to the options that set them, so a
 ConfigError names what the user typed (:func:`cli_names`). What stays here is what only a
 command line has: options given together that contradict each other (``--fixed-length`` with
-``--max-items``, a bank folder's predictor with the adaptive test's stops), "not given" (None)
-resolved to the default, and a score link's stops added to a CAT's (:func:`with_link_stops`).
+``--max-items``, a bank folder's predictor with the adaptive test's stops) and "not given" (None)
+resolved to the default. A score link's stops are added to a CAT's by the library
+(:func:`atlascat.scorelink.with_link_stops`).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Callable, TypeVar
 from ..errors import ConfigError
 
 __all__ = ["OPTION_NAMES", "COST_OPTIONS", "cli_names", "cat_config", "cost_fields",
-           "suite_config", "with_link_stops", "predictor_only", "calibrator", "benchmark_config"]
+           "suite_config", "predictor_only", "calibrator", "benchmark_config"]
 
 T = TypeVar("T")
 
@@ -136,20 +137,6 @@ def predictor_only(o) -> None:
     if o.max_items is not None and o.max_items < 2:
         raise ConfigError(f"--max-items must be at least 2 for a bank folder's predictor (its "
                           f"design-based interval needs two answers), got {o.max_items}")
-
-
-def with_link_stops(config, settings: dict, min_items_given: bool):
-    """``config`` with a score link's stopping rules (``ScoreLink.stop_settings()``).
-
-    The bank's own shortest test (``settings["min_items"]``) applies only when the user gave no
-    ``--min-items``, and never above ``--max-items``.
-    """
-    settings = dict(settings)
-    if min_items_given or "min_items" not in settings:
-        settings.pop("min_items", None)
-    else:
-        settings["min_items"] = min(int(settings["min_items"]), config.stopping.max_items)
-    return config.replace(**settings)
 
 
 def calibrator(*, model: str, filter_: bool | None = None, **settings):

@@ -324,7 +324,7 @@ def _plan(o: _Options, ref):
     from ..catalogue import BankRef
     from ..errors import ConfigError
     from ..live.service import choose_design
-    from ._options import cat_config, predictor_only, suite_config, with_link_stops
+    from ._options import cat_config, predictor_only, suite_config
 
     if o.se_method is not None and o.se_method not in ("information", "posterior"):
         raise ConfigError(f"--se-method must be information or posterior, got {o.se_method!r}")
@@ -349,6 +349,8 @@ def _plan(o: _Options, ref):
                         fixed_length=o.fixed_length,
                         **({"se_method": o.se_method} if o.se_method else {}))
     if o.bound_stop and o.fixed_length is None:
+        from ..scorelink import with_link_stops
+
         config = with_link_stops(config, ref.stop_settings(o.bound_margin),
                                  o.min_items is not None)
     return ref, design, config

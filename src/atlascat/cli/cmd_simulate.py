@@ -279,31 +279,24 @@ def run_simulate(o: _Options) -> None:
     return _simulate_bank(o, one_bank(o.bank), output_dir(o.output))
 
 
-def _config(o: _Options, link, ref=None):
-    """The CAT's settings from the options (and the score link's floor / top stops, their
-    margin in 0-1 score units: ``ref``'s :meth:`BankRef.bound_margin`)."""
+def _config(o: _Options):
+    """The CAT's settings from the options (a bank with a score link adds its floor / top
+    stops in the library: :func:`atlascat.bankdir.adaptive.adaptive_config`)."""
     from ..validation import check_finite
-    from ._options import cat_config, cost_fields, with_link_stops
+    from ._options import cat_config, cost_fields
 
     check_finite(o.theta0, "--theta0")
-    config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
-                        fixed_length=o.fixed_length, reference=o.reference,
-                        selection=o.selection, se_method=o.se_method, theta0=o.theta0,
-                        **({} if o.randomesque is None else {"randomesque": o.randomesque}),
-                        **({} if o.r_max is None else {"exposure": "eligibility",
-                                                       "r_max": o.r_max}),
-                        **cost_fields(o))
-    if link is not None and o.bound_stop and o.fixed_length is None:
-        config = with_link_stops(config, link.stop_settings(ref.bound_margin(o.bound_margin)),
-                                 o.min_items is not None)
-    return config
+    return cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
+                      fixed_length=o.fixed_length, reference=o.reference,
+                      selection=o.selection, se_method=o.se_method, theta0=o.theta0,
+                      **({} if o.randomesque is None else {"randomesque": o.randomesque}),
+                      **({} if o.r_max is None else {"exposure": "eligibility",
+                                                     "r_max": o.r_max}),
+                      **cost_fields(o))
 
 
 def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     """One bank's adaptive test on every examinee, then the predicted scores and the files."""
-    import numpy as np
-
-    from ..cat.simulate import simulate_cat
     from ..catalogue import BankRef
 
     from ..irt.polybank import is_poly_bank_file
@@ -312,15 +305,14 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         from ._simulate_ordinal import simulate_ordinal_cmd
 
         _use_predictor(o, None)   # --design predictor needs a bank folder: refused here
-        return simulate_ordinal_cmd(o, bank, out, _config(o, None), read_thetas)
+        return simulate_ordinal_cmd(o, bank, out, _config(o), read_thetas)
     ref = BankRef.from_option(bank)
     folder = ref.folder()  # atlas build-bank's folder, or None
     if _use_predictor(o, folder):
         return _replay_predictor(o, bank, folder, out)
     # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
     link = ref.link
-    item_bank = ref.load()
-    config = _config(o, link, ref)
+    config = _config(o)
     kwargs = {}
     if o.responses:
         rm = _responses(o, folder)
@@ -330,9 +322,9 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
             import pandas as pd
 
             ids, values = read_thetas(o.thetas)
-            ref = pd.Series(values, index=ids)
-            ref = ref[~ref.index.duplicated()]
-            kwargs["theta_ref"] = ref.reindex(rm.subject_ids.astype(str)).to_numpy(float)
+            ref_thetas = pd.Series(values, index=ids)
+            ref_thetas = ref_thetas[~ref_thetas.index.duplicated()]
+            kwargs["theta_ref"] = ref_thetas.reindex(rm.subject_ids.astype(str)).to_numpy(float)
     else:
         ids, values = read_thetas(o.thetas)
         kwargs.update(thetas=values, subject_ids=ids)
@@ -344,31 +336,32 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
             advance(done - state["done"])
             state["done"] = done
 
-        rng = np.random.default_rng(o.seed)
-        if folder is not None and o.responses:  # each model's own stream, as a live run's
-            from ..predict.session import subject_generator
-
-            rng = [subject_generator(o.seed, s) for s in kwargs["responses"].subject_ids]
-        result = cli_names(lambda: simulate_cat(item_bank, config, rng=rng, progress=progress,
-                                                batch_size=o.batch_size or 1, **kwargs))
-    persons = result.person_columns  # columns, or a frame with the predicted scores beside
-    if folder is not None or link is not None:
-        import pandas as pd
-
-        if folder is not None:  # the built bank's predicted score (0-1) with its 95% interval
-            from ..bankdir import predict_scores as predict
-
-            where = folder
-        else:  # predicted published leaderboard score (0-1) with its 95% interval
-            from ..scorelink import predict_frame as predict
-
-            where = link
-        frame = result.persons
-        persons = pd.concat([frame.reset_index(drop=True),
-                             predict(where, frame, result.administered)], axis=1)
-    _write_bank_outputs(o, bank, out, result, persons, item_bank, folder=folder,
+        result = cli_names(lambda: _run(o, ref, link, config, progress, kwargs))
+    # columns, or a frame with the predicted scores (0-1, or the folder's metric scale) beside
+    persons = result.person_columns if link is None else result.persons
+    _write_bank_outputs(o, bank, out, result, persons, ref.load(), folder=folder,
                         bank_minimum=link is not None and o.bound_stop
                         and o.fixed_length is None)
+
+
+def _run(o: _Options, ref, link, config, progress, kwargs):
+    """The library's adaptive test: a bank with a score link's (its stops, its predicted
+    scores: :func:`atlascat.bankdir.simulate_adaptive`), else the plain one (a bank file: no
+    bank folder or score link code loaded)."""
+    batch = o.batch_size or 1
+    if link is None:
+        import numpy as np
+
+        from ..cat.simulate import simulate_cat
+
+        return simulate_cat(ref.load(), config, rng=np.random.default_rng(o.seed),
+                            progress=progress, batch_size=batch, **kwargs)
+    from ..bankdir.adaptive import simulate_adaptive
+
+    return simulate_adaptive(ref, config=config, min_items=o.min_items, seed=o.seed,
+                             bound_stop=o.bound_stop and o.fixed_length is None,
+                             bound_margin=o.bound_margin, batch_size=batch,
+                             progress=progress, **kwargs)
 
 
 def _responses(o: _Options, folder):

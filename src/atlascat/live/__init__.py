@@ -14,7 +14,7 @@
 - :mod:`.lmeval`   :func:`read_lmeval_samples`: lm-evaluation-harness sample logs -> ResponseMatrix
 - :mod:`.report`   a self-contained HTML page per run
 - :mod:`.compare`  :func:`compare_runs`: two finished runs' difference with its 95% interval
-                   (``atlas compare-models``)
+                   (``atlas compare-models``); :func:`comparison_frame`: its rows as a table
 - :mod:`.hf`, :mod:`.lmeval_backend`, :mod:`.toylm`  log-likelihood backends: in-process
                    transformers, any lm-evaluation-harness LM, a deterministic NumPy toy LM
 
@@ -43,6 +43,7 @@ _LAZY = {
     "NoPromptLogprobsError": "subjects", "subject_from_spec": "subjects",
     "SubjectSpec": "subjects",
     "write_run_report": "report", "compare_runs": "compare",
+    "comparison_frame": "compare",
     "HFSubject": "hf", "LMEvalSubject": "lmeval_backend", "ToyLM": "toylm",
 }
 

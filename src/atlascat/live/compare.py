@@ -13,6 +13,7 @@ Example::
     out = compare_runs("runs/tuned", "runs/base", rho=0.5)   # checkpoints: correlated errors
     for row in out["rows"]:
         print(row["benchmark"], row["difference"], row["lo"], row["hi"], row["told_apart"])
+    comparison_frame(out)    # the same rows as a DataFrame, the runs and models beside
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from ..errors import AtlasError, ConfigError, LiveRunError
 
-__all__ = ["compare_runs"]
+__all__ = ["compare_runs", "comparison_frame"]
 
 
 def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
@@ -50,6 +51,22 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
             "score": names.pop() if len(names) == 1 else "predicted score",
             "unit": units.pop() if len(units) == 1 else "points",
             "warning": _mixed_protocols(first, second), "rows": rows}
+
+
+def comparison_frame(compared: dict):
+    """:func:`compare_runs`'s result as a table: one row per benchmark, its ``rows``' columns
+    (``benchmark``, ``first``, ``second``, ``difference``, ``lo``, ``hi``, ``told_apart``,
+    ``score``, ``population``, ``unit``: the numbers ``atlas compare-models --json`` prints),
+    then the comparison's ``first_run``, ``second_run`` (run ids), ``first_model``,
+    ``second_model``, ``rho`` and ``warning`` ("" when none) on every row, so that the
+    tables of several comparisons concatenate into one."""
+    import pandas as pd
+
+    models = list(compared.get("models") or (None, None))
+    runs = {"first_run": compared["first"], "second_run": compared["second"],
+            "first_model": models[0], "second_model": models[1], "rho": compared["rho"],
+            "warning": compared.get("warning") or ""}
+    return pd.DataFrame([{**row, **runs} for row in compared["rows"]])
 
 
 def _resolver(db):

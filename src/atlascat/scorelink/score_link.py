@@ -67,7 +67,7 @@ from .prediction import ScorePrediction, with_stop_note
 from .settings import (BOTTOM_TOLERANCE, BOUND_MARGIN, CHANCE, LZ_CRITICAL, MIN_FIT_ITEMS, MIN_INFO_STOP,
                        MIN_SUPPORT, PRECISION_FLOOR, PRECISION_RATIO, SUPPORT_BANDWIDTH, Z95)
 
-__all__ = ["ScoreLink", "percentile_of"]
+__all__ = ["ScoreLink", "percentile_of", "with_link_stops"]
 
 
 def percentile_of(quantiles, score) -> float:
@@ -632,3 +632,19 @@ class ScoreLink:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise BankError(f"score link file {str(path)!r} cannot be read ({exc})") from None
         return cls.from_dict(d)
+
+
+def with_link_stops(config, settings: dict, min_items_given: bool = False):
+    """``config`` (a :class:`~atlascat.cat.config.CATConfig`) with a score link's stopping
+    rules (:meth:`ScoreLink.stop_settings`).
+
+    The bank's own shortest test (``settings["min_items"]``) applies only when the user gave no
+    minimum of their own (``min_items_given``: ``--min-items``), and never above the config's
+    ``max_items``.
+    """
+    settings = dict(settings)
+    if min_items_given or "min_items" not in settings:
+        settings.pop("min_items", None)
+    else:
+        settings["min_items"] = min(int(settings["min_items"]), config.stopping.max_items)
+    return config.replace(**settings)

@@ -1,0 +1,171 @@
+"""The adaptive test on a bank folder (or any bank with a score link), in one call: what
+``atlas simulate --bank DIR RESPONSES --design adaptive`` runs.
+
+- :func:`adaptive_config`: the CAT's settings with the score link's floor / top and
+  score-precision stops (:func:`atlascat.scorelink.with_link_stops`; the margin on the
+  folder's own scale, :func:`atlascat.catalogue.bankref.bound_margin`) and the bank's own
+  shortest test unless a minimum is given;
+- :func:`simulate_adaptive`: that test for every examinee
+  (:func:`atlascat.cat.simulate.simulate_cat`; a bank folder's recorded models each draw from
+  their own generator, as a live run of one with the same seed does), with the predicted score
+  and its 95% interval in the result's ``persons``;
+- :func:`replay_adaptive`: the same on a bank folder and recorded answers, as tables: the
+  adaptive test's :func:`~atlascat.bankdir.predict.replay_predictor`.
+"""
+from __future__ import annotations
+
+__all__ = ["adaptive_config", "simulate_adaptive", "replay_adaptive"]
+
+
+def _resolve(bank):
+    """(ItemBank, BankFolder or None, ScoreLink or None) of a BankFolder, a BankRef, or what
+    ``--bank`` takes (a bank folder's path, a bundled bank's name, a bank file)."""
+    from ..catalogue.bankref import BankRef
+    from .folder import BankFolder
+
+    if isinstance(bank, BankFolder):
+        return bank.bank, bank, bank.link
+    ref = BankRef.from_option(bank, option="bank")
+    return ref.load(), ref.folder(), ref.link
+
+
+def _config(link, folder, config, *, max_items, min_items, bound_stop, bound_margin):
+    from ..cat.config import CATConfig
+    from ..catalogue.bankref import bound_margin as margin_of
+
+    config = CATConfig() if config is None else config
+    if not isinstance(config, CATConfig):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"config must be a CATConfig, got {type(config).__name__}")
+    changes = {}
+    if max_items is not None:
+        changes["max_items"] = int(max_items)
+    if min_items is not None:
+        changes["min_items"] = int(min_items)
+    elif max_items is not None:   # the default minimum, never above the maximum
+        changes["min_items"] = min(config.stopping.min_items, max(int(max_items), 0))
+    if changes:
+        config = config.replace(**changes)
+    if link is not None and bound_stop:
+        from ..scorelink import with_link_stops
+
+        config = with_link_stops(config, link.stop_settings(margin_of(bound_margin, folder)),
+                                 min_items is not None)
+    return config
+
+
+def adaptive_config(bank, config=None, *, max_items: int | None = None,
+                    min_items: int | None = None, bound_stop: bool = True,
+                    bound_margin: float | None = None):
+    """The CAT's settings (:class:`~atlascat.cat.config.CATConfig`) of the adaptive test on
+    ``bank`` (a bank folder or its path, a bundled bank's name, a
+    :class:`~atlascat.catalogue.BankRef`), as ``atlas simulate`` / ``atlas evaluate`` build
+    them: ``config`` (default CATConfig()) with ``max_items`` / ``min_items`` when given (a
+    ``max_items`` alone lowers the default minimum to it) and, with ``bound_stop`` and a score
+    link, the link's floor / top and score-precision stops (``bound_margin``:
+    ``--bound-margin``, on the folder's metric scale; None: 2% of the scale) and the bank's
+    own shortest test when no ``min_items`` is given (never above ``max_items``)."""
+    _, folder, link = _resolve(bank)
+    return _config(link, folder, config, max_items=max_items, min_items=min_items,
+                   bound_stop=bound_stop, bound_margin=bound_margin)
+
+
+def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject_ids=None,
+                      theta_ref=None, max_items: int | None = None,
+                      min_items: int | None = None, seed: int = 0, bound_stop: bool = True,
+                      bound_margin: float | None = None, batch_size: int = 1, progress=None):
+    """The adaptive test of every examinee on ``bank`` (as :func:`adaptive_config`), scored by
+    its score link: ``atlas simulate --bank BANK [RESPONSES] --design adaptive``.
+
+    ``responses``: recorded answers to replay (a matrix file, read as ``atlas simulate`` reads
+    it: a ``--score-range`` folder's scores mapped from its scale, or a ResponseMatrix /
+    DataFrame on 0-1), or ``thetas`` (with ``subject_ids``): answers drawn from the bank's
+    model; ``theta_ref``: reference thetas for the error columns. ``seed``: with a bank
+    folder and ``responses``, each model draws from its own Generator
+    (:func:`~atlascat.predict.session.subject_generator` of ``seed`` and its id), as a live run
+    of it with the same seed does; else one Generator of ``seed``. ``batch_size``,
+    ``progress``: as :func:`~atlascat.cat.simulate.simulate_cat`'s.
+
+    Returns the :class:`~atlascat.cat.result.CATResult`; with a score link its ``persons`` carry
+    :data:`~atlascat.bankdir.predict.PREDICTION_COLUMNS` after the test's columns: the
+    predicted score with its 95% interval (a bank folder's on its metric's scale,
+    :func:`~atlascat.bankdir.predict.predict_scores`; a bundled bank's the published
+    leaderboard score), the percentile, a flag and a warning. Without a link (a bank file) it
+    is the plain adaptive test."""
+    import numpy as np
+
+    from ..cat.simulate import simulate_cat
+
+    item_bank, folder, link = _resolve(bank)
+    config = _config(link, folder, config, max_items=max_items, min_items=min_items,
+                     bound_stop=bound_stop, bound_margin=bound_margin)
+    kwargs = {"thetas": thetas, "subject_ids": subject_ids, "theta_ref": theta_ref}
+    rng = np.random.default_rng(seed)
+    if responses is not None:
+        kwargs["responses"] = responses = _read(folder, responses)
+        if folder is not None:   # each model's own stream, as a live run's
+            from ..predict.session import subject_generator
+
+            rng = [subject_generator(seed, s) for s in responses.subject_ids]
+    result = simulate_cat(item_bank, config, rng=rng, progress=progress,
+                          batch_size=int(batch_size),
+                          **{k: v for k, v in kwargs.items() if v is not None})
+    if link is None:
+        return result
+    if folder is not None:   # the built bank's predicted score, on its metric's scale
+        from .predict import predict_scores
+
+        predicted = predict_scores(folder, result.persons, result.administered)
+    else:                    # the published leaderboard score
+        from ..scorelink import predict_frame
+
+        predicted = predict_frame(link, result.persons, result.administered)
+    for col in predicted.columns:
+        result.insert_person_column(list(result.person_columns)[-1], col,
+                                    predicted[col].to_numpy())
+    return result
+
+
+def _read(folder, responses):
+    """Recorded answers as :func:`~atlascat.bankdir.predict.read_targets` reads them (a
+    bundled bank's: a matrix file or name with ids normalized, blank rows kept)."""
+    from pathlib import Path
+
+    if folder is not None:
+        from .predict import read_targets
+
+        return read_targets(folder, responses)
+    if isinstance(responses, (str, Path)):
+        from ..catalogue.matrices import resolve_responses
+
+        return resolve_responses(responses, normalize_ids=True, on_empty="keep")
+    from ..responses import as_response_matrix
+
+    return as_response_matrix(responses)
+
+
+def replay_adaptive(folder, responses, config=None, *, max_items: int | None = None,
+                    min_items: int | None = None, seed: int = 0, bound_stop: bool = True,
+                    bound_margin: float | None = None, batch_size: int = 1,
+                    selected: bool = False):
+    """The bank folder's adaptive test (``folder``: a BankFolder or its path) on recorded
+    answers (``responses``: a matrix file read as ``atlas simulate`` reads it, or a
+    ResponseMatrix / DataFrame on 0-1), scored by its score link: ``atlas simulate --bank DIR
+    RESPONSES --design adaptive`` (:func:`simulate_adaptive`; ``config``, ``max_items``,
+    ``min_items``, ``bound_stop``, ``bound_margin`` as :func:`adaptive_config`). One row per
+    target, as ``person_scores.csv``: ``subject_id``, ``theta``, ``se``, ``n_items``,
+    ``stop_reason``, ..., and the predicted score with its 95% interval (``score``,
+    ``score_lo``, ``score_hi``, on the metric's scale), ``percentile``, ``score_flag``,
+    ``score_warning``. With ``selected``: (that frame, the items each target was asked, as
+    ``selected_items.csv``: ``subject_id``, ``item_id``, ``order``, ``score`` (its recorded
+    answer, on the metric's scale), ``theta``, ``se`` after it)."""
+    from .predict import as_folder, to_metric_scale
+
+    folder = as_folder(folder)
+    result = simulate_adaptive(folder, responses, config, max_items=max_items,
+                               min_items=min_items, seed=seed, bound_stop=bound_stop,
+                               bound_margin=bound_margin, batch_size=batch_size)
+    if not selected:
+        return result.persons
+    return result.persons, to_metric_scale(result.administered, folder, ["score"])
