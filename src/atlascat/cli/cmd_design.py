@@ -100,9 +100,7 @@ def register(app: typer.Typer) -> None:
         output: Path = typer.Option(None, "-o", "--output", help="Write the form (bank rows) to CSV."),
         thetas: Path = typer.Option(None, "--thetas",
                                     help="CSV of abilities (theta, theta1..thetaK) to design for "
-                                         "[default: the models the bank's score link was fitted "
-                                         "on (a folder's source models, a shipped bank's "
-                                         "leaderboard models), else N(0, I)]."),
+                                         "[default: its score link's models, else N(0, I)]."),
         prior_precision: float = typer.Option(None, "--prior-precision",
                                               help="Lambda_0, 0 = pure Fisher information "
                                                    "[default: inverse variance of the theta "
