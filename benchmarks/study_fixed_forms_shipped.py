@@ -114,17 +114,17 @@ def summary(rows: pd.DataFrame) -> dict:
     covered = (rows["lo"] <= rows["truth"]) & (rows["truth"] <= rows["hi"])
     by = covered.groupby(rows["third"]).mean()
     return {"n": len(rows), "mae": 100 * float((rows["score"] - rows["truth"]).abs().mean()),
-            "coverage": float(covered.mean()), "width": 100 * float((rows["hi"] - rows["lo"]).mean()),
-            "weakest": float(by.get("weakest", np.nan)), "strongest": float(by.get("strongest", np.nan))}
+            "coverage": float(covered.mean()),
+            "width": 100 * float((rows["hi"] - rows["lo"]).mean()),
+            "weakest": float(by.get("weakest", np.nan)),
+            "strongest": float(by.get("strongest", np.nan))}
 
 
 def paired(rows: pd.DataFrame) -> str:
     """source - N(0, 1): mean difference of absolute errors (points) +- its SE."""
-    err = (rows["score"] - rows["truth"]).abs() * 100
-    key = ["seed", "model"]
-    a = err[rows["design"] == "source"].set_axis(pd.MultiIndex.from_frame(rows.loc[rows["design"] == "source", key]))
-    b = err[rows["design"] == "N(0, 1)"].set_axis(pd.MultiIndex.from_frame(rows.loc[rows["design"] == "N(0, 1)", key]))
-    d = (a - b.reindex(a.index)).dropna()
+    err = rows.assign(err=100 * (rows["score"] - rows["truth"]).abs())
+    wide = err.pivot_table(index=["seed", "model"], columns="design", values="err")
+    d = (wide["source"] - wide["N(0, 1)"]).dropna()
     return f"{d.mean():+.2f} +- {d.std(ddof=1) / np.sqrt(len(d)):.2f}"
 
 
