@@ -168,3 +168,26 @@ def test_a_bank_folder_designs_for_its_source_models(tmp_path, capsys):
     assert main(["design", "--bank", str(folder), "-k", "10", "--json", "--thetas",
                  str(thetas)]) == 0
     assert json.loads(capsys.readouterr().out)["abilities"] == f"the abilities in {thetas}"
+
+
+def test_a_shipped_bank_designs_for_its_link_population(capsys):
+    """`atlas design --bank arc` designs for the leaderboard models its score link was fitted
+    on (the link's kernel count, as on a bank folder), not N(0, 1): on held-out models a
+    smaller error on 4 of 6 shipped benchmarks at 50 items (benchmarks/results/fixed_forms.md,
+    "Shipped banks"); a bank without a link (the paper's banks) keeps N(0, 1)."""
+    from atlascat.catalogue import BankRef
+
+    ref = BankRef.from_option("arc")
+    source, words = ref.design_abilities()
+    nodes, weights = ref.link.source_abilities()
+    assert np.array_equal(source[0], nodes) and np.array_equal(source[1], weights)
+    assert words == f"the leaderboard models' abilities ({ref.link.info['n_models']} models " \
+                    "its score link was fitted on)"
+    assert main(["design", "--bank", "arc", "-k", "20", "--json", "--random-forms", "0"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["abilities"] == f"{words}; --thetas FILE for others"
+    bank = ref.load()
+    want = optimal_form(bank, 20, "D", (nodes, weights))
+    assert got["item_ids"] == list(want.item_ids)
+    assert set(want.item_ids) != set(optimal_form(bank, 20, "D").item_ids)
+    assert BankRef.from_option("paper-hellaswag").design_abilities() == (None, None)

@@ -20,3 +20,21 @@ def test_one_seed_scores_every_target_under_every_design(shared_data, tmp_path):
     assert forms[0] != forms[1] and len(forms[0]) == study.BUDGET
     summary = study.summary(rows[rows["design"] == study.DESIGNS[0]])
     assert 0 <= summary["coverage"] <= 1 and summary["mae"] > 0
+
+
+def test_shipped_study_one_seed_scores_held_out_models_on_both_designs(shared_data):
+    """benchmarks/study_fixed_forms_shipped.py: HellaSwag, seed 0, 50 items: the bank and link
+    rebuilt on 80% of the population, every held-out target scored under each design; a
+    100-item form on a 61-item bank is skipped."""
+    study = load_benchmark("study_fixed_forms_shipped")
+    rows = study.one_seed("hellaswag", 0, [50, 100])
+    assert set(rows["k"]) == {50}
+    assert sorted(rows["design"].unique()) == sorted(study.DESIGNS)
+    sizes = rows.groupby("design").size()
+    assert (sizes == sizes.iloc[0]).all() and sizes.iloc[0] > 300
+    assert np.isfinite(rows[["score", "lo", "hi", "truth"]].to_numpy()).all()
+    assert ((rows["lo"] <= rows["score"]) & (rows["score"] <= rows["hi"])).all()
+    assert rows["answered"].max() == 50
+    r = study.summary(rows[rows["design"] == "source"])
+    assert 0.9 <= r["coverage"] <= 1 and 0 < r["mae"] < 3
+    assert "+-" in study.paired(rows)

@@ -169,6 +169,25 @@ class BankRef:
             return self.folder().link
         return _score_link(self.name) if self.kind == "shipped" else None
 
+    def design_abilities(self):
+        """(abilities, in words) a fixed form on this bank is designed for by default: the
+        calibration models of the bank's own score link (:attr:`link`), as
+        :meth:`ScoreLink.source_abilities` counts them: a bank folder's source models, a
+        shipped content bank's Open LLM Leaderboard population; ``(None, None)`` without
+        such a link (a bank file, a paper bank, a link that keeps no count): N(0, I).
+        On held-out models both beat N(0, 1) by the rule of
+        benchmarks/results/fixed_forms.md (folders: coverage 0.940-0.964 against 0.85-0.92;
+        shipped banks: a smaller error on 4 of 6 benchmarks at 50 items, ARC's larger)."""
+        link = self.link if self.kind in ("dir", "shipped") else None
+        source = None if link is None else link.source_abilities()
+        if source is None:
+            return None, None
+        n = link.info.get("n_models")
+        who = "source" if self.kind == "dir" else "leaderboard"
+        count = "" if not n else (f" ({n} models)" if self.kind == "dir"
+                                  else f" ({n} models its score link was fitted on)")
+        return source, f"the {who} models' abilities{count}"
+
     def score_link(self):
         """The score link of the benchmark the bank measures (theta -> its published score),
         or None: the bank's own (:attr:`link`), or for a bank file the one shipped for the

@@ -51,16 +51,14 @@ def _scored_by_link(ref, spec: str) -> str:
 
 
 def _abilities(ref, thetas, n_dims: int) -> tuple:
-    """(the abilities the form is designed for, in words): ``--thetas``' sample; a bank
-    folder's source models (its link's support, :meth:`ScoreLink.source_abilities`: a test for
-    models like them, benchmarks/results/fixed_forms.md); else N(0, I)."""
+    """(the abilities the form is designed for, in words): ``--thetas``' sample, else the
+    bank's default (:meth:`atlascat.catalogue.BankRef.design_abilities`: its score link's
+    calibration models), else N(0, I)."""
     if thetas is not None:
         return _read_thetas(thetas, n_dims), f"the abilities in {thetas}"
-    source = ref.link.source_abilities() if ref.kind == "dir" and ref.link is not None else None
+    source, words = ref.design_abilities() if n_dims == 1 else (None, None)
     if source is not None:
-        n = ref.link.info.get("n_models")
-        return source, (f"the source models' abilities ({n} models; --thetas FILE for others)"
-                        if n else "the source models' abilities (--thetas FILE for others)")
+        return source, f"{words}; --thetas FILE for others"
     return None, f"N(0, {'I' if n_dims > 1 else '1'}) abilities (--thetas FILE for others)"
 
 
@@ -102,7 +100,7 @@ def register(app: typer.Typer) -> None:
         output: Path = typer.Option(None, "-o", "--output", help="Write the form (bank rows) to CSV."),
         thetas: Path = typer.Option(None, "--thetas",
                                     help="CSV of abilities (theta, theta1..thetaK) to design for "
-                                         "[default: a bank folder's source models, else N(0, I)]."),
+                                         "[default: its score link's models, else N(0, I)]."),
         prior_precision: float = typer.Option(None, "--prior-precision",
                                               help="Lambda_0, 0 = pure Fisher information "
                                                    "[default: inverse variance of the theta "
