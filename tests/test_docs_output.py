@@ -1,0 +1,42 @@
+"""Printed output the docs show outside a ```text transcript (an indented block, a figure in the
+prose) is what the code prints now (the transcripts themselves: tests/test_docs_examples.py,
+slow). Each check is fast: it computes the shown figure or message directly, not by running
+the page."""
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def indented_block_after(page: str, marker: str) -> str:
+    """The indented (4-space) block that follows the line holding ``marker`` on ``page``, its
+    lines joined by single spaces."""
+    lines = (DOCS / page).read_text().splitlines()
+    start = next(n for n, line in enumerate(lines) if marker in line) + 1
+    while not lines[start].strip():
+        start += 1
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("    "):
+            break
+        block.append(line.strip())
+    assert block, f"{page}: no indented block after {marker!r}"
+    return " ".join(block)
+
+
+def test_calibration_page_shows_the_small_sample_warning_as_printed():
+    from atlascat.irt.defaults import DefaultsWarning, resolve
+
+    shown = indented_block_after("calibration.md", "raises a `DefaultsWarning`")
+    n, m = (int(x) for x in re.match(r"(\d+) subjects x (\d+) items", shown).groups())
+    values = (np.random.default_rng(0).random((n, m)) < 0.6).astype(float)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        resolve("auto", "auto", "auto", values, None)
+    printed = [str(w.message) for w in caught if issubclass(w.category, DefaultsWarning)]
+    assert printed == [shown], f"calibration.md shows\n  {shown}\nthe code prints\n  {printed}"
