@@ -40,3 +40,24 @@ def test_calibration_page_shows_the_small_sample_warning_as_printed():
         resolve("auto", "auto", "auto", values, None)
     printed = [str(w.message) for w in caught if issubclass(w.category, DefaultsWarning)]
     assert printed == [shown], f"calibration.md shows\n  {shown}\nthe code prints\n  {printed}"
+
+
+def test_the_malformed_input_catalogue_is_counted_as_it_is():
+    """README's headline row and robustness.md count the catalogue of tests/test_malformed_inputs.py
+    as it now stands (cases, CLI runs, commands, library and file calls)."""
+    from typer.main import get_command
+
+    import test_malformed_inputs as catalogue
+    from atlascat.cli import app
+
+    cli, api, files = len(catalogue.CLI_CASES), len(catalogue.API_CASES), len(catalogue.FILE_API)
+    commands = {a.split()[0] for _, a, _ in catalogue.CLI_CASES if a}
+    assert commands == set(get_command(app).commands), "a command without a malformed case"
+    readme = (DOCS.parent / "README.md").read_text()
+    m = re.search(r"a catalogue of (\d+) malformed inputs across all (\d+) commands", readme)
+    assert m and [int(x) for x in m.groups()] == [cli + api + files, len(commands)], m
+    page = " ".join((DOCS / "robustness.md").read_text().split())
+    m = re.search(r"the catalogue, (\d+) cases \((\d+) CLI runs over all (\d+) commands: [^;]*; "
+                  r"(\d+) library calls; (\d+) file", page)
+    assert m and [int(x) for x in m.groups()] == [cli + api + files, cli, len(commands), api,
+                                                   files], m
