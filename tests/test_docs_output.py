@@ -61,3 +61,37 @@ def test_the_malformed_input_catalogue_is_counted_as_it_is():
                   r"(\d+) library calls; (\d+) file", page)
     assert m and [int(x) for x in m.groups()] == [cli + api + files, cli, len(commands), api,
                                                    files], m
+
+
+def comment_on(page: str, code: str) -> str:
+    """The ``# comment`` of the line of ``page`` that holds ``code`` (what the page says that
+    line gives)."""
+    line = next(x for x in (DOCS / page).read_text().splitlines() if code in x)
+    return line.split("#", 1)[1].strip()
+
+
+def test_leaderboard_page_shows_what_the_link_predicts():
+    """leaderboard.md: `link.predict(theta=0.8, se=0.2)` gives the score, interval and
+    percentile its comment shows."""
+    from atlascat.catalogue import load_score_link
+
+    shown = [float(x) for x in re.findall(r"\d+\.\d+", comment_on(
+        "leaderboard.md", "p.score, p.lo, p.hi, p.percentile"))]
+    p = load_score_link("arc").predict(theta=0.8, se=0.2)
+    assert shown == [round(p.score, 3), round(p.lo, 3), round(p.hi, 3), round(p.percentile, 1)]
+    assert (p.flag, p.warning) == ("", "")
+
+
+def test_protocol_page_shows_an_items_requests_and_rule():
+    """protocol.md: ARC item 3's first request and its scoring rule, as the comments show."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.live import build_item_requests, build_requests
+
+    bank = load_content_bank("arc")
+    first = re.search(r'continuation="([^"]*)"', comment_on("protocol.md", "reqs = build_"))
+    assert build_requests(bank, "3")[0].continuation == first.group(1)
+    item = build_item_requests(bank, "3")
+    assert str((item.rule, item.gold, item.norm)).replace("'", '"') == \
+        comment_on("protocol.md", "item.rule, item.gold, item.norm")
+    assert comment_on("protocol.md", "item.score([").startswith(
+        f"{item.score([-9.0, -8.5, -3.1, -9.9])}:")
