@@ -95,3 +95,25 @@ def test_protocol_page_shows_an_items_requests_and_rule():
         comment_on("protocol.md", "item.rule, item.gold, item.norm")
     assert comment_on("protocol.md", "item.score([").startswith(
         f"{item.score([-9.0, -8.5, -3.1, -9.9])}:")
+
+
+def test_readme_states_the_replayed_models_true_scores(shared_data):
+    """The README's two replayed models: the leaderboard model's published ARC score, and the
+    new model's mean over all the bundled ARC items (a model outside the tenth the README's
+    bank is built from)."""
+    import atlascat as at
+    from atlascat.live.build_bank import load_published_scores
+
+    readme = " ".join((DOCS.parent / "README.md").read_text().split())
+    model = re.search(r"replay:arc#(\S+) --batch-size", readme).group(1)
+    published = re.search(r"published ARC score (\d+\.\d)%", readme).group(1)
+    scores = load_published_scores(shared_data / "openllm" / "leaderboard_scores.csv.gz", "arc")
+    assert f"{100 * scores[model]:.1f}" == published
+    new = re.search(r"--bank my_bank --subject replay:arc#(\S+)", readme).group(1)
+    n_items, mean = re.search(r"Its mean over all (\d+) items: (\d+\.\d)%", readme).groups()
+    arc = at.catalogue.load_responses("arc")
+    row = list(arc.subject_ids).index(new)
+    start, stop, step = (int(x) for x in re.search(
+        r"subset\(subjects=range\((\d+), (\d+), (\d+)\)\)", readme).groups())
+    assert row not in range(start, stop, step), "the new model is one of the source models"
+    assert (str(arc.n_items), f"{100 * np.nanmean(arc.values[row]):.1f}") == (n_items, mean)
