@@ -117,3 +117,26 @@ def test_readme_states_the_replayed_models_true_scores(shared_data):
         r"subset\(subjects=range\((\d+), (\d+), (\d+)\)\)", readme).groups())
     assert row not in range(start, stop, step), "the new model is one of the source models"
     assert (str(arc.n_items), f"{100 * np.nanmean(arc.values[row]):.1f}") == (n_items, mean)
+
+
+def test_calibration_page_shows_the_graded_banks_first_row(tmp_path, monkeypatch):
+    """calibration.md: the columns and first row of the graded bank `atlas calibrate
+    ratings.csv --model graded --se --format mirt` writes (the ratings made as the page makes
+    them)."""
+    from docs_blocks import doc_blocks
+    from atlascat.cli import main
+
+    make = next(b for b in doc_blocks("calibration.md") if b.lang == "python"
+                and 'to_csv("ratings.csv")' in b.text)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(make.text, make.where, "exec"), {"__name__": "__main__"})
+    header, row = indented_block_after("calibration.md", "each category's level:").split()
+    assert main(["calibrate", "ratings.csv", "--model", "graded", "--se", "--format", "mirt",
+                 "-o", "graded.csv", "-q"]) == 0
+    lines = (tmp_path / "graded.csv").read_text().splitlines()
+    assert lines[0] == header
+    cells = lines[1].split(",")
+    shown = row.split(",")
+    head, tail = shown[:shown.index("...")], shown[shown.index("...") + 1:]
+    assert cells[:2] == head[:2] and cells[len(cells) - len(tail):] == tail
+    assert [f"{float(x):.3f}" for x in cells[2:len(head)]] == head[2:]
