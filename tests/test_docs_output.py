@@ -140,3 +140,41 @@ def test_calibration_page_shows_the_graded_banks_first_row(tmp_path, monkeypatch
     head, tail = shown[:shown.index("...")], shown[shown.index("...") + 1:]
     assert cells[:2] == head[:2] and cells[len(cells) - len(tail):] == tail
     assert [f"{float(x):.3f}" for x in cells[2:len(head)]] == head[2:]
+
+
+def test_live_page_states_where_a_suite_target_se_stops(tmp_path, capsys):
+    """live.md: `--target-se 1.6` ends a theta-0.5 simulated model after the items, with the
+    average and interval, the page states."""
+    from atlascat.cli import main
+
+    page = " ".join((DOCS / "live.md").read_text().split())
+    items, avg, lo, hi = re.search(r"`--target-se 1\.6` ends a theta-0\.5 model after (\d+) "
+                                   r"items \(average (\S+)%, interval (\S+)-(\S+)%\)",
+                                   page).groups()
+    assert main(["evaluate", "--suite", "openllm-v1", "--subject", "simulate:0.5",
+                 "--target-se", "1.6", "-o", str(tmp_path / "run"), "-q"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{items} items, stop: target_se" in out
+    assert f"average: {avg}% (95% interval {lo}-{hi}%)" in out
+
+
+def test_cat_page_counts_the_ordinal_tests_that_reached_the_se(tmp_path, monkeypatch, capsys):
+    """cat.md: how many of the 400 simulated judge-rated models' tests reached SE 0.3 and how
+    many used every prompt, as the page's commands give them (summary.json's stop reasons)."""
+    import json
+
+    from docs_blocks import doc_blocks
+    from atlascat.cli import main
+
+    make = next(b for b in doc_blocks("cat.md") if b.lang == "python"
+                and 'to_csv("ratings.csv")' in b.text)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(make.text, make.where, "exec"), {"__name__": "__main__"})
+    page = " ".join((DOCS / "cat.md").read_text().split())
+    se, rest = re.search(r"(\d+) of the 400 tests reached SE 0\.3 \(`summary\.json`, "
+                         r"`stop_reasons`\); the other (\d+) used all 20", page).groups()
+    assert main(["calibrate", "ratings.csv", "--model", "graded", "-o", "graded.csv", "-q"]) == 0
+    assert main(["simulate", "ratings.csv", "--bank", "graded.csv", "--se-stop", "0.3",
+                 "--min-items", "5", "--max-items", "30", "-o", "ordinal_run/", "-q"]) == 0
+    reasons = json.loads((tmp_path / "ordinal_run" / "summary.json").read_text())["stop_reasons"]
+    assert reasons == {"se": int(se), "bank_exhausted": int(rest)}
