@@ -5,6 +5,7 @@ asked by item id, :class:`SimulatedScores`)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import time
 from typing import Callable, Mapping
@@ -103,8 +104,6 @@ class SimulatedScores(SimulatedSubject):
         super().__init__(bank, theta, seed=seed, name=name, kind="item")
 
     def score_items(self, item_ids) -> list[tuple[int, str]]:
-        import json
-
-        return [(int(self.correct(i)), json.dumps({"item_id": str(i),
-                                                   "score": int(self.correct(i))}))
-                for i in map(str, item_ids)]
+        """(0/1, the reply line ``{"item_id", "score"}``) per item, as a command prints it."""
+        scores = [(str(i), int(self.correct(str(i)))) for i in item_ids]
+        return [(s, json.dumps({"item_id": i, "score": s})) for i, s in scores]
