@@ -1,7 +1,8 @@
 """Printed output the docs show outside a ```text transcript (an indented block, a figure in the
-prose) is what the code prints now (the transcripts themselves: tests/test_docs_examples.py,
-slow). Each check is fast: it computes the shown figure or message directly, not by running
-the page."""
+prose, a code comment's result) is what the code gives now (the transcripts themselves:
+tests/test_docs_examples.py, slow; tests/test_docs_transcripts_fast.py). Each check is fast (a
+few seconds at most): it computes the shown figure by a library call or the one command the
+page shows, not by running the whole page."""
 from __future__ import annotations
 
 import re
