@@ -218,8 +218,10 @@ def matrix_bank(tmp_path_factory, shared_data):
     assert "chance level" in r.output and "give --chance for multiple" in r.output
     # and how its predictor combines its parts at 20 models: the mean of IRT and ridge,
     # precision weights
-    assert "IRT + ridge, their mean (weights fitted from 40 models)" in r.output
-    assert "precision weights (fitted from 60 models)" in r.output
+    # (not "weights fitted from 40 models": the folder has 20)
+    assert "IRT + ridge, their mean (below 40 source models; fitted weights from 40)" in r.output
+    assert "precision weights (below 60 source models; a fitted weight from 60)" in r.output
+    assert "fitted from 40 models" not in r.output
     return root
 
 

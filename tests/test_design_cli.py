@@ -125,7 +125,9 @@ def test_a_form_designs_a_shorter_form_and_a_linked_bank_says_how_to_score(tmp_p
     assert main(["design", "--bank", "arc", "-k", "20", "-o", str(form),
                  "--random-forms", "5"]) == 0
     out = capsys.readouterr().out.replace("\n", " ")
-    assert "atlas score ANSWERS --bank arc" in out and "predicted arc score" in out
+    # a shipped bank's link predicts the leaderboard's score (a folder's: its benchmark's)
+    assert "atlas score ANSWERS --bank arc" in out and "predicted leaderboard score" in out
+    assert "predicted arc score" not in out
     assert main(["design", "--bank", str(form), "-k", "5", "-o", str(short),
                  "--random-forms", "5"]) == 0
     out = capsys.readouterr().out
@@ -168,6 +170,10 @@ def test_a_bank_folder_designs_for_its_source_models(tmp_path, capsys):
     assert main(["design", "--bank", str(folder), "-k", "10", "--json", "--thetas",
                  str(thetas)]) == 0
     assert json.loads(capsys.readouterr().out)["abilities"] == f"the abilities in {thetas}"
+    assert main(["design", "--bank", str(folder), "-k", "10", "-o", str(tmp_path / "f.csv"),
+                 "--random-forms", "5"]) == 0
+    out = capsys.readouterr().out.replace("\n", " ")   # named by its benchmark, no leaderboard
+    assert "give its predicted results score" in out and "leaderboard" not in out
 
 
 def test_a_shipped_bank_designs_for_its_link_population(capsys):
@@ -191,3 +197,11 @@ def test_a_shipped_bank_designs_for_its_link_population(capsys):
     assert got["item_ids"] == list(want.item_ids)
     assert set(want.item_ids) != set(optimal_form(bank, 20, "D").item_ids)
     assert BankRef.from_option("paper-hellaswag").design_abilities() == (None, None)
+
+
+def test_score_title_names_a_shipped_banks_score_and_a_folders():
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import score_title
+
+    assert score_title(BankRef.from_option("arc")) == "predicted leaderboard score"
+    assert score_title(BankRef.from_option("paper-arc")) == "predicted leaderboard score"

@@ -93,3 +93,43 @@ def test_docs_links_to_benchmark_pages_resolve():
             if target.startswith("http"):
                 continue
             assert (path.parent / target).resolve().exists(), f"{page}: broken link {target}"
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings (lower case, punctuation dropped, spaces as
+    hyphens, a repeated heading numbered -1, -2, ...); fenced blocks hold no headings."""
+    found, seen, fence = set(), {}, False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        m = None if fence else re.match(r"#{1,6} (.*)", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
+
+
+def test_heading_anchors_follow_githubs_rule():
+    text = ("# The link (`ScoreLink`)\n```\n# not a heading\n```\n"
+            "## Outside the data, misfit\n## Outside the data, misfit\n")
+    assert heading_anchors(text) == {"the-link-scorelink", "outside-the-data-misfit",
+                                     "outside-the-data-misfit-1"}
+
+
+def test_docs_links_to_a_section_find_it():
+    """A link to a section (`page.md#anchor`, `#anchor`) of the README, a docs page or a study
+    page names a heading that page has: a renamed section breaks no link silently."""
+    pages = ["README.md"] + [f"docs/{p}" for p in PAGES]
+    broken = []
+    for page in pages:
+        path = ROOT / page
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", path.read_text()):
+            if target.startswith("http"):
+                continue
+            linked = (path.parent / target).resolve() if target else path
+            if linked.suffix == ".md" and linked.exists() and \
+                    anchor not in heading_anchors(linked.read_text()):
+                broken.append(f"{page}: {target}#{anchor}")
+    assert not broken, "links to sections that do not exist:\n" + "\n".join(broken)

@@ -285,8 +285,10 @@ def test_a_run_cut_short_lists_its_prediction_so_far(folder, tmp_path, design):
 
 
 def test_a_folder_without_requests_says_how_to_ask_it(folder, tmp_path):
+    # (simulate: is asked by id there: tests/test_simulated_by_id.py)
     r = CliRunner().invoke(app, ["evaluate", "--bank", str(folder / "bank"), "--subject",
-                                 "simulate:0.5", "-o", str(tmp_path / "x")])
+                                 "openai:http://127.0.0.1:9", "--llm", "m", "-o",
+                                 str(tmp_path / "x")])
     assert r.exit_code != 0
     msg = str(r.exception) + r.output
     assert "cmd:COMMAND" in msg and "replay:" in msg

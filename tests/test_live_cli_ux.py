@@ -126,7 +126,9 @@ def test_success_writes_nothing_into_the_current_directory(tmp_path, monkeypatch
     ["--bank", "arc", "--subject", "bogus:1"],
     ["--bank", "arc", "--subject", "simulate:0", "--min-items", "30", "--max-items", "3"],
     ["--bank", "arc", "--subject", "simulate:0", "--prompt-style", "odd"],
-    ["--bank", "PLAIN", "--subject", "simulate:0"],   # fails in start_run, after the checks
+    # fails in start_run, after the checks (a simulated model reports no tokens)
+    ["--bank", "PLAIN", "--subject", "simulate:0", "--token-budget", "100"],
+    ["--bank", "PLAIN", "--subject", "openai:http://127.0.0.1:9", "--llm", "m"],   # no content
 ])
 @pytest.mark.parametrize("where", [[], ["-o", "out"], ["--db", "sub/x.sqlite"]])
 def test_a_failed_start_leaves_nothing_behind(tmp_path, monkeypatch, capsys, args, where):

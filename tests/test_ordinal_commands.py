@@ -360,3 +360,11 @@ def test_a_pattern_table_of_ratings_counts_its_subjects(root, tmp_path):
     assert f"on {len(wide)} subjects:" in rows
     assert f"on {len(wide)} subjects ({len(pat)} response patterns):" in pats
     assert rows.split("log-likelihood ")[1][:10] == pats.split("log-likelihood ")[1][:10]
+
+
+def test_simulate_summary_names_its_figures_as_a_binary_banks(root, tmp_path):
+    """One name per figure: an ordinal bank's `atlas simulate` summary says "max exposure" as a
+    binary bank's does (docs/cat.md), not another word for it."""
+    out = _run("simulate", str(root / "judge.csv"), "--bank", str(root / "bank.csv"),
+               "--min-items", "4", "--se-stop", "0.4", "-o", str(tmp_path / "o"))
+    assert "max exposure" in out and "largest exposure" not in out

@@ -73,7 +73,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     rows = [("examinees", summary["n_examinees"]),
             ("items mean", f"{summary['items_mean']:.1f}"),
             ("SE mean", f"{summary['se_mean']:.3f}"),
-            ("largest exposure", f"{summary['exposure_max']:.2f}"),
+            ("max exposure", f"{summary['exposure_max']:.3f}"),   # as a binary bank's summary
             predicted_row]
     if "rmse" in summary:
         rows.append(("RMSE vs true theta", f"{summary['rmse']:.3f}"))

@@ -187,11 +187,13 @@ def _predictor_rows(p, score_range=None) -> list[tuple[str, str]]:
     model = "IRT alone"
     if p.get("ridge"):
         model = ("IRT + ridge, weights fitted" if p.get("ridge_weights_fitted", True) else
-                 f"IRT + ridge, their mean (weights fitted from {RIDGE_FIT_MIN_MODELS} models)")
+                 f"IRT + ridge, their mean (below {RIDGE_FIT_MIN_MODELS} source models; "
+                 f"fitted weights from {RIDGE_FIT_MIN_MODELS})")
     rows = [("benchmark predictor", f"{p['budget']} of {p['n_items']} items"),
             ("predictor's model", model),
             ("predictor's design weight", f"{w:.2f} (the random-item estimate's share)"
-             if w is not None else f"precision weights (fitted from {STACK_MIN_MODELS} models)")]
+             if w is not None else f"precision weights (below {STACK_MIN_MODELS} source models; "
+                                   f"a fitted weight from {STACK_MIN_MODELS})")]
     sm = p.get("score_map")
     points = 100.0 if not score_range else score_range[1] - score_range[0]   # of the scale
     if sm:       # --scores not the item mean: the design estimate is mapped to the score

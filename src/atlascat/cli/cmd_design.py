@@ -45,8 +45,10 @@ def _scored_by_link(ref, spec: str) -> str:
     beyond = ("; for a model that may be stronger than every source model, the folder's "
               f"predictor (atlas evaluate --bank {spec}) holds and a fixed form does not "
               "(benchmarks/results/fixed_forms.md)") if ref.kind == "dir" else ""
+    from ..live.service import score_title
+
     return (f"; a model's answers to the form, scored with `atlas score ANSWERS --bank {spec}`, "
-            f"give its predicted {ref.title} score with a 95% interval (the form's file has "
+            f"give its {score_title(ref)} with a 95% interval (the form's file has "
             f"the items' parameters only){beyond}")
 
 

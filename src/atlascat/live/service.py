@@ -41,7 +41,7 @@ from .subjects import is_ordinal
 
 __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
            "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
-           "predictor_prediction", "ordinal_prediction", "DESIGNS"]
+           "predictor_prediction", "ordinal_prediction", "DESIGNS", "score_title"]
 
 
 # ------------------------------------------------------------------ the predicted score
@@ -64,6 +64,15 @@ def _named(ref: BankRef, pred: dict) -> dict:
 
     words = folder_words(ref.folder())
     return {**pred, "benchmark": words.pop("benchmark"), "population": SOURCE, **words}
+
+
+def score_title(ref: BankRef) -> str:
+    """What a prediction through ``ref``'s score link is called in every output: "predicted
+    leaderboard score" for a shipped bank, "predicted <benchmark> score" for a bank folder built
+    from the user's source models (or a bank file of the user's own)."""
+    from .report import score_name
+
+    return score_name({"benchmark": ref.title, "population": _population(ref)})
 
 
 def _continuous(ref: BankRef | None) -> bool:

@@ -34,6 +34,7 @@ CommandSubject            the user's program (``cmd:COMMAND``): sent a bank's re
                           without requests, it scores items by id.
 CallableSubject           wraps a Python function ``fn(item, prompt) -> str``.
 SimulatedSubject          answers correctly with the bank's probability at a fixed theta.
+SimulatedScores           the same, asked by item id (a bank without item content).
 :class:`SubjectSpec` parses a ``--subject`` string and builds any of these (and ``hf:`` /
 ``lmeval:`` subjects from :mod:`atlascat.live.hf` / :mod:`atlascat.live.lmeval_backend`); it
 rebuilds a stored run's subject from its description, whose ``type`` is the spec's kind.
@@ -62,7 +63,7 @@ from .completions import (NoPromptLogprobsError, OpenAICompletionsSubject,
 from .http import MAX_REPLY_BYTES, RETRY_STATUS
 from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
-from .scripted import CallableSubject, SimulatedSubject, item_uniform
+from .scripted import CallableSubject, SimulatedScores, SimulatedSubject, item_uniform
 from .spec import (HTTP_OPTIONS, SUBJECT_KINDS, SubjectSpec, has_requests, is_ordinal,
                    parse_theta_spec, subject_from_spec)
 
@@ -70,6 +71,6 @@ __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_logl
            "NoPromptLogprobsError", "ShiftedPromptLogprobsError", "echo_alignment", "ReplaySubject", "CallableSubject", "SimulatedSubject",
            "subject_from_spec", "parse_theta_spec", "continuation_logprob", "harness_split",
            "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_KINDS", "HTTP_OPTIONS",
-           "SubjectSpec",
+           "SubjectSpec", "SimulatedScores",
            "ItemScoredSubject", "is_item_scored", "CommandSubject", "RecordedAnswers",
            "has_requests", "is_ordinal"]

@@ -1,9 +1,11 @@
 """In-process prompt subjects: a Python function (:class:`CallableSubject`) and a model that
 answers item i correctly iff ``u(seed, i) < P_i(theta)`` (:class:`SimulatedSubject`, with the
-per-item uniform ``u`` of :func:`item_uniform`)."""
+per-item uniform ``u`` of :func:`item_uniform`; on a bank without item content the same model
+asked by item id, :class:`SimulatedScores`)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import time
 from typing import Callable, Mapping
@@ -14,7 +16,7 @@ from ...errors import ConfigError
 from ...content.items import Prompt, correct_answer_text, wrong_answer_text
 from .base import Answer
 
-__all__ = ["CallableSubject", "SimulatedSubject", "item_uniform"]
+__all__ = ["CallableSubject", "SimulatedSubject", "SimulatedScores", "item_uniform"]
 
 
 class CallableSubject:
@@ -90,3 +92,18 @@ class SimulatedSubject:
         ok = self.correct(item["item_id"])
         return Answer(text=correct_answer_text(item) if ok else wrong_answer_text(item),
                       latency_s=0.0)
+
+
+class SimulatedScores(SimulatedSubject):
+    """``simulate:THETA[:SEED]`` on a bank without item content (a bank file, a folder built
+    from a response matrix): the same model, asked by item id (an item-scored subject, as
+    ``replay:`` is there): item i scores 1 iff ``item_uniform(seed, i) < P_i(theta)``, the
+    draws :class:`SimulatedSubject` answers a content bank's prompts by."""
+
+    def __init__(self, bank, theta: float, *, seed: int = 0, name: str | None = None):
+        super().__init__(bank, theta, seed=seed, name=name, kind="item")
+
+    def score_items(self, item_ids) -> list[tuple[int, str]]:
+        """(0/1, the reply line ``{"item_id", "score"}``) per item, as a command prints it."""
+        scores = [(str(i), int(self.correct(str(i)))) for i in item_ids]
+        return [(s, json.dumps({"item_id": i, "score": s})) for i, s in scores]

@@ -15,7 +15,7 @@ from .chat import OpenAICompatible
 from .completions import OpenAICompletionsSubject
 from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
-from .scripted import SimulatedSubject
+from .scripted import SimulatedScores, SimulatedSubject
 
 __all__ = ["SubjectSpec", "subject_from_spec", "parse_theta_spec", "has_requests",
            "SUBJECT_KINDS", "HTTP_OPTIONS", "is_ordinal"]
@@ -200,6 +200,9 @@ class SubjectSpec:
             if bank is None:
                 raise ConfigError("simulate: needs the bank (SubjectSpec.build(bank))")
             theta, seed = parse_theta_spec(target)
+            if not has_requests(bank):   # a bank file, a folder built from a matrix: by id
+                return SimulatedScores(bank, theta, seed=seed,
+                                       name=model or f"simulated(theta={theta:g})")
             return SimulatedSubject(bank, theta, seed=seed,
                                     name=model or f"simulated(theta={theta:g})",
                                     kind="chat" if kw.get("chat", True) else "completion")
