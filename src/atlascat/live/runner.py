@@ -634,7 +634,7 @@ def _check_scores(session, items, scores) -> list:
     for item, sc in zip(items, scores):   # off the item's scale: one line
         why = None if sc is None else bank.rating_problem(item, sc)
         if why is not None:
-            raise LiveRunError(f"item {item!r} was rated {sc!r}, which {why}")
+            raise SubjectError(f"item {item!r} was rated {sc!r}, which {why}")   # resumable
     return [None if sc is None else credit(i, sc) for i, sc in zip(items, scores)]
 
 
