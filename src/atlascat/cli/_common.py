@@ -446,17 +446,9 @@ def mean_and_width(mean: float, width: float) -> str:
     return f"{mean:.1f} (95% intervals {width:.1f} points wide)"
 
 
-def unseen_words(n: int) -> str:
-    """What ``n`` ratings that their items never had at calibration became (the words of
-    :func:`note_unseen_ratings` and of a live ordinal run's summary)."""
-    return (f"{n} rating(s) are levels their item never had at calibration (e.g. a 10 where "
-            "its best was 9); each is scored as the category it falls in (the item's nearest "
-            "level below, its lowest level when below all)")
-
-
 def note_unseen_ratings(bank, ratings) -> None:
     """One note line when ratings on the scale fell on levels their items never had at
     calibration (scored as the category each falls in: :class:`~atlascat.irt.polybank.PolyBank`)."""
-    n = int(bank.unseen(ratings).sum())
-    if n:
-        err_console.print(f"note: {unseen_words(n)}", markup=False)
+    note = bank.unseen_note(ratings)
+    if note:
+        err_console.print(f"note: {note}", markup=False)

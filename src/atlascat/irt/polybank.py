@@ -319,6 +319,21 @@ class PolyBank:
         among = (values[..., None] == lev).any(axis=-1)
         return on_scale & whole & ~among
 
+    def unseen_note(self, values) -> str | None:
+        """One sentence on the ratings of ``values`` (n, n_items) that :meth:`unseen` finds,
+        with the first of them as its example, in the bank's own words (the item, the rating,
+        the levels its source models gave); None when there is none."""
+        hit = self.unseen(values)
+        n = int(hit.sum())
+        if not n:
+            return None
+        r, j = np.argwhere(hit)[0]
+        v = float(np.asarray(values, dtype=float)[r, j])
+        return (f"{n} rating(s) are levels their item never had at calibration (e.g. a {v:g} "
+                f"on item {str(self.item_ids[j])!r}, whose source models gave "
+                f"{_fmt_levels(self.levels[j])}); each is scored as the category it falls in "
+                "(the item's nearest level below, its lowest level when below all)")
+
     def scores(self) -> np.ndarray:
         """(n_items, K_max) level of every category (NaN where absent)."""
         out = np.full((len(self), self.params.shape[1]), np.nan)
