@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ._common import console, escape, json_safe, predicted_summary, print_frame, progress_bar
+from ._common import (console, err_console, escape, json_safe, predicted_summary, print_frame,
+                      progress_bar)
 from ._options import cli_names
 
 
@@ -69,6 +70,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ok = np.isfinite(p.true_theta)
         summary["rmse"] = float(np.sqrt(np.mean((p.theta[ok] - p.true_theta[ok]) ** 2)))
         summary["correlation"] = float(np.corrcoef(p.theta[ok], p.true_theta[ok])[0, 1])
+    few = (summary.get("warnings") or [None])[0]
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
     rows = [("examinees", summary["n_examinees"]),
             ("items mean", f"{summary['items_mean']:.1f}"),
@@ -79,6 +81,8 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         rows.append(("RMSE vs true theta", f"{summary['rmse']:.3f}"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title=f"atlas simulate ({pb.model} bank, {len(pb)} items)")
+    if few:
+        err_console.print(f"warning: {few}", markup=False)
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
                   f"{'selected_items.csv, ' if o.selected else ''}"
                   f"{'selected_items/, ' if o.selected_folder else ''}item_exposure.csv, "
@@ -107,7 +111,9 @@ def _predicted_mean_rating(pb, res, bank: str) -> tuple[dict, tuple[str, str]]:
     words = {"benchmark": BankRef.from_option(bank).title, "metric": pb.rating_metric(),
              "ratings": True,
              **({"scale": list(scale)} if scale else {})}
-    return predicted_summary(words, persons)
+    figures, row = predicted_summary(words, persons)
+    few = pb.few_sources_warning(ratings)   # the items' estimation error left out
+    return ({**figures, "warnings": [few]} if few else figures), row
 
 
 def _check_options(o) -> None:

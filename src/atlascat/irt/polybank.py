@@ -443,6 +443,35 @@ class PolyBank:
         ends = {(float(lo), float(hi)) for lo, hi in self.scales}
         return ends.pop() if len(ends) == 1 else None
 
+    def source_models(self) -> float | None:
+        """How many source ratings the items were calibrated on (the median of the bank's
+        ``n_responses`` column), None when the bank does not say."""
+        if self.metadata is None or "n_responses" not in self.metadata:
+            return None
+        n = self.metadata["n_responses"].to_numpy(float)
+        n = n[np.isfinite(n)]
+        return float(np.median(n)) if n.size else None
+
+    def few_sources_warning(self, ratings=None) -> str | None:
+        """One line when the items were calibrated on fewer source models than
+        :data:`~atlascat.irt.defaults.PREDICTION_MIN_SOURCES`: the predicted mean rating's
+        interval then holds theta's uncertainty, not the calibration's, and covers fewer
+        than 95% of new models; None otherwise, when the bank does not say, or when
+        ``ratings`` (n, n_items in the bank's order) rate every item (nothing predicted)."""
+        from .defaults import PREDICTION_MIN_SOURCES
+
+        n = self.source_models()
+        if n is None or n >= PREDICTION_MIN_SOURCES:
+            return None
+        if ratings is not None and not np.isnan(np.asarray(ratings, dtype=float)).any():
+            return None
+        return (f"the bank was calibrated on {n:g} source models' ratings (fewer than "
+                f"{PREDICTION_MIN_SOURCES}): the predicted mean rating's 95% interval holds "
+                "theta's uncertainty, not the item parameters', and covers fewer new models "
+                "than 95% (benchmarks/results/polytomous.md); for an interval that holds, read "
+                "the ratings as a score on their scale (a bank folder's --score-range: its "
+                "interval is design-based)")
+
     def rating_metric(self) -> str:
         """What :meth:`mean_rating` is: "mean rating" on the items' shared scale, else "mean
         rating, as a share of each item's scale"."""

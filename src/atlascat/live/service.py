@@ -117,7 +117,7 @@ def ordinal_prediction(bank, theta: float, se: float, answers=None) -> dict:
     without them at theta +- SE (:meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`);
     on the items' rating scale when they share one (``scale``), else as a share of each
     item's own (0-1); ``ratings`` (True) names it a mean rating wherever it is shown."""
-    unseen, note = 0, None
+    unseen, note, ratings = 0, None, None
     if answers:
         from ..irt.polyscore import aligned_ratings, predict_mean_rating
 
@@ -135,6 +135,9 @@ def ordinal_prediction(bank, theta: float, se: float, answers=None) -> dict:
         out["unseen_ratings"], out["unseen_note"] = unseen, note   # how many; the words
     if scale:
         out["scale"] = list(scale)
+    few = bank.few_sources_warning(ratings)   # the interval omits the calibration's error
+    if few:
+        out["warning"] = few
     return out
 
 
