@@ -40,7 +40,7 @@ import pandas as pd
 from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
-from .checks import check_model, check_score_range
+from .checks import check_model, check_score_range, in_source_models
 from .defaults import BUDGET, FOLDS, MIN_MODELS, PREDICTOR_ITEMS_FILE
 
 __all__ = ["build_bank", "build_warnings", "benchmark_name", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
@@ -756,8 +756,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                      "budget": int(budget), "folds": int(folds),
                      "score_range": None if score_range is None else list(score_range)},
         "cross_fit": link.info.get("cross_fit"),
-        "calibration": {"model": bank.model, "warnings": sorted({
-            str(w.message) for w in caught if not issubclass(w.category, DimensionalityWarning)})},
+        "calibration": {"model": bank.model, "warnings": sorted({in_source_models(
+            str(w.message)) for w in caught if not issubclass(w.category, DimensionalityWarning)})},
         "dimensionality": dims.to_dict(),
         "requests": None if recs is None else {
             "n_items": len(recs),

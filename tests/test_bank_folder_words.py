@@ -1,0 +1,37 @@
+"""A bank folder's build speaks of its source models: the calibration's warnings, which count
+"subjects" and name the Python keyword, read "source models" and the folder's ``--model`` in
+the manifest and in what ``atlas build-bank`` prints."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from atlascat.bankdir import build_bank
+from atlascat.bankdir.builder import build_warnings
+from atlascat.bankdir.checks import in_source_models
+from atlascat.irt import polytomous as poly
+
+
+def test_a_calibration_warning_in_source_models():
+    said = ("40 subjects x 120 items: calibrated as a 2PL with a ~ lognorm(0,1), not a 3PL: "
+            "below 500 subjects the prior-ed 2PL predicts held-out subjects best "
+            "(docs/calibration.md); pass model= (CLI --model) to override")
+    assert in_source_models(said) == (
+        "40 source models x 120 items: calibrated as a 2PL with a ~ lognorm(0,1), not a 3PL: "
+        "below 500 source models the prior-ed 2PL predicts held-out models best "
+        "(docs/calibration.md); --model overrides it")
+
+
+def test_a_judges_ratings_folder_warns_of_its_source_models(tmp_path):
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(0.2, 0.3, 30)
+    d = -np.sort(rng.normal(0, 1.3, (30, 9)), axis=1) * a[:, None]
+    y = poly.sample("graded", np.column_stack([a, d]), rng.normal(size=30), rng) + 1   # 1-10
+    pd.DataFrame(y, index=[f"m{i}" for i in range(30)],
+                 columns=[f"p{j}" for j in range(30)]).rename_axis("model").to_csv(
+        tmp_path / "judge.csv")
+    folder = build_bank(tmp_path / "judge.csv", tmp_path / "bank", folds=0, score_range=(1, 10),
+                        name="JudgeBench")
+    said = build_warnings(folder.manifest)
+    assert any("30 source models" in w for w in said), said
+    assert not any("subjects" in w or "model=" in w for w in said), said
