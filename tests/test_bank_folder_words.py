@@ -1,9 +1,14 @@
 """A bank folder's build speaks of its source models: the calibration's warnings, which count
 "subjects" and name the Python keyword, read "source models" and the folder's ``--model`` in
-the manifest and in what ``atlas build-bank`` prints."""
+the manifest and in what ``atlas build-bank`` prints; and the manifest is strict JSON (a
+figure not computed is null, not NaN, which JSON parsers other than Python's refuse)."""
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
+import pytest
 import pandas as pd
 
 from atlascat.bankdir import build_bank
@@ -35,3 +40,18 @@ def test_a_judges_ratings_folder_warns_of_its_source_models(tmp_path):
     said = build_warnings(folder.manifest)
     assert any("30 source models" in w for w in said), said
     assert not any("subjects" in w or "model=" in w for w in said), said
+
+    text = (tmp_path / "bank" / "manifest.json").read_text()
+
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    manifest = json.loads(text, parse_constant=refuse)
+    assert manifest["dimensionality"]["residual_eigenvalue"] is None   # not computed
+    from atlascat.bankdir import load_bank_dir
+    from atlascat.irt.dimensionality import Dimensionality
+
+    dims = Dimensionality.from_dict(load_bank_dir(tmp_path / "bank").manifest["dimensionality"])
+    assert math.isnan(dims.residual) and dims.first == pytest.approx(
+        folder.manifest["dimensionality"]["first_eigenvalue"])
+    assert not dims.second_dimension
