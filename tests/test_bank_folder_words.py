@@ -55,3 +55,24 @@ def test_a_judges_ratings_folder_warns_of_its_source_models(tmp_path):
     assert math.isnan(dims.residual) and dims.first == pytest.approx(
         folder.manifest["dimensionality"]["first_eigenvalue"])
     assert not dims.second_dimension
+
+
+def test_a_new_models_scores_off_a_folders_scale_are_worded_for_it(tmp_path):
+    """Reading a new model's 1-10 ratings for a --score-range 1 10 folder (atlas score,
+    simulate, replay:): an 11 names the folder's range, set at build (the command has no
+    --score-range to check); text names the 1-10 scale, not [0, 1]."""
+    from atlascat.bankdir.scaled import read_scaled_matrix
+    from atlascat.errors import ResponseDataError
+
+    df = pd.DataFrame([[3, 7], [11, 5]], index=["a", "b"], columns=["p0", "p1"])
+    df.rename_axis("model").to_csv(tmp_path / "off.csv")
+    with pytest.raises(ResponseDataError) as exc:
+        read_scaled_matrix(tmp_path / "off.csv", (1, 10), folder=True)
+    msg = str(exc.value)
+    assert "outside the bank folder's score range [1, 10] (set when it was built" in msg
+    assert "check --score-range" not in msg and "\n" not in msg
+    with pytest.raises(ResponseDataError, match=r"check --score-range"):   # a build's option
+        read_scaled_matrix(tmp_path / "off.csv", (1, 10))
+    df.astype(object).where(df < 10, "good").rename_axis("model").to_csv(tmp_path / "t.csv")
+    with pytest.raises(ResponseDataError, match=r"numbers on the scale \[1, 10\] or blank"):
+        read_scaled_matrix(tmp_path / "t.csv", (1, 10), folder=True)

@@ -329,8 +329,8 @@ class PolyBank:
             return None
         r, j = np.argwhere(hit)[0]
         v = float(np.asarray(values, dtype=float)[r, j])
-        return (f"{n} rating(s) are levels their item never had at calibration (e.g. a {v:g} "
-                f"on item {str(self.item_ids[j])!r}, whose source models gave "
+        return (f"{n} rating(s) are levels their item never had at calibration (e.g. item "
+                f"{str(self.item_ids[j])!r} rated {v:g}, where its source models gave "
                 f"{_fmt_levels(self.levels[j])}); each is scored as the category it falls in "
                 "(the item's nearest level below, its lowest level when below all)")
 
