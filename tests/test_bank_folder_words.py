@@ -76,3 +76,32 @@ def test_a_new_models_scores_off_a_folders_scale_are_worded_for_it(tmp_path):
     df.astype(object).where(df < 10, "good").rename_axis("model").to_csv(tmp_path / "t.csv")
     with pytest.raises(ResponseDataError, match=r"numbers on the scale \[1, 10\] or blank"):
         read_scaled_matrix(tmp_path / "t.csv", (1, 10), folder=True)
+
+
+def test_right_wrong_items_mixed_into_ratings_warn(tmp_path):
+    """Two 0/1 items among 0-10 ratings: the folder's build and the ordinal calibration say
+    that a right answer would count as 1 point of 10; a 0-3 rubric's hard item rated 0 or 1,
+    and ratings alone, do not."""
+    import warnings
+
+    from atlascat.irt.polycal import calibrate_ordinal
+    from atlascat.validation import zero_one_items
+
+    rng = np.random.default_rng(5)
+    a = rng.lognormal(0.2, 0.3, 20)
+    d = -np.sort(rng.normal(0, 1.3, (20, 10)), axis=1) * a[:, None]
+    y = pd.DataFrame(poly.sample("graded", np.column_stack([a, d]), rng.normal(size=30), rng),
+                     index=[f"m{i}" for i in range(30)], columns=[f"p{j}" for j in range(20)])
+    mixed = y.assign(right=rng.integers(0, 2, 30), wrong=rng.integers(0, 2, 30))
+    mixed.rename_axis("model").to_csv(tmp_path / "mixed.csv")
+    said = zero_one_items(mixed.to_numpy(float), list(mixed.columns), (0, 10))
+    assert said.startswith("2 item(s) (e.g. 'right') hold only 0 and 1 on the 0-10 scale")
+    assert zero_one_items(y.to_numpy(float), list(y.columns), (0, 10)) is None
+    assert zero_one_items(np.array([[0, 3], [1, 2.0]]), ["hard", "q"], (0, 3)) is None
+    for run in (lambda: calibrate_ordinal(mixed, "graded", value_range=(0, 10)),
+                lambda: build_bank(tmp_path / "mixed.csv", tmp_path / "bank", folds=0,
+                                   score_range=(0, 10))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run()
+        assert any("hold only 0 and 1 on the 0-10 scale" in str(w.message) for w in caught)

@@ -106,7 +106,8 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     from ..responses import ResponseMatrix
 
     if score_range is not None:
-        return read_scaled_matrix(path, score_range, shares_warning=False), None, [str(path)]
+        return (read_scaled_matrix(path, score_range, shares_warning=False, source=True), None,
+                [str(path)])
     try:
         return ResponseMatrix.read(path, on_empty="drop"), None, [str(path)]
     except ResponseDataError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ResponseDataError, warn_user
+from ..validation import zero_one_items
 
 __all__ = ["read_scaled_matrix", "shares_of_one"]
 
@@ -27,12 +28,14 @@ def shares_of_one(values, lo: float, hi: float) -> bool:
 
 
 def read_scaled_matrix(path, score_range, *, shares_warning: bool = True, folder: bool = False,
-                       **read_kwargs):
+                       source: bool = False, **read_kwargs):
     """A response matrix whose scores lie on ``score_range`` (lo, hi) (BLEU 0-100, a 1-10
     rating), mapped to [0, 1] once: y = (x - lo) / (hi - lo). A cell outside the range, or
     text, is refused with one line on that scale (``folder``: the range is a built folder's,
     not an option of the command); scores that look like shares of 1 warn
-    (:func:`shares_of_one`; ``shares_warning=False``: a build, which refuses them itself)."""
+    (:func:`shares_of_one`; ``shares_warning=False``: a build, which refuses them itself);
+    ``source`` (a build's source models): items scored only 0 and 1 among ratings that use the
+    scale warn (:func:`atlascat.validation.zero_one_items`)."""
     from ..responses import ResponseMatrix
 
     lo, hi = score_range
@@ -62,6 +65,10 @@ def read_scaled_matrix(path, score_range, *, shares_warning: bool = True, folder
                     f"{v[r, c]:g} at row {r}{who}{what if who else ''}; {fix}")
             if shares_warning:
                 shares_of_one(v, lo, hi)
+            ids = list(range(v.shape[1]) if item_ids is None else item_ids)
+            mixed = zero_one_items(v, ids, (lo, hi)) if source else None
+            if mixed:
+                warn_user(mixed)
             super().__init__((v - lo) / (hi - lo), subject_ids, item_ids, **kw)
 
     kw = {"on_empty": "drop", **read_kwargs}

@@ -230,6 +230,12 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     keep, dropped = _one_level_items(values, iids, on_empty)
     values, iids, models = values[:, keep], np.asarray(iids)[keep], models[keep]
     data = encode(values, iids, value_range, sids)
+    if value_range is not None:   # one declared scale: right/wrong items do not belong on it
+        from ..validation import zero_one_items
+
+        mixed = zero_one_items(values, iids, value_range)
+        if mixed:
+            warn_user(mixed)
     problems = thin_categories(data, w)
     for note in problems:
         warn_user(note, IdentificationWarning)
