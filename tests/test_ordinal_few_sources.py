@@ -95,3 +95,21 @@ def test_score_simulate_and_a_live_run_say_it(files):
     r = CliRunner().invoke(app, ["score", str(files / "new.csv"), "--bank",
                                  str(files / "bank.csv"), "-o", str(files / "s.csv")])
     assert r.exit_code == 0 and "source models' ratings" not in r.output   # all rated: exact
+
+
+def test_compare_models_inherits_the_runs_warning(files):
+    """Two runs on the same few-source bank: the difference's interval is made of theirs, so
+    compare-models says their warning once (both runs), in its output and --json."""
+    from atlascat.live.compare import compare_runs
+
+    plan = ["--se-stop", "0.5", "--min-items", "3", "--max-items", "6", "-q"]
+    for m in ("m0", "m2"):
+        r = CliRunner().invoke(app, ["evaluate", "--bank", str(files / "bank.csv"), "--subject",
+                                     f"replay:{files / 'new.csv'}#{m}", *plan, "-o",
+                                     str(files / f"run_{m}")])
+        assert r.exit_code == 0, r.output + str(r.exception)
+    out = compare_runs(files / "run_m0", files / "run_m2")
+    assert out["warning"].startswith("both runs on bank: the bank was calibrated on 40 source")
+    assert out["rows"][0]["warnings"] == [out["warning"]]
+    r = CliRunner().invoke(app, ["compare-models", str(files / "run_m0"), str(files / "run_m2")])
+    assert r.exit_code == 0 and "warning: both runs on bank" in " ".join(r.output.split())
