@@ -5,6 +5,7 @@ in scoring, the simulated adaptive test and a live run alike; a rating off the s
 line."""
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
@@ -183,6 +184,8 @@ class TestCalibrated:
         assert any(f"e.g. item {i!r} rated 5, where its source models gave 1;2;3;4)" in
                    result["prediction"]["unseen_note"] for i in never)
         assert "a 10 where" not in r.output and "rated 5, where its" in " ".join(r.output.split())
+        page = html.unescape(next((out / "reports").glob("*.html")).read_text())
+        assert result["prediction"]["unseen_note"] in page        # the run's page says it too
         r = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite"), "--run",
                                      result["run_id"], "--json"])
         assert json.loads(r.output)["prediction"]["score"] == result["prediction"]["score"]
