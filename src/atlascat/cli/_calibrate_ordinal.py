@@ -130,7 +130,7 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         raise ConfigError(f"{', '.join(given)}: binary banks only; drop for an ordinal bank")
 
     from ..irt.ability import estimate_ability
-    from ._common import err_console, print_frame
+    from ._common import err_console, print_frame, warn
 
     bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
     iids = list(frame.columns)
@@ -153,7 +153,7 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     pred = predict_mean_rating(aligned, bk)   # whatever the method: what simulate writes
     few = bk.few_sources_warning(aligned)
     if few:
-        err_console.print(f"warning: {few}", markup=False)
+        warn(few)
     for k, col in enumerate(("score", "score_lo", "score_hi")):
         df.insert(5 + k, col, pred[k])
     if weights is not None:

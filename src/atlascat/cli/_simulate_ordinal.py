@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ._common import (console, err_console, escape, json_safe, predicted_summary, print_frame,
-                      progress_bar)
+from ._common import (console, escape, json_safe, predicted_summary, print_frame, progress_bar,
+                      warn)
 from ._options import cli_names
 
 
@@ -82,7 +82,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title=f"atlas simulate ({pb.model} bank, {len(pb)} items)")
     if few:
-        err_console.print(f"warning: {few}", markup=False)
+        warn(few)
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
                   f"{'selected_items.csv, ' if o.selected else ''}"
                   f"{'selected_items/, ' if o.selected_folder else ''}item_exposure.csv, "
