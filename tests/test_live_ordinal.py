@@ -312,3 +312,13 @@ def test_a_rating_off_the_scale_stops_a_run_that_resumes(root, tmp_path):
     """The run stops saved, its one line says how to resume, as for a folder's score."""
     msg = _evaluate(root, _cmd(root, "m1", "offscale"), tmp_path / "off", fails=True)
     assert "can be resumed" in msg and "--resume" in msg and "\n" not in msg
+
+
+def test_a_recorded_rating_off_the_scale_is_not_offered_a_resume(root, tmp_path):
+    """A replayed rating off the item's scale is the recording's: resuming would replay it
+    again, so the one line does not offer it (a command's is fixable and does)."""
+    off = pd.read_csv(root / "ratings.csv", index_col=0)
+    off.loc["m1"] = 7
+    off.to_csv(tmp_path / "off.csv")
+    msg = _evaluate(root, f"replay:{tmp_path / 'off.csv'}#m1", tmp_path / "o", fails=True)
+    assert "outside the item's scale 1-4" in msg and "resume" not in msg and "\n" not in msg
