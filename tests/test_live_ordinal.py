@@ -314,11 +314,15 @@ def test_a_rating_off_the_scale_stops_a_run_that_resumes(root, tmp_path):
     assert "can be resumed" in msg and "--resume" in msg and "\n" not in msg
 
 
-def test_a_recorded_rating_off_the_scale_is_not_offered_a_resume(root, tmp_path):
-    """A replayed rating off the item's scale is the recording's: resuming would replay it
-    again, so the one line does not offer it (a command's is fixable and does)."""
+def test_a_recorded_rating_off_the_scale_is_refused_before_asking(root, tmp_path):
+    """A replayed rating off its item's scale is the recording's: refused before the run
+    starts, as `atlas simulate` refuses it, naming the model and item (no run stored, no
+    resume offered: it would replay it again); a command's is fixable and offers one."""
     off = pd.read_csv(root / "ratings.csv", index_col=0)
-    off.loc["m1"] = 7
+    off.loc["m1", "q3"] = 7
     off.to_csv(tmp_path / "off.csv")
     msg = _evaluate(root, f"replay:{tmp_path / 'off.csv'}#m1", tmp_path / "o", fails=True)
-    assert "outside the item's scale 1-4" in msg and "resume" not in msg and "\n" not in msg
+    assert "rating 7 of model 'm1' on item 'q3' is outside the item's scale 1-4" in msg
+    assert "resume" not in msg and "\n" not in msg
+    assert not (tmp_path / "o" / "runs.sqlite").exists()
+    _evaluate(root, f"replay:{tmp_path / 'off.csv'}#m2", tmp_path / "m2")   # others replay
