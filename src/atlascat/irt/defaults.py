@@ -82,8 +82,8 @@ from .colstats import binary_counts
 
 __all__ = ["AUTO", "QUADPTS", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
-           "SMALL_N_DEFAULT", "PREDICTION_PRIOR_SD", "PREDICTION_MIN_SOURCES", "choose_defaults", "is_auto",
-           "identification_problems", "resolve"]
+           "SMALL_N_DEFAULT", "PREDICTION_PRIOR_SD", "PREDICTION_MIN_SOURCES", "choose_defaults",
+           "is_auto", "identification_problems", "resolve"]
 
 AUTO = "auto"
 #: the quadrature grid every marginal likelihood, EAP and fit statistic integrates on by

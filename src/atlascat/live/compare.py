@@ -35,9 +35,10 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     when one run was asked approximately and the other not, and with the runs' own prediction
     warnings, which the difference inherits) and ``rows``: ``benchmark``, ``first``,
     ``second``, ``difference``, ``lo``, ``hi``, ``told_apart`` ("yes" / "no": the interval
-    excludes 0), ``score``, ``population``, ``unit``, ``warnings`` (the runs' on that row). Two runs that are one run, that
-    predict no common score, or whose scores of one name are not one score (two banks, or one
-    bank folder rebuilt between the runs) raise :class:`~atlascat.errors.ConfigError`."""
+    excludes 0), ``score``, ``population``, ``unit``, ``warnings`` (the runs' on that row).
+    Two runs that are one run, that predict no common score, or whose scores of one name are
+    not one score (two banks, or one bank folder rebuilt between the runs) raise
+    :class:`~atlascat.errors.ConfigError`."""
     resolve = _resolver(None if db is None else Path(db))
     first, second = resolve(str(run_a)), resolve(str(run_b))
     if first[2] == second[2]:
