@@ -79,6 +79,13 @@ def test_score_simulate_and_a_live_run_say_it(files):
     assert "calibrated on 40 source models" in " ".join(r.output.split())
     summary = json.loads((files / "sim" / "summary.json").read_text())
     assert "fewer than 100" in summary["warnings"][0]
+    pd.DataFrame({"subject_id": ["a", "b"], "theta": [0.0, 1.0]}).to_csv(files / "th.csv",
+                                                                          index=False)
+    r = CliRunner().invoke(app, ["simulate", "--thetas", str(files / "th.csv"), "--bank",
+                                 str(files / "bank.csv"), *plan, "-o", str(files / "drawn")])
+    assert r.exit_code == 0, r.output + str(r.exception)
+    assert "source models' ratings" not in r.output   # answers drawn from the bank: exact
+    assert "warnings" not in json.loads((files / "drawn" / "summary.json").read_text())
     r = CliRunner().invoke(app, ["evaluate", "--bank", str(files / "bank.csv"), "--subject",
                                  f"replay:{files / 'new.csv'}#m1", *plan, "-q", "-o",
                                  str(files / "live")])

@@ -42,7 +42,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ref = pd.Series(values, index=ids)
         res.persons["true_theta"] = ref[~ref.index.duplicated()].reindex(
             res.persons.subject_id).to_numpy(float)
-    predicted, predicted_row = _predicted_mean_rating(pb, res, bank)
+    predicted, predicted_row = _predicted_mean_rating(pb, res, bank, bool(o.responses))
     out.mkdir(parents=True, exist_ok=True)
     res.persons.to_csv(out / "person_scores.csv", index=False)
     if o.selected:
@@ -89,12 +89,13 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
                   "summary.json)")
 
 
-def _predicted_mean_rating(pb, res, bank: str) -> tuple[dict, tuple[str, str]]:
+def _predicted_mean_rating(pb, res, bank: str, replayed: bool) -> tuple[dict, tuple[str, str]]:
     """Each examinee's predicted mean rating over the whole bank with its 95% interval from
     the ratings it gave (``score``, ``score_lo``, ``score_hi`` added to ``res.persons``: what a
     live run of the model predicts, :func:`~atlascat.irt.polyscore.predict_mean_rating`), and
     the summary's figures and row (:func:`~atlascat.cli._common.predicted_summary`) named
-    after the bank file."""
+    after the bank file, with the bank's few-sources warning where ``replayed`` ratings (not
+    answers drawn from the bank itself) are predicted."""
     import numpy as np
 
     from ..catalogue import BankRef
@@ -112,7 +113,8 @@ def _predicted_mean_rating(pb, res, bank: str) -> tuple[dict, tuple[str, str]]:
              "ratings": True,
              **({"scale": list(scale)} if scale else {})}
     figures, row = predicted_summary(words, persons)
-    few = pb.few_sources_warning(ratings)   # the items' estimation error left out
+    # the items' estimation error left out (answers drawn from the bank itself have none)
+    few = pb.few_sources_warning(ratings) if replayed else None
     return ({**figures, "warnings": [few]} if few else figures), row
 
 
