@@ -24,6 +24,7 @@ ratings drawn from the true model) is predicted with its 95% interval by:
   gradient of each model's predicted mean rating in them.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_ordinal_prediction.py [--seeds 3]
+        [--settings 40:4,40:10,60:4,100:4]   # other (source models, categories)
 
 About 15 s a seed on one core. Results: benchmarks/results/polytomous.md.
 """
@@ -118,8 +119,13 @@ def main(argv=None) -> pd.DataFrame:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--calibration-variance", action="store_true",
                     help="also the interval widened by the calibration's variance (~40 s a fit)")
+    ap.add_argument("--settings", default=None,
+                    help="source models:categories pairs, e.g. 40:4,40:10 (default: "
+                    + ",".join(f"{n}:{k}" for n, k in SETTINGS) + ")")
     args = ap.parse_args(argv)
-    rows = [r for seed in range(1, args.seeds + 1) for n, k in SETTINGS
+    settings = SETTINGS if args.settings is None else tuple(
+        tuple(int(v) for v in pair.split(":")) for pair in args.settings.split(","))
+    rows = [r for seed in range(1, args.seeds + 1) for n, k in settings
             for r in one(seed, n, k, args.calibration_variance)]
     df = pd.DataFrame(rows)
     table = (df.groupby(["source models", "categories", "targets", "items asked", "method"],

@@ -201,8 +201,8 @@ def test_a_test_held_to_the_banks_minimum_says_so_where_the_result_is(tmp_path, 
     from atlascat.cli import main
     from atlascat.cli._common import min_items_note
 
-    note = ("stopped at the bank's minimum of 45 items (the stop rule was met by then); "
-            "--min-items to change")
+    note = ("stopped at the bank's minimum of 45 items (the stop rule was met by then: the "
+            "predicted score precise enough); --min-items to change")   # which rule it was
     assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.5:3", "--se-stop", "0.2",
                  "--db", str(tmp_path / "r.sqlite"), "-q"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -211,13 +211,16 @@ def test_a_test_held_to_the_banks_minimum_says_so_where_the_result_is(tmp_path, 
     assert main(["simulate", str(matrix), "--bank", "arc", "--se-stop", "0.2", "-o",
                  str(tmp_path / "sim"), "-q"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert first.endswith(note.replace("stopped", "tests stopped")) and " of " in first
+    assert "tests stopped at the bank's minimum of 45 items (the stop rule was met by then: " \
+        in first and first.endswith("); --min-items to change") and " of " in first
     # a length rule, or a test that went on past the minimum, says nothing
     assert min_items_note([45], ["max_items"], 45, False) is None
     assert min_items_note([50], ["se"], 45, False) is None
     assert min_items_note([10, 12], ["se", "se"], 10, True) == (
-        "1 of 2 tests stopped at the minimum of 10 items (the stop rule was met by then); "
-        "--min-items to change")
+        "1 of 2 tests stopped at the minimum of 10 items (the stop rule was met by then: SE "
+        "at or below --se-stop); --min-items to change")
+    assert "(the stop rule was met by then: no item left informative enough)" in min_items_note(
+        [30], ["min_information"], 30, False)   # a --score-range folder's SE 0.5 at 30 items
 
 
 def test_a_bank_file_without_a_link_names_the_default_minimum(tmp_path, capsys):

@@ -296,3 +296,33 @@ def test_the_report_names_the_whole_bank_when_max_items_exceeds_it(root, tmp_pat
     assert res["n_items"] == N_ITEMS and res["stop_reason"] == "bank_exhausted"
     page = Path(res["report"]).read_text()
     assert f"items 3-{N_ITEMS} (the whole bank)" in page and "-500" not in page
+
+
+def test_a_boolean_is_no_rating_nor_a_point_on_a_scale():
+    """JSON true is 1 on a 0/1 bank, but not a judge's rating (it was read as the rating 1)
+    nor a score on a folder's --score-range scale (it was read as its bottom)."""
+    assert parse_scores(["a"], '{"item_id": "a", "score": true}', "cmd")[0][0] == 1
+    with pytest.raises(LiveRunError, match=r"scored true \(as printed\), not a number"):
+        parse_scores(["a"], '{"item_id": "a", "score": true}', "cmd", ratings=True)
+    with pytest.raises(LiveRunError, match=r"on the metric's scale \[1, 10\]"):
+        parse_scores(["a"], '{"item_id": "a", "score": false}', "cmd", score_range=(1, 10))
+
+
+def test_a_rating_off_the_scale_stops_a_run_that_resumes(root, tmp_path):
+    """The run stops saved, its one line says how to resume, as for a folder's score."""
+    msg = _evaluate(root, _cmd(root, "m1", "offscale"), tmp_path / "off", fails=True)
+    assert "can be resumed" in msg and "--resume" in msg and "\n" not in msg
+
+
+def test_a_recorded_rating_off_the_scale_is_refused_before_asking(root, tmp_path):
+    """A replayed rating off its item's scale is the recording's: refused before the run
+    starts, as `atlas simulate` refuses it, naming the model and item (no run stored, no
+    resume offered: it would replay it again); a command's is fixable and offers one."""
+    off = pd.read_csv(root / "ratings.csv", index_col=0)
+    off.loc["m1", "q3"] = 7
+    off.to_csv(tmp_path / "off.csv")
+    msg = _evaluate(root, f"replay:{tmp_path / 'off.csv'}#m1", tmp_path / "o", fails=True)
+    assert "rating 7 of model 'm1' on item 'q3' is outside the item's scale 1-4" in msg
+    assert "resume" not in msg and "\n" not in msg
+    assert not (tmp_path / "o" / "runs.sqlite").exists()
+    _evaluate(root, f"replay:{tmp_path / 'off.csv'}#m2", tmp_path / "m2")   # others replay

@@ -5,6 +5,7 @@ in scoring, the simulated adaptive test and a live run alike; a rating off the s
 line."""
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
@@ -179,6 +180,12 @@ class TestCalibrated:
         assert result["prediction"]["scale"] == [1, 5]
         never = [i for i in steps["item_id"] if 5.0 not in bank.levels[bank.index_of(i)]]
         assert never and result["prediction"]["unseen_ratings"] == len(never)
+        # the note names one of them on the bank's own scale, not a made-up 1-10 example
+        assert any(f"e.g. item {i!r} rated 5, where its source models gave 1;2;3;4)" in
+                   result["prediction"]["unseen_note"] for i in never)
+        assert "a 10 where" not in r.output and "rated 5, where its" in " ".join(r.output.split())
+        page = html.unescape(next((out / "reports").glob("*.html")).read_text())
+        assert result["prediction"]["unseen_note"] in page        # the run's page says it too
         r = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite"), "--run",
                                      result["run_id"], "--json"])
         assert json.loads(r.output)["prediction"]["score"] == result["prediction"]["score"]
@@ -204,7 +211,8 @@ def test_the_cli_says_where_a_rating_was_a_level_the_item_never_had(tmp_path):
         r = CliRunner().invoke(app, cmd)
         assert r.exit_code == 0, r.output + str(r.exception)
         note = " ".join(r.output.split())
-        assert "rating(s) are levels their item never had at calibration" in note
+        assert "rating(s) are levels their item never had at calibration (e.g. item " in note
+        assert "rated 5, where its source models gave" in note and "a 10 where" not in note
 
 
 class TestPrediction:

@@ -493,6 +493,31 @@ def literal_id_column(df, path, column, *, sep: str = ","):
     return df
 
 
+def zero_one_items(values, item_ids, scale) -> str | None:
+    """One line when some items hold only the scores 0 and 1 (both) on a wide ``scale`` (lo, hi;
+    four points or more: on a 0-3 rubric a hard item rated 0 or 1 is no sign) whose other items
+    use it (reach lo + 3 or more): right/wrong items mixed into ratings, whose 1 would read as
+    one point of the scale (a hard prompt rated only 0 or 1 is possible, hence a warning, not a
+    refusal); None otherwise. ``values``: (subjects, items), NaN = missing."""
+    lo, hi = (float(v) for v in scale)
+    v = np.asarray(values, dtype=float)
+    if not (lo <= 0.0 and hi >= 1.0 and hi - lo >= 4.0) or v.size == 0:
+        return None
+    seen = ~np.isnan(v)
+    zero = np.any(seen & (v == 0.0), axis=0)
+    one = np.any(seen & (v == 1.0), axis=0)
+    only = np.all(~seen | (v == 0.0) | (v == 1.0), axis=0) & zero & one
+    with np.errstate(invalid="ignore"):
+        used = np.nanmax(np.where(seen, v, np.nan), axis=0, initial=-np.inf) >= lo + 3.0
+    if not only.any() or not used.any():
+        return None
+    ids = [str(item_ids[j]) for j in np.flatnonzero(only)]
+    return (f"{len(ids)} item(s) (e.g. {ids[0]!r}) hold only 0 and 1 on the {lo:g}-{hi:g} scale, "
+            "where the others use the whole scale: if they are right/wrong items, a right answer "
+            f"counts as 1 point of {hi - lo:g}; calibrate them apart, or score them on the "
+            "scale (right = its top)")
+
+
 def json_safe(obj):
     """A JSON-ready copy: numpy scalars and arrays to Python, non-finite floats to None (so the
     output is strict JSON: no NaN / Infinity). Other objects pass through unchanged."""

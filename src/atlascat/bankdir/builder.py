@@ -38,10 +38,11 @@ import numpy as np
 import pandas as pd
 
 from ..cat.config import Stopping
-from ..errors import BankError, ConfigError, ResponseDataError, warn_user
+from ..errors import BankError, ConfigError, ResponseDataError
 from ..irt.dispersion import without_dispersion
-from .checks import check_model, check_score_range
+from .checks import check_model, check_score_range, in_source_models
 from .defaults import BUDGET, FOLDS, MIN_MODELS, PREDICTOR_ITEMS_FILE
+from .scaled import read_scaled_matrix, shares_of_one  # noqa: F401  (re-exported)
 
 __all__ = ["build_bank", "build_warnings", "benchmark_name", "fit_link", "read_scores", "MIN_MODELS", "LINK_SE_STOP",
            "read_results", "cross_fit_factor", "widen", "default_chance", "BUDGET", "FOLDS",
@@ -61,52 +62,6 @@ def _is_logs(paths: Sequence) -> bool:
         if p.name.endswith(_LOG_SUFFIXES):
             return True
     return False
-
-
-def shares_of_one(values, lo: float, hi: float) -> bool:
-    """Warn (and True) when scores on a wide scale (``hi - lo`` >= 10, BLEU 0-100) all lie within
-    one point of its low end with fractions between: shares of 1 read as points would make
-    every model look at the bottom of the scale."""
-    obs = np.asarray(values, dtype=float)
-    obs = obs[~np.isnan(obs)]
-    if hi - lo < 10 or obs.size == 0 or obs.max() > lo + 1:
-        return False
-    if not np.any((obs > lo) & (obs < lo + 1)):
-        return False
-    warn_user(f"every score lies within {lo:g}-{lo + 1:g} on the {lo:g}-{hi:g} scale, with "
-              f"fractions between: if they are shares of 1, not points of {hi - lo:g}, rescale "
-              "them (as read, every model is at the bottom of the scale)")
-    return True
-
-
-def read_scaled_matrix(path, score_range, *, shares_warning: bool = True, **read_kwargs):
-    """A response matrix whose scores lie on ``score_range`` (lo, hi) (BLEU 0-100, a 1-10
-    rating), mapped to [0, 1] once: y = (x - lo) / (hi - lo). A cell outside the range is
-    refused with one line; scores that look like shares of 1 warn (:func:`shares_of_one`;
-    ``shares_warning=False``: a build, which refuses them itself)."""
-    from ..responses import ResponseMatrix
-
-    lo, hi = score_range
-
-    class _OnScale(ResponseMatrix):            # the readers build cls(values, ids, items)
-        def __init__(self, values, subject_ids=None, item_ids=None, **kw):
-            v = np.asarray(values, dtype=float)
-            bad = np.argwhere(~np.isnan(v) & ((v < lo) | (v > hi)))
-            if bad.size:
-                r, c = bad[0]
-                who = "" if subject_ids is None else f" (model {list(subject_ids)[r]!r}"
-                what = "" if item_ids is None else f", item {list(item_ids)[c]!r})"
-                raise ResponseDataError(
-                    f"{len(bad)} score(s) outside the declared range [{lo:g}, {hi:g}], e.g. "
-                    f"{v[r, c]:g} at row {r}{who}{what if who else ''}; check --score-range")
-            if shares_warning:
-                shares_of_one(v, lo, hi)
-            super().__init__((v - lo) / (hi - lo), subject_ids, item_ids, **kw)
-
-    kw = {"on_empty": "drop", **read_kwargs}
-    rm = _OnScale.read(path, **kw)
-    return ResponseMatrix(rm.values, rm.subject_ids, rm.item_ids, weights=rm.weights,
-                          on_empty=kw["on_empty"])
 
 
 def read_results(source, *, task=None, metric=None, filter_name=None, id_field="metabench_idx",
@@ -151,7 +106,8 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     from ..responses import ResponseMatrix
 
     if score_range is not None:
-        return read_scaled_matrix(path, score_range, shares_warning=False), None, [str(path)]
+        return (read_scaled_matrix(path, score_range, shares_warning=False, source=True), None,
+                [str(path)])
     try:
         return ResponseMatrix.read(path, on_empty="drop"), None, [str(path)]
     except ResponseDataError as exc:
@@ -756,8 +712,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                      "budget": int(budget), "folds": int(folds),
                      "score_range": None if score_range is None else list(score_range)},
         "cross_fit": link.info.get("cross_fit"),
-        "calibration": {"model": bank.model, "warnings": sorted({
-            str(w.message) for w in caught if not issubclass(w.category, DimensionalityWarning)})},
+        "calibration": {"model": bank.model, "warnings": sorted({in_source_models(
+            str(w.message)) for w in caught if not issubclass(w.category, DimensionalityWarning)})},
         "dimensionality": dims.to_dict(),
         "requests": None if recs is None else {
             "n_items": len(recs),

@@ -3,13 +3,15 @@ not one. Whether the results measure one thing is :mod:`atlascat.irt.dimensional
 parallel analysis (re-exported here), which every calibration runs."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..errors import ConfigError
 from ..irt.dimensionality import MARGIN, Dimensionality, parallel_analysis
 
 __all__ = ["Dimensionality", "parallel_analysis", "MARGIN", "check_model",
-           "check_score_range"]
+           "check_score_range", "in_source_models"]
 
 
 def check_model(model) -> None:
@@ -43,3 +45,12 @@ def check_score_range(score_range):
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ConfigError(f"--score-range LO HI needs finite LO < HI, got {lo:g} {hi:g}")
     return lo, hi
+
+
+def in_source_models(message: str) -> str:
+    """A calibration's warning worded for a bank folder, whose subjects are its source models:
+    "40 subjects" -> "40 source models", the held-out ones "held-out models", and its override
+    the folder's option (``--model``)."""
+    out = re.sub(r"\b(\d[\d,.]*) subjects\b", r"\1 source models", message)
+    out = re.sub(r"\bheld-out subjects\b", "held-out models", out)
+    return out.replace("pass model= (CLI --model) to override", "--model overrides it")

@@ -185,7 +185,9 @@ def write_bank_dir(path, bank: ItemBank, link: ScoreLink, manifest: dict,
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
     elif (p / REQUESTS_FILE).exists():
         (p / REQUESTS_FILE).unlink()
+    from ..validation import json_safe
+
     manifest = {"format": "atlas-bank-folder", "version": MANIFEST_VERSION, **manifest}
-    (p / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                              encoding="utf-8")
+    (p / MANIFEST).write_text(json.dumps(json_safe(manifest), indent=2, ensure_ascii=False,
+                                         allow_nan=False) + "\n", encoding="utf-8")   # strict
     return p

@@ -59,9 +59,10 @@ def read_targets(folder, responses):
     scale = metric_scale(folder)
     if isinstance(responses, (str, Path)):
         if scale is not None:
-            from .builder import read_scaled_matrix
+            from .scaled import read_scaled_matrix
 
-            return read_scaled_matrix(responses, scale, normalize_ids=True, on_empty="keep")
+            return read_scaled_matrix(responses, scale, folder=True, normalize_ids=True,
+                                      on_empty="keep")
         return resolve_responses(responses, normalize_ids=True, on_empty="keep")
     return as_response_matrix(responses)   # a score off 0-1 is refused with one line
 

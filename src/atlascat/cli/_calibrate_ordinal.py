@@ -130,7 +130,7 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         raise ConfigError(f"{', '.join(given)}: binary banks only; drop for an ordinal bank")
 
     from ..irt.ability import estimate_ability
-    from ._common import print_frame
+    from ._common import err_console, print_frame, warn
 
     bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
     iids = list(frame.columns)
@@ -143,8 +143,6 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     note_unseen_ratings(bk, aligned)
     known = [c for c in iids if c in bk]
     if known and len(known) < len(iids) and extra_items != "error":
-        from ._common import err_console
-
         err_console.print(f"note: {len(iids) - len(known)} response item(s) not in the bank "
                           f"were left out (e.g. {[c for c in iids if c not in bk][:3]})",
                           markup=False)
@@ -153,6 +151,9 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
                   if known else np.nan)
     se = df["se"].to_numpy(float)
     pred = predict_mean_rating(aligned, bk)   # whatever the method: what simulate writes
+    few = bk.few_sources_warning(aligned)
+    if few:
+        warn(few)
     for k, col in enumerate(("score", "score_lo", "score_hi")):
         df.insert(5 + k, col, pred[k])
     if weights is not None:

@@ -70,15 +70,26 @@ def min_items_note(n_items, stop_reasons, min_items: int, given: bool, *,
     ``stop_reasons``: one entry per test; ``given``: --min-items was on the command line (else
     the bank's own minimum, or with ``bank_own`` False the default one: a bank file without a
     score link has none). None when no test stopped so."""
-    held = sum(int(n) == int(min_items) and str(r or "") not in LENGTH_STOPS
-               for n, r in zip(n_items, stop_reasons))
-    if not held:
+    rules = [str(r or "") for n, r in zip(n_items, stop_reasons)
+             if int(n) == int(min_items) and str(r or "") not in LENGTH_STOPS]
+    if not rules:
         return None
     whose = ("the minimum" if given else "the bank's minimum" if bank_own
              else "the default minimum")
+    held = len(rules)
     who = "stopped" if len(n_items) == 1 else f"{held} of {len(n_items)} tests stopped"
-    return (f"{who} at {whose} of {int(min_items)} items (the stop rule was met by then); "
-            "--min-items to change")
+    met = "; ".join(STOP_WORDS.get(r, r) for r in sorted(set(rules), key=rules.index))
+    return (f"{who} at {whose} of {int(min_items)} items (the stop rule was met by then: "
+            f"{met}); --min-items to change")
+
+
+#: what each stop rule that can hold a test to its minimum says (atlascat.cat.stopping)
+STOP_WORDS = {"se": "SE at or below --se-stop",
+              "min_information": "no item left informative enough",
+              "score_precision": "the predicted score precise enough",
+              "floor": "surely at the floor", "ceiling": "surely at the top",
+              "reliability": "reliability reached", "cost": "the next item not worth its cost",
+              "budget": "the budget spent"}
 
 
 def subjects_text(n_rows: int, weights=None) -> str:
@@ -446,17 +457,9 @@ def mean_and_width(mean: float, width: float) -> str:
     return f"{mean:.1f} (95% intervals {width:.1f} points wide)"
 
 
-def unseen_words(n: int) -> str:
-    """What ``n`` ratings that their items never had at calibration became (the words of
-    :func:`note_unseen_ratings` and of a live ordinal run's summary)."""
-    return (f"{n} rating(s) are levels their item never had at calibration (e.g. a 10 where "
-            "its best was 9); each is scored as the category it falls in (the item's nearest "
-            "level below, its lowest level when below all)")
-
-
 def note_unseen_ratings(bank, ratings) -> None:
     """One note line when ratings on the scale fell on levels their items never had at
     calibration (scored as the category each falls in: :class:`~atlascat.irt.polybank.PolyBank`)."""
-    n = int(bank.unseen(ratings).sum())
-    if n:
-        err_console.print(f"note: {unseen_words(n)}", markup=False)
+    note = bank.unseen_note(ratings)
+    if note:
+        err_console.print(f"note: {note}", markup=False)

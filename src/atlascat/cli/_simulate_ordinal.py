@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ._common import console, escape, json_safe, predicted_summary, print_frame, progress_bar
+from ._common import (console, escape, json_safe, predicted_summary, print_frame, progress_bar,
+                      warn)
 from ._options import cli_names
 
 
@@ -41,7 +42,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ref = pd.Series(values, index=ids)
         res.persons["true_theta"] = ref[~ref.index.duplicated()].reindex(
             res.persons.subject_id).to_numpy(float)
-    predicted, predicted_row = _predicted_mean_rating(pb, res, bank)
+    predicted, predicted_row = _predicted_mean_rating(pb, res, bank, bool(o.responses))
     out.mkdir(parents=True, exist_ok=True)
     res.persons.to_csv(out / "person_scores.csv", index=False)
     if o.selected:
@@ -69,6 +70,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ok = np.isfinite(p.true_theta)
         summary["rmse"] = float(np.sqrt(np.mean((p.theta[ok] - p.true_theta[ok]) ** 2)))
         summary["correlation"] = float(np.corrcoef(p.theta[ok], p.true_theta[ok])[0, 1])
+    few = (summary.get("warnings") or [None])[0]
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
     rows = [("examinees", summary["n_examinees"]),
             ("items mean", f"{summary['items_mean']:.1f}"),
@@ -79,18 +81,21 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         rows.append(("RMSE vs true theta", f"{summary['rmse']:.3f}"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
                 title=f"atlas simulate ({pb.model} bank, {len(pb)} items)")
+    if few:
+        warn(few)
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
                   f"{'selected_items.csv, ' if o.selected else ''}"
                   f"{'selected_items/, ' if o.selected_folder else ''}item_exposure.csv, "
                   "summary.json)")
 
 
-def _predicted_mean_rating(pb, res, bank: str) -> tuple[dict, tuple[str, str]]:
+def _predicted_mean_rating(pb, res, bank: str, replayed: bool) -> tuple[dict, tuple[str, str]]:
     """Each examinee's predicted mean rating over the whole bank with its 95% interval from
     the ratings it gave (``score``, ``score_lo``, ``score_hi`` added to ``res.persons``: what a
     live run of the model predicts, :func:`~atlascat.irt.polyscore.predict_mean_rating`), and
     the summary's figures and row (:func:`~atlascat.cli._common.predicted_summary`) named
-    after the bank file."""
+    after the bank file, with the bank's few-sources warning where ``replayed`` ratings (not
+    answers drawn from the bank itself) are predicted."""
     import numpy as np
 
     from ..catalogue import BankRef
@@ -107,7 +112,10 @@ def _predicted_mean_rating(pb, res, bank: str) -> tuple[dict, tuple[str, str]]:
     words = {"benchmark": BankRef.from_option(bank).title, "metric": pb.rating_metric(),
              "ratings": True,
              **({"scale": list(scale)} if scale else {})}
-    return predicted_summary(words, persons)
+    figures, row = predicted_summary(words, persons)
+    # the items' estimation error left out (answers drawn from the bank itself have none)
+    few = pb.few_sources_warning(ratings) if replayed else None
+    return ({**figures, "warnings": [few]} if few else figures), row
 
 
 def _check_options(o) -> None:

@@ -45,7 +45,7 @@ def compare_models_command(
         return
     import pandas as pd
 
-    df = pd.DataFrame(out["rows"]).drop(columns=["score", "population", "unit"])
+    df = pd.DataFrame(out["rows"]).drop(columns=["score", "population", "unit", "warnings"])
     names = [f"{m} (run {r})" for m, r in zip(out["models"], (out["first"], out["second"]))]
     print_frame(df, title=f"first: {names[0]}; second: {names[1]}; {out['score']}, first "
                 f"minus second ({out['unit']}, 95% interval)", float_format="{:.1f}")

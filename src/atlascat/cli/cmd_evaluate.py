@@ -122,10 +122,8 @@ def format_result(row: dict, held: str | None = None) -> str:
         _accuracy_line(row, lb.get("scale"))
     if acc:
         lines.append(acc)
-    if lb.get("unseen_ratings"):
-        from ._common import unseen_words
-
-        lines.append(f"  ({unseen_words(lb['unseen_ratings'])})")
+    if lb.get("unseen_note"):
+        lines.append(f"  ({lb['unseen_note']})")
     if proto == "approximate":
         whose = "the source models'" if lb.get("population") == SOURCE else "the leaderboard's"
         lines.append("  (answers were read from chat text, not as the bank's calibration asked "

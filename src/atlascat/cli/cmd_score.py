@@ -128,13 +128,13 @@ def register(app: typer.Typer) -> None:
 def _read_responses(responses, ref, freq_column, normalize_ids):
     """RESPONSES, on a bank folder's metric scale when it was built with --score-range (BLEU
     0-100 read as BLEU, as ``atlas simulate`` reads it), else as they are."""
-    from ..bankdir.builder import read_scaled_matrix
+    from ..bankdir.scaled import read_scaled_matrix
     from ..bankdir.predict import metric_scale
 
     scale = metric_scale(ref.folder()) if ref.kind == "dir" else None
     if scale is None:
         return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
-    return read_scaled_matrix(responses, scale, freq_column=freq_column,
+    return read_scaled_matrix(responses, scale, folder=True, freq_column=freq_column,
                               normalize_ids=normalize_ids, on_empty="keep")
 
 

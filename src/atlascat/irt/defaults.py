@@ -82,8 +82,8 @@ from .colstats import binary_counts
 
 __all__ = ["AUTO", "QUADPTS", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
-           "SMALL_N_DEFAULT", "PREDICTION_PRIOR_SD", "choose_defaults", "is_auto",
-           "identification_problems", "resolve"]
+           "SMALL_N_DEFAULT", "PREDICTION_PRIOR_SD", "PREDICTION_MIN_SOURCES", "choose_defaults",
+           "is_auto", "identification_problems", "resolve"]
 
 AUTO = "auto"
 #: the quadrature grid every marginal likelihood, EAP and fit statistic integrates on by
@@ -94,6 +94,10 @@ THETA_RANGE = (-6.0, 6.0)
 #: target model is not drawn from the calibration population N(0, 1), and under that prior a
 #: model stronger than every source model is shrunk toward them (benchmarks/results/polytomous.md)
 PREDICTION_PRIOR_SD = 3.0
+#: the fewest source models (an ordinal bank's median ``n_responses``) from which its predicted
+#: mean rating's 95% interval held 95% of held-out models; below, the interval holds theta's
+#: uncertainty, not the calibration's, and says so (benchmarks/results/polytomous.md)
+PREDICTION_MIN_SOURCES = 100
 #: EM's stopping rule: at most MAX_ITER iterations, stop when the largest parameter change
 #: (CONVERGENCE "params", mirt's rule) is below TOL; partitions linked by LINK
 MAX_ITER = 1000

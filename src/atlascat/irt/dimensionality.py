@@ -133,7 +133,8 @@ class Dimensionality:
                  "share": "first_share", "second": "second_eigenvalue",
                  "residual": "residual_eigenvalue"}
         fields = asdict(cls(_NAN, _NAN, _NAN, 0, 0))
-        return cls(**{k: d.get(names.get(k, k), v) for k, v in fields.items()})
+        got = {k: d.get(names.get(k, k), v) for k, v in fields.items()}
+        return cls(**{k: _NAN if v is None else v for k, v in got.items()})   # JSON null: NaN
 
     def message(self) -> str:
         """One line saying that the items do not measure one thing ("" when they do)."""

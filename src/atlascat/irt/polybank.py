@@ -319,6 +319,21 @@ class PolyBank:
         among = (values[..., None] == lev).any(axis=-1)
         return on_scale & whole & ~among
 
+    def unseen_note(self, values) -> str | None:
+        """One sentence on the ratings of ``values`` (n, n_items) that :meth:`unseen` finds,
+        with the first of them as its example, in the bank's own words (the item, the rating,
+        the levels its source models gave); None when there is none."""
+        hit = self.unseen(values)
+        n = int(hit.sum())
+        if not n:
+            return None
+        r, j = np.argwhere(hit)[0]
+        v = float(np.asarray(values, dtype=float)[r, j])
+        return (f"{n} rating(s) are levels their item never had at calibration (e.g. item "
+                f"{str(self.item_ids[j])!r} rated {v:g}, where its source models gave "
+                f"{_fmt_levels(self.levels[j])}); each is scored as the category it falls in "
+                "(the item's nearest level below, its lowest level when below all)")
+
     def scores(self) -> np.ndarray:
         """(n_items, K_max) level of every category (NaN where absent)."""
         out = np.full((len(self), self.params.shape[1]), np.nan)
@@ -427,6 +442,35 @@ class PolyBank:
         or every item's lowest and highest level), else None: items on several scales."""
         ends = {(float(lo), float(hi)) for lo, hi in self.scales}
         return ends.pop() if len(ends) == 1 else None
+
+    def source_models(self) -> float | None:
+        """How many source ratings the items were calibrated on (the median of the bank's
+        ``n_responses`` column), None when the bank does not say."""
+        if self.metadata is None or "n_responses" not in self.metadata:
+            return None
+        n = self.metadata["n_responses"].to_numpy(float)
+        n = n[np.isfinite(n)]
+        return float(np.median(n)) if n.size else None
+
+    def few_sources_warning(self, ratings=None) -> str | None:
+        """One line when the items were calibrated on fewer source models than
+        :data:`~atlascat.irt.defaults.PREDICTION_MIN_SOURCES`: the predicted mean rating's
+        interval then holds theta's uncertainty, not the calibration's, and covers fewer
+        than 95% of new models; None otherwise, when the bank does not say, or when
+        ``ratings`` (n, n_items in the bank's order) rate every item (nothing predicted)."""
+        from .defaults import PREDICTION_MIN_SOURCES
+
+        n = self.source_models()
+        if n is None or n >= PREDICTION_MIN_SOURCES:
+            return None
+        if ratings is not None and not np.isnan(np.asarray(ratings, dtype=float)).any():
+            return None
+        return (f"the bank was calibrated on {n:g} source models' ratings (fewer than "
+                f"{PREDICTION_MIN_SOURCES}): the predicted mean rating's 95% interval holds "
+                "theta's uncertainty, not the item parameters', and covers fewer new models "
+                "than 95% (benchmarks/results/polytomous.md); for an interval that holds, read "
+                "the ratings as a score on their scale (a bank folder's --score-range: its "
+                "interval is design-based)")
 
     def rating_metric(self) -> str:
         """What :meth:`mean_rating` is: "mean rating" on the items' shared scale, else "mean

@@ -17,8 +17,8 @@ import pandas as pd
 
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import polytomous as poly
-from .defaults import (MAX_ITER, MIN_MINORITY, QUADPTS, SUBJECTS_PER_PARAMETER, THETA_RANGE,
-                       TOL, IdentificationWarning)
+from .defaults import (MAX_ITER, MIN_MINORITY, PREDICTION_MIN_SOURCES, QUADPTS,
+                       SUBJECTS_PER_PARAMETER, THETA_RANGE, TOL, IdentificationWarning)
 from .polybank import PolyBank
 from .polyfit import encode, fit_ordinal
 from .priors import parse_prior
@@ -96,7 +96,9 @@ def _numeric_ratings(df: pd.DataFrame) -> pd.DataFrame:
 def thin_categories(data, weights=None) -> list[str]:
     """One-line notes on what the ratings identify poorly (may be empty): fewer than
     SUBJECTS_PER_PARAMETER subjects per parameter of the items with the most categories (an item
-    of K levels has K parameters: a slope and K - 1 intercepts), and categories rated by fewer
+    of K levels has K parameters: a slope and K - 1 intercepts; else fewer than
+    PREDICTION_MIN_SOURCES subjects, whose predicted mean ratings' intervals undercover), and
+    categories rated by fewer
     than MIN_MINORITY subjects (weighted), whose neighbouring intercepts rest on those few
     ratings; the rules the binary models' small samples are held to
     (:func:`atlascat.irt.defaults.identification_problems`)."""
@@ -111,6 +113,13 @@ def thin_categories(data, weights=None) -> list[str]:
                    "provisional, and predict full scores from so few models with the ratings "
                    "read as a score on their scale (a bank folder's --score-range: its "
                    "interval is design-based)")
+    elif n < PREDICTION_MIN_SOURCES:
+        out.append(f"{n:g} subjects (fewer than {PREDICTION_MIN_SOURCES}): a mean rating the "
+                   "bank predicts has a 95% interval that holds theta's uncertainty, not the "
+                   "item parameters', and covers fewer new models than 95% "
+                   "(benchmarks/results/polytomous.md); predict full scores from so few models "
+                   "with the ratings read as a score on their scale (a bank folder's "
+                   "--score-range: its interval is design-based)")
     counts = np.stack([((codes == k) * w[:, None]).sum(axis=0) for k in range(kmax)], axis=1)
     few = (counts < MIN_MINORITY) & (np.arange(kmax) < np.asarray(data.n_cat)[:, None])
     rare, items = int(few.sum()), int(few.any(axis=1).sum())
@@ -221,6 +230,12 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     keep, dropped = _one_level_items(values, iids, on_empty)
     values, iids, models = values[:, keep], np.asarray(iids)[keep], models[keep]
     data = encode(values, iids, value_range, sids)
+    if value_range is not None:   # one declared scale: right/wrong items do not belong on it
+        from ..validation import zero_one_items
+
+        mixed = zero_one_items(values, iids, value_range)
+        if mixed:
+            warn_user(mixed)
     problems = thin_categories(data, w)
     for note in problems:
         warn_user(note, IdentificationWarning)

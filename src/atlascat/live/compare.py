@@ -33,11 +33,13 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     unrelated models, larger for near-duplicates such as checkpoints). Returns ``first``,
     ``second`` (run ids), ``models``, ``rho``, ``score`` (what the rows compare: "predicted
     leaderboard score", "predicted <benchmark> score"), ``unit``, ``warning`` (None, or a line
-    when one run was asked approximately and the other not) and ``rows``: ``benchmark``,
-    ``first``, ``second``, ``difference``, ``lo``, ``hi``, ``told_apart`` ("yes" / "no": the
-    interval excludes 0), ``score``, ``population``, ``unit``. Two runs that are one run, that
-    predict no common score, or whose scores of one name are not one score (two banks, or one
-    bank folder rebuilt between the runs) raise :class:`~atlascat.errors.ConfigError`."""
+    when one run was asked approximately and the other not, and with the runs' own prediction
+    warnings, which the difference inherits) and ``rows``: ``benchmark``, ``first``,
+    ``second``, ``difference``, ``lo``, ``hi``, ``told_apart`` ("yes" / "no": the interval
+    excludes 0), ``score``, ``population``, ``unit``, ``warnings`` (the runs' on that row).
+    Two runs that are one run, that predict no common score, or whose scores of one name are
+    not one score (two banks, or one bank folder rebuilt between the runs) raise
+    :class:`~atlascat.errors.ConfigError`."""
     resolve = _resolver(None if db is None else Path(db))
     first, second = resolve(str(run_a)), resolve(str(run_b))
     if first[2] == second[2]:
@@ -50,7 +52,10 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
             "rho": float(rho),
             "score": names.pop() if len(names) == 1 else "predicted score",
             "unit": units.pop() if len(units) == 1 else "points",
-            "warning": _mixed_protocols(first, second), "rows": rows}
+            "warning": "; ".join(w for w in [_mixed_protocols(first, second),
+                                             *(x for r in rows for x in r["warnings"])]
+                                 if w) or None,
+            "rows": rows}
 
 
 def comparison_frame(compared: dict):
@@ -134,8 +139,19 @@ def _rows(first, second, rho: float) -> list[dict]:
                      "told_apart": "yes" if d["told_apart"] else "no",
                      # a bank folder's score is its own benchmark's, not a leaderboard's
                      "score": score_name({"benchmark": bench, "population": population} | a),
-                     "population": population, "unit": _unit(a)})
+                     "population": population, "unit": _unit(a),
+                     "warnings": _prediction_warnings(bench, (a, b), (run_a, run_b))})
     return rows
+
+
+def _prediction_warnings(bench: str, preds, ids) -> list[str]:
+    """Each run's own prediction warning on ``bench`` (an interval that may be short, a model
+    unlike the source models), once when both runs carry the same: what the difference's
+    interval, made of theirs, inherits."""
+    said = [p.get("warning") or "" for p in preds]
+    if said[0] and said[0] == said[1]:
+        return [f"both runs on {bench}: {said[0]}"]
+    return [f"run {i} on {bench}: {w}" for i, w in zip(ids, said) if w]
 
 
 def _gone_folder(ids, refs, stores: dict) -> None:

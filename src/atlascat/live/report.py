@@ -614,6 +614,8 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         *_skipped_rows(steps),
         *summary[1:],  # the first is the page's headline
         *_observed_rows(info, ordinal, own, continuous),
+        *([("ratings", (leaderboard or {})["unseen_note"])]   # levels the items never had
+          if (leaderboard or {}).get("unseen_note") else []),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
          + (f" of a budget of {info['token_budget']}" if info.get("token_budget") else "")
          if tokens or info["prompt_tokens"] else "not reported by the subject"),

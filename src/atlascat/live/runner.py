@@ -579,7 +579,8 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                    "without one, bounded by its number of items")
             spent += round_tokens
             in_a_row = _count_skips(session, items, scores, in_a_row)
-            credits = _check_scores(session, items, scores)
+            credits = _check_scores(session, items, scores,
+                                    fixable=getattr(subject, "protocol", "") == "item command")
             rated = hasattr(session, "credit")
             _record_round(session, items, scores)
             theta, se = float(session.theta), float(session.se)
@@ -619,10 +620,12 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     return RunResult.from_store(store, run_id)
 
 
-def _check_scores(session, items, scores) -> list:
+def _check_scores(session, items, scores, fixable: bool = False) -> list:
     """Each answer's credit in [0, 1] (what ``score_sum`` adds up): the score itself, or an
     ordinal item's rating as a share of its scale (``session.credit``); a score outside
-    [0, 1], or a rating off its item's scale, is one clear error; None (no score) stays None."""
+    [0, 1], or a rating off its item's scale, is one clear error (``fixable``: the user's
+    command rated it, so the run resumes once it is fixed: a SubjectError; a recorded rating
+    stays what it is); None (no score) stays None."""
     credit = getattr(session, "credit", None)
     if credit is None:
         for item, sc in zip(items, scores):
@@ -634,7 +637,8 @@ def _check_scores(session, items, scores) -> list:
     for item, sc in zip(items, scores):   # off the item's scale: one line
         why = None if sc is None else bank.rating_problem(item, sc)
         if why is not None:
-            raise LiveRunError(f"item {item!r} was rated {sc!r}, which {why}")
+            raise (SubjectError if fixable else LiveRunError)(
+                f"item {item!r} was rated {sc!r}, which {why}")
     return [None if sc is None else credit(i, sc) for i, sc in zip(items, scores)]
 
 

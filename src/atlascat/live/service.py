@@ -120,13 +120,13 @@ def predict_score(ref: BankRef, theta, se, answers=None, stop_reason: str | None
 
 
 def ordinal_prediction(bank, theta: float, se: float, answers=None) -> dict:
-    """{score, lo, hi, metric, scale, unseen_ratings} of an ordinal bank: the mean rating over all
-    its items predicted from the run's ``answers`` (item -> rating;
+    """{score, lo, hi, metric, scale, unseen_ratings, unseen_note} of an ordinal bank: the mean
+    rating over all its items predicted from the run's ``answers`` (item -> rating;
     :func:`~atlascat.irt.polyscore.predict_mean_rating`, what ``atlas simulate`` writes), or
     without them at theta +- SE (:meth:`~atlascat.irt.polybank.PolyBank.mean_rating_interval`);
     on the items' rating scale when they share one (``scale``), else as a share of each
     item's own (0-1); ``ratings`` (True) names it a mean rating wherever it is shown."""
-    unseen = 0
+    unseen, note, ratings = 0, None, None
     if answers:
         from ..irt.polyscore import aligned_ratings, predict_mean_rating
 
@@ -134,16 +134,19 @@ def ordinal_prediction(bank, theta: float, se: float, answers=None) -> dict:
 
         ratings = aligned_ratings(one_subject_frame(answers), bank)[0]
         score, lo, hi = (float(v[0]) for v in predict_mean_rating(ratings, bank))
-        unseen = int(bank.unseen(ratings).sum())
+        unseen, note = int(bank.unseen(ratings).sum()), bank.unseen_note(ratings)
     else:
         score, lo, hi = bank.mean_rating_interval(theta, se)
     scale = bank.rating_scale()
     out = {"score": float(score), "lo": float(lo), "hi": float(hi),
            "metric": bank.rating_metric(), "ratings": True}
     if unseen:   # ratings on the scale their item never had (PolyBank.encode's collapse)
-        out["unseen_ratings"] = unseen
+        out["unseen_ratings"], out["unseen_note"] = unseen, note   # how many; the words
     if scale:
         out["scale"] = list(scale)
+    few = bank.few_sources_warning(ratings)   # the interval omits the calibration's error
+    if few:
+        out["warning"] = few
     return out
 
 

@@ -54,7 +54,8 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
                  score_range=None) -> list[tuple[int, str]]:
     """(score, reply line) per item of ``item_ids`` from the JSON lines ``text`` (module
     docstring); one clear error for a line that is not such an object, a score that is not
-    0/1 (``ratings``: not a finite number; the runner checks it against the item's levels),
+    0/1 (``ratings``: not a finite number; the runner checks it against the item's levels;
+    JSON true / false stand for 1 / 0 only on a 0/1 bank, not as a rating or on a scale),
     an item missing, repeated or not asked. ``score_range`` (lo, hi): a score is on the
     metric's scale, returned as (x - lo) / (hi - lo); one outside [lo, hi] is a
     :class:`SubjectError` (the run stops, saved, to be resumed once the program is fixed).
@@ -69,6 +70,12 @@ def parse_scores(item_ids, text: str, who: str, *, ratings: bool = False,
         if item in got:
             raise LiveRunError(f"{who}: item {item!r} is scored twice")
         if isinstance(score, bool):
+            if ratings or score_range is not None:   # true is no rating, nor a point on a scale
+                raise SubjectError(f"{who}: item {item!r} scored {json.dumps(score)} (as "
+                                   "printed), not a number; print the "
+                                   + ("item's rating, one of its levels" if ratings else
+                                      "score on the metric's scale "
+                                      f"[{float(score_range[0]):g}, {float(score_range[1]):g}]"))
             score = int(score)
         if score is None:
             got[item] = (None, line.strip())

@@ -142,10 +142,10 @@ def recorded_answers(matrix, model, *, binary: bool = True,
 
     source = "(in memory)" if isinstance(matrix, ResponseMatrix) else str(matrix)
     if score_range is not None and not isinstance(matrix, ResponseMatrix):
-        from ...bankdir.builder import read_scaled_matrix
+        from ...bankdir.scaled import read_scaled_matrix
 
-        matrix = read_scaled_matrix(str(matrix), tuple(score_range), normalize_ids=True,
-                                    on_empty="keep")
+        matrix = read_scaled_matrix(str(matrix), tuple(score_range), folder=True,
+                                    normalize_ids=True, on_empty="keep")
     if not isinstance(matrix, ResponseMatrix):
         matrix = _read_matrix(matrix)
     ids = [str(s) for s in matrix.subject_ids]

@@ -209,8 +209,15 @@ class SubjectSpec:
         if kind == "replay":
             matrix, _, who = target.rpartition("#")
             if bank is not None and (not has_requests(bank) or replays_by_id(bank)):
-                return RecordedAnswers(matrix, who, ratings=ratings,
-                                       score_range=kw.get("score_range"))
+                subject = RecordedAnswers(matrix, who, ratings=ratings,
+                                          score_range=kw.get("score_range"))
+                if ratings:   # a recorded rating off its item's scale: refused before asking
+                    from ...irt.polyscore import aligned_ratings
+                    from ...responses import one_subject_frame
+
+                    row = {k: v for k, v in subject._answers.items() if v is not None}
+                    bank.encode(aligned_ratings(one_subject_frame(row), bank)[0], [who])
+                return subject
             return ReplaySubject(matrix, who, bank=bank)
         if kind == "cmd":
             command = (target.replace("{model}", shlex.quote(str(model)))
