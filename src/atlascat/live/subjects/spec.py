@@ -178,8 +178,8 @@ class SubjectSpec:
         """The subject. ``settings`` go where they apply: :data:`HTTP_OPTIONS` to the HTTP
         subjects, ``chat`` (bool) to ``openai:`` / ``simulate:``, ``batch_prompts`` to
         ``completions:``, ``timeout`` to ``cmd:``, ``score_range`` (a bank folder's metric
-        scale) to ``cmd:`` and ``replay:`` by item id, the others (``device``, ``dtype``,
-        ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored. ``bank``: the
+        scale) to ``cmd:``, ``replay:`` and ``simulate:`` by item id, the others (``device``,
+        ``dtype``, ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored. ``bank``: the
         bank asked (``simulate:`` needs it; ``replay:`` asks a bank without requests by id)."""
         kw = {k: v for k, v in settings.items() if v is not None}
         http = {k: v for k, v in kw.items() if k in HTTP_OPTIONS}
@@ -202,7 +202,8 @@ class SubjectSpec:
             theta, seed = parse_theta_spec(target)
             if not has_requests(bank):   # a bank file, a folder built from a matrix: by id
                 return SimulatedScores(bank, theta, seed=seed,
-                                       name=model or f"simulated(theta={theta:g})")
+                                       name=model or f"simulated(theta={theta:g})",
+                                       score_range=kw.get("score_range"))
             return SimulatedSubject(bank, theta, seed=seed,
                                     name=model or f"simulated(theta={theta:g})",
                                     kind="chat" if kw.get("chat", True) else "completion")
@@ -260,7 +261,8 @@ class SubjectSpec:
             return cls(kind, desc["base_url"], desc["model"]), stored
         if kind == "simulate":
             return (cls(kind, f"{float(desc['theta'])!r}:{int(desc['seed'])}", desc["model"]),
-                    {"chat": desc.get("kind", "chat") == "chat"})
+                    {"chat": desc.get("kind", "chat") == "chat",
+                     "score_range": desc.get("score_range")})
         if kind == "replay":
             return (cls(kind, f"{desc['matrix']}#{desc['model']}"),
                     {"score_range": desc.get("score_range")})
