@@ -3,7 +3,8 @@ answers item i correctly iff ``u(seed, i) < P_i(theta)`` (:class:`SimulatedSubje
 per-item uniform ``u`` of :func:`item_uniform`; on a bank without item content the same model
 asked by item id, :class:`SimulatedScores`, which on a bank of continuous scores, one with a
 ``dispersion`` column, scores each item with the Beta draw of mean P_i(theta) and variance
-phi_i P Q at that uniform: :func:`atlascat.irt.dispersion.draw_scores`)."""
+phi_i P Q at that uniform: :func:`atlascat.irt.dispersion.draw_scores`; on a graded / gpcm
+bank the rating drawn from the item's categories at that uniform, :class:`SimulatedRatings`)."""
 from __future__ import annotations
 
 import hashlib
@@ -18,7 +19,8 @@ from ...errors import ConfigError
 from ...content.items import Prompt, correct_answer_text, wrong_answer_text
 from .base import Answer
 
-__all__ = ["CallableSubject", "SimulatedSubject", "SimulatedScores", "item_uniform"]
+__all__ = ["CallableSubject", "SimulatedSubject", "SimulatedScores", "SimulatedRatings",
+           "item_uniform"]
 
 
 class CallableSubject:
@@ -160,4 +162,61 @@ class SimulatedScores(SimulatedSubject):
                 lo, hi = self.score_range
                 shown = float(f"{lo + (hi - lo) * y:.12g}")
             out.append((y, json.dumps({"item_id": item, "score": shown})))
+        return out
+
+
+class SimulatedRatings:
+    """``simulate:THETA[:SEED]`` on a graded / gpcm bank (a
+    :class:`~atlascat.irt.polybank.PolyBank`), asked by item id: item i is rated the level of
+    the category drawn from its model at theta by inversion at ``item_uniform(seed, i)``
+    (:func:`atlascat.irt.polytomous.category_at`, the draw ``atlas simulate --thetas`` answers
+    an ordinal bank with), so the same item always gets the same rating."""
+
+    kind = "item"
+    protocol = "simulated"
+    ratings = True
+
+    def __init__(self, bank, theta: float, *, seed: int = 0, name: str | None = None):
+        self.theta = float(theta)
+        if not math.isfinite(self.theta):
+            raise ConfigError(f"the simulated subject's theta must be finite, got {theta!r}")
+        self.seed = int(seed)
+        self.name = name or f"simulated(theta={self.theta:g},seed={self.seed})"
+        self._bank = bank
+        self._p = np.asarray(bank.probability(self.theta))[:, 0, :]   # (items, categories)
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.name}@simulated(theta={self.theta!r},seed={self.seed},ratings)#item"
+
+    def describe(self) -> dict:
+        return {"type": "simulate", "model": self.name, "kind": self.kind, "theta": self.theta,
+                "seed": self.seed}
+
+    def rating(self, item_id: str) -> float:
+        """Item ``item_id``'s rating, one of its levels."""
+        from ...irt.polytomous import category_at
+
+        j = self._bank.index_of(str(item_id))
+        k = int(category_at(self._p[j], item_uniform(self.seed, str(item_id)),
+                            self._bank.n_cat[j]))
+        level = float(self._bank.levels[j][k])
+        return int(level) if level.is_integer() else level
+
+    def score_of(self, reply: str):
+        """The rating of a stored reply line: its item's draw (the one it shows)."""
+        try:
+            return self.rating(json.loads(reply)["item_id"])
+        except (ValueError, KeyError, TypeError):
+            from ...errors import LiveRunError
+
+            raise LiveRunError(f"a stored reply {reply[:80]!r} holds no item_id") from None
+
+    def score_items(self, item_ids) -> list[tuple[float, str]]:
+        """(the rating, the reply line ``{"item_id", "score"}``) per item, as a command prints
+        it."""
+        out = []
+        for item in map(str, item_ids):
+            r = self.rating(item)
+            out.append((r, json.dumps({"item_id": item, "score": r})))
         return out

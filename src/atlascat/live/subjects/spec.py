@@ -15,7 +15,7 @@ from .chat import OpenAICompatible
 from .completions import OpenAICompletionsSubject
 from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
-from .scripted import SimulatedScores, SimulatedSubject
+from .scripted import SimulatedRatings, SimulatedScores, SimulatedSubject
 
 __all__ = ["SubjectSpec", "subject_from_spec", "parse_theta_spec", "has_requests",
            "SUBJECT_KINDS", "HTTP_OPTIONS", "is_ordinal"]
@@ -185,10 +185,10 @@ class SubjectSpec:
         http = {k: v for k, v in kw.items() if k in HTTP_OPTIONS}
         kind, target, model = self.kind, self.target, self.model
         ratings = is_ordinal(bank)
-        if ratings and kind not in ("replay", "cmd"):
+        if ratings and kind not in ("replay", "cmd", "simulate"):
             raise ConfigError(f"--subject {kind}: asks an item's requests, and a graded / gpcm "
                               "bank has none: ask it by item id with cmd:COMMAND (your program "
-                              "rates each item) or replay:RATINGS.csv#MODEL")
+                              "rates each item), replay:RATINGS.csv#MODEL or simulate:THETA")
         if kind in ASKS_CONTENT and bank is not None and not has_requests(bank):
             raise BankError(NO_CONTENT)   # before an optional package is imported
         if kind == "openai":
@@ -200,6 +200,9 @@ class SubjectSpec:
             if bank is None:
                 raise ConfigError("simulate: needs the bank (SubjectSpec.build(bank))")
             theta, seed = parse_theta_spec(target)
+            if ratings:   # a graded / gpcm bank: ratings drawn from its categories
+                return SimulatedRatings(bank, theta, seed=seed,
+                                        name=model or f"simulated(theta={theta:g})")
             if not has_requests(bank):   # a bank file, a folder built from a matrix: by id
                 return SimulatedScores(bank, theta, seed=seed,
                                        name=model or f"simulated(theta={theta:g})",
