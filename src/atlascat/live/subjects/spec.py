@@ -179,8 +179,9 @@ class SubjectSpec:
         subjects, ``chat`` (bool) to ``openai:`` / ``simulate:``, ``batch_prompts`` to
         ``completions:``, ``timeout`` to ``cmd:``, ``score_range`` (a bank folder's metric
         scale) to ``cmd:``, ``replay:`` and ``simulate:`` by item id, the others (``device``,
-        ``dtype``, ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored. ``bank``: the
-        bank asked (``simulate:`` needs it; ``replay:`` asks a bank without requests by id)."""
+        ``dtype``, ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored.
+        ``bank``: the bank asked (``simulate:`` needs it; ``replay:`` asks a bank without
+        requests by id)."""
         kw = {k: v for k, v in settings.items() if v is not None}
         http = {k: v for k, v in kw.items() if k in HTTP_OPTIONS}
         kind, target, model = self.kind, self.target, self.model
