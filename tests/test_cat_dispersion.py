@@ -124,13 +124,20 @@ def test_continuous_scores_stop_early_with_an_honest_se():
     assert np.mean(np.abs(plain.theta - theta) <= 1.96 * plain.se) > 0.985   # too wide
 
 
-def test_model_answers_are_coins_whatever_the_bank_carries():
+def test_model_answers_follow_the_bank_dispersion():
+    """thetas=: on a bank with a dispersion column the answers are the Beta scores of
+    :func:`draw_scores` (they used to be coins, scored without the column); a column of 1s is
+    the 0/1 bank exactly."""
     bank = make_bank(60, 5, 0.3)
     cfg = CATConfig().replace(se_stop=0.4)
     thetas = np.linspace(-2, 2, 12)
-    a = simulate_cat(bank, cfg, thetas=thetas, rng=2).persons
-    b = simulate_cat(without_dispersion(bank), cfg, thetas=thetas, rng=2).persons
-    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"))
+    a = simulate_cat(bank, cfg, thetas=thetas, rng=2)
+    b = simulate_cat(without_dispersion(bank), cfg, thetas=thetas, rng=2)
+    ones = simulate_cat(make_bank(60, 5, 1.0), cfg, thetas=thetas, rng=2)
+    pd.testing.assert_frame_equal(ones.persons.drop(columns="seconds"),
+                                  b.persons.drop(columns="seconds"))
+    assert not a.persons["theta"].equals(b.persons["theta"])
+    assert a.persons["se"].mean() < b.persons["se"].mean()   # the quasi-likelihood's SE
 
 
 def test_a_bad_dispersion_column_is_one_clear_error():

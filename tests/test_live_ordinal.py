@@ -188,8 +188,7 @@ def test_a_rating_off_the_items_scale_is_one_line(root, tmp_path):
     assert "rated 7" in msg and "outside the item's scale 1-4" in msg and "\n" not in msg
 
 
-@pytest.mark.parametrize("subject", ["completions:http://localhost:1/v1", "hf:gpt2",
-                                     "simulate:0.5"])
+@pytest.mark.parametrize("subject", ["completions:http://localhost:1/v1", "hf:gpt2"])
 def test_a_subject_asked_by_requests_is_refused_in_one_line(root, tmp_path, subject):
     out = tmp_path / "refused"
     msg = _evaluate(root, subject, out, "--llm", "x", fails=True)

@@ -7,7 +7,9 @@ item: it is not scored and is counted in ``n_skipped``).
 - :class:`ReplayAnswers`: replay a response matrix (real data): the answer is the recorded
   score; a missing cell is NaN.
 - :class:`ModelAnswers`: draw from the IRT model at given thetas: y = 1{U < P_j(theta)} with U
-  the examinee's next uniform from its own generator.
+  the examinee's next uniform from its own generator; on a bank of continuous scores (a
+  ``dispersion`` column) the Beta score with mean P_j(theta) and variance phi_j P Q at U
+  (:func:`atlascat.irt.dispersion.draw_scores`).
 - :class:`CallableAnswers`: any Python callable ``fn(subject_ids, item_ids) -> scores``
   (vectorized over the block), or ``fn(subject_id, item_id) -> score`` with
   ``vectorized=False``; this is what a live runner builds on.
@@ -89,7 +91,10 @@ class ReplayAnswers(AnswerSource):
 
 
 class ModelAnswers(AnswerSource):
-    """Answers drawn from the bank's IRT model at true abilities ``thetas``.
+    """Answers drawn from the bank's IRT model at true abilities ``thetas``: 0/1, or on a bank
+    with a ``dispersion`` column scores in [0, 1] with mean P_j(theta) and variance phi_j P Q
+    (:func:`atlascat.irt.dispersion.draw_scores`, the answers the bank's quasi-likelihood
+    describes).
 
     ``rngs``: one Generator per examinee (e.g. ``rng.spawn(n)``); examinee i's k-th answer uses
     the k-th uniform of ``rngs[i]``.
@@ -110,7 +115,10 @@ class ModelAnswers(AnswerSource):
             raise ResponseDataError(f"{len(self.subject_ids)} subject ids for {n} thetas")
         if len(rngs) != n:
             raise ResponseDataError(f"{len(rngs)} generators for {n} examinees")
+        from ..irt.dispersion import bank_dispersion
+
         self.a, self.b, self.c, self.u = bank.params
+        self.phi = bank_dispersion(bank)   # None: 0/1 answers
         self._stream = UniformStreams(rngs)
 
     def answers(self, rows, items):
@@ -119,7 +127,11 @@ class ModelAnswers(AnswerSource):
         u = self._stream.next(rows, 1)[:, 0]
         p = model_probability(self.thetas[rows], self.a[items], self.b[items], self.c[items],
                               self.u[items])
-        return (u < p).astype(float)
+        if self.phi is None:
+            return (u < p).astype(float)
+        from ..irt.dispersion import draw_scores
+
+        return draw_scores(p, self.phi[items], u)
 
 
 class UniformStreams:

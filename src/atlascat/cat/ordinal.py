@@ -313,9 +313,7 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
             pp = bank.params[item].copy()
             pp[:, 0] *= true_theta[act]
             pj = np.nan_to_num(np.exp(poly.log_prob(bank.models[item], pp, [1.0])[:, 0, :]))
-            u = eng.uniform(act)[:, None]
-            cat = np.minimum((np.cumsum(pj, axis=1) < u).sum(axis=1),
-                             bank.n_cat[item] - 1)
+            cat = poly.category_at(pj, eng.uniform(act), bank.n_cat[item])
         eng.record(act, item, cat)
         log.append((act, item, cat, eng.theta[act].copy(), eng.se[act].copy(),
                     eng.n_items[act].copy()))

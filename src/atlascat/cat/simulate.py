@@ -45,7 +45,6 @@ import numpy as np
 from .._blas import with_small_products
 from ..errors import ConfigError
 from ..irt.bank import ItemBank
-from ..irt.dispersion import without_dispersion
 from ..validation import check_thetas
 from .answers import CallableAnswers, ModelAnswers, ReplayAnswers, UniformStreams
 from .config import CATConfig
@@ -78,7 +77,8 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     generator, replayed answers only). ``sel = rng.spawn(n)`` gives examinee i's selection
     generator (the one a
     :class:`CATSession` for it would get); with ``thetas``, a second ``ans = rng.spawn(n)`` gives
-    its answer stream (answer k = 1{ans[i].random() < P}). So::
+    its answer stream (answer k = 1{ans[i].random() < P}; on a bank with a ``dispersion``
+    column the Beta score at that uniform, :func:`atlascat.irt.dispersion.draw_scores`). So::
 
         rng = np.random.default_rng(s); sel = rng.spawn(n); ans = rng.spawn(n)
         CATSession(bank, config, sel[i])   # reproduces examinee i exactly
@@ -124,9 +124,8 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         if thetas is not None:  # thetas then only serve as the reference
             theta_ref = thetas
     elif thetas is not None:
-        # answers drawn from the model are 0/1: the Bernoulli likelihood, whatever dispersion
-        # a bank of continuous scores carries (:mod:`atlascat.irt.dispersion`)
-        bank = without_dispersion(bank)
+        # answers drawn from the model: 0/1, or on a bank of continuous scores Beta scores
+        # whose variance is the one its dispersion column (the posterior's) describes
         n = check_thetas(thetas, "true thetas").size
         sel_rngs = rng.spawn(n)
         source = ModelAnswers(thetas, bank, rng.spawn(n), subject_ids)

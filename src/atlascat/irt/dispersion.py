@@ -24,6 +24,10 @@ information is the quasi-likelihood's, a^2 (u - c)^2 s^2 (1 - s)^2 / (P Q phi_j)
 a^2 P Q / phi_j; McCullagh and Nelder 1989, section 9.2: the information of a quasi-likelihood
 is the derivative of the mean squared over the variance, here phi_j P Q).
 
+Simulated answers (:func:`draw_scores`, what ``atlas simulate --thetas`` and the live
+``simulate:THETA`` subject answer with) follow the same two moments: a Beta draw with mean
+P_j(theta) and variance phi_j P Q on a bank with a dispersion column, a 0/1 coin without one.
+
 References: Wedderburn (1974), Biometrika 61, 439-447. Papke and Wooldridge (1996), J. Applied
 Econometrics 11, 619-632. Nelder and Pregibon (1987), Biometrika 74, 221-232.
 """
@@ -32,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["item_dispersion", "is_binary", "bank_dispersion", "with_dispersion",
-           "without_dispersion", "COLUMN"]
+           "without_dispersion", "draw_scores", "COLUMN"]
 
 COLUMN = "dispersion"   # the bank metadata column holding phi_j
 
@@ -114,3 +118,33 @@ def without_dispersion(bank):
     rest = meta.drop(columns=[COLUMN])
     return ItemBank(bank.item_ids, *bank.params, model=bank.model,
                     metadata=rest.reset_index(drop=True) if len(rest.columns) else None)
+
+
+def draw_scores(p, phi, u):
+    """Simulated scores in [0, 1] with mean ``p`` and variance ``phi`` p (1 - p): the answers a
+    model at theta gives on a bank whose items have dispersion phi_j (``p`` = P_j(theta)), one
+    uniform(0, 1) ``u`` per answer (all three broadcast).
+
+    phi_j < 1 (continuous scores): the Beta(p k, (1 - p) k) quantile at ``u``, k = 1 / phi - 1,
+    whose mean is p and variance p (1 - p) / (k + 1) = phi p (1 - p), the variance function of
+    the extended quasi-likelihood the bank is scored by (McCullagh and Nelder 1989, section
+    9.6; the beta regression of Ferrari and Cribari-Neto 2004, J. Applied Statistics 31,
+    799-815, precision k); drawn by inversion, so one uniform gives one score and a given
+    uniform always the same score. ``phi`` None or phi_j >= 1 (0/1 answers, the Bernoulli
+    likelihood): 1 if u < p else 0, the limit of the Beta as k -> 0. A score on a metric's
+    own scale [lo, hi] is lo + (hi - lo) y."""
+    p, u = np.asarray(p, float), np.asarray(u, float)
+    coin = (u < p).astype(float)
+    if phi is None:
+        return coin
+    phi = np.asarray(phi, float)
+    k = np.broadcast_to(1.0 / np.minimum(phi, 1.0) - 1.0, np.broadcast(p, u, phi).shape)
+    p, u, coin = np.broadcast_arrays(p, u, coin)
+    inner = (k > 0) & (p > 0) & (p < 1)
+    if not inner.any():
+        return np.array(coin, float)
+    from scipy.special import betaincinv   # lazy: only continuous scores need it
+
+    out = np.array(coin, float)
+    out[inner] = betaincinv(p[inner] * k[inner], (1.0 - p[inner]) * k[inner], u[inner])
+    return np.clip(out, 0.0, 1.0)

@@ -48,7 +48,7 @@ from .special import expit, log_expit
 
 __all__ = ["ORDINAL_MODELS", "is_poly_frame", "n_categories", "param_names", "log_prob", "prob", "jacobian",
            "item_information", "test_information", "expected_score", "dprob_dtheta",
-           "d2prob_dtheta2", "sample",
+           "d2prob_dtheta2", "sample", "category_at",
            "dlog_prob", "thresholds", "intercepts"]
 
 ORDINAL_MODELS = ("graded", "gpcm")
@@ -305,9 +305,18 @@ def sample(model, params, theta, rng: np.random.Generator) -> np.ndarray:
     """Draw a category for every (theta_i, item j): (n_theta, n_items) integer array, by
     inverting each item's cumulative category distribution at one uniform draw."""
     p = np.nan_to_num(prob(model, params, np.atleast_1d(theta)))            # (m, n, K)
-    cum = np.cumsum(p, axis=2)
-    u = rng.random(p.shape[:2])[..., None]
-    return np.minimum(np.sum(cum < u, axis=2), n_categories(params)[:, None] - 1).T
+    return category_at(p, rng.random(p.shape[:2]), n_categories(params)[:, None]).T
+
+
+def category_at(p, u, n_cat) -> np.ndarray:
+    """The category drawn at uniform ``u`` from category probabilities ``p`` (last axis; NaN
+    or 0 for absent categories): the first k with P(X <= k) >= u, by inversion, capped at
+    ``n_cat`` - 1 (rounding); ``p`` of shape ``u.shape + (K,)``, ``n_cat`` broadcast to
+    ``u.shape``. What :func:`sample`, the ordinal adaptive test's drawn answers and the live
+    ``simulate:`` subject on a graded / gpcm bank draw."""
+    cum = np.cumsum(np.nan_to_num(p), axis=-1)
+    return np.minimum(np.sum(cum < np.asarray(u, float)[..., None], axis=-1),
+                      np.asarray(n_cat) - 1)
 
 
 def is_poly_frame(df) -> bool:

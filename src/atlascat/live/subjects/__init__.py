@@ -35,6 +35,7 @@ CommandSubject            the user's program (``cmd:COMMAND``): sent a bank's re
 CallableSubject           wraps a Python function ``fn(item, prompt) -> str``.
 SimulatedSubject          answers correctly with the bank's probability at a fixed theta.
 SimulatedScores           the same, asked by item id (a bank without item content).
+SimulatedRatings          the same on a graded / gpcm bank: ratings drawn from its categories.
 :class:`SubjectSpec` parses a ``--subject`` string and builds any of these (and ``hf:`` /
 ``lmeval:`` subjects from :mod:`atlascat.live.hf` / :mod:`atlascat.live.lmeval_backend`); it
 rebuilds a stored run's subject from its description, whose ``type`` is the spec's kind.
@@ -63,7 +64,8 @@ from .completions import (NoPromptLogprobsError, OpenAICompletionsSubject,
 from .http import MAX_REPLY_BYTES, RETRY_STATUS
 from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
-from .scripted import CallableSubject, SimulatedScores, SimulatedSubject, item_uniform
+from .scripted import (CallableSubject, SimulatedRatings, SimulatedScores, SimulatedSubject,
+                       item_uniform)
 from .spec import (HTTP_OPTIONS, SUBJECT_KINDS, SubjectSpec, has_requests, is_ordinal,
                    parse_theta_spec, subject_from_spec)
 
@@ -71,6 +73,6 @@ __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_logl
            "NoPromptLogprobsError", "ShiftedPromptLogprobsError", "echo_alignment", "ReplaySubject", "CallableSubject", "SimulatedSubject",
            "subject_from_spec", "parse_theta_spec", "continuation_logprob", "harness_split",
            "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_KINDS", "HTTP_OPTIONS",
-           "SubjectSpec", "SimulatedScores",
+           "SubjectSpec", "SimulatedScores", "SimulatedRatings",
            "ItemScoredSubject", "is_item_scored", "CommandSubject", "RecordedAnswers",
            "has_requests", "is_ordinal"]

@@ -15,7 +15,7 @@ from .chat import OpenAICompatible
 from .completions import OpenAICompletionsSubject
 from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
-from .scripted import SimulatedScores, SimulatedSubject
+from .scripted import SimulatedRatings, SimulatedScores, SimulatedSubject
 
 __all__ = ["SubjectSpec", "subject_from_spec", "parse_theta_spec", "has_requests",
            "SUBJECT_KINDS", "HTTP_OPTIONS", "is_ordinal"]
@@ -178,17 +178,18 @@ class SubjectSpec:
         """The subject. ``settings`` go where they apply: :data:`HTTP_OPTIONS` to the HTTP
         subjects, ``chat`` (bool) to ``openai:`` / ``simulate:``, ``batch_prompts`` to
         ``completions:``, ``timeout`` to ``cmd:``, ``score_range`` (a bank folder's metric
-        scale) to ``cmd:`` and ``replay:`` by item id, the others (``device``, ``dtype``,
-        ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored. ``bank``: the
-        bank asked (``simulate:`` needs it; ``replay:`` asks a bank without requests by id)."""
+        scale) to ``cmd:``, ``replay:`` and ``simulate:`` by item id, the others (``device``,
+        ``dtype``, ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored.
+        ``bank``: the bank asked (``simulate:`` needs it; ``replay:`` asks a bank without
+        requests by id)."""
         kw = {k: v for k, v in settings.items() if v is not None}
         http = {k: v for k, v in kw.items() if k in HTTP_OPTIONS}
         kind, target, model = self.kind, self.target, self.model
         ratings = is_ordinal(bank)
-        if ratings and kind not in ("replay", "cmd"):
+        if ratings and kind not in ("replay", "cmd", "simulate"):
             raise ConfigError(f"--subject {kind}: asks an item's requests, and a graded / gpcm "
                               "bank has none: ask it by item id with cmd:COMMAND (your program "
-                              "rates each item) or replay:RATINGS.csv#MODEL")
+                              "rates each item), replay:RATINGS.csv#MODEL or simulate:THETA")
         if kind in ASKS_CONTENT and bank is not None and not has_requests(bank):
             raise BankError(NO_CONTENT)   # before an optional package is imported
         if kind == "openai":
@@ -200,9 +201,13 @@ class SubjectSpec:
             if bank is None:
                 raise ConfigError("simulate: needs the bank (SubjectSpec.build(bank))")
             theta, seed = parse_theta_spec(target)
+            if ratings:   # a graded / gpcm bank: ratings drawn from its categories
+                return SimulatedRatings(bank, theta, seed=seed,
+                                        name=model or f"simulated(theta={theta:g})")
             if not has_requests(bank):   # a bank file, a folder built from a matrix: by id
                 return SimulatedScores(bank, theta, seed=seed,
-                                       name=model or f"simulated(theta={theta:g})")
+                                       name=model or f"simulated(theta={theta:g})",
+                                       score_range=kw.get("score_range"))
             return SimulatedSubject(bank, theta, seed=seed,
                                     name=model or f"simulated(theta={theta:g})",
                                     kind="chat" if kw.get("chat", True) else "completion")
@@ -267,7 +272,8 @@ class SubjectSpec:
             return cls(kind, desc["base_url"], desc["model"]), stored
         if kind == "simulate":
             return (cls(kind, f"{float(desc['theta'])!r}:{int(desc['seed'])}", desc["model"]),
-                    {"chat": desc.get("kind", "chat") == "chat"})
+                    {"chat": desc.get("kind", "chat") == "chat",
+                     "score_range": desc.get("score_range")})
         if kind == "replay":
             return (cls(kind, f"{desc['matrix']}#{desc['model']}"),
                     {"score_range": desc.get("score_range")})
