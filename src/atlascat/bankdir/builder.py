@@ -741,6 +741,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                    "metric": None if logs is None else logs.metric,
                    "filter": None if logs is None else logs.filter,
                    "harness": None if logs is None else (logs.harness or "unknown"),
+                   "reruns": None if logs is None else logs.reruns,
                    "named_by": named_by,
                    "scores": "continuous" if bool(np.any((rm.values > 0) & (rm.values < 1)))
                    else "binary"},

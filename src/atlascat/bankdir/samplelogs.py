@@ -316,6 +316,9 @@ class SampleLogs:
     items: dict = field(default_factory=dict)
     harness: str | None = None
     score_range: tuple | None = None
+    #: models logged in several runs: ``{model: {"runs", "kept" (latest file), "superseded"
+    #: (older samples of items a later run logged)}}`` (:data:`RERUN_RULE`)
+    reruns: dict = field(default_factory=dict)
 
     @property
     def models(self) -> list[str]:
@@ -572,23 +575,72 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
                       harness=_harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
-    for k, (name, f) in enumerate(zip(names, files), 1):
-        _read_one(logs, name, f, id_field=id_field, metric=metric, filter_name=filter_name)
-        if on_file is not None:
-            on_file(k, len(files))
+    runs = _runs_by_model(names, files)
+    k = 0
+    for name, model_files in runs.items():
+        taken: set[str] = set()
+        superseded = 0
+        for f in model_files:                      # the latest run first
+            superseded += _read_one(logs, name, f, taken, id_field=id_field, metric=metric,
+                                    filter_name=filter_name)
+            k += 1
+            if on_file is not None:
+                on_file(k, len(files))
+        if len(model_files) > 1:
+            logs.reruns[name] = {"runs": len(model_files), "kept": str(model_files[0]),
+                                 "superseded": superseded}
     return logs
 
 
-def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_name) -> None:
+def _stamp(path: Path) -> str:
+    """The run's timestamp of ``samples_<task>_<timestamp>.jsonl`` ('' without one)."""
+    m = _SAMPLES.match(path.name)
+    return m.group("stamp") if m else ""
+
+
+def _runs_by_model(names: Sequence[str], files: Sequence[Path]) -> dict[str, list[Path]]:
+    """Each model's log files of the task, the latest run first (by the harness's
+    timestamp in the file name, then the path): several are re-runs (:data:`RERUN_RULE`)."""
+    runs: dict[str, list[Path]] = {}
+    for name, f in zip(names, files):
+        runs.setdefault(name, []).append(f)
+    return {name: sorted(fs, key=lambda f: (_stamp(f), str(f)), reverse=True)
+            for name, fs in runs.items()}
+
+
+#: how re-runs of one model (several ``samples_<task>_<timestamp>`` files) are read
+RERUN_RULE = ("each item's sample from the model's latest run (the file name's timestamp); "
+              "items only an earlier run logged are kept from it")
+
+
+def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, metric,
+              filter_name) -> int:
+    """Read one log file of model ``name``; items in ``taken`` (read from the model's later
+    runs) are superseded and skipped. Adds the file's items to ``taken``; returns how many of
+    its samples were superseded."""
     scores = logs.scores.setdefault(name, {})
     outputs = logs.outputs.setdefault(name, {})
     filters: set[str] = set()
     seen: set[str] = set()
+    superseded = 0
     for lineno, rec in iter_records(f):
         where = f"{f}:{lineno}"
         flt = str(rec.get("filter", "none"))
         filters.add(flt)
         if filter_name is not None and flt != filter_name:
+            continue
+        doc = rec.get("doc")
+        doc_id = str(rec["doc_id"])
+        item = str(doc[id_field]) if id_field and isinstance(doc, Mapping) and id_field in doc \
+            else doc_id
+        if item in seen:
+            raise ResponseDataError(
+                f"{where}: item {item} appears twice in one file"
+                + (f" (filters {sorted(filters)}: choose one with --filter)"
+                   if len(filters) > 1 else ""))
+        seen.add(item)
+        if item in taken:                  # a later run of this model logged it
+            superseded += 1
             continue
         if not logs.metric:
             found = _metrics_of(rec)
@@ -606,19 +658,6 @@ def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_
                 + ("; its 'metrics' list names it" if logs.metric in _metrics_of(rec) else "")
                 + "); choose a metric every record carries with --metric")
         value = _number(rec[logs.metric], where, logs.metric, logs.score_range)
-        doc = rec.get("doc")
-        doc_id = str(rec["doc_id"])
-        item = str(doc[id_field]) if id_field and isinstance(doc, Mapping) and id_field in doc \
-            else doc_id
-        if item in seen:
-            raise ResponseDataError(
-                f"{where}: item {item} appears twice in one file"
-                + (f" (filters {sorted(filters)}: choose one with --filter)"
-                   if len(filters) > 1 else ""))
-        seen.add(item)
-        if item in scores and scores[item] != value:
-            raise ResponseDataError(f"model {name!r}: files disagree on item {item} ({f}); keep "
-                                    "one run per model")
         scores[item] = value
         reqs = parse_arguments(rec.get("arguments"), where) if "arguments" in rec else None
         if reqs is None:
@@ -643,3 +682,5 @@ def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_
     if not seen:
         raise ResponseDataError(f"{f}: no samples"
                                 + (f" with filter {filter_name!r}" if filter_name else ""))
+    taken |= seen
+    return superseded

@@ -102,6 +102,7 @@ def _show_summary(m: dict, named: bool = True) -> None:
             ("source", src["kind"] + (f" ({src['task']}, metric {src['metric']})"
                                       if src["kind"] == "sample_logs" else "")),
             ("models", m["n_models"]),
+            *_rerun_rows(src.get("reruns")),
             ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
             ("IRT model", m["calibration"]["model"]),
             ("items measure one thing", _dimension_row(m.get("dimensionality"))),
@@ -122,6 +123,15 @@ def _show_summary(m: dict, named: bool = True) -> None:
 
     for line in build_warnings(m):
         warn(line)
+
+
+def _rerun_rows(reruns: dict | None) -> list[tuple[str, str]]:
+    """Models logged in several runs, and the rule that read them (one row)."""
+    if not reruns:
+        return []
+    n = sum(r["superseded"] for r in reruns.values())
+    return [("re-runs", f"{len(reruns)} model(s) run more than once: each item from the "
+                        f"latest run (timestamp); {n} earlier sample(s) superseded")]
 
 
 def _cross_fit_row(cf: dict | None) -> str:

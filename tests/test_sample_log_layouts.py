@@ -1,0 +1,96 @@
+"""The output trees lm-evaluation-harness really writes, read by ``atlas build-bank``.
+
+``lm_eval --log_samples --output_path OUT`` writes ``OUT/<org>__<model>/samples_<task>_<ts>.jsonl``
+beside ``results_<ts>.json``, with ``<ts>`` = ``datetime.now().isoformat()`` with ':' -> '-';
+lm-eval >= 0.4.3 writes every ``resps`` / ``filtered_resps`` leaf as a string
+(``sanitize_list``). A user who ran the harness on 20 models has re-runs (several timestamps
+for one model), group tasks (MMLU's subtasks, one file each), tasks with several metrics and
+filters; :func:`harness_logs` writes such trees.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from atlascat.bankdir import read_sample_logs
+from atlascat.cli import app
+
+runner = CliRunner()
+
+
+def stamp(hour: int = 10) -> str:
+    return f"2025-03-01T{hour:02d}-00-00.123456"
+
+
+def mc_record(task: str, doc_id: int, pick: int, n_opt: int = 4) -> dict:
+    """One lm-eval 0.4.x multiple-choice sample (acc, acc_norm), the model picking ``pick``."""
+    gold = (doc_id * 7 + len(task)) % n_opt
+    q = f"Question: {task} number {doc_id}?\nAnswer:"
+    conts = [f" option {chr(65 + j)}" for j in range(n_opt)]
+    ll = -np.linspace(20.0, 5.0, n_opt)[::-1].copy()
+    ll[[0, pick]] = ll[[pick, 0]]
+    acc = float(pick == gold)
+    return {"doc_id": doc_id, "doc": {"question": q, "choices": conts, "answer": gold},
+            "target": str(gold),
+            "arguments": {f"gen_args_{j}": {"arg_0": q, "arg_1": c} for j, c in enumerate(conts)},
+            "resps": [[[str(v), "False"]] for v in ll],
+            "filtered_resps": [[str(v), "False"] for v in ll], "filter": "none",
+            "metrics": ["acc", "acc_norm"], "doc_hash": "d", "prompt_hash": "p",
+            "target_hash": "t", "acc": acc, "acc_norm": acc}
+
+
+def write_run(root: Path, model: str, task: str, records: list[dict], hour: int = 10) -> Path:
+    folder = Path(root) / model.replace("/", "__")
+    folder.mkdir(parents=True, exist_ok=True)
+    f = folder / f"samples_{task}_{stamp(hour)}.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    (folder / f"results_{stamp(hour)}.json").write_text(json.dumps(
+        {"results": {task: {}}, "lm_eval_version": "0.4.7"}), encoding="utf-8")
+    return f
+
+
+def harness_logs(root: Path, task: str = "arc_easy", n_models: int = 22, n_items: int = 60,
+                 seed: int = 0) -> None:
+    """``n_models`` models' runs of one multiple-choice task, abilities spread out."""
+    rng = np.random.default_rng(seed)
+    for m in range(n_models):
+        p = 0.2 + 0.75 * m / (n_models - 1)
+        recs = []
+        for d in range(n_items):
+            gold = (d * 7 + len(task)) % 4
+            pick = gold if rng.random() < p else (gold + 1 + int(rng.integers(3))) % 4
+            recs.append(mc_record(task, d, pick))
+        write_run(root, f"org/model-{m:02d}", task, recs)
+
+
+def test_a_rerun_keeps_each_items_latest_sample(tmp_path):
+    """A model run twice (an earlier full run, a later --limit 10 re-run answering otherwise):
+    each item is read from the latest run that logged it, the rest from the earlier run, and
+    the logs say so; nothing is refused and nothing lost."""
+    early = [mc_record("arc_easy", d, pick=0) for d in range(30)]
+    late = [mc_record("arc_easy", d, pick=1) for d in range(10)]
+    write_run(tmp_path, "org/m", "arc_easy", early, hour=9)
+    newest = write_run(tmp_path, "org/m", "arc_easy", late, hour=11)
+    write_run(tmp_path, "org/other", "arc_easy", early, hour=10)
+    logs = read_sample_logs(tmp_path)
+    assert sorted(logs.models) == ["org/m", "org/other"]
+    want = {str(d): float((0 if d >= 10 else 1) == (d * 7 + 8) % 4) for d in range(30)}
+    assert logs.scores["org/m"] == want
+    assert logs.reruns == {"org/m": {"runs": 2, "kept": str(newest), "superseded": 10}}
+    assert logs.outputs["org/m"]["3"] == [float(v[0]) for v in late[3]["filtered_resps"]]
+
+
+def test_a_rerun_is_stated_in_the_build_summary_and_manifest(tmp_path):
+    harness_logs(tmp_path / "runs")
+    again = [mc_record("arc_easy", d, pick=(d + 1) % 4) for d in range(60)]
+    write_run(tmp_path / "runs", "org/model-03", "arc_easy", again, hour=12)
+    res = runner.invoke(app, ["build-bank", str(tmp_path / "runs"), "-o", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    assert "re-runs" in res.output and "latest run" in res.output
+    src = json.loads((tmp_path / "b" / "manifest.json").read_text())["source"]
+    assert src["reruns"]["org/model-03"]["superseded"] == 60
+    assert src["reruns"]["org/model-03"]["kept"].endswith(f"_{stamp(12)}.jsonl")
