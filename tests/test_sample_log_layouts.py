@@ -94,3 +94,15 @@ def test_a_rerun_is_stated_in_the_build_summary_and_manifest(tmp_path):
     src = json.loads((tmp_path / "b" / "manifest.json").read_text())["source"]
     assert src["reruns"]["org/model-03"]["superseded"] == 60
     assert src["reruns"]["org/model-03"]["kept"].endswith(f"_{stamp(12)}.jsonl")
+
+
+def test_read_lmeval_samples_reads_reruns_by_the_same_rule(tmp_path):
+    from atlascat.live.lmeval import read_lmeval_samples
+
+    write_run(tmp_path, "org/m", "arc_easy", [mc_record("arc_easy", d, 0) for d in range(6)], 9)
+    write_run(tmp_path, "org/m", "arc_easy", [mc_record("arc_easy", d, 1) for d in range(3)], 11)
+    rm = read_lmeval_samples(tmp_path, metric="acc")
+    built = read_sample_logs(tmp_path, metric="acc").matrix()
+    assert rm.subject_ids == ["org/m"]
+    np.testing.assert_array_equal(rm.values, built.values)
+    assert rm.values[0, 1] == float(1 == (1 * 7 + 8) % 4)      # the later run's answer

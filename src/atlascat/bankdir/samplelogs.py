@@ -80,7 +80,7 @@ from ..errors import AtlasError, ConfigError, ResponseDataError
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
            "parse_arguments", "task_of", "subject_of", "NON_METRIC_FIELDS", "KNOWN_RANGES",
-           "corpus_metric_error"]
+           "corpus_metric_error", "runs_by_model", "RERUN_RULE"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
                       r"\.jsonl(\.gz)?$")
@@ -575,7 +575,7 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
                       harness=_harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
-    runs = _runs_by_model(names, files)
+    runs = runs_by_model(names, files)
     k = 0
     for name, model_files in runs.items():
         taken: set[str] = set()
@@ -598,7 +598,7 @@ def _stamp(path: Path) -> str:
     return m.group("stamp") if m else ""
 
 
-def _runs_by_model(names: Sequence[str], files: Sequence[Path]) -> dict[str, list[Path]]:
+def runs_by_model(names: Sequence[str], files: Sequence[Path]) -> dict[str, list[Path]]:
     """Each model's log files of the task, the latest run first (by the harness's
     timestamp in the file name, then the path): several are re-runs (:data:`RERUN_RULE`)."""
     runs: dict[str, list[Path]] = {}

@@ -107,7 +107,8 @@ def read_lmeval_samples(paths, *, task: str | None = None, metric: str | None = 
     task : keep only ``samples_<task>_*.jsonl`` files (required when the folder has several tasks)
     metric, id_field, doc_ids, filter_name : see :func:`read_lmeval_file`
     subject_ids : one id per file, in file order (default: the parent folder name with
-        ``__`` read as ``/``, lm-eval's convention); files of one subject are merged
+        ``__`` read as ``/``, lm-eval's convention); files of one subject are merged, each
+        item's sample from the subject's latest run (``samplelogs.RERUN_RULE``)
     item_ids : column order (default: sorted numerically when all ids are integers)
 
     Returns
@@ -116,19 +117,16 @@ def read_lmeval_samples(paths, *, task: str | None = None, metric: str | None = 
     """
     from ..responses import ResponseMatrix
 
-    from ..bankdir.samplelogs import task_files
+    from ..bankdir.samplelogs import runs_by_model, task_files
 
     files, _, names = task_files(paths, task, subject_ids)
     merged: dict[str, dict[str, float]] = {}
-    for name, f in zip(names, files):
-        scores = read_lmeval_file(f, metric=metric, id_field=id_field, doc_ids=doc_ids,
-                                  filter_name=filter_name)
+    for name, model_files in runs_by_model(names, files).items():
         into = merged.setdefault(name, {})
-        clash = [i for i in scores if i in into and into[i] != scores[i]]
-        if clash:
-            raise ResponseDataError(f"subject {name!r}: files disagree on item(s) {clash[:5]} "
-                                    f"({f}); keep one run per model")
-        into.update(scores)
+        for f in model_files:            # the latest run first: each item's latest sample
+            scores = read_lmeval_file(f, metric=metric, id_field=id_field, doc_ids=doc_ids,
+                                      filter_name=filter_name)
+            into.update({i: v for i, v in scores.items() if i not in into})
     if item_ids is None:
         all_items = sorted({i for s in merged.values() for i in s})
         if all(i.lstrip("-").isdigit() for i in all_items):
