@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from atlascat.bankdir import read_sample_logs
-from atlascat.cli import app
+from atlascat.cli import app, main
 
 runner = CliRunner()
 
@@ -80,7 +80,7 @@ def test_a_rerun_keeps_each_items_latest_sample(tmp_path):
     assert sorted(logs.models) == ["org/m", "org/other"]
     want = {str(d): float((0 if d >= 10 else 1) == (d * 7 + 8) % 4) for d in range(30)}
     assert logs.scores["org/m"] == want
-    assert logs.reruns == {"org/m": {"runs": 2, "kept": str(newest), "superseded": 10}}
+    assert logs.reruns == {"org/m": {"runs": 2, "kept": [str(newest)], "superseded": 10}}
     assert logs.outputs["org/m"]["3"] == [float(v[0]) for v in late[3]["filtered_resps"]]
 
 
@@ -93,7 +93,7 @@ def test_a_rerun_is_stated_in_the_build_summary_and_manifest(tmp_path):
     assert "re-runs" in res.output and "latest run" in res.output
     src = json.loads((tmp_path / "b" / "manifest.json").read_text())["source"]
     assert src["reruns"]["org/model-03"]["superseded"] == 60
-    assert src["reruns"]["org/model-03"]["kept"].endswith(f"_{stamp(12)}.jsonl")
+    assert src["reruns"]["org/model-03"]["kept"][0].endswith(f"_{stamp(12)}.jsonl")
 
 
 def test_read_lmeval_samples_reads_reruns_by_the_same_rule(tmp_path):
@@ -106,3 +106,63 @@ def test_read_lmeval_samples_reads_reruns_by_the_same_rule(tmp_path):
     assert rm.subject_ids == ["org/m"]
     np.testing.assert_array_equal(rm.values, built.values)
     assert rm.values[0, 1] == float(1 == (1 * 7 + 8) % 4)      # the later run's answer
+
+
+MMLU = {"mmlu": ["mmlu_stem", "mmlu_other"], "mmlu_stem": ["mmlu_anatomy", "mmlu_astronomy"],
+        "mmlu_other": ["mmlu_virology"], "mmlu_anatomy": [], "mmlu_astronomy": [],
+        "mmlu_virology": []}
+
+
+def group_logs(root: Path, n_models: int = 22, n_items: int = 20, seed: int = 1) -> None:
+    """``lm_eval --tasks mmlu,arc_easy``: one file per leaf task, the nesting in results."""
+    rng = np.random.default_rng(seed)
+    leaves = [t for t, members in MMLU.items() if not members]
+    for m in range(n_models):
+        p = 0.2 + 0.75 * m / (n_models - 1)
+        folder = root / f"org__model-{m:02d}"
+        folder.mkdir(parents=True)
+        for task in [*leaves, "arc_easy"]:
+            recs = []
+            for d in range(n_items):
+                gold = (d * 7 + len(task)) % 4
+                recs.append(mc_record(task, d, gold if rng.random() < p else (gold + 1) % 4))
+            (folder / f"samples_{task}_{stamp()}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+        (folder / f"results_{stamp()}.json").write_text(json.dumps(
+            {"results": {}, "group_subtasks": {**MMLU, "arc_easy": []}}), encoding="utf-8")
+
+
+def test_a_group_task_is_read_as_one_benchmark_of_its_tasks(tmp_path, capsys):
+    """`--task mmlu` reads every leaf task the results files put under the group (nested
+    groups too); item ids carry their task (doc ids repeat across tasks); a subgroup works."""
+    group_logs(tmp_path)
+    logs = read_sample_logs(tmp_path, task="mmlu")
+    assert logs.task == "mmlu"
+    assert logs.tasks == ["mmlu_anatomy", "mmlu_astronomy", "mmlu_virology"]
+    assert len(logs.item_ids()) == 60 and "mmlu_virology/19" in logs.item_ids()
+    stem = read_sample_logs(tmp_path, task="mmlu_stem")
+    assert stem.tasks == ["mmlu_anatomy", "mmlu_astronomy"] and len(stem.item_ids()) == 40
+    assert main(["build-bank", str(tmp_path), "-o", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "mmlu (a group of 3 tasks), arc_easy" in " ".join(err.split())
+
+
+def test_a_group_bank_keeps_each_items_logged_requests(tmp_path):
+    group_logs(tmp_path / "runs")
+    for f in (tmp_path / "runs").rglob("samples_arc_easy_*"):
+        f.unlink()                                   # only the group: no --task needed
+    res = runner.invoke(app, ["build-bank", str(tmp_path / "runs"), "-o", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    assert "mmlu: a group of 3 tasks" in res.output
+    logged = {}
+    for f in (tmp_path / "runs" / "org__model-05").glob("samples_*.jsonl"):
+        task = f.name[len("samples_"):].rsplit("_2025", 1)[0]
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            logged[f"{task}/{rec['doc_id']}"] = [(a["arg_0"], a["arg_1"])
+                                                 for a in rec["arguments"].values()]
+    rows = [json.loads(x) for x in (tmp_path / "b" / "requests.jsonl").read_text().splitlines()]
+    assert len(rows) == 60
+    for row in rows:
+        assert [(q["context"], q["continuation"]) for q in row["requests"]] == \
+            logged[row["item_id"]]

@@ -76,28 +76,16 @@ from ..content.parsing import parse_literal
 from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
                                 gsm8k_extract, mc2_score, score_outputs, token_f1)
 from ..errors import AtlasError, ConfigError, ResponseDataError
+from .harnessruns import RERUN_RULE, group_tasks, runs_by_model, task_of
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
            "parse_arguments", "task_of", "subject_of", "NON_METRIC_FIELDS", "KNOWN_RANGES",
-           "corpus_metric_error", "runs_by_model", "RERUN_RULE"]
+           "corpus_metric_error", "RERUN_RULE"]
 
-_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
-                      r"\.jsonl(\.gz)?$")
 #: record fields that are not per-sample metrics
 NON_METRIC_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps",
                                "filter", "metrics", "doc_hash", "prompt_hash", "target_hash"})
-
-
-def task_of(path: Path) -> str | None:
-    """The task of ``samples_<task>_<timestamp>.jsonl[.gz]`` (None for another name)."""
-    m = _SAMPLES.match(path.name)
-    if m:
-        return m.group("task")
-    name = re.sub(r"\.jsonl(\.gz)?$", "", path.name)
-    if path.name.startswith("samples_") and name != path.name:
-        return name[len("samples_"):]
-    return None
 
 
 def subject_of(path: Path) -> str:
@@ -316,9 +304,12 @@ class SampleLogs:
     items: dict = field(default_factory=dict)
     harness: str | None = None
     score_range: tuple | None = None
-    #: models logged in several runs: ``{model: {"runs", "kept" (latest file), "superseded"
+    #: models logged in several runs: ``{model: {"runs", "kept" (the latest files of the
+    #: tasks run more than once), "superseded"
     #: (older samples of items a later run logged)}}`` (:data:`RERUN_RULE`)
     reruns: dict = field(default_factory=dict)
+    #: the tasks whose logs were read: ``[task]``, or a group's tasks (``mmlu_anatomy``, ...)
+    tasks: list = field(default_factory=list)
 
     @property
     def models(self) -> list[str]:
@@ -522,24 +513,43 @@ def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None
     no file, several tasks mixed, a name count that does not match."""
     files = sample_files(paths)
     found = sorted({task_of(f) or "?" for f in files})
+    groups = group_tasks(files) if len(found) > 1 or (task and task not in found) else {}
+    label = task
     if task is not None:
-        files = [f for f in files if task_of(f) == task]
+        leaves = {task} if task in found else groups.get(task, frozenset())
+        files = [f for f in files if task_of(f) in leaves]
     if not files:
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         where = f"no samples_*.jsonl file found in {[str(p) for p in given]}"
         if task and found:
             raise ResponseDataError(f"{where} for task {task!r}; the logs there are of "
-                                    f"{', '.join(found)}: give one of them to --task")
+                                    f"{_task_list(found, groups)}: give one to --task")
         raise ResponseDataError(where + (f" for task {task!r}" if task else "")
                                 + "; run lm_eval with --log_samples")
     tasks = sorted({task_of(f) or "?" for f in files})
-    if len(tasks) > 1:
-        raise ResponseDataError(f"sample logs of different tasks mixed ({', '.join(tasks)}); "
-                                "give one task's files or choose one with --task")
+    if label is None:
+        whole = sorted(g for g, leaves in groups.items() if leaves == set(tasks))
+        if len(tasks) > 1 and not whole:
+            raise ResponseDataError(f"sample logs of different tasks mixed "
+                                    f"({_task_list(tasks, groups)}); give one task's files or "
+                                    "choose one with --task")
+        label = min(whole, key=len) if len(tasks) > 1 else tasks[0]   # the outer group
     names = list(subject_ids) if subject_ids is not None else [subject_of(f) for f in files]
     if len(names) != len(files):
         raise ResponseDataError(f"{len(names)} model names for {len(files)} files")
-    return files, tasks[0], names
+    return files, label, names
+
+
+def _task_list(tasks: Sequence[str], groups: Mapping) -> str:
+    """The tasks found, a group's leaves said once by the group ('mmlu (57 tasks)')."""
+    top = sorted(((g, leaves) for g, leaves in groups.items() if leaves <= set(tasks)
+                  and len(leaves) > 1), key=lambda gl: -len(gl[1]))
+    said, out = set(), []
+    for g, leaves in top:
+        if not leaves & said:
+            said |= leaves
+            out.append(f"{g} (a group of {len(leaves)} tasks)")
+    return ", ".join(out + [t for t in tasks if t not in said])
 
 
 def read_sample_logs(paths, *, task: str | None = None, metric: str | None = None,
@@ -575,49 +585,33 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
                       harness=_harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
-    runs = runs_by_model(names, files)
+    logs.tasks = sorted({task_of(f) or "?" for f in files})
+    several = len(logs.tasks) > 1                     # a group's tasks: item ids task/id
     k = 0
-    for name, model_files in runs.items():
-        taken: set[str] = set()
-        superseded = 0
-        for f in model_files:                      # the latest run first
-            superseded += _read_one(logs, name, f, taken, id_field=id_field, metric=metric,
-                                    filter_name=filter_name)
-            k += 1
-            if on_file is not None:
-                on_file(k, len(files))
-        if len(model_files) > 1:
-            logs.reruns[name] = {"runs": len(model_files), "kept": str(model_files[0]),
+    for name, tasks in runs_by_model(names, files).items():
+        superseded, kept = 0, []
+        for t, task_runs in tasks.items():
+            taken: set[str] = set()
+            for f in task_runs:                             # the latest run first
+                superseded += _read_one(logs, name, f, taken, id_field=id_field,
+                                        metric=metric, filter_name=filter_name,
+                                        prefix=f"{t}/" if several else "")
+                k += 1
+                if on_file is not None:
+                    on_file(k, len(files))
+            if len(task_runs) > 1:
+                kept.append(str(task_runs[0]))
+        if kept:
+            logs.reruns[name] = {"runs": max(map(len, tasks.values())), "kept": kept,
                                  "superseded": superseded}
     return logs
 
 
-def _stamp(path: Path) -> str:
-    """The run's timestamp of ``samples_<task>_<timestamp>.jsonl`` ('' without one)."""
-    m = _SAMPLES.match(path.name)
-    return m.group("stamp") if m else ""
-
-
-def runs_by_model(names: Sequence[str], files: Sequence[Path]) -> dict[str, list[Path]]:
-    """Each model's log files of the task, the latest run first (by the harness's
-    timestamp in the file name, then the path): several are re-runs (:data:`RERUN_RULE`)."""
-    runs: dict[str, list[Path]] = {}
-    for name, f in zip(names, files):
-        runs.setdefault(name, []).append(f)
-    return {name: sorted(fs, key=lambda f: (_stamp(f), str(f)), reverse=True)
-            for name, fs in runs.items()}
-
-
-#: how re-runs of one model (several ``samples_<task>_<timestamp>`` files) are read
-RERUN_RULE = ("each item's sample from the model's latest run (the file name's timestamp); "
-              "items only an earlier run logged are kept from it")
-
-
 def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, metric,
-              filter_name) -> int:
+              filter_name, prefix: str = "") -> int:
     """Read one log file of model ``name``; items in ``taken`` (read from the model's later
     runs) are superseded and skipped. Adds the file's items to ``taken``; returns how many of
-    its samples were superseded."""
+    its samples were superseded. ``prefix`` starts each item id (a group's ``task/``)."""
     scores = logs.scores.setdefault(name, {})
     outputs = logs.outputs.setdefault(name, {})
     filters: set[str] = set()
@@ -631,8 +625,8 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
             continue
         doc = rec.get("doc")
         doc_id = str(rec["doc_id"])
-        item = str(doc[id_field]) if id_field and isinstance(doc, Mapping) and id_field in doc \
-            else doc_id
+        item = prefix + (str(doc[id_field]) if id_field and isinstance(doc, Mapping)
+                         and id_field in doc else doc_id)
         if item in seen:
             raise ResponseDataError(
                 f"{where}: item {item} appears twice in one file"

@@ -99,8 +99,9 @@ def _show_summary(m: dict, named: bool = True) -> None:
     src = m["source"]
     by = src.get("named_by", "name" if named or src["kind"] != "matrix" else "file")
     rows = [("benchmark", m["benchmark"] + _NAMED_BY.get(by, "")),
-            ("source", src["kind"] + (f" ({src['task']}, metric {src['metric']})"
-                                      if src["kind"] == "sample_logs" else "")),
+            ("source", src["kind"] + (f" ({src['task']}{_group_note(src)}, metric "
+                                      f"{src['metric']})" if src["kind"] == "sample_logs"
+                                      else "")),
             ("models", m["n_models"]),
             *_rerun_rows(src.get("reruns")),
             ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
@@ -123,6 +124,12 @@ def _show_summary(m: dict, named: bool = True) -> None:
 
     for line in build_warnings(m):
         warn(line)
+
+
+def _group_note(src: dict) -> str:
+    """A group task's size, said beside its name ('mmlu: a group of 57 tasks')."""
+    tasks = src.get("tasks") or []
+    return f": a group of {len(tasks)} tasks" if len(tasks) > 1 else ""
 
 
 def _rerun_rows(reruns: dict | None) -> list[tuple[str, str]]:

@@ -117,16 +117,21 @@ def read_lmeval_samples(paths, *, task: str | None = None, metric: str | None = 
     """
     from ..responses import ResponseMatrix
 
-    from ..bankdir.samplelogs import runs_by_model, task_files
+    from ..bankdir.harnessruns import runs_by_model, task_of
+    from ..bankdir.samplelogs import task_files
 
     files, _, names = task_files(paths, task, subject_ids)
+    several = len({task_of(f) for f in files}) > 1     # a group's tasks: item ids task/id
     merged: dict[str, dict[str, float]] = {}
-    for name, model_files in runs_by_model(names, files).items():
+    for name, tasks in runs_by_model(names, files).items():
         into = merged.setdefault(name, {})
-        for f in model_files:            # the latest run first: each item's latest sample
-            scores = read_lmeval_file(f, metric=metric, id_field=id_field, doc_ids=doc_ids,
-                                      filter_name=filter_name)
-            into.update({i: v for i, v in scores.items() if i not in into})
+        for t, task_runs in tasks.items():
+            prefix = f"{t}/" if several else ""
+            for f in task_runs:              # the latest run first: each item's latest sample
+                scores = read_lmeval_file(f, metric=metric, id_field=id_field,
+                                          doc_ids=doc_ids, filter_name=filter_name)
+                into.update({prefix + i: v for i, v in scores.items()
+                             if prefix + i not in into})
     if item_ids is None:
         all_items = sorted({i for s in merged.values() for i in s})
         if all(i.lstrip("-").isdigit() for i in all_items):

@@ -1,0 +1,78 @@
+"""How lm-evaluation-harness lays out its runs: the task and timestamp of a sample log's name,
+a model's re-runs, and the group tasks the run folders' ``results_*.json`` name.
+
+``lm_eval --log_samples --output_path OUT`` writes ``OUT/<model, '/' -> '__'>/`` with
+``samples_<task>_<timestamp>.jsonl`` per task and ``results_<timestamp>.json`` per run
+(``<timestamp>``: ``datetime.now().isoformat()`` with ':' written '-', so names sort in time).
+A group task (``--tasks mmlu``) logs one file per leaf task (``mmlu_anatomy``, ...); the
+results file's ``group_subtasks`` maps each group to its members (groups nest: ``mmlu`` ->
+``mmlu_stem`` -> ``mmlu_anatomy``).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["task_of", "run_stamp", "runs_by_model", "group_tasks", "RERUN_RULE"]
+
+_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
+                      r"\.jsonl(\.gz)?$")
+
+#: how re-runs of one model (several ``samples_<task>_<timestamp>`` files) are read
+RERUN_RULE = ("each item's sample from the model's latest run (the file name's timestamp); "
+              "items only an earlier run logged are kept from it")
+
+
+def task_of(path: Path) -> str | None:
+    """The task of ``samples_<task>_<timestamp>.jsonl[.gz]`` (None for another name)."""
+    m = _SAMPLES.match(path.name)
+    if m:
+        return m.group("task")
+    name = re.sub(r"\.jsonl(\.gz)?$", "", path.name)
+    if path.name.startswith("samples_") and name != path.name:
+        return name[len("samples_"):]
+    return None
+
+
+def run_stamp(path: Path) -> str:
+    """The run's timestamp of ``samples_<task>_<timestamp>.jsonl`` ('' without one)."""
+    m = _SAMPLES.match(path.name)
+    return m.group("stamp") if m else ""
+
+
+def runs_by_model(names: Sequence[str], files: Sequence[Path]
+                  ) -> dict[str, dict[str, list[Path]]]:
+    """``{model: {task: [its log files, the latest run first]}}`` (by the timestamp in the
+    file name, then the path): several files of one model and task are re-runs
+    (:data:`RERUN_RULE`)."""
+    runs: dict[str, dict[str, list[Path]]] = {}
+    for name, f in zip(names, files):
+        runs.setdefault(name, {}).setdefault(task_of(f) or "?", []).append(Path(f))
+    return {name: {t: sorted(fs, key=lambda f: (run_stamp(f), str(f)), reverse=True)
+                   for t, fs in tasks.items()} for name, tasks in runs.items()}
+
+
+def group_tasks(files: Sequence[Path]) -> dict[str, frozenset[str]]:
+    """Each group the ``results_*.json`` beside ``files`` name -> its leaf tasks (nested
+    groups flattened); unreadable results files are passed over."""
+    tree: dict[str, set[str]] = {}
+    for folder in dict.fromkeys(Path(f).parent for f in files):
+        for res in sorted(folder.glob("results_*.json")):
+            try:
+                d = json.loads(res.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            groups = d.get("group_subtasks") if isinstance(d, dict) else None
+            for g, members in (groups.items() if isinstance(groups, dict) else ()):
+                if isinstance(members, list) and members:
+                    tree.setdefault(str(g), set()).update(map(str, members))
+
+    def leaves(g: str, above: frozenset) -> set[str]:
+        out: set[str] = set()
+        for t in tree.get(g, ()):
+            out |= leaves(t, above | {g}) if t in tree and t not in above else {t}
+        return out
+
+    return {g: frozenset(leaves(g, frozenset())) for g in tree}
