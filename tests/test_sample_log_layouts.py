@@ -166,3 +166,37 @@ def test_a_group_bank_keeps_each_items_logged_requests(tmp_path):
     for row in rows:
         assert [(q["context"], q["continuation"]) for q in row["requests"]] == \
             logged[row["item_id"]]
+
+
+def test_the_summary_says_which_metric_and_filter_were_read(tmp_path):
+    """acc and acc_norm logged, no --metric: the summary says acc is the first of the two and
+    that --metric chooses; with --metric acc_norm that row goes and the rule is acc_norm."""
+    harness_logs(tmp_path / "runs")
+    res = runner.invoke(app, ["build-bank", str(tmp_path / "runs"), "-o", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert "the first the logs list of acc, acc_norm (--metric chooses another)" in res.output
+    src = json.loads((tmp_path / "a" / "manifest.json").read_text())["source"]
+    assert src["metric"] == "acc" and src["metrics_logged"] == ["acc", "acc_norm"]
+    res = runner.invoke(app, ["build-bank", str(tmp_path / "runs"), "--metric", "acc_norm",
+                              "-o", str(tmp_path / "n")])
+    assert res.exit_code == 0, res.output
+    assert "metric acc_norm" in res.output and "--metric chooses" not in res.output
+    rows = (tmp_path / "n" / "requests.jsonl").read_text().splitlines()
+    assert {json.loads(r)["rule"] for r in rows} == {"acc_norm"}
+
+
+def test_a_task_with_two_filters_asks_for_one_and_says_it(tmp_path, capsys):
+    from lmeval_logs import generation_logs
+
+    for f in generation_logs(tmp_path / "runs", task="gsm8k"):
+        recs = [json.loads(x) for x in f.read_text().splitlines()]
+        f.write_text("".join(json.dumps({**r, "filter": flt}) + "\n" for r in recs
+                             for flt in ("strict-match", "flexible-extract")))
+    assert main(["build-bank", str(tmp_path / "runs"), "-o", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--filter" in err and "strict-match" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "a").exists()
+    res = runner.invoke(app, ["build-bank", str(tmp_path / "runs"), "--filter", "strict-match",
+                              "-o", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    assert "metric exact_match, filter strict-match" in " ".join(res.output.split())

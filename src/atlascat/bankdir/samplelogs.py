@@ -308,6 +308,9 @@ class SampleLogs:
     #: tasks run more than once), "superseded"
     #: (older samples of items a later run logged)}}`` (:data:`RERUN_RULE`)
     reruns: dict = field(default_factory=dict)
+    #: the per-sample metrics the first record logs, when ``metric`` was not given and so is
+    #: the first of them (empty when given)
+    metrics_logged: list = field(default_factory=list)
     #: the tasks whose logs were read: ``[task]``, or a group's tasks (``mmlu_anatomy``, ...)
     tasks: list = field(default_factory=list)
 
@@ -641,7 +644,7 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
             if not found:
                 raise ResponseDataError(f"{where}: no per-sample metric found; name it with "
                                         f"--metric (fields: {sorted(rec)[:12]})")
-            logs.metric = found[0]
+            logs.metric, logs.metrics_logged = found[0], list(found)
         if logs.score_range is None and logs.metric in KNOWN_RANGES:
             logs.score_range = KNOWN_RANGES[logs.metric]
         if logs.metric not in rec:

@@ -100,8 +100,9 @@ def _show_summary(m: dict, named: bool = True) -> None:
     by = src.get("named_by", "name" if named or src["kind"] != "matrix" else "file")
     rows = [("benchmark", m["benchmark"] + _NAMED_BY.get(by, "")),
             ("source", src["kind"] + (f" ({src['task']}{_group_note(src)}, metric "
-                                      f"{src['metric']})" if src["kind"] == "sample_logs"
-                                      else "")),
+                                      f"{src['metric']}{_filter_note(src)})"
+                                      if src["kind"] == "sample_logs" else "")),
+            *_metric_rows(src),
             ("models", m["n_models"]),
             *_rerun_rows(src.get("reruns")),
             ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
@@ -130,6 +131,20 @@ def _group_note(src: dict) -> str:
     """A group task's size, said beside its name ('mmlu: a group of 57 tasks')."""
     tasks = src.get("tasks") or []
     return f": a group of {len(tasks)} tasks" if len(tasks) > 1 else ""
+
+
+def _filter_note(src: dict) -> str:
+    """The harness filter read (GSM8K's strict-match), beside the metric."""
+    return f", filter {src['filter']}" if src.get("filter") else ""
+
+
+def _metric_rows(src: dict) -> list[tuple[str, str]]:
+    """How the metric was chosen when --metric was not given and the logs hold several."""
+    logged = src.get("metrics_logged") or []
+    if len(logged) < 2:
+        return []
+    return [("metric", f"{src['metric']}: the first the logs list of {', '.join(logged)} "
+                       "(--metric chooses another)")]
 
 
 def _rerun_rows(reruns: dict | None) -> list[tuple[str, str]]:
