@@ -200,3 +200,42 @@ def test_a_task_with_two_filters_asks_for_one_and_says_it(tmp_path, capsys):
                               "-o", str(tmp_path / "b")])
     assert res.exit_code == 0, res.output
     assert "metric exact_match, filter strict-match" in " ".join(res.output.split())
+
+
+def test_models_that_logged_different_items_are_refused_or_cut_to_the_common_ones(tmp_path,
+                                                                                   capsys):
+    """One model's run stopped at 45 of 60 docs: one line naming it and --common-items, nothing
+    written; with --common-items the 45 items every model logged, the rest said."""
+    harness_logs(tmp_path / "runs")
+    f = next((tmp_path / "runs" / "org__model-07").glob("samples_*"))
+    f.write_text("\n".join(f.read_text().splitlines()[:45]) + "\n")
+    assert main(["build-bank", str(tmp_path / "runs"), "-o", str(tmp_path / "a")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "15 of 60 items" in err and "'org/model-07' 45" in err and "--common-items" in err
+    assert not (tmp_path / "a").exists()
+    res = runner.invoke(app, ["build-bank", str(tmp_path / "runs"), "--common-items",
+                              "-o", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    assert "15 items left out: not every model logged them" in " ".join(res.output.split())
+    m = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert m["items"]["n_results"] == 45
+    assert m["items"]["dropped_missing"] == [str(i) for i in range(45, 60)]
+
+
+@pytest.mark.parametrize("extra, says", [
+    ({}, "its records hold no per-sample metric (bleu, chrf): these logs cannot build a bank"),
+    ({"exact_match": 0.0}, "choose one of its per-sample metrics with --metric: exact_match")])
+def test_a_corpus_metric_is_refused_naming_the_alternatives(tmp_path, capsys, extra, says):
+    """WMT-style logs: bleu / chrf are (reference, prediction) pairs the harness scores over
+    the corpus; the one line says which per-sample metric there is, or that there is none."""
+    for m in range(21):
+        recs = [{"doc_id": i, "doc": {"en": f"s{i}"}, "target": f"r{i}", "arguments": {
+            "gen_args_0": {"arg_0": f"s{i} ->", "arg_1": {"until": ["\n"]}}},
+            "resps": [[f"h{i}"]], "filtered_resps": [f"h{i}"], "filter": "none",
+            "metrics": ["bleu", "chrf", *extra], "bleu": [f"r{i}", f"h{i}"],
+            "chrf": [f"r{i}", f"h{i}"], **extra} for i in range(5)]
+        write_run(tmp_path / "runs", f"org/m{m}", "wmt14-en-fr", recs)
+    assert main(["build-bank", str(tmp_path / "runs"), "-o", str(tmp_path / "b")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "whole corpus" in err and says in err
+    assert not (tmp_path / "b").exists()

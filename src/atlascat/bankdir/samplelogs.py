@@ -199,21 +199,39 @@ def sampled_warning(n_items: int) -> str:
             "program is sent the logged settings")
 
 
-def corpus_metric_error(metric: str, where: str) -> ResponseDataError:
-    """The one line for a metric the harness aggregates over the corpus."""
+def corpus_metric_error(metric: str, where: str, rec: Mapping | None = None
+                        ) -> ResponseDataError:
+    """The one line for a metric the harness aggregates over the corpus; with the record,
+    it names the record's per-sample metrics (or says it has none)."""
+    fix = "choose a per-sample metric with --metric"
+    if rec is not None:
+        named = dict.fromkeys([*_metrics_of(rec), *_metrics_of({k: v for k, v in rec.items()
+                                                                 if k != "metrics"})])
+        scores = [m for m in named if m in rec and _is_score(rec[m])]
+        fix = (f"choose one of its per-sample metrics with --metric: {', '.join(scores)}"
+               if scores else f"its records hold no per-sample metric ({', '.join(named)}): "
+               "these logs cannot build a bank (--metric names a field that holds one)")
     return ResponseDataError(
         f"{where}: metric {metric!r} logs a (reference, prediction) pair per sample, not a "
         "score: the harness aggregates it over the whole corpus (corpus BLEU, chrF, TER, macro "
-        "F1, MCC), which is not a mean over items, so no item has a score of its own; choose a "
-        "per-sample metric with --metric")
+        f"F1, MCC), which is not a mean over items, so no item has a score of its own; {fix}")
 
 
-def _number(value, where: str, metric: str, score_range=None) -> float:
+def _is_score(value) -> bool:
+    """Whether a logged metric value is a number (not a corpus metric's pair)."""
+    try:
+        return not isinstance(value, (list, tuple, dict)) and np.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _number(value, where: str, metric: str, score_range=None, rec=None) -> float:
     """The per-sample score in [0, 1]: the logged value, mapped from ``score_range`` (lo, hi)
-    to [0, 1] when given (a value outside it is refused)."""
+    to [0, 1] when given (a value outside it is refused); ``rec``: the record, for the
+    error's alternatives."""
     if isinstance(value, (list, tuple, dict)) or (isinstance(value, str)
                                                   and value.strip()[:1] in ("(", "[", "{")):
-        raise corpus_metric_error(metric, where)
+        raise corpus_metric_error(metric, where, rec)
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -311,6 +329,8 @@ class SampleLogs:
     #: the per-sample metrics the first record logs, when ``metric`` was not given and so is
     #: the first of them (empty when given)
     metrics_logged: list = field(default_factory=list)
+    #: items left out as not every model logged them (:meth:`keep_common_items`)
+    dropped_missing: list = field(default_factory=list)
     #: the tasks whose logs were read: ``[task]``, or a group's tasks (``mmlu_anatomy``, ...)
     tasks: list = field(default_factory=list)
 
@@ -323,6 +343,33 @@ class SampleLogs:
         if all(i.lstrip("-").isdigit() for i in ids):
             ids.sort(key=int)
         return ids
+
+    def keep_common_items(self, common: bool = False) -> list[str]:
+        """Models that logged different items (another ``--limit``, a run cut short): refused,
+        one line naming the models short of items, or with ``common`` only the items every
+        model logged are kept (the rest recorded in :attr:`dropped_missing`, returned)."""
+        sets = {m: set(sc) for m, sc in self.scores.items()}
+        every = set.intersection(*sets.values()) if sets else set()
+        ids = self.item_ids()
+        gone = [i for i in ids if i not in every]
+        if gone and not common:
+            short = sorted((m for m in sets if len(sets[m]) < len(ids)), key=lambda m:
+                           len(sets[m]))
+            named = ", ".join(f"{m!r} {len(sets[m])}" for m in short[:3])
+            raise ResponseDataError(
+                f"models logged different items: {len(gone)} of {len(ids)} items are missing "
+                f"from some model's log (items logged: {named}"
+                + (f" and {len(short) - 3} more models" if len(short) > 3 else "")
+                + "); run every model on the same task and --limit, leave the short logs out, "
+                "or keep the items every model logged with --common-items")
+        for m in self.scores:
+            for i in gone:
+                self.scores[m].pop(i, None)
+                self.outputs[m].pop(i, None)
+        for i in gone:
+            self.items.pop(i, None)
+        self.dropped_missing = gone
+        return gone
 
     def matrix(self):
         """models x items ResponseMatrix (NaN where a model has no sample of an item), on
@@ -654,7 +701,7 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
                 f"{', '.join(has) or 'no metric'}"
                 + ("; its 'metrics' list names it" if logs.metric in _metrics_of(rec) else "")
                 + "); choose a metric every record carries with --metric")
-        value = _number(rec[logs.metric], where, logs.metric, logs.score_range)
+        value = _number(rec[logs.metric], where, logs.metric, logs.score_range, rec)
         scores[item] = value
         reqs = parse_arguments(rec.get("arguments"), where) if "arguments" in rec else None
         if reqs is None:

@@ -33,6 +33,10 @@ def build_bank_command(
     filter_name: Optional[str] = typer.Option(None, "--filter",
                                               help="Sample logs: the harness filter to "
                                                    "keep when a task logs several."),
+    common_items: bool = typer.Option(False, "--common-items",
+                                      help="Sample logs: keep the items every model logged "
+                                           "when models logged different ones (another "
+                                           "--limit, a run cut short). [default: refuse]"),
     name: Optional[str] = typer.Option(None, "--name",
                                        help="Benchmark name. [default: the task, or the "
                                             "stem a matrix's item ids share (qmsum.0, "
@@ -76,7 +80,7 @@ def build_bank_command(
         folder = build_bank(results if len(results) > 1 else results[0], output, scores=scores,
                             task=task, metric=metric, filter_name=filter_name, name=name,
                             model=model, seed=seed, chance=chance, budget=budget,
-                            score_range=score_range,
+                            score_range=score_range, common_items=common_items,
                             progress=bar_progress(advance))
     _show_summary(folder.manifest, named=name is not None)
     files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
