@@ -239,3 +239,48 @@ def test_a_corpus_metric_is_refused_naming_the_alternatives(tmp_path, capsys, ex
     err = " ".join(capsys.readouterr().err.split())
     assert "whole corpus" in err and says in err
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("generation, extracted", [
+    (" Half of 48 is 24, so she sold $1,234.", "1234"),
+    (" 5 apples and 12 pears make 17 fruits in all", "17"),
+    (" So the answer is 7", "7"),
+    (" She sold 48/2 = 24 clips.\n#### 72", "72"),
+    (" I do not know", "[invalid]")])
+def test_gsm8k_flexible_extract_is_the_harness_filter(generation, extracted):
+    """lm-eval 0.4 gsm8k ``flexible-extract``: the last match of (-?[$0-9.,]{2,})|(-?[0-9]+),
+    then exact_match's regexes_to_ignore (",", "$", "(?s).*#### ", "\\.$")."""
+    from atlascat.content.requests import gsm8k_flexible_extract, score_outputs
+
+    assert gsm8k_flexible_extract(generation) == extracted
+    right = score_outputs("gsm8k_flexible", [generation + "\nQuestion: next"], gold=extracted,
+                          until=("Question:",))
+    assert right == int(extracted != "[invalid]")
+
+
+def test_gsm8k_logs_read_with_flexible_extract_are_scored_by_their_rule(tmp_path):
+    """GSM8K logged with both filters, read with --filter flexible-extract: the rule that
+    reproduces every logged score is the flexible one (the strict rule would miss the answers
+    without '#### '), and a live run scores by it."""
+    rng = np.random.default_rng(3)
+    for m in range(22):
+        recs = []
+        for d in range(30):
+            gold = 10 + d
+            right = rng.random() < 0.2 + 0.7 * m / 21
+            said = gold if right else gold + 1
+            gen = (f" Reasoning.\n#### {said}" if d % 3 == 0 else f" So she has ${said:,}.")
+            for flt, got in (("strict-match", f"{said}" if d % 3 == 0 else "[invalid]"),
+                             ("flexible-extract", f"{said}")):
+                recs.append({
+                    "doc_id": d, "doc": {"question": f"q{d}", "answer": f"Work.\n#### {gold}"},
+                    "target": f"Work.\n#### {gold}", "arguments": {"gen_args_0": {
+                        "arg_0": f"Question: q{d}\nAnswer:", "arg_1": {
+                            "until": ["Question:", "</s>"], "do_sample": False}}},
+                    "resps": [[gen]], "filtered_resps": [got], "filter": flt,
+                    "metrics": ["exact_match"], "exact_match": float(got == str(gold))})
+        write_run(tmp_path / "runs", f"org/m{m:02d}", "gsm8k", recs)
+    logs = read_sample_logs(tmp_path / "runs", filter_name="flexible-extract")
+    fields = [logs.rule_fields(i) for i in logs.item_ids()]
+    assert {f["rule"] for f in fields} == {"gsm8k_flexible"}
+    assert min(f["agreement"] for f in fields) == 1.0

@@ -30,8 +30,9 @@ acc_norm                  ``acc_norm``: argmax of ll_j / characters of choice j
 acc, mc1, any other       ``acc``: argmax of ll_j (first maximum)
 (log-likelihood)
 exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number>`` (GSM8K's
-                          strict match), else ``exact_match``: the generation cut at the item's
-                          stop strings, stripped, equal to the stripped target
+                          strict match; ``gsm8k_flexible``, its last number, read with the
+                          ``flexible-extract`` filter), else ``exact_match``: the generation
+                          cut at the item's stop strings, stripped, equal to the stripped target
 f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1])
 mc2 (log-likelihood)      ``mc2``: probability mass of the true options (the leading
                           ``mc2_true``, the count that reproduces the logged scores)
@@ -411,8 +412,9 @@ class SampleLogs:
             return self._metric_fields(it)
         if it.kind == "generate_until":
             target = str(it.target)
-            rule = "gsm8k_exact" if "#### " in target else "exact_match"
-            gold_text = gsm8k_extract(target) if rule == "gsm8k_exact" else target
+            rule = (("gsm8k_flexible" if self.filter == "flexible-extract" else "gsm8k_exact")
+                    if "#### " in target else "exact_match")
+            gold_text = target if rule == "exact_match" else gsm8k_extract(target)
             out = {"rule": rule, "context": reqs[0].context, "ctx_suffixes": [],
                    "continuations": [], "gold": -1, "target": gold_text, "n_choices": 1,
                    "mc2_true": 0, "until": list(reqs[0].until),
