@@ -284,3 +284,18 @@ def test_gsm8k_logs_read_with_flexible_extract_are_scored_by_their_rule(tmp_path
     fields = [logs.rule_fields(i) for i in logs.item_ids()]
     assert {f["rule"] for f in fields} == {"gsm8k_flexible"}
     assert min(f["agreement"] for f in fields) == 1.0
+
+
+def test_logs_of_a_limited_run_are_said_to_cover_part_of_the_task(tmp_path):
+    """`lm_eval --limit 60`: each run's results_<ts>.json says 60 of 2376 documents
+    (n-samples); the build warns that the bank's score is the mean over those."""
+    harness_logs(tmp_path / "runs")
+    for res in (tmp_path / "runs").rglob("results_*.json"):
+        d = json.loads(res.read_text())
+        d["n-samples"] = {"arc_easy": {"original": 2376, "effective": 60}}
+        res.write_text(json.dumps(d))
+    res = runner.invoke(app, ["build-bank", str(tmp_path / "runs"), "-o", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    assert "the logs cover 60 of the task's 2376 documents" in " ".join(res.output.split())
+    src = json.loads((tmp_path / "b" / "manifest.json").read_text())["source"]
+    assert src["n_samples"] == {"arc_easy": {"effective": 60, "original": 2376}}

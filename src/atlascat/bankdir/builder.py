@@ -515,9 +515,11 @@ def build_warnings(manifest: dict) -> list[str]:
                    f"100%, the worst {req['rule_agreement_min']:.0%}): a live run scores a new "
                    "model by this rule, not as the harness scored the logged models; check "
                    "--metric and --filter")
-    if req.get("sampled_items"):
-        from .samplelogs import sampled_warning
-        out.append(sampled_warning(req["sampled_items"]))
+    from .harnessruns import limit_warning
+    from .samplelogs import sampled_warning
+
+    out += [sampled_warning(req["sampled_items"])] if req.get("sampled_items") else []
+    out += [w for w in [limit_warning(manifest.get("source", {}).get("n_samples"))] if w]
     opaque = [r.split(":", 1)[1] for r in req.get("rules", []) if r.startswith("metric:")]
     if opaque:
         out.append(f"items scored by {', '.join(repr(m) for m in opaque)}, a metric atlas "
@@ -739,6 +741,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                    "task": None if logs is None else logs.task,
                    "tasks": None if logs is None else logs.tasks,
                    "metrics_logged": None if logs is None else logs.metrics_logged,
+                   "n_samples": None if logs is None else logs.n_samples,
                    "metric": None if logs is None else logs.metric,
                    "filter": None if logs is None else logs.filter,
                    "harness": None if logs is None else (logs.harness or "unknown"),

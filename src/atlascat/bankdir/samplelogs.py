@@ -77,7 +77,7 @@ from ..content.parsing import parse_literal
 from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
                                 gsm8k_extract, mc2_score, score_outputs, token_f1)
 from ..errors import AtlasError, ConfigError, ResponseDataError
-from .harnessruns import RERUN_RULE, group_tasks, runs_by_model, task_of
+from .harnessruns import RERUN_RULE, group_tasks, runs_by_model, sample_counts, task_of
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
@@ -330,6 +330,9 @@ class SampleLogs:
     #: the per-sample metrics the first record logs, when ``metric`` was not given and so is
     #: the first of them (empty when given)
     metrics_logged: list = field(default_factory=list)
+    #: ``{task: {"effective", "original"}}``: documents logged and in the task, from the
+    #: ``results_*.json`` beside the logs (:func:`~.harnessruns.sample_counts`)
+    n_samples: dict = field(default_factory=dict)
     #: items left out as not every model logged them (:meth:`keep_common_items`)
     dropped_missing: list = field(default_factory=list)
     #: the tasks whose logs were read: ``[task]``, or a group's tasks (``mmlu_anatomy``, ...)
@@ -634,7 +637,7 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
         score_range = tuple(check_finite(v, "score_range") for v in score_range)
     files, the_task, names = task_files(paths, task, subject_ids)
     logs = SampleLogs(task=the_task, metric=metric or "", filter=filter_name, files=files,
-                      harness=_harness_version(files),
+                      harness=_harness_version(files), n_samples=sample_counts(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
     logs.tasks = sorted({task_of(f) or "?" for f in files})
