@@ -299,3 +299,32 @@ def test_logs_of_a_limited_run_are_said_to_cover_part_of_the_task(tmp_path):
     assert "the logs cover 60 of the task's 2376 documents" in " ".join(res.output.split())
     src = json.loads((tmp_path / "b" / "manifest.json").read_text())["source"]
     assert src["n_samples"] == {"arc_easy": {"effective": 60, "original": 2376}}
+
+
+def test_a_squad_style_em_is_scored_by_the_normalised_match_it_reproduces(tmp_path):
+    """em / f1 logs (SQuAD-style: 'Eiffel tower.' matches 'The Eiffel Tower'): the strict
+    match would miss those the harness counted, so the 0/1 rule is the normalised one, which
+    reproduces every logged score; a live answer is scored by it."""
+    from atlascat.content.requests import score_outputs
+
+    rng = np.random.default_rng(2)
+    for m in range(22):
+        recs = []
+        for d in range(20):
+            gold = f"The Eiffel Tower {d}"
+            said = [gold, f"eiffel tower {d}.", "Paris"][int(rng.integers(3))]
+            em = float(said != "Paris")
+            recs.append({"doc_id": d, "doc": {"q": d}, "target": gold, "arguments": {
+                "gen_args_0": {"arg_0": f"Q{d}?\nA:", "arg_1": {"until": ["\n"]}}},
+                "resps": [[f" {said}\nQ"]], "filtered_resps": [f" {said}\nQ"],
+                "filter": "none", "metrics": ["em", "f1"], "em": em, "f1": em})
+        write_run(tmp_path / "runs", f"org/m{m:02d}", "squad_like", recs)
+    logs = read_sample_logs(tmp_path / "runs")
+    assert logs.metric == "em" and logs.match_rule == "exact_match_norm"
+    fields = [logs.rule_fields(i) for i in logs.item_ids()]
+    assert {f["rule"] for f in fields} == {"exact_match_norm"}
+    assert min(f["agreement"] for f in fields) == 1.0
+    assert score_outputs("exact_match_norm", [" eiffel TOWER 3!\nmore"], gold="The Eiffel Tower 3",
+                         until=("\n",)) == 1
+    assert score_outputs("exact_match", [" eiffel TOWER 3!\nmore"], gold="The Eiffel Tower 3",
+                         until=("\n",)) == 0

@@ -411,9 +411,9 @@ def widen(link, factor: float):
     return link
 
 
-#: the text scorer (:mod:`atlascat.live.scorers`) a chat answer to a generation item is read
-#: with, by the item's rule: exact match and GSM8K's number; none for F1 or a logged metric
-_CHAT_SCORERS = {"exact_match": "exact", "gsm8k_exact": "gsm8k", "gsm8k_flexible": "gsm8k"}
+#: a chat answer's text scorer (:mod:`atlascat.live.scorers`) by rule; none for F1, a metric
+_CHAT_SCORERS = {"exact_match": "exact", "exact_match_norm": "exact", "gsm8k_exact": "gsm8k",
+                 "gsm8k_flexible": "gsm8k"}
 
 
 def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:

@@ -33,6 +33,8 @@ exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number
                           strict match; ``gsm8k_flexible``, its last number, read with the
                           ``flexible-extract`` filter), else ``exact_match``: the generation
                           cut at the item's stop strings, stripped, equal to the stripped target
+                          (``exact_match_norm``, SQuAD's normalisation, when it reproduces more
+                          logged scores: :attr:`SampleLogs.match_rule`)
 f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1])
 mc2 (log-likelihood)      ``mc2``: probability mass of the true options (the leading
                           ``mc2_true``, the count that reproduces the logged scores)
@@ -416,8 +418,8 @@ class SampleLogs:
         if it.kind == "generate_until":
             target = str(it.target)
             rule = (("gsm8k_flexible" if self.filter == "flexible-extract" else "gsm8k_exact")
-                    if "#### " in target else "exact_match")
-            gold_text = target if rule == "exact_match" else gsm8k_extract(target)
+                    if "#### " in target else self.match_rule)
+            gold_text = gsm8k_extract(target) if rule.startswith("gsm8k") else target
             out = {"rule": rule, "context": reqs[0].context, "ctx_suffixes": [],
                    "continuations": [], "gold": -1, "target": gold_text, "n_choices": 1,
                    "mc2_true": 0, "until": list(reqs[0].until),
@@ -462,6 +464,22 @@ class SampleLogs:
     def continuous(self) -> bool:
         """Whether the metric gives scores other than 0/1 (F1, ROUGE, a rescaled rating)."""
         return any(v not in (0.0, 1.0) for sc in self.scores.values() for v in sc.values())
+
+    @cached_property
+    def match_rule(self) -> str:
+        """The 0/1 rule of generation items (but GSM8K's): ``exact_match``, or
+        ``exact_match_norm`` when it reproduces more of the logged scores (SQuAD-style ``em``:
+        lower case, punctuation and articles dropped)."""
+        rates = {}
+        for rule in ("exact_match", "exact_match_norm"):
+            hits = [score_outputs(rule, o, gold=str(it.target), until=it.requests[0].until)
+                    == round(s) for item_id, it in self.items.items()
+                    if it.kind == "generate_until" and "#### " not in str(it.target)
+                    for o, s in ((self.outputs[m].get(item_id), self.scores[m].get(item_id))
+                                 for m in self.scores) if o is not None and s is not None]
+            rates[rule] = float(np.mean(hits)) if hits else 1.0
+        return "exact_match_norm" if rates["exact_match_norm"] > rates["exact_match"] else \
+            "exact_match"
 
     @cached_property
     def computed_rule(self) -> str | None:

@@ -40,6 +40,9 @@ gsm8k_flexible (banks built from sample logs of GSM8K's ``flexible-extract`` fil
 exact_match  (banks built from sample logs, :mod:`atlascat.bankdir`) the harness's
              ``exact_match`` without a filter: the generation cut before the first of the
              item's own stop strings, stripped, equal to the stripped ``target``.
+exact_match_norm  (sample logs whose 0/1 metric this reproduces better: SQuAD-style ``em``)
+             the cut generation and ``target`` equal after the F1 rule's normalisation (lower
+             case, punctuation and the articles a / an / the dropped, whitespace collapsed).
 
 Continuous rules (banks built from sample logs; the score is in [0, 1], not 0/1):
 
@@ -78,16 +81,16 @@ __all__ = [
     "HarnessDoc", "harness_doc", "hellaswag_preprocess", "mmlu_description", "request_fields",
     "gsm8k_extract", "gsm8k_flexible_extract", "gsm8k_cut", "score_outputs", "chosen_index", "HARNESS_COMMIT",
     "GENERATION_RULES", "GENERATION_COLUMNS", "CONTINUOUS_RULES", "METRIC_RULE_PREFIX",
-    "token_f1", "mc2_score", "LEADERBOARD_SHOTS", "describe_requests",
+    "token_f1", "answer_tokens", "mc2_score", "LEADERBOARD_SHOTS", "describe_requests",
     "request_kind",
 ]
 
 #: lm-evaluation-harness commit the Open LLM Leaderboard v1 ran
 HARNESS_COMMIT = "b281b0921b636bc36ad05c0b0b0763bd6dd43463"
 RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact", "gsm8k_flexible", "exact_match",
-         "mc2", "f1")
+         "exact_match_norm", "mc2", "f1")
 #: rules scored on a generation (one ``generate_until`` request)
-GENERATION_RULES = ("gsm8k_exact", "gsm8k_flexible", "exact_match", "f1")
+GENERATION_RULES = ("gsm8k_exact", "gsm8k_flexible", "exact_match", "exact_match_norm", "f1")
 #: rules whose score is continuous in [0, 1]
 CONTINUOUS_RULES = ("mc2", "f1")
 #: prefix of a rule that names a metric ATLAS cannot compute (``metric:rougeL``)
@@ -271,13 +274,17 @@ def _argmax(values: np.ndarray) -> int:
     return int(np.argmax(values))  # first maximum: ties go to the lowest index, as np.argmax
 
 
+def answer_tokens(text: str) -> list[str]:
+    """An answer's tokens as SQuAD / DROP compare them: lower case, punctuation and the
+    articles dropped."""
+    text = re.sub(r"[^\w\s]", " ", str(text).lower())
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return text.split()
+
+
 def token_f1(prediction: str, truth: str) -> float:
     """SQuAD / DROP token F1 of two answers after normalisation (module docstring)."""
-    def norm(text):
-        text = re.sub(r"[^\w\s]", " ", str(text).lower())
-        text = re.sub(r"\b(a|an|the)\b", " ", text)
-        return text.split()
-    p, t = norm(prediction), norm(truth)
+    p, t = answer_tokens(prediction), answer_tokens(truth)
     if not p or not t:
         return float(p == t)
     common = sum(min(p.count(w), t.count(w)) for w in set(p) & set(t))
@@ -320,6 +327,8 @@ def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = 
             return int(gsm8k_cut(outputs[0], until).strip() == str(gold).strip())
         if rule == "f1":
             return token_f1(gsm8k_cut(outputs[0], until), str(gold))
+        if rule == "exact_match_norm":
+            return int(answer_tokens(gsm8k_cut(outputs[0], until)) == answer_tokens(str(gold)))
         if rule == "gsm8k_flexible":
             got = gsm8k_flexible_extract(gsm8k_cut(outputs[0], until))
             return int(got != _GSM8K_INVALID and got == _gsm8k_normal(str(gold)))
