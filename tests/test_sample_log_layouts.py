@@ -298,7 +298,22 @@ def test_logs_of_a_limited_run_are_said_to_cover_part_of_the_task(tmp_path):
     assert res.exit_code == 0, res.output
     assert "the logs cover 60 of the task's 2376 documents" in " ".join(res.output.split())
     src = json.loads((tmp_path / "b" / "manifest.json").read_text())["source"]
-    assert src["n_samples"] == {"arc_easy": {"effective": 60, "original": 2376}}
+    assert src["n_samples"] == {"logged": 60, "in_task": 2376}
+
+
+def test_a_limited_rerun_over_a_full_run_covers_the_whole_task(tmp_path):
+    """A full run, then a --limit 10 re-run of one model: every item is logged (10 from the
+    re-run), so no coverage warning; the full run alone is said to cover all 60."""
+    harness_logs(tmp_path)
+    for res in tmp_path.rglob("results_*.json"):
+        res.write_text(json.dumps({"n-samples": {"arc_easy": {"original": 60, "effective": 60}}}))
+    again = write_run(tmp_path, "org/model-02", "arc_easy",
+                      [mc_record("arc_easy", d, 0) for d in range(10)], hour=12)
+    (again.parent / f"results_{stamp(12)}.json").write_text(json.dumps(
+        {"n-samples": {"arc_easy": {"original": 60, "effective": 10}}}))
+    logs = read_sample_logs(tmp_path)
+    assert logs.n_samples == {"logged": 60, "in_task": 60}
+    assert logs.reruns["org/model-02"]["superseded"] == 10
 
 
 def test_a_squad_style_em_is_scored_by_the_normalised_match_it_reproduces(tmp_path):

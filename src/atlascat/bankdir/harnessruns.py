@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["task_of", "run_stamp", "runs_by_model", "group_tasks", "sample_counts",
+__all__ = ["task_of", "run_stamp", "runs_by_model", "group_tasks", "task_sizes",
            "limit_warning", "RERUN_RULE"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
@@ -79,32 +79,26 @@ def group_tasks(files: Sequence[Path]) -> dict[str, frozenset[str]]:
     return {g: frozenset(leaves(g, frozenset())) for g in tree}
 
 
-def sample_counts(files: Sequence[Path]) -> dict[str, dict[str, int]]:
-    """``{task: {"effective": docs logged, "original": docs in the task}}`` from each log's
-    own ``results_<timestamp>.json`` (``n-samples``; fewer effective than original: the run had
-    ``--limit``); the fewest effective and most original over the files; {} without them."""
-    out: dict[str, dict[str, int]] = {}
+def task_sizes(files: Sequence[Path]) -> dict[str, int]:
+    """``{task: documents in the task}`` from each log's own ``results_<timestamp>.json``
+    (``n-samples``' ``original``; a run with ``--limit`` logs fewer); {} for a task without."""
+    out: dict[str, int] = {}
     for f in map(Path, files):
         task = str(task_of(f))
         try:
             n = json.loads((f.parent / f"results_{run_stamp(f)}.json").read_text(
                 encoding="utf-8"))["n-samples"][task]
-            eff, orig = int(n["effective"]), int(n["original"])
+            out[task] = max(out.get(task, 0), int(n["original"]))
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        seen = out.setdefault(task, {"effective": eff, "original": orig})
-        seen["effective"] = min(seen["effective"], eff)
-        seen["original"] = max(seen["original"], orig)
     return out
 
 
 def limit_warning(counts: dict | None) -> str | None:
-    """The build's line when the logs cover only part of the task (``lm_eval --limit``)."""
-    if not counts:
+    """The build's line when the logs cover only part of the task (``lm_eval --limit``):
+    ``counts`` ``{"logged": items read, "in_task": documents in the task(s)}``."""
+    if not counts or counts["logged"] >= counts["in_task"]:
         return None
-    eff = sum(c["effective"] for c in counts.values())
-    orig = sum(c["original"] for c in counts.values())
-    if eff >= orig:
-        return None
-    return (f"the logs cover {eff} of the task's {orig} documents (lm_eval --limit, "
-            "results_*.json): the bank's score is the mean over those, not over the whole task")
+    return (f"the logs cover {counts['logged']} of the task's {counts['in_task']} documents "
+            "(lm_eval --limit, results_*.json): the bank's score is the mean over those, not "
+            "over the whole task")

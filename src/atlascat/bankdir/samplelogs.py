@@ -79,7 +79,7 @@ from ..content.parsing import parse_literal
 from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
                                 gsm8k_extract, mc2_score, score_outputs, token_f1)
 from ..errors import AtlasError, ConfigError, ResponseDataError
-from .harnessruns import RERUN_RULE, group_tasks, runs_by_model, sample_counts, task_of
+from .harnessruns import RERUN_RULE, group_tasks, runs_by_model, task_of, task_sizes
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
@@ -332,8 +332,8 @@ class SampleLogs:
     #: the per-sample metrics the first record logs, when ``metric`` was not given and so is
     #: the first of them (empty when given)
     metrics_logged: list = field(default_factory=list)
-    #: ``{task: {"effective", "original"}}``: documents logged and in the task, from the
-    #: ``results_*.json`` beside the logs (:func:`~.harnessruns.sample_counts`)
+    #: ``{"logged": items read, "in_task": the task's documents}`` when the ``results_*.json``
+    #: beside the logs tell every task's size (:func:`~.harnessruns.task_sizes`), else {}
     n_samples: dict = field(default_factory=dict)
     #: items left out as not every model logged them (:meth:`keep_common_items`)
     dropped_missing: list = field(default_factory=list)
@@ -655,7 +655,7 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
         score_range = tuple(check_finite(v, "score_range") for v in score_range)
     files, the_task, names = task_files(paths, task, subject_ids)
     logs = SampleLogs(task=the_task, metric=metric or "", filter=filter_name, files=files,
-                      harness=_harness_version(files), n_samples=sample_counts(files),
+                      harness=_harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
     logs.tasks = sorted({task_of(f) or "?" for f in files})
@@ -677,6 +677,9 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
         if kept:
             logs.reruns[name] = {"runs": max(map(len, tasks.values())), "kept": kept,
                                  "superseded": superseded}
+    sizes = task_sizes(files)
+    if sizes and set(sizes) == set(logs.tasks):
+        logs.n_samples = {"logged": len(logs.item_ids()), "in_task": sum(sizes.values())}
     return logs
 
 
