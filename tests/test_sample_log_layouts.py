@@ -343,3 +343,26 @@ def test_a_squad_style_em_is_scored_by_the_normalised_match_it_reproduces(tmp_pa
                          until=("\n",)) == 1
     assert score_outputs("exact_match", [" eiffel TOWER 3!\nmore"], gold="The Eiffel Tower 3",
                          until=("\n",)) == 0
+
+
+def test_a_binary_metric_no_match_reproduces_is_kept_by_name(tmp_path):
+    """TruthfulQA-gen's bleu_acc is 0/1 but no string match: read as exact match it would be
+    scored live by another metric; it is kept as metric:bleu_acc (a live run refuses it by
+    name, cmd: asks it), while an `em` the strict match reproduces keeps exact_match."""
+    rng = np.random.default_rng(5)
+    for m in range(22):
+        recs = []
+        for d in range(20):
+            said = f"answer {d}" if rng.random() < 0.5 else f"other {d}"
+            acc = float(rng.random() < 0.5)
+            recs.append({"doc_id": d, "doc": {"q": d}, "target": f"answer {d}", "arguments": {
+                "gen_args_0": {"arg_0": f"Q{d}?\nA:", "arg_1": {"until": ["\n\n"]}}},
+                "resps": [[said]], "filtered_resps": [said], "filter": "none",
+                "metrics": ["bleu_acc", "em"], "bleu_acc": acc,
+                "em": float(said == f"answer {d}")})
+        write_run(tmp_path / "runs", f"org/m{m:02d}", "truthfulqa_gen", recs)
+    acc = read_sample_logs(tmp_path / "runs", metric="bleu_acc")
+    assert {acc.rule_fields(i)["rule"] for i in acc.item_ids()} == {"metric:bleu_acc"}
+    em = read_sample_logs(tmp_path / "runs", metric="em")
+    assert {em.rule_fields(i)["rule"] for i in em.item_ids()} == {"exact_match"}
+    assert min(em.rule_fields(i)["agreement"] for i in em.item_ids()) == 1.0

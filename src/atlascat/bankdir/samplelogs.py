@@ -419,6 +419,8 @@ class SampleLogs:
             target = str(it.target)
             rule = (("gsm8k_flexible" if self.filter == "flexible-extract" else "gsm8k_exact")
                     if "#### " in target else self.match_rule)
+            if rule.startswith(METRIC_RULE_PREFIX):      # a 0/1 metric no match reproduces
+                return self._metric_fields(it)
             gold_text = gsm8k_extract(target) if rule.startswith("gsm8k") else target
             out = {"rule": rule, "context": reqs[0].context, "ctx_suffixes": [],
                    "continuations": [], "gold": -1, "target": gold_text, "n_choices": 1,
@@ -469,7 +471,17 @@ class SampleLogs:
     def match_rule(self) -> str:
         """The 0/1 rule of generation items (but GSM8K's): ``exact_match``, or
         ``exact_match_norm`` when it reproduces more of the logged scores (SQuAD-style ``em``:
-        lower case, punctuation and articles dropped)."""
+        lower case, punctuation and articles dropped); ``metric:<name>`` for a 0/1 metric not
+        named a match (``bleu_acc``) that neither reproduces (:data:`RULE_FOUND_AT`)."""
+        rates = self._match_rates
+        best = max(rates, key=lambda r: (rates[r], r == "exact_match"))
+        if self.metric not in MATCH_METRICS and rates[best] < RULE_FOUND_AT:
+            return METRIC_RULE_PREFIX + self.metric
+        return best
+
+    @cached_property
+    def _match_rates(self) -> dict[str, float]:
+        """The share of logged 0/1 generation scores each match rule reproduces."""
         rates = {}
         for rule in ("exact_match", "exact_match_norm"):
             hits = [score_outputs(rule, o, gold=str(it.target), until=it.requests[0].until)
@@ -478,8 +490,7 @@ class SampleLogs:
                     for o, s in ((self.outputs[m].get(item_id), self.scores[m].get(item_id))
                                  for m in self.scores) if o is not None and s is not None]
             rates[rule] = float(np.mean(hits)) if hits else 1.0
-        return "exact_match_norm" if rates["exact_match_norm"] > rates["exact_match"] else \
-            "exact_match"
+        return rates
 
     @cached_property
     def computed_rule(self) -> str | None:
@@ -551,6 +562,10 @@ class SampleLogs:
                 "target": "", "n_choices": len(it.requests), "mc2_true": 0,
                 "agreement": float("nan")}
 
+
+#: 0/1 generation metrics that are a match of the answer: scored by the match rule that
+#: reproduces most (another 0/1 metric no match reproduces is kept by name)
+MATCH_METRICS = frozenset({"exact_match", "em", "exact", "acc"})
 
 #: the share of a continuous metric's logged scores that ``mc2`` or token F1 must reproduce
 #: for the metric to be taken as computed by that rule (:attr:`SampleLogs.computed_rule`)
