@@ -18,7 +18,8 @@ def build_bank_command(
         ..., metavar="RESULTS",
         help="A response matrix (models x items, any format RESPONSES takes, missing cells "
              "allowed), or lm-evaluation-harness sample logs: samples_<task>_*.jsonl[.gz] "
-             "files or the run folders holding them (one folder per model)."),
+             "files or the run folders holding them (one folder per model; a model's re-runs: "
+             "each item from its latest run)."),
     output: Path = typer.Option(..., "--output", "-o", help="Bank folder to write."),
     scores: Optional[Path] = typer.Option(
         None, "--scores", help="CSV of model,score (0-1 or percent; with --score-range on "
@@ -26,7 +27,8 @@ def build_bank_command(
         "[default: the mean over all items of RESULTS]"),
     task: Optional[str] = typer.Option(None, "--task",
                                        help="Sample logs: the task to read (when the "
-                                            "folders hold several)."),
+                                            "folders hold several), or a group (mmlu: the "
+                                            "tasks its results_*.json list)."),
     metric: Optional[str] = typer.Option(None, "--metric",
                                          help="Sample logs: the per-sample metric that "
                                               "scores an item. [default: the task's first]"),
