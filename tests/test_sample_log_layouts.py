@@ -366,3 +366,33 @@ def test_a_binary_metric_no_match_reproduces_is_kept_by_name(tmp_path):
     em = read_sample_logs(tmp_path / "runs", metric="em")
     assert {em.rule_fields(i)["rule"] for i in em.item_ids()} == {"exact_match"}
     assert min(em.rule_fields(i)["agreement"] for i in em.item_ids()) == 1.0
+
+
+def test_logs_of_lm_eval_0_4_0_to_0_4_2_are_read(tmp_path):
+    """lm-eval 0.4.0-0.4.2 wrote `<output_path>/<model_args, '/' and '=' -> '__'>_<task>.jsonl`,
+    one JSON list (indent=2) per task, beside `results.json` (its `configs` name the tasks),
+    `arguments` as lists, numbers as numbers, no `filter` / `metrics` fields: read as the
+    newer layout, the model from `pretrained=`, the requests as logged."""
+    rng = np.random.default_rng(6)
+    for m in range(21):
+        out = tmp_path / "runs" / f"run{m:02d}"
+        out.mkdir(parents=True)
+        (out / "results.json").write_text(json.dumps(
+            {"results": {"arc_easy": {"acc,none": 0.5}}, "configs": {"arc_easy": {}}}))
+        recs = []
+        for d in range(12):
+            rec = mc_record("arc_easy", d, int(rng.integers(4)))
+            recs.append({"doc_id": d, "doc": rec["doc"], "target": int(rec["target"]),
+                         "arguments": [[a["arg_0"], a["arg_1"]]
+                                       for a in rec["arguments"].values()],
+                         "resps": [[[float(r[0][0]), False]] for r in rec["resps"]],
+                         "filtered_resps": [[float(r[0][0]), False] for r in rec["resps"]],
+                         "acc": rec["acc"], "acc_norm": rec["acc_norm"]})
+        name = f"pretrained__org__model-{m:02d},dtype__float16_arc_easy.jsonl"
+        (out / name).write_text(json.dumps(recs, indent=2))
+    logs = read_sample_logs(tmp_path / "runs")
+    assert logs.task == "arc_easy" and logs.metric == "acc"
+    assert logs.models[:2] == ["org/model-00", "org/model-01"] and len(logs.models) == 21
+    assert len(logs.item_ids()) == 12
+    assert logs.items["3"].requests[1].continuation == " option B"
+    assert logs.rule_fields("3")["agreement"] == 1.0

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["task_of", "run_stamp", "runs_by_model", "group_tasks", "task_sizes",
+__all__ = ["task_of", "legacy_task", "legacy_model", "run_stamp", "runs_by_model", "group_tasks", "task_sizes",
            "limit_warning", "RERUN_RULE"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
@@ -27,14 +27,57 @@ RERUN_RULE = ("each item's sample from the model's latest run (the file name's t
 
 
 def task_of(path: Path) -> str | None:
-    """The task of ``samples_<task>_<timestamp>.jsonl[.gz]`` (None for another name)."""
+    """The task of ``samples_<task>_<timestamp>.jsonl[.gz]``, or of lm-eval 0.4.0-0.4.2's
+    ``<model_args>_<task>.jsonl`` (:func:`legacy_task`); None for another name."""
     m = _SAMPLES.match(path.name)
     if m:
         return m.group("task")
+    legacy = legacy_task(path)
+    if legacy:
+        return legacy
     name = re.sub(r"\.jsonl(\.gz)?$", "", path.name)
     if path.name.startswith("samples_") and name != path.name:
         return name[len("samples_"):]
     return None
+
+
+_FOLDER_TASKS: dict[tuple[str, int], tuple[str, ...]] = {}
+
+
+def _folder_tasks(folder: Path) -> tuple[str, ...]:
+    """The tasks the ``results.json`` of lm-eval 0.4.0-0.4.2 in ``folder`` ran (its
+    ``configs``), longest first; () without one."""
+    res = folder / "results.json"
+    try:
+        key = (str(res), res.stat().st_mtime_ns)
+    except OSError:
+        return ()
+    if key not in _FOLDER_TASKS:
+        try:
+            configs = json.loads(res.read_text(encoding="utf-8")).get("configs")
+        except (OSError, ValueError, AttributeError):
+            configs = None
+        _FOLDER_TASKS[key] = tuple(sorted(map(str, configs), key=len, reverse=True)
+                                   if isinstance(configs, dict) else ())
+    return _FOLDER_TASKS[key]
+
+
+def legacy_task(path: Path) -> str | None:
+    """The task of a sample log lm-eval 0.4.0-0.4.2 wrote: ``<output_path>/<model_args, '/'
+    and '=' -> '__'>_<task>.jsonl`` (one JSON list) beside its ``results.json``, whose
+    ``configs`` name the task; None for another file."""
+    name = re.sub(r"\.gz$", "", Path(path).name)
+    if name.startswith("samples_") or not name.endswith(".jsonl"):
+        return None
+    return next((t for t in _folder_tasks(Path(path).parent)
+                 if name.endswith(f"_{t}.jsonl") and len(name) > len(t) + 7), None)
+
+
+def legacy_model(path: Path, task: str) -> str:
+    """The model of a 0.4.0-0.4.2 log: its ``pretrained=`` argument ('__' read as '/')."""
+    prefix = re.sub(r"\.gz$", "", Path(path).name)[: -len(f"_{task}.jsonl")]
+    first = prefix.split(",")[0]
+    return first.removeprefix("pretrained__").replace("__", "/")
 
 
 def run_stamp(path: Path) -> str:

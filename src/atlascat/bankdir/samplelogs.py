@@ -65,6 +65,7 @@ Item id: ``doc[id_field]`` when the doc has it (default ``metabench_idx``), else
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import re
@@ -79,7 +80,8 @@ from ..content.parsing import parse_literal
 from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
                                 gsm8k_extract, mc2_score, score_outputs, token_f1)
 from ..errors import AtlasError, ConfigError, ResponseDataError
-from .harnessruns import RERUN_RULE, group_tasks, runs_by_model, task_of, task_sizes
+from .harnessruns import (RERUN_RULE, group_tasks, legacy_model, legacy_task, runs_by_model,
+                          task_of, task_sizes)
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
@@ -92,8 +94,10 @@ NON_METRIC_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", 
 
 
 def subject_of(path: Path) -> str:
-    """lm-eval writes a model's samples under a folder named after it, '/' -> '__'."""
-    return path.parent.name.replace("__", "/")
+    """lm-eval writes a model's samples under a folder named after it, '/' -> '__' (0.4.0-0.4.2:
+    in the file's name, :func:`~.harnessruns.legacy_model`)."""
+    legacy = legacy_task(path)
+    return legacy_model(path, legacy) if legacy else path.parent.name.replace("__", "/")
 
 
 def sample_files(paths) -> list[Path]:
@@ -103,7 +107,8 @@ def sample_files(paths) -> list[Path]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files.extend(sorted([*p.rglob("samples_*.jsonl"), *p.rglob("samples_*.jsonl.gz")]))
+            files.extend(sorted([*p.rglob("samples_*.jsonl"), *p.rglob("samples_*.jsonl.gz"),
+                                 *(f for f in p.rglob("*.jsonl") if legacy_task(f))]))
         elif p.exists():
             files.append(p)
         else:
@@ -128,14 +133,7 @@ def iter_records(path) -> Iterator[tuple[int, dict]]:
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ResponseDataError(f"{path}:{lineno}: not valid JSON ({exc.msg}); is "
-                                            "this an lm-eval-harness samples_*.jsonl log?") from None
+            for lineno, rec in _json_records(fh, path):
                 if not isinstance(rec, dict) or "doc_id" not in rec:
                     raise ResponseDataError(f"{path}:{lineno}: no 'doc_id' field; is this an "
                                             "lm-eval-harness samples_*.jsonl log?")
@@ -146,6 +144,28 @@ def iter_records(path) -> Iterator[tuple[int, dict]]:
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise ResponseDataError(f"{path}: cannot read it ({exc}); give an uncompressed or "
                                 "gzip-compressed samples_*.jsonl log") from None
+
+
+def _json_records(fh, path: Path) -> Iterator[tuple[int, object]]:
+    """``(line or record number, JSON value)``: one per line, or the records of one JSON list
+    (lm-eval 0.4.0-0.4.2 wrote each task's samples as a list, ``indent=2``)."""
+    first = fh.readline()
+    if first.lstrip().startswith("["):
+        try:
+            records = json.loads(first + fh.read())
+        except json.JSONDecodeError as exc:
+            raise ResponseDataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); "
+                                    "is this an lm-eval-harness sample log?") from None
+        yield from enumerate(records if isinstance(records, list) else [records], 1)
+        return
+    for lineno, line in enumerate(itertools.chain([first], fh), 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResponseDataError(f"{path}:{lineno}: not valid JSON ({exc.msg}); is "
+                                    "this an lm-eval-harness samples_*.jsonl log?") from None
 
 
 def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
