@@ -2,7 +2,8 @@
 
 The harness writes one JSON object per document and line into
 ``<output_path>/<model, '/' written '__'>/samples_<task>_<timestamp>.jsonl`` (``.jsonl.gz``
-read as well)::
+read as well; lm-eval 0.4.0-0.4.2's ``<model_args>_<task>.jsonl`` JSON lists too; re-runs,
+groups and ``--limit``: :mod:`.harnessruns`)::
 
     {"doc_id": 0, "doc": {...}, "target": "...", "arguments": {...}, "resps": [...],
      "filtered_resps": [...], "filter": "none", "metrics": ["acc"], "acc": 1.0, ...}
