@@ -396,3 +396,11 @@ def test_logs_of_lm_eval_0_4_0_to_0_4_2_are_read(tmp_path):
     assert len(logs.item_ids()) == 12
     assert logs.items["3"].requests[1].continuation == " option B"
     assert logs.rule_fields("3")["agreement"] == 1.0
+
+
+def test_a_filter_the_logs_do_not_have_names_the_ones_they_have(tmp_path, capsys):
+    harness_logs(tmp_path / "runs", n_models=20, n_items=6)
+    assert main(["build-bank", str(tmp_path / "runs"), "--filter", "strict-match",
+                 "-o", str(tmp_path / "b")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "no samples with filter 'strict-match' (its filters: none; --filter picks one)" in err

@@ -786,7 +786,8 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
         raise ResponseDataError(f"{f}: several filters {sorted(filters)}; choose one with "
                                 "--filter")
     if not seen:
-        raise ResponseDataError(f"{f}: no samples"
-                                + (f" with filter {filter_name!r}" if filter_name else ""))
+        raise ResponseDataError(f"{f}: no samples" + (
+            f" with filter {filter_name!r} (its filters: {', '.join(sorted(filters))}; --filter "
+            "picks one)" if filter_name and filters else ""))
     taken |= seen
     return superseded
