@@ -404,3 +404,13 @@ def test_a_filter_the_logs_do_not_have_names_the_ones_they_have(tmp_path, capsys
                  "-o", str(tmp_path / "b")]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "no samples with filter 'strict-match' (its filters: none; --filter picks one)" in err
+
+
+def test_predict_only_logs_are_refused_saying_so(tmp_path, capsys):
+    """`lm_eval --predict_only` logs `"metrics": ["bypass"], "bypass": 999`: not a score."""
+    for m in range(20):
+        rec = {**mc_record("arc_easy", 0, 0), "metrics": ["bypass"], "bypass": 999}
+        write_run(tmp_path / "runs", f"org/m{m}", "arc_easy", [rec])
+    assert main(["build-bank", str(tmp_path / "runs"), "-o", str(tmp_path / "b")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--predict_only" in err and "outside" not in err

@@ -754,6 +754,9 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
                 raise ResponseDataError(f"{where}: no per-sample metric found; name it with "
                                         f"--metric (fields: {sorted(rec)[:12]})")
             logs.metric, logs.metrics_logged = found[0], list(found)
+        if logs.metric == "bypass":
+            raise ResponseDataError(f"{where}: metric 'bypass': lm_eval ran with --predict_only "
+                                    "and scored no sample; run it without --predict_only")
         if logs.score_range is None and logs.metric in KNOWN_RANGES:
             logs.score_range = KNOWN_RANGES[logs.metric]
         if logs.metric not in rec:
