@@ -356,7 +356,7 @@ CLI_CASES = [
     # build-bank (issue 27)
     ("build-bank-tasks-mixed", "build-bank {d}/logs -o {d}/bb", ["different tasks mixed", "t1, t2", "--task"]),
     ("build-bank-metric-absent", "build-bank {d}/logs --task t1 --metric acc_norm -o {d}/bb", ["'acc_norm'", "is missing from", "acc"]),
-    ("build-bank-item-sets-differ", "build-bank {d}/logs_ragged -o {d}/bb", ["different item sets", "'m04'"]),
+    ("build-bank-item-sets-differ", "build-bank {d}/logs_ragged -o {d}/bb", ["logged different items", "'m04' 2", "--common-items"]),
     ("build-bank-scores-unknown", "build-bank {d}/resp.csv --scores {d}/scores_unknown.csv -o {d}/bb", ["--scores", "'zz'", "not in the results"]),
     ("build-bank-scores-falling", "build-bank {d}/resp.csv --scores {d}/scores_falling.csv -o {d}/bb", ["--scores", "do not rise", "correlation -1.00", "error rate"]),
     ("build-bank-scores-same", "build-bank {d}/resp.csv --scores {d}/scores_same.csv -o {d}/bb", ["--scores", "same score"]),

@@ -65,11 +65,12 @@ def _is_logs(paths: Sequence) -> bool:
 
 
 def read_results(source, *, task=None, metric=None, filter_name=None, id_field="metabench_idx",
-                 score_range=None, on_file=None):
+                 score_range=None, on_file=None, common_items=False):
     """``(ResponseMatrix, SampleLogs or None, [source files])`` from a matrix or sample logs;
     ``score_range`` (lo, hi): the scores' scale, mapped to [0, 1] (sample logs: default the
     harness's known range of the metric); ``on_file(k, n)`` after each of the n sample log
-    files is read."""
+    files is read; ``common_items``: sample logs of different items keep those every model
+    logged (else refused: :meth:`SampleLogs.keep_common_items`)."""
     paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     if not paths:
         raise ConfigError("give the results: a response matrix file or sample logs")
@@ -79,14 +80,7 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
         logs = read_sample_logs(paths, task=task, metric=metric, id_field=id_field,
                                 filter_name=filter_name, score_range=score_range,
                                 on_file=on_file)
-        sets = {m: frozenset(s) for m, s in logs.scores.items()}
-        ref_model, ref = max(sets.items(), key=lambda kv: len(kv[1]))
-        for m, s in sets.items():
-            if s != ref:
-                raise ResponseDataError(
-                    f"models with different item sets: {m!r} has {len(s)} items, {ref_model!r} "
-                    f"{len(ref)} ({len(s ^ ref)} differ); run every model on the same task "
-                    "(same --limit), or give a response matrix with missing cells")
+        logs.keep_common_items(common_items)
         return logs.matrix(), logs, [str(f) for f in logs.files]
     if len(paths) > 1:
         raise ConfigError(f"give one response matrix (got {len(paths)} files); several files "
@@ -100,9 +94,9 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
                                 "(one score per task); a bank needs each item's score: rerun "
                                 "lm_eval with --log_samples and give the samples_<task>_*.jsonl "
                                 "files or their folders")
-    if metric is not None or task is not None or filter_name is not None:
-        raise ConfigError("--metric, --task and --filter choose among sample logs; a response "
-                          "matrix already holds one score per cell")
+    if metric is not None or task is not None or filter_name is not None or common_items:
+        raise ConfigError("--metric, --task, --filter and --common-items choose among sample "
+                          "logs; a response matrix already holds one score per cell")
     from ..responses import ResponseMatrix
 
     if score_range is not None:
@@ -373,9 +367,9 @@ def widen(link, factor: float):
     return link
 
 
-#: the text scorer (:mod:`atlascat.live.scorers`) a chat answer to a generation item is read
-#: with, by the item's rule: exact match and GSM8K's number; none for F1 or a logged metric
-_CHAT_SCORERS = {"exact_match": "exact", "gsm8k_exact": "gsm8k"}
+#: a chat answer's text scorer (:mod:`atlascat.live.scorers`) by rule; none for F1, a metric
+_CHAT_SCORERS = {"exact_match": "exact", "exact_match_norm": "exact", "gsm8k_exact": "gsm8k",
+                 "gsm8k_flexible": "gsm8k"}
 
 
 def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
@@ -465,6 +459,9 @@ def build_warnings(manifest: dict) -> list[str]:
     if gone:
         out.append(f"{gone} of {manifest['items']['n_results']} items left out: their logged "
                    "scores contradict their logged outputs (no gold answer agrees with both)")
+    missing = len(manifest.get("items", {}).get("dropped_missing", []))
+    if missing:
+        out.append(f"{missing} items left out: not every model logged them (--common-items)")
     req = manifest.get("requests") or {}
     if req.get("rule_agreement_min") is not None and req["rule_agreement_min"] < 1.0 - 1e-9:
         bad = req.get("rule_disagreeing_items")
@@ -474,9 +471,11 @@ def build_warnings(manifest: dict) -> list[str]:
                    f"100%, the worst {req['rule_agreement_min']:.0%}): a live run scores a new "
                    "model by this rule, not as the harness scored the logged models; check "
                    "--metric and --filter")
-    if req.get("sampled_items"):
-        from .samplelogs import sampled_warning
-        out.append(sampled_warning(req["sampled_items"]))
+    from .harnessruns import limit_warning
+    from .samplelogs import sampled_warning
+
+    out += [sampled_warning(req["sampled_items"])] if req.get("sampled_items") else []
+    out += [w for w in [limit_warning(manifest.get("source", {}).get("n_samples"))] if w]
     opaque = [r.split(":", 1)[1] for r in req.get("rules", []) if r.startswith("metric:")]
     if opaque:
         out.append(f"items scored by {', '.join(repr(m) for m in opaque)}, a metric atlas "
@@ -529,7 +528,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                id_field: str | None = "metabench_idx", name: str | None = None,
                model: str = "auto", seed: int = 0, chance: float | None = None,
                min_models: int = MIN_MODELS, budget: int = BUDGET, folds: int = FOLDS,
-               score_range=None, progress=None):
+               score_range=None, progress=None, common_items: bool = False):
     """Build a bank folder (see the module docstring); returns the loaded
     :class:`~atlascat.bankdir.folder.BankFolder` (written to ``output`` when given).
 
@@ -542,6 +541,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         ``score_range`` when given (:func:`read_scores`)
     task, metric, filter_name, id_field : sample logs: which task, per-sample metric (default
         the task's first), harness filter and doc field of the item id
+    common_items : sample logs whose models logged different items: keep the items every model
+        logged (``manifest.items.dropped_missing``); default False: refused, one line
     name : the benchmark's name (default: the task, or the matrix file's stem)
     model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
     seed : seeds the calibration, the link's replayed tests, the cross-fitting folds and the
@@ -584,7 +585,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     score_range = check_score_range(score_range)
     rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
                                    id_field=id_field, score_range=score_range,
-                                   on_file=read_file)
+                                   on_file=read_file, common_items=common_items)
     if logs is None:
         step()
     if logs is not None and logs.score_range is not None:
@@ -694,9 +695,13 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "built": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "source": {"kind": "sample_logs" if logs is not None else "matrix", "files": files,
                    "task": None if logs is None else logs.task,
+                   "tasks": None if logs is None else logs.tasks,
+                   "metrics_logged": None if logs is None else logs.metrics_logged,
+                   "n_samples": None if logs is None else logs.n_samples,
                    "metric": None if logs is None else logs.metric,
                    "filter": None if logs is None else logs.filter,
                    "harness": None if logs is None else (logs.harness or "unknown"),
+                   "reruns": None if logs is None else logs.reruns,
                    "named_by": named_by,
                    "scores": "continuous" if bool(np.any((rm.values > 0) & (rm.values < 1)))
                    else "binary"},
@@ -705,7 +710,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "items": {"n_results": int(rm.n_items), "n_bank": int(len(bank)),
                   "dropped_filter": [str(i) for i in report.dropped_items["item_id"]],
                   "dropped_calibration": [str(i) for i in res.dropped_items],
-                  "dropped_gold_undetermined": dropped_gold},
+                  "dropped_gold_undetermined": dropped_gold,
+                  "dropped_missing": [] if logs is None else logs.dropped_missing},
         "settings": {"model": model, "seed": int(seed), "chance": chance,
                      "chance_from": chance_from,
                      "link_se_stop": LINK_SE_STOP, "min_models": int(min_models),

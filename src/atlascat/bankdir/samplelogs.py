@@ -2,7 +2,8 @@
 
 The harness writes one JSON object per document and line into
 ``<output_path>/<model, '/' written '__'>/samples_<task>_<timestamp>.jsonl`` (``.jsonl.gz``
-read as well)::
+read as well; lm-eval 0.4.0-0.4.2's ``<model_args>_<task>.jsonl`` JSON lists too; re-runs,
+groups and ``--limit``: :mod:`.harnessruns`)::
 
     {"doc_id": 0, "doc": {...}, "target": "...", "arguments": {...}, "resps": [...],
      "filtered_resps": [...], "filter": "none", "metrics": ["acc"], "acc": 1.0, ...}
@@ -30,8 +31,11 @@ acc_norm                  ``acc_norm``: argmax of ll_j / characters of choice j
 acc, mc1, any other       ``acc``: argmax of ll_j (first maximum)
 (log-likelihood)
 exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number>`` (GSM8K's
-                          strict match), else ``exact_match``: the generation cut at the item's
-                          stop strings, stripped, equal to the stripped target
+                          strict match; ``gsm8k_flexible``, its last number, read with the
+                          ``flexible-extract`` filter), else ``exact_match``: the generation
+                          cut at the item's stop strings, stripped, equal to the stripped target
+                          (``exact_match_norm``, SQuAD's normalisation, when it reproduces more
+                          logged scores: :attr:`SampleLogs.match_rule`)
 f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1])
 mc2 (log-likelihood)      ``mc2``: probability mass of the true options (the leading
                           ``mc2_true``, the count that reproduces the logged scores)
@@ -62,6 +66,7 @@ Item id: ``doc[id_field]`` when the doc has it (default ``metabench_idx``), else
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import re
@@ -76,33 +81,24 @@ from ..content.parsing import parse_literal
 from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
                                 gsm8k_extract, mc2_score, score_outputs, token_f1)
 from ..errors import AtlasError, ConfigError, ResponseDataError
+from .harnessruns import (RERUN_RULE, group_tasks, legacy_model, legacy_task, runs_by_model,
+                          task_of, task_sizes)
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
            "parse_arguments", "task_of", "subject_of", "NON_METRIC_FIELDS", "KNOWN_RANGES",
-           "corpus_metric_error"]
+           "corpus_metric_error", "RERUN_RULE"]
 
-_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
-                      r"\.jsonl(\.gz)?$")
 #: record fields that are not per-sample metrics
 NON_METRIC_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps",
                                "filter", "metrics", "doc_hash", "prompt_hash", "target_hash"})
 
 
-def task_of(path: Path) -> str | None:
-    """The task of ``samples_<task>_<timestamp>.jsonl[.gz]`` (None for another name)."""
-    m = _SAMPLES.match(path.name)
-    if m:
-        return m.group("task")
-    name = re.sub(r"\.jsonl(\.gz)?$", "", path.name)
-    if path.name.startswith("samples_") and name != path.name:
-        return name[len("samples_"):]
-    return None
-
-
 def subject_of(path: Path) -> str:
-    """lm-eval writes a model's samples under a folder named after it, '/' -> '__'."""
-    return path.parent.name.replace("__", "/")
+    """lm-eval writes a model's samples under a folder named after it, '/' -> '__' (0.4.0-0.4.2:
+    in the file's name, :func:`~.harnessruns.legacy_model`)."""
+    legacy = legacy_task(path)
+    return legacy_model(path, legacy) if legacy else path.parent.name.replace("__", "/")
 
 
 def sample_files(paths) -> list[Path]:
@@ -112,7 +108,8 @@ def sample_files(paths) -> list[Path]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files.extend(sorted([*p.rglob("samples_*.jsonl"), *p.rglob("samples_*.jsonl.gz")]))
+            files.extend(sorted([*p.rglob("samples_*.jsonl"), *p.rglob("samples_*.jsonl.gz"),
+                                 *(f for f in p.rglob("*.jsonl") if legacy_task(f))]))
         elif p.exists():
             files.append(p)
         else:
@@ -137,14 +134,7 @@ def iter_records(path) -> Iterator[tuple[int, dict]]:
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ResponseDataError(f"{path}:{lineno}: not valid JSON ({exc.msg}); is "
-                                            "this an lm-eval-harness samples_*.jsonl log?") from None
+            for lineno, rec in _json_records(fh, path):
                 if not isinstance(rec, dict) or "doc_id" not in rec:
                     raise ResponseDataError(f"{path}:{lineno}: no 'doc_id' field; is this an "
                                             "lm-eval-harness samples_*.jsonl log?")
@@ -155,6 +145,28 @@ def iter_records(path) -> Iterator[tuple[int, dict]]:
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise ResponseDataError(f"{path}: cannot read it ({exc}); give an uncompressed or "
                                 "gzip-compressed samples_*.jsonl log") from None
+
+
+def _json_records(fh, path: Path) -> Iterator[tuple[int, object]]:
+    """``(line or record number, JSON value)``: one per line, or the records of one JSON list
+    (lm-eval 0.4.0-0.4.2 wrote each task's samples as a list, ``indent=2``)."""
+    first = fh.readline()
+    if first.lstrip().startswith("["):
+        try:
+            records = json.loads(first + fh.read())
+        except json.JSONDecodeError as exc:
+            raise ResponseDataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); "
+                                    "is this an lm-eval-harness sample log?") from None
+        yield from enumerate(records if isinstance(records, list) else [records], 1)
+        return
+    for lineno, line in enumerate(itertools.chain([first], fh), 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResponseDataError(f"{path}:{lineno}: not valid JSON ({exc.msg}); is "
+                                    "this an lm-eval-harness samples_*.jsonl log?") from None
 
 
 def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
@@ -211,21 +223,39 @@ def sampled_warning(n_items: int) -> str:
             "program is sent the logged settings")
 
 
-def corpus_metric_error(metric: str, where: str) -> ResponseDataError:
-    """The one line for a metric the harness aggregates over the corpus."""
+def corpus_metric_error(metric: str, where: str, rec: Mapping | None = None
+                        ) -> ResponseDataError:
+    """The one line for a metric the harness aggregates over the corpus; with the record,
+    it names the record's per-sample metrics (or says it has none)."""
+    fix = "choose a per-sample metric with --metric"
+    if rec is not None:
+        named = dict.fromkeys([*_metrics_of(rec), *_metrics_of({k: v for k, v in rec.items()
+                                                                 if k != "metrics"})])
+        scores = [m for m in named if m in rec and _is_score(rec[m])]
+        fix = (f"choose one of its per-sample metrics with --metric: {', '.join(scores)}"
+               if scores else f"its records hold no per-sample metric ({', '.join(named)}): "
+               "these logs cannot build a bank (--metric names a field that holds one)")
     return ResponseDataError(
         f"{where}: metric {metric!r} logs a (reference, prediction) pair per sample, not a "
         "score: the harness aggregates it over the whole corpus (corpus BLEU, chrF, TER, macro "
-        "F1, MCC), which is not a mean over items, so no item has a score of its own; choose a "
-        "per-sample metric with --metric")
+        f"F1, MCC), which is not a mean over items, so no item has a score of its own; {fix}")
 
 
-def _number(value, where: str, metric: str, score_range=None) -> float:
+def _is_score(value) -> bool:
+    """Whether a logged metric value is a number (not a corpus metric's pair)."""
+    try:
+        return not isinstance(value, (list, tuple, dict)) and np.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _number(value, where: str, metric: str, score_range=None, rec=None) -> float:
     """The per-sample score in [0, 1]: the logged value, mapped from ``score_range`` (lo, hi)
-    to [0, 1] when given (a value outside it is refused)."""
+    to [0, 1] when given (a value outside it is refused); ``rec``: the record, for the
+    error's alternatives."""
     if isinstance(value, (list, tuple, dict)) or (isinstance(value, str)
                                                   and value.strip()[:1] in ("(", "[", "{")):
-        raise corpus_metric_error(metric, where)
+        raise corpus_metric_error(metric, where, rec)
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -316,6 +346,20 @@ class SampleLogs:
     items: dict = field(default_factory=dict)
     harness: str | None = None
     score_range: tuple | None = None
+    #: models logged in several runs: ``{model: {"runs", "kept" (the latest files of the
+    #: tasks run more than once), "superseded"
+    #: (older samples of items a later run logged)}}`` (:data:`RERUN_RULE`)
+    reruns: dict = field(default_factory=dict)
+    #: the per-sample metrics the first record logs, when ``metric`` was not given and so is
+    #: the first of them (empty when given)
+    metrics_logged: list = field(default_factory=list)
+    #: ``{"logged": items read, "in_task": the task's documents}`` when the ``results_*.json``
+    #: beside the logs tell every task's size (:func:`~.harnessruns.task_sizes`), else {}
+    n_samples: dict = field(default_factory=dict)
+    #: items left out as not every model logged them (:meth:`keep_common_items`)
+    dropped_missing: list = field(default_factory=list)
+    #: the tasks whose logs were read: ``[task]``, or a group's tasks (``mmlu_anatomy``, ...)
+    tasks: list = field(default_factory=list)
 
     @property
     def models(self) -> list[str]:
@@ -326,6 +370,33 @@ class SampleLogs:
         if all(i.lstrip("-").isdigit() for i in ids):
             ids.sort(key=int)
         return ids
+
+    def keep_common_items(self, common: bool = False) -> list[str]:
+        """Models that logged different items (another ``--limit``, a run cut short): refused,
+        one line naming the models short of items, or with ``common`` only the items every
+        model logged are kept (the rest recorded in :attr:`dropped_missing`, returned)."""
+        sets = {m: set(sc) for m, sc in self.scores.items()}
+        every = set.intersection(*sets.values()) if sets else set()
+        ids = self.item_ids()
+        gone = [i for i in ids if i not in every]
+        if gone and not common:
+            short = sorted((m for m in sets if len(sets[m]) < len(ids)), key=lambda m:
+                           len(sets[m]))
+            named = ", ".join(f"{m!r} {len(sets[m])}" for m in short[:3])
+            raise ResponseDataError(
+                f"models logged different items: {len(gone)} of {len(ids)} items are missing "
+                f"from some model's log (items logged: {named}"
+                + (f" and {len(short) - 3} more models" if len(short) > 3 else "")
+                + "); run every model on the same task and --limit, leave the short logs out, "
+                "or keep the items every model logged with --common-items")
+        for m in self.scores:
+            for i in gone:
+                self.scores[m].pop(i, None)
+                self.outputs[m].pop(i, None)
+        for i in gone:
+            self.items.pop(i, None)
+        self.dropped_missing = gone
+        return gone
 
     def matrix(self):
         """models x items ResponseMatrix (NaN where a model has no sample of an item), on
@@ -367,8 +438,11 @@ class SampleLogs:
             return self._metric_fields(it)
         if it.kind == "generate_until":
             target = str(it.target)
-            rule = "gsm8k_exact" if "#### " in target else "exact_match"
-            gold_text = gsm8k_extract(target) if rule == "gsm8k_exact" else target
+            rule = (("gsm8k_flexible" if self.filter == "flexible-extract" else "gsm8k_exact")
+                    if "#### " in target else self.match_rule)
+            if rule.startswith(METRIC_RULE_PREFIX):      # a 0/1 metric no match reproduces
+                return self._metric_fields(it)
+            gold_text = gsm8k_extract(target) if rule.startswith("gsm8k") else target
             out = {"rule": rule, "context": reqs[0].context, "ctx_suffixes": [],
                    "continuations": [], "gold": -1, "target": gold_text, "n_choices": 1,
                    "mc2_true": 0, "until": list(reqs[0].until),
@@ -413,6 +487,31 @@ class SampleLogs:
     def continuous(self) -> bool:
         """Whether the metric gives scores other than 0/1 (F1, ROUGE, a rescaled rating)."""
         return any(v not in (0.0, 1.0) for sc in self.scores.values() for v in sc.values())
+
+    @cached_property
+    def match_rule(self) -> str:
+        """The 0/1 rule of generation items (but GSM8K's): ``exact_match``, or
+        ``exact_match_norm`` when it reproduces more of the logged scores (SQuAD-style ``em``:
+        lower case, punctuation and articles dropped); ``metric:<name>`` for a 0/1 metric not
+        named a match (``bleu_acc``) that neither reproduces (:data:`RULE_FOUND_AT`)."""
+        rates = self._match_rates
+        best = max(rates, key=lambda r: (rates[r], r == "exact_match"))
+        if self.metric not in MATCH_METRICS and rates[best] < RULE_FOUND_AT:
+            return METRIC_RULE_PREFIX + self.metric
+        return best
+
+    @cached_property
+    def _match_rates(self) -> dict[str, float]:
+        """The share of logged 0/1 generation scores each match rule reproduces."""
+        rates = {}
+        for rule in ("exact_match", "exact_match_norm"):
+            hits = [score_outputs(rule, o, gold=str(it.target), until=it.requests[0].until)
+                    == round(s) for item_id, it in self.items.items()
+                    if it.kind == "generate_until" and "#### " not in str(it.target)
+                    for o, s in ((self.outputs[m].get(item_id), self.scores[m].get(item_id))
+                                 for m in self.scores) if o is not None and s is not None]
+            rates[rule] = float(np.mean(hits)) if hits else 1.0
+        return rates
 
     @cached_property
     def computed_rule(self) -> str | None:
@@ -485,6 +584,10 @@ class SampleLogs:
                 "agreement": float("nan")}
 
 
+#: 0/1 generation metrics that are a match of the answer: scored by the match rule that
+#: reproduces most (another 0/1 metric no match reproduces is kept by name)
+MATCH_METRICS = frozenset({"exact_match", "em", "exact", "acc"})
+
 #: the share of a continuous metric's logged scores that ``mc2`` or token F1 must reproduce
 #: for the metric to be taken as computed by that rule (:attr:`SampleLogs.computed_rule`)
 RULE_FOUND_AT = 0.99
@@ -519,24 +622,43 @@ def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None
     no file, several tasks mixed, a name count that does not match."""
     files = sample_files(paths)
     found = sorted({task_of(f) or "?" for f in files})
+    groups = group_tasks(files) if len(found) > 1 or (task and task not in found) else {}
+    label = task
     if task is not None:
-        files = [f for f in files if task_of(f) == task]
+        leaves = {task} if task in found else groups.get(task, frozenset())
+        files = [f for f in files if task_of(f) in leaves]
     if not files:
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         where = f"no samples_*.jsonl file found in {[str(p) for p in given]}"
         if task and found:
             raise ResponseDataError(f"{where} for task {task!r}; the logs there are of "
-                                    f"{', '.join(found)}: give one of them to --task")
+                                    f"{_task_list(found, groups)}: give one to --task")
         raise ResponseDataError(where + (f" for task {task!r}" if task else "")
                                 + "; run lm_eval with --log_samples")
     tasks = sorted({task_of(f) or "?" for f in files})
-    if len(tasks) > 1:
-        raise ResponseDataError(f"sample logs of different tasks mixed ({', '.join(tasks)}); "
-                                "give one task's files or choose one with --task")
+    if label is None:
+        whole = sorted(g for g, leaves in groups.items() if leaves == set(tasks))
+        if len(tasks) > 1 and not whole:
+            raise ResponseDataError(f"sample logs of different tasks mixed "
+                                    f"({_task_list(tasks, groups)}); give one task's files or "
+                                    "choose one with --task")
+        label = min(whole, key=len) if len(tasks) > 1 else tasks[0]   # the outer group
     names = list(subject_ids) if subject_ids is not None else [subject_of(f) for f in files]
     if len(names) != len(files):
         raise ResponseDataError(f"{len(names)} model names for {len(files)} files")
-    return files, tasks[0], names
+    return files, label, names
+
+
+def _task_list(tasks: Sequence[str], groups: Mapping) -> str:
+    """The tasks found, a group's leaves said once by the group ('mmlu (57 tasks)')."""
+    top = sorted(((g, leaves) for g, leaves in groups.items() if leaves <= set(tasks)
+                  and len(leaves) > 1), key=lambda gl: -len(gl[1]))
+    said, out = set(), []
+    for g, leaves in top:
+        if not leaves & said:
+            said |= leaves
+            out.append(f"{g} (a group of {len(leaves)} tasks)")
+    return ", ".join(out + [t for t in tasks if t not in said])
 
 
 def read_sample_logs(paths, *, task: str | None = None, metric: str | None = None,
@@ -572,30 +694,69 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
                       harness=_harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
-    for k, (name, f) in enumerate(zip(names, files), 1):
-        _read_one(logs, name, f, id_field=id_field, metric=metric, filter_name=filter_name)
-        if on_file is not None:
-            on_file(k, len(files))
+    logs.tasks = sorted({task_of(f) or "?" for f in files})
+    several = len(logs.tasks) > 1                     # a group's tasks: item ids task/id
+    k = 0
+    for name, tasks in runs_by_model(names, files).items():
+        superseded, kept = 0, []
+        for t, task_runs in tasks.items():
+            taken: set[str] = set()
+            for f in task_runs:                             # the latest run first
+                superseded += _read_one(logs, name, f, taken, id_field=id_field,
+                                        metric=metric, filter_name=filter_name,
+                                        prefix=f"{t}/" if several else "")
+                k += 1
+                if on_file is not None:
+                    on_file(k, len(files))
+            if len(task_runs) > 1:
+                kept.append(str(task_runs[0]))
+        if kept:
+            logs.reruns[name] = {"runs": max(map(len, tasks.values())), "kept": kept,
+                                 "superseded": superseded}
+    sizes = task_sizes(files)
+    if sizes and set(sizes) == set(logs.tasks):
+        logs.n_samples = {"logged": len(logs.item_ids()), "in_task": sum(sizes.values())}
     return logs
 
 
-def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_name) -> None:
+def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, metric,
+              filter_name, prefix: str = "") -> int:
+    """Read one log file of model ``name``; items in ``taken`` (read from the model's later
+    runs) are superseded and skipped. Adds the file's items to ``taken``; returns how many of
+    its samples were superseded. ``prefix`` starts each item id (a group's ``task/``)."""
     scores = logs.scores.setdefault(name, {})
     outputs = logs.outputs.setdefault(name, {})
     filters: set[str] = set()
     seen: set[str] = set()
+    superseded = 0
     for lineno, rec in iter_records(f):
         where = f"{f}:{lineno}"
         flt = str(rec.get("filter", "none"))
         filters.add(flt)
         if filter_name is not None and flt != filter_name:
             continue
+        doc = rec.get("doc")
+        doc_id = str(rec["doc_id"])
+        item = prefix + (str(doc[id_field]) if id_field and isinstance(doc, Mapping)
+                         and id_field in doc else doc_id)
+        if item in seen:
+            raise ResponseDataError(
+                f"{where}: item {item} appears twice in one file"
+                + (f" (filters {sorted(filters)}: choose one with --filter)"
+                   if len(filters) > 1 else ""))
+        seen.add(item)
+        if item in taken:                  # a later run of this model logged it
+            superseded += 1
+            continue
         if not logs.metric:
             found = _metrics_of(rec)
             if not found:
                 raise ResponseDataError(f"{where}: no per-sample metric found; name it with "
                                         f"--metric (fields: {sorted(rec)[:12]})")
-            logs.metric = found[0]
+            logs.metric, logs.metrics_logged = found[0], list(found)
+        if logs.metric == "bypass":
+            raise ResponseDataError(f"{where}: metric 'bypass': lm_eval ran with --predict_only "
+                                    "and scored no sample; run it without --predict_only")
         if logs.score_range is None and logs.metric in KNOWN_RANGES:
             logs.score_range = KNOWN_RANGES[logs.metric]
         if logs.metric not in rec:
@@ -605,20 +766,7 @@ def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_
                 f"{', '.join(has) or 'no metric'}"
                 + ("; its 'metrics' list names it" if logs.metric in _metrics_of(rec) else "")
                 + "); choose a metric every record carries with --metric")
-        value = _number(rec[logs.metric], where, logs.metric, logs.score_range)
-        doc = rec.get("doc")
-        doc_id = str(rec["doc_id"])
-        item = str(doc[id_field]) if id_field and isinstance(doc, Mapping) and id_field in doc \
-            else doc_id
-        if item in seen:
-            raise ResponseDataError(
-                f"{where}: item {item} appears twice in one file"
-                + (f" (filters {sorted(filters)}: choose one with --filter)"
-                   if len(filters) > 1 else ""))
-        seen.add(item)
-        if item in scores and scores[item] != value:
-            raise ResponseDataError(f"model {name!r}: files disagree on item {item} ({f}); keep "
-                                    "one run per model")
+        value = _number(rec[logs.metric], where, logs.metric, logs.score_range, rec)
         scores[item] = value
         reqs = parse_arguments(rec.get("arguments"), where) if "arguments" in rec else None
         if reqs is None:
@@ -641,5 +789,8 @@ def _read_one(logs: SampleLogs, name: str, f: Path, *, id_field, metric, filter_
         raise ResponseDataError(f"{f}: several filters {sorted(filters)}; choose one with "
                                 "--filter")
     if not seen:
-        raise ResponseDataError(f"{f}: no samples"
-                                + (f" with filter {filter_name!r}" if filter_name else ""))
+        raise ResponseDataError(f"{f}: no samples" + (
+            f" with filter {filter_name!r} (its filters: {', '.join(sorted(filters))}; --filter "
+            "picks one)" if filter_name and filters else ""))
+    taken |= seen
+    return superseded

@@ -18,7 +18,8 @@ def build_bank_command(
         ..., metavar="RESULTS",
         help="A response matrix (models x items, any format RESPONSES takes, missing cells "
              "allowed), or lm-evaluation-harness sample logs: samples_<task>_*.jsonl[.gz] "
-             "files or the run folders holding them (one folder per model)."),
+             "files or the run folders holding them (one folder per model; a model's re-runs: "
+             "each item from its latest run)."),
     output: Path = typer.Option(..., "--output", "-o", help="Bank folder to write."),
     scores: Optional[Path] = typer.Option(
         None, "--scores", help="CSV of model,score (0-1 or percent; with --score-range on "
@@ -26,13 +27,18 @@ def build_bank_command(
         "[default: the mean over all items of RESULTS]"),
     task: Optional[str] = typer.Option(None, "--task",
                                        help="Sample logs: the task to read (when the "
-                                            "folders hold several)."),
+                                            "folders hold several), or a group (mmlu: the "
+                                            "tasks its results_*.json list)."),
     metric: Optional[str] = typer.Option(None, "--metric",
                                          help="Sample logs: the per-sample metric that "
                                               "scores an item. [default: the task's first]"),
     filter_name: Optional[str] = typer.Option(None, "--filter",
                                               help="Sample logs: the harness filter to "
                                                    "keep when a task logs several."),
+    common_items: bool = typer.Option(False, "--common-items",
+                                      help="Sample logs: keep the items every model logged "
+                                           "when models logged different ones (another "
+                                           "--limit, a run cut short). [default: refuse]"),
     name: Optional[str] = typer.Option(None, "--name",
                                        help="Benchmark name. [default: the task, or the "
                                             "stem a matrix's item ids share (qmsum.0, "
@@ -76,7 +82,7 @@ def build_bank_command(
         folder = build_bank(results if len(results) > 1 else results[0], output, scores=scores,
                             task=task, metric=metric, filter_name=filter_name, name=name,
                             model=model, seed=seed, chance=chance, budget=budget,
-                            score_range=score_range,
+                            score_range=score_range, common_items=common_items,
                             progress=bar_progress(advance))
     _show_summary(folder.manifest, named=name is not None)
     files = ", ".join(sorted(p.name for p in Path(output).iterdir()))
@@ -99,9 +105,12 @@ def _show_summary(m: dict, named: bool = True) -> None:
     src = m["source"]
     by = src.get("named_by", "name" if named or src["kind"] != "matrix" else "file")
     rows = [("benchmark", m["benchmark"] + _NAMED_BY.get(by, "")),
-            ("source", src["kind"] + (f" ({src['task']}, metric {src['metric']})"
+            ("source", src["kind"] + (f" ({src['task']}{_group_note(src)}, metric "
+                                      f"{src['metric']}{_filter_note(src)})"
                                       if src["kind"] == "sample_logs" else "")),
+            *_metric_rows(src),
             ("models", m["n_models"]),
+            *_rerun_rows(src.get("reruns")),
             ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
             ("IRT model", m["calibration"]["model"]),
             ("items measure one thing", _dimension_row(m.get("dimensionality"))),
@@ -122,6 +131,35 @@ def _show_summary(m: dict, named: bool = True) -> None:
 
     for line in build_warnings(m):
         warn(line)
+
+
+def _group_note(src: dict) -> str:
+    """A group task's size, said beside its name ('mmlu: a group of 57 tasks')."""
+    tasks = src.get("tasks") or []
+    return f": a group of {len(tasks)} tasks" if len(tasks) > 1 else ""
+
+
+def _filter_note(src: dict) -> str:
+    """The harness filter read (GSM8K's strict-match), beside the metric."""
+    return f", filter {src['filter']}" if src.get("filter") else ""
+
+
+def _metric_rows(src: dict) -> list[tuple[str, str]]:
+    """How the metric was chosen when --metric was not given and the logs hold several."""
+    logged = src.get("metrics_logged") or []
+    if len(logged) < 2:
+        return []
+    return [("metric", f"{src['metric']}: the first the logs list of {', '.join(logged)} "
+                       "(--metric chooses another)")]
+
+
+def _rerun_rows(reruns: dict | None) -> list[tuple[str, str]]:
+    """Models logged in several runs, and the rule that read them (one row)."""
+    if not reruns:
+        return []
+    n = sum(r["superseded"] for r in reruns.values())
+    return [("re-runs", f"{len(reruns)} model(s) run more than once: each item from the "
+                        f"latest run (timestamp); {n} earlier sample(s) superseded")]
 
 
 def _cross_fit_row(cf: dict | None) -> str:

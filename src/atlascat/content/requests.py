@@ -33,9 +33,16 @@ partial      WinoGrande's partial scoring: one log-likelihood per option (the op
 gsm8k_exact  the generation is cut before the first stop string; ``#### (-?[0-9.,]+)``, first
              match, stripped, commas removed; exact *string* equality with the gold answer
              extracted the same way (``"160."`` is not ``"160"``); no match is wrong.
+gsm8k_flexible (banks built from sample logs of GSM8K's ``flexible-extract`` filter) the
+             generation cut at the item's stops; the last match of
+             ``(-?[$0-9.,]{2,})|(-?[0-9]+)``, stripped; then lm-eval 0.4's ``exact_match`` on
+             GSM8K: ``,``, ``$`` and a final ``.`` removed, lower case, equal to the gold number.
 exact_match  (banks built from sample logs, :mod:`atlascat.bankdir`) the harness's
              ``exact_match`` without a filter: the generation cut before the first of the
              item's own stop strings, stripped, equal to the stripped ``target``.
+exact_match_norm  (sample logs whose 0/1 metric this reproduces better: SQuAD-style ``em``)
+             the cut generation and ``target`` equal after the F1 rule's normalisation (lower
+             case, punctuation and the articles a / an / the dropped, whitespace collapsed).
 
 Continuous rules (banks built from sample logs; the score is in [0, 1], not 0/1):
 
@@ -72,17 +79,18 @@ __all__ = [
     "Request", "ItemRequests", "build_requests", "build_item_requests", "requests_from_record",
     "RULES", "REQUEST_COLUMNS", "QA_PROMPT", "GSM8K_UNTIL", "GSM8K_MAX_GEN_TOKS",
     "HarnessDoc", "harness_doc", "hellaswag_preprocess", "mmlu_description", "request_fields",
-    "gsm8k_extract", "gsm8k_cut", "score_outputs", "chosen_index", "HARNESS_COMMIT",
+    "gsm8k_extract", "gsm8k_flexible_extract", "gsm8k_cut", "score_outputs", "chosen_index", "HARNESS_COMMIT",
     "GENERATION_RULES", "GENERATION_COLUMNS", "CONTINUOUS_RULES", "METRIC_RULE_PREFIX",
-    "token_f1", "mc2_score", "LEADERBOARD_SHOTS", "describe_requests",
+    "token_f1", "answer_tokens", "mc2_score", "LEADERBOARD_SHOTS", "describe_requests",
     "request_kind",
 ]
 
 #: lm-evaluation-harness commit the Open LLM Leaderboard v1 ran
 HARNESS_COMMIT = "b281b0921b636bc36ad05c0b0b0763bd6dd43463"
-RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact", "exact_match", "mc2", "f1")
+RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact", "gsm8k_flexible", "exact_match",
+         "exact_match_norm", "mc2", "f1")
 #: rules scored on a generation (one ``generate_until`` request)
-GENERATION_RULES = ("gsm8k_exact", "exact_match", "f1")
+GENERATION_RULES = ("gsm8k_exact", "gsm8k_flexible", "exact_match", "exact_match_norm", "f1")
 #: rules whose score is continuous in [0, 1]
 CONTINUOUS_RULES = ("mc2", "f1")
 #: prefix of a rule that names a metric ATLAS cannot compute (``metric:rougeL``)
@@ -100,6 +108,11 @@ GSM8K_UNTIL = (":", "Question:", "Question")
 GSM8K_MAX_GEN_TOKS = 256
 _GSM8K_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
 _GSM8K_INVALID = "[invalid]"
+#: lm-eval 0.4 GSM8K ``flexible-extract``: the last number-like match of the generation
+_GSM8K_FLEX_RE = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")
+#: what lm-eval 0.4's GSM8K ``exact_match`` removes from both answers before comparing them
+_GSM8K_IGNORE = (re.compile(","), re.compile(r"\$"), re.compile(r"(?s).*#### "),
+                 re.compile(r"\.$"))
 
 #: TruthfulQA's 6-pair QA preamble (the TruthfulQA paper's QA preset; harness constant).
 QA_PROMPT = (
@@ -242,17 +255,36 @@ def gsm8k_extract(text: str) -> str:
     return match.group(1).strip().replace(",", "")
 
 
+def gsm8k_flexible_extract(text: str) -> str:
+    """GSM8K's ``flexible-extract`` filter (the last match of :data:`_GSM8K_FLEX_RE`,
+    stripped) and its ``exact_match`` normalisation; ``"[invalid]"`` if no match."""
+    found = _GSM8K_FLEX_RE.findall(text)
+    groups = [g for g in found[-1] if g] if found else []
+    return _gsm8k_normal(groups[0].strip()) if groups else _GSM8K_INVALID
+
+
+def _gsm8k_normal(text: str) -> str:
+    """lm-eval 0.4 GSM8K ``exact_match``'s ``regexes_to_ignore`` and ``ignore_case``."""
+    for pattern in _GSM8K_IGNORE:
+        text = pattern.sub("", text)
+    return text.lower()
+
+
 def _argmax(values: np.ndarray) -> int:
     return int(np.argmax(values))  # first maximum: ties go to the lowest index, as np.argmax
 
 
+def answer_tokens(text: str) -> list[str]:
+    """An answer's tokens as SQuAD / DROP compare them: lower case, punctuation and the
+    articles dropped."""
+    text = re.sub(r"[^\w\s]", " ", str(text).lower())
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return text.split()
+
+
 def token_f1(prediction: str, truth: str) -> float:
     """SQuAD / DROP token F1 of two answers after normalisation (module docstring)."""
-    def norm(text):
-        text = re.sub(r"[^\w\s]", " ", str(text).lower())
-        text = re.sub(r"\b(a|an|the)\b", " ", text)
-        return text.split()
-    p, t = norm(prediction), norm(truth)
+    p, t = answer_tokens(prediction), answer_tokens(truth)
     if not p or not t:
         return float(p == t)
     common = sum(min(p.count(w), t.count(w)) for w in set(p) & set(t))
@@ -295,6 +327,11 @@ def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = 
             return int(gsm8k_cut(outputs[0], until).strip() == str(gold).strip())
         if rule == "f1":
             return token_f1(gsm8k_cut(outputs[0], until), str(gold))
+        if rule == "exact_match_norm":
+            return int(answer_tokens(gsm8k_cut(outputs[0], until)) == answer_tokens(str(gold)))
+        if rule == "gsm8k_flexible":
+            got = gsm8k_flexible_extract(gsm8k_cut(outputs[0], until))
+            return int(got != _GSM8K_INVALID and got == _gsm8k_normal(str(gold)))
         got = gsm8k_extract(gsm8k_cut(outputs[0], until))
         return int(got != _GSM8K_INVALID and got == str(gold))
     if n_requests is not None and len(outputs) != n_requests:
@@ -554,8 +591,8 @@ def _requests_of(rec: Mapping, item_id: str, rule: str, asked_as: str) -> ItemRe
         raise BankError(f"item {item_id}: empty request context")
     if asked_as in GENERATION_RULES:
         target = _cell_str(rec.get("target"))
-        if not target and rule == "gsm8k_exact":
-            raise BankError(f"item {item_id}: a gsm8k_exact item needs its gold answer in 'target'")
+        if not target and rule in ("gsm8k_exact", "gsm8k_flexible"):
+            raise BankError(f"item {item_id}: a {rule} item needs its gold answer in 'target'")
         until = tuple(_cell_list(rec.get("until"))) or GSM8K_UNTIL
         max_gen = _cell_int(rec.get("max_gen_toks"), 0) or GSM8K_MAX_GEN_TOKS
         req = Request("generate_until", context, until=until, max_gen_toks=max_gen,

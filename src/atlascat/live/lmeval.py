@@ -107,7 +107,8 @@ def read_lmeval_samples(paths, *, task: str | None = None, metric: str | None = 
     task : keep only ``samples_<task>_*.jsonl`` files (required when the folder has several tasks)
     metric, id_field, doc_ids, filter_name : see :func:`read_lmeval_file`
     subject_ids : one id per file, in file order (default: the parent folder name with
-        ``__`` read as ``/``, lm-eval's convention); files of one subject are merged
+        ``__`` read as ``/``, lm-eval's convention); files of one subject are merged, each
+        item's sample from the subject's latest run (``samplelogs.RERUN_RULE``)
     item_ids : column order (default: sorted numerically when all ids are integers)
 
     Returns
@@ -116,19 +117,21 @@ def read_lmeval_samples(paths, *, task: str | None = None, metric: str | None = 
     """
     from ..responses import ResponseMatrix
 
+    from ..bankdir.harnessruns import runs_by_model, task_of
     from ..bankdir.samplelogs import task_files
 
     files, _, names = task_files(paths, task, subject_ids)
+    several = len({task_of(f) for f in files}) > 1     # a group's tasks: item ids task/id
     merged: dict[str, dict[str, float]] = {}
-    for name, f in zip(names, files):
-        scores = read_lmeval_file(f, metric=metric, id_field=id_field, doc_ids=doc_ids,
-                                  filter_name=filter_name)
+    for name, tasks in runs_by_model(names, files).items():
         into = merged.setdefault(name, {})
-        clash = [i for i in scores if i in into and into[i] != scores[i]]
-        if clash:
-            raise ResponseDataError(f"subject {name!r}: files disagree on item(s) {clash[:5]} "
-                                    f"({f}); keep one run per model")
-        into.update(scores)
+        for t, task_runs in tasks.items():
+            prefix = f"{t}/" if several else ""
+            for f in task_runs:              # the latest run first: each item's latest sample
+                scores = read_lmeval_file(f, metric=metric, id_field=id_field,
+                                          doc_ids=doc_ids, filter_name=filter_name)
+                into.update({prefix + i: v for i, v in scores.items()
+                             if prefix + i not in into})
     if item_ids is None:
         all_items = sorted({i for s in merged.values() for i in s})
         if all(i.lstrip("-").isdigit() for i in all_items):

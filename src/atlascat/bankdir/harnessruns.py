@@ -1,0 +1,147 @@
+"""How lm-evaluation-harness lays out its runs: the task and timestamp of a sample log's name,
+a model's re-runs, and the group tasks the run folders' ``results_*.json`` name.
+
+``lm_eval --log_samples --output_path OUT`` writes ``OUT/<model, '/' -> '__'>/`` with
+``samples_<task>_<timestamp>.jsonl`` per task and ``results_<timestamp>.json`` per run
+(``<timestamp>``: ``datetime.now().isoformat()`` with ':' written '-', so names sort in time).
+A group task (``--tasks mmlu``) logs one file per leaf task (``mmlu_anatomy``, ...); the
+results file's ``group_subtasks`` maps each group to its members (groups nest: ``mmlu`` ->
+``mmlu_stem`` -> ``mmlu_anatomy``).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["task_of", "legacy_task", "legacy_model", "run_stamp", "runs_by_model", "group_tasks", "task_sizes",
+           "limit_warning", "RERUN_RULE"]
+
+_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
+                      r"\.jsonl(\.gz)?$")
+
+#: how re-runs of one model (several ``samples_<task>_<timestamp>`` files) are read
+RERUN_RULE = ("each item's sample from the model's latest run (the file name's timestamp); "
+              "items only an earlier run logged are kept from it")
+
+
+def task_of(path: Path) -> str | None:
+    """The task of ``samples_<task>_<timestamp>.jsonl[.gz]``, or of lm-eval 0.4.0-0.4.2's
+    ``<model_args>_<task>.jsonl`` (:func:`legacy_task`); None for another name."""
+    m = _SAMPLES.match(path.name)
+    if m:
+        return m.group("task")
+    legacy = legacy_task(path)
+    if legacy:
+        return legacy
+    name = re.sub(r"\.jsonl(\.gz)?$", "", path.name)
+    if path.name.startswith("samples_") and name != path.name:
+        return name[len("samples_"):]
+    return None
+
+
+_FOLDER_TASKS: dict[tuple[str, int], tuple[str, ...]] = {}
+
+
+def _folder_tasks(folder: Path) -> tuple[str, ...]:
+    """The tasks the ``results.json`` of lm-eval 0.4.0-0.4.2 in ``folder`` ran (its
+    ``configs``), longest first; () without one."""
+    res = folder / "results.json"
+    try:
+        key = (str(res), res.stat().st_mtime_ns)
+    except OSError:
+        return ()
+    if key not in _FOLDER_TASKS:
+        try:
+            configs = json.loads(res.read_text(encoding="utf-8")).get("configs")
+        except (OSError, ValueError, AttributeError):
+            configs = None
+        _FOLDER_TASKS[key] = tuple(sorted(map(str, configs), key=len, reverse=True)
+                                   if isinstance(configs, dict) else ())
+    return _FOLDER_TASKS[key]
+
+
+def legacy_task(path: Path) -> str | None:
+    """The task of a sample log lm-eval 0.4.0-0.4.2 wrote: ``<output_path>/<model_args, '/'
+    and '=' -> '__'>_<task>.jsonl`` (one JSON list) beside its ``results.json``, whose
+    ``configs`` name the task; None for another file."""
+    name = re.sub(r"\.gz$", "", Path(path).name)
+    if name.startswith("samples_") or not name.endswith(".jsonl"):
+        return None
+    return next((t for t in _folder_tasks(Path(path).parent)
+                 if name.endswith(f"_{t}.jsonl") and len(name) > len(t) + 7), None)
+
+
+def legacy_model(path: Path, task: str) -> str:
+    """The model of a 0.4.0-0.4.2 log: its ``pretrained=`` argument ('__' read as '/')."""
+    prefix = re.sub(r"\.gz$", "", Path(path).name)[: -len(f"_{task}.jsonl")]
+    first = prefix.split(",")[0]
+    return first.removeprefix("pretrained__").replace("__", "/")
+
+
+def run_stamp(path: Path) -> str:
+    """The run's timestamp of ``samples_<task>_<timestamp>.jsonl`` ('' without one)."""
+    m = _SAMPLES.match(path.name)
+    return m.group("stamp") if m else ""
+
+
+def runs_by_model(names: Sequence[str], files: Sequence[Path]
+                  ) -> dict[str, dict[str, list[Path]]]:
+    """``{model: {task: [its log files, the latest run first]}}`` (by the timestamp in the
+    file name, then the path): several files of one model and task are re-runs
+    (:data:`RERUN_RULE`)."""
+    runs: dict[str, dict[str, list[Path]]] = {}
+    for name, f in zip(names, files):
+        runs.setdefault(name, {}).setdefault(task_of(f) or "?", []).append(Path(f))
+    return {name: {t: sorted(fs, key=lambda f: (run_stamp(f), str(f)), reverse=True)
+                   for t, fs in tasks.items()} for name, tasks in runs.items()}
+
+
+def group_tasks(files: Sequence[Path]) -> dict[str, frozenset[str]]:
+    """Each group the ``results_*.json`` beside ``files`` name -> its leaf tasks (nested
+    groups flattened); unreadable results files are passed over."""
+    tree: dict[str, set[str]] = {}
+    for folder in dict.fromkeys(Path(f).parent for f in files):
+        for res in sorted(folder.glob("results_*.json")):
+            try:
+                d = json.loads(res.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            groups = d.get("group_subtasks") if isinstance(d, dict) else None
+            for g, members in (groups.items() if isinstance(groups, dict) else ()):
+                if isinstance(members, list) and members:
+                    tree.setdefault(str(g), set()).update(map(str, members))
+
+    def leaves(g: str, above: frozenset) -> set[str]:
+        out: set[str] = set()
+        for t in tree.get(g, ()):
+            out |= leaves(t, above | {g}) if t in tree and t not in above else {t}
+        return out
+
+    return {g: frozenset(leaves(g, frozenset())) for g in tree}
+
+
+def task_sizes(files: Sequence[Path]) -> dict[str, int]:
+    """``{task: documents in the task}`` from each log's own ``results_<timestamp>.json``
+    (``n-samples``' ``original``; a run with ``--limit`` logs fewer); {} for a task without."""
+    out: dict[str, int] = {}
+    for f in map(Path, files):
+        task = str(task_of(f))
+        try:
+            n = json.loads((f.parent / f"results_{run_stamp(f)}.json").read_text(
+                encoding="utf-8"))["n-samples"][task]
+            out[task] = max(out.get(task, 0), int(n["original"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def limit_warning(counts: dict | None) -> str | None:
+    """The build's line when the logs cover only part of the task (``lm_eval --limit``):
+    ``counts`` ``{"logged": items read, "in_task": documents in the task(s)}``."""
+    if not counts or counts["logged"] >= counts["in_task"]:
+        return None
+    return (f"the logs cover {counts['logged']} of the task's {counts['in_task']} documents "
+            "(lm_eval --limit, results_*.json): the bank's score is the mean over those, not "
+            "over the whole task")
