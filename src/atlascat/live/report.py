@@ -655,10 +655,11 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                 "<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
-        if replayed and score is not None:
-            ans = "recorded score, replayed (the matrix holds scores, not the model's text)"
-        chars = rec.get("answer_chars")
-        if chars is not None and int(chars) > len(ans):
+        chars = rec.get("answer_chars")    # the answer's length; more than stored: cut
+        if replayed and score is not None:   # no text to show, nothing cut of it
+            ans, chars = ("recorded score, replayed (the matrix holds scores, not the model's "
+                          "text)"), None
+        if chars is not None and int(chars) > len(rec["answer"] or ""):
             ans = (f"{ans[:200]} [stored cut: {int(chars)} characters, sha256 "
                    f"{str(rec.get('answer_sha256'))[:16]}...]")
         toks = "" if rec["prompt_tokens"] is None else \
