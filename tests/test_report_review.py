@@ -49,3 +49,31 @@ def test_an_answer_stored_cut_says_so(tmp_path):
     page = _text(render_run_report(store, res.run_id))   # no bank: the stored text itself
     for chars in steps["answer_chars"]:
         assert f"[stored cut: {int(chars)} characters, sha256" in page
+
+
+def _legend(svg: str):
+    """The trajectory legend's two texts (x, text) and its line's x1, from the SVG."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [(float(t.get("x")), "".join(t.itertext())) for t in root.iter(f"{ns}text")
+             if t.get("font-size") == "11" and not "".join(t.itertext())[0].isdigit()]
+    line = [float(ln.get("x1")) for ln in root.iter(f"{ns}line") if ln.get("stroke-width")]
+    return texts, line[0]
+
+
+def test_the_trajectory_legend_does_not_print_over_itself():
+    """A bank folder's predictor plots "predicted score" with its "95% interval": the band's
+    label ends before the line's sample begins (11 px type: 0.6 em a character at least), as
+    theta's short labels did."""
+    from atlascat.live.trajectory import trajectory_svg
+
+    for svg in (trajectory_svg([0.3, 0.4, 0.42], None, label="predicted score",
+                               axis="predicted MuSR score (%)", scale=100.0,
+                               band=([0.0, 0.2, 0.3], [1.0, 0.6, 0.5]), limits=(0, 100)),
+                trajectory_svg([0.1, 0.3], [0.5, 0.4])):
+        texts, line_x1 = _legend(svg)
+        (band_x, band_label), (line_x, line_label) = texts[-2:]
+        assert band_x + 0.6 * 11 * len(band_label) < line_x1 < line_x
+        assert line_x + 0.6 * 11 * len(line_label) <= 760 - 15 + 1   # inside the plot
