@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 import re
 
+import pandas as pd
+
 from atlascat.cat.config import CATConfig
 from atlascat.catalogue import load_content_bank
 from atlascat.live.report import render_run_report
@@ -77,3 +79,27 @@ def test_the_trajectory_legend_does_not_print_over_itself():
         (band_x, band_label), (line_x, line_label) = texts[-2:]
         assert band_x + 0.6 * 11 * len(band_label) < line_x1 < line_x
         assert line_x + 0.6 * 11 * len(line_label) <= 760 - 15 + 1   # inside the plot
+
+
+def test_a_bank_without_content_has_no_empty_question_and_key_columns(tmp_path):
+    """A bank of parameters only (a folder built from a response matrix, a calibrated bank
+    file): its items have no question and no key, so the items table has no such columns (they
+    were 50 empty cells each); a bank with content keeps them."""
+    from atlascat.catalogue import load_bank
+    from atlascat.irt.bank import ItemBank
+
+    full = load_bank("arc")
+    bare = ItemBank(full.item_ids, *full.params)
+    answers = tmp_path / "answers.csv"
+    pd.DataFrame([[k % 2 for k in range(len(full))]], index=pd.Index(["m"], name="model"),
+                 columns=full.item_ids).to_csv(answers)
+    for bank, shown in ((bare, False), (full, True)):
+        store = RunStore(tmp_path / f"{shown}.sqlite")
+        res = evaluate(bank, subject_from_spec(f"replay:{answers}#m", bank=bank), store=store,
+                       config=CATConfig(min_items=5, max_items=5, se_stop=None))
+        page = render_run_report(store, res.run_id, bank=bank)
+        head = re.search("<thead><tr>(.*?)</tr></thead>", page.split("<h2>Items</h2>")[1])[1]
+        assert ("<th>question</th>" in head) == shown and ("<th>key</th>" in head) == shown
+        body = page.split("<h2>Items</h2>")[1].split("</table>")[0]
+        row = re.findall("<tr><td class='num'>1</td>.*?</tr>", body)[0]
+        assert row.count("<td") == head.count("<th")    # each row as wide as its header

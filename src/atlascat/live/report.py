@@ -637,12 +637,13 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                                     "predicted %"), "95% interval", 1.0, ".1f"
     else:
         est, est_se, scale, spec = "theta", "SE", 1.0, ".3f"
+    texts = {i: tuple(_meta_text(meta, i, c) for c in ("question", "answer"))
+             if meta is not None and i in meta.index else ("", "") for i in steps["item_id"]}
+    has_q, has_key = (any(t[k] for t in texts.values()) for k in (0, 1))  # else no column
     rows = []
     for rec in steps.to_dict("records"):
         rec = {k: _val(v) for k, v in rec.items()}
-        q = key = ""
-        if meta is not None and rec["item_id"] in meta.index:
-            q, key = (_meta_text(meta, rec["item_id"], c) for c in ("question", "answer"))
+        q, key = texts[rec["item_id"]]
         # a replayed score's outputs are made to score so: no option was chosen, no text said
         choice = _choice_html(bank, rec["item_id"], rec["answer"]) \
             if proto != "approximate" and not replayed else ""
@@ -674,15 +675,16 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
             se_v = "-" if q_k is None else f"{unit * q_k.lower:.1f}-{unit * q_k.upper:.1f}"
         rows.append(
             f"<tr><td class='num'>{int(rec['step']) + 1}</td><td>{_e(rec['item_id'])}</td>"
-            f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>"
+            + (f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>" if has_q else "")
             + (f"<td>{choice}</td>" if choice else
-               f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>") +
-            f"<td>{_e(key)}</td><td>{mark}</td>"
+               f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>")
+            + (f"<td>{_e(key)}</td>" if has_key else "") + f"<td>{mark}</td>"
             f"<td class='num'>{_fmt(est_v, spec)}</td><td class='num'>{_e(se_v or '-')}</td>"
             f"<td class='num'>{_fmt(rec['latency_s'])}</td>"
             + (f"<td class='num'>{toks}</td>" if tokens else "") +
             f"<td>{'cache' if rec['cached'] == 1 else ''}</td></tr>")
-    table = ("<table><thead><tr><th>#</th><th>item</th><th>question</th><th>answer</th><th>key</th>"
+    table = ("<table><thead><tr><th>#</th><th>item</th>" + ("<th>question</th>" if has_q else "")
+             + "<th>answer</th>" + ("<th>key</th>" if has_key else "") +
              f"<th>{'rating' if ordinal else 'score'}</th><th>{_e(est)}</th><th>{_e(est_se)}</th><th>latency s</th>"
              + ("<th>tokens</th>" if tokens else "") + "<th></th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
