@@ -103,3 +103,27 @@ def test_a_bank_without_content_has_no_empty_question_and_key_columns(tmp_path):
         body = page.split("<h2>Items</h2>")[1].split("</table>")[0]
         row = re.findall("<tr><td class='num'>1</td>.*?</tr>", body)[0]
         assert row.count("<td") == head.count("<th")    # each row as wide as its header
+
+
+def test_the_item_axis_labels_stand_apart_on_a_long_run():
+    """A run of 346 items (a bank folder asked whole) labelled every 10th item: 35 labels
+    printed over each other, the last two ("340", "346") on top of one another. Each label now
+    stands clear of the next (0.6 em a character of 11 px type), with 1 and the last item."""
+    import xml.etree.ElementTree as ET
+
+    from atlascat.live.trajectory import trajectory_svg
+
+    for n in (1, 7, 45, 150, 346, 1000, 5000):
+        svg = trajectory_svg(list(range(n)), [0.5] * n)
+        root = ET.fromstring(svg)
+        y_axis = {t.get("y") for t in root.iter("{http://www.w3.org/2000/svg}text")
+                  if t.get("text-anchor") == "middle" and "".join(t.itertext()).isdigit()}
+        assert len(y_axis) == 1
+        ticks = [(float(t.get("x")), "".join(t.itertext()))
+                 for t in root.iter("{http://www.w3.org/2000/svg}text")
+                 if t.get("y") in y_axis and "".join(t.itertext()).isdigit()]
+        labels = [int(k) for _, k in ticks]
+        assert labels[0] == 1 and labels[-1] == n and labels == sorted(set(labels))
+        for (xa, a), (xb, b) in zip(ticks, ticks[1:]):
+            assert xb - xa >= 0.6 * 11 * (len(a) + len(b)) / 2, (n, a, b)
+        assert len(ticks) >= min(n, 5)                 # still a scale to read

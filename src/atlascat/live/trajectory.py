@@ -16,6 +16,21 @@ def text_width(text: str, font_size: float = 11.0) -> float:
     return _EM_PER_CHAR * font_size * len(text)
 
 
+def item_ticks(n: int, width: float) -> list[int]:
+    """The item numbers labelled on an axis of ``n`` items ``width`` px wide: 1, ``n`` and
+    every multiple of the smallest step of 1, 2, 5 x 10^k that makes at most 12 labels which
+    stand apart (each label's width and a gap; a multiple too close to ``n`` left out)."""
+    per = width / max(n - 1, 1)                    # pixels per item
+
+    def room(a, b):                                # two labels' distance against their width
+        return abs(b - a) * per >= (text_width(str(a)) + text_width(str(b))) / 2 + 8
+
+    step = next(m * 10 ** e for e in range(0, 12) for m in (1, 2, 5)
+                if room(m * 10 ** e, 2 * m * 10 ** e) and n <= 12 * m * 10 ** e)
+    ticks = [1] + [k for k in range(step, n, step) if room(1, k) and room(k, n)]
+    return ticks + ([n] if n > 1 else [])
+
+
 def trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EAP)",
                     axis: str = "ability theta", scale: float = 1.0, band=None,
                     limits=None, digits: int | None = None) -> str:
@@ -56,7 +71,7 @@ def trajectory_svg(theta, se, width=760, height=260, *, label: str = "theta (EAP
                    for t in ticks)
     xt = "".join(f"<text x='{left + (k - 1) / max(n - 1, 1) * w:.1f}' y='{height - 8}' font-size='11' "
                  f"text-anchor='middle'>{k}</text>"
-                 for k in sorted({1, n, *range(10, n, 10)}))
+                 for k in item_ticks(n, w))
     short = label.split(" (")[0]
     # the legend from the right edge, each text as wide as its characters (11 px type: at
     # most 0.62 em a character), so that a long label ("predicted score") overlaps nothing
