@@ -127,3 +127,21 @@ def test_the_item_axis_labels_stand_apart_on_a_long_run():
         for (xa, a), (xb, b) in zip(ticks, ticks[1:]):
             assert xb - xa >= 0.6 * 11 * (len(a) + len(b)) / 2, (n, a, b)
         assert len(ticks) >= min(n, 5)                 # still a scale to read
+
+
+def test_a_test_longer_than_the_bank_says_it_asked_the_whole_bank(tmp_path):
+    """``--min-items 500`` on a bank of 346 items asks all of them: the settings line said
+    "items 500-346 (the whole bank)", a range that runs backwards."""
+    from atlascat.catalogue import load_bank
+
+    bank = load_bank("arc").subset(list(range(8)))
+    answers = tmp_path / "answers.csv"
+    pd.DataFrame([[1, 0] * 4], index=pd.Index(["m"], name="model"),
+                 columns=bank.item_ids).to_csv(answers)
+    store = RunStore(tmp_path / "runs.sqlite")
+    res = evaluate(bank, subject_from_spec(f"replay:{answers}#m", bank=bank), store=store,
+                   config=CATConfig(min_items=20, max_items=30, se_stop=None))
+    assert len(store.steps(res.run_id)) == 8
+    page = _text(render_run_report(store, res.run_id, bank=bank))
+    assert "items 20-8" not in page and "items 20-" not in page
+    assert "items all 8 (the whole bank; at least 20 asked for)" in page

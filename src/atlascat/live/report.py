@@ -467,10 +467,13 @@ def _test_row(info, cfg, suite) -> tuple[str, str]:
                         f"about), seed {info['seed']}")
     stop = (f"SE stop {cfg['se_stop']}" if cfg.get("se_stop") is not None
             else "score-precision stop")
-    most, n_bank = cfg.get("max_items"), info.get("n_bank_items")
+    least, most, n_bank = cfg.get("min_items"), cfg.get("max_items"), info.get("n_bank_items")
     if most is not None and n_bank and int(most) >= int(n_bank):
         most = f"{n_bank} (the whole bank)"
-    return ("CAT", f"{stop}, items {cfg.get('min_items')}-{most}, "
+    items = f"{least}-{most}"
+    if least is not None and n_bank and int(least) >= int(n_bank):   # no range: all of them
+        items = f"all {n_bank} (the whole bank; at least {least} asked for)"
+    return ("CAT", f"{stop}, items {items}, "
                    f"{cfg.get('selection')} (randomesque {cfg.get('randomesque')}), "
                    f"seed {info['seed']}")
 
