@@ -145,3 +145,27 @@ def test_a_test_longer_than_the_bank_says_it_asked_the_whole_bank(tmp_path):
     page = _text(render_run_report(store, res.run_id, bank=bank))
     assert "items 20-8" not in page and "items 20-" not in page
     assert "items all 8 (the whole bank; at least 20 asked for)" in page
+
+
+def test_a_replayed_rating_is_called_a_rating(tmp_path):
+    """On a graded bank the items table's column is "rating": each replayed step says it is a
+    recorded rating from a matrix of ratings, not a "recorded score"."""
+    import numpy as np
+
+    from atlascat.irt.polybank import PolyBank
+
+    rng = np.random.default_rng(0)
+    ids = [f"p{j}" for j in range(6)]
+    a = rng.lognormal(0.2, 0.3, 6)
+    d = -np.sort(rng.normal(0, 1.0, (6, 4)), axis=1) * a[:, None]
+    bank = PolyBank(ids, np.column_stack([a, d]), "graded", [np.arange(1.0, 6.0)] * 6)
+    ratings = tmp_path / "ratings.csv"
+    pd.DataFrame([[1, 2, 3, 4, 5, 3]], index=pd.Index(["m"], name="model"),
+                 columns=ids).to_csv(ratings)
+    store = RunStore(tmp_path / "runs.sqlite")
+    res = evaluate(bank, subject_from_spec(f"replay:{ratings}#m", bank=bank), store=store,
+                   config=CATConfig(min_items=4, max_items=4, se_stop=None))
+    page = _text(render_run_report(store, res.run_id, bank=bank))
+    assert page.count("recorded rating, replayed (the matrix holds ratings, not the model's "
+                      "text)") == 4
+    assert "recorded score" not in page

@@ -661,8 +661,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         ans = rec["answer"] if rec["answer"] is not None else ""
         chars = rec.get("answer_chars")    # the answer's length; more than stored: cut
         if replayed and score is not None:   # no text to show, nothing cut of it
-            ans, chars = ("recorded score, replayed (the matrix holds scores, not the model's "
-                          "text)"), None
+            what = ("rating", "ratings") if ordinal else ("score", "scores")
+            ans, chars = (f"recorded {what[0]}, replayed (the matrix holds {what[1]}, not the "
+                          "model's text)"), None
         if chars is not None and int(chars) > len(rec["answer"] or ""):
             ans = (f"{ans[:200]} [stored cut: {int(chars)} characters, sha256 "
                    f"{str(rec.get('answer_sha256'))[:16]}...]")
