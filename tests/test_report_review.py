@@ -169,3 +169,51 @@ def test_a_replayed_rating_is_called_a_rating(tmp_path):
     assert page.count("recorded rating, replayed (the matrix holds ratings, not the model's "
                       "text)") == 4
     assert "recorded score" not in page
+
+
+def test_runs_shows_a_predictor_runs_predicted_score_after_each_step(tmp_path):
+    """``atlas runs --run`` on a bank folder's predictor run: each step's predicted score and
+    95% interval, the very texts of the run's page (the step table had theta alone, the page
+    the prediction: two readers of one run disagreeing on what each step shows); the last
+    step's is the run's predicted score."""
+    import json
+
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from atlascat.bankdir import build_bank
+    from atlascat.cli import app
+    from atlascat.live.report import describe_prediction
+
+    rng = np.random.default_rng(5)
+    a, b = rng.lognormal(0, 0.3, 80), rng.normal(0, 1, 80)
+    theta = rng.normal(0, 1, 32)
+    y = (rng.random((32, 80)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(int)
+    cols = [f"q{j}" for j in range(80)]
+    frame = pd.DataFrame(y, index=[f"m{i}" for i in range(32)], columns=cols).rename_axis("model")
+    frame.iloc[:30].to_csv(tmp_path / "source.csv")
+    frame.iloc[30:].to_csv(tmp_path / "targets.csv")
+    build_bank(tmp_path / "source.csv", tmp_path / "bank", folds=0)
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                                 f"replay:{tmp_path / 'targets.csv'}#m31", "--max-items", "12",
+                                 "-q", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    row = json.loads((out / "results.json").read_text())[0]
+    r = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite"), "--run",
+                                 row["run_id"]])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    head = next(ln for ln in lines if ln.lstrip().startswith("step"))
+    assert "predicted %" in head and "95% interval" in head
+    page = _text((out / "reports" / f"{row['run_id']}.html").read_text())
+    table = page.split("Items")[-1]
+    steps = [ln.split() for ln in lines if re.match(r"\s*\d+\s+q\d+\s+answered", ln)]
+    assert len(steps) == 12
+    for cells in steps:
+        at = head.split().index("predicted")       # "predicted %": two header words
+        pred, interval = cells[at], cells[at + 1]
+        assert re.search(rf"\b{cells[1]}\b.*?\b{re.escape(pred)}\s+{re.escape(interval)}\b",
+                         table), cells
+    lb = row["prediction"]
+    assert describe_prediction(lb, short=True) == f"{steps[-1][at]}% ({steps[-1][at + 1]})"

@@ -567,6 +567,31 @@ def _predictor_path(info, scale=None):
                     upper=lo + (hi - lo) * q.upper) for q in path]
 
 
+def _step_path(info, steps, scale=None) -> dict | None:
+    """A benchmark predictor run's prediction after each answered step, by step number (from
+    0): after the step's round, whose answers come in together (:func:`_predictor_path`)."""
+    path = _predictor_path(info, scale)
+    if path is None:
+        return None
+    answered = steps[steps["status"] == "answered"]
+    k = answered["step"].astype(int).tolist()
+    if "round" in answered:   # each step: the prediction after its round
+        ends = answered.dropna(subset=["round"]).groupby("round")["step"].max().to_dict()
+        path = [path[int(ends.get(r, j))] for j, r in zip(k, answered["round"])]
+    return dict(zip(k, path))
+
+
+def predicted_steps(info, steps, scale=None) -> dict | None:
+    """A benchmark predictor run's predicted score and 95% interval after each answered step
+    (step number from 0 -> ("39.3", "26.7-47.0")), as its page and ``atlas runs --run`` print
+    them: in percent, or on the metric's ``scale`` (low, high); None for another run."""
+    path = _step_path(info, steps, scale)
+    unit = 1.0 if scale is not None else 100.0
+    return None if path is None else {
+        k: (f"{unit * q.score:.1f}", f"{unit * q.lower:.1f}-{unit * q.upper:.1f}")
+        for k, q in path.items()}
+
+
 def _skipped_rows(steps) -> list:
     k = int((steps["status"] == "skipped").sum())
     return [("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left out "
@@ -628,11 +653,10 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     if info["error"]:
         kv.append(("last error", info["error"]))
     warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
-    path = _predictor_path(info, (leaderboard or {}).get("scale")) if suite is None else None
-    if path is not None and "round" in answered:   # each step: the prediction after its
-        # round (its answers come in together), as the step's line prints it
-        ends = answered.dropna(subset=["round"]).groupby("round")["step"].max().to_dict()
-        path = [path[int(ends.get(r, k))] for k, r in zip(answered["step"], answered["round"])]
+    own_scale = (leaderboard or {}).get("scale")
+    path = _step_path(info, steps, own_scale) if suite is None else None
+    said = predicted_steps(info, steps, own_scale) if path is not None else {}
+    path = None if path is None else list(path.values())   # the answered steps in order
     if suite is not None:
         est, est_se, scale, spec = "average %", "SE (points)", 100.0, ".1f"
     elif path is not None:
@@ -672,18 +696,15 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         est_v = None if rec["theta"] is None else scale * rec["theta"]
         se_v = None if rec["se"] is None else _fmt(scale * rec["se"], spec)
         if path is not None:  # the predictor: its predicted score after this answer
-            k = int(rec["step"])
-            q_k = path[k] if score is not None and k < len(path) else None
-            unit = 1.0 if (leaderboard or {}).get("scale") else 100.0
-            est_v = None if q_k is None else unit * q_k.score
-            se_v = "-" if q_k is None else f"{unit * q_k.lower:.1f}-{unit * q_k.upper:.1f}"
+            est_v, se_v = said.get(int(rec["step"]), (None, "-")) if score is not None \
+                else (None, "-")
         rows.append(
             f"<tr><td class='num'>{int(rec['step']) + 1}</td><td>{_e(rec['item_id'])}</td>"
             + (f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>" if has_q else "")
             + (f"<td>{choice}</td>" if choice else
                f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>")
             + (f"<td>{_e(key)}</td>" if has_key else "") + f"<td>{mark}</td>"
-            f"<td class='num'>{_fmt(est_v, spec)}</td><td class='num'>{_e(se_v or '-')}</td>"
+            f"<td class='num'>{est_v if isinstance(est_v, str) else _fmt(est_v, spec)}</td><td class='num'>{_e(se_v or '-')}</td>"
             f"<td class='num'>{_fmt(rec['latency_s'])}</td>"
             + (f"<td class='num'>{toks}</td>" if tokens else "") +
             f"<td>{'cache' if rec['cached'] == 1 else ''}</td></tr>")
