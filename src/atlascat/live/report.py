@@ -22,7 +22,7 @@ from .trajectory import trajectory_svg
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
            "on_metric_scale", "benchmark_of", "model_based_words",
            "protocol_name", "protocol_value", "SOURCE_PROTOCOL", "score_name", "population_of",
-           "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
+           "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES", "predicted_steps"]
 
 #: scoring rules whose requests are generations (see atlascat.content.requests)
 GENERATION_RULES = frozenset({"gsm8k_exact", "exact_match", "f1"})
