@@ -585,7 +585,10 @@ def predicted_steps(info, steps, scale=None) -> dict | None:
     """A benchmark predictor run's predicted score and 95% interval after each answered step
     (step number from 0 -> ("39.3", "26.7-47.0")), as its page and ``atlas runs --run`` print
     them: in percent, or on the metric's ``scale`` (low, high); None for another run."""
-    path = _step_path(info, steps, scale)
+    return _step_texts(_step_path(info, steps, scale), scale)
+
+
+def _step_texts(path, scale) -> dict | None:
     unit = 1.0 if scale is not None else 100.0
     return None if path is None else {
         k: (f"{unit * q.score:.1f}", f"{unit * q.lower:.1f}-{unit * q.upper:.1f}")
@@ -655,7 +658,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
     own_scale = (leaderboard or {}).get("scale")
     path = _step_path(info, steps, own_scale) if suite is None else None
-    said = predicted_steps(info, steps, own_scale) if path is not None else {}
+    said = _step_texts(path, own_scale) or {}
     path = None if path is None else list(path.values())   # the answered steps in order
     if suite is not None:
         est, est_se, scale, spec = "average %", "SE (points)", 100.0, ".1f"
