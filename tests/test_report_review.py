@@ -253,3 +253,31 @@ def test_a_predictor_runs_snapshot_describes_its_predictor_once(tmp_path, monkey
     assert all(s["predictor"] == real(pred) for s in snaps)
     again = PredictorLiveSession.from_dict(snaps[-1])
     assert again.to_dict() == snaps[-1] and len(calls) == 1
+
+
+def test_the_reports_calibration_line_is_the_demos():
+    """``atlas report``'s calibration line reads as the demo prints it: the log-likelihood to
+    one decimal ("-34406.7"), not "loglik -3.441e+04", the iterations and the seconds in
+    words."""
+    import numpy as np
+
+    from atlascat.irt.bank import ItemBank
+    from atlascat.responses import ResponseMatrix
+    from atlascat.studies.protocol import BenchmarkConfig, run_benchmark
+    from atlascat.studies.report import build_report, calibration_words
+
+    rng = np.random.default_rng(4)
+    n, j = 200, 30
+    bank = ItemBank([f"i{k}" for k in range(j)], rng.lognormal(0.3, 0.3, j), rng.normal(0, 1, j))
+    y = (rng.random((n, j)) < bank.probability(rng.normal(size=n))).astype(float)
+    rm = ResponseMatrix(y, [f"m{k}" for k in range(n)], bank.item_ids)
+    cfg = BenchmarkConfig(seed=1, taus=(0.4,), random_k=10, random_replicates=1, anchor_k=0,
+                          info_k=0, optimal_k=0, model_fit=False, se_calibration=False,
+                          filter=False, model="2pl")
+    run = run_benchmark(rm, cfg, name="calibration words")
+    cal = run.info["calibration"]
+    text = _text(build_report([run]))
+    want = (f"2pl MML-EM, log-likelihood {cal['loglik']:.1f}, {cal['n_iter']} iterations, "
+            f"converged {cal['converged']}, {cal['seconds']:.1f} s")
+    assert calibration_words(cal) == want and want in text
+    assert "e+0" not in text.split("calibration")[1][:120]
