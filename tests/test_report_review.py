@@ -171,6 +171,24 @@ def test_a_replayed_rating_is_called_a_rating(tmp_path):
     assert "recorded score" not in page
 
 
+def _folder(root):
+    """A bank folder (``root/bank``, a benchmark predictor) built from 30 simulated source
+    models x 80 items (``source.csv``); two more models' answers in ``targets.csv``."""
+    import numpy as np
+
+    from atlascat.bankdir import build_bank
+
+    rng = np.random.default_rng(5)
+    a, b = rng.lognormal(0, 0.3, 80), rng.normal(0, 1, 80)
+    theta = rng.normal(0, 1, 32)
+    y = (rng.random((32, 80)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(int)
+    cols = [f"q{j}" for j in range(80)]
+    frame = pd.DataFrame(y, index=[f"m{i}" for i in range(32)], columns=cols).rename_axis("model")
+    frame.iloc[:30].to_csv(root / "source.csv")
+    frame.iloc[30:].to_csv(root / "targets.csv")
+    build_bank(root / "source.csv", root / "bank", folds=0)
+
+
 def test_runs_shows_a_predictor_runs_predicted_score_after_each_step(tmp_path):
     """``atlas runs --run`` on a bank folder's predictor run: each step's predicted score and
     95% interval, the very texts of the run's page (the step table had theta alone, the page
@@ -181,19 +199,10 @@ def test_runs_shows_a_predictor_runs_predicted_score_after_each_step(tmp_path):
     import numpy as np
     from typer.testing import CliRunner
 
-    from atlascat.bankdir import build_bank
     from atlascat.cli import app
     from atlascat.live.report import describe_prediction
 
-    rng = np.random.default_rng(5)
-    a, b = rng.lognormal(0, 0.3, 80), rng.normal(0, 1, 80)
-    theta = rng.normal(0, 1, 32)
-    y = (rng.random((32, 80)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(int)
-    cols = [f"q{j}" for j in range(80)]
-    frame = pd.DataFrame(y, index=[f"m{i}" for i in range(32)], columns=cols).rename_axis("model")
-    frame.iloc[:30].to_csv(tmp_path / "source.csv")
-    frame.iloc[30:].to_csv(tmp_path / "targets.csv")
-    build_bank(tmp_path / "source.csv", tmp_path / "bank", folds=0)
+    _folder(tmp_path)
     out = tmp_path / "run"
     r = CliRunner().invoke(app, ["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
                                  f"replay:{tmp_path / 'targets.csv'}#m31", "--max-items", "12",
@@ -281,3 +290,44 @@ def test_the_reports_calibration_line_is_the_demos():
             f"converged {cal['converged']}, {cal['seconds']:.1f} s")
     assert calibration_words(cal) == want and want in text
     assert "e+0" not in text.split("calibration")[1][:120]
+
+
+CRASH = """import json, sys
+for n, line in enumerate(sys.stdin):
+    if n == 6:
+        sys.exit(3)
+    print(json.dumps({"item_id": json.loads(line)["item_id"], "score": n % 2}), flush=True)
+"""
+
+
+def test_a_run_stopped_by_an_error_has_its_prediction_so_far_on_its_page(tmp_path):
+    """A bank folder's run whose command dies after 6 answers: ``atlas runs`` shows the
+    prediction from those 6 ("..., stopped by an error after 6 items"); the run's page and its
+    results.json row showed theta alone, no prediction. All three now say the same."""
+    import json
+    import shlex
+    import sys
+
+    from typer.testing import CliRunner
+
+    from atlascat.cli import app
+    from atlascat.live.report import describe_prediction
+
+    _folder(tmp_path)
+    (tmp_path / "crash.py").write_text(CRASH)
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["evaluate", "--bank", str(tmp_path / "bank"), "--subject",
+                                 "cmd:" + shlex.join([sys.executable, str(tmp_path / "crash.py")]),
+                                 "--llm", "crashy", "-q", "-o", str(out)])
+    assert r.exit_code != 0
+    row = json.loads((out / "results.json").read_text())[0]
+    assert row["status"] == "error" and row["n_items"] == 6
+    lb = row["prediction"]
+    assert lb["partial"] and lb["state"] == "error" and lb["answered"] == 6
+    assert lb["score"] is not None and row["design"] == "benchmark predictor"
+    words = describe_prediction(lb)
+    assert words.endswith("stopped by an error after 6 items")
+    page = _text((out / "reports" / f"{row['run_id']}.html").read_text())
+    assert words in page
+    runs = CliRunner().invoke(app, ["runs", "--db", str(out / "runs.sqlite")])
+    assert describe_prediction(lb, short=True) in " ".join(runs.output.split())
