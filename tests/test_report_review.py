@@ -264,18 +264,14 @@ def test_a_predictor_runs_snapshot_describes_its_predictor_once(tmp_path, monkey
     assert again.to_dict() == snaps[-1] and len(calls) == 1
 
 
-def test_the_reports_calibration_line_is_the_demos():
-    """``atlas report``'s calibration line reads as the demo prints it: the log-likelihood to
-    one decimal ("-34406.7"), not "loglik -3.441e+04", the iterations and the seconds in
-    words."""
+def _small_run(name: str, seed: int = 4):
     import numpy as np
 
     from atlascat.irt.bank import ItemBank
     from atlascat.responses import ResponseMatrix
     from atlascat.studies.protocol import BenchmarkConfig, run_benchmark
-    from atlascat.studies.report import build_report, calibration_words
 
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(seed)
     n, j = 200, 30
     bank = ItemBank([f"i{k}" for k in range(j)], rng.lognormal(0.3, 0.3, j), rng.normal(0, 1, j))
     y = (rng.random((n, j)) < bank.probability(rng.normal(size=n))).astype(float)
@@ -283,7 +279,29 @@ def test_the_reports_calibration_line_is_the_demos():
     cfg = BenchmarkConfig(seed=1, taus=(0.4,), random_k=10, random_replicates=1, anchor_k=0,
                           info_k=0, optimal_k=0, model_fit=False, se_calibration=False,
                           filter=False, model="2pl")
-    run = run_benchmark(rm, cfg, name="calibration words")
+    return run_benchmark(rm, cfg, name=name)
+
+
+def test_the_reports_overview_says_what_its_cells_are():
+    """A report of several runs opens with the methods x benchmarks overview: its cells
+    ("0.125 ± 0.003 (100)") are the theta MAE, its SE and the mean items, which the markdown
+    of ``atlas compare`` titles and the page did not say."""
+    from atlascat.studies.report import build_report
+    from atlascat.studies.tables import WIDE_TITLE
+
+    text = _text(build_report([_small_run("one"), _small_run("two", 5)]))
+    over = text.split("Overview", 1)[1]
+    assert over.lstrip().startswith(WIDE_TITLE)
+    assert WIDE_TITLE == "Theta MAE ± SE (mean items) by benchmark"
+
+
+def test_the_reports_calibration_line_is_the_demos():
+    """``atlas report``'s calibration line reads as the demo prints it: the log-likelihood to
+    one decimal ("-34406.7"), not "loglik -3.441e+04", the iterations and the seconds in
+    words."""
+    from atlascat.studies.report import build_report, calibration_words
+
+    run = _small_run("calibration words")
     cal = run.info["calibration"]
     text = _text(build_report([run]))
     want = (f"2pl MML-EM, log-likelihood {cal['loglik']:.1f}, {cal['n_iter']} iterations, "

@@ -374,13 +374,14 @@ def build_report(runs, *, title: str = "ATLAS benchmark report") -> str:
              f"each method picks, and compared with its whole-bank theta. atlascat "
              f"{__version__}.</p>"]
     if len(runs) > 1:
-        from .tables import unique_names, wide_ability_table
+        from .tables import WIDE_TITLE, unique_names, wide_ability_table
 
         names = unique_names([r.name for r in runs])
         allsum = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(runs, names)],
                            ignore_index=True)
         wide = wide_ability_table(allsum)
-        parts.append("<h2>Overview</h2>" + "<table><thead><tr>" +
+        parts.append(f"<h2>Overview</h2><h3>{html.escape(WIDE_TITLE)}</h3>" +
+                     "<table><thead><tr>" +
                      "".join(f"<th>{html.escape(str(c))}</th>" for c in wide.columns) +
                      "</tr></thead><tbody>" +
                      "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) +
