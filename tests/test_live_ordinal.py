@@ -123,8 +123,9 @@ def test_replay_asks_what_simulate_asks_and_every_reader_agrees(root, tmp_path):
     assert (f"observed mean rating (over the items asked, on the rating scale)</td>"
             f"<td>{ratings.mean():.1f}<") in page and "pending" not in page
     first_row = re.search(r"<tr><td class='num'>1</td>(.*?)</tr>", page).group(1)
-    cells = re.findall(r"<td[^>]*>(.*?)</td>", first_row)   # item, question, answer, key, score
-    assert cells[4] == f"{ratings.iloc[0]:g}"               # the first rating, as given
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", first_row)   # item, answer, rating (a bank
+    assert cells[2] == f"{ratings.iloc[0]:g}"               # without content: no question,
+    assert "<th>question</th>" not in page                  # no key); the first rating
     db = str(out / "runs.sqlite")
     runs = CliRunner().invoke(app, ["runs", "--db", db, "--json"])
     assert runs.exit_code == 0, runs.output

@@ -345,9 +345,10 @@ def test_evaluate_help_does_not_promise_the_leaderboard_for_every_bank():
 
 def test_an_unfinished_runs_page_speaks_of_the_folders_benchmark(shared_data, tmp_path,
                                                                  capsys):
-    """A run of a --score-range folder that stops (a score off the scale) has no prediction;
-    its page still names the benchmark, never "leaderboard", and reads on the metric's scale
-    (the axis is not in percent)."""
+    """A run of a --score-range folder that stops (a score off the scale) has only its
+    prediction so far (marked partial, as `atlas runs` shows it); its page names the
+    benchmark, never "leaderboard", and reads on the metric's scale (the axis is not in
+    percent)."""
     import sys
 
     df = pd.read_csv(shared_data / "longbench" / "longbench_qmsum.csv.gz", index_col=0)
@@ -364,7 +365,8 @@ def test_an_unfinished_runs_page_speaks_of_the_folders_benchmark(shared_data, tm
                  f"cmd:{sys.executable} {script}", "--llm", "m", "-o", str(out)]) == 2
     capsys.readouterr()
     row = json.loads((out / "results.json").read_text())[0]
-    assert row["status"] == "error" and "prediction" not in row
+    assert row["status"] == "error"
+    assert row["prediction"]["partial"] and row["prediction"]["state"] == "error"
     page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
     assert "leaderboard" not in page.lower()
     assert "predicted qmsum-bleu score<" in page or "predicted qmsum-bleu score " in page

@@ -17,15 +17,15 @@ __all__ = ["main"]
 
 
 def _fit_lines(run) -> list[str]:
+    from .studies.report import calibration_words
+
     cal = run.info.get("calibration", {})
     flt = run.info.get("filter", {})
     lines = [
         f"  models: {run.info['n_models']} ({run.info['n_train']} train, {run.info['n_test']} test)",
         f"  items: {run.info['n_items_matrix']} in the matrix, {run.info['n_bank_items']} in the "
         f"bank after filtering ({flt.get('dropped_items_by_reason', {})})",
-        f"  calibration: {cal.get('model', '?')} MML-EM, log-likelihood {cal.get('loglik', float('nan')):.1f}, "
-        f"{cal.get('n_iter', '?')} iterations, converged {cal.get('converged', '?')}, "
-        f"{cal.get('seconds', float('nan')):.1f} s",
+        f"  calibration: {calibration_words(cal)}",
     ]
     sel = cal.get("model_selection")
     if sel:

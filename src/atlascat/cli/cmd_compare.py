@@ -21,7 +21,8 @@ def register(app: typer.Typer) -> None:
 
         from ..studies.protocol import BenchmarkRun
         from ..studies.tables import (TABLES, format_table, make_table, to_markdown,
-                                       unique_names, wide_ability_table, write_tables)
+                                       unique_names, wide_ability_table, write_tables,
+                                       WIDE_TITLE)
         from ._common import print_text
 
         out = output_dir(output)
@@ -31,7 +32,7 @@ def register(app: typer.Typer) -> None:
                             ignore_index=True)
         if len(loaded) > 1:
             print_text(to_markdown(wide_ability_table(summary),
-                                   title="Theta MAE ± SE (mean items) by benchmark"))
+                                   title=WIDE_TITLE))
         for name in TABLES:
             table = make_table(summary, name)
             if len(loaded) == 1:

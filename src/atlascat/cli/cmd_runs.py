@@ -135,6 +135,7 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
     shown = _estimates(steps[cols].astype(object), info["kind"] == "suite")
     if lb.get("ratings"):         # an ordinal bank's steps: each one's rating
         shown = shown.rename(columns={"score": "rating"})
+    shown = _predicted(shown, info, store.steps(run_id), lb.get("scale"))
     print_frame(shown.fillna("-"), title=f"run {run_id} ({info['model']}, {info['state']}, "
                              f"protocol {proto})", max_rows=1000)
     if info.get("error") and info["status"] != "done":   # why it stopped (the page says it too)
@@ -143,6 +144,22 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
         name = "predicted average" if info["kind"] == "suite" else score_name(lb)
         console.print(f"{name}: {describe_prediction(lb)}", markup=False, highlight=False)
     return None
+
+
+def _predicted(shown, info, steps, scale):
+    """A benchmark predictor run's steps with the predicted score and its 95% interval after
+    each, beside theta, as its page prints them."""
+    from ..live.report import predicted_steps
+
+    said = predicted_steps(info, steps, scale)
+    if said is None:
+        return shown
+    at = shown.columns.get_loc("se") + 1
+    for j, col in enumerate(("predicted" if scale is not None else "predicted %",
+                             "95% interval")):
+        shown.insert(at + j, col, [said.get(int(k) - 1, (None, None))[j]
+                                   for k in shown["step"]])
+    return shown
 
 
 def _estimates(shown, suite: bool):

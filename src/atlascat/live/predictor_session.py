@@ -41,6 +41,7 @@ class PredictorLiveSession:
     def __init__(self, predictor, *, budget: int | None = None, rng=None, available=None,
                  _inner=None):
         self.predictor = predictor
+        self._predictor_state = None   # the predictor's description, made once (it is fixed)
         self.inner = _inner if _inner is not None else predictor.session(
             budget=budget, rng=rng, available=available)
 
@@ -110,7 +111,11 @@ class PredictorLiveSession:
 
     # ------------------------------------------------------------ persistence
     def to_dict(self) -> dict:
-        return {"type": _TYPE, "predictor": self.predictor.to_dict(),
+        """The snapshot stored after every answer: the predictor's description is made once
+        per session (packing the source models' answers took 1 s a step on 424 x 756)."""
+        if self._predictor_state is None:
+            self._predictor_state = self.predictor.to_dict()
+        return {"type": _TYPE, "predictor": self._predictor_state,
                 "session": self.inner.to_dict()}
 
     @classmethod
@@ -123,4 +128,6 @@ class PredictorLiveSession:
         if not (isinstance(state, dict) and state.get("type") == _TYPE):
             raise ConfigError("not a predictor run's snapshot")
         predictor = BenchmarkPredictor.from_dict(state.get("predictor"))
-        return cls(predictor, _inner=PredictSession.from_dict(predictor, state.get("session")))
+        session = cls(predictor, _inner=PredictSession.from_dict(predictor, state.get("session")))
+        session._predictor_state = state.get("predictor")   # the description it was read from
+        return session

@@ -22,7 +22,7 @@ from .trajectory import trajectory_svg
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
            "on_metric_scale", "benchmark_of", "model_based_words",
            "protocol_name", "protocol_value", "SOURCE_PROTOCOL", "score_name", "population_of",
-           "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES"]
+           "scale_words", "SOURCE", "LEADERBOARD", "GENERATION_RULES", "predicted_steps"]
 
 #: scoring rules whose requests are generations (see atlascat.content.requests)
 GENERATION_RULES = frozenset({"gsm8k_exact", "gsm8k_flexible", "exact_match",
@@ -468,10 +468,13 @@ def _test_row(info, cfg, suite) -> tuple[str, str]:
                         f"about), seed {info['seed']}")
     stop = (f"SE stop {cfg['se_stop']}" if cfg.get("se_stop") is not None
             else "score-precision stop")
-    most, n_bank = cfg.get("max_items"), info.get("n_bank_items")
+    least, most, n_bank = cfg.get("min_items"), cfg.get("max_items"), info.get("n_bank_items")
     if most is not None and n_bank and int(most) >= int(n_bank):
         most = f"{n_bank} (the whole bank)"
-    return ("CAT", f"{stop}, items {cfg.get('min_items')}-{most}, "
+    items = f"{least}-{most}"
+    if least is not None and n_bank and int(least) >= int(n_bank):   # no range: all of them
+        items = f"all {n_bank} (the whole bank; at least {least} asked for)"
+    return ("CAT", f"{stop}, items {items}, "
                    f"{cfg.get('selection')} (randomesque {cfg.get('randomesque')}), "
                    f"seed {info['seed']}")
 
@@ -565,6 +568,34 @@ def _predictor_path(info, scale=None):
                     upper=lo + (hi - lo) * q.upper) for q in path]
 
 
+def _step_path(info, steps, scale=None) -> dict | None:
+    """A benchmark predictor run's prediction after each answered step, by step number (from
+    0): after the step's round, whose answers come in together (:func:`_predictor_path`)."""
+    path = _predictor_path(info, scale)
+    if path is None:
+        return None
+    answered = steps[steps["status"] == "answered"]
+    k = answered["step"].astype(int).tolist()
+    if "round" in answered:   # each step: the prediction after its round
+        ends = answered.dropna(subset=["round"]).groupby("round")["step"].max().to_dict()
+        path = [path[int(ends.get(r, j))] for j, r in zip(k, answered["round"])]
+    return dict(zip(k, path))
+
+
+def predicted_steps(info, steps, scale=None) -> dict | None:
+    """A benchmark predictor run's predicted score and 95% interval after each answered step
+    (step number from 0 -> ("39.3", "26.7-47.0")), as its page and ``atlas runs --run`` print
+    them: in percent, or on the metric's ``scale`` (low, high); None for another run."""
+    return _step_texts(_step_path(info, steps, scale), scale)
+
+
+def _step_texts(path, scale) -> dict | None:
+    unit = 1.0 if scale is not None else 100.0
+    return None if path is None else {
+        k: (f"{unit * q.score:.1f}", f"{unit * q.lower:.1f}-{unit * q.upper:.1f}")
+        for k, q in path.items()}
+
+
 def _skipped_rows(steps) -> list:
     k = int((steps["status"] == "skipped").sum())
     return [("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left out "
@@ -628,11 +659,10 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
     if info["error"]:
         kv.append(("last error", info["error"]))
     warn_html = "".join(f"<p class='bad'>warning: {_e(w)}</p>" for w in warnings)
-    path = _predictor_path(info, (leaderboard or {}).get("scale")) if suite is None else None
-    if path is not None and "round" in answered:   # each step: the prediction after its
-        # round (its answers come in together), as the step's line prints it
-        ends = answered.dropna(subset=["round"]).groupby("round")["step"].max().to_dict()
-        path = [path[int(ends.get(r, k))] for k, r in zip(answered["step"], answered["round"])]
+    own_scale = (leaderboard or {}).get("scale")
+    path = _step_path(info, steps, own_scale) if suite is None else None
+    said = _step_texts(path, own_scale) or {}
+    path = None if path is None else list(path.values())   # the answered steps in order
     if suite is not None:
         est, est_se, scale, spec = "average %", "SE (points)", 100.0, ".1f"
     elif path is not None:
@@ -640,12 +670,13 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                                     "predicted %"), "95% interval", 1.0, ".1f"
     else:
         est, est_se, scale, spec = "theta", "SE", 1.0, ".3f"
+    texts = {i: tuple(_meta_text(meta, i, c) for c in ("question", "answer"))
+             if meta is not None and i in meta.index else ("", "") for i in steps["item_id"]}
+    has_q, has_key = (any(t[k] for t in texts.values()) for k in (0, 1))  # else no column
     rows = []
     for rec in steps.to_dict("records"):
         rec = {k: _val(v) for k, v in rec.items()}
-        q = key = ""
-        if meta is not None and rec["item_id"] in meta.index:
-            q, key = (_meta_text(meta, rec["item_id"], c) for c in ("question", "answer"))
+        q, key = texts[rec["item_id"]]
         # a replayed score's outputs are made to score so: no option was chosen, no text said
         choice = _choice_html(bank, rec["item_id"], rec["answer"]) \
             if proto != "approximate" and not replayed else ""
@@ -658,10 +689,12 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                 "<span class='ok'>&#10003;</span>" if score == 1 else
                 "<span class='bad'>&#10007;</span>")
         ans = rec["answer"] if rec["answer"] is not None else ""
-        if replayed and score is not None:
-            ans = "recorded score, replayed (the matrix holds scores, not the model's text)"
-        chars = rec.get("answer_chars")
-        if chars is not None and int(chars) > len(ans):
+        chars = rec.get("answer_chars")    # the answer's length; more than stored: cut
+        if replayed and score is not None:   # no text to show, nothing cut of it
+            what = ("rating", "ratings") if ordinal else ("score", "scores")
+            ans, chars = (f"recorded {what[0]}, replayed (the matrix holds {what[1]}, not the "
+                          "model's text)"), None
+        if chars is not None and int(chars) > len(rec["answer"] or ""):
             ans = (f"{ans[:200]} [stored cut: {int(chars)} characters, sha256 "
                    f"{str(rec.get('answer_sha256'))[:16]}...]")
         toks = "" if rec["prompt_tokens"] is None else \
@@ -669,22 +702,20 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         est_v = None if rec["theta"] is None else scale * rec["theta"]
         se_v = None if rec["se"] is None else _fmt(scale * rec["se"], spec)
         if path is not None:  # the predictor: its predicted score after this answer
-            k = int(rec["step"])
-            q_k = path[k] if score is not None and k < len(path) else None
-            unit = 1.0 if (leaderboard or {}).get("scale") else 100.0
-            est_v = None if q_k is None else unit * q_k.score
-            se_v = "-" if q_k is None else f"{unit * q_k.lower:.1f}-{unit * q_k.upper:.1f}"
+            est_v, se_v = said.get(int(rec["step"]), (None, "-")) if score is not None \
+                else (None, "-")
         rows.append(
             f"<tr><td class='num'>{int(rec['step']) + 1}</td><td>{_e(rec['item_id'])}</td>"
-            f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>"
+            + (f"<td>{_e(q[:160] + ('...' if len(q) > 160 else ''))}</td>" if has_q else "")
             + (f"<td>{choice}</td>" if choice else
-               f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>") +
-            f"<td>{_e(key)}</td><td>{mark}</td>"
-            f"<td class='num'>{_fmt(est_v, spec)}</td><td class='num'>{_e(se_v or '-')}</td>"
+               f"<td><pre>{_e(ans if '[stored cut:' in ans else ans[:200] + ('...' if len(ans) > 200 else ''))}</pre></td>")
+            + (f"<td>{_e(key)}</td>" if has_key else "") + f"<td>{mark}</td>"
+            f"<td class='num'>{est_v if isinstance(est_v, str) else _fmt(est_v, spec)}</td><td class='num'>{_e(se_v or '-')}</td>"
             f"<td class='num'>{_fmt(rec['latency_s'])}</td>"
             + (f"<td class='num'>{toks}</td>" if tokens else "") +
             f"<td>{'cache' if rec['cached'] == 1 else ''}</td></tr>")
-    table = ("<table><thead><tr><th>#</th><th>item</th><th>question</th><th>answer</th><th>key</th>"
+    table = ("<table><thead><tr><th>#</th><th>item</th>" + ("<th>question</th>" if has_q else "")
+             + "<th>answer</th>" + ("<th>key</th>" if has_key else "") +
              f"<th>{'rating' if ordinal else 'score'}</th><th>{_e(est)}</th><th>{_e(est_se)}</th><th>latency s</th>"
              + ("<th>tokens</th>" if tokens else "") + "<th></th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")

@@ -580,6 +580,10 @@ class LiveRun:
                 row["prediction"] = predict_score(job.ref, res.theta, res.se,
                                                    dict(zip(unit.items, unit.scores)),
                                                    stop_reason=res.stop_reason)
+            elif job.ref is not None and res.n_items:   # not done: from its answers so far,
+                row["prediction"] = predict_run(self.store, job.run_id)   # as `atlas runs`
+                if job.kind == "predictor":
+                    row["design"] = "benchmark predictor"
             if res.scale is None:  # a folder found again elsewhere (resume --bank): its scale
                 row = on_metric_scale(row, scale)
             rows.append(row)

@@ -25,7 +25,7 @@ import pandas as pd
 
 from .tables import TABLES, format_table, in_words, make_table, table_title
 
-__all__ = ["build_report", "write_report", "figure_data_uri"]
+__all__ = ["build_report", "write_report", "figure_data_uri", "calibration_words"]
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0;color:#1d2330;
@@ -282,6 +282,19 @@ def _kv(items: dict) -> str:
                                      for k, v in items.items()) + "</dl>"
 
 
+def calibration_words(cal: dict) -> str:
+    """A run's calibration as the demo prints it and its report shows it: "2pl MML-EM,
+    log-likelihood -34406.7, 160 iterations, converged True, 0.9 s" (the log-likelihood to one
+    decimal, not -3.441e+04)."""
+    def num(key, spec):
+        v = cal.get(key)
+        return "?" if v is None else format(float(v), spec)
+
+    return (f"{cal.get('model', '?')} MML-EM, log-likelihood {num('loglik', '.1f')}, "
+            f"{cal.get('n_iter', '?')} iterations, converged {cal.get('converged', '?')}, "
+            f"{num('seconds', '.1f')} s")
+
+
 def _fixed_forms(summary: pd.DataFrame) -> str:
     """The fixed forms the run scored, as its tables label them (the size used: a size above
     the bank is capped at it), with the replicates of a randomized form; "none" if none."""
@@ -300,9 +313,7 @@ def _run_section(run, anchor: str) -> str:
         "models (train / test)": f"{info.get('n_train', '?')} / {info.get('n_test', '?')}",
         "bank items": f"{info.get('n_bank_items', len(run.bank))} of "
                       f"{info.get('n_items_matrix', '?')} in the matrix",
-        "calibration": ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
-                                 for k, v in cal.items() if k in
-                                 ("model", "loglik", "n_iter", "converged", "seconds")),
+        "calibration": calibration_words(cal),
         "model fit (M2, partition mean)": (", ".join(
             f"{k} {info['fit'][k]:.3f}" for k in ("RMSEA", "SRMSR", "CFI", "TLI")
             if k in info["fit"]) if info.get("fit") and "skipped" not in info["fit"] else
@@ -363,13 +374,14 @@ def build_report(runs, *, title: str = "ATLAS benchmark report") -> str:
              f"each method picks, and compared with its whole-bank theta. atlascat "
              f"{__version__}.</p>"]
     if len(runs) > 1:
-        from .tables import unique_names, wide_ability_table
+        from .tables import WIDE_TITLE, unique_names, wide_ability_table
 
         names = unique_names([r.name for r in runs])
         allsum = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(runs, names)],
                            ignore_index=True)
         wide = wide_ability_table(allsum)
-        parts.append("<h2>Overview</h2>" + "<table><thead><tr>" +
+        parts.append(f"<h2>Overview</h2><h3>{html.escape(WIDE_TITLE)}</h3>" +
+                     "<table><thead><tr>" +
                      "".join(f"<th>{html.escape(str(c))}</th>" for c in wide.columns) +
                      "</tr></thead><tbody>" +
                      "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) +

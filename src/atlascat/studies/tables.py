@@ -22,7 +22,7 @@ import pandas as pd
 from ..errors import ConfigError
 
 __all__ = ["TABLES", "make_table", "make_tables", "format_table", "to_markdown", "write_tables",
-           "wide_ability_table", "unique_names", "in_words", "table_title"]
+           "wide_ability_table", "WIDE_TITLE", "unique_names", "in_words", "table_title"]
 
 # name -> (title, numeric columns in order)
 TABLES = {
@@ -150,6 +150,10 @@ def to_markdown(df: pd.DataFrame, *, title: str | None = None) -> str:
     return (f"**{title}**\n\n{text}\n" if title else text + "\n")
 
 
+#: what a cell of :func:`wide_ability_table` holds (its title in every output)
+WIDE_TITLE = "Theta MAE ± SE (mean items) by benchmark"
+
+
 def wide_ability_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Methods x benchmarks: "MAE ± SE (items)" cells, the paper's Table 2 shape across runs."""
     if "benchmark" not in summary.columns:
@@ -180,7 +184,7 @@ def write_tables(summary: pd.DataFrame, out_dir, *, prefix: str = "",
         blocks.append(md)
     if "benchmark" in summary.columns:
         blocks.insert(0, to_markdown(wide_ability_table(summary),
-                                     title="Theta MAE ± SE (mean items) by benchmark"))
+                                     title=WIDE_TITLE))
     combined = out / f"{prefix}tables.md"
     combined.write_text("\n".join(blocks), encoding="utf-8")
     paths["markdown"] = combined
