@@ -345,15 +345,15 @@ def _plan(o: _Options, ref):
                               "predictor asks --max-items items of its own design (or "
                               "--design adaptive)")
         return ref, design, None
+    from ..bankdir.adaptive import adaptive_config
+
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
                         fixed_length=o.fixed_length,
                         **({"se_method": o.se_method} if o.se_method else {}))
-    if o.bound_stop and o.fixed_length is None:
-        from ..scorelink import with_link_stops
-
-        config = with_link_stops(config, ref.stop_settings(o.bound_margin),
-                                 o.min_items is not None)
-    return ref, design, config
+    # the link's stops and the bank's shortest test, as atlas simulate adds them
+    return ref, design, adaptive_config(ref, config, min_items=o.min_items,
+                                        bound_stop=o.bound_stop and o.fixed_length is None,
+                                        bound_margin=o.bound_margin)
 
 
 def _start(o: _Options, limiter):

@@ -444,14 +444,13 @@ class LiveRun:
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
         items = _job_bank(kind, ref) if ref is not None else bank
-        if kind == "adaptive" and ((ref is not None and ref.kind == "dir")
-                                   or is_ordinal(items)):
+        if kind == "adaptive":
             from ..cat.config import CATConfig
             from ..predict.session import subject_generator
             from .runner import adaptive_session
 
-            # a bank folder's or an ordinal bank's adaptive test: each model's own stream, as
-            # `atlas simulate` replays it
+            # every bank's adaptive test: each model's own stream, as `atlas simulate` replays
+            # it (atlascat.bankdir.adaptive.selection_generators)
             sessions = [adaptive_session(items, config or CATConfig(),
                                          subject_generator(seed, s.name)) for s in subjects]
         stored_ref = str(ref) if ref is not None else bank_ref
