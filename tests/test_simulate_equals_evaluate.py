@@ -24,6 +24,8 @@ OPTIONS = {
     "bound-margin": ["--bound-margin", "0.1", "--max-items", "60"],
     "no-bound-stop": ["--no-bound-stop", "--max-items", "15"],
     "fixed-length": ["--fixed-length", "9"],
+    "batch-size": ["--batch-size", "3", "--max-items", "15"],
+    "se-method": ["--se-method", "posterior", "--max-items", "20"],
 }
 #: the same, with the selection rules (evaluate takes them as simulate does)
 SELECTION = {
@@ -32,6 +34,9 @@ SELECTION = {
     "selection-random": ["--selection", "random", "--max-items", "10"],
 }
 KINDS = ("folder", "shipped", "named-file", "plain-file", "graded")
+#: what an ordinal bank's adaptive test has not: both commands refuse it in one line
+REFUSED = {("graded", "selection-kl"): "'kl' is for binary banks",
+           ("graded", "batch-size"): "asks one item a round"}
 
 
 @pytest.fixture(scope="module")
@@ -123,17 +128,34 @@ def _check(persons, asked, live):
 
 @pytest.mark.parametrize("options", list(OPTIONS), ids=list(OPTIONS))
 @pytest.mark.parametrize("kind", KINDS)
-def test_simulate_and_a_live_replay_agree(data, kind, options, tmp_path):
+def test_simulate_and_a_live_replay_agree(data, kind, options, tmp_path, capsys):
     """The same items in the same order, the same theta, SE and stop reason, the same predicted
     score and interval (or none in both), for every bank kind and stop option."""
+    if (kind, options) in REFUSED:
+        return _refused_by_both(data, kind, OPTIONS[options], REFUSED[kind, options],
+                                tmp_path, capsys)
     _check(*_both(data, kind, OPTIONS[options], tmp_path))
 
 
 @pytest.mark.parametrize("options", list(SELECTION), ids=list(SELECTION))
-@pytest.mark.parametrize("kind", ["folder", "shipped", "plain-file"])
-def test_the_selection_rules_agree(data, kind, options, tmp_path):
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_selection_rules_agree(data, kind, options, tmp_path, capsys):
     """The selection options (evaluate takes them as simulate does): the same items."""
+    if (kind, options) in REFUSED:
+        return _refused_by_both(data, kind, SELECTION[options], REFUSED[kind, options],
+                                tmp_path, capsys)
     _check(*_both(data, kind, SELECTION[options], tmp_path))
+
+
+def _refused_by_both(data, kind, options, words, tmp_path, capsys):
+    """What an ordinal bank's adaptive test has not (kl, rounds of items): one line, exit 2,
+    from both commands."""
+    _, banks = data
+    bank, matrix, models = banks[kind]
+    for cmd in (["simulate", str(matrix)],
+                ["evaluate", "--subject", f"replay:{matrix}#{models[0]}"]):
+        assert main([*cmd, "--bank", bank, *options, "-q", "-o", str(tmp_path / cmd[0])]) == 2
+        assert words in capsys.readouterr().err, cmd[0]
 
 
 def test_a_bank_file_naming_a_shipped_benchmark_gets_its_stops_and_score(data, tmp_path):

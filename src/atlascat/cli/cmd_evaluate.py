@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ..cat.config import Stopping
+from ..cat.config import Selection, Stopping
 from ..content.defaults import PROMPT_STYLE, TEMPERATURE
 from ..suite.config import SuiteConfig
 from ._common import (console, err_console, min_items_note, one_bank, print_frame, quiet_option,
@@ -62,6 +62,10 @@ HELP = {
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": BOUND_MARGIN_HELP,
+    "selection": "A single bank's adaptive test: how the next item is chosen: mfi, kl, astrat "
+                 f"or random (as atlas simulate). [default: {Selection.criterion}]",
+    "randomesque": f"Pick at random among the k best items. [default: {Selection.randomesque}; "
+                   f"--suite: {SuiteConfig.randomesque}]",
     "se_method": "The SE: information (catR's; the default) or posterior (atlas score's).",
     "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
                     "--se-stop, --min-items, --max-items).",
@@ -170,6 +174,8 @@ class _Options:
     batch_size: Optional[int]
     se_stop: Optional[float]
     se_method: Optional[str]
+    selection: Optional[str]
+    randomesque: Optional[int]
     min_items: Optional[int]
     max_items: Optional[int]
     bound_stop: bool
@@ -228,6 +234,9 @@ def register(app: typer.Typer) -> None:
         batch_size: Optional[int] = typer.Option(None, "--batch-size", help=HELP["batch_size"]),
         se_stop: Optional[float] = typer.Option(None, "--se-stop", help=HELP["se_stop"]),
         se_method: Optional[str] = typer.Option(None, "--se-method", help=HELP["se_method"]),
+        selection: Optional[str] = typer.Option(None, "--selection", help=HELP["selection"]),
+        randomesque: Optional[int] = typer.Option(None, "--randomesque",
+                                                  help=HELP["randomesque"]),
         min_items: Optional[int] = typer.Option(None, "--min-items", help=HELP["min_items"]),
         max_items: Optional[int] = typer.Option(None, "--max-items", help=HELP["max_items"]),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
@@ -329,27 +338,31 @@ def _plan(o: _Options, ref):
     if o.se_method is not None and o.se_method not in ("information", "posterior"):
         raise ConfigError(f"--se-method must be information or posterior, got {o.se_method!r}")
     if o.suite is not None:
-        if o.se_method is not None:
-            raise ConfigError("--se-method is a single bank's adaptive test's; a suite's SE "
-                              "is the average's (--target-se)")
+        for opt, value in (("--se-method", o.se_method), ("--selection", o.selection)):
+            if value is not None:
+                raise ConfigError(f"{opt} is a single bank's adaptive test's; a suite run "
+                                  "chooses its items for the average's SE (--target-se)")
         ref = BankRef.from_option(o.suite, option="--suite", kinds=("suite",))
         return ref, "suite", suite_config(
             target_se=o.target_se, se_stop=o.se_stop, min_items=o.min_items,
             max_items=o.max_items, fixed_length=o.fixed_length, batch_size=o.batch_size,
-            seed=o.seed)
+            randomesque=o.randomesque, seed=o.seed)
     design = choose_design(ref, o.design)
     if design == "predictor":
         predictor_only(o)
-        if o.se_method is not None:   # evaluate's is None unless given
-            raise ConfigError("--se-method is the adaptive test's; this bank folder's "
-                              "predictor asks --max-items items of its own design (or "
-                              "--design adaptive)")
+        for opt, value in (("--se-method", o.se_method), ("--selection", o.selection),
+                           ("--randomesque", o.randomesque)):   # None unless given
+            if value is not None:
+                raise ConfigError(f"{opt} is the adaptive test's; this bank folder's "
+                                  "predictor asks --max-items items of its own design (or "
+                                  "--design adaptive)")
         return ref, design, None
     from ..bankdir.adaptive import adaptive_config
 
+    given = {k: v for k, v in (("se_method", o.se_method), ("selection", o.selection),
+                               ("randomesque", o.randomesque)) if v is not None}
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
-                        fixed_length=o.fixed_length,
-                        **({"se_method": o.se_method} if o.se_method else {}))
+                        fixed_length=o.fixed_length, **given)
     # the link's stops and the bank's shortest test, as atlas simulate adds them
     return ref, design, adaptive_config(ref, config, min_items=o.min_items,
                                         bound_stop=o.bound_stop and o.fixed_length is None,
@@ -409,6 +422,7 @@ def _check_resume_options(o: _Options) -> None:
                        ("--token-budget", o.token_budget),
                        ("--max-items", o.max_items), ("--min-items", o.min_items),
                        ("--se-stop", o.se_stop), ("--se-method", o.se_method),
+                       ("--selection", o.selection), ("--randomesque", o.randomesque),
                        ("--target-se", o.target_se),
                        ("--design", None if o.design == "auto" else o.design),
                        ("--seed", o.seed or None)):
