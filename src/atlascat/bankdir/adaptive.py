@@ -29,7 +29,19 @@ def _resolve(bank, load: bool = True):
     if isinstance(bank, BankFolder):
         return bank.bank, bank, bank.link
     ref = BankRef.from_option(bank, option="bank")
-    return (ref.load() if load else None), ref.folder(), ref.score_link()
+    return (ref.load() if load else None), ref.folder(), _score_link(ref)
+
+
+def _score_link(ref):
+    """``ref.score_link()``; None for a shipped link that cannot be read (a broken
+    installation): the test then runs without the link's stops, and a live run's prediction
+    is a note saying why (:func:`atlascat.live.service.predict_score`)."""
+    if ref.kind == "dir":      # a bank folder's own link: read with the folder
+        return ref.score_link()
+    try:
+        return ref.score_link()
+    except Exception:  # noqa: BLE001 - as BankRef.stop_settings: no usable link, no link stops
+        return None
 
 
 def _config(link, folder, config, *, max_items, min_items, bound_stop, bound_margin):
