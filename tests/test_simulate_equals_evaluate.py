@@ -180,3 +180,19 @@ def test_adaptive_config_is_what_evaluate_runs(data, tmp_path):
     assert adaptive_config(str(root / "arc_named.csv")) == adaptive_config("arc")
     assert adaptive_config(str(root / "arc_plain.csv")).stopping.min_items == 30
     assert adaptive_config("arc").stopping.min_items == 45
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--resume", "abc", "--selection", "kl"], "drop --selection"),
+    (["--resume", "abc", "--randomesque", "3"], "drop --randomesque"),
+    (["--suite", "openllm-v1", "--subject", "simulate:0", "--selection", "kl"],
+     "--selection is a single bank's adaptive test's"),
+    (["--bank", "arc", "--subject", "simulate:0", "--selection", "best"], "--selection"),
+    (["--bank", "arc", "--subject", "simulate:0", "--randomesque", "0"], "--randomesque"),
+])
+def test_the_selection_options_refused_in_one_line(args, words, tmp_path, capsys):
+    """A resumed run keeps its own selection, a suite chooses for its average; a bad value
+    names the option: one line, exit 2."""
+    assert main(["evaluate", *args, "--db", str(tmp_path / "s.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err

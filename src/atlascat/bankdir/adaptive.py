@@ -1,14 +1,15 @@
 """The adaptive test on a bank folder (or any bank with a score link), in one call: what
-``atlas simulate --bank DIR RESPONSES --design adaptive`` runs.
+``atlas simulate --bank DIR RESPONSES --design adaptive`` runs, and the settings ``atlas
+evaluate`` runs it live with.
 
 - :func:`adaptive_config`: the CAT's settings with the score link's floor / top and
   score-precision stops (:func:`atlascat.scorelink.with_link_stops`; the margin on the
   folder's own scale, :func:`atlascat.catalogue.bankref.bound_margin`) and the bank's own
   shortest test unless a minimum is given;
 - :func:`simulate_adaptive`: that test for every examinee
-  (:func:`atlascat.cat.simulate.simulate_cat`; a bank folder's recorded models each draw from
-  their own generator, as a live run of one with the same seed does), with the predicted score
-  and its 95% interval in the result's ``persons``;
+  (:func:`atlascat.cat.simulate.simulate_cat`; recorded models each draw from their own
+  generator, :func:`selection_generators`, as a live run of one with the same seed does), with
+  the predicted score and its 95% interval in the result's ``persons``;
 - :func:`replay_adaptive`: the same on a bank folder and recorded answers, as tables: the
   adaptive test's :func:`~atlascat.bankdir.predict.replay_predictor`.
 """
@@ -80,7 +81,10 @@ def adaptive_config(bank, config=None, *, max_items: int | None = None,
     ``max_items`` alone lowers the default minimum to it) and, with ``bound_stop`` and a score
     link, the link's floor / top and score-precision stops (``bound_margin``:
     ``--bound-margin``, on the folder's metric scale; None: 2% of the scale) and the bank's
-    own shortest test when no ``min_items`` is given (never above ``max_items``)."""
+    own shortest test when no ``min_items`` is given (never above ``max_items``). The link is
+    the one of the benchmark the bank measures: a bank folder's, a bundled bank's, or a bank
+    file's whose ``benchmark`` column names a bundled benchmark (that benchmark's); a plain
+    bank file has none. The one place both commands build the test from."""
     _, folder, link = _resolve(bank, load=False)
     return _config(link, folder, config, max_items=max_items, min_items=min_items,
                    bound_stop=bound_stop, bound_margin=bound_margin)

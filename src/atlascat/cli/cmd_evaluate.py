@@ -45,8 +45,8 @@ HELP = {
                  "(after --min-items). [default: none: the --max-items budget]",
     "llm": "Name of the model to ask (sent to the server; cmd: its name, put for {model} in "
            "the command); repeat to test several models concurrently.",
-    "batch_size": "Items selected jointly and asked at once per round (all choices of a round "
-                  f"in one batch). [default: 1 = classic CAT; --suite: {SuiteConfig.batch_size}]",
+    "batch_size": "Items chosen and asked per round. [default: 1 = classic CAT; --suite: "
+                  f"{SuiteConfig.batch_size}]",
     "se_stop": "A single bank: stop once theta's SE <= this (after --min-items); banks with a "
                "score link also stop once the predicted score cannot move (--bound-stop). "
                f"[default: {Stopping.se_stop:g}]",
@@ -62,13 +62,12 @@ HELP = {
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": BOUND_MARGIN_HELP,
-    "selection": "A single bank's adaptive test: how the next item is chosen: mfi, kl, astrat "
-                 f"or random (as atlas simulate). [default: {Selection.criterion}]",
-    "randomesque": f"Pick at random among the k best items. [default: {Selection.randomesque}; "
-                   f"--suite: {SuiteConfig.randomesque}]",
-    "se_method": "The SE: information (catR's; the default) or posterior (atlas score's).",
-    "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
-                    "--se-stop, --min-items, --max-items).",
+    "selection": f"Next item by mfi, kl, astrat or random. [default: {Selection.criterion}]",
+    "randomesque": f"Among the k best. [default: {Selection.randomesque}; --suite: "
+                   f"{SuiteConfig.randomesque}]",
+    "se_method": "information (catR's; default) or posterior.",
+    "fixed_length": "Exactly N items, no SE stop (replaces --se-stop, --min-items, "
+                    "--max-items).",
     "token_budget": "Stop before the next round would likely pass N tokens "
                     "(completions:, openai:).",
     "output": "Run directory: results.json, reports/ and (unless --db is given) runs.sqlite go "
@@ -250,7 +249,7 @@ def register(app: typer.Typer) -> None:
         output: Optional[Path] = typer.Option(None, "--output", "-o", help=HELP["output"]),
         db: Optional[Path] = typer.Option(None, "--db", help=HELP["db"]),
         resume: Optional[List[str]] = typer.Option(None, "--resume", help=HELP["resume"]),
-        seed: int = typer.Option(0, "--seed", help="Seed of the CAT's random choices."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the random picks."),
         device: Optional[str] = typer.Option(None, "--device", help=HELP["device"]),
         chat: bool = typer.Option(True, "--chat/--completion", help=HELP["chat"]),
         max_concurrency: int = typer.Option(4, "--max-concurrency",
