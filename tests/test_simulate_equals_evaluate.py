@@ -33,7 +33,7 @@ SELECTION = {
     "selection-kl": ["--selection", "kl", "--max-items", "15"],
     "selection-random": ["--selection", "random", "--max-items", "10"],
 }
-KINDS = ("folder", "shipped", "named-file", "plain-file", "graded")
+KINDS = ("folder", "shipped", "gsm8k", "named-file", "plain-file", "graded")
 #: what an ordinal bank's adaptive test has not: both commands refuse it in one line
 REFUSED = {("graded", "selection-kl"): "'kl' is for binary banks",
            ("graded", "batch-size"): "asks one item a round"}
@@ -69,6 +69,12 @@ def data(tmp_path_factory):
     models = [str(m) for m in frame.index[[3, 900, 1800]]]
     frame.loc[models].to_csv(root / "arc3.csv")
     out["shipped"] = ("arc", root / "arc3.csv", models[:2])
+    gsm = BankRef.from_option("gsm8k").load()
+    rm = resolve_responses("gsm8k", normalize_ids=True, on_empty="keep")
+    frame = pd.DataFrame(rm.aligned_values(gsm.item_ids, extra="ignore"), index=rm.subject_ids,
+                         columns=gsm.item_ids).rename_axis("model")
+    frame.iloc[[10, 1500]].to_csv(root / "gsm2.csv")
+    out["gsm8k"] = ("gsm8k", root / "gsm2.csv", [str(frame.index[1500])])
     # the same items as bank files: with the benchmark column (arc), and plain item parameters
     full = bank.to_frame()
     assert set(full["benchmark"].dropna()) == {"arc"}
