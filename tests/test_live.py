@@ -280,10 +280,14 @@ class TestOpenAICompatible:
 
 
 # =============================================================================== runs
-def reference_run(bank, tmp_path, theta=THETA, seed=SEED, cat_seed=CAT_SEED, config=None):
-    """An uninterrupted in-process run of the simulated subject (same policy as the server)."""
-    return service.evaluate(bank, SimulatedSubject(bank, theta, seed=seed), seed=cat_seed,
-                           store=fast_store(tmp_path / "reference.sqlite"), config=config)
+def reference_run(bank, tmp_path, theta=THETA, seed=SEED, cat_seed=CAT_SEED, config=None,
+                  name=None):
+    """An uninterrupted in-process run of the simulated subject (same policy as the server)
+    under the model name ``name`` (its stream of random choices is the model's own:
+    ``subject_generator(cat_seed, name)``)."""
+    return service.evaluate(bank, SimulatedSubject(bank, theta, seed=seed, name=name),
+                           seed=cat_seed, config=config,
+                           store=fast_store(tmp_path / f"reference_{name}.sqlite"))
 
 
 class _Crash(BaseException):
@@ -394,14 +398,15 @@ class TestRunsInProcess:
         results = service.LiveRun.start(tmp_path / "many.sqlite", bank, subjects, seed=1,
                                         config=CATConfig(se_stop=0.15, max_items=60)).run()
         for subj, res in zip(subjects, results):
-            alone = service.evaluate(bank, SimulatedSubject(bank, subj.theta, seed=SEED, name="x"),
+            alone = service.evaluate(bank, SimulatedSubject(bank, subj.theta, seed=SEED,
+                                                            name=subj.name),
                                     store=fast_store(tmp_path / "alone.sqlite"), seed=1,
                                     config=CATConfig(se_stop=0.15, max_items=60))
             assert res.status == "done" and res.items == alone.items and res.theta == alone.theta
         assert results[0].theta < results[1].theta < results[2].theta
 
     def test_faults_retried_run_completes_identically(self, bank, tmp_path):
-        ref = reference_run(bank, tmp_path)
+        ref = reference_run(bank, tmp_path, name="mock")
         script = {3: "429", 5: "500", 7: "malformed", 9: "hang", 10: "500", 12: "drop"}
         with MockOpenAIServer(bank, THETA, seed=SEED, hang_s=0.8,
                               fault=lambda n, i, t: script.get(n)) as srv:
@@ -416,7 +421,7 @@ class TestRunsInProcess:
     def test_persistent_failure_stops_resumable_then_resumes(self, bank, tmp_path, capsys):
         from atlascat.cli import main
 
-        ref = reference_run(bank, tmp_path)
+        ref = reference_run(bank, tmp_path, name="mock")
         broken = {"on": True}
         db = tmp_path / "e.sqlite"
         with MockOpenAIServer(bank, THETA, seed=SEED,
@@ -444,7 +449,8 @@ class TestRunsInProcess:
     def test_cli_several_models_share_the_concurrency_limit(self, bank, tmp_path, capsys):
         from atlascat.cli import main
 
-        ref = reference_run(bank, tmp_path, config=CATConfig(se_stop=0.15))
+        refs = {m: reference_run(bank, tmp_path, config=CATConfig(se_stop=0.15), name=m)
+                for m in ("model-a", "model-b")}
         db = tmp_path / "two.sqlite"
         with MockOpenAIServer(bank, THETA, seed=SEED) as srv:
             code = main(["evaluate", "--bank", "arc", "--subject", f"openai:{srv.url}",
@@ -455,10 +461,12 @@ class TestRunsInProcess:
         assert code == 0
         results = json.loads(out)
         assert [r["model"] for r in results] == ["model-a", "model-b"]
-        for r in results:  # the server's policy ignores the model name: both equal the reference
+        for r in results:  # the server's policy ignores the model name: each equals its
+            ref = refs[r["model"]]   # reference (the model's own stream of choices)
             assert (r["status"], r["items"], r["theta"]) == ("done", ref.items, ref.theta)
             assert Path(r["report"]).exists()
-        assert srv.max_in_flight == 1 and len(srv.log) == 2 * len(ref.items)
+        ref = refs["model-a"]
+        assert srv.max_in_flight == 1 and len(srv.log) == sum(len(r.items) for r in refs.values())
         code = main(["runs", "--db", str(db), "--run", results[0]["run_id"], "--json",
                      "-o", str(tmp_path / "page.html")])
         listing = json.loads(capsys.readouterr().out)
@@ -493,7 +501,7 @@ def test_sigkill_mid_run_then_resume_matches_uninterrupted(bank, tmp_path):
     assert ref["status"] == "done" and ref["n_items"] >= 30
     ref_log = srv.log
     # the HTTP path reproduces the in-process simulated subject exactly
-    local = reference_run(bank, tmp_path)
+    local = reference_run(bank, tmp_path, name="mock-model")
     assert (ref["items"], ref["theta"], ref["se"]) == (local.items, local.theta, local.se)
 
     # the same run, SIGKILLed when it asks its 12th item, then resumed

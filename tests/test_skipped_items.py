@@ -54,6 +54,8 @@ def root(tmp_path_factory):
 
 
 def _cmd(root: Path, model: str, *extra: str) -> str:
+    """The judge of ``model``'s answers (runs compared item for item are named alike with
+    --llm: a run's random choices are its model's own, ``subject_generator(seed, name)``)."""
     return "cmd:" + shlex.join([sys.executable, str(root / "judge.py"),
                                 str(root / "answers.csv"), model, *extra])
 
@@ -77,7 +79,7 @@ def gappy(root, tmp_path_factory):
     """``gappy``'s answers: ``full``'s, with no score for the 2nd, 5th and 6th items a run of
     ``full`` asks (so that the skips fall where the test is adaptive)."""
     out = tmp_path_factory.mktemp("full")
-    _evaluate(root / "bank.csv", _cmd(root, "full"), out)
+    _evaluate(root / "bank.csv", _cmd(root, "full"), out, "--llm", "gappy")  # gappy's stream
     asked = list(_run(out)[2]["item_id"])
     answers = pd.read_csv(root / "answers.csv", index_col=0)
     answers.loc["gappy"] = answers.loc["full"]
@@ -98,7 +100,7 @@ def test_a_skipped_item_is_kept_unscored_and_the_test_goes_on_as_over_a_gap(root
     """cmd: printing null for three items asks what replay: of the same answers with NaN
     there asks (replay: never asks them; cmd: asks them once) and ends at the same theta."""
     live, rec = tmp_path / "live", tmp_path / "replay"
-    _evaluate(root / "bank.csv", _cmd(root, "gappy"), live)
+    _evaluate(root / "bank.csv", _cmd(root, "gappy"), live, "--llm", "gappy")
     _evaluate(root / "bank.csv", f"replay:{root / 'answers.csv'}#gappy", rec)
     store, run_id, steps = _run(live)
     skipped = steps[steps["status"] == "skipped"]
@@ -118,7 +120,8 @@ def test_a_skipped_item_is_kept_unscored_and_the_test_goes_on_as_over_a_gap(root
 def test_the_run_page_and_listing_count_answered_items_only(root, gappy, tmp_path):
     out = tmp_path / "live"
     r = CliRunner().invoke(app, ["evaluate", "--bank", str(root / "bank.csv"), "--subject",
-                                 _cmd(root, "gappy"), "--max-items", "15", "--seed", "4",
+                                 _cmd(root, "gappy"), "--llm", "gappy", "--max-items", "15",
+                                 "--seed", "4",
                                  "-o", str(out)])     # the step lines too
     assert r.exit_code == 0, r.output + str(r.exception)
     assert sum("no score" in ln for ln in r.output.splitlines() if " step " in ln) == 3
@@ -136,8 +139,9 @@ def test_a_crash_after_a_skip_resumes_to_the_uninterrupted_run(root, gappy, tmp_
     flag = tmp_path / "crash"
     flag.touch()
     whole, out = tmp_path / "whole", tmp_path / "run"
-    _evaluate(root / "bank.csv", _cmd(root, "gappy"), whole)
-    said = _evaluate(root / "bank.csv", _cmd(root, "gappy", str(flag)), out, fails=True)
+    _evaluate(root / "bank.csv", _cmd(root, "gappy"), whole, "--llm", "gappy")
+    said = _evaluate(root / "bank.csv", _cmd(root, "gappy", str(flag)), out, "--llm", "gappy",
+                     fails=True)
     assert "can be resumed" in said
     store, run_id, steps = _run(out)
     assert (steps["status"] == "skipped").any()
@@ -216,7 +220,7 @@ def _run_graded(tmp_path: Path, row, out: Path):
 
 def test_results_json_counts_the_skipped_items_as_the_listing_does(root, gappy, tmp_path):
     out = tmp_path / "live"
-    _evaluate(root / "bank.csv", _cmd(root, "gappy"), out)
+    _evaluate(root / "bank.csv", _cmd(root, "gappy"), out, "--llm", "gappy")
     [row] = pd.read_json(out / "results.json").to_dict("records")
     assert row["n_skipped"] == 3 and row["n_items"] == 15
     assert RunStore(out / "runs.sqlite").list_runs().iloc[0]["n_skipped"] == 3

@@ -1,32 +1,48 @@
 """The adaptive test on a bank folder (or any bank with a score link), in one call: what
-``atlas simulate --bank DIR RESPONSES --design adaptive`` runs.
+``atlas simulate --bank DIR RESPONSES --design adaptive`` runs, and the settings ``atlas
+evaluate`` runs it live with.
 
 - :func:`adaptive_config`: the CAT's settings with the score link's floor / top and
   score-precision stops (:func:`atlascat.scorelink.with_link_stops`; the margin on the
   folder's own scale, :func:`atlascat.catalogue.bankref.bound_margin`) and the bank's own
   shortest test unless a minimum is given;
 - :func:`simulate_adaptive`: that test for every examinee
-  (:func:`atlascat.cat.simulate.simulate_cat`; a bank folder's recorded models each draw from
-  their own generator, as a live run of one with the same seed does), with the predicted score
-  and its 95% interval in the result's ``persons``;
+  (:func:`atlascat.cat.simulate.simulate_cat`; recorded models each draw from their own
+  generator, :func:`selection_generators`, as a live run of one with the same seed does), with
+  the predicted score and its 95% interval in the result's ``persons``;
 - :func:`replay_adaptive`: the same on a bank folder and recorded answers, as tables: the
   adaptive test's :func:`~atlascat.bankdir.predict.replay_predictor`.
 """
 from __future__ import annotations
 
-__all__ = ["adaptive_config", "simulate_adaptive", "replay_adaptive"]
+__all__ = ["adaptive_config", "simulate_adaptive", "replay_adaptive", "selection_generators"]
 
 
-def _resolve(bank):
-    """(ItemBank, BankFolder or None, ScoreLink or None) of a BankFolder, a BankRef, or what
-    ``--bank`` takes (a bank folder's path, a bundled bank's name, a bank file)."""
+def _resolve(bank, load: bool = True):
+    """(ItemBank or None, BankFolder or None, ScoreLink or None) of a BankFolder, a BankRef, or
+    what ``--bank`` takes (a bank folder's path, a bundled bank's name, a bank file); the bank
+    loaded only with ``load``. The link is the one of the benchmark the bank measures
+    (:meth:`~atlascat.catalogue.BankRef.score_link`, as ``atlas evaluate`` predicts by): a bank
+    file whose ``benchmark`` column names a shipped benchmark has that benchmark's."""
     from ..catalogue.bankref import BankRef
     from .folder import BankFolder
 
     if isinstance(bank, BankFolder):
         return bank.bank, bank, bank.link
     ref = BankRef.from_option(bank, option="bank")
-    return ref.load(), ref.folder(), ref.link
+    return (ref.load() if load else None), ref.folder(), _score_link(ref)
+
+
+def _score_link(ref):
+    """``ref.score_link()``; None for a shipped link that cannot be read (a broken
+    installation): the test then runs without the link's stops, and a live run's prediction
+    is a note saying why (:func:`atlascat.live.service.predict_score`)."""
+    if ref.kind == "dir":      # a bank folder's own link: read with the folder
+        return ref.score_link()
+    try:
+        return ref.score_link()
+    except Exception:  # noqa: BLE001 - as BankRef.stop_settings: no usable link, no link stops
+        return None
 
 
 def _config(link, folder, config, *, max_items, min_items, bound_stop, bound_margin):
@@ -38,6 +54,7 @@ def _config(link, folder, config, *, max_items, min_items, bound_stop, bound_mar
         from ..errors import ConfigError
 
         raise ConfigError(f"config must be a CATConfig, got {type(config).__name__}")
+    margin = margin_of(bound_margin, folder) if bound_stop else None  # checked with or without
     changes = {}
     if max_items is not None:
         changes["max_items"] = int(max_items)
@@ -50,8 +67,7 @@ def _config(link, folder, config, *, max_items, min_items, bound_stop, bound_mar
     if link is not None and bound_stop:
         from ..scorelink import with_link_stops
 
-        config = with_link_stops(config, link.stop_settings(margin_of(bound_margin, folder)),
-                                 min_items is not None)
+        config = with_link_stops(config, link.stop_settings(margin), min_items is not None)
     return config
 
 
@@ -65,8 +81,11 @@ def adaptive_config(bank, config=None, *, max_items: int | None = None,
     ``max_items`` alone lowers the default minimum to it) and, with ``bound_stop`` and a score
     link, the link's floor / top and score-precision stops (``bound_margin``:
     ``--bound-margin``, on the folder's metric scale; None: 2% of the scale) and the bank's
-    own shortest test when no ``min_items`` is given (never above ``max_items``)."""
-    _, folder, link = _resolve(bank)
+    own shortest test when no ``min_items`` is given (never above ``max_items``). The link is
+    the one of the benchmark the bank measures: a bank folder's, a bundled bank's, or a bank
+    file's whose ``benchmark`` column names a bundled benchmark (that benchmark's); a plain
+    bank file has none. The one place both commands build the test from."""
+    _, folder, link = _resolve(bank, load=False)
     return _config(link, folder, config, max_items=max_items, min_items=min_items,
                    bound_stop=bound_stop, bound_margin=bound_margin)
 
@@ -91,8 +110,9 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
     :data:`~atlascat.bankdir.predict.PREDICTION_COLUMNS` after the test's columns: the
     predicted score with its 95% interval (a bank folder's on its metric's scale,
     :func:`~atlascat.bankdir.predict.predict_scores`; a bundled bank's the published
-    leaderboard score), the percentile, a flag and a warning. Without a link (a bank file) it
-    is the plain adaptive test."""
+    leaderboard score; a bank file's whose ``benchmark`` column names a shipped benchmark:
+    that benchmark's), the percentile, a flag and a warning. Without a link
+    (a bank file of your own) it is the plain adaptive test."""
     import numpy as np
 
     from ..cat.simulate import simulate_cat
@@ -104,10 +124,7 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
     rng = np.random.default_rng(seed)
     if responses is not None:
         kwargs["responses"] = responses = _read(folder, responses)
-        if folder is not None:   # each model's own stream, as a live run's
-            from ..predict.session import subject_generator
-
-            rng = [subject_generator(seed, s) for s in responses.subject_ids]
+        rng = selection_generators(seed, responses.subject_ids)   # as a live run's
     result = simulate_cat(item_bank, config, rng=rng, progress=progress,
                           batch_size=int(batch_size),
                           **{k: v for k, v in kwargs.items() if v is not None})
@@ -125,6 +142,18 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
         result.insert_person_column(list(result.person_columns)[-1], col,
                                     predicted[col].to_numpy())
     return result
+
+
+def selection_generators(seed: int, subject_ids) -> list:
+    """Each recorded model's own Generator of the adaptive test's random choices (the first
+    item, the randomesque picks): :func:`~atlascat.predict.session.subject_generator` of
+    ``seed`` and its id, what a live run of that model with ``seed`` draws from
+    (:meth:`atlascat.live.service.LiveRun.start`), on every kind of bank. A model is then
+    asked the same items replayed among any others as alone, and two models draw
+    independently."""
+    from ..predict.session import subject_generator
+
+    return [subject_generator(seed, s) for s in subject_ids]
 
 
 def _read(folder, responses):

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ..cat.config import Stopping
+from ..cat.config import Selection, Stopping
 from ..content.defaults import PROMPT_STYLE, TEMPERATURE
 from ..suite.config import SuiteConfig
 from ._common import (console, err_console, min_items_note, one_bank, print_frame, quiet_option,
@@ -45,8 +45,8 @@ HELP = {
                  "(after --min-items). [default: none: the --max-items budget]",
     "llm": "Name of the model to ask (sent to the server; cmd: its name, put for {model} in "
            "the command); repeat to test several models concurrently.",
-    "batch_size": "Items selected jointly and asked at once per round (all choices of a round "
-                  f"in one batch). [default: 1 = classic CAT; --suite: {SuiteConfig.batch_size}]",
+    "batch_size": "Items chosen and asked per round. [default: 1 = classic CAT; --suite: "
+                  f"{SuiteConfig.batch_size}]",
     "se_stop": "A single bank: stop once theta's SE <= this (after --min-items); banks with a "
                "score link also stop once the predicted score cannot move (--bound-stop). "
                f"[default: {Stopping.se_stop:g}]",
@@ -62,9 +62,12 @@ HELP = {
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
                   "(chance) or the top of the link's curve.",
     "bound_margin": BOUND_MARGIN_HELP,
-    "se_method": "The SE: information (catR's; the default) or posterior (atlas score's).",
-    "fixed_length": "A fixed-length adaptive test: exactly N items, no SE stop (replaces "
-                    "--se-stop, --min-items, --max-items).",
+    "selection": f"Next item by mfi, kl, astrat or random. [default: {Selection.criterion}]",
+    "randomesque": f"Among the k best. [default: {Selection.randomesque}; --suite: "
+                   f"{SuiteConfig.randomesque}]",
+    "se_method": "information (catR's; default) or posterior.",
+    "fixed_length": "Exactly N items, no SE stop (replaces --se-stop, --min-items, "
+                    "--max-items).",
     "token_budget": "Stop before the next round would likely pass N tokens "
                     "(completions:, openai:).",
     "output": "Run directory: results.json, reports/ and (unless --db is given) runs.sqlite go "
@@ -168,6 +171,8 @@ class _Options:
     batch_size: Optional[int]
     se_stop: Optional[float]
     se_method: Optional[str]
+    selection: Optional[str]
+    randomesque: Optional[int]
     min_items: Optional[int]
     max_items: Optional[int]
     bound_stop: bool
@@ -226,6 +231,9 @@ def register(app: typer.Typer) -> None:
         batch_size: Optional[int] = typer.Option(None, "--batch-size", help=HELP["batch_size"]),
         se_stop: Optional[float] = typer.Option(None, "--se-stop", help=HELP["se_stop"]),
         se_method: Optional[str] = typer.Option(None, "--se-method", help=HELP["se_method"]),
+        selection: Optional[str] = typer.Option(None, "--selection", help=HELP["selection"]),
+        randomesque: Optional[int] = typer.Option(None, "--randomesque",
+                                                  help=HELP["randomesque"]),
         min_items: Optional[int] = typer.Option(None, "--min-items", help=HELP["min_items"]),
         max_items: Optional[int] = typer.Option(None, "--max-items", help=HELP["max_items"]),
         bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
@@ -239,7 +247,7 @@ def register(app: typer.Typer) -> None:
         output: Optional[Path] = typer.Option(None, "--output", "-o", help=HELP["output"]),
         db: Optional[Path] = typer.Option(None, "--db", help=HELP["db"]),
         resume: Optional[List[str]] = typer.Option(None, "--resume", help=HELP["resume"]),
-        seed: int = typer.Option(0, "--seed", help="Seed of the CAT's random choices."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the random picks."),
         device: Optional[str] = typer.Option(None, "--device", help=HELP["device"]),
         chat: bool = typer.Option(True, "--chat/--completion", help=HELP["chat"]),
         max_concurrency: int = typer.Option(4, "--max-concurrency",
@@ -327,31 +335,35 @@ def _plan(o: _Options, ref):
     if o.se_method is not None and o.se_method not in ("information", "posterior"):
         raise ConfigError(f"--se-method must be information or posterior, got {o.se_method!r}")
     if o.suite is not None:
-        if o.se_method is not None:
-            raise ConfigError("--se-method is a single bank's adaptive test's; a suite's SE "
-                              "is the average's (--target-se)")
+        for opt, value in (("--se-method", o.se_method), ("--selection", o.selection)):
+            if value is not None:
+                raise ConfigError(f"{opt} is a single bank's adaptive test's; a suite run "
+                                  "chooses its items for the average's SE (--target-se)")
         ref = BankRef.from_option(o.suite, option="--suite", kinds=("suite",))
         return ref, "suite", suite_config(
             target_se=o.target_se, se_stop=o.se_stop, min_items=o.min_items,
             max_items=o.max_items, fixed_length=o.fixed_length, batch_size=o.batch_size,
-            seed=o.seed)
+            randomesque=o.randomesque, seed=o.seed)
     design = choose_design(ref, o.design)
     if design == "predictor":
         predictor_only(o)
-        if o.se_method is not None:   # evaluate's is None unless given
-            raise ConfigError("--se-method is the adaptive test's; this bank folder's "
-                              "predictor asks --max-items items of its own design (or "
-                              "--design adaptive)")
+        for opt, value in (("--se-method", o.se_method), ("--selection", o.selection),
+                           ("--randomesque", o.randomesque)):   # None unless given
+            if value is not None:
+                raise ConfigError(f"{opt} is the adaptive test's; this bank folder's "
+                                  "predictor asks --max-items items of its own design (or "
+                                  "--design adaptive)")
         return ref, design, None
-    config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
-                        fixed_length=o.fixed_length,
-                        **({"se_method": o.se_method} if o.se_method else {}))
-    if o.bound_stop and o.fixed_length is None:
-        from ..scorelink import with_link_stops
+    from ..bankdir.adaptive import adaptive_config
 
-        config = with_link_stops(config, ref.stop_settings(o.bound_margin),
-                                 o.min_items is not None)
-    return ref, design, config
+    given = {k: v for k, v in (("se_method", o.se_method), ("selection", o.selection),
+                               ("randomesque", o.randomesque)) if v is not None}
+    config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
+                        fixed_length=o.fixed_length, **given)
+    # the link's stops and the bank's shortest test, as atlas simulate adds them
+    return ref, design, adaptive_config(ref, config, min_items=o.min_items,
+                                        bound_stop=o.bound_stop and o.fixed_length is None,
+                                        bound_margin=o.bound_margin)
 
 
 def _start(o: _Options, limiter):
@@ -407,6 +419,7 @@ def _check_resume_options(o: _Options) -> None:
                        ("--token-budget", o.token_budget),
                        ("--max-items", o.max_items), ("--min-items", o.min_items),
                        ("--se-stop", o.se_stop), ("--se-method", o.se_method),
+                       ("--selection", o.selection), ("--randomesque", o.randomesque),
                        ("--target-se", o.target_se),
                        ("--design", None if o.design == "auto" else o.design),
                        ("--seed", o.seed or None)):

@@ -310,8 +310,9 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     folder = ref.folder()  # atlas build-bank's folder, or None
     if _use_predictor(o, folder):
         return _replay_predictor(o, bank, folder, out)
-    # a bundled content bank name (arc, hellaswag, ...) or a bank folder: with a score link
-    link = ref.link
+    # the score link of the benchmark the bank measures (a bundled bank's, a bank folder's, a
+    # bank file's whose benchmark column names a bundled one), as atlas evaluate's
+    link = ref.score_link()
     config = _config(o)
     kwargs = {}
     if o.responses:
@@ -345,11 +346,12 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
 
 
 def _run(o: _Options, ref, link, config, progress, kwargs):
-    """The library's adaptive test: a bank with a score link's (its stops, its predicted
-    scores: :func:`atlascat.bankdir.simulate_adaptive`), else the plain one (a bank file: no
-    bank folder or score link code loaded)."""
+    """The library's adaptive test (:func:`atlascat.bankdir.simulate_adaptive`: a score link's
+    stops and predicted scores, each recorded model's own random choices, as a live run's);
+    answers drawn on a bank file without a link: the plain one, as simulate_adaptive runs it
+    (no bank folder or score link code loaded)."""
     batch = o.batch_size or 1
-    if link is None:
+    if link is None and "responses" not in kwargs:
         import numpy as np
 
         from ..cat.simulate import simulate_cat

@@ -316,7 +316,10 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
               prompt: PromptSettings | None = None, bank_ref: str | None = None,
               run_id: str | None = None, batch_size: int = 1, session=None,
               kind: str = "adaptive", token_budget: int | None = None) -> str:
-    """Create a run (CAT session seeded with ``seed``) in ``store``; returns its id.
+    """Create a run in ``store``; returns its id. The CAT session draws its random choices
+    (the first item, the randomesque picks) from ``subject_generator(seed, subject.name)``
+    (:func:`~atlascat.predict.session.subject_generator`): a model is asked what ``atlas
+    simulate`` with ``seed`` asks it among any other models, on every kind of bank.
 
     ``batch_size`` k: items selected and asked per round (stored with the run; a resumed run
     uses the same k). ``session``: another session to drive instead of the CAT, with
@@ -336,8 +339,10 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
     if k > 1 and is_ordinal(bank):
         raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop the "
                           f"batch size {k} (batch_size, --batch-size)")
-    if session is None:
-        session = adaptive_session(bank, config, np.random.default_rng(seed))
+    if session is None:   # the model's own stream, as `atlas simulate` replays it
+        from ..predict.session import subject_generator
+
+        session = adaptive_session(bank, config, subject_generator(seed, subject.name))
     store.add_redactor(getattr(subject, "redact", None))
     return store.create_run(
         model=subject.name, subject=subject.describe(), cache_key=subject.cache_key,

@@ -440,7 +440,7 @@ class LiveRun:
                                for r, s in zip(made, subjects)])
         ref = bank if isinstance(bank, BankRef) else None
         kind = choose_design(ref, design) if ref is not None else "adaptive"
-        sessions = [None] * len(subjects)       # None: the CAT of ``config``
+        sessions = [None] * len(subjects)   # None: the CAT of ``config``, on the model's stream
         if kind == "predictor":
             from ..cat.config import CATConfig
             from .predictor_session import PredictorLiveSession
@@ -456,16 +456,6 @@ class LiveRun:
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
         items = _job_bank(kind, ref) if ref is not None else bank
-        if kind == "adaptive" and ((ref is not None and ref.kind == "dir")
-                                   or is_ordinal(items)):
-            from ..cat.config import CATConfig
-            from ..predict.session import subject_generator
-            from .runner import adaptive_session
-
-            # a bank folder's or an ordinal bank's adaptive test: each model's own stream, as
-            # `atlas simulate` replays it
-            sessions = [adaptive_session(items, config or CATConfig(),
-                                         subject_generator(seed, s.name)) for s in subjects]
         stored_ref = str(ref) if ref is not None else bank_ref
         jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
                               bank_ref=stored_ref, batch_size=batch_size, session=session,
