@@ -18,8 +18,8 @@ def build_bank_command(
         ..., metavar="RESULTS",
         help="A response matrix (models x items, any format RESPONSES takes, missing cells "
              "allowed), or lm-evaluation-harness sample logs: samples_<task>_*.jsonl[.gz] "
-             "files or the run folders holding them (one folder per model; a model's re-runs: "
-             "each item from its latest run)."),
+             "files or the run folders holding them (one folder per model; a model run more than"
+             " once: each item from its latest run)."),
     output: Path = typer.Option(..., "--output", "-o", help="Bank folder to write."),
     scores: Optional[Path] = typer.Option(
         None, "--scores", help="CSV of model,score (0-1 or percent; with --score-range on "
