@@ -196,7 +196,7 @@ def _chance_row(settings: dict) -> str:
     if c is None:
         return "unknown"
     if settings.get("score_range"):  # the manifest's, on the metric's own scale
-        return f"{float(c):.4g} on the metric's scale ({_CHANCE_FROM.get(src, src)})"
+        return f"{float(c):.1f} on the metric's scale ({_CHANCE_FROM.get(src, src)})"
     return f"{100 * float(c):.1f}% ({_CHANCE_FROM.get(src, src)})"
 
 
