@@ -222,11 +222,38 @@ def test_chance_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys
     assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank", "--chance", "2.8",
                  "--score-range", "1", "10"]) == 0
     assert "2.8 on the metric's scale (--chance)" in capsys.readouterr().out
-    settings = load_bank_dir(tmp_path / "bank").manifest["settings"]
-    assert settings["chance"] == pytest.approx(0.2) and settings["chance_from"] == "given"
+    folder = load_bank_dir(tmp_path / "bank")
+    settings = folder.manifest["settings"]   # as the summary and --chance: the metric's scale
+    assert settings["chance"] == pytest.approx(2.8) and settings["chance_from"] == "given"
+    assert folder.link.support["chance"] == pytest.approx(0.2)   # modelled on 0-1
+    predictor = json.loads((tmp_path / "bank" / "predictor.json").read_text())
+    assert predictor["settings"]["chance"] == pytest.approx(0.2)
     _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b2",
                              "--chance", "0.25", "--score-range", "1", "10"],
                     "--chance 0.25", "outside the declared range [1, 10]")
+
+
+def test_a_score_range_folder_predicts_as_the_same_folder_built_on_0_1(tmp_path):
+    """The manifest's chance on the metric's scale changes nothing the folder computes: built
+    on 1-10 with --chance 2.8, reloaded, it predicts what the folder built on the same scores
+    mapped to 0-1 with --chance 0.2 predicts (mapped back)."""
+    from atlascat.bankdir import build_bank, replay_predictor
+
+    df = _scaled_matrix(tmp_path, 1, 10, n=36)
+    unit = (df - 1) / 9
+    build_bank(tmp_path / "src.csv", tmp_path / "ten", chance=2.8, score_range=(1, 10),
+               folds=0)
+    unit.iloc[:30].to_csv(tmp_path / "unit.csv")
+    plain = build_bank(tmp_path / "unit.csv", tmp_path / "one", chance=0.2, folds=0)
+    ten = load_bank_dir(tmp_path / "ten")
+    assert ten.manifest["settings"]["chance"] == pytest.approx(2.8)
+    assert plain.manifest["settings"]["chance"] == pytest.approx(0.2)
+    got = replay_predictor(ten, tmp_path / "tgt.csv", budget=20, seed=1)
+    want = replay_predictor(plain, unit.iloc[30:], budget=20, seed=1)
+    assert len(got) == 6
+    for col in ("score", "score_lo", "score_hi"):
+        np.testing.assert_allclose(got[col], 1 + 9 * want[col], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got["percentile"], want["percentile"], rtol=1e-9)
 
 
 def _gen_logs(root: Path, metric: str, n_models=22, n_items=60, seed=0, value=None):

@@ -266,3 +266,20 @@ def test_abilities_of_another_dimension_than_the_bank_are_refused():
                  lambda: random_form_baseline(bank, [0, 1, 2], "D", two, n_forms=3, rng=rng)):
         with pytest.raises(ConfigError, match=r"thetas have 2 dimension\(s\) and the bank 1"):
             call()
+
+
+@pytest.mark.parametrize("evaluate", [
+    lambda b, f: form_criterion(b, f), lambda b, f: form_criterion(b, f, "E"),
+    lambda b, f: integrated_information(b, f),
+    lambda b, f: random_form_baseline(b, f, rng=np.random.default_rng(0))])
+@pytest.mark.parametrize("form", [[], np.zeros((3, 0), dtype=int)])
+def test_an_empty_form_is_refused_as_optimal_form_refuses_k_0(rng, evaluate, form):
+    """An empty form has no information to score: one line naming the form length, as
+    optimal_form(bank, 0) and random_forms with k = 0 (not the prior's value, nor 0)."""
+    bank = _bank(rng, n=12)
+    with pytest.raises(ConfigError, match=r"form length k \(0\) must be between 1 and") as e:
+        evaluate(bank, form)
+    assert "\n" not in str(e.value)
+    for refused in (lambda: optimal_form(bank, 0), lambda: random_forms(12, 0, 5, rng)):
+        with pytest.raises(ConfigError, match=r"form length k \(0\) must be between 1 and"):
+            refused()

@@ -368,3 +368,36 @@ def test_simulate_summary_names_its_figures_as_a_binary_banks(root, tmp_path):
     out = _run("simulate", str(root / "judge.csv"), "--bank", str(root / "bank.csv"),
                "--min-items", "4", "--se-stop", "0.4", "-o", str(tmp_path / "o"))
     assert "max exposure" in out and "largest exposure" not in out
+
+
+@pytest.mark.parametrize("model", ["graded", "pcm"])
+def test_binary_option_refusal_lists_exactly_what_the_ordinal_fit_takes(root, tmp_path, model):
+    """The line refusing a binary model's option names the options an ordinal fit takes
+    (--se, --format, --summary among them), and every one it names is accepted."""
+    msg = _run("calibrate", str(root / "judge.csv"), "--model", model, "--seed", "1",
+               "-o", str(tmp_path / "b.csv"), fails=True)
+    assert "\n" not in msg
+    listed = msg.split("(it takes ")[1].rstrip(")").split(", ")
+    for opt in ("--se", "--format", "--summary", "--rating-range", "--drop-empty"):
+        assert opt in listed, msg
+    assert ("--prior-a" in listed) == (model != "pcm") and "--seed" not in listed
+    values = {"--rating-range": ["1", "10"], "--prior-a": ["lognorm(0,0.5)"],
+              "--quadpts": ["21"], "--max-iter": ["5"], "--tol": ["0.01"], "--format": ["mirt"],
+              "--summary": [str(tmp_path / "s.json")], "--scores": [str(tmp_path / "t.csv")],
+              "--freq-column": None, "--se": [], "--normalize-ids": [], "--drop-empty": [],
+              "--mirt-defaults": [], "--quiet": []}
+    assert set(listed) <= set(values), msg
+    args = [a for opt in listed if values[opt] is not None for a in (opt, *values[opt])]
+    _run("calibrate", str(root / "judge.csv"), "--model", model, *args,
+         "-o", str(tmp_path / "b.csv"))
+    assert (tmp_path / "s.json").exists() and (tmp_path / "t.csv").exists()
+    assert "a1_se" in pd.read_csv(tmp_path / "b.csv").columns
+
+
+def test_rating_range_names_every_ordinal_model(root, tmp_path):
+    msg = _run("calibrate", str(root / "judge.csv"), "--model", "2pl", "--rating-range", "1",
+               "10", "-o", str(tmp_path / "b.csv"), fails=True)
+    assert "graded|gpcm|pcm" in msg
+    _run("calibrate", str(root / "judge.csv"), "--model", "pcm", "--rating-range", "1", "10",
+         "--max-iter", "5", "-q", "-o", str(tmp_path / "b.csv"))
+    assert PolyBank.read(tmp_path / "b.csv").rating_scale() == (1.0, 10.0)

@@ -712,7 +712,11 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                   "dropped_calibration": [str(i) for i in res.dropped_items],
                   "dropped_gold_undetermined": dropped_gold,
                   "dropped_missing": [] if logs is None else logs.dropped_missing},
-        "settings": {"model": model, "seed": int(seed), "chance": chance,
+        "settings": {"model": model, "seed": int(seed),
+                     # on the metric's scale, as score_range and every figure a user reads
+                     # (link.json and predictor.json keep the modelled 0-1 value)
+                     "chance": chance if score_range is None else
+                     float(score_range[0] + (score_range[1] - score_range[0]) * chance),
                      "chance_from": chance_from,
                      "link_se_stop": LINK_SE_STOP, "min_models": int(min_models),
                      "budget": int(budget), "folds": int(folds),

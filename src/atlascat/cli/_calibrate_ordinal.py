@@ -21,8 +21,7 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     if given:
         raise ConfigError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for the "
                           f"binary models; drop {'it' if len(given) == 1 else 'them'} for "
-                          f"--model {model} (the ordinal EM takes --prior-a, --quadpts, "
-                          "--max-iter, --tol, --rating-range, --drop-empty)")
+                          f"--model {model} (it takes {ordinal_options(model)})")
     values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
     if normalize_ids:
         iids = [normalize_item_id(i) for i in iids]
@@ -49,6 +48,15 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     _write_outputs(res, output, fmt, summary, scores, responses)
     _print_result(res, model, weights, settings["prior_a"], rating_range)
     console.print(wrote_line(output, summary, scores))
+
+
+def ordinal_options(model: str) -> str:
+    """The ``atlas calibrate`` options an ordinal fit takes besides RESPONSES and -o (pcm has
+    no slopes, so no --prior-a), for the line refusing a binary model's option."""
+    slope = "" if model == "pcm" else "--prior-a, "
+    return (f"--rating-range, {slope}--quadpts, --max-iter, --tol, --se, --format, "
+            "--summary, --scores, --freq-column, --normalize-ids, --drop-empty, "
+            "--mirt-defaults, --quiet")
 
 
 def _write_outputs(res, output, fmt: str, summary, scores, responses) -> None:

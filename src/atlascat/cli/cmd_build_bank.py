@@ -195,10 +195,8 @@ def _chance_row(settings: dict) -> str:
     c, src = settings.get("chance"), settings.get("chance_from")
     if c is None:
         return "unknown"
-    rng = settings.get("score_range")
-    if rng:  # on the metric's own scale, as every prediction of the folder
-        return (f"{rng[0] + (rng[1] - rng[0]) * float(c):.1f} on the metric's scale "
-                f"({_CHANCE_FROM.get(src, src)})")
+    if settings.get("score_range"):  # the manifest's, on the metric's own scale
+        return f"{float(c):.1f} on the metric's scale ({_CHANCE_FROM.get(src, src)})"
     return f"{100 * float(c):.1f}% ({_CHANCE_FROM.get(src, src)})"
 
 

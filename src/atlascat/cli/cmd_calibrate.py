@@ -23,7 +23,7 @@ _MODEL = typer.Option(AUTO, "--model",
 
 _RATING_RANGE = typer.Option(
     None, "--rating-range", metavar="LO HI",
-    help="graded/gpcm: the ratings' declared range; a rating outside it is refused.")
+    help="graded/gpcm/pcm: the ratings' declared range; a rating outside it is refused.")
 
 _QUADPTS = typer.Option(QUADPTS, "--quadpts",
     help=f"Quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}].")
@@ -103,8 +103,8 @@ def calibrate_command(
     convergence: str = _CONVERGENCE,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment)."),
     fmt: str = typer.Option("ours", "--format",
-                            help="Bank format: ours (a,b,c,u; graded/gpcm: a,b1..) | mirt "
-                                 "(a1,d,g,u; graded/gpcm: a1,d1..)."),
+                            help="Bank format: ours (a,b,c,u; graded/gpcm/pcm: a,b1..) | mirt "
+                                 "(a1,d,g,u; graded/gpcm/pcm: a1,d1..)."),
     summary: Optional[Path] = _SUMMARY,
     se: bool = _SE,
     scores: Optional[Path] = _SCORES,
@@ -202,7 +202,7 @@ def _is_ordinal(model: str, rating_range) -> bool:
     if rating_range is not None:
         from ..errors import ConfigError
 
-        raise ConfigError("--rating-range is for the ordinal models (--model graded|gpcm)")
+        raise ConfigError("--rating-range is for the ordinal models (--model graded|gpcm|pcm)")
     return False
 
 

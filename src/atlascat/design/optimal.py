@@ -507,9 +507,13 @@ def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: b
 # ---------------------------------------------------------------------------- evaluation
 def _forms_matrix(bank, forms) -> np.ndarray:
     """Positions (n_forms, k) of one or many forms; an item twice in one form is refused (its
-    information would count once in the criterion and twice in the integrated information)."""
+    information would count once in the criterion and twice in the integrated information), and
+    an empty form (k = 0, refused by :func:`optimal_form` and :func:`random_forms` too)."""
     idx = _positions(bank, forms)
     idx = idx[None, :] if idx.ndim == 1 else idx
+    if idx.shape[1] == 0:   # as optimal_form's and random_forms' k: an empty form says nothing
+        raise ConfigError(f"form length k (0) must be between 1 and the bank's {len(bank)} "
+                          "items; the form is empty")
     srt = np.sort(idx, axis=1)
     dup = np.argwhere(srt[:, 1:] == srt[:, :-1])
     if dup.size:
