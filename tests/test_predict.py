@@ -602,3 +602,28 @@ def test_published_scores_a_macro_average_map_the_design_estimate(world):
     assert (clipped == 0).sum() >= 5
     c0, c1, r = BenchmarkPredictor(40).fit(world["bank"], src, scores=clipped, rng=0).score_map_
     assert c1 == pytest.approx(1 / 0.7) and r < 1e-12
+
+
+def test_the_prediction_lies_between_the_two_parts_it_pools(world, predictor):
+    """A "combined" prediction pools the design estimate D with G, the IRT prediction
+    calibrated on the source models (``model_part``), so it lies between D and G at every
+    target and step, and a live run reports G as its model-based score; the raw IRT
+    prediction M (``model_score``), biased here by the wrong bank, need not bracket it."""
+    r = predictor.replay(world["like"], rng=2)
+    c = (r.method == "combined").to_numpy()
+    lo = np.minimum(r.model_part, r.design_score).to_numpy()[c]
+    hi = np.maximum(r.model_part, r.design_score).to_numpy()[c]
+    score = r.score.to_numpy()[c]
+    assert c.sum() > 40 and np.all((score >= lo - 1e-12) & (score <= hi + 1e-12))
+    raw_lo = np.minimum(r.model_score, r.design_score).to_numpy()[c]
+    raw_hi = np.maximum(r.model_score, r.design_score).to_numpy()[c]
+    assert np.any((score < raw_lo - 1e-6) | (score > raw_hi + 1e-6))   # M is not G here
+    s = predictor.session(budget=15, rng=4)
+    y = world["like"].values[0]
+    col = {i: j for j, i in enumerate(world["like"].item_ids)}
+    for _ in range(15):
+        item = s.next_items(1)[0]
+        s.record(item, y[col[item]])
+    p = s.prediction()
+    assert min(p.model_part, p.design_score) - 1e-12 <= p.score <= \
+        max(p.model_part, p.design_score) + 1e-12 or p.method == "design"

@@ -248,7 +248,8 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0,
         "score": out["score"], "score_lo": out["lower"], "score_hi": out["upper"],
         "percentile": pct, "score_flag": out["flag"], "score_warning": warning,
         "method": out["method"], "se": out["se"] * width, "model_score": out["model_score"],
-        "design_score": out["design_score"], "theta": out["theta"]})
+        "model_part": out["model_part"], "design_score": out["design_score"],
+        "theta": out["theta"]})
     if not some.all():                   # the others, in the responses' order
         frame = frame.set_index("subject_id").reindex(
             [str(s) for s in responses.subject_ids]).rename_axis("subject_id").reset_index()
@@ -257,7 +258,7 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0,
                                              "to predict from")
         frame["n_items"] = frame["n_items"].astype(int)
     frame = to_metric_scale(frame, folder, [*PREDICTION_COLUMNS[:3], "model_score",
-                                            "design_score"])
+                                            "model_part", "design_score"])
     if not selected:
         return frame
     return frame, _selected_items(out, asked_by, folder)

@@ -85,8 +85,10 @@ class PredictorLiveSession:
             self.inner.record(item, score)
 
     def expected_accuracy(self) -> float:
-        """The IRT (model-based) prediction of the score, for the run's ``model_based_score``."""
-        return float(self.inner.prediction().model_score)
+        """The predictor's model part (G: the IRT prediction, with the ridge's where stacked,
+        calibrated on the source models), for the run's ``model_based_score``: the value the
+        prediction pools with the design estimate, so the score lies between the two."""
+        return float(self.inner.prediction().model_part)
 
     # ------------------------------------------------------------ the prediction
     def prediction(self):
@@ -95,7 +97,7 @@ class PredictorLiveSession:
 
     def predicted(self, link=None) -> dict:
         """The prediction as every reader shows it ({score, lo, hi, percentile, flag,
-        warning, method, n_items, model_score, design_score}, 0-1); ``link``: the folder's
+        warning, method, n_items, model_score, model_part, design_score}, 0-1); ``link``: the folder's
         score link, for the percentile among the source models."""
         from ..bankdir.predict import exhausted_warning
 
@@ -106,7 +108,8 @@ class PredictorLiveSession:
                 "flag": "outside_source" if p.method == "design" else "",
                 "warning": exhausted_warning(*gone) if gone else p.warning,
                 "method": p.method, "n_items": p.n_items,
-                "model_score": p.model_score, "design_score": p.design_score,
+                "model_score": p.model_score, "model_part": p.model_part,
+                "design_score": p.design_score,
                 "design": "benchmark predictor"}
 
     # ------------------------------------------------------------ persistence

@@ -350,7 +350,7 @@ def predictor_prediction(ref: BankRef, state: dict) -> dict:
 
         scale = None if folder is None else metric_scale(folder)
         if scale is not None:             # the metric's own scale (BLEU 0-100, a 1-10 rating)
-            for key in ("score", "lo", "hi", "model_score", "design_score"):
+            for key in ("score", "lo", "hi", "model_score", "model_part", "design_score"):
                 out[key] = scale[0] + (scale[1] - scale[0]) * float(out[key])
         return out
     except AtlasError as exc:

@@ -322,6 +322,12 @@ class BenchmarkPredictor:
             g = g + self.gamma_ * arr["ridge"]
         return g
 
+    def model_part(self, arr: dict):
+        """The model part the prediction pools with the design estimate: G (the IRT
+        prediction, with the ridge's where it is stacked, calibrated on the source models'
+        replays), clipped to 0-1; ``model_score`` is the IRT prediction M alone."""
+        return np.clip(self._calibrated(arr), 0.0, 1.0)
+
     def _combine(self, arr: dict):
         return est.combine(arr["model"], self._calibrated(arr), arr["design"], arr["se"],
                            arr["theta"], tau2=self.tau2_, weight=self.design_weight_,
@@ -361,8 +367,9 @@ class BenchmarkPredictor:
                              None if g_rest is None else np.asarray(g_rest, float))
         score, lo, hi, sd, outside, z = self._combine(arr)
         return dict(score=score, lower=lo, upper=hi, se=sd, model_score=arr["model"],
-                    design_score=arr["design"], design_se=arr["se"], theta=arr["theta"],
-                    n_items=arr["n"], outside=outside, z=z)
+                    model_part=self.model_part(arr), design_score=arr["design"],
+                    design_se=arr["se"], theta=arr["theta"], n_items=arr["n"],
+                    outside=outside, z=z)
 
     def replay(self, targets: ResponseMatrix, *, budget=None, rng=None,
                seed: int | None = None, asked: bool = False) -> pd.DataFrame:
@@ -379,7 +386,8 @@ class BenchmarkPredictor:
         ``method`` ("design" for a target outside the source population, else "combined"),
         ``flag`` ("outside_source"; "no_answers" for a target with no answer to any item, whose
         predictions are NaN),
-        ``model_score``, ``design_score``, ``theta``, ``full_score`` (the target's mean over its
+        ``model_score`` (the IRT prediction M), ``model_part`` (G, what is pooled with the
+        design estimate: :meth:`model_part`), ``design_score``, ``theta``, ``full_score`` (the target's mean over its
         answered items, for studies); with ``asked``, ``items``: the ids of the items it was
         asked, in the order drawn.
         """
@@ -419,7 +427,8 @@ class BenchmarkPredictor:
             "score": blank(score), "lower": blank(lo), "upper": blank(hi), "se": blank(sd),
             "method": np.where(empty, "", np.where(outside, "design", "combined")),
             "flag": np.where(empty, "no_answers", np.where(outside, "outside_source", "")),
-            "model_score": blank(arr["model"]), "design_score": blank(arr["design"]),
+            "model_score": blank(arr["model"]), "model_part": blank(self.model_part(arr)),
+            "design_score": blank(arr["design"]),
             "theta": blank(arr["theta"]),
             "full_score": np.where(empty, np.nan, np.nansum(y, axis=1)
                                    / np.maximum(answered.sum(axis=1), 1))})

@@ -50,6 +50,8 @@ class BenchmarkPrediction:
     method: str
     warning: str = ""
     model_score: float = float("nan")
+    #: G, the model part pooled with the design estimate (model_score: the IRT prediction M)
+    model_part: float = float("nan")
     design_score: float = float("nan")
     theta: float = float("nan")
 
@@ -255,5 +257,6 @@ class PredictSession:
             score=float(r["score"][0]), lower=float(r["lower"][0]), upper=float(r["upper"][0]),
             se=float(r["se"][0]), n_items=n, method="design" if outside else "combined",
             warning=warning, model_score=float(r["model_score"][0]),
+            model_part=float(r["model_part"][0]),
             design_score=float(r["design_score"][0]), theta=float(r["theta"][0]))
 
