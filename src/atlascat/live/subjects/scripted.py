@@ -53,6 +53,17 @@ class CallableSubject:
         return Answer(text="" if out is None else str(out), latency_s=time.perf_counter() - t0)
 
 
+def stored_item_id(reply: str) -> str:
+    """The ``item_id`` of a stored reply line ``{"item_id", "score"}`` of a subject asked by
+    item id; a line without one stops the run in one line (LiveRunError)."""
+    try:
+        return json.loads(reply)["item_id"]
+    except (ValueError, KeyError, TypeError):
+        from ...errors import LiveRunError
+
+        raise LiveRunError(f"a stored reply {reply[:80]!r} holds no item_id") from None
+
+
 def item_uniform(seed: int, item_id: str) -> float:
     """A uniform(0, 1) number fixed by ``(seed, item_id)``: the same item always draws the same.
 
@@ -144,12 +155,7 @@ class SimulatedScores(SimulatedSubject):
 
     def score_of(self, reply: str):
         """The score in [0, 1] of a stored reply line: its item's draw (the one it shows)."""
-        try:
-            return self.score(json.loads(reply)["item_id"])
-        except (ValueError, KeyError, TypeError):
-            from ...errors import LiveRunError
-
-            raise LiveRunError(f"a stored reply {reply[:80]!r} holds no item_id") from None
+        return self.score(stored_item_id(reply))
 
     def score_items(self, item_ids) -> list[tuple[float, str]]:
         """(the score in [0, 1], the reply line ``{"item_id", "score"}``) per item, as a
@@ -205,12 +211,7 @@ class SimulatedRatings:
 
     def score_of(self, reply: str):
         """The rating of a stored reply line: its item's draw (the one it shows)."""
-        try:
-            return self.rating(json.loads(reply)["item_id"])
-        except (ValueError, KeyError, TypeError):
-            from ...errors import LiveRunError
-
-            raise LiveRunError(f"a stored reply {reply[:80]!r} holds no item_id") from None
+        return self.rating(stored_item_id(reply))
 
     def score_items(self, item_ids) -> list[tuple[float, str]]:
         """(the rating, the reply line ``{"item_id", "score"}``) per item, as a command prints
