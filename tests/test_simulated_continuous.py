@@ -188,3 +188,19 @@ def test_graded_bank_ratings_follow_the_category_probabilities(tmp_path):
                  "-o", str(tmp_path / "runs")]) == 0
     row = json.loads((tmp_path / "runs" / "results.json").read_text())[0]
     assert row["status"] == "done" and row["n_items"] > 0
+
+
+def test_a_stored_reply_without_an_item_id_stops_in_one_line():
+    """A resumed run whose stored reply is not ``{"item_id", "score"}`` is named, not a
+    KeyError, for the continuous and the ordinal scripted subjects alike."""
+    from atlascat.errors import LiveRunError
+    from atlascat.live.subjects.scripted import stored_item_id
+
+    bank = continuous_bank(5)
+    assert stored_item_id(json.dumps({"item_id": "i3", "score": 0.4})) == "i3"
+    subject = SimulatedScores(bank, 0.5, seed=1)
+    assert subject.score_of(json.dumps({"item_id": bank.item_ids[2]})) == \
+        subject.score(bank.item_ids[2])
+    for junk in ("not json", json.dumps({"score": 1}), json.dumps([1, 2])):
+        with pytest.raises(LiveRunError, match="holds no item_id"):
+            subject.score_of(junk)
