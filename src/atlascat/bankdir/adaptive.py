@@ -11,11 +11,14 @@ evaluate`` runs it live with.
   generator, :func:`selection_generators`, as a live run of one with the same seed does), with
   the predicted score and its 95% interval in the result's ``persons``;
 - :func:`replay_adaptive`: the same on a bank folder and recorded answers, as tables: the
-  adaptive test's :func:`~atlascat.bankdir.predict.replay_predictor`.
+  adaptive test's :func:`~atlascat.bankdir.predict.replay_predictor`;
+- :func:`prediction_words`: what the predicted score of that test is of (a simulation's
+  summary, :func:`atlascat.scorelink.frames.prediction_summary`).
 """
 from __future__ import annotations
 
-__all__ = ["adaptive_config", "simulate_adaptive", "replay_adaptive", "selection_generators"]
+__all__ = ["adaptive_config", "simulate_adaptive", "replay_adaptive", "selection_generators",
+           "prediction_words"]
 
 
 def _resolve(bank, load: bool = True):
@@ -142,6 +145,30 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
         result.insert_person_column(list(result.person_columns)[-1], col,
                                     predicted[col].to_numpy())
     return result
+
+
+def prediction_words(bank) -> dict | None:
+    """What :func:`simulate_adaptive`'s predicted score on ``bank`` is of, as its summary
+    names it (:func:`atlascat.scorelink.frames.prediction_summary`): a bank folder's benchmark,
+    metric and scale (:func:`~atlascat.bankdir.predict.folder_words`, "predicted <benchmark>
+    score"); through a shipped score link (a bundled bank, a bank file whose ``benchmark``
+    column names a bundled benchmark) the benchmark and ``population`` "leaderboard"
+    ("predicted leaderboard score", on 0-1); None without a link (no predicted score)."""
+    from ..catalogue.bankref import BankRef
+    from .folder import BankFolder
+
+    if isinstance(bank, BankFolder):
+        folder = bank
+    else:
+        ref = bank if isinstance(bank, BankRef) else BankRef.from_option(bank, option="bank")
+        folder = ref.folder()
+        if folder is None:
+            if _score_link(ref) is None:
+                return None
+            return {"benchmark": ref.bench or ref.title, "population": "leaderboard"}
+    from .predict import folder_words
+
+    return folder_words(folder)
 
 
 def selection_generators(seed: int, subject_ids) -> list:

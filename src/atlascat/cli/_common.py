@@ -431,23 +431,14 @@ def unique_filenames(ids) -> list[str]:
 
 
 def predicted_summary(words: dict, persons) -> tuple[dict, tuple[str, str]]:
-    """The predicted scores in a simulation's summary: ``words``' benchmark, metric and scale
-    (a bank folder's :func:`~atlascat.bankdir.predict.folder_words`, an ordinal bank's rating
-    scale and ``ratings``: a predicted mean rating; [0, 1] when not a metric's own), the mean
-    predicted score and 95% width
-    (summary.json), and the table's row (percent on [0, 1], else the metric's units).
-    ``persons``: a frame, or columns, with ``score``, ``score_lo``, ``score_hi``."""
-    import pandas as pd
+    """The predicted scores in a simulation's summary: the library's figures (summary.json) and
+    name (:func:`atlascat.scorelink.frames.prediction_summary`: a shipped link's "predicted
+    leaderboard score", a bank folder's "predicted <benchmark> score", an ordinal bank's
+    rating), and the table's row (percent on [0, 1], else the metric's units)."""
+    from ..scorelink.frames import prediction_summary
 
-    score = pd.Series(persons["score"], dtype=float)
-    width = pd.Series(persons["score_hi"], dtype=float) - pd.Series(persons["score_lo"],
-                                                                    dtype=float)
-    figures = {"benchmark": words["benchmark"], "metric": words["metric"],
-               "scale": words.get("scale", [0.0, 1.0]),   # the score's and width's units
-               "score_mean": float(score.mean()), "width_mean": float(width.mean())}
+    figures, name = prediction_summary(words, persons)
     unit = 100 if "scale" not in words else 1
-    name = (f"predicted {words['metric']}{' (%)' if unit == 100 else ''}, mean over models"
-            if words.get("ratings") else f"predicted {words['benchmark']} score, mean over models")
     return figures, (name, mean_and_width(unit * figures["score_mean"],
                                           unit * figures["width_mean"]))
 

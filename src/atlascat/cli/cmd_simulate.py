@@ -340,7 +340,12 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         result = cli_names(lambda: _run(o, ref, link, config, progress, kwargs))
     # columns, or a frame with the predicted scores (0-1, or the folder's metric scale) beside
     persons = result.person_columns if link is None else result.persons
-    _write_bank_outputs(o, bank, out, result, persons, ref.load(), folder=folder,
+    words = None
+    if link is not None:   # what the predicted score is of: the folder's benchmark, or the
+        from ..bankdir.adaptive import prediction_words  # leaderboard's (a shipped link)
+
+        words = prediction_words(ref)
+    _write_bank_outputs(o, bank, out, result, persons, ref.load(), folder=folder, words=words,
                         bank_minimum=link is not None and o.bound_stop
                         and o.fixed_length is None)
 
@@ -442,10 +447,12 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
 
 
 def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item_bank, *,
-                        folder=None, bank_minimum: bool = True) -> None:
+                        folder=None, words=None, bank_minimum: bool = True) -> None:
     """person_scores.csv, selected_items/, item_exposure.csv, item_positions.csv,
     summary.json, and the summary table. ``persons``: columns, or a frame. ``folder``: a bank
-    folder, whose predicted score the summary names (its benchmark, on its metric's scale)."""
+    folder (its answers written on its metric's scale). ``words``: what the predicted score is
+    of (:func:`~atlascat.bankdir.adaptive.prediction_words`: a folder's benchmark, or the
+    leaderboard's), whose mean over models the summary carries."""
     from .._table import write_csv
 
     out.mkdir(parents=True, exist_ok=True)
@@ -481,10 +488,8 @@ def _write_bank_outputs(o: _Options, bank: str, out: Path, result, persons, item
                          "responses": o.responses[0] if o.responses else None,
                          "thetas": None if o.thetas is None else str(o.thetas), "seed": o.seed}
     predicted_row = None
-    if folder is not None and "score" in persons:  # the folder's benchmark, as the predictor's
-        from ..bankdir.predict import folder_words
-
-        figures, predicted_row = predicted_summary(folder_words(folder), persons)
+    if words is not None and "score" in persons:  # as the predictor's, a live run's
+        figures, predicted_row = predicted_summary(words, persons)
         summary.update(figures)
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     rows = [("examinees", summary["n_examinees"]),

@@ -16,7 +16,7 @@ from . import honesty
 from .batch import answer_table, predict_batch
 from .prediction import ScorePrediction, stop_note
 
-__all__ = ["predict_frame"]
+__all__ = ["predict_frame", "prediction_summary"]
 
 #: the prediction's columns, the same for every bank (shipped or a folder): the score and its
 #: 95% interval (0-1), its percentile among the link's population (0-100), flag and warning
@@ -80,3 +80,37 @@ def predict_frame(link, persons, administered):
                          "score_hi": pred.hi, "percentile": pred.percentile,
                          "score_flag": flag, "score_warning": warning},
                         columns=COLUMNS)
+
+
+def prediction_summary(words: dict, persons) -> tuple[dict, str]:
+    """The predicted scores of a simulation, summed up: (figures, name).
+
+    ``words``: what the prediction is of: ``benchmark``; ``population`` "leaderboard" for a
+    score through a shipped score link (a bundled bank's, a bank file's whose benchmark is a
+    bundled one), else a bank folder's :func:`~atlascat.bankdir.predict.folder_words`
+    (``metric``, ``scale`` when on the metric's own scale) or an ordinal bank's rating words
+    (``ratings``: a predicted mean rating). ``persons``: a frame, or columns, with ``score``,
+    ``score_lo``, ``score_hi``.
+
+    ``figures`` (summary.json): ``benchmark``, ``metric`` / ``population`` where given, ``scale``
+    (the score's and width's units; [0, 1] unless the metric's own), ``score_mean`` (the mean
+    predicted score over the models that have one) and ``width_mean`` (the 95% intervals' mean
+    width). ``name``: the summary row's, "predicted leaderboard score, mean over models" for a
+    shipped link's, "predicted <benchmark> score, ..." for a bank folder's, the rating metric's
+    for an ordinal bank's (" (%)" added where the scale is [0, 1], shown in percent)."""
+    import pandas as pd
+
+    score = pd.Series(np.asarray(persons["score"], dtype=float))
+    width = (pd.Series(np.asarray(persons["score_hi"], dtype=float))
+             - pd.Series(np.asarray(persons["score_lo"], dtype=float)))
+    figures = {"benchmark": words["benchmark"],
+               **{k: words[k] for k in ("metric", "population") if k in words},
+               "scale": list(words.get("scale", [0.0, 1.0])),
+               "score_mean": float(score.mean()), "width_mean": float(width.mean())}
+    if words.get("ratings"):
+        what = f"{words['metric']}{' (%)' if 'scale' not in words else ''}"
+    elif words.get("population") == "leaderboard":
+        what = "leaderboard score"
+    else:
+        what = f"{words['benchmark']} score"
+    return figures, f"predicted {what}, mean over models"
