@@ -383,7 +383,7 @@ def model_prediction(y, asked, avail, tables, nodes, log_post):
 
 def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(0.0, 1.0),
             theta_range=(-np.inf, np.inf), d_margin=0.0, model_range=None,
-            check_below=True, weight=None, pooled_tau2=None, model_gate=None):
+            check_below=True, weight=None, pooled_tau2=None, model_gate=None, z_se=None):
     """Point prediction, 95% interval (0-1), its SD and the out-of-population flag (module
     docstring; ``model`` is M, ``calibrated`` G, the model prediction calibrated on the source
     models; ``d_margin``: how many SE_D the design estimate must lie beyond the source
@@ -394,11 +394,13 @@ def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(
     ``pooled_tau2``: D's weight in C and C's mean squared error, fitted on the source models'
     replays; None = the precision-weighted mean; ``model_gate``: a design estimate beyond the
     source scores flags the target only where G lies within model_gate * tau of that edge,
-    None = wherever G lies).
+    None = wherever G lies; ``z_se``: the design's SE in the z test, None = ``se``: wider
+    after few answers, the small-sample interval's, so that one or two answers do not flag).
     Returns (score, lower, upper, sd, outside, z)."""
     g = np.asarray(calibrated, float)
     se2 = np.maximum(se ** 2, 1e-12)
-    z = np.abs(design - g) / np.sqrt(se2 + tau2)
+    zse2 = se2 if z_se is None else np.maximum(np.asarray(z_se, float) ** 2, se2)
+    z = np.abs(design - g) / np.sqrt(zse2 + tau2)
     lo_src, hi_src = source_range
     lo_m, hi_m = source_range if model_range is None else model_range
     gate = np.inf if model_gate is None else float(model_gate) * np.sqrt(tau2)
@@ -429,6 +431,19 @@ def draw_variance(f, remaining, q):
     return np.where(remaining, v, 0.0).sum(1)
 
 
+def small_sample_half(se, n_draws, draw_var, n_items, *, slope=1.0, resid=0.0):
+    """The half-width t_{0.975, k} sqrt(...) of :func:`small_sample_interval` (before it is
+    widened and clipped); half / Z95 is the SE an early step's outside test uses."""
+    from scipy.stats import t as student_t
+
+    k = np.asarray(n_draws, float)
+    c1, r = float(slope), float(resid)
+    se_m2 = np.maximum(np.asarray(se, float) ** 2 - r ** 2, 0.0) / max(c1 * c1, 1e-300)
+    n = np.asarray(n_items, float)
+    var_m = (np.asarray(draw_var, float) / n ** 2 + (k - 1.0) * k * se_m2) / k ** 2
+    return student_t.ppf(0.975, k) * np.sqrt(c1 * c1 * var_m + r * r)
+
+
 def small_sample_interval(design, se, score, n_draws, draw_var, n_items, *, slope=1.0,
                           resid=0.0):
     """(lower, upper) of the 95% interval after ``n_draws`` = k >= 2 answers (module docstring,
@@ -437,14 +452,7 @@ def small_sample_interval(design, se, score, n_draws, draw_var, n_items, *, slop
     (:func:`draw_variance`), N = ``n_items`` (one, or one per row). With a score map
     s = c0 + c1 m (``slope`` c1, ``resid`` r), ``design`` and ``se`` are on the score's scale,
     SE^2 = c1^2 SE_m^2 + r^2, and so is the pooled SE."""
-    from scipy.stats import t as student_t
-
-    k = np.asarray(n_draws, float)
-    c1, r = float(slope), float(resid)
-    se_m2 = np.maximum(np.asarray(se, float) ** 2 - r ** 2, 0.0) / max(c1 * c1, 1e-300)
-    n = np.asarray(n_items, float)
-    var_m = (np.asarray(draw_var, float) / n ** 2 + (k - 1.0) * k * se_m2) / k ** 2
-    half = student_t.ppf(0.975, k) * np.sqrt(c1 * c1 * var_m + r * r)
+    half = small_sample_half(se, n_draws, draw_var, n_items, slope=slope, resid=resid)
     lo = np.clip(np.minimum(design - half, score), 0.0, 1.0)
     hi = np.clip(np.maximum(design + half, score), 0.0, 1.0)
     return lo, hi
