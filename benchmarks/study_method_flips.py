@@ -11,10 +11,13 @@ prediction from the first k draws (``predict_draws``, as a live session's trajec
 Per matrix: flips per target (the method differs from the previous step's), the share of
 targets with any flip, flips at steps k <= 10 / 11-30 / 31-50, the mean and largest jump of
 the point prediction at a flip vs at a step without one (points), and the 50-item MAE and 95%
-coverage of targets with and without a flip after step 30.
+coverage of targets with and without a flip after step 30; per-step MAE and coverage of the
+shown interval at k = 2, 5, 10, 20 and 50. ``--plain-z`` runs the outside test as before the
+change (SE_D of Des Raj's variance at every step: the predictor's ``_combine`` without the
+answers), for the comparison in benchmarks/results/method_flips.md.
 
     OPENBLAS_NUM_THREADS=1 nice python benchmarks/study_method_flips.py [--seeds 3]
-        [--datasets v2_musr]
+        [--datasets v2_musr] [--plain-z]
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from atlascat.predict import estimators as est  # noqa: E402
 from atlascat.predict.session import subject_generator  # noqa: E402
 
 BUDGET = 50
+AT = (2, 5, 10, 20, 50)
 
 
 def steps(pred, y, ids, seed: int):
@@ -79,7 +83,10 @@ def run_one(name: str, seed: int) -> pd.DataFrame:
         "jump_noflip_sum": np.where(~flip, jump, 0).sum(1),
         "jump_noflip_max": np.where(~flip, jump, 0).max(1),
         "err50": 100 * np.abs(fin - truth), "hit50": (lo <= truth) & (truth <= hi),
-        "z50": s["z"][:, -1]})
+        "z50": s["z"][:, -1],
+        **{f"err{k}": 100 * np.abs(s["score"][:, k - 1] - truth) for k in AT},
+        **{f"hit{k}": (s["slo"][:, k - 1] <= truth) & (truth <= s["shi"][:, k - 1]) for k in AT},
+        **{f"design{k}": out[:, k - 1] for k in AT}})
 
 
 def summary(res: pd.DataFrame) -> str:
@@ -101,6 +108,9 @@ def summary(res: pd.DataFrame) -> str:
             f"{g.jump_flip_sum.sum() / max(nf, 1):.1f} | {g.jump_flip_max.max():.1f} | "
             f"{g.jump_noflip_sum.sum() / (len(g) * (BUDGET - 1) - nf):.2f} | "
             f"{g.outside_final.mean():.3f} | {mc(g[late])} | {mc(g[~late])} |")
+    lines += ["", "| k | MAE | coverage (shown) | share outside |", "|---|---|---|---|"]
+    lines += [f"| {k} | {res[f'err{k}'].mean():.2f} | {res[f'hit{k}'].mean():.3f} | "
+              f"{res[f'design{k}'].mean():.3f} |" for k in AT]
     return "\n".join(lines)
 
 
@@ -108,10 +118,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--datasets", default=",".join(bp.NAMES))
+    ap.add_argument("--plain-z", action="store_true")
     a = ap.parse_args(argv)
+    if a.plain_z:
+        from atlascat.predict import BenchmarkPredictor
+        combine = BenchmarkPredictor._combine
+        BenchmarkPredictor._combine = lambda self, arr, *rest: combine(self, arr)
     res = pd.concat([run_one(n, s) for n in a.datasets.split(",") for s in range(a.seeds)],
                     ignore_index=True)
-    res.to_csv(Path(__file__).resolve().parent / "results" / "method_flips.csv", index=False)
+    tag = "_plain_z" if a.plain_z else ""
+    res.to_csv(Path(__file__).resolve().parent / "results" / f"method_flips{tag}.csv",
+               index=False)
     print(summary(res))
 
 

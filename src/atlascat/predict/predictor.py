@@ -463,7 +463,7 @@ class BenchmarkPredictor:
         agree at every step. Vectorized over targets."""
         lower = np.array(pred["lower"], float)
         upper = np.array(pred["upper"], float)
-        half, small = self._small_half(y, item, pred["design_se"], valid, avail)
+        half, small = self._small_half(y, item, pred.get("design_se"), valid, avail)
         lower[small & np.isinf(half)], upper[small & np.isinf(half)] = 0.0, 1.0
         sel = np.flatnonzero(small & np.isfinite(half))
         if sel.size:
