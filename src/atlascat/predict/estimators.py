@@ -108,8 +108,11 @@ widened to contain the point prediction (t with nu_0 + k - 1 = k degrees of free
 posterior predictive of a mean whose variance is estimated). After one answer the interval is
 the whole range 0-1; from n_0 answers on it is D +- 1.96 SE_D as above. A live session shows
 this interval at every step and a replay ends with it (a budget under n_0 included; a target
-asked every item it has keeps its exact score), so both agree at the same step. The point
-prediction is the same at every step.
+asked every item it has keeps its exact score), so both agree at the same step. The outside
+test's z takes the same width as the design's SE before n_0 answers (``z_se`` of
+:func:`combine`: t_{0.975, k} sigma_k / (N sqrt(k) 1.96), never below SE_D; after one answer
+no z flags): with SE_D near 0 after two answers that agree, 20% of held-out targets were
+flagged and the method flipped from step to step (benchmarks/results/method_flips.md).
 
 References
 ----------
