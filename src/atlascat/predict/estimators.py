@@ -108,8 +108,11 @@ widened to contain the point prediction (t with nu_0 + k - 1 = k degrees of free
 posterior predictive of a mean whose variance is estimated). After one answer the interval is
 the whole range 0-1; from n_0 answers on it is D +- 1.96 SE_D as above. A live session shows
 this interval at every step and a replay ends with it (a budget under n_0 included; a target
-asked every item it has keeps its exact score), so both agree at the same step. The point
-prediction is the same at every step.
+asked every item it has keeps its exact score), so both agree at the same step. The outside
+test's z takes the same width as the design's SE before n_0 answers (``z_se`` of
+:func:`combine`: t_{0.975, k} sigma_k / (N sqrt(k) 1.96), never below SE_D; after one answer
+no z flags): with SE_D near 0 after two answers that agree, 20% of held-out targets were
+flagged and the method flipped from step to step (benchmarks/results/method_flips.md).
 
 References
 ----------
@@ -383,7 +386,7 @@ def model_prediction(y, asked, avail, tables, nodes, log_post):
 
 def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(0.0, 1.0),
             theta_range=(-np.inf, np.inf), d_margin=0.0, model_range=None,
-            check_below=True, weight=None, pooled_tau2=None, model_gate=None):
+            check_below=True, weight=None, pooled_tau2=None, model_gate=None, z_se=None):
     """Point prediction, 95% interval (0-1), its SD and the out-of-population flag (module
     docstring; ``model`` is M, ``calibrated`` G, the model prediction calibrated on the source
     models; ``d_margin``: how many SE_D the design estimate must lie beyond the source
@@ -394,11 +397,13 @@ def combine(model, calibrated, design, se, theta, *, tau2, z_cut, source_range=(
     ``pooled_tau2``: D's weight in C and C's mean squared error, fitted on the source models'
     replays; None = the precision-weighted mean; ``model_gate``: a design estimate beyond the
     source scores flags the target only where G lies within model_gate * tau of that edge,
-    None = wherever G lies).
+    None = wherever G lies; ``z_se``: the design's SE in the z test, None = ``se``: wider
+    after few answers, the small-sample interval's, so that one or two answers do not flag).
     Returns (score, lower, upper, sd, outside, z)."""
     g = np.asarray(calibrated, float)
     se2 = np.maximum(se ** 2, 1e-12)
-    z = np.abs(design - g) / np.sqrt(se2 + tau2)
+    zse2 = se2 if z_se is None else np.maximum(np.asarray(z_se, float) ** 2, se2)
+    z = np.abs(design - g) / np.sqrt(zse2 + tau2)
     lo_src, hi_src = source_range
     lo_m, hi_m = source_range if model_range is None else model_range
     gate = np.inf if model_gate is None else float(model_gate) * np.sqrt(tau2)
@@ -429,6 +434,19 @@ def draw_variance(f, remaining, q):
     return np.where(remaining, v, 0.0).sum(1)
 
 
+def small_sample_half(se, n_draws, draw_var, n_items, *, slope=1.0, resid=0.0):
+    """The half-width t_{0.975, k} sqrt(...) of :func:`small_sample_interval` (before it is
+    widened and clipped); half / Z95 is the SE an early step's outside test uses."""
+    from scipy.stats import t as student_t
+
+    k = np.asarray(n_draws, float)
+    c1, r = float(slope), float(resid)
+    se_m2 = np.maximum(np.asarray(se, float) ** 2 - r ** 2, 0.0) / max(c1 * c1, 1e-300)
+    n = np.asarray(n_items, float)
+    var_m = (np.asarray(draw_var, float) / n ** 2 + (k - 1.0) * k * se_m2) / k ** 2
+    return student_t.ppf(0.975, k) * np.sqrt(c1 * c1 * var_m + r * r)
+
+
 def small_sample_interval(design, se, score, n_draws, draw_var, n_items, *, slope=1.0,
                           resid=0.0):
     """(lower, upper) of the 95% interval after ``n_draws`` = k >= 2 answers (module docstring,
@@ -437,14 +455,7 @@ def small_sample_interval(design, se, score, n_draws, draw_var, n_items, *, slop
     (:func:`draw_variance`), N = ``n_items`` (one, or one per row). With a score map
     s = c0 + c1 m (``slope`` c1, ``resid`` r), ``design`` and ``se`` are on the score's scale,
     SE^2 = c1^2 SE_m^2 + r^2, and so is the pooled SE."""
-    from scipy.stats import t as student_t
-
-    k = np.asarray(n_draws, float)
-    c1, r = float(slope), float(resid)
-    se_m2 = np.maximum(np.asarray(se, float) ** 2 - r ** 2, 0.0) / max(c1 * c1, 1e-300)
-    n = np.asarray(n_items, float)
-    var_m = (np.asarray(draw_var, float) / n ** 2 + (k - 1.0) * k * se_m2) / k ** 2
-    half = student_t.ppf(0.975, k) * np.sqrt(c1 * c1 * var_m + r * r)
+    half = small_sample_half(se, n_draws, draw_var, n_items, slope=slope, resid=resid)
     lo = np.clip(np.minimum(design - half, score), 0.0, 1.0)
     hi = np.clip(np.maximum(design + half, score), 0.0, 1.0)
     return lo, hi

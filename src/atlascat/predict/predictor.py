@@ -328,7 +328,15 @@ class BenchmarkPredictor:
         replays), clipped to 0-1; ``model_score`` is the IRT prediction M alone."""
         return np.clip(self._calibrated(arr), 0.0, 1.0)
 
-    def _combine(self, arr: dict):
+    def _combine(self, arr: dict, y=None, valid=None, avail=None):
+        """est.combine of replay's arrays; with the answers ``y``, the outside test after
+        fewer than SMALL_SAMPLE_DRAWS answers takes the design's SE from the small-sample
+        interval's width (:meth:`_small_half`), so that a few answers do not flip the method
+        from one step to the next (benchmarks/study_method_flips.py)."""
+        z_se = None
+        if y is not None:
+            half, small = self._small_half(y, arr["item"], arr["se"], valid, avail)
+            z_se = np.where(small, half / est.Z95, arr["se"])
         return est.combine(arr["model"], self._calibrated(arr), arr["design"], arr["se"],
                            arr["theta"], tau2=self.tau2_, weight=self.design_weight_,
                            pooled_tau2=self.pooled_tau2_,
@@ -336,7 +344,7 @@ class BenchmarkPredictor:
                            model_range=self.model_range_,
                            theta_range=self.theta_support_, d_margin=float(self.d_margin),
                            check_below=not self.source_at_chance(),
-                           model_gate=self.model_gate)
+                           model_gate=self.model_gate, z_se=z_se)
 
     def source_at_chance(self) -> bool:
         """Whether the weakest source model answers at chance (``chance``, within two binomial
@@ -365,7 +373,8 @@ class BenchmarkPredictor:
                              np.asarray(f_rest, float), lp, None,
                              None if g is None else np.asarray(g, float),
                              None if g_rest is None else np.asarray(g_rest, float))
-        score, lo, hi, sd, outside, z = self._combine(arr)
+        arr["item"] = item
+        score, lo, hi, sd, outside, z = self._combine(arr, y, None, avail)
         return dict(score=score, lower=lo, upper=hi, se=sd, model_score=arr["model"],
                     model_part=self.model_part(arr), design_score=arr["design"],
                     design_se=arr["se"], theta=arr["theta"], n_items=arr["n"],
@@ -412,7 +421,7 @@ class BenchmarkPredictor:
 
             gen = as_generator(rng)
         arr = self._replay_arrays(y, gen, budget)
-        score, lo, hi, sd, outside, z = self._combine(arr)
+        score, lo, hi, sd, outside, z = self._combine(arr, y, arr["valid"], np.isfinite(y))
         lo, hi = self.step_interval(y, arr["item"], {
             "lower": lo, "upper": hi, "score": score, "design_score": arr["design"],
             "design_se": arr["se"]}, arr["valid"], np.isfinite(y))
@@ -452,14 +461,29 @@ class BenchmarkPredictor:
         and for a target asked every item it could be (its exact score), ``pred``'s own. A live
         session and :meth:`replay` (its final interval) both use it, so they
         agree at every step. Vectorized over targets."""
+        lower = np.array(pred["lower"], float)
+        upper = np.array(pred["upper"], float)
+        half, small = self._small_half(y, item, pred.get("design_se"), valid, avail)
+        lower[small & np.isinf(half)], upper[small & np.isinf(half)] = 0.0, 1.0
+        sel = np.flatnonzero(small & np.isfinite(half))
+        if sel.size:
+            score = np.asarray(pred["score"], float)[sel]
+            design = np.asarray(pred["design_score"], float)[sel]
+            lower[sel] = np.clip(np.minimum(design - half[sel], score), 0.0, 1.0)
+            upper[sel] = np.clip(np.maximum(design + half[sel], score), 0.0, 1.0)
+        return lower, upper
+
+    def _small_half(self, y, item, design_se, valid=None, avail=None):
+        """(half-width, small) per target: ``small`` where fewer than SMALL_SAMPLE_DRAWS draws
+        are answered and an item remains (:meth:`step_interval`); the half-width of the
+        small-sample interval there (inf after one answer: the whole range), NaN elsewhere."""
         item = np.asarray(item, int)
         valid = np.ones(item.shape, dtype=bool) if valid is None else np.asarray(valid, bool)
         k = valid.sum(1)
-        lower = np.array(pred["lower"], float)
-        upper = np.array(pred["upper"], float)
+        half = np.full(item.shape[0], np.nan)
         small = k < est.SMALL_SAMPLE_DRAWS
         if not small.any():
-            return lower, upper
+            return half, small
         y = np.asarray(y, float)
         asked = np.zeros(y.shape, dtype=bool)
         rows = np.broadcast_to(np.arange(y.shape[0])[:, None], item.shape)
@@ -467,10 +491,10 @@ class BenchmarkPredictor:
         avail = np.ones(y.shape, dtype=bool) if avail is None else np.asarray(avail, bool)
         remaining = avail & ~asked
         small &= remaining.any(1)                  # every item asked: the exact score
-        lower[small & (k <= 1)], upper[small & (k <= 1)] = 0.0, 1.0
+        half[small & (k <= 1)] = np.inf
         sel = np.flatnonzero(small & (k >= 2))
         if sel.size == 0:
-            return lower, upper
+            return half, small
         ys, item_s, valid_s, rem = y[sel], item[sel], valid[sel], remaining[sel]
         tables, _, log_prior = self._grid()
         f = est.posterior(est.log_posterior(ys, asked[sel], tables, log_prior)) @ tables[0]
@@ -480,11 +504,10 @@ class BenchmarkPredictor:
         q = est.draw_probabilities(f, rem, float(self.mix), g, float(self.share),
                                    getattr(self, "dispersion_", None))
         _, c1, resid = (0.0, 1.0, 0.0) if self.score_map_ is None else self.score_map_
-        pick = [np.asarray(pred[c], float)[sel] for c in ("design_score", "design_se", "score")]
-        lower[sel], upper[sel] = est.small_sample_interval(
-            *pick, k[sel], est.draw_variance(f, rem, q), avail[sel].sum(1), slope=c1,
-            resid=resid)
-        return lower, upper
+        half[sel] = est.small_sample_half(
+            np.asarray(design_se, float)[sel], k[sel], est.draw_variance(f, rem, q),
+            avail[sel].sum(1), slope=c1, resid=resid)
+        return half, small
 
     def item_bank(self, *, model=None):
         """Every item the predictor draws from, as an :class:`~atlascat.irt.bank.ItemBank`
