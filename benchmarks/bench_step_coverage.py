@@ -159,7 +159,8 @@ def run_budgets(family, name, split, seed, budgets) -> list[dict]:
     for budget in budgets:
         rep = pred.replay(targets, budget=budget, seed=seed + 1000)
         gen = [subject_generator(seed + 1000, s) for s in ids]
-        score, plo, phi, *_ = pred._combine(pred._replay_arrays(y, gen, budget))
+        arr = pred._replay_arrays(y, gen, budget)   # the point as replay combines it
+        score, plo, phi, *_ = pred._combine(arr, y, arr["valid"], np.isfinite(y))
         if not np.array_equal(rep.score.to_numpy(), score):
             raise SystemExit(f"{name} {split} {seed}: replay's point prediction moved")
         if seed == 0:
