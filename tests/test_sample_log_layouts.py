@@ -84,6 +84,23 @@ def test_a_rerun_keeps_each_items_latest_sample(tmp_path):
     assert logs.outputs["org/m"]["3"] == [float(v[0]) for v in late[3]["filtered_resps"]]
 
 
+def test_a_log_and_its_gzipd_copy_are_one_run(tmp_path):
+    """``samples_<task>_<ts>.jsonl`` beside its own ``.jsonl.gz`` (a copy of the same run) is
+    not a re-run: read once, no re-runs said; a second timestamp still is one."""
+    import gzip
+
+    recs = [mc_record("arc_easy", d, pick=d % 4) for d in range(20)]
+    f = write_run(tmp_path, "org/m", "arc_easy", recs)
+    with gzip.open(f.with_name(f.name + ".gz"), "wt", encoding="utf-8") as out:
+        out.write(f.read_text(encoding="utf-8"))
+    write_run(tmp_path, "org/other", "arc_easy", recs)
+    logs = read_sample_logs(tmp_path)
+    assert logs.reruns == {}
+    assert len(logs.scores["org/m"]) == 20
+    write_run(tmp_path, "org/m", "arc_easy", recs[:5], hour=12)
+    assert read_sample_logs(tmp_path).reruns["org/m"]["runs"] == 2
+
+
 def test_a_rerun_is_stated_in_the_build_summary_and_manifest(tmp_path):
     harness_logs(tmp_path / "runs")
     again = [mc_record("arc_easy", d, pick=(d + 1) % 4) for d in range(60)]

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["task_of", "legacy_task", "legacy_model", "run_stamp", "runs_by_model", "group_tasks", "task_sizes",
+__all__ = ["task_of", "legacy_task", "legacy_model", "run_stamp", "distinct_runs", "runs_by_model", "group_tasks", "task_sizes",
            "limit_warning", "RERUN_RULE"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
@@ -84,6 +84,12 @@ def run_stamp(path: Path) -> str:
     """The run's timestamp of ``samples_<task>_<timestamp>.jsonl`` ('' without one)."""
     m = _SAMPLES.match(path.name)
     return m.group("stamp") if m else ""
+
+
+def distinct_runs(files) -> set[str]:
+    """The distinct runs among one model's logs of a task: their timestamps (a log and its
+    gzip'd copy are one run; a log without a timestamp, lm-eval 0.4.0-0.4.2's, is its own)."""
+    return {run_stamp(f) or str(f) for f in files}
 
 
 def runs_by_model(names: Sequence[str], files: Sequence[Path]

@@ -81,8 +81,8 @@ from ..content.parsing import parse_literal
 from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
                                 gsm8k_extract, mc2_score, score_outputs, token_f1)
 from ..errors import AtlasError, ConfigError, ResponseDataError
-from .harnessruns import (RERUN_RULE, group_tasks, legacy_model, legacy_task, runs_by_model,
-                          task_of, task_sizes)
+from .harnessruns import (RERUN_RULE, distinct_runs, group_tasks, legacy_model, legacy_task,
+                          runs_by_model, task_of, task_sizes)
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
@@ -708,11 +708,11 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
                 k += 1
                 if on_file is not None:
                     on_file(k, len(files))
-            if len(task_runs) > 1:
+            if len(distinct_runs(task_runs)) > 1:                  # a .jsonl and its .gz: one run
                 kept.append(str(task_runs[0]))
         if kept:
-            logs.reruns[name] = {"runs": max(map(len, tasks.values())), "kept": kept,
-                                 "superseded": superseded}
+            logs.reruns[name] = {"runs": max(len(distinct_runs(fs)) for fs in tasks.values()),
+                                 "kept": kept, "superseded": superseded}
     sizes = task_sizes(files)
     if sizes and set(sizes) == set(logs.tasks):
         logs.n_samples = {"logged": len(logs.item_ids()), "in_task": sum(sizes.values())}
