@@ -33,19 +33,7 @@ def _resolve(bank, load: bool = True):
     if isinstance(bank, BankFolder):
         return bank.bank, bank, bank.link
     ref = BankRef.from_option(bank, option="bank")
-    return (ref.load() if load else None), ref.folder(), _score_link(ref)
-
-
-def _score_link(ref):
-    """``ref.score_link()``; None for a shipped link that cannot be read (a broken
-    installation): the test then runs without the link's stops, and a live run's prediction
-    is a note saying why (:func:`atlascat.live.service.predict_score`)."""
-    if ref.kind == "dir":      # a bank folder's own link: read with the folder
-        return ref.score_link()
-    try:
-        return ref.score_link()
-    except Exception:  # noqa: BLE001 - as BankRef.stop_settings: no usable link, no link stops
-        return None
+    return (ref.load() if load else None), ref.folder(), ref.usable_score_link()
 
 
 def _config(link, folder, config, *, max_items, min_items, bound_stop, bound_margin):
@@ -103,10 +91,10 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
     ``responses``: recorded answers to replay (a matrix file, read as ``atlas simulate`` reads
     it: a ``--score-range`` folder's scores mapped from its scale, or a ResponseMatrix /
     DataFrame on 0-1), or ``thetas`` (with ``subject_ids``): answers drawn from the bank's
-    model; ``theta_ref``: reference thetas for the error columns. ``seed``: with a bank
-    folder and ``responses``, each model draws from its own Generator
-    (:func:`~atlascat.predict.session.subject_generator` of ``seed`` and its id), as a live run
-    of it with the same seed does; else one Generator of ``seed``. ``batch_size``,
+    model; ``theta_ref``: reference thetas for the error columns. ``seed``: with
+    ``responses``, each model draws from its own Generator (:func:`selection_generators`), as
+    a live run of it with the same seed does, on every kind of bank; with ``thetas``, one
+    Generator of ``seed``. ``batch_size``,
     ``progress``: as :func:`~atlascat.cat.simulate.simulate_cat`'s.
 
     Returns the :class:`~atlascat.cat.result.CATResult`; with a score link its ``persons`` carry
@@ -163,7 +151,7 @@ def prediction_words(bank) -> dict | None:
         ref = bank if isinstance(bank, BankRef) else BankRef.from_option(bank, option="bank")
         folder = ref.folder()
         if folder is None:
-            if _score_link(ref) is None:
+            if ref.usable_score_link() is None:
                 return None
             return {"benchmark": ref.bench or ref.title, "population": "leaderboard"}
     from .predict import folder_words

@@ -196,14 +196,23 @@ class BankRef:
             return self.link
         return _score_link(self.bench) if self.bench is not None else None
 
+    def usable_score_link(self):
+        """:meth:`score_link`, None for a shipped link that cannot be read (a broken
+        installation): a test then runs without the link's stops, and a live run's prediction
+        is a note saying why (:func:`atlascat.live.service.predict_score`); a bank folder's own
+        link is read with the folder (its errors are the folder's)."""
+        if self.kind == "dir":
+            return self.score_link()
+        try:
+            return self.score_link()
+        except Exception:  # noqa: BLE001 - no usable link: no link stops (the result says why)
+            return None
+
     def stop_settings(self, margin: float | None = None) -> dict:
         """CATConfig fields of the floor / ceiling / score-precision stops from
-        :meth:`score_link` ({} without a usable one); ``margin`` as :meth:`bound_margin`."""
-        margin = self.bound_margin(margin)
-        try:
-            link = self.score_link()
-        except Exception:  # noqa: BLE001 - no usable link: no link stops (the result says why)
-            return {}
+        :meth:`usable_score_link` ({} without one); ``margin`` as :meth:`bound_margin`."""
+        margin = self.bound_margin(margin)   # checked with or without a link
+        link = self.usable_score_link()
         return {} if link is None else dict(link.stop_settings(margin))
 
     def bound_margin(self, margin: float | None = None) -> float:
