@@ -73,6 +73,7 @@ def test_prediction_words_and_summary_in_the_library(tmp_path):
     assert figures["score_mean"] == pytest.approx(0.6)
     assert figures["width_mean"] == pytest.approx(0.25)
     # a bank folder's: its benchmark's name, on its metric's scale
-    _, name = prediction_summary({"benchmark": "judge", "metric": "m", "scale": [1, 10]},
+    _, name = prediction_summary({"benchmark": "judge", "population": "source models",
+                                      "metric": "m", "scale": [1, 10]},
                                  persons)
     assert name == "predicted judge score, mean over models"

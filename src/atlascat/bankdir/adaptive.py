@@ -137,26 +137,22 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
 
 def prediction_words(bank) -> dict | None:
     """What :func:`simulate_adaptive`'s predicted score on ``bank`` is of, as its summary
-    names it (:func:`atlascat.scorelink.frames.prediction_summary`): a bank folder's benchmark,
-    metric and scale (:func:`~atlascat.bankdir.predict.folder_words`, "predicted <benchmark>
-    score"); through a shipped score link (a bundled bank, a bank file whose ``benchmark``
-    column names a bundled benchmark) the benchmark and ``population`` "leaderboard"
-    ("predicted leaderboard score", on 0-1); None without a link (no predicted score)."""
+    names it (:func:`atlascat.scorelink.frames.prediction_summary`): the words of a live run's
+    prediction on the same bank (:meth:`~atlascat.catalogue.bankref.BankRef.prediction_words`:
+    a bank folder's benchmark, metric and scale, "predicted <benchmark> score"; through a
+    shipped score link the benchmark and ``population`` "leaderboard"); None without a link
+    (no predicted score)."""
     from ..catalogue.bankref import BankRef
     from .folder import BankFolder
 
     if isinstance(bank, BankFolder):
-        folder = bank
-    else:
-        ref = bank if isinstance(bank, BankRef) else BankRef.from_option(bank, option="bank")
-        folder = ref.folder()
-        if folder is None:
-            if ref.usable_score_link() is None:
-                return None
-            return {"benchmark": ref.bench or ref.title, "population": "leaderboard"}
-    from .predict import folder_words
+        from .predict import folder_words
 
-    return folder_words(folder)
+        return folder_words(bank)
+    ref = bank if isinstance(bank, BankRef) else BankRef.from_option(bank, option="bank")
+    if ref.kind != "dir" and ref.usable_score_link() is None:
+        return None
+    return ref.prediction_words()
 
 
 def selection_generators(seed: int, subject_ids) -> list:

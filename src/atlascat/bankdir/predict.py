@@ -79,12 +79,15 @@ def metric_scale(folder):
 def folder_words(folder) -> dict:
     """What a bank folder measures, as every output names it (a run's prediction, ``atlas
     simulate``'s summary, ``atlas info``, the run page), read from its manifest here only:
-    ``benchmark`` (its name: the task's or ``--name``), ``metric`` (the logged metric, when
+    ``benchmark`` (its name: the task's or ``--name``), ``population`` "source models" (whose
+    scores its percentiles rank among, :mod:`atlascat.scorelink.words`), ``metric`` (the logged metric, when
     known, and what the score is: "f1: each model's mean score over all 60 items") and, for a
     folder on its metric's own scale (:func:`metric_scale`), ``scale`` [low, high]."""
+    from ..scorelink.words import SOURCE
+
     m = getattr(folder, "manifest", None) or {}
     metric = (m.get("source") or {}).get("metric")
-    out = {"benchmark": folder.benchmark,
+    out = {"benchmark": folder.benchmark, "population": SOURCE,
            "metric": (f"{metric}: " if metric else "")
            + (m.get("score") or "each model's mean over the items")}
     scale = metric_scale(folder)

@@ -196,6 +196,33 @@ class BankRef:
             return self.link
         return _score_link(self.bench) if self.bench is not None else None
 
+    def prediction_words(self) -> dict:
+        """What a prediction on this bank is of, for every output (:mod:`atlascat.scorelink.words`):
+        a bank folder's ``benchmark``, ``population`` "source models", ``metric`` and, on the
+        metric's own scale, ``scale`` (:func:`~atlascat.bankdir.predict.folder_words`; its name
+        alone when the folder is no longer readable); a shipped bank's, or a bank file's whose
+        benchmark has a shipped score link, ``benchmark`` and ``population`` "leaderboard"; a
+        bank file of the user's own: ``benchmark`` (:attr:`title`) and ``population`` None."""
+        from ..scorelink.words import LEADERBOARD, SOURCE
+
+        if self.kind == "dir":
+            from ..bankdir.predict import folder_words
+
+            try:
+                return folder_words(self.folder())
+            except Exception:  # noqa: BLE001 - a folder no longer readable still has a name
+                return {"benchmark": self.title, "population": SOURCE}
+        if self.kind == "shipped":
+            return {"benchmark": self.name, "population": LEADERBOARD}
+        from .links import LINK_BENCHMARKS
+
+        try:
+            bench = self.bench
+        except Exception:  # noqa: BLE001 - an unreadable bank file: its name, no population
+            bench = None
+        return {"benchmark": self.title,
+                "population": LEADERBOARD if bench in LINK_BENCHMARKS else None}
+
     def usable_score_link(self):
         """:meth:`score_link`, None for a shipped link that cannot be read (a broken
         installation): a test then runs without the link's stops, and a live run's prediction

@@ -29,9 +29,7 @@ def describe(path: Path) -> dict:
             return {"kind": "suite", "path": str(path), **load_suite(ref).summary()}
         out = {"kind": "bank", "path": str(path), **ref.load().summary()}
         if ref.kind == "dir":  # a bank folder: what it measures, as its runs name it
-            from ..bankdir.predict import folder_words
-
-            out.update(folder_words(ref.folder()))
+            out.update(ref.prediction_words())
         return out
     from ..errors import ResponseDataError
 

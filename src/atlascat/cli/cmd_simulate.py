@@ -428,9 +428,9 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     persons.to_csv(out / "person_scores.csv", index=False)
     if o.selected:      # what each model was asked: what a live run of it with --seed asks
         selected.to_csv(out / "selected_items.csv", index=False)
-    from ..bankdir.predict import folder_words
+    from ..bankdir.adaptive import prediction_words
 
-    figures, predicted_row = predicted_summary(folder_words(folder), persons)
+    figures, predicted_row = predicted_summary(prediction_words(folder), persons)
     summary = {"design": "benchmark predictor", **figures, "budget": budget,
                "n_examinees": int(len(persons)), "items_mean": float(persons["n_items"].mean()),
                "outside_source": int((persons["method"] == "design").sum()),

@@ -18,6 +18,7 @@ import numpy as np
 
 from .scale import SCALED_FIELDS, on_metric_scale  # noqa: F401 - report's names too
 from .trajectory import trajectory_svg
+from ..scorelink.words import LEADERBOARD, SOURCE, population_of, score_name  # noqa: F401 - report's names too
 
 __all__ = ["render_run_report", "write_run_report", "describe_prediction", "protocol_label",
            "on_metric_scale", "benchmark_of", "model_based_words",
@@ -146,8 +147,7 @@ def _folder_identity(bank_ref) -> dict:
     folder = _stored_folder(bank_ref)
     if folder is None:  # no longer readable: its name alone
         return {"benchmark": _bank_title(bank_ref), "population": SOURCE}
-    words = folder_words(folder)
-    return {"benchmark": words.pop("benchmark"), "population": SOURCE, **words}
+    return folder_words(folder)
 
 
 def benchmark_of(prediction, bank_ref) -> str:
@@ -285,34 +285,10 @@ def _fillers(contexts: list[str]) -> list[str]:
     return [c[cut:].strip() or c[-40:] for c in contexts]
 
 
-#: a prediction's ``population`` when its bank is a folder built from the user's source models
-SOURCE = "source models"
-#: ... when its bank is a shipped one, linked to a published leaderboard
-LEADERBOARD = "leaderboard"
-
-
 def _ordinal(p: float) -> str:
     n = int(round(p))
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def score_name(lb) -> str:
-    """What a prediction is of: "predicted mean rating" for an ordinal bank's (``ratings``),
-    "predicted <benchmark> score" for a bank folder's (its ``population`` "source models") and
-    for a bank file of the user's own (``population`` None: no leaderboard), "predicted
-    leaderboard score" for a shipped bank's."""
-    if lb.get("ratings"):
-        return "predicted mean rating"
-    if lb.get("population") == SOURCE or ("population" in lb and lb["population"] is None):
-        return f"predicted {lb.get('benchmark') or 'benchmark'} score"
-    return "predicted leaderboard score"
-
-
-def population_of(lb) -> str:
-    """Whose scores the percentile ranks among: "the source models" (a bank folder's) or
-    "the leaderboard's models" (a shipped bank's)."""
-    return "the source models" if lb.get("population") == SOURCE else "the leaderboard's models"
 
 
 def scale_words(lb) -> str:

@@ -46,33 +46,21 @@ __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run
 
 # ------------------------------------------------------------------ the predicted score
 def _named(ref: BankRef, pred: dict) -> dict:
-    """``pred`` with what it is a prediction of: ``benchmark`` and ``population`` (the source
-    models of a bank folder, or the leaderboard of a shipped bank: live/report.py's words)."""
-    from .report import SOURCE
-
+    """``pred`` with what it is a prediction of (:meth:`BankRef.prediction_words`: the
+    benchmark, ``population`` the source models of a bank folder or the leaderboard of a
+    shipped link, a folder's metric and scale), unless it says so itself."""
     if "population" in pred:
         return pred
-    if pred.get("score") is None:  # a note: whose score is not available
-        return {**pred, "benchmark": ref.title, "population": _population(ref)}
-    if ref.kind != "dir":          # a score through a shipped link: the leaderboard's
-        try:
-            bench = ref.bench
-        except AtlasError:         # a bank no longer there still has its name
-            bench = ref.title
-        return {**pred, "benchmark": bench, "population": _population(ref)}
-    from ..bankdir.predict import folder_words
-
-    words = folder_words(ref.folder())
-    return {**pred, "benchmark": words.pop("benchmark"), "population": SOURCE, **words}
+    return {**pred, **ref.prediction_words()}
 
 
 def score_title(ref: BankRef) -> str:
     """What a prediction through ``ref``'s score link is called in every output: "predicted
     leaderboard score" for a shipped bank, "predicted <benchmark> score" for a bank folder built
     from the user's source models (or a bank file of the user's own)."""
-    from .report import score_name
+    from ..scorelink.words import score_name
 
-    return score_name({"benchmark": ref.title, "population": _population(ref)})
+    return score_name(ref.prediction_words())
 
 
 def _continuous(ref: BankRef | None) -> bool:
@@ -82,24 +70,6 @@ def _continuous(ref: BankRef | None) -> bool:
     from ..bankdir.predict import continuous_scores
 
     return bool(continuous_scores(ref.folder()))
-
-
-def _population(ref: BankRef):
-    """Whose scores a bank's prediction is among: the source models (a bank folder), the
-    leaderboard (a shipped bank, a bank file whose benchmark has a shipped score link), or
-    None (a bank file of the user's own: no population, no leaderboard)."""
-    from ..catalogue.links import LINK_BENCHMARKS
-    from .report import LEADERBOARD, SOURCE
-
-    if ref.kind == "dir":
-        return SOURCE
-    if ref.kind == "shipped":
-        return LEADERBOARD
-    try:
-        bench = ref.bench
-    except Exception:  # noqa: BLE001 - an unreadable bank file: no population
-        bench = None
-    return LEADERBOARD if bench in LINK_BENCHMARKS else None
 
 
 def _answered(subject, item_ids):

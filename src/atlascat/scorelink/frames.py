@@ -107,10 +107,8 @@ def prediction_summary(words: dict, persons) -> tuple[dict, str]:
                **{k: words[k] for k in ("metric", "population") if k in words},
                "scale": list(words.get("scale", [0.0, 1.0])),
                "score_mean": float(score.mean()), "width_mean": float(width.mean())}
-    if words.get("ratings"):
-        what = f"{words['metric']}{' (%)' if 'scale' not in words else ''}"
-    elif words.get("population") == "leaderboard":
-        what = "leaderboard score"
-    else:
-        what = f"{words['benchmark']} score"
-    return figures, f"predicted {what}, mean over models"
+    from .words import score_name
+
+    name = (f"predicted {words['metric']}{' (%)' if 'scale' not in words else ''}"
+            if words.get("ratings") else score_name(words))
+    return figures, f"{name}, mean over models"
