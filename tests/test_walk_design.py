@@ -197,3 +197,17 @@ def test_cost_stop_under_mfi_cost_judges_the_item_it_would_ask():
     assert (per_cost["n_items"] > 5).all() and (per_cost["cost"] < 200).all()
     assert (per_cost["se"] < 0.6).all() and (per_cost["stop_reason"] == "cost").all()
     assert (run("mfi")["n_items"] == 1).all()
+
+
+def test_costs_from_a_column_and_one_cost_per_item_are_refused_together(tmp_path, capsys):
+    """Both sources of the items' costs: one was silently ignored (the column won); now one
+    line naming both options."""
+    from atlascat.cat.config import CATConfig
+    from atlascat.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="cost_column .*cost_per_item .*not both"):
+        CATConfig(cost_column="tokens", cost_per_item=3.0, budget=10.0)
+    code = main(["simulate", "arc", "--bank", "arc", "--cost-column", "tokens",
+                 "--cost-per-item", "3", "--budget", "10", "-o", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--cost-column" in err and "--cost-per-item" in err and "not both" in err
