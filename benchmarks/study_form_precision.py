@@ -118,7 +118,15 @@ def main() -> None:
     print("| " + " | ".join(table.columns) + " |")
     print("|" + "---|" * len(table.columns))
     for r in table.itertuples(index=False):
-        print("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in r) + " |")
+        print("| " + " | ".join(_cell(v) for v in r) + " |")
+
+
+def _cell(v) -> str:
+    if not isinstance(v, float):
+        return str(v)
+    if np.isnan(v):
+        return ""
+    return str(int(v)) if v == int(v) and v > 1 else f"{v:.3f}"
 
 
 if __name__ == "__main__":
