@@ -249,7 +249,30 @@ class TestMaxInformationPerCost:
         got = MaxInformationPerCost(cost).scores(theta, np.array([3, 3]), None, params)
         info = fisher_information(theta[:, None], params)
         np.testing.assert_allclose(got[:, :3], info[:, :3] / cost[:3], rtol=1e-14)
-        assert np.all(np.isposinf(got[:, 3]))        # free information is taken first
+        # free information is taken first, with a finite score (the ranking's candidates)
+        assert np.all(np.isfinite(got[:, 3])) and np.all(got[:, 3] > got[:, :3].max(axis=1))
+
+    def test_free_items_are_asked_first_and_the_test_goes_on(self):
+        """Items of cost 0 under mfi-cost and a budget: asked first, by information, and the
+        test then spends its budget (a +inf score once made the engine see no candidate and
+        end every test as bank_exhausted after a few items)."""
+        from atlascat.cat.simulate import simulate_cat
+        from atlascat.irt.bank import ItemBank
+
+        rng = np.random.default_rng(3)
+        J = 120
+        cost = rng.uniform(1.0, 3.0, J)
+        cost[[5, 17, 40]] = 0.0
+        a = rng.lognormal(0.2, 0.3, J)
+        bank = ItemBank([f"i{j}" for j in range(J)], a, rng.normal(0, 1, J),
+                        metadata=pd.DataFrame({"tokens": cost}))
+        cfg = CATConfig(selection="mfi-cost", randomesque=1, se_stop=None, min_items=1,
+                        max_items=J, cost_column="tokens", budget=20.0)
+        res = simulate_cat(bank, cfg, thetas=rng.normal(size=50), rng=1)
+        assert set(res.persons["stop_reason"]) == {"budget"}
+        assert (res.persons["cost"] > 20.0 - 3.0).all()
+        # after the first item (the first-item rule's), the three free ones
+        assert np.isin(res.item_matrix[:, 1:4], [5, 17, 40]).all()
 
     def test_equal_costs_ask_what_mfi_asks(self):
         from atlascat.cat.simulate import simulate_cat

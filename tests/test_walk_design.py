@@ -197,3 +197,36 @@ def test_cost_stop_under_mfi_cost_judges_the_item_it_would_ask():
     assert (per_cost["n_items"] > 5).all() and (per_cost["cost"] < 200).all()
     assert (per_cost["se"] < 0.6).all() and (per_cost["stop_reason"] == "cost").all()
     assert (run("mfi")["n_items"] == 1).all()
+
+
+def test_costs_from_a_column_and_one_cost_per_item_are_refused_together(tmp_path, capsys):
+    """Both sources of the items' costs: one was silently ignored (the column won); now one
+    line naming both options."""
+    from atlascat.cat.config import CATConfig
+    from atlascat.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="cost_column .*cost_per_item .*not both"):
+        CATConfig(cost_column="tokens", cost_per_item=3.0, budget=10.0)
+    code = main(["simulate", "arc", "--bank", "arc", "--cost-column", "tokens",
+                 "--cost-per-item", "3", "--budget", "10", "-o", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--cost-column" in err and "--cost-per-item" in err and "not both" in err
+
+
+def test_a_gap_set_by_the_virtual_games_alone_is_stated(tmp_path, capsys):
+    """Two groups that never played each other, fitted with virtual games: finite ratings,
+    and a line saying the gap between the groups comes from the virtual games only."""
+    from atlascat.design.bradley_terry import BradleyTerry
+
+    battles = pd.DataFrame({"model_a": ["A", "B", "C", "D", "C"],
+                            "model_b": ["B", "A", "D", "C", "D"],
+                            "winner": ["a", "a", "a", "b", "a"]})
+    bt = BradleyTerry(prior_games=1.0).fit(battles)
+    assert np.isfinite(bt.ratings_).all() and np.isfinite(bt.se_).all()
+    assert "never played" in bt.prior_only_ and "'C', 'D'" in bt.prior_only_
+    assert BradleyTerry(prior_games=1.0).fit(battles.iloc[:2]).prior_only_ is None
+    path = tmp_path / "battles.csv"
+    battles.to_csv(path, index=False)
+    assert main(["arena", "fit", str(path), "--prior-games", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "note: players 'A', 'B' never played" in out and "(--prior-games 1)" in out

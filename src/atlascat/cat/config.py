@@ -232,8 +232,8 @@ class Stopping(_Part):
         ``config.replace(**link.stop_settings(margin))``.
     cost_per_item, cost_column, value_per_se, budget : cost-aware stopping: stop when
         value_per_se x (expected SE reduction of the next best item) < its cost; stop before the
-        total cost would exceed ``budget``. Costs from the bank metadata column ``cost_column``,
-        else ``cost_per_item``.
+        total cost would exceed ``budget``. Costs from the bank metadata column ``cost_column``
+        or one ``cost_per_item`` for every item (not both).
     rules : your own :class:`~atlascat.cat.stopping.StopRule` objects, checked after the
         built-in rules and before ``max_items``; a rule with ``precision = True`` only fires
         once n >= min_items.
@@ -298,6 +298,9 @@ class Stopping(_Part):
         set_("cost_per_item", _opt_positive("cost_per_item", self.cost_per_item, allow_zero=True))
         set_("value_per_se", _opt_positive("value_per_se", self.value_per_se, allow_zero=True))
         set_("budget", _opt_positive("budget", self.budget))
+        if self.cost_per_item is not None and self.cost_column is not None:
+            raise ConfigError(f"give the items' costs as cost_column ({self.cost_column!r}) or "
+                              f"cost_per_item ({self.cost_per_item:g}), not both")
         if self.value_per_se is not None and self.cost_per_item is None and self.cost_column is None:
             raise ConfigError("cost-aware stopping (value_per_se) needs cost_per_item or cost_column")
         if self.budget is not None and self.cost_per_item is None and self.cost_column is None:

@@ -181,7 +181,10 @@ class MaxInformationPerCost(SelectionCriterion):
 
     Under a budget this is the greedy rule of the knapsack problem (most value per unit of
     weight; Dantzig, 1957) with the information as value; an item of cost 0 that informs is
-    taken first (score +inf). With equal costs it ranks items as :class:`MaxInformation`.
+    taken first: it scores above every costed item of the row (the row's largest ratio + 1 +
+    its information, so free items rank by information among themselves; a finite score, as
+    the engine's ranking counts only finite scores as candidates). With equal costs it ranks
+    items as :class:`MaxInformation`.
     """
 
     name = "mfi-cost"
@@ -192,9 +195,14 @@ class MaxInformationPerCost(SelectionCriterion):
 
     def scores(self, theta, n_items, used, params):
         info = fisher_information(np.asarray(theta, dtype=float)[:, None], params)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = info / self.cost
-        return np.nan_to_num(out, nan=0.0, posinf=np.inf)
+        free = self.cost == 0
+        out = info / np.where(free, 1.0, self.cost)
+        if free.any():
+            costed = np.where(free[None, :], -np.inf, out)
+            top = np.max(costed, axis=1, initial=0.0)
+            top = np.where(np.isfinite(top), top, 0.0)
+            out[:, free] = np.where(info[:, free] > 0, top[:, None] + 1.0 + info[:, free], 0.0)
+        return out
 
     def __repr__(self) -> str:
         return "MaxInformationPerCost()"

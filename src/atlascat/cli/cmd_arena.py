@@ -47,8 +47,10 @@ def fit(
         output.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(output, index=False, float_format="%.10g")
     gaps = model.adjacent_differences()
+    prior_only = (model.prior_only_ or "").replace("prior_games=", "--prior-games ")
     if as_json:
         console.print_json(json.dumps(json_safe({"tie_param": model.tie_param_, "loglik": model.loglik_,
+                                       "prior_only": prior_only or None,
                                        "ratings": table.to_dict(orient="records"),
                                        "adjacent": gaps.to_dict(orient="records")})))
         return
@@ -62,6 +64,8 @@ def fit(
                  "drop": "ties left out"}[ties]
     console.print(f"{tie_words}; log-likelihood {model.loglik_:.6g}; {model.n_iter_} MM iterations")
     console.print(_stability_line(gaps))
+    if prior_only:
+        console.print(f"note: {prior_only}")
     if output is not None:
         console.print(f"wrote {output}")
 

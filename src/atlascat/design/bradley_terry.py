@@ -255,11 +255,13 @@ def _tie_param_bounded(wins: np.ndarray, ties: np.ndarray) -> bool:
     return False
 
 
-def _no_mle_message(players, nprime: np.ndarray, games: np.ndarray) -> str:
-    """Why the ratings have no maximum: a group of players that never beat or tied anyone
-    outside it (a strongly connected component without an edge out of it, Ford 1957), named
-    with the players it lost to or never played."""
-    _, label = connected_components(nprime > 0, directed=True, connection="strong")
+def _no_mle_reason(players, nprime: np.ndarray, games: np.ndarray) -> str | None:
+    """Why the ratings have no maximum (None: they have one): a group of players that never
+    beat or tied anyone outside it (a strongly connected component without an edge out of it,
+    Ford 1957), named with the players it lost to or never played."""
+    n_comp, label = connected_components(nprime > 0, directed=True, connection="strong")
+    if n_comp == 1:
+        return None
     beat = nprime > 0
     for comp in np.unique(label):
         inside = label == comp
@@ -267,12 +269,16 @@ def _no_mle_message(players, nprime: np.ndarray, games: np.ndarray) -> str:
             continue   # this group beat or tied someone outside it
         group, rest = players[inside].tolist(), players[~inside].tolist()
         if games[np.ix_(inside, ~inside)].sum() == 0:
-            why = f"{_names(group)} never played {_names(rest)}"
-        else:
-            why = f"{_names(group)} never beat or tied any of {_names(rest)}"
-        return (f"the maximum likelihood ratings do not exist: {why}, so the gap between their "
-                "ratings has no finite estimate; pass prior_games > 0 (e.g. 1) to regularize")
-    return "the maximum likelihood ratings do not exist"   # pragma: no cover - not connected
+            return f"{_names(group)} never played {_names(rest)}"
+        return f"{_names(group)} never beat or tied any of {_names(rest)}"
+    return "the games do not connect every player"   # pragma: no cover - not connected
+
+
+def _no_mle_message(players, nprime: np.ndarray, games: np.ndarray) -> str:
+    """The error of a fit without virtual games whose ratings have no maximum."""
+    why = _no_mle_reason(players, nprime, games)
+    return (f"the maximum likelihood ratings do not exist: {why}, so the gap between their "
+            "ratings has no finite estimate; pass prior_games > 0 (e.g. 1) to regularize")
 
 
 def _names(names: list, most: int = 5) -> str:
@@ -304,7 +310,9 @@ class BradleyTerry:
     Attributes
     ----------
     players_, ratings_ (beta, log-strength), se_, cov_ (n x n), tie_param_ (theta, 1 if no ties),
-    loglik_, n_iter_, converged_, comparisons_
+    loglik_, n_iter_, converged_, comparisons_, prior_only_ (with ``prior_games > 0``: why some
+    rating gap is finite only through the virtual games, as when two groups never played each
+    other or a player never won; None when the games alone give every rating)
     """
 
     def __init__(self, ties: str = "rao-kupper", prior_games: float = 0.0,
@@ -332,6 +340,11 @@ class BradleyTerry:
             ties = np.zeros_like(ties)
         n = comp.n_players
         prior = float(self.prior_games)
+        why = _no_mle_reason(comp.players, wins + ties, comp.games) if prior > 0 else None
+        self.prior_only_ = None if why is None else (
+            f"{why}: the gap between their ratings is finite only through the virtual games "
+            f"(prior_games={prior:g}), which set its size; the games alone give it no finite "
+            "estimate")
         if prior > 0:  # virtual anchor player at index n
             wins = np.pad(wins, ((0, 1), (0, 1)))
             ties = np.pad(ties, ((0, 1), (0, 1)))

@@ -1,0 +1,133 @@
+"""Is a fixed form's predicted precision honest on held-out models? (benchmarks/results/fixed_forms.md)
+
+`atlas design --bank DIR -k 50` prints the form's "expected SE over the abilities" (the root mean
+of 1 / (prior precision + test information) over the abilities it is designed for), and `atlas
+score` gives each model's theta with its SE and the predicted score with a 95% interval. Both
+come from the bank's item parameters, estimated on the source models; a D-optimal form picks the
+items whose *estimated* information is highest, so an overestimated slope is more likely to be
+picked (capitalization on chance). Measured here with the commands a user runs, on a seeded
+75 / 25 split of each BenchPred matrix (``np.random.default_rng(seed).permutation``; not
+BenchPred's own RNG, an independent replication of study_fixed_forms.py's interpolation rows):
+
+    atlas build-bank SOURCE.csv -o BANK --seed S --chance C
+    atlas design --bank BANK -k 50 -o FORM.csv --json
+    atlas score TARGETS_ON_FORM.csv --bank BANK        (the form; also 50 random bank items)
+    atlas score TARGETS.csv --bank BANK                (every bank item: the reference theta)
+
+Per matrix and design: the claimed expected SE; the RMS of the SEs `atlas score` reports; the
+realized RMS of (form theta - whole-bank theta) beside what the model expects of it (the form's
+items are among the bank's, so Var(form - bank) = SE_form^2 - SE_bank^2 under the model), and
+how often |form - bank| <= 1.96 times that (0.95 if the SEs are honest); the predicted score's
+MAE in points against the target's mean over all items, its 95% coverage and width.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/study_form_precision.py [--datasets v2_musr] [--seeds 5]
+
+(about 12 minutes on 2 shared cores; prints the table).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "benchpred"
+CHANCE = {"v2_ifeval": 0.0, "v2_musr": 0.33, "v2_arc_challenge": 0.25, "helm_mmlu": 0.25,
+          "helm_med_qa": 0.25}
+K = 50
+
+
+def _cli(*args) -> str:
+    r = subprocess.run([sys.executable, "-m", "atlascat", *map(str, args)], capture_output=True,
+                       text=True)
+    if r.returncode:
+        raise SystemExit(f"atlas {' '.join(map(str, args))}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path) -> pd.DataFrame:
+    perm = np.random.default_rng(seed).permutation(len(df))
+    nt = len(df) // 4
+    src, tgt = df.iloc[perm[nt:]], df.iloc[perm[:nt]].copy()
+    tgt.index = pd.Index([f"t{i}" for i in range(len(tgt))], name="model")
+    src.to_csv(d / "src.csv")
+    tgt.to_csv(d / "tgt.csv")
+    bank = d / "bank"
+    _cli("build-bank", d / "src.csv", "-o", bank, "--seed", seed, "--chance", CHANCE[name], "-q")
+    out = json.loads(_cli("design", "--bank", bank, "-k", K, "-o", d / "form.csv", "--json",
+                          "--random-forms", 0))
+    form = pd.read_csv(d / "form.csv")["item_id"].astype(str).tolist()
+    bank_items = pd.read_parquet(bank / "bank.parquet")["item_id"].astype(str).to_numpy()
+    rand = list(np.random.default_rng([seed, 11]).choice(bank_items, K, replace=False))
+    _cli("score", d / "tgt.csv", "--bank", bank, "-o", d / "full.csv")
+    full = pd.read_csv(d / "full.csv", index_col=0)
+    rows = []
+    for design, items, claim in (("D-optimal form", form, out["expected_se"]),
+                                 ("random 50 items", rand, np.nan)):
+        tgt[items].to_csv(d / "on_form.csv")
+        _cli("score", d / "on_form.csv", "--bank", bank, "-o", d / "scored.csv")
+        f = pd.read_csv(d / "scored.csv", index_col=0)
+        g = full.reindex(f.index)
+        rows.append(pd.DataFrame({
+            "data": name, "design": design, "seed": seed, "claimed": claim, "theta": f["theta"],
+            "se": f["se"], "theta_bank": g["theta"], "se_bank": g["se"], "score": f["score"],
+            "lo": f["score_lo"], "hi": f["score_hi"],
+            "truth": tgt.mean(axis=1).reindex(f.index)}))
+    return pd.concat(rows)
+
+
+def summarize(x: pd.DataFrame) -> pd.Series:
+    diff = x["theta"] - x["theta_bank"]
+    nested = np.sqrt(np.maximum(x["se"] ** 2 - x["se_bank"] ** 2, 1e-12))
+    return pd.Series({
+        "targets (x seeds)": len(x), "claimed SE": x["claimed"].mean(),
+        "reported SE (RMS)": np.sqrt((x["se"] ** 2).mean()),
+        "form - bank: model": np.sqrt((nested ** 2).mean()),
+        "form - bank: realized": np.sqrt((diff ** 2).mean()),
+        "within 1.96 model SD": (diff.abs() <= 1.959964 * nested).mean(),
+        "score MAE": 100 * (x["score"] - x["truth"]).abs().mean(),
+        "95% coverage": ((x["lo"] <= x["truth"]) & (x["truth"] <= x["hi"])).mean(),
+        "width": 100 * (x["hi"] - x["lo"]).mean()})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", default=",".join(CHANCE))
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None, help="CSV of every target's row")
+    args = ap.parse_args()
+    parts = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.datasets.split(","):
+            df = pd.read_csv(DATA / f"{name}.csv.gz", index_col=0)
+            df = df[~df.index.duplicated()]
+            for seed in range(args.seeds):
+                d = Path(tmp) / f"{name}_{seed}"
+                d.mkdir()
+                parts.append(one_seed(df, name, seed, d))
+                print(f"{name} seed {seed} done", file=sys.stderr, flush=True)
+    rows = pd.concat(parts)
+    if args.out is not None:
+        rows.to_csv(args.out)
+    table = rows.groupby(["data", "design"], sort=False).apply(summarize).reset_index()
+    print("| " + " | ".join(table.columns) + " |")
+    print("|" + "---|" * len(table.columns))
+    for r in table.itertuples(index=False):
+        print("| " + " | ".join(_cell(v) for v in r) + " |")
+
+
+def _cell(v) -> str:
+    if not isinstance(v, float):
+        return str(v)
+    if np.isnan(v):
+        return ""
+    return str(int(v)) if v == int(v) and v > 1 else f"{v:.3f}"
+
+
+if __name__ == "__main__":
+    main()
