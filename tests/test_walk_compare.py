@@ -96,10 +96,9 @@ def test_a_shipped_banks_rows_say_leaderboard_points_in_json_as_in_the_table(tmp
 
 
 def _half_width(preds, scale):
-    from atlascat.studies.paired import Z95
-
-    sd = np.hypot(*[(p["hi"] - p["lo"]) / (2 * Z95) for p in preds])
-    return 100 * Z95 * scale * sd
+    """The upper side of first minus second: the first's upper side with the second's lower."""
+    a, b = preds
+    return 100 * scale * np.hypot(a["hi"] - a["score"], b["score"] - b["lo"])
 
 
 def test_a_suite_runs_benchmarks_get_the_plain_combination_and_its_average_its_scale(tmp_path):
