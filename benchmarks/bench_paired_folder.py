@@ -19,7 +19,9 @@ The truth is each target's mean over all the matrix's items (the folder's score)
 band of the true difference (points) and per band of the pair's ability (the tercile of the
 pair's mean true score among the targets): pairs, coverage, the share told apart (interval
 excludes 0), the share told apart the wrong way (the sign error a user would act on), the
-share whose point difference has the wrong sign, and the median half-width.
+share whose point difference has the wrong sign, and the median half-width; for the 1% of
+pairs whose answers agree most beyond what their accuracies explain (near-duplicates), also
+the coverage with ``--rho 0.5``, which the docs suggest for checkpoints.
 
     PYTHONPATH=src OPENBLAS_NUM_THREADS=1 python benchmarks/bench_paired_folder.py -o runs/paired_folder
 
@@ -43,7 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from atlascat.bankdir import build_bank, replay_predictor  # noqa: E402
-from atlascat.studies.paired import difference_interval, limits_difference, Z95  # noqa: E402
+from atlascat.studies.paired import (Z95, difference_interval, excess_agreement,  # noqa: E402
+                                     limits_difference)
 
 _spec = importlib.util.spec_from_file_location("bench_benchpred",
                                                ROOT / "benchmarks" / "bench_benchpred.py")
@@ -72,15 +75,19 @@ def pairs_of(name: str, seed: int, replays: int, budget: int = 50) -> pd.DataFra
             runs = [replay_predictor(folder, targets, budget=budget, seed=1000 * seed + r)
                     for r in range(replays)]
     i, j = np.triu_indices(len(tgt), 1)
+    excess = excess_agreement(full[tgt][i], full[tgt][j])   # on every item: near-duplicates
     out = []
     for r, run in enumerate(runs):
         run = run.set_index("subject_id").loc[targets.index]
         s, lo, hi = (run[c].to_numpy(float) for c in ("score", "score_lo", "score_hi"))
         frame = {"data": name, "seed": seed, "replay": r, "true": 100 * (truth[i] - truth[j]),
-                 "level": 100 * (truth[i] + truth[j]) / 2, "pred": 100 * (s[i] - s[j])}
+                 "level": 100 * (truth[i] + truth[j]) / 2, "pred": 100 * (s[i] - s[j]),
+                 "excess": excess}
         sd = (hi - lo) / (2 * Z95)
-        for method, d in (("limits", limits_difference(s[i], lo[i], hi[i], s[j], lo[j], hi[j])),
-                          ("symmetric", difference_interval(s[i] - s[j], sd[i], sd[j]))):
+        args = (s[i], lo[i], hi[i], s[j], lo[j], hi[j])
+        for method, d in (("limits", limits_difference(*args)),
+                          ("symmetric", difference_interval(s[i] - s[j], sd[i], sd[j])),
+                          ("rho 0.5", limits_difference(*args, rho=0.5))):
             frame[f"{method}_lo"], frame[f"{method}_hi"] = 100 * d["lo"], 100 * d["hi"]
         out.append(pd.DataFrame(frame))
     return pd.concat(out, ignore_index=True)
@@ -91,7 +98,7 @@ def summary(p: pd.DataFrame) -> dict:
     t = p["true"].to_numpy()
     row = {"pairs": len(p), "point sign wrong": float(np.mean(
         np.sign(p["pred"].to_numpy())[t != 0] != np.sign(t[t != 0]))) if (t != 0).any() else 0.0}
-    for m in METHODS:
+    for m in (*METHODS, "rho 0.5"):
         lo, hi = p[f"{m}_lo"].to_numpy(), p[f"{m}_hi"].to_numpy()
         told = (lo > 0) | (hi < 0)
         wrong = ((lo > 0) & (t < 0)) | ((hi < 0) & (t > 0))
@@ -115,6 +122,8 @@ def tables(pairs: pd.DataFrame) -> pd.DataFrame:
                    ((gap >= a) & (gap < b)).to_numpy()) for a, b in GAPS]
         bands += [(f"{w} third of ability", level == k)
                   for k, w in enumerate(("lowest", "middle", "highest"))]
+        bands += [("1% whose answers agree most",
+                   (p["excess"] >= p["excess"].quantile(0.99)).to_numpy())]
         for band, m in bands:
             if m.any():
                 rows.append({"data": name, "pairs of": band, **summary(p[m])})
@@ -124,7 +133,7 @@ def tables(pairs: pd.DataFrame) -> pd.DataFrame:
 def markdown(df: pd.DataFrame) -> str:
     cols = ["data", "pairs of", "pairs", "limits: coverage", "limits: told apart",
             "limits: wrong way", "point sign wrong", "limits: half-width",
-            "symmetric: coverage", "symmetric: wrong way"]
+            "symmetric: coverage", "symmetric: wrong way", "rho 0.5: coverage"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for _, r in df.iterrows():
         cells = [r["data"], r["pairs of"], f"{r['pairs']:,}"]
