@@ -149,6 +149,24 @@ def test_compare_models_on_two_live_runs(tmp_path, capsys):
     assert code != 0 and "no run 'nope'" in capsys.readouterr().err
 
 
+def test_compare_models_states_the_sign_and_refuses_a_failed_run(tmp_path, capsys):
+    """The JSON states the sign convention, as the table's title does; a run that stopped on
+    an error is refused in one line that says how to finish it."""
+    from atlascat.live.store import RunStore
+
+    db, ids = _two_runs(tmp_path, capsys, ("1.0", "0.0"), ["--bank", "arc", "--max-items", "8"])
+    assert main(["compare-models", ids[0], ids[1], "--db", str(db), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["sign"] == "first minus second"
+    assert main(["compare-models", ids[0], ids[1], "--db", str(db)]) == 0
+    assert "first minus second" in capsys.readouterr().out
+    RunStore(db).fail_run(ids[1], "the harness crashed")
+    assert main(["compare-models", ids[0], ids[1], "--db", str(db)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: run {ids[1]} has not finished (error): resume it to its end first "
+                   f"(atlas evaluate --resume {ids[1]} --db {db}), then compare"), err
+
+
 def test_compare_models_takes_run_folders(tmp_path, capsys):
     """RUN_A / RUN_B may be the folders `atlas evaluate -o` wrote (each with its own store)."""
     for theta, name in (("1.5", "tuned"), ("-0.5", "base")):

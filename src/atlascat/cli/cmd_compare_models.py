@@ -47,8 +47,8 @@ def compare_models_command(
 
     df = pd.DataFrame(out["rows"]).drop(columns=["score", "population", "unit", "warnings"])
     names = [f"{m} (run {r})" for m, r in zip(out["models"], (out["first"], out["second"]))]
-    print_frame(df, title=f"first: {names[0]}; second: {names[1]}; {out['score']}, first "
-                f"minus second ({out['unit']}, 95% interval)", float_format="{:.1f}")
+    print_frame(df, title=f"first: {names[0]}; second: {names[1]}; {out['score']}, "
+                f"{out['sign']} ({out['unit']}, 95% interval)", float_format="{:.1f}")
     err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
                       "near-duplicates get narrower intervals with --rho (see "
                       "benchmarks/results/paired.md)", highlight=False)
