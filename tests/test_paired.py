@@ -163,8 +163,8 @@ def test_compare_models_states_the_sign_and_refuses_a_failed_run(tmp_path, capsy
     RunStore(db).fail_run(ids[1], "the harness crashed")
     assert main(["compare-models", ids[0], ids[1], "--db", str(db)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == (f"error: run {ids[1]} has not finished (error): resume it to its end first "
-                   f"(atlas evaluate --resume {ids[1]} --db {db}), then compare"), err
+    assert err == (f"error: run {ids[1]} has not finished (error): resume it to its end first; "
+                   f"atlas evaluate --resume {ids[1]} --db {db}, then compare"), err
 
 
 def test_compare_models_takes_run_folders(tmp_path, capsys):

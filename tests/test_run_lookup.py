@@ -62,7 +62,7 @@ def test_a_killed_run_is_listed_and_resumed_by_its_id_alone(tmp_path, capsys):
         assert main(["compare-models", str(run_dir), str(tmp_path / "other")]) == 2
         assert capsys.readouterr().err.strip() == (
             f"error: run {run['run_id']} has not finished (interrupted): resume it to its end "
-            f"first (atlas evaluate --resume {run['run_id']} --db {db}), then compare")
+            f"first; atlas evaluate --resume {run['run_id']} --db {db}, then compare")
         assert main(["evaluate", "--resume", run["run_id"], "--json"]) == 0, \
             capsys.readouterr().err
     res = json.loads(capsys.readouterr().out)[0]

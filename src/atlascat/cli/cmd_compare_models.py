@@ -29,7 +29,8 @@ def compare_models_command(
     """Per benchmark (and the average of a suite run): first minus second, 95% interval,
     and whether the interval tells the two apart.
 
-    The interval combines the two predictions' intervals in quadrature, times a shipped
+    The interval combines the two predictions' intervals, each side from the sides that
+    bound it (the first's lower with the second's upper, in quadrature), times a shipped
     bank's pair scale for two single-bank runs (fitted so that 95% of the calibration models'
     pairs are covered; measured on held-out pairs by benchmarks/bench_paired.py), the
     average's for a suite run's average; 1 for a suite run's benchmarks and a bank of your

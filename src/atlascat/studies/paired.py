@@ -1,10 +1,15 @@
 """Paired comparison of two models: the difference of their predicted scores with a 95%
 interval (measured in ``benchmarks/bench_paired.py``: ``benchmarks/results/paired.md``).
 
-Each prediction carries a 95% interval from its score link; its sd is taken as
-(hi - lo) / (2 x 1.96). The difference d = score_a - score_b has
+Each prediction carries a 95% interval, [score - l, score + u]. The difference d = score_a -
+score_b gets each side of its interval from the two sides that bound it (MOVER, Zou and Donner
+2008; :func:`limits_difference`):
 
-    sd_d = scale x sqrt(sd_a^2 + sd_b^2 - 2 rho sd_a sd_b),     interval d +- 1.96 sd_d
+    lo = d - scale x sqrt(l_a^2 + u_b^2 - 2 rho l_a u_b),   hi = d + scale x sqrt(u_a^2 + l_b^2 - 2 rho u_a l_b)
+
+which for symmetric intervals (l = u = 1.96 sd) is d +- 1.96 scale x sqrt(sd_a^2 + sd_b^2 - 2 rho
+sd_a sd_b) (:func:`difference_interval`). An interval is asymmetric where the benchmark
+predictor pools two estimates, near a bound, or where the number correct widens it.
 
 ``rho`` is the correlation of the two predictions' errors. For two unrelated models it is 0:
 their published scores deviate from what their answers say independently (measured on the
