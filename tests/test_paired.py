@@ -224,6 +224,14 @@ def test_compare_models_refuses_two_scores_of_one_name(tmp_path, capsys):
         100 * np.hypot(a["hi"] - a["score"], b["score"] - b["lo"]))
     assert row["difference"] - row["lo"] == pytest.approx(
         100 * np.hypot(a["score"] - a["lo"], b["hi"] - b["score"]))
+    from atlascat.live.compare import compare_runs
+
+    assert compare_runs(tmp_path / "folder", tmp_path / "other")["warning"] is None
+    # the predictor's errors are its own random draws, independent between runs: a rho
+    # narrows the interval below 95% (bench_paired_folder.py), and is said so
+    told = compare_runs(tmp_path / "folder", tmp_path / "other", rho=0.5)
+    assert "rho 0.5 on arc: the benchmark predictor's error" in told["warning"]
+    assert told["rows"][0]["warnings"] and "compare with rho 0" in told["warning"]
     code = main(["compare-models", str(tmp_path / "folder"), str(tmp_path / "shipped")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "both predict 'arc', but not one score" in err \

@@ -73,7 +73,8 @@ def test_comparison_frame_is_the_commands_json_as_a_table(folder_runs, capsys):
             assert got[key] == (pytest.approx(value) if isinstance(value, float) else value)
         assert (got["first_run"], got["second_run"]) == (printed["first"], printed["second"])
         assert [got["first_model"], got["second_model"]] == printed["models"]
-        assert got["rho"] == 0.3 and got["warning"] == ""
+        assert got["rho"] == 0.3 and got["warning"] == printed["warning"]
+        assert got["warning"].startswith("rho 0.3 on mybench: the benchmark predictor's error")
     assert df["hi"].iloc[0] - df["lo"].iloc[0] > 0 and df["told_apart"].iloc[0] in ("yes", "no")
 
 
