@@ -25,7 +25,9 @@ the coverage with ``--rho 0.5``, which the docs suggest for checkpoints.
 
     PYTHONPATH=src OPENBLAS_NUM_THREADS=1 python benchmarks/bench_paired_folder.py -o runs/paired_folder
 
-(v2 MuSR and IFEval, seeds 0-2, 4 replays: about 3 minutes on 2 shared cores.)
+(default: v2 MuSR and IFEval, seeds 0-2, 4 replays, a few minutes; the figures in
+benchmarks/results/paired.md: ``--data v2_musr v2_ifeval v2_arc_challenge helm_mmlu helm_med_qa
+--seeds 5 --replays 4``, about 15 minutes on 2 busy shared cores.)
 """
 from __future__ import annotations
 

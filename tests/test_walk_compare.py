@@ -103,7 +103,7 @@ def _half_width(preds, scale):
 
 
 def test_a_suite_runs_benchmarks_get_the_plain_combination_and_its_average_its_scale(tmp_path):
-    """A shipped bank's pair scale (0.72-0.85) was fitted on two single-bank adaptive tests,
+    """A shipped bank's pair scale (0.73-0.84) was fitted on two single-bank adaptive tests,
     whose intervals cover 97%; a suite member's cover about 95%, and at that scale their pairs
     covered only 88-94% of held-out pairs (bench_suite.py seeds 0 and 1): a suite run's benchmarks are
     combined plainly (1.0), its average at PAIR_SCALE["average"], two single-bank runs at the
