@@ -23,7 +23,9 @@ def compare_models_command(
     rho: float = typer.Option(0.0, "--rho",
                               help="Correlation of the two predictions' errors: 0 for "
                                    "unrelated models (measured: benchmarks/results/paired.md); "
-                                   "larger for near-duplicates (checkpoints, merges)."),
+                                   "larger for near-duplicates (checkpoints, merges) on a "
+                                   "shipped bank; 0 on a bank folder (its predictor's errors "
+                                   "are its own random draws)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ):
     """Per benchmark (and the average of a suite run): first minus second, 95% interval,
@@ -51,8 +53,8 @@ def compare_models_command(
     print_frame(df, title=f"first: {names[0]}; second: {names[1]}; {out['score']}, "
                 f"{out['sign']} ({out['unit']}, 95% interval)", float_format="{:.1f}")
     err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
-                      "near-duplicates get narrower intervals with --rho (see "
-                      "benchmarks/results/paired.md)", highlight=False)
+                      "near-duplicates on a shipped bank get narrower intervals with --rho, "
+                      "not on a bank folder (see benchmarks/results/paired.md)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
