@@ -43,7 +43,8 @@ __all__ = ["difference_interval", "limits_difference", "paired_difference", "exc
 #: 1.0 for a bank not listed (the plain combination, which covers more than 95%). ``average``:
 #: a suite's average (openllm-v1, 150 items), fitted to cover 95% of every pair of held-out
 #: models (whole population) of two tuning splits, seeds 2 and 3
-#: (``benchmarks/suite_pair_scale.py``): 0.92. The plain combination covered 94.8-97.7% of the
+#: (``benchmarks/suite_pair_scale.py``): 0.92, fitted with one sd per prediction (not refitted
+#: for :func:`limits_difference`). The plain combination covered 94.8-97.7% of the
 #: dense held-out pairs on four splits; with 0.92 the two reported splits (seeds 0 / 1) cover
 #: 94.9% / 96.9% (dense) and 94.6% / 94.8% (whole population).
 PAIR_SCALE: dict[str, float] = {"arc": 0.82, "hellaswag": 0.78, "mmlu": 0.73, "truthfulqa": 0.84,
