@@ -11,7 +11,7 @@ import pytest
 from atlascat.cli import main
 from atlascat.errors import ConfigError
 from atlascat.studies.paired import (PAIR_SCALE, Z95, difference_interval,
-                                      excess_agreement, paired_difference)
+                                      excess_agreement, limits_difference, paired_difference)
 
 
 def test_difference_of_two_predictions_matches_the_formula():
@@ -31,6 +31,44 @@ def test_difference_of_two_predictions_matches_the_formula():
     avg = paired_difference(a, b, benchmark="average")
     assert avg["scale"] == PAIR_SCALE["average"] < 1.0
     assert avg["sd"] == pytest.approx(PAIR_SCALE["average"] * np.hypot(sa, sb))
+
+
+def test_asymmetric_intervals_bound_each_side_of_the_difference():
+    """A prediction near the top of its interval (the benchmark predictor's pooled estimate, a
+    widened interval): the difference's lower side comes from the first's lower side and the
+    second's upper one. One sd per prediction around the point put the interval on the wrong
+    side (a held-out pair 17 points apart on MuSR was outside -7 to 17)."""
+    a = {"score": 0.445, "lo": 0.359, "hi": 0.519}
+    b = {"score": 0.396, "lo": 0.241, "hi": 0.419}
+    d = paired_difference(a, b, scale=1.0)
+    assert d["diff"] == pytest.approx(0.049)
+    assert d["lo"] == pytest.approx(0.049 - np.hypot(0.086, 0.023))
+    assert d["hi"] == pytest.approx(0.049 + np.hypot(0.074, 0.155))
+    assert d["lo"] <= 0.173 <= d["hi"]                 # the pair's true difference
+    back = paired_difference(b, a, scale=1.0)          # the sign convention: first minus second
+    assert (back["lo"], back["hi"]) == pytest.approx((-d["hi"], -d["lo"]))
+    sym = limits_difference(0.6, 0.55, 0.65, 0.5, 0.44, 0.56, rho=0.3, scale=0.8)
+    ref = difference_interval(0.1, 0.05 / Z95, 0.06 / Z95, rho=0.3, scale=0.8)
+    assert (sym["lo"], sym["hi"]) == pytest.approx((ref["lo"], ref["hi"]))   # symmetric: the same
+
+
+def test_asymmetric_intervals_cover_95_percent_of_simulated_pairs():
+    """Errors with a long tail on one side (split normals, each prediction's own 95% interval
+    exact): the difference's interval covers 95% of pairs; the symmetric sd around the point
+    covered 83-93%."""
+    rng = np.random.default_rng(0)
+    n = 100_000
+
+    def split_normal(low, high):
+        z = np.abs(rng.standard_normal(n))
+        return np.where(rng.random(n) < 0.5, -z * low, z * high)
+
+    for la, ua, lb, ub in ((0.06, 0.02, 0.02, 0.06), (0.08, 0.01, 0.01, 0.08),
+                           (0.06, 0.02, 0.06, 0.02)):
+        ta, tb = rng.uniform(0.3, 0.7, (2, n))
+        a, b = ta - split_normal(la, ua), tb - split_normal(lb, ub)
+        d = limits_difference(a, a - Z95 * la, a + Z95 * ua, b, b - Z95 * lb, b + Z95 * ub)
+        assert 0.94 <= np.mean((d["lo"] <= ta - tb) & (ta - tb <= d["hi"])) <= 0.96
 
 
 def test_interval_covers_95_percent_of_simulated_pairs():
@@ -111,6 +149,24 @@ def test_compare_models_on_two_live_runs(tmp_path, capsys):
     assert code != 0 and "no run 'nope'" in capsys.readouterr().err
 
 
+def test_compare_models_states_the_sign_and_refuses_a_failed_run(tmp_path, capsys):
+    """The JSON states the sign convention, as the table's title does; a run that stopped on
+    an error is refused in one line that says how to finish it."""
+    from atlascat.live.store import RunStore
+
+    db, ids = _two_runs(tmp_path, capsys, ("1.0", "0.0"), ["--bank", "arc", "--max-items", "8"])
+    assert main(["compare-models", ids[0], ids[1], "--db", str(db), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["sign"] == "first minus second"
+    assert main(["compare-models", ids[0], ids[1], "--db", str(db)]) == 0
+    assert "first minus second" in capsys.readouterr().out
+    RunStore(db).fail_run(ids[1], "the harness crashed")
+    assert main(["compare-models", ids[0], ids[1], "--db", str(db)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: run {ids[1]} has not finished (error): resume it to its end first; "
+                   f"atlas evaluate --resume {ids[1]} --db {db}, then compare"), err
+
+
 def test_compare_models_takes_run_folders(tmp_path, capsys):
     """RUN_A / RUN_B may be the folders `atlas evaluate -o` wrote (each with its own store)."""
     for theta, name in (("1.5", "tuned"), ("-0.5", "base")):
@@ -162,9 +218,20 @@ def test_compare_models_refuses_two_scores_of_one_name(tmp_path, capsys):
     row = json.loads(capsys.readouterr().out)["rows"][0]
     preds = [json.loads((tmp_path / f / "results.json").read_text())[0]["prediction"]
              for f in ("folder", "other")]
-    sd = np.hypot(*[(p["hi"] - p["lo"]) / (2 * Z95) for p in preds])
+    (a, b) = preds   # each side from the sides that bound it, at scale 1
     assert row["benchmark"] == "arc" and PAIR_SCALE["arc"] < 1
-    assert row["hi"] - row["difference"] == pytest.approx(100 * Z95 * sd)
+    assert row["hi"] - row["difference"] == pytest.approx(
+        100 * np.hypot(a["hi"] - a["score"], b["score"] - b["lo"]))
+    assert row["difference"] - row["lo"] == pytest.approx(
+        100 * np.hypot(a["score"] - a["lo"], b["hi"] - b["score"]))
+    from atlascat.live.compare import compare_runs
+
+    assert compare_runs(tmp_path / "folder", tmp_path / "other")["warning"] is None
+    # the predictor's errors are its own random draws, independent between runs: a rho
+    # narrows the interval below 95% (bench_paired_folder.py), and is said so
+    told = compare_runs(tmp_path / "folder", tmp_path / "other", rho=0.5)
+    assert "rho 0.5 on arc: the benchmark predictor's error" in told["warning"]
+    assert told["rows"][0]["warnings"] and "compare with rho 0" in told["warning"]
     code = main(["compare-models", str(tmp_path / "folder"), str(tmp_path / "shipped")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "both predict 'arc', but not one score" in err \

@@ -60,8 +60,9 @@ def test_a_killed_run_is_listed_and_resumed_by_its_id_alone(tmp_path, capsys):
                      str(tmp_path / "other"), "-q"]) == 0
         capsys.readouterr()               # its folder names the run that has not finished
         assert main(["compare-models", str(run_dir), str(tmp_path / "other")]) == 2
-        assert capsys.readouterr().err.strip() == \
-            f"error: run {run['run_id']} is interrupted: resume it to its end first"
+        assert capsys.readouterr().err.strip() == (
+            f"error: run {run['run_id']} has not finished (interrupted): resume it to its end "
+            f"first; atlas evaluate --resume {run['run_id']} --db {db}, then compare")
         assert main(["evaluate", "--resume", run["run_id"], "--json"]) == 0, \
             capsys.readouterr().err
     res = json.loads(capsys.readouterr().out)[0]

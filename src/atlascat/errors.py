@@ -69,6 +69,16 @@ class MovedBankError(ConfigError):
         self.run_id, self.store = run_id, store
 
 
+class UnfinishedRunError(ConfigError):
+    """A run that has not finished (running, interrupted, stopped by an error) was given where
+    a finished one is needed (a comparison): ``run_id`` and ``store`` (the run store's path)
+    say which run to resume (:meth:`atlascat.live.service.LiveRun.resume`)."""
+
+    def __init__(self, message: str, run_id: str, store=None):
+        super().__init__(message)
+        self.run_id, self.store = run_id, store
+
+
 class NotFittedError(ConfigError, AttributeError):
     """An estimator's fitted attribute (``bank_``, ``theta_``, ...) or method was used before
     ``fit``; ``hasattr(estimator, "bank_")`` is False until then (scikit-learn's convention)."""

@@ -23,13 +23,16 @@ def compare_models_command(
     rho: float = typer.Option(0.0, "--rho",
                               help="Correlation of the two predictions' errors: 0 for "
                                    "unrelated models (measured: benchmarks/results/paired.md); "
-                                   "larger for near-duplicates (checkpoints, merges)."),
+                                   "larger for near-duplicates (checkpoints, merges) on a "
+                                   "shipped bank; 0 on a bank folder (its predictor's errors "
+                                   "are its own random draws)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ):
     """Per benchmark (and the average of a suite run): first minus second, 95% interval,
     and whether the interval tells the two apart.
 
-    The interval combines the two predictions' intervals in quadrature, times a shipped
+    The interval combines the two predictions' intervals, each side from the sides that
+    bound it (the first's lower with the second's upper, in quadrature), times a shipped
     bank's pair scale for two single-bank runs (fitted so that 95% of the calibration models'
     pairs are covered; measured on held-out pairs by benchmarks/bench_paired.py), the
     average's for a suite run's average; 1 for a suite run's benchmarks and a bank of your
@@ -47,11 +50,11 @@ def compare_models_command(
 
     df = pd.DataFrame(out["rows"]).drop(columns=["score", "population", "unit", "warnings"])
     names = [f"{m} (run {r})" for m, r in zip(out["models"], (out["first"], out["second"]))]
-    print_frame(df, title=f"first: {names[0]}; second: {names[1]}; {out['score']}, first "
-                f"minus second ({out['unit']}, 95% interval)", float_format="{:.1f}")
+    print_frame(df, title=f"first: {names[0]}; second: {names[1]}; {out['score']}, "
+                f"{out['sign']} ({out['unit']}, 95% interval)", float_format="{:.1f}")
     err_console.print("told apart: the interval excludes 0. Unrelated models: --rho 0; "
-                      "near-duplicates get narrower intervals with --rho (see "
-                      "benchmarks/results/paired.md)", highlight=False)
+                      "near-duplicates on a shipped bank get narrower intervals with --rho, "
+                      "not on a bank folder (see benchmarks/results/paired.md)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -21,7 +21,10 @@ from pathlib import Path
 
 from ..errors import AtlasError, ConfigError, LiveRunError
 
-__all__ = ["compare_runs", "comparison_frame"]
+__all__ = ["compare_runs", "comparison_frame", "SIGN"]
+
+#: the sign convention of every difference compared here
+SIGN = "first minus second"
 
 
 def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
@@ -31,8 +34,10 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     ``run_a`` / ``run_b``: run ids (looked up in ``db``, else in the stores ``atlas runs``
     knows) or run folders. ``rho``: the correlation of the two predictions' errors (0 for
     unrelated models, larger for near-duplicates such as checkpoints). Returns ``first``,
-    ``second`` (run ids), ``models``, ``rho``, ``score`` (what the rows compare: "predicted
-    leaderboard score", "predicted <benchmark> score"), ``unit``, ``warning`` (None, or a line
+    ``second`` (run ids), ``sign`` (:data:`SIGN`, "first minus second": a positive
+    difference says the first run's model scores higher), ``models``, ``rho``, ``score``
+    (what the rows compare: "predicted leaderboard score", "predicted <benchmark> score"),
+    ``unit``, ``warning`` (None, or a line
     when one run was asked approximately and the other not, and with the runs' own prediction
     warnings, which the difference inherits) and ``rows``: ``benchmark``, ``first``,
     ``second``, ``difference``, ``lo``, ``hi``, ``told_apart`` ("yes" / "no": the interval
@@ -47,7 +52,7 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     rows = _rows(first, second, rho)
     names = {r["score"] for r in rows}
     units = {r["unit"] for r in rows}
-    return {"first": first[2], "second": second[2],
+    return {"first": first[2], "second": second[2], "sign": SIGN,
             "models": [_model_of(runs, r) for (_, runs, r) in (first, second)],
             "rho": float(rho),
             "score": names.pop() if len(names) == 1 else "predicted score",
@@ -140,8 +145,22 @@ def _rows(first, second, rho: float) -> list[dict]:
                      # a bank folder's score is its own benchmark's, not a leaderboard's
                      "score": score_name({"benchmark": bench, "population": population} | a),
                      "population": population, "unit": _unit(a),
-                     "warnings": _prediction_warnings(bench, (a, b), (run_a, run_b))})
+                     "warnings": [*_prediction_warnings(bench, (a, b), (run_a, run_b)),
+                                  *_rho_warning(bench, (a, b), rho)]})
     return rows
+
+
+def _rho_warning(bench: str, preds, rho: float) -> list[str]:
+    """A line when ``rho`` is not 0 and a prediction is the benchmark predictor's: its error is
+    mostly the sampling error of its own random draw of items, independent between two runs
+    whatever the models, so a correlation narrows the interval below 95% (measured:
+    benchmarks/bench_paired_folder.py)."""
+    if not rho or not any(p.get("design") == "benchmark predictor" for p in preds):
+        return []
+    return [f"rho {rho:g} on {bench}: the benchmark predictor's error is mostly its own random "
+            "draw of items, independent between two runs whatever the models; at rho 0.5 the "
+            "interval covered 88-98% of held-out pairs on bank folders (rho 0: 96-99%, "
+            "benchmarks/results/paired.md): compare with rho 0"]
 
 
 def _prediction_warnings(bench: str, preds, ids) -> list[str]:

@@ -218,7 +218,10 @@ def run_predictions(store: RunStore, run_id: str, runs=None) -> dict:
         raise ConfigError(f"no run {run_id!r} in the run store {str(store.path)!r}")
     run = match.iloc[0].to_dict()
     if run.get("state") != "done":
-        raise ConfigError(f"run {run_id} is {run.get('state')}: resume it to its end first")
+        from ..errors import UnfinishedRunError
+
+        raise UnfinishedRunError(f"run {run_id} has not finished ({run.get('state')}): resume "
+                                 "it to its end first", run_id, store.path)
     if run["kind"] == "suite":
         res = suite_result(store, run_id)
         out = {b["name"]: b for b in res["benchmarks"] if b.get("score") is not None}
