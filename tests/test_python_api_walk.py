@@ -58,3 +58,77 @@ def test_build_bank_frame_on_a_score_range(frame, tmp_path):
     assert f.manifest["settings"]["score_range"] == [1.0, 10.0]
     with pytest.raises(ResponseDataError, match="outside"):
         build_bank(tens + 1, folds=0, budget=20, score_range=(1, 10))
+
+
+@pytest.fixture(scope="module")
+def bank(frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return at.calibrate(frame, "2pl").bank
+
+
+def _entry_points(frame):
+    from atlascat.design.optimal import form_criterion, optimal_form
+    from atlascat.irt import fit
+
+    return {"simulate_cat": lambda b: at.simulate_cat(b, thetas=[0.0], rng=0),
+            "OrdinalCATSession": lambda b: at.OrdinalCATSession(b),
+            "simulate_ordinal_cat": lambda b: __import__(
+                "atlascat.cat.ordinal", fromlist=["x"]).simulate_ordinal_cat(b, thetas=[0.0]),
+            "m2": lambda b: fit.m2(frame, b), "sx2": lambda b: fit.sx2(frame, b),
+            "optimal_form": lambda b: optimal_form(b, 5),
+            "form_criterion": lambda b: form_criterion(b, [0, 1])}
+
+
+@pytest.mark.parametrize("name", ["simulate_cat", "OrdinalCATSession", "simulate_ordinal_cat",
+                                  "m2", "sx2", "optimal_form", "form_criterion"])
+@pytest.mark.parametrize("bad", ["frame", "path", "none"])
+def test_a_wrong_bank_is_a_config_error_naming_it(frame, bank, name, bad):
+    """These raised AttributeError ('DataFrame' object has no attribute 'params' / 'model' /
+    'information' / 'log_prob') from deep inside instead of naming the argument."""
+    from atlascat.errors import ConfigError
+
+    value = {"frame": bank.to_frame(), "path": "bank.csv", "none": None}[bad]
+    with pytest.raises(ConfigError, match=r"^bank "):
+        _entry_points(frame)[name](value)
+
+
+def test_a_bank_frame_error_says_how_to_make_a_bank(bank):
+    from atlascat.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"ItemBank\.from_frame"):
+        at.simulate_cat(bank.to_frame(), thetas=[0.0])
+
+
+def test_ordinal_session_refuses_a_bad_rng_and_config_by_name():
+    """OrdinalCATSession passed rng to np.random.default_rng (numpy's TypeError about
+    SeedSequence) and a dict config failed with AttributeError 'selection'."""
+    from atlascat.errors import ConfigError
+    from atlascat.irt import polytomous
+    from atlascat.irt.polybank import PolyBank
+
+    rng = np.random.default_rng(0)
+    a = rng.lognormal(0.3, 0.3, 6)
+    d = -np.sort(rng.normal(0, 1.2, (6, 3)), axis=1) * a[:, None]
+    ratings = polytomous.sample("graded", np.column_stack([a, d]), rng.normal(size=200), rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        poly = at.calibrate(pd.DataFrame(ratings), "graded").bank
+    assert isinstance(poly, PolyBank)
+    with pytest.raises(ConfigError, match="^rng must be"):
+        at.OrdinalCATSession(poly, rng="seven")
+    with pytest.raises(ConfigError, match="^config must be a CATConfig"):
+        at.OrdinalCATSession(poly, {"max_items": 3})
+    with pytest.raises(ConfigError, match="^rng must be"):
+        at.simulate_cat(poly, thetas=[0.0], rng="seven")
+    first = at.OrdinalCATSession(poly, rng=np.random.default_rng(4)).next_item()
+    assert first == at.OrdinalCATSession(poly, rng=4).next_item()   # a seed = its Generator
+
+
+def test_simulate_with_thetas_and_responses_names_thetas(frame, bank):
+    """With responses= the thetas are the reference; a wrong length was reported as
+    'theta_ref has 1 values', an argument the caller never passed."""
+    from atlascat.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^thetas \(the reference of responses=\) has 1"):
+        at.simulate_cat(bank, responses=frame.iloc[:5], thetas=[0.0], rng=0)

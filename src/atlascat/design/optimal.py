@@ -386,6 +386,11 @@ def _positions(bank, items) -> np.ndarray:
 def _bank_design(bank, thetas, **kwargs) -> ThetaDesign:
     """:func:`theta_design` of ``thetas`` for ``bank``: abilities of as many dimensions as it
     has (a 2-column sample for a unidimensional bank is refused, not a singular covariance)."""
+    if not _is_multidim(bank):
+        from ..irt.bank import check_bank
+        from ..irt.polybank import PolyBank
+
+        check_bank(bank, also=(PolyBank,), what="an ItemBank, a PolyBank or a MultidimBank")
     dims = _bank_dims(bank)
     design = theta_design(thetas, dims, **kwargs)
     if design.n_dims != dims:

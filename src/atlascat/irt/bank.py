@@ -515,13 +515,17 @@ def warn_negative_slopes(bank) -> None:
                   "them from the bank")
 
 
-def check_bank(bank):
-    """An ItemBank (a path or a bundled name is refused with the call that loads it)."""
-    if isinstance(bank, ItemBank):
+def check_bank(bank, also: tuple = (), what: str = "an atlascat.ItemBank"):
+    """An ItemBank, or one of the classes ``also`` (named by ``what``): anything else is a
+    ConfigError naming the argument (a path or a bundled name with the call that loads it, a
+    DataFrame with ``ItemBank.from_frame``), not an AttributeError deep inside the caller."""
+    if isinstance(bank, (ItemBank, *also)):
         return bank
     if isinstance(bank, (str, Path)):
         raise ConfigError(f"bank {str(bank)!r} is a name or path, not an ItemBank; load it with "
                           "atlascat.load_bank(name) for a bundled bank, ItemBank.read(path) for "
                           "a file, or atlascat.catalogue.BankRef.from_option(...).load() for a "
                           "bank folder")
-    raise ConfigError(f"bank must be an atlascat.ItemBank, got {type(bank).__name__}")
+    hint = ("; a frame of item parameters (item_id, a, b, c, u) becomes one by "
+            "ItemBank.from_frame(df)" if type(bank).__name__ == "DataFrame" else "")
+    raise ConfigError(f"bank must be {what}, got {type(bank).__name__}{hint}")

@@ -133,7 +133,9 @@ MAX_M2_ITEMS = 150
 
 # ---------------------------------------------------------------------------------- helpers
 def _estimated(bank: ItemBank, estimated) -> str:
-    est = bank.model if estimated is None else str(estimated).lower()
+    from .bank import check_bank
+
+    est = check_bank(bank).model if estimated is None else str(estimated).lower()
     if est not in ESTIMATED:
         raise ConfigError(f"estimated must be one of {', '.join(ESTIMATED)} (or None for the "
                           f"bank's model), got {estimated!r}")
