@@ -132,3 +132,14 @@ def test_simulate_with_thetas_and_responses_names_thetas(frame, bank):
 
     with pytest.raises(ConfigError, match=r"^thetas \(the reference of responses=\) has 1"):
         at.simulate_cat(bank, responses=frame.iloc[:5], thetas=[0.0], rng=0)
+
+
+def test_predictor_fit_on_an_unlabelled_array_says_it_has_no_item_ids(frame, bank):
+    """An array's columns read as '0', '1', ...: the error told the user to 'give the matrix
+    the bank was calibrated on', which they had done."""
+    from atlascat.errors import ResponseDataError
+
+    with pytest.raises(ResponseDataError, match=r"an array has no item ids.*DataFrame"):
+        at.BenchmarkPredictor(10).fit(bank, frame.to_numpy(), rng=0)
+    fitted = at.BenchmarkPredictor(10).fit(bank, frame.astype("Int64"), rng=0)   # labelled
+    assert list(fitted.item_ids_) == list(frame.columns)
