@@ -143,3 +143,20 @@ def test_predictor_fit_on_an_unlabelled_array_says_it_has_no_item_ids(frame, ban
         at.BenchmarkPredictor(10).fit(bank, frame.to_numpy(), rng=0)
     fitted = at.BenchmarkPredictor(10).fit(bank, frame.astype("Int64"), rng=0)   # labelled
     assert list(fitted.item_ids_) == list(frame.columns)
+
+
+@pytest.mark.parametrize("package", ["irt", "cat", "predict", "bankdir", "live", "design"])
+def test_public_subpackages_say_what_they_hold(package):
+    """``help(atlascat.cat)`` and ``help(atlascat.design)`` showed nothing: their __init__ had
+    no docstring. Each public subpackage's docstring maps its modules, and every module it
+    names exists."""
+    import importlib
+    import re
+
+    mod = importlib.import_module(f"atlascat.{package}")
+    doc = mod.__doc__ or ""
+    assert len(doc.splitlines()) >= 5, f"atlascat.{package} has no module map"
+    named = set(re.findall(rf":mod:`(?:atlascat\.{package})?\.(\w+)`", doc))
+    assert named, f"atlascat.{package}'s docstring names none of its modules"
+    for name in named:
+        importlib.import_module(f"atlascat.{package}.{name}")
