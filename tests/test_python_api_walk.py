@@ -160,3 +160,50 @@ def test_public_subpackages_say_what_they_hold(package):
     assert named, f"atlascat.{package}'s docstring names none of its modules"
     for name in named:
         importlib.import_module(f"atlascat.{package}.{name}")
+
+
+@pytest.fixture(scope="module")
+def poly():
+    from atlascat.irt import polytomous
+
+    rng = np.random.default_rng(1)
+    a = rng.lognormal(0.3, 0.3, 6)
+    d = -np.sort(rng.normal(0, 1.2, (6, 3)), axis=1) * a[:, None]
+    ratings = polytomous.sample("graded", np.column_stack([a, d]), rng.normal(size=200), rng)
+    frame = pd.DataFrame(ratings + 1, columns=[f"p{j}" for j in range(6)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return at.calibrate(frame, "graded").bank
+
+
+def test_polybank_index_of_and_subset_take_one_id_as_itembank_does(poly, bank):
+    """PolyBank.index_of('zzz') raised a bare KeyError and subset('p1') split the id into its
+    characters; ItemBank names the unknown id and takes one id."""
+    from atlascat.errors import BankError
+
+    assert poly.index_of("p2") == 2 and bank.index_of("q2") == 2
+    assert poly.index_of(np.str_("p3")) == 3
+    with pytest.raises(BankError, match="not in the bank.*'zzz'"):
+        poly.index_of("zzz")
+    assert list(poly.subset("p1").item_ids) == ["p1"]
+    assert list(poly.subset(["p4", "p0"]).item_ids) == ["p4", "p0"]
+
+
+@pytest.mark.parametrize("name", ["aic", "bic", "sabic", "hq"])
+def test_information_criteria_say_their_formula_and_reference(name):
+    from atlascat.irt.result import CalibrationResult
+
+    doc = getattr(CalibrationResult, name).__doc__ or ""
+    assert "-2 l" in doc and "19" in doc, f"CalibrationResult.{name} has no formula/reference"
+
+
+@pytest.mark.parametrize("cls, names", [
+    ("atlascat.irt.bank.ItemBank", ["log_probability", "test_information", "n_items"]),
+    ("atlascat.irt.polybank.PolyBank", ["a", "index_of", "subset", "probability",
+                                        "test_information", "n_items"])])
+def test_bank_verbs_have_docstrings(cls, names):
+    import importlib
+
+    module, _, attr = cls.rpartition(".")
+    klass = getattr(importlib.import_module(module), attr)
+    assert [n for n in names if not (getattr(klass, n).__doc__ or "").strip()] == []

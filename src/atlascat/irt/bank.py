@@ -157,6 +157,7 @@ class ItemBank:
 
     @property
     def n_items(self) -> int:
+        """The number of items, ``len(bank)``."""
         return len(self.item_ids)
 
     @property
@@ -246,6 +247,8 @@ class ItemBank:
         return models.probability(theta_values(theta), *self.params)
 
     def log_probability(self, theta):
+        """``(log P, log (1 - P))`` for every theta and item, each computed without
+        cancellation (:func:`atlascat.irt.models.log_probability`)."""
         return models.log_probability(theta_values(theta), *self.params)
 
     def information(self, theta) -> np.ndarray:
@@ -253,6 +256,7 @@ class ItemBank:
         return models.item_information(theta_values(theta), *self.params)
 
     def test_information(self, theta) -> np.ndarray:
+        """Test information I(theta) = sum_j I_j(theta) (Lord, 1980); shape of ``theta``."""
         return models.test_information(theta_values(theta), *self.params)
 
     def summary(self) -> dict:
