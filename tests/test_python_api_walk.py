@@ -207,3 +207,41 @@ def test_bank_verbs_have_docstrings(cls, names):
     module, _, attr = cls.rpartition(".")
     klass = getattr(importlib.import_module(module), attr)
     assert [n for n in names if not (getattr(klass, n).__doc__ or "").strip()] == []
+
+
+def test_seeds_work_wherever_an_rng_is_taken(frame, bank):
+    """stratified_split, fit.partition_items / m2_partitioned, optimal_form,
+    random_form_baseline, polytomous.sample and multidim.simulate_responses called
+    ``rng.choice`` / ``.permutation`` / ``.random`` on what they were given: an int seed was an
+    AttributeError. A seed now gives what the Generator of that seed gives."""
+    from atlascat.design import optimal
+    from atlascat.irt import fit, multidim, polytomous
+
+    def same(fn):
+        a, b = fn(7), fn(np.random.default_rng(7))
+        if isinstance(a, tuple):
+            return all(list(x.subject_ids) == list(y.subject_ids) for x, y in zip(a, b))
+        return np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
+
+    assert same(lambda r: at.stratified_split(frame, rng=r))
+    assert same(lambda r: [list(p) for p in fit.partition_items(40, 10, rng=r)])
+    assert same(lambda r: optimal.optimal_form(bank, 5, rng=r).item_ids)
+    assert same(lambda r: optimal.random_form_baseline(bank, [0, 1, 2], rng=r)["random_median"])
+    assert same(lambda r: polytomous.sample("graded", np.array([[1.0, 1.0, -1.0]]), np.zeros(9), r))
+    mb = multidim.MultidimBank(["a", "b"], np.ones((2, 2)), np.zeros(2))
+    assert same(lambda r: multidim.simulate_responses(mb, np.zeros((9, 2)), r))
+
+
+@pytest.mark.parametrize("call", ["split", "partition", "optimal", "sample", "parallel"])
+def test_a_bad_rng_is_a_config_error_naming_it(frame, bank, call):
+    from atlascat.design import optimal
+    from atlascat.errors import ConfigError
+    from atlascat.irt import dimensionality, fit, polytomous
+
+    fn = {"split": lambda: at.stratified_split(frame, rng="seven"),
+          "partition": lambda: fit.partition_items(40, 10, rng="seven"),
+          "optimal": lambda: optimal.optimal_form(bank, 5, rng="seven"),
+          "sample": lambda: polytomous.sample("graded", np.array([[1.0, 0.0]]), [0.0], "seven"),
+          "parallel": lambda: dimensionality.parallel_analysis(frame.to_numpy(), rng="seven")}
+    with pytest.raises(ConfigError, match="^rng must be"):
+        fn[call]()

@@ -564,12 +564,14 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
 
 def partition_items(n_items: int, partition_size: int = 100, rng=None) -> list[np.ndarray]:
     """Split item positions into round(n/size) nearly equal parts of about ``partition_size``
-    items (in bank order, or shuffled by ``rng``).
+    items (in bank order, or shuffled by ``rng``, a Generator or a seed).
 
     839 items with size 100 give 8 parts of 105/104 items, the paper's ARC partitions."""
     if partition_size < 2:
         raise ConfigError(f"partition_size must be >= 2, got {partition_size}")
-    order = np.arange(n_items) if rng is None else rng.permutation(n_items)
+    from ..validation import as_generator
+
+    order = np.arange(n_items) if rng is None else as_generator(rng).permutation(n_items)
     k = max(1, int(np.floor(n_items / partition_size + 0.5)))
     return [np.sort(part) for part in np.array_split(order, k)]
 

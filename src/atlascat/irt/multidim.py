@@ -251,8 +251,11 @@ def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANG
 
 
 def simulate_responses(bank: MultidimBank, theta, rng: np.random.Generator) -> np.ndarray:
-    """Bernoulli responses (n_subjects, n_items) drawn from the M2PL at ``theta`` (n, K)."""
-    return (rng.random((np.asarray(theta).shape[0], len(bank))) < bank.probability(theta)).astype(float)
+    """Bernoulli responses (n_subjects, n_items) drawn from the M2PL at ``theta`` (n, K);
+    ``rng`` a Generator or a seed."""
+    from ..validation import as_generator
+
+    return (as_generator(rng).random((np.asarray(theta).shape[0], len(bank))) < bank.probability(theta)).astype(float)
 
 
 def _as_arrays(responses):
@@ -487,7 +490,9 @@ class MultidimIRT:
         if bank.n_dims <= 2:
             post, nodes = self._grid_posterior(y, obs, bank)
             return post @ expit(nodes @ bank.loadings.T + bank.intercepts)
-        rng = rng if rng is not None else np.random.default_rng(0)
+        from ..validation import as_generator
+
+        rng = as_generator(0 if rng is None else rng)
         theta = np.zeros((y.shape[0], bank.n_dims))
         sampler = _Metropolis(y, obs, bank.loadings, bank.intercepts, theta, rng)
         sampler.run(50, adapt=True)
