@@ -245,3 +245,21 @@ def test_a_bad_rng_is_a_config_error_naming_it(frame, bank, call):
           "parallel": lambda: dimensionality.parallel_analysis(frame.to_numpy(), rng="seven")}
     with pytest.raises(ConfigError, match="^rng must be"):
         fn[call]()
+
+
+def test_a_session_given_an_unknown_item_raises_a_value_error(bank):
+    """record('nope', 1) raised LiveRunError, a RuntimeError: ``except ValueError`` around bad
+    input missed it. It is now both (old handlers of LiveRunError still catch it)."""
+    from atlascat.errors import LiveRunError, ResponseDataError
+
+    session = at.CATSession(bank, at.CATConfig(min_items=1, max_items=5), rng=0)
+    item = session.next_item()
+    with pytest.raises(ValueError, match="'nope' is not in the bank"):
+        session.record("nope", 1)
+    with pytest.raises(LiveRunError):
+        session.skip("nope")
+    for missing in (None, pd.NA):
+        with pytest.raises(ResponseDataError, match=r"use skip\(\)"):
+            session.record(item, missing)
+    session.record(item, True)
+    assert session.n_items == 1
