@@ -263,3 +263,56 @@ def test_a_session_given_an_unknown_item_raises_a_value_error(bank):
             session.record(item, missing)
     session.record(item, True)
     assert session.n_items == 1
+
+
+@pytest.fixture(scope="module")
+def folder(frame, tmp_path_factory):
+    from atlascat.bankdir import build_bank
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_bank(frame.iloc[:50], tmp_path_factory.mktemp("f") / "bank", folds=0,
+                          budget=20)
+
+
+@pytest.mark.parametrize("seed", ["x", -1, 1.5, True, np.random.default_rng(0)])
+def test_replay_seeds_are_checked_by_name(frame, folder, seed):
+    """replay_predictor(seed='x') raised int()'s ValueError and a Generator int()'s TypeError,
+    neither naming seed."""
+    from atlascat.bankdir import replay_adaptive, replay_predictor
+    from atlascat.errors import ConfigError
+
+    held = frame.iloc[50:]
+    with pytest.raises(ConfigError, match="^seed must be a whole number"):
+        replay_predictor(folder, held, budget=20, seed=seed)
+    with pytest.raises(ConfigError, match="^seed must be a whole number"):
+        replay_adaptive(folder, held, max_items=20, seed=seed)
+    with pytest.raises(ConfigError, match="^seed must be a whole number"):
+        at.BenchmarkPredictor(10).fit(folder.bank, frame.iloc[:50], rng=0).replay(held,
+                                                                                   seed=seed)
+
+
+def test_a_held_out_models_score_from_python(frame, folder):
+    """The whole path without the CLI: a DataFrame in, each held-out model's predicted full
+    score with its 95% interval out, indexed by the user's model names."""
+    from atlascat.bankdir import replay_predictor
+
+    held = frame.iloc[50:]
+    out = replay_predictor(folder, held, budget=20, seed=0)
+    assert list(out["subject_id"]) == list(held.index)
+    assert (out["score_lo"] <= out["score"]).all() and (out["score"] <= out["score_hi"]).all()
+    again = replay_predictor(folder, held, budget=20, seed=0)
+    pd.testing.assert_frame_equal(out, again)     # the same seed, the same result
+
+
+def test_link_predict_of_arrays_points_at_predict_many(folder):
+    """link.predict(theta=array) failed in float() with NumPy's 'only 0-dimensional arrays'."""
+    from atlascat.errors import ConfigError
+
+    link = folder.link
+    one = link.predict(theta=np.array([0.3]), se=0.2)        # one value in an array: fine
+    assert one.score == link.predict(theta=0.3, se=0.2).score
+    with pytest.raises(ConfigError, match="predict_many"):
+        link.predict(theta=np.array([0.3, 0.5]), se=np.array([0.2, 0.2]))
+    with pytest.raises(ConfigError, match="a number for theta"):
+        link.predict(theta="high", se=0.2)
