@@ -100,9 +100,10 @@ from scipy.special import expit
 
 from .defaults import QUADPTS, THETA_RANGE
 from ..errors import ConfigError, ResponseDataError, warn_user
+from ..validation import as_generator
 from . import models
 from .ability import estimate_ability, irf_pieces, response_array
-from .bank import ItemBank
+from .bank import ItemBank, check_bank
 from .progress import stepper
 from .quadrature import normal_quadrature
 from .sx2table import sx2_frame, table_sx2
@@ -133,8 +134,6 @@ MAX_M2_ITEMS = 150
 
 # ---------------------------------------------------------------------------------- helpers
 def _estimated(bank: ItemBank, estimated) -> str:
-    from .bank import check_bank
-
     est = check_bank(bank).model if estimated is None else str(estimated).lower()
     if est not in ESTIMATED:
         raise ConfigError(f"estimated must be one of {', '.join(ESTIMATED)} (or None for the "
@@ -569,8 +568,6 @@ def partition_items(n_items: int, partition_size: int = 100, rng=None) -> list[n
     839 items with size 100 give 8 parts of 105/104 items, the paper's ARC partitions."""
     if partition_size < 2:
         raise ConfigError(f"partition_size must be >= 2, got {partition_size}")
-    from ..validation import as_generator
-
     order = np.arange(n_items) if rng is None else as_generator(rng).permutation(n_items)
     k = max(1, int(np.floor(n_items / partition_size + 0.5)))
     return [np.sort(part) for part in np.array_split(order, k)]
