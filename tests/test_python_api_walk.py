@@ -316,3 +316,12 @@ def test_link_predict_of_arrays_points_at_predict_many(folder):
         link.predict(theta=np.array([0.3, 0.5]), se=np.array([0.2, 0.2]))
     with pytest.raises(ConfigError, match="a number for theta"):
         link.predict(theta="high", se=0.2)
+
+
+@pytest.mark.parametrize("seed", ["x", 0.5, np.random.default_rng(0)])
+def test_build_bank_checks_its_seed_before_reading(frame, seed):
+    from atlascat.bankdir import build_bank
+    from atlascat.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="^seed must be a whole number"):
+        build_bank(frame, seed=seed)

@@ -592,6 +592,9 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         step()
 
     check_model(model)   # before reading: a graded / gpcm bank is atlas calibrate's
+    from ..validation import check_seed
+
+    seed = check_seed(seed)
     score_range = check_score_range(score_range)
     rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
                                    id_field=id_field, score_range=score_range,
