@@ -325,3 +325,9 @@ def test_build_bank_checks_its_seed_before_reading(frame, seed):
 
     with pytest.raises(ConfigError, match="^seed must be a whole number"):
         build_bank(frame, seed=seed)
+
+
+def test_help_of_calibrate_states_the_model_inputs_and_reference():
+    doc = at.calibrate.__doc__
+    for words in ("Bock and Aitkin, 1981", "DataFrame", "pd.NA", "Int64", '"graded"', "se=True"):
+        assert words in doc, words
