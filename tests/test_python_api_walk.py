@@ -331,3 +331,25 @@ def test_help_of_calibrate_states_the_model_inputs_and_reference():
     doc = at.calibrate.__doc__
     for words in ("Bock and Aitkin, 1981", "DataFrame", "pd.NA", "Int64", '"graded"', "se=True"):
         assert words in doc, words
+
+
+def test_subset_takes_one_id_and_names_positions_out_of_range(frame, bank):
+    """bank.subset('q1') failed with "parameter 'a' has 1 values but there are 2 item ids" and
+    ResponseMatrix.subset(items='q1') looked up 'q' and '1'; a position past the end was
+    NumPy's IndexError."""
+    from atlascat.errors import BankError, ResponseDataError
+
+    rm = at.ResponseMatrix.from_frame(frame)
+    assert list(bank.subset("q1").item_ids) == ["q1"]
+    assert list(rm.subset(items="q1").item_ids) == ["q1"]
+    assert list(rm.subset(subjects="org/model-3").subject_ids) == ["org/model-3"]
+    assert list(bank.subset([0, -1]).item_ids) == ["q0", bank.item_ids[-1]]
+    with pytest.raises(BankError, match=r"item positions must be in \[0, 40\)"):
+        bank.subset(np.array([99]))
+    with pytest.raises(ResponseDataError, match=r"item positions must be in \[0, 40\)"):
+        rm.subset(items=[999])
+
+
+def test_an_unknown_paper_benchmark_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
+        at.catalogue.load_paper_bank("nope")

@@ -215,14 +215,18 @@ class ItemBank:
             "and metadata as a table bank.to_frame()")
 
     def subset(self, items) -> "ItemBank":
-        """A new bank with the selected items: ids, a boolean mask, or integer positions."""
-        sel = np.asarray(items)
+        """A new bank with the selected items: ids (one id: a one-item bank), a boolean mask, or
+        integer positions."""
+        sel = np.atleast_1d(np.asarray(items))
         if sel.dtype == bool:
             if sel.shape != (len(self),):
                 raise BankError(f"boolean mask has shape {sel.shape}; expected ({len(self)},)")
             idx = np.flatnonzero(sel)
         elif sel.dtype.kind in "iu":
             idx = sel.astype(np.intp)
+            if idx.size and not (-len(self) <= idx.min() and idx.max() < len(self)):
+                raise BankError(f"item positions must be in [0, {len(self)}), got "
+                                f"{idx.min()}..{idx.max()}; ids go in as text")
         else:
             idx = self.index_of(sel.tolist())
         meta = None if self.metadata is None else self.metadata.iloc[idx]
