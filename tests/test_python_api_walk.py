@@ -353,3 +353,44 @@ def test_subset_takes_one_id_and_names_positions_out_of_range(frame, bank):
 def test_an_unknown_paper_benchmark_is_a_value_error():
     with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
         at.catalogue.load_paper_bank("nope")
+
+
+class _EasiestFirst:
+    """Scores of one row: the shape mistake a user makes first."""
+
+    def scores(self, theta, n_items, used, params):
+        return -params.b
+
+
+class _Never:
+    reason, precision = "never", False
+
+    def check(self, engine, rows):
+        return np.zeros(len(rows), dtype=bool)
+
+
+@pytest.mark.parametrize("batch_method", ["mepv", "preposterior"])
+def test_a_custom_criterion_of_the_wrong_shape_is_named(bank, batch_method):
+    """A criterion returning (J,) scores failed in np.copyto with 'could not broadcast where
+    mask from shape (2,20) into shape (20,)'."""
+    from atlascat.cat.config import Selection
+    from atlascat.errors import ConfigError
+
+    config = at.CATConfig(selection=Selection(criterion=_EasiestFirst(), randomesque=1),
+                          min_items=1, max_items=5)
+    with pytest.raises(ConfigError, match=r"_EasiestFirst\.scores returned shape \(40,\)"):
+        at.simulate_cat(bank, config, thetas=[0.0, 1.0], rng=0, batch_size=2,
+                        batch_method=batch_method)
+
+
+def test_a_component_class_instead_of_an_object_is_named():
+    """Selection(criterion=Cls) and stop_rules=(Cls,) failed at the first step with "scores()
+    missing 1 required positional argument"."""
+    from atlascat.cat.config import Selection, Stopping
+    from atlascat.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"_EasiestFirst\(\) instead of _EasiestFirst"):
+        Selection(criterion=_EasiestFirst)
+    with pytest.raises(ConfigError, match=r"_Never\(\.\.\.\) instead of _Never"):
+        Stopping(rules=(_Never,))
+    Stopping(rules=(_Never(),))        # an object is fine
