@@ -394,3 +394,16 @@ def test_a_component_class_instead_of_an_object_is_named():
     with pytest.raises(ConfigError, match=r"_Never\(\.\.\.\) instead of _Never"):
         Stopping(rules=(_Never,))
     Stopping(rules=(_Never(),))        # an object is fine
+
+
+def test_an_ordinal_session_skips_a_nullable_tables_missing_rating(poly):
+    """record(item, pd.NA), the missing cell of an Int64 table (docs/cat.md reads ratings
+    with table.loc[...]), was refused while NaN and None skip the item."""
+    s = at.OrdinalCATSession(poly, at.CATConfig(min_items=1, max_items=4), rng=1)
+    first = s.next_item()
+    s.record(first, pd.NA)
+    assert s.n_items == 0 and first not in set(s.history()["item_id"])
+    second = s.next_item()
+    assert second != first
+    s.record(second, pd.array([3], dtype="Int64")[0])     # a nullable integer: a rating
+    assert s.n_items == 1

@@ -483,7 +483,8 @@ class OrdinalCATSession:
     def record(self, item_id: str, rating) -> None:
         """The answer to the pending item: a rating on the item's scale (one it never had at
         calibration is scored as the category it falls in, :meth:`PolyBank.encode`), or None /
-        NaN (skipped: the item leaves the pool and is not scored)."""
+        NaN or ``pd.NA`` (a nullable table's missing rating): skipped, the item leaves the pool
+        and is not scored."""
         if self._pending is None:
             raise ConfigError(f"no item is pending, so {item_id!r} cannot be recorded; ask "
                               "next_item() first and record its answer")
@@ -492,7 +493,7 @@ class OrdinalCATSession:
                               f"{self.bank.item_ids[self._pending]!r}; ask next_item() first "
                               "and record its answer")
         j = self._pending
-        skipped = rating is None or (isinstance(rating, float) and np.isnan(rating))
+        skipped = rating is None or (np.ndim(rating) == 0 and bool(pd.isna(rating)))
         if not skipped:   # a rating off the item's scale raises here; the item stays pending
             try:
                 value = float(rating)
