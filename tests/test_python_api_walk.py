@@ -407,3 +407,19 @@ def test_an_ordinal_session_skips_a_nullable_tables_missing_rating(poly):
     assert second != first
     s.record(second, pd.array([3], dtype="Int64")[0])     # a nullable integer: a rating
     assert s.n_items == 1
+
+
+def test_replay_subject_takes_a_dataframe(tmp_path):
+    """ReplaySubject(df, model) read the DataFrame as a file name ("response file '<the whole
+    frame>' does not exist")."""
+    from atlascat.live import ReplaySubject, evaluate, load_content_bank
+
+    bank = load_content_bank("arc")
+    rm = at.catalogue.load_responses("arc")
+    frame = rm.subset(subjects=np.arange(3)).to_frame()
+    model = frame.index[1]
+    config = at.CATConfig(se_stop=0.4, max_items=40)
+    runs = [evaluate(bank, ReplaySubject(m, model, bank=bank), store=tmp_path / f"{k}.sqlite",
+                     config=config, seed=0) for k, m in enumerate((frame, rm))]
+    assert runs[0].n_items == runs[1].n_items > 0
+    assert runs[0].theta == pytest.approx(runs[1].theta)
