@@ -423,3 +423,15 @@ def test_replay_subject_takes_a_dataframe(tmp_path):
                      config=config, seed=0) for k, m in enumerate((frame, rm))]
     assert runs[0].n_items == runs[1].n_items > 0
     assert runs[0].theta == pytest.approx(runs[1].theta)
+
+
+@pytest.mark.parametrize("label", [np.nan, "", None])
+def test_a_column_without_a_name_is_refused_at_the_boundary(frame, label):
+    """A NaN column label went through the whole fit and failed building the bank with
+    'item id is empty at row(s) [0]'."""
+    from atlascat.errors import ResponseDataError
+
+    unnamed = frame.iloc[:, :5].copy()
+    unnamed.columns = [label] + list(unnamed.columns[1:])
+    with pytest.raises(ResponseDataError, match=r"item id is missing at column\(s\) \[0\]"):
+        at.calibrate(unnamed, "2pl")

@@ -182,6 +182,10 @@ class ResponseMatrix:
             raise ResponseDataError(
                 f"duplicate subject id {k!r} at rows {where} ({len(dup)} duplicated id(s) in all); "
                 + fix)
+        empty = [j for j, i in enumerate(iids) if not i.strip() or i.lower() in ("nan", "none")]
+        if empty:   # a bank refuses them after the whole fit; say it here, at the boundary
+            raise ResponseDataError(f"item id is missing at column(s) {empty[:10]}; every item "
+                                    "column needs a name (a NaN or empty column label)")
         dup = _first_dupes(iids.tolist())
         if dup:
             k, cols = next(iter(dup.items()))
