@@ -435,3 +435,28 @@ def test_a_column_without_a_name_is_refused_at_the_boundary(frame, label):
     unnamed.columns = [label] + list(unnamed.columns[1:])
     with pytest.raises(ResponseDataError, match=r"item id is missing at column\(s\) \[0\]"):
         at.calibrate(unnamed, "2pl")
+
+
+def test_multidim_fit_keeps_a_dataframes_item_ids(frame):
+    """MultidimIRT.fit(DataFrame) named the items item1, item2, ... instead of the columns."""
+    from atlascat.irt.multidim import MultidimIRT
+
+    model = MultidimIRT(n_dims=1, method="em").fit(frame.iloc[:, :6])
+    assert list(model.bank_.item_ids) == list(frame.columns[:6])
+    assert repr(MultidimIRT(n_dims=3)) == "MultidimIRT(n_dims=3)"
+
+
+def test_arena_estimators_show_their_settings_and_name_bad_input():
+    """BradleyTerry() showed <... object at 0x...>, fit(list) raised AttributeError 'columns',
+    schedule(battles, 'x') a TypeError from '<='."""
+    from atlascat.design.arena import schedule
+    from atlascat.design.bradley_terry import BradleyTerry
+    from atlascat.errors import ConfigError, ResponseDataError
+
+    assert repr(BradleyTerry(ties="half")) == "BradleyTerry(ties='half')"
+    battles = pd.DataFrame({"model_a": ["x", "y", "z"], "model_b": ["y", "z", "x"],
+                            "winner": ["a", "a", "a"]})
+    with pytest.raises(ResponseDataError, match="battles must be a pandas DataFrame"):
+        BradleyTerry().fit(battles.to_numpy().tolist())
+    with pytest.raises(ConfigError, match="n_pairs must be"):
+        schedule(battles, "x", prior_games=1)

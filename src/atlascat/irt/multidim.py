@@ -259,9 +259,11 @@ def simulate_responses(bank: MultidimBank, theta, rng: np.random.Generator) -> n
 
 
 def _as_arrays(responses):
-    """(y float with NaN, subject_ids, item_ids, weights) from a ResponseMatrix or an array."""
-    from ..responses import ResponseMatrix
+    """(y float with NaN, subject_ids, item_ids, weights) from a ResponseMatrix, a labelled
+    DataFrame (its index and columns kept as the ids) or an array."""
+    from ..responses import ResponseMatrix, as_labelled_responses
 
+    responses = as_labelled_responses(responses)
     if isinstance(responses, ResponseMatrix):
         w = responses.weights
         return (np.asarray(responses.values, dtype=float), np.asarray(responses.subject_ids),
@@ -444,6 +446,12 @@ class MultidimIRT:
         self.mhrm_tol = mhrm_tol
         self.rng = rng
 
+    def __repr__(self) -> str:
+        """The settings that differ from the defaults, as scikit-learn shows an estimator."""
+        from .._repr import changed_settings
+
+        return f"MultidimIRT({changed_settings(self)})"
+
     # ---------------------------------------------------------------- public
     def fit(self, responses) -> "MultidimIRT":
         k = int(self.n_dims)
@@ -464,7 +472,9 @@ class MultidimIRT:
         if method == "em":
             A, d = self._fit_em(y, obs, weights, A, d, prior)
         else:
-            rng = self.rng if self.rng is not None else np.random.default_rng(0)
+            from ..validation import as_generator
+
+            rng = as_generator(0 if self.rng is None else self.rng)
             A, d = self._fit_mhrm(y, obs, weights, A, d, prior, rng)
         R = np.eye(k)
         if self.rotation == "varimax" and k > 1:
