@@ -460,3 +460,23 @@ def test_arena_estimators_show_their_settings_and_name_bad_input():
         BradleyTerry().fit(battles.to_numpy().tolist())
     with pytest.raises(ConfigError, match="n_pairs must be"):
         schedule(battles, "x", prior_games=1)
+
+
+def test_multidim_cat_aligns_a_labelled_frame_by_item_id():
+    """simulate_mcat read a DataFrame's columns in their order, not the bank's: the same
+    answers with the columns shuffled gave other thetas. An int rng was an AttributeError."""
+    from atlascat.cat.multidim import MultidimCATSession, simulate_mcat
+    from atlascat.irt.multidim import MultidimBank, simulate_responses
+
+    rng = np.random.default_rng(0)
+    bank = MultidimBank([f"i{j}" for j in range(20)], np.abs(rng.normal(1, 0.3, (20, 2))),
+                        rng.normal(size=20))
+    frame = pd.DataFrame(simulate_responses(bank, rng.normal(size=(6, 2)), 0),
+                         index=[f"m{i}" for i in range(6)], columns=bank.item_ids)
+    ref = simulate_mcat(bank, responses=frame.to_numpy(), max_items=5)
+    shuffled = simulate_mcat(bank, responses=frame[frame.columns[::-1]], max_items=5)
+    np.testing.assert_allclose(shuffled.theta, ref.theta)
+    a = simulate_mcat(bank, true_theta=np.zeros((3, 2)), max_items=5, rng=4)
+    b = simulate_mcat(bank, true_theta=np.zeros((3, 2)), max_items=5, rng=np.random.default_rng(4))
+    np.testing.assert_allclose(a.theta, b.theta)
+    assert repr(MultidimCATSession(bank, max_items=5)).startswith("MultidimCATSession(n_items=0")
