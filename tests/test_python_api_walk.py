@@ -480,3 +480,15 @@ def test_multidim_cat_aligns_a_labelled_frame_by_item_id():
     b = simulate_mcat(bank, true_theta=np.zeros((3, 2)), max_items=5, rng=np.random.default_rng(4))
     np.testing.assert_allclose(a.theta, b.theta)
     assert repr(MultidimCATSession(bank, max_items=5)).startswith("MultidimCATSession(n_items=0")
+
+
+def test_multidim_scoring_aligns_a_labelled_frame_by_item_id(frame):
+    """MultidimIRT.score / predict_proba read a frame's columns by position."""
+    from atlascat.irt.multidim import MultidimIRT
+
+    sub = frame.iloc[:, :6]
+    model = MultidimIRT(n_dims=1, method="em").fit(sub)
+    shuffled = sub[sub.columns[::-1]]
+    np.testing.assert_allclose(model.score(shuffled)[0], model.score(sub.to_numpy())[0])
+    np.testing.assert_allclose(model.predict_proba(shuffled),
+                               model.predict_proba(sub.to_numpy()))

@@ -492,7 +492,7 @@ class MultidimIRT:
         Metropolis draws (``n_draws`` after a burn-in of 50) for K >= 3. Shape (n_subjects, n_items).
         """
         self._check_fitted()
-        y, *_ = _as_arrays(responses)
+        y = self._bank_values(responses)
         obs = _check_binary(y)
         if y.shape[1] != len(self.bank_):
             raise ResponseDataError(f"responses have {y.shape[1]} items; the bank has {len(self.bank_)}")
@@ -515,7 +515,7 @@ class MultidimIRT:
     def score(self, responses) -> tuple[np.ndarray, np.ndarray]:
         """EAP theta (n, K) and posterior covariance (n, K, K) on the product grid (K <= 3)."""
         self._check_fitted()
-        y, *_ = _as_arrays(responses)
+        y = self._bank_values(responses)
         obs = _check_binary(y)
         if self.bank_.n_dims > 3:
             raise ConfigError("grid EAP is available for K <= 3; use predict_proba for larger K")
@@ -525,6 +525,16 @@ class MultidimIRT:
         return mean, second - mean[:, :, None] * mean[:, None, :]
 
     # ---------------------------------------------------------------- internals
+    def _bank_values(self, responses) -> np.ndarray:
+        """The responses in the bank's item order: a labelled DataFrame or ResponseMatrix
+        aligned by item id (an item the bank lacks is an error), an array as given."""
+        from ..responses import ResponseMatrix, as_labelled_responses
+
+        labelled = as_labelled_responses(responses)
+        if isinstance(labelled, ResponseMatrix):
+            return labelled.aligned_values(self.bank_.item_ids)
+        return _as_arrays(labelled)[0]
+
     def _check_fitted(self):
         if not hasattr(self, "bank_"):
             raise ConfigError("this MultidimIRT is not fitted yet; call fit(responses) first")
