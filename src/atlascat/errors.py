@@ -88,6 +88,11 @@ class LiveRunError(AtlasError, RuntimeError):
     """A live evaluation failed in a way the user can resume from."""
 
 
+class UnknownItemError(LiveRunError, ValueError):
+    """An item id given to an adaptive session (``record``, ``skip``) is not one of its bank's:
+    bad input, so a ValueError, and a LiveRunError as the session's other refusals are."""
+
+
 class RunStoppedError(LiveRunError):
     """A live run stopped before its end (its subject failed after its retries); its answers
     are kept and it can be resumed: ``run_id``, ``store`` (the run store's path) and

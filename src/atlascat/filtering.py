@@ -32,7 +32,7 @@ import pandas as pd
 
 from .errors import ConfigError, ResponseDataError
 from .responses import ResponseMatrix
-from .validation import N_BINS, TEST_SIZE
+from .validation import N_BINS, TEST_SIZE, as_generator
 
 __all__ = ["FilterReport", "filter_items", "point_biserial", "stratified_split",
            "weighted_percentile"]
@@ -207,7 +207,8 @@ def stratified_split(responses: ResponseMatrix, *, test_size: float = TEST_SIZE,
 
     Subjects are put into ``n_bins`` quantile bins of total score; within each bin a share
     ``test_size`` (rounded, at least one when the bin has two or more subjects) goes to test.
-    Returns ``(train, test)`` ResponseMatrix objects.
+    Returns ``(train, test)`` ResponseMatrix objects. ``rng``: a numpy Generator, a seed (the
+    same seed, the same split) or None (fresh entropy).
     """
     from .responses import as_response_matrix
 
@@ -218,7 +219,7 @@ def stratified_split(responses: ResponseMatrix, *, test_size: float = TEST_SIZE,
         raise ConfigError(f"test_size must be in (0, 1), got {test_size}")
     if responses.n_subjects < 2:
         raise ResponseDataError("need at least two subjects to split")
-    rng = np.random.default_rng() if rng is None else rng
+    rng = as_generator(rng)
     acc = responses.accuracy
     edges = np.unique(np.quantile(acc, np.linspace(0, 1, n_bins + 1)))
     bins = np.clip(np.searchsorted(edges, acc, side="right") - 1, 0, max(len(edges) - 2, 0))

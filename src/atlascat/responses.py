@@ -182,6 +182,10 @@ class ResponseMatrix:
             raise ResponseDataError(
                 f"duplicate subject id {k!r} at rows {where} ({len(dup)} duplicated id(s) in all); "
                 + fix)
+        empty = [j for j, i in enumerate(iids) if not i.strip() or i.lower() in ("nan", "none")]
+        if empty:   # a bank refuses them after the whole fit; say it here, at the boundary
+            raise ResponseDataError(f"item id is missing at column(s) {empty[:10]}; every item "
+                                    "column needs a name (a NaN or empty column label)")
         dup = _first_dupes(iids.tolist())
         if dup:
             k, cols = next(iter(dup.items()))
@@ -325,12 +329,15 @@ class ResponseMatrix:
     def _select(sel, ids, what):
         if sel is None:
             return np.arange(len(ids))
-        sel = np.asarray(sel)
+        sel = np.atleast_1d(np.asarray(sel))   # one id: that one, not its characters
         if sel.dtype == bool:
             if sel.shape != ids.shape:
                 raise ResponseDataError(f"{what} mask has shape {sel.shape}; expected {ids.shape}")
             return np.flatnonzero(sel)
         if sel.dtype.kind in "iu":
+            if sel.size and not (-len(ids) <= sel.min() and sel.max() < len(ids)):
+                raise ResponseDataError(f"{what} positions must be in [0, {len(ids)}), got "
+                                        f"{sel.min()}..{sel.max()}; ids go in as text")
             return sel.astype(np.intp)
         index = {v: i for i, v in enumerate(ids)}
         missing = [s for s in sel.tolist() if str(s) not in index]

@@ -308,6 +308,18 @@ def theta_values(theta):
                           f"{theta!r}"[:160]) from None
 
 
+def check_seed(seed, name: str = "seed") -> int:
+    """A seed argument as an int: a whole number >= 0 (not a bool, a text or a Generator, which
+    :func:`as_generator` takes where an ``rng`` is); anything else a ConfigError naming it."""
+    import numbers
+
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        hint = ("; a Generator goes where an rng= is taken" if
+                isinstance(seed, np.random.Generator) else "")
+        raise ConfigError(f"{name} must be a whole number >= 0, got {seed!r}"[:160] + hint)
+    return int(seed)
+
+
 def as_generator(rng, name: str = "rng") -> np.random.Generator:
     """``numpy.random.default_rng(rng)`` (a Generator as it is, a seed, None for fresh entropy);
     anything else is a ConfigError naming ``name``."""

@@ -112,7 +112,9 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
     config = _config(link, folder, config, max_items=max_items, min_items=min_items,
                      bound_stop=bound_stop, bound_margin=bound_margin)
     kwargs = {"thetas": thetas, "subject_ids": subject_ids, "theta_ref": theta_ref}
-    rng = np.random.default_rng(seed)
+    from ..validation import check_seed
+
+    rng = np.random.default_rng(check_seed(seed))
     if responses is not None:
         kwargs["responses"] = responses = _read(folder, responses)
         rng = selection_generators(seed, responses.subject_ids)   # as a live run's

@@ -70,11 +70,17 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     ``score_range`` (lo, hi): the scores' scale, mapped to [0, 1] (sample logs: default the
     harness's known range of the metric); ``on_file(k, n)`` after each of the n sample log
     files is read; ``common_items``: sample logs of different items keep those every model
-    logged (else refused: :meth:`SampleLogs.keep_common_items`)."""
-    paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    logged (else refused: :meth:`SampleLogs.keep_common_items`). A pandas DataFrame (models
+    as its index, one column per item) or a ResponseMatrix is the matrix itself (no files)."""
+    from ..responses import ResponseMatrix, as_response_matrix
+
+    if isinstance(source, (ResponseMatrix, pd.DataFrame)):
+        paths = [source]
+    else:
+        paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     if not paths:
         raise ConfigError("give the results: a response matrix file or sample logs")
-    if _is_logs(paths):
+    if not isinstance(paths[0], (ResponseMatrix, pd.DataFrame)) and _is_logs(paths):
         from .samplelogs import read_sample_logs
 
         logs = read_sample_logs(paths, task=task, metric=metric, id_field=id_field,
@@ -85,11 +91,11 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     if len(paths) > 1:
         raise ConfigError(f"give one response matrix (got {len(paths)} files); several files "
                           "are read as sample logs only (samples_<task>_*.jsonl)")
-    path = Path(paths[0])
-    if not path.exists():
+    path = paths[0] if isinstance(paths[0], (ResponseMatrix, pd.DataFrame)) else Path(paths[0])
+    if isinstance(path, Path) and not path.exists():
         raise ResponseDataError(f"{str(path)!r} does not exist; give a response matrix file or "
                                 "sample logs")
-    if path.name.startswith("results") and path.suffix == ".json":
+    if isinstance(path, Path) and path.name.startswith("results") and path.suffix == ".json":
         raise ResponseDataError(f"{str(path)!r} is lm-evaluation-harness's aggregate results "
                                 "(one score per task); a bank needs each item's score: rerun "
                                 "lm_eval with --log_samples and give the samples_<task>_*.jsonl "
@@ -97,13 +103,14 @@ def read_results(source, *, task=None, metric=None, filter_name=None, id_field="
     if metric is not None or task is not None or filter_name is not None or common_items:
         raise ConfigError("--metric, --task, --filter and --common-items choose among sample "
                           "logs; a response matrix already holds one score per cell")
-    from ..responses import ResponseMatrix
-
+    files = [str(path)] if isinstance(path, Path) else []
     if score_range is not None:
         return (read_scaled_matrix(path, score_range, shares_warning=False, source=True), None,
-                [str(path)])
+                files)
     try:
-        return ResponseMatrix.read(path, on_empty="drop"), None, [str(path)]
+        if not isinstance(path, Path):
+            return as_response_matrix(path, on_empty="drop"), None, files
+        return ResponseMatrix.read(path, on_empty="drop"), None, files
     except ResponseDataError as exc:
         if "outside [0, 1]" not in str(exc):
             raise
@@ -534,7 +541,9 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
 
     Parameters
     ----------
-    source : a response matrix file, or sample log files / run folders (one task)
+    source : a response matrix file, or sample log files / run folders (one task), or the
+        matrix itself: a pandas DataFrame (models as its index, one column per item) or a
+        :class:`~atlascat.responses.ResponseMatrix`
     output : folder to write (created; its extra files are kept)
     scores : CSV of (model, score) when the benchmark's score is not the mean over the items
         (else each model's mean over all items of the results, dropped items included); on
@@ -543,7 +552,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         the task's first), harness filter and doc field of the item id
     common_items : sample logs whose models logged different items: keep the items every model
         logged (``manifest.items.dropped_missing``); default False: refused, one line
-    name : the benchmark's name (default: the task, or the matrix file's stem)
+    name : the benchmark's name (default: the task, or the matrix file's stem; a matrix in
+        memory: its item ids' common stem, else "results")
     model : IRT model ("auto": the size defaults of :mod:`atlascat.irt.defaults`)
     seed : seeds the calibration, the link's replayed tests, the cross-fitting folds and the
         predictor's replays (the same seed: the same bank, link and predictor)
@@ -582,6 +592,9 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         step()
 
     check_model(model)   # before reading: a graded / gpcm bank is atlas calibrate's
+    from ..validation import check_seed
+
+    seed = check_seed(seed)
     score_range = check_score_range(score_range)
     rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
                                    id_field=id_field, score_range=score_range,
@@ -623,7 +636,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     elif logs is not None:
         bench, named_by = logs.task, "task"
     else:
-        bench, named_by = benchmark_name(rm.item_ids, files[0])
+        bench, named_by = benchmark_name(rm.item_ids, files[0] if files else "results")
     train, report = filter_items(rm, subject_percentile=None, max_mean=None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

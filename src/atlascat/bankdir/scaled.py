@@ -3,6 +3,8 @@ judge's 1-10), read and mapped to [0, 1] once, with one line for a score off the
 in a cell, worded for that scale."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..errors import ResponseDataError, warn_user
@@ -72,6 +74,10 @@ def read_scaled_matrix(path, score_range, *, shares_warning: bool = True, folder
             super().__init__((v - lo) / (hi - lo), subject_ids, item_ids, **kw)
 
     kw = {"on_empty": "drop", **read_kwargs}
-    rm = _OnScale.read(path, **kw)
+    if isinstance(path, ResponseMatrix):     # results in memory: a matrix or a DataFrame
+        kw.setdefault("freq_column", None if path.weights is None else "freq")
+        path = path.to_frame()
+    rm = _OnScale.read(path, **kw) if isinstance(path, (str, os.PathLike)) else \
+        _OnScale.from_frame(path, **kw)
     return ResponseMatrix(rm.values, rm.subject_ids, rm.item_ids, weights=rm.weights,
                           on_empty=kw["on_empty"])

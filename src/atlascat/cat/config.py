@@ -187,6 +187,9 @@ class Selection(_NamedPart):
         if isinstance(crit, str):
             if crit not in SELECTION_METHODS:
                 raise ConfigError(f"selection must be one of {SELECTION_METHODS}, got {crit!r}")
+        elif isinstance(crit, type):
+            raise ConfigError(f"selection takes a criterion object, not the class: "
+                              f"{crit.__name__}() instead of {crit.__name__}")
         elif not callable(getattr(crit, "scores", None)):
             raise ConfigError(f"selection must be one of {SELECTION_METHODS} or an object with a "
                               f"scores(theta, n_items, used, params) method (a "
@@ -287,6 +290,9 @@ class Stopping(_Part):
             raise ConfigError(f"stop_rules must be StopRule objects (a check(engine, rows) method "
                               f"and a reason), got {self.rules!r}") from None
         for rule in rules:
+            if isinstance(rule, type):
+                raise ConfigError(f"stop_rules take rule objects, not a class: "
+                                  f"{rule.__name__}(...) instead of {rule.__name__}")
             if not callable(getattr(rule, "check", None)) or not isinstance(
                     getattr(rule, "reason", None), str):
                 raise ConfigError(f"stop rule {rule!r} needs a check(engine, rows) method and a "

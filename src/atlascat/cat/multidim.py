@@ -170,8 +170,9 @@ def simulate_mcat(bank, responses=None, true_theta=None, *, max_items: int = 30,
                   rng: np.random.Generator | None = None) -> MCATResult:
     """Run a multidimensional CAT for many examinees at once.
 
-    Answers come from ``responses`` (S, J) in bank order (replay; NaN items are never given) or are
-    drawn from the model at ``true_theta`` (S, K) with ``rng``. ``estimator``: "grid" (K <= 2),
+    Answers come from ``responses`` (replay; NaN items are never given): an (S, J) array in bank
+    order, or a labelled DataFrame / ResponseMatrix aligned to the bank by item id; or they are
+    drawn from the model at ``true_theta`` (S, K) with ``rng`` (a Generator or a seed). ``estimator``: "grid" (K <= 2),
     "laplace", or "auto" (grid for K <= 2). Loops over test positions only; every step is
     vectorized over examinees and items.
     """
@@ -181,8 +182,14 @@ def simulate_mcat(bank, responses=None, true_theta=None, *, max_items: int = 30,
     if estimator not in ("grid", "laplace"):
         raise ConfigError(f"unknown estimator {estimator!r}; use 'auto', 'grid' or 'laplace'")
     J = len(bank)
+    from ..responses import ResponseMatrix, as_labelled_responses
+    from ..validation import as_generator
+
+    rng = None if rng is None else as_generator(rng)
     if responses is not None:
-        y = np.asarray(responses, dtype=float)
+        responses = as_labelled_responses(responses)   # a DataFrame keeps its item ids
+        y = (responses.aligned_values(bank.item_ids) if isinstance(responses, ResponseMatrix)
+             else np.asarray(responses, dtype=float))
         if y.ndim != 2 or y.shape[1] != J:
             raise ResponseDataError(f"responses must be (examinees, {J}) in bank order; got {y.shape}")
         available = ~np.isnan(y)
@@ -243,15 +250,23 @@ class MultidimCATSession:
             raise ConfigError("random selection needs an rng")
         self.bank = bank
         self.max_items, self.min_items, self.se_target = int(max_items), int(min_items), se_target
-        self.selection, self.rng = selection, rng
+        from ..validation import as_generator
+
+        self.selection, self.rng = selection, (None if rng is None else as_generator(rng))
         est = ("grid" if K <= 2 else "laplace") if estimator == "auto" else estimator
         self._post = _Posterior(bank, 1, cov0, None, est)
         self._given = np.zeros((1, len(bank)), dtype=bool)
         self.administered: list[str] = []
         self.scores: list[float] = []
 
+    def __repr__(self) -> str:
+        state = "done" if self.done else "running"
+        return (f"MultidimCATSession(n_items={len(self.administered)}, "
+                f"theta={np.round(self.theta, 4).tolist()}, {state})")
+
     @property
     def theta(self) -> np.ndarray:
+        """The current estimate of the examinee's K abilities."""
         return self._post.theta[0].copy()
 
     @property

@@ -40,7 +40,7 @@ from ..irt import polytomous as poly
 from ..irt.polybank import PolyBank
 from ..irt.quadrature import normal_quadrature
 from .config import CATConfig
-from .generators import generator_from_state, generator_state
+from .generators import _as_generator, generator_from_state, generator_state
 
 __all__ = ["OrdinalCATResult", "OrdinalCATSession", "simulate_ordinal_cat", "item_locations"]
 
@@ -62,7 +62,18 @@ class OrdinalCATResult:
     exposure: pd.Series
 
 
+def _check_bank(bank) -> None:
+    """A PolyBank, else a ConfigError naming the argument (not an AttributeError inside)."""
+    if not isinstance(bank, PolyBank):
+        raise ConfigError(f"bank must be an atlascat.PolyBank (graded / gpcm items), got "
+                          f"{type(bank).__name__}" + ("; a 0/1 bank's test is CATSession"
+                                                      if type(bank).__name__ == "ItemBank"
+                                                      else ""))
+
+
 def _check(config: CATConfig):
+    if not isinstance(config, CATConfig):
+        raise ConfigError(f"config must be a CATConfig, got {type(config).__name__}")
     sel, stop = config.selection, config.stopping
     if not isinstance(sel.criterion, str) or sel.criterion not in ("mfi", "random"):
         raise ConfigError(f"selection {sel.criterion!r} is for binary banks; an ordinal bank's "
@@ -84,6 +95,7 @@ class _OrdinalEngine:
     indices), :meth:`skip` unanswered items, :meth:`check_stops`."""
 
     def __init__(self, bank: PolyBank, config: CATConfig, n: int, rng, *, cohort: bool):
+        _check_bank(bank)
         _check(config)
         self.bank, self.config, self.n = bank, config, n
         # one generator for all, or one per examinee (each row draws from its own stream)
@@ -268,10 +280,11 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
     """
     from ..irt.polyscore import aligned_ratings
 
+    _check_bank(bank)
     config = CATConfig() if config is None else config
     _check(config)
-    if not isinstance(rng, (list, tuple, np.random.Generator)):
-        rng = np.random.default_rng(rng)
+    if not isinstance(rng, (list, tuple)):
+        rng = _as_generator(rng)   # a bad one: a ConfigError naming rng
     if (responses is None) == (thetas is None):
         raise ConfigError("give responses (ratings to replay) or thetas (answers drawn from "
                           "the model), not both")
@@ -347,7 +360,7 @@ class OrdinalCATSession:
 
     def __init__(self, bank: PolyBank, config: CATConfig | None = None, rng=None):
         config = CATConfig() if config is None else config
-        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        rng = _as_generator(rng)
         self.bank = bank
         self._eng = _OrdinalEngine(bank, config, 1, rng, cohort=False)
         self._pending: int | None = None
@@ -470,7 +483,8 @@ class OrdinalCATSession:
     def record(self, item_id: str, rating) -> None:
         """The answer to the pending item: a rating on the item's scale (one it never had at
         calibration is scored as the category it falls in, :meth:`PolyBank.encode`), or None /
-        NaN (skipped: the item leaves the pool and is not scored)."""
+        NaN or ``pd.NA`` (a nullable table's missing rating): skipped, the item leaves the pool
+        and is not scored."""
         if self._pending is None:
             raise ConfigError(f"no item is pending, so {item_id!r} cannot be recorded; ask "
                               "next_item() first and record its answer")
@@ -479,7 +493,7 @@ class OrdinalCATSession:
                               f"{self.bank.item_ids[self._pending]!r}; ask next_item() first "
                               "and record its answer")
         j = self._pending
-        skipped = rating is None or (isinstance(rating, float) and np.isnan(rating))
+        skipped = rating is None or (np.ndim(rating) == 0 and bool(pd.isna(rating)))
         if not skipped:   # a rating off the item's scale raises here; the item stays pending
             try:
                 value = float(rating)

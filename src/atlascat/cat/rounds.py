@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from .selection import ranked_candidates
+from .selection import criterion_scores, ranked_candidates
 
 BATCH_METHODS = ("expected", "preposterior", "mepv")  # see _JointRounds.select_batch
 
@@ -38,7 +38,8 @@ class _JointRounds:
         theta, n = self.theta[rows], self.n_items[rows]
         total = None
         for xg, wg in zip(x, w):
-            sc = wg * tab.criterion.scores(theta + spread * xg, n, blocked, tab.params)
+            sc = wg * criterion_scores(tab.criterion, theta + spread * xg, n, blocked,
+                                       tab.params)
             total = sc if total is None else total + sc
         return total
 

@@ -161,7 +161,9 @@ class SelectionCriterion:
     nonnegative = True
 
     def scores(self, theta, n_items, used, params: ItemParams) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} defines no scores(theta, n_items, "
+                                  "used, params): a SelectionCriterion returns one score per "
+                                  "(examinee, item), higher = better")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -293,6 +295,22 @@ class RandomSelection(SelectionCriterion):
 
     def scores(self, theta, n_items, used, params):
         return np.zeros((np.asarray(theta).size, len(params)))
+
+
+def criterion_scores(criterion, theta, n_items, used, params) -> np.ndarray:
+    """``criterion.scores(...)`` as a float (n, J) array the engine may write into; a custom
+    criterion's scores of another shape are a ConfigError naming it, not a broadcast error."""
+    scores = criterion.scores(theta, n_items, used, params)
+    if not isinstance(scores, np.ndarray) or scores.dtype.kind != "f":
+        scores = np.asarray(scores, dtype=float)
+    if scores.shape != used.shape:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{type(criterion).__name__}.scores returned shape {scores.shape}; a "
+                          f"selection criterion gives one score per (examinee, item): shape "
+                          f"{used.shape} here (the same scores for everyone: "
+                          "np.tile(row, (len(theta), 1)))")
+    return scores
 
 
 def make_criterion(config, params: ItemParams, cost=None) -> SelectionCriterion:

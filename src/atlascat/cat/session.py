@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from ..errors import BankError, ConfigError, LiveRunError, ResponseDataError
+from ..errors import BankError, ConfigError, LiveRunError, ResponseDataError, UnknownItemError
 from ..irt.bank import ItemBank, normalize_item_id
 from .config import CATConfig
 from .state import _Engine
@@ -214,7 +214,7 @@ class CATSession:
         for key in (str(item_id), normalize_item_id(str(item_id))):
             if key in self.bank:
                 return int(self.bank.index_of(key))
-        raise LiveRunError(f"item {item_id!r} is not in the bank ({len(self.bank)} items)")
+        raise UnknownItemError(f"item {item_id!r} is not in the bank ({len(self.bank)} items)")
 
     @staticmethod
     def _score(item_id, score) -> float:
@@ -222,7 +222,9 @@ class CATSession:
             y = float(score)
         except (TypeError, ValueError):
             raise ResponseDataError(f"score for item {item_id!r} must be a number in [0, 1], "
-                                    f"got {score!r}") from None
+                                    f"got {score!r}" + (" (use skip() for an item without an "
+                                                        "answer)" if score is None or
+                                                        str(score) == "<NA>" else "")) from None
         if not 0.0 <= y <= 1.0:
             raise ResponseDataError(f"score for item {item_id!r} must be in [0, 1], got {score!r}"
                                     " (use skip() for an item without an answer)")

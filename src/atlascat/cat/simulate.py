@@ -44,7 +44,7 @@ import numpy as np
 
 from .._blas import with_small_products
 from ..errors import ConfigError
-from ..irt.bank import ItemBank
+from ..irt.bank import ItemBank, check_bank
 from ..validation import check_thetas
 from .answers import CallableAnswers, ModelAnswers, ReplayAnswers, UniformStreams
 from .config import CATConfig
@@ -106,6 +106,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         return simulate_ordinal_cat(bank, config, responses=responses, thetas=thetas,
                                     subject_ids=subject_ids, rng=rng)
     t_start = time.perf_counter()
+    check_bank(bank, what="an ItemBank or a PolyBank")
     config = CATConfig() if config is None else config
     if not isinstance(config, CATConfig):
         raise ConfigError(f"config must be a CATConfig, got {type(config).__name__}")
@@ -118,11 +119,12 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         raise ConfigError("one Generator per examinee is for replayed answers (responses=); "
                           "with thetas= give one Generator or seed")
     rng = list(rng) if per_examinee else _as_generator(rng)
+    ref_name = "theta_ref"
     if responses is not None:
         source = ReplayAnswers(responses, bank, subject_ids)
         sel_rngs = rng if per_examinee else rng.spawn(source.n_examinees)
         if thetas is not None:  # thetas then only serve as the reference
-            theta_ref = thetas
+            theta_ref, ref_name = thetas, "thetas (the reference of responses=)"
     elif thetas is not None:
         # answers drawn from the model: 0/1, or on a bank of continuous scores Beta scores
         # whose variance is the one its dispersion column (the posterior's) describes
@@ -142,7 +144,8 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         theta_ref = check_thetas(theta_ref, "thetas (the reference)", error=ConfigError,
                                  finite=False)
         if theta_ref.size != n:
-            raise ConfigError(f"theta_ref has {theta_ref.size} values for {n} examinees")
+            raise ConfigError(f"{ref_name} has {theta_ref.size} values for {n} examinees "
+                              "(one per examinee, in their order)")
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:

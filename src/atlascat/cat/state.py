@@ -25,7 +25,7 @@ import numpy as np
 from ..irt.bank import ItemBank
 from .config import CATConfig
 from .rounds import _JointRounds
-from .selection import (first_item_pick, first_item_scores, fisher_information, pick,
+from .selection import (criterion_scores, first_item_pick, first_item_scores, fisher_information, pick,
                         ranked_candidates)
 from .tables import _tables
 
@@ -349,8 +349,8 @@ class _Engine(_JointRounds):
             elif spread is not None and (spread[sel] > 0).any():
                 scores = self._preposterior_scores(g, spread[sel], blocked[sel])
             else:
-                scores = tab.criterion.scores(self.theta[g], self.n_items[g], blocked[sel],
-                                              tab.params)
+                scores = criterion_scores(tab.criterion, self.theta[g], self.n_items[g],
+                                          blocked[sel], tab.params)
             np.copyto(scores, -np.inf, where=blocked[sel])
             if tab.content is not None:
                 scores = tab.content.apply(scores, self.area_counts[g], self.n_items[g])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import AtlasError
+from ..errors import AtlasError, ConfigError
 
 #: the package's data folder (sources and licences in its README.md)
 DATA_DIR = Path(__file__).resolve().parent.parent / "datasets" / "data"
@@ -43,5 +43,5 @@ def check_benchmark(bench: str, allowed) -> str:
     if bench.startswith(PAPER_PREFIX) and allowed is BANK_BENCHMARKS:
         bench = bench[len(PAPER_PREFIX):]
     if bench not in allowed:
-        raise AtlasError(f"unknown benchmark {bench!r}; choose one of {', '.join(allowed)}")
+        raise ConfigError(f"unknown benchmark {bench!r}; choose one of {', '.join(allowed)}")
     return bench

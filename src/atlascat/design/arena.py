@@ -121,7 +121,8 @@ def schedule(battles, n_pairs: int = 10, *, criterion: str = "det", players=None
         model = BradleyTerry(prior_games=prior_games).fit(comp.with_players(new_players))
     else:
         model._check_fitted()
-    if not 1 <= n_pairs <= MAX_PAIRS:   # each pick updates the information greedily: O(n) picks
+    if isinstance(n_pairs, bool) or not isinstance(n_pairs, (int, np.integer)) or \
+            not 1 <= n_pairs <= MAX_PAIRS:   # each pick updates the information greedily
         raise ConfigError(f"n_pairs must be in [1, {MAX_PAIRS}], got {n_pairs}; schedule a "
                           "round, fit its results and schedule the next")
     picks = _greedy_pairs(model.ratings_, model.cov_, model.phi_, n_pairs, criterion, rng)

@@ -171,6 +171,10 @@ def comparisons_from_battles(battles: pd.DataFrame, players=None) -> Comparisons
 
     ``players`` optionally fixes the player list and order (players without games are kept)."""
     need = {"model_a", "model_b", "winner"}
+    if not hasattr(battles, "columns"):
+        raise ResponseDataError(f"battles must be a pandas DataFrame with columns model_a, "
+                                f"model_b, winner (or a Comparisons), got "
+                                f"{type(battles).__name__}")
     missing = need - set(battles.columns)
     if missing:
         raise ResponseDataError(f"battles need columns model_a, model_b, winner; missing {sorted(missing)}")
@@ -325,6 +329,12 @@ class BradleyTerry:
         self.reference = reference
         self.max_iter = max_iter
         self.tol = tol
+
+    def __repr__(self) -> str:
+        """The settings that differ from the defaults, as scikit-learn shows an estimator."""
+        from .._repr import changed_settings
+
+        return f"BradleyTerry({changed_settings(self)})"
 
     # ---------------------------------------------------------------- fitting
     def fit(self, battles, players=None, *, init=None) -> "BradleyTerry":

@@ -73,6 +73,7 @@ from scipy.stats import chi2
 
 from ..errors import ConfigError
 from ..irt.dispersion import bank_dispersion
+from ..validation import as_generator
 
 __all__ = [
     "CRITERIA",
@@ -386,6 +387,11 @@ def _positions(bank, items) -> np.ndarray:
 def _bank_design(bank, thetas, **kwargs) -> ThetaDesign:
     """:func:`theta_design` of ``thetas`` for ``bank``: abilities of as many dimensions as it
     has (a 2-column sample for a unidimensional bank is refused, not a singular covariance)."""
+    if not _is_multidim(bank):
+        from ..irt.bank import check_bank
+        from ..irt.polybank import PolyBank
+
+        check_bank(bank, also=(PolyBank,), what="an ItemBank, a PolyBank or a MultidimBank")
     dims = _bank_dims(bank)
     design = theta_design(thetas, dims, **kwargs)
     if design.n_dims != dims:
@@ -412,7 +418,7 @@ def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: b
         Fisher information)
     coverage : E-criterion support (central mass of g)
     max_passes : maximum number of exchange passes over the form
-    rng : optional Generator; used only to break exact ties between candidates at random
+    rng : optional Generator or seed; used only to break exact ties between candidates at random
         (without it, the first item in bank order wins), so results are reproducible.
 
     Returns
@@ -432,7 +438,7 @@ def optimal_form(bank, k: int, criterion: str = "D", thetas=None, *, exchange: b
         pool = "the bank's" if candidates is None else "the"
         raise ConfigError(f"form length k ({k}) must be between 1 and {pool} {n_allowed} "
                           f"{'items' if candidates is None else 'candidate items'}")
-    jitter = None if rng is None else rng.random(len(bank)) * 1e-12
+    jitter = None if rng is None else as_generator(rng).random(len(bank)) * 1e-12
 
     def pick(scores, mask):
         """Best allowed candidate; candidates within 1e-12 (relative) of the best are ties,
@@ -563,7 +569,7 @@ def random_forms(n_items: int, k: int, n_forms: int, rng: np.random.Generator) -
     """``n_forms`` random forms of ``k`` distinct positions out of ``n_items``: (n_forms, k)."""
     if not 1 <= k <= n_items:
         raise ConfigError(f"form length k ({k}) must be between 1 and {n_items}")
-    return np.argsort(rng.random((int(n_forms), int(n_items))), axis=1)[:, :k]
+    return np.argsort(as_generator(rng).random((int(n_forms), int(n_items))), axis=1)[:, :k]
 
 
 def random_form_baseline(bank, form, criterion: str = "D", thetas=None, *, n_forms: int = 50,

@@ -157,6 +157,7 @@ class ItemBank:
 
     @property
     def n_items(self) -> int:
+        """The number of items, ``len(bank)``."""
         return len(self.item_ids)
 
     @property
@@ -214,14 +215,18 @@ class ItemBank:
             "and metadata as a table bank.to_frame()")
 
     def subset(self, items) -> "ItemBank":
-        """A new bank with the selected items: ids, a boolean mask, or integer positions."""
-        sel = np.asarray(items)
+        """A new bank with the selected items: ids (one id: a one-item bank), a boolean mask, or
+        integer positions."""
+        sel = np.atleast_1d(np.asarray(items))
         if sel.dtype == bool:
             if sel.shape != (len(self),):
                 raise BankError(f"boolean mask has shape {sel.shape}; expected ({len(self)},)")
             idx = np.flatnonzero(sel)
         elif sel.dtype.kind in "iu":
             idx = sel.astype(np.intp)
+            if idx.size and not (-len(self) <= idx.min() and idx.max() < len(self)):
+                raise BankError(f"item positions must be in [0, {len(self)}), got "
+                                f"{idx.min()}..{idx.max()}; ids go in as text")
         else:
             idx = self.index_of(sel.tolist())
         meta = None if self.metadata is None else self.metadata.iloc[idx]
@@ -246,6 +251,8 @@ class ItemBank:
         return models.probability(theta_values(theta), *self.params)
 
     def log_probability(self, theta):
+        """``(log P, log (1 - P))`` for every theta and item, each computed without
+        cancellation (:func:`atlascat.irt.models.log_probability`)."""
         return models.log_probability(theta_values(theta), *self.params)
 
     def information(self, theta) -> np.ndarray:
@@ -253,6 +260,7 @@ class ItemBank:
         return models.item_information(theta_values(theta), *self.params)
 
     def test_information(self, theta) -> np.ndarray:
+        """Test information I(theta) = sum_j I_j(theta) (Lord, 1980); shape of ``theta``."""
         return models.test_information(theta_values(theta), *self.params)
 
     def summary(self) -> dict:
@@ -515,13 +523,17 @@ def warn_negative_slopes(bank) -> None:
                   "them from the bank")
 
 
-def check_bank(bank):
-    """An ItemBank (a path or a bundled name is refused with the call that loads it)."""
-    if isinstance(bank, ItemBank):
+def check_bank(bank, also: tuple = (), what: str = "an atlascat.ItemBank"):
+    """An ItemBank, or one of the classes ``also`` (named by ``what``): anything else is a
+    ConfigError naming the argument (a path or a bundled name with the call that loads it, a
+    DataFrame with ``ItemBank.from_frame``), not an AttributeError deep inside the caller."""
+    if isinstance(bank, (ItemBank, *also)):
         return bank
     if isinstance(bank, (str, Path)):
         raise ConfigError(f"bank {str(bank)!r} is a name or path, not an ItemBank; load it with "
                           "atlascat.load_bank(name) for a bundled bank, ItemBank.read(path) for "
                           "a file, or atlascat.catalogue.BankRef.from_option(...).load() for a "
                           "bank folder")
-    raise ConfigError(f"bank must be an atlascat.ItemBank, got {type(bank).__name__}")
+    hint = ("; a frame of item parameters (item_id, a, b, c, u) becomes one by "
+            "ItemBank.from_frame(df)" if type(bank).__name__ == "DataFrame" else "")
+    raise ConfigError(f"bank must be {what}, got {type(bank).__name__}{hint}")

@@ -586,9 +586,21 @@ def _binary_codes(values, order):
 def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
     """Calibrate an item bank: ``Calibrator(model, **settings).fit(responses).result_``.
 
-    See :class:`Calibrator` for the settings. Returns a :class:`CalibrationResult` with the
-    bank, log-likelihood (and its trace per EM iteration), iterations, convergence flag, time,
-    EAP thetas of the subjects and what filtering dropped.
+    By marginal maximum likelihood with the EM algorithm (Bock and Aitkin, 1981), as mirt:
+    P_j(theta) = c_j + (u_j - c_j) sigma(a_j theta + d_j), theta ~ N(0, 1) (module docstring);
+    ordinal ratings by the graded (Samejima, 1969) or generalized partial credit (Muraki, 1992)
+    model.
+
+    ``responses``: a pandas DataFrame (the models as its index, one column per item id; NaN or
+    ``pd.NA`` for a missing answer; float, bool or nullable Int64), a ResponseMatrix, an array
+    or nested list (subjects x items), or a file path. ``model``: "auto" (chosen from the
+    number of subjects, and said), "rasch", "1pl", "2pl", "3pl", "4pl", "graded", "gpcm",
+    "pcm". ``weights``: row frequencies of a response-pattern table. See :class:`Calibrator`
+    for the other settings (``se=True``, priors, ``random_state``, ``dispersion``, ...).
+
+    Returns a :class:`CalibrationResult`: the bank, log-likelihood (and its trace per EM
+    iteration), iterations, convergence flag, time, the subjects' EAP thetas (in the order of
+    ``subject_ids``), AIC / BIC, standard errors with ``se=True`` and what filtering dropped.
     """
     weights = settings.pop("weights", None)
     return Calibrator(model, **settings).fit(responses, weights=weights).result_

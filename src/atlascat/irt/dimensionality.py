@@ -196,7 +196,9 @@ def parallel_analysis(values, *, expected=None, weights=None, n_perm: int = 10, 
     correlations show a second factor (the verdict needs both; the rest is half the cost),
     "always" records them for every matrix; on half as many permutations, as their threshold
     only shifts a share of lambda_1 - t_1 (by about a hundredth)."""
-    rng = np.random.default_rng(rng)
+    from ..validation import as_generator
+
+    rng = as_generator(rng)
     y = np.asarray(values, float)
     n, p = y.shape
     if weights is not None:

@@ -251,14 +251,19 @@ def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANG
 
 
 def simulate_responses(bank: MultidimBank, theta, rng: np.random.Generator) -> np.ndarray:
-    """Bernoulli responses (n_subjects, n_items) drawn from the M2PL at ``theta`` (n, K)."""
-    return (rng.random((np.asarray(theta).shape[0], len(bank))) < bank.probability(theta)).astype(float)
+    """Bernoulli responses (n_subjects, n_items) drawn from the M2PL at ``theta`` (n, K);
+    ``rng`` a Generator or a seed."""
+    from ..validation import as_generator
+
+    return (as_generator(rng).random((np.asarray(theta).shape[0], len(bank))) < bank.probability(theta)).astype(float)
 
 
 def _as_arrays(responses):
-    """(y float with NaN, subject_ids, item_ids, weights) from a ResponseMatrix or an array."""
-    from ..responses import ResponseMatrix
+    """(y float with NaN, subject_ids, item_ids, weights) from a ResponseMatrix, a labelled
+    DataFrame (its index and columns kept as the ids) or an array."""
+    from ..responses import ResponseMatrix, as_labelled_responses
 
+    responses = as_labelled_responses(responses)
     if isinstance(responses, ResponseMatrix):
         w = responses.weights
         return (np.asarray(responses.values, dtype=float), np.asarray(responses.subject_ids),
@@ -441,6 +446,12 @@ class MultidimIRT:
         self.mhrm_tol = mhrm_tol
         self.rng = rng
 
+    def __repr__(self) -> str:
+        """The settings that differ from the defaults, as scikit-learn shows an estimator."""
+        from .._repr import changed_settings
+
+        return f"MultidimIRT({changed_settings(self)})"
+
     # ---------------------------------------------------------------- public
     def fit(self, responses) -> "MultidimIRT":
         k = int(self.n_dims)
@@ -461,7 +472,9 @@ class MultidimIRT:
         if method == "em":
             A, d = self._fit_em(y, obs, weights, A, d, prior)
         else:
-            rng = self.rng if self.rng is not None else np.random.default_rng(0)
+            from ..validation import as_generator
+
+            rng = as_generator(0 if self.rng is None else self.rng)
             A, d = self._fit_mhrm(y, obs, weights, A, d, prior, rng)
         R = np.eye(k)
         if self.rotation == "varimax" and k > 1:
@@ -479,7 +492,7 @@ class MultidimIRT:
         Metropolis draws (``n_draws`` after a burn-in of 50) for K >= 3. Shape (n_subjects, n_items).
         """
         self._check_fitted()
-        y, *_ = _as_arrays(responses)
+        y = self._bank_values(responses)
         obs = _check_binary(y)
         if y.shape[1] != len(self.bank_):
             raise ResponseDataError(f"responses have {y.shape[1]} items; the bank has {len(self.bank_)}")
@@ -487,7 +500,9 @@ class MultidimIRT:
         if bank.n_dims <= 2:
             post, nodes = self._grid_posterior(y, obs, bank)
             return post @ expit(nodes @ bank.loadings.T + bank.intercepts)
-        rng = rng if rng is not None else np.random.default_rng(0)
+        from ..validation import as_generator
+
+        rng = as_generator(0 if rng is None else rng)
         theta = np.zeros((y.shape[0], bank.n_dims))
         sampler = _Metropolis(y, obs, bank.loadings, bank.intercepts, theta, rng)
         sampler.run(50, adapt=True)
@@ -500,7 +515,7 @@ class MultidimIRT:
     def score(self, responses) -> tuple[np.ndarray, np.ndarray]:
         """EAP theta (n, K) and posterior covariance (n, K, K) on the product grid (K <= 3)."""
         self._check_fitted()
-        y, *_ = _as_arrays(responses)
+        y = self._bank_values(responses)
         obs = _check_binary(y)
         if self.bank_.n_dims > 3:
             raise ConfigError("grid EAP is available for K <= 3; use predict_proba for larger K")
@@ -510,6 +525,16 @@ class MultidimIRT:
         return mean, second - mean[:, :, None] * mean[:, None, :]
 
     # ---------------------------------------------------------------- internals
+    def _bank_values(self, responses) -> np.ndarray:
+        """The responses in the bank's item order: a labelled DataFrame or ResponseMatrix
+        aligned by item id (an item the bank lacks is an error), an array as given."""
+        from ..responses import ResponseMatrix, as_labelled_responses
+
+        labelled = as_labelled_responses(responses)
+        if isinstance(labelled, ResponseMatrix):
+            return labelled.aligned_values(self.bank_.item_ids)
+        return _as_arrays(labelled)[0]
+
     def _check_fitted(self):
         if not hasattr(self, "bank_"):
             raise ConfigError("this MultidimIRT is not fitted yet; call fit(responses) first")

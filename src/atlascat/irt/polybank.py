@@ -254,21 +254,29 @@ class PolyBank:
 
     @property
     def n_items(self) -> int:
+        """The number of items, ``len(bank)``."""
         return len(self)
 
     @property
     def a(self) -> np.ndarray:
+        """Each item's slope a_j (mirt's a1), shape (n_items,)."""
         return self.params[:, 0]
 
     def index_of(self, item_ids):
-        if isinstance(item_ids, str):
-            return self._index[item_ids]
-        missing = [i for i in item_ids if str(i) not in self._index]
+        """Positions of the given item ids (a single id: its position as an int); ids not in
+        the bank are a BankError naming them, as :meth:`ItemBank.index_of`."""
+        if isinstance(item_ids, (str, bytes, np.str_)) or np.ndim(item_ids) == 0:
+            return int(self.index_of([item_ids])[0])
+        missing = [str(i) for i in item_ids if str(i) not in self._index]
         if missing:
             raise BankError(f"{len(missing)} item id(s) not in the bank, e.g. {missing[:5]}")
         return np.array([self._index[str(i)] for i in item_ids], dtype=int)
 
     def subset(self, items) -> "PolyBank":
+        """The bank of the given items, in that order: ids, or positions / a boolean mask as a
+        NumPy array."""
+        if isinstance(items, (str, bytes, np.str_)):
+            items = [items]                     # one id, not its characters
         idx = self.index_of(list(items)) if not isinstance(items, np.ndarray) or \
             items.dtype.kind not in "iub" else (np.flatnonzero(items) if items.dtype == bool
                                                  else items)
@@ -379,6 +387,9 @@ class PolyBank:
         return poly.log_prob(self.models, self.params, np.atleast_1d(theta_values(theta)))
 
     def probability(self, theta) -> np.ndarray:
+        """Category probabilities P_jk(theta) (:mod:`atlascat.irt.polytomous`: graded,
+        Samejima 1969; GPCM, Muraki 1992), shape (n_items, n_theta, K_max); 0 for absent
+        categories."""
         return poly.prob(self.models, self.params, np.atleast_1d(theta_values(theta)))
 
     def information(self, theta) -> np.ndarray:
@@ -386,6 +397,7 @@ class PolyBank:
         return poly.item_information(self.models, self.params, theta_values(theta))
 
     def test_information(self, theta) -> np.ndarray:
+        """Test information, the sum over items of :meth:`information`; shape of ``theta``."""
         return poly.test_information(self.models, self.params, theta_values(theta))
 
     def expected_score(self, theta) -> np.ndarray:

@@ -303,7 +303,11 @@ def expected_score(model, params, theta) -> np.ndarray:
 
 def sample(model, params, theta, rng: np.random.Generator) -> np.ndarray:
     """Draw a category for every (theta_i, item j): (n_theta, n_items) integer array, by
-    inverting each item's cumulative category distribution at one uniform draw."""
+    inverting each item's cumulative category distribution at one uniform draw. ``rng``: a
+    Generator or a seed."""
+    from ..validation import as_generator
+
+    rng = as_generator(rng)
     p = np.nan_to_num(prob(model, params, np.atleast_1d(theta)))            # (m, n, K)
     return category_at(p, rng.random(p.shape[:2]), n_categories(params)[:, None]).T
 

@@ -12,7 +12,16 @@ __all__ = ["CalibrationResult"]
 
 @dataclass
 class CalibrationResult:
-    """What a calibration produced (the estimator's fitted attributes, as a plain object)."""
+    """What a calibration produced (the estimator's fitted attributes, as a plain object).
+
+    ``bank`` (ItemBank, or PolyBank for graded / GPCM items), ``loglik`` (marginal
+    log-likelihood, without the priors), ``loglik_trace``, ``n_iter``, ``converged``,
+    ``seconds``; ``theta`` and ``theta_se`` (EAP per subject, in the order of ``subject_ids``);
+    ``aic`` / ``bic`` / ``sabic`` / ``hq`` and :meth:`information_criteria`;
+    :meth:`standard_errors` and :meth:`to_frame` (with ``se=True``); ``settings`` (what was
+    chosen, ``settings["defaults"]`` with its warnings). :func:`atlascat.irt.compare.anova`
+    compares results.
+    """
 
     bank: ItemBank
     model: str
@@ -61,18 +70,24 @@ class CalibrationResult:
 
     @property
     def aic(self) -> float:
+        """AIC = -2 l + 2 k (Akaike, 1974): l the log-likelihood, k the number of estimated
+        parameters (mirt's count, ``n_parameters``)."""
         return self.information_criteria()["aic"]
 
     @property
     def bic(self) -> float:
+        """BIC = -2 l + k ln N (Schwarz, 1978), N the number of subjects (pattern
+        frequencies summed)."""
         return self.information_criteria()["bic"]
 
     @property
     def sabic(self) -> float:
+        """Sample-size adjusted BIC = -2 l + k ln((N + 2) / 24) (Sclove, 1987)."""
         return self.information_criteria()["sabic"]
 
     @property
     def hq(self) -> float:
+        """Hannan-Quinn criterion = -2 l + 2 k ln ln N (Hannan and Quinn, 1979)."""
         return self.information_criteria()["hq"]
 
     def standard_errors(self, format: str = "mirt", scale: str | None = None):

@@ -179,13 +179,15 @@ class BenchmarkPredictor:
             raise ConfigError(f"model_gate must be >= 0 or None, got {self.model_gate}")
 
     def fit(self, bank, source: ResponseMatrix, scores=None, *, rng=None) -> "BenchmarkPredictor":
-        """Fit on the source models: ``bank`` calibrated on (part of) ``source``'s items,
-        ``scores`` their benchmark scores 0-1 (default their mean over all items)."""
+        """Fit on the source models: ``bank`` calibrated on (part of) ``source``'s items
+        (a ResponseMatrix, or a DataFrame with the models as its index and the item ids as its
+        columns), ``scores`` their benchmark scores 0-1 (default their mean over all items)."""
         self._check()
         if isinstance(bank, (str, Path)) or not hasattr(bank, "item_ids"):
             from ..irt.bank import check_bank
 
             check_bank(bank)   # a ConfigError saying how to load a name or path
+        labelled = isinstance(source, (ResponseMatrix, pd.DataFrame))
         if not isinstance(source, ResponseMatrix):
             source = ResponseMatrix(source)
         if source.n_subjects < MIN_SOURCE_MODELS:
@@ -198,9 +200,11 @@ class BenchmarkPredictor:
         y = source.values
         unknown = sorted(set(map(str, bank.item_ids)) - set(ids))
         if unknown:
+            fix = ("give the matrix the bank was calibrated on" if labelled else
+                   "an array has no item ids (its columns read as '0', '1', ...): give a "
+                   "DataFrame with the item ids as its columns, or a ResponseMatrix")
             raise ResponseDataError(f"{len(unknown)} bank item(s) are not in the source "
-                                    f"responses, e.g. {unknown[:3]}; give the matrix the bank "
-                                    "was calibrated on")
+                                    f"responses, e.g. {unknown[:3]}; {fix}")
         self.item_ids_ = np.asarray(ids, dtype=object)
         self.a_, self.b_, self.c_, self.u_ = _full_params(bank, ids, np.nanmean(y, axis=0))
         self.dispersion_ = None            # 0/1 answers: phi = 1 (the Bernoulli variance)

@@ -33,8 +33,10 @@ def subject_generator(seed: int, subject_id) -> np.random.Generator:
     so a model replayed among others (:meth:`BenchmarkPredictor.replay` with ``seed``) and the
     same model tested live with the same seed are asked the same items, and two models draw
     independently."""
+    from ..validation import check_seed
+
     key = zlib.crc32(str(subject_id).encode("utf-8"))
-    return np.random.default_rng(np.random.SeedSequence([int(seed) % 2 ** 64, key]))
+    return np.random.default_rng(np.random.SeedSequence([check_seed(seed) % 2 ** 64, key]))
 
 
 @dataclass(frozen=True)

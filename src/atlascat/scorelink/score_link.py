@@ -389,8 +389,15 @@ class ScoreLink:
         IRT model (lz* < ``LZ_CRITICAL``) it becomes the union with the interval the number
         correct alone supports (see :meth:`_accuracy_interval`); each adds a warning.
         """
-        theta = float(theta)
-        se = float(se)
+        if np.size(theta) != 1 or np.size(se) != 1:
+            raise ConfigError("predict takes one examinee's theta and se (numbers); for many "
+                              "at once use predict_many(theta, se)")
+        try:
+            theta = float(np.asarray(theta, dtype=float).reshape(-1)[0])
+            se = float(np.asarray(se, dtype=float).reshape(-1)[0])
+        except (TypeError, ValueError):
+            raise ConfigError(f"predict needs a number for theta and for se, got {theta!r}, "
+                              f"{se!r}"[:160]) from None
         if not (np.isfinite(theta) and np.isfinite(se) and se >= 0):
             raise ConfigError(f"predict needs a finite theta and SE >= 0, got {theta}, {se}")
         cols, ys = self._answers(responses)

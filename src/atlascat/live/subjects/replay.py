@@ -33,7 +33,8 @@ class ReplaySubject:
 
     Parameters
     ----------
-    matrix : a :class:`~atlascat.responses.ResponseMatrix`, a matrix file, or a bundled name
+    matrix : a :class:`~atlascat.responses.ResponseMatrix`, a pandas DataFrame (the models as
+        its index), a matrix file, or a bundled name
     model : the subject id (row) to replay
     bank : the content bank the runner asks from (needed to map requests back to items)
     members : a suite's member names (default: those of ``bank`` when it is a suite's composite
@@ -134,16 +135,22 @@ class ReplaySubject:
 def recorded_answers(matrix, model, *, binary: bool = True,
                      score_range=None) -> tuple[str, dict]:
     """(where the answers come from, {item id: 0/1 or None}) of ``model``'s row of ``matrix``
-    (a :class:`~atlascat.responses.ResponseMatrix`, a matrix file or a bundled name); a value
+    (a :class:`~atlascat.responses.ResponseMatrix`, a pandas DataFrame with the models as its
+    index, a matrix file or a bundled name); a value
     >= 0.5 counts as correct, NaN as no recorded answer. ``binary=False``: each score as
     recorded, in [0, 1]; ``score_range`` (low, high): a matrix file on a metric's scale, read
     as (x - low) / (high - low) (a value outside it is refused)."""
+    import pandas as pd
+
+    from ...bankdir.scaled import read_scaled_matrix
     from ...responses import ResponseMatrix
 
+    if isinstance(matrix, pd.DataFrame):     # in memory, its labels kept (models: the index)
+        matrix = (read_scaled_matrix(matrix, tuple(score_range), folder=True, normalize_ids=True,
+                                     on_empty="keep") if score_range is not None else
+                  ResponseMatrix.from_frame(matrix, normalize_ids=True, on_empty="keep"))
     source = "(in memory)" if isinstance(matrix, ResponseMatrix) else str(matrix)
     if score_range is not None and not isinstance(matrix, ResponseMatrix):
-        from ...bankdir.scaled import read_scaled_matrix
-
         matrix = read_scaled_matrix(str(matrix), tuple(score_range), folder=True,
                                     normalize_ids=True, on_empty="keep")
     if not isinstance(matrix, ResponseMatrix):
