@@ -180,8 +180,8 @@ def replays_of(pred, targets, seed: int, replays: int):
     runs = [pred.replay(targets, seed=seed + 1000) if k == 0
             else pred.replay(targets, rng=[seed + 1000, k]) for k in range(int(replays))]
     p = pd.concat([pd.DataFrame({
-        "subject_id": r.subject.astype(str), "n_items": r.n_items,
-        "score": r.score, "score_lo": r.lower, "score_hi": r.upper,
+        "subject_id": r.subject_id.astype(str), "n_items": r.n_items,
+        "score": r.score, "score_lo": r.score_lo, "score_hi": r.score_hi,
         "design_score": r.design_score, "model_score": r.model_score, "method": r.method})
         for r in runs], ignore_index=True)
     return runs, p
@@ -267,7 +267,7 @@ def run_library(df: pd.DataFrame, split: str, seed: int, budget: int, settings=N
     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
     first = runs[0]
     return ({"design": "predictor (library)", "n_source": len(src), **_metrics(p, truth)},
-            pd.Series(first.score.to_numpy(), index=first.subject.astype(str)))
+            pd.Series(first.score.to_numpy(), index=first.subject_id.astype(str)))
 
 
 def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank,
@@ -285,7 +285,7 @@ def same_bank_library(df: pd.DataFrame, split: str, seed: int, budget: int, bank
     bank = predictor_bank(source, bank, seed=seed)  # as atlas build-bank chooses it
     r = BenchmarkPredictor(budget, chance=chance).fit(bank, source, rng=seed).replay(
         targets, seed=seed + 1000)
-    return pd.Series(r.score.to_numpy(), index=r.subject.astype(str))
+    return pd.Series(r.score.to_numpy(), index=r.subject_id.astype(str))
 
 
 def library_diff(lib: pd.Series, persons: pd.DataFrame) -> float:

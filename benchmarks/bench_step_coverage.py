@@ -133,7 +133,7 @@ def run_one(family, name, split, seed) -> list[dict]:
     traj = trajectories(pred, y, ids, seed)
     rep = pred.replay(ResponseMatrix(y, ids, [str(i) for i in pred.item_ids_]), seed=seed + 1000)
     r50, shown50 = traj[BUDGET]
-    for a, b in ((rep.score, r50["score"]), (rep.lower, shown50[0]), (rep.upper, shown50[1])):
+    for a, b in ((rep.score, r50["score"]), (rep.score_lo, shown50[0]), (rep.score_hi, shown50[1])):
         if not np.allclose(a.to_numpy(), np.asarray(b), rtol=0, atol=1e-12):
             raise SystemExit(f"{name} {split} {seed}: the 50-item prediction differs from replay")
     if seed == 0:
@@ -170,11 +170,11 @@ def run_budgets(family, name, split, seed, budgets) -> list[dict]:
                 for item in s.next_items(1):
                     s.record(item, y[0][index[item]])
             end = s.prediction()
-            if not np.allclose((end.lower, end.upper), (rep.lower[0], rep.upper[0]), rtol=0,
+            if not np.allclose((end.lower, end.upper), (rep.score_lo[0], rep.score_hi[0]), rtol=0,
                                atol=1e-9):
                 raise SystemExit(f"{name} {split} budget {budget}: session and replay differ")
         for label, (lo, hi) in (("plain", (plo, phi)),
-                                ("shown", (rep.lower.to_numpy(), rep.upper.to_numpy()))):
+                                ("shown", (rep.score_lo.to_numpy(), rep.score_hi.to_numpy()))):
             rows.append({"family": family, "matrix": name, "split": split, "seed": seed,
                          "k": budget, "interval": label, "n_targets": len(tgt),
                          "hits": int(((lo <= truth) & (truth <= hi)).sum()),

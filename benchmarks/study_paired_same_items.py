@@ -96,7 +96,7 @@ def study(name: str, reps: int = 3, max_pairs: int = 1000) -> dict:
     sep, same = {"hw": [], "err": [], "cov": []}, {"hw": [], "err": [], "cov": []}
     for r in range(reps):
         one = pred.replay(targets, rng=[r, 1])
-        score, sd = one["score"].to_numpy(), (one["upper"] - one["lower"]).to_numpy() / 3.92
+        score, sd = one["score"].to_numpy(), (one["score_hi"] - one["score_lo"]).to_numpy() / 3.92
         sd_d = np.sqrt(sd[a] ** 2 + sd[b] ** 2)
         err = score[a] - score[b] - diff
         sep["hw"].append(1.96 * sd_d), sep["err"].append(err)

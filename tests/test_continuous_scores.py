@@ -153,7 +153,7 @@ def test_design_interval_covers_any_bounded_score(continuous_world):
         err = np.concatenate([(r.design_score - r.full_score).to_numpy() for r in runs])
         se = np.sqrt(np.mean(err ** 2))
         assert abs(err.mean()) < 3 * se / np.sqrt(err.size) + 0.003, name
-        cover = np.concatenate([((r.full_score >= r.lower) & (r.full_score <= r.upper))
+        cover = np.concatenate([((r.full_score >= r.score_lo) & (r.full_score <= r.score_hi))
                                 .to_numpy() for r in runs])
         assert 0.90 <= cover.mean() <= 0.99, (name, cover.mean())
 
@@ -173,4 +173,4 @@ def test_replay_and_live_session_agree_on_continuous_scores(continuous_world):
             s.record(item, y[item])
     p = s.prediction()
     assert p.score == pytest.approx(float(rep.score[0]), abs=1e-12)
-    assert (p.lower, p.upper) == pytest.approx((float(rep.lower[0]), float(rep.upper[0])))
+    assert (p.lower, p.upper) == pytest.approx((float(rep.score_lo[0]), float(rep.score_hi[0])))

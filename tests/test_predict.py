@@ -52,7 +52,7 @@ def test_design_estimate_unbiased_and_covers_outside_the_source(world, predictor
     se = np.sqrt(np.mean(err ** 2))
     assert abs(err.mean()) < 3 * se / np.sqrt(err.size) + 0.003    # unbiased
     assert abs(model_err.mean()) > 0.05                             # the model alone is biased
-    cover = np.concatenate([((r.full_score >= r.lower) & (r.full_score <= r.upper)).to_numpy()
+    cover = np.concatenate([((r.full_score >= r.score_lo) & (r.full_score <= r.score_hi)).to_numpy()
                             for r in runs])
     assert 0.88 <= cover.mean() <= 1.0
     final = np.concatenate([(r.score - r.full_score).to_numpy() for r in runs])
@@ -66,7 +66,7 @@ def test_combined_sharper_than_design_inside_the_source(world):
     final = np.mean([np.abs(r.score - r.full_score).mean() for r in runs])
     design = np.mean([np.abs(r.design_score - r.full_score).mean() for r in runs])
     assert final < 0.92 * design
-    cover = np.mean([((r.full_score >= r.lower) & (r.full_score <= r.upper)).mean() for r in runs])
+    cover = np.mean([((r.full_score >= r.score_lo) & (r.full_score <= r.score_hi)).mean() for r in runs])
     assert 0.88 <= cover <= 1.0
 
 
@@ -81,8 +81,8 @@ def test_budget_bound_replay_and_session(world, predictor):
     part = predictor.replay(ResponseMatrix(y, item_ids=world["strong"].item_ids), rng=2)
     assert list(part.n_items) == [30, 40, 40]
     assert part.score[0] == pytest.approx(np.nanmean(y[0]))
-    assert part.lower[0] == pytest.approx(part.upper[0])
-    assert np.isfinite(part.score).all() and (part.lower <= part.upper).all()
+    assert part.score_lo[0] == pytest.approx(part.score_hi[0])
+    assert np.isfinite(part.score).all() and (part.score_lo <= part.score_hi).all()
     s = predictor.session(budget=12, rng=3)
     asked = []
     while not s.done:
@@ -100,7 +100,7 @@ def test_round_trip_and_determinism(world, predictor):
     a = predictor.replay(world["strong"], rng=5)
     b = back.replay(world["strong"], rng=5)
     np.testing.assert_array_equal(a.score.to_numpy(), b.score.to_numpy())
-    np.testing.assert_array_equal(a.lower.to_numpy(), b.lower.to_numpy())
+    np.testing.assert_array_equal(a.score_lo.to_numpy(), b.score_lo.to_numpy())
     c = predictor.replay(world["strong"], rng=6)
     assert not np.array_equal(a.score.to_numpy(), c.score.to_numpy())
     with pytest.raises(ConfigError, match="not a predictor"):
@@ -431,7 +431,7 @@ def test_chance_floor_keeps_targets_at_chance_inside():
     assert now.mean() < was.mean() and not np.any(now & ~was)
     err = lambda k: np.mean(np.concatenate([np.abs(r[k].score - r[k].full_score) for r in runs]))
     assert err(1) < err(0)
-    cover = np.concatenate([((w.full_score >= w.lower) & (w.full_score <= w.upper)).to_numpy()
+    cover = np.concatenate([((w.full_score >= w.score_lo) & (w.full_score <= w.score_hi)).to_numpy()
                             for _, w in runs])
     assert cover.mean() >= 0.9
     # the same chance level, but the weakest source model well above it: the check stays
@@ -592,7 +592,7 @@ def test_published_scores_a_macro_average_map_the_design_estimate(world):
     assert p.score_map_[2] > 1e-4
     truth = macro(world["strong"].values)
     runs = [p.replay(world["strong"], rng=s) for s in range(4)]
-    cover = np.mean([((truth >= r.lower) & (truth <= r.upper)).mean() for r in runs])
+    cover = np.mean([((truth >= r.score_lo) & (truth <= r.score_hi)).mean() for r in runs])
     err = np.mean([np.abs(r.score - truth).mean() for r in runs])
     err_plain = np.mean([np.abs(plain.replay(world["strong"], rng=s).score - truth).mean()
                          for s in range(4)])

@@ -84,7 +84,7 @@ def test_interval_at_the_budget_is_the_replays(runs):
                 s.record(item, targets.values[r][int(item[1:])])
         end = s.prediction()
         assert (end.score, end.lower, end.upper) == pytest.approx(
-            (row.score, row.lower, row.upper), abs=1e-12)
+            (row.score, row.score_lo, row.score_hi), abs=1e-12)
     fake = {"lower": np.array([0.3]), "upper": np.array([0.5])}
     same = pred.step_interval(None, np.zeros((1, est.SMALL_SAMPLE_DRAWS), int), fake)
     assert (same[0][0], same[1][0]) == (0.3, 0.5)
@@ -100,14 +100,14 @@ def test_short_budget_replay_is_the_sessions_and_covers(runs):
     budget = 10
     rep = pred.replay(targets, budget=budget, seed=SEED)
     truth = targets.values.mean(axis=1)
-    cover = np.mean((rep.lower <= truth) & (truth <= rep.upper))
+    cover = np.mean((rep.score_lo <= truth) & (truth <= rep.score_hi))
     assert cover >= 0.90, cover                  # the plain interval's: 0.87
     gen = [subject_generator(SEED, s) for s in targets.subject_ids]
     y = targets.aligned_values(pred.item_ids_)
     score, plo, phi, *_ = pred._combine(pred._replay_arrays(y, gen, budget))
     assert np.array_equal(rep.score, score)
-    assert np.all((rep.lower <= plo + 1e-12) & (rep.upper >= phi - 1e-12))
-    assert np.mean(rep.upper - rep.lower) > np.mean(phi - plo)
+    assert np.all((rep.score_lo <= plo + 1e-12) & (rep.score_hi >= phi - 1e-12))
+    assert np.mean(rep.score_hi - rep.score_lo) > np.mean(phi - plo)
     for r in (0, 150):
         for b in (budget, BUDGET):
             s = pred.session(budget=b, rng=subject_generator(SEED, targets.subject_ids[r]))
@@ -116,7 +116,7 @@ def test_short_budget_replay_is_the_sessions_and_covers(runs):
                     s.record(item, targets.values[r][int(item[1:])])
             end = s.prediction()
             assert (end.score, end.lower, end.upper) == pytest.approx(
-                (rep.score[r], rep.lower[r], rep.upper[r]), abs=1e-12)
+                (rep.score[r], rep.score_lo[r], rep.score_hi[r]), abs=1e-12)
     v = targets.values
     part = np.full((3, N_ITEMS), np.nan)
     part[0, :6], part[1, :25], part[2] = v[0, :6], v[0, :25], v[1]
@@ -126,8 +126,8 @@ def test_short_budget_replay_is_the_sessions_and_covers(runs):
     gen = [subject_generator(SEED, s) for s in ("six", "many", "all")]
     _, plo, phi, *_ = pred._combine(pred._replay_arrays(part.aligned_values(pred.item_ids_),
                                                         gen, budget))
-    assert (out.lower[0], out.upper[0]) == (plo[0], phi[0])          # its exact score's
-    assert np.all(out.upper[1:] - out.lower[1:] > phi[1:] - plo[1:])
+    assert (out.score_lo[0], out.score_hi[0]) == (plo[0], phi[0])          # its exact score's
+    assert np.all(out.score_hi[1:] - out.score_lo[1:] > phi[1:] - plo[1:])
 
 
 def test_small_sample_interval_formula():

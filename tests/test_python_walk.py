@@ -248,9 +248,9 @@ def test_replay_gives_no_prediction_for_a_target_with_no_answers(bank):
                                 on_empty="keep")
     with warnings.catch_warnings():
         warnings.simplefilter("error")                    # no "Mean of empty slice"
-        out = predictor.replay(targets, rng=1).set_index("subject")
+        out = predictor.replay(targets, rng=1).set_index("subject_id")
     assert out.loc["none", "flag"] == "no_answers" and out.loc["none", "n_items"] == 0
-    assert out.loc["none", ["score", "lower", "upper", "se", "theta", "full_score"]].isna().all()
+    assert out.loc["none", ["score", "score_lo", "score_hi", "se", "theta", "full_score"]].isna().all()
     assert out.loc["a", "flag"] != "no_answers" and np.isfinite(out.loc["a", "score"])
 
 

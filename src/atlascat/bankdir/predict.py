@@ -247,8 +247,8 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0,
     scale = metric_scale(folder)
     width = 1.0 if scale is None else float(scale[1]) - float(scale[0])   # an SE has no offset
     frame = pd.DataFrame({
-        "subject_id": out["subject"].astype(str), "n_items": out["n_items"],
-        "score": out["score"], "score_lo": out["lower"], "score_hi": out["upper"],
+        "subject_id": out["subject_id"].astype(str), "n_items": out["n_items"],
+        "score": out["score"], "score_lo": out["score_lo"], "score_hi": out["score_hi"],
         "percentile": pct, "score_flag": out["flag"], "score_warning": warning,
         "method": out["method"], "se": out["se"] * width, "model_score": out["model_score"],
         "model_part": out["model_part"], "design_score": out["design_score"],
@@ -273,7 +273,7 @@ def _selected_items(replayed: pd.DataFrame, responses, folder) -> pd.DataFrame:
     import numpy as np
 
     col = {str(i): j for j, i in enumerate(responses.item_ids)}
-    subj = np.repeat(replayed["subject"].astype(str).to_numpy(),
+    subj = np.repeat(replayed["subject_id"].astype(str).to_numpy(),
                      [len(x) for x in replayed["items"]])
     items = [i for x in replayed["items"] for i in x]
     rows = np.repeat(np.arange(len(replayed)), [len(x) for x in replayed["items"]])

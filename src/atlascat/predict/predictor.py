@@ -392,8 +392,9 @@ class BenchmarkPredictor:
         answers for, drawn one after another (module docstring) from ``rng`` (one Generator for
         every row) or, with ``seed``, from each target's own
         :func:`~atlascat.predict.session.subject_generator`: then a target is asked what a live
-        session of it seeded alike asks, whatever the other rows. Columns: ``subject``,
-        ``n_items``, ``score``, ``lower``, ``upper`` (95%, 0-1; after fewer than
+        session of it seeded alike asks, whatever the other rows. Columns (the names of every
+        bank's predictions: ``person_scores.csv``'s): ``subject_id``,
+        ``n_items``, ``score``, ``score_lo``, ``score_hi`` (95%, 0-1; after fewer than
         ``SMALL_SAMPLE_DRAWS`` answers the small-sample interval of
         :meth:`step_interval`, as a live session shows it), ``se``,
         ``method`` ("design" for a target outside the source population, else "combined"),
@@ -436,8 +437,8 @@ class BenchmarkPredictor:
             return np.where(empty, np.nan, np.asarray(v, float))
 
         out = pd.DataFrame({
-            "subject": list(targets.subject_ids), "n_items": arr["n"].astype(int),
-            "score": blank(score), "lower": blank(lo), "upper": blank(hi), "se": blank(sd),
+            "subject_id": list(targets.subject_ids), "n_items": arr["n"].astype(int),
+            "score": blank(score), "score_lo": blank(lo), "score_hi": blank(hi), "se": blank(sd),
             "method": np.where(empty, "", np.where(outside, "design", "combined")),
             "flag": np.where(empty, "no_answers", np.where(outside, "outside_source", "")),
             "model_score": blank(arr["model"]), "model_part": blank(self.model_part(arr)),
