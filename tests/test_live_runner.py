@@ -631,6 +631,32 @@ class TestLiveFaults:
         store.release(rid)
         assert service.resume(fast_store(db), rid, bank=bank).status == "done"
 
+    def test_a_refused_resume_writes_nothing(self, bank, tmp_path, capsys):
+        """``--resume`` of a run another process is running: one line, exit 2, and neither
+        its results.json row nor its page is written (they would say ``error`` for a run
+        that is running, or overwrite the other process's finished row), the store as it
+        was."""
+        from atlascat.cli import main
+
+        out = tmp_path / "run"
+        db = out / "runs.sqlite"
+        rid = runner.start_run(RunStore(db), bank, SimulatedSubject(bank, 0.5), config=FAST,
+                               bank_ref="shipped:arc")
+        other = RunStore(db)          # stands in for the process running it
+        other.claim(rid)
+        before = RunStore(db).get_run(rid)
+        code = main(["evaluate", "--resume", rid, "-o", str(out), "-q"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and err.count("\n") == 0 and "is already being run by" in err
+        assert not (out / "results.json").exists() and not (out / "reports").exists()
+        after = RunStore(db).get_run(rid)
+        assert (after["status"], after["error"], after["updated_at"]) == \
+            (before["status"], before["error"], before["updated_at"])
+        other.release(rid)
+        assert main(["evaluate", "--resume", rid, "-o", str(out), "-q"]) == 0
+        rows = json.loads((out / "results.json").read_text())
+        assert [r["status"] for r in rows] == ["done"]
+
     @pytest.mark.slow
     def test_two_concurrent_resumes_of_one_run(self, bank, tmp_path, capsys):
         """A second ``--resume`` while the first is asking is refused; nothing is asked twice."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import AtlasError, ConfigError, LiveRunError
+from ..errors import AtlasError, ConfigError, LiveRunError, RunBusyError
 from ..catalogue.bankref import BankRef
 from .runner import RunResult, bank_hash, continue_run, start_run
 from .store import RunStore
@@ -476,6 +476,9 @@ class LiveRun:
 
         store = _as_store(store)
         jobs = []
+        for rid in run_ids:   # one run busy elsewhere: refused before anything is built
+            store.get_run(rid)
+            store.check_free(rid)
         for rid in run_ids:
             info = store.get_run(rid)
             kind = info["kind"]
@@ -513,8 +516,8 @@ class LiveRun:
                 return continue_run(self.store, job.run_id, job.bank, job.subject, cache=cache,
                                     on_step=on_step)
             except AtlasError as exc:
-                if raise_errors:
-                    raise
+                if raise_errors or isinstance(exc, RunBusyError):   # not this call's run:
+                    raise                    # no result, no page, no results.json row
                 self.errors[job.run_id] = exc
                 res = RunResult.from_store(self.store, job.run_id)
                 res.status, res.error = "error", str(exc)

@@ -54,7 +54,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import LiveRunError
+from ..errors import LiveRunError, RunBusyError
 from .storehome import atlas_home, default_store_path, known_stores, register_store
 
 __all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home", "known_stores",
@@ -426,6 +426,38 @@ class RunStore:
         finally:
             os.close(fd)
 
+    def _busy(self, run_id: str) -> RunBusyError:
+        info = self._con().execute("SELECT pid, host FROM runs WHERE run_id=?",
+                                   (run_id,)).fetchone()
+        who = f"process {info['pid']} on {info['host']}" if info else "another process"
+        return RunBusyError(f"run {run_id} is already being run by {who} (lock "
+                            f"{str(self._lock_path(run_id))!r}); wait for it to finish or "
+                            "stop it, then resume", run_id=run_id)
+
+    def check_free(self, run_id: str) -> None:
+        """Raise :class:`~atlascat.errors.RunBusyError` when another process (or another
+        RunStore of this one) holds the run's lock: a resume refused before it rebuilds a
+        subject, asks, or writes anything (:meth:`claim` takes the lock itself)."""
+        with self._locks_guard:
+            if run_id in self._locks:
+                raise self._busy(run_id)
+        if not _has_lock_support():
+            return
+        import fcntl
+
+        try:
+            fd = os.open(self._lock_path(run_id), os.O_RDONLY)
+        except OSError:                      # never claimed: free
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            raise self._busy(run_id) from None
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
     def release(self, run_id: str) -> None:
         """Give up the run's lock (done by finish_run / fail_run; the OS does it on exit)."""
         with self._locks_guard:
@@ -439,12 +471,7 @@ class RunStore:
         Raises :class:`LiveRunError` when another process (or another RunStore in this one)
         is running it: two processes asking one run's pending items would ask them twice."""
         if not self._acquire(run_id):
-            info = self._con().execute("SELECT pid, host FROM runs WHERE run_id=?",
-                                       (run_id,)).fetchone()
-            who = f"process {info['pid']} on {info['host']}" if info else "another process"
-            raise LiveRunError(f"run {run_id} is already being run by {who} (lock "
-                               f"{str(self._lock_path(run_id))!r}); wait for it to finish or "
-                               "stop it, then resume")
+            raise self._busy(run_id)
         try:
             with self._tx() as con:
                 row = con.execute("SELECT status, pid, host FROM runs WHERE run_id=?",
