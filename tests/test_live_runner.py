@@ -657,6 +657,31 @@ class TestLiveFaults:
         rows = json.loads((out / "results.json").read_text())
         assert [r["status"] for r in rows] == ["done"]
 
+    def test_a_resume_on_another_bank_is_refused_before_writing(self, bank, tmp_path, capsys):
+        """``--resume RUN --bank OTHER``: one line, exit 2, and no results.json row or page
+        (which was written with status ``error`` and the other bank's items), a finished run's
+        too; the stored run as it was."""
+        from atlascat.cli import main
+
+        out = tmp_path / "run"
+        db = out / "runs.sqlite"
+        rid = runner.start_run(RunStore(db), bank, SimulatedSubject(bank, 0.5), config=FAST,
+                               bank_ref="shipped:arc")
+        before = RunStore(db).get_run(rid)
+        code = main(["evaluate", "--resume", rid, "-o", str(out), "--bank", "hellaswag", "-q"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and err.count("\n") == 0 and "started on a different bank" in err
+        assert not (out / "results.json").exists() and not (out / "reports").exists()
+        after = RunStore(db).get_run(rid)
+        assert (after["status"], after["error"], after["bank_ref"]) == \
+            (before["status"], before["error"], "shipped:arc")
+        assert main(["evaluate", "--resume", rid, "-o", str(out), "-q"]) == 0
+        done = json.loads((out / "results.json").read_text())
+        capsys.readouterr()
+        code = main(["evaluate", "--resume", rid, "-o", str(out), "--bank", "hellaswag", "-q"])
+        assert code == 2 and "started on a different bank" in capsys.readouterr().err
+        assert json.loads((out / "results.json").read_text()) == done
+
     @pytest.mark.slow
     def test_two_concurrent_resumes_of_one_run(self, bank, tmp_path, capsys):
         """A second ``--resume`` while the first is asking is refused; nothing is asked twice."""

@@ -383,6 +383,23 @@ def _job_bank(kind: str, ref: BankRef):
     return design_bank(ref, kind)
 
 
+def _check_same_bank(run_id: str, info: dict, items, *, given: bool) -> None:
+    """A resume on another bank than the run's (one given, or the stored one changed since)
+    is refused here, before anything is asked or any page or results.json row is written (a
+    run's answers read through another bank's items would be another run's results)."""
+    if bank_hash(items) == info["bank_hash"]:
+        return
+    from ..errors import BankError
+
+    if given:
+        raise BankError(f"run {run_id} was started on a different bank (items, parameters or "
+                        f"content differ from {info['bank_ref'] or 'the stored one'}); resume "
+                        "it with the same bank")
+    raise BankError(f"run {run_id}'s bank {info['bank_ref']} changed since the run started "
+                    "(items, parameters or content differ); restore it, or pass the bank the "
+                    "run was started on with --bank")
+
+
 @dataclass
 class LiveRun:
     """Live runs driven to their end (several models asked concurrently, one thread each).
@@ -496,9 +513,9 @@ class LiveRun:
                                   "none now; pass the folder it was started on")
             else:
                 items = _job_bank(kind, ref)
-            if isinstance(bank, BankRef) and str(bank) != info["bank_ref"] \
-                    and bank_hash(items) == info["bank_hash"]:   # the same bank, moved
-                store.move_bank(rid, str(bank))
+            _check_same_bank(rid, info, items, given=bank is not None)
+            if isinstance(bank, BankRef) and str(bank) != info["bank_ref"]:   # the same bank,
+                store.move_bank(rid, str(bank))                                # moved
             subject = (subject_for(info["subject"], items) if subject_for is not None
                        else SubjectSpec.rebuild(info["subject"], items, **settings))
             jobs.append(Job(rid, kind, items, subject, ref))
