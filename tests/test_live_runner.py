@@ -499,6 +499,28 @@ class TestEvaluateCLI:
         err = capsys.readouterr().err
         assert code == 2 and text in err and err.count("\n") == 1, err
 
+    @pytest.mark.parametrize("args, option", [
+        (["--seed", "0"], "--seed"),          # the default's value, given: the run keeps its own
+        (["--no-bound-stop"], "--bound-stop / --no-bound-stop"),
+        (["--bound-stop"], "--bound-stop / --no-bound-stop"),
+        (["--bound-margin", "0.1"], "--bound-margin"),
+        (["--prompt-style", "few-shot"], "--prompt-style"),
+        (["--temperature", "0"], "--temperature"),
+        (["--max-tokens", "5"], "--max-tokens"),
+        (["--system", "Be brief."], "--system"),
+        (["--completion"], "--chat / --completion"),
+        (["--device", "cpu"], "--device"),
+    ])
+    def test_resume_refuses_every_setting_it_would_ignore(self, tmp_path, capsys, args, option):
+        """A resumed run keeps its stops, seed, endpoint kind and prompts: each option that
+        would change them is one line naming it (they were ignored without a word)."""
+        from atlascat.cli import main
+
+        code = main(["evaluate", "--resume", "abc", "--db", str(tmp_path / "r.sqlite"), *args])
+        err = capsys.readouterr().err
+        assert code == 2 and err == f"error: --resume continues a run with its own settings; " \
+                                    f"drop {option}\n"
+
     def test_install_hint_printed_intact(self, tmp_path, capsys, monkeypatch):
         from atlascat.cli import main
 
