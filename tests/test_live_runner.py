@@ -322,6 +322,29 @@ class TestRounds:
             assert len(seen) < len(ref.items)  # rounds, not single items
         assert json.loads(steps["answer"].iloc[0])[0] < 0  # the log-likelihoods are kept
 
+    def test_a_reply_without_prompt_logprobs_midrun_is_retried(self, bank, tmp_path):
+        """A completions server that has echoed prompt log-probabilities, then sends one reply
+        without them (a proxy's glitch), is asked again: the run ends as an undisturbed one.
+        It used to stop the run with "the server returns no log-probabilities" (not
+        resumable, not retried). The first reply without them still refuses the server."""
+        from atlascat.live.subjects import NoPromptLogprobsError
+        from atlascat.live.toylm import ToyLM
+
+        def run(fault, name):
+            with MockOpenAIServer(lm=ToyLM(), fault=fault) as srv:
+                subj = OpenAICompletionsSubject(srv.url, "toy", timeout=60, backoff=0)
+                res = service.evaluate(bank, subj, store=fast_store(tmp_path / name), seed=3,
+                                       config=FAST)
+            return res, srv.log
+
+        ref, _ = run(None, "ref.sqlite")
+        res, log = run(lambda n, i, t: "nologprobs" if n == 4 else None, "glitch.sqlite")
+        assert [e["fault"] for e in log].count("nologprobs") == 1
+        assert (res.status, res.items, res.scores, res.theta, res.se) == \
+            ("done", ref.items, ref.scores, ref.theta, ref.se)
+        with pytest.raises(NoPromptLogprobsError, match="returned no log-probabilities"):
+            run(lambda n, i, t: "nologprobs", "never.sqlite")
+
     def test_batched_rounds_over_http_equal_in_process(self, bank, tmp_path, protocol,
                                                        batched_session):
         ref = service.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "a.sqlite"),
