@@ -180,3 +180,45 @@ def test_sigkilled_run_on_a_matrix_folder_resumes_as_uninterrupted(matrix_folder
     check_same(ref, res, out)
     asked = Path(str(gate) + ".asked").read_text().split()
     assert sorted(asked) == sorted(res["items"])   # every item answered once, none twice
+
+
+@pytest.mark.slow
+def test_second_ctrl_c_abandons_the_items_in_flight_of_several_models(tmp_path):
+    """Two models asked at once, their server hanging: a first Ctrl-C asks to stop after the
+    items in flight, a second one leaves at once (the process used to wait for every reply),
+    both runs interrupted with their items pending, and the --resume command printed."""
+    import sqlite3
+    import time
+
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.toylm import ToyLM
+
+    out = tmp_path / "two"
+    with MockOpenAIServer(lm=ToyLM(), hang_s=600, fault=lambda n, i, t: "hang") as srv:
+        proc = atlas("evaluate", "--bank", "arc", "--subject", f"completions:{srv.url}",
+                     "--llm", "a", "--llm", "b", "--timeout", 900, "-o", out, "-q", wait=False)
+        deadline, pending = time.monotonic() + 120, 0
+        while pending < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            try:
+                with sqlite3.connect(f"file:{out / 'runs.sqlite'}?mode=ro", uri=True) as con:
+                    pending = con.execute("SELECT COUNT(*) FROM steps WHERE "
+                                          "status='pending'").fetchone()[0]
+            except sqlite3.Error:
+                pending = 0
+        assert pending == 2, proc.communicate()
+        while len(srv.log) < 2 and time.monotonic() < deadline:   # both requests arrived
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=120)   # the server holds the replies for 600 s
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+    assert proc.returncode == 130, err
+    assert "Resume with: atlas evaluate --resume" in err
+    rows = json.loads(atlas("runs", "--db", out / "runs.sqlite", "--json")[1])
+    assert [(r["state"], r["n_items"], r["pending"]) for r in rows] == [("interrupted", 0, 1)] * 2

@@ -383,6 +383,34 @@ def _job_bank(kind: str, ref: BankRef):
     return design_bank(ref, kind)
 
 
+def _in_threads(fn, jobs) -> list:
+    """``[fn(job) for job in jobs]``, one thread each; the first exception any raised is raised
+    once all have ended. The threads are daemons and the caller waits for them in short
+    joins, so a KeyboardInterrupt in the caller (a second Ctrl-C) leaves at once: the items in
+    flight stay pending, as with one run, and the process does not wait for their replies."""
+    import threading
+
+    out, raised = [None] * len(jobs), [None] * len(jobs)
+
+    def work(n, job):
+        try:
+            out[n] = fn(job)
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller below
+            raised[n] = exc
+
+    threads = [threading.Thread(target=work, args=(n, job), daemon=True,
+                                name=f"atlas-live-{n}") for n, job in enumerate(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.2)
+    for exc in raised:
+        if exc is not None:
+            raise exc
+    return out
+
+
 def _check_same_bank(run_id: str, info: dict, items, *, given: bool) -> None:
     """A resume on another bank than the run's (one given, or the stored one changed since)
     is refused here, before anything is asked or any page or results.json row is written (a
@@ -526,8 +554,6 @@ class LiveRun:
         """Ask every run to its end (one thread per run when there are several). A run that
         fails keeps its answers and ends with status ``error`` (its exception in
         :attr:`errors`, by run id); ``raise_errors``: raise the first failure instead."""
-        from concurrent.futures import ThreadPoolExecutor
-
         def one(job: Job) -> RunResult:
             try:
                 return continue_run(self.store, job.run_id, job.bank, job.subject, cache=cache,
@@ -543,9 +569,7 @@ class LiveRun:
         if len(self.jobs) == 1:
             self.outcomes = [one(self.jobs[0])]
         else:
-            with ThreadPoolExecutor(max_workers=len(self.jobs),
-                                    thread_name_prefix="atlas-live") as pool:
-                self.outcomes = list(pool.map(one, self.jobs))
+            self.outcomes = _in_threads(one, self.jobs)
         return self.outcomes
 
     def __repr__(self) -> str:
