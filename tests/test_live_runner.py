@@ -394,6 +394,47 @@ class TestRounds:
         assert (res.items, res.theta) == (ref.items, ref.theta)
         assert asked.count(asked[4]) == 2 and len(asked) == len(ref.items) + 1
 
+    @pytest.mark.parametrize("k", [1, 3])
+    def test_a_crash_after_the_answers_came_before_the_round_was_saved(self, bank, tmp_path,
+                                                                       batched_session, k):
+        """The process dies after a round's replies arrived and before the round's transaction
+        (answers, scores, theta and the session snapshot) commits: a round asked concurrently
+        (k > 1) kept each answer as it came and asks none again; one item at a time asks that
+        one item again. Either way the run ends as an undisturbed one."""
+        ref = service.evaluate(bank, SimulatedSubject(bank, 0.5, seed=7), seed=2, config=FAST,
+                               store=fast_store(tmp_path / "r.sqlite"), batch_size=k)
+        sim, asked = SimulatedSubject(bank, 0.5, seed=7), []
+
+        class Counting(SimulatedSubject):
+            def ask(self, prompt, item):
+                asked.append(item["item_id"])
+                return sim.ask(prompt, item)
+
+        class Dying(RunStore):
+            rounds = 0
+
+            def complete_round(self, *args, **kw):
+                Dying.rounds += 1
+                if Dying.rounds == 3:
+                    raise _Crash()
+                return super().complete_round(*args, **kw)
+
+        db = tmp_path / "d.sqlite"
+        store = Dying(db, synchronous="NORMAL")
+        rid = runner.start_run(store, bank, Counting(bank, 0.5, seed=7), seed=2, config=FAST,
+                               batch_size=k)
+        with pytest.raises(_Crash):
+            runner.continue_run(store, rid, bank, Counting(bank, 0.5, seed=7))
+        steps = fast_store(db).steps(rid)
+        open_ = steps[steps["status"] != "answered"]
+        assert 1 <= len(open_) <= k and open_["round"].nunique() == 1   # the third round's
+        assert set(open_["status"]) == ({"pending"} if k == 1 else {"scored"})
+        res = service.resume(fast_store(db), rid, bank=bank, subject=Counting(bank, 0.5, seed=7))
+        assert (res.status, res.items, res.scores, res.theta, res.se) == \
+            ("done", ref.items, ref.scores, ref.theta, ref.se)
+        again = [i for i in set(asked) if asked.count(i) > 1]
+        assert again == (list(open_["item_id"]) if k == 1 else [])
+
     def test_batch_size_validated(self, bank, tmp_path):
         with pytest.raises(ConfigError, match="batch size"):
             service.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "x.sqlite"),
