@@ -11,6 +11,7 @@ the score link are written by other modules; the tests install small stand-ins f
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -716,6 +717,53 @@ class TestLiveFaults:
             service.resume(fast_store(db), rid, bank=bank)
         store.release(rid)
         assert service.resume(fast_store(db), rid, bank=bank).status == "done"
+
+    @pytest.mark.parametrize("other", ["finishes", "stops"])
+    def test_a_resume_that_waited_for_the_lock_starts_from_the_run_as_it_is(self, bank,
+                                                                           tmp_path, other):
+        """Two processes resume one killed run at once: the one that reads the run while the
+        other holds it, and takes the lock once the other has finished it (or stopped after
+        more answers), continues from the run as the other left it. It continued from the
+        snapshot it had read before: asking answered items again into new steps, counting
+        them twice, turning a finished run back into a running one."""
+        ref = service.evaluate(bank, SimulatedSubject(bank, 0.5, seed=7), seed=2, config=FAST,
+                               store=fast_store(tmp_path / "r.sqlite"))
+        sim, asked = SimulatedSubject(bank, 0.5, seed=7), {"a": [], "b": []}
+
+        def subject(who, crash_at=None):
+            class Asking(SimulatedSubject):
+                def ask(self, prompt, item):
+                    asked[who].append(item["item_id"])
+                    if len(asked[who]) == crash_at:
+                        raise _Crash()
+                    return sim.ask(prompt, item)
+            return Asking(bank, 0.5, seed=7)
+
+        db = tmp_path / "two.sqlite"
+        rid = runner.start_run(fast_store(db), bank, subject("a"), seed=2, config=FAST)
+        with pytest.raises(_Crash):     # killed after 4 answers
+            runner.continue_run(fast_store(db), rid, bank, subject("a", crash_at=5))
+        second = fast_store(db)
+        claim = second.claim
+
+        def late_claim(run_id):         # meanwhile the other process runs it
+            with contextlib.suppress(_Crash):
+                runner.continue_run(fast_store(db), rid, bank,
+                                    subject("a", crash_at=None if other == "finishes" else 9))
+            claim(run_id)
+
+        second.claim = late_claim
+        res = runner.continue_run(second, rid, bank, subject("b"))
+        if other == "stops":
+            assert res.status == "done"
+        res = runner.RunResult.from_store(fast_store(db), rid)
+        assert (res.status, res.items, res.scores, res.theta, res.se, res.n_items) == \
+            ("done", ref.items, ref.scores, ref.theta, ref.se, ref.n_items)
+        steps = fast_store(db).steps(rid)
+        assert len(steps) == len(ref.items) and (steps["status"] == "answered").all()
+        assert not set(asked["b"]) & set(asked["a"][:-1])    # nothing answered asked again
+        if other == "finishes":
+            assert asked["b"] == []
 
     def test_a_refused_resume_writes_nothing(self, bank, tmp_path, capsys):
         """``--resume`` of a run another process is running: one line, exit 2, and neither

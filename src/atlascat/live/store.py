@@ -482,7 +482,7 @@ class RunStore:
                     raise LiveRunError(f"run {run_id} is already being run by process "
                                        f"{row['pid']}; wait for it to finish or stop it")
                 con.execute("UPDATE runs SET status='running', error=NULL, pid=?, host=?, "
-                            "updated_at=? WHERE run_id=?",
+                            "updated_at=? WHERE run_id=? AND status != 'done'",   # done: stays
                             (os.getpid(), socket.gethostname(), time.time(), run_id))
         except BaseException:
             self.release(run_id)
