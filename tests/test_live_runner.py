@@ -436,6 +436,36 @@ class TestRounds:
         again = [i for i in set(asked) if asked.count(i) > 1]
         assert again == (list(open_["item_id"]) if k == 1 else [])
 
+    def test_a_store_that_cannot_be_written_stops_the_run_in_one_line(self, bank, tmp_path):
+        """The run store's disk fills up mid-run (SQLite's page limit stands in for it): the
+        run stops with one LiveRunError naming the store (it was a bare sqlite3 error, a
+        traceback at the command line), its saved answers intact, and resumes once the store
+        can be written, as an undisturbed run."""
+        ref = service.evaluate(bank, SimulatedSubject(bank, 0.5, seed=7), seed=2, config=FAST,
+                               store=fast_store(tmp_path / "r.sqlite"))
+        sim, asked = SimulatedSubject(bank, 0.5, seed=7), []
+        db = tmp_path / "full.sqlite"
+        store = fast_store(db)
+
+        class FillsTheDisk(SimulatedSubject):
+            def ask(self, prompt, item):
+                asked.append(item["item_id"])
+                if len(asked) == 5:       # no page more than the file has now
+                    con = store._con()
+                    pages = con.execute("PRAGMA page_count").fetchone()[0]
+                    con.execute(f"PRAGMA max_page_count={pages}")
+                return sim.ask(prompt, item)
+
+        rid = runner.start_run(store, bank, FillsTheDisk(bank, 0.5, seed=7), seed=2, config=FAST)
+        with pytest.raises(LiveRunError, match="the run store .* cannot be written") as err:
+            runner.continue_run(store, rid, bank, FillsTheDisk(bank, 0.5, seed=7))
+        assert str(db) in str(err.value) and "\n" not in str(err.value)
+        again = fast_store(db)            # another process: the disk has room again
+        assert 4 <= again.get_run(rid)["n_items"] < ref.n_items
+        res = service.resume(again, rid, bank=bank, subject=SimulatedSubject(bank, 0.5, seed=7))
+        assert (res.status, res.items, res.scores, res.theta, res.se) == \
+            ("done", ref.items, ref.scores, ref.theta, ref.se)
+
     def test_batch_size_validated(self, bank, tmp_path):
         with pytest.raises(ConfigError, match="batch size"):
             service.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "x.sqlite"),

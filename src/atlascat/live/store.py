@@ -57,9 +57,8 @@ import pandas as pd
 from ..errors import LiveRunError, RunBusyError
 from .storehome import atlas_home, default_store_path, known_stores, register_store
 
-__all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home", "known_stores",
-           "find_run_store",
-           "register_store"]
+__all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home",
+           "known_stores", "find_run_store", "register_store"]
 
 
 def _check_foreign(path: Path) -> None:
@@ -87,6 +86,9 @@ SCHEMA_VERSION = 4
 #: what a run is: the adaptive test on one bank, a bank folder's benchmark predictor, or a suite
 #: (its members' banks as one composite bank)
 RUN_KINDS = ("adaptive", "predictor", "suite")
+
+#: SQLite's errors (``sqlite_errorname``, its first two words) of a store that cannot be written
+_UNWRITABLE = {"SQLITE_FULL", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_READONLY", "SQLITE_IOERR"}
 
 #: default cap on the characters of one answer kept in the database
 MAX_ANSWER_CHARS = 20_000
@@ -305,15 +307,27 @@ class RunStore:
 
     @contextmanager
     def _tx(self):
+        # a store that cannot be written (disk full, locked past the busy timeout, read-only)
+        # is one LiveRunError naming it, the transaction rolled back: the run resumes once it can
         con = self._con()
-        con.execute("BEGIN IMMEDIATE")
         try:
-            yield con
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        else:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
             con.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            if "_".join(getattr(exc, "sqlite_errorname", "SQLITE_FULL").split("_")[:2]) \
+                    not in _UNWRITABLE:
+                raise
+            raise LiveRunError(f"the run store {str(self.path)!r} cannot be written ({exc}): "
+                               "free disk space or close the program that holds it, then resume"
+                               ) from None
 
     def close(self) -> None:
         con = getattr(self._local, "con", None)
@@ -435,9 +449,8 @@ class RunStore:
                             "stop it, then resume", run_id=run_id)
 
     def check_free(self, run_id: str) -> None:
-        """Raise :class:`~atlascat.errors.RunBusyError` when another process (or another
-        RunStore of this one) holds the run's lock: a resume refused before it rebuilds a
-        subject, asks, or writes anything (:meth:`claim` takes the lock itself)."""
+        """Raise :class:`~atlascat.errors.RunBusyError` when another process (or RunStore) holds
+        the run's lock: a resume refused before it builds, asks or writes anything."""
         with self._locks_guard:
             if run_id in self._locks:
                 raise self._busy(run_id)
