@@ -222,3 +222,49 @@ def test_second_ctrl_c_abandons_the_items_in_flight_of_several_models(tmp_path):
     assert "Resume with: atlas evaluate --resume" in err
     rows = json.loads(atlas("runs", "--db", out / "runs.sqlite", "--json")[1])
     assert [(r["state"], r["n_items"], r["pending"]) for r in rows] == [("interrupted", 0, 1)] * 2
+
+
+def test_ctrl_c_in_python_stops_every_run_of_several_models(tmp_path):
+    """LiveRun.run() of several models interrupted (Ctrl-C in a notebook): the
+    KeyboardInterrupt is raised at once, and each run stops after its round in flight, its
+    answers saved, marked interrupted; runs went on to their end in the background (or, before,
+    the interrupt waited for them)."""
+    import _thread
+    import time
+
+    from atlascat.catalogue import BankRef
+    from atlascat.cat.config import CATConfig
+    from atlascat.live.service import LiveRun
+    from atlascat.live.store import RunStore
+    from atlascat.live.subjects import CallableSubject, SimulatedSubject
+
+    bank = BankRef.from_option("arc").load()
+    sim = SimulatedSubject(bank, 0.5, seed=7)
+    held, asked = threading.Event(), []
+
+    def fn(item, prompt):
+        asked.append(item["item_id"])
+        if len(asked) >= 4:              # the fourth question on: held until released
+            held.wait(120)
+        return sim.ask(prompt, item).text
+
+    db = tmp_path / "two.sqlite"
+    live = LiveRun.start(db, bank, [CallableSubject(fn, name=m) for m in ("a", "b")],
+                         config=CATConfig(se_stop=0.1, min_items=30, max_items=60))
+
+    def interrupt():
+        deadline = time.monotonic() + 120
+        while len(asked) < 5 and time.monotonic() < deadline:   # both runs wait on a reply
+            time.sleep(0.05)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        live.run()
+    held.set()                           # the replies in flight come; the runs stop there
+    store, deadline = RunStore(db), time.monotonic() + 120
+    while time.monotonic() < deadline and set(store.list_runs()["state"]) != {"interrupted"}:
+        time.sleep(0.1)
+    runs = store.list_runs()
+    assert set(runs["state"]) == {"interrupted"}, runs[["state", "n_items"]]
+    assert runs["n_items"].max() < 30 and runs["pending"].sum() == 0

@@ -383,11 +383,12 @@ def _job_bank(kind: str, ref: BankRef):
     return design_bank(ref, kind)
 
 
-def _in_threads(fn, jobs) -> list:
+def _in_threads(fn, jobs, stop) -> list:
     """``[fn(job) for job in jobs]``, one thread each; the first exception any raised is raised
     once all have ended. The threads are daemons and the caller waits for them in short
-    joins, so a KeyboardInterrupt in the caller (a second Ctrl-C) leaves at once: the items in
-    flight stay pending, as with one run, and the process does not wait for their replies."""
+    joins, so a KeyboardInterrupt in the caller (a second Ctrl-C) leaves at once, ``stop`` set
+    (each run ends after its round); a process that exits then does not wait for the replies
+    in flight (their items stay pending, as with one run)."""
     import threading
 
     out, raised = [None] * len(jobs), [None] * len(jobs)
@@ -402,9 +403,13 @@ def _in_threads(fn, jobs) -> list:
                                 name=f"atlas-live-{n}") for n, job in enumerate(jobs)]
     for t in threads:
         t.start()
-    for t in threads:
-        while t.is_alive():
-            t.join(0.2)
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+    except BaseException:
+        stop.set()
+        raise
     for exc in raised:
         if exc is not None:
             raise exc
@@ -553,11 +558,23 @@ class LiveRun:
             raise_errors: bool = False) -> list[RunResult]:
         """Ask every run to its end (one thread per run when there are several). A run that
         fails keeps its answers and ends with status ``error`` (its exception in
-        :attr:`errors`, by run id); ``raise_errors``: raise the first failure instead."""
+        :attr:`errors`, by run id); ``raise_errors``: raise the first failure instead. A
+        KeyboardInterrupt (Ctrl-C) while several runs are asked is raised at once, and each
+        run stops after its round in flight, saved and marked ``interrupted``."""
+        import threading
+
+        stop = threading.Event()
+
+        def step(info) -> None:
+            if on_step is not None:
+                on_step(info)
+            if stop.is_set():
+                raise KeyboardInterrupt
+
         def one(job: Job) -> RunResult:
             try:
                 return continue_run(self.store, job.run_id, job.bank, job.subject, cache=cache,
-                                    on_step=on_step)
+                                    on_step=step if len(self.jobs) > 1 else on_step)
             except AtlasError as exc:
                 if raise_errors or isinstance(exc, RunBusyError):   # not this call's run:
                     raise                    # no result, no page, no results.json row
@@ -569,7 +586,7 @@ class LiveRun:
         if len(self.jobs) == 1:
             self.outcomes = [one(self.jobs[0])]
         else:
-            self.outcomes = _in_threads(one, self.jobs)
+            self.outcomes = _in_threads(one, self.jobs, stop)
         return self.outcomes
 
     def __repr__(self) -> str:
