@@ -11,6 +11,7 @@ the score link are written by other modules; the tests install small stand-ins f
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -322,6 +323,29 @@ class TestRounds:
             assert len(seen) < len(ref.items)  # rounds, not single items
         assert json.loads(steps["answer"].iloc[0])[0] < 0  # the log-likelihoods are kept
 
+    def test_a_reply_without_prompt_logprobs_midrun_is_retried(self, bank, tmp_path):
+        """A completions server that has echoed prompt log-probabilities, then sends one reply
+        without them (a proxy's glitch), is asked again: the run ends as an undisturbed one.
+        It used to stop the run with "the server returns no log-probabilities" (not
+        resumable, not retried). The first reply without them still refuses the server."""
+        from atlascat.live.subjects import NoPromptLogprobsError
+        from atlascat.live.toylm import ToyLM
+
+        def run(fault, name):
+            with MockOpenAIServer(lm=ToyLM(), fault=fault) as srv:
+                subj = OpenAICompletionsSubject(srv.url, "toy", timeout=60, backoff=0)
+                res = service.evaluate(bank, subj, store=fast_store(tmp_path / name), seed=3,
+                                       config=FAST)
+            return res, srv.log
+
+        ref, _ = run(None, "ref.sqlite")
+        res, log = run(lambda n, i, t: "nologprobs" if n == 4 else None, "glitch.sqlite")
+        assert [e["fault"] for e in log].count("nologprobs") == 1
+        assert (res.status, res.items, res.scores, res.theta, res.se) == \
+            ("done", ref.items, ref.scores, ref.theta, ref.se)
+        with pytest.raises(NoPromptLogprobsError, match="returned no log-probabilities"):
+            run(lambda n, i, t: "nologprobs", "never.sqlite")
+
     def test_batched_rounds_over_http_equal_in_process(self, bank, tmp_path, protocol,
                                                        batched_session):
         ref = service.evaluate(bank, ToyLLSubject(), store=fast_store(tmp_path / "a.sqlite"),
@@ -370,6 +394,77 @@ class TestRounds:
         res = service.resume(store, rid, bank=bank, subject=subj)
         assert (res.items, res.theta) == (ref.items, ref.theta)
         assert asked.count(asked[4]) == 2 and len(asked) == len(ref.items) + 1
+
+    @pytest.mark.parametrize("k", [1, 3])
+    def test_a_crash_after_the_answers_came_before_the_round_was_saved(self, bank, tmp_path,
+                                                                       batched_session, k):
+        """The process dies after a round's replies arrived and before the round's transaction
+        (answers, scores, theta and the session snapshot) commits: a round asked concurrently
+        (k > 1) kept each answer as it came and asks none again; one item at a time asks that
+        one item again. Either way the run ends as an undisturbed one."""
+        ref = service.evaluate(bank, SimulatedSubject(bank, 0.5, seed=7), seed=2, config=FAST,
+                               store=fast_store(tmp_path / "r.sqlite"), batch_size=k)
+        sim, asked = SimulatedSubject(bank, 0.5, seed=7), []
+
+        class Counting(SimulatedSubject):
+            def ask(self, prompt, item):
+                asked.append(item["item_id"])
+                return sim.ask(prompt, item)
+
+        class Dying(RunStore):
+            rounds = 0
+
+            def complete_round(self, *args, **kw):
+                Dying.rounds += 1
+                if Dying.rounds == 3:
+                    raise _Crash()
+                return super().complete_round(*args, **kw)
+
+        db = tmp_path / "d.sqlite"
+        store = Dying(db, synchronous="NORMAL")
+        rid = runner.start_run(store, bank, Counting(bank, 0.5, seed=7), seed=2, config=FAST,
+                               batch_size=k)
+        with pytest.raises(_Crash):
+            runner.continue_run(store, rid, bank, Counting(bank, 0.5, seed=7))
+        steps = fast_store(db).steps(rid)
+        open_ = steps[steps["status"] != "answered"]
+        assert 1 <= len(open_) <= k and open_["round"].nunique() == 1   # the third round's
+        assert set(open_["status"]) == ({"pending"} if k == 1 else {"scored"})
+        res = service.resume(fast_store(db), rid, bank=bank, subject=Counting(bank, 0.5, seed=7))
+        assert (res.status, res.items, res.scores, res.theta, res.se) == \
+            ("done", ref.items, ref.scores, ref.theta, ref.se)
+        again = [i for i in set(asked) if asked.count(i) > 1]
+        assert again == (list(open_["item_id"]) if k == 1 else [])
+
+    def test_a_store_that_cannot_be_written_stops_the_run_in_one_line(self, bank, tmp_path):
+        """The run store's disk fills up mid-run (SQLite's page limit stands in for it): the
+        run stops with one LiveRunError naming the store (it was a bare sqlite3 error, a
+        traceback at the command line), its saved answers intact, and resumes once the store
+        can be written, as an undisturbed run."""
+        ref = service.evaluate(bank, SimulatedSubject(bank, 0.5, seed=7), seed=2, config=FAST,
+                               store=fast_store(tmp_path / "r.sqlite"))
+        sim, asked = SimulatedSubject(bank, 0.5, seed=7), []
+        db = tmp_path / "full.sqlite"
+        store = fast_store(db)
+
+        class FillsTheDisk(SimulatedSubject):
+            def ask(self, prompt, item):
+                asked.append(item["item_id"])
+                if len(asked) == 5:       # no page more than the file has now
+                    con = store._con()
+                    pages = con.execute("PRAGMA page_count").fetchone()[0]
+                    con.execute(f"PRAGMA max_page_count={pages}")
+                return sim.ask(prompt, item)
+
+        rid = runner.start_run(store, bank, FillsTheDisk(bank, 0.5, seed=7), seed=2, config=FAST)
+        with pytest.raises(LiveRunError, match="the run store .* cannot be written") as err:
+            runner.continue_run(store, rid, bank, FillsTheDisk(bank, 0.5, seed=7))
+        assert str(db) in str(err.value) and "\n" not in str(err.value)
+        again = fast_store(db)            # another process: the disk has room again
+        assert 4 <= again.get_run(rid)["n_items"] < ref.n_items
+        res = service.resume(again, rid, bank=bank, subject=SimulatedSubject(bank, 0.5, seed=7))
+        assert (res.status, res.items, res.scores, res.theta, res.se) == \
+            ("done", ref.items, ref.scores, ref.theta, ref.se)
 
     def test_batch_size_validated(self, bank, tmp_path):
         with pytest.raises(ConfigError, match="batch size"):
@@ -498,6 +593,28 @@ class TestEvaluateCLI:
         code = main(["evaluate", "--bank", "arc", "--db", str(tmp_path / "o.sqlite"), *args])
         err = capsys.readouterr().err
         assert code == 2 and text in err and err.count("\n") == 1, err
+
+    @pytest.mark.parametrize("args, option", [
+        (["--seed", "0"], "--seed"),          # the default's value, given: the run keeps its own
+        (["--no-bound-stop"], "--bound-stop / --no-bound-stop"),
+        (["--bound-stop"], "--bound-stop / --no-bound-stop"),
+        (["--bound-margin", "0.1"], "--bound-margin"),
+        (["--prompt-style", "few-shot"], "--prompt-style"),
+        (["--temperature", "0"], "--temperature"),
+        (["--max-tokens", "5"], "--max-tokens"),
+        (["--system", "Be brief."], "--system"),
+        (["--completion"], "--chat / --completion"),
+        (["--device", "cpu"], "--device"),
+    ])
+    def test_resume_refuses_every_setting_it_would_ignore(self, tmp_path, capsys, args, option):
+        """A resumed run keeps its stops, seed, endpoint kind and prompts: each option that
+        would change them is one line naming it (they were ignored without a word)."""
+        from atlascat.cli import main
+
+        code = main(["evaluate", "--resume", "abc", "--db", str(tmp_path / "r.sqlite"), *args])
+        err = capsys.readouterr().err
+        assert code == 2 and err == f"error: --resume continues a run with its own settings; " \
+                                    f"drop {option}\n"
 
     def test_install_hint_printed_intact(self, tmp_path, capsys, monkeypatch):
         from atlascat.cli import main
@@ -630,6 +747,104 @@ class TestLiveFaults:
             service.resume(fast_store(db), rid, bank=bank)
         store.release(rid)
         assert service.resume(fast_store(db), rid, bank=bank).status == "done"
+
+    @pytest.mark.parametrize("other", ["finishes", "stops"])
+    def test_a_resume_that_waited_for_the_lock_starts_from_the_run_as_it_is(self, bank,
+                                                                           tmp_path, other):
+        """Two processes resume one killed run at once: the one that reads the run while the
+        other holds it, and takes the lock once the other has finished it (or stopped after
+        more answers), continues from the run as the other left it. It continued from the
+        snapshot it had read before: asking answered items again into new steps, counting
+        them twice, turning a finished run back into a running one."""
+        ref = service.evaluate(bank, SimulatedSubject(bank, 0.5, seed=7), seed=2, config=FAST,
+                               store=fast_store(tmp_path / "r.sqlite"))
+        sim, asked = SimulatedSubject(bank, 0.5, seed=7), {"a": [], "b": []}
+
+        def subject(who, crash_at=None):
+            class Asking(SimulatedSubject):
+                def ask(self, prompt, item):
+                    asked[who].append(item["item_id"])
+                    if len(asked[who]) == crash_at:
+                        raise _Crash()
+                    return sim.ask(prompt, item)
+            return Asking(bank, 0.5, seed=7)
+
+        db = tmp_path / "two.sqlite"
+        rid = runner.start_run(fast_store(db), bank, subject("a"), seed=2, config=FAST)
+        with pytest.raises(_Crash):     # killed after 4 answers
+            runner.continue_run(fast_store(db), rid, bank, subject("a", crash_at=5))
+        second = fast_store(db)
+        claim = second.claim
+
+        def late_claim(run_id):         # meanwhile the other process runs it
+            with contextlib.suppress(_Crash):
+                runner.continue_run(fast_store(db), rid, bank,
+                                    subject("a", crash_at=None if other == "finishes" else 9))
+            claim(run_id)
+
+        second.claim = late_claim
+        res = runner.continue_run(second, rid, bank, subject("b"))
+        if other == "stops":
+            assert res.status == "done"
+        res = runner.RunResult.from_store(fast_store(db), rid)
+        assert (res.status, res.items, res.scores, res.theta, res.se, res.n_items) == \
+            ("done", ref.items, ref.scores, ref.theta, ref.se, ref.n_items)
+        steps = fast_store(db).steps(rid)
+        assert len(steps) == len(ref.items) and (steps["status"] == "answered").all()
+        assert not set(asked["b"]) & set(asked["a"][:-1])    # nothing answered asked again
+        if other == "finishes":
+            assert asked["b"] == []
+
+    def test_a_refused_resume_writes_nothing(self, bank, tmp_path, capsys):
+        """``--resume`` of a run another process is running: one line, exit 2, and neither
+        its results.json row nor its page is written (they would say ``error`` for a run
+        that is running, or overwrite the other process's finished row), the store as it
+        was."""
+        from atlascat.cli import main
+
+        out = tmp_path / "run"
+        db = out / "runs.sqlite"
+        rid = runner.start_run(RunStore(db), bank, SimulatedSubject(bank, 0.5), config=FAST,
+                               bank_ref="shipped:arc")
+        other = RunStore(db)          # stands in for the process running it
+        other.claim(rid)
+        before = RunStore(db).get_run(rid)
+        code = main(["evaluate", "--resume", rid, "-o", str(out), "-q"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and err.count("\n") == 0 and "is already being run by" in err
+        assert not (out / "results.json").exists() and not (out / "reports").exists()
+        after = RunStore(db).get_run(rid)
+        assert (after["status"], after["error"], after["updated_at"]) == \
+            (before["status"], before["error"], before["updated_at"])
+        other.release(rid)
+        assert main(["evaluate", "--resume", rid, "-o", str(out), "-q"]) == 0
+        rows = json.loads((out / "results.json").read_text())
+        assert [r["status"] for r in rows] == ["done"]
+
+    def test_a_resume_on_another_bank_is_refused_before_writing(self, bank, tmp_path, capsys):
+        """``--resume RUN --bank OTHER``: one line, exit 2, and no results.json row or page
+        (which was written with status ``error`` and the other bank's items), a finished run's
+        too; the stored run as it was."""
+        from atlascat.cli import main
+
+        out = tmp_path / "run"
+        db = out / "runs.sqlite"
+        rid = runner.start_run(RunStore(db), bank, SimulatedSubject(bank, 0.5), config=FAST,
+                               bank_ref="shipped:arc")
+        before = RunStore(db).get_run(rid)
+        code = main(["evaluate", "--resume", rid, "-o", str(out), "--bank", "hellaswag", "-q"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and err.count("\n") == 0 and "started on a different bank" in err
+        assert not (out / "results.json").exists() and not (out / "reports").exists()
+        after = RunStore(db).get_run(rid)
+        assert (after["status"], after["error"], after["bank_ref"]) == \
+            (before["status"], before["error"], "shipped:arc")
+        assert main(["evaluate", "--resume", rid, "-o", str(out), "-q"]) == 0
+        done = json.loads((out / "results.json").read_text())
+        capsys.readouterr()
+        code = main(["evaluate", "--resume", rid, "-o", str(out), "--bank", "hellaswag", "-q"])
+        assert code == 2 and "started on a different bank" in capsys.readouterr().err
+        assert json.loads((out / "results.json").read_text()) == done
 
     @pytest.mark.slow
     def test_two_concurrent_resumes_of_one_run(self, bank, tmp_path, capsys):

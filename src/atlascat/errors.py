@@ -93,6 +93,15 @@ class UnknownItemError(LiveRunError, ValueError):
     bad input, so a ValueError, and a LiveRunError as the session's other refusals are."""
 
 
+class RunBusyError(LiveRunError):
+    """Another process (or another run store object of this one) is running the run: it was
+    refused before anything was asked, written or reported; ``run_id`` names it."""
+
+    def __init__(self, message: str, *, run_id: str):
+        super().__init__(message)
+        self.run_id = run_id
+
+
 class RunStoppedError(LiveRunError):
     """A live run stopped before its end (its subject failed after its retries); its answers
     are kept and it can be resumed: ``run_id``, ``store`` (the run store's path) and

@@ -60,7 +60,7 @@ HELP = {
               "source models) when it has one, else the adaptive test; adaptive = the "
               "adaptive test; predictor = the predictor or an error.",
     "bound_stop": "Banks with a score link: stop once the model is surely at the floor "
-                  "(chance) or the top of the link's curve.",
+                  "(chance) or the top of the link's curve. [default: on]",
     "bound_margin": BOUND_MARGIN_HELP,
     "selection": f"Next item by mfi, kl, astrat or random. [default: {Selection.criterion}]",
     "randomesque": f"Among the k best. [default: {Selection.randomesque}; --suite: "
@@ -79,7 +79,7 @@ HELP = {
               "lists.",
     "device": "hf: / lmeval: subjects: cpu or cuda (the backend chooses when not given).",
     "chat": "openai: subjects: /v1/chat/completions or /v1/completions text prompts (both "
-            "approximate).",
+            "approximate). [default: --chat]",
     "max_concurrency": "HTTP requests in flight at once, over all models.",
     "api_key_env": "Environment variable holding the API key (never stored; redacted from "
                    "stored answers).",
@@ -88,7 +88,7 @@ HELP = {
     "max_retries": "Retries on 429/5xx/timeouts/bad or empty replies: 5 unless given.",
     "backoff": "First retry delay in seconds, doubled each retry: 1 unless given.",
     "prompt_style": "Chat subjects: zero-shot (lettered options) or few-shot (the "
-                    "leaderboard's context).",
+                    f"leaderboard's context). [default: {PROMPT_STYLE}]",
     "max_tokens": "Chat subjects: reply length: 16 for multiple choice, 512 for GSM8K unless "
                   "given.",
     "report_dir": "Where run pages go: OUTPUT/reports with --output, else <db stem>_reports "
@@ -175,24 +175,24 @@ class _Options:
     randomesque: Optional[int]
     min_items: Optional[int]
     max_items: Optional[int]
-    bound_stop: bool
+    bound_stop: Optional[bool]
     bound_margin: float | None
     fixed_length: Optional[int]
     token_budget: Optional[int]
     output: Optional[Path]
     db: Optional[Path]
     resume: Optional[List[str]]
-    seed: int
+    seed: Optional[int]
     device: Optional[str]
-    chat: bool
+    chat: Optional[bool]
     max_concurrency: int
     api_key_env: str
     timeout: Optional[float]
     max_retries: Optional[int]
     backoff: Optional[float]
-    prompt_style: str
+    prompt_style: Optional[str]
     max_tokens: Optional[int]
-    temperature: float
+    temperature: Optional[float]
     system: Optional[str]
     no_cache: bool
     report_dir: Optional[Path]
@@ -206,17 +206,17 @@ class _Options:
                    max_concurrency=max(1, int(self.max_concurrency)), timeout=self.timeout,
                    max_retries=self.max_retries, backoff=self.backoff)
         if not resumed:
-            out.update(chat=self.chat, device=self.device)
+            out.update(chat=self.chat is not False, device=self.device)
         return out
 
     def prompt(self):
         from ..live.runner import PromptSettings
         from ._options import cli_names
 
-        return cli_names(lambda: PromptSettings(style=self.prompt_style,
-                                                max_tokens=self.max_tokens,
-                                                temperature=self.temperature,
-                                                system=self.system))
+        given = {k: v for k, v in (("style", self.prompt_style),
+                                   ("temperature", self.temperature)) if v is not None}
+        return cli_names(lambda: PromptSettings(max_tokens=self.max_tokens, system=self.system,
+                                                **given))
 
 
 def register(app: typer.Typer) -> None:
@@ -236,7 +236,7 @@ def register(app: typer.Typer) -> None:
                                                   help=HELP["randomesque"]),
         min_items: Optional[int] = typer.Option(None, "--min-items", help=HELP["min_items"]),
         max_items: Optional[int] = typer.Option(None, "--max-items", help=HELP["max_items"]),
-        bound_stop: bool = typer.Option(True, "--bound-stop/--no-bound-stop",
+        bound_stop: Optional[bool] = typer.Option(None, "--bound-stop/--no-bound-stop",
                                         help=HELP["bound_stop"]),
         bound_margin: Optional[float] = typer.Option(None, "--bound-margin",
                                                    help=HELP["bound_margin"]),
@@ -247,9 +247,10 @@ def register(app: typer.Typer) -> None:
         output: Optional[Path] = typer.Option(None, "--output", "-o", help=HELP["output"]),
         db: Optional[Path] = typer.Option(None, "--db", help=HELP["db"]),
         resume: Optional[List[str]] = typer.Option(None, "--resume", help=HELP["resume"]),
-        seed: int = typer.Option(0, "--seed", help="Seed of the random picks."),
+        seed: Optional[int] = typer.Option(None, "--seed",
+                                           help="Seed of the random picks. [default: 0]"),
         device: Optional[str] = typer.Option(None, "--device", help=HELP["device"]),
-        chat: bool = typer.Option(True, "--chat/--completion", help=HELP["chat"]),
+        chat: Optional[bool] = typer.Option(None, "--chat/--completion", help=HELP["chat"]),
         max_concurrency: int = typer.Option(4, "--max-concurrency",
                                             help=HELP["max_concurrency"]),
         api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env",
@@ -258,11 +259,12 @@ def register(app: typer.Typer) -> None:
         max_retries: Optional[int] = typer.Option(None, "--max-retries",
                                                   help=HELP["max_retries"]),
         backoff: Optional[float] = typer.Option(None, "--backoff", help=HELP["backoff"]),
-        prompt_style: str = typer.Option(PROMPT_STYLE, "--prompt-style",
+        prompt_style: Optional[str] = typer.Option(None, "--prompt-style",
                                          help=HELP["prompt_style"]),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=HELP["max_tokens"]),
-        temperature: float = typer.Option(TEMPERATURE, "--temperature",
-                                          help="Chat subjects: sampling temperature."),
+        temperature: Optional[float] = typer.Option(
+            None, "--temperature", help=f"Chat subjects: sampling temperature. [default: "
+                                        f"{TEMPERATURE}]"),
         system: Optional[str] = typer.Option(None, "--system",
                                              help="Chat subjects: system message."),
         no_cache: bool = typer.Option(False, "--no-cache",
@@ -343,7 +345,7 @@ def _plan(o: _Options, ref):
         return ref, "suite", suite_config(
             target_se=o.target_se, se_stop=o.se_stop, min_items=o.min_items,
             max_items=o.max_items, fixed_length=o.fixed_length, batch_size=o.batch_size,
-            randomesque=o.randomesque, seed=o.seed)
+            randomesque=o.randomesque, seed=o.seed or 0)
     design = choose_design(ref, o.design)
     if design == "predictor":
         predictor_only(o)
@@ -362,7 +364,8 @@ def _plan(o: _Options, ref):
                         fixed_length=o.fixed_length, **given)
     # the link's stops and the bank's shortest test, as atlas simulate adds them
     return ref, design, adaptive_config(ref, config, min_items=o.min_items,
-                                        bound_stop=o.bound_stop and o.fixed_length is None,
+                                        bound_stop=o.bound_stop is not False
+                                        and o.fixed_length is None,
                                         bound_margin=o.bound_margin)
 
 
@@ -398,7 +401,7 @@ def _start(o: _Options, limiter):
 
     def start(store, ids):
         made.append(LiveRun.start(store, ref, subjects, config=config, prompt=o.prompt(),
-                                  seed=o.seed, batch_size=o.batch_size or 1, design=design,
+                                  seed=o.seed or 0, batch_size=o.batch_size or 1, design=design,
                                   budget=o.max_items if design == "predictor" else None,
                                   token_budget=o.token_budget))
         ids.extend(j.run_id for j in made[0].jobs)
@@ -411,18 +414,23 @@ def _start(o: _Options, limiter):
 
 
 def _check_resume_options(o: _Options) -> None:
-    """A resumed run keeps its own design, stops, seed and rounds: an option that would
-    change them is an error, not ignored."""
+    """A resumed run keeps its own design, stops, seed, rounds, endpoint kind and prompts: an
+    option that would change them is an error, not ignored."""
     from ..errors import ConfigError
 
     for opt, value in (("--batch-size", o.batch_size), ("--fixed-length", o.fixed_length),
+                       ("--bound-stop / --no-bound-stop", o.bound_stop),
+                       ("--bound-margin", o.bound_margin), ("--device", o.device),
+                       ("--chat / --completion", o.chat), ("--prompt-style", o.prompt_style),
+                       ("--max-tokens", o.max_tokens), ("--temperature", o.temperature),
+                       ("--system", o.system),
                        ("--token-budget", o.token_budget),
                        ("--max-items", o.max_items), ("--min-items", o.min_items),
                        ("--se-stop", o.se_stop), ("--se-method", o.se_method),
                        ("--selection", o.selection), ("--randomesque", o.randomesque),
                        ("--target-se", o.target_se),
                        ("--design", None if o.design == "auto" else o.design),
-                       ("--seed", o.seed or None)):
+                       ("--seed", o.seed)):
         if value is not None:
             raise ConfigError(f"--resume continues a run with its own settings; drop {opt}")
 

@@ -9,7 +9,8 @@ in-process simulated run with the same seeds.
 Faults are injected by a hook ``fault(n, item_id, times_seen) -> action`` called for every
 completion request (``n`` counts requests from 1, ``times_seen`` how often this item was
 requested before): ``None`` (answer), ``"429"``, ``"500"``, ``"malformed"`` (200 with a broken
-body), ``"hang"`` (sleep ``hang_s`` before answering) or ``"drop"`` (close without a reply).
+body), ``"hang"`` (sleep ``hang_s`` before answering), ``"drop"`` (close without a reply) or
+``"nologprobs"`` (a log-likelihood reply with ``logprobs: null``, as one bad reply of a proxy).
 Every request is appended to :attr:`MockOpenAIServer.log` (with its JSON ``body``); :attr:`max_in_flight` is the
 largest number of completion requests it was serving at once.
 
@@ -432,6 +433,9 @@ class MockOpenAIServer:
                         self._send(400, json.dumps({"error": {"message": str(exc)}}).encode())
                         return
                     payload.update({"id": f"mock-{entry['n']}", "created": int(time.time())})
+                    if action == "nologprobs":
+                        for choice in payload.get("choices", []):
+                            choice["logprobs"] = None
                     entry["status"] = 200
                     entry["answer"] = payload["choices"][0].get("text", "") if not chat else \
                         payload["choices"][0]["message"]["content"]

@@ -486,9 +486,17 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     request_of = ((lambda i: build_item_requests(bank, i)) if loglik else
                   subject.item_requests if subject_protocol(subject) == "request command"
                   else None)
-    session = _restore_session(info, bank)
-    settings = PromptSettings(**info["prompt"])
     store.claim(run_id)  # one process per run (raises if another one is running it)
+    try:   # the run as it is now, under its lock: another process may have asked more of it,
+        info = store.get_run(run_id)   # or finished it, since it was read above
+        if info["status"] == "done":
+            store.release(run_id)
+            return RunResult.from_store(store, run_id)
+        session = _restore_session(info, bank)
+    except BaseException:
+        store.release(run_id)
+        raise
+    settings = PromptSettings(**info["prompt"])
     unread, n_read = [], 0
     budget, stop_reason = info.get("token_budget"), None
     next_step, in_a_row = store.closed_steps(run_id), 0

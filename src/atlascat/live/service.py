@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import AtlasError, ConfigError, LiveRunError
+from ..errors import AtlasError, ConfigError, LiveRunError, RunBusyError
 from ..catalogue.bankref import BankRef
 from .runner import RunResult, bank_hash, continue_run, start_run
 from .store import RunStore
@@ -356,6 +356,56 @@ def _job_bank(kind: str, ref: BankRef):
     return design_bank(ref, kind)
 
 
+def _in_threads(fn, jobs, stop) -> list:
+    """``[fn(job) for job in jobs]``, one thread each; the first exception any raised is raised
+    once all have ended. The threads are daemons and the caller waits for them in short
+    joins, so a KeyboardInterrupt in the caller (a second Ctrl-C) leaves at once, ``stop`` set
+    (each run ends after its round); a process that exits then does not wait for the replies
+    in flight (their items stay pending, as with one run)."""
+    import threading
+
+    out, raised = [None] * len(jobs), [None] * len(jobs)
+
+    def work(n, job):
+        try:
+            out[n] = fn(job)
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller below
+            raised[n] = exc
+
+    threads = [threading.Thread(target=work, args=(n, job), daemon=True,
+                                name=f"atlas-live-{n}") for n, job in enumerate(jobs)]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+    except BaseException:
+        stop.set()
+        raise
+    for exc in raised:
+        if exc is not None:
+            raise exc
+    return out
+
+
+def _check_same_bank(run_id: str, info: dict, items, *, given: bool) -> None:
+    """A resume on another bank than the run's (one given, or the stored one changed since)
+    is refused here, before anything is asked or any page or results.json row is written (a
+    run's answers read through another bank's items would be another run's results)."""
+    if bank_hash(items) == info["bank_hash"]:
+        return
+    from ..errors import BankError
+
+    if given:
+        raise BankError(f"run {run_id} was started on a different bank (items, parameters or "
+                        f"content differ from {info['bank_ref'] or 'the stored one'}); resume "
+                        "it with the same bank")
+    raise BankError(f"run {run_id}'s bank {info['bank_ref']} changed since the run started "
+                    "(items, parameters or content differ); restore it, or pass the bank the "
+                    "run was started on with --bank")
+
+
 @dataclass
 class LiveRun:
     """Live runs driven to their end (several models asked concurrently, one thread each).
@@ -449,6 +499,9 @@ class LiveRun:
 
         store = _as_store(store)
         jobs = []
+        for rid in run_ids:   # one run busy elsewhere: refused before anything is built
+            store.get_run(rid)
+            store.check_free(rid)
         for rid in run_ids:
             info = store.get_run(rid)
             kind = info["kind"]
@@ -466,9 +519,9 @@ class LiveRun:
                                   "none now; pass the folder it was started on")
             else:
                 items = _job_bank(kind, ref)
-            if isinstance(bank, BankRef) and str(bank) != info["bank_ref"] \
-                    and bank_hash(items) == info["bank_hash"]:   # the same bank, moved
-                store.move_bank(rid, str(bank))
+            _check_same_bank(rid, info, items, given=bank is not None)
+            if isinstance(bank, BankRef) and str(bank) != info["bank_ref"]:   # the same bank,
+                store.move_bank(rid, str(bank))                                # moved
             subject = (subject_for(info["subject"], items) if subject_for is not None
                        else SubjectSpec.rebuild(info["subject"], items, **settings))
             jobs.append(Job(rid, kind, items, subject, ref))
@@ -478,16 +531,26 @@ class LiveRun:
             raise_errors: bool = False) -> list[RunResult]:
         """Ask every run to its end (one thread per run when there are several). A run that
         fails keeps its answers and ends with status ``error`` (its exception in
-        :attr:`errors`, by run id); ``raise_errors``: raise the first failure instead."""
-        from concurrent.futures import ThreadPoolExecutor
+        :attr:`errors`, by run id); ``raise_errors``: raise the first failure instead. A
+        KeyboardInterrupt (Ctrl-C) while several runs are asked is raised at once, and each
+        run stops after its round in flight, saved and marked ``interrupted``."""
+        import threading
+
+        stop = threading.Event()
+
+        def step(info) -> None:
+            if on_step is not None:
+                on_step(info)
+            if stop.is_set():
+                raise KeyboardInterrupt
 
         def one(job: Job) -> RunResult:
             try:
                 return continue_run(self.store, job.run_id, job.bank, job.subject, cache=cache,
-                                    on_step=on_step)
+                                    on_step=step if len(self.jobs) > 1 else on_step)
             except AtlasError as exc:
-                if raise_errors:
-                    raise
+                if raise_errors or isinstance(exc, RunBusyError):   # not this call's run:
+                    raise                    # no result, no page, no results.json row
                 self.errors[job.run_id] = exc
                 res = RunResult.from_store(self.store, job.run_id)
                 res.status, res.error = "error", str(exc)
@@ -496,9 +559,7 @@ class LiveRun:
         if len(self.jobs) == 1:
             self.outcomes = [one(self.jobs[0])]
         else:
-            with ThreadPoolExecutor(max_workers=len(self.jobs),
-                                    thread_name_prefix="atlas-live") as pool:
-                self.outcomes = list(pool.map(one, self.jobs))
+            self.outcomes = _in_threads(one, self.jobs, stop)
         return self.outcomes
 
     def __repr__(self) -> str:

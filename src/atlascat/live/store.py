@@ -54,12 +54,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import LiveRunError
+from ..errors import LiveRunError, RunBusyError
 from .storehome import atlas_home, default_store_path, known_stores, register_store
 
-__all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home", "known_stores",
-           "find_run_store",
-           "register_store"]
+__all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home",
+           "known_stores", "find_run_store", "register_store"]
 
 
 def _check_foreign(path: Path) -> None:
@@ -87,6 +86,9 @@ SCHEMA_VERSION = 4
 #: what a run is: the adaptive test on one bank, a bank folder's benchmark predictor, or a suite
 #: (its members' banks as one composite bank)
 RUN_KINDS = ("adaptive", "predictor", "suite")
+
+#: SQLite's errors (``sqlite_errorname``, its first two words) of a store that cannot be written
+_UNWRITABLE = {"SQLITE_FULL", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_READONLY", "SQLITE_IOERR"}
 
 #: default cap on the characters of one answer kept in the database
 MAX_ANSWER_CHARS = 20_000
@@ -305,15 +307,27 @@ class RunStore:
 
     @contextmanager
     def _tx(self):
+        # a store that cannot be written (disk full, locked past the busy timeout, read-only)
+        # is one LiveRunError naming it, the transaction rolled back: the run resumes once it can
         con = self._con()
-        con.execute("BEGIN IMMEDIATE")
         try:
-            yield con
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        else:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
             con.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            if "_".join(getattr(exc, "sqlite_errorname", "SQLITE_FULL").split("_")[:2]) \
+                    not in _UNWRITABLE:
+                raise
+            raise LiveRunError(f"the run store {str(self.path)!r} cannot be written ({exc}): "
+                               "free disk space or close the program that holds it, then resume"
+                               ) from None
 
     def close(self) -> None:
         con = getattr(self._local, "con", None)
@@ -426,6 +440,37 @@ class RunStore:
         finally:
             os.close(fd)
 
+    def _busy(self, run_id: str) -> RunBusyError:
+        info = self._con().execute("SELECT pid, host FROM runs WHERE run_id=?",
+                                   (run_id,)).fetchone()
+        who = f"process {info['pid']} on {info['host']}" if info else "another process"
+        return RunBusyError(f"run {run_id} is already being run by {who} (lock "
+                            f"{str(self._lock_path(run_id))!r}); wait for it to finish or "
+                            "stop it, then resume", run_id=run_id)
+
+    def check_free(self, run_id: str) -> None:
+        """Raise :class:`~atlascat.errors.RunBusyError` when another process (or RunStore) holds
+        the run's lock: a resume refused before it builds, asks or writes anything."""
+        with self._locks_guard:
+            if run_id in self._locks:
+                raise self._busy(run_id)
+        if not _has_lock_support():
+            return
+        import fcntl
+
+        try:
+            fd = os.open(self._lock_path(run_id), os.O_RDONLY)
+        except OSError:                      # never claimed: free
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            raise self._busy(run_id) from None
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
     def release(self, run_id: str) -> None:
         """Give up the run's lock (done by finish_run / fail_run; the OS does it on exit)."""
         with self._locks_guard:
@@ -439,12 +484,7 @@ class RunStore:
         Raises :class:`LiveRunError` when another process (or another RunStore in this one)
         is running it: two processes asking one run's pending items would ask them twice."""
         if not self._acquire(run_id):
-            info = self._con().execute("SELECT pid, host FROM runs WHERE run_id=?",
-                                       (run_id,)).fetchone()
-            who = f"process {info['pid']} on {info['host']}" if info else "another process"
-            raise LiveRunError(f"run {run_id} is already being run by {who} (lock "
-                               f"{str(self._lock_path(run_id))!r}); wait for it to finish or "
-                               "stop it, then resume")
+            raise self._busy(run_id)
         try:
             with self._tx() as con:
                 row = con.execute("SELECT status, pid, host FROM runs WHERE run_id=?",
@@ -455,7 +495,7 @@ class RunStore:
                     raise LiveRunError(f"run {run_id} is already being run by process "
                                        f"{row['pid']}; wait for it to finish or stop it")
                 con.execute("UPDATE runs SET status='running', error=NULL, pid=?, host=?, "
-                            "updated_at=? WHERE run_id=?",
+                            "updated_at=? WHERE run_id=? AND status != 'done'",   # done: stays
                             (os.getpid(), socket.gethostname(), time.time(), run_id))
         except BaseException:
             self.release(run_id)

@@ -151,6 +151,9 @@ class OpenAICompletionsSubject(_HTTPSubject):
         self._usage_lock = threading.Lock()
         #: "aligned" / "shifted" once a long enough reply was checked (:func:`echo_alignment`)
         self.echo_alignment = "unknown"
+        #: a reply carried the prompt's log-probabilities: one without them later is malformed
+        #: (retried), not a server that cannot give them
+        self._echoes = False
 
     @property
     def cache_key(self) -> str:
@@ -284,10 +287,15 @@ class OpenAICompletionsSubject(_HTTPSubject):
             if self.echo_alignment == "unknown":
                 self._check_alignment(choice.get("logprobs"))
             try:
-                return continuation_logprob(choice.get("logprobs"), *spans[i],
-                                            text=choice.get("text"))
+                value = continuation_logprob(choice.get("logprobs"), *spans[i],
+                                             text=choice.get("text"))
             except NoPromptLogprobs as exc:
+                if self._echoes:   # this server echoed them before: a bad reply, retried
+                    raise ValueError(f"a reply without the prompt's log-probabilities ({exc}) "
+                                     "from a server that returned them before") from None
                 raise self._no_logprobs_error(str(exc)) from None
+            self._echoes = True
+            return value
 
         return self._batched(prompts, make_body, parse_one)
 

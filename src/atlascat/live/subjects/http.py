@@ -39,6 +39,28 @@ def _safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
 
 
+def _retry_after_s(value) -> float | None:
+    """A ``Retry-After`` header in seconds: a number of seconds, or an HTTP date (RFC 9110,
+    as some proxies send it) counted from now; None when absent or unreadable."""
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(str(value))
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    import datetime
+
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+
+
 class _Transient(Exception):
     """One attempt failed in a way worth retrying (message = what happened)."""
 
@@ -154,12 +176,12 @@ class _HTTPSubject:
                 self._client = None
 
     def _delay(self, attempt: int, retry_after) -> float:
+        """Seconds before retry ``attempt``: the backoff, or the server's ``Retry-After`` (in
+        seconds, or an HTTP date) when longer; at most ``max_backoff``."""
         delay = self.backoff * 2.0 ** (attempt - 1)
-        if retry_after is not None:
-            try:
-                delay = max(delay, float(retry_after))
-            except ValueError:
-                pass
+        wait = _retry_after_s(retry_after)
+        if wait is not None:
+            delay = max(delay, wait)
         return min(self.max_backoff, delay)
 
     def _once(self, url: str, body: dict):
