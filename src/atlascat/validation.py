@@ -86,10 +86,30 @@ def _writable_ancestor(p: Path, option, what, target: Path | None = None) -> Non
                           "denied); choose a writable location")
 
 
+def _same_file(a: Path, b) -> bool:
+    """``b`` (an existing file) is ``a``, also through another spelling or a link."""
+    try:
+        return Path(b).is_file() and a.exists() and os.path.samefile(a, b)
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 def check_output_file(path, *, option: str | None = "-o/--output",
-                      what: str = "output file") -> Path:
-    """A path a file can be written to: not a directory, its folder creatable and writable."""
+                      what: str = "output file", inputs=None, outputs=None) -> Path:
+    """A path a file can be written to: not a directory, its folder creatable and writable; not
+    one of ``inputs`` (``{option: path}``, the files the run reads: a bundled name or ``None``
+    is skipped), whose content it would overwrite, nor one of ``outputs`` (``{option: path}``,
+    the run's other output files), which it would overwrite or be overwritten by."""
     p = Path(path)
+    for other, given in (inputs or {}).items():
+        if given is not None and _same_file(p, given):
+            raise ConfigError(f"{what} {_label(p, option)} is the {other} file {str(given)!r} "
+                              f"it reads; writing it would destroy that input: give "
+                              f"{option or 'the output'} another name")
+    for other, given in (outputs or {}).items():
+        if given is not None and Path(given).resolve() == p.resolve():
+            raise ConfigError(f"{what} {_label(p, option)} is also {other}: one would overwrite "
+                              f"the other; give each its own file")
     if p.is_dir():
         raise ConfigError(f"{what} {_label(p, option)} is a directory; give a file name inside "
                           f"it, e.g. {str(p / 'out.csv')!r}")

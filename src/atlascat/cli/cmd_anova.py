@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
         if len(names) < 2 or len(set(names)) < len(names):
             raise ConfigError("anova needs two or more different --model values, e.g. "
                               "--model rasch --model 2pl")
-        output_file(output)
+        output_file(output, inputs={"RESPONSES": responses})
         rm, weights = _read_data(responses, names, freq_column, normalize_ids)
         fits = []
         with warnings.catch_warnings(), progress_bar("fits", total=len(names)) as advance:

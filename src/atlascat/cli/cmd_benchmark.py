@@ -111,7 +111,7 @@ def benchmark_command(
         raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
                           "is written to the current directory unless you name it)")
     out = output_dir(output)
-    output_file(report, "--report")
+    output_file(report, "--report", inputs={"RESPONSES": responses})
     name = name or Path(responses).name.split(".")[0]
     config = benchmark_config(
         seed=seed, test_size=test_size, filter=not no_filter, model=model, model_fit=not no_fit,

@@ -124,7 +124,7 @@ def register(app: typer.Typer) -> None:
         from ..design.optimal import form_criterion, optimal_form, random_form_baseline
         from ..errors import ConfigError
 
-        output_file(output)
+        output_file(output, inputs={"--bank": bank, "--thetas": thetas})
         check_seed(seed)
         if random_forms < 0:
             raise ConfigError(f"--random-forms ({random_forms}) must be >= 0 (0: no comparison)")

@@ -92,7 +92,8 @@ def score_command(
     from ..catalogue import BankRef
 
     _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam)
-    output = output_file(output)
+    output = output_file(output, inputs={"RESPONSES": responses, "--bank": bank,
+                                         "--calibration": calibration})
     from ..irt.polybank import is_poly_bank_file
 
     if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales

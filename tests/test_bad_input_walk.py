@@ -1,0 +1,77 @@
+"""A bad-input walk over every command, beyond the catalogue of ``test_malformed_inputs.py``:
+each case ends with exit code 2 and one line on stderr naming the culprit, and leaves the
+user's files as they were (nothing already done is lost)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.cli import main
+from atlascat.irt.bank import ItemBank
+
+IDS = [f"q{j}" for j in range(12)]
+
+
+@pytest.fixture()
+def ws(tmp_path):
+    rng = np.random.default_rng(5)
+    bank = ItemBank(IDS, rng.uniform(0.8, 2.0, 12), np.linspace(-1.5, 1.5, 12))
+    bank.write(tmp_path / "bank.csv")
+    bank.write(tmp_path / "bank.parquet")
+    p = bank.probability(np.random.default_rng(6).normal(size=60))
+    y = (np.random.default_rng(7).random(p.shape) < p).astype(int)
+    resp = pd.DataFrame(y, columns=IDS)
+    resp.insert(0, "model", [f"m{i}" for i in range(60)])
+    resp.to_csv(tmp_path / "resp.csv", index=False)
+    pd.DataFrame({"subject_id": ["a", "b"], "theta": [0.5, -1.0]}).to_csv(tmp_path / "th.csv",
+                                                                          index=False)
+    (tmp_path / "adir").mkdir()
+    return tmp_path
+
+
+def _refused(argv, needles, capsys):
+    rc = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2, (argv, rc, err)
+    assert "\n" not in err and err.startswith("error: ") and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    return err
+
+
+# (argv with {d} = workspace, the file that must survive unchanged, needles)
+OVERWRITE_CASES = [
+    ("calibrate {d}/resp.csv -o {d}/resp.csv --model 2pl", "resp.csv", ["RESPONSES", "-o/--output"]),
+    ("score {d}/resp.csv --bank {d}/bank.csv -o {d}/bank.csv", "bank.csv", ["--bank", "another name"]),
+    ("fit {d}/resp.csv --bank {d}/bank.csv -o {d}/resp.csv", "resp.csv", ["RESPONSES"]),
+    ("items {d}/resp.csv --bank {d}/bank.csv -o {d}/./bank.csv", "bank.csv", ["--bank"]),
+    ("link {d}/bank.csv {d}/bank.parquet -o {d}/bank.parquet", "bank.parquet", ["NEW"]),
+    ("design --bank {d}/bank.csv -k 3 -o {d}/bank.csv", "bank.csv", ["--bank"]),
+    ("design --bank {d}/bank.csv -k 3 --thetas {d}/th.csv -o {d}/th.csv", "th.csv", ["--thetas"]),
+    ("ranks {d}/resp.csv --bank {d}/bank.csv -o {d}/resp.csv", "resp.csv", ["DATA"]),
+    ("anova {d}/resp.csv --model 1pl --model 2pl -o {d}/resp.csv", "resp.csv", ["RESPONSES"]),
+    ("info {d}/bank.csv --theta 0 --item-information {d}/bank.csv", "bank.csv",
+     ["--item-information", "PATH"]),
+]
+
+
+@pytest.mark.parametrize("argv,keep,needles", OVERWRITE_CASES,
+                         ids=[c[0].split()[0] + str(i) for i, c in enumerate(OVERWRITE_CASES)])
+def test_output_that_is_an_input_is_refused_before_it_is_overwritten(ws, capsys, argv, keep,
+                                                                     needles):
+    before = (ws / keep).read_bytes()
+    _refused(argv.format(d=ws).split(), ["is the", "destroy that input", *needles], capsys)
+    assert (ws / keep).read_bytes() == before
+
+
+def test_two_outputs_of_one_run_on_one_file_are_refused(ws, capsys):
+    for extra in (["--scores", str(ws / "o.csv")], ["--summary", str(ws / "sub" / ".." / "o.csv")]):
+        _refused(["calibrate", str(ws / "resp.csv"), "-o", str(ws / "o.csv"), *extra],
+                 [extra[0], "is also -o", "its own file"], capsys)
+    assert not (ws / "o.csv").exists()
+
+
+def test_item_information_into_a_directory_is_one_line(ws, capsys):
+    _refused(["info", str(ws / "bank.csv"), "--theta", "0", "--item-information",
+              str(ws / "adir")], ["--item-information", "is a directory"], capsys)
