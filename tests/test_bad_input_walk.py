@@ -75,3 +75,32 @@ def test_two_outputs_of_one_run_on_one_file_are_refused(ws, capsys):
 def test_item_information_into_a_directory_is_one_line(ws, capsys):
     _refused(["info", str(ws / "bank.csv"), "--theta", "0", "--item-information",
               str(ws / "adir")], ["--item-information", "is a directory"], capsys)
+
+
+# (argv with {d} = workspace, strings the one-line message must contain)
+WALK_CASES = [
+    ("score-prior-mean-off-grid", "score {d}/resp.csv --bank {d}/bank.csv --prior-mean 1e300",
+     ["--prior-mean", "1e+300", "outside the theta range [-6, 6]"]),
+    ("score-prior-mean-beyond-grid-map", "score {d}/resp.csv --bank {d}/bank.csv -m map --prior-mean 7",
+     ["--prior-mean", "mean inside it"]),
+    ("score-lambda-without-gpirt", "score {d}/resp.csv --bank {d}/bank.csv --lambda 0.5",
+     ["--lambda", "--reconstruct gpirt"]),
+    ("score-calibration-with-pirt", "score {d}/resp.csv --bank {d}/bank.csv --reconstruct pirt "
+     "--calibration {d}/resp.csv", ["--calibration", "--reconstruct pirt does not use"]),
+    ("score-negative-seed", "score {d}/resp.csv --bank {d}/bank.csv --seed -1", ["--seed", ">= 0"]),
+    ("fit-negative-seed", "fit {d}/resp.csv --bank {d}/bank.csv --partition-size 6 --seed -1",
+     ["--seed", ">= 0"]),
+    ("items-a-min-nan", "items --bank {d}/bank.csv --a-min nan", ["--a-min", "finite"]),
+    ("items-alpha-above-1", "items --bank {d}/bank.csv --alpha 2", ["--alpha", "(0, 1)"]),
+    ("items-c-max-negative", "items --bank {d}/bank.csv --c-max -1", ["--c-max", "[0, 1]"]),
+    ("items-u-min-above-1", "items --bank {d}/bank.csv --u-min 5", ["--u-min", "[0, 1]"]),
+    ("items-c-warn-above-c-max", "items --bank {d}/bank.csv --c-warn 0.9 --c-max 0.5",
+     ["--c-warn", "--c-max", "c_warn <= c_max"]),
+    ("simulate-thetas-of-no-subject", "simulate {d}/resp.csv --bank {d}/bank.csv --thetas "
+     "{d}/th.csv -o {d}/sim", ["--thetas", "none of RESPONSES' subjects"]),
+]
+
+
+@pytest.mark.parametrize("argv,needles", [pytest.param(a, n, id=i) for i, a, n in WALK_CASES])
+def test_walk_case_is_one_line_exit_2(ws, capsys, argv, needles):
+    _refused(argv.format(d=ws).split(), needles, capsys)

@@ -462,6 +462,12 @@ def check_ability_settings(*, prior_mean, prior_sd, quadpts=None, theta_range=No
         lo, hi = (check_finite(v, name) for v in pair)
         if not hi > lo:
             raise ConfigError(f"{name} must be (low, high) with low < high, got {pair!r}")
+    grid = theta_range if theta_range is not None else bounds
+    if grid is not None and not grid[0] <= prior_mean <= grid[1]:
+        raise ConfigError(f"prior_mean (CLI --prior-mean) {prior_mean:g} lies outside the theta "
+                          f"range [{grid[0]:g}, {grid[1]:g}] the estimate searches; a prior "
+                          "centred there only pushes every theta to the range's end: give a "
+                          "mean inside it (0 for the usual N(0, 1) prior)")
     if extra_items not in ("warn", "error", "ignore"):
         raise ConfigError(f"extra_items must be 'warn', 'error' or 'ignore', got {extra_items!r}")
 
