@@ -104,3 +104,34 @@ WALK_CASES = [
 @pytest.mark.parametrize("argv,needles", [pytest.param(a, n, id=i) for i, a, n in WALK_CASES])
 def test_walk_case_is_one_line_exit_2(ws, capsys, argv, needles):
     _refused(argv.format(d=ws).split(), needles, capsys)
+
+
+def test_more_walk_cases(ws, capsys):
+    """design --random-forms beyond memory (a numpy MemoryError traceback), ranks --shift < 0
+    (every model counted as moved)."""
+    _refused(["design", "--bank", str(ws / "bank.csv"), "-k", "3", "--random-forms",
+              str(10**11)], ["--random-forms", "between 1 and 10000"], capsys)
+    _refused(["ranks", str(ws / "resp.csv"), "--bank", str(ws / "bank.csv"), "--shift", "-1"],
+             ["--shift", ">= 0"], capsys)
+
+
+def test_anova_drops_an_item_nobody_answered_with_a_warning(ws, capsys):
+    """An all-missing item column: anova fitted parameters for it (counted in AIC/BIC, the
+    likelihood-ratio df); it is dropped with a warning, as calibrate's library call does for a
+    ResponseMatrix read with on_empty='keep'."""
+    import atlascat as at
+    from atlascat.responses import ResponseMatrix
+
+    frame = pd.read_csv(ws / "resp.csv")
+    frame["q3"] = np.nan
+    frame.to_csv(ws / "gap.csv", index=False)
+    assert main(["anova", str(ws / "gap.csv"), "--model", "1pl", "--model", "2pl", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "item(s) with no response: ['q3']" in err
+    import json
+
+    assert json.loads(out)[1]["df"] == 10          # 11 items: 2PL - 1PL = 10 parameters
+    rm = ResponseMatrix.read(ws / "gap.csv", on_empty="keep")
+    with pytest.warns(UserWarning, match="q3"):
+        res = at.calibrate(rm, model="1pl")
+    assert "q3" not in list(res.bank.item_ids)

@@ -129,8 +129,8 @@ def _read_data(responses, names, freq_column, normalize_ids):
     from ..irt.calibrate import ORDINAL
 
     if not any(m in ORDINAL for m in names):
-        return load_responses(responses, freq_column=freq_column,
-                              normalize_ids=normalize_ids), None
+        return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
+                              on_empty="drop"), None
     import pandas as pd
 
     from ..irt.polycal import read_ratings
