@@ -96,6 +96,8 @@ WALK_CASES = [
     ("items-u-min-above-1", "items --bank {d}/bank.csv --u-min 5", ["--u-min", "[0, 1]"]),
     ("items-c-warn-above-c-max", "items --bank {d}/bank.csv --c-warn 0.9 --c-max 0.5",
      ["--c-warn", "--c-max", "c_warn <= c_max"]),
+    ("benchmark-tau-nan", "benchmark {d}/resp.csv -o {d}/run --taus 0.2,nan",
+     ["--taus must be positive and finite", "nan"]),
     ("simulate-thetas-of-no-subject", "simulate {d}/resp.csv --bank {d}/bank.csv --thetas "
      "{d}/th.csv -o {d}/sim", ["--thetas", "none of RESPONSES' subjects"]),
 ]
@@ -135,3 +137,13 @@ def test_anova_drops_an_item_nobody_answered_with_a_warning(ws, capsys):
     with pytest.warns(UserWarning, match="q3"):
         res = at.calibrate(rm, model="1pl")
     assert "q3" not in list(res.bank.item_ids)
+
+
+def test_benchmark_replicates_beyond_any_use_are_refused():
+    """--replicates 10**11 ran for hours (random forms scored one by one): the settings refuse
+    it, before any calibration."""
+    from atlascat.errors import ConfigError
+    from atlascat.studies.config import BenchmarkConfig
+
+    with pytest.raises(ConfigError, match="random_replicates must be between 1 and 10000"):
+        BenchmarkConfig(random_replicates=10**11)
