@@ -147,3 +147,15 @@ def test_benchmark_replicates_beyond_any_use_are_refused():
 
     with pytest.raises(ConfigError, match="random_replicates must be between 1 and 10000"):
         BenchmarkConfig(random_replicates=10**11)
+
+
+def test_report_never_writes_its_page_over_a_file_of_the_run(tmp_path, capsys):
+    """`atlas report RUN -o RUN/summary.csv` replaced the run's summary with the HTML page (the
+    run could no longer be read); refused, the run's files as they were."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"name": "r", "config": {}}')
+    (run / "summary.csv").write_text("method,theta_mae\nATLAS,0.1\n")
+    _refused(["report", str(run), "-o", str(run / "summary.csv")],
+             ["'summary.csv'", "would destroy the run", "report.html"], capsys)
+    assert (run / "summary.csv").read_text() == "method,theta_mae\nATLAS,0.1\n"
