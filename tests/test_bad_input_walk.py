@@ -27,6 +27,8 @@ def ws(tmp_path):
     pd.DataFrame({"subject_id": ["a", "b"], "theta": [0.5, -1.0]}).to_csv(tmp_path / "th.csv",
                                                                           index=False)
     (tmp_path / "adir").mkdir()
+    (tmp_path / "battles.csv").write_text("model_a,model_b,winner\nx,y,model_a\ny,z,tie\n"
+                                          "z,x,model_b\n")
     return tmp_path
 
 
@@ -98,6 +100,12 @@ WALK_CASES = [
      ["--c-warn", "--c-max", "c_warn <= c_max"]),
     ("benchmark-tau-nan", "benchmark {d}/resp.csv -o {d}/run --taus 0.2,nan",
      ["--taus must be positive and finite", "nan"]),
+    ("arena-simulate-players-huge", "arena simulate --players 1001 --games 10 --seeds 1",
+     ["--players", "at most 1,000", "takes days"]),
+    ("arena-simulate-seeds-huge", "arena simulate --players 3 --games 10 --seeds 1001",
+     ["--seeds", "at most 1,000"]),
+    ("arena-schedule-empty-new-player", "arena schedule {d}/battles.csv --add-player ''",
+     ["--add-player", "empty"]),
     ("simulate-thetas-of-no-subject", "simulate {d}/resp.csv --bank {d}/bank.csv --thetas "
      "{d}/th.csv -o {d}/sim", ["--thetas", "none of RESPONSES' subjects"]),
 ]
@@ -105,7 +113,9 @@ WALK_CASES = [
 
 @pytest.mark.parametrize("argv,needles", [pytest.param(a, n, id=i) for i, a, n in WALK_CASES])
 def test_walk_case_is_one_line_exit_2(ws, capsys, argv, needles):
-    _refused(argv.format(d=ws).split(), needles, capsys)
+    import shlex
+
+    _refused(shlex.split(argv.format(d=ws)), needles, capsys)
 
 
 def test_more_walk_cases(ws, capsys):
