@@ -169,3 +169,19 @@ def test_report_never_writes_its_page_over_a_file_of_the_run(tmp_path, capsys):
     _refused(["report", str(run), "-o", str(run / "summary.csv")],
              ["'summary.csv'", "would destroy the run", "report.html"], capsys)
     assert (run / "summary.csv").read_text() == "method,theta_mae\nATLAS,0.1\n"
+
+
+def test_evaluate_bad_folders_are_refused_before_any_item_is_asked(ws, capsys):
+    """--report-dir naming a file was found after the whole run (a vague 'cannot access ...:
+    File exists'); --db below a file ended in the clean-up's own NotADirectoryError message.
+    Both name the option now, before a run starts, and leave nothing behind."""
+    (ws / "afile").write_text("x\n")
+    subject = ["--bank", str(ws / "bank.csv"), "--subject", f"replay:{ws}/resp.csv#m1",
+               "--max-items", "3"]
+    _refused(["evaluate", *subject, "--db", str(ws / "r.sqlite"), "--report-dir",
+              str(ws / "afile")], ["--report-dir", "is an existing file"], capsys)
+    assert not (ws / "r.sqlite").exists()
+    _refused(["evaluate", *subject, "-o", str(ws / "adir" / "run"), "--db",
+              str(ws / "afile" / "r.sqlite")], ["--db", "is a file, not a directory"],
+             capsys)
+    assert not (ws / "adir" / "run").exists()

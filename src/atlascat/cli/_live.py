@@ -30,7 +30,7 @@ def remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
             shutil.rmtree(Path(f"{db}.locks"), ignore_errors=True)
     if new_out and output is not None and output.is_dir():
         shutil.rmtree(output, ignore_errors=True)
-    if new_db and db.parent.exists() and not any(db.parent.iterdir()) and db.parent != Path.cwd():
+    if new_db and db.parent.is_dir() and not any(db.parent.iterdir()) and db.parent != Path.cwd():
         try:
             db.parent.rmdir()
         except OSError:

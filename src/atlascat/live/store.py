@@ -216,6 +216,10 @@ class RunStore:
         if self.path.is_dir():
             raise LiveRunError(f"--db {str(self.path)!r} is a directory; give a database file "
                                "path such as runs.sqlite")
+        from ..validation import check_output_file
+
+        # below a file, or in a folder not writable: one line naming --db, before any work
+        check_output_file(self.path, option="--db", what="run database")
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
