@@ -185,3 +185,48 @@ def test_evaluate_bad_folders_are_refused_before_any_item_is_asked(ws, capsys):
               str(ws / "afile" / "r.sqlite")], ["--db", "is a file, not a directory"],
              capsys)
     assert not (ws / "adir" / "run").exists()
+
+
+def _one_run(ws, capsys) -> str:
+    assert main(["evaluate", "--bank", str(ws / "bank.csv"), "--subject",
+                 f"replay:{ws}/resp.csv#m2", "--db", str(ws / "r.sqlite"), "--max-items", "3",
+                 "-q"]) == 0
+    capsys.readouterr()
+    from atlascat.live.store import RunStore
+
+    return RunStore(ws / "r.sqlite").list_runs()["run_id"].iloc[0]
+
+
+def test_run_pages_and_stores_are_never_written_over_data(ws, capsys):
+    """`atlas runs --run ID -o` naming the run database wrote the page over it (every run lost,
+    then a traceback), naming a CSV replaced it; `atlas runs` / `compare-models` on an empty
+    --db file made it a SQLite store. All refused, the files as they were."""
+    rid = _one_run(ws, capsys)
+    db, data = ws / "r.sqlite", ws / "resp.csv"
+    before = db.read_bytes(), data.read_bytes()
+    _refused(["runs", "--db", str(db), "--run", rid, "-o", str(ws / "." / "r.sqlite")],
+             ["is the --db file", "destroy that input"], capsys)
+    _refused(["runs", "--db", str(db), "--run", rid, "-o", str(data)],
+             ["'resp.csv'", "not an HTML page", "resp.html"], capsys)
+    assert (db.read_bytes(), data.read_bytes()) == before
+    (ws / "empty.csv").write_bytes(b"")
+    _refused(["runs", "--db", str(ws / "empty.csv")], ["--db", "empty file"], capsys)
+    _refused(["compare-models", rid, "x", "--db", str(ws / "empty.csv")], ["--db", "empty file"],
+             capsys)
+    assert (ws / "empty.csv").read_bytes() == b""
+    assert main(["runs", "--db", str(db), "--run", rid, "-o", str(ws / "page.html")]) == 0
+
+
+def test_resume_on_another_bank_or_twice_is_refused(ws, capsys):
+    """--resume RUN --bank OTHER (another bank's parameters) was accepted for a finished run and
+    its answers shown through the other bank's score link; the same run resumed twice ran
+    twice. The bank the run started on, moved, still resumes."""
+    rid = _one_run(ws, capsys)
+    frame = pd.read_csv(ws / "bank.csv")
+    frame.assign(a=frame["a"] * 1.5).to_csv(ws / "other.csv", index=False)
+    db = ["--db", str(ws / "r.sqlite")]
+    _refused(["evaluate", "--resume", rid, *db, "--bank", str(ws / "other.csv")],
+             [f"run {rid} was started on a different bank", "other.csv", "drop --bank"], capsys)
+    _refused(["evaluate", "--resume", rid, "--resume", rid, *db], ["more than once"], capsys)
+    frame.to_csv(ws / "moved.csv", index=False)
+    assert main(["evaluate", "--resume", rid, *db, "--bank", str(ws / "moved.csv"), "-q"]) == 0

@@ -28,7 +28,8 @@ N_BINS = 10
 
 __all__ = [
     "MAX_ABS_A", "MAX_ABS_B",
-    "one_line", "check_input_file", "check_output_file", "check_output_dir", "read_frame",
+    "one_line", "check_input_file", "check_output_file", "check_page_output", "check_output_dir",
+    "read_frame",
     "check_finite", "check_positive", "check_scores", "check_prob_array", "check_identified",
     "check_snapshot",
 ]
@@ -117,6 +118,17 @@ def check_output_file(path, *, option: str | None = "-o/--output",
     if p.exists() and not os.access(p, os.W_OK):
         raise ConfigError(f"{what} {_label(p, option)} exists and is not writable; choose "
                           "another file")
+    return p
+
+
+def check_page_output(path, *, option: str | None = "-o/--output", inputs=None) -> Path:
+    """An HTML page's path (:func:`check_output_file`): an existing file there must be a page
+    (``.html``/``.htm``, an earlier one replaced), never data the page would destroy."""
+    p = check_output_file(path, option=option, what="page", inputs=inputs)
+    if p.is_file() and p.suffix.lower() not in (".html", ".htm"):
+        raise ConfigError(f"page {_label(p, option)} would replace the file {p.name!r}, which is "
+                          f"not an HTML page; give an .html path, e.g. "
+                          f"{str(p.with_suffix('.html'))!r}")
     return p
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import AtlasError, ConfigError, LiveRunError
+from ..errors import AtlasError, BankError, ConfigError, LiveRunError
 from ..catalogue.bankref import BankRef
 from .runner import RunResult, bank_hash, continue_run, start_run
 from .store import RunStore
@@ -475,6 +475,10 @@ class LiveRun:
         from .subjects import SubjectSpec
 
         store = _as_store(store)
+        twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
+        if twice:   # two threads would drive one run
+            raise ConfigError(f"run(s) {', '.join(twice)} given more than once; resume each "
+                              "run once (CLI: one --resume RUN_ID per run)")
         jobs = []
         for rid in run_ids:
             info = store.get_run(rid)
@@ -493,8 +497,13 @@ class LiveRun:
                                   "none now; pass the folder it was started on")
             else:
                 items = _job_bank(kind, ref)
-            if isinstance(bank, BankRef) and str(bank) != info["bank_ref"] \
-                    and bank_hash(items) == info["bank_hash"]:   # the same bank, moved
+            if bank is not None and bank_hash(items) != info["bank_hash"]:
+                # also a finished run: its answers are never shown on another bank's scale
+                given = bank if isinstance(bank, BankRef) else "the bank given"
+                raise BankError(f"run {rid} was started on a different bank than {given} (items, "
+                                f"parameters or content differ); resume it with the bank it "
+                                f"was started on ({info['bank_ref']}), or drop --bank")
+            if isinstance(bank, BankRef) and str(bank) != info["bank_ref"]:   # the same, moved
                 store.move_bank(rid, str(bank))
             subject = (subject_for(info["subject"], items) if subject_for is not None
                        else SubjectSpec.rebuild(info["subject"], items, **settings))
