@@ -230,3 +230,18 @@ def test_resume_on_another_bank_or_twice_is_refused(ws, capsys):
     _refused(["evaluate", "--resume", rid, "--resume", rid, *db], ["more than once"], capsys)
     frame.to_csv(ws / "moved.csv", index=False)
     assert main(["evaluate", "--resume", rid, *db, "--bank", str(ws / "moved.csv"), "-q"]) == 0
+
+
+def test_build_bank_never_replaces_files_of_a_folder_that_is_no_bank_folder(ws, capsys):
+    """`build-bank RESULTS -o DATA_DIR` wrote its bank.parquet, link.json and manifest.json
+    over the folder's own files (here the user's bank.parquet); refused before any work. A new
+    folder, one with other files, and a bank folder rebuilt in place still build."""
+    before = (ws / "bank.parquet").read_bytes()
+    _refused(["build-bank", str(ws / "resp.csv"), "-o", str(ws)],
+             ["no bank folder (no manifest.json)", "bank.parquet", "give a new folder"], capsys)
+    assert (ws / "bank.parquet").read_bytes() == before and not (ws / "manifest.json").exists()
+    (ws / "notes").mkdir()
+    (ws / "notes" / "readme.txt").write_text("mine\n")
+    for _ in range(2):   # the second time: the bank folder rebuilt in place
+        assert main(["build-bank", str(ws / "resp.csv"), "-o", str(ws / "notes"), "-q"]) == 0
+    assert (ws / "notes" / "readme.txt").read_text() == "mine\n"
