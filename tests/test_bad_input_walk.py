@@ -245,3 +245,29 @@ def test_build_bank_never_replaces_files_of_a_folder_that_is_no_bank_folder(ws, 
     for _ in range(2):   # the second time: the bank folder rebuilt in place
         assert main(["build-bank", str(ws / "resp.csv"), "-o", str(ws / "notes"), "-q"]) == 0
     assert (ws / "notes" / "readme.txt").read_text() == "mine\n"
+
+
+def test_run_folders_never_replace_files_of_a_folder_that_is_no_run(ws, capsys):
+    """`simulate ... -o DATA_DIR` wrote its summary.json over the folder's own; `benchmark
+    RESPONSES -o DATA_DIR` wrote its bank.csv over the user's bank. Refused before any work
+    (the library's BenchmarkRun.write too); an earlier run's folder is still rewritten."""
+    (ws / "summary.json").write_text('{"mine": 1}\n')
+    before = (ws / "bank.csv").read_bytes()
+    _refused(["simulate", "--bank", str(ws / "bank.csv"), "--thetas", str(ws / "th.csv"), "-o",
+              str(ws)], ["holds summary.json of its own", "person_scores.csv"], capsys)
+    _refused(["benchmark", str(ws / "resp.csv"), "-o", str(ws)],
+             ["bank.csv", "no run.json"], capsys)
+    assert (ws / "summary.json").read_text() == '{"mine": 1}\n'
+    assert (ws / "bank.csv").read_bytes() == before
+    sim = ["simulate", "--bank", str(ws / "bank.csv"), "--thetas", str(ws / "th.csv"), "-o",
+           str(ws / "sim"), "-q"]
+    assert main(sim) == 0 and main(sim) == 0     # an earlier run's folder: rewritten
+
+
+def test_benchmark_run_write_refuses_a_folder_with_a_bank_of_its_own(ws, tmp_path):
+    from atlascat.errors import ConfigError
+    from atlascat.studies.protocol import BenchmarkRun
+
+    run = BenchmarkRun.__new__(BenchmarkRun)   # the check comes before any attribute is read
+    with pytest.raises(ConfigError, match="holds bank.csv of its own"):
+        run.write(ws)

@@ -133,12 +133,22 @@ def check_page_output(path, *, option: str | None = "-o/--output", inputs=None) 
 
 
 def check_output_dir(path, *, option: str | None = "-o/--output",
-                     what: str = "output directory") -> Path:
-    """A directory that exists or can be created and written to (not an existing file)."""
+                     what: str = "output directory", writes=(), marker=None) -> Path:
+    """A directory that exists or can be created and written to (not an existing file). With
+    ``writes`` (the files the run writes there) and ``marker`` (the file, or files, an earlier
+    run of the same kind left, rewritten in place): an existing folder without one whose own
+    files the run would replace is refused, naming them."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ConfigError(f"{what} {_label(p, option)} is an existing file; give a directory "
                           "(it is created if missing)")
+    markers = (marker,) if isinstance(marker, str) else tuple(marker or ())
+    if markers and p.is_dir() and not any((p / m).exists() for m in markers):
+        mine = [name for name in writes if (p / name).exists()]
+        if mine:
+            raise ConfigError(f"{what} {_label(p, option)} holds {', '.join(mine)} of its own "
+                              f"(no {' or '.join(markers)} of an earlier run there), which the "
+                              "run would replace; give a new or empty folder")
     _writable_ancestor(p, option, what)
     return p
 

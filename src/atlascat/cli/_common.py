@@ -331,10 +331,12 @@ def output_file(path, option: str = "-o/--output", inputs=None, outputs=None):
                                                        outputs=outputs)
 
 
-def output_dir(path, option: str = "-o/--output"):
+def output_dir(path, option: str = "-o/--output", writes=(), marker=None):
+    """Check an output folder before any work (:func:`atlascat.validation.check_output_dir`)."""
     from ..validation import check_output_dir
 
-    return None if path is None else check_output_dir(path, option=option)
+    return None if path is None else check_output_dir(path, option=option, writes=writes,
+                                                      marker=marker)
 
 
 def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,

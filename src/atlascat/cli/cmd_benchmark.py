@@ -110,7 +110,9 @@ def benchmark_command(
     if output is None:
         raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
                           "is written to the current directory unless you name it)")
-    out = output_dir(output)
+    from ..studies.protocol import WRITTEN_FILES
+
+    out = output_dir(output, writes=WRITTEN_FILES, marker="run.json")   # before any work
     output_file(report, "--report", inputs={"RESPONSES": responses})
     name = name or Path(responses).name.split(".")[0]
     config = benchmark_config(
