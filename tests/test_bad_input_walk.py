@@ -99,7 +99,7 @@ WALK_CASES = [
     ("items-c-warn-above-c-max", "items --bank {d}/bank.csv --c-warn 0.9 --c-max 0.5",
      ["--c-warn", "--c-max", "c_warn <= c_max"]),
     ("benchmark-tau-nan", "benchmark {d}/resp.csv -o {d}/run --taus 0.2,nan",
-     ["--taus must be positive and finite", "nan"]),
+     ["--taus must be finite numbers", "nan"]),
     ("arena-simulate-players-huge", "arena simulate --players 1001 --games 10 --seeds 1",
      ["--players", "at most 1,000", "takes days"]),
     ("arena-simulate-seeds-huge", "arena simulate --players 3 --games 10 --seeds 1001",
@@ -155,7 +155,7 @@ def test_benchmark_replicates_beyond_any_use_are_refused():
     from atlascat.errors import ConfigError
     from atlascat.studies.config import BenchmarkConfig
 
-    with pytest.raises(ConfigError, match="random_replicates must be between 1 and 10000"):
+    with pytest.raises(ConfigError, match="random_replicates must be at most 10000"):
         BenchmarkConfig(random_replicates=10**11)
 
 
@@ -271,3 +271,21 @@ def test_benchmark_run_write_refuses_a_folder_with_a_bank_of_its_own(ws, tmp_pat
     run = BenchmarkRun.__new__(BenchmarkRun)   # the check comes before any attribute is read
     with pytest.raises(ConfigError, match="holds bank.csv of its own"):
         run.write(ws)
+
+
+def test_evaluate_output_never_replaces_a_results_json_of_another_kind(ws, capsys):
+    """`evaluate -o DIR` whose results.json is someone else's (a harness's {"results": ...})
+    replaced it with its run rows; refused before asking. An earlier evaluate's is extended."""
+    out = ws / "ev"
+    out.mkdir()
+    (out / "results.json").write_text('{"results": {"arc": 0.5}}\n')
+    args = ["--bank", str(ws / "bank.csv"), "--max-items", "3", "-o", str(out), "-q"]
+    _refused(["evaluate", "--subject", f"replay:{ws}/resp.csv#m3", *args],
+             ["results.json", "no atlas evaluate run's", "give a new folder"], capsys)
+    assert (out / "results.json").read_text() == '{"results": {"arc": 0.5}}\n'
+    (out / "results.json").unlink()
+    for model in ("m3", "m4"):
+        assert main(["evaluate", "--subject", f"replay:{ws}/resp.csv#{model}", *args]) == 0
+    import json
+
+    assert len(json.loads((out / "results.json").read_text())) == 2

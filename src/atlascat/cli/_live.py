@@ -89,6 +89,24 @@ def run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
     return legacy, legacy
 
 
+def check_results_file(output) -> None:
+    """-o DIR of ``atlas evaluate``: a results.json already there must be an earlier run's (a
+    list of run rows, kept and extended); any other file of that name would be replaced."""
+    from ..errors import ConfigError
+
+    path = None if output is None else Path(output) / "results.json"
+    if path is None or not path.is_file():
+        return
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = None
+    if not (isinstance(old, list) and all(isinstance(r, dict) and "run_id" in r for r in old)):
+        raise ConfigError(f"-o/--output {str(output)!r} holds a results.json that is no atlas "
+                          "evaluate run's (a list of runs), which the run would replace; give "
+                          "a new folder")
+
+
 def write_results(path: Path, rows: list) -> None:
     """Write results.json atomically, keeping the rows of the folder's other runs already
     there (a run evaluated into the folder before; a resumed run replaces its own row)."""
