@@ -69,8 +69,8 @@ def _stores(db):
     if db is not None and not db.exists():
         raise LiveRunError(f"run database {str(db)!r} does not exist (give --db)")
     if db is not None and db.is_file() and db.stat().st_size == 0:   # listing never writes
-        raise LiveRunError(f"--db {str(db)!r} is an empty file, not a run database atlas "
-                           "evaluate wrote; give the --db of your runs")
+        raise LiveRunError(f"--db {str(db)!r} is an empty file, not a run store; give "
+                           "the --db your runs were stored in")
     if not paths:
         raise LiveRunError(f"run database {str(default_store_path())!r} does not exist and "
                            "no run was written elsewhere (give --db)")
