@@ -106,6 +106,8 @@ WALK_CASES = [
      ["--seeds", "at most 1,000"]),
     ("arena-schedule-empty-new-player", "arena schedule {d}/battles.csv --add-player ''",
      ["--add-player", "empty"]),
+    ("benchmark-report-not-a-page", "benchmark {d}/resp.csv -o {d}/run --report {d}/run/summary.csv",
+     ["--report", "an .html path"]),
     ("simulate-thetas-of-no-subject", "simulate {d}/resp.csv --bank {d}/bank.csv --thetas "
      "{d}/th.csv -o {d}/sim", ["--thetas", "none of RESPONSES' subjects"]),
 ]
