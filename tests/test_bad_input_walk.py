@@ -108,15 +108,20 @@ WALK_CASES = [
      ["--add-player", "empty"]),
     ("benchmark-report-not-a-page", "benchmark {d}/resp.csv -o {d}/run --report {d}/run/summary.csv",
      ["--report", "an .html path"]),
+    ("simulate-empty-output", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o ''",
+     ["'--output'", "an empty path"]),
+    ("info-empty-path", "info ''", ["PATH is empty", "bundled name"]),
+    ("score-empty-responses", "score '' --bank {d}/bank.csv", ["RESPONSES is empty"]),
     ("simulate-thetas-of-no-subject", "simulate {d}/resp.csv --bank {d}/bank.csv --thetas "
      "{d}/th.csv -o {d}/sim", ["--thetas", "none of RESPONSES' subjects"]),
 ]
 
 
 @pytest.mark.parametrize("argv,needles", [pytest.param(a, n, id=i) for i, a, n in WALK_CASES])
-def test_walk_case_is_one_line_exit_2(ws, capsys, argv, needles):
+def test_walk_case_is_one_line_exit_2(ws, capsys, monkeypatch, argv, needles):
     import shlex
 
+    monkeypatch.chdir(ws)   # an empty path must never mean the current folder, but if it did
     _refused(shlex.split(argv.format(d=ws)), needles, capsys)
 
 
