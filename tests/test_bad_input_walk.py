@@ -112,6 +112,9 @@ WALK_CASES = [
      ["'--output'", "an empty path"]),
     ("info-empty-path", "info ''", ["PATH is empty", "bundled name"]),
     ("score-empty-responses", "score '' --bank {d}/bank.csv", ["RESPONSES is empty"]),
+    ("simulate-fixed-length-with-budget", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o "
+     "{d}/sim --fixed-length 5 --budget 3 --cost-per-item 1", ["fixed-length test of 5", "drop --budget"]),
+    ("info-theta-far-off", "info {d}/bank.csv --theta 0,1e9", ["--theta 1e+09", "[-10, 10]"]),
     ("simulate-thetas-of-no-subject", "simulate {d}/resp.csv --bank {d}/bank.csv --thetas "
      "{d}/th.csv -o {d}/sim", ["--thetas", "none of RESPONSES' subjects"]),
 ]
