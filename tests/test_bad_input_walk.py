@@ -301,3 +301,12 @@ def test_evaluate_output_never_replaces_a_results_json_of_another_kind(ws, capsy
     import json
 
     assert len(json.loads((out / "results.json").read_text())) == 2
+
+
+def test_a_trailing_delimiter_is_named_as_such(ws, capsys):
+    """A comma at the end of every line gives pandas an empty column 'Unnamed: 13': the
+    message said only "item(s) with no response: ['Unnamed: 13']"; it names the cause now."""
+    lines = (ws / "resp.csv").read_text().strip().split("\n")
+    (ws / "trailing.csv").write_text("\n".join(line + "," for line in lines) + "\n")
+    _refused(["calibrate", str(ws / "trailing.csv"), "-o", str(ws / "b.csv")],
+             ["'Unnamed: 13'", "a delimiter at the end of every line", "--drop-empty"], capsys)
