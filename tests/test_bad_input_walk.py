@@ -27,6 +27,7 @@ def ws(tmp_path):
     pd.DataFrame({"subject_id": ["a", "b"], "theta": [0.5, -1.0]}).to_csv(tmp_path / "th.csv",
                                                                           index=False)
     (tmp_path / "adir").mkdir()
+    (tmp_path / "th_semi.csv").write_text("subject_id;theta\na;0.5\nb;1\n")
     (tmp_path / "battles.csv").write_text("model_a,model_b,winner\nx,y,model_a\ny,z,tie\n"
                                           "z,x,model_b\n")
     return tmp_path
@@ -115,6 +116,8 @@ WALK_CASES = [
     ("simulate-fixed-length-with-budget", "simulate --bank {d}/bank.csv --thetas {d}/th.csv -o "
      "{d}/sim --fixed-length 5 --budget 3 --cost-per-item 1", ["fixed-length test of 5", "drop --budget"]),
     ("info-theta-far-off", "info {d}/bank.csv --theta 0,1e9", ["--theta 1e+09", "[-10, 10]"]),
+    ("simulate-thetas-semicolon", "simulate --bank {d}/bank.csv --thetas {d}/th_semi.csv -o {d}/sim",
+     ["th_semi.csv", "delimited by ';'", "comma-separated"]),
     ("simulate-thetas-of-no-subject", "simulate {d}/resp.csv --bank {d}/bank.csv --thetas "
      "{d}/th.csv -o {d}/sim", ["--thetas", "none of RESPONSES' subjects"]),
 ]
