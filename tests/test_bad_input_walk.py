@@ -118,6 +118,8 @@ WALK_CASES = [
     ("info-theta-far-off", "info {d}/bank.csv --theta 0,1e9", ["--theta 1e+09", "[-10, 10]"]),
     ("simulate-thetas-semicolon", "simulate --bank {d}/bank.csv --thetas {d}/th_semi.csv -o {d}/sim",
      ["th_semi.csv", "delimited by ';'", "comma-separated"]),
+    ("design-thetas-semicolon", "design --bank {d}/bank.csv -k 3 --thetas {d}/th_semi.csv",
+     ["th_semi.csv", "delimited by ';'"]),
     ("simulate-thetas-of-no-subject", "simulate {d}/resp.csv --bank {d}/bank.csv --thetas "
      "{d}/th.csv -o {d}/sim", ["--thetas", "none of RESPONSES' subjects"]),
 ]

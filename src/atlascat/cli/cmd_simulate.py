@@ -98,17 +98,15 @@ def frame_thetas(path: Path, option: str):
     from ..errors import ResponseDataError
     from ..validation import read_frame
 
-    df = read_frame(path, what="theta file", option=option)
+    # min_columns: a lone column whose header holds ';' is named as another delimiter
+    df = read_frame(path, what="theta file", option=option, min_columns=2)
     id_col = next((c for c in _THETA_ID_COLUMNS if c in df.columns), None)
     th_col = next((c for c in _THETA_COLUMNS if c in df.columns), None)
     if th_col is None:
-        sep = next((s for s in (";", "\t", "|") if len(df.columns) == 1
-                    and s in str(df.columns[0])), None)   # one column: another delimiter
         raise ResponseDataError(
             f"{option} {str(path)!r} has no theta column; expected one of {list(_THETA_COLUMNS)} "
             f"(columns: {[str(c) for c in df.columns[:10]]})"
-            + (f"; it looks delimited by {sep!r}, but commas are expected: re-save it "
-               "comma-separated" if sep else ""))
+        )
     if len(df) == 0:
         raise ResponseDataError(f"{option} {str(path)!r} has a header but no rows")
     thetas = pd.to_numeric(df[th_col], errors="coerce")
