@@ -120,6 +120,8 @@ WALK_CASES = [
      ["th_semi.csv", "delimited by ';'", "comma-separated"]),
     ("design-thetas-semicolon", "design --bank {d}/bank.csv -k 3 --thetas {d}/th_semi.csv",
      ["th_semi.csv", "delimited by ';'"]),
+    ("evaluate-simulate-negative-seed", "evaluate --bank {d}/bank.csv --subject simulate:0.5:-1 "
+     "--db {d}/r.sqlite --max-items 3", ["simulate:0.5:-1", "SEED must be a whole number >= 0"]),
     ("simulate-thetas-of-no-subject", "simulate {d}/resp.csv --bank {d}/bank.csv --thetas "
      "{d}/th.csv -o {d}/sim", ["--thetas", "none of RESPONSES' subjects"]),
 ]
