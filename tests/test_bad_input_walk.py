@@ -317,3 +317,15 @@ def test_a_trailing_delimiter_is_named_as_such(ws, capsys):
     (ws / "trailing.csv").write_text("\n".join(line + "," for line in lines) + "\n")
     _refused(["calibrate", str(ws / "trailing.csv"), "-o", str(ws / "b.csv")],
              ["'Unnamed: 13'", "a delimiter at the end of every line", "--drop-empty"], capsys)
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs Linux /proc")
+def test_an_unwritable_place_is_found_before_any_work(ws, capsys):
+    """A folder access() calls writable but that takes no file (/proc; a read-only mount, an
+    ACL): benchmark failed only after its whole run, calibrate after the fit. A probe finds it
+    first, for every output file, folder and --db."""
+    for argv in (["benchmark", str(ws / "resp.csv"), "-o", "/proc/atlas_run"],
+                 ["calibrate", str(ws / "resp.csv"), "-o", "/proc/atlas_bank.csv"],
+                 ["evaluate", "--bank", str(ws / "bank.csv"), "--subject",
+                  f"replay:{ws}/resp.csv#m1", "--db", "/proc/atlas.sqlite"]):
+        _refused(argv, ["cannot be written in '/proc'", "choose a writable location"], capsys)

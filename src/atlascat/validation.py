@@ -85,6 +85,15 @@ def _writable_ancestor(p: Path, option, what, target: Path | None = None) -> Non
     if anc.exists() and not os.access(anc, os.W_OK | os.X_OK):
         raise ConfigError(f"{what} {_label(p, option)} is not writable ({str(anc)!r}: permission "
                           "denied); choose a writable location")
+    if anc.is_dir():   # what access() cannot tell (a read-only mount, /proc, an ACL): a probe
+        import tempfile
+
+        try:
+            with tempfile.TemporaryFile(dir=anc):
+                pass
+        except OSError as exc:
+            raise ConfigError(f"{what} {_label(p, option)} cannot be written in {str(anc)!r} "
+                              f"({exc.strerror or exc}); choose a writable location") from None
 
 
 def _same_file(a: Path, b) -> bool:
