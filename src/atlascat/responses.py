@@ -237,6 +237,9 @@ class ResponseMatrix:
             if empty_cols.size:
                 what.append(f"item(s) with no response: {iids[empty_cols[:10]].tolist()}"
                             + (" ..." if empty_cols.size > 10 else ""))
+                if any(str(iids[j]).startswith("Unnamed: ") for j in empty_cols):
+                    what.append("an empty column without a header is a delimiter at the end "
+                                "of every line: re-save the file without it")
             if on_empty not in ("error", "drop", "keep"):
                 raise ResponseDataError(f"on_empty must be 'error', 'drop' or 'keep', not {on_empty!r}")
             if on_empty == "error":

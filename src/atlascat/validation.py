@@ -28,7 +28,8 @@ N_BINS = 10
 
 __all__ = [
     "MAX_ABS_A", "MAX_ABS_B",
-    "one_line", "check_input_file", "check_output_file", "check_output_dir", "read_frame",
+    "one_line", "check_input_file", "check_output_file", "check_page_output", "check_output_dir",
+    "read_frame",
     "check_finite", "check_positive", "check_scores", "check_prob_array", "check_identified",
     "check_snapshot",
 ]
@@ -84,12 +85,41 @@ def _writable_ancestor(p: Path, option, what, target: Path | None = None) -> Non
     if anc.exists() and not os.access(anc, os.W_OK | os.X_OK):
         raise ConfigError(f"{what} {_label(p, option)} is not writable ({str(anc)!r}: permission "
                           "denied); choose a writable location")
+    if anc.is_dir():   # what access() cannot tell (a read-only mount, /proc, an ACL): a probe
+        import tempfile
+
+        try:
+            with tempfile.TemporaryFile(dir=anc):
+                pass
+        except OSError as exc:
+            raise ConfigError(f"{what} {_label(p, option)} cannot be written in {str(anc)!r} "
+                              f"({exc.strerror or exc}); choose a writable location") from None
+
+
+def _same_file(a: Path, b) -> bool:
+    """``b`` (an existing file) is ``a``, also through another spelling or a link."""
+    try:
+        return Path(b).is_file() and a.exists() and os.path.samefile(a, b)
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def check_output_file(path, *, option: str | None = "-o/--output",
-                      what: str = "output file") -> Path:
-    """A path a file can be written to: not a directory, its folder creatable and writable."""
+                      what: str = "output file", inputs=None, outputs=None) -> Path:
+    """A path a file can be written to: not a directory, its folder creatable and writable; not
+    one of ``inputs`` (``{option: path}``, the files the run reads: a bundled name or ``None``
+    is skipped), whose content it would overwrite, nor one of ``outputs`` (``{option: path}``,
+    the run's other output files), which it would overwrite or be overwritten by."""
     p = Path(path)
+    for other, given in (inputs or {}).items():
+        if given is not None and _same_file(p, given):
+            raise ConfigError(f"{what} {_label(p, option)} is the {other} file {str(given)!r} "
+                              f"it reads; writing it would destroy that input: give "
+                              f"{option or 'the output'} another name")
+    for other, given in (outputs or {}).items():
+        if given is not None and Path(given).resolve() == p.resolve():
+            raise ConfigError(f"{what} {_label(p, option)} is also {other}: one would overwrite "
+                              f"the other; give each its own file")
     if p.is_dir():
         raise ConfigError(f"{what} {_label(p, option)} is a directory; give a file name inside "
                           f"it, e.g. {str(p / 'out.csv')!r}")
@@ -100,13 +130,34 @@ def check_output_file(path, *, option: str | None = "-o/--output",
     return p
 
 
+def check_page_output(path, *, option: str | None = "-o/--output", inputs=None) -> Path:
+    """An HTML page's path (:func:`check_output_file`): an existing file there must be a page
+    (``.html``/``.htm``, an earlier one replaced), never data the page would destroy."""
+    p = check_output_file(path, option=option, what="page", inputs=inputs)
+    if p.is_file() and p.suffix.lower() not in (".html", ".htm"):
+        raise ConfigError(f"page {_label(p, option)} would replace the file {p.name!r}, which is "
+                          f"not an HTML page; give an .html path, e.g. "
+                          f"{str(p.with_suffix('.html'))!r}")
+    return p
+
+
 def check_output_dir(path, *, option: str | None = "-o/--output",
-                     what: str = "output directory") -> Path:
-    """A directory that exists or can be created and written to (not an existing file)."""
+                     what: str = "output directory", writes=(), marker=None) -> Path:
+    """A directory that exists or can be created and written to (not an existing file). With
+    ``writes`` (the files the run writes there) and ``marker`` (the file, or files, an earlier
+    run of the same kind left, rewritten in place): an existing folder without one whose own
+    files the run would replace is refused, naming them."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ConfigError(f"{what} {_label(p, option)} is an existing file; give a directory "
                           "(it is created if missing)")
+    markers = (marker,) if isinstance(marker, str) else tuple(marker or ())
+    if markers and p.is_dir() and not any((p / m).exists() for m in markers):
+        mine = [name for name in writes if (p / name).exists()]
+        if mine:
+            raise ConfigError(f"{what} {_label(p, option)} holds {', '.join(mine)} of its own "
+                              f"(no {' or '.join(markers)} of an earlier run there), which the "
+                              "run would replace; give a new or empty folder")
     _writable_ancestor(p, option, what)
     return p
 
@@ -454,6 +505,12 @@ def check_ability_settings(*, prior_mean, prior_sd, quadpts=None, theta_range=No
         lo, hi = (check_finite(v, name) for v in pair)
         if not hi > lo:
             raise ConfigError(f"{name} must be (low, high) with low < high, got {pair!r}")
+    grid = theta_range if theta_range is not None else bounds
+    if grid is not None and not grid[0] <= prior_mean <= grid[1]:
+        raise ConfigError(f"prior_mean (CLI --prior-mean) {prior_mean:g} lies outside the theta "
+                          f"range [{grid[0]:g}, {grid[1]:g}] the estimate searches; a prior "
+                          "centred there only pushes every theta to the range's end: give a "
+                          "mean inside it (0 for the usual N(0, 1) prior)")
     if extra_items not in ("warn", "error", "ignore"):
         raise ConfigError(f"extra_items must be 'warn', 'error' or 'ignore', got {extra_items!r}")
 

@@ -595,6 +595,10 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     from ..validation import check_seed
 
     seed = check_seed(seed)
+    if output is not None:   # before any work: never a folder whose own files it would replace
+        from .folder import check_bank_dir_output
+
+        check_bank_dir_output(output)
     score_range = check_score_range(score_range)
     rm, logs, files = read_results(source, task=task, metric=metric, filter_name=filter_name,
                                    id_field=id_field, score_range=score_range,

@@ -26,8 +26,8 @@ from ..errors import BankError, BankFolderError
 from ..irt.bank import ItemBank
 from ..scorelink.score_link import ScoreLink
 
-__all__ = ["BankFolder", "load_bank_dir", "is_bank_dir", "write_bank_dir", "MANIFEST",
-           "BANK_FILE", "LINK_FILE", "REQUESTS_FILE", "MANIFEST_VERSION"]
+__all__ = ["BankFolder", "load_bank_dir", "is_bank_dir", "write_bank_dir", "check_bank_dir_output",
+           "MANIFEST", "BANK_FILE", "LINK_FILE", "REQUESTS_FILE", "MANIFEST_VERSION"]
 
 MANIFEST = "manifest.json"
 BANK_FILE = "bank.parquet"
@@ -172,10 +172,29 @@ def load_bank_dir(path) -> BankFolder:
     return BankFolder(p, bank, link, manifest, requests, extras)
 
 
+def check_bank_dir_output(path, option: str = "-o/--output") -> Path:
+    """A folder a bank folder can be written to: new, or a bank folder (rebuilt in place), or
+    one holding none of the files a bank folder writes. A folder that is no bank folder (no
+    manifest.json) but holds a bank.parquet, link.json or requests.jsonl of its own would lose
+    them: refused, naming them."""
+    from ..validation import check_output_dir
+
+    p = check_output_dir(path, option=option, what="bank folder")
+    if p.is_dir() and not (p / MANIFEST).is_file():
+        mine = sorted(q for q in _OWN if (p / q).exists())
+        if mine:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{option} {str(p)!r} is no bank folder (no {MANIFEST}) but holds "
+                              f"{', '.join(mine)} of its own, which building there would "
+                              "replace; give a new folder")
+    return p
+
+
 def write_bank_dir(path, bank: ItemBank, link: ScoreLink, manifest: dict,
                    requests: list | None = None) -> Path:
     """Write a bank folder (see the module docstring); existing extras are left in place."""
-    p = Path(str(path))
+    p = check_bank_dir_output(path, option="folder")
     p.mkdir(parents=True, exist_ok=True)
     bank.to_frame("ours").to_parquet(p / BANK_FILE, index=False, compression="zstd")
     link.write(p / LINK_FILE)

@@ -526,7 +526,11 @@ class CATConfig:
 
     @classmethod
     def fixed_length(cls, n_items: int, **overrides) -> "CATConfig":
-        """A fixed-length test of ``n_items`` items (no precision stop)."""
+        """A fixed-length test of ``n_items`` items (no precision stop, nor a cost one)."""
+        stops = [k for k in ("budget", "value_per_se") if overrides.get(k) is not None]
+        if stops:   # they would end the test before its n_items
+            raise ConfigError(f"a fixed-length test of {n_items} items has no other stop; drop "
+                              f"{' and '.join(stops)}")
         base = dict(min_items=n_items, max_items=n_items, se_stop=None)
         base.update(overrides)
         return cls(**base)

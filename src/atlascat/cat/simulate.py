@@ -146,6 +146,11 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         if theta_ref.size != n:
             raise ConfigError(f"{ref_name} has {theta_ref.size} values for {n} examinees "
                               "(one per examinee, in their order)")
+        if n and np.isnan(theta_ref).all():
+            raise ConfigError(f"{ref_name} holds no reference theta for any of the {n} "
+                              "examinees (CLI: the --thetas file names none of RESPONSES' "
+                              "subjects); give the reference thetas under the matrix's "
+                              "subject ids, or drop them")
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:

@@ -62,6 +62,9 @@ class BankRef:
     @classmethod
     def _decode(cls, spec, option: str, normalize_ids: bool) -> "BankRef":
         text = str(spec)
+        if not text.strip():   # not the current folder: an empty value is a slip
+            raise BankError(f"{option} is empty; give a bank file, a bank folder or a bundled "
+                            "name (arc, paper-arc, ...)")
         path = Path(text).expanduser()
         if path.is_dir():
             try:  # a bank folder, or one line saying what it lacks

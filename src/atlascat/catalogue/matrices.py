@@ -59,6 +59,9 @@ def load_items(bench: str = "arc") -> pd.DataFrame:
 def resolve_responses(spec, *, option: str = "RESPONSES", **read_kw) -> ResponseMatrix:
     """A ResponseMatrix from a file path or a bundled name (the dense matrix of a benchmark)."""
     text = str(spec)
+    if not text.strip():   # not the current folder: an empty value is a slip
+        raise ResponseDataError(f"{option} is empty; give a response matrix file or a bundled "
+                                "name")
     path = Path(text)
     if path.exists() or path.suffix:
         return ResponseMatrix.read(path, **read_kw)

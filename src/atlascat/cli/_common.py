@@ -326,17 +326,21 @@ def check_seed(seed, option: str = "--seed") -> None:
         raise ConfigError(f"{option} must be a whole number >= 0, got {seed}")
 
 
-def output_file(path, option: str = "-o/--output"):
-    """Check an output file path before any work is done (directory, unwritable -> error)."""
+def output_file(path, option: str = "-o/--output", inputs=None, outputs=None):
+    """Check an output file path before any work is done (directory, unwritable, one of the
+    ``inputs`` files or of the other ``outputs`` -> error)."""
     from ..validation import check_output_file
 
-    return None if path is None else check_output_file(path, option=option)
+    return None if path is None else check_output_file(path, option=option, inputs=inputs,
+                                                       outputs=outputs)
 
 
-def output_dir(path, option: str = "-o/--output"):
+def output_dir(path, option: str = "-o/--output", writes=(), marker=None):
+    """Check an output folder before any work (:func:`atlascat.validation.check_output_dir`)."""
     from ..validation import check_output_dir
 
-    return None if path is None else check_output_dir(path, option=option)
+    return None if path is None else check_output_dir(path, option=option, writes=writes,
+                                                      marker=marker)
 
 
 def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,

@@ -30,7 +30,7 @@ def remove_new(db: Path, new_db: bool, output, new_out: bool, store) -> None:
             shutil.rmtree(Path(f"{db}.locks"), ignore_errors=True)
     if new_out and output is not None and output.is_dir():
         shutil.rmtree(output, ignore_errors=True)
-    if new_db and db.parent.exists() and not any(db.parent.iterdir()) and db.parent != Path.cwd():
+    if new_db and db.parent.is_dir() and not any(db.parent.iterdir()) and db.parent != Path.cwd():
         try:
             db.parent.rmdir()
         except OSError:
@@ -87,6 +87,24 @@ def run_dirs(store, rid: str, db: Path, output, report_dir) -> tuple:
         return (recorded[0] or recorded[1]), recorded[1]
     legacy = db.parent / f"{db.stem}_reports"
     return legacy, legacy
+
+
+def check_results_file(output) -> None:
+    """-o DIR of ``atlas evaluate``: a results.json already there must be an earlier run's (a
+    list of run rows, kept and extended); any other file of that name would be replaced."""
+    from ..errors import ConfigError
+
+    path = None if output is None else Path(output) / "results.json"
+    if path is None or not path.is_file():
+        return
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = None
+    if not (isinstance(old, list) and all(isinstance(r, dict) and "run_id" in r for r in old)):
+        raise ConfigError(f"-o/--output {str(output)!r} holds a results.json that is no atlas "
+                          "evaluate run's (a list of runs), which the run would replace; give "
+                          "a new folder")
 
 
 def write_results(path: Path, rows: list) -> None:

@@ -102,6 +102,12 @@ def use_plain_params() -> None:
         conversion, built on first need and kept."""
 
         def _coerce_value(self, value, param, ctx):
+            if self.annotation is Path and value == "":   # Path("") would be the current folder
+                try:  # typer >= 0.20 vendors click
+                    from typer._click.exceptions import BadParameter
+                except ImportError:  # pragma: no cover - older typer on real click
+                    from click.exceptions import BadParameter
+                raise BadParameter("an empty path; give a file or folder name", param=param)
             if plain_kind(self.annotation, self.parameter_info):
                 out = plain_value(self.annotation, value)
                 if out is not NOT_PLAIN:

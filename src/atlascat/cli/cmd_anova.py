@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
         if len(names) < 2 or len(set(names)) < len(names):
             raise ConfigError("anova needs two or more different --model values, e.g. "
                               "--model rasch --model 2pl")
-        output_file(output)
+        output_file(output, inputs={"RESPONSES": responses})
         rm, weights = _read_data(responses, names, freq_column, normalize_ids)
         fits = []
         with warnings.catch_warnings(), progress_bar("fits", total=len(names)) as advance:
@@ -129,8 +129,8 @@ def _read_data(responses, names, freq_column, normalize_ids):
     from ..irt.calibrate import ORDINAL
 
     if not any(m in ORDINAL for m in names):
-        return load_responses(responses, freq_column=freq_column,
-                              normalize_ids=normalize_ids), None
+        return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
+                              on_empty="drop"), None
     import pandas as pd
 
     from ..irt.polycal import read_ratings

@@ -34,7 +34,7 @@ def fit(
     from ..catalogue import resolve_battles
     from ..design.bradley_terry import BradleyTerry, read_battles
 
-    output_file(output)
+    output_file(output, inputs={"BATTLES": battles})
     df = read_battles(resolve_battles(battles), option="BATTLES")
     model = cli_names(lambda: BradleyTerry(ties=ties, prior_games=prior_games,
                                            constraint="reference" if reference else "sum_zero",

@@ -60,6 +60,23 @@ def print_tables(summary, title: str | None = None, continuous: bool = False) ->
 _B = BenchmarkConfig()
 
 
+def _outputs(output, report, responses) -> Path:
+    """-o (a new folder, or an earlier run's) and --report (an HTML page, never a file of the
+    run or the data), checked before any work; returns the run folder."""
+    from ..errors import ConfigError
+    from ..studies.protocol import WRITTEN_FILES
+
+    if output is None:
+        raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
+                          "is written to the current directory unless you name it)")
+    out = output_dir(output, writes=WRITTEN_FILES, marker="run.json")
+    output_file(report, "--report", inputs={"RESPONSES": responses})
+    if report is not None and Path(report).suffix.lower() not in (".html", ".htm"):
+        raise ConfigError(f"--report {str(report)!r} is the run's HTML page: give an .html "
+                          "path (e.g. report.html), never a file of the run or your data")
+    return out
+
+
 def benchmark_command(
     responses: str = typer.Argument(..., metavar="RESPONSES", help=RESPONSES_HELP),
     output: Path = typer.Option(None, "-o", "--output", show_default=False,
@@ -107,11 +124,7 @@ def benchmark_command(
     tau_values = parse_floats(taus, "--taus")
     if model.lower() in ("graded", "gpcm"):
         raise ConfigError(_RATINGS_HINT.format(what=f"--model {model.lower()}"))
-    if output is None:
-        raise ConfigError("give the run directory with -o/--output, e.g. -o runs/arc (nothing "
-                          "is written to the current directory unless you name it)")
-    out = output_dir(output)
-    output_file(report, "--report")
+    out = _outputs(output, report, responses)   # before any work
     name = name or Path(responses).name.split(".")[0]
     config = benchmark_config(
         seed=seed, test_size=test_size, filter=not no_filter, model=model, model_fit=not no_fit,

@@ -124,9 +124,10 @@ def calibrate_command(
     from ._options import calibrator
 
     _check_choices(fmt, convergence)
-    output_file(output)
-    output_file(summary, "--summary")
-    output_file(scores, "--scores")
+    output_file(output, inputs={"RESPONSES": responses})
+    output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
+    output_file(scores, "--scores", inputs={"RESPONSES": responses},
+                outputs={"-o": output, "--summary": summary})
     def ordinal(name: str):
         from ._calibrate_ordinal import calibrate_ordinal_cmd
 

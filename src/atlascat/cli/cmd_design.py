@@ -71,7 +71,8 @@ def _read_thetas(path: Path, n_dims: int):
     from ..errors import ConfigError
     from ..validation import read_frame
 
-    df = read_frame(path, what="theta file", option="--thetas", error=ConfigError)
+    df = read_frame(path, what="theta file", option="--thetas", error=ConfigError,
+                    min_columns=2)   # a lone column whose header holds ';': named as such
     names = {str(c).lower(): c for c in df.columns}
     want = ["theta"] if n_dims == 1 else [f"theta{d}" for d in range(1, n_dims + 1)]
     if n_dims == 1 and "theta" not in names and "theta1" in names:
@@ -124,7 +125,7 @@ def register(app: typer.Typer) -> None:
         from ..design.optimal import form_criterion, optimal_form, random_form_baseline
         from ..errors import ConfigError
 
-        output_file(output)
+        output_file(output, inputs={"--bank": bank, "--thetas": thetas})
         check_seed(seed)
         if random_forms < 0:
             raise ConfigError(f"--random-forms ({random_forms}) must be >= 0 (0: no comparison)")

@@ -18,10 +18,10 @@ import typer
 from ..cat.config import Selection, Stopping
 from ..content.defaults import PROMPT_STYLE, TEMPERATURE
 from ..suite.config import SuiteConfig
-from ._common import (console, err_console, min_items_note, one_bank, print_frame, quiet_option,
-                      warn)
-from ._live import (LiveDisplay, StopRequest, approximate_note, run_dirs, start_runs,
-                    write_results)
+from ._common import (console, err_console, min_items_note, one_bank, output_dir, print_frame,
+                      quiet_option, warn)
+from ._live import (LiveDisplay, StopRequest, approximate_note, check_results_file, run_dirs,
+                    start_runs, write_results)
 from ._options import BOUND_MARGIN_HELP
 
 SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
@@ -308,6 +308,8 @@ def run_evaluate(o: _Options) -> None:
                           "--se-stop")
     if o.output is not None and o.output.exists() and not o.output.is_dir():
         raise ConfigError(f"--output {str(o.output)!r} is a file; give a directory for the run")
+    output_dir(o.report_dir, "--report-dir")   # checked before any item is asked
+    check_results_file(o.output)
     if o.db is None and o.output is None and o.resume:   # the store `atlas runs` lists it in
         o.db = find_run_store(o.resume[0])
     if o.db is None:

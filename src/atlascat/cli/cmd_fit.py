@@ -10,8 +10,8 @@ import typer
 
 from ..validation import json_safe
 
-from ._common import (RESPONSES_HELP, bank_option_help, console, err_console, output_file,
-                      print_frame)
+from ._common import (RESPONSES_HELP, bank_option_help, check_seed, console, err_console,
+                      output_file, print_frame)
 
 
 def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, seed: int = 0,
@@ -153,7 +153,8 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"--m2 must be M2*, C2 or auto, got {m2_type!r}")
         if gpcm_slope is not None and gpcm_slope.lower() not in ("exact", "mirt"):
             raise ConfigError(f"--gpcm-slope must be exact or mirt, got {gpcm_slope!r}")
-        output_file(output)
+        check_seed(seed)
+        output_file(output, inputs={"RESPONSES": responses, "--bank": bank})
         if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
             from ._fit_ordinal import fit_ordinal_cmd
 

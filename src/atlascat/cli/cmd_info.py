@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ._common import console, escape, json_safe
+from ._common import console, escape, json_safe, output_file
 
 
 def describe(path: Path) -> dict:
@@ -145,6 +145,7 @@ def register(app: typer.Typer) -> None:
         and rating scales); a bank folder (atlas build-bank) also names its benchmark, its
         metric and the scale its scores are read on. --theta: the bank's test information.
         """
+        output_file(item_information, "--item-information", inputs={"PATH": path})
         summary = describe(path)
         if theta is not None or item_information is not None:
             summary["information"] = _information(path, summary, theta, item_information)

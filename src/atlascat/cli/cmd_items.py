@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
         if bank is None:
             raise ConfigError("give the bank with --bank BANK (file or bundled name); RESPONSES "
                               "(positional) are the answers for the S-X2 item fit")
-        output_file(output)
+        output_file(output, inputs={"RESPONSES": responses, "--bank": bank})
         bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
         binary_bank_only(bk, bank, "atlas items", "flags right/wrong items by a, b, c, u and S-X2",
                          "see their slopes with atlas info and their information with atlas design")

@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
 
         if fmt not in ("ours", "mirt"):
             raise ConfigError(f"--format must be 'ours' or 'mirt', not {fmt!r}")
-        output_file(output)
+        output_file(output, inputs={"REF": ref, "NEW": new, "--anchors": anchors})
         from ..catalogue import BankRef
 
         ref_bank = BankRef.from_option(ref, option="REF", normalize_ids=normalize_ids).load()

@@ -36,7 +36,7 @@ def ranks_command(
     from ..errors import ConfigError
     from ..studies.ranks import plot_rank_analysis, rank_analysis
 
-    output_file(output)
+    output_file(output, inputs={"DATA": data, "--bank": bank})
     output_dir(plots, "--plots")
     df = _read_scores(data) if bank is None else _scores_from_answers(
         data, bank, method, normalize_ids=normalize_ids)

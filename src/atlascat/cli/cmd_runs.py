@@ -45,6 +45,10 @@ def runs_command(
         raise ConfigError("-o/--output writes one run's page: give --run RUN_ID too")
     if html is not None and html.is_dir():
         raise ConfigError(f"-o/--output {str(html)!r} is a directory; give an .html file path")
+    if html is not None:   # before any store is opened: never the store itself, nor data
+        from ..validation import check_page_output
+
+        check_page_output(html, inputs={"--db": db})
     stores = _stores(db)
     if run_id is not None:
         return _show_run(stores, run_id, html, as_json)
@@ -64,6 +68,9 @@ def _stores(db):
     paths = [db] if db is not None else known_stores()
     if db is not None and not db.exists():
         raise LiveRunError(f"run database {str(db)!r} does not exist (give --db)")
+    if db is not None and db.is_file() and db.stat().st_size == 0:   # listing never writes
+        raise LiveRunError(f"--db {str(db)!r} is an empty file, not a run store; give "
+                           "the --db your runs were stored in")
     if not paths:
         raise LiveRunError(f"run database {str(default_store_path())!r} does not exist and "
                            "no run was written elsewhere (give --db)")

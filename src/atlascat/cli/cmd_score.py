@@ -91,8 +91,9 @@ def score_command(
     """
     from ..catalogue import BankRef
 
-    _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam)
-    output = output_file(output)
+    _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, calibration, seed)
+    output = output_file(output, inputs={"RESPONSES": responses, "--bank": bank,
+                                         "--calibration": calibration})
     from ..irt.polybank import is_poly_bank_file
 
     if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
@@ -138,9 +139,11 @@ def _read_responses(responses, ref, freq_column, normalize_ids):
                               normalize_ids=normalize_ids, on_empty="keep")
 
 
-def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam) -> None:
+def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, calibration,
+                   seed) -> None:
     from ..errors import ConfigError
     from ..validation import check_finite, check_positive
+    from ._common import check_seed
 
     if method.lower() not in METHODS:
         raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {method.lower()!r}")
@@ -152,6 +155,12 @@ def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam) 
     check_positive(prior_sd, "--prior-sd")
     if lam is not None and not 0.0 <= check_finite(lam, "--lambda") <= 1.0:
         raise ConfigError(f"--lambda must be in [0, 1], got {lam}")
+    unused = [o for o, v in (("--lambda", lam), ("--calibration", calibration)) if v is not None]
+    if unused and reconstruct != "gpirt":
+        raise ConfigError(f"{' and '.join(unused)} set(s) the gp-IRT reconstruction, which "
+                          f"--reconstruct {reconstruct} does not use: add --reconstruct gpirt, "
+                          f"or drop {' and '.join(unused)}")
+    check_seed(seed)
 
 
 def _scores(rm, bk, method: str, **settings):

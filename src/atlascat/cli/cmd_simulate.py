@@ -98,7 +98,8 @@ def frame_thetas(path: Path, option: str):
     from ..errors import ResponseDataError
     from ..validation import read_frame
 
-    df = read_frame(path, what="theta file", option=option)
+    # min_columns: a lone column whose header holds ';' is named as another delimiter
+    df = read_frame(path, what="theta file", option=option, min_columns=2)
     id_col = next((c for c in _THETA_ID_COLUMNS if c in df.columns), None)
     th_col = next((c for c in _THETA_COLUMNS if c in df.columns), None)
     if th_col is None:
@@ -260,7 +261,7 @@ def run_simulate(o: _Options) -> None:
         given = ", ".join(OPTION_NAMES[k] for k in cost_fields(o))
         if given:
             raise ConfigError(f"{given}: a single bank's cost-aware stop; drop it for --suite")
-        return simulate_suite_command(o.suite, list(o.responses or []), output_dir(o.output),
+        return simulate_suite_command(o.suite, list(o.responses or []), _out(o),
                                       target_se=o.target_se, max_items=o.max_items,
                                       min_items=o.min_items, batch_size=o.batch_size,
                                       randomesque=o.randomesque, seed=o.seed, scores=o.scores)
@@ -276,7 +277,18 @@ def run_simulate(o: _Options) -> None:
     if not o.responses and o.thetas is None:
         raise ConfigError("give RESPONSES (a matrix to replay) or --thetas (answers drawn from "
                           "the model)")
-    return _simulate_bank(o, one_bank(o.bank), output_dir(o.output))
+    return _simulate_bank(o, one_bank(o.bank), _out(o))
+
+
+#: what a simulate run writes in its folder (person_scores.csv, suite_scores.csv: an earlier
+#: run's, rewritten)
+_WRITES = ("person_scores.csv", "selected_items.csv", "item_exposure.csv", "item_positions.csv",
+           "summary.json", "suite_scores.csv", "selected_items")
+
+
+def _out(o: _Options):
+    """-o, checked before any work: never a folder whose own files the run would replace."""
+    return output_dir(o.output, writes=_WRITES, marker=("person_scores.csv", "suite_scores.csv"))
 
 
 def _config(o: _Options):

@@ -240,6 +240,10 @@ def games_to_reach(history: pd.DataFrame, threshold: float = 0.95, *, sustained:
     return float(history.games.iloc[hit[0]]) if hit.size else float("nan")
 
 
+#: :func:`compare_schedulers`' largest simulated arena: players, games, seeds
+MAX_SIM_PLAYERS, MAX_SIM_GAMES, MAX_SIM_SEEDS = 1_000, 1_000_000, 1_000
+
+
 def compare_schedulers(n_players: int = 20, *, rating_sd: float = 1.0, n_seeds: int = 5,
                        n_games: int = 3000, batch_size: int = 10, tie_param: float = 1.0,
                        threshold: float = 0.95, strategies=STRATEGIES, criterion: str = "det",
@@ -256,6 +260,14 @@ def compare_schedulers(n_players: int = 20, *, rating_sd: float = 1.0, n_seeds: 
         raise ConfigError(f"n_players must be >= 3, got {n_players}")
     if not int(n_seeds) >= 1:
         raise ConfigError(f"n_seeds must be >= 1, got {n_seeds}")
+    # each batch refits every player's rating: past these, a run takes days (200 players x
+    # 3000 games: a minute), never an answer
+    for name, value, most in (("n_players", n_players, MAX_SIM_PLAYERS),
+                              ("n_games", n_games, MAX_SIM_GAMES),
+                              ("n_seeds", n_seeds, MAX_SIM_SEEDS)):
+        if int(value) > most:
+            raise ConfigError(f"{name} must be at most {most:,}, got {value:,}; a simulated "
+                              "arena that large takes days")
     if not rating_sd > 0 or not np.isfinite(rating_sd):
         raise ConfigError(f"rating_sd must be a finite number > 0 (equal ratings have no order "
                           f"to recover), got {rating_sd}")

@@ -121,6 +121,9 @@ class Comparisons:
     def with_players(self, players) -> "Comparisons":
         """The same games with ``players`` not in the field yet added, with no games."""
         known = set(map(str, self.players))
+        if any(not str(p).strip() for p in players):
+            raise ConfigError("a new player's name is empty (CLI: --add-player ''); name the "
+                              "model that joins the arena")
         extra = [p for p in dict.fromkeys(map(str, players)) if p not in known]
         if not extra:
             return self

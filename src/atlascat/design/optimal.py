@@ -565,10 +565,19 @@ def integrated_information(bank, forms, thetas=None) -> np.ndarray | float:
     return float(vals[0]) if np.asarray(forms).ndim == 1 else vals
 
 
+#: the most random forms :func:`random_forms` draws (past it, their n_forms x n_items array
+#: outgrows memory, and the median they give no longer moves)
+MAX_RANDOM_FORMS = 10_000
+
+
 def random_forms(n_items: int, k: int, n_forms: int, rng: np.random.Generator) -> np.ndarray:
     """``n_forms`` random forms of ``k`` distinct positions out of ``n_items``: (n_forms, k)."""
     if not 1 <= k <= n_items:
         raise ConfigError(f"form length k ({k}) must be between 1 and {n_items}")
+    if not 1 <= n_forms <= MAX_RANDOM_FORMS:   # an n_forms x n_items array: memory runs out
+        raise ConfigError(f"n_forms (CLI --random-forms) must be between 1 and "
+                          f"{MAX_RANDOM_FORMS} (the median of 50 forms is the default), got "
+                          f"{n_forms}")
     return np.argsort(as_generator(rng).random((int(n_forms), int(n_items))), axis=1)[:, :k]
 
 

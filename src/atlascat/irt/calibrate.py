@@ -357,6 +357,12 @@ class Calibrator:
         elif weights is not None:
             responses = ResponseMatrix(responses.values, responses.subject_ids, responses.item_ids,
                                        weights=weights)
+        observed = ~np.isnan(responses.values)
+        if not (observed.any(axis=0).all() and observed.any(axis=1).all()):
+            # a matrix read with on_empty="keep": an item nobody answered has no parameters to
+            # fit, a subject without answers adds to BIC's n only; dropped with a warning, as
+            # from an array or DataFrame
+            responses = ResponseMatrix(responses, on_empty="drop")
         check_subjects(responses.n_subjects)
         report = None
         if self.filter:

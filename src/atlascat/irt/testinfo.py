@@ -72,4 +72,8 @@ def parse_thetas(text: str, option: str = "--theta") -> np.ndarray:
         values = []
     if not values or not np.all(np.isfinite(values)):
         raise ConfigError(f"{option} takes comma-separated numbers (e.g. -2,0,2), got {text!r}")
+    far = [v for v in values if abs(v) > 10]
+    if far:   # past the estimates' search bounds: information 0, an infinite SE, for nothing
+        raise ConfigError(f"{option} {far[0]:g} is outside [-10, 10], where abilities are "
+                          "estimated (a theta is on the bank's logit scale, e.g. -2,0,2)")
     return np.asarray(values)

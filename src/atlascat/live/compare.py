@@ -93,6 +93,9 @@ def _resolver(db):
             if not db.exists():
                 raise LiveRunError(f"run database {str(db)!r} does not exist (give --db, "
                                    "or the run's folder instead of its id)")
+            if db.is_file() and db.stat().st_size == 0:   # comparing never writes a store
+                raise LiveRunError(f"--db {str(db)!r} is an empty file, not a run store; "
+                                   "give the --db your runs were stored in")
             return db
         return find_run_store(run_id)
 

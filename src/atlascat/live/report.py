@@ -750,7 +750,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
 
 def write_run_report(store, run_id: str, path, bank=None, leaderboard=None) -> Path:
     """Write :func:`render_run_report` to ``path`` (folders created); returns the path."""
-    path = Path(path)
+    from ..validation import check_page_output
+
+    path = check_page_output(path, option=None, inputs={"run database": store.path})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_run_report(store, run_id, bank=bank, leaderboard=leaderboard),
                     encoding="utf-8")

@@ -389,18 +389,21 @@ def _in_threads(fn, jobs, stop) -> list:
     return out
 
 
-def _check_same_bank(run_id: str, info: dict, items, *, given: bool) -> None:
+def _check_same_bank(run_id: str, info: dict, items, *, given=None) -> None:
     """A resume on another bank than the run's (one given, or the stored one changed since)
     is refused here, before anything is asked or any page or results.json row is written (a
-    run's answers read through another bank's items would be another run's results)."""
+    run's answers read through another bank's items would be another run's results).
+    ``given``: the bank the resume names (a BankRef, or another bank object), None when
+    none."""
     if bank_hash(items) == info["bank_hash"]:
         return
     from ..errors import BankError
 
-    if given:
-        raise BankError(f"run {run_id} was started on a different bank (items, parameters or "
-                        f"content differ from {info['bank_ref'] or 'the stored one'}); resume "
-                        "it with the same bank")
+    if given is not None:
+        named = given if isinstance(given, BankRef) else "the bank given"
+        raise BankError(f"run {run_id} was started on a different bank than {named} (items, "
+                        f"parameters or content differ); resume it with the bank it was "
+                        f"started on ({info['bank_ref'] or 'the stored one'}), or drop --bank")
     raise BankError(f"run {run_id}'s bank {info['bank_ref']} changed since the run started "
                     "(items, parameters or content differ); restore it, or pass the bank the "
                     "run was started on with --bank")
@@ -498,6 +501,10 @@ class LiveRun:
         from .subjects import SubjectSpec
 
         store = _as_store(store)
+        twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
+        if twice:   # two threads would drive one run
+            raise ConfigError(f"run(s) {', '.join(twice)} given more than once; resume each "
+                              "run once (CLI: one --resume RUN_ID per run)")
         jobs = []
         for rid in run_ids:   # one run busy elsewhere: refused before anything is built
             store.get_run(rid)
@@ -519,7 +526,7 @@ class LiveRun:
                                   "none now; pass the folder it was started on")
             else:
                 items = _job_bank(kind, ref)
-            _check_same_bank(rid, info, items, given=bank is not None)
+            _check_same_bank(rid, info, items, given=bank)
             if isinstance(bank, BankRef) and str(bank) != info["bank_ref"]:   # the same bank,
                 store.move_bank(rid, str(bank))                                # moved
             subject = (subject_for(info["subject"], items) if subject_for is not None

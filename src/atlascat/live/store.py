@@ -55,6 +55,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import LiveRunError, RunBusyError
+from .runlocks import has_lock_support, pid_alive
 from .storehome import atlas_home, default_store_path, known_stores, register_store
 
 __all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home",
@@ -218,6 +219,10 @@ class RunStore:
         if self.path.is_dir():
             raise LiveRunError(f"--db {str(self.path)!r} is a directory; give a database file "
                                "path such as runs.sqlite")
+        from ..validation import check_output_file
+
+        # below a file, or in a folder not writable: one line naming --db, before any work
+        check_output_file(self.path, option="--db", what="run database")
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -384,7 +389,7 @@ class RunStore:
     def _state(self, r: dict) -> str:
         """A run's status, ``interrupted`` for a ``running`` one whose process is gone."""
         gone = r["status"] == "running" and r["host"] == socket.gethostname() and (
-            not _pid_alive(r["pid"]) or self._abandoned(r["run_id"]))
+            not pid_alive(r["pid"]) or self._abandoned(r["run_id"]))
         return "interrupted" if gone else r["status"]
 
     # ------------------------------------------------------------------ one process per run
@@ -418,7 +423,7 @@ class RunStore:
         """Whether a run marked running was claimed once and its lock is now free: its process
         is gone (the OS released the lock when it died), even where its pid still answers (a
         killed process its parent has not reaped yet, or a pid taken by another process)."""
-        if not _has_lock_support():
+        if not has_lock_support():
             return False
         import fcntl
 
@@ -454,7 +459,7 @@ class RunStore:
         with self._locks_guard:
             if run_id in self._locks:
                 raise self._busy(run_id)
-        if not _has_lock_support():
+        if not has_lock_support():
             return
         import fcntl
 
@@ -491,7 +496,7 @@ class RunStore:
                                   (run_id,)).fetchone()
                 if (row is not None and row["status"] == "running"
                         and row["host"] == socket.gethostname() and row["pid"] != os.getpid()
-                        and _pid_alive(row["pid"]) and not _has_lock_support()):
+                        and pid_alive(row["pid"]) and not has_lock_support()):
                     raise LiveRunError(f"run {run_id} is already being run by process "
                                        f"{row['pid']}; wait for it to finish or stop it")
                 con.execute("UPDATE runs SET status='running', error=NULL, pid=?, host=?, "
@@ -745,28 +750,6 @@ def find_run_store(run_id: str, stores=None) -> Path:
              f"any of the {len(paths)} known run stores ("
              + ", ".join(str(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "") + ")")
     raise LiveRunError(f"no run {run_id!r} in {where}; give the run store with --db")
-
-
-def _has_lock_support() -> bool:
-    try:
-        import fcntl  # noqa: F401
-    except ImportError:  # pragma: no cover
-        return False
-    return True
-
-
-def _pid_alive(pid) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def as_score(value):

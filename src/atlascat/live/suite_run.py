@@ -166,7 +166,9 @@ def write_suite_report(store: RunStore, run_id: str, path, row: dict | None = No
     info = store.get_run(run_id)
     bank = composite_for(suite_of_run(info))
     page = render_run_report(store, run_id, bank=bank, suite=row, sections=_suite_html(row))
-    path = Path(path)
+    from ..validation import check_page_output
+
+    path = check_page_output(path, option=None, inputs={"run database": store.path})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
     return path

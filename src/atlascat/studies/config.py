@@ -83,6 +83,9 @@ class BenchmarkConfig:
             raise ConfigError(f"validation_size must be in (0, 1), got {self.validation_size}")
         if not self.taus and not (self.random_k or self.anchor_k or self.info_k):
             raise ConfigError("nothing to compare: give at least one tau or one baseline")
+        if not all(abs(t) < float("inf") for t in self.taus):   # NaN too
+            raise ConfigError("CAT SE thresholds must be finite numbers, got "
+                              + ", ".join(f"{t:g}" for t in self.taus))
         if any(t <= 0 for t in self.taus):
             raise ConfigError("CAT SE thresholds must be positive, got " + ", ".join(f"{t:g}" for t in self.taus))
         bad = [c for c in self.optimal_criteria if c not in ("D", "A", "E")]
@@ -94,3 +97,6 @@ class BenchmarkConfig:
         if int(self.random_replicates) < 1:
             raise ConfigError(f"random_replicates must be >= 1, got {self.random_replicates} "
                               "(random_k 0 switches Random-k off)")
+        if int(self.random_replicates) > 10_000:   # past it: hours of scoring, no new answer
+            raise ConfigError(f"random_replicates must be at most 10000, got "
+                              f"{self.random_replicates}")

@@ -57,6 +57,33 @@ def benjamini_hochberg(p) -> np.ndarray:
     return out
 
 
+def _check_thresholds(**values) -> None:
+    """Each flag's threshold on its parameter's scale: a NaN would silently flag nothing, a c or
+    u outside [0, 1] or an alpha outside (0, 1) flags everything or nothing."""
+    from ..errors import ConfigError
+    from ..validation import check_finite
+
+    def name(key):
+        return f"{key} (CLI --{key.replace('_', '-')})"
+
+    for key, v in values.items():
+        check_finite(v, name(key))
+    for key in ("c_warn", "c_max", "u_min"):
+        if not 0.0 <= values[key] <= 1.0:
+            raise ConfigError(f"{name(key)} must be in [0, 1] (an asymptote is a probability), "
+                              f"got {values[key]:g}")
+    for key in ("a_min", "b_max"):
+        if values[key] < 0:
+            raise ConfigError(f"{name(key)} must be >= 0, got {values[key]:g}")
+    if not 0.0 < values["alpha"] < 1.0:
+        raise ConfigError(f"{name('alpha')} must be in (0, 1) (a significance level such as "
+                          f"0.01), got {values['alpha']:g}")
+    if values["c_warn"] > values["c_max"]:
+        raise ConfigError(f"{name('c_warn')} {values['c_warn']:g} is above {name('c_max')} "
+                          f"{values['c_max']:g}: c_near_max flags c in [c_warn, c_max); give "
+                          "c_warn <= c_max")
+
+
 def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: float = 0.4,
                  c_max: float = 0.5, u_min: float = 0.9, b_max: float = 4.0,
                  alpha: float = 0.01, estimated=None, quadpts: int = QUADPTS) -> pd.DataFrame:
@@ -66,6 +93,8 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
     p_S_X2_bh,] issues (comma-separated flags, "" when clean), n_issues. Sorted as the bank.
     S-X2 needs subjects who answered every item (see :func:`atlascat.irt.fit.sx2`).
     """
+    _check_thresholds(a_min=a_min, c_warn=c_warn, c_max=c_max, u_min=u_min, b_max=b_max,
+                      alpha=alpha)
     a, b, c, u = bank.params
     quad = normal_quadrature(quadpts, (-6.0, 6.0))
     info = quad.weights @ bank.information(quad.nodes)

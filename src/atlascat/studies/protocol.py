@@ -71,9 +71,13 @@ from .baselines import FixedForm, anchor_points, information_form, random_forms
 from .config import BenchmarkConfig
 
 __all__ = ["BenchmarkConfig", "BenchmarkRun", "run_benchmark", "plan_stages", "cat_label",
-           "select_model", "n_item_parameters", "validation_se_factors"]
+           "WRITTEN_FILES", "select_model", "n_item_parameters", "validation_se_factors"]
 
 RUN_FILES = ("run.json", "persons.csv.gz", "summary.csv")
+#: every file :meth:`BenchmarkRun.write` writes (a folder holding some of them but no
+#: run.json is no run folder: refused, never overwritten)
+WRITTEN_FILES = RUN_FILES + ("reference.csv", "exposure.csv", "forms.csv", "trajectories.csv",
+                             "bank.csv", "tables.md")
 
 
 def cat_label(tau: float) -> str:
@@ -132,7 +136,10 @@ class BenchmarkRun:
     def write(self, run_dir) -> Path:
         from .tables import write_tables
 
-        out = Path(run_dir)
+        from ..validation import check_output_dir
+
+        out = check_output_dir(run_dir, option=None, what="run folder", writes=WRITTEN_FILES,
+                               marker="run.json")
         out.mkdir(parents=True, exist_ok=True)
         meta = {"name": self.name, "atlascat_version": __version__,
                 "config": _jsonable(asdict(self.config)), **_jsonable(self.info)}

@@ -103,6 +103,9 @@ def rank_analysis(theta, accuracy, *, se=None, subject_ids=None, shift_threshold
         raise ConfigError(f"{th.size} thetas but {acc.size} accuracies")
     if th.size < 3:
         raise ConfigError("rank analysis needs at least 3 models")
+    if not shift_threshold >= 0:   # a negative threshold counts every model as moved
+        raise ConfigError(f"shift_threshold (CLI --shift) must be >= 0 rank positions, got "
+                          f"{shift_threshold}")
     if np.isnan(th).any() or np.isnan(acc).any():
         raise ConfigError("theta and accuracy must not contain NaN; drop those models first")
     n = th.size

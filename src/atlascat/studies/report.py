@@ -401,8 +401,16 @@ def write_report(run_dirs, out, *, title: str = "ATLAS benchmark report") -> Pat
 
     if isinstance(run_dirs, (str, Path)):
         run_dirs = [run_dirs]
-    runs = [BenchmarkRun.read(d) for d in run_dirs]
     out = Path(out)
+    for d in run_dirs:   # the page never replaces a file of a run it reads
+        if out.is_file() and out.suffix.lower() not in (".html", ".htm") \
+                and out.resolve().parent == Path(d).resolve():
+            from ..errors import ConfigError
+
+            raise ConfigError(f"report -o {str(out)!r} is the file {out.name!r} of the benchmark "
+                              f"run {str(d)!r}; writing the page there would destroy the run: "
+                              f"give an .html path, e.g. {str(Path(d) / 'report.html')!r}")
+    runs = [BenchmarkRun.read(d) for d in run_dirs]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(build_report(runs, title=title), encoding="utf-8")
     return out

@@ -55,12 +55,16 @@ def parse_theta_spec(text: str) -> tuple[float, int]:
     """``THETA[:SEED]`` of ``simulate:`` -> (finite theta, integer seed)."""
     theta_s, _, seed_s = str(text).partition(":")
     try:
-        theta, seed = float(theta_s), int(seed_s or 0)
+        theta = float(theta_s)
     except ValueError:
-        theta, seed = float("nan"), 0
+        theta = float("nan")
     if not math.isfinite(theta) or not -10 <= theta <= 10:
         raise ConfigError(f"--subject simulate:{text}: THETA must be a finite number in "
                           "[-10, 10] (e.g. simulate:0.5 or simulate:0.5:7 with a seed)")
+    seed = int(seed_s) if seed_s.strip().isdigit() else -1 if seed_s else 0
+    if seed < 0:   # numpy's generators take no negative seed; text is no seed
+        raise ConfigError(f"--subject simulate:{text}: SEED must be a whole number >= 0, got "
+                          f"{seed_s!r} (e.g. simulate:0.5:7)")
     return theta, seed
 
 
