@@ -182,10 +182,7 @@ class ResponseMatrix:
             raise ResponseDataError(
                 f"duplicate subject id {k!r} at rows {where} ({len(dup)} duplicated id(s) in all); "
                 + fix)
-        empty = [j for j, i in enumerate(iids) if not i.strip() or i.lower() in ("nan", "none")]
-        if empty:   # a bank refuses them after the whole fit; say it here, at the boundary
-            raise ResponseDataError(f"item id is missing at column(s) {empty[:10]}; every item "
-                                    "column needs a name (a NaN or empty column label)")
+        _refuse_unnamed([] if item_ids is None else item_ids)
         dup = _first_dupes(iids.tolist())
         if dup:
             k, cols = next(iter(dup.items()))
@@ -422,6 +419,7 @@ class ResponseMatrix:
         import pandas as pd
 
         df = df.copy()
+        _refuse_unnamed(df.columns)   # before NaN becomes the string "nan"
         df.columns = [str(c) for c in df.columns]
         if subject_column is not None:
             if subject_column not in df.columns:
@@ -657,6 +655,16 @@ def as_labelled_responses(responses, *, on_empty: str = "keep"):
             return responses.to_numpy(dtype=object)
         return ResponseMatrix.from_frame(responses, on_empty=on_empty)
     return responses
+
+
+def _refuse_unnamed(labels) -> None:
+    """Refuse item columns without a name (a label None, NaN or blank), here at the boundary (a
+    bank refuses them after the whole fit); a string "nan" or "None" is an id like any other."""
+    empty = [j for j, i in enumerate(labels)
+             if i is None or (isinstance(i, float) and i != i) or not str(i).strip()]
+    if empty:
+        raise ResponseDataError(f"item id is missing at column(s) {empty[:10]}; every item "
+                                "column needs a name (a NaN or empty column label)")
 
 
 def as_response_matrix(responses, *, on_empty: str = "keep") -> ResponseMatrix:
