@@ -40,6 +40,10 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "benchpr
 CHANCE = {"v2_ifeval": 0.0, "v2_musr": 0.33, "v2_arc_challenge": 0.25, "helm_mmlu": 0.25,
           "helm_med_qa": 0.25}
 K = 50
+#: --variant: how the form is chosen (base: the bank's slopes; shrink: slopes shrunk for their
+#: calibration error, atlascat.design.calibration_error) and scored (+calse: the SE with the
+#: items' calibration error added, calibration_variance); random items get the same scoring
+VARIANTS = ("base", "shrink", "base+calse", "shrink+calse")
 
 
 def _cli(*args) -> str:
@@ -50,7 +54,52 @@ def _cli(*args) -> str:
     return r.stdout
 
 
-def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path) -> pd.DataFrame:
+def _folder_terms(bank: Path):
+    """(ItemBank, its parameters' covariance on the source models, the folder) of a bank folder."""
+    from atlascat.catalogue import BankRef
+    from atlascat.design.calibration_error import parameter_covariance
+
+    ref = BankRef.from_option(str(bank))
+    b = ref.load()
+    (nodes, weights), _ = ref.design_abilities()
+    return b, parameter_covariance(b, nodes, weights, ref.link.info.get("n_models")), ref.folder()
+
+
+def _shrunk_form(bank: Path) -> list:
+    from atlascat.catalogue import BankRef
+    from atlascat.design.calibration_error import shrunk_bank
+    from atlascat.design.optimal import optimal_form
+
+    ref = BankRef.from_option(str(bank))
+    b = ref.load()
+    (nodes, weights), _ = ref.design_abilities()
+    res = optimal_form(shrunk_bank(b, nodes, weights, ref.link.info.get("n_models")), K, "D",
+                       (nodes, weights))
+    return [str(i) for i in np.asarray(b.item_ids)[res.indices]]
+
+
+def _calse(f: pd.DataFrame, items, tgt, terms) -> pd.DataFrame:
+    """``f`` (atlas score's rows) with the SE including calibration error and the score
+    interval of the folder's predictor for it."""
+    from atlascat.bankdir import predict_scores
+    from atlascat.design.calibration_error import calibration_variance
+
+    b, cov, folder = terms
+    answered = np.zeros((len(f), len(b)), bool)
+    answered[:, [b.index_of(i) for i in items]] = tgt.loc[f.index, items].notna().to_numpy()
+    f = f.copy()
+    f["se"] = np.sqrt(f["se"] ** 2 + calibration_variance(b, cov, f["theta"], f["se"], answered))
+    sub = tgt.loc[f.index, items]
+    adm = sub.stack().rename("score").reset_index()
+    adm.columns = ["subject_id", "item_id", "score"]
+    persons = pd.DataFrame({"subject_id": f.index, "theta": f["theta"], "se": f["se"]})
+    pred = predict_scores(folder, persons.reset_index(drop=True), adm)
+    f["score"], f["score_lo"], f["score_hi"] = (pred["score"].to_numpy(), pred["score_lo"].to_numpy(),
+                                               pred["score_hi"].to_numpy())
+    return f
+
+
+def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path, variants) -> pd.DataFrame:
     perm = np.random.default_rng(seed).permutation(len(df))
     nt = len(df) // 4
     src, tgt = df.iloc[perm[nt:]], df.iloc[perm[:nt]].copy()
@@ -61,22 +110,33 @@ def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path) -> pd.DataFrame:
     _cli("build-bank", d / "src.csv", "-o", bank, "--seed", seed, "--chance", CHANCE[name], "-q")
     out = json.loads(_cli("design", "--bank", bank, "-k", K, "-o", d / "form.csv", "--json",
                           "--random-forms", 0))
-    form = pd.read_csv(d / "form.csv")["item_id"].astype(str).tolist()
+    forms = {"base": pd.read_csv(d / "form.csv")["item_id"].astype(str).tolist()}
+    if any(v.startswith("shrink") for v in variants):
+        forms["shrink"] = _shrunk_form(bank)
+    terms = _folder_terms(bank) if any(v.endswith("calse") for v in variants) else None
     bank_items = pd.read_parquet(bank / "bank.parquet")["item_id"].astype(str).to_numpy()
     rand = list(np.random.default_rng([seed, 11]).choice(bank_items, K, replace=False))
     _cli("score", d / "tgt.csv", "--bank", bank, "-o", d / "full.csv")
     full = pd.read_csv(d / "full.csv", index_col=0)
+    designs = [(f"D-optimal form [{v}]", forms[v.split("+")[0]], v) for v in variants]
+    designs += [(f"random 50 items{'' if v == 'base' else ' [calse]'}", rand, v) for v in
+                dict.fromkeys("base+calse" if v.endswith("calse") else "base" for v in variants)]
+    scored: dict = {}
     rows = []
-    for design, items, claim in (("D-optimal form", form, out["expected_se"]),
-                                 ("random 50 items", rand, np.nan)):
-        tgt[items].to_csv(d / "on_form.csv")
-        _cli("score", d / "on_form.csv", "--bank", bank, "-o", d / "scored.csv")
-        f = pd.read_csv(d / "scored.csv", index_col=0)
+    for design, items, v in designs:
+        key = tuple(items)
+        if key not in scored:
+            tgt[items].to_csv(d / "on_form.csv")
+            _cli("score", d / "on_form.csv", "--bank", bank, "-o", d / "scored.csv")
+            scored[key] = pd.read_csv(d / "scored.csv", index_col=0)
+        f = scored[key]
+        if v.endswith("calse"):
+            f = _calse(f, items, tgt, terms)
         g = full.reindex(f.index)
         rows.append(pd.DataFrame({
-            "data": name, "design": design, "seed": seed, "claimed": claim, "theta": f["theta"],
-            "se": f["se"], "theta_bank": g["theta"], "se_bank": g["se"], "score": f["score"],
-            "lo": f["score_lo"], "hi": f["score_hi"],
+            "data": name, "design": design, "seed": seed, "claimed": out["expected_se"] if items is forms["base"] else np.nan,
+            "theta": f["theta"], "se": f["se"], "theta_bank": g["theta"], "se_bank": g["se"],
+            "score": f["score"], "lo": f["score_lo"], "hi": f["score_hi"],
             "truth": tgt.mean(axis=1).reindex(f.index)}))
     return pd.concat(rows)
 
@@ -99,8 +159,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=",".join(CHANCE))
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--variant", default="base",
+                    help=f"comma-separated, of {', '.join(VARIANTS)} (module docstring)")
     ap.add_argument("--out", type=Path, default=None, help="CSV of every target's row")
     args = ap.parse_args()
+    variants = args.variant.split(",")
+    if not set(variants) <= set(VARIANTS):
+        raise SystemExit(f"--variant: choose among {', '.join(VARIANTS)}")
     parts = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.datasets.split(","):
@@ -109,7 +174,7 @@ def main() -> None:
             for seed in range(args.seeds):
                 d = Path(tmp) / f"{name}_{seed}"
                 d.mkdir()
-                parts.append(one_seed(df, name, seed, d))
+                parts.append(one_seed(df, name, seed, d, variants))
                 print(f"{name} seed {seed} done", file=sys.stderr, flush=True)
     rows = pd.concat(parts)
     if args.out is not None:
