@@ -43,7 +43,11 @@ K = 50
 #: --variant: how the form is chosen (base: the bank's slopes; shrink: slopes shrunk for their
 #: calibration error, atlascat.design.calibration_error) and scored (+calse: the SE with the
 #: items' calibration error added, calibration_variance); random items get the same scoring
-VARIANTS = ("base", "shrink", "base+calse", "shrink+calse")
+#: base+crossfit: the SE times the factor by which the form's theta strayed from the whole
+#: bank's beyond the model's figure on the source models themselves, cross-fitted (3 folds:
+#: build the bank without a fold, design, score the fold on the form and on the whole bank)
+VARIANTS = ("base", "shrink", "base+calse", "shrink+calse", "base+crossfit")
+FOLDS = 3
 
 
 def _cli(*args) -> str:
@@ -99,6 +103,50 @@ def _calse(f: pd.DataFrame, items, tgt, terms) -> pd.DataFrame:
     return f
 
 
+def crossfit_factor(src: pd.DataFrame, name: str, seed: int, d: Path) -> tuple:
+    """(theta factor, score factor) over the source models, each scored by a bank and a form
+    built without its fold: RMS(form - bank) / RMS(the model's SD of it), at least 1; the RMS of
+    (predicted score - mean over all items) over the half-width of its interval's side / 1.96."""
+    fold = np.random.default_rng([seed, 7]).permutation(len(src)) % FOLDS
+    diffs, models, errs = [], [], []
+    for k in range(FOLDS):
+        dk = d / f"fold{k}"
+        dk.mkdir()
+        src[fold != k].to_csv(dk / "src.csv")
+        src[fold == k].to_csv(dk / "held.csv")
+        _cli("build-bank", dk / "src.csv", "-o", dk / "bank", "--seed", seed, "--chance",
+             CHANCE[name], "-q")
+        _cli("design", "--bank", dk / "bank", "-k", K, "-o", dk / "form.csv", "--random-forms", 0)
+        items = pd.read_csv(dk / "form.csv")["item_id"].astype(str).tolist()
+        src[fold == k][items].to_csv(dk / "on_form.csv")
+        _cli("score", dk / "held.csv", "--bank", dk / "bank", "-o", dk / "full.csv")
+        _cli("score", dk / "on_form.csv", "--bank", dk / "bank", "-o", dk / "scored.csv")
+        f = pd.read_csv(dk / "scored.csv", index_col=0)
+        g = pd.read_csv(dk / "full.csv", index_col=0).reindex(f.index)
+        diffs.append((f["theta"] - g["theta"]).to_numpy())
+        models.append(np.maximum(f["se"] ** 2 - g["se"] ** 2, 1e-12).to_numpy())
+        err = f["score"] - src[fold == k].mean(axis=1).reindex(f.index)
+        side = np.where(err > 0, f["score"] - f["score_lo"], f["score_hi"] - f["score"])
+        errs.append((1.959964 * err / np.maximum(side, 1e-9)).to_numpy())
+    theta = max(1.0, float(np.sqrt(np.mean(np.concatenate(diffs) ** 2)
+                                   / np.mean(np.concatenate(models)))))
+    score = float(np.sqrt(np.mean(np.concatenate(errs) ** 2)))
+    print(f"{name} seed {seed}: cross-fitted factors theta {theta:.2f}, score {score:.2f}",
+          file=sys.stderr, flush=True)
+    return theta, score
+
+
+def _inflated(f: pd.DataFrame, factors: tuple, se_bank) -> pd.DataFrame:
+    """``f`` with the part of its variance beyond the whole bank's (``se_bank``) times the
+    theta factor squared, and each side of the score interval times the score factor."""
+    f = f.copy()
+    nested = np.maximum(f["se"] ** 2 - se_bank ** 2, 0.0)
+    f["se"] = np.sqrt(se_bank ** 2 + factors[0] ** 2 * nested)
+    f["score_lo"] = f["score"] - factors[1] * (f["score"] - f["score_lo"])
+    f["score_hi"] = f["score"] + factors[1] * (f["score_hi"] - f["score"])
+    return f
+
+
 def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path, variants) -> pd.DataFrame:
     perm = np.random.default_rng(seed).permutation(len(df))
     nt = len(df) // 4
@@ -113,7 +161,8 @@ def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path, variants) -> pd.Da
     forms = {"base": pd.read_csv(d / "form.csv")["item_id"].astype(str).tolist()}
     if any(v.startswith("shrink") for v in variants):
         forms["shrink"] = _shrunk_form(bank)
-    terms = _folder_terms(bank) if any(v.endswith("calse") for v in variants) else None
+    terms = _folder_terms(bank) if any(v.endswith(("calse", "crossfit")) for v in variants) else None
+    factor = crossfit_factor(src, name, seed, d) if "base+crossfit" in variants else None
     bank_items = pd.read_parquet(bank / "bank.parquet")["item_id"].astype(str).to_numpy()
     rand = list(np.random.default_rng([seed, 11]).choice(bank_items, K, replace=False))
     _cli("score", d / "tgt.csv", "--bank", bank, "-o", d / "full.csv")
@@ -121,6 +170,7 @@ def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path, variants) -> pd.Da
     designs = [(f"D-optimal form [{v}]", forms[v.split("+")[0]], v) for v in variants]
     designs += [(f"random 50 items{'' if v == 'base' else ' [calse]'}", rand, v) for v in
                 dict.fromkeys("base+calse" if v.endswith("calse") else "base" for v in variants)]
+    # (the cross-fitted factor is the D-optimal form's; random items keep their SEs)
     scored: dict = {}
     rows = []
     for design, items, v in designs:
@@ -132,6 +182,8 @@ def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path, variants) -> pd.Da
         f = scored[key]
         if v.endswith("calse"):
             f = _calse(f, items, tgt, terms)
+        elif v.endswith("crossfit"):
+            f = _inflated(f, factor, full["se"].reindex(f.index))
         g = full.reindex(f.index)
         rows.append(pd.DataFrame({
             "data": name, "design": design, "seed": seed, "claimed": out["expected_se"] if items is forms["base"] else np.nan,
