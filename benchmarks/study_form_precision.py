@@ -21,8 +21,10 @@ how often |form - bank| <= 1.96 times that (0.95 if the SEs are honest); the pre
 MAE in points against the target's mean over all items, its 95% coverage and width.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/study_form_precision.py [--datasets v2_musr] [--seeds 5]
+        [--variant base,shrink,base+calse,shrink+calse,base+crossfit]
 
-(about 12 minutes on 2 shared cores; prints the table).
+(about 12 minutes on 2 shared cores for the base, 15 with the four calibration-error variants,
+about 25 with base+crossfit; prints the table). --variant: remedies measured (VARIANTS).
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ CHANCE = {"v2_ifeval": 0.0, "v2_musr": 0.33, "v2_arc_challenge": 0.25, "helm_mml
           "helm_med_qa": 0.25}
 K = 50
 #: --variant: how the form is chosen (base: the bank's slopes; shrink: slopes shrunk for their
-#: calibration error, atlascat.design.calibration_error) and scored (+calse: the SE with the
+#: calibration error, shrunk_slopes below) and scored (+calse: the SE with the
 #: items' calibration error added, calibration_variance); random items get the same scoring
 #: base+crossfit: the SE times the factor by which the form's theta strayed from the whole
 #: bank's beyond the model's figure on the source models themselves, cross-fitted (3 folds:
@@ -58,10 +60,99 @@ def _cli(*args) -> str:
     return r.stdout
 
 
+# --- the remedies measured by --variant: slopes shrunk for their calibration error (shrink) and
+# the SE with the items' calibration error (calse). A D-optimal form takes the items whose
+# *estimated* information is highest, so a slope overestimated by chance is likelier to be taken
+# (van der Linden & Glas, 2000). shrunk_slopes: an empirical-Bayes posterior mean of log a,
+# its error variance s_j^2 from the item's Fisher information for (log a, d) on the source
+# models' abilities plus the calibration's lognormal prior, the true log slopes N(m, tau^2)
+# over the bank (method of moments, tau^2 >= a tenth of var(log a)): exp(m + w_j (log a_j - m)),
+# w_j = tau^2 / (tau^2 + s_j^2). calibration_variance: the delta method on the same covariance.
+# Neither met the adoption rule (benchmarks/results/fixed_forms.md), so neither is in atlascat.
+
+#: the slope prior of the calibration (a ~ lognorm(0, 1): docs/calibration.md), as the precision
+#: it adds to the log slope
+_PRIOR_PRECISION = 1.0
+#: the least share of the log slopes' variance credited to the items (tau^2 floor)
+_MIN_SIGNAL = 0.1
+
+
+def log_slope_variance(bank, thetas, weights=None, n_models=None) -> np.ndarray:
+    """Asymptotic variance of each item's log slope when calibrated on models of abilities
+    ``thetas`` (counted by ``weights``, default one each; rescaled to sum to ``n_models`` when
+    given): the (log a, log a) element of the inverse of the item's Fisher information for
+    (log a, d) plus the slope prior's precision."""
+    return parameter_covariance(bank, thetas, weights, n_models)[:, 0, 0]
+
+
+def shrunk_slopes(bank, thetas, weights=None, n_models=None) -> np.ndarray:
+    """Each slope's empirical-Bayes posterior mean on the log scale (module docstring)."""
+    x = np.log(np.maximum(np.asarray(bank.a, float), 1e-6))
+    s2 = log_slope_variance(bank, thetas, weights, n_models)
+    m, total = float(np.mean(x)), float(np.var(x))
+    if not total > 0:
+        return np.exp(x)
+    tau2 = max(total - float(np.mean(s2)), _MIN_SIGNAL * total)
+    return np.exp(m + tau2 / (tau2 + s2) * (x - m))
+
+
+def shrunk_bank(bank, thetas, weights=None, n_models=None):
+    """``bank`` with :func:`shrunk_slopes` (a copy; for choosing items, not for scoring)."""
+    from atlascat.irt.bank import ItemBank
+
+    return ItemBank(bank.item_ids, shrunk_slopes(bank, thetas, weights, n_models), bank.b, bank.c, bank.u,
+                    metadata=bank.metadata, model=bank.model)
+
+
+def _item_terms(bank, th, w):
+    """(iw, g): each item's information weight of its logit at the abilities (J, Q) and the
+    logit's gradient in (log a) at them (dz / d log a; dz / dd = 1)."""
+    a, b = np.asarray(bank.a, float), np.asarray(bank.b, float)
+    c, u = np.asarray(bank.c, float), np.asarray(bank.u, float)
+    s = 1.0 / (1.0 + np.exp(-a[:, None] * (th[None, :] - b[:, None])))
+    p = np.clip(c[:, None] + (u - c)[:, None] * s, 1e-9, 1 - 1e-9)
+    dp = (u - c)[:, None] * s * (1.0 - s)
+    return w[None, :] * dp ** 2 / (p * (1.0 - p)), a[:, None] * th[None, :]
+
+
+def parameter_covariance(bank, thetas, weights=None, n_models=None) -> np.ndarray:
+    """(J, 2, 2): each item's asymptotic covariance of (log a, d), d = -a b, when calibrated on
+    models of abilities ``thetas`` (see :func:`log_slope_variance`)."""
+    th = np.asarray(thetas, dtype=float).ravel()
+    w = np.ones_like(th) if weights is None else np.asarray(weights, dtype=float).ravel()
+    if th.size == 0 or w.shape != th.shape or not (np.isfinite(th).all() and np.isfinite(w).all()
+                                                   and w.min() >= 0 and w.sum() > 0):
+        raise ValueError("the calibration's abilities must be finite, with one weight >= 0 each")
+    if n_models is not None:
+        if not float(n_models) > 0:
+            raise ValueError(f"n_models must be > 0, got {n_models!r}")
+        w = w * (float(n_models) / w.sum())
+    iw, g = _item_terms(bank, th, w)
+    i_aa = (iw * g ** 2).sum(axis=1) + _PRIOR_PRECISION
+    i_ad = (iw * g).sum(axis=1)
+    i_dd = iw.sum(axis=1) + 1e-6
+    det = np.maximum(i_aa * i_dd - i_ad ** 2, 1e-12)
+    return np.stack([np.stack([i_dd, -i_ad], -1), np.stack([-i_ad, i_aa], -1)], -2) / det[:, None, None]
+
+
+def calibration_variance(bank, cov, theta, se, answered) -> np.ndarray:
+    """Each examinee's variance of theta from the item parameters' calibration error (delta
+    method: a shift dz_j of item j's logit moves the estimate by se^2 a_j w_j dz_j, w_j the
+    information weight of the logit; Var dz_j = g' cov_j g, g = (a_j theta, 1)).
+
+    ``cov``: :func:`parameter_covariance`; ``theta``, ``se``: (N,) estimates and their SEs;
+    ``answered``: (N, J) boolean, the items each examinee answered."""
+    theta = np.asarray(theta, float)
+    a = np.asarray(bank.a, float)
+    iw, g = _item_terms(bank, theta, np.ones_like(theta))      # (J, N)
+    vz = (cov[:, 0, 0, None] * g ** 2 + 2 * cov[:, 0, 1, None] * g + cov[:, 1, 1, None])
+    terms = (a[:, None] * iw) ** 2 * vz * np.asarray(answered, bool).T
+    return np.asarray(se, float) ** 4 * terms.sum(axis=0)
+
+
 def _folder_terms(bank: Path):
     """(ItemBank, its parameters' covariance on the source models, the folder) of a bank folder."""
     from atlascat.catalogue import BankRef
-    from atlascat.design.calibration_error import parameter_covariance
 
     ref = BankRef.from_option(str(bank))
     b = ref.load()
@@ -71,7 +162,6 @@ def _folder_terms(bank: Path):
 
 def _shrunk_form(bank: Path) -> list:
     from atlascat.catalogue import BankRef
-    from atlascat.design.calibration_error import shrunk_bank
     from atlascat.design.optimal import optimal_form
 
     ref = BankRef.from_option(str(bank))
@@ -86,7 +176,6 @@ def _calse(f: pd.DataFrame, items, tgt, terms) -> pd.DataFrame:
     """``f`` (atlas score's rows) with the SE including calibration error and the score
     interval of the folder's predictor for it."""
     from atlascat.bankdir import predict_scores
-    from atlascat.design.calibration_error import calibration_variance
 
     b, cov, folder = terms
     answered = np.zeros((len(f), len(b)), bool)
