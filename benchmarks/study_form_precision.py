@@ -45,9 +45,10 @@ K = 50
 #: --variant: how the form is chosen (base: the bank's slopes; shrink: slopes shrunk for their
 #: calibration error, shrunk_slopes below) and scored (+calse: the SE with the
 #: items' calibration error added, calibration_variance); random items get the same scoring
-#: base+crossfit: the SE times the factor by which the form's theta strayed from the whole
-#: bank's beyond the model's figure on the source models themselves, cross-fitted (3 folds:
-#: build the bank without a fold, design, score the fold on the form and on the whole bank)
+#: base+crossfit: factors cross-fitted on the source models (3 folds: build the bank without a
+#: fold, design, score the fold on the form and on the whole bank; crossfit_factor): the part of
+#: the SE^2 beyond the whole bank's times the theta factor^2, each side of the interval times
+#: the score factor
 VARIANTS = ("base", "shrink", "base+calse", "shrink+calse", "base+crossfit")
 FOLDS = 3
 
@@ -86,7 +87,7 @@ def log_slope_variance(bank, thetas, weights=None, n_models=None) -> np.ndarray:
 
 
 def shrunk_slopes(bank, thetas, weights=None, n_models=None) -> np.ndarray:
-    """Each slope's empirical-Bayes posterior mean on the log scale (module docstring)."""
+    """Each slope's empirical-Bayes posterior mean on the log scale (the comment above)."""
     x = np.log(np.maximum(np.asarray(bank.a, float), 1e-6))
     s2 = log_slope_variance(bank, thetas, weights, n_models)
     m, total = float(np.mean(x)), float(np.var(x))
@@ -100,8 +101,8 @@ def shrunk_bank(bank, thetas, weights=None, n_models=None):
     """``bank`` with :func:`shrunk_slopes` (a copy; for choosing items, not for scoring)."""
     from atlascat.irt.bank import ItemBank
 
-    return ItemBank(bank.item_ids, shrunk_slopes(bank, thetas, weights, n_models), bank.b, bank.c, bank.u,
-                    metadata=bank.metadata, model=bank.model)
+    return ItemBank(bank.item_ids, shrunk_slopes(bank, thetas, weights, n_models), bank.b,
+                    bank.c, bank.u, metadata=bank.metadata, model=bank.model)
 
 
 def _item_terms(bank, th, w):
@@ -132,7 +133,8 @@ def parameter_covariance(bank, thetas, weights=None, n_models=None) -> np.ndarra
     i_ad = (iw * g).sum(axis=1)
     i_dd = iw.sum(axis=1) + 1e-6
     det = np.maximum(i_aa * i_dd - i_ad ** 2, 1e-12)
-    return np.stack([np.stack([i_dd, -i_ad], -1), np.stack([-i_ad, i_aa], -1)], -2) / det[:, None, None]
+    inv = np.stack([np.stack([i_dd, -i_ad], -1), np.stack([-i_ad, i_aa], -1)], -2)
+    return inv / det[:, None, None]
 
 
 def calibration_variance(bank, cov, theta, se, answered) -> np.ndarray:
@@ -187,8 +189,8 @@ def _calse(f: pd.DataFrame, items, tgt, terms) -> pd.DataFrame:
     adm.columns = ["subject_id", "item_id", "score"]
     persons = pd.DataFrame({"subject_id": f.index, "theta": f["theta"], "se": f["se"]})
     pred = predict_scores(folder, persons.reset_index(drop=True), adm)
-    f["score"], f["score_lo"], f["score_hi"] = (pred["score"].to_numpy(), pred["score_lo"].to_numpy(),
-                                               pred["score_hi"].to_numpy())
+    for col in ("score", "score_lo", "score_hi"):
+        f[col] = pred[col].to_numpy()
     return f
 
 
@@ -250,7 +252,7 @@ def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path, variants) -> pd.Da
     forms = {"base": pd.read_csv(d / "form.csv")["item_id"].astype(str).tolist()}
     if any(v.startswith("shrink") for v in variants):
         forms["shrink"] = _shrunk_form(bank)
-    terms = _folder_terms(bank) if any(v.endswith(("calse", "crossfit")) for v in variants) else None
+    terms = _folder_terms(bank) if any(v.endswith("calse") for v in variants) else None
     factor = crossfit_factor(src, name, seed, d) if "base+crossfit" in variants else None
     bank_items = pd.read_parquet(bank / "bank.parquet")["item_id"].astype(str).to_numpy()
     rand = list(np.random.default_rng([seed, 11]).choice(bank_items, K, replace=False))
@@ -275,7 +277,8 @@ def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path, variants) -> pd.Da
             f = _inflated(f, factor, full["se"].reindex(f.index))
         g = full.reindex(f.index)
         rows.append(pd.DataFrame({
-            "data": name, "design": design, "seed": seed, "claimed": out["expected_se"] if items is forms["base"] else np.nan,
+            "data": name, "design": design, "seed": seed,
+            "claimed": out["expected_se"] if items is forms["base"] else np.nan,
             "theta": f["theta"], "se": f["se"], "theta_bank": g["theta"], "se_bank": g["se"],
             "score": f["score"], "lo": f["score_lo"], "hi": f["score_hi"],
             "truth": tgt.mean(axis=1).reindex(f.index)}))
