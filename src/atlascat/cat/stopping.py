@@ -216,7 +216,7 @@ class CostAwareStop(StopRule):
         best, info = engine.best_affordable(rows)   # within the budget, if any
         info = np.where(best >= 0, info, 0.0)   # no item left (-inf): nothing to gain
         if engine.config.estimation.se_method == "information":
-            after = 1.0 / np.sqrt(engine.test_info[rows] + info + engine.prior_precision)
+            after = 1.0 / np.sqrt(engine.test_info[rows] + info + engine.tab.se_precision)
         elif engine.tab.dispersion is not None:
             after = 1.0 / np.sqrt(1.0 / np.maximum(engine.se[rows], 1e-12) ** 2 + info)
         else:
