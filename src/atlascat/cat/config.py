@@ -590,16 +590,18 @@ class CATConfig:
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self) -> dict:
-        """JSON-serializable dict of every setting by its flat name (the stored format)."""
+        """JSON-serializable dict of every setting by its flat name (the stored format);
+        ``estimator`` only when it is not the default "eap", so that the stored form of every
+        EAP config is the one earlier versions wrote (``from_dict`` fills the default in)."""
         if self.has_custom_components:
             raise ConfigError("a CATConfig with a custom selection criterion or stop rules holds "
                               "Python objects and has no JSON form; keep the config object, or "
                               "use the named criteria and rules to store it")
         d = {}
         for key, (part, attr) in FLAT.items():
-            if key == "stop_rules":
-                continue
             value = getattr(getattr(self, part), attr)
+            if key == "stop_rules" or (key == "estimator" and value == "eap"):
+                continue
             if isinstance(value, Mapping):
                 value = dict(value)
             elif isinstance(value, tuple):
