@@ -64,3 +64,89 @@ def test_every_step_equals_catr_theta_est_and_sem_theta(catr, method):
     if method == "ml":
         at = np.abs(steps["theta"].to_numpy()) == 4.0
         assert at.sum() > 20 and np.all(np.abs(theta[at]) == 4.0)
+
+
+@pytest.fixture(scope="module")
+def bank3pl():
+    rng = np.random.default_rng(5)
+    n = 150
+    return ItemBank([f"i{j}" for j in range(n)], rng.lognormal(0.1, 0.3, n),
+                    rng.normal(0, 1.2, n), rng.uniform(0, 0.25, n))
+
+
+def _answers(res, bank):
+    """The scored answers of every examinee as a (n, J) matrix in bank order (NaN: not asked)."""
+    adm = res.administered
+    persons = res.persons
+    y = np.full((len(persons), len(bank)), np.nan)
+    row = {s: i for i, s in enumerate(persons["subject_id"])}
+    y[adm["subject_id"].map(row), bank.index_of(list(adm["item_id"]))] = adm["score"]
+    return y
+
+
+@pytest.mark.parametrize("method", ["map", "ml", "wle"])
+def test_simulated_estimates_solve_their_equations_and_equal_full_test_scoring(bank3pl, method):
+    """After a 3PL test of 12 items: the estimating equation is 0 at theta (ML:
+    sum a (y - P)(P - c) / (P (1 - c)) = S, MAP: S - theta, WLE: S + J / (2 I)), and theta and
+    SE equal ``estimate_ability(method)`` (``atlas score --method``) on the same answers,
+    bounds [-4, 4]; ML's all-right / all-wrong examinees sit at the bounds, SE 1 / sqrt(I)."""
+    thetas = np.r_[np.linspace(-2.5, 2.5, 38), 9.0, -9.0]   # the last two: all right / wrong
+    cfg = CATConfig.fixed_length(12, estimator=method, theta_range=(-4, 4))
+    res = simulate_cat(bank3pl, cfg, thetas=thetas, rng=np.random.default_rng(1))
+    theta, se = res.persons["theta"].to_numpy(), res.persons["se"].to_numpy()
+    y = _answers(res, bank3pl)
+    s, i, j = estimating_terms(theta, y, bank3pl)
+    g = {"ml": s, "map": s - theta, "wle": s + j / (2 * i)}[method]
+    inner = np.abs(theta) < 4
+    assert np.all(np.abs(g[inner]) <= 1e-8 * i[inner])
+    np.testing.assert_allclose(se, 1 / np.sqrt(i + (method == "map")), rtol=1e-12)
+    a, b, c, _ = bank3pl.params   # ML's score in the textbook form (Baker and Kim, 2004)
+    p = bank3pl.probability(theta)
+    textbook = np.nansum(a * (y - p) * (p - c) / (p * (1 - c)), axis=1)
+    np.testing.assert_allclose(textbook[inner], s[inner], atol=1e-9)
+    full = estimate_ability(y, bank3pl, method, bounds=(-4, 4))
+    np.testing.assert_allclose(theta[inner], full["theta"].to_numpy()[inner], atol=1e-7)
+    np.testing.assert_allclose(se[inner], full["se"].to_numpy()[inner], atol=1e-7)
+    if method == "ml":
+        assert theta[-2] == 4.0 and theta[-1] == -4.0
+        assert np.all(np.isfinite(se))
+    elif method == "wle":   # the all-right pattern's root is beyond 4 (5.1): bounded as catR
+        assert theta[-2] == 4.0 and inner[:-2].all() and inner[-1]
+        assert estimate_ability(y[-2:-1], bank3pl, "wle")["theta"].iloc[0] > 4
+    else:
+        assert inner.all()
+
+
+@pytest.mark.parametrize("method", ["map", "ml", "wle"])
+def test_batched_simulation_equals_one_examinee_sessions(bank3pl, method):
+    """Rows do not see each other: examinee i of simulate_cat and a CATSession with the same
+    generators give the same items, thetas and SEs, bit for bit."""
+    cfg = CATConfig(estimator=method, se_stop=0.35, min_items=5, max_items=40)
+    thetas = np.linspace(-2, 2, 12)
+    res = simulate_cat(bank3pl, cfg, thetas=thetas, rng=np.random.default_rng(7))
+    rng = np.random.default_rng(7)
+    sel, ans = rng.spawn(12), rng.spawn(12)
+    a, b, c, u = bank3pl.params
+    for i in range(12):
+        s = CATSession(bank3pl, cfg, rng=sel[i])
+        while (item := s.next_item()) is not None:
+            k = bank3pl.index_of([item])[0]
+            p = c[k] + (u[k] - c[k]) / (1 + np.exp(-a[k] * (thetas[i] - b[k])))
+            s.record(item, float(ans[i].random() < p))
+        batch = res.selected_items(str(i))
+        assert list(batch["item_id"]) == list(s.history["item_id"])
+        np.testing.assert_array_equal(batch["theta"], s.history["theta"])
+        np.testing.assert_array_equal(batch["se"], s.history["se"])
+
+
+def test_estimator_setting_round_trips_and_is_checked():
+    c = CATConfig(estimator="wle")
+    assert c.estimation.method == "wle" and c.to_dict()["estimator"] == "wle"
+    assert CATConfig.from_dict(c.to_dict()) == c
+    assert CATConfig(estimation=Estimation(method="map")) == CATConfig(estimator="map")
+    assert "estimator" not in CATConfig().to_dict()   # the stored form of an EAP config
+    assert CATConfig.from_dict(CATConfig().to_dict()).estimation.method == "eap"
+    with pytest.raises(ConfigError, match="estimator must be one of"):
+        CATConfig(estimator="bm")
+    with pytest.raises(ConfigError, match="posterior"):
+        CATConfig(estimator="ml", se_method="posterior")
