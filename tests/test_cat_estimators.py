@@ -117,22 +117,24 @@ def test_simulated_estimates_solve_their_equations_and_equal_full_test_scoring(b
         assert inner.all()
 
 
+@pytest.mark.parametrize("k", [1, 4])
 @pytest.mark.parametrize("method", ["map", "ml", "wle"])
-def test_batched_simulation_equals_one_examinee_sessions(bank3pl, method):
+def test_batched_simulation_equals_one_examinee_sessions(bank3pl, method, k):
     """Rows do not see each other: examinee i of simulate_cat and a CATSession with the same
-    generators give the same items, thetas and SEs, bit for bit."""
+    generators give the same items, thetas and SEs, bit for bit; also in rounds of k = 4
+    items (the round's virtual answers and their undoing include the estimator's sums)."""
     cfg = CATConfig(estimator=method, se_stop=0.35, min_items=5, max_items=40)
     thetas = np.linspace(-2, 2, 12)
-    res = simulate_cat(bank3pl, cfg, thetas=thetas, rng=np.random.default_rng(7))
+    res = simulate_cat(bank3pl, cfg, thetas=thetas, rng=np.random.default_rng(7), batch_size=k)
     rng = np.random.default_rng(7)
     sel, ans = rng.spawn(12), rng.spawn(12)
     a, b, c, u = bank3pl.params
     for i in range(12):
         s = CATSession(bank3pl, cfg, rng=sel[i])
-        while (item := s.next_item()) is not None:
-            k = bank3pl.index_of([item])[0]
-            p = c[k] + (u[k] - c[k]) / (1 + np.exp(-a[k] * (thetas[i] - b[k])))
-            s.record(item, float(ans[i].random() < p))
+        while items := s.next_items(k):
+            j = bank3pl.index_of(items)
+            p = c[j] + (u[j] - c[j]) / (1 + np.exp(-a[j] * (thetas[i] - b[j])))
+            s.record_many(items, [float(ans[i].random() < pj) for pj in p])
         batch = res.selected_items(str(i))
         assert list(batch["item_id"]) == list(s.history["item_id"])
         np.testing.assert_array_equal(batch["theta"], s.history["theta"])

@@ -12,6 +12,9 @@ Estimation: the log-posterior on the grid gains y log P_j + (1 - y) log Q_j per 
 extended quasi-likelihood of :mod:`atlascat.irt.dispersion`); EAP theta = sum_q w_q theta_q / sum_q w_q and the posterior SD follow (Bock and
 Mislevy, 1982). The SE is the posterior SD or, as catR's ``semTheta`` for a Bayesian estimate,
 1 / sqrt(sum_j I_j(theta) + 1 / prior_sd^2) over the administered items (``se_method``).
+With ``estimator`` "map", "ml" or "wle" theta is instead the root of its estimating equation
+and the SE catR's ``semTheta`` (:mod:`atlascat.cat.estimators`; the posterior is kept all
+the same, for ``posterior_sd`` and the batched rounds).
 
 Bock, R. D. and Mislevy, R. J. (1982). Adaptive EAP estimation of ability in a microcomputer
 environment. Applied Psychological Measurement, 6(4), 431-444.

@@ -201,7 +201,8 @@ class CostAwareStop(StopRule):
     With v = value per unit of SE and c_j the cost of the best remaining item j* (by Fisher
     information at theta, per unit cost under ``mfi-cost``; among the items the budget
     allows): stop iff v * (SE_now - E[SE after j*]) < c_j*. For the information
-    SE, E[SE after j*] = 1 / sqrt(I(theta) + I_j*(theta) + 1/sigma^2); for the posterior SE it
+    SE, E[SE after j*] = 1 / sqrt(I(theta) + I_j*(theta) + 1/sigma^2) (no 1/sigma^2 for the
+    ML and WLE estimators); for the posterior SE it
     is sum_y P(y) SD(theta | y_1..n, y), y in {0, 1} (preposterior analysis); on a bank of
     continuous scores (a ``dispersion`` column: y is not 0/1) the normal approximation
     1 / sqrt(1 / SD^2 + I_j*(theta)), I_j* divided by the item's dispersion.
