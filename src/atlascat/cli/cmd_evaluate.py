@@ -66,8 +66,7 @@ HELP = {
     "randomesque": f"Among the k best. [default: {Selection.randomesque}; --suite: "
                    f"{SuiteConfig.randomesque}]",
     "se_method": "information (catR's; default) or posterior.",
-    "estimator": f"Theta by eap, map, ml or wle (catR's EAP, BM, ML, WL). "
-                 f"[default: {Estimation.method}]",
+    "estimator": f"Theta: eap, map, ml or wle. [default: {Estimation.method}]",
     "fixed_length": "Exactly N items, no SE stop (replaces --se-stop, --min-items, "
                     "--max-items).",
     "token_budget": "Stop before the next round would likely pass N tokens "
