@@ -85,11 +85,13 @@ def row_sums(x):
     return total
 
 
-def terms(theta, table, y):
+def terms(theta, table, y, warm: bool = True):
     """S, I, J at one theta per row over its answered items: ``table`` (8, n, m) their
-    parameters (the pad item where there is none), ``y`` (n, m) the scores (0 at the pad)."""
+    parameters (the pad item where there is none), ``y`` (n, m) the scores (0 at the pad);
+    ``warm=False``: J is not needed (0)."""
     s1, s0, info, curv = _pieces(theta[:, None], table)
-    return row_sums(y * s1 - (1.0 - y) * s0), row_sums(info), row_sums(info * curv)
+    j = row_sums(info * curv) if warm else np.zeros(theta.size)
+    return row_sums(y * s1 - (1.0 - y) * s0), row_sums(info), j
 
 
 def estimating_function(method, s, i, j, theta, mu, sd):

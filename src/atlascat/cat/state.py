@@ -129,16 +129,22 @@ class _Engine(_JointRounds):
         col = E.bracket(g, obj)
         theta = np.where(col == 0, nodes[0], nodes[-1])
         mid = np.flatnonzero((col > 0) & (col < nodes.size))
+        table, y = self._answered(rows)
+        warm = method == "wle"
         if mid.size:
             k = col[mid] - 1
             extra = 1.0 / sd ** 2 if method == "map" else 0.0
+            t_mid, y_mid = table[:, mid], y[mid]
 
             def fun(pos, x):
-                s, i, j = self._terms(rows[mid[pos]], x)
+                if pos.size < mid.size:
+                    s, i, j = E.terms(x, t_mid[:, pos], y_mid[pos], warm=warm)
+                else:
+                    s, i, j = E.terms(x, t_mid, y_mid, warm=warm)
                 return E.estimating_function(method, s, i, j, x, mu, sd), i + extra
 
             theta[mid] = E.refine(fun, nodes[k], nodes[k + 1], g[mid, k], g[mid, k + 1])
-        _, info, _ = self._terms(rows, theta)
+        _, info, _ = E.terms(theta, table, y, warm=False)
         with np.errstate(divide="ignore"):   # ML / WLE with no answer yet: replaced below
             se = 1.0 / np.sqrt(info + tab.se_precision)
         empty = self.n_items[rows] == 0   # no answer yet: the prior
@@ -146,12 +152,13 @@ class _Engine(_JointRounds):
         self.test_info[rows] = info
         self.se[rows] = np.where(empty, sd, se)
 
-    def _terms(self, rows, theta):
-        """S, I, J at one theta per row over its answered items (:func:`estimators.terms`)."""
+    def _answered(self, rows):
+        """The parameters (8, n, m) of each row's answered items (the zero-information pad
+        item beyond them) and their scores (n, m), 0 at the pad."""
         n_max = max(int(self.n_items[rows].max()) if rows.size else 0, 1)
         items = self.items[rows, :n_max]
         y = np.nan_to_num(self.scores[rows, :n_max])
-        return E.terms(theta, self.tab.params_padded.table[:, items], y)
+        return self.tab.params_padded.table[:, items], y
 
     def _test_information(self, rows, theta) -> np.ndarray:
         """sum_j I_j(theta) over each row's administered items.
