@@ -152,3 +152,28 @@ def test_estimator_setting_round_trips_and_is_checked():
         CATConfig(estimator="bm")
     with pytest.raises(ConfigError, match="posterior"):
         CATConfig(estimator="ml", se_method="posterior")
+
+
+@pytest.mark.parametrize("method", ["ml", "map"])
+def test_cost_stop_uses_the_estimators_information_se(bank3pl, method):
+    """The cost rule's expected SE after the best item is 1 / sqrt(I + I_best (+ 1/sigma^2 for
+    MAP only)): the test stops exactly where value x (SE - that) < cost first holds."""
+    from atlascat.irt.models import item_information
+
+    cfg = CATConfig(estimator=method, min_items=3, max_items=60, se_stop=None,
+                    value_per_se=40.0, cost_per_item=1.0, randomesque=1)
+    a, b, c, u = bank3pl.params
+    s = CATSession(bank3pl, cfg, rng=3)
+    coin = np.random.default_rng(4)
+    stopped = False
+    while (item := s.next_item()) is not None:
+        s.record(item, float(coin.random() < 0.6))
+        used = np.isin(bank3pl.item_ids, s.administered)
+        info = item_information(s.theta, a, b, c, u)
+        total = info[used].sum() + (1.0 if method == "map" else 0.0)
+        best = info[~used].max()
+        expect = s.n_items >= 3 and 40.0 * (s.se - 1 / np.sqrt(total + best)) < 1.0
+        assert s.se == pytest.approx(1 / np.sqrt(total), rel=1e-10)
+        assert (s.stop_reason == "cost") == expect, s.n_items
+        stopped = stopped or expect
+    assert stopped
