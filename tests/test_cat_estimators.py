@@ -177,3 +177,22 @@ def test_cost_stop_uses_the_estimators_information_se(bank3pl, method):
         assert (s.stop_reason == "cost") == expect, s.n_items
         stopped = stopped or expect
     assert stopped
+
+
+@pytest.mark.parametrize("method", ["map", "ml", "wle"])
+def test_continuous_scores_equal_full_test_scoring(method):
+    """A bank with a ``dispersion`` column (scores in [0, 1], every term divided by phi_j):
+    the adaptive test's estimate equals ``estimate_ability`` on the same answers."""
+    rng = np.random.default_rng(2)
+    n = 80
+    meta = pd.DataFrame({"dispersion": rng.uniform(0.3, 0.9, n)})
+    bank = ItemBank([f"i{j}" for j in range(n)], rng.lognormal(0.1, 0.3, n),
+                    rng.normal(0, 1, n), metadata=meta)
+    p = bank.probability(np.linspace(-1.5, 1.5, 10))
+    scores = np.clip(p + rng.normal(0, 0.15, p.shape), 0, 1)
+    cfg = CATConfig.fixed_length(12, estimator=method, theta_range=(-4, 4))
+    res = simulate_cat(bank, cfg, responses=scores, rng=np.random.default_rng(1))
+    y = _answers(res, bank)
+    full = estimate_ability(y, bank, method, bounds=(-4, 4))
+    np.testing.assert_allclose(res.persons["theta"], full["theta"], atol=1e-7)
+    np.testing.assert_allclose(res.persons["se"], full["se"], atol=1e-7)
