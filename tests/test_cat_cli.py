@@ -175,3 +175,29 @@ def test_simulate_cost_aware_stopping(files, capsys):
                      "-o", str(tmp / "bad")]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and all(w in err for w in words), err
+
+
+def test_simulate_estimator(files, capsys):
+    """--estimator ml: maximum likelihood theta and its SE 1 / sqrt(I) (catR's ML); a bad
+    name or a suite is refused in one line."""
+    from atlascat.irt.ability import estimating_terms
+
+    tmp, b, ids, thetas = files
+    out = tmp / "ml"
+    base = ["simulate", "--bank", str(tmp / "bank.csv"), "--thetas", str(tmp / "thetas.csv"),
+            "--fixed-length", "15", "--seed", "3"]
+    assert main(base + ["--estimator", "ml", "-o", str(out)]) == 0
+    persons = pd.read_csv(out / "person_scores.csv", dtype={"subject_id": str})
+    asked = pd.read_csv(out / "selected_items.csv", dtype={"subject_id": str, "item_id": str})
+    y = np.full((len(ids), len(b)), np.nan)
+    for i, sid in enumerate(persons["subject_id"]):
+        rows = asked[asked["subject_id"] == sid]
+        y[i, b.index_of(list(rows["item_id"]))] = rows["score"]
+    s, info, _ = estimating_terms(persons["theta"].to_numpy(), y, b)
+    inner = persons["theta"].abs().to_numpy() < 6
+    assert np.all(np.abs(s[inner]) < 1e-7 * info[inner])
+    np.testing.assert_allclose(persons["se"], 1 / np.sqrt(info), rtol=1e-9)
+    assert main(base + ["--estimator", "bm", "-o", str(tmp / "bad")]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if not line.startswith("warning")]
+    assert len(errors) == 1 and "--estimator must be one of" in errors[0]

@@ -195,6 +195,12 @@ def test_adaptive_config_is_what_evaluate_runs(data, tmp_path):
      "--selection is a single bank's adaptive test's"),
     (["--bank", "arc", "--subject", "simulate:0", "--selection", "best"], "--selection"),
     (["--bank", "arc", "--subject", "simulate:0", "--randomesque", "0"], "--randomesque"),
+    (["--resume", "abc", "--estimator", "ml"], "drop --estimator"),
+    (["--suite", "openllm-v1", "--subject", "simulate:0", "--estimator", "ml"],
+     "--estimator is a single bank's adaptive test's"),
+    (["--bank", "arc", "--subject", "simulate:0", "--estimator", "bm"], "--estimator must be"),
+    (["--bank", "arc", "--subject", "simulate:0", "--estimator", "ml", "--se-method",
+      "posterior"], "--se-method 'posterior' is the EAP's"),
 ])
 def test_the_selection_options_refused_in_one_line(args, words, tmp_path, capsys):
     """A resumed run keeps its own selection, a suite chooses for its average; a bad value
@@ -202,3 +208,23 @@ def test_the_selection_options_refused_in_one_line(args, words, tmp_path, capsys
     assert main(["evaluate", *args, "--db", str(tmp_path / "s.sqlite")]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err
+
+
+#: the estimators of theta (evaluate takes --estimator as simulate does)
+ESTIMATORS = {m: ["--estimator", m, "--max-items", "15"] for m in ("map", "ml", "wle")}
+
+
+@pytest.mark.parametrize("method", list(ESTIMATORS))
+@pytest.mark.parametrize("kind", ("folder", "plain-file", "graded"))
+def test_the_estimators_agree(data, kind, method, tmp_path, capsys):
+    """--estimator map / ml / wle: the same items, theta and SE live as simulated, and not
+    the EAP's (the summary's config names the estimator); an ordinal bank's test refuses it."""
+    if kind == "graded":
+        return _refused_by_both(data, kind, ESTIMATORS[method], "is for binary banks",
+                                tmp_path, capsys)
+    persons, asked, live = _both(data, kind, ESTIMATORS[method], tmp_path)
+    _check(persons, asked, live)
+    assert json.loads((tmp_path / "sim" / "summary.json").read_text())["config"][
+        "estimator"] == method
+    eap, _, _ = _both(data, kind, ["--max-items", "15"], tmp_path / "eap")
+    assert not np.allclose(persons["theta"], eap.loc[persons.index, "theta"])

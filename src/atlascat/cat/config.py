@@ -8,7 +8,8 @@ paper's catR run (33 quadrature nodes on [-4, 4], trapezoidal integration as cat
 
 The parts, with their fields (the flat keyword of ``CATConfig(...)`` where it differs):
 
-- :class:`Estimation`: prior_mean, prior_sd, quadpts, theta_range, quadrature_rule, se_method
+- :class:`Estimation`: method (``estimator``), prior_mean, prior_sd, quadpts, theta_range,
+  quadrature_rule, se_method
 - :class:`Selection`: criterion (``selection``), theta0, first_item_window, randomesque,
   kl_width, kl_points, astrat_strata, astrat_stage_items
 - :class:`Stopping`: min_items, max_items, se_stop, reliability_stop, min_info_stop,
@@ -44,7 +45,9 @@ from ..errors import ConfigError
 from ..validation import check_finite
 
 __all__ = ["CATConfig", "Estimation", "Selection", "Stopping", "Exposure", "Content",
-           "SELECTION_METHODS", "SE_METHODS", "EXPOSURE_METHODS"]
+           "SELECTION_METHODS", "SE_METHODS", "EXPOSURE_METHODS", "ESTIMATORS"]
+
+ESTIMATORS = ("eap", "map", "ml", "wle")   # catR's EAP, BM, ML, WL (cat.estimators)
 
 SELECTION_METHODS = ("mfi", "mfi-cost", "kl", "astrat", "random")
 SE_METHODS = ("information", "posterior")
@@ -109,9 +112,13 @@ class _NamedPart(_Part):
 
 @dataclass(frozen=True)
 class Estimation(_Part):
-    """EAP ability on a fixed grid and its SE.
+    """Ability estimate on a fixed grid and its SE.
 
-    prior_mean, prior_sd : normal prior of the EAP estimate.
+    method : (flat keyword ``estimator``) "eap" (posterior mean), "map" (posterior mode, catR's
+        "BM"), "ml" (maximum likelihood) or "wle" (Warm's weighted likelihood), each bounded to
+        ``theta_range`` as catR's ``thetaEst`` (:mod:`atlascat.cat.estimators`); the SE of
+        "map" is 1 / sqrt(I + 1 / prior_sd^2), of "ml" and "wle" 1 / sqrt(I) (``semTheta``).
+    prior_mean, prior_sd : normal prior of the EAP and MAP estimates.
     quadpts, theta_range : equally spaced grid (mirt: 61 on [-6, 6]; catR: 33 on [-4, 4]).
     quadrature_rule : "rectangle" (equal weights, mirt) or "trapezoid" (half weight at both
         ends, catR's ``integrate.catR``).
@@ -119,6 +126,7 @@ class Estimation(_Part):
         ``semTheta`` for a Bayesian estimate (the paper's code); "posterior": the posterior SD.
     """
 
+    method: str = "eap"
     prior_mean: float = 0.0
     prior_sd: float = 1.0
     quadpts: int = QUADPTS
@@ -129,8 +137,13 @@ class Estimation(_Part):
     def __post_init__(self):
         _finite(self, ("prior_mean", "prior_sd"))
         _integers(self, ("quadpts",))
+        if self.method not in ESTIMATORS:
+            raise ConfigError(f"estimator must be one of {ESTIMATORS}, got {self.method!r}")
         if self.se_method not in SE_METHODS:
             raise ConfigError(f"se_method must be one of {SE_METHODS}, got {self.se_method!r}")
+        if self.se_method == "posterior" and self.method != "eap":
+            raise ConfigError(f"se_method 'posterior' is the EAP's posterior SD; estimator "
+                              f"{self.method!r} has the information SE (se_method='information')")
         if self.prior_sd <= 0:
             raise ConfigError(f"prior_sd must be positive, got {self.prior_sd}")
         if self.quadpts < 3:
@@ -439,7 +452,8 @@ PARTS = {"estimation": Estimation, "selection": Selection, "stopping": Stopping,
          "exposure": Exposure, "content": Content}
 #: flat keyword of CATConfig(...) -> (part, field of the part)
 FLAT = {
-    **{f.name: ("estimation", f.name) for f in fields(Estimation)},
+    "estimator": ("estimation", "method"),
+    **{f.name: ("estimation", f.name) for f in fields(Estimation) if f.name != "method"},
     "selection": ("selection", "criterion"),
     **{f.name: ("selection", f.name) for f in fields(Selection) if f.name != "criterion"},
     **{f.name: ("stopping", f.name) for f in fields(Stopping) if f.name != "rules"},
@@ -576,16 +590,18 @@ class CATConfig:
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self) -> dict:
-        """JSON-serializable dict of every setting by its flat name (the stored format)."""
+        """JSON-serializable dict of every setting by its flat name (the stored format);
+        ``estimator`` only when it is not the default "eap", so that the stored form of every
+        EAP config is the one earlier versions wrote (``from_dict`` fills the default in)."""
         if self.has_custom_components:
             raise ConfigError("a CATConfig with a custom selection criterion or stop rules holds "
                               "Python objects and has no JSON form; keep the config object, or "
                               "use the named criteria and rules to store it")
         d = {}
         for key, (part, attr) in FLAT.items():
-            if key == "stop_rules":
-                continue
             value = getattr(getattr(self, part), attr)
+            if key == "stop_rules" or (key == "estimator" and value == "eap"):
+                continue
             if isinstance(value, Mapping):
                 value = dict(value)
             elif isinstance(value, tuple):

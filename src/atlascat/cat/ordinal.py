@@ -80,6 +80,9 @@ def _check(config: CATConfig):
                           "adaptive test selects by mfi (maximum Fisher information) or random")
     if config.content.enabled:
         raise ConfigError("content balancing is for binary banks; drop it for an ordinal bank")
+    if config.estimation.method != "eap":
+        raise ConfigError(f"estimator {config.estimation.method!r} is for binary banks; an "
+                          "ordinal bank's adaptive test estimates theta by eap")
     extra = [name for name in ("reliability_stop", "min_info_stop", "floor_theta",
                                "ceiling_theta", "score_curve", "score_sd_stop", "budget",
                                "value_per_se", "cost_column", "cost_per_item")

@@ -209,6 +209,8 @@ class _JointRounds:
                               "n_items")}
         if self.area_counts is not None:
             saved["area_counts"] = self.area_counts[rows].copy()
+        if self.grids is not None:   # (3, n, Q): rows on the second axis
+            saved["grids"] = self.grids[:, rows].copy()
         return saved
 
     def _restore_rows(self, rows, saved, picks):
@@ -225,5 +227,8 @@ class _JointRounds:
             self.se_hist[r, pos] = np.nan
         self.n_used[rows] -= virtual
         for name, value in saved.items():
-            getattr(self, name)[rows] = value
+            if name == "grids":
+                self.grids[:, rows] = value
+            else:
+                getattr(self, name)[rows] = value
         self._best_cache = None

@@ -29,7 +29,8 @@ class CATSession:
     """One examinee's adaptive test, driven one answer at a time.
 
     The reference design (catR; Magis & Raiche, 2012): after each answer theta is the EAP
-    under the N(prior_mean, prior_sd^2) prior (Bock & Mislevy, 1982), the next item maximizes
+    under the N(prior_mean, prior_sd^2) prior (Bock & Mislevy, 1982; or catR's BM, ML, WL:
+    ``CATConfig(estimator="map" | "ml" | "wle")``), the next item maximizes
     Fisher information I_j(theta) = P_j'(theta)^2 / (P_j Q_j) among the unused ones (randomesque:
     one of the best k at random; Kingsbury & Zara, 1989), and the test stops once
     SE = 1 / sqrt(sum_j I_j(theta) + 1 / prior_sd^2) <= se_stop after min_items, or at

@@ -12,6 +12,9 @@ Estimation: the log-posterior on the grid gains y log P_j + (1 - y) log Q_j per 
 extended quasi-likelihood of :mod:`atlascat.irt.dispersion`); EAP theta = sum_q w_q theta_q / sum_q w_q and the posterior SD follow (Bock and
 Mislevy, 1982). The SE is the posterior SD or, as catR's ``semTheta`` for a Bayesian estimate,
 1 / sqrt(sum_j I_j(theta) + 1 / prior_sd^2) over the administered items (``se_method``).
+With ``estimator`` "map", "ml" or "wle" theta is instead the root of its estimating equation
+and the SE catR's ``semTheta`` (:mod:`atlascat.cat.estimators`; the posterior is kept all
+the same, for ``posterior_sd`` and the batched rounds).
 
 Bock, R. D. and Mislevy, R. J. (1982). Adaptive EAP estimation of ability in a microcomputer
 environment. Applied Psychological Measurement, 6(4), 431-444.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..irt.bank import ItemBank
+from . import estimators as E
 from .config import CATConfig
 from .rounds import _JointRounds
 from .selection import (criterion_scores, first_item_pick, first_item_scores, fisher_information, pick,
@@ -70,6 +74,10 @@ class _Engine(_JointRounds):
         self._best_cache = None
         self._spread = None  # preposterior SD of theta per row during a batched round, or None
         self._design = None  # (start posterior, node precision) per row: method "mepv"
+        # MAP / ML / WLE: S, I, J of the answers so far at every node (cat.estimators)
+        self.grids = None
+        if config.estimation.method != "eap":
+            self.grids = np.zeros((3, n, tab.nodes.size))
         self._estimate(np.arange(n))
         if config.stopping.max_items < 1:  # pragma: no cover - validated by CATConfig
             self.done[:] = True
@@ -96,14 +104,61 @@ class _Engine(_JointRounds):
         theta = (w * tab.nodes).sum(axis=1) / s
         dev = tab.nodes - theta[:, None]
         post_sd = np.sqrt((w * dev * dev).sum(axis=1) / s)
-        self.theta[rows] = theta
         self.post_sd[rows] = post_sd
+        if self.grids is not None:   # MAP / ML / WLE
+            self._point_estimate(rows)
+            return
+        self.theta[rows] = theta
         if self.config.estimation.se_method == "information":
             info = self._test_information(rows, theta)
             self.test_info[rows] = info
             self.se[rows] = 1.0 / np.sqrt(info + tab.prior_precision)
         else:
             self.se[rows] = post_sd
+
+    def _point_estimate(self, rows):
+        """theta and SE of the config's MAP / ML / WLE (:mod:`atlascat.cat.estimators`):
+        bracket on the grid, then regula falsi with the sums over each row's answers."""
+        tab, est = self.tab, self.config.estimation
+        rows = np.arange(self.n)[rows]
+        method, mu, sd = est.method, est.prior_mean, est.prior_sd
+        nodes = tab.nodes
+        s_g, i_g, j_g = self.grids[:, rows]
+        g = E.estimating_function(method, s_g, i_g, j_g, nodes, mu, sd)
+        obj = E.objective(method, self.log_post[rows] - tab.log_prior, i_g, nodes, mu, sd)
+        col = E.bracket(g, obj)
+        theta = np.where(col == 0, nodes[0], nodes[-1])
+        mid = np.flatnonzero((col > 0) & (col < nodes.size))
+        table, y = self._answered(rows)
+        warm = method == "wle"
+        if mid.size:
+            k = col[mid] - 1
+            extra = 1.0 / sd ** 2 if method == "map" else 0.0
+            t_mid, y_mid = table[:, mid], y[mid]
+
+            def fun(pos, x):
+                if pos.size < mid.size:
+                    s, i, j = E.terms(x, t_mid[:, pos], y_mid[pos], warm=warm)
+                else:
+                    s, i, j = E.terms(x, t_mid, y_mid, warm=warm)
+                return E.estimating_function(method, s, i, j, x, mu, sd), i + extra
+
+            theta[mid] = E.refine(fun, nodes[k], nodes[k + 1], g[mid, k], g[mid, k + 1])
+        _, info, _ = E.terms(theta, table, y, warm=False)
+        with np.errstate(divide="ignore"):   # ML / WLE with no answer yet: replaced below
+            se = 1.0 / np.sqrt(info + tab.se_precision)
+        empty = self.n_items[rows] == 0   # no answer yet: the prior
+        self.theta[rows] = np.where(empty, mu, theta)
+        self.test_info[rows] = info
+        self.se[rows] = np.where(empty, sd, se)
+
+    def _answered(self, rows):
+        """The parameters (8, n, m) of each row's answered items (the zero-information pad
+        item beyond them) and their scores (n, m), 0 at the pad."""
+        n_max = max(int(self.n_items[rows].max()) if rows.size else 0, 1)
+        items = self.items[rows, :n_max]
+        y = np.nan_to_num(self.scores[rows, :n_max])
+        return self.tab.params_padded.table[:, items], y
 
     def _test_information(self, rows, theta) -> np.ndarray:
         """sum_j I_j(theta) over each row's administered items.
@@ -383,6 +438,8 @@ class _Engine(_JointRounds):
         tab = self.tab
         yc = y[:, None]
         self.log_post[rows] += yc * tab.lp_post[items] + (1.0 - yc) * tab.lq_post[items]
+        if self.grids is not None:
+            self._add_terms(rows, items, yc)
         pos = self.n_items[rows]
         self.items[rows, pos] = items
         self.scores[rows, pos] = y
@@ -406,6 +463,8 @@ class _Engine(_JointRounds):
         tab = self.tab
         sl = slice(r, r + 1)
         self.log_post[sl] += y * tab.lp_post[j] + (1.0 - y) * tab.lq_post[j]
+        if self.grids is not None:
+            self._add_terms(sl, j, y)
         pos = int(self.n_items[r])
         self.items[r, pos] = j
         self.scores[r, pos] = y
@@ -420,6 +479,13 @@ class _Engine(_JointRounds):
             self.area_counts[r, tab.content.area_code[j]] += 1.0
         if self.exposure is not None:
             self.exposure.administered(np.array([j]))
+
+    def _add_terms(self, rows, items, y):
+        """An answer's S, I, J terms at every node, added to the rows' grid sums."""
+        tab, grids = self.tab, self.grids
+        grids[0, rows] += y * tab.s1[items] - (1.0 - y) * tab.s0[items]
+        grids[1, rows] += tab.info_w[items]
+        grids[2, rows] += tab.warm[items]
 
     def skip(self, rows, items):
         """Items selected but without an answer: out of the pool, not scored, counted."""

@@ -201,7 +201,8 @@ class CostAwareStop(StopRule):
     With v = value per unit of SE and c_j the cost of the best remaining item j* (by Fisher
     information at theta, per unit cost under ``mfi-cost``; among the items the budget
     allows): stop iff v * (SE_now - E[SE after j*]) < c_j*. For the information
-    SE, E[SE after j*] = 1 / sqrt(I(theta) + I_j*(theta) + 1/sigma^2); for the posterior SE it
+    SE, E[SE after j*] = 1 / sqrt(I(theta) + I_j*(theta) + 1/sigma^2) (no 1/sigma^2 for the
+    ML and WLE estimators); for the posterior SE it
     is sum_y P(y) SD(theta | y_1..n, y), y in {0, 1} (preposterior analysis); on a bank of
     continuous scores (a ``dispersion`` column: y is not 0/1) the normal approximation
     1 / sqrt(1 / SD^2 + I_j*(theta)), I_j* divided by the item's dispersion.
@@ -216,7 +217,7 @@ class CostAwareStop(StopRule):
         best, info = engine.best_affordable(rows)   # within the budget, if any
         info = np.where(best >= 0, info, 0.0)   # no item left (-inf): nothing to gain
         if engine.config.estimation.se_method == "information":
-            after = 1.0 / np.sqrt(engine.test_info[rows] + info + engine.prior_precision)
+            after = 1.0 / np.sqrt(engine.test_info[rows] + info + engine.tab.se_precision)
         elif engine.tab.dispersion is not None:
             after = 1.0 / np.sqrt(1.0 / np.maximum(engine.se[rows], 1e-12) ** 2 + info)
         else:

@@ -62,8 +62,15 @@ class _Tables:
             self.lp_post = np.ascontiguousarray(self.lp / phi[:, None])
             self.lq_post = np.ascontiguousarray(self.lq / phi[:, None])
         self._info_nodes = None
+        if est.method != "eap":   # MAP / ML / WLE: each item's S, I, J terms at every node
+            from .estimators import node_tables
+
+            self.s1, self.s0, self.info_w, self.warm = node_tables(self.nodes,
+                                                                   self.params.table)
         self.rules = build_stop_rules(config)
         self.prior_precision = 1.0 / est.prior_sd ** 2
+        # the precision the information SE adds to the test information (none for ML, WLE)
+        self.se_precision = self.prior_precision if est.method in ("eap", "map") else 0.0
         # costs
         if stop.cost_column is not None:
             meta = bank.metadata

@@ -37,6 +37,7 @@ OPTION_NAMES = {"min_items": "--min-items", "max_items": "--max-items", "se_stop
                 "target_se": "--target-se", "max_tokens": "--max-tokens",
                 "temperature": "--temperature", "prompt style": "--prompt-style",
                 "selection": "--selection", "se_method": "--se-method", "theta0": "--theta0",
+                "estimator": "--estimator",
                 "r_max": "--r-max", "cost_per_item": "--cost-per-item",
                 "cost_column": "--cost-column", "value_per_se": "--value-per-se",
                 "budget": "--budget"}

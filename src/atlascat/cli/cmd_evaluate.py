@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ..cat.config import Selection, Stopping
+from ..cat.config import Estimation, Selection, Stopping
 from ..content.defaults import PROMPT_STYLE, TEMPERATURE
 from ..suite.config import SuiteConfig
 from ._common import (console, err_console, min_items_note, one_bank, output_dir, print_frame,
@@ -66,6 +66,7 @@ HELP = {
     "randomesque": f"Among the k best. [default: {Selection.randomesque}; --suite: "
                    f"{SuiteConfig.randomesque}]",
     "se_method": "information (catR's; default) or posterior.",
+    "estimator": f"Theta: eap, map, ml or wle. [default: {Estimation.method}]",
     "fixed_length": "Exactly N items, no SE stop (replaces --se-stop, --min-items, "
                     "--max-items).",
     "token_budget": "Stop before the next round would likely pass N tokens "
@@ -171,6 +172,7 @@ class _Options:
     batch_size: Optional[int]
     se_stop: Optional[float]
     se_method: Optional[str]
+    estimator: Optional[str]
     selection: Optional[str]
     randomesque: Optional[int]
     min_items: Optional[int]
@@ -231,6 +233,7 @@ def register(app: typer.Typer) -> None:
         batch_size: Optional[int] = typer.Option(None, "--batch-size", help=HELP["batch_size"]),
         se_stop: Optional[float] = typer.Option(None, "--se-stop", help=HELP["se_stop"]),
         se_method: Optional[str] = typer.Option(None, "--se-method", help=HELP["se_method"]),
+        estimator: Optional[str] = typer.Option(None, "--estimator", help=HELP["estimator"]),
         selection: Optional[str] = typer.Option(None, "--selection", help=HELP["selection"]),
         randomesque: Optional[int] = typer.Option(None, "--randomesque",
                                                   help=HELP["randomesque"]),
@@ -339,7 +342,8 @@ def _plan(o: _Options, ref):
     if o.se_method is not None and o.se_method not in ("information", "posterior"):
         raise ConfigError(f"--se-method must be information or posterior, got {o.se_method!r}")
     if o.suite is not None:
-        for opt, value in (("--se-method", o.se_method), ("--selection", o.selection)):
+        for opt, value in (("--se-method", o.se_method), ("--selection", o.selection),
+                           ("--estimator", o.estimator)):
             if value is not None:
                 raise ConfigError(f"{opt} is a single bank's adaptive test's; a suite run "
                                   "chooses its items for the average's SE (--target-se)")
@@ -352,7 +356,8 @@ def _plan(o: _Options, ref):
     if design == "predictor":
         predictor_only(o)
         for opt, value in (("--se-method", o.se_method), ("--selection", o.selection),
-                           ("--randomesque", o.randomesque)):   # None unless given
+                           ("--randomesque", o.randomesque),
+                           ("--estimator", o.estimator)):   # None unless given
             if value is not None:
                 raise ConfigError(f"{opt} is the adaptive test's; this bank folder's "
                                   "predictor asks --max-items items of its own design (or "
@@ -361,7 +366,8 @@ def _plan(o: _Options, ref):
     from ..bankdir.adaptive import adaptive_config
 
     given = {k: v for k, v in (("se_method", o.se_method), ("selection", o.selection),
-                               ("randomesque", o.randomesque)) if v is not None}
+                               ("randomesque", o.randomesque), ("estimator", o.estimator))
+             if v is not None}
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
                         fixed_length=o.fixed_length, **given)
     # the link's stops and the bank's shortest test, as atlas simulate adds them
@@ -429,6 +435,7 @@ def _check_resume_options(o: _Options) -> None:
                        ("--token-budget", o.token_budget),
                        ("--max-items", o.max_items), ("--min-items", o.min_items),
                        ("--se-stop", o.se_stop), ("--se-method", o.se_method),
+                       ("--estimator", o.estimator),
                        ("--selection", o.selection), ("--randomesque", o.randomesque),
                        ("--target-se", o.target_se),
                        ("--design", None if o.design == "auto" else o.design),

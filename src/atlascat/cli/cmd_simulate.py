@@ -179,6 +179,7 @@ class _Options:
     r_max: Optional[float]
     selection: str
     se_method: str
+    estimator: str
     reference: bool
     theta0: float
     seed: int
@@ -216,8 +217,10 @@ def simulate_command(
                                   help="mfi, mfi-cost (per unit cost), kl, astrat, random."),
     se_method: str = typer.Option(Estimation.se_method, "--se-method",
                                   help="Stopping SE: information (catR) or posterior (SD)."),
+    estimator: str = typer.Option(Estimation.method, "--estimator",
+                                  help="Theta: eap, map, ml or wle."),
     reference: bool = typer.Option(False, "--reference",
-                                   help="catR's grid: 33 trapezoidal nodes on [-4, 4]."),
+                                   help="catR's grid: 33 trapezoid nodes on [-4, 4]."),
     theta0: float = typer.Option(Selection.theta0, "--theta0", help="Starting theta."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=HELP["batch_size"]),
@@ -256,6 +259,9 @@ def run_simulate(o: _Options) -> None:
             raise ConfigError("--suite runs the suite's own banks; drop --bank")
         if o.r_max is not None:
             raise ConfigError("--r-max is a single bank's exposure control; drop it for --suite")
+        if o.estimator != Estimation.method:
+            raise ConfigError("--estimator is a single bank's; the suite's test estimates by "
+                              f"{Estimation.method}")
         from ._options import OPTION_NAMES, cost_fields
 
         given = ", ".join(OPTION_NAMES[k] for k in cost_fields(o))
@@ -301,6 +307,7 @@ def _config(o: _Options):
     return cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
                       fixed_length=o.fixed_length, reference=o.reference,
                       selection=o.selection, se_method=o.se_method, theta0=o.theta0,
+                      estimator=o.estimator,
                       **({} if o.randomesque is None else {"randomesque": o.randomesque}),
                       **({} if o.r_max is None else {"exposure": "eligibility",
                                                      "r_max": o.r_max}),
