@@ -28,7 +28,7 @@ from atlascat.studies.paired import PAIR_SCALE
 from bench_paired import evaluate_pairs, fit_scale, pair_arrays
 from bench_suite import markdown
 
-KEYS = ("true", "pred", "sd_a", "sd_b")
+KEYS = ("true", "a", "lo_a", "hi_a", "b", "lo_b", "hi_b")
 
 
 def split_pairs(run: Path, dense_only: bool) -> dict:
