@@ -142,11 +142,12 @@ def matrix_folder(tmp_path_factory, shared_data):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design", ["predictor", "adaptive"])
+@pytest.mark.parametrize("design", ["predictor", "adaptive", "adaptive+wle"])
 def test_sigkilled_run_on_a_matrix_folder_resumes_as_uninterrupted(matrix_folder, tmp_path,
                                                                    design):
     """cmd: on a bank folder built from a matrix (asked by item id), the folder's predictor
-    and its adaptive test: killed while the command holds back its 9th answer."""
+    and its adaptive test (also with Warm's estimator: the stored config carries it): killed
+    while the command holds back its 9th answer."""
     import time
 
     judge = tmp_path / "judge.py"
@@ -155,7 +156,9 @@ def test_sigkilled_run_on_a_matrix_folder_resumes_as_uninterrupted(matrix_folder
     open_gate.write_text("")
 
     def common(gate):
-        return ["--bank", matrix_folder, "--design", design, "--llm", "judge", "--seed", 5,
+        how = (["--design", "adaptive", "--estimator", "wle"] if design == "adaptive+wle"
+               else ["--design", design])
+        return ["--bank", matrix_folder, *how, "--llm", "judge", "--seed", 5,
                 "--max-items", 40, "-q", "--subject", f"cmd:{sys.executable} {judge} {gate}"]
 
     code, _, err = atlas("evaluate", *common(open_gate), "-o", tmp_path / "ref")
