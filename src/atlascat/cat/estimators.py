@@ -134,38 +134,11 @@ def bracket(g, obj):
 
 
 def refine(fun, a_x, b_x, a_g, b_g, *, xtol=1e-10, max_iter=100):
-    """Illinois regula falsi on brackets [a_x, b_x] with g(a_x) > 0 >= g(b_x), vectorized.
+    """The root of each bracket [a_x, b_x] with g(a_x) > 0 >= g(b_x), vectorized:
+    :func:`atlascat.irt.rootfind.regula_falsi` (Illinois), the Newton step's tolerance
+    relative to 1 + |theta|. ``fun(pos, x)`` -> (g, slope) at x for the brackets ``pos``
+    still active (slope: the expected -g', I or I + 1/sigma^2)."""
+    from ..irt.rootfind import regula_falsi
 
-    ``fun(pos, x)`` -> (g, slope) at x for the brackets ``pos`` still active (slope: the
-    expected -g', I or I + 1/sigma^2). Converged where the bracket or the Newton step
-    |g| / slope is below ``xtol`` (relative to 1 + |x|).
-    """
-    out = np.empty(a_x.size)
-    pos = np.arange(a_x.size)
-    side = np.zeros(a_x.size, dtype=np.int8)
-    for _ in range(max_iter):
-        if pos.size == 0:
-            break
-        with np.errstate(divide="ignore", invalid="ignore"):
-            x = b_x - b_g * (b_x - a_x) / (b_g - a_g)
-        bad = ~np.isfinite(x) | (x <= np.minimum(a_x, b_x)) | (x >= np.maximum(a_x, b_x))
-        x = np.where(bad, 0.5 * (a_x + b_x), x)
-        g_x, slope = fun(pos, x)
-        left = g_x > 0                  # the root lies right of x: x replaces a
-        # Illinois: halve the kept end's value when the same side moves twice
-        b_g = np.where(left & (side == 1), 0.5 * b_g, b_g)
-        a_g = np.where(~left & (side == -1), 0.5 * a_g, a_g)
-        a_x, a_g = np.where(left, x, a_x), np.where(left, g_x, a_g)
-        b_x, b_g = np.where(left, b_x, x), np.where(left, b_g, g_x)
-        side = np.where(left, 1, -1).astype(np.int8)
-        tol = xtol * (1.0 + np.abs(x))
-        at_x = np.abs(g_x) <= tol * slope
-        done = (np.abs(b_x - a_x) <= tol) | at_x
-        if done.any():
-            out[pos[done]] = np.where(at_x[done], x[done], 0.5 * (a_x[done] + b_x[done]))
-            keep = ~done
-            pos, a_x, b_x, a_g, b_g, side = (pos[keep], a_x[keep], b_x[keep], a_g[keep],
-                                             b_g[keep], side[keep])
-    if pos.size:   # not converged within max_iter: the bracket's midpoint (tiny anyway)
-        out[pos] = 0.5 * (a_x + b_x)
-    return out
+    return regula_falsi(fun, a_x, b_x, a_g, b_g, xtol=xtol, max_iter=max_iter,
+                        relative_step=True)

@@ -268,40 +268,19 @@ def _loglik_at(x, y1, obs_f, params, rows):
 
 def _refine(method, idx, a_x, b_x, a_g, b_g, y1, obs_f, params, prior_mean, prior_sd, xtol,
             max_iter):
-    """Illinois regula falsi on the brackets [a_x, b_x] (g(a_x) > 0 >= g(b_x)) of the subjects
-    ``idx`` (repeats allowed: one entry per bracket), vectorized; the root of each bracket."""
-    out = np.empty(idx.size)
-    pos = np.arange(idx.size)
-    side = np.zeros(idx.size, dtype=np.int8)
-    for _ in range(max_iter):
-        if pos.size == 0:
-            break
-        with np.errstate(divide="ignore", invalid="ignore"):
-            x = b_x - b_g * (b_x - a_x) / (b_g - a_g)
-        bad = ~np.isfinite(x) | (x <= np.minimum(a_x, b_x)) | (x >= np.maximum(a_x, b_x))
-        x = np.where(bad, 0.5 * (a_x + b_x), x)
+    """The root of each bracket [a_x, b_x] (g(a_x) > 0 >= g(b_x)) of the subjects ``idx``
+    (repeats allowed: one entry per bracket): :func:`~atlascat.irt.rootfind.regula_falsi`,
+    converged where the bracket is tiny or the Newton step |g| / |g'| (g' ~ -I, the expected
+    information, plus the prior precision for MAP) is below xtol."""
+    from .rootfind import regula_falsi
+
+    def fun(pos, x):
         s_x, i_x, j_x = _terms_at(x, y1, obs_f, params, rows=idx[pos])
         g_x, _ = _g_and_obj(method, s_x, i_x, j_x, 0.0, x, prior_mean, prior_sd)
-        left = g_x > 0                    # root lies to the right of x: x replaces a
-        # Illinois: halve the retained endpoint's value when the same side moves twice
-        b_g = np.where(left & (side == 1), 0.5 * b_g, b_g)
-        a_g = np.where(~left & (side == -1), 0.5 * a_g, a_g)
-        a_x, a_g = np.where(left, x, a_x), np.where(left, g_x, a_g)
-        b_x, b_g = np.where(left, b_x, x), np.where(left, b_g, g_x)
-        side = np.where(left, 1, -1).astype(np.int8)
-        # converged when the bracket is tiny, or when the Newton step |g| / |g'| (g' ~ -I, the
-        # expected information, plus the prior precision for MAP) is below xtol
-        slope = i_x + (1.0 / prior_sd**2 if method == "map" else 0.0)
-        at_x = np.abs(g_x) <= xtol * slope
-        done = (np.abs(b_x - a_x) <= xtol * (1.0 + np.abs(x))) | at_x
-        if done.any():
-            out[pos[done]] = np.where(at_x[done], x[done], 0.5 * (a_x[done] + b_x[done]))
-            keep = ~done
-            pos, a_x, b_x, a_g, b_g, side = (pos[keep], a_x[keep], b_x[keep], a_g[keep],
-                                             b_g[keep], side[keep])
-    if pos.size:  # not converged within max_iter: the bracket's midpoint (tiny anyway)
-        out[pos] = 0.5 * (a_x + b_x)
-    return out
+        return g_x, i_x + (1.0 / prior_sd**2 if method == "map" else 0.0)
+
+    return regula_falsi(fun, a_x, b_x, a_g, b_g, xtol=xtol, max_iter=max_iter,
+                        relative_step=False)
 
 
 def _solve(y, bank: ItemBank, method: str, *, prior_mean=0.0, prior_sd=1.0,
