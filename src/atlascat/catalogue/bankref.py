@@ -32,6 +32,9 @@ __all__ = ["BankRef", "KINDS", "ONE_BANK", "NOT_FOUND", "bound_margin", "composi
 KINDS = ("shipped", "file", "dir", "suite")
 #: the kinds that are one bank (what a command without --suite takes)
 ONE_BANK = ("shipped", "file", "dir")
+#: source models from which a bank folder's optimal form's predicted scores covered 0.95 of
+#: held-out models (321: 0.966-0.983; 63-159: 0.850-0.906; benchmarks/results/fixed_forms.md)
+FORM_HONEST_SOURCES = 300
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,26 @@ class BankRef:
         count = "" if not n else (f" ({n} models)" if self.kind == "dir"
                                   else f" ({n} models its score link was fitted on)")
         return source, f"the {who} models' abilities{count}"
+
+    def design_warning(self) -> str | None:
+        """What a fixed form designed on this bank's estimated item parameters does not say
+        about new models, measured on held-out models (benchmarks/results/fixed_forms.md, "Is
+        the form's predicted precision honest?"): a bank folder's form, chosen for its
+        *estimated* information, has a theta 1.3-3.0 times as far from the whole bank's as its
+        SEs claim; from fewer than :data:`FORM_HONEST_SOURCES` source models its predicted
+        scores' 95% intervals covered 0.85-0.91 of new models. None for other banks (the
+        shipped banks' forms covered 0.945-0.988: their parameters come from 2,000+ models)."""
+        if self.kind != "dir":
+            return None
+        n = (self.link.info or {}).get("n_models") if self.link is not None else None
+        text = ("the expected SE is the model's figure: on held-out models the theta of a bank "
+                "folder's optimal form was 1.3-3.0 times as far from the whole bank's as its SE "
+                "says (benchmarks/results/fixed_forms.md)")
+        if n is not None and n < FORM_HONEST_SOURCES:
+            text += (f"; built from {n} source models (fewer than {FORM_HONEST_SOURCES}), such a "
+                     "form's 95% score intervals covered 0.85-0.91 of new models there: the "
+                     "folder's predictor or random items hold")
+        return text
 
     def score_link(self):
         """The score link of the benchmark the bank measures (theta -> its published score),

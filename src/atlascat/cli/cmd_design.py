@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ._common import (bank_option_help, check_seed, console, json_safe, number, output_file,
-                      print_frame)
+                      print_frame, warn)
 from ._options import cli_names
 
 #: the library's names in an error -> the options that set them (``cli_names``)
@@ -62,6 +62,27 @@ def _abilities(ref, thetas, n_dims: int) -> tuple:
     if source is not None:
         return source, f"{words}; --thetas FILE for others"
     return None, f"N(0, {'I' if n_dims > 1 else '1'}) abilities (--thetas FILE for others)"
+
+
+def _summary(bank: str, ref, b, res, sample, abilities: str, n_dims: int,
+             prior_precision) -> dict:
+    """The form's figures: the bank, the criterion's value, the abilities it is designed for;
+    for one dimension its expected SE (the A criterion is the mean posterior variance over
+    the abilities) and what that SE does not say about new models
+    (:meth:`~atlascat.catalogue.BankRef.design_warning`)."""
+    import numpy as np
+
+    from ..design.optimal import form_criterion
+
+    summary = {"bank": bank, "n_items": len(b), "criterion": res.criterion, "k": res.k,
+               "value": res.value, "greedy_value": res.greedy_value,
+               "n_exchanges": res.n_exchanges, "abilities": abilities}
+    if n_dims == 1:
+        summary["expected_se"] = float(np.sqrt(form_criterion(
+            b, res.indices, "A", sample, prior_precision=prior_precision)))
+        if ref.design_warning():
+            summary["warning"] = ref.design_warning()
+    return summary
 
 
 def _read_thetas(path: Path, n_dims: int):
@@ -122,7 +143,7 @@ def register(app: typer.Typer) -> None:
         """
         import numpy as np
 
-        from ..design.optimal import form_criterion, optimal_form, random_form_baseline
+        from ..design.optimal import optimal_form, random_form_baseline
         from ..errors import ConfigError
 
         output_file(output, inputs={"--bank": bank, "--thetas": thetas})
@@ -134,12 +155,7 @@ def register(app: typer.Typer) -> None:
         sample, abilities = _abilities(ref, thetas, n_dims)
         res = cli_names(lambda: optimal_form(b, k, criterion, sample, exchange=exchange,
                                              prior_precision=prior_precision), _OPTIONS)
-        summary = {"bank": bank, "n_items": len(b), "criterion": res.criterion, "k": res.k,
-                   "value": res.value, "greedy_value": res.greedy_value, "n_exchanges": res.n_exchanges}
-        summary["abilities"] = abilities
-        if n_dims == 1:   # the A criterion is the mean posterior variance over the abilities
-            summary["expected_se"] = float(np.sqrt(form_criterion(
-                b, res.indices, "A", sample, prior_precision=prior_precision)))
+        summary = _summary(bank, ref, b, res, sample, abilities, n_dims, prior_precision)
         random_forms = 0 if res.k == len(b) else random_forms   # a whole-bank form: no comparison
         if random_forms > 0:
             cmp = random_form_baseline(b, res.indices, res.criterion, sample, n_forms=random_forms,
@@ -165,6 +181,8 @@ def register(app: typer.Typer) -> None:
         if "expected_se" in summary:
             console.print(f"expected SE over the abilities: {summary['expected_se']:.3f} (root "
                           "mean of 1 / (prior precision + test information) over them)")
+        if "warning" in summary:
+            warn(summary["warning"])
         if random_forms > 0:
             console.print(f"median of {random_forms} random {res.k}-item forms: "
                           f"{summary['random_median']:.6g}; beats {summary['fraction_beaten']:.0%} of them")
