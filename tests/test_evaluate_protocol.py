@@ -357,6 +357,11 @@ class TestCommands:
         assert rc == 0 and "| ATLAS tau=0.3" in out and "Table 6" in out
         assert "simulated (2)" in out  # the same run twice gets distinct column names
         assert (tmp_path / "cmp" / "tables.md").exists()
+        own = (run_dir / "tables.md").read_text()   # a compared run's folder keeps its tables
+        assert main(["compare", str(run_dir), str(run_dir), "-o", str(run_dir)]) == 2
+        err = capsys.readouterr().err
+        assert "is one of the runs compared" in err and err.count("\n") == 1
+        assert (run_dir / "tables.md").read_text() == own
 
         rc = main(["report", str(run_dir), "-o", str(tmp_path / "again.html")])
         assert rc == 0 and (tmp_path / "again.html").stat().st_size > 10_000

@@ -26,6 +26,12 @@ def register(app: typer.Typer) -> None:
         from ._common import print_text
 
         out = output_dir(output)
+        if out and len(runs) > 1 and any(Path(r).resolve() == Path(out).resolve() for r in runs):
+            from ..errors import ConfigError
+
+            raise ConfigError(f"-o/--output {str(out)!r} is one of the runs compared: the "
+                              "combined tables would replace that run's own; give another "
+                              "folder")
         loaded = [BenchmarkRun.read(r) for r in runs]
         names = unique_names([r.name for r in loaded])
         summary = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(loaded, names)],
