@@ -119,8 +119,9 @@ for line in sys.stdin:
     n += 1
     if n == {kill_at} and not os.path.exists(gate):
         open(gate + ".waiting", "w").close()
-        while True:                      # held back until the process is killed
-            time.sleep(0.05)
+        while not os.path.exists(gate):  # held back until the process is killed (the test
+            time.sleep(0.05)             # opens the gate after the kill: then it leaves)
+        sys.exit(0)
     with open(gate + ".asked", "a") as fh:
         fh.write(item + "\\n")
     score = int(int(hashlib.sha256(item.encode()).hexdigest(), 16) % 100 < 55)
