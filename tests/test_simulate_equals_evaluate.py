@@ -226,5 +226,8 @@ def test_the_estimators_agree(data, kind, method, tmp_path, capsys):
     _check(persons, asked, live)
     assert json.loads((tmp_path / "sim" / "summary.json").read_text())["config"][
         "estimator"] == method
-    eap, _, _ = _both(data, kind, ["--max-items", "15"], tmp_path / "eap")
+    assert {row.get("estimator") for row in live.values()} == {method}   # results.json
+    assert f"theta ({method.upper()}) = " in capsys.readouterr().out   # the headline
+    eap, _, eap_live = _both(data, kind, ["--max-items", "15"], tmp_path / "eap")
     assert not np.allclose(persons["theta"], eap.loc[persons.index, "theta"])
+    assert all("estimator" not in row for row in eap_live.values())   # the EAP: as before

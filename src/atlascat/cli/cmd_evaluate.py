@@ -107,12 +107,13 @@ def format_result(row: dict, held: str | None = None) -> str:
     lb = row.get("prediction") or {}
     head = f"{row['model']} on {row.get('bench') or row.get('bank') or 'bank'}: "
     rounds = (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")"
+    theta = f"theta ({row['estimator'].upper()})" if row.get("estimator") else "theta"
     if lb.get("design"):  # the benchmark predictor: the predicted score heads, theta follows
         lines = [head + f"{score_name(lb)} {describe_prediction(lb)} ({row['n_items']} items"
                  + rounds,
-                 f"  IRT theta = {row['theta']:.3f} +- {row['se']:.3f} (the model part)"]
+                 f"  IRT {theta} = {row['theta']:.3f} +- {row['se']:.3f} (the model part)"]
     else:
-        lines = [head + f"theta = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
+        lines = [head + f"{theta} = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
                  + rounds, f"  {score_name(lb)}: {describe_prediction(lb)}"]
     if lb.get("metric"):  # a bank folder's benchmark: its metric and scale
         lines.insert(2, f"  metric: {lb['metric']}, {scale_words(lb)}")

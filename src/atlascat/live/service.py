@@ -598,6 +598,9 @@ class LiveRun:
                                                     and job.ref.kind == "dir",
                                                     scale=scale),
                    "protocol": protocol_value(res.protocol, str(job.ref) if job.ref else None)}
+            est = (self.store.get_run(job.run_id).get("config") or {}).get("estimator")
+            if est and est != "eap":   # theta is not the posterior mean: outputs name it
+                row["estimator"] = est
             if is_ordinal(job.bank):  # scores are ratings; accuracies are shares of the scale
                 row["ordinal"] = True
             elif _continuous(job.ref):  # scores on a continuum: a 0 or a 1 is not right / wrong
