@@ -39,7 +39,7 @@ import numpy as np
 from .config import ESTIMATORS
 
 __all__ = ["ESTIMATORS", "node_tables", "row_sums", "terms", "estimating_function",
-           "objective", "bracket", "refine"]
+           "bracket", "refine"]
 
 _Z_CLIP = 300.0   # |z| beyond this: P at its asymptote to machine precision; ratios stay finite
 SUM_BLOCK = 128   # column block of the sums over answered items (see row_sums)
@@ -94,24 +94,13 @@ def terms(theta, table, y, warm: bool = True):
     return row_sums(y * s1 - (1.0 - y) * s0), row_sums(info), j
 
 
-def estimating_function(method, s, i, j, theta, mu, sd):
-    """g(theta) of ``method`` from S, I, J (any shapes that broadcast with theta)."""
-    if method == "ml":
-        return s
-    if method == "map":
-        return s - (theta - mu) / sd ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return s + np.where(i > 0, j / (2.0 * i), 0.0)
+def estimating_function(method, s, i, j, loglik, theta, mu, sd):
+    """(g(theta), the objective whose local maxima are g's downward roots; WLE's exactly so for
+    the 1PL/2PL) of ``method`` from S, I, J and log L: the full-test scorer's
+    :func:`atlascat.irt.devicesolve.estimating_function`, in NumPy."""
+    from ..irt.devicesolve import estimating_function as g_and_objective
 
-
-def objective(method, loglik, i, theta, mu, sd):
-    """What the root of g maximizes (WLE: exactly so for the 1PL/2PL): ranks the candidates."""
-    if method == "ml":
-        return loglik
-    if method == "map":
-        return loglik - 0.5 * ((theta - mu) / sd) ** 2
-    with np.errstate(divide="ignore"):
-        return loglik + 0.5 * np.log(i)
+    return g_and_objective(method, s, i, j, loglik, theta, mu, sd)
 
 
 def bracket(g, obj):

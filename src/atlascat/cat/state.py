@@ -124,8 +124,8 @@ class _Engine(_JointRounds):
         method, mu, sd = est.method, est.prior_mean, est.prior_sd
         nodes = tab.nodes
         s_g, i_g, j_g = self.grids[:, rows]
-        g = E.estimating_function(method, s_g, i_g, j_g, nodes, mu, sd)
-        obj = E.objective(method, self.log_post[rows] - tab.log_prior, i_g, nodes, mu, sd)
+        g, obj = E.estimating_function(method, s_g, i_g, j_g,
+                                       self.log_post[rows] - tab.log_prior, nodes, mu, sd)
         col = E.bracket(g, obj)
         theta = np.where(col == 0, nodes[0], nodes[-1])
         mid = np.flatnonzero((col > 0) & (col < nodes.size))
@@ -141,7 +141,7 @@ class _Engine(_JointRounds):
                     s, i, j = E.terms(x, t_mid[:, pos], y_mid[pos], warm=warm)
                 else:
                     s, i, j = E.terms(x, t_mid, y_mid, warm=warm)
-                return E.estimating_function(method, s, i, j, x, mu, sd), i + extra
+                return E.estimating_function(method, s, i, j, 0.0, x, mu, sd)[0], i + extra
 
             theta[mid] = E.refine(fun, nodes[k], nodes[k + 1], g[mid, k], g[mid, k + 1])
         _, info, _ = E.terms(theta, table, y, warm=False)
