@@ -74,7 +74,23 @@ def item_uniform(seed: int, item_id: str) -> float:
     return (int.from_bytes(digest[:8], "little") >> 11) / float(1 << 53)
 
 
-class SimulatedSubject:
+class _Simulated:
+    """What every ``simulate:THETA[:SEED]`` subject is: a finite theta, a seed and a name, and
+    how it describes itself in the run store."""
+
+    def _identity(self, theta: float, seed: int, name: str | None) -> None:
+        self.theta = float(theta)
+        if not math.isfinite(self.theta):
+            raise ConfigError(f"the simulated subject's theta must be finite, got {theta!r}")
+        self.seed = int(seed)
+        self.name = name or f"simulated(theta={self.theta:g},seed={self.seed})"
+
+    def describe(self) -> dict:
+        return {"type": "simulate", "model": self.name, "kind": self.kind, "theta": self.theta,
+                "seed": self.seed}
+
+
+class SimulatedSubject(_Simulated):
     """Answers item i correctly iff ``item_uniform(seed, i) < P_i(theta)`` under ``bank``.
 
     The replies are texts the item's scorer reads (the key letter / ``#### n`` or a wrong one),
@@ -83,13 +99,9 @@ class SimulatedSubject:
 
     def __init__(self, bank, theta: float, *, seed: int = 0, name: str | None = None,
                  kind: str = "chat"):
-        self.theta = float(theta)
-        if not math.isfinite(self.theta):
-            raise ConfigError(f"the simulated subject's theta must be finite, got {theta!r}")
-        self.seed = int(seed)
+        self._identity(theta, seed, name)
         self.kind = kind
         self.protocol = "simulated"
-        self.name = name or f"simulated(theta={self.theta:g},seed={self.seed})"
         from ...irt.dispersion import bank_dispersion
 
         ids = bank.item_ids.tolist()
@@ -100,10 +112,6 @@ class SimulatedSubject:
     @property
     def cache_key(self) -> str:
         return f"{self.name}@simulated(theta={self.theta!r},seed={self.seed})#{self.kind}"
-
-    def describe(self) -> dict:
-        return {"type": "simulate", "model": self.name, "kind": self.kind, "theta": self.theta,
-                "seed": self.seed}
 
     def correct(self, item_id: str) -> bool:
         return item_uniform(self.seed, item_id) < self._p[str(item_id)]
@@ -171,7 +179,7 @@ class SimulatedScores(SimulatedSubject):
         return out
 
 
-class SimulatedRatings:
+class SimulatedRatings(_Simulated):
     """``simulate:THETA[:SEED]`` on a graded / gpcm bank (a
     :class:`~atlascat.irt.polybank.PolyBank`), asked by item id: item i is rated the level of
     the category drawn from its model at theta by inversion at ``item_uniform(seed, i)``
@@ -183,21 +191,13 @@ class SimulatedRatings:
     ratings = True
 
     def __init__(self, bank, theta: float, *, seed: int = 0, name: str | None = None):
-        self.theta = float(theta)
-        if not math.isfinite(self.theta):
-            raise ConfigError(f"the simulated subject's theta must be finite, got {theta!r}")
-        self.seed = int(seed)
-        self.name = name or f"simulated(theta={self.theta:g},seed={self.seed})"
+        self._identity(theta, seed, name)
         self._bank = bank
         self._p = np.asarray(bank.probability(self.theta))[:, 0, :]   # (items, categories)
 
     @property
     def cache_key(self) -> str:
         return f"{self.name}@simulated(theta={self.theta!r},seed={self.seed},ratings)#item"
-
-    def describe(self) -> dict:
-        return {"type": "simulate", "model": self.name, "kind": self.kind, "theta": self.theta,
-                "seed": self.seed}
 
     def rating(self, item_id: str) -> float:
         """Item ``item_id``'s rating, one of its levels."""
