@@ -80,8 +80,9 @@ def _summary(bank: str, ref, b, res, sample, abilities: str, n_dims: int,
     if n_dims == 1:
         summary["expected_se"] = float(np.sqrt(form_criterion(
             b, res.indices, "A", sample, prior_precision=prior_precision)))
-        if ref.design_warning():
-            summary["warning"] = ref.design_warning()
+        warning = ref.design_warning()
+        if warning:
+            summary["warning"] = warning
     return summary
 
 
