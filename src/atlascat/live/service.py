@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import AtlasError, ConfigError, LiveRunError, RunBusyError
+from ..errors import AtlasError, BankError, ConfigError, LiveRunError, RunBusyError
 from ..catalogue.bankref import BankRef
 from .runner import RunResult, bank_hash, continue_run, start_run
 from .store import RunStore
@@ -397,8 +397,6 @@ def _check_same_bank(run_id: str, info: dict, items, *, given=None) -> None:
     none."""
     if bank_hash(items) == info["bank_hash"]:
         return
-    from ..errors import BankError
-
     if given is not None:
         named = given if isinstance(given, BankRef) else "the bank given"
         raise BankError(f"run {run_id} was started on a different bank than {named} (items, "
