@@ -38,15 +38,13 @@ __all__ = ["difference_interval", "limits_difference", "paired_difference", "exc
 
 #: per benchmark, the factor on both sides of :func:`limits_difference`'s interval that covers
 #: 95% of the calibration pairs (``python benchmarks/bench_paired.py --lengths adaptive``, seed
-#: 0, adaptive test; benchmarks/results/paired.md; with one sd per prediction they were 0.80,
-#: 0.76, 0.73, 0.82, 0.72, 0.85);
-#: 1.0 for a bank not listed (the plain combination, which covers more than 95%). ``average``:
+#: 0, adaptive test; benchmarks/results/paired.md); 1.0 for a bank not listed (the plain combination, which covers more than 95%). ``average``:
 #: a suite's average (openllm-v1, 150 items), fitted to cover 95% of every pair of held-out
 #: models (whole population) of two tuning splits, seeds 2 and 3
-#: (``benchmarks/suite_pair_scale.py``, :func:`limits_difference`'s interval): 0.93 (0.92
-#: with one sd per prediction). With it the two reported splits (seeds 0 / 1) cover 93.6% /
-#: 95.7% of the dense held-out pairs and 94.2% / 94.4% of the whole population's (the plain
-#: combination: 94.9% / 96.6% and 95.3% / 95.7%).
+#: (``benchmarks/suite_pair_scale.py``, :func:`limits_difference`'s interval): 0.93. With it
+#: the two reported splits (seeds 0 / 1) cover 93.6% / 95.7% of the dense held-out pairs and
+#: 94.2% / 94.4% of the whole population's (the plain combination: 94.9% / 96.6% and 95.3% /
+#: 95.7%).
 PAIR_SCALE: dict[str, float] = {"arc": 0.82, "hellaswag": 0.78, "mmlu": 0.73, "truthfulqa": 0.84,
                                 "winogrande": 0.73, "gsm8k": 0.84, "average": 0.93}
 
