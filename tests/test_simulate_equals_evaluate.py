@@ -218,14 +218,11 @@ ESTIMATORS = {m: ["--estimator", m, "--max-items", "15"] for m in ("map", "ml", 
 @pytest.mark.parametrize("kind", ("folder", "plain-file", "graded"))
 def test_the_estimators_agree(data, kind, method, tmp_path, capsys):
     """--estimator map / ml / wle: the same items, theta and SE live as simulated, and not
-    the EAP's (the summary's config names the estimator); an ordinal bank's test refuses it."""
-    if kind == "graded":
-        return _refused_by_both(data, kind, ESTIMATORS[method], "is for binary banks",
-                                tmp_path, capsys)
+    the EAP's (the summary's config names the estimator), on an ordinal bank too."""
     persons, asked, live = _both(data, kind, ESTIMATORS[method], tmp_path)
     _check(persons, asked, live)
-    assert json.loads((tmp_path / "sim" / "summary.json").read_text())["config"][
-        "estimator"] == method
+    summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert summary["settings" if kind == "graded" else "config"]["estimator"] == method
     assert {row.get("estimator") for row in live.values()} == {method}   # results.json
     assert f"theta ({method.upper()}) = " in capsys.readouterr().out   # the headline
     eap, _, eap_live = _both(data, kind, ["--max-items", "15"], tmp_path / "eap")

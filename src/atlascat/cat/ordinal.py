@@ -14,7 +14,8 @@ Each step gives every examinee still testing one item, as the binary engine
   and the pick is repeated);
 * the answer's category k adds log P_jk(theta_q) to the log-posterior on the grid (replayed
   from a recorded matrix, a missing cell skips the item; or drawn from the model at a true
-  theta); EAP theta, and SE = 1 / sqrt(sum_j I_j(theta) + 1 / prior_sd^2) (catR's) or the
+  theta); EAP theta (or catR's MAP / ML / WLE, ``estimator``:
+  :mod:`atlascat.cat.ordinal_estimators`), and SE = 1 / sqrt(sum_j I_j(theta) + 1 / prior_sd^2) (catR's) or the
   posterior SD (``se_method="posterior"``);
 * stop when n >= min_items and SE <= se_stop, at max_items, or when no item is left.
 
@@ -39,6 +40,7 @@ from ..errors import ConfigError, ResponseDataError
 from ..irt import polytomous as poly
 from ..irt.polybank import PolyBank
 from ..irt.quadrature import normal_quadrature
+from . import ordinal_estimators as OE
 from .config import CATConfig
 from .generators import _as_generator, generator_from_state, generator_state
 
@@ -80,9 +82,6 @@ def _check(config: CATConfig):
                           "adaptive test selects by mfi (maximum Fisher information) or random")
     if config.content.enabled:
         raise ConfigError("content balancing is for binary banks; drop it for an ordinal bank")
-    if config.estimation.method != "eap":
-        raise ConfigError(f"estimator {config.estimation.method!r} is for binary banks; an "
-                          "ordinal bank's adaptive test estimates theta by eap")
     extra = [name for name in ("reliability_stop", "min_info_stop", "floor_theta",
                                "ceiling_theta", "score_curve", "score_sd_stop", "budget",
                                "value_per_se", "cost_column", "cost_per_item")
@@ -136,6 +135,14 @@ class _OrdinalEngine:
         self.done = np.zeros(n, dtype=bool)
         self.reason = np.full(n, "", dtype=object)
         self.theta, self.se = np.full(n, est.prior_mean), np.full(n, est.prior_sd)
+        # MAP / ML / WLE: each row's answers in order (item, category) and S, I, J at every node
+        self.grids = self.tables = None
+        if est.method != "eap":
+            width = max(1, min(int(stop.max_items), J))
+            self.asked = np.full((2, n, width), -1, dtype=np.int64)
+            self.tables = OE.node_tables(bank, self.nodes)
+            self.grids = np.zeros((3, n, self.nodes.size))
+            self.log_prior = self.log_post[0].copy()
         # item information on a 0.01-spaced grid over the theta range, read by linear
         # interpolation (error h^2 |I''| / 8, below 1e-4 of the peak for slopes up to 3)
         self.lo, hi = (float(v) for v in est.theta_range)
@@ -240,11 +247,19 @@ class _OrdinalEngine:
         self.n_skip[rows] += 1
 
     def record(self, act, item, cat):
-        """Answers (category indices) of rows ``act`` to ``item``: posterior, EAP, SE."""
+        """Answers (category indices) of rows ``act`` to ``item``: posterior, theta, SE."""
         np.add.at(self.counts, item, 1)
         self.given[act, item] = True
         self.n_items[act] += 1
         self.log_post[act] += self.lpt[item, cat]
+        if self.grids is not None:
+            self.asked[:, act, self.n_items[act] - 1] = item, cat
+            dl, info, warm = self.tables
+            self.grids[0, act] += dl[item, cat]
+            self.grids[1, act] += info[item]
+            self.grids[2, act] += warm[item]
+            self._point_estimate(act)
+            return
         lp = self.log_post[act]
         w = np.exp(lp - lp.max(axis=1, keepdims=True))
         w /= w.sum(axis=1, keepdims=True)
@@ -256,6 +271,19 @@ class _OrdinalEngine:
                                          + self.prec)
         else:
             self.se[act] = np.sqrt(np.clip(w @ nodes**2 - self.theta[act] ** 2, 0.0, None))
+
+    def _point_estimate(self, act):
+        """MAP / ML / WLE of rows ``act`` (:mod:`atlascat.cat.ordinal_estimators`), SE as
+        catR's ``semTheta``: 1 / sqrt(I + 1 / sigma^2) (MAP), 1 / sqrt(I) (ML, WLE)."""
+        est = self.config.estimation
+        m = max(1, int(self.n_items[act].max()))   # the widest row's answers
+        theta, info = OE.point_estimate(est.method, self.grids[:, act],
+                                        self.log_post[act] - self.log_prior, self.nodes,
+                                        self.bank, *self.asked[:, act, :m], est.prior_mean,
+                                        est.prior_sd)
+        self.theta[act] = theta
+        self.info[act] = self.info_at(theta)
+        self.se[act] = 1.0 / np.sqrt(info + (self.prec if est.method == "map" else 0.0))
 
     def check_stops(self):
         stop = self.config.stopping
@@ -371,7 +399,8 @@ class OrdinalCATSession:
 
     @property
     def theta(self) -> float:
-        """The EAP estimate after the ratings recorded so far."""
+        """The estimate after the ratings recorded so far (the config's estimator: EAP unless
+        ``estimator`` is "map", "ml" or "wle")."""
         return float(self._eng.theta[0])
 
     @property
@@ -431,7 +460,7 @@ class OrdinalCATSession:
                 "counts": eng.counts.tolist(), "log_post": eng.log_post[0].tolist(),
                 "n_items": self.n_items, "n_skipped": int(eng.n_skip[0]), "done": self.done,
                 "stop_reason": self.stop_reason, "theta": self.theta, "se": self.se,
-                "pending": self._pending, "rows": self._rows,
+                "pending": self._pending, "rows": [dict(r) for r in self._rows],
                 "rng": generator_state(eng.rng)}
 
     @classmethod
@@ -452,6 +481,11 @@ class OrdinalCATSession:
         eng.n_items[0], eng.n_skip[0] = d["n_items"], d["n_skipped"]
         eng.done[0], eng.reason[0] = bool(d["done"]), d["stop_reason"]
         eng.theta[0], eng.se[0] = d["theta"], d["se"]
+        if eng.grids is not None:   # the answers in the order given: the same sums, bit for bit
+            for step, row in enumerate(d["rows"]):
+                j, cat = bank.index_of(str(row["item_id"])), int(row["category"])
+                eng.asked[:, 0, step] = j, cat
+                eng.grids[:, 0] += [eng.tables[0][j, cat], eng.tables[1][j], eng.tables[2][j]]
         eng.info[0] = eng.info_at(eng.theta[:1])[0]
         session._pending, session._rows = d["pending"], list(d["rows"])
         return session

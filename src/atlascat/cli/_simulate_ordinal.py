@@ -60,6 +60,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
                             "max_items": config.stopping.max_items,
                             "se_stop": config.stopping.se_stop,
                             "randomesque": config.selection.randomesque,
+                            "estimator": config.estimation.method,
                             "se_method": config.estimation.se_method,
                             "exposure": config.exposure.method,
                             "r_max": (config.exposure.r_max
