@@ -9,6 +9,9 @@
                           the benchmark score with a 95% interval
     DIR/requests.jsonl    (sample logs only) one line per bank item: the requests exactly as
                           logged, the scoring rule, gold and the document
+    DIR/source_answers.npz the source models' answers to the bank's items and their scores
+                          (:class:`SourceAnswers`; folders built before 2026-11-29 lack it):
+                          what a fixed form's precision is cross-fitted on
     DIR/<other files>     optional extras (e.g. ``predictor.json``), listed in
                           :attr:`BankFolder.extras` by name, read by whoever owns them
 
@@ -21,13 +24,17 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..content.items import normalize_loaded
 from ..errors import BankError, BankFolderError
 from ..irt.bank import ItemBank
 from ..scorelink.score_link import ScoreLink
+from .defaults import SOURCE_ANSWERS_FILE
 
 __all__ = ["BankFolder", "load_bank_dir", "is_bank_dir", "write_bank_dir", "check_bank_dir_output",
-           "MANIFEST", "BANK_FILE", "LINK_FILE", "REQUESTS_FILE", "MANIFEST_VERSION"]
+           "MANIFEST", "BANK_FILE", "LINK_FILE", "REQUESTS_FILE", "MANIFEST_VERSION",
+           "SourceAnswers", "source_answers"]
 
 MANIFEST = "manifest.json"
 BANK_FILE = "bank.parquet"
@@ -69,6 +76,43 @@ class BankFolder:
         extras = f", extras={sorted(self.extras)}" if self.extras else ""
         return (f"BankFolder({str(self.path)!r}, benchmark={self.benchmark!r}, "
                 f"{self.bank!r}{built}{reqs}{extras})")
+
+
+@dataclass(frozen=True)
+class SourceAnswers:
+    """The source models' answers (``values``: models x items, 0-1, NaN where not answered) to
+    the bank's items and their scores (0-1, NaN without one), as the build fitted them."""
+
+    models: tuple
+    item_ids: tuple
+    values: np.ndarray
+    scores: np.ndarray
+
+    def write(self, path) -> None:
+        np.savez_compressed(path, values=np.asarray(self.values, float),
+                            scores=np.asarray(self.scores, float),
+                            models=np.asarray(self.models, dtype=str),
+                            items=np.asarray(self.item_ids, dtype=str))
+
+    @classmethod
+    def read(cls, path) -> "SourceAnswers":
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                values, scores = np.asarray(z["values"], float), np.asarray(z["scores"], float)
+                models, items = z["models"].tolist(), z["items"].tolist()
+        except (OSError, ValueError, KeyError) as exc:
+            raise BankFolderError(f"{str(path)!r} (the source answers) cannot be read "
+                                  f"({exc})") from None
+        if values.shape != (len(models), len(items)) or scores.shape != (len(models),):
+            raise BankFolderError(f"{str(path)!r} (the source answers): {values.shape} answers "
+                                  f"for {len(models)} models x {len(items)} items")
+        return cls(tuple(models), tuple(items), values, scores)
+
+
+def source_answers(folder) -> SourceAnswers | None:
+    """The folder's :class:`SourceAnswers`, or None (a folder built before they were kept)."""
+    path = folder.extra(SOURCE_ANSWERS_FILE)
+    return None if path is None else SourceAnswers.read(path)
 
 
 def is_bank_dir(path) -> bool:
@@ -192,8 +236,9 @@ def check_bank_dir_output(path, option: str = "-o/--output") -> Path:
 
 
 def write_bank_dir(path, bank: ItemBank, link: ScoreLink, manifest: dict,
-                   requests: list | None = None) -> Path:
-    """Write a bank folder (see the module docstring); existing extras are left in place."""
+                   requests: list | None = None, source: SourceAnswers | None = None) -> Path:
+    """Write a bank folder (see the module docstring); existing extras are left in place
+    (a stale ``source_answers.npz`` removed when ``source`` is None)."""
     p = check_bank_dir_output(path, option="folder")
     p.mkdir(parents=True, exist_ok=True)
     bank.to_frame("ours").to_parquet(p / BANK_FILE, index=False, compression="zstd")
@@ -204,6 +249,10 @@ def write_bank_dir(path, bank: ItemBank, link: ScoreLink, manifest: dict,
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
     elif (p / REQUESTS_FILE).exists():
         (p / REQUESTS_FILE).unlink()
+    if source is not None:
+        source.write(p / SOURCE_ANSWERS_FILE)
+    elif (p / SOURCE_ANSWERS_FILE).exists():
+        (p / SOURCE_ANSWERS_FILE).unlink()
     from ..validation import json_safe
 
     manifest = {"format": "atlas-bank-folder", "version": MANIFEST_VERSION, **manifest}
