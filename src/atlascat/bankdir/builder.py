@@ -759,11 +759,11 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "ridge_weights_fitted": predictor.n_source_ >= RIDGE_FIT_MIN_MODELS,
         "design_weight": predictor.design_weight_,
         "score_map": predictor.score_map_info()}
+    src = SourceAnswers(tuple(models), tuple(map(str, bank.item_ids)), y, s)  # forms' factors
     if output is None:
         step()
-        return BankFolder(Path("."), bank, link, manifest, recs, {})
-    write_bank_dir(output, bank, link, manifest, recs,  # + what a form's factors are fitted on
-                   SourceAnswers(tuple(models), tuple(map(str, bank.item_ids)), y, s))
+        return BankFolder(Path("."), bank, link, manifest, recs, {}, src)
+    write_bank_dir(output, bank, link, manifest, recs, src)
     target, items_file = Path(output) / "predictor.json", Path(output) / PREDICTOR_ITEMS_FILE
     if predictor is not None:
         target.write_text(json.dumps(predictor.to_dict()) + "\n", encoding="utf-8")

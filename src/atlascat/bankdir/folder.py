@@ -34,20 +34,22 @@ from .defaults import SOURCE_ANSWERS_FILE
 
 __all__ = ["BankFolder", "load_bank_dir", "is_bank_dir", "write_bank_dir", "check_bank_dir_output",
            "MANIFEST", "BANK_FILE", "LINK_FILE", "REQUESTS_FILE", "MANIFEST_VERSION",
-           "SourceAnswers", "source_answers"]
+           "SourceAnswers"]
 
 MANIFEST = "manifest.json"
 BANK_FILE = "bank.parquet"
 LINK_FILE = "link.json"
 REQUESTS_FILE = "requests.jsonl"
 MANIFEST_VERSION = 1
-_OWN = {MANIFEST, BANK_FILE, LINK_FILE, REQUESTS_FILE}
+_OWN = {MANIFEST, BANK_FILE, LINK_FILE, REQUESTS_FILE, SOURCE_ANSWERS_FILE}
 
 
 @dataclass
 class BankFolder:
     """A loaded bank folder: the bank, its score link, the logged requests (or None), the
-    manifest, and the folder's other files by name (``extras``, e.g. ``predictor.json``)."""
+    manifest, the folder's other files by name (``extras``, e.g. ``predictor.json``) and its
+    source answers (``source``: a :class:`SourceAnswers`, its file until
+    :meth:`source_answers` reads it, or None for a folder built before they were kept)."""
 
     path: Path
     bank: ItemBank
@@ -55,6 +57,13 @@ class BankFolder:
     manifest: dict
     requests: list | None = None
     extras: dict = field(default_factory=dict)
+    source: SourceAnswers | Path | None = None
+
+    def source_answers(self) -> SourceAnswers | None:
+        """The source models' answers and scores the folder was built from, or None."""
+        if isinstance(self.source, Path):
+            self.source = SourceAnswers.read(self.source)
+        return self.source
 
     @property
     def benchmark(self) -> str:
@@ -107,12 +116,6 @@ class SourceAnswers:
             raise BankFolderError(f"{str(path)!r} (the source answers): {values.shape} answers "
                                   f"for {len(models)} models x {len(items)} items")
         return cls(tuple(models), tuple(items), values, scores)
-
-
-def source_answers(folder) -> SourceAnswers | None:
-    """The folder's :class:`SourceAnswers`, or None (a folder built before they were kept)."""
-    path = folder.extra(SOURCE_ANSWERS_FILE)
-    return None if path is None else SourceAnswers.read(path)
 
 
 def is_bank_dir(path) -> bool:
@@ -213,7 +216,9 @@ def load_bank_dir(path) -> BankFolder:
             raise BankFolderError(f"{str(p / REQUESTS_FILE)!r} is not UTF-8 text ({exc})",
                                   path=p) from None
     extras = {q.name: q for q in sorted(p.iterdir()) if q.name not in _OWN}
-    return BankFolder(p, bank, link, manifest, requests, extras)
+    source = p / SOURCE_ANSWERS_FILE
+    return BankFolder(p, bank, link, manifest, requests, extras,
+                      source if source.is_file() else None)
 
 
 def check_bank_dir_output(path, option: str = "-o/--output") -> Path:

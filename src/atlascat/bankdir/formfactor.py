@@ -34,7 +34,7 @@ import pandas as pd
 
 from ..errors import BankFolderError, ConfigError, ResponseDataError
 from .defaults import BUDGET, FORM_FOLDS, SOURCE_ANSWERS_FILE
-from .folder import SourceAnswers, source_answers
+from .folder import SourceAnswers
 
 __all__ = ["FormFactors", "form_factors", "Form",
            "read_form", "with_factors", "widen_form_scores", "whole_bank_se", "FACTOR_COLUMNS"]
@@ -116,11 +116,11 @@ def form_factors(folder, k: int = 50, criterion: str = "D", thetas=None, *,
     from .predict import as_folder
 
     folder = as_folder(folder)
-    src = answers if answers is not None else source_answers(folder)
+    src = answers if answers is not None else folder.source_answers()
     if src is None:
         raise BankFolderError(f"the bank folder {str(folder.path)!r} keeps no source answers "
                               f"({SOURCE_ANSWERS_FILE}; built before they were kept): rebuild "
-                              "it to cross-fit a form's precision")
+                              "it, or give the answers, to cross-fit a form's precision")
     col = {str(i): j for j, i in enumerate(src.item_ids)}
     ids = [str(i) for i in folder.bank.item_ids]
     lacking = [i for i in ids if i not in col]
@@ -188,8 +188,8 @@ class Form:
         cols = [j for j, i in enumerate(item_ids) if str(i) not in set(self.item_ids)]
         if np.isfinite(np.asarray(values, float)[:, cols]).any():
             raise ResponseDataError(f"{what} answer {len(off)} item(s) not on the form (e.g. "
-                                    f"{off[0]!r}); its factors hold for its own "
-                                    f"{len(self.item_ids)} items only")
+                                    f"{off[0]!r}); the form's factors hold for its own "
+                                    f"{len(self.item_ids)} items only: give the answers to them")
 
 
 def read_form(path, bank=None, *, option: str = "--form") -> Form:
