@@ -70,10 +70,8 @@ def score_command(
                                     help="ignore (with a note) or error: response items "
                                          "missing from the bank."),
     seed: int = typer.Option(0, "--seed", help="Seed for the gp-IRT lambda estimate."),
-    form: Path = typer.Option(None, "--form",
-                              help="The fixed form the answers are to (atlas design -o FORM.csv "
-                                   "on the bank folder --bank): its cross-fitted factors widen "
-                                   "the SE and the 95% interval."),
+    form: Path = typer.Option(None, "--form", help="The form the answers are to (atlas design "
+                              "-o on the folder --bank): its factors widen the SE and interval."),
     device: str = typer.Option("cpu", "--device",
                                help="Where the scores are computed (every method): cpu "
                                     "(NumPy) | cuda (GPU through PyTorch or CuPy, the "
@@ -108,10 +106,9 @@ def score_command(
                                  prior_sd=prior_sd, quadpts=quadpts, extra_items=extra_items,
                                  normalize_ids=normalize_ids,
                                  binary_only={"--reconstruct": reconstruct != "none",
-                                              "--device": device != "cpu",
+                                              "--device": device != "cpu", "--form": bool(form),
                                               "--calibration": calibration is not None,
-                                              "--lambda": lam is not None,
-                                              "--form": form is not None})
+                                              "--lambda": lam is not None})
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
@@ -125,8 +122,7 @@ def score_command(
         df = _with_reconstruction(df, rm, bk, reconstruct, lam)
     if ref.link is not None:  # a shipped bank or a folder: its predicted score, 95% interval
         df = _with_prediction(df, ref, rm, bk)
-    if factors is not None:
-        df = _widened(df, ref, bk, factors, method.lower(), prior_sd)
+    df = _widened(df, ref, bk, factors, method.lower(), prior_sd)
     _show(df, output, method.lower(), len(bk), rm.weights)
 
 
@@ -169,7 +165,9 @@ def _form_factors(form, ref, rm, bk):
 
 def _widened(df, ref, bk, factors, method: str, prior_sd: float):
     """``df`` with the form's factors applied (:func:`atlascat.bankdir.formfactor.
-    widen_form_scores`), said in one line."""
+    widen_form_scores`), said in one line; as it is without them (``factors`` None)."""
+    if factors is None:
+        return df
     from ..bankdir.formfactor import widen_form_scores
     from ..bankdir.predict import metric_scale
 
