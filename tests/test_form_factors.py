@@ -219,3 +219,17 @@ def test_bad_form_input_is_one_line_exit_2(folder, tmp_path, capsys):
           "nope.csv")
     with pytest.raises(AtlasError):
         form_factors(bank, K, folds=1)
+
+
+def test_a_folder_of_20_models_gets_more_folds():
+    """Each fold's link needs 16 scored models: from 20 source models the factors are fitted
+    in 5 folds (3 would leave 13); fewer folds than that are refused in one line."""
+    rng = np.random.default_rng(1)
+    theta, a, b = rng.normal(size=20), rng.lognormal(0, 0.25, 60), rng.normal(size=60)
+    y = (rng.random((20, 60)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(int)
+    built = build_bank(pd.DataFrame(y, index=[f"m{i}" for i in range(20)],
+                                    columns=[f"q{j}" for j in range(60)]), folds=0)
+    got = form_factors(built, 10)
+    assert got.folds == 5 and got.n == 20 and got.se >= 1.0
+    with pytest.raises(AtlasError, match="must be 5 to 20"):
+        form_factors(built, 10, folds=3)

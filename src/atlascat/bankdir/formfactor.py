@@ -42,6 +42,9 @@ __all__ = ["FormFactors", "form_factors", "Form",
 #: the form file's columns that carry its factors (the same value on every row)
 FACTOR_COLUMNS = ("se_factor", "interval_factor")
 _Z = 1.959964
+#: fewest scored models a fold's score link is fitted on (one with no interior knot:
+#: :func:`atlascat.scorelink.curve.fit_monotone_spline`)
+MIN_TRAIN = 16
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def _fold_scores(bank, link, y, s, form_cols):
 
 
 def form_factors(folder, k: int = 50, criterion: str = "D", thetas=None, *,
-                 prior_precision=None, exchange: bool = True, folds: int = FORM_FOLDS,
+                 prior_precision=None, exchange: bool = True, folds: int | None = None,
                  seed: int | None = None, answers: SourceAnswers | None = None,
                  on_fold=None) -> FormFactors:
     """The cross-fitted factors of a ``k``-item ``criterion``-optimal form on the bank folder
@@ -110,6 +113,8 @@ def form_factors(folder, k: int = 50, criterion: str = "D", thetas=None, *,
     designs it on the folder: for the abilities ``thetas`` (a sample, or (nodes, weights)), by
     default the source models' of each fold's link. ``answers``: the source answers (default
     the folder's; a folder built before they were kept is a BankFolderError of one line).
+    ``folds``: default :data:`~atlascat.bankdir.defaults.FORM_FOLDS`, more where a fold's
+    link would be fitted on fewer than :data:`MIN_TRAIN` scored models (20 source models: 5).
     ``seed``: the folds' draw (default the folder's build seed); ``on_fold()`` after each."""
     from ..design.optimal import optimal_form
     from .builder import _fold_link, widen
@@ -128,10 +133,15 @@ def form_factors(folder, k: int = 50, criterion: str = "D", thetas=None, *,
         raise BankFolderError(f"the source answers lack {len(lacking)} of the bank's items "
                               f"(e.g. {lacking[0]!r}); rebuild the folder")
     y, s = np.asarray(src.values, float)[:, [col[i] for i in ids]], np.asarray(src.scores, float)
-    n, folds = y.shape[0], int(folds)
-    if not 2 <= folds <= n // 5:
-        raise ConfigError(f"cross-fitting folds must be 2 to {n // 5} for {n} source models, "
-                          f"got {folds}")
+    n, scored = y.shape[0], int(np.isfinite(s).sum())
+    enough = [f for f in range(2, n + 1) if scored - -(-n // f) >= MIN_TRAIN]
+    if not enough:
+        raise ConfigError(f"{scored} scored source models are too few to cross-fit a form "
+                          f"(each fold's link needs {MIN_TRAIN} without the fold)")
+    folds = max(FORM_FOLDS, enough[0]) if folds is None else int(folds)
+    if folds not in enough:
+        raise ConfigError(f"cross-fitting folds must be {enough[0]} to {enough[-1]} for "
+                          f"{scored} scored source models, got {folds}")
     settings = folder.manifest.get("settings") or {}
     seed = int(settings.get("seed", 0) if seed is None else seed)
     budget = int(settings.get("budget") or BUDGET)

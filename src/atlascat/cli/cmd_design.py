@@ -76,13 +76,12 @@ def _cross_fit(ref, res, n_items: int, thetas, prior_precision, exchange: bool):
     whole-bank form."""
     if ref.kind != "dir" or res.k >= n_items:
         return None
-    from ..bankdir.defaults import FORM_FOLDS
     from ..bankdir.formfactor import form_factors
 
     answers = ref.folder().source_answers()
     if answers is None:
         return None
-    with progress_bar("cross-fitting the form's precision", FORM_FOLDS) as advance:
+    with progress_bar("cross-fitting the form's precision", None) as advance:
         return form_factors(ref.folder(), res.k, res.criterion, thetas, exchange=exchange,
                             prior_precision=prior_precision, answers=answers, on_fold=advance)
 
