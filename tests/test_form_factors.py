@@ -145,6 +145,11 @@ def test_design_writes_the_factors_and_score_applies_them(folder, tmp_path, caps
     ratio = (w["score"] - w["score_lo"]) / (p["score"] - p["score_lo"])
     inside = (w["score_lo"] > 0) & (p["score"] - p["score_lo"] > 1e-6)
     np.testing.assert_allclose(ratio[inside], want.interval, rtol=1e-5)
+    # a shorter form designed from this one (a bank file) carries no stale factors
+    short = tmp_path / "short.csv"
+    assert main(["design", "--bank", str(form), "-k", "5", "-o", str(short),
+                 "--random-forms", "0"]) == 0
+    assert not {"se_factor", "interval_factor"} & set(pd.read_csv(short).columns)
 
 
 def test_design_prints_the_factors(folder, tmp_path, capsys):
@@ -219,6 +224,13 @@ def test_bad_form_input_is_one_line_exit_2(folder, tmp_path, capsys):
           "nope.csv")
     with pytest.raises(AtlasError):
         form_factors(bank, K, folds=1)
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(bank, broken)
+    (broken / "source_answers.npz").write_text("not an npz")
+    fails(["design", "--bank", str(broken), "-k", str(K), "--random-forms", "0"],
+          "cannot be read as the source answers")
 
 
 def test_a_folder_of_20_models_gets_more_folds():

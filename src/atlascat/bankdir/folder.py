@@ -109,12 +109,14 @@ class SourceAnswers:
             with np.load(path, allow_pickle=False) as z:
                 values, scores = np.asarray(z["values"], float), np.asarray(z["scores"], float)
                 models, items = z["models"].tolist(), z["items"].tolist()
-        except (OSError, ValueError, KeyError) as exc:
-            raise BankFolderError(f"{str(path)!r} (the source answers) cannot be read "
-                                  f"({exc})") from None
+        except (OSError, ValueError, KeyError, EOFError) as exc:   # numpy's words mislead
+            raise BankFolderError(f"{str(path)!r} cannot be read as the source answers "
+                                  f"({type(exc).__name__})",
+                                  path=Path(path).parent) from None
         if values.shape != (len(models), len(items)) or scores.shape != (len(models),):
             raise BankFolderError(f"{str(path)!r} (the source answers): {values.shape} answers "
-                                  f"for {len(models)} models x {len(items)} items")
+                                  f"for {len(models)} models x {len(items)} items",
+                                  path=Path(path).parent)
         return cls(tuple(models), tuple(items), values, scores)
 
 
