@@ -21,10 +21,12 @@ how often |form - bank| <= 1.96 times that (0.95 if the SEs are honest); the pre
 MAE in points against the target's mean over all items, its 95% coverage and width.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/study_form_precision.py [--datasets v2_musr] [--seeds 5]
-        [--variant base,shrink,base+calse,shrink+calse,base+crossfit]
+        [--variant base,shrink,base+calse,shrink+calse,base+crossfit,base+library]
 
 (about 12 minutes on 2 shared cores for the base, 15 with the four calibration-error variants,
-about 25 with base+crossfit; prints the table). --variant: remedies measured (VARIANTS).
+about 25 with base+crossfit, 16 with base+library; prints the table). --variant: remedies
+measured (VARIANTS); base+library is the path atlascat ships (`atlas design`'s factors,
+`atlas score --form`).
 """
 from __future__ import annotations
 

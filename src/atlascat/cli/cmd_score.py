@@ -174,8 +174,8 @@ def _widened(df, ref, bk, factors, method: str, prior_sd: float):
     df = widen_form_scores(df, bk, factors, prior_sd=prior_sd if method in ("eap", "map")
                            else None, scale=metric_scale(ref.folder()))
     err_console.print(f"SE widened by the form's cross-fitted factor {factors[0]:.2f} beyond "
-                      f"the whole bank's (column se; the model's: se_model), the score "
-                      f"interval's sides by {factors[1]:.2f}")
+                      f"the whole bank's (column se; the model's: se_model), each side of the "
+                      f"score interval times {factors[1]:.2f}")
     return df
 
 
