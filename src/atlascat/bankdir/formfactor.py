@@ -158,8 +158,9 @@ def form_factors(folder, k: int = 50, criterion: str = "D", thetas=None, *,
         sample = thetas if thetas is not None else link.source_abilities()
         form = optimal_form(bank, min(int(k), len(bank)), criterion, sample, exchange=exchange,
                             prior_precision=prior_precision)
-        d, m, z = _fold_scores(bank, link, y[test][:, cols], s[test], form.indices)
-        diffs.append(d), models.append(m), zs.append(z)
+        for out, part in zip((diffs, models, zs), _fold_scores(bank, link, y[test][:, cols],
+                                                              s[test], form.indices)):
+            out.append(part)
         if on_fold is not None:
             on_fold()
     d, m, z = (np.concatenate(v) for v in (diffs, models, zs))
@@ -192,11 +193,10 @@ class Form:
     def check_answers(self, item_ids, values, *, what: str = "the answers") -> None:
         """Refuse answers (``values``: models x ``item_ids``) to items not on the form: its
         factors are measured on its own items."""
-        off = [str(i) for i in item_ids if str(i) not in set(self.item_ids)]
-        if not off:
-            return
-        cols = [j for j, i in enumerate(item_ids) if str(i) not in set(self.item_ids)]
-        if np.isfinite(np.asarray(values, float)[:, cols]).any():
+        mine = set(self.item_ids)
+        cols = [j for j, i in enumerate(item_ids) if str(i) not in mine]
+        off = [str(item_ids[j]) for j in cols]
+        if cols and np.isfinite(np.asarray(values, float)[:, cols]).any():
             raise ResponseDataError(f"{what} answer {len(off)} item(s) not on the form (e.g. "
                                     f"{off[0]!r}); the form's factors hold for its own "
                                     f"{len(self.item_ids)} items only: give the answers to them")
