@@ -61,13 +61,14 @@ def one_seed(df: pd.DataFrame, name: str, seed: int, tmp: Path,
     targets.to_csv(tmp / "TARGETS.csv")
     bank = tmp / "BANK"
     bp._cli(["build-bank", source, "-o", bank, "--seed", seed, "--chance", bp.CHANCE[name]])
-    bp._cli(["design", "--bank", bank, "-k", BUDGET, "-o", tmp / "FORM.csv"])
+    # the form scored without its cross-fitted factors (study_form_precision.py measures them)
+    bp._cli(["design", "--bank", bank, "-k", BUDGET, "-o", tmp / "FORM.csv", "--no-cross-fit"])
     form = pd.read_csv(tmp / "FORM.csv")["item_id"].astype(str).tolist()
     # N(0, 1) as a sample: 2,000 of its quantiles (before 2026-11-29 a folder's default)
     pd.DataFrame({"theta": norm.ppf((np.arange(2000) + 0.5) / 2000)}).to_csv(
         tmp / "NORMAL.csv", index=False)
     bp._cli(["design", "--bank", bank, "-k", BUDGET, "--thetas", tmp / "NORMAL.csv", "-o",
-             tmp / "FORM_N01.csv"])
+             tmp / "FORM_N01.csv", "--no-cross-fit"])
     form_n01 = pd.read_csv(tmp / "FORM_N01.csv")["item_id"].astype(str).tolist()
     rand = list(np.random.default_rng([seed, 11]).choice(df.columns, BUDGET, replace=False))
     out = []

@@ -21,10 +21,12 @@ how often |form - bank| <= 1.96 times that (0.95 if the SEs are honest); the pre
 MAE in points against the target's mean over all items, its 95% coverage and width.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/study_form_precision.py [--datasets v2_musr] [--seeds 5]
-        [--variant base,shrink,base+calse,shrink+calse,base+crossfit]
+        [--variant base,shrink,base+calse,shrink+calse,base+crossfit,base+library]
 
 (about 12 minutes on 2 shared cores for the base, 15 with the four calibration-error variants,
-about 25 with base+crossfit; prints the table). --variant: remedies measured (VARIANTS).
+about 25 with base+crossfit, 16 with base+library; prints the table). --variant: remedies
+measured (VARIANTS); base+library is the path atlascat ships (`atlas design`'s factors,
+`atlas score --form`).
 """
 from __future__ import annotations
 
@@ -48,8 +50,10 @@ K = 50
 #: base+crossfit: factors cross-fitted on the source models (3 folds: build the bank without a
 #: fold, design, score the fold on the form and on the whole bank; crossfit_factor): the part of
 #: the SE^2 beyond the whole bank's times the theta factor^2, each side of the interval times
-#: the score factor
-VARIANTS = ("base", "shrink", "base+calse", "shrink+calse", "base+crossfit")
+#: the score factor; base+library: the same factors as atlascat computes them (`atlas design`'s
+#: default on a folder that keeps its source answers, bankdir.formfactor.form_factors) and
+#: applies them (`atlas score --form FORM.csv`)
+VARIANTS = ("base", "shrink", "base+calse", "shrink+calse", "base+crossfit", "base+library")
 FOLDS = 3
 
 
@@ -207,7 +211,8 @@ def crossfit_factor(src: pd.DataFrame, name: str, seed: int, d: Path) -> tuple:
         src[fold == k].to_csv(dk / "held.csv")
         _cli("build-bank", dk / "src.csv", "-o", dk / "bank", "--seed", seed, "--chance",
              CHANCE[name], "-q")
-        _cli("design", "--bank", dk / "bank", "-k", K, "-o", dk / "form.csv", "--random-forms", 0)
+        _cli("design", "--bank", dk / "bank", "-k", K, "-o", dk / "form.csv", "--random-forms", 0,
+             "--no-cross-fit")
         items = pd.read_csv(dk / "form.csv")["item_id"].astype(str).tolist()
         src[fold == k][items].to_csv(dk / "on_form.csv")
         _cli("score", dk / "held.csv", "--bank", dk / "bank", "-o", dk / "full.csv")
@@ -248,8 +253,14 @@ def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path, variants) -> pd.Da
     bank = d / "bank"
     _cli("build-bank", d / "src.csv", "-o", bank, "--seed", seed, "--chance", CHANCE[name], "-q")
     out = json.loads(_cli("design", "--bank", bank, "-k", K, "-o", d / "form.csv", "--json",
-                          "--random-forms", 0))
+                          "--random-forms", 0, "--no-cross-fit"))
     forms = {"base": pd.read_csv(d / "form.csv")["item_id"].astype(str).tolist()}
+    if "base+library" in variants:   # the form with its factors, as atlas design writes it
+        lib = json.loads(_cli("design", "--bank", bank, "-k", K, "-o", d / "form_lib.csv",
+                              "--json", "--random-forms", 0))
+        assert lib["item_ids"] == forms["base"], "the factors changed the form's items"
+        print(f"{name} seed {seed}: library factors se {lib['cross_fit']['se']:.2f}, interval "
+              f"{lib['cross_fit']['interval']:.2f}", file=sys.stderr, flush=True)
     if any(v.startswith("shrink") for v in variants):
         forms["shrink"] = _shrunk_form(bank)
     terms = _folder_terms(bank) if any(v.endswith("calse") for v in variants) else None
@@ -265,10 +276,12 @@ def one_seed(df: pd.DataFrame, name: str, seed: int, d: Path, variants) -> pd.Da
     scored: dict = {}
     rows = []
     for design, items, v in designs:
-        key = tuple(items)
+        lib = v == "base+library" and items is forms["base"]
+        key = (tuple(items), lib)
         if key not in scored:
             tgt[items].to_csv(d / "on_form.csv")
-            _cli("score", d / "on_form.csv", "--bank", bank, "-o", d / "scored.csv")
+            _cli("score", d / "on_form.csv", "--bank", bank, "-o", d / "scored.csv",
+                 *(["--form", d / "form_lib.csv"] if lib else []))
             scored[key] = pd.read_csv(d / "scored.csv", index_col=0)
         f = scored[key]
         if v.endswith("calse"):

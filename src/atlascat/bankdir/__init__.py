@@ -13,6 +13,10 @@
 - :func:`replay_adaptive` / :func:`simulate_adaptive`: the folder's adaptive test with its
   score link's stops, scored by the link (``atlas simulate --design adaptive``;
   :mod:`atlascat.bankdir.adaptive`);
+- :func:`form_factors`: how much a fixed form's SE and score interval must widen on new models,
+  cross-fitted on the source answers the folder keeps (``BankFolder.source_answers()``);
+  :func:`widen_form_scores` applies them (``atlas design`` / ``atlas score --form``;
+  :mod:`atlascat.bankdir.formfactor`);
 - :func:`simulated_sample_logs`: the logs of simulated models made from one real sample log,
   to try the path before running the harness on 20 models (:mod:`atlascat.bankdir.simlogs`).
 """
@@ -29,7 +33,9 @@ _LAZY = {"adaptive_config": "adaptive", "simulate_adaptive": "adaptive",
          "PREDICTOR_FILE": "predict", "PREDICTOR_ITEMS_FILE": "predict",
          "read_sample_logs": "samplelogs", "SampleLogs": "samplelogs",
          "LoggedItem": "samplelogs", "parse_arguments": "samplelogs",
-         "simulated_sample_logs": "simlogs"}
+         "simulated_sample_logs": "simlogs", "SourceAnswers": "folder",
+         "form_factors": "formfactor", "widen_form_scores": "formfactor",
+         "FormFactors": "formfactor"}
 
 __all__ = list(_LAZY)
 

@@ -578,7 +578,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
     from ..content.items import attach_content
     from ..filtering import filter_items
     from ..irt.calibrate import calibrate
-    from .folder import BankFolder, load_bank_dir, write_bank_dir
+    from .folder import BankFolder, SourceAnswers, load_bank_dir, write_bank_dir
 
     total, done = [build_steps(folds)], [0]
 
@@ -759,10 +759,11 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         "ridge_weights_fitted": predictor.n_source_ >= RIDGE_FIT_MIN_MODELS,
         "design_weight": predictor.design_weight_,
         "score_map": predictor.score_map_info()}
+    src = SourceAnswers(tuple(models), tuple(map(str, bank.item_ids)), y, s)  # forms' factors
     if output is None:
         step()
-        return BankFolder(Path("."), bank, link, manifest, recs, {})
-    write_bank_dir(output, bank, link, manifest, recs)
+        return BankFolder(Path("."), bank, link, manifest, recs, {}, src)
+    write_bank_dir(output, bank, link, manifest, recs, src)
     target, items_file = Path(output) / "predictor.json", Path(output) / PREDICTOR_ITEMS_FILE
     if predictor is not None:
         target.write_text(json.dumps(predictor.to_dict()) + "\n", encoding="utf-8")

@@ -2,7 +2,8 @@
 builder (:mod:`atlascat.bankdir.builder`)."""
 from __future__ import annotations
 
-__all__ = ["MIN_MODELS", "BUDGET", "FOLDS", "PREDICTOR_FILE", "PREDICTOR_ITEMS_FILE"]
+__all__ = ["MIN_MODELS", "BUDGET", "FOLDS", "PREDICTOR_FILE", "PREDICTOR_ITEMS_FILE",
+           "SOURCE_ANSWERS_FILE", "FORM_FOLDS"]
 
 #: fewest source models a bank folder is built from
 MIN_MODELS = 20
@@ -15,3 +16,9 @@ PREDICTOR_FILE = "predictor.json"
 #: the predictor's items with their logged requests (folders built from sample logs): what a
 #: live run on the predictor asks
 PREDICTOR_ITEMS_FILE = "predictor_items.parquet"
+#: the source models' answers to the bank's items and their scores (0-1), kept so that a fixed
+#: form's precision can be cross-fitted later (:mod:`atlascat.bankdir.formfactor`)
+SOURCE_ANSWERS_FILE = "source_answers.npz"
+#: folds of a fixed form's cross-fitted factors (:func:`~atlascat.bankdir.formfactor.form_factors`;
+#: the number measured in benchmarks/results/fixed_forms.md)
+FORM_FOLDS = 3

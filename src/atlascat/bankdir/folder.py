@@ -9,6 +9,9 @@
                           the benchmark score with a 95% interval
     DIR/requests.jsonl    (sample logs only) one line per bank item: the requests exactly as
                           logged, the scoring rule, gold and the document
+    DIR/source_answers.npz the source models' answers to the bank's items and their scores
+                          (:class:`SourceAnswers`; folders built before 2026-11-29 lack it):
+                          what a fixed form's precision is cross-fitted on
     DIR/<other files>     optional extras (e.g. ``predictor.json``), listed in
                           :attr:`BankFolder.extras` by name, read by whoever owns them
 
@@ -21,26 +24,32 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..content.items import normalize_loaded
 from ..errors import BankError, BankFolderError
 from ..irt.bank import ItemBank
 from ..scorelink.score_link import ScoreLink
+from .defaults import SOURCE_ANSWERS_FILE
 
 __all__ = ["BankFolder", "load_bank_dir", "is_bank_dir", "write_bank_dir", "check_bank_dir_output",
-           "MANIFEST", "BANK_FILE", "LINK_FILE", "REQUESTS_FILE", "MANIFEST_VERSION"]
+           "MANIFEST", "BANK_FILE", "LINK_FILE", "REQUESTS_FILE", "MANIFEST_VERSION",
+           "SourceAnswers"]
 
 MANIFEST = "manifest.json"
 BANK_FILE = "bank.parquet"
 LINK_FILE = "link.json"
 REQUESTS_FILE = "requests.jsonl"
 MANIFEST_VERSION = 1
-_OWN = {MANIFEST, BANK_FILE, LINK_FILE, REQUESTS_FILE}
+_OWN = {MANIFEST, BANK_FILE, LINK_FILE, REQUESTS_FILE, SOURCE_ANSWERS_FILE}
 
 
 @dataclass
 class BankFolder:
     """A loaded bank folder: the bank, its score link, the logged requests (or None), the
-    manifest, and the folder's other files by name (``extras``, e.g. ``predictor.json``)."""
+    manifest, the folder's other files by name (``extras``, e.g. ``predictor.json``) and its
+    source answers (``source``: a :class:`SourceAnswers`, its file until
+    :meth:`source_answers` reads it, or None for a folder built before they were kept)."""
 
     path: Path
     bank: ItemBank
@@ -48,6 +57,13 @@ class BankFolder:
     manifest: dict
     requests: list | None = None
     extras: dict = field(default_factory=dict)
+    source: SourceAnswers | Path | None = None
+
+    def source_answers(self) -> SourceAnswers | None:
+        """The source models' answers and scores the folder was built from, or None."""
+        if isinstance(self.source, Path):
+            self.source = SourceAnswers.read(self.source)
+        return self.source
 
     @property
     def benchmark(self) -> str:
@@ -69,6 +85,39 @@ class BankFolder:
         extras = f", extras={sorted(self.extras)}" if self.extras else ""
         return (f"BankFolder({str(self.path)!r}, benchmark={self.benchmark!r}, "
                 f"{self.bank!r}{built}{reqs}{extras})")
+
+
+@dataclass(frozen=True)
+class SourceAnswers:
+    """The source models' answers (``values``: models x items, 0-1, NaN where not answered) to
+    the bank's items and their scores (0-1, NaN without one), as the build fitted them."""
+
+    models: tuple
+    item_ids: tuple
+    values: np.ndarray
+    scores: np.ndarray
+
+    def write(self, path) -> None:
+        np.savez_compressed(path, values=np.asarray(self.values, float),
+                            scores=np.asarray(self.scores, float),
+                            models=np.asarray(self.models, dtype=str),
+                            items=np.asarray(self.item_ids, dtype=str))
+
+    @classmethod
+    def read(cls, path) -> "SourceAnswers":
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                values, scores = np.asarray(z["values"], float), np.asarray(z["scores"], float)
+                models, items = z["models"].tolist(), z["items"].tolist()
+        except (OSError, ValueError, KeyError, EOFError) as exc:   # numpy's words mislead
+            raise BankFolderError(f"{str(path)!r} cannot be read as the source answers "
+                                  f"({type(exc).__name__})",
+                                  path=Path(path).parent) from None
+        if values.shape != (len(models), len(items)) or scores.shape != (len(models),):
+            raise BankFolderError(f"{str(path)!r} (the source answers): {values.shape} answers "
+                                  f"for {len(models)} models x {len(items)} items",
+                                  path=Path(path).parent)
+        return cls(tuple(models), tuple(items), values, scores)
 
 
 def is_bank_dir(path) -> bool:
@@ -169,7 +218,9 @@ def load_bank_dir(path) -> BankFolder:
             raise BankFolderError(f"{str(p / REQUESTS_FILE)!r} is not UTF-8 text ({exc})",
                                   path=p) from None
     extras = {q.name: q for q in sorted(p.iterdir()) if q.name not in _OWN}
-    return BankFolder(p, bank, link, manifest, requests, extras)
+    source = p / SOURCE_ANSWERS_FILE
+    return BankFolder(p, bank, link, manifest, requests, extras,
+                      source if source.is_file() else None)
 
 
 def check_bank_dir_output(path, option: str = "-o/--output") -> Path:
@@ -192,8 +243,9 @@ def check_bank_dir_output(path, option: str = "-o/--output") -> Path:
 
 
 def write_bank_dir(path, bank: ItemBank, link: ScoreLink, manifest: dict,
-                   requests: list | None = None) -> Path:
-    """Write a bank folder (see the module docstring); existing extras are left in place."""
+                   requests: list | None = None, source: SourceAnswers | None = None) -> Path:
+    """Write a bank folder (see the module docstring); existing extras are left in place
+    (a stale ``source_answers.npz`` removed when ``source`` is None)."""
     p = check_bank_dir_output(path, option="folder")
     p.mkdir(parents=True, exist_ok=True)
     bank.to_frame("ours").to_parquet(p / BANK_FILE, index=False, compression="zstd")
@@ -204,6 +256,10 @@ def write_bank_dir(path, bank: ItemBank, link: ScoreLink, manifest: dict,
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
     elif (p / REQUESTS_FILE).exists():
         (p / REQUESTS_FILE).unlink()
+    if source is not None:
+        source.write(p / SOURCE_ANSWERS_FILE)
+    elif (p / SOURCE_ANSWERS_FILE).exists():
+        (p / SOURCE_ANSWERS_FILE).unlink()
     from ..validation import json_safe
 
     manifest = {"format": "atlas-bank-folder", "version": MANIFEST_VERSION, **manifest}

@@ -194,15 +194,19 @@ class BankRef:
                                   else f" ({n} models its score link was fitted on)")
         return source, f"the {who} models' abilities{count}"
 
-    def design_warning(self) -> str | None:
+    def design_warning(self, cross_fitted: bool = False) -> str | None:
         """What a fixed form designed on this bank's estimated item parameters does not say
         about new models, measured on held-out models (benchmarks/results/fixed_forms.md, "Is
         the form's predicted precision honest?"): a bank folder's form, chosen for its
         *estimated* information, has a theta 1.3-3.0 times as far from the whole bank's as its
         SEs claim; from fewer than :data:`FORM_HONEST_SOURCES` source models its predicted
-        scores' 95% intervals covered 0.85-0.91 of new models. None for other banks (the
-        shipped banks' forms covered 0.945-0.988: their parameters come from 2,000+ models)."""
-        if self.kind != "dir":
+        scores' 95% intervals covered 0.85-0.91 of new models. None when the form's factors
+        were cross-fitted on the folder's source answers (``cross_fitted``:
+        :func:`atlascat.bankdir.formfactor.form_factors`, coverage 0.925-0.966 there), and for
+        other banks (the shipped banks' forms covered 0.945-0.988: their parameters come from
+        2,000+ models). The line says whether the folder keeps the source answers the factors
+        are fitted on (a folder built before they were kept does not)."""
+        if self.kind != "dir" or cross_fitted:
             return None
         n = (self.link.info or {}).get("n_models") if self.link is not None else None
         text = ("the expected SE is the model's figure: on held-out models the theta of a bank "
@@ -212,7 +216,12 @@ class BankRef:
             text += (f"; built from {n} source models (fewer than {FORM_HONEST_SOURCES}), such a "
                      "form's 95% score intervals covered 0.85-0.91 of new models there: the "
                      "folder's predictor or random items hold")
-        return text
+        if self.folder().source is None:
+            return text + ("; this folder keeps no source answers (built before they were "
+                           "kept): rebuilt, its forms get cross-fitted factors that make the SE "
+                           "and interval honest")
+        return text + ("; the factors cross-fitted on its source answers, skipped here, make "
+                       "the SE and interval honest")
 
     def score_link(self):
         """The score link of the benchmark the bank measures (theta -> its published score),

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ._common import (bank_option_help, check_seed, console, json_safe, number, output_file,
-                      print_frame, warn)
+                      print_frame, progress_bar, warn)
 from ._options import cli_names
 
 #: the library's names in an error -> the options that set them (``cli_names``)
@@ -37,9 +37,10 @@ def _design_bank(ref):
     return ref.load()
 
 
-def _scored_by_link(ref, spec: str) -> str:
+def _scored_by_link(ref, spec: str, form=None) -> str:
     """A bank with a score link (a bank folder, a shipped content bank): how a model's answers
-    to the form become its predicted score (the form's file holds parameters only)."""
+    to the form become its predicted score (the form's file holds parameters only; ``form``:
+    its path when it carries cross-fitted factors, which ``atlas score --form`` applies)."""
     if ref.kind == "file" or ref.link is None:
         return ""
     beyond = ("; for a model that may be stronger than every source model, the folder's "
@@ -47,6 +48,10 @@ def _scored_by_link(ref, spec: str) -> str:
               "(benchmarks/results/fixed_forms.md)") if ref.kind == "dir" else ""
     from ..live.service import score_title
 
+    if form is not None:   # its factors widen the SE and interval
+        return (f"; a model's answers to the form, scored with `atlas score ANSWERS --bank "
+                f"{spec} --form {form}`, give its {score_title(ref)} with a 95% interval, SE "
+                f"and interval widened by the form's cross-fitted factors{beyond}")
     return (f"; a model's answers to the form, scored with `atlas score ANSWERS --bank {spec}`, "
             f"give its {score_title(ref)} with a 95% interval (the form's file has "
             f"the items' parameters only){beyond}")
@@ -64,12 +69,29 @@ def _abilities(ref, thetas, n_dims: int) -> tuple:
     return None, f"N(0, {'I' if n_dims > 1 else '1'}) abilities (--thetas FILE for others)"
 
 
+def _cross_fit(ref, res, n_items: int, thetas, prior_precision, exchange: bool):
+    """The form's factors cross-fitted on a bank folder's source answers
+    (:func:`atlascat.bankdir.formfactor.form_factors`; ``thetas``: the --thetas sample, else
+    each fold's source models), or None: not a folder, a folder built before it kept them, or a
+    whole-bank form."""
+    if ref.kind != "dir" or res.k >= n_items:
+        return None
+    from ..bankdir.formfactor import form_factors
+
+    answers = ref.folder().source_answers()
+    if answers is None:
+        return None
+    with progress_bar("cross-fitting the form's precision", None) as advance:
+        return form_factors(ref.folder(), res.k, res.criterion, thetas, exchange=exchange,
+                            prior_precision=prior_precision, answers=answers, on_fold=advance)
+
+
 def _summary(bank: str, ref, b, res, sample, abilities: str, n_dims: int,
-             prior_precision) -> dict:
+             prior_precision, factors=None) -> dict:
     """The form's figures: the bank, the criterion's value, the abilities it is designed for;
     for one dimension its expected SE (the A criterion is the mean posterior variance over
-    the abilities) and what that SE does not say about new models
-    (:meth:`~atlascat.catalogue.BankRef.design_warning`)."""
+    the abilities), the cross-fitted factors (``factors``) or else what that SE does not say
+    about new models (:meth:`~atlascat.catalogue.BankRef.design_warning`)."""
     import numpy as np
 
     from ..design.optimal import form_criterion
@@ -80,10 +102,44 @@ def _summary(bank: str, ref, b, res, sample, abilities: str, n_dims: int,
     if n_dims == 1:
         summary["expected_se"] = float(np.sqrt(form_criterion(
             b, res.indices, "A", sample, prior_precision=prior_precision)))
-        warning = ref.design_warning()
+        if factors is not None:
+            summary["cross_fit"] = factors.to_dict()
+        warning = ref.design_warning(cross_fitted=factors is not None)
         if warning:
             summary["warning"] = warning
     return summary
+
+
+def _show(form, res, b, summary: dict, random_forms: int, output, ref, bank: str) -> None:
+    """The form's table and figures, as the command prints them."""
+    cols = [c for c in form.columns if c in ("position", "item_id", "a", "b", "c", "u", "d")
+            or (str(c)[:1] in "abd" and str(c)[1:].isdigit())]   # a1.., graded b1.. / d1..
+    print_frame(form[cols], title=f"{res.criterion}-optimal form, {res.k} of {len(b)} items")
+    direction = "minimized" if res.criterion == "A" else "maximized"
+    console.print(f"designed for: {summary['abilities']}\ncriterion {res.criterion} "
+                  f"({direction}): {res.value:.6g} (greedy {res.greedy_value:.6g}, "
+                  f"{res.n_exchanges} exchange(s))")
+    if "expected_se" in summary:
+        console.print(f"expected SE over the abilities: {summary['expected_se']:.3f} (root "
+                      "mean of 1 / (prior precision + test information) over them)")
+    cf = summary.get("cross_fit")
+    if cf is not None:
+        console.print(f"cross-fitted on the source models ({cf['folds']} folds, {cf['n']} held "
+                      f"out): SE beyond the whole bank's x{cf['se']:.2f} (theta off the whole "
+                      f"bank's by {cf['realized']:.3f} RMS, the model says {cf['model']:.3f}), "
+                      f"score interval x{cf['interval']:.2f} (covered {cf['coverage_before']:.2f}"
+                      f" of them, {cf['coverage_after']:.2f} widened)")
+    if "warning" in summary:
+        warn(summary["warning"])
+    if random_forms > 0:
+        console.print(f"median of {random_forms} random {res.k}-item forms: "
+                      f"{summary['random_median']:.6g}; beats {summary['fraction_beaten']:.0%} of them")
+        console.print(f"integrated information: {summary['info']:.4g} vs random median "
+                      f"{summary['random_info_median']:.4g} (ratio {number(summary['info_ratio'], '.2f')})")
+    if output is not None:
+        written = " with its factors" if cf is not None else ""
+        console.print(f"wrote {output}{written}"
+                      f"{_scored_by_link(ref, bank, output if cf is not None else None)}")
 
 
 def _read_thetas(path: Path, n_dims: int):
@@ -134,6 +190,11 @@ def register(app: typer.Typer) -> None:
         random_forms: int = typer.Option(50, "--random-forms",
                                          help="Compare with this many random forms (0: skip)."),
         seed: int = typer.Option(0, "--seed", help="Seed for the random comparison forms."),
+        cross_fit: bool = typer.Option(True, "--cross-fit/--no-cross-fit",
+                                       help="On a bank folder: fit the factors that make the "
+                                            "form's SE and score interval honest on new models "
+                                            "on its source models (3 folds) and write them "
+                                            "with the form (atlas score --form applies them)."),
         as_json: bool = typer.Option(False, "--json", help="Print a JSON summary instead of tables."),
     ):
         """Choose K items maximizing D-, A- or E-optimality over a theta distribution.
@@ -156,7 +217,10 @@ def register(app: typer.Typer) -> None:
         sample, abilities = _abilities(ref, thetas, n_dims)
         res = cli_names(lambda: optimal_form(b, k, criterion, sample, exchange=exchange,
                                              prior_precision=prior_precision), _OPTIONS)
-        summary = _summary(bank, ref, b, res, sample, abilities, n_dims, prior_precision)
+        factors = (_cross_fit(ref, res, len(b), sample if thetas is not None else None,
+                              prior_precision, exchange) if cross_fit and n_dims == 1 else None)
+        summary = _summary(bank, ref, b, res, sample, abilities, n_dims, prior_precision,
+                           factors)
         random_forms = 0 if res.k == len(b) else random_forms   # a whole-bank form: no comparison
         if random_forms > 0:
             cmp = random_form_baseline(b, res.indices, res.criterion, sample, n_forms=random_forms,
@@ -164,7 +228,9 @@ def register(app: typer.Typer) -> None:
                                        prior_precision=prior_precision)
             summary.update({key: cmp[key] for key in ("random_median", "info", "random_info_median",
                                                       "info_ratio", "fraction_beaten")})
-        form = res.to_frame(b)
+        from ..bankdir.formfactor import with_factors
+
+        form = with_factors(res.to_frame(b), factors)
         if output is not None:
             output.parent.mkdir(parents=True, exist_ok=True)
             form.to_csv(output, index=False, float_format="%.17g")
@@ -173,21 +239,4 @@ def register(app: typer.Typer) -> None:
             summary["item_ids"] = res.item_ids.tolist()
             console.print_json(json.dumps(json_safe(summary)))
             return
-        cols = [c for c in form.columns if c in ("position", "item_id", "a", "b", "c", "u", "d")
-                or (str(c)[:1] in "abd" and str(c)[1:].isdigit())]   # a1.., graded b1.. / d1..
-        print_frame(form[cols], title=f"{res.criterion}-optimal form, {res.k} of {len(b)} items")
-        direction = "minimized" if res.criterion == "A" else "maximized"
-        console.print(f"designed for: {abilities}\ncriterion {res.criterion} ({direction}): "
-                      f"{res.value:.6g} (greedy {res.greedy_value:.6g}, {res.n_exchanges} exchange(s))")
-        if "expected_se" in summary:
-            console.print(f"expected SE over the abilities: {summary['expected_se']:.3f} (root "
-                          "mean of 1 / (prior precision + test information) over them)")
-        if "warning" in summary:
-            warn(summary["warning"])
-        if random_forms > 0:
-            console.print(f"median of {random_forms} random {res.k}-item forms: "
-                          f"{summary['random_median']:.6g}; beats {summary['fraction_beaten']:.0%} of them")
-            console.print(f"integrated information: {summary['info']:.4g} vs random median "
-                          f"{summary['random_info_median']:.4g} (ratio {number(summary['info_ratio'], '.2f')})")
-        if output is not None:
-            console.print(f"wrote {output}{_scored_by_link(ref, bank)}")
+        _show(form, res, b, summary, random_forms, output, ref, bank)

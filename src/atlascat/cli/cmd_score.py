@@ -8,7 +8,7 @@ import typer
 
 from ..irt.defaults import QUADPTS, THETA_RANGE
 from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
-                      load_responses, output_file, print_frame, subjects_text)
+                      load_responses, output_file, print_frame, subjects_text, warn)
 
 METHODS = ("eap", "wle", "map", "ml")
 
@@ -70,6 +70,8 @@ def score_command(
                                     help="ignore (with a note) or error: response items "
                                          "missing from the bank."),
     seed: int = typer.Option(0, "--seed", help="Seed for the gp-IRT lambda estimate."),
+    form: Path = typer.Option(None, "--form", help="The form the answers are to (atlas design "
+                              "-o on the folder --bank): its factors widen the SE and interval."),
     device: str = typer.Option("cpu", "--device",
                                help="Where the scores are computed (every method): cpu "
                                     "(NumPy) | cuda (GPU through PyTorch or CuPy, the "
@@ -93,7 +95,7 @@ def score_command(
 
     _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, calibration, seed)
     output = output_file(output, inputs={"RESPONSES": responses, "--bank": bank,
-                                         "--calibration": calibration})
+                                         "--calibration": calibration, "--form": form})
     from ..irt.polybank import is_poly_bank_file
 
     if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
@@ -104,13 +106,14 @@ def score_command(
                                  prior_sd=prior_sd, quadpts=quadpts, extra_items=extra_items,
                                  normalize_ids=normalize_ids,
                                  binary_only={"--reconstruct": reconstruct != "none",
-                                              "--device": device != "cpu",
+                                              "--device": device != "cpu", "--form": bool(form),
                                               "--calibration": calibration is not None,
                                               "--lambda": lam is not None})
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
     rm, bk = align_items(rm, bk, extra_items)
+    factors = _form_factors(form, ref, rm, bk)
     df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
     if reconstruct != "none":
@@ -119,6 +122,7 @@ def score_command(
         df = _with_reconstruction(df, rm, bk, reconstruct, lam)
     if ref.link is not None:  # a shipped bank or a folder: its predicted score, 95% interval
         df = _with_prediction(df, ref, rm, bk)
+    df = _widened(df, ref, bk, factors, method.lower(), prior_sd)
     _show(df, output, method.lower(), len(bk), rm.weights)
 
 
@@ -137,6 +141,42 @@ def _read_responses(responses, ref, freq_column, normalize_ids):
         return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
     return read_scaled_matrix(responses, scale, folder=True, freq_column=freq_column,
                               normalize_ids=normalize_ids, on_empty="keep")
+
+
+def _form_factors(form, ref, rm, bk):
+    """The (se, interval) factors ``--form`` carries, or None (no --form, or a form designed
+    without them: then a warning); the form must be of the bank folder, and the answers to
+    its items only."""
+    if form is None:
+        return None
+    from ..bankdir.formfactor import read_form
+    from ..errors import ConfigError
+
+    if ref.kind != "dir":
+        raise ConfigError("--form widens the scores of a form designed on a bank folder; give "
+                          "that folder as --bank")
+    got = read_form(form, ref.load())
+    got.check_answers(rm.item_ids, rm.values, what="RESPONSES")
+    if got.factors is None:
+        warn(f"--form {form} carries no cross-fitted factors (designed with --no-cross-fit, or "
+             "on a folder that keeps no source answers): the SE and interval are the model's")
+    return got.factors
+
+
+def _widened(df, ref, bk, factors, method: str, prior_sd: float):
+    """``df`` with the form's factors applied (:func:`atlascat.bankdir.formfactor.
+    widen_form_scores`), said in one line; as it is without them (``factors`` None)."""
+    if factors is None:
+        return df
+    from ..bankdir.formfactor import widen_form_scores
+    from ..bankdir.predict import metric_scale
+
+    df = widen_form_scores(df, bk, factors, prior_sd=prior_sd if method in ("eap", "map")
+                           else None, scale=metric_scale(ref.folder()))
+    err_console.print(f"SE widened by the form's cross-fitted factor {factors[0]:.2f} beyond "
+                      f"the whole bank's (column se; the model's: se_model), each side of the "
+                      f"score interval times {factors[1]:.2f}")
+    return df
 
 
 def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, calibration,
