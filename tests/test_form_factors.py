@@ -202,9 +202,6 @@ def test_bad_form_input_is_one_line_exit_2(folder, tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and words in err, err
 
-    # the whole results answer items the form does not hold
-    fails(["score", str(folder / "results.csv"), "--bank", str(bank), "--form", str(form)],
-          "not on the form")
     # a form file as the bank: no folder, no link
     fails(["score", str(answers), "--bank", str(form), "--form", str(form)],
           "give that folder as --bank")
@@ -245,3 +242,22 @@ def test_a_folder_of_20_models_gets_more_folds():
     assert got.folds == 5 and got.n == 20 and got.se >= 1.0
     with pytest.raises(AtlasError, match="must be 5 to 20"):
         form_factors(built, 10, folds=3)
+
+
+def test_answers_beyond_the_form_are_left_out_with_a_note(folder, tmp_path, capsys):
+    """A results file with every item scores the form's items only (the factors hold for
+    them), the same rows as the answers to the form alone, and says what it left out."""
+    bank, form = folder / "bank", tmp_path / "form.csv"
+    assert main(["design", "--bank", str(bank), "-k", str(K), "-o", str(form),
+                 "--random-forms", "0"]) == 0
+    whole = tmp_path / "whole.csv"
+    pd.read_csv(folder / "results.csv", index_col=0).iloc[:6].to_csv(whole)
+    only = _answers(folder, form, tmp_path / "on_form.csv")
+    capsys.readouterr()
+    for src, out in ((whole, "a.csv"), (only, "b.csv")):
+        assert main(["score", str(src), "--bank", str(bank), "--form", str(form), "-o",
+                     str(tmp_path / out)]) == 0
+        err = capsys.readouterr().err
+        assert ("not on the form" in err and "left out" in err) == (src == whole), err
+    a, b = (pd.read_csv(tmp_path / f) for f in ("a.csv", "b.csv"))
+    pd.testing.assert_frame_equal(a, b)

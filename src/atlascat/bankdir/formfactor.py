@@ -190,16 +190,14 @@ class Form:
     item_ids: tuple
     factors: tuple | None
 
-    def check_answers(self, item_ids, values, *, what: str = "the answers") -> None:
-        """Refuse answers (``values``: models x ``item_ids``) to items not on the form: its
-        factors are measured on its own items."""
+    def split_answers(self, item_ids, values) -> tuple[list, list]:
+        """(the answered ids on the form, those off it that have an answer): ``values`` models
+        x ``item_ids``; the form's factors are measured on its own items only."""
         mine = set(self.item_ids)
-        cols = [j for j, i in enumerate(item_ids) if str(i) not in mine]
-        off = [str(item_ids[j]) for j in cols]
-        if cols and np.isfinite(np.asarray(values, float)[:, cols]).any():
-            raise ResponseDataError(f"{what} answer {len(off)} item(s) not on the form (e.g. "
-                                    f"{off[0]!r}); the form's factors hold for its own "
-                                    f"{len(self.item_ids)} items only: give the answers to them")
+        answered = np.isfinite(np.asarray(values, float)).any(axis=0)
+        on = [str(i) for i in item_ids if str(i) in mine]
+        off = [str(i) for i, a in zip(item_ids, answered) if str(i) not in mine and a]
+        return on, off
 
 
 def read_form(path, bank=None, *, option: str = "--form") -> Form:

@@ -112,8 +112,8 @@ def score_command(
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
+    rm, factors = _form_factors(form, ref, rm)
     rm, bk = align_items(rm, bk, extra_items)
-    factors = _form_factors(form, ref, rm, bk)
     df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
     if reconstruct != "none":
@@ -143,12 +143,13 @@ def _read_responses(responses, ref, freq_column, normalize_ids):
                               normalize_ids=normalize_ids, on_empty="keep")
 
 
-def _form_factors(form, ref, rm, bk):
-    """The (se, interval) factors ``--form`` carries, or None (no --form, or a form designed
-    without them: then a warning); the form must be of the bank folder, and the answers to
-    its items only."""
+def _form_factors(form, ref, rm):
+    """(the responses to the form's items, the (se, interval) factors ``--form`` carries or
+    None: no --form, or a form designed without them, then a warning); the form must be of
+    the bank folder. Answers to items off the form are left out, said in a note: the factors
+    hold for the form's items."""
     if form is None:
-        return None
+        return rm, None
     from ..bankdir.formfactor import read_form
     from ..errors import ConfigError
 
@@ -156,11 +157,16 @@ def _form_factors(form, ref, rm, bk):
         raise ConfigError("--form widens the scores of a form designed on a bank folder; give "
                           "that folder as --bank")
     got = read_form(form, ref.load())
-    got.check_answers(rm.item_ids, rm.values, what="RESPONSES")
+    on, off = got.split_answers(rm.item_ids, rm.values)
+    if off:
+        err_console.print(f"note: RESPONSES answer {len(off)} item(s) not on the form (e.g. "
+                          f"{off[0]!r}): left out, the form's factors hold for its "
+                          f"{len(got.item_ids)} items", markup=False)
+        rm = rm.subset(items=on)
     if got.factors is None:
         warn(f"--form {form} carries no cross-fitted factors (designed with --no-cross-fit, or "
              "on a folder that keeps no source answers): the SE and interval are the model's")
-    return got.factors
+    return rm, got.factors
 
 
 def _widened(df, ref, bk, factors, method: str, prior_sd: float):
