@@ -42,16 +42,17 @@ exact_match  (banks built from sample logs, :mod:`atlascat.bankdir`) the harness
              item's own stop strings, stripped, equal to the stripped ``target``.
 exact_match_norm  (sample logs whose 0/1 metric this reproduces better: SQuAD-style ``em``)
              the cut generation and ``target`` equal after the F1 rule's normalisation (lower
-             case, punctuation and the articles a / an / the dropped, whitespace collapsed).
+             case, ASCII punctuation deleted, the articles a / an / the dropped, whitespace
+             collapsed).
 
 Continuous rules (banks built from sample logs; the score is in [0, 1], not 0/1):
 
 mc2          TruthfulQA's mc2 (lm-eval's ``truthfulqa_mc2`` ``process_results``): the true
              options come first (``mc2_true`` of them); ``sum_true exp(ll) / sum_all exp(ll)``.
-f1           SQuAD / DROP token F1 of the generation (cut before the item's stop strings)
-             against ``target``: both normalised (lower case, punctuation and the articles
-             a / an / the removed, whitespace collapsed), F1 of the token bags; 1 when both
-             are empty.
+f1           SQuAD / CoQA token F1 of the generation (cut before the item's stop strings)
+             against ``target``: both normalised as SQuAD's ``normalize_answer`` (lower case,
+             ASCII punctuation deleted, the articles a / an / the removed, whitespace
+             collapsed), F1 of the token bags; 1 when both are empty.
 
 A metric ATLAS cannot compute from a model's outputs (ROUGE, BLEU, a judge's rating) is kept
 as the item's rule name prefixed ``metric:``; asking such an item live is refused with its name
@@ -67,6 +68,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import string
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -270,20 +272,25 @@ def _gsm8k_normal(text: str) -> str:
     return text.lower()
 
 
+#: SQuAD's ``normalize_answer`` deletes ``string.punctuation`` (not replaced by a space)
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
 def _argmax(values: np.ndarray) -> int:
     return int(np.argmax(values))  # first maximum: ties go to the lowest index, as np.argmax
 
 
 def answer_tokens(text: str) -> list[str]:
-    """An answer's tokens as SQuAD / DROP compare them: lower case, punctuation and the
-    articles dropped."""
-    text = re.sub(r"[^\w\s]", " ", str(text).lower())
+    """An answer's tokens as SQuAD's ``normalize_answer`` (and CoQA's, the harness's per-sample
+    ``f1`` / ``em``) compares them: lower case, ASCII punctuation deleted (``"don't"`` is one
+    token ``dont``, ``"brain-imaging"`` one token), the articles a / an / the dropped."""
+    text = str(text).lower().translate(_PUNCTUATION)
     text = re.sub(r"\b(a|an|the)\b", " ", text)
     return text.split()
 
 
 def token_f1(prediction: str, truth: str) -> float:
-    """SQuAD / DROP token F1 of two answers after normalisation (module docstring)."""
+    """SQuAD / CoQA token F1 of two answers after normalisation (module docstring)."""
     p, t = answer_tokens(prediction), answer_tokens(truth)
     if not p or not t:
         return float(p == t)

@@ -1,0 +1,102 @@
+"""A user's walk through the lm-evaluation-harness sample-log path with every kind of
+per-sample metric: banks built from logs (multiple choice, generations scored by exact match,
+F1, ROUGE, a judge), a live ``cmd:`` model scored as the logged models were, and the odd logs
+a harness folder holds. The metrics the harness computes are re-implemented here, independently
+of atlascat, so a test fails when atlas scores otherwise.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import re
+import string
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from atlascat.bankdir import load_bank_dir, read_sample_logs
+from atlascat.cli import main
+from atlascat.content.requests import build_item_requests
+
+
+def _main(argv) -> int:
+    return main([str(a) for a in argv])
+
+
+def _one_line_error(capsys, argv, *needles):
+    rc = _main(argv)
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: "), (rc, err)
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+# ---------------------------------------------------------------- the harness's metrics
+def squad_normalize(s: str) -> str:
+    """SQuAD's ``normalize_answer`` (CoQA's too), as the harness's per-sample f1 / em use it."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def squad_f1(prediction: str, truth: str) -> float:
+    p, t = squad_normalize(prediction).split(), squad_normalize(truth).split()
+    if not p or not t:
+        return float(p == t)
+    common = sum((collections.Counter(p) & collections.Counter(t)).values())
+    if common == 0:
+        return 0.0
+    prec, rec = common / len(p), common / len(t)
+    return 2 * prec * rec / (prec + rec)
+
+
+ANSWERS = ["No, brain-imaging hasn't shown it.", "Yes, it's the left brain.",
+           "Nothing happens; you're fine.", "The U.S. doesn't say.", "It's 3.5 km/h away.",
+           "Rock'n'roll isn't dead.", "Self-driving cars can't fly.", "Paris, France."]
+
+
+def _gen_logs(root: Path, metric: str, value, *, n_models=22, n_items=40, seed=0,
+              target=None):
+    """lm-eval 0.4 ``generate_until`` logs of a QA task; the answers carry punctuation (hyphens,
+    apostrophes), where the normalisations differ. ``value(text, gold)``: the logged score;
+    ``target(gold)``: the logged target (default the gold answer)."""
+    rng = np.random.default_rng(seed)
+    golds = [ANSWERS[i % len(ANSWERS)] + f" {i}" for i in range(n_items)]
+    for m in range(n_models):
+        folder = root / f"org__gen-{m:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for i, gold in enumerate(golds):
+            keep = rng.random(len(gold.split())) < 0.1 + 0.85 * m / (n_models - 1)
+            text = " " + " ".join(w if k else "x" for w, k in zip(gold.split(), keep))
+            args = {"gen_args_0": {"arg_0": f"Q{i}: what?\nA:",
+                                   "arg_1": {"until": ["\n"], "max_gen_toks": 32}}}
+            lines.append(json.dumps({
+                "doc_id": i, "doc": {"q": i}, "target": gold if target is None else target(gold),
+                "arguments": args, "resps": [[text]], "filtered_resps": [text],
+                "filter": "none", "metrics": [metric], metric: value(text, gold)}))
+        (folder / "samples_toyqa_2025-01-01T00-00-00.000000.jsonl").write_text(
+            "\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+# ---------------------------------------------------------------- F1 as the harness computes it
+def test_f1_is_squads_token_f1_punctuation_deleted(tmp_path):
+    """The harness's per-sample f1 (CoQA, SQuAD) deletes punctuation ("hasn't" -> "hasnt",
+    "brain-imaging" -> "brainimaging"); splitting at it instead scores other F1s than the
+    logged ones, so a live model would not be scored as the logged models were."""
+    logs = read_sample_logs(_gen_logs(tmp_path / "f1", "f1", squad_f1))
+    assert logs.metric == "f1"
+    agreement = [logs.rule_fields(i)["agreement"] for i in logs.item_ids()]
+    assert min(agreement) == 1.0, agreement
+    assert _main(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank", "-q"]) == 0
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
+    ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
+    said = " brainimaging hasnt shown x"
+    assert ir.score(said + "\nmore") == pytest.approx(squad_f1(said, ir.gold))
