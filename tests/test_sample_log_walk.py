@@ -100,3 +100,40 @@ def test_f1_is_squads_token_f1_punctuation_deleted(tmp_path):
     ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
     said = " brainimaging hasnt shown x"
     assert ir.score(said + "\nmore") == pytest.approx(squad_f1(said, ir.gold))
+
+
+# ---------------------------------------------------------------- several targets (aliases)
+def _aliases(gold: str) -> list[str]:
+    return [gold, gold.upper(), gold.rstrip(".") + " indeed"]
+
+
+def test_a_task_with_several_targets_scores_any_alias(tmp_path):
+    """TriviaQA / NQ-open log ``target`` as a list of aliases, and the harness scores a
+    generation 1 when it matches any of them (``multiple_target``). The folder keeps every
+    alias, so a live model answering with the second alias scores 1 as a logged model did
+    (the list was read as one string, ``"['a', 'b']"``, which no answer matches)."""
+    def em(text, gold):
+        return float(any(text.strip() == a for a in _aliases(gold)))
+
+    root = _gen_logs(tmp_path / "tq", "exact_match", em, target=_aliases)
+    # a logged model answering an alias other than the first: the harness scored it 1
+    f = root / "org__gen-21" / "samples_toyqa_2025-01-01T00-00-00.000000.jsonl"
+    recs = [json.loads(x) for x in f.read_text().splitlines()]
+    for r in recs[:10]:
+        r["resps"] = [[" " + r["target"][1]]]
+        r["exact_match"] = 1.0
+    f.write_text("\n".join(map(json.dumps, recs)) + "\n")
+    logs = read_sample_logs(root)
+    assert min(logs.rule_fields(i)["agreement"] for i in logs.item_ids()) == 1.0
+    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
+    item = folder.bank.item_ids[0]
+    ir = build_item_requests(folder.bank, item)
+    gold = ANSWERS[int(item) % len(ANSWERS)] + f" {item}"
+    for alias in _aliases(gold):
+        assert ir.score(" " + alias + "\nQ: more") == 1, alias
+    assert ir.score(" " + gold.lower()) == 0                    # exact match: case counts
+    rec = next(json.loads(x) for x in (tmp_path / "bank" / "requests.jsonl").open()
+               if json.loads(x)["item_id"] == item)
+    assert rec["targets"] == _aliases(gold)

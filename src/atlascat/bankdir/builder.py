@@ -407,6 +407,7 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
         recs.append({"item_id": i, "doc_id": it.doc_id, "kind": it.kind,
                      "requests": [r.to_dict() for r in it.requests], "rule": f["rule"],
                      "gold": f["gold"], "target": f["target"], "agreement": f["agreement"],
+                     **({"targets": f["targets"]} if len(f.get("targets", ())) > 1 else {}),
                      **({"sampled": True} if any(r.sampled for r in it.requests) else {}),
                      "doc": it.doc if isinstance(it.doc, (dict, list, str)) else str(it.doc)})
     return pd.DataFrame(rows), recs, dropped

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 __all__ = ["task_of", "legacy_task", "legacy_model", "run_stamp", "distinct_runs", "runs_by_model", "group_tasks", "task_sizes",
+           "harness_version",
            "limit_warning", "RERUN_RULE"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
@@ -151,3 +152,17 @@ def limit_warning(counts: dict | None) -> str | None:
     return (f"the logs cover {counts['logged']} of the task's {counts['in_task']} documents "
             "(lm_eval --limit, results_*.json): the bank's score is the mean over those, not "
             "over the whole task")
+
+
+def harness_version(files: Sequence[Path]) -> str | None:
+    """``lm_eval_version`` (or ``git_hash``) from a ``results_*.json`` beside the logs."""
+    for folder in dict.fromkeys(f.parent for f in files):
+        for res in sorted(folder.glob("results_*.json")):
+            try:
+                d = json.loads(res.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            for key in ("lm_eval_version", "git_hash"):
+                if d.get(key):
+                    return f"{key}={d[key]}"
+    return None

@@ -36,7 +36,8 @@ exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number
                           cut at the item's stop strings, stripped, equal to the stripped target
                           (``exact_match_norm``, SQuAD's normalisation, when it reproduces more
                           logged scores: :attr:`SampleLogs.match_rule`)
-f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1])
+f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1]);
+                          a ``target`` list (TriviaQA's aliases): 1 if any target scores > 0
 mc2 (log-likelihood)      ``mc2``: probability mass of the true options (the leading
                           ``mc2_true``, the count that reproduces the logged scores)
 a continuous metric       ``mc2`` / ``f1`` when that rule reproduces at least 99% of its logged
@@ -78,11 +79,11 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 
 from ..content.parsing import parse_literal
-from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
-                                gsm8k_extract, mc2_score, score_outputs, token_f1)
+from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request,
+                                gsm8k_extract, mc2_score, score_outputs)
 from ..errors import AtlasError, ConfigError, ResponseDataError
-from .harnessruns import (RERUN_RULE, distinct_runs, group_tasks, legacy_model, legacy_task,
-                          runs_by_model, task_of, task_sizes)
+from .harnessruns import (RERUN_RULE, distinct_runs, group_tasks, harness_version, legacy_model,
+                          legacy_task, runs_by_model, task_of, task_sizes)
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
@@ -324,10 +325,17 @@ class LoggedItem:
     target: str
     doc: object
     arguments: object = None
+    #: the targets of a task with several (``multiple_target``: any one matches), else ()
+    targets: tuple = ()
 
     @property
     def kind(self) -> str:
         return self.requests[0].kind
+
+    @property
+    def gold_text(self) -> str | tuple:
+        """What a generation is scored against: the target, or the tuple of its targets."""
+        return self.targets if len(self.targets) > 1 else self.target
 
 
 @dataclass
@@ -442,11 +450,9 @@ class SampleLogs:
                     if "#### " in target else self.match_rule)
             if rule.startswith(METRIC_RULE_PREFIX):      # a 0/1 metric no match reproduces
                 return self._metric_fields(it)
-            gold_text = gsm8k_extract(target) if rule.startswith("gsm8k") else target
-            out = {"rule": rule, "context": reqs[0].context, "ctx_suffixes": [],
-                   "continuations": [], "gold": -1, "target": gold_text, "n_choices": 1,
-                   "mc2_true": 0, "until": list(reqs[0].until),
-                   "max_gen_toks": int(reqs[0].max_gen_toks), "gen_kwargs": reqs[0].gen_kwargs}
+            gold_text = gsm8k_extract(target) if rule.startswith("gsm8k") else it.gold_text
+            out = {**self._generation_base(it), "rule": rule,
+                   "target": gold_text if isinstance(gold_text, str) else target}
             hits = [score_outputs(rule, o, gold=gold_text, until=reqs[0].until) == round(s)
                     for o, s in logged]
             out["agreement"] = float(np.mean(hits)) if hits else float("nan")
@@ -505,7 +511,7 @@ class SampleLogs:
         """The share of logged 0/1 generation scores each match rule reproduces."""
         rates = {}
         for rule in ("exact_match", "exact_match_norm"):
-            hits = [score_outputs(rule, o, gold=str(it.target), until=it.requests[0].until)
+            hits = [score_outputs(rule, o, gold=it.gold_text, until=it.requests[0].until)
                     == round(s) for item_id, it in self.items.items()
                     if it.kind == "generate_until" and "#### " not in str(it.target)
                     for o, s in ((self.outputs[m].get(item_id), self.scores[m].get(item_id))
@@ -541,12 +547,12 @@ class SampleLogs:
         return {"context": r.context, "ctx_suffixes": [], "continuations": [], "gold": -1,
                 "target": str(it.target), "n_choices": 1, "mc2_true": 0,
                 "until": list(r.until), "max_gen_toks": int(r.max_gen_toks),
-                "gen_kwargs": r.gen_kwargs}
+                "gen_kwargs": r.gen_kwargs, "targets": list(it.targets)}
 
     def _f1_fields(self, it, logged) -> dict:
         """Token F1 of the generation against the target (``f1`` rule)."""
         until = it.requests[0].until
-        hits = [abs(token_f1(gsm8k_cut(o[0], until), str(it.target)) - s) < 1e-6
+        hits = [abs(score_outputs("f1", o, gold=it.gold_text, until=until) - s) < 1e-6
                 for o, s in logged]
         return {"rule": "f1", **self._generation_base(it),
                 "agreement": float(np.mean(hits)) if hits else float("nan")}
@@ -599,20 +605,6 @@ def _gold_from_target(target, conts: Sequence[str]) -> int | None:
         return int(t)
     same = [j for j, c in enumerate(conts) if c.strip() == t]
     return same[0] if len(same) == 1 else None
-
-
-def _harness_version(files: Sequence[Path]) -> str | None:
-    """``lm_eval_version`` (or ``git_hash``) from a ``results_*.json`` beside the logs."""
-    for folder in dict.fromkeys(f.parent for f in files):
-        for res in sorted(folder.glob("results_*.json")):
-            try:
-                d = json.loads(res.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            for key in ("lm_eval_version", "git_hash"):
-                if d.get(key):
-                    return f"{key}={d[key]}"
-    return None
 
 
 def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None = None
@@ -691,7 +683,7 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
         score_range = tuple(check_finite(v, "score_range") for v in score_range)
     files, the_task, names = task_files(paths, task, subject_ids)
     logs = SampleLogs(task=the_task, metric=metric or "", filter=filter_name, files=files,
-                      harness=_harness_version(files),
+                      harness=harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
     logs.tasks = sorted({task_of(f) or "?" for f in files})
@@ -773,17 +765,20 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
             continue
         outputs[item] = _outputs(rec, reqs[0].kind, len(reqs))
         known = logs.items.get(item)
+        raw = rec.get("target", "")
+        targets = tuple(map(str, raw)) if isinstance(raw, (list, tuple)) and raw else ()
+        target = targets[0] if targets else str(raw)
         if known is None:
-            logs.items[item] = LoggedItem(item, doc_id, reqs, str(rec.get("target", "")), doc,
-                                          rec.get("arguments"))
+            logs.items[item] = LoggedItem(item, doc_id, reqs, target, doc,
+                                          rec.get("arguments"), targets)
         elif known.requests != reqs:
             raise ResponseDataError(f"{where}: item {item} was asked other requests than in "
                                     "another model's log (few-shot seed, prompt or task version "
                                     "differ); build a bank from runs of one task configuration")
-        elif str(rec.get("target", "")) != known.target:
+        elif (target, targets) != (known.target, known.targets):
             raise ResponseDataError(f"{where}: item {item} has target "
-                                    f"{str(rec.get('target', ''))[:60]!r}, another model's log "
-                                    f"{known.target[:60]!r} (task version or gold answers "
+                                    f"{str(raw)[:60]!r}, another model's log "
+                                    f"{str(list(known.targets) or known.target)[:60]!r} (task version or gold answers "
                                     "differ); build a bank from runs of one task configuration")
     if filter_name is None and len(filters) > 1:
         raise ResponseDataError(f"{f}: several filters {sorted(filters)}; choose one with "

@@ -54,6 +54,10 @@ f1           SQuAD / CoQA token F1 of the generation (cut before the item's stop
              ASCII punctuation deleted, the articles a / an / the removed, whitespace
              collapsed), F1 of the token bags; 1 when both are empty.
 
+A generation logged with several targets (a task's ``multiple_target``, TriviaQA's aliases:
+``targets``) scores 1 when its rule gives any target a nonzero score, else 0, as the harness
+does (its F1 is then 0/1 too).
+
 A metric ATLAS cannot compute from a model's outputs (ROUGE, BLEU, a judge's rating) is kept
 as the item's rule name prefixed ``metric:``; asking such an item live is refused with its name
 (the folder is asked through ``--subject cmd:COMMAND``, a harness that scores it).
@@ -103,9 +107,9 @@ LEADERBOARD_SHOTS = {"arc": 25, "hellaswag": 10, "mmlu": 5, "truthfulqa": 0, "wi
 #: metadata columns that carry an item's requests (one row per item)
 REQUEST_COLUMNS = ("rule", "context", "ctx_suffixes", "continuations", "gold", "target",
                    "n_choices", "mc2_true")
-#: optional metadata columns of a generation item: its stop strings, token limit and other
-#: logged settings (JSON)
-GENERATION_COLUMNS = ("until", "max_gen_toks", "gen_kwargs")
+#: optional metadata columns of a generation item: its stop strings, token limit, other
+#: logged settings (JSON) and its targets when the task has several (any one matches)
+GENERATION_COLUMNS = ("until", "max_gen_toks", "gen_kwargs", "targets")
 GSM8K_UNTIL = (":", "Question:", "Question")
 GSM8K_MAX_GEN_TOKS = 256
 _GSM8K_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -180,7 +184,7 @@ class ItemRequests:
     """An item's requests and the rule that turns the subject's outputs into 0/1.
 
     Attributes beyond the contract: ``gold`` (index of the correct request, or the GSM8K answer
-    string), ``norm`` (acc_norm divisors: characters of each choice text), ``n_choices``
+    string; a generation's several targets, a tuple), ``norm`` (acc_norm divisors: characters of each choice text), ``n_choices``
     (how many leading requests the rule scores; TruthfulQA: the mc1 targets) and ``mc2_true``
     (TruthfulQA: how many mc2 targets, which follow the mc1 ones, are true; see :meth:`mc2`).
     """
@@ -189,7 +193,7 @@ class ItemRequests:
     benchmark: str
     rule: str                       # one of RULES
     requests: tuple[Request, ...]
-    gold: int | str = 0
+    gold: int | str | tuple = 0
     norm: tuple[int, ...] = ()
     n_choices: int = 0
     mc2_true: int = 0
@@ -224,7 +228,8 @@ class ItemRequests:
             return {"kind": "generation", "text": text,
                     "extracted": (cut.strip() if self.rule in ("exact_match", "f1")   # as scored
                                   else gsm8k_extract(cut)),
-                    "gold": str(self.gold)}
+                    "gold": (str(self.gold) if isinstance(self.gold, str)
+                             else " | ".join(self.gold))}
         ll = np.asarray(list(outputs), dtype=float)
         k = self.n_choices or len(self.requests)
         per_char = (ll[:k] / np.asarray(self.norm, float)).tolist() if self.rule == "acc_norm" \
@@ -330,6 +335,9 @@ def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = 
             raise LiveRunError(f"item {item_id}: a generation item needs exactly one generated "
                                f"string, got {len(outputs)} output(s) of type "
                                f"{type(outputs[0]).__name__ if outputs else 'none'}")
+        if isinstance(gold, (list, tuple)):          # several targets: the harness's any()
+            hit = any(score_outputs(rule, outputs, gold=g, until=until) for g in gold)
+            return float(hit) if rule in CONTINUOUS_RULES else int(hit)
         if rule == "exact_match":
             return int(gsm8k_cut(outputs[0], until).strip() == str(gold).strip())
         if rule == "f1":
@@ -597,7 +605,8 @@ def _requests_of(rec: Mapping, item_id: str, rule: str, asked_as: str) -> ItemRe
     if not context:
         raise BankError(f"item {item_id}: empty request context")
     if asked_as in GENERATION_RULES:
-        target = _cell_str(rec.get("target"))
+        targets = tuple(_cell_list(rec.get("targets")))
+        target = targets if len(targets) > 1 else _cell_str(rec.get("target"))
         if not target and rule in ("gsm8k_exact", "gsm8k_flexible"):
             raise BankError(f"item {item_id}: a {rule} item needs its gold answer in 'target'")
         until = tuple(_cell_list(rec.get("until"))) or GSM8K_UNTIL
