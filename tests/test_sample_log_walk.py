@@ -137,3 +137,38 @@ def test_a_task_with_several_targets_scores_any_alias(tmp_path):
     rec = next(json.loads(x) for x in (tmp_path / "bank" / "requests.jsonl").open()
                if json.loads(x)["item_id"] == item)
     assert rec["targets"] == _aliases(gold)
+
+
+# ---------------------------------------------------------------- a metric the command computes
+def _rouge_like(text: str, gold: str) -> float:
+    """A stand-in for ROUGE-L (a metric atlas cannot compute): a rounded, scaled token F1."""
+    return round(0.9 * squad_f1(text, gold), 4)
+
+
+def test_a_command_scoring_a_logged_metric_is_sent_the_target(tmp_path):
+    """A folder scored by a metric atlas cannot compute (ROUGE-L) is asked through cmd:, whose
+    program scores the metric as the harness did: against the item's logged target, which the
+    request line must carry (the program had the context alone). The run records exactly the
+    scores the program computed."""
+    root = _gen_logs(tmp_path / "rouge", "rougeL", _rouge_like)
+    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    script = tmp_path / "harness.py"
+    script.write_text(
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_sample_log_walk import _rouge_like\n"
+        "for line in sys.stdin:\n"
+        "    req = json.loads(line)\n"
+        "    assert req['scored_by'] == 'command' and req['metric'] == 'rougeL', req\n"
+        "    answer = ' '.join(req['target'].split()[:2]) + ' x'\n"
+        "    print(json.dumps({'item_id': req['item_id'],\n"
+        "                      'score': _rouge_like(answer, req['target'])}), flush=True)\n")
+    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+                  f"cmd:{sys.executable} {script}", "--llm", "mine", "--max-items", "8",
+                  "-q", "-o", tmp_path / "live"]) == 0
+    row = json.loads((tmp_path / "live" / "results.json").read_text())[0]
+    targets = {r["item_id"]: r["target"] for r in map(json.loads, (tmp_path / "bank" /
+                                                                   "requests.jsonl").open())}
+    by_hand = [_rouge_like(" ".join(targets[i].split()[:2]) + " x", targets[i])
+               for i in row["items"]]
+    assert row["n_items"] == 8 and row["scores"] == pytest.approx(by_hand)
