@@ -172,3 +172,32 @@ def test_a_command_scoring_a_logged_metric_is_sent_the_target(tmp_path):
     by_hand = [_rouge_like(" ".join(targets[i].split()[:2]) + " x", targets[i])
                for i in row["items"]]
     assert row["n_items"] == 8 and row["scores"] == pytest.approx(by_hand)
+
+
+# ---------------------------------------------------------------- the recipe on the other real log
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "lmeval_samples" / "pythia-14m"
+
+
+def test_simulated_logs_from_the_real_winogrande_log(tmp_path):
+    """The recipe's simulated models made from the real WinoGrande log (its gold is the doc's
+    ``answer``, "1" or "2", and the options sit in the contexts): refused before ("no
+    multiple-choice record whose true options the log tells"); now every record keeps its
+    requests, the logged ``acc`` is the argmax rule on the simulated log-likelihoods, and a
+    folder built from them finds each item's gold as the doc's answer."""
+    from atlascat.bankdir import simulated_sample_logs
+
+    real = sorted(REAL.glob("samples_metabench_winogrande_secondary_*.jsonl.gz"))
+    if not real:
+        pytest.skip(f"the real WinoGrande sample log is not in {REAL}")
+    files = simulated_sample_logs(real[0], tmp_path / "logs", n_models=22, seed=0)
+    recs = [json.loads(x) for x in files[-1].read_text().splitlines()]
+    assert len(recs) == 106 and all("mc2" not in r for r in recs)     # one true option: acc
+    for r in recs:
+        ll = [float(v[0]) for v in r["filtered_resps"]]
+        assert r["acc"] == float(int(np.argmax(ll)) == int(r["doc"]["answer"]) - 1)
+    assert _main(["build-bank", tmp_path / "logs", "-o", tmp_path / "bank", "-q"]) == 0
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
+    answer = {str(r["doc"]["metabench_idx"]): int(r["doc"]["answer"]) - 1 for r in recs}
+    for rec in map(json.loads, (tmp_path / "bank" / "requests.jsonl").open()):
+        assert rec["gold"] == answer[rec["item_id"]]
