@@ -201,3 +201,42 @@ def test_simulated_logs_from_the_real_winogrande_log(tmp_path):
     answer = {str(r["doc"]["metabench_idx"]): int(r["doc"]["answer"]) - 1 for r in recs}
     for rec in map(json.loads, (tmp_path / "bank" / "requests.jsonl").open()):
         assert rec["gold"] == answer[rec["item_id"]]
+
+
+# ---------------------------------------------------------------- what results_*.json says
+def _results_files(root: Path, task: str, metric: str, *, aggregation="mean", better=True):
+    """The ``results_<timestamp>.json`` lm_eval writes beside each model's samples."""
+    for folder in root.iterdir():
+        stamp = next(folder.glob("samples_*.jsonl")).name.rsplit("_", 1)[1][:-6]
+        (folder / f"results_{stamp}.json").write_text(json.dumps({
+            "results": {task: {f"{metric},none": 0.5}},
+            "configs": {task: {"task": task, "metric_list": [
+                {"metric": metric, "aggregation": aggregation, "higher_is_better": better},
+                {"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}]}},
+            "higher_is_better": {task: {metric: better, "exact_match": True}},
+            "n-samples": {task: {"original": 40, "effective": 40}},
+            "lm_eval_version": "0.4.8"}))
+
+
+def test_a_lower_is_better_metric_is_refused_in_one_line(tmp_path, capsys):
+    """RealToxicityPrompts logs a per-sample toxicity in [0, 1], averaged, lower is better: a
+    bank built on it would call the most toxic model the most able. The run folders'
+    results_*.json say so; the build refuses in one line naming the metric and the task."""
+    root = _gen_logs(tmp_path / "tox", "toxicity", lambda t, g: round(1 - squad_f1(t, g), 4))
+    _results_files(root, "toyqa", "toxicity", better=False)
+    _one_line_error(capsys, ["build-bank", root, "-o", tmp_path / "bank"], "'toxicity'",
+                    "'toyqa'", "lower-is-better", "--metric")
+
+
+def test_a_metric_the_harness_does_not_average_is_refused(tmp_path, capsys):
+    """A per-sample number the harness aggregates by another rule than the mean (a median, a
+    corpus F1) does not add up to the task's score; refused naming the aggregation and the
+    per-sample metrics the harness averages. The same logs said to be averaged build."""
+    root = _gen_logs(tmp_path / "med", "f1", squad_f1)
+    _results_files(root, "toyqa", "f1", aggregation="median")
+    _one_line_error(capsys, ["build-bank", root, "--metric", "f1", "-o", tmp_path / "b1"],
+                    "'f1'", "'median'", "not as a mean over items", "--metric: exact_match")
+    _one_line_error(capsys, ["build-bank", root, "-o", tmp_path / "b2"], "'median'")
+    _results_files(root, "toyqa", "f1")
+    assert _main(["build-bank", root, "-o", tmp_path / "b3", "-q"]) == 0
+    assert load_bank_dir(tmp_path / "b3").manifest["source"]["harness"] == "lm_eval_version=0.4.8"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 __all__ = ["task_of", "legacy_task", "legacy_model", "run_stamp", "distinct_runs", "runs_by_model", "group_tasks", "task_sizes",
-           "harness_version",
+           "harness_version", "metric_refusal", "NOT_A_MEAN",
            "limit_warning", "RERUN_RULE"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
@@ -166,3 +166,50 @@ def harness_version(files: Sequence[Path]) -> str | None:
                 if d.get(key):
                     return f"{key}={d[key]}"
     return None
+
+
+#: lm-eval's registered aggregations that are not a mean over samples (the task's score is
+#: not the mean of its per-sample values)
+NOT_A_MEAN = frozenset({"median", "perplexity", "weighted_perplexity", "bits_per_byte", "bleu",
+                        "chrf", "ter", "f1", "matthews_corrcoef", "brier_score"})
+
+
+def metric_refusal(files: Sequence[Path], metric: str) -> str | None:
+    """One line refusing ``metric`` when a ``results_*.json`` beside the logs says the harness
+    counts it lower-is-better (its ``higher_is_better``) or aggregates it otherwise than by
+    the mean over samples (its task config's ``metric_list``); None otherwise, or without
+    results files (the per-sample values, :func:`~.samplelogs.corpus_metric_error`, tell
+    the rest)."""
+    for folder, tasks in _tasks_by_folder(files).items():
+        for res in sorted(folder.glob("results_*.json")):
+            try:
+                d = json.loads(res.read_text(encoding="utf-8"))
+                better = {t: (d.get("higher_is_better") or {}).get(t) or {} for t in tasks}
+                lists = {t: ((d.get("configs") or {}).get(t) or {}).get("metric_list") or []
+                         for t in tasks}
+            except (OSError, ValueError, AttributeError):
+                continue
+            for t in sorted(tasks):
+                if isinstance(better[t], dict) and better[t].get(metric) is False:
+                    return (f"metric {metric!r} of task {t!r} is lower-is-better "
+                            f"({res.name}'s higher_is_better): a bank measures an ability "
+                            "its scores rise with; choose another per-sample metric with "
+                            "--metric")
+                aggs = {str(m.get("metric")): m.get("aggregation") for m in lists[t]
+                        if isinstance(m, dict)}
+                if aggs.get(metric) in NOT_A_MEAN:
+                    means = [m for m, a in aggs.items() if a == "mean"]
+                    return (f"metric {metric!r} of task {t!r} is aggregated by "
+                            f"{aggs[metric]!r} over the whole task ({res.name}), not as a mean "
+                            "over items, so no item has a score of its own that adds up to it; "
+                            + (f"choose a per-sample metric the harness averages with "
+                               f"--metric: {', '.join(means)}" if means else
+                               "the task has no per-sample metric to build a bank from"))
+    return None
+
+
+def _tasks_by_folder(files: Sequence[Path]) -> dict[Path, set[str]]:
+    out: dict[Path, set[str]] = {}
+    for f in map(Path, files):
+        out.setdefault(f.parent, set()).add(str(task_of(f)))
+    return out

@@ -53,7 +53,8 @@ scores are not 0/1        item naming the metric (ask the folder with ``--subjec
 known to be 0-100, :data:`KNOWN_RANGES`), mapped to [0, 1] once here, at the boundary; a value
 outside the declared range is refused. A metric the harness aggregates over the corpus (its
 per-sample field holds a (reference, prediction) pair: corpus BLEU, chrF, TER, macro F1, MCC)
-is not a mean over items and is refused (:func:`corpus_metric_error`).
+is not a mean over items and is refused (:func:`corpus_metric_error`); so is a metric the run's
+``results_*.json`` call lower-is-better or aggregate otherwise (:func:`.metric_refusal`).
 
 The gold option of a log-likelihood item is ``target`` when it is an index (or the text of
 exactly one continuation); otherwise (WinoGrande logs the shared continuation as its target) it
@@ -83,7 +84,7 @@ from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request,
                                 gsm8k_extract, mc2_score, score_outputs)
 from ..errors import AtlasError, ConfigError, ResponseDataError
 from .harnessruns import (RERUN_RULE, distinct_runs, group_tasks, harness_version, legacy_model,
-                          legacy_task, runs_by_model, task_of, task_sizes)
+                          legacy_task, metric_refusal, runs_by_model, task_of, task_sizes)
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
@@ -687,6 +688,8 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
     logs.tasks = sorted({task_of(f) or "?" for f in files})
+    if metric and (refusal := metric_refusal(files, metric)):
+        raise ResponseDataError(refusal)
     several = len(logs.tasks) > 1                     # a group's tasks: item ids task/id
     k = 0
     for name, tasks in runs_by_model(names, files).items():
@@ -705,6 +708,8 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
         if kept:
             logs.reruns[name] = {"runs": max(len(distinct_runs(fs)) for fs in tasks.values()),
                                  "kept": kept, "superseded": superseded}
+    if not metric and (refusal := metric_refusal(files, logs.metric)):
+        raise ResponseDataError(refusal)                # the metric each record named first
     sizes = task_sizes(files)
     if sizes and set(sizes) == set(logs.tasks):
         logs.n_samples = {"logged": len(logs.item_ids()), "in_task": sum(sizes.values())}
