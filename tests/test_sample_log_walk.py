@@ -240,3 +240,20 @@ def test_a_metric_the_harness_does_not_average_is_refused(tmp_path, capsys):
     _results_files(root, "toyqa", "f1")
     assert _main(["build-bank", root, "-o", tmp_path / "b3", "-q"]) == 0
     assert load_bank_dir(tmp_path / "b3").manifest["source"]["harness"] == "lm_eval_version=0.4.8"
+
+
+def test_truthfulqa_gen_diff_metrics_are_read_on_their_range(tmp_path):
+    """TruthfulQA-gen logs ``bleu_diff`` / ``rougeL_diff`` per sample: the best true
+    reference's score minus the best false one's, in points, -100 to 100 (negative for most
+    weak models). They are read on that range, as ``_max`` on 0-100 (they were refused as
+    outside [0, 1] unless the user found the range)."""
+    def diff(text, gold):
+        return round(100 * squad_f1(text, gold) - 40.0, 3)
+
+    root = _gen_logs(tmp_path / "d", "rougeL_diff", diff)
+    logs = read_sample_logs(root)
+    assert logs.score_range == (-100.0, 100.0)
+    m = logs.matrix().values
+    assert 0.0 <= np.nanmin(m) < 0.5 < np.nanmax(m) <= 1.0
+    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    assert load_bank_dir(tmp_path / "bank").manifest["settings"]["score_range"] == [-100, 100]

@@ -211,10 +211,11 @@ def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
 
 
 #: the harness's per-sample metrics on a scale other than [0, 1] (lm-eval's TruthfulQA
-#: generation and translation tasks log BLEU, chrF and ROUGE in points): (low, high)
+#: generation and translation tasks log BLEU, chrF and ROUGE in points; TruthfulQA's ``_diff``,
+#: the best true reference's minus the best false one's, -100 to 100): (low, high)
 KNOWN_RANGES = {"bleu": (0.0, 100.0), "sacrebleu": (0.0, 100.0), "chrf": (0.0, 100.0),
-                "bleu_max": (0.0, 100.0), "rouge1_max": (0.0, 100.0),
-                "rouge2_max": (0.0, 100.0), "rougeL_max": (0.0, 100.0)}
+                **{f"{m}_max": (0.0, 100.0) for m in ("bleu", "rouge1", "rouge2", "rougeL")},
+                **{f"{m}_diff": (-100.0, 100.0) for m in ("bleu", "rouge1", "rouge2", "rougeL")}}
 
 
 def sampled_warning(n_items: int) -> str:
