@@ -257,3 +257,27 @@ def test_truthfulqa_gen_diff_metrics_are_read_on_their_range(tmp_path):
     assert 0.0 <= np.nanmin(m) < 0.5 < np.nanmax(m) <= 1.0
     assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
     assert load_bank_dir(tmp_path / "bank").manifest["settings"]["score_range"] == [-100, 100]
+
+
+# ---------------------------------------------------------------- requests as logged
+def test_a_generation_logged_without_stop_strings_is_asked_without_them(tmp_path):
+    """A generation request logged with ``"until": []`` runs to its token limit; the folder
+    asked it with GSM8K's stops (":", "Question:", "Question"), so an answer "Note: ..." was
+    cut to "Note" live while the build checked the rule on the whole answer."""
+    from atlascat.live.subjects.cmdrequests import request_line
+
+    root = _gen_logs(tmp_path / "ns", "f1", lambda t, g: squad_f1("Note: " + t, g))
+    for f in root.glob("*/samples_*.jsonl"):
+        recs = [json.loads(x) for x in f.read_text().splitlines()]
+        for r in recs:
+            r["arguments"]["gen_args_0"]["arg_1"]["until"] = []
+            r["resps"] = [["Note: " + r["resps"][0][0]]]
+        f.write_text("\n".join(map(json.dumps, recs)) + "\n")
+    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
+    ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
+    assert ir.requests[0].until == ()
+    said = "Note: " + ir.gold + "\nQuestion: more"
+    assert ir.score(said) == pytest.approx(squad_f1(said, ir.gold))
+    assert request_line(ir)["arguments"][0][1]["until"] == []

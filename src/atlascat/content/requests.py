@@ -562,6 +562,15 @@ def _cell_list(value) -> list[str]:
     return [str(v) for v in value]
 
 
+def _cell_until(value) -> tuple[str, ...]:
+    """A generation item's stop strings: as stored (an empty list is a request logged with
+    none: it runs to its token limit), GSM8K's when the item has no such cell."""
+    if isinstance(value, (list, tuple, np.ndarray)) or (isinstance(value, str)
+                                                        and value.strip()):
+        return tuple(_cell_list(value))
+    return GSM8K_UNTIL
+
+
 def _cell_str(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -609,7 +618,7 @@ def _requests_of(rec: Mapping, item_id: str, rule: str, asked_as: str) -> ItemRe
         target = targets if len(targets) > 1 else _cell_str(rec.get("target"))
         if not target and rule in ("gsm8k_exact", "gsm8k_flexible"):
             raise BankError(f"item {item_id}: a {rule} item needs its gold answer in 'target'")
-        until = tuple(_cell_list(rec.get("until"))) or GSM8K_UNTIL
+        until = _cell_until(rec.get("until"))
         max_gen = _cell_int(rec.get("max_gen_toks"), 0) or GSM8K_MAX_GEN_TOKS
         req = Request("generate_until", context, until=until, max_gen_toks=max_gen,
                       gen_kwargs=_cell_str(rec.get("gen_kwargs")))
