@@ -281,3 +281,23 @@ def test_a_generation_logged_without_stop_strings_is_asked_without_them(tmp_path
     said = "Note: " + ir.gold + "\nQuestion: more"
     assert ir.score(said) == pytest.approx(squad_f1(said, ir.gold))
     assert request_line(ir)["arguments"][0][1]["until"] == []
+
+
+# ---------------------------------------------------------------- logs under other names
+def test_logs_renamed_one_file_per_model_are_models_of_the_given_task(tmp_path, capsys):
+    """Logs copied into one folder as <model>.jsonl (not lm_eval's names): each file is a
+    model (they were read as re-runs of ONE model named after the folder: "the results hold
+    1 model(s)"), the task is the one --task gives (it was "?", the benchmark's name in every
+    output), and without --task the build asks for it in one line."""
+    root = _gen_logs(tmp_path / "h", "f1", squad_f1)
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for f in sorted(root.glob("*/samples_*.jsonl")):
+        (flat / f"{f.parent.name}.jsonl").write_text(f.read_text())
+    files = sorted(flat.glob("*.jsonl"))
+    _one_line_error(capsys, ["build-bank", *files, "-o", tmp_path / "b0"],
+                    "cannot tell the task", "--task")
+    assert _main(["build-bank", *files, "--task", "toyqa", "-o", tmp_path / "bank", "-q"]) == 0
+    man = load_bank_dir(tmp_path / "bank").manifest
+    assert man["benchmark"] == "toyqa" and man["source"]["task"] == "toyqa"
+    assert man["models"] == [f"org/gen-{m:02d}" for m in range(22)]

@@ -83,8 +83,9 @@ from ..content.parsing import parse_literal
 from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request,
                                 gsm8k_extract, mc2_score, score_outputs)
 from ..errors import AtlasError, ConfigError, ResponseDataError
-from .harnessruns import (RERUN_RULE, distinct_runs, group_tasks, harness_version, legacy_model,
-                          legacy_task, metric_refusal, runs_by_model, task_of, task_sizes)
+from .harnessruns import (RERUN_RULE, distinct_runs, harness_version, metric_refusal,
+                          runs_by_model, sample_files, subject_of, task_files, task_of,
+                          task_sizes)
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
@@ -94,30 +95,6 @@ __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter
 #: record fields that are not per-sample metrics
 NON_METRIC_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps",
                                "filter", "metrics", "doc_hash", "prompt_hash", "target_hash"})
-
-
-def subject_of(path: Path) -> str:
-    """lm-eval writes a model's samples under a folder named after it, '/' -> '__' (0.4.0-0.4.2:
-    in the file's name, :func:`~.harnessruns.legacy_model`)."""
-    legacy = legacy_task(path)
-    return legacy_model(path, legacy) if legacy else path.parent.name.replace("__", "/")
-
-
-def sample_files(paths) -> list[Path]:
-    """``samples_*.jsonl[.gz]`` files: the given files, and those found under the given folders."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files.extend(sorted([*p.rglob("samples_*.jsonl"), *p.rglob("samples_*.jsonl.gz"),
-                                 *(f for f in p.rglob("*.jsonl") if legacy_task(f))]))
-        elif p.exists():
-            files.append(p)
-        else:
-            raise ResponseDataError(f"{str(p)!r} does not exist; give sample log files "
-                                    "(samples_<task>_*.jsonl) or the folders holding them")
-    return files
 
 
 def _maybe_literal(value, what: str):
@@ -609,52 +586,6 @@ def _gold_from_target(target, conts: Sequence[str]) -> int | None:
     return same[0] if len(same) == 1 else None
 
 
-def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None = None
-               ) -> tuple[list[Path], str, list[str]]:
-    """(files, task, one model name per file) of the sample logs of ONE task found in
-    ``paths`` (files and/or folders); ``task`` keeps only that task's files. One-line errors:
-    no file, several tasks mixed, a name count that does not match."""
-    files = sample_files(paths)
-    found = sorted({task_of(f) or "?" for f in files})
-    groups = group_tasks(files) if len(found) > 1 or (task and task not in found) else {}
-    label = task
-    if task is not None:
-        leaves = {task} if task in found else groups.get(task, frozenset())
-        files = [f for f in files if task_of(f) in leaves]
-    if not files:
-        given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-        where = f"no samples_*.jsonl file found in {[str(p) for p in given]}"
-        if task and found:
-            raise ResponseDataError(f"{where} for task {task!r}; the logs there are of "
-                                    f"{_task_list(found, groups)}: give one to --task")
-        raise ResponseDataError(where + (f" for task {task!r}" if task else "")
-                                + "; run lm_eval with --log_samples")
-    tasks = sorted({task_of(f) or "?" for f in files})
-    if label is None:
-        whole = sorted(g for g, leaves in groups.items() if leaves == set(tasks))
-        if len(tasks) > 1 and not whole:
-            raise ResponseDataError(f"sample logs of different tasks mixed "
-                                    f"({_task_list(tasks, groups)}); give one task's files or "
-                                    "choose one with --task")
-        label = min(whole, key=len) if len(tasks) > 1 else tasks[0]   # the outer group
-    names = list(subject_ids) if subject_ids is not None else [subject_of(f) for f in files]
-    if len(names) != len(files):
-        raise ResponseDataError(f"{len(names)} model names for {len(files)} files")
-    return files, label, names
-
-
-def _task_list(tasks: Sequence[str], groups: Mapping) -> str:
-    """The tasks found, a group's leaves said once by the group ('mmlu (57 tasks)')."""
-    top = sorted(((g, leaves) for g, leaves in groups.items() if leaves <= set(tasks)
-                  and len(leaves) > 1), key=lambda gl: -len(gl[1]))
-    said, out = set(), []
-    for g, leaves in top:
-        if not leaves & said:
-            said |= leaves
-            out.append(f"{g} (a group of {len(leaves)} tasks)")
-    return ", ".join(out + [t for t in tasks if t not in said])
-
-
 def read_sample_logs(paths, *, task: str | None = None, metric: str | None = None,
                      id_field: str | None = "metabench_idx", filter_name: str | None = None,
                      subject_ids: Sequence[str] | None = None,
@@ -688,7 +619,7 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
                       harness=harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
-    logs.tasks = sorted({task_of(f) or "?" for f in files})
+    logs.tasks = sorted({task_of(f) or the_task for f in files})
     if metric and (refusal := metric_refusal(files, metric)):
         raise ResponseDataError(refusal)
     several = len(logs.tasks) > 1                     # a group's tasks: item ids task/id
