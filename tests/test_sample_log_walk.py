@@ -301,3 +301,29 @@ def test_logs_renamed_one_file_per_model_are_models_of_the_given_task(tmp_path, 
     man = load_bank_dir(tmp_path / "bank").manifest
     assert man["benchmark"] == "toyqa" and man["source"]["task"] == "toyqa"
     assert man["models"] == [f"org/gen-{m:02d}" for m in range(22)]
+
+
+# ---------------------------------------------------------------- held-out models' logs
+def test_simulate_reads_held_out_models_logs_as_the_folder_was_built(tmp_path):
+    """``atlas simulate --bank DIR LOGS``: the held-out models' sample logs (a folder of the
+    harness's layout) are read with the folder's task, metric and scale, the same prediction
+    as from the matrix written from them (it said "'LOGS' is a directory; give a file")."""
+    import pandas as pd
+
+    root = _gen_logs(tmp_path / "src", "rougeL_max", lambda t, g: round(100 * squad_f1(t, g), 2),
+                     n_models=26)
+    held = tmp_path / "held"
+    held.mkdir()
+    for m in (4, 13, 22):
+        (root / f"org__gen-{m:02d}").rename(held / f"org__gen-{m:02d}")
+    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    read_sample_logs(held).write(tmp_path / "held.csv")              # the recipe's way
+    assert _main(["simulate", tmp_path / "held.csv", "--bank", tmp_path / "bank",
+                  "-o", tmp_path / "s1", "-q"]) == 0
+    assert _main(["simulate", held, "--bank", tmp_path / "bank", "-o", tmp_path / "s2",
+                  "-q"]) == 0
+    a, b = (pd.read_csv(tmp_path / s / "person_scores.csv", index_col="subject_id")
+            for s in ("s1", "s2"))
+    assert list(b.index) == ["org/gen-04", "org/gen-13", "org/gen-22"]
+    assert b["score"].max() > 1                                       # ROUGE points, as logged
+    np.testing.assert_allclose(b["score"], a["score"], atol=1e-6)

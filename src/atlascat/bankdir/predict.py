@@ -18,6 +18,7 @@ Two designs, both read here:
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 
@@ -47,7 +48,9 @@ def as_folder(folder):
 def read_targets(folder, responses):
     """The targets' answers as a ResponseMatrix on 0-1: a file path read as ``atlas simulate
     --bank DIR RESPONSES`` reads it (ids normalized, blank rows kept; a folder built with
-    ``--score-range LO HI`` maps its scores from that scale), else anything
+    ``--score-range LO HI`` maps its scores from that scale; on a folder built from sample
+    logs, held-out models' logs, a folder or ``.jsonl[.gz]`` files, read with its task,
+    metric, filter and scale), else anything
     :func:`~atlascat.responses.as_response_matrix` takes, already on 0-1 (a score outside it
     is refused with one line)."""
     from pathlib import Path
@@ -57,6 +60,13 @@ def read_targets(folder, responses):
 
     folder = as_folder(folder)
     scale = metric_scale(folder)
+    source = (getattr(folder, "manifest", None) or {}).get("source") or {}
+    if isinstance(responses, (str, Path)) and source.get("kind") == "sample_logs" and (
+            Path(responses).is_dir() or re.search(r"\.jsonl(\.gz)?$", str(responses))):
+        from .samplelogs import read_sample_logs     # held-out models' logs, read as built
+
+        return read_sample_logs(responses, task=source.get("task"), metric=source.get("metric"),
+                                filter_name=source.get("filter"), score_range=scale).matrix()
     if isinstance(responses, (str, Path)):
         if scale is not None:
             from .scaled import read_scaled_matrix
