@@ -327,3 +327,17 @@ def test_simulate_reads_held_out_models_logs_as_the_folder_was_built(tmp_path):
     assert list(b.index) == ["org/gen-04", "org/gen-13", "org/gen-22"]
     assert b["score"].max() > 1                                       # ROUGE points, as logged
     np.testing.assert_allclose(b["score"], a["score"], atol=1e-6)
+
+
+def test_a_chat_answer_matches_any_target_too():
+    """A chat subject on such a folder reads the answer from chat text with the ``exact``
+    scorer: any of the item's targets counts, as the rule does (it compared the first)."""
+    from atlascat.live.scorers import score_answer
+
+    item = {"item_id": "1", "scorer": "exact", "answer": "Paris",
+            "targets": np.array(["Paris", "Paris, France", "the city of Paris"], dtype=object)}
+    assert score_answer(item, "Paris, France.") == 1
+    assert score_answer(item, "The city of Paris") == 1
+    assert score_answer(item, "Lyon") == 0
+    assert score_answer({"item_id": "2", "scorer": "exact", "answer": "Lyon",
+                         "targets": float("nan")}, "lyon") == 1
