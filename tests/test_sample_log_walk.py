@@ -341,3 +341,46 @@ def test_a_chat_answer_matches_any_target_too():
     assert score_answer(item, "Lyon") == 0
     assert score_answer({"item_id": "2", "scorer": "exact", "answer": "Lyon",
                          "targets": float("nan")}, "lyon") == 1
+
+
+# ---------------------------------------------------------------- exact_match as the harness has it
+def test_exact_match_without_a_whitespace_filter_is_not_stripped(tmp_path):
+    """lm-eval's ``exact_match`` compares the generation as it is: on a task with no
+    whitespace filter " Paris" is not "Paris" (the logged score is 0). The folder's rule is
+    the one that reproduces that (``exact_match_raw``), so a live " Paris" scores 0 as the
+    logged models' did; a stripped comparison scored it 1, the build warning it reproduced
+    ~half of the logs."""
+    rng = np.random.default_rng(3)
+
+    def raw_em(text, gold):                  # some models answer without the leading space
+        return float(text == gold)
+
+    root = tmp_path / "raw"
+    _gen_logs(root, "exact_match", raw_em)
+    for f in root.glob("*/samples_*.jsonl"):
+        recs = [json.loads(x) for x in f.read_text().splitlines()]
+        for r in recs:
+            gold = r["target"]
+            text = rng.choice([gold, " " + gold, "x"])
+            r["resps"], r["filtered_resps"] = [[text]], [text]
+            r["exact_match"] = raw_em(text, gold)
+        f.write_text("\n".join(map(json.dumps, recs)) + "\n")
+    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rules"] == ["exact_match_raw"]
+    assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
+    ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
+    assert ir.score(ir.gold + "\nQ: next") == 1 and ir.score(" " + ir.gold) == 0
+    assert ir.choice(" " + ir.gold)["extracted"] == " " + ir.gold       # shown as scored
+
+
+def test_the_page_shows_each_generation_as_its_rule_read_it():
+    """``ItemRequests.choice`` (the page's "extracted" answer): SQuAD-style and GSM8K-flexible
+    items showed GSM8K's strict extraction ("[invalid]" for "paris")."""
+    from atlascat.content.requests import ItemRequests, Request
+
+    req = (Request("generate_until", "Q:", until=("\n",)),)
+    norm = ItemRequests("1", "t", "exact_match_norm", req, gold="Paris", n_choices=1)
+    assert norm.choice(" paris\nmore")["extracted"] == "paris"
+    flex = ItemRequests("2", "t", "gsm8k_flexible", req, gold="42", n_choices=1)
+    assert flex.choice("So the answer is 42.\nmore")["extracted"] == "42"

@@ -375,7 +375,8 @@ def widen(link, factor: float):
 
 
 #: a chat answer's text scorer (:mod:`atlascat.live.scorers`) by rule; none for F1, a metric
-_CHAT_SCORERS = {"exact_match": "exact", "exact_match_norm": "exact", "gsm8k_exact": "gsm8k",
+_CHAT_SCORERS = {"exact_match": "exact", "exact_match_norm": "exact",
+                 "exact_match_raw": "exact", "gsm8k_exact": "gsm8k",
                  "gsm8k_flexible": "gsm8k"}
 
 

@@ -34,8 +34,10 @@ exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number
                           strict match; ``gsm8k_flexible``, its last number, read with the
                           ``flexible-extract`` filter), else ``exact_match``: the generation
                           cut at the item's stop strings, stripped, equal to the stripped target
-                          (``exact_match_norm``, SQuAD's normalisation, when it reproduces more
-                          logged scores: :attr:`SampleLogs.match_rule`)
+                          (``exact_match_norm``, SQuAD's normalisation, or ``exact_match_raw``,
+                          not stripped: the harness's exact_match without a whitespace
+                          filter, when it reproduces more logged scores:
+                          :attr:`SampleLogs.match_rule`)
 f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1]);
                           a ``target`` list (TriviaQA's aliases): 1 if any target scores > 0
 mc2 (log-likelihood)      ``mc2``: probability mass of the true options (the leading
@@ -477,7 +479,9 @@ class SampleLogs:
     def match_rule(self) -> str:
         """The 0/1 rule of generation items (but GSM8K's): ``exact_match``, or
         ``exact_match_norm`` when it reproduces more of the logged scores (SQuAD-style ``em``:
-        lower case, punctuation and articles dropped); ``metric:<name>`` for a 0/1 metric not
+        lower case, punctuation and articles dropped), or ``exact_match_raw`` (not stripped:
+        the harness's ``exact_match`` without a whitespace filter, where " 42" is not "42");
+        ``metric:<name>`` for a 0/1 metric not
         named a match (``bleu_acc``) that neither reproduces (:data:`RULE_FOUND_AT`)."""
         rates = self._match_rates
         best = max(rates, key=lambda r: (rates[r], r == "exact_match"))
@@ -489,7 +493,7 @@ class SampleLogs:
     def _match_rates(self) -> dict[str, float]:
         """The share of logged 0/1 generation scores each match rule reproduces."""
         rates = {}
-        for rule in ("exact_match", "exact_match_norm"):
+        for rule in ("exact_match", "exact_match_norm", "exact_match_raw"):
             hits = [score_outputs(rule, o, gold=it.gold_text, until=it.requests[0].until)
                     == round(s) for item_id, it in self.items.items()
                     if it.kind == "generate_until" and "#### " not in str(it.target)

@@ -40,6 +40,9 @@ gsm8k_flexible (banks built from sample logs of GSM8K's ``flexible-extract`` fil
 exact_match  (banks built from sample logs, :mod:`atlascat.bankdir`) the harness's
              ``exact_match`` without a filter: the generation cut before the first of the
              item's own stop strings, stripped, equal to the stripped ``target``.
+exact_match_raw  (sample logs whose 0/1 metric this reproduces better: the harness's
+             ``exact_match`` on a task without a whitespace filter) the cut generation equal to
+             ``target`` as it is, not stripped (``" 42"`` is not ``"42"``).
 exact_match_norm  (sample logs whose 0/1 metric this reproduces better: SQuAD-style ``em``)
              the cut generation and ``target`` equal after the F1 rule's normalisation (lower
              case, ASCII punctuation deleted, the articles a / an / the dropped, whitespace
@@ -94,9 +97,10 @@ __all__ = [
 #: lm-evaluation-harness commit the Open LLM Leaderboard v1 ran
 HARNESS_COMMIT = "b281b0921b636bc36ad05c0b0b0763bd6dd43463"
 RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact", "gsm8k_flexible", "exact_match",
-         "exact_match_norm", "mc2", "f1")
+         "exact_match_norm", "exact_match_raw", "mc2", "f1")
 #: rules scored on a generation (one ``generate_until`` request)
-GENERATION_RULES = ("gsm8k_exact", "gsm8k_flexible", "exact_match", "exact_match_norm", "f1")
+GENERATION_RULES = ("gsm8k_exact", "gsm8k_flexible", "exact_match", "exact_match_norm",
+                    "exact_match_raw", "f1")
 #: rules whose score is continuous in [0, 1]
 CONTINUOUS_RULES = ("mc2", "f1")
 #: prefix of a rule that names a metric ATLAS cannot compute (``metric:rougeL``)
@@ -225,9 +229,9 @@ class ItemRequests:
         if self.kind == "generate_until":
             text = outputs if isinstance(outputs, str) else list(outputs)[0]
             cut = gsm8k_cut(text, self.requests[0].until)
-            return {"kind": "generation", "text": text,
-                    "extracted": (cut.strip() if self.rule in ("exact_match", "f1")   # as scored
-                                  else gsm8k_extract(cut)),
+            extracted = {"gsm8k_exact": gsm8k_extract, "gsm8k_flexible": gsm8k_flexible_extract,
+                         "exact_match_raw": str}.get(self.rule, str.strip)(cut)   # as scored
+            return {"kind": "generation", "text": text, "extracted": extracted,
                     "gold": (str(self.gold) if isinstance(self.gold, str)
                              else " | ".join(self.gold))}
         ll = np.asarray(list(outputs), dtype=float)
@@ -344,6 +348,8 @@ def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = 
             return token_f1(gsm8k_cut(outputs[0], until), str(gold))
         if rule == "exact_match_norm":
             return int(answer_tokens(gsm8k_cut(outputs[0], until)) == answer_tokens(str(gold)))
+        if rule == "exact_match_raw":
+            return int(gsm8k_cut(outputs[0], until) == str(gold))
         if rule == "gsm8k_flexible":
             got = gsm8k_flexible_extract(gsm8k_cut(outputs[0], until))
             return int(got != _GSM8K_INVALID and got == _gsm8k_normal(str(gold)))
