@@ -384,3 +384,55 @@ def test_the_page_shows_each_generation_as_its_rule_read_it():
     assert norm.choice(" paris\nmore")["extracted"] == "paris"
     flex = ItemRequests("2", "t", "gsm8k_flexible", req, gold="42", n_choices=1)
     assert flex.choice("So the answer is 42.\nmore")["extracted"] == "42"
+
+
+# ---------------------------------------------------------------- one continuation (LAMBADA)
+def _lambada_logs(root: Path, n_models=22, n_items=40, seed=0):
+    """LAMBADA-style logs: one log-likelihood request per item, ``acc`` = whether the
+    continuation is the model's greedy one (lm-eval's is_greedy), ``perplexity`` its ll."""
+    rng = np.random.default_rng(seed)
+    for m in range(n_models):
+        folder = root / f"org__l{m:02d}"
+        folder.mkdir(parents=True)
+        lines = []
+        for i in range(n_items):
+            greedy = bool(rng.random() < 0.1 + 0.8 * m / (n_models - 1))
+            ll = -float(rng.uniform(0.5, 8.0))
+            lines.append(json.dumps({
+                "doc_id": i, "doc": {"text": f"story {i} ends with word{i}"},
+                "target": f" word{i}",
+                "arguments": {"gen_args_0": {"arg_0": f"story {i} ends with",
+                                             "arg_1": f" word{i}"}},
+                "resps": [[[ll, greedy]]], "filtered_resps": [[ll, greedy]], "filter": "none",
+                "metrics": ["perplexity", "acc"], "perplexity": ll, "acc": float(greedy)}))
+        (folder / "samples_lambada_openai_2025-01-01T00-00-00.000000.jsonl").write_text(
+            "\n".join(lines) + "\n")
+    return root
+
+
+def test_a_single_continuation_acc_is_a_metric_the_command_scores(tmp_path, capsys):
+    """LAMBADA's ``acc`` is whether the one continuation is the model's greedy completion: no
+    argmax over options. The folder kept it as the argmax rule over one option (reproducing
+    half the logs, chance 100%) and a live run failed with "needs at least 2 continuations".
+    Now it is a metric atlas cannot compute: refused live naming it, asked through cmd:, and
+    its chance is 0 (nothing to guess among)."""
+    root = _lambada_logs(tmp_path / "lam")
+    assert _main(["build-bank", root, "--metric", "acc", "-o", tmp_path / "bank", "-q"]) == 0
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rules"] == ["metric:acc"]
+    assert folder.manifest["settings"]["chance"] == 0.0
+    capsys.readouterr()
+    _one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
+                             "completions:http://127.0.0.1:9/v1", "--llm", "x",
+                             "-o", tmp_path / "live"], "'acc'", "cmd:")
+    script = tmp_path / "greedy.py"
+    script.write_text("import json, sys\nfor line in sys.stdin:\n"
+                      "    req = json.loads(line)\n"
+                      "    assert req['request_type'] == 'loglikelihood', req\n"
+                      "    assert len(req['arguments']) == 1 and req['metric'] == 'acc', req\n"
+                      "    print(json.dumps({'item_id': req['item_id'], 'score': 1}), flush=True)\n")
+    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+                  f"cmd:{sys.executable} {script}", "--llm", "g", "--max-items", "6",
+                  "-q", "-o", tmp_path / "cmd"]) == 0
+    row = json.loads((tmp_path / "cmd" / "results.json").read_text())[0]
+    assert row["n_items"] == 6 and row["scores"] == [1] * 6

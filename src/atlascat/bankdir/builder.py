@@ -443,7 +443,8 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
     at random, the floor a weaker model's interval reaches down to. A known benchmark's
     (:data:`atlascat.scorelink.settings.CHANCE`); from sample logs the mean over items of
     1 / options, t / options for an mc2 item with t true options (the true options' share of
-    the probability when every option is equally likely), 0 for a generated answer; from a
+    the probability when every option is equally likely), 0 for a generated answer or a
+    single continuation (LAMBADA: nothing to guess among); from a
     matrix 0, the lowest score its results cannot exclude."""
     from ..scorelink.settings import CHANCE
 
@@ -456,7 +457,7 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
         if "mc2_true" in meta:
             t = pd.to_numeric(meta["mc2_true"], errors="coerce").fillna(0).to_numpy(float)
             right = np.where(t > 0, t, 1.0)
-        return float(np.mean(np.where(n > 0, right / np.maximum(n, 1.0), 0.0))), "options"
+        return float(np.mean(np.where(n > 1, right / np.maximum(n, 1.0), 0.0))), "options"
     return 0.0, "matrix"
 
 

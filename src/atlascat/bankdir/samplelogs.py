@@ -423,8 +423,9 @@ class SampleLogs:
         if it.kind == "loglikelihood" and (self.metric == "mc2"
                                            or self.computed_rule == "mc2"):
             return self._mc2_fields(it, logged)
-        if self.continuous:               # a metric atlas cannot compute: kept by name
-            return self._metric_fields(it)
+        if self.continuous or len(reqs) < 2 and it.kind == "loglikelihood":
+            return self._metric_fields(it)   # a metric atlas cannot compute: kept by name
+            # (one continuation: LAMBADA's acc is whether it is the greedy one, no argmax)
         if it.kind == "generate_until":
             target = str(it.target)
             rule = (("gsm8k_flexible" if self.filter == "flexible-extract" else "gsm8k_exact")

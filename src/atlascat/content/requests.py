@@ -634,7 +634,7 @@ def _requests_of(rec: Mapping, item_id: str, rule: str, asked_as: str) -> ItemRe
     if suffixes and len(suffixes) != len(conts):
         raise BankError(f"item {item_id}: {len(suffixes)} context suffixes for {len(conts)} "
                         "continuations")
-    if len(conts) < 2:
+    if len(conts) < (2 if rule == asked_as else 1):      # one: a metric a command scores
         raise BankError(f"item {item_id}: a log-likelihood item needs at least 2 continuations")
     reqs = tuple(Request("loglikelihood", context + (suffixes[j] if suffixes else ""), conts[j])
                  for j in range(len(conts)))
