@@ -28,8 +28,8 @@ context), ``generate_until`` when ``arg_1`` is the generation kwargs (``until``,
 metric                    rule (:mod:`atlascat.content.requests`)
 ========================  =====================================================================
 acc_norm                  ``acc_norm``: argmax of ll_j / characters of choice j
-acc, mc1, any other       ``acc``: argmax of ll_j (first maximum)
-(log-likelihood)
+acc, mc1, any other       ``acc``: argmax of ll_j (first maximum); an item of one request
+(log-likelihood)          (LAMBADA's greedy ``acc``) is kept by name, ``metric:<name>``
 exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number>`` (GSM8K's
                           strict match; ``gsm8k_flexible``, its last number, read with the
                           ``flexible-extract`` filter), else ``exact_match``: the generation
