@@ -436,3 +436,36 @@ def test_a_single_continuation_acc_is_a_metric_the_command_scores(tmp_path, caps
                   "-q", "-o", tmp_path / "cmd"]) == 0
     row = json.loads((tmp_path / "cmd" / "results.json").read_text())[0]
     assert row["n_items"] == 6 and row["scores"] == [1] * 6
+
+
+# ---------------------------------------------------------------- answers a filter extracted
+def test_a_match_on_answers_a_regex_filter_extracted_is_the_metrics(tmp_path, capsys):
+    """BBH-style logs: the harness's filter extracts the answer from a chain of thought
+    ("... So the answer is (B).") by a regex and ``exact_match`` compares that; no rule on
+    the raw generation reproduces it. The folder scored it by the nearest rule anyway (only a
+    warning), so a live model was scored otherwise than the logged ones; now such an item
+    keeps the metric by name: refused live naming it, scored by a cmd: program."""
+    rng = np.random.default_rng(5)
+    for m in range(22):
+        folder = tmp_path / "bbh" / f"org__b{m:02d}"
+        folder.mkdir(parents=True)
+        lines = []
+        for i in range(30):
+            gold = "(" + "ABCD"[i % 4] + ")"
+            pick = gold if rng.random() < 0.1 + 0.8 * m / 21 else "(" + "ABCD"[(i + 1) % 4] + ")"
+            raw = f"Let's think step by step. Option {i} fits. So the answer is {pick}."
+            lines.append(json.dumps({
+                "doc_id": i, "doc": {"input": f"q{i}"}, "target": gold,
+                "arguments": {"gen_args_0": {"arg_0": f"Q: q{i}\nA:",
+                                             "arg_1": {"until": ["Q:"], "max_gen_toks": 128}}},
+                "resps": [[raw]], "filtered_resps": [pick], "filter": "get-answer",
+                "metrics": ["exact_match"], "exact_match": float(pick == gold)}))
+        (folder / "samples_bbh_toy_2025-01-01T00-00-00.000000.jsonl").write_text(
+            "\n".join(lines) + "\n")
+    assert _main(["build-bank", tmp_path / "bbh", "-o", tmp_path / "bank", "-q"]) == 0
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rules"] == ["metric:exact_match"]
+    capsys.readouterr()
+    _one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
+                             "completions:http://127.0.0.1:9/v1", "--llm", "x",
+                             "-o", tmp_path / "live"], "'exact_match'", "cmd:")

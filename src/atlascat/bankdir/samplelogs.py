@@ -82,7 +82,7 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 
 from ..content.parsing import parse_literal
-from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request,
+from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
                                 gsm8k_extract, mc2_score, score_outputs)
 from ..errors import AtlasError, ConfigError, ResponseDataError
 from .harnessruns import (RERUN_RULE, distinct_runs, harness_version, metric_refusal,
@@ -296,6 +296,18 @@ def _outputs(rec: Mapping, kind: str, n: int):
         return None
 
 
+def _extracted(rec: Mapping, output, until) -> bool:
+    """Whether a generation's filtered response is other than its raw one cut at the stop
+    strings (not only by whitespace): the harness scored an answer a filter extracted."""
+    try:
+        kept = rec.get("filtered_resps")
+        kept = kept[0] if isinstance(kept, (list, tuple)) else kept
+        kept = kept[0] if isinstance(kept, (list, tuple)) else kept
+        return output is not None and str(kept).strip() != gsm8k_cut(output[0], until).strip()
+    except (IndexError, TypeError):
+        return False
+
+
 @dataclass(frozen=True)
 class LoggedItem:
     """One document of a task: its requests (as logged), target, doc and where it came from."""
@@ -349,6 +361,9 @@ class SampleLogs:
     dropped_missing: list = field(default_factory=list)
     #: the tasks whose logs were read: ``[task]``, or a group's tasks (``mmlu_anatomy``, ...)
     tasks: list = field(default_factory=list)
+    #: generations whose filtered response is not the raw one (a regex filter extracted the
+    #: scored answer): a match no rule reproduces is then the metric's, not a rule's
+    extracted: int = 0
 
     @property
     def models(self) -> list[str]:
@@ -483,10 +498,11 @@ class SampleLogs:
         lower case, punctuation and articles dropped), or ``exact_match_raw`` (not stripped:
         the harness's ``exact_match`` without a whitespace filter, where " 42" is not "42");
         ``metric:<name>`` for a 0/1 metric not
-        named a match (``bleu_acc``) that neither reproduces (:data:`RULE_FOUND_AT`)."""
+        named a match (``bleu_acc``), or of a match on answers a filter extracted (BBH's
+        regex), that no rule reproduces (:data:`RULE_FOUND_AT`)."""
         rates = self._match_rates
         best = max(rates, key=lambda r: (rates[r], r == "exact_match"))
-        if self.metric not in MATCH_METRICS and rates[best] < RULE_FOUND_AT:
+        if (self.metric not in MATCH_METRICS or self.extracted) and rates[best] < RULE_FOUND_AT:
             return METRIC_RULE_PREFIX + self.metric
         return best
 
@@ -706,6 +722,8 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
         if reqs is None:
             continue
         outputs[item] = _outputs(rec, reqs[0].kind, len(reqs))
+        logs.extracted += reqs[0].kind == "generate_until" and _extracted(rec, outputs[item],
+                                                                          reqs[0].until)
         known = logs.items.get(item)
         raw = rec.get("target", "")
         targets = tuple(map(str, raw)) if isinstance(raw, (list, tuple)) and raw else ()
