@@ -305,9 +305,10 @@ def test_logs_renamed_one_file_per_model_are_models_of_the_given_task(tmp_path, 
 
 # ---------------------------------------------------------------- held-out models' logs
 def test_simulate_reads_held_out_models_logs_as_the_folder_was_built(tmp_path):
-    """``atlas simulate --bank DIR LOGS``: the held-out models' sample logs (a folder of the
-    harness's layout) are read with the folder's task, metric and scale, the same prediction
-    as from the matrix written from them (it said "'LOGS' is a directory; give a file")."""
+    """``atlas simulate --bank DIR LOGS`` (and ``atlas score``): the held-out models' sample
+    logs (a folder of the harness's layout) are read with the folder's task, metric and
+    scale, the same prediction as from the matrix written from them (it said "'LOGS' is a
+    directory; give a file")."""
     import pandas as pd
 
     root = _gen_logs(tmp_path / "src", "rougeL_max", lambda t, g: round(100 * squad_f1(t, g), 2),
@@ -327,6 +328,11 @@ def test_simulate_reads_held_out_models_logs_as_the_folder_was_built(tmp_path):
     assert list(b.index) == ["org/gen-04", "org/gen-13", "org/gen-22"]
     assert b["score"].max() > 1                                       # ROUGE points, as logged
     np.testing.assert_allclose(b["score"], a["score"], atol=1e-6)
+    for name, given in (("c1.csv", tmp_path / "held.csv"), ("c2.csv", held)):  # atlas score
+        assert _main(["score", given, "--bank", tmp_path / "bank", "-o", tmp_path / name]) == 0
+    c1, c2 = (pd.read_csv(tmp_path / n, index_col="subject_id") for n in ("c1.csv", "c2.csv"))
+    np.testing.assert_allclose(c2["theta"], c1["theta"], atol=1e-6)
+    np.testing.assert_allclose(c2["score"], c1["score"], atol=1e-6)
 
 
 def test_a_chat_answer_matches_any_target_too():

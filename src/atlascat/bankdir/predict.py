@@ -26,7 +26,7 @@ from ..scorelink.frames import COLUMNS
 from .defaults import PREDICTOR_FILE, PREDICTOR_ITEMS_FILE
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
-           "as_folder", "read_targets",
+           "as_folder", "read_targets", "logged_targets",
            "source_models_among", "in_sample_warning",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
@@ -60,13 +60,9 @@ def read_targets(folder, responses):
 
     folder = as_folder(folder)
     scale = metric_scale(folder)
-    source = (getattr(folder, "manifest", None) or {}).get("source") or {}
-    if isinstance(responses, (str, Path)) and source.get("kind") == "sample_logs" and (
-            Path(responses).is_dir() or re.search(r"\.jsonl(\.gz)?$", str(responses))):
-        from .samplelogs import read_sample_logs     # held-out models' logs, read as built
-
-        return read_sample_logs(responses, task=source.get("task"), metric=source.get("metric"),
-                                filter_name=source.get("filter"), score_range=scale).matrix()
+    logged = logged_targets(folder, responses)
+    if logged is not None:
+        return logged
     if isinstance(responses, (str, Path)):
         if scale is not None:
             from .scaled import read_scaled_matrix
@@ -75,6 +71,23 @@ def read_targets(folder, responses):
                                       on_empty="keep")
         return resolve_responses(responses, normalize_ids=True, on_empty="keep")
     return as_response_matrix(responses)   # a score off 0-1 is refused with one line
+
+
+def logged_targets(folder, responses):
+    """Held-out models' sample logs (a folder, ``.jsonl[.gz]`` files) read as the bank
+    ``folder`` was built from its own (task, metric, filter, scale), a ResponseMatrix on 0-1;
+    None when ``responses`` is no such path or the folder was not built from sample logs."""
+    from pathlib import Path
+
+    source = (getattr(as_folder(folder), "manifest", None) or {}).get("source") or {}
+    if not isinstance(responses, (str, Path)) or source.get("kind") != "sample_logs" or not (
+            Path(responses).is_dir() or re.search(r"\.jsonl(\.gz)?$", str(responses))):
+        return None
+    from .samplelogs import read_sample_logs
+
+    return read_sample_logs(responses, task=source.get("task"), metric=source.get("metric"),
+                            filter_name=source.get("filter"),
+                            score_range=metric_scale(as_folder(folder))).matrix()
 
 
 def metric_scale(folder):
