@@ -475,3 +475,35 @@ def test_a_match_on_answers_a_regex_filter_extracted_is_the_metrics(tmp_path, ca
     _one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
                              "completions:http://127.0.0.1:9/v1", "--llm", "x",
                              "-o", tmp_path / "live"], "'exact_match'", "cmd:")
+
+
+def test_a_chain_of_thought_number_read_by_flexible_extract(tmp_path):
+    """GSM8K-CoT-style logs: the target is the bare number ("42", no "#### "), the
+    ``flexible-extract`` filter takes the generation's last number. With ``--filter
+    flexible-extract`` the folder scores a live answer that way (the rule reproducing the
+    logs), where the whole chain of thought compared to "42" never matched."""
+    rng = np.random.default_rng(7)
+    for m in range(22):
+        folder = tmp_path / "cot" / f"org__c{m:02d}"
+        folder.mkdir(parents=True)
+        lines = []
+        for i in range(30):
+            gold = str(10 + i)
+            got = gold if rng.random() < 0.1 + 0.8 * m / 21 else str(11 + i)
+            raw = f" {i} plus 10 makes {got}. The answer is {got}."
+            for flt, kept in (("strict-match", "[invalid]"), ("flexible-extract", got)):
+                lines.append(json.dumps({
+                    "doc_id": i, "doc": {"question": f"q{i}"}, "target": gold,
+                    "arguments": {"gen_args_0": {"arg_0": f"Q: q{i}\nA:",
+                                                 "arg_1": {"until": ["Q:"], "do_sample": False}}},
+                    "resps": [[raw]], "filtered_resps": [kept], "filter": flt,
+                    "metrics": ["exact_match"], "exact_match": float(kept == gold)}))
+        (folder / "samples_gsm8k_cot_2025-01-01T00-00-00.000000.jsonl").write_text(
+            "\n".join(lines) + "\n")
+    assert _main(["build-bank", tmp_path / "cot", "--filter", "flexible-extract",
+                  "-o", tmp_path / "bank", "-q"]) == 0
+    folder = load_bank_dir(tmp_path / "bank")
+    assert folder.manifest["requests"]["rules"] == ["gsm8k_flexible"]
+    assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
+    ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
+    assert ir.score(f" so it is {ir.gold}.\nQ: next") == 1 and ir.score(" 3 or 4") == 0

@@ -447,7 +447,7 @@ class SampleLogs:
                     if "#### " in target else self.match_rule)
             if rule.startswith(METRIC_RULE_PREFIX):      # a 0/1 metric no match reproduces
                 return self._metric_fields(it)
-            gold_text = gsm8k_extract(target) if rule.startswith("gsm8k") else it.gold_text
+            gold_text = gsm8k_extract(target) if "#### " in target else it.gold_text
             out = {**self._generation_base(it), "rule": rule,
                    "target": gold_text if isinstance(gold_text, str) else target}
             hits = [score_outputs(rule, o, gold=gold_text, until=reqs[0].until) == round(s)
@@ -496,7 +496,9 @@ class SampleLogs:
         """The 0/1 rule of generation items (but GSM8K's): ``exact_match``, or
         ``exact_match_norm`` when it reproduces more of the logged scores (SQuAD-style ``em``:
         lower case, punctuation and articles dropped), or ``exact_match_raw`` (not stripped:
-        the harness's ``exact_match`` without a whitespace filter, where " 42" is not "42");
+        the harness's ``exact_match`` without a whitespace filter, where " 42" is not "42"),
+        or with ``--filter flexible-extract`` GSM8K's last number (a chain-of-thought task
+        whose target is the bare number);
         ``metric:<name>`` for a 0/1 metric not
         named a match (``bleu_acc``), or of a match on answers a filter extracted (BBH's
         regex), that no rule reproduces (:data:`RULE_FOUND_AT`)."""
@@ -510,7 +512,8 @@ class SampleLogs:
     def _match_rates(self) -> dict[str, float]:
         """The share of logged 0/1 generation scores each match rule reproduces."""
         rates = {}
-        for rule in ("exact_match", "exact_match_norm", "exact_match_raw"):
+        for rule in ("exact_match", "exact_match_norm", "exact_match_raw",
+                     *(("gsm8k_flexible",) if self.filter == "flexible-extract" else ())):
             hits = [score_outputs(rule, o, gold=it.gold_text, until=it.requests[0].until)
                     == round(s) for item_id, it in self.items.items()
                     if it.kind == "generate_until" and "#### " not in str(it.target)
