@@ -438,9 +438,10 @@ class SampleLogs:
         if it.kind == "loglikelihood" and (self.metric == "mc2"
                                            or self.computed_rule == "mc2"):
             return self._mc2_fields(it, logged)
+        # a metric atlas cannot compute, kept by name (one continuation: LAMBADA's acc is
+        # whether it is the model's greedy one, no argmax over options)
         if self.continuous or len(reqs) < 2 and it.kind == "loglikelihood":
-            return self._metric_fields(it)   # a metric atlas cannot compute: kept by name
-            # (one continuation: LAMBADA's acc is whether it is the greedy one, no argmax)
+            return self._metric_fields(it)
         if it.kind == "generate_until":
             target = str(it.target)
             rule = (("gsm8k_flexible" if self.filter == "flexible-extract" else "gsm8k_exact")
