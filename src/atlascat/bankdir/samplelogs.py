@@ -620,7 +620,8 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
     Parameters
     ----------
     paths : files and/or folders (searched recursively for ``samples_*.jsonl[.gz]``)
-    task : keep only this task's files (required when they hold several tasks)
+    task : keep only this task's files (required when they hold several tasks, and to read
+        files under names lm_eval does not write: one model per file in a shared folder)
     metric : the per-sample metric that is the item's score (default: the task's first one,
         the record's ``metrics`` list, else its first numeric field)
     id_field : doc field that is the item id when present (else ``doc_id``)
