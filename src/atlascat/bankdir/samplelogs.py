@@ -731,7 +731,8 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
                                                                           reqs[0].until)
         known = logs.items.get(item)
         raw = rec.get("target", "")
-        targets = tuple(map(str, raw)) if isinstance(raw, (list, tuple)) and raw else ()
+        targets = (tuple(map(str, raw)) if isinstance(raw, (list, tuple)) and raw
+                   and reqs[0].kind == "generate_until" else ())      # a generation's aliases
         target = targets[0] if targets else str(raw)
         if known is None:
             logs.items[item] = LoggedItem(item, doc_id, reqs, target, doc,
