@@ -507,3 +507,22 @@ def test_a_chain_of_thought_number_read_by_flexible_extract(tmp_path):
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
     ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
     assert ir.score(f" so it is {ir.gold}.\nQ: next") == 1 and ir.score(" 3 or 4") == 0
+
+
+def test_replay_of_a_folder_with_several_targets(tmp_path):
+    """``replay:MATRIX#MODEL`` answers a generation item with a text its rule scores as the
+    recorded score: on items with several targets it failed ("cannot construct a correct
+    generation"), the tuple of targets written as one string."""
+    def em(text, gold):
+        return float(any(text.strip() == a for a in _aliases(gold)))
+
+    root = _gen_logs(tmp_path / "tq", "exact_match", em, target=_aliases)
+    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    read_sample_logs(root).write(tmp_path / "m.csv")
+    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+                  f"replay:{tmp_path / 'm.csv'}#org/gen-11", "--max-items", "10", "-q",
+                  "-o", tmp_path / "rep"]) == 0
+    row = json.loads((tmp_path / "rep" / "results.json").read_text())[0]
+    f = root / "org__gen-11" / "samples_toyqa_2025-01-01T00-00-00.000000.jsonl"
+    logged = {str(r["doc_id"]): r["exact_match"] for r in map(json.loads, f.open())}
+    assert row["scores"] == [logged[i] for i in row["items"]]
