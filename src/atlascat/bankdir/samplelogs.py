@@ -742,10 +742,11 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
                                     "another model's log (few-shot seed, prompt or task version "
                                     "differ); build a bank from runs of one task configuration")
         elif (target, targets) != (known.target, known.targets):
-            raise ResponseDataError(f"{where}: item {item} has target "
-                                    f"{str(raw)[:60]!r}, another model's log "
-                                    f"{str(list(known.targets) or known.target)[:60]!r} (task version or gold answers "
-                                    "differ); build a bank from runs of one task configuration")
+            other = str(list(known.targets) or known.target)
+            raise ResponseDataError(f"{where}: item {item} has target {str(raw)[:60]!r}, "
+                                    f"another model's log {other[:60]!r} (task version or gold "
+                                    "answers differ); build a bank from runs of one task "
+                                    "configuration")
     if filter_name is None and len(filters) > 1:
         raise ResponseDataError(f"{f}: several filters {sorted(filters)}; choose one with "
                                 "--filter")

@@ -188,7 +188,8 @@ class ItemRequests:
     """An item's requests and the rule that turns the subject's outputs into 0/1.
 
     Attributes beyond the contract: ``gold`` (index of the correct request, or the GSM8K answer
-    string; a generation's several targets, a tuple), ``norm`` (acc_norm divisors: characters of each choice text), ``n_choices``
+    string; a generation's several targets, a tuple), ``norm`` (acc_norm divisors: characters
+    of each choice text), ``n_choices``
     (how many leading requests the rule scores; TruthfulQA: the mc1 targets) and ``mc2_true``
     (TruthfulQA: how many mc2 targets, which follow the mc1 ones, are true; see :meth:`mc2`).
     """
