@@ -375,7 +375,8 @@ def widen(link, factor: float):
 
 
 #: a chat answer's text scorer (:mod:`atlascat.live.scorers`) by rule; none for F1, a metric
-_CHAT_SCORERS = {"exact_match": "exact", "exact_match_norm": "exact", "gsm8k_exact": "gsm8k",
+_CHAT_SCORERS = {"exact_match": "exact", "exact_match_norm": "exact",
+                 "exact_match_raw": "exact", "gsm8k_exact": "gsm8k",
                  "gsm8k_flexible": "gsm8k"}
 
 
@@ -407,6 +408,7 @@ def _content(logs, ids: Sequence[str]) -> tuple[pd.DataFrame, list, list[str]]:
         recs.append({"item_id": i, "doc_id": it.doc_id, "kind": it.kind,
                      "requests": [r.to_dict() for r in it.requests], "rule": f["rule"],
                      "gold": f["gold"], "target": f["target"], "agreement": f["agreement"],
+                     **({"targets": f["targets"]} if len(f.get("targets", ())) > 1 else {}),
                      **({"sampled": True} if any(r.sampled for r in it.requests) else {}),
                      "doc": it.doc if isinstance(it.doc, (dict, list, str)) else str(it.doc)})
     return pd.DataFrame(rows), recs, dropped
@@ -441,7 +443,8 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
     at random, the floor a weaker model's interval reaches down to. A known benchmark's
     (:data:`atlascat.scorelink.settings.CHANCE`); from sample logs the mean over items of
     1 / options, t / options for an mc2 item with t true options (the true options' share of
-    the probability when every option is equally likely), 0 for a generated answer; from a
+    the probability when every option is equally likely), 0 for a generated answer or a
+    single continuation (LAMBADA: nothing to guess among); from a
     matrix 0, the lowest score its results cannot exclude."""
     from ..scorelink.settings import CHANCE
 
@@ -454,7 +457,7 @@ def default_chance(benchmark: str, meta: pd.DataFrame | None = None) -> tuple[fl
         if "mc2_true" in meta:
             t = pd.to_numeric(meta["mc2_true"], errors="coerce").fillna(0).to_numpy(float)
             right = np.where(t > 0, t, 1.0)
-        return float(np.mean(np.where(n > 0, right / np.maximum(n, 1.0), 0.0))), "options"
+        return float(np.mean(np.where(n > 1, right / np.maximum(n, 1.0), 0.0))), "options"
     return 0.0, "matrix"
 
 

@@ -11,11 +11,16 @@ results file's ``group_subtasks`` maps each group to its members (groups nest: `
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
+
+from ..errors import ResponseDataError
 
 __all__ = ["task_of", "legacy_task", "legacy_model", "run_stamp", "distinct_runs", "runs_by_model", "group_tasks", "task_sizes",
+           "harness_version", "metric_refusal", "NOT_A_MEAN", "subject_of", "sample_files",
+           "task_files",
            "limit_warning", "RERUN_RULE"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
@@ -151,3 +156,145 @@ def limit_warning(counts: dict | None) -> str | None:
     return (f"the logs cover {counts['logged']} of the task's {counts['in_task']} documents "
             "(lm_eval --limit, results_*.json): the bank's score is the mean over those, not "
             "over the whole task")
+
+
+def harness_version(files: Sequence[Path]) -> str | None:
+    """``lm_eval_version`` (or ``git_hash``) from a ``results_*.json`` beside the logs."""
+    for folder in dict.fromkeys(f.parent for f in files):
+        for res in sorted(folder.glob("results_*.json")):
+            try:
+                d = json.loads(res.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            for key in ("lm_eval_version", "git_hash"):
+                if d.get(key):
+                    return f"{key}={d[key]}"
+    return None
+
+
+#: lm-eval's registered aggregations that are not a mean over samples (the task's score is
+#: not the mean of its per-sample values)
+NOT_A_MEAN = frozenset({"median", "perplexity", "weighted_perplexity", "bits_per_byte", "bleu",
+                        "chrf", "ter", "f1", "matthews_corrcoef", "brier_score"})
+
+
+def metric_refusal(files: Sequence[Path], metric: str) -> str | None:
+    """One line refusing ``metric`` when a ``results_*.json`` beside the logs says the harness
+    counts it lower-is-better (its ``higher_is_better``) or aggregates it otherwise than by
+    the mean over samples (its task config's ``metric_list``); None otherwise, or without
+    results files (the per-sample values, :func:`~.samplelogs.corpus_metric_error`, tell
+    the rest)."""
+    for folder, tasks in _tasks_by_folder(files).items():
+        for res in sorted(folder.glob("results_*.json")):
+            try:
+                d = json.loads(res.read_text(encoding="utf-8"))
+                better = {t: (d.get("higher_is_better") or {}).get(t) or {} for t in tasks}
+                lists = {t: ((d.get("configs") or {}).get(t) or {}).get("metric_list") or []
+                         for t in tasks}
+            except (OSError, ValueError, AttributeError):
+                continue
+            for t in sorted(tasks):
+                if isinstance(better[t], dict) and better[t].get(metric) is False:
+                    return (f"metric {metric!r} of task {t!r} is lower-is-better "
+                            f"({res.name}'s higher_is_better): a bank measures an ability "
+                            "its scores rise with; choose another per-sample metric with "
+                            "--metric")
+                aggs = {str(m.get("metric")): m.get("aggregation") for m in lists[t]
+                        if isinstance(m, dict)}
+                if aggs.get(metric) in NOT_A_MEAN:
+                    means = [m for m, a in aggs.items() if a == "mean"]
+                    return (f"metric {metric!r} of task {t!r} is aggregated by "
+                            f"{aggs[metric]!r} over the whole task ({res.name}), not as a mean "
+                            "over items, so no item has a score of its own that adds up to it; "
+                            + (f"choose a per-sample metric the harness averages with "
+                               f"--metric: {', '.join(means)}" if means else
+                               "the task has no per-sample metric to build a bank from"))
+    return None
+
+
+def _tasks_by_folder(files: Sequence[Path]) -> dict[Path, set[str]]:
+    out: dict[Path, set[str]] = {}
+    for f in map(Path, files):
+        out.setdefault(f.parent, set()).add(str(task_of(f)))
+    return out
+
+
+def subject_of(path: Path) -> str:
+    """lm-eval writes a model's samples under a folder named after it, '/' -> '__' (0.4.0-0.4.2:
+    in the file's name, :func:`~.harnessruns.legacy_model`)."""
+    legacy = legacy_task(path)
+    return legacy_model(path, legacy) if legacy else path.parent.name.replace("__", "/")
+
+
+def sample_files(paths) -> list[Path]:
+    """``samples_*.jsonl[.gz]`` files: the given files, and those found under the given folders."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted([*p.rglob("samples_*.jsonl"), *p.rglob("samples_*.jsonl.gz"),
+                                 *(f for f in p.rglob("*.jsonl") if legacy_task(f))]))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise ResponseDataError(f"{str(p)!r} does not exist; give sample log files "
+                                    "(samples_<task>_*.jsonl) or the folders holding them")
+    return files
+
+
+def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None = None
+               ) -> tuple[list[Path], str, list[str]]:
+    """(files, task, one model name per file) of the sample logs of ONE task found in
+    ``paths`` (files and/or folders); ``task`` keeps only that task's files. A file given by
+    a name lm_eval does not write is read as ``task`` (required then), its model named by its
+    folder, or by its own name when the folder holds several such files. One-line errors:
+    no file, several tasks mixed, a task unknown, a name count that does not match."""
+    files = sample_files(paths)
+    found = sorted({task_of(f) or "?" for f in files})
+    groups = group_tasks(files) if len(found) > 1 or (task and task not in found) else {}
+    label = task
+    if task is not None:
+        leaves = {task} if task in found else groups.get(task, frozenset())
+        files = [f for f in files if task_of(f) in leaves or task_of(f) is None]
+    if not files:
+        given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        where = f"no samples_*.jsonl file found in {[str(p) for p in given]}"
+        if task and found:
+            raise ResponseDataError(f"{where} for task {task!r}; the logs there are of "
+                                    f"{_task_list(found, groups)}: give one to --task")
+        raise ResponseDataError(where + (f" for task {task!r}" if task else "")
+                                + "; run lm_eval with --log_samples")
+    unnamed = [f for f in files if task_of(f) is None]    # a name lm_eval did not write
+    if unnamed and task is None:
+        raise ResponseDataError(f"cannot tell the task of {str(unnamed[0])!r} (lm_eval names "
+                                "its logs samples_<task>_<timestamp>.jsonl): give the task "
+                                "with --task")
+    tasks = sorted({task_of(f) or str(task) for f in files})
+    if label is None:
+        whole = sorted(g for g, leaves in groups.items() if leaves == set(tasks))
+        if len(tasks) > 1 and not whole:
+            raise ResponseDataError(f"sample logs of different tasks mixed "
+                                    f"({_task_list(tasks, groups)}); give one task's files or "
+                                    "choose one with --task")
+        label = min(whole, key=len) if len(tasks) > 1 else tasks[0]   # the outer group
+    crowded = {d for d in (f.parent for f in unnamed)
+               if sum(g.parent == d for g in unnamed) > 1}   # one folder, a file per model
+    names = list(subject_ids) if subject_ids is not None else [
+        re.sub(r"\.jsonl(\.gz)?$", "", f.name).replace("__", "/") if f in unnamed
+        and f.parent in crowded else subject_of(f) for f in files]
+    if len(names) != len(files):
+        raise ResponseDataError(f"{len(names)} model names for {len(files)} files")
+    return files, label, names
+
+
+def _task_list(tasks: Sequence[str], groups: Mapping) -> str:
+    """The tasks found, a group's leaves said once by the group ('mmlu (57 tasks)')."""
+    top = sorted(((g, leaves) for g, leaves in groups.items() if leaves <= set(tasks)
+                  and len(leaves) > 1), key=lambda gl: -len(gl[1]))
+    said, out = set(), []
+    for g, leaves in top:
+        if not leaves & said:
+            said |= leaves
+            out.append(f"{g} (a group of {len(leaves)} tasks)")
+    return ", ".join(out + [t for t in tasks if t not in said])

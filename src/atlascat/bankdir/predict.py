@@ -18,6 +18,7 @@ Two designs, both read here:
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 
@@ -25,7 +26,7 @@ from ..scorelink.frames import COLUMNS
 from .defaults import PREDICTOR_FILE, PREDICTOR_ITEMS_FILE
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
-           "as_folder", "read_targets",
+           "as_folder", "read_targets", "logged_targets",
            "source_models_among", "in_sample_warning",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
@@ -47,7 +48,9 @@ def as_folder(folder):
 def read_targets(folder, responses):
     """The targets' answers as a ResponseMatrix on 0-1: a file path read as ``atlas simulate
     --bank DIR RESPONSES`` reads it (ids normalized, blank rows kept; a folder built with
-    ``--score-range LO HI`` maps its scores from that scale), else anything
+    ``--score-range LO HI`` maps its scores from that scale; on a folder built from sample
+    logs, held-out models' logs, a folder or ``.jsonl[.gz]`` files, read with its task,
+    metric, filter and scale), else anything
     :func:`~atlascat.responses.as_response_matrix` takes, already on 0-1 (a score outside it
     is refused with one line)."""
     from pathlib import Path
@@ -57,6 +60,9 @@ def read_targets(folder, responses):
 
     folder = as_folder(folder)
     scale = metric_scale(folder)
+    logged = logged_targets(folder, responses)
+    if logged is not None:
+        return logged
     if isinstance(responses, (str, Path)):
         if scale is not None:
             from .scaled import read_scaled_matrix
@@ -65,6 +71,23 @@ def read_targets(folder, responses):
                                       on_empty="keep")
         return resolve_responses(responses, normalize_ids=True, on_empty="keep")
     return as_response_matrix(responses)   # a score off 0-1 is refused with one line
+
+
+def logged_targets(folder, responses):
+    """Held-out models' sample logs (a folder, ``.jsonl[.gz]`` files) read as the bank
+    ``folder`` was built from its own (task, metric, filter, scale), a ResponseMatrix on 0-1;
+    None when ``responses`` is no such path or the folder was not built from sample logs."""
+    from pathlib import Path
+
+    source = (getattr(as_folder(folder), "manifest", None) or {}).get("source") or {}
+    if not isinstance(responses, (str, Path)) or source.get("kind") != "sample_logs" or not (
+            Path(responses).is_dir() or re.search(r"\.jsonl(\.gz)?$", str(responses))):
+        return None
+    from .samplelogs import read_sample_logs
+
+    return read_sample_logs(responses, task=source.get("task"), metric=source.get("metric"),
+                            filter_name=source.get("filter"),
+                            score_range=metric_scale(as_folder(folder))).matrix()
 
 
 def metric_scale(folder):

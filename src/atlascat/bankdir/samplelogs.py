@@ -28,15 +28,18 @@ context), ``generate_until`` when ``arg_1`` is the generation kwargs (``until``,
 metric                    rule (:mod:`atlascat.content.requests`)
 ========================  =====================================================================
 acc_norm                  ``acc_norm``: argmax of ll_j / characters of choice j
-acc, mc1, any other       ``acc``: argmax of ll_j (first maximum)
-(log-likelihood)
+acc, mc1, any other       ``acc``: argmax of ll_j (first maximum); an item of one request
+(log-likelihood)          (LAMBADA's greedy ``acc``) is kept by name, ``metric:<name>``
 exact_match (generation)  ``gsm8k_exact`` when the target carries ``#### <number>`` (GSM8K's
                           strict match; ``gsm8k_flexible``, its last number, read with the
                           ``flexible-extract`` filter), else ``exact_match``: the generation
                           cut at the item's stop strings, stripped, equal to the stripped target
-                          (``exact_match_norm``, SQuAD's normalisation, when it reproduces more
-                          logged scores: :attr:`SampleLogs.match_rule`)
-f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1])
+                          (``exact_match_norm``, SQuAD's normalisation, or ``exact_match_raw``,
+                          not stripped: the harness's exact_match without a whitespace
+                          filter, when it reproduces more logged scores:
+                          :attr:`SampleLogs.match_rule`)
+f1 (generation)           ``f1``: token F1 of the cut generation against the target (in [0, 1]);
+                          a ``target`` list (TriviaQA's aliases): 1 if any target scores > 0
 mc2 (log-likelihood)      ``mc2``: probability mass of the true options (the leading
                           ``mc2_true``, the count that reproduces the logged scores)
 a continuous metric       ``mc2`` / ``f1`` when that rule reproduces at least 99% of its logged
@@ -52,7 +55,8 @@ scores are not 0/1        item naming the metric (ask the folder with ``--subjec
 known to be 0-100, :data:`KNOWN_RANGES`), mapped to [0, 1] once here, at the boundary; a value
 outside the declared range is refused. A metric the harness aggregates over the corpus (its
 per-sample field holds a (reference, prediction) pair: corpus BLEU, chrF, TER, macro F1, MCC)
-is not a mean over items and is refused (:func:`corpus_metric_error`).
+is not a mean over items and is refused (:func:`corpus_metric_error`); so is a metric the run's
+``results_*.json`` call lower-is-better or aggregate otherwise (:func:`.metric_refusal`).
 
 The gold option of a log-likelihood item is ``target`` when it is an index (or the text of
 exactly one continuation); otherwise (WinoGrande logs the shared continuation as its target) it
@@ -79,10 +83,11 @@ import numpy as np
 
 from ..content.parsing import parse_literal
 from ..content.requests import (GSM8K_MAX_GEN_TOKS, METRIC_RULE_PREFIX, Request, gsm8k_cut,
-                                gsm8k_extract, mc2_score, score_outputs, token_f1)
+                                gsm8k_extract, mc2_score, score_outputs)
 from ..errors import AtlasError, ConfigError, ResponseDataError
-from .harnessruns import (RERUN_RULE, distinct_runs, group_tasks, legacy_model, legacy_task,
-                          runs_by_model, task_of, task_sizes)
+from .harnessruns import (RERUN_RULE, distinct_runs, harness_version, metric_refusal,
+                          runs_by_model, sample_files, subject_of, task_files, task_of,
+                          task_sizes)
 
 __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter_records",
            "sampled_warning",
@@ -92,30 +97,6 @@ __all__ = ["SampleLogs", "LoggedItem", "read_sample_logs", "sample_files", "iter
 #: record fields that are not per-sample metrics
 NON_METRIC_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps",
                                "filter", "metrics", "doc_hash", "prompt_hash", "target_hash"})
-
-
-def subject_of(path: Path) -> str:
-    """lm-eval writes a model's samples under a folder named after it, '/' -> '__' (0.4.0-0.4.2:
-    in the file's name, :func:`~.harnessruns.legacy_model`)."""
-    legacy = legacy_task(path)
-    return legacy_model(path, legacy) if legacy else path.parent.name.replace("__", "/")
-
-
-def sample_files(paths) -> list[Path]:
-    """``samples_*.jsonl[.gz]`` files: the given files, and those found under the given folders."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files.extend(sorted([*p.rglob("samples_*.jsonl"), *p.rglob("samples_*.jsonl.gz"),
-                                 *(f for f in p.rglob("*.jsonl") if legacy_task(f))]))
-        elif p.exists():
-            files.append(p)
-        else:
-            raise ResponseDataError(f"{str(p)!r} does not exist; give sample log files "
-                                    "(samples_<task>_*.jsonl) or the folders holding them")
-    return files
 
 
 def _maybe_literal(value, what: str):
@@ -209,10 +190,11 @@ def parse_arguments(arguments, where: str = "?") -> tuple[Request, ...]:
 
 
 #: the harness's per-sample metrics on a scale other than [0, 1] (lm-eval's TruthfulQA
-#: generation and translation tasks log BLEU, chrF and ROUGE in points): (low, high)
+#: generation and translation tasks log BLEU, chrF and ROUGE in points; TruthfulQA's ``_diff``,
+#: the best true reference's minus the best false one's, -100 to 100): (low, high)
 KNOWN_RANGES = {"bleu": (0.0, 100.0), "sacrebleu": (0.0, 100.0), "chrf": (0.0, 100.0),
-                "bleu_max": (0.0, 100.0), "rouge1_max": (0.0, 100.0),
-                "rouge2_max": (0.0, 100.0), "rougeL_max": (0.0, 100.0)}
+                **{f"{m}_max": (0.0, 100.0) for m in ("bleu", "rouge1", "rouge2", "rougeL")},
+                **{f"{m}_diff": (-100.0, 100.0) for m in ("bleu", "rouge1", "rouge2", "rougeL")}}
 
 
 def sampled_warning(n_items: int) -> str:
@@ -314,6 +296,18 @@ def _outputs(rec: Mapping, kind: str, n: int):
         return None
 
 
+def _extracted(rec: Mapping, output, until) -> bool:
+    """Whether a generation's filtered response is other than its raw one cut at the stop
+    strings (not only by whitespace): the harness scored an answer a filter extracted."""
+    try:
+        kept = rec.get("filtered_resps")
+        kept = kept[0] if isinstance(kept, (list, tuple)) else kept
+        kept = kept[0] if isinstance(kept, (list, tuple)) else kept
+        return output is not None and str(kept).strip() != gsm8k_cut(output[0], until).strip()
+    except (IndexError, TypeError):
+        return False
+
+
 @dataclass(frozen=True)
 class LoggedItem:
     """One document of a task: its requests (as logged), target, doc and where it came from."""
@@ -324,10 +318,17 @@ class LoggedItem:
     target: str
     doc: object
     arguments: object = None
+    #: the targets of a task with several (``multiple_target``: any one matches), else ()
+    targets: tuple = ()
 
     @property
     def kind(self) -> str:
         return self.requests[0].kind
+
+    @property
+    def gold_text(self) -> str | tuple:
+        """What a generation is scored against: the target, or the tuple of its targets."""
+        return self.targets if len(self.targets) > 1 else self.target
 
 
 @dataclass
@@ -360,6 +361,9 @@ class SampleLogs:
     dropped_missing: list = field(default_factory=list)
     #: the tasks whose logs were read: ``[task]``, or a group's tasks (``mmlu_anatomy``, ...)
     tasks: list = field(default_factory=list)
+    #: generations whose filtered response is not the raw one (a regex filter extracted the
+    #: scored answer): a match no rule reproduces is then the metric's, not a rule's
+    extracted: int = 0
 
     @property
     def models(self) -> list[str]:
@@ -434,7 +438,9 @@ class SampleLogs:
         if it.kind == "loglikelihood" and (self.metric == "mc2"
                                            or self.computed_rule == "mc2"):
             return self._mc2_fields(it, logged)
-        if self.continuous:               # a metric atlas cannot compute: kept by name
+        # a metric atlas cannot compute, kept by name (one continuation: LAMBADA's acc is
+        # whether it is the model's greedy one, no argmax over options)
+        if self.continuous or len(reqs) < 2 and it.kind == "loglikelihood":
             return self._metric_fields(it)
         if it.kind == "generate_until":
             target = str(it.target)
@@ -442,11 +448,9 @@ class SampleLogs:
                     if "#### " in target else self.match_rule)
             if rule.startswith(METRIC_RULE_PREFIX):      # a 0/1 metric no match reproduces
                 return self._metric_fields(it)
-            gold_text = gsm8k_extract(target) if rule.startswith("gsm8k") else target
-            out = {"rule": rule, "context": reqs[0].context, "ctx_suffixes": [],
-                   "continuations": [], "gold": -1, "target": gold_text, "n_choices": 1,
-                   "mc2_true": 0, "until": list(reqs[0].until),
-                   "max_gen_toks": int(reqs[0].max_gen_toks), "gen_kwargs": reqs[0].gen_kwargs}
+            gold_text = gsm8k_extract(target) if "#### " in target else it.gold_text
+            out = {**self._generation_base(it), "rule": rule,
+                   "target": gold_text if isinstance(gold_text, str) else target}
             hits = [score_outputs(rule, o, gold=gold_text, until=reqs[0].until) == round(s)
                     for o, s in logged]
             out["agreement"] = float(np.mean(hits)) if hits else float("nan")
@@ -492,11 +496,16 @@ class SampleLogs:
     def match_rule(self) -> str:
         """The 0/1 rule of generation items (but GSM8K's): ``exact_match``, or
         ``exact_match_norm`` when it reproduces more of the logged scores (SQuAD-style ``em``:
-        lower case, punctuation and articles dropped); ``metric:<name>`` for a 0/1 metric not
-        named a match (``bleu_acc``) that neither reproduces (:data:`RULE_FOUND_AT`)."""
+        lower case, punctuation and articles dropped), or ``exact_match_raw`` (not stripped:
+        the harness's ``exact_match`` without a whitespace filter, where " 42" is not "42"),
+        or with ``--filter flexible-extract`` GSM8K's last number (a chain-of-thought task
+        whose target is the bare number);
+        ``metric:<name>`` for a 0/1 metric not
+        named a match (``bleu_acc``), or of a match on answers a filter extracted (BBH's
+        regex), that no rule reproduces (:data:`RULE_FOUND_AT`)."""
         rates = self._match_rates
         best = max(rates, key=lambda r: (rates[r], r == "exact_match"))
-        if self.metric not in MATCH_METRICS and rates[best] < RULE_FOUND_AT:
+        if (self.metric not in MATCH_METRICS or self.extracted) and rates[best] < RULE_FOUND_AT:
             return METRIC_RULE_PREFIX + self.metric
         return best
 
@@ -504,8 +513,9 @@ class SampleLogs:
     def _match_rates(self) -> dict[str, float]:
         """The share of logged 0/1 generation scores each match rule reproduces."""
         rates = {}
-        for rule in ("exact_match", "exact_match_norm"):
-            hits = [score_outputs(rule, o, gold=str(it.target), until=it.requests[0].until)
+        for rule in ("exact_match", "exact_match_norm", "exact_match_raw",
+                     *(("gsm8k_flexible",) if self.filter == "flexible-extract" else ())):
+            hits = [score_outputs(rule, o, gold=it.gold_text, until=it.requests[0].until)
                     == round(s) for item_id, it in self.items.items()
                     if it.kind == "generate_until" and "#### " not in str(it.target)
                     for o, s in ((self.outputs[m].get(item_id), self.scores[m].get(item_id))
@@ -541,12 +551,12 @@ class SampleLogs:
         return {"context": r.context, "ctx_suffixes": [], "continuations": [], "gold": -1,
                 "target": str(it.target), "n_choices": 1, "mc2_true": 0,
                 "until": list(r.until), "max_gen_toks": int(r.max_gen_toks),
-                "gen_kwargs": r.gen_kwargs}
+                "gen_kwargs": r.gen_kwargs, "targets": list(it.targets)}
 
     def _f1_fields(self, it, logged) -> dict:
         """Token F1 of the generation against the target (``f1`` rule)."""
         until = it.requests[0].until
-        hits = [abs(token_f1(gsm8k_cut(o[0], until), str(it.target)) - s) < 1e-6
+        hits = [abs(score_outputs("f1", o, gold=it.gold_text, until=until) - s) < 1e-6
                 for o, s in logged]
         return {"rule": "f1", **self._generation_base(it),
                 "agreement": float(np.mean(hits)) if hits else float("nan")}
@@ -601,66 +611,6 @@ def _gold_from_target(target, conts: Sequence[str]) -> int | None:
     return same[0] if len(same) == 1 else None
 
 
-def _harness_version(files: Sequence[Path]) -> str | None:
-    """``lm_eval_version`` (or ``git_hash``) from a ``results_*.json`` beside the logs."""
-    for folder in dict.fromkeys(f.parent for f in files):
-        for res in sorted(folder.glob("results_*.json")):
-            try:
-                d = json.loads(res.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            for key in ("lm_eval_version", "git_hash"):
-                if d.get(key):
-                    return f"{key}={d[key]}"
-    return None
-
-
-def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None = None
-               ) -> tuple[list[Path], str, list[str]]:
-    """(files, task, one model name per file) of the sample logs of ONE task found in
-    ``paths`` (files and/or folders); ``task`` keeps only that task's files. One-line errors:
-    no file, several tasks mixed, a name count that does not match."""
-    files = sample_files(paths)
-    found = sorted({task_of(f) or "?" for f in files})
-    groups = group_tasks(files) if len(found) > 1 or (task and task not in found) else {}
-    label = task
-    if task is not None:
-        leaves = {task} if task in found else groups.get(task, frozenset())
-        files = [f for f in files if task_of(f) in leaves]
-    if not files:
-        given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-        where = f"no samples_*.jsonl file found in {[str(p) for p in given]}"
-        if task and found:
-            raise ResponseDataError(f"{where} for task {task!r}; the logs there are of "
-                                    f"{_task_list(found, groups)}: give one to --task")
-        raise ResponseDataError(where + (f" for task {task!r}" if task else "")
-                                + "; run lm_eval with --log_samples")
-    tasks = sorted({task_of(f) or "?" for f in files})
-    if label is None:
-        whole = sorted(g for g, leaves in groups.items() if leaves == set(tasks))
-        if len(tasks) > 1 and not whole:
-            raise ResponseDataError(f"sample logs of different tasks mixed "
-                                    f"({_task_list(tasks, groups)}); give one task's files or "
-                                    "choose one with --task")
-        label = min(whole, key=len) if len(tasks) > 1 else tasks[0]   # the outer group
-    names = list(subject_ids) if subject_ids is not None else [subject_of(f) for f in files]
-    if len(names) != len(files):
-        raise ResponseDataError(f"{len(names)} model names for {len(files)} files")
-    return files, label, names
-
-
-def _task_list(tasks: Sequence[str], groups: Mapping) -> str:
-    """The tasks found, a group's leaves said once by the group ('mmlu (57 tasks)')."""
-    top = sorted(((g, leaves) for g, leaves in groups.items() if leaves <= set(tasks)
-                  and len(leaves) > 1), key=lambda gl: -len(gl[1]))
-    said, out = set(), []
-    for g, leaves in top:
-        if not leaves & said:
-            said |= leaves
-            out.append(f"{g} (a group of {len(leaves)} tasks)")
-    return ", ".join(out + [t for t in tasks if t not in said])
-
-
 def read_sample_logs(paths, *, task: str | None = None, metric: str | None = None,
                      id_field: str | None = "metabench_idx", filter_name: str | None = None,
                      subject_ids: Sequence[str] | None = None,
@@ -670,7 +620,8 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
     Parameters
     ----------
     paths : files and/or folders (searched recursively for ``samples_*.jsonl[.gz]``)
-    task : keep only this task's files (required when they hold several tasks)
+    task : keep only this task's files (required when they hold several tasks, and to read
+        files under names lm_eval does not write: one model per file in a shared folder)
     metric : the per-sample metric that is the item's score (default: the task's first one,
         the record's ``metrics`` list, else its first numeric field)
     id_field : doc field that is the item id when present (else ``doc_id``)
@@ -691,10 +642,12 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
         score_range = tuple(check_finite(v, "score_range") for v in score_range)
     files, the_task, names = task_files(paths, task, subject_ids)
     logs = SampleLogs(task=the_task, metric=metric or "", filter=filter_name, files=files,
-                      harness=_harness_version(files),
+                      harness=harness_version(files),
                       score_range=None if score_range is None else tuple(map(float,
                                                                               score_range)))
-    logs.tasks = sorted({task_of(f) or "?" for f in files})
+    logs.tasks = sorted({task_of(f) or the_task for f in files})
+    if metric and (refusal := metric_refusal(files, metric)):
+        raise ResponseDataError(refusal)
     several = len(logs.tasks) > 1                     # a group's tasks: item ids task/id
     k = 0
     for name, tasks in runs_by_model(names, files).items():
@@ -713,6 +666,8 @@ def read_sample_logs(paths, *, task: str | None = None, metric: str | None = Non
         if kept:
             logs.reruns[name] = {"runs": max(len(distinct_runs(fs)) for fs in tasks.values()),
                                  "kept": kept, "superseded": superseded}
+    if not metric and (refusal := metric_refusal(files, logs.metric)):
+        raise ResponseDataError(refusal)                # the metric each record named first
     sizes = task_sizes(files)
     if sizes and set(sizes) == set(logs.tasks):
         logs.n_samples = {"logged": len(logs.item_ids()), "in_task": sum(sizes.values())}
@@ -772,19 +727,26 @@ def _read_one(logs: SampleLogs, name: str, f: Path, taken: set, *, id_field, met
         if reqs is None:
             continue
         outputs[item] = _outputs(rec, reqs[0].kind, len(reqs))
+        logs.extracted += reqs[0].kind == "generate_until" and _extracted(rec, outputs[item],
+                                                                          reqs[0].until)
         known = logs.items.get(item)
+        raw = rec.get("target", "")
+        targets = (tuple(map(str, raw)) if isinstance(raw, (list, tuple)) and raw
+                   and reqs[0].kind == "generate_until" else ())      # a generation's aliases
+        target = targets[0] if targets else str(raw)
         if known is None:
-            logs.items[item] = LoggedItem(item, doc_id, reqs, str(rec.get("target", "")), doc,
-                                          rec.get("arguments"))
+            logs.items[item] = LoggedItem(item, doc_id, reqs, target, doc,
+                                          rec.get("arguments"), targets)
         elif known.requests != reqs:
             raise ResponseDataError(f"{where}: item {item} was asked other requests than in "
                                     "another model's log (few-shot seed, prompt or task version "
                                     "differ); build a bank from runs of one task configuration")
-        elif str(rec.get("target", "")) != known.target:
-            raise ResponseDataError(f"{where}: item {item} has target "
-                                    f"{str(rec.get('target', ''))[:60]!r}, another model's log "
-                                    f"{known.target[:60]!r} (task version or gold answers "
-                                    "differ); build a bank from runs of one task configuration")
+        elif (target, targets) != (known.target, known.targets):
+            other = str(list(known.targets) or known.target)
+            raise ResponseDataError(f"{where}: item {item} has target {str(raw)[:60]!r}, "
+                                    f"another model's log {other[:60]!r} (task version or gold "
+                                    "answers differ); build a bank from runs of one task "
+                                    "configuration")
     if filter_name is None and len(filters) > 1:
         raise ResponseDataError(f"{f}: several filters {sorted(filters)}; choose one with "
                                 "--filter")

@@ -15,8 +15,9 @@ its log-likelihoods (``resps``, ``filtered_resps``) are made so that lm-eval's T
 formula (:func:`atlascat.content.requests.mc2_score`: the true options' share of the
 probability) gives exactly mc2_im, and ``acc`` is the harness's argmax rule on them. The true
 options are those the doc's ``mc1_targets`` / ``mc2_targets`` labels mark (1s first, as lm-eval
-orders them), else the ``target`` index when it is 0. The model folders are named
-``simulated__model-XX`` (read as ``simulated/model-XX``): the models are simulated.
+orders them), WinoGrande's ``answer``, else the ``target`` index. The model folders are named
+``simulated__model-XX`` (read as ``simulated/model-XX``): the models are simulated. A task
+with one true option (WinoGrande's ``answer``, a ``target`` index) logs ``acc`` alone.
 """
 from __future__ import annotations
 
@@ -49,19 +50,24 @@ def _n_requests(rec: dict) -> int:
     return len(args)
 
 
-def _n_true(rec: dict, n: int) -> int | None:
-    """How many leading options are true (None: the record does not say)."""
+def _true_options(rec: dict, n: int) -> tuple[list[int], bool] | None:
+    """(the indices of the true options, whether the doc's labels told them: an mc2 item);
+    None when the record does not say. From the doc's ``mc2_targets`` / ``mc1_targets``
+    labels, WinoGrande's ``answer`` ("1" / "2" of ``option1`` / ``option2``), else the
+    ``target`` when it is an option's index."""
     doc = _value(rec.get("doc"))
     if isinstance(doc, dict):
         for key in ("mc2_targets", "mc1_targets"):
             t = doc.get(key)
             if isinstance(t, dict) and len(t.get("labels", [])) == n:
-                labels = list(t["labels"])
-                k = labels.index(0) if 0 in labels else n
-                if 0 < k < n and not any(labels[k:]):
-                    return k
+                true = [j for j, v in enumerate(t["labels"]) if v]
+                if 0 < len(true) < n:
+                    return true, true == list(range(len(true)))
+        answer = str(doc.get("answer", "")).strip()
+        if "option1" in doc and answer.isdigit() and 1 <= int(answer) <= n:
+            return [int(answer) - 1], False
     t = str(rec.get("target", "")).strip()
-    return 1 if t == "0" else None
+    return ([int(t)], False) if t.isdigit() and int(t) < n else None
 
 
 def simulated_sample_logs(real_file, out_dir, n_models: int = 24, *, held_out: int = 0,
@@ -70,17 +76,19 @@ def simulated_sample_logs(real_file, out_dir, n_models: int = 24, *, held_out: i
     ``out_dir/simulated__model-XX/`` from the real log ``real_file``, and of ``held_out`` more,
     with abilities among theirs, under ``held_out_dir`` (default ``<out_dir>_held_out``; new
     models to check a bank against); returns the files. Items whose true options the record does not
-    tell are left out."""
+    tell are left out; ``mc2`` is logged where the doc's labels mark true options that come
+    first (TruthfulQA), ``acc`` (the first true option has the largest log-likelihood) always."""
     real = Path(real_file)
     if not real.exists():
         raise ResponseDataError(f"{str(real)!r} does not exist; give a real samples_*.jsonl log")
     recs = [r for r in _raw(real) if "arguments" in r]
     keep = [(r, _n_requests(r)) for r in recs]
-    keep = [(r, n, _n_true(r, n)) for r, n in keep if n >= 2]
+    keep = [(r, n, _true_options(r, n)) for r, n in keep if n >= 2]
     keep = [(r, n, k) for r, n, k in keep if k is not None]
     if not keep:
         raise ResponseDataError(f"{real.name}: no multiple-choice record whose true options "
-                                "the log tells (mc1_targets / mc2_targets labels, or target 0)")
+                                "the log tells (mc1_targets / mc2_targets labels, an option1 / "
+                                "option2 answer or a target index)")
     rng = np.random.default_rng(seed)
     a = rng.lognormal(0.0, 0.3, len(keep))
     b = rng.normal(0.0, 1.0, len(keep))
@@ -94,16 +102,17 @@ def simulated_sample_logs(real_file, out_dir, n_models: int = 24, *, held_out: i
         folder = Path(root) / f"simulated__model-{m:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         lines = []
-        for (rec, n, k), ai, bi in zip(keep, a, b):
+        for (rec, n, (k, mc2)), ai, bi in zip(keep, a, b):
             p = 1.0 / (1.0 + np.exp(-ai * (theta - bi)))
             score = float(np.clip(rng.beta(_CONCENTRATION * p, _CONCENTRATION * (1 - p)),
                                   1e-4, 1 - 1e-4))
             ll = -rng.uniform(5.0, 40.0, size=n)
-            w_false = np.exp(ll[k:]).sum()
-            w = rng.dirichlet(np.ones(k)) * score / (1.0 - score) * w_false
-            ll[:k] = np.log(w)
-            score = float(np.exp(ll[:k]).sum() / np.exp(ll).sum())   # exactly as mc2 computes
-            acc = float(int(np.argmax(ll)) == 0)
+            false = np.ones(n, bool)
+            false[k] = False
+            w = rng.dirichlet(np.ones(len(k))) * score / (1.0 - score) * np.exp(ll[false]).sum()
+            ll[k] = np.log(w)
+            score = float(np.exp(ll[k]).sum() / np.exp(ll).sum())     # exactly as mc2 computes
+            acc = float(int(np.argmax(ll)) == k[0])
             repr_log = isinstance(rec["arguments"], str)
             resps = [[[repr(float(v)) if repr_log else float(v),
                        "False" if repr_log else False]] for v in ll]
@@ -112,7 +121,8 @@ def simulated_sample_logs(real_file, out_dir, n_models: int = 24, *, held_out: i
             new["filtered_resps"] = str([r[0] for r in resps]) if repr_log else [
                 r[0] for r in resps]
             new["acc"] = str(acc) if repr_log else acc
-            new["mc2"] = repr(score) if repr_log else score
+            if mc2:
+                new["mc2"] = repr(score) if repr_log else score
             lines.append(json.dumps(new))
         f = folder / name
         f.write_text("\n".join(lines) + "\n", encoding="utf-8")

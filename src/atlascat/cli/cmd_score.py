@@ -134,8 +134,11 @@ def _read_responses(responses, ref, freq_column, normalize_ids):
     """RESPONSES, on a bank folder's metric scale when it was built with --score-range (BLEU
     0-100 read as BLEU, as ``atlas simulate`` reads it), else as they are."""
     from ..bankdir.scaled import read_scaled_matrix
-    from ..bankdir.predict import metric_scale
+    from ..bankdir.predict import logged_targets, metric_scale
 
+    logged = logged_targets(ref.folder(), responses) if ref.kind == "dir" else None
+    if logged is not None:          # held-out models' sample logs, read as the folder was built
+        return logged
     scale = metric_scale(ref.folder()) if ref.kind == "dir" else None
     if scale is None:
         return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)

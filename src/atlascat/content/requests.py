@@ -40,18 +40,26 @@ gsm8k_flexible (banks built from sample logs of GSM8K's ``flexible-extract`` fil
 exact_match  (banks built from sample logs, :mod:`atlascat.bankdir`) the harness's
              ``exact_match`` without a filter: the generation cut before the first of the
              item's own stop strings, stripped, equal to the stripped ``target``.
+exact_match_raw  (sample logs whose 0/1 metric this reproduces better: the harness's
+             ``exact_match`` on a task without a whitespace filter) the cut generation equal to
+             ``target`` as it is, not stripped (``" 42"`` is not ``"42"``).
 exact_match_norm  (sample logs whose 0/1 metric this reproduces better: SQuAD-style ``em``)
              the cut generation and ``target`` equal after the F1 rule's normalisation (lower
-             case, punctuation and the articles a / an / the dropped, whitespace collapsed).
+             case, ASCII punctuation deleted, the articles a / an / the dropped, whitespace
+             collapsed).
 
 Continuous rules (banks built from sample logs; the score is in [0, 1], not 0/1):
 
 mc2          TruthfulQA's mc2 (lm-eval's ``truthfulqa_mc2`` ``process_results``): the true
              options come first (``mc2_true`` of them); ``sum_true exp(ll) / sum_all exp(ll)``.
-f1           SQuAD / DROP token F1 of the generation (cut before the item's stop strings)
-             against ``target``: both normalised (lower case, punctuation and the articles
-             a / an / the removed, whitespace collapsed), F1 of the token bags; 1 when both
-             are empty.
+f1           SQuAD / CoQA token F1 of the generation (cut before the item's stop strings)
+             against ``target``: both normalised as SQuAD's ``normalize_answer`` (lower case,
+             ASCII punctuation deleted, the articles a / an / the removed, whitespace
+             collapsed), F1 of the token bags; 1 when both are empty.
+
+A generation logged with several targets (a task's ``multiple_target``, TriviaQA's aliases:
+``targets``) scores 1 when its rule gives any target a nonzero score, else 0, as the harness
+does (its F1 is then 0/1 too).
 
 A metric ATLAS cannot compute from a model's outputs (ROUGE, BLEU, a judge's rating) is kept
 as the item's rule name prefixed ``metric:``; asking such an item live is refused with its name
@@ -67,6 +75,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import string
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -88,9 +97,10 @@ __all__ = [
 #: lm-evaluation-harness commit the Open LLM Leaderboard v1 ran
 HARNESS_COMMIT = "b281b0921b636bc36ad05c0b0b0763bd6dd43463"
 RULES = ("acc_norm", "acc", "mc1", "partial", "gsm8k_exact", "gsm8k_flexible", "exact_match",
-         "exact_match_norm", "mc2", "f1")
+         "exact_match_norm", "exact_match_raw", "mc2", "f1")
 #: rules scored on a generation (one ``generate_until`` request)
-GENERATION_RULES = ("gsm8k_exact", "gsm8k_flexible", "exact_match", "exact_match_norm", "f1")
+GENERATION_RULES = ("gsm8k_exact", "gsm8k_flexible", "exact_match", "exact_match_norm",
+                    "exact_match_raw", "f1")
 #: rules whose score is continuous in [0, 1]
 CONTINUOUS_RULES = ("mc2", "f1")
 #: prefix of a rule that names a metric ATLAS cannot compute (``metric:rougeL``)
@@ -101,9 +111,9 @@ LEADERBOARD_SHOTS = {"arc": 25, "hellaswag": 10, "mmlu": 5, "truthfulqa": 0, "wi
 #: metadata columns that carry an item's requests (one row per item)
 REQUEST_COLUMNS = ("rule", "context", "ctx_suffixes", "continuations", "gold", "target",
                    "n_choices", "mc2_true")
-#: optional metadata columns of a generation item: its stop strings, token limit and other
-#: logged settings (JSON)
-GENERATION_COLUMNS = ("until", "max_gen_toks", "gen_kwargs")
+#: optional metadata columns of a generation item: its stop strings, token limit, other
+#: logged settings (JSON) and its targets when the task has several (any one matches)
+GENERATION_COLUMNS = ("until", "max_gen_toks", "gen_kwargs", "targets")
 GSM8K_UNTIL = (":", "Question:", "Question")
 GSM8K_MAX_GEN_TOKS = 256
 _GSM8K_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -178,7 +188,8 @@ class ItemRequests:
     """An item's requests and the rule that turns the subject's outputs into 0/1.
 
     Attributes beyond the contract: ``gold`` (index of the correct request, or the GSM8K answer
-    string), ``norm`` (acc_norm divisors: characters of each choice text), ``n_choices``
+    string; a generation's several targets, a tuple), ``norm`` (acc_norm divisors: characters
+    of each choice text), ``n_choices``
     (how many leading requests the rule scores; TruthfulQA: the mc1 targets) and ``mc2_true``
     (TruthfulQA: how many mc2 targets, which follow the mc1 ones, are true; see :meth:`mc2`).
     """
@@ -187,7 +198,7 @@ class ItemRequests:
     benchmark: str
     rule: str                       # one of RULES
     requests: tuple[Request, ...]
-    gold: int | str = 0
+    gold: int | str | tuple = 0
     norm: tuple[int, ...] = ()
     n_choices: int = 0
     mc2_true: int = 0
@@ -219,10 +230,11 @@ class ItemRequests:
         if self.kind == "generate_until":
             text = outputs if isinstance(outputs, str) else list(outputs)[0]
             cut = gsm8k_cut(text, self.requests[0].until)
-            return {"kind": "generation", "text": text,
-                    "extracted": (cut.strip() if self.rule in ("exact_match", "f1")   # as scored
-                                  else gsm8k_extract(cut)),
-                    "gold": str(self.gold)}
+            extracted = {"gsm8k_exact": gsm8k_extract, "gsm8k_flexible": gsm8k_flexible_extract,
+                         "exact_match_raw": str}.get(self.rule, str.strip)(cut)   # as scored
+            return {"kind": "generation", "text": text, "extracted": extracted,
+                    "gold": (str(self.gold) if isinstance(self.gold, str)
+                             else " | ".join(self.gold))}
         ll = np.asarray(list(outputs), dtype=float)
         k = self.n_choices or len(self.requests)
         per_char = (ll[:k] / np.asarray(self.norm, float)).tolist() if self.rule == "acc_norm" \
@@ -270,20 +282,25 @@ def _gsm8k_normal(text: str) -> str:
     return text.lower()
 
 
+#: SQuAD's ``normalize_answer`` deletes ``string.punctuation`` (not replaced by a space)
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
 def _argmax(values: np.ndarray) -> int:
     return int(np.argmax(values))  # first maximum: ties go to the lowest index, as np.argmax
 
 
 def answer_tokens(text: str) -> list[str]:
-    """An answer's tokens as SQuAD / DROP compare them: lower case, punctuation and the
-    articles dropped."""
-    text = re.sub(r"[^\w\s]", " ", str(text).lower())
+    """An answer's tokens as SQuAD's ``normalize_answer`` (and CoQA's, the harness's per-sample
+    ``f1`` / ``em``) compares them: lower case, ASCII punctuation deleted (``"don't"`` is one
+    token ``dont``, ``"brain-imaging"`` one token), the articles a / an / the dropped."""
+    text = str(text).lower().translate(_PUNCTUATION)
     text = re.sub(r"\b(a|an|the)\b", " ", text)
     return text.split()
 
 
 def token_f1(prediction: str, truth: str) -> float:
-    """SQuAD / DROP token F1 of two answers after normalisation (module docstring)."""
+    """SQuAD / CoQA token F1 of two answers after normalisation (module docstring)."""
     p, t = answer_tokens(prediction), answer_tokens(truth)
     if not p or not t:
         return float(p == t)
@@ -323,12 +340,17 @@ def score_outputs(rule: str, outputs, *, gold, norm=(), n_choices: int | None = 
             raise LiveRunError(f"item {item_id}: a generation item needs exactly one generated "
                                f"string, got {len(outputs)} output(s) of type "
                                f"{type(outputs[0]).__name__ if outputs else 'none'}")
+        if isinstance(gold, (list, tuple)):          # several targets: the harness's any()
+            hit = any(score_outputs(rule, outputs, gold=g, until=until) for g in gold)
+            return float(hit) if rule in CONTINUOUS_RULES else int(hit)
         if rule == "exact_match":
             return int(gsm8k_cut(outputs[0], until).strip() == str(gold).strip())
         if rule == "f1":
             return token_f1(gsm8k_cut(outputs[0], until), str(gold))
         if rule == "exact_match_norm":
             return int(answer_tokens(gsm8k_cut(outputs[0], until)) == answer_tokens(str(gold)))
+        if rule == "exact_match_raw":
+            return int(gsm8k_cut(outputs[0], until) == str(gold))
         if rule == "gsm8k_flexible":
             got = gsm8k_flexible_extract(gsm8k_cut(outputs[0], until))
             return int(got != _GSM8K_INVALID and got == _gsm8k_normal(str(gold)))
@@ -547,6 +569,15 @@ def _cell_list(value) -> list[str]:
     return [str(v) for v in value]
 
 
+def _cell_until(value) -> tuple[str, ...]:
+    """A generation item's stop strings: as stored (an empty list is a request logged with
+    none: it runs to its token limit), GSM8K's when the item has no such cell."""
+    if isinstance(value, (list, tuple, np.ndarray)) or (isinstance(value, str)
+                                                        and value.strip()):
+        return tuple(_cell_list(value))
+    return GSM8K_UNTIL
+
+
 def _cell_str(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -590,10 +621,11 @@ def _requests_of(rec: Mapping, item_id: str, rule: str, asked_as: str) -> ItemRe
     if not context:
         raise BankError(f"item {item_id}: empty request context")
     if asked_as in GENERATION_RULES:
-        target = _cell_str(rec.get("target"))
+        targets = tuple(_cell_list(rec.get("targets")))
+        target = targets if len(targets) > 1 else _cell_str(rec.get("target"))
         if not target and rule in ("gsm8k_exact", "gsm8k_flexible"):
             raise BankError(f"item {item_id}: a {rule} item needs its gold answer in 'target'")
-        until = tuple(_cell_list(rec.get("until"))) or GSM8K_UNTIL
+        until = _cell_until(rec.get("until"))
         max_gen = _cell_int(rec.get("max_gen_toks"), 0) or GSM8K_MAX_GEN_TOKS
         req = Request("generate_until", context, until=until, max_gen_toks=max_gen,
                       gen_kwargs=_cell_str(rec.get("gen_kwargs")))
@@ -603,7 +635,7 @@ def _requests_of(rec: Mapping, item_id: str, rule: str, asked_as: str) -> ItemRe
     if suffixes and len(suffixes) != len(conts):
         raise BankError(f"item {item_id}: {len(suffixes)} context suffixes for {len(conts)} "
                         "continuations")
-    if len(conts) < 2:
+    if len(conts) < (2 if rule == asked_as else 1):      # one: a metric a command scores
         raise BankError(f"item {item_id}: a log-likelihood item needs at least 2 continuations")
     reqs = tuple(Request("loglikelihood", context + (suffixes[j] if suffixes else ""), conts[j])
                  for j in range(len(conts)))

@@ -27,7 +27,7 @@ __all__ = ["render_run_report", "write_run_report", "describe_prediction", "prot
 
 #: scoring rules whose requests are generations (see atlascat.content.requests)
 GENERATION_RULES = frozenset({"gsm8k_exact", "gsm8k_flexible", "exact_match",
-                              "exact_match_norm", "f1"})
+                              "exact_match_norm", "exact_match_raw", "f1"})
 
 
 def protocol_label(protocol: str | None, bank=None, *, folder: bool = False,

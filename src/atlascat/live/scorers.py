@@ -14,7 +14,8 @@ mc       multiple choice. The chosen option is read from the reply as (1) an exp
 gsm8k    numeric exact match. The number after the last ``####``; else after "the answer is";
          else the last number in the reply. Commas, ``$`` and ``%`` are dropped; numbers are
          compared as exact decimals (``42`` == ``42.0``; ``1,000`` == ``1000``).
-exact    case- and whitespace-insensitive string equality with the key.
+exact    case- and whitespace-insensitive string equality with the key (any of the item's
+         ``targets`` when it has several).
 """
 from __future__ import annotations
 
@@ -161,7 +162,10 @@ def _gsm8k(item: Mapping, answer: str) -> int:
 
 
 def _exact(item: Mapping, answer: str) -> int:
-    return int(_norm(answer) == _norm(str(item["answer"])))
+    targets = item.get("targets")                  # several (aliases): any one of them
+    keys = ([str(t) for t in targets] if not isinstance(targets, (str, float, type(None)))
+            and len(targets) else [str(item["answer"])])
+    return int(any(_norm(answer) == _norm(k) for k in keys))
 
 
 register_scorer("mc", _mc)

@@ -21,7 +21,8 @@ and atlas scores them by the item's rule (:func:`atlascat.content.requests.score
 ``acc_norm``, ``acc``, ``mc2``, ``exact_match`` cut at the item's stop strings, ``f1``, ...),
 the rule that reproduces the logged models' scores from their logged outputs. An item whose
 logged metric atlas cannot compute (rule ``metric:<name>``: ROUGE, BLEU per sample, a judge)
-is sent with ``"scored_by": "command"`` and ``"metric": "<name>"``: the command prints
+is sent with ``"scored_by": "command"``, ``"metric": "<name>"`` and, for a generation, the
+logged ``"target"`` (a list for a task with several) it is scored against: the command prints
 ``{"item_id", "score"}``, the metric as the harness computes it (on the folder's scale). A
 score for an item atlas scores, or outputs that are not one per request, stop the run with one
 line (the answers so far are kept, ``--resume`` continues it).
@@ -68,6 +69,8 @@ def request_line(ir) -> dict:
            "scored_by": "command" if metric else "atlas"}
     if metric:
         out["metric"] = metric
+        if ir.kind == "generate_until":            # the reference the metric compares with
+            out["target"] = ir.gold if isinstance(ir.gold, str) else list(ir.gold)
     out["arguments"] = [[r.context, r.continuation] if r.kind == "loglikelihood" else
                         [r.context, {"until": list(r.until), "max_gen_toks": int(r.max_gen_toks),
                                      **r.generation_settings()}]

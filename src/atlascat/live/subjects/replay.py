@@ -246,7 +246,8 @@ def _probe(ir) -> dict:
         t = int(ir.mc2_true)
         return lambda y: mc2_outputs(float(y), t, n - t)
     if n and all(r.kind == "generate_until" for r in ir.requests):
-        answer = str(_gold_text(ir))
+        gold = _gold_text(ir)
+        answer = str(gold if isinstance(gold, (str, int)) else gold[0])   # one of the targets
         bad = ["#### -987654321"]
         for good in ([f"The answer is {answer}.\n#### {answer}"], [answer]):
             if ir.score(good) == 1 and ir.score(bad) == 0:
