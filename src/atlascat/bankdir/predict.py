@@ -140,7 +140,39 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
     from ..scorelink import predict_frame
 
     folder = as_folder(folder)
-    return to_metric_scale(predict_frame(folder.link, persons, administered), folder)
+    out = predict_frame(folder.link, persons, administered)
+    return to_metric_scale(_known_means(folder, out, persons, administered), folder)
+
+
+def _known_means(folder, out: pd.DataFrame, persons, administered) -> pd.DataFrame:
+    """``out`` with the score of every model that answered all the items its score is the
+    mean of (a folder without ``--scores`` whose bank kept every item of the results) set to
+    that mean, an interval of no width: the score is known, not predicted (as the
+    predictor gives a model asked every item); the link's regression on theta is not."""
+    import numpy as np
+
+    m = folder.manifest or {}
+    items = m.get("items") or {}
+    if (not str(m.get("score", "")).startswith("each model's mean score over all")
+            or items.get("n_results") != items.get("n_bank") or len(administered) == 0):
+        return out
+    bank_ids = {str(i) for i in folder.bank.item_ids}
+    given = administered[administered["item_id"].astype(str).isin(bank_ids)
+                         & np.isfinite(administered["score"].to_numpy(float))]
+    by = given.groupby(given["subject_id"].astype(str))["score"]
+    counts, means = by.count(), by.mean()
+    sid = persons["subject_id"].astype(str).to_numpy()
+    full = counts.reindex(sid).fillna(0).to_numpy() >= len(bank_ids)
+    if not full.any():
+        return out
+    out = out.copy()
+    known = means.reindex(sid).to_numpy(float)[full]
+    for c in ("score", "score_lo", "score_hi"):
+        out.loc[full, c] = known
+    out.loc[full, "percentile"] = [folder.link.percentile(v) for v in known]
+    out.loc[full, "score_flag"] = ""
+    out.loc[full, "score_warning"] = ""
+    return out
 
 
 def load_predictor(folder):
