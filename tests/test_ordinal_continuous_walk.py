@@ -56,3 +56,41 @@ def test_score_of_a_model_that_answered_every_item_is_its_mean(bleu):
     short = administered[administered["item_id"] != ids[0]]
     part = predict_scores(folder, persons, short)
     assert (part["score_hi"] - part["score_lo"]).min() > 0
+
+
+def judge_ratings(n_models: int, n_items: int, levels: int, seed: int = 0) -> pd.DataFrame:
+    """Ratings 1..levels from a graded model (decreasing intercepts)."""
+    from atlascat.irt import polytomous
+
+    rng = np.random.default_rng(seed)
+    a = rng.lognormal(0.2, 0.3, n_items)
+    d = -np.sort(rng.normal(0, 1.5, (n_items, levels - 1)), axis=1) * a[:, None]
+    r = polytomous.sample("graded", np.column_stack([a, d]), rng.normal(size=n_models), rng) + 1
+    return pd.DataFrame(r, index=[f"model-{i}" for i in range(n_models)],
+                        columns=[f"prompt-{j}" for j in range(n_items)])
+
+
+def test_calibration_on_a_declared_scale_names_levels_an_item_never_had():
+    """--rating-range 1 10 (value_range) where an item was never rated 1: one warning naming
+    an item and the levels it lacks, kept in the fit's settings (--summary); none when every
+    item had every level."""
+    import atlascat as at
+
+    ratings = judge_ratings(150, 8, 10)
+    ratings.iloc[:10] = np.repeat(np.arange(1, 11)[:, None], 8, axis=1)   # every level seen
+    ratings.iloc[:, 3] = ratings.iloc[:, 3].clip(lower=2)   # but prompt-3: never rated 1
+    with pytest.warns(UserWarning, match=r"^1 of 8 item\(s\) were never rated at some levels "
+                                         r"of the declared 1-10 scale \(e.g. 'prompt-3' "
+                                         r"never 1\)") as got:
+        res = at.calibrate(ratings, model="graded", value_range=(1, 10))
+    lines = [str(w.message) for w in got if "never rated at some levels" in str(w.message)]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert any("'prompt-3' never 1" in w for w in res.settings["warnings"])
+    full = judge_ratings(60, 3, 3)
+    full.iloc[:3] = [[1, 1, 1], [2, 2, 2], [3, 3, 3]]       # every item every level
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        at.calibrate(full, model="graded", value_range=(1, 3))
+    assert not [w for w in seen if "never rated" in str(w.message)]
