@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from atlascat.bankdir import build_bank, predict_scores, replay_predictor
+from atlascat.cli import app
 
 
 def bleu_matrix(n_models: int, n_items: int = 60, seed: int = 0) -> pd.DataFrame:
@@ -94,3 +96,39 @@ def test_calibration_on_a_declared_scale_names_levels_an_item_never_had():
         warnings.simplefilter("always")
         at.calibrate(full, model="graded", value_range=(1, 3))
     assert not [w for w in seen if "never rated" in str(w.message)]
+
+
+def test_calibrate_name_is_what_every_output_calls_the_bank(tmp_path):
+    """`atlas calibrate --name JudgeBench -o graded.csv`: the bank keeps the benchmark's name,
+    so a live run, `atlas runs` and `atlas simulate` call it JudgeBench, not the file's name
+    ("graded", the IRT model's word); a blank name is one line, exit 2; a binary bank in
+    mirt's format keeps it too (`ItemBank.with_benchmark`)."""
+    from atlascat.catalogue import BankRef
+    from atlascat.irt.bank import ItemBank
+    from atlascat.irt.polybank import PolyBank
+
+    judge_ratings(120, 6, 5).rename_axis("model").to_csv(tmp_path / "judge.csv")
+    runner = CliRunner()
+    bank = tmp_path / "graded.csv"
+    out = runner.invoke(app, ["calibrate", str(tmp_path / "judge.csv"), "--model", "graded",
+                              "--rating-range", "1", "5", "--name", "JudgeBench", "--se",
+                              "--format", "mirt", "-o", str(bank), "-q"])
+    assert out.exit_code == 0, out.output
+    assert BankRef.from_option(str(bank)).title == "JudgeBench"
+    assert set(PolyBank.read(bank).metadata["benchmark"]) == {"JudgeBench"}
+    run = runner.invoke(app, ["evaluate", "--bank", str(bank), "--subject",
+                              f"replay:{tmp_path / 'judge.csv'}#model-3", "--min-items", "3",
+                              "-o", str(tmp_path / "run"), "-q"])
+    assert run.exit_code == 0, run.output
+    assert "model-3 on JudgeBench:" in run.output and " on graded" not in run.output
+    listed = runner.invoke(app, ["runs", "--db", str(tmp_path / "run" / "runs.sqlite")])
+    assert "JudgeBench" in listed.output
+    from atlascat.cli import main
+
+    assert main(["calibrate", str(tmp_path / "judge.csv"), "--model", "graded", "--name", " ",
+                 "-o", str(tmp_path / "x.csv")]) == 2
+    assert not (tmp_path / "x.csv").exists()
+    rm = (judge_ratings(60, 5, 2) - 1).astype(float)
+    named = ItemBank.from_frame(pd.DataFrame({"item_id": list(rm.columns), "a": 1.0, "b": 0.0}))
+    path = named.with_benchmark("RightWrong").write(tmp_path / "b.csv", format="mirt")
+    assert BankRef.from_option(str(path)).title == "RightWrong"
