@@ -132,3 +132,18 @@ def test_calibrate_name_is_what_every_output_calls_the_bank(tmp_path):
     named = ItemBank.from_frame(pd.DataFrame({"item_id": list(rm.columns), "a": 1.0, "b": 0.0}))
     path = named.with_benchmark("RightWrong").write(tmp_path / "b.csv", format="mirt")
     assert BankRef.from_option(str(path)).title == "RightWrong"
+
+
+def test_bleu_frame_in_memory_is_refused_naming_the_folders_scale(bleu):
+    """replay_predictor(folder, BLEU DataFrame): answers in memory are on 0-1; the refusal said
+    to give --score-range to a folder that has one (0-100). Now it names the folder's scale,
+    the file path and the mapping; the mapped frame gives the file's prediction."""
+    from atlascat.errors import ResponseDataError
+
+    folder, new = bleu
+    with pytest.raises(ResponseDataError, match=r"this folder's scores are on 0-100: give the "
+                                                r"file's path .* \(score - 0\) / 100") as got:
+        replay_predictor(folder, new, budget=10, seed=0)
+    assert "\n" not in str(got.value) and "--score-range LO HI" not in str(got.value)
+    mapped = replay_predictor(folder, new / 100, budget=10, seed=0)
+    assert mapped["score"].between(0, 100).all() and mapped["score"].max() > 1

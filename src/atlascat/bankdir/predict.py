@@ -53,6 +53,7 @@ def read_targets(folder, responses):
     from pathlib import Path
 
     from ..catalogue.matrices import resolve_responses
+    from ..errors import ResponseDataError
     from ..responses import as_response_matrix
 
     folder = as_folder(folder)
@@ -64,7 +65,16 @@ def read_targets(folder, responses):
             return read_scaled_matrix(responses, scale, folder=True, normalize_ids=True,
                                       on_empty="keep")
         return resolve_responses(responses, normalize_ids=True, on_empty="keep")
-    return as_response_matrix(responses)   # a score off 0-1 is refused with one line
+    try:
+        return as_response_matrix(responses)   # a score off 0-1 is refused with one line
+    except ResponseDataError as exc:
+        if scale is None:
+            raise
+        lo, hi = scale   # in memory: on 0-1, unlike the folder's file (its metric's scale)
+        raise ResponseDataError(
+            f"{str(exc).split(';')[0]}; answers in memory are read on 0-1, and this folder's "
+            f"scores are on {lo:g}-{hi:g}: give the file's path (read on that scale) or the "
+            f"answers mapped to 0-1, (score - {lo:g}) / {hi - lo:g}") from None
 
 
 def metric_scale(folder):
