@@ -147,3 +147,28 @@ def test_bleu_frame_in_memory_is_refused_naming_the_folders_scale(bleu):
     assert "\n" not in str(got.value) and "--score-range LO HI" not in str(got.value)
     mapped = replay_predictor(folder, new / 100, budget=10, seed=0)
     assert mapped["score"].between(0, 100).all() and mapped["score"].max() > 1
+
+
+def test_score_map_of_a_judge_folder_reads_on_the_judges_scale(tmp_path, capsys):
+    """build-bank RATINGS --score-range 1 10 --scores S.csv (published score 0.8 + 0.9 x the
+    mean rating): the summary's score map read "score = 0.078 + 0.900 x item mean", the
+    intercept on 0-1 beside scores and means on 1-10; it reads 0.800 now
+    (bankdir.scaled.score_map_on_scale)."""
+    from atlascat.bankdir.scaled import score_map_on_scale
+    from atlascat.cli import main
+
+    ratings = judge_ratings(40, 60, 10).rename_axis("model")
+    ratings.to_csv(tmp_path / "judge.csv")
+    (0.8 + 0.9 * ratings.mean(axis=1)).rename("score").to_csv(tmp_path / "scores.csv")
+    assert main(["build-bank", str(tmp_path / "judge.csv"), "--score-range", "1", "10",
+                 "--scores", str(tmp_path / "scores.csv"), "--name", "MT-Bench",
+                 "-o", str(tmp_path / "bank")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "score = 0.800 + 0.900 x item mean (+- 0.00 points)" in out
+    from atlascat.bankdir import load_bank_dir
+
+    sm = load_bank_dir(tmp_path / "bank").manifest["predictor"]["score_map"]
+    on = score_map_on_scale(sm, (1, 10))
+    assert on["intercept"] == pytest.approx(0.8, abs=1e-6)
+    assert on["slope"] == pytest.approx(0.9, abs=1e-6)
+    assert score_map_on_scale(sm, None) == sm
