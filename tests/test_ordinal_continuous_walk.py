@@ -123,6 +123,8 @@ def test_calibrate_name_is_what_every_output_calls_the_bank(tmp_path):
     assert "model-3 on JudgeBench:" in run.output and " on graded" not in run.output
     listed = runner.invoke(app, ["runs", "--db", str(tmp_path / "run" / "runs.sqlite")])
     assert "JudgeBench" in listed.output
+    info = runner.invoke(app, ["info", str(bank)])
+    assert info.exit_code == 0 and "  benchmark: JudgeBench" in info.output
     from atlascat.cli import main
 
     assert main(["calibrate", str(tmp_path / "judge.csv"), "--model", "graded", "--name", " ",
