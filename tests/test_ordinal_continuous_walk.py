@@ -174,3 +174,27 @@ def test_score_map_of_a_judge_folder_reads_on_the_judges_scale(tmp_path, capsys)
     assert on["intercept"] == pytest.approx(0.8, abs=1e-6)
     assert on["slope"] == pytest.approx(0.9, abs=1e-6)
     assert score_map_on_scale(sm, None) == sm
+
+
+def test_simulated_model_on_a_bleu_folder_answers_bleu_not_0_or_100(bleu, tmp_path):
+    """`atlas evaluate --bank BLEU_DIR --subject simulate:0.5` (the folder's predictor): the
+    simulated model scored each item 0 or 100 (a coin: the predictor's items carried no
+    dispersion), so its theta came out -1.2 +- 0.48 at theta 0.5; now its scores are Beta
+    draws with each item's dispersion, on 0-100, as the source models' BLEU was."""
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun, design_bank
+    from atlascat.live.subjects import SubjectSpec
+
+    folder, _ = bleu
+    ref = BankRef.from_option(str(folder.path))
+    bank = design_bank(ref, "predictor")
+    assert "dispersion" in bank.metadata.columns
+    subject = SubjectSpec.parse("simulate:0.5").build(bank, score_range=(0.0, 100.0))
+    live = LiveRun.start(tmp_path / "runs.sqlite", ref, [subject], seed=0)
+    live.run()
+    row = live.results()[0]
+    scores = np.asarray(row["scores"], float)
+    assert len(scores) == 50 and ((scores > 0) & (scores < 100)).mean() > 0.8
+    assert abs(row["theta"] - 0.5) < 2.5 * row["se"], (row["theta"], row["se"])
+    truth = 100 * bank.probability(0.5).mean()      # the simulated model's expected BLEU
+    assert abs(row["prediction"]["score"] - truth) < 5, (row["prediction"], truth)
