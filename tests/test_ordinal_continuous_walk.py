@@ -130,6 +130,10 @@ def test_calibrate_name_is_what_every_output_calls_the_bank(tmp_path):
     assert main(["calibrate", str(tmp_path / "judge.csv"), "--model", "graded", "--name", " ",
                  "-o", str(tmp_path / "x.csv")]) == 2
     assert not (tmp_path / "x.csv").exists()
+    # a shipped benchmark's name would score the user's bank by its leaderboard link
+    assert main(["calibrate", str(tmp_path / "judge.csv"), "--model", "graded", "--name",
+                 "arc", "-o", str(tmp_path / "x.csv")]) == 2
+    assert not (tmp_path / "x.csv").exists()
     rm = (judge_ratings(60, 5, 2) - 1).astype(float)
     named = ItemBank.from_frame(pd.DataFrame({"item_id": list(rm.columns), "a": 1.0, "b": 0.0}))
     path = named.with_benchmark("RightWrong").write(tmp_path / "b.csv", format="mirt")

@@ -127,11 +127,12 @@ def calibrate_command(
     Filters items and subjects first when asked (--filter/--no-filter; the default is the
     library's), fits all items jointly (or linked partitions).
     """
+    from ..catalogue.links import own_benchmark_name
     from ..irt.bank import check_benchmark_name
     from ._options import calibrator
 
     _check_choices(fmt, convergence)
-    name = None if name is None else check_benchmark_name(name)
+    name = None if name is None else own_benchmark_name(check_benchmark_name(name))
     output_file(output, inputs={"RESPONSES": responses})
     output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
     output_file(scores, "--scores", inputs={"RESPONSES": responses},
