@@ -127,12 +127,10 @@ def calibrate_command(
     Filters items and subjects first when asked (--filter/--no-filter; the default is the
     library's), fits all items jointly (or linked partitions).
     """
-    from ..catalogue.links import own_benchmark_name
-    from ..irt.bank import check_benchmark_name
     from ._options import calibrator
 
     _check_choices(fmt, convergence)
-    name = None if name is None else own_benchmark_name(check_benchmark_name(name))
+    name = _bank_name(name)
     output_file(output, inputs={"RESPONSES": responses})
     output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
     output_file(scores, "--scores", inputs={"RESPONSES": responses},
@@ -189,6 +187,16 @@ def _responses(responses, freq_column, normalize_ids, drop_empty, *, mirt_rating
     console.print("whole-number ratings: mirt's default for them, the graded model (no priors)",
                   highlight=False)
     return None
+
+
+def _bank_name(name):
+    """--name checked: non-empty text, not a shipped benchmark's (None when not given)."""
+    if name is None:
+        return None
+    from ..catalogue.links import own_benchmark_name
+    from ..irt.bank import check_benchmark_name
+
+    return own_benchmark_name(check_benchmark_name(name))
 
 
 def _whole_ratings(responses, freq_column) -> bool:
