@@ -202,3 +202,26 @@ def test_simulated_model_on_a_bleu_folder_answers_bleu_not_0_or_100(bleu, tmp_pa
     assert abs(row["theta"] - 0.5) < 2.5 * row["se"], (row["theta"], row["se"])
     truth = 100 * bank.probability(0.5).mean()      # the simulated model's expected BLEU
     assert abs(row["prediction"]["score"] - truth) < 5, (row["prediction"], truth)
+
+
+def test_anova_refuses_continuous_scores(tmp_path):
+    """`atlas anova ROUGE.csv --model 1pl --model 2pl` printed a likelihood-ratio test of the
+    Bernoulli quasi-likelihood (X2 31.5 on 79 df, p = 1.000: the 1PL kept), which is no
+    likelihood for scores in [0, 1]; refused now in one line (exit 2), a 0/1 matrix as
+    before."""
+    import atlascat as at
+    from atlascat.cli import main
+    from atlascat.errors import ConfigError
+    from atlascat.irt.compare import anova
+
+    rouge = bleu_matrix(40, 20, seed=3) / 100
+    fits = [at.calibrate(rouge, model=m, prior_a=None) for m in ("1pl", "2pl")]
+    assert fits[0].settings["scores"] == "continuous"
+    with pytest.raises(ConfigError, match="continuous scores .* quasi-likelihood"):
+        anova(*fits)
+    rouge.to_csv(tmp_path / "rouge.csv")
+    assert main(["anova", str(tmp_path / "rouge.csv"), "--model", "1pl", "--model",
+                 "2pl"]) == 2
+    coins = (rouge > 0.5).astype(float)
+    table = anova(*[at.calibrate(coins, model=m, prior_a=None) for m in ("1pl", "2pl")])
+    assert np.isfinite(table["X2"].iloc[1])
