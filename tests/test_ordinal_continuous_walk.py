@@ -204,7 +204,7 @@ def test_simulated_model_on_a_bleu_folder_answers_bleu_not_0_or_100(bleu, tmp_pa
     assert abs(row["prediction"]["score"] - truth) < 5, (row["prediction"], truth)
 
 
-def test_anova_refuses_continuous_scores(tmp_path):
+def test_anova_refuses_continuous_scores(tmp_path, capsys):
     """`atlas anova ROUGE.csv --model 1pl --model 2pl` printed a likelihood-ratio test of the
     Bernoulli quasi-likelihood (X2 31.5 on 79 df, p = 1.000: the 1PL kept), which is no
     likelihood for scores in [0, 1]; refused now in one line (exit 2), a 0/1 matrix as
@@ -222,6 +222,10 @@ def test_anova_refuses_continuous_scores(tmp_path):
     rouge.to_csv(tmp_path / "rouge.csv")
     assert main(["anova", str(tmp_path / "rouge.csv"), "--model", "1pl", "--model",
                  "2pl"]) == 2
+    capsys.readouterr()
+    assert main(["calibrate", str(tmp_path / "rouge.csv"), "-o", str(tmp_path / "b.csv")]) == 0
+    assert "continuous scores: a quasi-likelihood's, not for comparing models" in " ".join(
+        capsys.readouterr().out.split())
     coins = (rouge > 0.5).astype(float)
     table = anova(*[at.calibrate(coins, model=m, prior_a=None) for m in ("1pl", "2pl")])
     assert np.isfinite(table["X2"].iloc[1])
