@@ -229,3 +229,25 @@ def test_anova_refuses_continuous_scores(tmp_path, capsys):
     coins = (rouge > 0.5).astype(float)
     table = anova(*[at.calibrate(coins, model=m, prior_a=None) for m in ("1pl", "2pl")])
     assert np.isfinite(table["X2"].iloc[1])
+
+
+def test_build_named_after_its_file_warns_in_one_line(tmp_path):
+    """build-bank source.csv (item ids prompt-0.. share no name, no --name): every output then
+    reads "predicted source score"; the build says so in one warning line with the fix, and
+    --name or an item-id stem builds without it."""
+    ratings = judge_ratings(30, 20, 10).rename_axis("model")
+    ratings.to_csv(tmp_path / "source.csv")
+    with pytest.warns(UserWarning, match=r"named 'source' after its results file .* "
+                                         r"'predicted source score'; --name NAME") as got:
+        folder = build_bank(str(tmp_path / "source.csv"), str(tmp_path / "a"),
+                            score_range=(1, 10))
+    assert folder.benchmark == "source"
+    assert len([w for w in got if "after its results file" in str(w.message)]) == 1
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        named = build_bank(str(tmp_path / "source.csv"), str(tmp_path / "b"),
+                           score_range=(1, 10), name="JudgeBench")
+    assert named.benchmark == "JudgeBench"
+    assert not [w for w in seen if "after its results file" in str(w.message)]
