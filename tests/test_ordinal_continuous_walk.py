@@ -112,8 +112,12 @@ def test_calibrate_name_is_what_every_output_calls_the_bank(tmp_path):
     bank = tmp_path / "graded.csv"
     out = runner.invoke(app, ["calibrate", str(tmp_path / "judge.csv"), "--model", "graded",
                               "--rating-range", "1", "5", "--name", "JudgeBench", "--se",
-                              "--format", "mirt", "-o", str(bank), "-q"])
+                              "--format", "mirt", "-o", str(bank), "-q",
+                              "--summary", str(tmp_path / "s.json")])
     assert out.exit_code == 0, out.output
+    import json
+
+    assert json.loads((tmp_path / "s.json").read_text())["benchmark"] == "JudgeBench"
     assert BankRef.from_option(str(bank)).title == "JudgeBench"
     assert set(PolyBank.read(bank).metadata["benchmark"]) == {"JudgeBench"}
     run = runner.invoke(app, ["evaluate", "--bank", str(bank), "--subject",

@@ -67,7 +67,8 @@ def _write_outputs(res, output, fmt: str, summary, scores, responses, name=None)
     bank = bank if name is None else bank.with_benchmark(name)
     bank.write(output, format=fmt)
     info = res.to_dict()
-    info.update({"responses": str(responses), "output": str(output), "format": fmt})
+    info.update({"responses": str(responses), "output": str(output), "format": fmt,
+                 **({"benchmark": name} if name else {})})
     if summary is not None:
         summary.parent.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps(json_safe(info), indent=2, default=str))

@@ -164,7 +164,8 @@ def calibrate_command(
     bank = res.bank_with_standard_errors(fmt)
     (bank if name is None else bank.with_benchmark(name)).write(output, format=fmt)
     if summary is not None:
-        _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt)
+        _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt,
+                       **({"benchmark": name} if name else {}))
     if scores is not None:
         _write_scores(res, scores)
     _report(res, rm, link)
