@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..cat.config import Stopping
-from ..errors import BankError, ConfigError, ResponseDataError
+from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
 from .checks import check_model, check_score_range, in_source_models
 from .defaults import BUDGET, FOLDS, MIN_MODELS, PREDICTOR_ITEMS_FILE
@@ -644,6 +644,10 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         bench, named_by = logs.task, "task"
     else:
         bench, named_by = benchmark_name(rm.item_ids, files[0] if files else "results")
+        if named_by == "file":   # every output names it: "predicted source score"
+            warn_user(f"the benchmark is named {bench!r} after its results file (its item ids "
+                      f"share no name): outputs will read 'predicted {bench} score'; --name "
+                      "NAME (name=) gives it its own")
     train, report = filter_items(rm, subject_percentile=None, max_mean=None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

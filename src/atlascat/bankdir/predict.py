@@ -56,6 +56,7 @@ def read_targets(folder, responses):
     from pathlib import Path
 
     from ..catalogue.matrices import resolve_responses
+    from ..errors import ResponseDataError
     from ..responses import as_response_matrix
 
     folder = as_folder(folder)
@@ -70,7 +71,16 @@ def read_targets(folder, responses):
             return read_scaled_matrix(responses, scale, folder=True, normalize_ids=True,
                                       on_empty="keep")
         return resolve_responses(responses, normalize_ids=True, on_empty="keep")
-    return as_response_matrix(responses)   # a score off 0-1 is refused with one line
+    try:
+        return as_response_matrix(responses)   # a score off 0-1 is refused with one line
+    except ResponseDataError as exc:
+        if scale is None:
+            raise
+        lo, hi = scale   # in memory: on 0-1, unlike the folder's file (its metric's scale)
+        raise ResponseDataError(
+            f"{str(exc).split(';')[0]}; answers in memory are read on 0-1, and this folder's "
+            f"scores are on {lo:g}-{hi:g}: give the file's path (read on that scale) or the "
+            f"answers mapped to 0-1, (score - {lo:g}) / {hi - lo:g}") from None
 
 
 def logged_targets(folder, responses):
@@ -163,7 +173,39 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
     from ..scorelink import predict_frame
 
     folder = as_folder(folder)
-    return to_metric_scale(predict_frame(folder.link, persons, administered), folder)
+    out = predict_frame(folder.link, persons, administered)
+    return to_metric_scale(_known_means(folder, out, persons, administered), folder)
+
+
+def _known_means(folder, out: pd.DataFrame, persons, administered) -> pd.DataFrame:
+    """``out`` with the score of every model that answered all the items its score is the
+    mean of (a folder without ``--scores`` whose bank kept every item of the results) set to
+    that mean, an interval of no width: the score is known, not predicted (as the
+    predictor gives a model asked every item); the link's regression on theta is not."""
+    import numpy as np
+
+    m = folder.manifest or {}
+    items = m.get("items") or {}
+    if (not str(m.get("score", "")).startswith("each model's mean score over all")
+            or items.get("n_results") != items.get("n_bank") or len(administered) == 0):
+        return out
+    bank_ids = {str(i) for i in folder.bank.item_ids}
+    given = administered[administered["item_id"].astype(str).isin(bank_ids)
+                         & np.isfinite(administered["score"].to_numpy(float))]
+    by = given.groupby(given["subject_id"].astype(str))["score"]
+    counts, means = by.count(), by.mean()
+    sid = persons["subject_id"].astype(str).to_numpy()
+    full = counts.reindex(sid).fillna(0).to_numpy() >= len(bank_ids)
+    if not full.any():
+        return out
+    out = out.copy()
+    known = means.reindex(sid).to_numpy(float)[full]
+    for c in ("score", "score_lo", "score_hi"):
+        out.loc[full, c] = known
+    out.loc[full, "percentile"] = [folder.link.percentile(v) for v in known]
+    out.loc[full, "score_flag"] = ""
+    out.loc[full, "score_warning"] = ""
+    return out
 
 
 def load_predictor(folder):

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import ResponseDataError, warn_user
 from ..validation import zero_one_items
 
-__all__ = ["read_scaled_matrix", "shares_of_one"]
+__all__ = ["read_scaled_matrix", "shares_of_one", "score_map_on_scale"]
 
 
 def shares_of_one(values, lo: float, hi: float) -> bool:
@@ -81,3 +81,17 @@ def read_scaled_matrix(path, score_range, *, shares_warning: bool = True, folder
         _OnScale.from_frame(path, **kw)
     return ResponseMatrix(rm.values, rm.subject_ids, rm.item_ids, weights=rm.weights,
                           on_empty=kw["on_empty"])
+
+
+def score_map_on_scale(score_map: dict, score_range) -> dict:
+    """The benchmark predictor's score map (``intercept``, ``slope``, ``resid_sd``: score =
+    intercept + slope x item mean, both on 0-1, as predictor.json keeps it) on the metric's
+    own scale (lo, hi), where a ``--score-range`` folder's ``--scores`` and item means are
+    read: score = lo (1 - slope) + (hi - lo) intercept + slope x item mean, the residual SD
+    times (hi - lo). Without a range (None), the map as it is."""
+    if not score_range:
+        return dict(score_map)
+    lo, hi = (float(v) for v in score_range)
+    slope = float(score_map["slope"])
+    return {**score_map, "intercept": lo * (1.0 - slope) + (hi - lo) * float(score_map["intercept"]),
+            "slope": slope, "resid_sd": (hi - lo) * float(score_map["resid_sd"])}

@@ -42,3 +42,15 @@ def load_bundled_bank(bench: str) -> ItemBank:
         raise ConfigError(f"no bundled content bank {bench!r}; "
                           f"bundled: {', '.join(LINK_BENCHMARKS)}")
     return load_content_bank(name)
+
+
+def own_benchmark_name(name: str, option: str = "--name") -> str:
+    """``name`` for a bank of the user's own, refused (ConfigError naming ``option``) when it
+    is a shipped benchmark's (:data:`LINK_BENCHMARKS`): a bank file naming one is scored by
+    that benchmark's leaderboard score link ("predicted leaderboard score", the leaderboard's
+    percentiles), not as the user's own benchmark."""
+    if name in LINK_BENCHMARKS:
+        raise ConfigError(f"{option} {name!r} is a shipped benchmark's name: a bank so named is "
+                          "scored by its leaderboard score link, as the leaderboard's; give "
+                          f"your benchmark its own name (e.g. {name}-mine)")
+    return name

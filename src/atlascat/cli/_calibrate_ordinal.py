@@ -10,7 +10,8 @@ from ._common import console, json_safe, next_stage, progress_bar, subjects_text
 def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, scores,
                           freq_column, rating_range, prior_a: str, quadpts: int, max_iter: int,
                           tol: float, quiet: bool, se: bool = False, normalize_ids: bool = False,
-                          binary_only: dict | None = None, drop_empty: bool = False) -> None:
+                          binary_only: dict | None = None, drop_empty: bool = False,
+                          name: str | None = None) -> None:
     import pandas as pd
 
     from ..errors import ConfigError
@@ -45,7 +46,7 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
                                     **settings)
             if not on_se.started:
                 advance(max(res.n_iter - reached[0], 0), total=max(res.n_iter, 1))  # ends full
-    _write_outputs(res, output, fmt, summary, scores, responses)
+    _write_outputs(res, output, fmt, summary, scores, responses, name)
     _print_result(res, model, weights, settings["prior_a"], rating_range)
     console.print(wrote_line(output, summary, scores))
 
@@ -54,17 +55,20 @@ def ordinal_options(model: str) -> str:
     """The ``atlas calibrate`` options an ordinal fit takes besides RESPONSES and -o (pcm has
     no slopes, so no --prior-a), for the line refusing a binary model's option."""
     slope = "" if model == "pcm" else "--prior-a, "
-    return (f"--rating-range, {slope}--quadpts, --max-iter, --tol, --se, --format, "
+    return (f"--rating-range, --name, {slope}--quadpts, --max-iter, --tol, --se, --format, "
             "--summary, --scores, --freq-column, --normalize-ids, --drop-empty, "
             "--mirt-defaults, --quiet")
 
 
-def _write_outputs(res, output, fmt: str, summary, scores, responses) -> None:
-    """The bank (with ``<parameter>_se`` columns under --se), --summary and --scores."""
+def _write_outputs(res, output, fmt: str, summary, scores, responses, name=None) -> None:
+    """The bank (with ``<parameter>_se`` columns under --se; named by --name), --summary and
+    --scores."""
     bank = res.bank_with_standard_errors(fmt)   # <parameter>_se columns under --se
+    bank = bank if name is None else bank.with_benchmark(name)
     bank.write(output, format=fmt)
     info = res.to_dict()
-    info.update({"responses": str(responses), "output": str(output), "format": fmt})
+    info.update({"responses": str(responses), "output": str(output), "format": fmt,
+                 **({"benchmark": name} if name else {})})
     if summary is not None:
         summary.parent.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps(json_safe(info), indent=2, default=str))

@@ -10,7 +10,9 @@ def print_criteria(res) -> None:
     ic = res.information_criteria()
     console.print(f"AIC {ic['aic']:.3f}, BIC {ic['bic']:.3f}, SABIC {ic['sabic']:.3f}, "
                   f"HQ {ic['hq']:.3f} ({ic['n_parameters']} parameters, "
-                  f"{ic['n_observations']:g} subjects)")
+                  f"{ic['n_observations']:g} subjects)"
+                  + ("; continuous scores: a quasi-likelihood's, not for comparing models"
+                     if (res.settings or {}).get("scores") == "continuous" else ""))
     if res.se is not None:
         kind = "posterior-mode " if res.se.posterior_mode else ""
         console.print(f"standard errors from the {kind}observed information (Oakes): "

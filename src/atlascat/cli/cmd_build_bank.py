@@ -231,9 +231,12 @@ def _predictor_rows(p, score_range=None) -> list[tuple[str, str]]:
              if w is not None else f"precision weights (below {STACK_MIN_MODELS} source models; "
                                    f"a fitted weight from {STACK_MIN_MODELS})")]
     sm = p.get("score_map")
-    points = 100.0 if not score_range else score_range[1] - score_range[0]   # of the scale
     if sm:       # --scores not the item mean: the design estimate is mapped to the score
+        from ..bankdir.scaled import score_map_on_scale
+
+        sm = score_map_on_scale(sm, score_range)   # a --score-range folder: on its scale
+        points = sm["resid_sd"] if score_range else 100.0 * sm["resid_sd"]
         rows.append(("predictor's score map",
                      f"score = {sm['intercept']:.3f} + {sm['slope']:.3f} x item mean "
-                     f"(+- {points * sm['resid_sd']:.2f} points)"))
+                     f"(+- {points:.2f} points)"))
     return rows

@@ -25,6 +25,11 @@ _RATING_RANGE = typer.Option(
     None, "--rating-range", metavar="LO HI",
     help="graded/gpcm/pcm: the ratings' declared range; a rating outside it is refused.")
 
+_NAME = typer.Option(
+    None, "--name",
+    help="The benchmark's name, kept in the bank (a benchmark column): what atlas simulate, "
+         "evaluate, runs and the run page call it. [default: the bank file's name]")
+
 _QUADPTS = typer.Option(QUADPTS, "--quadpts",
     help=f"Quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}].")
 
@@ -90,6 +95,7 @@ def calibrate_command(
     output: Path = typer.Option(..., "-o", "--output", help="Bank file to write (.csv or .parquet)."),
     model: str = _MODEL,
     rating_range: Optional[tuple[float, float]] = _RATING_RANGE,
+    name: Optional[str] = _NAME,
     quadpts: int = _QUADPTS,
     prior_c: str = _PRIOR_C,
     prior_a: str = _PRIOR_A,
@@ -124,15 +130,16 @@ def calibrate_command(
     from ._options import calibrator
 
     _check_choices(fmt, convergence)
+    name = _bank_name(name)
     output_file(output, inputs={"RESPONSES": responses})
     output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
     output_file(scores, "--scores", inputs={"RESPONSES": responses},
                 outputs={"-o": output, "--summary": summary})
-    def ordinal(name: str):
+    def ordinal(kind: str):
         from ._calibrate_ordinal import calibrate_ordinal_cmd
 
         return calibrate_ordinal_cmd(
-            responses, output, name, fmt=fmt, summary=summary, scores=scores,
+            responses, output, kind, name=name, fmt=fmt, summary=summary, scores=scores,
             freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
             quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se,
             normalize_ids=normalize_ids, drop_empty=drop_empty, binary_only=_binary_only(
@@ -154,9 +161,11 @@ def calibrate_command(
     if rm is None:                  # mirt(data, 1) fits whole-number ratings as graded
         return ordinal("graded")
     res = _fit(cal, rm, quiet, partition_size, max_iter)
-    res.bank_with_standard_errors(fmt).write(output, format=fmt)
+    bank = res.bank_with_standard_errors(fmt)
+    (bank if name is None else bank.with_benchmark(name)).write(output, format=fmt)
     if summary is not None:
-        _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt)
+        _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt,
+                       **({"benchmark": name} if name else {}))
     if scores is not None:
         _write_scores(res, scores)
     _report(res, rm, link)
@@ -179,6 +188,16 @@ def _responses(responses, freq_column, normalize_ids, drop_empty, *, mirt_rating
     console.print("whole-number ratings: mirt's default for them, the graded model (no priors)",
                   highlight=False)
     return None
+
+
+def _bank_name(name):
+    """--name checked: non-empty text, not a shipped benchmark's (None when not given)."""
+    if name is None:
+        return None
+    from ..catalogue.links import own_benchmark_name
+    from ..irt.bank import check_benchmark_name
+
+    return own_benchmark_name(check_benchmark_name(name))
 
 
 def _whole_ratings(responses, freq_column) -> bool:

@@ -30,6 +30,8 @@ def describe(path: Path) -> dict:
         out = {"kind": "bank", "path": str(path), **ref.load().summary()}
         if ref.kind == "dir":  # a bank folder: what it measures, as its runs name it
             out.update(ref.prediction_words())
+        elif ref.kind == "file" and ref.bench:   # a bank file named (atlas calibrate --name)
+            out["benchmark"] = ref.bench
         return out
     from ..errors import ResponseDataError
 
@@ -241,8 +243,9 @@ def _print_bank(path: str, summary: dict) -> None:
         from ..live.report import scale_words
 
         console.print(f"  benchmark: {escape(summary['benchmark'])}", highlight=False)
-        console.print(f"  metric: {escape(summary['metric'])}, {scale_words(summary)}",
-                      highlight=False)
+        if "metric" in summary:
+            console.print(f"  metric: {escape(summary['metric'])}, {scale_words(summary)}",
+                          highlight=False)
     if "levels" in summary:   # ordinal items (graded / gpcm)
         k = summary["n_categories"]
         models = ", ".join(f"{n} {m}" for m, n in summary["models"].items())
@@ -254,8 +257,8 @@ def _print_bank(path: str, summary: dict) -> None:
         for scale, n in scales[:5]:
             console.print(f"  {n} item(s) rated {scale}")
         if len(scales) > 5:
-            console.print(f"  {sum(n for _, n in scales[5:])} item(s) on {len(scales) - 5} "
-                          "other scale(s) (--json lists them)")
+            console.print(f"  {sum(n for _, n in scales[5:])} item(s) rated at "
+                          f"{len(scales) - 5} other sets of levels (--json lists them)")
     for name, qs in summary["quantiles"].items():
         console.print(f"  {name}{_PARAMETER.get(name, '')}: {_spread(qs)}")
     na = summary["nonpositive_a"]

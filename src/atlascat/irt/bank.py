@@ -245,6 +245,13 @@ class ItemBank:
         return ItemBank(self.item_ids, *self.params, metadata=meta.loc[list(self.item_ids)],
                         model=self.model)
 
+    def with_benchmark(self, name: str) -> "ItemBank":
+        """The same bank naming the benchmark it measures (a ``benchmark`` column, written
+        with it in either format): what every output calls it (``atlas calibrate --name``),
+        not the file's name."""
+        return ItemBank(self.item_ids, *self.params, model=self.model,
+                        metadata=benchmark_column(self.metadata, name, len(self)))
+
     # ------------------------------------------------------------------ IRT shortcuts
     def probability(self, theta) -> np.ndarray:
         """P(correct) for every theta and item; shape ``theta.shape + (n_items,)``."""
@@ -295,7 +302,8 @@ class ItemBank:
                                "g": self.c, "u": self.u})
             if self.metadata is not None:   # standard errors of mirt's parameters, a1_se, ...
                 meta = self.metadata.reset_index(drop=True)
-                se = [col for col in meta.columns if col in {f"{p}_se" for p in MIRT_COLUMNS}]
+                se = [col for col in meta.columns if col in {f"{p}_se" for p in MIRT_COLUMNS}
+                      or col == "benchmark"]   # and the name a bank was given (--name)
                 df = pd.concat([df, meta[se]], axis=1)
             return _se_beside(df)
         raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
@@ -537,3 +545,23 @@ def check_bank(bank, also: tuple = (), what: str = "an atlascat.ItemBank"):
     hint = ("; a frame of item parameters (item_id, a, b, c, u) becomes one by "
             "ItemBank.from_frame(df)" if type(bank).__name__ == "DataFrame" else "")
     raise ConfigError(f"bank must be {what}, got {type(bank).__name__}{hint}")
+
+
+def benchmark_column(metadata, name: str, n_items: int) -> pd.DataFrame:
+    """``metadata`` (a bank's, or None) with a ``benchmark`` column holding ``name`` for each
+    of the ``n_items`` items: the name :attr:`atlascat.catalogue.BankRef.bench` reads back.
+    A name that is empty or not text is refused."""
+    import pandas as pd
+
+    name = check_benchmark_name(name)
+    meta = (pd.DataFrame(index=range(n_items)) if metadata is None
+            else metadata.reset_index(drop=True).copy())
+    meta["benchmark"] = name
+    return meta
+
+
+def check_benchmark_name(name, option: str = "--name") -> str:
+    """``name`` stripped, or a ConfigError naming ``option`` when it is empty or not text."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{option} must be the benchmark's name (non-empty text), got {name!r}")
+    return name.strip()

@@ -408,6 +408,10 @@ class Calibrator:
                     "accelerate": bool(self.accelerate), "partition_size": self.partition_size,
                     "link": self.link if self.partition_size else None, "dtype": self.dtype,
                     "defaults": choice.to_dict(), "device": str(self.device)}
+        from .dispersion import is_binary
+
+        if not is_binary(values):   # a quasi-likelihood: no likelihood-ratio test (anova)
+            settings["scores"] = "continuous"
         if self.se:   # refuse fractional scores before the EM, not after it
             from .information import category_indices
             category_indices(values)

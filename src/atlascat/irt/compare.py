@@ -92,6 +92,14 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
         crit = r.information_criteria()
         rows.append((crit["n_parameters"], name, r, crit))
     _check_same_data([r for _, _, r, _ in rows], names)
+    continuous = [n for n, r in zip(names, results)
+                  if (r.settings or {}).get("scores") == "continuous"]
+    if continuous:
+        raise ConfigError(
+            f"{continuous[0]} was fitted to continuous scores (in [0, 1], not 0/1), through a "
+            "quasi-likelihood: its log-likelihood, X2, p, AIC and BIC are not a likelihood's "
+            "and do not compare models; binarize the scores (ResponseMatrix.binarize) or "
+            "compare the models' predictions on held-out models")
     with_priors = [n for n, r in zip(names, results)
                    if any((r.settings or {}).get(k) for k in ("prior_a", "prior_c", "prior_u"))]
     if test and with_priors:

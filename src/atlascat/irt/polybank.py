@@ -294,6 +294,16 @@ class PolyBank:
         return PolyBank(item_ids, self.params, self.models, self.levels, scales=self.scales,
                         metadata=self.metadata)
 
+    def with_benchmark(self, name: str) -> "PolyBank":
+        """The same bank naming the benchmark it measures (a ``benchmark`` column, written
+        with it): what every output calls it (``atlas calibrate --name``), not the file's
+        name."""
+        from .bank import benchmark_column
+
+        return PolyBank(self.item_ids, self.params, self.models, self.levels,
+                        scales=self.scales, metadata=benchmark_column(self.metadata, name,
+                                                                      len(self)))
+
     def param_names(self) -> list[list[str]]:
         """Each item's parameter names in mirt's order, ``a1, d1..d(K-1)``."""
         return poly.param_names(self.params)

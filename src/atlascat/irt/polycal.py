@@ -133,6 +133,29 @@ def thin_categories(data, weights=None) -> list[str]:
     return out
 
 
+def unused_levels(data, item_ids, value_range) -> str | None:
+    """One line when some items were never given every whole-number level of the declared
+    scale ``value_range`` (lo, hi): such an item has no category for the levels it lacks, so
+    a new model's rating there counts as the item's nearest level below (its lowest when below
+    all; :class:`PolyBank`), and a model better or worse than every source model is told
+    apart less; None when every item had every level (or no scale is declared)."""
+    if value_range is None:
+        return None
+    lo, hi = (float(v) for v in value_range)
+    scale = np.arange(np.ceil(lo), np.floor(hi) + 1)
+    lacking = [(str(item), [x for x in scale if x not in set(map(float, lev))])
+               for item, lev in zip(item_ids, data.levels)]
+    lacking = [(item, gone) for item, gone in lacking if gone]
+    if not lacking:
+        return None
+    item, gone = lacking[0]
+    never = ";".join(f"{x:g}" for x in gone)
+    return (f"{len(lacking)} of {len(data.levels)} item(s) were never rated at some levels of "
+            f"the declared {lo:g}-{hi:g} scale (e.g. {item!r} never {never}): a new model's "
+            "rating on a level its item never had counts as the item's nearest level below "
+            "(its lowest when below all); more source models give the items every level")
+
+
 def _one_level_items(values, item_ids, on_empty: str):
     """(items kept, a boolean mask; dropped ids): with ``on_empty="drop"`` the items rated at
     fewer than two levels (none at all, or every rating the same) are left out, warned;
@@ -239,6 +262,10 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     problems = thin_categories(data, w)
     for note in problems:
         warn_user(note, IdentificationWarning)
+    unused = unused_levels(data, iids, value_range)
+    if unused:   # a category never observed: a rating there is scored as a neighbour's
+        warn_user(unused)
+        problems.append(unused)
     start_p = None
     if start is not None:
         from .polyfit import start_params

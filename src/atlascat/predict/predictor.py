@@ -516,11 +516,19 @@ class BenchmarkPredictor:
 
     def item_bank(self, *, model=None):
         """Every item the predictor draws from, as an :class:`~atlascat.irt.bank.ItemBank`
-        with its parameters (dropped items with their stand-ins)."""
+        with its parameters (dropped items with their stand-ins) and, for continuous scores,
+        each item's dispersion (its ``dispersion`` column: a simulated model's answers are
+        then scores with that variance, as the source models' were, not 0/1)."""
         from ..irt.bank import ItemBank
 
         self._require_fitted()
-        return ItemBank(self.item_ids_, self.a_, self.b_, self.c_, self.u_, model=model)
+        bank = ItemBank(self.item_ids_, self.a_, self.b_, self.c_, self.u_, model=model)
+        phi = getattr(self, "dispersion_", None)
+        if phi is None:
+            return bank
+        from ..irt.dispersion import with_dispersion
+
+        return with_dispersion(bank, phi)
 
     def session(self, *, budget=None, rng=None, available=None):
         """A live test for one target: :class:`atlascat.predict.session.PredictSession`
