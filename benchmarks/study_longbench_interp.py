@@ -49,6 +49,7 @@ from atlascat.predict import estimators as est  # noqa: E402
 from atlascat.predict import regression  # noqa: E402
 from atlascat.responses import ResponseMatrix  # noqa: E402
 
+STATS = []
 PEERS = Path(__file__).resolve().parent / "results" / "longbench" / "peers_draws.csv"
 
 
@@ -123,21 +124,197 @@ def design_fixed(y, tables, log_prior, fixed, budget, mix, rng, level, share, di
     return out
 
 
+def design_boost(y, tables, log_prior, nodes, sel, budget, mix, rng, level, share, dispersion,
+                 k0, beta, theta_lo, theta_hi):
+    """est.sequential_design where, from draw k0 on, a row whose theta (EAP after k0 answers)
+    lies within [theta_lo, theta_hi] draws with q = (1 - beta) q_design + beta * uniform over
+    its remaining ``sel`` items (while any remains): every q known and positive, so Des Raj's
+    estimator and its variance stay valid."""
+    p, log_p, log_q = tables
+    n_rows, n_items = y.shape
+    avail = np.isfinite(y)
+    n = int(min(budget, avail.sum(1).max()))
+    yv = np.nan_to_num(y)
+    rows = np.arange(n_rows)
+    lp = np.tile(log_prior, (n_rows, 1))
+    remaining = avail.copy()
+    in_sel = np.zeros(n_items, dtype=bool)
+    in_sel[sel] = True
+    inside = np.zeros(n_rows, dtype=bool)
+    out = {k: np.zeros((n_rows, n)) for k in ("q", "f", "f_rest", "g", "g_rest")}
+    out["item"] = np.zeros((n_rows, n), dtype=int)
+    out["valid"] = np.zeros((n_rows, n), dtype=bool)
+    for k in range(n):
+        live = remaining.any(1)
+        post = est.posterior(lp)
+        f = post @ p
+        if k == k0:
+            th = post @ nodes
+            inside = (th >= theta_lo) & (th <= theta_hi)
+            STATS.append(inside.mean())
+        g = f
+        if level is not None:
+            done = out["item"][:, :k]
+            g = est.level_prediction(level, done, yv[rows[:, None], done], out["valid"][:, :k])
+        q = est.draw_probabilities(f, remaining, mix, None if level is None else g, share,
+                                   dispersion)
+        rs = remaining & in_sel[None, :]
+        boost = inside & rs.any(1)
+        if boost.any():
+            u = rs / np.maximum(rs.sum(1, keepdims=True), 1)
+            q = np.where(boost[:, None], (1 - beta) * q + beta * u, q)
+        j = est.draw_items(q, remaining, rng)
+        out["item"][:, k] = j
+        out["q"][:, k] = np.where(live, q[rows, j], 1.0)
+        for name, pred in (("f", f), ("g", g)):
+            out[name][:, k] = np.where(live, pred[rows, j], 0.0)
+            out[name + "_rest"][:, k] = np.where(remaining, pred, 0.0).sum(1)
+        out["valid"][:, k] = live
+        remaining[rows, j] = False
+        yj = yv[rows, j][:, None]
+        lp += np.where(live[:, None], yj * log_p[:, j].T + (1.0 - yj) * log_q[:, j].T, 0.0)
+    out["log_post"] = lp
+    return out
+
+
+def design_gated(y, tables, log_prior, sel, budget, mix, rng, level, share, dispersion, k0,
+                 gate):
+    """The shipped sequential design for k0 draws; then ``gate(k0 draws' arrays)`` (True =
+    the target looks like the source models) sends a row to a certainty stratum: its ``sel``
+    items not asked yet are asked at once (no draw, no Des Raj term), the rest of the budget
+    drawn from the other items as before. Des Raj's terms t_k stay conditionally unbiased
+    (the sums 'asked before k' include the stratum's answers), and D weights the first k0
+    terms k0 / budget in all and the later ones 1 - k0 / budget (fixed in advance, so D is
+    unbiased whatever the gate); Var^(D) = n / (n - 1) sum_k w_k^2 (t_k - D)^2."""
+    p, log_p, log_q = tables
+    n_rows, n_items = y.shape
+    avail = np.isfinite(y)
+    n = int(min(budget, avail.sum(1).max()))
+    yv = np.nan_to_num(y)
+    rows = np.arange(n_rows)
+    lp = np.tile(log_prior, (n_rows, 1))
+    remaining = avail.copy()
+    asked = np.zeros((n_rows, n_items), dtype=bool)
+    cols = {k: np.zeros((n_rows, n)) for k in ("q", "f", "f_rest", "g", "g_rest", "before")}
+    item = np.zeros((n_rows, n), dtype=int)
+    valid = np.zeros((n_rows, n), dtype=bool)
+    fixed = np.zeros((n_rows, n_items), dtype=bool)    # asked as the stratum
+    left = np.full(n_rows, n)                           # random draws still to make
+    inside = np.zeros(n_rows, dtype=bool)
+    for k in range(n):
+        if k == k0 and k0 < n:
+            inside = gate(item[:, :k], cols, valid[:, :k], lp)
+            add = inside[:, None] & remaining & np.isin(np.arange(n_items), sel)[None, :]
+            fixed |= add
+            asked |= add
+            remaining &= ~add
+            left = np.where(inside, n - k - add.sum(1), n - k)
+            ya = np.where(add, yv, 0.0)
+            lp += ya @ log_p.T + np.where(add, 1.0 - yv, 0.0) @ log_q.T
+        live = remaining.any(1) & (left > 0)
+        f = est.posterior(lp) @ p
+        g = f
+        if level is not None:
+            done = np.concatenate([item[:, :k], np.where(fixed, np.arange(n_items), 0)], 1)
+            ok = np.concatenate([valid[:, :k], fixed], 1)
+            g = est.level_prediction(level, done, yv[rows[:, None], done], ok)
+        q = est.draw_probabilities(f, remaining, mix, None if level is None else g, share,
+                                   dispersion)
+        j = est.draw_items(q, remaining, rng)
+        item[:, k] = j
+        cols["q"][:, k] = np.where(live, q[rows, j], 1.0)
+        cols["before"][:, k] = np.where(asked, yv, 0.0).sum(1)
+        for name, pred in (("f", f), ("g", g)):
+            cols[name][:, k] = np.where(live, pred[rows, j], 0.0)
+            cols[name + "_rest"][:, k] = np.where(remaining, pred, 0.0).sum(1)
+        valid[:, k] = live
+        left = left - live
+        remaining[rows[live], j[live]] = False
+        asked[rows[live], j[live]] = True
+        yj = yv[rows, j][:, None]
+        lp += np.where(live[:, None], yj * log_p[:, j].T + (1.0 - yj) * log_q[:, j].T, 0.0)
+    return dict(item=item, valid=valid, fixed=fixed, asked=asked, log_post=lp,
+                inside=inside, **cols)
+
+
+def gated_design_estimate(d, yv, k0, budget, level):
+    """(total, SE) of the gated design's weighted Des Raj estimate."""
+    item, valid = d["item"], d["valid"]
+    y_drawn = np.take_along_axis(yv, item, axis=1)
+    qv = np.where(valid, d["q"], 1.0)
+
+    def terms(f, rest):
+        return np.where(valid, d["before"] + rest + (y_drawn - f) / qv, 0.0)
+
+    t = terms(d["f"], d["f_rest"])
+    if level is not None:
+        t2 = terms(d["g"], d["g_rest"])
+        w = est.predictable_weights(t, t2, valid)
+        t = np.where(valid, w * t + (1.0 - w) * t2, 0.0)
+    n = valid.sum(1)
+    early = np.arange(item.shape[1])[None, :] < k0
+    n_late = np.maximum((valid & ~early).sum(1), 1)
+    wk = np.where(early, 1.0 / budget, (1.0 - k0 / budget) / n_late[:, None])
+    wk = np.where(valid, wk, 0.0)
+    wk = wk / wk.sum(1, keepdims=True)
+    total = (wk * t).sum(1)
+    var = n / np.maximum(n - 1, 1) * (wk ** 2 * np.where(valid, (t - total[:, None]) ** 2,
+                                                          0.0)).sum(1)
+    return total, np.sqrt(var)
+
+
 class Study(BenchmarkPredictor):
     """The shipped predictor with a certainty stratum (n_fixed) and / or the cvw weight."""
 
     n_fixed = 0
     cvw = False
+    boost = None           # (k, beta, k0, theta margin)
+    gated = None           # (k, k0)
 
     def fit(self, bank, source, scores=None, *, rng=None):
         y = source.values
         truth = np.nanmean(y, axis=1)
         self.fixed_ = greedy_items(y, truth, self.n_fixed) if self.n_fixed else None
+        self.sel_ = None
+        if self.gated is not None:
+            self.gsel_ = greedy_items(y, truth, int(self.gated[0]))
+            self.gate_pred_ = BenchmarkPredictor(int(self.gated[1])).fit(bank, source,
+                                                                          rng=rng)
+        if self.boost is not None:
+            self.sel_ = greedy_items(y, truth, int(self.boost[0]))
+            self.fixed_ = None
         self._bank, self._source = bank, source
         super().fit(bank, source, scores, rng=rng)
         return self
 
     def _replay_arrays(self, y, rng, budget=None, loo_rows=None):
+        if self.gated is not None:
+            return self._gated_arrays(y, rng, budget, loo_rows)
+        if getattr(self, "sel_", None) is not None:
+            if not hasattr(self, "src_theta_"):
+                tables, nodes, log_prior = self._grid()
+                yy = self._source.values
+                d0 = est.sequential_design(yy, tables, log_prior, int(self.boost[2]),
+                                           float(self.mix), np.random.default_rng(12345),
+                                           level=self._level(), share=float(self.share),
+                                           dispersion=getattr(self, "dispersion_", None))
+                th = est.posterior(d0["log_post"]) @ nodes
+                self.src_theta_ = (th.min() - self.boost[3], th.max() + self.boost[3])
+            budget = int(self.budget if budget is None else budget)
+            tables, nodes, log_prior = self._grid()
+            k, beta, k0, _ = self.boost
+            d = design_boost(y, tables, log_prior, nodes, self.sel_, budget, float(self.mix),
+                             rng, self._level(), float(self.share),
+                             getattr(self, "dispersion_", None), int(k0), float(beta),
+                             *self.src_theta_)
+            rows = np.broadcast_to(np.arange(y.shape[0])[:, None], d["item"].shape)
+            asked = np.zeros(y.shape, dtype=bool)
+            asked[rows[d["valid"]], d["item"][d["valid"]]] = True
+            out = self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"],
+                                 d["f_rest"], d["log_post"], d["valid"], d["g"], d["g_rest"],
+                                 loo_rows)
+            out["item"], out["valid"] = d["item"], d["valid"]
+            return out
         if self.fixed_ is None:
             return super()._replay_arrays(y, rng, budget, loo_rows)
         budget = int(self.budget if budget is None else budget)
@@ -175,6 +352,55 @@ class Study(BenchmarkPredictor):
                 self._ridge_design(), self.ridge_scores_, items, valid,
                 None if loo_rows is not None else y_items, loo_rows)
         return out
+
+
+def _gated_arrays(self, y, rng, budget=None, loo_rows=None):
+    budget = int(self.budget if budget is None else budget)
+    k0 = int(self.gated[1])
+    tables, nodes, log_prior = self._grid()
+    gp = self.gate_pred_
+    yv = np.nan_to_num(y)
+
+    def gate(item, cols, valid, lp):
+        asked = np.zeros(y.shape, dtype=bool)
+        r = np.broadcast_to(np.arange(y.shape[0])[:, None], item.shape)
+        asked[r[valid], item[valid]] = True
+        c = {k: v[:, :k0] for k, v in cols.items()}
+        arr = gp._estimate(y, np.isfinite(y), asked, item, c["q"], c["f"], c["f_rest"], lp,
+                           valid, c["g"], c["g_rest"], loo_rows)
+        arr["item"] = item
+        _, _, _, _, outside, _ = gp._combine(arr)
+        return ~outside
+
+    d = design_gated(y, tables, log_prior, self.gsel_, budget, float(self.mix), rng,
+                     self._level(), float(self.share), getattr(self, "dispersion_", None), k0,
+                     gate)
+    STATS.append(d["inside"].mean())
+    avail = np.isfinite(y)
+    n_avail = np.maximum(avail.sum(1), 1)
+    total, se_total = gated_design_estimate(d, yv, k0, budget, self._level())
+    model, theta = est.model_prediction(y, d["asked"], avail, tables, nodes, d["log_post"])
+    design, se = total / n_avail, np.minimum(se_total / n_avail, 1.0)
+    # the stratum's items as extra columns for the ridge part and replay's bookkeeping
+    nf = int(d["fixed"].sum(1).max()) if d["fixed"].any() else 0
+    fi = np.zeros((y.shape[0], nf), dtype=int)
+    fv = np.zeros((y.shape[0], nf), dtype=bool)
+    for r in np.flatnonzero(d["fixed"].any(1)):
+        idx = np.flatnonzero(d["fixed"][r])
+        fi[r, :len(idx)], fv[r, :len(idx)] = idx, True
+    items = np.concatenate([d["item"], fi], 1)
+    valid = np.concatenate([d["valid"], fv], 1)
+    out = dict(model=model, design=design, se=se, theta=theta, n=d["asked"].sum(1),
+               item=items, valid=valid)
+    if self.ridge_answers_ is not None:
+        y_items = np.take_along_axis(yv, items, axis=1)
+        out["ridge"] = regression.ridge_scores(
+            self._ridge_design(), self.ridge_scores_, items, valid,
+            None if loo_rows is not None else y_items, loo_rows)
+    return out
+
+
+Study._gated_arrays = _gated_arrays
 
 
 def honest_model(pred, bank_fit, source, rng, folds=5):
@@ -215,6 +441,10 @@ def honest_model(pred, bank_fit, source, rng, folds=5):
 
 def make(variant, budget, seed, bank, source):
     p = Study(budget)
+    if variant.startswith("gated"):      # gated<k>_<k0>
+        p.gated = tuple(int(v) for v in variant[5:].split("_"))
+    if variant.startswith("boost"):      # boost<k>_<beta>_<k0>_<margin>
+        p.boost = tuple(float(v) for v in variant[5:].split("_"))
     p.n_fixed = int(variant.split("+")[0][5:]) if variant.startswith("fixed") else 0
     p.cvw = variant.endswith("cvw")
     p.fit(bank, source, rng=seed)
@@ -272,6 +502,10 @@ def main(argv=None):
                     pred = make(v, 50, seed, bank, source)
                     _, p = replays_of(pred, targets, seed, a.replays)
                     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
+                    STATS.clear()
+                    _, p = replays_of(pred, targets, seed, a.replays)
+                    if STATS:
+                        print(f"  seed {seed} boosted share {np.mean(STATS):.2f}")
                     parts.append(_metrics(p, truth))
                     extra.append(getattr(pred, "cvw_w_", np.nan))
                 d = pd.DataFrame(parts)
