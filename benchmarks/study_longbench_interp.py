@@ -19,6 +19,17 @@ Variants (``--variant NAME``, several allowed; ``base`` is the shipped predictor
   grid w in {0, .25, .5, .75, 1} (G = w G_M + (1 - w) G_R), with M's replays honest: each
   source model's M from a bank calibrated without it (5-fold cross-fitting).
 - ``fixed<k>+cvw``: both.
+- ``gated<k>_<k0>``: the stratum for targets that look like the source models only: the
+  shipped design for k0 draws, then the predictor's outside test (a calibration fitted at
+  budget k0) sends a target to the stratum (its k items not asked yet, asked at once, no Des
+  Raj term), the rest of the budget drawn as before; D weights the first k0 terms k0 / budget
+  in all, the later ones the rest (fixed in advance: unbiased whatever the gate).
+- ``boost<k>_<beta>_<k0>_<margin>``: from draw k0 on, a target whose theta lies within the
+  source models' (after k0 draws, widened by margin) draws with q = (1 - beta) q_design + beta
+  uniform over its unasked stratum items (q known and positive: Des Raj unchanged).
+
+Outcome (benchmarks/results/longbench.md, "2026-11-29"): no variant wins by the rule below;
+``--replays 20`` rows in results/longbench/study_interp.csv.
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
@@ -505,7 +516,7 @@ def main(argv=None):
                     STATS.clear()
                     _, p = replays_of(pred, targets, seed, a.replays)
                     if STATS:
-                        print(f"  seed {seed} boosted share {np.mean(STATS):.2f}")
+                        print(f"  seed {seed} share of targets given the stratum {np.mean(STATS):.2f}")
                     parts.append(_metrics(p, truth))
                     extra.append(getattr(pred, "cvw_w_", np.nan))
                 d = pd.DataFrame(parts)
