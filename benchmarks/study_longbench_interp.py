@@ -24,6 +24,8 @@ Variants (``--variant NAME``, several allowed; ``base`` is the shipped predictor
   budget k0) sends a target to the stratum (its k items not asked yet, asked at once, no Des
   Raj term), the rest of the budget drawn as before; D weights the first k0 terms k0 / budget
   in all, the later ones the rest (fixed in advance: unbiased whatever the gate).
+- ``slope<g>``: the draws' uncertainty part by a_j ** g sqrt(phi_j f (1 - f)) (leaning to the
+  items with large slopes, the informative ones for theta; q known, Des Raj unchanged).
 - ``boost<k>_<beta>_<k0>_<margin>``: from draw k0 on, a target whose theta lies within the
   source models' (after k0 draws, widened by margin) draws with q = (1 - beta) q_design + beta
   uniform over its unasked stratum items (q known and positive: Des Raj unchanged).
@@ -281,6 +283,22 @@ class Study(BenchmarkPredictor):
     cvw = False
     boost = None           # (k, beta, k0, theta margin)
     gated = None           # (k, k0)
+    slope_power = 0.0      # draws by a_j ** power * sqrt(phi f (1 - f))
+
+    def _slope_arrays(self, y, rng, budget=None, loo_rows=None):
+        budget = int(self.budget if budget is None else budget)
+        tables, nodes, log_prior = self._grid()
+        phi = getattr(self, "dispersion_", None)
+        phi = (1.0 if phi is None else phi) * np.abs(self.a_) ** (2 * self.slope_power)
+        d = est.sequential_design(y, tables, log_prior, budget, float(self.mix), rng,
+                                  level=self._level(), share=float(self.share), dispersion=phi)
+        rows = np.broadcast_to(np.arange(y.shape[0])[:, None], d["item"].shape)
+        asked = np.zeros(y.shape, dtype=bool)
+        asked[rows[d["valid"]], d["item"][d["valid"]]] = True
+        out = self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"], d["f_rest"],
+                             d["log_post"], d["valid"], d["g"], d["g_rest"], loo_rows)
+        out["item"], out["valid"] = d["item"], d["valid"]
+        return out
 
     def fit(self, bank, source, scores=None, *, rng=None):
         y = source.values
@@ -299,6 +317,8 @@ class Study(BenchmarkPredictor):
         return self
 
     def _replay_arrays(self, y, rng, budget=None, loo_rows=None):
+        if self.slope_power:
+            return self._slope_arrays(y, rng, budget, loo_rows)
         if self.gated is not None:
             return self._gated_arrays(y, rng, budget, loo_rows)
         if getattr(self, "sel_", None) is not None:
@@ -452,6 +472,8 @@ def honest_model(pred, bank_fit, source, rng, folds=5):
 
 def make(variant, budget, seed, bank, source):
     p = Study(budget)
+    if variant.startswith("slope"):      # slope<power>
+        p.slope_power = float(variant[5:])
     if variant.startswith("gated"):      # gated<k>_<k0>
         p.gated = tuple(int(v) for v in variant[5:].split("_"))
     if variant.startswith("boost"):      # boost<k>_<beta>_<k0>_<margin>
@@ -493,6 +515,8 @@ def main(argv=None):
     ap.add_argument("--splits", default=",".join(SPLITS))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--replays", type=int, default=20)
+    ap.add_argument("--draw-offset", type=int, default=0,
+                    help="other draws of the same rows (the noise of --replays K)")
     ap.add_argument("--out", default=None, help="CSV of the rows (task, split, variant)")
     a = ap.parse_args(argv)
     variants = a.variant or ["base"]
@@ -511,12 +535,17 @@ def main(argv=None):
                     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
                     bank = cached_bank(task, df, split, seed)
                     pred = make(v, 50, seed, bank, source)
-                    _, p = replays_of(pred, targets, seed, a.replays)
                     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
                     STATS.clear()
-                    _, p = replays_of(pred, targets, seed, a.replays)
+                    if a.draw_offset:       # draws k = offset .. offset + replays - 1
+                        p = pd.concat([pred.replay(targets, rng=[seed + 1000, k]) for k in
+                                       range(a.draw_offset, a.draw_offset + a.replays)],
+                                      ignore_index=True)
+                        p["subject_id"] = p.subject_id.astype(str)
+                    else:
+                        _, p = replays_of(pred, targets, seed, a.replays)
                     if STATS:
-                        print(f"  seed {seed} share of targets given the stratum {np.mean(STATS):.2f}")
+                        print(f"  seed {seed} share given the stratum {np.mean(STATS):.2f}")
                     parts.append(_metrics(p, truth))
                     extra.append(getattr(pred, "cvw_w_", np.nan))
                 d = pd.DataFrame(parts)
