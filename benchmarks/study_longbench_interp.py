@@ -26,6 +26,9 @@ Variants (``--variant NAME``, several allowed; ``base`` is the shipped predictor
   in all, the later ones the rest (fixed in advance: unbiased whatever the gate).
 - ``slope<g>``: the draws' uncertainty part by a_j ** g sqrt(phi_j f (1 - f)) (leaning to the
   items with large slopes, the informative ones for theta; q known, Des Raj unchanged).
+- ``pcr`` (the brief's (b)): a third member of the model part, the principal-component
+  regression of the score on the asked items' answers among the source models (r components,
+  1-10, chosen per target by leave-one-out), G the mean of the three calibrated predictions.
 - ``boost<k>_<beta>_<k0>_<margin>``: from draw k0 on, a target whose theta lies within the
   source models' (after k0 draws, widened by margin) draws with q = (1 - beta) q_design + beta
   uniform over its unasked stratum items (q known and positive: Des Raj unchanged).
@@ -80,6 +83,40 @@ def press_ridge(X, s):
     hat = np.einsum("bsk,blk->bls", U ** 2, shrink) + 1.0 / n_src
     resid = (sc[None, None, :] - fit) / np.maximum(1.0 - hat, 1e-9)
     return np.mean(resid ** 2, axis=2).min(axis=1)
+
+
+def pcr_scores(answers, scores, item, valid, target_answers=None, loo_rows=None, r_max=10):
+    """Principal-component regression of the score on a row's asked items among the source
+    models (the top r components of the centred answers, r in 1..r_max chosen per row by
+    leave-one-out error), as regression.ridge_scores with a truncation for the shrinkage."""
+    answers, scores = np.asarray(answers, float), np.asarray(scores, float)
+    out = np.empty(item.shape[0])
+    for lo in range(0, item.shape[0], 64):
+        sl = slice(lo, lo + 64)
+        it, va = item[sl], valid[sl]
+        n_src = answers.shape[0]
+        X = answers[:, it].transpose(1, 0, 2) * va[:, None, :]
+        mx = X.mean(1, keepdims=True)
+        sc = scores - scores.mean()
+        U, d, Vt = np.linalg.svd(X - mx, full_matrices=False)
+        Uy = np.einsum("bsk,s->bk", U, sc)
+        ks = np.arange(U.shape[2])
+        shrink = (ks[None, None, :] < np.arange(1, r_max + 1)[None, :, None]) & (
+            d[:, None, :] > 1e-9)                                          # (B, L, n)
+        fit = np.einsum("bsk,blk->bls", U, shrink * Uy[:, None, :])
+        hat = np.einsum("bsk,blk->bls", U ** 2, shrink.astype(float)) + 1.0 / n_src
+        resid = (sc[None, None, :] - fit) / np.maximum(1.0 - hat, 1e-9)
+        best = np.argmin(np.mean(resid ** 2, axis=2), axis=1)
+        rows = np.arange(it.shape[0])
+        if loo_rows is not None:
+            out[sl] = scores[loo_rows[sl]] - resid[rows, best, loo_rows[sl]]
+            continue
+        m = shrink[rows, best].astype(float)
+        coef = np.einsum("bkn,bk->bn", Vt, np.where(m > 0, 1.0 / np.maximum(d, 1e-12), 0.0)
+                         * Uy)
+        x = np.where(va, target_answers[sl], 0.0) - mx[:, 0, :]
+        out[sl] = scores.mean() + np.einsum("bn,bn->b", x, coef)
+    return out
 
 
 def greedy_items(y, s, k):
@@ -284,6 +321,13 @@ class Study(BenchmarkPredictor):
     boost = None           # (k, beta, k0, theta margin)
     gated = None           # (k, k0)
     slope_power = 0.0      # draws by a_j ** power * sqrt(phi f (1 - f))
+    pcr = False            # G = the mean of the calibrated M, R and PCR predictions
+
+    def _calibrated(self, arr):
+        if self.pcr and "pcr" in arr:
+            return np.mean([a + b * arr[k] for (a, b), k in
+                            zip(self.lines_, ("model", "ridge", "pcr"))], axis=0)
+        return super()._calibrated(arr)
 
     def _slope_arrays(self, y, rng, budget=None, loo_rows=None):
         budget = int(self.budget if budget is None else budget)
@@ -317,6 +361,19 @@ class Study(BenchmarkPredictor):
         return self
 
     def _replay_arrays(self, y, rng, budget=None, loo_rows=None):
+        if self.pcr:
+            from atlascat.predict.predictor import _line
+
+            out = super()._replay_arrays(y, rng, budget, loo_rows)
+            yv = np.nan_to_num(y)
+            y_items = np.take_along_axis(yv, out["item"], axis=1)
+            out["pcr"] = pcr_scores(self._ridge_design(), self.ridge_scores_, out["item"],
+                                    out["valid"], None if loo_rows is not None else y_items,
+                                    None if loo_rows is None else np.asarray(loo_rows))
+            if loo_rows is not None:
+                t = self.ridge_scores_[np.asarray(loo_rows)]
+                self.lines_ = [_line(out[k], t) for k in ("model", "ridge", "pcr")]
+            return out
         if self.slope_power:
             return self._slope_arrays(y, rng, budget, loo_rows)
         if self.gated is not None:
@@ -472,6 +529,7 @@ def honest_model(pred, bank_fit, source, rng, folds=5):
 
 def make(variant, budget, seed, bank, source):
     p = Study(budget)
+    p.pcr = variant == "pcr"
     if variant.startswith("slope"):      # slope<power>
         p.slope_power = float(variant[5:])
     if variant.startswith("gated"):      # gated<k>_<k0>
