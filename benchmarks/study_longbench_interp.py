@@ -33,8 +33,10 @@ Variants (``--variant NAME``, several allowed; ``base`` is the shipped predictor
   source models' (after k0 draws, widened by margin) draws with q = (1 - beta) q_design + beta
   uniform over its unasked stratum items (q known and positive: Des Raj unchanged).
 
-Outcome (benchmarks/results/longbench.md, "2026-11-29"): no variant wins by the rule below;
-``--replays 20`` rows in results/longbench/study_interp.csv.
+Outcome (benchmarks/results/longbench.md, "2026-11-29"): no variant wins by the rule below
+(pcr meets it on draws 0-19 by 0.003 on lcc's interpolation and misses on draws 20-39;
+slope0.5 fails rule 3 by 0.05 on two extrapolation rows); rows in
+results/longbench/study_interp.csv (``--draw-offset 20``: draws 20-39, the noise of 20 draws).
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
