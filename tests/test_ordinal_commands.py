@@ -385,7 +385,7 @@ def test_binary_option_refusal_lists_exactly_what_the_ordinal_fit_takes(root, tm
               "--quadpts": ["21"], "--max-iter": ["5"], "--tol": ["0.01"], "--format": ["mirt"],
               "--summary": [str(tmp_path / "s.json")], "--scores": [str(tmp_path / "t.csv")],
               "--freq-column": None, "--se": [], "--normalize-ids": [], "--drop-empty": [],
-              "--mirt-defaults": [], "--quiet": []}
+              "--mirt-defaults": [], "--quiet": [], "--name": ["judge-bench"]}
     assert set(listed) <= set(values), msg
     args = [a for opt in listed if values[opt] is not None for a in (opt, *values[opt])]
     _run("calibrate", str(root / "judge.csv"), "--model", model, *args,
