@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from atlascat.bankdir import (load_bank_dir, read_sample_logs, simulated_sample_logs)
-from atlascat.cli import main
 from atlascat.content.requests import build_item_requests, mc2_score, token_f1
 from atlascat.errors import BankError
 from atlascat.responses import ResponseMatrix
+from cli_checks import one_line_error, run_cli
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "lmeval_samples" / "pythia-14m"
 
@@ -26,20 +26,6 @@ def _real(task: str) -> Path:
     files = sorted(REAL.glob(f"samples_metabench_{task}_secondary_*.jsonl.gz"))
     assert files, f"no real {task} sample log in {REAL}"
     return files[0]
-
-
-def _main(argv) -> int:
-    return main([str(a) for a in argv])
-
-
-def _one_line_error(capsys, argv, *needles):
-    rc = _main(argv)
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: "), (rc, err)
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
 
 
 def _scaled_matrix(tmp_path, lo, hi, *, integer=False, n=40, items=80, seed=0):
@@ -60,14 +46,14 @@ def test_score_range_maps_in_once_and_every_prediction_back(tmp_path, capsys):
     folder's bank and predictor see 0-1), and simulate's predictions are in BLEU points,
     within a few points of the targets' means and covered by their intervals."""
     df = _scaled_matrix(tmp_path, 0, 100)
-    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+    assert run_cli(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
                  "--score-range", "0", "100"]) == 0
     assert "score scale" in capsys.readouterr().out
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["settings"]["score_range"] == [0.0, 100.0]
     pj = json.loads((tmp_path / "bank" / "predictor.json").read_text())
     assert max(pj["calibration"]["source_range"]) <= 1.0           # modelled on 0-1
-    assert _main(["simulate", "--bank", tmp_path / "bank", tmp_path / "tgt.csv",
+    assert run_cli(["simulate", "--bank", tmp_path / "bank", tmp_path / "tgt.csv",
                  "--max-items", "40", "-o", tmp_path / "sim"]) == 0
     ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv")
     truth = df.iloc[30:].mean(axis=1).reindex(ps["subject_id"]).to_numpy()
@@ -79,8 +65,8 @@ def test_score_range_maps_in_once_and_every_prediction_back(tmp_path, capsys):
     # the same matrix on 0-1 gives the same predictions, divided by 100
     (df.iloc[:30] / 100).to_csv(tmp_path / "src01.csv")
     (df.iloc[30:] / 100).to_csv(tmp_path / "tgt01.csv")
-    assert _main(["build-bank", tmp_path / "src01.csv", "-o", tmp_path / "bank01"]) == 0
-    assert _main(["simulate", "--bank", tmp_path / "bank01", tmp_path / "tgt01.csv",
+    assert run_cli(["build-bank", tmp_path / "src01.csv", "-o", tmp_path / "bank01"]) == 0
+    assert run_cli(["simulate", "--bank", tmp_path / "bank01", tmp_path / "tgt01.csv",
                  "--max-items", "40", "-o", tmp_path / "sim01"]) == 0
     p01 = pd.read_csv(tmp_path / "sim01" / "person_scores.csv")
     np.testing.assert_allclose(p01.iloc[:, 2].to_numpy() * 100, est, atol=1e-6)
@@ -95,10 +81,10 @@ def test_a_percent_matrix_is_told_its_scale_not_called_ratings(tmp_path, capsys)
                       index=pd.Index([f"m{i}" for i in range(30)], name="model"),
                       columns=[f"i{j}" for j in range(40)])
     df.to_csv(tmp_path / "pct.csv")
-    line = _one_line_error(capsys, ["calibrate", tmp_path / "pct.csv", "-o", tmp_path / "b.csv"],
+    line = one_line_error(capsys, ["calibrate", tmp_path / "pct.csv", "-o", tmp_path / "b.csv"],
                            "only 0 and 100", "divide by 100", "--score-range 0 100")
     assert "ratings" not in line and "graded" not in line
-    line = _one_line_error(capsys, ["build-bank", tmp_path / "pct.csv", "-o", tmp_path / "f"],
+    line = one_line_error(capsys, ["build-bank", tmp_path / "pct.csv", "-o", tmp_path / "f"],
                            "outside [0, 1]", "--score-range LO HI", "a percent or BLEU: 0 100")
     assert "graded" not in line and line.count("--score-range") == 1
 
@@ -108,7 +94,7 @@ def test_zero_one_scores_read_on_a_percent_range_say_so(tmp_path, capsys):
     falls to the filter; the line says where the scores reach and to drop --score-range (not
     "the response matrix is empty")."""
     _scaled_matrix(tmp_path, 0, 1)
-    line = _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b",
+    line = one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b",
                                     "--score-range", "0", "100"],
                            "no item's scores vary", "reach only", "of --score-range 0 100",
                            "need no --score-range")
@@ -119,14 +105,14 @@ def test_bad_scales_are_one_line(tmp_path, capsys):
     """Ratings outside the declared range, a matrix off [0, 1] without a range, a range that is
     not one: one line each, exit 2."""
     _scaled_matrix(tmp_path, 1, 10, integer=True)
-    _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b1",
+    one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b1",
                              "--score-range", "1", "5"], "outside the declared range [1, 5]",
                     "--score-range")
-    _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b2"],
+    one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b2"],
                     "outside [0, 1]", "--score-range LO HI")
-    _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b3",
+    one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b3",
                              "--score-range", "10", "1"], "--score-range", "LO < HI")
-    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b4",
+    assert run_cli(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b4",
                  "--score-range", "1", "10"]) == 0                   # a 1-10 judge rating
 
 
@@ -134,11 +120,11 @@ def test_simulate_of_another_benchmarks_results_on_a_folder_is_one_line(tmp_path
     """Results whose item ids are none of the folder's (another benchmark's matrix) are
     refused in one line by the folder's predictor, not predicted 0.0 from 0 items."""
     df = _scaled_matrix(tmp_path, 0, 100)
-    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+    assert run_cli(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
                  "--score-range", "0", "100"]) == 0
     capsys.readouterr()
     df.iloc[30:].rename(columns=lambda c: f"other_{c}").to_csv(tmp_path / "other.csv")
-    line = _one_line_error(capsys, ["simulate", tmp_path / "other.csv", "--bank",
+    line = one_line_error(capsys, ["simulate", tmp_path / "other.csv", "--bank",
                                     tmp_path / "bank", "-o", tmp_path / "sim"],
                            "none of the 80 response items", "'other_i0'")
     assert "Mean of empty slice" not in line and not (tmp_path / "sim").exists()
@@ -148,12 +134,12 @@ def test_a_target_without_answers_is_flagged_not_predicted_zero(tmp_path, capsys
     """A target row with no answer to any of the folder's items gets no prediction (NaN, flag
     ``no_items``, a warning), not 0.0 with the interval 0.0-0.0; the others are predicted."""
     df = _scaled_matrix(tmp_path, 0, 100)
-    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+    assert run_cli(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
                  "--score-range", "0", "100"]) == 0
     tgt = df.iloc[30:].copy()
     tgt.iloc[0, :] = np.nan
     tgt.to_csv(tmp_path / "blank.csv")
-    assert _main(["simulate", tmp_path / "blank.csv", "--bank", tmp_path / "bank",
+    assert run_cli(["simulate", tmp_path / "blank.csv", "--bank", tmp_path / "bank",
                  "-o", tmp_path / "sim"]) == 0
     ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col="subject_id")
     empty = ps.loc[tgt.index[0]]
@@ -169,12 +155,12 @@ def test_a_target_asked_every_answer_it_has_says_the_score_is_their_mean(tmp_pat
     its score is their mean with an interval of no width, which simulate and a live replay
     say in a warning instead of passing it off as a prediction over every item."""
     df = _scaled_matrix(tmp_path, 0, 100)
-    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
+    assert run_cli(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank",
                  "--score-range", "0", "100"]) == 0
     tgt = df.iloc[30:].copy()
     tgt.iloc[0, 30:] = np.nan                                  # 30 answers, budget 50
     tgt.to_csv(tmp_path / "sparse.csv")
-    assert _main(["simulate", tmp_path / "sparse.csv", "--bank", tmp_path / "bank",
+    assert run_cli(["simulate", tmp_path / "sparse.csv", "--bank", tmp_path / "bank",
                  "-o", tmp_path / "sim"]) == 0
     ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col="subject_id")
     row = ps.loc[tgt.index[0]]
@@ -182,7 +168,7 @@ def test_a_target_asked_every_answer_it_has_says_the_score_is_their_mean(tmp_pat
     others = ps.drop(tgt.index[0])["score_warning"].fillna("")
     assert not others.str.contains("answered only").any()
     capsys.readouterr()
-    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+    assert run_cli(["evaluate", "--bank", tmp_path / "bank", "--subject",
                   f"replay:{tmp_path / 'sparse.csv'}#{tgt.index[0]}", "-q",
                   "-o", tmp_path / "live"]) == 0
     assert "answered only 30 of the 80 items" in capsys.readouterr().err
@@ -198,10 +184,10 @@ def test_scores_file_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, c
     df = _scaled_matrix(tmp_path, 1, 10)
     means = df.mean(axis=1)
     means.iloc[:30].rename("score").to_csv(tmp_path / "scores.csv", index_label="model")
-    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank", "--scores",
+    assert run_cli(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank", "--scores",
                  tmp_path / "scores.csv", "--score-range", "1", "10"]) == 0
     capsys.readouterr()
-    assert _main(["simulate", "--bank", tmp_path / "bank", tmp_path / "tgt.csv",
+    assert run_cli(["simulate", "--bank", tmp_path / "bank", tmp_path / "tgt.csv",
                  "--max-items", "40", "-o", tmp_path / "sim"]) == 0
     ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv")
     truth = means.reindex(ps["subject_id"]).to_numpy()
@@ -210,7 +196,7 @@ def test_scores_file_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, c
         wrong = means.iloc[:30].copy()
         wrong.iloc[3] = value
         wrong.rename("score").to_csv(tmp_path / f"{bad}.csv", index_label="model")
-        _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / bad,
+        one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / bad,
                                  "--scores", tmp_path / f"{bad}.csv", "--score-range", "1", "10"],
                         f"score of 'm3' is {value:g}", "outside the declared range [1, 10]")
 
@@ -219,7 +205,7 @@ def test_chance_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys
     """--chance with --score-range 1 10 is a rating (2.8: 0.2 of the scale, shown as 2.8);
     one outside [1, 10] (a 0-1 share) is one line."""
     _scaled_matrix(tmp_path, 1, 10)
-    assert _main(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank", "--chance", "2.8",
+    assert run_cli(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank", "--chance", "2.8",
                  "--score-range", "1", "10"]) == 0
     assert "2.8 on the metric's scale (--chance)" in capsys.readouterr().out
     folder = load_bank_dir(tmp_path / "bank")
@@ -228,7 +214,7 @@ def test_chance_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys
     assert folder.link.support["chance"] == pytest.approx(0.2)   # modelled on 0-1
     predictor = json.loads((tmp_path / "bank" / "predictor.json").read_text())
     assert predictor["settings"]["chance"] == pytest.approx(0.2)
-    _one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b2",
+    one_line_error(capsys, ["build-bank", tmp_path / "src.csv", "-o", tmp_path / "b2",
                              "--chance", "0.25", "--score-range", "1", "10"],
                     "--chance 0.25", "outside the declared range [1, 10]")
 
@@ -286,7 +272,7 @@ def test_f1_logs_keep_their_rule_and_reproduce_the_logged_scores(tmp_path):
     assert logs.metric == "f1" and logs.continuous
     fields = logs.rule_fields(logs.item_ids()[0])
     assert fields["rule"] == "f1" and fields["agreement"] == 1.0
-    assert _main(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank"]) == 0
+    assert run_cli(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank"]) == 0
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rules"] == ["f1"]
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
@@ -304,10 +290,10 @@ def test_a_live_f1_run_says_token_f1_and_mean_score(tmp_path, capsys):
     from atlascat.live.toylm import ToyLM
 
     _gen_logs(tmp_path / "f1", "f1")
-    assert _main(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank"]) == 0
+    assert run_cli(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank"]) == 0
     capsys.readouterr()
     with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
-        assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+        assert run_cli(["evaluate", "--bank", tmp_path / "bank", "--subject",
                       f"completions:{srv.url}", "--llm", "toylm", "--max-items", "6",
                       "-o", tmp_path / "live"]) == 0
     out = capsys.readouterr().out
@@ -317,7 +303,7 @@ def test_a_live_f1_run_says_token_f1_and_mean_score(tmp_path, capsys):
     assert "  mean score: observed" in out and "accuracy:" not in out, out
     page = (tmp_path / "live" / "reports" / f"{row['run_id']}.html").read_text()
     assert "<tr><td>endpoint kind</td><td>generation</td></tr>" in page   # what it asked
-    assert _main(["info", tmp_path / "bank"]) == 0     # the folder named as the run names it
+    assert run_cli(["info", tmp_path / "bank"]) == 0     # the folder named as the run names it
     said = capsys.readouterr().out
     assert ("  benchmark: toyqa\n  metric: f1: each model's mean score over all 60 items, in "
             "percent (0-100)\n") in said
@@ -329,10 +315,10 @@ def test_f1_logs_whose_scores_contradict_their_outputs_say_so(tmp_path, capsys):
     the summary warns that a live run (which scores by the rule) will not score as the harness
     did; logs that agree with their outputs get no such warning."""
     _gen_logs(tmp_path / "ok", "f1")
-    assert _main(["build-bank", tmp_path / "ok", "-o", tmp_path / "b_ok"]) == 0
+    assert run_cli(["build-bank", tmp_path / "ok", "-o", tmp_path / "b_ok"]) == 0
     assert "scoring rule" not in capsys.readouterr().err
     _gen_logs(tmp_path / "bad", "f1", value=lambda t, g: round(1 - token_f1(t, g), 6))
-    assert _main(["build-bank", tmp_path / "bad", "-o", tmp_path / "b_bad"]) == 0
+    assert run_cli(["build-bank", tmp_path / "bad", "-o", tmp_path / "b_bad"]) == 0
     err = capsys.readouterr().err
     warn = [ln for ln in err.splitlines() if "scoring rule (f1) reproduces" in ln]
     assert len(warn) == 1 and "not as the harness scored" in warn[0] and "--metric" in warn[0]
@@ -345,20 +331,20 @@ def test_a_metric_atlas_cannot_compute_is_refused_live_by_name(tmp_path, capsys)
     refused in one line naming rougeL, while an item-scored subject (cmd:) runs it."""
     rouge = lambda text, gold: round(0.9 * token_f1(text, gold), 4)     # noqa: E731
     _gen_logs(tmp_path / "rouge", "rougeL", value=rouge)
-    assert _main(["build-bank", tmp_path / "rouge", "-o", tmp_path / "bank"]) == 0
+    assert run_cli(["build-bank", tmp_path / "rouge", "-o", tmp_path / "bank"]) == 0
     capsys.readouterr()
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rules"] == ["metric:rougeL"]
     with pytest.raises(BankError, match="'rougeL'.*cmd:COMMAND"):
         build_item_requests(folder.bank, folder.bank.item_ids[0])
-    _one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
+    one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
                              "completions:http://127.0.0.1:9", "--llm", "toy",
                              "-o", tmp_path / "live"], "'rougeL'", "cmd:")
     script = tmp_path / "score.py"
     script.write_text("import json, sys\nfor line in sys.stdin:\n"
                       "    i = json.loads(line)['item_id']\n"
                       "    print(json.dumps({'item_id': i, 'score': 0.25}), flush=True)\n")
-    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+    assert run_cli(["evaluate", "--bank", tmp_path / "bank", "--subject",
                  f"cmd:{sys.executable} {script}", "--llm", "mine", "--max-items", "20",
                  "-q", "-o", tmp_path / "cmd"]) == 0
     row = json.loads((tmp_path / "cmd" / "results.json").read_text())[0]
@@ -369,7 +355,7 @@ def test_corpus_level_metric_is_refused(tmp_path, capsys):
     """lm-eval logs a corpus metric (BLEU of a translation task, macro F1) as a (reference,
     prediction) pair per sample: not a mean over items, refused in one line."""
     root = _gen_logs(tmp_path / "bleu", "bleu", value=lambda text, gold: [gold, text])
-    _one_line_error(capsys, ["build-bank", root, "-o", tmp_path / "bank"], "'bleu'",
+    one_line_error(capsys, ["build-bank", root, "-o", tmp_path / "bank"], "'bleu'",
                     "corpus", "not a mean over items", "--metric")
 
 
@@ -396,8 +382,8 @@ def test_logs_on_another_scale_write_held_out_models_on_that_scale(tmp_path, cap
     truth = pd.read_csv(out, index_col=0)
     assert truth.to_numpy().max() > 1.0                                 # BLEU points, as logged
     assert np.allclose(truth.to_numpy() / 100, logs.matrix().values)    # the matrix: on [0, 1]
-    assert _main(["build-bank", root, "-o", tmp_path / "bank"]) == 0
-    assert _main(["simulate", out, "--bank", tmp_path / "bank", "-o", tmp_path / "sim"]) == 0
+    assert run_cli(["build-bank", root, "-o", tmp_path / "bank"]) == 0
+    assert run_cli(["simulate", out, "--bank", tmp_path / "bank", "-o", tmp_path / "sim"]) == 0
     ps = pd.read_csv(tmp_path / "sim" / "person_scores.csv", index_col="subject_id")
     mean = truth.mean(axis=1).reindex(ps.index)
     assert (np.abs(ps["score"] - mean) < 10).all(), (ps["score"], mean)
@@ -423,11 +409,11 @@ def test_sample_log_recipe_end_to_end(tmp_path, monkeypatch):
             real_args[r["doc_id"]] = r["arguments"]
     assert all(r["arguments"] == real_args[r["doc_id"]] for r in raw)     # the real requests
     read_sample_logs("logs_held_out", metric="mc2").matrix().write("held_out.csv")
-    assert _main(["build-bank", "logs", "--metric", "mc2", "-o", "tqa"]) == 0
+    assert run_cli(["build-bank", "logs", "--metric", "mc2", "-o", "tqa"]) == 0
     folder = load_bank_dir("tqa")
     assert folder.manifest["requests"]["rules"] == ["mc2"]
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
-    assert _main(["simulate", "--bank", "tqa", "held_out.csv", "--max-items", "50",
+    assert run_cli(["simulate", "--bank", "tqa", "held_out.csv", "--max-items", "50",
                  "-o", "sim"]) == 0
     ps = pd.read_csv("sim/person_scores.csv")
     truth = ResponseMatrix.read("held_out.csv").to_frame().mean(axis=1)
@@ -435,7 +421,7 @@ def test_sample_log_recipe_end_to_end(tmp_path, monkeypatch):
     est, lo, hi = (ps[c].to_numpy() for c in ps.columns[2:5])
     assert np.abs(est - truth).mean() < 0.05 and np.mean((lo <= truth) & (truth <= hi)) >= 0.75
     with MockOpenAIServer(lm=ToyLM(seed=1)) as srv:
-        assert _main(["evaluate", "--bank", "tqa", "--subject", f"completions:{srv.url}",
+        assert run_cli(["evaluate", "--bank", "tqa", "--subject", f"completions:{srv.url}",
                      "--llm", "toylm", "--max-items", "12", "-q", "-o", "live"]) == 0
         served = [p for e in srv.log for p in (e["body"]["prompt"] if isinstance(
             e["body"].get("prompt"), list) else [e["body"].get("prompt")])]

@@ -17,22 +17,8 @@ import numpy as np
 import pytest
 
 from atlascat.bankdir import load_bank_dir, read_sample_logs
-from atlascat.cli import main
 from atlascat.content.requests import build_item_requests
-
-
-def _main(argv) -> int:
-    return main([str(a) for a in argv])
-
-
-def _one_line_error(capsys, argv, *needles):
-    rc = _main(argv)
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: "), (rc, err)
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
+from cli_checks import one_line_error, run_cli
 
 
 # ---------------------------------------------------------------- the harness's metrics
@@ -94,7 +80,7 @@ def test_f1_is_squads_token_f1_punctuation_deleted(tmp_path):
     assert logs.metric == "f1"
     agreement = [logs.rule_fields(i)["agreement"] for i in logs.item_ids()]
     assert min(agreement) == 1.0, agreement
-    assert _main(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", tmp_path / "f1", "-o", tmp_path / "bank", "-q"]) == 0
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
     ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
@@ -125,7 +111,7 @@ def test_a_task_with_several_targets_scores_any_alias(tmp_path):
     f.write_text("\n".join(map(json.dumps, recs)) + "\n")
     logs = read_sample_logs(root)
     assert min(logs.rule_fields(i)["agreement"] for i in logs.item_ids()) == 1.0
-    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
     item = folder.bank.item_ids[0]
@@ -151,7 +137,7 @@ def test_a_command_scoring_a_logged_metric_is_sent_the_target(tmp_path):
     request line must carry (the program had the context alone). The run records exactly the
     scores the program computed."""
     root = _gen_logs(tmp_path / "rouge", "rougeL", _rouge_like)
-    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
     script = tmp_path / "harness.py"
     script.write_text(
         "import json, sys\n"
@@ -163,7 +149,7 @@ def test_a_command_scoring_a_logged_metric_is_sent_the_target(tmp_path):
         "    answer = ' '.join(req['target'].split()[:2]) + ' x'\n"
         "    print(json.dumps({'item_id': req['item_id'],\n"
         "                      'score': _rouge_like(answer, req['target'])}), flush=True)\n")
-    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+    assert run_cli(["evaluate", "--bank", tmp_path / "bank", "--subject",
                   f"cmd:{sys.executable} {script}", "--llm", "mine", "--max-items", "8",
                   "-q", "-o", tmp_path / "live"]) == 0
     row = json.loads((tmp_path / "live" / "results.json").read_text())[0]
@@ -195,7 +181,7 @@ def test_simulated_logs_from_the_real_winogrande_log(tmp_path):
     for r in recs:
         ll = [float(v[0]) for v in r["filtered_resps"]]
         assert r["acc"] == float(int(np.argmax(ll)) == int(r["doc"]["answer"]) - 1)
-    assert _main(["build-bank", tmp_path / "logs", "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", tmp_path / "logs", "-o", tmp_path / "bank", "-q"]) == 0
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
     answer = {str(r["doc"]["metabench_idx"]): int(r["doc"]["answer"]) - 1 for r in recs}
@@ -224,7 +210,7 @@ def test_a_lower_is_better_metric_is_refused_in_one_line(tmp_path, capsys):
     results_*.json say so; the build refuses in one line naming the metric and the task."""
     root = _gen_logs(tmp_path / "tox", "toxicity", lambda t, g: round(1 - squad_f1(t, g), 4))
     _results_files(root, "toyqa", "toxicity", better=False)
-    _one_line_error(capsys, ["build-bank", root, "-o", tmp_path / "bank"], "'toxicity'",
+    one_line_error(capsys, ["build-bank", root, "-o", tmp_path / "bank"], "'toxicity'",
                     "'toyqa'", "lower-is-better", "--metric")
 
 
@@ -234,11 +220,11 @@ def test_a_metric_the_harness_does_not_average_is_refused(tmp_path, capsys):
     per-sample metrics the harness averages. The same logs said to be averaged build."""
     root = _gen_logs(tmp_path / "med", "f1", squad_f1)
     _results_files(root, "toyqa", "f1", aggregation="median")
-    _one_line_error(capsys, ["build-bank", root, "--metric", "f1", "-o", tmp_path / "b1"],
+    one_line_error(capsys, ["build-bank", root, "--metric", "f1", "-o", tmp_path / "b1"],
                     "'f1'", "'median'", "not as a mean over items", "--metric: exact_match")
-    _one_line_error(capsys, ["build-bank", root, "-o", tmp_path / "b2"], "'median'")
+    one_line_error(capsys, ["build-bank", root, "-o", tmp_path / "b2"], "'median'")
     _results_files(root, "toyqa", "f1")
-    assert _main(["build-bank", root, "-o", tmp_path / "b3", "-q"]) == 0
+    assert run_cli(["build-bank", root, "-o", tmp_path / "b3", "-q"]) == 0
     assert load_bank_dir(tmp_path / "b3").manifest["source"]["harness"] == "lm_eval_version=0.4.8"
 
 
@@ -255,7 +241,7 @@ def test_truthfulqa_gen_diff_metrics_are_read_on_their_range(tmp_path):
     assert logs.score_range == (-100.0, 100.0)
     m = logs.matrix().values
     assert 0.0 <= np.nanmin(m) < 0.5 < np.nanmax(m) <= 1.0
-    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
     assert load_bank_dir(tmp_path / "bank").manifest["settings"]["score_range"] == [-100, 100]
 
 
@@ -273,7 +259,7 @@ def test_a_generation_logged_without_stop_strings_is_asked_without_them(tmp_path
             r["arguments"]["gen_args_0"]["arg_1"]["until"] = []
             r["resps"] = [["Note: " + r["resps"][0][0]]]
         f.write_text("\n".join(map(json.dumps, recs)) + "\n")
-    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
     ir = build_item_requests(folder.bank, folder.bank.item_ids[0])
@@ -295,9 +281,9 @@ def test_logs_renamed_one_file_per_model_are_models_of_the_given_task(tmp_path, 
     for f in sorted(root.glob("*/samples_*.jsonl")):
         (flat / f"{f.parent.name}.jsonl").write_text(f.read_text())
     files = sorted(flat.glob("*.jsonl"))
-    _one_line_error(capsys, ["build-bank", *files, "-o", tmp_path / "b0"],
+    one_line_error(capsys, ["build-bank", *files, "-o", tmp_path / "b0"],
                     "cannot tell the task", "--task")
-    assert _main(["build-bank", *files, "--task", "toyqa", "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", *files, "--task", "toyqa", "-o", tmp_path / "bank", "-q"]) == 0
     man = load_bank_dir(tmp_path / "bank").manifest
     assert man["benchmark"] == "toyqa" and man["source"]["task"] == "toyqa"
     assert man["models"] == [f"org/gen-{m:02d}" for m in range(22)]
@@ -317,11 +303,11 @@ def test_simulate_reads_held_out_models_logs_as_the_folder_was_built(tmp_path):
     held.mkdir()
     for m in (4, 13, 22):
         (root / f"org__gen-{m:02d}").rename(held / f"org__gen-{m:02d}")
-    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
     read_sample_logs(held).write(tmp_path / "held.csv")              # the recipe's way
-    assert _main(["simulate", tmp_path / "held.csv", "--bank", tmp_path / "bank",
+    assert run_cli(["simulate", tmp_path / "held.csv", "--bank", tmp_path / "bank",
                   "-o", tmp_path / "s1", "-q"]) == 0
-    assert _main(["simulate", held, "--bank", tmp_path / "bank", "-o", tmp_path / "s2",
+    assert run_cli(["simulate", held, "--bank", tmp_path / "bank", "-o", tmp_path / "s2",
                   "-q"]) == 0
     a, b = (pd.read_csv(tmp_path / s / "person_scores.csv", index_col="subject_id")
             for s in ("s1", "s2"))
@@ -329,7 +315,7 @@ def test_simulate_reads_held_out_models_logs_as_the_folder_was_built(tmp_path):
     assert b["score"].max() > 1                                       # ROUGE points, as logged
     np.testing.assert_allclose(b["score"], a["score"], atol=1e-6)
     for name, given in (("c1.csv", tmp_path / "held.csv"), ("c2.csv", held)):  # atlas score
-        assert _main(["score", given, "--bank", tmp_path / "bank", "-o", tmp_path / name]) == 0
+        assert run_cli(["score", given, "--bank", tmp_path / "bank", "-o", tmp_path / name]) == 0
     c1, c2 = (pd.read_csv(tmp_path / n, index_col="subject_id") for n in ("c1.csv", "c2.csv"))
     np.testing.assert_allclose(c2["theta"], c1["theta"], atol=1e-6)
     np.testing.assert_allclose(c2["score"], c1["score"], atol=1e-6)
@@ -371,7 +357,7 @@ def test_exact_match_without_a_whitespace_filter_is_not_stripped(tmp_path):
             r["resps"], r["filtered_resps"] = [[text]], [text]
             r["exact_match"] = raw_em(text, gold)
         f.write_text("\n".join(map(json.dumps, recs)) + "\n")
-    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rules"] == ["exact_match_raw"]
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
@@ -423,12 +409,12 @@ def test_a_single_continuation_acc_is_a_metric_the_command_scores(tmp_path, caps
     Now it is a metric atlas cannot compute: refused live naming it, asked through cmd:, and
     its chance is 0 (nothing to guess among)."""
     root = _lambada_logs(tmp_path / "lam")
-    assert _main(["build-bank", root, "--metric", "acc", "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", root, "--metric", "acc", "-o", tmp_path / "bank", "-q"]) == 0
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rules"] == ["metric:acc"]
     assert folder.manifest["settings"]["chance"] == 0.0
     capsys.readouterr()
-    _one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
+    one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
                              "completions:http://127.0.0.1:9/v1", "--llm", "x",
                              "-o", tmp_path / "live"], "'acc'", "cmd:")
     script = tmp_path / "greedy.py"
@@ -437,7 +423,7 @@ def test_a_single_continuation_acc_is_a_metric_the_command_scores(tmp_path, caps
                       "    assert req['request_type'] == 'loglikelihood', req\n"
                       "    assert len(req['arguments']) == 1 and req['metric'] == 'acc', req\n"
                       "    print(json.dumps({'item_id': req['item_id'], 'score': 1}), flush=True)\n")
-    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+    assert run_cli(["evaluate", "--bank", tmp_path / "bank", "--subject",
                   f"cmd:{sys.executable} {script}", "--llm", "g", "--max-items", "6",
                   "-q", "-o", tmp_path / "cmd"]) == 0
     row = json.loads((tmp_path / "cmd" / "results.json").read_text())[0]
@@ -468,11 +454,11 @@ def test_a_match_on_answers_a_regex_filter_extracted_is_the_metrics(tmp_path, ca
                 "metrics": ["exact_match"], "exact_match": float(pick == gold)}))
         (folder / "samples_bbh_toy_2025-01-01T00-00-00.000000.jsonl").write_text(
             "\n".join(lines) + "\n")
-    assert _main(["build-bank", tmp_path / "bbh", "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", tmp_path / "bbh", "-o", tmp_path / "bank", "-q"]) == 0
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rules"] == ["metric:exact_match"]
     capsys.readouterr()
-    _one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
+    one_line_error(capsys, ["evaluate", "--bank", tmp_path / "bank", "--subject",
                              "completions:http://127.0.0.1:9/v1", "--llm", "x",
                              "-o", tmp_path / "live"], "'exact_match'", "cmd:")
 
@@ -500,7 +486,7 @@ def test_a_chain_of_thought_number_read_by_flexible_extract(tmp_path):
                     "metrics": ["exact_match"], "exact_match": float(kept == gold)}))
         (folder / "samples_gsm8k_cot_2025-01-01T00-00-00.000000.jsonl").write_text(
             "\n".join(lines) + "\n")
-    assert _main(["build-bank", tmp_path / "cot", "--filter", "flexible-extract",
+    assert run_cli(["build-bank", tmp_path / "cot", "--filter", "flexible-extract",
                   "-o", tmp_path / "bank", "-q"]) == 0
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rules"] == ["gsm8k_flexible"]
@@ -517,9 +503,9 @@ def test_replay_of_a_folder_with_several_targets(tmp_path):
         return float(any(text.strip() == a for a in _aliases(gold)))
 
     root = _gen_logs(tmp_path / "tq", "exact_match", em, target=_aliases)
-    assert _main(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
+    assert run_cli(["build-bank", root, "-o", tmp_path / "bank", "-q"]) == 0
     read_sample_logs(root).write(tmp_path / "m.csv")
-    assert _main(["evaluate", "--bank", tmp_path / "bank", "--subject",
+    assert run_cli(["evaluate", "--bank", tmp_path / "bank", "--subject",
                   f"replay:{tmp_path / 'm.csv'}#org/gen-11", "--max-items", "10", "-q",
                   "-o", tmp_path / "rep"]) == 0
     row = json.loads((tmp_path / "rep" / "results.json").read_text())[0]
