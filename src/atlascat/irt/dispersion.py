@@ -12,8 +12,11 @@ McCullagh and Nelder 1989, section 9.6) divides each item's term by its dispersi
 
     L_iq = sum_j m_ij [y_ij log P_j(x_q) + (1 - y_ij) log Q_j(x_q)] / phi_j,
 
-which is what the E-step of :func:`atlascat.irt.em.fit_joint` takes as ``item_scale`` = 1 /
-phi_j; the M-step is unchanged (each item's expected counts are scaled alike). phi_j is
+which is what :func:`atlascat.irt.em.fit_joint` takes as ``item_scale`` = 1 / phi_j. The EM
+maximizes sum_s log sum_q pi_q exp(L_sq) + sum_j log p(a_j): the E-step's posterior uses the
+scaled terms, and the M-step each item's expected counts divided by phi_j beside its log prior
+at full weight (before 2026-11-29 it took the unscaled counts, which weighs the prior 1 / phi_j
+too heavily: slopes shrunk towards the prior's, thetas spread too wide). phi_j is
 :func:`item_dispersion`, the Pearson ratio of each item's residuals on the posterior predictive
 of the subject's other answers. For 0/1 answers phi_j = 1 and nothing changes.
 

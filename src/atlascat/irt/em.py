@@ -50,7 +50,8 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
     Settings as :class:`atlascat.irt.calibrate.Calibrator`'s; ``part`` / ``n_parts`` label the
     callback's reports; ``item_scale`` (one per item, default 1): each item's E-step term is
     multiplied by it (1 / phi_j, the extended quasi-likelihood of continuous scores,
-    :mod:`atlascat.irt.dispersion`; the log-likelihood reported is then that one's);
+    :mod:`atlascat.irt.dispersion`; the log-likelihood reported is then that one's, and the
+    M-step takes each item's expected counts multiplied by it, beside the unscaled log prior);
     ``counts``: the :class:`atlascat.irt.colstats.BinaryCounts` of ``values`` when the caller
     holds them (the start values reuse them). Returns a dict: internal parameters ``th`` (host), latent variance
     ``var``, ``loglik``, ``log_posterior``, ``trace``, ``n_iter``, ``converged``,
@@ -121,8 +122,13 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
             if not (math.isfinite(objh) and objh >= at_least):
                 state["n_iter"] += 1
                 return None, objh
-        nr = es.n - es.r if es.n.ndim == 2 else es.n
-        th_new = mstep(item_model, th, es.r, nr, x, max_newton)
+        r, nr = es.r, (es.n - es.r if es.n.ndim == 2 else es.n)
+        if scale is not None:
+            # the M-step maximizes the objective above: each item's expected counts carry its
+            # 1 / phi_j, as its E-step term does, while its log prior keeps full weight
+            nr = (nr if nr.ndim == 2 else nr[None, :] - r) * scale
+            r = r * scale
+        th_new = mstep(item_model, th, r, nr, x, max_newton)
         log_var_new = xp.log(rasch_variance(x, es.node_mass)) if rasch else None
         state["n_iter"] += 1
         return pack(th_new, log_var_new), obj
