@@ -89,7 +89,7 @@ def test_tempered_em_is_monotone_and_stops_where_its_objective_is_stationary():
     th = plain["th"]
     assert abs(objective(th, y, scale, model, quad) - plain["log_posterior"]) < 1e-6
     # the gradient of the reported objective in every free parameter is ~0 at the solution
-    # (the old M-step, prior at 1 / phi times the data's weight, left it at ~10 per slope)
+    # (the M-step on unscaled counts, prior at 1 / phi times its weight, leaves it at 8.1)
     grad = numerical_gradient(th, lambda t: objective(t, y, scale, model, quad))
     assert np.max(np.abs(grad)) < 0.05, np.max(np.abs(grad))
     accel = tempered_fit(accelerate=True)[0]
