@@ -50,7 +50,8 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
     Settings as :class:`atlascat.irt.calibrate.Calibrator`'s; ``part`` / ``n_parts`` label the
     callback's reports; ``item_scale`` (one per item, default 1): each item's E-step term is
     multiplied by it (1 / phi_j, the extended quasi-likelihood of continuous scores,
-    :mod:`atlascat.irt.dispersion`; the log-likelihood reported is then that one's);
+    :mod:`atlascat.irt.dispersion`; the log-likelihood reported is then that one's; the
+    M-step takes the unscaled expected counts, see ``em_map``);
     ``counts``: the :class:`atlascat.irt.colstats.BinaryCounts` of ``values`` when the caller
     holds them (the start values reuse them). Returns a dict: internal parameters ``th`` (host), latent variance
     ``var``, ``loglik``, ``log_posterior``, ``trace``, ``n_iter``, ``converged``,
@@ -121,6 +122,11 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
             if not (math.isfinite(objh) and objh >= at_least):
                 state["n_iter"] += 1
                 return None, objh
+        # with ``item_scale`` the M-step takes the UNscaled expected counts: item j's update
+        # maximizes its scaled data term plus phi_j log p(a_j), the slope prior tempered to
+        # p(a_j)^(1 / phi_j), while ``obj`` counts the prior once (a known defect; the counts
+        # scaled by 1 / phi_j were measured and not kept: benchmarks/results/longbench.md,
+        # "The M-step of the extended quasi-likelihood", 2026-11-29)
         nr = es.n - es.r if es.n.ndim == 2 else es.n
         th_new = mstep(item_model, th, es.r, nr, x, max_newton)
         log_var_new = xp.log(rasch_variance(x, es.node_mass)) if rasch else None
