@@ -50,8 +50,8 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
     Settings as :class:`atlascat.irt.calibrate.Calibrator`'s; ``part`` / ``n_parts`` label the
     callback's reports; ``item_scale`` (one per item, default 1): each item's E-step term is
     multiplied by it (1 / phi_j, the extended quasi-likelihood of continuous scores,
-    :mod:`atlascat.irt.dispersion`; the log-likelihood reported is then that one's; the
-    M-step takes the unscaled expected counts, see ``em_map``);
+    :mod:`atlascat.irt.dispersion`; the log-likelihood reported is then that one's, and
+    each item's log prior is weighted by it too, see ``log_prior``);
     ``counts``: the :class:`atlascat.irt.colstats.BinaryCounts` of ``values`` when the caller
     holds them (the start values reuse them). Returns a dict: internal parameters ``th`` (host), latent variance
     ``var``, ``loglik``, ``log_posterior``, ``trace``, ``n_iter``, ``converged``,
@@ -101,6 +101,16 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
     scale = None if item_scale is None else arrays.asarray(
         np.asarray(item_scale, float).reshape(-1, 1), xp, "float64", device)
 
+    def log_prior(th):
+        """Each item's log prior, times its ``item_scale`` where one is given: the M-step
+        below takes the unscaled expected counts, so item j's update maximizes its scaled
+        data term plus log p(theta_j) / phi_j (the prior as strong against one item's
+        information as on a 0/1 item). The objective EM and SQUAREM's safeguard read is that
+        one; measured against the prior at weight 1 in benchmarks/results/longbench.md
+        ("The M-step of the extended quasi-likelihood", 2026-11-29)."""
+        lp = item_model.log_prior(th, xp)
+        return lp if scale is None else lp * scale[:, 0]
+
     def e_step(th, log_var, **kw):
         log_w = grid_log_weights(x, xp.exp(log_var)) if rasch else log_w0
         log_p, log_q = item_model.node_logs(th, x, xp)
@@ -116,17 +126,12 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
         """
         th, log_var = unpack(p)
         es = e_step(th, log_var)
-        obj = es.loglik + xp.sum(item_model.log_prior(th, xp))
+        obj = es.loglik + xp.sum(log_prior(th))
         if at_least is not None:
             (objh,) = to_host(obj)
             if not (math.isfinite(objh) and objh >= at_least):
                 state["n_iter"] += 1
                 return None, objh
-        # with ``item_scale`` the M-step takes the UNscaled expected counts: item j's update
-        # maximizes its scaled data term plus phi_j log p(a_j), the slope prior tempered to
-        # p(a_j)^(1 / phi_j), while ``obj`` counts the prior once (a known defect; the counts
-        # scaled by 1 / phi_j were measured and not kept: benchmarks/results/longbench.md,
-        # "The M-step of the extended quasi-likelihood", 2026-11-29)
         nr = es.n - es.r if es.n.ndim == 2 else es.n
         th_new = mstep(item_model, th, es.r, nr, x, max_newton)
         log_var_new = xp.log(rasch_variance(x, es.node_mass)) if rasch else None
@@ -243,7 +248,7 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
     th_h = np.array(arrays.to_numpy(th), dtype=float)
     fixed = [j for j in range(4) if j not in free]
     th_h[:, fixed] = th0_fixed[:, fixed]
-    log_post = loglik + float(arrays.to_numpy(xp.sum(item_model.log_prior(th))))
+    log_post = loglik + float(arrays.to_numpy(xp.sum(log_prior(th))))
     if not math.isfinite(loglik) or not np.all(np.isfinite(th_h[:, free])):
         raise ConvergenceError("calibration produced non-finite values; check the data")
     return {"th": th_h, "var": var, "loglik": loglik, "log_posterior": log_post,
