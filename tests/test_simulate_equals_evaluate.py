@@ -7,7 +7,6 @@ default options and with each stop option."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import BankFolderError, ConfigError, ResponseDataError
+from ..errors import BankFolderError, ConfigError
 from .defaults import BUDGET, FORM_FOLDS, SOURCE_ANSWERS_FILE
 from .folder import SourceAnswers
 

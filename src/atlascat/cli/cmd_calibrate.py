@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ResponseDataError
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
-from ._common import (RESPONSES_HELP, console, escape, json_safe, load_responses, output_file,
+from ._common import (RESPONSES_HELP, console, json_safe, load_responses, output_file,
                       next_stage, progress_bar, quiet_option, subjects_text, warn,
                       wrote_line)
 
