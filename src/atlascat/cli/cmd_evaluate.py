@@ -398,7 +398,7 @@ def _start(o: _Options, limiter):
         raise ConfigError(f"--subject {spec.kind}: takes one model; give --llm once"
                           + (" (or put {model} in the command)" if spec.kind == "cmd" else ""))
     bank = ref.load() if design == "suite" else design_bank(ref, design)
-    settings = {**o.settings(limiter), "score_range": _score_range(ref)}
+    settings = {**o.settings(limiter), **_folder_settings(ref)}
     subjects = [spec.with_model(n).build(bank, **settings) for n in names or [None]]
     if any(subject_protocol(s) == "approximate" for s in subjects):
         approximate_note(spec.kind, "the banks were" if design == "suite" else "the bank was",
@@ -479,12 +479,14 @@ def _display(o: _Options, live) -> LiveDisplay:
         continuous=_continuous(live))
 
 
-def _score_range(ref):
-    """A bank folder's metric scale (built with --score-range): what a replayed matrix holds."""
+def _folder_settings(ref) -> dict:
+    """A bank folder's settings for the subject: its metric scale (built with --score-range:
+    what a replayed matrix holds) and the folder (``replay:`` of sample logs reads them as
+    the folder was built)."""
     from ..bankdir.predict import metric_scale
 
     folder = ref.folder() if ref is not None and ref.kind == "dir" else None
-    return None if folder is None else metric_scale(folder)
+    return {"score_range": None if folder is None else metric_scale(folder), "folder": folder}
 
 
 def _scales(live) -> dict:
