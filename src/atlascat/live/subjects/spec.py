@@ -186,7 +186,9 @@ class SubjectSpec:
         ``completions:``, ``timeout`` to ``cmd:``, ``score_range`` (a bank folder's metric
         scale) to ``cmd:``, ``replay:`` and ``simulate:`` by item id, ``folder`` (the bank
         folder asked, a :class:`~atlascat.bankdir.BankFolder`) to ``replay:`` of sample logs,
-        read as that folder reads them, the others (``device``,
+        read as that folder reads them, and to ``simulate:`` by item id, whose scores on a
+        folder of continuous scores are drawn with its items' dispersions
+        (:func:`~atlascat.bankdir.adaptive.answering_bank`), the others (``device``,
         ``dtype``, ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored.
         ``bank``: the bank asked (``simulate:`` needs it; ``replay:`` asks a bank without
         requests by id)."""
@@ -213,6 +215,10 @@ class SubjectSpec:
                 return SimulatedRatings(bank, theta, seed=seed,
                                         name=model or f"simulated(theta={theta:g})")
             if not has_requests(bank):   # a bank file, a folder built from a matrix: by id
+                if kw.get("folder") is not None:   # continuous scores: drawn as such
+                    from ...bankdir.adaptive import answering_bank
+
+                    bank = answering_bank(kw["folder"], bank)
                 return SimulatedScores(bank, theta, seed=seed,
                                        name=model or f"simulated(theta={theta:g})",
                                        score_range=kw.get("score_range"))
