@@ -200,7 +200,7 @@ def test_bad_logs_to_replay_are_one_line(mc2_folder, shared_data, tmp_path, caps
     capsys.readouterr()                                    # the build's warnings
     for cmd in ([*ev, f"replay:{logs}#simulated/model-12"],
                 ["simulate", logs, "-q", "-o", tmp_path / "s2"]):
-        _one_line(capsys, [*cmd, "--bank", tmp_path / "mbank"], "holds sample logs",
+        _one_line(capsys, [*cmd, "--bank", tmp_path / "mbank"], "names sample logs",
                   "built from a response matrix")
     _one_line(capsys, [*ev, f"replay:{logs}#simulated/model-12", "--bank", "arc"],
-              "holds sample logs", "--bank DIR")
+              "names sample logs", "--bank DIR")

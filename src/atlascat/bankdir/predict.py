@@ -105,10 +105,10 @@ def logged_targets(folder, responses):
     source = (getattr(folder, "manifest", None) or {}).get("source") or {}
     if source.get("kind") != "sample_logs":
         raise ResponseDataError(
-            f"{str(responses)!r} holds sample logs, but bank folder {str(folder.path)!r} was "
-            "built from a response matrix, so it knows no task or metric to read them with: "
-            "give the models' answers as a matrix file (subject ids in the first column), or "
-            "build the folder from sample logs")
+            f"{str(responses)!r} names sample logs (a folder, a .jsonl[.gz] file), but bank "
+            f"folder {str(folder.path)!r} was built from a response matrix, so it knows no "
+            "task or metric to read them with: give the models' answers as a matrix file "
+            "(subject ids in the first column), or build the folder from sample logs")
     from .harnessruns import OtherTaskError
     from .samplelogs import read_sample_logs
 

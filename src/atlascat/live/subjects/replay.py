@@ -193,9 +193,10 @@ def replayed_matrix(matrix, folder=None):
     if not is_sample_logs(matrix):
         return matrix
     if folder is None:
-        raise ConfigError(f"replay: {str(matrix)!r} holds sample logs, which are read with the "
-                          "task, metric and filter of the bank folder built from such logs: "
-                          "give that folder with --bank DIR, or a response matrix file")
+        raise ConfigError(f"replay: {str(matrix)!r} names sample logs (a folder, a "
+                          ".jsonl[.gz] file), which are read with the task, metric and filter "
+                          "of the bank folder built from such logs: give that folder with "
+                          "--bank DIR, or a response matrix file")
     return logged_targets(folder, matrix)
 
 
