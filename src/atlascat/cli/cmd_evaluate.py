@@ -27,7 +27,8 @@ from ._options import BOUND_MARGIN_HELP
 SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
                 "e.g. vLLM: the leaderboard's log-likelihood protocol), hf:PATH_OR_NAME "
                 "(transformers, in process), lmeval:MODEL,ARGS (an lm-evaluation-harness "
-                "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix; "
+                "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix "
+                "or sample logs; "
                 "--suite: replay:openllm-v1#MODEL or replay:arc=A.csv,...#MODEL), "
                 "openai:URL (chat prompts: APPROXIMATE protocol), simulate:THETA[:SEED], or "
                 "cmd:COMMAND (your program, started once: a JSON line per item in, its "
@@ -482,7 +483,7 @@ def _display(o: _Options, live) -> LiveDisplay:
 def _folder_settings(ref) -> dict:
     """A bank folder's settings for the subject: its metric scale (built with --score-range:
     what a replayed matrix holds) and the folder (``replay:`` of sample logs reads them as
-    the folder was built)."""
+    the folder was built; ``simulate:`` by item id draws scores with its dispersions)."""
     from ..bankdir.predict import metric_scale
 
     folder = ref.folder() if ref is not None and ref.kind == "dir" else None
