@@ -13,12 +13,16 @@ evaluate`` runs it live with.
 - :func:`replay_adaptive`: the same on a bank folder and recorded answers, as tables: the
   adaptive test's :func:`~atlascat.bankdir.predict.replay_predictor`;
 - :func:`prediction_words`: what the predicted score of that test is of (a simulation's
-  summary, :func:`atlascat.scorelink.frames.prediction_summary`).
+  summary, :func:`atlascat.scorelink.frames.prediction_summary`);
+- :func:`answering_bank`: the bank a simulated model answers the adaptive test from: on a
+  folder of continuous scores (F1, ROUGE) each item's dispersion, as the folder's predictor
+  draws them (the folder's bank has none: the test scores by the Bernoulli likelihood), so
+  ``--thetas`` and ``simulate:THETA`` answer scores, not 0/1.
 """
 from __future__ import annotations
 
 __all__ = ["adaptive_config", "simulate_adaptive", "replay_adaptive", "selection_generators",
-           "prediction_words"]
+           "prediction_words", "answering_bank"]
 
 
 def _resolve(bank, load: bool = True):
@@ -118,6 +122,10 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
     if responses is not None:
         kwargs["responses"] = responses = _read(folder, responses)
         rng = selection_generators(seed, responses.subject_ids)   # as a live run's
+    elif thetas is not None and folder is not None:   # continuous scores: drawn as such
+        from ..irt.dispersion import bank_dispersion
+
+        kwargs["dispersion"] = bank_dispersion(answering_bank(folder, item_bank))
     result = simulate_cat(item_bank, config, rng=rng, progress=progress,
                           batch_size=int(batch_size),
                           **{k: v for k, v in kwargs.items() if v is not None})
@@ -211,3 +219,60 @@ def replay_adaptive(folder, responses, config=None, *, max_items: int | None = N
     if not selected:
         return result.persons
     return result.persons, to_metric_scale(result.administered, folder, ["score"])
+
+
+def answering_bank(folder, bank=None):
+    """``bank`` (default the folder's; a BankFolder or its path) as a simulated model answers
+    it: on a folder of continuous scores, with each item's dispersion phi_j in its
+    ``dispersion`` column, so that its answers are Beta scores of mean P_j(theta) and variance
+    phi_j P Q (:func:`atlascat.irt.dispersion.draw_scores`) as the source models' were, not
+    0/1 coins. phi_j is the folder's predictor's (the dispersions its items carry, what
+    ``simulate:THETA`` on the predictor draws with), else estimated from the source answers the
+    folder keeps on its bank (:func:`atlascat.irt.dispersion.item_dispersion`); an item with
+    neither: 1 (a coin). Only the answers: the adaptive test still scores ``bank`` by the
+    Bernoulli likelihood, as the folder's link was fitted. ``bank`` itself when it has a
+    dispersion already, the folder's scores are 0/1, or it keeps neither."""
+    import numpy as np
+
+    from ..irt.dispersion import bank_dispersion, with_dispersion
+    from .predict import as_folder, continuous_scores, load_predictor
+
+    folder = as_folder(folder)
+    bank = folder.bank if bank is None else bank
+    if bank_dispersion(bank) is not None or not continuous_scores(folder):
+        return bank
+    phi = _predictor_dispersion(load_predictor(folder))
+    if phi is None:
+        phi = _source_dispersion(folder)
+    if not phi:
+        return bank
+    return with_dispersion(bank, np.array([phi.get(str(i), 1.0) for i in bank.item_ids]))
+
+
+def _predictor_dispersion(predictor) -> dict | None:
+    """{item id: phi} of a folder's predictor (None: none, or 0/1 answers)."""
+    phi = None if predictor is None else getattr(predictor, "dispersion_", None)
+    if phi is None:
+        return None
+    return dict(zip(map(str, predictor.item_ids_), map(float, phi)))
+
+
+def _source_dispersion(folder) -> dict | None:
+    """{item id: phi} estimated from the source answers the folder keeps, on its bank."""
+    src = folder.source_answers()
+    if src is None:
+        return None
+    import numpy as np
+
+    from ..irt.dispersion import is_binary, item_dispersion
+    from ..irt.quadrature import normal_quadrature
+    from ..responses import ResponseMatrix
+
+    rm = ResponseMatrix(src.values, list(src.models), list(src.item_ids), on_empty="keep")
+    y = rm.aligned_values(folder.bank.item_ids, extra="ignore")
+    if is_binary(y):
+        return None
+    quad = normal_quadrature()          # the calibration's grid
+    phi = item_dispersion(y, folder.bank.probability(quad.nodes), quad.log_weights)
+    return {str(i): float(v) for i, v, seen in zip(folder.bank.item_ids, phi,
+                                                   np.isfinite(y).any(0)) if seen}

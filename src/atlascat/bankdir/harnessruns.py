@@ -20,7 +20,7 @@ from ..errors import ResponseDataError
 
 __all__ = ["task_of", "legacy_task", "legacy_model", "run_stamp", "distinct_runs", "runs_by_model", "group_tasks", "task_sizes",
            "harness_version", "metric_refusal", "NOT_A_MEAN", "subject_of", "sample_files",
-           "task_files",
+           "task_files", "OtherTaskError",
            "limit_warning", "RERUN_RULE"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-:.]+)"
@@ -243,6 +243,15 @@ def sample_files(paths) -> list[Path]:
     return files
 
 
+class OtherTaskError(ResponseDataError):
+    """Sample logs hold none of the task asked for, only others (``found``: their tasks, as
+    one text): :func:`task_files`."""
+
+    def __init__(self, message: str, found: str = ""):
+        super().__init__(message)
+        self.found = found
+
+
 def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None = None
                ) -> tuple[list[Path], str, list[str]]:
     """(files, task, one model name per file) of the sample logs of ONE task found in
@@ -261,8 +270,9 @@ def task_files(paths, task: str | None = None, subject_ids: Sequence[str] | None
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         where = f"no samples_*.jsonl file found in {[str(p) for p in given]}"
         if task and found:
-            raise ResponseDataError(f"{where} for task {task!r}; the logs there are of "
-                                    f"{_task_list(found, groups)}: give one to --task")
+            raise OtherTaskError(f"{where} for task {task!r}; the logs there are of "
+                                 f"{_task_list(found, groups)}: give one to --task",
+                                 _task_list(found, groups))
         raise ResponseDataError(where + (f" for task {task!r}" if task else "")
                                 + "; run lm_eval with --log_samples")
     unnamed = [f for f in files if task_of(f) is None]    # a name lm_eval did not write

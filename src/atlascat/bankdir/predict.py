@@ -26,7 +26,7 @@ from ..scorelink.frames import COLUMNS
 from .defaults import PREDICTOR_FILE, PREDICTOR_ITEMS_FILE
 
 __all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
-           "as_folder", "read_targets", "logged_targets",
+           "as_folder", "read_targets", "logged_targets", "is_sample_logs",
            "source_models_among", "in_sample_warning",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
@@ -83,21 +83,44 @@ def read_targets(folder, responses):
             f"answers mapped to 0-1, (score - {lo:g}) / {hi - lo:g}") from None
 
 
+def is_sample_logs(responses) -> bool:
+    """Whether ``responses`` names lm-evaluation-harness sample logs (an existing folder, as
+    the harness writes one per model, or a ``.jsonl[.gz]`` file) rather than a matrix."""
+    from pathlib import Path
+
+    return isinstance(responses, (str, Path)) and (
+        Path(responses).is_dir() or re.search(r"\.jsonl(\.gz)?$", str(responses)) is not None)
+
+
 def logged_targets(folder, responses):
     """Held-out models' sample logs (a folder, ``.jsonl[.gz]`` files) read as the bank
     ``folder`` was built from its own (task, metric, filter, scale), a ResponseMatrix on 0-1;
-    None when ``responses`` is no such path or the folder was not built from sample logs."""
-    from pathlib import Path
+    None when ``responses`` is no such path. A folder built from a response matrix given sample
+    logs is refused with one line (it knows no task or metric to read them with)."""
+    from ..errors import ResponseDataError
 
-    source = (getattr(as_folder(folder), "manifest", None) or {}).get("source") or {}
-    if not isinstance(responses, (str, Path)) or source.get("kind") != "sample_logs" or not (
-            Path(responses).is_dir() or re.search(r"\.jsonl(\.gz)?$", str(responses))):
+    if not is_sample_logs(responses):
         return None
+    folder = as_folder(folder)
+    source = (getattr(folder, "manifest", None) or {}).get("source") or {}
+    if source.get("kind") != "sample_logs":
+        raise ResponseDataError(
+            f"{str(responses)!r} names sample logs (a folder, a .jsonl[.gz] file), but bank "
+            f"folder {str(folder.path)!r} was built from a response matrix, so it knows no "
+            "task or metric to read them with: give the models' answers as a matrix file "
+            "(subject ids in the first column), or build the folder from sample logs")
+    from .harnessruns import OtherTaskError
     from .samplelogs import read_sample_logs
 
-    return read_sample_logs(responses, task=source.get("task"), metric=source.get("metric"),
-                            filter_name=source.get("filter"),
-                            score_range=metric_scale(as_folder(folder))).matrix()
+    try:
+        logs = read_sample_logs(responses, task=source.get("task"), metric=source.get("metric"),
+                                filter_name=source.get("filter"), score_range=metric_scale(folder))
+    except OtherTaskError as exc:     # not the folder's task: no --task to give here
+        raise ResponseDataError(
+            f"{str(responses)!r} holds sample logs of {exc.found}, and bank folder "
+            f"{str(folder.path)!r} was built from logs of {source.get('task')!r}: give the "
+            "models' logs of that task") from None
+    return logs.matrix()
 
 
 def metric_scale(folder):

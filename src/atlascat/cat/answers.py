@@ -97,10 +97,12 @@ class ModelAnswers(AnswerSource):
     describes).
 
     ``rngs``: one Generator per examinee (e.g. ``rng.spawn(n)``); examinee i's k-th answer uses
-    the k-th uniform of ``rngs[i]``.
+    the k-th uniform of ``rngs[i]``. ``dispersion``: phi_j per bank item of the drawn scores
+    (default the bank's column; given, the answers are scores while the bank, scored by the
+    Bernoulli likelihood, has none: :func:`atlascat.bankdir.adaptive.answering_bank`).
     """
 
-    def __init__(self, thetas, bank, rngs, subject_ids=None):
+    def __init__(self, thetas, bank, rngs, subject_ids=None, dispersion=None):
         from ..validation import check_thetas
 
         self.thetas = check_thetas(thetas, "true thetas")
@@ -118,7 +120,11 @@ class ModelAnswers(AnswerSource):
         from ..irt.dispersion import bank_dispersion
 
         self.a, self.b, self.c, self.u = bank.params
-        self.phi = bank_dispersion(bank)   # None: 0/1 answers
+        self.phi = bank_dispersion(bank) if dispersion is None else np.asarray(dispersion,
+                                                                                 float)
+        if self.phi is not None and self.phi.shape != (len(bank.item_ids),):
+            raise ResponseDataError(f"dispersion has {self.phi.size} values for a bank of "
+                                    f"{len(bank.item_ids)} items (one per item)")
         self._stream = UniformStreams(rngs)
 
     def answers(self, rows, items):

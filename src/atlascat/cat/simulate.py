@@ -63,7 +63,7 @@ _REPICK_EXTRA = 16  # ranked candidates kept beyond the pick size for re-picks a
 def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=None, thetas=None,
                  answer_fn=None, rng=None, subject_ids=None, theta_ref=None,
                  progress=None, batch_size: int = 1, batch_cut: str = "predicted",
-                 batch_method: str = "mepv") -> CATResult:
+                 batch_method: str = "mepv", dispersion=None) -> CATResult:
     """Run the adaptive test for many examinees at once.
 
     Exactly one answer source: ``responses`` (ResponseMatrix or (n, J) array in bank order:
@@ -71,7 +71,10 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     pool holds no answered item any more is finished, ``bank_exhausted``), ``thetas`` (true
     abilities: answers drawn from the bank's model), or ``answer_fn(subject_ids, item_ids) ->
     scores`` (with ``subject_ids``). With ``thetas`` the true values are the reference for the
-    error columns; ``theta_ref`` supplies reference values otherwise.
+    error columns; ``theta_ref`` supplies reference values otherwise. ``dispersion`` (with
+    ``thetas``): each bank item's phi_j of the drawn answers, Beta scores of mean P and
+    variance phi_j P Q, while the test scores ``bank`` as it is (a bank folder of continuous
+    scores: :func:`atlascat.bankdir.adaptive.answering_bank`); default the bank's own column.
 
     Randomness: ``rng`` a seed or Generator, or a list of n Generators (examinee i's selection
     generator, replayed answers only). ``sel = rng.spawn(n)`` gives examinee i's selection
@@ -98,7 +101,8 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     from ..irt.polybank import PolyBank
 
     if isinstance(bank, PolyBank):
-        if answer_fn is not None or batch_size != 1 or theta_ref is not None:
+        if answer_fn is not None or batch_size != 1 or theta_ref is not None or \
+                dispersion is not None:
             raise ConfigError("an ordinal bank's adaptive test takes responses= or thetas=, "
                               "one item per round (no answer_fn, batch_size or theta_ref)")
         from .ordinal import simulate_ordinal_cat
@@ -114,6 +118,9 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     if sum(given) != 1 and not (responses is not None and thetas is not None
                                 and answer_fn is None):
         raise ConfigError("give exactly one answer source: responses=, thetas= or answer_fn=")
+    if dispersion is not None and (thetas is None or responses is not None):
+        raise ConfigError("dispersion is of the answers drawn at thetas=; recorded answers "
+                          "(responses=, answer_fn=) are what they are")
     per_examinee = isinstance(rng, (list, tuple))   # one selection Generator per examinee
     if per_examinee and thetas is not None and responses is None:
         raise ConfigError("one Generator per examinee is for replayed answers (responses=); "
@@ -130,7 +137,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         # whose variance is the one its dispersion column (the posterior's) describes
         n = check_thetas(thetas, "true thetas").size
         sel_rngs = rng.spawn(n)
-        source = ModelAnswers(thetas, bank, rng.spawn(n), subject_ids)
+        source = ModelAnswers(thetas, bank, rng.spawn(n), subject_ids, dispersion)
         theta_ref = source.thetas if theta_ref is None else theta_ref
     else:
         if subject_ids is None:

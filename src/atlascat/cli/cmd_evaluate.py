@@ -27,7 +27,8 @@ from ._options import BOUND_MARGIN_HELP
 SUBJECT_HELP = ("Who answers: completions:URL (OpenAI /v1/completions with echo + logprobs, "
                 "e.g. vLLM: the leaderboard's log-likelihood protocol), hf:PATH_OR_NAME "
                 "(transformers, in process), lmeval:MODEL,ARGS (an lm-evaluation-harness "
-                "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix; "
+                "backend), replay:MATRIX.csv#MODEL (answers recorded in a response matrix "
+                "or sample logs; "
                 "--suite: replay:openllm-v1#MODEL or replay:arc=A.csv,...#MODEL), "
                 "openai:URL (chat prompts: APPROXIMATE protocol), simulate:THETA[:SEED], or "
                 "cmd:COMMAND (your program, started once: a JSON line per item in, its "
@@ -398,7 +399,7 @@ def _start(o: _Options, limiter):
         raise ConfigError(f"--subject {spec.kind}: takes one model; give --llm once"
                           + (" (or put {model} in the command)" if spec.kind == "cmd" else ""))
     bank = ref.load() if design == "suite" else design_bank(ref, design)
-    settings = {**o.settings(limiter), "score_range": _score_range(ref)}
+    settings = {**o.settings(limiter), **_folder_settings(ref)}
     subjects = [spec.with_model(n).build(bank, **settings) for n in names or [None]]
     if any(subject_protocol(s) == "approximate" for s in subjects):
         approximate_note(spec.kind, "the banks were" if design == "suite" else "the bank was",
@@ -479,12 +480,14 @@ def _display(o: _Options, live) -> LiveDisplay:
         continuous=_continuous(live))
 
 
-def _score_range(ref):
-    """A bank folder's metric scale (built with --score-range): what a replayed matrix holds."""
+def _folder_settings(ref) -> dict:
+    """A bank folder's settings for the subject: its metric scale (built with --score-range:
+    what a replayed matrix holds) and the folder (``replay:`` of sample logs reads them as
+    the folder was built; ``simulate:`` by item id draws scores with its dispersions)."""
     from ..bankdir.predict import metric_scale
 
     folder = ref.folder() if ref is not None and ref.kind == "dir" else None
-    return None if folder is None else metric_scale(folder)
+    return {"score_range": None if folder is None else metric_scale(folder), "folder": folder}
 
 
 def _scales(live) -> dict:

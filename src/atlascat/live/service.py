@@ -527,8 +527,12 @@ class LiveRun:
             _check_same_bank(rid, info, items, given=bank)
             if isinstance(bank, BankRef) and str(bank) != info["bank_ref"]:   # the same bank,
                 store.move_bank(rid, str(bank))                                # moved
+            folder = (ref.folder() if ref is not None and ref.kind == "dir"   # replay: of logs,
+                      and info["subject"].get("type") in ("replay", "simulate")  # simulate:'s
+                      else None)                                             # dispersions
             subject = (subject_for(info["subject"], items) if subject_for is not None
-                       else SubjectSpec.rebuild(info["subject"], items, **settings))
+                       else SubjectSpec.rebuild(info["subject"], items,
+                                                **{"folder": folder, **settings}))
             jobs.append(Job(rid, kind, items, subject, ref))
         return cls(store, jobs)
 

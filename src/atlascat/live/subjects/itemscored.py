@@ -312,19 +312,23 @@ class RecordedAnswers:
     come up, both as ``atlas simulate`` does. ``ratings``: the items are ordinal (a graded / gpcm bank) and the matrix
     holds ratings on their own scales, replayed as recorded. ``score_range`` (low, high): the
     matrix holds a metric on that scale (a bank folder built with ``--score-range``), read as
-    (x - low) / (high - low); each reply shows the score as recorded, on that scale."""
+    (x - low) / (high - low); each reply shows the score as recorded, on that scale.
+    ``source``: the name of a matrix given in memory (the sample logs it was read from:
+    :func:`~atlascat.live.subjects.replay.replayed_matrix`), as described and stored."""
 
     kind = "item"
     protocol = "recorded"
 
-    def __init__(self, matrix, model: str, *, ratings: bool = False, score_range=None):
+    def __init__(self, matrix, model: str, *, ratings: bool = False, score_range=None,
+                 source=None):
         self.ratings = bool(ratings)
         self.score_range = None if score_range is None else [float(v) for v in score_range]
         if ratings:
             self.source, self._answers = recorded_ratings(matrix, model)
         else:
             self.source, self._answers = recorded_answers(matrix, model, binary=False,
-                                                          score_range=self.score_range)
+                                                          score_range=self.score_range,
+                                                          source=source)
         self.model = self.name = str(model)
 
     @property

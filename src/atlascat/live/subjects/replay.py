@@ -10,7 +10,8 @@ import numpy as np
 
 from ...errors import BankError, ConfigError
 
-__all__ = ["ReplaySubject", "recorded_answers", "recorded_ratings", "suite_recorded_answers"]
+__all__ = ["ReplaySubject", "recorded_answers", "recorded_ratings", "suite_recorded_answers",
+           "replayed_matrix"]
 
 #: the request index of a bank (shared by every replayed model), keyed weakly by the bank
 _REPLAY_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -40,16 +41,19 @@ class ReplaySubject:
     members : a suite's member names (default: those of ``bank`` when it is a suite's composite
         bank, items ``<member>/<item_id>``): ``matrix`` is then read by
         :func:`suite_recorded_answers` (``"openllm-v1"``, ``"arc=A.csv,..."``)
+    source : where the answers come from, as described and stored (default: ``matrix`` when
+        it is a path or name); a matrix read from sample logs (:func:`replayed_matrix`) is named
+        by the logs' path, so a resumed run reads them again
     """
 
     kind = "loglikelihood"
     protocol = "leaderboard"
 
-    def __init__(self, matrix, model: str, *, bank=None, members=None):
+    def __init__(self, matrix, model: str, *, bank=None, members=None, source=None):
         members = members or suite_members_of(bank)
         self.source, self._scores = (
             suite_recorded_answers(matrix, model, members, binary=False) if members
-            else recorded_answers(matrix, model, binary=False))
+            else recorded_answers(matrix, model, binary=False, source=source))
         self._answers = {k: None if v is None else int(v >= 0.5) for k, v in self._scores.items()}
         self.model = self.name = str(model)
         self._bank = None
@@ -133,13 +137,14 @@ class ReplaySubject:
 
 
 def recorded_answers(matrix, model, *, binary: bool = True,
-                     score_range=None) -> tuple[str, dict]:
+                     score_range=None, source=None) -> tuple[str, dict]:
     """(where the answers come from, {item id: 0/1 or None}) of ``model``'s row of ``matrix``
     (a :class:`~atlascat.responses.ResponseMatrix`, a pandas DataFrame with the models as its
     index, a matrix file or a bundled name); a value
     >= 0.5 counts as correct, NaN as no recorded answer. ``binary=False``: each score as
     recorded, in [0, 1]; ``score_range`` (low, high): a matrix file on a metric's scale, read
-    as (x - low) / (high - low) (a value outside it is refused)."""
+    as (x - low) / (high - low) (a value outside it is refused); ``source``: the name of a
+    matrix in memory (the sample logs it was read from, :func:`replayed_matrix`)."""
     import pandas as pd
 
     from ...bankdir.scaled import read_scaled_matrix
@@ -149,7 +154,10 @@ def recorded_answers(matrix, model, *, binary: bool = True,
         matrix = (read_scaled_matrix(matrix, tuple(score_range), folder=True, normalize_ids=True,
                                      on_empty="keep") if score_range is not None else
                   ResponseMatrix.from_frame(matrix, normalize_ids=True, on_empty="keep"))
-    source = "(in memory)" if isinstance(matrix, ResponseMatrix) else str(matrix)
+    named = source is not None and isinstance(matrix, ResponseMatrix)   # read from logs
+    if source is None:
+        source = "(in memory)" if isinstance(matrix, ResponseMatrix) else str(matrix)
+    source = str(source)
     if score_range is not None and not isinstance(matrix, ResponseMatrix):
         matrix = read_scaled_matrix(str(matrix), tuple(score_range), folder=True,
                                     normalize_ids=True, on_empty="keep")
@@ -157,9 +165,12 @@ def recorded_answers(matrix, model, *, binary: bool = True,
         matrix = _read_matrix(matrix)
     ids = [str(s) for s in matrix.subject_ids]
     if str(model) not in ids:
-        near = [s for s in ids if str(model).lower() in s.lower()][:5]
+        said = str(model).lower().replace("__", "/")   # a harness folder's name: org__model
+        near = [s for s in ids if said in s.lower()][:5]
+        held = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
         raise ConfigError(f"model {model!r} is not a subject of {source} ({len(ids)} subjects)"
                           + (f"; did you mean {', '.join(near)}?" if near else
+                             f"; use one of the models its logs hold ({held})" if named else
                              "; use a subject id from the matrix's first column"))
     row = np.asarray(matrix.values[ids.index(str(model))], dtype=float)
     if not binary:
@@ -167,6 +178,26 @@ def recorded_answers(matrix, model, *, binary: bool = True,
                         for i, v in zip(matrix.item_ids, row)}
     return source, {str(i): (None if np.isnan(v) else int(v >= 0.5))
                     for i, v in zip(matrix.item_ids, row)}
+
+
+def replayed_matrix(matrix, folder=None):
+    """What ``replay:MATRIX#MODEL`` reads its answers from: ``matrix`` itself (a matrix file or
+    a bundled name), or, when it names lm-evaluation-harness sample logs (a folder, one model
+    per folder as the harness writes them, or ``.jsonl[.gz]`` files), the models' answers read
+    against the bank folder ``folder`` exactly as ``atlas simulate --bank DIR LOGS`` reads them
+    (its task, metric, filter and scale: :func:`atlascat.bankdir.predict.logged_targets`), a
+    ResponseMatrix on 0-1. Sample logs without a bank folder, or on one built from a response
+    matrix, are refused with one line."""
+    from ...bankdir.predict import is_sample_logs, logged_targets
+
+    if not is_sample_logs(matrix):
+        return matrix
+    if folder is None:
+        raise ConfigError(f"replay: {str(matrix)!r} names sample logs (a folder, a "
+                          ".jsonl[.gz] file), which are read with the task, metric and filter "
+                          "of the bank folder built from such logs: give that folder with "
+                          "--bank DIR, or a response matrix file")
+    return logged_targets(folder, matrix)
 
 
 def suite_recorded_answers(spec, model, members, *, binary: bool = True) -> tuple[str, dict]:

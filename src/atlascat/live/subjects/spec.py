@@ -14,7 +14,7 @@ from ...errors import BankError, ConfigError
 from .chat import OpenAICompatible
 from .completions import OpenAICompletionsSubject
 from .itemscored import CommandSubject, RecordedAnswers
-from .replay import ReplaySubject
+from .replay import ReplaySubject, replayed_matrix
 from .scripted import SimulatedRatings, SimulatedScores, SimulatedSubject
 
 __all__ = ["SubjectSpec", "subject_from_spec", "parse_theta_spec", "has_requests",
@@ -124,7 +124,9 @@ class SubjectSpec:
                               bank without requests (built from a matrix), or scored by f1 or
                               a metric ATLAS cannot compute, asked by item id; on a suite,
                               ``MEMBER=MATRIX,...`` or the suite's name (each member's
-                              bundled matrix: :func:`.replay.suite_recorded_answers`)
+                              bundled matrix: :func:`.replay.suite_recorded_answers`);
+                              MATRIX may be sample logs (a folder, ``.jsonl[.gz]``) on a bank
+                              folder built from logs: :func:`.replay.replayed_matrix`
     ``cmd:COMMAND``           the user's program: sent the bank's requests, its outputs scored
                               by each item's rule (:mod:`.cmdrequests`), or on a bank without
                               requests scores the items by id (:mod:`.itemscored`);
@@ -182,7 +184,11 @@ class SubjectSpec:
         """The subject. ``settings`` go where they apply: :data:`HTTP_OPTIONS` to the HTTP
         subjects, ``chat`` (bool) to ``openai:`` / ``simulate:``, ``batch_prompts`` to
         ``completions:``, ``timeout`` to ``cmd:``, ``score_range`` (a bank folder's metric
-        scale) to ``cmd:``, ``replay:`` and ``simulate:`` by item id, the others (``device``,
+        scale) to ``cmd:``, ``replay:`` and ``simulate:`` by item id, ``folder`` (the bank
+        folder asked, a :class:`~atlascat.bankdir.BankFolder`) to ``replay:`` of sample logs,
+        read as that folder reads them, and to ``simulate:`` by item id, whose scores on a
+        folder of continuous scores are drawn with its items' dispersions
+        (:func:`~atlascat.bankdir.adaptive.answering_bank`), the others (``device``,
         ``dtype``, ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored.
         ``bank``: the bank asked (``simulate:`` needs it; ``replay:`` asks a bank without
         requests by id)."""
@@ -209,6 +215,10 @@ class SubjectSpec:
                 return SimulatedRatings(bank, theta, seed=seed,
                                         name=model or f"simulated(theta={theta:g})")
             if not has_requests(bank):   # a bank file, a folder built from a matrix: by id
+                if kw.get("folder") is not None:   # continuous scores: drawn as such
+                    from ...bankdir.adaptive import answering_bank
+
+                    bank = answering_bank(kw["folder"], bank)
                 return SimulatedScores(bank, theta, seed=seed,
                                        name=model or f"simulated(theta={theta:g})",
                                        score_range=kw.get("score_range"))
@@ -217,9 +227,10 @@ class SubjectSpec:
                                     kind="chat" if kw.get("chat", True) else "completion")
         if kind == "replay":
             matrix, _, who = target.rpartition("#")
+            answers = replayed_matrix(matrix, kw.get("folder"))   # sample logs: read as simulate
             if bank is not None and (not has_requests(bank) or replays_by_id(bank)):
-                subject = RecordedAnswers(matrix, who, ratings=ratings,
-                                          score_range=kw.get("score_range"))
+                subject = RecordedAnswers(answers, who, ratings=ratings,
+                                          score_range=kw.get("score_range"), source=matrix)
                 if ratings:   # a recorded rating off its item's scale: refused before asking
                     from ...irt.polyscore import aligned_ratings
                     from ...responses import one_subject_frame
@@ -227,7 +238,7 @@ class SubjectSpec:
                     row = {k: v for k, v in subject._answers.items() if v is not None}
                     bank.encode(aligned_ratings(one_subject_frame(row), bank)[0], [who])
                 return subject
-            return ReplaySubject(matrix, who, bank=bank)
+            return ReplaySubject(answers, who, bank=bank, source=matrix)
         if kind == "cmd":
             command = (target.replace("{model}", shlex.quote(str(model)))
                        if "{model}" in target else target)
@@ -247,7 +258,7 @@ class SubjectSpec:
             raise ConfigError(f"--subject {self.kind}: needs optional packages "
                               f"({exc.name or exc}): pip install 'atlascat[{extra}]'") from None
         opts = {k: v for k, v in kw.items()
-                if k not in HTTP_OPTIONS and k not in ("chat", "score_range")}
+                if k not in HTTP_OPTIONS and k not in ("chat", "score_range", "folder")}
         if self.model:
             opts.setdefault("name", self.model)
         return _construct(cls.from_spec, self.target, **opts)
