@@ -129,3 +129,30 @@ def test_the_estimate_solves_its_equation_and_differs_from_eap(graded_bank):
     h = 1e-5
     assert abs((lp(th + h) - lp(th - h)) / (2 * h) - s[0]) < 1e-5
     assert out["ml"].persons["theta"][0] > out["eap"].persons["theta"][0]
+
+
+def test_a_mixed_banks_terms_are_the_models_own():
+    """On a bank of graded and GPCM items, S, I and J over the answered items (each (item,
+    theta) pair evaluated once, intercepts shifted) equal the item response functions' own
+    derivatives at that theta."""
+    from atlascat.cat import ordinal_estimators as OE
+
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0.8, 2.0, 12)
+    d = np.sort(rng.normal(0, 1.5, (12, 3)), axis=1)[:, ::-1]
+    d[6:] = rng.normal(0, 1, (6, 3))
+    bank = PolyBank([f"q{j}" for j in range(12)], np.column_stack([a, d]),
+                    ["graded"] * 6 + ["gpcm"] * 6)
+    items = np.array([[0, 7, 3, 11, 8, -1], [6, 1, 2, -1, -1, -1]])
+    cats = np.array([[0, 3, 2, 1, 0, -1], [2, 1, 3, -1, -1, -1]])
+    theta = np.array([-0.7, 1.3])
+    s, i, j = OE.terms(bank, theta, items, cats)
+    for r in range(2):
+        x = theta[r:r + 1]
+        p = poly.prob(bank.models, bank.params, x)[:, 0]
+        d1 = poly.dprob_dtheta(bank.models, bank.params, x)[:, 0]
+        d2 = poly.d2prob_dtheta2(bank.models, bank.params, x)[:, 0]
+        it, ct = items[r][items[r] >= 0], cats[r][items[r] >= 0]
+        assert s[r] == pytest.approx(np.sum(d1[it, ct] / p[it, ct]), rel=1e-10)
+        assert i[r] == pytest.approx(np.sum(d1[it] ** 2 / p[it]), rel=1e-10)
+        assert j[r] == pytest.approx(np.sum(d1[it] * d2[it] / p[it]), rel=1e-10)
