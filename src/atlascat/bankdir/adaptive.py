@@ -264,15 +264,13 @@ def _source_dispersion(folder) -> dict | None:
         return None
     import numpy as np
 
-    from ..irt.dispersion import is_binary, item_dispersion
-    from ..irt.quadrature import normal_quadrature
+    from ..irt.dispersion import estimated_dispersion
     from ..responses import ResponseMatrix
 
     rm = ResponseMatrix(src.values, list(src.models), list(src.item_ids), on_empty="keep")
     y = rm.aligned_values(folder.bank.item_ids, extra="ignore")
-    if is_binary(y):
+    phi = estimated_dispersion(y, folder.bank)    # on the calibration's grid
+    if phi is None:
         return None
-    quad = normal_quadrature()          # the calibration's grid
-    phi = item_dispersion(y, folder.bank.probability(quad.nodes), quad.log_weights)
     return {str(i): float(v) for i, v, seen in zip(folder.bank.item_ids, phi,
                                                    np.isfinite(y).any(0)) if seen}

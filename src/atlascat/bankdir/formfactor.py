@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BankFolderError, ConfigError
+from ..scorelink.settings import Z95
 from .defaults import BUDGET, FORM_FOLDS, SOURCE_ANSWERS_FILE
 from .folder import SourceAnswers
 
@@ -41,7 +42,6 @@ __all__ = ["FormFactors", "form_factors", "Form",
 
 #: the form file's columns that carry its factors (the same value on every row)
 FACTOR_COLUMNS = ("se_factor", "interval_factor")
-_Z = 1.959964
 #: fewest scored models a fold's score link is fitted on (one with no interior knot:
 #: :func:`atlascat.scorelink.curve.fit_monotone_spline`)
 MIN_TRAIN = 16
@@ -99,7 +99,7 @@ def _fold_scores(bank, link, y, s, form_cols):
     err = score - s
     side = np.where(err > 0, score - pred["score_lo"].to_numpy(float),
                     pred["score_hi"].to_numpy(float) - score)
-    z = _Z * err / np.maximum(side, 1e-9)
+    z = Z95 * err / np.maximum(side, 1e-9)
     ok = np.isfinite(th) & np.isfinite(th_bank) & (part["n_items"].to_numpy() > 0)
     return th[ok] - th_bank[ok], model[ok], z[ok & np.isfinite(z)]
 
@@ -168,8 +168,8 @@ def form_factors(folder, k: int = 50, criterion: str = "D", thetas=None, *,
     interval = float(np.sqrt(np.mean(z ** 2))) if z.size else 1.0
     return FormFactors(se=max(1.0, realized / model), interval=interval, folds=folds,
                        n=int(d.size), realized=realized, model=model,
-                       coverage_before=float(np.mean(np.abs(z) <= _Z)) if z.size else np.nan,
-                       coverage_after=float(np.mean(np.abs(z) <= _Z * interval))
+                       coverage_before=float(np.mean(np.abs(z) <= Z95)) if z.size else np.nan,
+                       coverage_after=float(np.mean(np.abs(z) <= Z95 * interval))
                        if z.size else np.nan)
 
 

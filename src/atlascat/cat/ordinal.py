@@ -127,7 +127,8 @@ class _OrdinalEngine:
         if expo.method == "sympson_hetter":
             self.sh_k = np.array([expo.params.get(str(i), 1.0) for i in bank.item_ids])
         self.counts = np.zeros(J, dtype=np.int64)
-        self.log_post = np.tile(log_w - np.logaddexp.reduce(log_w), (n, 1))
+        self.log_prior = log_w - np.logaddexp.reduce(log_w)
+        self.log_post = np.tile(self.log_prior, (n, 1))
         self.used = np.zeros((n, J), dtype=bool)            # given, skipped or rejected
         self.given = np.zeros((n, J), dtype=bool)
         self.n_items = np.zeros(n, dtype=int)
@@ -142,7 +143,6 @@ class _OrdinalEngine:
             self.asked = np.full((2, n, width), -1, dtype=np.int64)
             self.tables = OE.node_tables(bank, self.nodes)
             self.grids = np.zeros((3, n, self.nodes.size))
-            self.log_prior = self.log_post[0].copy()
         # item information on a 0.01-spaced grid over the theta range, read by linear
         # interpolation (error h^2 |I''| / 8, below 1e-4 of the peak for slopes up to 3)
         self.lo, hi = (float(v) for v in est.theta_range)

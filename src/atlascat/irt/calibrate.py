@@ -488,13 +488,9 @@ class Calibrator:
             if self.dispersion != "auto":
                 raise ConfigError(f"dispersion must be None, 'auto' or one value per item, got "
                                   f"{self.dispersion!r}")
-            from .dispersion import is_binary, item_dispersion
-            from .quadrature import normal_quadrature
+            from .dispersion import estimated_dispersion
 
-            if is_binary(values):
-                return None
-            quad = normal_quadrature(int(self.quadpts), self.theta_range)
-            return item_dispersion(values, bank.probability(quad.nodes), quad.log_weights)
+            return estimated_dispersion(values, bank, self.quadpts, self.theta_range)
         from ..validation import check_prob_array
 
         phi = check_prob_array(self.dispersion, "dispersion").reshape(-1)

@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["item_dispersion", "is_binary", "bank_dispersion", "with_dispersion",
-           "without_dispersion", "draw_scores", "COLUMN"]
+__all__ = ["estimated_dispersion", "item_dispersion", "is_binary", "bank_dispersion",
+           "with_dispersion", "without_dispersion", "draw_scores", "COLUMN"]
 
 COLUMN = "dispersion"   # the bank metadata column holding phi_j
 
@@ -82,6 +82,20 @@ def item_dispersion(y, p, log_prior, lo=0.05, hi=1.0, chunk=128):
         num[j] = np.where(seen[:, j], (yv[:, j] - f) ** 2, 0.0).sum(0)
         den[j] = np.where(seen[:, j], f * (1.0 - f), 0.0).sum(0)
     return np.clip(num / np.maximum(den, 1e-12), lo, hi)
+
+
+def estimated_dispersion(values, bank, quadpts: int | None = None, theta_range=None):
+    """phi_j of every item of ``bank`` from the scores ``values`` (subjects x the bank's items,
+    NaN for no answer) on the calibration's grid (:func:`item_dispersion`), or None when every
+    score is 0 or 1 (a coin: nothing to estimate)."""
+    from .defaults import QUADPTS, THETA_RANGE
+    from .quadrature import normal_quadrature
+
+    if is_binary(values):
+        return None
+    quad = normal_quadrature(int(QUADPTS if quadpts is None else quadpts),
+                             THETA_RANGE if theta_range is None else theta_range)
+    return item_dispersion(values, bank.probability(quad.nodes), quad.log_weights)
 
 
 def bank_dispersion(bank):

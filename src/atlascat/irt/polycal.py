@@ -143,8 +143,9 @@ def unused_levels(data, item_ids, value_range) -> str | None:
         return None
     lo, hi = (float(v) for v in value_range)
     scale = np.arange(np.ceil(lo), np.floor(hi) + 1)
-    lacking = [(str(item), [x for x in scale if x not in set(map(float, lev))])
-               for item, lev in zip(item_ids, data.levels)]
+    had = [set(map(float, lev)) for lev in data.levels]
+    lacking = [(str(item), [x for x in scale if x not in seen])
+               for item, seen in zip(item_ids, had)]
     lacking = [(item, gone) for item, gone in lacking if gone]
     if not lacking:
         return None
