@@ -10,7 +10,7 @@
     DIR/requests.jsonl    (sample logs only) one line per bank item: the requests exactly as
                           logged, the scoring rule, gold and the document
     DIR/source_answers.npz the source models' answers to the bank's items and their scores
-                          (:class:`SourceAnswers`; folders built before 2026-11-29 lack it):
+                          (:class:`SourceAnswers`; folders built by earlier versions lack it):
                           what a fixed form's precision is cross-fitted on
     DIR/<other files>     optional extras (e.g. ``predictor.json``), listed in
                           :attr:`BankFolder.extras` by name, read by whoever owns them

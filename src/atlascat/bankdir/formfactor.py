@@ -21,8 +21,8 @@ on held-out models does:
 :func:`widen_form_scores` applies them to a model's scores on the form: the part of its
 variance beyond the whole bank's (SE_bank: the posterior SD the whole bank's information gives
 at its theta) times the se factor squared, each side of the score interval times the interval
-factor. Measured on BenchPred's five matrices with the study's 3 folds: coverage 0.925-0.966
-(without: 0.850-0.983), the same error. The factors travel in the form's file
+factor (what they do on held-out models: benchmarks/results/fixed_forms.md). The factors
+travel in the form's file
 (:func:`with_factors`, :func:`read_form`: columns ``se_factor`` and ``interval_factor``).
 """
 from __future__ import annotations

@@ -17,10 +17,9 @@ E-step's posterior uses the scaled terms; each item's log prior is divided by ph
 M-step takes the unscaled expected counts), so the estimates maximize sum_s log sum_q pi_q
 exp(L_sq) + sum_j log p(a_j) / phi_j, the objective reported: the prior as strong against an
 item's information as on a 0/1 item (lognormal(0, 1) acts about as lognormal(0, sqrt(phi_j))).
-The slopes shrink towards the prior's median (0.45-0.57 x the truth, 40-100 simulated models,
-phi 0.15); the prior at its stated weight recovers them better (0.65-0.86 x) but made the
-adaptive test on LongBench's continuous banks claim more precision than it has (coverage 0.911
--> 0.888 at SE 0.3), the predictor unchanged (benchmarks/results/longbench.md, 2026-11-29). phi_j is
+With few source models the slopes shrink towards the prior's median, which keeps the
+adaptive test on continuous banks from claiming more precision than it has (the prior at its
+stated weight, measured: benchmarks/results/longbench.md). phi_j is
 :func:`item_dispersion`, the Pearson ratio of each item's residuals on the posterior predictive
 of the subject's other answers. For 0/1 answers phi_j = 1 and nothing changes.
 

@@ -106,8 +106,7 @@ def _fit_joint(values, weights, item_model: ItemModel, *, quadpts: int = QUADPTS
         below takes the unscaled expected counts, so item j's update maximizes its scaled
         data term plus log p(theta_j) / phi_j (the prior as strong against one item's
         information as on a 0/1 item). The objective EM and SQUAREM's safeguard read is that
-        one; measured against the prior at weight 1 in benchmarks/results/longbench.md
-        ("The M-step of the extended quasi-likelihood", 2026-11-29)."""
+        one (the prior at weight 1, measured: benchmarks/results/longbench.md)."""
         lp = item_model.log_prior(th, xp)
         return lp if scale is None else lp * scale[:, 0]
 
