@@ -47,6 +47,55 @@ without another row crossing out of its bound, (3) no row worsens by more than 0
 
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
         --variant base --variant fixed10 --replays 20 [--tasks qmsum] [--splits interpolation]
+Pre-registration (2026-11-29, committed before any of its rows was measured). The rule,
+verbatim as given:
+
+    RULE (fixed now). Data A: LongBench, the 8 tasks x 2 splits, seeds 0-4, 20 replays on FRESH
+    draws `--draw-offset 60` (never used before), variants base, slope0.5, pcr. Data B: the
+    shared binary BenchPred matrices that benchmarks/bench_benchpred.py runs by default
+    (IFEval, MuSR, ARC, HELM MMLU, MedQA or whatever its defaults are), both splits
+    (interpolation, extrapolation), seeds 0-2, 12 replays each through the library path (as
+    bench_benchpred's `--set ... --replays K` path or the study script extended to these
+    matrices: same bank per seed for all variants, same draws), variants base, slope0.5, pcr.
+    A variant WINS iff all hold: (1) its summed MAE is below base's on A and not above base's
+    on B; (2) no row of A or B is worse than base's by more than 2% (0.05 points on rows below
+    2.5); (3) every row's 95% coverage is in 0.90-0.99 (where base's is outside, not further
+    outside); (4) no LongBench row within its bound (the peers' expected MAE,
+    longbench/peers_draws.csv as the study script reads it; interpolation 1.0x, extrapolation
+    1.1x) leaves it. If both win, the one with the lower summed A+B MAE.
+
+How it is applied (fixed with the rule, before measuring):
+
+- A: ``--draw-offset 60 --replays 20`` (draws k = 60..79 from ``[seed + 1000, k]``), the
+  cached banks of bench_longbench.cached_bank, ``fit(rng=seed)``; MAE per row the mean of the
+  five seeds' MAEs, coverage the pooled hits / targets (as every table of longbench.md).
+- B: ``--benchpred v2_ifeval,v2_musr,v2_arc_challenge,helm_mmlu,helm_med_qa`` (bench_benchpred's
+  NAMES), seeds 0-2, bench_benchpred's split_models, the bank ``Calibrator()``'s on the source
+  (bench_benchpred.run_library's; cached on disk once per dataset, split and seed and shared by
+  the variants), ``chance = CHANCE[dataset]``, ``fit(rng=seed)`` and bench_benchpred.replays_of
+  with 12 replays (the first draw ``seed=seed + 1000``, each target its own Generator, the
+  others ``rng=[seed + 1000, k]``, k = 1..11): the draws of its ``--set ... --replays 12``.
+- pcr on B: every matrix there has 41-336 source models, where the shipped model part is the
+  stacked G = alpha + beta M + gamma R (least squares on the replays, from 40 models); pcr is
+  the third member of that rule: G = alpha + beta M + gamma R + delta P by least squares on the
+  same replays (P each source model's leave-one-out PCR prediction, as R's). Below 40 source
+  models (all of A) the mean of the three calibrated predictions, as measured before.
+- slope0.5 on B: the draws' uncertainty part a_j^0.5 sqrt(f (1 - f)) (phi = 1 for 0/1 answers).
+- Clause (2): a row fails where variant - base > 0.05 points if base's MAE is below 2.5, else
+  > 0.02 x base's MAE; unrounded values. Clause (3): the distance of the coverage from
+  [0.90, 0.99] must be 0, or at most base's where base's is positive. Clause (4): the bound is
+  min over peer methods of the mean of peers_draws.csv's mae_points over seeds and draws
+  (x 1.0 interpolation, x 1.1 extrapolation); a row with base's MAE <= bound fails if the
+  variant's MAE > bound.
+- Rows: results/longbench/study_interp_prereg.csv (A) and
+  results/longbench/study_interp_prereg_binary.csv (B).
+
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant slope0.5 --variant pcr --replays 20 --draw-offset 60 \
+        --out benchmarks/results/longbench/study_interp_prereg.csv
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant slope0.5 --variant pcr --benchpred default --seeds 3 \
+        --replays 12 --out benchmarks/results/longbench/study_interp_prereg_binary.csv
 """
 from __future__ import annotations
 
