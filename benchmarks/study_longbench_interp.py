@@ -101,6 +101,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -108,12 +109,14 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_benchpred as bp  # noqa: E402
 from bench_benchpred import _metrics, replays_of, split_models  # noqa: E402
 from bench_longbench import SPLITS, TASKS, cached_bank, load  # noqa: E402
 
 from atlascat.predict import BenchmarkPredictor  # noqa: E402
 from atlascat.predict import estimators as est  # noqa: E402
 from atlascat.predict import regression  # noqa: E402
+from atlascat.predict.predictor import RIDGE_FIT_MIN_MODELS  # noqa: E402
 from atlascat.responses import ResponseMatrix  # noqa: E402
 
 STATS = []
@@ -375,6 +378,9 @@ class Study(BenchmarkPredictor):
     pcr = False            # G = the mean of the calibrated M, R and PCR predictions
 
     def _calibrated(self, arr):
+        if self.pcr and "pcr" in arr and getattr(self, "pcr_stack_", None) is not None:
+            c = self.pcr_stack_     # from 40 source models: alpha + beta M + gamma R + delta P
+            return c[0] + c[1] * arr["model"] + c[2] * arr["ridge"] + c[3] * arr["pcr"]
         if self.pcr and "pcr" in arr:
             return np.mean([a + b * arr[k] for (a, b), k in
                             zip(self.lines_, ("model", "ridge", "pcr"))], axis=0)
@@ -424,6 +430,11 @@ class Study(BenchmarkPredictor):
             if loo_rows is not None:
                 t = self.ridge_scores_[np.asarray(loo_rows)]
                 self.lines_ = [_line(out[k], t) for k in ("model", "ridge", "pcr")]
+                self.pcr_stack_ = None
+                if len(self.ridge_scores_) >= RIDGE_FIT_MIN_MODELS:   # the shipped rule's
+                    X = np.column_stack([np.ones_like(t)] + [out[k] for k in       # stacking
+                                                             ("model", "ridge", "pcr")])
+                    self.pcr_stack_ = np.linalg.lstsq(X, t, rcond=None)[0]
             return out
         if self.slope_power:
             return self._slope_arrays(y, rng, budget, loo_rows)
@@ -578,8 +589,8 @@ def honest_model(pred, bank_fit, source, rng, folds=5):
     return tuple(np.concatenate([v[i] for v in out.values()]) for i in range(3))
 
 
-def make(variant, budget, seed, bank, source):
-    p = Study(budget)
+def make(variant, budget, seed, bank, source, **settings):
+    p = Study(budget, **settings)
     p.pcr = variant == "pcr"
     if variant.startswith("slope"):      # slope<power>
         p.slope_power = float(variant[5:])
@@ -617,6 +628,113 @@ def make(variant, budget, seed, bank, source):
     return p
 
 
+def bounds():
+    """(task, split) -> the bound on LongBench: the best peer's expected MAE (the mean of
+    peers_draws.csv's mae_points over seeds and draws, min over methods), x 1.0 on
+    interpolation, x 1.1 on extrapolation."""
+    d = pd.read_csv(PEERS)
+    best = d.groupby(["task", "split", "method"]).mae_points.mean().groupby(
+        level=[0, 1]).min()
+    return {k: v * (1.0 if k[1] == "interpolation" else 1.1) for k, v in best.items()}
+
+
+def _cov_gap(c):
+    return max(0.90 - c, c - 0.99, 0.0)
+
+
+def verdict(path_a, path_b):
+    """The pre-registered rule on the rows of A and B: per variant the summed MAE on each,
+    the failed clauses (with the rows that fail them) and the winner (or None)."""
+    a, b = pd.read_csv(path_a), pd.read_csv(path_b)
+    bnd = bounds()
+    out, wins = {}, {}
+    for v in sorted(set(a.variant) - {"base"}):
+        fails = {1: [], 2: [], 3: [], 4: []}
+        sums = {}
+        for tag, d in (("A", a), ("B", b)):
+            base = d[d.variant == "base"].set_index(["task", "split"])
+            var = d[d.variant == v].set_index(["task", "split"]).reindex(base.index)
+            sums[tag] = (base.mae.sum(), var.mae.sum())
+            for key in base.index:
+                bm, vm = base.mae[key], var.mae[key]
+                tol = 0.05 if bm < 2.5 else 0.02 * bm
+                if vm - bm > tol:
+                    fails[2].append(f"{tag} {key[0]} {key[1]} {bm:.3f} -> {vm:.3f}")
+                gb, gv = _cov_gap(base.coverage[key]), _cov_gap(var.coverage[key])
+                if gv > 0 and gv > gb:
+                    fails[3].append(f"{tag} {key[0]} {key[1]} coverage {var.coverage[key]:.3f}")
+                if tag == "A" and bm <= bnd[key] < vm:
+                    fails[4].append(f"A {key[0]} {key[1]} {vm:.3f} > bound {bnd[key]:.3f}")
+        if not sums["A"][1] < sums["A"][0]:
+            fails[1].append(f"A summed {sums['A'][0]:.3f} -> {sums['A'][1]:.3f}")
+        if sums["B"][1] > sums["B"][0]:
+            fails[1].append(f"B summed {sums['B'][0]:.3f} -> {sums['B'][1]:.3f}")
+        out[v] = dict(sums=sums, fails={k: f for k, f in fails.items() if f})
+        if not out[v]["fails"]:
+            wins[v] = sums["A"][1] + sums["B"][1]
+    winner = min(wins, key=wins.get) if wins else None
+    return out, winner
+
+
+BP_CACHE = Path(tempfile.gettempdir()) / "atlas_benchpred_cache"
+
+
+def cached_binary_bank(name, df, split, seed):
+    """Calibrator()'s bank on the source models of a BenchPred matrix (dataset, split, seed),
+    as bench_benchpred.run_library fits it, cached on disk."""
+    import pickle
+    import warnings
+
+    from atlascat.irt.calibrate import Calibrator
+
+    BP_CACHE.mkdir(parents=True, exist_ok=True)
+    path = BP_CACHE / f"{name}_{split}_{seed}.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    full = df.to_numpy(float)
+    src, _ = split_models(full, split, seed, df.index)
+    source = ResponseMatrix(full[src], [f"m{i}" for i in src], [str(c) for c in df.columns])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bank = Calibrator().fit(source).bank_
+    path.write_bytes(pickle.dumps(bank))
+    return bank
+
+
+def run_benchpred(names, variants, seeds, replays):
+    """Data B of the pre-registration: bench_benchpred's library path (``--set ... --replays
+    K``: its split, Calibrator()'s bank, chance, fit(rng=seed), replays_of) per variant, the
+    bank and draws shared by the variants."""
+    rows = []
+    for name in names:
+        df = bp.load(name)
+        full = df.to_numpy(float)
+        ids = [str(c) for c in df.columns]
+        for split in bp.SPLITS:
+            for v in variants:
+                t0, parts = time.time(), []
+                for seed in range(seeds):
+                    src, tgt = split_models(full, split, seed, df.index)
+                    source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
+                    targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
+                    bank = cached_binary_bank(name, df, split, seed)
+                    pred = make(v, 50, seed, bank, source, chance=bp.CHANCE[name])
+                    truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
+                    _, p = replays_of(pred, targets, seed, replays)
+                    parts.append(_metrics(p, truth))
+                d = pd.DataFrame(parts)
+                r = {"task": name, "split": split, "variant": v, "mae": d.mae.mean(),
+                     "coverage": d.n_hits.sum() / d.n_targets.sum(), "width": d.width.mean(),
+                     "design_mae": d.design_mae.mean(), "model_mae": d.model_mae.mean(),
+                     "outside": d.outside.mean(), "n_source": len(src),
+                     "seconds": time.time() - t0}
+                rows.append(r)
+                print(f"{name:21s} {split:13s} {v:12s} MAE {r['mae']:5.2f} cov "
+                      f"{r['coverage']:.3f} D {r['design_mae']:5.2f} M {r['model_mae']:5.2f}"
+                      f" ({r['seconds']:.0f}s)", flush=True)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--variant", action="append", default=[])
@@ -627,11 +745,30 @@ def main(argv=None):
     ap.add_argument("--draw-offset", type=int, default=0,
                     help="other draws of the same rows (the noise of --replays K)")
     ap.add_argument("--out", default=None, help="CSV of the rows (task, split, variant)")
+    ap.add_argument("--benchpred", default=None, metavar="DATASETS",
+                    help="the binary BenchPred matrices instead (comma-separated, or 'default': "
+                         "bench_benchpred's NAMES), bench_benchpred's library path")
+    ap.add_argument("--verdict", nargs=2, metavar=("CSV_A", "CSV_B"), default=None,
+                    help="apply the pre-registered rule to the rows of A and B; nothing run")
     a = ap.parse_args(argv)
+    if a.verdict:
+        res, winner = verdict(*a.verdict)
+        for v, r in res.items():
+            (a0, a1), (b0, b1) = r["sums"]["A"], r["sums"]["B"]
+            print(f"{v}: A {a0:.3f} -> {a1:.3f}, B {b0:.3f} -> {b1:.3f}; failed clauses "
+                  f"{sorted(r['fails']) or 'none'}")
+            for k, f in r["fails"].items():
+                for line in f:
+                    print(f"  ({k}) {line}")
+        print(f"winner: {winner}")
+        return
     variants = a.variant or ["base"]
     rows = []
     t_all = time.time()
-    for task in a.tasks.split(","):
+    if a.benchpred:
+        names = bp.NAMES if a.benchpred == "default" else a.benchpred.split(",")
+        rows = run_benchpred(names, variants, a.seeds, a.replays)
+    for task in ([] if a.benchpred else a.tasks.split(",")):
         df = load(task)
         full = df.to_numpy(float)
         ids = [str(c) for c in df.columns]
