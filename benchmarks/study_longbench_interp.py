@@ -37,6 +37,10 @@ Outcome (benchmarks/results/longbench.md, "2026-11-29"): no variant wins by the 
 (pcr meets it on draws 0-19 by 0.003 on lcc's interpolation and misses on draws 20-39;
 slope0.5 fails rule 3 by 0.05 on two extrapolation rows); rows in
 results/longbench/study_interp.csv (``--draw-offset 20``: draws 20-39, the noise of 20 draws).
+The pre-registered test below (fresh draws 60-79 and the binary BenchPred matrices): neither
+wins (pcr fails clause 1 on B, 33.48 against 33.46; slope0.5 fails clauses 1, 2 and 4, its
+extrapolation rows 4.7-12.6% worse on B); longbench.md, "Pre-registered test of slope0.5 and
+pcr".
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
