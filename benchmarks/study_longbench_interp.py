@@ -37,6 +37,10 @@ Outcome (benchmarks/results/longbench.md, "2026-11-29"): no variant wins by the 
 (pcr meets it on draws 0-19 by 0.003 on lcc's interpolation and misses on draws 20-39;
 slope0.5 fails rule 3 by 0.05 on two extrapolation rows); rows in
 results/longbench/study_interp.csv (``--draw-offset 20``: draws 20-39, the noise of 20 draws).
+The pre-registered test below (fresh draws 60-79 and the binary BenchPred matrices): neither
+wins (pcr fails clause 1 on B, 33.48 against 33.46; slope0.5 fails clauses 1, 2 and 4, its
+extrapolation rows 4.7-12.6% worse on B); longbench.md, "Pre-registered test of slope0.5 and
+pcr".
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
@@ -47,11 +51,61 @@ without another row crossing out of its bound, (3) no row worsens by more than 0
 
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
         --variant base --variant fixed10 --replays 20 [--tasks qmsum] [--splits interpolation]
+Pre-registration (2026-11-29, committed before any of its rows was measured). The rule,
+verbatim as given:
+
+    RULE (fixed now). Data A: LongBench, the 8 tasks x 2 splits, seeds 0-4, 20 replays on FRESH
+    draws `--draw-offset 60` (never used before), variants base, slope0.5, pcr. Data B: the
+    shared binary BenchPred matrices that benchmarks/bench_benchpred.py runs by default
+    (IFEval, MuSR, ARC, HELM MMLU, MedQA or whatever its defaults are), both splits
+    (interpolation, extrapolation), seeds 0-2, 12 replays each through the library path (as
+    bench_benchpred's `--set ... --replays K` path or the study script extended to these
+    matrices: same bank per seed for all variants, same draws), variants base, slope0.5, pcr.
+    A variant WINS iff all hold: (1) its summed MAE is below base's on A and not above base's
+    on B; (2) no row of A or B is worse than base's by more than 2% (0.05 points on rows below
+    2.5); (3) every row's 95% coverage is in 0.90-0.99 (where base's is outside, not further
+    outside); (4) no LongBench row within its bound (the peers' expected MAE,
+    longbench/peers_draws.csv as the study script reads it; interpolation 1.0x, extrapolation
+    1.1x) leaves it. If both win, the one with the lower summed A+B MAE.
+
+How it is applied (fixed with the rule, before measuring):
+
+- A: ``--draw-offset 60 --replays 20`` (draws k = 60..79 from ``[seed + 1000, k]``), the
+  cached banks of bench_longbench.cached_bank, ``fit(rng=seed)``; MAE per row the mean of the
+  five seeds' MAEs, coverage the pooled hits / targets (as every table of longbench.md).
+- B: ``--benchpred v2_ifeval,v2_musr,v2_arc_challenge,helm_mmlu,helm_med_qa`` (bench_benchpred's
+  NAMES), seeds 0-2, bench_benchpred's split_models, the bank ``Calibrator()``'s on the source
+  (bench_benchpred.run_library's; cached on disk once per dataset, split and seed and shared by
+  the variants), ``chance = CHANCE[dataset]``, ``fit(rng=seed)`` and bench_benchpred.replays_of
+  with 12 replays (the first draw ``seed=seed + 1000``, each target its own Generator, the
+  others ``rng=[seed + 1000, k]``, k = 1..11): the draws of its ``--set ... --replays 12``.
+- pcr on B: every matrix there has 41-336 source models, where the shipped model part is the
+  stacked G = alpha + beta M + gamma R (least squares on the replays, from 40 models); pcr is
+  the third member of that rule: G = alpha + beta M + gamma R + delta P by least squares on the
+  same replays (P each source model's leave-one-out PCR prediction, as R's). Below 40 source
+  models (all of A) the mean of the three calibrated predictions, as measured before.
+- slope0.5 on B: the draws' uncertainty part a_j^0.5 sqrt(f (1 - f)) (phi = 1 for 0/1 answers).
+- Clause (2): a row fails where variant - base > 0.05 points if base's MAE is below 2.5, else
+  > 0.02 x base's MAE; unrounded values. Clause (3): the distance of the coverage from
+  [0.90, 0.99] must be 0, or at most base's where base's is positive. Clause (4): the bound is
+  min over peer methods of the mean of peers_draws.csv's mae_points over seeds and draws
+  (x 1.0 interpolation, x 1.1 extrapolation); a row with base's MAE <= bound fails if the
+  variant's MAE > bound.
+- Rows: results/longbench/study_interp_prereg.csv (A) and
+  results/longbench/study_interp_prereg_binary.csv (B).
+
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant slope0.5 --variant pcr --replays 20 --draw-offset 60 \
+        --out benchmarks/results/longbench/study_interp_prereg.csv
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant slope0.5 --variant pcr --benchpred default --seeds 3 \
+        --replays 12 --out benchmarks/results/longbench/study_interp_prereg_binary.csv
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,12 +113,14 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_benchpred as bp  # noqa: E402
 from bench_benchpred import _metrics, replays_of, split_models  # noqa: E402
 from bench_longbench import SPLITS, TASKS, cached_bank, load  # noqa: E402
 
 from atlascat.predict import BenchmarkPredictor  # noqa: E402
 from atlascat.predict import estimators as est  # noqa: E402
 from atlascat.predict import regression  # noqa: E402
+from atlascat.predict.predictor import RIDGE_FIT_MIN_MODELS  # noqa: E402
 from atlascat.responses import ResponseMatrix  # noqa: E402
 
 STATS = []
@@ -326,6 +382,9 @@ class Study(BenchmarkPredictor):
     pcr = False            # G = the mean of the calibrated M, R and PCR predictions
 
     def _calibrated(self, arr):
+        if self.pcr and "pcr" in arr and getattr(self, "pcr_stack_", None) is not None:
+            c = self.pcr_stack_     # from 40 source models: alpha + beta M + gamma R + delta P
+            return c[0] + c[1] * arr["model"] + c[2] * arr["ridge"] + c[3] * arr["pcr"]
         if self.pcr and "pcr" in arr:
             return np.mean([a + b * arr[k] for (a, b), k in
                             zip(self.lines_, ("model", "ridge", "pcr"))], axis=0)
@@ -375,6 +434,11 @@ class Study(BenchmarkPredictor):
             if loo_rows is not None:
                 t = self.ridge_scores_[np.asarray(loo_rows)]
                 self.lines_ = [_line(out[k], t) for k in ("model", "ridge", "pcr")]
+                self.pcr_stack_ = None
+                if len(self.ridge_scores_) >= RIDGE_FIT_MIN_MODELS:   # the shipped rule's
+                    X = np.column_stack([np.ones_like(t)] + [out[k] for k in       # stacking
+                                                             ("model", "ridge", "pcr")])
+                    self.pcr_stack_ = np.linalg.lstsq(X, t, rcond=None)[0]
             return out
         if self.slope_power:
             return self._slope_arrays(y, rng, budget, loo_rows)
@@ -529,8 +593,8 @@ def honest_model(pred, bank_fit, source, rng, folds=5):
     return tuple(np.concatenate([v[i] for v in out.values()]) for i in range(3))
 
 
-def make(variant, budget, seed, bank, source):
-    p = Study(budget)
+def make(variant, budget, seed, bank, source, **settings):
+    p = Study(budget, **settings)
     p.pcr = variant == "pcr"
     if variant.startswith("slope"):      # slope<power>
         p.slope_power = float(variant[5:])
@@ -568,6 +632,113 @@ def make(variant, budget, seed, bank, source):
     return p
 
 
+def bounds():
+    """(task, split) -> the bound on LongBench: the best peer's expected MAE (the mean of
+    peers_draws.csv's mae_points over seeds and draws, min over methods), x 1.0 on
+    interpolation, x 1.1 on extrapolation."""
+    d = pd.read_csv(PEERS)
+    best = d.groupby(["task", "split", "method"]).mae_points.mean().groupby(
+        level=[0, 1]).min()
+    return {k: v * (1.0 if k[1] == "interpolation" else 1.1) for k, v in best.items()}
+
+
+def _cov_gap(c):
+    return max(0.90 - c, c - 0.99, 0.0)
+
+
+def verdict(path_a, path_b):
+    """The pre-registered rule on the rows of A and B: per variant the summed MAE on each,
+    the failed clauses (with the rows that fail them) and the winner (or None)."""
+    a, b = pd.read_csv(path_a), pd.read_csv(path_b)
+    bnd = bounds()
+    out, wins = {}, {}
+    for v in sorted(set(a.variant) - {"base"}):
+        fails = {1: [], 2: [], 3: [], 4: []}
+        sums = {}
+        for tag, d in (("A", a), ("B", b)):
+            base = d[d.variant == "base"].set_index(["task", "split"])
+            var = d[d.variant == v].set_index(["task", "split"]).reindex(base.index)
+            sums[tag] = (base.mae.sum(), var.mae.sum())
+            for key in base.index:
+                bm, vm = base.mae[key], var.mae[key]
+                tol = 0.05 if bm < 2.5 else 0.02 * bm
+                if vm - bm > tol:
+                    fails[2].append(f"{tag} {key[0]} {key[1]} {bm:.3f} -> {vm:.3f}")
+                gb, gv = _cov_gap(base.coverage[key]), _cov_gap(var.coverage[key])
+                if gv > 0 and gv > gb:
+                    fails[3].append(f"{tag} {key[0]} {key[1]} coverage {var.coverage[key]:.3f}")
+                if tag == "A" and bm <= bnd[key] < vm:
+                    fails[4].append(f"A {key[0]} {key[1]} {vm:.3f} > bound {bnd[key]:.3f}")
+        if not sums["A"][1] < sums["A"][0]:
+            fails[1].append(f"A summed {sums['A'][0]:.3f} -> {sums['A'][1]:.3f}")
+        if sums["B"][1] > sums["B"][0]:
+            fails[1].append(f"B summed {sums['B'][0]:.3f} -> {sums['B'][1]:.3f}")
+        out[v] = dict(sums=sums, fails={k: f for k, f in fails.items() if f})
+        if not out[v]["fails"]:
+            wins[v] = sums["A"][1] + sums["B"][1]
+    winner = min(wins, key=wins.get) if wins else None
+    return out, winner
+
+
+BP_CACHE = Path(tempfile.gettempdir()) / "atlas_benchpred_cache"
+
+
+def cached_binary_bank(name, df, split, seed):
+    """Calibrator()'s bank on the source models of a BenchPred matrix (dataset, split, seed),
+    as bench_benchpred.run_library fits it, cached on disk."""
+    import pickle
+    import warnings
+
+    from atlascat.irt.calibrate import Calibrator
+
+    BP_CACHE.mkdir(parents=True, exist_ok=True)
+    path = BP_CACHE / f"{name}_{split}_{seed}.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    full = df.to_numpy(float)
+    src, _ = split_models(full, split, seed, df.index)
+    source = ResponseMatrix(full[src], [f"m{i}" for i in src], [str(c) for c in df.columns])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bank = Calibrator().fit(source).bank_
+    path.write_bytes(pickle.dumps(bank))
+    return bank
+
+
+def run_benchpred(names, variants, seeds, replays):
+    """Data B of the pre-registration: bench_benchpred's library path (``--set ... --replays
+    K``: its split, Calibrator()'s bank, chance, fit(rng=seed), replays_of) per variant, the
+    bank and draws shared by the variants."""
+    rows = []
+    for name in names:
+        df = bp.load(name)
+        full = df.to_numpy(float)
+        ids = [str(c) for c in df.columns]
+        for split in bp.SPLITS:
+            for v in variants:
+                t0, parts = time.time(), []
+                for seed in range(seeds):
+                    src, tgt = split_models(full, split, seed, df.index)
+                    source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
+                    targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
+                    bank = cached_binary_bank(name, df, split, seed)
+                    pred = make(v, 50, seed, bank, source, chance=bp.CHANCE[name])
+                    truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
+                    _, p = replays_of(pred, targets, seed, replays)
+                    parts.append(_metrics(p, truth))
+                d = pd.DataFrame(parts)
+                r = {"task": name, "split": split, "variant": v, "mae": d.mae.mean(),
+                     "coverage": d.n_hits.sum() / d.n_targets.sum(), "width": d.width.mean(),
+                     "design_mae": d.design_mae.mean(), "model_mae": d.model_mae.mean(),
+                     "outside": d.outside.mean(), "n_source": len(src),
+                     "seconds": time.time() - t0}
+                rows.append(r)
+                print(f"{name:21s} {split:13s} {v:12s} MAE {r['mae']:5.2f} cov "
+                      f"{r['coverage']:.3f} D {r['design_mae']:5.2f} M {r['model_mae']:5.2f}"
+                      f" ({r['seconds']:.0f}s)", flush=True)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--variant", action="append", default=[])
@@ -578,11 +749,30 @@ def main(argv=None):
     ap.add_argument("--draw-offset", type=int, default=0,
                     help="other draws of the same rows (the noise of --replays K)")
     ap.add_argument("--out", default=None, help="CSV of the rows (task, split, variant)")
+    ap.add_argument("--benchpred", default=None, metavar="DATASETS",
+                    help="the binary BenchPred matrices instead (comma-separated, or 'default': "
+                         "bench_benchpred's NAMES), bench_benchpred's library path")
+    ap.add_argument("--verdict", nargs=2, metavar=("CSV_A", "CSV_B"), default=None,
+                    help="apply the pre-registered rule to the rows of A and B; nothing run")
     a = ap.parse_args(argv)
+    if a.verdict:
+        res, winner = verdict(*a.verdict)
+        for v, r in res.items():
+            (a0, a1), (b0, b1) = r["sums"]["A"], r["sums"]["B"]
+            print(f"{v}: A {a0:.3f} -> {a1:.3f}, B {b0:.3f} -> {b1:.3f}; failed clauses "
+                  f"{sorted(r['fails']) or 'none'}")
+            for k, f in r["fails"].items():
+                for line in f:
+                    print(f"  ({k}) {line}")
+        print(f"winner: {winner}")
+        return
     variants = a.variant or ["base"]
     rows = []
     t_all = time.time()
-    for task in a.tasks.split(","):
+    if a.benchpred:
+        names = bp.NAMES if a.benchpred == "default" else a.benchpred.split(",")
+        rows = run_benchpred(names, variants, a.seeds, a.replays)
+    for task in ([] if a.benchpred else a.tasks.split(",")):
         df = load(task)
         full = df.to_numpy(float)
         ids = [str(c) for c in df.columns]
