@@ -109,6 +109,15 @@ def replays_by_id(bank) -> bool:
                for r in meta["rule"].dropna().unique())
 
 
+def _draws_scores(bank) -> bool:
+    """Whether ``simulate:`` answers ``bank`` with scores in [0, 1] (its items carry a
+    dispersion: a folder of continuous scores' answering bank, its predictor's items), asked
+    by item id as ``atlas simulate --thetas`` draws them, not a prompt's 0/1."""
+    from ...irt.dispersion import bank_dispersion
+
+    return bank_dispersion(bank) is not None
+
+
 @dataclass(frozen=True)
 class SubjectSpec:
     """A parsed ``--subject``: ``kind`` (one of :data:`SUBJECT_KINDS`), ``target`` (the text
@@ -214,12 +223,12 @@ class SubjectSpec:
             if ratings:   # a graded / gpcm bank: ratings drawn from its categories
                 return SimulatedRatings(bank, theta, seed=seed,
                                         name=model or f"simulated(theta={theta:g})")
-            if not has_requests(bank):   # a bank file, a folder built from a matrix: by id
-                if kw.get("folder") is not None:   # continuous scores: drawn as such
-                    from ...bankdir.adaptive import answering_bank
+            if kw.get("folder") is not None:   # continuous scores: drawn as such
+                from ...bankdir.adaptive import answering_bank
 
-                    bank = answering_bank(kw["folder"], bank)
-                return SimulatedScores(bank, theta, seed=seed,
+                bank = answering_bank(kw["folder"], bank)
+            if not has_requests(bank) or _draws_scores(bank):   # by id: a bank file, a
+                return SimulatedScores(bank, theta, seed=seed,  # matrix's folder, scores
                                        name=model or f"simulated(theta={theta:g})",
                                        score_range=kw.get("score_range"))
             return SimulatedSubject(bank, theta, seed=seed,
