@@ -49,8 +49,10 @@ def test_build_on_the_reference_is_the_subject_atlas_evaluate_asks(f1_folder, tm
     scores = np.asarray(cli["scores"], float)
     assert ((scores > 0) & (scores < 1)).mean() > 0.5     # drawn scores, not 0/1
 
-    adaptive = spec.build(ref, design="adaptive")         # the design's items
-    assert list(adaptive._p) == [str(i) for i in ref.load().item_ids]
+    adaptive = spec.build(ref, design="adaptive")         # the design's items: the bank's
+    ids = list(ref.load().item_ids)
+    assert [json.loads(line)["item_id"] for _, line in adaptive.score_items(ids)] == \
+        [str(i) for i in ids]
 
 
 def test_replay_of_sample_logs_from_python(f1_folder):
