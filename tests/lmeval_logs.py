@@ -116,3 +116,35 @@ def generation_logs(out_dir, n_models: int = 22, n_items: int = 12, *, seed: int
         f.write_text("\n".join(lines) + "\n", encoding="utf-8")
         files.append(f)
     return files
+
+
+def f1_logs(out_dir, n_models: int = 30, n_items: int = 40, *, seed: int = 0,
+            task: str = "toy_qa") -> list[Path]:
+    """lm-eval 0.4.x ``generate_until`` logs of a toy QA task scored by the per-sample token
+    ``f1`` (continuous scores in [0, 1]): each model keeps each word of the gold answer with a
+    probability rising with its ability, the rest replaced by ``x`` (SQuAD's f1 of such a
+    generation, computed here on whitespace words, which hold no punctuation)."""
+    rng = np.random.default_rng(seed)
+    golds = [" ".join(f"w{i}{k}" for k in range(3 + i % 5)) for i in range(n_items)]
+    files = []
+    for m in range(n_models):
+        folder = Path(out_dir) / f"org__qa-{m:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for i, gold in enumerate(golds):
+            words = gold.split()
+            keep = rng.random(len(words)) < 0.1 + 0.85 * m / max(1, n_models - 1)
+            said = [w if k else "x" for w, k in zip(words, keep)]
+            common = int(keep.sum())
+            f1 = 0.0 if common == 0 else common / len(words)   # len(said) == len(words)
+            args = {"gen_args_0": {"arg_0": f"Q{i}: what?\nA:",
+                                   "arg_1": {"until": ["\n"], "max_gen_toks": 32}}}
+            text = " " + " ".join(said)
+            lines.append(json.dumps({
+                "doc_id": i, "doc": {"q": i}, "target": gold, "arguments": args,
+                "resps": [[text]], "filtered_resps": [text], "filter": "none",
+                "metrics": ["f1"], "f1": f1}))
+        f = folder / f"samples_{task}_2025-01-01T00-00-00.000000.jsonl"
+        f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files.append(f)
+    return files

@@ -261,3 +261,32 @@ def test_answers_beyond_the_form_are_left_out_with_a_note(folder, tmp_path, caps
         assert ("not on the form" in err and "left out" in err) == (src == whole), err
     a, b = (pd.read_csv(tmp_path / f) for f in ("a.csv", "b.csv"))
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_the_warning_reads_the_widened_se_it_prints(folder, tmp_path, capsys):
+    """`atlas score --form`: each warning quotes theta's 95% interval at the SE the row prints
+    (widened by the form's factor) and says it reaches beyond the source models wherever that
+    interval does; it quoted the model's SE (`se_model`), narrower, and kept quiet about rows
+    whose printed interval reaches below them. The score and its interval are as before."""
+    from atlascat.scorelink.settings import Z95
+
+    bank, form = folder / "bank", tmp_path / "form.csv"
+    assert main(["design", "--bank", str(bank), "-k", str(K), "-o", str(form),
+                 "--random-forms", "0"]) == 0
+    answers = _answers(folder, form, tmp_path / "on_form.csv", rows=slice(0, 120))
+    plain, wide = tmp_path / "plain.csv", tmp_path / "wide.csv"
+    assert main(["score", str(answers), "--bank", str(bank), "-o", str(plain)]) == 0
+    assert main(["score", str(answers), "--bank", str(bank), "--form", str(form),
+                 "-o", str(wide)]) == 0
+    capsys.readouterr()
+    p, w = pd.read_csv(plain), pd.read_csv(wide)
+    low, high = load_bank_dir(bank).link.support_bounds()
+    theta, se = w["theta"].to_numpy(), w["se"].to_numpy()
+    below = theta - Z95 * se < low
+    flags = w["score_flag"].fillna("").to_numpy(str)
+    assert below.any() and (below != (theta - Z95 * w["se_model"].to_numpy() < low)).any()
+    np.testing.assert_array_equal(np.char.find(flags, "below_data") >= 0, below)
+    for t, s, text in zip(theta[below], se[below], w["score_warning"].to_numpy(object)[below]):
+        assert f"theta's 95% interval {t - Z95 * s:.2f} to {t + Z95 * s:.2f}" in text
+    np.testing.assert_allclose(w["score"], p["score"], rtol=1e-7)     # the numbers stay
+    np.testing.assert_allclose(w["percentile"], p["percentile"], rtol=1e-7)

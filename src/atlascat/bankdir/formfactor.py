@@ -38,7 +38,8 @@ from .defaults import BUDGET, FORM_FOLDS, SOURCE_ANSWERS_FILE
 from .folder import SourceAnswers
 
 __all__ = ["FormFactors", "form_factors", "Form",
-           "read_form", "with_factors", "widen_form_scores", "whole_bank_se", "FACTOR_COLUMNS"]
+           "read_form", "with_factors", "widen_form_scores", "widened_se", "whole_bank_se",
+           "FACTOR_COLUMNS"]
 
 #: the form file's columns that carry its factors (the same value on every row)
 FACTOR_COLUMNS = ("se_factor", "interval_factor")
@@ -233,6 +234,20 @@ def read_form(path, bank=None, *, option: str = "--form") -> Form:
     return Form(ids, (float(se), float(interval)))
 
 
+def widened_se(bank, theta, se, factors, *, prior_sd: float | None = 1.0) -> np.ndarray:
+    """The SE of models scored on a form with its factors (se, interval): SE^2 = SE_bank^2 +
+    se^2 (SE^2 - SE_bank^2), SE_bank the whole bank's (:func:`whole_bank_se`); a non-finite SE
+    stays as it is. What :func:`widen_form_scores` writes in ``se``, and what a prediction's
+    warning reads theta's interval at (:func:`atlascat.bankdir.predict.predict_scores`'s
+    ``warn_se``)."""
+    se_f = float(factors[0])
+    se = np.asarray(se, float)
+    base = whole_bank_se(bank, np.asarray(theta, float), prior_sd)
+    with np.errstate(invalid="ignore"):
+        wide = np.sqrt(base ** 2 + se_f ** 2 * np.maximum(se ** 2 - base ** 2, 0.0))
+    return np.where(np.isfinite(se), wide, se)
+
+
 def widen_form_scores(frame: pd.DataFrame, bank, factors, *, prior_sd: float | None = 1.0,
                       scale=None) -> pd.DataFrame:
     """``frame`` (theta, se [, score, score_lo, score_hi]) of models scored on a form with its
@@ -242,11 +257,8 @@ def widen_form_scores(frame: pd.DataFrame, bank, factors, *, prior_sd: float | N
     se_f, int_f = (float(v) for v in factors)
     out = frame.copy()
     se = out["se"].to_numpy(float)
-    base = whole_bank_se(bank, out["theta"].to_numpy(float), prior_sd)
-    with np.errstate(invalid="ignore"):
-        wide = np.sqrt(base ** 2 + se_f ** 2 * np.maximum(se ** 2 - base ** 2, 0.0))
     out.insert(list(out.columns).index("se") + 1, "se_model", se)
-    out["se"] = np.where(np.isfinite(se), wide, se)
+    out["se"] = widened_se(bank, out["theta"], se, factors, prior_sd=prior_sd)
     if "score" in out.columns:
         lo, hi = (0.0, 1.0) if scale is None else (float(scale[0]), float(scale[1]))
         score = out["score"].to_numpy(float)

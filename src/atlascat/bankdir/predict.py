@@ -177,7 +177,8 @@ def to_metric_scale(frame: pd.DataFrame, folder, columns=None) -> pd.DataFrame:
     return out
 
 
-def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) -> pd.DataFrame:
+def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame, *,
+                   warn_se=None) -> pd.DataFrame:
     """Predicted score per model of a bank folder's test.
 
     Parameters
@@ -191,12 +192,13 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
     DataFrame in the order of ``persons`` with :data:`PREDICTION_COLUMNS`: the score, the
     lower and upper ends of its 95% interval (0-1, or the metric's own scale,
     :func:`metric_scale`), the percentile among the source models, a flag and a one-line
-    warning ("" when none).
+    warning ("" when none); ``warn_se``: the SE the flag and warning read
+    (:func:`atlascat.scorelink.frames.predict_frame`; a fixed form's widened one).
     """
     from ..scorelink import predict_frame
 
     folder = as_folder(folder)
-    out = predict_frame(folder.link, persons, administered)
+    out = predict_frame(folder.link, persons, administered, warn_se=warn_se)
     return to_metric_scale(_known_means(folder, out, persons, administered), folder)
 
 

@@ -384,6 +384,7 @@ def _start(o: _Options, limiter):
     that fails here leaves no file behind)."""
     from ..catalogue import BankRef
     from ..errors import ConfigError
+    from ..live.designs import folder_settings
     from ..live.runner import subject_protocol
     from ..live.service import LiveRun, design_bank
     from ..live.subjects import SubjectSpec
@@ -399,7 +400,7 @@ def _start(o: _Options, limiter):
         raise ConfigError(f"--subject {spec.kind}: takes one model; give --llm once"
                           + (" (or put {model} in the command)" if spec.kind == "cmd" else ""))
     bank = ref.load() if design == "suite" else design_bank(ref, design)
-    settings = {**o.settings(limiter), **_folder_settings(ref)}
+    settings = {**o.settings(limiter), **folder_settings(ref)}
     subjects = [spec.with_model(n).build(bank, **settings) for n in names or [None]]
     if any(subject_protocol(s) == "approximate" for s in subjects):
         approximate_note(spec.kind, "the banks were" if design == "suite" else "the bank was",
@@ -478,16 +479,6 @@ def _display(o: _Options, live) -> LiveDisplay:
         plan, lines=not (o.quiet or o.as_json), bar=not o.as_json,
         averages={j.run_id for j in live.jobs if j.kind == "suite"}, scales=_scales(live),
         continuous=_continuous(live))
-
-
-def _folder_settings(ref) -> dict:
-    """A bank folder's settings for the subject: its metric scale (built with --score-range:
-    what a replayed matrix holds) and the folder (``replay:`` of sample logs reads them as
-    the folder was built; ``simulate:`` by item id draws scores with its dispersions)."""
-    from ..bankdir.predict import metric_scale
-
-    folder = ref.folder() if ref is not None and ref.kind == "dir" else None
-    return {"score_range": None if folder is None else metric_scale(folder), "folder": folder}
 
 
 def _scales(live) -> dict:

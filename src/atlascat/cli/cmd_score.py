@@ -13,13 +13,30 @@ from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, er
 METHODS = ("eap", "wle", "map", "ml")
 
 
-def _with_prediction(df, ref, rm, bk):
+def _form_prior(method: str, prior_sd: float):
+    """The prior SD of ``method``'s estimate (None: ML / WLE, no prior)."""
+    return prior_sd if method.lower() in ("eap", "map") else None
+
+
+def _form_se(df, bk, factors, method: str, prior_sd: float):
+    """The SE a form's factors widen ``df``'s to (the one printed, which the prediction's
+    warning reads), or None without factors."""
+    if factors is None:
+        return None
+    from ..bankdir.formfactor import widened_se
+
+    return widened_se(bk, df["theta"], df["se"], factors,
+                      prior_sd=_form_prior(method, prior_sd))
+
+
+def _with_prediction(df, ref, rm, bk, warn_se=None):
     """``df`` with the predicted score columns of the bank's score link (``score``, ``_lo``,
     ``_hi``, ``percentile``, ...; :data:`atlascat.scorelink.frames.COLUMNS`, as ``atlas
     simulate`` writes them) from each subject's theta, SE and answers: a shipped bank's
     (:func:`atlascat.scorelink.predict_frame`, the published score) or a bank folder's
     (:func:`atlascat.bankdir.predict_scores`; on a --score-range folder the ``mean_score``
-    columns are on the metric's scale)."""
+    columns are on the metric's scale); ``warn_se``: the SE its warning reads (a form's
+    widened SE, :func:`_form_se`)."""
     import numpy as np
     import pandas as pd
 
@@ -34,13 +51,13 @@ def _with_prediction(df, ref, rm, bk):
         from ..bankdir.predict import to_metric_scale
 
         folder = ref.folder()
-        pred = predict_scores(folder, persons, administered)
+        pred = predict_scores(folder, persons, administered, warn_se=warn_se)
         # the observed means too on the metric's own scale (a folder built with --score-range)
         df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("mean_score")])
     else:
         from ..scorelink import predict_frame
 
-        pred = predict_frame(ref.link, persons, administered)
+        pred = predict_frame(ref.link, persons, administered, warn_se=warn_se)
     return pd.concat([df.reset_index(drop=True), pred], axis=1)
 
 
@@ -121,8 +138,8 @@ def score_command(
             calibration, rm, bk, normalize_ids=normalize_ids, seed=seed)
         df = _with_reconstruction(df, rm, bk, reconstruct, lam)
     if ref.link is not None:  # a shipped bank or a folder: its predicted score, 95% interval
-        df = _with_prediction(df, ref, rm, bk)
-    df = _widened(df, ref, bk, factors, method.lower(), prior_sd)
+        df = _with_prediction(df, ref, rm, bk, _form_se(df, bk, factors, method, prior_sd))
+    df = _widened(df, ref, bk, factors, method, prior_sd)
     _show(df, output, method.lower(), len(bk), rm.weights)
 
 
@@ -180,8 +197,8 @@ def _widened(df, ref, bk, factors, method: str, prior_sd: float):
     from ..bankdir.formfactor import widen_form_scores
     from ..bankdir.predict import metric_scale
 
-    df = widen_form_scores(df, bk, factors, prior_sd=prior_sd if method in ("eap", "map")
-                           else None, scale=metric_scale(ref.folder()))
+    df = widen_form_scores(df, bk, factors, prior_sd=_form_prior(method, prior_sd),
+                           scale=metric_scale(ref.folder()))
     err_console.print(f"SE widened by the form's cross-fitted factor {factors[0]:.2f} beyond "
                       f"the whole bank's (column se; the model's: se_model), each side of the "
                       f"score interval times {factors[1]:.2f}")

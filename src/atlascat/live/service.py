@@ -35,6 +35,7 @@ from typing import Callable
 
 from ..errors import AtlasError, BankError, ConfigError, LiveRunError, RunBusyError
 from ..catalogue.bankref import BankRef
+from .designs import DESIGNS, check_design, choose_design, design_bank
 from .runner import RunResult, bank_hash, continue_run, start_run
 from .store import RunStore
 from .subjects import is_ordinal
@@ -276,37 +277,6 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
 
 
 # ------------------------------------------------------------------ the service
-DESIGNS = ("auto", "adaptive", "predictor")
-
-
-def check_design(design: str) -> str:
-    """``design`` if it is one of :data:`DESIGNS`, else one clear error."""
-    if design not in DESIGNS:
-        raise ConfigError(f"--design must be one of {', '.join(DESIGNS)}, got {design!r}")
-    return design
-
-
-def design_bank(ref: BankRef, design: str):
-    """The bank a run of ``design`` ("adaptive" or "predictor") asks: the predictor's items
-    (with their logged requests) or the bank itself."""
-    return ref.predictor()[1] if design == "predictor" else ref.load()
-
-
-def choose_design(ref: BankRef, design: str = "auto") -> str:
-    """"predictor" or "adaptive": ``auto`` takes a bank folder's benchmark predictor when it
-    has one (its items asked by their logged requests, or by item id from a folder built from
-    a matrix), else the adaptive test."""
-    if check_design(design) == "adaptive":
-        return design
-    if ref.predictor() is not None:
-        return "predictor"
-    if design == "predictor":
-        raise ConfigError(f"bank {ref.name} has no benchmark predictor: build a bank folder from "
-                          "results with more items than the budget, or use the adaptive "
-                          "design")
-    return "adaptive"
-
-
 def predictor_prediction(ref: BankRef, state: dict) -> dict:
     """The prediction of a predictor run's stored session snapshot (see
     :mod:`atlascat.live.predictor_session`), with the percentile among the folder's source

@@ -57,7 +57,22 @@ def _texts(link, theta, se, pred, reasons):
     return flag, warning
 
 
-def predict_frame(link, persons, administered):
+def _reach(link, theta, se, pred):
+    """``pred`` with its ``below`` / ``above`` (theta -+ 1.96 SE beyond the link's support)
+    read at ``se``, as :func:`~atlascat.scorelink.honesty.honest` reads them; rows without a
+    prediction keep False."""
+    from dataclasses import replace
+
+    from .settings import Z95
+
+    low, high = link.support_bounds()
+    ok = np.isfinite(theta) & np.isfinite(se) & np.isfinite(pred.score)
+    with np.errstate(invalid="ignore"):
+        return replace(pred, below=ok & (theta - Z95 * se < low),
+                       above=ok & (theta + Z95 * se > high))
+
+
+def predict_frame(link, persons, administered, *, warn_se=None):
     """Predicted score per examinee of a ``simulate_cat`` result.
 
     ``link``: a :class:`atlascat.scorelink.ScoreLink`; ``persons``: frame with subject_id, theta, se
@@ -65,7 +80,10 @@ def predict_frame(link, persons, administered):
     item_id, score (the answers observed). Returns a frame with ``score``, ``score_lo``,
     ``score_hi`` (0-1), ``percentile`` (0-100), ``score_flag`` (:attr:`ScorePrediction.flag`, ""
     when none) and ``score_warning`` (the warnings as one line, "" when none), in the order of
-    ``persons``.
+    ``persons``. ``warn_se``: the SE (one per row) the flag and warning read theta's 95%
+    interval at, where it is not the one predicted from (a fixed form's, widened by its
+    cross-fitted factor: :func:`atlascat.bankdir.formfactor.widened_se`); the score and its
+    interval stay those of ``se``.
     """
     import pandas as pd
 
@@ -75,7 +93,11 @@ def predict_frame(link, persons, administered):
                else np.full(len(persons), None, dtype=object))
     answers = answer_table(link, persons["subject_id"].to_numpy(), administered)
     pred = predict_batch(link, theta, se, answers)
-    flag, warning = _texts(link, theta, se, pred, reasons)
+    if warn_se is None:
+        flag, warning = _texts(link, theta, se, pred, reasons)
+    else:
+        said = np.asarray(warn_se, float).reshape(-1)
+        flag, warning = _texts(link, theta, said, _reach(link, theta, said, pred), reasons)
     return pd.DataFrame({"score": pred.score, "score_lo": pred.lo,
                          "score_hi": pred.hi, "percentile": pred.percentile,
                          "score_flag": flag, "score_warning": warning},

@@ -196,7 +196,8 @@ def replayed_matrix(matrix, folder=None):
         raise ConfigError(f"replay: {str(matrix)!r} names sample logs (a folder, a "
                           ".jsonl[.gz] file), which are read with the task, metric and filter "
                           "of the bank folder built from such logs: give that folder with "
-                          "--bank DIR, or a response matrix file")
+                          "--bank DIR (in Python, as the bank: SubjectSpec.build(DIR), or "
+                          "folder=DIR), or a response matrix file")
     return logged_targets(folder, matrix)
 
 

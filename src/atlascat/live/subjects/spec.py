@@ -109,6 +109,46 @@ def replays_by_id(bank) -> bool:
                for r in meta["rule"].dropna().unique())
 
 
+def _draws_scores(bank) -> bool:
+    """Whether ``simulate:`` answers ``bank`` with scores in [0, 1] (its items carry a
+    dispersion: a folder of continuous scores' answering bank, its predictor's items), asked
+    by item id as ``atlas simulate --thetas`` draws them, not a prompt's 0/1."""
+    from ...irt.dispersion import bank_dispersion
+
+    return bank_dispersion(bank) is not None
+
+
+def _asked(bank, settings: dict):
+    """(the items, the settings) of what :meth:`SubjectSpec.build` was given: a bank
+    reference (a BankRef, a BankFolder, a path or name) read as ``atlas evaluate`` reads it
+    (the items of ``settings``' ``design``; the folder's settings under the given ones)."""
+    from pathlib import Path
+
+    from ...catalogue.bankref import KINDS, BankRef
+
+    settings = dict(settings)
+    design = settings.pop("design", None)
+    if isinstance(bank, (str, Path, BankRef)):
+        ref = BankRef.from_option(bank, option="bank", kinds=KINDS)
+    elif hasattr(bank, "manifest") and hasattr(bank, "path"):   # a BankFolder
+        ref = BankRef.from_option(str(bank.path), option="bank")
+    else:
+        if design is not None:
+            raise ConfigError("design= picks the items of a bank reference (a BankRef, a bank "
+                              "folder or its path); an ItemBank given is the items asked")
+        return bank, settings
+    if ref.kind == "suite":   # one run asks the whole suite: its composite bank
+        items = ref.load()
+    else:
+        from ..designs import choose_design, design_bank
+
+        items = design_bank(ref, choose_design(ref, design or "auto"))
+    from ..designs import folder_settings
+
+    given = {k: v for k, v in settings.items() if v is not None}
+    return items, {**folder_settings(ref), **given}
+
+
 @dataclass(frozen=True)
 class SubjectSpec:
     """A parsed ``--subject``: ``kind`` (one of :data:`SUBJECT_KINDS`), ``target`` (the text
@@ -191,7 +231,13 @@ class SubjectSpec:
         (:func:`~atlascat.bankdir.adaptive.answering_bank`), the others (``device``,
         ``dtype``, ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored.
         ``bank``: the bank asked (``simulate:`` needs it; ``replay:`` asks a bank without
-        requests by id)."""
+        requests by id): an ItemBank / PolyBank, or what ``--bank`` names (a
+        :class:`~atlascat.catalogue.BankRef`, a :class:`~atlascat.bankdir.BankFolder`, a path
+        or a shipped name), read as ``atlas evaluate`` reads it: the items of ``design``
+        (default "auto", as :meth:`LiveRun.start <atlascat.live.service.LiveRun.start>`'s:
+        a folder's predictor when it has one), and a folder's ``folder`` and ``score_range``
+        (:func:`~atlascat.live.designs.folder_settings`) unless given."""
+        bank, settings = _asked(bank, settings)
         kw = {k: v for k, v in settings.items() if v is not None}
         http = {k: v for k, v in kw.items() if k in HTTP_OPTIONS}
         kind, target, model = self.kind, self.target, self.model
@@ -214,12 +260,12 @@ class SubjectSpec:
             if ratings:   # a graded / gpcm bank: ratings drawn from its categories
                 return SimulatedRatings(bank, theta, seed=seed,
                                         name=model or f"simulated(theta={theta:g})")
-            if not has_requests(bank):   # a bank file, a folder built from a matrix: by id
-                if kw.get("folder") is not None:   # continuous scores: drawn as such
-                    from ...bankdir.adaptive import answering_bank
+            if kw.get("folder") is not None:   # continuous scores: drawn as such
+                from ...bankdir.adaptive import answering_bank
 
-                    bank = answering_bank(kw["folder"], bank)
-                return SimulatedScores(bank, theta, seed=seed,
+                bank = answering_bank(kw["folder"], bank)
+            if not has_requests(bank) or _draws_scores(bank):   # by id: a bank file, a
+                return SimulatedScores(bank, theta, seed=seed,  # matrix's folder, scores
                                        name=model or f"simulated(theta={theta:g})",
                                        score_range=kw.get("score_range"))
             return SimulatedSubject(bank, theta, seed=seed,

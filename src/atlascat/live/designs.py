@@ -1,0 +1,60 @@
+"""What a live run on a bank asks, decided once for :class:`~atlascat.live.service.LiveRun`,
+``atlas evaluate`` and :meth:`~atlascat.live.subjects.SubjectSpec.build`:
+
+- :func:`choose_design` / :func:`check_design`: the adaptive test or a bank folder's benchmark
+  predictor (:data:`DESIGNS`);
+- :func:`design_bank`: the items a run of that design asks (the predictor's, or the bank);
+- :func:`folder_settings`: what a subject on a bank folder is built with (the folder, its
+  metric scale): ``replay:`` of sample logs reads them as the folder was built, ``simulate:``
+  draws a folder of continuous scores' scores with its dispersions.
+"""
+from __future__ import annotations
+
+from ..catalogue.bankref import BankRef
+from ..errors import ConfigError
+
+__all__ = ["DESIGNS", "check_design", "design_bank", "choose_design", "folder_settings"]
+
+DESIGNS = ("auto", "adaptive", "predictor")
+
+
+def check_design(design: str) -> str:
+    """``design`` if it is one of :data:`DESIGNS`, else one clear error."""
+    if design not in DESIGNS:
+        raise ConfigError(f"--design must be one of {', '.join(DESIGNS)}, got {design!r}")
+    return design
+
+
+def design_bank(ref: BankRef, design: str):
+    """The bank a run of ``design`` ("adaptive" or "predictor") asks: the predictor's items
+    (with their logged requests) or the bank itself."""
+    return ref.predictor()[1] if design == "predictor" else ref.load()
+
+
+def choose_design(ref: BankRef, design: str = "auto") -> str:
+    """"predictor" or "adaptive": ``auto`` takes a bank folder's benchmark predictor when it
+    has one (its items asked by their logged requests, or by item id from a folder built from
+    a matrix), else the adaptive test."""
+    if check_design(design) == "adaptive":
+        return design
+    if ref.predictor() is not None:
+        return "predictor"
+    if design == "predictor":
+        raise ConfigError(f"bank {ref.name} has no benchmark predictor: build a bank folder from "
+                          "results with more items than the budget, or use the adaptive "
+                          "design")
+    return "adaptive"
+
+
+def folder_settings(ref: BankRef | None) -> dict:
+    """A bank folder's settings for the subject (:meth:`SubjectSpec.build
+    <atlascat.live.subjects.SubjectSpec.build>`): ``score_range``, its metric scale (built with
+    ``--score-range``: what a replayed matrix holds), and ``folder``, the
+    :class:`~atlascat.bankdir.BankFolder` (``replay:`` of sample logs reads them as the folder
+    was built; ``simulate:`` draws scores with its dispersions); both None for another bank."""
+    folder = ref.folder() if ref is not None and ref.kind == "dir" else None
+    if folder is None:
+        return {"score_range": None, "folder": None}
+    from ..bankdir.predict import metric_scale
+
+    return {"score_range": metric_scale(folder), "folder": folder}
