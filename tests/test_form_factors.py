@@ -290,3 +290,7 @@ def test_the_warning_reads_the_widened_se_it_prints(folder, tmp_path, capsys):
         assert f"theta's 95% interval {t - Z95 * s:.2f} to {t + Z95 * s:.2f}" in text
     np.testing.assert_allclose(w["score"], p["score"], rtol=1e-7)     # the numbers stay
     np.testing.assert_allclose(w["percentile"], p["percentile"], rtol=1e-7)
+    # and the printed interval reaches what the warning says the score may be (the floor)
+    floor = load_bank_dir(bank).link.support["floor"]         # on 0-1, as the CSV
+    assert (w["score_lo"].to_numpy()[below] <= floor + 1e-9).all()
+    assert (w["score_lo"].to_numpy()[~below] > floor).any()

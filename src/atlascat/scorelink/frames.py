@@ -59,8 +59,10 @@ def _texts(link, theta, se, pred, reasons):
 
 def _reach(link, theta, se, pred):
     """``pred`` with its ``below`` / ``above`` (theta -+ 1.96 SE beyond the link's support)
-    read at ``se``, as :func:`~atlascat.scorelink.honesty.honest` reads them; rows without a
-    prediction keep False."""
+    read at ``se``, and the interval's side towards the empty region at the floor / top, as
+    :func:`~atlascat.scorelink.honesty.honest` does at the SE it predicts from (the interval
+    then reaches what the warning says the score may be); rows without a prediction keep
+    False."""
     from dataclasses import replace
 
     from .settings import Z95
@@ -68,8 +70,11 @@ def _reach(link, theta, se, pred):
     low, high = link.support_bounds()
     ok = np.isfinite(theta) & np.isfinite(se) & np.isfinite(pred.score)
     with np.errstate(invalid="ignore"):
-        return replace(pred, below=ok & (theta - Z95 * se < low),
-                       above=ok & (theta + Z95 * se > high))
+        below = ok & (theta - Z95 * se < low)
+        above = ok & (theta + Z95 * se > high)
+    return replace(pred, below=below, above=above,
+                   lo=np.where(below, np.minimum(pred.lo, link.support["floor"]), pred.lo),
+                   hi=np.where(above, np.maximum(pred.hi, link.support["top"]), pred.hi))
 
 
 def predict_frame(link, persons, administered, *, warn_se=None):
@@ -82,8 +87,9 @@ def predict_frame(link, persons, administered, *, warn_se=None):
     when none) and ``score_warning`` (the warnings as one line, "" when none), in the order of
     ``persons``. ``warn_se``: the SE (one per row) the flag and warning read theta's 95%
     interval at, where it is not the one predicted from (a fixed form's, widened by its
-    cross-fitted factor: :func:`atlascat.bankdir.formfactor.widened_se`); the score and its
-    interval stay those of ``se``.
+    cross-fitted factor: :func:`atlascat.bankdir.formfactor.widened_se`); the score stays that
+    of ``se``, and the interval's side beyond the support goes to the floor / top where theta's
+    interval at ``warn_se`` reaches there.
     """
     import pandas as pd
 
@@ -97,7 +103,8 @@ def predict_frame(link, persons, administered, *, warn_se=None):
         flag, warning = _texts(link, theta, se, pred, reasons)
     else:
         said = np.asarray(warn_se, float).reshape(-1)
-        flag, warning = _texts(link, theta, said, _reach(link, theta, said, pred), reasons)
+        pred = _reach(link, theta, said, pred)
+        flag, warning = _texts(link, theta, said, pred, reasons)
     return pd.DataFrame({"score": pred.score, "score_lo": pred.lo,
                          "score_hi": pred.hi, "percentile": pred.percentile,
                          "score_flag": flag, "score_warning": warning},
