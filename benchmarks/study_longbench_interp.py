@@ -100,6 +100,58 @@ How it is applied (fixed with the rule, before measuring):
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
         --variant base --variant slope0.5 --variant pcr --benchpred default --seeds 3 \
         --replays 12 --out benchmarks/results/longbench/study_interp_prereg_binary.csv
+
+Second pre-registration (2026-11-29, committed before any of its rows was measured): the
+variant ``gslope<g>_<k0>``, the shipped design for the first k0 draws; then, if the
+predictor's own outside test at k0 (as the gated variant computes it) says the target is like
+the source models (inside), the remaining draws use the slope-leaning probabilities with power
+g (``slope<g>``'s); otherwise the shipped probabilities. Des Raj's terms stay equally weighted
+(each t_k is conditionally unbiased whatever q was chosen from the past; no reweighting), SE as
+shipped. Variants: base, gslope0.5_20, gslope1_20. The rule, verbatim as given:
+
+    RULE. Data A: LongBench, 8 tasks x 2 splits, seeds 0-4, 20 replays on fresh draws
+    `--draw-offset 80`. Data B: the five default binary BenchPred matrices, both splits, seeds
+    0-2, 12 replays on fresh draws (offset 12: draws 12-23; add the offset to the --benchpred
+    mode if needed), same bank per seed for all variants. A variant WINS iff: (1) its summed
+    MAE is below base's on A and on B; (2) no row of A or B worse than base's by more than 2%
+    (0.05 points on rows below 2.5); (3) every row's coverage in 0.90-0.99 (where base's is
+    outside, not further outside); (4) no LongBench row within its bound (peers_draws.csv;
+    interp 1.0x, extrap 1.1x) leaves it. If both win, the lower summed A+B.
+
+How it is applied (fixed with the rule, before measuring):
+
+- gslope<g>_<k0>: draws 0..k0-1 by est.sequential_design's shipped q (phi_j); at draw k0 the
+  gate of ``gated<k>_<k0>``: a BenchmarkPredictor fitted at budget k0 on the same bank and
+  source models (the predictor's own settings, so ``chance`` on B; ``rng=seed``), its
+  ``_estimate`` of the k0 draws' arrays and ``_combine`` of them (no small-sample SE, as the
+  gated variant), inside = not outside. From draw k0 on an inside row draws by
+  draw_probabilities with dispersion phi_j a_j^(2g) (slope<g>'s), an outside row by the
+  shipped q. D and its SE: the shipped ``_estimate`` (est.des_raj, equal weights). The fit's
+  replays of the source models draw alike (gate included, the ridge part left out per model as
+  shipped), so the calibration lines and tau^2 are those of the variant's draws.
+- A: ``--draw-offset 80 --replays 20`` (draws k = 80..99 from ``[seed + 1000, k]``), cached
+  banks, MAE per row the mean of the five seeds', coverage pooled hits / targets.
+- B: ``--benchpred default --seeds 3 --replays 12 --draw-offset 12``: draws k = 12..23, each
+  from ``[seed + 1000, k]`` (one Generator for all targets, as replays_of's k >= 1), the
+  banks of the first pre-registration's cache (Calibrator() on the source, once per dataset,
+  split and seed, shared by the variants).
+- Clause (1): strictly below base's sum on A and strictly below on B (unrounded). Clauses
+  (2)-(4) computed as in the first pre-registration (``verdict``, ``--rule gslope``).
+- The gate's share of inside targets per row (column ``inside``: targets called inside / all
+  targets, pooled over seeds and draws), reported per split.
+- Rows: results/longbench/study_interp_gslope.csv (A) and
+  results/longbench/study_interp_gslope_binary.csv (B).
+
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant gslope0.5_20 --variant gslope1_20 --replays 20 \
+        --draw-offset 80 --out benchmarks/results/longbench/study_interp_gslope.csv
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant gslope0.5_20 --variant gslope1_20 --benchpred default \
+        --seeds 3 --replays 12 --draw-offset 12 \
+        --out benchmarks/results/longbench/study_interp_gslope_binary.csv
+    .venv/bin/python benchmarks/study_longbench_interp.py --rule gslope --verdict \
+        benchmarks/results/longbench/study_interp_gslope.csv \
+        benchmarks/results/longbench/study_interp_gslope_binary.csv
 """
 from __future__ import annotations
 
