@@ -41,6 +41,10 @@ The pre-registered test below (fresh draws 60-79 and the binary BenchPred matric
 wins (pcr fails clause 1 on B, 33.48 against 33.46; slope0.5 fails clauses 1, 2 and 4, its
 extrapolation rows 4.7-12.6% worse on B); longbench.md, "Pre-registered test of slope0.5 and
 pcr".
+The second pre-registered test (gslope, below; draws 80-99 and 12-23): neither wins, each
+fails clause 2 on one row (gslope1_20: HELM MMLU's extrapolation 3.38 -> 3.51, +4.0%, with
+A 27.86 -> 27.34 and B 33.55 -> 32.94; gslope0.5_20: triviaqa's interpolation 2.07 -> 2.13);
+longbench.md, "Pre-registered test of gated slope draws".
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
@@ -952,7 +956,7 @@ def main(argv=None):
                     else:
                         _, p = replays_of(pred, targets, seed, a.replays)
                     if STATS:
-                        print(f"  seed {seed} share given the stratum {np.mean(STATS):.2f}")
+                        print(f"  seed {seed} share the gate calls inside {np.mean(STATS):.2f}")
                     parts.append(_metrics(p, truth))
                     extra.append(getattr(pred, "cvw_w_", np.nan))
                     inside.append(np.mean(STATS) if STATS else np.nan)
