@@ -41,6 +41,10 @@ The pre-registered test below (fresh draws 60-79 and the binary BenchPred matric
 wins (pcr fails clause 1 on B, 33.48 against 33.46; slope0.5 fails clauses 1, 2 and 4, its
 extrapolation rows 4.7-12.6% worse on B); longbench.md, "Pre-registered test of slope0.5 and
 pcr".
+The second pre-registered test (gslope, below; draws 80-99 and 12-23): neither wins, each
+fails clause 2 on one row (gslope1_20: HELM MMLU's extrapolation 3.38 -> 3.51, +4.0%, with
+A 27.86 -> 27.34 and B 33.55 -> 32.94; gslope0.5_20: triviaqa's interpolation 2.07 -> 2.13);
+longbench.md, "Pre-registered test of gated slope draws".
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
@@ -100,6 +104,58 @@ How it is applied (fixed with the rule, before measuring):
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
         --variant base --variant slope0.5 --variant pcr --benchpred default --seeds 3 \
         --replays 12 --out benchmarks/results/longbench/study_interp_prereg_binary.csv
+
+Second pre-registration (2026-11-29, committed before any of its rows was measured): the
+variant ``gslope<g>_<k0>``, the shipped design for the first k0 draws; then, if the
+predictor's own outside test at k0 (as the gated variant computes it) says the target is like
+the source models (inside), the remaining draws use the slope-leaning probabilities with power
+g (``slope<g>``'s); otherwise the shipped probabilities. Des Raj's terms stay equally weighted
+(each t_k is conditionally unbiased whatever q was chosen from the past; no reweighting), SE as
+shipped. Variants: base, gslope0.5_20, gslope1_20. The rule, verbatim as given:
+
+    RULE. Data A: LongBench, 8 tasks x 2 splits, seeds 0-4, 20 replays on fresh draws
+    `--draw-offset 80`. Data B: the five default binary BenchPred matrices, both splits, seeds
+    0-2, 12 replays on fresh draws (offset 12: draws 12-23; add the offset to the --benchpred
+    mode if needed), same bank per seed for all variants. A variant WINS iff: (1) its summed
+    MAE is below base's on A and on B; (2) no row of A or B worse than base's by more than 2%
+    (0.05 points on rows below 2.5); (3) every row's coverage in 0.90-0.99 (where base's is
+    outside, not further outside); (4) no LongBench row within its bound (peers_draws.csv;
+    interp 1.0x, extrap 1.1x) leaves it. If both win, the lower summed A+B.
+
+How it is applied (fixed with the rule, before measuring):
+
+- gslope<g>_<k0>: draws 0..k0-1 by est.sequential_design's shipped q (phi_j); at draw k0 the
+  gate of ``gated<k>_<k0>``: a BenchmarkPredictor fitted at budget k0 on the same bank and
+  source models (the predictor's own settings, so ``chance`` on B; ``rng=seed``), its
+  ``_estimate`` of the k0 draws' arrays and ``_combine`` of them (no small-sample SE, as the
+  gated variant), inside = not outside. From draw k0 on an inside row draws by
+  draw_probabilities with dispersion phi_j a_j^(2g) (slope<g>'s), an outside row by the
+  shipped q. D and its SE: the shipped ``_estimate`` (est.des_raj, equal weights). The fit's
+  replays of the source models draw alike (gate included, the ridge part left out per model as
+  shipped), so the calibration lines and tau^2 are those of the variant's draws.
+- A: ``--draw-offset 80 --replays 20`` (draws k = 80..99 from ``[seed + 1000, k]``), cached
+  banks, MAE per row the mean of the five seeds', coverage pooled hits / targets.
+- B: ``--benchpred default --seeds 3 --replays 12 --draw-offset 12``: draws k = 12..23, each
+  from ``[seed + 1000, k]`` (one Generator for all targets, as replays_of's k >= 1), the
+  banks of the first pre-registration's cache (Calibrator() on the source, once per dataset,
+  split and seed, shared by the variants).
+- Clause (1): strictly below base's sum on A and strictly below on B (unrounded). Clauses
+  (2)-(4) computed as in the first pre-registration (``verdict``, ``--rule gslope``).
+- The gate's share of inside targets per row (column ``inside``: targets called inside / all
+  targets, pooled over seeds and draws), reported per split.
+- Rows: results/longbench/study_interp_gslope.csv (A) and
+  results/longbench/study_interp_gslope_binary.csv (B).
+
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant gslope0.5_20 --variant gslope1_20 --replays 20 \
+        --draw-offset 80 --out benchmarks/results/longbench/study_interp_gslope.csv
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant gslope0.5_20 --variant gslope1_20 --benchpred default \
+        --seeds 3 --replays 12 --draw-offset 12 \
+        --out benchmarks/results/longbench/study_interp_gslope_binary.csv
+    .venv/bin/python benchmarks/study_longbench_interp.py --rule gslope --verdict \
+        benchmarks/results/longbench/study_interp_gslope.csv \
+        benchmarks/results/longbench/study_interp_gslope_binary.csv
 """
 from __future__ import annotations
 
@@ -345,6 +401,54 @@ def design_gated(y, tables, log_prior, sel, budget, mix, rng, level, share, disp
                 inside=inside, **cols)
 
 
+def design_gslope(y, tables, log_prior, budget, mix, rng, level, share, dispersion, k0,
+                  slope_phi, gate):
+    """est.sequential_design for k0 draws; then ``gate(k0 draws' arrays)`` (True = inside the
+    source models) switches a row's later draws to the slope-leaning probabilities (dispersion
+    ``slope_phi`` = phi_j a_j^(2g)); outside rows keep the shipped q. Every q is known and
+    positive when drawn, so each Des Raj term stays conditionally unbiased: D, its SE, M and R
+    come from the shipped estimate of these arrays (equal weights)."""
+    p, log_p, log_q = tables
+    n_rows = y.shape[0]
+    avail = np.isfinite(y)
+    n = int(min(budget, avail.sum(1).max()))
+    yv = np.nan_to_num(y)
+    rows = np.arange(n_rows)
+    lp = np.tile(log_prior, (n_rows, 1))
+    remaining = avail.copy()
+    out = {k: np.zeros((n_rows, n)) for k in ("q", "f", "f_rest", "g", "g_rest")}
+    out["item"] = np.zeros((n_rows, n), dtype=int)
+    out["valid"] = np.zeros((n_rows, n), dtype=bool)
+    inside = np.zeros(n_rows, dtype=bool)
+    for k in range(n):
+        if k == k0:
+            inside = np.asarray(gate(out["item"][:, :k], out, out["valid"][:, :k], lp), bool)
+        live = remaining.any(1)
+        f = est.posterior(lp) @ p
+        g = f
+        if level is not None:
+            done = out["item"][:, :k]
+            g = est.level_prediction(level, done, yv[rows[:, None], done], out["valid"][:, :k])
+        gl = None if level is None else g
+        q = est.draw_probabilities(f, remaining, mix, gl, share, dispersion)
+        if inside.any():
+            q = np.where(inside[:, None], est.draw_probabilities(f, remaining, mix, gl, share,
+                                                                 slope_phi), q)
+        j = est.draw_items(q, remaining, rng)
+        out["item"][:, k] = j
+        out["q"][:, k] = np.where(live, q[rows, j], 1.0)
+        for name, pred in (("f", f), ("g", g)):
+            out[name][:, k] = np.where(live, pred[rows, j], 0.0)
+            out[name + "_rest"][:, k] = np.where(remaining, pred, 0.0).sum(1)
+        out["valid"][:, k] = live
+        remaining[rows, j] = False
+        yj = yv[rows, j][:, None]
+        lp += np.where(live[:, None], yj * log_p[:, j].T + (1.0 - yj) * log_q[:, j].T, 0.0)
+    out["log_post"] = lp
+    out["inside"] = inside
+    return out
+
+
 def gated_design_estimate(d, yv, k0, budget, level):
     """(total, SE) of the gated design's weighted Des Raj estimate."""
     item, valid = d["item"], d["valid"]
@@ -378,6 +482,7 @@ class Study(BenchmarkPredictor):
     cvw = False
     boost = None           # (k, beta, k0, theta margin)
     gated = None           # (k, k0)
+    gslope = None          # (power g, k0)
     slope_power = 0.0      # draws by a_j ** power * sqrt(phi f (1 - f))
     pcr = False            # G = the mean of the calibrated M, R and PCR predictions
 
@@ -405,6 +510,12 @@ class Study(BenchmarkPredictor):
         out["item"], out["valid"] = d["item"], d["valid"]
         return out
 
+    def _gate_predictor(self, k0, bank, source, rng):
+        """The shipped predictor at budget k0 (this one's settings), whose outside test is
+        the gate of gated<k>_<k0> and gslope<g>_<k0>."""
+        return BenchmarkPredictor(**{**self.get_params(), "budget": int(k0)}).fit(
+            bank, source, rng=rng)
+
     def fit(self, bank, source, scores=None, *, rng=None):
         y = source.values
         truth = np.nanmean(y, axis=1)
@@ -412,8 +523,9 @@ class Study(BenchmarkPredictor):
         self.sel_ = None
         if self.gated is not None:
             self.gsel_ = greedy_items(y, truth, int(self.gated[0]))
-            self.gate_pred_ = BenchmarkPredictor(int(self.gated[1])).fit(bank, source,
-                                                                          rng=rng)
+            self.gate_pred_ = self._gate_predictor(int(self.gated[1]), bank, source, rng)
+        if self.gslope is not None:
+            self.gate_pred_ = self._gate_predictor(int(self.gslope[1]), bank, source, rng)
         if self.boost is not None:
             self.sel_ = greedy_items(y, truth, int(self.boost[0]))
             self.fixed_ = None
@@ -444,6 +556,8 @@ class Study(BenchmarkPredictor):
             return self._slope_arrays(y, rng, budget, loo_rows)
         if self.gated is not None:
             return self._gated_arrays(y, rng, budget, loo_rows)
+        if self.gslope is not None:
+            return self._gslope_arrays(y, rng, budget, loo_rows)
         if getattr(self, "sel_", None) is not None:
             if not hasattr(self, "src_theta_"):
                 tables, nodes, log_prior = self._grid()
@@ -512,20 +626,8 @@ def _gated_arrays(self, y, rng, budget=None, loo_rows=None):
     budget = int(self.budget if budget is None else budget)
     k0 = int(self.gated[1])
     tables, nodes, log_prior = self._grid()
-    gp = self.gate_pred_
     yv = np.nan_to_num(y)
-
-    def gate(item, cols, valid, lp):
-        asked = np.zeros(y.shape, dtype=bool)
-        r = np.broadcast_to(np.arange(y.shape[0])[:, None], item.shape)
-        asked[r[valid], item[valid]] = True
-        c = {k: v[:, :k0] for k, v in cols.items()}
-        arr = gp._estimate(y, np.isfinite(y), asked, item, c["q"], c["f"], c["f_rest"], lp,
-                           valid, c["g"], c["g_rest"], loo_rows)
-        arr["item"] = item
-        _, _, _, _, outside, _ = gp._combine(arr)
-        return ~outside
-
+    gate = outside_gate(self.gate_pred_, y, k0, loo_rows)
     d = design_gated(y, tables, log_prior, self.gsel_, budget, float(self.mix), rng,
                      self._level(), float(self.share), getattr(self, "dispersion_", None), k0,
                      gate)
@@ -555,6 +657,46 @@ def _gated_arrays(self, y, rng, budget=None, loo_rows=None):
 
 
 Study._gated_arrays = _gated_arrays
+
+
+def outside_gate(gp, y, k0, loo_rows):
+    """gate(item, cols, valid, log_post) after k0 draws: True where the predictor ``gp``
+    (fitted at budget k0) does not call the row outside the source models (its ``_combine``
+    without the answers, i.e. no small-sample SE)."""
+    def gate(item, cols, valid, lp):
+        asked = np.zeros(y.shape, dtype=bool)
+        r = np.broadcast_to(np.arange(y.shape[0])[:, None], item.shape)
+        asked[r[valid], item[valid]] = True
+        c = {k: v[:, :k0] for k, v in cols.items()}
+        arr = gp._estimate(y, np.isfinite(y), asked, item, c["q"], c["f"], c["f_rest"], lp,
+                           valid, c["g"], c["g_rest"], loo_rows)
+        arr["item"] = item
+        _, _, _, _, outside, _ = gp._combine(arr)
+        return ~outside
+    return gate
+
+
+def _gslope_arrays(self, y, rng, budget=None, loo_rows=None):
+    budget = int(self.budget if budget is None else budget)
+    power, k0 = float(self.gslope[0]), int(self.gslope[1])
+    tables, nodes, log_prior = self._grid()
+    phi = getattr(self, "dispersion_", None)
+    slope_phi = (1.0 if phi is None else phi) * np.abs(self.a_) ** (2 * power)
+    d = design_gslope(y, tables, log_prior, budget, float(self.mix), rng, self._level(),
+                      float(self.share), phi, k0, slope_phi,
+                      outside_gate(self.gate_pred_, y, k0, loo_rows))
+    if loo_rows is None:
+        STATS.append(d["inside"].mean())
+    rows = np.broadcast_to(np.arange(y.shape[0])[:, None], d["item"].shape)
+    asked = np.zeros(y.shape, dtype=bool)
+    asked[rows[d["valid"]], d["item"][d["valid"]]] = True
+    out = self._estimate(y, np.isfinite(y), asked, d["item"], d["q"], d["f"], d["f_rest"],
+                         d["log_post"], d["valid"], d["g"], d["g_rest"], loo_rows)
+    out["item"], out["valid"] = d["item"], d["valid"]
+    return out
+
+
+Study._gslope_arrays = _gslope_arrays
 
 
 def honest_model(pred, bank_fit, source, rng, folds=5):
@@ -598,6 +740,9 @@ def make(variant, budget, seed, bank, source, **settings):
     p.pcr = variant == "pcr"
     if variant.startswith("slope"):      # slope<power>
         p.slope_power = float(variant[5:])
+    if variant.startswith("gslope"):     # gslope<power>_<k0>
+        g, k0 = variant[6:].split("_")
+        p.gslope = (float(g), int(k0))
     if variant.startswith("gated"):      # gated<k>_<k0>
         p.gated = tuple(int(v) for v in variant[5:].split("_"))
     if variant.startswith("boost"):      # boost<k>_<beta>_<k0>_<margin>
@@ -646,9 +791,10 @@ def _cov_gap(c):
     return max(0.90 - c, c - 0.99, 0.0)
 
 
-def verdict(path_a, path_b):
+def verdict(path_a, path_b, strict_b=False):
     """The pre-registered rule on the rows of A and B: per variant the summed MAE on each,
-    the failed clauses (with the rows that fail them) and the winner (or None)."""
+    the failed clauses (with the rows that fail them) and the winner (or None). Clause (1)
+    on B: not above base's sum (the first rule) or, with ``strict_b``, below it (gslope's)."""
     a, b = pd.read_csv(path_a), pd.read_csv(path_b)
     bnd = bounds()
     out, wins = {}, {}
@@ -671,7 +817,7 @@ def verdict(path_a, path_b):
                     fails[4].append(f"A {key[0]} {key[1]} {vm:.3f} > bound {bnd[key]:.3f}")
         if not sums["A"][1] < sums["A"][0]:
             fails[1].append(f"A summed {sums['A'][0]:.3f} -> {sums['A'][1]:.3f}")
-        if sums["B"][1] > sums["B"][0]:
+        if sums["B"][1] > sums["B"][0] or (strict_b and not sums["B"][1] < sums["B"][0]):
             fails[1].append(f"B summed {sums['B'][0]:.3f} -> {sums['B'][1]:.3f}")
         out[v] = dict(sums=sums, fails={k: f for k, f in fails.items() if f})
         if not out[v]["fails"]:
@@ -705,10 +851,20 @@ def cached_binary_bank(name, df, split, seed):
     return bank
 
 
-def run_benchpred(names, variants, seeds, replays):
+def offset_replays(pred, targets, seed, replays, offset):
+    """Draws k = offset .. offset + replays - 1 of the fitted predictor, each from
+    ``[seed + 1000, k]`` (one Generator for all targets)."""
+    p = pd.concat([pred.replay(targets, rng=[seed + 1000, k]) for k in
+                   range(offset, offset + replays)], ignore_index=True)
+    p["subject_id"] = p.subject_id.astype(str)
+    return p
+
+
+def run_benchpred(names, variants, seeds, replays, offset=0):
     """Data B of the pre-registration: bench_benchpred's library path (``--set ... --replays
     K``: its split, Calibrator()'s bank, chance, fit(rng=seed), replays_of) per variant, the
-    bank and draws shared by the variants."""
+    bank and draws shared by the variants; with ``offset``, draws offset .. offset + K - 1
+    (:func:`offset_replays`)."""
     rows = []
     for name in names:
         df = bp.load(name)
@@ -716,7 +872,7 @@ def run_benchpred(names, variants, seeds, replays):
         ids = [str(c) for c in df.columns]
         for split in bp.SPLITS:
             for v in variants:
-                t0, parts = time.time(), []
+                t0, parts, inside = time.time(), [], []
                 for seed in range(seeds):
                     src, tgt = split_models(full, split, seed, df.index)
                     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
@@ -724,14 +880,19 @@ def run_benchpred(names, variants, seeds, replays):
                     bank = cached_binary_bank(name, df, split, seed)
                     pred = make(v, 50, seed, bank, source, chance=bp.CHANCE[name])
                     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
-                    _, p = replays_of(pred, targets, seed, replays)
+                    STATS.clear()
+                    if offset:
+                        p = offset_replays(pred, targets, seed, replays, offset)
+                    else:
+                        _, p = replays_of(pred, targets, seed, replays)
                     parts.append(_metrics(p, truth))
+                    inside.append(np.mean(STATS) if STATS else np.nan)
                 d = pd.DataFrame(parts)
                 r = {"task": name, "split": split, "variant": v, "mae": d.mae.mean(),
                      "coverage": d.n_hits.sum() / d.n_targets.sum(), "width": d.width.mean(),
                      "design_mae": d.design_mae.mean(), "model_mae": d.model_mae.mean(),
                      "outside": d.outside.mean(), "n_source": len(src),
-                     "seconds": time.time() - t0}
+                     "inside": np.mean(inside), "seconds": time.time() - t0}
                 rows.append(r)
                 print(f"{name:21s} {split:13s} {v:12s} MAE {r['mae']:5.2f} cov "
                       f"{r['coverage']:.3f} D {r['design_mae']:5.2f} M {r['model_mae']:5.2f}"
@@ -754,9 +915,12 @@ def main(argv=None):
                          "bench_benchpred's NAMES), bench_benchpred's library path")
     ap.add_argument("--verdict", nargs=2, metavar=("CSV_A", "CSV_B"), default=None,
                     help="apply the pre-registered rule to the rows of A and B; nothing run")
+    ap.add_argument("--rule", choices=("prereg", "gslope"), default="prereg",
+                    help="which pre-registered rule --verdict applies (clause 1 on B: not "
+                         "above base's sum, or below it)")
     a = ap.parse_args(argv)
     if a.verdict:
-        res, winner = verdict(*a.verdict)
+        res, winner = verdict(*a.verdict, strict_b=a.rule == "gslope")
         for v, r in res.items():
             (a0, a1), (b0, b1) = r["sums"]["A"], r["sums"]["B"]
             print(f"{v}: A {a0:.3f} -> {a1:.3f}, B {b0:.3f} -> {b1:.3f}; failed clauses "
@@ -771,14 +935,14 @@ def main(argv=None):
     t_all = time.time()
     if a.benchpred:
         names = bp.NAMES if a.benchpred == "default" else a.benchpred.split(",")
-        rows = run_benchpred(names, variants, a.seeds, a.replays)
+        rows = run_benchpred(names, variants, a.seeds, a.replays, a.draw_offset)
     for task in ([] if a.benchpred else a.tasks.split(",")):
         df = load(task)
         full = df.to_numpy(float)
         ids = [str(c) for c in df.columns]
         for split in a.splits.split(","):
             for v in variants:
-                t0, parts, extra = time.time(), [], []
+                t0, parts, extra, inside = time.time(), [], [], []
                 for seed in range(a.seeds):
                     src, tgt = split_models(full, split, seed)
                     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
@@ -788,22 +952,20 @@ def main(argv=None):
                     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
                     STATS.clear()
                     if a.draw_offset:       # draws k = offset .. offset + replays - 1
-                        p = pd.concat([pred.replay(targets, rng=[seed + 1000, k]) for k in
-                                       range(a.draw_offset, a.draw_offset + a.replays)],
-                                      ignore_index=True)
-                        p["subject_id"] = p.subject_id.astype(str)
+                        p = offset_replays(pred, targets, seed, a.replays, a.draw_offset)
                     else:
                         _, p = replays_of(pred, targets, seed, a.replays)
                     if STATS:
-                        print(f"  seed {seed} share given the stratum {np.mean(STATS):.2f}")
+                        print(f"  seed {seed} share the gate calls inside {np.mean(STATS):.2f}")
                     parts.append(_metrics(p, truth))
                     extra.append(getattr(pred, "cvw_w_", np.nan))
+                    inside.append(np.mean(STATS) if STATS else np.nan)
                 d = pd.DataFrame(parts)
                 r = {"task": task, "split": split, "variant": v, "mae": d.mae.mean(),
                      "coverage": d.n_hits.sum() / d.n_targets.sum(), "width": d.width.mean(),
                      "design_mae": d.design_mae.mean(), "model_mae": d.model_mae.mean(),
                      "outside": d.outside.mean(), "w": np.nanmean(extra) if v.endswith(
-                         "cvw") else np.nan}
+                         "cvw") else np.nan, "inside": np.mean(inside)}
                 rows.append(r)
                 print(f"{task:21s} {split:13s} {v:12s} MAE {r['mae']:5.2f} cov "
                       f"{r['coverage']:.3f} D {r['design_mae']:5.2f} M {r['model_mae']:5.2f}"
