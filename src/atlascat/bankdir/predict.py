@@ -25,7 +25,7 @@ import pandas as pd
 from ..scorelink.frames import COLUMNS
 from .defaults import PREDICTOR_FILE, PREDICTOR_ITEMS_FILE
 
-__all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
+__all__ = ["predict_scores", "predict_matrix_scores", "results_items", "replay_predictor", "load_predictor", "load_predictor_items",
            "as_folder", "read_targets", "logged_targets", "is_sample_logs",
            "source_models_among", "in_sample_warning",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
@@ -200,25 +200,43 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame) ->
     return to_metric_scale(_known_means(folder, out, persons, administered), folder)
 
 
+def predict_matrix_scores(folder, persons: pd.DataFrame, responses) -> pd.DataFrame:
+    """:func:`predict_scores` from a ResponseMatrix of the models' answers (``atlas score
+    RESPONSES --bank DIR``): every answer counts, those to items the bank dropped too, so a
+    model that answered every item of the results gets its mean, known."""
+    import numpy as np
+
+    y = np.asarray(responses.values, dtype=float)
+    r, c = np.nonzero(np.isfinite(y))
+    administered = pd.DataFrame({
+        "subject_id": np.asarray(responses.subject_ids, dtype=object)[r],
+        "item_id": np.asarray([str(i) for i in responses.item_ids], dtype=object)[c],
+        "score": y[r, c]})
+    return predict_scores(folder, persons, administered)
+
+
 def _known_means(folder, out: pd.DataFrame, persons, administered) -> pd.DataFrame:
     """``out`` with the score of every model that answered all the items its score is the
-    mean of (a folder without ``--scores`` whose bank kept every item of the results) set to
-    that mean, an interval of no width: the score is known, not predicted (as the
-    predictor gives a model asked every item); the link's regression on theta is not."""
+    mean of (a folder without ``--scores``: every item of the results, the bank's and those
+    the build dropped, as the manifest lists them) set to that mean, an interval of no width:
+    the score is known, not predicted (as the predictor gives a model asked every item); the
+    link's regression on theta is not."""
     import numpy as np
 
     m = folder.manifest or {}
-    items = m.get("items") or {}
     if (not str(m.get("score", "")).startswith("each model's mean score over all")
-            or items.get("n_results") != items.get("n_bank") or len(administered) == 0):
+            or len(administered) == 0):
         return out
-    bank_ids = {str(i) for i in folder.bank.item_ids}
-    given = administered[administered["item_id"].astype(str).isin(bank_ids)
+    result_ids = results_items(folder)
+    if result_ids is None:
+        return out
+    given = administered[administered["item_id"].astype(str).isin(result_ids)
                          & np.isfinite(administered["score"].to_numpy(float))]
+    given = given.drop_duplicates(["subject_id", "item_id"], keep="last")
     by = given.groupby(given["subject_id"].astype(str))["score"]
     counts, means = by.count(), by.mean()
     sid = persons["subject_id"].astype(str).to_numpy()
-    full = counts.reindex(sid).fillna(0).to_numpy() >= len(bank_ids)
+    full = counts.reindex(sid).fillna(0).to_numpy() >= len(result_ids)
     if not full.any():
         return out
     out = out.copy()
@@ -229,6 +247,18 @@ def _known_means(folder, out: pd.DataFrame, persons, administered) -> pd.DataFra
     out.loc[full, "score_flag"] = ""
     out.loc[full, "score_warning"] = ""
     return out
+
+
+def results_items(folder) -> set | None:
+    """The ids of every item of the results a folder was built from (the bank's and those
+    the build dropped, as the manifest lists them: the items each model's mean score is
+    over), or None when the manifest does not account for all of them."""
+    items = (as_folder(folder).manifest or {}).get("items") or {}
+    ids = {str(i) for i in as_folder(folder).bank.item_ids}
+    for key, value in items.items():
+        if key.startswith("dropped_") and isinstance(value, list):
+            ids.update(str(i) for i in value)
+    return ids if len(ids) == items.get("n_results") else None
 
 
 def load_predictor(folder):

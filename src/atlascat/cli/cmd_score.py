@@ -13,33 +13,33 @@ from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, er
 METHODS = ("eap", "wle", "map", "ml")
 
 
-def _with_prediction(df, ref, rm, bk):
+def _with_prediction(df, ref, rm, bk, answers):
     """``df`` with the predicted score columns of the bank's score link (``score``, ``_lo``,
     ``_hi``, ``percentile``, ...; :data:`atlascat.scorelink.frames.COLUMNS`, as ``atlas
     simulate`` writes them) from each subject's theta, SE and answers: a shipped bank's
     (:func:`atlascat.scorelink.predict_frame`, the published score) or a bank folder's
-    (:func:`atlascat.bankdir.predict_scores`; on a --score-range folder the ``mean_score``
+    (:func:`atlascat.bankdir.predict.predict_matrix_scores` on ``answers``, every item
+    answered, those the bank dropped too; on a --score-range folder the ``mean_score``
     columns are on the metric's scale)."""
     import numpy as np
     import pandas as pd
 
-    y = rm.aligned_values(bk.item_ids)
-    r, c = np.nonzero(np.isfinite(y))
-    administered = pd.DataFrame({"subject_id": np.asarray(rm.subject_ids, dtype=object)[r],
-                                 "item_id": np.asarray(bk.item_ids, dtype=object)[c],
-                                 "score": y[r, c]})
     persons = df[["subject_id", "theta", "se"]]
     if ref.kind == "dir":
-        from ..bankdir import predict_scores
-        from ..bankdir.predict import to_metric_scale
+        from ..bankdir.predict import predict_matrix_scores, to_metric_scale
 
         folder = ref.folder()
-        pred = predict_scores(folder, persons, administered)
+        pred = predict_matrix_scores(folder, persons, answers)
         # the observed means too on the metric's own scale (a folder built with --score-range)
         df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("mean_score")])
     else:
         from ..scorelink import predict_frame
 
+        y = rm.aligned_values(bk.item_ids)
+        r, c = np.nonzero(np.isfinite(y))
+        administered = pd.DataFrame({"subject_id": np.asarray(rm.subject_ids, dtype=object)[r],
+                                     "item_id": np.asarray(bk.item_ids, dtype=object)[c],
+                                     "score": y[r, c]})
         pred = predict_frame(ref.link, persons, administered)
     return pd.concat([df.reset_index(drop=True), pred], axis=1)
 
@@ -113,6 +113,7 @@ def score_command(
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
     rm, factors = _form_factors(form, ref, rm)
+    answers = rm                # every answer, to items the bank dropped too (a known mean)
     rm, bk = align_items(rm, bk, extra_items)
     df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
@@ -121,7 +122,7 @@ def score_command(
             calibration, rm, bk, normalize_ids=normalize_ids, seed=seed)
         df = _with_reconstruction(df, rm, bk, reconstruct, lam)
     if ref.link is not None:  # a shipped bank or a folder: its predicted score, 95% interval
-        df = _with_prediction(df, ref, rm, bk)
+        df = _with_prediction(df, ref, rm, bk, answers)
     df = _widened(df, ref, bk, factors, method.lower(), prior_sd)
     _show(df, output, method.lower(), len(bk), rm.weights)
 
