@@ -51,3 +51,46 @@ def test_score_of_a_checkpoint_that_answered_every_item_is_its_mean(walk, capsys
     np.testing.assert_allclose(got.loc[truth.index, "score"], truth, atol=1e-7)
     np.testing.assert_allclose(got.loc[truth.index, "score_lo"], truth, atol=1e-7)
     np.testing.assert_allclose(got.loc[truth.index, "score_hi"], truth, atol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def ratings(tmp_path_factory):
+    """A 1-5 rating matrix (a judge's), its folder built with --score-range 1 5."""
+    from atlascat.bankdir import build_bank
+
+    d = tmp_path_factory.mktemp("ratings")
+    df = (_matrix(seed=1) * 2 + _matrix(seed=2) * 2 + 1).astype(int)      # levels 1, 3, 5
+    df.iloc[:26].to_csv(d / "source.csv")
+    df.iloc[26:].to_csv(d / "ckpts.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_bank(d / "source.csv", d / "bank", folds=0, budget=20, score_range=(1, 5))
+    return d, df
+
+
+@pytest.mark.parametrize("argv", [["ranks", "ckpts.csv"], ["items", "ckpts.csv"],
+                                  ["score", "ckpts.csv"]])
+def test_commands_read_ratings_on_the_folders_scale(ratings, argv, capsys):
+    """`atlas ranks / items RATINGS --bank DIR` on a folder built with --score-range 1 5
+    refused the folder's own ratings ("value 5 outside [0, 1] ... give their scale to read
+    them as a score (--score-range 1 5 of a bank folder)"): only `atlas score` and `simulate`
+    read RESPONSES on the folder's scale. `atlas items` on continuous scores (the folder's
+    ratings mapped to 0-1) ended in "S-X2 needs 0/1 scores": it leaves S-X2 out, with a
+    warning."""
+    d, df = ratings
+    rc = run_cli([argv[0], d / argv[1], "--bank", d / "bank"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert "outside [0, 1]" not in out.err
+    if argv[0] == "items":
+        assert "S-X2" in out.err and "left out" in out.err
+
+
+def test_fit_of_ratings_says_what_it_tests_in_one_line(ratings, capsys):
+    """`atlas fit RATINGS --bank DIR` (a --score-range folder) ends in one line that says M2
+    tests right/wrong answers, not only "binarize partial credit first"."""
+    d, _ = ratings
+    rc = run_cli(["fit", d / "source.csv", "--bank", d / "bank"])
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
+    assert rc == 2 and len(errors) == 1, errors
+    assert "right/wrong" in errors[0] and "continuous scores or ratings" in errors[0]

@@ -25,7 +25,7 @@ import pandas as pd
 from ..scorelink.frames import COLUMNS
 from .defaults import PREDICTOR_FILE, PREDICTOR_ITEMS_FILE
 
-__all__ = ["predict_scores", "predict_matrix_scores", "results_items", "replay_predictor", "load_predictor", "load_predictor_items",
+__all__ = ["read_answers", "predict_scores", "predict_matrix_scores", "results_items", "replay_predictor", "load_predictor", "load_predictor_items",
            "as_folder", "read_targets", "logged_targets", "is_sample_logs",
            "source_models_among", "in_sample_warning",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
@@ -121,6 +121,28 @@ def logged_targets(folder, responses):
             f"{str(folder.path)!r} was built from logs of {source.get('task')!r}: give the "
             "models' logs of that task") from None
     return logs.matrix()
+
+
+def read_answers(responses, ref, *, freq_column=None, normalize_ids: bool = False,
+                 on_empty: str = "keep", option: str = "RESPONSES"):
+    """The models' answers to score against ``ref`` (a :class:`~atlascat.catalogue.BankRef`):
+    on a bank folder as the folder reads its own (held-out models' sample logs with its task
+    and metric; a matrix on a ``--score-range`` folder's scale, BLEU 0-100 read as BLEU and
+    mapped to 0-1), else the file or bundled name as it is. What ``atlas score``, ``items``,
+    ``ranks`` and ``fit`` read RESPONSES with."""
+    from ..catalogue.matrices import resolve_responses
+    from .scaled import read_scaled_matrix
+
+    kw = {"freq_column": freq_column, "normalize_ids": normalize_ids, "on_empty": on_empty}
+    if getattr(ref, "kind", None) == "dir":
+        folder = ref.folder()
+        logged = logged_targets(folder, responses)
+        if logged is not None:
+            return logged
+        scale = metric_scale(folder)
+        if scale is not None:
+            return read_scaled_matrix(responses, scale, folder=True, **kw)
+    return resolve_responses(responses, option=option, **kw)
 
 
 def metric_scale(folder):

@@ -113,8 +113,7 @@ def score_command(
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
     rm, factors = _form_factors(form, ref, rm)
-    answers = rm                # every answer, to items the bank dropped too (a known mean)
-    rm, bk = align_items(rm, bk, extra_items)
+    answers, (rm, bk) = rm, align_items(rm, bk, extra_items)   # answers: the dropped items' too
     df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
     if reconstruct != "none":
@@ -132,19 +131,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _read_responses(responses, ref, freq_column, normalize_ids):
-    """RESPONSES, on a bank folder's metric scale when it was built with --score-range (BLEU
-    0-100 read as BLEU, as ``atlas simulate`` reads it), else as they are."""
-    from ..bankdir.scaled import read_scaled_matrix
-    from ..bankdir.predict import logged_targets, metric_scale
+    """RESPONSES as the bank reads them (:func:`atlascat.bankdir.predict.read_answers`: a
+    folder's sample logs or --score-range scale)."""
+    from ..bankdir.predict import read_answers
 
-    logged = logged_targets(ref.folder(), responses) if ref.kind == "dir" else None
-    if logged is not None:          # held-out models' sample logs, read as the folder was built
-        return logged
-    scale = metric_scale(ref.folder()) if ref.kind == "dir" else None
-    if scale is None:
-        return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
-    return read_scaled_matrix(responses, scale, folder=True, freq_column=freq_column,
-                              normalize_ids=normalize_ids, on_empty="keep")
+    return read_answers(responses, ref, freq_column=freq_column, normalize_ids=normalize_ids)
 
 
 def _form_factors(form, ref, rm):
