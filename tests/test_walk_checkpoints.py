@@ -94,3 +94,38 @@ def test_fit_of_ratings_says_what_it_tests_in_one_line(ratings, capsys):
     errors = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
     assert rc == 2 and len(errors) == 1, errors
     assert "right/wrong" in errors[0] and "continuous scores or ratings" in errors[0]
+
+
+def test_adaptive_and_predictor_runs_on_one_folder_compare(walk, tmp_path, capsys):
+    """A checkpoint tested with `--design adaptive` and another with the folder's predictor
+    (the default), on one folder never rebuilt: compare-models refused them as "asked on bank
+    DIR as it was at two times, and it changed in between (rebuilt: its items differ)",
+    because the two designs store the hashes of different item sets (the bank's items, the
+    results' items). A folder rebuilt between two such runs is still refused."""
+    import shutil
+
+    from atlascat.bankdir import build_bank
+    from atlascat.live.compare import compare_runs
+    from atlascat.errors import ConfigError
+
+    d, df = walk
+    bank = tmp_path / "bank"
+    shutil.copytree(d / "bank", bank)
+
+    def run(model, out, *design):
+        assert run_cli(["evaluate", "--bank", bank, "--subject", f"replay:{d / 'ckpts.csv'}#{model}",
+                        "--max-items", 10, "-o", tmp_path / out, "-q", *design]) == 0
+
+    run("ckpt-26", "ad", "--design", "adaptive")
+    run("ckpt-27", "pr")
+    capsys.readouterr()
+    out = compare_runs(tmp_path / "ad", tmp_path / "pr")
+    row = out["rows"][0]
+    assert row["lo"] <= row["difference"] <= row["hi"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_bank(d / "source.csv", bank, folds=0, budget=20, name="MyBench",
+                   scores=None, model="1pl")                      # rebuilt: other parameters
+    run("ckpt-28", "pr2")
+    with pytest.raises(ConfigError, match="changed in between"):
+        compare_runs(tmp_path / "ad", tmp_path / "pr2")

@@ -133,7 +133,10 @@ def _rows(first, second, rho: float) -> list[dict]:
                           f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
                           "benchmark with a predicted score")
     hashes = [store.get_run(r).get("bank_hash") for store, _, r in (first, second)]
-    suite = "suite" in {_field(runs, r, "kind") for _, runs, r in (first, second)}
+    kinds = [_field(runs, r, "kind") for _, runs, r in (first, second)]
+    if kinds[0] != kinds[1] and refs[0] == refs[1]:
+        hashes = _as_of_now(refs[0], kinds, hashes)
+    suite = "suite" in kinds
     rows = []
     for bench in common:
         a, b = preds[0][bench], preds[1][bench]
@@ -174,6 +177,27 @@ def _prediction_warnings(bench: str, preds, ids) -> list[str]:
     if said[0] and said[0] == said[1]:
         return [f"both runs on {bench}: {said[0]}"]
     return [f"run {i} on {bench}: {w}" for i, w in zip(ids, said) if w]
+
+
+def _as_of_now(ref: str, kinds, hashes) -> list:
+    """Two runs of different designs on one bank folder (the adaptive test asks the bank's
+    items, the benchmark predictor all the results' items) store the hashes of different item
+    sets, equal or not whether the folder changed: each one as "now" when it is the hash of
+    what that design asks of the folder as it is now (so two runs of an unchanged folder
+    compare), else as stored (a folder rebuilt between them differs); None where the folder
+    cannot be read (as a run that stored no hash)."""
+    from ..catalogue.bankref import BankRef
+    from .runner import bank_hash
+    from .service import design_bank
+
+    out = []
+    for kind, stored in zip(kinds, hashes):
+        try:
+            now = bank_hash(design_bank(BankRef.parse(ref), kind))
+        except (AtlasError, OSError, TypeError, ValueError):
+            return [None, None]
+        out.append("now" if now == stored else stored)
+    return out
 
 
 def _gone_folder(ids, refs, stores: dict) -> None:
