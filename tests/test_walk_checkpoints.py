@@ -129,3 +129,15 @@ def test_adaptive_and_predictor_runs_on_one_folder_compare(walk, tmp_path, capsy
     run("ckpt-28", "pr2")
     with pytest.raises(ConfigError, match="changed in between"):
         compare_runs(tmp_path / "ad", tmp_path / "pr2")
+
+
+@pytest.mark.parametrize("bad, needle", [("", "RUN_B is empty"),
+                                         ("runs/ckpt-9-gone", "'runs/ckpt-9-gone' does not exist")])
+def test_compare_models_names_an_empty_or_missing_run(bad, needle, tmp_path, capsys):
+    """`atlas compare-models RUN ""` read the empty value as the current folder ("'.' holds
+    no results.json"), and a run folder that does not exist as a run id looked up in every
+    known store ("no run 'runs/x' in any of the N known run stores"): one line each, saying
+    what is wrong with which argument."""
+    from cli_checks import one_line_error
+
+    one_line_error(capsys, ["compare-models", "0123456789ab", bad], needle)

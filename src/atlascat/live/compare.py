@@ -45,6 +45,14 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     Two runs that are one run, that predict no common score, or whose scores of one name are
     not one score (two banks, or one bank folder rebuilt between the runs) raise
     :class:`~atlascat.errors.ConfigError`."""
+    for name, run in (("RUN_A", run_a), ("RUN_B", run_b)):
+        text = str(run)
+        if not text.strip():           # not the current folder: an empty value is a slip
+            raise ConfigError(f"{name} is empty; give a run id (atlas runs) or the folder "
+                              "atlas evaluate -o wrote")
+        if ("/" in text or "\\" in text) and not Path(text).exists():   # a path, not an id
+            raise ConfigError(f"{name} {text!r} does not exist; give a run id (atlas runs) or "
+                              "the folder atlas evaluate -o wrote")
     resolve = _resolver(None if db is None else Path(db))
     first, second = resolve(str(run_a)), resolve(str(run_b))
     if first[2] == second[2]:
