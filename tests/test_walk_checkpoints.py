@@ -141,3 +141,18 @@ def test_compare_models_names_an_empty_or_missing_run(bad, needle, tmp_path, cap
     from cli_checks import one_line_error
 
     one_line_error(capsys, ["compare-models", "0123456789ab", bad], needle)
+
+
+def test_evaluate_and_score_say_when_a_checkpoint_is_a_source_model(walk, tmp_path, capsys):
+    """`atlas simulate --bank DIR` said a source model's prediction is in-sample; `atlas
+    evaluate` (a checkpoint named as one of the folder's source models) and `atlas score`
+    said nothing. A held-out checkpoint gets no such line."""
+    d, _ = walk
+    for model, matrix, said in (("ckpt-03", "source.csv", True), ("ckpt-27", "ckpts.csv", False)):
+        assert run_cli(["evaluate", "--bank", d / "bank", "--subject", f"replay:{d / matrix}#{model}",
+                        "--max-items", 10, "-o", tmp_path / model, "-q"]) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        assert (f"model '{model}' is one of the bank folder's source models" in err) == said, err
+        assert run_cli(["score", d / matrix, "--bank", d / "bank", "-o", tmp_path / f"{model}.csv"]) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        assert ("source models" in err and "in-sample" in err) == said, err

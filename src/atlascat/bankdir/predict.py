@@ -27,7 +27,7 @@ from .defaults import PREDICTOR_FILE, PREDICTOR_ITEMS_FILE
 
 __all__ = ["read_answers", "predict_scores", "predict_matrix_scores", "results_items", "replay_predictor", "load_predictor", "load_predictor_items",
            "as_folder", "read_targets", "logged_targets", "is_sample_logs",
-           "source_models_among", "in_sample_warning",
+           "source_models_among", "in_sample_warning", "in_sample_line",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
            "exhausted_warning"]
@@ -325,9 +325,30 @@ def source_models_among(folder, subject_ids) -> list[str]:
 
 def in_sample_warning(among: list, n: int) -> str:
     """The one line for :func:`source_models_among`'s ``among`` of ``n`` models."""
+    if n == 1:
+        return (f"model {among[0]!r} is one of the bank folder's source models: its prediction "
+                "is in-sample, fitted on its own answers; held-out models test the folder")
     return (f"{len(among)} of the {n} models are the bank folder's source models (e.g. "
             f"{among[0]!r}): their predictions are in-sample, fitted on their own answers; "
             "held-out models test the folder")
+
+
+def in_sample_line(bank, models) -> str | None:
+    """:func:`in_sample_warning` for the ``models`` (names: a live run's models, a matrix's
+    subjects) tested on ``bank`` (a bank folder, its path or a stored bank reference), or
+    None: none of them is a source model, or ``bank`` is no bank folder."""
+    from pathlib import Path
+
+    from ..errors import AtlasError
+
+    models = [str(m) for m in models]
+    try:
+        folder = bank if not isinstance(bank, (str, Path)) else (
+            as_folder(bank) if Path(str(bank)).is_dir() else None)
+    except (AtlasError, OSError):
+        return None
+    among = source_models_among(folder, models) if folder is not None else []
+    return in_sample_warning(among, len(models)) if among else None
 
 
 def exhausted_warning(answered: int, items: int) -> str:

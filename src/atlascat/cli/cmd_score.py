@@ -26,9 +26,11 @@ def _with_prediction(df, ref, rm, bk, answers):
 
     persons = df[["subject_id", "theta", "se"]]
     if ref.kind == "dir":
-        from ..bankdir.predict import predict_matrix_scores, to_metric_scale
+        from ..bankdir.predict import in_sample_line, predict_matrix_scores, to_metric_scale
 
         folder = ref.folder()
+        if (line := in_sample_line(folder, rm.subject_ids)):
+            warn(line)
         pred = predict_matrix_scores(folder, persons, answers)
         # the observed means too on the metric's own scale (a folder built with --score-range)
         df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("mean_score")])

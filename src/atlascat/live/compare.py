@@ -48,11 +48,10 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     for name, run in (("RUN_A", run_a), ("RUN_B", run_b)):
         text = str(run)
         if not text.strip():           # not the current folder: an empty value is a slip
-            raise ConfigError(f"{name} is empty; give a run id (atlas runs) or the folder "
-                              "atlas evaluate -o wrote")
+            raise ConfigError(f"{name} is empty; give a run id or a live run's output folder")
         if ("/" in text or "\\" in text) and not Path(text).exists():   # a path, not an id
-            raise ConfigError(f"{name} {text!r} does not exist; give a run id (atlas runs) or "
-                              "the folder atlas evaluate -o wrote")
+            raise ConfigError(f"{name} {text!r} does not exist; give a run id or a live run's "
+                              "output folder")
     resolve = _resolver(None if db is None else Path(db))
     first, second = resolve(str(run_a)), resolve(str(run_b))
     if first[2] == second[2]:
