@@ -156,3 +156,24 @@ def test_evaluate_and_score_say_when_a_checkpoint_is_a_source_model(walk, tmp_pa
         assert run_cli(["score", d / matrix, "--bank", d / "bank", "-o", tmp_path / f"{model}.csv"]) == 0
         err = " ".join(capsys.readouterr().err.split())
         assert ("source models" in err and "in-sample" in err) == said, err
+
+
+def test_a_folder_that_lost_its_predictor_is_one_line_not_another_design(walk, tmp_path, capsys):
+    """A bank folder copied without its predictor.json (the manifest says it was built with
+    one) ran `atlas evaluate` and `atlas simulate` as the adaptive test, silently: another
+    design than the other checkpoint's run on the folder as built. Now one line (exit 2);
+    `--design adaptive` still runs."""
+    import shutil
+
+    d, _ = walk
+    bank = tmp_path / "bank"
+    shutil.copytree(d / "bank", bank)
+    (bank / "predictor.json").unlink()
+    subject = f"replay:{d / 'ckpts.csv'}#ckpt-27"
+    for argv in (["evaluate", "--bank", bank, "--subject", subject, "-o", tmp_path / "e"],
+                 ["simulate", d / "ckpts.csv", "--bank", bank, "-o", tmp_path / "s"]):
+        rc = run_cli([*argv, "-q"])
+        err = capsys.readouterr().err
+        assert rc == 2 and "predictor.json is missing" in err, err
+    assert run_cli(["simulate", d / "ckpts.csv", "--bank", bank, "--design", "adaptive",
+                    "--max-items", 10, "-o", tmp_path / "a", "-q"]) == 0

@@ -289,8 +289,15 @@ def load_predictor(folder):
     from ..errors import BankFolderError
     from ..predict import BenchmarkPredictor
 
-    path = as_folder(folder).extra(PREDICTOR_FILE)
+    folder = as_folder(folder)
+    path = folder.extra(PREDICTOR_FILE)
     if path is None:
+        named = ((folder.manifest or {}).get("predictor") or {}).get("file")
+        if named:      # built with one, since lost: not silently another design
+            raise BankFolderError(
+                f"bank folder {str(folder.path)!r} was built with a benchmark predictor, but its "
+                f"{named} is missing: copy it back from the folder as built, or --design "
+                "adaptive")
         return None
     try:
         return BenchmarkPredictor.from_dict(json.loads(path.read_text(encoding="utf-8")))
