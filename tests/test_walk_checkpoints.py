@@ -177,3 +177,35 @@ def test_a_folder_that_lost_its_predictor_is_one_line_not_another_design(walk, t
         assert rc == 2 and "predictor.json is missing" in err, err
     assert run_cli(["simulate", d / "ckpts.csv", "--bank", bank, "--design", "adaptive",
                     "--max-items", 10, "-o", tmp_path / "a", "-q"]) == 0
+
+
+def test_compare_models_warns_of_a_checkpoint_answered_from_the_cache(walk, tmp_path, capsys):
+    """Two checkpoints served under one name through one command (`cmd:python harness.py`,
+    `--llm mine`, one run store): the second run took all its answers from the answer cache
+    (the first checkpoint's), and compare-models printed a difference of 0.0, "not told
+    apart", with no warning. It now says which run was answered from the cache."""
+    import json
+    import sys
+
+    from atlascat.live.compare import compare_runs
+
+    d, df = walk
+    harness = tmp_path / "harness.py"
+    harness.write_text(
+        "import json, sys\nimport pandas as pd\n"
+        f"row = pd.read_csv({str(tmp_path / 'answers.csv')!r}, index_col=0).iloc[0]\n"
+        "for line in sys.stdin:\n"
+        "    item = json.loads(line)['item_id']\n"
+        "    print(json.dumps({'item_id': item, 'score': int(row[item])}), flush=True)\n")
+    ids = []
+    for ckpt in ("ckpt-26", "ckpt-27"):            # the checkpoint the harness serves now
+        df.loc[[ckpt]].to_csv(tmp_path / "answers.csv")
+        assert run_cli(["evaluate", "--bank", d / "bank", "--subject",
+                        f"cmd:{sys.executable} {harness}", "--llm", "mine", "--max-items", 10,
+                        "-o", tmp_path / "runs", "-q"]) == 0
+        rows = json.loads((tmp_path / "runs" / "results.json").read_text())
+        ids += [r["run_id"] for r in rows if r["run_id"] not in ids]
+    capsys.readouterr()
+    out = compare_runs(ids[1], ids[0], db=tmp_path / "runs" / "runs.sqlite")
+    assert out["warning"] and f"run {ids[1]}" in out["warning"] and "answer cache" in out["warning"]
+    assert f"run {ids[0]}" not in out["warning"]

@@ -65,6 +65,7 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
             "score": names.pop() if len(names) == 1 else "predicted score",
             "unit": units.pop() if len(units) == 1 else "points",
             "warning": "; ".join(w for w in [_mixed_protocols(first, second),
+                                             *_cached_answers(first, second),
                                              *(x for r in rows for x in r["warnings"])]
                                  if w) or None,
             "rows": rows}
@@ -246,6 +247,25 @@ def _field(runs, run_id: str, name: str) -> str:
     """A run's ``name`` column in its store's run list, as text ("" when it has none)."""
     row = runs[runs["run_id"] == run_id]
     return str(row[name].iloc[0]) if len(row) and name in row else ""
+
+
+def _cached_answers(first, second) -> list[str]:
+    """A line per run answered (in part) from the answer cache: answers an earlier run of a
+    model of that name gave at that endpoint, so a new checkpoint served under the old name
+    was not asked (its difference from the old one reads 0)."""
+    out = []
+    for store, runs, run_id in (first, second):
+        try:
+            cached = store.steps(run_id)["cached"]
+        except (AtlasError, KeyError, TypeError, ValueError):
+            continue
+        n = int((cached.fillna(0).astype(int) == 1).sum())
+        if n:
+            out.append(f"run {run_id} ({_model_of(runs, run_id)}): {n} of {len(cached)} answers "
+                       "came from the answer cache (an earlier run of a model of that name "
+                       "answered them): a new checkpoint served under the same name was not "
+                       "asked them; run it again with --no-cache")
+    return out
 
 
 def _mixed_protocols(first, second) -> str | None:
