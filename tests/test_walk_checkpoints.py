@@ -209,3 +209,19 @@ def test_compare_models_warns_of_a_checkpoint_answered_from_the_cache(walk, tmp_
     out = compare_runs(ids[1], ids[0], db=tmp_path / "runs" / "runs.sqlite")
     assert out["warning"] and f"run {ids[1]}" in out["warning"] and "answer cache" in out["warning"]
     assert f"run {ids[0]}" not in out["warning"]
+
+
+def test_replay_of_a_checkpoint_whose_id_holds_a_hash(walk, tmp_path, capsys):
+    """`--subject "replay:ckpts.csv#org/m@step-2000#final"`: the target was split at its last
+    `#`, so the matrix read as 'ckpts.csv#org/m@step-2000' ("neither an existing file nor a
+    bundled response matrix"). It splits where the matrix exists."""
+    import json
+
+    d, df = walk
+    renamed = df.iloc[26:].rename(index={"ckpt-27": "org/m@step-2000#final"})
+    renamed.to_csv(tmp_path / "ckpts.csv")
+    assert run_cli(["evaluate", "--bank", d / "bank", "--subject",
+                    f"replay:{tmp_path / 'ckpts.csv'}#org/m@step-2000#final",
+                    "--max-items", 10, "-o", tmp_path / "run", "-q"]) == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "run" / "results.json").read_text())[0]["model"] == \
+        "org/m@step-2000#final"
