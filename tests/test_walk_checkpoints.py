@@ -225,3 +225,18 @@ def test_replay_of_a_checkpoint_whose_id_holds_a_hash(walk, tmp_path, capsys):
                     "--max-items", 10, "-o", tmp_path / "run", "-q"]) == 0, capsys.readouterr().err
     assert json.loads((tmp_path / "run" / "results.json").read_text())[0]["model"] == \
         "org/m@step-2000#final"
+
+
+def test_replaying_another_benchmarks_answers_names_the_mismatch(walk, tmp_path, capsys):
+    """`replay:OTHER.csv#MODEL` on a folder whose items the matrix does not answer (the
+    results of another benchmark) said "none of the predictor's items can be asked of this
+    model (it has no recorded answer to any)"; now one line names the matrix and both sets
+    of items."""
+    from cli_checks import one_line_error
+
+    d, df = walk
+    other = df.iloc[26:].rename(columns=lambda c: c.replace("mine.", "theirs."))
+    other.to_csv(tmp_path / "other.csv")
+    one_line_error(capsys, ["evaluate", "--bank", d / "bank", "--subject",
+                            f"replay:{tmp_path / 'other.csv'}#ckpt-27", "-o", tmp_path / "run"],
+                   "no recorded answer to any of the bank's", "theirs.0", "mine.")

@@ -92,6 +92,24 @@ def split_replay(target: str) -> tuple[str, str]:
     return matrix, model
 
 
+def _shares_items(answers, bank, matrix) -> None:
+    """One line when the replayed model's ``answers`` (the item ids it has a score for) hold
+    none of the bank's items (the results of another benchmark), before a run starts."""
+    ids = getattr(bank, "item_ids", None)
+    if ids is None or not len(ids):
+        return
+    known = {str(i) for i in ids}
+    answered = [str(i) for i in answers]
+    if not any(i in known for i in answered):
+        from ...errors import ResponseDataError
+
+        raise ResponseDataError(
+            f"replay matrix {str(matrix)!r} has no recorded answer to any of the bank's "
+            f"{len(known)} items (its "
+            f"items: {answered[:3]}, the bank's: "
+            f"{[str(i) for i in ids[:3]]}): give the answers to the benchmark the bank is of")
+
+
 def is_ordinal(bank) -> bool:
     """Whether ``bank`` is a bank of ordinal items (graded / gpcm,
     :class:`~atlascat.irt.polybank.PolyBank`): answered by ratings on the items' own scales."""
@@ -246,6 +264,8 @@ class SubjectSpec:
             if bank is not None and (not has_requests(bank) or replays_by_id(bank)):
                 subject = RecordedAnswers(answers, who, ratings=ratings,
                                           score_range=kw.get("score_range"), source=matrix)
+                _shares_items([i for i, v in subject._answers.items() if v is not None], bank,
+                              matrix)
                 if ratings:   # a recorded rating off its item's scale: refused before asking
                     from ...irt.polyscore import aligned_ratings
                     from ...responses import one_subject_frame
