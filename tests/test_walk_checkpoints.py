@@ -240,3 +240,12 @@ def test_replaying_another_benchmarks_answers_names_the_mismatch(walk, tmp_path,
     one_line_error(capsys, ["evaluate", "--bank", d / "bank", "--subject",
                             f"replay:{tmp_path / 'other.csv'}#ckpt-27", "-o", tmp_path / "run"],
                    "no recorded answer to any of the bank's", "theirs.0", "mine.")
+
+
+def test_compare_models_names_the_rho_option(capsys):
+    """`atlas compare-models A B --rho 1.5` said "rho must lie in [-1, 1]": a setting is named
+    by its option (docs/cli.md, Errors)."""
+    from cli_checks import one_line_error
+
+    one_line_error(capsys, ["compare-models", "0123456789ab", "ba9876543210", "--rho", "1.5"],
+                   "--rho must lie in [-1, 1]")

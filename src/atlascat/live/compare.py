@@ -45,6 +45,8 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     Two runs that are one run, that predict no common score, or whose scores of one name are
     not one score (two banks, or one bank folder rebuilt between the runs) raise
     :class:`~atlascat.errors.ConfigError`."""
+    if not -1.0 <= float(rho) <= 1.0:           # before any run is looked up (NaN too)
+        raise ConfigError(f"rho must lie in [-1, 1], got {rho}")
     for name, run in (("RUN_A", run_a), ("RUN_B", run_b)):
         text = str(run)
         if not text.strip():           # not the current folder: an empty value is a slip
