@@ -144,7 +144,7 @@ def _rows(first, second, rho: float) -> list[dict]:
                           "benchmark with a predicted score")
     hashes = [store.get_run(r).get("bank_hash") for store, _, r in (first, second)]
     kinds = [_field(runs, r, "kind") for _, runs, r in (first, second)]
-    if kinds[0] != kinds[1] and refs[0] == refs[1]:
+    if set(kinds) == {"adaptive", "predictor"} and refs[0] == refs[1]:
         hashes = _as_of_now(refs[0], kinds, hashes)
     suite = "suite" in kinds
     rows = []
