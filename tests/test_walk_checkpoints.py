@@ -249,3 +249,19 @@ def test_compare_models_names_the_rho_option(capsys):
 
     one_line_error(capsys, ["compare-models", "0123456789ab", "ba9876543210", "--rho", "1.5"],
                    "--rho must lie in [-1, 1]")
+
+
+def test_score_extra_items_error_takes_the_items_the_build_dropped(walk, tmp_path, capsys):
+    """`atlas score CKPTS --bank DIR --extra-items error` refused the checkpoints' answers to
+    the items the folder's build dropped ("3 response item(s) are not in the bank"): they are
+    the benchmark's own items (the score is their mean too), not items of another bank.
+    An item foreign to the folder is still refused."""
+    from cli_checks import one_line_error
+
+    d, df = walk
+    assert run_cli(["score", d / "ckpts.csv", "--bank", d / "bank", "--extra-items", "error",
+                    "-o", tmp_path / "sc.csv"]) == 0, capsys.readouterr().err
+    assert "not in the bank" not in capsys.readouterr().err
+    df.iloc[26:].assign(**{"other.0": 1.0}).to_csv(tmp_path / "foreign.csv")
+    one_line_error(capsys, ["score", tmp_path / "foreign.csv", "--bank", d / "bank",
+                            "--extra-items", "error"], "other.0")

@@ -115,7 +115,7 @@ def score_command(
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
     rm, factors = _form_factors(form, ref, rm)
-    answers, (rm, bk) = rm, align_items(rm, bk, extra_items)   # answers: the dropped items' too
+    answers, (rm, bk) = rm, align_items(rm, bk, extra_items, known=_dropped(ref))
     df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
     if reconstruct != "none":
@@ -130,6 +130,16 @@ def score_command(
 
 def register(app: typer.Typer) -> None:
     app.command("score")(score_command)
+
+
+def _dropped(ref) -> set:
+    """A bank folder's results items its build dropped: answers to them count for a known
+    mean score (``answers``), not for theta, and are not items foreign to the bank."""
+    if ref.kind != "dir":
+        return set()
+    from ..bankdir.predict import results_items
+
+    return (results_items(ref.folder()) or set()) - {str(i) for i in ref.load().item_ids}
 
 
 def _read_responses(responses, ref, freq_column, normalize_ids):
