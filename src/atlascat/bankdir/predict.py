@@ -25,7 +25,8 @@ import pandas as pd
 from ..scorelink.frames import COLUMNS
 from .defaults import PREDICTOR_FILE, PREDICTOR_ITEMS_FILE
 
-__all__ = ["read_answers", "predict_scores", "predict_matrix_scores", "results_items", "replay_predictor", "load_predictor", "load_predictor_items",
+__all__ = ["read_answers", "predict_scores", "predict_matrix_scores", "results_items",
+           "replay_predictor", "load_predictor", "load_predictor_items",
            "as_folder", "read_targets", "logged_targets", "is_sample_logs",
            "source_models_among", "in_sample_warning", "in_sample_line",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
@@ -280,7 +281,8 @@ def results_items(folder) -> set | None:
     for key, value in items.items():
         if key.startswith("dropped_") and isinstance(value, list):
             ids.update(str(i) for i in value)
-    return ids if len(ids) == items.get("n_results") else None
+    n = items.get("n_results")
+    return ids if n is None or len(ids) == n else None   # no count: the bank's (older folders)
 
 
 def load_predictor(folder):
