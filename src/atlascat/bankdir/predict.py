@@ -276,8 +276,9 @@ def results_items(folder) -> set | None:
     """The ids of every item of the results a folder was built from (the bank's and those
     the build dropped, as the manifest lists them: the items each model's mean score is
     over), or None when the manifest does not account for all of them."""
-    items = (as_folder(folder).manifest or {}).get("items") or {}
-    ids = {str(i) for i in as_folder(folder).bank.item_ids}
+    folder = as_folder(folder)
+    items = (folder.manifest or {}).get("items") or {}
+    ids = {str(i) for i in folder.bank.item_ids}
     for key, value in items.items():
         if key.startswith("dropped_") and isinstance(value, list):
             ids.update(str(i) for i in value)
