@@ -235,13 +235,18 @@ def answering_bank(folder, bank=None):
     import numpy as np
 
     from ..irt.dispersion import bank_dispersion, with_dispersion
+    from ..errors import BankFolderError
     from .predict import as_folder, continuous_scores, load_predictor
 
     folder = as_folder(folder)
     bank = folder.bank if bank is None else bank
     if bank_dispersion(bank) is not None or not continuous_scores(folder):
         return bank
-    phi = _predictor_dispersion(load_predictor(folder))
+    try:
+        predictor = load_predictor(folder)
+    except BankFolderError:          # lost: the adaptive test does without it (source answers)
+        predictor = None
+    phi = _predictor_dispersion(predictor)
     if phi is None:
         phi = _source_dispersion(folder)
     if not phi:

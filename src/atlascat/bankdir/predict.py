@@ -25,9 +25,10 @@ import pandas as pd
 from ..scorelink.frames import COLUMNS
 from .defaults import PREDICTOR_FILE, PREDICTOR_ITEMS_FILE
 
-__all__ = ["predict_scores", "replay_predictor", "load_predictor", "load_predictor_items",
+__all__ = ["read_answers", "predict_scores", "predict_matrix_scores", "results_items",
+           "replay_predictor", "load_predictor", "load_predictor_items",
            "as_folder", "read_targets", "logged_targets", "is_sample_logs",
-           "source_models_among", "in_sample_warning",
+           "source_models_among", "in_sample_warning", "in_sample_line",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
            "exhausted_warning"]
@@ -123,6 +124,28 @@ def logged_targets(folder, responses):
     return logs.matrix()
 
 
+def read_answers(responses, ref, *, freq_column=None, normalize_ids: bool = False,
+                 on_empty: str = "keep", option: str = "RESPONSES"):
+    """The models' answers to score against ``ref`` (a :class:`~atlascat.catalogue.BankRef`):
+    on a bank folder as the folder reads its own (held-out models' sample logs with its task
+    and metric; a matrix on a ``--score-range`` folder's scale, BLEU 0-100 read as BLEU and
+    mapped to 0-1), else the file or bundled name as it is. What ``atlas score``, ``items``,
+    ``ranks`` and ``fit`` read RESPONSES with."""
+    from ..catalogue.matrices import resolve_responses
+    from .scaled import read_scaled_matrix
+
+    kw = {"freq_column": freq_column, "normalize_ids": normalize_ids, "on_empty": on_empty}
+    if getattr(ref, "kind", None) == "dir":
+        folder = ref.folder()
+        logged = logged_targets(folder, responses)
+        if logged is not None:
+            return logged
+        scale = metric_scale(folder)
+        if scale is not None:
+            return read_scaled_matrix(responses, scale, folder=True, **kw)
+    return resolve_responses(responses, option=option, **kw)
+
+
 def metric_scale(folder):
     """(low, high) of the metric's own scale when the folder was built from scores on another
     scale than [0, 1] (``atlas build-bank --score-range LO HI``, or the harness's known range of
@@ -202,25 +225,45 @@ def predict_scores(folder, persons: pd.DataFrame, administered: pd.DataFrame, *,
     return to_metric_scale(_known_means(folder, out, persons, administered), folder)
 
 
+def predict_matrix_scores(folder, persons: pd.DataFrame, responses, *,
+                          warn_se=None) -> pd.DataFrame:
+    """:func:`predict_scores` from a ResponseMatrix of the models' answers (``atlas score
+    RESPONSES --bank DIR``): every answer counts, those to items the bank dropped too, so a
+    model that answered every item of the results gets its mean, known; ``warn_se`` as
+    :func:`predict_scores`."""
+    import numpy as np
+
+    y = np.asarray(responses.values, dtype=float)
+    r, c = np.nonzero(np.isfinite(y))
+    administered = pd.DataFrame({
+        "subject_id": np.asarray(responses.subject_ids, dtype=object)[r],
+        "item_id": np.asarray([str(i) for i in responses.item_ids], dtype=object)[c],
+        "score": y[r, c]})
+    return predict_scores(folder, persons, administered, warn_se=warn_se)
+
+
 def _known_means(folder, out: pd.DataFrame, persons, administered) -> pd.DataFrame:
     """``out`` with the score of every model that answered all the items its score is the
-    mean of (a folder without ``--scores`` whose bank kept every item of the results) set to
-    that mean, an interval of no width: the score is known, not predicted (as the
-    predictor gives a model asked every item); the link's regression on theta is not."""
+    mean of (a folder without ``--scores``: every item of the results, the bank's and those
+    the build dropped, as the manifest lists them) set to that mean, an interval of no width:
+    the score is known, not predicted (as the predictor gives a model asked every item); the
+    link's regression on theta is not."""
     import numpy as np
 
     m = folder.manifest or {}
-    items = m.get("items") or {}
     if (not str(m.get("score", "")).startswith("each model's mean score over all")
-            or items.get("n_results") != items.get("n_bank") or len(administered) == 0):
+            or len(administered) == 0):
         return out
-    bank_ids = {str(i) for i in folder.bank.item_ids}
-    given = administered[administered["item_id"].astype(str).isin(bank_ids)
+    result_ids = results_items(folder)
+    if result_ids is None:
+        return out
+    given = administered[administered["item_id"].astype(str).isin(result_ids)
                          & np.isfinite(administered["score"].to_numpy(float))]
+    given = given.drop_duplicates(["subject_id", "item_id"], keep="last")
     by = given.groupby(given["subject_id"].astype(str))["score"]
     counts, means = by.count(), by.mean()
     sid = persons["subject_id"].astype(str).to_numpy()
-    full = counts.reindex(sid).fillna(0).to_numpy() >= len(bank_ids)
+    full = counts.reindex(sid).fillna(0).to_numpy() >= len(result_ids)
     if not full.any():
         return out
     out = out.copy()
@@ -233,14 +276,35 @@ def _known_means(folder, out: pd.DataFrame, persons, administered) -> pd.DataFra
     return out
 
 
+def results_items(folder) -> set | None:
+    """The ids of every item of the results a folder was built from (the bank's and those
+    the build dropped, as the manifest lists them: the items each model's mean score is
+    over), or None when the manifest does not account for all of them."""
+    folder = as_folder(folder)
+    items = (folder.manifest or {}).get("items") or {}
+    ids = {str(i) for i in folder.bank.item_ids}
+    for key, value in items.items():
+        if key.startswith("dropped_") and isinstance(value, list):
+            ids.update(str(i) for i in value)
+    n = items.get("n_results")
+    return ids if n is None or len(ids) == n else None   # no count: the bank's (older folders)
+
+
 def load_predictor(folder):
     """The folder's (a BankFolder or its path) :class:`~atlascat.predict.BenchmarkPredictor`,
     or None (a folder built without one)."""
     from ..errors import BankFolderError
     from ..predict import BenchmarkPredictor
 
-    path = as_folder(folder).extra(PREDICTOR_FILE)
+    folder = as_folder(folder)
+    path = folder.extra(PREDICTOR_FILE)
     if path is None:
+        named = ((folder.manifest or {}).get("predictor") or {}).get("file")
+        if named:      # built with one, since lost: not silently another design
+            raise BankFolderError(
+                f"bank folder {str(folder.path)!r} was built with a benchmark predictor, but its "
+                f"{named} is missing: copy it back from the folder as built, or --design "
+                "adaptive")
         return None
     try:
         return BenchmarkPredictor.from_dict(json.loads(path.read_text(encoding="utf-8")))
@@ -275,9 +339,30 @@ def source_models_among(folder, subject_ids) -> list[str]:
 
 def in_sample_warning(among: list, n: int) -> str:
     """The one line for :func:`source_models_among`'s ``among`` of ``n`` models."""
+    if n == 1:
+        return (f"model {among[0]!r} is one of the bank folder's source models: its prediction "
+                "is in-sample, fitted on its own answers; held-out models test the folder")
     return (f"{len(among)} of the {n} models are the bank folder's source models (e.g. "
             f"{among[0]!r}): their predictions are in-sample, fitted on their own answers; "
             "held-out models test the folder")
+
+
+def in_sample_line(bank, models) -> str | None:
+    """:func:`in_sample_warning` for the ``models`` (names: a live run's models, a matrix's
+    subjects) tested on ``bank`` (a bank folder, its path or a stored bank reference), or
+    None: none of them is a source model, or ``bank`` is no bank folder."""
+    from pathlib import Path
+
+    from ..errors import AtlasError
+
+    models = [str(m) for m in models]
+    try:
+        folder = bank if not isinstance(bank, (str, Path)) else (
+            as_folder(bank) if Path(str(bank)).is_dir() else None)
+    except (AtlasError, OSError):
+        return None
+    among = source_models_among(folder, models) if folder is not None else []
+    return in_sample_warning(among, len(models)) if among else None
 
 
 def exhausted_warning(answered: int, items: int) -> str:

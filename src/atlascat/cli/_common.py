@@ -352,11 +352,15 @@ def load_responses(spec, *, freq_column=None, normalize_ids: bool = False,
                              normalize_ids=normalize_ids, on_empty=on_empty)
 
 
-def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False):
+def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False, known=()):
     """Drop (with a note) or reject response items the bank lacks; optionally restrict the bank
-    to the items the responses contain. Returns ``(rm, bank)``."""
+    to the items the responses contain. ``known``: items the bank lacks that belong with it (a
+    bank folder's items its build dropped), left out of theta silently. Returns ``(rm, bank)``."""
     from ..errors import ResponseDataError
 
+    known = set(known or ())
+    if known:
+        rm = rm.subset(items=[i for i in rm.item_ids if i in bank or str(i) not in known])
     unknown = [i for i in rm.item_ids if i not in bank]
     if len(unknown) == rm.n_items:
         raise ResponseDataError(

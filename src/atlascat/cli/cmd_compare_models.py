@@ -38,8 +38,11 @@ def compare_models_command(
     average's for a suite run's average; 1 for a suite run's benchmarks and a bank of your
     own.
     """
+    from ..errors import ConfigError
     from ..live.compare import compare_runs
 
+    if not -1.0 <= rho <= 1.0:                    # the option's own range (NaN too)
+        raise ConfigError(f"--rho must lie in [-1, 1], got {rho:g}")
     out = compare_runs(run_a, run_b, db=db, rho=rho)
     if out["warning"]:
         err_console.print(f"warning: {out['warning']}", markup=False, highlight=False)

@@ -608,6 +608,12 @@ def _print_single(rows: list[dict], held: list) -> None:
             console.print(format_result(r, note), markup=False, highlight=False, soft_wrap=True)
             if (r.get("prediction") or {}).get("warning"):
                 warn(r["prediction"]["warning"])
+    from ..bankdir.predict import in_sample_line
+
+    for bank in dict.fromkeys(r.get("bank") for r in rows if r.get("bank")):
+        line = in_sample_line(bank, [r["model"] for r in rows if r.get("bank") == bank])
+        if line:
+            warn(line)
 
 
 def _accuracy_line(row: dict, scale) -> str | None:

@@ -194,20 +194,22 @@ def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, est
     """The report of a binary bank (its options checked; the ordinal-only ones refused)."""
     from ..catalogue import BankRef
     from ..errors import ConfigError
-    from ._common import align_items, binary_bank_only, load_responses
+    from ..bankdir.predict import read_answers
+    from ._common import align_items, binary_bank_only
 
     if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl",
                                                            "2pl", "3pl", "4pl"):
         raise ConfigError(f"--estimated must be none, rasch, 1pl, 2pl, 3pl or 4pl, "
                           f"got {estimated!r}")
-    bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
+    ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
+    bk = ref.load()
     given = [o for o, v in ordinal_only if v]
     if given:
         raise ConfigError(f"{', '.join(given)}: ordinal (graded / gpcm) banks only; "
                           f"drop {'it' if len(given) == 1 else 'them'} for {bank!r}")
     binary_bank_only(bk, bank, "atlas fit", "tests right/wrong items (M2, S-X2)",
                      "compare its models by the AIC and BIC atlas calibrate prints")
-    rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+    rm = read_answers(responses, ref, freq_column=freq_column, normalize_ids=normalize_ids)
     rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
     from ._common import progress_bar
 

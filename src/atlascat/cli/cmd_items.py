@@ -44,7 +44,8 @@ def register(app: typer.Typer) -> None:
 
         from ..studies.item_quality import FLAGS, item_quality
         from ..catalogue import BankRef
-        from ._common import align_items, load_responses
+        from ..bankdir.predict import read_answers
+        from ._common import align_items
 
         from ..errors import ConfigError
 
@@ -52,12 +53,12 @@ def register(app: typer.Typer) -> None:
             raise ConfigError("give the bank with --bank BANK (file or bundled name); RESPONSES "
                               "(positional) are the answers for the S-X2 item fit")
         output_file(output, inputs={"RESPONSES": responses, "--bank": bank})
-        bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
+        bk = (ref := BankRef.from_option(bank, normalize_ids=normalize_ids)).load()
         binary_bank_only(bk, bank, "atlas items", "flags right/wrong items by a, b, c, u and S-X2",
                          "see their slopes with atlas info and their information with atlas design")
         rm = None
         if responses is not None:
-            rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
+            rm = read_answers(responses, ref, freq_column=freq_column, normalize_ids=normalize_ids)
             rm, bk = align_items(rm, bk, "ignore", restrict_bank=True)
         q = item_quality(bk, rm, a_min=a_min, c_warn=c_warn, c_max=c_max, u_min=u_min,
                          b_max=b_max, alpha=alpha,

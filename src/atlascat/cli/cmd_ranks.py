@@ -107,12 +107,14 @@ def _scores_from_answers(data: str, bank: str, method: str, *, normalize_ids: bo
 
     from ..catalogue import BankRef
     from ..irt.ability import estimate_ability
-    from ._common import align_items, binary_bank_only, load_responses
+    from ..bankdir.predict import read_answers
+    from ._common import align_items, binary_bank_only
 
-    bk = BankRef.from_option(bank, normalize_ids=normalize_ids).load()
+    ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
+    bk = ref.load()
     binary_bank_only(bk, bank, "atlas ranks", "ranks models by theta against their accuracy",
                      "rank them by the theta and mean_rating of atlas score")
-    rm, bk = align_items(load_responses(data, normalize_ids=normalize_ids), bk, "ignore")
+    rm, bk = align_items(read_answers(data, ref, normalize_ids=normalize_ids), bk, "ignore")
     df = estimate_ability(rm, bk, method.lower())
     y = rm.aligned_values(bk.item_ids)
     obs = ~np.isnan(y)

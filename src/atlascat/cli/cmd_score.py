@@ -29,34 +29,36 @@ def _form_se(df, bk, factors, method: str, prior_sd: float):
                       prior_sd=_form_prior(method, prior_sd))
 
 
-def _with_prediction(df, ref, rm, bk, warn_se=None):
+def _with_prediction(df, ref, rm, bk, answers, warn_se=None):
     """``df`` with the predicted score columns of the bank's score link (``score``, ``_lo``,
     ``_hi``, ``percentile``, ...; :data:`atlascat.scorelink.frames.COLUMNS`, as ``atlas
     simulate`` writes them) from each subject's theta, SE and answers: a shipped bank's
     (:func:`atlascat.scorelink.predict_frame`, the published score) or a bank folder's
-    (:func:`atlascat.bankdir.predict_scores`; on a --score-range folder the ``mean_score``
+    (:func:`atlascat.bankdir.predict.predict_matrix_scores` on ``answers``, every item
+    answered, those the bank dropped too; on a --score-range folder the ``mean_score``
     columns are on the metric's scale); ``warn_se``: the SE its warning reads (a form's
     widened SE, :func:`_form_se`)."""
     import numpy as np
     import pandas as pd
 
-    y = rm.aligned_values(bk.item_ids)
-    r, c = np.nonzero(np.isfinite(y))
-    administered = pd.DataFrame({"subject_id": np.asarray(rm.subject_ids, dtype=object)[r],
-                                 "item_id": np.asarray(bk.item_ids, dtype=object)[c],
-                                 "score": y[r, c]})
     persons = df[["subject_id", "theta", "se"]]
     if ref.kind == "dir":
-        from ..bankdir import predict_scores
-        from ..bankdir.predict import to_metric_scale
+        from ..bankdir.predict import in_sample_line, predict_matrix_scores, to_metric_scale
 
         folder = ref.folder()
-        pred = predict_scores(folder, persons, administered, warn_se=warn_se)
+        if (line := in_sample_line(folder, rm.subject_ids)):
+            warn(line)
+        pred = predict_matrix_scores(folder, persons, answers, warn_se=warn_se)
         # the observed means too on the metric's own scale (a folder built with --score-range)
         df = to_metric_scale(df, folder, [c for c in df.columns if c.startswith("mean_score")])
     else:
         from ..scorelink import predict_frame
 
+        y = rm.aligned_values(bk.item_ids)
+        r, c = np.nonzero(np.isfinite(y))
+        administered = pd.DataFrame({"subject_id": np.asarray(rm.subject_ids, dtype=object)[r],
+                                     "item_id": np.asarray(bk.item_ids, dtype=object)[c],
+                                     "score": y[r, c]})
         pred = predict_frame(ref.link, persons, administered, warn_se=warn_se)
     return pd.concat([df.reset_index(drop=True), pred], axis=1)
 
@@ -130,7 +132,7 @@ def score_command(
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
     rm, factors = _form_factors(form, ref, rm)
-    rm, bk = align_items(rm, bk, extra_items)
+    answers, (rm, bk) = rm, align_items(rm, bk, extra_items, known=_dropped(ref))
     df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
     if reconstruct != "none":
@@ -138,8 +140,8 @@ def score_command(
             calibration, rm, bk, normalize_ids=normalize_ids, seed=seed)
         df = _with_reconstruction(df, rm, bk, reconstruct, lam)
     if ref.link is not None:  # a shipped bank or a folder: its predicted score, 95% interval
-        df = _with_prediction(df, ref, rm, bk, _form_se(df, bk, factors, method, prior_sd))
-    df = _widened(df, ref, bk, factors, method, prior_sd)
+        df = _with_prediction(df, ref, rm, bk, answers, _form_se(df, bk, factors, method, prior_sd))
+    df = _widened(df, ref, bk, factors, method.lower(), prior_sd)
     _show(df, output, method.lower(), len(bk), rm.weights)
 
 
@@ -147,20 +149,22 @@ def register(app: typer.Typer) -> None:
     app.command("score")(score_command)
 
 
-def _read_responses(responses, ref, freq_column, normalize_ids):
-    """RESPONSES, on a bank folder's metric scale when it was built with --score-range (BLEU
-    0-100 read as BLEU, as ``atlas simulate`` reads it), else as they are."""
-    from ..bankdir.scaled import read_scaled_matrix
-    from ..bankdir.predict import logged_targets, metric_scale
+def _dropped(ref) -> set:
+    """A bank folder's results items its build dropped: answers to them count for a known
+    mean score (``answers``), not for theta, and are not items foreign to the bank."""
+    if ref.kind != "dir":
+        return set()
+    from ..bankdir.predict import results_items
 
-    logged = logged_targets(ref.folder(), responses) if ref.kind == "dir" else None
-    if logged is not None:          # held-out models' sample logs, read as the folder was built
-        return logged
-    scale = metric_scale(ref.folder()) if ref.kind == "dir" else None
-    if scale is None:
-        return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
-    return read_scaled_matrix(responses, scale, folder=True, freq_column=freq_column,
-                              normalize_ids=normalize_ids, on_empty="keep")
+    return (results_items(ref.folder()) or set()) - {str(i) for i in ref.load().item_ids}
+
+
+def _read_responses(responses, ref, freq_column, normalize_ids):
+    """RESPONSES as the bank reads them (:func:`atlascat.bankdir.predict.read_answers`: a
+    folder's sample logs or --score-range scale)."""
+    from ..bankdir.predict import read_answers
+
+    return read_answers(responses, ref, freq_column=freq_column, normalize_ids=normalize_ids)
 
 
 def _form_factors(form, ref, rm):

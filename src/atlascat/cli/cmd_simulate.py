@@ -411,7 +411,11 @@ def _use_predictor(o: _Options, folder) -> bool:
         from ..live.service import check_design
 
         check_design(o.design)
-    has = folder is not None and folder.extra("predictor.json") is not None
+    has = False
+    if folder is not None and o.design != "adaptive":   # a folder that lost its predictor: one line
+        from ..bankdir.predict import load_predictor
+
+        has = load_predictor(folder) is not None
     if o.design == "predictor" and not (has and o.responses):
         raise ConfigError("--design predictor needs a bank folder with a predictor "
                           "(atlas build-bank, more items than its budget) and RESPONSES")

@@ -167,6 +167,10 @@ def _weights_of(responses, n_rows, weights):
     return w
 
 
+_NOT_BINARY = ("tests right/wrong (0/1) answers, and these are continuous scores or ratings (a "
+               "bank folder's metric, partial credit): make them 0/1 first (ResponseMatrix.binarize)")
+
+
 def _complete_binary(y, w, what: str):
     """Rows with every item observed (listwise), checked to be 0/1."""
     keep = ~np.isnan(y).any(axis=1) & (w > 0)
@@ -177,9 +181,7 @@ def _complete_binary(y, w, what: str):
             "(--partition-size) or a subset of items with complete answers"
         )
     if np.any((y != 0) & (y != 1)):
-        raise ResponseDataError(
-            f"{what} needs 0/1 scores; binarize partial credit first (ResponseMatrix.binarize)"
-        )
+        raise ResponseDataError(f"{what} {_NOT_BINARY}")
     return y, w, int(np.count_nonzero(~keep))
 
 
@@ -194,8 +196,7 @@ def _available_binary(y, w):
     y, w, obs = y[keep], w[keep], obs[keep]
     y0 = np.where(obs, y, 0.0)
     if np.any((y0 != 0) & (y0 != 1)):
-        raise ResponseDataError(
-            "M2 needs 0/1 scores; binarize partial credit first (ResponseMatrix.binarize)")
+        raise ResponseDataError(f"M2 {_NOT_BINARY}")
     wo = obs * w[:, None]
     n1 = w @ obs
     n2 = wo.T @ obs

@@ -45,6 +45,15 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     Two runs that are one run, that predict no common score, or whose scores of one name are
     not one score (two banks, or one bank folder rebuilt between the runs) raise
     :class:`~atlascat.errors.ConfigError`."""
+    if not -1.0 <= float(rho) <= 1.0:           # before any run is looked up (NaN too)
+        raise ConfigError(f"rho must lie in [-1, 1], got {rho}")
+    for name, run in (("RUN_A", run_a), ("RUN_B", run_b)):
+        text = str(run)
+        if not text.strip():           # not the current folder: an empty value is a slip
+            raise ConfigError(f"{name} is empty; give a run id or a live run's output folder")
+        if ("/" in text or "\\" in text) and not Path(text).exists():   # a path, not an id
+            raise ConfigError(f"{name} {text!r} does not exist; give a run id or a live run's "
+                              "output folder")
     resolve = _resolver(None if db is None else Path(db))
     first, second = resolve(str(run_a)), resolve(str(run_b))
     if first[2] == second[2]:
@@ -58,6 +67,7 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
             "score": names.pop() if len(names) == 1 else "predicted score",
             "unit": units.pop() if len(units) == 1 else "points",
             "warning": "; ".join(w for w in [_mixed_protocols(first, second),
+                                             *_cached_answers(first, second),
                                              *(x for r in rows for x in r["warnings"])]
                                  if w) or None,
             "rows": rows}
@@ -133,7 +143,10 @@ def _rows(first, second, rho: float) -> list[dict]:
                           f"{run_b} ({', '.join(preds[1]) or 'no prediction'}) share no "
                           "benchmark with a predicted score")
     hashes = [store.get_run(r).get("bank_hash") for store, _, r in (first, second)]
-    suite = "suite" in {_field(runs, r, "kind") for _, runs, r in (first, second)}
+    kinds = [_field(runs, r, "kind") for _, runs, r in (first, second)]
+    if set(kinds) == {"adaptive", "predictor"} and refs[0] == refs[1]:
+        hashes = _as_of_now(refs[0], kinds, hashes)
+    suite = "suite" in kinds
     rows = []
     for bench in common:
         a, b = preds[0][bench], preds[1][bench]
@@ -176,6 +189,27 @@ def _prediction_warnings(bench: str, preds, ids) -> list[str]:
     return [f"run {i} on {bench}: {w}" for i, w in zip(ids, said) if w]
 
 
+def _as_of_now(ref: str, kinds, hashes) -> list:
+    """Two runs of different designs on one bank folder (the adaptive test asks the bank's
+    items, the benchmark predictor all the results' items) store the hashes of different item
+    sets, equal or not whether the folder changed: each one as "now" when it is the hash of
+    what that design asks of the folder as it is now (so two runs of an unchanged folder
+    compare), else as stored (a folder rebuilt between them differs); None where the folder
+    cannot be read (as a run that stored no hash)."""
+    from ..catalogue.bankref import BankRef
+    from .runner import bank_hash
+    from .service import design_bank
+
+    out = []
+    for kind, stored in zip(kinds, hashes):
+        try:
+            now = bank_hash(design_bank(BankRef.parse(ref), kind))
+        except (AtlasError, OSError, TypeError, ValueError):
+            return [None, None]
+        out.append("now" if now == stored else stored)
+    return out
+
+
 def _gone_folder(ids, refs, stores: dict) -> None:
     """Two runs that share no benchmark because one's bank (a folder, a file) has moved (its
     benchmark is then known only by the folder's old name): say so, and how to point the run
@@ -215,6 +249,25 @@ def _field(runs, run_id: str, name: str) -> str:
     """A run's ``name`` column in its store's run list, as text ("" when it has none)."""
     row = runs[runs["run_id"] == run_id]
     return str(row[name].iloc[0]) if len(row) and name in row else ""
+
+
+def _cached_answers(first, second) -> list[str]:
+    """A line per run answered (in part) from the answer cache: answers an earlier run of a
+    model of that name gave at that endpoint, so a new checkpoint served under the old name
+    was not asked (its difference from the old one reads 0)."""
+    out = []
+    for store, runs, run_id in (first, second):
+        try:
+            cached = store.steps(run_id)["cached"]
+        except (AtlasError, KeyError, TypeError, ValueError):
+            continue
+        n = int((cached.fillna(0).astype(int) == 1).sum())
+        if n:
+            out.append(f"run {run_id} ({_model_of(runs, run_id)}): {n} of {len(cached)} answers "
+                       "came from the answer cache (an earlier run of a model of that name "
+                       "answered them): a new checkpoint served under the same name was not "
+                       "asked them; run it again with --no-cache")
+    return out
 
 
 def _mixed_protocols(first, second) -> str | None:

@@ -84,6 +84,16 @@ def _check_thresholds(**values) -> None:
                           "c_warn <= c_max")
 
 
+def _binary(responses) -> bool:
+    """True when every observed answer of ``responses`` (anything a ResponseMatrix is read
+    from) is 0 or 1."""
+    from ..responses import as_response_matrix
+
+    y = np.asarray(as_response_matrix(responses).values, dtype=float)
+    y = y[np.isfinite(y)]
+    return bool(np.all((y == 0) | (y == 1)))
+
+
 def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: float = 0.4,
                  c_max: float = 0.5, u_min: float = 0.9, b_max: float = 4.0,
                  alpha: float = 0.01, estimated=None, quadpts: int = QUADPTS) -> pd.DataFrame:
@@ -110,6 +120,12 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
         "low_u": u < u_min,
         "extreme_b": np.abs(b) > b_max,
     }
+    if responses is not None and not _binary(responses):
+        from ..errors import warn_user
+
+        warn_user("S-X2 tests right/wrong (0/1) answers and these are continuous scores or "
+                  "ratings: the item fit (S-X2) is left out, the other flags stand")
+        responses = None
     if responses is not None:
         from ..irt.fit import sx2
 

@@ -77,6 +77,39 @@ NO_CONTENT = ("this bank has no item content (a folder built from a response mat
               "replay:MATRIX#MODEL, or build the folder from lm-evaluation-harness sample logs")
 
 
+def split_replay(target: str) -> tuple[str, str]:
+    """(matrix, model) of a ``replay:MATRIX#MODEL`` target: split at the first ``#`` whose
+    left part is an existing file or folder (a model id may hold a ``#``: ``org/m#final``),
+    else at the last one."""
+    from pathlib import Path
+
+    at = target.find("#")
+    while at > 0:
+        if Path(target[:at]).exists():
+            return target[:at], target[at + 1:]
+        at = target.find("#", at + 1)
+    matrix, _, model = target.rpartition("#")
+    return matrix, model
+
+
+def _shares_items(answers, bank, matrix) -> None:
+    """One line when the replayed model's ``answers`` (the item ids it has a score for) hold
+    none of the bank's items (the results of another benchmark), before a run starts."""
+    ids = getattr(bank, "item_ids", None)
+    if ids is None or not len(ids):
+        return
+    known = {str(i) for i in ids}
+    answered = [str(i) for i in answers]
+    if not any(i in known for i in answered):
+        from ...errors import ResponseDataError
+
+        raise ResponseDataError(
+            f"replay matrix {str(matrix)!r} has no recorded answer to any of the bank's "
+            f"{len(known)} items (its "
+            f"items: {answered[:3]}, the bank's: "
+            f"{[str(i) for i in ids[:3]]}): give the answers to the benchmark the bank is of")
+
+
 def is_ordinal(bank) -> bool:
     """Whether ``bank`` is a bank of ordinal items (graded / gpcm,
     :class:`~atlascat.irt.polybank.PolyBank`): answered by ratings on the items' own scales."""
@@ -196,7 +229,7 @@ class SubjectSpec:
         if kind in ("openai", "completions") and not model:
             raise ConfigError(f"--subject {kind}:URL needs the model name the server serves: "
                               "--llm NAME (repeat for several)")
-        if kind == "replay" and not all(target.rpartition("#")[::2]):
+        if kind == "replay" and not all(split_replay(target)):
             raise ConfigError(f"--subject {text!r}: use replay:MATRIX.csv#MODEL (the model's id "
                               "in the matrix's first column)")
         if kind == "cmd" and "{model}" in target and not model:
@@ -272,11 +305,13 @@ class SubjectSpec:
                                     name=model or f"simulated(theta={theta:g})",
                                     kind="chat" if kw.get("chat", True) else "completion")
         if kind == "replay":
-            matrix, _, who = target.rpartition("#")
+            matrix, who = split_replay(target)
             answers = replayed_matrix(matrix, kw.get("folder"))   # sample logs: read as simulate
             if bank is not None and (not has_requests(bank) or replays_by_id(bank)):
                 subject = RecordedAnswers(answers, who, ratings=ratings,
                                           score_range=kw.get("score_range"), source=matrix)
+                _shares_items([i for i, v in subject._answers.items() if v is not None], bank,
+                              matrix)
                 if ratings:   # a recorded rating off its item's scale: refused before asking
                     from ...irt.polyscore import aligned_ratings
                     from ...responses import one_subject_frame
