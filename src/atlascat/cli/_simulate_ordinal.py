@@ -22,7 +22,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     kwargs = {}
     rng = np.random.default_rng(o.seed)
     if o.responses:
-        from ..predict.session import subject_generator
+        from ..cat.generators import subject_generator
 
         values, sids, iids, _ = read_ratings(o.responses[0])
         kwargs["responses"] = pd.DataFrame(values, index=sids, columns=iids)
@@ -32,8 +32,11 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         note_unseen_ratings(pb, aligned_ratings(kwargs["responses"], pb)[0])
         rng = [subject_generator(o.seed, s) for s in sids]  # each model's own, as live
     else:
+        from ..cat.answers import simulated_models
+
         ids, values = read_thetas(o.thetas)
-        kwargs.update(thetas=values, subject_ids=ids)
+        rng, seeds = simulated_models(o.seed, ids)   # each model as simulate:THETA live
+        kwargs.update(thetas=values, subject_ids=ids, answer_seeds=seeds)
     with progress_bar("simulating", 1) as advance:
         res = cli_names(lambda: simulate_ordinal_cat(pb, config, rng=rng, **kwargs))
         advance(1)

@@ -376,11 +376,11 @@ def _run(o: _Options, ref, link, config, progress, kwargs):
     (no bank folder or score link code loaded)."""
     batch = o.batch_size or 1
     if link is None and "responses" not in kwargs:
-        import numpy as np
-
+        from ..cat.answers import simulated_models
         from ..cat.simulate import simulate_cat
 
-        return simulate_cat(ref.load(), config, rng=np.random.default_rng(o.seed),
+        rng, seeds = simulated_models(o.seed, kwargs["subject_ids"])   # as simulate:THETA live
+        return simulate_cat(ref.load(), config, rng=rng, answer_seeds=seeds,
                             progress=progress, batch_size=batch, **kwargs)
     from ..bankdir.adaptive import simulate_adaptive
 
