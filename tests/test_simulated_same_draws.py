@@ -120,3 +120,15 @@ def test_the_offline_answers_are_the_live_subjects_draws(banks, tmp_path):
         assert mine["score"].tolist() == want, model
     assert len({answer_seed(SEED, m) for m in THETAS}) == len(THETAS)
     assert answer_seed(SEED, "m0") != answer_seed(SEED + 1, "m0")
+
+
+def test_a_suite_refuses_thetas_in_one_line(tmp_path, capsys):
+    """`atlas simulate --suite` replays recorded answers only: --thetas is refused in one line
+    naming the live way (it was ignored: the suite replayed the matrices as if not given)."""
+    th = tmp_path / "th.csv"
+    th.write_text("subject_id,theta\nm0,0.3\n")
+    code = main(["simulate", "--suite", "openllm-v1", "arc=arc", "--thetas", str(th), "-q",
+                 "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--subject simulate:THETA" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()

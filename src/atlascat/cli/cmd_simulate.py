@@ -259,6 +259,10 @@ def run_simulate(o: _Options) -> None:
             raise ConfigError("--suite runs the suite's own banks; drop --bank")
         if o.r_max is not None:
             raise ConfigError("--r-max is a single bank's exposure control; drop it for --suite")
+        if o.thetas is not None:
+            raise ConfigError("--thetas: --suite replays recorded answers (BENCH=MATRIX); a "
+                              "simulated model takes the suite live: atlas evaluate --suite "
+                              f"{o.suite} --subject simulate:THETA")
         if o.estimator != Estimation.method:
             raise ConfigError("--estimator is a single bank's; the suite's test estimates by "
                               f"{Estimation.method}")
