@@ -73,12 +73,21 @@ def _live(bank, options, model, out) -> dict:
     return json.loads((out / "results.json").read_text())[0]
 
 
-@pytest.mark.parametrize("kind", ["binary-folder", "continuous-folder", "shipped", "graded"])
-def test_simulate_thetas_and_a_live_simulated_model_agree(banks, kind, tmp_path):
+#: options both commands take, beside each kind's own: rounds of items, randomesque picks, KL
+EXTRA = {"binary-folder": ["--batch-size", "3", "--randomesque", "2"],
+         "continuous-folder": ["--selection", "kl"], "shipped": ["--batch-size", "4"]}
+
+
+@pytest.mark.parametrize("kind, extra", [
+    *[(k, "") for k in ("binary-folder", "continuous-folder", "shipped", "graded")],
+    *[(k, "extra") for k in EXTRA]])
+def test_simulate_thetas_and_a_live_simulated_model_agree(banks, kind, extra, tmp_path):
     """The same items in the same order, the same answers, theta, SE, stop reason and
-    predicted score with its interval, for each model of the file."""
+    predicted score with its interval, for each model of the file (with each kind's options,
+    and with rounds of items, randomesque picks or KL selection)."""
     root, kinds = banks
     bank, options = kinds[kind]
+    options = [*options, *(EXTRA[kind] if extra else [])]
     persons, asked = _simulate(root, bank, options, tmp_path / "sim")
     order = "order" if "order" in asked.columns else "step"
     for model in ("m0", "m2"):
