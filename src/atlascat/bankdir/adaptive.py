@@ -95,10 +95,11 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
     ``responses``: recorded answers to replay (a matrix file, read as ``atlas simulate`` reads
     it: a ``--score-range`` folder's scores mapped from its scale, or a ResponseMatrix /
     DataFrame on 0-1), or ``thetas`` (with ``subject_ids``): answers drawn from the bank's
-    model; ``theta_ref``: reference thetas for the error columns. ``seed``: with
-    ``responses``, each model draws from its own Generator (:func:`selection_generators`), as
-    a live run of it with the same seed does, on every kind of bank; with ``thetas``, one
-    Generator of ``seed``. ``batch_size``,
+    model; ``theta_ref``: reference thetas for the error columns. ``seed``: each model draws
+    from its own Generator (:func:`selection_generators`), as a live run of it with the same
+    seed does, on every kind of bank; with ``thetas`` model ID (default its row number) also
+    answers as the live ``simulate:THETA:SEED`` with SEED its answer seed
+    (:func:`atlascat.cat.answers.simulated_models`). ``batch_size``,
     ``progress``: as :func:`~atlascat.cat.simulate.simulate_cat`'s.
 
     Returns the :class:`~atlascat.cat.result.CATResult`; with a score link its ``persons`` carry
@@ -122,10 +123,15 @@ def simulate_adaptive(bank, responses=None, config=None, *, thetas=None, subject
     if responses is not None:
         kwargs["responses"] = responses = _read(folder, responses)
         rng = selection_generators(seed, responses.subject_ids)   # as a live run's
-    elif thetas is not None and folder is not None:   # continuous scores: drawn as such
-        from ..irt.dispersion import bank_dispersion
+    elif thetas is not None:   # each model answers as its live simulate:THETA:SEED
+        from ..cat.answers import simulated_models
 
-        kwargs["dispersion"] = bank_dispersion(answering_bank(folder, item_bank))
+        ids = range(np.size(thetas)) if subject_ids is None else subject_ids
+        rng, kwargs["answer_seeds"] = simulated_models(seed, ids)
+        if folder is not None:   # continuous scores: drawn as such
+            from ..irt.dispersion import bank_dispersion
+
+            kwargs["dispersion"] = bank_dispersion(answering_bank(folder, item_bank))
     result = simulate_cat(item_bank, config, rng=rng, progress=progress,
                           batch_size=int(batch_size),
                           **{k: v for k, v in kwargs.items() if v is not None})

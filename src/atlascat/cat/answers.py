@@ -7,8 +7,10 @@ item: it is not scored and is counted in ``n_skipped``).
 - :class:`ReplayAnswers`: replay a response matrix (real data): the answer is the recorded
   score; a missing cell is NaN.
 - :class:`ModelAnswers`: draw from the IRT model at given thetas: y = 1{U < P_j(theta)} with U
-  the examinee's next uniform from its own generator; on a bank of continuous scores (a
-  ``dispersion`` column) the Beta score with mean P_j(theta) and variance phi_j P Q at U
+  the examinee's next uniform from its own generator, or with answer seeds the uniform
+  :func:`item_uniform` keyed by (the examinee's answer seed, item j), the draw of the live
+  ``simulate:THETA:SEED`` subject; on a bank of continuous scores (a ``dispersion`` column)
+  the Beta score with mean P_j(theta) and variance phi_j P Q at U
   (:func:`atlascat.irt.dispersion.draw_scores`).
 - :class:`CallableAnswers`: any Python callable ``fn(subject_ids, item_ids) -> scores``
   (vectorized over the block), or ``fn(subject_id, item_id) -> score`` with
@@ -20,6 +22,7 @@ examinees run together or one by one with ``y = float(gen_i.random() < P)``.
 """
 from __future__ import annotations
 
+import hashlib
 import sys
 from typing import Callable
 
@@ -29,7 +32,30 @@ from ..irt.special import expit
 from ..errors import ResponseDataError
 
 __all__ = ["AnswerSource", "ReplayAnswers", "ModelAnswers", "CallableAnswers", "UniformStreams",
-           "model_probability"]
+           "model_probability", "item_uniform", "answer_seed", "simulated_models", "answer_keys",
+           "keyed_uniforms"]
+
+
+def item_uniform(seed: int, item_id: str) -> float:
+    """A uniform(0, 1) number fixed by ``(seed, item_id)``: the same item always draws the same.
+
+    The one rule a simulated model answers by: ``simulate:THETA:SEED`` live (an interrupted and
+    resumed run sees the answers an uninterrupted one would) and each model of ``atlas
+    simulate --thetas`` (:class:`ModelAnswers` with ``seeds``, its answer seed
+    :func:`answer_seed`) answer item j by ``item_uniform(SEED, j) < P_j(theta)`` (a score: the
+    Beta draw at it; a rating: the category at it).
+    """
+    digest = hashlib.sha256(f"{int(seed)}:{item_id}".encode()).digest()
+    return (int.from_bytes(digest[:8], "little") >> 11) / float(1 << 53)
+
+
+def answer_seed(seed: int, subject_id) -> int:
+    """The answer seed (``simulate:THETA:SEED``'s SEED, in [0, 2**63)) of model ``subject_id``
+    of ``atlas simulate --thetas`` run with ``--seed seed`` (:func:`item_uniform`): the first 63
+    bits of sha256("answers:SEED:ID"), so two models draw independently and the model is
+    asked live as ``--subject simulate:THETA:<answer_seed> --llm ID --seed SEED``."""
+    digest = hashlib.sha256(f"answers:{int(seed)}:{subject_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
 
 
 def model_probability(theta, a, b, c, u):
@@ -100,9 +126,11 @@ class ModelAnswers(AnswerSource):
     the k-th uniform of ``rngs[i]``. ``dispersion``: phi_j per bank item of the drawn scores
     (default the bank's column; given, the answers are scores while the bank, scored by the
     Bernoulli likelihood, has none: :func:`atlascat.bankdir.adaptive.answering_bank`).
+    ``seeds``: one answer seed per examinee instead of ``rngs`` (None): examinee i answers
+    item j at ``item_uniform(seeds[i], item_id_j)``, as ``simulate:THETA:SEED`` does live.
     """
 
-    def __init__(self, thetas, bank, rngs, subject_ids=None, dispersion=None):
+    def __init__(self, thetas, bank, rngs, subject_ids=None, dispersion=None, seeds=None):
         from ..validation import check_thetas
 
         self.thetas = check_thetas(thetas, "true thetas")
@@ -115,7 +143,9 @@ class ModelAnswers(AnswerSource):
         self.subject_ids = np.asarray([str(s) for s in ids], dtype=object)
         if len(self.subject_ids) != n:
             raise ResponseDataError(f"{len(self.subject_ids)} subject ids for {n} thetas")
-        if len(rngs) != n:
+        if seeds is not None:
+            self._keys = answer_keys(seeds, n, bank.item_ids)
+        elif len(rngs) != n:
             raise ResponseDataError(f"{len(rngs)} generators for {n} examinees")
         from ..irt.dispersion import bank_dispersion
 
@@ -125,12 +155,19 @@ class ModelAnswers(AnswerSource):
         if self.phi is not None and self.phi.shape != (len(bank.item_ids),):
             raise ResponseDataError(f"dispersion has {self.phi.size} values for a bank of "
                                     f"{len(bank.item_ids)} items (one per item)")
-        self._stream = UniformStreams(rngs)
+        self._stream = None if seeds is not None else UniformStreams(rngs)
+
+    def uniforms(self, rows, items) -> np.ndarray:
+        """The uniform each examinee in ``rows`` answers its item in ``items`` (bank
+        positions) at: its stream's next, or :func:`item_uniform` of its answer seed."""
+        if self._stream is not None:
+            return self._stream.next(rows, 1)[:, 0]
+        return keyed_uniforms(self._keys, rows, items)
 
     def answers(self, rows, items):
         rows = np.asarray(rows, dtype=np.intp)
         items = np.asarray(items, dtype=np.intp)
-        u = self._stream.next(rows, 1)[:, 0]
+        u = self.uniforms(rows, items)
         p = model_probability(self.thetas[rows], self.a[items], self.b[items], self.c[items],
                               self.u[items])
         if self.phi is None:
@@ -138,6 +175,43 @@ class ModelAnswers(AnswerSource):
         from ..irt.dispersion import draw_scores
 
         return draw_scores(p, self.phi[items], u)
+
+
+def simulated_models(seed: int, subject_ids) -> tuple[list, list]:
+    """(selection Generators, answer seeds) of the models ``subject_ids`` drawn at their thetas
+    by ``atlas simulate --thetas`` with ``--seed seed``: model ID draws its choices from
+    :func:`~atlascat.cat.generators.subject_generator` (seed, ID) and answers item j at
+    ``item_uniform(answer_seed(seed, ID), j)``: exactly the live ``--subject
+    simulate:THETA:<answer_seed(seed, ID)> --llm ID --seed seed``."""
+    from .generators import subject_generator
+
+    ids = [str(s) for s in subject_ids]
+    return ([subject_generator(seed, s) for s in ids], [answer_seed(seed, s) for s in ids])
+
+
+def answer_keys(seeds, n: int, item_ids):
+    """(per examinee b"SEED:", per bank item its id's bytes) of ``n`` examinees' answer seeds:
+    :func:`item_uniform`'s key of examinee i and item j is their concatenation
+    (:func:`keyed_uniforms`)."""
+    from ..validation import check_seed
+
+    seeds = list(seeds)
+    if len(seeds) != n:
+        raise ResponseDataError(f"{len(seeds)} answer seeds for {n} examinees")
+    return ([f"{check_seed(s)}:".encode() for s in seeds],
+            [str(i).encode() for i in item_ids])
+
+
+def keyed_uniforms(keys, rows, items) -> np.ndarray:
+    """``item_uniform(seed of examinee rows[t], id of bank item items[t])`` for every t, from
+    :func:`answer_keys`' ``keys``: one hash per answer (what the live subject draws), no
+    per-item work beyond it."""
+    pre, ids = keys
+    sha = hashlib.sha256
+    bits = np.fromiter((int.from_bytes(sha(pre[r] + ids[j]).digest()[:8], "little")
+                        for r, j in zip(np.asarray(rows).tolist(), np.asarray(items).tolist())),
+                       dtype=np.uint64, count=len(rows))
+    return (bits >> np.uint64(11)) / float(1 << 53)
 
 
 class UniformStreams:

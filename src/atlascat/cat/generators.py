@@ -7,17 +7,31 @@ restore a generator exactly (a resumed session draws what the uninterrupted one 
 """
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["examinee_generators", "generator_state", "generator_from_state"]
+__all__ = ["examinee_generators", "subject_generator", "generator_state", "generator_from_state"]
 
 
 def examinee_generators(rng, n: int) -> list:
     """One child Generator per examinee: ``rng.spawn(n)`` (what
     :func:`~atlascat.cat.simulate.simulate_cat` uses)."""
     return _as_generator(rng).spawn(n)
+
+
+def subject_generator(seed: int, subject_id) -> np.random.Generator:
+    """The Generator of one model's draws: seeded by ``seed`` and the model's id (its CRC-32),
+    so a model replayed among others (:meth:`BenchmarkPredictor.replay` with ``seed``, ``atlas
+    simulate``) and the same model tested live with the same seed (its name: ``--llm``, a
+    ``replay:`` model's id, ``simulate:THETA``'s) are asked the same items, and two models draw
+    independently."""
+    from ..validation import check_seed
+
+    key = zlib.crc32(str(subject_id).encode("utf-8"))
+    return np.random.default_rng(np.random.SeedSequence([check_seed(seed) % 2 ** 64, key]))
 
 
 def _as_generator(rng) -> np.random.Generator:

@@ -298,7 +298,8 @@ class _OrdinalEngine:
 
 
 def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, responses=None,
-                         thetas=None, subject_ids=None, rng=None) -> OrdinalCATResult:
+                         thetas=None, subject_ids=None, rng=None,
+                         answer_seeds=None) -> OrdinalCATResult:
     """Adaptive tests of every examinee on an ordinal bank (module docstring).
 
     ``responses``: recorded ratings to replay (a labelled DataFrame aligned by item id, or an
@@ -307,7 +308,9 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
     ``numpy.random.Generator`` (or a seed), or a list of them, one per examinee: each
     examinee's draws then come from its own stream, so it is asked what an
     :class:`OrdinalCATSession` with that generator asks (item eligibility, which caps the
-    cohort, couples them still).
+    cohort, couples them still). ``answer_seeds`` (with ``thetas``): one per examinee, who
+    rates item j at :func:`~atlascat.cat.answers.item_uniform` of (its seed, j), as the live
+    ``simulate:THETA:SEED`` subject does, not from the selection stream.
     """
     from ..irt.polyscore import aligned_ratings
 
@@ -331,6 +334,13 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
         true_theta = check_thetas(thetas, "thetas", error=ConfigError)
         codes = None
     n = len(codes) if codes is not None else true_theta.size
+    keys = None
+    if answer_seeds is not None:
+        if true_theta is None:
+            raise ConfigError("answer_seeds are of the answers drawn at thetas=")
+        from .answers import answer_keys
+
+        keys = answer_keys(answer_seeds, n, bank.item_ids)
     ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)],
                      dtype=object)
     if isinstance(rng, (list, tuple)) and len(rng) != n:
@@ -357,7 +367,13 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
             pp = bank.params[item].copy()
             pp[:, 0] *= true_theta[act]
             pj = np.nan_to_num(np.exp(poly.log_prob(bank.models[item], pp, [1.0])[:, 0, :]))
-            cat = poly.category_at(pj, eng.uniform(act), bank.n_cat[item])
+            if keys is None:
+                u = eng.uniform(act)
+            else:
+                from .answers import keyed_uniforms
+
+                u = keyed_uniforms(keys, act, item)
+            cat = poly.category_at(pj, u, bank.n_cat[item])
         eng.record(act, item, cat)
         log.append((act, item, cat, eng.theta[act].copy(), eng.se[act].copy(),
                     eng.n_items[act].copy()))

@@ -63,7 +63,7 @@ _REPICK_EXTRA = 16  # ranked candidates kept beyond the pick size for re-picks a
 def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=None, thetas=None,
                  answer_fn=None, rng=None, subject_ids=None, theta_ref=None,
                  progress=None, batch_size: int = 1, batch_cut: str = "predicted",
-                 batch_method: str = "mepv", dispersion=None) -> CATResult:
+                 batch_method: str = "mepv", dispersion=None, answer_seeds=None) -> CATResult:
     """Run the adaptive test for many examinees at once.
 
     Exactly one answer source: ``responses`` (ResponseMatrix or (n, J) array in bank order:
@@ -75,9 +75,12 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     ``thetas``): each bank item's phi_j of the drawn answers, Beta scores of mean P and
     variance phi_j P Q, while the test scores ``bank`` as it is (a bank folder of continuous
     scores: :func:`atlascat.bankdir.adaptive.answering_bank`); default the bank's own column.
+    ``answer_seeds`` (with ``thetas``): one answer seed per examinee, who then answers item j
+    at :func:`~atlascat.cat.answers.item_uniform` of (its seed, j), as the live
+    ``simulate:THETA:SEED`` subject does (``atlas simulate --thetas``).
 
     Randomness: ``rng`` a seed or Generator, or a list of n Generators (examinee i's selection
-    generator, replayed answers only). ``sel = rng.spawn(n)`` gives examinee i's selection
+    generator; with ``thetas`` only beside ``answer_seeds``). ``sel = rng.spawn(n)`` gives examinee i's selection
     generator (the one a
     :class:`CATSession` for it would get); with ``thetas``, a second ``ans = rng.spawn(n)`` gives
     its answer stream (answer k = 1{ans[i].random() < P}; on a bank with a ``dispersion``
@@ -108,7 +111,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         from .ordinal import simulate_ordinal_cat
 
         return simulate_ordinal_cat(bank, config, responses=responses, thetas=thetas,
-                                    subject_ids=subject_ids, rng=rng)
+                                    subject_ids=subject_ids, rng=rng, answer_seeds=answer_seeds)
     t_start = time.perf_counter()
     check_bank(bank, what="an ItemBank or a PolyBank")
     config = CATConfig() if config is None else config
@@ -122,9 +125,12 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         raise ConfigError("dispersion is of the answers drawn at thetas=; recorded answers "
                           "(responses=, answer_fn=) are what they are")
     per_examinee = isinstance(rng, (list, tuple))   # one selection Generator per examinee
-    if per_examinee and thetas is not None and responses is None:
-        raise ConfigError("one Generator per examinee is for replayed answers (responses=); "
-                          "with thetas= give one Generator or seed")
+    if answer_seeds is not None and (thetas is None or responses is not None):
+        raise ConfigError("answer_seeds are of the answers drawn at thetas=")
+    if per_examinee and thetas is not None and responses is None and answer_seeds is None:
+        raise ConfigError("one Generator per examinee is for replayed answers (responses=) or "
+                          "answers keyed by answer_seeds=; with thetas= alone give one "
+                          "Generator or seed")
     rng = list(rng) if per_examinee else _as_generator(rng)
     ref_name = "theta_ref"
     if responses is not None:
@@ -136,8 +142,9 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
         # answers drawn from the model: 0/1, or on a bank of continuous scores Beta scores
         # whose variance is the one its dispersion column (the posterior's) describes
         n = check_thetas(thetas, "true thetas").size
-        sel_rngs = rng.spawn(n)
-        source = ModelAnswers(thetas, bank, rng.spawn(n), subject_ids, dispersion)
+        sel_rngs = rng if per_examinee else rng.spawn(n)
+        source = ModelAnswers(thetas, bank, None if answer_seeds is not None else rng.spawn(n),
+                              subject_ids, dispersion, seeds=answer_seeds)
         theta_ref = source.thetas if theta_ref is None else theta_ref
     else:
         if subject_ids is None:

@@ -13,6 +13,8 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     import numpy as np
     import pandas as pd
 
+    from ..cat.answers import simulated_models
+    from ..cat.generators import subject_generator
     from ..cat.ordinal import simulate_ordinal_cat
     from ..irt.polybank import PolyBank
     from ..irt.polycal import read_ratings
@@ -20,10 +22,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     _check_options(o)
     pb = PolyBank.read(bank)
     kwargs = {}
-    rng = np.random.default_rng(o.seed)
     if o.responses:
-        from ..predict.session import subject_generator
-
         values, sids, iids, _ = read_ratings(o.responses[0])
         kwargs["responses"] = pd.DataFrame(values, index=sids, columns=iids)
         from ..irt.polyscore import aligned_ratings
@@ -33,7 +32,8 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         rng = [subject_generator(o.seed, s) for s in sids]  # each model's own, as live
     else:
         ids, values = read_thetas(o.thetas)
-        kwargs.update(thetas=values, subject_ids=ids)
+        rng, seeds = simulated_models(o.seed, ids)   # each model as simulate:THETA live
+        kwargs.update(thetas=values, subject_ids=ids, answer_seeds=seeds)
     with progress_bar("simulating", 1) as advance:
         res = cli_names(lambda: simulate_ordinal_cat(pb, config, rng=rng, **kwargs))
         advance(1)

@@ -259,6 +259,10 @@ def run_simulate(o: _Options) -> None:
             raise ConfigError("--suite runs the suite's own banks; drop --bank")
         if o.r_max is not None:
             raise ConfigError("--r-max is a single bank's exposure control; drop it for --suite")
+        if o.thetas is not None:
+            raise ConfigError("--thetas: --suite replays recorded answers (BENCH=MATRIX); a "
+                              "simulated model takes the suite live: atlas evaluate --suite "
+                              f"{o.suite} --subject simulate:THETA")
         if o.estimator != Estimation.method:
             raise ConfigError("--estimator is a single bank's; the suite's test estimates by "
                               f"{Estimation.method}")
@@ -376,11 +380,11 @@ def _run(o: _Options, ref, link, config, progress, kwargs):
     (no bank folder or score link code loaded)."""
     batch = o.batch_size or 1
     if link is None and "responses" not in kwargs:
-        import numpy as np
-
+        from ..cat.answers import simulated_models
         from ..cat.simulate import simulate_cat
 
-        return simulate_cat(ref.load(), config, rng=np.random.default_rng(o.seed),
+        rng, seeds = simulated_models(o.seed, kwargs["subject_ids"])   # as simulate:THETA live
+        return simulate_cat(ref.load(), config, rng=rng, answer_seeds=seeds,
                             progress=progress, batch_size=batch, **kwargs)
     from ..bankdir.adaptive import simulate_adaptive
 

@@ -16,27 +16,15 @@ generator's state), so a live run resumed after a crash draws the same items.
 """
 from __future__ import annotations
 
-import zlib
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..cat.generators import generator_from_state, generator_state
+from ..cat.generators import generator_from_state, generator_state, subject_generator
 from ..errors import ConfigError
 from . import estimators as est
 
 __all__ = ["PredictSession", "BenchmarkPrediction", "subject_generator"]
-
-
-def subject_generator(seed: int, subject_id) -> np.random.Generator:
-    """The Generator of one model's draws: seeded by ``seed`` and the model's id (its CRC-32),
-    so a model replayed among others (:meth:`BenchmarkPredictor.replay` with ``seed``) and the
-    same model tested live with the same seed are asked the same items, and two models draw
-    independently."""
-    from ..validation import check_seed
-
-    key = zlib.crc32(str(subject_id).encode("utf-8"))
-    return np.random.default_rng(np.random.SeedSequence([check_seed(seed) % 2 ** 64, key]))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ phi_i P Q at that uniform: :func:`atlascat.irt.dispersion.draw_scores`; on a gra
 bank the rating drawn from the item's categories at that uniform, :class:`SimulatedRatings`)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -15,6 +14,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ...cat.answers import item_uniform
 from ...errors import ConfigError
 from ...content.items import Prompt, correct_answer_text, wrong_answer_text
 from .base import Answer
@@ -62,16 +62,6 @@ def stored_item_id(reply: str) -> str:
         from ...errors import LiveRunError
 
         raise LiveRunError(f"a stored reply {reply[:80]!r} holds no item_id") from None
-
-
-def item_uniform(seed: int, item_id: str) -> float:
-    """A uniform(0, 1) number fixed by ``(seed, item_id)``: the same item always draws the same.
-
-    Lets a scripted subject answer deterministically per item, so an interrupted and resumed
-    run sees exactly the answers an uninterrupted one would.
-    """
-    digest = hashlib.sha256(f"{int(seed)}:{item_id}".encode()).digest()
-    return (int.from_bytes(digest[:8], "little") >> 11) / float(1 << 53)
 
 
 class _Simulated:
