@@ -207,7 +207,7 @@ def test_chance_of_a_score_range_folder_is_on_the_metrics_scale(tmp_path, capsys
     _scaled_matrix(tmp_path, 1, 10)
     assert run_cli(["build-bank", tmp_path / "src.csv", "-o", tmp_path / "bank", "--chance", "2.8",
                  "--score-range", "1", "10"]) == 0
-    assert "2.8 on the metric's scale (--chance)" in capsys.readouterr().out
+    assert "2.80 on the metric's scale (--chance)" in capsys.readouterr().out   # 1-10: 2 digits
     folder = load_bank_dir(tmp_path / "bank")
     settings = folder.manifest["settings"]   # as the summary and --chance: the metric's scale
     assert settings["chance"] == pytest.approx(2.8) and settings["chance_from"] == "given"

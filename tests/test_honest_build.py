@@ -193,9 +193,9 @@ def test_a_prediction_on_a_metric_scale_reads_on_it():
 
     lb = {"score": 6.25, "lo": 5.5, "hi": 7.0, "percentile": 50.0, "scale": [1, 10],
           "population": "source models", "benchmark": "judge"}
-    assert describe_prediction(lb) == ("6.2 (95% interval 5.5-7.0), 50th percentile of the "
-                                       "source models")
-    assert describe_prediction(lb, short=True) == "6.2 (5.5-7.0)"
+    assert describe_prediction(lb) == ("6.25 (95% interval 5.50-7.00), 50th percentile of the "
+                                       "source models")      # 1-10: 2 decimals (score_digits)
+    assert describe_prediction(lb, short=True) == "6.25 (5.50-7.00)"
     assert scale_words(lb) == "on the metric's own scale (1-10)"
     assert score_name(lb) == "predicted judge score"
     plain = {k: v for k, v in lb.items() if k != "scale"}

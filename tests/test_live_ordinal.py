@@ -121,7 +121,7 @@ def test_replay_asks_what_simulate_asks_and_every_reader_agrees(root, tmp_path):
     assert 1.0 <= res["model_based_score"] <= 4.0
     page = Path(res["report"]).read_text()
     assert (f"observed mean rating (over the items asked, on the rating scale)</td>"
-            f"<td>{ratings.mean():.1f}<") in page and "pending" not in page
+            f"<td>{ratings.mean():.2f}<") in page   # 1-4: 2 decimals (score_digits) and "pending" not in page
     first_row = re.search(r"<tr><td class='num'>1</td>(.*?)</tr>", page).group(1)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", first_row)   # item, answer, rating (a bank
     assert cells[2] == f"{ratings.iloc[0]:g}"               # without content: no question,

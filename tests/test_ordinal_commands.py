@@ -125,13 +125,17 @@ def test_live_graded_run_reads_the_same_in_cli_json_runs_and_html(root, tmp_path
     row = json.loads((out / "results.json").read_text())[0]
     pred, asked = row["prediction"], row["scores"]
     assert pred["scale"] == [1.0, 10.0] and pred["metric"] == "mean rating"
-    shown = f"{pred['score']:.1f} (95% interval {pred['lo']:.1f}-{pred['hi']:.1f})"
-    observed = f"{np.mean(asked):.1f}"
+    from atlascat.scorelink.prediction import score_text   # the one digits rule (1-10: 2)
+
+    def t(v):
+        return score_text(v, pred["scale"])
+    shown = f"{t(pred['score'])} (95% interval {t(pred['lo'])}-{t(pred['hi'])})"
+    observed = t(np.mean(asked))
     assert shown in text and f"mean rating (1-10): observed {observed} (over the" in text
     plain = text.replace("95%", "")
     assert "accuracy" not in plain and "%" not in plain and "arc" not in plain, text
     runs = _run("runs", "--db", str(out / "runs.sqlite"))
-    assert f"{pred['score']:.1f} ({pred['lo']:.1f}-{pred['hi']:.1f})" in runs and observed in runs
+    assert f"{t(pred['score'])} ({t(pred['lo'])}-{t(pred['hi'])})" in runs and observed in runs
     page = html.unescape(next((out / "reports").glob("*.html")).read_text())
     assert shown in page
     assert f"observed mean rating (over the items asked, on the rating scale)</td><td>" \

@@ -154,6 +154,10 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
     score, the protocol, results.json's scores and means, ``atlas runs``' accuracies (its
     ``--json`` and ``--run`` too), the HTML page's step scores and observed mean, and
     compare-models' difference are on the metric's scale, never in percent of 0-1."""
+    from atlascat.scorelink.prediction import score_text   # the one digits rule
+
+    def t(v):     # 0-100: 1 decimal, 1-10: 2
+        return score_text(v, (lo, hi))
     root, targets = longbench
     runs = []
     for k in (0, 1):
@@ -169,29 +173,29 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
         steps = _steps(cap.err)
         assert len(steps) == 6 and not any("%" in ln or "correct" in ln for ln in steps)
         for line in steps:
-            assert f"score {answers[_item(line)]:.1f} " in line, line
+            assert f"score {t(answers[_item(line)])} " in line, line
         lb = row["prediction"]
         assert lb["scale"] == [lo, hi] and lo <= lb["lo"] <= lb["score"] <= lb["hi"] <= hi
-        assert steps[-1].endswith(f"predicted {lb['score']:.1f} ({lb['lo']:.1f}-{lb['hi']:.1f})")
+        assert steps[-1].endswith(f"predicted {t(lb['score'])} ({t(lb['lo'])}-{t(lb['hi'])})")
         asked = answers[row["items"]].to_numpy(float)      # results.json: on the scale too
         assert row["scale"] == [lo, hi] and np.allclose(row["scores"], asked, atol=1e-6)
         assert row["score_sum"] == pytest.approx(asked.sum())
         obs = row["observed_score"]
         assert obs == pytest.approx(asked.mean()) and lo <= row["model_based_score"] <= hi
         assert f"a score on the metric's scale, {lo:g}-{hi:g}, out" in row["protocol_label"]
-        assert (f"mean score, on the metric's own scale: observed {obs:.1f} (the mean score "
+        assert (f"mean score, on the metric's own scale: observed {t(obs)} (the mean score "
                 "over the 6 items asked)") in cap.out
         assert "accuracy: observed" not in cap.out
         page = html.unescape((out / "reports" / f"{row['run_id']}.html").read_text())
         assert f"<td>observed mean score (over the items asked, on the metric's own scale)" \
-               f"</td><td>{obs:.1f}</td>" in page
+               f"</td><td>{t(obs)}</td>" in page
         svg = page[page.index("<svg"):page.index("</svg>")]
         ticks = [float(t) for t in re.findall(r"text-anchor='end'>(-?[0-9.]+)<", svg)]
         assert ticks and lo <= min(ticks) and max(ticks) <= hi, ticks   # the axis keeps to the scale
         labels = re.findall(r"text-anchor='end'>([^<]*)<", svg)       # as the steps print: 25.0
         assert all(re.fullmatch(r"-?[0-9]+\.[0-9]", t) for t in labels), labels
         first = targets.loc[model, _item(steps[0])]
-        assert f"<td>{lo + (hi - lo) * first:.1f}</td>" in page     # the first step's score
+        assert f"<td>{t(lo + (hi - lo) * first)}</td>" in page     # the first step's score
         assert "observed accuracy" not in page and " correct)" not in page
         assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"], "-o",
                      str(tmp_path / f"again{k}.html")]) == 0     # the same page, rewritten
@@ -202,7 +206,7 @@ def test_a_score_range_folder_reads_on_the_metrics_scale_everywhere(longbench, t
     assert main(["runs", "--db", str(runs[0][0] / "runs.sqlite")]) == 0
     table = capsys.readouterr().out
     obs = runs[0][1]["observed_score"]
-    assert f" {obs:.1f} " in table and "%" not in table
+    assert f" {t(obs)} " in table and "%" not in table
     head, first_row = table.splitlines()[1:3]
     assert dict(zip(head.split(), first_row.split()))["benchmark"] == name   # not the path
     db, rid = str(runs[0][0] / "runs.sqlite"), runs[0][1]["run_id"]
@@ -317,19 +321,19 @@ def test_a_score_range_links_warnings_and_chance_read_on_the_metrics_scale(longb
     from atlascat.scorelink.prediction import ScorePrediction, level, stop_note
 
     root, _ = longbench
-    assert level(0.5) == "50%" and level(0.5, (1, 10)) == "5.5" and level(1, (0, 100)) == "100.0"
+    assert level(0.5) == "50%" and level(0.5, (1, 10)) == "5.50" and level(1, (0, 100)) == "100.0"
     judge, plain = load_bank_dir(root / "judge"), load_bank_dir(root / "qmsum")
     assert judge.link.metric_range == (1.0, 10.0) and plain.link.metric_range is None
     text, _ = warnings_for(judge.link, 5.0, 0.5, False, True, None)
-    assert text[0].endswith("the score may be as high as 10.0")
+    assert text[0].endswith("the score may be as high as 10.00")
     text, _ = warnings_for(plain.link, 5.0, 0.5, False, True, None)
     assert text[0].endswith("the score may be as high as 100%")
     top = ScorePrediction(0.9, 0.8, 1.0)
-    assert stop_note(top, "ceiling", 0.0, (1, 10)) == "at or near the top (>= 8.2)"
+    assert stop_note(top, "ceiling", 0.0, (1, 10)) == "at or near the top (>= 8.20)"
     assert stop_note(top, "ceiling", 0.0) == "at or near the top (>= 80%)"
     chance = {n: re.search(r"chance level +(.*)", (root / f"{n}.out").read_text()).group(1)
               for n in ("judge", "bleu", "qmsum")}
-    assert chance["judge"].startswith("1.0 on the metric's scale (")
+    assert chance["judge"].startswith("1.00 on the metric's scale (")
     assert chance["bleu"].startswith("0.0 on the metric's scale (")
     assert chance["qmsum"].startswith("0.0% (")
 
@@ -482,5 +486,7 @@ def test_an_adaptive_simulation_of_a_folder_names_its_benchmark(longbench, tmp_p
     assert summary["score_mean"] == pytest.approx(ps["score"].mean())
     assert 1 <= summary["score_mean"] <= 10
     assert "predicted judge score, mean over models" in out
-    assert f"{summary['score_mean']:.1f} (95% intervals {summary['width_mean']:.1f} points " \
-        "wide)" in out
+    from atlascat.scorelink.prediction import score_text   # the one digits rule: 1-10, 2
+
+    assert f"{score_text(summary['score_mean'], (1, 10))} (95% intervals " \
+        f"{score_text(summary['width_mean'], (1, 10))} points wide)" in out

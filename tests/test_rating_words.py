@@ -72,7 +72,11 @@ def test_a_run_on_one_rating_scale_reads_as_a_mean_rating_everywhere(root, tmp_p
     out = tmp_path / "one"
     text, row = _evaluate(root, "judge_bank.csv", "judge.csv", out)
     pred = row["prediction"]
-    shown = f"{pred['score']:.1f} (95% interval {pred['lo']:.1f}-{pred['hi']:.1f})"
+    from atlascat.scorelink.prediction import score_text   # the one digits rule (1-10: 2)
+
+    def t(v):
+        return score_text(v, pred["scale"])
+    shown = f"{t(pred['score'])} (95% interval {t(pred['lo'])}-{t(pred['hi'])})"
     assert f"predicted mean rating: {shown}" in text
     assert "metric: mean rating, on the rating scale (1-10)" in text
     assert "judge_bank score" not in text and "metric's own scale" not in text
@@ -81,7 +85,7 @@ def test_a_run_on_one_rating_scale_reads_as_a_mean_rating_everywhere(root, tmp_p
     assert "model-based mean rating (expected over the bank at theta, on the rating scale)" \
         in page
     assert f"observed mean rating (over the items asked, on the rating scale)</td><td>" \
-        f"{np.mean(row['scores']):.1f}<" in page
+        f"{t(np.mean(row['scores']))}<" in page
     assert "<th>rating</th>" in page
     assert "accuracy" not in page.lower() and "mean score" not in page
 
@@ -116,8 +120,11 @@ def test_simulate_names_the_predicted_mean_rating(root, tmp_path):
     text = _run("simulate", str(root / "judge.csv"), "--bank", str(root / "judge_bank.csv"),
                 "--max-items", "6", "-o", str(tmp_path / "sim"))
     summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
-    assert f"predicted mean rating, mean over models {summary['score_mean']:.1f} " \
-        f"(95% intervals {summary['width_mean']:.1f} points wide)" in text
+    from atlascat.scorelink.prediction import score_text   # the one digits rule (1-10: 2)
+
+    t = [score_text(summary[k], summary["scale"]) for k in ("score_mean", "width_mean")]
+    assert f"predicted mean rating, mean over models {t[0]} (95% intervals {t[1]} points " \
+        "wide)" in text
     assert "judge_bank score" not in text
 
 

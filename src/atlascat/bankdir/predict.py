@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pandas as pd
 
 from ..scorelink.frames import COLUMNS
@@ -31,6 +32,7 @@ __all__ = ["read_answers", "predict_scores", "predict_matrix_scores", "results_i
            "source_models_among", "in_sample_warning", "in_sample_line",
            "PREDICTOR_ITEMS_FILE", "PREDICTION_COLUMNS",
            "PREDICTOR_FILE", "metric_scale", "folder_words", "to_metric_scale", "continuous_scores",
+           "observed_means",
            "exhausted_warning"]
 
 #: columns of :func:`predict_scores`: every bank's ``person_scores.csv`` names
@@ -173,6 +175,27 @@ def folder_words(folder) -> dict:
     if scale is not None:  # the score and its interval are on the metric's own scale
         out["scale"] = list(scale)
     return out
+
+
+def observed_means(values, ref) -> tuple:
+    """Each model's observed mean score over the items it answered (``values``: models x
+    items on [0, 1] as the bank models them, NaN unanswered), with what a bank's outputs call
+    it and the scale they show it on: ("accuracy", None) for right / wrong answers; ("mean
+    score", None) for scores between 0 and 1 (or a folder of continuous scores); ("mean
+    score", (low, high)) on a ``--score-range`` folder, the means mapped to its scale as
+    low + (high - low) x mean (a 1-5 rating's 3.84, not 0.71). ``ref``: the bank's
+    :class:`~atlascat.catalogue.BankRef` (a folder's manifest says its scale and scores)."""
+    y = np.asarray(values, dtype=float)
+    obs = ~np.isnan(y)
+    mean = np.where(obs, y, 0.0).sum(1) / np.maximum(obs.sum(1), 1)
+    folder = ref.folder() if getattr(ref, "kind", None) == "dir" else None
+    scale = None if folder is None else metric_scale(folder)
+    if scale is not None:
+        return scale[0] + (scale[1] - scale[0]) * mean, "mean score", scale
+    between = bool(np.any(obs & (y > 0) & (y < 1)))
+    if between or (folder is not None and continuous_scores(folder)):
+        return mean, "mean score", None
+    return mean, "accuracy", None
 
 
 def continuous_scores(folder) -> bool | None:

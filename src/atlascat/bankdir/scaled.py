@@ -10,7 +10,33 @@ import numpy as np
 from ..errors import ResponseDataError, warn_user
 from ..validation import zero_one_items
 
-__all__ = ["read_scaled_matrix", "shares_of_one", "score_map_on_scale"]
+__all__ = ["read_scaled_matrix", "shares_of_one", "score_map_on_scale", "chance_words"]
+
+#: where a folder's chance level came from (its manifest's ``settings["chance_from"]``)
+CHANCE_FROM = {"given": "--chance", "benchmark": "the benchmark's",
+               "options": "1 / options; true / options for mc2, 0 for a generation",
+               "matrix": "a matrix's default; give --chance for multiple choice"}
+
+
+def chance_words(settings: dict, scores: str | None = None) -> str:
+    """A folder's chance level as its build summary reads it, with where it came from: in
+    percent, or on the metric's own scale (``settings["score_range"]``, to the one digits
+    rule). A matrix's default (the bottom of the scale) suggests ``--chance`` for multiple
+    choice only where the scores are right / wrong: not on a ``--score-range`` scale nor for
+    continuous ``scores`` (the manifest's ``source["scores"]``), whose lowest score is no
+    guess among options."""
+    from ..scorelink.prediction import score_text
+
+    c, src = settings.get("chance"), settings.get("chance_from")
+    if c is None:
+        return "unknown"
+    rng = settings.get("score_range")
+    why = CHANCE_FROM.get(src, src)
+    if src == "matrix" and (rng or scores == "continuous"):
+        why = "a matrix's default: the bottom of the scale"
+    if rng:  # the manifest's, on the metric's own scale
+        return f"{score_text(float(c), rng)} on the metric's scale ({why})"
+    return f"{100 * float(c):.1f}% ({why})"
 
 
 def shares_of_one(values, lo: float, hi: float) -> bool:

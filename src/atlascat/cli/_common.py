@@ -452,12 +452,15 @@ def predicted_summary(words: dict, persons) -> tuple[dict, tuple[str, str]]:
     figures, name = prediction_summary(words, persons)
     unit = 100 if "scale" not in words else 1
     return figures, (name, mean_and_width(unit * figures["score_mean"],
-                                          unit * figures["width_mean"]))
+                                          unit * figures["width_mean"], words.get("scale")))
 
 
-def mean_and_width(mean: float, width: float) -> str:
-    """A summary's mean prediction and its intervals' mean width, in the score's points."""
-    return f"{mean:.1f} (95% intervals {width:.1f} points wide)"
+def mean_and_width(mean: float, width: float, scale=None) -> str:
+    """A summary's mean prediction and its intervals' mean width, in the score's points (of
+    percent, or of a metric's own ``scale``: the one digits rule, ``score_digits``)."""
+    from ..scorelink.prediction import score_text
+
+    return f"{score_text(mean, scale)} (95% intervals {score_text(width, scale)} points wide)"
 
 
 def note_unseen_ratings(bank, ratings) -> None:

@@ -229,12 +229,15 @@ class LiveDisplay:
         if info.run_id in self.averages:
             return f"average {100 * info.theta:5.1f}  SE {100 * info.se:4.2f}"
         if getattr(info, "predicted", None) is not None:
+            from ..scorelink.prediction import score_text
+
             scale = self.scales.get(info.run_id)
             if scale is None:  # 0-1, in percent
-                s, lo, hi = (100 * v for v in info.predicted)
-                return f"predicted {s:.1f}% ({lo:.1f}-{hi:.1f})"
-            s, lo, hi = (scale[0] + (scale[1] - scale[0]) * v for v in info.predicted)
-            return f"predicted {s:.1f} ({lo:.1f}-{hi:.1f})"
+                s, lo, hi = (score_text(100 * v) for v in info.predicted)
+                return f"predicted {s}% ({lo}-{hi})"
+            s, lo, hi = (score_text(scale[0] + (scale[1] - scale[0]) * v, scale)
+                         for v in info.predicted)
+            return f"predicted {s} ({lo}-{hi})"
         return f"theta {info.theta:+.3f}  SE {info.se:.3f}"
 
     def score_text(self, info) -> str | None:
@@ -245,7 +248,9 @@ class LiveDisplay:
         score = float(info.score)
         scale = self.scales.get(info.run_id)
         if scale is not None:
-            return f"score {scale[0] + (scale[1] - scale[0]) * score:.1f}"
+            from ..scorelink.prediction import level
+
+            return f"score {level(score, scale)}"
         if 0 < score < 1:
             self.continuous.add(info.run_id)
         return f"score {score:.2f}" if info.run_id in self.continuous else None

@@ -102,6 +102,8 @@ def _show_summary(m: dict, named: bool = True) -> None:
     """The folder's summary table, then the build's warnings (stderr). A matrix's benchmark
     not ``named`` (--name) is named by its item ids' stem or its file's name: the row says
     which."""
+    from ..bankdir.scaled import chance_words
+
     src = m["source"]
     by = src.get("named_by", "name" if named or src["kind"] != "matrix" else "file")
     rows = [("benchmark", m["benchmark"] + _NAMED_BY.get(by, "")),
@@ -114,7 +116,7 @@ def _show_summary(m: dict, named: bool = True) -> None:
             ("items (results / bank)", f"{m['items']['n_results']} / {m['items']['n_bank']}"),
             ("IRT model", m["calibration"]["model"]),
             ("items measure one thing", _dimension_row(m.get("dimensionality"))),
-            ("chance level", _chance_row(m["settings"])),
+            ("chance level", chance_words(m["settings"], src.get("scores"))),
             *_scale_rows(m["settings"]),
             *_predictor_rows(m.get("predictor"), m["settings"].get("score_range")),
             ("interval widened (cross-fit)", _cross_fit_row(m.get("cross_fit")))]
@@ -185,19 +187,6 @@ def _scale_rows(settings: dict) -> list[tuple[str, str]]:
                             "on this scale)")]
 
 
-_CHANCE_FROM = {"given": "--chance", "benchmark": "the benchmark's",
-                "options": "1 / options; true / options for mc2, 0 for a generation",
-                "matrix": "a matrix's default; give --chance for multiple choice"}
-
-
-def _chance_row(settings: dict) -> str:
-    """The folder's chance level and where it came from (a matrix cannot tell: 0)."""
-    c, src = settings.get("chance"), settings.get("chance_from")
-    if c is None:
-        return "unknown"
-    if settings.get("score_range"):  # the manifest's, on the metric's own scale
-        return f"{float(c):.1f} on the metric's scale ({_CHANCE_FROM.get(src, src)})"
-    return f"{100 * float(c):.1f}% ({_CHANCE_FROM.get(src, src)})"
 
 
 def _dimension_row(d) -> str:

@@ -51,7 +51,12 @@ def compare_models_command(
         return
     import pandas as pd
 
-    df = pd.DataFrame(out["rows"]).drop(columns=["score", "population", "unit", "warnings"])
+    from ..scorelink.prediction import score_text
+
+    nums = ["first", "second", "difference", "lo", "hi"]   # each row to its scale's digits
+    df = pd.DataFrame([{**r, **{k: score_text(r[k], digits=r["digits"]) for k in nums}}
+                       for r in out["rows"]]).drop(
+        columns=["score", "population", "unit", "warnings", "digits"])
     names = [f"{m} (run {r})" for m, r in zip(out["models"], (out["first"], out["second"]))]
     print_frame(df, title=f"first: {names[0]}; second: {names[1]}; {out['score']}, "
                 f"{out['sign']} ({out['unit']}, 95% interval)", float_format="{:.1f}")

@@ -149,8 +149,10 @@ def _rating_line(row: dict, scale) -> str | None:
 
     obs, mod, n = row.get("observed_score"), row.get("model_based_score"), row.get("n_items")
 
+    from ..scorelink.prediction import score_text
+
     def on(v):
-        return f"{v:.1f}" if scale is not None else f"{100 * v:.1f}%"
+        return score_text(v, scale) if scale is not None else f"{100 * v:.1f}%"
 
     parts = ([f"observed {on(obs)} (over the {n} items asked)"] if obs is not None else []) + \
         ([f"model-based {on(mod)} ({model_based_words(False)})"] if mod is not None else [])
@@ -630,8 +632,10 @@ def _accuracy_line(row: dict, scale) -> str | None:
     between = not row.get("ordinal") and (bool(row.get("continuous"))   # the folder's kind
                                           or any(0 < float(v) < 1 for v in row.get("scores") or ()))
     if scale is not None:
+        from ..scorelink.prediction import score_text
+
         def on(v):
-            return f"{v:.1f}"
+            return score_text(v, scale)
 
         if obs is not None:
             acc.append(f"observed {on(obs)} (the mean score over the {n} items asked)")

@@ -38,8 +38,8 @@ def ranks_command(
 
     output_file(output, inputs={"DATA": data, "--bank": bank})
     output_dir(plots, "--plots")
-    df = _read_scores(data) if bank is None else _scores_from_answers(
-        data, bank, method, normalize_ids=normalize_ids)
+    df, name, scale = (_read_scores(data), "accuracy", None) if bank is None else \
+        _scores_from_answers(data, bank, method, normalize_ids=normalize_ids)
     for col in ("theta", "mean_score") + (("se",) if "se" in df.columns else ()):
         df[col] = pd.to_numeric(df[col], errors="coerce")
     keep = np.isfinite(df["theta"]) & df["mean_score"].notna()
@@ -55,7 +55,7 @@ def ranks_command(
     se = df["se"].to_numpy() if "se" in df.columns else None
     rep = rank_analysis(df["theta"].to_numpy(), df["mean_score"].to_numpy(), se=se,
                         subject_ids=df["subject_id"].astype(str).to_numpy(),
-                        shift_threshold=shift)
+                        shift_threshold=shift, score_name=name, scale=scale)
     summary = rep.summary() | {"n_left_out": left_out}
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -71,8 +71,12 @@ def ranks_command(
                   f"rank positions (max {rep.max_shift:.0f})")
     sig = ("" if rep.n_tied_pairs_significant is None else
            f", {rep.n_tied_pairs_significant} significantly (|d theta| > 1.96 SE)")
-    console.print(f"{rep.n_tied_pairs} pairs share an accuracy; {rep.n_tied_pairs_theta_differs}"
-                  f" of them differ in theta{sig}")
+    if scale is not None or name != "accuracy":   # the folder's words and its own scale
+        console.print(f"observed score: the {name} over the bank's items each model answered"
+                      + (f", on the metric's own scale ({scale[0]:g}-{scale[1]:g})"
+                         if scale is not None else ""))
+    console.print(f"{rep.n_tied_pairs} pairs share {'an' if name[0] in 'aeiou' else 'a'} "
+                  f"{name}; {rep.n_tied_pairs_theta_differs} of them differ in theta{sig}")
     top = rep.table.reindex(rep.table["rank_shift"].abs().sort_values(ascending=False).index)
     print_frame(top.head(15), title="largest rank shifts")
     for p in summary.get("plots", []):
@@ -102,12 +106,11 @@ def _read_scores(data: str):
 
 
 def _scores_from_answers(data: str, bank: str, method: str, *, normalize_ids: bool):
-    """Each model's theta (``method``) and raw accuracy on a response matrix and a bank."""
-    import numpy as np
-
+    """Each model's theta (``method``) and observed mean score on a response matrix and a bank,
+    with what the bank's outputs call that score and its scale (``observed_means``)."""
     from ..catalogue import BankRef
     from ..irt.ability import estimate_ability
-    from ..bankdir.predict import read_answers
+    from ..bankdir.predict import observed_means, read_answers
     from ._common import align_items, binary_bank_only
 
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
@@ -116,7 +119,5 @@ def _scores_from_answers(data: str, bank: str, method: str, *, normalize_ids: bo
                      "rank them by the theta and mean_rating of atlas score")
     rm, bk = align_items(read_answers(data, ref, normalize_ids=normalize_ids), bk, "ignore")
     df = estimate_ability(rm, bk, method.lower())
-    y = rm.aligned_values(bk.item_ids)
-    obs = ~np.isnan(y)
-    df["mean_score"] = np.where(obs, y, 0.0).sum(1) / np.maximum(obs.sum(1), 1)
-    return df
+    df["mean_score"], name, scale = observed_means(rm.aligned_values(bk.item_ids), ref)
+    return df, name, scale

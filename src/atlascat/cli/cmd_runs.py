@@ -241,6 +241,8 @@ def _as_score(value, scale) -> str | None:
 
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
+    from ..scorelink.prediction import level, score_text
+
     if scale is None:
-        return f"{100 * value:.1f}%"
-    return f"{scale[0] + (scale[1] - scale[0]) * value:.1f}"
+        return f"{score_text(100 * value)}%"
+    return level(value, scale)

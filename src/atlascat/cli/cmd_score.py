@@ -131,7 +131,7 @@ def score_command(
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
-    rm, factors = _form_factors(form, ref, rm)
+    rm, factors, n_form = _form_factors(form, ref, rm)
     answers, (rm, bk) = rm, align_items(rm, bk, extra_items, known=_dropped(ref))
     df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
@@ -142,7 +142,7 @@ def score_command(
     if ref.link is not None:  # a shipped bank or a folder: its predicted score, 95% interval
         df = _with_prediction(df, ref, rm, bk, answers, _form_se(df, bk, factors, method, prior_sd))
     df = _widened(df, ref, bk, factors, method.lower(), prior_sd)
-    _show(df, output, method.lower(), len(bk), rm.weights)
+    _show(df, output, method.lower(), len(bk), rm.weights, n_form)
 
 
 def register(app: typer.Typer) -> None:
@@ -169,11 +169,12 @@ def _read_responses(responses, ref, freq_column, normalize_ids):
 
 def _form_factors(form, ref, rm):
     """(the responses to the form's items, the (se, interval) factors ``--form`` carries or
-    None: no --form, or a form designed without them, then a warning); the form must be of
+    None: no --form, or a form designed without them, then a warning; the form's number of
+    items, None without --form); the form must be of
     the bank folder. Answers to items off the form are left out, said in a note: the factors
     hold for the form's items."""
     if form is None:
-        return rm, None
+        return rm, None, None
     from ..bankdir.formfactor import read_form
     from ..errors import ConfigError
 
@@ -190,7 +191,7 @@ def _form_factors(form, ref, rm):
     if got.factors is None:
         warn(f"--form {form} carries no cross-fitted factors (designed with --no-cross-fit, or "
              "on a folder that keeps no source answers): the SE and interval are the model's")
-    return rm, got.factors
+    return rm, got.factors, len(got.item_ids)
 
 
 def _widened(df, ref, bk, factors, method: str, prior_sd: float):
@@ -282,8 +283,9 @@ def _with_reconstruction(df, rm, bk, reconstruct: str, lam):
     return df
 
 
-def _show(df, output, method: str, n_bank_items: int, weights) -> None:
-    """Write the scores (or print them), then the count and the median SE."""
+def _show(df, output, method: str, n_bank_items: int, weights, n_form=None) -> None:
+    """Write the scores (or print them, titled by the items answered: the bank's, or a
+    ``--form``'s ``n_form``), then the count and the median SE."""
     import numpy as np
 
     if output is not None:
@@ -294,7 +296,9 @@ def _show(df, output, method: str, n_bank_items: int, weights) -> None:
             df.to_csv(output, index=False, float_format="%.8g")
         console.print(f"wrote {len(df)} scores ({method}) to {output}")
     else:
-        print_frame(df, title=f"theta by {method.upper()} ({n_bank_items} bank items)")
+        asked = (f"{n_bank_items} bank items" if n_form is None else
+                 f"the form's {n_form} items, of the bank's {n_bank_items}")
+        print_frame(df, title=f"theta by {method.upper()} ({asked})")
     finite = np.isfinite(df["se"].to_numpy(float))
     med = f"{np.median(df['se'][finite]):.4f}" if finite.any() else "n/a"
     console.print(f"{subjects_text(len(df), weights)}, median SE {med}"

@@ -128,6 +128,7 @@ def _rows(first, second, rho: float) -> list[dict]:
     """Per benchmark both runs predict: first, second, their difference and its 95% interval
     (points: of percent, or of the metric's own scale for a bank folder built with
     --score-range), and whether it tells the two apart."""
+    from ..scorelink.prediction import score_digits
     from ..studies.paired import paired_difference
     from .report import LEADERBOARD, score_name
     from .service import run_predictions
@@ -161,6 +162,8 @@ def _rows(first, second, rho: float) -> list[dict]:
                      # a bank folder's score is its own benchmark's, not a leaderboard's
                      "score": score_name({"benchmark": bench, "population": population} | a),
                      "population": population, "unit": _unit(a),
+                     # the decimals every output shows these with (the one digits rule)
+                     "digits": score_digits(a.get("scale") or None),
                      "warnings": [*_prediction_warnings(bench, (a, b), (run_a, run_b)),
                                   *_rho_warning(bench, (a, b), rho)]})
     return rows

@@ -316,13 +316,20 @@ def describe_prediction(lb, *, short: bool = False) -> str:
         if short and after:
             return progress_words(lb)
         return f"not available ({lb.get('note', 'no score link')}){after}"
-    k, pct = (1.0, "") if lb.get("scale") else (100.0, "%")   # a metric's own scale, or 0-1
-    text = f"{k * lb['score']:.1f}{pct}"
+    from ..scorelink.prediction import score_text
+
+    scale = lb.get("scale") or None
+    k, pct = (1.0, "") if scale else (100.0, "%")   # a metric's own scale, or 0-1
+
+    def num(key):   # the one digits rule, by the scale's width
+        return score_text(k * lb[key], scale)
+
+    text = f"{num('score')}{pct}"
     has_interval = lb.get("lo") is not None and lb.get("hi") is not None
     if short:
-        return text + (f" ({k * lb['lo']:.1f}-{k * lb['hi']:.1f})" if has_interval else "") + after
+        return text + (f" ({num('lo')}-{num('hi')})" if has_interval else "") + after
     if has_interval:
-        text += f" (95% interval {k * lb['lo']:.1f}-{k * lb['hi']:.1f}{pct})"
+        text += f" (95% interval {num('lo')}-{num('hi')}{pct})"
     if lb.get("percentile") is not None:
         text += f", {_ordinal(lb['percentile'])} percentile of {population_of(lb)}"
     return text + after
@@ -399,12 +406,14 @@ def _own_scale(ordinal: bool) -> str:
     return "the rating scale" if ordinal else "the metric's own scale"
 
 
-def _on_scale(value, scale, spec: str = ".1f") -> str:
-    """A 0-1 value on a metric's own ``scale`` (low, high): low + (high - low) x value."""
+def _on_scale(value, scale) -> str:
+    """A 0-1 value on a metric's own ``scale`` (low, high): low + (high - low) x value, to the
+    one digits rule (:func:`~atlascat.scorelink.prediction.score_digits`)."""
     if value is None:
         return "-"
-    lo, hi = (float(v) for v in scale)
-    return format(lo + (hi - lo) * float(value), spec)
+    from ..scorelink.prediction import level
+
+    return level(float(value), scale)
 
 
 def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[str, str]]:
@@ -566,10 +575,14 @@ def predicted_steps(info, steps, scale=None) -> dict | None:
 
 
 def _step_texts(path, scale) -> dict | None:
+    from ..scorelink.prediction import score_text
+
     unit = 1.0 if scale is not None else 100.0
+
+    def num(v):
+        return score_text(unit * v, scale)
     return None if path is None else {
-        k: (f"{unit * q.score:.1f}", f"{unit * q.lower:.1f}-{unit * q.upper:.1f}")
-        for k, q in path.items()}
+        k: (num(q.score), f"{num(q.lower)}-{num(q.upper)}") for k, q in path.items()}
 
 
 def _skipped_rows(steps) -> list:

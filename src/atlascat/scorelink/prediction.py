@@ -37,13 +37,35 @@ class ScorePrediction:
         return text + (f" [warning: {self.warning}]" if self.warnings else "")
 
 
+def score_digits(scale=None) -> int:
+    """The one digits rule: the decimals every output writes a predicted score, its interval,
+    a difference of two, an observed or model-based mean with, by the width of the scale it is
+    shown on (``scale``: (low, high) of a metric's own scale; None: a 0-1 score in percent,
+    0-100): 1 decimal for a width of 20 or more (percent, a 0-100 BLEU), 2 for 2 or more (a
+    1-5 or 1-10 rating), 3 below (a 0-1 metric kept on its scale). A tenth of a point is the
+    same share of a 0-100 scale as a thousandth of a 0-1 one."""
+    if scale is None:
+        return 1
+    width = abs(float(scale[1]) - float(scale[0]))
+    return 1 if width >= 20 else 2 if width >= 2 else 3
+
+
+def score_text(value: float, scale=None, digits: int | None = None) -> str:
+    """``value``, already in the units it is shown in (percent points, or a metric's own
+    ``scale``), with :func:`score_digits` decimals (or ``digits``): "71.9" in percent, "3.98"
+    on 1-5; a small negative rounded to zero reads "0.0", not "-0.0"."""
+    text = f"{float(value):.{score_digits(scale) if digits is None else digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
 def level(value: float, scale=None) -> str:
     """A score level (0-1) as a note writes it: in percent ("62%"), or on a metric's own
-    ``scale`` (low, high) as low + (high - low) x value ("6.6" on a 1-10 rating)."""
+    ``scale`` (low, high) as low + (high - low) x value, to :func:`score_digits` ("6.62" on a
+    1-10 rating, "37.2" on a 0-100 BLEU)."""
     if scale is None:
         return f"{100 * value:.0f}%"
     lo, hi = (float(v) for v in scale)
-    return f"{lo + (hi - lo) * value:.1f}"
+    return score_text(lo + (hi - lo) * value, scale)
 
 
 def stop_note(prediction: ScorePrediction, stop_reason: str | None,

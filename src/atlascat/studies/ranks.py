@@ -47,6 +47,16 @@ class RankReport:
     n_tied_pairs_theta_differs: int
     n_tied_pairs_significant: int | None
     pairs: pd.DataFrame = field(repr=False, default=None)
+    #: what the observed score is called ("accuracy" for right / wrong answers; "mean score",
+    #: with ``scale``, on a metric's own scale): its table column is ``score_column``
+    score_name: str = "accuracy"
+    scale: tuple | None = None
+
+    @property
+    def score_column(self) -> str:
+        """The table's column of the observed score ("accuracy", "mean_score"); the rank by
+        it is ``rank_<score_column>``."""
+        return self.score_name.replace(" ", "_")
 
     def summary(self) -> dict:
         keys = ("spearman", "spearman_p", "kendall", "kendall_p", "shift_threshold", "n_shifted",
@@ -54,6 +64,8 @@ class RankReport:
                 "n_tied_pairs_significant")
         out = {k: getattr(self, k) for k in keys}
         out["n_models"] = int(len(self.table))
+        out["score_name"] = self.score_name
+        out["scale"] = None if self.scale is None else [float(v) for v in self.scale]
         out["share_tied_pairs_theta_differs"] = (
             self.n_tied_pairs_theta_differs / self.n_tied_pairs if self.n_tied_pairs else 0.0)
         return {k: (float(v) if isinstance(v, (np.floating,)) else
@@ -95,8 +107,12 @@ def tied_pairs(accuracy, theta, se=None, *, accuracy_tol: float = 1e-9, z: float
 
 def rank_analysis(theta, accuracy, *, se=None, subject_ids=None, shift_threshold: int = 10,
                   accuracy_tol: float = 1e-9, theta_tol: float = 1e-6,
-                  z: float = 1.959964) -> RankReport:
-    """Compare the ranking by theta with the ranking by accuracy (module docstring)."""
+                  z: float = 1.959964, score_name: str = "accuracy",
+                  scale=None) -> RankReport:
+    """Compare the ranking by theta with the ranking by accuracy (module docstring).
+    ``score_name``: what the observed score is called where it is not a share right ("mean
+    score": continuous scores, or on a metric's own ``scale`` (low, high) as given), naming
+    its table columns (:attr:`RankReport.score_column`)."""
     th = np.asarray(theta, dtype=float).reshape(-1)
     acc = np.asarray(accuracy, dtype=float).reshape(-1)
     if th.shape != acc.shape:
@@ -113,15 +129,16 @@ def rank_analysis(theta, accuracy, *, se=None, subject_ids=None, shift_threshold
     r_acc = rankdata(-acc, method="average")
     r_th = rankdata(-th, method="average")
     shift = r_acc - r_th
-    same = [w for w, v in (("theta", th), ("accuracy", acc)) if np.ptp(v) == 0]
+    same = [w for w, v in (("theta", th), (score_name, acc)) if np.ptp(v) == 0]
     if same:   # a constant has no ranking: the correlations are undefined (NaN), said once
         warn_user(f"every model has the same {same[0]}: the rank correlations are undefined")
         rho = rho_p = tau = tau_p = float("nan")
     else:
         rho, rho_p = spearmanr(th, acc)
         tau, tau_p = kendalltau(th, acc)
-    table = pd.DataFrame({"subject_id": ids, "accuracy": acc, "theta": th,
-                          "rank_accuracy": r_acc, "rank_theta": r_th, "rank_shift": shift})
+    col = score_name.replace(" ", "_")
+    table = pd.DataFrame({"subject_id": ids, col: acc, "theta": th,
+                          f"rank_{col}": r_acc, "rank_theta": r_th, "rank_shift": shift})
     if se is not None:
         table.insert(3, "se", np.asarray(se, dtype=float))
     pairs = tied_pairs(acc, th, se, accuracy_tol=accuracy_tol, z=z, subject_ids=ids)
@@ -133,7 +150,8 @@ def rank_analysis(theta, accuracy, *, se=None, subject_ids=None, shift_threshold
         n_tied_pairs=int(len(pairs)),
         n_tied_pairs_theta_differs=int((pairs["theta_diff"] > theta_tol).sum()),
         n_tied_pairs_significant=int(pairs["significant"].sum()) if se is not None else None,
-        pairs=pairs)
+        pairs=pairs, score_name=score_name,
+        scale=None if scale is None else tuple(float(v) for v in scale))
 
 
 def plot_rank_analysis(report: RankReport, outdir, *, prefix: str = "ranks",
@@ -151,7 +169,9 @@ def plot_rank_analysis(report: RankReport, outdir, *, prefix: str = "ranks",
 
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    t = report.table
+    t = report.table.rename(columns={report.score_column: "accuracy",
+                                     f"rank_{report.score_column}": "rank_accuracy"})
+    what = report.score_name     # the axes name the observed score as the table does
     paths = []
 
     fig, ax = plt.subplots(figsize=(6, 4.5))
@@ -159,7 +179,7 @@ def plot_rank_analysis(report: RankReport, outdir, *, prefix: str = "ranks",
         ax.errorbar(t["accuracy"], t["theta"], yerr=t["se"], fmt="none", ecolor="0.8", lw=0.6,
                     zorder=1)
     ax.scatter(t["accuracy"], t["theta"], s=8, alpha=0.7, zorder=2)
-    ax.set_xlabel("accuracy")
+    ax.set_xlabel(what)
     ax.set_ylabel("theta")
     ax.set_title(f"Spearman {report.spearman:.3f}, Kendall {report.kendall:.3f}")
     paths.append(_save(fig, out / f"{prefix}_theta_vs_accuracy.png"))
@@ -173,7 +193,7 @@ def plot_rank_analysis(report: RankReport, outdir, *, prefix: str = "ranks",
     ax.scatter(t["rank_accuracy"][~moved], t["rank_theta"][~moved], s=6, c="C0", label="kept")
     ax.scatter(t["rank_accuracy"][moved], t["rank_theta"][moved], s=8, c="C3",
                label=f"moved ({report.share_shifted:.0%})")
-    ax.set_xlabel("rank by accuracy")
+    ax.set_xlabel(f"rank by {what}")
     ax.set_ylabel("rank by theta")
     ax.legend(loc="upper left", fontsize=8)
     paths.append(_save(fig, out / f"{prefix}_rank_shift.png"))
@@ -182,7 +202,7 @@ def plot_rank_analysis(report: RankReport, outdir, *, prefix: str = "ranks",
     ax.hist(t["rank_shift"], bins=50, color="C0")
     ax.axvline(-report.shift_threshold, color="C3", ls="--")
     ax.axvline(report.shift_threshold, color="C3", ls="--")
-    ax.set_xlabel("rank by accuracy - rank by theta")
+    ax.set_xlabel(f"rank by {what} - rank by theta")
     ax.set_ylabel("models")
     paths.append(_save(fig, out / f"{prefix}_shift_hist.png"))
 
@@ -195,9 +215,9 @@ def plot_rank_analysis(report: RankReport, outdir, *, prefix: str = "ranks",
         ax.scatter(np.full(vals.size, k), vals, s=10, alpha=0.7)
     ax.set_xticks(range(len(big)))
     ax.set_xticklabels([f"{v:.3f}" for v in sorted(big)], rotation=60, fontsize=7)
-    ax.set_xlabel("models with this exact accuracy")
+    ax.set_xlabel(f"models with this exact {what}")
     ax.set_ylabel("theta")
-    ax.set_title(f"{report.n_tied_pairs_theta_differs} of {report.n_tied_pairs} equal-accuracy "
+    ax.set_title(f"{report.n_tied_pairs_theta_differs} of {report.n_tied_pairs} equal-{what} "
                  "pairs differ in theta")
     paths.append(_save(fig, out / f"{prefix}_ties.png"))
     return paths
