@@ -525,7 +525,7 @@ def _drive(o: _Options, live) -> None:
     show, stop = _display(o, live), StopRequest()
     try:
         with stop.installed(), show:
-            live.run(cache=not o.no_cache, on_step=show.step_callback(stop))
+            live.run(cache=not o.no_cache, on_step=show.step_callback(stop), stop=stop.event)
     except KeyboardInterrupt:
         runs = live.interrupt()
         _say("interrupted: " + "; ".join(f"run {r['run_id']} ({r['model']}): {r['n_items']} "

@@ -127,6 +127,9 @@ class _HTTPSubject:
         self._limiter = limiter or threading.BoundedSemaphore(int(max_concurrency))
         self._max_concurrency = int(max_concurrency)
         self._sleep = sleep
+        #: set (a threading.Event) by the run that asks this subject: once it is set, a retry
+        #: waiting for its backoff gives up (StopRequestedError) instead of retrying on
+        self.stop_event: threading.Event | None = None
         self._key = os.environ.get(api_key_env) if api_key_env else None
         self._client = None
         self._client_lock = threading.Lock()
@@ -183,6 +186,19 @@ class _HTTPSubject:
         if wait is not None:
             delay = max(delay, wait)
         return min(self.max_backoff, delay)
+
+    def _pause(self, seconds: float, last: str) -> None:
+        """Wait ``seconds`` before a retry, unless a stop is (or gets) requested: then give up
+        the retries (a server down would otherwise keep a Ctrl-C waiting through them all)."""
+        from ...errors import StopRequestedError
+
+        stop = self.stop_event
+        if stop is not None and (stop.is_set() or (self._sleep is time.sleep
+                                                   and stop.wait(seconds))):
+            raise StopRequestedError(f"stopped while waiting to retry model {self.model!r} "
+                                     f"(last: {last})")
+        if stop is None or self._sleep is not time.sleep:
+            self._sleep(seconds)
 
     def _once(self, url: str, body: dict):
         """One POST bounded as a whole by ``self.timeout`` seconds (connect, headers and body:
@@ -276,7 +292,7 @@ class _HTTPSubject:
                         f"{self.redact(text[:300]).strip()} (not retried; check the model name "
                         "and request settings)", status=status)
             if attempt <= retries:
-                self._sleep(self._delay(attempt, retry_after))
+                self._pause(self._delay(attempt, retry_after), last)
         raise SubjectError(f"model {self.model!r} at {_safe_url(url)} failed "
                            f"{retries + 1} attempt(s); last: {last}", status=last_status)
 
@@ -300,4 +316,4 @@ class _HTTPSubject:
             if budget < 0:
                 raise SubjectError(f"model {self.model!r} at {_safe_url(self.base_url + path)} "
                                    f"failed {total_attempts} attempt(s); last: {last}")
-            self._sleep(self._delay(total_attempts, None))
+            self._pause(self._delay(total_attempts, None), last)

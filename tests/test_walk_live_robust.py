@@ -1,0 +1,82 @@
+"""A robustness walk of live runs as a demanding user does it: `atlas evaluate` against a local
+OpenAI-compatible server that misbehaves on demand (the mock server's fault hook), stopped with
+Ctrl-C while the server is down, on a run store it may only read, and resumed.
+
+Waits are generous (a busy CI machine makes them slow, not wrong); every signal is sent once
+the server has shown the state the test needs, never on a timer."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HANG_S
+
+ROOT = Path(__file__).resolve().parents[1]
+SAME = ("items", "scores", "theta", "se", "n_items", "stop_reason", "status")
+
+
+def atlas(*args, wait=True, env=None):
+    env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "atlascat", *map(str, args)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return proc
+    out, err = proc.communicate(timeout=HANG_S)
+    return proc.returncode, out, err
+
+
+def wait_for(cond, what: str, limit: float = 600.0) -> None:
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+def listed(db: Path) -> dict:
+    code, out, err = atlas("runs", "--db", db, "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert len(rows) == 1
+    return rows[0]
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_server_is_down_stops_at_once_as_interrupted(tmp_path):
+    """The server answers HTTP 500 from some item on; Ctrl-C while the client retries: the
+    retries stop (they went on through the whole backoff, 31 s by default, and the run ended
+    ``error`` with exit status 2), the run is ``interrupted`` with exit status 130, the item
+    stays pending, and the resumed run ends as an uninterrupted one."""
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    args = ("evaluate", "--bank", "arc", "--llm", "toylm", "--seed", "3", "--min-items", "8",
+            "--max-items", "10", "--backoff", "2", "--json")
+    down = {"from": 10 ** 9}
+    with MockOpenAIServer(fault=lambda n, item, times: "500" if n >= down["from"] else None) \
+            as srv:
+        url = f"completions:{srv.url}"
+        code, out, err = atlas(*args, "--subject", url, "--db", tmp_path / "ref.sqlite")
+        assert code == 0, err
+        ref = json.loads(out)[0]
+        srv.log.clear()            # n counts from 1 again (the hook reads len(log) + 1)
+        down["from"] = 5           # a few items answered, then the server fails
+        db = tmp_path / "runs.sqlite"
+        proc = atlas(*args, "--subject", url, "--db", db, "--no-cache", wait=False)
+        wait_for(lambda: any(e.get("status") == 500 for e in list(srv.log)), "a 500")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=HANG_S)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err and "--resume" in err
+        row = listed(db)
+        assert row["state"] == "interrupted" and row["pending"] == 1 and row["n_items"] >= 1
+        down["from"] = 10 ** 9     # the server is back
+        code, out, err = atlas("evaluate", "--resume", row["run_id"], "--db", db, "--json")
+    assert code == 0, err
+    res = json.loads(out)[0]
+    assert {k: res[k] for k in SAME} == {k: ref[k] for k in SAME}
