@@ -80,3 +80,53 @@ def test_ctrl_c_while_the_server_is_down_stops_at_once_as_interrupted(tmp_path):
     assert code == 0, err
     res = json.loads(out)[0]
     assert {k: res[k] for k in SAME} == {k: ref[k] for k in SAME}
+
+
+def _make_read_only(*paths: Path):
+    """Make files and folders read-only for this process: their permissions, or (as root, whom
+    permissions do not bind) the immutable attribute; -> a function that undoes it."""
+    for p in paths:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    if all(not os.access(p, os.W_OK) for p in paths):
+        return lambda: [p.chmod(0o755 if p.is_dir() else 0o644) for p in paths]
+    try:
+        done = subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True)
+    except OSError:
+        done = None
+    if done is None or done.returncode != 0 or any(os.access(p, os.W_OK) for p in paths):
+        pytest.skip("cannot make a file read-only here (root without chattr)")
+    return lambda: subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
+
+
+def test_a_read_only_run_store_is_listed_and_compared_but_not_written(tmp_path):
+    """An archived run store on a read-only file or mount: `atlas runs` (and --run, and
+    compare-models) read it, where they refused it ("exists and is not writable; choose
+    another file": listing writes nothing); a run into it is still refused in one line."""
+    folder = tmp_path / "archive"
+    db = folder / "runs.sqlite"
+    for theta in ("0.5", "-0.5"):
+        code, _, err = atlas("evaluate", "--bank", "arc", "--subject", f"simulate:{theta}",
+                             "--min-items", "5", "--max-items", "5", "--db", db, "-q")
+        assert code == 0, err
+    code, out, err = atlas("runs", "--db", db, "--json")
+    assert code == 0, err
+    before = json.loads(out)
+    files = sorted(p.name for p in folder.iterdir())
+    undo = _make_read_only(db, folder)
+    try:
+        code, out, err = atlas("runs", "--db", db, "--json")
+        assert code == 0, err
+        assert json.loads(out) == before
+        code, out, err = atlas("runs", "--db", db)
+        assert code == 0 and all(r["run_id"] in out for r in before), err
+        code, out, err = atlas("runs", "--db", db, "--run", before[0]["run_id"], "--json")
+        assert code == 0 and len(json.loads(out)["steps"]) == 5, err
+        code, out, err = atlas("compare-models", before[0]["run_id"], before[1]["run_id"],
+                               "--db", db)
+        assert code == 0, err
+        code, _, err = atlas("evaluate", "--bank", "arc", "--subject", "simulate:0.5",
+                             "--max-items", "5", "--db", db, "-q")
+        assert code == 2 and err.count("\n") == 1 and "writable" in err, err
+        assert sorted(p.name for p in folder.iterdir()) == files    # nothing written
+    finally:
+        undo()
