@@ -130,3 +130,67 @@ def test_a_read_only_run_store_is_listed_and_compared_but_not_written(tmp_path):
         assert sorted(p.name for p in folder.iterdir()) == files    # nothing written
     finally:
         undo()
+
+
+def test_a_reply_cut_at_max_tokens_before_any_answer_is_not_scored_wrong(tmp_path):
+    """A chat model that spends its whole --max-tokens thinking (a reasoning model) returns
+    empty content with finish_reason 'length': that was scored wrong without a word (a
+    sporadic one moved theta and nothing said so). It stops the run in one line naming
+    --max-tokens, the answers before it kept; an empty reply the model ended itself
+    (finish_reason 'stop') stays the model's answer."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from atlascat import CATConfig
+    from atlascat.errors import LiveRunError
+    from atlascat.live import load_content_bank, service
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.store import RunStore
+    from atlascat.live.subjects import OpenAICompatible
+
+    bank = load_content_bank("arc")
+    mock = MockOpenAIServer(bank, 0.5, seed=7)   # its question -> item map and answers
+    asked = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            asked.append(mock.identify(body["messages"][-1]["content"]))
+            answer, why = mock.reply(asked[-1], few_shot=False), "stop"
+            if len(asked) == 4:
+                answer, why = "", finish
+            payload = json.dumps({"choices": [{"index": 0, "finish_reason": why, "message": {
+                "role": "assistant", "content": answer}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    config = CATConfig(se_stop=0.3, min_items=8, max_items=10)
+    try:
+        finish = "length"
+        db = tmp_path / "cut.sqlite"
+        with pytest.raises(LiveRunError, match="used all 16 tokens .* larger --max-tokens") \
+                as err:
+            service.evaluate(bank, OpenAICompatible(url, "m", max_retries=0), store=db,
+                             config=config, seed=1)
+        assert "\n" not in str(err.value)
+        run = RunStore(db).list_runs().iloc[0]
+        assert run["state"] == "error" and run["n_items"] == 3 and run["pending"] == 1
+        asked.clear()
+        finish = "stop"                  # the model ended its reply itself: a wrong answer
+        res = service.evaluate(bank, OpenAICompatible(url, "m", max_retries=0),
+                               store=tmp_path / "stop.sqlite", config=config, seed=1)
+        assert res.status == "done" and res.scores[3] == 0
+    finally:
+        server.shutdown()
+        server.server_close()
