@@ -194,3 +194,22 @@ def test_a_reply_cut_at_max_tokens_before_any_answer_is_not_scored_wrong(tmp_pat
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_request_that_times_out_names_the_timeout_option(tmp_path):
+    """A server slower than --timeout: the run stops after its retries with the reason and,
+    now, the option that fixes it (it said only "timed out after 1 s (whole request)")."""
+    from atlascat import CATConfig
+    from atlascat.errors import LiveRunError
+    from atlascat.live import load_content_bank, service
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.subjects import OpenAICompatible
+
+    bank = load_content_bank("arc")
+    with MockOpenAIServer(bank, 0.5, seed=7, hang_s=3.0,
+                          fault=lambda n, item, times: "hang" if n >= 3 else None) as srv:
+        subject = OpenAICompatible(srv.url, "m", timeout=1.0, max_retries=1, backoff=0)
+        with pytest.raises(LiveRunError, match=r"timed out after 1 s .*larger --timeout") as err:
+            service.evaluate(bank, subject, store=tmp_path / "t.sqlite", seed=1,
+                             config=CATConfig(se_stop=0.3, min_items=8, max_items=10))
+    assert "\n" not in str(err.value)

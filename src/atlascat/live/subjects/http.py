@@ -293,8 +293,10 @@ class _HTTPSubject:
                         "and request settings)", status=status)
             if attempt <= retries:
                 self._pause(self._delay(attempt, retry_after), last)
+        hint = ("; a server this slow needs a larger --timeout" if last.startswith("timed out")
+                else "")
         raise SubjectError(f"model {self.model!r} at {_safe_url(url)} failed "
-                           f"{retries + 1} attempt(s); last: {last}", status=last_status)
+                           f"{retries + 1} attempt(s); last: {last}{hint}", status=last_status)
 
     def _retrying(self, path: str, body: dict, parse: Callable, *, fatal_status=None):
         """POST with retries where a 200 whose content ``parse`` rejects (ValueError, KeyError,
