@@ -213,3 +213,48 @@ def test_a_request_that_times_out_names_the_timeout_option(tmp_path):
             service.evaluate(bank, subject, store=tmp_path / "t.sqlite", seed=1,
                              config=CATConfig(se_stop=0.3, min_items=8, max_items=10))
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_the_same_command_after_a_kill_names_the_run_to_resume(tmp_path):
+    """`atlas evaluate` SIGKILLed mid-run, then the same command again: a new run starts
+    (answered from the answer cache: the same items and scores as an uninterrupted run), and
+    now says which stopped run asked the same and how to resume it; `atlas runs` lists the
+    killed run as interrupted before and after, and resuming it ends as the uninterrupted
+    run. Another seed is another test: no note."""
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    hold = {"at": 10 ** 9}
+    args = ["evaluate", "--bank", "arc", "--llm", "toylm", "--seed", "3", "--min-items", "8",
+            "--max-items", "10", "--json"]
+    with MockOpenAIServer(hang_s=600, fault=lambda n, item, times:
+                          "hang" if n == hold["at"] else None) as srv:
+        args += ["--subject", f"completions:{srv.url}"]
+        code, out, err = atlas(*args, "--db", tmp_path / "ref.sqlite")
+        assert code == 0, err
+        ref = json.loads(out)[0]
+        db = tmp_path / "runs.sqlite"
+        hold["at"] = len(srv.log) + 6
+        proc = atlas(*args, "--db", db, wait=False)
+        wait_for(lambda: len(srv.log) >= hold["at"], "the held request")
+        proc.kill()
+        proc.communicate(timeout=HANG_S)
+        killed = listed(db)
+        assert killed["state"] == "interrupted" and killed["n_items"] >= 3
+        code, out, err = atlas(*args, "--db", db)
+        assert code == 0, err
+        again = json.loads(out)[0]
+        assert {k: again[k] for k in SAME} == {k: ref[k] for k in SAME}
+        rid = killed["run_id"]
+        assert f"note: run {rid} asked the same (interrupted after {killed['n_items']} items)" \
+            in err and f"atlas evaluate --resume {rid} --db {db}" in err
+        code, out, _ = atlas("runs", "--db", db, "--json")
+        states = {r["run_id"]: r["state"] for r in json.loads(out)}
+        assert states == {rid: "interrupted", again["run_id"]: "done"}
+        other = [a if a != "3" else "4" for a in args]      # --seed 4: another test
+        code, out, err = atlas(*other, "--db", db)
+        assert code == 0 and "asked the same" not in err, err
+        code, out, err = atlas("evaluate", "--resume", rid, "--db", db, "--json")
+    assert code == 0, err
+    res = json.loads(out)[0]
+    assert {k: res[k] for k in SAME} == {k: ref[k] for k in SAME}

@@ -40,6 +40,7 @@ from .store import RunStore
 from .subjects import is_ordinal
 
 __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
+           "unfinished_like",
            "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
            "predictor_prediction", "ordinal_prediction", "DESIGNS", "score_title"]
 
@@ -277,6 +278,23 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
 
 # ------------------------------------------------------------------ the service
 DESIGNS = ("auto", "adaptive", "predictor")
+
+
+def unfinished_like(store: RunStore, run_id: str) -> list[dict]:
+    """The runs of ``store`` that stopped before their end (``interrupted``: Ctrl-C or a killed
+    process; ``error``) and ask what run ``run_id`` asks: the same kind, model at the same
+    endpoint, bank, settings, prompts, rounds and seed; ``atlas evaluate --resume`` continues
+    one where a new run starts over. -> ``[{"run_id", "state", "n_items"}]``, newest first."""
+    same = ("kind", "cache_key", "bank_hash", "config", "prompt", "seed", "batch_size")
+    me = store.get_run(run_id)
+    runs = store.list_runs()
+    out = []
+    for rid, state in zip(runs["run_id"], runs["state"]):
+        if rid != run_id and state in ("interrupted", "error"):
+            other = store.get_run(rid)
+            if all(other.get(k) == me.get(k) for k in same):
+                out.append({"run_id": rid, "state": state, "n_items": int(other["n_items"])})
+    return out
 
 
 def check_design(design: str) -> str:
