@@ -258,3 +258,33 @@ def test_the_same_command_after_a_kill_names_the_run_to_resume(tmp_path):
     assert code == 0, err
     res = json.loads(out)[0]
     assert {k: res[k] for k in SAME} == {k: ref[k] for k in SAME}
+
+
+def _write_rows(path: str, k: int, n: int) -> int:
+    from atlascat.live.results_file import write_results
+
+    failed = 0
+    for j in range(n):
+        try:
+            write_results(Path(path), [{"run_id": f"r{k}_{j}", "pad": "x" * 4000}])
+        except Exception:  # noqa: BLE001 - counted: a writer must never fail
+            failed += 1
+    return failed
+
+
+def test_runs_ending_at_once_keep_every_row_of_results_json(tmp_path):
+    """Several `atlas evaluate` processes with one -o folder (a model each, started in
+    parallel) write its results.json when they end. The writers shared one temporary file and
+    read the file while another replaced it: rows were lost and a writer stopped on a missing
+    temporary file (6 processes writing 30 rows each kept 20 of 180, 28 writes failed). They
+    take turns now, each with its own temporary file."""
+    import multiprocessing
+
+    path = tmp_path / "out" / "results.json"
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        failed = pool.starmap(_write_rows, [(str(path), k, 25) for k in range(4)])
+    assert sum(failed) == 0
+    rows = json.loads(path.read_text())
+    assert sorted(r["run_id"] for r in rows) == sorted(f"r{k}_{j}" for k in range(4)
+                                                       for j in range(25))
+    assert [p.name for p in path.parent.iterdir()] == ["results.json"]
