@@ -226,7 +226,8 @@ class RunStore:
         from ..validation import check_output_file
 
         if read_only == "auto":
-            read_only = self.path.is_file() and not os.access(self.path, os.W_OK)
+            read_only = self.path.is_file() and not (os.access(self.path, os.W_OK)
+                                                     and os.access(self.path.parent, os.W_OK))
         self.read_only = bool(read_only)
         if self.read_only and not self.path.is_file():
             raise LiveRunError(f"run database {str(self.path)!r} does not exist (give --db)")
@@ -237,10 +238,10 @@ class RunStore:
         self._local = threading.local()
         _check_foreign(self.path)
         try:
-            self.read_only or self._con().executescript(
-                "BEGIN IMMEDIATE;" + _SCHEMA
-                + f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
-                + "COMMIT;")
+            if not self.read_only:
+                self._con().executescript(
+                    "BEGIN IMMEDIATE;" + _SCHEMA + "INSERT OR IGNORE INTO meta VALUES "
+                    f"('schema_version', '{SCHEMA_VERSION}');" + "COMMIT;")
             row = self._con().execute("SELECT value FROM meta WHERE key='schema_version'"
                                       ).fetchone()
         except sqlite3.DatabaseError as exc:
