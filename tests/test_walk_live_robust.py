@@ -49,7 +49,8 @@ def listed(db: Path) -> dict:
 
 @pytest.mark.slow
 def test_ctrl_c_while_the_server_is_down_stops_at_once_as_interrupted(tmp_path):
-    """The server answers HTTP 500 from some item on; Ctrl-C while the client retries: the
+    """The server answers HTTP 500 from some item on; each retry says so on stderr (the run
+    looked stuck: nothing was printed while it waited); Ctrl-C while the client retries: the
     retries stop (they went on through the whole backoff, 31 s by default, and the run ended
     ``error`` with exit status 2), the run is ``interrupted`` with exit status 130, the item
     stays pending, and the resumed run ends as an uninterrupted one."""
@@ -73,6 +74,8 @@ def test_ctrl_c_while_the_server_is_down_stops_at_once_as_interrupted(tmp_path):
         out, err = proc.communicate(timeout=HANG_S)
         assert proc.returncode == 130, err
         assert "Traceback" not in err and "--resume" in err
+        # the wait was not silent: each retry said what failed and how long it waits
+        assert "toylm: HTTP 500 (" in err and "; retrying in 2 s" in err
         row = listed(db)
         assert row["state"] == "interrupted" and row["pending"] == 1 and row["n_items"] >= 1
         down["from"] = 10 ** 9     # the server is back

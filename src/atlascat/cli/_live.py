@@ -257,6 +257,12 @@ class LiveDisplay:
         text.append(f"  {self.estimate_text(info)}" + ("  (cached)" if info.cached else ""))
         return text
 
+    def say(self, text: str) -> None:
+        """One line on stderr, above the progress bars (a retry: the run is not stuck)."""
+        with self.lock:
+            target = self.progress.console if self.progress is not None else err_console
+            target.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
     def step_callback(self, stop: "StopRequest"):
         def on_step(info):
             with self.lock:

@@ -538,7 +538,8 @@ def _drive(o: _Options, live) -> None:
     show, stop = _display(o, live), StopRequest()
     try:
         with stop.installed(), show:
-            live.run(cache=not o.no_cache, on_step=show.step_callback(stop), stop=stop.event)
+            live.run(cache=not o.no_cache, on_step=show.step_callback(stop), stop=stop.event,
+                     on_retry=show.say)
     except KeyboardInterrupt:
         runs = live.interrupt()
         _say("interrupted: " + "; ".join(f"run {r['run_id']} ({r['model']}): {r['n_items']} "

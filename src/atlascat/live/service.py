@@ -555,7 +555,7 @@ class LiveRun:
         return cls(store, jobs)
 
     def run(self, *, cache: bool = True, on_step: Callable | None = None,
-            raise_errors: bool = False, stop=None) -> list[RunResult]:
+            raise_errors: bool = False, stop=None, on_retry=None) -> list[RunResult]:
         """Ask every run to its end (one thread per run when there are several). A run that
         fails keeps its answers and ends with status ``error`` (its exception in
         :attr:`errors`, by run id); ``raise_errors``: raise the first failure instead. A
@@ -563,12 +563,16 @@ class LiveRun:
         run stops after its round in flight, saved and marked ``interrupted``. ``stop``: a
         ``threading.Event`` the caller sets to ask for a stop (the first Ctrl-C); an HTTP
         subject waiting to retry a failed request then gives up (the item stays pending) and
-        its run ends ``interrupted`` (``errors.StopRequestedError``, a KeyboardInterrupt)."""
+        its run ends ``interrupted`` (``errors.StopRequestedError``, a KeyboardInterrupt).
+        ``on_retry(line)``: told before an HTTP subject waits to retry (what failed, how long
+        it waits), so a failing server is not a silent pause."""
         import threading
 
         for job in self.jobs:
             if stop is not None and hasattr(job.subject, "stop_event"):
                 job.subject.stop_event = stop
+            if on_retry is not None and hasattr(job.subject, "on_retry"):
+                job.subject.on_retry = on_retry
         stop = threading.Event()
 
         def step(info) -> None:

@@ -130,6 +130,8 @@ class _HTTPSubject:
         #: set (a threading.Event) by the run that asks this subject: once it is set, a retry
         #: waiting for its backoff gives up (StopRequestedError) instead of retrying on
         self.stop_event: threading.Event | None = None
+        #: called with one line before each wait to retry (what failed, how long it waits)
+        self.on_retry: Callable[[str], None] | None = None
         self._key = os.environ.get(api_key_env) if api_key_env else None
         self._client = None
         self._client_lock = threading.Lock()
@@ -192,6 +194,8 @@ class _HTTPSubject:
         the retries (a server down would otherwise keep a Ctrl-C waiting through them all)."""
         from ...errors import StopRequestedError
 
+        if self.on_retry is not None:
+            self.on_retry(f"{self.model}: {last}; retrying in {seconds:.3g} s")
         stop = self.stop_event
         if stop is not None and (stop.is_set() or (self._sleep is time.sleep
                                                    and stop.wait(seconds))):
