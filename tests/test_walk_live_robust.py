@@ -291,3 +291,21 @@ def test_runs_ending_at_once_keep_every_row_of_results_json(tmp_path):
     assert sorted(r["run_id"] for r in rows) == sorted(f"r{k}_{j}" for k in range(4)
                                                        for j in range(25))
     assert [p.name for p in path.parent.iterdir()] == ["results.json"]
+
+
+@pytest.mark.parametrize("url, base", [
+    ("openai:http://127.0.0.1:9/v1/chat/completions", "http://127.0.0.1:9/v1"),
+    ("completions:http://127.0.0.1:9/v1/completions/", "http://127.0.0.1:9/v1"),
+])
+def test_an_endpoint_url_given_as_the_base_url_is_one_line(tmp_path, capsys, url, base):
+    """The endpoint's full URL, as servers print it, given to --subject: atlas added the
+    endpoint again (".../v1/chat/completions/chat/completions"), a server answered 404 after
+    a run was created, and the message blamed the model name. Now one line before anything is
+    written, naming the base URL to give."""
+    from atlascat.cli import main
+
+    code = main(["evaluate", "--bank", "arc", "--subject", url, "--llm", "m",
+                 "-o", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"e.g. {base!r}" in err, err
+    assert not (tmp_path / "run").exists()

@@ -112,6 +112,12 @@ class _HTTPSubject:
                               "e.g. http://127.0.0.1:8000/v1")
         if parts.path in ("", "/"):
             base_url = str(base_url).rstrip("/") + "/v1"
+        endpoint = next((e for e in ("/chat/completions", "/completions")
+                         if parts.path.rstrip("/").endswith(e)), None)
+        if endpoint is not None:   # atlas adds the endpoint: it would be asked twice over
+            raise ConfigError(f"base URL {_safe_url(str(base_url))!r} ends with the endpoint "
+                              f"{endpoint}; give the server's base URL, e.g. "
+                              f"{_safe_url(str(base_url)).rstrip('/')[:-len(endpoint)]!r}")
         _check_http_settings(timeout=timeout, max_retries=max_retries, backoff=backoff,
                              max_concurrency=max_concurrency, max_reply_bytes=max_reply_bytes)
         self.base_url = str(base_url).rstrip("/")
