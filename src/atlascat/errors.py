@@ -112,6 +112,13 @@ class RunStoppedError(LiveRunError):
         self.run_id, self.store, self.n_items = run_id, store, int(n_items)
 
 
+class StopRequestedError(KeyboardInterrupt):
+    """A stop was requested (the first Ctrl-C / SIGTERM, :meth:`atlascat.live.service.LiveRun.run`'s
+    ``stop``) while a subject waited to retry a failed request: it gives up the retries, the
+    item stays pending (asked again on resume) and the run ends ``interrupted``, as a
+    KeyboardInterrupt ends it."""
+
+
 def warn_user(message, category=UserWarning) -> None:
     """``warnings.warn`` attributed to the first caller outside ``atlascat`` (the user's line),
     however deep in the package the warning is raised; the package's own tests count as

@@ -108,24 +108,10 @@ def check_results_file(output) -> None:
 
 
 def write_results(path: Path, rows: list) -> None:
-    """Write results.json atomically, keeping the rows of the folder's other runs already
-    there (a run evaluated into the folder before; a resumed run replaces its own row)."""
-    import os
+    """results.json of a run's output folder (:func:`atlascat.live.results_file.write_results`)."""
+    from ..live.results_file import write_results as write
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    out = list(rows)
-    if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except (OSError, ValueError):
-            old = []
-        if isinstance(old, list):
-            new = {r["run_id"]: r for r in rows}
-            out = [new.pop(r.get("run_id"), r) if isinstance(r, dict) else r for r in old]
-            out += [r for r in rows if r["run_id"] in new]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(out, indent=1, default=str))
-    os.replace(tmp, path)
+    write(path, rows)
 
 
 class StopRequest:
@@ -275,6 +261,12 @@ class LiveDisplay:
                         style="green" if info.score else "red")
         text.append(f"  {self.estimate_text(info)}" + ("  (cached)" if info.cached else ""))
         return text
+
+    def say(self, text: str) -> None:
+        """One line on stderr, above the progress bars (a retry: the run is not stuck)."""
+        with self.lock:
+            target = self.progress.console if self.progress is not None else err_console
+            target.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
     def step_callback(self, stop: "StopRequest"):
         def on_step(info):

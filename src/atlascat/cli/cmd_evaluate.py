@@ -423,7 +423,20 @@ def _start(o: _Options, limiter):
     where = f" on suite {ref.name}" if design == "suite" else ""
     for job in made[0].jobs:
         _say(f"run {job.run_id} started for {job.subject.name}{where} (db {o.db})")
+        _twins_note(made[0].store, job.run_id, o.db)
     return made[0]
+
+
+def _twins_note(store, run_id: str, db) -> None:
+    """Name the stopped runs of the store that asked what this new run asks (the same command
+    run again after a crash starts a new run): --resume continues one instead."""
+    from ..live.service import unfinished_like
+
+    for twin in unfinished_like(store, run_id)[:1]:
+        n = twin["n_items"]
+        _say(f"note: run {twin['run_id']} asked the same ({twin['state']} after {n} "
+             f"item{'s' * (n != 1)}); `atlas evaluate --resume {twin['run_id']} --db {db}` "
+             "continues it instead of this new run")
 
 
 def _check_resume_options(o: _Options) -> None:
@@ -518,7 +531,8 @@ def _drive(o: _Options, live) -> None:
     show, stop = _display(o, live), StopRequest()
     try:
         with stop.installed(), show:
-            live.run(cache=not o.no_cache, on_step=show.step_callback(stop))
+            live.run(cache=not o.no_cache, on_step=show.step_callback(stop), stop=stop.event,
+                     on_retry=show.say)
     except KeyboardInterrupt:
         runs = live.interrupt()
         _say("interrupted: " + "; ".join(f"run {r['run_id']} ({r['model']}): {r['n_items']} "

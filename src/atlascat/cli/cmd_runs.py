@@ -75,11 +75,11 @@ def _stores(db):
         raise LiveRunError(f"run database {str(default_store_path())!r} does not exist and "
                            "no run was written elsewhere (give --db)")
     if db is not None:
-        return [RunStore(db)]
+        return [RunStore(db, read_only="auto")]
     stores = []
     for path in paths:   # a remembered store that is no longer one does not hide the others
         try:
-            stores.append(RunStore(path))
+            stores.append(RunStore(path, read_only="auto"))
         except LiveRunError as exc:
             err_console.print(f"warning: skipped: {exc}", markup=False, highlight=False)
     if not stores:

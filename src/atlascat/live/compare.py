@@ -117,7 +117,7 @@ def _resolver(db):
             path, run_id = store_of(run), run
         path = path.resolve()
         if path not in stores:
-            store = RunStore(path)
+            store = RunStore(path, read_only="auto")
             stores[path] = (store, store.list_runs())
         return (*stores[path], run_id)
 

@@ -41,6 +41,7 @@ from .store import RunStore
 from .subjects import is_ordinal
 
 __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
+           "unfinished_like",
            "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
            "predictor_prediction", "ordinal_prediction", "DESIGNS", "score_title"]
 
@@ -277,6 +278,23 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
 
 
 # ------------------------------------------------------------------ the service
+def unfinished_like(store: RunStore, run_id: str) -> list[dict]:
+    """The runs of ``store`` that stopped before their end (``interrupted``: Ctrl-C or a killed
+    process; ``error``) and ask what run ``run_id`` asks: the same kind, model at the same
+    endpoint, bank, settings, prompts, rounds and seed; ``atlas evaluate --resume`` continues
+    one where a new run starts over. -> ``[{"run_id", "state", "n_items"}]``, newest first."""
+    same = ("kind", "cache_key", "bank_hash", "config", "prompt", "seed", "batch_size")
+    me = store.get_run(run_id)
+    runs = store.list_runs()
+    out = []
+    for rid, state in zip(runs["run_id"], runs["state"]):
+        if rid != run_id and state in ("interrupted", "error"):
+            other = store.get_run(rid)
+            if all(other.get(k) == me.get(k) for k in same):
+                out.append({"run_id": rid, "state": state, "n_items": int(other["n_items"])})
+    return out
+
+
 def predictor_prediction(ref: BankRef, state: dict) -> dict:
     """The prediction of a predictor run's stored session snapshot (see
     :mod:`atlascat.live.predictor_session`), with the percentile among the folder's source
@@ -507,14 +525,24 @@ class LiveRun:
         return cls(store, jobs)
 
     def run(self, *, cache: bool = True, on_step: Callable | None = None,
-            raise_errors: bool = False) -> list[RunResult]:
+            raise_errors: bool = False, stop=None, on_retry=None) -> list[RunResult]:
         """Ask every run to its end (one thread per run when there are several). A run that
         fails keeps its answers and ends with status ``error`` (its exception in
         :attr:`errors`, by run id); ``raise_errors``: raise the first failure instead. A
         KeyboardInterrupt (Ctrl-C) while several runs are asked is raised at once, and each
-        run stops after its round in flight, saved and marked ``interrupted``."""
+        run stops after its round in flight, saved and marked ``interrupted``. ``stop``: a
+        ``threading.Event`` the caller sets to ask for a stop (the first Ctrl-C); an HTTP
+        subject waiting to retry a failed request then gives up (the item stays pending) and
+        its run ends ``interrupted`` (``errors.StopRequestedError``, a KeyboardInterrupt).
+        ``on_retry(line)``: told before an HTTP subject waits to retry (what failed, how long
+        it waits), so a failing server is not a silent pause."""
         import threading
 
+        for job in self.jobs:
+            if stop is not None and hasattr(job.subject, "stop_event"):
+                job.subject.stop_event = stop
+            if on_retry is not None and hasattr(job.subject, "on_retry"):
+                job.subject.on_retry = on_retry
         stop = threading.Event()
 
         def step(info) -> None:

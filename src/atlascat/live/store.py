@@ -56,7 +56,8 @@ import pandas as pd
 
 from ..errors import LiveRunError, RunBusyError
 from .runlocks import has_lock_support, pid_alive
-from .storehome import atlas_home, default_store_path, known_stores, register_store
+from .storehome import (atlas_home, connect_read_only, default_store_path, known_stores,
+                        register_store)
 
 __all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home",
            "known_stores", "find_run_store", "register_store"]
@@ -68,7 +69,7 @@ def _check_foreign(path: Path) -> None:
     if not path.is_file() or path.stat().st_size == 0:
         return
     try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        con = connect_read_only(path)
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE "
                                                 "type='table'")}
@@ -202,9 +203,12 @@ class RunStore:
         step durable even across a power loss (one fsync per transaction, a few ms);
         ``"NORMAL"`` is still safe against a killed process (WAL), for throwaway stores.
     max_answer_chars : answers longer than this are stored cut, with their SHA-256 and length
+    read_only : only read the store (an existing one: listing, comparing, a page); "auto":
+        read-only when the file cannot be written (a read-only file or mount), else as usual
     """
 
-    def __init__(self, path, *, synchronous: str = "FULL", max_answer_chars: int = MAX_ANSWER_CHARS):
+    def __init__(self, path, *, synchronous: str = "FULL", max_answer_chars: int = MAX_ANSWER_CHARS,
+                 read_only=False):
         if str(synchronous).upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise LiveRunError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
         if int(max_answer_chars) < 1:
@@ -221,21 +225,28 @@ class RunStore:
                                "path such as runs.sqlite")
         from ..validation import check_output_file
 
-        # below a file, or in a folder not writable: one line naming --db, before any work
-        check_output_file(self.path, option="--db", what="run database")
+        if read_only == "auto":
+            read_only = self.path.is_file() and not (os.access(self.path, os.W_OK)
+                                                     and os.access(self.path.parent, os.W_OK))
+        self.read_only = bool(read_only)
+        if self.read_only and not self.path.is_file():
+            raise LiveRunError(f"run database {str(self.path)!r} does not exist (give --db)")
+        if not self.read_only:   # below a file, or in a folder not writable: one line, --db
+            check_output_file(self.path, option="--db", what="run database")
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         _check_foreign(self.path)
         try:
-            self._con().executescript(
-                "BEGIN IMMEDIATE;" + _SCHEMA
-                + f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
-                + "COMMIT;")
+            if not self.read_only:
+                self._con().executescript(
+                    "BEGIN IMMEDIATE;" + _SCHEMA + "INSERT OR IGNORE INTO meta VALUES "
+                    f"('schema_version', '{SCHEMA_VERSION}');" + "COMMIT;")
+            row = self._con().execute("SELECT value FROM meta WHERE key='schema_version'"
+                                      ).fetchone()
         except sqlite3.DatabaseError as exc:
             raise LiveRunError(f"{str(self.path)!r} is not a usable run database: {exc}") from exc
-        row = self._con().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is not None and int(row[0]) in (1, 2, 3):
+        if row is not None and int(row[0]) in (1, 2, 3) and not self.read_only:
             self._migrate(int(row[0]))
             row = (str(SCHEMA_VERSION),)
         if row is None or int(row[0]) != SCHEMA_VERSION:
@@ -298,6 +309,12 @@ class RunStore:
     # ------------------------------------------------------------------ connections
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
+        if con is None and self.read_only:
+            try:
+                con = self._local.con = connect_read_only(self.path)
+            except sqlite3.DatabaseError as exc:
+                raise LiveRunError(f"cannot read run database {str(self.path)!r}: {exc}") from exc
+            con.row_factory = sqlite3.Row
         if con is None:
             try:
                 con = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
@@ -738,7 +755,7 @@ def find_run_store(run_id: str, stores=None) -> Path:
     paths = known_stores() if stores is None else [Path(p) for p in stores]
     for path in paths:
         try:
-            if Path(path).is_file() and RunStore(path).has_run(run_id):
+            if Path(path).is_file() and RunStore(path, read_only="auto").has_run(run_id):
                 return Path(path)
         except LiveRunError:   # a remembered store that is no longer one
             continue

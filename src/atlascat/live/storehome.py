@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["atlas_home", "default_store_path", "register_store", "known_stores"]
+__all__ = ["atlas_home", "default_store_path", "register_store", "known_stores",
+           "connect_read_only"]
 
 
 def atlas_home() -> Path:
@@ -58,3 +59,22 @@ def known_stores() -> list[Path]:
         if Path(line).is_file() and Path(line) not in stores:
             stores.append(Path(line))
     return stores
+
+
+def connect_read_only(path):
+    """A read-only SQLite connection to the store at ``path`` (one this process may not write:
+    a read-only file or mount). A store in WAL mode needs its ``-shm`` file, which a read-only
+    folder cannot take: then the file is read as it is on disk (``immutable``)."""
+    import sqlite3
+
+    uri = Path(path).resolve().as_uri()
+    for mode in ("mode=ro", "immutable=1"):
+        con = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=60.0, isolation_level=None)
+        try:
+            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return con
+        except sqlite3.OperationalError:
+            con.close()
+            if mode == "immutable=1":
+                raise
+    return con  # pragma: no cover - the loop returns or raises

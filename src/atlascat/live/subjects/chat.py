@@ -8,7 +8,7 @@ from typing import Callable, Mapping
 
 from ...errors import ConfigError
 from ...content.items import Prompt
-from .base import Answer
+from .base import Answer, SubjectError
 from .http import MAX_REPLY_BYTES, _HTTPSubject, _safe_url
 
 __all__ = ["OpenAICompatible"]
@@ -90,6 +90,13 @@ class OpenAICompatible(_HTTPSubject):
         path = "/chat/completions" if self.kind == "chat" else "/completions"
         started = time.perf_counter()
         answer, latency, attempts = self._retrying(path, body, self._parse)
+        if answer.finish_reason == "length" and not answer.text.strip():
+            # the token limit ran out before any answer (a reasoning model thinks first):
+            # scored wrong, it would measure the limit, not the model; a retry says the same
+            raise SubjectError(
+                f"model {self.model!r} used all {body.get('max_tokens')} tokens of its reply "
+                "before writing any answer (empty content, finish_reason 'length'; a reasoning "
+                "model thinks first); a larger --max-tokens needs a new run")
         answer.latency_s = latency
         answer.attempts = attempts
         answer.meta["total_s"] = time.perf_counter() - started

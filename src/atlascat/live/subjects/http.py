@@ -112,6 +112,12 @@ class _HTTPSubject:
                               "e.g. http://127.0.0.1:8000/v1")
         if parts.path in ("", "/"):
             base_url = str(base_url).rstrip("/") + "/v1"
+        endpoint = next((e for e in ("/chat/completions", "/completions")
+                         if parts.path.rstrip("/").endswith(e)), None)
+        if endpoint is not None:   # atlas adds the endpoint: it would be asked twice over
+            raise ConfigError(f"base URL {_safe_url(str(base_url))!r} ends with the endpoint "
+                              f"{endpoint}; give the server's base URL, e.g. "
+                              f"{_safe_url(str(base_url)).rstrip('/')[:-len(endpoint)]!r}")
         _check_http_settings(timeout=timeout, max_retries=max_retries, backoff=backoff,
                              max_concurrency=max_concurrency, max_reply_bytes=max_reply_bytes)
         self.base_url = str(base_url).rstrip("/")
@@ -127,6 +133,11 @@ class _HTTPSubject:
         self._limiter = limiter or threading.BoundedSemaphore(int(max_concurrency))
         self._max_concurrency = int(max_concurrency)
         self._sleep = sleep
+        #: set (a threading.Event) by the run that asks this subject: once it is set, a retry
+        #: waiting for its backoff gives up (StopRequestedError) instead of retrying on
+        self.stop_event: threading.Event | None = None
+        #: called with one line before each wait to retry (what failed, how long it waits)
+        self.on_retry: Callable[[str], None] | None = None
         self._key = os.environ.get(api_key_env) if api_key_env else None
         self._client = None
         self._client_lock = threading.Lock()
@@ -183,6 +194,21 @@ class _HTTPSubject:
         if wait is not None:
             delay = max(delay, wait)
         return min(self.max_backoff, delay)
+
+    def _pause(self, seconds: float, last: str) -> None:
+        """Wait ``seconds`` before a retry, unless a stop is (or gets) requested: then give up
+        the retries (a server down would otherwise keep a Ctrl-C waiting through them all)."""
+        from ...errors import StopRequestedError
+
+        if self.on_retry is not None:
+            self.on_retry(f"{self.model}: {last}; retrying in {seconds:.3g} s")
+        stop = self.stop_event
+        if stop is not None and (stop.is_set() or (self._sleep is time.sleep
+                                                   and stop.wait(seconds))):
+            raise StopRequestedError(f"stopped while waiting to retry model {self.model!r} "
+                                     f"(last: {last})")
+        if stop is None or self._sleep is not time.sleep:
+            self._sleep(seconds)
 
     def _once(self, url: str, body: dict):
         """One POST bounded as a whole by ``self.timeout`` seconds (connect, headers and body:
@@ -276,9 +302,11 @@ class _HTTPSubject:
                         f"{self.redact(text[:300]).strip()} (not retried; check the model name "
                         "and request settings)", status=status)
             if attempt <= retries:
-                self._sleep(self._delay(attempt, retry_after))
+                self._pause(self._delay(attempt, retry_after), last)
+        hint = ("; a server this slow needs a larger --timeout" if last.startswith("timed out")
+                else "")
         raise SubjectError(f"model {self.model!r} at {_safe_url(url)} failed "
-                           f"{retries + 1} attempt(s); last: {last}", status=last_status)
+                           f"{retries + 1} attempt(s); last: {last}{hint}", status=last_status)
 
     def _retrying(self, path: str, body: dict, parse: Callable, *, fatal_status=None):
         """POST with retries where a 200 whose content ``parse`` rejects (ValueError, KeyError,
@@ -300,4 +328,4 @@ class _HTTPSubject:
             if budget < 0:
                 raise SubjectError(f"model {self.model!r} at {_safe_url(self.base_url + path)} "
                                    f"failed {total_attempts} attempt(s); last: {last}")
-            self._sleep(self._delay(total_attempts, None))
+            self._pause(self._delay(total_attempts, None), last)

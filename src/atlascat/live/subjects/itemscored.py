@@ -261,7 +261,7 @@ class CommandSubject:
                     line = self._lines.get(timeout=left)
                 except queue.Empty:
                     raise self._failed(f"did not score {len(ids)} item(s) within "
-                                       f"{self.timeout:g} s") from None
+                                       f"{self.timeout:g} s (--timeout)") from None
                 if line is None:
                     raise self._failed(f"exited with status {_status(proc)} after scoring "
                                        f"{len(replies)} of {len(ids)} item(s)")
