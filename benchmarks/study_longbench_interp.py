@@ -45,6 +45,11 @@ The second pre-registered test (gslope, below; draws 80-99 and 12-23): neither w
 fails clause 2 on one row (gslope1_20: HELM MMLU's extrapolation 3.38 -> 3.51, +4.0%, with
 A 27.86 -> 27.34 and B 33.55 -> 32.94; gslope0.5_20: triviaqa's interpolation 2.07 -> 2.13);
 longbench.md, "Pre-registered test of gated slope draws".
+The third pre-registered test (rgslope1_20, gslope1_30, below; draws 100-119 and 24-35):
+rgslope1_20 wins (A 27.71 -> 27.17, B 33.25 -> 32.64, every clause met; HELM MMLU's
+extrapolation 3.42 -> 3.44); gslope1_30 fails clauses 2 (HELM MMLU's extrapolation 3.42 ->
+3.53) and 3 (passage_retrieval_en's interpolation coverage 0.897); longbench.md,
+"Pre-registered test of re-gated slope draws" (with how it would be landed).
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
