@@ -45,6 +45,11 @@ The second pre-registered test (gslope, below; draws 80-99 and 12-23): neither w
 fails clause 2 on one row (gslope1_20: HELM MMLU's extrapolation 3.38 -> 3.51, +4.0%, with
 A 27.86 -> 27.34 and B 33.55 -> 32.94; gslope0.5_20: triviaqa's interpolation 2.07 -> 2.13);
 longbench.md, "Pre-registered test of gated slope draws".
+The third pre-registered test (rgslope1_20, gslope1_30, below; draws 100-119 and 24-35):
+rgslope1_20 wins (A 27.71 -> 27.17, B 33.25 -> 32.64, every clause met; HELM MMLU's
+extrapolation 3.42 -> 3.44); gslope1_30 fails clauses 2 (HELM MMLU's extrapolation 3.42 ->
+3.53) and 3 (passage_retrieval_en's interpolation coverage 0.897); longbench.md,
+"Pre-registered test of re-gated slope draws" (with how it would be landed).
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
@@ -156,6 +161,61 @@ How it is applied (fixed with the rule, before measuring):
     .venv/bin/python benchmarks/study_longbench_interp.py --rule gslope --verdict \
         benchmarks/results/longbench/study_interp_gslope.csv \
         benchmarks/results/longbench/study_interp_gslope_binary.csv
+
+Third pre-registration (2026-11-29, committed before any of its rows was measured; the third
+test on these banks and seeds, with fresh draws): two variants of gslope1_20, whose test
+above failed clause 2 on HELM MMLU's extrapolation (9.6% of its strong targets passed the
+gate at 20 draws, 96.8% ended predicted by D, whose variance the slope draws widened).
+
+- ``rgslope<g>_<k0>`` (here rgslope1_20): as gslope<g>_<k0>, but the gate is checked again
+  every 10 draws after k0 while below the budget (rgslope1_20: after 20, 30 and 40 draws).
+  Gate predictors fitted at budgets 20, 30, 40 on the same bank and source models (gslope's
+  gate settings: the shipped BenchmarkPredictor with this one's settings, ``chance`` on B,
+  ``rng=seed``; ``_estimate`` of the draws so far and ``_combine``, no small-sample SE). A
+  target the gate calls outside at any check draws the rest with the shipped probabilities
+  (once out, it stays out); a target inside at every check so far draws with the
+  slope-leaning probabilities (dispersion phi_j a_j^(2g)) until the next check.
+- ``gslope1_30``: gslope<g>_<k0> with g = 1, the single gate at 30 draws.
+
+D's terms equally weighted as before (valid: q depends on the past only); SE, M, R and the fit's
+source replays as gslope's (the source replays draw alike, gates included). The rule, verbatim
+as given:
+
+    RULE: Data A: LongBench, 8 tasks x 2 splits, seeds 0-4, 20 replays on fresh draws
+    `--draw-offset 100`. Data B: the five default binary BenchPred matrices, both splits,
+    seeds 0-2, 12 replays on fresh draws (offset 24: draws 24-35), same banks. Variants base,
+    rgslope1_20, gslope1_30. A variant WINS iff: (1) summed MAE below base's on A and on B;
+    (2) no row of A or B worse than base's by more than 2% (0.05 points on rows below 2.5);
+    (3) every row's coverage in 0.90-0.99 (where base's is outside, not further outside); (4)
+    no LongBench row within its bound leaves it. If both win, the lower summed A+B. (This is
+    the third test on these banks and seeds, with fresh draws; say so in the record.)
+
+How it is applied (fixed with the rule, before measuring):
+
+- A: ``--draw-offset 100 --replays 20`` (draws k = 100..119 from ``[seed + 1000, k]``), the
+  cached banks, MAE per row the mean of the five seeds', coverage pooled hits / targets.
+- B: ``--benchpred default --seeds 3 --replays 12 --draw-offset 24`` (draws k = 24..35 from
+  ``[seed + 1000, k]``), the banks of the earlier tests' cache.
+- Clauses as the gslope test's (``--verdict --rule gslope``: clause 1 strictly below base's
+  sum on A and on B, unrounded; clause 2 tolerance 0.05 where base's MAE < 2.5, else 2% of
+  it; clause 3 distance from [0.90, 0.99] zero or at most base's; clause 4 the bound of
+  peers_draws.csv, interpolation 1.0x, extrapolation 1.1x).
+- Reported: the share of targets inside after each check (columns ``inside_<k>``, pooled over
+  seeds and draws; ``inside`` the share after the last check), the fit's seconds per row
+  (``fit_seconds``: the gate predictors' fits included) and each row's seconds.
+- Rows: results/longbench/study_interp_rgslope.csv (A) and
+  results/longbench/study_interp_rgslope_binary.csv (B).
+
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant rgslope1_20 --variant gslope1_30 --replays 20 \
+        --draw-offset 100 --out benchmarks/results/longbench/study_interp_rgslope.csv
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant rgslope1_20 --variant gslope1_30 --benchpred default \
+        --seeds 3 --replays 12 --draw-offset 24 \
+        --out benchmarks/results/longbench/study_interp_rgslope_binary.csv
+    .venv/bin/python benchmarks/study_longbench_interp.py --rule gslope --verdict \
+        benchmarks/results/longbench/study_interp_rgslope.csv \
+        benchmarks/results/longbench/study_interp_rgslope_binary.csv
 """
 from __future__ import annotations
 
@@ -180,6 +240,7 @@ from atlascat.predict.predictor import RIDGE_FIT_MIN_MODELS  # noqa: E402
 from atlascat.responses import ResponseMatrix  # noqa: E402
 
 STATS = []
+STATS_K = {}      # check k -> the shares of rows inside after it (rgslope / gslope, target replays)
 PEERS = Path(__file__).resolve().parent / "results" / "longbench" / "peers_draws.csv"
 
 
@@ -407,7 +468,9 @@ def design_gslope(y, tables, log_prior, budget, mix, rng, level, share, dispersi
     source models) switches a row's later draws to the slope-leaning probabilities (dispersion
     ``slope_phi`` = phi_j a_j^(2g)); outside rows keep the shipped q. Every q is known and
     positive when drawn, so each Des Raj term stays conditionally unbiased: D, its SE, M and R
-    come from the shipped estimate of these arrays (equal weights)."""
+    come from the shipped estimate of these arrays (equal weights). ``gate`` may be a dict
+    {k: gate after k draws} (rgslope): inside after a check = inside before it and the gate's
+    inside (once out, out); ``checks`` in the result: k -> the share inside after it."""
     p, log_p, log_q = tables
     n_rows = y.shape[0]
     avail = np.isfinite(y)
@@ -420,9 +483,13 @@ def design_gslope(y, tables, log_prior, budget, mix, rng, level, share, dispersi
     out["item"] = np.zeros((n_rows, n), dtype=int)
     out["valid"] = np.zeros((n_rows, n), dtype=bool)
     inside = np.zeros(n_rows, dtype=bool)
+    gates = gate if isinstance(gate, dict) else {k0: gate}
+    checks = {}
     for k in range(n):
-        if k == k0:
-            inside = np.asarray(gate(out["item"][:, :k], out, out["valid"][:, :k], lp), bool)
+        if k in gates:
+            g_in = np.asarray(gates[k](out["item"][:, :k], out, out["valid"][:, :k], lp), bool)
+            inside = g_in if k == min(gates) else inside & g_in
+            checks[k] = float(inside.mean())
         live = remaining.any(1)
         f = est.posterior(lp) @ p
         g = f
@@ -446,6 +513,7 @@ def design_gslope(y, tables, log_prior, budget, mix, rng, level, share, dispersi
         lp += np.where(live[:, None], yj * log_p[:, j].T + (1.0 - yj) * log_q[:, j].T, 0.0)
     out["log_post"] = lp
     out["inside"] = inside
+    out["checks"] = checks
     return out
 
 
@@ -483,6 +551,7 @@ class Study(BenchmarkPredictor):
     boost = None           # (k, beta, k0, theta margin)
     gated = None           # (k, k0)
     gslope = None          # (power g, k0)
+    rgslope = False        # gslope's gate checked again every 10 draws after k0
     slope_power = 0.0      # draws by a_j ** power * sqrt(phi f (1 - f))
     pcr = False            # G = the mean of the calibrated M, R and PCR predictions
 
@@ -510,6 +579,12 @@ class Study(BenchmarkPredictor):
         out["item"], out["valid"] = d["item"], d["valid"]
         return out
 
+    def gate_checks(self):
+        """The draws after which the gate is checked: k0 (gslope), or k0, k0 + 10, ... below
+        the budget (rgslope)."""
+        k0 = int(self.gslope[1])
+        return list(range(k0, int(self.budget), 10)) if self.rgslope else [k0]
+
     def _gate_predictor(self, k0, bank, source, rng):
         """The shipped predictor at budget k0 (this one's settings), whose outside test is
         the gate of gated<k>_<k0> and gslope<g>_<k0>."""
@@ -526,6 +601,11 @@ class Study(BenchmarkPredictor):
             self.gate_pred_ = self._gate_predictor(int(self.gated[1]), bank, source, rng)
         if self.gslope is not None:
             self.gate_pred_ = self._gate_predictor(int(self.gslope[1]), bank, source, rng)
+            self.gate_preds_ = {int(self.gslope[1]): self.gate_pred_}
+            if self.rgslope:
+                for k in self.gate_checks():
+                    if k not in self.gate_preds_:
+                        self.gate_preds_[k] = self._gate_predictor(k, bank, source, rng)
         if self.boost is not None:
             self.sel_ = greedy_items(y, truth, int(self.boost[0]))
             self.fixed_ = None
@@ -682,11 +762,14 @@ def _gslope_arrays(self, y, rng, budget=None, loo_rows=None):
     tables, nodes, log_prior = self._grid()
     phi = getattr(self, "dispersion_", None)
     slope_phi = (1.0 if phi is None else phi) * np.abs(self.a_) ** (2 * power)
+    gates = {k: outside_gate(self.gate_preds_[k], y, k, loo_rows) for k in self.gate_checks()
+             if k < budget}
     d = design_gslope(y, tables, log_prior, budget, float(self.mix), rng, self._level(),
-                      float(self.share), phi, k0, slope_phi,
-                      outside_gate(self.gate_pred_, y, k0, loo_rows))
+                      float(self.share), phi, k0, slope_phi, gates)
     if loo_rows is None:
         STATS.append(d["inside"].mean())
+        for k, share in d["checks"].items():
+            STATS_K.setdefault(k, []).append(share)
     rows = np.broadcast_to(np.arange(y.shape[0])[:, None], d["item"].shape)
     asked = np.zeros(y.shape, dtype=bool)
     asked[rows[d["valid"]], d["item"][d["valid"]]] = True
@@ -743,13 +826,18 @@ def make(variant, budget, seed, bank, source, **settings):
     if variant.startswith("gslope"):     # gslope<power>_<k0>
         g, k0 = variant[6:].split("_")
         p.gslope = (float(g), int(k0))
+    if variant.startswith("rgslope"):    # rgslope<power>_<k0>: checks at k0, k0 + 10, ...
+        g, k0 = variant[7:].split("_")
+        p.gslope, p.rgslope = (float(g), int(k0)), True
     if variant.startswith("gated"):      # gated<k>_<k0>
         p.gated = tuple(int(v) for v in variant[5:].split("_"))
     if variant.startswith("boost"):      # boost<k>_<beta>_<k0>_<margin>
         p.boost = tuple(float(v) for v in variant[5:].split("_"))
     p.n_fixed = int(variant.split("+")[0][5:]) if variant.startswith("fixed") else 0
     p.cvw = variant.endswith("cvw")
+    t0 = time.time()
     p.fit(bank, source, rng=seed)
+    p.fit_seconds_ = time.time() - t0
     if p.cvw:
         from atlascat.predict.predictor import _line
 
@@ -872,27 +960,33 @@ def run_benchpred(names, variants, seeds, replays, offset=0):
         ids = [str(c) for c in df.columns]
         for split in bp.SPLITS:
             for v in variants:
-                t0, parts, inside = time.time(), [], []
+                t0, parts, inside, checks, fit_s = time.time(), [], [], {}, []
                 for seed in range(seeds):
                     src, tgt = split_models(full, split, seed, df.index)
                     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
                     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
                     bank = cached_binary_bank(name, df, split, seed)
                     pred = make(v, 50, seed, bank, source, chance=bp.CHANCE[name])
+                    fit_s.append(pred.fit_seconds_)
                     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
                     STATS.clear()
+                    STATS_K.clear()
                     if offset:
                         p = offset_replays(pred, targets, seed, replays, offset)
                     else:
                         _, p = replays_of(pred, targets, seed, replays)
                     parts.append(_metrics(p, truth))
                     inside.append(np.mean(STATS) if STATS else np.nan)
+                    for k, sh in STATS_K.items():
+                        checks.setdefault(k, []).append(np.mean(sh))
                 d = pd.DataFrame(parts)
                 r = {"task": name, "split": split, "variant": v, "mae": d.mae.mean(),
                      "coverage": d.n_hits.sum() / d.n_targets.sum(), "width": d.width.mean(),
                      "design_mae": d.design_mae.mean(), "model_mae": d.model_mae.mean(),
                      "outside": d.outside.mean(), "n_source": len(src),
-                     "inside": np.mean(inside), "seconds": time.time() - t0}
+                     "inside": np.mean(inside), "seconds": time.time() - t0,
+                     "fit_seconds": np.mean(fit_s),
+                     **{f"inside_{k}": np.mean(c) for k, c in sorted(checks.items())}}
                 rows.append(r)
                 print(f"{name:21s} {split:13s} {v:12s} MAE {r['mae']:5.2f} cov "
                       f"{r['coverage']:.3f} D {r['design_mae']:5.2f} M {r['model_mae']:5.2f}"
@@ -942,15 +1036,17 @@ def main(argv=None):
         ids = [str(c) for c in df.columns]
         for split in a.splits.split(","):
             for v in variants:
-                t0, parts, extra, inside = time.time(), [], [], []
+                t0, parts, extra, inside, checks, fit_s = time.time(), [], [], [], {}, []
                 for seed in range(a.seeds):
                     src, tgt = split_models(full, split, seed)
                     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
                     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
                     bank = cached_bank(task, df, split, seed)
                     pred = make(v, 50, seed, bank, source)
+                    fit_s.append(pred.fit_seconds_)
                     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
                     STATS.clear()
+                    STATS_K.clear()
                     if a.draw_offset:       # draws k = offset .. offset + replays - 1
                         p = offset_replays(pred, targets, seed, a.replays, a.draw_offset)
                     else:
@@ -960,12 +1056,16 @@ def main(argv=None):
                     parts.append(_metrics(p, truth))
                     extra.append(getattr(pred, "cvw_w_", np.nan))
                     inside.append(np.mean(STATS) if STATS else np.nan)
+                    for k, sh in STATS_K.items():
+                        checks.setdefault(k, []).append(np.mean(sh))
                 d = pd.DataFrame(parts)
                 r = {"task": task, "split": split, "variant": v, "mae": d.mae.mean(),
                      "coverage": d.n_hits.sum() / d.n_targets.sum(), "width": d.width.mean(),
                      "design_mae": d.design_mae.mean(), "model_mae": d.model_mae.mean(),
                      "outside": d.outside.mean(), "w": np.nanmean(extra) if v.endswith(
-                         "cvw") else np.nan, "inside": np.mean(inside)}
+                         "cvw") else np.nan, "inside": np.mean(inside),
+                     "seconds": time.time() - t0, "fit_seconds": np.mean(fit_s),
+                     **{f"inside_{k}": np.mean(c) for k, c in sorted(checks.items())}}
                 rows.append(r)
                 print(f"{task:21s} {split:13s} {v:12s} MAE {r['mae']:5.2f} cov "
                       f"{r['coverage']:.3f} D {r['design_mae']:5.2f} M {r['model_mae']:5.2f}"
