@@ -137,10 +137,15 @@ def test_the_offline_answers_are_the_live_subjects_draws(banks, tmp_path):
 def test_the_answer_seed_of_simulate_theta_is_the_runs_models(tmp_path):
     """``simulate:THETA`` without SEED answers with ``answer_seed(run seed, name)`` wherever it
     is built (``--llm`` or the default name; the command line's ``--seed``, Python's
-    ``seed=``, default 0); a typed SEED keeps its meaning; the run stores the seed it answered
+    ``seed=``, default 0, and in a run ``LiveRun.start``'s ``seed``); a typed SEED keeps its
+    meaning; the run stores the seed it answered
     with, so a resumed run (rebuilt from the store, under another seed) answers the same."""
+    from atlascat import CATConfig
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun
     from atlascat.live.store import RunStore
     from atlascat.live.subjects import SubjectSpec
+    from atlascat.suite import SuiteConfig
 
     def built(text, model=None, **kw):
         return SubjectSpec.parse(text, model).build("arc", **kw)
@@ -149,6 +154,21 @@ def test_the_answer_seed_of_simulate_theta_is_the_runs_models(tmp_path):
     assert built("simulate:0.3", "m0").seed == answer_seed(0, "m0")
     assert built("simulate:0.3").seed == answer_seed(0, "simulated(theta=0.3)")
     assert built("simulate:0.3:7", "m0", seed=SEED).seed == 7
+    # Python: built without a seed, started with one: the run's model (as --seed gives it)
+    live = LiveRun.start(tmp_path / "py.sqlite", "arc", [built("simulate:0.3", "m0")],
+                         config=CATConfig(min_items=5, max_items=5), seed=SEED)
+    assert live.jobs[0].subject.seed == answer_seed(SEED, "m0")
+    assert RunStore(tmp_path / "py.sqlite").get_run(live.jobs[0].run_id)["subject"]["seed"] \
+        == answer_seed(SEED, "m0")
+    typed = LiveRun.start(tmp_path / "py7.sqlite", "arc", [built("simulate:0.3:7", "m0")],
+                          config=CATConfig(min_items=5, max_items=5), seed=SEED)
+    assert typed.jobs[0].subject.seed == 7
+    # a suite: one model, the suite's seed (its config's, --seed), items <benchmark>/<id>
+    ref = BankRef.from_option("openllm-v1", kinds=("suite",))
+    suite = LiveRun.start(tmp_path / "suite.sqlite", ref,
+                          [SubjectSpec.parse("simulate:0.3", "m0").build(ref)],
+                          config=SuiteConfig(seed=SEED))
+    assert suite.jobs[0].subject.seed == answer_seed(SEED, "m0")
     again = SubjectSpec.rebuild(built("simulate:0.3", "m0", seed=SEED).describe(), "arc",
                                 seed=SEED + 1)
     assert again.seed == answer_seed(SEED, "m0") and again.name == "m0"

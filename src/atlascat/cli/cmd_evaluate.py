@@ -400,8 +400,7 @@ def _start(o: _Options, limiter):
         raise ConfigError(f"--subject {spec.kind}: takes one model; give --llm once"
                           + (" (or put {model} in the command)" if spec.kind == "cmd" else ""))
     bank = ref.load() if design == "suite" else design_bank(ref, design)
-    # seed: the run's (simulate:THETA answers as atlas simulate --thetas's model of --seed)
-    settings = {**o.settings(limiter), **folder_settings(ref), "seed": o.seed or 0}
+    settings = {**o.settings(limiter), **folder_settings(ref)}
     subjects = [spec.with_model(n).build(bank, **settings) for n in names or [None]]
     if any(subject_protocol(s) == "approximate" for s in subjects):
         approximate_note(spec.kind, "the banks were" if design == "suite" else "the bank was",

@@ -220,7 +220,7 @@ class SubjectSpec:
                               ``{model}`` in it is the model's name
     ``simulate:THETA[:SEED]`` the bank's own model at a fixed theta (needs the bank); without
                               SEED it answers as model ``model`` of ``atlas simulate
-                              --thetas`` with the run's seed (``seed``: :meth:`build`)
+                              --thetas`` with the run's seed (``LiveRun.start``'s)
     ========================= ===================================================================
     """
 
@@ -277,11 +277,11 @@ class SubjectSpec:
         folder asked, a :class:`~atlascat.bankdir.BankFolder`) to ``replay:`` of sample logs,
         read as that folder reads them, and to ``simulate:`` by item id, whose scores on a
         folder of continuous scores are drawn with its items' dispersions
-        (:func:`~atlascat.bankdir.adaptive.answering_bank`), ``seed`` (the run's seed, as
-        given to :meth:`LiveRun.start <atlascat.live.service.LiveRun.start>`; default 0) to
+        (:func:`~atlascat.bankdir.adaptive.answering_bank`), ``seed`` (default 0) to
         ``simulate:THETA`` without a SEED, which answers with ``answer_seed(seed, name)``
-        (:func:`simulated_answer_seed`; name: ``model`` or ``simulated(theta=THETA)``), the
-        others (``device``,
+        (:func:`simulated_answer_seed`; name: ``model`` or ``simulated(theta=THETA)``), and
+        in a run with the run's seed, whatever was given here (:meth:`LiveRun.start
+        <atlascat.live.service.LiveRun.start>` sets it: ``for_run``), the others (``device``,
         ``dtype``, ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored.
         ``bank``: the bank asked (``simulate:`` needs it; ``replay:`` asks a bank without
         requests by id): an ItemBank / PolyBank, or what ``--bank`` names (a
@@ -313,17 +313,9 @@ class SubjectSpec:
             name = model or f"simulated(theta={theta:g})"
             # no SEED: the run's model's answer seed, as atlas simulate --thetas draws it
             seed = simulated_answer_seed(target, name, kw.get("seed", 0))
-            if ratings:   # a graded / gpcm bank: ratings drawn from its categories
-                return SimulatedRatings(bank, theta, seed=seed, name=name)
-            if kw.get("folder") is not None:   # continuous scores: drawn as such
-                from ...bankdir.adaptive import answering_bank
-
-                bank = answering_bank(kw["folder"], bank)
-            if not has_requests(bank) or _draws_scores(bank):   # by id: a bank file, a
-                return SimulatedScores(bank, theta, seed=seed,  # matrix's folder, scores
-                                       name=name, score_range=kw.get("score_range"))
-            return SimulatedSubject(bank, theta, seed=seed, name=name,
-                                    kind="chat" if kw.get("chat", True) else "completion")
+            subject = self._simulated(bank, theta, seed, name, ratings, kw)
+            subject.seed_from_run = not target.partition(":")[2].strip()   # LiveRun.start's
+            return subject
         if kind == "replay":
             matrix, who = split_replay(target)
             answers = replayed_matrix(matrix, kw.get("folder"))   # sample logs: read as simulate
@@ -346,6 +338,21 @@ class SubjectSpec:
             return CommandSubject(command, model, timeout=kw.get("timeout"), ratings=ratings,
                                   score_range=kw.get("score_range"), bank=bank)
         return self._backend(kw)
+
+    @staticmethod
+    def _simulated(bank, theta: float, seed: int, name: str, ratings: bool, kw: dict):
+        """The ``simulate:`` subject of ``bank`` answering with ``seed``."""
+        if ratings:   # a graded / gpcm bank: ratings drawn from its categories
+            return SimulatedRatings(bank, theta, seed=seed, name=name)
+        if kw.get("folder") is not None:   # continuous scores: drawn as such
+            from ...bankdir.adaptive import answering_bank
+
+            bank = answering_bank(kw["folder"], bank)
+        if not has_requests(bank) or _draws_scores(bank):   # by id: a bank file, a
+            return SimulatedScores(bank, theta, seed=seed,  # matrix's folder, scores
+                                   name=name, score_range=kw.get("score_range"))
+        return SimulatedSubject(bank, theta, seed=seed, name=name,
+                                kind="chat" if kw.get("chat", True) else "completion")
 
     def _backend(self, kw: dict):
         """An ``hf:`` or ``lmeval:`` subject (optional packages)."""
