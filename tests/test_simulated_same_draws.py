@@ -1,6 +1,7 @@
 """One rule for a simulated model, offline and live: row ID (theta T) of ``atlas simulate
 --bank B --thetas FILE --seed S`` is the live model ``atlas evaluate --bank B --subject
-simulate:T:A --llm ID --seed S`` with A = ``answer_seed(S, ID)``: it draws its choices from
+simulate:T --llm ID --seed S``, whose answer seed (no :SEED typed) is A = ``answer_seed(S,
+ID)``, as ``simulate:T:A`` with it typed: it draws its choices from
 ``subject_generator(S, ID)`` and answers item j at ``item_uniform(A, j)``, so the two ask the
 same items, get the same answers and give the same theta, SE and prediction, on a binary bank
 folder, a folder of continuous scores, a shipped bank and a graded bank. (``simulate
@@ -66,8 +67,10 @@ def _simulate(root, bank, options, out):
     return persons, asked
 
 
-def _live(bank, options, model, out) -> dict:
-    subject = f"simulate:{THETAS[model]}:{answer_seed(SEED, model)}"
+def _live(bank, options, model, out, *, typed_seed: bool = False) -> dict:
+    """The live model: ``simulate:T`` as typed, or with its answer seed typed (``:A``)."""
+    subject = f"simulate:{THETAS[model]}" + (f":{answer_seed(SEED, model)}" if typed_seed
+                                             else "")
     assert main(["evaluate", "--bank", bank, "--subject", subject, "--llm", model, "--seed",
                  str(SEED), *options, "-q", "-o", str(out)]) == 0
     return json.loads((out / "results.json").read_text())[0]
@@ -90,8 +93,8 @@ def test_simulate_thetas_and_a_live_simulated_model_agree(banks, kind, extra, tm
     options = [*options, *(EXTRA[kind] if extra else [])]
     persons, asked = _simulate(root, bank, options, tmp_path / "sim")
     order = "order" if "order" in asked.columns else "step"
-    for model in ("m0", "m2"):
-        row = _live(bank, options, model, tmp_path / f"live_{model}")
+    for model in ("m0", "m2"):   # m0 as typed plainly, m2 with its answer seed typed
+        row = _live(bank, options, model, tmp_path / f"live_{model}", typed_seed=model == "m2")
         mine = asked[asked["subject_id"] == model].sort_values(order)
         assert [str(i) for i in row["items"]] == mine["item_id"].tolist(), (kind, model)
         np.testing.assert_allclose(row["scores"], mine["score"].to_numpy(float), atol=1e-9,
@@ -129,6 +132,55 @@ def test_the_offline_answers_are_the_live_subjects_draws(banks, tmp_path):
         assert mine["score"].tolist() == want, model
     assert len({answer_seed(SEED, m) for m in THETAS}) == len(THETAS)
     assert answer_seed(SEED, "m0") != answer_seed(SEED + 1, "m0")
+
+
+def test_the_answer_seed_of_simulate_theta_is_the_runs_models(tmp_path):
+    """``simulate:THETA`` without SEED answers with ``answer_seed(run seed, name)`` wherever it
+    is built (``--llm`` or the default name; the command line's ``--seed``, Python's
+    ``seed=``, default 0, and in a run ``LiveRun.start``'s ``seed``); a typed SEED keeps its
+    meaning; the run stores the seed it answered
+    with, so a resumed run (rebuilt from the store, under another seed) answers the same."""
+    from atlascat import CATConfig
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun
+    from atlascat.live.store import RunStore
+    from atlascat.live.subjects import SubjectSpec
+    from atlascat.suite import SuiteConfig
+
+    def built(text, model=None, **kw):
+        return SubjectSpec.parse(text, model).build("arc", **kw)
+
+    assert built("simulate:0.3", "m0", seed=SEED).seed == answer_seed(SEED, "m0")
+    assert built("simulate:0.3", "m0").seed == answer_seed(0, "m0")
+    assert built("simulate:0.3").seed == answer_seed(0, "simulated(theta=0.3)")
+    assert built("simulate:0.3:7", "m0", seed=SEED).seed == 7
+    # Python: built without a seed, started with one: the run's model (as --seed gives it)
+    live = LiveRun.start(tmp_path / "py.sqlite", "arc", [built("simulate:0.3", "m0")],
+                         config=CATConfig(min_items=5, max_items=5), seed=SEED)
+    assert live.jobs[0].subject.seed == answer_seed(SEED, "m0")
+    assert RunStore(tmp_path / "py.sqlite").get_run(live.jobs[0].run_id)["subject"]["seed"] \
+        == answer_seed(SEED, "m0")
+    typed = LiveRun.start(tmp_path / "py7.sqlite", "arc", [built("simulate:0.3:7", "m0")],
+                          config=CATConfig(min_items=5, max_items=5), seed=SEED)
+    assert typed.jobs[0].subject.seed == 7
+    # a suite: one model, the suite's seed (its config's, --seed), items <benchmark>/<id>
+    ref = BankRef.from_option("openllm-v1", kinds=("suite",))
+    suite = LiveRun.start(tmp_path / "suite.sqlite", ref,
+                          [SubjectSpec.parse("simulate:0.3", "m0").build(ref)],
+                          config=SuiteConfig(seed=SEED))
+    assert suite.jobs[0].subject.seed == answer_seed(SEED, "m0")
+    again = SubjectSpec.rebuild(built("simulate:0.3", "m0", seed=SEED).describe(), "arc",
+                                seed=SEED + 1)
+    assert again.seed == answer_seed(SEED, "m0") and again.name == "m0"
+    # the command line: the stored subject of --llm m0 --seed 4, and of no --llm nor --seed
+    for extra, name, seed in ((["--llm", "m0", "--seed", str(SEED)], "m0", SEED),
+                              ([], "simulated(theta=0.3)", 0)):
+        out = tmp_path / name
+        assert main(["evaluate", "--bank", "arc", "--subject", "simulate:0.3", *extra,
+                     "--max-items", "5", "-q", "-o", str(out)]) == 0
+        store = RunStore(out / "runs.sqlite")
+        subject = store.get_run(store.list_runs()["run_id"].iloc[0])["subject"]
+        assert subject["seed"] == answer_seed(seed, name), subject
 
 
 def test_a_suite_refuses_thetas_in_one_line(tmp_path, capsys):

@@ -52,8 +52,9 @@ def item_uniform(seed: int, item_id: str) -> float:
 def answer_seed(seed: int, subject_id) -> int:
     """The answer seed (``simulate:THETA:SEED``'s SEED, in [0, 2**63)) of model ``subject_id``
     of ``atlas simulate --thetas`` run with ``--seed seed`` (:func:`item_uniform`): the first 63
-    bits of sha256("answers:SEED:ID"), so two models draw independently and the model is
-    asked live as ``--subject simulate:THETA:<answer_seed> --llm ID --seed SEED``."""
+    bits of sha256("answers:SEED:ID"), so two models draw independently; the live
+    ``--subject simulate:THETA --llm ID --seed SEED`` (no SEED typed) answers with it
+    (:func:`atlascat.live.subjects.simulated_answer_seed`)."""
     digest = hashlib.sha256(f"answers:{int(seed)}:{subject_id}".encode()).digest()
     return int.from_bytes(digest[:8], "little") >> 1
 
@@ -182,7 +183,7 @@ def simulated_models(seed: int, subject_ids) -> tuple[list, list]:
     by ``atlas simulate --thetas`` with ``--seed seed``: model ID draws its choices from
     :func:`~atlascat.cat.generators.subject_generator` (seed, ID) and answers item j at
     ``item_uniform(answer_seed(seed, ID), j)``: exactly the live ``--subject
-    simulate:THETA:<answer_seed(seed, ID)> --llm ID --seed seed``."""
+    simulate:THETA --llm ID --seed seed``."""
     from .generators import subject_generator
 
     ids = [str(s) for s in subject_ids]

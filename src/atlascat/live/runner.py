@@ -56,7 +56,7 @@ from .subjects.spec import NO_CONTENT
 
 __all__ = ["PromptSettings", "RunResult", "StepInfo", "start_run", "continue_run", "bank_hash",
            "expected_accuracy", "subject_protocol", "check_content", "PROTOCOL_LABELS",
-           "adaptive_session"]
+           "adaptive_session", "with_run_seed"]
 
 #: how each protocol reads in results and reports
 PROTOCOL_LABELS = {
@@ -327,9 +327,12 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
     ``"predictor"``) or a :class:`~atlascat.live.suite_session.SuiteLiveSession` (``"suite"``);
     ``kind`` (:data:`~atlascat.live.store.RUN_KINDS`) is stored once with the run.
     ``token_budget``: the run stops before a round would take it past this many tokens
-    (:func:`token_budget_stop`; a subject that reports token usage only)."""
+    (:func:`token_budget_stop`; a subject that reports token usage only). A ``simulate:THETA``
+    subject without SEED answers as model ``subject.name`` of ``atlas simulate --thetas`` with
+    ``seed`` (:func:`with_run_seed`)."""
     from ..cat.config import CATConfig
 
+    with_run_seed(subject, seed)
     k = min(_check_batch_size(batch_size), len(bank))   # a round asks at most the whole bank
     check_content(bank, subject, bank.item_ids[:1])
     answerable_items(subject, bank)   # before the run exists: a failed start leaves nothing
@@ -350,6 +353,15 @@ def start_run(store: RunStore, bank, subject, *, config=None, seed: int = 0,
         config=config.to_dict(), prompt=asdict(prompt), seed=seed, session=session.to_dict(),
         run_id=run_id, protocol=subject_protocol(subject), batch_size=k, kind=kind,
         token_budget=token_budget)
+
+
+def with_run_seed(subject, seed: int):
+    """``subject`` in a run seeded ``seed``: a simulated subject whose answer seed follows the
+    run's (``seed_from_run``: ``simulate:THETA`` without SEED) answers with ``answer_seed(seed,
+    name)`` (``for_run``); any other subject as it is."""
+    if getattr(subject, "seed_from_run", False):
+        subject.for_run(seed)
+    return subject
 
 
 def check_token_budget(subject, budget) -> int | None:

@@ -33,7 +33,7 @@ from ..errors import ConfigError
 from ..catalogue.bankref import BankRef
 from .report import protocol_label, render_run_report
 from .runner import (PromptSettings, RunResult, answerable_items, bank_hash, check_content,
-                     check_token_budget, subject_protocol)
+                     check_token_budget, subject_protocol, with_run_seed)
 from .store import RunStore
 from .subjects import is_item_scored
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
@@ -64,6 +64,7 @@ def start_suite_run(store: RunStore, suite, subject, *, config=None,
                           "items by id (replay: on a folder without requests) asks one "
                           "bank folder at a time (--bank DIR)")
     config = config if config is not None else SuiteConfig()
+    with_run_seed(subject, config.seed)   # simulate:THETA: the model of the suite's seed
     members = list(bank.metadata["member"])
     check_content(bank, subject, [bank.item_ids[members.index(m)] for m in dict.fromkeys(members)])
     answerable_items(subject, bank)   # a replay with no answer to the suite's items: one line

@@ -68,6 +68,22 @@ class _Simulated:
     """What every ``simulate:THETA[:SEED]`` subject is: a finite theta, a seed and a name, and
     how it describes itself in the run store."""
 
+    #: whether the answer seed is the run's model's (``simulate:THETA`` without SEED: set by
+    #: :meth:`SubjectSpec.build <atlascat.live.subjects.SubjectSpec.build>`): a run started
+    #: with seed S answers with ``answer_seed(S, name)`` (:meth:`for_run`)
+    seed_from_run = False
+
+    def for_run(self, seed: int):
+        """This subject in a run seeded ``seed``: with :attr:`seed_from_run`, it answers as
+        model ``name`` of ``atlas simulate --thetas --seed seed`` does
+        (:func:`~atlascat.cat.answers.answer_seed`); the run stores the seed it answers with
+        (a resumed run answers the same). A typed SEED is kept."""
+        if self.seed_from_run:
+            from ...cat.answers import answer_seed
+
+            self.seed = answer_seed(int(seed), self.name)
+        return self
+
     def _identity(self, theta: float, seed: int, name: str | None) -> None:
         self.theta = float(theta)
         if not math.isfinite(self.theta):

@@ -17,8 +17,8 @@ from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject, replayed_matrix
 from .scripted import SimulatedRatings, SimulatedScores, SimulatedSubject
 
-__all__ = ["SubjectSpec", "subject_from_spec", "parse_theta_spec", "has_requests",
-           "SUBJECT_KINDS", "HTTP_OPTIONS", "is_ordinal"]
+__all__ = ["SubjectSpec", "subject_from_spec", "parse_theta_spec", "simulated_answer_seed",
+           "has_requests", "SUBJECT_KINDS", "HTTP_OPTIONS", "is_ordinal"]
 
 #: every kind of ``--subject`` (and of a stored subject's ``type``), with its usage
 SUBJECT_KINDS = {
@@ -66,6 +66,20 @@ def parse_theta_spec(text: str) -> tuple[float, int]:
         raise ConfigError(f"--subject simulate:{text}: SEED must be a whole number >= 0, got "
                           f"{seed_s!r} (e.g. simulate:0.5:7)")
     return theta, seed
+
+
+def simulated_answer_seed(target: str, name: str, run_seed: int = 0) -> int:
+    """The answer seed of ``simulate:TARGET`` asked as model ``name`` in a run seeded
+    ``run_seed``: an explicit ``THETA:SEED``'s SEED, else ``answer_seed(run_seed, name)``
+    (:func:`~atlascat.cat.answers.answer_seed`), the seed model ``name`` of ``atlas simulate
+    --thetas --seed run_seed`` answers with: ``simulate:THETA --llm NAME --seed S`` is that
+    model, the same items, answers and prediction."""
+    _, seed = parse_theta_spec(target)
+    if str(target).partition(":")[2].strip():
+        return seed
+    from ...cat.answers import answer_seed
+
+    return answer_seed(int(run_seed), name)
 
 
 #: the subject kinds that ask a bank's item content (requests or prompts)
@@ -204,7 +218,9 @@ class SubjectSpec:
                               by each item's rule (:mod:`.cmdrequests`), or on a bank without
                               requests scores the items by id (:mod:`.itemscored`);
                               ``{model}`` in it is the model's name
-    ``simulate:THETA[:SEED]`` the bank's own model at a fixed theta (needs the bank)
+    ``simulate:THETA[:SEED]`` the bank's own model at a fixed theta (needs the bank); without
+                              SEED it answers as model ``model`` of ``atlas simulate
+                              --thetas`` with the run's seed (``LiveRun.start``'s)
     ========================= ===================================================================
     """
 
@@ -261,7 +277,11 @@ class SubjectSpec:
         folder asked, a :class:`~atlascat.bankdir.BankFolder`) to ``replay:`` of sample logs,
         read as that folder reads them, and to ``simulate:`` by item id, whose scores on a
         folder of continuous scores are drawn with its items' dispersions
-        (:func:`~atlascat.bankdir.adaptive.answering_bank`), the others (``device``,
+        (:func:`~atlascat.bankdir.adaptive.answering_bank`), ``seed`` (default 0) to
+        ``simulate:THETA`` without a SEED, which answers with ``answer_seed(seed, name)``
+        (:func:`simulated_answer_seed`; name: ``model`` or ``simulated(theta=THETA)``), and
+        in a run with the run's seed, whatever was given here (:meth:`LiveRun.start
+        <atlascat.live.service.LiveRun.start>` sets it: ``for_run``), the others (``device``,
         ``dtype``, ``batch_size``, ...) to ``hf:`` / ``lmeval:``; None values are ignored.
         ``bank``: the bank asked (``simulate:`` needs it; ``replay:`` asks a bank without
         requests by id): an ItemBank / PolyBank, or what ``--bank`` names (a
@@ -289,21 +309,13 @@ class SubjectSpec:
         if kind == "simulate":
             if bank is None:
                 raise ConfigError("simulate: needs the bank (SubjectSpec.build(bank))")
-            theta, seed = parse_theta_spec(target)
-            if ratings:   # a graded / gpcm bank: ratings drawn from its categories
-                return SimulatedRatings(bank, theta, seed=seed,
-                                        name=model or f"simulated(theta={theta:g})")
-            if kw.get("folder") is not None:   # continuous scores: drawn as such
-                from ...bankdir.adaptive import answering_bank
-
-                bank = answering_bank(kw["folder"], bank)
-            if not has_requests(bank) or _draws_scores(bank):   # by id: a bank file, a
-                return SimulatedScores(bank, theta, seed=seed,  # matrix's folder, scores
-                                       name=model or f"simulated(theta={theta:g})",
-                                       score_range=kw.get("score_range"))
-            return SimulatedSubject(bank, theta, seed=seed,
-                                    name=model or f"simulated(theta={theta:g})",
-                                    kind="chat" if kw.get("chat", True) else "completion")
+            theta, _ = parse_theta_spec(target)
+            name = model or f"simulated(theta={theta:g})"
+            # no SEED: the run's model's answer seed, as atlas simulate --thetas draws it
+            seed = simulated_answer_seed(target, name, kw.get("seed", 0))
+            subject = self._simulated(bank, theta, seed, name, ratings, kw)
+            subject.seed_from_run = not target.partition(":")[2].strip()   # LiveRun.start's
+            return subject
         if kind == "replay":
             matrix, who = split_replay(target)
             answers = replayed_matrix(matrix, kw.get("folder"))   # sample logs: read as simulate
@@ -327,6 +339,21 @@ class SubjectSpec:
                                   score_range=kw.get("score_range"), bank=bank)
         return self._backend(kw)
 
+    @staticmethod
+    def _simulated(bank, theta: float, seed: int, name: str, ratings: bool, kw: dict):
+        """The ``simulate:`` subject of ``bank`` answering with ``seed``."""
+        if ratings:   # a graded / gpcm bank: ratings drawn from its categories
+            return SimulatedRatings(bank, theta, seed=seed, name=name)
+        if kw.get("folder") is not None:   # continuous scores: drawn as such
+            from ...bankdir.adaptive import answering_bank
+
+            bank = answering_bank(kw["folder"], bank)
+        if not has_requests(bank) or _draws_scores(bank):   # by id: a bank file, a
+            return SimulatedScores(bank, theta, seed=seed,  # matrix's folder, scores
+                                   name=name, score_range=kw.get("score_range"))
+        return SimulatedSubject(bank, theta, seed=seed, name=name,
+                                kind="chat" if kw.get("chat", True) else "completion")
+
     def _backend(self, kw: dict):
         """An ``hf:`` or ``lmeval:`` subject (optional packages)."""
         module, cls_name, extra = {"hf": ("hf", "HFSubject", "hf"),
@@ -339,7 +366,7 @@ class SubjectSpec:
             raise ConfigError(f"--subject {self.kind}: needs optional packages "
                               f"({exc.name or exc}): pip install 'atlascat[{extra}]'") from None
         opts = {k: v for k, v in kw.items()
-                if k not in HTTP_OPTIONS and k not in ("chat", "score_range", "folder")}
+                if k not in HTTP_OPTIONS and k not in ("chat", "score_range", "folder", "seed")}
         if self.model:
             opts.setdefault("name", self.model)
         return _construct(cls.from_spec, self.target, **opts)
