@@ -216,6 +216,52 @@ How it is applied (fixed with the rule, before measuring):
     .venv/bin/python benchmarks/study_longbench_interp.py --rule gslope --verdict \
         benchmarks/results/longbench/study_interp_rgslope.csv \
         benchmarks/results/longbench/study_interp_rgslope_binary.csv
+
+Confirmation (2026-11-29, committed before any of its rows was measured): rgslope1_20 won the
+third test, but on the same banks and seeds as the two before, and it was designed after the
+second test's failing row; before it is landed it is tested once on data none of these tests
+used, the six dense v1 matrices of the Open LLM Leaderboard (item-level 0/1). The rule,
+verbatim as given:
+
+    RULE (confirmation). Data C: each of the six dense matrices; per seed 0-2, a seeded random
+    subset of 200 models (np.random.default_rng([seed, 2026]) without replacement), then
+    BenchPred's splits as the --benchpred mode makes them on that subset (interpolation: 25%
+    targets; extrapolation: weakest 50% source, strongest 30% targets), chance as the v1
+    benchmarks' (ARC 0.25, HellaSwag 0.25, MMLU 0.25, TruthfulQA as the repo's CHANCE tables
+    say or none, WinoGrande 0.5, GSM8K 0: use what the repo's catalogue/bench code uses for
+    these banks and say which), budget 50, 12 replays, variants base and rgslope1_20, same bank
+    per seed for both. rgslope1_20 is CONFIRMED iff (1) its summed MAE over the 12 rows is below
+    base's; (2) no row worse than base's by more than 2% (0.05 points on rows below 2.5); (3)
+    every row's coverage in 0.90-0.99 (where base's is outside, not further outside).
+
+How it is applied (fixed with the rule, before measuring):
+
+- Data: ``openllm/dense_{arc,gsm8k,hellaswag,truthfulqa,winogrande,mmlu}.csv.gz`` read as
+  bench_benchpred.read_matrix reads BenchPred's (models scoring 0 on every item dropped, as
+  BenchPred's get_scores); per seed the 200 rows
+  ``np.sort(np.random.default_rng([seed, 2026]).choice(n, 200, replace=False))`` (kept in the
+  file's order), then bench_benchpred.split_models(subset, split, seed) on them.
+- chance: ``atlascat.scorelink.settings.ANSWER_CHANCE`` (the chance of a bank's 0/1 answer,
+  the one the predictor's ``chance`` means: the score is the mean of the 0/1 items): ARC,
+  HellaSwag, MMLU 0.25, WinoGrande 0.50, GSM8K 0.0, TruthfulQA 0.23 (mc1, the matrices' metric;
+  ``CHANCE``'s 0.46 is the published mc2 score's, not these items').
+- The bank: Calibrator() on the source models (cached_binary_bank, once per dataset, split and
+  seed, key ``v1dense_<name>_n200``), shared by both variants; ``fit(rng=seed)``, budget 50.
+- Draws: the --benchpred mode's (bench_benchpred.replays_of, 12 replays: the first with
+  ``seed=seed + 1000``, each target its own Generator, the others ``rng=[seed + 1000, k]``,
+  k = 1..11); no draw offset (this data was never used).
+- Clause (1): strictly below base's sum over the 12 rows (unrounded). Clause (2): a row fails
+  where variant - base > 0.05 points if base's MAE < 2.5, else > 0.02 x base's MAE. Clause (3):
+  the distance of the coverage (pooled hits / targets over seeds and draws) from [0.90, 0.99]
+  must be 0, or at most base's where base's is positive (``--verdict CSV --rule confirm``).
+- Reported: the gate's share inside after each check (``inside_20/30/40``), fit and row
+  seconds. Rows: results/longbench/study_interp_rgslope_confirm.csv.
+
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant rgslope1_20 --dense default --seeds 3 --replays 12 \
+        --out benchmarks/results/longbench/study_interp_rgslope_confirm.csv
+    .venv/bin/python benchmarks/study_longbench_interp.py --rule confirm --verdict \
+        benchmarks/results/longbench/study_interp_rgslope_confirm.csv
 """
 from __future__ import annotations
 
