@@ -960,6 +960,36 @@ def verdict(path_a, path_b, strict_b=False):
     return out, winner
 
 
+def verdict_confirm(path, variant="rgslope1_20"):
+    """The confirmation's rule on the rows of C: summed MAE of base and ``variant``, the failed
+    clauses (with their rows), and per clause the rows nearest its limit (clause 2: the largest
+    share of the tolerance used; clause 3: the coverages nearest 0.90 or 0.99)."""
+    d = pd.read_csv(path)
+    base = d[d.variant == "base"].set_index(["task", "split"])
+    var = d[d.variant == variant].set_index(["task", "split"]).reindex(base.index)
+    fails, near2, near3 = {1: [], 2: [], 3: []}, [], []
+    for key in base.index:
+        bm, vm = base.mae[key], var.mae[key]
+        tol = 0.05 if bm < 2.5 else 0.02 * bm
+        near2.append(((vm - bm) / tol, f"{key[0]} {key[1]} {bm:.3f} -> {vm:.3f} "
+                      f"({vm - bm:+.3f} of {tol:.3f})"))
+        if vm - bm > tol:
+            fails[2].append(near2[-1][1])
+        c = var.coverage[key]
+        gb, gv = _cov_gap(base.coverage[key]), _cov_gap(c)
+        near3.append((min(c - 0.90, 0.99 - c), f"{key[0]} {key[1]} coverage "
+                      f"{base.coverage[key]:.3f} -> {c:.3f}"))
+        if gv > 0 and gv > gb:
+            fails[3].append(near3[-1][1])
+    sums = (base.mae.sum(), var.mae.sum())
+    if not sums[1] < sums[0]:
+        fails[1].append(f"summed {sums[0]:.3f} -> {sums[1]:.3f}")
+    fails = {k: f for k, f in fails.items() if f}
+    return dict(sums=sums, fails=fails, confirmed=not fails,
+                near2=[t for _, t in sorted(near2, reverse=True)[:3]],
+                near3=[t for _, t in sorted(near3)[:3]])
+
+
 BP_CACHE = Path(tempfile.gettempdir()) / "atlas_benchpred_cache"
 
 
@@ -994,25 +1024,48 @@ def offset_replays(pred, targets, seed, replays, offset):
     return p
 
 
-def run_benchpred(names, variants, seeds, replays, offset=0):
+V1_DENSE = ("arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande", "mmlu")
+DENSE_MODELS = 200
+
+
+def dense_subset(name, seed, n=DENSE_MODELS):
+    """Data C of the confirmation: ``openllm/dense_<name>.csv.gz`` (bench_benchpred.read_matrix:
+    all-zero models dropped), the ``n`` rows of ``default_rng([seed, 2026])`` without
+    replacement, in the file's order."""
+    df = bp.read_matrix(bp.DATA.parent / "openllm" / f"dense_{name}.csv.gz")
+    rows = np.sort(np.random.default_rng([seed, 2026]).choice(len(df), n, replace=False))
+    return df.iloc[rows]
+
+
+def _frame(name, seed, dense):
+    """(bank cache key, matrix, chance) of a dataset for a seed: BenchPred's matrix (the same
+    for every seed) or, with ``dense``, the seed's subset of a v1 dense matrix."""
+    if dense:
+        from atlascat.scorelink.settings import ANSWER_CHANCE
+
+        return f"v1dense_{name}_n{DENSE_MODELS}", dense_subset(name, seed), ANSWER_CHANCE[name]
+    return name, bp.load(name), bp.CHANCE[name]
+
+
+def run_benchpred(names, variants, seeds, replays, offset=0, dense=False):
     """Data B of the pre-registration: bench_benchpred's library path (``--set ... --replays
     K``: its split, Calibrator()'s bank, chance, fit(rng=seed), replays_of) per variant, the
     bank and draws shared by the variants; with ``offset``, draws offset .. offset + K - 1
-    (:func:`offset_replays`)."""
+    (:func:`offset_replays`). With ``dense``, data C of the confirmation (:func:`_frame`)."""
     rows = []
     for name in names:
-        df = bp.load(name)
-        full = df.to_numpy(float)
-        ids = [str(c) for c in df.columns]
         for split in bp.SPLITS:
             for v in variants:
                 t0, parts, inside, checks, fit_s = time.time(), [], [], {}, []
                 for seed in range(seeds):
+                    key, df, chance = _frame(name, seed, dense)
+                    full = df.to_numpy(float)
+                    ids = [str(c) for c in df.columns]
                     src, tgt = split_models(full, split, seed, df.index)
                     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
                     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
-                    bank = cached_binary_bank(name, df, split, seed)
-                    pred = make(v, 50, seed, bank, source, chance=bp.CHANCE[name])
+                    bank = cached_binary_bank(key, df, split, seed)
+                    pred = make(v, 50, seed, bank, source, chance=chance)
                     fit_s.append(pred.fit_seconds_)
                     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
                     STATS.clear()
@@ -1026,7 +1079,7 @@ def run_benchpred(names, variants, seeds, replays, offset=0):
                     for k, sh in STATS_K.items():
                         checks.setdefault(k, []).append(np.mean(sh))
                 d = pd.DataFrame(parts)
-                r = {"task": name, "split": split, "variant": v, "mae": d.mae.mean(),
+                r = {"task": f"dense_{name}" if dense else name, "split": split, "variant": v, "mae": d.mae.mean(),
                      "coverage": d.n_hits.sum() / d.n_targets.sum(), "width": d.width.mean(),
                      "design_mae": d.design_mae.mean(), "model_mae": d.model_mae.mean(),
                      "outside": d.outside.mean(), "n_source": len(src),
@@ -1053,13 +1106,30 @@ def main(argv=None):
     ap.add_argument("--benchpred", default=None, metavar="DATASETS",
                     help="the binary BenchPred matrices instead (comma-separated, or 'default': "
                          "bench_benchpred's NAMES), bench_benchpred's library path")
-    ap.add_argument("--verdict", nargs=2, metavar=("CSV_A", "CSV_B"), default=None,
-                    help="apply the pre-registered rule to the rows of A and B; nothing run")
-    ap.add_argument("--rule", choices=("prereg", "gslope"), default="prereg",
+    ap.add_argument("--dense", default=None, metavar="DATASETS",
+                    help="data C of the confirmation: the v1 dense matrices (comma-separated "
+                         "of arc,gsm8k,hellaswag,truthfulqa,winogrande,mmlu, or 'default': "
+                         "all six), 200 models per seed, the --benchpred mode's path")
+    ap.add_argument("--verdict", nargs="+", metavar="CSV", default=None,
+                    help="apply the pre-registered rule to the rows of A and B (or, with "
+                         "--rule confirm, of C); nothing run")
+    ap.add_argument("--rule", choices=("prereg", "gslope", "confirm"), default="prereg",
                     help="which pre-registered rule --verdict applies (clause 1 on B: not "
-                         "above base's sum, or below it)")
+                         "above base's sum, or below it; confirm: the confirmation's on C)")
     a = ap.parse_args(argv)
+    if a.verdict and a.rule == "confirm":
+        r = verdict_confirm(a.verdict[0])
+        print(f"rgslope1_20: summed {r['sums'][0]:.3f} -> {r['sums'][1]:.3f}; failed clauses "
+              f"{sorted(r['fails']) or 'none'}; confirmed: {r['confirmed']}")
+        for k, f in r["fails"].items():
+            for line in f:
+                print(f"  ({k}) {line}")
+        print("nearest clause 2: " + "; ".join(r["near2"]))
+        print("nearest clause 3: " + "; ".join(r["near3"]))
+        return
     if a.verdict:
+        if len(a.verdict) != 2:
+            ap.error("--verdict needs CSV_A and CSV_B")
         res, winner = verdict(*a.verdict, strict_b=a.rule == "gslope")
         for v, r in res.items():
             (a0, a1), (b0, b1) = r["sums"]["A"], r["sums"]["B"]
@@ -1076,7 +1146,10 @@ def main(argv=None):
     if a.benchpred:
         names = bp.NAMES if a.benchpred == "default" else a.benchpred.split(",")
         rows = run_benchpred(names, variants, a.seeds, a.replays, a.draw_offset)
-    for task in ([] if a.benchpred else a.tasks.split(",")):
+    if a.dense:
+        names = V1_DENSE if a.dense == "default" else a.dense.split(",")
+        rows = run_benchpred(names, variants, a.seeds, a.replays, a.draw_offset, dense=True)
+    for task in ([] if a.benchpred or a.dense else a.tasks.split(",")):
         df = load(task)
         full = df.to_numpy(float)
         ids = [str(c) for c in df.columns]
