@@ -50,6 +50,10 @@ rgslope1_20 wins (A 27.71 -> 27.17, B 33.25 -> 32.64, every clause met; HELM MML
 extrapolation 3.42 -> 3.44); gslope1_30 fails clauses 2 (HELM MMLU's extrapolation 3.42 ->
 3.53) and 3 (passage_retrieval_en's interpolation coverage 0.897); longbench.md,
 "Pre-registered test of re-gated slope draws" (with how it would be landed).
+The confirmation (rgslope1_20 on the v1 dense matrices, 200 models per seed, below): NOT
+confirmed, clause 2 fails on MMLU's interpolation (1.61 -> 1.86, every seed; 102 items, budget
+50), with summed 30.14 -> 29.90 and coverage 0.930-0.944; longbench.md, "Confirmation of
+rgslope1_20 on the v1 matrices".
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
