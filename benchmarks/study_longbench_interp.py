@@ -50,6 +50,10 @@ rgslope1_20 wins (A 27.71 -> 27.17, B 33.25 -> 32.64, every clause met; HELM MML
 extrapolation 3.42 -> 3.44); gslope1_30 fails clauses 2 (HELM MMLU's extrapolation 3.42 ->
 3.53) and 3 (passage_retrieval_en's interpolation coverage 0.897); longbench.md,
 "Pre-registered test of re-gated slope draws" (with how it would be landed).
+The confirmation (rgslope1_20 on the v1 dense matrices, 200 models per seed, below): NOT
+confirmed, clause 2 fails on MMLU's interpolation (1.61 -> 1.86, every seed; 102 items, budget
+50), with summed 30.14 -> 29.90 and coverage 0.930-0.944; longbench.md, "Confirmation of
+rgslope1_20 on the v1 matrices".
 
 Decision rule (fixed before measuring): a variant wins only if, with ``--replays 20``, (1) its
 summed MAE over the 16 rows is below the shipped predictor's, (2) qmsum's or
@@ -216,6 +220,52 @@ How it is applied (fixed with the rule, before measuring):
     .venv/bin/python benchmarks/study_longbench_interp.py --rule gslope --verdict \
         benchmarks/results/longbench/study_interp_rgslope.csv \
         benchmarks/results/longbench/study_interp_rgslope_binary.csv
+
+Confirmation (2026-11-29, committed before any of its rows was measured): rgslope1_20 won the
+third test, but on the same banks and seeds as the two before, and it was designed after the
+second test's failing row; before it is landed it is tested once on data none of these tests
+used, the six dense v1 matrices of the Open LLM Leaderboard (item-level 0/1). The rule,
+verbatim as given:
+
+    RULE (confirmation). Data C: each of the six dense matrices; per seed 0-2, a seeded random
+    subset of 200 models (np.random.default_rng([seed, 2026]) without replacement), then
+    BenchPred's splits as the --benchpred mode makes them on that subset (interpolation: 25%
+    targets; extrapolation: weakest 50% source, strongest 30% targets), chance as the v1
+    benchmarks' (ARC 0.25, HellaSwag 0.25, MMLU 0.25, TruthfulQA as the repo's CHANCE tables
+    say or none, WinoGrande 0.5, GSM8K 0: use what the repo's catalogue/bench code uses for
+    these banks and say which), budget 50, 12 replays, variants base and rgslope1_20, same bank
+    per seed for both. rgslope1_20 is CONFIRMED iff (1) its summed MAE over the 12 rows is below
+    base's; (2) no row worse than base's by more than 2% (0.05 points on rows below 2.5); (3)
+    every row's coverage in 0.90-0.99 (where base's is outside, not further outside).
+
+How it is applied (fixed with the rule, before measuring):
+
+- Data: ``openllm/dense_{arc,gsm8k,hellaswag,truthfulqa,winogrande,mmlu}.csv.gz`` read as
+  bench_benchpred.read_matrix reads BenchPred's (models scoring 0 on every item dropped, as
+  BenchPred's get_scores); per seed the 200 rows
+  ``np.sort(np.random.default_rng([seed, 2026]).choice(n, 200, replace=False))`` (kept in the
+  file's order), then bench_benchpred.split_models(subset, split, seed) on them.
+- chance: ``atlascat.scorelink.settings.ANSWER_CHANCE`` (the chance of a bank's 0/1 answer,
+  the one the predictor's ``chance`` means: the score is the mean of the 0/1 items): ARC,
+  HellaSwag, MMLU 0.25, WinoGrande 0.50, GSM8K 0.0, TruthfulQA 0.23 (mc1, the matrices' metric;
+  ``CHANCE``'s 0.46 is the published mc2 score's, not these items').
+- The bank: Calibrator() on the source models (cached_binary_bank, once per dataset, split and
+  seed, key ``v1dense_<name>_n200``), shared by both variants; ``fit(rng=seed)``, budget 50.
+- Draws: the --benchpred mode's (bench_benchpred.replays_of, 12 replays: the first with
+  ``seed=seed + 1000``, each target its own Generator, the others ``rng=[seed + 1000, k]``,
+  k = 1..11); no draw offset (this data was never used).
+- Clause (1): strictly below base's sum over the 12 rows (unrounded). Clause (2): a row fails
+  where variant - base > 0.05 points if base's MAE < 2.5, else > 0.02 x base's MAE. Clause (3):
+  the distance of the coverage (pooled hits / targets over seeds and draws) from [0.90, 0.99]
+  must be 0, or at most base's where base's is positive (``--verdict CSV --rule confirm``).
+- Reported: the gate's share inside after each check (``inside_20/30/40``), fit and row
+  seconds. Rows: results/longbench/study_interp_rgslope_confirm.csv.
+
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/study_longbench_interp.py \
+        --variant base --variant rgslope1_20 --dense default --seeds 3 --replays 12 \
+        --out benchmarks/results/longbench/study_interp_rgslope_confirm.csv
+    .venv/bin/python benchmarks/study_longbench_interp.py --rule confirm --verdict \
+        benchmarks/results/longbench/study_interp_rgslope_confirm.csv
 """
 from __future__ import annotations
 
@@ -914,6 +964,36 @@ def verdict(path_a, path_b, strict_b=False):
     return out, winner
 
 
+def verdict_confirm(path, variant="rgslope1_20"):
+    """The confirmation's rule on the rows of C: summed MAE of base and ``variant``, the failed
+    clauses (with their rows), and per clause the rows nearest its limit (clause 2: the largest
+    share of the tolerance used; clause 3: the coverages nearest 0.90 or 0.99)."""
+    d = pd.read_csv(path)
+    base = d[d.variant == "base"].set_index(["task", "split"])
+    var = d[d.variant == variant].set_index(["task", "split"]).reindex(base.index)
+    fails, near2, near3 = {1: [], 2: [], 3: []}, [], []
+    for key in base.index:
+        bm, vm = base.mae[key], var.mae[key]
+        tol = 0.05 if bm < 2.5 else 0.02 * bm
+        near2.append(((vm - bm) / tol, f"{key[0]} {key[1]} {bm:.3f} -> {vm:.3f} "
+                      f"({vm - bm:+.3f} of {tol:.3f})"))
+        if vm - bm > tol:
+            fails[2].append(near2[-1][1])
+        c = var.coverage[key]
+        gb, gv = _cov_gap(base.coverage[key]), _cov_gap(c)
+        near3.append((min(c - 0.90, 0.99 - c), f"{key[0]} {key[1]} coverage "
+                      f"{base.coverage[key]:.3f} -> {c:.3f}"))
+        if gv > 0 and gv > gb:
+            fails[3].append(near3[-1][1])
+    sums = (base.mae.sum(), var.mae.sum())
+    if not sums[1] < sums[0]:
+        fails[1].append(f"summed {sums[0]:.3f} -> {sums[1]:.3f}")
+    fails = {k: f for k, f in fails.items() if f}
+    return dict(sums=sums, fails=fails, confirmed=not fails,
+                near2=[t for _, t in sorted(near2, reverse=True)[:3]],
+                near3=[t for _, t in sorted(near3)[:3]])
+
+
 BP_CACHE = Path(tempfile.gettempdir()) / "atlas_benchpred_cache"
 
 
@@ -948,25 +1028,48 @@ def offset_replays(pred, targets, seed, replays, offset):
     return p
 
 
-def run_benchpred(names, variants, seeds, replays, offset=0):
+V1_DENSE = ("arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande", "mmlu")
+DENSE_MODELS = 200
+
+
+def dense_subset(name, seed, n=DENSE_MODELS):
+    """Data C of the confirmation: ``openllm/dense_<name>.csv.gz`` (bench_benchpred.read_matrix:
+    all-zero models dropped), the ``n`` rows of ``default_rng([seed, 2026])`` without
+    replacement, in the file's order."""
+    df = bp.read_matrix(bp.DATA.parent / "openllm" / f"dense_{name}.csv.gz")
+    rows = np.sort(np.random.default_rng([seed, 2026]).choice(len(df), n, replace=False))
+    return df.iloc[rows]
+
+
+def _frame(name, seed, dense):
+    """(bank cache key, matrix, chance) of a dataset for a seed: BenchPred's matrix (the same
+    for every seed) or, with ``dense``, the seed's subset of a v1 dense matrix."""
+    if dense:
+        from atlascat.scorelink.settings import ANSWER_CHANCE
+
+        return f"v1dense_{name}_n{DENSE_MODELS}", dense_subset(name, seed), ANSWER_CHANCE[name]
+    return name, bp.load(name), bp.CHANCE[name]
+
+
+def run_benchpred(names, variants, seeds, replays, offset=0, dense=False):
     """Data B of the pre-registration: bench_benchpred's library path (``--set ... --replays
     K``: its split, Calibrator()'s bank, chance, fit(rng=seed), replays_of) per variant, the
     bank and draws shared by the variants; with ``offset``, draws offset .. offset + K - 1
-    (:func:`offset_replays`)."""
+    (:func:`offset_replays`). With ``dense``, data C of the confirmation (:func:`_frame`)."""
     rows = []
     for name in names:
-        df = bp.load(name)
-        full = df.to_numpy(float)
-        ids = [str(c) for c in df.columns]
         for split in bp.SPLITS:
             for v in variants:
                 t0, parts, inside, checks, fit_s = time.time(), [], [], {}, []
                 for seed in range(seeds):
+                    key, df, chance = _frame(name, seed, dense)
+                    full = df.to_numpy(float)
+                    ids = [str(c) for c in df.columns]
                     src, tgt = split_models(full, split, seed, df.index)
                     source = ResponseMatrix(full[src], [f"m{i}" for i in src], ids)
                     targets = ResponseMatrix(full[tgt], [f"m{i}" for i in tgt], ids)
-                    bank = cached_binary_bank(name, df, split, seed)
-                    pred = make(v, 50, seed, bank, source, chance=bp.CHANCE[name])
+                    bank = cached_binary_bank(key, df, split, seed)
+                    pred = make(v, 50, seed, bank, source, chance=chance)
                     fit_s.append(pred.fit_seconds_)
                     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
                     STATS.clear()
@@ -980,7 +1083,7 @@ def run_benchpred(names, variants, seeds, replays, offset=0):
                     for k, sh in STATS_K.items():
                         checks.setdefault(k, []).append(np.mean(sh))
                 d = pd.DataFrame(parts)
-                r = {"task": name, "split": split, "variant": v, "mae": d.mae.mean(),
+                r = {"task": f"dense_{name}" if dense else name, "split": split, "variant": v, "mae": d.mae.mean(),
                      "coverage": d.n_hits.sum() / d.n_targets.sum(), "width": d.width.mean(),
                      "design_mae": d.design_mae.mean(), "model_mae": d.model_mae.mean(),
                      "outside": d.outside.mean(), "n_source": len(src),
@@ -1007,13 +1110,30 @@ def main(argv=None):
     ap.add_argument("--benchpred", default=None, metavar="DATASETS",
                     help="the binary BenchPred matrices instead (comma-separated, or 'default': "
                          "bench_benchpred's NAMES), bench_benchpred's library path")
-    ap.add_argument("--verdict", nargs=2, metavar=("CSV_A", "CSV_B"), default=None,
-                    help="apply the pre-registered rule to the rows of A and B; nothing run")
-    ap.add_argument("--rule", choices=("prereg", "gslope"), default="prereg",
+    ap.add_argument("--dense", default=None, metavar="DATASETS",
+                    help="data C of the confirmation: the v1 dense matrices (comma-separated "
+                         "of arc,gsm8k,hellaswag,truthfulqa,winogrande,mmlu, or 'default': "
+                         "all six), 200 models per seed, the --benchpred mode's path")
+    ap.add_argument("--verdict", nargs="+", metavar="CSV", default=None,
+                    help="apply the pre-registered rule to the rows of A and B (or, with "
+                         "--rule confirm, of C); nothing run")
+    ap.add_argument("--rule", choices=("prereg", "gslope", "confirm"), default="prereg",
                     help="which pre-registered rule --verdict applies (clause 1 on B: not "
-                         "above base's sum, or below it)")
+                         "above base's sum, or below it; confirm: the confirmation's on C)")
     a = ap.parse_args(argv)
+    if a.verdict and a.rule == "confirm":
+        r = verdict_confirm(a.verdict[0])
+        print(f"rgslope1_20: summed {r['sums'][0]:.3f} -> {r['sums'][1]:.3f}; failed clauses "
+              f"{sorted(r['fails']) or 'none'}; confirmed: {r['confirmed']}")
+        for k, f in r["fails"].items():
+            for line in f:
+                print(f"  ({k}) {line}")
+        print("nearest clause 2: " + "; ".join(r["near2"]))
+        print("nearest clause 3: " + "; ".join(r["near3"]))
+        return
     if a.verdict:
+        if len(a.verdict) != 2:
+            ap.error("--verdict needs CSV_A and CSV_B")
         res, winner = verdict(*a.verdict, strict_b=a.rule == "gslope")
         for v, r in res.items():
             (a0, a1), (b0, b1) = r["sums"]["A"], r["sums"]["B"]
@@ -1030,7 +1150,10 @@ def main(argv=None):
     if a.benchpred:
         names = bp.NAMES if a.benchpred == "default" else a.benchpred.split(",")
         rows = run_benchpred(names, variants, a.seeds, a.replays, a.draw_offset)
-    for task in ([] if a.benchpred else a.tasks.split(",")):
+    if a.dense:
+        names = V1_DENSE if a.dense == "default" else a.dense.split(",")
+        rows = run_benchpred(names, variants, a.seeds, a.replays, a.draw_offset, dense=True)
+    for task in ([] if a.benchpred or a.dense else a.tasks.split(",")):
         df = load(task)
         full = df.to_numpy(float)
         ids = [str(c) for c in df.columns]
