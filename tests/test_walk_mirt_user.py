@@ -32,3 +32,50 @@ def test_anova_of_a_fit_with_priors_is_mirts_logpost_and_df_without_a_test(lsat7
     assert np.isnan(table.loc["rasch", "df"]) and table.loc["2pl", "df"] == 4
     ml = at.anova(rasch, at.calibrate(lsat7, "2pl", prior_a=None, tol=1e-6))
     assert "logPost" not in ml.columns and ml.loc["2pl", "X2"] == pytest.approx(12.1916, abs=1e-3)
+
+
+def _expanded(tmp_path) -> Path:
+    """LSAT7 one row per subject (mirt's expand.table(LSAT7)), with subject ids."""
+    tab = pd.read_csv(DATA / "lsat7_patterns.csv")
+    rows = tab.loc[tab.index.repeat(tab.pop("freq"))].reset_index(drop=True)
+    rows.index = [f"s{i}" for i in range(len(rows))]
+    path = tmp_path / "lsat7_expanded.csv"
+    rows.rename_axis("subject").to_csv(path)
+    return path
+
+
+def test_a_pattern_table_without_freq_column_names_the_option(tmp_path, capsys):
+    """mirt's LSAT7 as its pattern table, read without --freq-column: the error said the
+    counts (0-308) were ratings to fit with the graded model; it names --freq-column freq."""
+    from atlascat.cli import main
+
+    named = tmp_path / "named.csv"     # R's write.csv(as.data.frame(LSAT7)): row names first
+    pd.read_csv(DATA / "lsat7_patterns.csv").rename_axis("pattern").to_csv(named)
+    for table in (str(DATA / "lsat7_patterns.csv"), str(named)):
+        for argv in (["calibrate", table, "-o", str(tmp_path / "b.csv")], ["info", table],
+                     ["score", table, "--bank", "paper-arc", "-o", str(tmp_path / "s.csv")]):
+            assert main(argv) == 2
+            err = capsys.readouterr().err.strip()
+            assert len(err.splitlines()) == 1 and "--freq-column freq" in err, argv
+            assert "graded" not in err
+        with pytest.raises(at.ResponseDataError, match="freq_column='freq'"):
+            at.ResponseMatrix.read(table)
+
+
+def test_info_reads_a_pattern_table_with_freq_column(tmp_path, capsys):
+    """atlas info --freq-column freq: the pattern table described as its 1000 subjects, as
+    the expanded matrix is (atlas info had no --freq-column and called it a 6-item ratings
+    matrix of 32 subjects, levels 0-308)."""
+    import json
+
+    from atlascat.cli import main
+
+    assert main(["info", str(DATA / "lsat7_patterns.csv"), "--freq-column", "freq",
+                 "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert main(["info", str(_expanded(tmp_path)), "--json"]) == 0
+    full = json.loads(capsys.readouterr().out)
+    assert table["subjects"] == full["subjects"] == 1000 and table["patterns"] == 32
+    for key in ("items", "binary", "mean_score_quantiles", "items_per_subject",
+                "item_mean_quantiles"):
+        assert table[key] == full[key], key
