@@ -79,3 +79,20 @@ def test_info_reads_a_pattern_table_with_freq_column(tmp_path, capsys):
     for key in ("items", "binary", "mean_score_quantiles", "items_per_subject",
                 "item_mean_quantiles"):
         assert table[key] == full[key], key
+
+
+def test_link_of_banks_whose_ids_differ_by_rs_x_names_normalize_ids(tmp_path, capsys):
+    """A bank written from R (ids X1..X5) and one from atlas (1..5): atlas link said only that
+    they share 0 items; the one line now says they share 5 without R's X and names
+    --normalize-ids, with which the link runs (A = 1, B = 0 on the same parameters)."""
+    from atlascat.cli import main
+
+    a, b = np.array([1.0, 1.2, 0.8, 1.5, 0.9]), np.array([-1.0, -0.5, 0.0, 0.5, 1.2])
+    at.ItemBank([f"X{i}" for i in range(1, 6)], a, b).write(tmp_path / "ref.csv")
+    at.ItemBank([str(i) for i in range(1, 6)], a, b).write(tmp_path / "new.csv")
+    argv = ["link", str(tmp_path / "ref.csv"), str(tmp_path / "new.csv"),
+            "-o", str(tmp_path / "linked.csv")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "share 5" in err and "--normalize-ids" in err
+    assert main(argv + ["--normalize-ids", "--json"]) == 0
