@@ -96,3 +96,44 @@ def test_link_of_banks_whose_ids_differ_by_rs_x_names_normalize_ids(tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "share 5" in err and "--normalize-ids" in err
     assert main(argv + ["--normalize-ids", "--json"]) == 0
+
+
+@pytest.mark.parametrize("data,model", [("lsat7", "rasch"), ("lsat7", "2pl"), ("lsat7", "3pl"),
+                                        ("science", "graded"), ("science", "gpcm"),
+                                        ("science", "pcm")])
+def test_g2_of_the_pattern_table_is_mirts(lsat7, data, model):
+    """mirt prints every fit's G2 (df) = ..., p, RMSEA on the table of response patterns
+    (extract.mirt(mod, "G2")); atlas had no such figure. LSAT7 2PL: G2 (21) = 31.70,
+    p = 0.0628, RMSEA = 0.023."""
+    ref = pd.read_csv(DATA / "g2.csv").set_index(["data", "model"]).loc[(data, model)]
+    if data == "lsat7":
+        res = at.calibrate(lsat7, model, prior_a=None, prior_c=None, tol=1e-6)
+    else:
+        res = at.calibrate(DATA / "science.csv", model, tol=1e-6)
+    got = res.g2
+    assert got["g2_df"] == ref["df"]
+    assert got["g2"] == pytest.approx(ref["G2"], abs=2e-3)
+    assert got["g2_p"] == pytest.approx(ref["p"], abs=1e-4)
+    assert got["g2_rmsea"] == pytest.approx(ref["RMSEA"], abs=1e-4)
+    assert res.to_dict()["g2"] == got["g2"]
+
+
+def test_g2_is_left_out_with_missing_answers_and_printed_by_calibrate(lsat7, tmp_path, capsys):
+    """As mirt (G2 NaN with a missing answer), no G2 when a cell is blank; atlas calibrate
+    prints mirt's line and --summary keeps g2, g2_df, g2_p, g2_rmsea."""
+    import json
+
+    from atlascat.cli import main
+
+    values = lsat7.values.copy()
+    values[0, 0] = np.nan
+    holed = at.ResponseMatrix(values, lsat7.subject_ids, lsat7.item_ids, weights=lsat7.weights)
+    assert at.calibrate(holed, "2pl", prior_a=None).g2 is None
+    from atlascat.irt.gsquare import g2    # past mirt's 1e10-cell cap (34 items): none either
+    assert g2(np.zeros((3, 34)), None, np.zeros((34, 5, 2)), np.zeros(5), [2] * 34, 68) is None
+    assert main(["calibrate", str(DATA / "lsat7_patterns.csv"), "--freq-column", "freq",
+                 "--model", "2pl", "--prior-a", "none", "-o", str(tmp_path / "b.csv"),
+                 "--summary", str(tmp_path / "s.json")]) == 0
+    assert "G2 (21) = 31.70" in capsys.readouterr().out
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["g2_df"] == 21 and summary["g2_p"] == pytest.approx(0.06276, abs=1e-4)

@@ -2,6 +2,8 @@
 # LSAT7 (mirt's data, as a pattern table with its frequencies: lsat7_patterns.csv).
 # anova_prior.csv: anova(Rasch, 2PL with PRIOR = (1-5, a1, lnorm, 0, 1)) - with a prior mirt
 #   reports logPost (logLik + logPrior) and df, no X2 / p (a posterior mode is no ML fit).
+# g2.csv: G2, df, p, RMSEA of print(mod) (extract.mirt) - LSAT7 Rasch / 2PL / 3PL, Science
+#   (science.csv, mirt's data) graded / gpcm / Rasch (atlas: pcm); TOL = 1e-6.
 # Run from this folder: Rscript make_reference.R
 suppressPackageStartupMessages(library(mirt))
 data(LSAT7)
@@ -13,3 +15,15 @@ twopl_prior <- mirt(d, mirt.model("F = 1-5\nPRIOR = (1-5, a1, lnorm, 0, 1)"), "2
                     verbose = FALSE, TOL = 1e-6)
 a <- anova(rasch, twopl_prior)
 write.csv(data.frame(model = c("rasch", "2pl"), a), "anova_prior.csv", row.names = FALSE)
+data(Science)
+write.csv(data.frame(subject = paste0("s", seq_len(nrow(Science))), Science), "science.csv",
+          row.names = FALSE)
+g2row <- function(data, itemtype, name, fit) {
+  m <- mirt(data, 1, itemtype, verbose = FALSE, TOL = 1e-6)
+  data.frame(data = name, model = fit, G2 = extract.mirt(m, "G2"), df = extract.mirt(m, "df"),
+             p = extract.mirt(m, "p"), RMSEA = extract.mirt(m, "RMSEA"))
+}
+g2 <- rbind(g2row(d, "Rasch", "lsat7", "rasch"), g2row(d, "2PL", "lsat7", "2pl"),
+            g2row(d, "3PL", "lsat7", "3pl"), g2row(Science, "graded", "science", "graded"),
+            g2row(Science, "gpcm", "science", "gpcm"), g2row(Science, "Rasch", "science", "pcm"))
+write.csv(g2, "g2.csv", row.names = FALSE)
