@@ -137,3 +137,22 @@ def test_g2_is_left_out_with_missing_answers_and_printed_by_calibrate(lsat7, tmp
     assert "G2 (21) = 31.70" in capsys.readouterr().out
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["g2_df"] == 21 and summary["g2_p"] == pytest.approx(0.06276, abs=1e-4)
+
+
+@pytest.mark.parametrize("method", ["eap", "ml"])
+def test_score_of_a_pattern_table_says_the_subjects_median_se(lsat7, tmp_path, capsys, method):
+    """atlas score --freq-column: "1000 subjects (32 response patterns), median SE 0.6785" was
+    the median over the 32 patterns; over the 1000 subjects (the expanded matrix) it is 0.7410,
+    and the ML count of non-finite SEs is of subjects too (320, not 2)."""
+    from atlascat.cli import main
+
+    bank = tmp_path / "bank.csv"
+    at.calibrate(lsat7, "2pl", prior_a=None).bank.write(bank)
+    lines = []
+    for argv in (["score", str(DATA / "lsat7_patterns.csv"), "--freq-column", "freq"],
+                 ["score", str(_expanded(tmp_path))]):
+        assert main(argv + ["--bank", str(bank), "--method", method,
+                            "-o", str(tmp_path / "s.csv")]) == 0
+        lines.append(capsys.readouterr().out.strip().splitlines()[-1])
+    assert lines[0].split(", median SE")[1] == lines[1].split(", median SE")[1]
+    assert lines[0].startswith("1000 subjects (32 response patterns)")
