@@ -156,3 +156,28 @@ def test_score_of_a_pattern_table_says_the_subjects_median_se(lsat7, tmp_path, c
         lines.append(capsys.readouterr().out.strip().splitlines()[-1])
     assert lines[0].split(", median SE")[1] == lines[1].split(", median SE")[1]
     assert lines[0].startswith("1000 subjects (32 response patterns)")
+
+
+def test_a_graded_bank_from_mirts_coef_table_is_read_and_asks_for_its_levels(tmp_path, capsys):
+    """write.csv(coef(mod, simplify = TRUE)$items) of a graded fit: the item ids are R's row
+    names (an unnamed first column), which the binary reader took and the ordinal one refused
+    ("no item id column"); read, its categories are 0..K-1 until a 'levels' column says the
+    Science ratings are 1-4: a 4 is refused naming that column, and with it the EAPs are
+    mirt's fscores."""
+    from atlascat.cli import main
+
+    coef = DATA / "science_graded_coef.csv"
+    bank = at.PolyBank.read(coef)
+    assert bank.levels_assumed and len(bank) == 4 and list(bank.item_ids)[0] == "Comfort"
+    out = str(tmp_path / "s.csv")
+    assert main(["score", str(DATA / "science.csv"), "--bank", str(coef), "-o", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'levels' column" in err
+    table = pd.read_csv(coef)
+    table["levels"] = "1;2;3;4"
+    table.to_csv(tmp_path / "coef_levels.csv", index=False)
+    assert main(["score", str(DATA / "science.csv"), "--bank",
+                 str(tmp_path / "coef_levels.csv"), "-o", out]) == 0
+    got, ref = pd.read_csv(out), pd.read_csv(DATA / "science_graded_eap.csv")
+    np.testing.assert_allclose(got["theta"], ref["F1"], atol=1e-5)
+    np.testing.assert_allclose(got["se"], ref["SE_F1"], atol=1e-5)

@@ -4,6 +4,9 @@
 #   reports logPost (logLik + logPrior) and df, no X2 / p (a posterior mode is no ML fit).
 # g2.csv: G2, df, p, RMSEA of print(mod) (extract.mirt) - LSAT7 Rasch / 2PL / 3PL, Science
 #   (science.csv, mirt's data) graded / gpcm / Rasch (atlas: pcm); TOL = 1e-6.
+# science_graded_coef.csv: write.csv(coef(mod, simplify = TRUE)$items) of Science's graded fit
+#   (row names as the unnamed first column, no levels), science_graded_eap.csv its
+#   fscores(mod, full.scores.SE = TRUE) (EAP).
 # Run from this folder: Rscript make_reference.R
 suppressPackageStartupMessages(library(mirt))
 data(LSAT7)
@@ -27,3 +30,6 @@ g2 <- rbind(g2row(d, "Rasch", "lsat7", "rasch"), g2row(d, "2PL", "lsat7", "2pl")
             g2row(d, "3PL", "lsat7", "3pl"), g2row(Science, "graded", "science", "graded"),
             g2row(Science, "gpcm", "science", "gpcm"), g2row(Science, "Rasch", "science", "pcm"))
 write.csv(g2, "g2.csv", row.names = FALSE)
+graded <- mirt(Science, 1, "graded", verbose = FALSE, TOL = 1e-6)
+write.csv(coef(graded, simplify = TRUE)$items, "science_graded_coef.csv")
+write.csv(fscores(graded, full.scores.SE = TRUE), "science_graded_eap.csv", row.names = FALSE)
