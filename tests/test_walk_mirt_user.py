@@ -181,3 +181,15 @@ def test_a_graded_bank_from_mirts_coef_table_is_read_and_asks_for_its_levels(tmp
     got, ref = pd.read_csv(out), pd.read_csv(DATA / "science_graded_eap.csv")
     np.testing.assert_allclose(got["theta"], ref["F1"], atol=1e-5)
     np.testing.assert_allclose(got["se"], ref["SE_F1"], atol=1e-5)
+
+
+def test_mirts_lnorm_prior_name_is_the_lognormal(lsat7):
+    """mirt writes the slope's log-normal prior `lnorm` (PRIOR = (1-5, a1, lnorm, 0, 1));
+    prior_a="lnorm(0,1)" (CLI --prior-a 'lnorm(0,1)') was refused as unparsable. It is
+    lognorm(0,1): mirt's logLik and logPost of that fit (anova_prior.csv)."""
+    ref = pd.read_csv(DATA / "anova_prior.csv").set_index("model").loc["2pl"]
+    fit = at.calibrate(lsat7, "2pl", prior_a="lnorm(0,1)", tol=1e-6)
+    same = at.calibrate(lsat7, "2pl", prior_a="lognorm(0,1)", tol=1e-6)
+    np.testing.assert_allclose(fit.bank.a, same.bank.a, rtol=0, atol=0)
+    assert fit.loglik == pytest.approx(ref["logLik"], abs=1e-4)
+    assert fit.log_posterior == pytest.approx(ref["logPost"], abs=1e-4)
