@@ -193,3 +193,19 @@ def test_mirts_lnorm_prior_name_is_the_lognormal(lsat7):
     np.testing.assert_allclose(fit.bank.a, same.bank.a, rtol=0, atol=0)
     assert fit.loglik == pytest.approx(ref["logLik"], abs=1e-4)
     assert fit.log_posterior == pytest.approx(ref["logPost"], abs=1e-4)
+
+
+def test_person_fit_has_mirts_infit_and_outfit():
+    """mirt's personfit(mod) gives outfit, z.outfit, infit, z.infit and Zh; fit.person_fit gave
+    lz (= Zh) and lz* only. On LSAT7's 2PL at the MAP theta all five are mirt's."""
+    from atlascat.irt import fit
+
+    ref = pd.read_csv(DATA / "lsat7_personfit.csv")
+    bank = at.ItemBank.read(DATA / "lsat7_2pl_coef.csv")
+    rm = at.ResponseMatrix(ref.iloc[:, :5].to_numpy(float),
+                           [f"p{i}" for i in range(len(ref))], list(bank.item_ids))
+    got = fit.person_fit(rm, bank, method="map")
+    np.testing.assert_allclose(got["theta"], ref["theta"], atol=1e-5)
+    for ours, theirs in (("lz", "Zh"), ("outfit", "outfit"), ("z_outfit", "z.outfit"),
+                         ("infit", "infit"), ("z_infit", "z.infit")):
+        np.testing.assert_allclose(got[ours], ref[theirs], atol=1e-4, err_msg=ours)

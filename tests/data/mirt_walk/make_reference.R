@@ -7,6 +7,8 @@
 # science_graded_coef.csv: write.csv(coef(mod, simplify = TRUE)$items) of Science's graded fit
 #   (row names as the unnamed first column, no levels), science_graded_eap.csv its
 #   fscores(mod, full.scores.SE = TRUE) (EAP).
+# lsat7_personfit.csv: personfit(mod, method = "MAP") of LSAT7's 2PL (TOL = 1e-6) per pattern,
+#   with the MAP theta and the fit's parameters (lsat7_2pl_coef.csv).
 # Run from this folder: Rscript make_reference.R
 suppressPackageStartupMessages(library(mirt))
 data(LSAT7)
@@ -33,3 +35,8 @@ write.csv(g2, "g2.csv", row.names = FALSE)
 graded <- mirt(Science, 1, "graded", verbose = FALSE, TOL = 1e-6)
 write.csv(coef(graded, simplify = TRUE)$items, "science_graded_coef.csv")
 write.csv(fscores(graded, full.scores.SE = TRUE), "science_graded_eap.csv", row.names = FALSE)
+twopl <- mirt(d, 1, "2PL", verbose = FALSE, TOL = 1e-6)
+cf <- coef(twopl, simplify = TRUE)$items
+write.csv(data.frame(X = rownames(cf), cf), "lsat7_2pl_coef.csv", row.names = FALSE)
+pf <- data.frame(d, theta = fscores(twopl, method = "MAP")[, 1], personfit(twopl, method = "MAP"))
+write.csv(unique(pf), "lsat7_personfit.csv", row.names = FALSE)
