@@ -415,21 +415,21 @@ def test_4pl_information_is_minus_the_brute_force_hessian_of_the_log_posterior(r
         "a1", "a1_se", "d", "d_se", "g", "g_se", "u", "u_se"]
 
 
-def test_anova_of_fits_with_priors_warns(lsat7):
-    """A prior makes the fit a posterior mode: the X2 of such fits is no likelihood-ratio test,
-    and anova says so (the maximum-likelihood fits, as atlas anova makes them, stay silent)."""
+def test_anova_of_fits_with_priors_has_no_test(lsat7):
+    """A prior makes the fit a posterior mode: as mirt's anova, the table then gives logPost and
+    df, no X2 or p (the maximum-likelihood fits, as atlas anova makes them, keep the test)."""
     import warnings
 
     from atlascat.irt.compare import anova
 
     rasch = calibrate(lsat7, model="rasch")
-    with pytest.warns(UserWarning, match="2pl was fitted with priors"):
-        table = anova(rasch, calibrate(lsat7, model="2pl"))        # auto: a ~ lognorm(0, 1)
-    assert np.isfinite(table.loc["2pl", "X2"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        anova(rasch, calibrate(lsat7, model="2pl", prior_a=None))
-        anova(rasch, calibrate(lsat7, model="2pl"), test=False)
+        table = anova(rasch, calibrate(lsat7, model="2pl"))        # auto: a ~ lognorm(0, 1)
+        assert "X2" not in table.columns and table.loc["2pl", "df"] == 4
+        assert table.loc["2pl", "logPost"] < table.loc["2pl", "logLik"]
+        assert np.isfinite(anova(rasch, calibrate(lsat7, model="2pl", prior_a=None))
+                           .loc["2pl", "X2"])
 
 
 def test_science_partial_credit_model_is_mirts_rasch_and_nested_in_the_gpcm():

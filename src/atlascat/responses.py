@@ -198,7 +198,12 @@ class ResponseMatrix:
             r, c = bad[0]
             obs = arr[~np.isnan(arr)]
             ratings = bool(np.isfinite(obs).all() and (obs == np.round(obs)).all())
-            if ratings and np.isin(obs, (0.0, hi)).all():     # right / wrong as 0 / 100
+            cols = np.unique(bad[:, 1])
+            if len(cols) == 1 and str(iids[c]).lower() in _FREQ_NAMES and ratings:
+                hint = (f"; column {iids[c]!r} looks like pattern frequencies (a table of "
+                        "response patterns, as mirt's LSAT7): pass --freq-column "
+                        f"{iids[c]} (Python: freq_column={str(iids[c])!r})")
+            elif ratings and np.isin(obs, (0.0, hi)).all():     # right / wrong as 0 / 100
                 hint = (f"; only 0 and {hi:g}: right / wrong on a 0-{hi:g} scale: divide by "
                         f"{hi:g}, or give the scale (--score-range 0 {hi:g} of a bank folder)")
             elif ratings:

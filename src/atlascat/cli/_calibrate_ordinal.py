@@ -142,7 +142,7 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         raise ConfigError(f"{', '.join(given)}: binary banks only; drop for an ordinal bank")
 
     from ..irt.ability import estimate_ability
-    from ._common import err_console, print_frame, warn
+    from ._common import err_console, print_frame, se_line, warn
 
     bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
     iids = list(frame.columns)
@@ -176,8 +176,4 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         console.print(f"wrote {len(df)} scores ({method}) to {output}")
     else:
         print_frame(df, title=f"theta by {method.upper()} ({len(bk)} ordinal bank items)")
-    finite = np.isfinite(se)
-    console.print(f"{subjects_text(len(df), weights)}, median SE "
-                  + (f"{np.median(se[finite]):.4f}" if finite.any() else "n/a")
-                  + (f", {int((~finite).sum())} non-finite (ML, or no items)"
-                     if (~finite).any() else ""))
+    console.print(se_line(se, weights))

@@ -104,6 +104,24 @@ def subjects_text(n_rows: int, weights=None) -> str:
     return f"{people} subjects ({n_rows} response patterns)"
 
 
+def se_line(se, weights=None) -> str:
+    """``"1000 subjects (32 response patterns), median SE 0.741"``: the count and median over
+    the subjects the rows stand for (pattern frequencies weight them), and how many of them
+    have no finite SE (ML at +-inf, or no items)."""
+    import numpy as np
+
+    from ..filtering import weighted_percentile
+
+    se = np.asarray(se, float)
+    w = np.ones(se.size) if weights is None else np.asarray(weights, float)
+    finite = np.isfinite(se)
+    med = (f"{weighted_percentile(se[finite], 50, None if weights is None else w[finite]):.4f}"
+           if finite.any() else "n/a")
+    bad = float(w[~finite].sum())
+    return (f"{subjects_text(se.size, weights)}, median SE {med}"
+            + (f", {bad:g} non-finite (ML, or no items)" if bad else ""))
+
+
 def json_safe(obj):
     """Strict-JSON copy (non-finite floats -> null); see :func:`atlascat.validation.json_safe`."""
     from ..validation import json_safe as _safe

@@ -13,6 +13,11 @@ def print_criteria(res) -> None:
                   f"{ic['n_observations']:g} subjects)"
                   + ("; continuous scores: a quasi-likelihood's, not for comparing models"
                      if (res.settings or {}).get("scores") == "continuous" else ""))
+    g2 = getattr(res, "g2", None)
+    if g2 and g2.get("g2_p") is not None:   # mirt's print(mod): G2 on the pattern table
+        console.print(f"G2 ({g2['g2_df']:g}) = {g2['g2']:.3f}, p = {g2['g2_p']:.4g}, "
+                      f"RMSEA = {g2['g2_rmsea']:.3f} (the full pattern table, as mirt's "
+                      "print(mod); M2: atlas fit)", highlight=False)
     if res.se is not None:
         kind = "posterior-mode " if res.se.posterior_mode else ""
         console.print(f"standard errors from the {kind}observed information (Oakes): "

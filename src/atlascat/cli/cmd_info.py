@@ -9,8 +9,9 @@ import typer
 from ._common import console, escape, json_safe, output_file
 
 
-def describe(path: Path) -> dict:
-    """Summary of a response matrix or a bank file (detected from its columns)."""
+def describe(path: Path, freq_column: str | None = None) -> dict:
+    """Summary of a response matrix or a bank file (detected from its columns);
+    ``freq_column``: a pattern table's frequencies (each row stands for that many subjects)."""
     import numpy as np
     import pandas as pd
 
@@ -36,8 +37,10 @@ def describe(path: Path) -> dict:
     from ..errors import ResponseDataError
 
     try:
-        rm = ResponseMatrix.read(p, on_empty="keep")
+        rm = ResponseMatrix.read(p, on_empty="keep", freq_column=freq_column)
     except ResponseDataError as exc:   # ratings on their own scale (a judge's 1-10, ...)?
+        if freq_column is not None or "--freq-column" in str(exc):
+            raise exc from None        # a pattern table's counts are no ratings
         ratings = _describe_ratings(p)
         if ratings is None:
             raise exc from None
@@ -47,25 +50,37 @@ def describe(path: Path) -> dict:
 
         raise ResponseDataError(f"{str(path)!r} holds no response at all (every cell is blank)")
     acc = rm.accuracy
-    acc = acc[~np.isnan(acc)]
+    w = rm.subject_weights()
+    keep = ~np.isnan(acc)
     q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
     observed = rm.observed
+    per_subject = observed.sum(1)
+    patterns = {} if rm.weights is None else {"patterns": rm.n_subjects}
     return {
         "kind": "responses",
         "path": str(p),
-        "subjects": rm.n_subjects,
+        "subjects": rm.n_subjects if rm.weights is None else _count(float(w.sum())),
+        **patterns,
         "items": rm.n_items,
         "missing_fraction": round(rm.missing_fraction, 6),
         "binary": rm.is_binary,
         "mean_score_quantiles": dict(zip(["min", "q05", "q25", "median", "q75", "q95", "max"],
-                                       np.quantile(acc, q).round(4).tolist())),
-        "items_per_subject": {"min": int(observed.sum(1).min()), "median": float(np.median(observed.sum(1))),
-                              "max": int(observed.sum(1).max())},
+                                       np.quantile(acc[keep], q, weights=w[keep],
+                                                   method="inverted_cdf").round(4).tolist())),
+        "items_per_subject": {"min": int(per_subject.min()),
+                              "median": float(np.quantile(per_subject, 0.5, weights=w,
+                                                          method="inverted_cdf")),
+                              "max": int(per_subject.max())},
         "subjects_without_response": int((~observed.any(1)).sum()),
         "items_without_response": int((~observed.any(0)).sum()),
         "item_mean_quantiles": dict(zip(["min", "median", "max"],
                                         pd.Series(rm.item_means).quantile([0, .5, 1]).round(4).tolist())),
     }
+
+
+def _count(total: float) -> int | float:
+    """A sum of pattern frequencies: an int when they are whole numbers."""
+    return int(total) if total == round(total) else total
 
 
 def _describe_ratings(path: Path) -> dict | None:
@@ -137,7 +152,10 @@ def register(app: typer.Typer) -> None:
              item_information: Path = typer.Option(None, "--item-information", metavar="CSV",
                                                    help="With --theta: write each item's "
                                                         "information at each theta (mirt's "
-                                                        "iteminfo) to this CSV.")):
+                                                        "iteminfo) to this CSV."),
+             freq_column: str = typer.Option(None, "--freq-column",
+                                             help="Column holding pattern frequencies "
+                                                  "(pattern data).")):
         """Describe a response matrix or an item bank.
 
         For a matrix: subjects, items, missing fraction, whether its scores are 0/1 or a
@@ -148,7 +166,7 @@ def register(app: typer.Typer) -> None:
         metric and the scale its scores are read on. --theta: the bank's test information.
         """
         output_file(item_information, "--item-information", inputs={"PATH": path})
-        summary = describe(path)
+        summary = describe(path, freq_column)
         if theta is not None or item_information is not None:
             summary["information"] = _information(path, summary, theta, item_information)
         if as_json:
@@ -207,7 +225,8 @@ def _print_matrix(path: str, summary: dict) -> None:
         console.print(f"[bold]{escape(path)}[/]: response matrix")
     scores = ("" if "binary" not in summary else "   scores: 0/1" if summary["binary"]
               else "   scores: in [0, 1], not all 0/1")
-    console.print(f"  subjects: {summary['subjects']}   items: {summary['items']}   "
+    patterns = f" ({summary['patterns']} response patterns)" if "patterns" in summary else ""
+    console.print(f"  subjects: {summary['subjects']:g}{patterns}   items: {summary['items']}   "
                   f"missing: {summary['missing_fraction']:.1%}" + scores)
     if summary["kind"] == "ratings":
         console.print(f"  mean rating per subject: {_spread(summary['mean_rating_quantiles'])}")

@@ -8,7 +8,7 @@ import typer
 
 from ..irt.defaults import QUADPTS, THETA_RANGE
 from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
-                      load_responses, output_file, print_frame, subjects_text, warn)
+                      load_responses, output_file, print_frame, se_line, warn)
 
 METHODS = ("eap", "wle", "map", "ml")
 
@@ -286,8 +286,6 @@ def _with_reconstruction(df, rm, bk, reconstruct: str, lam):
 def _show(df, output, method: str, n_bank_items: int, weights, n_form=None) -> None:
     """Write the scores (or print them, titled by the items answered: the bank's, or a
     ``--form``'s ``n_form``), then the count and the median SE."""
-    import numpy as np
-
     if output is not None:
         from ..validation import write_guard
 
@@ -299,8 +297,4 @@ def _show(df, output, method: str, n_bank_items: int, weights, n_form=None) -> N
         asked = (f"{n_bank_items} bank items" if n_form is None else
                  f"the form's {n_form} items, of the bank's {n_bank_items}")
         print_frame(df, title=f"theta by {method.upper()} ({asked})")
-    finite = np.isfinite(df["se"].to_numpy(float))
-    med = f"{np.median(df['se'][finite]):.4f}" if finite.any() else "n/a"
-    console.print(f"{subjects_text(len(df), weights)}, median SE {med}"
-                  + (f", {int((~finite).sum())} non-finite (ML, or no items)"
-                     if (~finite).any() else ""))
+    console.print(se_line(df["se"].to_numpy(float), weights))

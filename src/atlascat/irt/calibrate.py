@@ -454,6 +454,9 @@ class Calibrator:
             result.settings = settings
         result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
         result.n_parameters = n_parameters(model, len(item_ids))
+        if self.partition_size is None and settings.get("scores") != "continuous":
+            result.g2 = _g2(values, w, result.bank, result.n_parameters, self.quadpts,
+                            self.theta_range)
         bound = at_bounds(result.bank, model)
         if bound is not None:   # the CLI prints the defaults' warnings; Python users get it here
             result.settings["defaults"].setdefault("warnings", []).append(bound)
@@ -507,6 +510,17 @@ class Calibrator:
                 "max_iter": int(self.max_iter), "tol": float(self.tol),
                 "accelerate": self.accelerate, "convergence": self.convergence,
                 "max_newton": self.max_newton, "callback": self.callback}
+
+
+def _g2(values, w, bank, k, quadpts, theta_range) -> dict | None:
+    """mirt's G2 of a binary fit on its pattern table (:mod:`atlascat.irt.gsquare`)."""
+    from .gsquare import g2
+    from .quadrature import normal_quadrature
+
+    quad = normal_quadrature(int(quadpts), theta_range)
+    log_p, log_q = bank.log_probability(quad.nodes)          # (Q, J) each
+    log_prob = np.stack([log_q.T, log_p.T], axis=2)           # (J, Q, 2): wrong, right
+    return g2(values, w, log_prob, quad.log_weights, [2] * len(bank), k)
 
 
 def _standard_errors(values, w, fit, item_model, item_ids, model, quadpts, theta_range,

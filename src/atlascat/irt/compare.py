@@ -13,7 +13,9 @@ k counts every estimated parameter, with or without a prior (a Rasch fit's laten
 too), and l is the marginal log-likelihood without the priors, as mirt reports them. For two
 nested models fitted to the same responses the likelihood-ratio statistic
 X2 = 2 (l_larger - l_smaller) is referred to chi-square with df = k_larger - k_smaller
-(Wilks, 1938); it is valid for nested models without priors (with priors it is a heuristic).
+(Wilks, 1938); it is valid for nested models without priors. With priors the fits are
+posterior modes: as mirt, ``anova`` then reports each model's ``logPost`` (log-likelihood +
+log prior) and df, no X2 or p.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, warn_user
+from ..errors import ConfigError
 
 __all__ = ["information_criteria", "n_parameters", "anova", "nested", "NESTED"]
 
@@ -74,6 +76,9 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
     nested models fitted to the same responses, in any order (sorted by their number of
     parameters). ``names`` label the rows (default: each result's model). ``test=False``:
     the criteria only (X2, df, p left empty), for models that are not nested (graded and gpcm).
+    A fit with priors is a posterior mode, not a maximum-likelihood fit: then, as mirt's
+    ``anova``, the columns are AIC, SABIC, HQ, BIC, logLik, logPost (log-likelihood + log
+    prior) and df, with no X2 or p.
     """
     if len(results) < 2:
         raise ConfigError("anova compares at least two calibrations; pass two or more results")
@@ -100,13 +105,7 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
             "quasi-likelihood: its log-likelihood, X2, p, AIC and BIC are not a likelihood's "
             "and do not compare models; binarize the scores (ResponseMatrix.binarize) or "
             "compare the models' predictions on held-out models")
-    with_priors = [n for n, r in zip(names, results)
-                   if any((r.settings or {}).get(k) for k in ("prior_a", "prior_c", "prior_u"))]
-    if test and with_priors:
-        warn_user(f"{', '.join(with_priors)} {'was' if len(with_priors) == 1 else 'were'} "
-                  "fitted with priors: X2, df and p are a heuristic there, not a likelihood-ratio "
-                  "test; refit with prior_a=None, prior_c=None, prior_u=None (the CLI's "
-                  "anova fits without priors)")
+    with_priors = any(_has_priors(r) for r in results)
     rows.sort(key=lambda t: t[0])
     out = []
     prev = None
@@ -114,6 +113,9 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
         row = {"model": name, "AIC": crit["aic"], "SABIC": crit["sabic"], "HQ": crit["hq"],
                "BIC": crit["bic"], "logLik": crit["loglik"], "X2": np.nan, "df": np.nan,
                "p": np.nan}
+        if with_priors:   # mirt: logPost (log-likelihood + log prior) and df, no X2 / p
+            row = {**{k: row[k] for k in ("model", "AIC", "SABIC", "HQ", "BIC", "logLik")},
+                   "logPost": _log_posterior(r), "df": np.nan}
         if prev is not None and test:
             pk, pname, pr, pcrit = prev
             if r.model.lower() not in NESTED or pr.model.lower() not in NESTED[r.model.lower()]:
@@ -125,6 +127,11 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
             if df <= 0:
                 raise ConfigError(f"{pname} and {name} have the same number of parameters "
                                   f"({k}); a likelihood-ratio test needs nested models")
+            if with_priors:   # posterior modes: no likelihood-ratio test (mirt's anova)
+                row["df"] = float(df)
+                out.append(row)
+                prev = (k, name, r, crit)
+                continue
             from scipy.stats import chi2
 
             x2 = 2.0 * (crit["loglik"] - pcrit["loglik"])
@@ -132,6 +139,18 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
         out.append(row)
         prev = (k, name, r, crit)
     return pd.DataFrame(out).set_index("model")
+
+
+def _has_priors(result) -> bool:
+    """Whether ``result`` was fitted with a prior on any item parameter (a posterior mode)."""
+    return any((result.settings or {}).get(k) for k in ("prior_a", "prior_c", "prior_u"))
+
+
+def _log_posterior(result) -> float:
+    """The fit's log-likelihood plus its log prior (mirt's logPost; the log-likelihood
+    for a fit without priors)."""
+    value = getattr(result, "log_posterior", None) if _has_priors(result) else None
+    return float(result.loglik if value is None else value)
 
 
 def _label(name: str, model: str) -> str:

@@ -303,8 +303,7 @@ def _xi_matrix(P, w):
 
     Xi[A, B] = pi_{A u B} - pi_A pi_B. For disjoint A, B this is sum_q w (K_A - pi_A)(K_B - pi_B)
     with the kernels K_A = prod_{k in A} P_k (one matrix product of centred kernels); entries of
-    overlapping A, B (which share an item, y_k^2 = y_k) are then set explicitly.
-    """
+    overlapping A, B (which share an item, y_k^2 = y_k) are then set explicitly."""
     n = P.shape[1]
     pi_i, pj = _pair_index(n)
     m = pi_i.size
@@ -699,9 +698,10 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
 
     ``theta`` may be given (then lz* assumes ``method``'s estimating equation). Subjects with
     infinite ML theta (perfect/zero patterns) get NaN (the statistics are undefined there).
-    Returns columns subject_id, theta, n_items, lz, lz_star, p_lz_star.
-    """
+    Columns subject_id, theta, n_items, lz, lz_star, p_lz_star and mirt's personfit() outfit,
+    z_outfit, infit, z_infit (:mod:`atlascat.irt.meansquare`)."""
     from scipy.special import ndtr  # scipy.stats.norm.cdf's own function, without its import
+    from .meansquare import mean_squares   # mirt's infit / outfit
 
     method = str(method).lower()
     if method not in ("ml", "wle", "map"):
@@ -744,7 +744,8 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     lz = np.where(bad, np.nan, lz)
     lzs = np.where(bad | ~(tau2 > 0), np.nan, lzs)
     return pd.DataFrame({"subject_id": ids, "theta": theta, "n_items": n_obs, "lz": lz,
-                         "lz_star": lzs, "p_lz_star": ndtr(lzs)})
+                         "lz_star": lzs, "p_lz_star": ndtr(lzs),
+                         **mean_squares(y, bank.params, theta)})
 
 
 # --------------------------------------------------------------------------------------- Q3
@@ -755,8 +756,7 @@ def q3(responses, bank: ItemBank, *, theta=None, method: str = "eap", weights=No
 
     Returns ``(matrix, summary)``: a DataFrame (items x items, NaN diagonal) and a dict with
     mean, sd, max_abs, max Q3* (= Q3 - mean Q3, Christensen et al. 2017), the number and share of
-    pairs with |Q3| > ``threshold``, and the ``top`` pairs by |Q3|.
-    """
+    pairs with |Q3| > ``threshold``, and the ``top`` pairs by |Q3|."""
     y, w = _aligned(responses, bank, weights)
     if theta is None:
         theta = estimate_ability(y, bank, method)["theta"].to_numpy()

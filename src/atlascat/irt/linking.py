@@ -185,9 +185,16 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
     if missing:
         raise ConfigError(f"anchor item(s) {missing[:5]} are not in both banks")
     if len(anchors) < 2:
+        from ..validation import normalize_item_id
+
+        strip = {normalize_item_id(i) for i in ref.item_ids}
+        shared = sum(normalize_item_id(i) in strip for i in new.item_ids)
+        hint = (f"; they share {shared} once R's 'X' is stripped from ids (X514 = 514): pass "
+                "--normalize-ids (Python: ItemBank.read(..., normalize_ids=True))"
+                if shared > len(anchors) else "")
         raise ConfigError(
-            f"the banks share {len(anchors)} item(s); linking needs at least 2 common anchor items"
-        )
+            f"the banks share {len(anchors)} item(s); linking needs at least 2 common anchor "
+            f"items (ref: {list(ref.item_ids[:3])}, new: {list(new.item_ids[:3])}){hint}")
     from ..validation import check_link_anchors, check_linking_result
 
     r, n = ref.subset(anchors), new.subset(anchors)

@@ -192,6 +192,8 @@ class PolyBank:
             raise BankError(f"unknown ordinal model {bad[0]!r}; use graded or gpcm")
         self.item_ids, self.params, self.models = ids, params, models
         self.n_cat = poly.n_categories(params)
+        #: True when no levels were given (a table of mirt's coef(): categories 0..K-1 assumed)
+        self.levels_assumed = levels is None
         if levels is None:
             levels = [np.arange(k, dtype=float) for k in self.n_cat]
         self.levels = [np.asarray(lv, dtype=float) for lv in levels]
@@ -283,16 +285,20 @@ class PolyBank:
         p = self.params[idx]
         kmax = int(self.n_cat[idx].max())
         meta = None if self.metadata is None else self.metadata.iloc[idx]
-        return PolyBank(self.item_ids[idx], p[:, :kmax], self.models[idx],
-                        [self.levels[i] for i in idx], scales=self.scales[idx], metadata=meta)
+        out = PolyBank(self.item_ids[idx], p[:, :kmax], self.models[idx],
+                       [self.levels[i] for i in idx], scales=self.scales[idx], metadata=meta)
+        out.levels_assumed = self.levels_assumed
+        return out
 
     def with_ids(self, item_ids) -> "PolyBank":
         """The same items under new ids (one per item, in order): parameters, models,
         levels, scales and metadata kept (R's ``X514`` read back as ``514``)."""
         if len(item_ids) != len(self):
             raise BankError(f"with_ids: {len(item_ids)} ids for {len(self)} items")
-        return PolyBank(item_ids, self.params, self.models, self.levels, scales=self.scales,
-                        metadata=self.metadata)
+        out = PolyBank(item_ids, self.params, self.models, self.levels, scales=self.scales,
+                       metadata=self.metadata)
+        out.levels_assumed = self.levels_assumed
+        return out
 
     def with_benchmark(self, name: str) -> "PolyBank":
         """The same bank naming the benchmark it measures (a ``benchmark`` column, written
@@ -312,7 +318,14 @@ class PolyBank:
         """Responses on the items' own scale (n, n_items) -> category indices (NaN missing);
         ``subject_ids`` name the rows in an error; a whole number on an item's scale that it
         never had is the category it falls in (:func:`encode_levels`)."""
-        return encode_levels(values, self.levels, self.item_ids, subject_ids, self.scales)
+        try:
+            return encode_levels(values, self.levels, self.item_ids, subject_ids, self.scales)
+        except ConfigError as exc:
+            if not self.levels_assumed:
+                raise
+            raise ConfigError(f"{exc}; the bank has no 'levels' column (as mirt's coef() "
+                              "table), so its categories were taken as 0..K-1: add a 'levels' "
+                              "column, each item's ratings lowest first (e.g. 1;2;3;4)") from None
 
     def rating_problem(self, item_id, rating) -> str | None:
         """None when ``rating`` is scored on item ``item_id`` (:meth:`encode`), else why not
@@ -645,6 +658,8 @@ class PolyBank:
         df = df.copy()
         df.columns = cols
         id_col = next((c for c in ("item_id", "X", "item") if c in cols), None)
+        if id_col is None and cols and cols[0] in ("", "Unnamed: 0"):
+            id_col = cols[0]   # R's write.csv(coef(mod, simplify = TRUE)$items): row names
         if id_col is None:
             raise BankError(f"no item id column among {cols[:10]}; name it 'item_id'")
         ids = df[id_col].astype(str).to_numpy()

@@ -317,7 +317,12 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         dropped_items=dropped,
         n_parameters=int(np.sum(data.n_cat - 1)) + 1 if pcm else None)
     from .dimensionality import record
+    from .gsquare import g2
+    from .quadrature import normal_quadrature
 
+    quad = normal_quadrature(int(quadpts), theta_range)   # mirt's G2 on the pattern table
+    result.g2 = g2(data.codes, w, bank.log_prob(quad.nodes), quad.log_weights, data.n_cat,
+                   result.information_criteria()["n_parameters"])
     if check_dimensions:   # random answers or two traits (250 x 250 products: one BLAS thread)
         with small_products():
             record(result, values, w, iids, problems)

@@ -162,6 +162,8 @@ class NormalPrior:
 
 _KINDS = {"beta": BetaPrior, "logitnorm": LogitNormalPrior, "lognorm": LogNormalPrior,
           "norm": NormalPrior}
+#: mirt's names for the same densities (mirt.model's PRIOR = (1-5, a1, lnorm, 0, 1))
+_MIRT_NAMES = {"lnorm": "lognorm"}
 _SPEC = re.compile(r"^\s*([a-z]+)\s*[(:]\s*([^,()]+)\s*,\s*([^,()]+?)\s*\)?\s*$")
 
 
@@ -177,16 +179,17 @@ def parse_prior(spec, target: str):
         if text in ("", "none", "off"):
             return None
         match = _SPEC.match(text)
-        if not match or match.group(1) not in _KINDS:
+        kind = _MIRT_NAMES.get(match.group(1), match.group(1)) if match else None
+        if kind not in _KINDS:
             raise ConfigError(
                 f"cannot parse prior {spec!r}; write e.g. 'beta(5,17)' or 'logitnorm(-1.4,1)' "
-                "for c, 'lognorm(0,0.5)' or 'norm(1,1)' for a"
+                "for c, 'lognorm(0,0.5)' (mirt's lnorm) or 'norm(1,1)' for a"
             )
         try:
             p1, p2 = float(match.group(2)), float(match.group(3))
         except ValueError:
             raise ConfigError(f"prior {spec!r} has non-numeric parameters") from None
-        prior = _KINDS[match.group(1)](p1, p2)
+        prior = _KINDS[kind](p1, p2)
     if prior.target != target:
         allowed = [k for k, v in _KINDS.items() if v.target == target]
         raise ConfigError(f"prior {prior} is not a prior for {target!r}; use one of {allowed}")

@@ -43,6 +43,7 @@ class CalibrationResult:
     n_observations: float | None = None   # subjects (sum of pattern frequencies)
     n_parameters: int | None = None       # estimated parameters (mirt's count)
     se: object = None                     # :class:`atlascat.irt.se.StandardErrors` (se=True)
+    g2: dict | None = None                # mirt's G2 on the pattern table (atlascat.irt.gsquare)
 
     def information_criteria(self) -> dict:
         """loglik, n_parameters, n_observations, aic, bic, sabic, hq
@@ -156,6 +157,7 @@ class CalibrationResult:
             "seconds": round(float(self.seconds), 3),
             "latent_variance": self.latent_variance,
             **self._criteria(),
+            **(self.g2 or {}),
             "dropped_items": [str(i) for i in self.dropped_items],
             "settings": self.settings,
             "loglik_trace": [float(v) for v in self.loglik_trace],
