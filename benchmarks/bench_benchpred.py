@@ -11,11 +11,11 @@ names repeat in the v2 matrices), then
 
     atlas build-bank SOURCE.csv -o BANK --seed S --budget 50 --chance C   # bank, link, predictor
     atlas simulate --bank BANK TARGETS.csv --max-items 50 --seed S+1000 -o RUN
-    atlas simulate --bank BANK_CAT TARGETS.csv --max-items 50 --seed S+1000 -o RUN_CAT
-    atlas simulate --bank BANK_CAT TARGETS.csv --max-items 50 --min-items 50 --seed S+1000 ...
+    atlas simulate --bank BANK TARGETS.csv --design adaptive --max-items 50 --seed S+1000 -o RUN_CAT
+    atlas simulate --bank BANK TARGETS.csv --design adaptive --max-items 50 --min-items 50 ...
 
-where BANK_CAT is a copy of BANK without predictor.json (the adaptive test scored by the
-folder's score link; its default stop, SE 0.1 after 30 items, and the whole budget). Each RUN/person_scores.csv gives the predicted score and its 95%
+(the adaptive test scored by the folder's score link; its default stop, SE 0.1 after 30
+items, and the whole budget). Each RUN/person_scores.csv gives the predicted score and its 95%
 interval; the truth is each target's mean over all items. The build's cross-fit of the link's
 interval keeps the library default (5 folds; ``atlas build-bank`` has no option for it). C is
 the benchmark's chance level (:data:`CHANCE`: what a user of these benchmarks knows, their
@@ -203,13 +203,14 @@ def _metrics(p: pd.DataFrame, truth: pd.Series) -> dict:
     return out
 
 
-def designs(bank: Path, cat_bank: Path, budget: int) -> list:
+def designs(bank: Path, budget: int) -> list:
     """(design, folder, extra simulate options): the folder's predictor; the adaptive test
     scored by the folder's link with its default stop (SE 0.1 after 30 items, at most the
     budget); the same adaptive test spending the whole budget (``--min-items budget``)."""
+    cat = ["--design", "adaptive", "--no-selected"]
     return [("predictor", bank, []),
-            ("adaptive + link", cat_bank, ["--no-selected"]),
-            ("adaptive + link, whole budget", cat_bank, ["--no-selected", "--min-items", budget])]
+            ("adaptive + link", bank, cat),
+            ("adaptive + link, whole budget", bank, [*cat, "--min-items", budget])]
 
 
 def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
@@ -224,13 +225,11 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
     src, tgt = split_models(full, split, seed, df.index)
     truth = pd.Series(full[tgt].mean(axis=1), index=[f"m{i}" for i in tgt])
     source, targets = _write(df, src, tmp / "SOURCE.csv"), _write(df, tgt, tmp / "TARGETS.csv")
-    bank, cat_bank = tmp / "BANK", tmp / "BANK_CAT"
+    bank = tmp / "BANK"
     _cli(["build-bank", source, "-o", bank, "--seed", seed, "--budget", budget,
           "--chance", chance])
-    shutil.copytree(bank, cat_bank)
-    (cat_bank / "predictor.json").unlink()
     rows = []
-    for design, folder, extra in designs(bank, cat_bank, budget):
+    for design, folder, extra in designs(bank, budget):
         run = tmp / f"RUN_{len(rows)}"
         _cli(["simulate", "--bank", folder, targets, "--max-items", budget, "--seed", seed + 1000,
               "-o", run] + extra)
@@ -241,8 +240,7 @@ def run_one(df: pd.DataFrame, split: str, seed: int, budget: int, tmp: Path,
             rows[-1]["library_diff"] = library_diff(lib, p)
             rows[-1]["library_mae"] = run_library(df, split, seed, budget,
                                                   {"chance": chance})[0]["mae"]
-    for d in (bank, cat_bank):
-        shutil.rmtree(d)
+    shutil.rmtree(bank)
     return rows
 
 
