@@ -91,3 +91,20 @@ def rng() -> np.random.Generator:
 def _atlas_home(tmp_path_factory, monkeypatch):
     """Every test gets its own ATLAS_HOME (the default run store), never the user's."""
     monkeypatch.setenv("ATLAS_HOME", str(tmp_path_factory.mktemp("atlas_home")))
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler_kept():
+    """A test leaves Ctrl-C's handler as it found it (Python's default): a handler left behind
+    (an in-process `atlas evaluate` that did not restore its stop handler) would swallow the
+    next test's simulated Ctrl-C (`_thread.interrupt_main`) and hang it."""
+    import signal
+    import threading
+
+    yield
+    if threading.current_thread() is not threading.main_thread():
+        return
+    now = signal.getsignal(signal.SIGINT)
+    if now is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        pytest.fail(f"the test left SIGINT's handler {now!r} installed (restored now)")
