@@ -209,3 +209,23 @@ def test_person_fit_has_mirts_infit_and_outfit():
     for ours, theirs in (("lz", "Zh"), ("outfit", "outfit"), ("z_outfit", "z.outfit"),
                          ("infit", "infit"), ("z_infit", "z.infit")):
         np.testing.assert_allclose(got[ours], ref[theirs], atol=1e-4, err_msg=ours)
+
+
+@pytest.mark.parametrize("model", ["2pl", "graded"])
+def test_calibrate_format_mirt_names_the_id_column_x_for_every_model(tmp_path, model):
+    """atlas calibrate --format mirt wrote a binary bank's ids under R's "X" but a graded one's
+    under "item_id"; both now "X" (as R's write.csv, as the readers take mirt's), and a graded
+    bank written with "item_id" before still loads."""
+    from atlascat.cli import main
+    from atlascat.irt.polybank import PolyBank
+
+    src = DATA / ("lsat7_patterns.csv" if model == "2pl" else "science.csv")
+    extra = ["--freq-column", "freq"] if model == "2pl" else []
+    out = tmp_path / "bank.csv"
+    assert main(["calibrate", str(src), *extra, "--model", model, "--format", "mirt",
+                 "-o", str(out), "--quiet"]) == 0
+    assert pd.read_csv(out).columns[0] == "X"
+    if model == "graded":
+        old = tmp_path / "old.csv"
+        pd.read_csv(out).rename(columns={"X": "item_id"}).to_csv(old, index=False)
+        assert list(PolyBank.read(old).item_ids) == list(PolyBank.read(out).item_ids)
