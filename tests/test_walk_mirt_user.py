@@ -229,3 +229,29 @@ def test_calibrate_format_mirt_names_the_id_column_x_for_every_model(tmp_path, m
         old = tmp_path / "old.csv"
         pd.read_csv(out).rename(columns={"X": "item_id"}).to_csv(old, index=False)
         assert list(PolyBank.read(old).item_ids) == list(PolyBank.read(out).item_ids)
+
+
+def test_fit_person_fit_prints_and_writes_mirts_outfit_and_infit(lsat7, tmp_path, capsys):
+    """atlas fit --person-fit printed only lz*; person_fit has mirt's outfit, z_outfit, infit,
+    z_infit: lines for each and, in the -o report, the columns of the lowest subjects; the
+    summaries are over LSAT7's 1000 subjects, not its 32 patterns."""
+    import json
+
+    from atlascat.cli import main
+    from atlascat.irt import fit
+
+    out = tmp_path / "fit.json"
+    assert main(["fit", str(DATA / "lsat7_patterns.csv"), "--freq-column", "freq", "--bank",
+                 str(DATA / "lsat7_2pl_coef.csv"), "--no-items", "--person-fit",
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    pf = json.loads(out.read_text())["person_fit"]
+    frame = fit.person_fit(lsat7, at.ItemBank.read(DATA / "lsat7_2pl_coef.csv"), method="wle")
+    w = lsat7.weights
+    for name in ("outfit", "infit"):
+        ok = np.isfinite(frame[name])
+        assert pf[f"{name}_mean"] == pytest.approx(np.average(frame[name][ok], weights=w[ok]))
+        assert f"person fit {name}: mean {pf[f'{name}_mean']:.3f}" in text
+    assert {"outfit", "z_outfit", "infit", "z_infit"} <= set(pf["lowest"][0])
+    ok = np.isfinite(frame["lz_star"])
+    assert pf["mean"] == pytest.approx(np.average(frame["lz_star"][ok], weights=w[ok]))
