@@ -255,3 +255,20 @@ def test_fit_person_fit_prints_and_writes_mirts_outfit_and_infit(lsat7, tmp_path
     assert {"outfit", "z_outfit", "infit", "z_infit"} <= set(pf["lowest"][0])
     ok = np.isfinite(frame["lz_star"])
     assert pf["mean"] == pytest.approx(np.average(frame["lz_star"][ok], weights=w[ok]))
+
+
+def test_score_takes_quiet_as_calibrate_does(lsat7, tmp_path, capsys):
+    """atlas calibrate had -q/--quiet, atlas score not ("No such option"): with it the score
+    table is not printed, the result line (the subjects' median SE) is, and -o still writes."""
+    from atlascat.cli import main
+
+    bank = str(DATA / "lsat7_2pl_coef.csv")
+    argv = ["score", str(DATA / "lsat7_patterns.csv"), "--freq-column", "freq", "--bank", bank]
+    assert main(argv) == 0
+    loud = capsys.readouterr().out
+    assert main(argv + ["-q"]) == 0
+    quiet = capsys.readouterr().out
+    assert "theta by EAP" in loud and "theta by EAP" not in quiet
+    assert quiet.strip().splitlines()[-1] == loud.strip().splitlines()[-1]
+    assert main(argv + ["--quiet", "-o", str(tmp_path / "s.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "s.csv")) == 32 and "wrote 32 scores" in capsys.readouterr().out
