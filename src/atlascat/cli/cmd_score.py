@@ -113,12 +113,11 @@ def score_command(
     interval; a share of each item's scale when the items' scales differ).
     """
     from ..catalogue import BankRef
+    from ..irt.polybank import is_poly_bank_file
 
     _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, calibration, seed)
     output = output_file(output, inputs={"RESPONSES": responses, "--bank": bank,
                                          "--calibration": calibration, "--form": form})
-    from ..irt.polybank import is_poly_bank_file
-
     if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
         from ._calibrate_ordinal import score_ordinal_cmd
 
