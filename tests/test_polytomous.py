@@ -409,7 +409,7 @@ class TestCLI:
         assert r.exit_code == 0, r.output
         bank = PolyBank.read(tmp_path / "b.csv")
         assert bank.n_cat.tolist() == [4] * 5 and list(pd.read_csv(tmp_path / "b.csv").columns)[
-            :6] == ["item_id", "model", "a1", "d1", "d2", "d3"]
+            :6] == ["X", "model", "a1", "d1", "d2", "d3"]
         import json
 
         s = json.loads((tmp_path / "s.json").read_text())

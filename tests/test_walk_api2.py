@@ -131,7 +131,7 @@ def test_ordinal_calibration_to_frame_has_standard_errors():
     y = np.clip(np.round(theta[:, None] + rng.normal(size=(300, 4)) + 2), 0, 4).astype(float)
     res = at.calibrate(pd.DataFrame(y, columns=list("wxyz")), model="graded", se=True)
     frame = res.to_frame()
-    assert frame.columns[:5].tolist() == ["item_id", "model", "a1", "a1_se", "d1"]
+    assert frame.columns[:5].tolist() == ["X", "model", "a1", "a1_se", "d1"]
     np.testing.assert_allclose(frame["a1_se"], res.standard_errors("mirt")["a1_se"])
 
 

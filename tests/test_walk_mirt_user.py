@@ -209,3 +209,66 @@ def test_person_fit_has_mirts_infit_and_outfit():
     for ours, theirs in (("lz", "Zh"), ("outfit", "outfit"), ("z_outfit", "z.outfit"),
                          ("infit", "infit"), ("z_infit", "z.infit")):
         np.testing.assert_allclose(got[ours], ref[theirs], atol=1e-4, err_msg=ours)
+
+
+@pytest.mark.parametrize("model", ["2pl", "graded"])
+def test_calibrate_format_mirt_names_the_id_column_x_for_every_model(tmp_path, model):
+    """atlas calibrate --format mirt wrote a binary bank's ids under R's "X" but a graded one's
+    under "item_id"; both now "X" (as R's write.csv, as the readers take mirt's), and a graded
+    bank written with "item_id" before still loads."""
+    from atlascat.cli import main
+    from atlascat.irt.polybank import PolyBank
+
+    src = DATA / ("lsat7_patterns.csv" if model == "2pl" else "science.csv")
+    extra = ["--freq-column", "freq"] if model == "2pl" else []
+    out = tmp_path / "bank.csv"
+    assert main(["calibrate", str(src), *extra, "--model", model, "--format", "mirt",
+                 "-o", str(out), "--quiet"]) == 0
+    assert pd.read_csv(out).columns[0] == "X"
+    if model == "graded":
+        old = tmp_path / "old.csv"
+        pd.read_csv(out).rename(columns={"X": "item_id"}).to_csv(old, index=False)
+        assert list(PolyBank.read(old).item_ids) == list(PolyBank.read(out).item_ids)
+
+
+def test_fit_person_fit_prints_and_writes_mirts_outfit_and_infit(lsat7, tmp_path, capsys):
+    """atlas fit --person-fit printed only lz*; person_fit has mirt's outfit, z_outfit, infit,
+    z_infit: lines for each and, in the -o report, the columns of the lowest subjects; the
+    summaries are over LSAT7's 1000 subjects, not its 32 patterns."""
+    import json
+
+    from atlascat.cli import main
+    from atlascat.irt import fit
+
+    out = tmp_path / "fit.json"
+    assert main(["fit", str(DATA / "lsat7_patterns.csv"), "--freq-column", "freq", "--bank",
+                 str(DATA / "lsat7_2pl_coef.csv"), "--no-items", "--person-fit",
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    pf = json.loads(out.read_text())["person_fit"]
+    frame = fit.person_fit(lsat7, at.ItemBank.read(DATA / "lsat7_2pl_coef.csv"), method="wle")
+    w = lsat7.weights
+    for name in ("outfit", "infit"):
+        ok = np.isfinite(frame[name])
+        assert pf[f"{name}_mean"] == pytest.approx(np.average(frame[name][ok], weights=w[ok]))
+        assert f"person fit {name}: mean {pf[f'{name}_mean']:.3f}" in text
+    assert {"outfit", "z_outfit", "infit", "z_infit"} <= set(pf["lowest"][0])
+    ok = np.isfinite(frame["lz_star"])
+    assert pf["mean"] == pytest.approx(np.average(frame["lz_star"][ok], weights=w[ok]))
+
+
+def test_score_takes_quiet_as_calibrate_does(lsat7, tmp_path, capsys):
+    """atlas calibrate had -q/--quiet, atlas score not ("No such option"): with it the score
+    table is not printed, the result line (the subjects' median SE) is, and -o still writes."""
+    from atlascat.cli import main
+
+    bank = str(DATA / "lsat7_2pl_coef.csv")
+    argv = ["score", str(DATA / "lsat7_patterns.csv"), "--freq-column", "freq", "--bank", bank]
+    assert main(argv) == 0
+    loud = capsys.readouterr().out
+    assert main(argv + ["-q"]) == 0
+    quiet = capsys.readouterr().out
+    assert "theta by EAP" in loud and "theta by EAP" not in quiet
+    assert quiet.strip().splitlines()[-1] == loud.strip().splitlines()[-1]
+    assert main(argv + ["--quiet", "-o", str(tmp_path / "s.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "s.csv")) == 32 and "wrote 32 scores" in capsys.readouterr().out

@@ -302,7 +302,7 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
 
 def bank_option_help(extra: str = "") -> str:
     return ("Item bank: a file (ours item_id,a,b,c,u or mirt's X,a1,d,g,u; a graded/gpcm "
-            "bank item_id,model,a1,d1..,levels; CSV/Parquet), a bank "
+            "bank X|item_id,model,a1,d1..,levels; CSV/Parquet), a bank "
             "folder (atlas build-bank) or a bundled name (arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k = shipped content "
             "banks; paper-arc, ... = the paper's banks)." + (" " + extra if extra else ""))
 

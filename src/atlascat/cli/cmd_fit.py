@@ -1,6 +1,6 @@
 """``atlas fit RESPONSES --bank BANK``: M2 / RMSEA / SRMSR / CFI / TLI, item fit S-X2, and
-optionally person fit (lz*) and Q3; partition-wise M2 for large banks. An ordinal (graded /
-gpcm) bank: mirt's M2* / C2 and S-X2 on the ratings (:mod:`atlascat.cli._fit_ordinal`)."""
+optionally person fit (lz*, outfit, infit) and Q3; partition-wise M2 for large banks. An
+ordinal (graded / gpcm) bank: mirt's M2* / C2 and S-X2 on the ratings (:mod:`atlascat.cli._fit_ordinal`)."""
 from __future__ import annotations
 
 import json
@@ -59,15 +59,10 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
     if items:
         _binary_item_fit(report, rm, bank, parts, est, bar)
     if person:
-        pf = fit.person_fit(rm, bank, method="wle")
-        z = pf["lz_star"].to_numpy()
-        ok = np.isfinite(z)
-        report["person_fit"] = {"statistic": "lz* at WLE theta (Snijders 2001)",
-                                "mean": float(np.mean(z[ok])) if ok.any() else None,
-                                "sd": float(np.std(z[ok])) if ok.any() else None,
-                                "share_below_-1.645": float(np.mean(z[ok] < -1.645)) if ok.any() else None,
-                                "lowest": pf.sort_values("lz_star").head(10)[
-                                    ["subject_id", "theta", "lz_star"]].to_dict(orient="records")}
+        from ..irt.meansquare import person_fit_summary
+
+        report["person_fit"] = person_fit_summary(fit.person_fit(rm, bank, method="wle"),
+                                                  weights=rm.weights)
     if q3:
         _, summary = fit.q3(rm, bank)
         report["q3"] = summary
@@ -121,7 +116,8 @@ def register(app: typer.Typer) -> None:
                                                 "[default: 100 above 150 items, else none]."),
         seed: int = typer.Option(0, "--seed", help="Seed of the random item partition."),
         no_items: bool = typer.Option(False, "--no-items", help="Skip the S-X2 item fit."),
-        person: bool = typer.Option(False, "--person-fit", help="Add person fit (lz*)."),
+        person: bool = typer.Option(False, "--person-fit", help="Add person fit (lz*, mirt's outfit "
+                                                  "and infit)."),
         q3: bool = typer.Option(False, "--q3", help="Add Q3 residual correlations."),
         extra_items: str = typer.Option("ignore", "--extra-items",
                                         help="ignore or error: response items not in the bank."),
@@ -253,6 +249,11 @@ def _print_report(report: dict) -> None:
         if pf["mean"] is not None:
             console.print(f"person fit lz*: mean {pf['mean']:.3f}, sd {pf['sd']:.3f}, "
                           f"{pf['share_below_-1.645']:.1%} below -1.645")
+        for name in ("outfit", "infit"):   # mirt's personfit() mean squares
+            mean, share = pf.get(f"{name}_mean"), pf.get(f"{name}_share_z_above_1.96")
+            if mean is not None and share is not None:
+                console.print(f"person fit {name}: mean {mean:.3f}, {share:.1%} with "
+                              f"z_{name} above 1.96")
     if "q3" in report and report["q3"].get("n_pairs"):
         q = report["q3"]
         console.print(f"Q3: mean {q['mean']:.3f}, max |Q3| {q['max_abs']:.3f}, "

@@ -8,7 +8,8 @@ import typer
 
 from ..irt.defaults import QUADPTS, THETA_RANGE
 from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
-                      load_responses, output_file, print_frame, se_line, warn)
+                      load_responses, output_file, print_frame, quiet_option, se_line,
+                      warn)
 
 METHODS = ("eap", "wle", "map", "ml")
 
@@ -95,6 +96,7 @@ def score_command(
                                help="Where the scores are computed (every method): cpu "
                                     "(NumPy) | cuda (GPU through PyTorch or CuPy, the "
                                     "package's 'gpu' extra)."),
+    quiet: bool = quiet_option(),
 ):
     """Score every subject: theta, SE, items answered, observed and reconstructed mean score.
 
@@ -111,12 +113,11 @@ def score_command(
     interval; a share of each item's scale when the items' scales differ).
     """
     from ..catalogue import BankRef
+    from ..irt.polybank import is_poly_bank_file
 
     _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, calibration, seed)
     output = output_file(output, inputs={"RESPONSES": responses, "--bank": bank,
                                          "--calibration": calibration, "--form": form})
-    from ..irt.polybank import is_poly_bank_file
-
     if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
         from ._calibrate_ordinal import score_ordinal_cmd
 

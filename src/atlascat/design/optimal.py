@@ -346,6 +346,7 @@ class OptimalForm:
         """The chosen items with their parameters, in form order (``position`` 1..k; a bank
         that is itself a form has its own ``position`` replaced)."""
         df = bank.to_frame().iloc[self.indices].reset_index(drop=True)
+        df = df.rename(columns={"X": "item_id"})   # a graded bank's mirt frame: a form file's ids
         df = df.drop(columns="position", errors="ignore")
         df.insert(0, "position", np.arange(1, self.k + 1))
         return df

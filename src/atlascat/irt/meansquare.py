@@ -17,7 +17,7 @@ import numpy as np
 
 from . import models
 
-__all__ = ["mean_squares"]
+__all__ = ["mean_squares", "person_fit_summary"]
 
 
 def mean_squares(y, params, theta) -> dict:
@@ -49,3 +49,34 @@ def mean_squares(y, params, theta) -> dict:
     bad = np.isnan(th) | (n == 0)
     return {k: np.where(bad, np.nan, v) for k, v in
             (("outfit", outfit), ("z_outfit", z_out), ("infit", infit), ("z_infit", z_in))}
+
+
+def person_fit_summary(pf, *, weights=None, lowest: int = 10) -> dict:
+    """A :func:`atlascat.irt.fit.person_fit` frame in a few numbers: lz*'s mean, sd and share
+    below -1.645 (its 5% lower tail) and, for mirt's ``outfit`` and ``infit``, the mean mean
+    square and the share of subjects whose z is above 1.96 (responses noisier than the model
+    expects, the usual flag), each over the subjects where it is finite (None where none is);
+    ``weights``: subjects per row (a pattern table's counts); ``lowest``: the ``lowest`` rows
+    by lz*, with every statistic."""
+    w_all = np.ones(len(pf)) if weights is None else np.asarray(weights, dtype=float)
+
+    def stats(col, fn):
+        v = pf[col].to_numpy(float) if col in pf else np.full(len(pf), np.nan)
+        ok = np.isfinite(v) & (w_all > 0)
+        return float(fn(v[ok], w_all[ok])) if ok.any() else None
+
+    def mean(v, w):
+        return np.average(v, weights=w)
+
+    out = {"statistic": "lz* at WLE theta (Snijders 2001)",
+           "mean": stats("lz_star", mean),
+           "sd": stats("lz_star", lambda v, w: np.sqrt(np.average((v - mean(v, w))**2,
+                                                                  weights=w))),
+           "share_below_-1.645": stats("lz_star", lambda v, w: mean(v < -1.645, w))}
+    for name in ("outfit", "infit"):
+        out[f"{name}_mean"] = stats(name, mean)
+        out[f"{name}_share_z_above_1.96"] = stats(f"z_{name}", lambda v, w: mean(v > 1.96, w))
+    cols = [c for c in ("subject_id", "theta", "lz_star", "outfit", "z_outfit", "infit",
+                        "z_infit") if c in pf]
+    out["lowest"] = pf.sort_values("lz_star").head(lowest)[cols].to_dict(orient="records")
+    return out

@@ -15,7 +15,7 @@ largest observed level at or below the rating (the lowest when none is). For a G
 same collapse is the convention. A rating off the scale, or between its whole numbers, is
 refused.
 
-File format (CSV or Parquet): ``item_id, model, a1, d1, ..., d(K_max-1), levels`` with empty
+File format (CSV or Parquet): ``X, model, a1, d1, ..., d(K_max-1), levels`` with empty
 cells for an item's absent categories and ``levels`` as ``"0;1;2;3"`` (mirt's columns, plus the
 two ATLAS needs to read a rating back), and ``scale`` as ``"1;10"`` where an item's scale is
 wider than its levels; ``--format ours`` writes the threshold form ``a, b1..``
@@ -623,12 +623,14 @@ class PolyBank:
                    scales=np.vstack([p.scales for p in parts]), metadata=meta)
 
     def to_frame(self, format: str = "mirt") -> pd.DataFrame:
-        """mirt's ``item_id, model, a1, d1..``, or ``ours``: ``a, b1..`` (the thresholds of
+        """mirt's ``X, model, a1, d1..`` (the id column named as R's write.csv and
+        ``ItemBank.to_frame("mirt")``), or ``ours``: ``item_id, model, a, b1..`` (the thresholds of
         :func:`atlascat.irt.polytomous.thresholds`, as mirt's IRTpars); both with ``levels``."""
         import pandas as pd
 
         k = self.params.shape[1] - 1
-        df = pd.DataFrame({"item_id": self.item_ids.astype(str), "model": self.models})
+        id_col = "X" if format == "mirt" else "item_id"   # as ItemBank's: R's write.csv names
+        df = pd.DataFrame({id_col: self.item_ids.astype(str), "model": self.models})
         if format == "mirt":
             df["a1"] = self.params[:, 0]
             for i in range(k):
