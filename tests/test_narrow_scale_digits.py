@@ -167,6 +167,24 @@ def test_score_with_a_form_says_the_forms_items_were_answered(folder, tmp_path, 
     assert f"theta by EAP (the form's 10 items, of the bank's {n_bank})" in out, out
 
 
+def test_score_title_says_how_many_bank_items_were_answered(folder, tmp_path, capsys):
+    """`atlas score ANSWERS --bank DIR` titled its table "theta by EAP (N bank items)" with N
+    the whole bank even when ANSWERS held only some of its items; answering all of them keeps
+    that title."""
+    d, df = folder
+    n_bank = len(pd.read_parquet(d / "bank" / "bank.parquet"))
+    items = [str(i) for i in pd.read_parquet(d / "bank" / "bank.parquet")["item_id"]]
+    df.iloc[26:][items[:12]].to_csv(tmp_path / "some.csv")
+    df.iloc[26:].to_csv(tmp_path / "all.csv")
+    capsys.readouterr()
+    assert run_cli(["score", tmp_path / "some.csv", "--bank", d / "bank"]) == 0
+    out = capsys.readouterr().out
+    assert f"theta by EAP (12 of the bank's {n_bank} items answered)" in out, out
+    assert run_cli(["score", tmp_path / "all.csv", "--bank", d / "bank"]) == 0
+    out = capsys.readouterr().out
+    assert f"theta by EAP ({n_bank} bank items)" in out, out
+
+
 def test_build_summary_suggests_chance_only_for_right_wrong_answers(folder, tmp_path, capsys):
     """A 1-5 folder's build summary said "(a matrix's default; give --chance for multiple
     choice)": a rating has no options to guess among. A right / wrong matrix still gets it."""
