@@ -1,8 +1,9 @@
 """A user's own 1-5 ratings benchmark (a folder built with ``--score-range 1 5``): its numbers
 print to the one digits rule (:func:`atlascat.scorelink.prediction.score_digits`), the same in
 every output; `atlas ranks` names its observed mean as the folder does, on the folder's scale;
-`atlas score --form` says the form's items were answered; the build summary suggests --chance
-for multiple choice only for right / wrong answers."""
+`atlas score` says which items were answered (a form's, or some of the bank's); a printed
+prediction is on the folder's scale; the build summary suggests --chance for multiple choice
+only for right / wrong answers."""
 from __future__ import annotations
 
 import html
@@ -165,6 +166,47 @@ def test_score_with_a_form_says_the_forms_items_were_answered(folder, tmp_path, 
     out = capsys.readouterr().out
     n_bank = len(pd.read_parquet(d / "bank" / "bank.parquet"))
     assert f"theta by EAP (the form's 10 items, of the bank's {n_bank})" in out, out
+
+
+def test_score_title_says_how_many_bank_items_were_answered(folder, tmp_path, capsys):
+    """`atlas score ANSWERS --bank DIR` titled its table "theta by EAP (N bank items)" with N
+    the whole bank even when ANSWERS held only some of its items; answering all of them keeps
+    that title."""
+    d, df = folder
+    n_bank = len(pd.read_parquet(d / "bank" / "bank.parquet"))
+    items = [str(i) for i in pd.read_parquet(d / "bank" / "bank.parquet")["item_id"]]
+    df.iloc[26:][items[:12]].to_csv(tmp_path / "some.csv")
+    df.iloc[26:].to_csv(tmp_path / "all.csv")
+    capsys.readouterr()
+    assert run_cli(["score", tmp_path / "some.csv", "--bank", d / "bank"]) == 0
+    out = capsys.readouterr().out
+    assert f"theta by EAP (12 of the bank's {n_bank} items answered)" in out, out
+    assert run_cli(["score", tmp_path / "all.csv", "--bank", d / "bank"]) == 0
+    out = capsys.readouterr().out
+    assert f"theta by EAP ({n_bank} bank items)" in out, out
+
+
+def test_printed_predictions_of_a_1_5_folder_are_on_its_scale(folder):
+    """`print(link.predict(...))` and `print(session.prediction())` of a 1-5 folder printed
+    percent ("54.4 (95% 42.2-66.6...)"); they print ratings to 2 decimals, as every output of
+    the folder does, their fields and to_dict still 0-1. Without a scale: percent as before."""
+    from atlascat.bankdir import load_bank_dir
+    from atlascat.bankdir.predict import load_predictor
+    from atlascat.scorelink import ScorePrediction
+
+    d, _ = folder
+    pred = load_bank_dir(d / "bank").link.predict(0.3, 0.4)
+    lo, hi = (f"{1 + 4 * v:.2f}" for v in (pred.lo, pred.hi))
+    assert str(pred).startswith(f"{1 + 4 * pred.score:.2f} (95% {lo}-{hi}, percentile "), pred
+    assert 0 <= pred.score <= 1 and "scale" not in pred.to_dict()
+    session = load_predictor(d / "bank").session(budget=5, rng=0)
+    for item in session.next_items(5):
+        session.record(item, 0.75)
+    p = session.prediction()
+    lo, hi = (f"{1 + 4 * v:.2f}" for v in (p.lower, p.upper))
+    assert str(p).startswith(f"{1 + 4 * p.score:.2f} (95% {lo}-{hi}, 5 items, "), p
+    assert 0 <= p.score <= 1 and "scale" not in p.to_dict()
+    assert str(ScorePrediction(0.5, 0.4, 0.6)) == "50.0 (95% 40.0-60.0)"
 
 
 def test_build_summary_suggests_chance_only_for_right_wrong_answers(folder, tmp_path, capsys):

@@ -185,6 +185,17 @@ def test_score_normalize_ids_on_an_ordinal_bank(root, tmp_path):
     assert "--lambda" in msg
 
 
+def test_score_title_says_how_many_ordinal_bank_items_were_rated(root, tmp_path):
+    """`atlas score RATINGS --bank ORDINAL` titled its table "(12 ordinal bank items)" even
+    when RATINGS rated 5 of them; rating all of them keeps that title."""
+    df = pd.read_csv(root / "judge.csv", index_col=0)
+    df.iloc[:, :5].to_csv(tmp_path / "some.csv")
+    out = _run("score", str(tmp_path / "some.csv"), "--bank", str(root / "bank.csv"))
+    assert f"theta by EAP (5 of the ordinal bank's {N_ITEMS} items answered)" in out, out
+    out = _run("score", str(root / "judge.csv"), "--bank", str(root / "bank.csv"))
+    assert f"theta by EAP ({N_ITEMS} ordinal bank items)" in out, out
+
+
 def test_fit_normalize_ids_keeps_the_banks_declared_scale(root, tmp_path):
     """A bank declared on 1-10 whose first item was never rated 10: a 10 on it is scored (its
     highest category) by atlas fit with or without --normalize-ids, as by atlas score."""

@@ -330,9 +330,11 @@ def load_predictor(folder):
                 "adaptive")
         return None
     try:
-        return BenchmarkPredictor.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        predictor = BenchmarkPredictor.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError) as exc:
         raise BankFolderError(f"{str(path)!r} cannot be read ({exc})") from None
+    predictor.metric_range_ = metric_scale(folder)   # its predictions print on the scale
+    return predictor
 
 
 def load_predictor_items(folder):

@@ -175,5 +175,8 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         df.to_csv(output, index=False, float_format="%.8g")
         console.print(f"wrote {len(df)} scores ({method}) to {output}")
     else:
-        print_frame(df, title=f"theta by {method.upper()} ({len(bk)} ordinal bank items)")
+        n_answered = int((~np.isnan(aligned)).any(axis=0).sum())
+        asked = (f"{len(bk)} ordinal bank items" if n_answered >= len(bk) else
+                 f"{n_answered} of the ordinal bank's {len(bk)} items answered")
+        print_frame(df, title=f"theta by {method.upper()} ({asked})")
     console.print(se_line(se, weights))

@@ -143,7 +143,7 @@ def score_command(
     if ref.link is not None:  # a shipped bank or a folder: its predicted score, 95% interval
         df = _with_prediction(df, ref, rm, bk, answers, _form_se(df, bk, factors, method, prior_sd))
     df = _widened(df, ref, bk, factors, method.lower(), prior_sd)
-    _show(df, output, method.lower(), len(bk), rm.weights, n_form)
+    _show(df, output, method.lower(), len(bk), rm, n_form)
 
 
 def register(app: typer.Typer) -> None:
@@ -284,9 +284,10 @@ def _with_reconstruction(df, rm, bk, reconstruct: str, lam):
     return df
 
 
-def _show(df, output, method: str, n_bank_items: int, weights, n_form=None) -> None:
-    """Write the scores (or print them, titled by the items answered: the bank's, or a
-    ``--form``'s ``n_form``), then the count and the median SE."""
+def _show(df, output, method: str, n_bank_items: int, rm, n_form=None) -> None:
+    """Write the scores (or print them, titled by the items answered: the bank's, as many of
+    them as ``rm`` (the responses on the bank's items) answers, or a ``--form``'s ``n_form``),
+    then the count and the median SE."""
     if output is not None:
         from ..validation import write_guard
 
@@ -295,7 +296,18 @@ def _show(df, output, method: str, n_bank_items: int, weights, n_form=None) -> N
             df.to_csv(output, index=False, float_format="%.8g")
         console.print(f"wrote {len(df)} scores ({method}) to {output}")
     else:
-        asked = (f"{n_bank_items} bank items" if n_form is None else
-                 f"the form's {n_form} items, of the bank's {n_bank_items}")
-        print_frame(df, title=f"theta by {method.upper()} ({asked})")
-    console.print(se_line(df["se"].to_numpy(float), weights))
+        print_frame(df, title=f"theta by {method.upper()} "
+                              f"({_asked(n_bank_items, rm, n_form)})")
+    console.print(se_line(df["se"].to_numpy(float), rm.weights))
+
+
+def _asked(n_bank_items: int, rm, n_form) -> str:
+    """The items the table's thetas rest on: "N bank items" when the responses answer each of
+    the bank's items, "K of the bank's N items answered" when they answer only K of them (a
+    column with no answer counts as unanswered), the form's K items with ``--form``."""
+    if n_form is not None:
+        return f"the form's {n_form} items, of the bank's {n_bank_items}"
+    n_answered = int(rm.observed.any(axis=0).sum())
+    if n_answered < n_bank_items:
+        return f"{n_answered} of the bank's {n_bank_items} items answered"
+    return f"{n_bank_items} bank items"

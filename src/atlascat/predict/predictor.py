@@ -122,6 +122,10 @@ class BenchmarkPredictor:
     linear rescaling of the mean, and only then is the interval valid by design alone).
     """
 
+    #: (low, high) of the metric's own scale its predictions print on (a ``--score-range``
+    #: bank folder's, set by :func:`atlascat.bankdir.predict.load_predictor`), None: percent
+    metric_range_ = None
+
     def __init__(self, budget: int = 50, *, mix: float = 0.7, share: float = 0.5,
                  level_fraction: float = 0.25, z_cut: float = 3.0,
                  theta_quantile: float = 0.0, d_margin: float = 0.0, chance=None,

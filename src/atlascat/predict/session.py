@@ -16,7 +16,7 @@ generator's state), so a live run resumed after a crash draws the same items.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -44,13 +44,21 @@ class BenchmarkPrediction:
     model_part: float = float("nan")
     design_score: float = float("nan")
     theta: float = float("nan")
+    #: (low, high) of the metric's own scale the prediction prints on (a ``--score-range``
+    #: bank folder's predictor: :attr:`BenchmarkPredictor.metric_range_`), None: percent; the
+    #: fields stay 0-1
+    scale: tuple | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("scale")
+        return d
 
     def __str__(self) -> str:
-        text = (f"{100 * self.score:.1f} (95% {100 * self.lower:.1f}-{100 * self.upper:.1f}, "
-                f"{self.n_items} items, {self.method})")
+        from ..scorelink.prediction import on_scale
+
+        score, lo, hi = (on_scale(v, self.scale) for v in (self.score, self.lower, self.upper))
+        text = f"{score} (95% {lo}-{hi}, {self.n_items} items, {self.method})"
         return text + (f" [warning: {self.warning}]" if self.warning else "")
 
 
@@ -248,5 +256,6 @@ class PredictSession:
             se=float(r["se"][0]), n_items=n, method="design" if outside else "combined",
             warning=warning, model_score=float(r["model_score"][0]),
             model_part=float(r["model_part"][0]),
-            design_score=float(r["design_score"][0]), theta=float(r["theta"][0]))
+            design_score=float(r["design_score"][0]), theta=float(r["theta"][0]),
+            scale=p.metric_range_)
 

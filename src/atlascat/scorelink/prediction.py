@@ -1,7 +1,7 @@
 """A predicted leaderboard score and the notes of the floor / ceiling stops."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -20,9 +20,13 @@ class ScorePrediction:
     flag: str = ""
     #: Snijders' lz* of the answered items at theta (None: too few answers or none given)
     lz_star: float | None = None
+    #: (low, high) of the metric's own scale the prediction prints on (a ``--score-range``
+    #: bank folder's link: :attr:`ScoreLink.metric_range`), None: percent; the fields stay 0-1
+    scale: tuple | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        d.pop("scale")
         d["warnings"] = list(self.warnings)
         return d
 
@@ -33,8 +37,19 @@ class ScorePrediction:
 
     def __str__(self) -> str:
         pct = "" if self.percentile is None else f", percentile {self.percentile:.0f}"
-        text = f"{100 * self.score:.1f} (95% {100 * self.lo:.1f}-{100 * self.hi:.1f}{pct})"
+        score, lo, hi = (on_scale(v, self.scale) for v in (self.score, self.lo, self.hi))
+        text = f"{score} (95% {lo}-{hi}{pct})"
         return text + (f" [warning: {self.warning}]" if self.warnings else "")
+
+
+def on_scale(value: float, scale=None) -> str:
+    """A 0-1 score as a printed prediction writes it: in percent ("71.9"), or on a metric's
+    own ``scale`` (low, high) as low + (high - low) x value ("3.98" on 1-5), with
+    :func:`score_digits` decimals."""
+    if scale is None:
+        return score_text(100 * float(value))
+    lo, hi = (float(v) for v in scale)
+    return score_text(lo + (hi - lo) * float(value), scale)
 
 
 def score_digits(scale=None) -> int:

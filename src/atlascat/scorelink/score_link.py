@@ -428,7 +428,7 @@ class ScoreLink:
             self, theta, se, bool(below[0]), bool(above[0]), lz if misfit else None,
             (int(np.sum(ys)), len(cols)) if guess else None)
         pred = ScorePrediction(score, lo, hi, self.percentile(score), self.benchmark,
-                               tuple(warnings), "+".join(flags), lz)
+                               tuple(warnings), "+".join(flags), lz, self.metric_range)
         return with_stop_note(pred, stop_reason, self.chance, self.metric_range, self.floor_word)
 
     def _local(self, key, theta) -> np.ndarray:
