@@ -254,15 +254,7 @@ def predict_matrix_scores(folder, persons: pd.DataFrame, responses, *,
     RESPONSES --bank DIR``): every answer counts, those to items the bank dropped too, so a
     model that answered every item of the results gets its mean, known; ``warn_se`` as
     :func:`predict_scores`."""
-    import numpy as np
-
-    y = np.asarray(responses.values, dtype=float)
-    r, c = np.nonzero(np.isfinite(y))
-    administered = pd.DataFrame({
-        "subject_id": np.asarray(responses.subject_ids, dtype=object)[r],
-        "item_id": np.asarray([str(i) for i in responses.item_ids], dtype=object)[c],
-        "score": y[r, c]})
-    return predict_scores(folder, persons, administered, warn_se=warn_se)
+    return predict_scores(folder, persons, responses.to_long(), warn_se=warn_se)
 
 
 def _known_means(folder, out: pd.DataFrame, persons, administered) -> pd.DataFrame:

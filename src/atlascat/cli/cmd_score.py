@@ -39,7 +39,6 @@ def _with_prediction(df, ref, rm, bk, answers, warn_se=None):
     answered, those the bank dropped too; on a --score-range folder the ``mean_score``
     columns are on the metric's scale); ``warn_se``: the SE its warning reads (a form's
     widened SE, :func:`_form_se`)."""
-    import numpy as np
     import pandas as pd
 
     persons = df[["subject_id", "theta", "se"]]
@@ -55,12 +54,7 @@ def _with_prediction(df, ref, rm, bk, answers, warn_se=None):
     else:
         from ..scorelink import predict_frame
 
-        y = rm.aligned_values(bk.item_ids)
-        r, c = np.nonzero(np.isfinite(y))
-        administered = pd.DataFrame({"subject_id": np.asarray(rm.subject_ids, dtype=object)[r],
-                                     "item_id": np.asarray(bk.item_ids, dtype=object)[c],
-                                     "score": y[r, c]})
-        pred = predict_frame(ref.link, persons, administered, warn_se=warn_se)
+        pred = predict_frame(ref.link, persons, rm.to_long(), warn_se=warn_se)
     return pd.concat([df.reset_index(drop=True), pred], axis=1)
 
 
