@@ -58,23 +58,17 @@ def _texts(link, theta, se, pred, reasons):
 
 
 def _reach(link, theta, se, pred):
-    """``pred`` with its ``below`` / ``above`` (theta -+ 1.96 SE beyond the link's support)
-    read at ``se``, and the interval's side towards the empty region at the floor / top, as
-    :func:`~atlascat.scorelink.honesty.honest` does at the SE it predicts from (the interval
-    then reaches what the warning says the score may be); rows without a prediction keep
-    False."""
+    """``pred`` with its ``below`` / ``above`` and the interval's side towards the empty
+    region read at ``se`` (:func:`~atlascat.scorelink.honesty.beyond_support`, as
+    :func:`~atlascat.scorelink.honesty.honest` reads them at the SE it predicts from: the
+    interval then reaches what the warning says the score may be); rows without a prediction
+    keep False."""
     from dataclasses import replace
 
-    from .settings import Z95
-
-    low, high = link.support_bounds()
     ok = np.isfinite(theta) & np.isfinite(se) & np.isfinite(pred.score)
-    with np.errstate(invalid="ignore"):
-        below = ok & (theta - Z95 * se < low)
-        above = ok & (theta + Z95 * se > high)
-    return replace(pred, below=below, above=above,
-                   lo=np.where(below, np.minimum(pred.lo, link.support["floor"]), pred.lo),
-                   hi=np.where(above, np.maximum(pred.hi, link.support["top"]), pred.hi))
+    lo, hi, below, above = honesty.beyond_support(link, theta, np.where(ok, se, np.nan),
+                                                  pred.lo, pred.hi)
+    return replace(pred, below=below, above=above, lo=lo, hi=hi)
 
 
 def predict_frame(link, persons, administered, *, warn_se=None):

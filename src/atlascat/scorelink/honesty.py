@@ -24,7 +24,7 @@ import numpy as np
 
 from .settings import ANSWER_CHANCE, CHANCE_ALPHA, LZ_CRITICAL, Z95
 
-__all__ = ["honest", "accuracy_interval", "chance_not_excluded", "warnings_for"]
+__all__ = ["honest", "beyond_support", "accuracy_interval", "chance_not_excluded", "warnings_for"]
 
 
 def honest(link, theta, se, score, lo, hi):
@@ -37,11 +37,9 @@ def honest(link, theta, se, score, lo, hi):
     theta = np.asarray(theta, float)
     se = np.asarray(se, float)
     score, lo, hi = (np.array(v, float, copy=True) for v in (score, lo, hi))
-    low, high = link.support_bounds()
     data_low = link.data_bounds()[0]
-    floor, top = link.support["floor"], link.support["top"]
-    below = theta - Z95 * se < low
-    above = theta + Z95 * se > high
+    floor = link.support["floor"]
+    lo, hi, below, above = beyond_support(link, theta, se, lo, hi)
     out = (theta < data_low) & (score > floor)
     if out.any() and link.item_params is not None:
         a_min = float(np.mean(link.item_params[:, 2]))
@@ -49,9 +47,19 @@ def honest(link, theta, se, score, lo, hi):
         ratio = (np.clip((link.expected_accuracy(theta[out]) - a_min) / (a_low - a_min),
                          0.0, 1.0) if a_low > a_min else 1.0)
         score[out] = floor + (score[out] - floor) * ratio
-    lo = np.where(below, np.minimum(lo, floor), lo)
-    hi = np.where(above, np.maximum(hi, top), hi)
     return np.clip(score, lo, hi), lo, hi, below, above
+
+
+def beyond_support(link, theta, se, lo, hi):
+    """(lo, hi, below, above): whether theta's 95% interval at ``se`` reaches below / above
+    the link's support, and the score interval (``lo``, ``hi``) with its side towards that
+    empty region at the floor / top (vectorized; a NaN theta or SE reaches nowhere)."""
+    low, high = link.support_bounds()
+    with np.errstate(invalid="ignore"):
+        below = theta - Z95 * se < low
+        above = theta + Z95 * se > high
+    return (np.where(below, np.minimum(lo, link.support["floor"]), lo),
+            np.where(above, np.maximum(hi, link.support["top"]), hi), below, above)
 
 
 def accuracy_interval(link, cols, ys, scale) -> tuple[float, float]:

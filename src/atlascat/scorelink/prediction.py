@@ -77,10 +77,7 @@ def level(value: float, scale=None) -> str:
     """A score level (0-1) as a note writes it: in percent ("62%"), or on a metric's own
     ``scale`` (low, high) as low + (high - low) x value, to :func:`score_digits` ("6.62" on a
     1-10 rating, "37.2" on a 0-100 BLEU)."""
-    if scale is None:
-        return f"{100 * value:.0f}%"
-    lo, hi = (float(v) for v in scale)
-    return score_text(lo + (hi - lo) * value, scale)
+    return f"{100 * value:.0f}%" if scale is None else on_scale(value, scale)
 
 
 def stop_note(prediction: ScorePrediction, stop_reason: str | None,
