@@ -338,7 +338,7 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
     if answer_seeds is not None:
         if true_theta is None:
             raise ConfigError("answer_seeds are of the answers drawn at thetas=")
-        from .answers import answer_keys
+        from .answers import answer_keys, keyed_uniforms
 
         keys = answer_keys(answer_seeds, n, bank.item_ids)
     ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)],
@@ -367,12 +367,7 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
             pp = bank.params[item].copy()
             pp[:, 0] *= true_theta[act]
             pj = np.nan_to_num(np.exp(poly.log_prob(bank.models[item], pp, [1.0])[:, 0, :]))
-            if keys is None:
-                u = eng.uniform(act)
-            else:
-                from .answers import keyed_uniforms
-
-                u = keyed_uniforms(keys, act, item)
+            u = eng.uniform(act) if keys is None else keyed_uniforms(keys, act, item)
             cat = poly.category_at(pj, u, bank.n_cat[item])
         eng.record(act, item, cat)
         log.append((act, item, cat, eng.theta[act].copy(), eng.se[act].copy(),
