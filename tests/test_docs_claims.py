@@ -1,0 +1,164 @@
+"""What the manual names exists: every `atlas COMMAND --option` written inline in the README or
+docs/*.md is a command with that option, every other inline ``--option`` is one of an atlas
+command, of the script or module the same paragraph names (benchmarks/*.py, ``python -m
+atlascat.demo``) or of lm-evaluation-harness; every ``atlascat.dotted.name`` imports; every
+repository path in backticks and every relative link (to any file, not only a page) points at
+something. Fenced blocks are checked by tests/test_docs_examples.py (synopses, runs); links to
+a page's sections by tests/test_docs_shape.py."""
+from __future__ import annotations
+
+import importlib
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from test_docs_examples import synopsis_problem
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+OPTION = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]*)")
+# options of tools the docs name and atlas does not own, each with the tool
+FOREIGN = {"--log_samples": "lm_eval", "--limit": "lm_eval", "--model_args": "lm_eval",
+           "--tasks": "lm_eval", "--output_path": "lm_eval", "--help": "every command"}
+# where a repository path may start; ``shared/`` lies beside the checkout (../shared)
+PATH_ROOTS = ("benchmarks/", "docs/", "src/", "tests/", "shared/")
+
+
+def paragraphs(text: str) -> list[tuple[int, str]]:
+    """(first line, text) of each paragraph outside fenced blocks (inline code only)."""
+    out, start, buf, fence = [], 0, [], False
+    for n, line in enumerate(text.splitlines() + [""], 1):
+        if line.startswith("```"):
+            fence = not fence
+            line = ""
+        if fence or not line.strip():
+            if buf:
+                out.append((start, " ".join(buf)))
+            buf = []
+            continue
+        if not buf:
+            start = n
+        buf.append(line.strip())
+    return out
+
+
+def spans(text: str) -> list[tuple[int, str, str]]:
+    """(line, inline code, its paragraph) of a page; table pipes written ``\\|`` unescaped."""
+    return [(n, s.replace("\\|", "|"), para) for n, para in paragraphs(text)
+            for s in re.findall(r"`([^`]+)`", para)]
+
+
+@lru_cache(maxsize=None)
+def atlas_options() -> frozenset[str]:
+    from typer.main import get_command
+
+    from atlascat.cli import app
+
+    found: set[str] = set()
+
+    def walk(cmd):
+        for p in getattr(cmd, "params", []):
+            found.update((*p.opts, *p.secondary_opts))
+        for sub in getattr(cmd, "commands", {}).values():
+            walk(sub)
+    walk(get_command(app))
+    return frozenset(found)
+
+
+@lru_cache(maxsize=None)
+def script_options(path: str) -> frozenset[str]:
+    """The ``--options`` a script's argparse parser declares (read from its source)."""
+    source = (ROOT / path).read_text()
+    return frozenset(re.findall(r"add_argument\([^)]*?[\"'](--[\w-]+)[\"']", source))
+
+
+def scripts_named(para: str) -> list[str]:
+    found = re.findall(r"\b(benchmarks/\w+\.py)\b", para)
+    found += [f"benchmarks/{m}" for m in re.findall(r"(?<![/\w])(\w+\.py)\b", para)
+              if (ROOT / "benchmarks" / m).exists()]
+    for module in re.findall(r"python -m (atlascat(?:\.\w+)+)", para):
+        base = "src/" + module.replace(".", "/")
+        found += [f for f in (f"{base}.py", f"{base}/__main__.py") if (ROOT / f).exists()]
+    return found
+
+
+def option_problem(option: str, span: str, para: str) -> str | None:
+    """Why ``option`` (in inline code ``span`` of paragraph ``para``) names nothing, or None."""
+    if option in atlas_options() or option in FOREIGN:
+        return None
+    if any(option in script_options(s) for s in scripts_named(para)):
+        return None
+    return f"`{span}`: {option} is no atlas option nor one of a script the paragraph names"
+
+
+def name_problem(name: str) -> str | None:
+    """Why the dotted name ``atlascat.x.y`` does not resolve (module, then attributes), or None."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return f"{name}: {'.'.join(parts[:i])} has no {'.'.join(parts[i:])}"
+            obj = getattr(obj, attr)
+        return None
+    return f"{name} imports nothing"
+
+
+def path_problem(word: str) -> str | None:
+    path = word.split("#")[0].rstrip(".,;:)")
+    base = ROOT.parent if path.startswith("shared/") else ROOT
+    if re.search(r"[A-Z]{2,}|<|\{", path):        # a placeholder: FILE, <bench>, {a,b}
+        return None
+    hits = list(base.glob(path)) if "*" in path else [base / path] if (base / path).exists() else []
+    return None if hits else f"{path} does not exist"
+
+
+def problems(page: str, text: str | None = None) -> list[str]:
+    text = (ROOT / page).read_text() if text is None else text
+    found = []
+    for line, span, para in spans(text):
+        if span.startswith("atlas ") and not re.match(r"atlas ([A-Z]+ )?--help$", span):
+            p = synopsis_problem(span)
+            if p:
+                found.append(f"{page}:{line}: {p}")
+        elif not span.startswith(("pip ", "make ", "pytest", "lm_eval", "lm-eval", "git ")):
+            found += [f"{page}:{line}: {p}" for o in OPTION.findall(span)
+                      if (p := option_problem(o, span, para))]
+        found += [f"{page}:{line}: {p}" for n in
+                  re.findall(r"(?<![\w.])atlascat(?:\.[A-Za-z_]\w*)+", span) if (p := name_problem(n))]
+        found += [f"{page}:{line}: {p}" for w in re.findall(r"[^\s`'\"(]+", span)
+                  if w.startswith(PATH_ROOTS) and (p := path_problem(w))]
+    return found
+
+
+def test_the_checks_catch_a_wrong_option_name_and_path():
+    page = ("Run `atlas score R --bank arc --sed 3` or `--max-itemz 5`.\n\n"
+            "`benchmarks/bench_design.py` takes `--sections` and `--sectionz`.\n\n"
+            "`atlascat.ItemBank` and `atlascat.irt.nothing_here`; `benchmarks/no_such.py`,"
+            " `benchmarks/results/*.md`, `tests/data/none_*.csv`.\n")
+    found = problems("x.md", page)
+    assert len(found) == 6, "\n".join(found)
+    for what in ("--sed", "--max-itemz", "--sectionz", "nothing_here", "no_such.py", "none_*"):
+        assert sum(what in f for f in found) == 1, (what, found)
+    assert all(f.startswith("x.md:") for f in found)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_what_a_page_names_exists(page):
+    found = problems(page)
+    assert not found, "the page names what does not exist:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_relative_link_resolves(page):
+    """Links to any file or folder (a study's CSV, a script, a figure), not only to pages."""
+    path = ROOT / page
+    broken = [t for t in re.findall(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)", path.read_text())
+              if not t.startswith(("http:", "https:", "mailto:"))
+              and not (path.parent / t).resolve().exists()]
+    assert not broken, f"{page}: broken links {broken}"
