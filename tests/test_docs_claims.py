@@ -162,3 +162,35 @@ def test_every_relative_link_resolves(page):
               if not t.startswith(("http:", "https:", "mailto:"))
               and not (path.parent / t).resolve().exists()]
     assert not broken, f"{page}: broken links {broken}"
+
+
+def test_scoring_page_states_the_3pls_gaps_to_mirt_as_measured():
+    """docs/scoring.md: how far the 3PL's SEs (ML, MAP: catR's expected information against
+    mirt's curvature) and WLE thetas (Warm's root against mirt's maximum) lie from mirt's
+    ``fscores`` on LSAT7, to the digits the page gives."""
+    import numpy as np
+    import pandas as pd
+
+    from atlascat import estimate_ability
+    from atlascat.irt.bank import ItemBank
+
+    data = ROOT / "tests" / "data" / "mirt_scores"
+    answers = pd.read_csv(data / "lsat7.csv").drop(columns="freq")
+    bank = ItemBank.read(data / "lsat7_3pl_items.csv")
+    ref = pd.read_csv(data / "lsat7_3pl_scores.csv")
+    se_gap, theta_gap = 0.0, 0.0
+    for method in ("ML", "MAP", "WLE"):
+        got = estimate_ability(answers, bank, method.lower())
+        theta, se = got["theta"].to_numpy(), got["se"].to_numpy()
+        want_t, want_se = ref[f"{method}_theta"].to_numpy(), ref[f"{method}_se"].to_numpy()
+        ok = np.isfinite(theta) & np.isfinite(want_t) & np.isfinite(want_se)
+        if method == "WLE":
+            theta_gap = np.abs(theta[ok] - want_t[ok]).max()
+        else:
+            se_gap = max(se_gap, (np.abs(se[ok] - want_se[ok]) / want_se[ok]).max())
+    page = " ".join((ROOT / "docs" / "scoring.md").read_text().split())
+    pct = re.search(r"LSAT7 3PL: up to (\d+)% apart", page).group(1)
+    gap = re.search(r"up to (\d\.\d+) apart on LSAT7's 3PL", page).group(1)
+    assert pct == f"{100 * se_gap:.0f}", f"scoring.md: SEs up to {pct}%, measured {se_gap:.1%}"
+    digits = len(gap.split(".")[1])
+    assert gap == f"{theta_gap:.{digits}f}", f"scoring.md: WLE up to {gap}, measured {theta_gap}"
