@@ -194,3 +194,97 @@ def test_scoring_page_states_the_3pls_gaps_to_mirt_as_measured():
     assert pct == f"{100 * se_gap:.0f}", f"scoring.md: SEs up to {pct}%, measured {se_gap:.1%}"
     digits = len(gap.split(".")[1])
     assert gap == f"{theta_gap:.{digits}f}", f"scoring.md: WLE up to {gap}, measured {theta_gap}"
+
+
+# ------------------------------------------------------------------ figures and their studies
+
+FIGURE = re.compile(r"(?<![\w.\-/])(\d+(?:,\d{3})*\.\d+(?:e-\d+)?|\d+(?:\.\d+)?e-\d+)(?![\w.])")
+# figures of a unit that links a study but come from elsewhere, with where they come from
+SOURCED_ELSEWHERE = {("README.md", "61.5"): "the new model's mean: tests/test_docs_output.py"}
+
+
+def units(text: str) -> list[tuple[int, str]]:
+    """(first line, text) of each paragraph, list item and table row outside fenced blocks: the
+    smallest piece of a page whose figures one link sources."""
+    out, start, buf, fence = [], 0, [], False
+    for n, line in enumerate(text.splitlines() + [""], 1):
+        if line.startswith("```"):
+            fence, line = not fence, ""
+        new = line.lstrip().startswith(("* ", "- ", "|", "#"))
+        if fence or not line.strip() or new:
+            if buf:
+                out.append((start, " ".join(buf)))
+            buf = []
+            if fence or not line.strip():
+                continue
+        if not buf:
+            start = n
+        buf.append(line.strip())
+    return out
+
+
+def figure_found(figure: str, numbers: set[str]) -> bool:
+    """``figure`` is one of ``numbers``, or one of them rounded to its digits (a study's 0.087
+    quoted as 0.09; 8.7e-4 as 9e-4)."""
+    if figure in numbers:
+        return True
+    if "e" in figure:
+        v = float(figure)
+        return any("e" in x and abs(float(x) - v) <= 0.06 * v for x in numbers)
+    digits, v = len(figure.split(".")[1]), float(figure.replace(",", ""))
+    return any("." in x and "e" not in x and len(x.split(".")[1]) > digits
+               and abs(float(x.replace(",", "")) - v) <= 0.5 * 10 ** -digits + 1e-12
+               for x in numbers)
+
+
+def study_text(path: Path, links: list[str]) -> str:
+    """The pages ``links`` name, and the study pages a linked manual page links in turn."""
+    text = ""
+    for link in links:
+        linked = (path.parent / link).resolve()
+        text += " " + linked.read_text()
+        if "benchmarks/results" not in str(linked):
+            for study in re.findall(r"\]\(([^)#\s]*benchmarks/results/[^)#\s]+\.md)",
+                                    linked.read_text()):
+                text += " " + (linked.parent / study).resolve().read_text()
+    return text
+
+
+def unsourced_figures(page: str, text: str) -> list[str]:
+    """Decimal figures of each unit of ``page`` that links a study (on the README: any page),
+    found in none of the pages it links."""
+    path, found = ROOT / page, []
+    for line, unit in units(text):
+        links = [t for t in re.findall(r"\]\(([^)#\s]+\.md)", unit) if not t.startswith("http")]
+        if not links or (page != "README.md" and
+                         not any("benchmarks/results/" in t for t in links)):
+            continue
+        source = study_text(path, links)
+        numbers = set(FIGURE.findall(source)) | set(re.findall(r"\d+(?:\.\d+)?", source))
+        found += [f"{page}:{line}: {f} (not in {', '.join(links)})"
+                  for f in FIGURE.findall(re.sub(r"`[^`]*`", "", unit))
+                  if not figure_found(f, numbers) and (page, f) not in SOURCED_ELSEWHERE]
+    return found
+
+
+def test_figure_check_catches_a_figure_its_study_lacks(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "s.md").write_text(
+        "| arc | 0.087 | 2.91 s | 8.7e-4 | 0.109 |\n")
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    page = ("MAE 0.09, 2.9 s, within 9e-4 ([s](../benchmarks/results/s.md)).\n\n"
+            "WLE up to 0.10 apart, 3.1 s, 2e-3 ([s](../benchmarks/results/s.md)).\n\n"
+            "No link here: 0.55.\n")
+    assert [f.split(" (")[0] for f in unsourced_figures("docs/x.md", page)] == [
+        "docs/x.md:3: 0.10", "docs/x.md:3: 3.1", "docs/x.md:3: 2e-3"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_figures_beside_a_study_link_are_in_the_study(page):
+    """A figure in a paragraph, list item or table row that links a study page (on the README,
+    any page) appears in it, as written or rounded: a study rerun with new figures breaks the
+    manual's stale ones. (What the figure means is for a reader to check; this catches the
+    figure that is nowhere in its source.)"""
+    found = unsourced_figures(page, (ROOT / page).read_text())
+    assert not found, "figures their linked pages do not hold:\n" + "\n".join(found)
