@@ -1,10 +1,12 @@
-"""What the manual names exists: every `atlas COMMAND --option` written inline in the README or
-docs/*.md is a command with that option, every other inline ``--option`` is one of an atlas
+"""What the manual names exists, and its figures stand in what it links. Every `atlas COMMAND
+--option` written inline in the README or docs/*.md is a command with that option, every other inline ``--option`` is one of an atlas
 command, of the script or module the same paragraph names (benchmarks/*.py, ``python -m
 atlascat.demo``) or of lm-evaluation-harness; every ``atlascat.dotted.name`` imports; every
 repository path in backticks and every relative link (to any file, not only a page) points at
-something. Fenced blocks are checked by tests/test_docs_examples.py (synopses, runs); links to
-a page's sections by tests/test_docs_shape.py."""
+something; every test it names (`test_x.py::test_y`) is defined; every decimal figure beside
+a link to a study page stands in that page. Fenced blocks are checked by
+tests/test_docs_examples.py (synopses, runs); links to a page's sections by
+tests/test_docs_shape.py."""
 from __future__ import annotations
 
 import importlib
@@ -129,21 +131,51 @@ def problems(page: str, text: str | None = None) -> list[str]:
         elif not span.startswith(("pip ", "make ", "pytest", "lm_eval", "lm-eval", "git ")):
             found += [f"{page}:{line}: {p}" for o in OPTION.findall(span)
                       if (p := option_problem(o, span, para))]
-        found += [f"{page}:{line}: {p}" for n in
-                  re.findall(r"(?<![\w.])atlascat(?:\.[A-Za-z_]\w*)+", span) if (p := name_problem(n))]
+        found += [f"{page}:{line}: {p}"
+                  for n in re.findall(r"(?<![\w.])atlascat(?:\.[A-Za-z_]\w*)+", span)
+                  if (p := name_problem(n))]
         found += [f"{page}:{line}: {p}" for w in re.findall(r"[^\s`'\"(]+", span)
                   if w.startswith(PATH_ROOTS) and (p := path_problem(w))]
+        if p := named_test_problem(span):
+            found.append(f"{page}:{line}: {p}")
     return found
+
+
+@lru_cache(maxsize=None)
+def defined_names(folder: str, pattern: str) -> frozenset[str]:
+    """The ``test_*`` names ``pattern`` finds in the Python files under ``folder``."""
+    return frozenset(re.findall(pattern, "\n".join(
+        f.read_text() for f in (ROOT / folder).rglob("*.py")), flags=re.M))
+
+
+def named_test_problem(span: str) -> str | None:
+    """Why a test the page names (`test_x.py`, `test_x.py::test_y`, `test_y`) is not there; a
+    bare name the library itself uses (`stratified_split`'s `test_size`) is not a test's."""
+    m = re.fullmatch(r"(?:tests/)?(test_\w+\.py)(?:::(test_\w+))?|(test_\w+)", span)
+    if not m:
+        return None
+    file, name, bare = m.groups()
+    if file and not (ROOT / "tests" / file).exists():
+        return f"no tests/{file}"
+    if name and not re.search(rf"^\s*def {name}\b", (ROOT / "tests" / file).read_text(), re.M):
+        return f"tests/{file} has no {name}"
+    if bare and bare not in defined_names("tests", r"^\s*def (test_\w+)") and \
+            bare not in defined_names("src", r"\b(test_\w+)\b"):
+        return f"no test {bare}"
+    return None
 
 
 def test_the_checks_catch_a_wrong_option_name_and_path():
     page = ("Run `atlas score R --bank arc --sed 3` or `--max-itemz 5`.\n\n"
             "`benchmarks/bench_design.py` takes `--sections` and `--sectionz`.\n\n"
             "`atlascat.ItemBank` and `atlascat.irt.nothing_here`; `benchmarks/no_such.py`,"
-            " `benchmarks/results/*.md`, `tests/data/none_*.csv`.\n")
+            " `benchmarks/results/*.md`, `tests/data/none_*.csv`.\n\n"
+            "Tested: `test_fit.py::test_lsat7_2pl_matches_mirt`, `test_fit.py::test_nope`,"
+            " `test_nope_either`, `test_no_file.py`.\n")
     found = problems("x.md", page)
-    assert len(found) == 6, "\n".join(found)
-    for what in ("--sed", "--max-itemz", "--sectionz", "nothing_here", "no_such.py", "none_*"):
+    assert len(found) == 9, "\n".join(found)
+    for what in ("--sed", "--max-itemz", "--sectionz", "nothing_here", "no_such.py", "none_*",
+                 "has no test_nope", "test_nope_either", "test_no_file.py"):
         assert sum(what in f for f in found) == 1, (what, found)
     assert all(f.startswith("x.md:") for f in found)
 
