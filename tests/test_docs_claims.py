@@ -1,12 +1,12 @@
 """What the manual names exists, and its figures stand in what it links. Every `atlas COMMAND
---option` written inline in the README or docs/*.md is a command with that option, every other inline ``--option`` is one of an atlas
-command, of the script or module the same paragraph names (benchmarks/*.py, ``python -m
-atlascat.demo``) or of lm-evaluation-harness; every ``atlascat.dotted.name`` imports; every
-repository path in backticks and every relative link (to any file, not only a page) points at
-something; every test it names (`test_x.py::test_y`) is defined; every decimal figure beside
-a link to a study page stands in that page. Fenced blocks are checked by
-tests/test_docs_examples.py (synopses, runs); links to a page's sections by
-tests/test_docs_shape.py."""
+--option` written inline in the README or docs/*.md is a command with that option; every other
+inline ``--option`` is one of an atlas command, of the script or module the same paragraph
+names (benchmarks/*.py, ``python -m atlascat.demo``) or of lm-evaluation-harness; every
+``atlascat.dotted.name`` imports; every repository path in backticks and every relative link
+(to any file, not only a page) points at something; every test it names
+(`test_x.py::test_y`) is defined; every decimal figure beside a link to a study page stands in
+that page. Fenced blocks are checked by tests/test_docs_examples.py (synopses, runs); links to
+a page's sections by tests/test_docs_shape.py."""
 from __future__ import annotations
 
 import importlib
