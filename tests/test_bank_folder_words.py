@@ -19,11 +19,11 @@ from atlascat.irt import polytomous as poly
 
 def test_a_calibration_warning_in_source_models():
     said = ("40 subjects x 120 items: calibrated as a 2PL with a ~ lognorm(0,1), not a 3PL: "
-            "below 500 subjects the prior-ed 2PL predicts held-out subjects best "
+            "below 500 subjects lower asymptotes are not identified and the prior keeps extreme slopes rare "
             "(docs/calibration.md); pass model= (CLI --model) to override")
     assert in_source_models(said) == (
         "40 source models x 120 items: calibrated as a 2PL with a ~ lognorm(0,1), not a 3PL: "
-        "below 500 source models the prior-ed 2PL predicts held-out models best "
+        "below 500 source models lower asymptotes are not identified and the prior keeps extreme slopes rare "
         "(docs/calibration.md); --model overrides it")
 
 

@@ -7,8 +7,8 @@ frequencies):
 ==============  ======  ======================================  ==================================
 N (subjects)    model   priors                                  why (held-out log-loss, below)
 ==============  ======  ======================================  ==================================
-N < 500         2PL     a ~ lognormal(0, 1)                     best or tied from 10 to 200 models;
-                                                                beats the 1PL even at N = 10-20
+N < 500         2PL     a ~ lognormal(0, 1)                     best or tied at 10-20 models, few
+                                                                extreme slopes to 200; beats the 1PL
 500 <= N < 1000 3PL     a ~ lognormal(0, 0.3), c ~ beta(10, 40) first held-out run (3PL settings)
 N >= 1000       4PL     a ~ normal(1, 0.5), c ~ beta(5, 17),    held-out log-loss below mirt's
                         u ~ beta(10, 2)                         3PL on 6 of 6 leaderboards
@@ -176,8 +176,8 @@ def default_for_size(n_subjects: float) -> tuple[str, object, object, str]:
     if n < MODEL_MIN_SUBJECTS["3pl"]:
         m, pa, pc = SMALL_N_DEFAULT
         why = (f"{n:g} subjects < {MODEL_MIN_SUBJECTS['3pl']}: 2PL with a ~ {pa} (the prior-ed "
-               "2PL predicted held-out models best below 500 train models, better than a 1PL "
-               "even at 10-20; lower asymptotes need more subjects)")
+               "2PL was best or tied on held-out models at 10-20 train models and keeps extreme "
+               "slopes rare below 500; lower asymptotes need more subjects)")
     elif n < MODEL_MIN_SUBJECTS["4pl"]:
         m, pa, pc = MID_N_DEFAULT
         why = (f"{MODEL_MIN_SUBJECTS['3pl']} <= {n:g} subjects < {MODEL_MIN_SUBJECTS['4pl']}: "
@@ -316,8 +316,9 @@ def resolve(model, prior_a, prior_c, values: np.ndarray, weights, *,
         prior = "" if choice.prior_a is None else f" with a ~ {choice.prior_a}"
         msg = (f"{n:g} subjects x {values.shape[1]} items: calibrated as a "
                f"{choice.model.upper()}{prior}, not a {MID_N_DEFAULT[0].upper()}: below "
-               f"{MODEL_MIN_SUBJECTS['3pl']} subjects the prior-ed 2PL predicts held-out "
-               "subjects best (docs/calibration.md); pass model= (CLI --model) to override")
+               f"{MODEL_MIN_SUBJECTS['3pl']} subjects lower asymptotes are not identified and the "
+               "prior keeps extreme slopes rare (docs/calibration.md); pass model= (CLI --model) "
+               "to override")
         warn_user(msg, DefaultsWarning)
         choice.warnings.append(msg)
     return warn_problems(choice, values, w, stacklevel=stacklevel, counts=counts)
