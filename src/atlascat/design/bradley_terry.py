@@ -157,14 +157,24 @@ def _winner_codes(winner: pd.Series, a: pd.Series, b: pd.Series) -> np.ndarray:
     """1 (a won), 0 (b won), 0.5 (tie) from the winner column; names of a/b are also accepted."""
     w = winner.astype(str).str.strip()
     low = w.str.lower()
-    out = np.full(len(w), np.nan)
-    out[low.isin(_WINNER_A).to_numpy() | (w == a).to_numpy()] = 1.0
-    out[low.isin(_WINNER_B).to_numpy() | (w == b).to_numpy()] = 0.0
-    out[low.isin(_TIE).to_numpy()] = 0.5
+    code = np.full(len(w), np.nan)
+    code[low.isin(_WINNER_A).to_numpy()] = 1.0
+    code[low.isin(_WINNER_B).to_numpy()] = 0.0
+    code[low.isin(_TIE).to_numpy()] = 0.5
+    by_name = np.where((w == a).to_numpy(), 1.0, np.where((w == b).to_numpy(), 0.0, np.nan))
+    clash = np.flatnonzero(~np.isnan(code) & ~np.isnan(by_name) & (code != by_name))
+    if clash.size:   # players named 1 and 2, say: "2" is b's code and a's name
+        r = clash[0]
+        raise ResponseDataError(
+            f"row {winner.index[r]}: winner {w.iloc[r]!r} is both an outcome code and the name of "
+            f"model_{'a' if by_name[r] == 1 else 'b'} ({clash.size} such row(s)), so it could mean "
+            "either side won; write the winner as a, b or tie")
+    out = np.where(np.isnan(by_name), code, by_name)
     bad = np.flatnonzero(np.isnan(out))
     if bad.size:
+        more = f" (and {bad.size - 1} more)" if bad.size > 1 else ""
         raise ResponseDataError(
-            f"winner {w.iloc[bad[0]]!r} at row {bad[0]} (and {bad.size - 1} more) is not one of "
+            f"winner {w.iloc[bad[0]]!r} at row {winner.index[bad[0]]}{more} is not one of "
             "a / b / tie (also model_a, model_b, draw, 'tie (bothbad)', or the winning model's name)")
     return out
 
@@ -187,8 +197,13 @@ def comparisons_from_battles(battles: pd.DataFrame, players=None) -> Comparisons
             row = df.index[np.flatnonzero(df[col].isna().to_numpy())[0]]
             raise ResponseDataError(f"row {row}: {col} is missing ({int(df[col].isna().sum())} "
                                     "such row(s)); every game names both players")
-    a = df["model_a"].astype(str)
-    b = df["model_b"].astype(str)
+    a = df["model_a"].astype(str).str.strip()   # " gpt-4o" in a hand-edited CSV is gpt-4o
+    b = df["model_b"].astype(str).str.strip()
+    for col, names in (("model_a", a), ("model_b", b)):
+        blank = np.flatnonzero((names == "").to_numpy())
+        if blank.size:
+            raise ResponseDataError(f"row {df.index[blank[0]]}: {col} is blank ({blank.size} such "
+                                    "row(s)); every game names both players")
     self_play = np.flatnonzero((a == b).to_numpy())
     if self_play.size:
         raise ResponseDataError(f"row {df.index[self_play[0]]}: model {a.iloc[self_play[0]]!r} plays itself")
@@ -196,7 +211,8 @@ def comparisons_from_battles(battles: pd.DataFrame, players=None) -> Comparisons
         row = df.index[np.flatnonzero(df["winner"].isna().to_numpy())[0]]
         raise ResponseDataError(f"row {row}: winner is missing; use a, b or tie")
     codes = _winner_codes(df["winner"], a, b)
-    names = pd.unique(pd.concat([a, b])) if players is None else np.asarray([str(p) for p in players])
+    names = (pd.unique(pd.concat([a, b])) if players is None
+             else np.asarray([str(p).strip() for p in players]))
     index = {p: k for k, p in enumerate(names)}
     unknown = sorted((set(a) | set(b)) - set(index))
     if unknown:
