@@ -72,6 +72,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 from scipy.sparse.csgraph import NegativeCycleError, bellman_ford, connected_components
 from scipy.special import expit, log_expit
 
@@ -168,7 +169,7 @@ def _winner_codes(winner: pd.Series, a: pd.Series, b: pd.Series) -> np.ndarray:
         raise ResponseDataError(
             f"row {winner.index[r]}: winner {w.iloc[r]!r} is both an outcome code and the name of "
             f"model_{'a' if by_name[r] == 1 else 'b'} ({clash.size} such row(s)), so it could mean "
-            "either side won; write the winner as a, b or tie")
+            "either side won; write the winner as model_a, model_b or tie")
     out = np.where(np.isnan(by_name), code, by_name)
     bad = np.flatnonzero(np.isnan(out))
     if bad.size:
@@ -310,6 +311,9 @@ def _names(names: list, most: int = 5) -> str:
     return f"{'player' if len(names) == 1 else 'players'} {shown}{more}"
 
 
+# groups of players whose levels the MM fit moves by Newton steps (a k x k solve per iteration)
+MAX_SHIFT_GROUPS = 300
+
 # virtual games per player: beyond this the prior swamps any arena's real games and the
 # log-likelihood overflows
 MAX_PRIOR_GAMES = 1e6
@@ -446,6 +450,10 @@ class BradleyTerry:
             gamma[:n] = np.exp(init - (0 if prior > 0 else init.mean()))
         theta = 1.5 if n_ties > 0 else 1.0
         free = np.arange(m) < n  # the virtual anchor stays at gamma = 1
+        if prior > 0:   # groups that beat or tied each other in turn; each shifts as one
+            n_groups, group = connected_components(nprime[:n, :n] > 0, directed=True,
+                                                   connection="strong")
+            shift = sparse.csr_matrix((np.ones(n), (np.arange(n), group)), shape=(m, n_groups))
         converged = False
         beta_old = np.log(gamma)
         phi_old = np.log(theta)
@@ -456,6 +464,9 @@ class BradleyTerry:
             gamma = np.where(free, new, 1.0)
             if prior == 0:
                 gamma = gamma / np.exp(np.log(gamma).mean())
+            elif n_groups <= MAX_SHIFT_GROUPS and it % 10 == 1:   # a Newton step: 2 likelihoods
+                gamma = np.exp(self._group_step(np.log(gamma), np.log(theta), wins, ties,
+                                                nprime, shift, n, prior))
             if n_ties > 0:
                 S = gamma[:, None] + theta * gamma[None, :]
                 C = (nprime * gamma[None, :] / S).sum()
@@ -469,6 +480,24 @@ class BradleyTerry:
                 converged = True
                 break
         return beta, phi, it, converged
+
+    def _group_step(self, beta, phi, wins, ties, nprime, shift, n, prior):
+        """One Newton step (with step halving) on a common shift of each group of ``shift``
+        (m x groups, the anchor in none) against the others and the virtual anchor. MM alone
+        moves such a level by tiny steps when only a few games, virtual or one-sided, hold it:
+        with ``prior_games=1`` 80,000 iterations for 100 players and 100,000 games (none at
+        0.1), 58,000 and half a minute with an undefeated player among them."""
+        p = expit(beta[:, None] - beta[None, :] - phi)
+        grad = (wins + ties).sum(1) - (nprime * p).sum(1) - (nprime.T * (1 - p.T)).sum(1)
+        info = self._covariance(beta, phi, nprime, ties, n, prior, return_info=True)
+        g = shift.T @ grad
+        h = (shift.T @ (shift.T @ info[:-1, :-1]).T).T
+        step = shift @ np.linalg.lstsq(h, g, rcond=None)[0]
+        current = self._loglik(beta, phi, wins, ties)
+        for t in 0.5 ** np.arange(30):
+            if self._loglik(beta + t * step, phi, wins, ties) >= current:
+                return beta + t * step
+        return beta
 
     def _newton(self, wins, ties, nprime, n, prior, init):
         """Newton-Raphson on (beta, phi) with step halving; the log-likelihood is concave (every
