@@ -93,3 +93,24 @@ def test_mm_with_virtual_games_converges_in_few_iterations():
     ours, theirs = mm.ratings_[keep], ref.x[:n][keep]
     assert np.abs((ours - ours.mean()) - (theirs - theirs.mean())).max() < 1e-4
     assert mm.tie_param_ == pytest.approx(np.exp(np.exp(ref.x[n])), abs=1e-4)
+
+
+def test_every_gap_without_an_estimate_is_named(tmp_path, capsys):
+    """An arena with a model that always wins and one that never wins: the note (and the error
+    without virtual games) named only the model that never won, so the undefeated model's
+    rating, set just as much by the virtual games, read as measured."""
+    rows = [("top", "x", "a"), ("y", "top", "b"), ("x", "y", "a"), ("y", "x", "a"),
+            ("x", "low", "a"), ("low", "y", "b"), ("y", "low", "a")]
+    df = frame(rows)
+    fit = BradleyTerry(prior_games=1).fit(df)
+    assert "player 'low' never beat or tied any of players 'y', 'x'" in fit.prior_only_
+    assert "player 'top' won every game against players 'y', 'x'" in fit.prior_only_
+    assert "each of these gaps is finite only through the virtual games" in fit.prior_only_
+    path = tmp_path / "b.csv"
+    df.to_csv(path, index=False)
+    assert main(["arena", "fit", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "'top' won every game" in err and "'low'" in err
+    # one gap, told once: y never beat x (not also "x won every game against y")
+    one = BradleyTerry(prior_games=1).fit(frame([("x", "y", "a"), ("y", "x", "b")]))
+    assert one.prior_only_.startswith("player 'y' never beat or tied any of player 'x': the gap")

@@ -280,29 +280,45 @@ def _tie_param_bounded(wins: np.ndarray, ties: np.ndarray) -> bool:
 
 
 def _no_mle_reason(players, nprime: np.ndarray, games: np.ndarray) -> str | None:
-    """Why the ratings have no maximum (None: they have one): a group of players that never
-    beat or tied anyone outside it (a strongly connected component without an edge out of it,
-    Ford 1957), named with the players it lost to or never played."""
+    """Why the ratings have no maximum (None: they have one): every group of players that
+    never beat or tied anyone outside it (a strongly connected component without an edge out of
+    it, Ford 1957), named with the players it lost to, or a group that never played the rest;
+    then every group that won all its games against outsiders (no edge into it) unless those
+    outsiders are already named as never beating anyone (x beat y, y never beat x: one gap)."""
     n_comp, label = connected_components(nprime > 0, directed=True, connection="strong")
     if n_comp == 1:
         return None
     beat = nprime > 0
-    for comp in np.unique(label):
+    reasons, sunk, apart = [], np.zeros(len(players), dtype=bool), False
+    for comp in range(n_comp):
         inside = label == comp
-        if beat[np.ix_(inside, ~inside)].any():
-            continue   # this group beat or tied someone outside it
+        met = games[inside].sum(0) > 0
+        if beat[np.ix_(inside, ~inside)].any() or (apart and not met[~inside].any()):
+            continue   # this group beat or tied someone outside it, or is one more that never met
         group, rest = players[inside].tolist(), players[~inside].tolist()
-        if games[np.ix_(inside, ~inside)].sum() == 0:
-            return f"{_names(group)} never played {_names(rest)}"
-        return f"{_names(group)} never beat or tied any of {_names(rest)}"
-    return "the games do not connect every player"   # pragma: no cover - not connected
+        if not met[~inside].any():
+            reasons.append(f"{_names(group)} never played {_names(rest)}")
+            apart = True
+        else:
+            reasons.append(f"{_names(group)} never beat or tied any of "
+                           f"{_names(players[~inside & met].tolist())}")
+            sunk |= inside
+    for comp in range(n_comp):
+        inside = label == comp
+        opponents = ~inside & (games[inside].sum(0) > 0)
+        if opponents.any() and not beat[np.ix_(~inside, inside)].any() and \
+                not sunk[opponents].all():
+            reasons.append(f"{_names(players[inside].tolist())} won every game against "
+                           f"{_names(players[opponents].tolist())}")
+    return "; ".join(reasons) or "the games do not connect every player"
 
 
 def _no_mle_message(players, nprime: np.ndarray, games: np.ndarray) -> str:
     """The error of a fit without virtual games whose ratings have no maximum."""
     why = _no_mle_reason(players, nprime, games)
-    return (f"the maximum likelihood ratings do not exist: {why}, so the gap between their "
-            "ratings has no finite estimate; pass prior_games > 0 (e.g. 1) to regularize")
+    gap = "each of these gaps" if "; " in why else "the gap between their ratings"
+    return (f"the maximum likelihood ratings do not exist: {why}, so {gap} has no finite "
+            "estimate; pass prior_games > 0 (e.g. 1) to regularize")
 
 
 def _names(names: list, most: int = 5) -> str:
@@ -375,9 +391,9 @@ class BradleyTerry:
         prior = float(self.prior_games)
         why = _no_mle_reason(comp.players, wins + ties, comp.games) if prior > 0 else None
         self.prior_only_ = None if why is None else (
-            f"{why}: the gap between their ratings is finite only through the virtual games "
-            f"(prior_games={prior:g}), which set its size; the games alone give it no finite "
-            "estimate")
+            f"{why}: {'each of these gaps' if '; ' in why else 'the gap between their ratings'}"
+            f" is finite only through the virtual games (prior_games={prior:g}), which set its "
+            "size; the games alone give it no finite estimate")
         if prior > 0:  # virtual anchor player at index n
             wins = np.pad(wins, ((0, 1), (0, 1)))
             ties = np.pad(ties, ((0, 1), (0, 1)))
