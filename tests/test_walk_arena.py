@@ -114,3 +114,13 @@ def test_every_gap_without_an_estimate_is_named(tmp_path, capsys):
     # one gap, told once: y never beat x (not also "x won every game against y")
     one = BradleyTerry(prior_games=1).fit(frame([("x", "y", "a"), ("y", "x", "b")]))
     assert one.prior_only_.startswith("player 'y' never beat or tied any of player 'x': the gap")
+
+
+def test_records_count_games_in_whole_numbers(capsys):
+    """`atlas arena fit --json` wrote "wins": 59.0, "games": 90.0 beside the table's 59 and 90."""
+    import json
+
+    assert main(["arena", "fit", "arena-demo", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["ratings"][0]
+    assert first["player"] == "aurora" and first["wins"] == 59 and first["games"] == 90
+    assert all(isinstance(first[k], int) for k in ("wins", "losses", "ties", "games"))

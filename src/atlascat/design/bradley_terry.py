@@ -114,10 +114,13 @@ class Comparisons:
         return int(round(self.games.sum() / 2))
 
     def summary(self) -> pd.DataFrame:
-        """Wins, losses, ties and games per player."""
-        return pd.DataFrame({"player": self.players, "wins": self.wins.sum(1),
-                             "losses": self.wins.sum(0), "ties": self.ties.sum(1),
-                             "games": self.games.sum(1)})
+        """Wins, losses, ties and games per player (integers when every count is whole: 59,
+        not 59.0, in a JSON record)."""
+        counts = {"wins": self.wins.sum(1), "losses": self.wins.sum(0),
+                  "ties": self.ties.sum(1), "games": self.games.sum(1)}
+        if all(np.all(v == np.round(v)) for v in counts.values()):
+            counts = {k: np.round(v).astype(np.int64) for k, v in counts.items()}
+        return pd.DataFrame({"player": self.players, **counts})
 
     def with_players(self, players) -> "Comparisons":
         """The same games with ``players`` not in the field yet added, with no games."""
