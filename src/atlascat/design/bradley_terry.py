@@ -574,11 +574,13 @@ class BradleyTerry:
     def _loglik(beta, phi, wins, ties):
         """Log-likelihood of the games: wins log P(i beats j) + ties log P(tie), where
         log P(tie) = log(theta^2 - 1) + log sigma(delta - phi) + log sigma(-delta - phi)."""
-        delta = beta[:, None] - beta[None, :]
-        ll = (wins * log_expit(delta - phi)).sum()
-        if ties.sum() > 0:
-            lt = np.log(np.expm1(2.0 * phi)) + log_expit(delta - phi) + log_expit(-delta - phi)
-            ll += 0.5 * (ties * lt).sum()  # each tied game is counted at (i, j) and (j, i)
+        i, j = np.nonzero(wins)   # pairs that played only: a large arena's matrix is sparse
+        ll = (wins[i, j] * log_expit(beta[i] - beta[j] - phi)).sum()
+        i, j = np.nonzero(np.triu(ties, 1))   # each tied game is counted at (i, j) and (j, i)
+        if i.size:
+            delta = beta[i] - beta[j]
+            ll += (ties[i, j] * (np.log(np.expm1(2.0 * phi)) + log_expit(delta - phi)
+                                 + log_expit(-delta - phi))).sum()
         return ll
 
     def _covariance(self, beta, phi, nprime, ties, n, prior, return_info=False):
