@@ -124,3 +124,20 @@ def test_records_count_games_in_whole_numbers(capsys):
     first = json.loads(capsys.readouterr().out)["ratings"][0]
     assert first["player"] == "aurora" and first["wins"] == 59 and first["games"] == 90
     assert all(isinstance(first[k], int) for k in ("wins", "losses", "ties", "games"))
+
+
+def test_a_player_named_with_stray_spaces_on_the_command_line_is_the_known_one(capsys):
+    """`atlas arena schedule --add-player " aurora"` entered a new, unrated player that printed
+    as aurora (its games scored as a newcomer's); --reference " heath" was refused."""
+    import json
+
+    assert main(["arena", "schedule", "arena-demo", "-n", "2", "--add-player", " aurora",
+                 "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["arena", "schedule", "arena-demo", "-n", "2", "--json"]) == 0
+    assert plain == json.loads(capsys.readouterr().out)
+    assert main(["arena", "fit", "arena-demo", "--reference", " heath", "--json"]) == 0
+    rows = {r["player"]: r for r in json.loads(capsys.readouterr().out)["ratings"]}
+    assert rows["heath"]["rating"] == 0 and rows["heath"]["se"] == 0
+    fit = BradleyTerry().fit(frame([("x", "y", "a"), ("y", "x", "a"), ("x", "y", "a")]))
+    assert fit.predict_proba([" x"], ["y "]).p_a.iloc[0] == pytest.approx(2 / 3)

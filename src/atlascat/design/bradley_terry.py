@@ -128,7 +128,7 @@ class Comparisons:
         if any(not str(p).strip() for p in players):
             raise ConfigError("a new player's name is empty (CLI: --add-player ''); name the "
                               "model that joins the arena")
-        extra = [p for p in dict.fromkeys(map(str, players)) if p not in known]
+        extra = [p for p in dict.fromkeys(str(p).strip() for p in players) if p not in known]
         if not extra:
             return self
         k = len(extra)
@@ -442,7 +442,7 @@ class BradleyTerry:
             raise ConfigError(f"unknown ties handling {self.ties!r}; use one of {', '.join(TIE_HANDLING)}")
         if self.constraint not in ("sum_zero", "reference"):
             raise ConfigError(f"unknown constraint {self.constraint!r}; use 'sum_zero' or 'reference'")
-        if self.constraint == "reference" and str(self.reference) not in set(comp.players):
+        if self.constraint == "reference" and str(self.reference).strip() not in set(comp.players):
             raise ConfigError(f"reference player {self.reference!r} is not among the players")
         if self.method not in ("mm", "newton"):
             raise ConfigError(f"unknown method {self.method!r}; use 'mm' or 'newton'")
@@ -622,7 +622,7 @@ class BradleyTerry:
     def _constraint_matrix(self, n):
         if self.constraint == "sum_zero":
             return np.eye(n) - np.full((n, n), 1.0 / n)
-        ref = int(np.flatnonzero(self.players_ == str(self.reference))[0])
+        ref = int(np.flatnonzero(self.players_ == str(self.reference).strip())[0])
         L = np.eye(n)
         L[:, ref] -= 1.0
         return L
@@ -640,7 +640,7 @@ class BradleyTerry:
     def index_of(self, names) -> np.ndarray:
         self._check_fitted()
         pos = {p: k for k, p in enumerate(self.players_)}
-        names = [str(x) for x in np.atleast_1d(names)]
+        names = [str(x).strip() for x in np.atleast_1d(names)]
         missing = [x for x in names if x not in pos]
         if missing:
             raise ConfigError(f"unknown player(s) {missing[:5]}")
