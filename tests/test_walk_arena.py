@@ -141,3 +141,18 @@ def test_a_player_named_with_stray_spaces_on_the_command_line_is_the_known_one(c
     assert rows["heath"]["rating"] == 0 and rows["heath"]["se"] == 0
     fit = BradleyTerry().fit(frame([("x", "y", "a"), ("y", "x", "a"), ("x", "y", "a")]))
     assert fit.predict_proba([" x"], ["y "]).p_a.iloc[0] == pytest.approx(2 / 3)
+
+
+def test_json_lines_named_json_and_a_wrong_delimiter(tmp_path, capsys):
+    """A JSON-lines file named battles.json was refused as 'not valid JSON (Trailing data)';
+    a semicolon-separated CSV was told it lacked every column, without the one it had."""
+    df = frame([("x", "y", "a"), ("y", "x", "a"), ("x", "y", "tie")])
+    lines = tmp_path / "battles.json"
+    df.to_json(lines, orient="records", lines=True)
+    assert main(["arena", "fit", str(lines), "--json"]) == 0
+    capsys.readouterr()
+    semi = tmp_path / "semi.csv"
+    df.to_csv(semi, sep=";", index=False)
+    assert main(["arena", "fit", str(semi)]) == 2
+    err = capsys.readouterr().err
+    assert "(the columns read: 'model_a;model_b;winner')" in err and len(err.strip().splitlines()) == 1

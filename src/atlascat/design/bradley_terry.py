@@ -194,7 +194,9 @@ def comparisons_from_battles(battles: pd.DataFrame, players=None) -> Comparisons
                                 f"{type(battles).__name__}")
     missing = need - set(battles.columns)
     if missing:
-        raise ResponseDataError(f"battles need columns model_a, model_b, winner; missing {sorted(missing)}")
+        found = ", ".join(map(repr, list(map(str, battles.columns))[:8])) or "none"
+        raise ResponseDataError(f"battles need columns model_a, model_b, winner; missing "
+                                f"{sorted(missing)} (the columns read: {found})")
     df = battles
     for col in ("model_a", "model_b"):
         if df[col].isna().any():
@@ -236,7 +238,12 @@ def read_battles(path, *, option: str | None = None) -> pd.DataFrame:
     path = check_input_file(Path(path), what="battles file", option=option)
     if path.suffix in (".jsonl", ".json"):
         try:
-            df = pd.read_json(path, lines=path.suffix == ".jsonl")
+            try:
+                df = pd.read_json(path, lines=path.suffix == ".jsonl")
+            except ValueError:   # JSON lines named .json: read them as such
+                if path.suffix == ".jsonl":
+                    raise
+                df = pd.read_json(path, lines=True)
         except ValueError as exc:
             where = f"{option} {str(path)!r}" if option else repr(str(path))
             raise ResponseDataError(f"battles file {where} is not valid JSON "
