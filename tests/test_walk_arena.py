@@ -156,3 +156,22 @@ def test_json_lines_named_json_and_a_wrong_delimiter(tmp_path, capsys):
     assert main(["arena", "fit", str(semi)]) == 2
     err = capsys.readouterr().err
     assert "(the columns read: 'model_a;model_b;winner')" in err and len(err.strip().splitlines()) == 1
+
+
+def test_comparisons_add_refuses_games_it_cannot_count():
+    """`Comparisons.add` dropped an outcome of 2 or 0.7 without a word, counted a player's game
+    against itself, and took position -1 as the last player."""
+    from atlascat.design.bradley_terry import Comparisons
+    from atlascat.errors import ConfigError
+
+    comp = Comparisons.empty(["x", "y", "z"])
+    with pytest.raises(ConfigError, match=r"game 1 \(of 2 such\): i=0, j=1, outcome 2: use 1"):
+        comp.add([0, 0, 1], [1, 1, 2], [1, 2, 0.7])
+    with pytest.raises(ConfigError, match="a player cannot play itself"):
+        comp.add([0], [0], [1])
+    with pytest.raises(ConfigError, match=r"add's i must be player positions 0..2, got \[-1\]"):
+        comp.add([-1], [0], [1])
+    with pytest.raises(ConfigError, match="one equal length"):
+        comp.add([0, 1], [1], [1])
+    ok = comp.add([0, 1, 2], [1, 2, 0], [1, 0.5, 0])
+    assert ok.n_games == 3 and ok.wins[0, 1] == 1 and ok.ties[1, 2] == 1 and ok.wins[0, 2] == 1

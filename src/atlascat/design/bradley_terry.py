@@ -138,9 +138,24 @@ class Comparisons:
     def add(self, i, j, outcome) -> "Comparisons":
         """New counts with games appended: ``outcome`` 1 (i won), 0 (j won) or 0.5 (tie);
         i, j, outcome are arrays of equal length (repeated pairs allowed)."""
-        i = np.asarray(i, dtype=np.intp)
-        j = np.asarray(j, dtype=np.intp)
-        o = np.asarray(outcome, dtype=float)
+        i, j = np.atleast_1d(i), np.atleast_1d(j)
+        o = np.atleast_1d(np.asarray(outcome, dtype=float))
+        if not i.shape == j.shape == o.shape or i.ndim != 1:
+            raise ConfigError(f"add needs i, j and outcome of one equal length, got shapes "
+                              f"{i.shape}, {j.shape}, {o.shape}")
+        n = self.n_players
+        for name, idx in (("i", i), ("j", j)):
+            off = ~np.isin(idx, np.arange(n))   # negative, past the end, fractional, a name
+            if off.any():
+                raise ConfigError(f"add's {name} must be player positions 0..{n - 1}, got "
+                                  f"{idx[off][:3].tolist()}")
+        bad = np.flatnonzero(~np.isin(o, (0.0, 0.5, 1.0)) | (i == j))
+        if bad.size:
+            k = bad[0]
+            why = "a player cannot play itself" if i[k] == j[k] else "use 1 (i won), 0 or 0.5"
+            raise ConfigError(f"game {k} (of {bad.size} such): i={i[k]}, j={j[k]}, outcome "
+                              f"{o[k]:g}: {why}")
+        i, j = i.astype(np.intp), j.astype(np.intp)
         wins = self.wins.copy()
         ties = self.ties.copy()
         np.add.at(wins, (i[o == 1], j[o == 1]), 1.0)
