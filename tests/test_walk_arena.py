@@ -175,3 +175,17 @@ def test_comparisons_add_refuses_games_it_cannot_count():
         comp.add([0, 1], [1], [1])
     ok = comp.add([0, 1, 2], [1, 2, 0], [1, 0.5, 0])
     assert ok.n_games == 3 and ok.wins[0, 1] == 1 and ok.ties[1, 2] == 1 and ok.wins[0, 2] == 1
+
+
+def test_a_player_listed_twice_is_refused():
+    """`fit(battles, players=["x", "x", ...])` or `schedule(None, players=["a", "a", "b"])` made
+    a phantom second 'x' without games, and schedule paired 'a' against 'a'."""
+    from atlascat.design.arena import schedule
+    from atlascat.errors import ConfigError
+
+    df = frame([("x", "y", "a"), ("y", "x", "a"), ("x", "z", "b"), ("z", "x", "b")])
+    with pytest.raises(ConfigError, match="names player 'x' more than once"):
+        BradleyTerry().fit(df, players=["x", "x ", "y", "z"])
+    with pytest.raises(ConfigError, match="names player 'a' more than once"):
+        schedule(None, 2, players=["a", "a", "b"])
+    assert set(schedule(None, 3, players=["a", "b", "c"]).model_a) <= {"a", "b"}

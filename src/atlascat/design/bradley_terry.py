@@ -167,7 +167,11 @@ class Comparisons:
 
     @classmethod
     def empty(cls, players) -> "Comparisons":
-        players = np.asarray([str(p) for p in players], dtype=object)
+        players = np.asarray([str(p).strip() for p in players], dtype=object)
+        twice = pd.Index(players)[pd.Index(players).duplicated()].unique().tolist()
+        if twice:
+            raise ConfigError(f"the player list names {_names(twice)} more than once; each "
+                              "player is one row of the ratings")
         n = len(players)
         return cls(players, np.zeros((n, n)), np.zeros((n, n)))
 
