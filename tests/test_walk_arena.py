@@ -211,3 +211,21 @@ def test_schedule_alternates_sides():
     assert np.allclose(fit.p_a + fit.p_tie + fit.p_b, 1) and (fit.model_a != fit.model_b).all()
     with pytest.raises(ConfigError, match="new_players needs a fit that includes them"):
         schedule(df, 2, model=model, new_players=["newcomer"])
+
+
+def test_mm_is_quick_when_a_model_nearly_always_wins():
+    """A strong model that lost 1 of its games (no virtual games needed): MM crept towards its
+    rating, 31,000 iterations (9 s) for 100 models and 100,000 games; with a Newton step on
+    every rating each 10 iterations it takes about a hundred, and agrees with Newton's fit."""
+    from atlascat.design.arena import random_battles
+
+    rng = np.random.default_rng(3)
+    truth = {f"m{k}": v for k, v in enumerate(rng.normal(0, 1.5, 40))}
+    truth["m0"] = 50.0
+    df = random_battles(truth, 20_000, tie_param=1.3, rng=rng)
+    df.loc[np.flatnonzero(df.model_a == "m0")[0], "winner"] = "b"
+    mm = BradleyTerry().fit(df)
+    nt = BradleyTerry(method="newton").fit(df)
+    assert mm.converged_ and mm.n_iter_ < 1_000
+    assert np.abs(mm.ratings_ - nt.ratings_).max() < 1e-7
+    assert mm.loglik_ == pytest.approx(nt.loglik_, abs=1e-8)

@@ -356,8 +356,9 @@ def _names(names: list, most: int = 5) -> str:
     return f"{'player' if len(names) == 1 else 'players'} {shown}{more}"
 
 
-# groups of players whose levels the MM fit moves by Newton steps (a k x k solve per iteration)
-MAX_SHIFT_GROUPS = 300
+# players (or groups of players) whose ratings (levels) the MM fit moves by a Newton step (a
+# k x k solve) every MM_NEWTON_EVERY iterations
+MAX_SHIFT_GROUPS, MM_NEWTON_EVERY = 300, 10
 
 # virtual games per player: beyond this the prior swamps any arena's real games and the
 # log-likelihood overflows
@@ -374,9 +375,10 @@ class BradleyTerry:
         0 = plain maximum likelihood (needs a strongly connected comparison graph)
     constraint : "sum_zero" (ratings sum to 0) or "reference" (``reference`` player at 0)
     reference : player name for ``constraint="reference"``
-    method : "mm" (Hunter's MM algorithm, default) or "newton" (Newton-Raphson with step
-        halving on the same concave log-likelihood; a handful of iterations where MM, which
-        converges linearly, needs thousands on dense data; used by the arena simulations)
+    method : "mm" (Hunter's MM algorithm, default, with a Newton step on the ratings every
+        ``MM_NEWTON_EVERY`` iterations: plain MM converges linearly, and needs tens of
+        thousands of iterations when a model nearly always wins) or "newton" (Newton-Raphson
+        with step halving on the same concave log-likelihood; used by the arena simulations)
     max_iter, tol : iterations and convergence on the largest change of beta and phi
 
     Attributes
@@ -495,10 +497,15 @@ class BradleyTerry:
             gamma[:n] = np.exp(init - (0 if prior > 0 else init.mean()))
         theta = 1.5 if n_ties > 0 else 1.0
         free = np.arange(m) < n  # the virtual anchor stays at gamma = 1
-        if prior > 0:   # groups that beat or tied each other in turn; each shifts as one
+        # every MM_NEWTON_EVERY iterations a Newton step on every rating (up to
+        # MAX_SHIFT_GROUPS players), else on the level of each group that beat or tied each
+        # other in turn (the slow directions when virtual games hold them)
+        n_groups, group = n, np.arange(n)
+        if n > MAX_SHIFT_GROUPS:
             n_groups, group = connected_components(nprime[:n, :n] > 0, directed=True,
                                                    connection="strong")
-            shift = sparse.csr_matrix((np.ones(n), (np.arange(n), group)), shape=(m, n_groups))
+        steps = n_groups <= MAX_SHIFT_GROUPS and (prior > 0 or n_groups == n)
+        shift = sparse.csr_matrix((np.ones(n), (np.arange(n), group)), shape=(m, n_groups))
         converged = False
         beta_old = np.log(gamma)
         phi_old = np.log(theta)
@@ -509,7 +516,7 @@ class BradleyTerry:
             gamma = np.where(free, new, 1.0)
             if prior == 0:
                 gamma = gamma / np.exp(np.log(gamma).mean())
-            elif n_groups <= MAX_SHIFT_GROUPS and it % 10 == 1:   # a Newton step: 2 likelihoods
+            if steps and it % MM_NEWTON_EVERY == 1:
                 gamma = np.exp(self._group_step(np.log(gamma), np.log(theta), wins, ties,
                                                 nprime, shift, n, prior))
             if n_ties > 0:
@@ -527,11 +534,11 @@ class BradleyTerry:
         return beta, phi, it, converged
 
     def _group_step(self, beta, phi, wins, ties, nprime, shift, n, prior):
-        """One Newton step (with step halving) on a common shift of each group of ``shift``
-        (m x groups, the anchor in none) against the others and the virtual anchor. MM alone
-        moves such a level by tiny steps when only a few games, virtual or one-sided, hold it:
-        with ``prior_games=1`` 80,000 iterations for 100 players and 100,000 games (none at
-        0.1), 58,000 and half a minute with an undefeated player among them."""
+        """One Newton step (with step halving, so the likelihood still never decreases) on a
+        common shift of each group of ``shift`` (m x groups, the anchor in none; a group per
+        player: every rating). MM alone moves a rating by tiny steps when few games, virtual or
+        one-sided, hold it: 100 players and 100,000 games took 80,000 iterations with
+        ``prior_games=1`` (none at 0.1), 31,000 (9 s) with a model that lost one game."""
         p = expit(beta[:, None] - beta[None, :] - phi)
         grad = (wins + ties).sum(1) - (nprime * p).sum(1) - (nprime.T * (1 - p.T)).sum(1)
         info = self._covariance(beta, phi, nprime, ties, n, prior, return_info=True)
