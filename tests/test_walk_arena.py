@@ -229,3 +229,17 @@ def test_mm_is_quick_when_a_model_nearly_always_wins():
     assert mm.converged_ and mm.n_iter_ < 1_000
     assert np.abs(mm.ratings_ - nt.ratings_).max() < 1e-7
     assert mm.loglik_ == pytest.approx(nt.loglik_, abs=1e-8)
+
+
+def test_json_says_how_ties_were_counted(capsys):
+    """`atlas arena fit --ties half --json` reported "tie_param": 1.0, which reads as an arena
+    without ties; the table says "a tie counted as half a win". The record now names the tie
+    handling, and a tie parameter only where one is estimated."""
+    import json
+
+    assert main(["arena", "fit", "arena-demo", "--ties", "half", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ties"] == "half" and out["tie_param"] is None
+    assert main(["arena", "fit", "arena-demo", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ties"] == "rao-kupper" and out["tie_param"] == pytest.approx(1.4451, abs=1e-4)

@@ -49,7 +49,8 @@ def fit(
     gaps = model.adjacent_differences()
     prior_only = (model.prior_only_ or "").replace("prior_games=", "--prior-games ")
     if as_json:
-        console.print_json(json.dumps(json_safe({"tie_param": model.tie_param_, "loglik": model.loglik_,
+        console.print_json(json.dumps(json_safe({"ties": ties, "loglik": model.loglik_,
+                                       "tie_param": model.tie_param_ if ties == "rao-kupper" else None,
                                        "prior_only": prior_only or None,
                                        "ratings": table.to_dict(orient="records"),
                                        "adjacent": gaps.to_dict(orient="records")})))
