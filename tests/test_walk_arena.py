@@ -243,3 +243,19 @@ def test_json_says_how_ties_were_counted(capsys):
     assert main(["arena", "fit", "arena-demo", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ties"] == "rao-kupper" and out["tie_param"] == pytest.approx(1.4451, abs=1e-4)
+
+
+def test_a_header_with_spaces_after_the_commas_is_read(tmp_path, capsys):
+    """A hand-written 'model_a, model_b, winner' header (or Model_A, ...) was refused as missing
+    model_b and winner, though every value after it reads fine."""
+    path = tmp_path / "b.csv"
+    path.write_text("model_a, model_b, winner\nGPT 4o, Llama, a\nLlama, GPT 4o, a\n"
+                    "GPT 4o, Llama, tie\n", encoding="utf-8")
+    assert main(["arena", "fit", str(path), "--json"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["tie_param"] == pytest.approx(2.0, abs=1e-7)   # w = l = t = 1: sqrt(2 * 2 / 1)
+    assert sorted(r["player"] for r in out["ratings"]) == ["GPT 4o", "Llama"]
+    caps = pd.DataFrame({"Model_A": ["x", "y"], "Model_B": ["y", "x"], "Winner": ["a", "a"]})
+    assert comparisons_from_battles(caps).n_games == 2

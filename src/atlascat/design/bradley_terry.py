@@ -212,6 +212,10 @@ def comparisons_from_battles(battles: pd.DataFrame, players=None) -> Comparisons
                                 f"model_b, winner (or a Comparisons), got "
                                 f"{type(battles).__name__}")
     missing = need - set(battles.columns)
+    spaced = {str(c).strip().lower(): c for c in battles.columns}   # "model_a, model_b, winner"
+    if missing and missing <= set(spaced):
+        battles = battles.rename(columns={spaced[k]: k for k in missing})
+        missing = set()
     if missing:
         found = ", ".join(map(repr, list(map(str, battles.columns))[:8])) or "none"
         raise ResponseDataError(f"battles need columns model_a, model_b, winner; missing "
