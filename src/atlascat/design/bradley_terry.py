@@ -550,8 +550,8 @@ class BradleyTerry:
         h = (shift.T @ (shift.T @ info[:-1, :-1]).T).T
         step = shift @ np.linalg.lstsq(h, g, rcond=None)[0]
         current = self._loglik(beta, phi, wins, ties)
-        for t in 0.5 ** np.arange(30):
-            if self._loglik(beta + t * step, phi, wins, ties) >= current:
+        for t in 0.5 ** np.arange(30):   # at the maximum: a step within rounding is taken
+            if self._loglik(beta + t * step, phi, wins, ties) >= current - 1e-12 * abs(current):
                 return beta + t * step
         return beta
 
