@@ -285,3 +285,18 @@ def test_counts_agree_with_a_group_by_and_unknown_names_are_named():
     assert np.array_equal(comp.wins, wins) and np.array_equal(comp.ties, ties)
     with pytest.raises(ResponseDataError, match=r"not in the player list, e\.g\. \['org/model 3 ü'\]"):
         comparisons_from_battles(df, players=[p for p in truth if p != "org/model 3 ü"])
+
+
+def test_the_stability_line_stays_readable_for_many_models(tmp_path, capsys):
+    """100 models, 1M games: the line listed all 44 separated neighbours, 2,500 characters on
+    one line (here 40 models, 20 separated); it names 8 and counts the rest."""
+    from atlascat.design.arena import random_battles
+
+    rng = np.random.default_rng(0)
+    truth = {f"org/model-{k}": v for k, v in enumerate(rng.normal(0, 3, 40))}
+    path = tmp_path / "b.parquet"
+    random_battles(truth, 60_000, tie_param=1.3, rng=rng).to_parquet(path)
+    assert main(["arena", "fit", str(path)]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("neighbouring")][0]
+    assert len(line) < 600 and " and 12 more (of 39; --json lists them)" in line
+    assert line.endswith("other neighbouring pair(s) could swap")

@@ -77,9 +77,14 @@ def _stability_line(gaps) -> str:
              for r in gaps.itertuples() if r.separated]
     if len(apart) == len(gaps):
         return "every rank is told apart from the next at 95% (difference > 1.96 SE)"
-    told = ", ".join(apart) if apart else "none"
+    told = ", ".join(apart[:_MOST_PAIRS]) if apart else "none"
+    if len(apart) > _MOST_PAIRS:   # 100 models: 44 pairs on one line; --json lists them all
+        told += f" and {len(apart) - _MOST_PAIRS} more (of {len(gaps)}; --json lists them)"
     return (f"neighbouring ranks told apart at 95% (difference > 1.96 SE): {told}; "
             f"{len(gaps) - len(apart)} other neighbouring pair(s) could swap")
+
+
+_MOST_PAIRS = 8   # separated neighbours named on the line
 
 
 @arena_app.command("schedule")
