@@ -300,3 +300,22 @@ def test_the_stability_line_stays_readable_for_many_models(tmp_path, capsys):
     line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("neighbouring")][0]
     assert len(line) < 600 and " and 12 more (of 39; --json lists them)" in line
     assert line.endswith("other neighbouring pair(s) could swap")
+
+
+def test_the_tie_parameter_comes_with_an_interval_that_covers(capsys):
+    """The tie parameter was the one estimate printed without its uncertainty (`fit` printed
+    "Rao-Kupper tie parameter = 1.445"). `tie_param_interval()` and the line give a 95% Wald
+    interval; over seeded simulated arenas it covers the true theta about 95% of the time."""
+    from atlascat.design.arena import random_battles
+
+    truth = {f"m{k}": v for k, v in enumerate(np.random.default_rng(5).normal(0, 1, 8))}
+    hits = []
+    for s in range(120):
+        df = random_battles(truth, 300, tie_param=1.5, rng=np.random.default_rng([13, s]))
+        lo, hi = BradleyTerry(method="newton").fit(df).tie_param_interval()
+        hits.append(lo <= 1.5 <= hi)
+    assert 0.90 <= np.mean(hits) <= 0.99
+    assert BradleyTerry().fit(frame([("x", "y", "a"), ("y", "x", "a")])).tie_param_interval() is None
+    assert main(["arena", "fit", "arena-demo"]) == 0
+    out = capsys.readouterr().out
+    assert "Rao-Kupper tie parameter = 1.445 (95% 1.318-1.584)" in out

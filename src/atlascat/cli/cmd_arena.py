@@ -51,6 +51,7 @@ def fit(
     if as_json:
         console.print_json(json.dumps(json_safe({"ties": ties, "loglik": model.loglik_,
                                        "tie_param": model.tie_param_ if ties == "rao-kupper" else None,
+                                       "tie_param_interval": model.tie_param_interval(),
                                        "prior_only": prior_only or None,
                                        "ratings": table.to_dict(orient="records"),
                                        "adjacent": gaps.to_dict(orient="records")})))
@@ -60,7 +61,9 @@ def fit(
     dropped = f" ({n_ties} ties left out)" if ties == "drop" and n_ties else ""
     print_frame(table, title=f"Bradley-Terry ratings: {comp.n_players} players, "
                              f"{comp.n_games} games{dropped}")
-    tie_words = {"rao-kupper": f"Rao-Kupper tie parameter = {model.tie_param_:.4g}",
+    band = model.tie_param_interval()
+    band = f" (95% {band[0]:.4g}-{band[1]:.4g})" if band else " (no ties)" if not n_ties else ""
+    tie_words = {"rao-kupper": f"Rao-Kupper tie parameter = {model.tie_param_:.4g}{band}",
                  "half": "a tie counted as half a win for each player",
                  "drop": "ties left out"}[ties]
     console.print(f"{tie_words}; log-likelihood {model.loglik_:.6g}; {model.n_iter_} MM iterations")

@@ -675,6 +675,16 @@ class BradleyTerry:
         self._check_fitted()
         return self._phi
 
+    def tie_param_interval(self, z: float = 1.959963984540054) -> tuple[float, float] | None:
+        """Wald interval of Rao and Kupper's theta, exp(phi -+ z SE(phi)), its lower end at
+        least 1 (no ties); None when no tie parameter is estimated (no ties, ``ties`` half or
+        drop)."""
+        self._check_fitted()
+        if not self.phi_se_ > 0:
+            return None
+        return (float(max(np.exp(self._phi - z * self.phi_se_), 1.0)),
+                float(np.exp(self._phi + z * self.phi_se_)))
+
     def index_of(self, names) -> np.ndarray:
         self._check_fitted()
         pos = {p: k for k, p in enumerate(self.players_)}
