@@ -319,3 +319,19 @@ def test_the_tie_parameter_comes_with_an_interval_that_covers(capsys):
     assert main(["arena", "fit", "arena-demo"]) == 0
     out = capsys.readouterr().out
     assert "Rao-Kupper tie parameter = 1.445 (95% 1.318-1.584)" in out
+
+
+def test_a_sparse_arena_names_a_few_gaps_and_counts_the_rest():
+    """250 models, 1,000 games: the note named every one of 19 gaps, 1,700 characters (3,500 at
+    500 models) in one `note:` line and in the error; it names 3 and counts the rest."""
+    from atlascat.design.arena import random_battles
+    from atlascat.errors import ConvergenceError
+
+    rng = np.random.default_rng(0)
+    truth = {f"m{k}": v for k, v in enumerate(rng.normal(0, 1, 250))}
+    df = random_battles(truth, 1000, tie_param=1.3, rng=rng)
+    note = BradleyTerry(prior_games=1).fit(df).prior_only_
+    assert len(note) < 600 and "; 16 more such groups: each of these gaps" in note
+    with pytest.raises(ConvergenceError, match="16 more such groups, so each of these gaps") as err:
+        BradleyTerry().fit(df)
+    assert len(str(err.value)) < 600

@@ -344,6 +344,8 @@ def _no_mle_reason(players, nprime: np.ndarray, games: np.ndarray) -> str | None
                 not sunk[opponents].all():
             reasons.append(f"{_names(players[inside].tolist())} won every game against "
                            f"{_names(players[opponents].tolist())}")
+    if len(reasons) > 3:   # a sparse arena of 500 models: hundreds, 3,500 characters
+        reasons = reasons[:3] + [f"{len(reasons) - 3} more such groups"]
     return "; ".join(reasons) or "the games do not connect every player"
 
 
