@@ -322,8 +322,9 @@ def test_the_tie_parameter_comes_with_an_interval_that_covers(capsys):
 
 
 def test_a_sparse_arena_names_a_few_gaps_and_counts_the_rest():
-    """250 models, 1,000 games: the note named every one of 19 gaps, 1,700 characters (3,500 at
-    500 models) in one `note:` line and in the error; it names 3 and counts the rest."""
+    """250 models, 1,000 games: 19 gaps without a finite estimate. Naming every one (as the
+    fix above first did) made a 1,700-character `note:` line (3,500 at 500 models); the note
+    and the error name 3 and count the rest."""
     from atlascat.design.arena import random_battles
     from atlascat.errors import ConvergenceError
 
