@@ -49,7 +49,9 @@ def fit(
     gaps = model.adjacent_differences()
     prior_only = (model.prior_only_ or "").replace("prior_games=", "--prior-games ")
     if as_json:
-        console.print_json(json.dumps(json_safe({"tie_param": model.tie_param_, "loglik": model.loglik_,
+        console.print_json(json.dumps(json_safe({"ties": ties, "loglik": model.loglik_,
+                                       "tie_param": model.tie_param_ if ties == "rao-kupper" else None,
+                                       "tie_param_interval": model.tie_param_interval(),
                                        "prior_only": prior_only or None,
                                        "ratings": table.to_dict(orient="records"),
                                        "adjacent": gaps.to_dict(orient="records")})))
@@ -59,7 +61,9 @@ def fit(
     dropped = f" ({n_ties} ties left out)" if ties == "drop" and n_ties else ""
     print_frame(table, title=f"Bradley-Terry ratings: {comp.n_players} players, "
                              f"{comp.n_games} games{dropped}")
-    tie_words = {"rao-kupper": f"Rao-Kupper tie parameter = {model.tie_param_:.4g}",
+    band = model.tie_param_interval()
+    band = f" (95% {band[0]:.4g}-{band[1]:.4g})" if band else " (no ties)" if not n_ties else ""
+    tie_words = {"rao-kupper": f"Rao-Kupper tie parameter = {model.tie_param_:.4g}{band}",
                  "half": "a tie counted as half a win for each player",
                  "drop": "ties left out"}[ties]
     console.print(f"{tie_words}; log-likelihood {model.loglik_:.6g}; {model.n_iter_} MM iterations")
@@ -76,9 +80,14 @@ def _stability_line(gaps) -> str:
              for r in gaps.itertuples() if r.separated]
     if len(apart) == len(gaps):
         return "every rank is told apart from the next at 95% (difference > 1.96 SE)"
-    told = ", ".join(apart) if apart else "none"
+    told = ", ".join(apart[:_MOST_PAIRS]) if apart else "none"
+    if len(apart) > _MOST_PAIRS:   # 100 models: 44 pairs on one line; --json lists them all
+        told += f" and {len(apart) - _MOST_PAIRS} more (of {len(gaps)}; --json lists them)"
     return (f"neighbouring ranks told apart at 95% (difference > 1.96 SE): {told}; "
             f"{len(gaps) - len(apart)} other neighbouring pair(s) could swap")
+
+
+_MOST_PAIRS = 8   # separated neighbours named on the line
 
 
 @arena_app.command("schedule")

@@ -121,17 +121,34 @@ def schedule(battles, n_pairs: int = 10, *, criterion: str = "det", players=None
         model = BradleyTerry(prior_games=prior_games).fit(comp.with_players(new_players))
     else:
         model._check_fitted()
+        if len(new_players):
+            raise ConfigError("new_players needs a fit that includes them: pass the battles "
+                              "without model=, or fit the model on comps.with_players(...)")
     if isinstance(n_pairs, bool) or not isinstance(n_pairs, (int, np.integer)) or \
             not 1 <= n_pairs <= MAX_PAIRS:   # each pick updates the information greedily
         raise ConfigError(f"n_pairs must be in [1, {MAX_PAIRS}], got {n_pairs}; schedule a "
                           "round, fit its results and schedule the next")
     picks = _greedy_pairs(model.ratings_, model.cov_, model.phi_, n_pairs, criterion, rng)
-    a = np.array([p[0] for p in picks])
-    b = np.array([p[1] for p in picks])
+    a, b = _balanced_sides(np.array([p[0] for p in picks]), np.array([p[1] for p in picks]),
+                           model.players_.size)
     pa, pt, pb = outcome_probabilities(model.ratings_[a], model.ratings_[b], model.phi_)
     return pd.DataFrame({"model_a": model.players_[a], "model_b": model.players_[b],
                          "p_a": pa, "p_tie": pt, "p_b": pb,
                          "information": [p[3] for p in picks], "score": [p[2] for p in picks]})
+
+
+def _balanced_sides(i, j, n):
+    """Who plays model_a in each pick: the player who has so far played model_a less often
+    than model_b in the batch (ties: the order picked), so a pair that repeats swaps sides and
+    no model always goes first: an LLM judge's preference for the first answer cancels."""
+    lead = np.zeros(n, dtype=int)   # times model_a minus times model_b
+    a, b = i.copy(), j.copy()
+    for k in range(i.size):
+        if lead[j[k]] < lead[i[k]]:
+            a[k], b[k] = j[k], i[k]
+        lead[a[k]] += 1
+        lead[b[k]] -= 1
+    return a, b
 
 
 # ============================================================================ simulation
