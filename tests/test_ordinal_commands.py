@@ -67,11 +67,16 @@ def test_info_describes_a_graded_bank(root):
     assert "12 item(s) rated 1;2;3;4;5;6;7;8;9;10" in _run("info", str(root / "bank.csv"))
 
 
-@pytest.mark.parametrize("command", [["items"], ["items", "RESPONSES"], ["ranks", "RESPONSES"]])
-def test_binary_item_reports_refuse_a_graded_bank_in_one_line(root, command):
-    args = [str(root / "judge.csv") if c == "RESPONSES" else c for c in command]
-    msg = _run(*args, "--bank", str(root / "bank.csv"), fails=True)
+def test_ranks_refuses_a_graded_bank_in_one_line(root):
+    msg = _run("ranks", str(root / "judge.csv"), "--bank", str(root / "bank.csv"), fails=True)
     assert "ordinal (graded) items" in msg and "\n" not in msg
+
+
+def test_items_reports_a_graded_bank(root):
+    """atlas items takes ordinal banks (slopes, locations, information shares:
+    tests/test_walk_link.py checks the shares by hand)."""
+    out = json.loads(_run("items", "--bank", str(root / "bank.csv"), "--json"))
+    assert out["n_items"] == N_ITEMS
 
 
 def test_simulate_refuses_batches_on_a_graded_bank(root, tmp_path):
@@ -298,10 +303,11 @@ def test_graded_loglik_from_the_answered_categories_equals_the_full_table(root):
     np.testing.assert_allclose(_graded_loglik_at(codes, bank, theta), full, rtol=1e-12)
 
 
-def test_link_refuses_graded_banks_in_one_line(root, tmp_path):
-    msg = _run("link", str(root / "bank.csv"), str(root / "bank.csv"), "-o",
-               str(tmp_path / "l.csv"), fails=True)
-    assert msg.startswith("atlas link links right/wrong item banks") and "ordinal" in msg
+def test_link_takes_graded_banks(root, tmp_path):
+    """atlas link links ordinal banks (tests/test_walk_link.py); a bank to itself: A 1, B 0."""
+    _run("link", str(root / "bank.csv"), str(root / "bank.csv"), "-o", str(tmp_path / "l.csv"))
+    linked, bank = PolyBank.read(tmp_path / "l.csv"), PolyBank.read(root / "bank.csv")
+    np.testing.assert_allclose(linked.params, bank.params, atol=1e-5)
 
 
 def test_a_live_graded_replay_skips_the_gaps_as_simulate_does(root, tmp_path):

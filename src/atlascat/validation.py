@@ -541,7 +541,9 @@ def check_link_anchors(ref, new, method: str) -> None:
 
 
 def check_linking_result(A, B, method: str) -> None:
-    if not (np.isfinite(A) and np.isfinite(B) and A > 0):
+    """Finite constants with A > 0, and no scale stretched 100-fold or moved by 100 SDs: the
+    criterion ran away (anchors that disagree, e.g. slopes of opposite sign)."""
+    if not (np.isfinite(A) and np.isfinite(B) and 0.01 < A < 100 and abs(B) < 100):
         raise ConfigError(f"{method} linking gave A = {A:g}, B = {B:g}, not a usable scale "
                           "transformation; check the anchors or try another --method")
 

@@ -289,7 +289,8 @@ def _print_bank(path: str, summary: dict) -> None:
 
 #: what a binary bank's parameter is, beside its name (P = c + (u - c) / (1 + exp(-a (theta - b))))
 _PARAMETER = {"a": " (slope)", "b": " (difficulty, on theta's scale)", "c": " (lower asymptote)",
-              "u": " (upper asymptote)"}
+              "u": " (upper asymptote)",
+              "dispersion": " (continuous scores: Var = phi P (1 - P); information a^2 P Q / phi)"}
 
 
 def _spread(qs: dict) -> str:

@@ -7,8 +7,7 @@ from typing import Optional
 
 import typer
 
-from ._common import (bank_option_help, binary_bank_only, console, json_safe, output_file,
-                      print_frame)
+from ._common import bank_option_help, console, json_safe, output_file, print_frame
 
 
 def register(app: typer.Typer) -> None:
@@ -54,8 +53,6 @@ def register(app: typer.Typer) -> None:
                               "(positional) are the answers for the S-X2 item fit")
         output_file(output, inputs={"RESPONSES": responses, "--bank": bank})
         bk = (ref := BankRef.from_option(bank, normalize_ids=normalize_ids)).load()
-        binary_bank_only(bk, bank, "atlas items", "flags right/wrong items by a, b, c, u and S-X2",
-                         "see their slopes with atlas info and their information with atlas design")
         rm = None
         if responses is not None:
             rm = read_answers(responses, ref, freq_column=freq_column, normalize_ids=normalize_ids)
@@ -71,15 +68,15 @@ def register(app: typer.Typer) -> None:
         flagged = q[q["n_issues"] > 0]
         if as_json:
             out = {"n_items": int(len(q)), "n_flagged": int(len(flagged)), "counts": counts,
-                   "flagged": flagged[["item_id", "a", "b", "c", "u", "info_share",
-                                       "issues"]].to_dict(orient="records")}
+                   "flagged": flagged[[c for c in _SHOWN + ["issues"] if c in q.columns]
+                                      ].to_dict(orient="records")}
             console.print_json(json.dumps(json_safe(out)))
             return
         console.print(f"[bold]{len(q)} items[/], {len(flagged)} flagged: "
                       + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
         shown = q if show_all else flagged.sort_values(["n_issues", "info_share"],
                                                        ascending=[False, True])
-        cols = ["item_id", "a", "b", "c", "u", "info_share", "weight_ratio"]
+        cols = [c for c in _SHOWN + ["weight_ratio"] if c in q.columns]
         if "p_S_X2" in q.columns:
             cols += ["S_X2", "p_S_X2"]
         cols.append("issues")
@@ -91,3 +88,8 @@ def register(app: typer.Typer) -> None:
                           f"{clean['weight_ratio'].median():.3f}")
         if output is not None:
             console.print(f"wrote {output}")
+
+
+#: the columns shown of a binary bank's report (a, b, c, u) or an ordinal one's (model,
+#: categories, a, location)
+_SHOWN = ["item_id", "model", "n_categories", "a", "b", "c", "u", "location", "info_share"]

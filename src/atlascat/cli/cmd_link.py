@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from ..irt.defaults import QUADPTS
-from ._common import binary_bank_only, console, escape, json_safe, output_file
+from ..irt.defaults import DRIFT_MIN, DRIFT_Z, QUADPTS
+from ._common import console, escape, json_safe, output_file
 
 
 def _read_anchors(path: Path) -> list[str]:
@@ -57,15 +57,19 @@ def register(app: typer.Typer) -> None:
         normalize_ids: bool = typer.Option(False, "--normalize-ids", help="Strip R's 'X' from ids."),
         fmt: str = typer.Option("ours", "--format", help="Output format: ours (a,b,c,u) or mirt (a1,d,g,u)."),
         as_json: bool = typer.Option(False, "--json", help="Print the constants as JSON."),
+        drift_z: float = typer.Option(DRIFT_Z, "--drift-z",
+                                      help="Flag an anchor whose b gap after linking has "
+                                           "|robust z| above this (drift)..."),
+        drift_min: float = typer.Option(DRIFT_MIN, "--drift-min",
+                                        help="... and strays more than this from the median gap."),
+        drop_drift: bool = typer.Option(False, "--drop-drift",
+                                        help="Link again without the anchors flagged for drift."),
     ):
         """Link NEW to REF through common items: theta_ref = A theta_new + B.
 
         Writes NEW on REF's scale (a* = a / A, b* = A b + B), or the merged bank with --merge.
         """
-        import numpy as np
-
         from ..errors import ConfigError
-        from ..irt.bank import ItemBank
         from ..irt.linking import link_banks
 
         if fmt not in ("ours", "mirt"):
@@ -75,19 +79,15 @@ def register(app: typer.Typer) -> None:
 
         ref_bank = BankRef.from_option(ref, option="REF", normalize_ids=normalize_ids).load()
         new_bank = BankRef.from_option(new, option="NEW", normalize_ids=normalize_ids).load()
-        for bank, spec in ((ref_bank, ref), (new_bank, new)):
-            binary_bank_only(bank, spec, "atlas link", "links right/wrong item banks",
-                             "calibrate the ratings of both sets of models together instead")
         anchor_ids = _read_anchors(anchors) if anchors is not None else None
-        result = link_banks(ref_bank, new_bank, method, anchors=anchor_ids, quadpts=quadpts)
-        linked = result.transform(new_bank)
-        if merge:
-            extra = [i for i in linked.item_ids if i not in ref_bank]
-            part = linked.subset(extra) if extra else None
-            ids = list(ref_bank.item_ids) + ([] if part is None else list(part.item_ids))
-            cols = [np.concatenate([getattr(ref_bank, k)] + ([] if part is None else [getattr(part, k)]))
-                    for k in ("a", "b", "c", "u")]
-            linked = ItemBank(ids, *cols, model=ref_bank.model)
+        if anchor_ids is not None and normalize_ids:   # the anchors spelled as the banks now are
+            from ..validation import normalize_item_id
+
+            anchor_ids = [normalize_item_id(i) for i in anchor_ids]
+        result = link_banks(ref_bank, new_bank, method, anchors=anchor_ids, quadpts=quadpts,
+                            drift_z=drift_z, drift_min=drift_min,
+                            drop_drift=drop_drift)
+        linked = result.merge(ref_bank, new_bank) if merge else result.transform(new_bank)
         linked.write(output, format=fmt)
         info = {**result.to_dict(), "output": str(output), "n_items_written": len(linked)}
         if as_json:
@@ -96,4 +96,22 @@ def register(app: typer.Typer) -> None:
         crit = "" if result.criterion is None else f", criterion {result.criterion:.4g}"
         console.print(f"{result.method}: A = {result.A:.6f}, B = {result.B:.6f} "
                       f"({len(result.anchors)} anchors{crit})")
+        _print_drift(result, drift_z, drift_min)
         console.print(f"wrote {escape(str(output))} ({len(linked)} items on the scale of {escape(ref)})")
+
+
+def _print_drift(result, drift_z: float, drift_min: float) -> None:
+    """The anchors flagged for drift, largest gap first, and whether they were left out."""
+    flagged = result.drift[result.drift["flagged"]] if result.drift is not None else None
+    if flagged is None or not len(flagged):
+        return
+    top = flagged.reindex(flagged["robust_z"].abs().sort_values(ascending=False).index)
+    shown = ", ".join(f"{escape(str(i))} (d = {r.d:+.3g})" for i, r in top.head(8).iterrows())
+    more = f" and {len(top) - 8} more" if len(top) > 8 else ""
+    how = ("left out of these constants" if result.dropped else
+           "still in these constants: --drop-drift links without them")
+    flips = int(flagged["slope_flips"].sum())
+    flip = f" or a slope that changes sign ({flips})" if flips else ""
+    console.print(f"drift: {len(top)} of {len(result.drift)} anchors have b gaps after linking "
+                  f"with |robust z| > {drift_z:g} and {drift_min:g} from the median gap{flip}: "
+                  f"{shown}{more}; {how}", highlight=False)

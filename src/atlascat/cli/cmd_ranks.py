@@ -13,8 +13,8 @@ from ._common import (bank_option_help, console, err_console, json_safe, number,
 def ranks_command(
     data: str = typer.Argument(..., metavar="DATA",
                                help="Scores CSV from `atlas score` (columns subject_id, theta, "
-                                    "mean_score[, se]) or, with --bank, a response matrix "
-                                    "(file or bundled name)."),
+                                    "mean_score or mean_rating[, se]) or, with --bank, a "
+                                    "response matrix (file or bundled name)."),
     bank: str = typer.Option(None, "--bank", "-b",
                              help=bank_option_help("Only when DATA is a response matrix.")),
     method: str = typer.Option("eap", "--method", "-m",
@@ -38,7 +38,7 @@ def ranks_command(
 
     output_file(output, inputs={"DATA": data, "--bank": bank})
     output_dir(plots, "--plots")
-    df, name, scale = (_read_scores(data), "accuracy", None) if bank is None else \
+    df, name, scale = (*_read_scores(data), None) if bank is None else \
         _scores_from_answers(data, bank, method, normalize_ids=normalize_ids)
     for col in ("theta", "mean_score") + (("se",) if "se" in df.columns else ()):
         df[col] = pd.to_numeric(df[col], errors="coerce")
@@ -89,11 +89,16 @@ def register(app: typer.Typer) -> None:
 
 def _read_scores(data: str):
     """A scores CSV of ``atlas score`` (subject_id, theta, mean_score[, se]; ``accuracy``, the
-    column's earlier name, is read as ``mean_score``)."""
+    column's earlier name, is read as ``mean_score``; an ordinal bank's ``mean_rating``) and
+    what its observed score is called."""
     from ..errors import ConfigError
     from ..validation import read_frame
 
     df = read_frame(data, what="scores file", option="DATA", error=ConfigError)
+    name = "accuracy"
+    if "mean_score" not in df.columns and "accuracy" not in df.columns \
+            and "mean_rating" in df.columns:   # atlas score on an ordinal bank
+        df, name = df.rename(columns={"mean_rating": "mean_score"}), "mean rating"
     if "mean_score" not in df.columns:
         df = df.rename(columns={"accuracy": "mean_score"})
     missing = {"theta", "mean_score"} - set(df.columns)
@@ -102,7 +107,7 @@ def _read_scores(data: str):
                           "from `atlas score`, or a response matrix with --bank")
     if "subject_id" not in df.columns:
         df.insert(0, "subject_id", df.index.astype(str))
-    return df
+    return df, name
 
 
 def _scores_from_answers(data: str, bank: str, method: str, *, normalize_ids: bool):
@@ -116,7 +121,8 @@ def _scores_from_answers(data: str, bank: str, method: str, *, normalize_ids: bo
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     binary_bank_only(bk, bank, "atlas ranks", "ranks models by theta against their accuracy",
-                     "rank them by the theta and mean_rating of atlas score")
+                     "score them with atlas score RESPONSES --bank BANK -o scores.csv, then "
+                     "atlas ranks scores.csv (theta against mean_rating)")
     rm, bk = align_items(read_answers(data, ref, normalize_ids=normalize_ids), bk, "ignore")
     df = estimate_ability(rm, bk, method.lower())
     df["mean_score"], name, scale = observed_means(rm.aligned_values(bk.item_ids), ref)

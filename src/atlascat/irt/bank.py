@@ -271,11 +271,20 @@ class ItemBank:
         return models.test_information(theta_values(theta), *self.params)
 
     def summary(self) -> dict:
-        """Item count, model, parameter quantiles, and items worth a look."""
+        """Item count, model, parameter quantiles (and, for continuous scores, of each item's
+        dispersion phi), and items worth a look."""
         q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
         quant = {name: dict(zip(["min", "q05", "q25", "median", "q75", "q95", "max"],
                                 np.quantile(arr, q).round(4).tolist()))
                  for name, arr in zip(PARAM_COLUMNS, self.params)}
+        import pandas as pd
+
+        meta = self.metadata   # continuous scores: the dispersion dividing the information
+        phi = (None if meta is None or "dispersion" not in meta.columns else
+               pd.to_numeric(meta["dispersion"], errors="coerce").to_numpy(float))
+        if phi is not None and not np.all(phi == 1.0):   # all 1: 0/1 answers (dispersion.py)
+            quant["dispersion"] = dict(zip(["min", "q05", "q25", "median", "q75", "q95", "max"],
+                                           np.quantile(phi, q).round(4).tolist()))
         return {
             "n_items": len(self),
             "model": self.model,

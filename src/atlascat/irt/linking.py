@@ -24,31 +24,46 @@ The constants (A, B) come from either
 :func:`icc_rmsd` measures how far two banks' item characteristic curves are apart
 (sqrt of the N(0, 1)-weighted mean squared difference of P over theta), per item.
 
+**Anchor drift** (:func:`anchor_drift`): an anchor whose difficulty moved between the two
+calibrations (item exposure, a changed prompt, a poorly estimated b) pulls every constant. After
+linking, each anchor's gap d_j = b*_new_j - b_ref_j is compared with the others' by the robust z
+of Huynh and Meyer (2010), z_j = (d_j - median d) / (0.74 IQR d); an anchor with |z| above
+``drift_z`` (3; their 1.645 flags one sound anchor in ten by chance) whose gap also strays more
+than ``drift_min`` (0.3 on theta's scale) from the median is flagged, with 4 anchors or more
+(precise anchors have a tiny IQR, and a 0.1 gap is then a large z but no drift); so is an
+anchor whose slope changes sign between the banks. Anchors whose item text (a ``question``
+column in both banks) differs are not the same items: refused, or with ids given, warned.
+``drop_drift`` links again without the flagged anchors (one pass).
+
 References
 ----------
 Kolen, M. J. and Brennan, R. L. (2014). Test Equating, Scaling, and Linking, 3rd ed., ch. 6.
 Haebara, T. (1980). Equating logistic ability scales by a weighted least squares method.
 Japanese Psychological Research 22, 144-149.
+Huynh, H. and Meyer, P. (2010). Use of robust z in detecting unstable items in item response
+theory models. Practical Assessment, Research & Evaluation 15(2).
 Stocking, M. L. and Lord, F. M. (1983). Developing a common metric in item response theory.
 Applied Psychological Measurement 7, 201-210.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from .defaults import QUADPTS, THETA_RANGE
+from .defaults import DRIFT_MIN, DRIFT_Z, QUADPTS, THETA_RANGE
 from ..errors import ConfigError
 from .bank import ItemBank
+from .linkmoments import linked_metadata, mean_mean, mean_sigma
 from .quadrature import normal_quadrature
 
 __all__ = ["LINK_METHODS", "Linking", "transform_bank", "mean_sigma", "mean_mean", "haebara",
-           "stocking_lord", "link_banks", "icc_rmsd"]
+           "stocking_lord", "link_banks", "icc_rmsd", "anchor_drift", "tcc_rmsd"]
 
 LINK_METHODS = ("stocking-lord", "haebara", "mean-sigma", "mean-mean")
+MIN_DRIFT_ANCHORS = 4
 
 
 @dataclass(frozen=True)
@@ -60,55 +75,72 @@ class Linking:
     method: str
     anchors: tuple = ()
     criterion: float | None = None
+    #: per anchor (:func:`anchor_drift`): b_ref, b_linked, d, robust_z, icc_rmsd, flagged
+    drift: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    #: anchors flagged for drift and left out of these constants (``drop_drift``)
+    dropped: tuple = ()
 
-    def transform(self, bank: ItemBank) -> ItemBank:
-        """The bank moved onto the reference scale."""
+    @property
+    def drifted(self) -> tuple:
+        """Ids of the anchors flagged for drift (dropped or not)."""
+        if self.drift is None:
+            return ()
+        return tuple(self.drift.index[self.drift["flagged"].to_numpy()])
+
+    def transform(self, bank):
+        """The bank (binary ItemBank or ordinal / mixed PolyBank) moved onto the reference
+        scale."""
+        from .polybank import PolyBank
+
+        if isinstance(bank, PolyBank):
+            from .polylinking import transform_poly
+
+            return transform_poly(bank, self.A, self.B)
         return transform_bank(bank, self.A, self.B)
+
+    def merge(self, ref, new):
+        """``ref`` plus ``new``'s items that ``ref`` lacks, moved onto ``ref``'s scale: one bank
+        (a PolyBank when either is ordinal; binary 1PL/2PL items join it as graded items)."""
+        from .polybank import PolyBank
+
+        linked = self.transform(new)
+        extra = [i for i in linked.item_ids if i not in ref]
+        if not extra:
+            return ref
+        part = linked.subset(extra)
+        if isinstance(ref, PolyBank) or isinstance(part, PolyBank):
+            from .polylinking import as_poly
+
+            return PolyBank.combine(as_poly(ref, "reference"), as_poly(part, "new"))
+        cols = [np.concatenate([getattr(ref, k), getattr(part, k)]) for k in ("a", "b", "c", "u")]
+        meta = None   # item text, SEs, benchmark: kept, as PolyBank.combine keeps them
+        if ref.metadata is not None or part.metadata is not None:
+            meta = pd.concat([b.metadata if b.metadata is not None else
+                              pd.DataFrame(index=range(len(b))) for b in (ref, part)],
+                             ignore_index=True)
+        return ItemBank(list(ref.item_ids) + list(part.item_ids), *cols, metadata=meta)
 
     def theta(self, theta):
         """Thetas moved onto the reference scale."""
         return self.A * np.asarray(theta, float) + self.B
 
     def to_dict(self) -> dict:
+        flagged = [] if self.drift is None else [
+            {"item_id": str(i), "d": float(r.d), "robust_z": float(r.robust_z),
+             "slope_flips": bool(r.slope_flips)}
+            for i, r in self.drift[self.drift["flagged"]].iterrows()]
         return {"method": self.method, "A": self.A, "B": self.B, "n_anchors": len(self.anchors),
-                "criterion": self.criterion}
+                "criterion": self.criterion, "drift_flagged": list(self.drifted),
+                "drift": flagged, "dropped": list(self.dropped)}
 
 
 def transform_bank(bank: ItemBank, A: float, B: float) -> ItemBank:
-    """a* = a / A, b* = A b + B (c, u, ids, metadata unchanged)."""
+    """a* = a / A, b* = A b + B (c, u, ids unchanged; standard errors in the metadata moved
+    with their parameters, :func:`.linkmoments.linked_metadata`)."""
     if not (np.isfinite(A) and A > 0 and np.isfinite(B)):
         raise ConfigError(f"linking constants must be finite with A > 0, got A={A}, B={B}")
     return ItemBank(bank.item_ids, bank.a / A, A * bank.b + B, bank.c, bank.u,
-                    metadata=bank.metadata, model=bank.model)
-
-
-def _wstats(x, weights):
-    x = np.asarray(x, float)
-    w = np.ones_like(x) if weights is None else np.asarray(weights, float)
-    mean = np.average(x, weights=w)
-    return mean, np.sqrt(np.average((x - mean) ** 2, weights=w))
-
-
-def mean_sigma(x_ref, x_new, weights=None) -> tuple[float, float]:
-    """A = sd(x_ref) / sd(x_new), B = mean(x_ref) - A mean(x_new).
-
-    ``x`` are common persons' thetas or common items' difficulties b on the two scales
-    (optionally weighted, e.g. by pattern frequencies).
-    """
-    m_ref, s_ref = _wstats(x_ref, weights)
-    m_new, s_new = _wstats(x_new, weights)
-    if not (s_new > 0 and s_ref > 0):
-        raise ConfigError("mean-sigma linking needs values that vary on both scales")
-    A = s_ref / s_new
-    return float(A), float(m_ref - A * m_new)
-
-
-def mean_mean(a_ref, b_ref, a_new, b_new) -> tuple[float, float]:
-    """A = mean(a_new) / mean(a_ref), B = mean(b_ref) - A mean(b_new) (anchor items)."""
-    A = float(np.mean(a_new) / np.mean(a_ref))
-    if not A > 0:
-        raise ConfigError("mean-mean linking needs positive mean slopes in both banks")
-    return A, float(np.mean(b_ref) - A * np.mean(b_new))
+                    metadata=linked_metadata(bank.metadata, A), model=bank.model)
 
 
 def _curves(params_new, log_a_scale, B, x):
@@ -166,38 +198,159 @@ def stocking_lord(ref: ItemBank, new: ItemBank, *, quadpts: int = QUADPTS, theta
 
 
 def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, anchors=None,
-               quadpts: int = QUADPTS, theta_range=(-4.0, 4.0)) -> Linking:
+               quadpts: int = QUADPTS, theta_range=(-4.0, 4.0), drift_z: float = DRIFT_Z,
+               drift_min: float = DRIFT_MIN, drop_drift: bool = False) -> Linking:
     """Linking constants that put ``new`` on the scale of ``ref`` through their common items.
 
-    ``anchors``: the item ids to use (default: every id present in both banks; at least 2).
+    ``anchors``: the item ids to use (default: every id present in both banks; at least 2; a
+    repeated id counts once). The result's ``drift`` flags anchors whose difficulty moved
+    (|robust z| > ``drift_z`` and a gap ``drift_min`` from the median); ``drop_drift`` links
+    again without them.
     """
     from .bank import check_bank
+    from .polybank import PolyBank
 
-    check_bank(ref)
-    check_bank(new)
+    for bank in (ref, new):
+        check_bank(bank, also=(PolyBank,), what="an ItemBank or a PolyBank (ordinal items)")
     method = str(method).lower().replace("_", "-")
     if method not in LINK_METHODS:
         raise ConfigError(f"unknown linking method {method!r}; choose one of {', '.join(LINK_METHODS)}")
-    if anchors is None:
+    given = anchors is not None
+    if not given:
         anchors = [i for i in ref.item_ids if i in new]
-    anchors = [str(i) for i in anchors]
+    anchors = list(dict.fromkeys(str(i) for i in anchors))   # a repeated id is one anchor
     missing = [i for i in anchors if i not in ref or i not in new]
     if missing:
         raise ConfigError(f"anchor item(s) {missing[:5]} are not in both banks")
     if len(anchors) < 2:
-        from ..validation import normalize_item_id
+        raise ConfigError(_too_few_anchors(ref, new, anchors, given))
+    _check_same_items(ref, new, anchors, given)
+    A, B, crit = _constants(ref, new, anchors, method, quadpts, theta_range)
+    drift = anchor_drift(ref.subset(anchors), new.subset(anchors), A, B, drift_z=drift_z,
+                         drift_min=drift_min, quadpts=quadpts)
+    flagged = list(drift.index[drift["flagged"].to_numpy()])
+    if not (drop_drift and flagged):
+        _check_moments(ref, new, anchors, method, A, B, quadpts, theta_range)
+        return Linking(A, B, method, tuple(anchors), crit, drift)
+    kept = [i for i in anchors if i not in set(flagged)]
+    if len(kept) < 2:
+        raise ConfigError(f"{len(flagged)} of the {len(anchors)} anchors are flagged for drift "
+                          f"({', '.join(flagged[:5])}); without them {len(kept)} remain and "
+                          "linking needs 2: link without --drop-drift, or raise --drift-z")
+    A, B, crit = _constants(ref, new, kept, method, quadpts, theta_range)
+    drift = anchor_drift(ref.subset(anchors), new.subset(anchors), A, B, drift_z=drift_z,
+                         drift_min=drift_min, quadpts=quadpts)
+    drift["flagged"] = drift.index.isin(flagged)   # the flags that chose the anchors
+    _check_moments(ref, new, kept, method, A, B, quadpts, theta_range)
+    return Linking(A, B, method, tuple(kept), crit, drift, tuple(flagged))
 
-        strip = {normalize_item_id(i) for i in ref.item_ids}
-        shared = sum(normalize_item_id(i) in strip for i in new.item_ids)
-        hint = (f"; they share {shared} once R's 'X' is stripped from ids (X514 = 514): pass "
-                "--normalize-ids (Python: ItemBank.read(..., normalize_ids=True))"
-                if shared > len(anchors) else "")
-        raise ConfigError(
-            f"the banks share {len(anchors)} item(s); linking needs at least 2 common anchor "
+
+def tcc_rmsd(ref, new, A: float, B: float, *, quadpts: int = QUADPTS,
+             theta_range=(-4.0, 4.0)) -> float:
+    """How far the anchors' test characteristic curves stay apart after linking: sqrt(sum_q
+    w_q [sum_j E_ref_j(x_q) - sum_j E*_new_j(x_q)]^2), in items (expected levels for ordinal
+    items), on the reference grid; ``ref`` and ``new`` hold the same anchors."""
+    if _ordinal(ref, new):
+        from .polylinking import as_poly
+
+        ref, new = as_poly(ref, "reference"), as_poly(new, "new")
+    x = normal_quadrature(quadpts, theta_range)
+    moved = Linking(A, B, "").transform(new)
+    if _ordinal(ref):
+        gap = ref.expected_score(x.nodes).sum(axis=1) - moved.expected_score(x.nodes).sum(axis=1)
+    else:
+        gap = ref.probability(x.nodes).sum(axis=1) - moved.probability(x.nodes).sum(axis=1)
+    return float(np.sqrt(x.weights @ gap**2))
+
+
+def _check_moments(ref, new, anchors, method: str, A: float, B: float, quadpts: int,
+                   theta_range) -> None:
+    """A moment method's constants follow the anchors' b, which a few poorly estimated items
+    (near-zero a, |b| of 10 or more) dominate: warned when they leave the anchors' curves more
+    than 3 times as far apart as Stocking-Lord's and by more than 1% of the anchors."""
+    if method not in ("mean-sigma", "mean-mean"):
+        return
+    from ..errors import warn_user
+
+    r, n = ref.subset(anchors), new.subset(anchors)
+    gap = tcc_rmsd(r, n, A, B, quadpts=quadpts, theta_range=theta_range)
+    try:
+        sl = _constants(ref, new, anchors, "stocking-lord", quadpts, theta_range)
+    except ConfigError:   # no usable Stocking-Lord constants to compare with
+        return
+    best = tcc_rmsd(r, n, sl[0], sl[1], quadpts=quadpts, theta_range=theta_range)
+    if gap > max(3 * best, 0.01 * len(anchors)):
+        warn_user(f"{method}'s constants leave the {len(anchors)} anchors' expected scores "
+                  f"{gap:.3g} items apart on the reference scale (RMS), Stocking-Lord's "
+                  f"{best:.3g}: moment methods follow the anchors' b, which poorly estimated "
+                  "anchors (near-zero a, extreme b) pull; use --method stocking-lord")
+
+
+def _check_same_items(ref, new, anchors, given: bool) -> None:
+    """Common ids whose item text differs in the two banks (both carry a ``question``) are
+    different items: an error, or a warning when the user named them as anchors."""
+    from ..errors import warn_user
+
+    texts = []
+    for bank in (ref, new):
+        meta = bank.metadata
+        if meta is None or "question" not in meta.columns:
+            return
+        q = meta["question"].iloc[bank.index_of(anchors)]
+        texts.append([" ".join(str(t).split()) if isinstance(t, str) else None for t in q])
+    differ = [(i, r, n) for i, r, n in zip(anchors, *texts) if r and n and r != n]
+    if not differ:
+        return
+    i, r, n = differ[0]
+    msg = (f"{len(differ)} of the {len(anchors)} common ids name different questions in the two "
+           f"banks (id {i!r}: {r[:40]!r} vs {n[:40]!r}): they are not the same items")
+    if given:
+        warn_user(msg + "; linking through them as --anchors says")
+        return
+    raise ConfigError(msg + "; give the ids of items both banks share with --anchors")
+
+
+def _too_few_anchors(ref: ItemBank, new: ItemBank, anchors, given: bool) -> str:
+    """Why fewer than 2 anchors: the user's list, or the banks' ids (R's 'X' named when
+    stripping it would make more of them match)."""
+    from ..validation import normalize_item_id
+
+    shared = sum(i in new for i in ref.item_ids)
+    if given:
+        return (f"the anchor list names {len(anchors)} item(s); linking needs at least 2 "
+                f"common anchor items (the banks share {shared})")
+    strip = {normalize_item_id(i) for i in ref.item_ids}
+    stripped = sum(normalize_item_id(i) in strip for i in new.item_ids)
+    bare = {normalize_item_id(i.strip()) for i in ref.item_ids}
+    spaced = sum(normalize_item_id(i.strip()) in bare for i in new.item_ids)
+    hint = (f"; they share {stripped} once R's 'X' is stripped from ids (X514 = 514): pass "
+            "--normalize-ids (Python: ItemBank.read(..., normalize_ids=True))"
+            if stripped > shared else
+            f"; they share {spaced} once the spaces around ids are dropped: write the ids "
+            "without them" if spaced > shared else "")
+    return (f"the banks share {shared} item(s); linking needs at least 2 common anchor "
             f"items (ref: {list(ref.item_ids[:3])}, new: {list(new.item_ids[:3])}){hint}")
+
+
+def _ordinal(*banks) -> bool:
+    from .polybank import PolyBank
+
+    return any(isinstance(b, PolyBank) for b in banks)
+
+
+def _constants(ref: ItemBank, new: ItemBank, anchors, method: str, quadpts: int, theta_range):
+    """(A, B, criterion or None) of ``method`` on the ``anchors`` (ids in both banks)."""
     from ..validation import check_link_anchors, check_linking_result
 
     r, n = ref.subset(anchors), new.subset(anchors)
+    if _ordinal(r, n):
+        from .polylinking import as_poly, poly_constants
+
+        r, n = as_poly(r, "reference"), as_poly(n, "new")
+        check_link_anchors(r, n, "ordinal")
+        A, B, crit = poly_constants(r, n, method, quadpts, theta_range)
+        check_linking_result(A, B, method)
+        return A, B, crit
     check_link_anchors(r, n, method)
     crit = None
     if method == "mean-sigma":
@@ -207,7 +360,46 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
     else:
         A, B, crit = _cc_link(r, n, method, quadpts, theta_range)
     check_linking_result(A, B, method)
-    return Linking(A, B, method, tuple(anchors), crit)
+    return A, B, crit
+
+
+def anchor_drift(ref, new, A: float, B: float, *, drift_z: float = DRIFT_Z,
+                 drift_min: float = DRIFT_MIN, quadpts: int = QUADPTS) -> pd.DataFrame:
+    """Each anchor's drift after linking (module docstring), indexed by item id.
+
+    ``ref`` and ``new`` hold the same anchors in the same order; columns ``b_ref``,
+    ``b_linked`` (A b_new + B; an ordinal item's mean threshold), ``d`` (their gap),
+    ``robust_z``, ``icc_rmsd`` (reference vs linked curve, N(0, 1)-weighted),
+    ``slope_flips`` (a > 0 in one bank, a <= 0 in the other: not the same item) and
+    ``flagged`` (a flip, or |robust_z| > ``drift_z`` and |d - median d| > ``drift_min`` with
+    ``MIN_DRIFT_ANCHORS`` anchors or more).
+    """
+    from ..validation import check_finite
+
+    check_finite(drift_z, "drift_z (CLI --drift-z)")
+    check_finite(drift_min, "drift_min (CLI --drift-min)")
+    if not drift_z > 0:
+        raise ConfigError(f"drift_z (CLI --drift-z) must be > 0, got {drift_z:g}")
+    if drift_min < 0:
+        raise ConfigError(f"drift_min (CLI --drift-min) must be >= 0, got {drift_min:g}")
+    if _ordinal(ref, new):
+        from .polylinking import as_poly, poly_locations
+
+        ref, new = as_poly(ref, "reference"), as_poly(new, "new")
+    linked = Linking(A, B, "").transform(new)
+    loc = (lambda bank: poly_locations(bank)) if _ordinal(ref) else (lambda bank: bank.b)
+    d = loc(linked) - loc(ref)
+    q75, med, q25 = np.percentile(d, [75, 50, 25])
+    scale = 0.74 * (q75 - q25)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(d == med, 0.0, (d - med) / scale)   # IQR 0: any other gap is infinite
+    flips = np.sign(ref.a) != np.sign(new.a)   # the same item cannot turn around on a scale
+    flagged = flips | ((np.abs(z) > drift_z) & (np.abs(d - med) > drift_min)
+                       & (len(d) >= MIN_DRIFT_ANCHORS))
+    return pd.DataFrame({"b_ref": loc(ref), "b_linked": loc(linked), "d": d, "robust_z": z,
+                         "icc_rmsd": icc_rmsd(ref, linked, quadpts=quadpts).to_numpy(),
+                         "slope_flips": flips, "flagged": flagged},
+                        index=pd.Index(list(ref.item_ids), name="item_id"))
 
 
 def icc_rmsd(bank1: ItemBank, bank2: ItemBank, *, quadpts: int = QUADPTS,
@@ -215,13 +407,24 @@ def icc_rmsd(bank1: ItemBank, bank2: ItemBank, *, quadpts: int = QUADPTS,
     """Per-item RMSD between two banks' characteristic curves, weighted by N(0, 1).
 
     RMSD_j = sqrt(sum_q pi_q (P1_j(x_q) - P2_j(x_q))^2) over the items of ``bank1`` that are in
-    ``bank2`` (indexed by item id, in ``bank1`` order).
+    ``bank2`` (indexed by item id, in ``bank1`` order); an ordinal item's P is its expected
+    level as a share of its range of levels.
     """
     common = [i for i in bank1.item_ids if i in bank2]
     if not common:
         raise ConfigError("the two banks have no item in common")
     quad = normal_quadrature(quadpts, theta_range)
-    p1 = bank1.subset(common).probability(quad.nodes)
-    p2 = bank2.subset(common).probability(quad.nodes)
+    p1 = _curve01(bank1.subset(common), quad.nodes)
+    p2 = _curve01(bank2.subset(common), quad.nodes)
     rmsd = np.sqrt(quad.weights @ (p1 - p2) ** 2)
     return pd.Series(rmsd, index=pd.Index(common, name="item_id"), name="icc_rmsd")
+
+
+def _curve01(bank, x) -> np.ndarray:
+    """(q, m): P of a binary item, an ordinal item's expected level mapped to [0, 1]."""
+    from .polybank import PolyBank
+
+    if not isinstance(bank, PolyBank):
+        return bank.probability(x)
+    lo, hi = bank.level_ends[:, 0], bank.level_ends[:, 1]
+    return (bank.expected_score(x) - lo) / np.where(hi > lo, hi - lo, 1.0)

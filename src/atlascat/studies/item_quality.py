@@ -17,6 +17,9 @@ is its Fisher information averaged over the N(0, 1) ability distribution, as a s
 
     info_j = sum_q w_q I_j(theta_q),    share_j = info_j / sum_k info_k;
 
+(a bank of continuous scores with a ``dispersion`` column: I_j / phi_j, the quasi-likelihood's
+information, :mod:`atlascat.irt.dispersion`);
+
 items with near-zero or negative a, or huge c, carry almost no weight in theta even though they
 count fully in raw accuracy (weight 1/n each). ``weight_ratio`` = share_j / (1/n).
 
@@ -105,9 +108,18 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
     """
     _check_thresholds(a_min=a_min, c_warn=c_warn, c_max=c_max, u_min=u_min, b_max=b_max,
                       alpha=alpha)
+    from ..irt.polybank import PolyBank
+
+    if isinstance(bank, PolyBank):
+        return _ordinal_quality(bank, responses, a_min=a_min, b_max=b_max, quadpts=quadpts)
     a, b, c, u = bank.params
     quad = normal_quadrature(quadpts, (-6.0, 6.0))
     info = quad.weights @ bank.information(quad.nodes)
+    from ..irt.dispersion import bank_dispersion
+
+    phi = bank_dispersion(bank)   # continuous scores: the quasi-likelihood's a^2 P Q / phi_j,
+    if phi is not None:           # as atlas info --theta and the adaptive test weigh items
+        info = info / phi
     total = info.sum()
     share = info / total if total > 0 else np.zeros_like(info)
     df = pd.DataFrame({"item_id": bank.item_ids.astype(str), "a": a, "b": b, "c": c, "u": u,
@@ -135,6 +147,35 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
         df["p_S_X2"] = fit["p_S_X2"].to_numpy()
         df["p_S_X2_bh"] = benjamini_hochberg(df["p_S_X2"])
         flags["poor_fit"] = np.nan_to_num(df["p_S_X2_bh"].to_numpy(), nan=1.0) < alpha
+    names = np.array(list(flags))
+    mat = np.column_stack([flags[k] for k in names])
+    df["issues"] = [",".join(names[row]) for row in mat]
+    df["n_issues"] = mat.sum(axis=1)
+    return df
+
+
+def _ordinal_quality(bank, responses, *, a_min: float, b_max: float, quadpts: int) -> pd.DataFrame:
+    """:func:`item_quality` of a graded / GPCM / mixed bank: item_id, model, n_categories, a,
+    location (mean threshold), info (each item's Fisher information over its categories,
+    averaged over N(0, 1)), info_share, weight_ratio, issues (negative_a, low_a, extreme_b on
+    the location), n_issues. Asymptote flags do not apply; S-X2 of ordinal items is
+    ``atlas fit`` (:mod:`atlascat.irt.polyfitstats`)."""
+    if responses is not None:
+        from ..errors import warn_user
+
+        warn_user("the item fit here (S-X2) tests right/wrong items; an ordinal bank's item "
+                  "fit is the model-fit report's (mirt's itemfit for graded / GPCM items): "
+                  "left out here")
+    quad = normal_quadrature(quadpts, (-6.0, 6.0))
+    info = quad.weights @ np.asarray(bank.information(quad.nodes), dtype=float)
+    total = info.sum()
+    share = info / total if total > 0 else np.zeros_like(info)
+    a, loc = np.asarray(bank.a, dtype=float), bank.locations()
+    df = pd.DataFrame({"item_id": bank.item_ids.astype(str), "model": bank.models.astype(str),
+                       "n_categories": bank.n_cat, "a": a, "location": loc, "info": info,
+                       "info_share": share, "weight_ratio": share * len(bank)})
+    flags = {"negative_a": a < 0, "low_a": (a >= 0) & (a < a_min),
+             "extreme_b": np.abs(loc) > b_max}
     names = np.array(list(flags))
     mat = np.column_stack([flags[k] for k in names])
     df["issues"] = [",".join(names[row]) for row in mat]

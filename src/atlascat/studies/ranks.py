@@ -2,7 +2,9 @@
 
 For n models with accuracy x_i and ability theta_i (+- SE_i):
 
-- rank agreement: Spearman's rho and Kendall's tau-b between theta and accuracy;
+- rank agreement: Spearman's rho and Kendall's tau-b between theta and accuracy; values within
+  ``theta_tol`` (``accuracy_tol``) of each other are one tie, so two models with the same
+  answers, whose thetas differ in the 13th digit, share a rank as they share a pattern;
 - rank shifts: rank_x(i) - rank_theta(i), ranks 1 = best, ties get their average rank; the share
   of models moving more than ``shift_threshold`` (10) positions;
 - accuracy ties: pairs of models with equal accuracy (|x_i - x_j| <= ``accuracy_tol``) whose
@@ -72,6 +74,17 @@ class RankReport:
                     int(v) if isinstance(v, np.integer) else v) for k, v in out.items()}
 
 
+def _snap(values: np.ndarray, tol: float) -> np.ndarray:
+    """Each run of sorted values whose steps are all <= ``tol`` set to the run's first value:
+    floating-point noise (the same answers summed in another order) is not a rank."""
+    order = np.argsort(values, kind="stable")
+    v = values[order]
+    start = np.r_[True, np.diff(v) > tol]
+    out = np.empty_like(values)
+    out[order] = v[start][np.cumsum(start) - 1]
+    return out
+
+
 def tied_pairs(accuracy, theta, se=None, *, accuracy_tol: float = 1e-9, z: float = 1.959964,
                subject_ids=None) -> pd.DataFrame:
     """Every pair of models with equal accuracy: ids, accuracy, both thetas, |d theta| and
@@ -126,16 +139,17 @@ def rank_analysis(theta, accuracy, *, se=None, subject_ids=None, shift_threshold
         raise ConfigError("theta and accuracy must not contain NaN; drop those models first")
     n = th.size
     ids = np.asarray([str(s) for s in (range(n) if subject_ids is None else subject_ids)])
-    r_acc = rankdata(-acc, method="average")
-    r_th = rankdata(-th, method="average")
+    th_r, acc_r = _snap(th, theta_tol), _snap(acc, accuracy_tol)   # ranks, correlations
+    r_acc = rankdata(-acc_r, method="average")
+    r_th = rankdata(-th_r, method="average")
     shift = r_acc - r_th
-    same = [w for w, v in (("theta", th), (score_name, acc)) if np.ptp(v) == 0]
+    same = [w for w, v in (("theta", th_r), (score_name, acc_r)) if np.ptp(v) == 0]
     if same:   # a constant has no ranking: the correlations are undefined (NaN), said once
         warn_user(f"every model has the same {same[0]}: the rank correlations are undefined")
         rho = rho_p = tau = tau_p = float("nan")
     else:
-        rho, rho_p = spearmanr(th, acc)
-        tau, tau_p = kendalltau(th, acc)
+        rho, rho_p = spearmanr(th_r, acc_r)
+        tau, tau_p = kendalltau(th_r, acc_r)
     col = score_name.replace(" ", "_")
     table = pd.DataFrame({"subject_id": ids, col: acc, "theta": th,
                           f"rank_{col}": r_acc, "rank_theta": r_th, "rank_shift": shift})
