@@ -39,3 +39,88 @@ def test_a_suite_without_a_member_says_how_to_leave_one_out(tmp_path):
     suite = load_suite("openllm-v1")
     with pytest.raises(ConfigError, match="weight 0"):
         suite.replace(members=suite.members[:5])
+
+
+@pytest.fixture(scope="module")
+def suite_runs(tmp_path_factory):
+    """Three finished suite runs (simulated checkpoints, 18 items each) in one store."""
+    from atlascat.catalogue import BankRef
+    from atlascat.live.service import LiveRun
+    from atlascat.live.subjects import SimulatedSubject
+
+    db = tmp_path_factory.mktemp("walk_suite") / "runs.sqlite"
+    ref = BankRef.from_option("openllm-v1", option="--suite", kinds=("suite",))
+    bank = ref.load()
+    subjects = [SimulatedSubject(bank, th, seed=k, name=f"ckpt-{k}")
+                for k, th in enumerate((-0.5, 0.2, 0.9))]
+    live = LiveRun.start(db, ref, subjects, config=SuiteConfig(max_items=18, min_items=12))
+    live.run()
+    return db, [j.run_id for j in live.jobs], live.results()
+
+
+def test_atlas_runs_does_not_replay_a_finished_suite_run_each_time(suite_runs, monkeypatch):
+    """`atlas runs` over 200 suite runs took 18 s (each run's answers replayed into a fresh
+    suite session, 50-100 ms a run, every listing). A finished run's prediction is kept in its
+    store (computed once) and read back with the same numbers."""
+    from atlascat.live.service import predict_run, run_predictions
+    from atlascat.live.store import RunStore
+    from atlascat.live.suite_session import SuiteLiveSession
+
+    db, run_ids, results = suite_runs
+    store = RunStore(db, read_only="auto")
+    first = [predict_run(store, r) for r in run_ids]
+    assert first == [res["prediction"] for res in results]
+
+    def replayed(*args, **kwargs):
+        raise AssertionError("a finished suite run was replayed again")
+
+    monkeypatch.setattr(SuiteLiveSession, "prediction", replayed)
+    again = RunStore(db, read_only="auto")
+    assert [predict_run(again, r) for r in run_ids] == first
+    per_bench = run_predictions(again, run_ids[0])
+    assert per_bench["average"] == {**first[0]}
+
+
+def test_a_kept_suite_prediction_under_another_key_is_replayed(suite_runs):
+    """A kept prediction whose key no longer matches (the suite file, the banks or the code
+    changed) is computed again from the answers, not read."""
+    import sqlite3
+
+    from atlascat.live.service import predict_run
+    from atlascat.live.store import RunStore
+
+    db, run_ids, results = suite_runs
+    predict_run(RunStore(db, read_only="auto"), run_ids[1])   # kept
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("UPDATE suite_predictions SET key='stale', prediction=? WHERE run_id=?",
+                    ('{"average": {"score": 0.0}}', run_ids[1]))
+    con.close()
+    store = RunStore(db, read_only="auto")
+    assert predict_run(store, run_ids[1]) == results[1]["prediction"]
+    assert predict_run(store, run_ids[1]) == results[1]["prediction"]
+
+
+def test_atlas_runs_on_a_narrow_terminal_keeps_run_ids_whole(suite_runs, monkeypatch, capsys):
+    """On a 120-column terminal the 15 columns of `atlas runs` were folded into 5-character
+    strips: run ids split over three lines (31924/bbe82/d8), dates over five. The columns a
+    reader can spare are left out (and named) until the table fits; run ids never fold."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    import atlascat.cli._common as display
+    from atlascat.cli import main
+
+    db, run_ids, _ = suite_runs
+    buf = io.StringIO()
+    monkeypatch.setattr(display, "console", Console(file=buf, force_terminal=True, width=100,
+                                                    emoji=False, highlight=False))
+    assert main(["runs", "--db", str(db)]) == 0
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
+    assert all(r in text for r in run_ids), text
+    assert "left out to fit 100 columns: bank_ref" in text
+    assert max(map(len, text.splitlines())) <= 100
+    table = [ln for ln in text.splitlines() if ln.startswith("│")]
+    assert len(table) == len(run_ids), text      # one line a run: nothing folded

@@ -231,8 +231,12 @@ def _list_runs(stores, as_json: bool) -> None:
             "se", "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
     if (df["n_skipped"] > 0).any():   # items that got no score (a judge's null)
         cols.insert(cols.index("n_items") + 1, "n_skipped")
+    # a terminal too narrow for every column: these go first (the run id is never folded)
+    optional = ["bank_ref", "pending", "model-based", "se", "theta", "protocol", "db",
+                "updated", "observed", "stop_reason"]
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
-                title=f"runs in {where}", float_format="{:.3f}")
+                title=f"runs in {where}", float_format="{:.3f}", optional=optional,
+                keep=("run_id",))
 
 
 def _as_score(value, scale) -> str | None:
