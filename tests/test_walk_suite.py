@@ -124,3 +124,27 @@ def test_atlas_runs_on_a_narrow_terminal_keeps_run_ids_whole(suite_runs, monkeyp
     assert max(map(len, text.splitlines())) <= 100
     table = [ln for ln in text.splitlines() if ln.startswith("│")]
     assert len(table) == len(run_ids), text      # one line a run: nothing folded
+
+
+def test_atlas_runs_finds_one_models_checkpoints_among_many(suite_runs, capsys):
+    """200 runs in a store and no way to list one model's: the terminal showed the 50 newest.
+    --model (a part of the name, or a pattern) and --state select the runs to list."""
+    import json
+
+    from atlascat.cli import main
+    from atlascat.live.service import select_runs
+    from atlascat.live.store import RunStore
+
+    db, run_ids, _ = suite_runs
+    runs = RunStore(db, read_only="auto").list_runs()
+    assert list(select_runs(runs, model="CKPT-1")["run_id"]) == [run_ids[1]]
+    assert sorted(select_runs(runs, model="ckpt-[02]")["run_id"]) == sorted(run_ids[::2])
+    assert len(select_runs(runs, state="done")) == 3
+    assert select_runs(runs, state="interrupted").empty
+    with pytest.raises(ConfigError, match="not a run state"):
+        select_runs(runs, state="finished")
+    capsys.readouterr()
+    assert main(["runs", "--db", str(db), "--model", "ckpt-2", "--json"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [run_ids[2]]
+    assert main(["runs", "--db", str(db), "--model", "nobody"]) == 0
+    assert "no runs of model 'nobody' in" in capsys.readouterr().out

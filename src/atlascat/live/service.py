@@ -43,7 +43,11 @@ from .subjects import is_ordinal
 __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
            "unfinished_like",
            "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
-           "predictor_prediction", "ordinal_prediction", "DESIGNS", "score_title"]
+           "predictor_prediction", "ordinal_prediction", "DESIGNS", "score_title", "select_runs",
+           "RUN_STATES"]
+
+#: the states :meth:`RunStore.list_runs` gives a run
+RUN_STATES = ("running", "interrupted", "error", "done")
 
 
 # ------------------------------------------------------------------ the predicted score
@@ -182,6 +186,23 @@ def predict_run(store: RunStore, run) -> dict:
     except AtlasError as exc:  # a run cut short mid-write: its list row still stands
         pred = {"note": f"no prediction from its answers so far ({exc})"}
     return {**pred, "partial": True, "state": state, "answered": int(row.get("n_items") or 0)}
+
+
+def select_runs(runs, *, model: str | None = None, state: str | None = None):
+    """The rows of :meth:`RunStore.list_runs` whose model matches ``model`` (case-insensitive:
+    a shell pattern with ``*``, ``?`` or ``[``, else any part of the name: ``ckpt`` finds
+    ``org/ckpt-100``) and whose state is ``state`` (:data:`RUN_STATES`)."""
+    import fnmatch
+
+    if state is not None and state not in RUN_STATES:
+        raise ConfigError(f"state {state!r} is not a run state ({', '.join(RUN_STATES)})")
+    keep = [True] * len(runs)
+    if model:
+        pat = str(model).lower()
+        pat = pat if any(ch in pat for ch in "*?[") else f"*{pat}*"
+        keep = [fnmatch.fnmatchcase(str(m).lower(), pat) for m in runs["model"]]
+    out = runs[keep]
+    return out if state is None else out[out["state"] == state]
 
 
 def _stored_prediction(store: RunStore, row: dict) -> dict:
