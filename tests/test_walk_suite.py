@@ -148,3 +148,25 @@ def test_atlas_runs_finds_one_models_checkpoints_among_many(suite_runs, capsys):
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [run_ids[2]]
     assert main(["runs", "--db", str(db), "--model", "nobody"]) == 0
     assert "no runs of model 'nobody' in" in capsys.readouterr().out
+
+
+def test_a_strong_models_low_truthfulqa_is_not_called_chance(tmp_path, capsys):
+    """01-ai/Yi-1.5-6B (published average 61.6, TruthfulQA 44.0) replayed through the suite
+    was told "truthfulqa: at or near chance (<= 46%)", as were 31 of 100 leaderboard models of
+    averages 49-81: TruthfulQA's mc2 is U-shaped, strong models that pick the misconceptions
+    publish 30-46%. On such a benchmark the warning now needs answers that cannot be told from
+    guessing; a guesser still gets it, and on the other benchmarks nothing changed."""
+    from atlascat.catalogue import load_score_link
+    from atlascat.cli import main
+    from atlascat.live.suite_session import member_warning
+
+    assert main(["evaluate", "--suite", "openllm-v1", "--subject",
+                 "replay:openllm-v1#01-ai/Yi-1.5-6B", "-o", str(tmp_path / "yi"), "-q"]) == 0
+    out = capsys.readouterr()
+    row = [ln.split() for ln in out.out.splitlines() if ln.split()[:1] == ["truthfulqa"]][0]
+    assert float(row[2].split("-")[0]) <= 48.0, out.out      # the interval reaches chance
+    assert "truthfulqa: at or near chance" not in out.err, out.err
+    tqa, arc = load_score_link("truthfulqa"), load_score_link("arc")
+    assert member_warning(tqa, 0.44, 0.40, 0.47, guessing=True).startswith("at or near chance")
+    assert member_warning(tqa, 0.44, 0.40, 0.47, guessing=False) is None
+    assert member_warning(arc, 0.27, 0.25, 0.30, guessing=False).startswith("at or near chance")
