@@ -170,3 +170,31 @@ def test_a_strong_models_low_truthfulqa_is_not_called_chance(tmp_path, capsys):
     assert member_warning(tqa, 0.44, 0.40, 0.47, guessing=True).startswith("at or near chance")
     assert member_warning(tqa, 0.44, 0.40, 0.47, guessing=False) is None
     assert member_warning(arc, 0.27, 0.25, 0.30, guessing=False).startswith("at or near chance")
+
+
+def test_atlas_runs_sorts_checkpoints_by_name_or_prediction(suite_runs, capsys):
+    """Runs were listed newest first only: no way to read checkpoints in their order or find the
+    best one. --sort model (ckpt-9 before ckpt-10) and --sort predicted (highest first)."""
+    import json
+
+    import pandas as pd
+
+    from atlascat.cli import main
+    from atlascat.live.service import sort_runs
+
+    db, run_ids, results = suite_runs
+    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "created_at": [4.0, 3.0, 2.0, 1.0],
+                         "model": ["org/ckpt-10", "org/ckpt-9", "org/CKPT-100", "base"]})
+    preds = [{"score": 0.5}, {"score": 0.7}, {"note": "no prediction"}, {"score": 0.6}]
+    by_model, _ = sort_runs(runs, preds, "model")
+    assert list(by_model["run_id"]) == ["d", "b", "a", "c"]
+    by_score, sorted_preds = sort_runs(runs, preds, "predicted")
+    assert list(by_score["run_id"]) == ["b", "d", "a", "c"]
+    assert sorted_preds[0] == {"score": 0.7}
+    with pytest.raises(ConfigError, match="cannot sort runs by"):
+        sort_runs(runs, preds, "score")
+    capsys.readouterr()
+    assert main(["runs", "--db", str(db), "--sort", "predicted", "--json"]) == 0
+    listed = [r["run_id"] for r in json.loads(capsys.readouterr().out)]
+    best = sorted(zip(run_ids, results), key=lambda t: -t[1]["prediction"]["score"])
+    assert listed == [r for r, _ in best]

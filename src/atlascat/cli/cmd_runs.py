@@ -27,6 +27,9 @@ def runs_command(
     state: Optional[str] = typer.Option(None, "--state",
                                         help="Only the runs in this state: running, "
                                              "interrupted, error or done."),
+    sort: str = typer.Option("created", "--sort",
+                             help="Order: created (newest first), model (by name, ckpt-9 "
+                                  "before ckpt-10) or predicted (highest first)."),
 ):
     """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
 
@@ -58,7 +61,7 @@ def runs_command(
     stores = _stores(db)
     if run_id is not None:
         return _show_run(stores, run_id, html, as_json)
-    return _list_runs(stores, as_json, model=model, state=state)
+    return _list_runs(stores, as_json, model=model, state=state, sort=sort)
 
 
 def register(app: typer.Typer) -> None:
@@ -187,13 +190,13 @@ def _estimates(shown, suite: bool):
     return shown.rename(columns={"theta": "average %", "se": "SE (points)"}) if suite else shown
 
 
-def _list_runs(stores, as_json: bool, *, model=None, state=None) -> None:
+def _list_runs(stores, as_json: bool, *, model=None, state=None, sort="created") -> None:
     """Every run of the stores (those of ``model`` / in ``state``), one row each, with its
     predicted score."""
     import datetime as dt
 
     import pandas as pd
-    from ..live.service import select_runs
+    from ..live.service import select_runs, sort_runs
 
     frames = [st.list_runs().assign(db=str(st.path)) for st in stores]
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -202,6 +205,7 @@ def _list_runs(stores, as_json: bool, *, model=None, state=None) -> None:
     from ..live.service import predict_run
 
     predictions = [predict_run(by_path[r["db"]], r) for r in df.to_dict("records")]
+    df, predictions = sort_runs(df, predictions, sort)
     from ..live.scale import run_scales
 
     scales = run_scales(predictions, df["bank_ref"])   # a run not done: its bank's scale
