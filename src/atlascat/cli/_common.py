@@ -257,8 +257,25 @@ def _cell(value, float_format: str) -> str:
     return "-" if value is None else str(value)   # a value not recorded (tokens, latency)
 
 
+def _narrowed(texts: dict, width: int, optional) -> list[str]:
+    """Drop the ``optional`` columns of ``texts`` (in their order) while the table's natural
+    width (each column's widest cell, padding and rules) passes ``width``; returns those
+    dropped."""
+    def natural() -> int:
+        return 1 + sum(3 + max([len(str(c)), *map(len, v)]) for c, v in texts.items())
+
+    dropped = []
+    for col in optional:
+        if natural() <= width:
+            break
+        if col in texts:
+            del texts[col]
+            dropped.append(str(col))
+    return dropped
+
+
 def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_rows: int = 50,
-                result: bool = False):
+                result: bool = False, optional=(), keep=()):
     """Print a DataFrame, or columns (a dict name -> values: no pandas needed). On a terminal:
     a rich table (cells fold, never cut; at most ``max_rows`` rows with a count of the rest).
     Piped or redirected: plain aligned text of every row at full width, so no number or id is
@@ -288,14 +305,22 @@ def print_frame(df, title: str | None = None, float_format: str = "{:.4g}", max_
         return
     from rich.table import Table  # lazy: only a terminal gets a rich table
 
-    table = Table(title=Text(title) if title else None, show_lines=False)
-    for col in (columns if columns is not None else df.columns):
-        table.add_column(escape(str(col)), overflow="fold")
+    names = list(columns if columns is not None else df.columns)
     rows = (zip(*columns.values()) if columns is not None
             else (row for _, row in df.iterrows()))
-    for _, row in zip(range(max_rows), rows):
-        table.add_row(*[Text(_cell(v, float_format)) for v in row])
+    rows = [tuple(row) for _, row in zip(range(max_rows), rows)]
+    texts = {c: [_cell(r[j], float_format) for r in rows] for j, c in enumerate(names)}
+    left_out = _narrowed(texts, console.width, optional)
+    table = Table(title=Text(title) if title else None, show_lines=False)
+    for col in texts:
+        table.add_column(escape(str(col)), overflow="fold", no_wrap=col in keep,
+                         min_width=max(map(len, texts[col]), default=0) if col in keep else None)
+    for row in zip(*texts.values()):
+        table.add_row(*[Text(v) for v in row])
     console.print(table)
+    if left_out:
+        console.print(f"(left out to fit {console.width} columns: {', '.join(left_out)}; "
+                      "redirect the output to get them)", markup=False, highlight=False)
     if n_rows > max_rows:
         console.print(f"... {n_rows - max_rows} more rows (redirect the output to get all)")
 

@@ -21,6 +21,15 @@ def runs_command(
                                           help="With --run: (re)write the run's HTML page "
                                                "to this file."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    model: Optional[str] = typer.Option(None, "--model",
+                                        help="Only the runs of models whose name holds this "
+                                             "(case-insensitive; or a pattern: 'org/ckpt-*')."),
+    state: Optional[str] = typer.Option(None, "--state",
+                                        help="Only the runs in this state: running, "
+                                             "interrupted, error or done."),
+    sort: str = typer.Option("created", "--sort",
+                             help="Order: created (newest first), model (by name, ckpt-9 "
+                                  "before ckpt-10) or predicted (highest first)."),
 ):
     """List live runs: state (running / interrupted / error / done), protocol, theta, SE, items.
 
@@ -52,7 +61,7 @@ def runs_command(
     stores = _stores(db)
     if run_id is not None:
         return _show_run(stores, run_id, html, as_json)
-    return _list_runs(stores, as_json)
+    return _list_runs(stores, as_json, model=model, state=state, sort=sort)
 
 
 def register(app: typer.Typer) -> None:
@@ -181,18 +190,22 @@ def _estimates(shown, suite: bool):
     return shown.rename(columns={"theta": "average %", "se": "SE (points)"}) if suite else shown
 
 
-def _list_runs(stores, as_json: bool) -> None:
-    """Every run of the stores, one row each, with its predicted score."""
+def _list_runs(stores, as_json: bool, *, model=None, state=None, sort="created") -> None:
+    """Every run of the stores (those of ``model`` / in ``state``), one row each, with its
+    predicted score."""
     import datetime as dt
 
     import pandas as pd
+    from ..live.service import select_runs, sort_runs
 
     frames = [st.list_runs().assign(db=str(st.path)) for st in stores]
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    df = select_runs(df, model=model, state=state).reset_index(drop=True)
     by_path = {str(st.path): st for st in stores}
     from ..live.service import predict_run
 
     predictions = [predict_run(by_path[r["db"]], r) for r in df.to_dict("records")]
+    df, predictions = sort_runs(df, predictions, sort)
     from ..live.scale import run_scales
 
     scales = run_scales(predictions, df["bank_ref"])   # a run not done: its bank's scale
@@ -210,7 +223,8 @@ def _list_runs(stores, as_json: bool) -> None:
         return
     where = str(stores[0].path) if len(stores) == 1 else f"{len(stores)} run stores"
     if df.empty:
-        console.print(f"no runs in {where}")
+        which = " ".join(f"{k} {v!r}" for k, v in (("of model", model), ("in state", state)) if v)
+        console.print(f"no runs {which + ' ' if which else ''}in {where}")
         return
     df = df.assign(updated=[dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
                             for t in df["updated_at"]])
@@ -231,8 +245,12 @@ def _list_runs(stores, as_json: bool) -> None:
             "se", "observed", "model-based", "predicted", "stop_reason", "pending", "updated"]
     if (df["n_skipped"] > 0).any():   # items that got no score (a judge's null)
         cols.insert(cols.index("n_items") + 1, "n_skipped")
+    # a terminal too narrow for every column: these go first (the run id is never folded)
+    optional = ["bank_ref", "pending", "model-based", "se", "theta", "protocol", "db",
+                "updated", "observed", "stop_reason"]
     print_frame(df[cols + (["db"] if len(stores) > 1 else [])].astype(object).fillna("-"),
-                title=f"runs in {where}", float_format="{:.3f}")
+                title=f"runs in {where}", float_format="{:.3f}", optional=optional,
+                keep=("run_id",))
 
 
 def _as_score(value, scale) -> str | None:

@@ -43,7 +43,14 @@ from .subjects import is_ordinal
 __all__ = ["LiveRun", "Job", "evaluate", "resume", "predict_score", "predict_run",
            "unfinished_like",
            "run_predictions", "run_folder", "choose_design", "check_design", "design_bank",
-           "predictor_prediction", "ordinal_prediction", "DESIGNS", "score_title"]
+           "predictor_prediction", "ordinal_prediction", "DESIGNS", "score_title", "select_runs",
+           "RUN_STATES", "sort_runs", "RUN_ORDERS"]
+
+#: how :func:`sort_runs` orders runs
+RUN_ORDERS = ("created", "model", "predicted")
+
+#: the states :meth:`RunStore.list_runs` gives a run
+RUN_STATES = ("running", "interrupted", "error", "done")
 
 
 # ------------------------------------------------------------------ the predicted score
@@ -182,6 +189,50 @@ def predict_run(store: RunStore, run) -> dict:
     except AtlasError as exc:  # a run cut short mid-write: its list row still stands
         pred = {"note": f"no prediction from its answers so far ({exc})"}
     return {**pred, "partial": True, "state": state, "answered": int(row.get("n_items") or 0)}
+
+
+def select_runs(runs, *, model: str | None = None, state: str | None = None):
+    """The rows of :meth:`RunStore.list_runs` whose model matches ``model`` (case-insensitive:
+    a shell pattern with ``*``, ``?`` or ``[``, else any part of the name: ``ckpt`` finds
+    ``org/ckpt-100``) and whose state is ``state`` (:data:`RUN_STATES`)."""
+    import fnmatch
+
+    if state is not None and state not in RUN_STATES:
+        raise ConfigError(f"state {state!r} is not a run state ({', '.join(RUN_STATES)})")
+    keep = [True] * len(runs)
+    if model:
+        pat = str(model).lower()
+        pat = pat if any(ch in pat for ch in "*?[") else f"*{pat}*"
+        keep = [fnmatch.fnmatchcase(str(m).lower(), pat) for m in runs["model"]]
+    out = runs[keep]
+    return out if state is None else out[out["state"] == state]
+
+
+def sort_runs(runs, predictions, by: str = "created"):
+    """``runs`` (:meth:`RunStore.list_runs` rows) and their ``predictions``
+    (:func:`predict_run`, in row order) in the order ``by``: ``created`` newest first (the
+    store's order), ``model`` by name (numbers in a name in their order: ckpt-9 before
+    ckpt-10), ``predicted`` highest predicted score first (runs without one last)."""
+    import re
+
+    if by not in RUN_ORDERS:
+        raise ConfigError(f"cannot sort runs by {by!r}; give one of {', '.join(RUN_ORDERS)}")
+    n = len(runs)
+    if by == "created":
+        order = sorted(range(n), key=lambda i: -float(runs["created_at"].iloc[i]))
+    elif by == "model":
+        def natural(name):
+            return [(0, int(t), "") if t.isdigit() else (1, 0, t.lower())
+                    for t in re.split(r"(\d+)", str(name)) if t]
+
+        order = sorted(range(n), key=lambda i: natural(runs["model"].iloc[i]))
+    else:
+        def score(i):
+            v = predictions[i].get("score")
+            return (v is None, -(v if v is not None else 0.0))
+
+        order = sorted(range(n), key=score)
+    return runs.iloc[order].reset_index(drop=True), [predictions[i] for i in order]
 
 
 def _stored_prediction(store: RunStore, row: dict) -> dict:

@@ -36,6 +36,7 @@ from .runner import (PromptSettings, RunResult, answerable_items, bank_hash, che
                      check_token_budget, subject_protocol, with_run_seed)
 from .store import RunStore
 from .subjects import is_item_scored
+from .suite_cache import keep_prediction, kept_prediction, prediction_key
 from .suite_session import SuiteLiveSession, composite_for, suite_ref
 
 __all__ = ["start_suite_run", "suite_result", "suite_of_run", "suite_table_rows",
@@ -96,8 +97,12 @@ def suite_result(store: RunStore, run_id: str) -> dict:
     row.update({"suite": None, "average": None, "benchmarks": [],
                 "prediction": {"note": "no answered item yet"}})
     if res.n_items:
-        session = SuiteLiveSession.from_dict(info["session"], subject=info["model"])
-        pred = session.prediction(stop_reason=info.get("stop_reason"))
+        key = prediction_key(info, suite_of_run(info))   # a finished run's: kept in the store
+        pred = kept_prediction(store, run_id, key)
+        if pred is None:
+            session = SuiteLiveSession.from_dict(info["session"], subject=info["model"])
+            pred = session.prediction(stop_reason=info.get("stop_reason"))
+            keep_prediction(store, run_id, key, pred)
         row.update(pred, stop_reason=res.stop_reason, prediction=dict(pred["average"]))
     else:
         row["suite"] = suite_of_run(info)

@@ -181,6 +181,18 @@ class SuiteLiveSession:
         return out
 
     # ------------------------------------------------------------------ the result
+    def _guessing(self) -> bool:
+        """Whether no member's answers (k right of n asked) can be told from guessing
+        (:func:`~atlascat.scorelink.honesty.chance_not_excluded`; members not asked aside), as
+        the suite's chance bound (:func:`atlascat.suite.predict.chance_bounds`) reads them."""
+        from ..scorelink.honesty import chance_not_excluded
+
+        pool = self.inner.pool
+        n = self.inner.asked[0].astype(float) @ pool.onehot
+        k = np.where(self.inner.asked[0], np.nan_to_num(self.inner.y[0]), 0.0) @ pool.onehot
+        return all(bool(chance_not_excluded(m.link, n[b], k[b]))
+                   for b, m in enumerate(self.suite.members) if n[b] > 0)
+
     def prediction(self, stop_reason: str | None = None) -> dict:
         """The suite's result: ``average`` {score, lo, hi, percentile}, ``benchmarks``
         [{name, weight, score, lo, hi, items, percentile[, warning]}] (scores 0-1; the warning
@@ -198,9 +210,10 @@ class SuiteLiveSession:
                     "items": int(row[f"{m.name}_items"]),
                     "percentile": _link_percentile(m.link, float(row[m.name]))}
                    for m in self.suite.members]
+        guessing = self._guessing()
         for m, b in zip(self.suite.members, members):
-            warning = (NOT_ASKED if b["items"] == 0
-                       else member_warning(m.link, b["score"], b["lo"], b["hi"]))
+            warning = (NOT_ASKED if b["items"] == 0 else
+                       member_warning(m.link, b["score"], b["lo"], b["hi"], guessing=guessing))
             if warning:
                 b["warning"] = warning
         nearest = [{"model": m, "agreement": a} for m, a in self.inner.nearest_models()[0]]
@@ -214,14 +227,20 @@ class SuiteLiveSession:
 NOT_ASKED = "not asked: predicted from the other benchmarks' answers"
 
 
-def member_warning(link, score: float, lo: float, hi: float) -> str | None:
+def member_warning(link, score: float, lo: float, hi: float, *,
+                   guessing: bool = True) -> str | None:
     """A member's one-line warning, worded as a single bank's (:func:`atlascat.scorelink.prediction.
     stop_note`): "at or near chance (<= hi%)" when the 95% interval reaches within 2 points of
-    the benchmark's chance level, else "outside the link's calibration models" when the score
-    lies beyond every calibration model's published score; None otherwise."""
+    the benchmark's chance level (on a benchmark whose models publish well below chance,
+    TruthfulQA's mc2: only when no answer of the test can be told from guessing, ``guessing``;
+    a strong model that picks the misconceptions publishes 30-46% and is not at chance), else
+    "outside the link's calibration models" when the score lies beyond every calibration
+    model's published score; None otherwise."""
     support = getattr(link, "support", None) or {}
     chance = support.get("chance")
-    if chance is not None and lo <= chance + 0.02:
+    floor = support.get("floor")
+    below = chance is not None and floor is not None and floor < chance - 0.05
+    if chance is not None and lo <= chance + 0.02 and (guessing or not below):
         return f"at or near chance (<= {100 * hi:.0f}%)"
     low_high = support.get("score_range")
     if low_high is not None and not low_high[0] <= score <= low_high[1]:

@@ -87,7 +87,10 @@ class Suite:
                              for m, v in zip(self.members, w))
         if self.prior is not None and list(self.prior.names) != names:
             raise ConfigError(f"the suite prior is over {list(self.prior.names)}, the members "
-                              f"are {names}")
+                              f"are {names}; to leave a member out of the average keep it "
+                              "with weight 0 (its answers still inform the others), or fit a "
+                              "prior and joint link over these members (atlascat.suite."
+                              "fit_prior, fit_joint_link)")
 
     def __repr__(self) -> str:
         """One line: the name and each member's bank size and weight (the banks, links and

@@ -162,7 +162,10 @@ class SuiteSession:
         if cfg.min_per_member > 0:
             short = self.items_per_member()[act] < cfg.min_per_member
             bonus = np.where(short[:, self.pool.member], 1e6, 0.0)
-        picks = pick_round(self.pool, self.cov[act], self._d[act], self._slopes[act], info,
+        # the members' own variances count as much as the member counts in the aggregate:
+        # a member of weight 0 (a custom subset of the suite) gets none of them
+        own = self._slopes[act] * (self.weights / self.weights.max())
+        picks = pick_round(self.pool, self.cov[act], self._d[act], own, info,
                            avail, k, self.rng, randomesque=cfg.randomesque,
                            member_weight=cfg.member_weight, bonus=bonus)
         picks = np.where(room[:, :k], picks, -1)
