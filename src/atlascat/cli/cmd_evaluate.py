@@ -135,6 +135,11 @@ def format_result(row: dict, held: str | None = None) -> str:
         lines.append("  (answers were read from chat text, not as the bank's calibration asked "
                      "its requests: theta and score are approximate; use completions:URL, "
                      f"hf: or lmeval: for {whose} protocol)")
+    from ..live.refusals import refused_line
+
+    refused = refused_line(row.get("n_refused"), row.get("refused"))
+    if refused:
+        lines.append(f"  {refused}")
     if row.get("report"):
         lines.append(f"  report: {row['report']}")
     return "\n".join(lines)

@@ -11,7 +11,8 @@ completion request (``n`` counts requests from 1, ``times_seen`` how often this 
 requested before): ``None`` (answer), ``"429"``, ``"500"``, ``"malformed"`` (200 with a broken
 body), ``"hang"`` (sleep ``hang_s`` before answering), ``"drop"`` (close without a reply) or
 ``"nologprobs"`` (a log-likelihood reply with ``logprobs: null``, as one bad reply of a proxy),
-``"400"`` (HTTP 400: the prompt is longer than the context, :data:`CONTEXT_400`) or
+``"400"`` (HTTP 400: the prompt is longer than the context, :data:`CONTEXT_400`), ``"404"``
+(a model name it does not serve) or
 ``"error200"`` (HTTP 200 with an ``{"error": ...}`` body).
 Every request is appended to :attr:`MockOpenAIServer.log` (with its JSON ``body``); :attr:`max_in_flight` is the
 largest number of completion requests it was serving at once.
@@ -421,6 +422,11 @@ class MockOpenAIServer:
                 if action == "400":   # the item's request refused (a prompt past the context)
                     entry["status"] = 400
                     self._send(400, json.dumps({"error": {"message": CONTEXT_400}}).encode())
+                    return
+                if action == "404":   # a model name the server does not serve
+                    entry["status"] = 404
+                    self._send(404, json.dumps({"error": {"message": "The model `"
+                               f"{body.get('model')}` does not exist."}}).encode())
                     return
                 if action == "error200":   # 200 whose body is an error (some proxies)
                     entry["status"] = 200

@@ -1,0 +1,130 @@
+"""Live runs as a demanding user meets them: a server that refuses one item's request (HTTP 400:
+the prompt is longer than its context), a `cmd:` program whose atlas is killed, Ctrl-C at once,
+a server that answers 200 with an error body.
+
+Waits are generous (a busy machine makes them slow, not wrong); signals are sent once the
+process has shown the state the test needs, never on a timer."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HANG_S
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def atlas(*args, env=None):
+    env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "atlascat", *map(str, args)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=HANG_S)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def wait_for(cond, what: str, limit: float = 600.0) -> None:
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+def one_item_refused():
+    """A fault hook refusing (HTTP 400) every request for the first item asked after the
+    second request, and only that item; ``bad["id"]`` names it."""
+    bad: dict = {}
+
+    def fault(n, item, times):
+        if item is None:
+            return None
+        if not bad and n >= 3:
+            bad["id"] = item
+        return "400" if bad.get("id") == item else None
+    return fault, bad
+
+
+ARGS = ("evaluate", "--bank", "arc", "--llm", "toylm", "--min-items", "8", "--max-items", "10")
+
+
+# ---------------------------------------------------------------- 1. an item the server refuses
+def test_an_item_the_server_refuses_is_left_out_and_the_run_finishes(tmp_path):
+    """The server refuses one item (HTTP 400, its prompt past the model's context): asking it
+    again gets the same, so the run stopped there and every --resume hit it again. The item is
+    left out unscored with the server's message, the test picks another, the run finishes and
+    says how many it left out and why; the client keeps sending lists of prompts (a refused
+    prompt says nothing of lists)."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    fault, bad = one_item_refused()
+    db = tmp_path / "runs.sqlite"
+    with MockOpenAIServer(load_content_bank("arc"), fault=fault) as srv:
+        code, out, err = atlas(*ARGS, "--subject", f"completions:{srv.url}", "--db", db,
+                               "--json")
+        assert code == 0, err
+        res = json.loads(out)[0]
+        assert res["status"] == "done" and res["n_items"] == 10
+        assert res["n_refused"] == 1 and res["n_skipped"] == 1
+        assert "maximum context length" in res["refused"] and res["refused"].startswith("HTTP 400")
+        assert bad["id"] not in res["items"]
+        refused = [e for e in srv.log if e["item_id"] == bad["id"]]
+        assert refused and all(e["status"] == 400 for e in refused)
+        late = [e for e in srv.log if e["n"] > refused[-1]["n"]]
+        assert any(isinstance(e["body"].get("prompt"), list) for e in late)
+        # the human summary says it, in one line
+        code, out, err = atlas(*ARGS, "--subject", f"completions:{srv.url}", "--db",
+                               tmp_path / "b.sqlite", "--no-cache")
+        assert code == 0, err
+        assert "left out: 1 item the server refused (HTTP 400: This model's maximum context" \
+            in out
+    from atlascat.live.store import RunStore
+
+    steps = RunStore(db).steps(res["run_id"])
+    row = steps[steps["item_id"] == bad["id"]].iloc[0]
+    assert row["status"] == "skipped" and "maximum context length" in row["answer"]
+    # never cached: a later run asks it again (and is refused again)
+    assert RunStore(db)._con().execute("SELECT COUNT(*) FROM cache WHERE item_id=?",
+                                       (bad["id"],)).fetchone()[0] == 0
+
+
+def test_a_server_refusing_every_item_stops_the_run_in_one_line(tmp_path):
+    """Every request refused (HTTP 400: a setting the server rejects): not an item's fault, so
+    the run stops after a few, saved, in one line with the server's message."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.refusals import REFUSED_IN_A_ROW
+
+    with MockOpenAIServer(load_content_bank("arc"),
+                          fault=lambda n, item, times: "400") as srv:
+        code, out, err = atlas(*ARGS, "--subject", f"completions:{srv.url}", "--db",
+                               tmp_path / "runs.sqlite")
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert f"refused the last {REFUSED_IN_A_ROW} items asked" in err
+    assert "maximum context length" in err and "--resume" in err
+
+
+def test_a_wrong_model_name_still_stops_at_once(tmp_path):
+    """HTTP 404 (a model the server does not serve) is the run's fault, not an item's: the run
+    stops on the first item, in one line, nothing left out."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    db = tmp_path / "runs.sqlite"
+    with MockOpenAIServer(load_content_bank("arc"),
+                          fault=lambda n, item, times: "404") as srv:
+        code, out, err = atlas(*ARGS, "--subject", f"completions:{srv.url}", "--db", db)
+        asked = {e["item_id"] for e in srv.log}
+    assert code == 2, err
+    assert "Traceback" not in err and "HTTP 404" in err and "does not exist" in err
+    assert len(asked) == 1
+    from atlascat.live.store import RunStore
+
+    assert not (RunStore(db).steps(RunStore(db).list_runs()["run_id"][0])["status"]
+                == "skipped").any()
