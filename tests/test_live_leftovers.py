@@ -128,3 +128,98 @@ def test_a_wrong_model_name_still_stops_at_once(tmp_path):
 
     assert not (RunStore(db).steps(RunStore(db).list_runs()["run_id"][0])["status"]
                 == "skipped").any()
+
+
+# ---------------------------------------------------------------- 2. a cmd: program, atlas killed
+HARNESS = '''\
+import json, os, subprocess, sys, time
+helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)"])
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(f"{os.getpid()} {helper.pid}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+for line in sys.stdin:
+    time.sleep(float(sys.argv[2]))          # a slow judge
+    print(json.dumps({"item_id": json.loads(line)["item_id"], "score": 1}), flush=True)
+'''
+
+
+@pytest.fixture(scope="module")
+def matrix_folder(tmp_path_factory):
+    """A bank folder built from a response matrix (asked by item id) and the harness."""
+    import numpy as np
+    import pandas as pd
+
+    from atlascat.bankdir import build_bank
+
+    rng = np.random.default_rng(5)
+    a, b = rng.lognormal(0, 0.3, 60), rng.normal(0, 1, 60)
+    theta = rng.normal(0, 1, 30)
+    y = (rng.random((30, 60)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(int)
+    root = tmp_path_factory.mktemp("guard")
+    pd.DataFrame(y, index=[f"src{i}" for i in range(30)],
+                 columns=[f"q{j}" for j in range(60)]).rename_axis("model").to_csv(
+        root / "judged.csv")
+    (root / "harness.py").write_text(HARNESS)
+    with pytest.warns(UserWarning):
+        build_bank(root / "judged.csv", root / "bank", folds=0)
+    return root
+
+
+def _alive(pid: int) -> bool:
+    """A process that runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _start_with_harness(root: Path, tmp_path: Path, item_s: float):
+    pids = tmp_path / "pids"
+    cmd = f"cmd:{sys.executable} {root / 'harness.py'} {pids} {item_s}"
+    proc = subprocess.Popen([sys.executable, "-m", "atlascat", "evaluate", "--bank",
+                             root / "bank", "--subject", cmd, "--llm", "judge", "--max-items",
+                             "40", "--db", tmp_path / "runs.sqlite", "-q"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(pids.exists, "the harness to start")
+    child, helper = map(int, pids.read_text().split())
+    return proc, child, helper
+
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+@linux
+def test_a_cmd_program_dies_with_atlas_killed(matrix_folder, tmp_path):
+    """`kill -9` of atlas while its `cmd:` program judges an item: the program, and what it
+    started, end too (they kept running, orphaned, holding what they held: a GPU, a port)."""
+    proc, child, helper = _start_with_harness(matrix_folder, tmp_path, 900)
+    try:
+        assert _alive(child) and _alive(helper)
+        proc.kill()
+        proc.communicate(timeout=HANG_S)
+        wait_for(lambda: not _alive(child) and not _alive(helper),
+                 "the program to end with atlas", limit=120)
+    finally:
+        for pid in (child, helper):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@linux
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_still_ends_its_cmd_program_cleanly(matrix_folder, tmp_path, signum):
+    """SIGTERM / Ctrl-C: the item in flight finishes, the run is interrupted (exit 130, one
+    line), and the program ends with it (its standard input closed), what it started too."""
+    proc, child, helper = _start_with_harness(matrix_folder, tmp_path, 0.2)
+    try:
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=HANG_S)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err and "--resume" in err
+        wait_for(lambda: not _alive(child) and not _alive(helper), "the program to end",
+                 limit=120)
+    finally:
+        for pid in (child, helper):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
