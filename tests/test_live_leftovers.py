@@ -223,3 +223,49 @@ def test_a_stopped_run_still_ends_its_cmd_program_cleanly(matrix_folder, tmp_pat
         for pid in (child, helper):
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------- 3. Ctrl-C while atlas starts
+STALL = '''\
+import os, sys, time
+
+class _Stall:
+    """Holds the import of one module (the one named by ATLAS_TEST_STALL) until a signal comes."""
+    def find_spec(self, name, path=None, target=None):
+        if name == os.environ.get("ATLAS_TEST_STALL"):
+            open(os.environ["ATLAS_TEST_MARK"], "w").close()
+            time.sleep(600)
+        return None
+
+sys.meta_path.insert(0, _Stall())
+'''
+
+
+@pytest.mark.parametrize("route", ["atlas", "-m"])
+@pytest.mark.parametrize("module", ["typer", "atlascat.cli.cmd_evaluate",
+                                    "atlascat.live.service"])
+def test_ctrl_c_while_atlas_starts_is_one_line(tmp_path, route, module):
+    """Ctrl-C while `atlas evaluate` imports its modules (the command line's, the command's,
+    the live service's) or reads its options: one line, exit status 130, nothing written
+    (it printed a traceback of the import it cut). The signal is sent once the process is
+    held in that import (a stalled import), the `atlas` script and `python -m atlascat`."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(STALL)
+    script = tmp_path / "bin" / "atlas"   # what pip writes for the console script
+    script.parent.mkdir()
+    script.write_text("import sys\nfrom atlascat.cli import main\nsys.exit(main())\n")
+    mark, db = tmp_path / "held", tmp_path / "runs.sqlite"
+    env = {**os.environ, "ATLAS_TEST_STALL": module, "ATLAS_TEST_MARK": str(mark),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(ROOT / "src"),
+                                          os.environ.get("PYTHONPATH", "")])}
+    head = [sys.executable, str(script)] if route == "atlas" else [sys.executable, "-m",
+                                                                   "atlascat"]
+    proc = subprocess.Popen([*head, "evaluate", "--bank", "arc", "--subject", "simulate:0.5",
+                             "--llm", "m", "--db", db], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(mark.exists, f"atlas to import {module}")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=HANG_S)
+    assert proc.returncode == 130, err
+    assert err == "interrupted\n" and out == ""
+    assert not db.exists() and not any(tmp_path.glob("runs*"))
