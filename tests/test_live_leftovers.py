@@ -269,3 +269,39 @@ def test_ctrl_c_while_atlas_starts_is_one_line(tmp_path, route, module):
     assert proc.returncode == 130, err
     assert err == "interrupted\n" and out == ""
     assert not db.exists() and not any(tmp_path.glob("runs*"))
+
+
+# ---------------------------------------------------------------- 4. HTTP 200 with an error body
+def test_a_200_reply_whose_body_is_an_error_says_the_servers_words(tmp_path):
+    """A proxy answers 200 with `{"error": {"message": ...}}`: retried as a failed attempt
+    and, once the retries are spent, one line with the server's message (it read "malformed
+    response (KeyError: 'choices')")."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    with MockOpenAIServer(load_content_bank("arc"),
+                          fault=lambda n, item, times: "error200") as srv:
+        code, out, err = atlas(*ARGS, "--subject", f"completions:{srv.url}", "--db",
+                               tmp_path / "runs.sqlite", "--max-retries", "1", "--backoff",
+                               "0")
+    assert code == 2, err
+    assert "Traceback" not in err and "KeyError" not in err
+    assert "last: HTTP 200 whose body is an error: 'upstream overloaded'" in err
+
+
+def test_an_item_refused_in_a_200_body_is_left_out(tmp_path):
+    """The same refusal as HTTP 400 (a prompt past the context), sent as 200 with the error's
+    `code` 400 in its body: the item is left out with the message, not retried."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    fault, bad = one_item_refused()
+    with MockOpenAIServer(load_content_bank("arc"),
+                          fault=lambda *a: fault(*a) and "error200-400") as srv:
+        code, out, err = atlas(*ARGS, "--subject", f"completions:{srv.url}", "--db",
+                               tmp_path / "runs.sqlite", "--json")
+        asked = [e for e in srv.log if e["item_id"] == bad["id"]]
+    assert code == 0, err
+    res = json.loads(out)[0]
+    assert res["n_refused"] == 1 and "maximum context length" in res["refused"]
+    assert bad["id"] not in res["items"] and len(asked) <= 2   # a list, then alone: no retry

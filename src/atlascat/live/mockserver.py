@@ -13,7 +13,8 @@ body), ``"hang"`` (sleep ``hang_s`` before answering), ``"drop"`` (close without
 ``"nologprobs"`` (a log-likelihood reply with ``logprobs: null``, as one bad reply of a proxy),
 ``"400"`` (HTTP 400: the prompt is longer than the context, :data:`CONTEXT_400`), ``"404"``
 (a model name it does not serve) or
-``"error200"`` (HTTP 200 with an ``{"error": ...}`` body).
+``"error200"`` (HTTP 200 with an ``{"error": ...}`` body; ``"error200-400"``: its ``code`` 400
+and the message of ``"400"``).
 Every request is appended to :attr:`MockOpenAIServer.log` (with its JSON ``body``); :attr:`max_in_flight` is the
 largest number of completion requests it was serving at once.
 
@@ -428,10 +429,12 @@ class MockOpenAIServer:
                     self._send(404, json.dumps({"error": {"message": "The model `"
                                f"{body.get('model')}` does not exist."}}).encode())
                     return
-                if action == "error200":   # 200 whose body is an error (some proxies)
+                if action in ("error200", "error200-400"):   # 200, an error body (proxies)
                     entry["status"] = 200
-                    self._send(200, json.dumps({"error": {"message": "upstream overloaded"}})
-                               .encode())
+                    err = ({"message": "upstream overloaded"} if action == "error200" else
+                           {"message": CONTEXT_400, "type": "invalid_request_error",
+                            "code": 400})
+                    self._send(200, json.dumps({"error": err}).encode())
                     return
                 if action == "malformed":
                     entry["status"] = 200
