@@ -28,7 +28,7 @@ def start_guarded(argv: list, *, grace: float = 3.0, **popen) -> tuple:
     """Start ``argv`` (``subprocess.Popen`` with ``popen``) so that it ends with this process;
     -> (the Popen, the write end of the guard's pipe: close it once the program has ended, or
     None where there is no guard)."""
-    if os.name != "posix":
+    if os.name != "posix" or not sys.executable:   # no guard: it ends with its input
         return subprocess.Popen(argv, **popen), None
     read, write = os.pipe()   # neither end is inherited by other children (PEP 446)
     try:
