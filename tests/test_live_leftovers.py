@@ -305,3 +305,26 @@ def test_an_item_refused_in_a_200_body_is_left_out(tmp_path):
     res = json.loads(out)[0]
     assert res["n_refused"] == 1 and "maximum context length" in res["refused"]
     assert bad["id"] not in res["items"] and len(asked) <= 2   # a list, then alone: no retry
+
+
+def test_a_refused_item_stops_a_bank_folders_predictor_in_one_line(mc2_folder, tmp_path):
+    """A bank folder's benchmark predictor needs the score of every item it draws: a refused
+    item stops the run in one line that names the item, the server's words and the way out
+    (--design adaptive leaves it out); the run is saved."""
+    from atlascat.live.mockserver import MockOpenAIServer
+
+    with MockOpenAIServer(fault=lambda n, item, times: "400" if n >= 3 else None) as srv:
+        code, out, err = atlas("evaluate", "--bank", mc2_folder / "bank", "--subject",
+                               f"completions:{srv.url}", "--llm", "toylm", "--max-items", "8",
+                               "--db", tmp_path / "runs.sqlite")
+        assert code == 2, err
+        assert "Traceback" not in err and "the server refused item" in err
+        assert "maximum context length" in err and "--design adaptive" in err
+        assert "--resume" in err
+        # the adaptive test on the same folder leaves refused items out... until every
+        # request is refused: then it stops, saying so
+        code, out, err = atlas("evaluate", "--bank", mc2_folder / "bank", "--subject",
+                               f"completions:{srv.url}", "--llm", "toylm", "--design",
+                               "adaptive", "--max-items", "8", "--db", tmp_path / "b.sqlite")
+    assert code == 2, err
+    assert "refused the last 5 items asked" in err
