@@ -12,7 +12,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "atlascat"
 
 # bottom to top; a module may import from its own floor or a lower one
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("errors", "_version", "_heap", "_blas", "_lazy", "_table", "_repr"),
+    ("errors", "_version", "_heap", "_blas", "_lazy", "_table", "_repr", "_startup"),
     ("validation",),
     ("responses", "filtering"),
     ("irt",),

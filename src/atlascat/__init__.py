@@ -6,7 +6,11 @@ live against a model endpoint.
 
 Public names are imported lazily so that ``import atlascat`` and the CLI start fast.
 """
-import importlib as _importlib
+from ._startup import quiet_start as _quiet_start
+
+_quiet_start()   # the atlas command alone: a Ctrl-C while it starts is one line, not a traceback
+
+import importlib as _importlib  # noqa: E402
 
 from ._version import __version__
 from .errors import (AtlasError, BankError, BankFolderError, ConfigError, ConvergenceError,

@@ -9,6 +9,10 @@ for: all of them (``atlas --help``, ``app.registered_commands``), or, while :fun
 """
 from __future__ import annotations
 
+from .._startup import INTERRUPTED, catch_interrupts, interrupted, quiet_start
+
+quiet_start()   # a Ctrl-C while atlas starts: one line, exit status 130 (atlascat/_startup.py)
+
 import importlib
 import pkgutil
 import re
@@ -115,7 +119,22 @@ def main(argv=None) -> int:
     """Entry point. Library errors (AtlasError) become a one-line message and exit code 2;
     usage errors are reported by typer/click with exit code 2 as usual. Input that ends early
     (a truncated .gz read by a library that raises EOFError, which click would turn into a bare
-    'Aborted.') is reported as an error with exit code 2 too."""
+    'Aborted.') is reported as an error with exit code 2 too. A Ctrl-C that no command's own
+    handler takes (while atlas starts, before ``atlas evaluate`` creates its runs) is one line,
+    ``interrupted``, and exit code 130 (atlascat/_startup.py)."""
+    from ._params import use_plain_params
+
+    use_plain_params()  # plain option values converted without pydantic (cli/_params.py)
+    app.only = _command_module(sys.argv[1:] if argv is None else list(argv))
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:   # before a command's own handler, or one it lets through
+        err_console.print(INTERRUPTED, markup=False, highlight=False)
+        return 130
+
+
+def _main(argv) -> int:
+    """:func:`main`'s command run, its errors as one line each."""
     import errno
 
     try:  # typer >= 0.20 vendors click
@@ -125,10 +144,8 @@ def main(argv=None) -> int:
 
     from .._blas import small_products
     from ._common import one_line_warnings, print_error
-    from ._params import use_plain_params
 
-    use_plain_params()  # plain option values converted without pydantic (cli/_params.py)
-    app.only = _command_module(sys.argv[1:] if argv is None else list(argv))
+    catch_interrupts()
     try:
         # one BLAS thread for small products (atlascat._blas); warnings as one line each
         with small_products(), one_line_warnings():
@@ -142,8 +159,11 @@ def main(argv=None) -> int:
             print_error("an input file ended unexpectedly (a truncated or damaged .gz file?); "
                         "re-download or re-compress it")
             return 2
+        if isinstance(cause, KeyboardInterrupt):
+            err_console.print(INTERRUPTED, markup=False, highlight=False)
+            return 130
         err_console.print("Aborted.")
-        return 130 if isinstance(cause, KeyboardInterrupt) else 1
+        return 1
     except ClickException as exc:  # usage errors: exit code 2
         hint = _llm_hint(exc, sys.argv[1:] if argv is None else list(argv))
         if hint:
@@ -178,6 +198,8 @@ def main(argv=None) -> int:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         app.only = None
+    if rv == 130 and interrupted():   # typer's silent exit status for a KeyboardInterrupt
+        err_console.print(INTERRUPTED, markup=False, highlight=False)
     return rv if isinstance(rv, int) else 0
 
 

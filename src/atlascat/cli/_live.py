@@ -124,10 +124,15 @@ class StopRequest:
 
         self.event = threading.Event()
         self.count = 0
+        #: the runs are being asked (set by ``atlas evaluate`` once they are); before that
+        #: (their creation) a signal only asks for the stop, which comes before any item
+        self.asking = False
 
     def _handler(self, signum, frame):
-        self.count += 1
         self.event.set()
+        if not self.asking:
+            return
+        self.count += 1
         if self.count == 1:
             err_console.print("stopping after the item in flight (press Ctrl-C again to abandon "
                               "it; it is asked again on resume)", markup=False, highlight=False,

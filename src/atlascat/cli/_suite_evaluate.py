@@ -44,6 +44,11 @@ def print_suite(row: dict) -> None:
     if row.get("average"):
         lines.append(f"  average: {describe_prediction(row['average'])}")
     lines.append(f"  protocol: {row['protocol_label']}")
+    from ..live.refusals import refused_line
+
+    refused = refused_line(row.get("n_refused"), row.get("refused"))
+    if refused:
+        lines.append(f"  {refused}")
     lines.append(f"  report: {row['report']}")
     console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
     for b in row.get("benchmarks") or []:  # warnings on stderr, as every other

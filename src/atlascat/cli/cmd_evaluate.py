@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -135,6 +136,11 @@ def format_result(row: dict, held: str | None = None) -> str:
         lines.append("  (answers were read from chat text, not as the bank's calibration asked "
                      "its requests: theta and score are approximate; use completions:URL, "
                      f"hf: or lmeval: for {whose} protocol)")
+    from ..live.refusals import refused_line
+
+    refused = refused_line(row.get("n_refused"), row.get("refused"))
+    if refused:
+        lines.append(f"  {refused}")
     if row.get("report"):
         lines.append(f"  report: {row['report']}")
     return "\n".join(lines)
@@ -333,7 +339,10 @@ def run_evaluate(o: _Options) -> None:
         return _drive(o, _resume(o, limiter))
     if not (o.bank or o.suite) or not o.subject:
         raise ConfigError("give --bank (or --suite) and --subject (or --resume RUN_ID)")
-    return _drive(o, _start(o, limiter))
+    stop = StopRequest()
+    with ExitStack() as held:   # Ctrl-C once the runs exist: saved as interrupted, one line
+        return _drive(o, _start(o, limiter, lambda: held.enter_context(stop.installed())),
+                      stop)
 
 
 def _plan(o: _Options, ref):
@@ -381,9 +390,10 @@ def _plan(o: _Options, ref):
                                         bound_margin=o.bound_margin)
 
 
-def _start(o: _Options, limiter):
+def _start(o: _Options, limiter, hold=None):
     """New runs, one per --llm (everything is checked before the run store is created: a call
-    that fails here leaves no file behind)."""
+    that fails here leaves no file behind). ``hold()``: called just before the runs are
+    created, it installs :func:`_drive`'s Ctrl-C handler and returns it."""
     from ..catalogue import BankRef
     from ..errors import ConfigError
     from ..live.designs import folder_settings
@@ -419,7 +429,10 @@ def _start(o: _Options, limiter):
                                   token_budget=o.token_budget))
         ids.extend(j.run_id for j in made[0].jobs)
 
+    stop = hold() if hold is not None else None
     start_runs(o.db, o.output, o.report_dir, start)
+    if stop is not None and stop.event.is_set():   # Ctrl-C: _drive says it, in one line
+        return made[0]
     where = f" on suite {ref.name}" if design == "suite" else ""
     for job in made[0].jobs:
         _say(f"run {job.run_id} started for {job.subject.name}{where} (db {o.db})")
@@ -523,14 +536,18 @@ def _resume_hint(o: _Options, run_ids) -> str:
             + f" --db {o.db}")
 
 
-def _drive(o: _Options, live) -> None:
+def _drive(o: _Options, live, stop=None) -> None:
     """Ask until every run stops (per-item lines, a progress bar, Ctrl-C), then write each
-    run's page and results.json and print the results."""
+    run's page and results.json and print the results. ``stop``: the Ctrl-C handler the
+    runs' start installed (a Ctrl-C already received: nothing is asked)."""
     from ..errors import LiveRunError, RunStoppedError
 
-    show, stop = _display(o, live), StopRequest()
+    show, stop = _display(o, live), stop or StopRequest()
     try:
         with stop.installed(), show:
+            if stop.event.is_set():   # Ctrl-C while the runs were created
+                raise KeyboardInterrupt
+            stop.asking = True
             live.run(cache=not o.no_cache, on_step=show.step_callback(stop), stop=stop.event,
                      on_retry=show.say)
     except KeyboardInterrupt:

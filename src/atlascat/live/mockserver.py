@@ -10,7 +10,11 @@ Faults are injected by a hook ``fault(n, item_id, times_seen) -> action`` called
 completion request (``n`` counts requests from 1, ``times_seen`` how often this item was
 requested before): ``None`` (answer), ``"429"``, ``"500"``, ``"malformed"`` (200 with a broken
 body), ``"hang"`` (sleep ``hang_s`` before answering), ``"drop"`` (close without a reply) or
-``"nologprobs"`` (a log-likelihood reply with ``logprobs: null``, as one bad reply of a proxy).
+``"nologprobs"`` (a log-likelihood reply with ``logprobs: null``, as one bad reply of a proxy),
+``"400"`` (HTTP 400: the prompt is longer than the context, :data:`CONTEXT_400`), ``"404"``
+(a model name it does not serve) or
+``"error200"`` (HTTP 200 with an ``{"error": ...}`` body; ``"error200-400"``: its ``code`` 400
+and the message of ``"400"``).
 Every request is appended to :attr:`MockOpenAIServer.log` (with its JSON ``body``); :attr:`max_in_flight` is the
 largest number of completion requests it was serving at once.
 
@@ -50,6 +54,10 @@ from .subjects import item_uniform
 from .toylm import cut_at_stop
 
 PROMPT_LOGPROBS = ("full", "none", "null", "shifted")
+
+#: the message of a ``"400"`` fault: vLLM's for a prompt longer than the model's context
+CONTEXT_400 = ("This model's maximum context length is 2048 tokens. However, you requested "
+               "2154 tokens in the messages. Please reduce the length of the messages.")
 
 
 def _shift(logprobs: dict) -> dict:
@@ -411,6 +419,22 @@ class MockOpenAIServer:
                 if action == "500":
                     entry["status"] = 500
                     self._send(500, b'{"error": {"message": "internal error"}}')
+                    return
+                if action == "400":   # the item's request refused (a prompt past the context)
+                    entry["status"] = 400
+                    self._send(400, json.dumps({"error": {"message": CONTEXT_400}}).encode())
+                    return
+                if action == "404":   # a model name the server does not serve
+                    entry["status"] = 404
+                    self._send(404, json.dumps({"error": {"message": "The model `"
+                               f"{body.get('model')}` does not exist."}}).encode())
+                    return
+                if action in ("error200", "error200-400"):   # 200, an error body (proxies)
+                    entry["status"] = 200
+                    err = ({"message": "upstream overloaded"} if action == "error200" else
+                           {"message": CONTEXT_400, "type": "invalid_request_error",
+                            "code": 400})
+                    self._send(200, json.dumps({"error": err}).encode())
                     return
                 if action == "malformed":
                     entry["status"] = 200

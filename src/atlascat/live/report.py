@@ -586,9 +586,13 @@ def _step_texts(path, scale) -> dict | None:
 
 
 def _skipped_rows(steps) -> list:
-    k = int((steps["status"] == "skipped").sum())
-    return [("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left out "
-             "unscored")] if k else []
+    from .refusals import refused_line, refused_summary
+
+    n_refused, first = refused_summary(steps)
+    k = int((steps["status"] == "skipped").sum()) - n_refused
+    refused = refused_line(n_refused, first)
+    return ([("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left out "
+              "unscored")] if k else []) + ([("refused", refused)] if refused else [])
 
 
 def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,

@@ -48,6 +48,7 @@ from ..content.defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
 from ..content.items import build_prompt, item_record
 from .asking import (UNREADABLE_AFTER, as_score, ask_items, ask_loglikelihood, item_score,
                      outputs_from_text, readable, requests_hash, requests_render)
+from .refusals import ask_each, check_refusals, is_refused, refused_summary
 from .scorers import score_answer
 from .store import RunStore
 from .subjects import (Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood,
@@ -154,8 +155,12 @@ class RunResult:
     observed_score: float | None = None
     #: [low, high] of the bank folder's metric scale the scores are given on, else None
     scale: list | None = None
-    #: items asked that got no score (a judge's null), left out unscored
+    #: items asked that got no score (a judge's null, a request the server refused), left out
     n_skipped: int = 0
+    #: of those, the items whose request the server refused (HTTP 400 / 413 / 422), and the
+    #: first one's message (:mod:`atlascat.live.refusals`)
+    n_refused: int = 0
+    refused: str | None = None
 
     def __post_init__(self):
         if self.observed_score is None and self.n_items:
@@ -193,6 +198,7 @@ class RunResult:
     def _stored(cls, store: RunStore, run_id: str, info: dict) -> "RunResult":
         steps = store.steps(run_id)
         done = steps[steps["status"] == "answered"]
+        n_refused, refused = refused_summary(steps)
         return cls(run_id=run_id, model=info["model"], status=info["status"], theta=info["theta"],
                    se=info["se"], n_items=int(info["n_items"]),
                    score_sum=as_score(info["score_sum"] or 0),
@@ -203,7 +209,8 @@ class RunResult:
                    completion_tokens=int(info["completion_tokens"]),
                    latency_s=float(info["latency_s"]), error=info["error"],
                    protocol=info.get("protocol"), batch_size=int(info.get("batch_size") or 1),
-                   n_skipped=int((steps["status"] == "skipped").sum()))
+                   n_skipped=int((steps["status"] == "skipped").sum()),
+                   n_refused=n_refused, refused=refused)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -511,7 +518,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     settings = PromptSettings(**info["prompt"])
     unread, n_read = [], 0
     budget, stop_reason = info.get("token_budget"), None
-    next_step, in_a_row = store.closed_steps(run_id), 0
+    next_step, in_a_row, refused_in_a_row = store.closed_steps(run_id), 0, 0
     spent = int(info["prompt_tokens"] or 0) + int(info["completion_tokens"] or 0)
     try:
         opened = store.open_steps(run_id)
@@ -574,22 +581,26 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                  if loglik else item_score(hit["answer"], subject) if by_id
                                  else score_answer(records[n], hit["answer"]))
             todo = [n for n in range(len(items)) if answers[n] is None]
-            if todo and loglik:
-                for n, (outputs, answer) in zip(todo, ask_loglikelihood(subject, [irs[n] for n in todo])):
-                    answers[n], scores[n] = answer, as_score(irs[n].score(outputs))
+            if todo and loglik:   # an item the server refuses (HTTP 400): left out, unscored
+                got = ask_each(lambda ns: ask_loglikelihood(subject, [irs[n] for n in ns]), todo)
+                for n, one in zip(todo, got):
+                    answers[n], scores[n] = ((one, None) if is_refused(one) else
+                                             (one[1], as_score(irs[n].score(one[0]))))
             elif todo and by_id:
                 for n, (score, answer) in zip(todo, ask_items(subject, [items[n] for n in todo])):
                     answers[n], scores[n] = answer, score
             elif todo and len(todo) == 1:
                 n = todo[0]
-                answers[n] = subject.ask(prompts[n], records[n])
-                scores[n] = score_answer(records[n], answers[n].text)
+                answers[n] = ask_each(lambda ns: [subject.ask(prompts[n], records[n])], todo)[0]
+                scores[n] = (None if is_refused(answers[n]) else
+                             score_answer(records[n], answers[n].text))
             elif todo:
                 _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompts,
                                           records, hashes, answers, scores, stored, cache)
             if not loglik and not by_id:
-                unread += [n for n in todo if not readable(records[n], answers[n].text)]
-                n_read += len(todo)
+                asked = [n for n in todo if not is_refused(answers[n])]
+                unread += [n for n in asked if not readable(records[n], answers[n].text)]
+                n_read += len(asked)
                 if n_read >= UNREADABLE_AFTER and len(unread) == n_read:
                     raise LiveRunError(
                         f"none of the model's first {n_read} replies holds an answer the scorer "
@@ -603,6 +614,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                    f"token budget ({budget}) cannot be kept. Start it again "
                                    "without one, bounded by its number of items")
             spent += round_tokens
+            refused_in_a_row = check_refusals(session, items, answers, refused_in_a_row)
             in_a_row = _count_skips(session, items, scores, in_a_row)
             credits = _check_scores(session, items, scores,
                                     fixable=getattr(subject, "protocol", "") == "item command")
@@ -674,8 +686,8 @@ def _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompt
     from concurrent.futures import ThreadPoolExecutor
 
     def one(n):
-        answer = subject.ask(prompts[n], records[n])
-        return n, answer, score_answer(records[n], answer.text)
+        answer = ask_each(lambda ns: [subject.ask(prompts[n], records[n])], [n])[0]
+        return n, answer, None if is_refused(answer) else score_answer(records[n], answer.text)
 
     errors = []
     with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="atlas-round") as pool:
@@ -688,7 +700,8 @@ def _ask_prompts_concurrently(store, run_id, subject, todo, steps, items, prompt
                 continue
             answers[n], scores[n], stored[n] = answer, score, True
             store.record_answer(run_id, steps[n], item_id=items[n], answer=answer, score=score,
-                                cache_key=subject.cache_key if cache else None,
+                                cache_key=subject.cache_key if cache and score is not None
+                                else None,
                                 prompt_hash=hashes[n])
     if errors:
         raise errors[0]

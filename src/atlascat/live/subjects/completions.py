@@ -250,9 +250,12 @@ class OpenAICompletionsSubject(_HTTPSubject):
                 if isinstance(exc, SubjectError) and not (
                         status is not None and (400 <= status < 500 or status == 500)):
                     raise
-                self._lists_ok = False  # the server does not take a list of prompts
-                return [self._send(make_body(prompts[i], [i]), 1,
-                                   lambda c, k, i=i: parse_one(c, i))[0] for i in idx]
+                out = [self._send(make_body(prompts[i], [i]), 1,
+                                  lambda c, k, i=i: parse_one(c, i))[0] for i in idx]
+                # the same prompts one at a time answered: the server does not take a list
+                # (a prompt it refuses alone, e.g. past its context, says nothing of lists)
+                self._lists_ok = False
+                return out
 
         if len(chunks) == 1:
             results = [one(chunks[0])]

@@ -61,6 +61,26 @@ def _retry_after_s(value) -> float | None:
     return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
+def _error_body(data) -> tuple | None:
+    """(status, message) of a reply whose JSON body is an error (``{"error": ...}``, no
+    ``choices``), as some proxies answer with HTTP 200: the status its ``code`` / ``status``
+    names when that is an HTTP error status, else 200 (an error of unknown kind: retried);
+    None for any other body."""
+    if not isinstance(data, dict) or data.get("error") in (None, "") or data.get("choices"):
+        return None
+    err = data["error"]
+    message = (err.get("message") or json.dumps(err)) if isinstance(err, dict) else err
+    code = None
+    for key in ("code", "status", "status_code"):
+        value = err.get(key) if isinstance(err, dict) else None
+        value = data.get(key) if value is None else value
+        if isinstance(value, (int, str)) and str(value).isdigit() \
+                and 400 <= int(value) < 600:
+            code = int(value)
+            break
+    return (code or 200), str(message)
+
+
 class _Transient(Exception):
     """One attempt failed in a way worth retrying (message = what happened)."""
 
@@ -280,10 +300,21 @@ class _HTTPSubject:
                 text = content.decode("utf-8", errors="replace")
                 if status == 200:
                     try:
-                        return json.loads(text), latency, attempt
+                        data = json.loads(text)
                     except ValueError:
+                        data = None
                         last = f"malformed response (not JSON: {self.redact(text[:120])!r})"
                         last_status = None
+                    said = _error_body(data)
+                    if data is not None and said is None:
+                        return data, latency, attempt
+                    if said is not None:   # 200 whose body is an error: as its code says
+                        status, message = said
+                        last = (f"HTTP 200 whose body is an error: "
+                                f"{self.redact(message)[:200].strip()!r}")
+                        last_status = None
+                if status == 200:
+                    pass
                 elif status in (401, 403):
                     raise SubjectError(
                         f"HTTP {status} from {_safe_url(url)}: not authorized. Check that the "

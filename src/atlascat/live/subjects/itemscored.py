@@ -155,6 +155,8 @@ class CommandSubject:
             self._requests(self._bank.item_ids[0])   # a bank whose requests are broken: now
         self.protocol = "request command" if self._bank is not None else "item command"
         self._proc = None
+        #: the write end of the pipe whose end tells the command's guard atlas is gone
+        self._guard_fd = None
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=20)
         self._lock = threading.Lock()
@@ -207,13 +209,19 @@ class CommandSubject:
 
     # ------------------------------------------------------------ the process
     def _start(self):
+        from .cmdguard import start_guarded
+
+        if self._guard_fd is not None:   # the last process ended by itself
+            os.close(self._guard_fd)
+            self._guard_fd = None
         try:
             # its own session: a terminal's Ctrl-C reaches ATLAS, which stops after the item
-            # in flight and then ends the process (close), not the command mid-item
-            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, bufsize=1,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                    start_new_session=os.name == "posix")
+            # in flight and then ends the process (close), not the command mid-item; on POSIX
+            # through a guard that ends it when atlas is gone, even killed (cmdguard)
+            proc, self._guard_fd = start_guarded(
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, bufsize=1,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"})
         except OSError as exc:
             raise SubjectError(f"the command {self.command!r} could not start ({exc})") from None
         self._lines, self._stderr = queue.Queue(), collections.deque(maxlen=20)
@@ -291,8 +299,13 @@ class CommandSubject:
         try:
             proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            from .cmdguard import end_group
+
+            end_group(proc)   # the command and anything it started
             proc.wait()
+        fd, self._guard_fd = self._guard_fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 def _status(proc) -> str:

@@ -1,0 +1,119 @@
+"""Items the server refuses: an HTTP 400 / 413 / 422 on one item's request.
+
+A server answers a request it will not take with a client error about *that* request: a prompt
+longer than the model's context, a content filter, a payload too large. Asking the same item
+again gets the same answer, so stopping the run on it (as on a wrong URL or key) would leave the
+run stuck on it for every ``--resume``. Such an item is left out of the adaptive test, as an
+item that got no score (a judge's null): its step is ``skipped`` and keeps the server's message
+as its answer (``refused: HTTP 400 ...``), never cached. A run stops (saved, resumable) when
+:data:`REFUSED_IN_A_ROW` items in a row are refused (every request is: wrong settings or model
+name, not the items), or on a bank folder's benchmark predictor, whose prediction needs the score
+of every item it draws. 401 / 403 / 404 and the other 4xx still stop the run at once.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from .subjects import Answer, SubjectError
+
+__all__ = ["REFUSED_STATUS", "REFUSED_IN_A_ROW", "REFUSED_PREFIX", "refusal", "refused_answer",
+           "is_refused", "ask_each", "check_refusals", "refused_summary", "refused_line"]
+
+#: HTTP statuses that refuse one item's request (left out), not the run
+REFUSED_STATUS = frozenset({400, 413, 422})
+
+#: a run stops (saved, resumable) once this many items in a row were refused
+REFUSED_IN_A_ROW = 5
+
+#: how a refused item's stored answer starts
+REFUSED_PREFIX = "refused: "
+
+
+def refusal(exc) -> str | None:
+    """The server's message when ``exc`` refuses one item's request (:data:`REFUSED_STATUS`),
+    else None."""
+    status = getattr(exc, "status", None)
+    if not isinstance(exc, SubjectError) or status not in REFUSED_STATUS:
+        return None
+    text = str(exc).split(" (not retried;")[0]
+    said = re.search(r'"(?:message|detail|error)":\s*"((?:[^"\\]|\\.)*)"', text)
+    if said:   # the server's own words ({"error": {"message": ...}}, FastAPI's "detail")
+        try:
+            return f"HTTP {status}: {json.loads(chr(34) + said.group(1) + chr(34))}"
+        except ValueError:
+            pass
+    return text
+
+
+def refused_answer(message: str) -> Answer:
+    """The stored answer of a refused item: the server's message."""
+    return Answer(text=REFUSED_PREFIX + message, latency_s=0.0, attempts=1)
+
+
+def is_refused(answer) -> bool:
+    text = getattr(answer, "text", answer)
+    return isinstance(text, str) and text.startswith(REFUSED_PREFIX)
+
+
+def ask_each(ask, todo: list) -> list:
+    """``ask(ns) -> [result per n]`` for a round's items ``todo``; when the server refuses the
+    round's request, each item is asked alone, so only the item it refuses is left out.
+    -> one result per item of ``todo``: ``ask``'s, or ``refused_answer(message)``."""
+    try:
+        return list(ask(todo))
+    except SubjectError as exc:
+        message = refusal(exc)
+        if message is None:
+            raise
+        if len(todo) == 1:
+            return [refused_answer(message)]
+    out = []
+    for n in todo:
+        try:
+            out.append(ask([n])[0])
+        except SubjectError as exc:
+            message = refusal(exc)
+            if message is None:
+                raise
+            out.append(refused_answer(message))
+    return out
+
+
+def check_refusals(session, items: list, answers: list, in_a_row: int) -> int:
+    """The items refused in a row after this round; one line (:class:`SubjectError`: the run
+    is saved and resumable, this round asked again) when a session cannot leave an item out
+    (a benchmark predictor) or :data:`REFUSED_IN_A_ROW` were refused in a row."""
+    refused = [(i, a.text[len(REFUSED_PREFIX):]) for i, a in zip(items, answers)
+               if is_refused(a)]
+    if refused and not hasattr(session, "skip"):
+        item, why = refused[0]
+        raise SubjectError(f"the server refused item {item!r} ({why}); a bank folder's benchmark "
+                           "predictor needs the score of every item it draws, so this run "
+                           "cannot finish without it (--design adaptive leaves a refused item "
+                           "out)")
+    for a in answers:
+        in_a_row = in_a_row + 1 if is_refused(a) else 0
+    if in_a_row >= REFUSED_IN_A_ROW:
+        raise SubjectError(f"the server refused the last {in_a_row} items asked; last: "
+                           f"{refused[-1][1]}. Every request is refused, not one item's: check "
+                           "the model name and request settings")
+    return in_a_row
+
+
+def refused_summary(steps) -> tuple[int, str | None]:
+    """(items refused, the first refusal's message) among a run's ``steps`` (a table with
+    ``status`` and ``answer``)."""
+    if steps is None or len(steps) == 0 or "answer" not in steps:
+        return 0, None
+    skipped = steps[steps["status"] == "skipped"]["answer"]
+    refused = [str(a)[len(REFUSED_PREFIX):] for a in skipped if is_refused(str(a))]
+    return len(refused), (refused[0] if refused else None)
+
+
+def refused_line(n: int, message: str | None) -> str | None:
+    """What a run's summary says of its refused items (None: none was)."""
+    if not n:
+        return None
+    first = "" if not message else f" ({'first: ' if n > 1 else ''}{message[:300]})"
+    return f"left out: {n} item{'s' if n != 1 else ''} the server refused{first}, not scored"
