@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .tables import TABLES, format_table, in_words, make_table, table_title
+from .tables import TABLES, format_table, in_words, make_table, table_title, whole_bank_note
 
 __all__ = ["build_report", "write_report", "figure_data_uri", "calibration_words"]
 
@@ -334,6 +334,9 @@ def _run_section(run, anchor: str) -> str:
                  "lies in θ̂ ± 1.96 SE (the CAT's SE is its stopping SE, by default the information SE); "
                  "posterior SD: the same with the posterior SD as SE; +ref SE: the interval also "
                  "carries the whole-bank estimate's SE.</p>")
+    note = whole_bank_note(run.summary, words)
+    if note:
+        parts.append(f'<p class="note"><b>{html.escape(note)}</b></p>')
     parts.append(_img(_fig_error_vs_items(run.summary), "Each method's theta MAE against its "
                       "mean test length; blue: ATLAS CAT, grey: fixed forms.", "error vs items"))
     parts.append(_img(_fig_identity(run.persons, run.summary), "Per method: theta from the "

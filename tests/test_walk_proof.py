@@ -1,0 +1,85 @@
+"""A skeptical user's walk of the "prove it" path (atlas benchmark, compare, report) on small
+matrices of their own: what the tables, files and page say must hold for a user's benchmark."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.irt.bank import ItemBank
+from atlascat.responses import ResponseMatrix
+from atlascat.studies.protocol import BenchmarkConfig, BenchmarkRun, run_benchmark
+from atlascat.studies.report import build_report
+from atlascat.studies.tables import comparison, make_table, whole_bank_note
+
+from cli_checks import run_cli
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+_FAST = dict(taus=(0.1, 0.6), random_k=15, random_replicates=2, anchor_k=0, info_k=0,
+             optimal_k=0, model="2pl", model_fit=False, se_calibration=False, filter=False)
+
+
+def _matrix(n=40, j=45, continuous=False, seed=3) -> ResponseMatrix:
+    rng = np.random.default_rng(seed)
+    bank = ItemBank([f"q{k}" for k in range(j)], rng.lognormal(0.2, 0.3, j), rng.normal(0, 1, j))
+    p = bank.probability(rng.normal(size=n))
+    y = (np.clip(p + rng.normal(0, 0.1, p.shape), 0, 1).round(3) if continuous
+         else (rng.random(p.shape) < p).astype(float))
+    return ResponseMatrix(y, [f"org/model-{k}" for k in range(n)], bank.item_ids)
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    return run_benchmark(_matrix(), BenchmarkConfig(**_FAST), name="mine")
+
+
+@pytest.fixture(scope="module")
+def continuous_run():
+    return run_benchmark(_matrix(continuous=True), BenchmarkConfig(**_FAST), name="scores")
+
+
+# ------------------------------------------------------------ a CAT that gave the whole bank
+def test_a_cat_that_gave_every_bank_item_is_flagged_in_every_output(small_run, tmp_path):
+    """On a 45-item bank the CAT at tau 0.1 gives every item: its tiny error against the
+    whole-bank theta is the reference itself, and every output must say so (summary, tables,
+    Markdown files, HTML page), not rank it as the most efficient test."""
+    s = small_run.summary.set_index("method")
+    assert s.loc["ATLAS tau=0.1", "whole_bank"] == 1.0
+    assert s.loc["Random-15", "whole_bank"] == 0.0
+    ability = make_table(small_run.summary, "ability")
+    assert "whole_bank" in ability.columns and "whole_bank" in make_table(small_run.summary,
+                                                                          "accuracy").columns
+    note = whole_bank_note(small_run.summary)
+    assert note and "ATLAS tau=0.1 to 100% of the test models" in note
+    assert "Random-15" not in note
+    out = small_run.write(tmp_path / "run")
+    md = (out / "table_ability.md").read_text()
+    assert "Whole bank given" in md and "100%" in md and note in md
+    assert note in (out / "tables.md").read_text()
+    assert "whole_bank" in pd.read_csv(out / "table_ability.csv").columns
+    page = build_report([BenchmarkRun.read(out)])
+    assert "Whole bank given" in page and "by construction" in page
+
+
+def test_no_whole_bank_column_when_no_method_gave_the_whole_bank(small_run):
+    """A run where no method gave every item keeps the paper's table layout."""
+    summary = small_run.summary[small_run.summary["whole_bank"] == 0]
+    assert "whole_bank" not in make_table(summary, "ability").columns
+    assert whole_bank_note(summary) is None
+
+
+# ------------------------------------------------------------ compare on continuous scores
+def test_compare_says_mean_score_on_continuous_runs(continuous_run, small_run, tmp_path, capsys):
+    """atlas compare of a run on continuous scores (F1, ROUGE) says mean score, as atlas
+    benchmark and its files do, in the terminal and in the tables it writes."""
+    assert continuous_run.continuous
+    cdir = continuous_run.write(tmp_path / "scores")
+    assert comparison([continuous_run])[1] is True
+    assert comparison([continuous_run, small_run])[1] is False
+    assert run_cli(["compare", cdir, "-o", tmp_path / "tables"]) == 0
+    out = capsys.readouterr().out
+    assert "Table 3. Mean score" in out and "p-IRT score MAE" in out
+    assert "accuracy" not in out.lower()
+    written = (tmp_path / "tables" / "tables.md").read_text()
+    assert "Mean score" in written and "accuracy" not in written.lower()
