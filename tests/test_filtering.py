@@ -93,8 +93,8 @@ class TestSplit:
 def test_split_that_leaves_no_train_or_no_test_subject_is_refused(synthetic):
     """A test share so large that no train subject is left (or so small, on two subjects in
     two bins, that no test subject is) is one ConfigError naming test_size."""
-    with pytest.raises(ConfigError, match="test_size 0.999 puts all .* none in the train set"):
-        stratified_split(synthetic, test_size=0.999, rng=np.random.default_rng(0))
+    with pytest.raises(ConfigError, match="test_size 0.9999 puts all .* none in the train set"):
+        stratified_split(synthetic, test_size=0.9999, rng=np.random.default_rng(0))
     two = ResponseMatrix(np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]))   # one per score bin
     with pytest.raises(ConfigError, match="test_size 0.1 puts none of the 2 subjects"):
         stratified_split(two, test_size=0.1, n_bins=2, rng=np.random.default_rng(0))

@@ -83,3 +83,39 @@ def test_compare_says_mean_score_on_continuous_runs(continuous_run, small_run, t
     assert "accuracy" not in out.lower()
     written = (tmp_path / "tables" / "tables.md").read_text()
     assert "Mean score" in written and "accuracy" not in written.lower()
+
+
+# ------------------------------------------------------------ the split a user asked for
+@pytest.mark.parametrize("n, size, expected", [(40, 0.1, 4), (30, 0.1, 3), (60, 0.1, 6),
+                                                (83, 0.25, (20, 21))])
+def test_test_share_is_what_was_asked_on_a_small_matrix(n, size, expected):
+    """--test-size 0.1 on 40 models holds out 4 (not one per score bin: 10, a quarter of the
+    models, leaving 30 to calibrate on); the split stays seeded and stratified."""
+    from atlascat.filtering import stratified_split
+
+    rm = _matrix(n=n, j=30, seed=n)
+    train, test = stratified_split(rm, test_size=size, rng=np.random.default_rng(0))
+    assert test.n_subjects in np.atleast_1d(expected)
+    assert train.n_subjects + test.n_subjects == n
+    again = stratified_split(rm, test_size=size, rng=np.random.default_rng(0))[1]
+    assert again.subject_ids.tolist() == test.subject_ids.tolist()
+
+
+def test_benchmark_holds_out_the_asked_share_and_never_calibrates_on_it(small_run):
+    """4 of 40 models are held out, and the bank never sees them: shuffling each test model's
+    answers across items (same total score, so the same seeded split) leaves the bank and
+    every baseline's items unchanged while the test models' reference moves."""
+    info = small_run.info
+    assert (info["n_train"], info["n_test"]) == (36, 4)
+    rm = _matrix()
+    held = np.isin(rm.subject_ids.astype(str), small_run.reference["subject_id"].astype(str))
+    y = rm.values.copy()
+    rng = np.random.default_rng(9)
+    for i in np.flatnonzero(held):
+        y[i] = rng.permutation(y[i])
+    shuffled = run_benchmark(ResponseMatrix(y, rm.subject_ids, rm.item_ids),
+                             BenchmarkConfig(**_FAST), name="mine")
+    assert shuffled.reference["subject_id"].tolist() == small_run.reference["subject_id"].tolist()
+    pd.testing.assert_frame_equal(shuffled.bank.to_frame(), small_run.bank.to_frame())
+    pd.testing.assert_frame_equal(shuffled.forms, small_run.forms)
+    assert not np.allclose(shuffled.reference["theta_ref"], small_run.reference["theta_ref"])
