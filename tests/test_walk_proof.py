@@ -119,3 +119,29 @@ def test_benchmark_holds_out_the_asked_share_and_never_calibrates_on_it(small_ru
     pd.testing.assert_frame_equal(shuffled.bank.to_frame(), small_run.bank.to_frame())
     pd.testing.assert_frame_equal(shuffled.forms, small_run.forms)
     assert not np.allclose(shuffled.reference["theta_ref"], small_run.reference["theta_ref"])
+
+
+# ------------------------------------------------------------ the report's figures
+def _captions(page: str) -> list[str]:
+    import html
+    import re
+
+    return [html.unescape(c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", page)]
+
+
+def test_report_has_accuracy_identity_plots_on_the_metric_scale(small_run, continuous_run):
+    """Table 3's numbers get their identity plots (p-IRT score against the full one, on 0-1),
+    in the run's words: accuracy on 0/1 answers, mean score on continuous scores."""
+    binary = _captions(build_report([small_run]))
+    assert any("p-IRT accuracy from the method's items" in c and "Table 3" in c for c in binary)
+    scores = _captions(build_report([continuous_run]))
+    assert any("p-IRT mean score" in c for c in scores)
+    assert not any("accuracy" in c for c in scores)
+
+
+def test_rank_shift_threshold_scales_with_a_small_test_set(small_run):
+    """On 4 test models no model can move more than 10 positions: the rank-shift figure counts
+    shifts of more than a tenth of the models (at least 1), 10 on 100 or more as in the paper."""
+    caps = _captions(build_report([small_run]))
+    assert any("move more than 1 position." in c for c in caps), caps
+    assert not any("more than 10 positions" in c for c in caps)
