@@ -145,3 +145,43 @@ def test_rank_shift_threshold_scales_with_a_small_test_set(small_run):
     caps = _captions(build_report([small_run]))
     assert any("move more than 1 position." in c for c in caps), caps
     assert not any("more than 10 positions" in c for c in caps)
+
+
+# ------------------------------------------------------------ the peers' estimators
+def test_aipw_is_the_difference_estimator_of_a_per_item_ridge():
+    """aipw_accuracy = mean over the bank of each item's ridge prediction from the form's
+    answers (learned on the train models) + the mean residual on the form's items: checked
+    against the per-item ridge written out, at a fixed penalty."""
+    from atlascat.studies.baselines import aipw_accuracy
+
+    rng = np.random.default_rng(4)
+    src = (rng.random((50, 30)) < rng.random((50, 1))).astype(float)
+    tgt = (rng.random((6, 30)) < rng.random((6, 1))).astype(float)
+    idx = np.array([1, 4, 7, 11, 20, 25])
+    lam = 3.0
+    x = src[:, idx]
+    xc, yc = x - x.mean(0), src - src.mean(0)
+    b = np.linalg.solve(xc.T @ xc + lam * np.eye(idx.size), xc.T @ yc)   # (k, N)
+    f = src.mean(0) + (tgt[:, idx] - x.mean(0)) @ b                      # (T, N)
+    expected = f.mean(1) + (tgt[:, idx] - f[:, idx]).mean(1)
+    np.testing.assert_allclose(aipw_accuracy(src, idx, tgt, penalties=[lam]), expected,
+                               rtol=1e-10)
+    # the residual term is what makes it AIPW rather than the regression alone
+    assert not np.allclose(expected, f.mean(1))
+
+
+def test_random_k_is_also_scored_by_gpirt_and_aipw(small_run):
+    """Table 3 holds the peers' estimators on the random forms (tinyBenchmarks' gp-IRT with
+    its weight from the train models; BenchPred's AIPW), '–' on the other methods."""
+    p = small_run.persons
+    rnd = p[p["method"] == "Random-15"]
+    lam = small_run.info["gpirt_lambda"]
+    assert 0 <= lam <= 1
+    np.testing.assert_allclose(rnd["accuracy_gpirt"],
+                               lam * rnd["accuracy_direct"] + (1 - lam) * rnd["accuracy_pirt"])
+    assert rnd["accuracy_aipw"].notna().all()
+    s = small_run.summary.set_index("method")
+    assert np.isfinite(s.loc["Random-15", ["acc_gpirt_mae", "acc_aipw_mae"]]).all()
+    assert s.loc["ATLAS tau=0.6", ["acc_gpirt_mae", "acc_aipw_mae"]].isna().all()
+    acc = make_table(small_run.summary, "accuracy")
+    assert {"acc_gpirt_mae", "acc_aipw_mae"} <= set(acc.columns)

@@ -170,8 +170,8 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
     """One row of metrics per method from a long per-person result table.
 
     ``persons`` columns: ``method, subject_id, theta, se, n_items, theta_ref`` and optionally
-    ``replicate, se_ref, posterior_sd, accuracy_full, accuracy_pirt, accuracy_direct, seconds,
-    n_items_full`` (``coverage_posterior`` uses ``posterior_sd`` in place of ``se``;
+    ``replicate, se_ref, posterior_sd, accuracy_full, accuracy_pirt, accuracy_direct,
+    accuracy_gpirt, accuracy_aipw (the peers' estimates on random forms), seconds, n_items_full`` (``coverage_posterior`` uses ``posterior_sd`` in place of ``se``;
     ``whole_bank``, from ``n_items_full``, is the share of models given every bank item they
     answered, whose error against the whole-bank reference is small by construction). Replicated
     methods (several ``replicate`` values, e.g. Random-k over seeds) are averaged per subject first
@@ -205,7 +205,8 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
     has_full = "n_items_full" in df.columns   # every bank item a model answered
     if has_full:
         df["whole_bank"] = (df["n_items"] >= df["n_items_full"]).astype(float)
-    acc_cols = [c for c in ("accuracy_pirt", "accuracy_direct") if c in df.columns]
+    acc_cols = [c for c in ("accuracy_pirt", "accuracy_direct", "accuracy_gpirt",
+                            "accuracy_aipw") if c in df.columns]
     if "accuracy_full" in df.columns:
         for c in acc_cols:
             df[c + "_err"] = np.abs(df[c] - df["accuracy_full"])

@@ -67,7 +67,7 @@ from ..irt.bank import ItemBank
 from ..irt.dispersion import is_binary
 from ..responses import ResponseMatrix
 from . import metrics
-from .baselines import FixedForm, anchor_points, information_form, random_forms
+from .baselines import FixedForm, aipw_accuracy, anchor_points, information_form, random_forms
 from .config import BenchmarkConfig
 
 __all__ = ["BenchmarkConfig", "BenchmarkRun", "run_benchmark", "plan_stages", "cat_label",
@@ -538,7 +538,7 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
     persons, exposure_rows, form_rows, trajectories, security = [], [], [], [], {}
     reference_method = None  # Random-k with k capped at the bank size; IES is relative to it
 
-    def add_fixed(form: FixedForm, method: str, build_seconds: float):
+    def add_fixed(form: FixedForm, method: str, build_seconds: float, lam: float | None = None):
         t1 = time.perf_counter()
         mask = np.zeros(len(bank), bool)
         mask[bank.index_of(form.item_ids)] = True
@@ -547,12 +547,13 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         theta = est["theta"].to_numpy()
         pirt = _pirt(y_test, adm, theta, bank)
         direct = form.direct_accuracy(y_test[:, bank.index_of(form.item_ids)])
+        peers = {} if lam is None else _random_form_peers(form, direct, pirt, lam)
         per_model = (time.perf_counter() - t1) / max(len(subjects), 1)
         persons.append(pd.DataFrame({
             "method": method, "replicate": form.replicate, "subject_id": subjects,
             "theta": theta, "se": est["se"].to_numpy(), "posterior_sd": est["se"].to_numpy(),
             "n_items": adm.sum(1),
-            "accuracy_pirt": pirt, "accuracy_direct": direct, "seconds": per_model}))
+            "accuracy_pirt": pirt, "accuracy_direct": direct, **peers, "seconds": per_model}))
         w = form.weights if form.weights is not None else np.full(len(form), 1.0 / len(form))
         form_rows.append(pd.DataFrame({"method": method, "replicate": form.replicate,
                                        "position": np.arange(1, len(form) + 1),
@@ -561,15 +562,27 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         exposure_rows.append((method, form.replicate, adm.mean(0)))
         timings[method] = timings.get(method, 0.0) + build_seconds + per_model * len(subjects)
 
+    def _random_form_peers(form: FixedForm, direct, pirt, lam: float) -> dict:
+        """The peers' accuracy estimates on a random form: tinyBenchmarks' gp-IRT and
+        BenchPred's AIPW (ridge learned on the train models)."""
+        aipw = aipw_accuracy(y_train, bank.index_of(form.item_ids), y_test)
+        return {"accuracy_gpirt": lam * direct + (1.0 - lam) * pirt, "accuracy_aipw": aipw}
+
     # 4a. fixed forms
     if config.random_k:
+        from .reconstruction import estimate_gpirt_lambda
+
         t0 = time.perf_counter()
         k = min(config.random_k, len(bank))
         forms = random_forms(bank, k, n_replicates=max(1, config.random_replicates), rng=rng)
+        # gp-IRT's weight for k random items, on the train models (its own stream)
+        lam = estimate_gpirt_lambda(y_train, bank, k, rng=np.random.default_rng([config.seed, 3])
+                                    ).lam if k < len(bank) else 1.0
+        info["gpirt_lambda"] = lam
         build = (time.perf_counter() - t0) / len(forms)
         reference_method = f"Random-{k}"
         for form in forms:
-            add_fixed(form, reference_method, build)
+            add_fixed(form, reference_method, build, lam)
         done(f"Random-{config.random_k}")
     if config.anchor_k:
         t0 = time.perf_counter()

@@ -4,7 +4,8 @@
   relative to Random-100, and the 95% interval coverage (with the method's own SE; with the
   posterior SD as SE; and with the whole-bank SE added).
 - Table 3 (accuracy): p-IRT reconstructed accuracy MAE +- SE against the full accuracy, and the
-  method's direct estimate (mean score on its items; cluster-weighted for anchor points).
+  method's direct estimate (mean score on its items; cluster-weighted for anchor points); on
+  Random-k also the peers' estimates, tinyBenchmarks' gp-IRT and BenchPred's AIPW.
 - Table 6 (security and time): items (mean, SD), item exposure (mean over the bank, max, share of
   items never used), test overlap, and selection + scoring time per model.
 
@@ -32,7 +33,8 @@ TABLES = {
                  "coverage_posterior", "coverage_joint", "coverage_calibrated"]),
     "accuracy": ("Table 3. Accuracy: reconstructed accuracy error against the full accuracy",
                  ["items_mean", "whole_bank", "acc_pirt_mae", "acc_pirt_mae_se", "acc_direct_mae",
-                  "acc_direct_mae_se"]),
+                  "acc_direct_mae_se", "acc_gpirt_mae", "acc_gpirt_mae_se", "acc_aipw_mae",
+                  "acc_aipw_mae_se"]),
     "security": ("Table 6. Security and time",
                  ["items_mean", "items_sd", "exposure_mean", "exposure_max", "exposure_unused",
                   "overlap", "seconds_mean"]),
@@ -48,7 +50,9 @@ _HEADERS = {
 # (value column, se column, header) pairs shown as "value ± se"
 _PAIRS = [("theta_mae", "theta_mae_se", "θ MAE ± SE"),
           ("acc_pirt_mae", "acc_pirt_mae_se", "p-IRT acc. MAE ± SE"),
-          ("acc_direct_mae", "acc_direct_mae_se", "Direct acc. MAE ± SE")]
+          ("acc_direct_mae", "acc_direct_mae_se", "Direct acc. MAE ± SE"),
+          ("acc_gpirt_mae", "acc_gpirt_mae_se", "gp-IRT acc. MAE ± SE"),
+          ("acc_aipw_mae", "acc_aipw_mae_se", "AIPW acc. MAE ± SE")]
 
 
 def unique_names(names) -> list[str]:
