@@ -185,3 +185,20 @@ def test_random_k_is_also_scored_by_gpirt_and_aipw(small_run):
     assert s.loc["ATLAS tau=0.6", ["acc_gpirt_mae", "acc_aipw_mae"]].isna().all()
     acc = make_table(small_run.summary, "accuracy")
     assert {"acc_gpirt_mae", "acc_aipw_mae"} <= set(acc.columns)
+
+
+# ------------------------------------------------------------ bad input
+def test_report_never_overwrites_a_data_file(small_run, tmp_path, capsys):
+    """atlas report -o answers.csv (a slip for report.html) is one line, exit 2, and the CSV
+    is left as it was; an earlier page is replaced as before."""
+    from cli_checks import one_line_error
+
+    run_dir = small_run.write(tmp_path / "run")
+    data = tmp_path / "answers.csv"
+    data.write_text("model,q1\nm1,1\n")
+    one_line_error(capsys, ["report", run_dir, "-o", data], "answers.csv", ".html")
+    assert data.read_text() == "model,q1\nm1,1\n"
+    page = tmp_path / "page.html"
+    page.write_text("old")
+    assert run_cli(["report", run_dir, "-o", page]) == 0
+    assert page.read_text().startswith("<!DOCTYPE html>")

@@ -424,7 +424,9 @@ def build_report(runs, *, title: str = "ATLAS benchmark report") -> str:
 
 
 def write_report(run_dirs, out, *, title: str = "ATLAS benchmark report") -> Path:
-    """Read run directories and write the self-contained HTML report to ``out``."""
+    """Read run directories and write the self-contained HTML report to ``out`` (a new file or
+    an earlier page: an existing file that is not .html/.htm, e.g. a CSV of answers, is refused,
+    never replaced)."""
     from .protocol import BenchmarkRun
 
     if isinstance(run_dirs, (str, Path)):
@@ -438,6 +440,9 @@ def write_report(run_dirs, out, *, title: str = "ATLAS benchmark report") -> Pat
             raise ConfigError(f"report -o {str(out)!r} is the file {out.name!r} of the benchmark "
                               f"run {str(d)!r}; writing the page there would destroy the run: "
                               f"give an .html path, e.g. {str(Path(d) / 'report.html')!r}")
+    from ..validation import check_page_output
+
+    check_page_output(out, option=None)   # nor any other file that is not a page (your data)
     runs = [BenchmarkRun.read(d) for d in run_dirs]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(build_report(runs, title=title), encoding="utf-8")
