@@ -202,3 +202,19 @@ def test_report_never_overwrites_a_data_file(small_run, tmp_path, capsys):
     page.write_text("old")
     assert run_cli(["report", run_dir, "-o", page]) == 0
     assert page.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_coverage_on_few_test_models_is_read_as_a_count(small_run, tmp_path, capsys):
+    """On 4 test models "100.0%" coverage is 4 of 4: the terminal, the tables and the page
+    say so under the tables; 20 test models or more get no such note."""
+    from atlascat.studies.tables import few_models_note
+
+    note = few_models_note(small_run.summary)
+    assert note and "4 test models" not in note and "Few test models: 4" in note and "25%" in note
+    out = small_run.write(tmp_path / "few")
+    assert note in (out / "table_ability.md").read_text()
+    assert note in build_report([small_run])
+    assert run_cli(["compare", out]) == 0
+    assert "Few test models: 4" in capsys.readouterr().out
+    many = small_run.summary.assign(n_models=220)
+    assert few_models_note(many) is None

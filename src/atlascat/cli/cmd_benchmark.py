@@ -48,14 +48,14 @@ def print_tables(summary, title: str | None = None, continuous: bool = False) ->
     """Tables 2, 3 and 6 as aligned Markdown (readable in a terminal, pasteable in a README);
     ``continuous``: continuous scores, whose mean is a mean score, not an accuracy."""
     from ..studies.tables import (TABLES, format_table, make_table, table_title, to_markdown,
-                                   whole_bank_note)
+                                   table_notes)
 
     if title:
         console.rule(f"[bold]{title}")
     for name in TABLES:
         print_text(to_markdown(format_table(make_table(summary, name), continuous),
                                title=table_title(name, continuous)))
-    note = whole_bank_note(summary, continuous)
+    note = table_notes(summary, continuous)
     if note:
         print_text(note)
 

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         from ..studies.protocol import BenchmarkRun
         from ..studies.tables import (TABLES, comparison, format_table, make_table,
                                        table_title, to_markdown, wide_ability_table,
-                                       whole_bank_note, write_tables, WIDE_TITLE)
+                                       table_notes, write_tables, WIDE_TITLE)
         from ._common import print_text
 
         out = output_dir(output)
@@ -40,8 +40,8 @@ def register(app: typer.Typer) -> None:
             if len(loaded) == 1:
                 table = table.drop(columns="benchmark")
             print_text(to_markdown(format_table(table, words), title=table_title(name, words)))
-        if whole_bank_note(summary, words):
-            print_text(whole_bank_note(summary, words))
+        if table_notes(summary, words):
+            print_text(table_notes(summary, words))
         if out:
             paths = write_tables(summary if len(loaded) > 1 else summary.drop(columns="benchmark"),
                                  out, continuous=words)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .tables import TABLES, format_table, in_words, make_table, table_title, whole_bank_note
+from .tables import TABLES, format_table, in_words, make_table, table_title, table_notes
 
 __all__ = ["build_report", "write_report", "figure_data_uri", "calibration_words"]
 
@@ -352,7 +352,7 @@ def _run_section(run, anchor: str) -> str:
                  "carries the whole-bank estimate's SE. gp-IRT (tinyBenchmarks) and AIPW "
                  "(BenchPred: a ridge learned on the train models, plus the form's mean "
                  "residual) are the peers' estimators on the random forms.</p>")
-    note = whole_bank_note(run.summary, words)
+    note = table_notes(run.summary, words)
     if note:
         parts.append(f'<p class="note"><b>{html.escape(note)}</b></p>')
     parts.append(_img(_fig_error_vs_items(run.summary), "Each method's theta MAE against its "

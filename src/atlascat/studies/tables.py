@@ -24,7 +24,7 @@ from ..errors import ConfigError
 
 __all__ = ["TABLES", "make_table", "make_tables", "format_table", "to_markdown", "write_tables",
            "wide_ability_table", "WIDE_TITLE", "unique_names", "in_words", "table_title",
-           "comparison", "whole_bank_note"]
+           "comparison", "whole_bank_note", "few_models_note", "table_notes"]
 
 # name -> (title, numeric columns in order)
 TABLES = {
@@ -110,6 +110,26 @@ def whole_bank_note(summary: pd.DataFrame, continuous: bool = False) -> str | No
                     "construction, not a saving of items (raise tau, or use a larger bank, to "
                     "judge a shorter test).",
                     continuous)
+
+
+def few_models_note(summary: pd.DataFrame, below: int = 20) -> str | None:
+    """On fewer than ``below`` test models a coverage is a count, not a rate (4 models: steps of
+    25%, so "100.0%" says 4 of 4): one sentence saying so, None on enough models."""
+    if "n_models" not in summary.columns or summary.empty:
+        return None
+    n = int(summary["n_models"].min())
+    if n >= below:
+        return None
+    return (f"Few test models: {n}, so a coverage moves in steps of {100 / max(n, 1):.0f}% "
+            f"(100% is {n} of {n}) and an MAE rests on {n} errors; hold out more models "
+            "(--test-size) or add models before reading these as rates.")
+
+
+def table_notes(summary: pd.DataFrame, continuous: bool = False) -> str | None:
+    """What a reader must know under the tables (:func:`whole_bank_note`,
+    :func:`few_models_note`), as one paragraph; None when nothing."""
+    notes = [n for n in (whole_bank_note(summary, continuous), few_models_note(summary)) if n]
+    return " ".join(notes) or None
 
 
 def make_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -215,13 +235,14 @@ def write_tables(summary: pd.DataFrame, out_dir, *, prefix: str = "",
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths, blocks = {}, []
-    note = whole_bank_note(summary, continuous)
+    notes = {"ability": table_notes(summary, continuous),
+             "accuracy": whole_bank_note(summary, continuous)}
     for name, table in make_tables(summary).items():
         csv = out / f"{prefix}table_{name}.csv"
         table.to_csv(csv, index=False)
         md = to_markdown(format_table(table, continuous), title=table_title(name, continuous))
-        if note and "whole_bank" in table.columns:
-            md += f"\n{note}\n"
+        if notes.get(name):
+            md += f"\n{notes[name]}\n"
         (out / f"{prefix}table_{name}.md").write_text(md, encoding="utf-8")
         paths[name] = csv
         blocks.append(md)
