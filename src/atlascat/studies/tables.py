@@ -122,7 +122,7 @@ def few_models_note(summary: pd.DataFrame, below: int = 20) -> str | None:
         return None
     return (f"Few test models: {n}, so a coverage moves in steps of {100 / max(n, 1):.0f}% "
             f"(100% is {n} of {n}) and an MAE rests on {n} errors; hold out more models "
-            "(--test-size) or add models before reading these as rates.")
+            "(--test-size, test_size) or add models before reading these as rates.")
 
 
 def table_notes(summary: pd.DataFrame, continuous: bool = False) -> str | None:
