@@ -218,3 +218,26 @@ def test_coverage_on_few_test_models_is_read_as_a_count(small_run, tmp_path, cap
     assert "Few test models: 4" in capsys.readouterr().out
     many = small_run.summary.assign(n_models=220)
     assert few_models_note(many) is None
+
+
+def test_a_test_share_that_leaves_too_few_train_models_is_one_line(tmp_path, capsys):
+    """--test-size 0.95 on 30 models leaves one model to calibrate on: one line naming the
+    option and the counts (it read "the response matrix is empty (shape (1, 0))")."""
+    from cli_checks import one_line_error
+
+    rm = _matrix(n=30, j=20)
+    path = tmp_path / "mine.csv"
+    pd.DataFrame(rm.values, index=pd.Index(rm.subject_ids, name="model"),
+                 columns=rm.item_ids).to_csv(path)
+    one_line_error(capsys, ["benchmark", path, "-o", tmp_path / "run", "--test-size", "0.95"],
+                   "--test-size 0.95", "leaves 1 of the 30 models")
+
+
+def test_too_few_train_models_for_validation_is_a_note_not_an_error():
+    """The SE factor's internal validation split on too few train models is skipped with its
+    note; it never fails naming test_size, which the user did not set to 0.2."""
+    from atlascat.studies.protocol import validation_se_factors
+
+    out = validation_se_factors(_matrix(n=4, j=20), "2pl", BenchmarkConfig(**_FAST),
+                                np.random.default_rng(0))
+    assert out["factors"] == {} and "no SE factor" in out["note"]

@@ -80,6 +80,10 @@ WRITTEN_FILES = RUN_FILES + ("reference.csv", "exposure.csv", "forms.csv", "traj
                              "bank.csv", "tables.md")
 
 
+#: the fewest train models a bank is calibrated on (fewer: refused, naming test_size)
+MIN_TRAIN = 5
+
+
 def cat_label(tau: float) -> str:
     """The method label of an ATLAS run stopped at SE ``tau`` in the studies' tables."""
     return f"ATLAS tau={tau:g}"
@@ -377,8 +381,13 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
     from ..filtering import stratified_split
     from ..irt.calibrate import calibrate
 
-    fit, val = stratified_split(train, test_size=config.validation_size, n_bins=config.n_bins,
-                                rng=rng)
+    try:
+        fit, val = stratified_split(train, test_size=config.validation_size,
+                                    n_bins=config.n_bins, rng=rng)
+    except ConfigError:   # too few train models to hold any out: not the user's test_size
+        return {"n_fit": int(train.n_subjects), "n_validation": 0, "factors": {},
+                "raw_coverage": {}, "model": model,
+                "note": "fewer than 20 validation models: no SE factor estimated"}
     out = {"n_fit": int(fit.n_subjects), "n_validation": int(val.n_subjects), "factors": {},
            "raw_coverage": {}, "model": model}
     if val.n_subjects < 20:
@@ -483,6 +492,10 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
     t0 = time.perf_counter()
     train, test = stratified_split(responses, test_size=config.test_size, n_bins=config.n_bins,
                                    rng=rng)
+    if train.n_subjects < MIN_TRAIN:
+        raise ConfigError(f"test_size {config.test_size} leaves {train.n_subjects} of the "
+                          f"{responses.n_subjects} models to calibrate the bank on (at least "
+                          f"{MIN_TRAIN}): lower it, or add models")
     timings["split"] = time.perf_counter() - t0
     done("split")
 
