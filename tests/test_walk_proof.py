@@ -241,3 +241,25 @@ def test_too_few_train_models_for_validation_is_a_note_not_an_error():
     out = validation_se_factors(_matrix(n=4, j=20), "2pl", BenchmarkConfig(**_FAST),
                                 np.random.default_rng(0))
     assert out["factors"] == {} and "no SE factor" in out["note"]
+
+
+def test_aipw_residual_uses_only_the_answered_form_items():
+    """A target that skipped some form items: their imputed answers feed the regression, but
+    the residual mean runs over the items it answered (an imputed 'answer' is no evidence)."""
+    from atlascat.studies.baselines import aipw_accuracy
+
+    rng = np.random.default_rng(5)
+    src = (rng.random((60, 25)) < rng.random((60, 1))).astype(float)
+    tgt = (rng.random((1, 25)) < 0.7).astype(float)
+    idx = np.arange(8)
+    gap = tgt.copy()
+    gap[0, :3] = np.nan
+    lam = 2.0
+    x = src[:, idx]
+    xc, yc = x - x.mean(0), src - src.mean(0)
+    b = np.linalg.solve(xc.T @ xc + lam * np.eye(idx.size), xc.T @ yc)
+    feats = np.where(np.isnan(gap[:, idx]), x.mean(0), gap[:, idx])
+    f = src.mean(0) + (feats - x.mean(0)) @ b
+    expected = f.mean(1) + (gap[0, idx][3:] - f[0, idx][3:]).mean()
+    np.testing.assert_allclose(aipw_accuracy(src, idx, gap, penalties=[lam]), expected,
+                               rtol=1e-10)

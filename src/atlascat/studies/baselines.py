@@ -250,35 +250,42 @@ def aipw_accuracy(train, form_idx, target, *, penalties=None) -> np.ndarray:
 
     ``train``: the train models' answers (S, N) in bank order (NaN: the item's mean, as for
     anchor points); ``form_idx``: the form's item positions (k); ``target``: the targets'
-    answers (T, N) in bank order (only the form's are read). Returns (T,) estimates of the mean score on the N
-    items. The penalty is the grid value (``predict.regression.PENALTIES``) with the smallest
-    leave-one-out error of the train models' mean score (Allen's PRESS).
+    answers (T, N) in bank order (only the form's are read). Returns (T,) estimates of the mean
+    score on the N items. A target's missing form answers are the train mean in the regression's
+    features and left out of the residual mean. The penalty is the grid value
+    (``predict.regression.PENALTIES``) with the smallest leave-one-out error of the train models'
+    mean score on their answered items (Allen's PRESS).
     """
     from ..predict.regression import PENALTIES
 
     y = np.asarray(train, dtype=float)
     if np.isnan(y).all(axis=0).any():
         raise ResponseDataError("AIPW needs every bank item answered by some train model")
-    y = np.where(np.isnan(y), np.nanmean(y, axis=0)[None, :], y)
+    answered = ~np.isnan(y)
+    own = np.where(answered, y, 0.0).sum(1) / np.maximum(answered.sum(1), 1)   # observed mean
+    y = np.where(answered, y, np.nanmean(y, axis=0)[None, :])
     idx = np.asarray(form_idx, dtype=int)
     t = np.asarray(target, dtype=float)
     if t.ndim != 2 or t.shape[1] != y.shape[1]:
         raise ConfigError(f"target answers must be (n_targets, {y.shape[1]}) in bank order, "
                           f"got shape {t.shape}")
-    x_t = t[:, idx]
-    x_t = np.where(np.isnan(x_t), y[:, idx].mean(0)[None, :], x_t)
+    y_a = t[:, idx]
+    x_t = np.where(np.isnan(y_a), y[:, idx].mean(0)[None, :], y_a)   # features: imputed
     x = y[:, idx]
     mx = x.mean(0)
     u, d, vt = np.linalg.svd(x - mx, full_matrices=False)
-    scores = np.column_stack([y.mean(1), x.mean(1)])          # mean on the bank, on the form
+    scores = np.column_stack([own, x])             # the mean on the bank; each form item
     sc = scores - scores.mean(0)
-    uy = u.T @ sc                                             # (r, 2)
+    uy = u.T @ sc                                  # (r, 1 + k)
     grid = np.asarray(PENALTIES if penalties is None else penalties, dtype=float)
     shrink = d[None, :] ** 2 / (d[None, :] ** 2 + grid[:, None])          # (L, r)
     fit = np.einsum("sr,lr->ls", u, shrink * uy[None, :, 0])
     hat = (u ** 2) @ shrink.T + 1.0 / y.shape[0]                         # (S, L)
     press = np.mean(((sc[:, 0][None, :] - fit) / np.maximum(1 - hat.T, 1e-9)) ** 2, axis=1)
     lam = grid[int(np.argmin(press))]
-    coef = vt.T @ ((d / (d ** 2 + lam))[:, None] * uy)                   # (k, 2)
-    pred = scores.mean(0)[None, :] + (x_t - mx) @ coef                   # (T, 2)
-    return pred[:, 0] + (x_t.mean(1) - pred[:, 1])
+    coef = vt.T @ ((d / (d ** 2 + lam))[:, None] * uy)                   # (k, 1 + k)
+    pred = scores.mean(0)[None, :] + (x_t - mx) @ coef                   # (T, 1 + k)
+    resid = y_a - pred[:, 1:]                      # on the form's answered items only
+    seen = ~np.isnan(resid)
+    correction = np.where(seen, resid, 0.0).sum(1) / np.maximum(seen.sum(1), 1)
+    return pred[:, 0] + correction
