@@ -76,7 +76,9 @@ def test_compare_says_mean_score_on_continuous_runs(continuous_run, small_run, t
     assert continuous_run.continuous
     cdir = continuous_run.write(tmp_path / "scores")
     assert comparison([continuous_run])[1] is True
-    assert comparison([continuous_run, small_run])[1] is False
+    mixed, words = comparison([continuous_run, small_run])
+    assert words is False
+    assert set(mixed["benchmark"]) == {"scores (mean score)", "mine"}
     assert run_cli(["compare", cdir, "-o", tmp_path / "tables"]) == 0
     out = capsys.readouterr().out
     assert "Table 3. Mean score" in out and "p-IRT score MAE" in out

@@ -68,12 +68,16 @@ def unique_names(names) -> list[str]:
 def comparison(runs) -> tuple[pd.DataFrame, bool]:
     """The summaries of several benchmark runs stacked with a leading ``benchmark`` column (the
     runs' names, made unique), and whether every run holds continuous scores (its tables then
-    say mean score where 0/1 runs say accuracy: :func:`in_words`)."""
+    say mean score where 0/1 runs say accuracy: :func:`in_words`); beside 0/1 runs, a
+    continuous run's name carries "(mean score)", what its accuracy columns hold."""
     runs = list(runs)
     names = unique_names([r.name for r in runs])
+    scores = [bool(getattr(r, "continuous", False)) for r in runs]
+    if any(scores) and not all(scores):   # mixed: a continuous run's "accuracy" is its mean
+        names = [f"{n} (mean score)" if c else n for n, c in zip(names, scores)]
     summary = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(runs, names)],
                         ignore_index=True)
-    return summary, bool(runs) and all(getattr(r, "continuous", False) for r in runs)
+    return summary, bool(runs) and all(scores)
 
 
 def make_table(summary: pd.DataFrame, name: str) -> pd.DataFrame:
