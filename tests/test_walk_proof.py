@@ -265,3 +265,32 @@ def test_aipw_residual_uses_only_the_answered_form_items():
     expected = f.mean(1) + (gap[0, idx][3:] - f[0, idx][3:]).mean()
     np.testing.assert_allclose(aipw_accuracy(src, idx, gap, penalties=[lam]), expected,
                                rtol=1e-10)
+
+
+def test_one_number_in_terminal_csv_markdown_and_page(tmp_path, capsys):
+    """The peers' new estimates and the whole-bank share read the same in the terminal, the
+    Markdown table, the numeric CSV (rounded) and the HTML page of one CLI run."""
+    import html
+    import re
+
+    rm = _matrix()
+    path = tmp_path / "mine.csv"
+    pd.DataFrame(rm.values, index=pd.Index(rm.subject_ids, name="model"),
+                 columns=rm.item_ids).to_csv(path)
+    run_dir, page = tmp_path / "run", tmp_path / "page.html"
+    argv = ["benchmark", path, "-o", run_dir, "--report", page, "--taus", "0.1,0.6",
+            "--random-k", "15", "--replicates", "2", "--anchor-k", "0", "--info-k", "0",
+            "--optimal-k", "0", "--no-fit", "--no-se-calibration", "--model", "2pl",
+            "--no-filter"]
+    assert run_cli(argv) == 0
+    term = capsys.readouterr().out
+    csv = pd.read_csv(run_dir / "table_accuracy.csv").set_index("method")
+    r = csv.loc["Random-15"]
+    aipw = f"{r['acc_aipw_mae']:.3f} ± {r['acc_aipw_mae_se']:.3f}"
+    gp = f"{r['acc_gpirt_mae']:.3f} ± {r['acc_gpirt_mae_se']:.3f}"
+    row = next(ln for ln in (run_dir / "table_accuracy.md").read_text().splitlines()
+               if ln.startswith("| Random-15"))
+    assert aipw in row and gp in row
+    assert row in term
+    cells = [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", page.read_text())]
+    assert aipw in cells and gp in cells and "100%" in cells
