@@ -16,7 +16,7 @@ from cli_checks import run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
-_FAST = dict(taus=(0.1, 0.6), random_k=15, random_replicates=2, anchor_k=0, info_k=0,
+_FAST = dict(taus=(0.1, 0.6), random_k=15, random_replicates=2, anchor_k=10, info_k=0,
              optimal_k=0, model="2pl", model_fit=False, se_calibration=False, filter=False)
 
 
@@ -173,11 +173,12 @@ def test_aipw_is_the_difference_estimator_of_a_per_item_ridge():
 
 
 def test_random_k_is_also_scored_by_gpirt_and_aipw(small_run):
-    """Table 3 holds the peers' estimators on the random forms (tinyBenchmarks' gp-IRT with
-    its weight from the train models; BenchPred's AIPW), '–' on the other methods."""
+    """Table 3 holds the peers' estimators: tinyBenchmarks' gp-IRT (weight from the train
+    models) on the random and anchor forms, BenchPred's AIPW on the random ones; '–' on the
+    other methods."""
     p = small_run.persons
     rnd = p[p["method"] == "Random-15"]
-    lam = small_run.info["gpirt_lambda"]
+    lam = small_run.info["gpirt_lambda"]["15"]
     assert 0 <= lam <= 1
     np.testing.assert_allclose(rnd["accuracy_gpirt"],
                                lam * rnd["accuracy_direct"] + (1 - lam) * rnd["accuracy_pirt"])
@@ -185,6 +186,13 @@ def test_random_k_is_also_scored_by_gpirt_and_aipw(small_run):
     s = small_run.summary.set_index("method")
     assert np.isfinite(s.loc["Random-15", ["acc_gpirt_mae", "acc_aipw_mae"]]).all()
     assert s.loc["ATLAS tau=0.6", ["acc_gpirt_mae", "acc_aipw_mae"]].isna().all()
+    # tinyBenchmarks' default: gp-IRT on its anchor points (cluster-weighted mean, p-IRT)
+    anc = p[p["method"] == "Anchor-10"]
+    lam10 = small_run.info["gpirt_lambda"]["10"]
+    np.testing.assert_allclose(anc["accuracy_gpirt"], lam10 * anc["accuracy_direct"]
+                               + (1 - lam10) * anc["accuracy_pirt"])
+    assert np.isfinite(s.loc["Anchor-10", "acc_gpirt_mae"])
+    assert np.isnan(s.loc["Anchor-10", "acc_aipw_mae"])   # AIPW assumes a uniform sample
     acc = make_table(small_run.summary, "accuracy")
     assert {"acc_gpirt_mae", "acc_aipw_mae"} <= set(acc.columns)
 

@@ -576,22 +576,30 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         timings[method] = timings.get(method, 0.0) + build_seconds + per_model * len(subjects)
 
     def _random_form_peers(form: FixedForm, direct, pirt, lam: float) -> dict:
-        """The peers' accuracy estimates on a random form: tinyBenchmarks' gp-IRT and
-        BenchPred's AIPW (ridge learned on the train models)."""
-        aipw = aipw_accuracy(y_train, bank.index_of(form.item_ids), y_test)
-        return {"accuracy_gpirt": lam * direct + (1.0 - lam) * pirt, "accuracy_aipw": aipw}
+        """The peers' accuracy estimates on a form: tinyBenchmarks' gp-IRT (its plain or
+        cluster-weighted mean with p-IRT) and, on a random form, BenchPred's AIPW (a ridge
+        learned on the train models)."""
+        out = {"accuracy_gpirt": lam * direct + (1.0 - lam) * pirt}
+        if form.name.startswith("Random-"):
+            out["accuracy_aipw"] = aipw_accuracy(y_train, bank.index_of(form.item_ids), y_test)
+        return out
+
+    def gpirt_lambda(k: int) -> float:
+        """gp-IRT's weight for k items from random draws on the train models (its own stream,
+        tinyBenchmarks' b^2 / (b^2 + sigma^2)); stored in run.json by k."""
+        from .reconstruction import estimate_gpirt_lambda
+
+        lam = 1.0 if k >= len(bank) else estimate_gpirt_lambda(
+            y_train, bank, k, rng=np.random.default_rng([config.seed, 3, k])).lam
+        info.setdefault("gpirt_lambda", {})[str(k)] = lam
+        return lam
 
     # 4a. fixed forms
     if config.random_k:
-        from .reconstruction import estimate_gpirt_lambda
-
         t0 = time.perf_counter()
         k = min(config.random_k, len(bank))
         forms = random_forms(bank, k, n_replicates=max(1, config.random_replicates), rng=rng)
-        # gp-IRT's weight for k random items, on the train models (its own stream)
-        lam = estimate_gpirt_lambda(y_train, bank, k, rng=np.random.default_rng([config.seed, 3])
-                                    ).lam if k < len(bank) else 1.0
-        info["gpirt_lambda"] = lam
+        lam = gpirt_lambda(k)
         build = (time.perf_counter() - t0) / len(forms)
         reference_method = f"Random-{k}"
         for form in forms:
@@ -601,7 +609,7 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         t0 = time.perf_counter()
         k = min(config.anchor_k, len(bank))
         form = anchor_points(y_train, bank, k, rng=rng)
-        add_fixed(form, f"Anchor-{k}", time.perf_counter() - t0)
+        add_fixed(form, f"Anchor-{k}", time.perf_counter() - t0, gpirt_lambda(k))
         done(f"Anchor-{config.anchor_k}")
     if config.info_k:
         t0 = time.perf_counter()

@@ -349,9 +349,9 @@ def _run_section(run, anchor: str) -> str:
                  "item, length-invariant). Coverage 95%: share of test models whose whole-bank θ "
                  "lies in θ̂ ± 1.96 SE (the CAT's SE is its stopping SE, by default the information SE); "
                  "posterior SD: the same with the posterior SD as SE; +ref SE: the interval also "
-                 "carries the whole-bank estimate's SE. gp-IRT (tinyBenchmarks) and AIPW "
-                 "(BenchPred: a ridge learned on the train models, plus the form's mean "
-                 "residual) are the peers' estimators on the random forms.</p>")
+                 "carries the whole-bank estimate's SE. gp-IRT (tinyBenchmarks, on the random "
+                 "and anchor forms) and AIPW (BenchPred, on the random forms: a ridge learned on the train "
+                 "models, plus the form's mean residual) are the peers' estimators.</p>")
     note = table_notes(run.summary, words)
     if note:
         parts.append(f'<p class="note"><b>{html.escape(note)}</b></p>')
