@@ -302,3 +302,18 @@ def test_one_number_in_terminal_csv_markdown_and_page(tmp_path, capsys):
     assert row in term
     cells = [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", page.read_text())]
     assert aipw in cells and gp in cells and "100%" in cells
+
+
+def test_se_factor_ignores_validation_models_given_the_whole_bank():
+    """On a 40-item bank the CAT at tau 0.1 gives every validation model every item: their
+    |theta - theta_ref| / SE compares a theta with itself, so tau 0.1 gets no SE factor (and
+    says why) instead of a factor of ~0.2 that would shrink the test models' intervals."""
+    from atlascat.studies.protocol import validation_se_factors
+
+    cfg = BenchmarkConfig(**{**_FAST, "taus": (0.1, 0.5)})
+    out = validation_se_factors(_matrix(n=130, j=40, seed=8), "2pl", cfg,
+                                np.random.default_rng(0))
+    assert out["n_validation"] >= 20
+    assert out["whole_bank"][0.1] == 1.0 and 0.1 not in out["factors"]
+    assert "tau=0.1" in out["note"] and "whole bank" in out["note"]
+    assert out["whole_bank"][0.5] < 1.0

@@ -198,7 +198,7 @@ def _show(run, name: str, out: Path, quiet: bool) -> None:
     if factors:
         console.print("CAT SE factor on validation train models: " + ", ".join(
             f"tau={float(t):g}: {k:.2f}" for t, k in factors.items()))
-    elif se_cal.get("note"):   # the table's "Cov. (val.-calibrated SE)" column is empty: why
+    if se_cal.get("note"):   # the table's "Cov. (val.-calibrated SE)" cells left empty: why
         console.print(f"CAT SE factor: {se_cal['note']}")
     if "skipped" in (run.info.get("fit") or {}):
         console.print(f"model fit (M2): not computed, {run.info['fit']['skipped']}")

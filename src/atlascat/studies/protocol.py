@@ -374,7 +374,10 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
     is the factor by which the stated SE must be widened for theta_hat +- 1.96 k SE to hold 95%
     of the validation models (k < 1: the SE was conservative). The test models are never used.
     Applying k to the test models' SE gives ``coverage_calibrated``, reported next to the raw
-    coverage, never in its place. With fewer than 20 validation models it returns no factors.
+    coverage, never in its place. With fewer than 20 validation models it returns no factors;
+    validation models the CAT gave every bank item (share in ``whole_bank``) are left out of the
+    ratios (their theta is the reference's own), and a tau with fewer than 20 others left gets
+    no factor (why in ``skipped``).
 
     Returns ``{"factors": {tau: k}, "n_fit": ..., "n_validation": ..., "raw_coverage": {tau: c}}``.
     """
@@ -389,7 +392,7 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
                 "raw_coverage": {}, "model": model,
                 "note": "fewer than 20 validation models: no SE factor estimated"}
     out = {"n_fit": int(fit.n_subjects), "n_validation": int(val.n_subjects), "factors": {},
-           "raw_coverage": {}, "model": model}
+           "raw_coverage": {}, "whole_bank": {}, "model": model}
     if val.n_subjects < 20:
         out["note"] = "fewer than 20 validation models: no SE factor estimated"
         return out
@@ -404,7 +407,15 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
             res = _run_cat(bank, ResponseMatrix(y_val, val.subject_ids, bank.item_ids), tau,
                            {**asdict(config), "example_models": 0}, rng)
             ratio = np.abs(res["theta"] - ref) / res["se"]
-            ratio = ratio[np.isfinite(ratio)]
+            # a model given every bank item is scored on its reference's own items: no test
+            whole = res["administered"].sum(1) >= (~np.isnan(y_val)).sum(1)
+            out["whole_bank"][float(tau)] = float(whole.mean())
+            ratio = ratio[np.isfinite(ratio) & ~whole]
+            if ratio.size < 20:
+                out.setdefault("skipped", {})[float(tau)] = (
+                    f"the CAT gave {whole.mean():.0%} of the validation models the whole bank "
+                    f"(fewer than 20 others): no SE factor")
+                continue
             # the smallest observed ratio with at least 95% of the models at or below it
             out["factors"][float(tau)] = float(np.quantile(ratio, 0.95, method="higher") / z95)
             out["raw_coverage"][float(tau)] = float(np.mean(ratio <= z95))
@@ -412,6 +423,8 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
     # an internal bank on part of the train models: its notes (calibration, negative slopes:
     # the user's bank's own, given already, on fewer models) would read as the user's bank's
     _holding_warnings(replay)
+    if out.get("skipped"):
+        out["note"] = "; ".join(f"tau={t:g}: {why}" for t, why in out["skipped"].items())
     return out
 
 
