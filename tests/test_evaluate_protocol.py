@@ -258,7 +258,9 @@ class TestModelSelection:
         cfg = BenchmarkConfig(**{**CONFIG, "validation_size": 0.4})
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            got = protocol.validation_se_factors(self._data(0.0, 5, n=60, j=30), "3pl", cfg,
+            # 60 items: on 30 the CAT (30 items at least) gives every model the whole bank,
+            # which has no SE factor
+            got = protocol.validation_se_factors(self._data(0.0, 5, n=60, j=60), "3pl", cfg,
                                                  np.random.default_rng(1))
         assert got["factors"] and not [w for w in caught if issubclass(w.category, UserWarning)]
 
