@@ -317,3 +317,13 @@ def test_se_factor_ignores_validation_models_given_the_whole_bank():
     assert out["whole_bank"][0.1] == 1.0 and 0.1 not in out["factors"]
     assert "tau=0.1" in out["note"] and "whole bank" in out["note"]
     assert out["whole_bank"][0.5] < 1.0
+
+
+def test_split_of_models_one_per_score_bin():
+    """Ten models with ten different scores (one per bin) at test size 0.3 hold out three,
+    not none (a bin's rounded share of one model is 0)."""
+    from atlascat.filtering import stratified_split
+
+    rm = ResponseMatrix(np.array([[1.0] * i + [0.0] * (10 - i) for i in range(10)]))
+    _, test = stratified_split(rm, test_size=0.3, rng=np.random.default_rng(0))
+    assert test.n_subjects == 3

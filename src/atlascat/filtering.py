@@ -213,9 +213,10 @@ def _bin_quotas(sizes, test_size: float, rng: np.random.Generator) -> list[int]:
     if lo <= k.sum() <= hi:
         return k.tolist()   # the usual case: each bin's rounded share (no draw)
     rest = test_size * sizes - k + rng.random(sizes.size) * 1e-9   # random ties
-    if k.sum() < lo:
-        for b in np.argsort(-rest, kind="stable")[: lo - k.sum()]:
-            k[b] += 1 if k[b] < sizes[b] - 1 else 0
+    if k.sum() < lo:   # bins that keep a train subject first, then single-subject bins
+        order = np.lexsort((-rest, k >= sizes - 1))
+        for b in [b for b in order if k[b] < sizes[b]][: lo - k.sum()]:
+            k[b] += 1
     else:
         order = [b for b in np.argsort(rest, kind="stable") if k[b] > 0]
         for b in order[: k.sum() - hi]:
