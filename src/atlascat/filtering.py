@@ -201,13 +201,18 @@ def filter_items(responses: ResponseMatrix, *, min_sd: float = 0.01, max_mean: f
 
 
 def _bin_quotas(sizes, test_size: float, rng: np.random.Generator) -> list[int]:
-    """Test subjects per score bin: each bin's share rounded, then the total brought within one
-    of ``test_size * n`` (at least one subject when a bin has two or more) by adding to the bins
-    rounded down most (or taking from those rounded up most; ties at random), so that on a small
-    matrix 10 bins of 4 give 4 test subjects, not 10 (one per bin)."""
+    """Test subjects per score bin: each bin's share rounded, then, where the total strays from
+    ``test_size * n`` by more than one subject and 1% of n (rounding slack, so large matrices keep
+    the splits their studies published), brought back within one (at least one subject when a
+    bin has two or more) by adding to the bins rounded down most (or taking from those rounded
+    up most; ties at random): on a small matrix 10 bins of 4 give 4 test subjects, not 10."""
     sizes = np.asarray(sizes, int)
     want = test_size * sizes.sum()
     k = np.rint(test_size * sizes).astype(int)
+    slack = int(0.01 * sizes.sum())
+    need_one = want >= 1 or bool((sizes >= 2).any())
+    if abs(k.sum() - want) <= max(1, slack) and (k.sum() > 0 or not need_one):
+        return k.tolist()
     lo = max(int(np.floor(want)), 1 if (sizes >= 2).any() else 0)
     hi = max(int(np.ceil(want)), lo)
     if lo <= k.sum() <= hi:
