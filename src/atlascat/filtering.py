@@ -200,13 +200,43 @@ def filter_items(responses: ResponseMatrix, *, min_sd: float = 0.01, max_mean: f
     return kept, report
 
 
+def _bin_quotas(sizes, test_size: float, rng: np.random.Generator) -> list[int]:
+    """Test subjects per score bin: each bin's share rounded, then, where the total strays from
+    ``test_size * n`` by more than one subject and 1% of n (rounding slack, so large matrices keep
+    the splits their studies published), brought back within one (at least one subject when a
+    bin has two or more) by adding to the bins rounded down most (or taking from those rounded
+    up most; ties at random): on a small matrix 10 bins of 4 give 4 test subjects, not 10."""
+    sizes = np.asarray(sizes, int)
+    want = test_size * sizes.sum()
+    k = np.rint(test_size * sizes).astype(int)
+    slack = int(0.01 * sizes.sum())
+    need_one = want >= 1 or bool((sizes >= 2).any())
+    if abs(k.sum() - want) <= max(1, slack) and (k.sum() > 0 or not need_one):
+        return k.tolist()
+    lo = max(int(np.floor(want)), 1 if (sizes >= 2).any() else 0)
+    hi = max(int(np.ceil(want)), lo)
+    if lo <= k.sum() <= hi:
+        return k.tolist()   # the usual case: each bin's rounded share (no draw)
+    rest = test_size * sizes - k + rng.random(sizes.size) * 1e-9   # random ties
+    if k.sum() < lo:   # bins that keep a train subject first, then single-subject bins
+        order = np.lexsort((-rest, k >= sizes - 1))
+        for b in [b for b in order if k[b] < sizes[b]][: lo - k.sum()]:
+            k[b] += 1
+    else:
+        order = [b for b in np.argsort(rest, kind="stable") if k[b] > 0]
+        for b in order[: k.sum() - hi]:
+            k[b] -= 1
+    return k.tolist()
+
+
 def stratified_split(responses: ResponseMatrix, *, test_size: float = TEST_SIZE,
                      n_bins: int = N_BINS,
                      rng: np.random.Generator | None = None):
     """Split subjects into train/test, stratified by total score (proportion correct).
 
     Subjects are put into ``n_bins`` quantile bins of total score; within each bin a share
-    ``test_size`` (rounded, at least one when the bin has two or more subjects) goes to test.
+    ``test_size`` (rounded) goes to test, the total kept within one of ``test_size`` x n (at
+    least one subject): 40 subjects at 0.1 give 4 test subjects, not one per bin.
     Returns ``(train, test)`` ResponseMatrix objects. ``rng``: a numpy Generator, a seed (the
     same seed, the same split) or None (fresh entropy).
     """
@@ -224,11 +254,8 @@ def stratified_split(responses: ResponseMatrix, *, test_size: float = TEST_SIZE,
     edges = np.unique(np.quantile(acc, np.linspace(0, 1, n_bins + 1)))
     bins = np.clip(np.searchsorted(edges, acc, side="right") - 1, 0, max(len(edges) - 2, 0))
     test = np.zeros(responses.n_subjects, bool)
-    for b in np.unique(bins):
-        members = np.flatnonzero(bins == b)
-        k = int(round(test_size * members.size))
-        if k == 0 and members.size >= 2:
-            k = 1
+    groups = [np.flatnonzero(bins == b) for b in np.unique(bins)]
+    for members, k in zip(groups, _bin_quotas([g.size for g in groups], test_size, rng)):
         test[rng.choice(members, size=k, replace=False)] = True
     if test.all() or not test.any():
         where = ("all", "test", "none in the train set; lower it") if test.all() else \

@@ -47,13 +47,17 @@ def stage_progress(stages: list[str], title: str = "benchmark"):
 def print_tables(summary, title: str | None = None, continuous: bool = False) -> None:
     """Tables 2, 3 and 6 as aligned Markdown (readable in a terminal, pasteable in a README);
     ``continuous``: continuous scores, whose mean is a mean score, not an accuracy."""
-    from ..studies.tables import TABLES, format_table, make_table, table_title, to_markdown
+    from ..studies.tables import (TABLES, format_table, make_table, table_title, to_markdown,
+                                   table_notes)
 
     if title:
         console.rule(f"[bold]{title}")
     for name in TABLES:
         print_text(to_markdown(format_table(make_table(summary, name), continuous),
                                title=table_title(name, continuous)))
+    note = table_notes(summary, continuous)
+    if note:
+        print_text(note)
 
 
 #: the study's defaults, read from its configuration class (never restated)
@@ -194,7 +198,7 @@ def _show(run, name: str, out: Path, quiet: bool) -> None:
     if factors:
         console.print("CAT SE factor on validation train models: " + ", ".join(
             f"tau={float(t):g}: {k:.2f}" for t, k in factors.items()))
-    elif se_cal.get("note"):   # the table's "Cov. (val.-calibrated SE)" column is empty: why
+    if se_cal.get("note"):   # the table's "Cov. (val.-calibrated SE)" cells left empty: why
         console.print(f"CAT SE factor: {se_cal['note']}")
     if "skipped" in (run.info.get("fit") or {}):
         console.print(f"model fit (M2): not computed, {run.info['fit']['skipped']}")

@@ -17,12 +17,10 @@ def register(app: typer.Typer) -> None:
                                     help="Write the combined tables (CSV + Markdown) to this folder."),
     ):
         """Print (as Markdown) and optionally write Tables 2, 3 and 6 for one or more runs."""
-        import pandas as pd
-
         from ..studies.protocol import BenchmarkRun
-        from ..studies.tables import (TABLES, format_table, make_table, to_markdown,
-                                       unique_names, wide_ability_table, write_tables,
-                                       WIDE_TITLE)
+        from ..studies.tables import (TABLES, comparison, format_table, make_table,
+                                       table_title, to_markdown, wide_ability_table,
+                                       table_notes, write_tables, WIDE_TITLE)
         from ._common import print_text
 
         out = output_dir(output)
@@ -33,9 +31,7 @@ def register(app: typer.Typer) -> None:
                               "combined tables would replace that run's own; give another "
                               "folder")
         loaded = [BenchmarkRun.read(r) for r in runs]
-        names = unique_names([r.name for r in loaded])
-        summary = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(loaded, names)],
-                            ignore_index=True)
+        summary, words = comparison(loaded)   # words: continuous scores, "mean score"
         if len(loaded) > 1:
             print_text(to_markdown(wide_ability_table(summary),
                                    title=WIDE_TITLE))
@@ -43,8 +39,10 @@ def register(app: typer.Typer) -> None:
             table = make_table(summary, name)
             if len(loaded) == 1:
                 table = table.drop(columns="benchmark")
-            print_text(to_markdown(format_table(table), title=TABLES[name][0]))
+            print_text(to_markdown(format_table(table, words), title=table_title(name, words)))
+        if table_notes(summary, words):
+            print_text(table_notes(summary, words))
         if out:
             paths = write_tables(summary if len(loaded) > 1 else summary.drop(columns="benchmark"),
-                                 out)
+                                 out, continuous=words)
             console.print(f"tables written to [bold]{paths['markdown'].parent}[/]")

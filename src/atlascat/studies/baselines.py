@@ -14,6 +14,15 @@ every other method (see :mod:`atlascat.studies.protocol`).
       acc_hat_i = sum_c w_c y_{i, anchor_c},    w_c = |cluster c| / n_items,
 
   estimates the model's accuracy on the whole bank (each anchor stands for its whole cluster).
+- :func:`aipw_accuracy`: BenchPred's AIPW on a random form (Zhang, Dorner and Hardt, 2025): a
+  ridge regression learned on the train models predicts each item's score from the form's
+  answers, f_j(x_A); the estimate is the regression's mean over the bank plus the mean residual
+  on the form's own items (the difference / augmented IPW estimator of a uniform sample),
+
+      acc_hat = (1/N) sum_j f_j(x_A) + (1/k) sum_{j in A} (y_j - f_j(x_A)).
+
+  The ridge is linear in the target, so the two means are two ridge fits of the train models'
+  mean score on the bank and on A, with one penalty chosen by exact leave-one-out error.
 - :func:`information_form`: metabench-style information subset (Kipnis et al., 2025): the k items
   with the largest Fisher information averaged over the train models' theta distribution,
 
@@ -23,6 +32,10 @@ The greedy D/A/E-optimal forms live in :mod:`atlascat.design.optimal`.
 
 References
 ----------
+Zhang, G., Dorner, F. E. and Hardt, M. (2025). How benchmark prediction from fewer data misses
+the mark. NeurIPS.
+Robins, J. M., Rotnitzky, A. and Zhao, L. P. (1994). Estimation of regression coefficients when
+some regressors are not always observed. JASA 89, 846-866.
 Polo, F. M. et al. (2024). tinyBenchmarks: evaluating LLMs with fewer examples. ICML.
 Kipnis, A. et al. (2025). metabench: a sparse benchmark of reasoning and knowledge in LLMs. ICLR.
 Arthur, D. and Vassilvitskii, S. (2007). k-means++: the advantages of careful seeding. SODA.
@@ -39,7 +52,7 @@ from ..errors import ConfigError, ResponseDataError
 from ..irt.bank import ItemBank
 
 __all__ = ["FixedForm", "KMeansResult", "kmeans", "random_forms", "anchor_points",
-           "information_form"]
+           "information_form", "aipw_accuracy"]
 
 
 @dataclass(frozen=True)
@@ -229,3 +242,50 @@ def information_form(bank: ItemBank, k: int = 100, *, thetas, name: str | None =
     order = np.argsort(-score, kind="stable")[:k]
     return FixedForm(name or f"Info-{k}", bank.item_ids[order],
                      info={"mean_information": score[order].tolist()})
+
+
+def aipw_accuracy(train, form_idx, target, *, penalties=None) -> np.ndarray:
+    """BenchPred's AIPW accuracy of every target row from its answers on the form (module
+    docstring).
+
+    ``train``: the train models' answers (S, N) in bank order (NaN: the item's mean, as for
+    anchor points); ``form_idx``: the form's item positions (k); ``target``: the targets'
+    answers (T, N) in bank order (only the form's are read). Returns (T,) estimates of the mean
+    score on the N items. A target's missing form answers are the train mean in the regression's
+    features and left out of the residual mean. The penalty is the grid value
+    (``predict.regression.PENALTIES``) with the smallest leave-one-out error of the train models'
+    mean score on their answered items (Allen's PRESS).
+    """
+    from ..predict.regression import PENALTIES
+
+    y = np.asarray(train, dtype=float)
+    if np.isnan(y).all(axis=0).any():
+        raise ResponseDataError("AIPW needs every bank item answered by some train model")
+    answered = ~np.isnan(y)
+    own = np.where(answered, y, 0.0).sum(1) / np.maximum(answered.sum(1), 1)   # observed mean
+    y = np.where(answered, y, np.nanmean(y, axis=0)[None, :])
+    idx = np.asarray(form_idx, dtype=int)
+    t = np.asarray(target, dtype=float)
+    if t.ndim != 2 or t.shape[1] != y.shape[1]:
+        raise ConfigError(f"target answers must be (n_targets, {y.shape[1]}) in bank order, "
+                          f"got shape {t.shape}")
+    y_a = t[:, idx]
+    x_t = np.where(np.isnan(y_a), y[:, idx].mean(0)[None, :], y_a)   # features: imputed
+    x = y[:, idx]
+    mx = x.mean(0)
+    u, d, vt = np.linalg.svd(x - mx, full_matrices=False)
+    scores = np.column_stack([own, x])             # the mean on the bank; each form item
+    sc = scores - scores.mean(0)
+    uy = u.T @ sc                                  # (r, 1 + k)
+    grid = np.asarray(PENALTIES if penalties is None else penalties, dtype=float)
+    shrink = d[None, :] ** 2 / (d[None, :] ** 2 + grid[:, None])          # (L, r)
+    fit = np.einsum("sr,lr->ls", u, shrink * uy[None, :, 0])
+    hat = (u ** 2) @ shrink.T + 1.0 / y.shape[0]                         # (S, L)
+    press = np.mean(((sc[:, 0][None, :] - fit) / np.maximum(1 - hat.T, 1e-9)) ** 2, axis=1)
+    lam = grid[int(np.argmin(press))]
+    coef = vt.T @ ((d / (d ** 2 + lam))[:, None] * uy)                   # (k, 1 + k)
+    pred = scores.mean(0)[None, :] + (x_t - mx) @ coef                   # (T, 1 + k)
+    resid = y_a - pred[:, 1:]                      # on the form's answered items only
+    seen = ~np.isnan(resid)
+    correction = np.where(seen, resid, 0.0).sum(1) / np.maximum(seen.sum(1), 1)
+    return pred[:, 0] + correction

@@ -170,8 +170,10 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
     """One row of metrics per method from a long per-person result table.
 
     ``persons`` columns: ``method, subject_id, theta, se, n_items, theta_ref`` and optionally
-    ``replicate, se_ref, posterior_sd, accuracy_full, accuracy_pirt, accuracy_direct, seconds``
-    (``coverage_posterior`` uses ``posterior_sd`` in place of ``se``). Replicated
+    ``replicate, se_ref, posterior_sd, accuracy_full, accuracy_pirt, accuracy_direct,
+    accuracy_gpirt, accuracy_aipw (the peers' estimates on random forms), seconds, n_items_full`` (``coverage_posterior`` uses ``posterior_sd`` in place of ``se``;
+    ``whole_bank``, from ``n_items_full``, is the share of models given every bank item they
+    answered, whose error against the whole-bank reference is small by construction). Replicated
     methods (several ``replicate`` values, e.g. Random-k over seeds) are averaged per subject first
     (absolute error, coverage indicator, items, time), then over subjects; so the SE is over
     subjects of the replicate-averaged errors.
@@ -200,7 +202,11 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
     if has_ref_se:
         df["covered_joint"] = covered(df["theta"], df["se"], df["theta_ref"], level=level,
                                       reference_se=df["se_ref"]).astype(float)
-    acc_cols = [c for c in ("accuracy_pirt", "accuracy_direct") if c in df.columns]
+    has_full = "n_items_full" in df.columns   # every bank item a model answered
+    if has_full:
+        df["whole_bank"] = (df["n_items"] >= df["n_items_full"]).astype(float)
+    acc_cols = [c for c in ("accuracy_pirt", "accuracy_direct", "accuracy_gpirt",
+                            "accuracy_aipw") if c in df.columns]
     if "accuracy_full" in df.columns:
         for c in acc_cols:
             df[c + "_err"] = np.abs(df[c] - df["accuracy_full"])
@@ -209,6 +215,7 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
     agg_cols += ["covered_calibrated"] if has_cal else []
     agg_cols += [c + "_err" for c in acc_cols if "accuracy_full" in df.columns]
     agg_cols += [c for c in ("seconds",) if c in df.columns]
+    agg_cols += ["whole_bank"] if has_full else []
     n_rep = (df.groupby("method", sort=False)["replicate"].nunique()
              if "replicate" in df.columns else None)
     per = df.groupby(["method", "subject_id"], sort=False)[agg_cols].mean().reset_index()
@@ -235,6 +242,8 @@ def summarize_persons(persons: pd.DataFrame, *, level: float = 0.95,
                 row[c.replace("accuracy_", "acc_") + "_mae_se"] = a.se
         if "seconds" in g:
             row["seconds_mean"] = float(g["seconds"].mean())
+        if has_full:   # share of models given every bank item: no test, the reference itself
+            row["whole_bank"] = float(g["whole_bank"].mean())
         rows.append(row)
     out = pd.DataFrame(rows)
     if reference_method is not None and reference_method in set(out["method"]):

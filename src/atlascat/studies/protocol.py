@@ -67,7 +67,7 @@ from ..irt.bank import ItemBank
 from ..irt.dispersion import is_binary
 from ..responses import ResponseMatrix
 from . import metrics
-from .baselines import FixedForm, anchor_points, information_form, random_forms
+from .baselines import FixedForm, aipw_accuracy, anchor_points, information_form, random_forms
 from .config import BenchmarkConfig
 
 __all__ = ["BenchmarkConfig", "BenchmarkRun", "run_benchmark", "plan_stages", "cat_label",
@@ -78,6 +78,10 @@ RUN_FILES = ("run.json", "persons.csv.gz", "summary.csv")
 #: run.json is no run folder: refused, never overwritten)
 WRITTEN_FILES = RUN_FILES + ("reference.csv", "exposure.csv", "forms.csv", "trajectories.csv",
                              "bank.csv", "tables.md")
+
+
+#: the fewest train models a bank is calibrated on (fewer: refused, naming test_size)
+MIN_TRAIN = 5
 
 
 def cat_label(tau: float) -> str:
@@ -370,17 +374,25 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
     is the factor by which the stated SE must be widened for theta_hat +- 1.96 k SE to hold 95%
     of the validation models (k < 1: the SE was conservative). The test models are never used.
     Applying k to the test models' SE gives ``coverage_calibrated``, reported next to the raw
-    coverage, never in its place. With fewer than 20 validation models it returns no factors.
+    coverage, never in its place. With fewer than 20 validation models it returns no factors;
+    validation models the CAT gave every bank item (share in ``whole_bank``) are left out of the
+    ratios (their theta is the reference's own), and a tau with fewer than 20 others left gets
+    no factor (why in ``skipped``).
 
     Returns ``{"factors": {tau: k}, "n_fit": ..., "n_validation": ..., "raw_coverage": {tau: c}}``.
     """
     from ..filtering import stratified_split
     from ..irt.calibrate import calibrate
 
-    fit, val = stratified_split(train, test_size=config.validation_size, n_bins=config.n_bins,
-                                rng=rng)
+    try:
+        fit, val = stratified_split(train, test_size=config.validation_size,
+                                    n_bins=config.n_bins, rng=rng)
+    except ConfigError:   # too few train models to hold any out: not the user's test_size
+        return {"n_fit": int(train.n_subjects), "n_validation": 0, "factors": {},
+                "raw_coverage": {}, "model": model,
+                "note": "fewer than 20 validation models: no SE factor estimated"}
     out = {"n_fit": int(fit.n_subjects), "n_validation": int(val.n_subjects), "factors": {},
-           "raw_coverage": {}, "model": model}
+           "raw_coverage": {}, "whole_bank": {}, "model": model}
     if val.n_subjects < 20:
         out["note"] = "fewer than 20 validation models: no SE factor estimated"
         return out
@@ -395,7 +407,15 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
             res = _run_cat(bank, ResponseMatrix(y_val, val.subject_ids, bank.item_ids), tau,
                            {**asdict(config), "example_models": 0}, rng)
             ratio = np.abs(res["theta"] - ref) / res["se"]
-            ratio = ratio[np.isfinite(ratio)]
+            # a model given every bank item is scored on its reference's own items: no test
+            whole = res["administered"].sum(1) >= (~np.isnan(y_val)).sum(1)
+            out["whole_bank"][float(tau)] = float(whole.mean())
+            ratio = ratio[np.isfinite(ratio) & ~whole]
+            if ratio.size < 20:
+                out.setdefault("skipped", {})[float(tau)] = (
+                    f"the CAT gave {whole.mean():.0%} of the validation models the whole bank "
+                    f"(fewer than 20 others): no SE factor")
+                continue
             # the smallest observed ratio with at least 95% of the models at or below it
             out["factors"][float(tau)] = float(np.quantile(ratio, 0.95, method="higher") / z95)
             out["raw_coverage"][float(tau)] = float(np.mean(ratio <= z95))
@@ -403,6 +423,8 @@ def validation_se_factors(train: ResponseMatrix, model: str, config: BenchmarkCo
     # an internal bank on part of the train models: its notes (calibration, negative slopes:
     # the user's bank's own, given already, on fewer models) would read as the user's bank's
     _holding_warnings(replay)
+    if out.get("skipped"):
+        out["note"] = "; ".join(f"tau={t:g}: {why}" for t, why in out["skipped"].items())
     return out
 
 
@@ -483,6 +505,10 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
     t0 = time.perf_counter()
     train, test = stratified_split(responses, test_size=config.test_size, n_bins=config.n_bins,
                                    rng=rng)
+    if train.n_subjects < MIN_TRAIN:
+        raise ConfigError(f"test_size {config.test_size} leaves {train.n_subjects} of the "
+                          f"{responses.n_subjects} models to calibrate the bank on (at least "
+                          f"{MIN_TRAIN}): lower it, or add models")
     timings["split"] = time.perf_counter() - t0
     done("split")
 
@@ -538,7 +564,7 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
     persons, exposure_rows, form_rows, trajectories, security = [], [], [], [], {}
     reference_method = None  # Random-k with k capped at the bank size; IES is relative to it
 
-    def add_fixed(form: FixedForm, method: str, build_seconds: float):
+    def add_fixed(form: FixedForm, method: str, build_seconds: float, lam: float | None = None):
         t1 = time.perf_counter()
         mask = np.zeros(len(bank), bool)
         mask[bank.index_of(form.item_ids)] = True
@@ -547,12 +573,13 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         theta = est["theta"].to_numpy()
         pirt = _pirt(y_test, adm, theta, bank)
         direct = form.direct_accuracy(y_test[:, bank.index_of(form.item_ids)])
+        peers = {} if lam is None else _random_form_peers(form, direct, pirt, lam)
         per_model = (time.perf_counter() - t1) / max(len(subjects), 1)
         persons.append(pd.DataFrame({
             "method": method, "replicate": form.replicate, "subject_id": subjects,
             "theta": theta, "se": est["se"].to_numpy(), "posterior_sd": est["se"].to_numpy(),
             "n_items": adm.sum(1),
-            "accuracy_pirt": pirt, "accuracy_direct": direct, "seconds": per_model}))
+            "accuracy_pirt": pirt, "accuracy_direct": direct, **peers, "seconds": per_model}))
         w = form.weights if form.weights is not None else np.full(len(form), 1.0 / len(form))
         form_rows.append(pd.DataFrame({"method": method, "replicate": form.replicate,
                                        "position": np.arange(1, len(form) + 1),
@@ -561,21 +588,41 @@ def run_benchmark(responses: ResponseMatrix, config: BenchmarkConfig | None = No
         exposure_rows.append((method, form.replicate, adm.mean(0)))
         timings[method] = timings.get(method, 0.0) + build_seconds + per_model * len(subjects)
 
+    def _random_form_peers(form: FixedForm, direct, pirt, lam: float) -> dict:
+        """The peers' accuracy estimates on a form: tinyBenchmarks' gp-IRT (its plain or
+        cluster-weighted mean with p-IRT) and, on a random form, BenchPred's AIPW (a ridge
+        learned on the train models)."""
+        out = {"accuracy_gpirt": lam * direct + (1.0 - lam) * pirt}
+        if form.name.startswith("Random-"):
+            out["accuracy_aipw"] = aipw_accuracy(y_train, bank.index_of(form.item_ids), y_test)
+        return out
+
+    def gpirt_lambda(k: int) -> float:
+        """gp-IRT's weight for k items from random draws on the train models (its own stream,
+        tinyBenchmarks' b^2 / (b^2 + sigma^2)); stored in run.json by k."""
+        from .reconstruction import estimate_gpirt_lambda
+
+        lam = 1.0 if k >= len(bank) else estimate_gpirt_lambda(
+            y_train, bank, k, rng=np.random.default_rng([config.seed, 3, k])).lam
+        info.setdefault("gpirt_lambda", {})[str(k)] = lam
+        return lam
+
     # 4a. fixed forms
     if config.random_k:
         t0 = time.perf_counter()
         k = min(config.random_k, len(bank))
         forms = random_forms(bank, k, n_replicates=max(1, config.random_replicates), rng=rng)
+        lam = gpirt_lambda(k)
         build = (time.perf_counter() - t0) / len(forms)
         reference_method = f"Random-{k}"
         for form in forms:
-            add_fixed(form, reference_method, build)
+            add_fixed(form, reference_method, build, lam)
         done(f"Random-{config.random_k}")
     if config.anchor_k:
         t0 = time.perf_counter()
         k = min(config.anchor_k, len(bank))
         form = anchor_points(y_train, bank, k, rng=rng)
-        add_fixed(form, f"Anchor-{k}", time.perf_counter() - t0)
+        add_fixed(form, f"Anchor-{k}", time.perf_counter() - t0, gpirt_lambda(k))
         done(f"Anchor-{config.anchor_k}")
     if config.info_k:
         t0 = time.perf_counter()

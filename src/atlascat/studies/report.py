@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .tables import TABLES, format_table, in_words, make_table, table_title
+from .tables import TABLES, format_table, in_words, make_table, table_title, table_notes
 
 __all__ = ["build_report", "write_report", "figure_data_uri", "calibration_words"]
 
@@ -120,11 +120,19 @@ def _label_points(ax, x, y, labels, fontsize: int = 8, gap_pt: float = 10.0) -> 
                     xytext=(6, (target - px[k, 1]) / per_pt))
 
 
-def _fig_identity(persons: pd.DataFrame, summary: pd.DataFrame):
-    """One panel per method: its theta against whole-bank theta (first replicate of Random-k);
-    the panel title carries the table's MAE (averaged over replicates) and the correlation."""
+def _fig_identity(persons: pd.DataFrame, summary: pd.DataFrame, kind: str = "theta",
+                  continuous: bool = False):
+    """One panel per method: its theta against whole-bank theta (``kind`` "theta"), or its
+    p-IRT accuracy (mean score on continuous scores) against the full one on the metric's own
+    0-1 scale (``kind`` "accuracy"); first replicate of Random-k; the panel title carries the
+    table's MAE (averaged over replicates) and the correlation."""
+    y_col, x_col, mae_col, y_label, x_label, pad = {
+        "theta": ("theta", "theta_ref", "theta_mae", "method theta", "whole-bank theta", 0.2),
+        "accuracy": ("accuracy_pirt", "accuracy_full", "acc_pirt_mae",
+                     in_words("method's p-IRT accuracy", continuous),
+                     in_words("full accuracy", continuous), 0.02)}[kind]
     methods = list(summary["method"])
-    mae = dict(zip(summary["method"], summary["theta_mae"]))
+    mae = dict(zip(summary["method"], summary.get(mae_col, pd.Series(np.nan, summary.index))))
     if "replicate" in persons.columns:
         first = persons.groupby("method", sort=False)["replicate"].transform("min")
         pts = persons[persons["replicate"] == first]
@@ -134,26 +142,33 @@ def _fig_identity(persons: pd.DataFrame, summary: pd.DataFrame):
     cols = min(4, n)
     rows = math.ceil(n / cols)
     fig = _new_figure(3.2 * cols, 3.0 * rows)
-    vals = pts[["theta", "theta_ref"]].to_numpy(float)
-    lo = float(np.nanmin(vals)) - 0.2
-    hi = float(np.nanmax(vals)) + 0.2
+    vals = pts[[y_col, x_col]].to_numpy(float)
+    lo = float(np.nanmin(vals)) - pad
+    hi = float(np.nanmax(vals)) + pad
     for k, method in enumerate(methods):
         ax = fig.add_subplot(rows, cols, k + 1)
         g = pts[pts["method"] == method]
         ax.plot([lo, hi], [lo, hi], color="#c44", lw=1)
-        ax.scatter(g["theta_ref"], g["theta"], s=7, alpha=0.6,
+        ax.scatter(g[x_col], g[y_col], s=7, alpha=0.6,
                    color=_CAT_COLOR if _is_cat(method) else _STATIC_COLOR)
-        ok = np.isfinite(g["theta"]) & np.isfinite(g["theta_ref"])
-        r = np.corrcoef(g["theta_ref"][ok], g["theta"][ok])[0, 1] if ok.sum() > 2 else np.nan
+        ok = np.isfinite(g[y_col]) & np.isfinite(g[x_col])
+        r = (np.corrcoef(g[x_col][ok], g[y_col][ok])[0, 1]
+             if ok.sum() > 2 and np.ptp(g[y_col][ok]) > 0 else np.nan)
         ax.set_title(f"{method}\nMAE {mae.get(method, np.nan):.3f}, r {r:.3f}", fontsize=9)
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         ax.tick_params(labelsize=7)
         if k % cols == 0:
-            ax.set_ylabel("method theta", fontsize=8)
+            ax.set_ylabel(y_label, fontsize=8)
         if k >= (rows - 1) * cols:
-            ax.set_xlabel("whole-bank theta", fontsize=8)
+            ax.set_xlabel(x_label, fontsize=8)
     return fig
+
+
+def _shift_threshold(m: int) -> int:
+    """Positions a model must move between the two orders to count as a rank shift: 10 (the
+    paper's, on 220 test models), a tenth of the models on fewer than 100."""
+    return min(10, max(1, m // 10))
 
 
 def _rank(x: np.ndarray) -> np.ndarray:
@@ -175,19 +190,20 @@ def _fig_theta_accuracy(reference: pd.DataFrame, continuous: bool = False):
     ax2 = fig.add_subplot(1, 2, 2)
     r_acc, r_theta = _rank(acc), _rank(theta)
     shift = np.abs(r_acc - r_theta)
-    big = shift > 10
-    ax2.scatter(r_acc[~big], r_theta[~big], s=8, alpha=0.5, color=_STATIC_COLOR,
-                label="shift <= 10")
-    ax2.scatter(r_acc[big], r_theta[big], s=10, alpha=0.8, color="#d1495b",
-                label=f"shift > 10 ({big.mean():.0%} of models)")
     m = len(theta)
+    t = _shift_threshold(m)
+    big = shift > t
+    ax2.scatter(r_acc[~big], r_theta[~big], s=8, alpha=0.5, color=_STATIC_COLOR,
+                label=f"shift <= {t}")
+    ax2.scatter(r_acc[big], r_theta[big], s=10, alpha=0.8, color="#d1495b",
+                label=f"shift > {t} ({big.mean():.0%} of models)")
     ax2.plot([1, m], [1, m], color="#333", lw=0.8)
     ax2.set_xlabel(in_words("rank by accuracy (1 = best)", continuous))
     ax2.set_ylabel("rank by theta")
     ax2.set_title(in_words("Rank shift: accuracy order vs theta order", continuous))
     ax2.legend(fontsize=8, loc="upper left")
     ax2.grid(alpha=0.3)
-    return fig, float(big.mean()) if m else float("nan")
+    return fig, (float(big.mean()) if m else float("nan")), t
 
 
 def _fig_tif(run) -> object | None:
@@ -333,17 +349,29 @@ def _run_section(run, anchor: str) -> str:
                  "item, length-invariant). Coverage 95%: share of test models whose whole-bank θ "
                  "lies in θ̂ ± 1.96 SE (the CAT's SE is its stopping SE, by default the information SE); "
                  "posterior SD: the same with the posterior SD as SE; +ref SE: the interval also "
-                 "carries the whole-bank estimate's SE.</p>")
+                 "carries the whole-bank estimate's SE. gp-IRT (tinyBenchmarks, on the random "
+                 "and anchor forms) and AIPW (BenchPred, on the random forms: a ridge learned on the train "
+                 "models, plus the form's mean residual) are the peers' estimators.</p>")
+    note = table_notes(run.summary, words)
+    if note:
+        parts.append(f'<p class="note"><b>{html.escape(note)}</b></p>')
     parts.append(_img(_fig_error_vs_items(run.summary), "Each method's theta MAE against its "
                       "mean test length; blue: ATLAS CAT, grey: fixed forms.", "error vs items"))
     parts.append(_img(_fig_identity(run.persons, run.summary), "Per method: theta from the "
                       "method's items (y) against whole-bank theta (x); red: identity line. "
                       "Random-k shows its first replicate; the MAE in the title is the table's "
                       "(averaged over replicates).", "identity plots"))
-    fig, share = _fig_theta_accuracy(run.reference, words)
+    if {"accuracy_pirt", "accuracy_full"} <= set(run.persons.columns):
+        parts.append(_img(_fig_identity(run.persons, run.summary, "accuracy", words), in_words(
+            "Per method: the p-IRT accuracy from the method's items (y) against the full "
+            "accuracy on the bank's items (x), on the metric's own 0-1 scale; red: identity "
+            "line; the MAE in the title is Table 3's.", words),
+            in_words("accuracy identity plots", words)))
+    fig, share, t = _fig_theta_accuracy(run.reference, words)
     parts.append(_img(fig, in_words(f"Left: whole-bank theta against full accuracy. Right: rank "
                                     f"by accuracy against rank by theta; {share:.0%} of the test "
-                                    "models move more than 10 positions.", words),
+                                    f"models move more than {t} position{'s' * (t != 1)}.",
+                                    words),
                       in_words("theta vs accuracy", words)))
     tif = _fig_tif(run)
     if tif is not None:
@@ -396,7 +424,9 @@ def build_report(runs, *, title: str = "ATLAS benchmark report") -> str:
 
 
 def write_report(run_dirs, out, *, title: str = "ATLAS benchmark report") -> Path:
-    """Read run directories and write the self-contained HTML report to ``out``."""
+    """Read run directories and write the self-contained HTML report to ``out`` (a new file or
+    an earlier page: an existing file that is not .html/.htm, e.g. a CSV of answers, is refused,
+    never replaced)."""
     from .protocol import BenchmarkRun
 
     if isinstance(run_dirs, (str, Path)):
@@ -410,6 +440,9 @@ def write_report(run_dirs, out, *, title: str = "ATLAS benchmark report") -> Pat
             raise ConfigError(f"report -o {str(out)!r} is the file {out.name!r} of the benchmark "
                               f"run {str(d)!r}; writing the page there would destroy the run: "
                               f"give an .html path, e.g. {str(Path(d) / 'report.html')!r}")
+    from ..validation import check_page_output
+
+    check_page_output(out, option=None)   # nor any other file that is not a page (your data)
     runs = [BenchmarkRun.read(d) for d in run_dirs]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(build_report(runs, title=title), encoding="utf-8")

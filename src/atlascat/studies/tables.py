@@ -4,7 +4,8 @@
   relative to Random-100, and the 95% interval coverage (with the method's own SE; with the
   posterior SD as SE; and with the whole-bank SE added).
 - Table 3 (accuracy): p-IRT reconstructed accuracy MAE +- SE against the full accuracy, and the
-  method's direct estimate (mean score on its items; cluster-weighted for anchor points).
+  method's direct estimate (mean score on its items; cluster-weighted for anchor points); on
+  Random-k also the peers' estimates, tinyBenchmarks' gp-IRT and BenchPred's AIPW.
 - Table 6 (security and time): items (mean, SD), item exposure (mean over the bank, max, share of
   items never used), test overlap, and selection + scoring time per model.
 
@@ -22,23 +23,25 @@ import pandas as pd
 from ..errors import ConfigError
 
 __all__ = ["TABLES", "make_table", "make_tables", "format_table", "to_markdown", "write_tables",
-           "wide_ability_table", "WIDE_TITLE", "unique_names", "in_words", "table_title"]
+           "wide_ability_table", "WIDE_TITLE", "unique_names", "in_words", "table_title",
+           "comparison", "whole_bank_note", "few_models_note", "table_notes"]
 
 # name -> (title, numeric columns in order)
 TABLES = {
     "ability": ("Table 2. Ability: theta error against the whole-bank theta",
                 ["items_mean", "theta_mae", "theta_mae_se", "ies", "rie", "coverage",
-                 "coverage_posterior", "coverage_joint", "coverage_calibrated"]),
+                 "coverage_posterior", "coverage_joint", "coverage_calibrated", "whole_bank"]),
     "accuracy": ("Table 3. Accuracy: reconstructed accuracy error against the full accuracy",
                  ["items_mean", "acc_pirt_mae", "acc_pirt_mae_se", "acc_direct_mae",
-                  "acc_direct_mae_se"]),
+                  "acc_direct_mae_se", "acc_gpirt_mae", "acc_gpirt_mae_se", "acc_aipw_mae",
+                  "acc_aipw_mae_se", "whole_bank"]),
     "security": ("Table 6. Security and time",
                  ["items_mean", "items_sd", "exposure_mean", "exposure_max", "exposure_unused",
                   "overlap", "seconds_mean"]),
 }
 
 _HEADERS = {
-    "items_mean": "Items", "items_sd": "Items SD", "ies": "IES", "rie": "RIE",
+    "items_mean": "Items", "whole_bank": "Whole bank given", "items_sd": "Items SD", "ies": "IES", "rie": "RIE",
     "coverage": "Coverage 95%", "coverage_posterior": "Cov. (posterior SD)",
     "coverage_joint": "Cov. (+ref SE)", "coverage_calibrated": "Cov. (val.-calibrated SE)",
     "exposure_mean": "Exposure mean", "exposure_max": "Exposure max",
@@ -47,7 +50,9 @@ _HEADERS = {
 # (value column, se column, header) pairs shown as "value ± se"
 _PAIRS = [("theta_mae", "theta_mae_se", "θ MAE ± SE"),
           ("acc_pirt_mae", "acc_pirt_mae_se", "p-IRT acc. MAE ± SE"),
-          ("acc_direct_mae", "acc_direct_mae_se", "Direct acc. MAE ± SE")]
+          ("acc_direct_mae", "acc_direct_mae_se", "Direct acc. MAE ± SE"),
+          ("acc_gpirt_mae", "acc_gpirt_mae_se", "gp-IRT acc. MAE ± SE"),
+          ("acc_aipw_mae", "acc_aipw_mae_se", "AIPW acc. MAE ± SE")]
 
 
 def unique_names(names) -> list[str]:
@@ -60,18 +65,75 @@ def unique_names(names) -> list[str]:
     return out
 
 
+def comparison(runs) -> tuple[pd.DataFrame, bool]:
+    """The summaries of several benchmark runs stacked with a leading ``benchmark`` column (the
+    runs' names, made unique), and whether every run holds continuous scores (its tables then
+    say mean score where 0/1 runs say accuracy: :func:`in_words`); beside 0/1 runs, a
+    continuous run's name carries "(mean score)", what its accuracy columns hold."""
+    runs = list(runs)
+    names = unique_names([r.name for r in runs])
+    scores = [bool(getattr(r, "continuous", False)) for r in runs]
+    if any(scores) and not all(scores):   # mixed: a continuous run's "accuracy" is its mean
+        names = [f"{n} (mean score)" if c else n for n, c in zip(names, scores)]
+    summary = pd.concat([r.summary.assign(benchmark=n) for r, n in zip(runs, names)],
+                        ignore_index=True)
+    return summary, bool(runs) and all(scores)
+
+
 def make_table(summary: pd.DataFrame, name: str) -> pd.DataFrame:
     """Numeric table ``name`` (ability | accuracy | security) from a per-method summary.
 
     Columns absent from the summary are left out; ``benchmark`` (if present) and ``method`` lead.
+    ``whole_bank`` (the share of test models given every bank item) is shown only when some
+    method gave it to some model: such a row is the reference itself, not a shorter test.
     """
     if name not in TABLES:
         raise ConfigError(f"unknown table {name!r}; choose one of {', '.join(TABLES)}")
     keys = [c for c in ("benchmark", "method") if c in summary.columns]
     if "method" not in keys:
         raise ConfigError("the summary needs a 'method' column")
-    cols = [c for c in TABLES[name][1] if c in summary.columns]
+    cols = [c for c in TABLES[name][1] if c in summary.columns
+            and (c != "whole_bank" or (summary[c].fillna(0) > 0).any())]
     return summary[keys + cols].reset_index(drop=True)
+
+
+def whole_bank_note(summary: pd.DataFrame, continuous: bool = False) -> str | None:
+    """One sentence naming the methods that gave some test models every bank item (their error
+    against the whole-bank theta and full accuracy is near 0 by construction, so their MAE,
+    IES and coverage show no gain of a shorter test); None when no method did."""
+    if "whole_bank" not in summary.columns:
+        return None
+    rows = summary[summary["whole_bank"].fillna(0) > 0]
+    if rows.empty:
+        return None
+    bench = (rows["benchmark"].astype(str) + ": " if "benchmark" in rows.columns else "")
+    who = ", ".join(f"{m} to {100 * w:.0f}% of the test models"
+                    for m, w in zip(bench + rows["method"].astype(str), rows["whole_bank"]))
+    return in_words(f"Whole bank given: {who}. A model given every bank item is scored against "
+                    "its own whole-bank theta and full accuracy, so its error is near 0 by "
+                    "construction, not a saving of items (raise tau, or use a larger bank, to "
+                    "judge a shorter test).",
+                    continuous)
+
+
+def few_models_note(summary: pd.DataFrame, below: int = 20) -> str | None:
+    """On fewer than ``below`` test models a coverage is a count, not a rate (4 models: steps of
+    25%, so "100.0%" says 4 of 4): one sentence saying so, None on enough models."""
+    if "n_models" not in summary.columns or summary.empty:
+        return None
+    n = int(summary["n_models"].min())
+    if n >= below:
+        return None
+    return (f"Few test models: {n}, so a coverage moves in steps of {100 / max(n, 1):.0f}% "
+            f"(100% is {n} of {n}) and an MAE rests on {n} errors; hold out more models "
+            "(--test-size, test_size) or add models before reading these as rates.")
+
+
+def table_notes(summary: pd.DataFrame, continuous: bool = False) -> str | None:
+    """What a reader must know under the tables (:func:`whole_bank_note`,
+    :func:`few_models_note`), as one paragraph; None when nothing."""
+    notes = [n for n in (whole_bank_note(summary, continuous), few_models_note(summary)) if n]
+    return " ".join(notes) or None
 
 
 def make_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -120,6 +182,8 @@ def format_table(table: pd.DataFrame, continuous: bool = False) -> pd.DataFrame:
         vals = table[col]
         if col in ("benchmark", "method"):
             out[header] = vals.astype(str)
+        elif col == "whole_bank":
+            out[header] = ["–" if not np.isfinite(v) else f"{100 * v:.0f}%" for v in vals]
         elif col.startswith("items"):
             out[header] = [_fmt(v, 1) for v in vals]
         elif col.startswith(("coverage", "exposure", "overlap")):
@@ -175,10 +239,14 @@ def write_tables(summary: pd.DataFrame, out_dir, *, prefix: str = "",
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths, blocks = {}, []
+    notes = {"ability": table_notes(summary, continuous),
+             "accuracy": whole_bank_note(summary, continuous)}
     for name, table in make_tables(summary).items():
         csv = out / f"{prefix}table_{name}.csv"
         table.to_csv(csv, index=False)
         md = to_markdown(format_table(table, continuous), title=table_title(name, continuous))
+        if notes.get(name):
+            md += f"\n{notes[name]}\n"
         (out / f"{prefix}table_{name}.md").write_text(md, encoding="utf-8")
         paths[name] = csv
         blocks.append(md)
