@@ -58,13 +58,15 @@ def test_every_file_the_package_holds_is_shipped():
 def test_the_files_the_catalogue_names_are_shipped():
     """Every bundled file the catalogue, the content banks and the suites read by name lies in
     the package and is package data (not in the repository's docs/, benchmarks/ or ../shared)."""
+    import atlascat
     from atlascat import catalogue
     from atlascat.catalogue.files import RESPONSE_BENCHMARKS
     from atlascat.catalogue.suites import SUITES_DIR
     from atlascat.content.items import SHIPPED_BANKS
 
+    pkg = Path(atlascat.__file__).resolve().parent     # src/atlascat, or an installed copy
     data = catalogue.DATA_DIR
-    assert data.resolve().is_relative_to(PKG.resolve())
+    assert data.resolve().is_relative_to(pkg)
     names = ([f"dense_{b}.csv.gz" for b in RESPONSE_BENCHMARKS]
              + [f"{b}_3pl_bank.csv.gz" for b in catalogue.BANK_BENCHMARKS]
              + [f"banks/{b}.parquet" for b in catalogue.CONTENT_BENCHMARKS]
@@ -74,7 +76,7 @@ def test_the_files_the_catalogue_names_are_shipped():
     assert len(files) > 30 and all(f.is_file() for f in files), [f for f in files
                                                                   if not f.is_file()]
     shipped = _package_data()
-    assert not [str(f) for f in files if f not in shipped]
+    assert not [str(f) for f in files if PKG / f.resolve().relative_to(pkg) not in shipped]
     assert (PKG / "irt" / "kernels" / "mstep.cu") in shipped        # read by atlascat.irt.fused
 
 
