@@ -213,6 +213,14 @@ def test_each_optional_import_is_in_the_extra_its_message_names():
     named = {m for p in PKG.rglob("*.py")
              for m in re.findall(r"atlascat\[([a-z-]+)\]", p.read_text(encoding="utf-8"))}
     assert named and named <= set(extras), named - set(extras)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "pip install 'atlascat[live]'" in readme           # the front door says how, no clone
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        told = set(re.findall(r"atlascat\[([a-z-]+)\]", text))
+        told |= set(re.findall(r"extras ((?:`[a-z-]+`,? ?)+)", text)[0].replace("`", "")
+                    .replace(",", " ").split()) if page.name == "README.md" else set()
+        assert told <= set(extras), (page.name, told - set(extras))
     dist = {"lm_eval": "lm-eval"}
     for module, extra in EXTRA_OF.items():
         reqs = [re.split(r"[<>=\[; ]", r)[0].lower().replace("_", "-") for r in extras[extra]]
