@@ -242,3 +242,26 @@ def test_a_gguf_model_without_gguf_is_one_line_naming_the_extra(tmp_path, monkey
     with pytest.raises(AtlasError, match=r"gguf package.*pip install 'atlascat\[hf\]'") as err:
         hf_mod.HFSubject(str(model), device="cpu")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("model_type, missing, want", [
+    ("hf", "torch", "pip install 'lm-eval[hf]'"),
+    ("local-completions", "tenacity", "pip install 'lm-eval[api]'"),
+    ("my-own-lm", "mylib", "pip install mylib"),
+])
+def test_an_lmeval_backend_without_its_packages_names_lm_evals_extra(monkeypatch, model_type,
+                                                                     missing, want):
+    """``pip install 'atlascat[lmeval]'`` brings lm-eval, whose backends' packages (torch,
+    transformers, accelerate for ``hf``) are lm-eval's own extras since 0.4.9: the one line says
+    which extra, not one package at a time."""
+    from atlascat.errors import AtlasError
+    from atlascat.live import lmeval_backend
+
+    def get_model(name):
+        raise ImportError(f"No module named {missing!r}", name=missing)
+
+    registry = types.SimpleNamespace(get_model=get_model)
+    monkeypatch.setattr(lmeval_backend, "_lm_eval", lambda: (registry, object))
+    with pytest.raises(AtlasError, match=re.escape(f"({missing}): {want}")) as err:
+        lmeval_backend.LMEvalSubject(f"{model_type},pretrained=x")
+    assert "\n" not in str(err.value)
