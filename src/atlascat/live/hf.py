@@ -61,6 +61,16 @@ def _imports():
     return torch, transformers
 
 
+def _need_gguf() -> None:
+    """transformers reads a GGUF checkpoint with the ``gguf`` package; without it, one line
+    naming the extra that brings it (transformers' own ImportError would be a traceback)."""
+    try:
+        import gguf  # noqa: F401  (optional dependency, the 'hf' extra)
+    except ImportError as exc:
+        raise HFSubjectError("a GGUF checkpoint needs the gguf package (not installed): "
+                             "pip install 'atlascat[hf]'") from exc
+
+
 def find_gguf(model: Any, gguf_file: str | None = None) -> tuple[str, str] | None:
     """``(folder, file name)`` when ``model`` names a GGUF checkpoint, else None.
 
@@ -239,6 +249,7 @@ class HFSubject:
         #: the folder the weights were read from when a GGUF file went through the model cache
         self.loaded_from: str | None = None
         if gguf:
+            _need_gguf()
             source = gguf[0]
             kw["gguf_file"] = gguf[1]
             if model_cache and isinstance(model, str) and tokenizer is None:

@@ -27,6 +27,20 @@ class LMEvalError(AtlasError, RuntimeError):
 _TORCH_BACKENDS = ("hf", "hf-auto", "huggingface", "hf-multimodal", "mamba_ssm")
 
 
+#: lm-evaluation-harness's install extra that brings a model type's packages (since lm-eval
+#: 0.4.9 torch, transformers and accelerate come with ``lm-eval[hf]`` only)
+_LMEVAL_EXTRAS = {**{t: "hf" for t in _TORCH_BACKENDS}, "vllm": "vllm",
+                  "local-completions": "api", "local-chat-completions": "api",
+                  "openai-completions": "api", "openai-chat-completions": "api"}
+
+
+def _missing_package(model_type: str, default: str) -> str:
+    """What to install when lm_eval's model ``model_type`` fails to import: its lm-eval extra
+    (``pip install 'lm-eval[hf]'``) when it has one, else ``default``."""
+    extra = _LMEVAL_EXTRAS.get(model_type)
+    return f"pip install 'lm-eval[{extra}]'" if extra else default
+
+
 def _default_device(model_type: str) -> str | None:
     """``"cpu"`` for an in-process torch backend when torch has no CUDA (the harness's own
     default, ``"cuda"``, fails there with "Torch not compiled with CUDA enabled"); else None
@@ -94,8 +108,9 @@ class LMEvalSubject:
                 raise LMEvalError(f"lm_eval has no model type {self.model_type!r}: "
                                   f"{str(exc).splitlines()[0][:300]}") from exc
             except ImportError as exc:
+                how = _missing_package(self.model_type, f"pip install {exc.name}")
                 raise LMEvalError(f"lm_eval model {self.model_type!r} needs a package that is "
-                                  f"not installed ({exc.name}): pip install {exc.name}") from exc
+                                  f"not installed ({exc.name}): {how}") from exc
             extra = {}
             if batch_size is not None:
                 extra["batch_size"] = batch_size
@@ -107,9 +122,10 @@ class LMEvalSubject:
                 self.lm = cls.create_from_arg_string(self.model_args, extra or None)
             except ImportError as exc:
                 why = exc.name or str(exc).splitlines()[0][:200]
+                how = _missing_package(self.model_type, "see lm-evaluation-harness's "
+                                       "install extras, e.g. pip install 'lm-eval[api]'")
                 raise LMEvalError(f"lm_eval model {self.model_type!r} needs a package that is "
-                                  f"not installed ({why}); see lm-evaluation-harness's "
-                                  "install extras, e.g. pip install 'lm-eval[api]'") from exc
+                                  f"not installed ({why}): {how}") from exc
             args = dict(kv.split("=", 1) for kv in self.model_args.split(",") if "=" in kv)
             default = args.get("pretrained") or args.get("model") or self.model_type
         else:
