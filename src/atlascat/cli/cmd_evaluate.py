@@ -349,7 +349,7 @@ def _plan(o: _Options, ref):
     """(the bank's reference, the design, the run configuration) of the options."""
     from ..catalogue import BankRef
     from ..errors import ConfigError
-    from ..live.service import choose_design
+    from ..live.designs import choose_design, run_config
     from ._options import cat_config, predictor_only, suite_config
 
     if o.se_method is not None and o.se_method not in ("information", "posterior"):
@@ -361,10 +361,10 @@ def _plan(o: _Options, ref):
                 raise ConfigError(f"{opt} is a single bank's adaptive test's; a suite run "
                                   "chooses its items for the average's SE (--target-se)")
         ref = BankRef.from_option(o.suite, option="--suite", kinds=("suite",))
-        return ref, "suite", suite_config(
+        return ref, "suite", run_config(ref, "suite", suite_config(
             target_se=o.target_se, se_stop=o.se_stop, min_items=o.min_items,
             max_items=o.max_items, fixed_length=o.fixed_length, batch_size=o.batch_size,
-            randomesque=o.randomesque, seed=o.seed or 0)
+            randomesque=o.randomesque, seed=o.seed or 0))
     design = choose_design(ref, o.design)
     if design == "predictor":
         predictor_only(o)
@@ -375,19 +375,16 @@ def _plan(o: _Options, ref):
                 raise ConfigError(f"{opt} is the adaptive test's; this bank folder's "
                                   "predictor asks --max-items items of its own design (or "
                                   "--design adaptive)")
-        return ref, design, None
-    from ..bankdir.adaptive import adaptive_config
-
+        return ref, design, run_config(ref, design)   # the predictor's own budget
     given = {k: v for k, v in (("se_method", o.se_method), ("selection", o.selection),
                                ("randomesque", o.randomesque), ("estimator", o.estimator))
              if v is not None}
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
                         fixed_length=o.fixed_length, **given)
-    # the link's stops and the bank's shortest test, as atlas simulate adds them
-    return ref, design, adaptive_config(ref, config, min_items=o.min_items,
-                                        bound_stop=o.bound_stop is not False
-                                        and o.fixed_length is None,
-                                        bound_margin=o.bound_margin)
+    # the link's stops and the bank's shortest test, as LiveRun.start's default test
+    return ref, design, run_config(ref, design, config, min_items=o.min_items,
+                                   bound_stop=o.bound_stop is not False
+                                   and o.fixed_length is None, bound_margin=o.bound_margin)
 
 
 def _start(o: _Options, limiter, hold=None):
