@@ -30,7 +30,7 @@ def banks(tmp_path_factory):
     y = (rng.random((60, 40)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(int)
     pd.DataFrame(y, index=[f"s{i}" for i in range(60)], columns=[f"q{j}" for j in range(40)]) \
         .rename_axis("model").to_csv(root / "m.csv")
-    assert main(["build-bank", str(root / "m.csv"), "--name", "m", "-q",
+    assert main(["build-bank", str(root / "m.csv"), "--name", "m", "--budget", "10", "-q",
                  "-o", str(root / "folder")]) == 0
     ids = [f"p{j}" for j in range(15)]
     ga = rng.lognormal(0.2, 0.3, 15)
@@ -82,8 +82,9 @@ def test_a_bundled_bank_asks_the_commands_test_from_python(tmp_path):
 
 def test_a_bank_folder_its_predictor_and_its_adaptive_test(tmp_path, banks):
     folder = str(banks / "folder")
-    _same(_python(tmp_path / "p", folder, "simulate:0.2"),
-          _cli(tmp_path / "p", "--bank", folder, "simulate:0.2"))
+    py = _python(tmp_path / "p", folder, "simulate:0.2")
+    assert py.jobs[0].kind == "predictor"
+    _same(py, _cli(tmp_path / "p", "--bank", folder, "simulate:0.2"))
     row = _same(_python(tmp_path / "a", folder, "simulate:0.2", design="adaptive"),
                 _cli(tmp_path / "a", "--bank", folder, "simulate:0.2", "--design", "adaptive"))
     assert row["prediction"] is not None
@@ -101,7 +102,8 @@ def test_a_suite_takes_the_runs_seed(tmp_path):
     cli = _cli(tmp_path, "--suite", "openllm-v1", "simulate:0.3")
     (a,), (b,) = py.results(), cli.results()
     assert py.store.get_run(py.jobs[0].run_id)["seed"] == SEED
-    for key in ("score", "se", "n_items", "stop_reason"):
+    assert a["n_items"] > 0 and a["average"] is not None
+    for key in ("average", "se_points", "benchmarks", "n_items", "stop_reason"):
         assert a.get(key) == b.get(key), (key, a.get(key), b.get(key))
     steps = [live.store.steps(live.jobs[0].run_id)["item_id"].tolist() for live in (py, cli)]
     assert steps[0] == steps[1]

@@ -738,7 +738,8 @@ def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
         or a :class:`~atlascat.catalogue.BankRef`
     subject : a :class:`~atlascat.live.subjects.Subject`
     store : the run store, a path (created if missing) or a :class:`~atlascat.live.store.RunStore`
-    config : CATConfig (default: the paper's settings, SE stop 0.1)
+    config : CATConfig (default: a BankRef's test of ``atlas evaluate`` with no option, as
+        :meth:`LiveRun.start`'s; an ItemBank's the paper's settings, SE stop 0.1)
     seed : seeds the CAT's generator (first item and randomesque picks)
     prompt : PromptSettings (style, max_tokens, temperature, system message)
     cache : reuse stored answers of the same model to the same prompt
