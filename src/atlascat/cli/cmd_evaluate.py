@@ -55,9 +55,10 @@ HELP = {
     "min_items": f"Fewest items asked. [default: {Stopping.min_items}, or the bundled bank's own "
                  "minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most --max-items; "
                  f"--suite: {SuiteConfig.min_items}]",
-    "max_items": f"Most items asked. [default: {Stopping.max_items}; --suite: "
-                 f"{SuiteConfig.max_items}; a bank folder's predictor: the budget it was built "
-                 "for]",
+    "max_items": "Most items scored (an item the server refuses is asked, left out and not "
+                 "counted; --token-budget bounds the spend). "
+                 f"[default: {Stopping.max_items}; --suite: {SuiteConfig.max_items}; a bank "
+                 "folder's predictor: the budget it was built for]",
     "design": "A bank folder: auto = its benchmark predictor (right for models unlike the "
               "source models) when it has one, else the adaptive test; adaptive = the "
               "adaptive test; predictor = the predictor or an error.",
@@ -111,11 +112,11 @@ def format_result(row: dict, held: str | None = None) -> str:
     rounds = (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")"
     theta = f"theta ({row['estimator'].upper()})" if row.get("estimator") else "theta"
     if lb.get("design"):  # the benchmark predictor: the predicted score heads, theta follows
-        lines = [head + f"{score_name(lb)} {describe_prediction(lb)} ({row['n_items']} items"
+        lines = [head + f"{score_name(lb)} {describe_prediction(lb)} ({_items_text(row)}"
                  + rounds,
                  f"  IRT {theta} = {row['theta']:.3f} +- {row['se']:.3f} (the model part)"]
     else:
-        lines = [head + f"{theta} = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
+        lines = [head + f"{theta} = {row['theta']:.3f} +- {row['se']:.3f} ({_items_text(row)}"
                  + rounds, f"  {score_name(lb)}: {describe_prediction(lb)}"]
     if lb.get("metric"):  # a bank folder's benchmark: its metric and scale
         lines.insert(2, f"  metric: {lb['metric']}, {scale_words(lb)}")
@@ -144,6 +145,13 @@ def format_result(row: dict, held: str | None = None) -> str:
     if row.get("report"):
         lines.append(f"  report: {row['report']}")
     return "\n".join(lines)
+
+
+def _items_text(row: dict) -> str:
+    """'N items', or 'N items scored, M asked' when some asked got no score (the server refused
+    them, a judge rated none): left out, and not counted in the test's length (--max-items)."""
+    n, left = row["n_items"], int(row.get("n_skipped") or 0)
+    return f"{n} items" + (f" scored, {n + left} asked" if left else "")
 
 
 def _rating_line(row: dict, scale) -> str | None:
