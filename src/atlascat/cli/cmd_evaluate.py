@@ -55,10 +55,9 @@ HELP = {
     "min_items": f"Fewest items asked. [default: {Stopping.min_items}, or the bundled bank's own "
                  "minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most --max-items; "
                  f"--suite: {SuiteConfig.min_items}]",
-    "max_items": "Most items scored (an item the server refuses is asked, left out and not "
-                 "counted; --token-budget bounds the spend). "
+    "max_items": "Most items scored (one the server refuses is not counted). "
                  f"[default: {Stopping.max_items}; --suite: {SuiteConfig.max_items}; a bank "
-                 "folder's predictor: the budget it was built for]",
+                 "folder's predictor: its budget]",
     "design": "A bank folder: auto = its benchmark predictor (right for models unlike the "
               "source models) when it has one, else the adaptive test; adaptive = the "
               "adaptive test; predictor = the predictor or an error.",
