@@ -93,6 +93,32 @@ def test_an_item_the_server_refuses_is_left_out_and_the_run_finishes(tmp_path):
                                        (bad["id"],)).fetchone()[0] == 0
 
 
+def test_max_items_counts_scored_items_and_the_summary_says_how_many_were_asked(tmp_path):
+    """--batch-size 3 --max-items 12, one item refused: 13 items are asked (4 rounds of 3, one
+    refused, then one more), 12 scored. --max-items caps the test's length, the items scored
+    (as ``atlas simulate`` and a resumed run count them; a refused request carries no answer,
+    and --token-budget bounds the spend), and the summary says both numbers: it read "12
+    items", hiding the 13th request."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.store import RunStore
+
+    fault, bad = one_item_refused()
+    db = tmp_path / "runs.sqlite"
+    with MockOpenAIServer(load_content_bank("arc"), fault=fault) as srv:
+        code, out, err = atlas("evaluate", "--bank", "arc", "--llm", "toylm", "--batch-size",
+                               "3", "--max-items", "12", "--subject", f"completions:{srv.url}",
+                               "--db", db)
+    assert code == 0, err
+    store = RunStore(db)
+    steps = store.steps(store.list_runs()["run_id"].iloc[0])
+    assert len(steps) == 13 and (steps["status"] == "skipped").sum() == 1
+    assert bad["id"] in set(steps["item_id"])
+    assert "(12 items scored, 13 asked, rounds of 3)" in out, out
+    assert "not counted in the test's length" in out
+    code, out, _ = atlas("evaluate", "--help")
+    assert "Most items scored" in " ".join(out.split())
+
 def test_a_server_refusing_every_item_stops_the_run_in_one_line(tmp_path):
     """Every request refused (HTTP 400: a setting the server rejects): not an item's fault, so
     the run stops after a few, saved, in one line with the server's message."""

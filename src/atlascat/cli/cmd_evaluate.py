@@ -55,9 +55,9 @@ HELP = {
     "min_items": f"Fewest items asked. [default: {Stopping.min_items}, or the bundled bank's own "
                  "minimum: arc, truthfulqa, winogrande 45, gsm8k 55; at most --max-items; "
                  f"--suite: {SuiteConfig.min_items}]",
-    "max_items": f"Most items asked. [default: {Stopping.max_items}; --suite: "
-                 f"{SuiteConfig.max_items}; a bank folder's predictor: the budget it was built "
-                 "for]",
+    "max_items": "Most items scored (one the server refuses is not counted). "
+                 f"[default: {Stopping.max_items}; --suite: {SuiteConfig.max_items}; a bank "
+                 "folder's predictor: its budget]",
     "design": "A bank folder: auto = its benchmark predictor (right for models unlike the "
               "source models) when it has one, else the adaptive test; adaptive = the "
               "adaptive test; predictor = the predictor or an error.",
@@ -111,11 +111,11 @@ def format_result(row: dict, held: str | None = None) -> str:
     rounds = (f", rounds of {row['batch_size']}" if row.get("batch_size", 1) > 1 else "") + ")"
     theta = f"theta ({row['estimator'].upper()})" if row.get("estimator") else "theta"
     if lb.get("design"):  # the benchmark predictor: the predicted score heads, theta follows
-        lines = [head + f"{score_name(lb)} {describe_prediction(lb)} ({row['n_items']} items"
+        lines = [head + f"{score_name(lb)} {describe_prediction(lb)} ({_items_text(row)}"
                  + rounds,
                  f"  IRT {theta} = {row['theta']:.3f} +- {row['se']:.3f} (the model part)"]
     else:
-        lines = [head + f"{theta} = {row['theta']:.3f} +- {row['se']:.3f} ({row['n_items']} items"
+        lines = [head + f"{theta} = {row['theta']:.3f} +- {row['se']:.3f} ({_items_text(row)}"
                  + rounds, f"  {score_name(lb)}: {describe_prediction(lb)}"]
     if lb.get("metric"):  # a bank folder's benchmark: its metric and scale
         lines.insert(2, f"  metric: {lb['metric']}, {scale_words(lb)}")
@@ -144,6 +144,13 @@ def format_result(row: dict, held: str | None = None) -> str:
     if row.get("report"):
         lines.append(f"  report: {row['report']}")
     return "\n".join(lines)
+
+
+def _items_text(row: dict) -> str:
+    """'N items', or 'N items scored, M asked' when some asked got no score (the server refused
+    them, a judge rated none): left out, and not counted in the test's length (--max-items)."""
+    n, left = row["n_items"], int(row.get("n_skipped") or 0)
+    return f"{n} items" + (f" scored, {n + left} asked" if left else "")
 
 
 def _rating_line(row: dict, scale) -> str | None:
@@ -349,7 +356,7 @@ def _plan(o: _Options, ref):
     """(the bank's reference, the design, the run configuration) of the options."""
     from ..catalogue import BankRef
     from ..errors import ConfigError
-    from ..live.service import choose_design
+    from ..live.designs import choose_design, run_config
     from ._options import cat_config, predictor_only, suite_config
 
     if o.se_method is not None and o.se_method not in ("information", "posterior"):
@@ -361,10 +368,10 @@ def _plan(o: _Options, ref):
                 raise ConfigError(f"{opt} is a single bank's adaptive test's; a suite run "
                                   "chooses its items for the average's SE (--target-se)")
         ref = BankRef.from_option(o.suite, option="--suite", kinds=("suite",))
-        return ref, "suite", suite_config(
+        return ref, "suite", run_config(ref, "suite", suite_config(
             target_se=o.target_se, se_stop=o.se_stop, min_items=o.min_items,
             max_items=o.max_items, fixed_length=o.fixed_length, batch_size=o.batch_size,
-            randomesque=o.randomesque, seed=o.seed or 0)
+            randomesque=o.randomesque, seed=o.seed or 0))
     design = choose_design(ref, o.design)
     if design == "predictor":
         predictor_only(o)
@@ -375,19 +382,16 @@ def _plan(o: _Options, ref):
                 raise ConfigError(f"{opt} is the adaptive test's; this bank folder's "
                                   "predictor asks --max-items items of its own design (or "
                                   "--design adaptive)")
-        return ref, design, None
-    from ..bankdir.adaptive import adaptive_config
-
+        return ref, design, run_config(ref, design)   # the predictor's own budget
     given = {k: v for k, v in (("se_method", o.se_method), ("selection", o.selection),
                                ("randomesque", o.randomesque), ("estimator", o.estimator))
              if v is not None}
     config = cat_config(se_stop=o.se_stop, min_items=o.min_items, max_items=o.max_items,
                         fixed_length=o.fixed_length, **given)
-    # the link's stops and the bank's shortest test, as atlas simulate adds them
-    return ref, design, adaptive_config(ref, config, min_items=o.min_items,
-                                        bound_stop=o.bound_stop is not False
-                                        and o.fixed_length is None,
-                                        bound_margin=o.bound_margin)
+    # the link's stops and the bank's shortest test, as LiveRun.start's default test
+    return ref, design, run_config(ref, design, config, min_items=o.min_items,
+                                   bound_stop=o.bound_stop is not False
+                                   and o.fixed_length is None, bound_margin=o.bound_margin)
 
 
 def _start(o: _Options, limiter, hold=None):

@@ -4,6 +4,9 @@
 - :func:`choose_design` / :func:`check_design`: the adaptive test or a bank folder's benchmark
   predictor (:data:`DESIGNS`);
 - :func:`design_bank`: the items a run of that design asks (the predictor's, or the bank);
+- :func:`run_config`: the test a run of that design asks (``atlas evaluate``'s with no option
+  and :meth:`LiveRun.start <atlascat.live.service.LiveRun.start>`'s with no ``config``: one
+  default test for a bank, from Python and the command line);
 - :func:`folder_settings`: what a subject on a bank folder is built with (the folder, its
   metric scale): ``replay:`` of sample logs reads them as the folder was built, ``simulate:``
   draws a folder of continuous scores' scores with its dispersions.
@@ -13,7 +16,8 @@ from __future__ import annotations
 from ..catalogue.bankref import BankRef
 from ..errors import ConfigError
 
-__all__ = ["DESIGNS", "check_design", "design_bank", "choose_design", "folder_settings"]
+__all__ = ["DESIGNS", "check_design", "design_bank", "choose_design", "folder_settings",
+           "run_config"]
 
 DESIGNS = ("auto", "adaptive", "predictor")
 
@@ -29,6 +33,33 @@ def design_bank(ref: BankRef, design: str):
     """The bank a run of ``design`` ("adaptive" or "predictor") asks: the predictor's items
     (with their logged requests) or the bank itself."""
     return ref.predictor()[1] if design == "predictor" else ref.load()
+
+
+def run_config(ref: BankRef, design: str, config=None, *, seed: int = 0,
+               min_items: int | None = None, bound_stop: bool = True,
+               bound_margin: float | None = None):
+    """The configuration a run of ``design`` on ``ref`` asks with: the one place ``atlas
+    evaluate`` and :meth:`LiveRun.start <atlascat.live.service.LiveRun.start>` (with no
+    ``config``) take it from, so a bank's default test is the same from both.
+
+    - "adaptive": :func:`~atlascat.bankdir.adaptive.adaptive_config` of ``config`` (None:
+      CATConfig()): with a score link (a bundled bank, a bank folder, a bank file naming a
+      shipped benchmark) its floor / top stops (``bound_stop``, ``bound_margin``) and the
+      bank's own shortest test unless ``min_items`` is given (ARC: 45 items);
+    - "suite": ``config`` (None: ``SuiteConfig(seed=seed)``, the suite's seed the run's);
+    - "predictor": ``config`` (None: the predictor asks its own budget)."""
+    if design == "predictor":
+        return config
+    if design == "suite":
+        if config is not None:
+            return config
+        from ..suite.config import SuiteConfig
+
+        return SuiteConfig(seed=int(seed))
+    from ..bankdir.adaptive import adaptive_config
+
+    return adaptive_config(ref, config, min_items=min_items, bound_stop=bound_stop,
+                           bound_margin=bound_margin)
 
 
 def choose_design(ref: BankRef, design: str = "auto") -> str:

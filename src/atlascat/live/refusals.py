@@ -116,4 +116,5 @@ def refused_line(n: int, message: str | None) -> str | None:
     if not n:
         return None
     first = "" if not message else f" ({'first: ' if n > 1 else ''}{message[:300]})"
-    return f"left out: {n} item{'s' if n != 1 else ''} the server refused{first}, not scored"
+    return (f"left out: {n} item{'s' if n != 1 else ''} the server refused{first}, not scored "
+            "and not counted in the test's length (its maximum counts scored items)")

@@ -35,7 +35,7 @@ from typing import Callable
 
 from ..errors import AtlasError, BankError, ConfigError, LiveRunError, RunBusyError
 from ..catalogue.bankref import BankRef
-from .designs import DESIGNS, check_design, choose_design, design_bank
+from .designs import DESIGNS, check_design, choose_design, design_bank, run_config
 from .runner import RunResult, bank_hash, continue_run, start_run
 from .store import RunStore
 from .subjects import is_ordinal
@@ -474,7 +474,10 @@ class LiveRun:
         (the adaptive test; ``bank_ref`` how to find it again on resume). ``design``
         (:func:`choose_design`): the adaptive test with ``config`` (a CATConfig), or a bank
         folder's benchmark predictor asking ``budget`` items (default the predictor's; seeded by
-        ``seed``). ``batch_size``: items asked per round (a suite's comes from its config).
+        ``seed``). No ``config``: ``atlas evaluate``'s test with no option
+        (:func:`~atlascat.live.designs.run_config`: a bank with a score link adds its floor /
+        top stops and its shortest test, ARC 45 items; a suite's seed is ``seed``); an ItemBank
+        given as such: CATConfig(). A ``config`` given is the test as it is. ``batch_size``: items asked per round (a suite's comes from its config).
         ``token_budget``: each run stops before a round would take it past this many tokens
         (:func:`~atlascat.live.runner.start_run`).
         A bank given as a string is read as ``--bank`` reads it (:meth:`BankRef.from_option`)."""
@@ -496,6 +499,7 @@ class LiveRun:
         if isinstance(bank, BankRef) and bank.kind == "suite":
             from .suite_run import start_suite_run
 
+            config = run_config(bank, "suite", config, seed=seed)   # None: the suite's seed
             made = [start_suite_run(store, bank.name, s, config=config, prompt=prompt, run_id=r,
                                     token_budget=token_budget)
                     for s, r in zip(subjects, ids)]
@@ -518,6 +522,8 @@ class LiveRun:
                         for s in subjects]
             k = sessions[0].budget if sessions else predictor.budget
             config = CATConfig(min_items=min(k, 30), max_items=k, se_stop=None)  # stored plan
+        elif ref is not None and config is None:   # atlas evaluate's test of the bank
+            config = run_config(ref, kind)
         items = _job_bank(kind, ref) if ref is not None else bank
         stored_ref = str(ref) if ref is not None else bank_ref
         jobs = [Job(start_run(store, items, s, config=config, seed=seed, prompt=prompt,
@@ -732,7 +738,8 @@ def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
         or a :class:`~atlascat.catalogue.BankRef`
     subject : a :class:`~atlascat.live.subjects.Subject`
     store : the run store, a path (created if missing) or a :class:`~atlascat.live.store.RunStore`
-    config : CATConfig (default: the paper's settings, SE stop 0.1)
+    config : CATConfig (default: a BankRef's test of ``atlas evaluate`` with no option, as
+        :meth:`LiveRun.start`'s; an ItemBank's the paper's settings, SE stop 0.1)
     seed : seeds the CAT's generator (first item and randomesque picks)
     prompt : PromptSettings (style, max_tokens, temperature, system message)
     cache : reuse stored answers of the same model to the same prompt
