@@ -592,10 +592,10 @@ class RunStore:
         for r in rows:
             r["state"] = self._state(r)
             r["pending"], r["n_skipped"] = counts.get(r["run_id"], (0, 0))
+            r["n_asked"] = r["n_items"] + r["n_skipped"]   # as RunResult.n_asked
             _with_estimates(r)
         cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "n_skipped",
-                "score_sum",
-                "theta", "se", "observed_score", "model_based_score",
+                "n_asked", "score_sum", "theta", "se", "observed_score", "model_based_score",
                 "stop_reason", "pending", "batch_size", "prompt_tokens",
                 "completion_tokens", "latency_s", "created_at", "updated_at", "error"]
         return pd.DataFrame(rows, columns=cols)
