@@ -111,3 +111,87 @@ def test_a_run_with_a_refused_item_says_how_many_were_asked(tmp_path):
     with closing(RunStore(db)) as store:
         page = render_run_report(store, res["run_id"])
     assert "items asked" in page and "11 (scored and not)" in page
+
+
+class _Opened:
+    """Every sqlite3 connection opened while on (Python 3.13 warns of one left unclosed,
+    ``ResourceWarning: unclosed database``; 3.11 does not, so each is also checked by hand)."""
+
+    def __init__(self, monkeypatch):
+        import sqlite3
+
+        self.cons, real = [], sqlite3.connect
+
+        def connect(*args, **kwargs):
+            con = real(*args, **kwargs)
+            self.cons.append(con)
+            return con
+        monkeypatch.setattr(sqlite3, "connect", connect)
+
+    def left_open(self) -> int:
+        import sqlite3
+
+        n = 0
+        for con in self.cons:
+            try:
+                con.total_changes
+                n += 1
+            except sqlite3.ProgrammingError:   # closed
+                pass
+        return n
+
+
+def no_resource_warning(run) -> None:
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always", ResourceWarning)
+        run()
+        gc.collect()
+    leaks = [str(w.message) for w in got if issubclass(w.category, ResourceWarning)]
+    assert not leaks, leaks
+
+
+def test_atlas_evaluate_in_process_leaves_no_connection_open(tmp_path, monkeypatch):
+    """`atlas evaluate` left its run store's connection open at exit (Python 3.13,
+    -W error::ResourceWarning: "unclosed database"); a new run and its --resume close it."""
+    from typer.testing import CliRunner
+
+    from atlascat.cli import app
+
+    opened = _Opened(monkeypatch)
+    db = tmp_path / "runs.sqlite"
+
+    def run():
+        r = CliRunner().invoke(app, ["evaluate", "--bank", "arc", "--subject", "simulate:0.5",
+                                     "--max-items", "5", "--min-items", "5", "--db", str(db),
+                                     "-o", str(tmp_path / "out"), "--json"])
+        assert r.exit_code == 0, r.output
+        rid = json.loads(r.stdout)[0]["run_id"]
+        r = CliRunner().invoke(app, ["evaluate", "--resume", rid, "--db", str(db)])
+        assert r.exit_code == 0, r.output
+    no_resource_warning(run)
+    assert opened.cons and opened.left_open() == 0
+
+
+def test_live_runs_in_threads_leave_no_connection_open(tmp_path, monkeypatch):
+    """Several models asked at once (one thread each): each thread's connection is closed by
+    LiveRun.close (and `with LiveRun.start(...)`), also one reopened to read the results."""
+    from atlascat.catalogue import load_content_bank
+    from atlascat.live import LiveRun, RunResult, RunStore, SimulatedSubject
+
+    bank = load_content_bank("arc")
+    opened = _Opened(monkeypatch)
+
+    def run():
+        subjects = [SimulatedSubject(bank, th, seed=1, name=f"m{th}") for th in (-0.5, 1.0)]
+        with LiveRun.start(tmp_path / "many.sqlite", bank, subjects, seed=1) as live:
+            results = live.run()
+            assert [r.status for r in results] == ["done", "done"]
+            assert len(live.results()) == 2
+        assert RunResult.from_store(tmp_path / "many.sqlite", results[0].run_id).n_items
+        with RunStore(tmp_path / "many.sqlite") as store:
+            assert len(store.list_runs()) == 2
+    no_resource_warning(run)
+    assert len(opened.cons) >= 3 and opened.left_open() == 0

@@ -541,6 +541,14 @@ def _resume_hint(o: _Options, run_ids) -> str:
 
 
 def _drive(o: _Options, live, stop=None) -> None:
+    """:func:`_drive_runs`, the run store's connections closed after it, whatever the end."""
+    try:
+        _drive_runs(o, live, stop)
+    finally:
+        live.store.close()
+
+
+def _drive_runs(o: _Options, live, stop=None) -> None:
     """Ask until every run stops (per-item lines, a progress bar, Ctrl-C), then write each
     run's page and results.json and print the results. ``stop``: the Ctrl-C handler the
     runs' start installed (a Ctrl-C already received: nothing is asked)."""

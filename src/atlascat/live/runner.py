@@ -192,7 +192,9 @@ class RunResult:
         from .scale import on_metric_scale, stored_scale
         from .store import RunStore
 
-        store = store if isinstance(store, RunStore) else RunStore(store)
+        if not isinstance(store, RunStore):   # a path: its store, closed once read
+            with RunStore(store) as opened:
+                return cls.from_store(opened, run_id, unit=unit)
         info = store.get_run(run_id)
         res = cls._stored(store, run_id, info)
         scale = None if unit else stored_scale(info["bank_ref"])
