@@ -184,9 +184,10 @@ def test_metadata_version_python_and_entry_point():
     assert project["scripts"] == {"atlas": "atlascat.cli:main"}
 
 
-def _floor(requirement: str) -> tuple[int, ...]:
-    spec = next(r for r in PYPROJECT["project"]["dependencies"]
-                if re.match(rf"{requirement}\b", r))
+def _floor(requirement: str, extra: str | None = None) -> tuple[int, ...]:
+    reqs = (PYPROJECT["project"]["dependencies"] if extra is None
+            else PYPROJECT["project"]["optional-dependencies"][extra])
+    spec = next(r for r in reqs if re.match(rf"{requirement}\b", r))
     return tuple(int(x) for x in spec.split(">=")[1].split("."))
 
 
@@ -199,6 +200,19 @@ def test_dependency_floors_hold_what_the_code_uses():
     assert uses_spawn
     assert _floor("numpy") >= (1, 25)
     assert _floor("typer") >= (0, 16)
+
+
+def test_an_extra_with_gguf_holds_a_transformers_that_reads_gguf():
+    """``hf:FILE.gguf`` loads through ``from_pretrained(..., gguf_file=...)``, which
+    transformers has since 4.41.0: an extra that brings gguf (for it) with a transformers floor
+    of 4.40 let pip keep a transformers that cannot read the file."""
+    hf = (PKG / "live" / "hf.py").read_text(encoding="utf-8")
+    assert 'kw["gguf_file"]' in hf
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    with_gguf = [x for x, reqs in extras.items() if any(re.match(r"gguf\b", r) for r in reqs)]
+    assert "hf" in with_gguf
+    for extra in with_gguf:
+        assert _floor("transformers", extra) >= (4, 41), extra
 
 
 #: optional imports -> the extra that installs them (what each error message names)

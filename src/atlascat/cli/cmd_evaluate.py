@@ -149,8 +149,8 @@ def format_result(row: dict, held: str | None = None) -> str:
 def _items_text(row: dict) -> str:
     """'N items', or 'N items scored, M asked' when some asked got no score (the server refused
     them, a judge rated none): left out, and not counted in the test's length (--max-items)."""
-    n, left = row["n_items"], int(row.get("n_skipped") or 0)
-    return f"{n} items" + (f" scored, {n + left} asked" if left else "")
+    n, asked = row["n_items"], row.get("n_asked") or row["n_items"]
+    return f"{n} items" + (f" scored, {asked} asked" if asked != n else "")
 
 
 def _rating_line(row: dict, scale) -> str | None:
@@ -541,6 +541,14 @@ def _resume_hint(o: _Options, run_ids) -> str:
 
 
 def _drive(o: _Options, live, stop=None) -> None:
+    """:func:`_drive_runs`, the run store's connections closed after it, whatever the end."""
+    try:
+        _drive_runs(o, live, stop)
+    finally:
+        live.store.close()
+
+
+def _drive_runs(o: _Options, live, stop=None) -> None:
     """Ask until every run stops (per-item lines, a progress bar, Ctrl-C), then write each
     run's page and results.json and print the results. ``stop``: the Ctrl-C handler the
     runs' start installed (a Ctrl-C already received: nothing is asked)."""

@@ -7,17 +7,22 @@ run stuck on it for every ``--resume``. Such an item is left out of the adaptive
 item that got no score (a judge's null): its step is ``skipped`` and keeps the server's message
 as its answer (``refused: HTTP 400 ...``), never cached. A run stops (saved, resumable) when
 :data:`REFUSED_IN_A_ROW` items in a row are refused (every request is: wrong settings or model
-name, not the items), or on a bank folder's benchmark predictor, whose prediction needs the score
+name, not the items), when more than :data:`REFUSED_SHARE` of the items it asked (and more than
+:data:`REFUSED_IN_A_ROW`) were refused, counted from its start or ``--resume`` (a server that
+refuses every other item would otherwise have it ask the whole bank, and the test it gives
+leaves out a large, unchosen part of it), or on a bank folder's benchmark predictor, whose prediction needs the score
 of every item it draws. 401 / 403 / 404 and the other 4xx still stop the run at once.
 """
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from .subjects import Answer, SubjectError
 
-__all__ = ["REFUSED_STATUS", "REFUSED_IN_A_ROW", "REFUSED_PREFIX", "refusal", "refused_answer",
+__all__ = ["REFUSED_STATUS", "REFUSED_IN_A_ROW", "REFUSED_SHARE",
+           "REFUSED_PREFIX", "RefusalCount", "refusal", "refused_answer",
            "is_refused", "ask_each", "check_refusals", "refused_summary", "refused_line"]
 
 #: HTTP statuses that refuse one item's request (left out), not the run
@@ -25,6 +30,10 @@ REFUSED_STATUS = frozenset({400, 413, 422})
 
 #: a run stops (saved, resumable) once this many items in a row were refused
 REFUSED_IN_A_ROW = 5
+
+#: a run stops (saved, resumable) once more than this share of the items it asked were refused
+#: (and more than :data:`REFUSED_IN_A_ROW`)
+REFUSED_SHARE = 0.2
 
 #: how a refused item's stored answer starts
 REFUSED_PREFIX = "refused: "
@@ -80,10 +89,20 @@ def ask_each(ask, todo: list) -> list:
     return out
 
 
-def check_refusals(session, items: list, answers: list, in_a_row: int) -> int:
-    """The items refused in a row after this round; one line (:class:`SubjectError`: the run
-    is saved and resumable, this round asked again) when a session cannot leave an item out
-    (a benchmark predictor) or :data:`REFUSED_IN_A_ROW` were refused in a row."""
+@dataclass
+class RefusalCount:
+    """The items a run refused in a row, refused in all and asked in all, since its start or
+    ``--resume`` (:func:`check_refusals`)."""
+    in_a_row: int = 0
+    refused: int = 0
+    asked: int = 0
+
+
+def check_refusals(session, items: list, answers: list, count: RefusalCount) -> RefusalCount:
+    """``count`` after this round; one line (:class:`SubjectError`: the run is saved and
+    resumable, this round asked again) when a session cannot leave an item out (a benchmark
+    predictor), :data:`REFUSED_IN_A_ROW` were refused in a row, or more than
+    :data:`REFUSED_SHARE` of the items asked (and more than :data:`REFUSED_IN_A_ROW`)."""
     refused = [(i, a.text[len(REFUSED_PREFIX):]) for i, a in zip(items, answers)
                if is_refused(a)]
     if refused and not hasattr(session, "skip"):
@@ -92,13 +111,20 @@ def check_refusals(session, items: list, answers: list, in_a_row: int) -> int:
                            "predictor needs the score of every item it draws, so this run "
                            "cannot finish without it (--design adaptive leaves a refused item "
                            "out)")
+    in_a_row = count.in_a_row
     for a in answers:
         in_a_row = in_a_row + 1 if is_refused(a) else 0
     if in_a_row >= REFUSED_IN_A_ROW:
         raise SubjectError(f"the server refused the last {in_a_row} items asked; last: "
                            f"{refused[-1][1]}. Every request is refused, not one item's: check "
                            "the model name and request settings")
-    return in_a_row
+    count = RefusalCount(in_a_row, count.refused + len(refused), count.asked + len(answers))
+    if count.refused > max(REFUSED_IN_A_ROW, REFUSED_SHARE * count.asked):
+        raise SubjectError(f"the server refused {count.refused} of the {count.asked} items "
+                           f"asked (more than {REFUSED_SHARE:.0%}); last: {refused[-1][1]}. A "
+                           "test that leaves out so many items is not the one asked for: check "
+                           "the model's context length and the request settings")
+    return count
 
 
 def refused_summary(steps) -> tuple[int, str | None]:

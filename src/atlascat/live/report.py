@@ -591,7 +591,9 @@ def _skipped_rows(steps) -> list:
     n_refused, first = refused_summary(steps)
     k = int((steps["status"] == "skipped").sum()) - n_refused
     refused = refused_line(n_refused, first)
-    return ([("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left out "
+    skipped = int((steps["status"] == "skipped").sum())
+    asked = skipped + int((steps["status"] == "answered").sum())   # as RunResult.n_asked
+    return ([("items asked", f"{asked} (scored and not)")] if skipped else []) + ([("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left out "
               "unscored")] if k else []) + ([("refused", refused)] if refused else [])
 
 

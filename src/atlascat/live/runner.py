@@ -48,7 +48,7 @@ from ..content.defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
 from ..content.items import build_prompt, item_record
 from .asking import (UNREADABLE_AFTER, as_score, ask_items, ask_loglikelihood, item_score,
                      outputs_from_text, readable, requests_hash, requests_render)
-from .refusals import ask_each, check_refusals, is_refused, refused_summary
+from .refusals import RefusalCount, ask_each, check_refusals, is_refused, refused_summary
 from .scorers import score_answer
 from .store import RunStore
 from .subjects import (Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood,
@@ -161,8 +161,12 @@ class RunResult:
     #: first one's message (:mod:`atlascat.live.refusals`)
     n_refused: int = 0
     refused: str | None = None
+    #: the items asked: scored (``n_items``) and not (``n_skipped``, the refused among them)
+    n_asked: int | None = None
 
     def __post_init__(self):
+        if self.n_asked is None:
+            self.n_asked = self.n_items + self.n_skipped
         if self.observed_score is None and self.n_items:
             self.observed_score = self.score_sum / self.n_items
 
@@ -188,7 +192,9 @@ class RunResult:
         from .scale import on_metric_scale, stored_scale
         from .store import RunStore
 
-        store = store if isinstance(store, RunStore) else RunStore(store)
+        if not isinstance(store, RunStore):   # a path: its store, closed once read
+            with RunStore(store) as opened:
+                return cls.from_store(opened, run_id, unit=unit)
         info = store.get_run(run_id)
         res = cls._stored(store, run_id, info)
         scale = None if unit else stored_scale(info["bank_ref"])
@@ -518,7 +524,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     settings = PromptSettings(**info["prompt"])
     unread, n_read = [], 0
     budget, stop_reason = info.get("token_budget"), None
-    next_step, in_a_row, refused_in_a_row = store.closed_steps(run_id), 0, 0
+    next_step, in_a_row, refusals = store.closed_steps(run_id), 0, RefusalCount()
     spent = int(info["prompt_tokens"] or 0) + int(info["completion_tokens"] or 0)
     try:
         opened = store.open_steps(run_id)
@@ -614,7 +620,7 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
                                    f"token budget ({budget}) cannot be kept. Start it again "
                                    "without one, bounded by its number of items")
             spent += round_tokens
-            refused_in_a_row = check_refusals(session, items, answers, refused_in_a_row)
+            refusals = check_refusals(session, items, answers, refusals)
             in_a_row = _count_skips(session, items, scores, in_a_row)
             credits = _check_scores(session, items, scores,
                                     fixable=getattr(subject, "protocol", "") == "item command")

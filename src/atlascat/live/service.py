@@ -299,7 +299,8 @@ def run_folder(folder, db=None) -> tuple[Path, str]:
     folder = Path(folder)
     results, store = folder / "results.json", folder / "runs.sqlite"
     if not results.exists() and store.is_file():   # a run that has not finished (killed,
-        ids = RunStore(store).list_runs()["run_id"].astype(str).tolist()   # stopped, failed)
+        with RunStore(store) as runs:                    # stopped, failed)
+            ids = runs.list_runs()["run_id"].astype(str).tolist()
         if len(ids) == 1:
             return store, ids[0]
     if not results.exists():
@@ -718,10 +719,19 @@ class LiveRun:
         return out
 
     def close(self) -> None:
-        """Close the subjects (HTTP clients, processes)."""
+        """Close the subjects (HTTP clients, processes) and the run store's connections (every
+        thread's; reading a result later opens one again: close once more when done). ``with
+        LiveRun.start(...) as live:`` closes them at its end."""
         for job in self.jobs:
             if hasattr(job.subject, "close"):
                 job.subject.close()
+        self.store.close()
+
+    def __enter__(self) -> "LiveRun":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,

@@ -56,6 +56,7 @@ import pandas as pd
 
 from ..errors import LiveRunError, RunBusyError
 from .runlocks import has_lock_support, pid_alive
+from .storeconn import Connections, PerThreadConnections
 from .storehome import (atlas_home, connect_read_only, default_store_path, known_stores,
                         register_store)
 
@@ -193,7 +194,7 @@ def _default(obj):
     raise TypeError(f"cannot store {type(obj).__name__} as JSON")
 
 
-class RunStore:
+class RunStore(PerThreadConnections):
     """The SQLite file behind live runs (thread-safe: one connection per thread).
 
     Parameters
@@ -235,7 +236,7 @@ class RunStore:
             check_output_file(self.path, option="--db", what="run database")
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
+        self._cons = Connections(self._open_connection)
         _check_foreign(self.path)
         try:
             if not self.read_only:
@@ -245,11 +246,13 @@ class RunStore:
             row = self._con().execute("SELECT value FROM meta WHERE key='schema_version'"
                                       ).fetchone()
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise LiveRunError(f"{str(self.path)!r} is not a usable run database: {exc}") from exc
         if row is not None and int(row[0]) in (1, 2, 3) and not self.read_only:
             self._migrate(int(row[0]))
             row = (str(SCHEMA_VERSION),)
         if row is None or int(row[0]) != SCHEMA_VERSION:
+            self.close()
             raise LiveRunError(f"run database {str(self.path)!r} has schema version {row and row[0]}; "
                                f"this ATLAS reads version {SCHEMA_VERSION}")
 
@@ -307,24 +310,22 @@ class RunStore:
         return text
 
     # ------------------------------------------------------------------ connections
-    def _con(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
-        if con is None and self.read_only:
+    def _open_connection(self) -> sqlite3.Connection:
+        if self.read_only:
             try:
-                con = self._local.con = connect_read_only(self.path)
+                con = connect_read_only(self.path)
             except sqlite3.DatabaseError as exc:
                 raise LiveRunError(f"cannot read run database {str(self.path)!r}: {exc}") from exc
-            con.row_factory = sqlite3.Row
-        if con is None:
+        else:
             try:
-                con = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+                con = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None,
+                                      check_same_thread=False)
                 con.execute("PRAGMA journal_mode=WAL")
                 con.execute(f"PRAGMA synchronous={self.synchronous}")
                 con.execute("PRAGMA foreign_keys=ON")
             except sqlite3.DatabaseError as exc:
                 raise LiveRunError(f"cannot open run database {str(self.path)!r}: {exc}") from exc
-            con.row_factory = sqlite3.Row
-            self._local.con = con
+        con.row_factory = sqlite3.Row
         return con
 
     @contextmanager
@@ -350,12 +351,6 @@ class RunStore:
             raise LiveRunError(f"the run store {str(self.path)!r} cannot be written ({exc}): "
                                "free disk space or close the program that holds it, then resume"
                                ) from None
-
-    def close(self) -> None:
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
 
     # ------------------------------------------------------------------ runs
     def create_run(self, *, model: str, subject: dict, cache_key: str, bank_ref: str | None,
@@ -592,10 +587,10 @@ class RunStore:
         for r in rows:
             r["state"] = self._state(r)
             r["pending"], r["n_skipped"] = counts.get(r["run_id"], (0, 0))
+            r["n_asked"] = r["n_items"] + r["n_skipped"]   # as RunResult.n_asked
             _with_estimates(r)
         cols = ["run_id", "kind", "state", "model", "protocol", "bank_ref", "n_items", "n_skipped",
-                "score_sum",
-                "theta", "se", "observed_score", "model_based_score",
+                "n_asked", "score_sum", "theta", "se", "observed_score", "model_based_score",
                 "stop_reason", "pending", "batch_size", "prompt_tokens",
                 "completion_tokens", "latency_s", "created_at", "updated_at", "error"]
         return pd.DataFrame(rows, columns=cols)
@@ -755,8 +750,10 @@ def find_run_store(run_id: str, stores=None) -> Path:
     paths = known_stores() if stores is None else [Path(p) for p in stores]
     for path in paths:
         try:
-            if Path(path).is_file() and RunStore(path, read_only="auto").has_run(run_id):
-                return Path(path)
+            if Path(path).is_file():
+                with RunStore(path, read_only="auto") as store:
+                    if store.has_run(run_id):
+                        return Path(path)
         except LiveRunError:   # a remembered store that is no longer one
             continue
     if not paths:

@@ -69,7 +69,8 @@ def connect_read_only(path):
 
     uri = Path(path).resolve().as_uri()
     for mode in ("mode=ro", "immutable=1"):
-        con = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=60.0, isolation_level=None)
+        con = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=60.0, isolation_level=None,
+                              check_same_thread=False)   # closed by RunStore.close
         try:
             con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             return con
