@@ -17,7 +17,7 @@ t0 <- Sys.time()
 fit <- multipleGroup(x, 1, group = factor(group, levels = c("weak", "strong")), itemtype = "2PL",
                      invariance = c(anchors, "free_means", "free_var"), verbose = FALSE,
                      technical = list(NCYCLES = 2000))
-gp <- coef(fit, simplify = TRUE)$strong$GroupPars
+gp <- coef(fit, simplify = TRUE)$strong
 cat(sprintf("mirt multipleGroup 2PL, ARC hard split, %d anchors, %d x %d: strong group mean (B) %.3f, SD (A) %.3f, converged %s (%.0f s)\n",
-            length(anchors), nrow(x), ncol(x), gp[1, 1], sqrt(gp[2, 1]),
+            length(anchors), nrow(x), ncol(x), gp$means[1], sqrt(gp$cov[1, 1]),
             extract.mirt(fit, "converged"), as.numeric(difftime(Sys.time(), t0, units = "secs"))))

@@ -67,8 +67,8 @@ def _link(ref, new, method):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         lk = link_banks(ref, new, method)
-    warned = any("moment methods" in str(w.message) for w in caught)
-    return lk, warned, len(lk.drifted)
+    text = " ".join(str(w.message) for w in caught)
+    return lk, ("moment methods" in text) + 2 * ("disagree:" in text), len(lk.drifted)
 
 
 def symmetric(ref, new, kind):
@@ -82,7 +82,9 @@ def symmetric(ref, new, kind):
     x = np.linspace(-4, 4, 61)
     w = np.exp(-0.5 * x**2)
     w /= w.sum()
-    start = link_banks(ref, new, kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = link_banks(ref, new, kind)
 
     def crit(v):
         A, B = np.exp(v[0]), v[1]
@@ -131,7 +133,7 @@ def sim_cell(model, mu, sigma, k, n, rng):
     w = np.exp(-0.5 * ((nodes - mu) / sigma) ** 2)
     w /= w.sum()
 
-    def row(method, A, B, bank_on_ref, th_linked, warned=False, drift=0):
+    def row(method, A, B, bank_on_ref, th_linked, warned=0, drift=0):
         bk = bank_on_ref.subset(new_items)
         return {"method": method, "A": A, "B": B, "err_A": A - sigma, "err_B": B - mu,
                 "rmse_b": float(np.sqrt(np.mean((bk.b - b[sel]) ** 2))),
@@ -182,8 +184,9 @@ def _ms(x_ref, x_new):
     return float(A), float(x_ref.mean() - A * x_new.mean())
 
 
-def real_split(df, conc, bench, model, k, split, rng, export=None):
-    """Rows per method for one split of a real matrix (weak = reference, strong = new)."""
+def real_split(df, conc, bench, model, k, split, rng, export=None, keep=None):
+    """Rows per method for one split of a real matrix (weak = reference, strong = new);
+    ``keep``: a dict that receives the two banks (tests/data/walk_link/make_groups_arc.py)."""
     z = (conc.theta - conc.theta.mean()) / conc.theta.std()
     strong = z > np.median(z) if split == "hard" else rng.random(len(z)) < expit(1.5 * z)
     items = list(df.columns)
@@ -195,6 +198,8 @@ def real_split(df, conc, bench, model, k, split, rng, export=None):
     w_res, s_res = _fit(weak_df, model), _fit(strong_df, model)
     assert len(w_res.theta) == len(weak_df) and len(s_res.theta) == len(strong_df)
     anchors = [i for i in anchors if i in w_res.bank and i in s_res.bank]   # constant: dropped
+    if keep is not None:
+        keep.update(weak=w_res.bank, strong=s_res.bank, anchors=anchors)
     # the concurrent scale on the weak scale through the weak models (common persons)
     Am, Bm = _ms(w_res.theta, conc.theta[~strong])
     ref_theta = Am * conc.theta[strong] + Bm
@@ -208,7 +213,7 @@ def real_split(df, conc, bench, model, k, split, rng, export=None):
             "overlap": float(np.mean(ref_theta < np.quantile(Am * conc.theta[~strong] + Bm, 0.95))),
             "near0_anchors": near0, "corr": float(np.corrcoef(s_res.theta, ref_theta)[0, 1])}
 
-    def row(method, A, B, th, bank, warned=False, drift=0):
+    def row(method, A, B, th, bank, warned=0, drift=0):
         anc = bank.subset(anchors)
         gap = anc.probability(x) - ref_bank.probability(x)
         return {**base, "method": method, "A": A, "B": B, "ref_A": A0, "ref_B": B0,
@@ -267,7 +272,9 @@ def _summarise_sim(sim):
         bias_A=("err_A", "mean"), bias_B=("err_B", "mean"), rmse_b=("rmse_b", "median"),
         icc=("icc", "mean"), theta_gap=("theta_gap", "mean"),
         theta_sd=("theta_sd_ratio", "mean"), theta_rmse=("theta_rmse", "mean"),
-        warned=("warned", "mean"), drift=("drift", "mean")).round(3)
+        warned_moments=("warned", lambda v: float(np.mean(v % 2 == 1))),
+        warned_disagree=("warned", lambda v: float(np.mean(v >= 2))),
+        drift=("drift", "mean")).round(3)
     for f in ("mu", "sigma", "K", "N"):
         out[f] = sim.pivot_table(index=keys, columns=f, values="err_B",
                                  aggfunc=agg["err_B"]).round(3)
