@@ -25,8 +25,8 @@ gap, SD ratio; the correlation is the same for every method), and the anchors' l
 parameters with the concurrent ones. "ref A,B" are the common-person constants from the strong
 models' own EAPs to the concurrent ones (the best a linear link can do); "stacked" is the
 concurrent calibration of the two groups' own items only (what a user holding both groups'
-raw answers can run with `atlas calibrate`). ``--export DIR`` writes the ARC hard-split, K=20
-stacked matrix for benchmarks/linking_groups_mirt.R (mirt multipleGroup, second reference).
+raw answers can run with `atlas calibrate`). ``--export DIR`` writes the ARC K=20 stacked
+matrices (per model and split) for benchmarks/linking_groups_mirt.R (mirt multipleGroup).
 
     OPENBLAS_NUM_THREADS=1 nice python benchmarks/study_linking_groups.py [--reps 2] [--seed 0]
         [--part sim|real|all] [--export DIR]
@@ -236,9 +236,9 @@ def real_split(df, conc, bench, model, k, split, rng, export=None, keep=None):
     if export is not None:
         export.mkdir(parents=True, exist_ok=True)
         stacked.assign(group=np.r_[np.zeros(len(weak_df), int), np.ones(len(strong_df), int)]) \
-            .to_csv(export / f"{bench}_{split}_K{k}.csv", index_label="model")
-        pd.Series(anchors, name="item_id").to_csv(export / f"{bench}_{split}_K{k}_anchors.csv",
-                                                 index=False)
+            .to_csv(export / f"{bench}_{model}_{split}_K{k}.csv", index_label="model")
+        pd.Series(anchors, name="item_id").to_csv(
+            export / f"{bench}_{model}_{split}_K{k}_anchors.csv", index=False)
     st = _fit(stacked, model)
     nw = len(weak_df)
     As, Bs = _ms(w_res.theta, st.theta[:nw])
@@ -258,7 +258,7 @@ def run_real(seed, export=None):
             for split in ("hard", "soft"):
                 for k in ((10, 20, 40) if model == "3pl" else (20,)):
                     rng = np.random.default_rng([seed, k, split == "hard"])
-                    exp = export if (bench == "arc" and k == 20 and model == "2pl") else None
+                    exp = export if (bench == "arc" and k == 20) else None
                     rows += real_split(df, conc, bench, model, k, split, rng, exp)
     return pd.DataFrame(rows)
 
