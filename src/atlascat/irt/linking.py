@@ -35,6 +35,15 @@ anchor whose slope changes sign between the banks. Anchors whose item text (a ``
 column in both banks) differs are not the same items: refused, or with ids given, warned.
 ``drop_drift`` links again without the flagged anchors (one pass).
 
+**Non-equivalent groups** (a bank calibrated on weak models, the other on strong ones;
+benchmarks/results/linking_groups.md): with anchors that pin the link down, Stocking-Lord and
+Haebara recover the constants (simulated group shifts to 2.5 SD: B within 0.13-0.16 RMSE) and
+agree with each other (|dA| + |dB| <= 0.52 in 192 simulated links). Where the groups do not
+overlap and the anchors are few or extreme for one group, each criterion fits a different
+extrapolation and they part (real ARC, weak vs strong half, 10 anchors: A = 1.57, B = 5.13 vs
+2.00, 8.00; the concurrent calibration's 0.83, 2.75): |dA| + |dB| > ``CC_DISAGREE`` (the largest
+gap between the two links' thetas for theta_new in [-1, 1]) is warned.
+
 References
 ----------
 Kolen, M. J. and Brennan, R. L. (2014). Test Equating, Scaling, and Linking, 3rd ed., ch. 6.
@@ -64,6 +73,8 @@ __all__ = ["LINK_METHODS", "Linking", "transform_bank", "mean_sigma", "mean_mean
 
 LINK_METHODS = ("stocking-lord", "haebara", "mean-sigma", "mean-mean")
 MIN_DRIFT_ANCHORS = 4
+#: Stocking-Lord and Haebara constants further apart than this (|dA| + |dB|) are warned
+CC_DISAGREE = 0.5
 
 
 @dataclass(frozen=True)
@@ -231,6 +242,7 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
     flagged = list(drift.index[drift["flagged"].to_numpy()])
     if not (drop_drift and flagged):
         _check_moments(ref, new, anchors, method, A, B, quadpts, theta_range)
+        _check_agreement(ref, new, anchors, method, A, B, quadpts, theta_range)
         return Linking(A, B, method, tuple(anchors), crit, drift)
     kept = [i for i in anchors if i not in set(flagged)]
     if len(kept) < 2:
@@ -242,6 +254,7 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
                          drift_min=drift_min, quadpts=quadpts)
     drift["flagged"] = drift.index.isin(flagged)   # the flags that chose the anchors
     _check_moments(ref, new, kept, method, A, B, quadpts, theta_range)
+    _check_agreement(ref, new, kept, method, A, B, quadpts, theta_range)
     return Linking(A, B, method, tuple(kept), crit, drift, tuple(flagged))
 
 
@@ -284,6 +297,31 @@ def _check_moments(ref, new, anchors, method: str, A: float, B: float, quadpts: 
                   f"{gap:.3g} items apart on the reference scale (RMS), Stocking-Lord's "
                   f"{best:.3g}: moment methods follow the anchors' b, which poorly estimated "
                   "anchors (near-zero a, extreme b) pull; use --method stocking-lord")
+
+
+def _check_agreement(ref, new, anchors, method: str, A: float, B: float, quadpts: int,
+                     theta_range) -> None:
+    """Stocking-Lord's and Haebara's constants fit the same anchors by two criteria; where the
+    anchors pin the link down they agree (module docstring). Warned when the two links put a
+    new theta in [-1, 1] more than ``CC_DISAGREE`` apart on the reference scale."""
+    if method not in ("stocking-lord", "haebara"):
+        return
+    from ..errors import warn_user
+
+    other = "haebara" if method == "stocking-lord" else "stocking-lord"
+    try:
+        A2, B2, _ = _constants(ref, new, anchors, other, quadpts, theta_range)
+    except ConfigError:   # the other criterion runs away: nothing to compare with
+        return
+    gap = abs(A - A2) + abs(B - B2)
+    if gap > CC_DISAGREE:
+        warn_user(f"{method} (A = {A:.3g}, B = {B:.3g}) and {other} (A = {A2:.3g}, "
+                  f"B = {B2:.3g}) disagree: they place the new bank's thetas in [-1, 1] up to "
+                  f"{gap:.2g} apart on the reference scale, so the {len(anchors)} anchors do not "
+                  "pin the link down (groups that barely overlap in ability, e.g. banks "
+                  "calibrated on weak and on strong models, with few anchors or anchors "
+                  "extreme for one group); add anchors both groups answer neither always nor "
+                  "never right, and check the link on models both banks can score")
 
 
 def _check_same_items(ref, new, anchors, given: bool) -> None:
