@@ -92,6 +92,8 @@ QUADPTS = 61
 #: anchor drift in linking: |robust z| above DRIFT_Z and a gap DRIFT_MIN from the median
 DRIFT_Z = 3.0
 DRIFT_MIN = 0.3
+#: family-wise rate of drift flags among sound anchors (the threshold grows with their number)
+DRIFT_ALPHA = 0.05
 THETA_RANGE = (-6.0, 6.0)
 #: the prior SD of the EAP behind an ordinal bank's predicted mean rating (N(0, 3^2)): the
 #: target model is not drawn from the calibration population N(0, 1), and under that prior a

@@ -62,7 +62,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from .defaults import DRIFT_MIN, DRIFT_Z, QUADPTS, THETA_RANGE
+from .defaults import DRIFT_ALPHA, DRIFT_MIN, DRIFT_Z, QUADPTS, THETA_RANGE
 from ..errors import ConfigError
 from .bank import ItemBank
 from .linkmoments import linked_metadata, mean_mean, mean_sigma
@@ -427,17 +427,53 @@ def anchor_drift(ref, new, A: float, B: float, *, drift_z: float = DRIFT_Z,
     linked = Linking(A, B, "").transform(new)
     loc = (lambda bank: poly_locations(bank)) if _ordinal(ref) else (lambda bank: bank.b)
     d = loc(linked) - loc(ref)
-    q75, med, q25 = np.percentile(d, [75, 50, 25])
-    scale = 0.74 * (q75 - q25)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(d == med, 0.0, (d - med) / scale)   # IQR 0: any other gap is infinite
+    med = np.median(d)
+    z = _robust_z(d, d)
     flips = np.sign(ref.a) != np.sign(new.a)   # the same item cannot turn around on a scale
-    flagged = flips | ((np.abs(z) > drift_z) & (np.abs(d - med) > drift_min)
-                       & (len(d) >= MIN_DRIFT_ANCHORS))
+    same = ~flips if (~flips).sum() >= 2 else np.ones_like(flips)   # flipped: not a yardstick
+    quad = normal_quadrature(quadpts, THETA_RANGE)
+    gap = quad.weights @ (_curve01(linked, quad.nodes) - _curve01(ref, quad.nodes))
+    se = _linked_b_se(ref, linked)
+    test = (_robust_z(gap, gap[same]) if se is None
+            else np.where(se > 0, (d - np.median(d[same])) / se, 0.0))
+    flagged = flips | ((np.abs(test) > drift_threshold(len(d), drift_z))
+                       & (np.abs(d - med) > drift_min) & (len(d) >= MIN_DRIFT_ANCHORS))
     return pd.DataFrame({"b_ref": loc(ref), "b_linked": loc(linked), "d": d, "robust_z": z,
+                         "icc_gap": gap, "drift_z": test,
                          "icc_rmsd": icc_rmsd(ref, linked, quadpts=quadpts).to_numpy(),
                          "slope_flips": flips, "flagged": flagged},
                         index=pd.Index(list(ref.item_ids), name="item_id"))
+
+
+def drift_threshold(k: int, drift_z: float = DRIFT_Z) -> float:
+    """The |z| an anchor's drift statistic must pass among ``k`` anchors: ``drift_z`` or the
+    two-sided Bonferroni quantile of the normal at ``DRIFT_ALPHA`` over the k anchors, whichever
+    is larger (a family-wise rate: with 40 sound anchors, |z| > 3 fires by chance alone)."""
+    from scipy.stats import norm
+
+    return float(max(drift_z, norm.isf(DRIFT_ALPHA / (2 * max(k, 1)))))
+
+
+def _robust_z(x, among) -> np.ndarray:
+    """(x - median) / (0.74 IQR), median and IQR of ``among``: Huynh and Meyer's robust z; an
+    IQR of 0 makes any value off the median infinite."""
+    q75, med, q25 = np.percentile(among, [75, 50, 25])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == med, 0.0, (x - med) / (0.74 * (q75 - q25)))
+
+
+def _linked_b_se(ref, linked):
+    """sqrt(se_linked^2 + se_ref^2) of each anchor's b gap when both binary banks carry a finite
+    ``b_se`` column (the linked bank's is already A se_new: :func:`.linkmoments.linked_metadata`;
+    A's own error is shared by every anchor and left out), else None."""
+    ses = []
+    for bank in (ref, linked):
+        meta = getattr(bank, "metadata", None)
+        if _ordinal(bank) or meta is None or "b_se" not in meta.columns:
+            return None
+        ses.append(pd.to_numeric(meta["b_se"], errors="coerce").to_numpy(float))
+    se = np.sqrt(ses[0] ** 2 + ses[1] ** 2)
+    return se if np.all(np.isfinite(se)) else None
 
 
 def icc_rmsd(bank1: ItemBank, bank2: ItemBank, *, quadpts: int = QUADPTS,
