@@ -53,19 +53,24 @@ def cell(mu, k, n, drift, rng):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         lk = link_banks(ref, new)
-    t = lk.drift
+    t = lk.drift.reindex(anchors)   # an anchor the calibration dropped: not flagged
     before = ((t["robust_z"].abs() > 3) & ((t["d"] - t["d"].median()).abs() > 0.3)).to_numpy()
-    after = t["flagged"].to_numpy()
+    after = t["flagged"].fillna(False).to_numpy(bool)
     bad = np.isin(np.arange(k), moved)
     return {"mu": mu, "K": k, "N": n, "drift": drift, "n_drifted": len(moved),
             "false_before": bool((before & ~bad).any()), "false_after": bool((after & ~bad).any()),
-            "hit_before": int((before & bad).sum()), "hit_after": int((after & bad).sum())}
+            "hit_before": int((before & bad).sum()), "hit_after": int((after & bad).sum()),
+            "max_z_sound": float(t["drift_z"].abs()[~bad].max()),
+            "min_z_drifted": float(t["drift_z"].abs()[bad].min()) if bad.any() else np.nan,
+            "min_gap_drifted": float((t["d"] - t["d"].median()).abs()[bad].min())
+            if bad.any() else np.nan}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--detail", action="store_true", help="quantiles of the z statistics")
     o = ap.parse_args()
     rng = np.random.default_rng(o.seed)
     t0 = time.time()
@@ -79,8 +84,11 @@ def main():
                         "detect_before": g["hit_before"].sum() / g["n_drifted"].sum(),
                         "detect_after": g["hit_after"].sum() / g["n_drifted"].sum()})
     print(out.round(2).to_string())
-    print(df.groupby(["drift", "K", "N"])[["false_before", "false_after"]].mean().round(2)
+    print(df.groupby(["drift", "K", "N", "mu"])[["false_before", "false_after"]].mean().round(2)
           .to_string())
+    if o.detail:
+        print(df.groupby(["drift", "K"])[["max_z_sound", "min_z_drifted", "min_gap_drifted"]]
+              .quantile([0.5, 0.8, 0.9, 0.95]).round(2).to_string())
     print(f"{time.time() - t0:.0f} s")
 
 

@@ -90,7 +90,7 @@ AUTO = "auto"
 #: default: mirt's for one factor, 61 equally spaced nodes on [-6, 6]
 QUADPTS = 61
 #: anchor drift in linking: |robust z| above DRIFT_Z and a gap DRIFT_MIN from the median
-DRIFT_Z = 3.0
+DRIFT_Z = 4.0
 DRIFT_MIN = 0.3
 #: family-wise rate of drift flags among sound anchors (the threshold grows with their number)
 DRIFT_ALPHA = 0.05
