@@ -89,7 +89,8 @@ AUTO = "auto"
 #: the quadrature grid every marginal likelihood, EAP and fit statistic integrates on by
 #: default: mirt's for one factor, 61 equally spaced nodes on [-6, 6]
 QUADPTS = 61
-#: anchor drift in linking: |robust z| above DRIFT_Z and a gap DRIFT_MIN from the median
+#: anchor drift in linking: |z| of the anchor's curve gap (or b gap over its SE) above DRIFT_Z
+#: (up to 20 anchors; more beyond, linking.drift_threshold) and a b gap DRIFT_MIN from the median
 DRIFT_Z = 4.0
 DRIFT_MIN = 0.3
 #: family-wise rate of drift flags among sound anchors (the threshold grows with their number)

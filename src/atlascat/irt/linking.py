@@ -25,15 +25,24 @@ The constants (A, B) come from either
 (sqrt of the N(0, 1)-weighted mean squared difference of P over theta), per item.
 
 **Anchor drift** (:func:`anchor_drift`): an anchor whose difficulty moved between the two
-calibrations (item exposure, a changed prompt, a poorly estimated b) pulls every constant. After
-linking, each anchor's gap d_j = b*_new_j - b_ref_j is compared with the others' by the robust z
-of Huynh and Meyer (2010), z_j = (d_j - median d) / (0.74 IQR d); an anchor with |z| above
-``drift_z`` (3; their 1.645 flags one sound anchor in ten by chance) whose gap also strays more
-than ``drift_min`` (0.3 on theta's scale) from the median is flagged, with 4 anchors or more
-(precise anchors have a tiny IQR, and a 0.1 gap is then a large z but no drift); so is an
-anchor whose slope changes sign between the banks. Anchors whose item text (a ``question``
-column in both banks) differs are not the same items: refused, or with ids given, warned.
-``drop_drift`` links again without the flagged anchors (one pass).
+calibrations (item exposure, a changed prompt) pulls every constant. After linking, each
+anchor's gap is measured on its characteristic curves, g_j = sum_q w_q (P*_new_j(x_q) -
+P_ref_j(x_q)) over N(0, 1) on the reference scale, and compared with the others' by the robust
+z of Huynh and Meyer (2010), z_j = (g_j - median g) / (0.74 IQR g). The b gap d_j = b*_new_j -
+b_ref_j is not the yardstick: sound anchors' b differ by their estimation error, large where a
+is small or b extreme (real ARC: b of -94 and 45 whose curves agree), and the robust z of d
+flagged a sound anchor in 40% of drift-free simulated links with 10 anchors and 85% with 40
+(benchmarks/study_drift_alarm.py); the curves' gap shrinks with a and away from the groups.
+Where both banks carry a ``b_se`` column, z_j = (d_j - median d) / sqrt(se*_new_j^2 +
+se_ref_j^2) instead (se*_new = A se_new). An anchor is flagged when |z_j| passes
+:func:`drift_threshold` (``drift_z``, 4, up to 20 anchors, then growing with the Bonferroni
+quantile of the normal: a family-wise rate, not a per-anchor one) and d_j strays more than
+``drift_min`` (0.3 on theta's scale) from the median, with 4 anchors or more; so is an anchor
+whose slope changes sign between the banks (left out of the median and IQR). Simulated, no
+drift: 11% of links with 10 anchors and 1% with 40 flag a sound anchor; anchors moved by 0.5-1.5
+in b: 57% and 51% caught (70% and 64% by the old rule, which raised 4 false alarms for each).
+Anchors whose item text (a ``question`` column in both banks) differs are not the same items:
+refused, or with ids given, warned. ``drop_drift`` links again without the flagged anchors (one pass).
 
 **Non-equivalent groups** (a bank calibrated on weak models, the other on strong ones;
 benchmarks/results/linking_groups.md): with anchors that pin the link down, Stocking-Lord and
@@ -69,7 +78,8 @@ from .linkmoments import linked_metadata, mean_mean, mean_sigma
 from .quadrature import normal_quadrature
 
 __all__ = ["LINK_METHODS", "Linking", "transform_bank", "mean_sigma", "mean_mean", "haebara",
-           "stocking_lord", "link_banks", "icc_rmsd", "anchor_drift", "tcc_rmsd"]
+           "stocking_lord", "link_banks", "icc_rmsd", "anchor_drift", "drift_threshold",
+           "tcc_rmsd"]
 
 LINK_METHODS = ("stocking-lord", "haebara", "mean-sigma", "mean-mean")
 MIN_DRIFT_ANCHORS = 4
@@ -215,8 +225,9 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
 
     ``anchors``: the item ids to use (default: every id present in both banks; at least 2; a
     repeated id counts once). The result's ``drift`` flags anchors whose difficulty moved
-    (|robust z| > ``drift_z`` and a gap ``drift_min`` from the median); ``drop_drift`` links
-    again without them.
+    (:func:`anchor_drift`: the curves' gap, or b's over its SE, |z| above
+    :func:`drift_threshold` and b ``drift_min`` from the median); ``drop_drift`` links again
+    without them.
     """
     from .bank import check_bank
     from .polybank import PolyBank
@@ -407,10 +418,12 @@ def anchor_drift(ref, new, A: float, B: float, *, drift_z: float = DRIFT_Z,
 
     ``ref`` and ``new`` hold the same anchors in the same order; columns ``b_ref``,
     ``b_linked`` (A b_new + B; an ordinal item's mean threshold), ``d`` (their gap),
-    ``robust_z``, ``icc_rmsd`` (reference vs linked curve, N(0, 1)-weighted),
+    ``robust_z`` (of d, for reference), ``icc_gap`` (mean linked minus reference P, or expected
+    level as a share of its range, N(0, 1)-weighted), ``drift_z`` (the robust z of icc_gap, or
+    with ``b_se`` in both binary banks d over its SE), ``icc_rmsd`` (reference vs linked curve),
     ``slope_flips`` (a > 0 in one bank, a <= 0 in the other: not the same item) and
-    ``flagged`` (a flip, or |robust_z| > ``drift_z`` and |d - median d| > ``drift_min`` with
-    ``MIN_DRIFT_ANCHORS`` anchors or more).
+    ``flagged`` (a flip, or |drift_z| > :func:`drift_threshold` and |d - median d| >
+    ``drift_min`` with ``MIN_DRIFT_ANCHORS`` anchors or more).
     """
     from ..validation import check_finite
 
