@@ -10,7 +10,7 @@ Per condition: the share of links flagging at least one sound anchor (false alar
 and the share of drifted anchors flagged (detection).
 
     OPENBLAS_NUM_THREADS=1 nice python benchmarks/study_drift_alarm.py [--reps 3] [--seed 0]
-        [--detail] [--real]
+        [--detail] [--real] [--se]
 """
 from __future__ import annotations
 
@@ -27,10 +27,14 @@ from atlascat.irt.linking import link_banks
 N_UNIQUE = 15
 
 
+SE = False   # --se: banks with b_se (calibrate(se=True)), the SE-based z
+
+
 def _fit(df):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return calibrate(df, "2pl", random_state=0).bank
+        res = calibrate(df, "2pl", random_state=0, se=SE)
+        return res.bank_with_standard_errors() if SE else res.bank
 
 
 def cell(mu, k, n, drift, rng):
@@ -107,7 +111,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--detail", action="store_true", help="quantiles of the z statistics")
     ap.add_argument("--real", action="store_true", help="also the real ARC / GSM8K links")
+    ap.add_argument("--se", action="store_true", help="banks with b_se: the SE-based z")
     o = ap.parse_args()
+    global SE
+    SE = o.se
     rng = np.random.default_rng(o.seed)
     t0 = time.time()
     rows = [cell(mu, k, n, drift, rng) for drift in (False, True) for mu in (0.0, 1.5)

@@ -117,7 +117,7 @@ class TestDrift:
         assert len(moved) == 4 and sorted(link_banks(ref, new).drifted) == moved
 
     def test_anchor_standard_errors_are_used_when_both_banks_have_them(self, banks):
-        from atlascat.irt.linking import drift_threshold
+        from scipy.stats import norm
 
         ids = [f"q{k:03d}" for k in range(40, 60)]
         r, n = banks["form1"].subset(ids), banks["form2_drift"].subset(ids)
@@ -130,7 +130,9 @@ class TestDrift:
         # the linked b_se is A times the new one (linked_metadata): sqrt((A 0.2)^2 + 0.1^2)
         np.testing.assert_allclose(table["drift_z"], (d - np.median(d))
                                    / np.sqrt((A * 0.2) ** 2 + 0.1**2), atol=1e-9)
-        flagged = (table["drift_z"].abs() > drift_threshold(20)) \
+        cut = norm.isf(0.05 / 40)    # Bonferroni over the 20 anchors: a z that is N(0, 1)
+        assert table["threshold"].iloc[0] == pytest.approx(cut)
+        flagged = (table["drift_z"].abs() > cut) \
             & ((table["d"] - table["d"].median()).abs() > 0.3)
         assert list(table.index[table["flagged"]]) == list(table.index[flagged])
         assert set(DRIFTED) <= set(table.index[table["flagged"]])

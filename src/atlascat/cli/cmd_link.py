@@ -103,8 +103,6 @@ def register(app: typer.Typer) -> None:
 
 def _print_drift(result, drift_z: float, drift_min: float) -> None:
     """The anchors flagged for drift, largest gap first, and whether they were left out."""
-    from ..irt.linking import drift_threshold
-
     flagged = result.drift[result.drift["flagged"]] if result.drift is not None else None
     if flagged is None or not len(flagged):
         return
@@ -116,6 +114,6 @@ def _print_drift(result, drift_z: float, drift_min: float) -> None:
     flips = int(flagged["slope_flips"].sum())
     flip = f" or a slope that changes sign ({flips})" if flips else ""
     console.print(f"drift: {len(top)} of {len(result.drift)} anchors have gaps after linking "
-                  f"with |z| > {drift_threshold(len(result.drift), drift_z):.3g} (curves' gap, "
+                  f"with |z| > {result.drift['threshold'].iloc[0]:.3g} (curves' gap, "
                   f"or b's over its SE) and b {drift_min:g} from the median gap{flip}: "
                   f"{shown}{more}; {how}", highlight=False)

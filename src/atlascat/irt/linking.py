@@ -35,12 +35,14 @@ flagged a sound anchor in 40% of drift-free simulated links with 10 anchors and 
 (benchmarks/study_drift_alarm.py); the curves' gap shrinks with a and away from the groups.
 Where both banks carry a ``b_se`` column, z_j = (d_j - median d) / sqrt(se*_new_j^2 +
 se_ref_j^2) instead (se*_new = A se_new). An anchor is flagged when |z_j| passes
-:func:`drift_threshold` (``drift_z``, 4, up to 20 anchors, then growing with the Bonferroni
-quantile of the normal: a family-wise rate, not a per-anchor one) and d_j strays more than
+:func:`drift_threshold` (a family-wise rate, not a per-anchor one: the robust z, ``drift_z``
+= 4 up to 20 anchors, then growing with the Bonferroni quantile of the normal; the SE z, that
+quantile at 5%) and d_j strays more than
 ``drift_min`` (0.3 on theta's scale) from the median, with 4 anchors or more; so is an anchor
 whose slope changes sign between the banks (left out of the median and IQR). Simulated, no
 drift: 11% of links with 10 anchors and 1% with 40 flag a sound anchor; anchors moved by 0.5-1.5
-in b: 57% and 51% caught (70% and 64% by the old rule, which raised 4 false alarms for each).
+in b: 57% and 51% caught (70% and 64% by the old rule); with b_se, 0-1% false alarms, 42% and
+38% caught.
 Anchors whose item text (a ``question`` column in both banks) differs are not the same items:
 refused, or with ids given, warned. ``drop_drift`` links again without the flagged anchors (one pass).
 
@@ -420,9 +422,10 @@ def anchor_drift(ref, new, A: float, B: float, *, drift_z: float = DRIFT_Z,
     ``b_linked`` (A b_new + B; an ordinal item's mean threshold), ``d`` (their gap),
     ``robust_z`` (of d, for reference), ``icc_gap`` (mean linked minus reference P, or expected
     level as a share of its range, N(0, 1)-weighted), ``drift_z`` (the robust z of icc_gap, or
-    with ``b_se`` in both binary banks d over its SE), ``icc_rmsd`` (reference vs linked curve),
+    with ``b_se`` in both binary banks d over its SE), ``threshold`` (what |drift_z| must pass:
+    :func:`drift_threshold`), ``icc_rmsd`` (reference vs linked curve),
     ``slope_flips`` (a > 0 in one bank, a <= 0 in the other: not the same item) and
-    ``flagged`` (a flip, or |drift_z| > :func:`drift_threshold` and |d - median d| >
+    ``flagged`` (a flip, or |drift_z| > ``threshold`` and |d - median d| >
     ``drift_min`` with ``MIN_DRIFT_ANCHORS`` anchors or more).
     """
     from ..validation import check_finite
@@ -451,22 +454,28 @@ def anchor_drift(ref, new, A: float, B: float, *, drift_z: float = DRIFT_Z,
         test = _robust_z(gap, gap[same])
     else:
         test = np.where(se > 0, (d - np.median(d[same])) / se, 0.0)
-    flagged = flips | ((np.abs(test) > drift_threshold(len(d), drift_z))
+    cut = drift_threshold(len(d), drift_z, se=se is not None)
+    flagged = flips | ((np.abs(test) > cut)
                        & (np.abs(d - med) > drift_min) & (len(d) >= MIN_DRIFT_ANCHORS))
     return pd.DataFrame({"b_ref": loc(ref), "b_linked": loc(linked), "d": d, "robust_z": z,
-                         "icc_gap": gap, "drift_z": test,
+                         "icc_gap": gap, "drift_z": test, "threshold": cut,
                          "icc_rmsd": icc_rmsd(ref, linked, quadpts=quadpts).to_numpy(),
                          "slope_flips": flips, "flagged": flagged},
                         index=pd.Index(list(ref.item_ids), name="item_id"))
 
 
-def drift_threshold(k: int, drift_z: float = DRIFT_Z) -> float:
-    """The |z| an anchor's drift statistic must pass among ``k`` anchors: ``drift_z`` up to 20
-    anchors, then growing as the two-sided Bonferroni quantile of the normal at ``DRIFT_ALPHA``
-    over the k anchors, ``drift_z`` z_(alpha/2k) / z_(alpha/40) (4.28 at 40, 4.61 at 100), so
-    that more sound anchors do not mean more flags by chance."""
+def drift_threshold(k: int, drift_z: float = DRIFT_Z, *, se: bool = False) -> float:
+    """The |z| an anchor's drift statistic must pass among ``k`` anchors, a family-wise rate
+    (more sound anchors must not mean more flags by chance). The robust z of the curves' gap:
+    ``drift_z`` up to 20 anchors, then growing as the two-sided Bonferroni quantile of the
+    normal at ``DRIFT_ALPHA``, ``drift_z`` z_(alpha/2k) / z_(alpha/40) (4.27 at 40, 4.61 at
+    100). With standard errors (``se``), a z that is N(0, 1) for a sound anchor: z_(alpha/2k)
+    itself at the default ``drift_z`` (3.02 at 10 anchors, 3.23 at 40), scaled by
+    ``drift_z`` / ``DRIFT_Z`` otherwise."""
     from scipy.stats import norm
 
+    if se:
+        return float(drift_z / DRIFT_Z * norm.isf(DRIFT_ALPHA / (2 * max(k, 1))))
     return float(drift_z * norm.isf(DRIFT_ALPHA / (2 * max(k, 20))) / norm.isf(DRIFT_ALPHA / 40))
 
 
