@@ -149,6 +149,7 @@ class TestDrift:
         assert sorted(info["dropped"]) == DRIFTED and info["n_anchors"] == 17
         gaps = {row["item_id"]: row["d"] for row in info["drift"]}
         assert sorted(gaps) == DRIFTED and all(1.2 < d < 2.0 for d in gaps.values())
+        assert all(abs(row["drift_z"]) > row["threshold"] == 4 for row in info["drift"])
         assert main(args + ["--drift-z", "-1"]) == 2
         assert "--drift-z" in capsys.readouterr().err
 

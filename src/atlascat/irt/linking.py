@@ -150,6 +150,7 @@ class Linking:
     def to_dict(self) -> dict:
         flagged = [] if self.drift is None else [
             {"item_id": str(i), "d": float(r.d), "robust_z": float(r.robust_z),
+             "drift_z": float(r.drift_z), "threshold": float(r.threshold),
              "slope_flips": bool(r.slope_flips)}
             for i, r in self.drift[self.drift["flagged"]].iterrows()]
         return {"method": self.method, "A": self.A, "B": self.B, "n_anchors": len(self.anchors),
