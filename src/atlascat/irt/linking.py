@@ -41,8 +41,8 @@ quantile at 5%) and d_j strays more than
 ``drift_min`` (0.3 on theta's scale) from the median, with 4 anchors or more; so is an anchor
 whose slope changes sign between the banks (left out of the median and IQR). Simulated, no
 drift: 11% of links with 10 anchors and 1% with 40 flag a sound anchor; anchors moved by 0.5-1.5
-in b: 57% and 51% caught (70% and 64% by the old rule); with b_se, 0-1% false alarms, 42% and
-38% caught.
+in b: 57% and 51% caught (70% and 64% by the old rule); with b_se (``calibrate(se=True)``), 9% and 6% false
+alarms, 60% and 53% caught.
 Anchors whose item text (a ``question`` column in both banks) differs are not the same items:
 refused, or with ids given, warned. ``drop_drift`` links again without the flagged anchors (one pass).
 
