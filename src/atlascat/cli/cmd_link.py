@@ -97,11 +97,11 @@ def register(app: typer.Typer) -> None:
         crit = "" if result.criterion is None else f", criterion {result.criterion:.4g}"
         console.print(f"{result.method}: A = {result.A:.6f}, B = {result.B:.6f} "
                       f"({len(result.anchors)} anchors{crit})")
-        _print_drift(result, drift_z, drift_min)
+        _print_drift(result, drift_min)
         console.print(f"wrote {escape(str(output))} ({len(linked)} items on the scale of {escape(ref)})")
 
 
-def _print_drift(result, drift_z: float, drift_min: float) -> None:
+def _print_drift(result, drift_min: float) -> None:
     """The anchors flagged for drift, largest gap first, and whether they were left out."""
     flagged = result.drift[result.drift["flagged"]] if result.drift is not None else None
     if flagged is None or not len(flagged):
