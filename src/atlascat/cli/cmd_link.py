@@ -58,10 +58,11 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option("ours", "--format", help="Output format: ours (a,b,c,u) or mirt (a1,d,g,u)."),
         as_json: bool = typer.Option(False, "--json", help="Print the constants as JSON."),
         drift_z: float = typer.Option(DRIFT_Z, "--drift-z",
-                                      help="Flag an anchor whose b gap after linking has "
-                                           "|robust z| above this (drift)..."),
+                                      help="Flag an anchor whose curve gap after linking has "
+                                           "|robust z| above this, up to 20 anchors, more "
+                                           "beyond (drift)..."),
         drift_min: float = typer.Option(DRIFT_MIN, "--drift-min",
-                                        help="... and strays more than this from the median gap."),
+                                        help="... and whose b strays more than this from the median gap."),
         drop_drift: bool = typer.Option(False, "--drop-drift",
                                         help="Link again without the anchors flagged for drift."),
     ):
@@ -96,22 +97,23 @@ def register(app: typer.Typer) -> None:
         crit = "" if result.criterion is None else f", criterion {result.criterion:.4g}"
         console.print(f"{result.method}: A = {result.A:.6f}, B = {result.B:.6f} "
                       f"({len(result.anchors)} anchors{crit})")
-        _print_drift(result, drift_z, drift_min)
+        _print_drift(result, drift_min)
         console.print(f"wrote {escape(str(output))} ({len(linked)} items on the scale of {escape(ref)})")
 
 
-def _print_drift(result, drift_z: float, drift_min: float) -> None:
+def _print_drift(result, drift_min: float) -> None:
     """The anchors flagged for drift, largest gap first, and whether they were left out."""
     flagged = result.drift[result.drift["flagged"]] if result.drift is not None else None
     if flagged is None or not len(flagged):
         return
-    top = flagged.reindex(flagged["robust_z"].abs().sort_values(ascending=False).index)
+    top = flagged.reindex(flagged["drift_z"].abs().sort_values(ascending=False).index)
     shown = ", ".join(f"{escape(str(i))} (d = {r.d:+.3g})" for i, r in top.head(8).iterrows())
     more = f" and {len(top) - 8} more" if len(top) > 8 else ""
     how = ("left out of these constants" if result.dropped else
            "still in these constants: --drop-drift links without them")
     flips = int(flagged["slope_flips"].sum())
     flip = f" or a slope that changes sign ({flips})" if flips else ""
-    console.print(f"drift: {len(top)} of {len(result.drift)} anchors have b gaps after linking "
-                  f"with |robust z| > {drift_z:g} and {drift_min:g} from the median gap{flip}: "
+    console.print(f"drift: {len(top)} of {len(result.drift)} anchors have gaps after linking "
+                  f"with |z| > {result.drift['threshold'].iloc[0]:.3g} (curves' gap, "
+                  f"or b's over its SE) and b {drift_min:g} from the median gap{flip}: "
                   f"{shown}{more}; {how}", highlight=False)

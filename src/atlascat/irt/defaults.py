@@ -89,9 +89,12 @@ AUTO = "auto"
 #: the quadrature grid every marginal likelihood, EAP and fit statistic integrates on by
 #: default: mirt's for one factor, 61 equally spaced nodes on [-6, 6]
 QUADPTS = 61
-#: anchor drift in linking: |robust z| above DRIFT_Z and a gap DRIFT_MIN from the median
-DRIFT_Z = 3.0
+#: anchor drift in linking: |z| of the anchor's curve gap (or b gap over its SE) above DRIFT_Z
+#: (up to 20 anchors; more beyond, linking.drift_threshold) and a b gap DRIFT_MIN from the median
+DRIFT_Z = 4.0
 DRIFT_MIN = 0.3
+#: family-wise rate of drift flags among sound anchors (the threshold grows with their number)
+DRIFT_ALPHA = 0.05
 THETA_RANGE = (-6.0, 6.0)
 #: the prior SD of the EAP behind an ordinal bank's predicted mean rating (N(0, 3^2)): the
 #: target model is not drawn from the calibration population N(0, 1), and under that prior a

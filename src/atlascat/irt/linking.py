@@ -25,15 +25,26 @@ The constants (A, B) come from either
 (sqrt of the N(0, 1)-weighted mean squared difference of P over theta), per item.
 
 **Anchor drift** (:func:`anchor_drift`): an anchor whose difficulty moved between the two
-calibrations (item exposure, a changed prompt, a poorly estimated b) pulls every constant. After
-linking, each anchor's gap d_j = b*_new_j - b_ref_j is compared with the others' by the robust z
-of Huynh and Meyer (2010), z_j = (d_j - median d) / (0.74 IQR d); an anchor with |z| above
-``drift_z`` (3; their 1.645 flags one sound anchor in ten by chance) whose gap also strays more
-than ``drift_min`` (0.3 on theta's scale) from the median is flagged, with 4 anchors or more
-(precise anchors have a tiny IQR, and a 0.1 gap is then a large z but no drift); so is an
-anchor whose slope changes sign between the banks. Anchors whose item text (a ``question``
-column in both banks) differs are not the same items: refused, or with ids given, warned.
-``drop_drift`` links again without the flagged anchors (one pass).
+calibrations (item exposure, a changed prompt) pulls every constant. After linking, each
+anchor's gap is measured on its characteristic curves, g_j = sum_q w_q (P*_new_j(x_q) -
+P_ref_j(x_q)) over N(0, 1) on the reference scale, and compared with the others' by the robust
+z of Huynh and Meyer (2010), z_j = (g_j - median g) / (0.74 IQR g). The b gap d_j = b*_new_j -
+b_ref_j is not the yardstick: sound anchors' b differ by their estimation error, large where a
+is small or b extreme (real ARC: b of -94 and 45 whose curves agree), and the robust z of d
+flagged a sound anchor in 40% of drift-free simulated links with 10 anchors and 85% with 40
+(benchmarks/study_drift_alarm.py); the curves' gap shrinks with a and away from the groups.
+Where both banks carry a ``b_se`` column, z_j = (d_j - median d) / sqrt(se*_new_j^2 +
+se_ref_j^2) instead (se*_new = A se_new). An anchor is flagged when |z_j| passes
+:func:`drift_threshold` (a family-wise rate, not a per-anchor one: the robust z, ``drift_z``
+= 4 up to 20 anchors, then growing with the Bonferroni quantile of the normal; the SE z, that
+quantile at 5%) and d_j strays more than
+``drift_min`` (0.3 on theta's scale) from the median, with 4 anchors or more; so is an anchor
+whose slope changes sign between the banks (left out of the median and IQR). Simulated, no
+drift: 11% of links with 10 anchors and 1% with 40 flag a sound anchor; anchors moved by 0.5-1.5
+in b: 57% and 51% caught (70% and 64% by the old rule); with b_se (``calibrate(se=True)``), 9% and 6% false
+alarms, 60% and 53% caught.
+Anchors whose item text (a ``question`` column in both banks) differs are not the same items:
+refused, or with ids given, warned. ``drop_drift`` links again without the flagged anchors (one pass).
 
 **Non-equivalent groups** (a bank calibrated on weak models, the other on strong ones;
 benchmarks/results/linking_groups.md): with anchors that pin the link down, Stocking-Lord and
@@ -62,14 +73,15 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from .defaults import DRIFT_MIN, DRIFT_Z, QUADPTS, THETA_RANGE
+from .defaults import DRIFT_ALPHA, DRIFT_MIN, DRIFT_Z, QUADPTS, THETA_RANGE
 from ..errors import ConfigError
 from .bank import ItemBank
 from .linkmoments import linked_metadata, mean_mean, mean_sigma
 from .quadrature import normal_quadrature
 
 __all__ = ["LINK_METHODS", "Linking", "transform_bank", "mean_sigma", "mean_mean", "haebara",
-           "stocking_lord", "link_banks", "icc_rmsd", "anchor_drift", "tcc_rmsd"]
+           "stocking_lord", "link_banks", "icc_rmsd", "anchor_drift", "drift_threshold",
+           "tcc_rmsd"]
 
 LINK_METHODS = ("stocking-lord", "haebara", "mean-sigma", "mean-mean")
 MIN_DRIFT_ANCHORS = 4
@@ -138,6 +150,7 @@ class Linking:
     def to_dict(self) -> dict:
         flagged = [] if self.drift is None else [
             {"item_id": str(i), "d": float(r.d), "robust_z": float(r.robust_z),
+             "drift_z": float(r.drift_z), "threshold": float(r.threshold),
              "slope_flips": bool(r.slope_flips)}
             for i, r in self.drift[self.drift["flagged"]].iterrows()]
         return {"method": self.method, "A": self.A, "B": self.B, "n_anchors": len(self.anchors),
@@ -215,8 +228,9 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
 
     ``anchors``: the item ids to use (default: every id present in both banks; at least 2; a
     repeated id counts once). The result's ``drift`` flags anchors whose difficulty moved
-    (|robust z| > ``drift_z`` and a gap ``drift_min`` from the median); ``drop_drift`` links
-    again without them.
+    (:func:`anchor_drift`: the curves' gap, or b's over its SE, |z| above
+    :func:`drift_threshold` and b ``drift_min`` from the median); ``drop_drift`` links again
+    without them.
     """
     from .bank import check_bank
     from .polybank import PolyBank
@@ -407,10 +421,13 @@ def anchor_drift(ref, new, A: float, B: float, *, drift_z: float = DRIFT_Z,
 
     ``ref`` and ``new`` hold the same anchors in the same order; columns ``b_ref``,
     ``b_linked`` (A b_new + B; an ordinal item's mean threshold), ``d`` (their gap),
-    ``robust_z``, ``icc_rmsd`` (reference vs linked curve, N(0, 1)-weighted),
+    ``robust_z`` (of d, for reference), ``icc_gap`` (mean linked minus reference P, or expected
+    level as a share of its range, N(0, 1)-weighted), ``drift_z`` (the robust z of icc_gap, or
+    with ``b_se`` in both binary banks d over its SE), ``threshold`` (what |drift_z| must pass:
+    :func:`drift_threshold`), ``icc_rmsd`` (reference vs linked curve),
     ``slope_flips`` (a > 0 in one bank, a <= 0 in the other: not the same item) and
-    ``flagged`` (a flip, or |robust_z| > ``drift_z`` and |d - median d| > ``drift_min`` with
-    ``MIN_DRIFT_ANCHORS`` anchors or more).
+    ``flagged`` (a flip, or |drift_z| > ``threshold`` and |d - median d| >
+    ``drift_min`` with ``MIN_DRIFT_ANCHORS`` anchors or more).
     """
     from ..validation import check_finite
 
@@ -427,17 +444,62 @@ def anchor_drift(ref, new, A: float, B: float, *, drift_z: float = DRIFT_Z,
     linked = Linking(A, B, "").transform(new)
     loc = (lambda bank: poly_locations(bank)) if _ordinal(ref) else (lambda bank: bank.b)
     d = loc(linked) - loc(ref)
-    q75, med, q25 = np.percentile(d, [75, 50, 25])
-    scale = 0.74 * (q75 - q25)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(d == med, 0.0, (d - med) / scale)   # IQR 0: any other gap is infinite
+    med = np.median(d)
+    z = _robust_z(d, d)
     flips = np.sign(ref.a) != np.sign(new.a)   # the same item cannot turn around on a scale
-    flagged = flips | ((np.abs(z) > drift_z) & (np.abs(d - med) > drift_min)
-                       & (len(d) >= MIN_DRIFT_ANCHORS))
+    same = ~flips if (~flips).sum() >= 2 else np.ones_like(flips)   # flipped: not a yardstick
+    quad = normal_quadrature(quadpts, THETA_RANGE)
+    gap = quad.weights @ (_curve01(linked, quad.nodes) - _curve01(ref, quad.nodes))
+    se = _linked_b_se(ref, linked)
+    if se is None:
+        test = _robust_z(gap, gap[same])
+    else:
+        test = np.where(se > 0, (d - np.median(d[same])) / se, 0.0)
+    cut = drift_threshold(len(d), drift_z, se=se is not None)
+    flagged = flips | ((np.abs(test) > cut)
+                       & (np.abs(d - med) > drift_min) & (len(d) >= MIN_DRIFT_ANCHORS))
     return pd.DataFrame({"b_ref": loc(ref), "b_linked": loc(linked), "d": d, "robust_z": z,
+                         "icc_gap": gap, "drift_z": test, "threshold": cut,
                          "icc_rmsd": icc_rmsd(ref, linked, quadpts=quadpts).to_numpy(),
                          "slope_flips": flips, "flagged": flagged},
                         index=pd.Index(list(ref.item_ids), name="item_id"))
+
+
+def drift_threshold(k: int, drift_z: float = DRIFT_Z, *, se: bool = False) -> float:
+    """The |z| an anchor's drift statistic must pass among ``k`` anchors, a family-wise rate
+    (more sound anchors must not mean more flags by chance). The robust z of the curves' gap:
+    ``drift_z`` up to 20 anchors, then growing as the two-sided Bonferroni quantile of the
+    normal at ``DRIFT_ALPHA``, ``drift_z`` z_(alpha/2k) / z_(alpha/40) (4.27 at 40, 4.61 at
+    100). With standard errors (``se``), a z that is N(0, 1) for a sound anchor: z_(alpha/2k)
+    itself at the default ``drift_z`` (3.02 at 10 anchors, 3.23 at 40), scaled by
+    ``drift_z`` / ``DRIFT_Z`` otherwise."""
+    from scipy.stats import norm
+
+    if se:
+        return float(drift_z / DRIFT_Z * norm.isf(DRIFT_ALPHA / (2 * max(k, 1))))
+    return float(drift_z * norm.isf(DRIFT_ALPHA / (2 * max(k, 20))) / norm.isf(DRIFT_ALPHA / 40))
+
+
+def _robust_z(x, among) -> np.ndarray:
+    """(x - median) / (0.74 IQR), median and IQR of ``among``: Huynh and Meyer's robust z; an
+    IQR of 0 makes any value off the median infinite."""
+    q75, med, q25 = np.percentile(among, [75, 50, 25])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == med, 0.0, (x - med) / (0.74 * (q75 - q25)))
+
+
+def _linked_b_se(ref, linked):
+    """sqrt(se_linked^2 + se_ref^2) of each anchor's b gap when both binary banks carry a finite
+    ``b_se`` column (the linked bank's is already A se_new: :func:`.linkmoments.linked_metadata`;
+    A's own error is shared by every anchor and left out), else None."""
+    ses = []
+    for bank in (ref, linked):
+        meta = getattr(bank, "metadata", None)
+        if _ordinal(bank) or meta is None or "b_se" not in meta.columns:
+            return None
+        ses.append(pd.to_numeric(meta["b_se"], errors="coerce").to_numpy(float))
+    se = np.sqrt(ses[0] ** 2 + ses[1] ** 2)
+    return se if np.all(np.isfinite(se)) else None
 
 
 def icc_rmsd(bank1: ItemBank, bank2: ItemBank, *, quadpts: int = QUADPTS,
