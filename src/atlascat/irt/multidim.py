@@ -454,9 +454,7 @@ class MultidimIRT:
 
     # ---------------------------------------------------------------- public
     def fit(self, responses) -> "MultidimIRT":
-        k = int(self.n_dims)
-        if k < 1:
-            raise ConfigError(f"n_dims must be >= 1, got {self.n_dims}")
+        k = self._check_settings()
         method = self.method if self.method != "auto" else ("em" if k <= 2 else "mhrm")
         if method not in ("em", "mhrm"):
             raise ConfigError(f"unknown method {self.method!r}; use 'auto', 'em' or 'mhrm'")
@@ -467,6 +465,8 @@ class MultidimIRT:
         empty = np.flatnonzero(~obs.any(axis=0))
         if empty.size:
             raise ResponseDataError(f"item(s) {item_ids[empty[:5]].tolist()} have no observed response; drop them")
+        if k >= y.shape[1]:
+            raise ConfigError(f"n_dims={k} needs more than {k} items; the responses have {y.shape[1]}")
         A, d = _start_values(y, obs, k)
         prior = self._prior_precision(k)
         if method == "em":
@@ -483,6 +483,11 @@ class MultidimIRT:
         self.rotation_ = R
         self.method_ = method
         self.bank_ = MultidimBank(item_ids, A @ R, d)
+        if not self.converged_:
+            from ..errors import warn_user
+
+            warn_user(f"the {k}-dimensional 2PL ({method}) did not converge in {self.n_iter_} iterations "
+                      f"(last change {self.history_[-1]:.2g}): raise max_iter", UserWarning)
         return self
 
     def predict_proba(self, responses, *, rng: np.random.Generator | None = None, n_draws: int = 200):
@@ -534,6 +539,21 @@ class MultidimIRT:
         if isinstance(labelled, ResponseMatrix):
             return labelled.aligned_values(self.bank_.item_ids)
         return _as_arrays(labelled)[0]
+
+    def _check_settings(self) -> int:
+        """n_dims, after a ConfigError on any setting out of its range."""
+        for name, low, optional in (("n_dims", 1, False), ("quadpts", 3, True), ("max_iter", 1, True),
+                                    ("burn_in", 0, False), ("mh_steps", 1, False)):
+            v = getattr(self, name)
+            if not (optional and v is None) and (isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                                                 or v < low):
+                raise ConfigError(f"{name} must be a whole number >= {low}, got {v!r}")
+        for name, optional in (("prior_a_sd", True), ("prior_d_sd", True), ("tol", False), ("mhrm_tol", False)):
+            v = getattr(self, name)
+            if not (optional and v is None) and not (isinstance(v, (int, float, np.number))
+                                                     and not isinstance(v, bool) and 0 < v < np.inf):
+                raise ConfigError(f"{name} must be a positive number{' or None' if optional else ''}, got {v!r}")
+        return int(self.n_dims)
 
     def _check_fitted(self):
         if not hasattr(self, "bank_"):
