@@ -424,6 +424,7 @@ class MultidimIRT:
     Attributes (after fit)
     ----------------------
     bank_ : MultidimBank, loglik_ : float (EM: marginal log-likelihood; MH-RM: NaN),
+    n_parameters_ (exploratory: J (K + 1) - K (K - 1) / 2, as mirt), aic_, bic_ (as mirt's anova),
     n_iter_, converged_, method_, rotation_ (K x K orthogonal), history_ (list of per-iteration
     largest parameter change)
     """
@@ -483,6 +484,10 @@ class MultidimIRT:
         self.rotation_ = R
         self.method_ = method
         self.bank_ = MultidimBank(item_ids, A @ R, d)
+        n = float(y.shape[0] if weights is None else np.sum(weights))
+        self.n_parameters_ = y.shape[1] * (k + 1) - k * (k - 1) // 2   # rotation: K(K-1)/2 fewer
+        self.aic_ = -2 * self.loglik_ + 2 * self.n_parameters_
+        self.bic_ = -2 * self.loglik_ + np.log(n) * self.n_parameters_
         if not self.converged_:
             from ..errors import warn_user
 
