@@ -109,3 +109,15 @@ def test_non_convergence_warns(twofactor):
     with pytest.warns(UserWarning, match="did not converge in 3 iterations"):
         m = MultidimIRT(2, max_iter=3).fit(twofactor.iloc[:200])
     assert not m.converged_
+
+
+def test_select_dimension_default_dims_fit_the_items(twofactor):
+    """Before: the default dims (1..5) on a 3-item set fitted 4 and 5 factors and crashed on a
+    broadcast; now the default stops below the number of items, and a fit stopped at max_iter
+    is the table's converged column, not a warning per fit."""
+    from atlascat.irt.multidim import select_dimension
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sel = select_dimension(twofactor.iloc[:300, :3], max_iter=2)
+    assert sel.table.n_dims.tolist() == [1, 2] and not sel.table.converged.any()

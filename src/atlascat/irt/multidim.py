@@ -717,7 +717,7 @@ def _holdout(y, obs, holdout, test_size, rng):
     raise ConfigError(f"unknown holdout {holdout!r}; use 'cells' or 'subjects'")
 
 
-def select_dimension(responses, dims=(1, 2, 3, 4, 5), *, holdout: str = "cells",
+def select_dimension(responses, dims=None, *, holdout: str = "cells",
                      test_size: float = 0.2, rule: str = "one_se",
                      rng: np.random.Generator | None = None, **fit_kwargs) -> DimensionSelection:
     """Choose the number of dimensions by held-out prediction error.
@@ -726,20 +726,22 @@ def select_dimension(responses, dims=(1, 2, 3, 4, 5), *, holdout: str = "cells",
     on the rest, and each masked cell is predicted from its subject's training cells (posterior
     predictive). ``holdout="subjects"`` (tinyBenchmarks): a ``test_size`` share of subjects is
     held out of the fit; each of them is scored on a random half of the items and the other half
-    is predicted. The chosen K is the smallest whose held-out log-loss is within one standard error
+    is predicted. ``dims``: the K compared (default 1-5, those below the number of items;
+    the table's ``converged`` column says which fits stopped at ``max_iter``). The chosen K is the smallest whose held-out log-loss is within one standard error
     of the best (paired differences over held-out cells), or the best outright with ``rule="min"``.
     """
     import time
+    import warnings
 
     if rule not in ("one_se", "min"):
         raise ConfigError(f"unknown rule {rule!r}; use 'one_se' or 'min'")
     if not 0 < test_size < 1:
         raise ConfigError(f"test_size must be in (0, 1), got {test_size}")
-    dims = sorted({int(k) for k in dims})
+    y, _, item_ids, _ = _as_arrays(responses)
+    dims = sorted({int(k) for k in (range(1, min(6, y.shape[1])) if dims is None else dims)})
     if not dims or dims[0] < 1:
         raise ConfigError(f"dims must be positive integers, got {dims}")
     rng = rng if rng is not None else np.random.default_rng(0)
-    y, _, item_ids, _ = _as_arrays(responses)
     obs = _check_binary(y)
     train, mask, test_rows = _holdout(y, obs, holdout, test_size, rng)
     if test_rows is None:
@@ -761,7 +763,9 @@ def select_dimension(responses, dims=(1, 2, 3, 4, 5), *, holdout: str = "cells",
     losses, rows, models = {}, [], {}
     for k in dims:
         t0 = time.perf_counter()
-        model = MultidimIRT(k, rng=np.random.default_rng(rng.integers(2**32)), **fit_kwargs).fit(fit_data)
+        with warnings.catch_warnings():   # a fit stopped at max_iter: the table's "converged"
+            warnings.filterwarnings("ignore", "the .* did not converge", UserWarning)
+            model = MultidimIRT(k, rng=np.random.default_rng(rng.integers(2**32)), **fit_kwargs).fit(fit_data)
         proba = model.predict_proba(pred_input, rng=np.random.default_rng(rng.integers(2**32)))
         p = np.clip(proba[mask] if test_rows is None else proba[mask[test_rows]], 1e-12, 1 - 1e-12)
         loss = -(truth * np.log(p) + (1 - truth) * np.log1p(-p))
