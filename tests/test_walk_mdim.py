@@ -121,3 +121,19 @@ def test_select_dimension_default_dims_fit_the_items(twofactor):
         warnings.simplefilter("error")
         sel = select_dimension(twofactor.iloc[:300, :3], max_iter=2)
     assert sel.table.n_dims.tolist() == [1, 2] and not sel.table.converged.any()
+
+
+def test_dimensionality_message_says_the_part_judged(twofactor):
+    """Before: "Horn's parallel analysis on 250 models x 20 items" for 1000 models (the check
+    draws a random 250): it now says so."""
+    from atlascat.irt.dimensionality import Dimensionality, parallel_analysis
+
+    d = parallel_analysis(twofactor.to_numpy(float), rng=1)
+    d = Dimensionality(**{**d.__dict__, "residual": d.second, "residual_threshold": d.second_threshold})
+    assert d.second_dimension
+    assert "on a random 250 of the 1000 models x 20 items)" in d.message()
+    assert Dimensionality.from_dict(d.to_dict()) == d
+    small = parallel_analysis(twofactor.to_numpy(float)[:200], rng=1)
+    assert (small.n_models, small.n_models_total) == (200, 200)
+    weighted = parallel_analysis(twofactor.to_numpy(float)[:40], weights=np.ones(40), rng=1)
+    assert "40 models x 20 items" in weighted._judged()
