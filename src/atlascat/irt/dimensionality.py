@@ -84,6 +84,8 @@ class Dimensionality:
     second_threshold: float = _NAN
     residual: float = _NAN
     residual_threshold: float = _NAN
+    n_models_total: int = 0  #: the models (rows; pattern frequencies counted) the part was drawn from
+    n_items_total: int = 0
 
     @property
     def noise(self) -> bool:
@@ -124,7 +126,8 @@ class Dimensionality:
                 "second_eigenvalue": self.second, "second_threshold": self.second_threshold,
                 "residual_eigenvalue": self.residual,
                 "residual_threshold": self.residual_threshold,
-                "second_dimension": self.second_dimension}
+                "second_dimension": self.second_dimension,
+                "n_models_total": self.n_models_total, "n_items_total": self.n_items_total}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Dimensionality":
@@ -136,20 +139,28 @@ class Dimensionality:
         got = {k: d.get(names.get(k, k), v) for k, v in fields.items()}
         return cls(**{k: _NAN if v is None else v for k, v in got.items()})   # JSON null: NaN
 
+    def _judged(self) -> str:
+        """"250 models x 20 items", or "a random 250 of the 1000 models x 20 items"."""
+        def part(n, total, what):   # weighted rows are drawn with replacement: total < n
+            return (f"a random {n} of the {total} {what}" if total > n
+                    else f"{total or n} {what}")
+        return (f"{part(self.n_models, self.n_models_total, 'models')} x "
+                f"{part(self.n_items, self.n_items_total, 'items')}")
+
     def message(self) -> str:
         """One line saying that the items do not measure one thing ("" when they do)."""
         if self.noise:
             return (f"the items do not measure one thing: their first eigenvalue "
                     f"({self.first:.2f}) is not clearly larger than random answers of the same "
                     f"difficulties give ({self.threshold:.2f}, Horn's parallel analysis on "
-                    f"{self.n_models} models); the predictions of this bank are not to be "
+                    f"{self._judged()}); the predictions of this bank are not to be "
                     "trusted (more models, or results that measure one skill)")
         if self.second_dimension:
             return (f"the items measure two things, not one: a second factor of the item "
                     f"correlations has {self.second_share:.0%} of the first's strength beyond "
                     f"random answers, and the one-trait fit leaves a factor of "
                     f"{self.residual_share:.0%} of it unexplained (Horn's parallel analysis on "
-                    f"{self.n_models} models x {self.n_items} items); one theta per model "
+                    f"{self._judged()}); one theta per model "
                     "mixes the two: look for subtasks or answer formats to calibrate apart")
         return ""
 
@@ -216,8 +227,10 @@ def parallel_analysis(values, *, expected=None, weights=None, n_perm: int = 10, 
     lam, t = _horn(z, 2, n_perm, rng)
     lam, t = np.append(lam, _NAN)[:2], np.append(t, _NAN)[:2]
     res, s = _NAN, _NAN
+    total = n if weights is None else int(round(float(np.sum(weights))))
     raw = Dimensionality(float(lam[0]), float(t[0]), float(lam[0]) / z.shape[1], z.shape[0],
-                         z.shape[1], float(lam[1]), float(t[1]))
+                         z.shape[1], float(lam[1]), float(t[1]), n_models_total=total,
+                         n_items_total=int(keep.sum()) if p <= max_items else p)
     needed = not raw.noise and raw.second_share >= SECOND_SHARE
     if expected is not None and (needed or residuals == "always"):
         e = np.asarray(expected(rows), float)[:, cols]

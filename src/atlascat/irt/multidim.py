@@ -424,6 +424,7 @@ class MultidimIRT:
     Attributes (after fit)
     ----------------------
     bank_ : MultidimBank, loglik_ : float (EM: marginal log-likelihood; MH-RM: NaN),
+    n_parameters_ (exploratory: J (K + 1) - K (K - 1) / 2, as mirt), aic_, bic_ (as mirt's anova),
     n_iter_, converged_, method_, rotation_ (K x K orthogonal), history_ (list of per-iteration
     largest parameter change)
     """
@@ -454,9 +455,7 @@ class MultidimIRT:
 
     # ---------------------------------------------------------------- public
     def fit(self, responses) -> "MultidimIRT":
-        k = int(self.n_dims)
-        if k < 1:
-            raise ConfigError(f"n_dims must be >= 1, got {self.n_dims}")
+        k = self._check_settings()
         method = self.method if self.method != "auto" else ("em" if k <= 2 else "mhrm")
         if method not in ("em", "mhrm"):
             raise ConfigError(f"unknown method {self.method!r}; use 'auto', 'em' or 'mhrm'")
@@ -467,6 +466,8 @@ class MultidimIRT:
         empty = np.flatnonzero(~obs.any(axis=0))
         if empty.size:
             raise ResponseDataError(f"item(s) {item_ids[empty[:5]].tolist()} have no observed response; drop them")
+        if k >= y.shape[1]:
+            raise ConfigError(f"n_dims={k} needs more than {k} items; the responses have {y.shape[1]}")
         A, d = _start_values(y, obs, k)
         prior = self._prior_precision(k)
         if method == "em":
@@ -483,6 +484,15 @@ class MultidimIRT:
         self.rotation_ = R
         self.method_ = method
         self.bank_ = MultidimBank(item_ids, A @ R, d)
+        n = float(y.shape[0] if weights is None else np.sum(weights))
+        self.n_parameters_ = y.shape[1] * (k + 1) - k * (k - 1) // 2   # rotation: K(K-1)/2 fewer
+        self.aic_ = -2 * self.loglik_ + 2 * self.n_parameters_
+        self.bic_ = -2 * self.loglik_ + np.log(n) * self.n_parameters_
+        if not self.converged_:
+            from ..errors import warn_user
+
+            warn_user(f"the {k}-dimensional 2PL ({method}) did not converge in {self.n_iter_} iterations "
+                      f"(last change {self.history_[-1]:.2g}): raise max_iter", UserWarning)
         return self
 
     def predict_proba(self, responses, *, rng: np.random.Generator | None = None, n_draws: int = 200):
@@ -534,6 +544,21 @@ class MultidimIRT:
         if isinstance(labelled, ResponseMatrix):
             return labelled.aligned_values(self.bank_.item_ids)
         return _as_arrays(labelled)[0]
+
+    def _check_settings(self) -> int:
+        """n_dims, after a ConfigError on any setting out of its range."""
+        for name, low, optional in (("n_dims", 1, False), ("quadpts", 3, True), ("max_iter", 1, True),
+                                    ("burn_in", 0, False), ("mh_steps", 1, False)):
+            v = getattr(self, name)
+            if not (optional and v is None) and (isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                                                 or v < low):
+                raise ConfigError(f"{name} must be a whole number >= {low}, got {v!r}")
+        for name, optional in (("prior_a_sd", True), ("prior_d_sd", True), ("tol", False), ("mhrm_tol", False)):
+            v = getattr(self, name)
+            if not (optional and v is None) and not (isinstance(v, (int, float, np.number))
+                                                     and not isinstance(v, bool) and 0 < v < np.inf):
+                raise ConfigError(f"{name} must be a positive number{' or None' if optional else ''}, got {v!r}")
+        return int(self.n_dims)
 
     def _check_fitted(self):
         if not hasattr(self, "bank_"):
@@ -692,7 +717,7 @@ def _holdout(y, obs, holdout, test_size, rng):
     raise ConfigError(f"unknown holdout {holdout!r}; use 'cells' or 'subjects'")
 
 
-def select_dimension(responses, dims=(1, 2, 3, 4, 5), *, holdout: str = "cells",
+def select_dimension(responses, dims=None, *, holdout: str = "cells",
                      test_size: float = 0.2, rule: str = "one_se",
                      rng: np.random.Generator | None = None, **fit_kwargs) -> DimensionSelection:
     """Choose the number of dimensions by held-out prediction error.
@@ -701,20 +726,22 @@ def select_dimension(responses, dims=(1, 2, 3, 4, 5), *, holdout: str = "cells",
     on the rest, and each masked cell is predicted from its subject's training cells (posterior
     predictive). ``holdout="subjects"`` (tinyBenchmarks): a ``test_size`` share of subjects is
     held out of the fit; each of them is scored on a random half of the items and the other half
-    is predicted. The chosen K is the smallest whose held-out log-loss is within one standard error
+    is predicted. ``dims``: the K compared (default 1-5, those below the number of items;
+    the table's ``converged`` column says which fits stopped at ``max_iter``). The chosen K is the smallest whose held-out log-loss is within one standard error
     of the best (paired differences over held-out cells), or the best outright with ``rule="min"``.
     """
     import time
+    import warnings
 
     if rule not in ("one_se", "min"):
         raise ConfigError(f"unknown rule {rule!r}; use 'one_se' or 'min'")
     if not 0 < test_size < 1:
         raise ConfigError(f"test_size must be in (0, 1), got {test_size}")
-    dims = sorted({int(k) for k in dims})
+    y, _, item_ids, _ = _as_arrays(responses)
+    dims = sorted({int(k) for k in (range(1, min(6, y.shape[1])) if dims is None else dims)})
     if not dims or dims[0] < 1:
         raise ConfigError(f"dims must be positive integers, got {dims}")
     rng = rng if rng is not None else np.random.default_rng(0)
-    y, _, item_ids, _ = _as_arrays(responses)
     obs = _check_binary(y)
     train, mask, test_rows = _holdout(y, obs, holdout, test_size, rng)
     if test_rows is None:
@@ -736,7 +763,9 @@ def select_dimension(responses, dims=(1, 2, 3, 4, 5), *, holdout: str = "cells",
     losses, rows, models = {}, [], {}
     for k in dims:
         t0 = time.perf_counter()
-        model = MultidimIRT(k, rng=np.random.default_rng(rng.integers(2**32)), **fit_kwargs).fit(fit_data)
+        with warnings.catch_warnings():   # a fit stopped at max_iter: the table's "converged"
+            warnings.filterwarnings("ignore", "the .* did not converge", UserWarning)
+            model = MultidimIRT(k, rng=np.random.default_rng(rng.integers(2**32)), **fit_kwargs).fit(fit_data)
         proba = model.predict_proba(pred_input, rng=np.random.default_rng(rng.integers(2**32)))
         p = np.clip(proba[mask] if test_rows is None else proba[mask[test_rows]], 1e-12, 1 - 1e-12)
         loss = -(truth * np.log(p) + (1 - truth) * np.log1p(-p))
