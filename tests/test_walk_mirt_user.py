@@ -272,3 +272,21 @@ def test_score_takes_quiet_as_calibrate_does(lsat7, tmp_path, capsys):
     assert quiet.strip().splitlines()[-1] == loud.strip().splitlines()[-1]
     assert main(argv + ["--quiet", "-o", str(tmp_path / "s.csv")]) == 0
     assert len(pd.read_csv(tmp_path / "s.csv")) == 32 and "wrote 32 scores" in capsys.readouterr().out
+
+
+def test_g2_of_a_sparse_table_says_to_read_m2(tmp_path, capsys):
+    """20 0/1 items and 300 subjects: 2^20 cells, most never seen, so G2's p is near 1 whatever
+    the fit; atlas calibrate printed "G2 (1.04854e+06) = ..., p = 1" as if it were a test."""
+    from atlascat.cli import main
+
+    rng = np.random.default_rng(7)
+    theta = rng.normal(size=(300, 1))
+    b = np.linspace(-1.5, 1.5, 20)
+    y = (rng.random((300, 20)) < 1 / (1 + np.exp(-(theta - b)))).astype(int)
+    pd.DataFrame(y, columns=[f"i{j}" for j in range(20)],
+                 index=pd.Index([f"m{i}" for i in range(300)], name="model")).to_csv(tmp_path / "y.csv")
+    assert main(["calibrate", str(tmp_path / "y.csv"), "--model", "2pl",
+                 "-o", str(tmp_path / "b.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "G2 (1048535) = " in out and "e+06" not in out
+    assert "sparse, more cells than subjects: p says nothing, read M2 in atlas fit" in out

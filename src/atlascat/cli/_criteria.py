@@ -15,9 +15,12 @@ def print_criteria(res) -> None:
                      if (res.settings or {}).get("scores") == "continuous" else ""))
     g2 = getattr(res, "g2", None)
     if g2 and g2.get("g2_p") is not None:   # mirt's print(mod): G2 on the pattern table
-        console.print(f"G2 ({g2['g2_df']:g}) = {g2['g2']:.3f}, p = {g2['g2_p']:.4g}, "
+        sparse = g2["g2_df"] >= ic["n_observations"]   # more cells than subjects: p near 1
+        console.print(f"G2 ({g2['g2_df']:.0f}) = {g2['g2']:.3f}, p = {g2['g2_p']:.4g}, "
                       f"RMSEA = {g2['g2_rmsea']:.3f} (the full pattern table, as mirt's "
-                      "print(mod); M2: atlas fit)", highlight=False)
+                      "print(mod)" + ("; sparse, more cells than subjects: p says nothing, "
+                                      "read M2 in atlas fit)" if sparse else "; M2: atlas fit)"),
+                      highlight=False)
     if res.se is not None:
         kind = "posterior-mode " if res.se.posterior_mode else ""
         console.print(f"standard errors from the {kind}observed information (Oakes): "
