@@ -137,3 +137,12 @@ def test_dimensionality_message_says_the_part_judged(twofactor):
     assert (small.n_models, small.n_models_total) == (200, 200)
     weighted = parallel_analysis(twofactor.to_numpy(float)[:40], weights=np.ones(40), rng=1)
     assert "40 models x 20 items" in weighted._judged()
+
+
+def test_a_residual_factor_stronger_than_the_first_is_worded_as_times():
+    """The warning read "leaves a factor of 121% of it unexplained"; past the first factor's
+    strength it says "1.2 times the first's strength"."""
+    from atlascat.irt.dimensionality import _share
+
+    assert _share(0.45) == "45% of the first's strength"
+    assert _share(1.21) == "1.2 times the first's strength"

@@ -157,12 +157,19 @@ class Dimensionality:
                     "trusted (more models, or results that measure one skill)")
         if self.second_dimension:
             return (f"the items measure two things, not one: a second factor of the item "
-                    f"correlations has {self.second_share:.0%} of the first's strength beyond "
-                    f"random answers, and the one-trait fit leaves a factor of "
-                    f"{self.residual_share:.0%} of it unexplained (Horn's parallel analysis on "
+                    f"correlations has {_share(self.second_share)} beyond random answers, and "
+                    f"the one-trait fit leaves unexplained a factor with "
+                    f"{_share(self.residual_share)} (Horn's parallel analysis on "
                     f"{self._judged()}); one theta per model "
                     "mixes the two: look for subtasks or answer formats to calibrate apart")
         return ""
+
+
+def _share(value: float) -> str:
+    """A factor's strength beyond random answers against the first's: "45% of the first's
+    strength", or "1.2 times the first's strength" past it."""
+    return (f"{value:.0%} of the first's strength" if value < 0.995
+            else f"{value:.1f} times the first's strength")
 
 
 def _standardised(y: np.ndarray, keep=None):
