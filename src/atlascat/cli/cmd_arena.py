@@ -49,8 +49,9 @@ def fit(
     gaps = model.adjacent_differences()
     prior_only = (model.prior_only_ or "").replace("prior_games=", "--prior-games ")
     if as_json:
+        tie_param = model.tie_param_ if ties == "rao-kupper" else None
         console.print_json(json.dumps(json_safe({"ties": ties, "loglik": model.loglik_,
-                                       "tie_param": model.tie_param_ if ties == "rao-kupper" else None,
+                                       "tie_param": tie_param,
                                        "tie_param_interval": model.tie_param_interval(),
                                        "prior_only": prior_only or None,
                                        "ratings": table.to_dict(orient="records"),

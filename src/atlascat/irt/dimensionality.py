@@ -84,7 +84,8 @@ class Dimensionality:
     second_threshold: float = _NAN
     residual: float = _NAN
     residual_threshold: float = _NAN
-    n_models_total: int = 0  #: the models (rows; pattern frequencies counted) the part was drawn from
+    #: the models (rows; pattern frequencies counted) the part was drawn from
+    n_models_total: int = 0
     n_items_total: int = 0
 
     @property

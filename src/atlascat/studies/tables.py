@@ -41,7 +41,8 @@ TABLES = {
 }
 
 _HEADERS = {
-    "items_mean": "Items", "whole_bank": "Whole bank given", "items_sd": "Items SD", "ies": "IES", "rie": "RIE",
+    "items_mean": "Items", "whole_bank": "Whole bank given", "items_sd": "Items SD",
+    "ies": "IES", "rie": "RIE",
     "coverage": "Coverage 95%", "coverage_posterior": "Cov. (posterior SD)",
     "coverage_joint": "Cov. (+ref SE)", "coverage_calibrated": "Cov. (val.-calibrated SE)",
     "exposure_mean": "Exposure mean", "exposure_max": "Exposure max",
