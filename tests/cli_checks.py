@@ -1,7 +1,17 @@
-"""Shared checks of `atlas` command lines run in-process (tests import it as a module)."""
+"""Shared checks of `atlas` command lines, run in-process or as a process of their own (tests
+import it as a module)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 from atlascat.cli import main
+from conftest import HANG_S
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(argv) -> int:
@@ -19,3 +29,24 @@ def one_line_error(capsys, argv, *needles) -> str:
     for n in needles:
         assert n in lines[0], (n, lines[0])
     return lines[0]
+
+
+def atlas_process(*args, wait=True, env=None):
+    """``python -m atlascat ARGS`` from the repository root in a process of its own, 200 columns
+    wide (``env`` adds to the environment): ``(exit code, stdout, stderr)``, or the running
+    ``Popen`` with ``wait=False``."""
+    env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "atlascat", *map(str, args)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return proc
+    out, err = proc.communicate(timeout=HANG_S)
+    return proc.returncode, out, err
+
+
+def wait_for(cond, what: str, limit: float = 600.0) -> None:
+    """Poll ``cond()`` until true; fail naming ``what`` after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)

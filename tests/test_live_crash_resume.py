@@ -20,21 +20,11 @@ from pathlib import Path
 import pytest
 
 from conftest import HANG_S
+from cli_checks import atlas_process as atlas
 
-ROOT = Path(__file__).resolve().parents[1]
 KILL_AT = 9            # the request (item) during which the process dies
 SAME = ("items", "scores", "theta", "se", "n_items", "stop_reason", "prediction", "status",
         "observed_score", "model_based_score", "score_sum")
-
-
-def atlas(*args, wait=True):
-    env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.Popen([sys.executable, "-m", "atlascat", *map(str, args)], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not wait:
-        return proc
-    out, err = proc.communicate(timeout=HANG_S)
-    return proc.returncode, out, err
 
 
 def results(folder: Path) -> dict:

@@ -5,22 +5,9 @@ Waits are generous (a busy machine makes them slow, not wrong)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from contextlib import closing
-from pathlib import Path
 
-from conftest import HANG_S
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def atlas(*args):
-    env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.run([sys.executable, "-m", "atlascat", *map(str, args)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=HANG_S)
-    return proc.returncode, proc.stdout, proc.stderr
+from cli_checks import atlas_process as atlas
 
 
 def every_other_item_refused():

@@ -17,22 +17,9 @@ from pathlib import Path
 import pytest
 
 from conftest import HANG_S
+from cli_checks import atlas_process as atlas, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def atlas(*args, env=None):
-    env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "atlascat", *map(str, args)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=HANG_S)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def wait_for(cond, what: str, limit: float = 600.0) -> None:
-    deadline = time.monotonic() + limit
-    while not cond():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.02)
 
 
 def one_item_refused():

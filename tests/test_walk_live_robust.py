@@ -10,33 +10,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import HANG_S
+from cli_checks import atlas_process as atlas, wait_for
 
-ROOT = Path(__file__).resolve().parents[1]
 SAME = ("items", "scores", "theta", "se", "n_items", "stop_reason", "status")
-
-
-def atlas(*args, wait=True, env=None):
-    env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    proc = subprocess.Popen([sys.executable, "-m", "atlascat", *map(str, args)], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not wait:
-        return proc
-    out, err = proc.communicate(timeout=HANG_S)
-    return proc.returncode, out, err
-
-
-def wait_for(cond, what: str, limit: float = 600.0) -> None:
-    deadline = time.monotonic() + limit
-    while not cond():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.02)
 
 
 def listed(db: Path) -> dict:
