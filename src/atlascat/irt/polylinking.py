@@ -29,7 +29,7 @@ from .linkmoments import linked_metadata, mean_mean, mean_sigma
 from .polybank import PolyBank
 from .quadrature import normal_quadrature
 
-__all__ = ["as_poly", "transform_poly", "poly_constants", "poly_locations"]
+__all__ = ["as_poly", "transform_poly", "poly_constants"]
 
 
 def as_poly(bank, role: str) -> PolyBank:
@@ -59,11 +59,6 @@ def transform_poly(bank: PolyBank, A: float, B: float) -> PolyBank:
                    scales=bank.scales, metadata=linked_metadata(bank.metadata, A))
     out.levels_assumed = bank.levels_assumed
     return out
-
-
-def poly_locations(bank: PolyBank) -> np.ndarray:
-    """Each item's mean threshold (moves as A b + B)."""
-    return bank.locations()
 
 
 def _check_categories(ref: PolyBank, new: PolyBank) -> None:
