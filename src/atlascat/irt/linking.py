@@ -135,13 +135,11 @@ class Linking:
             from .polylinking import as_poly
 
             return PolyBank.combine(as_poly(ref, "reference"), as_poly(part, "new"))
+        from .bank import stacked_metadata
+
         cols = [np.concatenate([getattr(ref, k), getattr(part, k)]) for k in ("a", "b", "c", "u")]
-        meta = None   # item text, SEs, benchmark: kept, as PolyBank.combine keeps them
-        if ref.metadata is not None or part.metadata is not None:
-            meta = pd.concat([b.metadata if b.metadata is not None else
-                              pd.DataFrame(index=range(len(b))) for b in (ref, part)],
-                             ignore_index=True)
-        return ItemBank(list(ref.item_ids) + list(part.item_ids), *cols, metadata=meta)
+        return ItemBank(list(ref.item_ids) + list(part.item_ids), *cols,
+                        metadata=stacked_metadata((ref, part)))   # as PolyBank.combine
 
     def theta(self, theta):
         """Thetas moved onto the reference scale."""
