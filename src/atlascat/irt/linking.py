@@ -76,7 +76,7 @@ from scipy.special import expit
 from .defaults import DRIFT_ALPHA, DRIFT_MIN, DRIFT_Z, QUADPTS, THETA_RANGE
 from ..errors import ConfigError
 from .bank import ItemBank
-from .linkmoments import linked_metadata, mean_mean, mean_sigma
+from .linkmoments import check_constants, linked_metadata, mean_mean, mean_sigma
 from .quadrature import normal_quadrature
 
 __all__ = ["LINK_METHODS", "Linking", "transform_bank", "mean_sigma", "mean_mean", "haebara",
@@ -159,8 +159,7 @@ class Linking:
 def transform_bank(bank: ItemBank, A: float, B: float) -> ItemBank:
     """a* = a / A, b* = A b + B (c, u, ids unchanged; standard errors in the metadata moved
     with their parameters, :func:`.linkmoments.linked_metadata`)."""
-    if not (np.isfinite(A) and A > 0 and np.isfinite(B)):
-        raise ConfigError(f"linking constants must be finite with A > 0, got A={A}, B={B}")
+    check_constants(A, B)
     return ItemBank(bank.item_ids, bank.a / A, A * bank.b + B, bank.c, bank.u,
                     metadata=linked_metadata(bank.metadata, A), model=bank.model)
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import BankError, ConfigError
 from . import polytomous as poly
-from .linkmoments import linked_metadata, mean_mean, mean_sigma
+from .linkmoments import check_constants, linked_metadata, mean_mean, mean_sigma
 from .polybank import PolyBank
 from .quadrature import normal_quadrature
 
@@ -57,8 +57,7 @@ def transform_poly(bank: PolyBank, A: float, B: float) -> PolyBank:
 def _moved(bank: PolyBank, A: float, B: float, with_metadata: bool) -> PolyBank:
     """:func:`transform_poly`, without the metadata when ``with_metadata`` is False (the
     optimizer's steps: copying SE columns made each step three times as slow)."""
-    if not (np.isfinite(A) and A > 0 and np.isfinite(B)):
-        raise ConfigError(f"linking constants must be finite with A > 0, got A={A}, B={B}")
+    check_constants(A, B)
     a = bank.a / A
     d = poly.intercepts(bank.models, a, A * _thresholds(bank) + B)
     out = PolyBank(bank.item_ids, np.column_stack([a, d]), bank.models, bank.levels,
