@@ -569,6 +569,17 @@ def benchmark_column(metadata, name: str, n_items: int) -> pd.DataFrame:
     return meta
 
 
+def stacked_metadata(banks):
+    """The banks' metadata one under the other (item text, SEs, benchmark kept; a bank without
+    any gives empty rows), or None when none of them has any."""
+    import pandas as pd
+
+    if all(b.metadata is None for b in banks):
+        return None
+    return pd.concat([b.metadata if b.metadata is not None else pd.DataFrame(index=range(len(b)))
+                      for b in banks], ignore_index=True)
+
+
 def check_benchmark_name(name, option: str = "--name") -> str:
     """``name`` stripped, or a ConfigError naming ``option`` when it is empty or not text."""
     if not isinstance(name, str) or not name.strip():

@@ -76,7 +76,7 @@ from scipy.special import expit
 from .defaults import DRIFT_ALPHA, DRIFT_MIN, DRIFT_Z, QUADPTS, THETA_RANGE
 from ..errors import ConfigError
 from .bank import ItemBank
-from .linkmoments import linked_metadata, mean_mean, mean_sigma
+from .linkmoments import check_constants, linked_metadata, mean_mean, mean_sigma
 from .quadrature import normal_quadrature
 
 __all__ = ["LINK_METHODS", "Linking", "transform_bank", "mean_sigma", "mean_mean", "haebara",
@@ -135,13 +135,11 @@ class Linking:
             from .polylinking import as_poly
 
             return PolyBank.combine(as_poly(ref, "reference"), as_poly(part, "new"))
+        from .bank import stacked_metadata
+
         cols = [np.concatenate([getattr(ref, k), getattr(part, k)]) for k in ("a", "b", "c", "u")]
-        meta = None   # item text, SEs, benchmark: kept, as PolyBank.combine keeps them
-        if ref.metadata is not None or part.metadata is not None:
-            meta = pd.concat([b.metadata if b.metadata is not None else
-                              pd.DataFrame(index=range(len(b))) for b in (ref, part)],
-                             ignore_index=True)
-        return ItemBank(list(ref.item_ids) + list(part.item_ids), *cols, metadata=meta)
+        return ItemBank(list(ref.item_ids) + list(part.item_ids), *cols,
+                        metadata=stacked_metadata((ref, part)))   # as PolyBank.combine
 
     def theta(self, theta):
         """Thetas moved onto the reference scale."""
@@ -161,8 +159,7 @@ class Linking:
 def transform_bank(bank: ItemBank, A: float, B: float) -> ItemBank:
     """a* = a / A, b* = A b + B (c, u, ids unchanged; standard errors in the metadata moved
     with their parameters, :func:`.linkmoments.linked_metadata`)."""
-    if not (np.isfinite(A) and A > 0 and np.isfinite(B)):
-        raise ConfigError(f"linking constants must be finite with A > 0, got A={A}, B={B}")
+    check_constants(A, B)
     return ItemBank(bank.item_ids, bank.a / A, A * bank.b + B, bank.c, bank.u,
                     metadata=linked_metadata(bank.metadata, A), model=bank.model)
 
@@ -251,25 +248,25 @@ def link_banks(ref: ItemBank, new: ItemBank, method: str = "stocking-lord", *, a
         raise ConfigError(_too_few_anchors(ref, new, anchors, given))
     _check_same_items(ref, new, anchors, given)
     A, B, crit = _constants(ref, new, anchors, method, quadpts, theta_range)
-    drift = anchor_drift(ref.subset(anchors), new.subset(anchors), A, B, drift_z=drift_z,
-                         drift_min=drift_min, quadpts=quadpts)
+    r_anchors, n_anchors = ref.subset(anchors), new.subset(anchors)
+    drift = anchor_drift(r_anchors, n_anchors, A, B, drift_z=drift_z, drift_min=drift_min,
+                         quadpts=quadpts)
     flagged = list(drift.index[drift["flagged"].to_numpy()])
-    if not (drop_drift and flagged):
-        _check_moments(ref, new, anchors, method, A, B, quadpts, theta_range)
-        _check_agreement(ref, new, anchors, method, A, B, quadpts, theta_range)
-        return Linking(A, B, method, tuple(anchors), crit, drift)
-    kept = [i for i in anchors if i not in set(flagged)]
-    if len(kept) < 2:
-        raise ConfigError(f"{len(flagged)} of the {len(anchors)} anchors are flagged for drift "
-                          f"({', '.join(flagged[:5])}); without them {len(kept)} remain and "
-                          "linking needs 2: link without --drop-drift, or raise --drift-z")
-    A, B, crit = _constants(ref, new, kept, method, quadpts, theta_range)
-    drift = anchor_drift(ref.subset(anchors), new.subset(anchors), A, B, drift_z=drift_z,
-                         drift_min=drift_min, quadpts=quadpts)
-    drift["flagged"] = drift.index.isin(flagged)   # the flags that chose the anchors
+    dropped, kept = (), anchors
+    if drop_drift and flagged:
+        kept = [i for i in anchors if i not in set(flagged)]
+        if len(kept) < 2:
+            raise ConfigError(f"{len(flagged)} of the {len(anchors)} anchors are flagged for drift "
+                              f"({', '.join(flagged[:5])}); without them {len(kept)} remain and "
+                              "linking needs 2: link without --drop-drift, or raise --drift-z")
+        A, B, crit = _constants(ref, new, kept, method, quadpts, theta_range)
+        drift = anchor_drift(r_anchors, n_anchors, A, B, drift_z=drift_z, drift_min=drift_min,
+                             quadpts=quadpts)
+        drift["flagged"] = drift.index.isin(flagged)   # the flags that chose the anchors
+        dropped = tuple(flagged)
     _check_moments(ref, new, kept, method, A, B, quadpts, theta_range)
     _check_agreement(ref, new, kept, method, A, B, quadpts, theta_range)
-    return Linking(A, B, method, tuple(kept), crit, drift, tuple(flagged))
+    return Linking(A, B, method, tuple(kept), crit, drift, dropped)
 
 
 def tcc_rmsd(ref, new, A: float, B: float, *, quadpts: int = QUADPTS,
@@ -438,18 +435,20 @@ def anchor_drift(ref, new, A: float, B: float, *, drift_z: float = DRIFT_Z,
     if drift_min < 0:
         raise ConfigError(f"drift_min (CLI --drift-min) must be >= 0, got {drift_min:g}")
     if _ordinal(ref, new):
-        from .polylinking import as_poly, poly_locations
+        from .polylinking import as_poly
 
         ref, new = as_poly(ref, "reference"), as_poly(new, "new")
     linked = Linking(A, B, "").transform(new)
-    loc = (lambda bank: poly_locations(bank)) if _ordinal(ref) else (lambda bank: bank.b)
-    d = loc(linked) - loc(ref)
+    b_ref, b_linked = ((ref.locations(), linked.locations()) if _ordinal(ref)
+                       else (ref.b, linked.b))
+    d = b_linked - b_ref
     med = np.median(d)
     z = _robust_z(d, d)
     flips = np.sign(ref.a) != np.sign(new.a)   # the same item cannot turn around on a scale
     same = ~flips if (~flips).sum() >= 2 else np.ones_like(flips)   # flipped: not a yardstick
     quad = normal_quadrature(quadpts, THETA_RANGE)
-    gap = quad.weights @ (_curve01(linked, quad.nodes) - _curve01(ref, quad.nodes))
+    diff = _curve01(linked, quad.nodes) - _curve01(ref, quad.nodes)   # as icc_rmsd's grid
+    gap = quad.weights @ diff
     se = _linked_b_se(ref, linked)
     if se is None:
         test = _robust_z(gap, gap[same])
@@ -458,9 +457,9 @@ def anchor_drift(ref, new, A: float, B: float, *, drift_z: float = DRIFT_Z,
     cut = drift_threshold(len(d), drift_z, se=se is not None)
     flagged = flips | ((np.abs(test) > cut)
                        & (np.abs(d - med) > drift_min) & (len(d) >= MIN_DRIFT_ANCHORS))
-    return pd.DataFrame({"b_ref": loc(ref), "b_linked": loc(linked), "d": d, "robust_z": z,
+    return pd.DataFrame({"b_ref": b_ref, "b_linked": b_linked, "d": d, "robust_z": z,
                          "icc_gap": gap, "drift_z": test, "threshold": cut,
-                         "icc_rmsd": icc_rmsd(ref, linked, quadpts=quadpts).to_numpy(),
+                         "icc_rmsd": np.sqrt(quad.weights @ diff**2),
                          "slope_flips": flips, "flagged": flagged},
                         index=pd.Index(list(ref.item_ids), name="item_id"))
 

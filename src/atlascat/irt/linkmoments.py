@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["mean_sigma", "mean_mean", "linked_metadata"]
+__all__ = ["mean_sigma", "mean_mean", "linked_metadata", "check_constants"]
 
 
 def _wstats(x, weights):
@@ -37,6 +37,12 @@ def mean_mean(a_ref, b_ref, a_new, b_new) -> tuple[float, float]:
     if not A > 0:
         raise ConfigError("mean-mean linking needs positive mean slopes in both banks")
     return A, float(np.mean(b_ref) - A * np.mean(b_new))
+
+
+def check_constants(A: float, B: float) -> None:
+    """Refuse constants that move no bank: A must be finite and > 0, B finite."""
+    if not (np.isfinite(A) and A > 0 and np.isfinite(B)):
+        raise ConfigError(f"linking constants must be finite with A > 0, got A={A}, B={B}")
 
 
 def linked_metadata(meta, A: float):

@@ -610,17 +610,13 @@ class PolyBank:
         kmax = max(p.params.shape[1] for p in parts)
         params = np.vstack([np.pad(p.params, ((0, 0), (0, kmax - p.params.shape[1])),
                                    constant_values=np.nan) for p in parts])
-        meta = None
-        if any(p.metadata is not None for p in parts):   # n_responses, *_se, ...: kept
-            import pandas as pd
+        from .bank import stacked_metadata
 
-            meta = pd.concat([p.metadata if p.metadata is not None else
-                              pd.DataFrame(index=range(len(p))) for p in parts],
-                             ignore_index=True)
         return cls(np.concatenate([p.item_ids for p in parts]), params,
                    np.concatenate([p.models for p in parts]),
                    [lv for p in parts for lv in p.levels],
-                   scales=np.vstack([p.scales for p in parts]), metadata=meta)
+                   scales=np.vstack([p.scales for p in parts]),
+                   metadata=stacked_metadata(parts))   # n_responses, *_se, ...: kept
 
     def to_frame(self, format: str = "mirt") -> pd.DataFrame:
         """mirt's ``X, model, a1, d1..`` (the id column named as R's write.csv and

@@ -25,11 +25,11 @@ import numpy as np
 
 from ..errors import BankError, ConfigError
 from . import polytomous as poly
-from .linkmoments import linked_metadata, mean_mean, mean_sigma
+from .linkmoments import check_constants, linked_metadata, mean_mean, mean_sigma
 from .polybank import PolyBank
 from .quadrature import normal_quadrature
 
-__all__ = ["as_poly", "transform_poly", "poly_constants", "poly_locations"]
+__all__ = ["as_poly", "transform_poly", "poly_constants"]
 
 
 def as_poly(bank, role: str) -> PolyBank:
@@ -51,19 +51,20 @@ def _thresholds(bank: PolyBank) -> np.ndarray:
 def transform_poly(bank: PolyBank, A: float, B: float) -> PolyBank:
     """a* = a / A, b*_k = A b_k + B (models, levels, scales unchanged; standard errors moved
     with their parameters, :func:`.linkmoments.linked_metadata`)."""
-    if not (np.isfinite(A) and A > 0 and np.isfinite(B)):
-        raise ConfigError(f"linking constants must be finite with A > 0, got A={A}, B={B}")
+    return _moved(bank, A, B, bank.metadata is not None)
+
+
+def _moved(bank: PolyBank, A: float, B: float, with_metadata: bool) -> PolyBank:
+    """:func:`transform_poly`, without the metadata when ``with_metadata`` is False (the
+    optimizer's steps: copying SE columns made each step three times as slow)."""
+    check_constants(A, B)
     a = bank.a / A
     d = poly.intercepts(bank.models, a, A * _thresholds(bank) + B)
     out = PolyBank(bank.item_ids, np.column_stack([a, d]), bank.models, bank.levels,
-                   scales=bank.scales, metadata=linked_metadata(bank.metadata, A))
+                   scales=bank.scales,
+                   metadata=linked_metadata(bank.metadata, A) if with_metadata else None)
     out.levels_assumed = bank.levels_assumed
     return out
-
-
-def poly_locations(bank: PolyBank) -> np.ndarray:
-    """Each item's mean threshold (moves as A b + B)."""
-    return bank.locations()
 
 
 def _check_categories(ref: PolyBank, new: PolyBank) -> None:
@@ -100,7 +101,7 @@ def poly_constants(ref: PolyBank, new: PolyBank, method: str, quadpts: int,
         A0, B0 = 1.0, 0.0
 
     def fun(v):
-        moved = transform_poly(new, float(np.exp(v[0])), float(v[1]))
+        moved = _moved(new, float(np.exp(v[0])), float(v[1]), with_metadata=False)
         if method == "haebara":
             gap = p_ref - np.nan_to_num(moved.probability(x))
             return float(np.einsum("q,jqk->", w, gap**2))

@@ -120,10 +120,8 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
     phi = bank_dispersion(bank)   # continuous scores: the quasi-likelihood's a^2 P Q / phi_j,
     if phi is not None:           # as atlas info --theta and the adaptive test weigh items
         info = info / phi
-    total = info.sum()
-    share = info / total if total > 0 else np.zeros_like(info)
     df = pd.DataFrame({"item_id": bank.item_ids.astype(str), "a": a, "b": b, "c": c, "u": u,
-                       "info": info, "info_share": share, "weight_ratio": share * len(bank)})
+                       **_info_columns(info)})
     flags = {
         "negative_a": a < 0,
         "low_a": (a >= 0) & (a < a_min),
@@ -147,6 +145,18 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
         df["p_S_X2"] = fit["p_S_X2"].to_numpy()
         df["p_S_X2_bh"] = benjamini_hochberg(df["p_S_X2"])
         flags["poor_fit"] = np.nan_to_num(df["p_S_X2_bh"].to_numpy(), nan=1.0) < alpha
+    return _with_issues(df, flags)
+
+
+def _info_columns(info: np.ndarray) -> dict:
+    """info, info_share (of the bank's total) and weight_ratio (share over 1/n)."""
+    total = info.sum()
+    share = info / total if total > 0 else np.zeros_like(info)
+    return {"info": info, "info_share": share, "weight_ratio": share * len(info)}
+
+
+def _with_issues(df: pd.DataFrame, flags: dict) -> pd.DataFrame:
+    """``df`` with ``issues`` (the names of the true flags, comma-separated) and ``n_issues``."""
     names = np.array(list(flags))
     mat = np.column_stack([flags[k] for k in names])
     df["issues"] = [",".join(names[row]) for row in mat]
@@ -168,16 +178,9 @@ def _ordinal_quality(bank, responses, *, a_min: float, b_max: float, quadpts: in
                   "left out here")
     quad = normal_quadrature(quadpts, (-6.0, 6.0))
     info = quad.weights @ np.asarray(bank.information(quad.nodes), dtype=float)
-    total = info.sum()
-    share = info / total if total > 0 else np.zeros_like(info)
     a, loc = np.asarray(bank.a, dtype=float), bank.locations()
     df = pd.DataFrame({"item_id": bank.item_ids.astype(str), "model": bank.models.astype(str),
-                       "n_categories": bank.n_cat, "a": a, "location": loc, "info": info,
-                       "info_share": share, "weight_ratio": share * len(bank)})
-    flags = {"negative_a": a < 0, "low_a": (a >= 0) & (a < a_min),
-             "extreme_b": np.abs(loc) > b_max}
-    names = np.array(list(flags))
-    mat = np.column_stack([flags[k] for k in names])
-    df["issues"] = [",".join(names[row]) for row in mat]
-    df["n_issues"] = mat.sum(axis=1)
-    return df
+                       "n_categories": bank.n_cat, "a": a, "location": loc,
+                       **_info_columns(info)})
+    return _with_issues(df, {"negative_a": a < 0, "low_a": (a >= 0) & (a < a_min),
+                             "extreme_b": np.abs(loc) > b_max})
