@@ -196,14 +196,12 @@ def _list_runs(stores, as_json: bool, *, model=None, state=None, sort="created")
     import datetime as dt
 
     import pandas as pd
-    from ..live.service import select_runs, sort_runs
+    from ..live.service import predict_run, select_runs, sort_runs
 
     frames = [st.list_runs().assign(db=str(st.path)) for st in stores]
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     df = select_runs(df, model=model, state=state).reset_index(drop=True)
     by_path = {str(st.path): st for st in stores}
-    from ..live.service import predict_run
-
     predictions = [predict_run(by_path[r["db"]], r) for r in df.to_dict("records")]
     df, predictions = sort_runs(df, predictions, sort)
     from ..live.scale import run_scales

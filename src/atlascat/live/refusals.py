@@ -69,24 +69,17 @@ def ask_each(ask, todo: list) -> list:
     """``ask(ns) -> [result per n]`` for a round's items ``todo``; when the server refuses the
     round's request, each item is asked alone, so only the item it refuses is left out.
     -> one result per item of ``todo``: ``ask``'s, or ``refused_answer(message)``."""
-    try:
-        return list(ask(todo))
-    except SubjectError as exc:
-        message = refusal(exc)
-        if message is None:
-            raise
-        if len(todo) == 1:
-            return [refused_answer(message)]
-    out = []
-    for n in todo:
+    def asked(ns: list) -> list:
         try:
-            out.append(ask([n])[0])
+            return list(ask(ns))
         except SubjectError as exc:
             message = refusal(exc)
             if message is None:
                 raise
-            out.append(refused_answer(message))
-    return out
+            return [refused_answer(message)] if len(ns) == 1 else None
+
+    whole = asked(todo)
+    return whole if whole is not None else [asked([n])[0] for n in todo]
 
 
 @dataclass

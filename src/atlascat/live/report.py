@@ -589,12 +589,15 @@ def _skipped_rows(steps) -> list:
     from .refusals import refused_line, refused_summary
 
     n_refused, first = refused_summary(steps)
-    k = int((steps["status"] == "skipped").sum()) - n_refused
-    refused = refused_line(n_refused, first)
     skipped = int((steps["status"] == "skipped").sum())
+    k = skipped - n_refused   # null scores (a judge's), the refused aside
     asked = skipped + int((steps["status"] == "answered").sum())   # as RunResult.n_asked
-    return ([("items asked", f"{asked} (scored and not)")] if skipped else []) + ([("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left out "
-              "unscored")] if k else []) + ([("refused", refused)] if refused else [])
+    refused = refused_line(n_refused, first)
+    rows = [("items asked", f"{asked} (scored and not)")] if skipped else []
+    if k:
+        rows.append(("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left "
+                     "out unscored"))
+    return rows + ([("refused", refused)] if refused else [])
 
 
 def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,

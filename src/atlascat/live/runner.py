@@ -161,12 +161,14 @@ class RunResult:
     #: first one's message (:mod:`atlascat.live.refusals`)
     n_refused: int = 0
     refused: str | None = None
-    #: the items asked: scored (``n_items``) and not (``n_skipped``, the refused among them)
-    n_asked: int | None = None
+
+    @property
+    def n_asked(self) -> int:
+        """The items asked: scored (``n_items``) and not (``n_skipped``, the refused among
+        them)."""
+        return self.n_items + self.n_skipped
 
     def __post_init__(self):
-        if self.n_asked is None:
-            self.n_asked = self.n_items + self.n_skipped
         if self.observed_score is None and self.n_items:
             self.observed_score = self.score_sum / self.n_items
 
@@ -179,7 +181,7 @@ class RunResult:
 
     def to_dict(self) -> dict:
         """The fields as a dict (``scale`` only when the scores are on a metric's scale)."""
-        out = asdict(self)
+        out = {**asdict(self), "n_asked": self.n_asked}
         if out["scale"] is None:
             del out["scale"]
         return out
@@ -198,7 +200,11 @@ class RunResult:
         info = store.get_run(run_id)
         res = cls._stored(store, run_id, info)
         scale = None if unit else stored_scale(info["bank_ref"])
-        return res if scale is None else cls(**on_metric_scale(res.to_dict(), scale))
+        if scale is None:
+            return res
+        fields = on_metric_scale(res.to_dict(), scale)
+        del fields["n_asked"]   # derived (the property)
+        return cls(**fields)
 
     @classmethod
     def _stored(cls, store: RunStore, run_id: str, info: dict) -> "RunResult":
