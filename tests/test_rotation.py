@@ -175,6 +175,7 @@ def test_kaiser_normalization_and_gamma_change_the_solution():
 @pytest.mark.parametrize("call", [
     lambda A: rotate(A, "promax"), lambda A: oblique(A, "varimax"), lambda A: oblique(A[:, :1]),
     lambda A: geomin(A, delta=0.0), lambda A: oblique(A, start=np.eye(2)),
+    lambda A: oblique(A, tol=0.0), lambda A: oblique(A, max_iter=-1), lambda A: oblique(A, max_iter=2.5),
     lambda A: MultidimIRT(2, rotation="oblimin").fit(np.zeros((5, 4))),
 ])
 def test_bad_rotation_settings_are_one_line_config_errors(call):

@@ -51,6 +51,7 @@ __all__ = ["ROTATIONS", "Rotation", "FactorLoadings", "varimax", "oblique", "obl
 
 ROTATIONS = ("oblimin", "geomin", "varimax", "none")
 D = 1.702   # logistic-to-normal-ogive scale of mirt's standardized loadings
+GPF_TOL, GPF_MAX_ITER = 1e-5, 1000   # GPArotation's eps and maxit (mirt passes them unchanged)
 
 
 def varimax(loadings, *, normalize: bool = True, max_iter: int = 500, tol: float = 1e-10):
@@ -145,7 +146,8 @@ def _gpf_oblique(A, vgq, T, tol, max_iter):
 
 
 def oblique(loadings, method: str = "oblimin", *, gamma: float = 0.0, delta: float = 0.01,
-            normalize: bool = False, tol: float = 1e-5, max_iter: int = 1000, start=None) -> Rotation:
+            normalize: bool = False, tol: float = GPF_TOL, max_iter: int = GPF_MAX_ITER,
+            start=None) -> Rotation:
     """Oblique rotation by gradient projection (Jennrich 2002): ``method`` "oblimin" (``gamma``;
     0 = quartimin) or "geomin" (``delta``). ``normalize``: Kaiser row normalization during the
     rotation (mirt/GPArotation default: off); ``start``: the initial T (default I)."""
@@ -161,6 +163,10 @@ def oblique(loadings, method: str = "oblimin", *, gamma: float = 0.0, delta: flo
         vgq = _geomin_criterion(float(delta))
     else:
         raise ConfigError(f"unknown oblique rotation {method!r}; use 'oblimin' or 'geomin'")
+    if not (isinstance(tol, (int, float)) and tol > 0) or isinstance(max_iter, bool) \
+            or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
+        raise ConfigError(f"tol must be positive and max_iter a whole number >= 0; got {tol!r}, "
+                          f"{max_iter!r}")
     k = A.shape[1]
     T = np.eye(k) if start is None else np.array(start, dtype=float)
     if T.shape != (k, k):
