@@ -9,9 +9,10 @@ import typer
 from ._common import console, escape, json_safe, output_file
 
 
-def describe(path: Path, freq_column: str | None = None) -> dict:
+def describe(path: Path, freq_column: str | None = None, rotate: str | None = None) -> dict:
     """Summary of a response matrix or a bank file (detected from its columns);
-    ``freq_column``: a pattern table's frequencies (each row stands for that many subjects)."""
+    ``freq_column``: a pattern table's frequencies (each row stands for that many subjects);
+    ``rotate``: a multidimensional bank's rotation (default oblimin, as mirt's summary)."""
     import numpy as np
     import pandas as pd
 
@@ -22,6 +23,13 @@ def describe(path: Path, freq_column: str | None = None) -> dict:
     p = Path(path)
     if p.is_file() and p.suffix.lower() != ".json":   # a .json file: a suite's definition
         p = check_input_file(p, what="file", option="PATH")
+    if p.is_file() and p.suffix.lower() != ".json" and _is_multidim(p):
+        return _describe_multidim(p, rotate)
+    if rotate is not None:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--rotate rotates the factors of a multidimensional 2PL bank (columns a1, "
+                          f"a2, ..., d); {str(path)!r} is not one")
     if not p.is_file() or p.suffix.lower() == ".json" or _looks_like_bank(p):
         ref = BankRef.from_option(path, option="PATH", normalize_ids=False, kinds=KINDS)
         if ref.kind == "suite":   # its members, each on its own theta scale
@@ -76,6 +84,22 @@ def describe(path: Path, freq_column: str | None = None) -> dict:
         "item_mean_quantiles": dict(zip(["min", "median", "max"],
                                         pd.Series(rm.item_means).quantile([0, .5, 1]).round(4).tolist())),
     }
+
+
+def _is_multidim(path: Path) -> bool:
+    from ..validation import read_frame
+
+    cols = set(read_frame(path, what="file", option="PATH", nrows=0).columns.astype(str))
+    return {"a1", "a2", "d"} <= cols
+
+
+def _describe_multidim(path: Path, rotate: str | None) -> dict:
+    """A multidimensional 2PL bank: its factor loadings as mirt's ``summary(mod, rotate=)``."""
+    from ..irt.multidim import MultidimBank
+
+    bank = MultidimBank.read(path)
+    return {"kind": "multidim_bank", "path": str(path), "n_items": len(bank), "n_dims": bank.n_dims,
+            **bank.factor_loadings(rotate or "oblimin").to_dict()}
 
 
 def _count(total: float) -> int | float:
@@ -155,7 +179,13 @@ def register(app: typer.Typer) -> None:
                                                         "iteminfo) to this CSV."),
              freq_column: str = typer.Option(None, "--freq-column",
                                              help="Column holding pattern frequencies "
-                                                  "(pattern data).")):
+                                                  "(pattern data)."),
+             rotate: str = typer.Option(None, "--rotate", metavar="oblimin|geomin|varimax|none",
+                                        help="A multidimensional 2PL bank (a1, a2, ..., d "
+                                             "columns): rotate its standardized loadings as "
+                                             "mirt's summary() does; oblimin (quartimin, the "
+                                             "default, as mirt) and geomin are oblique and "
+                                             "give factor correlations.")):
         """Describe a response matrix or an item bank.
 
         For a matrix: subjects, items, missing fraction, whether its scores are 0/1 or a
@@ -163,10 +193,12 @@ def register(app: typer.Typer) -> None:
         integer ratings: its levels and mean-rating quantiles). For a bank: item count,
         parameter quantiles, items with a <= 0 or c > 0.5 (ordinal items: their categories
         and rating scales); a bank folder (atlas build-bank) also names its benchmark, its
-        metric and the scale its scores are read on. --theta: the bank's test information.
+        metric and the scale its scores are read on. --theta: the bank's test information. A
+        multidimensional 2PL bank: its rotated factor loadings, communalities and factor
+        correlations (--rotate).
         """
         output_file(item_information, "--item-information", inputs={"PATH": path})
-        summary = describe(path, freq_column)
+        summary = describe(path, freq_column, rotate)
         if theta is not None or item_information is not None:
             summary["information"] = _information(path, summary, theta, item_information)
         if as_json:
@@ -176,6 +208,8 @@ def register(app: typer.Typer) -> None:
             _print_matrix(path, summary)
         elif summary["kind"] == "suite":
             _print_suite(path, summary)
+        elif summary["kind"] == "multidim_bank":
+            _print_multidim(path, summary)
         else:
             _print_bank(path, summary)
         if "information" in summary:
@@ -192,6 +226,9 @@ def _information(path: str, summary: dict, theta, item_information) -> dict:
         first = summary["members"][0]["name"]
         raise ConfigError(f"--theta: each member of suite {summary['name']!r} has its own theta "
                           f"scale; ask one member's bank (atlas info {first} --theta ...)")
+    if summary["kind"] == "multidim_bank":
+        raise ConfigError(f"--theta: {path!r} is a {summary['n_dims']}-dimensional 2PL bank; test "
+                          "information at one theta is for a one-dimensional bank")
     if summary["kind"] != "bank":
         raise ConfigError("--theta and --item-information describe a bank, not a response "
                           "matrix")
@@ -243,6 +280,28 @@ def _print_matrix(path: str, summary: dict) -> None:
                       f"{lo} {hi} -o bank.csv (ordinal items), or atlas build-bank {escape(path)} "
                       f"--score-range {lo} {hi} -o bank/ (a score on its scale: from fewer than "
                       "~100 models, the honest full-score prediction)", highlight=False)
+
+
+def _print_multidim(path: str, summary: dict) -> None:
+    k = summary["n_dims"]
+    console.print(f"[bold]{escape(path)}[/]: multidimensional 2PL bank, {summary['n_items']} items, "
+                  f"{k} factors")
+    rot = summary["rotation"]
+    console.print(f"  standardized loadings, {rot} rotation (mirt's summary)"
+                  + ("" if summary["converged"] else ", [yellow]rotation not converged[/]") + ":")
+    names = [f"F{i + 1}" for i in range(k)]
+    width = max(7, *(len(i) for i in summary["loadings"]))
+    console.print("  " + "item".ljust(width) + "".join(f"{c:>8}" for c in [*names, "h2"]),
+                  highlight=False)
+    for item, row in summary["loadings"].items():
+        console.print("  " + escape(item.ljust(width))
+                      + "".join(f"{row[c]:8.3f}" for c in [*names, "h2"]), highlight=False)
+    phi = summary["factor_correlations"]
+    words = "" if rot in ("oblimin", "geomin") else " (orthogonal rotation: uncorrelated)"
+    console.print(f"  factor correlations{words}:")
+    for i in range(k):
+        console.print(f"  {names[i]:>{width}}" + "".join(f"{phi[i][j]:8.3f}" for j in range(i + 1)),
+                      highlight=False)
 
 
 def _print_suite(path: str, summary: dict) -> None:

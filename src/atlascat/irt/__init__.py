@@ -3,7 +3,8 @@
 - :mod:`.models` (1PL-4PL) and :mod:`.polytomous` (graded, GPCM): the item response functions,
   with their formulas and references;
 - :mod:`.bank`: :class:`~atlascat.irt.bank.ItemBank`; :mod:`.polybank`:
-  :class:`~atlascat.irt.polybank.PolyBank` (ordinal items); :mod:`.multidim`: the M2PL;
+  :class:`~atlascat.irt.polybank.PolyBank` (ordinal items); :mod:`.multidim`: the M2PL, with
+  :mod:`.rotation` (varimax, oblimin, geomin: mirt's rotated loadings);
 - :mod:`.calibrate`: :func:`~atlascat.irt.calibrate.calibrate` and the scikit-learn style
   :class:`~atlascat.irt.calibrate.Calibrator` (MML-EM as mirt; the result:
   :class:`~atlascat.irt.result.CalibrationResult`), with :mod:`.se` (standard errors),

@@ -7,7 +7,8 @@ Model (Reckase 2009, ch. 4; slope-intercept form, as mirt)::
 ``a_j`` the K loadings (slopes) of item j, ``d_j`` its intercept. With an identity latent
 covariance the likelihood is invariant under orthogonal rotations A -> A R, theta -> R^T theta,
 so loadings are identified up to rotation: :func:`varimax` (Kaiser 1958) gives an interpretable
-solution, :func:`procrustes` (Schoenemann 1966) aligns a solution with a target, and
+solution, :meth:`MultidimBank.factor_loadings` mirt's rotated summary (oblimin, geomin, varimax;
+:mod:`.rotation`), :func:`procrustes` (Schoenemann 1966) aligns a solution with a target, and
 :func:`tucker_congruence` measures agreement per factor (Lorenzo-Seva and ten Berge 2006: >= 0.95
 means "equal").
 
@@ -58,6 +59,7 @@ from scipy.stats import norm
 
 from .defaults import THETA_RANGE, TOL
 from ..errors import BankError, ConfigError, ResponseDataError
+from .rotation import varimax
 
 __all__ = [
     "MultidimBank",
@@ -143,6 +145,14 @@ class MultidimBank:
             sel.astype(np.intp) if sel.dtype.kind in "iu" else self.index_of(sel.tolist()))
         meta = None if self.metadata is None else self.metadata.iloc[idx]
         return MultidimBank(self.item_ids[idx], self.loadings[idx], self.intercepts[idx], metadata=meta)
+
+    def factor_loadings(self, rotate: str = "oblimin", **kwargs):
+        """mirt's ``summary(mod, rotate=...)``: standardized loadings rotated by "oblimin" (mirt's
+        default), "geomin", "varimax" or "none", communalities and factor correlations
+        (:func:`atlascat.irt.rotation.factor_loadings`). The bank itself is not changed."""
+        from .rotation import factor_loadings
+
+        return factor_loadings(self.loadings, self.item_ids, rotate, **kwargs)
 
     def rotate(self, rotation) -> "MultidimBank":
         """Loadings A R for an orthogonal R (theta -> R^T theta leaves P unchanged)."""
@@ -285,34 +295,6 @@ def _check_binary(y):
 
 
 # ============================================================================ rotations
-def varimax(loadings, *, normalize: bool = True, max_iter: int = 500, tol: float = 1e-10):
-    """Varimax rotation (Kaiser 1958). Returns ``(rotated, R)`` with rotated = loadings @ R.
-
-    Maximizes sum_k [ mean_j l_jk^4 - (mean_j l_jk^2)^2 ] over orthogonal R, with Kaiser row
-    normalization (rows scaled to unit length during the rotation) when ``normalize``. Uses the
-    SVD iteration of the orthomax family (gamma = 1).
-    """
-    A = np.asarray(loadings, dtype=float)
-    n, k = A.shape
-    if k < 2:
-        return A.copy(), np.eye(k)
-    h = np.sqrt((A**2).sum(axis=1, keepdims=True)) if normalize else np.ones((n, 1))
-    h = np.where(h > 0, h, 1.0)
-    L = A / h
-    R = np.eye(k)
-    obj = 0.0
-    for _ in range(max_iter):
-        LR = L @ R
-        grad = L.T @ (LR**3 - LR @ np.diag((LR**2).sum(axis=0)) / n)
-        u, s, vt = np.linalg.svd(grad)
-        R = u @ vt
-        new = s.sum()
-        if new - obj < tol * max(new, 1.0):
-            break
-        obj = new
-    return A @ R, R
-
-
 def procrustes(loadings, target):
     """Orthogonal Procrustes rotation (Schoenemann 1966): R = argmin ||A R - T||_F over orthogonal
     R (reflections included), R = U V^T from the SVD A^T T = U S V^T. Returns ``(A R, R)``."""
@@ -460,7 +442,8 @@ class MultidimIRT:
         if method not in ("em", "mhrm"):
             raise ConfigError(f"unknown method {self.method!r}; use 'auto', 'em' or 'mhrm'")
         if self.rotation not in ("varimax", "none"):
-            raise ConfigError(f"unknown rotation {self.rotation!r}; use 'varimax' or 'none'")
+            raise ConfigError(f"unknown rotation {self.rotation!r}; use 'varimax' or 'none' (the bank keeps "
+                              f"uncorrelated factors; bank_.factor_loadings(rotate=...) shows oblique ones)")
         y, _, item_ids, weights = _as_arrays(responses)
         obs = _check_binary(y)
         empty = np.flatnonzero(~obs.any(axis=0))
