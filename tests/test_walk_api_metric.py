@@ -137,3 +137,21 @@ def test_a_rating_recorded_on_its_own_scale_says_how_to_map_it(rated):
     with pytest.raises(ConfigError, match=r"must be in \[0, 1\], got 7; on the metric's scale "
                                           r"1-10, record \(score - 1\) / 9"):
         session.record(item, 7)
+
+
+def test_a_scaled_prediction_repr_names_its_scale(rated):
+    """repr(prediction) showed bare 0-1 floats for a 1-10 rating: it names the scale they are
+    shares of; without a scale the repr is the dataclass's as before."""
+    from atlascat.predict.session import BenchmarkPrediction
+
+    _, p = rated
+    session = p.session(rng=0)
+    for item in session.next_items(3):
+        session.record(item, 0.5)
+    text = repr(session.prediction())
+    assert text.startswith("BenchmarkPrediction(score=") and text.endswith(
+        ", scale=(1.0, 10.0))"), text
+    plain = BenchmarkPrediction(0.5, 0.4, 0.6, 0.05, 10, "combined")
+    assert repr(plain) == ("BenchmarkPrediction(score=0.5, lower=0.4, upper=0.6, se=0.05, "
+                           "n_items=10, method='combined', warning='', model_score=nan, "
+                           "model_part=nan, design_score=nan, theta=nan)")

@@ -16,7 +16,7 @@ generator's state), so a live run resumed after a crash draws the same items.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from . import estimators as est
 __all__ = ["PredictSession", "BenchmarkPrediction", "subject_generator"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BenchmarkPrediction:
     """Predicted benchmark score (0-1) with its 95% interval."""
 
@@ -53,6 +53,12 @@ class BenchmarkPrediction:
         d = asdict(self)
         d.pop("scale")
         return d
+
+    def __repr__(self) -> str:
+        """The dataclass's, and ``scale`` where set: the 0-1 fields are shares of it."""
+        text = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        scale = "" if self.scale is None else f", scale={tuple(self.scale)!r}"
+        return f"{type(self).__name__}({text}{scale})"
 
     def __str__(self) -> str:
         from ..scorelink.prediction import on_scale
