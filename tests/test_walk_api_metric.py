@@ -155,3 +155,36 @@ def test_a_scaled_prediction_repr_names_its_scale(rated):
     assert repr(plain) == ("BenchmarkPrediction(score=0.5, lower=0.4, upper=0.6, se=0.05, "
                            "n_items=10, method='combined', warning='', model_score=nan, "
                            "model_part=nan, design_score=nan, theta=nan)")
+
+
+@pytest.mark.skipif(not (SHARED / "benchpred" / "v2_musr.csv.gz").exists(),
+                    reason="needs ../shared/data/benchpred")
+def test_aipw_and_the_predictor_share_one_ridge(monkeypatch):
+    """aipw_accuracy kept its own SVD + PRESS ridge beside regression.ridge_scores: both now
+    fit through regression.ridge_press, and on a real matrix AIPW's regression of the mean
+    score on the form is the predictor's ridge prediction on the same items, to 1e-10."""
+    from atlascat.predict import regression
+    from atlascat.studies.baselines import aipw_accuracy
+
+    calls = []
+    real = regression.ridge_press
+
+    def spy(*args, **kw):
+        calls.append(real(*args, **kw))
+        return calls[-1]
+
+    monkeypatch.setattr(regression, "ridge_press", spy)
+    y = pd.read_csv(SHARED / "benchpred" / "v2_musr.csv.gz", index_col=0).to_numpy(float)
+    rng = np.random.default_rng(0)
+    train, target = y[:300], y[300:340]
+    form = rng.choice(y.shape[1], 40, replace=False)
+    est = aipw_accuracy(train, form, target)
+    assert len(calls) == 1 and calls[0].coef.shape == (1, 40, 41)
+    mean_part = calls[0].predict(target[None, :, form])[0, :, 0]
+    own = train.mean(1)
+    ridge = regression.ridge_scores(train, own, np.tile(form, (len(target), 1)),
+                                    np.ones((len(target), 40), bool),
+                                    target_answers=target[:, form])
+    assert len(calls) >= 2                     # ridge_scores fitted through it too
+    np.testing.assert_allclose(mean_part, ridge, rtol=0, atol=1e-10)
+    assert np.all(np.isfinite(est)) and np.abs(est - target.mean(1)).mean() < 0.1
