@@ -188,3 +188,25 @@ def test_aipw_and_the_predictor_share_one_ridge(monkeypatch):
     assert len(calls) >= 2                     # ridge_scores fitted through it too
     np.testing.assert_allclose(mean_part, ridge, rtol=0, atol=1e-10)
     assert np.all(np.isfinite(est)) and np.abs(est - target.mean(1)).mean() < 0.1
+
+
+def test_reprs_read_right_for_default_settings_and_a_scaled_folder(tmp_path):
+    """repr of a fitted predictor with every setting at its default read
+    "BenchmarkPredictor(, fitted on 24 source models, ...)"; a --score-range folder's repr did
+    not say its scores are on 1-10."""
+    from atlascat.bankdir import build_bank
+    from atlascat.irt.calibrate import Calibrator
+    from atlascat.predict import BenchmarkPredictor
+    from atlascat.responses import ResponseMatrix
+
+    df = _ratings(n_models=30, n_items=60, seed=4)
+    source = ResponseMatrix((df - 1) / 9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bank = Calibrator().fit(source).bank_
+        folder = build_bank(df, tmp_path / "bank", folds=0, budget=20, score_range=(1, 10))
+    p = BenchmarkPredictor(50).fit(bank, source, rng=0)
+    assert repr(p) == "BenchmarkPredictor(fitted on 30 source models, 60 items)"
+    assert repr(BenchmarkPredictor()) == "BenchmarkPredictor()"
+    text = repr(folder)
+    assert "built from 30 models (matrix), scores on 1-10" in text and "\n" not in text, text

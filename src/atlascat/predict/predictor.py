@@ -604,9 +604,10 @@ class BenchmarkPredictor:
     def __repr__(self) -> str:
         from .._repr import changed_settings
 
-        fitted = (f", fitted on {self.n_source_} source models, {len(self.item_ids_)} items"
-                  if hasattr(self, "alpha_") else "")
-        return f"BenchmarkPredictor({changed_settings(self)}{fitted})"
+        parts = [changed_settings(self)]
+        if hasattr(self, "alpha_"):
+            parts.append(f"fitted on {self.n_source_} source models, {len(self.item_ids_)} items")
+        return f"BenchmarkPredictor({', '.join(p for p in parts if p)})"
 
     def to_dict(self) -> dict:
         """JSON-serialisable description (saved as ``predictor.json`` in a bank folder)."""
