@@ -210,3 +210,24 @@ def test_reprs_read_right_for_default_settings_and_a_scaled_folder(tmp_path):
     assert repr(BenchmarkPredictor()) == "BenchmarkPredictor()"
     text = repr(folder)
     assert "built from 30 models (matrix), scores on 1-10" in text and "\n" not in text, text
+
+
+def test_ratings_given_on_their_scale_say_how_to_map_them(rated):
+    """fit / replay given the 1-10 ratings themselves: the matrix's error told a Python user of
+    a score_range predictor to pass --score-range to a bank folder; it says the predictor takes
+    0-1 and how to map them."""
+    from atlascat.errors import ResponseDataError
+    from atlascat.responses import ResponseMatrix
+
+    df, p = rated
+    msg = (r"the predictor takes answers on 0-1 .* score_range 1-10: give them mapped, "
+           r"\(score - 1\) / 9")
+    with pytest.raises(ResponseDataError, match=msg):
+        p.replay(df.iloc[40:], seed=0)
+    bank = p.item_bank()
+    with pytest.raises(ResponseDataError, match=msg):
+        type(p)(30, score_range=(1, 10)).fit(bank, df.iloc[:40])
+    with pytest.raises(ResponseDataError, match=r"outside \[0, 1\]") as exc:   # no scale
+        type(p)(30).fit(bank, df.iloc[:40])
+    assert "score_range" not in str(exc.value)
+    assert len(p.replay(ResponseMatrix((df.iloc[40:] - 1) / 9), seed=0)) == 20

@@ -210,7 +210,7 @@ class BenchmarkPredictor:
             check_bank(bank)   # a ConfigError saying how to load a name or path
         labelled = isinstance(source, (ResponseMatrix, pd.DataFrame))
         if not isinstance(source, ResponseMatrix):
-            source = ResponseMatrix(source)
+            source = self._unit_answers(ResponseMatrix, source)
         if source.n_subjects < MIN_SOURCE_MODELS:
             raise ResponseDataError(f"the predictor needs at least {MIN_SOURCE_MODELS} source "
                                     f"models, got {source.n_subjects}; add models' results")
@@ -271,6 +271,20 @@ class BenchmarkPredictor:
         qq = float(self.theta_quantile)
         self.theta_support_ = tuple(float(v) for v in np.quantile(arr["theta"], [qq, 1 - qq]))
         return self
+
+    def _unit_answers(self, read, answers):
+        """``read(answers)``; answers off 0-1 given to a predictor with a ``score_range``: the
+        one line says that it takes them mapped to 0-1, and how."""
+        try:
+            return read(answers)
+        except ResponseDataError as exc:
+            if self.metric_range_ is None or "outside [0, 1]" not in str(exc):
+                raise
+            lo, hi = self.metric_range_
+            raise ResponseDataError(
+                f"{str(exc).split(';')[0]}; the predictor takes answers on 0-1 and reports on "
+                f"its score_range {lo:g}-{hi:g}: give them mapped, (score - {lo:g}) / "
+                f"{hi - lo:g}") from None
 
     # ------------------------------------------------------------------ replay
     def _grid(self):
@@ -435,7 +449,7 @@ class BenchmarkPredictor:
         budget = int(self.budget if budget is None else budget)
         from ..responses import as_response_matrix
 
-        targets = as_response_matrix(targets)
+        targets = self._unit_answers(as_response_matrix, targets)
         if not np.isin(targets.item_ids, self.item_ids_).any():
             raise ResponseDataError(
                 f"none of the targets' {targets.n_items} items is one of the predictor's (e.g. "
