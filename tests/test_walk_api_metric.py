@@ -231,3 +231,35 @@ def test_ratings_given_on_their_scale_say_how_to_map_them(rated):
         type(p)(30).fit(bank, df.iloc[:40])
     assert "score_range" not in str(exc.value)
     assert len(p.replay(ResponseMatrix((df.iloc[40:] - 1) / 9), seed=0)) == 20
+
+
+def _predictor_block() -> str:
+    """docs/your_benchmark.md's Python block of "How the benchmark predictor works"."""
+    from docs_blocks import doc_blocks
+
+    blocks = [b for b in doc_blocks("your_benchmark.md") if b.lang == "python"
+              and "BenchmarkPredictor(50).fit" in b.text]
+    assert len(blocks) == 1
+    return blocks[0].text
+
+
+@pytest.mark.skipif(not (SHARED / "longbench" / "longbench_qasper.csv.gz").exists(),
+                    reason="needs ../shared/data/longbench")
+@pytest.mark.parametrize("kind", ["continuous", "ordinal"])
+def test_the_docs_predictor_block_runs_on_a_continuous_and_a_rating_matrix(kind, tmp_path,
+                                                                           capsys):
+    """The page's predictor block, as written with its matrix swapped: LongBench's qasper (F1,
+    40 models) and 1-10 ratings mapped to 0-1 (60 models): it runs, and its printed predictor
+    reads as a repr should (it printed "BenchmarkPredictor(, fitted on ...)")."""
+    if kind == "continuous":
+        path = SHARED / "longbench" / "longbench_qasper.csv.gz"
+    else:
+        path = tmp_path / "ratings.csv"
+        ((_ratings() - 1) / 9).to_csv(path)
+    code = _predictor_block().replace("../shared/data/benchpred/helm_mmlu.csv.gz", str(path))
+    code += "\nprint(repr(predictor))\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(code, "your_benchmark.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "BenchmarkPredictor(fitted on " in out and "(, " not in out, out
