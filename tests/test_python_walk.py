@@ -194,7 +194,8 @@ def test_benchmark_predictor_get_and_set_params_as_scikit_learn(bank):
     assert params["budget"] == 6 and params["mix"] == 0.5 and params["theta_range"] == (-5, 5)
     assert set(params) == {"budget", "mix", "share", "level_fraction", "z_cut",
                            "theta_quantile", "d_margin", "chance", "ridge", "fitted_weight",
-                           "model_gate", "n_replays", "min_tau", "quadpts", "theta_range"}
+                           "model_gate", "n_replays", "min_tau", "quadpts", "theta_range",
+                           "score_range"}
     twin = BenchmarkPredictor(**params)                 # what sklearn.base.clone does
     assert twin.get_params() == params and repr(twin) == repr(pred)
     rng = np.random.default_rng(2)

@@ -74,8 +74,9 @@ class BankFolder:
         return self.extras.get(name)
 
     def __repr__(self) -> str:
-        """One line: the folder, benchmark, bank, how it was built and its extra files (the
-        manifest, with its list of every source model, stays in ``manifest``)."""
+        """One line: the folder, benchmark, bank, how it was built (with the metric's scale of
+        a ``score_range`` folder) and its extra files (the manifest, with its list of every
+        source model, stays in ``manifest``)."""
         m = self.manifest
         n_models = m.get("n_models") or len(m.get("models") or ())
         kind = (m.get("source") or {}).get("kind")
@@ -83,6 +84,8 @@ class BankFolder:
         built += f" ({kind})" if kind and built else ""
         reqs = "" if self.requests is None else f", {len(self.requests)} requests"
         extras = f", extras={sorted(self.extras)}" if self.extras else ""
+        scale = (m.get("settings") or {}).get("score_range")
+        built += f", scores on {scale[0]:g}-{scale[1]:g}" if scale else ""
         return (f"BankFolder({str(self.path)!r}, benchmark={self.benchmark!r}, "
                 f"{self.bank!r}{built}{reqs}{extras})")
 

@@ -325,7 +325,7 @@ def load_predictor(folder):
         predictor = BenchmarkPredictor.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError) as exc:
         raise BankFolderError(f"{str(path)!r} cannot be read ({exc})") from None
-    predictor.metric_range_ = metric_scale(folder)   # its predictions print on the scale
+    predictor.score_range = metric_scale(folder)   # its predictions print on the scale
     return predictor
 
 
@@ -427,7 +427,7 @@ def replay_predictor(folder, responses, *, budget: int, seed: int = 0,
         raise ResponseDataError(f"none of the {responses.n_subjects} models has an answer to "
                                 "any of the bank folder's items (every cell of theirs is blank)")
     asked_by = responses if some.all() else responses.subset(subjects=np.flatnonzero(some))
-    out = predictor.replay(asked_by, budget=budget, seed=seed, asked=selected)
+    out = predictor.replay(asked_by, budget=budget, seed=seed, asked=selected, on_scale=False)
     pct = [float(folder.link.percentile(v)) for v in out["score"]]
     warning = np.where(out["method"] == "design",
                        "unlike the source models: the design-based estimate (random items) is "

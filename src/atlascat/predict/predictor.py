@@ -107,6 +107,13 @@ class BenchmarkPredictor:
     n_replays : design replays per source model when fitting the calibration (default 2)
     min_tau : floor of the model prediction's RMS error, 0-1 (default 0.01)
     quadpts, theta_range : the theta grid (61 nodes on [-6, 6], N(0, 1) prior)
+    score_range : (low, high) of the metric's own scale (a judge's 1-10, BLEU 0-100), as
+        ``atlas build-bank --score-range`` keeps it in a bank folder's manifest (default None:
+        a 0-1 score, printed in percent). The predictor models every answer and score on 0-1
+        (give them mapped, (x - low) / (high - low), as ``fit``, ``replay``, ``session().record``
+        and ``chance`` take them); its predictions are reported on the scale, low + (high -
+        low) x score: a session's printed prediction (its fields stay 0-1) and :meth:`replay`'s
+        columns, as a ``--score-range`` folder's ``atlas simulate`` writes them
 
     Fitted attributes: ``item_ids_``, ``a_``, ``b_``, ``c_``, ``u_`` (every benchmark item),
     ``level_x_``, ``level_c0_`` (the level model; None from a version-2 predictor.json),
@@ -122,15 +129,23 @@ class BenchmarkPredictor:
     linear rescaling of the mean, and only then is the interval valid by design alone).
     """
 
-    #: (low, high) of the metric's own scale its predictions print on (a ``--score-range``
-    #: bank folder's, set by :func:`atlascat.bankdir.predict.load_predictor`), None: percent
-    metric_range_ = None
+    @property
+    def metric_range_(self):
+        """(low, high) of the metric's own scale its predictions print on (``score_range``; a
+        ``--score-range`` bank folder's, set by :func:`atlascat.bankdir.predict.load_predictor`),
+        None: percent."""
+        return _check_scale(self.score_range)
+
+    @metric_range_.setter
+    def metric_range_(self, value):
+        self.score_range = None if value is None else tuple(value)
 
     def __init__(self, budget: int = 50, *, mix: float = 0.7, share: float = 0.5,
                  level_fraction: float = 0.25, z_cut: float = 3.0,
                  theta_quantile: float = 0.0, d_margin: float = 0.0, chance=None,
                  ridge=None, fitted_weight=None, model_gate=2.5, n_replays: int = 2,
-                 min_tau: float = 0.01, quadpts: int = QUADPTS, theta_range=THETA_RANGE):
+                 min_tau: float = 0.01, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
+                 score_range=None):
         self.budget = budget
         self.mix = mix
         self.share = share
@@ -146,6 +161,7 @@ class BenchmarkPredictor:
         self.min_tau = min_tau
         self.quadpts = quadpts
         self.theta_range = tuple(theta_range)
+        self.score_range = score_range
 
     # ------------------------------------------------------------------ fitting
     def _check(self, budget=None):
@@ -181,6 +197,7 @@ class BenchmarkPredictor:
             raise ConfigError("z_cut and min_tau must be positive")
         if self.model_gate is not None and not float(self.model_gate) >= 0.0:
             raise ConfigError(f"model_gate must be >= 0 or None, got {self.model_gate}")
+        _check_scale(self.score_range)
 
     def fit(self, bank, source: ResponseMatrix, scores=None, *, rng=None) -> "BenchmarkPredictor":
         """Fit on the source models: ``bank`` calibrated on (part of) ``source``'s items
@@ -193,7 +210,7 @@ class BenchmarkPredictor:
             check_bank(bank)   # a ConfigError saying how to load a name or path
         labelled = isinstance(source, (ResponseMatrix, pd.DataFrame))
         if not isinstance(source, ResponseMatrix):
-            source = ResponseMatrix(source)
+            source = self._unit_answers(ResponseMatrix, source)
         if source.n_subjects < MIN_SOURCE_MODELS:
             raise ResponseDataError(f"the predictor needs at least {MIN_SOURCE_MODELS} source "
                                     f"models, got {source.n_subjects}; add models' results")
@@ -254,6 +271,20 @@ class BenchmarkPredictor:
         qq = float(self.theta_quantile)
         self.theta_support_ = tuple(float(v) for v in np.quantile(arr["theta"], [qq, 1 - qq]))
         return self
+
+    def _unit_answers(self, read, answers):
+        """``read(answers)``; answers off 0-1 given to a predictor with a ``score_range``: the
+        one line says that it takes them mapped to 0-1, and how."""
+        try:
+            return read(answers)
+        except ResponseDataError as exc:
+            if self.metric_range_ is None or "outside [0, 1]" not in str(exc):
+                raise
+            lo, hi = self.metric_range_
+            raise ResponseDataError(
+                f"{str(exc).split(';')[0]}; the predictor takes answers on 0-1 and reports on "
+                f"its score_range {lo:g}-{hi:g}: give them mapped, (score - {lo:g}) / "
+                f"{hi - lo:g}") from None
 
     # ------------------------------------------------------------------ replay
     def _grid(self):
@@ -389,7 +420,8 @@ class BenchmarkPredictor:
                     outside=outside, z=z)
 
     def replay(self, targets: ResponseMatrix, *, budget=None, rng=None,
-               seed: int | None = None, asked: bool = False) -> pd.DataFrame:
+               seed: int | None = None, asked: bool = False,
+               on_scale: bool = True) -> pd.DataFrame:
         """Replay the design on every target's real answers (one row per target).
 
         Each target is asked at most ``budget`` (default the predictor's) of the items it has
@@ -407,14 +439,17 @@ class BenchmarkPredictor:
         ``model_score`` (the IRT prediction M), ``model_part`` (G, what is pooled with the
         design estimate: :meth:`model_part`), ``design_score``, ``theta``, ``full_score`` (the target's mean over its
         answered items, for studies); with ``asked``, ``items``: the ids of the items it was
-        asked, in the order drawn.
+        asked, in the order drawn. With ``score_range`` set (and ``on_scale``, the default),
+        the scores (score to full_score) are on the metric's scale, low + (high - low) x
+        score, and ``se`` times (high - low), as ``atlas simulate`` writes them for a
+        ``--score-range`` folder; ``on_scale=False``: on 0-1, as the predictor models them.
         """
         self._require_fitted()
         self._check(budget)
         budget = int(self.budget if budget is None else budget)
         from ..responses import as_response_matrix
 
-        targets = as_response_matrix(targets)
+        targets = self._unit_answers(as_response_matrix, targets)
         if not np.isin(targets.item_ids, self.item_ids_).any():
             raise ResponseDataError(
                 f"none of the targets' {targets.n_items} items is one of the predictor's (e.g. "
@@ -450,6 +485,12 @@ class BenchmarkPredictor:
             "theta": blank(arr["theta"]),
             "full_score": np.where(empty, np.nan, np.nansum(y, axis=1)
                                    / np.maximum(answered.sum(axis=1), 1))})
+        if on_scale and self.metric_range_ is not None:
+            lo, hi = self.metric_range_
+            for c in ("score", "score_lo", "score_hi", "model_score", "model_part",
+                      "design_score", "full_score"):
+                out[c] = lo + (hi - lo) * out[c]
+            out["se"] = (hi - lo) * out["se"]
         if asked:
             ids = np.asarray(self.item_ids_).astype(str)
             out["items"] = [list(ids[row[ok]]) for row, ok in zip(arr["item"], arr["valid"])]
@@ -577,9 +618,10 @@ class BenchmarkPredictor:
     def __repr__(self) -> str:
         from .._repr import changed_settings
 
-        fitted = (f", fitted on {self.n_source_} source models, {len(self.item_ids_)} items"
-                  if hasattr(self, "alpha_") else "")
-        return f"BenchmarkPredictor({changed_settings(self)}{fitted})"
+        parts = [changed_settings(self)]
+        if hasattr(self, "alpha_"):
+            parts.append(f"fitted on {self.n_source_} source models, {len(self.item_ids_)} items")
+        return f"BenchmarkPredictor({', '.join(p for p in parts if p)})"
 
     def to_dict(self) -> dict:
         """JSON-serialisable description (saved as ``predictor.json`` in a bank folder)."""
@@ -599,7 +641,9 @@ class BenchmarkPredictor:
                                             else float(self.model_gate)),
                              "n_replays": int(self.n_replays),
                              "min_tau": float(self.min_tau), "quadpts": int(self.quadpts),
-                             "theta_range": [float(v) for v in self.theta_range]},
+                             "theta_range": [float(v) for v in self.theta_range],
+                             **({} if self.metric_range_ is None else
+                                {"score_range": list(self.metric_range_)})},
                 "items": {"item_id": [str(i) for i in self.item_ids_],
                           "a": self.a_.tolist(), "b": self.b_.tolist(),
                           "c": self.c_.tolist(), "u": self.u_.tolist(),
@@ -636,7 +680,8 @@ class BenchmarkPredictor:
                    chance=s.get("chance"), ridge=s.get("ridge", False),
                    fitted_weight=s.get("fitted_weight", False),
                    model_gate=s.get("model_gate"), n_replays=s["n_replays"],
-                   min_tau=s["min_tau"], quadpts=s["quadpts"], theta_range=s["theta_range"])
+                   min_tau=s["min_tau"], quadpts=s["quadpts"], theta_range=s["theta_range"],
+                   score_range=_check_scale(s.get("score_range")))
         it = d["items"]
         self.item_ids_ = np.asarray(it["item_id"], dtype=object)
         self.a_, self.b_, self.c_, self.u_ = (np.asarray(it[k], float) for k in "abcu")
@@ -668,6 +713,23 @@ class BenchmarkPredictor:
         else:
             self.gamma_ = None
         return self
+
+
+def _check_scale(score_range):
+    """``score_range`` as (low, high) floats, or None; a ConfigError naming the setting for
+    anything but two finite numbers, low < high."""
+    if score_range is None:
+        return None
+    try:
+        if isinstance(score_range, (str, bytes)) or len(score_range) != 2:
+            raise ValueError
+        lo, hi = (float(v) for v in score_range)
+    except (TypeError, ValueError):
+        raise ConfigError(f"score_range must be two numbers (low, high), the metric's scale, "
+                          f"got {score_range!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ConfigError(f"score_range (low, high) needs finite low < high, got {lo:g}, {hi:g}")
+    return lo, hi
 
 
 def score_map(item_mean, scores, min_inner: int = 10):

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import base64
 import zlib
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["PENALTIES", "ridge_scores", "pack_answers", "unpack_answers"]
+__all__ = ["PENALTIES", "RidgeFit", "ridge_press", "ridge_scores", "pack_answers",
+           "unpack_answers"]
 
 PENALTIES = np.logspace(-2, 4, 25)
 _CHUNK = 64               # targets per batched SVD (memory: chunk x S x n doubles)
@@ -60,27 +62,63 @@ def ridge_scores(answers, scores, item, valid, target_answers=None, loo_rows=Non
     return out
 
 
-def _chunk(answers, scores, item, valid, x_new, loo_rows):
-    n_src = answers.shape[0]
-    X = answers[:, item].transpose(1, 0, 2) * valid[:, None, :]      # (B, S, n)
+class RidgeFit(NamedTuple):
+    """Batched ridge fits with an intercept at each batch's penalty (:func:`ridge_press`)."""
+
+    x_mean: np.ndarray     # (B, n) the design's column means
+    y_mean: np.ndarray     # (m,) the responses' means
+    coef: np.ndarray       # (B, n, m)
+    penalty: np.ndarray    # (B,) the grid value with the least PRESS
+    loo: np.ndarray        # (B, S) the first response's leave-one-out residuals at it
+
+    def predict(self, x) -> np.ndarray:
+        """y_mean + (x - x_mean) . coef for rows ``x`` (B, n) -> (B, m), or (B, T, n) ->
+        (B, T, m): T rows per batch."""
+        x = np.asarray(x, float)
+        xm = self.x_mean.reshape(self.x_mean.shape[:1] + (1,) * (x.ndim - 2)
+                                 + self.x_mean.shape[1:])
+        return self.y_mean + np.einsum("b...n,bnm->b...m", x - xm, self.coef)
+
+
+def ridge_press(X, y, penalties=None) -> RidgeFit:
+    """The ridge regressions with an intercept of the responses ``y`` (S, or S x m) on each
+    design ``X`` (B x S x n), by one batched SVD of the centred designs, Xc = U diag(d) V':
+    the penalty is chosen per batch from the grid (default :data:`PENALTIES`) by the exact
+    leave-one-out error of ``y``'s FIRST column (Allen's PRESS: residual r_i / (1 - h_i),
+    h_i = 1/S + sum_k U_ik^2 d_k^2 / (d_k^2 + lambda)); every column is fitted at that
+    penalty (coef = V diag(d / (d^2 + lambda)) U' (y - mean y)). The one ridge of
+    :func:`ridge_scores` (the predictor's: one response, a batch per target) and of
+    :func:`atlascat.studies.baselines.aipw_accuracy` (one design, the mean score and each form
+    item as responses)."""
+    X = np.asarray(X, float)
+    y = np.asarray(y, float)
+    y2 = y.reshape(y.shape[0], -1)
+    grid = np.asarray(PENALTIES if penalties is None else penalties, dtype=float)
+    n_src = X.shape[1]
     mx = X.mean(1, keepdims=True)
-    Xc = X - mx
-    sc = scores - scores.mean()
-    U, d, Vt = np.linalg.svd(Xc, full_matrices=False)                 # (B,S,n) (B,n) (B,n,n)
-    Uy = np.einsum("bsk,s->bk", U, sc)
+    U, d, Vt = np.linalg.svd(X - mx, full_matrices=False)            # (B,S,r) (B,r) (B,r,n)
+    y_mean = y2.mean(0)
+    yc = y2 - y_mean
+    Uy = np.einsum("bsk,sm->bkm", U, yc)                              # (B, r, m)
     d2 = d ** 2
-    shrink = d2[:, None, :] / (d2[:, None, :] + PENALTIES[None, :, None])    # (B, L, n)
-    fit = np.einsum("bsk,blk->bls", U, shrink * Uy[:, None, :])           # (B, L, S)
+    shrink = d2[:, None, :] / (d2[:, None, :] + grid[None, :, None])  # (B, L, r)
+    fit = np.einsum("bsk,blk->bls", U, shrink * Uy[:, None, :, 0])    # (B, L, S)
     hat = np.einsum("bsk,blk->bls", U ** 2, shrink) + 1.0 / n_src
-    resid = (sc[None, None, :] - fit) / np.maximum(1.0 - hat, 1e-9)
-    best = np.argmin(np.mean(resid ** 2, axis=2), axis=1)                 # (B,)
-    rows = np.arange(item.shape[0])
+    resid = (yc[None, None, :, 0] - fit) / np.maximum(1.0 - hat, 1e-9)
+    best = np.argmin(np.mean(resid ** 2, axis=2), axis=1)             # (B,)
+    lam = grid[best]
+    w = np.where(d2 > 0, d / (d2 + lam[:, None]), 0.0)
+    coef = np.einsum("bkn,bkm->bnm", Vt, w[:, :, None] * Uy)
+    rows = np.arange(X.shape[0])
+    return RidgeFit(mx[:, 0, :], y_mean, coef, lam, resid[rows, best])
+
+
+def _chunk(answers, scores, item, valid, x_new, loo_rows):
+    X = answers[:, item].transpose(1, 0, 2) * valid[:, None, :]      # (B, S, n)
+    fit = ridge_press(X, scores)
     if loo_rows is not None:
-        return scores[loo_rows] - resid[rows, best, loo_rows]
-    lam = PENALTIES[best]
-    coef = np.einsum("bkn,bk->bn", Vt, np.where(d2 > 0, d / (d2 + lam[:, None]), 0.0) * Uy)
-    x = np.where(valid, x_new, 0.0) - mx[:, 0, :]
-    return scores.mean() + np.einsum("bn,bn->b", x, coef)
+        return scores[loo_rows] - fit.loo[np.arange(item.shape[0]), loo_rows]
+    return fit.predict(np.where(valid, x_new, 0.0))[:, 0]
 
 
 def pack_answers(answers) -> str:

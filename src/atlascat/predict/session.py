@@ -16,7 +16,7 @@ generator's state), so a live run resumed after a crash draws the same items.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from . import estimators as est
 __all__ = ["PredictSession", "BenchmarkPrediction", "subject_generator"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BenchmarkPrediction:
     """Predicted benchmark score (0-1) with its 95% interval."""
 
@@ -53,6 +53,12 @@ class BenchmarkPrediction:
         d = asdict(self)
         d.pop("scale")
         return d
+
+    def __repr__(self) -> str:
+        """The dataclass's, and ``scale`` where set: the 0-1 fields are shares of it."""
+        text = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        scale = "" if self.scale is None else f", scale={tuple(self.scale)!r}"
+        return f"{type(self).__name__}({text}{scale})"
 
     def __str__(self) -> str:
         from ..scorelink.prediction import on_scale
@@ -162,8 +168,8 @@ class PredictSession:
         return out
 
     def record(self, item_id, score: float) -> None:
-        """Record the score (0/1, or a continuous score in [0, 1]: F1, ROUGE, a rescaled
-        rating) of an item handed out by :meth:`next_items`."""
+        """Record the score (0/1, or a continuous score in [0, 1]: F1, ROUGE, a rating mapped
+        from the predictor's ``score_range``) of an item handed out by :meth:`next_items`."""
         j = self._index.get(str(item_id))
         if j is None or not self._drawn[j]:
             raise ConfigError(f"item {item_id!r} was not handed out by next_items; record only "
@@ -176,7 +182,12 @@ class PredictSession:
 
         s = check_finite(score, f"score of item {item_id!r}")
         if not 0.0 <= s <= 1.0:
-            raise ConfigError(f"score of item {item_id!r} must be in [0, 1], got {score!r}")
+            scale = self.predictor.metric_range_
+            hint = "" if scale is None else (
+                f"; on the metric's scale {scale[0]:g}-{scale[1]:g}, record (score - "
+                f"{scale[0]:g}) / {scale[1] - scale[0]:g}")
+            raise ConfigError(f"score of item {item_id!r} must be in [0, 1], got {score!r}"
+                              + hint)
         self._y[j] = s
         self._theta_se = None
 

@@ -1,4 +1,5 @@
-"""A predicted leaderboard score and the notes of the floor / ceiling stops."""
+"""A predicted benchmark score (a shipped bank's leaderboard score, a bank folder's score of its
+source models' benchmark) and the notes of the floor / ceiling stops."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
@@ -6,7 +7,8 @@ from dataclasses import asdict, dataclass, field, replace
 
 @dataclass(frozen=True)
 class ScorePrediction:
-    """A predicted leaderboard score (0-1) with its 95% interval and percentile."""
+    """A predicted benchmark score (0-1: a shipped bank's leaderboard score, a bank folder's
+    score of its own benchmark) with its 95% interval and percentile."""
 
     score: float
     lo: float

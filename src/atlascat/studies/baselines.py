@@ -254,9 +254,10 @@ def aipw_accuracy(train, form_idx, target, *, penalties=None) -> np.ndarray:
     score on the N items. A target's missing form answers are the train mean in the regression's
     features and left out of the residual mean. The penalty is the grid value
     (``predict.regression.PENALTIES``) with the smallest leave-one-out error of the train models'
-    mean score on their answered items (Allen's PRESS).
+    mean score on their answered items (Allen's PRESS), every form item's regression fitted at
+    it: :func:`atlascat.predict.regression.ridge_press`, the benchmark predictor's ridge.
     """
-    from ..predict.regression import PENALTIES
+    from ..predict.regression import ridge_press
 
     y = np.asarray(train, dtype=float)
     if np.isnan(y).all(axis=0).any():
@@ -272,19 +273,9 @@ def aipw_accuracy(train, form_idx, target, *, penalties=None) -> np.ndarray:
     y_a = t[:, idx]
     x_t = np.where(np.isnan(y_a), y[:, idx].mean(0)[None, :], y_a)   # features: imputed
     x = y[:, idx]
-    mx = x.mean(0)
-    u, d, vt = np.linalg.svd(x - mx, full_matrices=False)
-    scores = np.column_stack([own, x])             # the mean on the bank; each form item
-    sc = scores - scores.mean(0)
-    uy = u.T @ sc                                  # (r, 1 + k)
-    grid = np.asarray(PENALTIES if penalties is None else penalties, dtype=float)
-    shrink = d[None, :] ** 2 / (d[None, :] ** 2 + grid[:, None])          # (L, r)
-    fit = np.einsum("sr,lr->ls", u, shrink * uy[None, :, 0])
-    hat = (u ** 2) @ shrink.T + 1.0 / y.shape[0]                         # (S, L)
-    press = np.mean(((sc[:, 0][None, :] - fit) / np.maximum(1 - hat.T, 1e-9)) ** 2, axis=1)
-    lam = grid[int(np.argmin(press))]
-    coef = vt.T @ ((d / (d ** 2 + lam))[:, None] * uy)                   # (k, 1 + k)
-    pred = scores.mean(0)[None, :] + (x_t - mx) @ coef                   # (T, 1 + k)
+    # the mean on the bank (whose PRESS picks the one penalty) and each form item, on the form
+    fit = ridge_press(x[None], np.column_stack([own, x]), penalties)
+    pred = fit.predict(x_t[None])[0]                                     # (T, 1 + k)
     resid = y_a - pred[:, 1:]                      # on the form's answered items only
     seen = ~np.isnan(resid)
     correction = np.where(seen, resid, 0.0).sum(1) / np.maximum(seen.sum(1), 1)
