@@ -44,6 +44,7 @@ class CalibrationResult:
     n_parameters: int | None = None       # estimated parameters (mirt's count)
     se: object = None                     # :class:`atlascat.irt.se.StandardErrors` (se=True)
     g2: dict | None = None                # mirt's G2 on the pattern table (atlascat.irt.gsquare)
+    groups: dict | None = None            # multiple-group fit: reference, means, SDs (irt.groups)
 
     def information_criteria(self) -> dict:
         """loglik, n_parameters, n_observations, aic, bic, sabic, hq
@@ -168,6 +169,8 @@ class CalibrationResult:
                     " of the log-posterior (posterior mode)" if self.se.posterior_mode else ""),
                 "positive_definite": bool(self.se.info.positive_definite),
                 "latent_variance_se": self.se.latent_variance_se}
+        if self.groups is not None:
+            out["groups"] = self.groups
         if self.filter_report is not None:
             out["filtering"] = self.filter_report.to_dict()
         if self.partitions is not None:
