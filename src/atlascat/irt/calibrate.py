@@ -510,9 +510,10 @@ class Calibrator:
         or None; the settings a multiple-group fit cannot take refused in one line."""
         if groups is None:
             return None
-        given = [name for name, on in (("partition_size", self.partition_size is not None),
-                                       ("se", self.se), ("dtype", self.dtype != "float64"),
-                                       ("convergence", self.convergence != "params")) if on]
+        given = [name for name, on in (
+            ("partition_size (--partition-size)", self.partition_size is not None),
+            ("se (--se)", self.se), ("dtype (--dtype)", self.dtype != "float64"),
+            ("convergence (--convergence)", self.convergence != "params")) if on]
         if given:
             raise ConfigError(f"{', '.join(given)} set with groups: a multiple-group "
                               "calibration is joint, in float64, with mirt's rule on the "
