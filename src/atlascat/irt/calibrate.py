@@ -339,10 +339,10 @@ class Calibrator:
 
         # the EM's temporaries reuse freed memory (atlascat._heap); its products are small
         # for BLAS threads except a large joint E-step's (atlascat._blas)
-        if str(self.model).lower() in ORDINAL:
-            return self._fit_ordinal(responses, weights, se_callback)
         if groups is not None and str(self.model).lower() in ORDINAL:
             raise ConfigError("groups are for the binary models (rasch, 1pl-4pl)")
+        if str(self.model).lower() in ORDINAL:
+            return self._fit_ordinal(responses, weights, se_callback)
         with retained_heap(), small_products():
             return self._fit(responses, weights, se_callback, (groups, reference_group))
 
