@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import ConfigError, ConvergenceError
 from . import arrays
-from .defaults import MAX_ITER, QUADPTS, THETA_RANGE, TOL
+from .defaults import CONVERGENCE, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from .estep import DeviceData, estep, rasch_variance
 from .itemmodel import ItemModel
 from .mstep import mstep, set_free
@@ -127,7 +127,7 @@ def _group_log_weights(nodes, mean, var):
 def fit_groups(values, weights, item_model: ItemModel, groups: GroupLabels, *,
                quadpts: int = QUADPTS, theta_range=THETA_RANGE, device="cpu",
                dtype: str = "float64", memory_limit=None, max_iter: int = MAX_ITER,
-               tol: float = TOL, accelerate: bool = True, convergence: str = "params",
+               tol: float = TOL, accelerate: bool = True, convergence: str = CONVERGENCE,
                max_newton: int = 8, callback=None, item_ids=None, counts=None,
                start_bank=None) -> dict:
     """Calibrate the items of ``values`` (subjects x items, NaN = missing) jointly over the
