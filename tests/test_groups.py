@@ -192,3 +192,27 @@ def test_atlas_calibrate_bad_groups_exit_2(tmp_path, capsys, rows, args, match):
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and re.search(match, err)
+
+
+def test_array_api_strict_runs_the_same_group_fit(data):
+    """The group EM is written against the array API as the one-group EM (a GPU runs it)."""
+    strict = pytest.importorskip("array_api_strict", reason="array_api_strict not installed")
+    x, g = data
+    a = calibrate(x, "3pl", groups=g, check_dimensions=False)
+    b = calibrate(x, "3pl", groups=g, check_dimensions=False, device=strict)
+    assert b.loglik == pytest.approx(a.loglik, abs=1e-8) and a.n_iter == b.n_iter
+    assert np.allclose(a.bank.params, b.bank.params, atol=1e-10)
+    assert b.groups["groups"][1]["mean"] == pytest.approx(a.groups["groups"][1]["mean"], abs=1e-10)
+    assert b.groups["groups"][1]["sd"] == pytest.approx(a.groups["groups"][1]["sd"], abs=1e-10)
+
+
+def test_groups_follow_the_subjects_filtering_keeps(data):
+    """Filtering drops subjects after the groups are read: the groups follow the ids."""
+    x, g = data
+    y = x.copy()
+    y.iloc[:, -1] = 1.0                       # an item everyone gets right: dropped
+    res = calibrate(y, "2pl", groups=g.to_numpy(), filter=True, check_dimensions=False)
+    assert len(res.bank) == 19
+    sizes = {r["group"]: r["n_subjects"] for r in res.groups["groups"]}
+    kept = g.loc[[str(s) for s in res.subject_ids]].value_counts()
+    assert sizes == {k: float(v) for k, v in kept.items()}
