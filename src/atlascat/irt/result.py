@@ -19,8 +19,9 @@ class CalibrationResult:
     ``seconds``; ``theta`` and ``theta_se`` (EAP per subject, in the order of ``subject_ids``);
     ``aic`` / ``bic`` / ``sabic`` / ``hq`` and :meth:`information_criteria`;
     :meth:`standard_errors` and :meth:`to_frame` (with ``se=True``); ``settings`` (what was
-    chosen, ``settings["defaults"]`` with its warnings). :func:`atlascat.irt.compare.anova`
-    compares results.
+    chosen, ``settings["defaults"]`` with its warnings); ``groups`` (a multiple-group fit,
+    :mod:`atlascat.irt.groups`: the reference group and each group's size, latent mean and SD
+    on the bank's scale). :func:`atlascat.irt.compare.anova` compares results.
     """
 
     bank: ItemBank
