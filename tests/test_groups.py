@@ -216,3 +216,20 @@ def test_groups_follow_the_subjects_filtering_keeps(data):
     sizes = {r["group"]: r["n_subjects"] for r in res.groups["groups"]}
     kept = g.loc[[str(s) for s in res.subject_ids]].value_counts()
     assert sizes == {k: float(v) for k, v in kept.items()}
+
+
+def test_pattern_weights_equal_expanded_rows(data):
+    """A response-pattern table (one row per pattern and group, its frequency as weight) gives
+    the fit of the rows themselves, group sizes counted in subjects."""
+    x, g = data
+    x = x.iloc[:, 3:17]                           # items every group answered: fewer patterns
+    key = (x.astype(str).agg(",".join, axis=1) + "|" + g).to_numpy()
+    _, first, count = np.unique(key, return_index=True, return_counts=True)
+    a = calibrate(x, "2pl", groups=g, check_dimensions=False, tol=1e-7)
+    b = calibrate(x.iloc[first], "2pl", groups=g.iloc[first], weights=count.astype(float),
+                  check_dimensions=False, tol=1e-7)
+    assert len(first) < len(x)
+    assert b.loglik == pytest.approx(a.loglik, abs=1e-8)
+    assert np.allclose(a.bank.a, b.bank.a, atol=1e-9) and np.allclose(a.bank.b, b.bank.b, atol=1e-9)
+    assert [r["n_subjects"] for r in b.groups["groups"]] == [1000.0, 1000.0]
+    assert b.groups["groups"][1]["mean"] == pytest.approx(a.groups["groups"][1]["mean"], abs=1e-9)
