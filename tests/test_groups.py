@@ -145,6 +145,8 @@ def test_groups_refuse_what_they_cannot_take(data):
         Calibrator("graded").fit(x, groups=g)
     with pytest.raises(ConfigError, match="no group"):
         calibrate(x, "2pl", groups=g.iloc[:-1].to_dict())
+    with pytest.raises(ConfigError, match="reference_group needs groups"):
+        calibrate(x, "2pl", reference_group="A")
 
 
 def test_read_groups_errors(tmp_path):

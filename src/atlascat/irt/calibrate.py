@@ -341,6 +341,8 @@ class Calibrator:
         # for BLAS threads except a large joint E-step's (atlascat._blas)
         if groups is not None and str(self.model).lower() in ORDINAL:
             raise ConfigError("groups are for the binary models (rasch, 1pl-4pl)")
+        if groups is None and reference_group is not None:
+            raise ConfigError("reference_group needs groups (each subject's group)")
         if str(self.model).lower() in ORDINAL:
             return self._fit_ordinal(responses, weights, se_callback)
         with retained_heap(), small_products():
@@ -656,8 +658,9 @@ def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
     or nested list (subjects x items), or a file path. ``model``: "auto" (chosen from the
     number of subjects, and said), "rasch", "1pl", "2pl", "3pl", "4pl", "graded", "gpcm",
     "pcm". ``weights``: row frequencies of a response-pattern table. ``groups`` (with
-    ``reference_group``): a multiple-group calibration (:meth:`Calibrator.fit`). See :class:`Calibrator`
-    for the other settings (``se=True``, priors, ``random_state``, ``dispersion``, ...).
+    ``reference_group``): a multiple-group calibration (:meth:`Calibrator.fit`). See
+    :class:`Calibrator` for the other settings (``se=True``, priors, ``random_state``,
+    ``dispersion``, ...).
 
     Returns a :class:`CalibrationResult`: the bank, log-likelihood (and its trace per EM
     iteration), iterations, convergence flag, time, the subjects' EAP thetas (in the order of
