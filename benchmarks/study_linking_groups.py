@@ -8,7 +8,9 @@ calibrated alone (same model, the model's automatic priors); the new bank is lin
 reference bank by each method (true constants A = sigma, B = mu). "concurrent" calibrates the
 stacked matrix (each group's unique items missing for the other group) and puts it on the
 reference scale by the reference group's latent mean and SD (EAP mean, sqrt(var EAP + mean
-PSD^2)); "true A,B" maps the separate calibration with the true constants (the floor of what
+PSD^2)); "multiple-group" is one calibration of the same matrix with the groups given
+(``calibrate(..., groups=...)``: the new group's mean and SD estimated in the EM, its bank on
+the reference scale as it comes); "true A,B" maps the separate calibration with the true constants (the floor of what
 linking can do). Errors: A, B; the new bank's items on the reference scale against the truth
 (RMSE of b, of log a, ICC RMSD weighted by the new group's true distribution); the new group's
 linked EAPs against the true thetas (mean gap, SD ratio, RMSE).
@@ -160,6 +162,12 @@ def sim_cell(model, mu, sigma, k, n, rng):
     m_n, s_n = _moments(conc, slice(n, 2 * n))
     rows.append(row("concurrent", s_n / s_r, (m_n - m_r) / s_r,
                     transform_bank(conc.bank, 1 / s_r, -m_r / s_r), (conc.theta[n:] - m_r) / s_r))
+    with warnings.catch_warnings():   # one calibration, the groups' means and SDs in its EM
+        warnings.simplefilter("ignore")
+        mg = calibrate(full, model, random_state=0, groups=["ref"] * n + ["new"] * n,
+                       reference_group="ref")
+    g_new = mg.groups["groups"][1]
+    rows.append(row("multiple-group", g_new["sd"], g_new["mean"], mg.bank, mg.theta[n:]))
     for r in rows:
         r.update(model=model, mu=mu, sigma=sigma, K=k, N=n)
     return rows

@@ -85,6 +85,17 @@ _DROP_EMPTY = typer.Option(False, "--drop-empty",
     help="Drop all-missing subjects/items instead of failing (graded/gpcm/pcm: items rated "
          "at fewer than two levels).")
 
+_GROUPS = typer.Option(
+    None, "--groups", metavar="FILE",
+    help="Multiple-group calibration: a CSV of subject id and group (a 'group' column, else "
+         "the second), one row per subject. Items shared by the groups; the reference group's "
+         "trait N(0, 1), every other group's mean and SD estimated (mirt's multipleGroup).")
+
+_REFERENCE_GROUP = typer.Option(
+    None, "--reference-group", metavar="LABEL",
+    help="With --groups: the group whose trait is N(0, 1) [default: the first label in "
+         "sorted order].")
+
 _DEVICE = typer.Option("cpu", "--device",
     help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
          "PyTorch or CuPy, the package's 'gpu' extra).")
@@ -119,6 +130,8 @@ def calibrate_command(
     drop_empty: bool = _DROP_EMPTY,
     dtype: str = typer.Option("float64", "--dtype", help="E-step precision: float64 | float32."),
     device: str = _DEVICE,
+    groups: Optional[Path] = _GROUPS,
+    reference_group: Optional[str] = _REFERENCE_GROUP,
     quiet: bool = quiet_option(),
 ):
     """Calibrate an IRT item bank (1PL-4PL; graded or GPCM for ratings) by marginal maximum
@@ -131,10 +144,8 @@ def calibrate_command(
 
     _check_choices(fmt, convergence)
     name = _bank_name(name)
-    output_file(output, inputs={"RESPONSES": responses})
-    output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
-    output_file(scores, "--scores", inputs={"RESPONSES": responses},
-                outputs={"-o": output, "--summary": summary})
+    _check_outputs(responses, output, summary, scores)
+    grouping = _grouping(groups, reference_group)   # read before the responses
     def ordinal(kind: str):
         from ._calibrate_ordinal import calibrate_ordinal_cmd
 
@@ -144,7 +155,7 @@ def calibrate_command(
             quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se,
             normalize_ids=normalize_ids, drop_empty=drop_empty, binary_only=_binary_only(
                 prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
-                device))
+                device, groups, reference_group))
 
     if _is_ordinal(model, rating_range):
         return ordinal(model.lower())
@@ -160,7 +171,7 @@ def calibrate_command(
                     mirt_ratings=mirt_defaults and model.lower() == "auto")
     if rm is None:                  # mirt(data, 1) fits whole-number ratings as graded
         return ordinal("graded")
-    res = _fit(cal, rm, quiet, partition_size, max_iter)
+    res = _fit(cal, rm, quiet, partition_size, max_iter, grouping)
     bank = res.bank_with_standard_errors(fmt)
     (bank if name is None else bank.with_benchmark(name)).write(output, format=fmt)
     if summary is not None:
@@ -234,13 +245,36 @@ def _write_summary(res, path: Path, **fields) -> None:
 
 
 def _binary_only(prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
-                 device) -> dict:
+                 device, groups=None, reference_group=None) -> dict:
     """The binary models' options and whether each was given (refused for graded/gpcm)."""
     return {"--prior-c": prior_c != AUTO, "--prior-u": prior_u != AUTO,
             "--partition-size": partition_size is not None, "--link": link != LINK,
             "--filter/--no-filter": filter_ is not None, "--seed": seed is not None,
             "--convergence": convergence != CONVERGENCE, "--dtype": dtype != "float64",
-            "--device": device != "cpu"}
+            "--device": device != "cpu", "--groups": groups is not None,
+            "--reference-group": reference_group is not None}
+
+
+def _check_outputs(responses, output, summary, scores) -> None:
+    """-o, --summary and --scores checked before any work (none of them an input or another)."""
+    output_file(output, inputs={"RESPONSES": responses})
+    output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
+    output_file(scores, "--scores", inputs={"RESPONSES": responses},
+                outputs={"-o": output, "--summary": summary})
+
+
+def _grouping(groups, reference_group) -> dict:
+    """--groups read (:func:`atlascat.irt.groups.read_groups`) with --reference-group, as
+    ``Calibrator.fit``'s keywords; nothing without --groups."""
+    if groups is None:
+        if reference_group is not None:
+            from ..errors import ConfigError
+
+            raise ConfigError("--reference-group needs --groups")
+        return {}
+    from ..irt.groups import read_groups
+
+    return {"groups": read_groups(groups), "reference_group": reference_group}
 
 
 def _check_choices(fmt: str, convergence: str) -> None:
@@ -294,6 +328,11 @@ def _report(res, rm, link: str) -> None:
     if res.model == "rasch":
         console.print(f"latent variance {res.latent_variance:.4f}; bank written on the N(0, 1) "
                       f"scale as the equivalent 1PL (common slope {res.bank.a[0]:.4f})")
+    if res.groups is not None:
+        for g in res.groups["groups"]:
+            ref = " (reference)" if g["group"] == res.groups["reference"] else ""
+            console.print(f"group {g['group']}{ref}: {g['n_subjects']:g} subjects, latent mean "
+                          f"{g['mean']:.3f}, SD {g['sd']:.3f}", markup=False, highlight=False)
     if res.linking:
         As = np.array([lk["A"] for lk in res.linking])
         console.print(f"{len(res.linking)} partitions linked by {link}: A in "
@@ -321,7 +360,7 @@ def _subjects(rm, kept) -> str:
     return subjects_text(len(kept), freq.loc[[str(s) for s in kept]].to_numpy())
 
 
-def _fit(cal, rm, quiet: bool, partition_size, max_iter: int):
+def _fit(cal, rm, quiet: bool, partition_size, max_iter: int, grouping=None):
     """The calibration's result, fitted with a progress bar over the EM iterations (of every
     partition) unless quiet; the bar ends at the iteration the fit stopped at, not at the cap.
     The defaults', identification and dimensionality warnings are left to :func:`_report`,
@@ -334,13 +373,13 @@ def _fit(cal, rm, quiet: bool, partition_size, max_iter: int):
     with warnings.catch_warnings():
         for category in (DefaultsWarning, IdentificationWarning, DimensionalityWarning):
             warnings.simplefilter("ignore", category)
-        _fit_with_bar(cal, rm, quiet, partition_size, max_iter)
+        _fit_with_bar(cal, rm, quiet, partition_size, max_iter, grouping or {})
     return cal.result_
 
 
-def _fit_with_bar(cal, rm, quiet: bool, partition_size, max_iter: int) -> None:
+def _fit_with_bar(cal, rm, quiet: bool, partition_size, max_iter: int, grouping) -> None:
     if quiet:
-        cal.fit(rm)
+        cal.fit(rm, **grouping)
         return
     n_parts = 1
     if partition_size:
@@ -356,7 +395,7 @@ def _fit_with_bar(cal, rm, quiet: bool, partition_size, max_iter: int) -> None:
 
         cal.callback = on_iter
         on_se = next_stage(advance, "SE")   # --se: the standard errors on a second bar
-        cal.fit(rm, se_callback=on_se)
+        cal.fit(rm, se_callback=on_se, **grouping)
         if not on_se.started:
             advance(0, total=max(sum(reached.values()), 1))
 

@@ -325,21 +325,30 @@ class Calibrator:
         return self
 
     # ------------------------------------------------------------------ fit
-    def fit(self, responses, weights=None, se_callback=None):
+    def fit(self, responses, weights=None, se_callback=None, *, groups=None,
+            reference_group=None):
         """Calibrate on a ResponseMatrix (or an array, NaN = missing) and set the fitted attributes.
         ``se_callback(done, total)``: with ``se=True``, called as the standard errors' observed
-        information is computed (columns done of all; :mod:`atlascat.irt.information`)."""
+        information is computed (columns done of all; :mod:`atlascat.irt.information`).
+        ``groups``: each subject's group (a mapping subject id -> group, or one label per
+        subject in their order) for a multiple-group calibration (:mod:`atlascat.irt.groups`:
+        shared items, the ``reference_group``'s trait N(0, 1), every other group's mean and SD
+        estimated; ``result_.groups``); binary models, joint calibration, no standard errors."""
         from .._blas import small_products
         from .._heap import retained_heap
 
         # the EM's temporaries reuse freed memory (atlascat._heap); its products are small
         # for BLAS threads except a large joint E-step's (atlascat._blas)
+        if groups is not None and str(self.model).lower() in ORDINAL:
+            raise ConfigError("groups are for the binary models (rasch, 1pl-4pl)")
+        if groups is None and reference_group is not None:
+            raise ConfigError("reference_group needs groups (each subject's group)")
         if str(self.model).lower() in ORDINAL:
             return self._fit_ordinal(responses, weights, se_callback)
         with retained_heap(), small_products():
-            return self._fit(responses, weights, se_callback)
+            return self._fit(responses, weights, se_callback, (groups, reference_group))
 
-    def _fit(self, responses, weights=None, se_callback=None):
+    def _fit(self, responses, weights=None, se_callback=None, grouping=(None, None)):
         from ..responses import ResponseMatrix
 
         from ..responses import as_labelled_responses
@@ -364,11 +373,16 @@ class Calibrator:
             # from an array or DataFrame
             responses = ResponseMatrix(responses, on_empty="drop")
         check_subjects(responses.n_subjects)
+        group_map = self._group_map(grouping[0], responses.subject_ids)
         report = None
         if self.filter:
             from ..filtering import filter_items
 
             responses, report = filter_items(responses)
+        if group_map is not None:
+            from .groups import group_labels
+
+            group_set = group_labels(group_map, responses.subject_ids, grouping[1])
         values = responses.values
         item_ids = responses.item_ids
         # 0/1 answers: their counts, in one pass, shared by the checks and the start values
@@ -412,10 +426,19 @@ class Calibrator:
 
         if not is_binary(values):   # a quasi-likelihood: no likelihood-ratio test (anova)
             settings["scores"] = "continuous"
+            if group_map is not None:
+                raise ConfigError("groups need 0/1 answers; these scores are continuous")
         if self.se:   # refuse fractional scores before the EM, not after it
             from .information import category_indices
             category_indices(values)
-        if self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
+        if group_map is not None:
+            from .groups import group_result
+
+            result = group_result(values, w, item_model, item_ids, model, group_set,
+                                  self._em_settings(), start=self.start, counts=counts,
+                                  subject_ids=responses.subject_ids, dropped_items=dropped,
+                                  filter_report=report, settings=settings)
+        elif self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
             fit = fit_joint(values, w, item_model, start_bank=self.start, item_ids=item_ids,
                             counts=counts, **self._em_settings())
             # Rasch and 1PL: the bank on the N(0, 1) scale every reader of a bank assumes
@@ -454,7 +477,9 @@ class Calibrator:
             result.settings = settings
         result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
         result.n_parameters = n_parameters(model, len(item_ids))
-        if self.partition_size is None and settings.get("scores") != "continuous":
+        if result.groups is not None:   # each other group's mean and variance
+            result.n_parameters += 2 * (len(result.groups["groups"]) - 1)
+        elif self.partition_size is None and settings.get("scores") != "continuous":
             result.g2 = _g2(values, w, result.bank, result.n_parameters, self.quadpts,
                             self.theta_range)
         bound = at_bounds(result.bank, model)
@@ -481,6 +506,23 @@ class Calibrator:
         self.dropped_items_ = dropped
         self.filter_report_ = report
         return self
+
+    def _group_map(self, groups, subject_ids):
+        """``groups`` as a dict subject id -> label (:func:`atlascat.irt.groups.group_mapping`),
+        or None; the settings a multiple-group fit cannot take refused in one line."""
+        if groups is None:
+            return None
+        given = [name for name, on in (
+            ("partition_size (--partition-size)", self.partition_size is not None),
+            ("se (--se)", self.se), ("dtype (--dtype)", self.dtype != "float64"),
+            ("convergence (--convergence)", self.convergence != "params")) if on]
+        if given:
+            raise ConfigError(f"{', '.join(given)} set with groups: a multiple-group "
+                              "calibration is joint, in float64, with mirt's rule on the "
+                              "parameters and no standard errors")
+        from .groups import group_mapping
+
+        return group_mapping(groups, subject_ids)
 
     def _dispersion(self, values, bank):
         """phi per item for the tempered refit (``dispersion``), or None: 0/1 answers, or
@@ -615,12 +657,17 @@ def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
     ``pd.NA`` for a missing answer; float, bool or nullable Int64), a ResponseMatrix, an array
     or nested list (subjects x items), or a file path. ``model``: "auto" (chosen from the
     number of subjects, and said), "rasch", "1pl", "2pl", "3pl", "4pl", "graded", "gpcm",
-    "pcm". ``weights``: row frequencies of a response-pattern table. See :class:`Calibrator`
-    for the other settings (``se=True``, priors, ``random_state``, ``dispersion``, ...).
+    "pcm". ``weights``: row frequencies of a response-pattern table. ``groups`` (with
+    ``reference_group``): a multiple-group calibration (:meth:`Calibrator.fit`). See
+    :class:`Calibrator` for the other settings (``se=True``, priors, ``random_state``,
+    ``dispersion``, ...).
 
     Returns a :class:`CalibrationResult`: the bank, log-likelihood (and its trace per EM
     iteration), iterations, convergence flag, time, the subjects' EAP thetas (in the order of
     ``subject_ids``), AIC / BIC, standard errors with ``se=True`` and what filtering dropped.
     """
     weights = settings.pop("weights", None)
-    return Calibrator(model, **settings).fit(responses, weights=weights).result_
+    groups = settings.pop("groups", None)
+    reference = settings.pop("reference_group", None)
+    return Calibrator(model, **settings).fit(responses, weights=weights, groups=groups,
+                                             reference_group=reference).result_

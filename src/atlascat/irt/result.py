@@ -19,8 +19,9 @@ class CalibrationResult:
     ``seconds``; ``theta`` and ``theta_se`` (EAP per subject, in the order of ``subject_ids``);
     ``aic`` / ``bic`` / ``sabic`` / ``hq`` and :meth:`information_criteria`;
     :meth:`standard_errors` and :meth:`to_frame` (with ``se=True``); ``settings`` (what was
-    chosen, ``settings["defaults"]`` with its warnings). :func:`atlascat.irt.compare.anova`
-    compares results.
+    chosen, ``settings["defaults"]`` with its warnings); ``groups`` (a multiple-group fit,
+    :mod:`atlascat.irt.groups`: the reference group and each group's size, latent mean and SD
+    on the bank's scale). :func:`atlascat.irt.compare.anova` compares results.
     """
 
     bank: ItemBank
@@ -44,6 +45,7 @@ class CalibrationResult:
     n_parameters: int | None = None       # estimated parameters (mirt's count)
     se: object = None                     # :class:`atlascat.irt.se.StandardErrors` (se=True)
     g2: dict | None = None                # mirt's G2 on the pattern table (atlascat.irt.gsquare)
+    groups: dict | None = None            # multiple-group fit: reference, means, SDs (irt.groups)
 
     def information_criteria(self) -> dict:
         """loglik, n_parameters, n_observations, aic, bic, sabic, hq
@@ -168,6 +170,8 @@ class CalibrationResult:
                     " of the log-posterior (posterior mode)" if self.se.posterior_mode else ""),
                 "positive_definite": bool(self.se.info.positive_definite),
                 "latent_variance_se": self.se.latent_variance_se}
+        if self.groups is not None:
+            out["groups"] = self.groups
         if self.filter_report is not None:
             out["filtering"] = self.filter_report.to_dict()
         if self.partitions is not None:
