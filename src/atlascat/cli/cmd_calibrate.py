@@ -31,7 +31,8 @@ _NAME = typer.Option(
          "evaluate, runs and the run page call it. [default: the bank file's name]")
 
 _QUADPTS = typer.Option(QUADPTS, "--quadpts",
-    help=f"Quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}].")
+    help=f"Quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}] (--dims: per "
+         "dimension, default mirt's 31 for K = 2, 15 for K = 3).")
 
 _PRIOR_C = typer.Option(AUTO, "--prior-c",
     help="Prior on c: auto (the default for the model and data size), "
@@ -85,6 +86,14 @@ _DROP_EMPTY = typer.Option(False, "--drop-empty",
     help="Drop all-missing subjects/items instead of failing (graded/gpcm/pcm: items rated "
          "at fewer than two levels).")
 
+_DIMS = typer.Option(None, "--dims", metavar="K",
+    help="K >= 2: the exploratory K-dimensional 2PL (0/1 answers; mirt's mirt(data, K)): a "
+         "bank of loadings a1..aK and intercepts d, and mirt's summary (--rotate).")
+
+_ROTATE = typer.Option("oblimin", "--rotate", metavar="oblimin|geomin|varimax|none",
+    help="--dims: the rotation of the loadings shown and in --summary (oblimin, as mirt's "
+         "summary; the bank keeps varimax loadings).")
+
 _DEVICE = typer.Option("cpu", "--device",
     help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
          "PyTorch or CuPy, the package's 'gpu' extra).")
@@ -119,6 +128,8 @@ def calibrate_command(
     drop_empty: bool = _DROP_EMPTY,
     dtype: str = typer.Option("float64", "--dtype", help="E-step precision: float64 | float32."),
     device: str = _DEVICE,
+    dims: Optional[int] = _DIMS,
+    rotate: str = _ROTATE,
     quiet: bool = quiet_option(),
 ):
     """Calibrate an IRT item bank (1PL-4PL; graded or GPCM for ratings) by marginal maximum
@@ -129,12 +140,9 @@ def calibrate_command(
     """
     from ._options import calibrator
 
-    _check_choices(fmt, convergence)
-    name = _bank_name(name)
-    output_file(output, inputs={"RESPONSES": responses})
-    output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
-    output_file(scores, "--scores", inputs={"RESPONSES": responses},
-                outputs={"-o": output, "--summary": summary})
+    name = _checked_options(locals())   # the choices, --name, the output files
+    if dims is not None:
+        return _calibrate_dims(locals())
     def ordinal(kind: str):
         from ._calibrate_ordinal import calibrate_ordinal_cmd
 
@@ -170,6 +178,41 @@ def calibrate_command(
         _write_scores(res, scores)
     _report(res, rm, link)
     console.print(wrote_line(output, summary, scores))
+
+
+def _checked_options(o: dict):
+    """The command's options ``o`` checked before any work: --format, --convergence, --rotate
+    (with --dims only), -o, --summary and --scores (none of them an input or another); returns
+    --name checked (None when not given)."""
+    from ..errors import ConfigError
+
+    _check_choices(o["fmt"], o["convergence"])
+    if o["dims"] is None and o["rotate"] != "oblimin":
+        raise ConfigError("--rotate rotates the factors of a multidimensional fit: give --dims K")
+    responses, output, summary = o["responses"], o["output"], o["summary"]
+    output_file(output, inputs={"RESPONSES": responses})
+    output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
+    output_file(o["scores"], "--scores", inputs={"RESPONSES": responses},
+                outputs={"-o": output, "--summary": summary})
+    return _bank_name(o["name"])
+
+
+def _calibrate_dims(opts: dict) -> None:
+    """--dims K: the exploratory K-dimensional 2PL (:mod:`._calibrate_dims`); ``opts`` the
+    command's options."""
+    from ._calibrate_dims import calibrate_dims_cmd
+
+    o = opts
+    return calibrate_dims_cmd(
+        o["responses"], o["output"], o["dims"], model=o["model"], prior_a=o["prior_a"],
+        mirt_defaults=o["mirt_defaults"], quadpts=None if o["quadpts"] == QUADPTS else o["quadpts"],
+        max_iter=o["max_iter"], tol=o["tol"], rotate=o["rotate"], summary=o["summary"],
+        name=o["name"], freq_column=o["freq_column"], normalize_ids=o["normalize_ids"],
+        drop_empty=o["drop_empty"], seed=o["seed"], quiet=o["quiet"], unsupported={
+            "--rating-range": o["rating_range"] is not None, "--se": o["se"],
+            "--scores": o["scores"] is not None, "--format mirt": o["fmt"] != "ours",
+            **_binary_only(o["prior_c"], o["prior_u"], o["partition_size"], o["link"],
+                           o["filter_"], None, o["convergence"], o["dtype"], o["device"])})
 
 
 def register(app: typer.Typer) -> None:

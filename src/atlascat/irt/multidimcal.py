@@ -58,6 +58,7 @@ class MultidimCalibration:
     subject_ids: np.ndarray
     settings: dict = field(default_factory=dict)
     model: str = "2pl"
+    log_posterior: float | None = None   # loglik + log prior (None without priors)
 
     @property
     def n_dims(self) -> int:
@@ -80,6 +81,7 @@ class MultidimCalibration:
         crit = self.information_criteria()
         out = {"model": self.model, "n_dims": self.n_dims, "n_items": len(self.bank),
                "n_subjects": int(len(self.subject_ids)), "loglik": self.loglik,
+               "log_posterior": self.log_posterior,
                "n_iter": int(self.n_iter), "converged": bool(self.converged),
                "seconds": round(float(self.seconds), 3),
                **{k: v for k, v in crit.items() if k != "loglik"}, "settings": self.settings}
@@ -133,9 +135,11 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
                 f"quasi-Monte Carlo, {LOGLIK_DRAWS} points",
                 "data_fingerprint": _fingerprint(y, w, item_ids)}
     n = float(y.shape[0] if w is None else np.sum(w))
-    return MultidimCalibration(bank, float(loglik), int(model.n_parameters_), n,
-                               int(model.n_iter_), bool(model.converged_),
-                               time.perf_counter() - start, np.asarray(sids), settings)
+    log_prior = _log_prior(bank.loadings, prior_a_sd) + _log_prior(bank.intercepts, prior_d_sd)
+    return MultidimCalibration(
+        bank, float(loglik), int(model.n_parameters_), n, int(model.n_iter_),
+        bool(model.converged_), time.perf_counter() - start, np.asarray(sids), settings,
+        log_posterior=None if prior_a_sd is None and prior_d_sd is None else loglik + log_prior)
 
 
 def marginal_loglik(bank, y, weights=None, *, n_draws: int = LOGLIK_DRAWS, rng=None) -> float:
@@ -157,6 +161,15 @@ def marginal_loglik(bank, y, weights=None, *, n_draws: int = LOGLIK_DRAWS, rng=N
         ll = y1[s:s + 256] @ lp + y0[s:s + 256] @ lq
         out[s:s + 256] = logsumexp(ll, axis=1) - np.log(theta.shape[0])
     return float(out.sum() if weights is None else np.asarray(weights, float) @ out)
+
+
+def _log_prior(values, sd) -> float:
+    """The N(0, sd^2) log density summed over ``values`` (0 without a prior)."""
+    if sd is None:
+        return 0.0
+    from scipy.stats import norm
+
+    return float(norm.logpdf(np.asarray(values), scale=float(sd)).sum())
 
 
 def _prior(sd) -> str | None:
