@@ -119,7 +119,7 @@ def _report(res, rm, rotate: str, output: str) -> None:
     """The fit in a few lines (as the 1-D path: items, subjects, log-likelihood, iterations,
     criteria, the priors), then mirt's summary(mod): the rotated loadings and correlations."""
     from ._criteria import print_criteria
-    from .cmd_info import _print_multidim
+    from .cmd_info import print_multidim
 
     s = res.settings
     status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
@@ -139,7 +139,7 @@ def _report(res, rm, rotate: str, output: str) -> None:
     if not res.converged:
         warn(f"the {res.n_dims}-dimensional 2PL stopped at {res.n_iter} iterations before "
              "converging")
-    _print_multidim(output, {"n_dims": res.n_dims, "n_items": len(res.bank),
+    print_multidim(output, {"n_dims": res.n_dims, "n_items": len(res.bank),
                              **res.factor_loadings(rotate).to_dict()})
 
 
