@@ -185,7 +185,7 @@ def test_anova_dims_refusals(small, capsys):
     assert main(["anova", small, "--model", "rasch", "--dims", "2"]) == 2
     assert "add --model 2pl" in capsys.readouterr().err
     assert main(["anova", small, "--model", "2pl", "--dims", "2"]) == 2
-    assert "two or more different fits" in capsys.readouterr().err
+    assert "two or more different --model values (or --dims)" in capsys.readouterr().err
     assert main(["anova", small, "--model", "2pl", "--dims", "0", "--dims", "2"]) == 2
     assert "--dims must be 1 or more" in capsys.readouterr().err
 

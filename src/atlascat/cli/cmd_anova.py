@@ -49,8 +49,8 @@ def _asked(names: list, dims) -> list:
     fits = [(m, m, 1) for m in names if m != "2pl" or 1 in dims]
     fits += [(f"2pl-{k}d", "2pl", k) for k in dims if k > 1]
     if len(fits) < 2 or len(set(names)) < len(names):
-        raise ConfigError("anova needs two or more different fits, e.g. --model rasch --model "
-                          "2pl, or --model 2pl --dims 1 --dims 2")
+        raise ConfigError("anova needs two or more different --model values (or --dims), e.g. "
+                          "--model rasch --model 2pl, or --model 2pl --dims 1 --dims 2")
     return fits
 
 
