@@ -96,6 +96,10 @@ def test_default_priors_are_stated_and_mirt_setting_offered(small, tmp_path, cap
     assert s["settings"]["prior_a"] is None and s["settings"]["prior_d"] == "norm(0,5)"
     _, s = _summary(tmp_path, small, "--dims", "2", "--prior-a", "norm(0, 2)")
     assert s["settings"]["prior_a"] == "norm(0,2)"
+    # --mirt-defaults drops the priors left at auto; one given stays (as the 1-D path)
+    _, s = _summary(tmp_path, small, "--dims", "2", "--mirt-defaults", "--prior-a", "norm(0,4)")
+    assert s["settings"]["prior_a"] == "norm(0,4)" and s["settings"]["prior_d"] is None
+    assert s["log_posterior"] is not None
 
 
 def test_summary_rotation_and_bank(small, tmp_path):

@@ -34,7 +34,7 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
                           "atlas calibrate without --dims")
     if rotate not in ROTATIONS:
         raise ConfigError(f"--rotate must be one of {', '.join(ROTATIONS)}, not {rotate!r}")
-    a_sd = None if mirt_defaults else prior_a_sd(prior_a)
+    a_sd = None if mirt_defaults and prior_a == AUTO else prior_a_sd(prior_a)   # as the 1-D
     d_sd = None if mirt_defaults else PRIOR_D_SD
     try:
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
@@ -132,7 +132,7 @@ def _report(res, rm, rotate: str, output: str) -> None:
     print_criteria(_Criteria(res))
     if s["prior_a"] or s["prior_d"]:
         console.print(f"priors: a ~ {s['prior_a'] or 'none'}, d ~ {s['prior_d'] or 'none'} "
-                      "(posterior modes; mirt's fit has no priors: --mirt-defaults)",
+                      "(posterior modes; mirt's fit has none: --mirt-defaults, --prior-a left at auto)",
                       markup=False, highlight=False)
     else:
         console.print("no priors (maximum likelihood, as mirt)", highlight=False)

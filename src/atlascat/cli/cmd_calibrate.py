@@ -39,7 +39,8 @@ _PRIOR_C = typer.Option(AUTO, "--prior-c",
          "none, or e.g. 'beta(5,17)', 'logitnorm(-1.4,1)'.")
 
 _PRIOR_A = typer.Option(AUTO, "--prior-a",
-    help="Prior on a: auto, none, or e.g. 'lognorm(0,0.5)', 'norm(1,1)'.")
+    help="Prior on a: auto, none, or e.g. 'lognorm(0,0.5)', 'norm(1,1)' (--dims: on every "
+         "loading, auto is norm(0,3), or norm(0,SD)).")
 
 _PRIOR_U = typer.Option(AUTO, "--prior-u",
     help="Prior on the 4PL's upper asymptote u: auto (the 4PL's "
@@ -47,7 +48,8 @@ _PRIOR_U = typer.Option(AUTO, "--prior-u",
 
 _MIRT_DEFAULTS = typer.Option(False, "--mirt-defaults",
     help="No priors, and auto means 3PL: the paper's mirt fit, for parity "
-         "(mirt's own default itemtype is 2PL: --model 2pl --prior-a none).")
+         "(mirt's own default itemtype is 2PL: --model 2pl --prior-a none; --dims: no priors "
+         "on loadings and intercepts, mirt's mirt(data, K)).")
 
 _PARTITION_SIZE = typer.Option(None, "--partition-size",
     help="Calibrate random partitions of at least N "
@@ -132,8 +134,8 @@ def calibrate_command(
     rotate: str = _ROTATE,
     quiet: bool = quiet_option(),
 ):
-    """Calibrate an IRT item bank (1PL-4PL; graded or GPCM for ratings) by marginal maximum
-    likelihood (EM).
+    """Calibrate an IRT item bank (1PL-4PL; graded or GPCM for ratings; --dims K: the
+    exploratory K-dimensional 2PL, mirt's mirt(data, K)) by marginal maximum likelihood (EM).
 
     Filters items and subjects first when asked (--filter/--no-filter; the default is the
     library's), fits all items jointly (or linked partitions).
