@@ -28,10 +28,49 @@ def _binary_models_need_01(values, binary: list, responses: str) -> None:
 
 def _all_nested(fits) -> bool:
     """Whether each model, by number of parameters, is nested in the next (a test applies)."""
-    from ..irt.compare import nested
+    from ..irt.compare import nested_fits
 
     order = sorted(fits, key=lambda f: f.information_criteria()["n_parameters"])
-    return all(nested(a.model, b.model) for a, b in zip(order, order[1:]))
+    return all(nested_fits(a, b) for a, b in zip(order, order[1:]))
+
+
+def _asked(names: list, dims) -> list:
+    """The fits asked: (row name, model, K); --dims K >= 2 is the 2PL's (exploratory, in K
+    dimensions), the other models are fitted in one; the 2PL in one when --dims is not given
+    or holds 1."""
+    from ..errors import ConfigError
+
+    dims = sorted(set(dims or [1]))
+    if dims[0] < 1:
+        raise ConfigError(f"--dims must be 1 or more, not {dims[0]}")
+    if dims[-1] > 1 and "2pl" not in names:
+        raise ConfigError(f"--dims {dims[-1]} fits the exploratory {dims[-1]}-dimensional 2PL "
+                          "(0/1 answers; mirt's mirt(data, K)): add --model 2pl")
+    fits = [(m, m, 1) for m in names if m != "2pl" or 1 in dims]
+    fits += [(f"2pl-{k}d", "2pl", k) for k in dims if k > 1]
+    if len(fits) < 2 or len(set(names)) < len(names):
+        raise ConfigError("anova needs two or more different --model values (or --dims), e.g. "
+                          "--model rasch --model 2pl, or --model 2pl --dims 1 --dims 2")
+    return fits
+
+
+def _fit_one(rm, weights, model: str, k: int, quadpts: int):
+    """One maximum-likelihood fit (no priors, as mirt's): atlascat.calibrate for K = 1, the
+    exploratory K-dimensional 2PL (mirt's quadrature unless --quadpts is given) for K >= 2."""
+    if k == 1:
+        from ..irt.calibrate import calibrate
+
+        return calibrate(rm, model=model, quadpts=quadpts, prior_a=None, prior_c=None,
+                         prior_u=None, weights=weights)
+    from ..irt.multidimcal import calibrate_multidim
+
+    if weights is not None:   # ratings read for an ordinal model: the 2PL's 0/1 answers
+        from ..responses import ResponseMatrix
+
+        rm = ResponseMatrix(rm.to_numpy(float), subject_ids=rm.index, item_ids=rm.columns,
+                            weights=weights)
+    return calibrate_multidim(rm, k, prior_a_sd=None, prior_d_sd=None,
+                              quadpts=None if quadpts == QUADPTS else quadpts)
 
 
 def _not_nested_line(fits, names) -> str:
@@ -66,18 +105,22 @@ def register(app: typer.Typer) -> None:
                                                   help="Column holding pattern frequencies."),
         normalize_ids: bool = typer.Option(False, "--normalize-ids",
                                            help="Strip R's 'X' from item ids (X514 -> 514)."),
+        dims: Optional[List[int]] = typer.Option(
+            None, "--dims", metavar="K", help="Dimensions of the 2PL (repeat: --dims 1 --dims "
+            "2 is mirt's anova(mod1, mod2)); K >= 2: the exploratory K-dimensional 2PL."),
     ):
         """Fit each model by maximum likelihood (no priors, as mirt) and compare them: AIC,
         SABIC, HQ, BIC, log-likelihood and the likelihood-ratio test of each model against the
         one above it (X2, df, p), as mirt's anova. Models that are not nested (graded and gpcm)
-        get their criteria alone: compare their AIC and BIC.
+        get their criteria alone: compare their AIC and BIC. --dims: the 2PL in K dimensions
+        (exploratory; J (K + 1) - K (K - 1) / 2 parameters, as mirt).
         """
         import json
         import math
         import warnings
 
         from ..errors import ConfigError
-        from ..irt.calibrate import MODELS, ORDINAL, calibrate
+        from ..irt.calibrate import MODELS, ORDINAL
         from ..irt.compare import anova
         from ..validation import json_safe
 
@@ -86,17 +129,15 @@ def register(app: typer.Typer) -> None:
         if bad:
             raise ConfigError(f"--model {bad[0]!r} is not a model atlas calibrate fits; choose "
                               f"from {', '.join(MODELS + ORDINAL)}")
-        if len(names) < 2 or len(set(names)) < len(names):
-            raise ConfigError("anova needs two or more different --model values, e.g. "
-                              "--model rasch --model 2pl")
+        asked = _asked(names, dims)
+        names = [a[0] for a in asked]
         output_file(output, inputs={"RESPONSES": responses})
-        rm, weights = _read_data(responses, names, freq_column, normalize_ids)
+        rm, weights = _read_data(responses, [a[1] for a in asked], freq_column, normalize_ids)
         fits = []
-        with warnings.catch_warnings(), progress_bar("fits", total=len(names)) as advance:
+        with warnings.catch_warnings(), progress_bar("fits", total=len(asked)) as advance:
             warnings.simplefilter("ignore")   # the defaults' notes; the models are given
-            for m in names:   # one EM fit each: the bar counts the models fitted
-                fits.append(calibrate(rm, model=m, quadpts=quadpts, prior_a=None, prior_c=None,
-                                      prior_u=None, weights=weights))
+            for _, m, k in asked:   # one EM fit each: the bar counts the models fitted
+                fits.append(_fit_one(rm, weights, m, k, quadpts))
                 advance(1)
         test = _all_nested(fits)
         table = anova(*fits, names=names, test=test)

@@ -31,14 +31,16 @@ _NAME = typer.Option(
          "evaluate, runs and the run page call it. [default: the bank file's name]")
 
 _QUADPTS = typer.Option(QUADPTS, "--quadpts",
-    help=f"Quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}].")
+    help=f"Quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}] (--dims: per "
+         "dimension, default mirt's 31 for K = 2, 15 for K = 3).")
 
 _PRIOR_C = typer.Option(AUTO, "--prior-c",
     help="Prior on c: auto (the default for the model and data size), "
          "none, or e.g. 'beta(5,17)', 'logitnorm(-1.4,1)'.")
 
 _PRIOR_A = typer.Option(AUTO, "--prior-a",
-    help="Prior on a: auto, none, or e.g. 'lognorm(0,0.5)', 'norm(1,1)'.")
+    help="Prior on a: auto, none, or e.g. 'lognorm(0,0.5)', 'norm(1,1)' (--dims: on every "
+         "loading, auto is norm(0,3), or norm(0,SD)).")
 
 _PRIOR_U = typer.Option(AUTO, "--prior-u",
     help="Prior on the 4PL's upper asymptote u: auto (the 4PL's "
@@ -46,7 +48,8 @@ _PRIOR_U = typer.Option(AUTO, "--prior-u",
 
 _MIRT_DEFAULTS = typer.Option(False, "--mirt-defaults",
     help="No priors, and auto means 3PL: the paper's mirt fit, for parity "
-         "(mirt's own default itemtype is 2PL: --model 2pl --prior-a none).")
+         "(mirt's own default itemtype is 2PL: --model 2pl --prior-a none; --dims: no priors "
+         "on loadings and intercepts, mirt's mirt(data, K)).")
 
 _PARTITION_SIZE = typer.Option(None, "--partition-size",
     help="Calibrate random partitions of at least N "
@@ -96,6 +99,14 @@ _REFERENCE_GROUP = typer.Option(
     help="With --groups: the group whose trait is N(0, 1) [default: the first label in "
          "sorted order].")
 
+_DIMS = typer.Option(None, "--dims", metavar="K",
+    help="K >= 2: the exploratory K-dimensional 2PL (0/1 answers; mirt's mirt(data, K)): a "
+         "bank of loadings a1..aK and intercepts d, and mirt's summary (--rotate).")
+
+_ROTATE = typer.Option("oblimin", "--rotate", metavar="oblimin|geomin|varimax|none",
+    help="--dims: the rotation of the loadings shown and in --summary (oblimin, as mirt's "
+         "summary; the bank keeps varimax loadings).")
+
 _DEVICE = typer.Option("cpu", "--device",
     help="Where the EM runs: cpu (NumPy) | cuda (GPU through "
          "PyTorch or CuPy, the package's 'gpu' extra).")
@@ -132,19 +143,21 @@ def calibrate_command(
     device: str = _DEVICE,
     groups: Optional[Path] = _GROUPS,
     reference_group: Optional[str] = _REFERENCE_GROUP,
+    dims: Optional[int] = _DIMS,
+    rotate: str = _ROTATE,
     quiet: bool = quiet_option(),
 ):
-    """Calibrate an IRT item bank (1PL-4PL; graded or GPCM for ratings) by marginal maximum
-    likelihood (EM).
+    """Calibrate an IRT item bank (1PL-4PL; graded or GPCM for ratings; --dims K: the
+    exploratory K-dimensional 2PL, mirt's mirt(data, K)) by marginal maximum likelihood (EM).
 
     Filters items and subjects first when asked (--filter/--no-filter; the default is the
     library's), fits all items jointly (or linked partitions).
     """
     from ._options import calibrator
 
-    _check_choices(fmt, convergence)
-    name = _bank_name(name)
-    _check_outputs(responses, output, summary, scores)
+    name = _checked_options(locals())   # the choices, --name, the output files
+    if dims is not None:
+        return _calibrate_dims(locals())
     grouping = _grouping(groups, reference_group)   # read before the responses
     def ordinal(kind: str):
         from ._calibrate_ordinal import calibrate_ordinal_cmd
@@ -160,9 +173,8 @@ def calibrate_command(
     if _is_ordinal(model, rating_range):
         return ordinal(model.lower())
     cal = calibrator(model=model, quadpts=quadpts, prior_a=prior_a, prior_c=prior_c,
-                     prior_u=prior_u, max_iter=max_iter, tol=tol,
-                     partition_size=partition_size, link=link, dtype=dtype,
-                     random_state=seed, convergence=convergence,
+                     prior_u=prior_u, max_iter=max_iter, tol=tol, partition_size=partition_size,
+                     link=link, dtype=dtype, random_state=seed, convergence=convergence,
                      mirt_defaults=mirt_defaults, device=device, se=se, filter_=filter_,
                      # scores in (0, 1): each item's dispersion (0/1 answers: fitted once, as
                      # without it); a joint fit only, and none in mirt's fit
@@ -177,10 +189,45 @@ def calibrate_command(
     if summary is not None:
         _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt,
                        **({"benchmark": name} if name else {}))
-    if scores is not None:
-        _write_scores(res, scores)
+    _write_scores(res, scores)
     _report(res, rm, link)
     console.print(wrote_line(output, summary, scores))
+
+
+def _checked_options(o: dict):
+    """The command's options ``o`` checked before any work: --format, --convergence, --rotate
+    (with --dims only), -o, --summary and --scores (none of them an input or another); returns
+    --name checked (None when not given)."""
+    from ..errors import ConfigError
+
+    _check_choices(o["fmt"], o["convergence"])
+    if o["dims"] is None and o["rotate"] != "oblimin":
+        raise ConfigError("--rotate rotates the factors of a multidimensional fit: give --dims K")
+    responses, output, summary = o["responses"], o["output"], o["summary"]
+    output_file(output, inputs={"RESPONSES": responses})
+    output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
+    output_file(o["scores"], "--scores", inputs={"RESPONSES": responses},
+                outputs={"-o": output, "--summary": summary})
+    return _bank_name(o["name"])
+
+
+def _calibrate_dims(opts: dict) -> None:
+    """--dims K: the exploratory K-dimensional 2PL (:mod:`._calibrate_dims`); ``opts`` the
+    command's options."""
+    from ._calibrate_dims import calibrate_dims_cmd
+
+    o = opts
+    return calibrate_dims_cmd(
+        o["responses"], o["output"], o["dims"], model=o["model"], prior_a=o["prior_a"],
+        mirt_defaults=o["mirt_defaults"], quadpts=None if o["quadpts"] == QUADPTS else o["quadpts"],
+        max_iter=o["max_iter"], tol=o["tol"], rotate=o["rotate"], summary=o["summary"],
+        name=o["name"], freq_column=o["freq_column"], normalize_ids=o["normalize_ids"],
+        drop_empty=o["drop_empty"], seed=o["seed"], quiet=o["quiet"], unsupported={
+            "--rating-range": o["rating_range"] is not None, "--se": o["se"],
+            "--scores": o["scores"] is not None, "--format mirt": o["fmt"] != "ours",
+            **_binary_only(o["prior_c"], o["prior_u"], o["partition_size"], o["link"],
+                           o["filter_"], None, o["convergence"], o["dtype"], o["device"],
+                           o["groups"], o["reference_group"])})
 
 
 def register(app: typer.Typer) -> None:
@@ -255,14 +302,6 @@ def _binary_only(prior_c, prior_u, partition_size, link, filter_, seed, converge
             "--reference-group": reference_group is not None}
 
 
-def _check_outputs(responses, output, summary, scores) -> None:
-    """-o, --summary and --scores checked before any work (none of them an input or another)."""
-    output_file(output, inputs={"RESPONSES": responses})
-    output_file(summary, "--summary", inputs={"RESPONSES": responses}, outputs={"-o": output})
-    output_file(scores, "--scores", inputs={"RESPONSES": responses},
-                outputs={"-o": output, "--summary": summary})
-
-
 def _grouping(groups, reference_group) -> dict:
     """--groups read (:func:`atlascat.irt.groups.read_groups`) with --reference-group, as
     ``Calibrator.fit``'s keywords; nothing without --groups."""
@@ -286,8 +325,10 @@ def _check_choices(fmt: str, convergence: str) -> None:
         raise ConfigError(f"--convergence must be 'params' or 'icc', not {convergence!r}")
 
 
-def _write_scores(res, path: Path) -> None:
-    """The subjects' EAP theta and SE (CSV)."""
+def _write_scores(res, path: Optional[Path]) -> None:
+    """The subjects' EAP theta and SE (CSV; nothing without --scores)."""
+    if path is None:
+        return
     import pandas as pd
 
     df = pd.DataFrame({"subject_id": res.subject_ids.astype(str), "theta": res.theta,

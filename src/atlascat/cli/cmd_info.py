@@ -209,7 +209,7 @@ def register(app: typer.Typer) -> None:
         elif summary["kind"] == "suite":
             _print_suite(path, summary)
         elif summary["kind"] == "multidim_bank":
-            _print_multidim(path, summary)
+            print_multidim(path, summary)
         else:
             _print_bank(path, summary)
         if "information" in summary:
@@ -282,7 +282,9 @@ def _print_matrix(path: str, summary: dict) -> None:
                       "~100 models, the honest full-score prediction)", highlight=False)
 
 
-def _print_multidim(path: str, summary: dict) -> None:
+def print_multidim(path: str, summary: dict) -> None:
+    """A multidimensional 2PL bank's rotated loadings, communalities and factor correlations
+    (atlas info, and atlas calibrate --dims after its fit)."""
     k = summary["n_dims"]
     console.print(f"[bold]{escape(path)}[/]: multidimensional 2PL bank, {summary['n_items']} items, "
                   f"{k} factors")

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 
-__all__ = ["information_criteria", "n_parameters", "anova", "nested", "NESTED"]
+__all__ = ["information_criteria", "n_parameters", "anova", "nested", "nested_fits", "NESTED"]
 
 #: models each model contains (rasch and 1pl are the same model; the 1PL-4PL fit 0/1 answers
 #: only, on which the partial credit model, pcm, is the Rasch model)
@@ -63,6 +63,15 @@ def nested(smaller: str, larger: str) -> bool:
     return str(smaller).lower() in NESTED.get(str(larger).lower(), set())
 
 
+def nested_fits(smaller, larger) -> bool:
+    """Whether fit ``smaller`` is a special case of fit ``larger``: its model nested in the
+    other's (:func:`nested`) in no more dimensions (``n_dims``, 1 for atlascat.calibrate's
+    fits; a K-dimensional exploratory 2PL, :mod:`.multidimcal`, holds the 2PL and its special
+    cases in fewer dimensions, as mirt's ``anova(mod1, mod2)`` assumes)."""
+    return nested(smaller.model, larger.model) and \
+        getattr(smaller, "n_dims", 1) <= getattr(larger, "n_dims", 1)
+
+
 def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
     """mirt's ``anova(m1, m2, ...)``: one row per model (AIC, SABIC, HQ, BIC, logLik) and,
     from the second row on, the likelihood-ratio test against the row above (X2, df, p).
@@ -72,8 +81,8 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
     HQ = -2l + 2k ln ln N (Hannan & Quinn, 1979); X2 = 2 (l_larger - l_smaller) referred to
     chi-square with df = k_larger - k_smaller (Wilks, 1938).
 
-    ``results``: :class:`atlascat.irt.result.CalibrationResult` (or fitted ``Calibrator``) of
-    nested models fitted to the same responses, in any order (sorted by their number of
+    ``results``: :class:`atlascat.irt.result.CalibrationResult` (or fitted ``Calibrator``), or
+    :class:`atlascat.irt.multidimcal.MultidimCalibration` (K-dimensional 2PL), of nested models fitted to the same responses, in any order (sorted by their number of
     parameters). ``names`` label the rows (default: each result's model). ``test=False``:
     the criteria only (X2, df, p left empty), for models that are not nested (graded and gpcm).
     A fit with priors is a posterior mode, not a maximum-likelihood fit: then, as mirt's
@@ -118,9 +127,9 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
                    "logPost": _log_posterior(r), "df": np.nan}
         if prev is not None and test:
             pk, pname, pr, pcrit = prev
-            if r.model.lower() not in NESTED or pr.model.lower() not in NESTED[r.model.lower()]:
+            if not nested_fits(pr, r):
                 raise ConfigError(
-                    f"{_label(pname, pr.model)} is not nested in {_label(name, r.model)}: a "
+                    f"{_label(pname, pr)} is not nested in {_label(name, r)}: a "
                     "likelihood-ratio test needs nested models; compare their AIC/BIC instead "
                     "(test=False lists them)")
             df = k - pk
@@ -153,8 +162,10 @@ def _log_posterior(result) -> float:
     return float(result.loglik if value is None else value)
 
 
-def _label(name: str, model: str) -> str:
+def _label(name: str, fit) -> str:
     """A row's name, with its model where the caller named it otherwise."""
+    k = getattr(fit, "n_dims", 1)
+    model = fit.model if k == 1 else f"{fit.model}, {k} dimensions"
     return name if name.lower() == model.lower() else f"{name} ({model})"
 
 

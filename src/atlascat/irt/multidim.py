@@ -402,6 +402,7 @@ class MultidimIRT:
     burn_in, mh_steps : MH-RM burn-in iterations (gain 1, a stochastic EM) and Metropolis sweeps
         per iteration
     rng : Generator (MH-RM only)
+    callback : called after every iteration with ``{"iteration", "change"}`` (a progress bar)
 
     Attributes (after fit)
     ----------------------
@@ -415,8 +416,8 @@ class MultidimIRT:
                  max_iter: int | None = None, tol: float = TOL, prior_a_sd: float | None = 3.0,
                  prior_d_sd: float | None = 5.0, rotation: str = "varimax", burn_in: int = 100,
                  mh_steps: int = 3, mhrm_tol: float = 1e-3,
-                 rng: np.random.Generator | None = None):
-        self.n_dims = n_dims
+                 rng: np.random.Generator | None = None, callback=None):
+        self.n_dims, self.callback = n_dims, callback
         self.method = method
         self.quadpts = quadpts
         self.max_iter = max_iter
@@ -587,6 +588,8 @@ class MultidimIRT:
             change = _invariant_change(beta, new_beta, k)
             beta = new_beta
             history.append(change)
+            if self.callback is not None:
+                self.callback({"iteration": it, "change": change})
             if change < self.tol:
                 converged = True
                 break
@@ -619,6 +622,8 @@ class MultidimIRT:
             beta = beta + step
             change = float(np.abs(step).max())
             history.append(change)
+            if self.callback is not None:
+                self.callback({"iteration": it, "change": change})
             if it > self.burn_in:
                 window.append(change)
                 if len(window) >= 3 and max(window[-3:]) < self.mhrm_tol:

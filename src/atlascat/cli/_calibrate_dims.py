@@ -1,0 +1,151 @@
+"""``atlas calibrate RESPONSES --dims K -o BANK``: the exploratory K-dimensional 2PL, as mirt's
+``mirt(data, K)`` and ``summary(mod)`` (the work: :func:`atlascat.irt.multidimcal.calibrate_multidim`)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..irt.defaults import AUTO
+from ._common import (console, json_safe, load_responses, progress_bar, subjects_text, warn,
+                      wrote_line)
+
+#: what --dims fits, said when something else is asked
+SUPPORTED = ("--dims fits the exploratory multidimensional 2PL to 0/1 answers only "
+             "(--model 2pl, the default with --dims)")
+
+
+def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_a: str,
+                       mirt_defaults: bool, quadpts, max_iter: int, tol: float, rotate: str,
+                       summary, name, freq_column, normalize_ids: bool, drop_empty: bool,
+                       seed, quiet: bool, unsupported: dict) -> None:
+    """Fit, write the bank (a1..aK, d) and the --summary JSON, print the fit and mirt's rotated
+    summary. ``unsupported``: the options given that a K-dimensional fit has no use for."""
+    from ..errors import ConfigError, ResponseDataError
+    from ..irt.multidimcal import PRIOR_D_SD
+    from ..irt.rotation import ROTATIONS
+
+    if model.lower() not in (AUTO, "2pl"):
+        raise ConfigError(f"--model {model}: {SUPPORTED}")
+    given = [opt for opt, on in unsupported.items() if on]
+    if given:
+        raise ConfigError(f"{given[0]} is not available with --dims; {SUPPORTED}")
+    if dims < 2:
+        raise ConfigError(f"--dims must be 2 or more (got {dims}); the unidimensional fit is "
+                          "atlas calibrate without --dims")
+    if rotate not in ROTATIONS:
+        raise ConfigError(f"--rotate must be one of {', '.join(ROTATIONS)}, not {rotate!r}")
+    a_sd = None if mirt_defaults and prior_a == AUTO else prior_a_sd(prior_a)   # as the 1-D
+    d_sd = None if mirt_defaults else PRIOR_D_SD
+    try:
+        rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
+                            on_empty="drop" if drop_empty else "error")
+    except ResponseDataError as exc:   # ratings: said with what --dims fits
+        raise ResponseDataError(f"{SUPPORTED}: {exc}") from None
+    if len(rm.item_ids) <= dims:
+        raise ConfigError(f"--dims {dims} needs more than {dims} items; {responses} has "
+                          f"{len(rm.item_ids)}")
+    res = _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet)
+    bank = res.bank if name is None else _named(res.bank, name)
+    bank.write(output)
+    if summary is not None:
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        info = {**res.to_dict(rotate), "responses": str(responses), "output": str(output),
+                **({"benchmark": name} if name else {})}
+        summary.write_text(json.dumps(json_safe(info), indent=2))
+    _report(res, rm, rotate, str(output))
+    console.print(wrote_line(output, summary))
+
+
+def prior_a_sd(spec: str):
+    """--prior-a as the sd of the loadings' N(0, sd^2) prior: auto (MultidimIRT's 3), none, or
+    norm(0,SD) (the prior is isotropic: mean 0, the same on every loading)."""
+    import re
+
+    from ..errors import ConfigError
+    from ..irt.multidimcal import PRIOR_A_SD
+
+    text = str(spec).strip().lower().replace(" ", "")
+    if text == AUTO:
+        return PRIOR_A_SD
+    if text == "none":
+        return None
+    m = re.fullmatch(r"norm(?:al)?\(0(?:\.0*)?,([0-9.eE+-]+)\)", text)
+    sd = float(m.group(1)) if m and _number(m.group(1)) else None
+    if sd is None or not sd > 0:
+        raise ConfigError(f"--prior-a {spec!r} with --dims: the loadings' prior is auto "
+                          "(norm(0,3)), none, or norm(0,SD) with SD > 0 (mean 0: rotations "
+                          "leave it unchanged)")
+    return sd
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _named(bank, name: str):
+    """The bank with its benchmark's name in a benchmark column (as atlas calibrate --name)."""
+    import pandas as pd
+
+    from ..irt.multidim import MultidimBank
+
+    meta = pd.DataFrame({"benchmark": [name] * len(bank)})
+    return MultidimBank(bank.item_ids, bank.loadings, bank.intercepts, metadata=meta)
+
+
+def _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet: bool):
+    """calibrate_multidim with a progress bar over its iterations (unless quiet); the
+    non-convergence warning is left to :func:`_report`."""
+    import warnings
+
+    from ..irt.multidimcal import calibrate_multidim
+
+    kw = dict(prior_a_sd=a_sd, prior_d_sd=d_sd, quadpts=quadpts, max_iter=max_iter, tol=tol,
+              random_state=seed)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "the .* did not converge", UserWarning)
+        if quiet:
+            return calibrate_multidim(rm, dims, **kw)
+        with progress_bar("EM" if dims <= 3 else "MH-RM", total=max_iter) as advance:
+            res = calibrate_multidim(rm, dims, callback=lambda info: advance(1), **kw)
+            advance(0, total=max(res.n_iter, 1))
+    return res
+
+
+def _report(res, rm, rotate: str, output: str) -> None:
+    """The fit in a few lines (as the 1-D path: items, subjects, log-likelihood, iterations,
+    criteria, the priors), then mirt's summary(mod): the rotated loadings and correlations."""
+    from ._criteria import print_criteria
+    from .cmd_info import print_multidim
+
+    s = res.settings
+    status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
+    how = (f"EM, {s['quadpts']} points per dimension" if s["method"] == "em" else
+           f"MH-RM; log-likelihood by {s['loglik']}")
+    console.print(
+        f"calibrated [bold]{len(res.bank)}[/] items (2PL, {res.n_dims} dimensions, exploratory) "
+        f"on {subjects_text(len(res.subject_ids), rm.weights)}: log-likelihood "
+        f"{res.loglik:.3f}, {res.n_iter} iterations ({how}), {status}, {res.seconds:.1f} s")
+    print_criteria(_Criteria(res))
+    if s["prior_a"] or s["prior_d"]:
+        console.print(f"priors: a ~ {s['prior_a'] or 'none'}, d ~ {s['prior_d'] or 'none'} "
+                      "(posterior modes; mirt's fit has none: --mirt-defaults, --prior-a left at auto)",
+                      markup=False, highlight=False)
+    else:
+        console.print("no priors (maximum likelihood, as mirt)", highlight=False)
+    if not res.converged:
+        warn(f"the {res.n_dims}-dimensional 2PL stopped at {res.n_iter} iterations before "
+             "converging")
+    print_multidim(output, {"n_dims": res.n_dims, "n_items": len(res.bank),
+                             **res.factor_loadings(rotate).to_dict()})
+
+
+class _Criteria:
+    """A fit as print_criteria reads it (no G2, no standard errors)."""
+
+    def __init__(self, res):
+        self.information_criteria, self.settings = res.information_criteria, res.settings
+        self.se = None
