@@ -184,3 +184,34 @@ def test_live_runs_in_threads_leave_no_connection_open(tmp_path, monkeypatch):
             assert len(store.list_runs()) == 2
     no_resource_warning(run)
     assert len(opened.cons) >= 3 and opened.left_open() == 0
+
+
+def test_atlas_runs_and_compare_models_close_their_stores(tmp_path, monkeypatch):
+    """`atlas runs` (a list, one run's steps and page) and `atlas compare-models` opened their
+    run stores and left them to the collector (Python 3.13: "unclosed database"); each closes
+    every connection it opened."""
+    from typer.testing import CliRunner
+
+    from atlascat.cli import app
+
+    monkeypatch.setenv("ATLAS_HOME", str(tmp_path / "home"))
+    db = tmp_path / "runs.sqlite"
+    ids = []
+    for theta in ("0.5", "-0.5"):
+        r = CliRunner().invoke(app, ["evaluate", "--bank", "arc", "--subject",
+                                     f"simulate:{theta}", "--max-items", "5", "--min-items", "5",
+                                     "--db", str(db), "--json"])
+        assert r.exit_code == 0, r.output
+        ids.append(json.loads(r.stdout)[0]["run_id"])
+    opened = _Opened(monkeypatch)
+
+    def run():
+        for argv in (["runs", "--db", str(db)], ["runs", "--db", str(db), "--json"], ["runs"],
+                     ["runs", "--db", str(db), "--run", ids[0], "-o",
+                      str(tmp_path / "page.html")],
+                     ["compare-models", ids[0], ids[1], "--db", str(db)],
+                     ["compare-models", ids[0], ids[1], "--json"]):
+            r = CliRunner().invoke(app, argv)
+            assert r.exit_code == 0, (argv, r.output)
+    no_resource_warning(run)
+    assert opened.cons and opened.left_open() == 0
