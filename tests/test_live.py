@@ -432,7 +432,8 @@ class TestRunsInProcess:
                          "--no-bound-stop"])  # the in-process reference has no link stops
             err = capsys.readouterr().err
             assert code == 2
-            assert "failed 3 attempt(s); last: HTTP 500" in err and "--resume" in err
+            assert "failed 3 attempt(s); last: HTTP 500: 'internal error'" in err
+            assert "--resume" in err
             runs = RunStore(db).list_runs()
             assert runs.loc[0, "state"] == "error" and runs.loc[0, "n_items"] == 8
             assert runs.loc[0, "pending"] == 1
