@@ -134,6 +134,7 @@ def test_a_reply_cut_at_max_tokens_before_any_answer_is_not_scored_wrong(tmp_pat
 
     bank = load_content_bank("arc")
     mock = MockOpenAIServer(bank, 0.5, seed=7)   # its question -> item map and answers
+    mock.stop()   # never served: its listening socket was left to the collector
     asked = []
 
     class Handler(BaseHTTPRequestHandler):

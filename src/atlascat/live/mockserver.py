@@ -148,7 +148,11 @@ class MockOpenAIServer:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and close the listening socket (also of a server never started: it
+        waited forever for a loop that never ran)."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread = None
         self._server.server_close()
 
     def __enter__(self):

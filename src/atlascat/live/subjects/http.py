@@ -223,10 +223,17 @@ class _HTTPSubject:
             return self._client
 
     def close(self) -> None:
+        """Close the HTTP client and its connections (a later request opens them again)."""
         with self._client_lock:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:   # ``with OpenAICompatible(...) as subject:`` closes it
+        self.close()
 
     def _delay(self, attempt: int, retry_after) -> float:
         """Seconds before retry ``attempt``: the backoff, or the server's ``Retry-After`` (in
