@@ -260,3 +260,20 @@ def test_a_mock_server_never_started_stops_at_once():
     done.join(10)
     assert not done.is_alive() and srv._server.socket.fileno() == -1
 
+
+def test_a_list_of_prompts_rate_limited_keeps_lists():
+    """A list of prompts answered 429 until its retries were spent was asked again one prompt
+    at a time, and when those were answered the client concluded the server takes no lists:
+    a rate-limited run asked one prompt per request to its end (more requests, more 429s)."""
+    from atlascat.content.requests import Request
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.subjects import OpenAICompletionsSubject
+
+    reqs = [Request("loglikelihood", f"Question {k}?\nAnswer:", " yes") for k in range(4)]
+    with MockOpenAIServer(None, fault=lambda n, i, t: "429" if n <= 2 else None) as srv, \
+            OpenAICompletionsSubject(srv.url, "toy", max_retries=1, backoff=0) as subj:
+        first = subj.loglikelihood(reqs)
+        n = len(srv.log)
+        assert subj.loglikelihood(reqs) == first
+    assert [len(e["body"]["prompt"]) if isinstance(e["body"]["prompt"], list) else 1
+            for e in srv.log[n:]] == [4]   # one request, a list again
