@@ -277,3 +277,30 @@ def test_a_list_of_prompts_rate_limited_keeps_lists():
         assert subj.loglikelihood(reqs) == first
     assert [len(e["body"]["prompt"]) if isinstance(e["body"]["prompt"], list) else 1
             for e in srv.log[n:]] == [4]   # one request, a list again
+
+
+def test_a_cmd_subject_closes_its_programs_pipes():
+    """A `cmd:` program's standard output and error were read to their end and left open to
+    the collector (`unclosed file <_io.TextIOWrapper ...>`), each time the program started."""
+    import shlex
+    import sys
+    import threading
+
+    from atlascat.live.subjects.itemscored import CommandSubject
+
+    judge = ("import json, sys\n"
+             "for line in sys.stdin:\n"
+             "    print(json.dumps({'item_id': json.loads(line)['item_id'], 'score': 1}),"
+             " flush=True)\n")
+
+    def run():
+        subj = CommandSubject(shlex.join([sys.executable, "-c", judge]))
+        for _ in range(2):              # started, ended by close, started again
+            assert [s for s, _ in subj.score_items(["a", "b"])] == [1, 1]
+            pumps = list(subj._pumps)
+            subj.close()
+            for t in pumps:             # the readers reach the end of the pipes
+                t.join(10)
+        assert not any(t.is_alive() for t in threading.enumerate()
+                       if t.name == "atlas-cmd-io")
+    no_resource_warning(run)
