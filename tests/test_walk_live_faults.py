@@ -22,16 +22,23 @@ SAID = {"hang": "timed out after 1 s (whole request)", "malformed": "malformed r
 
 
 @pytest.fixture(scope="module")
-def server():
-    """The mock (toy LM, log-likelihoods) with a switchable fault, and a reference run."""
+def server(tmp_path_factory):
+    """The mock (toy LM, log-likelihoods) with a switchable fault, and a run without faults."""
+    import contextlib
+    import io
+
     from atlascat.live.mockserver import MockOpenAIServer
 
-    state = {"action": None, "on": set()}
+    state = {"action": None, "on": lambda n: False}
     with MockOpenAIServer(None, hang_s=2.5,
                           fault=lambda n, i, t: state["action"] if state["on"](n) else None
                           ) as srv:
-        state["on"] = lambda n: False
-        yield srv, state
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = run_cli([*ARGS, "--subject", f"completions:{srv.url}", "--db",
+                            tmp_path_factory.mktemp("ref") / "ref.sqlite"])
+        assert code == 0
+        yield srv, state, json.loads(out.getvalue())[0]
 
 
 def evaluate(capsys, srv, *args):
@@ -43,10 +50,7 @@ def evaluate(capsys, srv, *args):
 @pytest.mark.parametrize("action", list(SAID))
 def test_a_server_that_misbehaves_is_retried_or_stops_resumable(server, action, tmp_path,
                                                                 capsys):
-    srv, state = server
-    state["on"] = lambda n: False
-    code, ref, err = evaluate(capsys, srv, "--db", tmp_path / "ref.sqlite")
-    assert code == 0, err
+    srv, state, ref = server
     srv.log.clear()                                  # n counts from 1 again
     state.update(action=action, on=lambda n: n == 4)  # once: retried, the run as without it
     code, res, err = evaluate(capsys, srv, "--db", tmp_path / "once.sqlite", "--no-cache")
